@@ -1,0 +1,1 @@
+"""torchlean: neural-network training on kernel capsules accepted under explicit contracts."""

@@ -1,0 +1,3 @@
+from torchlean.cli import main
+
+raise SystemExit(main())

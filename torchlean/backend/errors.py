@@ -1,0 +1,43 @@
+"""Exceptions raised by torchlean.
+
+Every error torchlean raises on purpose derives from :class:`TorchLeanError` and carries the
+verbatim message of the original TorchLean where one exists (seed chapter; anchor-backend.md §3.1).
+This module depends on nothing else in torchlean.
+"""
+
+from __future__ import annotations
+
+
+class TorchLeanError(Exception):
+    """Base class of every error torchlean raises deliberately."""
+
+
+class UnknownLabelError(TorchLeanError, ValueError):
+    """A label (op, device, provider, profile, ...) that is not in the closed vocabulary.
+
+    The message names the offending value and lists the accepted ones.
+    """
+
+
+class PlanningError(TorchLeanError):
+    """Planning found no admissible capsule, or the registry is invalid.
+
+    ``messages`` holds one message per failure (a plan reports every missing op at once);
+    ``str(error)`` joins them with newlines.
+    """
+
+    def __init__(self, messages: str | list[str]) -> None:
+        self.messages: list[str] = [messages] if isinstance(messages, str) else list(messages)
+        super().__init__("\n".join(self.messages))
+
+
+class BindingError(TorchLeanError):
+    """A handler does not match the capsule it is bound to (op, then provider, then device)."""
+
+
+class GuardError(TorchLeanError, ValueError):
+    """A runtime guard at a kernel boundary refused its input before any computation."""
+
+
+class SessionError(TorchLeanError):
+    """An eager session or trainer could not be opened or could not execute an op."""

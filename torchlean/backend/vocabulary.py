@@ -1,0 +1,237 @@
+"""The closed vocabularies of the capsule system (anchor-backend.md §1; seed chapter).
+
+Each enum member is UPPER_CASE and carries its stable string in ``.label``
+(``BackendOp.SCALED_DOT_PRODUCT_ATTENTION.label == "scaled_dot_product_attention"``).
+``Enum.parse(label)`` is the inverse and raises :class:`UnknownLabelError` naming the accepted
+labels. Catalog/enumeration order is the original's Generation-B order.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Self
+
+from torchlean.backend.errors import UnknownLabelError
+
+__all__ = [
+    "BackendOp",
+    "ContractObligation",
+    "Device",
+    "LabelledEnum",
+    "Provider",
+    "ReductionPolicy",
+    "TensorLayout",
+    "TrustLevel",
+    "VJPMode",
+]
+
+
+class LabelledEnum(enum.Enum):
+    """An enum whose members carry a stable, user-visible ``label`` string."""
+
+    @property
+    def label(self) -> str:
+        value = self.value
+        assert isinstance(value, str)
+        return value
+
+    @classmethod
+    def kind(cls) -> str:
+        """Human name of the vocabulary, used in error messages (``"op"``, ``"device"``...)."""
+        return cls.__name__
+
+    @classmethod
+    def labels(cls) -> list[str]:
+        return [member.label for member in cls]
+
+    @classmethod
+    def parse(cls, label: str) -> Self:
+        """Return the member whose label is exactly ``label`` (case-sensitive).
+
+        Raises:
+            UnknownLabelError: ``unknown <kind> <label> (known: a | b | ...)``.
+        """
+        for member in cls:
+            if member.label == label:
+                return member
+        raise UnknownLabelError(f"unknown {cls.kind()} {label} (known: {' | '.join(cls.labels())})")
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class Device(LabelledEnum):
+    """Execution targets (anchor-backend.md §1.1). ``label`` is the original's ``cliName``."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    METAL = "metal"
+    WASM = "wasm"
+    TPU = "tpu"
+    TRAINIUM = "trainium"
+    CUSTOM = "custom"
+    EXTERNAL = "external"
+
+    @property
+    def cli_name(self) -> str:
+        return self.label
+
+    @classmethod
+    def parse(cls, label: str) -> Device:
+        """Parse a device name; the error text is the original's verbatim.
+
+        Raises:
+            UnknownLabelError: ``unknown device {value} (known targets: cpu | cuda | ...)``.
+        """
+        for member in cls:
+            if member.label == label:
+                return member
+        raise UnknownLabelError(f"unknown device {label} (known targets: {' | '.join(cls.labels())})")
+
+
+class Provider(LabelledEnum):
+    """Who implements a capsule (Generation B: 14 providers, anchor-backend.md §1.2)."""
+
+    REFERENCE = "reference"
+    TORCHLEAN = "torchlean"
+    NATIVE_CUDA = "native-cuda"
+    LIBTORCH = "libtorch"
+    ATEN = "aten"
+    MPS = "mps"
+    WEBGPU = "webgpu"
+    CUBLAS = "cublas"
+    CUDNN = "cudnn"
+    CUFFT = "cufft"
+    XLA = "xla"
+    NEURON = "neuron"
+    CUSTOM_CHIP = "custom-chip"
+    EXTERNAL = "external"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "provider"
+
+
+class BackendOp(LabelledEnum):
+    """Semantic operation families (47, anchor-backend.md §1.3).
+
+    Rank, axes, padding, strides and index tensors stay in the graph payload, not in the op.
+    """
+
+    RAND_UNIFORM = "rand_uniform"
+    BERNOULLI_MASK = "bernoulli_mask"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    SCALE = "scale"
+    ABS = "abs"
+    SQRT = "sqrt"
+    CLAMP = "clamp"
+    MAX = "max"
+    MIN = "min"
+    RELU = "relu"
+    GELU = "gelu"
+    SIGMOID = "sigmoid"
+    TANH = "tanh"
+    SOFTPLUS = "softplus"
+    EXP = "exp"
+    LOG = "log"
+    SIN = "sin"
+    COS = "cos"
+    INV = "inv"
+    SAFE_LOG = "safe_log"
+    LOG_SOFTMAX = "log_softmax"
+    SOFTMAX = "softmax"
+    HARD_MASKED_SOFTMAX = "hard_masked_softmax"
+    REDUCE_SUM = "reduce_sum"
+    REDUCE_MEAN = "reduce_mean"
+    RESHAPE = "reshape"
+    PERMUTE = "permute"
+    BROADCAST = "broadcast"
+    CONCAT = "concat"
+    SLICE = "slice"
+    GATHER = "gather"
+    SCATTER_ADD = "scatter_add"
+    MATMUL = "matmul"
+    LINEAR = "linear"
+    MSE_LOSS = "mse_loss"
+    LAYER_NORM = "layer_norm"
+    BATCH_NORM = "batch_norm"
+    CONV = "conv"
+    CONV_TRANSPOSE = "conv_transpose"
+    MAX_POOL = "max_pool"
+    SMOOTH_MAX_POOL = "smooth_max_pool"
+    AVG_POOL = "avg_pool"
+    FFT_FNO = "fft_fno"
+    SELECTIVE_SCAN = "selective_scan"
+    SCALED_DOT_PRODUCT_ATTENTION = "scaled_dot_product_attention"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "op"
+
+    @property
+    def requires_vjp(self) -> bool:
+        """False only for the two seeded random sources, which create non-differentiable values."""
+        return self not in (BackendOp.RAND_UNIFORM, BackendOp.BERNOULLI_MASK)
+
+
+class TrustLevel(LabelledEnum):
+    """``checked``: maintained guards and tests; ``trusted-external``: an assumed boundary."""
+
+    CHECKED = "checked"
+    TRUSTED_EXTERNAL = "trusted-external"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "trust level"
+
+
+class VJPMode(LabelledEnum):
+    """Who owns a capsule's local VJP (seed chapter, "Forward And Backward Ownership")."""
+
+    NONE = "none"
+    TORCHLEAN_TAPE = "torchlean-tape"
+    BACKEND_VJP = "backend-vjp"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "vjp mode"
+
+
+class TensorLayout(LabelledEnum):
+    """Storage layouts a capsule can claim compatibility with (anchor-backend.md §1.10)."""
+
+    CANONICAL_TENSOR = "canonical-tensor"
+    FLAT_ROW_MAJOR = "flat-row-major"
+    LIBTORCH_CUDA_VIEW = "libtorch-cuda-view"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "tensor layout"
+
+
+class ContractObligation(LabelledEnum):
+    """The four obligations every capsule carries, in their fixed report order."""
+
+    SHAPE = "shape"
+    LAYOUT = "layout"
+    VALUE = "value"
+    VJP = "vjp"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "obligation"
+
+
+class ReductionPolicy(LabelledEnum):
+    """Order in which a capsule adds products (seed chapter, "NumericalPolicy")."""
+
+    FIXED_LEFT = "fixed-left"
+    IMPLEMENTATION_DEFINED = "implementation-defined"
+    NOT_APPLICABLE = "n/a"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "reduction policy"

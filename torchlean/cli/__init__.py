@@ -1,0 +1,62 @@
+"""The ``torchlean`` command.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers) -> None``; the parser it registers sets ``func`` to a callable taking the
+parsed namespace and returning the exit status. Errors a user can cause (unknown op, profile,
+device, bad numbers) are reported as one ``error: ...`` line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from torchlean.backend.errors import TorchLeanError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "backend_commands",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse parser whose usage errors are one line, exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="torchlean",
+        description="Plan, check and run neural-network kernels under explicit capsule contracts.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"torchlean.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``torchlean`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 0
+    try:
+        return func(args)
+    except TorchLeanError as error:
+        for line in str(error).splitlines() or [type(error).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
