@@ -1,13 +1,356 @@
-"""Placeholder: replaced by the sealed-acceptance mypy plugin (issue 6)."""
+"""mypy plugin: sealed acceptance types and ``Shape[N]`` literals.
+
+Enable it in the project that type-checks torchlean code::
+
+    [tool.mypy]
+    plugins = ["torchlean.mypy_plugin"]
+
+What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3):
+
+* **Sealed types.** A class decorated with ``@torchlean.backend.sealed.sealed("pkg.mod.gate", ...)``
+  may only be produced inside the listed gate functions. Outside them, every route mypy can
+  see is an error with code ``torchlean-sealed``: a constructor call (also through an alias,
+  ``type(x)(...)`` or a ``type[...]`` variable), ``Cls.__new__(...)``, ``object.__new__(Cls)``,
+  ``Cls.__init__(existing, ...)`` (which rewrites a value in place), ``copy.copy``,
+  ``copy.deepcopy`` and ``dataclasses.replace`` on an instance. The message names
+  the class, the allowed gates and the caller. A call to a private helper of
+  ``torchlean.backend.sealed`` (``_mint`` ...) from a module outside the ``torchlean`` package is
+  reported too. The "caller" is the enclosing top-level function (a method counts under its own
+  ``module.Class.method`` name); nested functions and lambdas inside a gate belong to the gate.
+* **Shapes.** ``torchlean.shapes.Shape[4, 3]`` is read as ``Shape[Literal[4], Literal[3]]``.
+  Dimensions must be non-negative int literals, ``Any`` (an unknown size), a ``TypeVar`` or an
+  unpacked ``TypeVarTuple``; anything else is a ``torchlean-shape`` error.
+
+Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
+holding the class, attribute mutation) are refused at runtime by the beartype validators that
+live next to the sealed classes.
+
+This module imports only mypy and the standard library (never torch or numpy), and relies on
+two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``) and on
+``TypeAnalyser.analyze_type_with_type_info``; it is tested against mypy 2.4
+(tests/typing/).
+"""
 
 from __future__ import annotations
 
-from mypy.plugin import Plugin
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from mypy.checker import TypeChecker
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import Context, LambdaExpr, StrExpr, TypeInfo
+from mypy.plugin import (
+    AnalyzeTypeContext,
+    CheckerPluginInterface,
+    ClassDefContext,
+    FunctionContext,
+    MethodContext,
+    Plugin,
+)
+from mypy.typeanal import TypeAnalyser
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    LiteralType,
+    PlaceholderType,
+    ProperType,
+    RawExpressionType,
+    Type,
+    TypeOfAny,
+    TypeType,
+    TypeVarTupleType,
+    TypeVarType,
+    UnboundType,
+    UnionType,
+    UnpackType,
+    get_proper_type,
+)
+
+SEALED_DECORATOR: Final = "torchlean.backend.sealed.sealed"
+SEALED_MODULE: Final = "torchlean.backend.sealed"
+SHAPE_FULLNAME: Final = "torchlean.shapes.Shape"
+METADATA_KEY: Final = "torchlean.sealed"
+PACKAGE: Final = "torchlean"
+
+SEALED: Final = ErrorCode(
+    "torchlean-sealed", "A sealed torchlean type is produced outside its gate", "torchlean"
+)
+SHAPE: Final = ErrorCode("torchlean-shape", "Malformed torchlean Shape[...] dimension", "torchlean")
+
+COPY_ROUTES: Final = {
+    "copy.copy": "copy.copy()",
+    "copy.deepcopy": "copy.deepcopy()",
+    "dataclasses.replace": "dataclasses.replace()",
+}
+
+SHAPE_EXPECTED: Final = "expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts"
+
+
+def _is_torchlean_module(module: str) -> bool:
+    return module == PACKAGE or module.startswith(PACKAGE + ".")
+
+
+def _sealed_gates(info: TypeInfo) -> list[str] | None:
+    """The gate fullnames recorded for a sealed class (or a base of it), else None."""
+    for base in info.mro:
+        data = base.metadata.get(METADATA_KEY)
+        if data is not None:
+            return [str(gate) for gate in data["gates"]]
+    return None
+
+
+def _sealed_instance(typ: Type) -> TypeInfo | None:
+    """The sealed class of an instance type (or of one member of a union), else None."""
+    proper = get_proper_type(typ)
+    items: Sequence[Type] = proper.items if isinstance(proper, UnionType) else [proper]
+    for item in items:
+        item_p = get_proper_type(item)
+        if isinstance(item_p, Instance) and _sealed_gates(item_p.type) is not None:
+            return item_p.type
+    return None
+
+
+def _sealed_class_object(typ: Type) -> TypeInfo | None:
+    """The sealed class of a class-object type (``Cls``, ``type[Cls]``), else None."""
+    proper = get_proper_type(typ)
+    target: ProperType | None = None
+    if isinstance(proper, CallableType) and proper.is_type_obj():
+        target = get_proper_type(proper.ret_type)
+    elif isinstance(proper, TypeType):
+        target = proper.item
+    if isinstance(target, Instance) and _sealed_gates(target.type) is not None:
+        return target.type
+    return None
+
+
+def _caller(api: CheckerPluginInterface) -> tuple[str, str | None]:
+    """Describe where the checked call sits: ``(description, top-level function fullname)``."""
+    assert isinstance(api, TypeChecker)
+    func = api.scope.top_level_function()
+    if func is not None and not isinstance(func, LambdaExpr):
+        return func.fullname, func.fullname
+    cls = api.scope.current_class()
+    if cls is not None:
+        return f"class body of {cls.fullname}", None
+    return f"module {api.tree.fullname}", None
+
+
+def _current_module(api: CheckerPluginInterface) -> str:
+    assert isinstance(api, TypeChecker)
+    return api.tree.fullname
+
+
+def _check_sealed(route: str, info: TypeInfo, api: CheckerPluginInterface, context: Context) -> None:
+    gates = _sealed_gates(info) or []
+    where, function = _caller(api)
+    if function is not None and function in gates:
+        return
+    api.fail(
+        f'{route} of sealed type "{info.name}" outside its gate '
+        f"(allowed only in: {', '.join(gates)}; caller: {where})",
+        context,
+        code=SEALED,
+    )
+
+
+def _first_arg_type(arg_types: list[list[Type]]) -> Type | None:
+    for group in arg_types:
+        if group:
+            return group[0]
+    return None
+
+
+def _construction_hook(ctx: FunctionContext) -> Type:
+    info = _sealed_instance(ctx.default_return_type)
+    if info is not None:
+        _check_sealed("Construction", info, ctx.api, ctx.context)
+    return ctx.default_return_type
+
+
+def _copy_hook(route: str) -> Callable[[FunctionContext], Type]:
+    def hook(ctx: FunctionContext) -> Type:
+        first = _first_arg_type(ctx.arg_types)
+        info = _sealed_instance(first) if first is not None else None
+        if info is not None:
+            _check_sealed(route, info, ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
+
+
+def _new_hook(owner: str) -> Callable[[MethodContext], Type]:
+    def hook(ctx: MethodContext) -> Type:
+        info = _sealed_class_object(ctx.type)
+        if info is None:
+            first = _first_arg_type(ctx.arg_types)
+            info = _sealed_class_object(first) if first is not None else None
+        if info is not None:
+            _check_sealed(f"{owner}.__new__()", info, ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
+
+
+def _reinit_hook(ctx: MethodContext) -> Type:
+    """``Cls.__init__(existing, ...)`` rewrites the fields of a value in place."""
+    info = _sealed_class_object(ctx.type) or _sealed_instance(ctx.type)
+    if info is not None:
+        _check_sealed(f"{info.name}.__init__()", info, ctx.api, ctx.context)
+    return ctx.default_return_type
+
+
+def _private_helper_hook(fullname: str) -> Callable[[FunctionContext], Type]:
+    def hook(ctx: FunctionContext) -> Type:
+        if not _is_torchlean_module(_current_module(ctx.api)):
+            where, _ = _caller(ctx.api)
+            ctx.api.fail(
+                f'"{fullname}" is private to torchlean: sealed values come only from their gates '
+                f"(caller: {where})",
+                ctx.context,
+                code=SEALED,
+            )
+        return ctx.default_return_type
+
+    return hook
+
+
+def _sealed_decorator_hook(ctx: ClassDefContext) -> bool:
+    """Record the gate names of ``@sealed("pkg.mod.gate", ...)`` in the class metadata."""
+    reason = ctx.reason
+    args = getattr(reason, "args", None)
+    if not args or not all(isinstance(arg, StrExpr) and arg.value for arg in args):
+        ctx.api.fail(
+            f'@sealed on "{ctx.cls.name}" needs one or more string literals naming its gate functions',
+            ctx.reason,
+            code=SEALED,
+        )
+        return True
+    gates = [arg.value for arg in args if isinstance(arg, StrExpr)]
+    ctx.cls.info.metadata[METADATA_KEY] = {"gates": gates}
+    if not ctx.cls.info.is_final:
+        ctx.api.fail(f'Sealed type "{ctx.cls.name}" must also be @final', ctx.reason, code=SEALED)
+    return True
+
+
+def _render_dimension(arg: Type) -> str:
+    proper = get_proper_type(arg)
+    if isinstance(proper, RawExpressionType):
+        kind = proper.base_type_name.rpartition(".")[2]
+        value = proper.literal_value
+        if value is None:  # mypy keeps no value for float, complex or other expressions
+            return "(an expression that is not an int literal)"
+        if kind == "bytes":
+            return f'b"{value}"'
+        return f'"{value}"' if isinstance(value, str) else repr(value)
+    if isinstance(proper, UnboundType) and proper.original_str_expr is not None:
+        return f'"{proper.original_str_expr}"'
+    if isinstance(proper, LiteralType):
+        return f"Literal[{proper.value!r}]"
+    if isinstance(proper, Instance):
+        return proper.type.name
+    return str(proper)
+
+
+def _raw_dimension(arg: Type, int_type: Instance, fail: Callable[[str], None]) -> Type | None:
+    """Turn a bare literal argument into ``Literal[n]``; report anything that is not an int >= 0.
+
+    Returns the argument to analyze further, or None after reporting it through ``fail``.
+    """
+    if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
+        fail(_render_dimension(arg))
+        return None
+    if not isinstance(arg, RawExpressionType):
+        return arg
+    value = arg.literal_value
+    if type(value) is int and value >= 0:
+        return LiteralType(value, fallback=int_type, line=arg.line, column=arg.column)
+    fail(_render_dimension(arg))
+    return None
+
+
+def _valid_dimension(arg: Type) -> bool:
+    proper = get_proper_type(arg)
+    if isinstance(proper, LiteralType):
+        return type(proper.value) is int and proper.value >= 0
+    return isinstance(proper, AnyType | TypeVarType | TypeVarTupleType | UnpackType | PlaceholderType)
+
+
+def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
+    """Analyze ``Shape[...]``: bare ints become ``Literal`` ints, malformed dimensions are errors."""
+    api = ctx.api
+    bad: list[str] = []
+
+    def fail(rendered: str) -> None:
+        bad.append(rendered)
+        api.fail(f"Invalid Shape dimension {rendered}: {SHAPE_EXPECTED}", ctx.context, code=SHAPE)
+
+    int_type = api.named_type("builtins.int", [])
+    args = [_raw_dimension(arg, int_type, fail) for arg in ctx.type.args]
+    kept = [arg for arg in args if arg is not None]
+    if bad:
+        return AnyType(TypeOfAny.from_error)
+    info = api.named_type(SHAPE_FULLNAME, []).type
+    if isinstance(api, TypeAnalyser):
+        result = api.analyze_type_with_type_info(info, kept, ctx.context, ctx.type.empty_tuple_index)
+    else:
+        result = Instance(info, [api.analyze_type(arg) for arg in kept])
+    proper = get_proper_type(result)
+    if isinstance(proper, Instance) and proper.type.fullname == SHAPE_FULLNAME:
+        for arg in _flat_dimensions(proper.args):
+            if not _valid_dimension(arg):
+                fail(_render_dimension(arg))
+        if bad:
+            return AnyType(TypeOfAny.from_error)
+    return result
+
+
+def _flat_dimensions(args: Sequence[Type]) -> list[Type]:
+    """The dimensions of a Shape instance; a fixed ``*tuple[...]`` segment is opened up."""
+    flat: list[Type] = []
+    for arg in args:
+        proper = get_proper_type(arg)
+        if isinstance(proper, UnpackType):
+            inner = get_proper_type(proper.type)
+            if isinstance(inner, Instance) and inner.type.fullname == "builtins.tuple":
+                flat.extend(inner.args)
+                continue
+        flat.append(arg)
+    return flat
 
 
 class TorchLeanPlugin(Plugin):
-    pass
+    """Sealed-type and ``Shape[N]`` checks (see the module docstring)."""
+
+    def get_class_decorator_hook_2(self, fullname: str) -> Callable[[ClassDefContext], bool] | None:
+        return _sealed_decorator_hook if fullname == SEALED_DECORATOR else None
+
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        return _shape_hook if fullname == SHAPE_FULLNAME else None
+
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if fullname in COPY_ROUTES:
+            return _copy_hook(COPY_ROUTES[fullname])
+        if fullname.startswith(SEALED_MODULE + "._") and not fullname.startswith(SEALED_MODULE + ".__"):
+            return _private_helper_hook(fullname)
+        if self._is_sealed_class(fullname):
+            return _construction_hook
+        return None
+
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        owner, _, method = fullname.rpartition(".")
+        if method == "__new__" and owner:
+            display = "object" if owner == "builtins.object" else owner.rpartition(".")[2]
+            return _new_hook(display)
+        if method == "__init__" and self._is_sealed_class(owner):
+            return _reinit_hook
+        return None
+
+    def _is_sealed_class(self, fullname: str) -> bool:
+        node = self.lookup_fully_qualified(fullname)
+        return node is not None and isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
 
 
 def plugin(version: str) -> type[Plugin]:
+    """mypy entry point (``plugins = ["torchlean.mypy_plugin"]``); ``version`` is mypy's version."""
     return TorchLeanPlugin

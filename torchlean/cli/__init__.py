@@ -17,6 +17,7 @@ from torchlean.backend.errors import TorchLeanError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
+    "attention_check",
 )
 
 

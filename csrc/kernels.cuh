@@ -1,0 +1,786 @@
+// torchlean's own device kernels (float32 and float64, templated on the scalar type T).
+//
+//   * direct attention, forward and backward: hard-mask zero-numerator semantics, tiled through
+//     shared memory with an online softmax (Dao 2023, FlashAttention-2 loop order: one block per
+//     query tile, looping over key tiles with a running max, denominator and accumulator); the
+//     score matrix is never materialised.  The forward saves each row's logsumexp; the backward
+//     recomputes probabilities from it (dQ per query tile, dK/dV per key tile, no atomics);
+//   * hard-masked softmax over the last axis, forward and backward;
+//   * the diagonal selective scan h_t = A(_t) * h_{t-1} + B(_t) * x_t and its reverse recurrence;
+//   * smooth max pooling (1/beta) log sum exp(beta v) over zero-padded windows, and its VJP;
+//   * the splitmix64 counter-based uniform and Bernoulli sources.
+//
+// Blocked (masked) positions are *selected away*: they never enter a max, a sum or a product, so a
+// NaN or infinity stored at a blocked position cannot reach any result.  All launches use the
+// stream handed in by the caller.  Host-side launch helpers live at the end of this file.
+#pragma once
+
+#include "tl_device.cuh"
+
+namespace tl {
+
+constexpr unsigned int kFullMask = 0xffffffffu;
+constexpr int kWarpSize = 32;
+
+// ---------------------------------------------------------------------------------------------
+// scalar helpers
+// ---------------------------------------------------------------------------------------------
+
+TL_DEVICE float tl_exp(float x) { return expf(x); }
+TL_DEVICE double tl_exp(double x) { return exp(x); }
+TL_DEVICE float tl_log(float x) { return logf(x); }
+TL_DEVICE double tl_log(double x) { return log(x); }
+
+template <class T>
+TL_DEVICE T neg_inf() {
+  return -static_cast<T>(INFINITY);
+}
+
+template <class T>
+TL_DEVICE bool is_nan(T x) {
+  return x != x;
+}
+
+// max that propagates NaN from either side, so that warp reductions give every lane the same value
+template <class T>
+TL_DEVICE T nan_max(T a, T b) {
+  return (is_nan(b) || b > a) ? b : a;
+}
+
+template <class T>
+TL_DEVICE T nan_min(T a, T b) {
+  return (is_nan(b) || b < a) ? b : a;
+}
+
+// Butterfly reductions: every lane ends with the same value (each step combines x and y with the
+// commutative operation on both partners).
+template <class T>
+TL_DEVICE T warp_max(T v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = nan_max(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+
+template <class T>
+TL_DEVICE T warp_sum(T v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+
+// Merge two (running max, running sum of exp(x - max)) pairs; -inf max means "empty".
+template <class T>
+TL_DEVICE void merge_softmax_stats(T& m, T& l, T m2, T l2) {
+  const T merged = nan_max(m, m2);
+  const T a = (m == neg_inf<T>()) ? T(0) : l * tl_exp(m - merged);
+  const T b = (m2 == neg_inf<T>()) ? T(0) : l2 * tl_exp(m2 - merged);
+  m = merged;
+  l = a + b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// direct attention
+// ---------------------------------------------------------------------------------------------
+
+struct AttentionShape {
+  std::int64_t batch;        // folded (batch, head) axis
+  std::int64_t nq;           // queries per batch entry
+  std::int64_t nk;           // keys per batch entry
+  std::int64_t d;            // query/key width
+  std::int64_t dv;           // value width
+  std::int64_t mask_stride;  // elements between mask batch entries (0: one mask for all)
+};
+
+constexpr int kAttnWarps = 8;
+constexpr int kAttnRows = 4;                       // rows (or keys) per warp
+constexpr int kAttnBr = kAttnWarps * kAttnRows;    // 32 rows per block tile
+constexpr int kAttnBc = kWarpSize;                 // 32 keys per tile, one per lane
+constexpr int kAttnThreads = kAttnWarps * kWarpSize;
+constexpr int kAttnMaxWidth = 256;                 // d and dv limit (8 columns per lane)
+
+TL_DEVICE bool attention_allowed(const unsigned char* mask, std::int64_t i, std::int64_t j,
+                                 std::int64_t nq, std::int64_t nk) {
+  return i < nq && j < nk && (mask == nullptr || mask[i * nk + j] != 0);
+}
+
+// Forward.  One block per (batch entry, tile of kAttnBr query rows); warp w owns rows
+// [w * kAttnRows, (w + 1) * kAttnRows) of the tile; lane j scores key k0 + j of each key tile.
+// Lane owns value columns lane + 32 * c for c < CPL.
+template <class T, int CPL>
+TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                        const T* __restrict__ v,
+                                        const unsigned char* __restrict__ mask,
+                                        T* __restrict__ out, T* __restrict__ lse,
+                                        AttentionShape s, T scale) {
+  TL_DYNAMIC_SMEM(T, smem);
+  const std::int64_t d = s.d;
+  const std::int64_t dv = s.dv;
+  T* sQ = smem;                         // kAttnBr x d
+  T* sK = sQ + kAttnBr * d;             // kAttnBc x (d + 1), padded against bank conflicts
+  T* sV = sK + kAttnBc * (d + 1);       // kAttnBc x dv
+
+  const std::int64_t tiles = (s.nq + kAttnBr - 1) / kAttnBr;
+  const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
+  const std::int64_t b = block / tiles;
+  const std::int64_t q0 = (block % tiles) * kAttnBr;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+
+  const T* qb = q + b * s.nq * d;
+  const T* kb = k + b * s.nk * d;
+  const T* vb = v + b * s.nk * dv;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+
+  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+    const std::int64_t i = q0 + idx / d;
+    sQ[idx] = i < s.nq ? qb[i * d + idx % d] : T(0);
+  }
+
+  T m[kAttnRows];
+  T l[kAttnRows];
+  T acc[kAttnRows][CPL];
+  for (int r = 0; r < kAttnRows; ++r) {
+    m[r] = neg_inf<T>();
+    l[r] = T(0);
+    for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
+  }
+
+  for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
+    __syncthreads();  // the previous tile is no longer read
+    for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
+      const std::int64_t row = idx / d;
+      const std::int64_t col = idx % d;
+      const std::int64_t j = k0 + row;
+      sK[row * (d + 1) + col] = j < s.nk ? kb[j * d + col] : T(0);
+    }
+    for (std::int64_t idx = tid; idx < kAttnBc * dv; idx += kAttnThreads) {
+      const std::int64_t j = k0 + idx / dv;
+      sV[idx] = j < s.nk ? vb[j * dv + idx % dv] : T(0);
+    }
+    __syncthreads();
+
+    const std::int64_t j = k0 + lane;
+    T score[kAttnRows];
+    for (int r = 0; r < kAttnRows; ++r) score[r] = T(0);
+    const T* krow = sK + lane * (d + 1);
+    for (std::int64_t t = 0; t < d; ++t) {
+      const T kv = krow[t];
+      for (int r = 0; r < kAttnRows; ++r) score[r] += sQ[(warp * kAttnRows + r) * d + t] * kv;
+    }
+
+    for (int r = 0; r < kAttnRows; ++r) {
+      const std::int64_t i = q0 + warp * kAttnRows + r;
+      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const T sv = allowed ? score[r] * scale : neg_inf<T>();
+      const T m_new = nan_max(m[r], warp_max(sv));
+      if (m_new == neg_inf<T>()) continue;  // nothing allowed so far: uniform across the warp
+      const T alpha = tl_exp(m[r] - m_new);  // 0 when m[r] is -inf
+      const T p = allowed ? tl_exp(sv - m_new) : T(0);
+      l[r] = l[r] * alpha + warp_sum(p);
+      for (int c = 0; c < CPL; ++c) acc[r][c] *= alpha;
+      const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      for (int jj = 0; jj < kAttnBc; ++jj) {
+        if (((bits >> jj) & 1u) == 0u) continue;  // blocked keys are never read
+        const T pj = __shfl_sync(kFullMask, p, jj);
+        const T* vrow = sV + jj * dv;
+        for (int c = 0; c < CPL; ++c) {
+          const std::int64_t col = lane + kWarpSize * c;
+          if (col < dv) acc[r][c] += pj * vrow[col];
+        }
+      }
+      m[r] = m_new;
+    }
+  }
+
+  for (int r = 0; r < kAttnRows; ++r) {
+    const std::int64_t i = q0 + warp * kAttnRows + r;
+    if (i >= s.nq) continue;
+    const bool blocked = m[r] == neg_inf<T>();  // no allowed key: the row is zero
+    const T inv = blocked ? T(0) : T(1) / l[r];
+    T* orow = out + (b * s.nq + i) * dv;
+    for (int c = 0; c < CPL; ++c) {
+      const std::int64_t col = lane + kWarpSize * c;
+      if (col < dv) orow[col] = blocked ? T(0) : acc[r][c] * inv;
+    }
+    if (lane == 0) lse[b * s.nq + i] = blocked ? neg_inf<T>() : m[r] + tl_log(l[r]);
+  }
+}
+
+// Backward, dQ.  One block per (batch entry, query tile); lane j handles key k0 + j.
+//   p_ij = exp(scale * q_i.k_j - lse_i) (allowed only), dp_ij = dO_i.v_j,
+//   ds_ij = p_ij (dp_ij - delta_i), dQ_i = scale * sum_j ds_ij k_j.
+// Lane owns query/key columns lane + 32 * c.
+template <class T, int CPL>
+TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                            const T* __restrict__ v,
+                                            const unsigned char* __restrict__ mask,
+                                            const T* __restrict__ dout,
+                                            const T* __restrict__ lse,
+                                            const T* __restrict__ delta, T* __restrict__ dq,
+                                            AttentionShape s, T scale) {
+  TL_DYNAMIC_SMEM(T, smem);
+  const std::int64_t d = s.d;
+  const std::int64_t dv = s.dv;
+  T* sQ = smem;                       // kAttnBr x d
+  T* sdO = sQ + kAttnBr * d;          // kAttnBr x dv
+  T* sK = sdO + kAttnBr * dv;         // kAttnBc x (d + 1)
+  T* sV = sK + kAttnBc * (d + 1);     // kAttnBc x (dv + 1)
+
+  const std::int64_t tiles = (s.nq + kAttnBr - 1) / kAttnBr;
+  const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
+  const std::int64_t b = block / tiles;
+  const std::int64_t q0 = (block % tiles) * kAttnBr;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+
+  const T* qb = q + b * s.nq * d;
+  const T* kb = k + b * s.nk * d;
+  const T* vb = v + b * s.nk * dv;
+  const T* gb = dout + b * s.nq * dv;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+
+  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+    const std::int64_t i = q0 + idx / d;
+    sQ[idx] = i < s.nq ? qb[i * d + idx % d] : T(0);
+  }
+  for (std::int64_t idx = tid; idx < kAttnBr * dv; idx += kAttnThreads) {
+    const std::int64_t i = q0 + idx / dv;
+    sdO[idx] = i < s.nq ? gb[i * dv + idx % dv] : T(0);
+  }
+
+  T row_lse[kAttnRows];
+  T row_delta[kAttnRows];
+  T acc[kAttnRows][CPL];
+  for (int r = 0; r < kAttnRows; ++r) {
+    const std::int64_t i = q0 + warp * kAttnRows + r;
+    row_lse[r] = i < s.nq ? lse[b * s.nq + i] : neg_inf<T>();
+    row_delta[r] = i < s.nq ? delta[b * s.nq + i] : T(0);
+    for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
+  }
+
+  for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
+    __syncthreads();
+    for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
+      const std::int64_t row = idx / d;
+      const std::int64_t j = k0 + row;
+      sK[row * (d + 1) + idx % d] = j < s.nk ? kb[j * d + idx % d] : T(0);
+    }
+    for (std::int64_t idx = tid; idx < kAttnBc * dv; idx += kAttnThreads) {
+      const std::int64_t row = idx / dv;
+      const std::int64_t j = k0 + row;
+      sV[row * (dv + 1) + idx % dv] = j < s.nk ? vb[j * dv + idx % dv] : T(0);
+    }
+    __syncthreads();
+
+    const std::int64_t j = k0 + lane;
+    T score[kAttnRows];
+    T dp[kAttnRows];
+    for (int r = 0; r < kAttnRows; ++r) {
+      score[r] = T(0);
+      dp[r] = T(0);
+    }
+    const T* krow = sK + lane * (d + 1);
+    for (std::int64_t t = 0; t < d; ++t) {
+      const T kv = krow[t];
+      for (int r = 0; r < kAttnRows; ++r) score[r] += sQ[(warp * kAttnRows + r) * d + t] * kv;
+    }
+    const T* vrow = sV + lane * (dv + 1);
+    for (std::int64_t t = 0; t < dv; ++t) {
+      const T vv = vrow[t];
+      for (int r = 0; r < kAttnRows; ++r) dp[r] += sdO[(warp * kAttnRows + r) * dv + t] * vv;
+    }
+
+    for (int r = 0; r < kAttnRows; ++r) {
+      const std::int64_t i = q0 + warp * kAttnRows + r;
+      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const T p = allowed ? tl_exp(score[r] * scale - row_lse[r]) : T(0);
+      const T ds = allowed ? p * (dp[r] - row_delta[r]) : T(0);
+      const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      for (int jj = 0; jj < kAttnBc; ++jj) {
+        if (((bits >> jj) & 1u) == 0u) continue;
+        const T dsj = __shfl_sync(kFullMask, ds, jj);
+        const T* kj = sK + jj * (d + 1);
+        for (int c = 0; c < CPL; ++c) {
+          const std::int64_t col = lane + kWarpSize * c;
+          if (col < d) acc[r][c] += dsj * kj[col];
+        }
+      }
+    }
+  }
+
+  for (int r = 0; r < kAttnRows; ++r) {
+    const std::int64_t i = q0 + warp * kAttnRows + r;
+    if (i >= s.nq) continue;
+    T* row = dq + (b * s.nq + i) * d;
+    for (int c = 0; c < CPL; ++c) {
+      const std::int64_t col = lane + kWarpSize * c;
+      if (col < d) row[col] = acc[r][c] * scale;
+    }
+  }
+}
+
+// Backward, dK and dV.  One block per (batch entry, tile of kAttnBr keys); warp w owns keys
+// [w * kAttnRows, (w + 1) * kAttnRows) of the tile; lane i handles query q0 + i of each query
+// tile.  dV_j = sum_i p_ij dO_i,  dK_j = scale * sum_i ds_ij q_i.
+template <class T, int CPL>
+TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                              const T* __restrict__ v,
+                                              const unsigned char* __restrict__ mask,
+                                              const T* __restrict__ dout,
+                                              const T* __restrict__ lse,
+                                              const T* __restrict__ delta, T* __restrict__ dk,
+                                              T* __restrict__ dvv, AttentionShape s, T scale) {
+  TL_DYNAMIC_SMEM(T, smem);
+  const std::int64_t d = s.d;
+  const std::int64_t dv = s.dv;
+  T* sK = smem;                        // kAttnBr keys x d
+  T* sV = sK + kAttnBr * d;            // kAttnBr keys x dv
+  T* sQ = sV + kAttnBr * dv;           // kAttnBc queries x (d + 1)
+  T* sdO = sQ + kAttnBc * (d + 1);     // kAttnBc queries x (dv + 1)
+  T* sL = sdO + kAttnBc * (dv + 1);    // kAttnBc
+  T* sD = sL + kAttnBc;                // kAttnBc
+
+  const std::int64_t tiles = (s.nk + kAttnBr - 1) / kAttnBr;
+  const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
+  const std::int64_t b = block / tiles;
+  const std::int64_t k0 = (block % tiles) * kAttnBr;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+
+  const T* qb = q + b * s.nq * d;
+  const T* kb = k + b * s.nk * d;
+  const T* vb = v + b * s.nk * dv;
+  const T* gb = dout + b * s.nq * dv;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+
+  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+    const std::int64_t j = k0 + idx / d;
+    sK[idx] = j < s.nk ? kb[j * d + idx % d] : T(0);
+  }
+  for (std::int64_t idx = tid; idx < kAttnBr * dv; idx += kAttnThreads) {
+    const std::int64_t j = k0 + idx / dv;
+    sV[idx] = j < s.nk ? vb[j * dv + idx % dv] : T(0);
+  }
+
+  T acc_k[kAttnRows][CPL];
+  T acc_v[kAttnRows][CPL];
+  for (int r = 0; r < kAttnRows; ++r) {
+    for (int c = 0; c < CPL; ++c) {
+      acc_k[r][c] = T(0);
+      acc_v[r][c] = T(0);
+    }
+  }
+
+  for (std::int64_t q0 = 0; q0 < s.nq; q0 += kAttnBc) {
+    __syncthreads();
+    for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
+      const std::int64_t row = idx / d;
+      const std::int64_t i = q0 + row;
+      sQ[row * (d + 1) + idx % d] = i < s.nq ? qb[i * d + idx % d] : T(0);
+    }
+    for (std::int64_t idx = tid; idx < kAttnBc * dv; idx += kAttnThreads) {
+      const std::int64_t row = idx / dv;
+      const std::int64_t i = q0 + row;
+      sdO[row * (dv + 1) + idx % dv] = i < s.nq ? gb[i * dv + idx % dv] : T(0);
+    }
+    if (tid < kAttnBc) {
+      const std::int64_t i = q0 + tid;
+      sL[tid] = i < s.nq ? lse[b * s.nq + i] : neg_inf<T>();
+      sD[tid] = i < s.nq ? delta[b * s.nq + i] : T(0);
+    }
+    __syncthreads();
+
+    const std::int64_t i = q0 + lane;
+    T score[kAttnRows];
+    T dp[kAttnRows];
+    for (int r = 0; r < kAttnRows; ++r) {
+      score[r] = T(0);
+      dp[r] = T(0);
+    }
+    const T* qrow = sQ + lane * (d + 1);
+    for (std::int64_t t = 0; t < d; ++t) {
+      const T qv = qrow[t];
+      for (int r = 0; r < kAttnRows; ++r) score[r] += qv * sK[(warp * kAttnRows + r) * d + t];
+    }
+    const T* grow = sdO + lane * (dv + 1);
+    for (std::int64_t t = 0; t < dv; ++t) {
+      const T gv = grow[t];
+      for (int r = 0; r < kAttnRows; ++r) dp[r] += gv * sV[(warp * kAttnRows + r) * dv + t];
+    }
+
+    for (int r = 0; r < kAttnRows; ++r) {
+      const std::int64_t j = k0 + warp * kAttnRows + r;
+      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const T p = allowed ? tl_exp(score[r] * scale - sL[lane]) : T(0);
+      const T ds = allowed ? p * (dp[r] - sD[lane]) : T(0);
+      const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      for (int ii = 0; ii < kAttnBc; ++ii) {
+        if (((bits >> ii) & 1u) == 0u) continue;  // blocked queries are never read
+        const T pi = __shfl_sync(kFullMask, p, ii);
+        const T dsi = __shfl_sync(kFullMask, ds, ii);
+        const T* gi = sdO + ii * (dv + 1);
+        const T* qi = sQ + ii * (d + 1);
+        for (int c = 0; c < CPL; ++c) {
+          const std::int64_t col = lane + kWarpSize * c;
+          if (col < dv) acc_v[r][c] += pi * gi[col];
+          if (col < d) acc_k[r][c] += dsi * qi[col];
+        }
+      }
+    }
+  }
+
+  for (int r = 0; r < kAttnRows; ++r) {
+    const std::int64_t j = k0 + warp * kAttnRows + r;
+    if (j >= s.nk) continue;
+    T* krow = dk + (b * s.nk + j) * d;
+    T* vrow = dvv + (b * s.nk + j) * dv;
+    for (int c = 0; c < CPL; ++c) {
+      const std::int64_t col = lane + kWarpSize * c;
+      if (col < d) krow[col] = acc_k[r][c] * scale;
+      if (col < dv) vrow[col] = acc_v[r][c];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// hard-masked softmax over the last axis (one warp per row)
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kRowWarps = 8;
+constexpr int kRowThreads = kRowWarps * kWarpSize;
+
+// rows x n scores; the mask has mask_rows x n entries and row r uses mask row r % mask_rows.
+template <class T>
+TL_GLOBAL void hard_masked_softmax_forward_kernel(const T* __restrict__ x,
+                                                  const unsigned char* __restrict__ mask,
+                                                  T* __restrict__ y, std::int64_t rows,
+                                                  std::int64_t n, std::int64_t mask_rows) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowWarps +
+                           static_cast<int>(threadIdx.x) / kWarpSize;
+  if (row >= rows) return;  // the whole warp leaves together
+  const T* xr = x + row * n;
+  const unsigned char* mr = mask + (row % mask_rows) * n;
+  T* yr = y + row * n;
+
+  T m = neg_inf<T>();
+  T l = T(0);
+  for (std::int64_t j = lane; j < n; j += kWarpSize) {
+    if (mr[j] == 0) continue;  // blocked: never read
+    const T value = xr[j];
+    if (value > m) {
+      l = (m == neg_inf<T>() ? T(0) : l * tl_exp(m - value)) + T(1);
+      m = value;
+    } else if (value != neg_inf<T>()) {
+      l += tl_exp(value - m);  // NaN propagates through here
+    }
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const T m2 = __shfl_xor_sync(kFullMask, m, offset);
+    const T l2 = __shfl_xor_sync(kFullMask, l, offset);
+    merge_softmax_stats(m, l, m2, l2);
+  }
+  for (std::int64_t j = lane; j < n; j += kWarpSize) {
+    yr[j] = mr[j] != 0 ? tl_exp(xr[j] - m) / l : T(0);
+  }
+}
+
+// dx_j = y_j (g_j - sum_allowed g_k y_k) at allowed j, exactly 0 at blocked j.
+template <class T>
+TL_GLOBAL void hard_masked_softmax_backward_kernel(const T* __restrict__ g,
+                                                   const T* __restrict__ y,
+                                                   const unsigned char* __restrict__ mask,
+                                                   T* __restrict__ dx, std::int64_t rows,
+                                                   std::int64_t n, std::int64_t mask_rows) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowWarps +
+                           static_cast<int>(threadIdx.x) / kWarpSize;
+  if (row >= rows) return;
+  const T* gr = g + row * n;
+  const T* yr = y + row * n;
+  const unsigned char* mr = mask + (row % mask_rows) * n;
+  T* dr = dx + row * n;
+  T dot = T(0);
+  for (std::int64_t j = lane; j < n; j += kWarpSize) {
+    if (mr[j] != 0) dot += gr[j] * yr[j];
+  }
+  dot = warp_sum(dot);
+  for (std::int64_t j = lane; j < n; j += kWarpSize) {
+    dr[j] = mr[j] != 0 ? yr[j] * (gr[j] - dot) : T(0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// selective scan (one thread per (batch, state) channel, time in order)
+// ---------------------------------------------------------------------------------------------
+
+struct ScanShape {
+  std::int64_t batch;  // product of the leading axes of x
+  std::int64_t len;    // time steps
+  std::int64_t state;  // state channels
+  bool token;          // coefficients have x's shape (else one per state channel)
+};
+
+template <class T>
+TL_GLOBAL void selective_scan_forward_kernel(const T* __restrict__ a, const T* __restrict__ bcoef,
+                                             const T* __restrict__ x, const T* __restrict__ h0,
+                                             T* __restrict__ h, ScanShape s) {
+  const std::int64_t idx =
+      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + static_cast<std::int64_t>(threadIdx.x);
+  if (idx >= s.batch * s.state) return;
+  const std::int64_t bi = idx / s.state;
+  const std::int64_t ch = idx % s.state;
+  T hv = h0[idx];
+  for (std::int64_t t = 0; t < s.len; ++t) {
+    const std::int64_t off = (bi * s.len + t) * s.state + ch;
+    const T av = s.token ? a[off] : a[ch];
+    const T bv = s.token ? bcoef[off] : bcoef[ch];
+    hv = av * hv + bv * x[off];
+    h[off] = hv;
+  }
+}
+
+// Reverse recurrence: total_t = g_t + carry; dA_t = total_t h_{t-1}; dB_t = total_t x_t;
+// dx_t = total_t B_t; carry = total_t A_t; dh0 = final carry.  With shared coefficients the
+// per-channel sums over time are written to da/db as [batch, state] partials.
+template <class T>
+TL_GLOBAL void selective_scan_backward_kernel(const T* __restrict__ a, const T* __restrict__ bcoef,
+                                              const T* __restrict__ x, const T* __restrict__ h0,
+                                              const T* __restrict__ h, const T* __restrict__ g,
+                                              T* __restrict__ da, T* __restrict__ db,
+                                              T* __restrict__ dx, T* __restrict__ dh0,
+                                              ScanShape s) {
+  const std::int64_t idx =
+      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + static_cast<std::int64_t>(threadIdx.x);
+  if (idx >= s.batch * s.state) return;
+  const std::int64_t bi = idx / s.state;
+  const std::int64_t ch = idx % s.state;
+  T carry = T(0);
+  T sum_a = T(0);
+  T sum_b = T(0);
+  for (std::int64_t t = s.len - 1; t >= 0; --t) {
+    const std::int64_t off = (bi * s.len + t) * s.state + ch;
+    const T total = g[off] + carry;
+    const T prev = t > 0 ? h[off - s.state] : h0[idx];
+    const T av = s.token ? a[off] : a[ch];
+    const T bv = s.token ? bcoef[off] : bcoef[ch];
+    const T ga = total * prev;
+    const T gb = total * x[off];
+    dx[off] = total * bv;
+    if (s.token) {
+      da[off] = ga;
+      db[off] = gb;
+    } else {
+      sum_a += ga;
+      sum_b += gb;
+    }
+    carry = total * av;
+  }
+  dh0[idx] = carry;
+  if (!s.token) {
+    da[idx] = sum_a;
+    db[idx] = sum_b;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// smooth max pooling over the trailing `rank` axes; leading axes are folded into channels.
+// Window cells outside the input are zero padding and take part with value 0.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kMaxPoolRank = 6;
+
+struct PoolGeometry {
+  int rank;
+  std::int64_t channels;
+  std::int64_t in[kMaxPoolRank];
+  std::int64_t out[kMaxPoolRank];
+  std::int64_t kernel[kMaxPoolRank];
+  std::int64_t stride[kMaxPoolRank];
+  std::int64_t pad[kMaxPoolRank];
+  std::int64_t in_size;      // product of in
+  std::int64_t out_size;     // product of out
+  std::int64_t kernel_size;  // product of kernel
+};
+
+// Value of window cell `cell` (row-major over the kernel) of output position `opos`.
+template <class T>
+TL_DEVICE T window_value(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
+                         std::int64_t cell) {
+  std::int64_t kc[kMaxPoolRank];
+  for (int ax = g.rank - 1; ax >= 0; --ax) {
+    kc[ax] = cell % g.kernel[ax];
+    cell /= g.kernel[ax];
+  }
+  std::int64_t flat = 0;
+  for (int ax = 0; ax < g.rank; ++ax) {
+    const std::int64_t p = opos[ax] * g.stride[ax] - g.pad[ax] + kc[ax];
+    if (p < 0 || p >= g.in[ax]) return T(0);
+    flat = flat * g.in[ax] + p;
+  }
+  return xc[flat];
+}
+
+// pivot = max (beta > 0) or min (beta < 0) of the window; sum = sum exp(beta (v - pivot)).
+template <class T>
+TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
+                                   T beta, T& pivot, T& sum) {
+  pivot = beta > T(0) ? neg_inf<T>() : -neg_inf<T>();
+  for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
+    const T value = window_value(xc, g, opos, cell);
+    pivot = beta > T(0) ? nan_max(pivot, value) : nan_min(pivot, value);
+  }
+  sum = T(0);
+  for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
+    sum += tl_exp(beta * (window_value(xc, g, opos, cell) - pivot));
+  }
+}
+
+TL_DEVICE void unflatten(std::int64_t flat, const std::int64_t* dims, int rank,
+                         std::int64_t* coord) {
+  for (int ax = rank - 1; ax >= 0; --ax) {
+    coord[ax] = flat % dims[ax];
+    flat /= dims[ax];
+  }
+}
+
+// One thread per output element: out = pivot + log(sum) / beta; also stores the statistics
+// when `stats` is given (pivot, sum per output element), for the backward.
+template <class T>
+TL_GLOBAL void smooth_max_pool_forward_kernel(const T* __restrict__ x, T* __restrict__ out,
+                                              T* __restrict__ stats, PoolGeometry g, T beta) {
+  const std::int64_t total = g.channels * g.out_size;
+  for (std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < total; idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = idx / g.out_size;
+    std::int64_t opos[kMaxPoolRank];
+    unflatten(idx % g.out_size, g.out, g.rank, opos);
+    T pivot;
+    T sum;
+    smooth_window_stats(x + c * g.in_size, g, opos, beta, pivot, sum);
+    if (out != nullptr) out[idx] = pivot + tl_log(sum) / beta;
+    if (stats != nullptr) {
+      stats[2 * idx] = pivot;
+      stats[2 * idx + 1] = sum;
+    }
+  }
+}
+
+// One thread per input element: dx_i = sum over windows o containing i of
+// g_o exp(beta (x_i - pivot_o)) / sum_o  (padding cells have no input element).
+template <class T>
+TL_GLOBAL void smooth_max_pool_backward_kernel(const T* __restrict__ x, const T* __restrict__ g,
+                                               const T* __restrict__ stats, T* __restrict__ dx,
+                                               PoolGeometry geo, T beta) {
+  const std::int64_t total = geo.channels * geo.in_size;
+  for (std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < total; idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = idx / geo.in_size;
+    std::int64_t ipos[kMaxPoolRank];
+    unflatten(idx % geo.in_size, geo.in, geo.rank, ipos);
+    std::int64_t lo[kMaxPoolRank];
+    std::int64_t count[kMaxPoolRank];
+    std::int64_t windows = 1;
+    for (int ax = 0; ax < geo.rank; ++ax) {
+      // o covers i when o * stride - pad <= i <= o * stride - pad + kernel - 1
+      const std::int64_t shifted = ipos[ax] + geo.pad[ax];
+      std::int64_t first = shifted - geo.kernel[ax] + 1;
+      first = first <= 0 ? 0 : (first + geo.stride[ax] - 1) / geo.stride[ax];
+      std::int64_t last = shifted / geo.stride[ax];
+      if (last > geo.out[ax] - 1) last = geo.out[ax] - 1;
+      lo[ax] = first;
+      count[ax] = last >= first ? last - first + 1 : 0;
+      windows *= count[ax];
+    }
+    const T value = x[idx];
+    T acc = T(0);
+    for (std::int64_t w = 0; w < windows; ++w) {
+      std::int64_t rest = w;
+      std::int64_t oflat = 0;
+      std::int64_t ocoord[kMaxPoolRank];
+      for (int ax = geo.rank - 1; ax >= 0; --ax) {
+        ocoord[ax] = lo[ax] + rest % count[ax];
+        rest /= count[ax];
+      }
+      for (int ax = 0; ax < geo.rank; ++ax) oflat = oflat * geo.out[ax] + ocoord[ax];
+      const std::int64_t o = c * geo.out_size + oflat;
+      acc += g[o] * tl_exp(beta * (value - stats[2 * o])) / stats[2 * o + 1];
+    }
+    dx[idx] = acc;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// seeded sources (anchor-runtime.md 1.6): element i = splitmix64(key + i) mod 2^32 / 2^32
+// ---------------------------------------------------------------------------------------------
+
+TL_HOST_DEVICE std::uint64_t splitmix64(std::uint64_t x) {
+  std::uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+template <class T>
+TL_DEVICE T uniform_at(std::uint64_t key, std::int64_t i) {
+  const std::uint64_t u = splitmix64(key + static_cast<std::uint64_t>(i)) & 0xffffffffULL;
+  // u / 2^32 is exact in double; one rounding to T (u < 2^32 so T(u) * 2^-32 is the same value)
+  return static_cast<T>(static_cast<double>(u) * 2.3283064365386962890625e-10);
+}
+
+template <class T>
+TL_GLOBAL void rand_uniform_kernel(T* __restrict__ out, std::int64_t n, std::uint64_t key) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = uniform_at<T>(key, i);
+  }
+}
+
+// 1 where keep > u (strict, both in T), else 0.
+template <class T>
+TL_GLOBAL void bernoulli_mask_kernel(T* __restrict__ out, std::int64_t n, std::uint64_t key,
+                                     T keep) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = keep > uniform_at<T>(key, i) ? T(1) : T(0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// host-side launch geometry
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kElementThreads = 256;
+constexpr std::int64_t kMaxGridBlocks = 65535LL * 16;  // grid-stride loops cover the rest
+
+inline unsigned int element_blocks(std::int64_t n) {
+  std::int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > kMaxGridBlocks) blocks = kMaxGridBlocks;
+  return static_cast<unsigned int>(blocks);
+}
+
+// Columns per lane needed for widths up to `width` (1, 2, 4 or 8; 0 if width > 256).
+inline int attention_columns_per_lane(std::int64_t width) {
+  if (width <= 32) return 1;
+  if (width <= 64) return 2;
+  if (width <= 128) return 4;
+  if (width <= kAttnMaxWidth) return 8;
+  return 0;
+}
+
+inline std::int64_t attention_forward_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
+  return (kAttnBr * d + kAttnBc * (d + 1) + kAttnBc * dv) * bytes;
+}
+
+inline std::int64_t attention_dq_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
+  return (kAttnBr * d + kAttnBr * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1)) * bytes;
+}
+
+inline std::int64_t attention_dkdv_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
+  return (kAttnBr * d + kAttnBr * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1) + 2 * kAttnBc) *
+         bytes;
+}
+
+}  // namespace tl

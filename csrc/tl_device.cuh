@@ -1,0 +1,71 @@
+// Portability layer for torchlean's own kernels.
+//
+// The kernels in kernels.cuh are plain CUDA C++.  This header supplies what they need from the
+// toolkit (dim3, intrinsics, dynamic shared memory, launches).  With TORCHLEAN_EMULATE defined
+// the same kernel sources are compiled by the host C++ compiler and run on the CPU by the
+// cooperative-thread emulator in emu/tl_emulator.h, so that CI machines without a GPU execute
+// the real kernel code (warp shuffles, barriers, tiling) against float64 oracles.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef TORCHLEAN_EMULATE
+
+#include "emu/tl_emulator.h"
+
+#define TL_GLOBAL inline
+#define TL_DEVICE inline
+#define TL_HOST_DEVICE inline
+#define TL_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::tl_emu::shared_memory())
+#define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                   \
+  ::tl_emu::launch((grid), (block), (smem_bytes), [&]() { kernel(__VA_ARGS__); })
+
+namespace tl {
+inline int max_dynamic_smem_optin(int /*device*/) { return 227 * 1024; }
+template <class Kernel>
+inline void allow_dynamic_smem(Kernel /*kernel*/, int /*bytes*/) {}
+inline void check_launch(const char* /*what*/) {}
+}  // namespace tl
+
+#else  // real CUDA build
+
+#include <cuda_runtime.h>
+#include <c10/util/Exception.h>
+
+#define TL_GLOBAL __global__
+#define TL_DEVICE __device__ __forceinline__
+#define TL_HOST_DEVICE __host__ __device__ __forceinline__
+#define TL_DYNAMIC_SMEM(T, name)                              \
+  extern __shared__ __align__(16) unsigned char tl_smem_raw[]; \
+  T* name = reinterpret_cast<T*>(tl_smem_raw)
+#define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
+  kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
+
+namespace tl {
+// Largest dynamic shared memory a block may opt into on `device` (bytes).
+inline int max_dynamic_smem_optin(int device) {
+  int value = 0;
+  const cudaError_t err =
+      cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: cannot query shared memory limit: ",
+              cudaGetErrorString(err));
+  return value;
+}
+// Kernels that need more than the default 48 KiB of dynamic shared memory must opt in.
+template <class Kernel>
+inline void allow_dynamic_smem(Kernel kernel, int bytes) {
+  if (bytes <= 48 * 1024) return;
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: cannot reserve ", bytes,
+              " bytes of shared memory: ", cudaGetErrorString(err));
+}
+inline void check_launch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: ", what,
+              " kernel launch failed: ", cudaGetErrorString(err));
+}
+}  // namespace tl
+
+#endif

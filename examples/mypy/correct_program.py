@@ -1,0 +1,54 @@
+"""A correct program: every sealed value comes from its gate; mypy reports nothing.
+
+Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it; shapes use the
+plugin's ``Shape[N]`` shorthand.
+"""
+
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import AcceptedKernel, accept
+from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.shapes import Shape
+
+
+def capsule_name(capsule: KernelCapsule) -> str:
+    return capsule.name
+
+
+def relu_kernel() -> ExecutableKernel[str]:
+    profile = profiles.get("checked_cpu")
+    planned = profile.plan_ops([BackendOp.RELU]).kernels[0]
+    accepted: AcceptedKernel = accept(planned, profile.policy)
+    handler = KernelHandler("name", accepted.op, accepted.capsule.provider, accepted.capsule.device, capsule_name)
+    return bind(accepted, handler)
+
+
+print(relu_kernel().run())
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+class Trainer(Generic[In, Out]):
+    """Stand-in for torchlean.trainer.Trainer[In, Out] (invariant in both)."""
+
+
+def train_iris(trainer: Trainer[Shape[3], Shape[1]]) -> None:
+    """Accepts only trainers for 3 features and 1 target."""
+
+
+three_features: Trainer[Shape[3], Shape[1]] = Trainer()
+train_iris(three_features)
+spelled_out: Trainer[Shape[Literal[3]], Shape[Literal[1]]] = three_features
+train_iris(spelled_out)
+# Where Python evaluates the subscript (alias right-hand side, base class, explicit application),
+# mypy reads each argument on its own: quote the type or spell Literal there.
+IrisTrainer: TypeAlias = "Trainer[Shape[3], Shape[1]]"
+explicit: IrisTrainer = Trainer[Shape[Literal[3]], Shape[Literal[1]]]()
+train_iris(explicit)
+batch_of_32: Shape[32, 4] = Shape()
+any_batch: Shape[Any, 4] = batch_of_32
+scalar: Shape[()] = Shape()

@@ -1,0 +1,40 @@
+"""Shape-typed trainers: mismatched shapes and malformed ``Shape[...]`` arguments are mypy errors.
+
+``Trainer`` here is a stand-in with the same variance as ``torchlean.trainer.Trainer[In, Out]``
+(invariant in both). ``Shape[4]`` is the plugin's shorthand for ``Shape[Literal[4]]``.
+"""
+
+from typing import Any, Generic, Literal, TypeVar
+
+from torchlean.shapes import Shape
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+class Trainer(Generic[In, Out]):
+    """Trains a model mapping ``In``-shaped rows to ``Out``-shaped targets."""
+
+
+def train_iris(trainer: Trainer[Shape[3], Shape[1]]) -> None:
+    """Accepts only trainers for 3 features and 1 target."""
+
+
+four_features: Trainer[Shape[4], Shape[1]] = Trainer()
+train_iris(four_features)  # E: Argument 1 to "train_iris" has incompatible type "Trainer[Shape[Literal[4]], Shape[Literal[1]]]"; expected "Trainer[Shape[Literal[3]], Shape[Literal[1]]]"  [arg-type]
+spelled_out: Trainer[Shape[Literal[4]], Shape[Literal[1]]] = four_features
+train_iris(spelled_out)  # E: Argument 1 to "train_iris" has incompatible type "Trainer[Shape[Literal[4]], Shape[Literal[1]]]"; expected "Trainer[Shape[Literal[3]], Shape[Literal[1]]]"  [arg-type]
+any_batch: Shape[Any, 4]
+wrong_width: Shape[32, 5] = Shape()
+any_batch = wrong_width  # E: Incompatible types in assignment (expression has type "Shape[Literal[32], Literal[5]]", variable has type "Shape[Any, Literal[4]]")  [assignment]
+
+bad_string: Shape["a"]  # E: Invalid Shape dimension "a": expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_negative: Shape[-1]  # E: Invalid Shape dimension -1: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_float: Shape[1.5]  # E: Invalid Shape dimension (an expression that is not an int literal): expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+
+# Known limit: where Python evaluates the subscript (here an explicit type application), mypy
+# analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.
+unquoted = Trainer[Shape[3], Shape[1]]()  # E: Invalid type: try using Literal[3] instead?  [valid-type] # E: Invalid type: try using Literal[1] instead?  [valid-type]

@@ -1,0 +1,216 @@
+"""The acceptance gate, its eight failure kinds and their verbatim messages, and binding."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from backend_builders import make_capsule, misaligned
+
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import (
+    AcceptanceError,
+    ContractsMisaligned,
+    DeviceMismatch,
+    EvidenceRejected,
+    ForwardUnsupported,
+    OperationMismatch,
+    ProviderRejected,
+    TrustRejected,
+    VJPMismatch,
+    accept,
+    acceptable,
+    acceptance_failures,
+)
+from torchlean.backend.audit import ObligationReport
+from torchlean.backend.binding import KernelHandler, bind, validate_eager_request
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import ContractClaim, ContractEvidence
+from torchlean.backend.errors import BindingError, TorchLeanError
+from torchlean.backend.planner import PlannedKernel
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
+from torchlean.backend.providers.reference import capsules as reference
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    ContractObligation,
+    Device,
+    Provider,
+    TrustLevel,
+    VJPMode,
+)
+
+B = BackendOp
+CPU_POLICY = profiles.get("checked_cpu").policy
+REF_RELU = next(c for c in reference.CAPSULES if c.name == "reference.relu")
+
+
+def test_every_failure_message_is_verbatim() -> None:
+    report = ObligationReport(
+        B.RELU,
+        "reference.relu",
+        ContractObligation.VALUE,
+        ContractClaim.value_refinement(B.RELU),
+        ContractEvidence.trusted_boundary("an external library"),
+    )
+    failures = [
+        OperationMismatch(B.SIGMOID, B.RELU),
+        ForwardUnsupported(B.RELU, "x.relu"),
+        ContractsMisaligned(B.RELU, "x.relu"),
+        TrustRejected(B.RELU, "x.relu", TrustLevel.TRUSTED_EXTERNAL),
+        ProviderRejected(B.RELU, "x.relu", Provider.NATIVE_CUDA),
+        DeviceMismatch(B.RELU, "x.relu", Device.CPU, Device.CUDA),
+        VJPMismatch(B.RELU, "x.relu", VJPMode.BACKEND_VJP, VJPMode.TORCHLEAN_TAPE),
+        EvidenceRejected(report),
+    ]
+    assert [f.kind for f in failures] == [
+        "operationMismatch",
+        "forwardUnsupported",
+        "contractsMisaligned",
+        "trustRejected",
+        "providerRejected",
+        "deviceMismatch",
+        "vjpMismatch",
+        "evidenceRejected",
+    ]
+    assert [f.message for f in failures] == [
+        "planned operation sigmoid does not match capsule operation relu",
+        "x.relu has no forward implementation for relu",
+        "x.relu has misaligned contract claims for relu",
+        "x.relu uses rejected trust level trusted-external for relu",
+        "x.relu uses rejected provider native-cuda for relu",
+        "x.relu targets cuda, not requested cpu, for relu",
+        "x.relu offers torchlean-tape, not requested backend-vjp, for relu",
+        "reference.relu has rejected value evidence for relu: trusted boundary: an external library",
+    ]
+
+
+def test_accept_a_genuine_plan() -> None:
+    planned = profiles.get("checked_cpu").plan_ops([B.RELU]).kernels[0]
+    accepted = accept(planned, CPU_POLICY)
+    assert (accepted.op, accepted.capsule, accepted.policy) == (B.RELU, REF_RELU, CPU_POLICY)
+    assert repr(accepted) == "AcceptedKernel(relu, reference.relu)"
+    assert acceptable(planned, CPU_POLICY)
+
+
+def test_forged_operation_is_refused() -> None:
+    with pytest.raises(AcceptanceError) as caught:
+        accept(PlannedKernel(B.SIGMOID, REF_RELU), CPU_POLICY)
+    assert caught.value.failures == (OperationMismatch(B.SIGMOID, B.RELU),)
+    assert isinstance(caught.value, TorchLeanError)
+    assert str(caught.value) == "planned operation sigmoid does not match capsule operation relu"
+
+
+def test_forged_trust_is_refused() -> None:
+    relabelled = dataclasses.replace(REF_RELU, trust_level=TrustLevel.TRUSTED_EXTERNAL)
+    failures = acceptance_failures(PlannedKernel(B.RELU, relabelled), CPU_POLICY)
+    assert failures == (TrustRejected(B.RELU, "reference.relu", TrustLevel.TRUSTED_EXTERNAL),)
+
+
+def test_all_failures_are_collected_in_order() -> None:
+    capsule = misaligned(
+        make_capsule(
+            "x.relu",
+            B.RELU,
+            provider=Provider.NATIVE_CUDA,
+            device=Device.CUDA,
+            trust=TrustLevel.TRUSTED_EXTERNAL,
+            forward=False,
+            vjp_mode=VJPMode.NONE,
+            value_evidence=ContractEvidence.trusted_boundary("vendor"),
+        )
+    )
+    policy = KernelPolicy(provider=ProviderPreference.only(Provider.REFERENCE))
+    failures = acceptance_failures(PlannedKernel(B.ADD, capsule), policy)
+    assert [f.kind for f in failures] == [
+        "operationMismatch",
+        "forwardUnsupported",
+        "contractsMisaligned",
+        "trustRejected",
+        "providerRejected",
+        "deviceMismatch",
+        "vjpMismatch",
+        "evidenceRejected",
+        "evidenceRejected",
+    ]
+    obligations = [f.report.obligation for f in failures if isinstance(f, EvidenceRejected)]
+    # the misaligned capsule carries its trusted value descriptor in both the shape and value fields
+    assert obligations == [ContractObligation.SHAPE, ContractObligation.VALUE]
+
+
+def test_acceptance_does_not_check_availability() -> None:
+    # the native-cuda capsule is not declared by a CPU availability, yet accept only checks the policy
+    native = next(c for c in profiles.get("checked_cuda").registry() if c.name == "native_cuda.relu")
+    policy = KernelPolicy(device=Device.CUDA)
+    assert accept(PlannedKernel(B.RELU, native), policy).capsule is native
+
+
+def _execute(capsule: KernelCapsule) -> str:
+    return f"ran {capsule.name}"
+
+
+def test_bind_and_run_the_matching_handler() -> None:
+    accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
+    handler = KernelHandler("TorchLean reference CPU", B.RELU, Provider.REFERENCE, Device.CPU, _execute)
+    assert handler.matches_capsule(REF_RELU)
+    executable = bind(accepted, handler)
+    assert executable.run() == "ran reference.relu"
+    assert executable.capsule is REF_RELU
+    assert executable.accepted is accepted
+
+
+@pytest.mark.parametrize(
+    ("handler", "message", "fragment"),
+    [
+        (
+            KernelHandler("h", B.ADD, Provider.REFERENCE, Device.CPU, _execute),
+            "handler `h` implements `add`, but capsule `reference.relu` implements `relu`",
+            "implements `add`",
+        ),
+        (
+            KernelHandler("h", B.RELU, Provider.TORCHLEAN, Device.CPU, _execute),
+            "handler `h` uses provider `torchlean`, but capsule `reference.relu` selects `reference`",
+            "uses provider",
+        ),
+        (
+            KernelHandler("h", B.RELU, Provider.REFERENCE, Device.CUDA, _execute),
+            "handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu`",
+            "targets `cuda`",
+        ),
+    ],
+)
+def test_bind_refuses_mismatching_handlers(handler: KernelHandler[str], message: str, fragment: str) -> None:
+    accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
+    with pytest.raises(BindingError) as caught:
+        bind(accepted, handler)
+    assert str(caught.value) == message
+    assert fragment in str(caught.value)
+
+
+def test_bind_checks_op_before_provider_before_device() -> None:
+    accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
+    everything_wrong = KernelHandler("h", B.ADD, Provider.TORCHLEAN, Device.CUDA, _execute)
+    with pytest.raises(BindingError, match="implements `add`"):
+        bind(accepted, everything_wrong)
+    provider_and_device = KernelHandler("h", B.RELU, Provider.TORCHLEAN, Device.CUDA, _execute)
+    with pytest.raises(BindingError, match="uses provider"):
+        bind(accepted, provider_and_device)
+
+
+def test_validate_eager_request() -> None:
+    validate_eager_request(REF_RELU, B.RELU, Device.CPU)
+    with pytest.raises(BindingError) as caught:
+        validate_eager_request(REF_RELU, B.ADD, Device.CUDA)
+    assert str(caught.value) == "capsule `reference.relu` implements `relu`, not `add`"
+    with pytest.raises(BindingError) as caught:
+        validate_eager_request(REF_RELU, B.RELU, Device.CUDA)
+    assert str(caught.value) == "capsule `reference.relu` targets `cpu`, not `cuda`"
+
+
+def test_external_policy_accepts_the_libtorch_forward() -> None:
+    profile = profiles.get("libtorch_forward_cuda")
+    planned = profile.plan_ops([B.SCALED_DOT_PRODUCT_ATTENTION]).kernels[0]
+    assert accept(planned, profile.policy).capsule.name == "libtorch.sdpa_forward"
+    strict_policy = dataclasses.replace(profile.policy, assurance=AssurancePolicy.CHECKED)
+    with pytest.raises(AcceptanceError) as caught:
+        accept(planned, strict_policy)
+    assert [f.kind for f in caught.value.failures] == ["trustRejected", "evidenceRejected"]

@@ -1,0 +1,270 @@
+"""The Generation-B catalog as data: counts, order, verbatim summaries, policies (anchor-backend.md §4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from torchlean.backend.contracts import EvidenceKind
+from torchlean.backend.providers import attention
+from torchlean.backend.providers.libtorch import capsules as libtorch
+from torchlean.backend.providers.native_cuda import capsules as native_cuda
+from torchlean.backend.providers.reference import capsules as reference
+from torchlean.backend.registry import flatten, libtorch_module, maintained_modules
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    Device,
+    Provider,
+    ReductionPolicy,
+    TensorLayout,
+    TrustLevel,
+    VJPMode,
+)
+
+REFERENCE_ORDER = [
+    "matmul",
+    "linear",
+    "mse_loss",
+    "relu",
+    "gelu",
+    "add",
+    "sub",
+    "mul",
+    "scale",
+    "abs",
+    "sqrt",
+    "clamp",
+    "max",
+    "min",
+    "sigmoid",
+    "tanh",
+    "softplus",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "inv",
+    "safe_log",
+    "log_softmax",
+    "softmax",
+    "hard_masked_softmax",
+    "reduce_sum",
+    "reduce_mean",
+    "reshape",
+    "permute",
+    "broadcast",
+    "concat",
+    "slice",
+    "gather",
+    "scatter_add",
+    "rand_uniform",
+    "bernoulli_mask",
+    "layer_norm",
+    "batch_norm",
+    "conv",
+    "conv_transpose",
+    "max_pool",
+    "smooth_max_pool",
+    "avg_pool",
+    "attention",
+]
+
+NATIVE_ORDER = [
+    "matmul",
+    "linear",
+    "mse_loss",
+    "relu",
+    "gelu",
+    "add",
+    "sub",
+    "mul",
+    "scale",
+    "abs",
+    "sqrt",
+    "clamp",
+    "max",
+    "min",
+    "sigmoid",
+    "tanh",
+    "softplus",
+    "exp",
+    "sin",
+    "cos",
+    "log",
+    "inv",
+    "safe_log",
+    "log_softmax",
+    "softmax",
+    "hard_masked_softmax",
+    "reduce_sum",
+    "reduce_mean",
+    "reshape",
+    "permute",
+    "broadcast",
+    "concat",
+    "slice",
+    "gather",
+    "scatter_add",
+    "rand_uniform",
+    "bernoulli_mask",
+    "layer_norm",
+    "batch_norm",
+    "conv",
+    "conv_transpose",
+    "max_pool",
+    "smooth_max_pool",
+    "avg_pool",
+    "fft_fno",
+    "selective_scan",
+]
+
+FIXED_LEFT_REFERENCE = set(
+    [
+        "matmul",
+        "linear",
+        "mse_loss",
+        "log_softmax",
+        "softmax",
+        "hard_masked_softmax",
+        "reduce_sum",
+        "reduce_mean",
+        "scatter_add",
+        "layer_norm",
+        "batch_norm",
+        "conv",
+        "conv_transpose",
+        "max_pool",
+        "smooth_max_pool",
+        "avg_pool",
+        "attention",
+    ]
+)
+
+
+def test_module_order_and_counts() -> None:
+    modules = maintained_modules()
+    assert [m.name for m in modules] == ["attention", "native-cuda", "reference"]
+    assert [len(m.capsules) for m in modules] == [2, 46, 45]
+    assert len(flatten(modules)) == 93
+    assert libtorch_module().name == "libtorch"
+    assert [(c.name, c.device) for c in libtorch_module().capsules] == [
+        ("libtorch.sdpa_forward", Device.CUDA),
+        ("libtorch.sdpa_forward", Device.CPU),
+    ]
+    assert [c.name for c in attention.CAPSULES] == [
+        "native_cuda.direct_attention",
+        "torchlean.composed_attention",
+    ]
+
+
+def test_reference_catalog() -> None:
+    assert [c.name for c in reference.CAPSULES] == [f"reference.{name}" for name in REFERENCE_ORDER]
+    for capsule in reference.CAPSULES:
+        assert (capsule.provider, capsule.device, capsule.trust_level) == (
+            Provider.REFERENCE,
+            Device.CPU,
+            TrustLevel.CHECKED,
+        )
+        assert capsule.contracts_aligned
+        assert capsule.layout_contract.claim.layout is TensorLayout.CANONICAL_TENSOR
+        short = capsule.name.removeprefix("reference.")
+        expected = (
+            ReductionPolicy.FIXED_LEFT if short in FIXED_LEFT_REFERENCE else ReductionPolicy.NOT_APPLICABLE
+        )
+        assert capsule.numerical_policy.reduction is expected, capsule.name
+        forward_only = capsule.op in (BackendOp.RAND_UNIFORM, BackendOp.BERNOULLI_MASK)
+        assert capsule.vjp_mode is (VJPMode.NONE if forward_only else VJPMode.TORCHLEAN_TAPE)
+
+
+def test_native_catalog() -> None:
+    assert [c.name for c in native_cuda.CAPSULES] == [f"native_cuda.{name}" for name in NATIVE_ORDER]
+    for capsule in native_cuda.CAPSULES:
+        assert (capsule.provider, capsule.device, capsule.trust_level) == (
+            Provider.NATIVE_CUDA,
+            Device.CUDA,
+            TrustLevel.CHECKED,
+        )
+        assert capsule.contracts_aligned
+        forward_only = capsule.op in (BackendOp.RAND_UNIFORM, BackendOp.BERNOULLI_MASK)
+        assert capsule.vjp_mode is (VJPMode.NONE if forward_only else VJPMode.BACKEND_VJP)
+        assert capsule.layout_contract.claim.layout is TensorLayout.FLAT_ROW_MAJOR
+        (symbol,) = capsule.value_contract.provenance
+        assert (symbol.path, symbol.symbol) == ("csrc/native_ops.cu", f"{capsule.op.label}_forward")
+        assert capsule.numerical_policy.reduction is not ReductionPolicy.FIXED_LEFT
+
+
+def test_verbatim_template_texts() -> None:
+    by_name = {c.name: c for c in (*reference.CAPSULES, *native_cuda.CAPSULES)}
+    assert (
+        by_name["reference.add"].value_contract.summary
+        == "Reference `add` follows the pointwise tensor contract."
+    )
+    assert (
+        by_name["reference.add"].vjp_contract.summary
+        == "TorchLean tape supplies the `add` VJP where differentiable."
+    )
+    assert by_name["reference.reduce_sum"].value_contract.summary == (
+        "Reference `reduce_sum` follows the explicit reduction shape contract."
+    )
+    assert by_name["reference.gather"].vjp_contract.summary == (
+        "TorchLean tape supplies the `gather` adjoint where differentiable."
+    )
+    assert by_name["reference.max_pool"].value_contract.summary == (
+        "Reference `max_pool` follows the channel-first runtime contract."
+    )
+    assert by_name["reference.rand_uniform"].vjp_contract.summary == (
+        "Reference `rand_uniform` is a forward-only capsule with no registered VJP."
+    )
+    assert by_name["reference.rand_uniform"].vjp_contract.evidence.kind is EvidenceKind.NOT_APPLICABLE
+    assert by_name["reference.matmul"].shape_contract.summary == (
+        "Shapes are checked in Lean before entering the portable runtime path."
+    )
+    assert by_name["native_cuda.max_pool"].vjp_contract.summary == (
+        "Native CUDA `max_pool` VJP is checked by CUDA runtime coverage."
+    )
+    assert by_name["native_cuda.sqrt"].vjp_contract.summary == (
+        "Native CUDA `sqrt` VJP is checked through runtime autograd tests."
+    )
+    assert by_name["native_cuda.hard_masked_softmax"].value_contract.summary == (
+        "The kernel normalizes over allowed entries and writes zeros at blocked coordinates. "
+        "A fully blocked row returns zeros."
+    )
+
+
+def test_attention_and_libtorch_capsules() -> None:
+    direct, composed = attention.CAPSULES
+    assert (direct.provider, direct.vjp_mode) == (Provider.NATIVE_CUDA, VJPMode.BACKEND_VJP)
+    assert (composed.provider, composed.vjp_mode) == (Provider.TORCHLEAN, VJPMode.TORCHLEAN_TAPE)
+    assert direct.value_contract.provenance[0].symbol == "direct_attention_forward"
+    for capsule in libtorch.CAPSULES:
+        assert capsule.trust_level is TrustLevel.TRUSTED_EXTERNAL
+        assert capsule.vjp_mode is VJPMode.TORCHLEAN_TAPE
+        assert capsule.value_contract.evidence.kind is EvidenceKind.TRUSTED_BOUNDARY
+        assert capsule.contracts_aligned
+    assert libtorch.SDPA_FORWARD_CUDA.value_contract.evidence.name == "LibTorch/CUDA SDPA implementation"
+    assert libtorch.SDPA_FORWARD_CPU.value_contract.evidence.name == "LibTorch/CPU SDPA implementation"
+    assert libtorch.SDPA_FORWARD_CUDA.layout_contract.claim.layout is TensorLayout.LIBTORCH_CUDA_VIEW
+
+
+def test_no_capsule_claims_fixed_left_outside_reference() -> None:
+    others = (*attention.CAPSULES, *native_cuda.CAPSULES, *libtorch.CAPSULES)
+    assert all(c.numerical_policy.reduction is not ReductionPolicy.FIXED_LEFT for c in others)
+
+
+def test_backend_and_capsule_data_import_neither_numpy_nor_torch() -> None:
+    # The top-level package (runtime) may import numpy; load backend modules without running it.
+    code = (
+        "import importlib.util, sys, types\n"
+        "spec = importlib.util.find_spec('torchlean')\n"
+        "package = types.ModuleType('torchlean')\n"
+        "package.__path__ = list(spec.submodule_search_locations)\n"
+        "sys.modules['torchlean'] = package\n"
+        "import torchlean.backend.profiles, torchlean.backend.report, torchlean.backend.binding\n"
+        "from torchlean.backend.vocabulary import BackendOp\n"
+        "from torchlean.backend.registry import libtorch_module, maintained_modules\n"
+        "maintained_modules(), libtorch_module()\n"
+        "torchlean.backend.profiles.get('libtorch_forward_cpu').plan_report([BackendOp.SCALED_DOT_PRODUCT_ATTENTION])\n"
+        "print(','.join(sorted(m for m in ('numpy', 'torch') if m in sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""

@@ -1,0 +1,198 @@
+"""The backend commands of the ``torchlean`` CLI (issue 2, item 7), through ``torchlean.cli.main``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from torchlean.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exit_:
+        status = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_plan_report(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "plan", "--profile", "checked_cpu", "matmul", "relu")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "profile=checked_cpu device=cpu assurance=checked vjp=torchlean-tape"
+    assert lines[1] == "trusted external boundary: none"
+    assert lines[2] == (
+        "  matmul: reference.matmul provider=reference trust=checked vjp=torchlean-tape reduction=fixed-left"
+    )
+    assert lines[3].startswith("    shape: shape safety for matmul; guarded at runtime by ")
+    assert [line.split(":")[0].strip() for line in lines[3:7]] == ["shape", "layout", "value", "vjp"]
+    assert len(lines) == 12
+
+
+def test_plan_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "plan", "--profile", "checked_cpu", "--format", "rows", "matmul", "relu")
+    assert status == 0
+    assert out.splitlines()[:4] == [
+        "matmul -> reference.matmul",
+        "  provider reference, trust checked",
+        "  reduction fixed-left",
+        "  value: covered by test suite tests/runtime/test_reference_values.py",
+    ]
+
+
+def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys,
+        "plan",
+        "--profile",
+        "libtorch_forward_cuda",
+        "--format",
+        "json",
+        "add",
+        "scaled_dot_product_attention",
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert data["profile"] == "libtorch_forward_cuda"
+    assert data["assurance"] == "external"
+    assert data["trusted_external_ops"] == ["scaled_dot_product_attention"]
+    assert [k["capsule"] for k in data["kernels"]] == ["native_cuda.add", "libtorch.sdpa_forward"]
+    value = data["kernels"][1]["contracts"]["value"]
+    assert value["evidence"] == {
+        "kind": "trustedBoundary",
+        "name": "LibTorch/CUDA SDPA implementation",
+        "label": "trusted boundary: LibTorch/CUDA SDPA implementation",
+    }
+    assert data["kernels"][0]["contracts"]["value"]["provenance"] == [
+        {"path": "csrc/native_ops.cu", "symbol": "add_forward", "build_target": "torchlean_native_ext"}
+    ]
+
+
+def test_plan_failure_lists_every_missing_op(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "plan", "--profile", "checked_cpu", "selective_scan", "fft_fno")
+    assert status == 1
+    assert out == ""
+    assert err.splitlines() == [
+        "no admissible kernel capsule for op selective_scan on device cpu",
+        "no admissible kernel capsule for op fft_fno on device cpu",
+    ]
+
+
+def test_select(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys,
+        "select",
+        "--profiles",
+        "checked_cuda",
+        "libtorch_forward_cuda",
+        "libtorch_forward_strict",
+        "scaled_dot_product_attention",
+    )
+    assert status == 0
+    assert out.splitlines() == [
+        "checked_cuda: torchlean.composed_attention",
+        "libtorch_forward_cuda: libtorch.sdpa_forward",
+        "libtorch_forward_strict: native_cuda.direct_attention",
+    ]
+
+
+def test_select_reports_failures_per_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "select", "--profiles", "checked_cpu", "checked_cuda", "selective_scan")
+    assert status == 1
+    assert out.splitlines() == [
+        "checked_cpu: no admissible kernel capsule for op selective_scan on device cpu",
+        "checked_cuda: native_cuda.selective_scan",
+    ]
+
+
+def test_check(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "check", "--profile", "libtorch_forward_cuda", "scaled_dot_product_attention"
+    )
+    assert status == 0
+    assert out.splitlines() == [
+        "checked: rejected libtorch.sdpa_forward value",
+        "  trusted boundary: LibTorch/CUDA SDPA implementation",
+        "external: accepted",
+    ]
+
+
+def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "explain", "--profile", "libtorch_forward_strict", "scaled_dot_product_attention"
+    )
+    assert status == 0
+    assert out.splitlines() == [
+        "explain scaled_dot_product_attention under profile=libtorch_forward_strict device=cuda "
+        "assurance=checked vjp=torchlean-tape provider=prefer libtorch",
+        "  native_cuda.direct_attention (native-cuda/cuda): selected",
+        "  torchlean.composed_attention (torchlean/cuda): admissible",
+        "  reference.attention (reference/cpu): device: targets cpu, not requested cuda",
+        "  libtorch.sdpa_forward (libtorch/cuda): trust: trusted-external is rejected by assurance checked",
+        "  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance checked",
+        "result: scaled_dot_product_attention -> native_cuda.direct_attention",
+    ]
+
+
+def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "capsules")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "catalog: 95 capsules"
+    assert lines[1].split() == [
+        "capsule", "module", "op", "provider", "device", "trust", "vjp", "reduction", "value", "evidence",
+    ]  # fmt: skip
+    assert lines[2].split()[:2] == ["native_cuda.direct_attention", "attention"]
+    # columns are aligned: every row starts its second column at the same offset
+    offset = lines[1].index("module")
+    assert all(line[offset - 2 : offset] == "  " for line in lines[2:])
+    status, out, _ = run(capsys, "capsules", "--profile", "libtorch_forward_cpu")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].endswith(": 46 capsules")
+    names = [line.split()[0] for line in lines[2:]]
+    assert "libtorch.sdpa_forward" in names and "reference.attention" in names
+    assert not any(name.startswith("native_cuda.") for name in names)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["plan", "--profile", "nope", "relu"], "unknown profile nope (known: checked_cpu | checked_cuda"),
+        (
+            ["plan", "--profile", "checked_cpu", "nope"],
+            "unknown op nope (known: rand_uniform | bernoulli_mask",
+        ),
+        (
+            ["plan", "--profile", "checked_cpu", "--device", "gpu", "relu"],
+            "unknown device gpu (known targets: cpu",
+        ),
+        (["select", "--profiles", "checked_cpu", "typo_profile", "relu"], "unknown profile typo_profile"),
+        (["explain", "--profile", "checked_cpu", "conv2d"], "unknown op conv2d"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert len(err.splitlines()) == 1
+    assert err.startswith("error: ")
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_console_entry_point_without_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", "plan", "--profile", "checked_cpu", "not_an_op"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr

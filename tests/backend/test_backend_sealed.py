@@ -1,0 +1,229 @@
+"""Sealed values: every forging route is refused at its source or by beartype at the consumer.
+
+DESIGN.md §1.4, typing-notes.md §0/§2: ``AcceptedKernel``, ``AcceptedGraphKernelPlan`` and
+``ExecutableKernel`` are made only by ``accept``, ``accept_graph_kernel_plan`` and ``bind``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from backend_builders import relu_chain
+from beartype.roar import BeartypeCallHintViolation
+
+from torchlean.backend import profiles, report
+from torchlean.backend.acceptance import (
+    AcceptedGraphKernelPlan,
+    AcceptedKernel,
+    accept,
+    accepted_kernel_of_group,
+)
+from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.planner import PlannedKernel
+from torchlean.backend.providers.reference import capsules as reference
+from torchlean.backend.sealed import GATES_ATTRIBUTE, _mint, is_minted, sealed_gates
+from torchlean.backend.vocabulary import BackendOp, Device, Provider
+
+CHECKED_CPU = profiles.get("checked_cpu")
+REF_RELU = next(c for c in reference.CAPSULES if c.name == "reference.relu")
+REF_ADD = next(c for c in reference.CAPSULES if c.name == "reference.add")
+
+
+def _execute(capsule: KernelCapsule) -> str:
+    return capsule.name
+
+
+HANDLER = KernelHandler("TorchLean reference CPU", BackendOp.RELU, Provider.REFERENCE, Device.CPU, _execute)
+
+
+def _accepted() -> AcceptedKernel:
+    return accept(PlannedKernel(BackendOp.RELU, REF_RELU), CHECKED_CPU.policy)
+
+
+def _accepted_graph() -> AcceptedGraphKernelPlan:
+    result = CHECKED_CPU.accept_graph(relu_chain(2))
+    assert result.plan is not None
+    return result.plan
+
+
+def _forge(cls: type[Any], **fields: object) -> Any:
+    fake = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(fake, name, value)
+    return fake
+
+
+def test_gates_are_recorded_for_the_mypy_plugin() -> None:
+    assert sealed_gates(AcceptedKernel) == {"torchlean.backend.acceptance.accept"}
+    assert sealed_gates(AcceptedGraphKernelPlan) == {"torchlean.backend.acceptance.accept_graph_kernel_plan"}
+    assert sealed_gates(ExecutableKernel) == {"torchlean.backend.binding.bind"}
+    assert getattr(AcceptedKernel, GATES_ATTRIBUTE) == sealed_gates(AcceptedKernel)
+
+
+def test_genuine_values_are_minted_and_consumable() -> None:
+    accepted = _accepted()
+    assert is_minted(accepted)
+    executable = bind(accepted, HANDLER)
+    assert is_minted(executable)
+    assert executable.run() == "reference.relu"
+    plan = _accepted_graph()
+    assert is_minted(plan)
+    assert accepted_kernel_of_group(plan, 0).capsule is REF_RELU
+    assert report.accepted_graph_lines(plan)[0] == "accepted under checked"
+
+
+def test_equal_values_are_distinct_identities() -> None:
+    first, second = _accepted(), _accepted()
+    assert first != second
+    assert first == first
+    assert is_minted(first) and is_minted(second)
+
+
+# direct construction --------------------------------------------------------------------------------
+
+
+def test_direct_construction_without_token_fails() -> None:
+    with pytest.raises(TypeError):
+        AcceptedKernel(BackendOp.RELU, REF_RELU, CHECKED_CPU.policy)  # type: ignore[call-arg, torchlean-sealed]
+    with pytest.raises(TypeError, match=r"can only be created by torchlean\.backend\.acceptance\.accept"):
+        AcceptedKernel(BackendOp.RELU, REF_RELU, CHECKED_CPU.policy, _gate=None)  # type: ignore[arg-type, torchlean-sealed]
+
+
+def test_mint_outside_the_gate_fails() -> None:
+    accepted = _accepted()
+    with pytest.raises(TypeError, match="is not a gate of AcceptedKernel"):
+        _mint(accepted)  # type: ignore[torchlean-sealed]
+
+
+# object.__new__ ---------------------------------------------------------------------------------------
+
+
+def test_object_new_forgery_is_refused_by_every_consumer() -> None:
+    fake = _forge(AcceptedKernel, op=BackendOp.RELU, capsule=REF_RELU, policy=CHECKED_CPU.policy)
+    assert not is_minted(fake)
+    with pytest.raises(BeartypeCallHintViolation):
+        bind(fake, HANDLER)
+    fake_exec = _forge(ExecutableKernel, accepted=_accepted(), handler=HANDLER)
+    with pytest.raises(BeartypeCallHintViolation):
+        fake_exec.run()
+    genuine = _accepted_graph()
+    fake_plan = _forge(
+        AcceptedGraphKernelPlan,
+        graph_plan=genuine.graph_plan,
+        grouped_plan=genuine.grouped_plan,
+        policy=genuine.policy,
+        kernels=genuine.kernels,
+    )
+    with pytest.raises(BeartypeCallHintViolation):
+        accepted_kernel_of_group(fake_plan, 0)
+    with pytest.raises(BeartypeCallHintViolation):
+        report.accepted_graph_lines(fake_plan)
+
+
+# copy / deepcopy / pickle -------------------------------------------------------------------------------
+
+
+COPIERS: list[Callable[[Any], Any]] = [copy.copy, copy.deepcopy, pickle.dumps]
+
+
+@pytest.mark.parametrize("copier", COPIERS, ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize("make", ["accepted", "graph", "executable"])
+def test_copy_and_pickle_raise_at_the_source(copier: Callable[[Any], Any], make: str) -> None:
+    value: object
+    if make == "accepted":
+        value = _accepted()
+    elif make == "graph":
+        value = _accepted_graph()
+    else:
+        value = bind(_accepted(), HANDLER)
+    with pytest.raises(TypeError, match="cannot be"):
+        copier(value)
+
+
+def test_pickle_protocols_all_raise() -> None:
+    accepted = _accepted()
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        with pytest.raises(TypeError):
+            pickle.dumps(accepted, protocol=protocol)
+
+
+# dataclasses.replace ---------------------------------------------------------------------------------------
+
+
+def test_replace_without_token_fails_and_with_token_is_not_minted() -> None:
+    accepted = _accepted()
+    with pytest.raises(ValueError, match="InitVar '_gate' must be specified"):
+        dataclasses.replace(accepted, capsule=REF_ADD)  # type: ignore[call-arg, torchlean-sealed]
+    from torchlean.backend.sealed import _GATE
+
+    swapped = dataclasses.replace(accepted, capsule=REF_ADD, _gate=_GATE)  # type: ignore[torchlean-sealed]
+    assert not is_minted(swapped)
+    with pytest.raises(BeartypeCallHintViolation):
+        bind(swapped, HANDLER)
+
+
+# mutation after minting ---------------------------------------------------------------------------------
+
+
+def test_mutation_after_minting_is_refused() -> None:
+    accepted = _accepted()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        accepted.capsule = REF_ADD  # type: ignore[misc]
+    object.__setattr__(accepted, "capsule", REF_ADD)
+    assert not is_minted(accepted)
+    with pytest.raises(BeartypeCallHintViolation):
+        bind(accepted, HANDLER)
+
+
+def test_rebinding_to_an_equal_value_is_also_refused() -> None:
+    accepted = _accepted()
+    object.__setattr__(accepted, "capsule", dataclasses.replace(REF_RELU))
+    assert not is_minted(accepted)
+
+
+def test_mutating_the_accepted_kernel_of_an_executable_is_refused() -> None:
+    accepted = _accepted()
+    executable = bind(accepted, HANDLER)
+    object.__setattr__(accepted, "policy", dataclasses.replace(CHECKED_CPU.policy, device=Device.CUDA))
+    with pytest.raises(BeartypeCallHintViolation):
+        executable.run()
+
+
+def test_mutating_an_executable_is_refused() -> None:
+    executable = bind(_accepted(), HANDLER)
+    other = KernelHandler("other", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c: "other")
+    object.__setattr__(executable, "handler", other)
+    with pytest.raises(BeartypeCallHintViolation):
+        executable.run()
+
+
+def test_mutating_an_accepted_graph_plan_is_refused() -> None:
+    plan = _accepted_graph()
+    object.__setattr__(plan, "kernels", ())
+    with pytest.raises(BeartypeCallHintViolation):
+        report.accepted_graph_lines(plan)
+
+
+# subclassing ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [AcceptedKernel, AcceptedGraphKernelPlan, ExecutableKernel])
+def test_subclassing_raises(cls: type[Any]) -> None:
+    with pytest.raises(TypeError, match="is sealed"):
+        type("Sub", (cls,), {})
+
+
+def test_duck_typed_object_is_refused() -> None:
+    class Duck:
+        op = BackendOp.RELU
+        capsule = REF_RELU
+        policy = CHECKED_CPU.policy
+
+    with pytest.raises(BeartypeCallHintViolation):
+        bind(Duck(), HANDLER)  # type: ignore[arg-type]

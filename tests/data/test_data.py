@@ -1,0 +1,196 @@
+"""torchlean.data: shipped scikit-learn datasets and CSV files, seeded split, train-only scaling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn import datasets
+
+from torchlean import data
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.data import DataError, Dataset
+
+SIZES = {"digits": (1797, 64, 10), "iris": (150, 4, 3), "breast_cancer": (569, 30, 2), "wine": (178, 13, 3)}
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_classification_datasets(name: str) -> None:
+    n, features, classes = SIZES[name]
+    d = data.load(name, seed=3)
+    n_test = -(-n // 5)  # ceil(0.2 n), as scikit-learn
+    assert d.x_train.shape == (n - n_test, features)
+    assert d.x_test.shape == (n_test, features)
+    assert d.y_train.shape == (n - n_test,)
+    assert d.x_train.dtype == np.float32 and d.y_train.dtype == np.int64
+    assert (d.task, d.n_classes, d.name, d.n_features) == ("classification", classes, name, features)
+    assert len(d.feature_names) == features and len(d.class_names) == classes
+    # stratified: every class is in both splits, in proportion
+    train_counts = np.bincount(d.y_train, minlength=classes)
+    test_counts = np.bincount(d.y_test, minlength=classes)
+    assert np.all(train_counts > 0) and np.all(test_counts > 0)
+    assert np.all(np.abs(test_counts / n_test - train_counts / (n - n_test)) < 0.05)
+
+
+def test_default_is_digits() -> None:
+    d = data.load()
+    assert d.name == "digits" and d.x_train.shape[1] == 64
+
+
+def test_diabetes_is_regression() -> None:
+    d = data.load("diabetes", dtype=np.float64)
+    assert (d.task, d.n_classes, d.class_names) == ("regression", 0, ())
+    assert d.x_train.shape == (353, 10) and d.x_test.shape == (89, 10)
+    assert d.y_train.dtype == np.float64 and d.x_train.dtype == np.float64
+    targets = np.sort(np.concatenate([d.y_train, d.y_test]))
+    assert np.array_equal(targets, np.sort(datasets.load_diabetes().target))
+
+
+def test_split_is_deterministic_by_seed_and_a_partition() -> None:
+    a, b, c = data.load("iris", seed=7), data.load("iris", seed=7), data.load("iris", seed=8)
+    assert np.array_equal(a.x_train, b.x_train) and np.array_equal(a.y_test, b.y_test)
+    assert not np.array_equal(a.x_train, c.x_train)
+    # the two splits partition the original rows
+    raw = datasets.load_iris().data
+    restored = np.concatenate([a.x_train, a.x_test]).astype(np.float64) * a.feature_scale + a.feature_mean
+    rows = {tuple(np.round(r, 4)) for r in restored}
+    assert len(restored) == 150
+    assert rows == {tuple(np.round(r, 4)) for r in raw}
+
+
+def test_standardisation_is_fitted_on_train_only() -> None:
+    d = data.load("wine", seed=1, dtype=np.float64)
+    np.testing.assert_allclose(d.x_train.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(d.x_train.std(axis=0), 1.0, rtol=1e-12)
+    assert np.abs(d.x_test.mean(axis=0)).max() > 1e-3  # test statistics were not used
+    raw = datasets.load_wine().data
+    x_train_raw = d.x_train * d.feature_scale + d.feature_mean
+    np.testing.assert_allclose(d.feature_mean, x_train_raw.mean(axis=0), rtol=1e-12)
+    assert d.feature_mean.shape == (raw.shape[1],)
+
+
+def test_zero_variance_feature_becomes_zero(tmp_path: Path) -> None:
+    path = tmp_path / "const.csv"
+    rows = ["a,b,label"] + [f"{i},5,{i % 2}" for i in range(20)]
+    path.write_text("\n".join(rows) + "\n")
+    d = data.load(path, seed=0)
+    assert np.all(d.x_train[:, 1] == 0.0) and np.all(d.x_test[:, 1] == 0.0)
+    assert d.feature_scale[1] == 1.0
+    assert np.all(np.isfinite(d.x_train))
+
+
+def test_unknown_dataset_names_the_accepted_ones() -> None:
+    with pytest.raises(UnknownLabelError) as info:
+        data.load("mnist")
+    assert str(info.value) == (
+        "unknown dataset mnist (known: digits | iris | breast_cancer | wine | diabetes, "
+        "or a path to a .csv file)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"test_fraction": 0.0}, r"^test_fraction must be in \(0, 1\), got 0\.0$"),
+        ({"test_fraction": 1}, r"^test_fraction must be in \(0, 1\), got 1$"),
+        ({"seed": -1}, r"^seed must be an integer in \[0, 2\*\*32\), got -1$"),
+        ({"dtype": np.int32}, r"^dtype must be float32 or float64, got int32$"),
+    ],
+)
+def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(DataError, match=message):
+        data.load("iris", **kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------- CSV
+
+
+def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_csv_with_header_and_named_label(tmp_path: Path) -> None:
+    lines = ["x1,species,x2"] + [f"{i * 0.5},{'ab'[i % 2]},{i}" for i in range(10)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), label_column="species", seed=0)
+    assert d.feature_names == ("x1", "x2")
+    assert (d.task, d.n_classes, d.class_names, d.name) == ("classification", 2, ("a", "b"), "table")
+    assert d.x_train.shape == (8, 2) and d.x_test.shape == (2, 2)
+
+
+def test_csv_without_header_label_by_index(tmp_path: Path) -> None:
+    lines = [f"{i % 3},{i * 1.5},{i * 2.0}" for i in range(12)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), label_column=0, seed=0)
+    assert d.feature_names == ("column_1", "column_2")
+    assert (d.task, d.n_classes, d.class_names) == ("classification", 3, ("0", "1", "2"))
+
+
+def test_csv_regression_inferred_and_forced(tmp_path: Path) -> None:
+    lines = ["a,b,y"] + [f"{i},{i * i},{i * 0.25}" for i in range(10)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)
+    assert d.task == "regression" and d.y_train.dtype == np.float32
+    integral = ["a,y"] + [f"{i},{i * 10}" for i in range(10)]
+    forced = data.load(_write(tmp_path, "\n".join(integral), "int.csv"), task="regression", seed=0)
+    assert forced.task == "regression"
+    assert sorted(np.concatenate([forced.y_train, forced.y_test]).tolist()) == [
+        float(i * 10) for i in range(10)
+    ]
+
+
+def test_csv_values_are_exact(tmp_path: Path) -> None:
+    lines = ["a,b,label"] + [f"{i},{-i},{i % 2}" for i in range(10)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), seed=4, dtype=np.float64)
+    restored = d.x_train * d.feature_scale + d.feature_mean
+    assert np.allclose(restored[:, 0], -restored[:, 1])
+    assert np.array_equal(d.y_train, np.round(restored[:, 0]).astype(np.int64) % 2)
+
+
+def test_csv_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(DataError) as info:
+        data.load(missing)
+    assert str(info.value) == f"dataset file not found: {missing}"
+    assert isinstance(info.value, TorchLeanError)
+
+
+def test_csv_non_numeric_cell_names_line_and_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,label\n1,2,0\n3,oops,1\n")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == f"{path}: line 3, column b: not a number: 'oops'"
+    headerless = _write(tmp_path, "1,2,0\n3,,1\n", "nohead.csv")
+    with pytest.raises(DataError, match=r"line 2, column column_1: not a number: ''$"):
+        data.load(headerless, header=False)
+    infinite = _write(tmp_path, "a,label\n1,0\ninf,1\n", "inf.csv")
+    with pytest.raises(DataError, match=r"line 3, column a: not a finite number: 'inf'$"):
+        data.load(infinite)
+
+
+def test_csv_unknown_label_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,label\n1,2,0\n3,4,1\n")
+    with pytest.raises(UnknownLabelError) as info:
+        data.load(path, label_column="target")
+    assert str(info.value) == f"unknown label column target in {path} (known: a | b | label)"
+    with pytest.raises(
+        UnknownLabelError, match=r"unknown label column 5 in .* \(known: indices 0\.\.2 or -3\.\.-1\)"
+    ):
+        data.load(path, label_column=5)
+
+
+def test_csv_ragged_and_empty(tmp_path: Path) -> None:
+    ragged = _write(tmp_path, "a,b,label\n1,2,0\n3,4\n")
+    with pytest.raises(DataError, match=r"line 3 has 2 cells, expected 3$"):
+        data.load(ragged)
+    with pytest.raises(DataError, match=r"no data rows$"):
+        data.load(_write(tmp_path, "a,b,label\n", "head.csv"))
+    with pytest.raises(DataError, match=r"the file has no rows$"):
+        data.load(_write(tmp_path, "\n\n", "empty.csv"))
+
+
+def test_dataset_is_frozen() -> None:
+    d = data.load("iris")
+    assert isinstance(d, Dataset)
+    with pytest.raises(AttributeError):
+        d.name = "x"  # type: ignore[misc]

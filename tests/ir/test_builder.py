@@ -1,0 +1,154 @@
+"""GraphBuilder: the 4 -> 8 -> 1 MLP lowering of anchor-runtime.md §4.2 (18 nodes, lazy constants)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torchlean.ir import ops
+from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param
+from torchlean.ir.errors import IRError
+from torchlean.ir.infer import check_shapes
+from torchlean.ir.payloads import LinearParams
+
+# The table of anchor-runtime.md §4.2: (id, kind, out shape).
+MLP_TABLE = [
+    (0, "input", (4,)),
+    (1, "reshape [4] [1, 4]", (1, 4)),
+    (2, "const [8, 4]", (8, 4)),
+    (3, "transpose 0 1", (4, 8)),
+    (4, "matmul", (1, 8)),
+    (5, "const [8]", (8,)),
+    (6, "broadcast_to [8] [1, 8]", (1, 8)),
+    (7, "add", (1, 8)),
+    (8, "reshape [1, 8] [8]", (8,)),
+    (9, "relu", (8,)),
+    (10, "reshape [8] [1, 8]", (1, 8)),
+    (11, "const [1, 8]", (1, 8)),
+    (12, "transpose 0 1", (8, 1)),
+    (13, "matmul", (1, 1)),
+    (14, "const [1]", (1,)),
+    (15, "broadcast_to [1] [1, 1]", (1, 1)),
+    (16, "add", (1, 1)),
+    (17, "reshape [1, 1] [1]", (1,)),
+]
+
+
+def _vector_linear(b: GraphBuilder, x: int, w: Param, bias: Param) -> int:
+    """The original's lowering of a vector ``nn.linear`` (anchor-runtime.md §4.2)."""
+    (n,) = b.shape(x)
+    m = w.shape[0]
+    h = b.reshape(x, [1, n])
+    h = b.matmul(h, b.transpose(w, 0, 1))
+    h = b.add(h, b.broadcast_to(bias, [1, m]))
+    return b.reshape(h, [m])
+
+
+def build_mlp(params: list[np.ndarray]) -> BuiltGraph:
+    b = GraphBuilder()
+    x = b.input([4])
+    w1, b1, w2, b2 = (b.param(p) for p in params)
+    h = b.relu(_vector_linear(b, x, w1, b1))
+    _vector_linear(b, h, w2, b2)
+    return b.build()
+
+
+def _params() -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s) for s in [(8, 4), (8,), (1, 8), (1,)]]
+
+
+def test_mlp_lowering_matches_the_original_table() -> None:
+    built = build_mlp(_params())
+    rows = [(n.id, n.kind.describe(), n.out_shape) for n in built.graph.nodes]
+    assert rows == MLP_TABLE
+    assert len(built.graph) == 18
+    check_shapes(built.graph)
+    assert built.output == 17
+
+
+def test_mlp_parents_and_planned_ids() -> None:
+    graph = build_mlp(_params()).graph
+    assert [n.parents for n in graph.nodes][:8] == [(), (0,), (), (2,), (1, 3), (), (5,), (4, 6)]
+    planned = [n.id for n in graph.nodes if n.kind.backend_op is not None]
+    assert planned == [1, 3, 4, 6, 7, 8, 9, 10, 12, 13, 15, 16, 17]
+    assert graph.input_ids() == (0,)
+
+
+def test_constants_are_payloads_keyed_by_node_id() -> None:
+    params = _params()
+    built = build_mlp(params)
+    assert sorted(built.payloads) == [2, 5, 11, 14]
+    for node_id, value in zip([2, 5, 11, 14], params, strict=True):
+        stored = built.payloads[node_id]
+        assert isinstance(stored, np.ndarray)
+        assert np.array_equal(stored, value)
+        assert not stored.flags.writeable
+    params[0][0, 0] = 123.0  # the builder copied the value
+    assert built.payloads[2][0, 0] != 123.0  # type: ignore[index]
+
+
+def test_param_is_emitted_once_at_first_use() -> None:
+    b = GraphBuilder()
+    x = b.input([3])
+    w = b.param(np.ones(3), name="w")
+    assert len(b.build().graph) == 1  # nothing emitted yet
+    y = b.mul_elem(x, w)
+    z = b.mul_elem(y, w)
+    graph = b.build().graph
+    assert [n.kind.describe() for n in graph.nodes] == ["input", "const [3]", "mul_elem", "mul_elem"]
+    assert graph.nodes[z].parents == (y, 1)
+
+
+def test_param_of_another_builder_is_refused() -> None:
+    other = GraphBuilder().param(np.ones(3), name="w")
+    b = GraphBuilder()
+    x = b.input([3])
+    with pytest.raises(IRError, match=r"^builder: parameter w was declared to another builder$"):
+        b.add(x, other)
+    with pytest.raises(IRError, match=r"^builder: unknown node reference 5 \(nodes 0\.\.0\)$"):
+        b.relu(5)
+
+
+def test_builder_reports_shape_errors_at_once() -> None:
+    b = GraphBuilder()
+    x = b.input([2])
+    y = b.input([3])
+    with pytest.raises(IRError, match=r"^add: shape mismatch: \[2\] vs \[3\]$"):
+        b.add(x, y)
+    with pytest.raises(IRError, match=r"^reshape: numel mismatch: 2 vs 4$"):
+        b.reshape(x, [2, 2])
+    assert len(b.build().graph) == 2  # failed ops append nothing
+
+
+def test_builder_ops_and_payloads() -> None:
+    b = GraphBuilder()
+    x = b.input([2, 1, 6, 6])
+    conv = b.conv(
+        x, ops.ConvConfig(1, 3, (3, 3), padding=(1, 1), channel_axis=1), np.zeros((3, 1, 3, 3)), np.zeros(3)
+    )
+    pooled = b.max_pool(conv, ops.WindowConfig.make(2))
+    flat = b.reshape(pooled, [2, 27])
+    logits = b.linear(flat, np.zeros((10, 27)), np.zeros(10))
+    assert b.shape(logits) == (2, 10)
+    probs = b.log_softmax(logits, 1)
+    assert b.shape(b.sum(probs)) == ()
+    built = b.build()
+    assert isinstance(built.payloads[logits], LinearParams)
+    check_shapes(built.graph)
+    with pytest.raises(IRError, match=r"^linear: weight \[10, 5\] and bias none do not fit input \[2, 27\]$"):
+        b.linear(flat, np.zeros((10, 5)))
+    with pytest.raises(IRError, match=r"^conv: weight \[3, 2, 3, 3\] and bias none do not fit"):
+        b.conv(x, ops.ConvConfig(1, 3, (3, 3), channel_axis=1), np.zeros((3, 2, 3, 3)))
+
+
+def test_attention_and_masks() -> None:
+    b = GraphBuilder()
+    q = b.input([2, 3, 4])
+    k = b.input([2, 5, 4])
+    v = b.input([2, 5, 6])
+    out = b.attention(q, k, v, mask=np.ones((3, 5), dtype=bool), causal="lower_right")
+    assert b.shape(out) == (2, 3, 6)
+    scores = b.input([3, 5])
+    masked = b.hard_masked_softmax(scores, np.eye(3, 5, dtype=bool))
+    assert b.build().graph.nodes[masked].kind.describe().startswith("hard_masked_softmax {shape=[3, 5]")

@@ -1,0 +1,352 @@
+"""Forward evaluator: every op against torch float64 (or an independent hand computation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torchlean.ir import ops
+from torchlean.ir.builder import GraphBuilder
+from torchlean.ir.errors import IRError
+from torchlean.ir.evaluate import LOG_DOMAIN_MESSAGE, evaluate
+from torchlean.ir.graph import Graph, Node
+from torchlean.ir.payloads import BatchNormParams, LayerNormParams, LinearParams
+
+from .test_builder import build_mlp
+
+RNG = np.random.default_rng(20260)
+
+
+def _t(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _run_unary(build: Callable[[GraphBuilder, int], int], x: np.ndarray) -> np.ndarray:
+    b = GraphBuilder()
+    node = build(b, b.input(x.shape))
+    built = b.build()
+    return evaluate(built.graph, {0: x}, built.payloads)[node]
+
+
+def _close(ours: np.ndarray, theirs: torch.Tensor, rtol: float = 1e-12, atol: float = 1e-13) -> None:
+    expected = theirs.detach().numpy()
+    assert ours.dtype == np.float64
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=rtol, atol=atol)
+
+
+def test_mlp_graph_matches_torch_and_hand_values() -> None:
+    params = [RNG.standard_normal(s) for s in [(8, 4), (8,), (1, 8), (1,)]]
+    built = build_mlp(params)
+    x = RNG.standard_normal(4)
+    values = evaluate(built.graph, {0: x}, built.payloads)
+    assert len(values) == 18
+    w1, b1, w2, b2 = (_t(p) for p in params)
+    expected = F.linear(F.relu(F.linear(_t(x), w1, b1)), w2, b2)
+    _close(values[17], expected)
+    _close(values[9], F.relu(F.linear(_t(x), w1, b1)))
+    # hand-computed: identity-like weights
+    hand = build_mlp([np.eye(8, 4), np.full(8, -1.0), np.ones((1, 8)), np.array([0.5])])
+    out = evaluate(hand.graph, {0: np.array([3.0, 0.5, 2.0, -4.0])}, hand.payloads)[17]
+    assert out.tolist() == [(2.0 + 0.0 + 1.0 + 0.0) + 0.5]
+
+
+UNARY: list[tuple[str, Callable[[GraphBuilder, int], int], Callable[[torch.Tensor], torch.Tensor], bool]] = [
+    ("abs", lambda b, x: b.abs(x), torch.abs, False),
+    ("sqrt", lambda b, x: b.sqrt(x), torch.sqrt, True),
+    ("inv", lambda b, x: b.inv(x), torch.reciprocal, False),
+    ("relu", lambda b, x: b.relu(x), F.relu, False),
+    ("tanh", lambda b, x: b.tanh(x), torch.tanh, False),
+    ("sigmoid", lambda b, x: b.sigmoid(x), torch.sigmoid, False),
+    ("exp", lambda b, x: b.exp(x), torch.exp, False),
+    ("log", lambda b, x: b.log(x), torch.log, True),
+    ("sin", lambda b, x: b.sin(x), torch.sin, False),
+    ("cos", lambda b, x: b.cos(x), torch.cos, False),
+    ("softplus", lambda b, x: b.softplus(x), F.softplus, False),
+    ("gelu", lambda b, x: b.gelu(x), F.gelu, False),
+    ("detach", lambda b, x: b.detach(x), lambda t: t, False),
+    ("scale", lambda b, x: b.scale(x, -0.75), lambda t: t * -0.75, False),
+    ("permute", lambda b, x: b.permute(x, [2, 0, 1]), lambda t: t.permute(2, 0, 1), False),
+    ("transpose", lambda b, x: b.transpose(x, 0, 2), lambda t: t.transpose(0, 2), False),
+    ("reshape", lambda b, x: b.reshape(x, [6, 4]), lambda t: t.reshape(6, 4), False),
+    ("flatten", lambda b, x: b.flatten(x), lambda t: t.flatten(), False),
+    (
+        "broadcast_to",
+        lambda b, x: b.broadcast_to(x, [5, 2, 3, 4]),
+        lambda t: t.broadcast_to(5, 2, 3, 4),
+        False,
+    ),
+    ("reduce_sum", lambda b, x: b.reduce_sum(x, 1), lambda t: t.sum(1), False),
+    ("reduce_mean", lambda b, x: b.reduce_mean(x, 2), lambda t: t.mean(2), False),
+    ("sum", lambda b, x: b.sum(x), lambda t: t.sum(), False),
+    ("softmax", lambda b, x: b.softmax(x, 1), lambda t: torch.softmax(t, 1), False),
+    ("log_softmax", lambda b, x: b.log_softmax(x, 2), lambda t: torch.log_softmax(t, 2), False),
+    ("layernorm", lambda b, x: b.layernorm(x, 1), lambda t: F.layer_norm(t, (3, 4)), False),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "reference", "positive"), UNARY, ids=[u[0] for u in UNARY])
+def test_unary_and_view_ops_match_torch(
+    name: str,
+    build: Callable[[GraphBuilder, int], int],
+    reference: Callable[[torch.Tensor], torch.Tensor],
+    positive: bool,
+) -> None:
+    x = RNG.standard_normal((2, 3, 4))
+    if positive:
+        x = np.abs(x) + 0.1
+    _close(_run_unary(build, x), reference(_t(x)))
+
+
+BINARY: list[tuple[str, Callable[[GraphBuilder, int, int], int], Callable[..., torch.Tensor]]] = [
+    ("add", lambda b, x, y: b.add(x, y), torch.add),
+    ("sub", lambda b, x, y: b.sub(x, y), torch.sub),
+    ("mul_elem", lambda b, x, y: b.mul_elem(x, y), torch.mul),
+    ("max_elem", lambda b, x, y: b.max_elem(x, y), torch.maximum),
+    ("min_elem", lambda b, x, y: b.min_elem(x, y), torch.minimum),
+    ("mse_loss", lambda b, x, y: b.mse_loss(x, y), F.mse_loss),
+    ("concat", lambda b, x, y: b.concat([x, y, x], 1), lambda s, t: torch.cat([s, t, s], 1)),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "reference"), BINARY, ids=[u[0] for u in BINARY])
+def test_binary_ops_match_torch(
+    name: str, build: Callable[[GraphBuilder, int, int], int], reference: Callable[..., torch.Tensor]
+) -> None:
+    x, y = RNG.standard_normal((2, 3, 5)), RNG.standard_normal((2, 3, 5))
+    b = GraphBuilder()
+    node = build(b, b.input(x.shape), b.input(y.shape))
+    out = evaluate(b.build().graph, {0: x, 1: y})[node]
+    _close(out, reference(_t(x), _t(y)))
+
+
+def test_safe_log_matches_its_definition() -> None:
+    x = RNG.standard_normal((3, 4)) * 5
+    b = GraphBuilder()
+    node = b.safe_log(b.input(x.shape), b.const(np.array(1e-6)))
+    built = b.build()
+    _close(evaluate(built.graph, {0: x}, built.payloads)[node], torch.log(F.softplus(_t(x)) + 1e-6))
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((3, 4), (4, 5)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3)), ((2, 1, 3, 4), (5, 4, 2))],
+)
+def test_matmul_matches_torch(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    a, c = RNG.standard_normal(a_shape), RNG.standard_normal(b_shape)
+    b = GraphBuilder()
+    node = b.matmul(b.input(a_shape), b.input(b_shape))
+    _close(evaluate(b.build().graph, {0: a, 1: c})[node], torch.matmul(_t(a), _t(c)))
+
+
+def test_linear_keeps_leading_axes() -> None:
+    x, w, bias = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((5, 4)), RNG.standard_normal(5)
+    b = GraphBuilder()
+    node = b.linear(b.input(x.shape), w, bias)
+    no_bias = b.linear(0, w)
+    built = b.build()
+    values = evaluate(built.graph, {0: x}, built.payloads)
+    _close(values[node], F.linear(_t(x), _t(w), _t(bias)))
+    _close(values[no_bias], F.linear(_t(x), _t(w)))
+
+
+@pytest.mark.parametrize(
+    ("in_shape", "config", "torch_padding"),
+    [
+        ((2, 4, 7, 6), ops.ConvConfig(4, 6, (3, 2), (2, 1), (1, 0), (1, 2), groups=2, channel_axis=1), None),
+        ((3, 9), ops.ConvConfig(3, 2, (3,), padding=(2,), channel_axis=0), None),
+        (
+            (1, 2, 5, 5),
+            ops.ConvConfig(2, 3, (3, 3), padding=(0, 1), padding_after=(2, 0), channel_axis=1),
+            (1, 0, 0, 2),
+        ),
+    ],
+)
+def test_conv_matches_torch(
+    in_shape: tuple[int, ...], config: ops.ConvConfig, torch_padding: tuple[int, ...] | None
+) -> None:
+    x = RNG.standard_normal(in_shape)
+    w, bias = RNG.standard_normal(config.weight_shape), RNG.standard_normal(config.out_channels)
+    b = GraphBuilder()
+    node = b.conv(b.input(in_shape), config, w, bias)
+    built = b.build()
+    ours = evaluate(built.graph, {0: x}, built.payloads)[node]
+    conv = (F.conv1d, F.conv2d, F.conv3d)[config.spatial_rank - 1]
+    tx = _t(x) if config.channel_axis == 1 else _t(x)[None]
+    if torch_padding is not None:  # asymmetric: F.pad takes (last before, last after, ...)
+        tx = F.pad(tx, torch_padding)
+        padding: tuple[int, ...] = (0,) * config.spatial_rank
+    else:
+        padding = config.padding
+    expected = conv(tx, _t(w), _t(bias), config.stride, padding, config.dilation, config.groups)
+    _close(ours, expected if config.channel_axis == 1 else expected[0])
+
+
+def test_pools_match_torch() -> None:
+    x = RNG.standard_normal((2, 3, 7, 6))
+    window = ops.WindowConfig((3, 2), (2, 2), (1, 1))
+    b = GraphBuilder()
+    inp = b.input(x.shape)
+    mx, av = b.max_pool(inp, window), b.avg_pool(inp, window)
+    unbatched = b.avg_pool(b.input((3, 7, 6)), ops.WindowConfig.make(2))
+    values = evaluate(b.build().graph, {0: x, 3: x[0]})
+    _close(values[mx], F.max_pool2d(_t(x), (3, 2), (2, 2), (1, 1)))
+    _close(values[av], F.avg_pool2d(_t(x), (3, 2), (2, 2), (1, 1), count_include_pad=True))
+    _close(values[unbatched], F.avg_pool2d(_t(x[0]), 2))
+
+
+@pytest.mark.parametrize("channel_axis", [0, 1, 2])
+def test_batch_norm_eval_matches_torch(channel_axis: int) -> None:
+    shape = (2, 3, 4)
+    x = RNG.standard_normal(shape)
+    c = shape[channel_axis]
+    mean, var, weight, bias = (
+        RNG.standard_normal(c),
+        RNG.random(c) + 0.5,
+        RNG.standard_normal(c),
+        RNG.standard_normal(c),
+    )
+    params = BatchNormParams(mean, var, weight, bias, 1e-3)
+    b = GraphBuilder()
+    node = b.batch_norm_eval(b.input(shape), channel_axis, params)
+    built = b.build()
+    moved = torch.movedim(_t(x), channel_axis, 1)
+    expected = F.batch_norm(moved, _t(mean), _t(var), _t(weight), _t(bias), False, 0.1, 1e-3)
+    _close(evaluate(built.graph, {0: x}, built.payloads)[node], torch.movedim(expected, 1, channel_axis))
+
+
+def test_layernorm_with_affine_payload() -> None:
+    x = RNG.standard_normal((2, 3, 4))
+    weight, bias = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    b = GraphBuilder()
+    node = b.layernorm(b.input(x.shape), 1, LayerNormParams(weight, bias, 1e-3))
+    built = b.build()
+    expected = F.layer_norm(_t(x), (3, 4), _t(weight), _t(bias), 1e-3)
+    _close(evaluate(built.graph, {0: x}, built.payloads)[node], expected)
+
+
+def test_hard_masked_softmax_blocks_exactly() -> None:
+    x = RNG.standard_normal((2, 3, 4))
+    mask = np.array([[True, False, True, True], [False, False, False, False], [True, True, True, False]])
+    x[:, 1, 0] = np.nan  # blocked everywhere: must not leak
+    out = _run_unary(lambda b, i: b.hard_masked_softmax(i, mask), x)
+    assert np.all(out[:, ~mask] == 0.0)
+    assert np.all(out[:, 1, :] == 0.0)
+    expected = torch.softmax(_t(x).masked_fill(~_t(mask), float("-inf")), -1)
+    keep = np.asarray(mask.any(axis=1))
+    _close(out[:, keep], expected[:, _t(keep)])
+
+
+@pytest.mark.parametrize("causal", [None, "upper_left", "lower_right"])
+def test_attention_matches_torch(causal: str | None) -> None:
+    q, k, v = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 5, 4)), RNG.standard_normal((2, 5, 6))
+    mask: np.ndarray = RNG.random((3, 5)) > 0.3
+    mask[:, 4] = True  # no fully blocked row, so torch is finite
+    b = GraphBuilder()
+    node = b.attention(
+        b.input(q.shape), b.input(k.shape), b.input(v.shape), mask=mask, causal=causal, scale=0.4
+    )
+    out = evaluate(b.build().graph, {0: q, 1: k, 2: v})[node]
+    allowed = mask.copy()
+    if causal == "upper_left":
+        allowed &= np.tril(np.ones((3, 5), dtype=bool))
+    elif causal == "lower_right":
+        allowed &= np.tril(np.ones((3, 5), dtype=bool), k=2)
+    blocked_rows = np.asarray(~allowed.any(axis=1))
+    expected = F.scaled_dot_product_attention(
+        _t(q), _t(k), _t(v), attn_mask=_t(allowed | blocked_rows[:, None]), scale=0.4
+    )
+    expected[:, _t(blocked_rows)] = 0.0  # fully masked rows are zeros (DESIGN §1.9)
+    _close(out, expected)
+
+
+def _splitmix64(x: int) -> int:
+    m = (1 << 64) - 1
+    z = (x + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+def test_random_sources_use_the_node_index() -> None:
+    b = GraphBuilder()
+    keep = b.const(np.array(0.5))
+    u = b.rand_uniform(7, [2, 3])
+    mask = b.bernoulli_mask(7, keep, [2, 3])
+    built = b.build()
+    values = evaluate(built.graph, {}, built.payloads, dtype=np.float64)
+    for node, value in ((u, values[u]), (mask, values[mask])):
+        key = _splitmix64(7 + node)  # keyOf(seed, node index)
+        draws = np.array([(_splitmix64((key + i) % 2**64) % 2**32) / 2**32 for i in range(6)]).reshape(2, 3)
+        expected = draws if node == u else (draws < 0.5).astype(np.float64)
+        assert np.array_equal(value, expected)
+    again = evaluate(built.graph, {}, built.payloads, dtype=np.float64)
+    assert np.array_equal(again[u], values[u])
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+
+def test_log_domain_error() -> None:
+    for bad in (np.array([1.0, 0.0]), np.array([2.0, np.nan]), np.array([-1.0, 3.0])):
+        with pytest.raises(IRError) as info:
+            _run_unary(lambda b, x: b.log(x), bad)
+        assert str(info.value) == LOG_DOMAIN_MESSAGE
+    assert LOG_DOMAIN_MESSAGE == (
+        "IR eval: log: input contains values <= 0 (or NaN); use `safe_log`, which is log(softplus(x) + eps)"
+    )
+
+
+def test_payload_errors() -> None:
+    graph = Graph((Node(0, (), ops.Const((2, 2)), (2, 2)),))
+    with pytest.raises(IRError, match=r"^IR eval: missing const payload for node 0$"):
+        evaluate(graph, {})
+    with pytest.raises(IRError, match=r"^IR eval: const 0: flat length mismatch: have 3, expected 4$"):
+        evaluate(graph, {}, {0: np.zeros(3)})
+    flat = evaluate(graph, {}, {0: np.arange(4.0)})[0]
+    assert flat.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    linear = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (0,), ops.Linear(), (2,))))
+    with pytest.raises(IRError, match=r"^IR eval: missing linear payload for node 1$"):
+        evaluate(linear, {0: np.zeros(4)})
+    with pytest.raises(IRError, match=r"^IR eval: missing linear payload for node 1$"):
+        evaluate(linear, {0: np.zeros(4)}, {1: np.zeros(3)})
+    out = evaluate(linear, {0: np.ones(4)}, {1: LinearParams(np.ones((2, 4)), None)})[1]
+    assert out.tolist() == [4.0, 4.0]
+
+
+def test_input_errors() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (2,)),))
+    with pytest.raises(IRError, match=r"^IR eval: missing input value for node 0$"):
+        evaluate(graph, {})
+    with pytest.raises(IRError, match=r"^IR eval: input 0: shape mismatch: expected \[2\], got \[3\]$"):
+        evaluate(graph, {0: np.zeros(3)})
+    with pytest.raises(
+        IRError, match=r"^IR eval: input 0: expected a float32 or float64 array, got dtype int64$"
+    ):
+        evaluate(graph, {0: np.zeros(2, dtype=np.int64)})
+
+
+def test_kernel_guard_refusals_name_the_node() -> None:
+    b = GraphBuilder()
+    b.max_pool(b.input((1, 1, 4, 4)), ops.WindowConfig((2, 2), (2, 2), (2, 2)))
+    with pytest.raises(IRError, match=r"^IR eval: node 1 \(max_pool \{kernel=\[2, 2\], .*\): .*padding"):
+        evaluate(b.build().graph, {0: np.zeros((1, 1, 4, 4))})
+
+
+def test_evaluation_checks_shapes_first() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (2,)), Node(1, (0,), ops.Relu(), (3,))))
+    with pytest.raises(
+        IRError, match=r"^IR graph: node 1: outShape mismatch: inferred=\[2\], declared=\[3\]"
+    ):
+        evaluate(graph, {0: np.zeros(2)})
+
+
+def test_float32_stays_float32() -> None:
+    params = [RNG.standard_normal(s).astype(np.float32) for s in [(8, 4), (8,), (1, 8), (1,)]]
+    built = build_mlp(params)
+    values = evaluate(built.graph, {0: RNG.standard_normal(4).astype(np.float32)}, built.payloads)
+    assert all(v.dtype == np.float32 for v in values)

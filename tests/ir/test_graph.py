@@ -1,0 +1,127 @@
+"""Well-formedness of IR graphs: the verbatim messages of anchor-backend.md §2.8, one test each."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchlean.backend.errors import TorchLeanError
+from torchlean.ir import ops
+from torchlean.ir.errors import IRError
+from torchlean.ir.graph import Graph, Node
+
+
+def _relu_chain() -> Graph:
+    return Graph(
+        (
+            Node(0, (), ops.Input(), (4,)),
+            Node(1, (0,), ops.Relu(), (4,)),
+            Node(2, (1,), ops.Relu(), (4,)),
+            Node(3, (2,), ops.Relu(), (4,)),
+        )
+    )
+
+
+def test_well_formed_graph_passes() -> None:
+    _relu_chain().check_well_formed()
+
+
+def test_ir_error_is_a_torchlean_error() -> None:
+    assert issubclass(IRError, TorchLeanError)
+
+
+def test_missing_node() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (4,)), None))  # type: ignore[arg-type]
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == "IR graph: internal error: missing node at index 1"
+
+
+def test_id_discipline() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (4,)), Node(7, (0,), ops.Relu(), (4,))))
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == "IR graph: id discipline violated at index 1: nodes[1].id = 7"
+
+
+def test_bad_parent_count_range() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (0,), ops.Add(), (4,))))
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 1: bad parent count for add: expected 2..2, got 1 "
+        "(Node(id=1, kind=add, parents=[0], outShape=[4]))"
+    )
+
+
+def test_bad_parent_count_unbounded() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (0,), ops.Concat(0), (4,))))
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 1: bad parent count for concat: expected at least 2, got 1 "
+        "(Node(id=1, kind=concat 0, parents=[0], outShape=[4]))"
+    )
+
+
+def test_input_with_a_parent_is_refused() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (0,), ops.Const((4,)), (4,))))
+    with pytest.raises(
+        IRError, match=r"^IR graph: node 1: bad parent count for const: expected 0\.\.0, got 1 "
+    ):
+        graph.check_well_formed()
+
+
+def test_parent_not_below() -> None:
+    graph = Graph(
+        (
+            Node(0, (), ops.Input(), (4,)),
+            Node(1, (0, 2), ops.Add(), (4,)),
+            Node(2, (0,), ops.Relu(), (4,)),
+        )
+    )
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 1: parent id 2 is not < 1 (Node(id=1, kind=add, parents=[0, 2], outShape=[4]))"
+    )
+
+
+def test_self_parent_is_refused() -> None:
+    graph = Graph((Node(0, (0,), ops.Relu(), (4,)),))
+    with pytest.raises(IRError, match=r"^IR graph: node 0: parent id 0 is not < 0 \("):
+        graph.check_well_formed()
+
+
+def test_first_failure_wins() -> None:
+    graph = Graph((Node(0, (1,), ops.Relu(), (4,)), Node(5, (), ops.Input(), (4,))))
+    with pytest.raises(IRError, match=r"^IR graph: node 0: parent id 1 is not < 0"):
+        graph.check_well_formed()
+
+
+def test_node_lookup() -> None:
+    graph = _relu_chain()
+    assert graph.node(2).kind == ops.Relu()
+    with pytest.raises(IRError) as info:
+        graph.node(4)
+    assert str(info.value) == "IR graph: node id out of bounds: 4"
+    bad = Graph((Node(3, (), ops.Input(), (4,)),))
+    with pytest.raises(IRError) as info:
+        bad.node(0)
+    assert str(info.value) == "IR graph: internal error: nodes[0].id = 3 (expected 0)"
+
+
+def test_summary_rendering() -> None:
+    node = Node(1, (0,), ops.Reshape((4,), (1, 4)), (1, 4))
+    assert node.summary() == "Node(id=1, kind=reshape [4] [1, 4], parents=[0], outShape=[1, 4])"
+    scalar = Node(3, (1, 2), ops.MseLoss(), ())
+    assert scalar.summary() == "Node(id=3, kind=mse_loss, parents=[1, 2], outShape=[])"
+
+
+def test_nodes_and_graphs_are_frozen() -> None:
+    graph = _relu_chain()
+    with pytest.raises(AttributeError):
+        graph.nodes[0].id = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        graph.nodes = ()  # type: ignore[misc]
+    assert isinstance(graph.nodes, tuple)
+    assert Node(0, [1], ops.Relu(), [4]).parents == (1,)  # type: ignore[arg-type]

@@ -1,0 +1,530 @@
+"""Every user-facing op, end to end through the session and the TorchLean tape, against torch.
+
+Oracle: ``torch`` (``torch.autograd`` for gradients) on the same inputs. For each case the
+TorchLean result is computed by ``torchlean.functional`` in the default ``checked_cpu`` session,
+then ``Tensor.backward(g)`` with a random cotangent ``g`` propagates through the tape; torch does
+the same with ``torch.autograd``. Float64: forward to 1e-10 and gradients to 1e-6 relative
+(infinity norm); float32 forward to 1e-5 relative against torch float64 of the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import torchlean as tl
+from torchlean.backend.errors import GuardError
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    fn: Callable[..., tl.Tensor]
+    ref: Callable[..., torch.Tensor]
+    make: Callable[[np.random.Generator], Sequence[Array]]
+    diff: tuple[int, ...] = (0,)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _n(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.standard_normal(shape)
+
+
+def _away(rng: np.random.Generator, *shape: int, margin: float = 0.2) -> Array:
+    """Normal values pushed at least ``margin`` away from 0 (kinks and poles stay out of reach)."""
+    x = rng.standard_normal(shape)
+    return np.where(x >= 0, x + margin, x - margin)
+
+
+def _pos(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.uniform(0.3, 2.0, shape)
+
+
+def _distinct(rng: np.random.Generator, *shape: int) -> Array:
+    """A random permutation of well-separated values (no ties for max/min selections)."""
+    count = int(np.prod(shape))
+    return (rng.permutation(count).astype(np.float64) * 0.37 - count * 0.1).reshape(shape)
+
+
+def _torch_hard_masked_softmax(x: torch.Tensor, mask: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    mask = mask.expand_as(x)
+    scores = torch.where(mask, x, torch.full_like(x, -torch.inf))
+    any_allowed = mask.any(dim=axis, keepdim=True)
+    safe = torch.where(any_allowed, scores, torch.zeros_like(x))
+    return torch.where(mask & any_allowed, torch.softmax(safe, dim=axis), torch.zeros_like(x))
+
+
+def _torch_smooth_max_pool(x: torch.Tensor, beta: float, k: int, s: int, p: int) -> torch.Tensor:
+    fill = -torch.inf if beta > 0 else torch.inf
+    padded = TF.pad(x, (p, p, p, p), value=fill)
+    windows = padded.unfold(2, k, s).unfold(3, k, s)  # (N, C, oh, ow, k, k)
+    flat = windows.reshape(*windows.shape[:4], k * k)
+    return torch.logsumexp(beta * flat, dim=-1) / beta
+
+
+def _index(rng: np.random.Generator, shape: tuple[int, ...], high: int) -> Array:
+    return rng.integers(0, high, size=shape).astype(np.int64)
+
+
+_BLOCKED_MASK = np.array([[True, False, True, True], [False, False, False, False], [True, True, False, True]])
+
+CASES: list[Case] = [
+    # ----------------------------------------------------------------- binary, broadcasting, reuse
+    Case("add_broadcast", tl.add, torch.add, lambda r: [_n(r, 3, 1, 4), _n(r, 5, 4)], (0, 1)),
+    Case("add_reused", lambda x: x + x, lambda x: x + x, lambda r: [_n(r, 2, 3)]),
+    Case("sub_broadcast", tl.sub, torch.sub, lambda r: [_n(r, 4, 1), _n(r, 1, 3)], (0, 1)),
+    Case("mul_broadcast", tl.mul, torch.mul, lambda r: [_n(r, 2, 3, 4), _n(r, 4)], (0, 1)),
+    Case("mul_reused", lambda x: x * x, lambda x: x * x, lambda r: [_n(r, 5)]),
+    Case("div_broadcast", tl.div, torch.div, lambda r: [_n(r, 3, 4), _away(r, 4)], (0, 1)),
+    Case("div_scalar", lambda x: x / 3.0, lambda x: x / 3.0, lambda r: [_n(r, 3, 2)]),
+    Case("rdiv_scalar", lambda x: 2.0 / x, lambda x: 2.0 / x, lambda r: [_away(r, 3, 2)]),
+    Case("rsub_scalar", lambda x: 1.5 - x, lambda x: 1.5 - x, lambda r: [_n(r, 4)]),
+    Case("radd_scalar", lambda x: 0.25 + x, lambda x: 0.25 + x, lambda r: [_n(r, 4)]),
+    Case("neg", lambda x: -x, lambda x: -x, lambda r: [_n(r, 2, 2)]),
+    Case("scale", lambda x: tl.scale(x, -1.75), lambda x: x * -1.75, lambda r: [_n(r, 3)]),
+    Case("mul_scalar", lambda x: 3.0 * x, lambda x: 3.0 * x, lambda r: [_n(r, 3)]),
+    Case(
+        "maximum", tl.maximum, torch.maximum, lambda r: [_distinct(r, 3, 4), _distinct(r, 4) + 0.05], (0, 1)
+    ),
+    Case(
+        "minimum",
+        tl.minimum,
+        torch.minimum,
+        lambda r: [_distinct(r, 3, 4), _distinct(r, 3, 1) + 0.05],
+        (0, 1),
+    ),
+    # ------------------------------------------------------------------------------------ unary
+    Case("relu", tl.relu, torch.relu, lambda r: [_away(r, 3, 4)]),
+    Case("gelu", tl.gelu, TF.gelu, lambda r: [_n(r, 3, 4)]),
+    Case("sigmoid", tl.sigmoid, torch.sigmoid, lambda r: [_n(r, 3, 4)]),
+    Case("tanh", tl.tanh, torch.tanh, lambda r: [_n(r, 3, 4)]),
+    Case("softplus", tl.softplus, TF.softplus, lambda r: [_n(r, 3, 4) * 3]),
+    Case("exp", tl.exp, torch.exp, lambda r: [_n(r, 3, 4)]),
+    Case("log", tl.log, torch.log, lambda r: [_pos(r, 3, 4)]),
+    Case("sin", tl.sin, torch.sin, lambda r: [_n(r, 3, 4)]),
+    Case("cos", tl.cos, torch.cos, lambda r: [_n(r, 3, 4)]),
+    Case("sqrt", tl.sqrt, torch.sqrt, lambda r: [_pos(r, 3, 4)]),
+    Case("abs", tl.abs, torch.abs, lambda r: [_away(r, 3, 4)]),
+    Case("inv", tl.inv, torch.reciprocal, lambda r: [_away(r, 3, 4)]),
+    Case(
+        "clamp",
+        lambda x: tl.clamp(x, -0.5, 0.7),
+        lambda x: torch.clamp(x, -0.5, 0.7),
+        lambda r: [_distinct(r, 4, 5) * 0.2 + 0.013],
+    ),
+    Case(
+        "clamp_lo_only",
+        lambda x: tl.clamp(x, lo=0.1),
+        lambda x: torch.clamp(x, min=0.1),
+        lambda r: [_distinct(r, 6) * 0.3 + 0.017],
+    ),
+    Case(
+        "safe_log",
+        lambda x: tl.safe_log(x, 1e-3),
+        lambda x: torch.log(TF.softplus(x) + 1e-3),
+        lambda r: [_n(r, 3, 4) * 4],
+    ),
+    # ----------------------------------------------------------------------------- softmaxes
+    Case("softmax_last", tl.softmax, lambda x: torch.softmax(x, -1), lambda r: [_n(r, 3, 5)]),
+    Case(
+        "softmax_axis0", lambda x: tl.softmax(x, 0), lambda x: torch.softmax(x, 0), lambda r: [_n(r, 4, 2, 3)]
+    ),
+    Case(
+        "log_softmax",
+        lambda x: tl.log_softmax(x, 1),
+        lambda x: torch.log_softmax(x, 1),
+        lambda r: [_n(r, 2, 6)],
+    ),
+    Case(
+        "hard_masked_softmax_blocked_row",
+        tl.hard_masked_softmax,
+        _torch_hard_masked_softmax,
+        lambda r: [_n(r, 2, 3, 4), _BLOCKED_MASK],
+    ),
+    Case(
+        "hard_masked_softmax_broadcast_mask",
+        tl.hard_masked_softmax,
+        _torch_hard_masked_softmax,
+        lambda r: [_n(r, 2, 3, 4), np.array([True, False, True, True])],
+    ),
+    # ----------------------------------------------------------------------------- reductions
+    Case("reduce_sum_all", tl.reduce_sum, torch.sum, lambda r: [_n(r, 3, 4)]),
+    Case(
+        "reduce_sum_axis",
+        lambda x: tl.reduce_sum(x, 1),
+        lambda x: torch.sum(x, 1),
+        lambda r: [_n(r, 3, 4, 2)],
+    ),
+    Case(
+        "reduce_sum_axes_keep",
+        lambda x: tl.reduce_sum(x, (0, 2), keepdims=True),
+        lambda x: torch.sum(x, (0, 2), keepdim=True),
+        lambda r: [_n(r, 3, 4, 2)],
+    ),
+    Case("reduce_mean_all", tl.reduce_mean, torch.mean, lambda r: [_n(r, 3, 4)]),
+    Case(
+        "reduce_mean_axis_keep",
+        lambda x: tl.reduce_mean(x, -1, keepdims=True),
+        lambda x: torch.mean(x, -1, keepdim=True),
+        lambda r: [_n(r, 3, 4)],
+    ),
+    # ----------------------------------------------------------------------------------- views
+    Case("reshape", lambda x: tl.reshape(x, (4, -1)), lambda x: x.reshape(4, -1), lambda r: [_n(r, 2, 3, 4)]),
+    Case(
+        "permute",
+        lambda x: tl.permute(x, (2, 0, 1)),
+        lambda x: x.permute(2, 0, 1),
+        lambda r: [_n(r, 2, 3, 4)],
+    ),
+    Case(
+        "transpose", lambda x: tl.transpose(x, 0, 2), lambda x: x.transpose(0, 2), lambda r: [_n(r, 2, 3, 4)]
+    ),
+    Case(
+        "broadcast_to",
+        lambda x: tl.broadcast_to(x, (2, 3, 4)),
+        lambda x: x.broadcast_to(2, 3, 4),
+        lambda r: [_n(r, 3, 1)],
+    ),
+    Case(
+        "concat_reused",
+        lambda a, b: tl.concat([a, b, a], axis=1),
+        lambda a, b: torch.cat([a, b, a], 1),
+        lambda r: [_n(r, 2, 3), _n(r, 2, 1)],
+        (0, 1),
+    ),
+    Case(
+        "slice",
+        lambda x: tl.slice(x, (1, 0), (3, 5), (1, 2)),
+        lambda x: x[1:3, 0:5:2],
+        lambda r: [_n(r, 4, 5)],
+    ),
+    Case(
+        "getitem_mixed",
+        lambda x: x[1, ::2, None, 1:],
+        lambda x: x[1, ::2, None, 1:],
+        lambda r: [_n(r, 3, 5, 4)],
+    ),
+    Case("getitem_ellipsis", lambda x: x[..., -1], lambda x: x[..., -1], lambda r: [_n(r, 2, 3, 4)]),
+    Case(
+        "gather_repeated",
+        lambda x, i: tl.gather(x, i, 1),
+        lambda x, i: torch.gather(x, 1, i),
+        lambda r: [_n(r, 3, 4), np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])],
+    ),
+    Case(
+        "scatter_add_repeated",
+        lambda b, i, s: tl.scatter_add(b, i, s, 0),
+        lambda b, i, s: torch.scatter_add(b, 0, i, s),
+        lambda r: [_n(r, 3, 4), np.array([[0, 1, 2, 0], [0, 1, 0, 2]]), _n(r, 2, 4)],
+        (0, 2),
+    ),
+    # ---------------------------------------------------------------------------- contractions
+    Case("matmul_2d", tl.matmul, torch.matmul, lambda r: [_n(r, 3, 4), _n(r, 4, 5)], (0, 1)),
+    Case(
+        "matmul_batched_broadcast",
+        tl.matmul,
+        torch.matmul,
+        lambda r: [_n(r, 2, 1, 3, 4), _n(r, 5, 4, 2)],
+        (0, 1),
+    ),
+    Case("matmul_vec_mat", tl.matmul, torch.matmul, lambda r: [_n(r, 4), _n(r, 4, 3)], (0, 1)),
+    Case("matmul_mat_vec", lambda a, b: a @ b, lambda a, b: a @ b, lambda r: [_n(r, 3, 4), _n(r, 4)], (0, 1)),
+    Case("matmul_dot", tl.matmul, torch.matmul, lambda r: [_n(r, 4), _n(r, 4)], (0, 1)),
+    Case("matmul_reused", lambda x: x @ x, lambda x: x @ x, lambda r: [_n(r, 3, 3)]),
+    Case("linear_bias", tl.linear, TF.linear, lambda r: [_n(r, 2, 3, 4), _n(r, 5, 4), _n(r, 5)], (0, 1, 2)),
+    Case("linear_no_bias", tl.linear, TF.linear, lambda r: [_n(r, 3, 4), _n(r, 2, 4)], (0, 1)),
+    # ---------------------------------------------------------------------------------- losses
+    Case("mse_loss", tl.mse_loss, TF.mse_loss, lambda r: [_n(r, 3, 4), _n(r, 3, 4)], (0, 1)),
+    Case(
+        "cross_entropy_indices",
+        tl.cross_entropy,
+        TF.cross_entropy,
+        lambda r: [_n(r, 5, 4), np.array([0, 3, 3, 1, 2])],
+    ),
+    Case(
+        "cross_entropy_class_axis1",
+        lambda x, t: tl.cross_entropy(x, t, axis=1),
+        TF.cross_entropy,
+        lambda r: [_n(r, 2, 4, 3), np.array([[0, 1, 3], [2, 2, 0]])],
+    ),
+    Case(
+        "cross_entropy_probs",
+        tl.cross_entropy,
+        TF.cross_entropy,
+        lambda r: [_n(r, 3, 4), np.abs(_n(r, 3, 4)) / 4],
+        (0, 1),
+    ),
+    # ---------------------------------------------------------------------- normalisation layers
+    Case(
+        "layer_norm_affine",
+        lambda x, w, b: tl.layer_norm(x, w, b),
+        lambda x, w, b: TF.layer_norm(x, (5,), w, b),
+        lambda r: [_n(r, 3, 5), _n(r, 5), _n(r, 5)],
+        (0, 1, 2),
+    ),
+    Case(
+        "layer_norm_2d_plain",
+        lambda x: tl.layer_norm(x, normalized_ndim=2, eps=1e-3),
+        lambda x: TF.layer_norm(x, (3, 4), eps=1e-3),
+        lambda r: [_n(r, 2, 3, 4)],
+    ),
+    Case(
+        "batch_norm_training",
+        lambda x, w, b: tl.batch_norm(x, w, b, training=True),
+        lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
+        lambda r: [_n(r, 4, 3, 5), _n(r, 3), _n(r, 3)],
+        (0, 1, 2),
+    ),
+    Case(
+        "batch_norm_eval",
+        lambda x, w, b, m, v: tl.batch_norm(x, w, b, m, v, training=False),
+        lambda x, w, b, m, v: TF.batch_norm(x, m, v, w, b, training=False),
+        lambda r: [_n(r, 2, 3, 2, 2), _n(r, 3), _n(r, 3), _n(r, 3), _pos(r, 3)],
+        (0, 1, 2),
+    ),
+    # ---------------------------------------------------------------------------- convolutions
+    Case(
+        "conv1d_stride_pad_dilation",
+        lambda x, w, b: tl.conv(x, w, b, stride=2, padding=1, dilation=2),
+        lambda x, w, b: TF.conv1d(x, w, b, stride=2, padding=1, dilation=2),
+        lambda r: [_n(r, 2, 3, 11), _n(r, 4, 3, 3), _n(r, 4)],
+        (0, 1, 2),
+    ),
+    Case(
+        "conv2d_groups",
+        lambda x, w, b: tl.conv(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2),
+        lambda x, w, b: TF.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2),
+        lambda r: [_n(r, 2, 4, 6, 7), _n(r, 6, 2, 3, 2), _n(r, 6)],
+        (0, 1, 2),
+    ),
+    Case(
+        "conv3d_no_bias",
+        lambda x, w: tl.conv(x, w, padding=1),
+        lambda x, w: TF.conv3d(x, w, padding=1),
+        lambda r: [_n(r, 1, 2, 3, 4, 3), _n(r, 2, 2, 2, 2, 2)],
+        (0, 1),
+    ),
+    Case(
+        "conv_transpose1d",
+        lambda x, w, b: tl.conv_transpose(x, w, b, stride=2, padding=1, output_padding=1),
+        lambda x, w, b: TF.conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1),
+        lambda r: [_n(r, 2, 3, 5), _n(r, 3, 2, 3), _n(r, 2)],
+        (0, 1, 2),
+    ),
+    Case(
+        "conv_transpose2d_groups_dilation",
+        lambda x, w, b: tl.conv_transpose(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+        lambda x, w, b: TF.conv_transpose2d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+        lambda r: [_n(r, 1, 4, 3, 4), _n(r, 4, 3, 2, 3), _n(r, 6)],
+        (0, 1, 2),
+    ),
+    Case(
+        "max_pool1d",
+        lambda x: tl.max_pool(x, 3, stride=2, padding=1, dilation=2),
+        lambda x: TF.max_pool1d(x, 3, stride=2, padding=1, dilation=2),
+        lambda r: [_distinct(r, 2, 2, 11)],
+    ),
+    Case(
+        "max_pool2d",
+        lambda x: tl.max_pool(x, (2, 3), stride=(2, 1), padding=(1, 1)),
+        lambda x: TF.max_pool2d(x, (2, 3), stride=(2, 1), padding=(1, 1)),
+        lambda r: [_distinct(r, 2, 3, 5, 6)],
+    ),
+    Case(
+        "avg_pool2d",
+        lambda x: tl.avg_pool(x, 3, stride=2, padding=1),
+        lambda x: TF.avg_pool2d(x, 3, stride=2, padding=1),
+        lambda r: [_n(r, 2, 3, 7, 6)],
+    ),
+    Case(
+        "avg_pool1d", lambda x: tl.avg_pool(x, 2), lambda x: TF.avg_pool1d(x, 2), lambda r: [_n(r, 2, 3, 7)]
+    ),
+    Case(
+        "smooth_max_pool2d",
+        lambda x: tl.smooth_max_pool(x, 3, 2.0, stride=2, padding=1),
+        lambda x: _torch_smooth_max_pool(x, 2.0, 3, 2, 1),
+        lambda r: [_n(r, 2, 2, 6, 7)],
+    ),
+    Case(
+        "smooth_max_pool2d_negative_beta",
+        lambda x: tl.smooth_max_pool(x, 2, -1.5),
+        lambda x: _torch_smooth_max_pool(x, -1.5, 2, 2, 0),
+        lambda r: [_n(r, 1, 2, 4, 6)],
+    ),
+    # ------------------------------------------------------------------------------- attention
+    Case(
+        "attention_blocked_row",
+        tl.scaled_dot_product_attention,
+        lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda r: [_n(r, 2, 3, 5), _n(r, 2, 4, 5), _n(r, 2, 4, 6), _BLOCKED_MASK],
+        (0, 1, 2),
+    ),
+    Case(
+        "attention_unmasked_scale",
+        lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, scale=0.3),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, scale=0.3),
+        lambda r: [_n(r, 2, 2, 3, 4), _n(r, 2, 2, 5, 4), _n(r, 2, 2, 5, 3)],
+        (0, 1, 2),
+    ),
+]
+
+
+def _inputs(case: Case, dtype: np.dtype[Any], seed: int = 0) -> list[Array]:
+    rng = np.random.default_rng(seed)
+    return [a.astype(dtype) if np.asarray(a).dtype.kind == "f" else np.asarray(a) for a in case.make(rng)]
+
+
+def _rel(a: Array, b: Array) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    if a.size == 0:
+        return 0.0
+    scale = max(float(np.max(np.abs(b))), 1e-300)
+    return float(np.max(np.abs(a - b))) / scale
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_forward_and_tape_gradient_match_torch_float64(case: Case) -> None:
+    arrays = _inputs(case, np.dtype(np.float64))
+    tl_in = [tl.tensor(a, requires_grad=i in case.diff) for i, a in enumerate(arrays)]
+    t_in = [torch.tensor(a, requires_grad=i in case.diff) for i, a in enumerate(arrays)]
+    out = case.fn(*tl_in)
+    expected = case.ref(*t_in)
+    assert out.shape == tuple(expected.shape)
+    assert out.dtype == np.float64
+    assert _rel(out.numpy(), expected.detach().numpy()) <= 1e-10
+    g = np.random.default_rng(1).standard_normal(out.shape)
+    out.backward(g)
+    expected.backward(torch.tensor(g))
+    for i in case.diff:
+        got = tl_in[i].grad
+        assert got is not None, f"input {i} received no gradient"
+        want = t_in[i].grad
+        assert want is not None
+        assert _rel(got.numpy(), want.numpy()) <= 1e-6, f"input {i}"
+    for i, t in enumerate(tl_in):
+        if i not in case.diff:
+            assert t.grad is None
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_forward_float32_matches_torch(case: Case) -> None:
+    arrays = _inputs(case, np.dtype(np.float32))
+    out = case.fn(*[tl.tensor(a) for a in arrays])
+    assert out.dtype == np.float32
+    expected = case.ref(*[torch.tensor(a.astype(np.float64) if a.dtype == np.float32 else a) for a in arrays])
+    assert _rel(out.numpy(), expected.numpy()) <= 1e-5
+
+
+def test_attention_fully_blocked_row_gives_zero_output_and_zero_gradients() -> None:
+    rng = np.random.default_rng(3)
+    q = tl.tensor(_n(rng, 3, 4), requires_grad=True, dtype=np.float64)
+    k = tl.tensor(_n(rng, 4, 4), requires_grad=True, dtype=np.float64)
+    v = tl.tensor(_n(rng, 4, 2), requires_grad=True, dtype=np.float64)
+    out = tl.scaled_dot_product_attention(q, k, v, _BLOCKED_MASK)
+    assert np.all(out.numpy()[1] == 0.0)
+    out.backward(np.ones(out.shape))
+    assert q.grad is not None
+    assert np.all(q.grad.numpy()[1] == 0.0)
+
+
+def test_hard_masked_softmax_nan_at_blocked_position_does_not_leak() -> None:
+    scores = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, np.nan]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    x = tl.tensor(scores, requires_grad=True, dtype=np.float64)
+    out = tl.hard_masked_softmax(x, mask)
+    e = np.exp(np.array([1.0, 3.0]) - 3.0)
+    np.testing.assert_allclose(out.numpy()[0], [e[0] / e.sum(), 0.0, e[1] / e.sum()], rtol=1e-15)
+    assert np.all(out.numpy()[1] == 0.0)
+    out.backward(np.ones((2, 3)))
+    assert x.grad is not None
+    assert np.all(np.isfinite(x.grad.numpy()))
+    assert x.grad.numpy()[0, 1] == 0.0 and np.all(x.grad.numpy()[1] == 0.0)
+
+
+def test_dropout_saves_the_realised_mask_for_backward() -> None:
+    x = tl.tensor(np.arange(1.0, 201.0), requires_grad=True, dtype=np.float64)
+    with tl.session() as s:
+        y = tl.dropout(x, 0.25, seed=7)
+        assert [k.op.label for k in s.selected] == ["bernoulli_mask", "mul", "scale"]
+    kept = y.numpy() != 0.0
+    assert 0 < kept.sum() < 200
+    np.testing.assert_array_equal(y.numpy()[kept], x.numpy()[kept] * (1.0 / 0.75))  # scale by 1/(1-p)
+    y.backward(np.ones(200))
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(kept, 1.0 / 0.75, 0.0))
+
+
+def test_dropout_identity_outside_training_and_p_one_zeroes() -> None:
+    x = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    assert tl.dropout(x, 0.5, training=False) is x
+    assert tl.dropout(x, 0.0) is x
+    assert np.all(tl.dropout(x, 1.0).numpy() == 0.0)
+    with pytest.raises(tl.TensorError, match="outside"):
+        tl.dropout(x, 1.5)
+
+
+def test_rand_uniform_draws_advance_the_session_counter() -> None:
+    with tl.session(seed=11) as s:
+        a = tl.rand_uniform((3, 4))
+        b = tl.rand_uniform((3, 4))
+        assert s.random_counter == 2
+        assert not a.requires_grad
+        assert np.all((a.numpy() >= 0.0) & (a.numpy() <= 1.0))
+        assert not np.array_equal(a.numpy(), b.numpy())
+    with tl.session(seed=11):
+        again = tl.rand_uniform((3, 4))
+    np.testing.assert_array_equal(again.numpy(), a.numpy())
+
+
+def test_guard_errors_surface_through_functional() -> None:
+    a = tl.tensor(np.ones((2, 3), dtype=np.float32))
+    with pytest.raises(GuardError, match="matmul"):
+        tl.matmul(a, a)
+    with pytest.raises(GuardError, match="dtype"):
+        tl.add(a, tl.tensor(np.ones(3), dtype="float64"))
+    with pytest.raises(GuardError, match="mask"):
+        tl.hard_masked_softmax(a, np.ones((2, 3), dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [
+        ((0, 0, 0), "too many indices"),
+        (5, "out of range"),
+        (slice(None, None, -1), "negative or zero slice steps"),
+        (np.array([0, 1]), "unsupported index"),
+        ((Ellipsis, Ellipsis), "single ellipsis"),
+    ],
+)
+def test_getitem_refuses_unsupported_indices(index: object, message: str) -> None:
+    x = tl.tensor(np.ones((2, 3)))
+    with pytest.raises(tl.TensorError, match=message):
+        x[index]
+
+
+def test_getitem_whole_selection_records_nothing() -> None:
+    x = tl.tensor(np.ones((2, 3)))
+    with tl.session() as s:
+        assert x[:] is x
+        assert x[...] is x
+        assert s.selected == []
+
+
+def test_cross_entropy_refuses_misfit_targets() -> None:
+    logits = tl.tensor(np.zeros((3, 4)))
+    with pytest.raises(tl.TensorError, match="class indices"):
+        tl.cross_entropy(logits, np.array([0, 1]))
+    with pytest.raises(tl.TensorError, match="probabilities"):
+        tl.cross_entropy(logits, np.zeros((3, 5)))
+    with pytest.raises(tl.TensorError, match="neither"):
+        tl.cross_entropy(logits, np.array([True, False, True]))

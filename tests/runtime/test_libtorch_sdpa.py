@@ -1,0 +1,212 @@
+"""The LibTorch SDPA forward bridge on cpu: selection by profile, forward values, TorchLean's own
+backward, blocked rows, non-finite values at blocked positions, and its three guards.
+
+Oracles: the reference attention capsule (``reference.attention``), ``torch.autograd`` through
+``torch.nn.functional.scaled_dot_product_attention`` (the TorchLean gradient must equal it),
+hand-built inputs for blocked rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import torchlean as tl
+from torchlean.backend import profiles
+from torchlean.backend.errors import GuardError
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.providers.libtorch import sdpa
+from torchlean.backend.providers.libtorch.capsules import SDPA_FORWARD_CPU
+from torchlean.backend.vocabulary import Device, VJPMode
+
+Array = np.ndarray[Any, Any]
+MASK = np.array(
+    [[True, False, True, True, False], [False, False, False, False, False], [True, True, True, False, True]]
+)
+
+
+def _qkv(seed: int, dtype: type = np.float32, batch: tuple[int, ...] = (2,)) -> list[Array]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((*batch, n, d)).astype(dtype) for n, d in ((3, 4), (5, 4), (5, 6))]
+
+
+def _attention(
+    profile: str, arrays: list[Array], mask: Array | None
+) -> tuple[tl.Tensor, list[tl.Tensor], str]:
+    inputs = [tl.tensor(a, requires_grad=True) for a in arrays]
+    with tl.session(profile) as s:
+        out = tl.scaled_dot_product_attention(*inputs, mask=mask)
+    selected = [k.capsule.name for k in s.selected]
+    assert len(selected) == 1
+    return out, inputs, selected[0]
+
+
+@pytest.mark.parametrize(
+    ("profile", "capsule"),
+    [
+        ("libtorch_forward_cpu", "libtorch.sdpa_forward"),
+        ("libtorch_forward_strict_cpu", "reference.attention"),
+        ("checked_cpu", "reference.attention"),
+    ],
+)
+def test_profile_decides_the_attention_capsule(profile: str, capsule: str) -> None:
+    _, _, selected = _attention(profile, _qkv(0), MASK)
+    assert selected == capsule
+
+
+def test_checked_policy_rejects_the_bridge_on_its_value_evidence() -> None:
+    plan = profiles.get("libtorch_forward_cpu").plan_ops([SDPA_FORWARD_CPU.op])
+    check = plan.audit().check_contracts(profiles.get("checked_cpu").policy.assurance)
+    assert not check.accepted
+    assert [r.obligation.label for r in check.rejected] == ["value"]
+
+
+@pytest.mark.parametrize("mask", [None, MASK], ids=["unmasked", "masked"])
+def test_forward_equals_reference_attention_float32(mask: Array | None) -> None:
+    arrays = _qkv(1)
+    bridge, _, name = _attention("libtorch_forward_cpu", arrays, mask)
+    reference, _, ref_name = _attention("checked_cpu", arrays, mask)
+    assert (name, ref_name) == ("libtorch.sdpa_forward", "reference.attention")
+    assert bridge.dtype == np.float32
+    np.testing.assert_allclose(bridge.numpy(), reference.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", [None, MASK], ids=["unmasked", "masked"])
+def test_gradients_by_torchlean_rule_equal_torch_autograd(mask: Array | None) -> None:
+    arrays = _qkv(2)
+    out, inputs, _ = _attention("libtorch_forward_cpu", arrays, mask)
+    g = np.random.default_rng(3).standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    t_inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    t_mask = None if mask is None else torch.tensor(mask)
+    t_out = TF.scaled_dot_product_attention(*t_inputs, attn_mask=t_mask)
+    t_out.backward(torch.tensor(g))
+    np.testing.assert_allclose(out.numpy(), t_out.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for mine, theirs in zip(inputs, t_inputs, strict=True):
+        assert mine.grad is not None and theirs.grad is not None
+        np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_backward_is_torchleans_not_torch_autograd(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchlean.backend.providers.reference import kernels
+
+    calls: list[int] = []
+    original = kernels.scaled_dot_product_attention_vjp
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "scaled_dot_product_attention_vjp", spy)
+    out, _, _ = _attention("libtorch_forward_cpu", _qkv(4), MASK)
+    assert out.grad_fn == "scaled_dot_product_attention"
+    out.backward(np.ones(out.shape, dtype=np.float32))
+    assert calls == [1]
+
+
+def test_fully_blocked_row_gives_zero_output_and_zero_gradients() -> None:
+    out, inputs, _ = _attention("libtorch_forward_cpu", _qkv(5), MASK)
+    assert np.all(out.numpy()[:, 1] == 0.0)
+    out.backward(np.ones(out.shape, dtype=np.float32))
+    q_grad = inputs[0].grad
+    assert q_grad is not None
+    assert np.all(q_grad.numpy()[:, 1] == 0.0)
+    all_blocked = np.zeros((3, 5), dtype=bool)
+    out2, inputs2, _ = _attention("libtorch_forward_cpu", _qkv(6), all_blocked)
+    assert np.all(out2.numpy() == 0.0)
+    out2.backward(np.ones(out2.shape, dtype=np.float32))
+    for t in inputs2:
+        assert t.grad is not None and np.all(t.grad.numpy() == 0.0)
+
+
+def test_non_finite_keys_at_blocked_positions_do_not_leak() -> None:
+    q, k, v = _qkv(7, batch=())
+    k[1, 0] = np.nan  # key 1 is blocked for every query of MASK
+    v[4, 2] = np.inf  # key 4 is allowed only for query 2
+    out = sdpa.scaled_dot_product_attention(q, k, v, MASK)
+    assert np.all(np.isfinite(out[0])) and np.all(out[1] == 0.0)
+    assert not np.all(np.isfinite(out[2]))
+    clean_k, clean_v = k.copy(), v.copy()
+    clean_k[1] = 0.0
+    clean_v[4] = 0.0
+    from torchlean.backend.providers.reference import kernels
+
+    expected = kernels.scaled_dot_product_attention(q, clean_k, clean_v, MASK)
+    np.testing.assert_allclose(out[0], expected[0], rtol=1e-5, atol=1e-6)
+
+
+def test_float64_and_explicit_scale() -> None:
+    q, k, v = _qkv(8, dtype=np.float64)
+    out = sdpa.scaled_dot_product_attention(q, k, v, MASK, scale=0.25)
+    assert out.dtype == np.float64
+    t = TF.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), attn_mask=torch.tensor(MASK), scale=0.25
+    )
+    np.testing.assert_allclose(out, t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------- guards
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda q, k, v, m: (q[0], k, v, m), "leading axes differ"),
+        (lambda q, k, v, m: (q, k[..., :3], v, m), "feature width"),
+        (lambda q, k, v, m: (q, k, v[:, :4], m), "keys but V has"),
+        (lambda q, k, v, m: (q.astype(np.float64), k, v, m), "dtypes differ"),
+        (lambda q, k, v, m: (q.astype(np.float16), k, v, m), "not float32 or float64"),
+        (lambda q, k, v, m: (q, k, v, m.astype(np.float32)), "boolean array"),
+        (lambda q, k, v, m: (q, k, v, m[:, :4]), "does not broadcast"),
+        (lambda q, k, v, m: (np.ones(4, dtype=np.float32), k, v, m), "rank >= 2"),
+    ],
+)
+def test_check_sdpa_inputs_refuses(change: Any, message: str) -> None:
+    q, k, v = _qkv(9)
+    args = change(q, k, v, MASK)
+    with pytest.raises(GuardError, match=message):
+        sdpa.check_sdpa_inputs(*args)
+
+
+def test_check_sdpa_inputs_refuses_non_finite_scale() -> None:
+    q, k, v = _qkv(9)
+    with pytest.raises(GuardError, match="scale must be finite"):
+        sdpa.check_sdpa_inputs(q, k, v, None, scale=float("inf"))
+
+
+def test_check_libtorch_view_wraps_contiguous_arrays_without_copy() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    (view,) = sdpa.check_libtorch_view([a])
+    assert view.data_ptr() == a.ctypes.data and not view.requires_grad
+    with pytest.raises(GuardError, match="not a C-contiguous"):
+        sdpa.check_libtorch_view([a.T])
+
+
+def test_require_torchlean_tape_refuses_backend_vjp_sessions() -> None:
+    sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(device=Device.CPU))
+    sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(vjp_mode=VJPMode.NONE))
+    with pytest.raises(GuardError, match="requires vjpMode=torchLeanTape"):
+        sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(vjp_mode=VJPMode.BACKEND_VJP))
+
+
+def test_all_three_guards_run_on_the_bridge_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    for name in ("check_sdpa_inputs", "check_libtorch_view", "require_torchlean_tape"):
+        original = getattr(sdpa, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            seen.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(sdpa, name, spy)
+    from torchlean.autograd import dispatch
+
+    # Relink the bridge so that its kernel record holds the spied guard, then reload the table.
+    monkeypatch.setattr(sdpa, "LINKED_KERNELS", (sdpa._linked(Device.CPU),))
+    monkeypatch.setattr(dispatch, "_LINKED", None)
+    _attention("libtorch_forward_cpu", _qkv(10), MASK)
+    assert seen == ["require_torchlean_tape", "check_sdpa_inputs", "check_libtorch_view"]

@@ -1,0 +1,361 @@
+"""The eager session: selection, recording, show_backend, failure modes, reuse by a graph executor,
+and a 3-layer MLP trained for 50 SGD steps against the same model in torch.
+
+Oracles: the original's verbatim messages (anchor-backend.md §3.1, §7), the backend's own report
+lines, torch float32 for the MLP losses, hand-derived gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from beartype.roar import BeartypeCallHintViolation
+
+import torchlean as tl
+from torchlean.autograd import session as session_module
+from torchlean.autograd.dispatch import execute_accepted
+from torchlean.backend import profiles, report
+from torchlean.backend.acceptance import AcceptedKernel, accept
+from torchlean.backend.availability import Availability
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import ContractClaim, trusted, vjp_unavailable
+from torchlean.backend.errors import SessionError, UnknownLabelError
+from torchlean.backend.planner import PlannedKernel
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.profiles import BackendProfile
+from torchlean.backend.providers.reference import capsules as reference_capsules
+from torchlean.backend.registry import CapsuleModule
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
+
+
+def _reference(op: BackendOp) -> KernelCapsule:
+    return next(c for c in reference_capsules.CAPSULES if c.op is op)
+
+
+def _with_relu(capsule: KernelCapsule) -> BackendProfile:
+    return profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("custom", (capsule,))])
+
+
+# ------------------------------------------------------------------------------ selection & records
+
+
+def test_selected_lists_accepted_kernels_in_first_use_order_once_each() -> None:
+    x = tl.tensor([1.0, -2.0], requires_grad=True)
+    with tl.session() as s:
+        y = tl.relu(x + x)
+        z = tl.relu(y * y) + y
+        tl.reduce_sum(z).backward()
+    assert [k.capsule.name for k in s.selected] == [
+        "reference.add",
+        "reference.relu",
+        "reference.mul",
+        "reference.reduce_sum",
+    ]
+    assert all(isinstance(k, AcceptedKernel) for k in s.selected)
+    assert [k.op for k in s.selected] == [BackendOp.ADD, BackendOp.RELU, BackendOp.MUL, BackendOp.REDUCE_SUM]
+    assert s.selected is not s.selected  # a copy each time
+
+
+def test_each_op_is_planned_once_per_gradient_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+    original = BackendProfile.plan_ops
+
+    def counting(self: BackendProfile, ops: Any) -> Any:
+        ops = list(ops)
+        calls.extend((op.label, self.policy.vjp_mode.label) for op in ops)
+        return original(self, ops)
+
+    monkeypatch.setattr(BackendProfile, "plan_ops", counting)
+    x = tl.tensor([1.0])
+    with tl.session() as s:
+        for _ in range(5):
+            tl.exp(x)
+        with tl.no_grad():
+            for _ in range(3):
+                tl.exp(x)
+    assert calls == [("exp", "torchlean-tape"), ("exp", "none")]
+    assert [k.capsule.name for k in s.selected] == ["reference.exp"]
+
+
+def test_no_grad_plans_under_vjp_mode_none() -> None:
+    with tl.session() as s, tl.no_grad():
+        tl.sin(tl.tensor([0.5]))
+        assert s.effective_profile().policy.vjp_mode is VJPMode.NONE
+    assert s.selected[0].policy.vjp_mode is VJPMode.NONE
+    assert s.effective_profile().policy.vjp_mode is VJPMode.TORCHLEAN_TAPE
+
+
+def test_show_backend_prints_banner_on_open_and_five_lines_at_first_use() -> None:
+    out = io.StringIO()
+    with tl.session(show_backend=True, stream=out) as s:
+        assert out.getvalue() == "[TorchLean] backend capsules used:\n"
+        a = tl.tensor([1.0])
+        tl.add(a, a)
+        tl.add(a, a)
+    lines = out.getvalue().splitlines()
+    assert (
+        lines[1] == "  add: reference.add provider=reference trust=checked vjp=torchlean-tape reduction=n/a"
+    )
+    assert lines[1:] == report.detailed_report_lines(s.selected[0].audit())
+    assert len(lines) == 6
+
+
+def test_show_backend_prints_to_stdout_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with tl.session(show_backend=True):
+        pass
+    assert capsys.readouterr().out == "[TorchLean] backend capsules used:\n"
+
+
+def test_ops_outside_a_session_use_the_default_checked_cpu_session() -> None:
+    default = session_module.default_session()
+    assert tl.current_session() is default
+    assert default.profile.name == "checked_cpu"
+    tl.cos(tl.tensor([0.0]))
+    assert "reference.cos" in [k.capsule.name for k in default.selected]
+
+
+def test_sessions_nest_and_restore() -> None:
+    with tl.session() as outer:
+        with tl.session("libtorch_forward_strict_cpu") as inner:
+            assert tl.current_session() is inner
+            tl.tanh(tl.tensor([0.1]))
+        assert tl.current_session() is outer
+        assert outer.selected == []
+    assert [k.capsule.name for k in inner.selected] == ["reference.tanh"]
+
+
+def test_random_counters_are_per_session() -> None:
+    with tl.session() as a:
+        tl.rand_uniform((2,))
+        with tl.session() as b:
+            tl.bernoulli_mask((2,), 0.5)
+        tl.rand_uniform((2,))
+    assert (a.random_counter, b.random_counter) == (2, 1)
+
+
+def test_unknown_profile_name_is_refused() -> None:
+    with pytest.raises(UnknownLabelError, match="unknown profile nope"):
+        tl.session("nope")
+
+
+# ------------------------------------------------------------------------------------ failure modes
+
+
+def test_selected_capsule_without_linked_handler_fails_verbatim() -> None:
+    custom = dataclasses.replace(_reference(BackendOp.RELU), name="custom.relu", provider=Provider.TORCHLEAN)
+    with tl.session(_with_relu(custom)) as s, pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor([1.0]))
+    assert str(info.value) == (
+        "torch: `relu` selected capsule `custom.relu` (torchlean/cpu), but no matching executable handler is "
+        "linked; available handlers: TorchLean reference CPU (reference/cpu)"
+    )
+    assert [k.capsule.name for k in s.selected] == ["custom.relu"]
+
+
+def _forward_only_relu() -> KernelCapsule:
+    relu = _reference(BackendOp.RELU)
+    return dataclasses.replace(
+        relu,
+        name="forward_only.relu",
+        vjp_mode=VJPMode.NONE,
+        vjp_contract=vjp_unavailable(BackendOp.RELU, "No VJP is registered for this capsule."),
+    )
+
+
+def test_forward_only_capsule_is_refused_in_training() -> None:
+    profile = profiles.get("checked_cpu").with_capsule_modules(
+        [CapsuleModule("reference", (_forward_only_relu(),))]
+    )
+    with tl.session(profile), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor([1.0], requires_grad=True))
+    assert str(info.value) == (
+        "torch: kernel selection failed for `relu`: no admissible kernel capsule for op relu on device cpu"
+    )
+
+
+def test_forward_only_capsule_serves_inference() -> None:
+    profile = profiles.get("checked_cpu").with_capsule_modules(
+        [CapsuleModule("reference", (_forward_only_relu(),))]
+    )
+    with tl.session(profile) as s:
+        with tl.no_grad():
+            out = tl.relu(tl.tensor([-1.0, 2.0]))
+        np.testing.assert_array_equal(out.numpy(), [0.0, 2.0])
+        assert s.selected[0].capsule.name == "forward_only.relu"
+
+
+def test_random_sources_plan_forward_only_capsules_in_training() -> None:
+    with tl.session() as s:
+        tl.bernoulli_mask((3,), 0.5)
+        tl.rand_uniform((3,))
+    assert [(k.capsule.name, k.capsule.vjp_mode, k.policy.vjp_mode) for k in s.selected] == [
+        ("reference.bernoulli_mask", VJPMode.NONE, VJPMode.TORCHLEAN_TAPE),
+        ("reference.rand_uniform", VJPMode.NONE, VJPMode.TORCHLEAN_TAPE),
+    ]
+
+
+def test_gate_rejection_after_planning_is_reported() -> None:
+    relu = _reference(BackendOp.RELU)
+    external_value = dataclasses.replace(
+        relu,
+        name="boundary.relu",
+        value_contract=trusted(
+            ContractClaim.value_refinement(BackendOp.RELU), "An outside ReLU.", "outside ReLU"
+        ),
+    )
+    with tl.session(_with_relu(external_value)), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor([1.0]))
+    assert str(info.value) == (
+        "torch: kernel selection failed for `relu`: backend profile checked_cpu rejected `relu`: "
+        "boundary.relu has rejected value evidence for relu: trusted boundary: outside ReLU"
+    )
+
+
+def test_device_without_linked_runtime_fails_when_the_session_opens() -> None:
+    metal_relu = dataclasses.replace(_reference(BackendOp.RELU), name="metal.relu", device=Device.METAL)
+    profile = BackendProfile(
+        "metal_profile",
+        KernelPolicy(device=Device.METAL),
+        Availability(devices=(Device.METAL,)),
+        (CapsuleModule("metal", (metal_relu,)),),
+    )
+    with pytest.raises(SessionError) as info:
+        tl.session(profile)
+    assert str(info.value) == "torch eager session: device `metal` has no linked TorchLean execution runtime"
+
+
+def test_profile_without_capsule_for_its_device_fails_when_the_session_opens() -> None:
+    profile = dataclasses.replace(
+        profiles.get("checked_cpu"), name="rocm_profile", policy=KernelPolicy(device=Device.ROCM)
+    )
+    with pytest.raises(SessionError) as info:
+        tl.session(profile)
+    assert (
+        str(info.value)
+        == "torch eager session: backend profile `rocm_profile` has no capsule for device `rocm`"
+    )
+
+
+def test_cuda_profile_on_a_cuda_build_without_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SessionError) as info:
+        tl.session("checked_cuda")
+    assert str(info.value) == (
+        "torch eager session: CUDA was requested and this is a CUDA build, "
+        "but no usable CUDA device is visible"
+    )
+
+
+def test_cuda_profile_on_a_cpu_only_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(
+        SessionError, match=r"^torch eager session: CUDA was requested, but this torch build .* has no CUDA"
+    ):
+        tl.session("checked_cuda")
+
+
+# ------------------------------------------------------------------------- reuse by a graph executor
+
+
+def test_execute_accepted_runs_an_accepted_kernel_and_records_its_node() -> None:
+    profile = profiles.get("checked_cpu")
+    accepted = accept(PlannedKernel(BackendOp.MUL, _reference(BackendOp.MUL)), profile.policy)
+    a = tl.tensor([1.0, 2.0], requires_grad=True)
+    b = tl.tensor([3.0, 4.0])
+    out = execute_accepted(accepted, None, (a, b), {})
+    assert out.grad_fn == "mul"
+    out.backward(np.ones(2))
+    assert a.grad is not None
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 4.0])
+
+
+def test_execute_accepted_refuses_a_forged_accepted_kernel() -> None:
+    forged = object.__new__(AcceptedKernel)
+    for name, value in (
+        ("op", BackendOp.MUL),
+        ("capsule", _reference(BackendOp.MUL)),
+        ("policy", KernelPolicy()),
+    ):
+        object.__setattr__(forged, name, value)
+    a = tl.tensor([1.0])
+    with pytest.raises(BeartypeCallHintViolation):
+        execute_accepted(forged, None, (a, a), {})
+
+
+# ------------------------------------------------------------------------------------ MLP training
+
+
+def _mlp_layers(rng: np.random.Generator) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    sizes = [(4, 8), (8, 6), (6, 1)]
+    return [
+        (
+            (rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32),
+            (rng.standard_normal(o) * 0.1).astype(np.float32),
+        )
+        for i, o in sizes
+    ]
+
+
+def test_three_layer_mlp_trains_50_sgd_steps_on_recorded_reference_capsules() -> None:
+    rng = np.random.default_rng(2026)
+    batch, lr, steps = 16, 0.05, 50
+    x_flat = rng.standard_normal(batch * 4).astype(np.float32)
+    target = np.sin(x_flat.reshape(batch, 4)[:, :1] * 2.0).astype(np.float32)
+    init = _mlp_layers(rng)
+
+    params = [(tl.tensor(w, requires_grad=True), tl.tensor(b, requires_grad=True)) for w, b in init]
+    t_params = [(torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)) for w, b in init]
+    x_tl, y_tl = tl.tensor(x_flat), tl.tensor(target)
+    x_t, y_t = torch.tensor(x_flat), torch.tensor(target)
+
+    losses, t_losses = [], []
+    with tl.session() as s:
+        for _ in range(steps):
+            h = tl.reshape(x_tl, (batch, 4))
+            for i, (w, b) in enumerate(params):
+                h = tl.add(tl.matmul(h, tl.permute(w, (1, 0))), tl.broadcast_to(b, (batch, w.shape[0])))
+                if i < len(params) - 1:
+                    h = tl.relu(h)
+            loss = tl.mse_loss(h, y_tl)
+            loss.backward()
+            losses.append(loss.item())
+            with tl.no_grad():
+                for w, b in params:
+                    for p in (w, b):
+                        assert p.grad is not None
+                        p.copy_(p.numpy() - np.float32(lr) * p.grad.numpy())
+                        p.grad = None
+
+            th = x_t.reshape(batch, 4)
+            for i, (w, b) in enumerate(t_params):
+                th = th @ w.T + b
+                if i < len(t_params) - 1:
+                    th = torch.relu(th)
+            t_loss = torch.nn.functional.mse_loss(th, y_t)
+            t_loss.backward()
+            t_losses.append(t_loss.item())
+            with torch.no_grad():
+                for w, b in t_params:
+                    for p in (w, b):
+                        assert p.grad is not None
+                        p -= lr * p.grad
+                        p.grad = None
+
+    assert [k.capsule.name for k in s.selected] == [
+        "reference.reshape",
+        "reference.permute",
+        "reference.matmul",
+        "reference.broadcast",
+        "reference.add",
+        "reference.relu",
+        "reference.mse_loss",
+    ]
+    assert all(k.capsule.provider is Provider.REFERENCE for k in s.selected)
+    np.testing.assert_allclose(losses, t_losses, rtol=1e-5, atol=1e-7)
+    assert losses[-1] < 0.5 * losses[0]

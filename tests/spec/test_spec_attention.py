@@ -1,0 +1,360 @@
+"""Standard attention spec (forward and backward) against independent oracles.
+
+Oracles: the "Modern Models" values of anchor-runtime.md §5.4 (hand-printed and PyTorch float64),
+``torch.nn.functional.scaled_dot_product_attention`` + ``torch.autograd`` in float64 (1e-10) and
+float32 (1e-5), central finite differences in float64, and mpmath at 50 digits.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
+
+from torchlean.spec import (
+    SpecTypeError,
+    SpecValueError,
+    as_mpf_array,
+    causal_mask,
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+)
+
+Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+
+def close64(got: np.ndarray, want: object) -> None:
+    """float64 agreement with torch: 1e-10 (issue 5, "Done when")."""
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+def close32(got: np.ndarray, want: object) -> None:
+    """float32 agreement with torch: 1e-5."""
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def fmt(x: np.ndarray) -> list[list[str]]:
+    return [[f"{v:.6f}" for v in row] for row in x]
+
+
+def torch_sdpa(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    d_out: np.ndarray | None = None,
+    *,
+    attn_mask: np.ndarray | torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+    tq, tk, tv = (torch.tensor(x, requires_grad=d_out is not None) for x in (q, k, v))
+    mask = torch.from_numpy(attn_mask) if isinstance(attn_mask, np.ndarray) else attn_mask
+    out = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask, is_causal=is_causal, scale=scale)
+    if d_out is None:
+        return out.detach().numpy(), None
+    out.backward(torch.from_numpy(d_out))  # type: ignore[no-untyped-call]
+    grads = tuple(t.grad.numpy() for t in (tq, tk, tv))  # type: ignore[union-attr]
+    return out.detach().numpy(), grads
+
+
+# --- "Modern Models" (anchor-runtime.md §5.4) ----------------------------------------------------
+
+TORCH_CAUSAL = [[1.0, 2.0], [2.3395230986533138, 3.3395230986533138], [3.5104695304536615, 4.510469530453662]]
+TORCH_PLAIN = [[3.0, 4.0], [3.4066725560787154, 4.406672556078716], [3.5104695304536615, 4.510469530453662]]
+
+
+def test_modern_models_causal_and_unmasked() -> None:
+    causal = scaled_dot_product_attention(Q, Q, V, causal_mask(3))
+    plain = scaled_dot_product_attention(Q, Q, V)
+    assert fmt(causal) == [["1.000000", "2.000000"], ["2.339523", "3.339523"], ["3.510470", "4.510470"]]
+    assert fmt(plain) == [["3.000000", "4.000000"], ["3.406673", "4.406673"], ["3.510470", "4.510470"]]
+    np.testing.assert_allclose(causal, TORCH_CAUSAL, rtol=1e-14)
+    np.testing.assert_allclose(plain, TORCH_PLAIN, rtol=1e-14)
+    close64(causal, torch_sdpa(Q, Q, V, is_causal=True)[0])
+    close64(plain, torch_sdpa(Q, Q, V)[0])
+
+
+def test_modern_models_prefix_causality() -> None:
+    q4 = np.vstack([Q, [0.5, 2.0]])
+    v4 = np.vstack([V, [7.0, 8.0]])
+    out = scaled_dot_product_attention(q4, q4, v4, causal_mask(4))
+    assert fmt(out) == [
+        ["1.000000", "2.000000"],
+        ["2.339523", "3.339523"],
+        ["3.510470", "4.510470"],
+        ["5.837654", "6.837654"],
+    ]
+    np.testing.assert_array_equal(out[:3], scaled_dot_product_attention(Q, Q, V, causal_mask(3)))
+    close64(out, torch_sdpa(q4, q4, v4, is_causal=True)[0])
+
+
+def test_modern_models_key_value_permutation() -> None:
+    k_rev, v_rev = Q[::-1].copy(), V[::-1].copy()
+    plain = scaled_dot_product_attention(Q, k_rev, v_rev)
+    np.testing.assert_allclose(plain, scaled_dot_product_attention(Q, Q, V), rtol=1e-14)
+    assert fmt(plain) == fmt(np.array(TORCH_PLAIN))
+    causal = scaled_dot_product_attention(Q, k_rev, v_rev, causal_mask(3))
+    assert fmt(causal) == [["5.000000", "6.000000"], ["4.000000", "5.000000"], ["3.510470", "4.510470"]]
+    close64(causal, torch_sdpa(Q, k_rev, v_rev, is_causal=True)[0])
+    close64(plain, torch_sdpa(Q, k_rev, v_rev)[0])
+
+
+# --- randomised comparison with torch SDPA + autograd (float64) ----------------------------------
+
+CASES = [
+    # (q shape, k shape, v shape)
+    ((5, 3), (5, 3), (5, 2)),
+    ((4, 7, 8), (4, 9, 8), (4, 9, 5)),
+    ((2, 3, 6, 4), (2, 3, 6, 4), (2, 3, 6, 4)),
+    ((2, 1, 5, 3), (1, 3, 7, 3), (1, 3, 7, 4)),  # leading axes broadcast
+    ((1, 1, 3), (2, 4, 3), (2, 4, 1)),  # one query, d_v = 1
+    ((3, 9, 1), (3, 4, 1), (3, 4, 2)),  # d = 1, nQ > nK
+]
+
+
+def _inputs(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape) for shape in shapes)
+
+
+def _out_shape(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[int, ...]:
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return (*batch, q.shape[-2], v.shape[-1])
+
+
+def _check_against_torch(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None,
+    torch_mask: np.ndarray | torch.Tensor | None,
+    is_causal: bool,
+) -> None:
+    d_out = np.random.default_rng(99).standard_normal(_out_shape(q, k, v))
+    want, want_grads = torch_sdpa(q, k, v, d_out, attn_mask=torch_mask, is_causal=is_causal)
+    got = scaled_dot_product_attention(q, k, v, mask)
+    grads = scaled_dot_product_attention_backward(q, k, v, d_out, mask)
+    close64(got, want)
+    assert want_grads is not None
+    for g, w, x in zip(grads, want_grads, (q, k, v), strict=True):
+        assert g.shape == x.shape
+        close64(g, w)
+
+
+@pytest.mark.parametrize("shapes", CASES)
+@pytest.mark.parametrize("mask_kind", ["none", "upper_left", "lower_right", "random"])
+def test_forward_and_backward_match_torch_float64(
+    shapes: tuple[tuple[int, ...], ...], mask_kind: str
+) -> None:
+    q, k, v = _inputs(len(shapes[0]) * 7 + shapes[0][-2], shapes)
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if mask_kind == "none":
+        _check_against_torch(q, k, v, None, None, False)
+    elif mask_kind == "upper_left":
+        _check_against_torch(q, k, v, causal_mask(n_q, n_k), None, True)
+    elif mask_kind == "lower_right":
+        if n_q > n_k:  # the top rows see no key: torch gets only the live rows
+            _check_live_rows_against_torch(q, k, v, causal_mask(n_q, n_k, align="lower_right"))
+            return
+        _check_against_torch(
+            q, k, v, causal_mask(n_q, n_k, align="lower_right"), causal_lower_right(n_q, n_k), False
+        )
+    else:
+        rng = np.random.default_rng(5)
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        mask = rng.random((*batch[-1:], n_q, n_k)) < 0.7  # broadcasts over the other leading axes
+        mask[..., np.arange(n_q), rng.integers(0, n_k, n_q)] = True  # every row keeps one key
+        _check_against_torch(q, k, v, mask, mask, False)
+
+
+def _rows_with_keys(mask: np.ndarray) -> np.ndarray:
+    return np.asarray(mask.any(axis=-1))
+
+
+def _check_live_rows_against_torch(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> None:
+    """Spec on the full problem against torch on the rows that have a key (2-D ``mask``).
+
+    torch never sees a fully blocked row, so its convention for them cannot matter; the spec must
+    give those rows zero output and zero dq, and they must contribute nothing to dk and dv.
+    """
+    live = _rows_with_keys(mask)
+    d_out = np.random.default_rng(2).standard_normal(_out_shape(q, k, v))
+    out = scaled_dot_product_attention(q, k, v, mask)
+    dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_out, mask)
+    assert np.all(out[..., ~live, :] == 0.0) and np.all(dq[..., ~live, :] == 0.0)
+    want, want_grads = torch_sdpa(q[..., live, :], k, v, d_out[..., live, :], attn_mask=mask[live])
+    assert want_grads is not None
+    close64(out[..., live, :], want)
+    close64(dq[..., live, :], want_grads[0])
+    close64(dk, want_grads[1])
+    close64(dv, want_grads[2])
+
+
+@pytest.mark.parametrize("align", ["lower_right", "random"])
+def test_fully_blocked_rows_are_zero_with_zero_gradients(align: str) -> None:
+    q, k, v = _inputs(3, ((2, 7, 4), (2, 4, 4), (2, 4, 3)))
+    if align == "lower_right":
+        mask = causal_mask(7, 4, align="lower_right")  # top three rows see no key
+    else:
+        mask = np.random.default_rng(1).random((7, 4)) < 0.6
+        mask[[0, 4]] = False
+        mask[[1, 2, 3, 5, 6], 0] = True
+    assert not _rows_with_keys(mask).all()
+    _check_live_rows_against_torch(q, k, v, mask)
+
+
+def test_torch_lower_right_with_blocked_rows_agrees_where_defined() -> None:
+    q, k, v = _inputs(4, ((7, 3), (4, 3), (4, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        bias = causal_lower_right(7, 4)
+    want, _ = torch_sdpa(q, k, v, attn_mask=bias)
+    got = scaled_dot_product_attention(q, k, v, causal_mask(7, 4, align="lower_right"))
+    close64(got[3:], want[3:])
+    assert np.all(got[:3] == 0.0)
+
+
+def test_nan_and_inf_at_blocked_positions_stay_out_of_values_and_gradients() -> None:
+    q, k, v = _inputs(8, ((2, 5, 3), (2, 6, 3), (2, 6, 4)))
+    mask = np.random.default_rng(3).random((5, 6)) < 0.7
+    mask[:, 5] = False  # key 5 blocked for every query
+    mask[1] = False  # query 1 sees nothing
+    mask[[0, 2, 3, 4], 0] = True
+    d_out = np.random.default_rng(4).standard_normal((2, 5, 4))
+    clean = scaled_dot_product_attention(q, k, v, mask)
+    clean_grads = scaled_dot_product_attention_backward(q, k, v, d_out, mask)
+    qp, kp, vp, dp = q.copy(), k.copy(), v.copy(), d_out.copy()
+    kp[:, 5] = np.nan
+    vp[:, 5] = np.inf
+    qp[:, 1] = np.nan
+    dp[:, 1] = np.nan
+    poisoned = scaled_dot_product_attention(qp, kp, vp, mask)
+    grads = scaled_dot_product_attention_backward(qp, kp, vp, dp, mask)
+    # the poisoned run takes the selected (per-key) summation, the clean one a matmul: same
+    # values up to the order of the additions
+    assert np.all(np.isfinite(poisoned)) and all(np.all(np.isfinite(g)) for g in grads)
+    np.testing.assert_allclose(poisoned, clean, rtol=1e-14, atol=1e-15)
+    assert np.all(grads[0][:, 1] == 0.0)  # dq of the blocked row
+    assert np.all(grads[1][:, 5] == 0.0) and np.all(grads[2][:, 5] == 0.0)  # dk, dv of the blocked key
+    for g, c in zip(grads, clean_grads, strict=True):
+        np.testing.assert_allclose(g, c, rtol=1e-14, atol=1e-15)
+
+
+def test_float32_computes_in_float32_and_matches_torch() -> None:
+    q, k, v = (x.astype(np.float32) for x in _inputs(11, ((2, 6, 4), (2, 8, 4), (2, 8, 3))))
+    mask = causal_mask(6, 8, align="lower_right")
+    d_out = np.random.default_rng(1).standard_normal((2, 6, 3)).astype(np.float32)
+    out = scaled_dot_product_attention(q, k, v, mask)
+    grads = scaled_dot_product_attention_backward(q, k, v, d_out, mask)
+    assert out.dtype == np.float32 and all(g.dtype == np.float32 for g in grads)
+    want, want_grads = torch_sdpa(q, k, v, d_out, attn_mask=mask)
+    assert want_grads is not None
+    close32(out, want)
+    for g, w in zip(grads, want_grads, strict=True):
+        close32(g, w)
+
+
+def test_explicit_scale_matches_torch() -> None:
+    q, k, v = _inputs(12, ((4, 3), (5, 3), (5, 2)))
+    d_out = np.ones((4, 2))
+    want, want_grads = torch_sdpa(q, k, v, d_out, scale=0.3)
+    close64(scaled_dot_product_attention(q, k, v, scale=0.3), want)
+    assert want_grads is not None
+    for g, w in zip(
+        scaled_dot_product_attention_backward(q, k, v, d_out, scale=0.3), want_grads, strict=True
+    ):
+        close64(g, w)
+
+
+def test_zero_width_features_use_scale_one_and_average_values() -> None:
+    q, k = np.zeros((3, 0)), np.zeros((4, 0))
+    v = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v), np.tile(v.mean(axis=0), (3, 1)))
+    causal = scaled_dot_product_attention(q, k, v, causal_mask(3, 4))
+    np.testing.assert_allclose(causal, [v[:1].mean(axis=0), v[:2].mean(axis=0), v[:3].mean(axis=0)])
+
+
+# --- finite differences -------------------------------------------------------------------------
+
+
+def _central_difference(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "lower_right_blocked_rows", "random"])
+def test_backward_matches_central_differences(mask_kind: str) -> None:
+    q, k, v = _inputs(21, ((2, 4, 3), (1, 5, 3), (2, 5, 2)))
+    mask: np.ndarray | None
+    if mask_kind == "none":
+        mask = None
+    elif mask_kind == "random":
+        mask = np.random.default_rng(6).random((2, 4, 5)) < 0.5
+    else:
+        mask = causal_mask(4, 5, align="lower_right")
+        mask[0] = False
+    d_out = np.random.default_rng(7).standard_normal((2, 4, 2))
+
+    def loss(qq: np.ndarray, kk: np.ndarray, vv: np.ndarray) -> float:
+        return float(np.sum(d_out * scaled_dot_product_attention(qq, kk, vv, mask)))
+
+    dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_out, mask)
+    np.testing.assert_allclose(dq, _central_difference(lambda x: loss(x, k, v), q), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dk, _central_difference(lambda x: loss(q, x, v), k), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dv, _central_difference(lambda x: loss(q, k, x), v), rtol=1e-6, atol=1e-8)
+
+
+# --- mpmath path --------------------------------------------------------------------------------
+
+
+def test_mpmath_path_agrees_with_float64_and_is_more_precise() -> None:
+    q, k, v = _inputs(31, ((3, 2), (4, 2), (4, 2)))
+    mask = causal_mask(3, 4, align="lower_right")
+    d_out = np.ones((3, 2))
+    with mpmath.workdps(50):
+        args = (as_mpf_array(q), as_mpf_array(k), as_mpf_array(v))
+        out = scaled_dot_product_attention(*args, mask)
+        grads = scaled_dot_product_attention_backward(*args, as_mpf_array(d_out), mask)
+        assert out.dtype == object and isinstance(out[0, 0], mpmath.mpf)
+        # a value the float path cannot hold exactly: row 0 by hand at 50 digits
+        s = [args[0][0, 0] * args[1][j, 0] + args[0][0, 1] * args[1][j, 1] for j in range(2)]
+        w = [mpmath.exp(x / mpmath.sqrt(2)) for x in s]
+        row0 = [(w[0] * args[2][0, c] + w[1] * args[2][1, c]) / (w[0] + w[1]) for c in range(2)]
+        assert max(abs(out[0, c] - row0[c]) for c in range(2)) < mpmath.mpf("1e-48")
+    np.testing.assert_allclose(out.astype(float), scaled_dot_product_attention(q, k, v, mask), rtol=1e-13)
+    for g, f in zip(grads, scaled_dot_product_attention_backward(q, k, v, d_out, mask), strict=True):
+        np.testing.assert_allclose(g.astype(float), f, rtol=1e-12, atol=1e-14)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def test_input_errors() -> None:
+    q, k, v = _inputs(41, ((3, 2), (4, 2), (4, 2)))
+    with pytest.raises(SpecValueError, match="q must have rank >= 2"):
+        scaled_dot_product_attention(q[0], k, v)
+    with pytest.raises(SpecValueError, match="share the feature size d"):
+        scaled_dot_product_attention(q, k[:, :1], v)
+    with pytest.raises(SpecValueError, match="share the key count nK"):
+        scaled_dot_product_attention(q, k, v[:3])
+    with pytest.raises(SpecValueError, match="leading axes"):
+        scaled_dot_product_attention(np.zeros((2, 3, 2)), np.zeros((3, 4, 2)), np.zeros((3, 4, 2)))
+    with pytest.raises(SpecValueError, match=r"mask of shape \(2, 2\) does not broadcast"):
+        scaled_dot_product_attention(q, k, v, np.ones((2, 2), dtype=bool))
+    with pytest.raises(TypeError, match="additive score biases are a separate operation"):
+        scaled_dot_product_attention(q, k, v, np.zeros((3, 4)))
+    with pytest.raises(SpecTypeError, match="k has dtype int64"):
+        scaled_dot_product_attention(q, np.ones((4, 2), dtype=np.int64), v)
+    with pytest.raises(SpecValueError, match=r"d_out must have the output shape \(3, 2\)"):
+        scaled_dot_product_attention_backward(q, k, v, np.ones((2, 2)))

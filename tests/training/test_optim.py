@@ -1,0 +1,97 @@
+"""Optimizer updates against torch.optim in float64, and the original's validation messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import optim
+from torchlean.optim import OptimizerError
+
+
+def _torch_trajectory(make, params0, grads_seq):
+    tensors = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in params0]
+    opt = make(tensors)
+    for grads in grads_seq:
+        for t, g in zip(tensors, grads, strict=True):
+            t.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+    return [t.detach().numpy() for t in tensors]
+
+
+CASES = [
+    (optim.sgd(lr=0.1), lambda ps: torch.optim.SGD(ps, lr=0.1)),
+    (optim.sgd(lr=0.05, momentum=0.9), lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9)),
+    (optim.adam(lr=0.01), lambda ps: torch.optim.Adam(ps, lr=0.01)),
+    (optim.adamw(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
+    (optim.rmsprop(lr=0.01, decay=0.9), lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9)),
+    (optim.adagrad(lr=0.1), lambda ps: torch.optim.Adagrad(ps, lr=0.1)),
+]
+
+
+@pytest.mark.parametrize(("config", "make"), CASES, ids=lambda c: getattr(c, "name", ""))
+def test_update_matches_torch_optim_float64(config, make):
+    rng = np.random.default_rng(0)
+    params0 = [rng.standard_normal((3, 4)), rng.standard_normal(5)]
+    grads_seq = [[rng.standard_normal(p.shape) for p in params0] for _ in range(7)]
+    opt = config.create(params0)
+    params = [p.copy() for p in params0]
+    for grads in grads_seq:
+        params = opt.step(params, grads)
+    expected = _torch_trajectory(make, params0, grads_seq)
+    for ours, theirs in zip(params, expected, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+def test_float32_parameters_stay_float32():
+    params = [np.ones((2, 2), dtype=np.float32)]
+    opt = optim.adam(lr=0.1).create(params)
+    (new,) = opt.step(params, [np.full((2, 2), 0.5, dtype=np.float32)])
+    assert new.dtype == np.float32
+    np.testing.assert_allclose(new, 0.9, rtol=1e-6)
+
+
+def test_none_gradient_leaves_parameter():
+    params = [np.ones(3)]
+    opt = optim.sgd(lr=1.0).create(params)
+    (new,) = opt.step(params, [None])
+    assert new is params[0]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: optim.sgd(lr=-0.1), "optimizer: learning rate must be finite and nonnegative"),
+        (lambda: optim.sgd(lr=float("inf")), "optimizer: learning rate must be finite and nonnegative"),
+        (lambda: optim.sgd(momentum=1.0), "optimizer: momentum must be finite and satisfy 0 <= momentum < 1"),
+        (lambda: optim.adam(beta1=-0.1), "optimizer: beta1 must be finite and satisfy 0 <= beta1 < 1"),
+        (lambda: optim.adam(beta2=1.5), "optimizer: beta2 must be finite and satisfy 0 <= beta2 < 1"),
+        (lambda: optim.rmsprop(decay=float("nan")), "optimizer: decay must be finite and satisfy 0 <= decay < 1"),
+        (lambda: optim.adagrad(eps=0.0), "optimizer: epsilon must be finite and positive"),
+        (lambda: optim.adamw(weight_decay=-1.0), "optimizer: weight decay must be finite and nonnegative"),
+        (lambda: optim.sgd(momentum=0.99999999),
+         "optimizer: momentum must be finite and satisfy 0 <= momentum < 1 after conversion to binary32"),
+        (lambda: optim.adam(eps=1e-50), "optimizer: epsilon must be finite and positive after conversion to binary32"),
+    ],
+)
+def test_validation_messages(build, message):
+    with pytest.raises(OptimizerError) as info:
+        build().validate()
+    assert str(info.value) == message
+
+
+def test_describe_reads_back():
+    text = optim.adamw(lr=1e-5, weight_decay=0.02).describe()
+    assert text == "optim.adamw(lr=1e-05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.02)"
+
+
+def test_unknown_optimizer_names_the_accepted_ones():
+    with pytest.raises(ValueError, match="unknown optimizer lamb \\(known: sgd \\| adam \\| adamw"):
+        optim.by_name("lamb", 0.1)
+
+
+def test_parameter_count_change_is_refused():
+    opt = optim.sgd().create([np.ones(2)])
+    with pytest.raises(OptimizerError, match="expected 1 parameters, got 2"):
+        opt.step([np.ones(2), np.ones(2)], [np.ones(2), np.ones(2)])

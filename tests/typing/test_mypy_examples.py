@@ -1,0 +1,203 @@
+"""mypy over examples/mypy/: every reported line must match an expected-error marker, and back.
+
+Each example line that mypy must reject carries its expected output as a trailing marker
+``# E: <message>  [<code>]`` (an error) or ``# N: <message>`` (a note); one line may carry several.
+mypy runs once over all examples through ``mypy.api.run`` (strict, with the torchlean plugin,
+cache under a temporary directory); a missing or an extra line fails. A second run over a
+deliberately altered copy shows that the comparison reports both kinds of difference.
+
+Source: issue 6; reference/typing-notes.md §4 (batched ``mypy.api.run`` test set-up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mypy import api
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "mypy"
+PLUGIN = REPO / "torchlean" / "mypy_plugin.py"
+
+MARKER = re.compile(r"\s#\s([EN]):\s")
+REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<severity>error|note): (?P<message>.*)$")
+SEVERITY = {"E": "error", "N": "note"}
+
+# Strict, with the plugin; numpy/torch are skipped (their stubs take most of a cold run and no
+# example needs them); errors inside torchlean itself are not this test's business.
+CONFIG = """\
+[mypy]
+strict = True
+plugins = {plugin}
+mypy_path = {stubs}:{repo}
+follow_imports = silent
+warn_unused_configs = False
+
+[mypy-numpy.*,torch.*,sklearn.*,mpmath.*,tqdm.*,torchlean_native_ext.*]
+follow_imports = skip
+ignore_missing_imports = True
+"""
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Report:
+    """One line of mypy output (or one expected by a marker)."""
+
+    path: str
+    line: int
+    severity: str
+    message: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.severity}: {self.message}"
+
+
+def expected_reports(files: list[Path]) -> set[Report]:
+    """The reports that the markers of ``files`` ask for."""
+    expected: set[Report] = set()
+    for path in files:
+        for number, text in enumerate(path.read_text().splitlines(), start=1):
+            parts = MARKER.split(text)
+            # parts = [code, kind, message, kind, message, ...]
+            for kind, message in zip(parts[1::2], parts[2::2], strict=True):
+                expected.add(Report(str(path), number, SEVERITY[kind], message.rstrip()))
+    return expected
+
+
+def run_mypy(files: list[Path], workdir: Path) -> tuple[set[Report], list[str]]:
+    """Run mypy once over ``files``; return the parsed reports and any unparsable output lines."""
+    config = workdir / "mypy.ini"
+    config.write_text(CONFIG.format(plugin=PLUGIN, stubs=REPO / "stubs", repo=REPO))
+    stdout, stderr, _status = api.run(
+        [
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(workdir / "cache"),
+            "--no-pretty",
+            "--no-error-summary",
+            "--show-absolute-path",
+            "--hide-error-context",
+            *map(str, files),
+        ]
+    )
+    reports: set[Report] = set()
+    stray = [line for line in stderr.splitlines() if line.strip()]
+    for line in stdout.splitlines():
+        match = REPORT.match(line)
+        if match is None:
+            stray.append(line)
+            continue
+        reports.add(Report(match["path"], int(match["line"]), match["severity"], match["message"].rstrip()))
+    return reports, stray
+
+
+def compare(expected: set[Report], actual: set[Report], stray: list[str]) -> list[str]:
+    """Every difference between markers and mypy output, one line each (empty when equal)."""
+    return (
+        [f"missing (marked, not reported): {r.render()}" for r in sorted(expected - actual)]
+        + [f"unexpected (reported, not marked): {r.render()}" for r in sorted(actual - expected)]
+        + [f"unparsable mypy output: {line}" for line in stray]
+    )
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mypy-examples")
+
+
+def example_files() -> list[Path]:
+    return sorted(EXAMPLES.glob("*.py"))
+
+
+def test_examples_match_their_markers(workdir: Path) -> None:
+    files = example_files()
+    assert files, f"no examples in {EXAMPLES}"
+    expected = expected_reports(files)
+    actual, stray = run_mypy(files, workdir)
+    assert compare(expected, actual, stray) == []
+
+
+def test_examples_cover_every_route() -> None:
+    """Each bypass route of issue 6 appears in at least one marker; one program is clean."""
+    markers = [r.message for r in expected_reports(example_files())]
+    routes = [
+        "Construction of sealed type",
+        "object.__new__() of sealed type",
+        "AcceptedKernel.__new__() of sealed type",
+        "AcceptedKernel.__init__() of sealed type",
+        "copy.copy() of sealed type",
+        "copy.deepcopy() of sealed type",
+        "dataclasses.replace() of sealed type",
+        '"torchlean.backend.sealed._mint" is private to torchlean',
+        "Invalid Shape dimension",
+    ]
+    for route in routes:
+        assert any(route in m for m in markers), route
+    for name in ("AcceptedKernel", "AcceptedGraphKernelPlan", "ExecutableKernel"):
+        assert any(f'sealed type "{name}"' in m for m in markers), name
+    assert any('expected "Trainer[Shape[Literal[3]], Shape[Literal[1]]]"' in m for m in markers)
+    clean = EXAMPLES / "correct_program.py"
+    assert clean.exists() and not expected_reports([clean])
+
+
+def test_altered_copy_reports_every_difference(workdir: Path) -> None:
+    """Unmarking a bypass, adding an unmarked bypass, and marking a clean line are all caught."""
+    source = EXAMPLES / "bypass_copy.py"
+    altered_dir = workdir / "altered"
+    altered_dir.mkdir()
+    altered = altered_dir / source.name
+    shutil.copyfile(source, altered)
+    lines = altered.read_text().splitlines()
+    marked = [i for i, text in enumerate(lines) if MARKER.search(text) and not text.startswith(" ")]
+    assert len(marked) >= 2, "bypass_copy.py needs two module-level marked lines"
+    unmarked_at, hollowed_at = marked[0], marked[1]
+    bypass_code = MARKER.split(lines[unmarked_at])[0]
+    kept_marker = lines[hollowed_at][len(MARKER.split(lines[hollowed_at])[0]) :]
+    lines[unmarked_at] = bypass_code  # the error stays, its marker is gone
+    lines[hollowed_at] = "pass" + kept_marker  # the marker stays, the bypass is gone
+    lines.append(bypass_code)  # a new bypass without a marker
+    altered.write_text("\n".join(lines) + "\n")
+
+    original_expected = expected_reports([source])
+    moved = {Report(str(altered), r.line, r.severity, r.message) for r in original_expected}
+    actual, stray = run_mypy([altered], workdir)
+    differences = compare(expected_reports([altered]), actual, stray)
+
+    unmarked = sorted(r for r in moved if r.line == unmarked_at + 1)
+    hollowed = sorted(r for r in moved if r.line == hollowed_at + 1)
+    appended = [Report(r.path, len(lines), r.severity, r.message) for r in unmarked]
+    assert unmarked and hollowed
+    assert differences == (
+        [f"missing (marked, not reported): {r.render()}" for r in hollowed]
+        + [f"unexpected (reported, not marked): {r.render()}" for r in sorted(unmarked + appended)]
+    )
+
+
+def test_correct_program_runs() -> None:
+    """The clean example is a real program, not just something mypy accepts."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(EXAMPLES / "correct_program.py"), run_name="__main__")
+    assert out.getvalue() == "reference.relu\n"
+
+
+def test_plugin_imports_neither_torch_nor_numpy() -> None:
+    """mypy loads the plugin (and so the torchlean package) in its own process: keep that light."""
+    code = (
+        "import sys, torchlean.mypy_plugin; print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

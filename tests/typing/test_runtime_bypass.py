@@ -1,0 +1,195 @@
+"""The runtime half of sealed acceptance: every route mypy cannot see is refused when it is used.
+
+mypy (with torchlean.mypy_plugin) reports construction, ``__new__``, copy and replace outside the
+gates (tests/typing/test_mypy_examples.py). Values typed ``Any``, ``cast`` forgeries, pickled
+payloads, ``getattr`` tricks and field mutation after minting are invisible to it; here each one
+is shown to be refused by the beartype ``Is[is_minted]`` validators at the consuming API (``bind``,
+``ExecutableKernel.run``) or by ``TypeError`` at the source (copy, pickle).
+
+Source: DESIGN.md §1.4; reference/typing-notes.md §2.1 (the forgery table).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from beartype.roar import BeartypeCallHintViolation
+
+from torchlean.backend import profiles, sealed
+from torchlean.backend.acceptance import AcceptedKernel, accept
+from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.planner import PlannedKernel
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.vocabulary import BackendOp, Device
+
+
+def capsule_name(capsule: KernelCapsule) -> str:
+    return capsule.name
+
+
+@pytest.fixture
+def planned() -> PlannedKernel:
+    return profiles.get("checked_cpu").plan_ops([BackendOp.RELU]).kernels[0]
+
+
+@pytest.fixture
+def policy() -> KernelPolicy:
+    return profiles.get("checked_cpu").policy
+
+
+@pytest.fixture
+def kernel(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
+    return accept(planned, policy)
+
+
+@pytest.fixture
+def handler(planned: PlannedKernel) -> KernelHandler[str]:
+    capsule = planned.capsule
+    return KernelHandler("relu-name", capsule.op, capsule.provider, capsule.device, capsule_name)
+
+
+def refused_by_validator(error: pytest.ExceptionInfo[BeartypeCallHintViolation]) -> bool:
+    """The violation names a minting validator, not some unrelated hint."""
+    text = str(error.value)
+    return "is_minted" in text or "_is_intact_executable" in text
+
+
+def test_genuine_path_runs(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """Control: the gate's own values pass every check (so the refusals below are meaningful)."""
+    assert sealed.is_minted(kernel)
+    assert bind(kernel, handler).run() == "reference.relu"
+
+
+def test_any_typed_construction_is_refused(
+    planned: PlannedKernel, policy: KernelPolicy, handler: KernelHandler[str]
+) -> None:
+    """Through an ``Any`` alias (even with the private gate token) the object builds, but is not minted."""
+    anything: Any = AcceptedKernel
+    forged = anything(planned.op, planned.capsule, policy, _gate=sealed._GATE)
+    assert not sealed.is_minted(forged)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(forged, handler)
+    assert refused_by_validator(error)
+
+
+def test_any_typed_construction_without_token_fails_at_once(
+    planned: PlannedKernel, policy: KernelPolicy
+) -> None:
+    anything: Any = AcceptedKernel
+    with pytest.raises(TypeError, match="_gate"):
+        anything(planned.op, planned.capsule, policy)
+
+
+def test_callable_variable_construction_is_refused(
+    planned: PlannedKernel, policy: KernelPolicy, handler: KernelHandler[str]
+) -> None:
+    """A ``Callable[..., AcceptedKernel]`` variable hides the class from the plugin."""
+    make: Callable[..., AcceptedKernel] = AcceptedKernel
+    forged = make(planned.op, planned.capsule, policy, _gate=sealed._GATE)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(forged, handler)
+    assert refused_by_validator(error)
+
+
+def test_cast_forgery_is_refused(
+    planned: PlannedKernel, policy: KernelPolicy, handler: KernelHandler[str]
+) -> None:
+    """A duck-typed stand-in ``cast`` to the sealed type has every field and no minting."""
+    duck = cast(AcceptedKernel, SimpleNamespace(op=planned.op, capsule=planned.capsule, policy=policy))
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(duck, handler)
+    assert "AcceptedKernel" in str(error.value)
+
+
+def test_pickle_is_refused_at_the_source(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(kernel)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(bind(kernel, handler))
+
+
+def test_object_new_through_getattr_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """``getattr(object, "__new__")`` is ``Any`` to mypy; filling the fields does not mint it."""
+    new = getattr(object, "__new__")  # noqa: B009 - the point is that mypy sees Any here
+    forged = new(AcceptedKernel)
+    for field in dataclasses.fields(AcceptedKernel):
+        object.__setattr__(forged, field.name, getattr(kernel, field.name))
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(forged, handler)
+    assert refused_by_validator(error)
+
+
+def test_mutation_after_minting_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """Rebinding a field of a minted kernel (frozen dataclass bypassed) breaks its fingerprint."""
+    widened = dataclasses.replace(kernel.policy, device=Device.CUDA)
+    object.__setattr__(kernel, "policy", widened)
+    assert not sealed.is_minted(kernel)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(kernel, handler)
+    assert refused_by_validator(error)
+
+
+def test_reinit_after_minting_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """Re-running ``__init__`` (reached through ``Any``) rewrites the fields of a minted value."""
+    widened = dataclasses.replace(kernel.policy, device=Device.CUDA)
+    init: Any = AcceptedKernel.__init__
+    init(kernel, kernel.op, kernel.capsule, widened, _gate=sealed._GATE)
+    assert kernel.policy is widened
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(kernel, handler)
+    assert refused_by_validator(error)
+
+
+def test_mutation_of_executable_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    executable = bind(kernel, handler)
+    swapped = KernelHandler("other", handler.op, handler.provider, handler.device, lambda capsule: "swapped")
+    object.__setattr__(executable, "handler", swapped)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        executable.run()
+    assert refused_by_validator(error)
+
+
+def test_forged_executable_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    anything: Any = ExecutableKernel
+    forged = anything(kernel, handler, _gate=sealed._GATE)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        forged.run()
+    assert refused_by_validator(error)
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_copies_through_any_are_refused_at_the_source(
+    kernel: AcceptedKernel, handler: KernelHandler[str], duplicate: Callable[[Any], Any]
+) -> None:
+    with pytest.raises(TypeError, match="cannot be copied"):
+        duplicate(kernel)
+    with pytest.raises(TypeError, match="cannot be copied"):
+        duplicate(bind(kernel, handler))
+
+
+def test_replace_through_any_is_refused(kernel: AcceptedKernel) -> None:
+    anything: Any = kernel
+    with pytest.raises(ValueError, match="_gate"):
+        dataclasses.replace(anything)
+
+
+def test_private_mint_outside_a_gate_is_refused(planned: PlannedKernel, policy: KernelPolicy) -> None:
+    """Even reaching the private helper does not help: it checks that its caller is a gate."""
+    anything: Any = AcceptedKernel
+    forged = anything(planned.op, planned.capsule, policy, _gate=sealed._GATE)
+    with pytest.raises(TypeError, match="is not a gate of AcceptedKernel"):
+        sealed._mint(forged)  # type: ignore[torchlean-sealed]  # deliberate: the plugin flags it too
+    assert not sealed.is_minted(forged)
+
+
+def test_subclassing_is_refused() -> None:
+    base: Any = AcceptedKernel
+    with pytest.raises(TypeError, match="sealed"):
+        type("Sub", (base,), {})

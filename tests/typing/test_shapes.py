@@ -1,0 +1,90 @@
+"""Runtime side of ``torchlean.shapes``: reading dims off ``Shape[...]`` and checking data against them.
+
+Oracles are hand-written dims; the property test builds ``Shape[...]`` from random tuples.
+Shapes are subscripted through :func:`shape` because mypy reads a literal ``shape(4)`` written in an
+expression as a type application (see examples/mypy/shapes_mismatch.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchlean.backend.errors import TorchLeanError
+from torchlean.shapes import Shape, ShapeMismatchError, ShapeSpecError, check_dims, dims_of
+
+
+def shape(*dims: object) -> object:
+    """``Shape[dims]`` built at run time (``shape(4, 3)`` is ``Shape[4, 3]``)."""
+    subscriptable: Any = Shape
+    return subscriptable[dims]
+
+
+@pytest.mark.parametrize(
+    ("declared", "dims"),
+    [
+        (shape(4), (4,)),
+        (shape(4, 3), (4, 3)),
+        (shape(Literal[2], 5), (2, 5)),
+        (shape(Any, 4), (None, 4)),
+        (shape(), ()),
+        (shape(0), (0,)),
+    ],
+)
+def test_dims_of(declared: object, dims: tuple[int | None, ...]) -> None:
+    assert dims_of(declared) == dims
+
+
+@pytest.mark.parametrize("dim", ["a", -1, 1.5, True, False, b"x"])
+def test_malformed_dimensions_are_refused_when_subscripted(dim: object) -> None:
+    with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension ") as error:
+        shape(4, dim)
+    assert isinstance(error.value, TorchLeanError)
+
+
+def test_bool_is_not_cached_as_an_int() -> None:
+    """typing's cache keys Shape[True] like Shape[1]; refusing bools keeps Shape[1] an int."""
+    with pytest.raises(ShapeSpecError):
+        shape(True)
+    assert dims_of(shape(1)) == (1,)
+    assert type(dims_of(shape(1))[0]) is int
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [Shape, shape(int), shape(Literal[-2]), shape(Literal[1, 2]), shape(Literal[True])],
+    ids=["bare", "int-type", "negative-literal", "two-literals", "bool-literal"],
+)
+def test_malformed_shapes_are_refused_by_dims_of(declared: object) -> None:
+    with pytest.raises(ShapeSpecError) as error:
+        dims_of(declared)
+    assert isinstance(error.value, TorchLeanError)
+
+
+def test_check_dims_messages() -> None:
+    check_dims(shape(Any, 4), (32, 4), what="batch")
+    with pytest.raises(
+        ShapeMismatchError, match=r"^batch has shape \[32, 5\], but Shape\[Any, 4\] is declared$"
+    ):
+        check_dims(shape(Any, 4), (32, 5), what="batch")
+    with pytest.raises(ShapeMismatchError, match=r"^row has shape \[3, 1\], but Shape\[3\] is declared$"):
+        check_dims(shape(3), (3, 1), what="row")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=64), max_size=5), st.data())
+def test_check_dims_accepts_exactly_the_declared_dims(dims: list[int], data: st.DataObject) -> None:
+    declared = shape(*dims)
+    check_dims(declared, tuple(dims), what="x")
+    if dims:
+        axis = data.draw(st.integers(min_value=0, max_value=len(dims) - 1))
+        changed = list(dims)
+        changed[axis] += data.draw(st.integers(min_value=1, max_value=3))
+        with pytest.raises(ShapeMismatchError):
+            check_dims(declared, tuple(changed), what="x")
+        wildcard = shape(*(Any if i == axis else d for i, d in enumerate(dims)))
+        check_dims(wildcard, tuple(changed), what="x")
+    with pytest.raises(ShapeMismatchError):
+        check_dims(declared, (*dims, 1), what="x")

@@ -1,0 +1,175 @@
+"""Executing an accepted kernel and recording its tape node (anchor-backend.md §7).
+
+This is the part of the eager path that does not depend on how the kernel was chosen: given an
+:class:`~torchlean.backend.acceptance.AcceptedKernel` (from the eager session, or one of the
+``kernels`` of an ``AcceptedGraphKernelPlan``), the linked implementations of its op, and the
+input tensors, :func:`execute_accepted`
+
+1. picks the linked kernel whose ``(op, provider, device)`` equals the capsule's; none →
+   ``torch: `<op>` selected capsule `<name>` (<provider>/<device>), but no matching executable
+   handler is linked; available handlers: ...`` (there is no fallback to another provider);
+2. runs the linked kernel's VJP guard (if any) against the accepted policy;
+3. builds a :class:`~torchlean.backend.binding.KernelHandler` for this call, binds it to the
+   accepted kernel with :func:`~torchlean.backend.binding.bind` (op, then provider, then device)
+   and runs it;
+4. wraps the result in a :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
+   is differentiable and some input requires a gradient, records one tape node whose local rule
+   is the linked kernel's VJP, evaluated at the saved inputs and output.
+
+Linked kernels come from the provider modules in :data:`HANDLER_MODULES` (each exports
+``LINKED_KERNELS``); a module that does not exist in this build (for example CUDA handlers) is
+simply not linked. A module that exists but fails to import raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.tape import Array, Node, SavedArray, VersionCounter
+from torchlean.backend.acceptance import AcceptedKernel
+from torchlean.backend.binding import KernelHandler, bind
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.errors import BindingError, SessionError
+from torchlean.backend.providers.linked import LinkedKernel
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.tensor import Tensor
+
+__all__ = [
+    "HANDLER_MODULES",
+    "execute_accepted",
+    "linked_kernels",
+    "no_handler_message",
+    "select_linked",
+]
+
+HANDLER_MODULES: tuple[str, ...] = (
+    "torchlean.backend.providers.reference.handlers",
+    "torchlean.backend.providers.libtorch.sdpa",
+    "torchlean.backend.providers.native_cuda.handlers",
+)
+"""Provider modules whose ``LINKED_KERNELS`` are linked into this build, in this order."""
+
+_LINKED: dict[BackendOp, tuple[LinkedKernel, ...]] | None = None
+
+
+def _load_linked() -> dict[BackendOp, tuple[LinkedKernel, ...]]:
+    table: dict[BackendOp, list[LinkedKernel]] = {}
+    for name in HANDLER_MODULES:
+        if importlib.util.find_spec(name) is None:
+            continue
+        module = importlib.import_module(name)
+        kernels: Iterable[LinkedKernel] = module.LINKED_KERNELS
+        for kernel in kernels:
+            table.setdefault(kernel.op, []).append(kernel)
+    return {op: tuple(ks) for op, ks in table.items()}
+
+
+def linked_kernels(op: BackendOp) -> tuple[LinkedKernel, ...]:
+    """Every linked implementation of ``op`` in this build (handler-module order)."""
+    global _LINKED
+    if _LINKED is None:
+        _LINKED = _load_linked()
+    return _LINKED.get(op, ())
+
+
+def no_handler_message(op: BackendOp, capsule: KernelCapsule, available: Sequence[LinkedKernel]) -> str:
+    """The verbatim "no matching executable handler is linked" message (anchor-backend.md §3.1)."""
+    message = (
+        f"torch: `{op.label}` selected capsule `{capsule.name}` "
+        f"({capsule.provider.label}/{capsule.device.label}), but no matching executable handler is linked"
+    )
+    if available:
+        message += "; available handlers: " + ", ".join(k.label for k in available)
+    return message
+
+
+def select_linked(op: BackendOp, capsule: KernelCapsule, available: Sequence[LinkedKernel]) -> LinkedKernel:
+    """The first linked kernel with the capsule's op, provider and device.
+
+    Raises:
+        SessionError: the verbatim no-handler message listing ``available``.
+    """
+    for kernel in available:
+        if (
+            kernel.op is capsule.op
+            and kernel.provider is capsule.provider
+            and kernel.device is capsule.device
+        ):
+            return kernel
+    raise SessionError(no_handler_message(op, capsule, available))
+
+
+def _view_version(out: Array, inputs: Sequence[Tensor | None]) -> VersionCounter | None:
+    """The version counter of the input whose storage ``out`` may view (views share counters)."""
+    if out.base is None:
+        return None
+    for t in inputs:
+        if t is not None and np.may_share_memory(out, t._data):
+            return t._version
+    return None
+
+
+def execute_accepted(
+    accepted: AcceptedKernel,
+    linked: LinkedKernel | Sequence[LinkedKernel] | None,
+    inputs: Sequence[Tensor | None],
+    params: Mapping[str, Any],
+) -> Tensor:
+    """Execute one accepted kernel on ``inputs`` and record its tape node; return the result.
+
+    Args:
+        accepted: a kernel minted by ``torchlean.backend.acceptance.accept`` (eager session) or
+            taken from ``AcceptedGraphKernelPlan.kernels`` (graph executor).
+        linked: the linked kernel to bind, or candidates to choose from by ``(op, provider,
+            device)``; ``None`` means every linked implementation of the op in this build.
+        inputs: one tensor per kernel input position (``None`` for an absent optional input).
+        params: the kernel's keyword parameters (axes, strides, ...).
+
+    Raises:
+        SessionError: no linked kernel matches the capsule (verbatim message), or binding failed
+            (``torch: invalid executable backend binding: ...``).
+        beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
+        GuardError: the kernel's guard refused the inputs.
+    """
+    capsule = accepted.capsule
+    if not isinstance(linked, LinkedKernel):
+        candidates = linked_kernels(accepted.op) if linked is None else linked
+        linked = select_linked(accepted.op, capsule, candidates)
+    if linked.vjp_guard is not None:
+        linked.vjp_guard(capsule, accepted.policy)
+    arrays = tuple(None if t is None else t._data for t in inputs)
+    forward = linked.forward
+    handler = KernelHandler(
+        linked.name, linked.op, linked.provider, linked.device, lambda c: forward(c, arrays, params)
+    )
+    try:
+        executable = bind(accepted, handler)
+    except BindingError as exc:
+        raise SessionError(f"torch: invalid executable backend binding: {exc}") from exc
+    out = executable.run()
+    version = _view_version(out, inputs)
+    if not (is_grad_enabled() and accepted.op.requires_vjp):
+        return Tensor._make(out, False, None, version)
+    parents = tuple(t if t is not None and t._requires_grad else None for t in inputs)
+    if not any(p is not None for p in parents):
+        return Tensor._make(out, False, None, version)
+    vjp = linked.vjp
+    if vjp is None:
+        raise SessionError(
+            f"torch: `{accepted.op.label}` ran on capsule `{capsule.name}`, whose linked kernel "
+            f"`{linked.name}` has no VJP, but an input requires a gradient"
+        )
+    counter = VersionCounter() if version is None else version
+    saved = tuple(None if t is None else SavedArray(t._data, t._version) for t in inputs)
+
+    def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+        return vjp(capsule, g, ins, o, params)
+
+    node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
+    return Tensor._make(out, True, node, counter)

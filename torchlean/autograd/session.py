@@ -1,0 +1,273 @@
+"""The eager session: every op runs on a kernel the acceptance gate accepted for it.
+
+Source: anchor-runtime.md §1.4, §1.6, §1.8, §1.9; anchor-backend.md §3.1 and §7 (``EagerSession``).
+
+Opening a session (``torchlean.session(profile="checked_cpu", show_backend=False)``) resolves the
+profile and runs :func:`validate_for_execution`; a failure is a :class:`SessionError`
+``torch eager session: <message>``. On the first use of an op (per gradient mode) the session
+
+1. plans the op under its *effective* profile (policy VJP mode ``none`` inside ``no_grad()``);
+   failure → ``torch: kernel selection failed for `<op>`: <message>``;
+2. runs the full acceptance gate on the planned kernel under the same policy; failure →
+   ``torch: kernel selection failed for `<op>`: backend profile <name> rejected `<op>`: <failures>``;
+3. validates the eager request (capsule op, then device); failure →
+   ``torch: invalid backend selection during eager execution: <message>``;
+4. appends the :class:`AcceptedKernel` to :attr:`Session.selected` the first time a capsule with
+   that identity ``(name, op, provider, device)`` is selected, printing its five report lines when
+   ``show_backend`` is on (the banner ``[TorchLean] backend capsules used:`` prints when the
+   session opens);
+5. picks the linked kernel with the capsule's op, provider and device (none → the verbatim
+   "no matching executable handler is linked" message; no fallback).
+
+Later uses of the op reuse the cached ``(AcceptedKernel, LinkedKernel)`` pair; each call still
+binds a fresh handler to the accepted kernel and runs it (:mod:`torchlean.autograd.dispatch`).
+
+Ops called outside any ``with session(...)`` block run in a module-level default ``checked_cpu``
+session created on first use. Each session keeps a random-op counter that advances once per
+random op invocation (anchor-runtime.md §1.6).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any, TextIO
+
+from torchlean.autograd.dispatch import execute_accepted, linked_kernels, select_linked
+from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.backend import profiles, report
+from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
+from torchlean.backend.binding import validate_eager_request
+from torchlean.backend.errors import BindingError, PlanningError, SessionError
+from torchlean.backend.profiles import BackendProfile
+from torchlean.backend.providers.linked import LinkedKernel
+from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
+from torchlean.tensor import Tensor
+
+__all__ = [
+    "BANNER",
+    "Session",
+    "current_session",
+    "default_session",
+    "run_op",
+    "session",
+    "validate_for_execution",
+]
+
+BANNER = "[TorchLean] backend capsules used:"
+
+
+def _cuda_probe() -> str | None:
+    """The reason CUDA cannot execute here, or None when a CUDA device is usable."""
+    import torch
+
+    if torch.version.cuda is None:
+        return (
+            f"CUDA was requested, but this torch build ({torch.__version__}) has no CUDA support; "
+            "install a CUDA build of torch to run on `cuda`"
+        )
+    if not torch.cuda.is_available():
+        return "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    return None
+
+
+def validate_for_execution(profile: BackendProfile) -> None:
+    """Check that ``profile`` can execute on this machine (anchor-backend.md §7).
+
+    The profile must register a capsule for its device; ``cpu`` then always executes; ``cuda``
+    needs a CUDA build of torch with a visible device; every other device has no linked runtime.
+
+    Raises:
+        SessionError: ``torch eager session: backend profile `P` has no capsule for device `D```,
+            ``torch eager session: device `metal` has no linked TorchLean execution runtime``,
+            ``torch eager session: CUDA was requested and this is a CUDA build, but no usable CUDA
+            device is visible``, or the CPU-only-build message.
+    """
+    device = profile.policy.device
+    if not profile.has_device_capsule():
+        reason: str | None = f"backend profile `{profile.name}` has no capsule for device `{device.label}`"
+    elif device is Device.CPU:
+        reason = None
+    elif device is Device.CUDA:
+        reason = _cuda_probe()
+    else:
+        reason = f"device `{device.label}` has no linked TorchLean execution runtime"
+    if reason is not None:
+        raise SessionError(f"torch eager session: {reason}")
+
+
+class Session:
+    """An eager session over one backend profile (see the module docstring).
+
+    Args:
+        profile: a profile name (``torchlean.backend.profiles.names()``) or a ``BackendProfile``.
+        show_backend: print the banner now and each newly selected capsule's report lines.
+        seed: the default seed of random ops called without one (dropout).
+        stream: where ``show_backend`` prints (default: ``sys.stdout`` at print time).
+
+    Raises:
+        UnknownLabelError: an unknown profile name.
+        SessionError: the profile cannot execute here (:func:`validate_for_execution`).
+    """
+
+    def __init__(
+        self,
+        profile: str | BackendProfile = "checked_cpu",
+        *,
+        show_backend: bool = False,
+        seed: int = 0,
+        stream: TextIO | None = None,
+    ) -> None:
+        resolved = profiles.get(profile) if isinstance(profile, str) else profile
+        validate_for_execution(resolved)
+        self.profile: BackendProfile = resolved
+        self.show_backend = show_backend
+        self.seed = seed
+        self._stream = stream
+        self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)
+        self._selected: list[AcceptedKernel] = []
+        self._resolved: dict[tuple[BackendOp, bool], tuple[AcceptedKernel, LinkedKernel]] = {}
+        self._random_counter = 0
+        self._tokens: list[Token[Session | None]] = []
+        if show_backend:
+            self._print(BANNER)
+
+    def __repr__(self) -> str:
+        return f"Session(profile={self.profile.name!r}, selected={[k.capsule.name for k in self._selected]})"
+
+    # ------------------------------------------------------------------ context management
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_CURRENT.set(self))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _CURRENT.reset(self._tokens.pop())
+
+    # ------------------------------------------------------------------ records
+
+    @property
+    def selected(self) -> list[AcceptedKernel]:
+        """The accepted kernels this session executed with, in first-use order (a copy)."""
+        return list(self._selected)
+
+    @property
+    def random_counter(self) -> int:
+        """How many random-op invocations this session has served."""
+        return self._random_counter
+
+    def next_random_counter(self) -> int:
+        """The counter for the next random op invocation; advances it by one."""
+        counter = self._random_counter
+        self._random_counter += 1
+        return counter
+
+    def effective_profile(self, grad_enabled: bool | None = None) -> BackendProfile:
+        """The session profile, with policy VJP mode ``none`` when gradients are disabled."""
+        enabled = is_grad_enabled() if grad_enabled is None else grad_enabled
+        return self.profile if enabled else self._inference_profile
+
+    def _print(self, line: str) -> None:
+        print(line, file=self._stream if self._stream is not None else sys.stdout)
+
+    # ------------------------------------------------------------------ selection
+
+    def plan_backend_op(self, op: BackendOp, grad_enabled: bool | None = None) -> AcceptedKernel:
+        """Plan ``op`` under the effective profile and run the full gate (``planBackendOp``).
+
+        Raises:
+            PlanningError: ``no admissible kernel capsule for op <op> on device <device>``.
+            SessionError: ``backend profile <name> rejected `<op>`: <failures>`` or an empty plan.
+        """
+        profile = self.effective_profile(grad_enabled)
+        plan = profile.plan_ops([op])
+        if not plan.kernels:
+            raise SessionError(f"backend profile {profile.name} returned no capsule for {op.label}")
+        try:
+            return accept(plan.kernels[0], profile.policy)
+        except AcceptanceError as exc:
+            failures = "; ".join(failure.message for failure in exc.failures)
+            raise SessionError(f"backend profile {profile.name} rejected `{op.label}`: {failures}") from exc
+
+    def resolve(self, op: BackendOp) -> tuple[AcceptedKernel, LinkedKernel]:
+        """The accepted kernel and linked implementation for ``op`` (cached per gradient mode).
+
+        Raises:
+            SessionError: the selection, validation or no-handler messages of the module docstring.
+        """
+        grad = is_grad_enabled()
+        hit = self._resolved.get((op, grad))
+        if hit is not None:
+            return hit
+        try:
+            accepted = self.plan_backend_op(op, grad)
+        except (PlanningError, SessionError) as exc:
+            raise SessionError(f"torch: kernel selection failed for `{op.label}`: {exc}") from exc
+        try:
+            validate_eager_request(accepted.capsule, op, self.profile.policy.device)
+        except BindingError as exc:
+            raise SessionError(f"torch: invalid backend selection during eager execution: {exc}") from exc
+        self._record(accepted)
+        linked = select_linked(op, accepted.capsule, linked_kernels(op))
+        self._resolved[(op, grad)] = (accepted, linked)
+        return accepted, linked
+
+    def _record(self, accepted: AcceptedKernel) -> None:
+        identity = accepted.capsule.identity
+        if any(k.capsule.identity == identity for k in self._selected):
+            return
+        self._selected.append(accepted)
+        if self.show_backend:
+            for line in report.detailed_report_lines(accepted.audit()):
+                self._print(line)
+
+    def run(self, op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
+        """Execute ``op`` on ``inputs`` with its accepted kernel and record the tape node."""
+        accepted, linked = self.resolve(op)
+        return execute_accepted(accepted, linked, inputs, params)
+
+
+_CURRENT: ContextVar[Session | None] = ContextVar("torchlean_session", default=None)
+_DEFAULT: list[Session] = []
+
+
+def default_session() -> Session:
+    """The module-level ``checked_cpu`` session used outside any ``with session(...)`` block."""
+    if not _DEFAULT:
+        _DEFAULT.append(Session("checked_cpu"))
+    return _DEFAULT[0]
+
+
+def current_session() -> Session:
+    """The innermost active session, or the default one."""
+    active = _CURRENT.get()
+    return active if active is not None else default_session()
+
+
+def session(
+    profile: str | BackendProfile = "checked_cpu",
+    *,
+    show_backend: bool = False,
+    seed: int = 0,
+    stream: TextIO | None = None,
+) -> Session:
+    """Open an eager session; use it as ``with torchlean.session(...) as s:``.
+
+    See :class:`Session` for arguments and errors.
+    """
+    return Session(profile, show_backend=show_backend, seed=seed, stream=stream)
+
+
+def run_op(op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
+    """Run ``op`` in the current session (the entry point of :mod:`torchlean.functional`)."""
+    active = _CURRENT.get()
+    s = active if active is not None else default_session()
+    accepted, linked = s.resolve(op)
+    return execute_accepted(accepted, linked, inputs, params)

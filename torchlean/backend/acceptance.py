@@ -1,0 +1,341 @@
+"""The acceptance gate: the only way to obtain an executable-grade kernel or graph plan.
+
+Source: the seed chapter ("Contract Checks"); anchor-backend.md §1.22, §2.12, §2.13, §2.14.
+:func:`accept` re-checks a (possibly forged) :class:`PlannedKernel`: operation identity, forward
+support, contract alignment, trust, provider preference, device, VJP mode and evidence. It does
+not check availability. On success it mints a sealed :class:`AcceptedKernel`; otherwise it raises
+:class:`AcceptanceError` carrying *every* failure in the original's order.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import InitVar, dataclass
+from typing import Annotated, ClassVar, final
+
+from beartype import beartype
+from beartype.vale import Is
+
+from torchlean.backend.audit import KernelAudit, KernelPlanAudit, ObligationReport
+from torchlean.backend.capsule import (
+    KernelCapsule,
+    allowed_by,
+    contracts_aligned,
+    matches_device,
+    matches_preference,
+    matches_vjp,
+)
+from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan, to_coalesced_groups
+from torchlean.backend.planner import PlannedKernel
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.sealed import _GATE, _GateToken, _mint, check_gate_token, is_minted, sealed
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
+
+__all__ = [
+    "AcceptanceError",
+    "AcceptanceFailure",
+    "Accepted",
+    "AcceptedGraph",
+    "AcceptedGraphKernelPlan",
+    "AcceptedKernel",
+    "ContractsMisaligned",
+    "DeviceMismatch",
+    "EvidenceRejected",
+    "ForwardUnsupported",
+    "GraphKernelPlanResult",
+    "OperationMismatch",
+    "ProviderRejected",
+    "TrustRejected",
+    "VJPMismatch",
+    "accept",
+    "accept_graph_kernel_plan",
+    "acceptable",
+    "accepted_kernel_of_group",
+    "acceptance_failures",
+    "grouped_acceptance_failures",
+]
+
+
+class AcceptanceFailure(ABC):
+    """One reason the gate refused a planned kernel; ``message`` is the original's verbatim text.
+
+    ``kind`` is the original constructor name (``operationMismatch``, ..., ``evidenceRejected``).
+    """
+
+    __slots__ = ()
+    kind: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def message(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OperationMismatch(AcceptanceFailure):
+    kind: ClassVar[str] = "operationMismatch"
+    planned: BackendOp
+    capsule: BackendOp
+
+    @property
+    def message(self) -> str:
+        return f"planned operation {self.planned.label} does not match capsule operation {self.capsule.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardUnsupported(AcceptanceFailure):
+    kind: ClassVar[str] = "forwardUnsupported"
+    op: BackendOp
+    capsule_name: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.capsule_name} has no forward implementation for {self.op.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class ContractsMisaligned(AcceptanceFailure):
+    kind: ClassVar[str] = "contractsMisaligned"
+    op: BackendOp
+    capsule_name: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.capsule_name} has misaligned contract claims for {self.op.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustRejected(AcceptanceFailure):
+    kind: ClassVar[str] = "trustRejected"
+    op: BackendOp
+    capsule_name: str
+    trust: TrustLevel
+
+    @property
+    def message(self) -> str:
+        return f"{self.capsule_name} uses rejected trust level {self.trust.label} for {self.op.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRejected(AcceptanceFailure):
+    kind: ClassVar[str] = "providerRejected"
+    op: BackendOp
+    capsule_name: str
+    provider: Provider
+
+    @property
+    def message(self) -> str:
+        return f"{self.capsule_name} uses rejected provider {self.provider.label} for {self.op.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceMismatch(AcceptanceFailure):
+    kind: ClassVar[str] = "deviceMismatch"
+    op: BackendOp
+    capsule_name: str
+    requested: Device
+    actual: Device
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.capsule_name} targets {self.actual.label}, not requested {self.requested.label}, "
+            f"for {self.op.label}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VJPMismatch(AcceptanceFailure):
+    kind: ClassVar[str] = "vjpMismatch"
+    op: BackendOp
+    capsule_name: str
+    requested: VJPMode
+    actual: VJPMode
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.capsule_name} offers {self.actual.label}, not requested {self.requested.label}, "
+            f"for {self.op.label}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRejected(AcceptanceFailure):
+    kind: ClassVar[str] = "evidenceRejected"
+    report: ObligationReport
+
+    @property
+    def message(self) -> str:
+        report = self.report
+        return (
+            f"{report.capsule_name} has rejected {report.obligation.label} evidence for {report.op.label}: "
+            f"{report.evidence.label}"
+        )
+
+
+class AcceptanceError(TorchLeanError):
+    """The gate refused; ``failures`` lists every reason, ``str(error)`` one message per line."""
+
+    def __init__(self, failures: tuple[AcceptanceFailure, ...]) -> None:
+        self.failures = failures
+        super().__init__("\n".join(failure.message for failure in failures))
+
+
+def acceptance_failures(planned: PlannedKernel, policy: KernelPolicy) -> tuple[AcceptanceFailure, ...]:
+    """Every failing part of the gate, in order: op identity, forward, alignment, trust,
+    provider, device, VJP mode, then one ``evidenceRejected`` per rejected obligation
+    (shape, layout, value, vjp)."""
+    op, capsule = planned.op, planned.capsule
+    name = capsule.name
+    failures: list[AcceptanceFailure] = []
+    if op is not capsule.op:
+        failures.append(OperationMismatch(op, capsule.op))
+    if not capsule.supports_forward:
+        failures.append(ForwardUnsupported(op, name))
+    if not contracts_aligned(capsule):
+        failures.append(ContractsMisaligned(op, name))
+    if not allowed_by(policy, capsule):
+        failures.append(TrustRejected(op, name, capsule.trust_level))
+    if not matches_preference(policy, capsule):
+        failures.append(ProviderRejected(op, name, capsule.provider))
+    if not matches_device(policy, capsule):
+        failures.append(DeviceMismatch(op, name, policy.device, capsule.device))
+    if not matches_vjp(policy, capsule):
+        failures.append(VJPMismatch(op, name, policy.vjp_mode, capsule.vjp_mode))
+    audit = KernelPlanAudit((planned.audit(),))
+    failures.extend(EvidenceRejected(report) for report in audit.check_contracts(policy.assurance).rejected)
+    return tuple(failures)
+
+
+def acceptable(planned: PlannedKernel, policy: KernelPolicy) -> bool:
+    """Op identity, admissibility and the evidence check all hold (no availability check)."""
+    return not acceptance_failures(planned, policy)
+
+
+@final
+@sealed("torchlean.backend.acceptance.accept")
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class AcceptedKernel:
+    """A planned kernel that passed the full gate under ``policy``; only :func:`accept` makes one."""
+
+    op: BackendOp
+    capsule: KernelCapsule
+    policy: KernelPolicy
+    _gate: InitVar[_GateToken]
+
+    def __post_init__(self, _gate: _GateToken) -> None:
+        check_gate_token(type(self), _gate)
+
+    def __repr__(self) -> str:
+        return f"AcceptedKernel({self.op.label}, {self.capsule.name})"
+
+    def audit(self) -> KernelAudit:
+        return KernelAudit.of(self.op, self.capsule)
+
+
+Accepted = Annotated[AcceptedKernel, Is[is_minted]]
+"""Beartype hint for every API that consumes an accepted kernel: refuses unminted instances."""
+
+
+def accept(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
+    """The gate: re-check ``planned`` under ``policy`` and mint an :class:`AcceptedKernel`.
+
+    Raises:
+        AcceptanceError: with every :class:`AcceptanceFailure` (``.failures``).
+    """
+    failures = acceptance_failures(planned, policy)
+    if failures:
+        raise AcceptanceError(failures)
+    accepted = AcceptedKernel(planned.op, planned.capsule, policy, _gate=_GATE)
+    _mint(accepted)
+    return accepted
+
+
+def grouped_acceptance_failures(
+    grouped: GroupedKernelPlan, policy: KernelPolicy
+) -> tuple[AcceptanceFailure, ...]:
+    """Per-group failures concatenated in group order."""
+    return tuple(
+        failure
+        for group in grouped.groups
+        for failure in acceptance_failures(group.to_planned_kernel(), policy)
+    )
+
+
+@final
+@sealed("torchlean.backend.acceptance.accept_graph_kernel_plan")
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class AcceptedGraphKernelPlan:
+    """A graph plan whose every group passed the gate; only :func:`accept_graph_kernel_plan` makes one.
+
+    ``grouped_plan`` is always ``to_coalesced_groups(graph_plan)``; ``kernels`` holds one
+    :class:`AcceptedKernel` per group (group order), minted by :func:`accept`, ready to bind.
+    """
+
+    graph_plan: GraphKernelPlan
+    grouped_plan: GroupedKernelPlan
+    policy: KernelPolicy
+    kernels: tuple[AcceptedKernel, ...]
+    _gate: InitVar[_GateToken]
+
+    def __post_init__(self, _gate: _GateToken) -> None:
+        check_gate_token(type(self), _gate)
+
+    def __repr__(self) -> str:
+        return f"AcceptedGraphKernelPlan({list(self.capsule_names)})"
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        return self.grouped_plan.node_ids
+
+    @property
+    def capsule_names(self) -> tuple[str, ...]:
+        """One name per group."""
+        return self.grouped_plan.capsule_names
+
+    def audit(self) -> KernelPlanAudit:
+        return self.grouped_plan.to_kernel_plan().audit()
+
+
+AcceptedGraph = Annotated[AcceptedGraphKernelPlan, Is[is_minted]]
+"""Beartype hint for every API that consumes an accepted graph plan."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphKernelPlanResult:
+    """``accepted`` (``plan`` set, no failures) or rejected (``plan`` None, ``failures`` non-empty)."""
+
+    grouped_plan: GroupedKernelPlan
+    plan: AcceptedGraphKernelPlan | None
+    failures: tuple[AcceptanceFailure, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return self.plan is not None
+
+
+def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) -> GraphKernelPlanResult:
+    """Group ``graph_plan`` and accept every group under ``policy``.
+
+    Rejection is returned as a value (diagnostic), with every group's failures in group order.
+    """
+    grouped = to_coalesced_groups(graph_plan)
+    failures = grouped_acceptance_failures(grouped, policy)
+    if failures:
+        return GraphKernelPlanResult(grouped, None, failures)
+    kernels = tuple(accept(group.to_planned_kernel(), policy) for group in grouped.groups)
+    plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, kernels, _gate=_GATE)
+    _mint(plan)
+    return GraphKernelPlanResult(grouped, plan, ())
+
+
+@beartype
+def accepted_kernel_of_group(plan: AcceptedGraph, group_index: int) -> AcceptedKernel:
+    """The accepted kernel of group ``group_index`` of a genuine accepted graph plan.
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate.
+        IndexError: if there is no such group.
+    """
+    return plan.kernels[group_index]

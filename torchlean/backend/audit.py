@@ -1,0 +1,141 @@
+"""Audit rows, obligation reports and the evidence (contract) check.
+
+Source: the seed chapter ("Contract Checks"); anchor-backend.md §1.21, §1.22, §2.9, §2.11.
+The contract check reads the *evidence* of each obligation, not the capsule's trust label: a
+capsule labelled ``checked`` whose value rests on a trusted boundary is rejected under
+``checked`` and accepted under ``external``. Accepting says nothing about numerical correctness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence, NumericalPolicy
+from torchlean.backend.policy import AssurancePolicy
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    ContractObligation,
+    Device,
+    Provider,
+    TrustLevel,
+    VJPMode,
+)
+
+__all__ = ["ContractCheck", "KernelAudit", "KernelPlanAudit", "ObligationReport", "check_contracts"]
+
+
+@dataclass(frozen=True, slots=True)
+class ObligationReport:
+    """One obligation of one audited kernel with the evidence behind it."""
+
+    op: BackendOp
+    capsule_name: str
+    obligation: ContractObligation
+    claim: ContractClaim
+    evidence: ContractEvidence
+
+
+@dataclass(frozen=True, slots=True)
+class KernelAudit:
+    """One audit row: the planned op (not the capsule's!) and the capsule's contract fields."""
+
+    op: BackendOp
+    capsule_name: str
+    provider: Provider
+    device: Device
+    trust_level: TrustLevel
+    vjp_mode: VJPMode
+    shape_contract: ContractDescriptor
+    layout_contract: ContractDescriptor
+    value_contract: ContractDescriptor
+    vjp_contract: ContractDescriptor
+    numerical_policy: NumericalPolicy
+
+    @classmethod
+    def of(cls, op: BackendOp, capsule: KernelCapsule) -> KernelAudit:
+        """The row for ``capsule`` planned for ``op`` (a forged plan keeps its planned op)."""
+        return cls(
+            op=op,
+            capsule_name=capsule.name,
+            provider=capsule.provider,
+            device=capsule.device,
+            trust_level=capsule.trust_level,
+            vjp_mode=capsule.vjp_mode,
+            shape_contract=capsule.shape_contract,
+            layout_contract=capsule.layout_contract,
+            value_contract=capsule.value_contract,
+            vjp_contract=capsule.vjp_contract,
+            numerical_policy=capsule.numerical_policy,
+        )
+
+    def contracts(self) -> tuple[tuple[ContractObligation, ContractDescriptor], ...]:
+        """Shape, layout, value, vjp: the fixed order used everywhere."""
+        return (
+            (ContractObligation.SHAPE, self.shape_contract),
+            (ContractObligation.LAYOUT, self.layout_contract),
+            (ContractObligation.VALUE, self.value_contract),
+            (ContractObligation.VJP, self.vjp_contract),
+        )
+
+    def obligation_reports(self) -> tuple[ObligationReport, ...]:
+        """Four reports, one per obligation."""
+        return tuple(
+            ObligationReport(self.op, self.capsule_name, obligation, descriptor.claim, descriptor.evidence)
+            for obligation, descriptor in self.contracts()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCheck:
+    """Result of the evidence check: accepted when ``rejected`` is empty."""
+
+    policy: AssurancePolicy
+    rejected: tuple[ObligationReport, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return not self.rejected
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPlanAudit:
+    """One :class:`KernelAudit` per planned kernel, plan order."""
+
+    kernels: tuple[KernelAudit, ...]
+
+    @property
+    def capsule_names(self) -> tuple[str, ...]:
+        return tuple(row.capsule_name for row in self.kernels)
+
+    @property
+    def trusted_external_ops(self) -> tuple[str, ...]:
+        """Op names of rows labelled ``trusted-external`` (order and duplicates kept).
+
+        An empty tuple means no capsule *labelled* trusted-external, not "no foreign code ran".
+        """
+        return tuple(row.op.label for row in self.kernels if row.trust_level is TrustLevel.TRUSTED_EXTERNAL)
+
+    @property
+    def has_trusted_external(self) -> bool:
+        return bool(self.trusted_external_ops)
+
+    def obligation_reports(self) -> tuple[ObligationReport, ...]:
+        """Kernel order, then shape, layout, value, vjp."""
+        return tuple(report for row in self.kernels for report in row.obligation_reports())
+
+    def check_contracts(self, policy: AssurancePolicy) -> ContractCheck:
+        return check_contracts(policy, self)
+
+
+def rejected_reports(
+    policy: AssurancePolicy, reports: Iterable[ObligationReport]
+) -> tuple[ObligationReport, ...]:
+    """The reports whose evidence ``policy`` does not accept."""
+    return tuple(report for report in reports if not policy.accepts_evidence(report.evidence))
+
+
+def check_contracts(policy: AssurancePolicy, audit: KernelPlanAudit) -> ContractCheck:
+    """Classify every obligation of ``audit`` under ``policy`` (reads evidence, not labels)."""
+    return ContractCheck(policy, rejected_reports(policy, audit.obligation_reports()))

@@ -1,0 +1,138 @@
+"""Binding an accepted kernel to the handler that will execute it.
+
+Source: the seed chapter ("Contract Checks", step 5); anchor-backend.md §1.17, §2.10. :func:`bind`
+pairs an :class:`AcceptedKernel` (minted by the gate) with a :class:`KernelHandler` of the same
+operation, provider and device, checked in that order. The equalities certify dispatch identity
+only, never numerical correctness. If a build has no such handler, execution fails before entering
+a different provider's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import InitVar, dataclass
+from typing import Annotated, Any, Generic, TypeVar, final
+
+from beartype import beartype
+from beartype.vale import Is
+
+from torchlean.backend.acceptance import Accepted, AcceptedKernel
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.errors import BindingError
+from torchlean.backend.sealed import _GATE, _GateToken, _mint, check_gate_token, is_minted, sealed
+from torchlean.backend.vocabulary import BackendOp, Device, Provider
+
+__all__ = ["Executable", "ExecutableKernel", "KernelHandler", "bind", "validate_eager_request"]
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelHandler(Generic[R]):
+    """An executor for one (op, provider, device); ``execute`` receives the selected capsule."""
+
+    name: str
+    op: BackendOp
+    provider: Provider
+    device: Device
+    execute: Callable[[KernelCapsule], R]
+
+    def matches_capsule(self, capsule: KernelCapsule) -> bool:
+        """Op, provider and device all equal the capsule's."""
+        return self.op is capsule.op and self.provider is capsule.provider and self.device is capsule.device
+
+
+def _binding_error(capsule: KernelCapsule, handler: KernelHandler[Any]) -> str | None:
+    if handler.op is not capsule.op:
+        return (
+            f"handler `{handler.name}` implements `{handler.op.label}`, "
+            f"but capsule `{capsule.name}` implements `{capsule.op.label}`"
+        )
+    if handler.provider is not capsule.provider:
+        return (
+            f"handler `{handler.name}` uses provider `{handler.provider.label}`, "
+            f"but capsule `{capsule.name}` selects `{capsule.provider.label}`"
+        )
+    if handler.device is not capsule.device:
+        return (
+            f"handler `{handler.name}` targets `{handler.device.label}`, "
+            f"but capsule `{capsule.name}` targets `{capsule.device.label}`"
+        )
+    return None
+
+
+def _is_intact_executable(kernel: object) -> bool:
+    return isinstance(kernel, ExecutableKernel) and is_minted(kernel) and is_minted(kernel.accepted)
+
+
+@final
+@sealed("torchlean.backend.binding.bind")
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class ExecutableKernel(Generic[R]):
+    """An accepted kernel bound to a matching handler; only :func:`bind` makes one."""
+
+    accepted: AcceptedKernel
+    handler: KernelHandler[R]
+    _gate: InitVar[_GateToken]
+
+    def __post_init__(self, _gate: _GateToken) -> None:
+        check_gate_token(type(self), _gate)
+
+    def __repr__(self) -> str:
+        return (
+            f"ExecutableKernel({self.accepted.op.label}, {self.accepted.capsule.name}, {self.handler.name})"
+        )
+
+    @property
+    def capsule(self) -> KernelCapsule:
+        return self.accepted.capsule
+
+    @property
+    def op(self) -> BackendOp:
+        return self.accepted.op
+
+    @beartype
+    def run(self: Executable) -> R:
+        """Call ``handler.execute(capsule)``.
+
+        Raises:
+            beartype.roar.BeartypeCallHintViolation: if this kernel (or its accepted kernel) was
+                not minted by its gate or was mutated since.
+        """
+        result: R = self.handler.execute(self.accepted.capsule)
+        return result
+
+
+Executable = Annotated[ExecutableKernel[Any], Is[_is_intact_executable]]
+"""Beartype hint for APIs consuming executable kernels: minted and never mutated (nor its accepted kernel)."""
+
+
+@beartype
+def bind(accepted: Accepted, handler: KernelHandler[R]) -> ExecutableKernel[R]:
+    """The gate from an accepted kernel to an executable one; checks op, provider, device in order.
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: if ``accepted`` was not minted by ``accept``.
+        BindingError: ``handler `h` implements `add`, but capsule `reference.relu` implements `relu` ``,
+            ``handler `h` uses provider `torchlean`, but capsule `reference.relu` selects `reference` ``
+            or ``handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu` ``.
+    """
+    message = _binding_error(accepted.capsule, handler)
+    if message is not None:
+        raise BindingError(message)
+    kernel = ExecutableKernel(accepted, handler, _gate=_GATE)
+    _mint(kernel)
+    return kernel
+
+
+def validate_eager_request(capsule: KernelCapsule, op: BackendOp, device: Device) -> None:
+    """Check that a selected capsule serves the eager request (op first, then device).
+
+    Raises:
+        BindingError: ``capsule `c` implements `relu`, not `add` `` or
+            ``capsule `c` targets `cpu`, not `cuda` ``.
+    """
+    if capsule.op is not op:
+        raise BindingError(f"capsule `{capsule.name}` implements `{capsule.op.label}`, not `{op.label}`")
+    if capsule.device is not device:
+        raise BindingError(f"capsule `{capsule.name}` targets `{capsule.device.label}`, not `{device.label}`")

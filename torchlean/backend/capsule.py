@@ -1,0 +1,207 @@
+"""The kernel capsule record, contract alignment, admissibility and selection.
+
+Source: the seed chapter ("Kernel Capsules", "Capsule Contracts And Evidence",
+"Forward And Backward Ownership"); anchor-backend.md §1.16, §2.1–§2.3.
+
+A :class:`KernelCapsule` describes an implementation contract before any handler is called.
+The planner may select it only when it is *admissible* under a :class:`KernelPolicy`: it supports
+the forward pass, its four claims sit in their own fields (alignment), the policy accepts its trust
+label, the provider preference allows it, the device matches and its VJP mode fits the policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchlean.backend.contracts import (
+    ClaimKind,
+    ContractClaim,
+    ContractDescriptor,
+    NumericalPolicy,
+    obligation_order,
+)
+from torchlean.backend.policy import KernelPolicy, PreferenceKind
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    ContractObligation,
+    Device,
+    LabelledEnum,
+    Provider,
+    TrustLevel,
+    VJPMode,
+)
+
+__all__ = [
+    "Condition",
+    "KernelCapsule",
+    "admissible",
+    "allowed_by",
+    "choose_capsule",
+    "contracts_aligned",
+    "first_failed_condition",
+    "matches_device",
+    "matches_obligation",
+    "matches_preference",
+    "matches_vjp",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCapsule:
+    """One registered implementation of a :class:`BackendOp` and its contracts.
+
+    Equality is full structural equality over every field (summaries and provenance included);
+    :meth:`same_identity` compares only ``(name, op, provider, device)``.
+    """
+
+    name: str
+    op: BackendOp
+    provider: Provider
+    device: Device
+    trust_level: TrustLevel
+    supports_forward: bool
+    vjp_mode: VJPMode
+    shape_contract: ContractDescriptor
+    layout_contract: ContractDescriptor
+    value_contract: ContractDescriptor
+    vjp_contract: ContractDescriptor
+    numerical_policy: NumericalPolicy
+
+    @property
+    def identity(self) -> tuple[str, BackendOp, Provider, Device]:
+        return (self.name, self.op, self.provider, self.device)
+
+    def same_identity(self, other: KernelCapsule) -> bool:
+        return self.identity == other.identity
+
+    @property
+    def is_trusted_external(self) -> bool:
+        return self.trust_level is TrustLevel.TRUSTED_EXTERNAL
+
+    def contracts(self) -> tuple[tuple[ContractObligation, ContractDescriptor], ...]:
+        """The four descriptors in the fixed order shape, layout, value, vjp."""
+        descriptors = (self.shape_contract, self.layout_contract, self.value_contract, self.vjp_contract)
+        return tuple(zip(obligation_order(), descriptors, strict=True))
+
+    @property
+    def contracts_aligned(self) -> bool:
+        """Whether each claim belongs in its field (see :func:`contracts_aligned`)."""
+        return contracts_aligned(self)
+
+
+def matches_obligation(
+    op: BackendOp, vjp_mode: VJPMode, obligation: ContractObligation, claim: ContractClaim
+) -> bool:
+    """Whether ``claim`` may stand in the ``obligation`` field of a capsule for ``op``.
+
+    A VJP refinement must name exactly the capsule's VJP mode (never ``none``); a forward-only
+    capsule (VJP mode ``none``) must carry ``vjpUnavailable``. Any other pairing, e.g. a value
+    claim in the shape field, is misaligned.
+    """
+    if claim.op is not op:
+        return False
+    match obligation, claim.kind:
+        case ContractObligation.SHAPE, ClaimKind.SHAPE_SAFETY:
+            return True
+        case ContractObligation.LAYOUT, ClaimKind.LAYOUT_COMPATIBILITY:
+            return True
+        case ContractObligation.VALUE, ClaimKind.VALUE_REFINEMENT:
+            return True
+        case ContractObligation.VJP, ClaimKind.VJP_REFINEMENT:
+            return claim.mode is vjp_mode and vjp_mode is not VJPMode.NONE
+        case ContractObligation.VJP, ClaimKind.VJP_UNAVAILABLE:
+            return vjp_mode is VJPMode.NONE
+        case _:
+            return False
+
+
+def contracts_aligned(capsule: KernelCapsule) -> bool:
+    """All four claims match their obligation, op and VJP mode (anchor-backend.md §2.1)."""
+    return all(
+        matches_obligation(capsule.op, capsule.vjp_mode, obligation, descriptor.claim)
+        for obligation, descriptor in capsule.contracts()
+    )
+
+
+def allowed_by(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    """Trust filter on the capsule's *label* (its evidence is not looked at here)."""
+    return policy.assurance.accepts_trust(capsule.trust_level)
+
+
+def matches_preference(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    """``auto`` and ``prefer`` admit every provider; ``only(p)`` admits ``p`` alone."""
+    return policy.provider.admits(capsule.provider)
+
+
+def matches_device(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    return policy.device is capsule.device
+
+
+def matches_vjp(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    """Whether the capsule's VJP mode fits the policy's.
+
+    Inference (policy ``none``) and the seeded random sources accept any capsule; a
+    ``torchlean-tape`` policy accepts tape or backend VJPs; ``backend-vjp`` requires a backend VJP.
+    """
+    if policy.vjp_mode is VJPMode.NONE or not capsule.op.requires_vjp:
+        return True
+    if policy.vjp_mode is VJPMode.TORCHLEAN_TAPE:
+        return capsule.vjp_mode in (VJPMode.TORCHLEAN_TAPE, VJPMode.BACKEND_VJP)
+    return capsule.vjp_mode is VJPMode.BACKEND_VJP
+
+
+class Condition(LabelledEnum):
+    """The admissibility conjuncts in the order :func:`admissible` evaluates them."""
+
+    FORWARD = "forward support"
+    ALIGNMENT = "contract alignment"
+    TRUST = "trust"
+    PROVIDER = "provider preference"
+    DEVICE = "device"
+    VJP = "VJP mode"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "admissibility condition"
+
+
+def first_failed_condition(policy: KernelPolicy, capsule: KernelCapsule) -> Condition | None:
+    """The first admissibility conjunct ``capsule`` fails under ``policy``, or ``None``."""
+    checks = (
+        (Condition.FORWARD, capsule.supports_forward),
+        (Condition.ALIGNMENT, contracts_aligned(capsule)),
+        (Condition.TRUST, allowed_by(policy, capsule)),
+        (Condition.PROVIDER, matches_preference(policy, capsule)),
+        (Condition.DEVICE, matches_device(policy, capsule)),
+        (Condition.VJP, matches_vjp(policy, capsule)),
+    )
+    for condition, holds in checks:
+        if not holds:
+            return condition
+    return None
+
+
+def admissible(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    """Forward support, alignment, trust, preference, device and VJP mode all hold.
+
+    Operation identity is not part of admissibility; :func:`choose_capsule` adds it.
+    """
+    return first_failed_condition(policy, capsule) is None
+
+
+def choose_capsule(
+    policy: KernelPolicy, op: BackendOp, capsules: Iterable[KernelCapsule]
+) -> KernelCapsule | None:
+    """Select the capsule for ``op`` from ``capsules`` (catalog order), or ``None``.
+
+    ``prefer(p)``: the first eligible capsule of provider ``p``, else the first eligible capsule of
+    any provider. ``auto`` / ``only(p)``: the first eligible capsule. A preference is a request: it
+    never overrides trust, device or VJP-mode filters (seed chapter, three attention profiles).
+    """
+    eligible = [capsule for capsule in capsules if capsule.op is op and admissible(policy, capsule)]
+    if policy.provider.kind is PreferenceKind.PREFER:
+        for capsule in eligible:
+            if capsule.provider is policy.provider.provider:
+                return capsule
+    return eligible[0] if eligible else None

@@ -1,0 +1,217 @@
+"""Planning: one admissible capsule per requested op, and "why not" diagnostics.
+
+Source: the seed chapter ("Kernel Selection Plans"); anchor-backend.md §1.20, §2.4. Planning is a
+pure function of a policy, a catalog and an op list. A missing implementation is reported before
+any kernel launches; unlike the original (which stops at the first), a failed plan reports every
+missing op, one message each (DESIGN.md §1.8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
+from torchlean.backend.availability import Availability
+from torchlean.backend.capsule import (
+    Condition,
+    KernelCapsule,
+    choose_capsule,
+    first_failed_condition,
+    matches_obligation,
+)
+from torchlean.backend.errors import PlanningError
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy
+from torchlean.backend.vocabulary import BackendOp
+
+__all__ = [
+    "CapsuleVerdict",
+    "KernelPlan",
+    "PlannedKernel",
+    "Verdict",
+    "explain_op",
+    "missing_op_message",
+    "plan_op",
+    "plan_ops",
+    "plan_ops_available",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedKernel:
+    """A diagnostic record pairing an op with a capsule.
+
+    Anyone can build one (including a forged pairing); only :func:`torchlean.backend.acceptance.accept`
+    turns it into something executable, after re-checking everything.
+    """
+
+    op: BackendOp
+    capsule: KernelCapsule
+
+    def audit(self) -> KernelAudit:
+        return KernelAudit.of(self.op, self.capsule)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPlan:
+    """Planned kernels in the order of the requested ops (duplicates allowed)."""
+
+    kernels: tuple[PlannedKernel, ...]
+
+    @property
+    def capsule_names(self) -> tuple[str, ...]:
+        return tuple(kernel.capsule.name for kernel in self.kernels)
+
+    def audit(self) -> KernelPlanAudit:
+        return KernelPlanAudit(tuple(kernel.audit() for kernel in self.kernels))
+
+    @property
+    def has_trusted_external(self) -> bool:
+        return self.audit().has_trusted_external
+
+    @property
+    def trusted_external_ops(self) -> tuple[str, ...]:
+        return self.audit().trusted_external_ops
+
+    def check_contracts(self, policy: AssurancePolicy) -> ContractCheck:
+        return self.audit().check_contracts(policy)
+
+
+def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
+    """``no admissible kernel capsule for op {op} on device {device}`` (verbatim)."""
+    return f"no admissible kernel capsule for op {op.label} on device {policy.device.label}"
+
+
+def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp) -> PlannedKernel:
+    """Choose the capsule for ``op``.
+
+    Raises:
+        PlanningError: ``no admissible kernel capsule for op {op} on device {device}``.
+    """
+    capsule = choose_capsule(policy, op, registry)
+    if capsule is None:
+        raise PlanningError(missing_op_message(policy, op))
+    return PlannedKernel(op, capsule)
+
+
+def plan_ops(policy: KernelPolicy, registry: Sequence[KernelCapsule], ops: Iterable[BackendOp]) -> KernelPlan:
+    """Plan every op in order.
+
+    Raises:
+        PlanningError: one message per distinct missing op (request order), in ``.messages``.
+    """
+    kernels: list[PlannedKernel] = []
+    missing: list[BackendOp] = []
+    for op in ops:
+        capsule = choose_capsule(policy, op, registry)
+        if capsule is None:
+            if op not in missing:
+                missing.append(op)
+        else:
+            kernels.append(PlannedKernel(op, capsule))
+    if missing:
+        raise PlanningError([missing_op_message(policy, op) for op in missing])
+    return KernelPlan(tuple(kernels))
+
+
+def plan_ops_available(
+    policy: KernelPolicy,
+    availability: Availability,
+    registry: Sequence[KernelCapsule],
+    ops: Iterable[BackendOp],
+) -> KernelPlan:
+    """:func:`plan_ops` over the capsules ``availability`` admits."""
+    return plan_ops(policy, availability.filter_capsules(registry), ops)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Why one capsule was or was not chosen.
+
+    ``status`` is ``selected``, ``admissible``, ``availability`` or the label of the first failed
+    :class:`Condition`; ``detail`` explains it in words ("" for selected/admissible).
+    """
+
+    status: str
+    detail: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.status}: {self.detail}" if self.detail else self.status
+
+
+@dataclass(frozen=True, slots=True)
+class CapsuleVerdict:
+    capsule: KernelCapsule
+    verdict: Verdict
+
+
+def _joined(labels: Iterable[str]) -> str:
+    return ", ".join(labels)
+
+
+def _availability_verdict(availability: Availability, capsule: KernelCapsule) -> Verdict | None:
+    if capsule.device not in availability.devices:
+        declared = _joined(device.label for device in availability.devices)
+        return Verdict(
+            "availability",
+            f"device {capsule.device.label} is not declared by the profile (declared: {declared})",
+        )
+    if capsule.provider not in availability.providers:
+        declared = _joined(provider.label for provider in availability.providers)
+        return Verdict(
+            "availability",
+            f"provider {capsule.provider.label} is not declared by the profile (declared: {declared})",
+        )
+    return None
+
+
+def _misaligned_field(capsule: KernelCapsule) -> str:
+    for obligation, descriptor in capsule.contracts():
+        if not matches_obligation(capsule.op, capsule.vjp_mode, obligation, descriptor.claim):
+            return f"the {obligation.label} field holds the claim `{descriptor.claim.label}`"
+    raise AssertionError("capsule is aligned")
+
+
+def _condition_verdict(policy: KernelPolicy, capsule: KernelCapsule, condition: Condition) -> Verdict:
+    match condition:
+        case Condition.FORWARD:
+            detail = "the capsule has no forward implementation"
+        case Condition.ALIGNMENT:
+            detail = _misaligned_field(capsule)
+        case Condition.TRUST:
+            detail = f"{capsule.trust_level.label} is rejected by assurance {policy.assurance.label}"
+        case Condition.PROVIDER:
+            detail = f"provider {capsule.provider.label} is excluded by {policy.provider.label}"
+        case Condition.DEVICE:
+            detail = f"targets {capsule.device.label}, not requested {policy.device.label}"
+        case Condition.VJP:
+            detail = f"offers {capsule.vjp_mode.label}, not requested {policy.vjp_mode.label}"
+    return Verdict(condition.label, detail)
+
+
+def explain_op(
+    policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], op: BackendOp
+) -> tuple[CapsuleVerdict, ...]:
+    """One verdict per capsule registered for ``op`` (whole catalog, catalog order).
+
+    Each verdict is the first condition the capsule fails among availability, forward support,
+    contract alignment, trust, provider preference, device and VJP mode; or ``selected`` for the
+    capsule :func:`plan_op` would choose, ``admissible`` for others that pass.
+    """
+    chosen = choose_capsule(policy, op, availability.filter_capsules(registry))
+    verdicts: list[CapsuleVerdict] = []
+    for capsule in registry:
+        if capsule.op is not op:
+            continue
+        verdict = _availability_verdict(availability, capsule)
+        if verdict is None:
+            condition = first_failed_condition(policy, capsule)
+            if condition is not None:
+                verdict = _condition_verdict(policy, capsule, condition)
+            elif capsule is chosen:
+                verdict = Verdict("selected")
+            else:
+                verdict = Verdict("admissible")
+        verdicts.append(CapsuleVerdict(capsule, verdict))
+    return tuple(verdicts)

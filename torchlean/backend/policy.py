@@ -1,0 +1,121 @@
+"""Kernel policies: provider preference, assurance, and the full per-profile request.
+
+Source: the seed chapter ("Forward And Backward Ownership", "Contract Checks");
+anchor-backend.md §1.5, §1.7, §1.8. One :class:`AssurancePolicy` governs both selection (by the
+capsule's trust *label*) and the evidence check (by evidence *kind*), so a profile cannot select
+under one policy and check under another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from torchlean.backend.contracts import ContractEvidence, EvidenceKind
+from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.vocabulary import Device, LabelledEnum, Provider, TrustLevel, VJPMode
+
+__all__ = ["AssurancePolicy", "KernelPolicy", "PreferenceKind", "ProviderPreference"]
+
+
+class PreferenceKind(LabelledEnum):
+    """``auto``: catalog order; ``prefer``: a request with fallback; ``only``: a filter."""
+
+    AUTO = "auto"
+    PREFER = "prefer"
+    ONLY = "only"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "provider preference"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderPreference:
+    """Which provider a policy asks for. Build with :meth:`auto`, :meth:`prefer` or :meth:`only`."""
+
+    kind: PreferenceKind
+    provider: Provider | None = None
+
+    def __post_init__(self) -> None:
+        if (self.provider is None) != (self.kind is PreferenceKind.AUTO):
+            raise TypeError("a provider preference names a provider exactly when it is prefer or only")
+
+    @classmethod
+    def auto(cls) -> ProviderPreference:
+        return cls(PreferenceKind.AUTO)
+
+    @classmethod
+    def prefer(cls, provider: Provider) -> ProviderPreference:
+        return cls(PreferenceKind.PREFER, provider)
+
+    @classmethod
+    def only(cls, provider: Provider) -> ProviderPreference:
+        return cls(PreferenceKind.ONLY, provider)
+
+    @property
+    def label(self) -> str:
+        """``auto``, ``prefer libtorch`` or ``only reference``."""
+        if self.provider is None:
+            return self.kind.label
+        return f"{self.kind.label} {self.provider.label}"
+
+    def admits(self, provider: Provider) -> bool:
+        """The planner-side filter: only ``only(p)`` excludes providers other than ``p``."""
+        return self.kind is not PreferenceKind.ONLY or self.provider is provider
+
+
+@dataclass(frozen=True, slots=True)
+class AssurancePolicy:
+    """Whether trusted-external capsules and trusted-boundary evidence are acceptable.
+
+    ``AssurancePolicy.CHECKED`` (the default) admits runtime guards, test suites and
+    not-applicable evidence; ``AssurancePolicy.EXTERNAL`` also admits trusted boundaries.
+    """
+
+    allow_trusted_external: bool = False
+
+    CHECKED: ClassVar[AssurancePolicy]
+    EXTERNAL: ClassVar[AssurancePolicy]
+
+    @property
+    def label(self) -> str:
+        return "external" if self.allow_trusted_external else "checked"
+
+    def accepts_trust(self, level: TrustLevel) -> bool:
+        """Selection filter on the capsule's trust label."""
+        return level is TrustLevel.CHECKED or self.allow_trusted_external
+
+    def accepts_evidence(self, evidence: ContractEvidence) -> bool:
+        """Evidence filter: a trusted boundary needs ``allow_trusted_external``."""
+        return evidence.kind is not EvidenceKind.TRUSTED_BOUNDARY or self.allow_trusted_external
+
+    @classmethod
+    def parse(cls, label: str) -> AssurancePolicy:
+        """``checked`` or ``external``.
+
+        Raises:
+            UnknownLabelError: for any other label, naming both accepted labels.
+        """
+        for policy in (cls.CHECKED, cls.EXTERNAL):
+            if policy.label == label:
+                return policy
+        raise UnknownLabelError(f"unknown assurance policy {label} (known: checked | external)")
+
+
+AssurancePolicy.CHECKED = AssurancePolicy(allow_trusted_external=False)
+AssurancePolicy.EXTERNAL = AssurancePolicy(allow_trusted_external=True)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPolicy:
+    """The full request a profile makes of every capsule (anchor-backend.md §1.8).
+
+    ``vjp_mode`` is the *policy* mode: ``none`` for inference (no-grad), ``torchlean-tape`` for
+    training with either kind of capsule VJP, ``backend-vjp`` to require backend-kernel VJPs.
+    """
+
+    device: Device = Device.CPU
+    provider: ProviderPreference = field(default_factory=ProviderPreference.auto)
+    assurance: AssurancePolicy = field(default_factory=lambda: AssurancePolicy.CHECKED)
+    vjp_mode: VJPMode = VJPMode.TORCHLEAN_TAPE

@@ -1,0 +1,227 @@
+"""Backend profiles: a name, a kernel policy, an availability declaration and capsule modules.
+
+Source: the seed chapter ("Kernel Capsules", "Forward And Backward Ownership"); anchor-backend.md
+§1.25, §2.6, §5 (Generation B) and DESIGN.md §1.8 (the two CPU LibTorch profiles).
+
+===========================  ======  ================  ========  =========================
+profile                      device  provider          assurance modules
+===========================  ======  ================  ========  =========================
+checked_cpu                  cpu     auto              checked   maintained
+checked_cuda                 cuda    prefer torchlean  checked   maintained
+libtorch_forward_cuda        cuda    prefer libtorch   external  maintained + libtorch
+libtorch_forward_strict      cuda    prefer libtorch   checked   maintained + libtorch
+libtorch_forward_cpu         cpu     prefer libtorch   external  maintained + libtorch
+libtorch_forward_strict_cpu  cpu     prefer libtorch   checked   maintained + libtorch
+===========================  ======  ================  ========  =========================
+
+All use VJP mode ``torchlean-tape``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from torchlean.backend import report
+from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_kernel_plan
+from torchlean.backend.availability import Availability
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
+from torchlean.backend.planner import CapsuleVerdict, KernelPlan, explain_op, plan_ops_available
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
+from torchlean.backend.registry import (
+    CapsuleModule,
+    flatten,
+    libtorch_module,
+    maintained_modules,
+    module_validation_error,
+    validate_modules,
+)
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
+
+__all__ = [
+    "CHECKED_CPU",
+    "CHECKED_CUDA",
+    "LIBTORCH_FORWARD_CPU",
+    "LIBTORCH_FORWARD_CUDA",
+    "LIBTORCH_FORWARD_STRICT",
+    "LIBTORCH_FORWARD_STRICT_CPU",
+    "BackendProfile",
+    "get",
+    "maintained_for_device",
+    "names",
+    "profiles",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BackendProfile:
+    """A named request for kernels: policy, declared availability and capsule modules."""
+
+    name: str
+    policy: KernelPolicy
+    availability: Availability
+    capsule_modules: tuple[CapsuleModule, ...] = field(default_factory=maintained_modules)
+
+    def registry(self) -> tuple[KernelCapsule, ...]:
+        """The flattened catalog (unfiltered by availability)."""
+        return flatten(self.capsule_modules)
+
+    def with_capsule_modules(self, modules: Iterable[CapsuleModule]) -> BackendProfile:
+        """New modules first (in the given order), then every old module whose name they do not reuse.
+
+        A same-named module therefore replaces the old one and gains priority. Duplicates *within*
+        ``modules`` are kept here and rejected when planning.
+        """
+        new = tuple(modules)
+        new_names = {module.name for module in new}
+        kept = tuple(module for module in self.capsule_modules if module.name not in new_names)
+        return dataclasses.replace(self, capsule_modules=new + kept)
+
+    def with_vjp_mode(self, mode: VJPMode) -> BackendProfile:
+        """The same profile requesting VJP mode ``mode`` (``none`` for no-grad sessions)."""
+        return dataclasses.replace(self, policy=dataclasses.replace(self.policy, vjp_mode=mode))
+
+    def plan_ops(self, ops: Iterable[BackendOp]) -> KernelPlan:
+        """Validate the modules, then plan ``ops`` over the available capsules.
+
+        Raises:
+            RegistryError: a duplicate module name or capsule identity.
+            PlanningError: one ``no admissible kernel capsule for op {op} on device {device}``
+                message per missing op (``.messages``).
+        """
+        validate_modules(self.capsule_modules)
+        return plan_ops_available(self.policy, self.availability, self.registry(), ops)
+
+    def explain_verdicts(self, op: BackendOp) -> tuple[CapsuleVerdict, ...]:
+        """One verdict per capsule registered for ``op`` in the whole catalog."""
+        return explain_op(self.policy, self.availability, self.registry(), op)
+
+    def explain(self, op: BackendOp) -> str:
+        """Why each registered capsule for ``op`` is (not) selected; a registry error comes first."""
+        lines = report.explain_lines(self.name, self.policy, op, self.explain_verdicts(op))
+        error = module_validation_error(self.capsule_modules)
+        if error is not None:
+            lines.insert(1, f"  registry invalid: {error}")
+        return "\n".join(lines)
+
+    def plan_report(self, ops: Iterable[BackendOp]) -> str:
+        """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14).
+
+        Raises:
+            PlanningError: as :meth:`plan_ops`.
+        """
+        return report.plan_report(self.name, self.policy, self.plan_ops(ops))
+
+    def plan_graph(self, graph: GraphLike) -> GraphKernelPlan:
+        """Validate modules, check the graph is well formed, plan one capsule per kernel node.
+
+        Raises:
+            RegistryError: invalid modules. TorchLeanError: a malformed graph (the IR's message).
+            PlanningError: missing ops.
+        """
+        validate_modules(self.capsule_modules)
+        return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
+
+    def accept_graph(self, graph: GraphLike) -> GraphKernelPlanResult:
+        """Plan ``graph`` and run the gate on its groups under this profile's policy.
+
+        Acceptance failures are returned in the result; planning errors raise as in :meth:`plan_graph`.
+        """
+        return accept_graph_kernel_plan(self.plan_graph(graph), self.policy)
+
+    def summary(self) -> str:
+        """``profile={name} device={device} assurance={assurance} vjp={vjp}``."""
+        return report.summary_line(self.name, self.policy)
+
+    def has_device_capsule(self) -> bool:
+        """Whether any capsule of the unfiltered catalog targets the policy's device."""
+        return any(capsule.device is self.policy.device for capsule in self.registry())
+
+
+def _with_libtorch() -> tuple[CapsuleModule, ...]:
+    return (*maintained_modules(), libtorch_module())
+
+
+_LIBTORCH_CPU_AVAILABILITY = Availability(
+    devices=(Device.CPU,), providers=(Provider.REFERENCE, Provider.TORCHLEAN, Provider.LIBTORCH)
+)
+
+CHECKED_CPU = BackendProfile("checked_cpu", KernelPolicy(device=Device.CPU), Availability.cpu())
+CHECKED_CUDA = BackendProfile(
+    "checked_cuda",
+    KernelPolicy(device=Device.CUDA, provider=ProviderPreference.prefer(Provider.TORCHLEAN)),
+    Availability.cuda(),
+)
+LIBTORCH_FORWARD_CUDA = BackendProfile(
+    "libtorch_forward_cuda",
+    KernelPolicy(
+        device=Device.CUDA,
+        provider=ProviderPreference.prefer(Provider.LIBTORCH),
+        assurance=AssurancePolicy.EXTERNAL,
+    ),
+    Availability.cuda(with_libtorch=True),
+    _with_libtorch(),
+)
+LIBTORCH_FORWARD_STRICT = BackendProfile(
+    "libtorch_forward_strict",
+    KernelPolicy(device=Device.CUDA, provider=ProviderPreference.prefer(Provider.LIBTORCH)),
+    Availability.cuda(with_libtorch=True),
+    _with_libtorch(),
+)
+LIBTORCH_FORWARD_CPU = BackendProfile(
+    "libtorch_forward_cpu",
+    KernelPolicy(
+        device=Device.CPU,
+        provider=ProviderPreference.prefer(Provider.LIBTORCH),
+        assurance=AssurancePolicy.EXTERNAL,
+    ),
+    _LIBTORCH_CPU_AVAILABILITY,
+    _with_libtorch(),
+)
+LIBTORCH_FORWARD_STRICT_CPU = BackendProfile(
+    "libtorch_forward_strict_cpu",
+    KernelPolicy(device=Device.CPU, provider=ProviderPreference.prefer(Provider.LIBTORCH)),
+    _LIBTORCH_CPU_AVAILABILITY,
+    _with_libtorch(),
+)
+
+_PROFILES: dict[str, BackendProfile] = {
+    profile.name: profile
+    for profile in (
+        CHECKED_CPU,
+        CHECKED_CUDA,
+        LIBTORCH_FORWARD_CUDA,
+        LIBTORCH_FORWARD_STRICT,
+        LIBTORCH_FORWARD_CPU,
+        LIBTORCH_FORWARD_STRICT_CPU,
+    )
+}
+
+
+def names() -> tuple[str, ...]:
+    """The built-in profile names, in table order."""
+    return tuple(_PROFILES)
+
+
+def profiles() -> tuple[BackendProfile, ...]:
+    return tuple(_PROFILES.values())
+
+
+def get(name: str) -> BackendProfile:
+    """The built-in profile called ``name``.
+
+    Raises:
+        UnknownLabelError: ``unknown profile {name} (known: checked_cpu | checked_cuda | ...)``.
+    """
+    try:
+        return _PROFILES[name]
+    except KeyError:
+        raise UnknownLabelError(f"unknown profile {name} (known: {' | '.join(_PROFILES)})") from None
+
+
+def maintained_for_device(device: Device) -> BackendProfile | None:
+    """``checked_cpu`` for cpu, ``checked_cuda`` for cuda, ``None`` for every other device."""
+    return {Device.CPU: CHECKED_CPU, Device.CUDA: CHECKED_CUDA}.get(device)

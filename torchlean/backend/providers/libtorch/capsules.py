@@ -1,0 +1,83 @@
+"""The opt-in ``libtorch`` capsule module: ``libtorch.sdpa_forward`` for cuda and for cpu.
+
+Source: anchor-backend.md §4.5 (the CUDA capsule, summaries verbatim) and DESIGN.md §1.7–§1.8
+(the CPU capsule). The forward is ``torch.nn.functional.scaled_dot_product_attention`` with a
+boolean mask under ``torch.no_grad()``; trust ``trusted-external`` because the value rests on a
+named trusted boundary; VJP mode ``torchlean-tape``: TorchLean records the node and applies its own
+backward. Evidence names are real: the guards live in ``libtorch/sdpa.py``. Data only: this
+module imports no torch.
+"""
+
+from __future__ import annotations
+
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import ContractClaim, NativeSymbolRef, NumericalPolicy, guarded, trusted
+from torchlean.backend.registry import CapsuleModule
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    Device,
+    Provider,
+    ReductionPolicy,
+    TensorLayout,
+    TrustLevel,
+    VJPMode,
+)
+
+__all__ = ["CAPSULES", "MODULE", "SDPA_FORWARD_CPU", "SDPA_FORWARD_CUDA"]
+
+SDPA = "torchlean.backend.providers.libtorch.sdpa"
+BRIDGE = NativeSymbolRef("torchlean/backend/providers/libtorch/sdpa.py", "scaled_dot_product_attention")
+
+_OP = BackendOp.SCALED_DOT_PRODUCT_ATTENTION
+
+
+def _sdpa_forward(device: Device, layout: TensorLayout, layout_summary: str, boundary: str) -> KernelCapsule:
+    return KernelCapsule(
+        name="libtorch.sdpa_forward",
+        op=_OP,
+        provider=Provider.LIBTORCH,
+        device=device,
+        trust_level=TrustLevel.TRUSTED_EXTERNAL,
+        supports_forward=True,
+        vjp_mode=VJPMode.TORCHLEAN_TAPE,
+        shape_contract=guarded(
+            ContractClaim.shape_safety(_OP),
+            "Q/K/V are checked after folding batch and head axes; the optional mask is broadcast over that "
+            "folded axis.",
+            f"{SDPA}.check_sdpa_inputs",
+        ),
+        layout_contract=guarded(
+            ContractClaim.layout_compatibility(_OP, layout),
+            layout_summary,
+            f"{SDPA}.check_libtorch_view",
+            (BRIDGE,),
+        ),
+        value_contract=trusted(
+            ContractClaim.value_refinement(_OP), "LibTorch scaled_dot_product_attention forward.", boundary
+        ),
+        vjp_contract=guarded(
+            ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
+            "TorchLean records the node and keeps the backward boundary inside TorchLean.",
+            f"{SDPA}.require_torchlean_tape",
+        ),
+        numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),
+    )
+
+
+SDPA_FORWARD_CUDA = _sdpa_forward(
+    Device.CUDA,
+    TensorLayout.LIBTORCH_CUDA_VIEW,
+    "TorchLean CUDA buffers are wrapped by LibTorch from_blob and copied back contiguous.",
+    "LibTorch/CUDA SDPA implementation",
+)
+
+SDPA_FORWARD_CPU = _sdpa_forward(
+    Device.CPU,
+    TensorLayout.FLAT_ROW_MAJOR,
+    "TorchLean CPU arrays are passed to LibTorch as contiguous row-major tensors.",
+    "LibTorch/CPU SDPA implementation",
+)
+
+CAPSULES: tuple[KernelCapsule, ...] = (SDPA_FORWARD_CUDA, SDPA_FORWARD_CPU)
+
+MODULE = CapsuleModule("libtorch", CAPSULES)

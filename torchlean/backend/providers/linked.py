@@ -1,0 +1,64 @@
+"""Linked kernels: the executable implementations a build actually contains.
+
+A capsule is a *contract*; a :class:`LinkedKernel` is the code that can honour it: one forward
+(and, for differentiable ops, one local VJP) for one ``(op, provider, device)``. The eager runtime
+turns a linked kernel into a :class:`~torchlean.backend.binding.KernelHandler` for each call and
+binds it to the accepted capsule (anchor-backend.md §7, ``executeSelected``); a handler whose
+op, provider or device differs from the capsule's is refused by ``bind`` before any provider code
+runs. Provider packages export their linked kernels as a module-level ``LINKED_KERNELS`` tuple
+(``reference/handlers.py``, ``libtorch/sdpa.py``; a CUDA handler module may add its own).
+
+Calling convention (shared with the reference kernels, brief "Reference kernel convention"):
+``forward(capsule, inputs, params)`` receives one array (or ``None`` for an absent optional input)
+per input position and the op's keyword parameters; ``vjp(capsule, g, inputs, out, params)``
+returns one cotangent per input position (``None`` where the input is not differentiable), each
+already reduced to its input's shape and dtype. ``vjp_guard(capsule, policy)`` runs before the
+forward on every call when present (the LibTorch bridge's ``require_torchlean_tape``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.vocabulary import BackendOp, Device, Provider
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Array = npt.NDArray[np.generic]
+else:
+    Array = Any
+
+__all__ = ["Array", "ForwardFn", "LinkedKernel", "VJPFn", "VJPGuard"]
+
+ForwardFn = Callable[[KernelCapsule, tuple["Array | None", ...], Mapping[str, Any]], "Array"]
+VJPFn = Callable[
+    [KernelCapsule, "Array", tuple["Array | None", ...], "Array", Mapping[str, Any]],
+    Sequence["Array | None"],
+]
+VJPGuard = Callable[[KernelCapsule, KernelPolicy], None]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedKernel:
+    """One linked implementation: ``name`` (as listed in "available handlers"), its identity
+    ``(op, provider, device)``, the forward, the local VJP (``None``: forward only) and an
+    optional guard on the session's VJP request."""
+
+    name: str
+    op: BackendOp
+    provider: Provider
+    device: Device
+    forward: ForwardFn
+    vjp: VJPFn | None = None
+    vjp_guard: VJPGuard | None = None
+
+    @property
+    def label(self) -> str:
+        """``name (provider/device)``, the rendering of the "available handlers" list."""
+        return f"{self.name} ({self.provider.label}/{self.device.label})"

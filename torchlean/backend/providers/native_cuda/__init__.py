@@ -1,0 +1,1 @@
+"""The `native_cuda` provider package (capsule data in `capsules.py`; imports no numpy or torch)."""

@@ -1,0 +1,110 @@
+"""Fixed-left (left fold) summation and contraction helpers of the reference provider.
+
+Every reduction and contraction of the ``reference`` kernels goes through this module so that its
+order is the one the capsules declare (``fixed-left``, DESIGN.md §1.6): the reduced elements are
+added one after another, in increasing row-major order, in the arrays' own dtype,
+``((x0 + x1) + x2) + ...``.  numpy's ``sum``/``mean`` (pairwise summation), ``matmul``/``@``/
+``dot``/``einsum`` (BLAS, implementation-defined order) are never used.  Sums use
+``np.add.accumulate`` (a sequential recurrence ``out[i] = out[i-1] + x[i]``, so the order is
+fixed); contractions loop over the contracted axis and stay vectorised over all other axes.
+
+A sum over zero elements is ``+0.0``; a non-empty sum starts from its first element (no ``0 +``),
+which only matters for the sign of a zero result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[Any]
+"""A numpy array of any dtype (the reference kernels use float32/float64, int64 and bool)."""
+
+
+def fold_sum_axes(x: Array, axes: Sequence[int], *, keepdims: bool = False) -> Array:
+    """Left-fold sum of ``x`` over ``axes`` (non-negative, distinct, any order given).
+
+    The reduced elements of each output position are added in increasing row-major order of
+    their coordinates along the reduced axes, in ``x.dtype``.  Shape: ``x.shape`` without the
+    reduced axes (or with them set to 1 when ``keepdims``).  Always returns a fresh array.
+    """
+    reduced = sorted(set(axes))
+    kept = [ax for ax in range(x.ndim) if ax not in reduced]
+    kept_shape = tuple(x.shape[ax] for ax in kept)
+    count = 1
+    for ax in reduced:
+        count *= x.shape[ax]
+    moved = np.transpose(x, kept + reduced).reshape((*kept_shape, count))
+    if count == 0:
+        total = np.zeros(kept_shape, dtype=x.dtype)
+    else:
+        total = np.add.accumulate(moved, axis=-1)[..., -1].copy()
+    if keepdims:
+        keep_shape = tuple(1 if ax in reduced else x.shape[ax] for ax in range(x.ndim))
+        return total.reshape(keep_shape)
+    return total
+
+
+def fold_sum(x: Array, axis: int, *, keepdims: bool = False) -> Array:
+    """Left-fold sum of ``x`` along one non-negative ``axis`` (see :func:`fold_sum_axes`)."""
+    return fold_sum_axes(x, (axis,), keepdims=keepdims)
+
+
+def sum_to_shape(g: Array, shape: Sequence[int]) -> Array:
+    """Reduce a broadcast cotangent ``g`` back to ``shape`` with left folds.
+
+    ``shape`` must broadcast to ``g.shape`` under numpy rules.  Leading axes that ``shape`` lacks
+    and axes where ``shape`` has extent 1 but ``g`` does not are summed (one left fold over the
+    row-major order of all reduced elements).  This is the VJP of ``np.broadcast_to``.
+    Returns a fresh array of exactly ``shape``.
+    """
+    target = tuple(int(s) for s in shape)
+    lead = g.ndim - len(target)
+    axes = list(range(lead))
+    axes += [lead + i for i, s in enumerate(target) if s == 1 and g.shape[lead + i] != 1]
+    return fold_sum_axes(g, axes, keepdims=True).reshape(target)
+
+
+def fold_matmul(a: Array, b: Array) -> Array:
+    """Batched matrix product with a left fold over the contracted axis.
+
+    ``a``: ``(..., M, K)``, ``b``: ``(..., K, N)`` with broadcastable leading axes, same dtype.
+    Result ``(broadcast(...), M, N)`` in that dtype, where entry ``[m, n]`` is
+    ``((a[m,0]*b[0,n] + a[m,1]*b[1,n]) + ...) + a[m,K-1]*b[K-1,n]`` (each product rounded, then
+    added; no fused multiply-add).  ``K == 0`` gives zeros.
+    """
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out_shape = (*batch, a.shape[-2], b.shape[-1])
+    depth = a.shape[-1]
+    if depth == 0:
+        return np.zeros(out_shape, dtype=a.dtype)
+    acc = np.array(np.broadcast_to(a[..., :, 0:1] * b[..., 0:1, :], out_shape))
+    for k in range(1, depth):
+        acc += a[..., :, k : k + 1] * b[..., k : k + 1, :]
+    return acc
+
+
+def fold_matmul_where(a: Array, b: Array, allowed: Array) -> Array:
+    """:func:`fold_matmul` in which the terms at blocked ``(m, k)`` pairs are selected away.
+
+    ``allowed`` is boolean, broadcastable to ``a.shape`` (``(..., M, K)``).  A term
+    ``a[m,k]*b[k,n]`` with ``allowed[m,k]`` false contributes exactly nothing, even when one of
+    its factors is NaN or infinite (selection with ``np.where``, not multiplication by zero).
+    This is how the hard-mask attention contractions keep values at blocked positions out of
+    the result (DESIGN.md §1.9).
+    """
+    allowed = np.broadcast_to(allowed, np.broadcast_shapes(allowed.shape, a.shape))
+    batch = np.broadcast_shapes(allowed.shape[:-2], b.shape[:-2])
+    out_shape = (*batch, a.shape[-2], b.shape[-1])
+    zero = a.dtype.type(0)
+    acc = np.zeros(out_shape, dtype=a.dtype)
+    for k in range(a.shape[-1]):
+        term = np.where(allowed[..., :, k : k + 1], a[..., :, k : k + 1] * b[..., k : k + 1, :], zero)
+        if k == 0:
+            acc = np.array(np.broadcast_to(term, out_shape))
+        else:
+            acc += term
+    return acc

@@ -1,0 +1,756 @@
+"""Runtime guards of the ``reference`` kernels (the capsules' ``runtimeGuard`` evidence).
+
+Every reference kernel in :mod:`torchlean.backend.providers.reference.kernels` calls its
+``check_<op_label>`` guard before computing anything, and every guard calls
+:func:`check_canonical_layout` on each array input.  A guard refuses bad input with
+:class:`~torchlean.backend.errors.GuardError`; the message starts with the op label, names the
+offending value and says what is accepted.  Guards refuse: arrays that are not numpy arrays of
+the canonical dtypes, dtype mismatches between operands (no silent promotion), non-broadcastable
+or mismatched shapes, bad axes and permutations, out-of-range indices and slices, element counts
+that overflow int64, non-boolean masks, and out-of-domain scalar parameters.
+
+Each ``check_<op_label>`` returns what the kernel needs next: the output shape, or the
+normalised axes/slices where the op has them (documented per guard).
+
+Source: the reference capsules' shape and layout obligations (anchor-backend.md §4.1-4.2) and the
+hard-mask rules of anchor-runtime.md §5.2; shapes follow the PyTorch op each kernel mirrors.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference._fold import Array
+
+Role = Literal["float", "index", "mask"]
+"""What an array input is: float data (float32/float64), int64 indices, or a boolean mask."""
+
+INT64_MAX = 2**63 - 1
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_ACCEPTED = {"float": "float32 or float64", "index": "int64", "mask": "bool"}
+
+Shape = tuple[int, ...]
+
+
+def _fail(op: str, message: str) -> GuardError:
+    return GuardError(f"{op}: {message}")
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float") -> Array:
+    """Refuse an array input that is not in TorchLean's canonical CPU tensor layout.
+
+    Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for data
+    (``role="float"``), int64 for indices (``role="index"``), bool for masks (``role="mask"``).
+    A float 0/1 mask is refused with the hint that it is an additive bias, not a mask.
+    Returns ``x`` unchanged.  Raises :class:`GuardError`.
+    """
+    if not isinstance(x, np.ndarray):
+        raise _fail(
+            op,
+            f"{name} must be a numpy.ndarray in TorchLean's canonical tensor layout; "
+            f"got {type(x).__name__} (accepted: numpy.ndarray of {_ACCEPTED[role]})",
+        )
+    dtype = x.dtype
+    if role == "float":
+        ok = dtype in _FLOAT_DTYPES
+    elif role == "index":
+        ok = dtype == np.dtype(np.int64)
+    else:
+        ok = dtype == np.dtype(np.bool_)
+    if not ok:
+        hint = ""
+        if role == "mask":
+            hint = (
+                "; a mask must be boolean (True = allowed, False = blocked): a float 0/1 array "
+                "is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
+                "to the scores)"
+            )
+        raise _fail(op, f"{name} has dtype {dtype}; accepted: {_ACCEPTED[role]}{hint}")
+    return x
+
+
+def _same_dtype(op: str, arrays: Sequence[tuple[str, Array]]) -> None:
+    first_name, first = arrays[0]
+    for name, arr in arrays[1:]:
+        if arr.dtype != first.dtype:
+            raise _fail(
+                op,
+                f"{name} has dtype {arr.dtype} but {first_name} has dtype {first.dtype}; "
+                "reference kernels do not promote dtypes (accepted: all float operands "
+                "float32, or all float64)",
+            )
+
+
+def check_numel(op: str, shape: Sequence[int], what: str) -> None:
+    """Refuse a shape whose element count (product computed with Python ints) exceeds int64."""
+    count = 1
+    for s in shape:
+        count *= int(s)
+    if count > INT64_MAX:
+        raise _fail(
+            op,
+            f"{what} {_shape_text(shape)} has {count} elements, which overflows int64 "
+            f"(accepted: at most {INT64_MAX} elements)",
+        )
+
+
+def _broadcast(op: str, named: Sequence[tuple[str, Sequence[int]]]) -> Shape:
+    result: list[int] = []
+    for _, shape in named:
+        shape = list(shape)
+        width = max(len(result), len(shape))
+        left = [1] * (width - len(result)) + result
+        right = [1] * (width - len(shape)) + shape
+        merged: list[int] = []
+        for x, y in zip(left, right, strict=True):
+            if x != y and x != 1 and y != 1:
+                shapes = ", ".join(f"{n} {_shape_text(s)}" for n, s in named)
+                raise _fail(
+                    op,
+                    f"shapes are not broadcastable: {shapes} (accepted: shapes that agree on "
+                    "each trailing axis or have extent 1 there, numpy/PyTorch broadcasting)",
+                )
+            merged.append(y if x == 1 else x)
+        result = merged
+    shape_out = tuple(result)
+    check_numel(op, shape_out, "broadcast result shape")
+    return shape_out
+
+
+def _int(op: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _fail(op, f"{name} must be an integer; got {value!r} of type {type(value).__name__}")
+    return int(value)
+
+
+def _real(op: str, name: str, value: object, *, finite: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(op, f"{name} must be a real number; got {value!r} of type {type(value).__name__}")
+    result = float(value)
+    if math.isnan(result) or (finite and not math.isfinite(result)):
+        accepted = "a finite real number" if finite else "a real number or +-inf, not NaN"
+        raise _fail(op, f"{name} = {result!r} is not accepted (accepted: {accepted})")
+    return result
+
+
+def _axis(op: str, axis: object, ndim: int, *, name: str = "axis") -> int:
+    value = _int(op, name, axis)
+    if not -ndim <= value < ndim:
+        accepted = f"an integer in [{-ndim}, {ndim - 1}]" if ndim > 0 else "none: the input has rank 0"
+        raise _fail(op, f"{name} {value} is out of range for a rank-{ndim} input (accepted: {accepted})")
+    return value % ndim
+
+
+def _shape_param(op: str, name: str, shape: object) -> Shape:
+    if not isinstance(shape, Sequence) or isinstance(shape, str):
+        raise _fail(op, f"{name} must be a sequence of non-negative integers; got {shape!r}")
+    dims = tuple(_int(op, f"{name} entry", s) for s in shape)
+    if any(s < 0 for s in dims):
+        raise _fail(op, f"{name} {list(dims)} has a negative extent (accepted: extents >= 0)")
+    check_numel(op, dims, name)
+    return dims
+
+
+def _float_input(op: str, name: str, x: object) -> Array:
+    return check_canonical_layout(x, op=op, name=name, role="float")
+
+
+def check_cotangent(
+    op: str, g: object, shape: Sequence[int], dtype: np.dtype[np.generic], *, name: str = "cotangent"
+) -> Array:
+    """Refuse a VJP cotangent (or saved output) whose layout, shape or dtype differs from the output's.
+
+    Accepted: an ndarray of exactly ``shape`` and ``dtype``.  Raises :class:`GuardError`.
+    """
+    arr = _float_input(op, name, g)
+    if arr.shape != tuple(shape) or arr.dtype != dtype:
+        raise _fail(
+            op,
+            f"{name} has shape {_shape_text(arr.shape)} and dtype {arr.dtype}; accepted: the "
+            f"output's shape {_shape_text(shape)} and dtype {dtype}",
+        )
+    return arr
+
+
+# --------------------------------------------------------------------------------- pointwise ops
+
+
+def _check_unary(op: str, x: object) -> Shape:
+    arr = _float_input(op, "input x", x)
+    return tuple(arr.shape)
+
+
+def _check_binary(op: str, a: object, b: object) -> Shape:
+    left = _float_input(op, "operand a", a)
+    right = _float_input(op, "operand b", b)
+    _same_dtype(op, [("operand a", left), ("operand b", right)])
+    return _broadcast(op, [("a", left.shape), ("b", right.shape)])
+
+
+def check_add(a: object, b: object) -> Shape:
+    """Guard of ``add``: float arrays of one dtype, broadcastable shapes. Returns the output shape."""
+    return _check_binary("add", a, b)
+
+
+def check_sub(a: object, b: object) -> Shape:
+    """Guard of ``sub``: float arrays of one dtype, broadcastable shapes. Returns the output shape."""
+    return _check_binary("sub", a, b)
+
+
+def check_mul(a: object, b: object) -> Shape:
+    """Guard of ``mul``: float arrays of one dtype, broadcastable shapes. Returns the output shape."""
+    return _check_binary("mul", a, b)
+
+
+def check_max(a: object, b: object) -> Shape:
+    """Guard of elementwise ``max``: as :func:`check_add`. Returns the output shape."""
+    return _check_binary("max", a, b)
+
+
+def check_min(a: object, b: object) -> Shape:
+    """Guard of elementwise ``min``: as :func:`check_add`. Returns the output shape."""
+    return _check_binary("min", a, b)
+
+
+def check_scale(x: object, *, factor: object) -> Shape:
+    """Guard of ``scale``: a float array and a finite real ``factor``. Returns the output shape."""
+    shape = _check_unary("scale", x)
+    _real("scale", "factor", factor, finite=True)
+    return shape
+
+
+def check_clamp(x: object, *, lo: object, hi: object) -> Shape:
+    """Guard of ``clamp``: a float array, real bounds (+-inf allowed, NaN refused), ``lo <= hi``."""
+    shape = _check_unary("clamp", x)
+    low = _real("clamp", "lo", lo, finite=False)
+    high = _real("clamp", "hi", hi, finite=False)
+    if low > high:
+        raise _fail("clamp", f"lo = {low!r} is greater than hi = {high!r} (accepted: lo <= hi)")
+    return shape
+
+
+def check_abs(x: object) -> Shape:
+    """Guard of ``abs``: a float array. Returns the output shape."""
+    return _check_unary("abs", x)
+
+
+def check_sqrt(x: object) -> Shape:
+    """Guard of ``sqrt``: a float array. Returns the output shape."""
+    return _check_unary("sqrt", x)
+
+
+def check_relu(x: object) -> Shape:
+    """Guard of ``relu``: a float array. Returns the output shape."""
+    return _check_unary("relu", x)
+
+
+def check_gelu(x: object) -> Shape:
+    """Guard of ``gelu``: a float array. Returns the output shape."""
+    return _check_unary("gelu", x)
+
+
+def check_sigmoid(x: object) -> Shape:
+    """Guard of ``sigmoid``: a float array. Returns the output shape."""
+    return _check_unary("sigmoid", x)
+
+
+def check_tanh(x: object) -> Shape:
+    """Guard of ``tanh``: a float array. Returns the output shape."""
+    return _check_unary("tanh", x)
+
+
+def check_softplus(x: object) -> Shape:
+    """Guard of ``softplus``: a float array. Returns the output shape."""
+    return _check_unary("softplus", x)
+
+
+def check_exp(x: object) -> Shape:
+    """Guard of ``exp``: a float array. Returns the output shape."""
+    return _check_unary("exp", x)
+
+
+def check_log(x: object) -> Shape:
+    """Guard of ``log``: a float array. Returns the output shape."""
+    return _check_unary("log", x)
+
+
+def check_sin(x: object) -> Shape:
+    """Guard of ``sin``: a float array. Returns the output shape."""
+    return _check_unary("sin", x)
+
+
+def check_cos(x: object) -> Shape:
+    """Guard of ``cos``: a float array. Returns the output shape."""
+    return _check_unary("cos", x)
+
+
+def check_inv(x: object) -> Shape:
+    """Guard of ``inv``: a float array. Returns the output shape."""
+    return _check_unary("inv", x)
+
+
+def check_safe_log(x: object, *, eps: object) -> Shape:
+    """Guard of ``safe_log``: a float array and a finite ``eps > 0``. Returns the output shape."""
+    shape = _check_unary("safe_log", x)
+    value = _real("safe_log", "eps", eps, finite=True)
+    if value <= 0.0:
+        raise _fail("safe_log", f"eps = {value!r} is not accepted (accepted: a finite eps > 0)")
+    return shape
+
+
+# ------------------------------------------------------------------------ normalisations (axis)
+
+
+def _softmax_axis(op: str, arr: Array, axis: object) -> int:
+    # A rank-0 input is treated as one row of length 1 (torch accepts dim 0 or -1 there).
+    return _axis(op, axis, max(arr.ndim, 1))
+
+
+def check_softmax(x: object, *, axis: object) -> int:
+    """Guard of ``softmax``: a float array and an axis in range. Returns the normalised axis.
+
+    A rank-0 input accepts ``axis`` 0 or -1 (one row of length 1).
+    """
+    arr = _float_input("softmax", "input x", x)
+    return _softmax_axis("softmax", arr, axis)
+
+
+def check_log_softmax(x: object, *, axis: object) -> int:
+    """Guard of ``log_softmax``: as :func:`check_softmax`. Returns the normalised axis."""
+    arr = _float_input("log_softmax", "input x", x)
+    return _softmax_axis("log_softmax", arr, axis)
+
+
+def check_hard_masked_softmax(x: object, mask: object, *, axis: object) -> int:
+    """Guard of ``hard_masked_softmax``: float scores, a boolean mask broadcastable to them.
+
+    The mask must broadcast *to* the scores' shape (it never enlarges the output).  A float
+    0/1 mask is refused: it is an additive bias, not a mask.  Returns the normalised axis.
+    """
+    op = "hard_masked_softmax"
+    scores = _float_input(op, "scores", x)
+    allowed = check_canonical_layout(mask, op=op, name="mask", role="mask")
+    if _broadcast(op, [("scores", scores.shape), ("mask", allowed.shape)]) != scores.shape:
+        raise _fail(
+            op,
+            f"mask {_shape_text(allowed.shape)} does not broadcast to the scores' shape "
+            f"{_shape_text(scores.shape)} (accepted: a mask broadcastable to the scores)",
+        )
+    return _softmax_axis(op, scores, axis)
+
+
+# ----------------------------------------------------------------------------------- reductions
+
+
+def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(arr.ndim))
+    if isinstance(axis, tuple):
+        if not axis:
+            raise _fail(
+                op,
+                "axis () is ambiguous (numpy reduces nothing, torch reduces everything); "
+                "accepted: None for all axes, an integer, or a non-empty tuple of integers",
+            )
+        axes = tuple(_axis(op, a, arr.ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise _fail(op, f"axis {axis!r} repeats an axis (accepted: distinct axes)")
+        return tuple(sorted(axes))
+    return (_axis(op, axis, arr.ndim),)
+
+
+def check_reduce_sum(x: object, *, axis: object, keepdims: object) -> tuple[int, ...]:
+    """Guard of ``reduce_sum``: a float array; ``axis`` None, an int or a non-empty tuple of
+    distinct ints in range; ``keepdims`` a bool.  Returns the sorted normalised reduced axes."""
+    arr = _float_input("reduce_sum", "input x", x)
+    if not isinstance(keepdims, bool):
+        raise _fail("reduce_sum", f"keepdims must be a bool; got {keepdims!r}")
+    return _reduction_axes("reduce_sum", arr, axis)
+
+
+def check_reduce_mean(x: object, *, axis: object, keepdims: object) -> tuple[int, ...]:
+    """Guard of ``reduce_mean``: as :func:`check_reduce_sum`. Returns the reduced axes."""
+    arr = _float_input("reduce_mean", "input x", x)
+    if not isinstance(keepdims, bool):
+        raise _fail("reduce_mean", f"keepdims must be a bool; got {keepdims!r}")
+    return _reduction_axes("reduce_mean", arr, axis)
+
+
+def check_mse_loss(a: object, b: object) -> Shape:
+    """Guard of ``mse_loss``: prediction and target float arrays of equal shape and dtype
+    (no broadcasting).  Returns the output shape ``()``."""
+    op = "mse_loss"
+    left = _float_input(op, "prediction", a)
+    right = _float_input(op, "target", b)
+    _same_dtype(op, [("prediction", left), ("target", right)])
+    if left.shape != right.shape:
+        raise _fail(
+            op,
+            f"prediction {_shape_text(left.shape)} and target {_shape_text(right.shape)} differ "
+            "(accepted: equal shapes; mse_loss does not broadcast)",
+        )
+    return ()
+
+
+# ---------------------------------------------------------------------------------------- views
+
+
+def check_reshape(x: object, *, shape: object) -> Shape:
+    """Guard of ``reshape``: a float array and a target shape of non-negative ints with at most
+    one ``-1`` (inferred, as in ``torch.reshape``) and the same element count.
+    Returns the resolved target shape."""
+    op = "reshape"
+    arr = _float_input(op, "input x", x)
+    if not isinstance(shape, Sequence) or isinstance(shape, str):
+        raise _fail(op, f"shape must be a sequence of integers; got {shape!r}")
+    dims = [_int(op, "shape entry", s) for s in shape]
+    if any(s < -1 for s in dims) or dims.count(-1) > 1:
+        raise _fail(
+            op,
+            f"shape {dims} is not accepted (accepted: extents >= 0 and at most one -1 to infer)",
+        )
+    known = 1
+    for s in dims:
+        if s != -1:
+            known *= s
+    if -1 in dims:
+        if known == 0 or arr.size % known != 0:
+            raise _fail(op, f"cannot infer the -1 extent of shape {dims} for {arr.size} elements")
+        dims[dims.index(-1)] = arr.size // known
+        known = arr.size
+    check_numel(op, dims, "shape")
+    if known != arr.size:
+        raise _fail(
+            op,
+            f"shape {dims} has {known} elements but input x {_shape_text(arr.shape)} has "
+            f"{arr.size} (accepted: the same element count)",
+        )
+    return tuple(dims)
+
+
+def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
+    """Guard of ``permute``: a float array and a permutation of its axes (negative axes allowed).
+    Returns the normalised permutation."""
+    op = "permute"
+    arr = _float_input(op, "input x", x)
+    if not isinstance(perm, Sequence) or isinstance(perm, str):
+        raise _fail(op, f"perm must be a sequence of axes; got {perm!r}")
+    axes = tuple(_axis(op, a, arr.ndim, name="perm entry") for a in perm)
+    if sorted(axes) != list(range(arr.ndim)):
+        raise _fail(
+            op,
+            f"perm {list(perm)} is not a permutation of the {arr.ndim} axes of input x "
+            f"(accepted: each of 0..{arr.ndim - 1} exactly once)",
+        )
+    return axes
+
+
+def check_broadcast(x: object, *, shape: object) -> Shape:
+    """Guard of ``broadcast``: a float array whose shape broadcasts to ``shape`` (numpy rules:
+    right-aligned, each input extent equal to the target's or 1).  Returns the target shape."""
+    op = "broadcast"
+    arr = _float_input(op, "input x", x)
+    target = _shape_param(op, "shape", shape)
+    ok = arr.ndim <= len(target) and all(
+        s in (1, t) for s, t in zip(arr.shape[::-1], target[::-1], strict=False)
+    )
+    if not ok:
+        raise _fail(
+            op,
+            f"input x {_shape_text(arr.shape)} cannot be broadcast to {_shape_text(target)} "
+            "(accepted: a target of at least the input's rank whose trailing extents equal the "
+            "input's or where the input has extent 1)",
+        )
+    return target
+
+
+def check_concat(*xs: object, axis: object) -> Shape:
+    """Guard of ``concat``: at least one float array, equal dtype and rank, equal extents except
+    along ``axis``.  Returns the output shape."""
+    op = "concat"
+    if not xs:
+        raise _fail(op, "no inputs (accepted: at least one array)")
+    arrays = [_float_input(op, f"input {i}", x) for i, x in enumerate(xs)]
+    _same_dtype(op, [(f"input {i}", a) for i, a in enumerate(arrays)])
+    first = arrays[0]
+    ax = _axis(op, axis, first.ndim)
+    for i, a in enumerate(arrays[1:], start=1):
+        same_rest = a.ndim == first.ndim and all(
+            a.shape[d] == first.shape[d] for d in range(first.ndim) if d != ax
+        )
+        if not same_rest:
+            raise _fail(
+                op,
+                f"input {i} {_shape_text(a.shape)} does not match input 0 "
+                f"{_shape_text(first.shape)} outside axis {ax} (accepted: equal rank and equal "
+                "extents on every other axis)",
+            )
+    out = list(first.shape)
+    out[ax] = sum(a.shape[ax] for a in arrays)
+    check_numel(op, out, "output shape")
+    return tuple(out)
+
+
+def check_slice(
+    x: object, *, starts: object, stops: object, steps: object
+) -> tuple[tuple[int, int, int], ...]:
+    """Guard of ``slice``: one ``start``, ``stop`` (and ``step``, default 1) per axis with
+    ``0 <= start <= stop <= extent`` and ``step >= 1``.  Returns ``(start, stop, step)`` per axis."""
+    op = "slice"
+    arr = _float_input(op, "input x", x)
+    step_list: object = [1] * arr.ndim if steps is None else steps
+    bounds = []
+    for name, value in (("starts", starts), ("stops", stops), ("steps", step_list)):
+        if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != arr.ndim:
+            raise _fail(
+                op,
+                f"{name} {value!r} must give one integer per axis of input x "
+                f"{_shape_text(arr.shape)} (accepted: a sequence of length {arr.ndim})",
+            )
+        bounds.append([_int(op, f"{name} entry", v) for v in value])
+    result = []
+    for d, (start, stop, step) in enumerate(zip(*bounds, strict=True)):
+        extent = arr.shape[d]
+        if not 0 <= start <= stop <= extent:
+            raise _fail(
+                op,
+                f"axis {d}: start {start}, stop {stop} out of range for extent {extent} "
+                f"(accepted: 0 <= start <= stop <= {extent})",
+            )
+        if step < 1:
+            raise _fail(op, f"axis {d}: step {step} is not accepted (accepted: step >= 1)")
+        result.append((start, stop, step))
+    return tuple(result)
+
+
+def _index_range(op: str, index: Array, extent: int, axis: int) -> None:
+    if index.size == 0:
+        return
+    low = int(index.min())
+    high = int(index.max())
+    if low < 0 or high >= extent:
+        bad = low if low < 0 else high
+        raise _fail(
+            op,
+            f"index value {bad} is out of range for extent {extent} along axis {axis} "
+            f"(accepted: 0 <= index < {extent})",
+        )
+
+
+def check_gather(x: object, index: object, *, axis: object) -> Shape:
+    """Guard of ``gather`` (``torch.gather``): float ``x``, int64 ``index`` of the same rank with
+    ``index.shape[d] <= x.shape[d]`` for ``d != axis`` and values in ``[0, x.shape[axis])``.
+    Returns the output shape (``index.shape``)."""
+    op = "gather"
+    arr = _float_input(op, "input x", x)
+    idx = check_canonical_layout(index, op=op, name="index", role="index")
+    ax = _axis(op, axis, arr.ndim)
+    fits = idx.ndim == arr.ndim and all(idx.shape[d] <= arr.shape[d] for d in range(arr.ndim) if d != ax)
+    if not fits:
+        raise _fail(
+            op,
+            f"index {_shape_text(idx.shape)} does not fit input x {_shape_text(arr.shape)} "
+            f"(accepted: the same rank and index extents <= the input's on every axis but {ax})",
+        )
+    _index_range(op, idx, arr.shape[ax], ax)
+    return tuple(idx.shape)
+
+
+def check_scatter_add(base: object, index: object, src: object, *, axis: object) -> Shape:
+    """Guard of ``scatter_add`` (``torch.scatter_add``): float ``base`` and ``src`` of one dtype,
+    int64 ``index``, all of one rank, ``index.shape[d] <= src.shape[d]`` for every ``d`` and
+    ``<= base.shape[d]`` for ``d != axis``, values in ``[0, base.shape[axis])``.
+    Returns the output shape (``base.shape``)."""
+    op = "scatter_add"
+    out = _float_input(op, "base", base)
+    idx = check_canonical_layout(index, op=op, name="index", role="index")
+    source = _float_input(op, "src", src)
+    _same_dtype(op, [("base", out), ("src", source)])
+    ax = _axis(op, axis, out.ndim)
+    fits = (
+        idx.ndim == out.ndim == source.ndim
+        and all(idx.shape[d] <= source.shape[d] for d in range(idx.ndim))
+        and all(idx.shape[d] <= out.shape[d] for d in range(idx.ndim) if d != ax)
+    )
+    if not fits:
+        raise _fail(
+            op,
+            f"index {_shape_text(idx.shape)} does not fit base {_shape_text(out.shape)} and src "
+            f"{_shape_text(source.shape)} (accepted: one rank; index extents <= src's on every "
+            f"axis and <= base's on every axis but {ax})",
+        )
+    _index_range(op, idx, out.shape[ax], ax)
+    return tuple(out.shape)
+
+
+# ---------------------------------------------------------------------------------- contractions
+
+
+def matmul_shape(op: str, a_shape: Sequence[int], b_shape: Sequence[int]) -> Shape:
+    """Output shape of ``torch.matmul`` for operands of these shapes, or :class:`GuardError`."""
+    if len(a_shape) == 0 or len(b_shape) == 0:
+        raise _fail(
+            op,
+            f"operands a {_shape_text(a_shape)} and b {_shape_text(b_shape)}: rank-0 operands are "
+            "not accepted (accepted: rank >= 1, as torch.matmul)",
+        )
+    a2 = (1, *a_shape) if len(a_shape) == 1 else tuple(a_shape)
+    b2 = (*b_shape, 1) if len(b_shape) == 1 else tuple(b_shape)
+    if a2[-1] != b2[-2]:
+        raise _fail(
+            op,
+            f"contracted extents differ: a {_shape_text(a_shape)} has {a2[-1]}, b "
+            f"{_shape_text(b_shape)} has {b2[-2]} (accepted: a.shape[-1] == b.shape[-2], "
+            "or b.shape[0] for a 1-D b)",
+        )
+    batch = _broadcast(op, [("a batch", a2[:-2]), ("b batch", b2[:-2])])
+    out = [*batch]
+    if len(a_shape) > 1:
+        out.append(a2[-2])
+    if len(b_shape) > 1:
+        out.append(b2[-1])
+    check_numel(op, out, "output shape")
+    return tuple(out)
+
+
+def check_matmul(a: object, b: object) -> Shape:
+    """Guard of ``matmul`` (``torch.matmul`` shapes: 1-D promotion, broadcast batch axes):
+    float operands of one dtype, equal contracted extents.  Returns the output shape."""
+    left = _float_input("matmul", "operand a", a)
+    right = _float_input("matmul", "operand b", b)
+    _same_dtype("matmul", [("operand a", left), ("operand b", right)])
+    return matmul_shape("matmul", left.shape, right.shape)
+
+
+def check_linear(x: object, w: object, b: object = None) -> Shape:
+    """Guard of ``linear``: ``x (..., in)`` with rank >= 1, ``w (out, in)``, ``b (out,)`` or
+    None, one float dtype.  Returns the output shape ``(..., out)``."""
+    op = "linear"
+    xs = _float_input(op, "input x", x)
+    ws = _float_input(op, "weight w", w)
+    named = [("input x", xs), ("weight w", ws)]
+    bs = None if b is None else _float_input(op, "bias b", b)
+    if bs is not None:
+        named.append(("bias b", bs))
+    _same_dtype(op, named)
+    if xs.ndim < 1 or ws.ndim != 2 or xs.shape[-1] != ws.shape[1]:
+        raise _fail(
+            op,
+            f"input x {_shape_text(xs.shape)} and weight w {_shape_text(ws.shape)} do not fit "
+            "(accepted: x (..., in) of rank >= 1 and w (out, in))",
+        )
+    if bs is not None and bs.shape != (ws.shape[0],):
+        raise _fail(
+            op,
+            f"bias b {_shape_text(bs.shape)} does not match weight w {_shape_text(ws.shape)} "
+            f"(accepted: b ({ws.shape[0]},) or None)",
+        )
+    out = (*xs.shape[:-1], ws.shape[0])
+    check_numel(op, out, "output shape")
+    return out
+
+
+def _scale_param(op: str, scale: object) -> None:
+    if scale is not None:
+        _real(op, "scale", scale, finite=True)
+
+
+def check_scaled_dot_product_attention(
+    q: object, k: object, v: object, mask: object = None, *, scale: object = None
+) -> Shape:
+    """Guard of ``scaled_dot_product_attention``: ``q (..., nQ, d)``, ``k (..., nK, d)``,
+    ``v (..., nK, dv)`` of one float dtype with broadcastable leading axes; an optional boolean
+    mask broadcastable to the scores ``(..., nQ, nK)`` (never enlarging them); an optional finite
+    ``scale``.  Returns the output shape ``(..., nQ, dv)``."""
+    op = "scaled_dot_product_attention"
+    qs = _float_input(op, "query q", q)
+    ks = _float_input(op, "key k", k)
+    vs = _float_input(op, "value v", v)
+    _same_dtype(op, [("query q", qs), ("key k", ks), ("value v", vs)])
+    if qs.ndim < 2 or ks.ndim < 2 or vs.ndim < 2:
+        raise _fail(
+            op,
+            f"query q {_shape_text(qs.shape)}, key k {_shape_text(ks.shape)}, value v "
+            f"{_shape_text(vs.shape)}: rank below 2 (accepted: q (..., nQ, d), k (..., nK, d), "
+            "v (..., nK, dv))",
+        )
+    if qs.shape[-1] != ks.shape[-1] or ks.shape[-2] != vs.shape[-2]:
+        raise _fail(
+            op,
+            f"query q {_shape_text(qs.shape)}, key k {_shape_text(ks.shape)}, value v "
+            f"{_shape_text(vs.shape)} do not fit (accepted: q (..., nQ, d), k (..., nK, d), "
+            "v (..., nK, dv))",
+        )
+    batch = _broadcast(
+        op, [("q batch", qs.shape[:-2]), ("k batch", ks.shape[:-2]), ("v batch", vs.shape[:-2])]
+    )
+    scores = (*batch, qs.shape[-2], ks.shape[-2])
+    check_numel(op, scores, "scores shape")
+    if mask is not None:
+        allowed = check_canonical_layout(mask, op=op, name="mask", role="mask")
+        if _broadcast(op, [("scores", scores), ("mask", allowed.shape)]) != scores:
+            raise _fail(
+                op,
+                f"mask {_shape_text(allowed.shape)} does not broadcast to the scores' shape "
+                f"{_shape_text(scores)} (accepted: a mask broadcastable to (..., nQ, nK))",
+            )
+    _scale_param(op, scale)
+    out = (*batch, qs.shape[-2], vs.shape[-1])
+    check_numel(op, out, "output shape")
+    return out
+
+
+# --------------------------------------------------------------------------------- random sources
+
+
+def _random_common(
+    op: str, shape: object, seed: object, counter: object, dtype: object
+) -> tuple[Shape, np.dtype[np.floating]]:
+    dims = _shape_param(op, "shape", shape)
+    for name, value in (("seed", seed), ("counter", counter)):
+        if _int(op, name, value) < 0:
+            raise _fail(op, f"{name} = {value!r} is negative (accepted: integers >= 0)")
+    refused = _fail(op, f"dtype {dtype!r} is not accepted (accepted: float32 or float64)")
+    if dtype is None:  # np.dtype(None) would silently mean float64
+        raise refused
+    try:
+        resolved = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        raise refused from None
+    if resolved == np.dtype(np.float32):
+        return dims, np.dtype(np.float32)
+    if resolved == np.dtype(np.float64):
+        return dims, np.dtype(np.float64)
+    raise refused
+
+
+def check_rand_uniform(
+    *, shape: object, seed: object, counter: object, dtype: npt.DTypeLike
+) -> tuple[Shape, np.dtype[np.floating]]:
+    """Guard of ``rand_uniform``: a shape of non-negative ints whose element count fits int64,
+    integers ``seed, counter >= 0``, dtype float32/float64.  Returns ``(shape, dtype)``."""
+    return _random_common("rand_uniform", shape, seed, counter, dtype)
+
+
+def check_bernoulli_mask(
+    *, shape: object, keep_prob: object, seed: object, counter: object, dtype: npt.DTypeLike
+) -> tuple[Shape, np.dtype[np.floating]]:
+    """Guard of ``bernoulli_mask``: as :func:`check_rand_uniform` plus ``0 <= keep_prob <= 1``.
+    Returns ``(shape, dtype)``."""
+    op = "bernoulli_mask"
+    result = _random_common(op, shape, seed, counter, dtype)
+    prob = _real(op, "keep_prob", keep_prob, finite=True)
+    if not 0.0 <= prob <= 1.0:
+        raise _fail(op, f"keep_prob = {prob!r} is outside [0, 1] (accepted: 0 <= keep_prob <= 1)")
+    return result

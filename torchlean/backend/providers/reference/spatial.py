@@ -1,0 +1,630 @@
+"""Reference (numpy, fixed-left) kernels of the channel-first ops and their VJPs.
+
+``layer_norm``, ``batch_norm``, ``conv``, ``conv_transpose``, ``max_pool``, ``smooth_max_pool``,
+``avg_pool``: the ``reference.*`` capsules 38-44 (anchor-backend.md §4.2), mirroring
+``torch.nn.functional`` semantics.  Each forward ``<op>(*inputs, **params)`` and each
+``<op>_vjp(g, *inputs, out, **params)`` first calls its guard
+``spatial_guards.check_<op>`` (VJPs then check ``g`` against the output's shape and dtype) and
+computes in the input dtype (float32 or float64, no promotion).  A VJP returns one cotangent per
+input, of that input's shape, or None for an absent optional input and for non-differentiable
+inputs (batch-norm running statistics).  ``out`` (the forward result) is part of the uniform VJP
+signature; these VJPs recompute what they need from the inputs.
+
+Fixed-left order (DESIGN.md §1.6): every sum is a left fold in increasing row-major order of the
+summed index, ``((t0 + t1) + t2) + ...``, in the input dtype; no numpy reduction, ``@`` or BLAS.
+Convolutions fold over the contracted ``(C_in/groups, *kernel)`` index in row-major order
+(channel, then kernel offsets) and add the bias afterwards; a pool folds over its window in
+row-major kernel-offset order; normalisation statistics fold over the normalised elements.
+Windows are gathered im2col-style as strided views of the padded input, one view per kernel
+offset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from types import EllipsisType
+from typing import Any
+
+import numpy as np
+
+from torchlean.backend.providers.reference._fold import Array, fold_sum_axes
+from torchlean.backend.providers.reference.guards import check_cotangent
+from torchlean.backend.providers.reference.spatial_guards import (
+    IntOrTuple,
+    Window,
+    check_avg_pool,
+    check_batch_norm,
+    check_batch_norm_running_stats,
+    check_conv,
+    check_conv_transpose,
+    check_layer_norm,
+    check_max_pool,
+    check_smooth_max_pool,
+)
+
+__all__ = [
+    "avg_pool",
+    "avg_pool_vjp",
+    "batch_norm",
+    "batch_norm_running_stats",
+    "batch_norm_vjp",
+    "conv",
+    "conv_transpose",
+    "conv_transpose_vjp",
+    "conv_vjp",
+    "layer_norm",
+    "layer_norm_vjp",
+    "max_pool",
+    "max_pool_vjp",
+    "smooth_max_pool",
+    "smooth_max_pool_vjp",
+]
+
+# ------------------------------------------------------------------------------ fold and window
+
+Index = tuple[int | slice | EllipsisType, ...]
+"""A basic (view-producing) numpy index."""
+
+
+def _scalar(value: float, like: Array) -> np.floating[Any]:
+    """``value`` as a scalar of ``like``'s dtype, so arithmetic stays in that dtype."""
+    result: np.floating[Any] = like.dtype.type(value)
+    return result
+
+
+def _left_fold(terms: Iterable[Array]) -> Array:
+    """``((t0 + t1) + t2) + ...`` of equally shaped arrays, as a fresh array (at least one term)."""
+    it = iter(terms)
+    acc = np.array(next(it), copy=True)
+    for term in it:
+        acc += term
+    return acc
+
+
+def _taps(window: Window) -> Iterator[tuple[int, ...]]:
+    """Kernel offsets in row-major order."""
+    return itertools.product(*(range(k) for k in window.kernel))
+
+
+def _tap(window: Window, offset: tuple[int, ...]) -> Index:
+    """Index of the strided view ``padded[..., o * stride + offset * dilation]`` over all outputs o."""
+    spatial = (
+        slice(k * d, k * d + (n - 1) * s + 1, s)
+        for k, d, n, s in zip(offset, window.dilation, window.output, window.stride, strict=True)
+    )
+    return (Ellipsis, *spatial)
+
+
+def _real_positions(window: Window, offset: tuple[int, ...]) -> Array:
+    """Boolean ``window.output`` mask: True where tap ``offset`` reads an input (not padding) element."""
+    mask = np.ones(window.output, dtype=bool)
+    nd = len(window.output)
+    for axis, (k, d, n, s, p, size) in enumerate(
+        zip(offset, window.dilation, window.output, window.stride, window.padding, window.input, strict=True)
+    ):
+        position = np.arange(n) * s + k * d - p
+        inside = (position >= 0) & (position < size)
+        mask = mask & inside.reshape(tuple(n if a == axis else 1 for a in range(nd)))
+    return mask
+
+
+def _pad(a: Array, window: Window, value: float = 0.0) -> Array:
+    widths = [(0, 0)] * (a.ndim - len(window.padding)) + [(p, p) for p in window.padding]
+    return np.pad(a, widths, constant_values=value)
+
+
+def _crop(a: Array, window: Window) -> Array:
+    """The unpadded ``window.input`` extent of a padded array, as a fresh contiguous array."""
+    inner: Index = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.padding, window.input, strict=True)))
+    return np.ascontiguousarray(a[inner])
+
+
+def _scatter_taps(window: Window, shape: Sequence[int], dtype: np.dtype[np.generic],
+                  parts: Iterable[Array]) -> Array:
+    """Adjoint of the tap views: add ``parts`` (one per kernel offset, in row-major order) into
+    a zero padded canvas of leading ``shape`` and return its unpadded part."""
+    canvas = np.zeros((*shape, *window.padded), dtype=dtype)
+    for offset, part in zip(_taps(window), parts, strict=True):
+        canvas[_tap(window, offset)] += part
+    return _crop(canvas, window)
+
+
+def _spatial_axes(ndim: int, window: Window) -> tuple[int, ...]:
+    return tuple(range(ndim - len(window.kernel), ndim))
+
+
+def _per_channel(v: Array, ndim: int) -> Array:
+    """A ``(C,)`` vector shaped to broadcast over axis 1 of a rank-``ndim`` channel-first array."""
+    return v.reshape((v.shape[0], *(1,) * (ndim - 2)))
+
+
+# ------------------------------------------------------------------------- grouped contractions
+# Activations are viewed as (N, G, channels per group, *spatial), weights as (G, ., ., *kernel).
+
+
+def _grouped(a: Array, groups: int) -> Array:
+    return a.reshape((a.shape[0], groups, a.shape[1] // groups, *a.shape[2:]))
+
+
+def _gather_contract(src: Array, wt: Array, window: Window) -> Array:
+    """``out[n,g,b,o] = sum_{a, k} wt[g,b,a,k] * src[n,g,a,o*stride + k*dilation]``.
+
+    src ``(N, G, A, *padded)``, wt ``(G, B, A, *kernel)``, result ``(N, G, B, *output)``; the sum is
+    a left fold over ``(a, k)`` in row-major order.
+    """
+    nd = len(window.kernel)
+
+    def terms() -> Iterator[Array]:
+        for a in range(src.shape[2]):
+            for offset in _taps(window):
+                at: Index = (slice(None), slice(None), a, *offset)
+                coefficient = wt[at]
+                yield src[:, :, a][_tap(window, offset)][:, :, None] * coefficient.reshape(
+                    (1, *coefficient.shape, *(1,) * nd)
+                )
+
+    return _left_fold(terms())
+
+
+def _scatter_contract(src: Array, wt: Array, window: Window) -> Array:
+    """Adjoint of :func:`_gather_contract` in its first argument, on the padded canvas.
+
+    ``canvas[n,g,b,o*stride + k*dilation] += wt[g,a,b,k] * src[n,g,a,o]`` for ``(a, k)`` in
+    row-major order (each canvas element receives its terms in that order, after a zero start).
+    src ``(N, G, A, *output)``, wt ``(G, A, B, *kernel)``, result ``(N, G, B, *padded)``.
+    """
+    nd = len(window.kernel)
+    canvas = np.zeros((src.shape[0], src.shape[1], wt.shape[2], *window.padded), dtype=src.dtype)
+    for a in range(src.shape[2]):
+        for offset in _taps(window):
+            at: Index = (slice(None), a, slice(None), *offset)
+            coefficient = wt[at]
+            canvas[_tap(window, offset)] += src[:, :, a, None] * coefficient.reshape(
+                (1, *coefficient.shape, *(1,) * nd)
+            )
+    return canvas
+
+
+def _weight_contract(src: Array, gout: Array, window: Window) -> Array:
+    """``dw[g,a,b,k] = sum_{n, o} src[n,g,a,o*stride + k*dilation] * gout[n,g,b,o]``.
+
+    src ``(N, G, A, *padded)``, gout ``(N, G, B, *output)``, result ``(G, A, B, *kernel)``; the sum
+    is a left fold over ``(n, o)`` in row-major order.
+    """
+    groups, a_size, b_size = src.shape[1], src.shape[2], gout.shape[2]
+    result = np.empty((groups, a_size, b_size, *window.kernel), dtype=src.dtype)
+    summed = (0, *_spatial_axes(gout.ndim, window))
+    for a in range(a_size):
+        for offset in _taps(window):
+            product = src[:, :, a][_tap(window, offset)][:, :, None] * gout
+            at: Index = (slice(None), a, slice(None), *offset)
+            result[at] = fold_sum_axes(product, summed)
+    return result
+
+
+def _bias_grad(g: Array, b: Array | None) -> Array | None:
+    return None if b is None else fold_sum_axes(g, (0, *range(2, g.ndim)))
+
+
+# ----------------------------------------------------------------------------------------- conv
+
+
+def conv(
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Array:
+    """N-d convolution (cross-correlation), ``torch.nn.functional.conv1d/2d/3d`` semantics.
+
+    x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_out, C_in/groups, *kernel)``,
+    b ``(C_out,)`` or None, one dtype (float32/float64); stride/padding/dilation an int or one
+    per axis; zero padding.  Returns ``(N, C_out, *out)`` with
+    ``out = (n + 2*padding - dilation*(kernel-1) - 1) // stride + 1``, each entry a left fold over
+    ``(C_in/groups, *kernel)`` plus the bias.  Raises GuardError (:func:`check_conv`).
+    """
+    window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    c_out = w.shape[0]
+    wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
+    out = _gather_contract(_grouped(_pad(x, window), groups), wt, window)
+    out = out.reshape((x.shape[0], c_out, *window.output))
+    return out if b is None else out + _per_channel(b, out.ndim)
+
+
+def conv_vjp(
+    g: Array,
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    out: Array,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> tuple[Array, Array, Array | None]:
+    """VJP of :func:`conv`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
+
+    dx is the transpose convolution of g (left fold over ``(kernel offset, C_out/groups)``
+    contributions per input element), dw a left fold over ``(N, *out)`` per weight entry, db a
+    left fold over ``(N, *out)``; None for an absent b.  Raises GuardError.
+    """
+    window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    c_out = w.shape[0]
+    check_cotangent("conv", g, (x.shape[0], c_out, *window.output), x.dtype)
+    gg = _grouped(g, groups)
+    wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
+    canvas = _scatter_contract(gg, wt, window).reshape((x.shape[0], x.shape[1], *window.padded))
+    dw = _weight_contract(_grouped(_pad(x, window), groups), gg, window)
+    return _crop(canvas, window), dw.swapaxes(1, 2).reshape(w.shape), _bias_grad(g, b)
+
+
+def conv_transpose(
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    output_padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Array:
+    """N-d transpose convolution, ``torch.nn.functional.conv_transpose1d/2d/3d`` semantics.
+
+    x ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None, one
+    dtype.  Returns ``(N, C_out, *out)`` with ``out = (n-1)*stride - 2*padding +
+    dilation*(kernel-1) + output_padding + 1``; each entry is a left fold over the contributing
+    ``(C_in/groups, *kernel)`` terms in row-major order, plus the bias.
+    Raises GuardError (:func:`check_conv_transpose`).
+    """
+    window = check_conv_transpose(
+        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+        groups=groups,
+    )
+    c_out = w.shape[1] * groups
+    wt = w.reshape((groups, w.shape[0] // groups, *w.shape[1:]))
+    canvas = _scatter_contract(_grouped(x, groups), wt, window)
+    out = _crop(canvas.reshape((x.shape[0], c_out, *window.padded)), window)
+    return out if b is None else out + _per_channel(b, out.ndim)
+
+
+def conv_transpose_vjp(
+    g: Array,
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    out: Array,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    output_padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> tuple[Array, Array, Array | None]:
+    """VJP of :func:`conv_transpose`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
+
+    dx is the convolution of the zero-padded g (left fold over ``(C_out/groups, *kernel)``),
+    dw and db left folds over the batch and spatial positions; db None for an absent b.
+    Raises GuardError.
+    """
+    window = check_conv_transpose(
+        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+        groups=groups,
+    )
+    c_out = w.shape[1] * groups
+    check_cotangent("conv_transpose", g, (x.shape[0], c_out, *window.input), x.dtype)
+    gp = _grouped(_pad(g, window), groups)
+    wt = w.reshape((groups, w.shape[0] // groups, *w.shape[1:]))
+    dx = _gather_contract(gp, wt, window).reshape(x.shape)
+    dw = _weight_contract(gp, _grouped(x, groups), window)
+    return dx, dw.swapaxes(1, 2).reshape(w.shape), _bias_grad(g, b)
+
+
+# ---------------------------------------------------------------------------------------- pools
+
+
+def _max_select(x: Array, window: Window) -> tuple[Array, Array]:
+    """Window maxima and the row-major tap number that supplied each.
+
+    PyTorch's CPU rule, scanned in window order: the first input element starts the scan, a
+    later one replaces the current one when it is greater or NaN (ties keep the first maximum,
+    NaN propagates).  Padding is never selected (the guard ensures every window reads input).
+    """
+    padded = _pad(x, window, -np.inf)
+    shape = (*x.shape[:2], *window.output)
+    best = np.full(shape, -np.inf, dtype=x.dtype)
+    index = np.full(shape, -1, dtype=np.int64)
+    for number, offset in enumerate(_taps(window)):
+        value = padded[_tap(window, offset)]
+        take = _real_positions(window, offset) & ((value > best) | np.isnan(value) | (index < 0))
+        best = np.where(take, value, best)
+        index = np.where(take, number, index)
+    return best, index
+
+
+def max_pool(
+    x: Array,
+    *,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+) -> Array:
+    """N-d max pooling, ``torch.nn.functional.max_pool1d/2d/3d`` semantics (floor mode).
+
+    x ``(N, C, *spatial)`` float32/float64 with 1-3 spatial axes; stride defaults to kernel_size;
+    padding is never selected (an input of -inf still is).  Returns ``(N, C, *out)`` (output
+    sizes as :func:`conv`).  Raises GuardError (:func:`check_max_pool`).
+    """
+    window = check_max_pool(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+    return _max_select(x, window)[0]
+
+
+def max_pool_vjp(
+    g: Array,
+    x: Array,
+    *,
+    out: Array,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+) -> tuple[Array]:
+    """VJP of :func:`max_pool`: ``(dx,)``, each g entry routed to the element its window selected
+    (first maximum in window order); overlapping windows accumulate in kernel-offset order.
+    Raises GuardError."""
+    window = check_max_pool(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+    check_cotangent("max_pool", g, (*x.shape[:2], *window.output), x.dtype)
+    index = _max_select(x, window)[1]
+    zero = _scalar(0, x)
+    parts = (np.where(index == number, g, zero) for number in range(math.prod(window.kernel)))
+    return (_scatter_taps(window, x.shape[:2], x.dtype, parts),)
+
+
+def avg_pool(
+    x: Array, *, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
+) -> Array:
+    """N-d average pooling, ``torch.nn.functional.avg_pool1d/2d/3d`` with
+    ``count_include_pad=True`` (zero padding counts in the divisor, anchor-runtime.md §4.3).
+
+    x ``(N, C, *spatial)`` float32/float64; returns ``(N, C, *out)``: the left fold of each window
+    in kernel-offset order divided by ``prod(kernel_size)``.  Raises GuardError.
+    """
+    window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
+    padded = _pad(x, window)
+    total = _left_fold(padded[_tap(window, offset)] for offset in _taps(window))
+    mean: Array = total / _scalar(math.prod(window.kernel), x)
+    return mean
+
+
+def avg_pool_vjp(
+    g: Array,
+    x: Array,
+    *,
+    out: Array,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> tuple[Array]:
+    """VJP of :func:`avg_pool`: ``(dx,)``, ``g / prod(kernel_size)`` spread over each window.
+    Raises GuardError."""
+    window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
+    check_cotangent("avg_pool", g, (*x.shape[:2], *window.output), x.dtype)
+    share = g / _scalar(math.prod(window.kernel), x)
+    return (_scatter_taps(window, x.shape[:2], x.dtype, itertools.repeat(share, math.prod(window.kernel))),)
+
+
+def _smooth_terms(x: Array, window: Window, beta: float) -> tuple[Array, list[Array], Array]:
+    """Shift (window max for beta > 0, min for beta < 0), the terms ``exp(beta*(v - shift))`` per
+    tap (0 at padding) and their left-fold sum (>= 1: the shift element contributes 1)."""
+    b = _scalar(beta, x)
+    padded = _pad(x, window, -np.inf if beta > 0 else np.inf)
+    views = [padded[_tap(window, offset)] for offset in _taps(window)]
+    extreme = np.maximum if beta > 0 else np.minimum
+    shift = views[0]
+    for view in views[1:]:
+        shift = extreme(shift, view)
+    terms = [np.exp(b * (view - shift)) for view in views]
+    return shift, terms, _left_fold(terms)
+
+
+def smooth_max_pool(
+    x: Array,
+    *,
+    beta: float,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Array:
+    """Smooth max pooling: ``(1/beta) * log(sum(exp(beta * window)))`` over each window.
+
+    Computed stably as ``shift + log(sum exp(beta*(v - shift))) / beta`` with the window max
+    (beta > 0) or min (beta < 0) as shift, so large inputs do not overflow.  Padding is left out
+    of the window (as -inf*sign(beta)).  x ``(N, C, *spatial)`` float32/float64; beta finite and
+    nonzero; stride defaults to kernel_size.  Returns ``(N, C, *out)``.  Source: the
+    ``reference.smooth_max_pool`` capsule (anchor-backend.md §4.2).
+    Raises GuardError (:func:`check_smooth_max_pool`).
+    """
+    window = check_smooth_max_pool(x, beta=beta, kernel_size=kernel_size, stride=stride, padding=padding)
+    shift, _, total = _smooth_terms(x, window, beta)
+    result: Array = shift + np.log(total) / _scalar(beta, x)
+    return result
+
+
+def smooth_max_pool_vjp(
+    g: Array,
+    x: Array,
+    *,
+    out: Array,
+    beta: float,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> tuple[Array]:
+    """VJP of :func:`smooth_max_pool`: ``(dx,)``, g spread over each window with the weights
+    ``softmax(beta * window)``.  Raises GuardError."""
+    window = check_smooth_max_pool(x, beta=beta, kernel_size=kernel_size, stride=stride, padding=padding)
+    check_cotangent("smooth_max_pool", g, (*x.shape[:2], *window.output), x.dtype)
+    _, terms, total = _smooth_terms(x, window, beta)
+    return (_scatter_taps(window, x.shape[:2], x.dtype, (g * (term / total) for term in terms)),)
+
+
+# ------------------------------------------------------------------------------- normalisation
+
+
+def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Array]:
+    """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd)."""
+    count = _scalar(math.prod(x.shape[a] for a in axes), x)
+    centred = x - fold_sum_axes(x, axes, keepdims=True) / count
+    var = fold_sum_axes(centred * centred, axes, keepdims=True) / count
+    rstd = 1 / np.sqrt(var + _scalar(eps, x))
+    return centred * rstd, rstd
+
+
+def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]) -> Array:
+    """Cotangent of x given the cotangent of ``xhat`` from :func:`_normalize`."""
+    count = _scalar(math.prod(xhat.shape[a] for a in axes), xhat)
+    total = fold_sum_axes(dxhat, axes, keepdims=True)
+    projection = fold_sum_axes(dxhat * xhat, axes, keepdims=True)
+    dx: Array = (rstd / count) * (count * dxhat - total - xhat * projection)
+    return dx
+
+
+def layer_norm(
+    x: Array,
+    weight: Array | None = None,
+    bias: Array | None = None,
+    *,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> Array:
+    """Layer normalisation over the trailing ``normalized_ndim`` axes,
+    ``torch.nn.functional.layer_norm`` semantics (biased variance, ``1/sqrt(var + eps)``).
+
+    x float32/float64 of any rank >= normalized_ndim; weight and bias None or of shape
+    ``x.shape[-normalized_ndim:]``.  Returns an array of x's shape.  Mean and variance are left
+    folds over the normalised elements in row-major order.
+    Raises GuardError (:func:`check_layer_norm`).
+    """
+    axes = check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
+    y = _normalize(x, axes, eps)[0]
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+def layer_norm_vjp(
+    g: Array,
+    x: Array,
+    weight: Array | None = None,
+    bias: Array | None = None,
+    *,
+    out: Array,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> tuple[Array, Array | None, Array | None]:
+    """VJP of :func:`layer_norm`: ``(dx, dweight, dbias)`` (None for an absent weight or bias);
+    dweight and dbias are left folds over the leading axes.  Raises GuardError."""
+    axes = check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
+    check_cotangent("layer_norm", g, x.shape, x.dtype)
+    xhat, rstd = _normalize(x, axes, eps)
+    dx = _normalize_vjp(g if weight is None else g * weight, xhat, rstd, axes)
+    leading = tuple(range(x.ndim - normalized_ndim))
+    dweight = None if weight is None else fold_sum_axes(g * xhat, leading)
+    dbias = None if bias is None else fold_sum_axes(g, leading)
+    return dx, dweight, dbias
+
+
+def _batch_xhat(
+    x: Array,
+    axes: tuple[int, ...],
+    running_mean: Array | None,
+    running_var: Array | None,
+    *,
+    training: bool,
+    eps: float,
+) -> tuple[Array, Array]:
+    """``(xhat, rstd)`` from batch statistics (training) or the running statistics (eval)."""
+    if training:
+        return _normalize(x, axes, eps)
+    assert running_mean is not None and running_var is not None  # check_batch_norm refuses None in eval
+    rstd = _per_channel(1 / np.sqrt(running_var + _scalar(eps, x)), x.ndim)
+    return (x - _per_channel(running_mean, x.ndim)) * rstd, rstd
+
+
+def batch_norm(
+    x: Array,
+    weight: Array | None,
+    bias: Array | None,
+    running_mean: Array | None,
+    running_var: Array | None,
+    *,
+    training: bool,
+    eps: float = 1e-5,
+) -> Array:
+    """Batch normalisation over axis 1 of x ``(N, C, *spatial)``, ``torch.nn.functional.batch_norm``.
+
+    training=True normalises with the batch mean and biased variance (left folds over
+    ``(N, *spatial)`` per channel) and does not read the running statistics; their update is
+    :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
+    weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
+    of x's shape.  Raises GuardError (:func:`check_batch_norm`).
+    """
+    axes = check_batch_norm(x, weight, bias, running_mean, running_var, training=training, eps=eps)
+    y = _batch_xhat(x, axes, running_mean, running_var, training=training, eps=eps)[0]
+    if weight is not None:
+        y = y * _per_channel(weight, x.ndim)
+    return y if bias is None else y + _per_channel(bias, x.ndim)
+
+
+def batch_norm_vjp(
+    g: Array,
+    x: Array,
+    weight: Array | None,
+    bias: Array | None,
+    running_mean: Array | None,
+    running_var: Array | None,
+    *,
+    out: Array,
+    training: bool,
+    eps: float = 1e-5,
+) -> tuple[Array, Array | None, Array | None, None, None]:
+    """VJP of :func:`batch_norm`: ``(dx, dweight, dbias, None, None)``; the running statistics are
+    buffers, not differentiated.  In training, dx includes the paths through the batch mean and
+    variance.  Raises GuardError."""
+    axes = check_batch_norm(x, weight, bias, running_mean, running_var, training=training, eps=eps)
+    check_cotangent("batch_norm", g, x.shape, x.dtype)
+    xhat, rstd = _batch_xhat(x, axes, running_mean, running_var, training=training, eps=eps)
+    dxhat = g if weight is None else g * _per_channel(weight, x.ndim)
+    dx = _normalize_vjp(dxhat, xhat, rstd, axes) if training else dxhat * rstd
+    dweight = None if weight is None else fold_sum_axes(g * xhat, axes)
+    dbias = None if bias is None else fold_sum_axes(g, axes)
+    return dx, dweight, dbias, None, None
+
+
+def batch_norm_running_stats(
+    x: Array, running_mean: Array, running_var: Array, *, momentum: float = 0.1
+) -> tuple[Array, Array]:
+    """Updated running statistics after a training-mode :func:`batch_norm` step, as PyTorch:
+    ``(1 - momentum) * running + momentum * batch`` with the batch mean and the *unbiased* batch
+    variance (left folds over ``(N, *spatial)``, divided by ``count - 1``).
+
+    x ``(N, C, *spatial)``, running_mean and running_var ``(C,)`` in x's dtype; returns new
+    ``(mean, var)`` arrays (the inputs are not modified).
+    Raises GuardError (:func:`check_batch_norm_running_stats`).
+    """
+    axes = check_batch_norm_running_stats(x, running_mean, running_var, momentum=momentum)
+    count = math.prod(x.shape[a] for a in axes)
+    mean = fold_sum_axes(x, axes, keepdims=True) / _scalar(count, x)
+    centred = x - mean
+    var = fold_sum_axes(centred * centred, axes) / _scalar(count - 1, x)
+    m = _scalar(momentum, x)
+    keep = 1 - m
+    return keep * running_mean + m * mean.reshape(running_mean.shape), keep * running_var + m * var

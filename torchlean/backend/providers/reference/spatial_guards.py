@@ -1,0 +1,492 @@
+"""Runtime guards of the seven channel-first ``reference`` ops (the capsules' ``runtimeGuard`` evidence).
+
+``layer_norm``, ``batch_norm``, ``conv``, ``conv_transpose``, ``max_pool``, ``smooth_max_pool`` and
+``avg_pool`` in :mod:`torchlean.backend.providers.reference.spatial` call their ``check_<op_label>``
+here before computing anything (their VJPs call it too, then check the cotangent).  A guard
+refuses bad input with :class:`~torchlean.backend.errors.GuardError`; the message starts with the
+op label, names the offending value and says what is accepted.  Refused: arrays that are not
+numpy float32/float64 arrays, dtype mismatches between operands, empty arrays, wrong ranks (x is
+``(N, C, *spatial)`` with 1 to 3 spatial axes), channel counts that ``groups`` does not divide,
+window parameters out of range (stride < 1, padding < 0, dilation < 1, output_padding not below
+stride or dilation, pool padding above half the kernel), kernels larger than the padded input,
+pool windows that read padding only, element counts that overflow int64 (computed with Python
+ints), non-finite or zero smooth-max ``beta``, and out-of-range ``eps``/``momentum``.
+
+The window guards return a :class:`Window`, the validated per-axis geometry the kernel uses.
+
+Source: PyTorch's ``torch.nn.functional`` conv/conv_transpose/pool/norm argument rules (the
+behaviour mirrored) and the channel-first window contract of anchor-runtime.md §4.3.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference._fold import Array
+from torchlean.backend.providers.reference.guards import check_canonical_layout, check_numel
+
+IntOrTuple = int | Sequence[int]
+"""A window parameter: one int for every spatial axis, or one int per spatial axis."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Validated geometry of a sliding window over the spatial axes of a channel-first array.
+
+    Tap ``k`` (a kernel offset) of output position ``o`` reads padded position
+    ``o * stride + k * dilation`` along each axis.  ``input`` is the unpadded spatial extent the
+    window slides over and ``output`` the extent of window positions.  For ``conv_transpose`` this
+    is the window of the convolution whose adjoint it computes: ``input`` is the transpose
+    convolution's output extent and ``output`` its input extent.
+    """
+
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    input: tuple[int, ...]
+    output: tuple[int, ...]
+
+    @property
+    def padded(self) -> tuple[int, ...]:
+        """Spatial extent after zero padding on both sides: ``input + 2 * padding``."""
+        return tuple(n + 2 * p for n, p in zip(self.input, self.padding, strict=True))
+
+
+def _fail(op: str, message: str) -> GuardError:
+    return GuardError(f"{op}: {message}")
+
+
+def _array(op: str, name: str, value: object) -> Array:
+    arr = check_canonical_layout(value, op=op, name=name)
+    if arr.size == 0:
+        raise _fail(op, f"{name} has shape {arr.shape} with an empty axis (accepted: every axis >= 1)")
+    return arr
+
+
+def _same_dtype(op: str, name: str, arr: Array, x: Array) -> None:
+    if arr.dtype != x.dtype:
+        raise _fail(
+            op,
+            f"{name} has dtype {arr.dtype} but x has dtype {x.dtype} (accepted: every operand in "
+            "x's dtype; reference kernels do not promote)",
+        )
+
+
+def _operand(op: str, name: str, value: object, x: Array, shape: tuple[int, ...]) -> Array:
+    """An array operand that must have x's dtype and exactly ``shape``."""
+    arr = _array(op, name, value)
+    _same_dtype(op, name, arr, x)
+    if arr.shape != shape:
+        raise _fail(op, f"{name} has shape {arr.shape} (accepted: {shape})")
+    return arr
+
+
+def _weight(op: str, w: object, x: Array, layout: str) -> Array:
+    arr = _array(op, "w", w)
+    _same_dtype(op, "w", arr, x)
+    if arr.ndim != x.ndim:
+        raise _fail(
+            op,
+            f"w has rank {arr.ndim} with shape {arr.shape} (accepted: rank {x.ndim}, {layout} "
+            f"to match x of shape {x.shape})",
+        )
+    return arr
+
+
+def _channel_first(op: str, x: object) -> Array:
+    arr = _array(op, "x", x)
+    if not 3 <= arr.ndim <= 5:
+        raise _fail(
+            op,
+            f"x has rank {arr.ndim} with shape {arr.shape} (accepted: rank 3, 4 or 5, "
+            "i.e. (N, C, *spatial) with 1 to 3 spatial axes)",
+        )
+    return arr
+
+
+def _as_int(value: object) -> int | None:
+    """``value`` as an int when it is an integer (bool excluded), else None."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def _int_param(op: str, name: str, value: object, minimum: int) -> int:
+    result = _as_int(value)
+    if result is None:
+        raise _fail(op, f"{name} must be an int, got {name}={value!r}")
+    if result < minimum:
+        raise _fail(op, f"{name}={result} is out of range (accepted: {name} >= {minimum})")
+    return result
+
+
+def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple[int, ...]:
+    """Normalise an int-or-sequence window parameter to one int per spatial axis."""
+    single = _as_int(value)
+    if single is not None:
+        items: list[int | None] = [single] * nd
+    elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == nd:
+        items = [_as_int(v) for v in value]
+    else:
+        raise _fail(
+            op,
+            f"{name}={value!r} is not accepted (accepted: an int or a sequence of {nd} ints, "
+            "one per spatial axis)",
+        )
+    result = tuple(v for v in items if v is not None)
+    if len(result) != nd:
+        raise _fail(op, f"{name}={value!r} has a non-integer entry (accepted: ints >= {minimum})")
+    if any(v < minimum for v in result):
+        raise _fail(
+            op, f"{name}={value!r} is out of range (accepted: {name} >= {minimum} on every spatial axis)"
+        )
+    return result
+
+
+def _real_param(op: str, name: str, value: object, dtype: np.dtype[np.generic]) -> float:
+    """A real scalar parameter that is finite once cast to the kernel dtype."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(op, f"{name} must be a real number, got {name}={value!r}")
+    with np.errstate(over="ignore"):
+        cast = float(np.asarray(value).astype(dtype))
+    if not math.isfinite(cast):
+        raise _fail(op, f"{name}={value!r} is not finite in {dtype} (accepted: a finite real number)")
+    return cast
+
+
+def _eps(op: str, eps: object, dtype: np.dtype[np.generic]) -> None:
+    if _real_param(op, "eps", eps, dtype) < 0.0:
+        raise _fail(op, f"eps={eps!r} is negative (accepted: a finite eps >= 0)")
+
+
+def _slide(
+    op: str,
+    x: Array,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+) -> Window:
+    """The window of a forward convolution/pool over x's spatial axes (floor output sizes)."""
+    spatial = tuple(x.shape[2:])
+    check_numel(op, (*x.shape[:2], *(n + 2 * p for n, p in zip(spatial, padding, strict=True))),
+                "padded input shape")
+    output = []
+    for axis, (n, k, s, p, d) in enumerate(zip(spatial, kernel, stride, padding, dilation, strict=True)):
+        effective = d * (k - 1) + 1
+        if effective > n + 2 * p:
+            raise _fail(
+                op,
+                f"effective kernel size {effective} (dilation*(kernel-1)+1) exceeds the padded input "
+                f"size {n + 2 * p} (input {n} + 2*padding {p}) on spatial axis {axis}, so the output "
+                "would be empty (accepted: effective kernel size <= padded input size)",
+            )
+        output.append((n + 2 * p - effective) // s + 1)
+    return Window(kernel, stride, padding, dilation, spatial, tuple(output))
+
+
+def _groups(op: str, groups: object, c_in: int) -> int:
+    g = _int_param(op, "groups", groups, 1)
+    if c_in % g:
+        raise _fail(
+            op, f"groups={g} does not divide the input channels C_in={c_in} (accepted: a divisor of C_in)"
+        )
+    return g
+
+
+def _bias(op: str, b: object, x: Array, c_out: int) -> None:
+    if b is not None:
+        _operand(op, "b", b, x, (c_out,))
+
+
+def check_conv(
+    x: object,
+    w: object,
+    b: object = None,
+    *,
+    stride: object = 1,
+    padding: object = 0,
+    dilation: object = 1,
+    groups: object = 1,
+) -> Window:
+    """Guard of ``conv`` (``torch.nn.functional.conv1d/2d/3d`` argument rules).
+
+    Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_out, C_in/groups, *kernel)``
+    of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in and
+    C_out; stride >= 1, padding >= 0, dilation >= 1 (int or one per axis); effective kernel no
+    larger than the padded input; padded input and output element counts within int64.
+    Returns the :class:`Window`.  Raises :class:`GuardError`.
+    """
+    op = "conv"
+    xs = _channel_first(op, x)
+    ws = _weight(op, w, xs, "(C_out, C_in/groups, *kernel)")
+    g = _groups(op, groups, xs.shape[1])
+    c_out = ws.shape[0]
+    if c_out % g:
+        raise _fail(
+            op, f"groups={g} does not divide the output channels C_out={c_out} (accepted: a divisor of C_out)"
+        )
+    if ws.shape[1] != xs.shape[1] // g:
+        raise _fail(
+            op,
+            f"w.shape[1]={ws.shape[1]} does not match C_in/groups={xs.shape[1] // g} "
+            "(accepted: w of shape (C_out, C_in/groups, *kernel))",
+        )
+    _bias(op, b, xs, c_out)
+    nd = xs.ndim - 2
+    window = _slide(
+        op,
+        xs,
+        tuple(ws.shape[2:]),
+        _per_axis(op, "stride", stride, nd, 1),
+        _per_axis(op, "padding", padding, nd, 0),
+        _per_axis(op, "dilation", dilation, nd, 1),
+    )
+    check_numel(op, (xs.shape[0], c_out, *window.output), "output shape")
+    return window
+
+
+def check_conv_transpose(
+    x: object,
+    w: object,
+    b: object = None,
+    *,
+    stride: object = 1,
+    padding: object = 0,
+    output_padding: object = 0,
+    dilation: object = 1,
+    groups: object = 1,
+) -> Window:
+    """Guard of ``conv_transpose`` (``torch.nn.functional.conv_transpose1d/2d/3d`` rules).
+
+    Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_in, C_out/groups, *kernel)``
+    of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in;
+    stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``;
+    a non-empty output ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``;
+    element counts within int64.  Returns the :class:`Window` of the adjoint convolution
+    (``input`` = this op's output extent, ``output`` = x's spatial extent).
+    Raises :class:`GuardError`.
+    """
+    op = "conv_transpose"
+    xs = _channel_first(op, x)
+    ws = _weight(op, w, xs, "(C_in, C_out/groups, *kernel)")
+    if ws.shape[0] != xs.shape[1]:
+        raise _fail(
+            op,
+            f"w.shape[0]={ws.shape[0]} does not match the input channels C_in={xs.shape[1]} "
+            "(accepted: w of shape (C_in, C_out/groups, *kernel))",
+        )
+    g = _groups(op, groups, xs.shape[1])
+    c_out = ws.shape[1] * g
+    _bias(op, b, xs, c_out)
+    nd = xs.ndim - 2
+    kernel = tuple(ws.shape[2:])
+    stride_t = _per_axis(op, "stride", stride, nd, 1)
+    padding_t = _per_axis(op, "padding", padding, nd, 0)
+    extra = _per_axis(op, "output_padding", output_padding, nd, 0)
+    dilation_t = _per_axis(op, "dilation", dilation, nd, 1)
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride_t, dilation_t, strict=True)):
+        raise _fail(
+            op,
+            f"output_padding={output_padding!r} is out of range for stride={stride!r} and "
+            f"dilation={dilation!r} (accepted: output_padding < max(stride, dilation) on every axis)",
+        )
+    output = []
+    for axis, (n, k, s, p, e, d) in enumerate(
+        zip(xs.shape[2:], kernel, stride_t, padding_t, extra, dilation_t, strict=True)
+    ):
+        size = (n - 1) * s - 2 * p + d * (k - 1) + e + 1
+        if size < 1:
+            raise _fail(
+                op,
+                f"output size {size} on spatial axis {axis} is empty: (input {n} - 1)*stride {s} "
+                f"- 2*padding {p} + dilation {d}*(kernel {k} - 1) + output_padding {e} + 1 "
+                "(accepted: output size >= 1)",
+            )
+        output.append(size)
+    window = Window(kernel, stride_t, padding_t, dilation_t, tuple(output), tuple(xs.shape[2:]))
+    check_numel(op, (xs.shape[0], c_out, *window.padded), "padded output shape")
+    check_numel(op, (xs.shape[0], c_out, *window.input), "output shape")
+    return window
+
+
+def _pool(
+    op: str, x: object, kernel_size: object, stride: object, padding: object, dilation: object
+) -> tuple[Array, Window]:
+    xs = _channel_first(op, x)
+    nd = xs.ndim - 2
+    kernel = _per_axis(op, "kernel_size", kernel_size, nd, 1)
+    stride_t = kernel if stride is None else _per_axis(op, "stride", stride, nd, 1)
+    padding_t = _per_axis(op, "padding", padding, nd, 0)
+    if any(p > k // 2 for p, k in zip(padding_t, kernel, strict=True)):
+        raise _fail(
+            op,
+            f"padding={padding!r} is more than half of kernel_size={kernel_size!r} "
+            "(accepted: padding <= kernel_size // 2 on every spatial axis, as PyTorch pools)",
+        )
+    window = _slide(op, xs, kernel, stride_t, padding_t, _per_axis(op, "dilation", dilation, nd, 1))
+    _every_window_reads_input(op, window)
+    check_numel(op, (*xs.shape[:2], *window.output), "output shape")
+    return xs, window
+
+
+def _every_window_reads_input(op: str, window: Window) -> None:
+    """Refuse a geometry with a window made of padding only (PyTorch's max_pool backward writes
+    outside the input there).  With padding <= kernel // 2 this needs dilation > input size, so
+    only such axes (which then have at most a few windows) are scanned."""
+    for axis, (n, k, s, p, d, size) in enumerate(
+        zip(window.input, window.kernel, window.stride, window.padding, window.dilation, window.output, strict=True)
+    ):
+        if d <= n:
+            continue
+        for o in range(size):
+            if not any(0 <= o * s + t * d - p < n for t in range(k)):
+                raise _fail(
+                    op,
+                    f"window {o} on spatial axis {axis} covers only padding (input size {n}, kernel {k}, "
+                    f"dilation {d}, padding {p}) (accepted: geometries where every window reads an input "
+                    "element)",
+                )
+
+
+def check_max_pool(
+    x: object, *, kernel_size: object, stride: object = None, padding: object = 0, dilation: object = 1
+) -> Window:
+    """Guard of ``max_pool`` (``torch.nn.functional.max_pool1d/2d/3d`` rules, floor mode).
+
+    Accepted: x ``(N, C, *spatial)`` float32/float64 with 1-3 spatial axes; kernel_size >= 1,
+    stride >= 1 (None = kernel_size), dilation >= 1, ``0 <= padding <= kernel_size // 2`` (int or
+    one per axis); effective kernel no larger than the padded input; every window reading at
+    least one input element; counts within int64.  Returns the :class:`Window`.
+    Raises :class:`GuardError`.
+    """
+    return _pool("max_pool", x, kernel_size, stride, padding, dilation)[1]
+
+
+def check_avg_pool(x: object, *, kernel_size: object, stride: object = None, padding: object = 0) -> Window:
+    """Guard of ``avg_pool`` (``torch.nn.functional.avg_pool1d/2d/3d`` rules, floor mode).
+
+    Accepted as :func:`check_max_pool` without dilation.  Returns the :class:`Window`.
+    Raises :class:`GuardError`.
+    """
+    return _pool("avg_pool", x, kernel_size, stride, padding, 1)[1]
+
+
+def check_smooth_max_pool(
+    x: object, *, beta: object, kernel_size: object, stride: object = None, padding: object = 0
+) -> Window:
+    """Guard of ``smooth_max_pool``: the window rules of :func:`check_avg_pool` plus ``beta``
+    real, finite and nonzero in x's dtype.  Returns the :class:`Window`.  Raises :class:`GuardError`.
+    """
+    op = "smooth_max_pool"
+    xs, window = _pool(op, x, kernel_size, stride, padding, 1)
+    if _real_param(op, "beta", beta, xs.dtype) == 0.0:
+        raise _fail(op, f"beta={beta!r} is zero in {xs.dtype} (accepted: a finite nonzero beta)")
+    return window
+
+
+def check_layer_norm(
+    x: object, weight: object = None, bias: object = None, *, normalized_ndim: object = 1, eps: object = 1e-5
+) -> tuple[int, ...]:
+    """Guard of ``layer_norm`` (``torch.nn.functional.layer_norm`` rules).
+
+    Accepted: x float32/float64 of rank >= 1 without empty axes; ``1 <= normalized_ndim <= x.ndim``;
+    weight and bias None or of shape ``x.shape[-normalized_ndim:]`` in x's dtype; eps finite >= 0.
+    Returns the normalised axes (the trailing ``normalized_ndim`` axes).  Raises :class:`GuardError`.
+    """
+    op = "layer_norm"
+    xs = _array(op, "x", x)
+    k = _as_int(normalized_ndim)
+    if k is None or not 1 <= k <= xs.ndim:
+        raise _fail(
+            op,
+            f"normalized_ndim={normalized_ndim!r} is out of range for x of shape {xs.shape} "
+            f"(accepted: an int in [1, {xs.ndim}])",
+        )
+    axes = tuple(range(xs.ndim - k, xs.ndim))
+    affine_shape = tuple(xs.shape[a] for a in axes)
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None:
+            _operand(op, name, value, xs, affine_shape)
+    _eps(op, eps, xs.dtype)
+    return axes
+
+
+def _batch_channels(op: str, x: object, stats: Sequence[tuple[str, object]]) -> Array:
+    xs = _array(op, "x", x)
+    if xs.ndim < 2:
+        raise _fail(op, f"x has rank {xs.ndim} with shape {xs.shape} (accepted: rank >= 2, (N, C, *spatial))")
+    for name, value in stats:
+        if value is not None:
+            _operand(op, name, value, xs, (xs.shape[1],))
+    return xs
+
+
+def _batch_count(op: str, xs: Array) -> None:
+    count = xs.size // xs.shape[1]
+    if count < 2:
+        raise _fail(
+            op,
+            f"batch statistics of x with shape {xs.shape} have {count} value per channel "
+            "(accepted: N * prod(spatial) >= 2 values per channel, as PyTorch in training)",
+        )
+
+
+def check_batch_norm(
+    x: object,
+    weight: object,
+    bias: object,
+    running_mean: object,
+    running_var: object,
+    *,
+    training: object,
+    eps: object = 1e-5,
+) -> tuple[int, ...]:
+    """Guard of ``batch_norm`` (``torch.nn.functional.batch_norm`` rules, channel axis 1).
+
+    Accepted: x ``(N, C, *spatial)`` float32/float64 of rank >= 2 without empty axes; weight, bias,
+    running_mean, running_var None or ``(C,)`` in x's dtype; ``training`` a bool; in training at
+    least 2 values per channel; in eval both running statistics given; eps finite >= 0.
+    Returns the reduced axes ``(0, 2, 3, ...)``.  Raises :class:`GuardError`.
+    """
+    op = "batch_norm"
+    named = (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var))
+    xs = _batch_channels(op, x, named)
+    if not isinstance(training, bool):
+        raise _fail(op, f"training must be a bool, got training={training!r}")
+    if training:
+        _batch_count(op, xs)
+    elif running_mean is None or running_var is None:
+        raise _fail(
+            op,
+            f"eval mode (training=False) normalises with the running statistics, got "
+            f"running_mean={'None' if running_mean is None else 'array'}, "
+            f"running_var={'None' if running_var is None else 'array'} (accepted: both arrays of shape "
+            f"({xs.shape[1]},))",
+        )
+    _eps(op, eps, xs.dtype)
+    return (0, *range(2, xs.ndim))
+
+
+def check_batch_norm_running_stats(
+    x: object, running_mean: object, running_var: object, *, momentum: object = 0.1
+) -> tuple[int, ...]:
+    """Guard of ``batch_norm_running_stats``: x as :func:`check_batch_norm` in training, both
+    running statistics ``(C,)`` arrays in x's dtype, ``0 <= momentum <= 1``.
+    Returns the reduced axes.  Raises :class:`GuardError`.
+    """
+    op = "batch_norm"
+    if running_mean is None or running_var is None:
+        raise _fail(op, "the running-statistics update needs running_mean and running_var (accepted: arrays)")
+    xs = _batch_channels(op, x, (("running_mean", running_mean), ("running_var", running_var)))
+    _batch_count(op, xs)
+    if not 0.0 <= _real_param(op, "momentum", momentum, xs.dtype) <= 1.0:
+        raise _fail(op, f"momentum={momentum!r} is out of range (accepted: 0 <= momentum <= 1)")
+    return (0, *range(2, xs.ndim))

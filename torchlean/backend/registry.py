@@ -1,0 +1,106 @@
+"""Capsule modules, registry validation and the maintained catalog.
+
+Source: the seed chapter ("Kernel Capsules"); anchor-backend.md §1.18, §2.5. Capsules are
+collected in named :class:`CapsuleModule` s; the catalog is one flat list (module order, then
+local order) and that order decides ``auto`` selection and ``prefer`` fallback. Devices are
+filtered when a plan is made, not when a module is registered.
+
+The maintained modules (Generation B) are ``attention``, ``native-cuda``, ``reference``; the
+``libtorch`` module is opt-in. Provider data modules are imported lazily, because they import
+:class:`CapsuleModule` from here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.errors import PlanningError
+
+__all__ = [
+    "CapsuleModule",
+    "RegistryError",
+    "first_duplicate_capsule_name",
+    "first_duplicate_module_name",
+    "flatten",
+    "libtorch_module",
+    "maintained_modules",
+    "module_validation_error",
+    "validate_modules",
+]
+
+
+class RegistryError(PlanningError):
+    """The capsule modules of a profile are invalid (duplicate module name or capsule identity)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CapsuleModule:
+    """A named contribution of capsules to the registry (order of ``capsules`` is kept)."""
+
+    name: str
+    capsules: tuple[KernelCapsule, ...]
+
+
+def flatten(modules: Iterable[CapsuleModule]) -> tuple[KernelCapsule, ...]:
+    """The catalog: module capsule lists concatenated in module order."""
+    return tuple(capsule for module in modules for capsule in module.capsules)
+
+
+def first_duplicate_module_name(modules: Sequence[CapsuleModule]) -> str | None:
+    """The first module (in order) whose name occurs more than once, e.g. ``a`` for ``[a, b, b, a]``."""
+    counts = Counter(module.name for module in modules)
+    return next((module.name for module in modules if counts[module.name] > 1), None)
+
+
+def first_duplicate_capsule_name(capsules: Sequence[KernelCapsule]) -> str | None:
+    """The name of the first capsule whose ``(name, op, provider, device)`` occurs more than once."""
+    counts = Counter(capsule.identity for capsule in capsules)
+    return next((capsule.name for capsule in capsules if counts[capsule.identity] > 1), None)
+
+
+def module_validation_error(modules: Sequence[CapsuleModule]) -> str | None:
+    """The original's ``validateModules`` as a value: ``None`` (ok) or the verbatim message.
+
+    Module names are checked first, then capsule identities over the flattened catalog.
+    """
+    module_name = first_duplicate_module_name(modules)
+    if module_name is not None:
+        return f"duplicate backend capsule module `{module_name}`"
+    capsule_name = first_duplicate_capsule_name(flatten(modules))
+    if capsule_name is not None:
+        return f"duplicate backend capsule identity `{capsule_name}`"
+    return None
+
+
+def validate_modules(modules: Sequence[CapsuleModule]) -> None:
+    """Check module names and capsule identities.
+
+    Raises:
+        RegistryError: ``duplicate backend capsule module `{name}` `` or
+            ``duplicate backend capsule identity `{name}` ``.
+    """
+    message = module_validation_error(modules)
+    if message is not None:
+        raise RegistryError(message)
+
+
+@functools.cache
+def maintained_modules() -> tuple[CapsuleModule, ...]:
+    """``attention``, ``native-cuda``, ``reference``, in this order (93 capsules)."""
+    from torchlean.backend.providers import attention
+    from torchlean.backend.providers.native_cuda import capsules as native_cuda
+    from torchlean.backend.providers.reference import capsules as reference
+
+    return (attention.MODULE, native_cuda.MODULE, reference.MODULE)
+
+
+@functools.cache
+def libtorch_module() -> CapsuleModule:
+    """The opt-in ``libtorch`` module (``libtorch.sdpa_forward`` for cuda and for cpu)."""
+    from torchlean.backend.providers.libtorch import capsules as libtorch
+
+    return libtorch.MODULE

@@ -1,0 +1,302 @@
+"""Text and JSON renderings of capsules, plans, audits, contract checks and graph plans.
+
+Source: anchor-backend.md §2.14 (report lines, plan report, failure messages) and §3.3 (the docs'
+print helpers ``bsRows``, ``bsCheck``, ``bsGraphPlan``, ``bsGroups``, ``bsAcceptGraph``,
+``bsPrefer``). Lean-only renderings become Python ones (DESIGN.md §1.2): arrays print as
+``[1, 2, 3]``, IR kinds as ``kind.describe()``, providers as their label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from beartype import beartype
+
+from torchlean.backend.acceptance import (
+    AcceptanceFailure,
+    AcceptedGraph,
+    EvidenceRejected,
+    GraphKernelPlanResult,
+)
+from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit, ObligationReport
+from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence
+from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan
+from torchlean.backend.planner import CapsuleVerdict, KernelPlan
+from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.vocabulary import BackendOp, ContractObligation
+
+__all__ = [
+    "accepted_graph_lines",
+    "audit_line",
+    "audit_to_json",
+    "boundary_line",
+    "capsule_table",
+    "capsule_to_json",
+    "check_lines",
+    "check_to_json",
+    "descriptor_line",
+    "detailed_report_lines",
+    "explain_lines",
+    "failure_to_json",
+    "graph_plan_lines",
+    "graph_result_lines",
+    "group_lines",
+    "plan_report",
+    "plan_to_json",
+    "rows_lines",
+    "summary_line",
+]
+
+JSON = dict[str, Any]
+
+
+def descriptor_line(obligation: ContractObligation, descriptor: ContractDescriptor) -> str:
+    """``    value: matmul forward refines its TorchLean semantics; covered by test suite ...``."""
+    return f"    {obligation.label}: {descriptor.claim.label}; {descriptor.evidence.label}"
+
+
+def audit_line(row: KernelAudit) -> str:
+    """One line per kernel: ``  {op}: {capsule} provider={p} trust={t} vjp={v} reduction={r}``."""
+    return (
+        f"  {row.op.label}: {row.capsule_name} provider={row.provider.label} trust={row.trust_level.label} "
+        f"vjp={row.vjp_mode.label} reduction={row.numerical_policy.reduction.label}"
+    )
+
+
+def detailed_report_lines(row: KernelAudit) -> list[str]:
+    """The audit line, then shape, layout, value and vjp descriptor lines (5 lines)."""
+    return [audit_line(row)] + [descriptor_line(obligation, d) for obligation, d in row.contracts()]
+
+
+def summary_line(name: str, policy: KernelPolicy) -> str:
+    """``profile={name} device={device} assurance={assurance} vjp={vjp mode}``."""
+    return (
+        f"profile={name} device={policy.device.label} assurance={policy.assurance.label} "
+        f"vjp={policy.vjp_mode.label}"
+    )
+
+
+def boundary_line(audit: KernelPlanAudit) -> str:
+    """``trusted external boundary: none`` or the comma-joined op names of trusted-external rows."""
+    ops = audit.trusted_external_ops
+    return f"trusted external boundary: {', '.join(ops) if ops else 'none'}"
+
+
+def plan_report(name: str, policy: KernelPolicy, plan: KernelPlan) -> str:
+    """Summary, boundary line, then 5 lines per kernel; joined by newlines, no trailing newline."""
+    audit = plan.audit()
+    lines = [summary_line(name, policy), boundary_line(audit)]
+    for row in audit.kernels:
+        lines.extend(detailed_report_lines(row))
+    return "\n".join(lines)
+
+
+def rows_lines(audit: KernelPlanAudit) -> list[str]:
+    """The docs' ``bsRows``: ``op -> capsule``, provider/trust, reduction, value evidence."""
+    lines: list[str] = []
+    for row in audit.kernels:
+        lines += [
+            f"{row.op.label} -> {row.capsule_name}",
+            f"  provider {row.provider.label}, trust {row.trust_level.label}",
+            f"  reduction {row.numerical_policy.reduction.label}",
+            f"  value: {row.value_contract.evidence.label}",
+        ]
+    return lines
+
+
+def check_lines(check: ContractCheck) -> list[str]:
+    """The docs' ``bsCheck``: per rejected obligation ``checked: rejected {capsule} {obligation}`` and
+    ``  {evidence}``; or ``external: accepted``."""
+    label = check.policy.label
+    if check.accepted:
+        return [f"{label}: accepted"]
+    lines: list[str] = []
+    for report in check.rejected:
+        lines += [
+            f"{label}: rejected {report.capsule_name} {report.obligation.label}",
+            f"  {report.evidence.label}",
+        ]
+    return lines
+
+
+def explain_lines(
+    name: str, policy: KernelPolicy, op: BackendOp, verdicts: Sequence[CapsuleVerdict]
+) -> list[str]:
+    """Header, one ``  {capsule} ({provider}/{device}): {verdict}`` line per registered capsule, result."""
+    lines = [f"explain {op.label} under {summary_line(name, policy)} provider={policy.provider.label}"]
+    if not verdicts:
+        lines.append(f"  no capsule is registered for op {op.label}")
+    for item in verdicts:
+        capsule = item.capsule
+        lines.append(
+            f"  {capsule.name} ({capsule.provider.label}/{capsule.device.label}): {item.verdict.text}"
+        )
+    selected = [item.capsule.name for item in verdicts if item.verdict.status == "selected"]
+    if selected:
+        lines.append(f"result: {op.label} -> {selected[0]}")
+    else:
+        lines.append(
+            f"result: no admissible kernel capsule for op {op.label} on device {policy.device.label}"
+        )
+    return lines
+
+
+def graph_plan_lines(plan: GraphKernelPlan) -> list[str]:
+    """The docs' ``bsGraphPlan``: ``nodes N, planned K`` then ``  {id} {kind} -> {capsule}``."""
+    lines = [f"nodes {plan.node_count}, planned {len(plan.kernels)}"]
+    lines += [f"  {k.node_id} {k.kind.describe()} -> {k.capsule.name}" for k in plan.kernels]
+    return lines
+
+
+def group_lines(
+    plan: GraphKernelPlan, grouped: GroupedKernelPlan, *, with_capsule: bool = False
+) -> list[str]:
+    """The docs' ``bsGroups`` / ``bsChain``: ``kernels K, groups G`` then ``  [ids] op [capsule]``."""
+    lines = [f"kernels {len(plan.kernels)}, groups {len(grouped.groups)}"]
+    for group in grouped.groups:
+        suffix = f" {group.capsule.name}" if with_capsule else ""
+        lines.append(f"  {list(group.node_ids)} {group.op.label}{suffix}")
+    return lines
+
+
+@beartype
+def accepted_graph_lines(plan: AcceptedGraph) -> list[str]:
+    """The docs' ``bsAcceptGraph`` for an accepted plan: policy, row count, distinct capsules.
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate.
+    """
+    names = plan.capsule_names
+    distinct = list(dict.fromkeys(names))
+    return [
+        f"accepted under {plan.policy.assurance.label}",
+        f"{len(names)} rows, distinct capsules:",
+        *(f"  {name}" for name in distinct),
+    ]
+
+
+def graph_result_lines(result: GraphKernelPlanResult) -> list[str]:
+    """Accepted lines, or ``rejected: {failure.message}`` per failure."""
+    if result.plan is not None:
+        return accepted_graph_lines(result.plan)
+    return [f"rejected: {failure.message}" for failure in result.failures]
+
+
+def capsule_table(entries: Iterable[tuple[str, KernelCapsule]]) -> list[str]:
+    """An aligned table of ``(module name, capsule)`` entries: capsule, module, op, provider, device,
+    trust, vjp, reduction and the kind of value evidence; one header line, one line per capsule."""
+    header = ("capsule", "module", "op", "provider", "device", "trust", "vjp", "reduction", "value evidence")
+    rows = [
+        (
+            c.name,
+            module,
+            c.op.label,
+            c.provider.label,
+            c.device.label,
+            c.trust_level.label,
+            c.vjp_mode.label,
+            c.numerical_policy.reduction.label,
+            c.value_contract.evidence.kind.label,
+        )
+        for module, c in entries
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+def _claim_to_json(claim: ContractClaim) -> JSON:
+    data: JSON = {"kind": claim.kind.label, "op": claim.op.label, "label": claim.label}
+    if claim.layout is not None:
+        data["layout"] = claim.layout.label
+    if claim.mode is not None:
+        data["mode"] = claim.mode.label
+    return data
+
+
+def _evidence_to_json(evidence: ContractEvidence) -> JSON:
+    return {"kind": evidence.kind.label, "name": evidence.name, "label": evidence.label}
+
+
+def _descriptor_to_json(descriptor: ContractDescriptor) -> JSON:
+    return {
+        "claim": _claim_to_json(descriptor.claim),
+        "summary": descriptor.summary,
+        "evidence": _evidence_to_json(descriptor.evidence),
+        "provenance": [
+            {"path": ref.path, "symbol": ref.symbol, "build_target": ref.build_target}
+            for ref in descriptor.provenance
+        ],
+    }
+
+
+def capsule_to_json(capsule: KernelCapsule) -> JSON:
+    """Every field of ``capsule`` as JSON-ready data (labels for enums)."""
+    return {
+        "name": capsule.name,
+        "op": capsule.op.label,
+        "provider": capsule.provider.label,
+        "device": capsule.device.label,
+        "trust": capsule.trust_level.label,
+        "supports_forward": capsule.supports_forward,
+        "vjp": capsule.vjp_mode.label,
+        "reduction": capsule.numerical_policy.reduction.label,
+        "contracts": {o.label: _descriptor_to_json(d) for o, d in capsule.contracts()},
+    }
+
+
+def audit_to_json(row: KernelAudit) -> JSON:
+    """One audit row: op, capsule, provider, device, trust, vjp, reduction and the four contracts."""
+    return {
+        "op": row.op.label,
+        "capsule": row.capsule_name,
+        "provider": row.provider.label,
+        "device": row.device.label,
+        "trust": row.trust_level.label,
+        "vjp": row.vjp_mode.label,
+        "reduction": row.numerical_policy.reduction.label,
+        "contracts": {o.label: _descriptor_to_json(d) for o, d in row.contracts()},
+    }
+
+
+def plan_to_json(name: str, policy: KernelPolicy, plan: KernelPlan) -> JSON:
+    """The facts of :func:`plan_report` as JSON-ready data."""
+    audit = plan.audit()
+    return {
+        "profile": name,
+        "device": policy.device.label,
+        "provider": policy.provider.label,
+        "assurance": policy.assurance.label,
+        "vjp": policy.vjp_mode.label,
+        "trusted_external_ops": list(audit.trusted_external_ops),
+        "kernels": [audit_to_json(row) for row in audit.kernels],
+    }
+
+
+def _report_to_json(report: ObligationReport) -> JSON:
+    return {
+        "op": report.op.label,
+        "capsule": report.capsule_name,
+        "obligation": report.obligation.label,
+        "claim": report.claim.label,
+        "evidence": _evidence_to_json(report.evidence),
+    }
+
+
+def check_to_json(check: ContractCheck) -> JSON:
+    return {
+        "policy": check.policy.label,
+        "accepted": check.accepted,
+        "rejected": [_report_to_json(report) for report in check.rejected],
+    }
+
+
+def failure_to_json(failure: AcceptanceFailure) -> JSON:
+    data: JSON = {"kind": failure.kind, "message": failure.message}
+    if isinstance(failure, EvidenceRejected):
+        data["report"] = _report_to_json(failure.report)
+    return data

@@ -1,0 +1,169 @@
+"""Sealed classes: values that only their gate functions may create.
+
+Source: DESIGN.md §1.4; typing-notes.md §0 and §2. ``AcceptedKernel``, ``AcceptedGraphKernelPlan``
+and ``ExecutableKernel`` carry, in the original, a proof that the acceptance gate succeeded. In
+Python the same guarantee is layered:
+
+* statically, each class is ``@final`` and decorated ``@sealed("<fully.qualified.gate>")``; the
+  mypy plugin ``torchlean.mypy_plugin`` reads that decorator syntactically and reports
+  construction, ``copy``, ``replace`` or ``__new__`` outside the named gate;
+* at construction, a private gate token is a required ``InitVar``: leaving it out is a mypy
+  ``call-arg`` error and, with a wrong value, a ``TypeError`` at runtime;
+* at runtime, the gate calls :func:`_mint`, which records the object's identity and a fingerprint
+  of its fields (the identity of each field value). Every consuming API is decorated with
+  ``@beartype`` and annotated ``Annotated[X, Is[is_minted]]``, so a forged (``object.__new__``),
+  copied, unpickled or mutated (``object.__setattr__``) instance is refused with a
+  ``beartype.roar.BeartypeCallHintViolation`` before any kernel runs;
+* ``copy.copy``, ``copy.deepcopy`` and ``pickle`` raise ``TypeError`` at the source, and
+  subclassing raises ``TypeError``.
+
+Honest limit (typing-notes.md §2.1): code in the same process can still reach the private
+helpers; this stops accidents and casual misuse, not a hostile caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+__all__ = ["GATES_ATTRIBUTE", "is_minted", "sealed", "sealed_gates"]
+
+GATES_ATTRIBUTE = "__sealed_gates__"
+
+_C = TypeVar("_C", bound=type)
+
+
+class _GateToken:
+    """The private token gates pass as ``_gate``; its one instance is :data:`_GATE`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<torchlean sealed gate token>"
+
+
+_GATE = _GateToken()
+
+# id(obj) -> (weak reference to obj, field values at minting, their ids)
+_MINTED: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], tuple[int, ...]]] = {}
+_FIELD_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
+def _refuse_copy(self: object, *args: object) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} cannot be copied; run its gate again ({_gates_text(type(self))})")
+
+
+def _refuse_pickle(self: object, *args: object) -> NoReturn:
+    raise TypeError(
+        f"{type(self).__name__} cannot be pickled; accepted values cannot cross process boundaries, "
+        f"run its gate again ({_gates_text(type(self))})"
+    )
+
+
+def _refuse_subclass(cls: type, /, **kwargs: object) -> None:
+    raise TypeError(f"{cls.__mro__[1].__name__} is sealed and cannot be subclassed")
+
+
+def _gates_text(cls: type) -> str:
+    return ", ".join(sorted(sealed_gates(cls)))
+
+
+def sealed_gates(cls: type) -> frozenset[str]:
+    """The fully-qualified gate function names recorded by :func:`sealed` (empty if unsealed)."""
+    gates: frozenset[str] = getattr(cls, GATES_ATTRIBUTE, frozenset())
+    return gates
+
+
+def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    if len(names) == 1:
+        single = operator.attrgetter(names[0])
+        return lambda obj: (single(obj),)
+    getter: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*names)
+    return getter
+
+
+def sealed(*gates: str) -> Callable[[_C], _C]:
+    """Class decorator: only the functions named in ``gates`` may create instances.
+
+    Apply it above ``@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)`` and below
+    ``@final``; write it literally as ``@sealed("package.module.gate")`` (the mypy plugin reads the
+    decorator call syntactically). The class must declare ``_gate: InitVar[_GateToken]`` and call
+    :func:`check_gate_token` from ``__post_init__``.
+
+    Raises:
+        TypeError: if no gate is named or the class is not a dataclass.
+    """
+    if not gates:
+        raise TypeError("sealed() needs at least one gate function name")
+
+    def decorate(cls: _C) -> _C:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"sealed class {cls.__name__} must be a dataclass")
+        names = tuple(field.name for field in dataclasses.fields(cls))
+        _FIELD_GETTERS[cls] = _field_getter(names)
+        setattr(cls, GATES_ATTRIBUTE, frozenset(gates))
+        for name, refusal in (
+            ("__copy__", _refuse_copy),
+            ("__deepcopy__", _refuse_copy),
+            ("__reduce_ex__", _refuse_pickle),
+            ("__reduce__", _refuse_pickle),
+        ):
+            setattr(cls, name, refusal)
+        setattr(cls, "__init_subclass__", classmethod(_refuse_subclass))  # noqa: B010
+        return cls
+
+    return decorate
+
+
+def check_gate_token(cls: type, token: object) -> None:
+    """Called from a sealed class's ``__post_init__``.
+
+    Raises:
+        TypeError: unless ``token`` is the private gate token.
+    """
+    if token is not _GATE:
+        raise TypeError(f"{cls.__name__} can only be created by {_gates_text(cls)}")
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    entry = _MINTED.get(key)
+    if entry is not None and entry[0] is ref:
+        del _MINTED[key]
+
+
+def _mint(obj: object) -> None:
+    """Record ``obj`` as genuine: its identity and the identity of each field value.
+
+    Only the gate functions named by the class's :func:`sealed` decorator may call this.
+
+    Raises:
+        TypeError: if ``obj``'s class is not sealed or the caller is not one of its gates.
+    """
+    cls = type(obj)
+    getter = _FIELD_GETTERS.get(cls)
+    if getter is None:
+        raise TypeError(f"{cls.__name__} is not a sealed class")
+    frame = sys._getframe(1)
+    caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_qualname}"
+    if caller not in sealed_gates(cls):
+        raise TypeError(f"{caller} is not a gate of {cls.__name__} (gates: {_gates_text(cls)})")
+    key = id(obj)
+    ref = weakref.ref(obj, lambda dead: _forget(key, dead))
+    values = getter(obj)
+    _MINTED[key] = (ref, values, tuple(map(id, values)))
+
+
+def is_minted(obj: object) -> bool:
+    """Whether ``obj`` was minted by its gate and no field has been rebound since.
+
+    This is the validator of the ``Annotated[X, Is[is_minted]]`` hints (about 0.5 µs a call).
+    """
+    entry = _MINTED.get(id(obj))
+    if entry is None or entry[0]() is not obj:
+        return False
+    getter = _FIELD_GETTERS.get(type(obj))
+    return getter is not None and tuple(map(id, getter(obj))) == entry[2]

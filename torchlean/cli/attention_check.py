@@ -1,0 +1,93 @@
+"""``torchlean attention-check``: the tiled (flash) attention spec against standard attention.
+
+Runs :func:`torchlean.spec.checker.check_flash_attention` with a progress bar on stderr, prints an
+aligned table (one line per case: precision, shape, mask, tiles, worst forward and backward
+relative errors, limit, result), the worst errors per precision, and a final line
+``verdict: PASS (N cases)`` (exit 0) or ``verdict: FAIL (F of N cases failed)`` (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from torchlean.backend.errors import TorchLeanError
+from torchlean.spec.checker import (
+    THRESHOLDS,
+    FlashCheckCase,
+    FlashCheckReport,
+    check_flash_attention,
+    flash_check_cases,
+)
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}; expected an integer >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid seed {value}; expected an integer >= 0")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``attention-check`` subcommand to the ``torchlean`` parser."""
+    parser = subparsers.add_parser(
+        "attention-check",
+        help="compare the tiled (flash) attention spec with standard attention",
+        description=(
+            "Compare torchlean.spec.flash_attention (online softmax over tiles) with standard "
+            "scaled dot-product attention, forward and backward, over shapes, boolean masks and "
+            "tile sizes, in float64 (limit 1e-12) and at 50 significant digits with mpmath "
+            "(limit 1e-40)."
+        ),
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smaller float64 sweep (the mpmath sweep is kept)"
+    )
+    parser.add_argument("--seed", type=_seed, default=0, help="base seed of the random inputs (default 0)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the report as JSON to PATH")
+    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    parser.set_defaults(func=run)
+
+
+def _progress(enabled: bool) -> Any:
+    def wrap(cases: Sequence[FlashCheckCase]) -> Iterable[FlashCheckCase]:
+        bar: Iterable[FlashCheckCase] = tqdm(
+            cases, desc="attention-check", unit="case", file=sys.stderr, disable=not enabled
+        )
+        return bar
+
+    return wrap
+
+
+def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int) -> None:
+    record = {"command": "attention-check", "quick": quick, "seed": seed, **report.to_dict()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise TorchLeanError(f"cannot write the JSON report to {str(path)!r}: {error.strerror}") from error
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL."""
+    cases = flash_check_cases(quick=args.quick, seed=args.seed)
+    report = check_flash_attention(cases, progress=_progress(not args.no_progress))
+    print(report.table())
+    print()
+    for precision, limit in THRESHOLDS.items():
+        forward, backward = report.worst(precision)
+        print(f"worst {precision}: forward {forward:.3e}, backward {backward:.3e} (limit {limit:.0e})")
+    if args.json is not None:
+        _write_json(args.json, report, quick=args.quick, seed=args.seed)
+        print(f"wrote {args.json}")
+    print(report.verdict())
+    return 0 if report.passed else 1

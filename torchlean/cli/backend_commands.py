@@ -1,0 +1,223 @@
+"""Backend commands: ``capsules``, ``plan``, ``check``, ``select`` and ``explain``.
+
+All of them are pure planning: they work on a machine without CUDA (DESIGN.md §3).
+
+* ``torchlean capsules [--profile NAME] [--device D]``: the catalog as an aligned table, or only
+  the capsules a profile can select (available and admissible under its policy).
+* ``torchlean plan --profile NAME [--device D] [--format report|rows|json] OP...``: the plan report
+  (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
+  prints one ``no admissible kernel capsule ...`` line per missing op on stderr, exit status 1.
+* ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
+  ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``).
+* ``torchlean select --profiles NAME... OP...``: which capsules each profile selects.
+* ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
+  first admissibility condition it fails, or ``selected`` / ``admissible``.
+
+An unknown op, profile or device is a one-line ``error: ...`` naming the accepted values, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from torchlean.backend import profiles, report
+from torchlean.backend.capsule import KernelCapsule, admissible
+from torchlean.backend.errors import PlanningError, UnknownLabelError
+from torchlean.backend.policy import AssurancePolicy
+from torchlean.backend.profiles import BackendProfile
+from torchlean.backend.registry import libtorch_module, maintained_modules
+from torchlean.backend.vocabulary import BackendOp, Device
+
+__all__ = ["register"]
+
+_T = TypeVar("_T")
+
+
+def _parsing(parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """An argparse ``type=`` that reports :class:`UnknownLabelError` messages verbatim."""
+
+    def convert(text: str) -> _T:
+        try:
+            return parse(text)
+        except UnknownLabelError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+_op = _parsing(BackendOp.parse)
+_device = _parsing(Device.parse)
+_profile = _parsing(profiles.get)
+
+
+def _with_device(profile: BackendProfile, device: Device | None) -> BackendProfile:
+    """The profile requesting ``device`` (availability unchanged), or the profile itself."""
+    if device is None or device is profile.policy.device:
+        return profile
+    return dataclasses.replace(profile, policy=dataclasses.replace(profile.policy, device=device))
+
+
+def _print_planning_failure(error: PlanningError) -> int:
+    for message in error.messages:
+        print(message, file=sys.stderr)
+    return 1
+
+
+def _cmd_capsules(args: argparse.Namespace) -> int:
+    modules = (*maintained_modules(), libtorch_module())
+    entries: list[tuple[str, KernelCapsule]] = [(m.name, c) for m in modules for c in m.capsules]
+    title = "catalog"
+    if args.profile is not None:
+        profile = _with_device(args.profile, args.device)
+        entries = [
+            (m.name, c)
+            for m in profile.capsule_modules
+            for c in m.capsules
+            if profile.availability.admits_capsule(c) and admissible(profile.policy, c)
+        ]
+        title = f"selectable under {profile.summary()} provider={profile.policy.provider.label}"
+    elif args.device is not None:
+        entries = [(name, c) for name, c in entries if c.device is args.device]
+        title = f"catalog for device {args.device.label}"
+    print(f"{title}: {len(entries)} capsules")
+    for line in report.capsule_table(entries):
+        print(line)
+    return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    profile = _with_device(args.profile, args.device)
+    try:
+        plan = profile.plan_ops(args.ops)
+    except PlanningError as error:
+        return _print_planning_failure(error)
+    if args.format == "rows":
+        print("\n".join(report.rows_lines(plan.audit())))
+    elif args.format == "json":
+        print(json.dumps(report.plan_to_json(profile.name, profile.policy, plan), indent=2))
+    else:
+        print(report.plan_report(profile.name, profile.policy, plan))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    profile = _with_device(args.profile, args.device)
+    try:
+        plan = profile.plan_ops(args.ops)
+    except PlanningError as error:
+        return _print_planning_failure(error)
+    for policy in (AssurancePolicy.CHECKED, AssurancePolicy.EXTERNAL):
+        print("\n".join(report.check_lines(plan.check_contracts(policy))))
+    return 0
+
+
+def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile], list[BackendOp]]:
+    """``--profiles a b op1 op2``: profile names run until the first op label."""
+    op_labels = set(BackendOp.labels())
+    split = next((i for i, token in enumerate(tokens) if token in op_labels), len(tokens))
+    return [profiles.get(name) for name in tokens[:split]], [BackendOp.parse(t) for t in tokens[split:]]
+
+
+def _cmd_select(args: argparse.Namespace) -> int:
+    selected, ops = _split_profiles_and_ops(args.profiles)
+    ops += args.ops
+    if not selected:
+        raise UnknownLabelError(f"select needs at least one profile (known: {' | '.join(profiles.names())})")
+    if not ops:
+        raise UnknownLabelError(f"select needs at least one op (known: {' | '.join(BackendOp.labels())})")
+    status = 0
+    for profile in selected:
+        try:
+            names = profile.plan_ops(ops).capsule_names
+        except PlanningError as error:
+            print(f"{profile.name}: {'; '.join(error.messages)}")
+            status = 1
+        else:
+            print(f"{profile.name}: {', '.join(names)}")
+    return status
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    print(_with_device(args.profile, args.device).explain(args.op))
+    return 0
+
+
+def _add_profile(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument(
+        "--profile",
+        type=_profile,
+        required=required,
+        metavar="NAME",
+        help=f"backend profile: {' | '.join(profiles.names())}",
+    )
+    parser.add_argument(
+        "--device",
+        type=_device,
+        metavar="DEVICE",
+        help="request this device instead of the profile's (availability unchanged)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``capsules``, ``plan``, ``check``, ``select`` and ``explain`` to the ``torchlean`` parser."""
+    capsules = subparsers.add_parser(
+        "capsules",
+        help="list the capsule catalog, or what a profile can select",
+        description="Print the capsule catalog (all modules, libtorch included) as an aligned table; with "
+        "--profile, only the capsules that profile declares available and admits under its policy.",
+    )
+    _add_profile(capsules, required=False)
+    capsules.set_defaults(func=_cmd_capsules)
+
+    plan = subparsers.add_parser(
+        "plan",
+        help="plan ops under a profile and print the report",
+        description="Select one capsule per op under a profile and print the plan report, the rows "
+        "format or JSON. A failed plan prints one line per missing op on stderr and exits with status 1.",
+    )
+    _add_profile(plan)
+    plan.add_argument("--format", choices=("report", "rows", "json"), default="report", help="output format")
+    plan.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
+    plan.set_defaults(func=_cmd_plan)
+
+    check = subparsers.add_parser(
+        "check", help="contract check of a plan under checked and external assurance"
+    )
+    _add_profile(check)
+    check.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops")
+    check.set_defaults(func=_cmd_check)
+
+    select = subparsers.add_parser(
+        "select",
+        help="which capsule each profile selects for the ops",
+        description="For each profile, print the capsules it selects for the ops (or why planning fails). "
+        "Write the profile names first, then the ops.",
+    )
+    select.add_argument(
+        "--profiles",
+        nargs="+",
+        required=True,
+        metavar="NAME",
+        help=f"profiles, then ops: {' | '.join(profiles.names())}",
+    )
+    select.add_argument(
+        "ops", nargs="*", type=_op, metavar="OP", help="backend ops (may follow the profiles)"
+    )
+    select.set_defaults(func=_cmd_select)
+
+    explain = subparsers.add_parser(
+        "explain",
+        help="why each registered capsule for an op is (not) selected",
+        description="List every registered capsule for the op with the first condition it fails "
+        "(availability, forward support, contract alignment, trust, provider preference, device, VJP mode), "
+        "or selected / admissible.",
+    )
+    _add_profile(explain)
+    explain.add_argument("op", type=_op, metavar="OP", help="one backend op")
+    explain.set_defaults(func=_cmd_explain)

@@ -1,0 +1,318 @@
+"""Real datasets for training: the ones shipped with scikit-learn, and CSV files. No network.
+
+``load(name_or_path, seed=..., test_fraction=..., dtype=...)`` returns a :class:`Dataset` with a
+seeded train/test split (scikit-learn ``train_test_split``; stratified by class for classification
+whenever every class has at least two samples and both splits can hold every class) and features
+standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``;
+a zero-variance feature gets scale 1, so it becomes 0 instead of NaN).
+
+Shipped datasets (scikit-learn ``load_*``): ``digits`` (default; 1797 x 64, 10 classes),
+``iris`` (150 x 4, 3), ``breast_cancer`` (569 x 30, 2), ``wine`` (178 x 13, 3) — classification
+with integer labels — and ``diabetes`` (442 x 10) — regression.
+
+CSV files: one sample per row; the label column is chosen by name or index (default: the last
+column); the header row is detected (a first row with a non-numeric cell) unless ``header`` is
+given. Features must be finite numbers. Classification labels may be numbers or strings and are
+mapped to ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
+``classification`` when every label is an integer or a non-number, else ``regression``, unless
+``task`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+
+__all__ = ["DATASETS", "DataError", "Dataset", "Task", "load", "load_csv"]
+
+Task: TypeAlias = Literal["classification", "regression"]
+Array: TypeAlias = npt.NDArray[Any]
+
+DATASETS: tuple[str, ...] = ("digits", "iris", "breast_cancer", "wine", "diabetes")
+"""Names of the shipped datasets, in the order error messages list them."""
+
+
+class DataError(TorchLeanError, ValueError):
+    """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Dataset:
+    """A train/test split ready for training.
+
+    ``x_train`` ``[n_train, n_features]`` and ``x_test`` ``[n_test, n_features]`` in ``dtype``,
+    standardised with the train statistics ``feature_mean`` / ``feature_scale`` (float64,
+    ``[n_features]``). Labels: int64 class ids in ``0 .. n_classes - 1`` for classification,
+    ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``).
+    """
+
+    name: str
+    task: Task
+    x_train: Array
+    y_train: Array
+    x_test: Array
+    y_test: Array
+    n_classes: int
+    feature_names: tuple[str, ...]
+    class_names: tuple[str, ...]
+    feature_mean: Array
+    feature_scale: Array
+
+    @property
+    def n_features(self) -> int:
+        return int(self.x_train.shape[1])
+
+
+def load(
+    name_or_path: str | os.PathLike[str] = "digits",
+    *,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    dtype: npt.DTypeLike = np.float32,
+    label_column: str | int | None = None,
+    header: bool | None = None,
+    task: Task | None = None,
+) -> Dataset:
+    """Load a shipped dataset by name, or a CSV file by path, split and standardised.
+
+    ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring).
+
+    Raises:
+        UnknownLabelError: an unknown name that is not an existing file, naming the accepted
+            datasets; an unknown CSV label column, naming the columns.
+        DataError: missing file, non-numeric cell (line and column named), bad ``seed``,
+            ``test_fraction`` or ``dtype``, a split that leaves no train or test sample.
+    """
+    target = _float_dtype(dtype)
+    name = os.fspath(name_or_path)
+    if name in DATASETS:
+        x, y, features, classes, kind = _shipped(name)
+        return _split(name, x, y, kind, features, classes, seed, test_fraction, target)
+    if name.lower().endswith(".csv") or os.sep in name or Path(name).exists():
+        return load_csv(
+            name,
+            label_column=label_column,
+            header=header,
+            task=task,
+            seed=seed,
+            test_fraction=test_fraction,
+            dtype=target,
+        )
+    raise UnknownLabelError(
+        f"unknown dataset {name} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
+    )
+
+
+def load_csv(
+    path: str | os.PathLike[str],
+    *,
+    label_column: str | int | None = None,
+    header: bool | None = None,
+    task: Task | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    dtype: npt.DTypeLike = np.float32,
+) -> Dataset:
+    """Load a CSV file (features + one label column); see :func:`load` and the module docstring."""
+    target = _float_dtype(dtype)
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"dataset file not found: {file}")
+    with file.open(newline="") as handle:
+        rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
+    if not rows:
+        raise DataError(f"{file}: the file has no rows")
+    has_header = header if header is not None else not all(_is_number(c) for c in rows[0])
+    names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
+    body = rows[1:] if has_header else rows
+    first_line = 2 if has_header else 1
+    if not body:
+        raise DataError(f"{file}: no data rows")
+    if len(names) < 2:
+        raise DataError(f"{file}: expected a label column and at least one feature column, got {len(names)}")
+    label = _label_index(file, names, label_column, has_header)
+    feature_idx = [i for i in range(len(names)) if i != label]
+    x = np.empty((len(body), len(feature_idx)), dtype=np.float64)
+    labels: list[str] = []
+    for r, row in enumerate(body):
+        line = first_line + r
+        if len(row) != len(names):
+            raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
+        for j, i in enumerate(feature_idx):
+            x[r, j] = _number(file, line, names[i], row[i])
+        labels.append(row[label].strip())
+    y, classes, kind = _labels(file, names[label], labels, task, first_line)
+    return _split(
+        file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target
+    )
+
+
+# ------------------------------------------------------------------------------------ shipped data
+
+
+def _loaders() -> dict[str, tuple[Callable[[], Any], Task]]:
+    from sklearn import datasets
+
+    return {
+        "digits": (datasets.load_digits, "classification"),
+        "iris": (datasets.load_iris, "classification"),
+        "breast_cancer": (datasets.load_breast_cancer, "classification"),
+        "wine": (datasets.load_wine, "classification"),
+        "diabetes": (datasets.load_diabetes, "regression"),
+    }
+
+
+def _shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], Task]:
+    loader, kind = _loaders()[name]
+    bunch = loader()
+    x = np.asarray(bunch.data, dtype=np.float64)
+    features = tuple(str(f) for f in bunch.feature_names)
+    if kind == "classification":
+        return (
+            x,
+            np.asarray(bunch.target, dtype=np.int64),
+            features,
+            tuple(str(c) for c in bunch.target_names),
+            kind,
+        )
+    return x, np.asarray(bunch.target, dtype=np.float64), features, (), kind
+
+
+# ---------------------------------------------------------------------------------------- CSV cells
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _number(file: Path, line: int, column: str, cell: str) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise DataError(f"{file}: line {line}, column {column}: not a number: {cell!r}") from None
+    if not math.isfinite(value):
+        raise DataError(f"{file}: line {line}, column {column}: not a finite number: {cell!r}")
+    return value
+
+
+def _label_index(file: Path, names: Sequence[str], column: str | int | None, has_header: bool) -> int:
+    if column is None:
+        return len(names) - 1
+    if isinstance(column, int) and not isinstance(column, bool):
+        if -len(names) <= column < len(names):
+            return column % len(names)
+        raise UnknownLabelError(
+            f"unknown label column {column} in {file} "
+            f"(known: indices 0..{len(names) - 1} or -{len(names)}..-1)"
+        )
+    if has_header and column in names:
+        return names.index(column)
+    known = " | ".join(names) if has_header else f"indices 0..{len(names) - 1} (the file has no header)"
+    raise UnknownLabelError(f"unknown label column {column} in {file} (known: {known})")
+
+
+def _labels(
+    file: Path, column: str, labels: list[str], task: Task | None, first_line: int
+) -> tuple[Array, tuple[str, ...], Task]:
+    numeric = [_is_number(v) for v in labels]
+    if task not in (None, "classification", "regression"):
+        raise UnknownLabelError(f"unknown task {task} (known: classification | regression)")
+    if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
+        values = [_number(file, first_line + r, column, v) for r, v in enumerate(labels)]
+        return np.asarray(values, dtype=np.float64), (), "regression"
+    if all(numeric):
+        keys = sorted(set(labels), key=float)
+        classes = tuple(_plain(v) for v in keys)
+        index = {v: i for i, v in enumerate(keys)}
+    else:
+        keys = sorted(set(labels))
+        classes = tuple(keys)
+        index = {v: i for i, v in enumerate(keys)}
+    return np.asarray([index[v] for v in labels], dtype=np.int64), classes, "classification"
+
+
+def _integral(cell: str) -> bool:
+    value = float(cell)
+    return math.isfinite(value) and value == int(value)
+
+
+def _plain(cell: str) -> str:
+    value = float(cell)
+    return str(int(value)) if _integral(cell) else cell
+
+
+# ------------------------------------------------------------------------------- split and scaling
+
+
+def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        raise DataError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if resolved not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise DataError(f"dtype must be float32 or float64, got {resolved}")
+    return resolved
+
+
+def _split(
+    name: str,
+    x: Array,
+    y: Array,
+    kind: Task,
+    features: tuple[str, ...],
+    classes: tuple[str, ...],
+    seed: int,
+    test_fraction: float,
+    dtype: np.dtype[Any],
+) -> Dataset:
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise DataError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    if isinstance(test_fraction, bool) or not 0.0 < float(test_fraction) < 1.0:
+        raise DataError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    n = len(y)
+    n_test = math.ceil(float(test_fraction) * n)
+    if n_test < 1 or n - n_test < 1:
+        raise DataError(f"{name}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
+    stratify = None
+    if kind == "classification":
+        counts = np.bincount(y)
+        n_classes = len(counts)
+        if counts.min() >= 2 and n_test >= n_classes and n - n_test >= n_classes:
+            stratify = y
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, y, test_size=float(test_fraction), random_state=seed, shuffle=True, stratify=stratify
+    )
+    scaler = StandardScaler().fit(x_train)
+    mean = np.asarray(scaler.mean_, dtype=np.float64)
+    scale = np.asarray(scaler.scale_, dtype=np.float64)
+    label_dtype = np.dtype(np.int64) if kind == "classification" else dtype
+    return Dataset(
+        name=name,
+        task=kind,
+        x_train=np.asarray(scaler.transform(x_train), dtype=dtype),
+        y_train=np.asarray(y_train, dtype=label_dtype),
+        x_test=np.asarray(scaler.transform(x_test), dtype=dtype),
+        y_test=np.asarray(y_test, dtype=label_dtype),
+        n_classes=len(classes) if kind == "classification" else 0,
+        feature_names=features,
+        class_names=classes,
+        feature_mean=mean,
+        feature_scale=scale,
+    )

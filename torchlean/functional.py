@@ -1,0 +1,680 @@
+"""User-facing tensor operations; each one runs on the kernel its session accepted for it.
+
+Every function here lowers to one or more :class:`~torchlean.backend.vocabulary.BackendOp` s and
+calls :func:`torchlean.autograd.session.run_op` for each, so the current eager session plans,
+accepts, binds and records the capsule, and the tape records the node (anchor-runtime.md §1.8).
+The docstring of each function names the ops it records. Semantics mirror the PyTorch function
+named in each docstring; the reference kernels' guards refuse bad input with a ``GuardError``.
+
+Operands: a Python number (or numpy array) mixed with a tensor becomes a constant of the tensor's
+dtype. The reference kernels never promote dtypes: float32 and float64 tensors do not mix.
+
+Lowerings that record more than one op (the catalog has no division, negation, select or
+cross-entropy op):
+
+* ``div(a, b)`` → ``inv`` then ``mul`` (by a number: ``scale`` by its reciprocal);
+* ``neg(x)`` → ``scale`` by -1; ``mul`` by a number → ``scale``;
+* ``x[i]`` (an integer index) → ``slice`` then ``reshape``; ``None`` in an index → ``reshape``;
+* ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``scale``;
+  with class probabilities → ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale``;
+* ``dropout`` → ``bernoulli_mask``, ``mul``, ``scale``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.autograd.session import current_session, run_op
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.tensor import DEFAULT_DTYPE, DTypeLike, Tensor, TensorError, resolve_dtype
+
+__all__ = [
+    "abs",
+    "add",
+    "avg_pool",
+    "batch_norm",
+    "bernoulli_mask",
+    "broadcast_to",
+    "clamp",
+    "concat",
+    "conv",
+    "conv_transpose",
+    "cos",
+    "cross_entropy",
+    "div",
+    "dropout",
+    "exp",
+    "gather",
+    "gelu",
+    "getitem",
+    "hard_masked_softmax",
+    "inv",
+    "layer_norm",
+    "linear",
+    "log",
+    "log_softmax",
+    "matmul",
+    "max_pool",
+    "maximum",
+    "minimum",
+    "mse_loss",
+    "mul",
+    "neg",
+    "permute",
+    "rand_uniform",
+    "reduce_mean",
+    "reduce_sum",
+    "relu",
+    "reshape",
+    "safe_log",
+    "scale",
+    "scaled_dot_product_attention",
+    "scatter_add",
+    "sigmoid",
+    "sin",
+    "slice",
+    "smooth_max_pool",
+    "softmax",
+    "softplus",
+    "sqrt",
+    "sub",
+    "tanh",
+    "transpose",
+]
+
+Operand = Tensor | float | int | npt.NDArray[Any]
+Axes = int | Sequence[int] | None
+IntOrTuple = int | Sequence[int]
+
+# ------------------------------------------------------------------------------------- helpers
+
+
+def _constant(value: object, dtype: np.dtype[Any]) -> Tensor:
+    return Tensor._make(np.array(value, dtype=dtype, copy=True))
+
+
+def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors; a non-tensor takes the other operand's dtype."""
+    if isinstance(a, Tensor):
+        return a, b if isinstance(b, Tensor) else _constant(b, a.dtype)
+    if isinstance(b, Tensor):
+        return _constant(a, b.dtype), b
+    raise TensorError(
+        f"at least one operand must be a Tensor (got {type(a).__name__} and {type(b).__name__})"
+    )
+
+
+def _mask(value: Tensor | npt.ArrayLike) -> Tensor:
+    """A mask operand as a tensor, never cast: the kernel guard refuses a non-boolean mask."""
+    if isinstance(value, Tensor):
+        return value
+    return Tensor._make(np.array(value, copy=True))
+
+
+def _index(value: Tensor | npt.ArrayLike) -> Tensor:
+    """An index operand as a tensor; integer data becomes int64, anything else is left for the
+    kernel guard to refuse."""
+    raw = value._data if isinstance(value, Tensor) else np.asarray(value)
+    if raw.dtype.kind in "iu" and raw.dtype != np.int64:
+        return Tensor._make(raw.astype(np.int64))
+    if isinstance(value, Tensor):
+        return value
+    return Tensor._make(np.array(raw, copy=True))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _axes(axis: Axes) -> int | tuple[int, ...] | None:
+    if axis is None or isinstance(axis, int):
+        return axis
+    return tuple(int(a) for a in axis)
+
+
+# ------------------------------------------------------------------------------------- pointwise
+
+
+def add(a: Operand, b: Operand) -> Tensor:
+    """``a + b`` with broadcasting (``torch.add``); records ``add`` (its VJP left-folds the
+    broadcast axes back to each operand's shape)."""
+    x, y = _pair(a, b)
+    return run_op(BackendOp.ADD, (x, y), {})
+
+
+def sub(a: Operand, b: Operand) -> Tensor:
+    """``a - b`` with broadcasting (``torch.sub``); records ``sub``."""
+    x, y = _pair(a, b)
+    return run_op(BackendOp.SUB, (x, y), {})
+
+
+def scale(x: Tensor, factor: float) -> Tensor:
+    """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``."""
+    return run_op(BackendOp.SCALE, (x,), {"factor": float(factor)})
+
+
+def mul(a: Operand, b: Operand) -> Tensor:
+    """Elementwise ``a * b`` with broadcasting (``torch.mul``); records ``mul``, or ``scale`` when
+    one operand is a Python number."""
+    if isinstance(a, Tensor) and _is_number(b):
+        return scale(a, float(b))  # type: ignore[arg-type]
+    if isinstance(b, Tensor) and _is_number(a):
+        return scale(b, float(a))  # type: ignore[arg-type]
+    x, y = _pair(a, b)
+    return run_op(BackendOp.MUL, (x, y), {})
+
+
+def inv(x: Tensor) -> Tensor:
+    """``1 / x`` elementwise (``torch.reciprocal``); records ``inv``."""
+    return run_op(BackendOp.INV, (x,), {})
+
+
+def div(a: Operand, b: Operand) -> Tensor:
+    """``a / b`` with broadcasting; records ``inv`` then ``mul`` (the catalog has no division), or
+    ``scale`` by ``1/b`` when ``b`` is a Python number. Results may differ from ``torch.div`` in
+    the last bit (``a * (1/b)`` rounds twice)."""
+    if isinstance(a, Tensor) and _is_number(b):
+        return scale(a, 1.0 / float(b))  # type: ignore[arg-type]
+    x, y = _pair(a, b)
+    return mul(x, inv(y))
+
+
+def neg(x: Tensor) -> Tensor:
+    """``-x``; records ``scale`` by -1 (exact)."""
+    return scale(x, -1.0)
+
+
+def _unary(op: BackendOp, x: Tensor) -> Tensor:
+    return run_op(op, (x,), {})
+
+
+def relu(x: Tensor) -> Tensor:
+    """``max(x, 0)`` (``torch.relu``); records ``relu``."""
+    return _unary(BackendOp.RELU, x)
+
+
+def gelu(x: Tensor) -> Tensor:
+    """Exact (erf) GELU (``torch.nn.functional.gelu``); records ``gelu``."""
+    return _unary(BackendOp.GELU, x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    """``torch.tanh``; records ``tanh``."""
+    return _unary(BackendOp.TANH, x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """``torch.sigmoid``; records ``sigmoid``."""
+    return _unary(BackendOp.SIGMOID, x)
+
+
+def softplus(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))`` (``torch.nn.functional.softplus``); records ``softplus``."""
+    return _unary(BackendOp.SOFTPLUS, x)
+
+
+def exp(x: Tensor) -> Tensor:
+    """``torch.exp``; records ``exp``."""
+    return _unary(BackendOp.EXP, x)
+
+
+def log(x: Tensor) -> Tensor:
+    """``torch.log``; records ``log``."""
+    return _unary(BackendOp.LOG, x)
+
+
+def sin(x: Tensor) -> Tensor:
+    """``torch.sin``; records ``sin``."""
+    return _unary(BackendOp.SIN, x)
+
+
+def cos(x: Tensor) -> Tensor:
+    """``torch.cos``; records ``cos``."""
+    return _unary(BackendOp.COS, x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    """``torch.sqrt``; records ``sqrt``."""
+    return _unary(BackendOp.SQRT, x)
+
+
+def abs(x: Tensor) -> Tensor:
+    """``torch.abs``; records ``abs``."""
+    return _unary(BackendOp.ABS, x)
+
+
+def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
+    """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``."""
+    low = -math.inf if lo is None else float(lo)
+    high = math.inf if hi is None else float(hi)
+    return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})
+
+
+def maximum(a: Operand, b: Operand) -> Tensor:
+    """Elementwise maximum with broadcasting (``torch.maximum``); records ``max``."""
+    x, y = _pair(a, b)
+    return run_op(BackendOp.MAX, (x, y), {})
+
+
+def minimum(a: Operand, b: Operand) -> Tensor:
+    """Elementwise minimum with broadcasting (``torch.minimum``); records ``min``."""
+    x, y = _pair(a, b)
+    return run_op(BackendOp.MIN, (x, y), {})
+
+
+def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
+    """``log(softplus(x) + eps)``, finite for every finite x (the IR's ``safe_log``); records
+    ``safe_log``."""
+    return run_op(BackendOp.SAFE_LOG, (x,), {"eps": float(eps)})
+
+
+# ------------------------------------------------------------------------------ normalisations
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``."""
+    return run_op(BackendOp.SOFTMAX, (x,), {"axis": int(axis)})
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``."""
+    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": int(axis)})
+
+
+def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
+    """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
+    all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
+    ``hard_masked_softmax``."""
+    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask)), {"axis": int(axis)})
+
+
+# ---------------------------------------------------------------------------------- reductions
+
+
+def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``."""
+    return run_op(BackendOp.REDUCE_SUM, (x,), {"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``."""
+    return run_op(BackendOp.REDUCE_MEAN, (x,), {"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+# --------------------------------------------------------------------------------------- views
+
+
+def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """Row-major reshape (one ``-1`` inferred) (``torch.reshape``); records ``reshape``."""
+    return run_op(BackendOp.RESHAPE, (x,), {"shape": tuple(int(s) for s in shape)})
+
+
+def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
+    """Output axis ``i`` is input axis ``perm[i]`` (``torch.permute``); records ``permute``."""
+    return run_op(BackendOp.PERMUTE, (x,), {"perm": tuple(int(a) for a in perm)})
+
+
+def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Swap two axes (``torch.transpose``); records ``permute``."""
+    perm = list(range(x.ndim))
+    a, b = axis0 % builtins.max(x.ndim, 1), axis1 % builtins.max(x.ndim, 1)
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(x, perm)
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``."""
+    return run_op(BackendOp.BROADCAST, (x,), {"shape": tuple(int(s) for s in shape)})
+
+
+def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Concatenate along ``axis`` (``torch.cat``); records ``concat``."""
+    return run_op(BackendOp.CONCAT, tuple(xs), {"axis": int(axis)})
+
+
+def slice(
+    x: Tensor, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None = None
+) -> Tensor:
+    """``x[start0:stop0:step0, ...]`` with one bound per axis, ``0 <= start <= stop <= extent``,
+    ``step >= 1``; records ``slice``."""
+    params: dict[str, Any] = {
+        "starts": tuple(int(s) for s in starts),
+        "stops": tuple(int(s) for s in stops),
+        "steps": None if steps is None else tuple(int(s) for s in steps),
+    }
+    return run_op(BackendOp.SLICE, (x,), params)
+
+
+def _index_tuple(index: Any) -> tuple[Any, ...]:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
+
+    Records ``slice`` (skipped when the index selects everything), then ``reshape`` when an integer
+    drops an axis or ``None`` inserts one. Negative steps and advanced (array) indexing are refused
+    (use :func:`gather`).
+
+    Raises:
+        TensorError: an unsupported index or an integer out of range.
+    """
+    items = _index_tuple(index)
+    if builtins.sum(1 for i in items if i is Ellipsis) > 1:
+        raise TensorError("an index can only have a single ellipsis ('...')")
+    consuming = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consuming > x.ndim:
+        raise TensorError(f"too many indices for a tensor of rank {x.ndim}: {index!r}")
+    expanded: list[Any] = []
+    for item in items:
+        if item is Ellipsis:
+            expanded.extend([builtins.slice(None)] * (x.ndim - consuming))
+        else:
+            expanded.append(item)
+    expanded.extend([builtins.slice(None)] * (x.ndim - builtins.sum(1 for i in expanded if i is not None)))
+    starts: list[int] = []
+    stops: list[int] = []
+    steps: list[int] = []
+    final_shape: list[int] = []
+    axis = 0
+    for item in expanded:
+        if item is None:
+            final_shape.append(1)
+            continue
+        extent = x.shape[axis]
+        if isinstance(item, builtins.slice):
+            start, stop, step = item.indices(extent)
+            if step < 1:
+                raise TensorError(f"negative or zero slice steps are not supported (index {index!r})")
+            stop = builtins.max(stop, start)
+            starts.append(start)
+            stops.append(stop)
+            steps.append(step)
+            final_shape.append(len(range(start, stop, step)))
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            position = int(item)
+            if not -extent <= position < extent:
+                raise TensorError(f"index {position} is out of range for axis {axis} with extent {extent}")
+            position %= extent
+            starts.append(position)
+            stops.append(position + 1)
+            steps.append(1)
+        else:
+            raise TensorError(
+                f"unsupported index {item!r} of type {type(item).__name__}: only integers, slices, "
+                "'...' and None are supported (use torchlean.gather for index arrays)"
+            )
+        axis += 1
+    whole = all(
+        s == 0 and e == n and st == 1 for s, e, st, n in zip(starts, stops, steps, x.shape, strict=True)
+    )
+    result = x if whole else slice(x, starts, stops, steps)
+    if tuple(final_shape) != result.shape:
+        result = reshape(result, final_shape)
+    return result
+
+
+def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
+    """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
+    return run_op(BackendOp.GATHER, (x, _index(index)), {"axis": int(axis)})
+
+
+def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
+    """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
+    records ``scatter_add``."""
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index), src), {"axis": int(axis)})
+
+
+# ---------------------------------------------------------------------------------- contractions
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.matmul`` (1-D promotion, broadcast batch axes), left fold over the contracted axis;
+    records ``matmul``."""
+    return run_op(BackendOp.MATMUL, (a, b), {})
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias`` with x ``(..., in)``, weight ``(out, in)``, bias ``(out,)``
+    (``torch.nn.functional.linear``); records ``linear``."""
+    return run_op(BackendOp.LINEAR, (x, weight, bias), {})
+
+
+# --------------------------------------------------------------------------------------- losses
+
+
+def mse_loss(prediction: Tensor, target: Operand) -> Tensor:
+    """Mean squared error over all elements, a rank-0 tensor (``torch.nn.functional.mse_loss``,
+    reduction ``mean``); shapes must be equal; records ``mse_loss``."""
+    x, y = _pair(prediction, target)
+    return run_op(BackendOp.MSE_LOSS, (x, y), {})
+
+
+def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
+    """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
+    (``torch.nn.functional.cross_entropy``, reduction ``mean``).
+
+    ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
+    class axis) or class probabilities (a float tensor of the logits' shape).
+
+    Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
+    given the class axis by a numpy reshape of the index data, which carries no gradient), and
+    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities.
+
+    Raises:
+        TensorError: a target whose shape or dtype fits neither form.
+    """
+    ax = axis % builtins.max(logits.ndim, 1)
+    log_probs = log_softmax(logits, ax)
+    if isinstance(target, Tensor):
+        raw: npt.NDArray[Any] = target._data
+    else:
+        raw = np.asarray(target)
+    if raw.dtype.kind in "iu":
+        expected = logits.shape[:ax] + logits.shape[ax + 1 :]
+        if raw.shape != expected:
+            raise TensorError(
+                f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
+                f"{logits.shape} (expected {expected})"
+            )
+        index = _index(np.expand_dims(raw, ax))
+        picked = gather(log_probs, index, ax)
+        return neg(reduce_mean(picked))
+    if raw.dtype.kind == "f":
+        if raw.shape != logits.shape:
+            raise TensorError(
+                f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
+                f"{logits.shape}"
+            )
+        probs = target if isinstance(target, Tensor) else _constant(raw, logits.dtype)
+        return neg(reduce_mean(reduce_sum(mul(probs, log_probs), ax)))
+    raise TensorError(
+        f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
+    )
+
+
+# ------------------------------------------------------------------------------ normalisation layers
+
+
+def layer_norm(
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
+    (``torch.nn.functional.layer_norm``); records ``layer_norm``."""
+    return run_op(
+        BackendOp.LAYER_NORM, (x, weight, bias), {"normalized_ndim": int(normalized_ndim), "eps": float(eps)}
+    )
+
+
+def batch_norm(
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    training: bool = True,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
+    (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in
+    eval. The running statistics are inputs only (never updated here); records ``batch_norm``."""
+    return run_op(
+        BackendOp.BATCH_NORM,
+        (x, weight, bias, running_mean, running_var),
+        {"training": bool(training), "eps": float(eps)},
+    )
+
+
+# ----------------------------------------------------------------------------------- convolutions
+
+
+def conv(
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """N-d (1-3 spatial axes) channel-first cross-correlation (``torch.nn.functional.conv1d/2d/3d``):
+    x ``(N, C_in, *spatial)``, w ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)``; records ``conv``."""
+    params = {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)}
+    return run_op(BackendOp.CONV, (x, w, b), params)
+
+
+def conv_transpose(
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    output_padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
+    ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)``; records
+    ``conv_transpose``."""
+    params = {
+        "stride": stride,
+        "padding": padding,
+        "output_padding": output_padding,
+        "dilation": dilation,
+        "groups": int(groups),
+    }
+    return run_op(BackendOp.CONV_TRANSPOSE, (x, w, b), params)
+
+
+def max_pool(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+) -> Tensor:
+    """Max pooling, floor mode (``torch.nn.functional.max_pool1d/2d/3d``); stride defaults to the
+    kernel size; records ``max_pool``."""
+    params = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation}
+    return run_op(BackendOp.MAX_POOL, (x,), params)
+
+
+def avg_pool(
+    x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
+) -> Tensor:
+    """Average pooling, floor mode, padding counted (``torch.nn.functional.avg_pool1d/2d/3d``);
+    records ``avg_pool``."""
+    params = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
+    return run_op(BackendOp.AVG_POOL, (x,), params)
+
+
+def smooth_max_pool(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    beta: float,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """Smooth maximum over each window, ``log(sum(exp(beta * x))) / beta`` (finite nonzero
+    ``beta``); records ``smooth_max_pool``."""
+    params = {"beta": float(beta), "kernel_size": kernel_size, "stride": stride, "padding": padding}
+    return run_op(BackendOp.SMOOTH_MAX_POOL, (x,), params)
+
+
+# ---------------------------------------------------------------------------------- attention
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | npt.ArrayLike | None = None, scale: float | None = None
+) -> Tensor:
+    """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked
+    entries contribute exactly 0, a fully blocked row gives zeros); q ``(..., nQ, d)``, k
+    ``(..., nK, d)``, v ``(..., nK, dv)``; scale defaults to ``1/sqrt(d)`` (1 when d == 0)
+    (``torch.nn.functional.scaled_dot_product_attention``). Records
+    ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
+    or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``)."""
+    mask_t = None if mask is None else _mask(mask)
+    params: dict[str, Any] = {} if scale is None else {"scale": float(scale)}
+    return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
+
+
+# ------------------------------------------------------------------------------- random sources
+
+
+def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE) -> Tensor:
+    """Uniform values on the grid ``u / 2**32`` from ``keyOf(seed, counter)``, where ``counter`` is
+    the session's random counter (advanced once per call; anchor-runtime.md §1.6). ``seed``
+    defaults to the session's seed. Never requires grad; records ``rand_uniform``."""
+    session = current_session()
+    params = {
+        "shape": tuple(int(s) for s in shape),
+        "seed": session.seed if seed is None else int(seed),
+        "counter": session.next_random_counter(),
+        "dtype": resolve_dtype(dtype),
+    }
+    return run_op(BackendOp.RAND_UNIFORM, (), params)
+
+
+def bernoulli_mask(
+    shape: Sequence[int], keep_prob: float, seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE
+) -> Tensor:
+    """A 0/1 mask, 1 where ``keep_prob > u / 2**32`` (strict), from ``keyOf(seed, counter)`` with
+    the session's random counter (advanced once per call). Never requires grad; records
+    ``bernoulli_mask``."""
+    session = current_session()
+    params = {
+        "shape": tuple(int(s) for s in shape),
+        "keep_prob": float(keep_prob),
+        "seed": session.seed if seed is None else int(seed),
+        "counter": session.next_random_counter(),
+        "dtype": resolve_dtype(dtype),
+    }
+    return run_op(BackendOp.BERNOULLI_MASK, (), params)
+
+
+def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None) -> Tensor:
+    """Inverted dropout (``torch.nn.functional.dropout`` semantics, TorchLean's seeded mask): in
+    training, ``x * mask / (1 - p)`` with ``mask = bernoulli_mask(x.shape, 1 - p)``; the realised
+    mask is saved by the ``mul`` node for the backward. Identity when not training or ``p == 0``.
+    Records ``bernoulli_mask``, ``mul``, ``scale`` (``p == 1``: ``bernoulli_mask``, ``mul``).
+
+    Raises:
+        TensorError: ``p`` outside ``[0, 1]``.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
+    if not training or p == 0.0:
+        return x
+    mask = bernoulli_mask(x.shape, 1.0 - p, seed=seed, dtype=x.dtype)
+    kept = mul(x, mask)
+    return kept if p == 1.0 else scale(kept, 1.0 / (1.0 - p))

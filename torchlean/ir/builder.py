@@ -1,0 +1,402 @@
+"""A small builder that appends IR nodes with inferred shapes and emits constants lazily.
+
+Each op method takes node references and returns the new node's id; the output shape is inferred
+with :func:`torchlean.ir.infer.infer_node_shape` (so a bad op fails at once with the shape
+checker's message). A reference is a node id or a :class:`Param`: a parameter declared with
+:meth:`GraphBuilder.param` is emitted as a ``const`` node at its *first use*, the way the original
+lowers model parameters (anchor-runtime.md §4.2). A vector ``linear 4 -> 8`` lowers as::
+
+    b = GraphBuilder()
+    x = b.input([4])
+    w, bias = b.param(W), b.param(B)                 # W [8, 4], B [8]; nothing emitted yet
+    h = b.reshape(x, [1, 4])                         # 1
+    h = b.matmul(h, b.transpose(w, 0, 1))            # const W = 2, transpose = 3, matmul = 4
+    h = b.add(h, b.broadcast_to(bias, [1, 8]))       # const B = 5, broadcast_to = 6, add = 7
+    y = b.reshape(h, [8])                            # 8
+    built = b.build()                                # graph + payloads (const values by node id)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.ir.errors import IRError
+from torchlean.ir.graph import Graph, Node
+from torchlean.ir.infer import infer_node_shape
+from torchlean.ir.ops import (
+    Abs,
+    Add,
+    AvgPool,
+    BatchNormEval,
+    BernoulliMask,
+    BroadcastTo,
+    Concat,
+    Const,
+    Conv,
+    ConvConfig,
+    Cos,
+    Detach,
+    Exp,
+    Flatten,
+    Gelu,
+    HardMask,
+    HardMaskedSoftmax,
+    Input,
+    Inv,
+    LayerNorm,
+    Linear,
+    Log,
+    LogSoftmax,
+    Matmul,
+    MaxElem,
+    MaxPool,
+    MinElem,
+    MseLoss,
+    MulElem,
+    OpKind,
+    Permute,
+    RandUniform,
+    ReduceMean,
+    ReduceSum,
+    Relu,
+    Reshape,
+    SafeLog,
+    Scale,
+    ScaledDotProductAttention,
+    Shape,
+    Sigmoid,
+    Sin,
+    Softmax,
+    Softplus,
+    Sqrt,
+    Sub,
+    Sum,
+    Tanh,
+    Transpose,
+    WindowConfig,
+    render_shape,
+)
+from torchlean.ir.payloads import (
+    Array,
+    BatchNormParams,
+    ConvParams,
+    LayerNormParams,
+    LinearParams,
+    Payload,
+    as_array,
+)
+
+__all__ = ["BuiltGraph", "GraphBuilder", "Param", "Ref"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Param:
+    """A constant declared to a builder and emitted as a ``const`` node at its first use."""
+
+    key: int
+    value: Array
+    name: str = ""
+
+    @property
+    def shape(self) -> Shape:
+        return tuple(int(d) for d in self.value.shape)
+
+
+Ref = int | Param
+"""A node reference: an existing node id, or a deferred constant."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltGraph:
+    """A finished graph with its payload store (const values and layer parameters by node id)."""
+
+    graph: Graph
+    payloads: Mapping[int, Payload]
+
+    @property
+    def output(self) -> int:
+        """Id of the last node (the graph's result by convention)."""
+        return len(self.graph.nodes) - 1
+
+
+class GraphBuilder:
+    """Appends IR nodes in order; ids are ``0, 1, 2, ...``. See the module docstring.
+
+    Every op method takes :data:`Ref` arguments, appends one node (after any deferred constants
+    it uses) and returns the node's id; its output shape is inferred. A bad op raises
+    :class:`IRError` with the shape checker's message and appends nothing but the constants it
+    already emitted.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: list[Node] = []
+        self._payloads: dict[int, Payload] = {}
+        self._emitted: dict[int, int] = {}
+        self._declared: dict[int, Param] = {}
+        self._keys = itertools.count()
+
+    # ------------------------------------------------------------------------------------- core
+
+    def node(self, kind: OpKind, *parents: Ref, out_shape: Sequence[int] = ()) -> int:
+        """Append a node of ``kind`` over ``parents`` and return its id.
+
+        Deferred parameters among ``parents`` are emitted first, in argument order. ``out_shape``
+        is only read by kinds whose shape is declared (input, rand_uniform, bernoulli_mask,
+        linear). Raises :class:`IRError` with the shape checker's message.
+        """
+        ids = tuple(self.resolve(p) for p in parents)
+        draft = Node(len(self._nodes), ids, kind, tuple(out_shape))
+        shape = infer_node_shape(draft, [self._nodes[i].out_shape for i in ids])
+        self._nodes.append(Node(draft.id, ids, kind, shape))
+        return draft.id
+
+    def resolve(self, ref: Ref) -> int:
+        """The node id of ``ref``, emitting a deferred parameter's ``const`` node on first use."""
+        if isinstance(ref, Param):
+            if self._declared.get(ref.key) is not ref:
+                raise IRError(f"builder: parameter {ref.name or ref.key} was declared to another builder")
+            if ref.key not in self._emitted:
+                self._emitted[ref.key] = self.const(ref.value)
+            return self._emitted[ref.key]
+        if isinstance(ref, bool) or not isinstance(ref, int) or not 0 <= ref < len(self._nodes):
+            raise IRError(f"builder: unknown node reference {ref!r} (nodes 0..{len(self._nodes) - 1})")
+        return ref
+
+    def shape(self, ref: Ref) -> Shape:
+        """The output shape of ``ref`` (a deferred parameter's value shape; emits nothing)."""
+        if isinstance(ref, Param):
+            return ref.shape
+        return self._nodes[self.resolve(ref)].out_shape
+
+    def build(self) -> BuiltGraph:
+        """The graph so far and a read-only view of a copy of its payloads."""
+        return BuiltGraph(Graph(tuple(self._nodes)), MappingProxyType(dict(self._payloads)))
+
+    # ---------------------------------------------------------------------------------- sources
+
+    def input(self, shape: Sequence[int]) -> int:
+        """An ``input`` node of ``shape``."""
+        return self.node(Input(), out_shape=shape)
+
+    def const(self, value: npt.ArrayLike) -> int:
+        """A ``const`` node emitted now; the value (copied, read-only) goes to the payload store."""
+        array = as_array(value)
+        node = self.node(Const(tuple(int(d) for d in array.shape)))
+        self._payloads[node] = array
+        return node
+
+    def param(self, value: npt.ArrayLike, name: str = "") -> Param:
+        """Declare a constant emitted as a ``const`` node at its first use (same node afterwards)."""
+        param = Param(next(self._keys), as_array(value), name)
+        self._declared[param.key] = param
+        return param
+
+    def rand_uniform(self, seed: int, shape: Sequence[int]) -> int:
+        """Seeded U[0, 1) tensor of ``shape`` (key ``keyOf(seed, node id)``)."""
+        return self.node(RandUniform(seed), out_shape=shape)
+
+    def bernoulli_mask(self, seed: int, keep_prob: Ref, shape: Sequence[int]) -> int:
+        """Seeded {0, 1} mask of ``shape``; ``keep_prob`` is a scalar node."""
+        return self.node(BernoulliMask(seed), keep_prob, out_shape=shape)
+
+    # ------------------------------------------------------------------------------------ views
+
+    def permute(self, x: Ref, perm: Sequence[int]) -> int:
+        return self.node(Permute(tuple(perm)), x)
+
+    def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
+        return self.node(Transpose(axis1, axis2), x)
+
+    def detach(self, x: Ref) -> int:
+        return self.node(Detach(), x)
+
+    def broadcast_to(self, x: Ref, shape: Sequence[int]) -> int:
+        """``broadcast_to <shape of x> <shape>``."""
+        return self.node(BroadcastTo(self.shape(x), tuple(shape)), x)
+
+    def reshape(self, x: Ref, shape: Sequence[int]) -> int:
+        """``reshape <shape of x> <shape>``."""
+        return self.node(Reshape(self.shape(x), tuple(shape)), x)
+
+    def flatten(self, x: Ref) -> int:
+        return self.node(Flatten(self.shape(x)), x)
+
+    def concat(self, xs: Sequence[Ref], axis: int) -> int:
+        return self.node(Concat(axis), *xs)
+
+    # -------------------------------------------------------------------------------- pointwise
+
+    def add(self, a: Ref, b: Ref) -> int:
+        return self.node(Add(), a, b)
+
+    def sub(self, a: Ref, b: Ref) -> int:
+        return self.node(Sub(), a, b)
+
+    def mul_elem(self, a: Ref, b: Ref) -> int:
+        return self.node(MulElem(), a, b)
+
+    def max_elem(self, a: Ref, b: Ref) -> int:
+        return self.node(MaxElem(), a, b)
+
+    def min_elem(self, a: Ref, b: Ref) -> int:
+        return self.node(MinElem(), a, b)
+
+    def abs(self, x: Ref) -> int:
+        return self.node(Abs(), x)
+
+    def sqrt(self, x: Ref) -> int:
+        return self.node(Sqrt(), x)
+
+    def inv(self, x: Ref) -> int:
+        return self.node(Inv(), x)
+
+    def relu(self, x: Ref) -> int:
+        return self.node(Relu(), x)
+
+    def tanh(self, x: Ref) -> int:
+        return self.node(Tanh(), x)
+
+    def sigmoid(self, x: Ref) -> int:
+        return self.node(Sigmoid(), x)
+
+    def exp(self, x: Ref) -> int:
+        return self.node(Exp(), x)
+
+    def log(self, x: Ref) -> int:
+        return self.node(Log(), x)
+
+    def sin(self, x: Ref) -> int:
+        return self.node(Sin(), x)
+
+    def cos(self, x: Ref) -> int:
+        return self.node(Cos(), x)
+
+    def softplus(self, x: Ref) -> int:
+        return self.node(Softplus(), x)
+
+    def safe_log(self, x: Ref, eps: Ref) -> int:
+        """``log(softplus(x) + eps)``; ``eps`` is a scalar node."""
+        return self.node(SafeLog(), x, eps)
+
+    def gelu(self, x: Ref) -> int:
+        return self.node(Gelu(), x)
+
+    def scale(self, x: Ref, factor: float) -> int:
+        return self.node(Scale(factor), x)
+
+    # ------------------------------------------------------------------------------- reductions
+
+    def reduce_sum(self, x: Ref, axis: int) -> int:
+        return self.node(ReduceSum(axis), x)
+
+    def reduce_mean(self, x: Ref, axis: int) -> int:
+        return self.node(ReduceMean(axis), x)
+
+    def sum(self, x: Ref) -> int:
+        return self.node(Sum(), x)
+
+    def mse_loss(self, prediction: Ref, target: Ref) -> int:
+        return self.node(MseLoss(), prediction, target)
+
+    # --------------------------------------------------------------------------- linear algebra
+
+    def matmul(self, a: Ref, b: Ref) -> int:
+        return self.node(Matmul(), a, b)
+
+    def linear(self, x: Ref, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None) -> int:
+        """A ``linear`` node with payload W ``[out, in]`` and b ``[out]`` (or none)."""
+        w = as_array(weight)
+        b = None if bias is None else as_array(bias)
+        in_shape = self.shape(x)
+        if (
+            w.ndim != 2
+            or not in_shape
+            or w.shape[1] != in_shape[-1]
+            or (b is not None and b.shape != w.shape[:1])
+        ):
+            raise IRError(
+                f"linear: weight {render_shape(w.shape)} and bias "
+                f"{'none' if b is None else render_shape(b.shape)} do not fit input {render_shape(in_shape)}"
+            )
+        node = self.node(Linear(), x, out_shape=(*in_shape[:-1], int(w.shape[0])))
+        self._payloads[node] = LinearParams(w, b)
+        return node
+
+    def conv(
+        self, x: Ref, config: ConvConfig, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None
+    ) -> int:
+        """A ``conv`` node; payload W ``[out_channels, in_channels // groups, *kernel]``, b or none."""
+        w = as_array(weight)
+        b = None if bias is None else as_array(bias)
+        if w.shape != config.weight_shape or (b is not None and b.shape != (config.out_channels,)):
+            raise IRError(
+                f"conv: weight {render_shape(w.shape)} and bias "
+                f"{'none' if b is None else render_shape(b.shape)} do not fit {config.describe()}"
+            )
+        node = self.node(Conv(config), x)
+        self._payloads[node] = ConvParams(w, b)
+        return node
+
+    def max_pool(self, x: Ref, config: WindowConfig) -> int:
+        return self.node(MaxPool(config), x)
+
+    def avg_pool(self, x: Ref, config: WindowConfig) -> int:
+        return self.node(AvgPool(config), x)
+
+    # ---------------------------------------------------------------------------- normalisation
+
+    def batch_norm_eval(self, x: Ref, channel_axis: int, params: BatchNormParams) -> int:
+        """``batch_norm_eval channel_axis channels`` with running statistics ``params``."""
+        channels = int(np.shape(params.mean)[0]) if np.ndim(params.mean) == 1 else -1
+        if channels < 0 or any(
+            a is not None and np.shape(a) != (channels,) for a in (params.var, params.weight, params.bias)
+        ):
+            raise IRError("batch_norm_eval: mean, var, weight and bias must be vectors of one length")
+        node = self.node(BatchNormEval(channel_axis, channels), x)
+        self._payloads[node] = params
+        return node
+
+    def layernorm(self, x: Ref, axis: int, params: LayerNormParams | None = None) -> int:
+        """``layernorm axis``; optional affine parameters of the normalised suffix's shape."""
+        node = self.node(LayerNorm(axis), x)
+        if params is not None:
+            suffix = self._nodes[node].out_shape[axis:]
+            for name, a in (("weight", params.weight), ("bias", params.bias)):
+                if a is not None and np.shape(a) != suffix:
+                    raise IRError(
+                        f"layernorm: {name} {render_shape(np.shape(a))} does not match the normalised "
+                        f"shape {render_shape(suffix)}"
+                    )
+            self._payloads[node] = params
+        return node
+
+    def softmax(self, x: Ref, axis: int) -> int:
+        return self.node(Softmax(axis), x)
+
+    def log_softmax(self, x: Ref, axis: int) -> int:
+        return self.node(LogSoftmax(axis), x)
+
+    def hard_masked_softmax(self, x: Ref, mask: HardMask | npt.ArrayLike) -> int:
+        """Last-axis softmax over the allowed entries of a static boolean ``mask``."""
+        hard = mask if isinstance(mask, HardMask) else HardMask.from_array(mask)
+        return self.node(HardMaskedSoftmax(hard), x)
+
+    def attention(
+        self,
+        q: Ref,
+        k: Ref,
+        v: Ref,
+        *,
+        mask: HardMask | npt.ArrayLike | None = None,
+        causal: str | None = None,
+        scale: float | None = None,
+    ) -> int:
+        """``scaled_dot_product_attention`` (torchlean extension) over q, k, v."""
+        hard = mask if mask is None or isinstance(mask, HardMask) else HardMask.from_array(mask)
+        return self.node(ScaledDotProductAttention(hard, causal, scale), q, k, v)

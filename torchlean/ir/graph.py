@@ -1,0 +1,126 @@
+"""Nodes and graphs of the canonical IR (``NN.IR.Node`` / ``NN.IR.Graph``, anchor-runtime.md §4.3).
+
+A graph is a tuple of nodes in topological order: node ``i`` has ``id == i`` and every parent id
+is smaller than its own. Structure only: constant values and layer parameters live in a payload
+store keyed by node id (:mod:`torchlean.ir.payloads`); shapes are checked by
+:func:`torchlean.ir.infer.check_shapes`.
+
+This is the IR/graph protocol ``torchlean.backend.graph`` plans over: ``graph.nodes``,
+``graph.check_well_formed()``, ``node.id``, ``node.parents``, ``node.kind`` (with ``backend_op`` and
+``describe()``) and ``node.out_shape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from torchlean.ir.errors import IRError
+from torchlean.ir.ops import OpKind, Shape, render_shape
+
+__all__ = ["Graph", "Node"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One IR node: ``id``, parent ids (data dependencies), operation ``kind``, declared out shape."""
+
+    id: int
+    parents: tuple[int, ...]
+    kind: OpKind
+    out_shape: Shape
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parents", tuple(self.parents))
+        object.__setattr__(self, "out_shape", tuple(self.out_shape))
+
+    def summary(self) -> str:
+        """``Node(id=1, kind=reshape [4] [1, 4], parents=[0], outShape=[1, 4])`` (anchor-backend §2.8)."""
+        return (
+            f"Node(id={self.id}, kind={self.kind.describe()}, parents={render_shape(self.parents)}, "
+            f"outShape={render_shape(self.out_shape)})"
+        )
+
+    def arity_error(self) -> str | None:
+        """The original's ``arityError`` text when the parent count is outside the kind's arity."""
+        got = len(self.parents)
+        lo, hi = self.kind.arity
+        if hi is None:
+            if got >= lo:
+                return None
+            return f"bad parent count for {self.kind.tag}: expected at least {lo}, got {got}"
+        if lo <= got <= hi:
+            return None
+        return f"bad parent count for {self.kind.tag}: expected {lo}..{hi}, got {got}"
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """An IR graph: ``nodes[i]`` is the node with id ``i``, parents before children.
+
+    Construction does not validate (so ill-formed graphs can be diagnosed); call
+    :meth:`check_well_formed`, or :func:`torchlean.ir.infer.check_shapes` for shapes as well.
+    """
+
+    nodes: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def check_well_formed(self) -> None:
+        """Check id discipline, arity and topological order, node by node; first failure wins.
+
+        Raises:
+            IRError: with the verbatim messages of anchor-backend.md §2.8:
+              ``IR graph: internal error: missing node at index i`` (an entry that is not a Node),
+              ``IR graph: id discipline violated at index i: nodes[i].id = j``,
+              ``IR graph: node i: bad parent count for TAG: expected a..b, got n (Node(...))``
+              (``expected at least a`` for ``concat``),
+              ``IR graph: node i: parent id p is not < i (Node(...))``.
+        """
+        for index, node in enumerate(self.nodes):
+            if not isinstance(node, Node):
+                raise IRError(f"IR graph: internal error: missing node at index {index}")
+            if node.id != index:
+                raise IRError(
+                    f"IR graph: id discipline violated at index {index}: nodes[{index}].id = {node.id}"
+                )
+            arity = node.arity_error()
+            if arity is not None:
+                raise IRError(f"IR graph: node {index}: {arity} ({node.summary()})")
+            for parent in node.parents:
+                if not 0 <= parent < node.id:
+                    raise IRError(
+                        f"IR graph: node {index}: parent id {parent} is not < {node.id} ({node.summary()})"
+                    )
+
+    def node(self, node_id: int) -> Node:
+        """The node with id ``node_id``.
+
+        Raises:
+            IRError: ``IR graph: node id out of bounds: i``, or
+              ``IR graph: internal error: nodes[i].id = j (expected i)``.
+        """
+        if not 0 <= node_id < len(self.nodes):
+            raise IRError(f"IR graph: node id out of bounds: {node_id}")
+        node = self.nodes[node_id]
+        if node.id != node_id:
+            raise IRError(f"IR graph: internal error: nodes[{node_id}].id = {node.id} (expected {node_id})")
+        return node
+
+    def input_ids(self) -> tuple[int, ...]:
+        """Ids of the ``input`` nodes, in graph order."""
+        return tuple(n.id for n in self.nodes if n.kind.tag == "input")
+
+    def listing(self) -> list[str]:
+        """One line per node: ``3 transpose 0 1 <- [2] : [4, 8]`` (id, kind, parents, out shape)."""
+        return [
+            f"{n.id} {n.kind.describe()} <- {render_shape(n.parents)} : {render_shape(n.out_shape)}"
+            for n in self.nodes
+        ]

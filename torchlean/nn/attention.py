@@ -1,0 +1,112 @@
+"""Multi-head attention and a pre-norm transformer block built from :class:`Ops`.
+
+The attention core is one ``scaled_dot_product_attention`` operation (so the planner selects a
+capsule for it: ``reference.attention`` on checked_cpu, ``libtorch.sdpa_forward`` under
+libtorch_forward_cpu); projections, head split and merge are ordinary matmul/reshape/permute
+operations. Masks are boolean (True = may attend); ``causal=True`` uses the upper-left causal
+mask of the seed chapter (query i attends to keys j <= i). Projections have no biases, as in the
+original's multi-head specification (anchor-runtime.md §5.1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchlean.nn.layers import Layer, LayerNorm, Linear, ParamSpec, Shape, ShapeError
+from torchlean.nn.ops import Ops, T
+
+__all__ = ["MultiHeadAttention", "TransformerBlock"]
+
+
+def _causal(n: int) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=np.bool_))
+
+
+@dataclass(frozen=True, slots=True)
+class MultiHeadAttention(Layer):
+    """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``."""
+
+    d_model: int
+    heads: int
+    causal: bool = False
+    kind = "multi_head_attention"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if len(input_shape) != 2 or input_shape[1] != self.d_model:
+            raise ShapeError(
+                f"multi_head_attention expects (tokens, {self.d_model}) samples, got {list(input_shape)}"
+            )
+        if self.heads < 1 or self.d_model % self.heads:
+            raise ShapeError(f"heads={self.heads} must be >= 1 and divide d_model={self.d_model}")
+        return input_shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        bound = 1.0 / math.sqrt(self.d_model)
+        shape = (self.d_model, self.d_model)
+        return tuple(ParamSpec(name, shape, "uniform", bound) for name in ("wq", "wk", "wv", "wo"))
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        batch, tokens, _ = ops.shape(x)
+        head_dim = self.d_model // self.heads
+
+        def heads_first(w: T) -> T:
+            h = ops.matmul(x, ops.transpose(w, 0, 1))
+            h = ops.reshape(h, (batch, tokens, self.heads, head_dim))
+            return ops.permute(h, (0, 2, 1, 3))
+
+        q, k, v = (heads_first(w) for w in params[:3])
+        mask = _causal(tokens) if self.causal else None
+        out = ops.attention(q, k, v, mask)
+        out = ops.reshape(ops.permute(out, (0, 2, 1, 3)), (batch, tokens, self.d_model))
+        return ops.matmul(out, ops.transpose(params[3], 0, 1))
+
+    def describe(self) -> str:
+        return f"multi_head_attention({self.d_model}, heads={self.heads}, causal={self.causal})"
+
+
+@dataclass(frozen=True, slots=True)
+class TransformerBlock(Layer):
+    """Pre-norm block: ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))`` with a GELU MLP."""
+
+    d_model: int
+    heads: int
+    mlp_hidden: int
+    causal: bool = False
+    kind = "transformer_block"
+
+    def _parts(self) -> tuple[LayerNorm, MultiHeadAttention, LayerNorm, Linear, Linear]:
+        return (
+            LayerNorm((self.d_model,)),
+            MultiHeadAttention(self.d_model, self.heads, self.causal),
+            LayerNorm((self.d_model,)),
+            Linear(self.d_model, self.mlp_hidden),
+            Linear(self.mlp_hidden, self.d_model),
+        )
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return self._parts()[1].output_shape(input_shape)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        specs: list[ParamSpec] = []
+        for name, part in zip(("ln1", "attn", "ln2", "fc1", "fc2"), self._parts(), strict=True):
+            specs.extend(
+                ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.bound, s.trainable)
+                for s in part.param_specs()
+            )
+        return tuple(specs)
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        ln1, attn, ln2, fc1, fc2 = self._parts()
+        h = ops.add(x, attn.forward(ops, params[2:6], ln1.forward(ops, params[0:2], x, training=training),
+                                    training=training))
+        m = ln2.forward(ops, params[6:8], h, training=training)
+        m = fc2.forward(ops, params[10:12], ops.gelu(fc1.forward(ops, params[8:10], m, training=training)),
+                        training=training)
+        return ops.add(h, m)
+
+    def describe(self) -> str:
+        return f"transformer_block({self.d_model}, heads={self.heads}, mlp={self.mlp_hidden})"

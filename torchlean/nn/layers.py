@@ -1,0 +1,437 @@
+"""Layer descriptions: shapes, parameter specifications and forward programs.
+
+A layer is an immutable description (``linear(4, 8)``); it knows its output shape for a given
+per-sample input shape, the parameters it needs (:class:`ParamSpec`, in state order), and a
+forward program written against :class:`torchlean.nn.ops.Ops`. Parameters are created by
+:func:`torchlean.nn.model.build` with a seed, so the same seed gives the same weights.
+
+Shapes here are per-sample (no batch axis). Forward programs receive batched values
+``(batch, *input_shape)``; :class:`Linear` also accepts an unbatched vector, lowering it the way
+the original lowers a vector linear layer (reshape to ``[1, n]``, transpose the weight, matmul,
+broadcast the bias, add, reshape back; anchor-runtime.md §4.2).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import TorchLeanError
+from torchlean.nn.ops import Ops, T
+
+__all__ = [
+    "Activation",
+    "AvgPool2d",
+    "Conv2d",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "LayerNorm",
+    "Linear",
+    "MaxPool2d",
+    "MeanPool",
+    "ParamSpec",
+    "Reshape",
+    "Residual",
+    "Sequential",
+    "ShapeError",
+]
+
+Shape = tuple[int, ...]
+InitKind = Literal["uniform", "zeros", "ones"]
+
+
+class ShapeError(TorchLeanError, ValueError):
+    """A layer does not fit the shape it receives (message names both)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """A parameter a layer needs: name, shape and initialiser.
+
+    ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
+    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant.
+    """
+
+    name: str
+    shape: Shape
+    init: InitKind
+    bound: float = 0.0
+    trainable: bool = True
+
+    def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
+        if self.init == "zeros":
+            return np.zeros(self.shape, dtype=dtype)
+        if self.init == "ones":
+            return np.ones(self.shape, dtype=dtype)
+        return rng.uniform(-self.bound, self.bound, size=self.shape).astype(dtype)
+
+
+def pair(value: int | Sequence[int], name: str, *, minimum: int) -> tuple[int, int]:
+    """``value`` as a pair of ints >= ``minimum`` (raises :class:`ShapeError` naming ``name``)."""
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or any(not isinstance(v, int) or v < minimum for v in pair):
+        raise ShapeError(f"{name} must be an int >= {minimum} or a pair of them, got {value!r}")
+    return (int(pair[0]), int(pair[1]))
+
+
+class Layer(ABC):
+    """A model layer: shape rule, parameters and forward program."""
+
+    kind: str = "layer"
+
+    @abstractmethod
+    def output_shape(self, input_shape: Shape) -> Shape:
+        """Per-sample output shape for ``input_shape``; raises :class:`ShapeError` if it does not fit."""
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        """Parameters in state order (children's included, prefixed by their position).
+
+        Parameter shapes never depend on the input shape."""
+        return ()
+
+    @abstractmethod
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        """Apply the layer to ``x`` with its parameters ``params`` (as many as ``param_specs``)."""
+
+    def describe(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Linear(Layer):
+    """``y = x W^T + b`` with weight ``[out, in]`` and bias ``[out]`` (``torch.nn.Linear``)."""
+
+    in_features: int
+    out_features: int
+    bias: bool = True
+    kind = "linear"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if not input_shape or input_shape[-1] != self.in_features:
+            raise ShapeError(
+                f"linear({self.in_features}, {self.out_features}) expects inputs whose last axis is "
+                f"{self.in_features}, got shape {list(input_shape)}"
+            )
+        return (*input_shape[:-1], self.out_features)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+        weight = ParamSpec("weight", (self.out_features, self.in_features), "uniform", bound)
+        if not self.bias:
+            return (weight,)
+        return (weight, ParamSpec("bias", (self.out_features,), "uniform", bound))
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        shape = ops.shape(x)
+        vector = len(shape) == 1
+        h = ops.reshape(x, (1, shape[0])) if vector else x
+        h = ops.matmul(h, ops.transpose(params[0], 0, 1))
+        if self.bias:
+            h = ops.add(h, ops.broadcast_to(params[1], ops.shape(h)))
+        return ops.reshape(h, (self.out_features,)) if vector else h
+
+    def describe(self) -> str:
+        return f"linear({self.in_features}, {self.out_features})"
+
+
+@dataclass(frozen=True, slots=True)
+class Activation(Layer):
+    """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh`` or ``sigmoid``."""
+
+    kind: str
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return input_shape
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        if self.kind == "relu":
+            return ops.relu(x)
+        if self.kind == "gelu":
+            return ops.gelu(x)
+        if self.kind == "tanh":
+            return ops.tanh(x)
+        return ops.sigmoid(x)
+
+
+@dataclass(frozen=True, slots=True)
+class Dropout(Layer):
+    """Inverted dropout (``torch.nn.Dropout``): identity in evaluation, seeded masks in training."""
+
+    p: float
+    kind = "dropout"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.p) and 0.0 <= self.p < 1.0):
+            raise ShapeError(f"dropout probability must satisfy 0 <= p < 1, got {self.p}")
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return input_shape
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        if not training or self.p == 0.0:
+            return x
+        return ops.dropout(x, self.p)
+
+    def describe(self) -> str:
+        return f"dropout({self.p})"
+
+
+@dataclass(frozen=True, slots=True)
+class LayerNorm(Layer):
+    """Layer normalisation over the trailing ``normalized_shape`` axes (``torch.nn.LayerNorm``)."""
+
+    normalized_shape: Shape
+    eps: float = 1e-5
+    kind = "layer_norm"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        n = len(self.normalized_shape)
+        if n == 0 or tuple(input_shape[-n:]) != self.normalized_shape:
+            raise ShapeError(
+                f"layer_norm({list(self.normalized_shape)}) does not fit input shape {list(input_shape)}"
+            )
+        return input_shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (
+            ParamSpec("weight", self.normalized_shape, "ones"),
+            ParamSpec("bias", self.normalized_shape, "zeros"),
+        )
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.layer_norm(x, params[0], params[1], normalized_ndim=len(self.normalized_shape),
+                              eps=self.eps)
+
+    def describe(self) -> str:
+        return f"layer_norm({list(self.normalized_shape)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Conv2d(Layer):
+    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``, channel-first)."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    bias: bool = True
+    kind = "conv2d"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if len(input_shape) != 3 or input_shape[0] != self.in_channels:
+            raise ShapeError(
+                f"conv2d expects (C={self.in_channels}, H, W) samples, got shape {list(input_shape)}"
+            )
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ShapeError(
+                f"conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
+                f"out_channels={self.out_channels}"
+            )
+        spatial = []
+        for size, k, s, p, d in zip(input_shape[1:], self.kernel_size, self.stride, self.padding,
+                                    self.dilation, strict=True):
+            out = (size + 2 * p - d * (k - 1) - 1) // s + 1
+            if out < 1:
+                raise ShapeError(
+                    f"conv2d kernel {list(self.kernel_size)} (dilation {list(self.dilation)}) does not fit "
+                    f"input {list(input_shape)} with padding {list(self.padding)}"
+                )
+            spatial.append(out)
+        return (self.out_channels, *spatial)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        fan_in = (self.in_channels // self.groups) * self.kernel_size[0] * self.kernel_size[1]
+        bound = 1.0 / math.sqrt(fan_in)
+        weight = ParamSpec(
+            "weight", (self.out_channels, self.in_channels // self.groups, *self.kernel_size), "uniform", bound
+        )
+        if not self.bias:
+            return (weight,)
+        return (weight, ParamSpec("bias", (self.out_channels,), "uniform", bound))
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.conv(
+            x,
+            params[0],
+            params[1] if self.bias else None,
+            stride=self.stride,
+            padding=self.padding,
+            dilation=self.dilation,
+            groups=self.groups,
+        )
+
+    def describe(self) -> str:
+        return f"conv2d({self.in_channels}, {self.out_channels}, {list(self.kernel_size)})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool2d(Layer):
+    kernel_size: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int] = (0, 0)
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if len(input_shape) != 3:
+            raise ShapeError(f"{self.kind} expects (C, H, W) samples, got shape {list(input_shape)}")
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
+            raise ShapeError(
+                f"{self.kind}: padding {list(self.padding)} must be at most half of kernel "
+                f"{list(self.kernel_size)}"
+            )
+        spatial = []
+        for size, k, s, p in zip(input_shape[1:], self.kernel_size, self.stride, self.padding, strict=True):
+            out = (size + 2 * p - k) // s + 1
+            if out < 1:
+                raise ShapeError(f"{self.kind} kernel {list(self.kernel_size)} does not fit {list(input_shape)}")
+            spatial.append(out)
+        return (input_shape[0], *spatial)
+
+    def describe(self) -> str:
+        return f"{self.kind}({list(self.kernel_size)})"
+
+
+@dataclass(frozen=True, slots=True)
+class MaxPool2d(_Pool2d):
+    """2-d max pooling (``torch.nn.MaxPool2d``)."""
+
+    kind = "max_pool2d"
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.max_pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+
+
+@dataclass(frozen=True, slots=True)
+class AvgPool2d(_Pool2d):
+    """2-d average pooling; zero padding counts in the divisor (``count_include_pad=True``)."""
+
+    kind = "avg_pool2d"
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.avg_pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+
+
+@dataclass(frozen=True, slots=True)
+class Reshape(Layer):
+    """Reshape each sample to ``shape`` (same element count)."""
+
+    shape: Shape
+    kind = "reshape"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if math.prod(input_shape) != math.prod(self.shape):
+            raise ShapeError(f"reshape: cannot view {list(input_shape)} as {list(self.shape)}")
+        return self.shape
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        batch = ops.shape(x)[0]
+        return ops.reshape(x, (batch, *self.shape))
+
+    def describe(self) -> str:
+        return f"reshape({list(self.shape)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Flatten(Layer):
+    """Flatten each sample to a vector (``torch.nn.Flatten``)."""
+
+    kind = "flatten"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return (math.prod(input_shape),)
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], math.prod(shape[1:])))
+
+
+@dataclass(frozen=True, slots=True)
+class MeanPool(Layer):
+    """Mean over per-sample axis ``axis`` (e.g. the token axis of a sequence model)."""
+
+    axis: int = 0
+    kind = "mean_pool"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if not 0 <= self.axis < len(input_shape):
+            raise ShapeError(f"mean_pool axis {self.axis} is out of range for shape {list(input_shape)}")
+        return input_shape[: self.axis] + input_shape[self.axis + 1 :]
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.reduce_mean(x, self.axis + 1)
+
+
+def _child_shapes(layers: Sequence[Layer], input_shape: Shape) -> list[Shape]:
+    shapes = [input_shape]
+    for layer in layers:
+        shapes.append(layer.output_shape(shapes[-1]))
+    return shapes
+
+
+@dataclass(frozen=True, slots=True)
+class Sequential(Layer):
+    """Layers applied in order (``torch.nn.Sequential``)."""
+
+    layers: tuple[Layer, ...]
+    kind = "sequential"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return _child_shapes(self.layers, input_shape)[-1]
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        specs: list[ParamSpec] = []
+        for index, layer in enumerate(self.layers):
+            specs.extend(
+                ParamSpec(f"{index}.{s.name}", s.shape, s.init, s.bound, s.trainable)
+                for s in layer.param_specs()
+            )
+        return tuple(specs)
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        offset = 0
+        for layer in self.layers:
+            count = len(layer.param_specs())
+            x = layer.forward(ops, params[offset : offset + count], x, training=training)
+            offset += count
+        return x
+
+    def describe(self) -> str:
+        return "sequential(" + ", ".join(layer.describe() for layer in self.layers) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Residual(Layer):
+    """``x + f(x)``; ``f`` must preserve the shape."""
+
+    body: Layer
+    kind = "residual"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        out = self.body.output_shape(input_shape)
+        if out != input_shape:
+            raise ShapeError(
+                f"residual body maps {list(input_shape)} to {list(out)}; a residual needs equal shapes"
+            )
+        return out
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return tuple(
+            ParamSpec(f"body.{s.name}", s.shape, s.init, s.bound, s.trainable)
+            for s in self.body.param_specs()
+        )
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.add(x, self.body.forward(ops, params, x, training=training))
+
+    def describe(self) -> str:
+        return f"residual({self.body.describe()})"
+

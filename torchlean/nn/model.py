@@ -1,0 +1,99 @@
+"""Built models: a layer description plus seeded parameter values.
+
+``build(layer, input_shape=..., seed=...)`` creates every parameter from its
+:class:`~torchlean.nn.layers.ParamSpec` with a generator seeded by ``(seed, parameter index)``,
+so the same seed always gives the same weights, independent of the other parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import TorchLeanError
+from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError
+
+__all__ = ["Model", "StateError", "build"]
+
+Array = npt.NDArray[np.floating]
+
+
+class StateError(TorchLeanError, ValueError):
+    """A state dictionary does not match the model (names the missing/extra/mismatched entry)."""
+
+
+@dataclass(slots=True, eq=False)
+class Model:
+    """A layer with its parameters; ``input_shape``/``output_shape`` are per sample."""
+
+    layer: Layer
+    input_shape: Shape
+    output_shape: Shape
+    specs: tuple[ParamSpec, ...]
+    parameters: list[Array]
+    dtype: np.dtype[np.floating]
+
+    def state(self) -> dict[str, Array]:
+        """A copy of every parameter, by name, in state order."""
+        return {spec.name: value.copy() for spec, value in zip(self.specs, self.parameters, strict=True)}
+
+    def load_state(self, state: Mapping[str, npt.ArrayLike]) -> None:
+        """Replace the parameters by ``state`` (same names and shapes; cast to the model dtype).
+
+        Raises:
+            StateError: naming the missing, unexpected or mis-shaped entry.
+        """
+        names = [spec.name for spec in self.specs]
+        missing = [n for n in names if n not in state]
+        extra = [n for n in state if n not in names]
+        if missing or extra:
+            raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}")
+        values: list[Array] = []
+        for spec in self.specs:
+            value = np.array(state[spec.name], dtype=self.dtype)
+            if value.shape != spec.shape:
+                raise StateError(
+                    f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
+                )
+            values.append(value)
+        self.parameters = values
+
+    def describe(self) -> str:
+        count = sum(int(np.prod(s.shape)) for s in self.specs)
+        return f"{self.layer.describe()}: {list(self.input_shape)} -> {list(self.output_shape)}, {count} parameters"
+
+
+def _infer_input_shape(layer: Layer) -> Shape:
+    first = layer
+    while isinstance(first, Sequential) and first.layers:
+        first = first.layers[0]
+    if isinstance(first, Linear):
+        return (first.in_features,)
+    raise ShapeError(f"cannot infer the input shape of {layer.describe()}; pass input_shape=")
+
+
+def build(
+    layer: Layer,
+    *,
+    input_shape: Shape | None = None,
+    seed: int = 0,
+    dtype: npt.DTypeLike = np.float32,
+) -> Model:
+    """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
+
+    ``input_shape`` may be omitted when the first layer is a linear layer. Raises
+    :class:`ShapeError` when a layer does not fit the shape it receives.
+    """
+    shape = tuple(input_shape) if input_shape is not None else _infer_input_shape(layer)
+    resolved = np.dtype(dtype)
+    if resolved not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ShapeError(f"model dtype must be float32 or float64, got {resolved}")
+    output_shape = layer.output_shape(shape)
+    specs = layer.param_specs()
+    parameters = [
+        spec.initial(np.random.default_rng([seed, index]), resolved) for index, spec in enumerate(specs)
+    ]
+    return Model(layer, shape, output_shape, specs, parameters, resolved)

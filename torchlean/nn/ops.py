@@ -1,0 +1,101 @@
+"""The operation interface model layers are written against.
+
+A layer's forward program is written once against :class:`Ops` and runs under two
+interpretations (the original's tagless-final ``Ops`` class, anchor-runtime.md §1.7):
+
+* eager (:class:`torchlean.nn.eager.EagerOps`): every call dispatches one accepted kernel capsule
+  through the session and records a tape node;
+* graph recording (:class:`torchlean.nn.lowering.GraphOps`): every call appends a canonical IR
+  node, so the same program lowers to the graph that typed-graph execution plans, accepts and
+  runs.
+
+Because both interpretations issue the same operations in the same order with the same
+parameters, eager and typed-graph training compute bit-identical values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Ops", "T"]
+
+T = TypeVar("T")
+
+
+class Ops(Protocol[T]):
+    """Operations available to layer programs; ``T`` is the interpretation's value handle."""
+
+    def shape(self, x: T) -> tuple[int, ...]:
+        """Shape of ``x`` (with its batch axis when it has one)."""
+
+    def constant(self, value: npt.NDArray[np.floating]) -> T:
+        """A non-trainable constant (no gradient)."""
+
+    def reshape(self, x: T, shape: Sequence[int]) -> T: ...
+
+    def transpose(self, x: T, axis1: int, axis2: int) -> T: ...
+
+    def permute(self, x: T, perm: Sequence[int]) -> T: ...
+
+    def broadcast_to(self, x: T, shape: Sequence[int]) -> T: ...
+
+    def matmul(self, a: T, b: T) -> T: ...
+
+    def add(self, a: T, b: T) -> T: ...
+
+    def mul(self, a: T, b: T) -> T: ...
+
+    def scale(self, x: T, factor: float) -> T: ...
+
+    def relu(self, x: T) -> T: ...
+
+    def gelu(self, x: T) -> T: ...
+
+    def tanh(self, x: T) -> T: ...
+
+    def sigmoid(self, x: T) -> T: ...
+
+    def softmax(self, x: T, axis: int) -> T: ...
+
+    def log_softmax(self, x: T, axis: int) -> T: ...
+
+    def reduce_sum(self, x: T, axis: int) -> T: ...
+
+    def reduce_mean(self, x: T, axis: int) -> T: ...
+
+    def sum(self, x: T) -> T:
+        """Sum of every element (a scalar)."""
+
+    def mse_loss(self, prediction: T, target: T) -> T: ...
+
+    def layer_norm(self, x: T, weight: T, bias: T, *, normalized_ndim: int, eps: float) -> T: ...
+
+    def conv(
+        self,
+        x: T,
+        weight: T,
+        bias: T | None,
+        *,
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> T: ...
+
+    def max_pool(
+        self, x: T, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
+    ) -> T: ...
+
+    def avg_pool(
+        self, x: T, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
+    ) -> T: ...
+
+    def dropout(self, x: T, p: float) -> T:
+        """Inverted dropout with keep probability ``1 - p`` (training only)."""
+
+    def attention(self, q: T, k: T, v: T, mask: npt.NDArray[np.bool_] | None) -> T:
+        """Scaled dot-product attention with a static boolean mask (True = may attend)."""

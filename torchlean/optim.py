@@ -1,0 +1,308 @@
+"""Optimizers: validated configuration records and their numpy update rules.
+
+An optimizer is built from a frozen record (``optim.sgd(lr=0.01, momentum=0.9)``), validated
+with the original TorchLean messages (anchor-runtime.md §3.1; each check is repeated after the
+value is rounded to binary32, with the suffix `` after conversion to binary32``), and turned into
+a stateful :class:`Optimizer` by :meth:`OptimizerConfig.create`. Updates are elementwise numpy
+arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
+the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
+with their default flags (no Nesterov, no amsgrad, no centering).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+
+__all__ = [
+    "OPTIMIZERS",
+    "SGD",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Optimizer",
+    "OptimizerConfig",
+    "OptimizerError",
+    "RMSprop",
+    "adagrad",
+    "adam",
+    "adamw",
+    "by_name",
+    "rmsprop",
+    "sgd",
+]
+
+Array = npt.NDArray[np.floating]
+
+
+class OptimizerError(TorchLeanError, ValueError):
+    """An optimizer hyper-parameter is out of its domain (message names the parameter)."""
+
+
+def _as_binary32(value: float) -> float:
+    return float(np.float32(value))
+
+
+def _validate_both(checks: Sequence[tuple[float, str, str]]) -> None:
+    """Run each (value, kind, message) check on the value and on its binary32 rounding."""
+    for suffix, convert in (("", float), (" after conversion to binary32", _as_binary32)):
+        for value, kind, message in checks:
+            v = convert(value)
+            if kind == "nonneg":
+                ok = math.isfinite(v) and v >= 0.0
+            elif kind == "positive":
+                ok = math.isfinite(v) and v > 0.0
+            elif kind == "unit":
+                ok = math.isfinite(v) and 0.0 <= v < 1.0
+            else:  # pragma: no cover - internal table
+                raise AssertionError(kind)
+            if not ok:
+                raise OptimizerError(f"optimizer: {message}{suffix}")
+
+
+def _lr_check(lr: float) -> tuple[float, str, str]:
+    return (lr, "nonneg", "learning rate must be finite and nonnegative")
+
+
+def _unit_check(value: float, name: str) -> tuple[float, str, str]:
+    return (value, "unit", f"{name} must be finite and satisfy 0 <= {name} < 1")
+
+
+def _eps_check(eps: float) -> tuple[float, str, str]:
+    return (eps, "positive", "epsilon must be finite and positive")
+
+
+class OptimizerConfig(ABC):
+    """A validated optimizer record; :meth:`create` gives the stateful optimizer."""
+
+    name: str = ""
+    lr: float
+
+    @abstractmethod
+    def checks(self) -> list[tuple[float, str, str]]:
+        """The (value, kind, message) domain checks of this record."""
+
+    def validate(self) -> None:
+        """Raise :class:`OptimizerError` with the original's message if a value is invalid."""
+        _validate_both(self.checks())
+
+    def describe(self) -> str:
+        """``optim.adam(lr=0.01, beta1=0.9, ...)``: the record in the syntax that builds it."""
+        parts = [f"{f.name}={float(getattr(self, f.name))!r}" for f in fields(self)]  # type: ignore[arg-type]
+        return f"optim.{self.name}({', '.join(parts)})"
+
+    def create(self, params: Sequence[Array]) -> Optimizer:
+        """Validate and return a fresh optimizer for parameters shaped like ``params``."""
+        self.validate()
+        return Optimizer(self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params])
+
+    @abstractmethod
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        """Return the new parameter; ``m``/``v`` are this parameter's state, updated in place."""
+
+
+@dataclass(frozen=True, slots=True)
+class SGD(OptimizerConfig):
+    """Stochastic gradient descent with heavy-ball momentum (``torch.optim.SGD``, dampening 0)."""
+
+    lr: float = 0.01
+    momentum: float = 0.0
+    name = "sgd"
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [_lr_check(self.lr), _unit_check(self.momentum, "momentum")]
+
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        dt = param.dtype.type
+        if self.momentum != 0.0:
+            if step == 1:
+                m[...] = grad
+            else:
+                m[...] = dt(self.momentum) * m + grad
+            grad = m
+        return param - dt(self.lr) * grad
+
+
+@dataclass(frozen=True, slots=True)
+class Adam(OptimizerConfig):
+    """Adam (Kingma & Ba 2015) with bias correction, as ``torch.optim.Adam``."""
+
+    lr: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    name = "adam"
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [
+            _lr_check(self.lr),
+            _unit_check(self.beta1, "beta1"),
+            _unit_check(self.beta2, "beta2"),
+            _eps_check(self.eps),
+        ]
+
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        dt = param.dtype.type
+        m[...] = dt(self.beta1) * m + dt(1.0 - self.beta1) * grad
+        v[...] = dt(self.beta2) * v + dt(1.0 - self.beta2) * grad * grad
+        bias1 = dt(1.0 - self.beta1**step)
+        bias2 = dt(1.0 - self.beta2**step)
+        denom = np.sqrt(v / bias2) + dt(self.eps)
+        return param - dt(self.lr) * (m / bias1) / denom
+
+
+@dataclass(frozen=True, slots=True)
+class AdamW(OptimizerConfig):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019), as ``torch.optim.AdamW``."""
+
+    lr: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    name = "adamw"
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [
+            _lr_check(self.lr),
+            _unit_check(self.beta1, "beta1"),
+            _unit_check(self.beta2, "beta2"),
+            _eps_check(self.eps),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
+        ]
+
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        dt = param.dtype.type
+        decayed = param * dt(1.0 - self.lr * self.weight_decay)
+        m[...] = dt(self.beta1) * m + dt(1.0 - self.beta1) * grad
+        v[...] = dt(self.beta2) * v + dt(1.0 - self.beta2) * grad * grad
+        bias1 = dt(1.0 - self.beta1**step)
+        bias2 = dt(1.0 - self.beta2**step)
+        denom = np.sqrt(v / bias2) + dt(self.eps)
+        return decayed - dt(self.lr) * (m / bias1) / denom
+
+
+@dataclass(frozen=True, slots=True)
+class RMSprop(OptimizerConfig):
+    """RMSprop (Hinton 2012) as ``torch.optim.RMSprop`` (alpha = decay, no momentum)."""
+
+    lr: float = 0.01
+    decay: float = 0.99
+    eps: float = 1e-8
+    name = "rmsprop"
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [_lr_check(self.lr), _unit_check(self.decay, "decay"), _eps_check(self.eps)]
+
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        dt = param.dtype.type
+        v[...] = dt(self.decay) * v + dt(1.0 - self.decay) * grad * grad
+        return param - dt(self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+
+
+@dataclass(frozen=True, slots=True)
+class Adagrad(OptimizerConfig):
+    """Adagrad (Duchi et al. 2011) as ``torch.optim.Adagrad`` (no lr decay, zero initial sum)."""
+
+    lr: float = 0.01
+    eps: float = 1e-10
+    name = "adagrad"
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [_lr_check(self.lr), _eps_check(self.eps)]
+
+    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        dt = param.dtype.type
+        v[...] = v + grad * grad
+        return param - dt(self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+
+
+@dataclass(slots=True)
+class Optimizer:
+    """The stateful optimizer: per-parameter first/second moment buffers and a step count."""
+
+    config: OptimizerConfig
+    first: list[Array]
+    second: list[Array]
+    steps: int = field(default=0)
+
+    def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
+        """Return updated parameters (new arrays); a ``None`` gradient leaves the parameter as is.
+
+        Raises:
+            OptimizerError: when the number or shapes of parameters changed since ``create``.
+        """
+        if len(params) != len(self.first):
+            raise OptimizerError(
+                f"optimizer: expected {len(self.first)} parameters, got {len(params)}"
+            )
+        self.steps += 1
+        out: list[Array] = []
+        for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
+            if grad is None:
+                out.append(param)
+                continue
+            if grad.shape != param.shape:
+                raise OptimizerError(
+                    f"optimizer: gradient {index} has shape {grad.shape}, parameter has {param.shape}"
+                )
+            new = self.config.update(self.steps, param, grad.astype(param.dtype, copy=False),
+                                     self.first[index], self.second[index])
+            out.append(np.asarray(new, dtype=param.dtype))
+        return out
+
+
+def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
+    return SGD(lr=float(lr), momentum=float(momentum))
+
+
+def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:
+    return Adam(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps))
+
+
+def adamw(
+    lr: float = 0.001,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.01,
+) -> AdamW:
+    return AdamW(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
+                 weight_decay=float(weight_decay))
+
+
+def rmsprop(lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8) -> RMSprop:
+    return RMSprop(lr=float(lr), decay=float(decay), eps=float(eps))
+
+
+def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
+    return Adagrad(lr=float(lr), eps=float(eps))
+
+
+OPTIMIZERS: dict[str, type[OptimizerConfig]] = {
+    "sgd": SGD,
+    "adam": Adam,
+    "adamw": AdamW,
+    "rmsprop": RMSprop,
+    "adagrad": Adagrad,
+}
+
+
+def by_name(name: str, lr: float) -> OptimizerConfig:
+    """The optimizer called ``name`` with learning rate ``lr`` and default other settings.
+
+    Raises:
+        UnknownLabelError: ``unknown optimizer X (known: sgd | adam | ...)``.
+    """
+    if name not in OPTIMIZERS:
+        raise UnknownLabelError(f"unknown optimizer {name} (known: {' | '.join(OPTIMIZERS)})")
+    config = OPTIMIZERS[name](lr=float(lr))  # type: ignore[call-arg]
+    config.validate()
+    return config

@@ -1,0 +1,103 @@
+"""``Shape[*Dims]``: a phantom type that carries tensor dimensions for ``Trainer[In, Out]``.
+
+Statically, ``Shape[4, 3]`` (with the mypy plugin ``torchlean.mypy_plugin``) or
+``Shape[Literal[4], Literal[3]]`` (without it) is a distinct type per dimension tuple. Generics
+over it are invariant, so mypy reports a ``Trainer[Shape[4], Shape[1]]`` passed where a
+``Trainer[Shape[3], Shape[1]]`` is expected. ``Any`` is the wildcard for a dimension known only at
+run time (``Shape[Any, 4]``); a bare ``int`` is not, because PEP 646 type-variable tuples are
+invariant (reference/typing-notes.md §3).
+
+Nothing checks type arguments at run time (beartype ignores the arguments of user generics),
+so code that must refuse wrong data calls :func:`check_dims` with the declared shape type.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Generic, Literal, TypeVarTuple
+
+from torchlean.backend.errors import TorchLeanError
+
+Dims = TypeVarTuple("Dims")
+
+
+class Shape(Generic[*Dims]):
+    """Phantom shape type: ``Shape[2, 3]`` stands for arrays of shape ``(2, 3)``.
+
+    Never instantiated for data; it only appears as a type argument (``Trainer[Shape[4],
+    Shape[1]]``). Each dimension is a non-negative ``int`` literal or ``Any``.
+    """
+
+    __slots__ = ()
+
+    def __class_getitem__(cls, params: object) -> Any:
+        """Subscript like any generic, but refuse a bool, float, string or negative int at once.
+
+        Refusing them here also keeps them out of typing's subscription cache, which keys
+        ``Shape[True]``, ``Shape[1.0]`` and ``Shape[1]`` alike and would hand back the first one made.
+
+        Raises:
+            ShapeSpecError: for such a dimension.
+        """
+        for item in params if isinstance(params, tuple) else (params,):
+            if isinstance(item, bool | float | complex | str | bytes) or (type(item) is int and item < 0):
+                raise ShapeSpecError(f"invalid Shape dimension {item!r}: {_EXPECTED}")
+        return super().__class_getitem__(params)  # type: ignore[misc]
+
+
+_EXPECTED = "expected a non-negative int, Literal[int], Any, a TypeVar or an unpacked TypeVarTuple"
+
+
+class ShapeSpecError(TorchLeanError, TypeError):
+    """A ``Shape[...]`` type whose dimensions are not non-negative ints or ``Any``."""
+
+
+class ShapeMismatchError(TorchLeanError, ValueError):
+    """Data whose shape differs from the ``Shape[...]`` type it was declared with."""
+
+
+def dims_of(shape: object) -> tuple[int | None, ...]:
+    """The dimensions declared by a ``Shape[...]`` type; ``None`` marks an ``Any`` wildcard.
+
+    ``dims_of(Shape[4, 3]) == (4, 3)``, ``dims_of(Shape[Literal[2], Any]) == (2, None)``,
+    ``dims_of(Shape[()]) == ()``.
+
+    Raises:
+        ShapeSpecError: ``shape`` is not a subscripted ``Shape``, or a dimension is negative, a
+            ``bool``, not an int (for example ``"a"`` or ``1.5``) or an unpacked tuple.
+    """
+    if typing.get_origin(shape) is not Shape:
+        raise ShapeSpecError(f"expected a subscripted Shape[...] type such as Shape[4, 3], got {shape!r}")
+    return tuple(_dimension(arg, shape) for arg in typing.get_args(shape))
+
+
+def _dimension(arg: object, shape: object) -> int | None:
+    if arg is Any:
+        return None
+    value = arg
+    if typing.get_origin(arg) is Literal:
+        literal_args = typing.get_args(arg)
+        value = literal_args[0] if len(literal_args) == 1 else arg
+    if type(value) is int and value >= 0:
+        return value
+    raise ShapeSpecError(
+        f"invalid dimension {arg!r} in {shape!r}: expected a non-negative int, Literal[int] or Any"
+    )
+
+
+def check_dims(shape: object, actual: tuple[int, ...], *, what: str) -> None:
+    """Refuse ``actual`` unless it matches the declared ``Shape[...]`` type ``shape``.
+
+    Ranks must be equal; each declared int must equal the actual size; ``Any`` matches every
+    size. ``what`` names the checked value in the message (for example ``"input batch row"``).
+
+    Raises:
+        ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`).
+        ShapeMismatchError: the rank or a size differs, naming the actual and declared dims.
+    """
+    declared = dims_of(shape)
+    if len(declared) != len(actual) or any(
+        d is not None and d != a for d, a in zip(declared, actual, strict=True)
+    ):
+        shown = ", ".join("Any" if d is None else str(d) for d in declared)
+        raise ShapeMismatchError(f"{what} has shape {list(actual)}, but Shape[{shown}] is declared")

@@ -1,0 +1,193 @@
+"""Arithmetic generic over the element type of the attention specification.
+
+The specification is written once and runs in two kinds of arithmetic:
+
+* numpy floating arrays (``float16``/``float32``/``float64``/``longdouble``) compute in their
+  own dtype with ordinary numpy operations;
+* numpy ``object`` arrays whose elements are ``mpmath.mpf`` compute at mpmath's current working
+  precision (``mpmath.mp.dps``; use ``mpmath.workdps(50)`` for 50 significant digits).
+
+Only the handful of operations that differ between the two kinds live here: constants, ``exp``,
+``log``, ``1/sqrt(d)``, finiteness, and the *selected* contraction ``selected_matmul`` that keeps
+a non-finite value at a blocked position out of a product (``0 * nan`` is ``nan``, so a blocked
+entry must be selected away, never multiplied by zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import mpmath
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.spec.errors import SpecTypeError
+
+Array = npt.NDArray[Any]
+BoolArray = npt.NDArray[np.bool_]
+
+OBJECT = np.dtype(object)
+
+_mp_exp = np.frompyfunc(mpmath.exp, 1, 1)
+_mp_log = np.frompyfunc(mpmath.log, 1, 1)
+_mp_isfinite = np.frompyfunc(mpmath.isfinite, 1, 1)
+_to_mpf = np.frompyfunc(mpmath.mpf, 1, 1)
+
+
+def is_multiprecision(dtype: np.dtype[Any]) -> bool:
+    """True for the mpmath path (object arrays of ``mpmath.mpf``)."""
+    return dtype == OBJECT
+
+
+def working_dtype(arrays: Mapping[str, Array]) -> np.dtype[Any]:
+    """The dtype the specification computes in for the named input arrays.
+
+    Floating inputs give ``numpy.result_type`` of them; any object input selects the mpmath path.
+
+    Raises:
+        SpecTypeError: an input is neither floating nor an object array (integer, bool, complex),
+            naming the input, its dtype and the accepted kinds.
+    """
+    has_object = False
+    floating: list[np.dtype[Any]] = []
+    for name, array in arrays.items():
+        kind = array.dtype.kind
+        if kind == "O":
+            has_object = True
+        elif kind == "f":
+            floating.append(array.dtype)
+        else:
+            raise SpecTypeError(
+                f"{name} has dtype {array.dtype}; accepted: a floating dtype (float16, float32, "
+                "float64, longdouble) or an object array of mpmath.mpf"
+            )
+    if has_object:
+        return OBJECT
+    return np.result_type(*floating) if floating else np.dtype(np.float64)
+
+
+def as_mpf_array(values: npt.ArrayLike) -> Array:
+    """``values`` as an object array of ``mpmath.mpf`` rounded to mpmath's working precision.
+
+    Floats convert exactly (then round to the working precision, which is exact at 53 bits or
+    more). Raises ``SpecTypeError`` when an element cannot be converted.
+    """
+    array = np.asarray(values)
+    try:
+        with np.errstate(invalid="ignore"):  # NaN elements convert to mpf('nan')
+            converted = _to_mpf(array)
+    except (TypeError, ValueError) as error:
+        raise SpecTypeError(
+            f"cannot convert elements of dtype {array.dtype} to mpmath.mpf: {error}"
+        ) from error
+    return np.asarray(converted, dtype=object)
+
+
+def to_working(array: Array, dtype: np.dtype[Any]) -> Array:
+    """``array`` in the working ``dtype`` (a copy only when the dtype changes or mpmath is used)."""
+    if is_multiprecision(dtype):
+        return as_mpf_array(array)
+    return array.astype(dtype, copy=False)
+
+
+def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+    """A scalar of the working type: ``dtype.type(value)`` or ``mpmath.mpf(value)``."""
+    if is_multiprecision(dtype):
+        return mpmath.mpf(value)
+    return dtype.type(value)
+
+
+def zero(dtype: np.dtype[Any]) -> Any:
+    """0 in the working type."""
+    return scalar(0, dtype)
+
+
+def neg_inf(dtype: np.dtype[Any]) -> Any:
+    """-inf in the working type (the identity of ``max``; never added to a score)."""
+    return scalar("-inf", dtype) if is_multiprecision(dtype) else dtype.type(-np.inf)
+
+
+def zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    """An array of zeros of the working type (mpf zeros on the mpmath path, not int 0)."""
+    return np.full(shape, zero(dtype), dtype=dtype)
+
+
+def inverse_sqrt(n: int, dtype: np.dtype[Any]) -> Any:
+    """``1/sqrt(n)`` in the working type, or 1 when ``n == 0`` (anchor ``attentionScaleDenom``)."""
+    if n == 0:
+        return scalar(1, dtype)
+    if is_multiprecision(dtype):
+        return 1 / mpmath.sqrt(n)
+    return dtype.type(1) / np.sqrt(dtype.type(n))
+
+
+def exp(array: Array) -> Array:
+    """Elementwise ``exp`` in the array's arithmetic."""
+    if is_multiprecision(array.dtype):
+        return np.asarray(_mp_exp(array), dtype=object)
+    return np.exp(array)
+
+
+def log(array: Array) -> Array:
+    """Elementwise natural ``log`` in the array's arithmetic (callers pass positive values)."""
+    if is_multiprecision(array.dtype):
+        return np.asarray(_mp_log(array), dtype=object)
+    return np.log(array)
+
+
+def isfinite(array: Array) -> BoolArray:
+    """Elementwise finiteness as a boolean array."""
+    if is_multiprecision(array.dtype):
+        return np.asarray(_mp_isfinite(array), dtype=bool)
+    return np.isfinite(array)
+
+
+def all_finite(array: Array) -> bool:
+    """True when every element is finite (vacuously true for an empty array)."""
+    return bool(np.all(isfinite(array)))
+
+
+def select(condition: BoolArray | None, array: Array) -> Array:
+    """``array`` where ``condition`` holds, exact 0 elsewhere (selection, not multiplication)."""
+    if condition is None:
+        return array
+    return np.where(condition, array, zero(array.dtype))
+
+
+def selected_matmul(a: Array, allowed: BoolArray | None, b: Array) -> Array:
+    """``c[..., i, p] = sum over j with allowed[..., i, j] of a[..., i, j] * b[..., j, p]``.
+
+    Shapes: ``a`` (..., m, n), ``allowed`` broadcastable to ``a`` or None (everything allowed),
+    ``b`` (..., n, p); leading axes broadcast as in ``numpy.matmul``. A pair (i, j) that is not
+    allowed contributes nothing even when ``a[i, j]`` or row ``b[j]`` is NaN or infinite. When
+    ``b`` is finite this is ``select(allowed, a) @ b``; otherwise the sum runs over ``j`` with the
+    blocked terms selected away.
+    """
+    a_selected = select(allowed, a)
+    if allowed is None or all_finite(b):
+        return np.asarray(a_selected @ b)
+    allowed_full = np.broadcast_to(allowed, a.shape)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    total = zeros((*batch, a.shape[-2], b.shape[-1]), np.result_type(a, b))
+    with np.errstate(invalid="ignore"):
+        for j in range(a.shape[-1]):
+            term = a_selected[..., :, j : j + 1] * b[..., j : j + 1, :]
+            total = total + np.where(allowed_full[..., :, j : j + 1], term, zero(total.dtype))
+    return total
+
+
+def sum_to_shape(gradient: Array, shape: tuple[int, ...]) -> Array:
+    """Sum ``gradient`` over the axes that broadcasting added to an input of ``shape``.
+
+    The reverse of numpy broadcasting: leading axes absent from ``shape`` are summed away, axes of
+    length 1 in ``shape`` are summed with ``keepdims``. Used to return dq, dk, dv in the shapes of
+    q, k, v when their leading (batch/head) axes were broadcast.
+    """
+    extra = gradient.ndim - len(shape)
+    if extra:
+        gradient = np.sum(gradient, axis=tuple(range(extra)))
+    axes = tuple(i for i, size in enumerate(shape) if size == 1 and gradient.shape[i] != 1)
+    if axes:
+        gradient = np.sum(gradient, axis=axes, keepdims=True)
+    return np.array(gradient)

@@ -1,0 +1,229 @@
+"""Standard scaled dot-product attention: the mathematical reference, forward and backward.
+
+Shapes: ``q`` (..., nQ, d), ``k`` (..., nK, d), ``v`` (..., nK, dv), optional boolean ``mask``
+broadcastable to (..., nQ, nK) with True = the key may be attended. Leading (batch, head) axes
+of q, k, v and mask broadcast against each other as in PyTorch
+``torch.nn.functional.scaled_dot_product_attention``. Arithmetic is generic: floating inputs
+compute in their (common) dtype, object arrays of ``mpmath.mpf`` at mpmath's working precision.
+
+Source: anchor-runtime.md §5.1 (``scaledDotProductAttention`` and its backward), seed chapter
+"The Attention Specification Theorem" and "Boolean Attention Masks"; fully masked rows are zeros
+in forward and backward as in PyTorch >= 2.5 (peers.md §1.7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.spec import _arith
+from torchlean.spec._arith import Array, BoolArray
+from torchlean.spec.errors import SpecValueError
+from torchlean.spec.masks import as_bool_mask, masked_softmax_last_axis
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionInputs:
+    """Validated attention operands in the working arithmetic.
+
+    ``q``, ``k``, ``v`` keep their own (possibly smaller) leading axes; ``allowed`` is the boolean
+    mask or None; ``batch`` is the broadcast of all leading axes; ``scale`` is a scalar of the
+    working type; ``q_shape``/``k_shape``/``v_shape`` are the caller's shapes (for reducing
+    gradients of broadcast inputs).
+    """
+
+    q: Array
+    k: Array
+    v: Array
+    allowed: BoolArray | None
+    scale: Any
+    dtype: np.dtype[Any]
+    batch: tuple[int, ...]
+
+    @property
+    def n_q(self) -> int:
+        return int(self.q.shape[-2])
+
+    @property
+    def n_k(self) -> int:
+        return int(self.k.shape[-2])
+
+    @property
+    def d(self) -> int:
+        return int(self.q.shape[-1])
+
+    @property
+    def d_v(self) -> int:
+        return int(self.v.shape[-1])
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (*self.batch, self.n_q, self.d_v)
+
+    def allowed_full(self) -> BoolArray | None:
+        """The mask as a read-only broadcast view of shape (*batch, nQ, nK), or None."""
+        if self.allowed is None:
+            return None
+        return np.broadcast_to(self.allowed, (*self.batch, self.n_q, self.n_k))
+
+
+def prepare_attention(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: npt.ArrayLike | None,
+    scale: Any,
+) -> AttentionInputs:
+    """Validate and convert attention operands (shared by the standard and the tiled spec).
+
+    Raises:
+        SpecTypeError: a non-floating q/k/v, or a non-boolean mask.
+        SpecValueError: rank below 2, mismatched feature or key axes, or leading axes (of q, k, v
+            and the mask) that do not broadcast.
+    """
+    arrays = {"q": np.asarray(q), "k": np.asarray(k), "v": np.asarray(v)}
+    allowed = None if mask is None else as_bool_mask(mask)
+    for name, array in arrays.items():
+        if array.ndim < 2:
+            raise SpecValueError(f"{name} must have rank >= 2 (..., n, d), got shape {array.shape}")
+    qa, ka, va = arrays["q"], arrays["k"], arrays["v"]
+    if ka.shape[-1] != qa.shape[-1]:
+        raise SpecValueError(
+            f"q and k must share the feature size d: q has shape {qa.shape}, k has shape {ka.shape}"
+        )
+    if va.shape[-2] != ka.shape[-2]:
+        raise SpecValueError(
+            f"k and v must share the key count nK: k has shape {ka.shape}, v has shape {va.shape}"
+        )
+    try:
+        batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2], va.shape[:-2])
+    except ValueError as error:
+        raise SpecValueError(
+            f"leading axes of q {qa.shape}, k {ka.shape}, v {va.shape} do not broadcast"
+        ) from error
+    if allowed is not None:
+        target = (*batch, qa.shape[-2], ka.shape[-2])
+        try:
+            full = np.broadcast_shapes(allowed.shape, target)
+        except ValueError as error:
+            raise SpecValueError(
+                f"mask of shape {allowed.shape} does not broadcast to the score shape {target}"
+            ) from error
+        batch = full[:-2]
+    dtype = _arith.working_dtype(arrays)
+    if scale is None:
+        scale_value = _arith.inverse_sqrt(int(qa.shape[-1]), dtype)
+    else:
+        scale_value = _arith.scalar(scale, dtype)
+    return AttentionInputs(
+        q=_arith.to_working(qa, dtype),
+        k=_arith.to_working(ka, dtype),
+        v=_arith.to_working(va, dtype),
+        allowed=allowed,
+        scale=scale_value,
+        dtype=dtype,
+        batch=tuple(batch),
+    )
+
+
+def _swap(array: Array) -> Array:
+    return np.swapaxes(array, -1, -2)
+
+
+def _attention_weights(inputs: AttentionInputs) -> tuple[Array, BoolArray | None]:
+    """(weights (*batch, nQ, nK), allowed view or None) of the standard attention."""
+    with np.errstate(invalid="ignore"):  # inf/NaN rows of q or k: their scores are masked or propagate
+        scores = np.asarray(inputs.q @ _swap(inputs.k)) * inputs.scale
+    allowed = inputs.allowed_full()
+    scores = np.broadcast_to(scores, (*inputs.batch, inputs.n_q, inputs.n_k))
+    return masked_softmax_last_axis(scores, allowed), allowed
+
+
+def scaled_dot_product_attention(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    scale: Any = None,
+) -> Array:
+    """Standard attention ``softmax_mask(q kᵀ · scale) v``.
+
+    Args:
+        q: (..., nQ, d) floating or mpmath object array.
+        k: (..., nK, d).
+        v: (..., nK, dv).
+        mask: optional bool array broadcastable to (..., nQ, nK); True = may attend.
+        scale: score factor; defaults to ``1/sqrt(d)``, and to 1 when ``d == 0``.
+
+    Returns:
+        (*batch, nQ, dv) in the working dtype, batch the broadcast of the leading axes. A query
+        row with no allowed key is zero; values at blocked positions (scores, rows of k or v
+        blocked for a query) never reach that query's output. Source: anchor-runtime.md §5.1;
+        PyTorch ``scaled_dot_product_attention`` with a boolean ``attn_mask`` (PyTorch >= 2.5
+        fully-masked-row convention).
+
+    Raises:
+        SpecTypeError, SpecValueError: see :func:`prepare_attention`.
+    """
+    inputs = prepare_attention(q, k, v, mask, scale)
+    weights, allowed = _attention_weights(inputs)
+    out = _arith.selected_matmul(weights, allowed, inputs.v)
+    return np.broadcast_to(out, inputs.out_shape).copy()
+
+
+def scaled_dot_product_attention_backward(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    d_out: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    scale: Any = None,
+) -> tuple[Array, Array, Array]:
+    """Vector-Jacobian product of :func:`scaled_dot_product_attention` for cotangent ``d_out``.
+
+    With weights ``W`` recomputed from the inputs (anchor-runtime.md §5.1):
+    ``dW = dO vᵀ``, ``dv = Wᵀ dO``, ``dS = W ⊙ (dW - rowsum(dW ⊙ W)) · scale``, ``dq = dS k``,
+    ``dk = dSᵀ q``; every contraction skips blocked (query, key) pairs, so rows with no allowed
+    key give zero gradients and non-finite values at blocked positions never leak.
+
+    Args:
+        q, k, v, mask, scale: as in :func:`scaled_dot_product_attention`.
+        d_out: (*batch, nQ, dv), the cotangent of the output (its broadcast shape).
+
+    Returns:
+        ``(dq, dk, dv)`` with the shapes of ``q``, ``k`` and ``v`` (gradients of broadcast leading
+        axes are summed back), in the working dtype.
+
+    Raises:
+        SpecTypeError, SpecValueError: see :func:`prepare_attention`; SpecValueError also when
+            ``d_out`` does not have the output shape.
+    """
+    inputs = prepare_attention(q, k, v, mask, scale)
+    grad = _checked_cotangent(d_out, inputs)
+    weights, allowed = _attention_weights(inputs)
+    allowed_t = None if allowed is None else _swap(allowed)
+    d_v = _arith.selected_matmul(_swap(weights), allowed_t, grad)
+    with np.errstate(invalid="ignore"):
+        d_weights = np.asarray(grad @ _swap(inputs.v))
+        row_dot = np.sum(_arith.select(allowed, d_weights * weights), axis=-1, keepdims=True)
+        d_scores = _arith.select(allowed, weights * (d_weights - row_dot)) * inputs.scale
+    d_q = _arith.selected_matmul(d_scores, allowed, inputs.k)
+    d_k = _arith.selected_matmul(_swap(d_scores), allowed_t, inputs.q)
+    return (
+        _arith.sum_to_shape(np.broadcast_to(d_q, (*inputs.batch, inputs.n_q, inputs.d)), inputs.q.shape),
+        _arith.sum_to_shape(np.broadcast_to(d_k, (*inputs.batch, inputs.n_k, inputs.d)), inputs.k.shape),
+        _arith.sum_to_shape(np.broadcast_to(d_v, (*inputs.batch, inputs.n_k, inputs.d_v)), inputs.v.shape),
+    )
+
+
+def _checked_cotangent(d_out: npt.ArrayLike, inputs: AttentionInputs) -> Array:
+    grad = np.asarray(d_out)
+    _arith.working_dtype({"d_out": grad})
+    if grad.shape != inputs.out_shape:
+        raise SpecValueError(f"d_out must have the output shape {inputs.out_shape}, got {grad.shape}")
+    return _arith.to_working(grad, inputs.dtype)

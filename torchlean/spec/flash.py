@@ -1,0 +1,263 @@
+"""Tiled (flash) attention: the online-softmax recurrence, forward and backward.
+
+Unlike the original TorchLean spec, whose ``flashAttention`` reads its tile sizes and ignores
+them (anchor-runtime.md §5.3), this module runs the real algorithm of FlashAttention (Dao et al.,
+2022) in the loop order of FlashAttention-2 (Dao, 2023):
+
+forward, for each query tile ``Q_i`` (``block_q`` rows), over the key tiles ``K_j, V_j``
+(``block_k`` rows), keeping per query row a running maximum ``m``, a running denominator ``l`` and
+an unnormalised accumulator ``O``::
+
+    S    = Q_i K_jᵀ · scale                      (block_q × block_k, the only score storage)
+    m'   = max(m, max over allowed S)            (-inf while the row has seen no allowed key)
+    P    = exp(S - m') on allowed entries, exactly 0 on blocked ones (selection)
+    l    = exp(m - m') l + rowsum(P)
+    O    = exp(m - m') O + P V_j
+    then O / l (0 for a row with l = 0) and logsumexp = m + log l (-inf for such a row);
+
+backward, for each key tile over the query tiles, recomputing ``P = exp(S - logsumexp)`` per tile
+from the saved row statistic, with ``D = rowsum(dO ∘ O)``::
+
+    dV_j += Pᵀ dO_i,   dP = dO_i V_jᵀ,   dS = P ∘ (dP - D_i) · scale,
+    dQ_i += dS K_j,    dK_j += dSᵀ Q_i.
+
+The full nQ × nK score or probability matrix is never formed; extra memory is O(block_q ·
+block_k + (nQ + nK)·d) per batch entry. Masks, shapes, broadcasting, dtypes and the treatment of
+fully blocked rows and of non-finite values at blocked positions are those of
+:mod:`torchlean.spec.attention`, which this module must equal (checked by
+:func:`torchlean.spec.checker.check_flash_attention`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.spec import _arith
+from torchlean.spec._arith import Array, BoolArray
+from torchlean.spec.attention import AttentionInputs, prepare_attention
+from torchlean.spec.errors import SpecTypeError, SpecValueError
+
+
+@dataclass(frozen=True, slots=True)
+class FlashAttentionConfig:
+    """Tile sizes of :func:`flash_attention`: ``block_q`` query rows × ``block_k`` key rows.
+
+    0 means "one tile spanning the whole axis" (the original's ``FlashAttentionConfig.default``
+    is ``{0, 0}``); a tile larger than the axis is clipped to it.
+
+    Raises:
+        SpecTypeError: a block size that is not an int.
+        SpecValueError: a negative block size.
+    """
+
+    block_q: int = 0
+    block_k: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("block_q", "block_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecTypeError(f"{name} must be an int, got {value!r}")
+            if value < 0:
+                raise SpecValueError(f"{name} must be >= 0 (0 = one tile), got {value}")
+
+
+def _tiles(n: int, block: int) -> Iterator[slice]:
+    step = block if block > 0 else max(n, 1)
+    for start in range(0, n, step):
+        yield slice(start, min(start + step, n))
+
+
+def _swap(array: Array) -> Array:
+    return np.swapaxes(array, -1, -2)
+
+
+def _broadcast_operands(inputs: AttentionInputs) -> tuple[Array, Array, Array, BoolArray | None]:
+    """q, k, v and the mask as read-only views broadcast to the common batch shape (no copies)."""
+    batch = inputs.batch
+    return (
+        np.broadcast_to(inputs.q, (*batch, *inputs.q.shape[-2:])),
+        np.broadcast_to(inputs.k, (*batch, *inputs.k.shape[-2:])),
+        np.broadcast_to(inputs.v, (*batch, *inputs.v.shape[-2:])),
+        inputs.allowed_full(),
+    )
+
+
+def _tile_mask(allowed: BoolArray | None, rows: slice, cols: slice) -> BoolArray | None:
+    return None if allowed is None else allowed[..., rows, cols]
+
+
+def flash_attention_forward(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    scale: Any = None,
+    config: FlashAttentionConfig = FlashAttentionConfig(),
+) -> tuple[Array, Array]:
+    """Tiled attention forward; returns ``(out, logsumexp)``.
+
+    Args:
+        q: (..., nQ, d), k: (..., nK, d), v: (..., nK, dv) floating or mpmath object arrays;
+            leading axes broadcast.
+        mask: optional bool array broadcastable to (..., nQ, nK); True = may attend.
+        scale: score factor; default ``1/sqrt(d)`` (1 when ``d == 0``).
+        config: tile sizes.
+
+    Returns:
+        ``out`` (*batch, nQ, dv), equal to :func:`torchlean.spec.scaled_dot_product_attention`
+        up to rounding, and ``logsumexp`` (*batch, nQ): ``log sum_j allowed exp(S_ij)`` per query
+        row, ``-inf`` for a row with no allowed key (whose output is 0). Source: Dao et al. 2022
+        (Algorithm 1), FlashAttention-2 (Dao 2023, Algorithm 1: query tiles outside, key tiles
+        inside, one normalisation at the end).
+
+    Raises:
+        SpecTypeError, SpecValueError: see :func:`torchlean.spec.attention.prepare_attention`.
+    """
+    inputs = prepare_attention(q, k, v, mask, scale)
+    q_all, k_all, v_all, mask_all = _broadcast_operands(inputs)
+    dtype = inputs.dtype
+    zero, neg_inf = _arith.zero(dtype), _arith.neg_inf(dtype)
+    batch = inputs.batch
+    out = _arith.zeros(inputs.out_shape, dtype)
+    lse = np.full((*batch, inputs.n_q), neg_inf, dtype=dtype)
+    for rows in _tiles(inputs.n_q, config.block_q):
+        q_tile = q_all[..., rows, :]
+        height = q_tile.shape[-2]
+        running_max = np.full((*batch, height, 1), neg_inf, dtype=dtype)
+        denominator = _arith.zeros((*batch, height, 1), dtype)
+        accumulator = _arith.zeros((*batch, height, inputs.d_v), dtype)
+        seen = np.zeros((*batch, height, 1), dtype=bool)
+        for cols in _tiles(inputs.n_k, config.block_k):
+            allowed = _tile_mask(mask_all, rows, cols)
+            with np.errstate(invalid="ignore"):
+                scores = np.asarray(q_tile @ _swap(k_all[..., cols, :])) * inputs.scale
+            if allowed is None:
+                tile_any = np.full(seen.shape, scores.shape[-1] > 0)
+                tile_max = np.max(scores, axis=-1, keepdims=True)
+            else:
+                tile_any = np.any(allowed, axis=-1, keepdims=True)
+                tile_max = np.max(np.where(allowed, scores, neg_inf), axis=-1, keepdims=True)
+            now_seen = seen | tile_any
+            new_max = np.maximum(running_max, tile_max)
+            shift = np.where(now_seen, new_max, zero)
+            kept = scores if allowed is None else np.where(allowed, scores, shift)
+            probabilities = _arith.select(allowed, _arith.exp(kept - shift))
+            rescale = _arith.select(seen, _arith.exp(np.where(seen, running_max, zero) - shift))
+            denominator = rescale * denominator + np.sum(probabilities, axis=-1, keepdims=True)
+            accumulator = rescale * accumulator + _arith.selected_matmul(
+                probabilities, allowed, v_all[..., cols, :]
+            )
+            running_max = np.where(now_seen, new_max, neg_inf)
+            seen = now_seen
+        safe_denominator = np.where(seen, denominator, _arith.scalar(1, dtype))
+        out[..., rows, :] = _arith.select(seen, accumulator / safe_denominator)
+        row_lse = np.where(seen, np.where(seen, running_max, zero) + _arith.log(safe_denominator), neg_inf)
+        lse[..., rows] = row_lse[..., 0]
+    return out, lse
+
+
+def flash_attention(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    scale: Any = None,
+    config: FlashAttentionConfig = FlashAttentionConfig(),
+) -> Array:
+    """Tiled attention output (*batch, nQ, dv); :func:`flash_attention_forward` without the
+    logsumexp. Same arguments, result and errors."""
+    return flash_attention_forward(q, k, v, mask, scale=scale, config=config)[0]
+
+
+def flash_attention_backward(
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    out: npt.ArrayLike,
+    lse: npt.ArrayLike,
+    d_out: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    scale: Any = None,
+    config: FlashAttentionConfig = FlashAttentionConfig(),
+) -> tuple[Array, Array, Array]:
+    """Tiled attention backward from the saved output and row logsumexp; returns ``(dq, dk, dv)``.
+
+    Args:
+        q, k, v, mask, scale, config: as in :func:`flash_attention_forward`.
+        out: (*batch, nQ, dv), the forward output.
+        lse: (*batch, nQ), the forward logsumexp (``-inf`` marks a row with no allowed key; such a
+            row contributes nothing to any gradient).
+        d_out: (*batch, nQ, dv), the output cotangent.
+
+    Returns:
+        Gradients with the shapes of ``q``, ``k``, ``v`` (broadcast leading axes summed back),
+        equal to :func:`torchlean.spec.scaled_dot_product_attention_backward` up to rounding.
+        Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside, query tiles inside,
+        ``P`` recomputed from the logsumexp, ``D = rowsum(dO ∘ O)``).
+
+    Raises:
+        SpecTypeError, SpecValueError: as for the forward; SpecValueError also when ``out``,
+        ``lse`` or ``d_out`` have the wrong shape.
+    """
+    inputs = prepare_attention(q, k, v, mask, scale)
+    q_all, k_all, v_all, mask_all = _broadcast_operands(inputs)
+    dtype = inputs.dtype
+    zero = _arith.zero(dtype)
+    batch = inputs.batch
+    saved_out = _saved("out", out, inputs.out_shape, dtype)
+    saved_lse = _saved("lse", lse, (*batch, inputs.n_q), dtype)[..., None]
+    grad = _saved("d_out", d_out, inputs.out_shape, dtype)
+    row_ok = saved_lse > _arith.neg_inf(dtype)
+    lse_shift = np.where(row_ok, saved_lse, zero)
+    with np.errstate(invalid="ignore"):
+        row_dot = _arith.select(row_ok, np.sum(grad * saved_out, axis=-1, keepdims=True))
+    d_q = _arith.zeros((*batch, inputs.n_q, inputs.d), dtype)
+    d_k = _arith.zeros((*batch, inputs.n_k, inputs.d), dtype)
+    d_v = _arith.zeros((*batch, inputs.n_k, inputs.d_v), dtype)
+    for cols in _tiles(inputs.n_k, config.block_k):
+        k_tile, v_tile = k_all[..., cols, :], v_all[..., cols, :]
+        d_k_tile = _arith.zeros(k_tile.shape, dtype)
+        d_v_tile = _arith.zeros(v_tile.shape, dtype)
+        for rows in _tiles(inputs.n_q, config.block_q):
+            q_tile, grad_tile = q_all[..., rows, :], grad[..., rows, :]
+            tile_mask = _tile_mask(mask_all, rows, cols)
+            allowed = row_ok[..., rows, :] if tile_mask is None else row_ok[..., rows, :] & tile_mask
+            allowed = np.broadcast_to(allowed, (*batch, q_tile.shape[-2], k_tile.shape[-2]))
+            allowed_t = _swap(allowed)
+            shift = lse_shift[..., rows, :]
+            with np.errstate(invalid="ignore"):
+                scores = np.asarray(q_tile @ _swap(k_tile)) * inputs.scale
+            probabilities = _arith.select(allowed, _arith.exp(np.where(allowed, scores, shift) - shift))
+            d_v_tile = d_v_tile + _arith.selected_matmul(_swap(probabilities), allowed_t, grad_tile)
+            with np.errstate(invalid="ignore"):
+                d_probabilities = np.asarray(grad_tile @ _swap(v_tile))
+                d_scores = (
+                    _arith.select(allowed, probabilities * (d_probabilities - row_dot[..., rows, :]))
+                    * inputs.scale
+                )
+            d_q[..., rows, :] = d_q[..., rows, :] + _arith.selected_matmul(d_scores, allowed, k_tile)
+            d_k_tile = d_k_tile + _arith.selected_matmul(_swap(d_scores), allowed_t, q_tile)
+        d_k[..., cols, :] = d_k_tile
+        d_v[..., cols, :] = d_v_tile
+    return (
+        _arith.sum_to_shape(d_q, inputs.q.shape),
+        _arith.sum_to_shape(d_k, inputs.k.shape),
+        _arith.sum_to_shape(d_v, inputs.v.shape),
+    )
+
+
+def _saved(name: str, value: npt.ArrayLike, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    array = np.asarray(value)
+    _arith.working_dtype({name: array})
+    if array.shape != shape:
+        raise SpecValueError(f"{name} must have shape {shape}, got {array.shape}")
+    return _arith.to_working(array, dtype)

@@ -1,0 +1,145 @@
+"""Boolean attention masks and the hard-masked softmax.
+
+Semantics (seed chapter, "Boolean Attention Masks"; anchor-runtime.md §5.2): ``True`` means the
+key may be attended. Over each row the maximum is taken over the *allowed* scores only; an allowed
+entry's numerator is ``exp(score - rowMax)``, a blocked entry's numerator is literally 0 (selected,
+never computed from a ``-inf`` or finite sentinel); a row with no allowed entry is the zero vector.
+A NaN or infinity sitting at a blocked position therefore never reaches the result. Additive
+score biases are a separate operation: a float 0/1 array is refused as a mask.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import UnknownLabelError
+from torchlean.spec import _arith
+from torchlean.spec._arith import Array, BoolArray
+from torchlean.spec.errors import SpecTypeError, SpecValueError
+
+CausalAlign = Literal["upper_left", "lower_right"]
+CAUSAL_ALIGNMENTS: tuple[str, ...] = ("upper_left", "lower_right")
+
+
+def _size(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise SpecTypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    size = int(value)
+    if size < 0:
+        raise SpecValueError(f"{name} must be >= 0, got {size}")
+    return size
+
+
+def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = "upper_left") -> BoolArray:
+    """The causal boolean mask of shape ``(n_q, n_k)`` (``n_k`` defaults to ``n_q``).
+
+    ``mask[i, j]`` is True when query ``i`` may attend key ``j``:
+
+    * ``"upper_left"``: ``j <= i`` — PyTorch ``is_causal=True`` / ``causal_upper_left``
+      (``tril(ones(L, S))``);
+    * ``"lower_right"``: ``j <= i + (n_k - n_q)`` — PyTorch ``causal_lower_right``
+      (``tril(ones(L, S), diagonal=S-L)``), the alignment of FlashAttention and of decoding with a
+      key/value cache. With ``n_q > n_k`` its top ``n_q - n_k`` rows are fully blocked (and attend
+      to nothing: zeros).
+
+    The two agree when ``n_q == n_k`` (anchor ``causalMask n``). Source: peers.md §1.6,
+    ``torch/nn/attention/bias.py``.
+
+    Raises:
+        SpecTypeError: a size that is not an int.
+        SpecValueError: a negative size.
+        UnknownLabelError: ``align`` is not one of ``upper_left``, ``lower_right``.
+    """
+    rows = _size("n_q", n_q)
+    cols = rows if n_k is None else _size("n_k", n_k)
+    if align not in CAUSAL_ALIGNMENTS:
+        raise UnknownLabelError(
+            f"unknown causal alignment {align!r}; accepted: {', '.join(CAUSAL_ALIGNMENTS)}"
+        )
+    offset = 0 if align == "upper_left" else cols - rows
+    i = np.arange(rows)[:, None]
+    j = np.arange(cols)[None, :]
+    return np.asarray(j <= i + offset, dtype=bool)
+
+
+def as_bool_mask(mask: npt.ArrayLike, *, name: str = "mask") -> BoolArray:
+    """``mask`` as a numpy bool array, refusing every other dtype.
+
+    Raises:
+        SpecTypeError: the mask's dtype is not bool; the message names the dtype and says that an
+            additive score bias (a float array) is a separate operation, not a mask.
+    """
+    array = np.asarray(mask)
+    if array.dtype != np.bool_:
+        raise SpecTypeError(
+            f"{name} must be a boolean array (True = the key may be attended), got dtype {array.dtype}; "
+            "additive score biases are a separate operation and are not accepted as a mask"
+        )
+    return array
+
+
+def masked_softmax_last_axis(scores: Array, allowed: BoolArray | None) -> Array:
+    """Hard-masked softmax over the last axis of ``scores`` (rank >= 1), generic arithmetic.
+
+    ``allowed`` is broadcastable to ``scores`` or None (every entry allowed: the stable softmax
+    ``exp(x - rowMax) / sum``). Blocked entries are selected away before the maximum, the
+    exponential and the sum, so their values never matter.
+    """
+    dtype = scores.dtype
+    if allowed is None:
+        allowed = np.ones((1,) * scores.ndim, dtype=bool)
+    allowed = np.broadcast_to(allowed, scores.shape)
+    if scores.shape[-1] == 0:
+        return _arith.zeros(scores.shape, dtype)
+    any_allowed = np.any(allowed, axis=-1, keepdims=True)
+    row_max = np.max(np.where(allowed, scores, _arith.neg_inf(dtype)), axis=-1, keepdims=True)
+    shift = np.where(any_allowed, row_max, _arith.zero(dtype))
+    numerators = _arith.select(allowed, _arith.exp(np.where(allowed, scores, shift) - shift))
+    denominator = np.sum(numerators, axis=-1, keepdims=True)
+    safe_denominator = np.where(any_allowed, denominator, _arith.scalar(1, dtype))
+    return _arith.select(allowed, numerators / safe_denominator)
+
+
+def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = -1) -> Array:
+    """Softmax of ``scores`` along ``axis`` in which blocked entries are exactly zero.
+
+    Args:
+        scores: floating array (float16/32/64, computed in its dtype) or object array of
+            ``mpmath.mpf`` (computed at mpmath's working precision), any shape.
+        mask: bool array broadcastable with ``scores``; True = allowed.
+        axis: the normalised axis.
+
+    Returns:
+        Array of the broadcast shape of ``scores`` and ``mask``: allowed entries
+        ``exp(s - m) / sum(exp(s' - m))`` with ``m`` the maximum over the allowed entries of the
+        row, blocked entries exactly 0 (selected, so NaN/inf there never reach the result), rows
+        with no allowed entry all zeros. On a 0-rank input the result is 1 if allowed else 0.
+        Source: seed chapter "Boolean Attention Masks"; anchor-runtime.md §5.2 (``hardMaskedSoftmaxSpec``).
+
+    Raises:
+        SpecTypeError: ``mask`` is not boolean (additive biases are a separate operation), or
+            ``scores`` is not floating/mpmath.
+        SpecValueError: ``scores`` and ``mask`` do not broadcast, or ``axis`` is out of range.
+    """
+    allowed = as_bool_mask(mask)
+    values = np.asarray(scores)
+    dtype = _arith.working_dtype({"scores": values})
+    values = _arith.to_working(values, dtype)
+    try:
+        shape = np.broadcast_shapes(values.shape, allowed.shape)
+    except ValueError as error:
+        raise SpecValueError(
+            f"scores of shape {values.shape} and mask of shape {allowed.shape} do not broadcast"
+        ) from error
+    values = np.broadcast_to(values, shape)
+    allowed = np.broadcast_to(allowed, shape)
+    if values.ndim == 0:
+        one: Any = _arith.scalar(1, dtype)
+        return np.asarray(one if bool(allowed) else _arith.zero(dtype), dtype=dtype)
+    if not -values.ndim <= axis < values.ndim:
+        raise SpecValueError(f"axis {axis} is out of range for scores of rank {values.ndim}")
+    moved = masked_softmax_last_axis(np.moveaxis(values, axis, -1), np.moveaxis(allowed, axis, -1))
+    return np.ascontiguousarray(np.moveaxis(moved, -1, axis))

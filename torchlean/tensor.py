@@ -1,0 +1,458 @@
+"""``Tensor``: numpy storage on the CPU, a dtype, and TorchLean's autograd bookkeeping.
+
+A tensor owns (or views) one C-contiguous numpy array. Floating tensors are ``float32`` (the
+default for Python data) or ``float64``; ``int64`` and ``bool`` tensors exist for indices and
+masks and never require a gradient. A tensor produced by a differentiable op while gradients are
+enabled carries the tape :class:`~torchlean.autograd.tape.Node` that produced it; a tensor with
+``requires_grad=True`` and no node is a *leaf* and receives ``.grad`` from ``backward()``.
+
+Copies and views (documented once, relied on everywhere):
+
+* ``torchlean.tensor(data)``, ``Tensor(data)``, ``from_torch(t)`` and ``to_torch()`` copy.
+* ``numpy()`` returns a **read-only view** of the storage (no copy). It reflects later in-place
+  writes made through the tensor; copy it (``np.array(t.numpy())``) to keep a snapshot.
+* ``detach()`` shares the storage and its version counter (as ``torch.Tensor.detach``).
+* In-place writes (``copy_``, ``zero_``, ``t[idx] = v``) bump the storage's version counter; a
+  later ``backward`` that needs a value saved before the write is refused. They are refused on a
+  tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,
+  as optimizers do), and on a read-only view (a broadcast result).
+
+Operators ``+ - * / @``, unary ``-`` and basic indexing run the ops of
+:mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, SupportsIndex
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.tape import AutogradError, Node, VersionCounter, run_backward
+from torchlean.backend.errors import TorchLeanError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "DEFAULT_DTYPE",
+    "FLOAT_DTYPES",
+    "DTypeLike",
+    "Tensor",
+    "TensorError",
+    "from_torch",
+    "resolve_dtype",
+    "tensor",
+]
+
+Array = npt.NDArray[Any]
+DTypeLike = str | type | np.dtype[Any] | Any
+"""``"float32"``, ``np.float64``, ``np.dtype("float32")`` or ``torch.float64``."""
+
+DEFAULT_DTYPE: np.dtype[Any] = np.dtype(np.float32)
+FLOAT_DTYPES: tuple[np.dtype[Any], ...] = (np.dtype(np.float32), np.dtype(np.float64))
+_SUPPORTED: tuple[np.dtype[Any], ...] = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
+
+
+class TensorError(TorchLeanError, ValueError):
+    """A tensor could not be created, converted or written (the message names the value)."""
+
+
+def resolve_dtype(dtype: DTypeLike) -> np.dtype[Any]:
+    """Normalise a dtype spelling to one of ``float32``, ``float64``, ``int64``, ``bool``.
+
+    Raises:
+        TensorError: ``unsupported tensor dtype X (supported: float32 | float64 | int64 | bool)``.
+    """
+    spelled = dtype
+    if type(dtype).__module__ == "torch":
+        spelled = str(dtype).removeprefix("torch.")
+    try:
+        resolved = np.dtype(spelled)
+    except TypeError as exc:
+        raise TensorError(_unsupported(dtype)) from exc
+    if resolved not in _SUPPORTED:
+        raise TensorError(_unsupported(dtype))
+    return resolved
+
+
+def _unsupported(dtype: object) -> str:
+    return f"unsupported tensor dtype {dtype} (supported: float32 | float64 | int64 | bool)"
+
+
+def _from_torch_array(t: Any) -> Array:
+    return np.asarray(t.detach().cpu().resolve_conj().resolve_neg().numpy())
+
+
+def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
+    """A fresh C-contiguous array for ``data`` in the resolved dtype (always a copy)."""
+    if isinstance(data, Tensor):
+        source: Any = data._data
+        from_array = True
+    elif type(data).__module__.startswith("torch"):
+        source = _from_torch_array(data)
+        from_array = True
+    else:
+        source = data
+        from_array = isinstance(data, np.ndarray | np.generic)
+    raw = np.asarray(source)
+    if dtype is not None:
+        target = resolve_dtype(dtype)
+    elif raw.dtype.kind == "f":
+        if not from_array:
+            target = DEFAULT_DTYPE
+        elif raw.dtype in FLOAT_DTYPES:
+            target = raw.dtype
+        else:
+            raise TensorError(_unsupported(raw.dtype))
+    elif raw.dtype.kind in "iu":
+        target = np.dtype(np.int64)
+    elif raw.dtype.kind == "b":
+        target = np.dtype(np.bool_)
+    else:
+        raise TensorError(_unsupported(raw.dtype))
+    return np.array(raw, dtype=target, order="C", copy=True)
+
+
+class Tensor:
+    """A CPU tensor with numpy storage and TorchLean autograd metadata.
+
+    ``Tensor(data, requires_grad=False, dtype=None)`` is the same as :func:`tensor`.
+    """
+
+    __slots__ = ("__weakref__", "_data", "_node", "_requires_grad", "_version", "grad")
+
+    # numpy must hand mixed expressions (``array + tensor``) to the Tensor operators.
+    __array_ufunc__ = None
+
+    _data: Array
+    _node: Node | None
+    _requires_grad: bool
+    _version: VersionCounter
+    grad: Tensor | None
+
+    def __init__(self, data: object, requires_grad: bool = False, dtype: DTypeLike | None = None) -> None:
+        self._init(_infer_array(data, dtype), requires_grad, None, VersionCounter())
+
+    def _init(self, data: Array, requires_grad: bool, node: Node | None, version: VersionCounter) -> None:
+        if requires_grad and data.dtype not in FLOAT_DTYPES:
+            raise TensorError(
+                f"only float32 and float64 tensors can require gradients (got dtype {data.dtype})"
+            )
+        self._data = data
+        self._requires_grad = requires_grad
+        self._node = node
+        self._version = version
+        self.grad = None
+
+    @classmethod
+    def _make(
+        cls,
+        data: Array,
+        requires_grad: bool = False,
+        node: Node | None = None,
+        version: VersionCounter | None = None,
+    ) -> Tensor:
+        """Wrap ``data`` without copying (internal: kernel results, views, gradients)."""
+        t = cls.__new__(cls)
+        t._init(data, requires_grad, node, VersionCounter() if version is None else version)
+        return t
+
+    # ----------------------------------------------------------------------------- metadata
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape (a tuple of ints, ``()`` for a scalar)."""
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype: float32, float64, int64 or bool."""
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(self._data.size)
+
+    @property
+    def device(self) -> str:
+        """Always ``"cpu"``: storage is a numpy array."""
+        return "cpu"
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        """Set on leaves only (as in PyTorch); only float tensors can require gradients.
+
+        Raises:
+            TensorError: on a non-leaf, or on an integer/bool tensor.
+        """
+        if self._node is not None:
+            raise TensorError("requires_grad can only be changed on a leaf tensor (this one has a node)")
+        if value and self._data.dtype not in FLOAT_DTYPES:
+            raise TensorError(
+                f"only float32 and float64 tensors can require gradients (got dtype {self._data.dtype})"
+            )
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True when no recorded node produced this tensor."""
+        return self._node is None
+
+    @property
+    def grad_fn(self) -> str | None:
+        """Name of the op whose tape node produced this tensor, or None for leaves."""
+        return None if self._node is None else self._node.name
+
+    # ----------------------------------------------------------------------------- conversion
+
+    def numpy(self) -> Array:
+        """A read-only view of the storage (no copy; later in-place writes show through)."""
+        view = self._data.view()
+        view.flags.writeable = False
+        return view
+
+    def to_torch(self) -> torch.Tensor:
+        """A new ``torch.Tensor`` (CPU, same dtype, a copy, not requiring grad)."""
+        import torch
+
+        return torch.from_numpy(np.array(self._data, copy=True))
+
+    def item(self) -> float | int | bool:
+        """The single element as a Python scalar.
+
+        Raises:
+            TensorError: when the tensor has more than one element.
+        """
+        if self._data.size != 1:
+            raise TensorError(f"item() needs a tensor with one element (got shape {self.shape})")
+        value: float | int | bool = self._data.reshape(()).item()
+        return value
+
+    def tolist(self) -> Any:
+        """Nested Python lists of the values (a copy)."""
+        return self._data.tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        return np.array(self._data, dtype=dtype, copy=True)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this storage (and its version counter) that is cut from the tape."""
+        return Tensor._make(self._data, False, None, self._version)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}, requires_grad={self._requires_grad})"
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TensorError("len() of a 0-d tensor")
+        return int(self._data.shape[0])
+
+    def __iter__(self) -> Iterator[Tensor]:
+        for i in range(len(self)):
+            yield self[i]
+
+    # ----------------------------------------------------------------------------- autograd
+
+    def backward(self, gradient: Tensor | npt.ArrayLike | None = None, retain_graph: bool = False) -> None:
+        """Reverse-mode gradient of this tensor into every reachable leaf's ``.grad``.
+
+        Args:
+            gradient: the cotangent of this tensor (its shape); defaults to 1 for a one-element
+                tensor, as ``torch.Tensor.backward``.
+            retain_graph: keep the graph so that ``backward`` can run over it again.
+
+        Raises:
+            AutogradError: the tensor does not require grad; no gradient for a multi-element
+                output; seed shape mismatch; a freed graph; a saved tensor modified in place.
+        """
+        if not self._requires_grad:
+            raise AutogradError(
+                "autograd: backward() on a tensor that does not require grad (no recorded node)"
+            )
+        if gradient is None:
+            if self._data.size != 1:
+                raise AutogradError(
+                    f"autograd: backward() without a gradient needs a one-element output (got shape "
+                    f"{self.shape}); pass gradient= with the output's shape"
+                )
+            seed: Array = np.ones(self.shape, dtype=self.dtype)
+        else:
+            raw = gradient._data if isinstance(gradient, Tensor) else gradient
+            seed = np.array(raw, dtype=self.dtype, copy=True)
+        if self._node is None:
+            if seed.shape != self.shape:
+                raise AutogradError(
+                    f"autograd: seed gradient shape mismatch for output (seed {seed.shape}, output "
+                    f"{self.shape})"
+                )
+            self._accumulate_grad(seed)
+            return
+        run_backward(self._node, seed, retain_graph=retain_graph)
+
+    def _accumulate_grad(self, total: Array) -> None:
+        """Add ``total`` to ``.grad`` (a new array; never aliases an array of the traversal)."""
+        if self.grad is None:
+            self.grad = Tensor._make(np.array(total, copy=True))
+        else:
+            self.grad = Tensor._make(self.grad._data + total)
+
+    # ----------------------------------------------------------------------------- in-place writes
+
+    def _check_writable(self, what: str) -> None:
+        if self._requires_grad and is_grad_enabled():
+            raise AutogradError(
+                f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
+                "write it inside torchlean.no_grad()"
+            )
+        if not self._data.flags.writeable:
+            raise TensorError(f"{what} on a read-only view (shape {self.shape}); copy it first")
+
+    def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
+        """Write ``src`` (broadcast to this shape, cast to this dtype) into the storage in place.
+
+        Raises:
+            AutogradError: this tensor requires grad and gradients are enabled.
+            TensorError: read-only storage, or ``src`` does not broadcast to this shape.
+        """
+        self._check_writable("copy_()")
+        value = src._data if isinstance(src, Tensor) else np.asarray(src)
+        try:
+            np.copyto(self._data, value, casting="same_kind")
+        except (ValueError, TypeError) as exc:
+            raise TensorError(
+                f"copy_() cannot write a value of shape {np.shape(value)} and dtype "
+                f"{np.asarray(value).dtype} into a tensor of shape {self.shape} and dtype {self.dtype}"
+            ) from exc
+        self._version.bump()
+        return self
+
+    def zero_(self) -> Tensor:
+        """Fill the storage with zeros in place (same refusals as :meth:`copy_`)."""
+        self._check_writable("zero_()")
+        self._data.fill(0)
+        self._version.bump()
+        return self
+
+    def __setitem__(self, index: Any, value: Tensor | npt.ArrayLike) -> None:
+        """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place."""
+        self._check_writable("item assignment")
+        raw = value._data if isinstance(value, Tensor) else value
+        try:
+            self._data[index] = raw
+        except (ValueError, TypeError, IndexError) as exc:
+            raise TensorError(
+                f"cannot assign to index {index!r} of a tensor of shape {self.shape}: {exc}"
+            ) from exc
+        self._version.bump()
+
+    # ----------------------------------------------------------------------------- operators
+
+    def __add__(self, other: Tensor | float) -> Tensor:
+        return _functional.add(self, other)
+
+    def __radd__(self, other: Tensor | float) -> Tensor:
+        return _functional.add(other, self)
+
+    def __sub__(self, other: Tensor | float) -> Tensor:
+        return _functional.sub(self, other)
+
+    def __rsub__(self, other: Tensor | float) -> Tensor:
+        return _functional.sub(other, self)
+
+    def __mul__(self, other: Tensor | float) -> Tensor:
+        return _functional.mul(self, other)
+
+    def __rmul__(self, other: Tensor | float) -> Tensor:
+        return _functional.mul(other, self)
+
+    def __truediv__(self, other: Tensor | float) -> Tensor:
+        return _functional.div(self, other)
+
+    def __rtruediv__(self, other: Tensor | float) -> Tensor:
+        return _functional.div(other, self)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return _functional.matmul(self, other)
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        return _functional.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return _functional.neg(self)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return _functional.getitem(self, index)
+
+    # ----------------------------------------------------------------------------- method forms
+
+    def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+        """``functional.reshape``; accepts ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
+        return _functional.reshape(self, _shape_args(shape))
+
+    def permute(self, *axes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+        """``functional.permute``; accepts ``t.permute(1, 0)`` or ``t.permute((1, 0))``."""
+        return _functional.permute(self, _shape_args(axes))
+
+    def transpose(self, axis0: int, axis1: int) -> Tensor:
+        """Swap two axes (``functional.transpose``)."""
+        return _functional.transpose(self, axis0, axis1)
+
+    @property
+    def T(self) -> Tensor:
+        """All axes reversed (``functional.permute``)."""
+        return _functional.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """``functional.reduce_sum``."""
+        return _functional.reduce_sum(self, axis, keepdims=keepdims)
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+        """``functional.reduce_mean``."""
+        return _functional.reduce_mean(self, axis, keepdims=keepdims)
+
+
+def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> tuple[int, ...]:
+    if len(args) == 1 and isinstance(args[0], Sequence):
+        return tuple(int(a) for a in args[0])
+    return tuple(int(a) for a in args)  # type: ignore[arg-type]
+
+
+def tensor(data: object, requires_grad: bool = False, dtype: DTypeLike | None = None) -> Tensor:
+    """Create a tensor from nested lists, a scalar, a numpy array, a Tensor or a torch tensor.
+
+    The data is always copied. With ``dtype=None`` Python floats become float32, numpy/torch
+    float32 and float64 arrays keep their dtype, integers become int64 and booleans bool.
+
+    Raises:
+        TensorError: unsupported dtype (e.g. float16, complex, strings), or ``requires_grad`` on an
+            integer/bool tensor.
+    """
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
+    """Copy a ``torch.Tensor`` (any device; detached) into a new CPU leaf tensor of the same dtype.
+
+    Raises:
+        TensorError: for a dtype other than float32, float64, an integer type or bool.
+    """
+    arr = _from_torch_array(t)
+    if arr.dtype.kind == "f" and arr.dtype not in FLOAT_DTYPES:
+        raise TensorError(_unsupported(t.dtype))
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+from torchlean import functional as _functional  # noqa: E402  (operators dispatch through it)

@@ -1,0 +1,408 @@
+"""``Trainer[In, Out]``: train a model with eager or typed-graph execution (anchor-runtime.md §3).
+
+The trainer is generic over phantom input/output shapes (``Trainer[Shape[4], Shape[1]]``); the
+execution mode is an ordinary :class:`RunConfig` field and never changes the type. A trainer
+opens one eager session over its backend profile; device/profile resolution and its messages
+follow the original (anchor-backend.md §7). Minibatches are real vectorised batches.
+
+* ``ExecutionMode.EAGER``: the model's forward program runs op by op through the session
+  (plan → accept → bind → run → tape node); the tape gives the gradients.
+* ``ExecutionMode.TYPED_GRAPH``: the model and its loss are lowered once per batch shape to the
+  canonical IR, planned and accepted by ``profile.accept_graph``, and every step executes the
+  accepted kernels in graph order (:class:`~torchlean.autograd.typed_graph.GraphProgram`); the
+  backward pass is the tape over the same nodes. Same seed, same data: bit-identical to eager.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.autograd.grad_mode import no_grad
+from torchlean.autograd.session import Session
+from torchlean.autograd.typed_graph import GraphProgram
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import AcceptedKernel
+from torchlean.backend.errors import SessionError, TorchLeanError
+from torchlean.backend.profiles import BackendProfile
+from torchlean.backend.vocabulary import Device, LabelledEnum
+from torchlean.nn.eager import EagerOps
+from torchlean.nn.layers import Layer
+from torchlean.nn.lowering import GraphOps
+from torchlean.nn.model import Model, build
+from torchlean.nn.ops import Ops, T
+from torchlean.optim import SGD, Optimizer, OptimizerConfig
+from torchlean.tensor import Tensor
+
+__all__ = [
+    "ExecutionMode",
+    "Objective",
+    "RunConfig",
+    "Trainer",
+    "TrainerError",
+    "maintained_profile",
+]
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+Array = npt.NDArray[np.floating]
+
+
+class TrainerError(TorchLeanError, ValueError):
+    """Bad trainer configuration or data (the message names the value and what is accepted)."""
+
+
+class ExecutionMode(LabelledEnum):
+    """How the trainer runs the model: eagerly, or from an accepted typed graph."""
+
+    EAGER = "eager"
+    TYPED_GRAPH = "typed-graph"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "execution mode"
+
+
+class Objective(LabelledEnum):
+    """Training loss: mean squared error, or mean cross-entropy over class logits."""
+
+    MSE = "mse"
+    CROSS_ENTROPY = "cross-entropy"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "objective"
+
+
+def maintained_profile(device: Device) -> BackendProfile:
+    """The maintained profile for ``device`` (cpu → checked_cpu, cuda → checked_cuda).
+
+    Raises:
+        TrainerError: ``device `metal` has no maintained runtime profile; provide a backend
+            profile with executable capsules`` (anchor-backend.md §3.1).
+    """
+    found = profiles.maintained_for_device(device)
+    if found is None:
+        raise TrainerError(
+            f"device `{device.label}` has no maintained runtime profile; provide a backend profile "
+            "with executable capsules"
+        )
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Runtime settings (anchor-runtime.md §3.1 ``RunConfig``).
+
+    ``profile`` overrides the maintained profile of ``device``; it must target the same device.
+    Building a config never opens a device: a typed-graph CUDA config is accepted here and
+    refused when the trainer opens its session.
+    """
+
+    optimizer: OptimizerConfig = field(default_factory=SGD)
+    execution: ExecutionMode = ExecutionMode.EAGER
+    device: Device = Device.CPU
+    profile: str | BackendProfile | None = None
+    show_backend: bool = False
+    dtype: str = "float32"
+
+    def with_device(self, device: Device) -> RunConfig:
+        """This config on ``device`` with the override cleared (last writer wins).
+
+        Raises:
+            TrainerError: the device has no maintained profile.
+        """
+        maintained_profile(device)
+        return replace(self, device=device, profile=None)
+
+    def with_profile(self, profile: str | BackendProfile) -> RunConfig:
+        """This config with ``profile`` as override and ``device`` set to the profile's device."""
+        resolved = profiles.get(profile) if isinstance(profile, str) else profile
+        return replace(self, device=resolved.policy.device, profile=resolved)
+
+    def resolve_profile(self) -> BackendProfile:
+        """The profile this config runs under.
+
+        Raises:
+            TrainerError: the override targets another device (``backend profile `P` targets
+                `D1`, but the runtime requested `D2```) or the device has no maintained profile.
+            UnknownLabelError: an unknown profile name.
+        """
+        if self.profile is None:
+            return maintained_profile(self.device)
+        resolved = profiles.get(self.profile) if isinstance(self.profile, str) else self.profile
+        if resolved.policy.device != self.device:
+            raise TrainerError(
+                f"backend profile `{resolved.name}` targets `{resolved.policy.device.label}`, but the "
+                f"runtime requested `{self.device.label}`"
+            )
+        return resolved
+
+    def numpy_dtype(self) -> np.dtype[np.floating]:
+        if self.dtype not in ("float32", "float64"):
+            raise TrainerError(f"dtype must be float32 or float64, got {self.dtype}")
+        return np.dtype(self.dtype)
+
+
+def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
+    """The objective as ops: ``mse_loss``, or ``-mean(sum(log_softmax(z) * onehot, 1))``."""
+    if objective is Objective.MSE:
+        return ops.mse_loss(prediction, target)
+    log_p = ops.log_softmax(prediction, len(ops.shape(prediction)) - 1)
+    return ops.scale(ops.reduce_mean(ops.reduce_sum(ops.mul(log_p, target), 1), 0), -1.0)
+
+
+@dataclass(slots=True)
+class _GraphStep:
+    program: GraphProgram
+    output: int
+
+
+class Trainer(Generic[In, Out]):
+    """Trains ``layer`` on ``(x, y)`` arrays; see the module docstring.
+
+    Args:
+        layer: the model description (``nn.sequential(...)``).
+        objective: ``Objective.MSE`` (targets shaped like outputs) or
+            ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``).
+        config: runtime settings.
+        seed: parameter initialisation and shuffling seed.
+        input_shape: per-sample input shape (inferred when the model starts with a linear layer).
+
+    Raises:
+        ShapeError: the layers do not fit the input shape.
+        TrainerError: invalid dtype.
+    """
+
+    def __init__(
+        self,
+        layer: Layer,
+        *,
+        objective: Objective = Objective.MSE,
+        config: RunConfig | None = None,
+        seed: int = 0,
+        input_shape: Sequence[int] | None = None,
+    ) -> None:
+        self.config = config if config is not None else RunConfig()
+        self.objective = objective
+        self.seed = seed
+        self.model: Model = build(
+            layer,
+            input_shape=None if input_shape is None else tuple(input_shape),
+            seed=seed,
+            dtype=self.config.numpy_dtype(),
+        )
+        self._session: Session | None = None
+        self._optimizer: Optimizer | None = None
+        self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
+        self._graph_kernels: list[AcceptedKernel] = []
+
+    # ------------------------------------------------------------------------------ lifecycle
+
+    def open(self) -> Session:
+        """Resolve the profile, check the execution mode and open the eager session (once).
+
+        Raises:
+            TrainerError: ``typed graph execution currently supports device `cpu`; requested
+                `cuda``` and the profile-resolution errors of :meth:`RunConfig.resolve_profile`.
+            SessionError: the profile cannot execute on this machine (``torch eager session: ...``).
+        """
+        if self._session is None:
+            profile = self.config.resolve_profile()
+            if self.config.execution is ExecutionMode.TYPED_GRAPH and self.config.device is not Device.CPU:
+                raise TrainerError(
+                    "typed graph execution currently supports device `cpu`; requested "
+                    f"`{self.config.device.label}`"
+                )
+            self._session = Session(profile, show_backend=self.config.show_backend, seed=self.seed)
+            self._optimizer = self.config.optimizer.create(self.model.parameters)
+        return self._session
+
+    @property
+    def profile(self) -> BackendProfile:
+        return self.open().profile
+
+    @property
+    def selected(self) -> list[AcceptedKernel]:
+        """Accepted kernels that computed this trainer's values, in first-use order.
+
+        Eager: the session's selections. Typed graph: the distinct kernels of the accepted
+        graph plans (then any eager selections, e.g. none on the default path).
+        """
+        session = self.open()
+        chosen: list[AcceptedKernel] = []
+        seen: set[tuple[str, str, str, str]] = set()
+        for kernel in [*self._graph_kernels, *session.selected]:
+            c = kernel.capsule
+            key = (c.name, c.op.label, c.provider.label, c.device.label)
+            if key not in seen:
+                seen.add(key)
+                chosen.append(kernel)
+        return chosen
+
+    # --------------------------------------------------------------------------------- data
+
+    def _x(self, x: npt.ArrayLike) -> Array:
+        array = np.asarray(x, dtype=self.model.dtype)
+        if array.shape[1:] != self.model.input_shape:
+            raise TrainerError(
+                f"inputs must have shape (n, {', '.join(map(str, self.model.input_shape))}), "
+                f"got {tuple(array.shape)}"
+            )
+        return array
+
+    def _y(self, y: npt.ArrayLike, n: int) -> Array:
+        array = np.asarray(y)
+        if self.objective is Objective.CROSS_ENTROPY:
+            classes = self.model.output_shape[-1]
+            if array.ndim == 1:
+                if array.dtype.kind not in "iu" or (array.size and (array.min() < 0 or array.max() >= classes)):
+                    raise TrainerError(
+                        f"cross-entropy labels must be integers in [0, {classes}), got dtype {array.dtype} "
+                        f"with range [{array.min() if array.size else '-'}, {array.max() if array.size else '-'}]"
+                    )
+                onehot = np.zeros((array.shape[0], classes), dtype=self.model.dtype)
+                onehot[np.arange(array.shape[0]), array] = 1
+                array = onehot
+            elif array.shape[1:] != (classes,):
+                raise TrainerError(
+                    f"cross-entropy targets must be labels (n,) or one-hot (n, {classes}), got {array.shape}"
+                )
+        elif array.shape[1:] != self.model.output_shape:
+            if array.ndim == 1 and self.model.output_shape == (1,):
+                array = array.reshape(-1, 1)
+            else:
+                raise TrainerError(
+                    f"targets must have shape (n, {', '.join(map(str, self.model.output_shape))}), "
+                    f"got {tuple(array.shape)}"
+                )
+        if array.shape[0] != n:
+            raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
+        return np.asarray(array, dtype=self.model.dtype)
+
+    def batches(
+        self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
+    ) -> Iterator[tuple[Array, Array]]:
+        """Minibatches of ``batch_size`` (the last may be smaller), shuffled by ``(seed, epoch)``."""
+        order = (
+            np.random.default_rng([self.seed, epoch]).permutation(x.shape[0]) if shuffle else np.arange(x.shape[0])
+        )
+        for start in range(0, x.shape[0], batch_size):
+            index = order[start : start + batch_size]
+            yield x[index], y[index]
+
+    # ----------------------------------------------------------------------------- execution
+
+    def _graph(self, batch_shape: tuple[int, ...], *, with_loss: bool) -> _GraphStep:
+        key = (batch_shape, with_loss)
+        step = self._graphs.get(key)
+        if step is None:
+            ops = GraphOps()
+            x = ops.input(batch_shape)
+            out = self.model.layer.forward(ops, ops.params(self.model), x, training=with_loss)
+            if with_loss:
+                target = ops.input((batch_shape[0], *self.model.output_shape))
+                out = _loss(ops, self.objective, out, target)
+            lowered = ops.lowered(out)
+            result = self.profile.accept_graph(lowered.built.graph)
+            if result.plan is None:
+                reasons = "; ".join(f.message for f in result.failures)
+                raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
+            program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
+                                   lowered.param_nodes, lowered.payload_params)
+            step = _GraphStep(program, lowered.output)
+            self._graphs[key] = step
+            self._graph_kernels.extend(result.plan.kernels)
+        return step
+
+    def _forward_loss(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
+        if self.config.execution is ExecutionMode.TYPED_GRAPH:
+            step = self._graph(tuple(xb.shape), with_loss=True)
+            return step.program.run([Tensor(xb), Tensor(yb)], params, step.output)
+        ops = EagerOps()
+        out = self.model.layer.forward(ops, params, Tensor(xb), training=True)
+        return _loss(ops, self.objective, out, Tensor(yb))
+
+    def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
+        """One optimizer update on a minibatch; returns the minibatch's mean loss."""
+        session = self.open()
+        assert self._optimizer is not None
+        x = self._x(xb)
+        y = self._y(yb, x.shape[0])
+        with session:
+            params = [Tensor(p, requires_grad=True) for p in self.model.parameters]
+            loss = self._forward_loss(params, x, y)
+            loss.backward()
+            grads = [None if p.grad is None else p.grad.numpy() for p in params]
+        self.model.parameters = self._optimizer.step(self.model.parameters, grads)
+        return float(loss.numpy())
+
+    def fit(
+        self,
+        x: npt.ArrayLike,
+        y: npt.ArrayLike,
+        *,
+        epochs: int = 1,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        on_batch: Callable[[int, float], None] | None = None,
+    ) -> list[float]:
+        """Train for ``epochs``; returns the mean training loss of each epoch.
+
+        ``on_batch(epoch, loss)`` is called after each step (progress bars hook in here).
+
+        Raises:
+            TrainerError: bad shapes, labels, epochs or batch size.
+        """
+        if epochs < 1 or batch_size < 1:
+            raise TrainerError(f"epochs and batch size must be positive, got {epochs} and {batch_size}")
+        xs = self._x(x)
+        ys = self._y(y, xs.shape[0])
+        if xs.shape[0] == 0:
+            raise TrainerError("no training samples; check the dataset and batch size")
+        history: list[float] = []
+        for epoch in range(epochs):
+            total, count = 0.0, 0
+            for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
+                loss = self.step(xb, yb)
+                total += loss * xb.shape[0]
+                count += xb.shape[0]
+                if on_batch is not None:
+                    on_batch(epoch, loss)
+            history.append(total / count)
+        return history
+
+    def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:
+        """Model outputs for ``x`` (evaluation mode, no gradients), ``(n, *output_shape)``."""
+        session = self.open()
+        xs = self._x(x)
+        outputs: list[Array] = []
+        with session, no_grad():
+            params = [Tensor(p) for p in self.model.parameters]
+            for start in range(0, xs.shape[0], batch_size):
+                xb = xs[start : start + batch_size]
+                if self.config.execution is ExecutionMode.TYPED_GRAPH:
+                    step = self._graph(tuple(xb.shape), with_loss=False)
+                    out = step.program.run([Tensor(xb)], params, step.output)
+                else:
+                    out = self.model.layer.forward(EagerOps(), params, Tensor(xb), training=False)
+                outputs.append(out.numpy())
+        if not outputs:
+            return np.zeros((0, *self.model.output_shape), dtype=self.model.dtype)
+        return np.concatenate(outputs)
+
+    def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
+        """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics)."""
+        prediction = self.predict(x).astype(np.float64)
+        if self.objective is Objective.CROSS_ENTROPY:
+            labels = np.asarray(y)
+            if labels.ndim == 2:
+                labels = labels.argmax(axis=1)
+            return {"accuracy": float(np.mean(prediction.argmax(axis=1) == labels)) if labels.size else math.nan}
+        target = np.asarray(y, dtype=np.float64).reshape(prediction.shape)
+        return {"mse": float(np.mean((prediction - target) ** 2)) if target.size else math.nan}
