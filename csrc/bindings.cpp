@@ -104,10 +104,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("concat_backward", &tn::concat_backward,
         py::arg("g"), py::arg("xs"), py::arg("out"), py::arg("dim"));
   m.def("slice_forward", &tn::slice_forward,
-        py::arg("x"), py::arg("dim"), py::arg("start"), py::arg("end"), py::arg("step"));
+        py::arg("x"), py::arg("starts"), py::arg("stops"), py::arg("steps"));
   m.def("slice_backward", &tn::slice_backward,
-        py::arg("g"), py::arg("x"), py::arg("out"), py::arg("dim"), py::arg("start"),
-        py::arg("end"), py::arg("step"));
+        py::arg("g"), py::arg("x"), py::arg("out"), py::arg("starts"), py::arg("stops"),
+        py::arg("steps"));
   m.def("gather_forward", &tn::gather_forward, py::arg("x"), py::arg("index"), py::arg("dim"));
   m.def("gather_backward", &tn::gather_backward,
         py::arg("g"), py::arg("x"), py::arg("index"), py::arg("out"), py::arg("dim"));

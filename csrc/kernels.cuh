@@ -7,7 +7,7 @@
 //     recomputes probabilities from it (dQ per query tile, dK/dV per key tile, no atomics);
 //   * hard-masked softmax over the last axis, forward and backward;
 //   * the diagonal selective scan h_t = A(_t) * h_{t-1} + B(_t) * x_t and its reverse recurrence;
-//   * smooth max pooling (1/beta) log sum exp(beta v) over zero-padded windows, and its VJP;
+//   * smooth max pooling (1/beta) log sum exp(beta v) over each window, and its VJP;
 //   * the splitmix64 counter-based uniform and Bernoulli sources.
 //
 // Blocked (masked) positions are *selected away*: they never enter a max, a sum or a product, so a
@@ -586,7 +586,8 @@ TL_GLOBAL void selective_scan_backward_kernel(const T* __restrict__ a, const T* 
 
 // ---------------------------------------------------------------------------------------------
 // smooth max pooling over the trailing `rank` axes; leading axes are folded into channels.
-// Window cells outside the input are zero padding and take part with value 0.
+// Window cells in the padding are left out of the window (as PyTorch pools leave padding out of
+// a max); the host refuses geometries with a window made of padding only.
 // ---------------------------------------------------------------------------------------------
 
 constexpr int kMaxPoolRank = 6;
@@ -604,10 +605,11 @@ struct PoolGeometry {
   std::int64_t kernel_size;  // product of kernel
 };
 
-// Value of window cell `cell` (row-major over the kernel) of output position `opos`.
+// Reads window cell `cell` (row-major over the kernel) of output position `opos` into `value`;
+// false for a padding cell.
 template <class T>
-TL_DEVICE T window_value(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
-                         std::int64_t cell) {
+TL_DEVICE bool window_cell(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
+                           std::int64_t cell, T& value) {
   std::int64_t kc[kMaxPoolRank];
   for (int ax = g.rank - 1; ax >= 0; --ax) {
     kc[ax] = cell % g.kernel[ax];
@@ -616,24 +618,27 @@ TL_DEVICE T window_value(const T* xc, const PoolGeometry& g, const std::int64_t*
   std::int64_t flat = 0;
   for (int ax = 0; ax < g.rank; ++ax) {
     const std::int64_t p = opos[ax] * g.stride[ax] - g.pad[ax] + kc[ax];
-    if (p < 0 || p >= g.in[ax]) return T(0);
+    if (p < 0 || p >= g.in[ax]) return false;
     flat = flat * g.in[ax] + p;
   }
-  return xc[flat];
+  value = xc[flat];
+  return true;
 }
 
-// pivot = max (beta > 0) or min (beta < 0) of the window; sum = sum exp(beta (v - pivot)).
+// pivot = max (beta > 0) or min (beta < 0) of the window's input cells;
+// sum = sum over those cells of exp(beta (v - pivot)) (>= 1: the pivot cell contributes 1).
 template <class T>
 TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
                                    T beta, T& pivot, T& sum) {
   pivot = beta > T(0) ? neg_inf<T>() : -neg_inf<T>();
+  T value = T(0);
   for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
-    const T value = window_value(xc, g, opos, cell);
+    if (!window_cell(xc, g, opos, cell, value)) continue;
     pivot = beta > T(0) ? nan_max(pivot, value) : nan_min(pivot, value);
   }
   sum = T(0);
   for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
-    sum += tl_exp(beta * (window_value(xc, g, opos, cell) - pivot));
+    if (window_cell(xc, g, opos, cell, value)) sum += tl_exp(beta * (value - pivot));
   }
 }
 
@@ -668,7 +673,7 @@ TL_GLOBAL void smooth_max_pool_forward_kernel(const T* __restrict__ x, T* __rest
 }
 
 // One thread per input element: dx_i = sum over windows o containing i of
-// g_o exp(beta (x_i - pivot_o)) / sum_o  (padding cells have no input element).
+// g_o exp(beta (x_i - pivot_o)) / sum_o.
 template <class T>
 TL_GLOBAL void smooth_max_pool_backward_kernel(const T* __restrict__ x, const T* __restrict__ g,
                                                const T* __restrict__ stats, T* __restrict__ dx,

@@ -321,6 +321,12 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
   check_spatial_params(op, rank, kernel, stride, padding, nullptr);
   TORCH_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                     "; a ", rank, "-d pool needs at least one leading (channel) axis");
+  for (std::int64_t ax = 0; ax < rank; ++ax) {
+    const std::size_t i = static_cast<std::size_t>(ax);
+    // every window then holds at least one input cell
+    TORCH_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
+                      ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
+  }
   tl::PoolGeometry g{};
   g.rank = static_cast<int>(rank);
   g.channels = 1;
@@ -1124,40 +1130,56 @@ Grads concat_backward(const Tensor& g, const std::vector<Tensor>& xs, const Tens
 }
 
 namespace {
-std::int64_t check_slice(const char* op, const at::Tensor& x, std::int64_t dim, std::int64_t start,
-                         std::int64_t end, std::int64_t step) {
-  check_rank(op, "x", x, 1, 16);
-  const std::int64_t axis = wrap_dim(op, dim, x.dim());
-  TORCH_CHECK_VALUE(step >= 1, "torchlean_native_ext.", op, ": step = ", step, " must be >= 1");
-  TORCH_CHECK_VALUE(start >= 0 && start <= end && end <= x.size(axis), "torchlean_native_ext.", op,
-                    ": slice [", start, ", ", end, ") is outside 0..", x.size(axis),
-                    " of axis ", axis);
-  return axis;
+// One (start, stop, step) per axis: x[start0:stop0:step0, start1:stop1:step1, ...].
+void check_slice(const char* op, const at::Tensor& x, const Ints& starts, const Ints& stops,
+                 const Ints& steps) {
+  const std::size_t rank = static_cast<std::size_t>(x.dim());
+  TORCH_CHECK_VALUE(starts.size() == rank && stops.size() == rank && steps.size() == rank,
+                    "torchlean_native_ext.", op, ": starts, stops and steps need one entry per axis (",
+                    rank, "); got ", starts.size(), ", ", stops.size(), ", ", steps.size());
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t extent = x.size(static_cast<std::int64_t>(d));
+    TORCH_CHECK_VALUE(steps[d] >= 1, "torchlean_native_ext.", op, ": steps[", d, "] = ", steps[d],
+                      " must be >= 1");
+    TORCH_CHECK_VALUE(starts[d] >= 0 && starts[d] <= stops[d] && stops[d] <= extent,
+                      "torchlean_native_ext.", op, ": slice [", starts[d], ", ", stops[d],
+                      ") is outside 0..", extent, " of axis ", d);
+  }
+}
+
+at::Tensor slice_view(const at::Tensor& x, const Ints& starts, const Ints& stops,
+                      const Ints& steps) {
+  at::Tensor view = x;
+  for (std::size_t d = 0; d < starts.size(); ++d) {
+    view = view.slice(static_cast<std::int64_t>(d), starts[d], stops[d], steps[d]);
+  }
+  return view;
 }
 }  // namespace
 
-Tensor slice_forward(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t end,
-                     std::int64_t step) {
+Tensor slice_forward(const Tensor& x, const Ints& starts, const Ints& stops, const Ints& steps) {
   constexpr const char* op = "slice_forward";
   check_float(op, "x", x);
-  const std::int64_t axis = check_slice(op, x, dim, start, end, step);
+  check_slice(op, x, starts, stops, steps);
   c10::DeviceGuard guard(x.device());
-  return own(x.slice(axis, start, end, step), {x});
+  return own(slice_view(x, starts, stops, steps), {x});
 }
 
-Grads slice_backward(const Tensor& g, const Tensor& x, const Tensor& out, std::int64_t dim,
-                     std::int64_t start, std::int64_t end, std::int64_t step) {
+Grads slice_backward(const Tensor& g, const Tensor& x, const Tensor& out, const Ints& starts,
+                     const Ints& stops, const Ints& steps) {
   constexpr const char* op = "slice_backward";
   check_float(op, "x", x);
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
-  const std::int64_t axis = check_slice(op, x, dim, start, end, step);
+  check_slice(op, x, starts, stops, steps);
   check_same_shape(op, "g", g, "out", out);
   c10::DeviceGuard guard(x.device());
-  TORCH_CHECK_VALUE(g.sizes() == x.slice(axis, start, end, step).sizes(), "torchlean_native_ext.",
-                    op, ": g has shape ", shape_text(g.sizes()),
-                    " which is not the slice's shape");
-  return one(at::slice_scatter(at::zeros_like(x), g, axis, start, end, step));
+  at::Tensor grad = at::zeros_like(x);
+  at::Tensor view = slice_view(grad, starts, stops, steps);
+  TORCH_CHECK_VALUE(g.sizes() == view.sizes(), "torchlean_native_ext.", op, ": g has shape ",
+                    shape_text(g.sizes()), "; the slice has shape ", shape_text(view.sizes()));
+  view.copy_(g);
+  return one(grad);
 }
 
 Tensor gather_forward(const Tensor& x, const Tensor& index, std::int64_t dim) {

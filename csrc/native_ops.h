@@ -108,10 +108,9 @@ Grads broadcast_backward(const Tensor& g, const Tensor& x, const Tensor& out, co
 Tensor concat_forward(const std::vector<Tensor>& xs, std::int64_t dim);
 Grads concat_backward(const Tensor& g, const std::vector<Tensor>& xs, const Tensor& out,
                       std::int64_t dim);
-Tensor slice_forward(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t end,
-                     std::int64_t step);
-Grads slice_backward(const Tensor& g, const Tensor& x, const Tensor& out, std::int64_t dim,
-                     std::int64_t start, std::int64_t end, std::int64_t step);
+Tensor slice_forward(const Tensor& x, const Ints& starts, const Ints& stops, const Ints& steps);
+Grads slice_backward(const Tensor& g, const Tensor& x, const Tensor& out, const Ints& starts,
+                     const Ints& stops, const Ints& steps);
 Tensor gather_forward(const Tensor& x, const Tensor& index, std::int64_t dim);
 Grads gather_backward(const Tensor& g, const Tensor& x, const Tensor& index, const Tensor& out,
                       std::int64_t dim);

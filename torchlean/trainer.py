@@ -201,6 +201,7 @@ class Trainer(Generic[In, Out]):
         self._optimizer: Optimizer | None = None
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
+        self.epochs_done = 0
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -352,9 +353,11 @@ class Trainer(Generic[In, Out]):
         shuffle: bool = True,
         on_batch: Callable[[int, float], None] | None = None,
     ) -> list[float]:
-        """Train for ``epochs``; returns the mean training loss of each epoch.
+        """Train for ``epochs`` more epochs; returns the mean training loss of each epoch.
 
-        ``on_batch(epoch, loss)`` is called after each step (progress bars hook in here).
+        Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
+        schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
+        step (progress bars hook in here).
 
         Raises:
             TrainerError: bad shapes, labels, epochs or batch size.
@@ -366,7 +369,7 @@ class Trainer(Generic[In, Out]):
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
         history: list[float] = []
-        for epoch in range(epochs):
+        for epoch in range(self.epochs_done, self.epochs_done + epochs):
             total, count = 0.0, 0
             for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
                 loss = self.step(xb, yb)
@@ -375,6 +378,7 @@ class Trainer(Generic[In, Out]):
                 if on_batch is not None:
                     on_batch(epoch, loss)
             history.append(total / count)
+            self.epochs_done = epoch + 1
         return history
 
     def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,17 @@ from torchlean.backend.providers.reference import spatial as S
 
 Array = np.ndarray[Any, Any]
 Inputs = tuple[Array | None, ...]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_single_thread() -> Iterator[None]:
+    """torch's intra-op threads cost far more than these tiny oracle ops compute (and stall on a
+    loaded machine); run the oracles single-threaded and restore the setting afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 # ------------------------------------------------------------------------------ op descriptions
 
@@ -58,7 +69,9 @@ def _torch_avg_pool(x: torch.Tensor, **p: Any) -> torch.Tensor:
     return (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[x.dim() - 3](x, **p, count_include_pad=True)
 
 
-def _torch_avg_pool_padded(x: torch.Tensor, *, kernel_size: Any, stride: Any = None, padding: Any = 0) -> torch.Tensor:
+def _torch_avg_pool_padded(
+    x: torch.Tensor, *, kernel_size: Any, stride: Any = None, padding: Any = 0
+) -> torch.Tensor:
     """Zero padding made explicit, then an unpadded pool: the count_include_pad=True definition.
     (torch's avg_pool3d refuses unpadded inputs smaller than the kernel, which 1d/2d accept.)"""
     pads = [v for p in reversed(_per_axis(padding, x.dim() - 2)) for v in (p, p)]
@@ -80,9 +93,14 @@ def _torch_smooth_max_pool(
 
 
 def _torch_layer_norm(
-    x: torch.Tensor, w: torch.Tensor | None, b: torch.Tensor | None, *, normalized_ndim: int, eps: float = 1e-5
+    x: torch.Tensor,
+    w: torch.Tensor | None,
+    b: torch.Tensor | None,
+    *,
+    normalized_ndim: int,
+    eps: float = 1e-5,
 ) -> torch.Tensor:
-    return F.layer_norm(x, x.shape[x.dim() - normalized_ndim:], w, b, eps)
+    return F.layer_norm(x, x.shape[x.dim() - normalized_ndim :], w, b, eps)
 
 
 def _torch_batch_norm(
@@ -108,11 +126,15 @@ class Op:
 
 
 CONV = Op("conv", S.conv, S.conv_vjp, _torch_conv, (0, 1, 2))
-CONV_TRANSPOSE = Op("conv_transpose", S.conv_transpose, S.conv_transpose_vjp, _torch_conv_transpose, (0, 1, 2))
+CONV_TRANSPOSE = Op(
+    "conv_transpose", S.conv_transpose, S.conv_transpose_vjp, _torch_conv_transpose, (0, 1, 2)
+)
 MAX_POOL = Op("max_pool", S.max_pool, S.max_pool_vjp, _torch_max_pool, (0,))
 AVG_POOL = Op("avg_pool", S.avg_pool, S.avg_pool_vjp, _torch_avg_pool, (0,))
 AVG_POOL_PADDED = Op("avg_pool", S.avg_pool, S.avg_pool_vjp, _torch_avg_pool_padded, (0,))
-SMOOTH_MAX_POOL = Op("smooth_max_pool", S.smooth_max_pool, S.smooth_max_pool_vjp, _torch_smooth_max_pool, (0,))
+SMOOTH_MAX_POOL = Op(
+    "smooth_max_pool", S.smooth_max_pool, S.smooth_max_pool_vjp, _torch_smooth_max_pool, (0,)
+)
 LAYER_NORM = Op("layer_norm", S.layer_norm, S.layer_norm_vjp, _torch_layer_norm, (0, 1, 2))
 BATCH_NORM = Op("batch_norm", S.batch_norm, S.batch_norm_vjp, _torch_batch_norm, (0, 1, 2))
 
@@ -139,75 +161,139 @@ def _positive(seed: int, *shape: int) -> Array:
 
 
 CONV_CASES = [
-    Case("1d-stride-padding-dilation-groups", (_normal(1, 2, 4, 9), _normal(2, 6, 2, 3), _normal(3, 6)),
-         {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}),
-    Case("2d-per-axis-groups", (_normal(4, 2, 4, 7, 6), _normal(5, 6, 2, 3, 2), _normal(6, 6)),
-         {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2}),
-    Case("2d-depthwise", (_normal(7, 1, 3, 5, 5), _normal(8, 3, 1, 3, 3), None),
-         {"padding": 1, "groups": 3}),
-    Case("3d-no-bias", (_normal(9, 1, 2, 4, 5, 3), _normal(10, 3, 2, 2, 3, 2), None),
-         {"stride": (1, 2, 1), "padding": (0, 1, 1), "dilation": (1, 1, 2)}),
+    Case(
+        "1d-stride-padding-dilation-groups",
+        (_normal(1, 2, 4, 9), _normal(2, 6, 2, 3), _normal(3, 6)),
+        {"stride": 2, "padding": 1, "dilation": 2, "groups": 2},
+    ),
+    Case(
+        "2d-per-axis-groups",
+        (_normal(4, 2, 4, 7, 6), _normal(5, 6, 2, 3, 2), _normal(6, 6)),
+        {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2},
+    ),
+    Case("2d-depthwise", (_normal(7, 1, 3, 5, 5), _normal(8, 3, 1, 3, 3), None), {"padding": 1, "groups": 3}),
+    Case(
+        "3d-no-bias",
+        (_normal(9, 1, 2, 4, 5, 3), _normal(10, 3, 2, 2, 3, 2), None),
+        {"stride": (1, 2, 1), "padding": (0, 1, 1), "dilation": (1, 1, 2)},
+    ),
     Case("one-element", (_normal(11, 1, 1, 1), _normal(12, 1, 1, 1), _normal(13, 1)), {}),
 ]
 
 CONV_TRANSPOSE_CASES = [
-    Case("1d-stride-padding-output-padding-groups", (_normal(21, 2, 4, 5), _normal(22, 4, 3, 3), _normal(23, 6)),
-         {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}),
-    Case("2d-per-axis-dilation-groups", (_normal(24, 2, 4, 5, 3), _normal(25, 4, 3, 3, 2), _normal(26, 6)),
-         {"stride": (2, 3), "padding": (1, 0), "output_padding": (1, 2), "dilation": (2, 1), "groups": 2}),
-    Case("3d-no-bias", (_normal(27, 1, 2, 3, 2, 3), _normal(28, 2, 2, 2, 2, 2), None),
-         {"stride": (2, 1, 1), "padding": (1, 0, 0), "dilation": (1, 2, 1), "output_padding": (1, 1, 0)}),
+    Case(
+        "1d-stride-padding-output-padding-groups",
+        (_normal(21, 2, 4, 5), _normal(22, 4, 3, 3), _normal(23, 6)),
+        {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
+    ),
+    Case(
+        "2d-per-axis-dilation-groups",
+        (_normal(24, 2, 4, 5, 3), _normal(25, 4, 3, 3, 2), _normal(26, 6)),
+        {"stride": (2, 3), "padding": (1, 0), "output_padding": (1, 2), "dilation": (2, 1), "groups": 2},
+    ),
+    Case(
+        "3d-no-bias",
+        (_normal(27, 1, 2, 3, 2, 3), _normal(28, 2, 2, 2, 2, 2), None),
+        {"stride": (2, 1, 1), "padding": (1, 0, 0), "dilation": (1, 2, 1), "output_padding": (1, 1, 0)},
+    ),
     Case("one-element", (_normal(29, 1, 1, 1), _normal(30, 1, 1, 1), _normal(31, 1)), {}),
 ]
 
 MAX_POOL_CASES = [
-    Case("1d-stride-padding-dilation", (_distinct(41, 2, 3, 9),),
-         {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2}),
-    Case("2d-per-axis", (_distinct(42, 2, 3, 7, 8),),
-         {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1), "dilation": (1, 2)}),
-    Case("3d-default-stride", (_distinct(43, 1, 2, 5, 4, 6),), {"kernel_size": 2, "padding": (1, 0, 1)}),
+    Case(
+        "1d-stride-padding-dilation",
+        (_distinct(41, 2, 3, 9),),
+        {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2},
+    ),
+    Case(
+        "2d-per-axis",
+        (_distinct(42, 2, 3, 7, 8),),
+        {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1), "dilation": (1, 2)},
+    ),
+    Case("3d-default-stride", (_distinct(43, 1, 2, 4, 3, 4),), {"kernel_size": 2, "padding": (1, 0, 1)}),
     Case("overlapping-windows", (_distinct(44, 1, 2, 6, 6),), {"kernel_size": 3, "stride": 1}),
     Case("one-element", (_distinct(45, 1, 1, 1),), {"kernel_size": 1}),
 ]
 
 AVG_POOL_CASES = [
     Case("1d-stride-padding", (_normal(51, 2, 3, 9),), {"kernel_size": 3, "stride": 2, "padding": 1}),
-    Case("2d-per-axis", (_normal(52, 2, 3, 7, 8),), {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}),
-    Case("3d-default-stride", (_normal(53, 1, 2, 5, 4, 6),), {"kernel_size": 2, "padding": (1, 0, 1)}),
+    Case(
+        "2d-per-axis",
+        (_normal(52, 2, 3, 7, 8),),
+        {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)},
+    ),
+    Case("3d-default-stride", (_normal(53, 1, 2, 4, 3, 4),), {"kernel_size": 2, "padding": (1, 0, 1)}),
     Case("overlapping-windows", (_normal(54, 1, 2, 6, 6),), {"kernel_size": 3, "stride": 1}),
     Case("one-element", (_normal(55, 1, 1, 1),), {"kernel_size": 1}),
 ]
 
 SMOOTH_MAX_POOL_CASES = [
-    Case("1d-positive-beta", (_normal(61, 2, 3, 9),), {"beta": 2.5, "kernel_size": 3, "stride": 2, "padding": 1}),
-    Case("1d-negative-beta", (_normal(62, 2, 3, 9),), {"beta": -1.5, "kernel_size": 3, "stride": 2, "padding": 1}),
-    Case("2d-per-axis", (_normal(63, 2, 3, 7, 8),),
-         {"beta": 4.0, "kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}),
-    Case("3d-default-stride", (_normal(64, 1, 2, 5, 4, 6),), {"beta": -0.75, "kernel_size": 2, "padding": (1, 0, 1)}),
+    Case(
+        "1d-positive-beta",
+        (_normal(61, 2, 3, 9),),
+        {"beta": 2.5, "kernel_size": 3, "stride": 2, "padding": 1},
+    ),
+    Case(
+        "1d-negative-beta",
+        (_normal(62, 2, 3, 9),),
+        {"beta": -1.5, "kernel_size": 3, "stride": 2, "padding": 1},
+    ),
+    Case(
+        "2d-per-axis",
+        (_normal(63, 2, 3, 7, 8),),
+        {"beta": 4.0, "kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)},
+    ),
+    Case(
+        "3d-default-stride",
+        (_normal(64, 1, 2, 4, 3, 4),),
+        {"beta": -0.75, "kernel_size": 2, "padding": (1, 0, 1)},
+    ),
     Case("one-element", (_normal(65, 1, 1, 1),), {"beta": 3.0, "kernel_size": 1}),
 ]
 
 LAYER_NORM_CASES = [
     Case("rows-affine", (_normal(71, 3, 5), _normal(72, 5), _normal(73, 5)), {"normalized_ndim": 1}),
-    Case("two-trailing-axes", (_normal(74, 2, 3, 4), _normal(75, 3, 4), _normal(76, 3, 4)),
-         {"normalized_ndim": 2, "eps": 1e-3}),
+    Case(
+        "two-trailing-axes",
+        (_normal(74, 2, 3, 4), _normal(75, 3, 4), _normal(76, 3, 4)),
+        {"normalized_ndim": 2, "eps": 1e-3},
+    ),
     Case("all-axes-no-affine", (_normal(77, 6), None, None), {"normalized_ndim": 1}),
     Case("weight-only", (_normal(78, 2, 2, 3), _normal(79, 3), None), {"normalized_ndim": 1}),
     Case("one-element", (_normal(80, 1, 1), _normal(81, 1), _normal(82, 1)), {"normalized_ndim": 1}),
 ]
 
 BATCH_NORM_CASES = [
-    Case("training-2d", (_normal(91, 4, 3), _normal(92, 3), _normal(93, 3), _normal(94, 3), _positive(95, 3)),
-         {"training": True}),
-    Case("training-1d-spatial", (_normal(96, 2, 3, 5), _normal(97, 3), _normal(98, 3), None, None),
-         {"training": True, "eps": 1e-3}),
-    Case("training-3d-spatial-no-affine", (_normal(99, 1, 2, 2, 3, 2), None, None, None, None), {"training": True}),
-    Case("training-batch-1", (_normal(100, 1, 3, 4), _normal(101, 3), _normal(102, 3), None, None),
-         {"training": True}),
-    Case("eval-2d-spatial", (_normal(103, 2, 2, 3, 3), _normal(104, 2), _normal(105, 2), _normal(106, 2),
-                             _positive(107, 2)), {"training": False}),
-    Case("eval-one-element", (_normal(108, 1, 1), _normal(109, 1), _normal(110, 1), _normal(111, 1),
-                              _positive(112, 1)), {"training": False}),
+    Case(
+        "training-2d",
+        (_normal(91, 4, 3), _normal(92, 3), _normal(93, 3), _normal(94, 3), _positive(95, 3)),
+        {"training": True},
+    ),
+    Case(
+        "training-1d-spatial",
+        (_normal(96, 2, 3, 5), _normal(97, 3), _normal(98, 3), None, None),
+        {"training": True, "eps": 1e-3},
+    ),
+    Case(
+        "training-3d-spatial-no-affine",
+        (_normal(99, 1, 2, 2, 3, 2), None, None, None, None),
+        {"training": True},
+    ),
+    Case(
+        "training-batch-1",
+        (_normal(100, 1, 3, 4), _normal(101, 3), _normal(102, 3), None, None),
+        {"training": True},
+    ),
+    Case(
+        "eval-2d-spatial",
+        (_normal(103, 2, 2, 3, 3), _normal(104, 2), _normal(105, 2), _normal(106, 2), _positive(107, 2)),
+        {"training": False},
+    ),
+    Case(
+        "eval-one-element",
+        (_normal(108, 1, 1), _normal(109, 1), _normal(110, 1), _normal(111, 1), _positive(112, 1)),
+        {"training": False},
+    ),
 ]
 
 
@@ -222,9 +308,12 @@ def _cast(inputs: Inputs, dtype: Any) -> Inputs:
     return tuple(None if a is None else a.astype(dtype) for a in inputs)
 
 
-def _torch_run(op: Op, inputs: Inputs, params: Mapping[str, Any]) -> tuple[list[torch.Tensor | None], torch.Tensor]:
+def _torch_run(
+    op: Op, inputs: Inputs, params: Mapping[str, Any]
+) -> tuple[list[torch.Tensor | None], torch.Tensor]:
     tensors = [
-        None if a is None else torch.tensor(a, requires_grad=i in op.differentiable) for i, a in enumerate(inputs)
+        None if a is None else torch.tensor(a, requires_grad=i in op.differentiable)
+        for i, a in enumerate(inputs)
     ]
     return tensors, op.torch_forward(*tensors, **params)
 
@@ -431,11 +520,21 @@ NAN = math.nan
     ("values", "params", "expected_out", "expected_grad"),
     [
         # ties: the first maximum in window order takes the gradient (PyTorch CPU)
-        ([1.0, 3.0, 3.0, 2.0, 3.0], {"kernel_size": 3, "stride": 1}, [3.0, 3.0, 3.0], [0.0, 2.0, 1.0, 0.0, 0.0]),
+        (
+            [1.0, 3.0, 3.0, 2.0, 3.0],
+            {"kernel_size": 3, "stride": 1},
+            [3.0, 3.0, 3.0],
+            [0.0, 2.0, 1.0, 0.0, 0.0],
+        ),
         # NaN propagates; the last NaN of the window is selected
         ([1.0, NAN, 3.0, NAN, 0.0], {"kernel_size": 5}, [NAN], [0.0, 0.0, 0.0, 1.0, 0.0]),
         # -inf inputs are real elements, padding never is
-        ([-INF, -INF, 3.0], {"kernel_size": 2, "stride": 1, "padding": 1}, [-INF, -INF, 3.0, 3.0], [2.0, 0.0, 2.0]),
+        (
+            [-INF, -INF, 3.0],
+            {"kernel_size": 2, "stride": 1, "padding": 1},
+            [-INF, -INF, 3.0, 3.0],
+            [2.0, 0.0, 2.0],
+        ),
     ],
     ids=["ties-first-max", "nan", "minus-inf-inputs"],
 )
@@ -623,9 +722,15 @@ def test_batch_norm_running_stats_use_unbiased_variance_hand_computed() -> None:
 
 @pytest.mark.parametrize(
     ("op", "case"),
-    [(CONV, CONV_CASES[1]), (CONV_TRANSPOSE, CONV_TRANSPOSE_CASES[1]), (MAX_POOL, MAX_POOL_CASES[1]),
-     (AVG_POOL, AVG_POOL_CASES[1]), (SMOOTH_MAX_POOL, SMOOTH_MAX_POOL_CASES[2]),
-     (LAYER_NORM, LAYER_NORM_CASES[1]), (BATCH_NORM, BATCH_NORM_CASES[0])],
+    [
+        (CONV, CONV_CASES[1]),
+        (CONV_TRANSPOSE, CONV_TRANSPOSE_CASES[1]),
+        (MAX_POOL, MAX_POOL_CASES[1]),
+        (AVG_POOL, AVG_POOL_CASES[1]),
+        (SMOOTH_MAX_POOL, SMOOTH_MAX_POOL_CASES[2]),
+        (LAYER_NORM, LAYER_NORM_CASES[1]),
+        (BATCH_NORM, BATCH_NORM_CASES[0]),
+    ],
     ids=lambda value: value.label if isinstance(value, Op) else value.name,
 )
 def test_spatial_vjp_float32_stays_float32_and_checks_cotangent(op: Op, case: Case) -> None:
@@ -652,13 +757,21 @@ def _window_axis(draw: st.DrawFn, *, pool: bool, dilated: bool) -> tuple[int, in
     dilation = draw(st.integers(1, 2)) if dilated else 1
     padding = draw(st.integers(0, kernel // 2 if pool else 2))
     smallest = max(1, dilation * (kernel - 1) + 1 - 2 * padding)
+    if pool:  # input >= dilation: no window of padding only (refused by the max_pool guard)
+        smallest = max(smallest, dilation)
     return smallest + draw(st.integers(0, 3)), kernel, stride, padding, dilation
 
 
 @settings(max_examples=30, deadline=None)
 @given(
-    nd=st.integers(1, 3), data=st.data(), groups=st.integers(1, 2), c_in=st.integers(1, 2),
-    c_out=st.integers(1, 2), batch=st.integers(1, 2), bias=st.booleans(), seed=st.integers(0, 2**16),
+    nd=st.integers(1, 3),
+    data=st.data(),
+    groups=st.integers(1, 2),
+    c_in=st.integers(1, 2),
+    c_out=st.integers(1, 2),
+    batch=st.integers(1, 2),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
 )
 def test_conv_geometry_property_matches_torch(
     nd: int, data: st.DataObject, groups: int, c_in: int, c_out: int, batch: int, bias: bool, seed: int
@@ -668,22 +781,34 @@ def test_conv_geometry_property_matches_torch(
     x = _normal(seed, batch, c_in * groups, *size)
     w = _normal(seed + 1, c_out * groups, c_in, *kernel)
     b = _normal(seed + 2, c_out * groups) if bias else None
-    case = Case("property", (x, w, b), {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
+    case = Case(
+        "property", (x, w, b), {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    )
     _value_matches_torch(CONV, case, np.float64)
     _vjp_matches_torch(CONV, case)
 
 
 @settings(max_examples=30, deadline=None)
 @given(
-    nd=st.integers(1, 3), data=st.data(), groups=st.integers(1, 2), c_in=st.integers(1, 2),
-    c_out=st.integers(1, 2), batch=st.integers(1, 2), bias=st.booleans(), seed=st.integers(0, 2**16),
+    nd=st.integers(1, 3),
+    data=st.data(),
+    groups=st.integers(1, 2),
+    c_in=st.integers(1, 2),
+    c_out=st.integers(1, 2),
+    batch=st.integers(1, 2),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
 )
 def test_conv_transpose_geometry_property_matches_torch(
     nd: int, data: st.DataObject, groups: int, c_in: int, c_out: int, batch: int, bias: bool, seed: int
 ) -> None:
     axes = []
     for _ in range(nd):
-        size, kernel, stride = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+        size, kernel, stride = (
+            data.draw(st.integers(1, 3)),
+            data.draw(st.integers(1, 3)),
+            data.draw(st.integers(1, 3)),
+        )
         dilation, padding = data.draw(st.integers(1, 2)), data.draw(st.integers(0, 2))
         extra = data.draw(st.integers(0, max(stride, dilation) - 1))
         assume((size - 1) * stride - 2 * padding + dilation * (kernel - 1) + extra + 1 >= 1)
@@ -692,31 +817,48 @@ def test_conv_transpose_geometry_property_matches_torch(
     x = _normal(seed, batch, c_in * groups, *size_t)
     w = _normal(seed + 1, c_in * groups, c_out, *kernel_t)
     b = _normal(seed + 2, c_out * groups) if bias else None
-    params = {"stride": stride_t, "padding": padding_t, "output_padding": extra_t, "dilation": dilation_t,
-              "groups": groups}
+    params = {
+        "stride": stride_t,
+        "padding": padding_t,
+        "output_padding": extra_t,
+        "dilation": dilation_t,
+        "groups": groups,
+    }
     case = Case("property", (x, w, b), params)
     _value_matches_torch(CONV_TRANSPOSE, case, np.float64)
     _vjp_matches_torch(CONV_TRANSPOSE, case)
 
 
 @settings(max_examples=30, deadline=None)
-@given(nd=st.integers(1, 3), data=st.data(), default_stride=st.booleans(), seed=st.integers(0, 2**16),
-       beta=st.sampled_from([0.5, 3.0, -2.0]))
+@given(
+    nd=st.integers(1, 3),
+    data=st.data(),
+    default_stride=st.booleans(),
+    seed=st.integers(0, 2**16),
+    beta=st.sampled_from([0.5, 3.0, -2.0]),
+)
 def test_max_pool_avg_pool_smooth_max_pool_geometry_property_matches_torch(
     nd: int, data: st.DataObject, default_stride: bool, seed: int, beta: float
 ) -> None:
     axes = [data.draw(_window_axis(pool=True, dilated=False)) for _ in range(nd)]
     size, kernel, stride, padding, _ = (tuple(a[i] for a in axes) for i in range(5))
     x = _normal(seed, 2, 2, *size)
-    params: dict[str, Any] = {"kernel_size": kernel, "stride": None if default_stride else stride, "padding": padding}
+    params: dict[str, Any] = {
+        "kernel_size": kernel,
+        "stride": None if default_stride else stride,
+        "padding": padding,
+    }
     for op, extra in ((AVG_POOL_PADDED, {}), (SMOOTH_MAX_POOL, {"beta": beta})):
         case = Case("property", (x,), {**params, **extra})
         _value_matches_torch(op, case, np.float64)
         _vjp_matches_torch(op, case)
     dilated = [data.draw(_window_axis(pool=True, dilated=True)) for _ in range(nd)]
     size, kernel, stride, padding, dilation = (tuple(a[i] for a in dilated) for i in range(5))
-    case = Case("property", (_normal(seed + 1, 1, 2, *size),),
-                {"kernel_size": kernel, "stride": stride, "padding": padding, "dilation": dilation})
+    case = Case(
+        "property",
+        (_normal(seed + 1, 1, 2, *size),),
+        {"kernel_size": kernel, "stride": stride, "padding": padding, "dilation": dilation},
+    )
     _value_matches_torch(MAX_POOL, case, np.float64)
     _vjp_matches_torch(MAX_POOL, case)
 
@@ -733,140 +875,310 @@ BIG = 2**62
 GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
     # conv
     ("conv-rank", lambda: S.conv(X2[0, 0], W2), "conv: x has rank 2 with shape (5, 5)"),
-    ("conv-rank-4d-spatial", lambda: S.conv(np.ones((1, 1, 2, 2, 2, 2)), np.ones((1, 1, 1, 1, 1, 1))),
-     "(accepted: rank 3, 4 or 5, i.e. (N, C, *spatial) with 1 to 3 spatial axes)"),
-    ("conv-weight-rank", lambda: S.conv(X2, W2[0]), "conv: w has rank 3 with shape (2, 3, 3) (accepted: rank 4"),
-    ("conv-groups-c-in", lambda: S.conv(X2, W2, groups=3),
-     "conv: groups=3 does not divide the input channels C_in=4 (accepted: a divisor of C_in)"),
-    ("conv-groups-c-out", lambda: S.conv(X2, W2[:5], groups=2),
-     "conv: groups=2 does not divide the output channels C_out=5 (accepted: a divisor of C_out)"),
-    ("conv-groups-zero", lambda: S.conv(X2, W2, groups=0), "conv: groups=0 is out of range (accepted: groups >= 1)"),
-    ("conv-weight-channels", lambda: S.conv(X2, W2, groups=1),
-     "conv: w.shape[1]=2 does not match C_in/groups=4"),
-    ("conv-stride-zero", lambda: S.conv(X2, W2, stride=0, groups=2),
-     "conv: stride=0 is out of range (accepted: stride >= 1 on every spatial axis)"),
-    ("conv-stride-negative", lambda: S.conv(X2, W2, stride=(1, -2), groups=2),
-     "conv: stride=(1, -2) is out of range (accepted: stride >= 1 on every spatial axis)"),
-    ("conv-stride-length", lambda: S.conv(X2, W2, stride=(1, 1, 1), groups=2),
-     "conv: stride=(1, 1, 1) is not accepted (accepted: an int or a sequence of 2 ints, one per spatial axis)"),
+    (
+        "conv-rank-4d-spatial",
+        lambda: S.conv(np.ones((1, 1, 2, 2, 2, 2)), np.ones((1, 1, 1, 1, 1, 1))),
+        "(accepted: rank 3, 4 or 5, i.e. (N, C, *spatial) with 1 to 3 spatial axes)",
+    ),
+    (
+        "conv-weight-rank",
+        lambda: S.conv(X2, W2[0]),
+        "conv: w has rank 3 with shape (2, 3, 3) (accepted: rank 4",
+    ),
+    (
+        "conv-groups-c-in",
+        lambda: S.conv(X2, W2, groups=3),
+        "conv: groups=3 does not divide the input channels C_in=4 (accepted: a divisor of C_in)",
+    ),
+    (
+        "conv-groups-c-out",
+        lambda: S.conv(X2, W2[:5], groups=2),
+        "conv: groups=2 does not divide the output channels C_out=5 (accepted: a divisor of C_out)",
+    ),
+    (
+        "conv-groups-zero",
+        lambda: S.conv(X2, W2, groups=0),
+        "conv: groups=0 is out of range (accepted: groups >= 1)",
+    ),
+    (
+        "conv-weight-channels",
+        lambda: S.conv(X2, W2, groups=1),
+        "conv: w.shape[1]=2 does not match C_in/groups=4",
+    ),
+    (
+        "conv-stride-zero",
+        lambda: S.conv(X2, W2, stride=0, groups=2),
+        "conv: stride=0 is out of range (accepted: stride >= 1 on every spatial axis)",
+    ),
+    (
+        "conv-stride-negative",
+        lambda: S.conv(X2, W2, stride=(1, -2), groups=2),
+        "conv: stride=(1, -2) is out of range (accepted: stride >= 1 on every spatial axis)",
+    ),
+    (
+        "conv-stride-length",
+        lambda: S.conv(X2, W2, stride=(1, 1, 1), groups=2),
+        "conv: stride=(1, 1, 1) is not accepted (accepted: an int or a sequence of 2 ints, one per spatial axis)",
+    ),
     ("conv-stride-bool", lambda: S.conv(X2, W2, stride=True, groups=2), "conv: stride=True is not accepted"),
-    ("conv-stride-float", lambda: S.conv(X2, W2, stride=(1, 1.5), groups=2),
-     "conv: stride=(1, 1.5) has a non-integer entry (accepted: ints >= 1)"),
-    ("conv-padding-negative", lambda: S.conv(X2, W2, padding=-1, groups=2),
-     "conv: padding=-1 is out of range (accepted: padding >= 0 on every spatial axis)"),
-    ("conv-dilation-zero", lambda: S.conv(X2, W2, dilation=0, groups=2),
-     "conv: dilation=0 is out of range (accepted: dilation >= 1 on every spatial axis)"),
-    ("conv-kernel-too-large", lambda: S.conv(X2, W2, dilation=3, groups=2),
-     "conv: effective kernel size 7 (dilation*(kernel-1)+1) exceeds the padded input size 5 (input 5 + "
-     "2*padding 0) on spatial axis 0, so the output would be empty"),
-    ("conv-dtype-mismatch", lambda: S.conv(X2, W2.astype(np.float32), groups=2),
-     "conv: w has dtype float32 but x has dtype float64 (accepted: every operand in x's dtype"),
-    ("conv-int-dtype", lambda: S.conv(X2.astype(np.int64), W2, groups=2),
-     "conv: x has dtype int64; accepted: float32 or float64"),
+    (
+        "conv-stride-float",
+        lambda: S.conv(X2, W2, stride=(1, 1.5), groups=2),
+        "conv: stride=(1, 1.5) has a non-integer entry (accepted: ints >= 1)",
+    ),
+    (
+        "conv-padding-negative",
+        lambda: S.conv(X2, W2, padding=-1, groups=2),
+        "conv: padding=-1 is out of range (accepted: padding >= 0 on every spatial axis)",
+    ),
+    (
+        "conv-dilation-zero",
+        lambda: S.conv(X2, W2, dilation=0, groups=2),
+        "conv: dilation=0 is out of range (accepted: dilation >= 1 on every spatial axis)",
+    ),
+    (
+        "conv-kernel-too-large",
+        lambda: S.conv(X2, W2, dilation=3, groups=2),
+        "conv: effective kernel size 7 (dilation*(kernel-1)+1) exceeds the padded input size 5 (input 5 + "
+        "2*padding 0) on spatial axis 0, so the output would be empty",
+    ),
+    (
+        "conv-dtype-mismatch",
+        lambda: S.conv(X2, W2.astype(np.float32), groups=2),
+        "conv: w has dtype float32 but x has dtype float64 (accepted: every operand in x's dtype",
+    ),
+    (
+        "conv-int-dtype",
+        lambda: S.conv(X2.astype(np.int64), W2, groups=2),
+        "conv: x has dtype int64; accepted: float32 or float64",
+    ),
     ("conv-not-array", lambda: S.conv([[[1.0]]], W2), "conv: x must be a numpy.ndarray"),  # type: ignore[arg-type]
-    ("conv-bias-shape", lambda: S.conv(X2, W2, np.ones(5), groups=2), "conv: b has shape (5,) (accepted: (6,))"),
-    ("conv-empty", lambda: S.conv(np.ones((0, 4, 5, 5)), W2, groups=2),
-     "conv: x has shape (0, 4, 5, 5) with an empty axis (accepted: every axis >= 1)"),
-    ("conv-overflow", lambda: S.conv(X2, W2, padding=BIG, groups=2),
-     f"overflows int64 (accepted: at most {2**63 - 1} elements)"),
+    (
+        "conv-bias-shape",
+        lambda: S.conv(X2, W2, np.ones(5), groups=2),
+        "conv: b has shape (5,) (accepted: (6,))",
+    ),
+    (
+        "conv-empty",
+        lambda: S.conv(np.ones((0, 4, 5, 5)), W2, groups=2),
+        "conv: x has shape (0, 4, 5, 5) with an empty axis (accepted: every axis >= 1)",
+    ),
+    (
+        "conv-overflow",
+        lambda: S.conv(X2, W2, padding=BIG, groups=2),
+        f"overflows int64 (accepted: at most {2**63 - 1} elements)",
+    ),
     # conv_transpose
-    ("conv_transpose-weight-channels", lambda: S.conv_transpose(XT, WT[:3]),
-     "conv_transpose: w.shape[0]=3 does not match the input channels C_in=4 "
-     "(accepted: w of shape (C_in, C_out/groups, *kernel))"),
-    ("conv_transpose-groups", lambda: S.conv_transpose(XT, WT, groups=3),
-     "conv_transpose: groups=3 does not divide the input channels C_in=4"),
-    ("conv_transpose-output-padding", lambda: S.conv_transpose(XT, WT, stride=2, output_padding=2),
-     "conv_transpose: output_padding=2 is out of range for stride=2 and dilation=1 "
-     "(accepted: output_padding < max(stride, dilation) on every axis)"),
-    ("conv_transpose-empty-output", lambda: S.conv_transpose(XT[:, :, :1], WT[:, :, :1], padding=1),
-     "conv_transpose: output size -1 on spatial axis 0 is empty"),
-    ("conv_transpose-stride-zero", lambda: S.conv_transpose(XT, WT, stride=0),
-     "conv_transpose: stride=0 is out of range (accepted: stride >= 1 on every spatial axis)"),
-    ("conv_transpose-overflow", lambda: S.conv_transpose(XT, WT, stride=BIG),
-     f"conv_transpose: padded output shape (1, 2, {2 * BIG + 3}) has {2 * (2 * BIG + 3)} elements, "
-     "which overflows int64"),
-    ("conv_transpose-dtype", lambda: S.conv_transpose(XT.astype(np.float32), WT),
-     "conv_transpose: w has dtype float64 but x has dtype float32"),
+    (
+        "conv_transpose-weight-channels",
+        lambda: S.conv_transpose(XT, WT[:3]),
+        "conv_transpose: w.shape[0]=3 does not match the input channels C_in=4 "
+        "(accepted: w of shape (C_in, C_out/groups, *kernel))",
+    ),
+    (
+        "conv_transpose-groups",
+        lambda: S.conv_transpose(XT, WT, groups=3),
+        "conv_transpose: groups=3 does not divide the input channels C_in=4",
+    ),
+    (
+        "conv_transpose-output-padding",
+        lambda: S.conv_transpose(XT, WT, stride=2, output_padding=2),
+        "conv_transpose: output_padding=2 is out of range for stride=2 and dilation=1 "
+        "(accepted: output_padding < max(stride, dilation) on every axis)",
+    ),
+    (
+        "conv_transpose-empty-output",
+        lambda: S.conv_transpose(XT[:, :, :1], WT[:, :, :1], padding=1),
+        "conv_transpose: output size -1 on spatial axis 0 is empty",
+    ),
+    (
+        "conv_transpose-stride-zero",
+        lambda: S.conv_transpose(XT, WT, stride=0),
+        "conv_transpose: stride=0 is out of range (accepted: stride >= 1 on every spatial axis)",
+    ),
+    (
+        "conv_transpose-overflow",
+        lambda: S.conv_transpose(XT, WT, stride=BIG),
+        f"conv_transpose: padded output shape (1, 2, {2 * BIG + 3}) has {2 * (2 * BIG + 3)} elements, "
+        "which overflows int64",
+    ),
+    (
+        "conv_transpose-dtype",
+        lambda: S.conv_transpose(XT.astype(np.float32), WT),
+        "conv_transpose: w has dtype float64 but x has dtype float32",
+    ),
     # pools
-    ("max_pool-padding-half-kernel", lambda: S.max_pool(XP, kernel_size=3, padding=2),
-     "max_pool: padding=2 is more than half of kernel_size=3 (accepted: padding <= kernel_size // 2 on every "
-     "spatial axis, as PyTorch pools)"),
-    ("max_pool-kernel-too-large", lambda: S.max_pool(XP, kernel_size=6),
-     "max_pool: effective kernel size 6 (dilation*(kernel-1)+1) exceeds the padded input size 5"),
-    ("max_pool-padding-only-window",
-     lambda: S.max_pool(np.ones((1, 1, 3)), kernel_size=2, stride=1, padding=1, dilation=4),
-     "max_pool: window 0 on spatial axis 0 covers only padding (input size 3, kernel 2, dilation 4, "
-     "padding 1) (accepted: geometries where every window reads an input element)"),
-    ("max_pool-dilation-zero", lambda: S.max_pool(XP, kernel_size=2, dilation=0),
-     "max_pool: dilation=0 is out of range (accepted: dilation >= 1 on every spatial axis)"),
-    ("max_pool-stride-zero", lambda: S.max_pool(XP, kernel_size=2, stride=0),
-     "max_pool: stride=0 is out of range"),
+    (
+        "max_pool-padding-half-kernel",
+        lambda: S.max_pool(XP, kernel_size=3, padding=2),
+        "max_pool: padding=2 is more than half of kernel_size=3 (accepted: padding <= kernel_size // 2 on every "
+        "spatial axis, as PyTorch pools)",
+    ),
+    (
+        "max_pool-kernel-too-large",
+        lambda: S.max_pool(XP, kernel_size=6),
+        "max_pool: effective kernel size 6 (dilation*(kernel-1)+1) exceeds the padded input size 5",
+    ),
+    (
+        "max_pool-padding-only-window",
+        lambda: S.max_pool(np.ones((1, 1, 3)), kernel_size=2, stride=1, padding=1, dilation=4),
+        "max_pool: window 0 on spatial axis 0 covers only padding (input size 3, kernel 2, dilation 4, "
+        "padding 1) (accepted: geometries where every window reads an input element)",
+    ),
+    (
+        "max_pool-dilation-zero",
+        lambda: S.max_pool(XP, kernel_size=2, dilation=0),
+        "max_pool: dilation=0 is out of range (accepted: dilation >= 1 on every spatial axis)",
+    ),
+    (
+        "max_pool-stride-zero",
+        lambda: S.max_pool(XP, kernel_size=2, stride=0),
+        "max_pool: stride=0 is out of range",
+    ),
     ("max_pool-rank", lambda: S.max_pool(XP[0], kernel_size=2), "max_pool: x has rank 2 with shape (2, 5)"),
-    ("avg_pool-kernel-length", lambda: S.avg_pool(XP, kernel_size=(2, 2)),
-     "avg_pool: kernel_size=(2, 2) is not accepted (accepted: an int or a sequence of 1 ints"),
-    ("avg_pool-kernel-zero", lambda: S.avg_pool(XP, kernel_size=0),
-     "avg_pool: kernel_size=0 is out of range (accepted: kernel_size >= 1 on every spatial axis)"),
-    ("avg_pool-padding-negative", lambda: S.avg_pool(XP, kernel_size=2, padding=-1),
-     "avg_pool: padding=-1 is out of range"),
-    ("avg_pool-overflow",
-     lambda: S.avg_pool(np.ones((1, 1, 1, 1, 1)), kernel_size=(2**40, 2**40, 1), padding=(2**39, 2**39, 0)),
-     f"avg_pool: padded input shape (1, 1, {2**40 + 1}, {2**40 + 1}, 1) has {(2**40 + 1) ** 2} "
-     "elements, which overflows int64"),
-    ("smooth_max_pool-beta-zero", lambda: S.smooth_max_pool(XP, beta=0.0, kernel_size=2),
-     "smooth_max_pool: beta=0.0 is zero in float64 (accepted: a finite nonzero beta)"),
-    ("smooth_max_pool-beta-inf", lambda: S.smooth_max_pool(XP, beta=math.inf, kernel_size=2),
-     "smooth_max_pool: beta=inf is not finite in float64 (accepted: a finite real number)"),
-    ("smooth_max_pool-beta-nan", lambda: S.smooth_max_pool(XP, beta=math.nan, kernel_size=2),
-     "smooth_max_pool: beta=nan is not finite"),
-    ("smooth_max_pool-beta-underflows-float32",
-     lambda: S.smooth_max_pool(XP.astype(np.float32), beta=1e-50, kernel_size=2),
-     "smooth_max_pool: beta=1e-50 is zero in float32"),
-    ("smooth_max_pool-beta-overflows-float32",
-     lambda: S.smooth_max_pool(XP.astype(np.float32), beta=1e50, kernel_size=2),
-     "smooth_max_pool: beta=1e+50 is not finite in float32"),
-    ("smooth_max_pool-beta-bool", lambda: S.smooth_max_pool(XP, beta=True, kernel_size=2),
-     "smooth_max_pool: beta must be a real number, got beta=True"),
-    ("smooth_max_pool-padding", lambda: S.smooth_max_pool(XP, beta=1.0, kernel_size=2, padding=2),
-     "smooth_max_pool: padding=2 is more than half of kernel_size=2"),
+    (
+        "avg_pool-kernel-length",
+        lambda: S.avg_pool(XP, kernel_size=(2, 2)),
+        "avg_pool: kernel_size=(2, 2) is not accepted (accepted: an int or a sequence of 1 ints",
+    ),
+    (
+        "avg_pool-kernel-zero",
+        lambda: S.avg_pool(XP, kernel_size=0),
+        "avg_pool: kernel_size=0 is out of range (accepted: kernel_size >= 1 on every spatial axis)",
+    ),
+    (
+        "avg_pool-padding-negative",
+        lambda: S.avg_pool(XP, kernel_size=2, padding=-1),
+        "avg_pool: padding=-1 is out of range",
+    ),
+    (
+        "avg_pool-overflow",
+        lambda: S.avg_pool(
+            np.ones((1, 1, 1, 1, 1)), kernel_size=(2**40, 2**40, 1), padding=(2**39, 2**39, 0)
+        ),
+        f"avg_pool: padded input shape (1, 1, {2**40 + 1}, {2**40 + 1}, 1) has {(2**40 + 1) ** 2} "
+        "elements, which overflows int64",
+    ),
+    (
+        "smooth_max_pool-beta-zero",
+        lambda: S.smooth_max_pool(XP, beta=0.0, kernel_size=2),
+        "smooth_max_pool: beta=0.0 is zero in float64 (accepted: a finite nonzero beta)",
+    ),
+    (
+        "smooth_max_pool-beta-inf",
+        lambda: S.smooth_max_pool(XP, beta=math.inf, kernel_size=2),
+        "smooth_max_pool: beta=inf is not finite in float64 (accepted: a finite real number)",
+    ),
+    (
+        "smooth_max_pool-beta-nan",
+        lambda: S.smooth_max_pool(XP, beta=math.nan, kernel_size=2),
+        "smooth_max_pool: beta=nan is not finite",
+    ),
+    (
+        "smooth_max_pool-beta-underflows-float32",
+        lambda: S.smooth_max_pool(XP.astype(np.float32), beta=1e-50, kernel_size=2),
+        "smooth_max_pool: beta=1e-50 is zero in float32",
+    ),
+    (
+        "smooth_max_pool-beta-overflows-float32",
+        lambda: S.smooth_max_pool(XP.astype(np.float32), beta=1e50, kernel_size=2),
+        "smooth_max_pool: beta=1e+50 is not finite in float32",
+    ),
+    (
+        "smooth_max_pool-beta-bool",
+        lambda: S.smooth_max_pool(XP, beta=True, kernel_size=2),
+        "smooth_max_pool: beta must be a real number, got beta=True",
+    ),
+    (
+        "smooth_max_pool-padding",
+        lambda: S.smooth_max_pool(XP, beta=1.0, kernel_size=2, padding=2),
+        "smooth_max_pool: padding=2 is more than half of kernel_size=2",
+    ),
     # layer_norm
-    ("layer_norm-normalized-ndim-zero", lambda: S.layer_norm(XP, normalized_ndim=0),
-     "layer_norm: normalized_ndim=0 is out of range for x of shape (1, 2, 5) (accepted: an int in [1, 3])"),
-    ("layer_norm-normalized-ndim-large", lambda: S.layer_norm(XP, normalized_ndim=4),
-     "layer_norm: normalized_ndim=4 is out of range"),
-    ("layer_norm-weight-shape", lambda: S.layer_norm(XP, np.ones(4)),
-     "layer_norm: weight has shape (4,) (accepted: (5,))"),
-    ("layer_norm-bias-dtype", lambda: S.layer_norm(XP, None, np.ones(5, dtype=np.float32)),
-     "layer_norm: bias has dtype float32 but x has dtype float64"),
-    ("layer_norm-eps-negative", lambda: S.layer_norm(XP, eps=-1.0),
-     "layer_norm: eps=-1.0 is negative (accepted: a finite eps >= 0)"),
+    (
+        "layer_norm-normalized-ndim-zero",
+        lambda: S.layer_norm(XP, normalized_ndim=0),
+        "layer_norm: normalized_ndim=0 is out of range for x of shape (1, 2, 5) (accepted: an int in [1, 3])",
+    ),
+    (
+        "layer_norm-normalized-ndim-large",
+        lambda: S.layer_norm(XP, normalized_ndim=4),
+        "layer_norm: normalized_ndim=4 is out of range",
+    ),
+    (
+        "layer_norm-weight-shape",
+        lambda: S.layer_norm(XP, np.ones(4)),
+        "layer_norm: weight has shape (4,) (accepted: (5,))",
+    ),
+    (
+        "layer_norm-bias-dtype",
+        lambda: S.layer_norm(XP, None, np.ones(5, dtype=np.float32)),
+        "layer_norm: bias has dtype float32 but x has dtype float64",
+    ),
+    (
+        "layer_norm-eps-negative",
+        lambda: S.layer_norm(XP, eps=-1.0),
+        "layer_norm: eps=-1.0 is negative (accepted: a finite eps >= 0)",
+    ),
     ("layer_norm-eps-nan", lambda: S.layer_norm(XP, eps=math.nan), "layer_norm: eps=nan is not finite"),
-    ("layer_norm-empty", lambda: S.layer_norm(np.ones((2, 0))), "layer_norm: x has shape (2, 0) with an empty axis"),
+    (
+        "layer_norm-empty",
+        lambda: S.layer_norm(np.ones((2, 0))),
+        "layer_norm: x has shape (2, 0) with an empty axis",
+    ),
     # batch_norm
-    ("batch_norm-rank", lambda: S.batch_norm(np.ones(3), None, None, None, None, training=True),
-     "batch_norm: x has rank 1 with shape (3,) (accepted: rank >= 2, (N, C, *spatial))"),
-    ("batch_norm-eval-needs-running-stats", lambda: S.batch_norm(XP, None, None, np.zeros(2), None, training=False),
-     "batch_norm: eval mode (training=False) normalises with the running statistics, got running_mean=array, "
-     "running_var=None (accepted: both arrays of shape (2,))"),
-    ("batch_norm-one-value-per-channel", lambda: S.batch_norm(np.ones((1, 3)), None, None, None, None, training=True),
-     "batch_norm: batch statistics of x with shape (1, 3) have 1 value per channel (accepted: N * prod(spatial) "
-     ">= 2 values per channel, as PyTorch in training)"),
-    ("batch_norm-training-not-bool", lambda: S.batch_norm(XP, None, None, None, None, training=1),  # type: ignore[arg-type]
-     "batch_norm: training must be a bool, got training=1"),
-    ("batch_norm-weight-shape", lambda: S.batch_norm(XP, np.ones(3), None, None, None, training=True),
-     "batch_norm: weight has shape (3,) (accepted: (2,))"),
-    ("batch_norm-running-dtype", lambda: S.batch_norm(XP, None, None, np.zeros(2, np.float32), np.ones(2),
-                                                      training=False),
-     "batch_norm: running_mean has dtype float32 but x has dtype float64"),
-    ("batch_norm-eps-inf", lambda: S.batch_norm(XP, None, None, None, None, training=True, eps=math.inf),
-     "batch_norm: eps=inf is not finite"),
-    ("batch_norm-momentum-range", lambda: S.batch_norm_running_stats(XP, np.zeros(2), np.ones(2), momentum=1.5),
-     "batch_norm: momentum=1.5 is out of range (accepted: 0 <= momentum <= 1)"),
-    ("batch_norm-running-stats-missing",
-     lambda: S.batch_norm_running_stats(XP, np.zeros(2), None, momentum=0.1),  # type: ignore[arg-type]
-     "batch_norm: the running-statistics update needs running_mean and running_var (accepted: arrays)"),
-    ("batch_norm-running-stats-one-value",
-     lambda: S.batch_norm_running_stats(np.ones((1, 2)), np.zeros(2), np.ones(2)),
-     "batch_norm: batch statistics of x with shape (1, 2) have 1 value per channel"),
+    (
+        "batch_norm-rank",
+        lambda: S.batch_norm(np.ones(3), None, None, None, None, training=True),
+        "batch_norm: x has rank 1 with shape (3,) (accepted: rank >= 2, (N, C, *spatial))",
+    ),
+    (
+        "batch_norm-eval-needs-running-stats",
+        lambda: S.batch_norm(XP, None, None, np.zeros(2), None, training=False),
+        "batch_norm: eval mode (training=False) normalises with the running statistics, got running_mean=array, "
+        "running_var=None (accepted: both arrays of shape (2,))",
+    ),
+    (
+        "batch_norm-one-value-per-channel",
+        lambda: S.batch_norm(np.ones((1, 3)), None, None, None, None, training=True),
+        "batch_norm: batch statistics of x with shape (1, 3) have 1 value per channel (accepted: N * prod(spatial) "
+        ">= 2 values per channel, as PyTorch in training)",
+    ),
+    (
+        "batch_norm-training-not-bool",
+        lambda: S.batch_norm(XP, None, None, None, None, training=1),  # type: ignore[arg-type]
+        "batch_norm: training must be a bool, got training=1",
+    ),
+    (
+        "batch_norm-weight-shape",
+        lambda: S.batch_norm(XP, np.ones(3), None, None, None, training=True),
+        "batch_norm: weight has shape (3,) (accepted: (2,))",
+    ),
+    (
+        "batch_norm-running-dtype",
+        lambda: S.batch_norm(XP, None, None, np.zeros(2, np.float32), np.ones(2), training=False),
+        "batch_norm: running_mean has dtype float32 but x has dtype float64",
+    ),
+    (
+        "batch_norm-eps-inf",
+        lambda: S.batch_norm(XP, None, None, None, None, training=True, eps=math.inf),
+        "batch_norm: eps=inf is not finite",
+    ),
+    (
+        "batch_norm-momentum-range",
+        lambda: S.batch_norm_running_stats(XP, np.zeros(2), np.ones(2), momentum=1.5),
+        "batch_norm: momentum=1.5 is out of range (accepted: 0 <= momentum <= 1)",
+    ),
+    (
+        "batch_norm-running-stats-missing",
+        lambda: S.batch_norm_running_stats(XP, np.zeros(2), None, momentum=0.1),  # type: ignore[arg-type]
+        "batch_norm: the running-statistics update needs running_mean and running_var (accepted: arrays)",
+    ),
+    (
+        "batch_norm-running-stats-one-value",
+        lambda: S.batch_norm_running_stats(np.ones((1, 2)), np.zeros(2), np.ones(2)),
+        "batch_norm: batch statistics of x with shape (1, 2) have 1 value per channel",
+    ),
 ]
 
 

@@ -51,8 +51,8 @@ __all__ = [
     "accept",
     "accept_graph_kernel_plan",
     "acceptable",
-    "accepted_kernel_of_group",
     "acceptance_failures",
+    "accepted_kernel_of_group",
     "grouped_acceptance_failures",
 ]
 

@@ -18,6 +18,8 @@ from torchlean.backend.errors import TorchLeanError
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
     "attention_check",
+    "graph",
+    "train",
 )
 
 

@@ -21,6 +21,7 @@ from torchlean.nn.layers import (
     MaxPool2d,
     MeanPool,
     ParamSpec,
+    PositionalEmbedding,
     Reshape,
     Residual,
     Sequential,
@@ -46,6 +47,7 @@ __all__ = [
     "max_pool2d",
     "mean_pool",
     "multi_head_attention",
+    "positional_embedding",
     "relu",
     "reshape",
     "residual",
@@ -146,6 +148,13 @@ def reshape(*shape: int) -> Reshape:
 def mean_pool(axis: int = 0) -> MeanPool:
     """Mean over per-sample ``axis`` (0 = the token axis of ``(tokens, features)`` samples)."""
     return MeanPool(axis)
+
+
+def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:
+    """A learned position table added to ``(tokens, d_model)`` samples."""
+    if tokens < 1 or d_model < 1:
+        raise ShapeError(f"positional_embedding sizes must be positive, got ({tokens}, {d_model})")
+    return PositionalEmbedding(tokens, d_model)
 
 
 def sequential(*layers: Layer) -> Sequential:

@@ -37,6 +37,7 @@ __all__ = [
     "MaxPool2d",
     "MeanPool",
     "ParamSpec",
+    "PositionalEmbedding",
     "Reshape",
     "Residual",
     "Sequential",
@@ -318,6 +319,31 @@ class AvgPool2d(_Pool2d):
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         return ops.avg_pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+
+
+@dataclass(frozen=True, slots=True)
+class PositionalEmbedding(Layer):
+    """Adds a learned ``(tokens, d_model)`` position table to ``(tokens, d_model)`` samples."""
+
+    tokens: int
+    d_model: int
+    kind = "positional_embedding"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        if input_shape != (self.tokens, self.d_model):
+            raise ShapeError(
+                f"positional_embedding({self.tokens}, {self.d_model}) does not fit samples {list(input_shape)}"
+            )
+        return input_shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("table", (self.tokens, self.d_model), "uniform", 0.1),)
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.add(x, ops.broadcast_to(params[0], ops.shape(x)))
+
+    def describe(self) -> str:
+        return f"positional_embedding({self.tokens}, {self.d_model})"
 
 
 @dataclass(frozen=True, slots=True)

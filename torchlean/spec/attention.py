@@ -29,10 +29,10 @@ from torchlean.spec.masks import as_bool_mask, masked_softmax_last_axis
 class AttentionInputs:
     """Validated attention operands in the working arithmetic.
 
-    ``q``, ``k``, ``v`` keep their own (possibly smaller) leading axes; ``allowed`` is the boolean
-    mask or None; ``batch`` is the broadcast of all leading axes; ``scale`` is a scalar of the
-    working type; ``q_shape``/``k_shape``/``v_shape`` are the caller's shapes (for reducing
-    gradients of broadcast inputs).
+    ``q``, ``k``, ``v`` keep the caller's shapes (their own, possibly smaller, leading axes, so
+    gradients can be reduced back to them); ``allowed`` is the boolean mask or None; ``batch`` is
+    the broadcast of all leading axes, the mask's included; ``scale`` is a scalar of the working
+    type ``dtype``.
     """
 
     q: Array

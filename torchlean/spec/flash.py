@@ -154,12 +154,11 @@ def flash_attention_forward(
             accumulator = rescale * accumulator + _arith.selected_matmul(
                 probabilities, allowed, v_all[..., cols, :]
             )
-            running_max = np.where(now_seen, new_max, neg_inf)
+            running_max = new_max  # still -inf on rows that have seen no allowed key
             seen = now_seen
         safe_denominator = np.where(seen, denominator, _arith.scalar(1, dtype))
         out[..., rows, :] = _arith.select(seen, accumulator / safe_denominator)
-        row_lse = np.where(seen, np.where(seen, running_max, zero) + _arith.log(safe_denominator), neg_inf)
-        lse[..., rows] = row_lse[..., 0]
+        lse[..., rows] = (running_max + _arith.log(safe_denominator))[..., 0]  # -inf + log 1 when unseen
     return out, lse
 
 

@@ -121,8 +121,9 @@ def _crop(a: Array, window: Window) -> Array:
     return np.ascontiguousarray(a[inner])
 
 
-def _scatter_taps(window: Window, shape: Sequence[int], dtype: np.dtype[np.generic],
-                  parts: Iterable[Array]) -> Array:
+def _scatter_taps(
+    window: Window, shape: Sequence[int], dtype: np.dtype[np.generic], parts: Iterable[Array]
+) -> Array:
     """Adjoint of the tap views: add ``parts`` (one per kernel offset, in row-major order) into
     a zero padded canvas of leading ``shape`` and return its unpadded part."""
     canvas = np.zeros((*shape, *window.padded), dtype=dtype)
@@ -285,7 +286,13 @@ def conv_transpose(
     Raises GuardError (:func:`check_conv_transpose`).
     """
     window = check_conv_transpose(
-        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+        x,
+        w,
+        b,
+        stride=stride,
+        padding=padding,
+        output_padding=output_padding,
+        dilation=dilation,
         groups=groups,
     )
     c_out = w.shape[1] * groups
@@ -315,7 +322,13 @@ def conv_transpose_vjp(
     Raises GuardError.
     """
     window = check_conv_transpose(
-        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+        x,
+        w,
+        b,
+        stride=stride,
+        padding=padding,
+        output_padding=output_padding,
+        dilation=dilation,
         groups=groups,
     )
     c_out = w.shape[1] * groups

@@ -176,8 +176,9 @@ def _slide(
 ) -> Window:
     """The window of a forward convolution/pool over x's spatial axes (floor output sizes)."""
     spatial = tuple(x.shape[2:])
-    check_numel(op, (*x.shape[:2], *(n + 2 * p for n, p in zip(spatial, padding, strict=True))),
-                "padded input shape")
+    check_numel(
+        op, (*x.shape[:2], *(n + 2 * p for n, p in zip(spatial, padding, strict=True))), "padded input shape"
+    )
     output = []
     for axis, (n, k, s, p, d) in enumerate(zip(spatial, kernel, stride, padding, dilation, strict=True)):
         effective = d * (k - 1) + 1
@@ -342,7 +343,15 @@ def _every_window_reads_input(op: str, window: Window) -> None:
     outside the input there).  With padding <= kernel // 2 this needs dilation > input size, so
     only such axes (which then have at most a few windows) are scanned."""
     for axis, (n, k, s, p, d, size) in enumerate(
-        zip(window.input, window.kernel, window.stride, window.padding, window.dilation, window.output, strict=True)
+        zip(
+            window.input,
+            window.kernel,
+            window.stride,
+            window.padding,
+            window.dilation,
+            window.output,
+            strict=True,
+        )
     ):
         if d <= n:
             continue

@@ -1,0 +1,78 @@
+"""``explain``: every registered capsule with the first condition it fails (DESIGN.md §1.8)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from backend_builders import make_capsule, misaligned
+
+from torchlean.backend import profiles
+from torchlean.backend.availability import Availability
+from torchlean.backend.planner import explain_op
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
+from torchlean.backend.registry import CapsuleModule
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
+
+B = BackendOp
+
+
+def test_first_failed_condition_for_each_capsule() -> None:
+    catalog = [
+        make_capsule("a.unavailable_provider", B.RELU, provider=Provider.XLA),
+        make_capsule("b.unavailable_device", B.RELU, device=Device.TPU),
+        make_capsule("c.no_forward", B.RELU, forward=False, trust=TrustLevel.TRUSTED_EXTERNAL),
+        misaligned(make_capsule("d.misaligned", B.RELU, trust=TrustLevel.TRUSTED_EXTERNAL)),
+        make_capsule("e.external", B.RELU, trust=TrustLevel.TRUSTED_EXTERNAL, device=Device.CUDA),
+        make_capsule("f.other_provider", B.RELU, provider=Provider.TORCHLEAN, device=Device.CUDA),
+        make_capsule("g.cuda", B.RELU, device=Device.CUDA),
+        make_capsule("h.forward_only", B.RELU, vjp_mode=VJPMode.NONE),
+        make_capsule("i.tape", B.RELU),
+        make_capsule("j.tape_too", B.RELU),
+        make_capsule("k.other_op", B.ADD),
+    ]
+    policy = KernelPolicy(
+        device=Device.CPU,
+        provider=ProviderPreference.only(Provider.REFERENCE),
+        assurance=AssurancePolicy.CHECKED,
+    )
+    availability = Availability((Device.CPU, Device.CUDA), (Provider.REFERENCE, Provider.TORCHLEAN))
+    verdicts = {v.capsule.name: v.verdict.text for v in explain_op(policy, availability, catalog, B.RELU)}
+    assert verdicts == {
+        "a.unavailable_provider": "availability: provider xla is not declared by the profile "
+        "(declared: reference, torchlean)",
+        "b.unavailable_device": "availability: device tpu is not declared by the profile "
+        "(declared: cpu, cuda)",
+        "c.no_forward": "forward support: the capsule has no forward implementation",
+        "d.misaligned": "contract alignment: the shape field holds the claim `relu forward refines its "
+        "TorchLean semantics`",
+        "e.external": "trust: trusted-external is rejected by assurance checked",
+        "f.other_provider": "provider preference: provider torchlean is excluded by only reference",
+        "g.cuda": "device: targets cuda, not requested cpu",
+        "h.forward_only": "VJP mode: offers none, not requested torchlean-tape",
+        "i.tape": "selected",
+        "j.tape_too": "admissible",
+    }
+
+
+def test_explain_text_for_a_gap_and_for_an_invalid_registry() -> None:
+    cpu = profiles.get("checked_cpu")
+    text = cpu.explain(B.SELECTIVE_SCAN).splitlines()
+    assert text == [
+        "explain selective_scan under profile=checked_cpu device=cpu assurance=checked vjp=torchlean-tape "
+        "provider=auto",
+        "  native_cuda.selective_scan (native-cuda/cuda): availability: device cuda is not declared by the "
+        "profile (declared: cpu)",
+        "result: no admissible kernel capsule for op selective_scan on device cpu",
+    ]
+    relu = make_capsule("x.relu", B.RELU)
+    broken = cpu.with_capsule_modules([CapsuleModule("x", (relu,)), CapsuleModule("x", (relu,))])
+    lines = broken.explain(B.RELU).splitlines()
+    assert lines[1] == "  registry invalid: duplicate backend capsule module `x`"
+
+
+def test_no_registered_capsule() -> None:
+    profile = dataclasses.replace(profiles.get("checked_cpu"), capsule_modules=())
+    assert profile.explain(B.RELU).splitlines()[1:] == [
+        "  no capsule is registered for op relu",
+        "result: no admissible kernel capsule for op relu on device cpu",
+    ]

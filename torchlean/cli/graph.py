@@ -1,0 +1,90 @@
+"""``torchlean graph``: lower a model to the canonical IR, plan it, group it and accept it.
+
+``torchlean graph --profile checked_cpu --mlp 4,8,1`` prints the graph plan of the seed
+chapter's "Graph Kernel Planning" section (``nodes 18, planned 13`` ...), the groups and the
+acceptance result. ``--relu-chain N`` plans a hand-written chain ``input -> relu x N`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from torchlean import nn
+from torchlean.backend import profiles, report
+from torchlean.backend.graph import to_coalesced_groups
+from torchlean.ir.builder import GraphBuilder
+from torchlean.ir.graph import Graph
+from torchlean.nn.lowering import lower_model
+
+__all__ = ["register", "run"]
+
+
+def _widths(text: str) -> list[int]:
+    try:
+        widths = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated layer widths like 4,8,1, got {text!r}") from None
+    if len(widths) < 2 or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"expected at least two positive widths like 4,8,1, got {text!r}")
+    return widths
+
+
+def _chain(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "graph",
+        help="plan, group and accept a model's canonical IR graph",
+        description="Lower a model to the canonical IR and show its kernel plan, groups and acceptance.",
+    )
+    parser.add_argument("--profile", default="checked_cpu", help=f"{' | '.join(profiles.names())}")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--mlp", type=_widths, default=None, metavar="W0,W1,...",
+                       help="an MLP with these layer widths and relu between layers (default: 4,8,1)")
+    shape.add_argument("--relu-chain", type=_chain, default=None, metavar="N",
+                       help="a chain input -> relu x N over shape [4]")
+    parser.set_defaults(func=run)
+
+
+def mlp_graph(widths: list[int]) -> Graph:
+    """The vector MLP ``linear -> relu -> ... -> linear`` lowered on a ``[widths[0]]`` input."""
+    layers: list[nn.Layer] = []
+    for index, (a, b) in enumerate(zip(widths, widths[1:], strict=False)):
+        if index:
+            layers.append(nn.relu())
+        layers.append(nn.linear(a, b))
+    model = nn.build(nn.sequential(*layers), seed=0)
+    return lower_model(model, (widths[0],)).built.graph
+
+
+def relu_chain_graph(n: int) -> Graph:
+    builder = GraphBuilder()
+    x = builder.input([4])
+    for _ in range(n):
+        x = builder.relu(x)
+    return builder.build().graph
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``torchlean graph``; returns 0 when the plan is accepted, 1 otherwise."""
+    profile = profiles.get(args.profile)
+    chain = args.relu_chain is not None
+    graph = relu_chain_graph(args.relu_chain) if chain else mlp_graph(args.mlp or [4, 8, 1])
+    plan = profile.plan_graph(graph)
+    for line in report.graph_plan_lines(plan):
+        print(line)
+    for line in report.group_lines(plan, to_coalesced_groups(plan), with_capsule=chain):
+        print(line)
+    result = profile.accept_graph(graph)
+    for line in report.graph_result_lines(result):
+        print(line)
+    return 0 if result.plan is not None else 1

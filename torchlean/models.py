@@ -1,0 +1,80 @@
+"""Ready-made model families used by ``torchlean train`` (``mlp``, ``cnn``, ``transformer``).
+
+* ``mlp``: ``linear(n, hidden) -> relu -> linear(hidden, hidden) -> relu -> linear(hidden, out)``
+  (two hidden layers).
+* ``cnn``: for square single-channel images (digits: 64 features = 1x8x8):
+  ``conv2d(1, 16, 3, padding=1) -> relu -> max_pool2d(2) -> conv2d(16, 32, 3, padding=1) -> relu
+  -> max_pool2d(2) -> flatten -> linear(32*(s/4)^2, hidden) -> relu -> linear(hidden, out)``.
+* ``transformer``: each square image of side s becomes s tokens of s pixels (a row each),
+  ``linear(s, d) + learned positions -> transformer_block(d, heads) -> mean over tokens ->
+  linear(d, out)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torchlean import nn
+from torchlean.backend.errors import UnknownLabelError
+from torchlean.nn.layers import Layer, ShapeError
+
+__all__ = ["MODELS", "build_model"]
+
+MODELS = ("mlp", "cnn", "transformer")
+
+
+def _square_side(features: int, model: str) -> int:
+    side = math.isqrt(features)
+    if side * side != features:
+        raise ShapeError(
+            f"--model {model} needs square single-channel images; {features} features is not a square"
+        )
+    return side
+
+
+def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> tuple[Layer, tuple[int, ...]]:
+    """The model ``name`` for ``features`` inputs and ``outputs`` outputs, and its input shape.
+
+    Raises:
+        UnknownLabelError: ``name`` is not one of :data:`MODELS`.
+        ShapeError: ``hidden`` is not positive, or the data do not fit the model family.
+    """
+    if hidden < 1:
+        raise ShapeError(f"--hidden must be positive, got {hidden}")
+    if name == "mlp":
+        layer = nn.sequential(
+            nn.linear(features, hidden), nn.relu(), nn.linear(hidden, hidden), nn.relu(), nn.linear(hidden, outputs)
+        )
+        return layer, (features,)
+    if name == "cnn":
+        side = _square_side(features, name)
+        pooled = side // 4
+        if pooled < 1:
+            raise ShapeError(f"--model cnn needs images of side >= 4, got {side}")
+        layer = nn.sequential(
+            nn.reshape(1, side, side),
+            nn.conv2d(1, 16, 3, padding=1),
+            nn.relu(),
+            nn.max_pool2d(2),
+            nn.conv2d(16, 32, 3, padding=1),
+            nn.relu(),
+            nn.max_pool2d(2),
+            nn.flatten(),
+            nn.linear(32 * pooled * pooled, hidden),
+            nn.relu(),
+            nn.linear(hidden, outputs),
+        )
+        return layer, (features,)
+    if name == "transformer":
+        side = _square_side(features, name)
+        d_model = 32
+        layer = nn.sequential(
+            nn.reshape(side, side),
+            nn.linear(side, d_model),
+            nn.positional_embedding(side, d_model),
+            nn.transformer_block(d_model, 4, mlp_hidden=hidden),
+            nn.mean_pool(0),
+            nn.linear(d_model, outputs),
+        )
+        return layer, (features,)
+    raise UnknownLabelError(f"unknown model {name} (known: {' | '.join(MODELS)})")
