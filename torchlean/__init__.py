@@ -3,72 +3,195 @@
 Public face: tensors (``Tensor``, ``tensor``, ``from_torch``), the ops of
 :mod:`torchlean.functional` (re-exported here), eager sessions (``session``, ``Session``) and
 gradient mode (``no_grad``). See DESIGN.md §3.
+
+The package imports lazily (PEP 562): ``import torchlean`` loads nothing heavy, so the mypy
+plugin (``torchlean.mypy_plugin``) loads without numpy or torch; the first use of a name imports
+the module that defines it.
 """
 
-from torchlean import functional
-from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
-from torchlean.autograd.session import Session, current_session, session
-from torchlean.autograd.tape import AutogradError
-from torchlean.functional import (
-    abs,
-    add,
-    avg_pool,
-    batch_norm,
-    bernoulli_mask,
-    broadcast_to,
-    clamp,
-    concat,
-    conv,
-    conv_transpose,
-    cos,
-    cross_entropy,
-    div,
-    dropout,
-    exp,
-    gather,
-    gelu,
-    getitem,
-    hard_masked_softmax,
-    inv,
-    layer_norm,
-    linear,
-    log,
-    log_softmax,
-    matmul,
-    max_pool,
-    maximum,
-    minimum,
-    mse_loss,
-    mul,
-    neg,
-    permute,
-    rand_uniform,
-    reduce_mean,
-    reduce_sum,
-    relu,
-    reshape,
-    safe_log,
-    scale,
-    scaled_dot_product_attention,
-    scatter_add,
-    sigmoid,
-    sin,
-    slice,
-    smooth_max_pool,
-    softmax,
-    softplus,
-    sqrt,
-    sub,
-    tanh,
-    transpose,
-)
-from torchlean.tensor import Tensor, TensorError, from_torch, tensor
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchlean import data, functional, nn, optim, spec
+    from torchlean.autograd.grad_mode import (
+        enable_grad,
+        is_grad_enabled,
+        no_grad,
+    )
+    from torchlean.autograd.session import (
+        Session,
+        current_session,
+        session,
+    )
+    from torchlean.autograd.tape import (
+        AutogradError,
+    )
+    from torchlean.backend import profiles
+    from torchlean.backend.errors import (
+        TorchLeanError,
+    )
+    from torchlean.functional import (
+        abs,
+        add,
+        avg_pool,
+        batch_norm,
+        bernoulli_mask,
+        broadcast_to,
+        clamp,
+        concat,
+        conv,
+        conv_transpose,
+        cos,
+        cross_entropy,
+        div,
+        dropout,
+        exp,
+        gather,
+        gelu,
+        getitem,
+        hard_masked_softmax,
+        inv,
+        layer_norm,
+        linear,
+        log,
+        log_softmax,
+        matmul,
+        max_pool,
+        maximum,
+        minimum,
+        mse_loss,
+        mul,
+        neg,
+        permute,
+        rand_uniform,
+        reduce_mean,
+        reduce_sum,
+        relu,
+        reshape,
+        safe_log,
+        scale,
+        scaled_dot_product_attention,
+        scatter_add,
+        sigmoid,
+        sin,
+        slice,
+        smooth_max_pool,
+        softmax,
+        softplus,
+        sqrt,
+        sub,
+        tanh,
+        transpose,
+    )
+    from torchlean.shapes import (
+        Shape,
+    )
+    from torchlean.tensor import (
+        Tensor,
+        TensorError,
+        from_torch,
+        tensor,
+    )
+    from torchlean.trainer import (
+        ExecutionMode,
+        Objective,
+        RunConfig,
+        Trainer,
+    )
+
+_MODULES: dict[str, str] = {
+    "data": "torchlean.data",
+    "functional": "torchlean.functional",
+    "nn": "torchlean.nn",
+    "optim": "torchlean.optim",
+    "profiles": "torchlean.backend.profiles",
+    "spec": "torchlean.spec",
+}
+_ATTRIBUTES: dict[str, str] = {
+    "AutogradError": "torchlean.autograd.tape",
+    "ExecutionMode": "torchlean.trainer",
+    "Objective": "torchlean.trainer",
+    "RunConfig": "torchlean.trainer",
+    "Session": "torchlean.autograd.session",
+    "Shape": "torchlean.shapes",
+    "Tensor": "torchlean.tensor",
+    "TensorError": "torchlean.tensor",
+    "TorchLeanError": "torchlean.backend.errors",
+    "Trainer": "torchlean.trainer",
+    "abs": "torchlean.functional",
+    "add": "torchlean.functional",
+    "avg_pool": "torchlean.functional",
+    "batch_norm": "torchlean.functional",
+    "bernoulli_mask": "torchlean.functional",
+    "broadcast_to": "torchlean.functional",
+    "clamp": "torchlean.functional",
+    "concat": "torchlean.functional",
+    "conv": "torchlean.functional",
+    "conv_transpose": "torchlean.functional",
+    "cos": "torchlean.functional",
+    "cross_entropy": "torchlean.functional",
+    "current_session": "torchlean.autograd.session",
+    "div": "torchlean.functional",
+    "dropout": "torchlean.functional",
+    "enable_grad": "torchlean.autograd.grad_mode",
+    "exp": "torchlean.functional",
+    "from_torch": "torchlean.tensor",
+    "gather": "torchlean.functional",
+    "gelu": "torchlean.functional",
+    "getitem": "torchlean.functional",
+    "hard_masked_softmax": "torchlean.functional",
+    "inv": "torchlean.functional",
+    "is_grad_enabled": "torchlean.autograd.grad_mode",
+    "layer_norm": "torchlean.functional",
+    "linear": "torchlean.functional",
+    "log": "torchlean.functional",
+    "log_softmax": "torchlean.functional",
+    "matmul": "torchlean.functional",
+    "max_pool": "torchlean.functional",
+    "maximum": "torchlean.functional",
+    "minimum": "torchlean.functional",
+    "mse_loss": "torchlean.functional",
+    "mul": "torchlean.functional",
+    "neg": "torchlean.functional",
+    "no_grad": "torchlean.autograd.grad_mode",
+    "permute": "torchlean.functional",
+    "rand_uniform": "torchlean.functional",
+    "reduce_mean": "torchlean.functional",
+    "reduce_sum": "torchlean.functional",
+    "relu": "torchlean.functional",
+    "reshape": "torchlean.functional",
+    "safe_log": "torchlean.functional",
+    "scale": "torchlean.functional",
+    "scaled_dot_product_attention": "torchlean.functional",
+    "scatter_add": "torchlean.functional",
+    "session": "torchlean.autograd.session",
+    "sigmoid": "torchlean.functional",
+    "sin": "torchlean.functional",
+    "slice": "torchlean.functional",
+    "smooth_max_pool": "torchlean.functional",
+    "softmax": "torchlean.functional",
+    "softplus": "torchlean.functional",
+    "sqrt": "torchlean.functional",
+    "sub": "torchlean.functional",
+    "tanh": "torchlean.functional",
+    "tensor": "torchlean.tensor",
+    "transpose": "torchlean.functional",
+}
 
 __all__ = [
     "AutogradError",
+    "ExecutionMode",
+    "Objective",
+    "RunConfig",
     "Session",
+    "Shape",
     "Tensor",
     "TensorError",
+    "TorchLeanError",
+    "Trainer",
     "abs",
     "add",
     "avg_pool",
@@ -82,6 +205,7 @@ __all__ = [
     "cos",
     "cross_entropy",
     "current_session",
+    "data",
     "div",
     "dropout",
     "enable_grad",
@@ -105,8 +229,11 @@ __all__ = [
     "mse_loss",
     "mul",
     "neg",
+    "nn",
     "no_grad",
+    "optim",
     "permute",
+    "profiles",
     "rand_uniform",
     "reduce_mean",
     "reduce_sum",
@@ -123,9 +250,25 @@ __all__ = [
     "smooth_max_pool",
     "softmax",
     "softplus",
+    "spec",
     "sqrt",
     "sub",
     "tanh",
     "tensor",
     "transpose",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        module = importlib.import_module(_MODULES[name])
+    elif name in _ATTRIBUTES:
+        module = getattr(importlib.import_module(_ATTRIBUTES[name]), name)
+    else:
+        raise AttributeError(f"module 'torchlean' has no attribute {name!r}")
+    globals()[name] = module
+    return module
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -252,9 +252,9 @@ def conv_vjp(
 ) -> tuple[Array, Array, Array | None]:
     """VJP of :func:`conv`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
 
-    dx is the transpose convolution of g (left fold over ``(kernel offset, C_out/groups)``
-    contributions per input element), dw a left fold over ``(N, *out)`` per weight entry, db a
-    left fold over ``(N, *out)``; None for an absent b.  Raises GuardError.
+    dx is the transpose convolution of g (each input element a left fold over its contributing
+    ``(C_out/groups, *kernel)`` terms in row-major order), dw a left fold over ``(N, *out)`` per
+    weight entry, db a left fold over ``(N, *out)`` (None for an absent b).  Raises GuardError.
     """
     window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
     c_out = w.shape[0]
@@ -549,7 +549,7 @@ def layer_norm_vjp(
     check_cotangent("layer_norm", g, x.shape, x.dtype)
     xhat, rstd = _normalize(x, axes, eps)
     dx = _normalize_vjp(g if weight is None else g * weight, xhat, rstd, axes)
-    leading = tuple(range(x.ndim - normalized_ndim))
+    leading = tuple(range(axes[0]))
     dweight = None if weight is None else fold_sum_axes(g * xhat, leading)
     dbias = None if bias is None else fold_sum_axes(g, leading)
     return dx, dweight, dbias

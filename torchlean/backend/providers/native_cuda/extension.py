@@ -1,0 +1,215 @@
+"""Building and loading ``torchlean_native_ext``, the C++/CUDA extension of the native-cuda provider.
+
+The sources live in ``csrc/`` at the repository root (``native_ops.cu``, ``kernels.cuh``,
+``bindings.cpp``); :func:`load_extension` compiles them with ``torch.utils.cpp_extension.load``
+the first time a native kernel runs, and only when ``torch.cuda.is_available()``. Importing this
+module builds nothing and needs no GPU. Every failure on the way is a
+:class:`NativeExtensionError` whose message says what is missing:
+
+* a CPU-only torch build: ``CUDA was requested, but this torch build (...) is not a CUDA build; ...``
+  (adapted from the original's CPU-stub probe message, anchor-runtime.md §1.7);
+* a CUDA build without a visible device: ``CUDA was requested and this is a CUDA build, but no
+  usable CUDA device is visible`` (anchor-backend.md §3.1, verbatim);
+* no ``nvcc`` (no CUDA toolkit), no C++ compiler, no ``ninja``, or a failed build.
+
+:func:`host_emulation` selects, for the current context, a second build of the *same* sources
+for the CPU (``csrc/emu``): tensors stay on the CPU and torchlean's own kernels run in a
+cooperative-thread CUDA emulator. It exists so that machines without a GPU (CI) execute the
+kernel code; capsules never select it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from torchlean.backend.errors import TorchLeanError
+
+__all__ = [
+    "EMULATION_NAME",
+    "EXTENSION_NAME",
+    "NO_DEVICE_MESSAGE",
+    "NativeExtensionError",
+    "NativeKernelError",
+    "active_module",
+    "expected_device_type",
+    "host_emulation",
+    "load_extension",
+    "load_host_emulation",
+    "not_a_cuda_build_message",
+    "require_cuda",
+    "sources_dir",
+    "stream_handle",
+]
+
+EXTENSION_NAME = "torchlean_native_ext"
+EMULATION_NAME = "torchlean_native_ext_emu"
+NO_DEVICE_MESSAGE = "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+
+_SOURCES_ENV = "TORCHLEAN_CSRC"
+_CUDA_SOURCES = ("native_ops.cu", "bindings.cpp")
+_EMULATION_SOURCES = ("emu/native_ops_emu.cpp", "bindings.cpp")
+
+
+class NativeExtensionError(TorchLeanError):
+    """The native extension cannot be built or loaded here (no CUDA, no toolchain, build failure)."""
+
+
+class NativeKernelError(TorchLeanError):
+    """The native extension raised while running a kernel (after its argument checks passed)."""
+
+
+def not_a_cuda_build_message(torch_version: str) -> str:
+    """The message for a CPU-only torch build, naming the installed version."""
+    return (
+        f"CUDA was requested, but this torch build ({torch_version}) is not a CUDA build; "
+        "install a CUDA build of torch to run native CUDA kernels"
+    )
+
+
+def require_cuda() -> None:
+    """Return when this process can launch CUDA kernels through torch.
+
+    Raises:
+        NativeExtensionError: with :func:`not_a_cuda_build_message` for a CPU-only torch build,
+            or :data:`NO_DEVICE_MESSAGE` for a CUDA build that sees no device.
+    """
+    import torch
+
+    if torch.version.cuda is None:
+        raise NativeExtensionError(not_a_cuda_build_message(torch.__version__))
+    if not torch.cuda.is_available():
+        raise NativeExtensionError(NO_DEVICE_MESSAGE)
+
+
+def sources_dir() -> Path:
+    """The ``csrc`` directory: ``$TORCHLEAN_CSRC`` if set, else ``<repository>/csrc``.
+
+    Raises:
+        NativeExtensionError: when the directory or one of its sources is missing.
+    """
+    override = os.environ.get(_SOURCES_ENV)
+    root = Path(override) if override else Path(__file__).resolve().parents[4] / "csrc"
+    for name in (*_CUDA_SOURCES, *_EMULATION_SOURCES, "native_ops.h", "kernels.cuh"):
+        if not (root / name).is_file():
+            raise NativeExtensionError(
+                f"the sources of {EXTENSION_NAME} are not available: {root / name} does not exist "
+                f"(set {_SOURCES_ENV} to the repository's csrc directory)"
+            )
+    return root
+
+
+def _require_tool(tool: str, purpose: str) -> None:
+    if shutil.which(tool) is None:
+        raise NativeExtensionError(f"building {EXTENSION_NAME} needs {purpose}: `{tool}` is not on PATH")
+
+
+def _require_host_compiler() -> None:
+    compiler = os.environ.get("CXX", "c++")
+    _require_tool(compiler, "a C++ compiler (set CXX to choose one)")
+    _require_tool("ninja", "the ninja build tool (pip install ninja)")
+
+
+def _build(name: str, sources: tuple[str, ...], *, cuda: bool) -> ModuleType:
+    from torch.utils import cpp_extension
+
+    root = sources_dir()
+    flags = ["-O3"] if cuda else ["-O2", "-DTORCHLEAN_EMULATE=1"]
+    try:
+        module = cpp_extension.load(
+            name=name,
+            sources=[str(root / source) for source in sources],
+            extra_cflags=flags,
+            extra_cuda_cflags=["-O3", "-lineinfo"],
+            extra_include_paths=[str(root)],
+            with_cuda=cuda,
+            verbose=False,
+        )
+    except (RuntimeError, OSError, ImportError) as error:
+        raise NativeExtensionError(f"building {name} from {root} failed: {error}") from error
+    if not isinstance(module, ModuleType):
+        raise NativeExtensionError(f"building {name} returned {type(module).__name__}, not a module")
+    return module
+
+
+_lock = threading.Lock()
+_loaded: dict[str, ModuleType] = {}
+
+
+def load_extension() -> ModuleType:
+    """The CUDA build of ``torchlean_native_ext``, compiled on first use and cached per process
+    (torch also caches the compiled library across processes in its extensions directory).
+
+    Raises:
+        NativeExtensionError: no CUDA (see :func:`require_cuda`), no ``nvcc``, no C++ compiler,
+            no ``ninja``, missing sources, or a failed build.
+    """
+    require_cuda()
+    with _lock:
+        if EXTENSION_NAME not in _loaded:
+            from torch.utils import cpp_extension
+
+            if cpp_extension.CUDA_HOME is None:
+                raise NativeExtensionError(
+                    f"building {EXTENSION_NAME} needs the CUDA toolkit: nvcc was not found "
+                    "(set CUDA_HOME or put nvcc on PATH)"
+                )
+            _require_host_compiler()
+            _loaded[EXTENSION_NAME] = _build(EXTENSION_NAME, _CUDA_SOURCES, cuda=True)
+        return _loaded[EXTENSION_NAME]
+
+
+def load_host_emulation() -> ModuleType:
+    """The host-emulation build (CPU tensors, emulated kernels), compiled on first use and cached.
+
+    Raises:
+        NativeExtensionError: no C++ compiler, no ``ninja``, missing sources, or a failed build.
+    """
+    with _lock:
+        if EMULATION_NAME not in _loaded:
+            _require_host_compiler()
+            _loaded[EMULATION_NAME] = _build(EMULATION_NAME, _EMULATION_SOURCES, cuda=False)
+        return _loaded[EMULATION_NAME]
+
+
+_emulating: contextvars.ContextVar[bool] = contextvars.ContextVar("torchlean_native_emulation", default=False)
+
+
+@contextlib.contextmanager
+def host_emulation() -> Iterator[ModuleType]:
+    """Within the block, native kernels run on the host-emulation build with CPU tensors.
+
+    Yields the emulation module. Raises :class:`NativeExtensionError` when it cannot be built.
+    """
+    module = load_host_emulation()
+    token = _emulating.set(True)
+    try:
+        yield module
+    finally:
+        _emulating.reset(token)
+
+
+def active_module() -> ModuleType:
+    """The build that kernels launch on in this context (CUDA, or the host emulation)."""
+    return load_host_emulation() if _emulating.get() else load_extension()
+
+
+def expected_device_type() -> str:
+    """``"cuda"``, or ``"cpu"`` inside :func:`host_emulation`."""
+    return "cpu" if _emulating.get() else "cuda"
+
+
+def stream_handle(device_index: int) -> int:
+    """The raw handle of torch's current CUDA stream on ``device_index`` (0 under emulation), so
+    that torchlean's own kernels are ordered with the ATen work around them."""
+    if _emulating.get():
+        return 0
+    import torch
+
+    return int(torch.cuda.current_stream(device_index).cuda_stream)

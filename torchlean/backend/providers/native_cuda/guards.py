@@ -1,0 +1,187 @@
+"""Launch guards of the native-cuda provider.
+
+The native-cuda capsules (and ``native_cuda.direct_attention``) name two of these functions as
+their ``runtimeGuard`` evidence, and every wrapper in :mod:`.kernels` calls both before it
+reaches the extension:
+
+* :func:`check_launch` (shape obligation): operands are torch tensors on the extension's device
+  (CUDA; the CPU under :func:`.extension.host_emulation`), float32 or float64 with one dtype,
+  boolean masks, int64 indices, ranks in range, equal shapes where required, and element counts
+  that fit int64;
+* :func:`check_flat_row_major` (layout obligation): every buffer is contiguous row-major.
+
+The remaining helpers validate launch parameters (per-axis window sizes, finite scalars, output
+shapes). Every refusal is a :class:`~torchlean.backend.errors.GuardError` that names the op, the
+offending value and what is accepted. The C++ entry points repeat these checks (defence in depth;
+anchor-runtime.md §6.2 describes the original's boundary checks, which aborted instead of raising).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+
+import torch
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import extension
+
+__all__ = [
+    "FLOAT_DTYPES",
+    "INT64_MAX",
+    "check_element_count",
+    "check_finite",
+    "check_flat_row_major",
+    "check_launch",
+    "dtype_name",
+    "per_axis",
+]
+
+FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
+INT64_MAX = (1 << 63) - 1
+
+Operands = Mapping[str, "torch.Tensor | None"]
+
+
+def _fail(op: str, message: str) -> GuardError:
+    return GuardError(f"native_cuda.{op}: {message}")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def check_element_count(op: str, what: str, shape: Sequence[int]) -> int:
+    """The element count of ``shape``; every extent an int >= 0 and the product <= 2**63 - 1.
+
+    Raises:
+        GuardError: a non-int or negative extent, or an element count that overflows int64.
+    """
+    for extent in shape:
+        if isinstance(extent, bool) or not isinstance(extent, int) or extent < 0:
+            raise _fail(op, f"{what} {list(shape)} has extent {extent!r} (accepted: ints >= 0)")
+    count = math.prod(shape)
+    if count > INT64_MAX:
+        raise _fail(op, f"{what} {list(shape)} has {count} elements, more than int64 can count")
+    return count
+
+
+def check_launch(
+    op: str,
+    tensors: Operands,
+    *,
+    ranks: Mapping[str, tuple[int, int]] | None = None,
+    masks: Collection[str] = (),
+    indices: Collection[str] = (),
+    same_shape: Sequence[tuple[str, str]] = (),
+) -> torch.dtype | None:
+    """Check the operands of one native launch; return their float dtype (None when there is no
+    float operand, as for the seeded sources, which take no tensor).
+
+    ``tensors`` maps argument names to tensors (``None`` marks an absent optional input, which is
+    skipped). Names listed in ``masks`` must be bool, in ``indices`` int64, all others float32 or
+    float64 with one common dtype. All operands must be on one device of the extension's type.
+    ``ranks[name] = (lo, hi)`` bounds a rank; ``same_shape`` lists pairs of names whose shapes must
+    be equal.
+
+    Raises:
+        GuardError: naming the operand and the accepted values.
+    """
+    expected = extension.expected_device_type()
+    device: torch.device | None = None
+    dtype: torch.dtype | None = None
+    first = ""
+    for name, tensor in tensors.items():
+        if tensor is None:
+            continue
+        if not isinstance(tensor, torch.Tensor):
+            raise _fail(op, f"{name} is a {type(tensor).__name__} (accepted: torch.Tensor)")
+        if tensor.device.type != expected:
+            raise _fail(op, f"{name} is on device {tensor.device} (accepted: {expected} tensors)")
+        if device is None:
+            device, first = tensor.device, name
+        elif tensor.device != device:
+            raise _fail(op, f"{name} is on {tensor.device} but {first} is on {device}")
+        if name in masks:
+            if tensor.dtype != torch.bool:
+                raise _fail(
+                    op,
+                    f"{name} has dtype {dtype_name(tensor.dtype)} (accepted: bool, True = allowed; "
+                    "an additive bias is a separate operation)",
+                )
+        elif name in indices:
+            if tensor.dtype != torch.int64:
+                raise _fail(op, f"{name} has dtype {dtype_name(tensor.dtype)} (accepted: int64)")
+        elif tensor.dtype not in FLOAT_DTYPES:
+            raise _fail(op, f"{name} has dtype {dtype_name(tensor.dtype)} (accepted: float32, float64)")
+        elif dtype is None:
+            dtype = tensor.dtype
+        elif tensor.dtype != dtype:
+            raise _fail(
+                op,
+                f"{name} has dtype {dtype_name(tensor.dtype)} but the other operands are "
+                f"{dtype_name(dtype)} (accepted: one float dtype per launch)",
+            )
+        check_element_count(op, f"{name} of shape", list(tensor.shape))
+    for name, (lo, hi) in (ranks or {}).items():
+        tensor = tensors.get(name)
+        if tensor is not None and not lo <= tensor.dim() <= hi:
+            raise _fail(
+                op, f"{name} has rank {tensor.dim()} (shape {list(tensor.shape)}; accepted ranks {lo}..{hi})"
+            )
+    for left, right in same_shape:
+        a, b = tensors.get(left), tensors.get(right)
+        if a is not None and b is not None and a.shape != b.shape:
+            raise _fail(
+                op,
+                f"{left} has shape {list(a.shape)} but {right} has shape {list(b.shape)} "
+                "(accepted: equal shapes)",
+            )
+    return dtype
+
+
+def check_flat_row_major(op: str, tensors: Operands) -> None:
+    """Every given tensor is a contiguous (flat row-major) buffer.
+
+    Raises:
+        GuardError: naming the first strided operand (``tensor.contiguous()`` makes a copy that
+            passes).
+    """
+    for name, tensor in tensors.items():
+        if tensor is not None and not tensor.is_contiguous():
+            raise _fail(
+                op,
+                f"{name} of shape {list(tensor.shape)} has strides {list(tensor.stride())}, not a flat "
+                "row-major buffer (accepted: contiguous tensors)",
+            )
+
+
+def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum: int) -> tuple[int, ...]:
+    """An int or a sequence of ``axes`` ints, each >= ``minimum``, as a tuple of ``axes`` ints.
+
+    Raises:
+        GuardError: a wrong length, a non-int, or a value below ``minimum``.
+    """
+    items = [value] * axes if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(items, Sequence) or len(items) != axes:
+        raise _fail(op, f"{name}={value!r} (accepted: an int or {axes} ints)")
+    result: list[int] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int) or item < minimum:
+            raise _fail(op, f"{name}={value!r} (accepted: ints >= {minimum})")
+        result.append(item)
+    return tuple(result)
+
+
+def check_finite(op: str, name: str, value: float, *, nonzero: bool = False) -> float:
+    """A finite real (and nonzero when asked), returned as a float.
+
+    Raises:
+        GuardError: a non-number, NaN, infinity, or zero where nonzero is required.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _fail(op, f"{name}={value!r} (accepted: a finite number{', not 0' if nonzero else ''})")
+    if nonzero and value == 0:
+        raise _fail(op, f"{name}={value!r} (accepted: a finite nonzero number)")
+    return float(value)

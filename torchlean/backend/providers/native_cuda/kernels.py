@@ -1,0 +1,1540 @@
+"""Python entry points of the native-cuda kernels (``torchlean_native_ext``, ``csrc/native_ops.cu``).
+
+One ``<op>_forward`` per native-cuda op, and for each differentiable op one
+``<op>_backward(g, *inputs, out, **params)`` returning one cotangent per input (``None`` for masks,
+indices and absent optional inputs), already reduced to that input's shape: the convention of the
+reference kernels (``<op>`` / ``<op>_vjp``), with the same parameter names. Storage is torch
+tensors on a CUDA device, float32 or float64 (one dtype per call), contiguous; results are fresh
+contiguous tensors that alias no input.
+
+Every function first calls :func:`.guards.check_launch` and :func:`.guards.check_flat_row_major`
+(the capsules' shape and layout evidence), then the extension, which repeats its own checks.
+
+Raises (every function):
+    GuardError: refused arguments (from the guards, or from the extension's boundary checks).
+    NativeExtensionError: no CUDA device, not a CUDA build of torch, no toolchain, failed build;
+        raised before any launch.
+    NativeKernelError: the extension failed while running.
+
+Own kernels (``csrc/kernels.cuh``): ``hard_masked_softmax``, ``smooth_max_pool``,
+``selective_scan``, ``rand_uniform``, ``bernoulli_mask`` and ``direct_attention``; the other ops
+compose ATen calls (cuBLAS/cuDNN/cuFFT), so their reduction order is implementation-defined.
+``conv``, ``conv_transpose``, ``matmul``, ``linear`` and ``fft_fno`` run with TF32 disabled so that
+float32 means IEEE float32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import extension, guards
+
+if TYPE_CHECKING:
+    import torchlean_native_ext as _native
+else:
+
+    class _ActiveBuild:
+        """Forwards attribute access to the build selected for this context (CUDA or emulation)."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(extension.active_module(), name)
+
+    _native = _ActiveBuild()
+
+__all__ = [
+    "Grads",
+    "abs_backward",
+    "abs_forward",
+    "add_backward",
+    "add_forward",
+    "avg_pool_backward",
+    "avg_pool_forward",
+    "batch_norm_backward",
+    "batch_norm_forward",
+    "bernoulli_mask_forward",
+    "broadcast_backward",
+    "broadcast_forward",
+    "clamp_backward",
+    "clamp_forward",
+    "concat_backward",
+    "concat_forward",
+    "conv_backward",
+    "conv_forward",
+    "conv_transpose_backward",
+    "conv_transpose_forward",
+    "cos_backward",
+    "cos_forward",
+    "direct_attention",
+    "direct_attention_backward",
+    "direct_attention_forward",
+    "direct_attention_vjp",
+    "exp_backward",
+    "exp_forward",
+    "fft_fno_backward",
+    "fft_fno_forward",
+    "gather_backward",
+    "gather_forward",
+    "gelu_backward",
+    "gelu_forward",
+    "hard_masked_softmax_backward",
+    "hard_masked_softmax_forward",
+    "inv_backward",
+    "inv_forward",
+    "layer_norm_backward",
+    "layer_norm_forward",
+    "linear_backward",
+    "linear_forward",
+    "log_backward",
+    "log_forward",
+    "log_softmax_backward",
+    "log_softmax_forward",
+    "matmul_backward",
+    "matmul_forward",
+    "max_backward",
+    "max_forward",
+    "max_pool_backward",
+    "max_pool_forward",
+    "min_backward",
+    "min_forward",
+    "mse_loss_backward",
+    "mse_loss_forward",
+    "mul_backward",
+    "mul_forward",
+    "permute_backward",
+    "permute_forward",
+    "rand_uniform_forward",
+    "reduce_mean_backward",
+    "reduce_mean_forward",
+    "reduce_sum_backward",
+    "reduce_sum_forward",
+    "relu_backward",
+    "relu_forward",
+    "reshape_backward",
+    "reshape_forward",
+    "safe_log_backward",
+    "safe_log_forward",
+    "scale_backward",
+    "scale_forward",
+    "scatter_add_backward",
+    "scatter_add_forward",
+    "selective_scan_backward",
+    "selective_scan_forward",
+    "sigmoid_backward",
+    "sigmoid_forward",
+    "sin_backward",
+    "sin_forward",
+    "slice_backward",
+    "slice_forward",
+    "smooth_max_pool_backward",
+    "smooth_max_pool_forward",
+    "softmax_backward",
+    "softmax_forward",
+    "softplus_backward",
+    "softplus_forward",
+    "sqrt_backward",
+    "sqrt_forward",
+    "sub_backward",
+    "sub_forward",
+    "tanh_backward",
+    "tanh_forward",
+]
+
+Grads = tuple[Tensor | None, ...]
+Axis = int | Sequence[int] | None
+IntOrTuple = int | Sequence[int]
+
+_MAX_RANK = 16
+
+
+# ------------------------------------------------------------------------------------ plumbing
+
+
+def _check(op: str, tensors: guards.Operands, **rules: Any) -> torch.dtype | None:
+    dtype = guards.check_launch(op, tensors, **rules)
+    guards.check_flat_row_major(op, tensors)
+    return dtype
+
+
+@contextlib.contextmanager
+def _launch(op: str) -> Iterator[None]:
+    """Translate the extension's exceptions: argument refusals (ValueError, IndexError, TypeError)
+    become GuardError, anything else NativeKernelError."""
+    try:
+        yield
+    except (ValueError, IndexError, TypeError) as error:
+        raise GuardError(f"native_cuda.{op}: {error}") from error
+    except RuntimeError as error:
+        raise extension.NativeKernelError(f"native_cuda.{op}: {error}") from error
+
+
+@contextlib.contextmanager
+def _ieee_float32() -> Iterator[None]:
+    """Disable TF32 in cuBLAS and cuDNN for the duration of a launch (float32 stays IEEE)."""
+    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+    cudnn_tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+
+
+def _grads(values: list[Tensor | None]) -> Grads:
+    return tuple(values)
+
+
+def _stream(t: Tensor) -> int:
+    return extension.stream_handle(t.device.index or 0)
+
+
+def _unary_rules() -> dict[str, Any]:
+    return {"same_shape": (("g", "x"), ("out", "x"))}
+
+
+# ----------------------------------------------------------------------------------- matmul & co
+
+
+def matmul_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.matmul``: a ``(..., m, k)``, b ``(..., k, n)`` (batch axes broadcast; 1-D operands
+    promoted and squeezed as torch does), ranks 1..8."""
+    _check("matmul", {"a": a, "b": b}, ranks={"a": (1, 8), "b": (1, 8)})
+    with _launch("matmul"), _ieee_float32():
+        return _native.matmul_forward(a, b)
+
+
+def matmul_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """``(g @ b^T, a^T @ g)`` summed back to the shapes of a and b."""
+    _check(
+        "matmul",
+        {"g": g, "a": a, "b": b, "out": out},
+        ranks={"a": (1, 8), "b": (1, 8)},
+        same_shape=(("g", "out"),),
+    )
+    with _launch("matmul"), _ieee_float32():
+        return _grads(_native.matmul_backward(g, a, b, out))
+
+
+def linear_forward(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+    """``x @ w^T + b`` (``torch.nn.functional.linear``): x ``(..., in)``, w ``(out, in)``, b
+    ``(out,)`` or None; returns ``(..., out)``."""
+    _check("linear", {"x": x, "w": w, "b": b}, ranks={"x": (1, 8), "w": (2, 2), "b": (1, 1)})
+    with _launch("linear"), _ieee_float32():
+        return _native.linear_forward(x, w, b)
+
+
+def linear_backward(g: Tensor, x: Tensor, w: Tensor, b: Tensor | None = None, *, out: Tensor) -> Grads:
+    """``(g @ w, g^T @ x, sum of g over rows)``; None for an absent bias."""
+    _check(
+        "linear",
+        {"g": g, "x": x, "w": w, "b": b, "out": out},
+        ranks={"x": (1, 8), "w": (2, 2), "b": (1, 1)},
+        same_shape=(("g", "out"),),
+    )
+    with _launch("linear"), _ieee_float32():
+        return _grads(_native.linear_backward(g, x, w, b, out))
+
+
+def mse_loss_forward(a: Tensor, b: Tensor) -> Tensor:
+    """Mean of ``(a - b)**2`` over all elements (a and b of one shape), a rank-0 tensor; 0 for
+    empty inputs (the original's totalised division)."""
+    _check("mse_loss", {"a": a, "b": b}, same_shape=(("a", "b"),))
+    with _launch("mse_loss"):
+        return _native.mse_loss_forward(a, b)
+
+
+def mse_loss_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """``(2 g (a - b) / n, -2 g (a - b) / n)`` for the rank-0 cotangent g."""
+    _check(
+        "mse_loss",
+        {"g": g, "a": a, "b": b, "out": out},
+        ranks={"g": (0, 0), "out": (0, 0)},
+        same_shape=(("a", "b"),),
+    )
+    with _launch("mse_loss"):
+        return _grads(_native.mse_loss_backward(g, a, b, out))
+
+
+# -------------------------------------------------------------------------------------- pointwise
+
+
+def relu_forward(x: Tensor) -> Tensor:
+    """``max(x, 0)`` elementwise."""
+    _check("relu", {"x": x})
+    with _launch("relu"):
+        return _native.relu_forward(x)
+
+
+def relu_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g`` where ``x > 0``, else 0 (selected, so a non-finite g at x <= 0 stays out)."""
+    _check("relu", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("relu"):
+        return _grads(_native.relu_backward(g, x, out))
+
+
+def _gelu_mode(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise GuardError(f"native_cuda.gelu: approximate={approximate!r} (accepted: 'none', 'tanh')")
+    return approximate
+
+
+def gelu_forward(x: Tensor, *, approximate: str = "none") -> Tensor:
+    """GELU, ``torch.nn.functional.gelu``: exact ``x * Phi(x)`` by default (as ``reference.gelu``),
+    or the tanh approximation with ``approximate="tanh"``."""
+    _check("gelu", {"x": x})
+    with _launch("gelu"):
+        return _native.gelu_forward(x, _gelu_mode(approximate))
+
+
+def gelu_backward(g: Tensor, x: Tensor, *, out: Tensor, approximate: str = "none") -> Grads:
+    """``g * gelu'(x)`` for the same ``approximate`` as the forward."""
+    _check("gelu", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("gelu"):
+        return _grads(_native.gelu_backward(g, x, out, _gelu_mode(approximate)))
+
+
+def _binary_rules() -> dict[str, Any]:
+    return {"same_shape": (("g", "out"),)}
+
+
+def add_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``a + b`` with torch broadcasting."""
+    _check("add", {"a": a, "b": b})
+    with _launch("add"):
+        return _native.add_forward(a, b)
+
+
+def add_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """``(g, g)`` summed back to the shapes of a and b."""
+    _check("add", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
+    with _launch("add"):
+        return _grads(_native.add_backward(g, a, b, out))
+
+
+def sub_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``a - b`` with torch broadcasting."""
+    _check("sub", {"a": a, "b": b})
+    with _launch("sub"):
+        return _native.sub_forward(a, b)
+
+
+def sub_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """``(g, -g)`` summed back to the shapes of a and b."""
+    _check("sub", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
+    with _launch("sub"):
+        return _grads(_native.sub_backward(g, a, b, out))
+
+
+def mul_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``a * b`` with torch broadcasting."""
+    _check("mul", {"a": a, "b": b})
+    with _launch("mul"):
+        return _native.mul_forward(a, b)
+
+
+def mul_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """``(g b, g a)`` summed back to the shapes of a and b."""
+    _check("mul", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
+    with _launch("mul"):
+        return _grads(_native.mul_backward(g, a, b, out))
+
+
+def max_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.maximum(a, b)`` (NaN propagates)."""
+    _check("max", {"a": a, "b": b})
+    with _launch("max"):
+        return _native.max_forward(a, b)
+
+
+def max_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """g to the larger input; ties split g evenly (PyTorch's rule); summed back to each shape."""
+    _check("max", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
+    with _launch("max"):
+        return _grads(_native.max_backward(g, a, b, out))
+
+
+def min_forward(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.minimum(a, b)`` (NaN propagates)."""
+    _check("min", {"a": a, "b": b})
+    with _launch("min"):
+        return _native.min_forward(a, b)
+
+
+def min_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
+    """g to the smaller input; ties split g evenly (PyTorch's rule); summed back to each shape."""
+    _check("min", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
+    with _launch("min"):
+        return _grads(_native.min_backward(g, a, b, out))
+
+
+def scale_forward(x: Tensor, *, factor: float) -> Tensor:
+    """``x * factor`` for a finite scalar factor."""
+    _check("scale", {"x": x})
+    value = guards.check_finite("scale", "factor", factor)
+    with _launch("scale"):
+        return _native.scale_forward(x, value)
+
+
+def scale_backward(g: Tensor, x: Tensor, *, out: Tensor, factor: float) -> Grads:
+    """``(g * factor,)``."""
+    _check("scale", {"g": g, "x": x, "out": out}, **_unary_rules())
+    value = guards.check_finite("scale", "factor", factor)
+    with _launch("scale"):
+        return _grads(_native.scale_backward(g, x, out, value))
+
+
+def _bounds(lo: float, hi: float) -> tuple[float, float]:
+    if (
+        any(isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v) for v in (lo, hi))
+        or lo > hi
+    ):
+        raise GuardError(f"native_cuda.clamp: lo={lo!r}, hi={hi!r} (accepted: numbers, not NaN, lo <= hi)")
+    return float(lo), float(hi)
+
+
+def clamp_forward(x: Tensor, *, lo: float, hi: float) -> Tensor:
+    """``min(max(x, lo), hi)`` (``torch.clamp``), ``lo <= hi``; infinite bounds allowed."""
+    _check("clamp", {"x": x})
+    low, high = _bounds(lo, hi)
+    with _launch("clamp"):
+        return _native.clamp_forward(x, low, high)
+
+
+def clamp_backward(g: Tensor, x: Tensor, *, out: Tensor, lo: float, hi: float) -> Grads:
+    """``g`` where ``lo <= x <= hi``, else 0 (PyTorch's rule)."""
+    _check("clamp", {"g": g, "x": x, "out": out}, **_unary_rules())
+    low, high = _bounds(lo, hi)
+    with _launch("clamp"):
+        return _grads(_native.clamp_backward(g, x, out, low, high))
+
+
+def abs_forward(x: Tensor) -> Tensor:
+    """``|x|``."""
+    _check("abs", {"x": x})
+    with _launch("abs"):
+        return _native.abs_forward(x)
+
+
+def abs_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * sign(x)`` (0 at x = 0)."""
+    _check("abs", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("abs"):
+        return _grads(_native.abs_backward(g, x, out))
+
+
+def sqrt_forward(x: Tensor) -> Tensor:
+    """``sqrt(x)`` (NaN below 0)."""
+    _check("sqrt", {"x": x})
+    with _launch("sqrt"):
+        return _native.sqrt_forward(x)
+
+
+def sqrt_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g / (2 sqrt(x))``."""
+    _check("sqrt", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("sqrt"):
+        return _grads(_native.sqrt_backward(g, x, out))
+
+
+def sigmoid_forward(x: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))``."""
+    _check("sigmoid", {"x": x})
+    with _launch("sigmoid"):
+        return _native.sigmoid_forward(x)
+
+
+def sigmoid_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * out * (1 - out)``."""
+    _check("sigmoid", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("sigmoid"):
+        return _grads(_native.sigmoid_backward(g, x, out))
+
+
+def tanh_forward(x: Tensor) -> Tensor:
+    """``tanh(x)``."""
+    _check("tanh", {"x": x})
+    with _launch("tanh"):
+        return _native.tanh_forward(x)
+
+
+def tanh_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * (1 - out**2)``."""
+    _check("tanh", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("tanh"):
+        return _grads(_native.tanh_backward(g, x, out))
+
+
+def softplus_forward(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))`` computed as ``max(x, 0) + log1p(exp(-|x|))`` (no threshold)."""
+    _check("softplus", {"x": x})
+    with _launch("softplus"):
+        return _native.softplus_forward(x)
+
+
+def softplus_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * sigmoid(x)``."""
+    _check("softplus", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("softplus"):
+        return _grads(_native.softplus_backward(g, x, out))
+
+
+def exp_forward(x: Tensor) -> Tensor:
+    """``exp(x)``."""
+    _check("exp", {"x": x})
+    with _launch("exp"):
+        return _native.exp_forward(x)
+
+
+def exp_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * out``."""
+    _check("exp", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("exp"):
+        return _grads(_native.exp_backward(g, x, out))
+
+
+def sin_forward(x: Tensor) -> Tensor:
+    """``sin(x)``."""
+    _check("sin", {"x": x})
+    with _launch("sin"):
+        return _native.sin_forward(x)
+
+
+def sin_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g * cos(x)``."""
+    _check("sin", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("sin"):
+        return _grads(_native.sin_backward(g, x, out))
+
+
+def cos_forward(x: Tensor) -> Tensor:
+    """``cos(x)``."""
+    _check("cos", {"x": x})
+    with _launch("cos"):
+        return _native.cos_forward(x)
+
+
+def cos_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``-g * sin(x)``."""
+    _check("cos", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("cos"):
+        return _grads(_native.cos_backward(g, x, out))
+
+
+def log_forward(x: Tensor) -> Tensor:
+    """``log(x)`` (-inf at 0, NaN below)."""
+    _check("log", {"x": x})
+    with _launch("log"):
+        return _native.log_forward(x)
+
+
+def log_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``g / x``."""
+    _check("log", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("log"):
+        return _grads(_native.log_backward(g, x, out))
+
+
+def inv_forward(x: Tensor) -> Tensor:
+    """``1 / x``."""
+    _check("inv", {"x": x})
+    with _launch("inv"):
+        return _native.inv_forward(x)
+
+
+def inv_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
+    """``-g * out**2``."""
+    _check("inv", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("inv"):
+        return _grads(_native.inv_backward(g, x, out))
+
+
+def _eps(eps: float) -> float:
+    value = guards.check_finite("safe_log", "eps", eps)
+    if value < 0:
+        raise GuardError(f"native_cuda.safe_log: eps={eps!r} (accepted: a finite number >= 0)")
+    return value
+
+
+def safe_log_forward(x: Tensor, *, eps: float) -> Tensor:
+    """``log(softplus(x) + eps)`` (anchor-runtime.md §4.3), eps finite and >= 0."""
+    _check("safe_log", {"x": x})
+    with _launch("safe_log"):
+        return _native.safe_log_forward(x, _eps(eps))
+
+
+def safe_log_backward(g: Tensor, x: Tensor, *, out: Tensor, eps: float) -> Grads:
+    """``g * sigmoid(x) / (softplus(x) + eps)``."""
+    _check("safe_log", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("safe_log"):
+        return _grads(_native.safe_log_backward(g, x, out, _eps(eps)))
+
+
+# ------------------------------------------------------------------------------- softmax family
+
+
+def _axis(op: str, axis: int, rank: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -max(rank, 1) <= axis < max(rank, 1):
+        raise GuardError(
+            f"native_cuda.{op}: axis={axis!r} for rank {rank} (accepted: {-max(rank, 1)}..{max(rank, 1) - 1})"
+        )
+    return axis
+
+
+def log_softmax_forward(x: Tensor, *, axis: int = -1) -> Tensor:
+    """``x - logsumexp(x, axis)`` (max-shifted, ``torch.log_softmax``)."""
+    _check("log_softmax", {"x": x})
+    with _launch("log_softmax"):
+        return _native.log_softmax_forward(x, _axis("log_softmax", axis, x.dim()))
+
+
+def log_softmax_backward(g: Tensor, x: Tensor, *, out: Tensor, axis: int = -1) -> Grads:
+    """``g - exp(out) * sum(g, axis)``."""
+    _check("log_softmax", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("log_softmax"):
+        return _grads(_native.log_softmax_backward(g, x, out, _axis("log_softmax", axis, x.dim())))
+
+
+def softmax_forward(x: Tensor, *, axis: int = -1) -> Tensor:
+    """``exp(x - max) / sum`` along ``axis`` (``torch.softmax``)."""
+    _check("softmax", {"x": x})
+    with _launch("softmax"):
+        return _native.softmax_forward(x, _axis("softmax", axis, x.dim()))
+
+
+def softmax_backward(g: Tensor, x: Tensor, *, out: Tensor, axis: int = -1) -> Grads:
+    """``out * (g - sum(g * out, axis))``."""
+    _check("softmax", {"g": g, "x": x, "out": out}, **_unary_rules())
+    with _launch("softmax"):
+        return _grads(_native.softmax_backward(g, x, out, _axis("softmax", axis, x.dim())))
+
+
+def _softmax_layout(x: Tensor, mask: Tensor, axis: int) -> tuple[Tensor, Tensor, int]:
+    """Scores with the softmax axis last (a contiguous copy when it moves) and a mask whose shape
+    is a suffix of the scores' shape (the kernel repeats it over the leading axes)."""
+    _check("hard_masked_softmax", {"x": x, "mask": mask}, masks=("mask",), ranks={"x": (1, _MAX_RANK)})
+    ax = _axis("hard_masked_softmax", axis, x.dim()) % x.dim()
+    _require_broadcast("hard_masked_softmax", "mask", tuple(mask.shape), tuple(x.shape))
+    if ax == x.dim() - 1:
+        trimmed = mask.reshape(tuple(mask.shape)[_leading_ones(mask) :])
+        if tuple(trimmed.shape) == tuple(x.shape)[x.dim() - trimmed.dim() :] and trimmed.dim() > 0:
+            return x, trimmed.contiguous(), ax
+        return x, torch.broadcast_to(mask, x.shape).contiguous(), ax
+    moved = torch.broadcast_to(mask, x.shape).movedim(ax, -1).contiguous()
+    return x.movedim(ax, -1).contiguous(), moved, ax
+
+
+def _require_broadcast(op: str, name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    """``shape`` broadcasts to ``target`` (trailing axes aligned, extents equal or 1)."""
+    fits = len(shape) <= len(target) and all(
+        s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False)
+    )
+    if not fits:
+        raise GuardError(
+            f"native_cuda.{op}: {name} of shape {list(shape)} does not broadcast to {list(target)}"
+        )
+
+
+def _leading_ones(t: Tensor) -> int:
+    count = 0
+    for extent in t.shape:
+        if extent != 1:
+            break
+        count += 1
+    return min(count, max(t.dim() - 1, 0))
+
+
+def hard_masked_softmax_forward(x: Tensor, mask: Tensor, *, axis: int = -1) -> Tensor:
+    """Hard-masked softmax along ``axis`` (anchor-runtime.md §5.2, own kernel): allowed entries get
+    ``exp(x - max_allowed) / sum_allowed``, blocked entries exactly 0, a fully blocked row zeros;
+    blocked values are never read, so NaN/inf there cannot leak. mask bool (True = allowed),
+    broadcastable to x's shape."""
+    scores, allowed, ax = _softmax_layout(x, mask, axis)
+    with _launch("hard_masked_softmax"):
+        y = _native.hard_masked_softmax_forward(scores, allowed, _stream(x))
+    return y if ax == x.dim() - 1 else y.movedim(-1, ax).contiguous()
+
+
+def hard_masked_softmax_backward(g: Tensor, x: Tensor, mask: Tensor, *, out: Tensor, axis: int = -1) -> Grads:
+    """``(out * (g - sum_allowed(g * out)), None)`` along ``axis``: blocked coordinates receive
+    exactly 0 (selected, so a non-finite g there cannot leak); the mask gets None."""
+    _check("hard_masked_softmax", {"g": g, "x": x, "out": out}, **_unary_rules())
+    scores, allowed, ax = _softmax_layout(x, mask, axis)
+    moved = ax != x.dim() - 1
+    g_last = g.movedim(ax, -1).contiguous() if moved else g
+    out_last = out.movedim(ax, -1).contiguous() if moved else out
+    with _launch("hard_masked_softmax"):
+        dx = _native.hard_masked_softmax_backward(g_last, scores, allowed, out_last, _stream(x))[0]
+    if dx is None:
+        raise extension.NativeKernelError("native_cuda.hard_masked_softmax: the extension returned no dx")
+    return (dx.movedim(-1, ax).contiguous() if moved else dx, None)
+
+
+# ------------------------------------------------------------------------------------ reductions
+
+
+def _dims(op: str, axis: Axis) -> list[int]:
+    if axis is None:
+        return []
+    items = [axis] if isinstance(axis, int) else list(axis)
+    if not items or any(isinstance(a, bool) or not isinstance(a, int) for a in items):
+        raise GuardError(
+            f"native_cuda.{op}: axis={axis!r} (accepted: None, an int, or a non-empty sequence of ints)"
+        )
+    return items
+
+
+def reduce_sum_forward(x: Tensor, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis`` (None: every axis), keeping extent-1 axes when ``keepdims``."""
+    _check("reduce_sum", {"x": x})
+    with _launch("reduce_sum"):
+        return _native.reduce_sum_forward(x, _dims("reduce_sum", axis), bool(keepdims))
+
+
+def reduce_sum_backward(
+    g: Tensor, x: Tensor, *, out: Tensor, axis: Axis = None, keepdims: bool = False
+) -> Grads:
+    """``(g broadcast back over the reduced axes,)``."""
+    _check("reduce_sum", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("reduce_sum"):
+        return _grads(_native.reduce_sum_backward(g, x, out, _dims("reduce_sum", axis), bool(keepdims)))
+
+
+def reduce_mean_forward(x: Tensor, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis`` (None: every axis), keeping extent-1 axes when ``keepdims``."""
+    _check("reduce_mean", {"x": x})
+    with _launch("reduce_mean"):
+        return _native.reduce_mean_forward(x, _dims("reduce_mean", axis), bool(keepdims))
+
+
+def reduce_mean_backward(
+    g: Tensor, x: Tensor, *, out: Tensor, axis: Axis = None, keepdims: bool = False
+) -> Grads:
+    """``(g broadcast back over the reduced axes / count,)``."""
+    _check("reduce_mean", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("reduce_mean"):
+        return _grads(_native.reduce_mean_backward(g, x, out, _dims("reduce_mean", axis), bool(keepdims)))
+
+
+# ----------------------------------------------------------------------------------------- views
+
+
+def _shape(op: str, shape: Sequence[int]) -> list[int]:
+    dims = list(shape)
+    guards.check_element_count(op, "shape", dims)
+    return dims
+
+
+def reshape_forward(x: Tensor, *, shape: Sequence[int]) -> Tensor:
+    """x's elements in row-major order with shape ``shape`` (same element count)."""
+    _check("reshape", {"x": x})
+    with _launch("reshape"):
+        return _native.reshape_forward(x, _shape("reshape", shape))
+
+
+def reshape_backward(g: Tensor, x: Tensor, *, out: Tensor, shape: Sequence[int]) -> Grads:
+    """``(g reshaped to x's shape,)``."""
+    _check("reshape", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("reshape"):
+        return _grads(_native.reshape_backward(g, x, out, _shape("reshape", shape)))
+
+
+def permute_forward(x: Tensor, *, perm: Sequence[int]) -> Tensor:
+    """``x.permute(perm)`` as a contiguous buffer."""
+    _check("permute", {"x": x})
+    with _launch("permute"):
+        return _native.permute_forward(x, list(perm))
+
+
+def permute_backward(g: Tensor, x: Tensor, *, out: Tensor, perm: Sequence[int]) -> Grads:
+    """``(g permuted by the inverse permutation,)``."""
+    _check("permute", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("permute"):
+        return _grads(_native.permute_backward(g, x, out, list(perm)))
+
+
+def broadcast_forward(x: Tensor, *, shape: Sequence[int]) -> Tensor:
+    """x broadcast to ``shape`` (torch rules, trailing axes aligned), materialised."""
+    _check("broadcast", {"x": x})
+    with _launch("broadcast"):
+        return _native.broadcast_forward(x, _shape("broadcast", shape))
+
+
+def broadcast_backward(g: Tensor, x: Tensor, *, out: Tensor, shape: Sequence[int]) -> Grads:
+    """``(g summed over the broadcast axes back to x's shape,)``."""
+    _check("broadcast", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("broadcast"):
+        return _grads(_native.broadcast_backward(g, x, out, _shape("broadcast", shape)))
+
+
+def _named(xs: Sequence[Tensor]) -> dict[str, Tensor | None]:
+    return {f"xs[{i}]": x for i, x in enumerate(xs)}
+
+
+def concat_forward(*xs: Tensor, axis: int = 0) -> Tensor:
+    """``torch.cat(xs, axis)``: one dtype, equal shapes outside ``axis``, at least one tensor."""
+    if not xs:
+        raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
+    _check("concat", _named(xs))
+    with _launch("concat"):
+        return _native.concat_forward(list(xs), axis)
+
+
+def concat_backward(g: Tensor, *xs: Tensor, out: Tensor, axis: int = 0) -> Grads:
+    """g split along ``axis`` into pieces of the inputs' extents."""
+    if not xs:
+        raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
+    _check("concat", {"g": g, "out": out, **_named(xs)}, same_shape=(("g", "out"),))
+    with _launch("concat"):
+        return _grads(_native.concat_backward(g, list(xs), out, axis))
+
+
+def _slice_bounds(
+    x: Tensor, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None
+) -> tuple[list[int], list[int], list[int]]:
+    steps_list = [1] * x.dim() if steps is None else list(steps)
+    return list(starts), list(stops), steps_list
+
+
+def slice_forward(
+    x: Tensor, *, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None = None
+) -> Tensor:
+    """``x[start0:stop0:step0, ...]``, one bound per axis, ``0 <= start <= stop <= extent``,
+    ``step >= 1`` (steps None: all 1)."""
+    _check("slice", {"x": x})
+    with _launch("slice"):
+        return _native.slice_forward(x, *_slice_bounds(x, starts, stops, steps))
+
+
+def slice_backward(
+    g: Tensor,
+    x: Tensor,
+    *,
+    out: Tensor,
+    starts: Sequence[int],
+    stops: Sequence[int],
+    steps: Sequence[int] | None = None,
+) -> Grads:
+    """``(zeros of x's shape with g at the sliced positions,)``."""
+    _check("slice", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    with _launch("slice"):
+        return _grads(_native.slice_backward(g, x, out, *_slice_bounds(x, starts, stops, steps)))
+
+
+def gather_forward(x: Tensor, index: Tensor, *, axis: int) -> Tensor:
+    """``torch.gather(x, axis, index)``: index int64 of x's rank; out has index's shape. Every
+    index is checked to lie in ``[0, x.shape[axis])`` on the host before the launch."""
+    _check("gather", {"x": x, "index": index}, indices=("index",))
+    with _launch("gather"):
+        return _native.gather_forward(x, index, axis)
+
+
+def gather_backward(g: Tensor, x: Tensor, index: Tensor, *, out: Tensor, axis: int) -> Grads:
+    """``(zeros_like(x).scatter_add(axis, index, g), None)``."""
+    _check(
+        "gather", {"g": g, "x": x, "index": index, "out": out}, indices=("index",), same_shape=(("g", "out"),)
+    )
+    with _launch("gather"):
+        return _grads(_native.gather_backward(g, x, index, out, axis))
+
+
+def scatter_add_forward(base: Tensor, index: Tensor, src: Tensor, *, axis: int) -> Tensor:
+    """``torch.scatter_add(base, axis, index, src)`` (repeated indices accumulate, in an
+    implementation-defined order)."""
+    _check("scatter_add", {"base": base, "index": index, "src": src}, indices=("index",))
+    with _launch("scatter_add"):
+        return _native.scatter_add_forward(base, index, src, axis)
+
+
+def scatter_add_backward(
+    g: Tensor, base: Tensor, index: Tensor, src: Tensor, *, out: Tensor, axis: int
+) -> Grads:
+    """``(g, None, g gathered at index (0 where src extends beyond index))``."""
+    _check(
+        "scatter_add",
+        {"g": g, "base": base, "index": index, "src": src, "out": out},
+        indices=("index",),
+        same_shape=(("g", "base"),),
+    )
+    with _launch("scatter_add"):
+        return _grads(_native.scatter_add_backward(g, base, index, src, out, axis))
+
+
+# ------------------------------------------------------------------------------- seeded sources
+
+
+def _u64(op: str, name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < (1 << 64):
+        raise GuardError(f"native_cuda.{op}: {name}={value!r} (accepted: an int in 0..2**64-1)")
+    return value
+
+
+def _source_target(op: str, dtype: torch.dtype, device: torch.device | int | None) -> tuple[str, int]:
+    if dtype not in guards.FLOAT_DTYPES:
+        raise GuardError(f"native_cuda.{op}: dtype={dtype!r} (accepted: torch.float32, torch.float64)")
+    if extension.expected_device_type() == "cpu":
+        index = 0
+    elif device is None:
+        extension.require_cuda()
+        index = torch.cuda.current_device()
+    else:
+        resolved = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        if resolved.type != "cuda":
+            raise GuardError(f"native_cuda.{op}: device={device!r} (accepted: a cuda device)")
+        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
+    return guards.dtype_name(dtype), index
+
+
+def rand_uniform_forward(
+    *,
+    shape: Sequence[int],
+    seed: int,
+    counter: int,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | int | None = None,
+) -> Tensor:
+    """Seeded uniform tensor (anchor-runtime.md §1.6, own kernel): element ``i`` (row-major) is
+    ``(splitmix64(keyOf(seed, counter) + i) mod 2**32) / 2**32`` rounded once to ``dtype``, with
+    ``keyOf(seed, counter) = splitmix64(seed + counter)`` mod 2**64 — the reference provider's
+    schedule. Forward only; device None = the current CUDA device."""
+    dims = _shape("rand_uniform", shape)
+    guards.check_launch("rand_uniform", {})
+    name, index = _source_target("rand_uniform", dtype, device)
+    seed64, counter64 = _u64("rand_uniform", "seed", seed), _u64("rand_uniform", "counter", counter)
+    stream = extension.stream_handle(index)
+    with _launch("rand_uniform"):
+        return _native.rand_uniform_forward(dims, seed64, counter64, name, index, stream)
+
+
+def bernoulli_mask_forward(
+    *,
+    shape: Sequence[int],
+    keep_prob: float,
+    seed: int,
+    counter: int,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | int | None = None,
+) -> Tensor:
+    """Seeded keep mask: element ``i`` is 1 if ``keep_prob > u_i`` (strict, both in ``dtype``) else
+    0, ``u_i`` the :func:`rand_uniform_forward` draw of the same key. Forward only."""
+    dims = _shape("bernoulli_mask", shape)
+    guards.check_launch("bernoulli_mask", {})
+    keep = guards.check_finite("bernoulli_mask", "keep_prob", keep_prob)
+    if not 0.0 <= keep <= 1.0:
+        raise GuardError(
+            f"native_cuda.bernoulli_mask: keep_prob={keep_prob!r} (accepted: 0 <= keep_prob <= 1)"
+        )
+    name, index = _source_target("bernoulli_mask", dtype, device)
+    seed64, counter64 = _u64("bernoulli_mask", "seed", seed), _u64("bernoulli_mask", "counter", counter)
+    stream = extension.stream_handle(index)
+    with _launch("bernoulli_mask"):
+        return _native.bernoulli_mask_forward(dims, keep, seed64, counter64, name, index, stream)
+
+
+# ---------------------------------------------------------------------------- normalisation layers
+
+
+def _normalized_shape(x: Tensor, normalized_ndim: int) -> list[int]:
+    if (
+        isinstance(normalized_ndim, bool)
+        or not isinstance(normalized_ndim, int)
+        or not 1 <= normalized_ndim <= x.dim()
+    ):
+        raise GuardError(
+            f"native_cuda.layer_norm: normalized_ndim={normalized_ndim!r} for rank {x.dim()} "
+            f"(accepted: 1..{x.dim()})"
+        )
+    return list(x.shape[x.dim() - normalized_ndim :])
+
+
+def _positive_eps(op: str, eps: float) -> float:
+    value = guards.check_finite(op, "eps", eps)
+    if value <= 0:
+        raise GuardError(f"native_cuda.{op}: eps={eps!r} (accepted: a finite number > 0)")
+    return value
+
+
+def layer_norm_forward(
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    *,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Layer normalisation over the trailing ``normalized_ndim`` axes
+    (``torch.nn.functional.layer_norm``: biased variance, ``1/sqrt(var + eps)``); weight and bias
+    None or of shape ``x.shape[-normalized_ndim:]``."""
+    _check("layer_norm", {"x": x, "weight": weight, "bias": bias})
+    with _launch("layer_norm"):
+        return _native.layer_norm_forward(
+            x, weight, bias, _normalized_shape(x, normalized_ndim), _positive_eps("layer_norm", eps)
+        )
+
+
+def layer_norm_backward(
+    g: Tensor,
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    *,
+    out: Tensor,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> Grads:
+    """``(dx, dweight, dbias)``; None for an absent weight or bias."""
+    _check("layer_norm", {"g": g, "x": x, "weight": weight, "bias": bias, "out": out}, **_unary_rules())
+    with _launch("layer_norm"):
+        return _grads(
+            _native.layer_norm_backward(
+                g,
+                x,
+                weight,
+                bias,
+                out,
+                _normalized_shape(x, normalized_ndim),
+                _positive_eps("layer_norm", eps),
+            )
+        )
+
+
+def _batch_stats(
+    training: bool, running_mean: Tensor | None, running_var: Tensor | None
+) -> tuple[Tensor | None, Tensor | None]:
+    if training:
+        return None, None  # batch statistics; the running statistics are not read
+    if running_mean is None or running_var is None:
+        raise GuardError("native_cuda.batch_norm: training=False needs running_mean and running_var")
+    return running_mean, running_var
+
+
+def batch_norm_forward(
+    x: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    *,
+    training: bool,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch normalisation over axis 1 of x ``(N, C, *spatial)`` (``torch.nn.functional.batch_norm``):
+    training uses the batch mean and biased variance and leaves the running statistics alone;
+    evaluation uses running_mean and running_var. Parameters ``(C,)`` or None."""
+    _check(
+        "batch_norm",
+        {"x": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
+        ranks={"x": (2, _MAX_RANK)},
+    )
+    mean, var = _batch_stats(training, running_mean, running_var)
+    with _launch("batch_norm"):
+        return _native.batch_norm_forward(x, weight, bias, mean, var, _positive_eps("batch_norm", eps))
+
+
+def batch_norm_backward(
+    g: Tensor,
+    x: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    *,
+    out: Tensor,
+    training: bool,
+    eps: float = 1e-5,
+) -> Grads:
+    """``(dx, dweight, dbias, None, None)``; in training dx includes the paths through the batch
+    statistics."""
+    _check(
+        "batch_norm",
+        {
+            "g": g,
+            "x": x,
+            "weight": weight,
+            "bias": bias,
+            "running_mean": running_mean,
+            "running_var": running_var,
+            "out": out,
+        },
+        ranks={"x": (2, _MAX_RANK)},
+        **_unary_rules(),
+    )
+    mean, var = _batch_stats(training, running_mean, running_var)
+    with _launch("batch_norm"):
+        return _grads(
+            _native.batch_norm_backward(g, x, weight, bias, mean, var, out, _positive_eps("batch_norm", eps))
+        )
+
+
+# ----------------------------------------------------------------------------------- convolution
+
+
+def _spatial(op: str, w: Tensor) -> int:
+    if not 3 <= w.dim() <= 5:
+        raise GuardError(
+            f"native_cuda.{op}: weight has rank {w.dim()} (accepted: 3..5, i.e. 1..3 spatial axes)"
+        )
+    return w.dim() - 2
+
+
+def _groups(op: str, groups: int) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise GuardError(f"native_cuda.{op}: groups={groups!r} (accepted: an int >= 1)")
+    return groups
+
+
+def conv_forward(
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    *,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """N-d convolution (``torch.nn.functional.conv1d/2d/3d``): x ``(N, C_in, *spatial)``, w
+    ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)`` or None; zero padding; returns
+    ``(N, C_out, *out)``."""
+    _check("conv", {"x": x, "w": w, "b": b})
+    n = _spatial("conv", w)
+    args = (
+        guards.per_axis("conv", "stride", stride, n, 1),
+        guards.per_axis("conv", "padding", padding, n, 0),
+        guards.per_axis("conv", "dilation", dilation, n, 1),
+    )
+    with _launch("conv"), _ieee_float32():
+        return _native.conv_forward(x, w, b, *args, _groups("conv", groups))
+
+
+def conv_backward(
+    g: Tensor,
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    *,
+    out: Tensor,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Grads:
+    """``(dx, dw, db)``; None for an absent bias."""
+    _check("conv", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
+    n = _spatial("conv", w)
+    args = (
+        guards.per_axis("conv", "stride", stride, n, 1),
+        guards.per_axis("conv", "padding", padding, n, 0),
+        guards.per_axis("conv", "dilation", dilation, n, 1),
+    )
+    with _launch("conv"), _ieee_float32():
+        return _grads(_native.conv_backward(g, x, w, b, out, *args, _groups("conv", groups)))
+
+
+def _transpose_args(
+    w: Tensor, stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple, dilation: IntOrTuple
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    op = "conv_transpose"
+    n = _spatial(op, w)
+    return (
+        guards.per_axis(op, "stride", stride, n, 1),
+        guards.per_axis(op, "padding", padding, n, 0),
+        guards.per_axis(op, "output_padding", output_padding, n, 0),
+        guards.per_axis(op, "dilation", dilation, n, 1),
+    )
+
+
+def conv_transpose_forward(
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    *,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    output_padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """N-d transpose convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
+    ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None."""
+    _check("conv_transpose", {"x": x, "w": w, "b": b})
+    args = _transpose_args(w, stride, padding, output_padding, dilation)
+    with _launch("conv_transpose"), _ieee_float32():
+        return _native.conv_transpose_forward(x, w, b, *args, _groups("conv_transpose", groups))
+
+
+def conv_transpose_backward(
+    g: Tensor,
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None = None,
+    *,
+    out: Tensor,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    output_padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+) -> Grads:
+    """``(dx, dw, db)``; None for an absent bias."""
+    _check("conv_transpose", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
+    args = _transpose_args(w, stride, padding, output_padding, dilation)
+    with _launch("conv_transpose"), _ieee_float32():
+        return _grads(
+            _native.conv_transpose_backward(g, x, w, b, out, *args, _groups("conv_transpose", groups))
+        )
+
+
+# --------------------------------------------------------------------------------------- pooling
+
+
+def _window(
+    op: str, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None, padding: IntOrTuple
+) -> tuple[list[int], list[int], list[int]]:
+    if not 3 <= x.dim() <= 5:
+        raise GuardError(
+            f"native_cuda.{op}: x has rank {x.dim()} (accepted: (N, C, *spatial) with 1..3 spatial axes)"
+        )
+    n = x.dim() - 2
+    kernel = guards.per_axis(op, "kernel_size", kernel_size, n, 1)
+    steps = kernel if stride is None else guards.per_axis(op, "stride", stride, n, 1)
+    pads = guards.per_axis(op, "padding", padding, n, 0)
+    if any(p > k // 2 for p, k in zip(pads, kernel, strict=True)):
+        raise GuardError(
+            f"native_cuda.{op}: padding={padding!r} is more than half of kernel_size={kernel_size!r} "
+            "(accepted: padding <= kernel_size // 2 on every spatial axis, as PyTorch pools)"
+        )
+    return list(kernel), list(steps), list(pads)
+
+
+def max_pool_forward(
+    x: Tensor,
+    *,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+) -> Tensor:
+    """N-d max pooling (``torch.nn.functional.max_pool1d/2d/3d``, floor mode): x ``(N, C, *spatial)``;
+    stride defaults to kernel_size; padding is never selected; NaN propagates."""
+    _check("max_pool", {"x": x})
+    kernel, steps, pads = _window("max_pool", x, kernel_size, stride, padding)
+    dil = list(guards.per_axis("max_pool", "dilation", dilation, len(kernel), 1))
+    with _launch("max_pool"):
+        return _native.max_pool_forward(x, kernel, steps, pads, dil)
+
+
+def max_pool_backward(
+    g: Tensor,
+    x: Tensor,
+    *,
+    out: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+) -> Grads:
+    """``(dx,)``: each g entry routed to the element its window selected."""
+    _check("max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    kernel, steps, pads = _window("max_pool", x, kernel_size, stride, padding)
+    dil = list(guards.per_axis("max_pool", "dilation", dilation, len(kernel), 1))
+    with _launch("max_pool"):
+        return _grads(_native.max_pool_backward(g, x, out, kernel, steps, pads, dil))
+
+
+def avg_pool_forward(
+    x: Tensor, *, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
+) -> Tensor:
+    """N-d average pooling with zero padding counted in the divisor (``count_include_pad=True``,
+    anchor-runtime.md §4.3): x ``(N, C, *spatial)``; stride defaults to kernel_size."""
+    _check("avg_pool", {"x": x})
+    kernel, steps, pads = _window("avg_pool", x, kernel_size, stride, padding)
+    with _launch("avg_pool"):
+        return _native.avg_pool_forward(x, kernel, steps, pads)
+
+
+def avg_pool_backward(
+    g: Tensor,
+    x: Tensor,
+    *,
+    out: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Grads:
+    """``(dx,)``: ``g / prod(kernel_size)`` spread over each window."""
+    _check("avg_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    kernel, steps, pads = _window("avg_pool", x, kernel_size, stride, padding)
+    with _launch("avg_pool"):
+        return _grads(_native.avg_pool_backward(g, x, out, kernel, steps, pads))
+
+
+def _beta(x: Tensor, beta: float) -> float:
+    value = guards.check_finite("smooth_max_pool", "beta", beta, nonzero=True)
+    if x.dtype == torch.float32 and (
+        float(torch.tensor(value, dtype=torch.float32)) == 0.0
+        or not math.isfinite(float(torch.tensor(value, dtype=torch.float32)))
+    ):
+        raise GuardError(f"native_cuda.smooth_max_pool: beta={beta!r} is not finite and nonzero in float32")
+    return value
+
+
+def smooth_max_pool_forward(
+    x: Tensor,
+    *,
+    beta: float,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Tensor:
+    """Smooth max pooling (own kernel): ``(1/beta) log sum exp(beta v)`` over each window's input
+    cells (padding left out), computed as ``pivot + log(sum exp(beta (v - pivot))) / beta`` with
+    the window max (beta > 0) or min (beta < 0) as pivot, so overflow-scale inputs stay finite.
+    x ``(N, C, *spatial)``; beta finite and nonzero in x's dtype; stride defaults to kernel_size."""
+    _check("smooth_max_pool", {"x": x})
+    kernel, steps, pads = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    value = _beta(x, beta)
+    with _launch("smooth_max_pool"):
+        return _native.smooth_max_pool_forward(x, kernel, steps, pads, value, _stream(x))
+
+
+def smooth_max_pool_backward(
+    g: Tensor,
+    x: Tensor,
+    *,
+    out: Tensor,
+    beta: float,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+) -> Grads:
+    """``(dx,)``: g spread over each window with weights ``softmax(beta * window)``, from the
+    recomputed window pivot and sum (one thread per input element, no atomics)."""
+    _check("smooth_max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    kernel, steps, pads = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    value = _beta(x, beta)
+    with _launch("smooth_max_pool"):
+        return _grads(_native.smooth_max_pool_backward(g, x, out, kernel, steps, pads, value, _stream(x)))
+
+
+# ------------------------------------------------------------------------- spectral and sequence
+
+
+def fft_fno_forward(x: Tensor, weight_real: Tensor, weight_imag: Tensor) -> Tensor:
+    """1-D FNO spectral convolution over the packed real FFT (anchor-runtime.md §8.3): x
+    ``(B, C_in, n)``, weights ``(modes, C_in, C_out)`` with ``1 <= modes <= n/2 + 1``;
+    ``irfft(Y, n)`` with ``Y[b, o, m] = sum_i rfft(x)[b, i, m] (W_re + i W_im)[m, i, o]`` for
+    ``m < modes`` and 0 above. Returns ``(B, C_out, n)``."""
+    _check(
+        "fft_fno",
+        {"x": x, "weight_real": weight_real, "weight_imag": weight_imag},
+        ranks={"x": (3, 3), "weight_real": (3, 3)},
+        same_shape=(("weight_real", "weight_imag"),),
+    )
+    with _launch("fft_fno"), _ieee_float32():
+        return _native.fft_fno_forward(x, weight_real, weight_imag)
+
+
+def fft_fno_backward(g: Tensor, x: Tensor, weight_real: Tensor, weight_imag: Tensor, *, out: Tensor) -> Grads:
+    """``(dx, dweight_real, dweight_imag)`` through the half-spectrum adjoints
+    ``irfft^T g = (w/n) rfft(g)`` and ``rfft^T G = n irfft(G / w)`` (w = 1 at DC and Nyquist, else 2;
+    the DC/Nyquist imaginary parts do not affect the inverse and get zero gradient)."""
+    _check(
+        "fft_fno",
+        {"g": g, "x": x, "weight_real": weight_real, "weight_imag": weight_imag, "out": out},
+        ranks={"x": (3, 3), "weight_real": (3, 3)},
+        same_shape=(("weight_real", "weight_imag"), ("g", "out")),
+    )
+    with _launch("fft_fno"), _ieee_float32():
+        return _grads(_native.fft_fno_backward(g, x, weight_real, weight_imag, out))
+
+
+def selective_scan_forward(a: Tensor, b: Tensor, x: Tensor, h0: Tensor) -> Tensor:
+    """Diagonal selective scan (anchor-runtime.md §8.2, own kernel): ``h_t = A(_t) * h_{t-1} +
+    B(_t) * x_t`` for x ``(..., L, S)``, h0 ``(..., S)``, and A, B both ``(S,)`` (shared over time
+    and batch) or both of x's shape (token-dependent). Returns every state, x's shape (h0 not
+    included)."""
+    _check(
+        "selective_scan",
+        {"a": a, "b": b, "x": x, "h0": h0},
+        ranks={"x": (2, _MAX_RANK)},
+        same_shape=(("a", "b"),),
+    )
+    with _launch("selective_scan"):
+        return _native.selective_scan_forward(a, b, x, h0, _stream(x))
+
+
+def selective_scan_backward(g: Tensor, a: Tensor, b: Tensor, x: Tensor, h0: Tensor, *, out: Tensor) -> Grads:
+    """``(dA, dB, dx, dh0)`` by the reverse recurrence ``total_t = g_t + carry``,
+    ``dA_t = total_t h_{t-1}``, ``dB_t = total_t x_t``, ``dx_t = total_t B_t``,
+    ``carry = total_t A_t``, ``dh0 = carry``; shared coefficients accumulate over time and batch."""
+    _check(
+        "selective_scan",
+        {"g": g, "a": a, "b": b, "x": x, "h0": h0, "out": out},
+        ranks={"x": (2, _MAX_RANK)},
+        same_shape=(("a", "b"), ("g", "x"), ("out", "x")),
+    )
+    with _launch("selective_scan"):
+        return _grads(_native.selective_scan_backward(g, a, b, x, h0, out, _stream(x)))
+
+
+# ------------------------------------------------------------------------ direct attention (own)
+
+
+def _fold_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None, tuple[int, ...]]:
+    """Fold the leading axes of q, k, v into one batch axis; broadcast the mask over it."""
+    _check(
+        "direct_attention",
+        {"q": q, "k": k, "v": v},
+        ranks={"q": (2, _MAX_RANK), "k": (2, _MAX_RANK), "v": (2, _MAX_RANK)},
+    )
+    if mask is not None:
+        guards.check_launch(
+            "direct_attention", {"q": q, "mask": mask}, masks=("mask",), ranks={"mask": (2, _MAX_RANK)}
+        )
+    lead = tuple(q.shape[:-2])
+    if tuple(k.shape[:-2]) != lead or tuple(v.shape[:-2]) != lead:
+        raise GuardError(
+            f"native_cuda.direct_attention: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} "
+            "must share their leading (batch, head) axes"
+        )
+    batch = math.prod(lead)
+    nq, d = q.shape[-2], q.shape[-1]
+    nk, dv = v.shape[-2], v.shape[-1]
+    if k.shape[-2] != nk or k.shape[-1] != d:
+        raise GuardError(
+            f"native_cuda.direct_attention: k {list(k.shape)} must be (..., n_k, d) with "
+            f"n_k = {nk} (v) and d = {d} (q)"
+        )
+    folded_mask: Tensor | None = None
+    if mask is not None:
+        _require_broadcast("direct_attention", "mask", tuple(mask.shape), (*lead, nq, nk))
+        if math.prod(mask.shape[:-2]) == 1:
+            folded_mask = torch.broadcast_to(mask, (*([1] * max(mask.dim() - 2, 0)), nq, nk)).reshape(nq, nk)
+        else:
+            folded_mask = torch.broadcast_to(mask, (*lead, nq, nk)).reshape(batch, nq, nk)
+        folded_mask = folded_mask.contiguous()
+    return (q.reshape(batch, nq, d), k.reshape(batch, nk, d), v.reshape(batch, nk, dv), folded_mask, lead)
+
+
+def _scale(scale: float | None) -> float | None:
+    return None if scale is None else guards.check_finite("direct_attention", "scale", scale)
+
+
+def direct_attention_forward(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> tuple[Tensor, Tensor]:
+    """Fused attention (own kernel, tiled FlashAttention-2 style with an online softmax; the score
+    matrix is never materialised) with hard-mask zero-numerator semantics: blocked scores are
+    selected away (never read), a fully blocked row gives zeros.
+
+    q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` with the same leading axes
+    (folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
+    ``(..., n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
+    d = 0). Returns ``(out (..., n_q, d_v), lse (..., n_q))`` with lse the row logsumexp of the
+    scaled allowed scores (-inf on fully blocked rows), saved for the backward.
+    """
+    fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    with _launch("direct_attention"):
+        out, lse = _native.direct_attention_forward(fq, fk, fv, fmask, _scale(scale), _stream(q))
+    return out.reshape(*lead, q.shape[-2], v.shape[-1]), lse.reshape(*lead, q.shape[-2])
+
+
+def direct_attention_backward(
+    g: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    *,
+    out: Tensor,
+    lse: Tensor,
+    scale: float | None = None,
+) -> Grads:
+    """``(dq, dk, dv, None)`` from the saved row logsumexp (FlashAttention-2 backward: dQ per query
+    tile, dK/dV per key tile, deterministic): ``p = exp(scale q.k - lse)`` on allowed entries,
+    ``ds = p (g.v - g.out)``, ``dq = scale ds k``, ``dk = scale ds^T q``, ``dv = p^T g``. Blocked
+    entries contribute exactly 0 and a fully blocked row's (even non-finite) cotangent is never
+    read."""
+    fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    nq, dv = q.shape[-2], v.shape[-1]
+    _check("direct_attention", {"g": g, "out": out, "lse": lse, "q": q}, same_shape=(("g", "out"),))
+    if tuple(g.shape) != (*lead, nq, dv) or tuple(lse.shape) != (*lead, nq):
+        raise GuardError(
+            f"native_cuda.direct_attention: g {list(g.shape)} and lse {list(lse.shape)} must be "
+            f"{[*lead, nq, dv]} and {[*lead, nq]}"
+        )
+    batch = math.prod(lead)
+    with _launch("direct_attention"):
+        grads = _native.direct_attention_backward(
+            g.reshape(batch, nq, dv),
+            fq,
+            fk,
+            fv,
+            fmask,
+            out.reshape(batch, nq, dv),
+            lse.reshape(batch, nq),
+            _scale(scale),
+            _stream(q),
+        )
+    dq, dk, dvv = grads[0], grads[1], grads[2]
+    if dq is None or dk is None or dvv is None:
+        raise extension.NativeKernelError("native_cuda.direct_attention: the extension returned no gradient")
+    return dq.reshape(q.shape), dk.reshape(k.shape), dvv.reshape(v.shape), None
+
+
+class _RowStatistics:
+    """The logsumexp saved by :func:`direct_attention` for each live output tensor."""
+
+    def __init__(self) -> None:
+        self._saved: dict[int, Tensor] = {}
+
+    def save(self, out: Tensor, lse: Tensor) -> None:
+        key = id(out)
+        self._saved[key] = lse
+        weakref.finalize(out, self._saved.pop, key, None)
+
+    def get(self, out: Tensor) -> Tensor | None:
+        return self._saved.get(id(out))
+
+
+_row_statistics = _RowStatistics()
+
+
+def direct_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> Tensor:
+    """:func:`direct_attention_forward` in the reference convention (returns only the output); the
+    row logsumexp stays attached to the returned tensor for :func:`direct_attention_vjp`."""
+    out, lse = direct_attention_forward(q, k, v, mask, scale=scale)
+    _row_statistics.save(out, lse)
+    return out
+
+
+def direct_attention_vjp(
+    g: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    *,
+    out: Tensor,
+    scale: float | None = None,
+) -> Grads:
+    """:func:`direct_attention_backward` in the reference convention: uses the logsumexp saved
+    with ``out`` by :func:`direct_attention`, or recomputes it by running the forward kernel when
+    ``out`` did not come from there."""
+    lse = _row_statistics.get(out)
+    if lse is None:
+        lse = direct_attention_forward(q, k, v, mask, scale=scale)[1]
+    return direct_attention_backward(g, q, k, v, mask, out=out, lse=lse, scale=scale)
