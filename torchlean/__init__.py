@@ -12,6 +12,8 @@ the module that defines it.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -272,3 +274,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package module. Importing the submodule ``torchlean.tensor`` must not replace the
+    public function ``torchlean.tensor`` (the import system sets a package attribute named after
+    each loaded submodule); the submodule stays available in ``sys.modules``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tensor" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
