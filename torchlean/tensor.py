@@ -24,7 +24,6 @@ Operators ``+ - * / @``, unary ``-`` and basic indexing run the ops of
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
@@ -362,67 +361,103 @@ class Tensor:
     # ----------------------------------------------------------------------------- operators
 
     def __add__(self, other: Tensor | float) -> Tensor:
-        return _functional().add(self, other)
+        from torchlean import functional as F
+
+        return F.add(self, other)
 
     def __radd__(self, other: Tensor | float) -> Tensor:
-        return _functional().add(other, self)
+        from torchlean import functional as F
+
+        return F.add(other, self)
 
     def __sub__(self, other: Tensor | float) -> Tensor:
-        return _functional().sub(self, other)
+        from torchlean import functional as F
+
+        return F.sub(self, other)
 
     def __rsub__(self, other: Tensor | float) -> Tensor:
-        return _functional().sub(other, self)
+        from torchlean import functional as F
+
+        return F.sub(other, self)
 
     def __mul__(self, other: Tensor | float) -> Tensor:
-        return _functional().mul(self, other)
+        from torchlean import functional as F
+
+        return F.mul(self, other)
 
     def __rmul__(self, other: Tensor | float) -> Tensor:
-        return _functional().mul(other, self)
+        from torchlean import functional as F
+
+        return F.mul(other, self)
 
     def __truediv__(self, other: Tensor | float) -> Tensor:
-        return _functional().div(self, other)
+        from torchlean import functional as F
+
+        return F.div(self, other)
 
     def __rtruediv__(self, other: Tensor | float) -> Tensor:
-        return _functional().div(other, self)
+        from torchlean import functional as F
+
+        return F.div(other, self)
 
     def __matmul__(self, other: Tensor) -> Tensor:
-        return _functional().matmul(self, other)
+        from torchlean import functional as F
+
+        return F.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        return _functional().matmul(other, self)
+        from torchlean import functional as F
+
+        return F.matmul(other, self)
 
     def __neg__(self) -> Tensor:
-        return _functional().neg(self)
+        from torchlean import functional as F
+
+        return F.neg(self)
 
     def __getitem__(self, index: Any) -> Tensor:
-        return _functional().getitem(self, index)
+        from torchlean import functional as F
+
+        return F.getitem(self, index)
 
     # ----------------------------------------------------------------------------- method forms
 
     def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
         """``functional.reshape``; accepts ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
-        return _functional().reshape(self, _shape_args(shape))
+        from torchlean import functional as F
+
+        return F.reshape(self, _shape_args(shape))
 
     def permute(self, *axes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
         """``functional.permute``; accepts ``t.permute(1, 0)`` or ``t.permute((1, 0))``."""
-        return _functional().permute(self, _shape_args(axes))
+        from torchlean import functional as F
+
+        return F.permute(self, _shape_args(axes))
 
     def transpose(self, axis0: int, axis1: int) -> Tensor:
         """Swap two axes (``functional.transpose``)."""
-        return _functional().transpose(self, axis0, axis1)
+        from torchlean import functional as F
+
+        return F.transpose(self, axis0, axis1)
 
     @property
     def T(self) -> Tensor:
         """All axes reversed (``functional.permute``)."""
-        return _functional().permute(self, tuple(range(self.ndim - 1, -1, -1)))
+        from torchlean import functional as F
+
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """``functional.reduce_sum``."""
-        return _functional().reduce_sum(self, axis, keepdims=keepdims)
+        from torchlean import functional as F
+
+        return F.reduce_sum(self, axis, keepdims=keepdims)
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
         """``functional.reduce_mean``."""
-        return _functional().reduce_mean(self, axis, keepdims=keepdims)
+        from torchlean import functional as F
+
+        return F.reduce_mean(self, axis, keepdims=keepdims)
 
 
 def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> tuple[int, ...]:
@@ -454,10 +489,3 @@ def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
     if arr.dtype.kind == "f" and arr.dtype not in FLOAT_DTYPES:
         raise TensorError(_unsupported(t.dtype))
     return Tensor(arr, requires_grad=requires_grad)
-
-
-def _functional() -> ModuleType:
-    """:mod:`torchlean.functional`, imported on first use (it imports this module)."""
-    from torchlean import functional
-
-    return functional
