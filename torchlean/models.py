@@ -43,7 +43,11 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
         raise ShapeError(f"--hidden must be positive, got {hidden}")
     if name == "mlp":
         layer = nn.sequential(
-            nn.linear(features, hidden), nn.relu(), nn.linear(hidden, hidden), nn.relu(), nn.linear(hidden, outputs)
+            nn.linear(features, hidden),
+            nn.relu(),
+            nn.linear(hidden, hidden),
+            nn.relu(),
+            nn.linear(hidden, outputs),
         )
         return layer, (features,)
     if name == "cnn":

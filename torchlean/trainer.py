@@ -31,6 +31,7 @@ from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import Device, LabelledEnum
+from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer
 from torchlean.nn.lowering import GraphOps
@@ -176,7 +177,8 @@ class Trainer(Generic[In, Out]):
 
     Raises:
         ShapeError: the layers do not fit the input shape.
-        TrainerError: invalid dtype.
+        TrainerError: invalid dtype, or cross-entropy on a model whose per-sample output is not a
+            vector of class logits.
     """
 
     def __init__(
@@ -197,6 +199,11 @@ class Trainer(Generic[In, Out]):
             seed=seed,
             dtype=self.config.numpy_dtype(),
         )
+        if objective is Objective.CROSS_ENTROPY and len(self.model.output_shape) != 1:
+            raise TrainerError(
+                "cross-entropy needs per-sample outputs (classes,), got "
+                f"{list(self.model.output_shape)}"
+            )
         self._session: Session | None = None
         self._optimizer: Optimizer | None = None
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
@@ -220,8 +227,9 @@ class Trainer(Generic[In, Out]):
                     "typed graph execution currently supports device `cpu`; requested "
                     f"`{self.config.device.label}`"
                 )
+            optimizer = self.config.optimizer.create(self.model.parameters)
             self._session = Session(profile, show_backend=self.config.show_backend, seed=self.seed)
-            self._optimizer = self.config.optimizer.create(self.model.parameters)
+            self._optimizer = optimizer
         return self._session
 
     @property
@@ -262,10 +270,12 @@ class Trainer(Generic[In, Out]):
         if self.objective is Objective.CROSS_ENTROPY:
             classes = self.model.output_shape[-1]
             if array.ndim == 1:
-                if array.dtype.kind not in "iu" or (array.size and (array.min() < 0 or array.max() >= classes)):
+                integral = array.dtype.kind in "iu"
+                if not integral or (array.size and (array.min() < 0 or array.max() >= classes)):
+                    span = f" with range [{array.min()}, {array.max()}]" if integral else ""
                     raise TrainerError(
-                        f"cross-entropy labels must be integers in [0, {classes}), got dtype {array.dtype} "
-                        f"with range [{array.min() if array.size else '-'}, {array.max() if array.size else '-'}]"
+                        f"cross-entropy labels must be integers in [0, {classes}), "
+                        f"got dtype {array.dtype}{span}"
                     )
                 onehot = np.zeros((array.shape[0], classes), dtype=self.model.dtype)
                 onehot[np.arange(array.shape[0]), array] = 1
@@ -290,9 +300,8 @@ class Trainer(Generic[In, Out]):
         self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
     ) -> Iterator[tuple[Array, Array]]:
         """Minibatches of ``batch_size`` (the last may be smaller), shuffled by ``(seed, epoch)``."""
-        order = (
-            np.random.default_rng([self.seed, epoch]).permutation(x.shape[0]) if shuffle else np.arange(x.shape[0])
-        )
+        n = x.shape[0]
+        order = np.random.default_rng([self.seed, epoch]).permutation(n) if shuffle else np.arange(n)
         for start in range(0, x.shape[0], batch_size):
             index = order[start : start + batch_size]
             yield x[index], y[index]
@@ -304,10 +313,11 @@ class Trainer(Generic[In, Out]):
         step = self._graphs.get(key)
         if step is None:
             ops = GraphOps()
-            x = ops.input(batch_shape)
-            out = self.model.layer.forward(ops, ops.params(self.model), x, training=with_loss)
+            x: Ref = ops.input(batch_shape)
+            params: list[Ref] = list(ops.params(self.model))
+            out = self.model.layer.forward(ops, params, x, training=with_loss)
             if with_loss:
-                target = ops.input((batch_shape[0], *self.model.output_shape))
+                target: Ref = ops.input((batch_shape[0], *self.model.output_shape))
                 out = _loss(ops, self.objective, out, target)
             lowered = ops.lowered(out)
             result = self.profile.accept_graph(lowered.built.graph)
@@ -401,12 +411,19 @@ class Trainer(Generic[In, Out]):
         return np.concatenate(outputs)
 
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
-        """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics)."""
+        """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).
+
+        ``y`` takes the forms :meth:`fit` accepts; NaN for an empty set.
+
+        Raises:
+            TrainerError: bad shapes or labels (as :meth:`fit`).
+        """
         prediction = self.predict(x).astype(np.float64)
+        targets = self._y(y, prediction.shape[0])
+        if prediction.shape[0] == 0:
+            return {"accuracy" if self.objective is Objective.CROSS_ENTROPY else "mse": math.nan}
         if self.objective is Objective.CROSS_ENTROPY:
-            labels = np.asarray(y)
-            if labels.ndim == 2:
-                labels = labels.argmax(axis=1)
-            return {"accuracy": float(np.mean(prediction.argmax(axis=1) == labels)) if labels.size else math.nan}
-        target = np.asarray(y, dtype=np.float64).reshape(prediction.shape)
-        return {"mse": float(np.mean((prediction - target) ** 2)) if target.size else math.nan}
+            hits = prediction.argmax(axis=1) == targets.argmax(axis=1)
+            return {"accuracy": float(np.mean(hits))}
+        target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
+        return {"mse": float(np.mean((prediction - target) ** 2))}

@@ -1,7 +1,9 @@
 """Evidence names are real (DESIGN.md §1.3): walk every capsule of every module.
 
-* a ``testSuite`` names a test module of this repository that mentions the op's label;
-* a ``runtimeGuard`` names an importable dotted function that exists;
+* a ``testSuite`` names a test module of this repository with a test of the op: a test function
+  whose name contains the op's label, or the label as a string literal (a test parameter);
+* a ``runtimeGuard`` names an importable dotted function that exists and that package code
+  calls (so the guard really runs on a kernel path);
 * every provenance path exists and contains its symbol.
 
 A failure names the capsule, the obligation and the missing name.
@@ -10,6 +12,8 @@ A failure names the capsule, the obligation and the missing name.
 from __future__ import annotations
 
 import importlib
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,23 @@ ENTRIES: list[tuple[CapsuleModule, KernelCapsule, ContractObligation, ContractDe
     for obligation, descriptor in capsule.contracts()
 ]
 IDS = [f"{c.name}@{c.device.label}-{o.label}" for _, c, o, _ in ENTRIES]
+
+
+@cache
+def _package_sources() -> dict[str, str]:
+    return {str(p.relative_to(REPO)): p.read_text() for p in (REPO / "torchlean").rglob("*.py")}
+
+
+def _tests_op(text: str, label: str) -> bool:
+    names = re.findall(r"^\s*def (test_\w+)", text, re.MULTILINE)
+    quoted = re.search(rf"[\"']{re.escape(label)}[\"']", text)
+    return any(label in name for name in names) or quoted is not None
+
+
+def _is_used(function: str) -> bool:
+    """Called (``check(...)``) or passed as a value (``vjp_guard=check``) somewhere in the package."""
+    use = re.compile(rf"(?<!def )(?<![\"'`])\b{re.escape(function)}\b(?![\"'`])")
+    return any(use.search(text) for text in _package_sources().values())
 
 
 def test_every_module_is_walked() -> None:
@@ -52,8 +73,8 @@ def test_evidence_name_is_real(
             assert path.name.startswith("test_") and path.suffix == ".py", (
                 f"{where}: {evidence.name} is not a test module"
             )
-            assert capsule.op.label in path.read_text(), (
-                f"{where}: {evidence.name} never mentions {capsule.op.label}"
+            assert _tests_op(path.read_text(), capsule.op.label), (
+                f"{where}: {evidence.name} has no test of {capsule.op.label}"
             )
         case EvidenceKind.RUNTIME_GUARD:
             assert evidence.name is not None
@@ -64,6 +85,7 @@ def test_evidence_name_is_real(
                 pytest.fail(f"{where}: guard module {module_name} cannot be imported: {error}")
             guard = getattr(guard_module, function, None)
             assert callable(guard), f"{where}: guard {evidence.name} does not exist"
+            assert _is_used(function), f"{where}: guard {evidence.name} is never called"
         case EvidenceKind.TRUSTED_BOUNDARY:
             assert evidence.name, f"{where}: a trusted boundary must name its reason"
         case EvidenceKind.NOT_APPLICABLE:

@@ -171,9 +171,9 @@ class GraphProgram:
         match kind:
             case Reshape(out_shape=out_shape):
                 return [x], {"shape": tuple(out_shape)}
-            case Transpose(axis1=a, axis2=b):
+            case Transpose(axis1=axis1, axis2=axis2):
                 assert x is not None
-                return [x], {"perm": _swap(max(x.ndim, 1), a, b)}
+                return [x], {"perm": _swap(max(x.ndim, 1), axis1, axis2)}
             case Permute(perm=perm):
                 return [x], {"perm": tuple(perm)}
             case BroadcastTo(to_shape=to_shape):

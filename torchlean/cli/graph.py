@@ -8,6 +8,7 @@ acceptance result. ``--relu-chain N`` plans a hand-written chain ``input -> relu
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Any
 
 from torchlean import nn
@@ -24,7 +25,9 @@ def _widths(text: str) -> list[int]:
     try:
         widths = [int(part) for part in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated layer widths like 4,8,1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated layer widths like 4,8,1, got {text!r}"
+        ) from None
     if len(widths) < 2 or min(widths) < 1:
         raise argparse.ArgumentTypeError(f"expected at least two positive widths like 4,8,1, got {text!r}")
     return widths
@@ -58,7 +61,7 @@ def register(subparsers: Any) -> None:
 def mlp_graph(widths: list[int]) -> Graph:
     """The vector MLP ``linear -> relu -> ... -> linear`` lowered on a ``[widths[0]]`` input."""
     layers: list[nn.Layer] = []
-    for index, (a, b) in enumerate(zip(widths, widths[1:], strict=False)):
+    for index, (a, b) in enumerate(itertools.pairwise(widths)):
         if index:
             layers.append(nn.relu())
         layers.append(nn.linear(a, b))

@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--dataset", default="digits",
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file (default: digits)")
-    parser.add_argument("--label-column", default=None, help="CSV label column (name or index; default: last)")
+    parser.add_argument("--label-column", default=None,
+                        help="CSV label column (name or index; default: last)")
     parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp)")
     parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
     parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")

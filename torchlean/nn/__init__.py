@@ -105,7 +105,8 @@ def conv2d(
     """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``)."""
     if in_channels < 1 or out_channels < 1 or groups < 1:
         raise ShapeError(
-            f"conv2d channels and groups must be positive, got ({in_channels}, {out_channels}, groups={groups})"
+            "conv2d channels and groups must be positive, got "
+            f"({in_channels}, {out_channels}, groups={groups})"
         )
     return Conv2d(
         in_channels,
@@ -120,7 +121,10 @@ def conv2d(
 
 
 def max_pool2d(
-    kernel_size: int | Sequence[int], *, stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0
+    kernel_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
 ) -> MaxPool2d:
     """2-d max pooling; ``stride`` defaults to ``kernel_size`` (``torch.nn.MaxPool2d``)."""
     k = pair(kernel_size, "kernel_size", minimum=1)
@@ -129,7 +133,10 @@ def max_pool2d(
 
 
 def avg_pool2d(
-    kernel_size: int | Sequence[int], *, stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0
+    kernel_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
 ) -> AvgPool2d:
     """2-d average pooling, zero padding counted in the divisor (``torch.nn.AvgPool2d``)."""
     k = pair(kernel_size, "kernel_size", minimum=1)

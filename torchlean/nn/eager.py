@@ -81,7 +81,9 @@ class EagerOps:
     def mse_loss(self, prediction: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(prediction, target)
 
-    def layer_norm(self, x: Tensor, weight: Tensor, bias: Tensor, *, normalized_ndim: int, eps: float) -> Tensor:
+    def layer_norm(
+        self, x: Tensor, weight: Tensor, bias: Tensor, *, normalized_ndim: int, eps: float
+    ) -> Tensor:
         return F.layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
 
     def conv(

@@ -253,9 +253,8 @@ class Conv2d(Layer):
     def param_specs(self) -> tuple[ParamSpec, ...]:
         fan_in = (self.in_channels // self.groups) * self.kernel_size[0] * self.kernel_size[1]
         bound = 1.0 / math.sqrt(fan_in)
-        weight = ParamSpec(
-            "weight", (self.out_channels, self.in_channels // self.groups, *self.kernel_size), "uniform", bound
-        )
+        shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+        weight = ParamSpec("weight", shape, "uniform", bound)
         if not self.bias:
             return (weight,)
         return (weight, ParamSpec("bias", (self.out_channels,), "uniform", bound))
@@ -293,7 +292,9 @@ class _Pool2d(Layer):
         for size, k, s, p in zip(input_shape[1:], self.kernel_size, self.stride, self.padding, strict=True):
             out = (size + 2 * p - k) // s + 1
             if out < 1:
-                raise ShapeError(f"{self.kind} kernel {list(self.kernel_size)} does not fit {list(input_shape)}")
+                raise ShapeError(
+                    f"{self.kind} kernel {list(self.kernel_size)} does not fit {list(input_shape)}"
+                )
             spatial.append(out)
         return (input_shape[0], *spatial)
 
@@ -332,7 +333,8 @@ class PositionalEmbedding(Layer):
     def output_shape(self, input_shape: Shape) -> Shape:
         if input_shape != (self.tokens, self.d_model):
             raise ShapeError(
-                f"positional_embedding({self.tokens}, {self.d_model}) does not fit samples {list(input_shape)}"
+                f"positional_embedding({self.tokens}, {self.d_model}) does not fit samples "
+                f"{list(input_shape)}"
             )
         return input_shape
 

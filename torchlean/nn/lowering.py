@@ -206,6 +206,7 @@ class GraphOps:
 def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = False) -> Lowered:
     """Lower ``model``'s forward program for inputs of ``input_shape`` (with or without batch axis)."""
     ops = GraphOps()
-    x = ops.input(input_shape)
-    out = model.layer.forward(ops, ops.params(model), x, training=training)
+    x: Ref = ops.input(input_shape)
+    params: list[Ref] = list(ops.params(model))
+    out = model.layer.forward(ops, params, x, training=training)
     return ops.lowered(out)

@@ -63,7 +63,8 @@ class Model:
 
     def describe(self) -> str:
         count = sum(int(np.prod(s.shape)) for s in self.specs)
-        return f"{self.layer.describe()}: {list(self.input_shape)} -> {list(self.output_shape)}, {count} parameters"
+        shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
+        return f"{self.layer.describe()}: {shapes}, {count} parameters"
 
 
 def _infer_input_shape(layer: Layer) -> Shape:
@@ -88,9 +89,14 @@ def build(
     :class:`ShapeError` when a layer does not fit the shape it receives.
     """
     shape = tuple(input_shape) if input_shape is not None else _infer_input_shape(layer)
-    resolved = np.dtype(dtype)
-    if resolved not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ShapeError(f"model dtype must be float32 or float64, got {resolved}")
+    requested = np.dtype(dtype)
+    resolved: np.dtype[np.floating]
+    if requested == np.dtype(np.float32):
+        resolved = np.dtype(np.float32)
+    elif requested == np.dtype(np.float64):
+        resolved = np.dtype(np.float64)
+    else:
+        raise ShapeError(f"model dtype must be float32 or float64, got {requested}")
     output_shape = layer.output_shape(shape)
     specs = layer.param_specs()
     parameters = [
