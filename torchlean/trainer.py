@@ -26,11 +26,11 @@ import numpy.typing as npt
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
-from torchlean.backend import profiles
+from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.vocabulary import Device, LabelledEnum
+from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer
@@ -245,12 +245,10 @@ class Trainer(Generic[In, Out]):
         """
         session = self.open()
         chosen: list[AcceptedKernel] = []
-        seen: set[tuple[str, str, str, str]] = set()
+        seen: set[tuple[str, BackendOp, Provider, Device]] = set()
         for kernel in [*self._graph_kernels, *session.selected]:
-            c = kernel.capsule
-            key = (c.name, c.op.label, c.provider.label, c.device.label)
-            if key not in seen:
-                seen.add(key)
+            if kernel.capsule.identity not in seen:
+                seen.add(kernel.capsule.identity)
                 chosen.append(kernel)
         return chosen
 
@@ -328,8 +326,21 @@ class Trainer(Generic[In, Out]):
                                    lowered.param_nodes, lowered.payload_params)
             step = _GraphStep(program, lowered.output)
             self._graphs[key] = step
-            self._graph_kernels.extend(result.plan.kernels)
+            self._record_graph_kernels(result.plan.kernels)
         return step
+
+    def _record_graph_kernels(self, kernels: Sequence[AcceptedKernel]) -> None:
+        """Remember newly used graph kernels; with ``show_backend``, print each one's five report
+        lines on first use, as the eager session does for its selections."""
+        known = {kernel.capsule.identity for kernel in self.selected}
+        for kernel in kernels:
+            if kernel.capsule.identity in known:
+                continue
+            known.add(kernel.capsule.identity)
+            self._graph_kernels.append(kernel)
+            if self.config.show_backend:
+                for line in report.detailed_report_lines(kernel.audit()):
+                    print(line)
 
     def _forward_loss(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
         if self.config.execution is ExecutionMode.TYPED_GRAPH:

@@ -445,12 +445,13 @@ def test_profile_summaries_and_lookup() -> None:
         "libtorch_forward_strict",
         "libtorch_forward_cpu",
         "libtorch_forward_strict_cpu",
+        "fast_cpu",
     )
     with pytest.raises(UnknownLabelError) as caught:
         profiles.get("checked_tpu")
     assert str(caught.value) == (
         "unknown profile checked_tpu (known: checked_cpu | checked_cuda | libtorch_forward_cuda | "
-        "libtorch_forward_strict | libtorch_forward_cpu | libtorch_forward_strict_cpu)"
+        "libtorch_forward_strict | libtorch_forward_cpu | libtorch_forward_strict_cpu | fast_cpu)"
     )
 
 

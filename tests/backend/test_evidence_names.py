@@ -20,11 +20,11 @@ import pytest
 
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractDescriptor, EvidenceKind
-from torchlean.backend.registry import CapsuleModule, libtorch_module, maintained_modules
+from torchlean.backend.registry import CapsuleModule, aten_module, libtorch_module, maintained_modules
 from torchlean.backend.vocabulary import ContractObligation
 
 REPO = Path(__file__).resolve().parents[2]
-MODULES: tuple[CapsuleModule, ...] = (*maintained_modules(), libtorch_module())
+MODULES: tuple[CapsuleModule, ...] = (*maintained_modules(), libtorch_module(), aten_module())
 ENTRIES: list[tuple[CapsuleModule, KernelCapsule, ContractObligation, ContractDescriptor]] = [
     (module, capsule, obligation, descriptor)
     for module in MODULES
@@ -52,8 +52,8 @@ def _is_used(function: str) -> bool:
 
 
 def test_every_module_is_walked() -> None:
-    assert [m.name for m in MODULES] == ["attention", "native-cuda", "reference", "libtorch"]
-    assert len(ENTRIES) == 4 * 95
+    assert [m.name for m in MODULES] == ["attention", "native-cuda", "reference", "libtorch", "aten"]
+    assert len(ENTRIES) == 4 * (95 + 13)
 
 
 @pytest.mark.parametrize(("module", "capsule", "obligation", "descriptor"), ENTRIES, ids=IDS)

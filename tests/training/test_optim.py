@@ -67,12 +67,18 @@ def test_none_gradient_leaves_parameter():
         (lambda: optim.sgd(momentum=1.0), "optimizer: momentum must be finite and satisfy 0 <= momentum < 1"),
         (lambda: optim.adam(beta1=-0.1), "optimizer: beta1 must be finite and satisfy 0 <= beta1 < 1"),
         (lambda: optim.adam(beta2=1.5), "optimizer: beta2 must be finite and satisfy 0 <= beta2 < 1"),
-        (lambda: optim.rmsprop(decay=float("nan")), "optimizer: decay must be finite and satisfy 0 <= decay < 1"),
+        (
+            lambda: optim.rmsprop(decay=float("nan")),
+            "optimizer: decay must be finite and satisfy 0 <= decay < 1",
+        ),
         (lambda: optim.adagrad(eps=0.0), "optimizer: epsilon must be finite and positive"),
         (lambda: optim.adamw(weight_decay=-1.0), "optimizer: weight decay must be finite and nonnegative"),
         (lambda: optim.sgd(momentum=0.99999999),
          "optimizer: momentum must be finite and satisfy 0 <= momentum < 1 after conversion to binary32"),
-        (lambda: optim.adam(eps=1e-50), "optimizer: epsilon must be finite and positive after conversion to binary32"),
+        (
+            lambda: optim.adam(eps=1e-50),
+            "optimizer: epsilon must be finite and positive after conversion to binary32",
+        ),
     ],
 )
 def test_validation_messages(build, message):

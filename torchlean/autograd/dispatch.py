@@ -51,6 +51,7 @@ __all__ = [
 HANDLER_MODULES: tuple[str, ...] = (
     "torchlean.backend.providers.reference.handlers",
     "torchlean.backend.providers.libtorch.sdpa",
+    "torchlean.backend.providers.aten.handlers",
     "torchlean.backend.providers.native_cuda.handlers",
 )
 """Provider modules whose ``LINKED_KERNELS`` are linked into this build, in this order."""

@@ -1,7 +1,8 @@
 """Backend profiles: a name, a kernel policy, an availability declaration and capsule modules.
 
 Source: the seed chapter ("Kernel Capsules", "Forward And Backward Ownership"); anchor-backend.md
-§1.25, §2.6, §5 (Generation B) and DESIGN.md §1.8 (the two CPU LibTorch profiles).
+§1.25, §2.6, §5 (Generation B) and DESIGN.md §1.8 (the two CPU LibTorch profiles and ``fast_cpu``,
+which declares the ``aten`` provider available and prefers its torch CPU forwards).
 
 ===========================  ======  ================  ========  =========================
 profile                      device  provider          assurance modules
@@ -12,6 +13,7 @@ libtorch_forward_cuda        cuda    prefer libtorch   external  maintained + li
 libtorch_forward_strict      cuda    prefer libtorch   checked   maintained + libtorch
 libtorch_forward_cpu         cpu     prefer libtorch   external  maintained + libtorch
 libtorch_forward_strict_cpu  cpu     prefer libtorch   checked   maintained + libtorch
+fast_cpu                     cpu     prefer aten       checked   maintained + aten
 ===========================  ======  ================  ========  =========================
 
 All use VJP mode ``torchlean-tape``.
@@ -33,6 +35,7 @@ from torchlean.backend.planner import CapsuleVerdict, KernelPlan, explain_op, pl
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
 from torchlean.backend.registry import (
     CapsuleModule,
+    aten_module,
     flatten,
     libtorch_module,
     maintained_modules,
@@ -44,6 +47,7 @@ from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 __all__ = [
     "CHECKED_CPU",
     "CHECKED_CUDA",
+    "FAST_CPU",
     "LIBTORCH_FORWARD_CPU",
     "LIBTORCH_FORWARD_CUDA",
     "LIBTORCH_FORWARD_STRICT",
@@ -188,6 +192,13 @@ LIBTORCH_FORWARD_STRICT_CPU = BackendProfile(
     _with_libtorch(),
 )
 
+FAST_CPU = BackendProfile(
+    "fast_cpu",
+    KernelPolicy(device=Device.CPU, provider=ProviderPreference.prefer(Provider.ATEN)),
+    Availability(devices=(Device.CPU,), providers=(Provider.REFERENCE, Provider.TORCHLEAN, Provider.ATEN)),
+    (*maintained_modules(), aten_module()),
+)
+
 _PROFILES: dict[str, BackendProfile] = {
     profile.name: profile
     for profile in (
@@ -197,6 +208,7 @@ _PROFILES: dict[str, BackendProfile] = {
         LIBTORCH_FORWARD_STRICT,
         LIBTORCH_FORWARD_CPU,
         LIBTORCH_FORWARD_STRICT_CPU,
+        FAST_CPU,
     )
 }
 

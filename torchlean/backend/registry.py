@@ -6,8 +6,8 @@ local order) and that order decides ``auto`` selection and ``prefer`` fallback. 
 filtered when a plan is made, not when a module is registered.
 
 The maintained modules (Generation B) are ``attention``, ``native-cuda``, ``reference``; the
-``libtorch`` module is opt-in. Provider data modules are imported lazily, because they import
-:class:`CapsuleModule` from here.
+``libtorch`` and ``aten`` modules are opt-in. Provider data modules are imported lazily, because
+they import :class:`CapsuleModule` from here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from torchlean.backend.errors import PlanningError
 __all__ = [
     "CapsuleModule",
     "RegistryError",
+    "aten_module",
     "first_duplicate_capsule_name",
     "first_duplicate_module_name",
     "flatten",
@@ -104,3 +105,11 @@ def libtorch_module() -> CapsuleModule:
     from torchlean.backend.providers.libtorch import capsules as libtorch
 
     return libtorch.MODULE
+
+
+@functools.cache
+def aten_module() -> CapsuleModule:
+    """The opt-in ``aten`` module (torch CPU forwards, ``aten.<op>``; DESIGN.md §1.8)."""
+    from torchlean.backend.providers.aten import capsules as aten
+
+    return aten.MODULE

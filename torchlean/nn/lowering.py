@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
+from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
 from torchlean.ir.payloads import LayerNormParams
 from torchlean.nn.model import Model
@@ -194,7 +195,8 @@ class GraphOps:
         return self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding))
 
     def dropout(self, x: Ref, p: float) -> int:
-        raise NotImplementedError(
+        """Refused: raises :class:`~torchlean.ir.errors.IRError` (dropout stays eager)."""
+        raise IRError(
             "dropout is not lowered to the typed graph: its eager random schedule (session counter) "
             "differs from the graph's (node index); train models with dropout in eager mode"
         )

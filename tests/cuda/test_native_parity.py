@@ -1,0 +1,260 @@
+"""Parity of every native-cuda op (the ``native_cuda.*`` capsules' value and VJP evidence).
+
+Every one of the 46 op labels is a parameter of the parity tests below, forward and backward, in
+float32 (relative error <= 1e-5) and float64 (<= 1e-10) against float64 oracles: the reference
+provider's numpy kernels, or torch CPU float64 with torch.autograd for ``fft_fno`` and
+``selective_scan`` (which have no reference capsule). Cases and oracles live in
+``torchlean.backend.providers.native_cuda.parity``.
+
+* ``test_native_parity_cuda``: on a CUDA device (marked ``cuda``; skipped without one).
+* ``test_native_parity_emulated``: the same sources compiled for the CPU, own kernels executed by
+  the cooperative-thread CUDA emulator (csrc/emu) — runs on machines without a GPU.
+* The rest run anywhere: provenance symbols, the guards, and the "no CUDA" error path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import capsules, extension, guards, kernels, parity
+
+ROOT = Path(__file__).resolve().parents[2]
+DTYPES = [torch.float32, torch.float64]
+FORWARD_ONLY = {"rand_uniform", "bernoulli_mask"}
+OWN_KERNELS = ["hard_masked_softmax", "smooth_max_pool", "selective_scan", "rand_uniform", "bernoulli_mask"]
+
+
+def _assert_parity(op: str, dtype: torch.dtype, device: torch.device) -> None:
+    results = [parity.run_case(case, dtype, device) for case in parity.cases_for([op])]
+    assert results, f"no parity case for {op}"
+    failures = [f"{r.case}: {'; '.join(r.problems)}" for r in results if not r.passed]
+    assert not failures, "\n".join(failures)
+
+
+# ------------------------------------------------------------------------------------- catalog
+
+
+def test_parity_ops_are_the_native_cuda_catalog() -> None:
+    assert list(parity.NATIVE_OPS) == [capsule.op.label for capsule in capsules.CAPSULES]
+    assert len(parity.NATIVE_OPS) == 46
+
+
+@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+def test_every_op_has_parity_cases(op: str) -> None:
+    assert parity.cases_for([op])
+
+
+@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+def test_native_symbols_exist_for_every_op(op: str) -> None:
+    """Provenance ``csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is defined there,
+    bound in bindings.cpp, typed in the stub and wrapped in kernels.py (with a backward for every
+    differentiable op)."""
+    source = (ROOT / "csrc" / "native_ops.cu").read_text()
+    bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
+    stub = (ROOT / "stubs" / "torchlean_native_ext.pyi").read_text()
+    names = [f"{op}_forward"] + ([] if op in FORWARD_ONLY else [f"{op}_backward"])
+    for name in names:
+        assert re.search(rf"^(Tensor|Grads) {name}\(", source, re.M), f"{name} not defined in native_ops.cu"
+        assert f'm.def("{name}", &tn::{name}' in bindings, f"{name} not bound"
+        assert re.search(rf"^def {name}\(", stub, re.M), f"{name} not in the stub"
+        assert callable(getattr(kernels, name))
+    if op in FORWARD_ONLY:
+        assert not hasattr(kernels, f"{op}_backward")
+
+
+def test_capsule_provenance_names_native_ops_cu() -> None:
+    for capsule in capsules.CAPSULES:
+        refs = capsule.value_contract.provenance
+        assert [(r.path, r.symbol) for r in refs] == [("csrc/native_ops.cu", f"{capsule.op.label}_forward")]
+
+
+# ---------------------------------------------------------------------------------------- parity
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+def test_native_parity_cuda(op: str, dtype: torch.dtype, cuda_device: torch.device) -> None:
+    _assert_parity(op, dtype, cuda_device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+def test_native_parity_emulated(op: str, dtype: torch.dtype, emulation: ModuleType) -> None:
+    _assert_parity(op, dtype, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("op", OWN_KERNELS)
+def test_own_kernels_do_not_depend_on_thread_order(op: str, emulation: ModuleType) -> None:
+    """Runs every case of torchlean's own kernels under permuted emulated thread and block orders:
+    a race (a result depending on scheduling) would change bits."""
+    for case in parity.cases_for([op]):
+        spec = case.make(np.random.default_rng(7))
+        forward = getattr(kernels, f"{op}_forward")
+        if op in FORWARD_ONLY:
+            runs = []
+            for seed in (0, 1, 2):
+                emulation.emulation_set_schedule_seed(seed)
+                runs.append(forward(**spec.params))
+        else:
+            inputs = [None if a is None else torch.from_numpy(np.ascontiguousarray(a)) for a in spec.arrays]
+            runs = []
+            for seed in (0, 1, 2):
+                emulation.emulation_set_schedule_seed(seed)
+                out = forward(*inputs, **spec.params)
+                g = torch.ones_like(out)
+                grads = getattr(kernels, f"{op}_backward")(g, *inputs, out=out, **spec.params)
+                runs.append(torch.cat([out.flatten(), *(d.flatten() for d in grads if d is not None)]))
+        for other in runs[1:]:
+            assert torch.equal(runs[0].nan_to_num(), other.nan_to_num()), case.id
+
+
+# ---------------------------------------------------------------------------- boundary checks
+
+
+def test_extension_boundary_refusal_becomes_guard_error(emulation: ModuleType) -> None:
+    with pytest.raises(GuardError, match=r"contraction sizes differ"):
+        kernels.matmul_forward(torch.ones(2, 3), torch.ones(4, 5))
+
+
+def test_extension_refuses_out_of_range_index_before_launch(emulation: ModuleType) -> None:
+    index = torch.tensor([[0, 9]])
+    with pytest.raises(GuardError, match=r"index values must lie in \[0, 5\)"):
+        kernels.gather_forward(torch.ones(1, 5), index, axis=1)
+
+
+def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> None:
+    """Called directly, the C++ entry point refuses what the Python guard would have refused."""
+    with pytest.raises(ValueError, match=r"is not contiguous"):
+        emulation.relu_forward(torch.ones(3, 4).t())
+    with pytest.raises(ValueError, match=r"has dtype Int; accepted: float32, float64"):
+        emulation.exp_forward(torch.ones(3, dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"element count overflows int64"):
+        emulation.rand_uniform_forward([1 << 40, 1 << 40], 0, 0, "float32", 0, 0)
+    with pytest.raises(ValueError, match=r"beta = 0 must be finite and nonzero"):
+        emulation.smooth_max_pool_forward(torch.ones(1, 1, 4), [2], [2], [0], 0.0, 0)
+
+
+def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> None:
+    x = torch.tensor([[[3.0e38, 3.0e38, -3.0e38, 1.0]]], dtype=torch.float32)
+    out = kernels.smooth_max_pool_forward(x, beta=1.0, kernel_size=2)
+    assert torch.isfinite(out).all()
+    assert out[0, 0, 0].item() == pytest.approx(3.0e38, rel=1e-6)  # max + log(2): below float32 ulp
+    assert out[0, 0, 1].item() == 1.0  # exp(-huge) underflows: exactly the max
+    (dx,) = kernels.smooth_max_pool_backward(torch.ones_like(out), x, out=out, beta=1.0, kernel_size=2)
+    assert dx.tolist() == [[[0.5, 0.5, 0.0, 1.0]]]
+
+
+# ------------------------------------------------------------------------------------ guards (CPU)
+
+
+@pytest.fixture
+def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if anything tries to build or load the extension."""
+
+    def refuse() -> ModuleType:
+        raise AssertionError("the extension must not be built")
+
+    monkeypatch.setattr(extension, "load_extension", refuse)
+    monkeypatch.setattr(extension, "load_host_emulation", refuse)
+
+
+def test_check_launch_refuses_tensors_off_the_cuda_device(no_build: None) -> None:
+    with pytest.raises(GuardError, match=r"native_cuda.relu: x is on device cpu \(accepted: cuda tensors\)"):
+        kernels.relu_forward(torch.ones(3))
+
+
+@pytest.fixture
+def cpu_is_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the guards accept CPU tensors as the emulation does (no build involved)."""
+    monkeypatch.setattr(extension, "expected_device_type", lambda: "cpu")
+
+
+def test_check_launch_refuses_bad_dtypes_ranks_and_shapes(no_build: None, cpu_is_the_device: None) -> None:
+    x = torch.ones(2, 3)
+    with pytest.raises(GuardError, match=r"x has dtype int32 \(accepted: float32, float64\)"):
+        guards.check_launch("exp", {"x": x.to(torch.int32)})
+    with pytest.raises(GuardError, match=r"b has dtype float64 but the other operands are float32"):
+        guards.check_launch("add", {"a": x.float(), "b": x.double()})
+    with pytest.raises(GuardError, match=r"mask has dtype float32 \(accepted: bool.*additive bias"):
+        guards.check_launch("hard_masked_softmax", {"x": x, "mask": x}, masks=("mask",))
+    with pytest.raises(GuardError, match=r"index has dtype int32 \(accepted: int64\)"):
+        guards.check_launch("gather", {"x": x, "index": x.to(torch.int32)}, indices=("index",))
+    with pytest.raises(GuardError, match=r"w has rank 3 .*accepted ranks 2..2"):
+        guards.check_launch("linear", {"w": torch.ones(1, 2, 3)}, ranks={"w": (2, 2)})
+    with pytest.raises(GuardError, match=r"g has shape \[2, 3\] but x has shape \[3\]"):
+        guards.check_launch("relu", {"g": x, "x": torch.ones(3)}, same_shape=(("g", "x"),))
+    with pytest.raises(GuardError, match=r"x is a list \(accepted: torch.Tensor\)"):
+        guards.check_launch("relu", {"x": [1.0]})  # type: ignore[dict-item]
+
+
+def test_check_launch_passes_and_reports_the_dtype(cpu_is_the_device: None) -> None:
+    assert guards.check_launch("add", {"a": torch.ones(2), "b": torch.ones(2), "c": None}) == torch.float32
+    assert guards.check_launch("rand_uniform", {}) is None
+
+
+def test_check_flat_row_major_refuses_strided_buffers() -> None:
+    guards.check_flat_row_major("relu", {"x": torch.ones(2, 3), "y": None})
+    with pytest.raises(GuardError, match=r"x of shape \[3, 2\] has strides \[1, 3\], not a flat row-major"):
+        guards.check_flat_row_major("relu", {"x": torch.ones(2, 3).t()})
+
+
+def test_element_counts_are_overflow_checked() -> None:
+    assert guards.check_element_count("reshape", "shape", [2, 3, 0]) == 0
+    with pytest.raises(GuardError, match=r"more than int64 can count"):
+        guards.check_element_count("reshape", "shape", [1 << 32, 1 << 32])
+    with pytest.raises(GuardError, match=r"has extent -1 \(accepted: ints >= 0\)"):
+        guards.check_element_count("reshape", "shape", [2, -1])
+
+
+def test_window_parameters_are_checked() -> None:
+    assert guards.per_axis("conv", "stride", 2, 3, 1) == (2, 2, 2)
+    assert guards.per_axis("conv", "padding", (0, 1), 2, 0) == (0, 1)
+    with pytest.raises(GuardError, match=r"stride=\(1, 2\) \(accepted: an int or 3 ints\)"):
+        guards.per_axis("conv", "stride", (1, 2), 3, 1)
+    with pytest.raises(GuardError, match=r"stride=0 \(accepted: ints >= 1\)"):
+        guards.per_axis("conv", "stride", 0, 2, 1)
+    with pytest.raises(GuardError, match=r"beta=0 \(accepted: a finite nonzero number\)"):
+        guards.check_finite("smooth_max_pool", "beta", 0, nonzero=True)
+    with pytest.raises(GuardError, match=r"scale=nan"):
+        guards.check_finite("direct_attention", "scale", float("nan"))
+
+
+# --------------------------------------------------------------------------------- no CUDA here
+
+
+def test_cpu_build_of_torch_fails_before_launch_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(extension.NativeExtensionError, match=r"this torch build \(.*\) is not a CUDA build"):
+        extension.load_extension()
+    with pytest.raises(extension.NativeExtensionError, match=r"is not a CUDA build"):
+        kernels.rand_uniform_forward(shape=[3], seed=1, counter=0)
+
+
+def test_cuda_build_without_device_fails_with_the_original_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(extension.NativeExtensionError) as info:
+        extension.load_extension()
+    assert str(info.value) == "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    assert str(info.value) == extension.NO_DEVICE_MESSAGE
+
+
+def test_missing_sources_are_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TORCHLEAN_CSRC", str(tmp_path))
+    with pytest.raises(extension.NativeExtensionError, match=r"the sources of torchlean_native_ext are not available"):
+        extension.sources_dir()
+
+
+def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CXX", "no-such-compiler-torchlean")
+    monkeypatch.setattr(extension, "_loaded", {})
+    with pytest.raises(extension.NativeExtensionError, match=r"needs a C\+\+ compiler .*`no-such-compiler-torchlean`"):
+        extension.load_host_emulation()

@@ -1,0 +1,121 @@
+"""``torchlean graph``: the transcript of anchor-backend.md §6.9–6.11 (issue 4, item 3), rendered
+without the ``NN.IR.OpKind.`` namespace and with Python list syntax (DESIGN.md §1.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchlean.backend import profiles
+from torchlean.cli import main
+
+MLP_TRANSCRIPT = """\
+nodes 18, planned 13
+  1 reshape [4] [1, 4] -> reference.reshape
+  3 transpose 0 1 -> reference.permute
+  4 matmul -> reference.matmul
+  6 broadcast_to [8] [1, 8] -> reference.broadcast
+  7 add -> reference.add
+  8 reshape [1, 8] [8] -> reference.reshape
+  9 relu -> reference.relu
+  10 reshape [8] [1, 8] -> reference.reshape
+  12 transpose 0 1 -> reference.permute
+  13 matmul -> reference.matmul
+  15 broadcast_to [1] [1, 1] -> reference.broadcast
+  16 add -> reference.add
+  17 reshape [1, 1] [1] -> reference.reshape
+kernels 13, groups 13
+  [1] reshape
+  [3] permute
+  [4] matmul
+  [6] broadcast
+  [7] add
+  [8] reshape
+  [9] relu
+  [10] reshape
+  [12] permute
+  [13] matmul
+  [15] broadcast
+  [16] add
+  [17] reshape
+accepted under checked
+13 rows, distinct capsules:
+  reference.reshape
+  reference.permute
+  reference.matmul
+  reference.broadcast
+  reference.add
+  reference.relu
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["graph", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_mlp_transcript(capsys):
+    assert run(capsys, "--profile", "checked_cpu", "--mlp", "4,8,1") == (0, MLP_TRANSCRIPT, "")
+
+
+def test_defaults_are_the_seed_example(capsys):
+    assert run(capsys) == (0, MLP_TRANSCRIPT, "")
+
+
+def test_relu_chain_groups_into_one(capsys):
+    code, out, err = run(capsys, "--relu-chain", "3")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "nodes 4, planned 3"
+    assert lines[1:4] == [f"  {i} relu -> reference.relu" for i in (1, 2, 3)]
+    assert lines[4:6] == ["kernels 3, groups 1", "  [1, 2, 3] relu reference.relu"]
+    assert lines[6:] == ["accepted under checked", "1 rows, distinct capsules:", "  reference.relu"]
+
+
+def test_deeper_mlp(capsys):
+    code, out, _ = run(capsys, "--mlp", "3,5,5,2")
+    assert code == 0
+    # the input, three vector linear layers (8 nodes each: 6 planned, 2 const) and two relus
+    assert out.splitlines()[0] == "nodes 27, planned 20"
+    assert "kernels 20, groups 20" in out.splitlines()
+
+
+def test_cuda_profile_plans_native_capsules(capsys):
+    """Planning is pure: a CUDA profile plans (and accepts) without a GPU."""
+    code, out, err = run(capsys, "--profile", "checked_cuda", "--mlp", "4,8,1")
+    assert (code, err) == (0, "")
+    assert "  4 matmul -> native_cuda.matmul" in out.splitlines()
+    assert out.splitlines()[-6:] == [f"  native_cuda.{name}" for name in
+                                     ("reshape", "permute", "matmul", "broadcast", "add", "relu")]
+
+
+WIDTHS = "error: argument --mlp:"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mlp", "4,x,1"], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got '4,x,1'"),
+        (["--mlp", "4"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4'"),
+        (["--mlp", "4,0,1"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4,0,1'"),
+        (["--mlp", ""], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got ''"),
+        (["--relu-chain", "0"], "error: argument --relu-chain: expected a positive integer, got 0"),
+        (["--relu-chain", "two"], "error: argument --relu-chain: expected a positive integer, got 'two'"),
+        (
+            ["--mlp", "4,8,1", "--relu-chain", "2"],
+            "error: argument --relu-chain: not allowed with argument --mlp",
+        ),
+        (
+            ["--profile", "nope"],
+            f"error: unknown profile nope (known: {' | '.join(profiles.names())})",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as caught:
+        code = main(["graph", *argv])
+        raise SystemExit(code)
+    captured = capsys.readouterr()
+    assert caught.value.code == 2
+    assert captured.out == ""
+    assert captured.err == message + "\n"

@@ -1,0 +1,474 @@
+"""Model builders: shapes, seeded initialisation, state round trips, error messages, and forward
+values against an independent torch float64 implementation of the same layers with the same
+weights (``torch.nn.functional`` and ``torch.nn`` modules; anchor-runtime.md §4.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from torchlean import nn
+from torchlean.autograd.grad_mode import no_grad
+from torchlean.autograd.session import Session
+from torchlean.nn.eager import EagerOps
+from torchlean.nn.layers import ShapeError
+from torchlean.nn.model import StateError
+from torchlean.tensor import Tensor
+
+
+def forward(model: nn.Model, x: np.ndarray, *, profile: str = "checked_cpu") -> np.ndarray:
+    """The model's eager forward value on a batch ``x`` (evaluation mode, no gradients)."""
+    params = [Tensor(p) for p in model.parameters]
+    with Session(profile), no_grad():
+        value = Tensor(np.asarray(x, dtype=model.dtype))
+        out = model.layer.forward(EagerOps(), params, value, training=False)
+    return out.numpy()
+
+
+def t64(array: np.ndarray) -> torch.Tensor:
+    return torch.tensor(np.asarray(array, dtype=np.float64))
+
+
+def randomize(model: nn.Model, seed: int = 1) -> None:
+    """Replace every parameter (including layer-norm ones/zeros) by standard normal values."""
+    rng = np.random.default_rng(seed)
+    model.load_state({name: rng.standard_normal(value.shape) for name, value in model.state().items()})
+
+
+# ----------------------------------------------------------------------------------- shapes
+
+
+def test_mlp_shapes_and_state_order():
+    model = nn.build(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1)), seed=0)
+    assert model.input_shape == (4,)
+    assert model.output_shape == (1,)
+    assert [(name, value.shape) for name, value in model.state().items()] == [
+        ("0.weight", (8, 4)),
+        ("0.bias", (8,)),
+        ("2.weight", (1, 8)),
+        ("2.bias", (1,)),
+    ]
+    assert all(value.dtype == np.float32 for value in model.parameters)
+    assert model.describe() == "sequential(linear(4, 8), relu, linear(8, 1)): [4] -> [1], 49 parameters"
+
+
+def test_cnn_shapes():
+    layer = nn.sequential(
+        nn.conv2d(1, 4, 3, padding=1),
+        nn.relu(),
+        nn.max_pool2d(2),
+        nn.conv2d(4, 6, (3, 2), stride=(1, 2)),
+        nn.avg_pool2d(2, stride=1),
+        nn.flatten(),
+        nn.linear(6 * 1 * 1, 3),
+    )
+    model = nn.build(layer, input_shape=(1, 8, 8), seed=0)
+    # conv 1->4 pad 1: 8x8; pool 2: 4x4; conv (3,2) stride (1,2): 2x2; avg 2 stride 1: 1x1
+    assert model.output_shape == (3,)
+    assert model.state()["3.weight"].shape == (6, 4, 3, 2)
+    assert forward(model, np.zeros((5, 1, 8, 8))).shape == (5, 3)
+
+
+def test_attention_model_shapes():
+    layer = nn.sequential(
+        nn.linear(8, 16),
+        nn.positional_embedding(8, 16),
+        nn.transformer_block(16, 4, mlp_hidden=24),
+        nn.mean_pool(0),
+        nn.linear(16, 10),
+    )
+    model = nn.build(layer, input_shape=(8, 8), seed=0)
+    assert model.output_shape == (10,)
+    names = list(model.state())
+    assert names[2:] == [
+        "1.table",
+        "2.ln1.weight",
+        "2.ln1.bias",
+        "2.attn.wq",
+        "2.attn.wk",
+        "2.attn.wv",
+        "2.attn.wo",
+        "2.ln2.weight",
+        "2.ln2.bias",
+        "2.fc1.weight",
+        "2.fc1.bias",
+        "2.fc2.weight",
+        "2.fc2.bias",
+        "4.weight",
+        "4.bias",
+    ]
+    assert model.state()["2.fc1.weight"].shape == (24, 16)
+    assert forward(model, np.zeros((2, 8, 8))).shape == (2, 10)
+
+
+def test_reshape_and_mean_pool_shapes():
+    model = nn.build(nn.sequential(nn.reshape(2, 3), nn.mean_pool(1)), input_shape=(6,))
+    assert model.output_shape == (2,)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(forward(model, x), x.reshape(2, 2, 3).mean(axis=2))
+
+
+# ------------------------------------------------------------------------------ seeded init
+
+
+def _mlp() -> nn.Layer:
+    return nn.sequential(nn.linear(5, 7), nn.relu(), nn.linear(7, 2))
+
+
+def test_same_seed_same_weights_different_seed_different():
+    a = nn.build(_mlp(), seed=3).state()
+    b = nn.build(_mlp(), seed=3).state()
+    c = nn.build(_mlp(), seed=4).state()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+        assert not np.array_equal(a[name], c[name]), name
+
+
+def test_init_bounds_follow_torch_defaults():
+    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for linear and conv, ones/zeros for layer norm."""
+    model = nn.build(
+        nn.sequential(nn.conv2d(2, 3, 3), nn.flatten(), nn.linear(12, 50), nn.layer_norm(50)),
+        input_shape=(2, 4, 4),
+        seed=0,
+    )
+    state = model.state()
+    for name, fan_in in (("0.weight", 18), ("0.bias", 18), ("2.weight", 12), ("2.bias", 12)):
+        bound = 1.0 / np.sqrt(fan_in)
+        assert np.abs(state[name]).max() <= bound, name
+        assert np.abs(state[name]).max() > 0.5 * bound, name
+    np.testing.assert_array_equal(state["3.weight"], np.ones(50, dtype=np.float32))
+    np.testing.assert_array_equal(state["3.bias"], np.zeros(50, dtype=np.float32))
+
+
+def test_float64_build():
+    model = nn.build(_mlp(), seed=0, dtype=np.float64)
+    assert all(p.dtype == np.float64 for p in model.parameters)
+    # the same draws as float32, rounded
+    f32 = nn.build(_mlp(), seed=0).state()
+    for name, value in model.state().items():
+        np.testing.assert_array_equal(value.astype(np.float32), f32[name])
+
+
+def test_bad_dtype():
+    with pytest.raises(ShapeError, match="model dtype must be float32 or float64, got float16"):
+        nn.build(_mlp(), dtype=np.float16)
+
+
+# ------------------------------------------------------------------------------------ state
+
+
+def test_state_round_trip_and_copy_semantics():
+    model = nn.build(_mlp(), seed=0)
+    other = nn.build(_mlp(), seed=9)
+    state = model.state()
+    state["0.weight"][...] = 123.0  # a copy: the model is unchanged
+    assert not np.any(model.state()["0.weight"] == 123.0)
+    other.load_state(model.state())
+    for name, value in model.state().items():
+        np.testing.assert_array_equal(other.state()[name], value)
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    np.testing.assert_array_equal(forward(other, x), forward(model, x))
+
+
+def test_load_state_casts_to_model_dtype():
+    model = nn.build(_mlp(), seed=0)
+    model.load_state({name: value.astype(np.float64) for name, value in model.state().items()})
+    assert all(p.dtype == np.float32 for p in model.parameters)
+
+
+def test_state_error_messages():
+    model = nn.build(_mlp(), seed=0)
+    state = model.state()
+    missing = {k: v for k, v in state.items() if k != "2.bias"}
+    with pytest.raises(
+        StateError, match=r"^state does not match the model: missing \['2.bias'\], unexpected \[\]$"
+    ):
+        model.load_state(missing)
+    with pytest.raises(
+        StateError, match=r"^state does not match the model: missing \[\], unexpected \['extra'\]$"
+    ):
+        model.load_state({**state, "extra": np.zeros(1)})
+    with pytest.raises(StateError, match=r"^state entry 0.weight has shape \[5, 7\], expected \[7, 5\]$"):
+        model.load_state({**state, "0.weight": np.zeros((5, 7))})
+    # a failed load leaves the parameters untouched
+    for name, value in model.state().items():
+        np.testing.assert_array_equal(value, state[name])
+
+
+# ------------------------------------------------------------------------------ shape errors
+
+
+@pytest.mark.parametrize(
+    ("layer", "input_shape", "message"),
+    [
+        (
+            nn.sequential(nn.linear(4, 8), nn.linear(3, 1)),
+            None,
+            "linear(3, 1) expects inputs whose last axis is 3, got shape [8]",
+        ),
+        (nn.conv2d(3, 4, 3), (1, 8, 8), "conv2d expects (C=3, H, W) samples, got shape [1, 8, 8]"),
+        (
+            nn.conv2d(1, 4, 5),
+            (1, 3, 3),
+            "conv2d kernel [5, 5] (dilation [1, 1]) does not fit input [1, 3, 3] with padding [0, 0]",
+        ),
+        (
+            nn.conv2d(2, 3, 1, groups=2),
+            (2, 4, 4),
+            "conv2d: groups=2 must divide in_channels=2 and out_channels=3",
+        ),
+        (nn.max_pool2d(3), (1, 2, 2), "max_pool2d kernel [3, 3] does not fit [1, 2, 2]"),
+        (nn.avg_pool2d(2), (4, 4), "avg_pool2d expects (C, H, W) samples, got shape [4, 4]"),
+        (
+            nn.max_pool2d(2, padding=2),
+            (1, 8, 8),
+            "max_pool2d: padding [2, 2] must be at most half of kernel [2, 2]",
+        ),
+        (nn.layer_norm(5), (4,), "layer_norm([5]) does not fit input shape [4]"),
+        (nn.reshape(2, 2), (5,), "reshape: cannot view [5] as [2, 2]"),
+        (nn.mean_pool(1), (4,), "mean_pool axis 1 is out of range for shape [4]"),
+        (
+            nn.positional_embedding(4, 8),
+            (5, 8),
+            "positional_embedding(4, 8) does not fit samples [5, 8]",
+        ),
+        (
+            nn.multi_head_attention(8, 2),
+            (4, 6),
+            "multi_head_attention expects (tokens, 8) samples, got [4, 6]",
+        ),
+        (nn.multi_head_attention(8, 3), (4, 8), "heads=3 must be >= 1 and divide d_model=8"),
+        (
+            nn.residual(nn.linear(4, 3)),
+            (4,),
+            "residual body maps [4] to [3]; a residual needs equal shapes",
+        ),
+        (
+            nn.sequential(nn.relu()),
+            None,
+            "cannot infer the input shape of sequential(relu); pass input_shape=",
+        ),
+    ],
+)
+def test_shape_error_messages(layer, input_shape, message):
+    with pytest.raises(ShapeError) as caught:
+        nn.build(layer, input_shape=input_shape)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: nn.linear(0, 3), "linear sizes must be positive, got (0, 3)"),
+        (lambda: nn.conv2d(1, 0, 3), "conv2d channels and groups must be positive, got (1, 0, groups=1)"),
+        (lambda: nn.conv2d(1, 2, 0), "kernel_size must be an int >= 1 or a pair of them, got 0"),
+        (
+            lambda: nn.max_pool2d((2, 2, 2)),
+            "kernel_size must be an int >= 1 or a pair of them, got (2, 2, 2)",
+        ),
+        (lambda: nn.avg_pool2d(2, padding=-1), "padding must be an int >= 0 or a pair of them, got -1"),
+        (lambda: nn.dropout(1.0), "dropout probability must satisfy 0 <= p < 1, got 1.0"),
+        (lambda: nn.positional_embedding(0, 4), "positional_embedding sizes must be positive, got (0, 4)"),
+    ],
+)
+def test_builder_argument_errors(make, message):
+    with pytest.raises(ShapeError) as caught:
+        make()
+    assert str(caught.value) == message
+
+
+# --------------------------------------------------------------------- residual, positions
+
+
+def test_residual_relu_matches_the_original_example():
+    """``x + relu x = [-1, 4]`` at ``[-1, 2]`` (anchor-runtime.md §4.1)."""
+    model = nn.build(nn.residual(nn.relu()), input_shape=(2,))
+    np.testing.assert_array_equal(forward(model, np.array([[-1.0, 2.0]])), [[-1.0, 4.0]])
+
+
+def test_residual_with_parameters():
+    model = nn.build(nn.residual(nn.linear(3, 3)), seed=0, dtype=np.float64, input_shape=(3,))
+    assert list(model.state()) == ["body.weight", "body.bias"]
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    w, b = model.state()["body.weight"], model.state()["body.bias"]
+    expected = t64(x) + TF.linear(t64(x), t64(w), t64(b))
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=1e-13, atol=1e-15)
+
+
+def test_positional_embedding_adds_the_table_per_sample():
+    model = nn.build(nn.positional_embedding(3, 2), input_shape=(3, 2), seed=0, dtype=np.float64)
+    table = model.state()["table"]
+    assert table.shape == (3, 2) and np.abs(table).max() <= 0.1
+    x = np.random.default_rng(1).standard_normal((4, 3, 2))
+    np.testing.assert_array_equal(forward(model, x), x + table[None])
+
+
+# ------------------------------------------------------------------- values vs torch float64
+
+RTOL, ATOL = 1e-12, 1e-13
+
+
+def test_linear_and_activations_match_torch():
+    layer = nn.sequential(
+        nn.linear(5, 6), nn.gelu(), nn.linear(6, 6), nn.tanh(), nn.linear(6, 4), nn.sigmoid(), nn.linear(4, 3)
+    )
+    model = nn.build(layer, seed=0, dtype=np.float64)
+    s = model.state()
+    x = np.random.default_rng(0).standard_normal((7, 5))
+    h = TF.gelu(TF.linear(t64(x), t64(s["0.weight"]), t64(s["0.bias"])))
+    h = torch.tanh(TF.linear(h, t64(s["2.weight"]), t64(s["2.bias"])))
+    h = torch.sigmoid(TF.linear(h, t64(s["4.weight"]), t64(s["4.bias"])))
+    h = TF.linear(h, t64(s["6.weight"]), t64(s["6.bias"]))
+    np.testing.assert_allclose(forward(model, x), h.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_linear_without_bias_and_unbatched_vector():
+    model = nn.build(nn.linear(4, 2, bias=False), seed=0, dtype=np.float64)
+    assert list(model.state()) == ["weight"]
+    x = np.random.default_rng(0).standard_normal(4)
+    expected = TF.linear(t64(x), t64(model.state()["weight"]))
+    # an unbatched vector lowers as reshape [4] -> [1, 4] ... reshape back (anchor-runtime.md §4.2)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    "conv_kwargs",
+    [
+        {},
+        {"padding": 1},
+        {"stride": 2, "padding": (1, 0)},
+        {"dilation": 2, "padding": 2},
+        {"groups": 2, "padding": 1},
+    ],
+    ids=["plain", "pad", "stride", "dilation", "groups"],
+)
+def test_conv_and_pool_match_torch(conv_kwargs):
+    layer = nn.sequential(
+        nn.conv2d(2, 4, 3, **conv_kwargs),
+        nn.relu(),
+        nn.max_pool2d(2, stride=1, padding=1),
+        nn.avg_pool2d((2, 1), padding=(1, 0)),
+    )
+    model = nn.build(layer, input_shape=(2, 7, 7), seed=0, dtype=np.float64)
+    s = model.state()
+    x = np.random.default_rng(0).standard_normal((3, 2, 7, 7))
+    h = TF.conv2d(t64(x), t64(s["0.weight"]), t64(s["0.bias"]), **conv_kwargs)
+    h = TF.max_pool2d(TF.relu(h), 2, stride=1, padding=1)
+    h = TF.avg_pool2d(h, (2, 1), padding=(1, 0), count_include_pad=True)
+    out = forward(model, x)
+    assert out.shape == (3, *model.output_shape) == tuple(h.shape)
+    np.testing.assert_allclose(out, h.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_layer_norm_matches_torch():
+    model = nn.build(nn.layer_norm((3, 4), eps=1e-3), input_shape=(2, 3, 4), dtype=np.float64)
+    randomize(model)
+    s = model.state()
+    x = np.random.default_rng(0).standard_normal((5, 2, 3, 4)) * 3 + 1
+    expected = TF.layer_norm(t64(x), (3, 4), t64(s["weight"]), t64(s["bias"]), eps=1e-3)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def torch_mha(x: torch.Tensor, s: dict[str, np.ndarray], heads: int, *, causal: bool) -> torch.Tensor:
+    """Multi-head self-attention without biases: projections, head split by reshape + permute,
+    torch SDPA per head, merge, output projection."""
+    batch, tokens, d_model = x.shape
+
+    def split(name: str) -> torch.Tensor:
+        h = x @ t64(s[name]).T
+        return h.reshape(batch, tokens, heads, d_model // heads).permute(0, 2, 1, 3)
+
+    q, k, v = split("wq"), split("wk"), split("wv")
+    mask = torch.ones(tokens, tokens, dtype=torch.bool).tril() if causal else None
+    out = TF.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out = out.permute(0, 2, 1, 3).reshape(batch, tokens, d_model)
+    return out @ t64(s["wo"]).T
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads", [1, 2, 4])
+def test_multi_head_attention_matches_torch_sdpa(causal, heads):
+    model = nn.build(nn.multi_head_attention(8, heads, causal=causal), input_shape=(5, 8), seed=0,
+                     dtype=np.float64)
+    assert list(model.state()) == ["wq", "wk", "wv", "wo"]
+    x = np.random.default_rng(0).standard_normal((3, 5, 8))
+    expected = torch_mha(t64(x), model.state(), heads, causal=causal)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_multi_head_attention_matches_torch_module(causal):
+    """The same layer against ``torch.nn.MultiheadAttention(bias=False)`` (whose boolean mask is
+    inverted: True = blocked)."""
+    model = nn.build(nn.multi_head_attention(6, 3, causal=causal), input_shape=(4, 6), seed=2,
+                     dtype=np.float64)
+    s = model.state()
+    mha = torch.nn.MultiheadAttention(6, 3, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([t64(s["wq"]), t64(s["wk"]), t64(s["wv"])]))
+        mha.out_proj.weight.copy_(t64(s["wo"]))
+        x = np.random.default_rng(3).standard_normal((2, 4, 6))
+        blocked = torch.ones(4, 4, dtype=torch.bool).triu(1) if causal else None
+        expected, _ = mha(t64(x), t64(x), t64(x), attn_mask=blocked, need_weights=False)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_causal_attention_ignores_future_tokens():
+    model = nn.build(nn.multi_head_attention(4, 2, causal=True), input_shape=(5, 4), seed=0,
+                     dtype=np.float64)
+    x = np.random.default_rng(0).standard_normal((1, 5, 4))
+    changed = x.copy()
+    changed[0, 3:] += 10.0
+    np.testing.assert_array_equal(forward(model, x)[0, :3], forward(model, changed)[0, :3])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_transformer_block_matches_torch_encoder_layer(causal):
+    """Pre-norm block = ``torch.nn.TransformerEncoderLayer(norm_first=True, activation="gelu")``
+    with zero attention biases and dropout 0."""
+    d, heads, hidden, tokens = 8, 2, 12, 5
+    model = nn.build(nn.transformer_block(d, heads, mlp_hidden=hidden, causal=causal),
+                     input_shape=(tokens, d), seed=0, dtype=np.float64)
+    randomize(model)
+    s = model.state()
+    layer = torch.nn.TransformerEncoderLayer(
+        d, heads, dim_feedforward=hidden, dropout=0.0, activation="gelu", batch_first=True,
+        norm_first=True, dtype=torch.float64,
+    )
+    layer.train()  # keep torch off its fused inference fast path
+    with torch.no_grad():
+        attn = layer.self_attn
+        attn.in_proj_weight.copy_(torch.cat([t64(s["attn.wq"]), t64(s["attn.wk"]), t64(s["attn.wv"])]))
+        attn.in_proj_bias.zero_()
+        attn.out_proj.weight.copy_(t64(s["attn.wo"]))
+        attn.out_proj.bias.zero_()
+        for ours, theirs in (("ln1", layer.norm1), ("ln2", layer.norm2)):
+            theirs.weight.copy_(t64(s[f"{ours}.weight"]))
+            theirs.bias.copy_(t64(s[f"{ours}.bias"]))
+        for ours, theirs in (("fc1", layer.linear1), ("fc2", layer.linear2)):
+            theirs.weight.copy_(t64(s[f"{ours}.weight"]))
+            theirs.bias.copy_(t64(s[f"{ours}.bias"]))
+        x = np.random.default_rng(1).standard_normal((3, tokens, d))
+        mask = torch.ones(tokens, tokens, dtype=torch.bool).triu(1) if causal else None
+        expected = layer(t64(x), src_mask=mask)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=1e-11, atol=1e-12)
+
+
+def test_attention_model_under_libtorch_profile_agrees_with_reference():
+    """The attention core runs on ``libtorch.sdpa_forward`` under libtorch_forward_cpu; the model's
+    values agree with the reference profile to float64 rounding."""
+    layer = nn.sequential(nn.transformer_block(8, 2, causal=True), nn.mean_pool(0), nn.linear(8, 3))
+    model = nn.build(layer, input_shape=(4, 8), seed=0, dtype=np.float64)
+    x = np.random.default_rng(0).standard_normal((2, 4, 8))
+    np.testing.assert_allclose(
+        forward(model, x, profile="libtorch_forward_cpu"), forward(model, x), rtol=1e-12, atol=1e-13
+    )
+
+
+def test_dropout_is_identity_in_evaluation():
+    model = nn.build(nn.sequential(nn.linear(3, 3), nn.dropout(0.5)), seed=0)
+    x = np.ones((2, 3), dtype=np.float32)
+    no_dropout = nn.build(nn.linear(3, 3), seed=0)
+    np.testing.assert_array_equal(forward(model, x), forward(no_dropout, x))

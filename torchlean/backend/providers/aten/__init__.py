@@ -1,0 +1,1 @@
+"""The opt-in ``aten`` provider: torch CPU forward kernels with TorchLean-owned backward passes."""

@@ -1,0 +1,293 @@
+"""``torchlean.composed_attention``: TorchLean's attention composition on CUDA tensors.
+
+The attention module's second capsule (anchor-backend.md §4.4): batched matmul, a hard-masked row
+softmax, batched matmul, with TorchLean's own VJP (``torchlean-tape``). The capsule names
+:func:`check_composed_attention` (shape obligation) and :func:`check_cuda_layout` (layout
+obligation) as its runtime guards; both run before any arithmetic.
+
+Semantics (anchor-runtime.md §5.1-5.2): scores ``q k^T * scale`` (default ``1/sqrt(d)``, 1 when
+d = 0); the hard-masked softmax *selects* blocked entries away (``torch.where``, never an added
+-inf), so blocked entries weigh exactly 0 and a fully blocked row is zeros. Query rows with no
+allowed key and key rows no query may attend are also selected away before the batched matmuls,
+so NaN or infinity stored there reaches neither the output nor any gradient. (A non-finite value
+in a key/value row that *some* query attends is a real input of that query; through the batched
+matmul it also reaches the other rows of that batch entry — use ``native_cuda.direct_attention``
+for per-entry selection.)
+
+The forward keeps the probabilities (:class:`ComposedAttentionSaved`) so the backward never
+recomputes ``q k^T`` or the softmax. ``torch.autograd`` is not used. Under
+:func:`.native_cuda.extension.host_emulation` the same functions accept CPU tensors (the test
+suite's path on machines without a GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, check_finite, dtype_name
+
+__all__ = [
+    "ComposedAttentionSaved",
+    "check_composed_attention",
+    "check_cuda_layout",
+    "composed_attention",
+    "composed_attention_backward",
+    "composed_attention_forward",
+    "composed_attention_vjp",
+]
+
+_OP = "torchlean.composed_attention"
+
+
+def _fail(message: str) -> GuardError:
+    return GuardError(f"{_OP}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionDims:
+    """Logical dimensions: leading ``(batch, heads)`` or ``(heads,)``, folded count, sizes."""
+
+    lead: tuple[int, ...]
+    folded: int
+    n_q: int
+    n_k: int
+    d: int
+    d_v: int
+
+
+def check_cuda_layout(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> None:
+    """Layout guard: q, k, v (and the mask) are torch tensors on one CUDA device (the CPU under
+    host emulation) and contiguous row-major buffers, whose folded ``(batch, head)`` axis is
+    the batched-matmul batch axis.
+
+    Raises:
+        GuardError: naming the operand and the accepted layout.
+    """
+    expected = extension.expected_device_type()
+    named = {"q": q, "k": k, "v": v, "mask": mask}
+    device: torch.device | None = None
+    for name, tensor in named.items():
+        if tensor is None:
+            continue
+        if not isinstance(tensor, torch.Tensor):
+            raise _fail(f"{name} is a {type(tensor).__name__} (accepted: torch.Tensor)")
+        if tensor.device.type != expected:
+            raise _fail(f"{name} is on device {tensor.device} (accepted: {expected} tensors)")
+        if device is not None and tensor.device != device:
+            raise _fail(f"{name} is on {tensor.device} but q is on {device}")
+        device = tensor.device
+        if not tensor.is_contiguous():
+            raise _fail(
+                f"{name} of shape {list(tensor.shape)} has strides {list(tensor.stride())}, not a "
+                "flat row-major buffer (accepted: contiguous tensors)"
+            )
+
+
+def check_composed_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> AttentionDims:
+    """Shape guard: q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` with the same
+    leading axes ``(batch, heads)`` or ``(heads,)`` (rank 3 or 4), one float32/float64 dtype; mask
+    None or bool broadcastable to ``(..., n_q, n_k)``; scale None or finite.
+
+    Raises:
+        GuardError: naming the operand and the accepted shapes.
+    """
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        if tensor.dim() not in (3, 4):
+            raise _fail(
+                f"{name} has shape {list(tensor.shape)} (accepted: (batch, heads, n, d) or (heads, n, d))"
+            )
+        if tensor.dtype not in FLOAT_DTYPES:
+            raise _fail(f"{name} has dtype {dtype_name(tensor.dtype)} (accepted: float32, float64)")
+    if not q.dtype == k.dtype == v.dtype:
+        raise _fail(
+            f"q, k, v have dtypes {dtype_name(q.dtype)}, {dtype_name(k.dtype)}, {dtype_name(v.dtype)} "
+            "(accepted: one dtype)"
+        )
+    lead = tuple(q.shape[:-2])
+    n_q, d = q.shape[-2], q.shape[-1]
+    n_k, d_v = v.shape[-2], v.shape[-1]
+    if tuple(k.shape) != (*lead, n_k, d) or tuple(v.shape[:-2]) != lead:
+        raise _fail(
+            f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} are not (..., n_q, d), "
+            "(..., n_k, d), (..., n_k, d_v) with the same leading axes"
+        )
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise _fail(
+                f"mask has dtype {dtype_name(mask.dtype)} (accepted: bool, True = allowed; an "
+                "additive bias is a separate operation)"
+            )
+        target = (*lead, n_q, n_k)
+        shape = tuple(mask.shape)
+        fits = len(shape) <= len(target) and all(
+            s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False)
+        )
+        if not fits:
+            raise _fail(f"mask of shape {list(shape)} does not broadcast to {list(target)}")
+    if scale is not None:
+        check_finite(_OP, "scale", scale)
+    return AttentionDims(lead, math.prod(lead), n_q, n_k, d, d_v)
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedAttentionSaved:
+    """What the backward needs: the folded, selected operands, the mask, the probabilities."""
+
+    q: Tensor  # (folded, n_q, d), rows with no allowed key zeroed
+    k: Tensor  # (folded, n_k, d), keys no query attends zeroed
+    v: Tensor  # (folded, n_k, d_v), likewise
+    allowed: Tensor | None  # (1 | folded, n_q, n_k) bool
+    probs: Tensor  # (folded, n_q, n_k)
+    scale: float
+    dims: AttentionDims
+
+
+def _scale(dims: AttentionDims, scale: float | None) -> float:
+    if scale is not None:
+        return float(scale)
+    return 1.0 / math.sqrt(dims.d) if dims.d > 0 else 1.0
+
+
+def _fold_mask(mask: Tensor | None, dims: AttentionDims) -> Tensor | None:
+    if mask is None:
+        return None
+    if math.prod(mask.shape[:-2]) == 1:
+        return torch.broadcast_to(mask, (*([1] * max(mask.dim() - 2, 0)), dims.n_q, dims.n_k)).reshape(
+            1, dims.n_q, dims.n_k
+        )
+    return torch.broadcast_to(mask, (*dims.lead, dims.n_q, dims.n_k)).reshape(dims.folded, dims.n_q, dims.n_k)
+
+
+def _select_rows(t: Tensor, keep: Tensor) -> Tensor:
+    """Rows of ``t`` (last axis = features) where ``keep`` is False become exact zeros."""
+    return torch.where(keep.unsqueeze(-1), t, torch.zeros((), dtype=t.dtype, device=t.device))
+
+
+def _hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
+    """Row softmax over allowed entries, blocked entries selected to exactly 0."""
+    if allowed is None:
+        return torch.softmax(scores, dim=-1)
+    zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+    row_any = allowed.any(dim=-1, keepdim=True)
+    picked = torch.where(allowed, scores, zero)
+    row_max = torch.where(
+        allowed, scores, torch.full((), -math.inf, dtype=scores.dtype, device=scores.device)
+    ).amax(dim=-1, keepdim=True)
+    row_max = torch.where(row_any, row_max, zero)
+    numerators = torch.where(allowed, torch.exp(picked - row_max), zero)
+    denominators = numerators.sum(dim=-1, keepdim=True)
+    return numerators / torch.where(
+        row_any, denominators, torch.ones((), dtype=scores.dtype, device=scores.device)
+    )
+
+
+def composed_attention_forward(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> tuple[Tensor, ComposedAttentionSaved]:
+    """``bmm(hard_masked_softmax(bmm(q, k^T) * scale), v)``; returns the output
+    ``(..., n_q, d_v)`` and what the backward needs.
+
+    Raises:
+        GuardError: from :func:`check_composed_attention` or :func:`check_cuda_layout`.
+        NativeExtensionError: outside host emulation, when CUDA is not usable here.
+    """
+    dims = check_composed_attention(q, k, v, mask, scale=scale)
+    check_cuda_layout(q, k, v, mask)
+    if extension.expected_device_type() == "cuda":
+        extension.require_cuda()
+    factor = _scale(dims, scale)
+    allowed = _fold_mask(mask, dims)
+    q3 = q.reshape(dims.folded, dims.n_q, dims.d)
+    k3 = k.reshape(dims.folded, dims.n_k, dims.d)
+    v3 = v.reshape(dims.folded, dims.n_k, dims.d_v)
+    with torch.no_grad():
+        if allowed is not None:
+            q3 = _select_rows(q3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
+            key_used = allowed.any(dim=-2).expand(dims.folded, dims.n_k)
+            k3 = _select_rows(k3, key_used)
+            v3 = _select_rows(v3, key_used)
+        scores = torch.bmm(q3, k3.transpose(1, 2)) * factor
+        probs = _hard_masked_softmax(scores, allowed)
+        out = torch.bmm(probs, v3)
+    saved = ComposedAttentionSaved(q3, k3, v3, allowed, probs, factor, dims)
+    return out.reshape(*dims.lead, dims.n_q, dims.d_v), saved
+
+
+def composed_attention_backward(
+    g: Tensor, saved: ComposedAttentionSaved
+) -> tuple[Tensor, Tensor, Tensor, None]:
+    """``(dq, dk, dv, None)`` from the saved probabilities P: ``dV = P^T g``, ``dP = g V^T``,
+    ``dS = P (dP - rowsum(P dP)) * scale`` at allowed entries (exactly 0 elsewhere),
+    ``dQ = dS K``, ``dK = dS^T Q``. Rows with no allowed key take no cotangent (a non-finite g
+    there is selected away).
+
+    Raises:
+        GuardError: g is not ``(..., n_q, d_v)`` in the forward's dtype, or not on its device or
+            not contiguous.
+    """
+    dims = saved.dims
+    want = (*dims.lead, dims.n_q, dims.d_v)
+    if tuple(g.shape) != want or g.dtype != saved.probs.dtype:
+        raise _fail(
+            f"g has shape {list(g.shape)} and dtype {dtype_name(g.dtype)} (accepted: {list(want)}, "
+            f"{dtype_name(saved.probs.dtype)})"
+        )
+    check_cuda_layout(g, g, g)
+    if g.device != saved.probs.device:
+        raise _fail(f"g is on {g.device} but the forward ran on {saved.probs.device}")
+    g3 = g.reshape(dims.folded, dims.n_q, dims.d_v)
+    probs, allowed = saved.probs, saved.allowed
+    with torch.no_grad():
+        zero = torch.zeros((), dtype=g.dtype, device=g.device)
+        if allowed is not None:
+            g3 = _select_rows(g3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
+        dv = torch.bmm(probs.transpose(1, 2), g3)
+        dp = torch.bmm(g3, saved.v.transpose(1, 2))
+        if allowed is None:
+            ds = probs * (dp - (probs * dp).sum(dim=-1, keepdim=True))
+        else:
+            row_dot = torch.where(allowed, probs * dp, zero).sum(dim=-1, keepdim=True)
+            ds = torch.where(allowed, probs * (dp - row_dot), zero)
+        ds = ds * saved.scale
+        dq = torch.bmm(ds, saved.k)
+        dk = torch.bmm(ds.transpose(1, 2), saved.q)
+    return (
+        dq.reshape(*dims.lead, dims.n_q, dims.d),
+        dk.reshape(*dims.lead, dims.n_k, dims.d),
+        dv.reshape(*dims.lead, dims.n_k, dims.d_v),
+        None,
+    )
+
+
+def composed_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> Tensor:
+    """:func:`composed_attention_forward` in the reference convention (the output only)."""
+    return composed_attention_forward(q, k, v, mask, scale=scale)[0]
+
+
+def composed_attention_vjp(
+    g: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    *,
+    out: Tensor,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor, Tensor, None]:
+    """The VJP in the reference convention ``(g, q, k, v, mask, out, scale)``: recomputes the
+    probabilities (as the LibTorch bridge's TorchLean backward does, anchor-runtime.md §6.3), then
+    :func:`composed_attention_backward`. ``out`` is checked against the forward's shape."""
+    result, saved = composed_attention_forward(q, k, v, mask, scale=scale)
+    if out.shape != result.shape:
+        raise _fail(f"out has shape {list(out.shape)} (accepted: {list(result.shape)})")
+    return composed_attention_backward(g, saved)

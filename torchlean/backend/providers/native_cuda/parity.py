@@ -1,0 +1,601 @@
+"""Parity cases of the native kernels: every native-cuda op (and ``native_cuda.direct_attention``)
+on seeded inputs, forward and backward, against float64 oracles.
+
+Oracles, all independent of the extension:
+
+* the reference provider's numpy kernels (``reference.kernels`` / ``reference.spatial``) run in
+  float64 — parity with them is the capsules' value and VJP claim;
+* for ``fft_fno`` and ``selective_scan``, which have no reference capsule, the same maths written
+  with torch on the CPU in float64 and differentiated by ``torch.autograd``.
+
+Inputs are drawn in float64, rounded to the tested dtype, and the oracle runs on the rounded
+values, so an error measures only the kernel's arithmetic. The error of a result is
+``max|native - oracle| / max(max|oracle|, 1)``; a result passes below :data:`TOLERANCE` for its
+dtype (float32 ``1e-5``, float64 ``1e-10``); the seeded sources must match bit for bit. Cases
+include fully blocked rows and NaN/inf at blocked positions for ``hard_masked_softmax`` and
+attention (the native results must then also be finite and equal the oracle's).
+
+Used by ``tests/cuda/test_native_parity.py`` and ``tests/cuda/test_cuda_attention.py`` (on CUDA,
+and on the CPU through :func:`.extension.host_emulation`) and by ``bench/gpu_check.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from torchlean.backend.providers import attention_kernels
+from torchlean.backend.providers.native_cuda import kernels
+from torchlean.backend.providers.reference import kernels as ref
+from torchlean.backend.providers.reference import spatial as ref_spatial
+
+__all__ = [
+    "ATTENTION",
+    "CASES",
+    "NATIVE_OPS",
+    "TOLERANCE",
+    "CaseResult",
+    "ParityCase",
+    "run_case",
+]
+
+Array = npt.NDArray[Any]
+
+NATIVE_OPS: tuple[str, ...] = (
+    "matmul",
+    "linear",
+    "mse_loss",
+    "relu",
+    "gelu",
+    "add",
+    "sub",
+    "mul",
+    "scale",
+    "abs",
+    "sqrt",
+    "clamp",
+    "max",
+    "min",
+    "sigmoid",
+    "tanh",
+    "softplus",
+    "exp",
+    "sin",
+    "cos",
+    "log",
+    "inv",
+    "safe_log",
+    "log_softmax",
+    "softmax",
+    "hard_masked_softmax",
+    "reduce_sum",
+    "reduce_mean",
+    "reshape",
+    "permute",
+    "broadcast",
+    "concat",
+    "slice",
+    "gather",
+    "scatter_add",
+    "rand_uniform",
+    "bernoulli_mask",
+    "layer_norm",
+    "batch_norm",
+    "conv",
+    "conv_transpose",
+    "max_pool",
+    "smooth_max_pool",
+    "avg_pool",
+    "fft_fno",
+    "selective_scan",
+)
+"""The 46 op labels of the native-cuda module, in catalog order (anchor-backend.md §4.3)."""
+
+ATTENTION = "scaled_dot_product_attention"
+"""The op of ``native_cuda.direct_attention`` (attention module)."""
+
+TOLERANCE: Mapping[torch.dtype, float] = {torch.float32: 1e-5, torch.float64: 1e-10}
+
+_SPATIAL = {"layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool", "smooth_max_pool", "avg_pool"}
+_SOURCES = {"rand_uniform", "bernoulli_mask"}
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """One case's float64 inputs (None for an absent optional input), parameters and whether the
+    backward is checked."""
+
+    arrays: tuple[Array | None, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    backward: bool = True
+    finite: bool = False  # the results must be finite (non-finite values sit at blocked positions)
+
+
+@dataclass(frozen=True, slots=True)
+class ParityCase:
+    """A named case of one op: ``make(rng)`` draws its inputs."""
+
+    op: str
+    name: str
+    make: Callable[[np.random.Generator], Inputs]
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """Errors of one case in one dtype: ``errors`` maps ``forward`` and ``d<i>`` (cotangent of
+    input i) to the relative error; ``problems`` lists failures in words."""
+
+    case: str
+    op: str
+    dtype: str
+    errors: Mapping[str, float]
+    tolerance: float
+    problems: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+# ----------------------------------------------------------------------------------------- oracles
+
+
+def _torch_fft_fno(x: torch.Tensor, wr: torch.Tensor, wi: torch.Tensor) -> torch.Tensor:
+    n = x.shape[-1]
+    modes = wr.shape[0]
+    spectrum = torch.fft.rfft(x, dim=-1)[..., :modes]
+    mixed = torch.einsum("bim,mio->bom", spectrum, torch.complex(wr, wi))
+    full = torch.zeros(x.shape[0], wr.shape[2], n // 2 + 1, dtype=mixed.dtype)
+    full[..., :modes] = mixed
+    result: torch.Tensor = torch.fft.irfft(full, n=n, dim=-1)
+    return result
+
+
+def _torch_selective_scan(
+    a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, h0: torch.Tensor
+) -> torch.Tensor:
+    token = a.shape == x.shape
+    h = h0
+    states = []
+    for t in range(x.shape[-2]):
+        at = a[..., t, :] if token else a
+        bt = b[..., t, :] if token else b
+        h = at * h + bt * x[..., t, :]
+        states.append(h)
+    if not states:
+        return x.new_zeros(x.shape)
+    return torch.stack(states, dim=-2)
+
+
+_TORCH_ORACLES: dict[str, Callable[..., torch.Tensor]] = {
+    "fft_fno": _torch_fft_fno,
+    "selective_scan": _torch_selective_scan,
+}
+
+
+def _oracle(
+    op: str, arrays: tuple[Array | None, ...], params: Mapping[str, Any], g: Array | None
+) -> tuple[Array, tuple[Array | None, ...] | None]:
+    """Forward value and (when ``g`` is given) cotangents, in float64."""
+    if op in _TORCH_ORACLES:
+        leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays if a is not None]
+        out_t = _TORCH_ORACLES[op](*leaves)
+        out = out_t.detach().numpy()
+        if g is None:
+            return out, None
+        grads = torch.autograd.grad(out_t, leaves, torch.tensor(g, dtype=torch.float64), allow_unused=True)
+        return out, tuple(None if d is None else d.numpy() for d in grads)
+    if op == ATTENTION:
+        forward: Callable[..., Any] = ref.scaled_dot_product_attention
+        vjp: Callable[..., Any] | None = ref.scaled_dot_product_attention_vjp
+    else:
+        module: Any = ref_spatial if op in _SPATIAL else ref
+        forward = getattr(module, op)
+        vjp = getattr(module, f"{op}_vjp", None)
+    if op in _SOURCES:
+        return np.asarray(forward(**params)), None
+    out = np.asarray(forward(*arrays, **params))
+    if g is None or vjp is None:
+        return out, None
+    return out, tuple(vjp(g, *arrays, out=out, **params))
+
+
+# ---------------------------------------------------------------------------------------- running
+
+
+def _to_torch(a: Array | None, dtype: torch.dtype, device: torch.device) -> torch.Tensor | None:
+    if a is None:
+        return None
+    if a.dtype == np.bool_ or a.dtype == np.int64:
+        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+    return torch.tensor(a, dtype=dtype, device=device)
+
+
+def _rounded(a: Array | None, dtype: torch.dtype) -> Array | None:
+    if a is None or a.dtype == np.bool_ or a.dtype == np.int64:
+        return a
+    return torch.tensor(a, dtype=dtype).to(torch.float64).numpy()
+
+
+def _error(native: torch.Tensor, oracle: Array) -> float:
+    got = native.detach().to("cpu", torch.float64).numpy()
+    if got.shape != oracle.shape:
+        return math.inf
+    if got.size == 0:
+        return 0.0
+    same_nan = np.isnan(got) == np.isnan(oracle)
+    if not same_nan.all():
+        return math.inf
+    finite = ~np.isnan(oracle)
+    both_inf = np.isinf(oracle) & (got == oracle)
+    usable = finite & ~both_inf
+    if (np.isinf(got[usable]) | np.isinf(oracle[usable])).any():
+        return math.inf
+    if not usable.any():
+        return 0.0
+    scale = max(float(np.max(np.abs(oracle[usable]))), 1.0)
+    return float(np.max(np.abs(got[usable] - oracle[usable]))) / scale
+
+
+def _native_calls(op: str, composed: bool) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    if op == ATTENTION and composed:
+        return attention_kernels.composed_attention, attention_kernels.composed_attention_vjp
+    if op == ATTENTION:
+        return kernels.direct_attention, kernels.direct_attention_vjp
+    return getattr(kernels, f"{op}_forward"), getattr(kernels, f"{op}_backward", None)
+
+
+def run_case(
+    case: ParityCase, dtype: torch.dtype, device: torch.device, seed: int = 0, *, composed: bool = False
+) -> CaseResult:
+    """Run ``case`` natively in ``dtype`` on ``device`` and compare with its float64 oracle;
+    ``composed`` runs an attention case on ``torchlean.composed_attention`` instead of
+    ``native_cuda.direct_attention``.
+
+    Errors raised by the native call are recorded as problems, not raised, so that one failing op
+    does not stop a sweep.
+    """
+    rng = np.random.default_rng([seed, *case.id.encode()])
+    label = f"composed:{case.id}" if composed else case.id
+    spec = case.make(rng)
+    rounded = tuple(_rounded(a, dtype) for a in spec.arrays)
+    tolerance = TOLERANCE[dtype]
+    errors: dict[str, float] = {}
+    problems: list[str] = []
+    forward, backward = _native_calls(case.op, composed)
+    try:
+        if case.op in _SOURCES:
+            out_n = forward(**spec.params, dtype=dtype, device=device)
+            numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
+            out_o, _ = _oracle(case.op, (), {**spec.params, "dtype": numpy_dtype}, None)
+            out_o = out_o.astype(np.float64)
+            errors["forward"] = _error(out_n, out_o)
+            if errors["forward"] != 0.0:
+                problems.append(f"forward differs from the reference draw (error {errors['forward']:.3g})")
+            return CaseResult(label, case.op, str(dtype), errors, 0.0, tuple(problems))
+        natives = [_to_torch(a, dtype, device) for a in rounded]
+        out_n = forward(*natives, **spec.params)
+        g64 = None
+        if spec.backward and backward is not None:
+            g64 = _rounded(rng.standard_normal(tuple(out_n.shape)), dtype)
+            if spec.finite and case.op in (ATTENTION, "hard_masked_softmax"):
+                g64 = _poison_blocked_cotangent(case.op, g64, spec)
+        out_o, grads_o = _oracle(case.op, rounded, spec.params, g64)
+        errors["forward"] = _error(out_n, out_o)
+        if spec.finite and not bool(torch.isfinite(out_n).all()):
+            problems.append("forward has non-finite values (a blocked position leaked)")
+        if g64 is not None and backward is not None and grads_o is not None:
+            g_n = _to_torch(g64, dtype, device)
+            grads_n = backward(g_n, *natives, out=out_n, **spec.params)
+            for i, (dn, do) in enumerate(zip(grads_n, grads_o, strict=True)):
+                if (dn is None) != (do is None):
+                    problems.append(
+                        f"d{i}: native gives {'None' if dn is None else 'a tensor'}, the oracle the other"
+                    )
+                    continue
+                if dn is None or do is None:
+                    continue
+                errors[f"d{i}"] = _error(dn, np.asarray(do))
+                if spec.finite and not bool(torch.isfinite(dn).all()):
+                    problems.append(f"d{i} has non-finite values (a blocked position leaked)")
+    except Exception as error:  # one failing op must not stop the sweep
+        problems.append(f"{type(error).__name__}: {error}")
+    for name, value in errors.items():
+        if not value <= tolerance:
+            problems.append(f"{name} error {value:.3g} > {tolerance:g}")
+    return CaseResult(label, case.op, str(dtype), errors, tolerance, tuple(problems))
+
+
+def _poison_blocked_cotangent(op: str, g: Array | None, spec: Inputs) -> Array | None:
+    """Put NaN into the cotangent on fully blocked rows: it must be selected away."""
+    if g is None:
+        return None
+    mask = spec.arrays[3] if op == ATTENTION else spec.arrays[1]
+    if mask is None:
+        return g
+    full = (
+        np.broadcast_to(mask, (*g.shape[:-1], mask.shape[-1]))
+        if op == ATTENTION
+        else np.broadcast_to(mask, g.shape)
+    )
+    blocked_rows = ~full.any(axis=-1)
+    poisoned = g.copy()
+    poisoned[blocked_rows] = np.nan
+    return poisoned
+
+
+# ------------------------------------------------------------------------------------------ cases
+
+
+def _normal(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.standard_normal(shape)
+
+
+def _positive(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def _away_from_zero(rng: np.random.Generator, *shape: int) -> Array:
+    signs: Array = rng.choice([-1.0, 1.0], shape)
+    return rng.uniform(0.3, 2.0, shape) * signs
+
+
+def _unary(op: str, draw: Callable[..., Array] = _normal, **params: Any) -> list[ParityCase]:
+    return [
+        ParityCase(op, "vector", lambda r: Inputs((draw(r, 37),), params)),
+        ParityCase(op, "tensor", lambda r: Inputs((draw(r, 3, 4, 5),), params)),
+    ]
+
+
+def _binary(op: str) -> list[ParityCase]:
+    return [
+        ParityCase(op, "same-shape", lambda r: Inputs((_normal(r, 4, 6), _normal(r, 4, 6)))),
+        ParityCase(op, "broadcast", lambda r: Inputs((_normal(r, 2, 3, 5), _normal(r, 3, 1)))),
+    ]
+
+
+def _masked_scores(r: np.random.Generator) -> Inputs:
+    x = _normal(r, 2, 5, 9) * 3.0
+    mask = r.random((2, 5, 9)) < 0.6
+    mask[0, 1] = False  # a fully blocked row
+    mask[1, 3, 0] = True
+    x[~mask] = np.nan  # never read
+    x[0, 2][~mask[0, 2]] = np.inf
+    return Inputs((x, mask), finite=True)
+
+
+def _attention(
+    batch: tuple[int, ...],
+    nq: int,
+    nk: int,
+    d: int,
+    dv: int,
+    *,
+    masked: bool,
+    poison: bool = False,
+    scale: float | None = None,
+) -> Callable[[np.random.Generator], Inputs]:
+    def make(r: np.random.Generator) -> Inputs:
+        q = _normal(r, *batch, nq, d)
+        k = _normal(r, *batch, nk, d)
+        v = _normal(r, *batch, nk, dv)
+        mask: Array | None = None
+        if masked:
+            mask = r.random((*batch, nq, nk)) < 0.7
+            mask[..., 0, :] = False  # a fully blocked query row
+            if poison:
+                mask[..., :, nk - 1] = False  # a key no query may attend
+                k[..., nk - 1, :] = np.nan
+                v[..., nk - 1, :] = np.inf
+                q[..., 0, :] = np.nan  # the fully blocked row's query
+        params = {} if scale is None else {"scale": scale}
+        return Inputs((q, k, v, mask), params, finite=poison)
+
+    return make
+
+
+def _window_case(
+    op: str, name: str, shape: tuple[int, ...], draw: Callable[..., Array] = _normal, **params: Any
+) -> ParityCase:
+    return ParityCase(op, name, lambda r: Inputs((draw(r, *shape),), params))
+
+
+def _index(r: np.random.Generator, shape: tuple[int, ...], extent: int) -> Array:
+    return r.integers(0, extent, shape).astype(np.int64)
+
+
+def _clamp_input(r: np.random.Generator, *shape: int) -> Array:
+    x = _normal(r, *shape)
+    return np.where(np.abs(np.abs(x) - 0.5) < 1e-3, x + 0.01, x)  # nothing at the bounds
+
+
+def _distinct_pair(r: np.random.Generator) -> Inputs:
+    a = _normal(r, 4, 6)
+    b = a + r.choice([-1.0, 1.0], a.shape) * r.uniform(0.01, 1.0, a.shape)  # no ties
+    return Inputs((a, b))
+
+
+def _scan(token: bool) -> Callable[[np.random.Generator], Inputs]:
+    def make(r: np.random.Generator) -> Inputs:
+        x = _normal(r, 2, 7, 5)
+        shape = x.shape if token else (5,)
+        a = r.uniform(-0.95, 0.95, shape)
+        b = _normal(r, *shape)
+        return Inputs((a, b, x, _normal(r, 2, 5)))
+
+    return make
+
+
+CASES: tuple[ParityCase, ...] = (
+    ParityCase("matmul", "2d", lambda r: Inputs((_normal(r, 5, 7), _normal(r, 7, 3)))),
+    ParityCase(
+        "matmul", "batched-broadcast", lambda r: Inputs((_normal(r, 2, 1, 4, 6), _normal(r, 3, 6, 5)))
+    ),
+    ParityCase("matmul", "vector-matrix", lambda r: Inputs((_normal(r, 6), _normal(r, 2, 6, 3)))),
+    ParityCase("linear", "bias", lambda r: Inputs((_normal(r, 2, 3, 6), _normal(r, 4, 6), _normal(r, 4)))),
+    ParityCase("linear", "no-bias", lambda r: Inputs((_normal(r, 5, 6), _normal(r, 4, 6), None))),
+    ParityCase("mse_loss", "matrix", lambda r: Inputs((_normal(r, 4, 5), _normal(r, 4, 5)))),
+    *_unary("relu", _away_from_zero),
+    *_unary("gelu"),
+    *_binary("add"),
+    *_binary("sub"),
+    *_binary("mul"),
+    *_unary("scale", factor=-1.75),
+    *_unary("abs", _away_from_zero),
+    *_unary("sqrt", _positive),
+    ParityCase("clamp", "bounds", lambda r: Inputs((_clamp_input(r, 5, 7),), {"lo": -0.5, "hi": 0.5})),
+    ParityCase("max", "no-ties", _distinct_pair),
+    ParityCase("max", "broadcast", lambda r: Inputs((_normal(r, 3, 4), _normal(r, 4) + 0.001))),
+    ParityCase("min", "no-ties", _distinct_pair),
+    *_unary("sigmoid"),
+    *_unary("tanh"),
+    ParityCase("softplus", "wide", lambda r: Inputs((r.uniform(-30.0, 30.0, (6, 7)),))),
+    *_unary("exp"),
+    *_unary("sin"),
+    *_unary("cos"),
+    *_unary("log", _positive),
+    *_unary("inv", _away_from_zero),
+    *_unary("safe_log", eps=1e-3),
+    ParityCase("log_softmax", "last", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": -1})),
+    ParityCase("log_softmax", "middle", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": 1})),
+    ParityCase("softmax", "last", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": -1})),
+    ParityCase("softmax", "first", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": 0})),
+    ParityCase("hard_masked_softmax", "blocked-rows-nan", _masked_scores),
+    ParityCase(
+        "hard_masked_softmax",
+        "shared-mask",
+        lambda r: Inputs((_normal(r, 3, 4, 40), r.random((4, 40)) < 0.5)),
+    ),
+    ParityCase(
+        "hard_masked_softmax",
+        "axis-0",
+        lambda r: Inputs((_normal(r, 6, 3), r.random((6, 3)) < 0.6), {"axis": 0}),
+    ),
+    ParityCase("reduce_sum", "all", lambda r: Inputs((_normal(r, 3, 4, 5),))),
+    ParityCase(
+        "reduce_sum",
+        "axes-keepdims",
+        lambda r: Inputs((_normal(r, 3, 4, 5),), {"axis": (0, 2), "keepdims": True}),
+    ),
+    ParityCase("reduce_mean", "all", lambda r: Inputs((_normal(r, 3, 4, 5),))),
+    ParityCase("reduce_mean", "axis", lambda r: Inputs((_normal(r, 3, 4, 5),), {"axis": 1})),
+    ParityCase("reshape", "split", lambda r: Inputs((_normal(r, 4, 6),), {"shape": (2, 3, 4)})),
+    ParityCase("permute", "3d", lambda r: Inputs((_normal(r, 2, 3, 4),), {"perm": (2, 0, 1)})),
+    ParityCase("broadcast", "expand", lambda r: Inputs((_normal(r, 3, 1),), {"shape": (2, 3, 4)})),
+    ParityCase(
+        "concat",
+        "axis-1",
+        lambda r: Inputs((_normal(r, 2, 3), _normal(r, 2, 1), _normal(r, 2, 4)), {"axis": 1}),
+    ),
+    ParityCase(
+        "slice",
+        "strided",
+        lambda r: Inputs((_normal(r, 5, 8),), {"starts": (1, 0), "stops": (5, 7), "steps": (2, 3)}),
+    ),
+    ParityCase("gather", "axis-1", lambda r: Inputs((_normal(r, 3, 5), _index(r, (3, 4), 5)), {"axis": 1})),
+    ParityCase(
+        "scatter_add",
+        "repeats",
+        lambda r: Inputs((_normal(r, 4, 3), _index(r, (6, 3), 4), _normal(r, 7, 3)), {"axis": 0}),
+    ),
+    ParityCase(
+        "rand_uniform", "seeded", lambda r: Inputs((), {"shape": (3, 70), "seed": 2026, "counter": 7}, False)
+    ),
+    ParityCase(
+        "rand_uniform",
+        "large-seed",
+        lambda r: Inputs((), {"shape": (129,), "seed": (1 << 64) - 5, "counter": 9}, False),
+    ),
+    ParityCase(
+        "bernoulli_mask",
+        "seeded",
+        lambda r: Inputs((), {"shape": (4, 50), "keep_prob": 0.3, "seed": 11, "counter": 2}, False),
+    ),
+    ParityCase(
+        "layer_norm",
+        "affine",
+        lambda r: Inputs((_normal(r, 3, 4, 6), _normal(r, 4, 6), _normal(r, 4, 6)), {"normalized_ndim": 2}),
+    ),
+    ParityCase("layer_norm", "plain", lambda r: Inputs((_normal(r, 5, 8), None, None), {"eps": 1e-3})),
+    ParityCase(
+        "batch_norm",
+        "training",
+        lambda r: Inputs((_normal(r, 4, 3, 5), _normal(r, 3), _normal(r, 3), None, None), {"training": True}),
+    ),
+    ParityCase(
+        "batch_norm",
+        "eval",
+        lambda r: Inputs(
+            (_normal(r, 4, 3, 2, 2), _normal(r, 3), _normal(r, 3), _normal(r, 3), _positive(r, 3)),
+            {"training": False},
+        ),
+    ),
+    ParityCase(
+        "conv",
+        "2d-stride-pad-dilation",
+        lambda r: Inputs(
+            (_normal(r, 2, 4, 7, 6), _normal(r, 6, 2, 3, 2), _normal(r, 6)),
+            {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2), "groups": 2},
+        ),
+    ),
+    ParityCase(
+        "conv", "1d", lambda r: Inputs((_normal(r, 2, 3, 11), _normal(r, 4, 3, 3), None), {"padding": 1})
+    ),
+    ParityCase(
+        "conv", "3d", lambda r: Inputs((_normal(r, 1, 2, 4, 4, 4), _normal(r, 3, 2, 2, 2, 2), _normal(r, 3)))
+    ),
+    ParityCase(
+        "conv_transpose",
+        "2d",
+        lambda r: Inputs(
+            (_normal(r, 2, 4, 4, 5), _normal(r, 4, 3, 3, 2), _normal(r, 6)),
+            {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
+        ),
+    ),
+    ParityCase("conv_transpose", "1d", lambda r: Inputs((_normal(r, 1, 2, 6), _normal(r, 2, 3, 4), None))),
+    _window_case("max_pool", "2d", (2, 3, 7, 6), kernel_size=3, stride=2, padding=1),
+    _window_case("max_pool", "1d-dilated", (2, 2, 11), kernel_size=2, dilation=2),
+    _window_case("max_pool", "3d", (1, 2, 4, 5, 4), kernel_size=2),
+    _window_case(
+        "smooth_max_pool", "2d-positive", (2, 3, 6, 7), beta=2.5, kernel_size=3, stride=2, padding=1
+    ),
+    _window_case("smooth_max_pool", "1d-negative", (2, 2, 9), beta=-1.5, kernel_size=3, stride=1),
+    ParityCase(
+        "smooth_max_pool",
+        "overflow-scale",
+        lambda r: Inputs((_normal(r, 1, 2, 6, 6) * 1e30,), {"beta": 1.0, "kernel_size": 2}),
+    ),
+    _window_case("avg_pool", "2d", (2, 3, 7, 6), kernel_size=3, stride=2, padding=1),
+    _window_case("avg_pool", "1d", (2, 2, 9), kernel_size=2),
+    ParityCase(
+        "fft_fno", "even", lambda r: Inputs((_normal(r, 2, 3, 16), _normal(r, 5, 3, 4), _normal(r, 5, 3, 4)))
+    ),
+    ParityCase(
+        "fft_fno",
+        "odd-all-modes",
+        lambda r: Inputs((_normal(r, 1, 2, 9), _normal(r, 5, 2, 3), _normal(r, 5, 2, 3))),
+    ),
+    ParityCase("selective_scan", "shared", _scan(False)),
+    ParityCase("selective_scan", "token", _scan(True)),
+    ParityCase(ATTENTION, "unmasked", _attention((2,), 19, 23, 8, 5, masked=False)),
+    ParityCase(ATTENTION, "masked-heads", _attention((2, 2), 33, 40, 16, 16, masked=True)),
+    ParityCase(ATTENTION, "blocked-rows-nan", _attention((2,), 9, 12, 4, 3, masked=True, poison=True)),
+    ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
+)
+"""Every case; each of :data:`NATIVE_OPS` and :data:`ATTENTION` has at least one."""
+
+
+def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:
+    """The cases of the given op labels, in :data:`CASES` order."""
+    wanted = set(ops)
+    return tuple(case for case in CASES if case.op in wanted)
