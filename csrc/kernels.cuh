@@ -56,7 +56,9 @@ TL_DEVICE T nan_min(T a, T b) {
 // commutative operation on both partners).
 template <class T>
 TL_DEVICE T warp_max(T v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v = nan_max(v, __shfl_xor_sync(kFullMask, v, offset));
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = nan_max(v, __shfl_xor_sync(kFullMask, v, offset));
+  }
   return v;
 }
 
@@ -526,18 +528,19 @@ template <class T>
 TL_GLOBAL void selective_scan_forward_kernel(const T* __restrict__ a, const T* __restrict__ bcoef,
                                              const T* __restrict__ x, const T* __restrict__ h0,
                                              T* __restrict__ h, ScanShape s) {
-  const std::int64_t idx =
-      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + static_cast<std::int64_t>(threadIdx.x);
-  if (idx >= s.batch * s.state) return;
-  const std::int64_t bi = idx / s.state;
-  const std::int64_t ch = idx % s.state;
-  T hv = h0[idx];
-  for (std::int64_t t = 0; t < s.len; ++t) {
-    const std::int64_t off = (bi * s.len + t) * s.state + ch;
-    const T av = s.token ? a[off] : a[ch];
-    const T bv = s.token ? bcoef[off] : bcoef[ch];
-    hv = av * hv + bv * x[off];
-    h[off] = hv;
+  const std::int64_t channels = s.batch * s.state;
+  for (std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < channels; idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t bi = idx / s.state;
+    const std::int64_t ch = idx % s.state;
+    T hv = h0[idx];
+    for (std::int64_t t = 0; t < s.len; ++t) {
+      const std::int64_t off = (bi * s.len + t) * s.state + ch;
+      const T av = s.token ? a[off] : a[ch];
+      const T bv = s.token ? bcoef[off] : bcoef[ch];
+      hv = av * hv + bv * x[off];
+      h[off] = hv;
+    }
   }
 }
 
@@ -551,36 +554,37 @@ TL_GLOBAL void selective_scan_backward_kernel(const T* __restrict__ a, const T* 
                                               T* __restrict__ da, T* __restrict__ db,
                                               T* __restrict__ dx, T* __restrict__ dh0,
                                               ScanShape s) {
-  const std::int64_t idx =
-      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + static_cast<std::int64_t>(threadIdx.x);
-  if (idx >= s.batch * s.state) return;
-  const std::int64_t bi = idx / s.state;
-  const std::int64_t ch = idx % s.state;
-  T carry = T(0);
-  T sum_a = T(0);
-  T sum_b = T(0);
-  for (std::int64_t t = s.len - 1; t >= 0; --t) {
-    const std::int64_t off = (bi * s.len + t) * s.state + ch;
-    const T total = g[off] + carry;
-    const T prev = t > 0 ? h[off - s.state] : h0[idx];
-    const T av = s.token ? a[off] : a[ch];
-    const T bv = s.token ? bcoef[off] : bcoef[ch];
-    const T ga = total * prev;
-    const T gb = total * x[off];
-    dx[off] = total * bv;
-    if (s.token) {
-      da[off] = ga;
-      db[off] = gb;
-    } else {
-      sum_a += ga;
-      sum_b += gb;
+  const std::int64_t channels = s.batch * s.state;
+  for (std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < channels; idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t bi = idx / s.state;
+    const std::int64_t ch = idx % s.state;
+    T carry = T(0);
+    T sum_a = T(0);
+    T sum_b = T(0);
+    for (std::int64_t t = s.len - 1; t >= 0; --t) {
+      const std::int64_t off = (bi * s.len + t) * s.state + ch;
+      const T total = g[off] + carry;
+      const T prev = t > 0 ? h[off - s.state] : h0[idx];
+      const T av = s.token ? a[off] : a[ch];
+      const T bv = s.token ? bcoef[off] : bcoef[ch];
+      const T ga = total * prev;
+      const T gb = total * x[off];
+      dx[off] = total * bv;
+      if (s.token) {
+        da[off] = ga;
+        db[off] = gb;
+      } else {
+        sum_a += ga;
+        sum_b += gb;
+      }
+      carry = total * av;
     }
-    carry = total * av;
-  }
-  dh0[idx] = carry;
-  if (!s.token) {
-    da[idx] = sum_a;
-    db[idx] = sum_b;
+    dh0[idx] = carry;
+    if (!s.token) {
+      da[idx] = sum_a;
+      db[idx] = sum_b;
+    }
   }
 }
 

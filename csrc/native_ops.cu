@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "kernels.cuh"
 
@@ -427,8 +428,10 @@ Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, const T
   } else if (b.dim() == 1) {
     g2 = g.unsqueeze(-1);
   }
-  const at::Tensor ga = at::matmul(g2, b2.transpose(-1, -2)).sum_to_size(a2.sizes()).reshape(a.sizes());
-  const at::Tensor gb = at::matmul(a2.transpose(-1, -2), g2).sum_to_size(b2.sizes()).reshape(b.sizes());
+  const at::Tensor ga =
+      at::matmul(g2, b2.transpose(-1, -2)).sum_to_size(a2.sizes()).reshape(a.sizes());
+  const at::Tensor gb =
+      at::matmul(a2.transpose(-1, -2), g2).sum_to_size(b2.sizes()).reshape(b.sizes());
   return {own(ga, {g, a, b}), own(gb, {g, a, b})};
 }
 
@@ -1039,7 +1042,9 @@ Grads permute_backward(const Tensor& g, const Tensor& x, const Tensor& out, cons
   check_permutation(op, x, perm);
   check_same_shape(op, "g", g, "out", out);
   std::vector<std::int64_t> inverse(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  }
   c10::DeviceGuard guard(x.device());
   return one(own(g.permute(inverse), {g}));
 }
@@ -1135,7 +1140,8 @@ void check_slice(const char* op, const at::Tensor& x, const Ints& starts, const 
                  const Ints& steps) {
   const std::size_t rank = static_cast<std::size_t>(x.dim());
   TORCH_CHECK_VALUE(starts.size() == rank && stops.size() == rank && steps.size() == rank,
-                    "torchlean_native_ext.", op, ": starts, stops and steps need one entry per axis (",
+                    "torchlean_native_ext.", op,
+                    ": starts, stops and steps need one entry per axis (",
                     rank, "); got ", starts.size(), ", ", stops.size(), ", ", steps.size());
   for (std::size_t d = 0; d < rank; ++d) {
     const std::int64_t extent = x.size(static_cast<std::int64_t>(d));
@@ -1465,7 +1471,8 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
     for (std::int64_t ax = 0; ax < spatial; ++ax) {
       const std::size_t i = static_cast<std::size_t>(ax);
       TORCH_CHECK_VALUE(p.output_padding[i] >= 0 &&
-                            (p.output_padding[i] < p.stride[i] || p.output_padding[i] < p.dilation[i]),
+                            (p.output_padding[i] < p.stride[i] ||
+                             p.output_padding[i] < p.dilation[i]),
                         "torchlean_native_ext.", op, ": output_padding[", ax, "] = ",
                         p.output_padding[i], " must be >= 0 and below stride or dilation");
       const std::int64_t out = (x.size(2 + ax) - 1) * p.stride[i] - 2 * p.padding[i] +
@@ -1507,7 +1514,8 @@ Grads conv_grads(const at::Tensor& g, const at::Tensor& x, const at::Tensor& wei
   at::OptionalIntArrayRef bias_ref = std::nullopt;
   if (bias.has_value()) bias_ref = at::IntArrayRef(bias_sizes);
   const auto grads = at::convolution_backward(
-      g, x, weight, bias_ref, p.stride, p.padding, p.dilation, p.transposed, p.transposed ? p.output_padding : zeros,
+      g, x, weight, bias_ref, p.stride, p.padding, p.dilation, p.transposed,
+      p.transposed ? p.output_padding : zeros,
       p.groups, {true, true, bias.has_value()});
   return {std::get<0>(grads), std::get<1>(grads),
           bias.has_value() ? std::get<2>(grads) : at::Tensor()};
@@ -1790,7 +1798,8 @@ Grads fft_fno_backward(const Tensor& g, const Tensor& x, const Tensor& weight_re
   const std::int64_t modes = weight_real.size(0);
   const at::Tensor w = bin_multiplicity(n, bins, x.options());
   // cotangent of the half spectrum Y (irfft adjoint)
-  at::Tensor g_spec = at::fft_rfft(g, std::nullopt, -1, std::nullopt) * (w / static_cast<double>(n));
+  const at::Tensor g_spec =
+      at::fft_rfft(g, std::nullopt, -1, std::nullopt) * (w / static_cast<double>(n));
   at::Tensor g_real = at::real(g_spec).clone();
   at::Tensor g_imag = at::imag(g_spec).clone();
   g_imag.select(-1, 0).zero_();
@@ -2042,8 +2051,23 @@ const unsigned char* mask_pointer(const OptTensor& mask) {
                           : nullptr;
 }
 
-int columns_per_lane(const tl::AttentionShape& s) {
-  return tl::attention_columns_per_lane(std::max(s.d, s.dv));
+// Calls fn(std::integral_constant<int, CPL>) with the columns per lane the head widths need.
+template <class Fn>
+void with_columns_per_lane(const tl::AttentionShape& s, Fn&& fn) {
+  switch (tl::attention_columns_per_lane(std::max(s.d, s.dv))) {
+    case 1:
+      fn(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 8>{});
+      break;
+  }
 }
 }  // namespace
 
@@ -2059,12 +2083,10 @@ std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tenso
   at::Tensor lse = at::full({s.batch, s.nq}, -std::numeric_limits<double>::infinity(), q.options());
   if (s.batch == 0 || s.nq == 0 || s.nk == 0) return {out, lse};  // no key: every row is blocked
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
-    switch (columns_per_lane(s)) {
-      case 1: launch_attention_forward<scalar_t, 1>(q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream)); break;
-      case 2: launch_attention_forward<scalar_t, 2>(q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream)); break;
-      case 4: launch_attention_forward<scalar_t, 4>(q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream)); break;
-      default: launch_attention_forward<scalar_t, 8>(q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream)); break;
-    }
+    with_columns_per_lane(s, [&](auto cpl) {
+      launch_attention_forward<scalar_t, decltype(cpl)::value>(q, k, v, mask_pointer(mask), out,
+                                                               lse, args, as_stream(stream));
+    });
   });
   return {out, lse};
 }
@@ -2094,12 +2116,11 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
   // delta_i = dO_i . O_i = sum_j p_ij dO_i . v_j  (FlashAttention-2's D)
   const at::Tensor delta = (g * out).sum(-1).contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
-    switch (columns_per_lane(s)) {
-      case 1: launch_attention_backward<scalar_t, 1>(q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream)); break;
-      case 2: launch_attention_backward<scalar_t, 2>(q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream)); break;
-      case 4: launch_attention_backward<scalar_t, 4>(q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream)); break;
-      default: launch_attention_backward<scalar_t, 8>(q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream)); break;
-    }
+    with_columns_per_lane(s, [&](auto cpl) {
+      launch_attention_backward<scalar_t, decltype(cpl)::value>(q, k, v, mask_pointer(mask), g,
+                                                                lse, delta, dq, dk, dv, args,
+                                                                as_stream(stream));
+    });
   });
   return {dq, dk, dv, at::Tensor()};
 }

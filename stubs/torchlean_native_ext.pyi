@@ -298,5 +298,3 @@ def direct_attention_backward(
     scale: float | None,
     stream: int,
 ) -> list[Tensor | None]: ...
-def emulation_set_schedule_seed(seed: int) -> None:
-    """Host-emulation builds only: permute the emulator's thread and block order (0 = index order)."""

@@ -1,17 +1,19 @@
 """A correct program: every sealed value comes from its gate; mypy reports nothing.
 
-Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it; shapes use the
-plugin's ``Shape[N]`` shorthand.
+Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it; shape-typed
+``torchlean.trainer.Trainer`` values use the plugin's ``Shape[N]`` shorthand.
 """
 
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias
 
+from torchlean import nn
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.shapes import Shape
+from torchlean.trainer import ExecutionMode, RunConfig, Trainer
 
 
 def capsule_name(capsule: KernelCapsule) -> str:
@@ -28,26 +30,23 @@ def relu_kernel() -> ExecutableKernel[str]:
 
 print(relu_kernel().run())
 
-In = TypeVar("In")
-Out = TypeVar("Out")
-
-
-class Trainer(Generic[In, Out]):
-    """Stand-in for torchlean.trainer.Trainer[In, Out] (invariant in both)."""
-
-
 def train_iris(trainer: Trainer[Shape[3], Shape[1]]) -> None:
     """Accepts only trainers for 3 features and 1 target."""
 
 
-three_features: Trainer[Shape[3], Shape[1]] = Trainer()
+three_features: Trainer[Shape[3], Shape[1]] = Trainer(nn.linear(3, 1))
+# the execution mode is a config field: a typed-graph trainer has the same type
+typed_graph: Trainer[Shape[3], Shape[1]] = Trainer(
+    nn.linear(3, 1), config=RunConfig(execution=ExecutionMode.TYPED_GRAPH)
+)
+train_iris(typed_graph)
 train_iris(three_features)
 spelled_out: Trainer[Shape[Literal[3]], Shape[Literal[1]]] = three_features
 train_iris(spelled_out)
 # Where Python evaluates the subscript (alias right-hand side, base class, explicit application),
 # mypy reads each argument on its own: quote the type or spell Literal there.
 IrisTrainer: TypeAlias = "Trainer[Shape[3], Shape[1]]"
-explicit: IrisTrainer = Trainer[Shape[Literal[3]], Shape[Literal[1]]]()
+explicit: IrisTrainer = Trainer[Shape[Literal[3]], Shape[Literal[1]]](nn.linear(3, 1))
 train_iris(explicit)
 batch_of_32: Shape[32, 4] = Shape()
 any_batch: Shape[Any, 4] = batch_of_32

@@ -1,26 +1,24 @@
 """Shape-typed trainers: mismatched shapes and malformed ``Shape[...]`` arguments are mypy errors.
 
-``Trainer`` here is a stand-in with the same variance as ``torchlean.trainer.Trainer[In, Out]``
-(invariant in both). ``Shape[4]`` is the plugin's shorthand for ``Shape[Literal[4]]``.
+``torchlean.trainer.Trainer[In, Out]`` is invariant in both shapes; the execution mode is a
+``RunConfig`` field and does not change the type. ``Shape[4]`` is the plugin's shorthand for
+``Shape[Literal[4]]``.
 """
 
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
+from torchlean import nn
 from torchlean.shapes import Shape
-
-In = TypeVar("In")
-Out = TypeVar("Out")
-
-
-class Trainer(Generic[In, Out]):
-    """Trains a model mapping ``In``-shaped rows to ``Out``-shaped targets."""
+from torchlean.trainer import ExecutionMode, RunConfig, Trainer
 
 
 def train_iris(trainer: Trainer[Shape[3], Shape[1]]) -> None:
     """Accepts only trainers for 3 features and 1 target."""
 
 
-four_features: Trainer[Shape[4], Shape[1]] = Trainer()
+four_features: Trainer[Shape[4], Shape[1]] = Trainer(
+    nn.linear(4, 1), config=RunConfig(execution=ExecutionMode.TYPED_GRAPH)
+)
 train_iris(four_features)  # E: Argument 1 to "train_iris" has incompatible type "Trainer[Shape[Literal[4]], Shape[Literal[1]]]"; expected "Trainer[Shape[Literal[3]], Shape[Literal[1]]]"  [arg-type]
 spelled_out: Trainer[Shape[Literal[4]], Shape[Literal[1]]] = four_features
 train_iris(spelled_out)  # E: Argument 1 to "train_iris" has incompatible type "Trainer[Shape[Literal[4]], Shape[Literal[1]]]"; expected "Trainer[Shape[Literal[3]], Shape[Literal[1]]]"  [arg-type]
@@ -37,4 +35,4 @@ bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expec
 
 # Known limit: where Python evaluates the subscript (here an explicit type application), mypy
 # analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.
-unquoted = Trainer[Shape[3], Shape[1]]()  # E: Invalid type: try using Literal[3] instead?  [valid-type] # E: Invalid type: try using Literal[1] instead?  [valid-type]
+unquoted = Trainer[Shape[3], Shape[1]](nn.linear(3, 1))  # E: Invalid type: try using Literal[3] instead?  [valid-type] # E: Invalid type: try using Literal[1] instead?  [valid-type]

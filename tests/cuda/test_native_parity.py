@@ -26,6 +26,17 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.native_cuda import capsules, extension, guards, kernels, parity
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The 46 native-cuda op labels, in catalog order (anchor-backend.md §4.3); every test below that
+# takes ``op`` runs once per label.
+OPS = [
+    "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
+    "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "sin", "cos", "log", "inv",
+    "safe_log", "log_softmax", "softmax", "hard_masked_softmax", "reduce_sum", "reduce_mean",
+    "reshape", "permute", "broadcast", "concat", "slice", "gather", "scatter_add", "rand_uniform",
+    "bernoulli_mask", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
+    "smooth_max_pool", "avg_pool", "fft_fno", "selective_scan",
+]  # fmt: skip
 DTYPES = [torch.float32, torch.float64]
 FORWARD_ONLY = {"rand_uniform", "bernoulli_mask"}
 OWN_KERNELS = ["hard_masked_softmax", "smooth_max_pool", "selective_scan", "rand_uniform", "bernoulli_mask"]
@@ -42,16 +53,16 @@ def _assert_parity(op: str, dtype: torch.dtype, device: torch.device) -> None:
 
 
 def test_parity_ops_are_the_native_cuda_catalog() -> None:
-    assert list(parity.NATIVE_OPS) == [capsule.op.label for capsule in capsules.CAPSULES]
-    assert len(parity.NATIVE_OPS) == 46
+    assert OPS == list(parity.NATIVE_OPS) == [capsule.op.label for capsule in capsules.CAPSULES]
+    assert len(OPS) == 46
 
 
-@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+@pytest.mark.parametrize("op", OPS)
 def test_every_op_has_parity_cases(op: str) -> None:
     assert parity.cases_for([op])
 
 
-@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+@pytest.mark.parametrize("op", OPS)
 def test_native_symbols_exist_for_every_op(op: str) -> None:
     """Provenance ``csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is defined there,
     bound in bindings.cpp, typed in the stub and wrapped in kernels.py (with a backward for every
@@ -80,13 +91,13 @@ def test_capsule_provenance_names_native_ops_cu() -> None:
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
-@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+@pytest.mark.parametrize("op", OPS)
 def test_native_parity_cuda(op: str, dtype: torch.dtype, cuda_device: torch.device) -> None:
     _assert_parity(op, dtype, cuda_device)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
-@pytest.mark.parametrize("op", parity.NATIVE_OPS)
+@pytest.mark.parametrize("op", OPS)
 def test_native_parity_emulated(op: str, dtype: torch.dtype, emulation: ModuleType) -> None:
     _assert_parity(op, dtype, torch.device("cpu"))
 
@@ -149,6 +160,7 @@ def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> N
     assert out[0, 0, 0].item() == pytest.approx(3.0e38, rel=1e-6)  # max + log(2): below float32 ulp
     assert out[0, 0, 1].item() == 1.0  # exp(-huge) underflows: exactly the max
     (dx,) = kernels.smooth_max_pool_backward(torch.ones_like(out), x, out=out, beta=1.0, kernel_size=2)
+    assert dx is not None
     assert dx.tolist() == [[[0.5, 0.5, 0.0, 1.0]]]
 
 
@@ -166,9 +178,16 @@ def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(extension, "load_host_emulation", refuse)
 
 
-def test_check_launch_refuses_tensors_off_the_cuda_device(no_build: None) -> None:
+def test_check_launch_refuses_tensors_off_the_cuda_device(
+    no_build: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(GuardError, match=r"native_cuda.relu: x is on device cpu \(accepted: cuda tensors\)"):
-        kernels.relu_forward(torch.ones(3))
+        guards.check_launch("relu", {"x": torch.ones(3)})
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)  # as on a machine with CUDA
+    with pytest.raises(
+        GuardError, match=r"native_cuda.matmul: a is on device cpu \(accepted: cuda tensors\)"
+    ):
+        kernels.matmul_forward(torch.ones(2, 2), torch.ones(2, 2))
 
 
 @pytest.fixture
@@ -230,12 +249,48 @@ def test_window_parameters_are_checked() -> None:
 # --------------------------------------------------------------------------------- no CUDA here
 
 
-def test_cpu_build_of_torch_fails_before_launch_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+LAUNCHES = {
+    "relu": lambda: kernels.relu_forward(torch.ones(3)),
+    "matmul": lambda: kernels.matmul_forward(torch.ones(2, 3), torch.ones(3, 2)),
+    "hard_masked_softmax": lambda: kernels.hard_masked_softmax_forward(
+        torch.ones(2, 3), torch.ones(2, 3) > 0
+    ),
+    "selective_scan": lambda: kernels.selective_scan_forward(
+        torch.ones(4), torch.ones(4), torch.ones(3, 4), torch.ones(4)
+    ),
+    "rand_uniform": lambda: kernels.rand_uniform_forward(shape=[3], seed=1, counter=0),
+    "scaled_dot_product_attention": lambda: kernels.direct_attention(
+        torch.ones(1, 2, 3), torch.ones(1, 2, 3), torch.ones(1, 2, 3)
+    ),
+}
+
+
+@pytest.mark.parametrize("op", list(LAUNCHES))
+def test_cpu_build_of_torch_fails_before_launch_with_a_clear_message(
+    op: str, no_build: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(extension.NativeExtensionError, match=r"this torch build \(.*\) is not a CUDA build"):
+        LAUNCHES[op]()
+
+
+@pytest.mark.parametrize("op", list(LAUNCHES))
+def test_cuda_build_without_device_fails_before_launch(
+    op: str, no_build: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(extension.NativeExtensionError) as info:
+        LAUNCHES[op]()
+    assert (
+        str(info.value) == "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    )
+
+
+def test_loading_the_extension_without_cuda_fails_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.version, "cuda", None)
     with pytest.raises(extension.NativeExtensionError, match=r"this torch build \(.*\) is not a CUDA build"):
         extension.load_extension()
-    with pytest.raises(extension.NativeExtensionError, match=r"is not a CUDA build"):
-        kernels.rand_uniform_forward(shape=[3], seed=1, counter=0)
 
 
 def test_cuda_build_without_device_fails_with_the_original_message(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,18 +298,40 @@ def test_cuda_build_without_device_fails_with_the_original_message(monkeypatch: 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(extension.NativeExtensionError) as info:
         extension.load_extension()
-    assert str(info.value) == "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    assert (
+        str(info.value) == "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    )
     assert str(info.value) == extension.NO_DEVICE_MESSAGE
 
 
 def test_missing_sources_are_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TORCHLEAN_CSRC", str(tmp_path))
-    with pytest.raises(extension.NativeExtensionError, match=r"the sources of torchlean_native_ext are not available"):
+    with pytest.raises(
+        extension.NativeExtensionError, match=r"the sources of torchlean_native_ext are not available"
+    ):
         extension.sources_dir()
 
 
 def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CXX", "no-such-compiler-torchlean")
     monkeypatch.setattr(extension, "_loaded", {})
-    with pytest.raises(extension.NativeExtensionError, match=r"needs a C\+\+ compiler .*`no-such-compiler-torchlean`"):
+    with pytest.raises(
+        extension.NativeExtensionError, match=r"needs a C\+\+ compiler .*`no-such-compiler-torchlean`"
+    ):
         extension.load_host_emulation()
+
+
+def test_stub_matches_the_bindings() -> None:
+    """stubs/torchlean_native_ext.pyi types exactly what csrc/bindings.cpp binds, argument names
+    and order included."""
+    import ast
+
+    bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
+    bound = {
+        name: re.findall(r'py::arg\("(\w+)"\)', args)
+        for name, args in re.findall(r'm\.def\("(\w+)", &tn::\w+((?:,\s*py::arg\("\w+"\))*)\);', bindings)
+    }
+    tree = ast.parse((ROOT / "stubs" / "torchlean_native_ext.pyi").read_text())
+    typed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
+    assert typed == bound
+    assert len(bound) == 1 + 46 + 44 + 2  # device_type, forwards, backwards, direct attention

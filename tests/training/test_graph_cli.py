@@ -85,8 +85,9 @@ def test_cuda_profile_plans_native_capsules(capsys):
     code, out, err = run(capsys, "--profile", "checked_cuda", "--mlp", "4,8,1")
     assert (code, err) == (0, "")
     assert "  4 matmul -> native_cuda.matmul" in out.splitlines()
-    assert out.splitlines()[-6:] == [f"  native_cuda.{name}" for name in
-                                     ("reshape", "permute", "matmul", "broadcast", "add", "relu")]
+    assert out.splitlines()[-6:] == [
+        f"  native_cuda.{name}" for name in ("reshape", "permute", "matmul", "broadcast", "add", "relu")
+    ]
 
 
 WIDTHS = "error: argument --mlp:"

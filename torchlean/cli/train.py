@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from tqdm import tqdm
 
 from torchlean import data, optim
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -93,13 +94,24 @@ def _capsule_record(kernel: Any) -> dict[str, Any]:
     }
 
 
+def _load(args: argparse.Namespace) -> data.Dataset:
+    """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``)."""
+    try:
+        return data.load(args.dataset, seed=args.seed, label_column=args.label_column, dtype=args.dtype)
+    except UnknownLabelError:
+        column = args.label_column
+        if column is None or not re.fullmatch(r"-?\d+", column.strip()):
+            raise
+    return data.load(args.dataset, seed=args.seed, label_column=int(column), dtype=args.dtype)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
-    dataset = data.load(args.dataset, seed=args.seed, label_column=args.label_column, dtype=args.dtype)
+    dataset = _load(args)
     classification = dataset.task == "classification"
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)

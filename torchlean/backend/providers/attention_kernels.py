@@ -69,19 +69,24 @@ def check_cuda_layout(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = Non
     Raises:
         GuardError: naming the operand and the accepted layout.
     """
+    _require_layout({"q": q, "k": k, "v": v, "mask": mask})
+
+
+def _require_layout(tensors: dict[str, Tensor | None]) -> None:
     expected = extension.expected_device_type()
-    named = {"q": q, "k": k, "v": v, "mask": mask}
     device: torch.device | None = None
-    for name, tensor in named.items():
+    first = ""
+    for name, tensor in tensors.items():
         if tensor is None:
             continue
         if not isinstance(tensor, torch.Tensor):
             raise _fail(f"{name} is a {type(tensor).__name__} (accepted: torch.Tensor)")
         if tensor.device.type != expected:
             raise _fail(f"{name} is on device {tensor.device} (accepted: {expected} tensors)")
-        if device is not None and tensor.device != device:
-            raise _fail(f"{name} is on {tensor.device} but q is on {device}")
-        device = tensor.device
+        if device is None:
+            device, first = tensor.device, name
+        elif tensor.device != device:
+            raise _fail(f"{name} is on {tensor.device} but {first} is on {device}")
         if not tensor.is_contiguous():
             raise _fail(
                 f"{name} of shape {list(tensor.shape)} has strides {list(tensor.stride())}, not a "
@@ -196,13 +201,13 @@ def composed_attention_forward(
     ``(..., n_q, d_v)`` and what the backward needs.
 
     Raises:
+        NativeExtensionError: outside host emulation, when CUDA is not usable here (checked first).
         GuardError: from :func:`check_composed_attention` or :func:`check_cuda_layout`.
-        NativeExtensionError: outside host emulation, when CUDA is not usable here.
     """
-    dims = check_composed_attention(q, k, v, mask, scale=scale)
-    check_cuda_layout(q, k, v, mask)
     if extension.expected_device_type() == "cuda":
         extension.require_cuda()
+    dims = check_composed_attention(q, k, v, mask, scale=scale)
+    check_cuda_layout(q, k, v, mask)
     factor = _scale(dims, scale)
     allowed = _fold_mask(mask, dims)
     q3 = q.reshape(dims.folded, dims.n_q, dims.d)
@@ -240,9 +245,7 @@ def composed_attention_backward(
             f"g has shape {list(g.shape)} and dtype {dtype_name(g.dtype)} (accepted: {list(want)}, "
             f"{dtype_name(saved.probs.dtype)})"
         )
-    check_cuda_layout(g, g, g)
-    if g.device != saved.probs.device:
-        raise _fail(f"g is on {g.device} but the forward ran on {saved.probs.device}")
+    _require_layout({"g": g, "probs": saved.probs})
     g3 = g.reshape(dims.folded, dims.n_q, dims.d_v)
     probs, allowed = saved.probs, saved.allowed
     with torch.no_grad():

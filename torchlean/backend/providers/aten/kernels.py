@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean.backend.providers.aten.guards import check_aten_layout
+from torchlean.backend.providers.aten import guards as aten_guards
 from torchlean.backend.providers.reference import guards, spatial_guards
 from torchlean.backend.providers.reference.spatial_guards import IntOrTuple, Window
 
@@ -55,7 +55,7 @@ Axis = int | tuple[int, ...] | None
 
 def _tensors(op: str, *arrays: Array | None) -> list[torch.Tensor]:
     """The operands as torch tensors (layout guard); every operand must be present."""
-    tensors = check_aten_layout(op, *arrays)
+    tensors = aten_guards.check_aten_layout(op, *arrays)
     present = [t for t in tensors if t is not None]
     assert len(present) == len(tensors)
     return present
@@ -90,7 +90,7 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     import torch
 
     guards.check_linear(x, w, b)
-    tx, tw, tb = check_aten_layout("linear", x, w, b)
+    tx, tw, tb = aten_guards.check_aten_layout("linear", x, w, b)
     assert tx is not None and tw is not None
     return _host(torch.nn.functional.linear(tx, tw, tb), x, w, b)
 
@@ -170,7 +170,7 @@ def layer_norm(
     import torch
 
     axes = spatial_guards.check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
-    tx, tw, tb = check_aten_layout("layer_norm", x, weight, bias)
+    tx, tw, tb = aten_guards.check_aten_layout("layer_norm", x, weight, bias)
     assert tx is not None
     shape = [x.shape[a] for a in axes]
     return _host(torch.nn.functional.layer_norm(tx, shape, tw, tb, float(eps)), x, weight, bias)
@@ -204,7 +204,7 @@ def conv(
     window = spatial_guards.check_conv(
         x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
     )
-    tx, tw, tb = check_aten_layout("conv", x, w, b)
+    tx, tw, tb = aten_guards.check_aten_layout("conv", x, w, b)
     fn = _conv_fn("conv", x.ndim - 2)
     result = fn(
         tx, tw, tb, stride=window.stride, padding=window.padding, dilation=window.dilation, groups=groups
@@ -252,7 +252,7 @@ def conv_transpose(
         dilation=dilation,
         groups=groups,
     )
-    tx, tw, tb = check_aten_layout("conv_transpose", x, w, b)
+    tx, tw, tb = aten_guards.check_aten_layout("conv_transpose", x, w, b)
     fn = _conv_fn("conv_transpose", x.ndim - 2)
     result = fn(
         tx,

@@ -11,9 +11,9 @@ Every function first calls :func:`.guards.check_launch` and :func:`.guards.check
 (the capsules' shape and layout evidence), then the extension, which repeats its own checks.
 
 Raises (every function):
+    NativeExtensionError: not a CUDA build of torch, no usable CUDA device (checked first, with
+        the messages of :mod:`.extension`), no toolchain, failed build; all before any launch.
     GuardError: refused arguments (from the guards, or from the extension's boundary checks).
-    NativeExtensionError: no CUDA device, not a CUDA build of torch, no toolchain, failed build;
-        raised before any launch.
     NativeKernelError: the extension failed while running.
 
 Own kernels (``csrc/kernels.cuh``): ``hard_masked_softmax``, ``smooth_max_pool``,
@@ -158,6 +158,9 @@ _MAX_RANK = 16
 
 
 def _check(op: str, tensors: guards.Operands, **rules: Any) -> torch.dtype | None:
+    """CUDA availability first (the documented messages), then the shape and layout guards."""
+    if extension.expected_device_type() == "cuda":
+        extension.require_cuda()
     dtype = guards.check_launch(op, tensors, **rules)
     guards.check_flat_row_major(op, tensors)
     return dtype

@@ -1,0 +1,258 @@
+"""The CUDA attention capsules: ``native_cuda.direct_attention`` and ``torchlean.composed_attention``.
+
+Both are checked forward and backward against the reference provider's float64 attention
+(``reference.attention``) on every attention case of
+``torchlean.backend.providers.native_cuda.parity`` — unmasked, per-head masks, fully blocked rows
+with NaN/inf at blocked positions (query, key, value and cotangent), head widths above 128 —
+in float32 (relative error <= 1e-5) and float64 (<= 1e-10):
+
+* on a CUDA device (``cuda`` marker; skipped without one);
+* on the CPU through the host-emulation build, whose emulator runs the tiled kernels themselves.
+
+Hand-computed values (anchor-runtime.md §5.2 and §5.4) pin the semantics; the guards and the
+layout checks run anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers import attention_kernels
+from torchlean.backend.providers.native_cuda import extension, kernels, parity
+
+DTYPES = [torch.float32, torch.float64]
+CASES = parity.cases_for([parity.ATTENTION])
+IMPLEMENTATIONS = ["native_cuda.direct_attention", "torchlean.composed_attention"]
+
+
+def _assert_case(
+    case: parity.ParityCase, dtype: torch.dtype, device: torch.device, implementation: str
+) -> None:
+    result = parity.run_case(case, dtype, device, composed=implementation == IMPLEMENTATIONS[1])
+    assert result.passed, "; ".join(result.problems)
+
+
+def test_every_scaled_dot_product_attention_case_is_named() -> None:
+    assert parity.ATTENTION == "scaled_dot_product_attention"
+    assert [case.name for case in CASES] == ["unmasked", "masked-heads", "blocked-rows-nan", "wide-heads"]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_scaled_dot_product_attention_parity_cuda(
+    case: parity.ParityCase, dtype: torch.dtype, implementation: str, cuda_device: torch.device
+) -> None:
+    _assert_case(case, dtype, cuda_device, implementation)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_scaled_dot_product_attention_parity_emulated(
+    case: parity.ParityCase, dtype: torch.dtype, implementation: str, emulation: ModuleType
+) -> None:
+    _assert_case(case, dtype, torch.device("cpu"), implementation)
+
+
+# ------------------------------------------------------------------------- hand-computed values
+
+Q = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+V = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+CAUSAL = [[True, False, False], [True, True, False], [True, True, True]]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_scaled_dot_product_attention_modern_models_example(
+    implementation: str, emulation: ModuleType
+) -> None:
+    """anchor-runtime.md §5.4: Q = K, d = 2 (scale 1/sqrt 2), causal and unmasked, against the
+    PyTorch float64 values quoted there."""
+    q = torch.tensor(Q, dtype=torch.float64).unsqueeze(0)
+    v = torch.tensor(V, dtype=torch.float64).unsqueeze(0)
+    attend = (
+        kernels.direct_attention
+        if implementation == IMPLEMENTATIONS[0]
+        else attention_kernels.composed_attention
+    )
+    causal = attend(q, q.clone(), v, torch.tensor(CAUSAL))
+    plain = attend(q, q.clone(), v)
+    want_causal = [
+        [1.0, 2.0],
+        [2.3395230986533138, 3.3395230986533138],
+        [3.5104695304536615, 4.510469530453662],
+    ]
+    want_plain = [
+        [3.0, 4.0],
+        [3.4066725560787154, 4.406672556078716],
+        [3.5104695304536615, 4.510469530453662],
+    ]
+    np.testing.assert_allclose(causal[0].numpy(), want_causal, rtol=1e-14)
+    np.testing.assert_allclose(plain[0].numpy(), want_plain, rtol=1e-14)
+
+
+def test_fully_blocked_row_is_zero_with_minus_infinite_logsumexp(emulation: ModuleType) -> None:
+    """GPU chapter example (anchor-runtime.md §5.2): weights over keys [1, 2, 3] with the second row
+    fully blocked; with one-hot values the output rows are the weights."""
+    q = torch.zeros(1, 2, 1, dtype=torch.float64)
+    k = torch.zeros(1, 3, 1, dtype=torch.float64)
+    v = torch.eye(3, dtype=torch.float64).unsqueeze(0)
+    scores = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    # scores enter through q . k with scale 1: q = 1, k = the scores
+    q[..., 0] = 1.0
+    k[0, :, 0] = scores
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    out, lse = kernels.direct_attention_forward(q, k, v, mask, scale=1.0)
+    np.testing.assert_allclose(
+        out[0].numpy(), [[0.2689414213699951, 0.7310585786300049, 0.0], [0.0, 0.0, 0.0]], rtol=1e-15
+    )
+    assert lse[0, 1].item() == -math.inf
+    assert lse[0, 0].item() == pytest.approx(math.log(math.e + math.e**2), rel=1e-15)
+    g = torch.ones_like(out)
+    g[0, 1] = math.nan  # the blocked row's cotangent is never read
+    dq, dk, dv, dmask = kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse, scale=1.0)
+    assert dmask is None
+    assert dq is not None and dk is not None and dv is not None
+    assert torch.isfinite(dq).all() and torch.isfinite(dk).all() and torch.isfinite(dv).all()
+    assert dq[0, 1].item() == 0.0
+    assert dk[0, 2].item() == 0.0 and dv[0, 2].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_zero_width_heads_and_empty_key_sets(emulation: ModuleType) -> None:
+    """d = 0: scale 1 and every score 0, so each row averages its allowed values; no keys at all:
+    every row is blocked and zero."""
+    q = torch.zeros(1, 2, 0)
+    k = torch.zeros(1, 3, 0)
+    v = torch.tensor([[[1.0], [2.0], [6.0]]])
+    out = kernels.direct_attention(q, k, v, torch.tensor([[True, True, True], [True, False, True]]))
+    assert out[0, :, 0].tolist() == [3.0, 3.5]
+    empty, lse = kernels.direct_attention_forward(
+        torch.ones(2, 4, 3), torch.ones(2, 0, 3), torch.ones(2, 0, 5)
+    )
+    assert empty.shape == (2, 4, 5) and not empty.any()
+    assert (lse == -math.inf).all()
+
+
+def test_vjp_without_saved_statistics_recomputes_them(emulation: ModuleType) -> None:
+    spec = CASES[1].make(np.random.default_rng(3))
+    q, k, v, mask = (torch.from_numpy(np.ascontiguousarray(a)) for a in spec.arrays if a is not None)
+    out = kernels.direct_attention(q, k, v, mask)
+    g = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(0))
+    saved = kernels.direct_attention_vjp(g, q, k, v, mask, out=out)
+    recomputed = kernels.direct_attention_vjp(g, q, k, v, mask, out=out.clone())
+    for a, b in zip(saved[:3], recomputed[:3], strict=True):
+        assert a is not None and b is not None
+        assert torch.equal(a, b)
+
+
+def test_direct_and_composed_agree(emulation: ModuleType) -> None:
+    spec = CASES[1].make(np.random.default_rng(5))
+    q, k, v, mask = (torch.from_numpy(np.ascontiguousarray(a)) for a in spec.arrays if a is not None)
+    direct = kernels.direct_attention(q, k, v, mask)
+    composed, saved = attention_kernels.composed_attention_forward(q, k, v, mask)
+    torch.testing.assert_close(direct, composed, rtol=1e-12, atol=1e-12)
+    g = torch.randn(direct.shape, dtype=direct.dtype, generator=torch.Generator().manual_seed(1))
+    for a, b in zip(
+        kernels.direct_attention_vjp(g, q, k, v, mask, out=direct)[:3],
+        attention_kernels.composed_attention_backward(g, saved)[:3],
+        strict=True,
+    ):
+        assert a is not None and b is not None
+        torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-12)
+
+
+def test_attention_kernels_do_not_depend_on_thread_order(emulation: ModuleType) -> None:
+    """Permuted emulated thread and block orders give identical bits (no race in the tiles)."""
+    spec = CASES[2].make(np.random.default_rng(11))
+    q, k, v, mask = (
+        torch.from_numpy(np.ascontiguousarray(a)).float() if a.dtype == np.float64 else torch.from_numpy(a)
+        for a in spec.arrays
+        if a is not None
+    )
+    results = []
+    for seed in (0, 5, 9):
+        emulation.emulation_set_schedule_seed(seed)
+        out, lse = kernels.direct_attention_forward(q, k, v, mask)
+        grads = kernels.direct_attention_backward(torch.ones_like(out), q, k, v, mask, out=out, lse=lse)
+        results.append(
+            torch.cat([out.flatten(), lse.flatten(), *(d.flatten() for d in grads if d is not None)])
+        )
+    for other in results[1:]:
+        assert torch.equal(results[0], other)
+
+
+# ------------------------------------------------------------------------------ guards (anywhere)
+
+
+def test_composed_attention_shape_guard() -> None:
+    q = torch.ones(2, 3, 4)
+    with pytest.raises(
+        GuardError, match=r"q has shape \[3, 4\] \(accepted: \(batch, heads, n, d\) or \(heads, n, d\)\)"
+    ):
+        attention_kernels.check_composed_attention(torch.ones(3, 4), q, q)
+    with pytest.raises(GuardError, match=r"are not \(\.\.\., n_q, d\), \(\.\.\., n_k, d\)"):
+        attention_kernels.check_composed_attention(q, torch.ones(2, 3, 5), q)
+    with pytest.raises(
+        GuardError, match=r"mask has dtype float32 \(accepted: bool, True = allowed; an additive bias"
+    ):
+        attention_kernels.check_composed_attention(q, q, q, torch.ones(3, 3))
+    with pytest.raises(GuardError, match=r"mask of shape \[2, 3\] does not broadcast to \[2, 3, 3\]"):
+        attention_kernels.check_composed_attention(q, q, q, torch.ones(2, 3, dtype=torch.bool))
+    with pytest.raises(GuardError, match=r"scale=inf"):
+        attention_kernels.check_composed_attention(q, q, q, scale=math.inf)
+    dims = attention_kernels.check_composed_attention(
+        torch.ones(2, 5, 3, 4),
+        torch.ones(2, 5, 6, 4),
+        torch.ones(2, 5, 6, 7),
+        torch.ones(3, 6, dtype=torch.bool),
+    )
+    assert (dims.lead, dims.folded, dims.n_q, dims.n_k, dims.d, dims.d_v) == ((2, 5), 10, 3, 6, 4, 7)
+
+
+def test_composed_attention_layout_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = torch.ones(2, 3, 4)
+    with pytest.raises(GuardError, match=r"q is on device cpu \(accepted: cuda tensors\)"):
+        attention_kernels.check_cuda_layout(q, q, q)
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)  # as on a machine with CUDA
+    with pytest.raises(GuardError, match=r"q is on device cpu \(accepted: cuda tensors\)"):
+        attention_kernels.composed_attention(q, q, q)
+
+
+def test_composed_attention_without_cuda_fails_before_any_arithmetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = torch.ones(2, 3, 4)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(extension.NativeExtensionError, match=r"is not a CUDA build"):
+        attention_kernels.composed_attention(q, q, q)
+
+
+def test_composed_attention_layout_guard_refuses_strided_buffers(emulation: ModuleType) -> None:
+    q = torch.ones(2, 3, 4)
+    with pytest.raises(GuardError, match=r"k of shape \[2, 3, 4\] has strides .* not a flat row-major"):
+        attention_kernels.check_cuda_layout(q, torch.ones(2, 4, 3).transpose(1, 2), q)
+
+
+def test_direct_attention_guards(emulation: ModuleType) -> None:
+    q = torch.ones(2, 3, 4)
+    with pytest.raises(GuardError, match=r"must share their leading \(batch, head\) axes"):
+        kernels.direct_attention(q, torch.ones(3, 3, 4), torch.ones(3, 3, 4))
+    with pytest.raises(GuardError, match=r"mask has dtype float32 \(accepted: bool"):
+        kernels.direct_attention(q, q, q, torch.ones(3, 3))
+    with pytest.raises(GuardError, match=r"head widths d = 300, d_v = 4 exceed the kernel limit 256"):
+        kernels.direct_attention(torch.ones(1, 2, 300), torch.ones(1, 2, 300), torch.ones(1, 2, 4))
+
+
+def test_direct_attention_needs_cuda_outside_emulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = torch.ones(1, 2, 3)
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)  # as on a machine with CUDA
+    with pytest.raises(
+        GuardError, match=r"native_cuda.direct_attention: q is on device cpu \(accepted: cuda"
+    ):
+        kernels.direct_attention(q, q, q)
+    assert extension.expected_device_type() == "cuda"

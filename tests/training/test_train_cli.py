@@ -1,0 +1,374 @@
+"""``torchlean train`` (issue 4 item 7, issue 5 item 4): output lines, the JSON record, the capsule
+report per profile, and one-line errors for bad arguments. The two full default runs (digits,
+10 epochs, eager and typed graph) are marked slow but run by default."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean.backend import profiles
+from torchlean.cli import main
+
+EPOCH_LINE = re.compile(r"^epoch +(\d+)/(\d+)  loss=(\d+\.\d{6})$")
+AUDIT_LINE = re.compile(
+    r"^  (?P<op>\w+): (?P<name>[\w.]+) provider=(?P<provider>[\w-]+) trust=(?P<trust>[\w-]+) "
+    r"vjp=(?P<vjp>[\w-]+) reduction=(?P<reduction>[\w/-]+)$"
+)
+CAPSULE_KEYS = {"op", "name", "provider", "device", "trust", "vjp", "reduction", "evidence"}
+
+
+def train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``torchlean train ARGV`` in-process; argparse's own exits count as return codes."""
+    try:
+        code = main(["train", *argv])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def images_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """60 samples of 16 features (4x4 "images") with a header and a string label column first."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((60, 16))
+    y = np.array(["left", "right", "up"])[np.argmax(x[:, :3], axis=1)]
+    path = tmp_path_factory.mktemp("csv") / "images.csv"
+    lines = ["label," + ",".join(f"p{i}" for i in range(16))]
+    lines += [f"{label}," + ",".join(f"{v:.6f}" for v in row) for label, row in zip(y, x, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def parse(out: str) -> dict[str, object]:
+    """Split the standard output of a run into its parts."""
+    lines = out.splitlines()
+    epochs = [EPOCH_LINE.match(line) for line in lines]
+    header = lines.index(next(line for line in lines if line.startswith("backend capsules used (")))
+    audits = []
+    for line in lines[header + 1 :]:
+        match = AUDIT_LINE.match(line)
+        if match is None:
+            break
+        audits.append(match.groupdict())
+    return {
+        "lines": lines,
+        "losses": [float(m.group(3)) for m in epochs if m],
+        "capsule_header": lines[header],
+        "audits": audits,
+    }
+
+
+# ---------------------------------------------------------------------------- a full record
+
+
+def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
+    record_path = tmp_path / "out" / "run.json"
+    code, out, err = train(
+        capsys, "--dataset", "iris", "--epochs", "2", "--hidden", "8", "--report-json", str(record_path)
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("dataset=iris train=120 test=30 features=4 task=classification model=mlp ")
+    assert lines[1] == (
+        "profile=checked_cpu execution=eager optimizer=optim.adam(lr=0.005, beta1=0.9, beta2=0.999, "
+        "eps=1e-08) epochs=2 batch_size=32 seed=0"
+    )
+    assert [EPOCH_LINE.match(line).group(1, 2) for line in lines[2:4]] == [("1", "2"), ("2", "2")]
+    assert re.fullmatch(r"test_accuracy=\d\.\d{4}", lines[4])
+    parts = parse(out)
+    assert parts["capsule_header"] == f"backend capsules used ({len(parts['audits'])}, first-use order):"
+    assert lines[-1] == f"wrote {record_path}"
+
+    record = json.loads(record_path.read_text())
+    assert set(record) == {
+        "dataset",
+        "model",
+        "profile",
+        "execution",
+        "seed",
+        "epochs",
+        "losses",
+        "test_accuracy",
+        "seconds",
+        "capsules",
+    }
+    assert (record["dataset"], record["model"], record["profile"], record["execution"]) == (
+        "iris",
+        "mlp",
+        "checked_cpu",
+        "eager",
+    )
+    assert (record["seed"], record["epochs"]) == (0, 2)
+    assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]
+    assert all(isinstance(loss, float) for loss in record["losses"])
+    assert f"test_accuracy={record['test_accuracy']:.4f}" == lines[4]
+    assert 0.0 < record["seconds"] < 600
+    assert [c["name"] for c in record["capsules"]] == [a["name"] for a in parts["audits"]]
+    assert [c["name"] for c in record["capsules"]] == [
+        "reference.permute",
+        "reference.matmul",
+        "reference.broadcast",
+        "reference.add",
+        "reference.relu",
+        "reference.log_softmax",
+        "reference.mul",
+        "reference.reduce_sum",
+        "reference.reduce_mean",
+        "reference.scale",
+    ]
+    for capsule, audit in zip(record["capsules"], parts["audits"], strict=True):
+        assert set(capsule) == CAPSULE_KEYS
+        assert {k: capsule[k] for k in ("op", "name", "provider", "trust", "vjp", "reduction")} == audit
+        assert capsule["device"] == "cpu"
+        evidence = capsule["evidence"]
+        assert list(evidence) == ["shape", "layout", "value", "vjp"]
+        for key, line in evidence.items():
+            assert line.startswith(f"{key}: ") and capsule["op"] in line
+        assert "guarded at runtime by torchlean.backend.providers.reference" in evidence["shape"]
+        assert "covered by test suite tests/runtime/" in evidence["value"]
+    assert {c["name"]: c["reduction"] for c in record["capsules"]}["reference.matmul"] == "fixed-left"
+
+
+def test_diabetes_prints_test_mse(capsys, tmp_path):
+    record_path = tmp_path / "run.json"
+    code, out, err = train(
+        capsys, "--dataset", "diabetes", "--epochs", "1", "--report-json", str(record_path)
+    )
+    assert (code, err) == (0, "")
+    assert "task=regression" in out.splitlines()[0]
+    (line,) = [line for line in out.splitlines() if line.startswith("test_")]
+    assert re.fullmatch(r"test_mse=\d+\.\d{4}", line)
+    record = json.loads(record_path.read_text())
+    assert "test_accuracy" not in record and record["test_mse"] > 0
+    assert f"test_mse={record['test_mse']:.4f}" == line
+    # the target's variance (~5900 in its units) bounds a sane one-epoch fit from above
+    assert record["test_mse"] < 3e4
+    assert [c["name"] for c in record["capsules"]][-1] == "reference.mse_loss"
+
+
+@pytest.mark.parametrize(
+    ("profile", "attention"),
+    [
+        (
+            "checked_cpu",
+            "  scaled_dot_product_attention: reference.attention provider=reference trust=checked "
+            "vjp=torchlean-tape reduction=fixed-left",
+        ),
+        (
+            "libtorch_forward_cpu",
+            "  scaled_dot_product_attention: libtorch.sdpa_forward provider=libtorch "
+            "trust=trusted-external vjp=torchlean-tape reduction=implementation-defined",
+        ),
+    ],
+)
+def test_transformer_report_names_the_attention_capsule(capsys, images_csv, profile, attention):
+    code, out, err = train(
+        capsys,
+        "--dataset",
+        str(images_csv),
+        "--label-column",
+        "label",
+        "--model",
+        "transformer",
+        "--epochs",
+        "1",
+        "--hidden",
+        "8",
+        "--profile",
+        profile,
+    )
+    assert (code, err) == (0, "")
+    assert f"profile={profile} execution=eager" in out
+    assert attention in out.splitlines()
+    audits = parse(out)["audits"]
+    assert sum(a["op"] == "scaled_dot_product_attention" for a in audits) == 1
+    assert {a["provider"] for a in audits if a["op"] != "scaled_dot_product_attention"} == {"reference"}
+
+
+def test_cnn_and_typed_graph_on_csv_agree(capsys, images_csv):
+    runs = {}
+    for execution in ("eager", "typed-graph"):
+        code, out, err = train(
+            capsys,
+            "--dataset",
+            str(images_csv),
+            "--label-column",
+            "0",
+            "--model",
+            "cnn",
+            "--epochs",
+            "2",
+            "--hidden",
+            "8",
+            "--execution",
+            execution,
+            "--dtype",
+            "float64",
+        )
+        assert (code, err) == (0, "")
+        runs[execution] = out.splitlines()[2:]
+    assert runs["eager"] == runs["typed-graph"]  # epoch losses, accuracy and capsules, line for line
+
+
+def test_show_backend_prints_each_capsule_report(capsys):
+    code, out, _ = train(capsys, "--dataset", "iris", "--epochs", "1", "--show-backend")
+    assert code == 0
+    lines = out.splitlines()
+    assert "[TorchLean] backend capsules used:" in lines
+    assert (
+        "    vjp: relu torchlean-tape VJP refines its TorchLean semantics; covered by test suite "
+        "tests/runtime/test_reference_gradients.py" in lines
+    )
+
+
+# ------------------------------------------------------------------------------ bad input
+
+MISSING = "/nonexistent/data.csv"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--dataset", "nope"],
+            "error: unknown dataset nope (known: digits | iris | breast_cancer | wine | diabetes, "
+            "or a path to a .csv file)",
+        ),
+        (["--model", "rnn"], "error: unknown model rnn (known: mlp | cnn | transformer)"),
+        (["--profile", "fastest"], "error: unknown profile fastest (known: {profiles})"),
+        (
+            ["--optimizer", "lbfgs"],
+            "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)",
+        ),
+        (["--execution", "graph"], "error: unknown execution mode graph (known: eager | typed-graph)"),
+        (["--lr", "-1"], "error: optimizer: learning rate must be finite and nonnegative"),
+        (["--lr", "nan"], "error: optimizer: learning rate must be finite and nonnegative"),
+        (["--lr", "fast"], "error: argument --lr: expected a number, got 'fast'"),
+        (["--epochs", "0"], "error: argument --epochs: expected a positive integer, got 0"),
+        (["--batch-size", "-3"], "error: argument --batch-size: expected a positive integer, got -3"),
+        (["--hidden", "x"], "error: argument --hidden: expected a positive integer, got 'x'"),
+        (["--dataset", MISSING], f"error: dataset file not found: {MISSING}"),
+        (["--dtype", "float16"], "error: dtype must be float32 or float64, got float16"),
+        (["--model", "cnn", "--dataset", "iris"], "error: --model cnn needs images of side >= 4, got 2"),
+        (
+            ["--model", "cnn", "--dataset", "wine"],
+            "error: --model cnn needs square single-channel images; 13 features is not a square",
+        ),
+        (
+            ["--model", "transformer", "--dataset", "breast_cancer"],
+            "error: --model transformer needs square single-channel images; 30 features is not a square",
+        ),
+        (
+            ["--execution", "typed-graph", "--profile", "checked_cuda"],
+            "error: typed graph execution currently supports device `cpu`; requested `cuda`",
+        ),
+        (["--epochs"], "error: argument --epochs: expected one argument"),
+        (["--no-such-flag"], "error: unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(capsys, argv, message):
+    code, out, err = train(capsys, *argv)
+    assert code == 2
+    assert err == message.format(profiles=" | ".join(profiles.names())) + "\n"
+    assert "Traceback" not in out + err
+
+
+def test_bad_csv_label_column(capsys, images_csv):
+    code, _, err = train(capsys, "--dataset", str(images_csv), "--label-column", "colour")
+    assert code == 2
+    assert err.startswith(f"error: unknown label column colour in {images_csv} (known: label | p0 | p1 |")
+    assert err.count("\n") == 1
+    code, _, err = train(capsys, "--dataset", str(images_csv), "--label-column", "17")
+    assert (code, err) == (
+        2,
+        f"error: unknown label column 17 in {images_csv} (known: indices 0..16 or -17..-1)\n",
+    )
+
+
+def test_unwritable_report_path(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = train(
+        capsys, "--dataset", "iris", "--epochs", "1", "--report-json", str(blocker / "r.json")
+    )
+    assert code == 2
+    assert err.startswith(f"error: cannot write --report-json {blocker / 'r.json'}: ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_checked_cuda_without_cuda_is_a_clear_error(capsys):
+    code, out, err = train(capsys, "--profile", "checked_cuda", "--dataset", "iris", "--epochs", "1")
+    assert code == 2
+    assert err.startswith("error: torch eager session: CUDA was requested")
+    assert err.count("\n") == 1 and "Traceback" not in out + err
+
+
+def test_console_entry_point_error_has_no_traceback():
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", "train", "--model", "rnn"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "error: unknown model rnn (known: mlp | cnn | transformer)\n"
+
+
+# ----------------------------------------------------------------------- the main job (slow)
+
+
+def run_default(tmp: Path, *argv: str) -> tuple[dict[str, object], list[str]]:
+    """``torchlean train ARGV`` with every other default; the JSON record and the output lines."""
+    record_path = tmp / "run.json"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["train", *argv, "--report-json", str(record_path)])
+    assert (code, err.getvalue()) == (0, "")
+    return json.loads(record_path.read_text()), out.getvalue().splitlines()
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], list[str]]:
+    """``torchlean train`` with every default (digits, MLP, checked_cpu, eager, 10 epochs)."""
+    return run_default(tmp_path_factory.mktemp("default"))
+
+
+@pytest.mark.slow
+def test_default_run_reaches_95_percent(default_run):
+    record, lines = default_run
+    assert (record["dataset"], record["model"], record["profile"], record["execution"], record["epochs"]) == (
+        "digits",
+        "mlp",
+        "checked_cpu",
+        "eager",
+        10,
+    )
+    assert record["test_accuracy"] >= 0.95
+    assert len(record["losses"]) == 10 and record["losses"][-1] < record["losses"][0]
+    assert lines[0].startswith(
+        "dataset=digits train=1437 test=360 features=64 task=classification model=mlp "
+    )
+
+
+@pytest.mark.slow
+def test_default_run_typed_graph_gives_the_identical_losses(default_run, tmp_path):
+    record, lines = run_default(tmp_path, "--execution", "typed-graph")
+    eager_record, eager_lines = default_run
+    assert record["execution"] == "typed-graph"
+    assert record["test_accuracy"] >= 0.95
+    assert record["losses"] == eager_record["losses"]  # identical floats, not merely close
+    assert record["capsules"] == eager_record["capsules"]
+    # epoch lines, accuracy and capsule report agree line for line (the profile line names the mode)
+    assert lines[2:-1] == eager_lines[2:-1]

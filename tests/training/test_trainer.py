@@ -1,0 +1,431 @@
+"""``Trainer[In, Out]``: eager and typed-graph execution agree bit for bit; RunConfig device and
+profile resolution with the messages of anchor-backend.md §3.1/§7; data validation; the epoch
+schedule; predict/evaluate against independent computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import data, nn, optim
+from torchlean.autograd.session import BANNER
+from torchlean.backend import profiles
+from torchlean.backend.errors import SessionError, TorchLeanError, UnknownLabelError
+from torchlean.backend.vocabulary import Device
+from torchlean.ir.errors import IRError
+from torchlean.models import build_model
+from torchlean.optim import OptimizerError
+from torchlean.trainer import (
+    ExecutionMode,
+    Objective,
+    RunConfig,
+    Trainer,
+    TrainerError,
+    maintained_profile,
+)
+
+EAGER, GRAPH = ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH
+
+
+@pytest.fixture(scope="module")
+def digits() -> data.Dataset:
+    return data.load("digits", seed=0)
+
+
+def make(layer, *, mode=EAGER, objective=Objective.MSE, optimizer=None, seed=0, input_shape=None, **config):
+    run = RunConfig(optimizer=optimizer or optim.adam(0.01), execution=mode, **config)
+    return Trainer(layer, objective=objective, config=run, seed=seed, input_shape=input_shape)
+
+
+def train_both(layer_fn, x, y, *, objective, epochs=2, batch_size=16, input_shape=None, **kwargs):
+    """Train the same model eagerly and from the typed graph; return both trainers and histories."""
+    runs = []
+    for mode in (EAGER, GRAPH):
+        trainer = make(layer_fn(), mode=mode, objective=objective, input_shape=input_shape, **kwargs)
+        history = trainer.fit(x, y, epochs=epochs, batch_size=batch_size)
+        runs.append((trainer, history))
+    return runs
+
+
+def assert_bit_identical(runs):
+    (eager, eager_losses), (graph, graph_losses) = runs
+    assert eager_losses == graph_losses  # exact float equality, epoch by epoch
+    assert len(eager.model.parameters) == len(graph.model.parameters)
+    for a, b in zip(eager.model.parameters, graph.model.parameters, strict=True):
+        assert np.array_equal(a, b)
+    assert [k.capsule.name for k in eager.selected] == [k.capsule.name for k in graph.selected]
+
+
+# ------------------------------------------------------------------- eager == typed graph
+
+
+def test_mlp_mse_bit_identical():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 4)).astype(np.float32)
+    y = (x @ np.array([0.5, -1.0, 0.25, 2.0]) + 0.1).astype(np.float32)
+    runs = train_both(
+        lambda: nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1)),
+        x,
+        y,
+        objective=Objective.MSE,
+        epochs=3,
+    )
+    assert_bit_identical(runs)
+    (eager, losses), (graph, _) = runs
+    assert losses[-1] < losses[0]
+    x_test = rng.standard_normal((7, 4)).astype(np.float32)
+    assert np.array_equal(eager.predict(x_test), graph.predict(x_test))
+    assert [k.capsule.name for k in eager.selected] == [
+        "reference.permute",
+        "reference.matmul",
+        "reference.broadcast",
+        "reference.add",
+        "reference.relu",
+        "reference.mse_loss",
+    ]
+
+
+def test_mlp_cross_entropy_bit_identical_float64(digits):
+    x, y = digits.x_train[:96].astype(np.float64), digits.y_train[:96]
+    runs = train_both(
+        lambda: nn.sequential(nn.linear(64, 16), nn.tanh(), nn.linear(16, 10)),
+        x,
+        y,
+        objective=Objective.CROSS_ENTROPY,
+        dtype="float64",
+        batch_size=32,
+    )
+    assert_bit_identical(runs)
+    assert runs[0][0].model.parameters[0].dtype == np.float64
+
+
+def test_cnn_bit_identical(digits):
+    x, y = digits.x_train[:48], digits.y_train[:48]
+    runs = train_both(
+        lambda: build_model("cnn", 64, 10, hidden=8)[0],
+        x,
+        y,
+        input_shape=(64,),
+        objective=Objective.CROSS_ENTROPY,
+    )
+    assert_bit_identical(runs)
+    names = [k.capsule.name for k in runs[0][0].selected]
+    assert names[:4] == ["reference.reshape", "reference.conv", "reference.relu", "reference.max_pool"]
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "libtorch_forward_cpu"])
+def test_transformer_bit_identical(digits, profile):
+    x, y = digits.x_train[:40], digits.y_train[:40]
+    runs = train_both(
+        lambda: build_model("transformer", 64, 10, hidden=16)[0],
+        x,
+        y,
+        input_shape=(64,),
+        objective=Objective.CROSS_ENTROPY,
+        epochs=1,
+        profile=profile,
+    )
+    assert_bit_identical(runs)
+    attention = [k.capsule.name for k in runs[0][0].selected if k.op.label == "scaled_dot_product_attention"]
+    assert attention == ["reference.attention" if profile == "checked_cpu" else "libtorch.sdpa_forward"]
+
+
+def test_capsules_in_first_use_order_all_reference():
+    trainer = make(
+        nn.sequential(nn.linear(3, 4), nn.sigmoid(), nn.linear(4, 2)), objective=Objective.CROSS_ENTROPY
+    )
+    trainer.fit(np.ones((4, 3)), np.array([0, 1, 1, 0]), epochs=1)
+    selected = trainer.selected
+    assert [k.capsule.name for k in selected] == [
+        "reference.permute",
+        "reference.matmul",
+        "reference.broadcast",
+        "reference.add",
+        "reference.sigmoid",
+        "reference.log_softmax",
+        "reference.mul",
+        "reference.reduce_sum",
+        "reference.reduce_mean",
+        "reference.scale",
+    ]
+    for kernel in selected:
+        c = kernel.capsule
+        assert (c.provider.label, c.device.label, c.trust_level.label, c.vjp_mode.label) == (
+            "reference",
+            "cpu",
+            "checked",
+            "torchlean-tape",
+        )
+
+
+def test_typed_graph_runs_from_the_accepted_graph_plan(capsys):
+    """Typed graph: the kernels come from ``accept_graph`` (the eager session selects nothing), and
+    ``show_backend`` reports each graph kernel once."""
+    trainer = make(nn.sequential(nn.linear(2, 3), nn.relu(), nn.linear(3, 1)), mode=GRAPH, show_backend=True)
+    trainer.fit(np.ones((5, 2)), np.zeros(5), epochs=2, batch_size=2)  # batch shapes (2, 2) and (1, 2)
+    assert trainer.open().selected == []
+    names = [k.capsule.name for k in trainer.selected]
+    assert len(names) == len(set(names)) == 6
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == BANNER
+    assert len(out) == 1 + 5 * 6
+    assert out[1] == (
+        "  permute: reference.permute provider=reference trust=checked vjp=torchlean-tape reduction=n/a"
+    )
+
+
+def test_dropout_model_trains_eagerly_and_is_refused_by_the_typed_graph():
+    layer = nn.sequential(nn.linear(3, 8), nn.relu(), nn.dropout(0.5), nn.linear(8, 1))
+    x, y = np.ones((4, 3)), np.ones(4)
+    make(layer).fit(x, y, epochs=1)
+    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
+        make(layer, mode=GRAPH).fit(x, y, epochs=1)
+
+
+# ------------------------------------------------------------------------------ RunConfig
+
+
+def test_run_config_defaults():
+    config = RunConfig()
+    assert config.optimizer == optim.sgd(lr=0.01)
+    assert (config.execution, config.device, config.profile, config.show_backend, config.dtype) == (
+        EAGER,
+        Device.CPU,
+        None,
+        False,
+        "float32",
+    )
+    assert config.resolve_profile().name == "checked_cpu"
+    assert RunConfig(device=Device.CUDA).resolve_profile().name == "checked_cuda"
+    assert maintained_profile(Device.CPU).name == "checked_cpu"
+
+
+def test_with_device_without_maintained_profile():
+    message = (
+        "device `metal` has no maintained runtime profile; provide a backend profile with executable capsules"
+    )
+    with pytest.raises(TrainerError) as caught:
+        RunConfig().with_device(Device.METAL)
+    assert str(caught.value) == message
+    with pytest.raises(TrainerError) as caught:
+        RunConfig(device=Device.METAL).resolve_profile()
+    assert str(caught.value) == message
+
+
+def test_profile_override_must_target_the_requested_device():
+    with pytest.raises(TrainerError) as caught:
+        RunConfig(profile="checked_cuda").resolve_profile()
+    assert str(caught.value) == (
+        "backend profile `checked_cuda` targets `cuda`, but the runtime requested `cpu`"
+    )
+    with pytest.raises(TrainerError) as caught:
+        RunConfig(device=Device.CUDA, profile=profiles.get("libtorch_forward_cpu")).resolve_profile()
+    assert str(caught.value) == (
+        "backend profile `libtorch_forward_cpu` targets `cpu`, but the runtime requested `cuda`"
+    )
+
+
+def test_with_profile_then_with_device_last_writer_wins():
+    config = RunConfig().with_profile("checked_cuda")
+    assert config.device is Device.CUDA
+    assert config.resolve_profile().name == "checked_cuda"
+    back = config.with_device(Device.CPU)
+    assert (back.device, back.profile) == (Device.CPU, None)
+    assert back.resolve_profile().name == "checked_cpu"
+    assert RunConfig().with_profile("libtorch_forward_cpu").resolve_profile().name == "libtorch_forward_cpu"
+
+
+def test_unknown_profile_and_labels():
+    with pytest.raises(UnknownLabelError, match="unknown profile nope"):
+        RunConfig(profile="nope").resolve_profile()
+    with pytest.raises(UnknownLabelError) as caught:
+        ExecutionMode.parse("graph")
+    assert str(caught.value) == "unknown execution mode graph (known: eager | typed-graph)"
+    assert ExecutionMode.parse("typed-graph") is GRAPH
+    assert Objective.parse("cross-entropy") is Objective.CROSS_ENTROPY
+
+
+def test_typed_graph_on_cuda_is_refused_when_the_session_opens():
+    config = RunConfig(execution=GRAPH).with_device(Device.CUDA)  # building the config opens nothing
+    trainer = Trainer(nn.linear(2, 1), config=config)
+    with pytest.raises(TrainerError) as caught:
+        trainer.open()
+    assert str(caught.value) == "typed graph execution currently supports device `cpu`; requested `cuda`"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_checked_cuda_without_cuda_fails_at_open():
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig().with_profile("checked_cuda"))
+    with pytest.raises(SessionError) as caught:
+        trainer.fit(np.ones((2, 2)), np.ones(2))
+    message = str(caught.value)
+    assert message.startswith("torch eager session: CUDA was requested")
+    assert "\n" not in message
+
+
+def test_bad_dtype():
+    with pytest.raises(TrainerError, match=r"^dtype must be float32 or float64, got float16$"):
+        Trainer(nn.linear(2, 1), config=RunConfig(dtype="float16"))
+
+
+def test_optimizer_validation_propagates_when_opening():
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.adam(lr=-1.0)))
+    with pytest.raises(OptimizerError, match=r"^optimizer: learning rate must be finite and nonnegative$"):
+        trainer.open()
+    with pytest.raises(OptimizerError):  # still refused: nothing was half-opened
+        trainer.step(np.ones((1, 2)), np.ones(1))
+    with pytest.raises(OptimizerError, match="momentum must be finite"):
+        Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(momentum=1.0))).fit(
+            np.ones((1, 2)), np.ones(1)
+        )
+
+
+# ---------------------------------------------------------------------------- data checks
+
+
+def classifier() -> Trainer:
+    return make(nn.linear(3, 4), objective=Objective.CROSS_ENTROPY)
+
+
+LABELS = "cross-entropy labels must be integers in [0, 4)"
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        (np.array([0, 1, 4]), f"{LABELS}, got dtype int64 with range [0, 4]"),
+        (np.array([-1, 1, 2]), f"{LABELS}, got dtype int64 with range [-1, 2]"),
+        (np.array([0.0, 1.0, 2.0]), f"{LABELS}, got dtype float64"),
+        (np.zeros((3, 3)), "cross-entropy targets must be labels (n,) or one-hot (n, 4), got (3, 3)"),
+        (np.array([0, 1]), "got 3 inputs but 2 targets"),
+    ],
+)
+def test_label_validation(y, message):
+    with pytest.raises(TrainerError) as caught:
+        classifier().fit(np.zeros((3, 3)), y)
+    assert str(caught.value) == message
+
+
+def test_one_hot_targets_equal_integer_labels():
+    x = np.random.default_rng(0).standard_normal((6, 3))
+    labels = np.array([0, 1, 2, 3, 0, 1])
+    a, b = classifier(), classifier()
+    assert a.fit(x, labels, epochs=2, batch_size=4) == b.fit(x, np.eye(4)[labels], epochs=2, batch_size=4)
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "message"),
+    [
+        (np.zeros((3, 2)), np.zeros(3), "inputs must have shape (n, 3), got (3, 2)"),
+        (np.zeros(3), np.zeros(1), "inputs must have shape (n, 3), got (3,)"),
+        (np.zeros((3, 3)), np.zeros((3, 2)), "targets must have shape (n, 1), got (3, 2)"),
+        (np.zeros((0, 3)), np.zeros(0), "no training samples; check the dataset and batch size"),
+    ],
+)
+def test_regression_data_validation(x, y, message):
+    with pytest.raises(TrainerError) as caught:
+        make(nn.linear(3, 1)).fit(x, y)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("epochs", "batch_size"), [(0, 4), (1, 0)])
+def test_epochs_and_batch_size_must_be_positive(epochs, batch_size):
+    with pytest.raises(TrainerError) as caught:
+        make(nn.linear(3, 1)).fit(np.zeros((2, 3)), np.zeros(2), epochs=epochs, batch_size=batch_size)
+    assert str(caught.value) == f"epochs and batch size must be positive, got {epochs} and {batch_size}"
+
+
+def test_cross_entropy_needs_vector_logits():
+    with pytest.raises(TrainerError) as caught:
+        Trainer(nn.linear(4, 3), objective=Objective.CROSS_ENTROPY, input_shape=(2, 4))
+    assert str(caught.value) == "cross-entropy needs per-sample outputs (classes,), got [2, 3]"
+
+
+def test_trainer_errors_are_torchlean_errors():
+    assert issubclass(TrainerError, TorchLeanError)
+
+
+# ---------------------------------------------------------------------- schedule and step
+
+
+def test_fit_continues_the_epoch_schedule():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((20, 3)), rng.standard_normal(20)
+    whole, split = make(nn.linear(3, 1)), make(nn.linear(3, 1))
+    losses = whole.fit(x, y, epochs=3, batch_size=6)
+    assert split.fit(x, y, epochs=1, batch_size=6) + split.fit(x, y, epochs=2, batch_size=6) == losses
+    assert whole.epochs_done == split.epochs_done == 3
+    for a, b in zip(whole.model.parameters, split.model.parameters, strict=True):
+        assert np.array_equal(a, b)
+    # epochs are shuffled by (seed, epoch): epoch 1 does not replay epoch 0's order
+    batches = [
+        [yb.ravel().tolist() for _, yb in whole.batches(x, y[:, None], 6, shuffle=True, epoch=e)]
+        for e in (0, 1)
+    ]
+    assert batches[0] != batches[1]
+    assert sorted(v for batch in batches[0] for v in batch) == sorted(y.tolist())
+
+
+def test_sgd_step_matches_torch_float64():
+    """One SGD step on a linear model with MSE equals torch's update in float64."""
+    trainer = make(nn.linear(3, 2), optimizer=optim.sgd(lr=0.1), dtype="float64")
+    w0, b0 = (p.copy() for p in trainer.model.parameters)
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    loss = trainer.step(x, y)
+    w = torch.tensor(w0, requires_grad=True)
+    b = torch.tensor(b0, requires_grad=True)
+    expected = torch.nn.functional.mse_loss(torch.tensor(x) @ w.T + b, torch.tensor(y))
+    expected.backward()
+    assert loss == pytest.approx(expected.item(), rel=1e-13)
+    np.testing.assert_allclose(trainer.model.parameters[0], (w - 0.1 * w.grad).detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(trainer.model.parameters[1], (b - 0.1 * b.grad).detach().numpy(), rtol=1e-13)
+
+
+def test_epoch_loss_is_the_sample_weighted_mean_of_batch_losses():
+    trainer = make(nn.linear(2, 1), optimizer=optim.sgd(lr=0.0))  # lr 0: parameters never move
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((7, 2)), rng.standard_normal(7)
+    batch_losses: list[float] = []
+    (epoch_loss,) = trainer.fit(
+        x, y, epochs=1, batch_size=3, on_batch=lambda _epoch, loss: batch_losses.append(loss)
+    )
+    assert len(batch_losses) == 3
+    assert epoch_loss == pytest.approx((3 * batch_losses[0] + 3 * batch_losses[1] + batch_losses[2]) / 7)
+    w, b = trainer.model.parameters
+    full = float(np.mean((x.astype(np.float32) @ w.T + b - y[:, None].astype(np.float32)) ** 2))
+    assert epoch_loss == pytest.approx(full, rel=1e-5)
+
+
+# ---------------------------------------------------------------------- predict, evaluate
+
+
+@pytest.mark.parametrize("mode", [EAGER, GRAPH])
+def test_predict_and_evaluate(mode):
+    trainer = make(nn.linear(2, 3), mode=mode, objective=Objective.CROSS_ENTROPY, dtype="float64")
+    w = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    trainer.model.load_state({"weight": w, "bias": np.zeros(3)})
+    x = np.array([[2.0, 0.0], [0.0, 3.0], [-1.0, -1.0], [1.0, 1.5]])
+    np.testing.assert_array_equal(trainer.predict(x, batch_size=3), x @ w.T)
+    assert trainer.predict(np.zeros((0, 2))).shape == (0, 3)
+    labels = np.array([0, 1, 2, 0])  # the last one is wrong: argmax is class 1
+    assert trainer.evaluate(x, labels) == {"accuracy": 0.75}
+    assert trainer.evaluate(x, np.eye(3)[labels]) == {"accuracy": 0.75}
+    with pytest.raises(TrainerError, match="got 4 inputs but 3 targets"):
+        trainer.evaluate(x, labels[:3])
+
+
+def test_evaluate_mse():
+    trainer = make(nn.linear(1, 1), dtype="float64")
+    trainer.model.load_state({"weight": [[2.0]], "bias": [1.0]})
+    x = np.array([[0.0], [1.0], [2.0]])
+    assert trainer.evaluate(x, np.array([1.0, 2.0, 5.0])) == {"mse": pytest.approx((0 + 1 + 0) / 3)}
+    assert np.isnan(trainer.evaluate(np.zeros((0, 1)), np.zeros(0))["mse"])
+
+
+def test_same_seed_same_training_different_seed_different():
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((12, 3)), rng.standard_normal(12)
+    runs = [make(nn.linear(3, 1), seed=s).fit(x, y, epochs=2, batch_size=5) for s in (7, 7, 8)]
+    assert runs[0] == runs[1] != runs[2]
