@@ -260,10 +260,12 @@ class Optimizer:
 
 
 def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
+    """SGD with heavy-ball momentum (``torch.optim.SGD``); validated by :meth:`OptimizerConfig.create`."""
     return SGD(lr=float(lr), momentum=float(momentum))
 
 
 def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:
+    """Adam (``torch.optim.Adam``); validated by :meth:`OptimizerConfig.create`."""
     return Adam(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps))
 
 
@@ -274,15 +276,18 @@ def adamw(
     eps: float = 1e-8,
     weight_decay: float = 0.01,
 ) -> AdamW:
+    """AdamW, decoupled weight decay (``torch.optim.AdamW``); validated by :meth:`OptimizerConfig.create`."""
     return AdamW(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
                  weight_decay=float(weight_decay))
 
 
 def rmsprop(lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8) -> RMSprop:
+    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``); validated on ``create``."""
     return RMSprop(lr=float(lr), decay=float(decay), eps=float(eps))
 
 
 def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
+    """Adagrad (``torch.optim.Adagrad``); validated by :meth:`OptimizerConfig.create`."""
     return Adagrad(lr=float(lr), eps=float(eps))
 
 

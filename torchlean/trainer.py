@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypeVar
 
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
@@ -49,8 +50,10 @@ __all__ = [
     "maintained_profile",
 ]
 
-In = TypeVar("In")
-Out = TypeVar("Out")
+# Unparameterised ``Trainer(...)`` means ``Trainer[Any, Any]`` (PEP 696 defaults), so an
+# unannotated ``trainer = Trainer(layer)`` type-checks under --strict.
+In = TypeVar("In", default=Any)
+Out = TypeVar("Out", default=Any)
 Array = npt.NDArray[np.floating]
 
 
@@ -145,6 +148,11 @@ class RunConfig:
         return resolved
 
     def numpy_dtype(self) -> np.dtype[np.floating]:
+        """``dtype`` as a numpy dtype.
+
+        Raises:
+            TrainerError: ``dtype must be float32 or float64, got X``.
+        """
         if self.dtype not in ("float32", "float64"):
             raise TrainerError(f"dtype must be float32 or float64, got {self.dtype}")
         return np.dtype(self.dtype)
@@ -234,6 +242,7 @@ class Trainer(Generic[In, Out]):
 
     @property
     def profile(self) -> BackendProfile:
+        """The backend profile this trainer runs under (opens the session; see :meth:`open`)."""
         return self.open().profile
 
     @property

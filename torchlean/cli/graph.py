@@ -44,6 +44,7 @@ def _chain(text: str) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``graph`` subcommand to ``subparsers``."""
     parser = subparsers.add_parser(
         "graph",
         help="plan, group and accept a model's canonical IR graph",
@@ -70,6 +71,7 @@ def mlp_graph(widths: list[int]) -> Graph:
 
 
 def relu_chain_graph(n: int) -> Graph:
+    """The hand-written chain ``input [4] -> relu x n`` of anchor-backend.md §6.10."""
     builder = GraphBuilder()
     x = builder.input([4])
     for _ in range(n):

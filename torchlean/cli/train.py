@@ -46,6 +46,7 @@ def _float(text: str) -> float:
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``train`` subcommand to ``subparsers``."""
     parser = subparsers.add_parser(
         "train",
         help="train a model on a dataset and report the kernel capsules used",

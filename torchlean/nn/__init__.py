@@ -66,6 +66,7 @@ def linear(in_features: int, out_features: int, *, bias: bool = True) -> Linear:
 
 
 def relu() -> Activation:
+    """``max(x, 0)`` elementwise (``torch.nn.ReLU``); shape preserving."""
     return Activation("relu")
 
 
@@ -75,19 +76,35 @@ def gelu() -> Activation:
 
 
 def tanh() -> Activation:
+    """Hyperbolic tangent elementwise (``torch.nn.Tanh``)."""
     return Activation("tanh")
 
 
 def sigmoid() -> Activation:
+    """Logistic sigmoid elementwise (``torch.nn.Sigmoid``)."""
     return Activation("sigmoid")
 
 
 def dropout(p: float) -> Dropout:
+    """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``): identity in evaluation,
+    ``x * mask / (1 - p)`` with a seeded mask in eager training; not lowered to typed graphs.
+
+    Raises:
+        ShapeError: unless ``0 <= p < 1``.
+    """
     return Dropout(float(p))
 
 
 def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> LayerNorm:
+    """Layer normalisation over the trailing ``normalized_shape`` axes with a learned weight (ones)
+    and bias (zeros), ``torch.nn.LayerNorm(normalized_shape, eps)``.
+
+    Raises:
+        ShapeError: an empty or non-positive ``normalized_shape``.
+    """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or any(d < 1 for d in shape):
+        raise ShapeError(f"layer_norm shape must be non-empty and positive, got {list(shape)}")
     return LayerNorm(shape, eps)
 
 
@@ -145,10 +162,18 @@ def avg_pool2d(
 
 
 def flatten() -> Flatten:
+    """Flatten each sample to a vector (``torch.nn.Flatten``): ``(C, H, W)`` -> ``(C*H*W,)``."""
     return Flatten()
 
 
 def reshape(*shape: int) -> Reshape:
+    """Reshape each sample to ``shape`` (same element count; the batch axis is kept).
+
+    Raises:
+        ShapeError: a non-positive dimension.
+    """
+    if any(d < 1 for d in shape):
+        raise ShapeError(f"reshape dimensions must be positive, got {list(shape)}")
     return Reshape(tuple(shape))
 
 
@@ -165,6 +190,8 @@ def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:
 
 
 def sequential(*layers: Layer) -> Sequential:
+    """``layers`` applied in order (``torch.nn.Sequential``); parameters are named
+    ``<position>.<name>``, e.g. ``0.weight``."""
     return Sequential(tuple(layers))
 
 
