@@ -412,7 +412,13 @@ class Trainer(Generic[In, Out]):
         return history
 
     def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:
-        """Model outputs for ``x`` (evaluation mode, no gradients), ``(n, *output_shape)``."""
+        """Model outputs for ``x`` (evaluation mode, no gradients), ``(n, *output_shape)``.
+
+        Raises:
+            TrainerError: inputs of the wrong shape, or a batch size below 1.
+        """
+        if batch_size < 1:
+            raise TrainerError(f"batch size must be positive, got {batch_size}")
         session = self.open()
         xs = self._x(x)
         outputs: list[Array] = []

@@ -270,6 +270,9 @@ def test_shape_error_messages(layer, input_shape, message):
         ),
         (lambda: nn.avg_pool2d(2, padding=-1), "padding must be an int >= 0 or a pair of them, got -1"),
         (lambda: nn.dropout(1.0), "dropout probability must satisfy 0 <= p < 1, got 1.0"),
+        (lambda: nn.layer_norm(0), "layer_norm shape must be non-empty and positive, got [0]"),
+        (lambda: nn.layer_norm(()), "layer_norm shape must be non-empty and positive, got []"),
+        (lambda: nn.reshape(-1, 4), "reshape dimensions must be positive, got [-1, 4]"),
         (lambda: nn.positional_embedding(0, 4), "positional_embedding sizes must be positive, got (0, 4)"),
     ],
 )

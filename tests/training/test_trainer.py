@@ -414,6 +414,8 @@ def test_predict_and_evaluate(mode):
     assert trainer.evaluate(x, np.eye(3)[labels]) == {"accuracy": 0.75}
     with pytest.raises(TrainerError, match="got 4 inputs but 3 targets"):
         trainer.evaluate(x, labels[:3])
+    with pytest.raises(TrainerError, match="batch size must be positive, got 0"):
+        trainer.predict(x, batch_size=0)
 
 
 def test_evaluate_mse():
