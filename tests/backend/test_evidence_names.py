@@ -20,11 +20,11 @@ import pytest
 
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractDescriptor, EvidenceKind
-from torchlean.backend.registry import CapsuleModule, aten_module, libtorch_module, maintained_modules
+from torchlean.backend.registry import CapsuleModule, all_modules
 from torchlean.backend.vocabulary import ContractObligation
 
 REPO = Path(__file__).resolve().parents[2]
-MODULES: tuple[CapsuleModule, ...] = (*maintained_modules(), libtorch_module(), aten_module())
+MODULES: tuple[CapsuleModule, ...] = all_modules()
 ENTRIES: list[tuple[CapsuleModule, KernelCapsule, ContractObligation, ContractDescriptor]] = [
     (module, capsule, obligation, descriptor)
     for module in MODULES

@@ -113,3 +113,8 @@ def aten_module() -> CapsuleModule:
     from torchlean.backend.providers.aten import capsules as aten
 
     return aten.MODULE
+
+
+def all_modules() -> tuple[CapsuleModule, ...]:
+    """Every module this build ships: the maintained ones, then the opt-in ``libtorch`` and ``aten``."""
+    return (*maintained_modules(), libtorch_module(), aten_module())

@@ -30,7 +30,7 @@ from torchlean.backend.capsule import KernelCapsule, admissible
 from torchlean.backend.errors import PlanningError, UnknownLabelError
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.registry import libtorch_module, maintained_modules
+from torchlean.backend.registry import all_modules
 from torchlean.backend.vocabulary import BackendOp, Device
 
 __all__ = ["register"]
@@ -70,8 +70,7 @@ def _print_planning_failure(error: PlanningError) -> int:
 
 
 def _cmd_capsules(args: argparse.Namespace) -> int:
-    modules = (*maintained_modules(), libtorch_module())
-    entries: list[tuple[str, KernelCapsule]] = [(m.name, c) for m in modules for c in m.capsules]
+    entries: list[tuple[str, KernelCapsule]] = [(m.name, c) for m in all_modules() for c in m.capsules]
     title = "catalog"
     if args.profile is not None:
         profile = _with_device(args.profile, args.device)
@@ -169,7 +168,8 @@ def register(subparsers: Any) -> None:
     capsules = subparsers.add_parser(
         "capsules",
         help="list the capsule catalog, or what a profile can select",
-        description="Print the capsule catalog (all modules, libtorch included) as an aligned table; with "
+        description="Print the capsule catalog (all modules, opt-in libtorch and aten included) "
+        "as an aligned table; with "
         "--profile, only the capsules that profile declares available and admits under its policy.",
     )
     _add_profile(capsules, required=False)
