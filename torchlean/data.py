@@ -128,8 +128,13 @@ def load_csv(
     file = Path(path)
     if not file.is_file():
         raise DataError(f"dataset file not found: {file}")
-    with file.open(newline="") as handle:
-        rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
+    try:
+        with file.open(newline="", encoding="utf-8-sig") as handle:
+            rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
+    except UnicodeDecodeError as error:
+        raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
+    except (OSError, csv.Error) as error:
+        raise DataError(f"{file}: cannot read the file: {error}") from None
     if not rows:
         raise DataError(f"{file}: the file has no rows")
     has_header = header if header is not None else not all(_is_number(c) for c in rows[0])

@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(error).splitlines() or [type(error).__name__]:
             print(f"error: {line}", file=sys.stderr)
         return 2
+    except MemoryError as error:
+        print(f"error: out of memory ({error or 'allocation failed'}); try smaller sizes", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -56,6 +56,9 @@ def register(subparsers: Any) -> None:
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file (default: digits)")
     parser.add_argument("--label-column", default=None,
                         help="CSV label column (name or index; default: last)")
+    parser.add_argument("--task", default=None, choices=("classification", "regression"),
+                        help="CSV only: override the task inferred from the label column "
+                        "(integer labels are read as classes)")
     parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp)")
     parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
     parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")
@@ -96,19 +99,42 @@ def _capsule_record(kernel: Any) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace) -> data.Dataset:
-    """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``)."""
+    """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``).
+
+    Raises:
+        TorchLeanError: ``--label-column``/``--task`` given for a shipped dataset.
+    """
+    if args.dataset in data.DATASETS and (args.label_column is not None or args.task is not None):
+        raise TorchLeanError(
+            f"--label-column and --task apply to CSV files; {args.dataset} is a shipped dataset"
+        )
+    options: dict[str, Any] = {"seed": args.seed, "dtype": args.dtype, "task": args.task}
     try:
-        return data.load(args.dataset, seed=args.seed, label_column=args.label_column, dtype=args.dtype)
+        return data.load(args.dataset, label_column=args.label_column, **options)
     except UnknownLabelError:
         column = args.label_column
         if column is None or not re.fullmatch(r"-?\d+", column.strip()):
             raise
-    return data.load(args.dataset, seed=args.seed, label_column=int(column), dtype=args.dtype)
+    return data.load(args.dataset, label_column=int(column), **options)
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse a ``--report-json`` path that cannot be written, before any training."""
+    if path.is_dir():
+        raise TorchLeanError(f"cannot write --report-json {path}: it is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a"):
+            pass
+    except OSError as error:
+        raise TorchLeanError(f"cannot write --report-json {path}: {error.strerror or error}") from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
+    if args.report_json is not None:
+        _check_writable(args.report_json)
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
@@ -181,7 +207,6 @@ def run(args: argparse.Namespace) -> int:
     record["capsules"] = [_capsule_record(k) for k in selected]
     if args.report_json is not None:
         try:
-            args.report_json.parent.mkdir(parents=True, exist_ok=True)
             args.report_json.write_text(json.dumps(record, indent=2) + "\n")
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
