@@ -11,13 +11,19 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    blocked rows and NaN/inf at blocked positions) — forward and backward in float32 (relative
    error <= 1e-5) and float64 (<= 1e-10) against float64 oracles. One failing case never stops
    the others.
-3. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
+3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
+   under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
+   ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
+   selected (the attention op must select ``torchlean.composed_attention``,
+   ``libtorch.sdpa_forward`` and ``native_cuda.direct_attention`` respectively) and the loss
+   parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
+4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
    forward + backward, plus the relative difference of the two outputs.
 
 Writes one JSON record (default ``bench/results/gpu_check.json``), prints a summary, and exits
-with status 1 when any parity case fails (2 when the extension cannot be built).
+with status 1 when any parity case or end-to-end run fails (2 when the extension cannot be built).
 """
 
 from __future__ import annotations
@@ -44,6 +50,15 @@ import torch.nn.functional as F  # noqa: E402
 from torchlean.backend.providers.native_cuda import extension, kernels, parity  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_check.json"
+
+E2E_TOLERANCE = 1e-4
+E2E_RUNS: tuple[tuple[str, str, str | None], ...] = (
+    ("mlp", "checked_cuda", None),
+    ("transformer", "checked_cuda", "torchlean.composed_attention"),
+    ("transformer", "libtorch_forward_cuda", "libtorch.sdpa_forward"),
+    ("transformer", "libtorch_forward_strict", "native_cuda.direct_attention"),
+)
+"""(model, profile, the capsule its attention op must select)."""
 
 
 def _machine() -> dict[str, Any]:
@@ -88,6 +103,73 @@ def _capsule_name(op: str, composed: bool) -> str:
     if op == parity.ATTENTION:
         return "torchlean.composed_attention" if composed else "native_cuda.direct_attention"
     return f"native_cuda.{op}"
+
+
+def _train_steps(model: str, profile: str, steps: int, batch: int) -> dict[str, Any]:
+    """``steps`` SGD steps of the digits ``model`` under ``profile`` (float32, seed 0, contiguous
+    minibatches of the training split): losses, selected capsules, seconds."""
+    from torchlean import data, optim
+    from torchlean.models import build_model
+    from torchlean.trainer import Objective, RunConfig, Trainer
+
+    digits = data.load("digits", seed=0)
+    layer, shape = build_model(model, digits.n_features, digits.n_classes, hidden=64)
+    config = RunConfig(optimizer=optim.sgd(0.05)).with_profile(profile)
+    trainer = Trainer(layer, objective=Objective.CROSS_ENTROPY, config=config, seed=0, input_shape=shape)
+    start = time.perf_counter()
+    losses = [
+        trainer.step(digits.x_train[i * batch : (i + 1) * batch], digits.y_train[i * batch : (i + 1) * batch])
+        for i in range(steps)
+    ]
+    seconds = time.perf_counter() - start
+    selected = {k.op.label: k.capsule.name for k in trainer.selected}
+    return {"losses": losses, "selected": selected, "seconds": round(seconds, 3)}
+
+
+def _end_to_end(steps: int, batch: int) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    cpu: dict[str, dict[str, Any]] = {}
+    for model, profile, attention in E2E_RUNS:
+        row: dict[str, Any] = {"model": model, "profile": profile, "steps": steps, "batch": batch}
+        try:
+            if model not in cpu:
+                cpu[model] = _train_steps(model, "checked_cpu", steps, batch)
+            run = _train_steps(model, profile, steps, batch)
+            reference = cpu[model]["losses"]
+            difference = max(
+                abs(a - b) / max(abs(b), 1.0) for a, b in zip(run["losses"], reference, strict=True)
+            )
+            problems = []
+            if not difference <= E2E_TOLERANCE:
+                problems.append(f"loss differs from checked_cpu by {difference:.2e} > {E2E_TOLERANCE:g}")
+            chosen = run["selected"].get(parity.ATTENTION)
+            if attention is not None and chosen != attention:
+                problems.append(f"attention selected {chosen}, expected {attention}")
+            off_device = [name for name in run["selected"].values() if name.startswith("reference.")]
+            if off_device:
+                problems.append(f"CPU capsules selected: {off_device}")
+            row.update(
+                losses=run["losses"],
+                checked_cpu_losses=reference,
+                max_relative_difference=difference,
+                tolerance=E2E_TOLERANCE,
+                selected=run["selected"],
+                attention_capsule=chosen,
+                seconds=run["seconds"],
+                checked_cpu_seconds=cpu[model]["seconds"],
+                problems=problems,
+                passed=not problems,
+            )
+        except Exception:  # one failing run must not stop the others
+            row.update(passed=False, problems=[traceback.format_exc()])
+        records.append(row)
+        status = "ok" if row["passed"] else "FAIL " + "; ".join(row["problems"])
+        print(
+            f"  {model:<11} {profile:<24} attention={row.get('attention_capsule')} "
+            f"diff={row.get('max_relative_difference', float('nan')):.1e} {status}",
+            flush=True,
+        )
+    return records
 
 
 def _time_ms(fn: Callable[[], object], iterations: int) -> float:
@@ -176,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default="64,128")
     parser.add_argument("--heads", type=int, default=4, help="folded batch x heads of the timing inputs")
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--e2e-steps", type=int, default=5, help="SGD steps of each end-to-end run")
+    parser.add_argument("--e2e-batch", type=int, default=64, help="minibatch of the end-to-end runs")
     args = parser.parse_args(argv)
     record: dict[str, Any] = {"name": "gpu_check", "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     out_path = Path(args.out)
@@ -213,6 +297,16 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
 
+    print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):")
+    start = time.perf_counter()
+    record["end_to_end"] = _end_to_end(args.e2e_steps, args.e2e_batch)
+    e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
+    record["end_to_end_summary"] = {
+        "runs": len(record["end_to_end"]),
+        "failed": len(e2e_failed),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
     print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):")
     record["timing"] = _timings(
         [int(s) for s in args.sizes.split(",")],
@@ -223,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     out_path.write_text(json.dumps(record, indent=2))
-    print(f"wrote {out_path}; {'FAILED' if failed else 'all parity cases passed'}")
-    return 1 if failed else 0
+    ok = not failed and not e2e_failed
+    print(f"wrote {out_path}; {'all parity cases and end-to-end runs passed' if ok else 'FAILED'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

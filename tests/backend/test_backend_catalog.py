@@ -217,7 +217,7 @@ def test_verbatim_template_texts() -> None:
     )
     assert by_name["reference.rand_uniform"].vjp_contract.evidence.kind is EvidenceKind.NOT_APPLICABLE
     assert by_name["reference.matmul"].shape_contract.summary == (
-        "Shapes are checked in Lean before entering the portable runtime path."
+        "Shapes are checked by the op's guard before the portable kernel runs."
     )
     assert by_name["native_cuda.max_pool"].vjp_contract.summary == (
         "Native CUDA `max_pool` VJP is checked by CUDA runtime coverage."

@@ -2,8 +2,8 @@
 
 * a ``testSuite`` names a test module of this repository with a test of the op: a test function
   whose name contains the op's label, or the label as a string literal (a test parameter);
-* a ``runtimeGuard`` names an importable dotted function that exists and that package code
-  calls (so the guard really runs on a kernel path);
+* a ``runtimeGuard`` names an importable dotted function that exists and that the capsule's own
+  provider code calls (so the guard really runs on that provider's kernel path);
 * every provenance path exists and contains its symbol.
 
 A failure names the capsule, the obligation and the missing name.
@@ -45,10 +45,21 @@ def _tests_op(text: str, label: str) -> bool:
     return any(label in name for name in names) or quoted is not None
 
 
-def _is_used(function: str) -> bool:
-    """Called (``check(...)``) or passed as a value (``vjp_guard=check``) somewhere in the package."""
+# Where each provider's kernels live: a guard must run inside its capsule's own provider code.
+PROVIDER_CODE = {
+    "reference": "torchlean/backend/providers/reference/",
+    "aten": "torchlean/backend/providers/aten/",
+    "native-cuda": "torchlean/backend/providers/native_cuda/",
+    "torchlean": "torchlean/backend/providers/attention_kernels.py",
+    "libtorch": "torchlean/backend/providers/libtorch/",
+}
+
+
+def _is_used(function: str, provider: str) -> bool:
+    """Called (``check(...)``) or passed as a value (``vjp_guard=check``) in the provider's code."""
     use = re.compile(rf"(?<!def )(?<![\"'`])\b{re.escape(function)}\b(?![\"'`])")
-    return any(use.search(text) for text in _package_sources().values())
+    where = PROVIDER_CODE[provider]
+    return any(use.search(text) for path, text in _package_sources().items() if path.startswith(where))
 
 
 def test_every_module_is_walked() -> None:
@@ -85,7 +96,9 @@ def test_evidence_name_is_real(
                 pytest.fail(f"{where}: guard module {module_name} cannot be imported: {error}")
             guard = getattr(guard_module, function, None)
             assert callable(guard), f"{where}: guard {evidence.name} does not exist"
-            assert _is_used(function), f"{where}: guard {evidence.name} is never called"
+            assert _is_used(function, capsule.provider.label), (
+                f"{where}: guard {evidence.name} is never called by {capsule.provider.label} code"
+            )
         case EvidenceKind.TRUSTED_BOUNDARY:
             assert evidence.name, f"{where}: a trusted boundary must name its reason"
         case EvidenceKind.NOT_APPLICABLE:

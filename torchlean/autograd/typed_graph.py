@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from beartype import beartype
 
 from torchlean.autograd.dispatch import execute_accepted
-from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel
+from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.ops import (
@@ -73,8 +74,13 @@ _PLAIN = frozenset(
 )
 
 
-def node_kernels(plan: AcceptedGraphKernelPlan) -> dict[int, AcceptedKernel]:
-    """The accepted kernel that runs each planned node (its group's kernel)."""
+@beartype
+def node_kernels(plan: AcceptedGraph) -> dict[int, AcceptedKernel]:
+    """The accepted kernel that runs each planned node (its group's kernel).
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
+    """
     table: dict[int, AcceptedKernel] = {}
     for group, kernel in zip(plan.grouped_plan.groups, plan.kernels, strict=True):
         for node_id in group.node_ids:
@@ -97,6 +103,10 @@ class GraphProgram:
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
         param_nodes: ``const`` node id → index of the model parameter it holds.
         payload_params: payload node id → (weight index, bias index) of its parameters.
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
+        SessionError: ``plan`` does not cover exactly this graph's kernel nodes.
     """
 
     def __init__(
@@ -107,10 +117,16 @@ class GraphProgram:
         param_nodes: Mapping[int, int],
         payload_params: Mapping[int, tuple[int | None, int | None]],
     ) -> None:
+        self.kernels = node_kernels(plan)
+        kernel_nodes = tuple(n.id for n in graph.nodes if n.kind.backend_op is not None)
+        if tuple(plan.node_ids) != kernel_nodes:
+            raise SessionError(
+                f"typed graph: the accepted plan covers nodes {list(plan.node_ids)}, but the graph's "
+                f"kernel nodes are {list(kernel_nodes)}"
+            )
         self.graph = graph
         self.payloads = payloads
         self.plan = plan
-        self.kernels = node_kernels(plan)
         self.param_nodes = dict(param_nodes)
         self.payload_params = dict(payload_params)
 

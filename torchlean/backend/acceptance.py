@@ -228,7 +228,11 @@ class AcceptedKernel:
         check_gate_token(type(self), _gate)
 
     def __repr__(self) -> str:
-        return f"AcceptedKernel({self.op.label}, {self.capsule.name})"
+        op = getattr(self, "op", None)
+        capsule = getattr(self, "capsule", None)
+        if op is None or capsule is None:  # a forgery that never ran __init__
+            return "AcceptedKernel(<unset>)"
+        return f"AcceptedKernel({op.label}, {capsule.name})"
 
     def audit(self) -> KernelAudit:
         return KernelAudit.of(self.op, self.capsule)
@@ -283,6 +287,8 @@ class AcceptedGraphKernelPlan:
         check_gate_token(type(self), _gate)
 
     def __repr__(self) -> str:
+        if getattr(self, "grouped_plan", None) is None:  # a forgery that never ran __init__
+            return "AcceptedGraphKernelPlan(<unset>)"
         return f"AcceptedGraphKernelPlan({list(self.capsule_names)})"
 
     @property

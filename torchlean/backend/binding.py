@@ -79,9 +79,11 @@ class ExecutableKernel(Generic[R]):
         check_gate_token(type(self), _gate)
 
     def __repr__(self) -> str:
-        return (
-            f"ExecutableKernel({self.accepted.op.label}, {self.accepted.capsule.name}, {self.handler.name})"
-        )
+        accepted = getattr(self, "accepted", None)
+        handler = getattr(self, "handler", None)
+        if accepted is None or handler is None:  # a forgery that never ran __init__
+            return "ExecutableKernel(<unset>)"
+        return f"ExecutableKernel({accepted!r}, {handler.name})"
 
     @property
     def capsule(self) -> KernelCapsule:

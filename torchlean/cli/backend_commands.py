@@ -187,7 +187,11 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(func=_cmd_plan)
 
     check = subparsers.add_parser(
-        "check", help="contract check of a plan under checked and external assurance"
+        "check",
+        help="contract check of a plan under checked and external assurance",
+        description="Plan the ops under the profile, then check every selected capsule's obligations "
+        "under the checked and the external assurance policy (the evidence is read, not the trust "
+        "label): prints `<policy>: accepted` or each rejected obligation with its evidence.",
     )
     _add_profile(check)
     check.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops")

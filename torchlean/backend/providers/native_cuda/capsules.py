@@ -67,12 +67,12 @@ def _capsule(
         vjp_mode=mode,
         shape_contract=guarded(
             ContractClaim.shape_safety(op),
-            "Inputs and outputs are checked against explicit UInt32 dimensions.",
+            "Ranks, sizes, dtypes and overflow-checked element counts are checked before launch.",
             CHECK_LAUNCH,
         ),
         layout_contract=guarded(
             ContractClaim.layout_compatibility(op, TensorLayout.FLAT_ROW_MAJOR),
-            "CUDA buffers are contiguous flat float32 buffers.",
+            "CUDA tensors are contiguous row-major float32 or float64 buffers on one device.",
             CHECK_FLAT_ROW_MAJOR,
         ),
         value_contract=tested(

@@ -77,7 +77,7 @@ def _capsule(
         vjp_mode=mode,
         shape_contract=guarded(
             ContractClaim.shape_safety(op),
-            "Shapes are checked in Lean before entering the portable runtime path.",
+            "Shapes are checked by the op's guard before the portable kernel runs.",
             shape_guard,
         ),
         layout_contract=guarded(

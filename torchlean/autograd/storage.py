@@ -1,0 +1,110 @@
+"""Tensor storage: a numpy array on the host, a torch tensor on a CUDA device.
+
+A :class:`~torchlean.tensor.Tensor` holds exactly one of the two (DESIGN.md §2, ``tensor.py``):
+
+* ``cpu`` — a C-contiguous numpy array (the reference, ``aten`` and CPU LibTorch providers read it
+  without copying);
+* ``cuda:N`` — a contiguous ``torch.Tensor`` on CUDA device ``N`` (the native CUDA, composed
+  attention and CUDA LibTorch providers launch on it without copying).
+
+A torch tensor on the CPU is never a tensor's storage, so the device of a storage is decided by its
+type alone: numpy means ``cpu``. The helpers here let the tape and the dispatcher treat both kinds
+alike (dtype as a numpy dtype, device as a string, accumulation with ``+``). torch is imported
+only when a device storage is actually met, so the CPU path never imports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import torch
+
+    Storage = npt.NDArray[Any] | torch.Tensor
+else:
+    Storage = Any
+
+__all__ = [
+    "HOST",
+    "Storage",
+    "copy_storage",
+    "device_of",
+    "device_type",
+    "host_tensor",
+    "is_host",
+    "like",
+    "numpy_dtype",
+    "to_host",
+]
+
+HOST = "cpu"
+"""The device string of numpy storage."""
+
+_NUMPY_DTYPES: dict[Any, np.dtype[Any]] = {}
+
+
+def is_host(data: Storage) -> TypeGuard[npt.NDArray[Any]]:
+    """True for numpy (host) storage."""
+    return isinstance(data, np.ndarray)
+
+
+def numpy_dtype(data: Storage) -> np.dtype[Any]:
+    """The storage's dtype as a numpy dtype (``torch.float32`` → ``float32``)."""
+    if isinstance(data, np.ndarray):
+        return data.dtype
+    found = _NUMPY_DTYPES.get(data.dtype)
+    if found is None:
+        found = np.dtype(str(data.dtype).removeprefix("torch."))
+        _NUMPY_DTYPES[data.dtype] = found
+    return found
+
+
+def device_of(data: Storage) -> str:
+    """``"cpu"`` for numpy storage, else the torch device as ``"cuda:N"``."""
+    if isinstance(data, np.ndarray):
+        return HOST
+    return str(data.device)
+
+
+def device_type(device: str) -> str:
+    """The device kind of a device string: ``"cuda:1"`` → ``"cuda"``."""
+    return device.partition(":")[0]
+
+
+def to_host(data: Storage) -> npt.NDArray[Any]:
+    """The values as a numpy array: numpy storage itself (no copy), torch storage copied to the
+    host (always a copy, never a view of the torch tensor)."""
+    if isinstance(data, np.ndarray):
+        return data
+    host: npt.NDArray[Any] = data.detach().to("cpu", copy=True).numpy()
+    return host
+
+
+def host_tensor(array: npt.NDArray[Any]) -> torch.Tensor:
+    """A CPU torch tensor with ``array``'s values and shape (0-d stays 0-d): a view of a
+    C-contiguous writeable array, else of a contiguous copy."""
+    import torch
+
+    if not (array.flags.c_contiguous and array.flags.writeable):
+        array = np.array(array, order="C", copy=True)
+    return torch.from_numpy(array)
+
+
+def like(array: npt.NDArray[Any], storage: Storage) -> Storage:
+    """``array`` as storage of the same kind and device as ``storage``: the array itself next to
+    numpy storage, a copy on the torch tensor's device next to torch storage."""
+    if isinstance(storage, np.ndarray):
+        return array
+    return host_tensor(array).to(storage.device, copy=True)
+
+
+def copy_storage(data: Storage) -> Storage:
+    """A fresh contiguous copy on the same device."""
+    if isinstance(data, np.ndarray):
+        return np.array(data, copy=True, order="C")
+    import torch
+
+    return data.clone(memory_format=torch.contiguous_format)
