@@ -82,6 +82,7 @@ COPY_ROUTES: Final = {
     "copy.copy": "copy.copy()",
     "copy.deepcopy": "copy.deepcopy()",
     "dataclasses.replace": "dataclasses.replace()",
+    "copy.replace": "copy.replace()",  # Python 3.13+
 }
 
 SHAPE_EXPECTED: Final = "expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts"
