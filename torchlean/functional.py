@@ -7,7 +7,10 @@ The docstring of each function names the ops it records. Semantics mirror the Py
 named in each docstring; the reference kernels' guards refuse bad input with a ``GuardError``.
 
 Operands: a Python number (or numpy array) mixed with a tensor becomes a constant of the tensor's
-dtype. The reference kernels never promote dtypes: float32 and float64 tensors do not mix.
+dtype on the tensor's device (masks and index arrays likewise land on the device of the tensor
+they apply to). The reference kernels never promote dtypes: float32 and float64 tensors do not
+mix; tensors on different devices do not mix either (``DeviceError``; move them with
+``Tensor.to``).
 
 Lowerings that record more than one op (the catalog has no division, negation, select or
 cross-entropy op):
@@ -30,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import DEFAULT_DTYPE, DTypeLike, Tensor, TensorError, resolve_dtype
@@ -95,37 +99,43 @@ IntOrTuple = int | Sequence[int]
 # ------------------------------------------------------------------------------------- helpers
 
 
-def _constant(value: object, dtype: np.dtype[Any]) -> Tensor:
-    return Tensor._make(np.array(value, dtype=dtype, copy=True))
+def _on_device_of(array: npt.NDArray[Any], like: Tensor) -> Tensor:
+    """A tensor holding ``array`` (not copied on the CPU) on ``like``'s device."""
+    return Tensor._make(storage.like(array, like._data))
+
+
+def _constant(value: object, like: Tensor) -> Tensor:
+    return _on_device_of(np.array(value, dtype=like.dtype, copy=True), like)
 
 
 def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors; a non-tensor takes the other operand's dtype."""
+    """Both operands as tensors; a non-tensor takes the other operand's dtype and device."""
     if isinstance(a, Tensor):
-        return a, b if isinstance(b, Tensor) else _constant(b, a.dtype)
+        return a, b if isinstance(b, Tensor) else _constant(b, a)
     if isinstance(b, Tensor):
-        return _constant(a, b.dtype), b
+        return _constant(a, b), b
     raise TensorError(
         f"at least one operand must be a Tensor (got {type(a).__name__} and {type(b).__name__})"
     )
 
 
-def _mask(value: Tensor | npt.ArrayLike) -> Tensor:
-    """A mask operand as a tensor, never cast: the kernel guard refuses a non-boolean mask."""
+def _mask(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
+    """A mask operand as a tensor on ``like``'s device, never cast: the kernel guard refuses a
+    non-boolean mask."""
     if isinstance(value, Tensor):
         return value
-    return Tensor._make(np.array(value, copy=True))
+    return _on_device_of(np.array(value, copy=True), like)
 
 
-def _index(value: Tensor | npt.ArrayLike) -> Tensor:
-    """An index operand as a tensor; integer data becomes int64, anything else is left for the
-    kernel guard to refuse."""
-    raw = value._data if isinstance(value, Tensor) else np.asarray(value)
-    if raw.dtype.kind in "iu" and raw.dtype != np.int64:
-        return Tensor._make(raw.astype(np.int64))
+def _index(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
+    """An index operand as a tensor on ``like``'s device; integer data becomes int64 (tensors
+    hold only int64 integers), anything else is left for the kernel guard to refuse."""
     if isinstance(value, Tensor):
         return value
-    return Tensor._make(np.array(raw, copy=True))
+    raw = np.asarray(value)
+    if raw.dtype.kind in "iu":
+        return _on_device_of(raw.astype(np.int64), like)
+    return _on_device_of(np.array(raw, copy=True), like)
 
 
 def _is_number(value: object) -> bool:
@@ -291,7 +301,7 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
     """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
     all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
     ``hard_masked_softmax``."""
-    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask)), {"axis": int(axis)})
+    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask, x)), {"axis": int(axis)})
 
 
 # ---------------------------------------------------------------------------------- reductions
@@ -422,13 +432,13 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
-    return run_op(BackendOp.GATHER, (x, _index(index)), {"axis": int(axis)})
+    return run_op(BackendOp.GATHER, (x, _index(index, x)), {"axis": int(axis)})
 
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
     """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
     records ``scatter_add``."""
-    return run_op(BackendOp.SCATTER_ADD, (base, _index(index), src), {"axis": int(axis)})
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base), src), {"axis": int(axis)})
 
 
 # ---------------------------------------------------------------------------------- contractions
@@ -472,10 +482,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     """
     ax = axis % builtins.max(logits.ndim, 1)
     log_probs = log_softmax(logits, ax)
-    if isinstance(target, Tensor):
-        raw: npt.NDArray[Any] = target._data
-    else:
-        raw = np.asarray(target)
+    raw: npt.NDArray[Any] = target.numpy() if isinstance(target, Tensor) else np.asarray(target)
     if raw.dtype.kind in "iu":
         expected = logits.shape[:ax] + logits.shape[ax + 1 :]
         if raw.shape != expected:
@@ -483,7 +490,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
                 f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
                 f"{logits.shape} (expected {expected})"
             )
-        index = _index(np.expand_dims(raw, ax))
+        index = _index(np.expand_dims(raw, ax), logits)
         picked = gather(log_probs, index, ax)
         return neg(reduce_mean(picked))
     if raw.dtype.kind == "f":
@@ -492,7 +499,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
                 f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
                 f"{logits.shape}"
             )
-        probs = target if isinstance(target, Tensor) else _constant(raw, logits.dtype)
+        probs = target if isinstance(target, Tensor) else _constant(raw, logits)
         return neg(reduce_mean(reduce_sum(mul(probs, log_probs), ax)))
     raise TensorError(
         f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
@@ -623,7 +630,7 @@ def scaled_dot_product_attention(
     (``torch.nn.functional.scaled_dot_product_attention``). Records
     ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
     or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``)."""
-    mask_t = None if mask is None else _mask(mask)
+    mask_t = None if mask is None else _mask(mask, q)
     params: dict[str, Any] = {} if scale is None else {"scale": float(scale)}
     return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
 

@@ -1,6 +1,10 @@
-"""``Tensor``: numpy storage on the CPU, a dtype, and TorchLean's autograd bookkeeping.
+"""``Tensor``: numpy storage on the CPU, torch storage on CUDA, a dtype, and TorchLean's autograd
+bookkeeping.
 
-A tensor owns (or views) one C-contiguous numpy array. Floating tensors are ``float32`` (the
+A tensor owns (or views) one C-contiguous numpy array on the ``cpu``, or one contiguous
+``torch.Tensor`` on a CUDA device (``cuda:N``; see :mod:`torchlean.autograd.storage`). Kernels of
+a CPU provider read the numpy array, kernels of a CUDA provider the torch tensor, both without a
+copy. Floating tensors are ``float32`` (the
 default for Python data) or ``float64``; ``int64`` and ``bool`` tensors exist for indices and
 masks and never require a gradient. A tensor produced by a differentiable op while gradients are
 enabled carries the tape :class:`~torchlean.autograd.tape.Node` that produced it; a tensor with
@@ -10,7 +14,10 @@ Copies and views (documented once, relied on everywhere):
 
 * ``torchlean.tensor(data)``, ``Tensor(data)``, ``from_torch(t)`` and ``to_torch()`` copy.
 * ``numpy()`` returns a **read-only view** of the storage (no copy). It reflects later in-place
-  writes made through the tensor; copy it (``np.array(t.numpy())``) to keep a snapshot.
+  writes made through the tensor; copy it (``np.array(t.numpy())``) to keep a snapshot. On a CUDA
+  tensor it returns a read-only host **copy**.
+* ``to(device)`` copies to another device (see :meth:`Tensor.to`; the copy is a new leaf, never a
+  tape node); ``torchlean.tensor(data, device="cuda")`` creates a tensor on a CUDA device.
 * ``detach()`` shares the storage and its version counter (as ``torch.Tensor.detach``).
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``) bump the storage's version counter; a
   later ``backward`` that needs a value saved before the write is refused. They are refused on a
@@ -18,7 +25,9 @@ Copies and views (documented once, relied on everywhere):
   as optimizers do), and on a read-only view (a broadcast result).
 
 Operators ``+ - * / @``, unary ``-`` and basic indexing run the ops of
-:mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules.
+:mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules. The inputs of
+one op must all live on one device, the device of the capsule the session selected
+(:class:`DeviceError` otherwise; nothing is moved implicitly).
 """
 
 from __future__ import annotations
@@ -29,7 +38,9 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
+from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.storage import Storage
 from torchlean.autograd.tape import AutogradError, Node, VersionCounter, run_backward
 from torchlean.backend.errors import TorchLeanError
 
@@ -40,9 +51,12 @@ __all__ = [
     "DEFAULT_DTYPE",
     "FLOAT_DTYPES",
     "DTypeLike",
+    "DeviceError",
+    "DeviceLike",
     "Tensor",
     "TensorError",
     "from_torch",
+    "resolve_device",
     "resolve_dtype",
     "tensor",
 ]
@@ -56,8 +70,60 @@ FLOAT_DTYPES: tuple[np.dtype[Any], ...] = (np.dtype(np.float32), np.dtype(np.flo
 _SUPPORTED: tuple[np.dtype[Any], ...] = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 
 
+DeviceLike = str | Any
+"""``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``."""
+
+
 class TensorError(TorchLeanError, ValueError):
     """A tensor could not be created, converted or written (the message names the value)."""
+
+
+class DeviceError(TensorError):
+    """A device is unknown or unusable here, or one operation got tensors on different devices."""
+
+
+def resolve_device(device: DeviceLike) -> str:
+    """Normalise a device spelling to ``"cpu"`` or ``"cuda:N"`` (``"cuda"`` is the current CUDA
+    device, as in torch).
+
+    Raises:
+        DeviceError: an unknown spelling (``unknown tensor device 'metal' (accepted: cpu | cuda |
+            cuda:N)``), or a CUDA device while CUDA is unusable here — the messages of
+            :func:`torchlean.backend.providers.native_cuda.extension.require_cuda` (a CPU-only torch
+            build; ``CUDA was requested and this is a CUDA build, but no usable CUDA device is
+            visible``), or an index beyond the visible devices.
+    """
+    spelled = str(device)
+    kind, sep, index = spelled.partition(":")
+    if spelled == storage.HOST:
+        return storage.HOST
+    if kind != "cuda" or (sep and not index.isdigit()):
+        raise DeviceError(f"unknown tensor device {device!r} (accepted: cpu | cuda | cuda:N)")
+    from torchlean.backend.providers.native_cuda import extension
+
+    try:
+        extension.require_cuda()
+    except extension.NativeExtensionError as exc:
+        raise DeviceError(f"cannot place a tensor on {spelled}: {exc}") from exc
+    import torch
+
+    count = torch.cuda.device_count()
+    number = int(index) if sep else torch.cuda.current_device()
+    if number >= count:
+        raise DeviceError(f"cannot place a tensor on {spelled}: only {count} CUDA device(s) are visible")
+    return f"cuda:{number}"
+
+
+def _place(array: Array, device: str) -> Storage:
+    """``array`` as the storage of a tensor on ``device`` (a resolved device string)."""
+    if device == storage.HOST:
+        return array
+    return _upload(array, device)
+
+
+def _upload(array: Array, device: str) -> torch.Tensor:
+    """A contiguous copy of ``array`` on the CUDA device ``device``."""
+    return storage.host_tensor(array).to(device, copy=True)
 
 
 def resolve_dtype(dtype: DTypeLike) -> np.dtype[Any]:
@@ -89,7 +155,7 @@ def _from_torch_array(t: Any) -> Array:
 def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     """A fresh C-contiguous array for ``data`` in the resolved dtype (always a copy)."""
     if isinstance(data, Tensor):
-        source: Any = data._data
+        source: Any = storage.to_host(data._data)
         from_array = True
     elif type(data).__module__.startswith("torch"):
         source = _from_torch_array(data)
@@ -117,9 +183,9 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
 
 
 class Tensor:
-    """A CPU tensor with numpy storage and TorchLean autograd metadata.
+    """A tensor with numpy (cpu) or torch (cuda) storage and TorchLean autograd metadata.
 
-    ``Tensor(data, requires_grad=False, dtype=None)`` is the same as :func:`tensor`.
+    ``Tensor(data, requires_grad=False, dtype=None, device=None)`` is the same as :func:`tensor`.
     """
 
     __slots__ = ("__weakref__", "_data", "_node", "_requires_grad", "_version", "grad")
@@ -127,19 +193,30 @@ class Tensor:
     # numpy must hand mixed expressions (``array + tensor``) to the Tensor operators.
     __array_ufunc__ = None
 
-    _data: Array
+    _data: Storage
     _node: Node | None
     _requires_grad: bool
     _version: VersionCounter
     grad: Tensor | None
 
-    def __init__(self, data: object, requires_grad: bool = False, dtype: DTypeLike | None = None) -> None:
-        self._init(_infer_array(data, dtype), requires_grad, None, VersionCounter())
+    def __init__(
+        self,
+        data: object,
+        requires_grad: bool = False,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+    ) -> None:
+        array = _infer_array(data, dtype)
+        if device is None:
+            self._init(array, requires_grad, None, VersionCounter())
+        else:
+            self._init(_place(array, resolve_device(device)), requires_grad, None, VersionCounter())
 
-    def _init(self, data: Array, requires_grad: bool, node: Node | None, version: VersionCounter) -> None:
-        if requires_grad and data.dtype not in FLOAT_DTYPES:
+    def _init(self, data: Storage, requires_grad: bool, node: Node | None, version: VersionCounter) -> None:
+        if requires_grad and storage.numpy_dtype(data) not in FLOAT_DTYPES:
             raise TensorError(
-                f"only float32 and float64 tensors can require gradients (got dtype {data.dtype})"
+                "only float32 and float64 tensors can require gradients (got dtype "
+                f"{storage.numpy_dtype(data)})"
             )
         self._data = data
         self._requires_grad = requires_grad
@@ -150,7 +227,7 @@ class Tensor:
     @classmethod
     def _make(
         cls,
-        data: Array,
+        data: Storage,
         requires_grad: bool = False,
         node: Node | None = None,
         version: VersionCounter | None = None,
@@ -165,12 +242,14 @@ class Tensor:
     @property
     def shape(self) -> tuple[int, ...]:
         """The tensor's shape (a tuple of ints, ``()`` for a scalar)."""
-        return self._data.shape
+        shape = self._data.shape
+        return shape if type(shape) is tuple else tuple(shape)
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        """The numpy dtype: float32, float64, int64 or bool."""
-        return self._data.dtype
+        """The numpy dtype: float32, float64, int64 or bool (also for CUDA storage)."""
+        data = self._data
+        return data.dtype if isinstance(data, np.ndarray) else storage.numpy_dtype(data)
 
     @property
     def ndim(self) -> int:
@@ -179,12 +258,13 @@ class Tensor:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(self._data.size)
+        data = self._data
+        return int(data.size) if isinstance(data, np.ndarray) else int(data.numel())
 
     @property
     def device(self) -> str:
-        """Always ``"cpu"``: storage is a numpy array."""
-        return "cpu"
+        """``"cpu"`` (numpy storage) or ``"cuda:N"`` (torch storage on CUDA device N)."""
+        return storage.device_of(self._data)
 
     @property
     def requires_grad(self) -> bool:
@@ -199,9 +279,9 @@ class Tensor:
         """
         if self._node is not None:
             raise TensorError("requires_grad can only be changed on a leaf tensor (this one has a node)")
-        if value and self._data.dtype not in FLOAT_DTYPES:
+        if value and self.dtype not in FLOAT_DTYPES:
             raise TensorError(
-                f"only float32 and float64 tensors can require gradients (got dtype {self._data.dtype})"
+                f"only float32 and float64 tensors can require gradients (got dtype {self.dtype})"
             )
         self._requires_grad = bool(value)
 
@@ -218,16 +298,46 @@ class Tensor:
     # ----------------------------------------------------------------------------- conversion
 
     def numpy(self) -> Array:
-        """A read-only view of the storage (no copy; later in-place writes show through)."""
-        view = self._data.view()
+        """A read-only view of the storage (no copy; later in-place writes show through); for a
+        CUDA tensor, a read-only host copy."""
+        data = self._data
+        view = data.view() if isinstance(data, np.ndarray) else storage.to_host(data)
         view.flags.writeable = False
         return view
 
     def to_torch(self) -> torch.Tensor:
-        """A new ``torch.Tensor`` (CPU, same dtype, a copy, not requiring grad)."""
-        import torch
+        """A new ``torch.Tensor`` on this tensor's device (same dtype, a copy, not requiring grad)."""
+        data = self._data
+        if isinstance(data, np.ndarray):
+            import torch
 
-        return torch.from_numpy(np.array(self._data, copy=True))
+            return torch.from_numpy(np.array(data, copy=True))
+        return data.detach().clone()
+
+    def to(self, device: DeviceLike) -> Tensor:
+        """This tensor on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``).
+
+        Returns ``self`` when it is already there (as ``torch.Tensor.to``); otherwise a **copy that
+        is a new leaf** with the same ``requires_grad``. A device copy is not an op of the kernel
+        catalog, so it is never recorded on the tape and gradients do not flow through it: move
+        leaves (parameters, data) before computing with them. Moving a tensor that a recorded op
+        produced while gradients are enabled is refused, because it would silently cut the graph
+        (under ``no_grad()`` its copy does not require grad).
+
+        Raises:
+            DeviceError: an unknown device, CUDA unusable here (:func:`resolve_device`), or a
+                non-leaf tensor that requires grad while gradients are enabled.
+        """
+        target = resolve_device(device)
+        if target == self.device:
+            return self
+        if self._node is not None and is_grad_enabled():
+            raise DeviceError(
+                f"Tensor.to({target!r}) on a tensor produced by `{self._node.name}` would cut the tape "
+                "(a device copy is not recorded); move its leaf inputs instead, or call .detach() first"
+            )
+        moved = _place(np.array(storage.to_host(self._data), copy=True), target)
+        return Tensor._make(moved, self._requires_grad and self._node is None)
 
     def item(self) -> float | int | bool:
         """The single element as a Python scalar.
@@ -235,7 +345,7 @@ class Tensor:
         Raises:
             TensorError: when the tensor has more than one element.
         """
-        if self._data.size != 1:
+        if self.size != 1:
             raise TensorError(f"item() needs a tensor with one element (got shape {self.shape})")
         value: float | int | bool = self._data.reshape(()).item()
         return value
@@ -245,15 +355,19 @@ class Tensor:
         return self._data.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
-        return np.array(self._data, dtype=dtype, copy=True)
+        return np.array(storage.to_host(self._data), dtype=dtype, copy=True)
 
     def detach(self) -> Tensor:
         """A tensor sharing this storage (and its version counter) that is cut from the tape."""
         return Tensor._make(self._data, False, None, self._version)
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
-        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}, requires_grad={self._requires_grad})"
+        body = np.array2string(storage.to_host(self._data), separator=", ", prefix="Tensor(")
+        where = "" if isinstance(self._data, np.ndarray) else f", device={self.device!r}"
+        return (
+            f"Tensor({body}, shape={self.shape}, dtype={self.dtype}{where}, "
+            f"requires_grad={self._requires_grad})"
+        )
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -283,15 +397,21 @@ class Tensor:
                 "autograd: backward() on a tensor that does not require grad (no recorded node)"
             )
         if gradient is None:
-            if self._data.size != 1:
+            if self.size != 1:
                 raise AutogradError(
                     f"autograd: backward() without a gradient needs a one-element output (got shape "
                     f"{self.shape}); pass gradient= with the output's shape"
                 )
-            seed: Array = np.ones(self.shape, dtype=self.dtype)
+            host_seed: Array = np.ones(self.shape, dtype=self.dtype)
         else:
-            raw = gradient._data if isinstance(gradient, Tensor) else gradient
-            seed = np.array(raw, dtype=self.dtype, copy=True)
+            if isinstance(gradient, Tensor) and gradient.device != self.device:
+                raise DeviceError(
+                    f"autograd: backward() got a gradient on {gradient.device} for an output on "
+                    f"{self.device}; move it with .to({self.device!r})"
+                )
+            raw = storage.to_host(gradient._data) if isinstance(gradient, Tensor) else gradient
+            host_seed = np.array(raw, dtype=self.dtype, copy=True)
+        seed = storage.like(host_seed, self._data)
         if self._node is None:
             if seed.shape != self.shape:
                 raise AutogradError(
@@ -302,10 +422,11 @@ class Tensor:
             return
         run_backward(self._node, seed, retain_graph=retain_graph)
 
-    def _accumulate_grad(self, total: Array) -> None:
-        """Add ``total`` to ``.grad`` (a new array; never aliases an array of the traversal)."""
+    def _accumulate_grad(self, total: Storage) -> None:
+        """Add ``total`` (storage on this tensor's device) to ``.grad`` (a new array or device
+        tensor; never aliases an array of the traversal)."""
         if self.grad is None:
-            self.grad = Tensor._make(np.array(total, copy=True))
+            self.grad = Tensor._make(storage.copy_storage(total))
         else:
             self.grad = Tensor._make(self.grad._data + total)
 
@@ -317,7 +438,7 @@ class Tensor:
                 f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
                 "write it inside torchlean.no_grad()"
             )
-        if not self._data.flags.writeable:
+        if isinstance(self._data, np.ndarray) and not self._data.flags.writeable:
             raise TensorError(f"{what} on a read-only view (shape {self.shape}); copy it first")
 
     def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
@@ -328,9 +449,15 @@ class Tensor:
             TensorError: read-only storage, or ``src`` does not broadcast to this shape.
         """
         self._check_writable("copy_()")
-        value = src._data if isinstance(src, Tensor) else np.asarray(src)
+        data = self._data
+        value = storage.to_host(src._data) if isinstance(src, Tensor) else np.asarray(src)
         try:
-            np.copyto(self._data, value, casting="same_kind")
+            if isinstance(data, np.ndarray):
+                np.copyto(data, value, casting="same_kind")
+            else:
+                staged = np.empty(self.shape, dtype=self.dtype)
+                np.copyto(staged, value, casting="same_kind")
+                data.copy_(storage.host_tensor(staged))
         except (ValueError, TypeError) as exc:
             raise TensorError(
                 f"copy_() cannot write a value of shape {np.shape(value)} and dtype "
@@ -342,16 +469,25 @@ class Tensor:
     def zero_(self) -> Tensor:
         """Fill the storage with zeros in place (same refusals as :meth:`copy_`)."""
         self._check_writable("zero_()")
-        self._data.fill(0)
+        data = self._data
+        if isinstance(data, np.ndarray):
+            data.fill(0)
+        else:
+            data.zero_()
         self._version.bump()
         return self
 
     def __setitem__(self, index: Any, value: Tensor | npt.ArrayLike) -> None:
         """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place."""
         self._check_writable("item assignment")
-        raw = value._data if isinstance(value, Tensor) else value
+        data = self._data
         try:
-            self._data[index] = raw
+            if isinstance(data, np.ndarray):
+                data[index] = storage.to_host(value._data) if isinstance(value, Tensor) else value
+            else:
+                staged = storage.to_host(data).copy()
+                staged[index] = storage.to_host(value._data) if isinstance(value, Tensor) else value
+                data.copy_(storage.host_tensor(staged))
         except (ValueError, TypeError, IndexError) as exc:
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {self.shape}: {exc}"
@@ -466,17 +602,26 @@ def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> tu
     return tuple(int(a) for a in args)  # type: ignore[arg-type]
 
 
-def tensor(data: object, requires_grad: bool = False, dtype: DTypeLike | None = None) -> Tensor:
+def tensor(
+    data: object,
+    requires_grad: bool = False,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+) -> Tensor:
     """Create a tensor from nested lists, a scalar, a numpy array, a Tensor or a torch tensor.
 
     The data is always copied. With ``dtype=None`` Python floats become float32, numpy/torch
     float32 and float64 arrays keep their dtype, integers become int64 and booleans bool.
+    ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
+    ``"cuda:N"`` (torch storage on that CUDA device).
 
     Raises:
         TensorError: unsupported dtype (e.g. float16, complex, strings), or ``requires_grad`` on an
             integer/bool tensor.
+        DeviceError: an unknown device, or CUDA requested where it is unusable
+            (:func:`resolve_device`).
     """
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
 def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:

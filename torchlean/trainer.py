@@ -11,6 +11,10 @@ follow the original (anchor-backend.md §7). Minibatches are real vectorised bat
   canonical IR, planned and accepted by ``profile.accept_graph``, and every step executes the
   accepted kernels in graph order (:class:`~torchlean.autograd.typed_graph.GraphProgram`); the
   backward pass is the tape over the same nodes. Same seed, same data: bit-identical to eager.
+
+Devices: parameters and optimizer state stay numpy arrays on the host; each eager step copies the
+parameters and the minibatch to the profile's device (``cuda`` under ``checked_cuda``) as leaf
+tensors, and the gradients and loss back to the host.
 """
 
 from __future__ import annotations
@@ -356,8 +360,9 @@ class Trainer(Generic[In, Out]):
             step = self._graph(tuple(xb.shape), with_loss=True)
             return step.program.run([Tensor(xb), Tensor(yb)], params, step.output)
         ops = EagerOps()
-        out = self.model.layer.forward(ops, params, Tensor(xb), training=True)
-        return _loss(ops, self.objective, out, Tensor(yb))
+        device = self.config.device.label
+        out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
+        return _loss(ops, self.objective, out, Tensor(yb, device=device))
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
         """One optimizer update on a minibatch; returns the minibatch's mean loss."""
@@ -366,7 +371,8 @@ class Trainer(Generic[In, Out]):
         x = self._x(xb)
         y = self._y(yb, x.shape[0])
         with session:
-            params = [Tensor(p, requires_grad=True) for p in self.model.parameters]
+            device = self.config.device.label
+            params = [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
             loss = self._forward_loss(params, x, y)
             loss.backward()
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
@@ -423,14 +429,15 @@ class Trainer(Generic[In, Out]):
         xs = self._x(x)
         outputs: list[Array] = []
         with session, no_grad():
-            params = [Tensor(p) for p in self.model.parameters]
+            params = [Tensor(p, device=self.config.device.label) for p in self.model.parameters]
             for start in range(0, xs.shape[0], batch_size):
                 xb = xs[start : start + batch_size]
                 if self.config.execution is ExecutionMode.TYPED_GRAPH:
                     step = self._graph(tuple(xb.shape), with_loss=False)
                     out = step.program.run([Tensor(xb)], params, step.output)
                 else:
-                    out = self.model.layer.forward(EagerOps(), params, Tensor(xb), training=False)
+                    x_t = Tensor(xb, device=self.config.device.label)
+                    out = self.model.layer.forward(EagerOps(), params, x_t, training=False)
                 outputs.append(out.numpy())
         if not outputs:
             return np.zeros((0, *self.model.output_shape), dtype=self.model.dtype)

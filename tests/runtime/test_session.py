@@ -152,7 +152,8 @@ def test_selected_capsule_without_linked_handler_fails_verbatim() -> None:
         tl.relu(tl.tensor([1.0]))
     assert str(info.value) == (
         "torch: `relu` selected capsule `custom.relu` (torchlean/cpu), but no matching executable handler is "
-        "linked; available handlers: TorchLean reference CPU (reference/cpu)"
+        "linked; available handlers: TorchLean reference CPU (reference/cpu), TorchLean native CUDA "
+        "(native-cuda/cuda)"
     )
     assert [k.capsule.name for k in s.selected] == ["custom.relu"]
 
@@ -255,7 +256,8 @@ def test_cuda_profile_on_a_cuda_build_without_device(monkeypatch: pytest.MonkeyP
 def test_cuda_profile_on_a_cpu_only_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.version, "cuda", None)
     with pytest.raises(
-        SessionError, match=r"^torch eager session: CUDA was requested, but this torch build .* has no CUDA"
+        SessionError,
+        match=r"^torch eager session: CUDA was requested, but this torch build .* is not a CUDA build",
     ):
         tl.session("checked_cuda")
 

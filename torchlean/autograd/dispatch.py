@@ -8,7 +8,9 @@ input tensors, :func:`execute_accepted`
 1. picks the linked kernel whose ``(op, provider, device)`` equals the capsule's; none →
    ``torch: `<op>` selected capsule `<name>` (<provider>/<device>), but no matching executable
    handler is linked; available handlers: ...`` (there is no fallback to another provider);
-2. runs the linked kernel's VJP guard (if any) against the accepted policy;
+2. checks devices: every input tensor lives on one device, of the capsule's device kind (a
+   :class:`~torchlean.tensor.DeviceError` names the devices; nothing is moved implicitly), then
+   runs the linked kernel's VJP guard (if any) against the accepted policy;
 3. builds a :class:`~torchlean.backend.binding.KernelHandler` for this call, binds it to the
    accepted kernel with :func:`~torchlean.backend.binding.bind` (op, then provider, then device)
    and runs it;
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.tape import Array, Node, SavedArray, VersionCounter
 from torchlean.backend.acceptance import AcceptedKernel
@@ -37,11 +40,13 @@ from torchlean.backend.binding import KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError, SessionError
 from torchlean.backend.providers.linked import LinkedKernel
-from torchlean.backend.vocabulary import BackendOp
-from torchlean.tensor import Tensor
+from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.vocabulary import BackendOp, Device
+from torchlean.tensor import DeviceError, Tensor
 
 __all__ = [
     "HANDLER_MODULES",
+    "check_devices",
     "execute_accepted",
     "linked_kernels",
     "no_handler_message",
@@ -53,6 +58,7 @@ HANDLER_MODULES: tuple[str, ...] = (
     "torchlean.backend.providers.libtorch.sdpa",
     "torchlean.backend.providers.aten.handlers",
     "torchlean.backend.providers.native_cuda.handlers",
+    "torchlean.backend.providers.attention_handlers",
 )
 """Provider modules whose ``LINKED_KERNELS`` are linked into this build, in this order."""
 
@@ -108,12 +114,74 @@ def select_linked(op: BackendOp, capsule: KernelCapsule, available: Sequence[Lin
 
 def _view_version(out: Array, inputs: Sequence[Tensor | None]) -> VersionCounter | None:
     """The version counter of the input whose storage ``out`` may view (views share counters)."""
-    if out.base is None:
+    if isinstance(out, np.ndarray):
+        if out.base is None:
+            return None
+        for t in inputs:
+            if t is not None and np.may_share_memory(out, t._data):
+                return t._version
         return None
+    if out._base is None:
+        return None
+    target = out.untyped_storage().data_ptr()
     for t in inputs:
-        if t is not None and np.may_share_memory(out, t._data):
+        if t is None or isinstance(t._data, np.ndarray):
+            continue
+        if t._data.untyped_storage().data_ptr() == target:
             return t._version
     return None
+
+
+def _where(data: Array) -> str:
+    """Where a storage lives, for device comparisons and messages."""
+    if isinstance(data, np.ndarray):
+        return storage.HOST
+    device = str(data.device)
+    return f"{device} (torch storage)" if device == storage.HOST else device
+
+
+def check_devices(op: BackendOp, capsule: KernelCapsule, inputs: Sequence[Tensor | None]) -> None:
+    """Every input on one device, the kind the capsule targets: numpy storage for a ``cpu``
+    capsule, torch storage on a CUDA device for a ``cuda`` capsule.
+
+    Seam (documented, test-only): inside
+    :func:`torchlean.backend.providers.native_cuda.extension.host_emulation` a ``cuda`` capsule
+    takes torch storage on the CPU instead, the stand-in that the host-emulation build of the
+    native kernels computes on (``extension.expected_device_type()``); outside it, CPU torch
+    storage is refused like any other wrong device.
+
+    Raises:
+        DeviceError: ``torch: `<op>` got inputs on different devices: input i is on D1 and input
+            j is on D2; ...`` or ``torch: `<op>` runs on capsule `<name>` for device `cuda`, but
+            its inputs are on cpu; ...``.
+    """
+    first: tuple[int, str, Array] | None = None
+    for i, t in enumerate(inputs):
+        if t is None:
+            continue
+        data = t._data
+        where = storage.HOST if isinstance(data, np.ndarray) else _where(data)
+        if first is None:
+            first = (i, where, data)
+        elif where != first[1]:
+            raise DeviceError(
+                f"torch: `{op.label}` got inputs on different devices: input {first[0]} is on "
+                f"{first[1]} and input {i} is on {where}; move them to one device with Tensor.to(...)"
+            )
+    if first is None:
+        return
+    data = first[2]
+    if capsule.device is Device.CPU:
+        fits = isinstance(data, np.ndarray)
+    elif capsule.device is Device.CUDA:
+        fits = not isinstance(data, np.ndarray) and data.device.type == extension.expected_device_type()
+    else:
+        fits = False
+    if not fits:
+        raise DeviceError(
+            f"torch: `{op.label}` runs on capsule `{capsule.name}` for device `{capsule.device.label}`, "
+            f"but its inputs are on {first[1]}; move them with Tensor.to({capsule.device.label!r})"
+        )
 
 
 def execute_accepted(
@@ -136,12 +204,15 @@ def execute_accepted(
         SessionError: no linked kernel matches the capsule (verbatim message), or binding failed
             (``torch: invalid executable backend binding: ...``).
         beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
+        DeviceError: inputs on different devices, or not on the capsule's device
+            (:func:`check_devices`).
         GuardError: the kernel's guard refused the inputs.
     """
     capsule = accepted.capsule
     if not isinstance(linked, LinkedKernel):
         candidates = linked_kernels(accepted.op) if linked is None else linked
         linked = select_linked(accepted.op, capsule, candidates)
+    check_devices(accepted.op, capsule, inputs)
     if linked.vjp_guard is not None:
         linked.vjp_guard(capsule, accepted.policy)
     arrays = tuple(None if t is None else t._data for t in inputs)

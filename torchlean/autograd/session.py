@@ -60,16 +60,20 @@ BANNER = "[TorchLean] backend capsules used:"
 
 
 def _cuda_probe() -> str | None:
-    """The reason CUDA cannot execute here, or None when a CUDA device is usable."""
-    import torch
+    """The reason CUDA cannot execute here, or None when a CUDA device is usable.
 
-    if torch.version.cuda is None:
-        return (
-            f"CUDA was requested, but this torch build ({torch.__version__}) has no CUDA support; "
-            "install a CUDA build of torch to run on `cuda`"
-        )
-    if not torch.cuda.is_available():
-        return "CUDA was requested and this is a CUDA build, but no usable CUDA device is visible"
+    The probe and its messages are the native extension's
+    (:func:`torchlean.backend.providers.native_cuda.extension.require_cuda`): a CPU-only torch
+    build (``CUDA was requested, but this torch build (V) is not a CUDA build; ...``) or
+    ``CUDA was requested and this is a CUDA build, but no usable CUDA device is visible``
+    (anchor-backend.md §3.1). It only asks torch; nothing is built or launched.
+    """
+    from torchlean.backend.providers.native_cuda import extension
+
+    try:
+        extension.require_cuda()
+    except extension.NativeExtensionError as exc:
+        return str(exc)
     return None
 
 
@@ -83,7 +87,8 @@ def validate_for_execution(profile: BackendProfile) -> None:
         SessionError: ``torch eager session: backend profile `P` has no capsule for device `D```,
             ``torch eager session: device `metal` has no linked TorchLean execution runtime``,
             ``torch eager session: CUDA was requested and this is a CUDA build, but no usable CUDA
-            device is visible``, or the CPU-only-build message.
+            device is visible``, or the CPU-only-build message (:func:`_cuda_probe`); raised when
+            the session opens, before anything is planned, built or launched.
     """
     device = profile.policy.device
     if not profile.has_device_capsule():

@@ -7,10 +7,12 @@ A :class:`~torchlean.tensor.Tensor` holds exactly one of the two (DESIGN.md §2,
 * ``cuda:N`` — a contiguous ``torch.Tensor`` on CUDA device ``N`` (the native CUDA, composed
   attention and CUDA LibTorch providers launch on it without copying).
 
-A torch tensor on the CPU is never a tensor's storage, so the device of a storage is decided by its
-type alone: numpy means ``cpu``. The helpers here let the tape and the dispatcher treat both kinds
-alike (dtype as a numpy dtype, device as a string, accumulation with ``+``). torch is imported
-only when a device storage is actually met, so the CPU path never imports it.
+A torch tensor on the CPU is not a tensor's storage in normal use (the one exception is the test
+seam of ``dispatch.check_devices``: under the native extension's host emulation, CPU torch storage
+stands in for CUDA storage). The helpers here let the tape and the dispatcher treat both kinds
+alike (dtype as a numpy dtype, device as a string, accumulation with ``+``) and keep a value's
+kind and device when they create one (:func:`like`). torch is imported only when a torch storage
+is actually met, so the CPU path never imports it.
 """
 
 from __future__ import annotations

@@ -12,9 +12,12 @@ only (a 100 000-node chain is tested).
 
 Gradient accumulation (anchor-runtime.md §1.2): one cotangent slot per reached node; the first
 contribution is stored, later ones are added elementwise (``e + g``, exact per element, no
-reduction order involved). Contributions for parents that do not require a gradient are dropped.
-Leaves (tensors with ``requires_grad=True`` and no node) receive the sum of their contributions
-added to ``.grad`` once the traversal ends, as ``torch.Tensor.backward`` accumulates.
+reduction order involved). Arrays are tensor storage (:mod:`torchlean.autograd.storage`): numpy
+arrays for CPU tensors, torch tensors for CUDA tensors, where ``e + g`` is a torch op on the
+device; a contribution must have its parent's shape, dtype and device. Contributions for parents
+that do not require a gradient are dropped. Leaves (tensors with ``requires_grad=True`` and no
+node) receive the sum of their contributions added to ``.grad`` once the traversal ends, as
+``torch.Tensor.backward`` accumulates.
 
 After ``backward`` the traversed nodes are freed (their saved arrays and parents are released)
 unless ``retain_graph=True``; reaching a freed node raises :class:`AutogradError`. Saved arrays
@@ -28,11 +31,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
+from torchlean.autograd.storage import Storage, device_of, numpy_dtype
 from torchlean.backend.errors import TorchLeanError
 
 if TYPE_CHECKING:
@@ -47,7 +50,8 @@ __all__ = [
     "run_backward",
 ]
 
-Array = npt.NDArray[Any]
+Array = Storage
+"""A saved array or cotangent: numpy on the CPU, a torch tensor on a CUDA device."""
 
 LocalRule = Callable[[Array, tuple[Array | None, ...], Array], Sequence[Array | None]]
 """``rule(g, inputs, out) -> one cotangent per input`` (``None`` for non-differentiable inputs).
@@ -116,8 +120,8 @@ class Node:
         self.name = name
         self.seq = next(_SEQUENCE)
         self.parents: tuple[Tensor | None, ...] = parents
-        self.shape: tuple[int, ...] = out.array.shape
-        self.dtype: np.dtype[np.generic] = out.array.dtype
+        self.shape: tuple[int, ...] = tuple(out.array.shape)
+        self.dtype: np.dtype[np.generic] = numpy_dtype(out.array)
         self._saved: tuple[SavedArray | None, ...] = saved
         self._out: SavedArray | None = out
         self._rule: LocalRule | None = rule
@@ -183,12 +187,17 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
     if contribution.shape != parent.shape:
         raise AutogradError(
             "autograd: gradient contribution has wrong shape for parent "
-            f"(`{node.name}` gave {contribution.shape}, the parent has {parent.shape})"
+            f"(`{node.name}` gave {tuple(contribution.shape)}, the parent has {parent.shape})"
         )
-    if contribution.dtype != parent.dtype:
+    if numpy_dtype(contribution) != parent.dtype:
         raise AutogradError(
             "autograd: gradient contribution has wrong dtype for parent "
-            f"(`{node.name}` gave {contribution.dtype}, the parent has {parent.dtype})"
+            f"(`{node.name}` gave {numpy_dtype(contribution)}, the parent has {parent.dtype})"
+        )
+    if device_of(contribution) != parent.device:
+        raise AutogradError(
+            "autograd: gradient contribution is on the wrong device for parent "
+            f"(`{node.name}` gave one on {device_of(contribution)}, the parent is on {parent.device})"
         )
 
 
@@ -207,7 +216,8 @@ def run_backward(root: Node, seed: Array, *, retain_graph: bool = False) -> None
     """
     if seed.shape != root.shape:
         raise AutogradError(
-            f"autograd: seed gradient shape mismatch for output (seed {seed.shape}, output {root.shape})"
+            f"autograd: seed gradient shape mismatch for output (seed {tuple(seed.shape)}, output "
+            f"{root.shape})"
         )
     nodes = _collect(root)
     slots: dict[Node, Array] = {root: seed}

@@ -6,14 +6,18 @@ turns a linked kernel into a :class:`~torchlean.backend.binding.KernelHandler` f
 binds it to the accepted capsule (anchor-backend.md §7, ``executeSelected``); a handler whose
 op, provider or device differs from the capsule's is refused by ``bind`` before any provider code
 runs. Provider packages export their linked kernels as a module-level ``LINKED_KERNELS`` tuple
-(``reference/handlers.py``, ``libtorch/sdpa.py``; a CUDA handler module may add its own).
+(``reference/handlers.py``, ``aten/handlers.py``, ``libtorch/sdpa.py``, ``native_cuda/handlers.py``,
+``attention_handlers.py``).
 
 Calling convention (shared with the reference kernels, brief "Reference kernel convention"):
 ``forward(capsule, inputs, params)`` receives one array (or ``None`` for an absent optional input)
-per input position and the op's keyword parameters; ``vjp(capsule, g, inputs, out, params)``
-returns one cotangent per input position (``None`` where the input is not differentiable), each
-already reduced to its input's shape and dtype. ``vjp_guard(capsule, policy)`` runs before the
-forward on every call when present (the LibTorch bridge's ``require_torchlean_tape``).
+per input position and the op's keyword parameters — an array is the input tensor's storage, a
+numpy array for a ``cpu`` kernel and a contiguous torch tensor on the device for a ``cuda`` kernel
+(:mod:`torchlean.autograd.storage`), and the result is storage of the same kind; ``vjp(capsule, g,
+inputs, out, params)`` returns one cotangent per input position (``None`` where the input is not
+differentiable), each already reduced to its input's shape and dtype. ``vjp_guard(capsule,
+policy)`` runs before the forward on every call when present (the LibTorch bridge's
+``require_torchlean_tape``).
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from torchlean.backend.vocabulary import BackendOp, Device, Provider
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    import torch
 
-    Array = npt.NDArray[np.generic]
+    Array = npt.NDArray[np.generic] | torch.Tensor
 else:
     Array = Any
 

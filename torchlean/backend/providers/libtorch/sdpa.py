@@ -19,6 +19,14 @@ inputs (their result is legitimately non-finite).
 The three guards are the evidence the ``libtorch`` capsules name; all are called on this path:
 :func:`check_sdpa_inputs` (shape), :func:`check_libtorch_view` (layout) and
 :func:`require_torchlean_tape` (VJP ownership; the eager dispatcher calls it before the forward).
+
+Storage: the CPU bridge receives numpy arrays (wrapped zero-copy for torch); the CUDA bridge
+receives the CUDA tensors' own torch storage (used in place, the ``from_blob`` view of
+anchor-runtime.md §6.3) and returns a fresh contiguous CUDA tensor. The CUDA bridge's TorchLean
+backward is the composed attention VJP on the device
+(:func:`torchlean.backend.providers.attention_kernels.composed_attention_vjp`: it recomputes the
+probabilities from the saved Q, K, V and mask and applies the hard-masked softmax and matmul VJPs,
+"the same composed path as ``torchlean.composed_attention``", anchor-runtime.md §6.3).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import numpy.typing as npt
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import GuardError
 from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.providers.linked import Array as Storage
 from torchlean.backend.providers.linked import LinkedKernel
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 
@@ -44,14 +53,21 @@ __all__ = [
     "check_libtorch_view",
     "check_sdpa_inputs",
     "default_scale",
+    "device_attention",
+    "device_attention_vjp",
     "require_torchlean_tape",
     "scaled_dot_product_attention",
 ]
 
 Array = npt.NDArray[Any]
+if TYPE_CHECKING:
+    Buffer = npt.NDArray[Any] | torch.Tensor
+    """An operand: a numpy array (CPU bridge) or a torch tensor on the device (CUDA bridge)."""
+else:
+    Buffer = Any
 
 _INT64_MAX = 2**63 - 1
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOAT_NAMES = ("float32", "float64")
 
 
 def default_scale(d: int) -> float:
@@ -70,48 +86,65 @@ def _elements(name: str, shape: Sequence[int]) -> int:
     return count
 
 
+def _is_buffer(x: object) -> bool:
+    if isinstance(x, np.ndarray):
+        return True
+    import torch
+
+    return isinstance(x, torch.Tensor)
+
+
+def _shape(x: Buffer) -> tuple[int, ...]:
+    return tuple(int(e) for e in x.shape)
+
+
+def _dtype_name(x: Buffer) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
 def check_sdpa_inputs(
-    q: Array, k: Array, v: Array, mask: Array | None, *, scale: float | None = None
+    q: Buffer, k: Buffer, v: Buffer, mask: Buffer | None, *, scale: float | None = None
 ) -> None:
     """Shape guard of ``libtorch.sdpa_forward``: Q ``(..., nQ, d)``, K ``(..., nK, d)``,
     V ``(..., nK, dv)`` with equal leading (batch/head) axes and one float dtype (float32 or
     float64); the optional mask is boolean and broadcasts to ``(..., nQ, nK)``; the scale, when
-    given, is finite; every element count fits int64.
+    given, is finite; every element count fits int64. Operands are numpy arrays (CPU bridge) or
+    torch tensors (CUDA bridge).
 
     Raises:
         GuardError: naming the offending operand and the accepted form.
     """
     for name, x in (("Q", q), ("K", k), ("V", v)):
-        if not isinstance(x, np.ndarray) or x.ndim < 2:
+        if not _is_buffer(x) or x.ndim < 2:
             raise GuardError(
                 f"LibTorch SDPA: {name} must be an array of rank >= 2 (..., n, d); got {_describe(x)}"
             )
-        if x.dtype not in _FLOATS:
-            raise GuardError(f"LibTorch SDPA: {name} dtype {x.dtype} is not float32 or float64")
-        _elements(name, x.shape)
-    if not (q.dtype == k.dtype == v.dtype):
-        raise GuardError(f"LibTorch SDPA: Q, K, V dtypes differ ({q.dtype}, {k.dtype}, {v.dtype})")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        raise GuardError(
-            f"LibTorch SDPA: Q, K, V leading axes differ ({q.shape[:-2]}, {k.shape[:-2]}, {v.shape[:-2]})"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise GuardError(f"LibTorch SDPA: Q feature width {q.shape[-1]} differs from K's {k.shape[-1]}")
-    if k.shape[-2] != v.shape[-2]:
-        raise GuardError(f"LibTorch SDPA: K has {k.shape[-2]} keys but V has {v.shape[-2]}")
+        if _dtype_name(x) not in _FLOAT_NAMES:
+            raise GuardError(f"LibTorch SDPA: {name} dtype {_dtype_name(x)} is not float32 or float64")
+        _elements(name, _shape(x))
+    dtypes = (_dtype_name(q), _dtype_name(k), _dtype_name(v))
+    if len(set(dtypes)) != 1:
+        raise GuardError(f"LibTorch SDPA: Q, K, V dtypes differ ({', '.join(dtypes)})")
+    qs, ks, vs = _shape(q), _shape(k), _shape(v)
+    if not (qs[:-2] == ks[:-2] == vs[:-2]):
+        raise GuardError(f"LibTorch SDPA: Q, K, V leading axes differ ({qs[:-2]}, {ks[:-2]}, {vs[:-2]})")
+    if qs[-1] != ks[-1]:
+        raise GuardError(f"LibTorch SDPA: Q feature width {qs[-1]} differs from K's {ks[-1]}")
+    if ks[-2] != vs[-2]:
+        raise GuardError(f"LibTorch SDPA: K has {ks[-2]} keys but V has {vs[-2]}")
     if mask is not None:
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        if not _is_buffer(mask) or _dtype_name(mask) != "bool":
             raise GuardError(
                 f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)} "
                 "(a float 0/1 array is an additive bias, not a mask)"
             )
-        target = (*q.shape[:-1], k.shape[-2])
+        target = (*qs[:-1], ks[-2])
         try:
-            broadcast = np.broadcast_shapes(mask.shape, target)
+            broadcast = np.broadcast_shapes(_shape(mask), target)
         except ValueError:
             broadcast = None
         if broadcast != target:
-            raise GuardError(f"LibTorch SDPA: mask shape {mask.shape} does not broadcast to {target}")
+            raise GuardError(f"LibTorch SDPA: mask shape {_shape(mask)} does not broadcast to {target}")
         _elements("mask", target)
     if scale is not None and not math.isfinite(scale):
         raise GuardError(f"LibTorch SDPA: scale must be finite; got {scale}")
@@ -120,22 +153,33 @@ def check_sdpa_inputs(
 def _describe(x: object) -> str:
     if isinstance(x, np.ndarray):
         return f"array of shape {x.shape} and dtype {x.dtype}"
+    if _is_buffer(x):
+        t: Any = x
+        return f"tensor of shape {_shape(t)} and dtype {_dtype_name(t)} on {t.device}"
     return type(x).__name__
 
 
-def check_libtorch_view(arrays: Sequence[Array], device: str = "cpu") -> list[torch.Tensor]:
+def check_libtorch_view(arrays: Sequence[Buffer], device: str = "cpu") -> list[torch.Tensor]:
     """Layout guard: wrap C-contiguous, aligned, native-byte-order arrays as torch tensors.
 
-    On ``cpu`` the tensors are zero-copy views of the numpy storage (``torch.from_numpy``); on
-    ``cuda`` they are copies on the device. Results are never autograd tensors.
+    numpy arrays: on ``cpu`` the tensors are zero-copy views of the numpy storage
+    (``torch.from_numpy``); on ``cuda`` they are copies on the device. torch tensors (the storage
+    of CUDA tensors) are used as they are, and must be contiguous, on one device of kind
+    ``device`` and not autograd tensors. Results are never autograd tensors.
 
     Raises:
-        GuardError: an array that is not C-contiguous, not aligned, or not in native byte order.
+        GuardError: an array that is not C-contiguous, not aligned, or not in native byte order; a
+            tensor that is not contiguous, on another device, or requires grad; numpy arrays and
+            tensors mixed.
     """
     import torch
 
+    tensors = [a for a in arrays if isinstance(a, torch.Tensor)]
+    if tensors:
+        return _check_device_views(arrays, device)
     views: list[torch.Tensor] = []
     for i, arr in enumerate(arrays):
+        assert isinstance(arr, np.ndarray)
         if not (arr.flags.c_contiguous and arr.flags.aligned and arr.dtype.isnative):
             raise GuardError(
                 f"LibTorch SDPA: operand {i} is not a C-contiguous, aligned, native-byte-order array "
@@ -144,6 +188,31 @@ def check_libtorch_view(arrays: Sequence[Array], device: str = "cpu") -> list[to
             )
         view = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         views.append(view if device == "cpu" else view.to(device))
+    return views
+
+
+def _check_device_views(arrays: Sequence[Buffer], device: str) -> list[torch.Tensor]:
+    import torch
+
+    views: list[torch.Tensor] = []
+    for i, arr in enumerate(arrays):
+        if not isinstance(arr, torch.Tensor):
+            raise GuardError(
+                f"LibTorch SDPA: operand {i} is a {type(arr).__name__} among torch tensors "
+                "(accepted: one kind of storage per call)"
+            )
+        views.append(arr)
+    for i, arr in enumerate(views):
+        if arr.device.type != device or arr.device != views[0].device:
+            raise GuardError(
+                f"LibTorch SDPA: operand {i} is on {arr.device} (accepted: the {device} device of "
+                f"operand 0, {views[0].device})"
+            )
+        if not arr.is_contiguous() or arr.requires_grad:
+            raise GuardError(
+                f"LibTorch SDPA: operand {i} is not a contiguous, non-autograd tensor "
+                f"(contiguous={arr.is_contiguous()}, requires_grad={arr.requires_grad})"
+            )
     return views
 
 
@@ -211,6 +280,8 @@ def scaled_dot_product_attention(
 
     Raises:
         GuardError: from :func:`check_sdpa_inputs` or :func:`check_libtorch_view`.
+
+    :func:`device_attention` is the same function on torch tensors already on a device.
     """
     check_sdpa_inputs(q, k, v, mask, scale=scale)
     s = default_scale(q.shape[-1]) if scale is None else float(scale)
@@ -238,7 +309,107 @@ def scaled_dot_product_attention(
     return np.ascontiguousarray(np.where(blocked_rows[..., None], out.dtype.type(0), out))
 
 
-def _operands(inputs: tuple[Array | None, ...]) -> tuple[Array, Array, Array, Array | None]:
+def _device_sdpa(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> torch.Tensor:
+    import torch
+
+    views = check_libtorch_view([q, k, v] if mask is None else [q, k, v, mask], q.device.type)
+    with torch.no_grad():
+        return torch.nn.functional.scaled_dot_product_attention(
+            views[0],
+            views[1],
+            views[2],
+            attn_mask=None if mask is None else views[3],
+            dropout_p=0.0,
+            is_causal=False,
+            scale=scale,
+        )
+
+
+def device_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """:func:`scaled_dot_product_attention` on torch tensors that stay on their device (the CUDA
+    bridge): same shapes, guards and TorchLean mask semantics (fully blocked rows are zero; a
+    non-finite key/value row reaches only the queries that attend it). Returns a fresh contiguous
+    tensor on the inputs' device.
+
+    Raises:
+        GuardError: from :func:`check_sdpa_inputs` or :func:`check_libtorch_view`.
+    """
+    import torch
+
+    check_sdpa_inputs(q, k, v, mask, scale=scale)
+    s = default_scale(q.shape[-1]) if scale is None else float(scale)
+    if mask is None:
+        return _device_sdpa(q, k, v, None, s).contiguous()
+    zero = torch.zeros((), dtype=q.dtype, device=q.device)
+    full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
+    finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
+    if bool(finite_keys.all()):
+        out = _device_sdpa(q, k, v, full_mask, s)
+    else:
+        clean = finite_keys.unsqueeze(-1)
+        clean_k = torch.where(clean, k, zero).contiguous()
+        clean_v = torch.where(clean, v, zero).contiguous()
+        out = _device_sdpa(q, clean_k, clean_v, full_mask, s)
+        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1)  # (..., nQ)
+        if bool(tainted.any()):
+            raw = _device_sdpa(q, k, v, full_mask, s)
+            out = torch.where(tainted.unsqueeze(-1), raw, out)
+    blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
+    return torch.where(blocked_rows.unsqueeze(-1), zero, out).contiguous()
+
+
+def device_attention_vjp(
+    g: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    out: torch.Tensor,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
+    """TorchLean's backward of the CUDA bridge: the composed attention VJP on the device
+    (:func:`~torchlean.backend.providers.attention_kernels.composed_attention_vjp`), which
+    recomputes the probabilities from the saved inputs with the forward's scale and mask. Leading
+    axes other than ``(heads,)`` or ``(batch, heads)`` are folded into one and unfolded again.
+
+    Raises:
+        GuardError: from the composed attention guards.
+    """
+    from torchlean.backend.providers import attention_kernels
+
+    lead = tuple(q.shape[:-2])
+    if len(lead) in (1, 2):
+        return attention_kernels.composed_attention_vjp(g, q, k, v, mask, out=out, scale=scale)
+    folded = math.prod(lead)
+
+    def fold(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(folded, *t.shape[-2:])
+
+    folded_mask = mask
+    if mask is not None and mask.dim() > 2:
+        if math.prod(mask.shape[:-2]) == 1:
+            folded_mask = mask.reshape(mask.shape[-2:])
+        else:
+            import torch
+
+            folded_mask = fold(torch.broadcast_to(mask, (*lead, q.shape[-2], k.shape[-2])))
+    dq, dk, dv, _ = attention_kernels.composed_attention_vjp(
+        fold(g), fold(q), fold(k), fold(v), folded_mask, out=fold(out), scale=scale
+    )
+    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape), None
+
+
+def _operands(inputs: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
     """``(q, k, v, mask)`` from the dispatcher's input positions (mask optional)."""
     q, k, v = inputs[0], inputs[1], inputs[2]
     if q is None or k is None or v is None:
@@ -247,21 +418,32 @@ def _operands(inputs: tuple[Array | None, ...]) -> tuple[Array, Array, Array, Ar
 
 
 def _linked(device: Device) -> LinkedKernel:
-    def forward(capsule: KernelCapsule, inputs: tuple[Array | None, ...], params: Mapping[str, Any]) -> Array:
+    """The bridge for ``device``: numpy storage on ``cpu``, the device's torch storage on ``cuda``."""
+
+    def forward(
+        capsule: KernelCapsule, inputs: tuple[Storage | None, ...], params: Mapping[str, Any]
+    ) -> Storage:
         q, k, v, mask = _operands(inputs)
-        return scaled_dot_product_attention(q, k, v, mask, scale=params.get("scale"), device=device.label)
+        if device is Device.CPU:
+            return scaled_dot_product_attention(q, k, v, mask, scale=params.get("scale"))
+        return device_attention(q, k, v, mask, scale=params.get("scale"))
 
     def vjp(
         capsule: KernelCapsule,
-        g: Array,
-        inputs: tuple[Array | None, ...],
-        out: Array,
+        g: Storage,
+        inputs: tuple[Storage | None, ...],
+        out: Storage,
         params: Mapping[str, Any],
-    ) -> Sequence[Array | None]:
+    ) -> Sequence[Storage | None]:
         from torchlean.backend.providers.reference import kernels
 
         q, k, v, mask = _operands(inputs)
-        return kernels.scaled_dot_product_attention_vjp(g, q, k, v, mask, out=out, scale=params.get("scale"))
+        scale = params.get("scale")
+        if isinstance(g, np.ndarray) and isinstance(out, np.ndarray):
+            return kernels.scaled_dot_product_attention_vjp(g, q, k, v, mask, out=out, scale=scale)
+        if isinstance(g, np.ndarray) or isinstance(out, np.ndarray):
+            raise GuardError("LibTorch SDPA: the cotangent and the output must be the same kind of storage")
+        return device_attention_vjp(g, q, k, v, mask, out=out, scale=scale)
 
     return LinkedKernel(
         name=f"LibTorch {device.label.upper()} SDPA bridge",
@@ -275,4 +457,4 @@ def _linked(device: Device) -> LinkedKernel:
 
 
 LINKED_KERNELS: tuple[LinkedKernel, ...] = (_linked(Device.CPU), _linked(Device.CUDA))
-"""The bridge linked for ``cpu`` and for ``cuda`` (torch runs on the device; storage is host)."""
+"""The bridge linked for ``cpu`` (numpy storage) and for ``cuda`` (CUDA torch storage)."""

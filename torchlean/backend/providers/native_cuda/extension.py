@@ -69,7 +69,7 @@ def not_a_cuda_build_message(torch_version: str) -> str:
     """The message for a CPU-only torch build, naming the installed version."""
     return (
         f"CUDA was requested, but this torch build ({torch_version}) is not a CUDA build; "
-        "install a CUDA build of torch to run native CUDA kernels"
+        "install a CUDA build of torch to run on `cuda`"
     )
 
 
