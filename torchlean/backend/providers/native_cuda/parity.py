@@ -32,6 +32,7 @@ import torch
 
 from torchlean.backend.providers import attention_kernels
 from torchlean.backend.providers.native_cuda import kernels
+from torchlean.backend.providers.native_cuda.capsules import MODULE as NATIVE_MODULE
 from torchlean.backend.providers.reference import kernels as ref
 from torchlean.backend.providers.reference import spatial as ref_spatial
 
@@ -47,54 +48,8 @@ __all__ = [
 
 Array = npt.NDArray[Any]
 
-NATIVE_OPS: tuple[str, ...] = (
-    "matmul",
-    "linear",
-    "mse_loss",
-    "relu",
-    "gelu",
-    "add",
-    "sub",
-    "mul",
-    "scale",
-    "abs",
-    "sqrt",
-    "clamp",
-    "max",
-    "min",
-    "sigmoid",
-    "tanh",
-    "softplus",
-    "exp",
-    "sin",
-    "cos",
-    "log",
-    "inv",
-    "safe_log",
-    "log_softmax",
-    "softmax",
-    "hard_masked_softmax",
-    "reduce_sum",
-    "reduce_mean",
-    "reshape",
-    "permute",
-    "broadcast",
-    "concat",
-    "slice",
-    "gather",
-    "scatter_add",
-    "rand_uniform",
-    "bernoulli_mask",
-    "layer_norm",
-    "batch_norm",
-    "conv",
-    "conv_transpose",
-    "max_pool",
-    "smooth_max_pool",
-    "avg_pool",
-    "fft_fno",
-    "selective_scan",
-)
+NATIVE_OPS: tuple[str, ...] = tuple(capsule.op.label for capsule in NATIVE_MODULE.capsules)
+"""Every native-cuda capsule's op, in catalog order."""
 """The 46 op labels of the native-cuda module, in catalog order (anchor-backend.md §4.3)."""
 
 ATTENTION = "scaled_dot_product_attention"
