@@ -65,16 +65,15 @@ def test_every_op_has_parity_cases(op: str) -> None:
 @pytest.mark.parametrize("op", OPS)
 def test_native_symbols_exist_for_every_op(op: str) -> None:
     """Provenance ``csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is defined there,
-    bound in bindings.cpp, typed in the stub and wrapped in kernels.py (with a backward for every
-    differentiable op)."""
+    bound in bindings.cpp and wrapped in kernels.py (with a backward for every differentiable op).
+    That the stub types every bound name: :func:`test_stub_matches_the_bindings` (source) and
+    ``test_stub_sync.py`` (stubtest against the compiled emulation build)."""
     source = (ROOT / "csrc" / "native_ops.cu").read_text()
     bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
-    stub = (ROOT / "stubs" / "torchlean_native_ext.pyi").read_text()
     names = [f"{op}_forward"] + ([] if op in FORWARD_ONLY else [f"{op}_backward"])
     for name in names:
         assert re.search(rf"^(Tensor|Grads) {name}\(", source, re.M), f"{name} not defined in native_ops.cu"
         assert f'm.def("{name}", &tn::{name}' in bindings, f"{name} not bound"
-        assert re.search(rf"^def {name}\(", stub, re.M), f"{name} not in the stub"
         assert callable(getattr(kernels, name))
     if op in FORWARD_ONLY:
         assert not hasattr(kernels, f"{op}_backward")
@@ -323,7 +322,8 @@ def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_stub_matches_the_bindings() -> None:
     """stubs/torchlean_native_ext.pyi types exactly what csrc/bindings.cpp binds, argument names
-    and order included."""
+    and order included (read from the source, so it runs without a compiler; stubtest cannot see
+    pybind11 parameters, see test_stub_sync.py)."""
     import ast
 
     bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
