@@ -6,16 +6,37 @@ accepts, binds and records the capsule, and the tape records the node (anchor-ru
 The docstring of each function names the ops it records. Semantics mirror the PyTorch function
 named in each docstring; the reference kernels' guards refuse bad input with a ``GuardError``.
 
-Operands: a Python number (or numpy array) mixed with a tensor becomes a constant of the tensor's
-dtype on the tensor's device (masks and index arrays likewise land on the device of the tensor
-they apply to). The reference kernels never promote dtypes: float32 and float64 tensors do not
-mix; tensors on different devices do not mix either (``DeviceError``; move them with
-``Tensor.to``).
+Operands (one rule, checked in one place):
+
+* Tensor arguments must be :class:`~torchlean.tensor.Tensor` s (``None`` where the argument is
+  optional). The only exceptions (where torch accepts Python numbers) are the operands of the
+  binary arithmetic functions ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum`` (and so
+  the operators ``+ - * /``) and ``mse_loss``: there one operand may be a Python number, a numeric
+  numpy array or a nested list of numbers, and becomes a constant of the other (tensor) operand's
+  dtype on its device.
+  Masks (``hard_masked_softmax``, ``scaled_dot_product_attention``) and index arrays
+  (``gather``, ``scatter_add``, ``cross_entropy`` targets) may also be array-likes; they land on
+  the device of the tensor they apply to, uncast (the kernel guard refuses a wrong dtype).
+  Anything else in a tensor position (a numpy array for ``relu``, ``x @ 3.0``, a list) is refused
+  by :func:`torchlean.autograd.dispatch.check_operands`, the boundary every op passes, with a
+  :class:`~torchlean.tensor.TensorTypeError` (a ``TensorError`` and a ``TypeError``) naming the op,
+  the input position and the type received.
+* A constant must be numeric: ``None``, strings, objects and complex numbers are refused with a
+  ``TensorTypeError``, ragged nested lists with a ``TensorError``.
+* Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
+  or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
+  (the kernel guards apply the same rule to the window parameters they receive unconverted).
+  Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
+  refused); they are not parsed from strings.
+
+The reference kernels never promote dtypes: float32 and float64 tensors do not mix; tensors on
+different devices do not mix either (``DeviceError``; move them with ``Tensor.to``).
 
 Lowerings that record more than one op (the catalog has no division, negation, select or
 cross-entropy op):
 
-* ``div(a, b)`` → ``inv`` then ``mul`` (by a number: ``scale`` by its reciprocal);
+* ``div(a, b)`` → ``inv`` then ``mul`` (by a nonzero number: ``scale`` by its reciprocal; by zero,
+  ``inv`` of the constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch);
 * ``neg(x)`` → ``scale`` by -1; ``mul`` by a number → ``scale``;
 * ``x[i]`` (an integer index) → ``slice`` then ``reshape``; ``None`` in an index → ``reshape``;
 * ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``scale``;
@@ -27,7 +48,8 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +58,7 @@ import numpy.typing as npt
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.tensor import DEFAULT_DTYPE, DTypeLike, Tensor, TensorError, resolve_dtype
+from torchlean.tensor import DEFAULT_DTYPE, DTypeLike, Tensor, TensorError, TensorTypeError, resolve_dtype
 
 __all__ = [
     "abs",
@@ -105,7 +127,75 @@ def _on_device_of(array: npt.NDArray[Any], like: Tensor) -> Tensor:
 
 
 def _constant(value: object, like: Tensor) -> Tensor:
-    return _on_device_of(np.array(value, dtype=like.dtype, copy=True), like)
+    """A number or numeric array-like as a constant of ``like``'s dtype on its device.
+
+    Raises:
+        TensorTypeError: non-numeric data (``None``, strings, objects, complex numbers).
+        TensorError: ragged nested sequences.
+    """
+    try:
+        raw = np.asarray(value)
+    except ValueError as exc:
+        raise TensorError(
+            f"cannot use {_preview(value)} as a constant operand: {exc} (accepted: a Python number, "
+            "a numeric numpy array or nested lists of numbers of one rectangular shape)"
+        ) from exc
+    if raw.dtype.kind not in "biuf":
+        raise TensorTypeError(
+            f"cannot use {_preview(value)} of type {type(value).__name__} as a constant operand: it "
+            "is not numeric (accepted: a Tensor, a Python number, a numeric numpy array or nested "
+            "lists of numbers)"
+        )
+    return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
+
+
+def _preview(value: object, limit: int = 60) -> str:
+    """``repr(value)`` shortened to ``limit`` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _int(fn: str, name: str, value: object) -> int:
+    """``value`` as an int when it is a Python or numpy integer (bool excluded, as the kernel
+    guards do).
+
+    Raises:
+        TensorTypeError: ``<fn>: <name> must be an integer; got 1.5 of type float ...``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TensorTypeError(
+            f"{fn}: {name} must be an integer; got {_preview(value)} of type {type(value).__name__} "
+            "(accepted: int or a numpy integer; floats are not truncated and bools are refused)"
+        )
+    return int(value)
+
+
+def _ints(fn: str, name: str, values: object) -> tuple[int, ...]:
+    """A sequence of integers (each checked by :func:`_int`) as a tuple.
+
+    Raises:
+        TensorTypeError: ``values`` is not a sequence, or an entry is not an integer.
+    """
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TensorTypeError(
+            f"{fn}: {name} must be a sequence of integers; got {_preview(values)} of type "
+            f"{type(values).__name__}"
+        )
+    return tuple(_int(fn, f"{name}[{i}]", v) for i, v in enumerate(values))
+
+
+def _real(fn: str, name: str, value: object) -> float:
+    """``value`` as a float when it is a real number (bool excluded, as the kernel guards do).
+
+    Raises:
+        TensorTypeError: ``<fn>: <name> must be a real number; got '2' of type str ...``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TensorTypeError(
+            f"{fn}: {name} must be a real number; got {_preview(value)} of type {type(value).__name__} "
+            "(accepted: int, float or a numpy number; strings are not parsed and bools are refused)"
+        )
+    return float(value)
 
 
 def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
@@ -142,10 +232,14 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _axes(axis: Axes) -> int | tuple[int, ...] | None:
-    if axis is None or isinstance(axis, int):
-        return axis
-    return tuple(int(a) for a in axis)
+def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
+    if axis is None:
+        return None
+    if isinstance(axis, numbers.Integral) and not isinstance(axis, bool):
+        return int(axis)
+    if isinstance(axis, Iterable) and not isinstance(axis, str | bytes):
+        return _ints(fn, "axis", axis)
+    return _int(fn, "axis", axis)
 
 
 # ------------------------------------------------------------------------------------- pointwise
@@ -166,7 +260,7 @@ def sub(a: Operand, b: Operand) -> Tensor:
 
 def scale(x: Tensor, factor: float) -> Tensor:
     """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``."""
-    return run_op(BackendOp.SCALE, (x,), {"factor": float(factor)})
+    return run_op(BackendOp.SCALE, (x,), {"factor": _real("scale", "factor", factor)})
 
 
 def mul(a: Operand, b: Operand) -> Tensor:
@@ -188,8 +282,9 @@ def inv(x: Tensor) -> Tensor:
 def div(a: Operand, b: Operand) -> Tensor:
     """``a / b`` with broadcasting; records ``inv`` then ``mul`` (the catalog has no division), or
     ``scale`` by ``1/b`` when ``b`` is a Python number. Results may differ from ``torch.div`` in
-    the last bit (``a * (1/b)`` rounds twice)."""
-    if isinstance(a, Tensor) and _is_number(b):
+    the last bit (``a * (1/b)`` rounds twice). Division by the number 0 records ``inv`` then ``mul``
+    (``±inf``, or ``nan`` for ``0/0``, as ``torch.div``)."""
+    if isinstance(a, Tensor) and _is_number(b) and b != 0:
         return scale(a, 1.0 / float(b))  # type: ignore[arg-type]
     x, y = _pair(a, b)
     return mul(x, inv(y))
@@ -261,8 +356,8 @@ def abs(x: Tensor) -> Tensor:
 
 def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
     """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``."""
-    low = -math.inf if lo is None else float(lo)
-    high = math.inf if hi is None else float(hi)
+    low = -math.inf if lo is None else _real("clamp", "lo", lo)
+    high = math.inf if hi is None else _real("clamp", "hi", hi)
     return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})
 
 
@@ -281,7 +376,7 @@ def minimum(a: Operand, b: Operand) -> Tensor:
 def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
     """``log(softplus(x) + eps)``, finite for every finite x (the IR's ``safe_log``); records
     ``safe_log``."""
-    return run_op(BackendOp.SAFE_LOG, (x,), {"eps": float(eps)})
+    return run_op(BackendOp.SAFE_LOG, (x,), {"eps": _real("safe_log", "eps", eps)})
 
 
 # ------------------------------------------------------------------------------ normalisations
@@ -289,19 +384,20 @@ def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``."""
-    return run_op(BackendOp.SOFTMAX, (x,), {"axis": int(axis)})
+    return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", axis)})
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``."""
-    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": int(axis)})
+    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
 
 
 def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
     """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
     all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
     ``hard_masked_softmax``."""
-    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask, x)), {"axis": int(axis)})
+    params = {"axis": _int("hard_masked_softmax", "axis", axis)}
+    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask, x)), params)
 
 
 # ---------------------------------------------------------------------------------- reductions
@@ -309,12 +405,14 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
 
 def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``."""
-    return run_op(BackendOp.REDUCE_SUM, (x,), {"axis": _axes(axis), "keepdims": bool(keepdims)})
+    params = {"axis": _axes("reduce_sum", axis), "keepdims": bool(keepdims)}
+    return run_op(BackendOp.REDUCE_SUM, (x,), params)
 
 
 def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``."""
-    return run_op(BackendOp.REDUCE_MEAN, (x,), {"axis": _axes(axis), "keepdims": bool(keepdims)})
+    params = {"axis": _axes("reduce_mean", axis), "keepdims": bool(keepdims)}
+    return run_op(BackendOp.REDUCE_MEAN, (x,), params)
 
 
 # --------------------------------------------------------------------------------------- views
@@ -322,30 +420,31 @@ def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     """Row-major reshape (one ``-1`` inferred) (``torch.reshape``); records ``reshape``."""
-    return run_op(BackendOp.RESHAPE, (x,), {"shape": tuple(int(s) for s in shape)})
+    return run_op(BackendOp.RESHAPE, (x,), {"shape": _ints("reshape", "shape", shape)})
 
 
 def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
     """Output axis ``i`` is input axis ``perm[i]`` (``torch.permute``); records ``permute``."""
-    return run_op(BackendOp.PERMUTE, (x,), {"perm": tuple(int(a) for a in perm)})
+    return run_op(BackendOp.PERMUTE, (x,), {"perm": _ints("permute", "perm", perm)})
 
 
 def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
     """Swap two axes (``torch.transpose``); records ``permute``."""
     perm = list(range(x.ndim))
-    a, b = axis0 % builtins.max(x.ndim, 1), axis1 % builtins.max(x.ndim, 1)
+    rank = builtins.max(x.ndim, 1)
+    a, b = _int("transpose", "axis0", axis0) % rank, _int("transpose", "axis1", axis1) % rank
     perm[a], perm[b] = perm[b], perm[a]
     return permute(x, perm)
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``."""
-    return run_op(BackendOp.BROADCAST, (x,), {"shape": tuple(int(s) for s in shape)})
+    return run_op(BackendOp.BROADCAST, (x,), {"shape": _ints("broadcast_to", "shape", shape)})
 
 
 def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Concatenate along ``axis`` (``torch.cat``); records ``concat``."""
-    return run_op(BackendOp.CONCAT, tuple(xs), {"axis": int(axis)})
+    return run_op(BackendOp.CONCAT, tuple(xs), {"axis": _int("concat", "axis", axis)})
 
 
 def slice(
@@ -354,9 +453,9 @@ def slice(
     """``x[start0:stop0:step0, ...]`` with one bound per axis, ``0 <= start <= stop <= extent``,
     ``step >= 1``; records ``slice``."""
     params: dict[str, Any] = {
-        "starts": tuple(int(s) for s in starts),
-        "stops": tuple(int(s) for s in stops),
-        "steps": None if steps is None else tuple(int(s) for s in steps),
+        "starts": _ints("slice", "starts", starts),
+        "stops": _ints("slice", "stops", stops),
+        "steps": None if steps is None else _ints("slice", "steps", steps),
     }
     return run_op(BackendOp.SLICE, (x,), params)
 
@@ -432,13 +531,14 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
-    return run_op(BackendOp.GATHER, (x, _index(index, x)), {"axis": int(axis)})
+    return run_op(BackendOp.GATHER, (x, _index(index, x)), {"axis": _int("gather", "axis", axis)})
 
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
     """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
     records ``scatter_add``."""
-    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base), src), {"axis": int(axis)})
+    params = {"axis": _int("scatter_add", "axis", axis)}
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base), src), params)
 
 
 # ---------------------------------------------------------------------------------- contractions
@@ -480,7 +580,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     Raises:
         TensorError: a target whose shape or dtype fits neither form.
     """
-    ax = axis % builtins.max(logits.ndim, 1)
+    ax = _int("cross_entropy", "axis", axis) % builtins.max(logits.ndim, 1)
     log_probs = log_softmax(logits, ax)
     raw: npt.NDArray[Any] = target.numpy() if isinstance(target, Tensor) else np.asarray(target)
     if raw.dtype.kind in "iu":
@@ -518,9 +618,11 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
     (``torch.nn.functional.layer_norm``); records ``layer_norm``."""
-    return run_op(
-        BackendOp.LAYER_NORM, (x, weight, bias), {"normalized_ndim": int(normalized_ndim), "eps": float(eps)}
-    )
+    params = {
+        "normalized_ndim": _int("layer_norm", "normalized_ndim", normalized_ndim),
+        "eps": _real("layer_norm", "eps", eps),
+    }
+    return run_op(BackendOp.LAYER_NORM, (x, weight, bias), params)
 
 
 def batch_norm(
@@ -538,7 +640,7 @@ def batch_norm(
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),
-        {"training": bool(training), "eps": float(eps)},
+        {"training": bool(training), "eps": _real("batch_norm", "eps", eps)},
     )
 
 
@@ -556,7 +658,12 @@ def conv(
 ) -> Tensor:
     """N-d (1-3 spatial axes) channel-first cross-correlation (``torch.nn.functional.conv1d/2d/3d``):
     x ``(N, C_in, *spatial)``, w ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)``; records ``conv``."""
-    params = {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)}
+    params = {
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "groups": _int("conv", "groups", groups),
+    }
     return run_op(BackendOp.CONV, (x, w, b), params)
 
 
@@ -578,7 +685,7 @@ def conv_transpose(
         "padding": padding,
         "output_padding": output_padding,
         "dilation": dilation,
-        "groups": int(groups),
+        "groups": _int("conv_transpose", "groups", groups),
     }
     return run_op(BackendOp.CONV_TRANSPOSE, (x, w, b), params)
 
@@ -614,7 +721,12 @@ def smooth_max_pool(
 ) -> Tensor:
     """Smooth maximum over each window, ``log(sum(exp(beta * x))) / beta`` (finite nonzero
     ``beta``); records ``smooth_max_pool``."""
-    params = {"beta": float(beta), "kernel_size": kernel_size, "stride": stride, "padding": padding}
+    params = {
+        "beta": _real("smooth_max_pool", "beta", beta),
+        "kernel_size": kernel_size,
+        "stride": stride,
+        "padding": padding,
+    }
     return run_op(BackendOp.SMOOTH_MAX_POOL, (x,), params)
 
 
@@ -631,7 +743,9 @@ def scaled_dot_product_attention(
     ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
     or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``)."""
     mask_t = None if mask is None else _mask(mask, q)
-    params: dict[str, Any] = {} if scale is None else {"scale": float(scale)}
+    params: dict[str, Any] = {}
+    if scale is not None:
+        params["scale"] = _real("scaled_dot_product_attention", "scale", scale)
     return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
 
 
@@ -644,11 +758,11 @@ def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike
     defaults to the session's seed. Never requires grad; records ``rand_uniform``."""
     session = current_session()
     params = {
-        "shape": tuple(int(s) for s in shape),
-        "seed": session.seed if seed is None else int(seed),
-        "counter": session.next_random_counter(),
+        "shape": _ints("rand_uniform", "shape", shape),
+        "seed": session.seed if seed is None else _int("rand_uniform", "seed", seed),
         "dtype": resolve_dtype(dtype),
     }
+    params["counter"] = session.next_random_counter()
     return run_op(BackendOp.RAND_UNIFORM, (), params)
 
 
@@ -660,12 +774,12 @@ def bernoulli_mask(
     ``bernoulli_mask``."""
     session = current_session()
     params = {
-        "shape": tuple(int(s) for s in shape),
-        "keep_prob": float(keep_prob),
-        "seed": session.seed if seed is None else int(seed),
-        "counter": session.next_random_counter(),
+        "shape": _ints("bernoulli_mask", "shape", shape),
+        "keep_prob": _real("bernoulli_mask", "keep_prob", keep_prob),
+        "seed": session.seed if seed is None else _int("bernoulli_mask", "seed", seed),
         "dtype": resolve_dtype(dtype),
     }
+    params["counter"] = session.next_random_counter()
     return run_op(BackendOp.BERNOULLI_MASK, (), params)
 
 
@@ -678,7 +792,7 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     Raises:
         TensorError: ``p`` outside ``[0, 1]``.
     """
-    if not 0.0 <= p <= 1.0:
+    if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
     if not training or p == 0.0:
         return x

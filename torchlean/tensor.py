@@ -55,6 +55,7 @@ __all__ = [
     "DeviceLike",
     "Tensor",
     "TensorError",
+    "TensorTypeError",
     "from_torch",
     "resolve_device",
     "resolve_dtype",
@@ -76,6 +77,12 @@ DeviceLike = str | Any
 
 class TensorError(TorchLeanError, ValueError):
     """A tensor could not be created, converted or written (the message names the value)."""
+
+
+class TensorTypeError(TensorError, TypeError):
+    """An argument of the wrong kind: a non-Tensor operand where a tensor is required, a
+    non-numeric constant, or a non-integer axis or shape entry (also a ``TypeError``, as torch
+    raises for these)."""
 
 
 class DeviceError(TensorError):
@@ -163,7 +170,15 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     else:
         source = data
         from_array = isinstance(data, np.ndarray | np.generic)
-    raw = np.asarray(source)
+    try:
+        raw = np.asarray(source)
+    except ValueError as exc:
+        raise TensorError(
+            f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
+            "numpy/torch array or nested sequences of one rectangular shape)"
+        ) from exc
+    if raw.dtype.kind not in "biuf":  # strings, None/objects, complex: never cast, even on request
+        raise TensorError(_unsupported(raw.dtype))
     if dtype is not None:
         target = resolve_dtype(dtype)
     elif raw.dtype.kind == "f":
@@ -175,10 +190,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
             raise TensorError(_unsupported(raw.dtype))
     elif raw.dtype.kind in "iu":
         target = np.dtype(np.int64)
-    elif raw.dtype.kind == "b":
-        target = np.dtype(np.bool_)
     else:
-        raise TensorError(_unsupported(raw.dtype))
+        target = np.dtype(np.bool_)
     return np.array(raw, dtype=target, order="C", copy=True)
 
 
@@ -391,6 +404,8 @@ class Tensor:
         Raises:
             AutogradError: the tensor does not require grad; no gradient for a multi-element
                 output; seed shape mismatch; a freed graph; a saved tensor modified in place.
+            TensorError: a ``gradient`` that is not numeric array data (a string, ragged lists).
+            DeviceError: a ``gradient`` tensor on another device.
         """
         if not self._requires_grad:
             raise AutogradError(
@@ -410,7 +425,13 @@ class Tensor:
                     f"{self.device}; move it with .to({self.device!r})"
                 )
             raw = storage.to_host(gradient._data) if isinstance(gradient, Tensor) else gradient
-            host_seed = np.array(raw, dtype=self.dtype, copy=True)
+            try:
+                values = np.asarray(raw)
+            except ValueError as exc:  # ragged nested sequences
+                raise TensorError(_bad_gradient(gradient, self.shape, f" ({exc})")) from exc
+            if values.dtype.kind not in "biuf":
+                raise TensorError(_bad_gradient(gradient, self.shape, ""))
+            host_seed = np.array(values, dtype=self.dtype, copy=True)
         seed = storage.like(host_seed, self._data)
         if self._node is None:
             if seed.shape != self.shape:
@@ -596,10 +617,22 @@ class Tensor:
         return F.reduce_mean(self, axis, keepdims=keepdims)
 
 
-def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> tuple[int, ...]:
+def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Sequence[Any]:
+    """``t.reshape(2, 3)`` and ``t.reshape((2, 3))`` alike: the entries, unconverted (the
+    functional op checks that each is an integer)."""
     if len(args) == 1 and isinstance(args[0], Sequence):
-        return tuple(int(a) for a in args[0])
-    return tuple(int(a) for a in args)  # type: ignore[arg-type]
+        return tuple(args[0])
+    return args
+
+
+def _bad_gradient(gradient: object, shape: tuple[int, ...], reason: str) -> str:
+    """The message refusing a ``backward(gradient=...)`` that is not numeric array data."""
+    text = repr(gradient)
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return (
+        f"backward(): gradient {shown} of type {type(gradient).__name__} is not numeric array "
+        f"data{reason}; accepted: a Tensor or a numeric array-like of the output's shape {shape}"
+    )
 
 
 def tensor(
@@ -616,8 +649,8 @@ def tensor(
     ``"cuda:N"`` (torch storage on that CUDA device).
 
     Raises:
-        TensorError: unsupported dtype (e.g. float16, complex, strings), or ``requires_grad`` on an
-            integer/bool tensor.
+        TensorError: unsupported dtype (e.g. float16, complex, strings), ragged nested data, or
+            ``requires_grad`` on an integer/bool tensor.
         DeviceError: an unknown device, or CUDA requested where it is unusable
             (:func:`resolve_device`).
     """

@@ -410,6 +410,27 @@ def test_attention_handler_wiring_matches_the_reference(
     _check_wiring(SDPA, _attention_inputs(rng, lead, mask_shape), params, provider, rng)
 
 
+@pytest.mark.parametrize(
+    ("shapes", "mask_shape"),
+    [
+        (((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 3)), None),
+        (((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 3)), (5, 6)),
+        (((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 3)), (2, 1, 5, 6)),
+        (((2, 1, 1, 5, 4), (3, 1, 6, 4), (1, 1, 2, 6, 3)), (3, 1, 5, 6)),
+    ],
+    ids=["unmasked", "shared-mask", "batched-mask", "rank5-folded"],
+)
+def test_libtorch_cuda_bridge_broadcasts_leading_axes(
+    emulation: ModuleType, shapes: tuple[tuple[int, ...], ...], mask_shape: tuple[int, ...] | None
+) -> None:
+    """The CUDA bridge materialises Q/K/V to their common batch shape and its TorchLean backward
+    sums each gradient back to its input's shape, as the reference attention VJP does."""
+    rng = np.random.default_rng([9, len(shapes[0]), 0 if mask_shape is None else len(mask_shape)])
+    q, k, v = (rng.standard_normal(shape) for shape in shapes)
+    mask = None if mask_shape is None else _mask_with_blocked_row(rng, mask_shape)
+    _check_wiring(SDPA, (q, k, v, mask), {}, Provider.LIBTORCH, rng)
+
+
 @pytest.mark.parametrize("provider", [Provider.NATIVE_CUDA, Provider.TORCHLEAN, Provider.LIBTORCH])
 def test_cuda_attention_keeps_non_finite_blocked_keys_out(emulation: ModuleType, provider: Provider) -> None:
     rng = np.random.default_rng(5)

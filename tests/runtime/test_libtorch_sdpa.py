@@ -149,13 +149,103 @@ def test_float64_and_explicit_scale() -> None:
     np.testing.assert_allclose(out, t.numpy(), rtol=1e-12, atol=1e-12)
 
 
+# ------------------------------------------------------------------------- broadcast leading axes
+
+BROADCAST_MASKS: dict[str, Array | None] = {
+    "unmasked": None,
+    "shared": np.array(
+        [[True, False, True, True, False, True]] * 2 + [[False, True, True, True, True, True]] * 3
+    ),
+    "per-batch": np.random.default_rng(13).random((2, 1, 5, 6)) < 0.6,
+}
+
+
+@pytest.mark.parametrize("mask_name", list(BROADCAST_MASKS))
+def test_bridge_broadcasts_leading_axes_like_torch_float64(mask_name: str) -> None:
+    mask = BROADCAST_MASKS[mask_name]
+    if mask is not None:
+        mask[..., 0] = True  # every query attends a key: torch's values are then well defined
+    rng = np.random.default_rng(12)
+    arrays = [rng.standard_normal(shape) for shape in ((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 2))]
+    bridge, inputs, name = _attention("libtorch_forward_cpu", arrays, mask)
+    assert name == "libtorch.sdpa_forward" and bridge.shape == (2, 3, 5, 2)
+    assert bridge.dtype == np.float64
+    g = rng.standard_normal(bridge.shape)
+    bridge.backward(g)
+    t_inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    t_out = TF.scaled_dot_product_attention(*t_inputs, attn_mask=None if mask is None else torch.tensor(mask))
+    t_out.backward(torch.tensor(g))
+    np.testing.assert_allclose(bridge.numpy(), t_out.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for mine, theirs in zip(inputs, t_inputs, strict=True):
+        assert mine.grad is not None and theirs.grad is not None
+        assert mine.grad.shape == mine.shape  # reduced back to each input's own shape
+        np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
+
+
+def test_check_sdpa_inputs_returns_the_broadcast_batch_shape() -> None:
+    q, k, v = (np.ones(shape) for shape in ((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 2)))
+    assert sdpa.check_sdpa_inputs(q, k, v, np.ones((3, 1, 6), dtype=bool)) == (2, 3)
+    with pytest.raises(GuardError, match=r"mask shape \(2, 2, 5, 6\) does not broadcast to \(2, 3, 5, 6\)"):
+        sdpa.check_sdpa_inputs(q, k, v, np.ones((2, 2, 5, 6), dtype=bool))
+
+
+# ----------------------------------------------------------------- the bridge's own blocked-row zeroing
+
+
+def _poisoning_sdpa(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Replace torch SDPA (as the bridge looks it up, at call time) by one that returns NaN on
+    every query row whose boolean mask blocks all keys; count the calls."""
+    original = TF.scaled_dot_product_attention
+    calls: list[int] = []
+
+    def poisoned(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> torch.Tensor:
+        calls.append(1)
+        out = original(q, k, v, *args, **kwargs)
+        mask = kwargs.get("attn_mask")
+        if mask is None:
+            return out
+        blocked = ~torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).any(dim=-1)
+        return torch.where(blocked.unsqueeze(-1), torch.full_like(out, float("nan")), out)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", poisoned)
+    return calls
+
+
+def test_bridge_zeroes_fully_blocked_rows_whatever_torch_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _poisoning_sdpa(monkeypatch)
+    q, k, v = _qkv(14, dtype=np.float64)
+    full_mask = np.ascontiguousarray(np.broadcast_to(MASK, (2, 3, 5)))
+    raw = sdpa._torch_sdpa(q, k, v, full_mask, sdpa.default_scale(4), "cpu")
+    assert np.all(np.isnan(raw[:, 1])) and np.all(np.isfinite(raw[:, [0, 2]]))  # the poison works
+    out, inputs, name = _attention("libtorch_forward_cpu", [q, k, v], MASK)
+    assert name == "libtorch.sdpa_forward" and len(calls) == 2
+    np.testing.assert_array_equal(out.numpy()[:, 1], np.zeros((2, 6)))
+    np.testing.assert_array_equal(out.numpy()[:, [0, 2]], raw[:, [0, 2]])  # other rows untouched
+    out.backward(np.ones(out.shape))
+    q_grad = inputs[0].grad
+    assert q_grad is not None
+    np.testing.assert_array_equal(q_grad.numpy()[:, 1], np.zeros((2, 4)))
+    for t in inputs:
+        assert t.grad is not None and bool(np.all(np.isfinite(t.grad.numpy())))
+
+    all_blocked = np.zeros((3, 5), dtype=bool)
+    out2, inputs2, _ = _attention("libtorch_forward_cpu", _qkv(15, dtype=np.float64), all_blocked)
+    np.testing.assert_array_equal(out2.numpy(), np.zeros(out2.shape))
+    out2.backward(np.ones(out2.shape))
+    for t in inputs2:
+        assert t.grad is not None
+        np.testing.assert_array_equal(t.grad.numpy(), np.zeros(t.shape))
+
+
 # ---------------------------------------------------------------------------------------- guards
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda q, k, v, m: (q[0], k, v, m), "leading axes differ"),
+        (lambda q, k, v, m: (np.concatenate([q, q[:1]]), k, v, m), "leading axes .* do not broadcast"),
         (lambda q, k, v, m: (q, k[..., :3], v, m), "feature width"),
         (lambda q, k, v, m: (q, k, v[:, :4], m), "keys but V has"),
         (lambda q, k, v, m: (q.astype(np.float64), k, v, m), "dtypes differ"),

@@ -5,6 +5,12 @@ This is the part of the eager path that does not depend on how the kernel was ch
 ``kernels`` of an ``AcceptedGraphKernelPlan``), the linked implementations of its op, and the
 input tensors, :func:`execute_accepted`
 
+0. checks the operands (:func:`check_operands`): every input position holds a
+   :class:`~torchlean.tensor.Tensor` or ``None`` (an absent optional input); anything else (a
+   numpy array, a Python number, a list) is a :class:`~torchlean.tensor.TensorTypeError` naming
+   the op, the position and the type. This is the one place the rule of
+   :mod:`torchlean.functional` is enforced; the functional layer converts data to tensors only
+   where its docstring says so (second operands of binary arithmetic, masks, index arrays);
 1. picks the linked kernel whose ``(op, provider, device)`` equals the capsule's; none →
    ``torch: `<op>` selected capsule `<name>` (<provider>/<device>), but no matching executable
    handler is linked; available handlers: ...`` (there is no fallback to another provider);
@@ -42,11 +48,12 @@ from torchlean.backend.errors import BindingError, SessionError
 from torchlean.backend.providers.linked import LinkedKernel
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.vocabulary import BackendOp, Device
-from torchlean.tensor import DeviceError, Tensor
+from torchlean.tensor import DeviceError, Tensor, TensorTypeError
 
 __all__ = [
     "HANDLER_MODULES",
     "check_devices",
+    "check_operands",
     "execute_accepted",
     "linked_kernels",
     "no_handler_message",
@@ -140,6 +147,26 @@ def _where(data: Array) -> str:
     return f"{device} (torch storage)" if device == storage.HOST else device
 
 
+def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
+    """Every input position holds a :class:`~torchlean.tensor.Tensor`, or ``None`` for an absent
+    optional input (the kernel guard refuses ``None`` where an input is required).
+
+    Raises:
+        TensorTypeError: ``torch: `<op>` input <i> must be a torchlean Tensor; got <type> ...``
+            (also a ``TypeError``), naming what is accepted.
+    """
+    for position, value in enumerate(inputs):
+        if value is None or isinstance(value, Tensor):
+            continue
+        raise TensorTypeError(
+            f"torch: `{op.label}` input {position} must be a torchlean Tensor; got "
+            f"{type(value).__name__} (accepted: a Tensor, or None for an absent optional input; "
+            "convert data with torchlean.tensor(...); Python numbers and arrays mix with tensors only "
+            "as operands of add, sub, mul, div, maximum, minimum and mse_loss, and as masks and "
+            "index arrays)"
+        )
+
+
 def check_devices(op: BackendOp, capsule: KernelCapsule, inputs: Sequence[Tensor | None]) -> None:
     """Every input on one device, the kind the capsule targets: numpy storage for a ``cpu``
     capsule, torch storage on a CUDA device for a ``cuda`` capsule.
@@ -201,6 +228,7 @@ def execute_accepted(
         params: the kernel's keyword parameters (axes, strides, ...).
 
     Raises:
+        TensorTypeError: an input that is neither a Tensor nor None (:func:`check_operands`).
         SessionError: no linked kernel matches the capsule (verbatim message), or binding failed
             (``torch: invalid executable backend binding: ...``).
         beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
@@ -208,6 +236,7 @@ def execute_accepted(
             (:func:`check_devices`).
         GuardError: the kernel's guard refused the inputs.
     """
+    check_operands(accepted.op, inputs)
     capsule = accepted.capsule
     if not isinstance(linked, LinkedKernel):
         candidates = linked_kernels(accepted.op) if linked is None else linked

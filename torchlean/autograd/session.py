@@ -40,7 +40,7 @@ from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
 from torchlean.backend.binding import validate_eager_request
-from torchlean.backend.errors import BindingError, PlanningError, SessionError
+from torchlean.backend.errors import BindingError, PlanningError, SessionError, SessionTypeError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.providers.linked import LinkedKernel
 from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
@@ -103,6 +103,23 @@ def validate_for_execution(profile: BackendProfile) -> None:
         raise SessionError(f"torch eager session: {reason}")
 
 
+def _resolve_profile(profile: object) -> BackendProfile:
+    """``profile`` as a :class:`BackendProfile`: a profile name is looked up, a profile is kept.
+
+    Raises:
+        UnknownLabelError: an unknown profile name.
+        SessionTypeError: anything else, naming the value and the accepted ones.
+    """
+    if isinstance(profile, str):
+        return profiles.get(profile)
+    if isinstance(profile, BackendProfile):
+        return profile
+    raise SessionTypeError(
+        f"torch eager session: profile {profile!r} of type {type(profile).__name__} is not accepted "
+        f"(accepted: a profile name, one of {' | '.join(profiles.names())}, or a BackendProfile)"
+    )
+
+
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -114,6 +131,8 @@ class Session:
 
     Raises:
         UnknownLabelError: an unknown profile name.
+        SessionTypeError: ``profile`` is neither a name nor a ``BackendProfile`` (a
+            ``SessionError`` that is also a ``TypeError``).
         SessionError: the profile cannot execute here (:func:`validate_for_execution`).
     """
 
@@ -125,7 +144,7 @@ class Session:
         seed: int = 0,
         stream: TextIO | None = None,
     ) -> None:
-        resolved = profiles.get(profile) if isinstance(profile, str) else profile
+        resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
         self.profile: BackendProfile = resolved
         self.show_backend = show_backend

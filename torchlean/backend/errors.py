@@ -39,5 +39,17 @@ class GuardError(TorchLeanError, ValueError):
     """A runtime guard at a kernel boundary refused its input before any computation."""
 
 
+class GuardTypeError(GuardError, TypeError):
+    """A guard refused an operand of the wrong kind: a non-boolean mask.
+
+    Still a :class:`GuardError` (and so a ``ValueError``); also a ``TypeError``, like the
+    specification's ``SpecTypeError`` for the same input (``torchlean.spec.errors``).
+    """
+
+
 class SessionError(TorchLeanError):
     """An eager session or trainer could not be opened or could not execute an op."""
+
+
+class SessionTypeError(SessionError, TypeError):
+    """A session was asked for with a profile that is neither a profile name nor a profile."""

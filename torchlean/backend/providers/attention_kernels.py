@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, check_finite, dtype_name
 
@@ -102,7 +102,8 @@ def check_composed_attention(
     None or bool broadcastable to ``(..., n_q, n_k)``; scale None or finite.
 
     Raises:
-        GuardError: naming the operand and the accepted shapes.
+        GuardError: naming the operand and the accepted shapes; a non-bool mask raises its
+            subclass ``GuardTypeError`` (also a ``TypeError``).
     """
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if tensor.dim() not in (3, 4):
@@ -126,8 +127,8 @@ def check_composed_attention(
         )
     if mask is not None:
         if mask.dtype != torch.bool:
-            raise _fail(
-                f"mask has dtype {dtype_name(mask.dtype)} (accepted: bool, True = allowed; an "
+            raise GuardTypeError(
+                f"{_OP}: mask has dtype {dtype_name(mask.dtype)} (accepted: bool, True = allowed; an "
                 "additive bias is a separate operation)"
             )
         target = (*lead, n_q, n_k)

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.providers.linked import Array as Storage
 from torchlean.backend.providers.linked import LinkedKernel
@@ -104,15 +104,18 @@ def _dtype_name(x: Buffer) -> str:
 
 def check_sdpa_inputs(
     q: Buffer, k: Buffer, v: Buffer, mask: Buffer | None, *, scale: float | None = None
-) -> None:
+) -> tuple[int, ...]:
     """Shape guard of ``libtorch.sdpa_forward``: Q ``(..., nQ, d)``, K ``(..., nK, d)``,
-    V ``(..., nK, dv)`` with equal leading (batch/head) axes and one float dtype (float32 or
-    float64); the optional mask is boolean and broadcasts to ``(..., nQ, nK)``; the scale, when
-    given, is finite; every element count fits int64. Operands are numpy arrays (CPU bridge) or
-    torch tensors (CUDA bridge).
+    V ``(..., nK, dv)`` of one float dtype (float32 or float64) whose leading (batch/head) axes
+    broadcast to one batch shape (numpy/PyTorch rules, as ``reference.attention`` and
+    ``torch.nn.functional.scaled_dot_product_attention`` accept); the optional mask is boolean and
+    broadcasts to ``(*batch, nQ, nK)``; the scale, when given, is finite; every element count,
+    of the operands broadcast to the batch shape included, fits int64. Operands are numpy arrays
+    (CPU bridge) or torch tensors (CUDA bridge). Returns the batch shape.
 
     Raises:
-        GuardError: naming the offending operand and the accepted form.
+        GuardError: naming the offending operand and the accepted form; a mask that is not a
+            boolean array raises its subclass ``GuardTypeError`` (also a ``TypeError``).
     """
     for name, x in (("Q", q), ("K", k), ("V", v)):
         if not _is_buffer(x) or x.ndim < 2:
@@ -126,19 +129,28 @@ def check_sdpa_inputs(
     if len(set(dtypes)) != 1:
         raise GuardError(f"LibTorch SDPA: Q, K, V dtypes differ ({', '.join(dtypes)})")
     qs, ks, vs = _shape(q), _shape(k), _shape(v)
-    if not (qs[:-2] == ks[:-2] == vs[:-2]):
-        raise GuardError(f"LibTorch SDPA: Q, K, V leading axes differ ({qs[:-2]}, {ks[:-2]}, {vs[:-2]})")
+    try:
+        batch = tuple(int(e) for e in np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2]))
+    except ValueError:
+        raise GuardError(
+            f"LibTorch SDPA: Q, K, V leading axes {qs[:-2]}, {ks[:-2]}, {vs[:-2]} do not broadcast to "
+            "one batch shape (accepted: leading axes that agree or have extent 1, numpy/PyTorch "
+            "broadcasting)"
+        ) from None
     if qs[-1] != ks[-1]:
         raise GuardError(f"LibTorch SDPA: Q feature width {qs[-1]} differs from K's {ks[-1]}")
     if ks[-2] != vs[-2]:
         raise GuardError(f"LibTorch SDPA: K has {ks[-2]} keys but V has {vs[-2]}")
+    for name, shape in (("Q", qs), ("K", ks), ("V", vs)):
+        _elements(f"{name} broadcast to the batch shape", (*batch, *shape[-2:]))
+    _elements("output", (*batch, qs[-2], vs[-1]))
+    target = (*batch, qs[-2], ks[-2])
     if mask is not None:
         if not _is_buffer(mask) or _dtype_name(mask) != "bool":
-            raise GuardError(
+            raise GuardTypeError(
                 f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)} "
                 "(a float 0/1 array is an additive bias, not a mask)"
             )
-        target = (*qs[:-1], ks[-2])
         try:
             broadcast = np.broadcast_shapes(_shape(mask), target)
         except ValueError:
@@ -148,6 +160,38 @@ def check_sdpa_inputs(
         _elements("mask", target)
     if scale is not None and not math.isfinite(scale):
         raise GuardError(f"LibTorch SDPA: scale must be finite; got {scale}")
+    return batch
+
+
+def _expand(x: Array, batch: tuple[int, ...]) -> Array:
+    """``x`` ``(..., n, d)`` materialised (C-contiguous) to ``(*batch, n, d)``; unchanged when it
+    already has that shape."""
+    target = (*batch, *x.shape[-2:])
+    if x.shape == target:
+        return x
+    return np.ascontiguousarray(np.broadcast_to(x, target))
+
+
+def _expand_device(x: torch.Tensor, batch: tuple[int, ...]) -> torch.Tensor:
+    """:func:`_expand` for a torch tensor (a contiguous copy on its device)."""
+    import torch
+
+    target = (*batch, *x.shape[-2:])
+    if tuple(x.shape) == target:
+        return x
+    return torch.broadcast_to(x, target).contiguous()
+
+
+def _sum_to_device(grad: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """``grad`` (a broadcast result) summed back to ``shape``: over the extra leading axes and
+    over every axis where ``shape`` has extent 1 and ``grad`` does not."""
+    extra = grad.dim() - len(shape)
+    if extra:
+        grad = grad.sum(dim=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(dim=axes, keepdim=True)
+    return grad.contiguous()
 
 
 def _describe(x: object) -> str:
@@ -270,11 +314,12 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     device: str = "cpu",
 ) -> Array:
-    """Attention output ``(..., nQ, dv)`` computed by torch SDPA with TorchLean mask semantics.
+    """Attention output ``(*batch, nQ, dv)`` computed by torch SDPA with TorchLean mask semantics.
 
     Args:
-        q, k, v: ``(..., nQ, d)``, ``(..., nK, d)``, ``(..., nK, dv)``; float32 or float64.
-        mask: optional boolean, broadcastable to ``(..., nQ, nK)``; True = attend.
+        q, k, v: ``(..., nQ, d)``, ``(..., nK, d)``, ``(..., nK, dv)``; float32 or float64; the
+            leading axes broadcast to ``batch`` and are materialised to it before torch runs.
+        mask: optional boolean, broadcastable to ``(*batch, nQ, nK)``; True = attend.
         scale: score scale; default ``1/sqrt(d)`` (1 when ``d == 0``).
         device: ``"cpu"`` or ``"cuda"`` (where torch runs; the result is a host array).
 
@@ -283,8 +328,9 @@ def scaled_dot_product_attention(
 
     :func:`device_attention` is the same function on torch tensors already on a device.
     """
-    check_sdpa_inputs(q, k, v, mask, scale=scale)
+    batch = check_sdpa_inputs(q, k, v, mask, scale=scale)
     s = default_scale(q.shape[-1]) if scale is None else float(scale)
+    q, k, v = _expand(q, batch), _expand(k, batch), _expand(v, batch)
     if mask is None:
         return _torch_sdpa(q, k, v, None, s, device)
     full_mask = np.ascontiguousarray(np.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])))
@@ -345,8 +391,9 @@ def device_attention(
     """
     import torch
 
-    check_sdpa_inputs(q, k, v, mask, scale=scale)
+    batch = check_sdpa_inputs(q, k, v, mask, scale=scale)
     s = default_scale(q.shape[-1]) if scale is None else float(scale)
+    q, k, v = _expand_device(q, batch), _expand_device(k, batch), _expand_device(v, batch)
     if mask is None:
         return _device_sdpa(q, k, v, None, s).contiguous()
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
@@ -379,17 +426,45 @@ def device_attention_vjp(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
     """TorchLean's backward of the CUDA bridge: the composed attention VJP on the device
     (:func:`~torchlean.backend.providers.attention_kernels.composed_attention_vjp`), which
-    recomputes the probabilities from the saved inputs with the forward's scale and mask. Leading
-    axes other than ``(heads,)`` or ``(batch, heads)`` are folded into one and unfolded again.
+    recomputes the probabilities from the saved inputs with the forward's scale and mask. Q, K, V
+    are broadcast to their common batch shape first (as the forward did), and each gradient is
+    summed back to its input's shape; leading axes other than ``(heads,)`` or ``(batch, heads)`` are
+    folded into one and unfolded again.
 
     Raises:
         GuardError: from the composed attention guards.
     """
     from torchlean.backend.providers import attention_kernels
 
-    lead = tuple(q.shape[:-2])
+    shapes = (tuple(q.shape), tuple(k.shape), tuple(v.shape))
+    lead = tuple(int(e) for e in np.broadcast_shapes(shapes[0][:-2], shapes[1][:-2], shapes[2][:-2]))
+    q, k, v = _expand_device(q, lead), _expand_device(k, lead), _expand_device(v, lead)
     if len(lead) in (1, 2):
-        return attention_kernels.composed_attention_vjp(g, q, k, v, mask, out=out, scale=scale)
+        dq, dk, dv, _ = attention_kernels.composed_attention_vjp(g, q, k, v, mask, out=out, scale=scale)
+    else:
+        dq, dk, dv = _folded_vjp(g, q, k, v, mask, out, scale, lead)
+    return (
+        _sum_to_device(dq, shapes[0]),
+        _sum_to_device(dk, shapes[1]),
+        _sum_to_device(dv, shapes[2]),
+        None,
+    )
+
+
+def _folded_vjp(
+    g: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    out: torch.Tensor,
+    scale: float | None,
+    lead: tuple[int, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The composed VJP for operands of one batch shape ``lead`` other than ``(heads,)`` or
+    ``(batch, heads)``: the leading axes are folded into one and unfolded again."""
+    from torchlean.backend.providers import attention_kernels
+
     folded = math.prod(lead)
 
     def fold(t: torch.Tensor) -> torch.Tensor:
@@ -406,7 +481,7 @@ def device_attention_vjp(
     dq, dk, dv, _ = attention_kernels.composed_attention_vjp(
         fold(g), fold(q), fold(k), fold(v), folded_mask, out=fold(out), scale=scale
     )
-    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape), None
+    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
 
 
 def _operands(inputs: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import torch
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
 
 __all__ = [
@@ -86,7 +86,8 @@ def check_launch(
     be equal.
 
     Raises:
-        GuardError: naming the operand and the accepted values.
+        GuardError: naming the operand and the accepted values; a non-bool mask raises its
+            subclass ``GuardTypeError`` (also a ``TypeError``).
     """
     expected = extension.expected_device_type()
     device: torch.device | None = None
@@ -105,10 +106,9 @@ def check_launch(
             raise _fail(op, f"{name} is on {tensor.device} but {first} is on {device}")
         if name in masks:
             if tensor.dtype != torch.bool:
-                raise _fail(
-                    op,
-                    f"{name} has dtype {dtype_name(tensor.dtype)} (accepted: bool, True = allowed; "
-                    "an additive bias is a separate operation)",
+                raise GuardTypeError(
+                    f"native_cuda.{op}: {name} has dtype {dtype_name(tensor.dtype)} (accepted: bool, "
+                    "True = allowed; an additive bias is a separate operation)"
                 )
         elif name in indices:
             if tensor.dtype != torch.int64:

@@ -7,7 +7,8 @@ Every reference kernel in :mod:`torchlean.backend.providers.reference.kernels` c
 offending value and says what is accepted.  Guards refuse: arrays that are not numpy arrays of
 the canonical dtypes, dtype mismatches between operands (no silent promotion), non-broadcastable
 or mismatched shapes, bad axes and permutations, out-of-range indices and slices, element counts
-that overflow int64, non-boolean masks, and out-of-domain scalar parameters.
+that overflow int64, non-boolean masks (:class:`~torchlean.backend.errors.GuardTypeError`, a
+GuardError that is also a ``TypeError``), and out-of-domain scalar parameters.
 
 Each ``check_<op_label>`` returns what the kernel needs next: the output shape, or the
 normalised axes/slices where the op has them (documented per guard).
@@ -26,7 +27,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference._fold import Array
 
 Role = Literal["float", "index", "mask"]
@@ -53,7 +54,8 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for data
     (``role="float"``), int64 for indices (``role="index"``), bool for masks (``role="mask"``).
     A float 0/1 mask is refused with the hint that it is an additive bias, not a mask.
-    Returns ``x`` unchanged.  Raises :class:`GuardError`.
+    Returns ``x`` unchanged.  Raises :class:`GuardError`; for a mask of another dtype, its
+    subclass :class:`GuardTypeError` (also a ``TypeError``, as the specification's refusal).
     """
     if not isinstance(x, np.ndarray):
         raise _fail(
@@ -69,14 +71,14 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     else:
         ok = dtype == np.dtype(np.bool_)
     if not ok:
-        hint = ""
+        message = f"{op}: {name} has dtype {dtype}; accepted: {_ACCEPTED[role]}"
         if role == "mask":
-            hint = (
-                "; a mask must be boolean (True = allowed, False = blocked): a float 0/1 array "
-                "is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
+            raise GuardTypeError(
+                message + "; a mask must be boolean (True = allowed, False = blocked): a float 0/1 "
+                "array is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
                 "to the scores)"
             )
-        raise _fail(op, f"{name} has dtype {dtype}; accepted: {_ACCEPTED[role]}{hint}")
+        raise GuardError(message)
     return x
 
 

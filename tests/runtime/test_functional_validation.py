@@ -1,0 +1,360 @@
+"""Argument validation at the functional/dispatch boundary (the operand rule of
+``torchlean.functional``'s module docstring), tensor construction and ``backward`` seeds, session
+profiles, and the mask refusal being a ``TypeError`` on every runtime path.
+
+Oracles: hand-computed values for the accepted mixed operands (and torch's ``x / 0``), the
+refusals named by the operand rule, the specification's ``SpecTypeError`` for a float mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean.autograd import dispatch
+from torchlean.backend import profiles
+from torchlean.backend.errors import GuardError, GuardTypeError, SessionError, SessionTypeError
+from torchlean.backend.providers import attention_kernels
+from torchlean.backend.providers.libtorch import sdpa
+from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.providers.native_cuda import guards as native_guards
+from torchlean.backend.providers.reference import guards
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.tensor import TensorError, TensorTypeError
+
+F32 = np.float32
+
+
+def _x() -> tl.Tensor:
+    return tl.tensor(np.array([[1.0, -2.0], [3.0, 0.5]], dtype=F32))
+
+
+def _ones(*shape: int) -> np.ndarray[Any, Any]:
+    return np.ones(shape, dtype=F32)
+
+
+# --------------------------------------------------------------- 1. non-Tensor operands
+
+
+NON_TENSOR_CALLS: list[tuple[str, Callable[[], object], str, int, str]] = [
+    ("relu-ndarray", lambda: tl.relu(_ones(3)), "relu", 0, "ndarray"),
+    ("matmul-ndarray", lambda: tl.matmul(_x(), _ones(2, 2)), "matmul", 1, "ndarray"),
+    ("matmul-operator-float", lambda: _x() @ 3.0, "matmul", 1, "float"),
+    ("rmatmul-list", lambda: [[1.0, 2.0]] @ _x(), "matmul", 0, "list"),
+    ("conv-ndarrays", lambda: tl.conv(_ones(1, 1, 4), _ones(1, 1, 2)), "conv", 0, "ndarray"),
+    (
+        "layer_norm-weight-ndarray",
+        lambda: tl.layer_norm(tl.tensor(_ones(3, 2)), _ones(2)),
+        "layer_norm",
+        1,
+        "ndarray",
+    ),
+    ("linear-bias-list", lambda: tl.linear(_x(), _x(), [1.0, 2.0]), "linear", 2, "list"),
+    ("concat-mixed", lambda: tl.concat([_x(), _ones(2, 2)]), "concat", 1, "ndarray"),
+    (
+        "sdpa-value-ndarray",
+        lambda: tl.scaled_dot_product_attention(_x(), _x(), _ones(2, 2)),
+        "scaled_dot_product_attention",
+        2,
+        "ndarray",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "op", "position", "kind"),
+    [c[1:] for c in NON_TENSOR_CALLS],
+    ids=[c[0] for c in NON_TENSOR_CALLS],
+)
+def test_non_tensor_operands_are_refused_naming_op_position_and_type(
+    call: Callable[[], object], op: str, position: int, kind: str
+) -> None:
+    with pytest.raises(TensorTypeError) as info:
+        call()
+    message = str(info.value)
+    assert f"`{op}` input {position} must be a torchlean Tensor; got {kind}" in message
+    assert "accepted: a Tensor" in message and "torchlean.tensor(" in message
+    assert isinstance(info.value, TensorError) and isinstance(info.value, TypeError)
+
+
+def test_the_operand_check_runs_once_in_the_dispatcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[BackendOp, int]] = []
+    original = dispatch.check_operands
+
+    def spy(op: BackendOp, inputs: Any) -> None:
+        calls.append((op, len(inputs)))
+        original(op, inputs)
+
+    monkeypatch.setattr(dispatch, "check_operands", spy)
+    tl.relu(_x())
+    with pytest.raises(TensorTypeError):
+        tl.sigmoid(_ones(2))
+    assert calls == [(BackendOp.RELU, 1), (BackendOp.SIGMOID, 1)]
+
+
+def test_none_is_left_to_the_guard_and_optional_inputs_accept_it() -> None:
+    dispatch.check_operands(BackendOp.LINEAR, [_x(), _x(), None])
+    out = tl.linear(_x(), _x(), None)
+    np.testing.assert_array_equal(out.numpy(), [[5.0, 2.0], [2.0, 9.25]])  # x @ x.T by hand
+
+
+def test_binary_arithmetic_still_accepts_numbers_and_arrays() -> None:
+    x = _x()
+    np.testing.assert_array_equal((x + 1).numpy(), [[2.0, -1.0], [4.0, 1.5]])
+    np.testing.assert_array_equal((2.0 - x).numpy(), [[1.0, 4.0], [-1.0, 1.5]])
+    np.testing.assert_array_equal((x * np.array([2.0, 10.0])).numpy(), [[2.0, -20.0], [6.0, 5.0]])
+    np.testing.assert_array_equal((x / 2).numpy(), [[0.5, -1.0], [1.5, 0.25]])
+    np.testing.assert_array_equal((x - [1, 2]).numpy(), [[0.0, -4.0], [2.0, -1.5]])
+    np.testing.assert_array_equal((x + True).numpy(), [[2.0, -1.0], [4.0, 1.5]])  # as torch: True is 1
+    np.testing.assert_array_equal(tl.maximum(x, 0.75).numpy(), [[1.0, 0.75], [3.0, 0.75]])
+    np.testing.assert_array_equal(tl.minimum(np.float32(0.75), x).numpy(), [[0.75, -2.0], [0.75, 0.5]])
+    assert tl.mse_loss(x, [[1.0, -2.0], [3.0, 1.5]]).item() == 0.25
+    assert (x + 1).dtype == np.float32
+
+
+def test_division_by_the_number_zero_follows_torch() -> None:
+    x = tl.tensor(np.array([1.0, -2.0, 0.0], dtype=np.float64))
+    expected = (torch.tensor([1.0, -2.0, 0.0], dtype=torch.float64) / 0).numpy()
+    np.testing.assert_array_equal((x / 0).numpy(), expected)
+    np.testing.assert_array_equal((x / 0.0).numpy(), expected)
+
+
+# --------------------------------------------------------------- 2./3. non-numeric and ragged constants
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: x + None,
+        lambda x: x * None,
+        lambda x: None - x,
+        lambda x: x / None,
+        lambda x: tl.maximum(x, None),
+        lambda x: x + "a",
+        lambda x: x - [1, "b"],
+        lambda x: x * {"a": 1},
+        lambda x: x + 1j,
+        lambda x: tl.mse_loss(x, "target"),
+    ],
+    ids=[
+        "add-None",
+        "mul-None",
+        "rsub-None",
+        "div-None",
+        "maximum-None",
+        "add-str",
+        "sub-mixed-list",
+        "mul-dict",
+        "add-complex",
+        "mse-str",
+    ],
+)
+def test_non_numeric_constants_are_type_errors(call: Callable[[tl.Tensor], object]) -> None:
+    with pytest.raises(TensorTypeError, match=r"as a constant operand: it is not numeric \(accepted: "):
+        call(_x())
+
+
+def test_a_ragged_constant_is_a_tensor_error() -> None:
+    with pytest.raises(
+        TensorError,
+        match=r"cannot use \[\[1, 2\], \[3\]\] as a constant operand: .*"
+        r"rectangular shape",
+    ):
+        tl.add(_x(), [[1, 2], [3]])
+
+
+@pytest.mark.parametrize(
+    ("data", "dtype", "match"),
+    [
+        ([[1, 2], [3]], None, r"cannot create a tensor from list data: .*inhomogeneous.* rectangular shape"),
+        ([[1.0], [2.0, 3.0]], "float64", r"cannot create a tensor from list data"),
+        ("a", "float32", r"unsupported tensor dtype <U1"),
+        (None, "float32", r"unsupported tensor dtype object"),
+        (["1.5"], "float64", r"unsupported tensor dtype <U3"),
+        ([1 + 2j], "float32", r"unsupported tensor dtype complex128"),
+    ],
+    ids=["ragged", "ragged-dtype", "str-cast", "None-cast", "numeric-str-cast", "complex-cast"],
+)
+def test_tensor_refuses_ragged_and_non_numeric_data(data: object, dtype: str | None, match: str) -> None:
+    with pytest.raises(TensorError, match=match):
+        tl.tensor(data, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("gradient", "match"),
+    [
+        ("a", r"gradient 'a' of type str is not numeric array data; accepted: a Tensor or a numeric"),
+        (
+            [[1, 2], [3]],
+            r"gradient \[\[1, 2\], \[3\]\] of type list is not numeric array data \(.*inhomogeneous",
+        ),
+        ([None, None, None], r"gradient \[None, None, None\] of type list is not numeric array data"),
+    ],
+    ids=["str", "ragged", "None-entries"],
+)
+def test_backward_refuses_a_non_numeric_seed(gradient: object, match: str) -> None:
+    leaf = tl.tensor(np.array([1.0, 2.0, 3.0], dtype=F32), requires_grad=True)
+    y = leaf * 2.0
+    with pytest.raises(TensorError, match=match + r".* shape \(3,\)"):
+        y.backward(gradient=gradient)
+    assert leaf.grad is None
+    y.backward(gradient=[1, 0, 1])  # the graph is intact: integers are numeric
+    assert leaf.grad is not None
+    np.testing.assert_array_equal(leaf.grad.numpy(), [2.0, 0.0, 2.0])
+
+
+# --------------------------------------------------------------- 4. integer and real parameters
+
+
+INT_PARAM_CALLS: list[tuple[str, Callable[[tl.Tensor], object], str]] = [
+    ("reshape-float", lambda x: tl.reshape(x, (2.5, 2)), r"reshape: shape\[0\] must be an integer; got 2.5"),
+    ("reshape-bool", lambda x: tl.reshape(x, (True, 4)), r"reshape: shape\[0\] must be an integer; got True"),
+    ("reshape-method", lambda x: x.reshape(4.0, 1), r"reshape: shape\[0\] must be an integer; got 4.0"),
+    ("reshape-int", lambda x: tl.reshape(x, 4), r"reshape: shape must be a sequence of integers; got 4"),
+    ("softmax-float", lambda x: tl.softmax(x, 1.5), r"softmax: axis must be an integer; got 1.5"),
+    ("softmax-bool", lambda x: tl.softmax(x, True), r"softmax: axis must be an integer; got True"),
+    ("log_softmax", lambda x: tl.log_softmax(x, 0.0), r"log_softmax: axis must be an integer"),
+    ("masked-softmax", lambda x: tl.hard_masked_softmax(x, [True, True], 1.0), r"hard_masked_softmax: axis"),
+    ("reduce_sum", lambda x: tl.reduce_sum(x, 1.5), r"reduce_sum: axis must be an integer; got 1.5"),
+    ("reduce_mean-tuple", lambda x: x.mean((0, 1.0)), r"reduce_mean: axis\[1\] must be an integer"),
+    ("permute", lambda x: x.permute(1, 0.0), r"permute: perm\[1\] must be an integer; got 0.0"),
+    ("transpose", lambda x: tl.transpose(x, 0, 1.0), r"transpose: axis1 must be an integer"),
+    (
+        "broadcast_to",
+        lambda x: tl.broadcast_to(x, (1, 2.0, 2)),
+        r"broadcast_to: shape\[1\] must be an integer",
+    ),
+    ("concat", lambda x: tl.concat([x, x], axis=False), r"concat: axis must be an integer; got False"),
+    ("slice", lambda x: tl.slice(x, (0, 0.5), (2, 2)), r"slice: starts\[1\] must be an integer; got 0.5"),
+    ("gather", lambda x: tl.gather(x, [[0, 1]], 1.0), r"gather: axis must be an integer"),
+    ("cross_entropy", lambda x: tl.cross_entropy(x, [0, 1], axis=-1.0), r"cross_entropy: axis must be"),
+    ("layer_norm", lambda x: tl.layer_norm(x, normalized_ndim=1.0), r"layer_norm: normalized_ndim must be"),
+    (
+        "conv-groups",
+        lambda x: tl.conv(tl.tensor(_ones(1, 1, 4)), tl.tensor(_ones(1, 1, 2)), groups=1.5),
+        r"conv: groups must be an integer; got 1.5",
+    ),
+    ("rand_uniform", lambda x: tl.rand_uniform((2.0,)), r"rand_uniform: shape\[0\] must be an integer"),
+    ("bernoulli-seed", lambda x: tl.bernoulli_mask((2,), 0.5, seed=1.0), r"bernoulli_mask: seed must be"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [c[1:] for c in INT_PARAM_CALLS], ids=[c[0] for c in INT_PARAM_CALLS]
+)
+def test_non_integer_axes_and_shapes_are_refused_not_truncated(
+    call: Callable[[tl.Tensor], object], match: str
+) -> None:
+    counter = tl.current_session().random_counter
+    with pytest.raises(TensorTypeError, match=match):
+        call(_x())
+    assert tl.current_session().random_counter == counter  # a refused random op draws nothing
+
+
+def test_numpy_integers_are_integers() -> None:
+    x = _x()
+    np.testing.assert_array_equal(tl.reshape(x, np.array([4, 1])).numpy(), x.numpy().reshape(4, 1))
+    np.testing.assert_array_equal(tl.softmax(x, np.int64(0)).numpy(), tl.softmax(x, 0).numpy())
+    np.testing.assert_array_equal(x.sum(np.int32(1)).numpy(), [-1.0, 3.5])
+
+
+REAL_PARAM_CALLS: list[tuple[str, Callable[[tl.Tensor], object], str]] = [
+    ("scale-str", lambda x: tl.scale(x, "2"), r"scale: factor must be a real number; got '2' of type str"),
+    ("scale-None", lambda x: tl.scale(x, None), r"scale: factor must be a real number; got None"),
+    ("clamp-bool", lambda x: tl.clamp(x, lo=True), r"clamp: lo must be a real number; got True"),
+    ("safe_log", lambda x: tl.safe_log(x, "1e-3"), r"safe_log: eps must be a real number"),
+    ("dropout-str", lambda x: tl.dropout(x, "0.5"), r"dropout: p must be a real number"),
+    ("sdpa-scale", lambda x: tl.scaled_dot_product_attention(x, x, x, scale="1"), r"scale must be a real"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [c[1:] for c in REAL_PARAM_CALLS], ids=[c[0] for c in REAL_PARAM_CALLS]
+)
+def test_real_parameters_are_not_parsed_from_strings(call: Callable[[tl.Tensor], object], match: str) -> None:
+    with pytest.raises(TensorTypeError, match=match):
+        call(_x())
+
+
+# --------------------------------------------------------------- 5. session profiles
+
+
+@pytest.mark.parametrize("profile", [123, None, 1.5, object()], ids=["int", "None", "float", "object"])
+def test_session_refuses_a_profile_that_is_neither_a_name_nor_a_profile(profile: object) -> None:
+    with pytest.raises(SessionTypeError) as info:
+        tl.session(profile)
+    assert isinstance(info.value, SessionError) and isinstance(info.value, TypeError)
+    message = str(info.value)
+    assert f"profile {profile!r} of type {type(profile).__name__} is not accepted" in message
+    assert " | ".join(profiles.names()) in message and "or a BackendProfile" in message
+
+
+def test_session_still_accepts_names_and_profiles() -> None:
+    with tl.session(profiles.get("checked_cpu")) as s:
+        tl.relu(_x())
+    assert s.profile.name == "checked_cpu"
+
+
+# --------------------------------------------------------------- 7. non-boolean masks are TypeErrors
+
+
+FLOAT_MASK = np.ones((2, 2), dtype=F32)
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ("checked_cpu", r"scaled_dot_product_attention: mask has dtype float32; accepted: bool; a mask must"),
+        ("fast_cpu", r"scaled_dot_product_attention: mask has dtype float32; accepted: bool; a mask must"),
+        (
+            "libtorch_forward_cpu",
+            r"LibTorch SDPA: the mask must be a boolean array \(True = attend\); got array",
+        ),
+    ],
+)
+def test_a_float_attention_mask_is_a_type_error_in_eager_execution(profile: str, message: str) -> None:
+    x = _x()
+    with tl.session(profile), pytest.raises(GuardTypeError, match=message) as info:
+        tl.scaled_dot_product_attention(x, x, x, mask=FLOAT_MASK)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, GuardError)
+
+
+def test_a_float_softmax_mask_is_a_type_error_like_the_spec() -> None:
+    from torchlean.spec import masks
+    from torchlean.spec.errors import SpecTypeError
+
+    x = _x()
+    with pytest.raises(TypeError) as runtime:
+        tl.hard_masked_softmax(x, FLOAT_MASK)
+    assert isinstance(runtime.value, GuardTypeError)
+    assert "hard_masked_softmax: mask has dtype float32; accepted: bool; a mask must be boolean" in str(
+        runtime.value
+    )
+    with pytest.raises(SpecTypeError):  # the specification refuses the same input as a TypeError
+        masks.hard_masked_softmax(x.numpy(), FLOAT_MASK)
+
+
+def test_every_mask_guard_refuses_with_a_guard_type_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = np.ones((2, 3, 4), dtype=F32)
+    with pytest.raises(GuardTypeError, match=r"mask has dtype float32; accepted: bool"):
+        guards.check_scaled_dot_product_attention(q, q, q, np.ones((3, 3), dtype=F32))
+    with pytest.raises(GuardTypeError, match=r"mask has dtype int64; accepted: bool"):
+        guards.check_canonical_layout(np.ones(3, dtype=np.int64), op="op", name="mask", role="mask")
+    with pytest.raises(GuardError) as not_a_mask:  # other dtype refusals stay plain GuardErrors
+        guards.check_canonical_layout(np.ones(3, dtype=np.int64), op="op", name="x", role="float")
+    assert not isinstance(not_a_mask.value, TypeError)
+    with pytest.raises(GuardTypeError, match=r"the mask must be a boolean array"):
+        sdpa.check_sdpa_inputs(q, q, q, np.ones((3, 3), dtype=F32))
+    t = torch.ones(2, 3, 4)
+    with pytest.raises(GuardTypeError, match=r"mask has dtype float32 \(accepted: bool, True = allowed"):
+        attention_kernels.check_composed_attention(t, t, t, torch.ones(3, 3))
+    monkeypatch.setattr(extension, "expected_device_type", lambda: "cpu")  # CPU tensors pass as the device
+    with pytest.raises(
+        GuardTypeError, match=r"native_cuda.hard_masked_softmax: mask has dtype float32 \(accepted: bool"
+    ):
+        native_guards.check_launch("hard_masked_softmax", {"x": t, "mask": t}, masks=("mask",))
