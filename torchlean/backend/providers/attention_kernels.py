@@ -14,6 +14,11 @@ in a key/value row that *some* query attends is a real input of that query; thro
 matmul it also reaches the other rows of that batch entry — use ``native_cuda.direct_attention``
 for per-entry selection.)
 
+The leading (batch, head) axes of q, k and v broadcast like torch SDPA's: each operand is
+materialised (contiguous, on its device) to the common batch shape before the batched matmuls,
+and the VJP sums each gradient back to its operand's shape (:mod:`.native_cuda.batching`; the
+order of those sums is implementation-defined, as the capsule declares).
+
 The forward keeps the probabilities (:class:`ComposedAttentionSaved`) so the backward never
 recomputes ``q k^T`` or the softmax. ``torch.autograd`` is not used. Under
 :func:`.native_cuda.extension.host_emulation` the same functions accept CPU tensors (the test
@@ -30,6 +35,7 @@ from torch import Tensor
 
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
 from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, check_finite, dtype_name
 
 __all__ = [
@@ -51,7 +57,8 @@ def _fail(message: str) -> GuardError:
 
 @dataclass(frozen=True, slots=True)
 class AttentionDims:
-    """Logical dimensions: leading ``(batch, heads)`` or ``(heads,)``, folded count, sizes."""
+    """Logical dimensions: the broadcast leading axes ``(batch, heads)`` or ``(heads,)``, their
+    folded count, the sizes, and the operands' own shapes (the VJP sums back to them)."""
 
     lead: tuple[int, ...]
     folded: int
@@ -59,6 +66,9 @@ class AttentionDims:
     n_k: int
     d: int
     d_v: int
+    q_shape: tuple[int, ...]
+    k_shape: tuple[int, ...]
+    v_shape: tuple[int, ...]
 
 
 def check_cuda_layout(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> None:
@@ -97,13 +107,16 @@ def _require_layout(tensors: dict[str, Tensor | None]) -> None:
 def check_composed_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
 ) -> AttentionDims:
-    """Shape guard: q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` with the same
-    leading axes ``(batch, heads)`` or ``(heads,)`` (rank 3 or 4), one float32/float64 dtype; mask
-    None or bool broadcastable to ``(..., n_q, n_k)``; scale None or finite.
+    """Shape guard: q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)``, each of rank 3
+    or 4, whose leading axes ``(batch, heads)`` or ``(heads,)`` broadcast to one batch shape
+    (numpy/PyTorch rules, as ``reference.attention`` and torch SDPA accept), one float32/float64
+    dtype; mask None or bool broadcastable to ``(*batch, n_q, n_k)``; scale None or finite.
+    Returns the dimensions with ``lead`` = the broadcast batch shape.
 
     Raises:
-        GuardError: naming the operand and the accepted shapes; a non-bool mask raises its
-            subclass ``GuardTypeError`` (also a ``TypeError``).
+        GuardError: naming the operand and the accepted shapes (all three shapes when the leading
+            axes do not broadcast); a non-bool mask raises its subclass ``GuardTypeError`` (also a
+            ``TypeError``).
     """
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if tensor.dim() not in (3, 4):
@@ -117,13 +130,19 @@ def check_composed_attention(
             f"q, k, v have dtypes {dtype_name(q.dtype)}, {dtype_name(k.dtype)}, {dtype_name(v.dtype)} "
             "(accepted: one dtype)"
         )
-    lead = tuple(q.shape[:-2])
     n_q, d = q.shape[-2], q.shape[-1]
     n_k, d_v = v.shape[-2], v.shape[-1]
-    if tuple(k.shape) != (*lead, n_k, d) or tuple(v.shape[:-2]) != lead:
+    if k.shape[-2:] != (n_k, d):
         raise _fail(
             f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} are not (..., n_q, d), "
-            "(..., n_k, d), (..., n_k, d_v) with the same leading axes"
+            "(..., n_k, d), (..., n_k, d_v)"
+        )
+    lead = broadcast_batch((q.shape[:-2], k.shape[:-2], v.shape[:-2]))
+    if lead is None:
+        raise _fail(
+            f"the leading (batch, head) axes of q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} "
+            "do not broadcast to one batch shape (accepted: leading axes that agree or have extent 1, "
+            "as torch SDPA broadcasts)"
         )
     if mask is not None:
         if mask.dtype != torch.bool:
@@ -140,14 +159,16 @@ def check_composed_attention(
             raise _fail(f"mask of shape {list(shape)} does not broadcast to {list(target)}")
     if scale is not None:
         check_finite(_OP, "scale", scale)
-    return AttentionDims(lead, math.prod(lead), n_q, n_k, d, d_v)
+    return AttentionDims(
+        lead, math.prod(lead), n_q, n_k, d, d_v, tuple(q.shape), tuple(k.shape), tuple(v.shape)
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class ComposedAttentionSaved:
     """What the backward needs: the folded, selected operands, the mask, the probabilities."""
 
-    q: Tensor  # (folded, n_q, d), rows with no allowed key zeroed
+    q: Tensor  # (folded, n_q, d) broadcast to the batch, rows with no allowed key zeroed
     k: Tensor  # (folded, n_k, d), keys no query attends zeroed
     v: Tensor  # (folded, n_k, d_v), likewise
     allowed: Tensor | None  # (1 | folded, n_q, n_k) bool
@@ -199,7 +220,8 @@ def composed_attention_forward(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
 ) -> tuple[Tensor, ComposedAttentionSaved]:
     """``bmm(hard_masked_softmax(bmm(q, k^T) * scale), v)``; returns the output
-    ``(..., n_q, d_v)`` and what the backward needs.
+    ``(*batch, n_q, d_v)`` (``batch`` the broadcast of the leading axes; each operand is
+    materialised to it, contiguous, before the matmuls) and what the backward needs.
 
     Raises:
         NativeExtensionError: outside host emulation, when CUDA is not usable here (checked first).
@@ -211,9 +233,9 @@ def composed_attention_forward(
     check_cuda_layout(q, k, v, mask)
     factor = _scale(dims, scale)
     allowed = _fold_mask(mask, dims)
-    q3 = q.reshape(dims.folded, dims.n_q, dims.d)
-    k3 = k.reshape(dims.folded, dims.n_k, dims.d)
-    v3 = v.reshape(dims.folded, dims.n_k, dims.d_v)
+    q3 = expand_to_batch(q, dims.lead).reshape(dims.folded, dims.n_q, dims.d)
+    k3 = expand_to_batch(k, dims.lead).reshape(dims.folded, dims.n_k, dims.d)
+    v3 = expand_to_batch(v, dims.lead).reshape(dims.folded, dims.n_k, dims.d_v)
     with torch.no_grad():
         if allowed is not None:
             q3 = _select_rows(q3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
@@ -232,11 +254,12 @@ def composed_attention_backward(
 ) -> tuple[Tensor, Tensor, Tensor, None]:
     """``(dq, dk, dv, None)`` from the saved probabilities P: ``dV = P^T g``, ``dP = g V^T``,
     ``dS = P (dP - rowsum(P dP)) * scale`` at allowed entries (exactly 0 elsewhere),
-    ``dQ = dS K``, ``dK = dS^T Q``. Rows with no allowed key take no cotangent (a non-finite g
-    there is selected away).
+    ``dQ = dS K``, ``dK = dS^T Q``, each summed back to its operand's shape over the broadcast
+    leading axes. Rows with no allowed key take no cotangent (a non-finite g there is selected
+    away).
 
     Raises:
-        GuardError: g is not ``(..., n_q, d_v)`` in the forward's dtype, or not on its device or
+        GuardError: g is not ``(*batch, n_q, d_v)`` in the forward's dtype, or not on its device or
             not contiguous.
     """
     dims = saved.dims
@@ -263,12 +286,12 @@ def composed_attention_backward(
         ds = ds * saved.scale
         dq = torch.bmm(ds, saved.k)
         dk = torch.bmm(ds.transpose(1, 2), saved.q)
-    return (
-        dq.reshape(*dims.lead, dims.n_q, dims.d),
-        dk.reshape(*dims.lead, dims.n_k, dims.d),
-        dv.reshape(*dims.lead, dims.n_k, dims.d_v),
-        None,
-    )
+        return (
+            sum_to_shape(dq.reshape(*dims.lead, dims.n_q, dims.d), dims.q_shape),
+            sum_to_shape(dk.reshape(*dims.lead, dims.n_k, dims.d), dims.k_shape),
+            sum_to_shape(dv.reshape(*dims.lead, dims.n_k, dims.d_v), dims.v_shape),
+            None,
+        )
 
 
 def composed_attention(

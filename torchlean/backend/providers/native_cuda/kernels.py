@@ -36,6 +36,7 @@ from torch import Tensor
 
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.native_cuda import extension, guards
+from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
 
 if TYPE_CHECKING:
     import torchlean_native_ext as _native
@@ -1395,7 +1396,9 @@ def selective_scan_backward(g: Tensor, a: Tensor, b: Tensor, x: Tensor, h0: Tens
 def _fold_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, tuple[int, ...]]:
-    """Fold the leading axes of q, k, v into one batch axis; broadcast the mask over it."""
+    """Broadcast the leading axes of q, k, v to one batch shape (torch SDPA's rule), materialise
+    each operand to it (contiguous) and fold it into the kernel's batch axis; broadcast the mask
+    over it. Returns the folded operands and the batch shape."""
     _check(
         "direct_attention",
         {"q": q, "k": k, "v": v},
@@ -1405,13 +1408,6 @@ def _fold_attention(
         guards.check_launch(
             "direct_attention", {"q": q, "mask": mask}, masks=("mask",), ranks={"mask": (2, _MAX_RANK)}
         )
-    lead = tuple(q.shape[:-2])
-    if tuple(k.shape[:-2]) != lead or tuple(v.shape[:-2]) != lead:
-        raise GuardError(
-            f"native_cuda.direct_attention: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} "
-            "must share their leading (batch, head) axes"
-        )
-    batch = math.prod(lead)
     nq, d = q.shape[-2], q.shape[-1]
     nk, dv = v.shape[-2], v.shape[-1]
     if k.shape[-2] != nk or k.shape[-1] != d:
@@ -1419,6 +1415,16 @@ def _fold_attention(
             f"native_cuda.direct_attention: k {list(k.shape)} must be (..., n_k, d) with "
             f"n_k = {nk} (v) and d = {d} (q)"
         )
+    lead = broadcast_batch((q.shape[:-2], k.shape[:-2], v.shape[:-2]))
+    if lead is None:
+        raise GuardError(
+            f"native_cuda.direct_attention: the leading (batch, head) axes of q {list(q.shape)}, "
+            f"k {list(k.shape)}, v {list(v.shape)} do not broadcast to one batch shape (accepted: "
+            "leading axes that agree or have extent 1, as torch SDPA broadcasts)"
+        )
+    for name, tail in (("q", (nq, d)), ("k", (nk, d)), ("v", (nk, dv)), ("out", (nq, dv))):
+        guards.check_element_count("direct_attention", f"{name} broadcast to", (*lead, *tail))
+    batch = math.prod(lead)
     folded_mask: Tensor | None = None
     if mask is not None:
         _require_broadcast("direct_attention", "mask", tuple(mask.shape), (*lead, nq, nk))
@@ -1427,7 +1433,13 @@ def _fold_attention(
         else:
             folded_mask = torch.broadcast_to(mask, (*lead, nq, nk)).reshape(batch, nq, nk)
         folded_mask = folded_mask.contiguous()
-    return (q.reshape(batch, nq, d), k.reshape(batch, nk, d), v.reshape(batch, nk, dv), folded_mask, lead)
+    return (
+        expand_to_batch(q, lead).reshape(batch, nq, d),
+        expand_to_batch(k, lead).reshape(batch, nk, d),
+        expand_to_batch(v, lead).reshape(batch, nk, dv),
+        folded_mask,
+        lead,
+    )
 
 
 def _scale(scale: float | None) -> float | None:
@@ -1441,11 +1453,12 @@ def direct_attention_forward(
     matrix is never materialised) with hard-mask zero-numerator semantics: blocked scores are
     selected away (never read), a fully blocked row gives zeros.
 
-    q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` with the same leading axes
-    (folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
-    ``(..., n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
-    d = 0). Returns ``(out (..., n_q, d_v), lse (..., n_q))`` with lse the row logsumexp of the
-    scaled allowed scores (-inf on fully blocked rows), saved for the backward.
+    q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` whose leading axes broadcast
+    to one batch shape ``batch`` (torch SDPA's rule; each operand is materialised to it, contiguous,
+    and folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
+    ``(*batch, n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
+    d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse the row logsumexp of
+    the scaled allowed scores (-inf on fully blocked rows), saved for the backward.
     """
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
     with _launch("direct_attention"):
@@ -1468,7 +1481,9 @@ def direct_attention_backward(
     tile, dK/dV per key tile, deterministic): ``p = exp(scale q.k - lse)`` on allowed entries,
     ``ds = p (g.v - g.out)``, ``dq = scale ds k``, ``dk = scale ds^T q``, ``dv = p^T g``. Blocked
     entries contribute exactly 0 and a fully blocked row's (even non-finite) cotangent is never
-    read."""
+    read. g, out ``(*batch, n_q, d_v)`` and lse ``(*batch, n_q)`` are over the broadcast batch
+    shape; each gradient is summed back to its operand's shape over the broadcast axes (on the
+    device, in an implementation-defined order)."""
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
     nq, dv = q.shape[-2], v.shape[-1]
     _check("direct_attention", {"g": g, "out": out, "lse": lse, "q": q}, same_shape=(("g", "out"),))
@@ -1493,7 +1508,12 @@ def direct_attention_backward(
     dq, dk, dvv = grads[0], grads[1], grads[2]
     if dq is None or dk is None or dvv is None:
         raise extension.NativeKernelError("native_cuda.direct_attention: the extension returned no gradient")
-    return dq.reshape(q.shape), dk.reshape(k.shape), dvv.reshape(v.shape), None
+    return (
+        sum_to_shape(dq.reshape(*lead, nq, q.shape[-1]), tuple(q.shape)),
+        sum_to_shape(dk.reshape(*lead, *k.shape[-2:]), tuple(k.shape)),
+        sum_to_shape(dvv.reshape(*lead, *v.shape[-2:]), tuple(v.shape)),
+        None,
+    )
 
 
 class _RowStatistics:
