@@ -22,7 +22,8 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
    forward + backward, plus the relative difference of the two outputs.
 
-Writes one JSON record (default ``bench/results/gpu_check.json``), prints a summary, and exits
+Writes one JSON record (default ``bench/results/gpu_check.json``; rewritten after every phase so
+a run cut off by a time limit keeps what it measured), prints a summary, and exits
 with status 1 when any parity case or end-to-end run fails (2 when the extension cannot be built).
 """
 
@@ -37,12 +38,21 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from importlib.util import find_spec as _find_spec
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+_MISSING = [name for name in ("beartype", "numpy", "torch", "tqdm", "sklearn") if _find_spec(name) is None]
+if _MISSING:
+    sys.exit(
+        f"gpu_check: missing Python packages {_MISSING}; install them first (the H200 image lacks "
+        "beartype: `pip download beartype --no-deps -d gpu_wheels` here, carry `gpu_wheels`, and run "
+        "`pip install --no-index gpu_wheels/*.whl` there)"
+    )
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -208,15 +218,19 @@ def _timings(
                         out, lse = kernels.direct_attention_forward(q, k, v, mask)  # noqa: B023
                         return kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)  # noqa: B023
 
+                    # torch's fused SDPA kernels need 4-D (batch, heads, n, d) inputs; 3-D would
+                    # time its unfused fallback
+                    q4, k4, v4, g4 = (t.unsqueeze(0) for t in (q, k, v, g))
+
                     def sdpa_forward() -> object:
                         with torch.no_grad():
-                            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: B023
+                            return F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)  # noqa: B023
 
-                    leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+                    leaves = [t.detach().clone().requires_grad_(True) for t in (q4, k4, v4)]
 
                     def sdpa_both() -> object:
                         out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)  # noqa: B023
-                        return torch.autograd.grad(out, leaves, g)  # noqa: B023
+                        return torch.autograd.grad(out, leaves, g4)  # noqa: B023
 
                     row["direct_forward_ms"] = _time_ms(direct_forward, iterations)
                     row["sdpa_forward_ms"] = _time_ms(sdpa_forward, iterations)
@@ -224,7 +238,7 @@ def _timings(
                     row["sdpa_forward_backward_ms"] = _time_ms(sdpa_both, iterations)
                     ours = kernels.direct_attention_forward(q, k, v, mask)[0]
                     with torch.no_grad():
-                        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                        theirs = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)[0]
                     scale = max(theirs.abs().max().item(), 1.0)
                     row["relative_difference"] = (ours - theirs).abs().max().item() / scale
                     row["forward_ratio"] = row["direct_forward_ms"] / row["sdpa_forward_ms"]
@@ -296,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for r in failed:
         print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
+    out_path.write_text(json.dumps(record, indent=2))  # keep each phase even if a later one is cut off
 
     print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):")
     start = time.perf_counter()
@@ -306,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         "failed": len(e2e_failed),
         "seconds": round(time.perf_counter() - start, 1),
     }
+    out_path.write_text(json.dumps(record, indent=2))
 
     print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):")
     record["timing"] = _timings(
