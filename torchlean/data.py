@@ -70,6 +70,7 @@ class Dataset:
 
     @property
     def n_features(self) -> int:
+        """Number of input features: the second axis of ``x_train``."""
         return int(self.x_train.shape[1])
 
 

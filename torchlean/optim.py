@@ -150,13 +150,7 @@ class Adam(OptimizerConfig):
         ]
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
-        dt = param.dtype.type
-        m[...] = dt(self.beta1) * m + dt(1.0 - self.beta1) * grad
-        v[...] = dt(self.beta2) * v + dt(1.0 - self.beta2) * grad * grad
-        bias1 = dt(1.0 - self.beta1**step)
-        bias2 = dt(1.0 - self.beta2**step)
-        denom = np.sqrt(v / bias2) + dt(self.eps)
-        return param - dt(self.lr) * (m / bias1) / denom
+        return _adam_step(self, step, param, grad, m, v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,14 +174,22 @@ class AdamW(OptimizerConfig):
         ]
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
-        dt = param.dtype.type
-        decayed = param * dt(1.0 - self.lr * self.weight_decay)
-        m[...] = dt(self.beta1) * m + dt(1.0 - self.beta1) * grad
-        v[...] = dt(self.beta2) * v + dt(1.0 - self.beta2) * grad * grad
-        bias1 = dt(1.0 - self.beta1**step)
-        bias2 = dt(1.0 - self.beta2**step)
-        denom = np.sqrt(v / bias2) + dt(self.eps)
-        return decayed - dt(self.lr) * (m / bias1) / denom
+        decayed = param * param.dtype.type(1.0 - self.lr * self.weight_decay)
+        return _adam_step(self, step, decayed, grad, m, v)
+
+
+def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Array, v: Array) -> Array:
+    """Update the moments ``m`` and ``v`` in place; return ``start - lr * m_hat / (sqrt(v_hat) + eps)``.
+
+    The arithmetic is in ``start``'s dtype (the parameter's; AdamW passes the decayed parameter).
+    """
+    dt = start.dtype.type
+    m[...] = dt(config.beta1) * m + dt(1.0 - config.beta1) * grad
+    v[...] = dt(config.beta2) * v + dt(1.0 - config.beta2) * grad * grad
+    bias1 = dt(1.0 - config.beta1**step)
+    bias2 = dt(1.0 - config.beta2**step)
+    denom = np.sqrt(v / bias2) + dt(config.eps)
+    return start - dt(config.lr) * (m / bias1) / denom
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,6 +266,7 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
+        """Number of axes (0 for a scalar), as ``torch.Tensor.ndim``."""
         return self._data.ndim
 
     @property
@@ -281,6 +282,12 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether the tape records operations on this tensor for ``backward``.
+
+        Settable on leaves only (as in PyTorch); only float32/float64 tensors can require
+        gradients. Setting it raises :class:`TensorError` on a non-leaf, or on an integer/bool
+        tensor.
+        """
         return self._requires_grad
 
     @requires_grad.setter

@@ -67,6 +67,8 @@ class ParamSpec:
     trainable: bool = True
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
+        """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) drawn from ``rng``
+        in float64 and then cast."""
         if self.init == "zeros":
             return np.zeros(self.shape, dtype=dtype)
         if self.init == "ones":
@@ -102,6 +104,8 @@ class Layer(ABC):
         """Apply the layer to ``x`` with its parameters ``params`` (as many as ``param_specs``)."""
 
     def describe(self) -> str:
+        """A short rendering for model summaries (default: ``kind``; layers with hyper-parameters
+        add them, e.g. ``linear(4, 8)``)."""
         return self.kind
 
 

@@ -62,6 +62,8 @@ class Model:
         self.parameters = values
 
     def describe(self) -> str:
+        """One line: the layer, per-sample shapes and the parameter count, e.g.
+        ``linear(4, 8): [4] -> [8], 40 parameters``."""
         count = sum(int(np.prod(s.shape)) for s in self.specs)
         shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
         return f"{self.layer.describe()}: {shapes}, {count} parameters"

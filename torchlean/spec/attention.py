@@ -45,22 +45,27 @@ class AttentionInputs:
 
     @property
     def n_q(self) -> int:
+        """Number of queries: ``q.shape[-2]``."""
         return int(self.q.shape[-2])
 
     @property
     def n_k(self) -> int:
+        """Number of keys: ``k.shape[-2]``."""
         return int(self.k.shape[-2])
 
     @property
     def d(self) -> int:
+        """Query/key feature size: ``q.shape[-1]``."""
         return int(self.q.shape[-1])
 
     @property
     def d_v(self) -> int:
+        """Value feature size: ``v.shape[-1]``."""
         return int(self.v.shape[-1])
 
     @property
     def out_shape(self) -> tuple[int, ...]:
+        """Shape of the attention output: ``(*batch, n_q, d_v)``."""
         return (*self.batch, self.n_q, self.d_v)
 
     def allowed_full(self) -> BoolArray | None:

@@ -57,6 +57,7 @@ class ShapeCase:
 
     @property
     def batch(self) -> tuple[int, ...]:
+        """The broadcast of the leading axes of q, k and v."""
         return tuple(np.broadcast_shapes(self.q_batch, self.k_batch, self.v_batch))
 
     def describe(self) -> str:
@@ -80,10 +81,12 @@ class FlashCheckCase:
 
     @property
     def tiles(self) -> str:
+        """Tile sizes as ``block_qxblock_k``, e.g. ``4x8``."""
         return f"{self.config.block_q}x{self.config.block_k}"
 
     @property
     def name(self) -> str:
+        """``precision/shape/mask/tiles``, the case's row label."""
         return f"{self.precision}/{self.shape.label}/{self.mask}/{self.tiles}"
 
 
@@ -117,10 +120,12 @@ class FlashCheckReport:
 
     @property
     def passed(self) -> bool:
+        """True when there is at least one row and every row passed."""
         return bool(self.rows) and all(row.passed for row in self.rows)
 
     @property
     def failures(self) -> tuple[FlashCheckRow, ...]:
+        """The rows that did not pass, in row order."""
         return tuple(row for row in self.rows if not row.passed)
 
     def worst(self, precision: str) -> tuple[float, float]:

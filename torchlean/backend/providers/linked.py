@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 else:
     Array = Any
 
-__all__ = ["Array", "ForwardFn", "LinkedKernel", "VJPFn", "VJPGuard"]
+__all__ = ["Array", "ForwardFn", "LinkedKernel", "VJPFn", "VJPGuard", "convention_kernel"]
 
 ForwardFn = Callable[[KernelCapsule, tuple["Array | None", ...], Mapping[str, Any]], "Array"]
 VJPFn = Callable[
@@ -67,3 +67,39 @@ class LinkedKernel:
     def label(self) -> str:
         """``name (provider/device)``, the rendering of the "available handlers" list."""
         return f"{self.name} ({self.provider.label}/{self.device.label})"
+
+
+def convention_kernel(
+    name: str,
+    op: BackendOp,
+    provider: Provider,
+    device: Device,
+    forward: Callable[..., Array],
+    vjp: Callable[..., Sequence[Array | None]] | None,
+) -> LinkedKernel:
+    """A linked kernel over functions of the reference kernel convention (team brief).
+
+    ``forward(*inputs, **params)`` returns the output array; ``vjp(g, *inputs, out=out, **params)``
+    returns one cotangent per input (``None`` for a non-differentiable input). ``vjp=None`` links a
+    forward-only kernel.
+    """
+
+    def run_forward(
+        capsule: KernelCapsule, inputs: tuple[Array | None, ...], params: Mapping[str, Any]
+    ) -> Array:
+        return forward(*inputs, **params)
+
+    if vjp is None:
+        return LinkedKernel(name, op, provider, device, run_forward, None)
+    local_vjp = vjp
+
+    def run_vjp(
+        capsule: KernelCapsule,
+        g: Array,
+        inputs: tuple[Array | None, ...],
+        out: Array,
+        params: Mapping[str, Any],
+    ) -> Sequence[Array | None]:
+        return local_vjp(g, *inputs, out=out, **params)
+
+    return LinkedKernel(name, op, provider, device, run_forward, run_vjp)

@@ -12,12 +12,10 @@ Ownership": the forward is delegated, the VJP stays with the TorchLean tape).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.providers.aten import kernels
-from torchlean.backend.providers.linked import Array, LinkedKernel
+from torchlean.backend.providers.linked import Array, LinkedKernel, convention_kernel
 from torchlean.backend.providers.reference import kernels as reference
 from torchlean.backend.providers.reference import spatial
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
@@ -31,21 +29,7 @@ _VJP = Callable[..., Sequence["Array | None"]]
 
 
 def _linked(op: BackendOp, forward: _Forward, vjp: _VJP) -> LinkedKernel:
-    def run_forward(
-        capsule: KernelCapsule, inputs: tuple[Array | None, ...], params: Mapping[str, Any]
-    ) -> Array:
-        return forward(*inputs, **params)
-
-    def run_vjp(
-        capsule: KernelCapsule,
-        g: Array,
-        inputs: tuple[Array | None, ...],
-        out: Array,
-        params: Mapping[str, Any],
-    ) -> Sequence[Array | None]:
-        return vjp(g, *inputs, out=out, **params)
-
-    return LinkedKernel(HANDLER_NAME, op, Provider.ATEN, Device.CPU, run_forward, run_vjp)
+    return convention_kernel(HANDLER_NAME, op, Provider.ATEN, Device.CPU, forward, vjp)
 
 
 _OP = BackendOp

@@ -19,6 +19,7 @@ from torchlean.backend.contracts import (
     tested,
     vjp_unavailable,
 )
+from torchlean.backend.providers._templates import VariantTemplate
 from torchlean.backend.registry import CapsuleModule
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -86,50 +87,14 @@ def _capsule(
     )
 
 
-def _pointwise(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Native CUDA `{op.label}` follows the pointwise tensor contract.",
-        f"Native CUDA `{op.label}` VJP is checked through runtime autograd tests.",
-        NO_REDUCTION,
-    )
-
-
-def _reduction(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Native CUDA `{op.label}` follows the explicit reduction shape contract.",
-        f"Native CUDA `{op.label}` adjoint is checked through runtime gradient tests.",
-        IMPL_DEFINED,
-    )
-
-
-def _view(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Native CUDA `{op.label}` follows the explicit shape/layout contract.",
-        f"Native CUDA `{op.label}` adjoint is checked through runtime gradient tests.",
-        NO_REDUCTION,
-    )
-
-
-def _forward_only(op: BackendOp, value_summary: str) -> KernelCapsule:
-    return _capsule(
-        op,
-        value_summary,
-        f"Native CUDA `{op.label}` is a forward-only capsule with no registered VJP.",
-        NO_REDUCTION,
-        forward_only=True,
-    )
-
-
-def _selection(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Native CUDA `{op.label}` follows the channel-first runtime contract.",
-        f"Native CUDA `{op.label}` VJP is checked by CUDA runtime coverage.",
-        IMPL_DEFINED,
-    )
+_VARIANTS = VariantTemplate(
+    build=_capsule,
+    subject="Native CUDA",
+    pointwise_vjp="Native CUDA `{op}` VJP is checked through runtime autograd tests.",
+    adjoint_vjp="Native CUDA `{op}` adjoint is checked through runtime gradient tests.",
+    conv_pool_vjp="Native CUDA `{op}` VJP is checked by CUDA runtime coverage.",
+    accumulating=IMPL_DEFINED,
+)
 
 
 _B = BackendOp
@@ -166,7 +131,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         NO_REDUCTION,
     ),
     *(
-        _pointwise(op)
+        _VARIANTS.pointwise(op)
         for op in (
             _B.ADD,
             _B.SUB,
@@ -208,20 +173,20 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         "blocked coordinates therefore receive zero gradient.",
         IMPL_DEFINED,
     ),
-    _reduction(_B.REDUCE_SUM),
-    _reduction(_B.REDUCE_MEAN),
-    *(_view(op) for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)),
+    _VARIANTS.reduction(_B.REDUCE_SUM),
+    _VARIANTS.reduction(_B.REDUCE_MEAN),
+    *(_VARIANTS.view(op) for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)),
     _capsule(
         _B.SCATTER_ADD,
         "Indexed source values accumulate into the base tensor, including repeated indices.",
         "The VJP gathers output gradients at the source indices and preserves the base gradient.",
         IMPL_DEFINED,
     ),
-    _forward_only(
+    _VARIANTS.forward_only(
         _B.RAND_UNIFORM,
         "Native CUDA deterministic random-uniform buffers follow the seeded runtime contract.",
     ),
-    _forward_only(
+    _VARIANTS.forward_only(
         _B.BERNOULLI_MASK, "Native CUDA deterministic Bernoulli masks follow the seeded runtime contract."
     ),
     _capsule(
@@ -248,7 +213,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         "Transpose-convolution VJP is checked by CUDA runtime coverage.",
         IMPL_DEFINED,
     ),
-    _selection(_B.MAX_POOL),
+    _VARIANTS.selection(_B.MAX_POOL),
     _capsule(
         _B.SMOOTH_MAX_POOL,
         "Smooth max pooling uses finite nonzero beta and stable max/min-shifted window weights.",

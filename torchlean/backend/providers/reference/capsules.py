@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, NumericalPolicy, guarded, tested, vjp_unavailable
+from torchlean.backend.providers._templates import VariantTemplate
 from torchlean.backend.registry import CapsuleModule
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -93,50 +94,14 @@ def _capsule(
     )
 
 
-def _pointwise(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Reference `{op.label}` follows the pointwise tensor contract.",
-        f"TorchLean tape supplies the `{op.label}` VJP where differentiable.",
-        NO_REDUCTION,
-    )
-
-
-def _reduction(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Reference `{op.label}` follows the explicit reduction shape contract.",
-        f"TorchLean tape supplies the `{op.label}` adjoint where differentiable.",
-        FIXED_LEFT,
-    )
-
-
-def _view(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Reference `{op.label}` follows the explicit shape/layout contract.",
-        f"TorchLean tape supplies the `{op.label}` adjoint where differentiable.",
-        NO_REDUCTION,
-    )
-
-
-def _forward_only(op: BackendOp, value_summary: str) -> KernelCapsule:
-    return _capsule(
-        op,
-        value_summary,
-        f"Reference `{op.label}` is a forward-only capsule with no registered VJP.",
-        NO_REDUCTION,
-        forward_only=True,
-    )
-
-
-def _selection(op: BackendOp) -> KernelCapsule:
-    return _capsule(
-        op,
-        f"Reference `{op.label}` follows the channel-first runtime contract.",
-        f"TorchLean tape supplies the `{op.label}` VJP where differentiable.",
-        FIXED_LEFT,
-    )
+_VARIANTS = VariantTemplate(
+    build=_capsule,
+    subject="Reference",
+    pointwise_vjp="TorchLean tape supplies the `{op}` VJP where differentiable.",
+    adjoint_vjp="TorchLean tape supplies the `{op}` adjoint where differentiable.",
+    conv_pool_vjp="TorchLean tape supplies the `{op}` VJP where differentiable.",
+    accumulating=FIXED_LEFT,
+)
 
 
 def _attention() -> KernelCapsule:
@@ -191,7 +156,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         NO_REDUCTION,
     ),
     *(
-        _pointwise(op)
+        _VARIANTS.pointwise(op)
         for op in (
             _B.ADD,
             _B.SUB,
@@ -229,20 +194,20 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         "TorchLean tape supplies the masked-softmax VJP with the mask treated as constant.",
         FIXED_LEFT,
     ),
-    _reduction(_B.REDUCE_SUM),
-    _reduction(_B.REDUCE_MEAN),
-    *(_view(op) for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)),
+    _VARIANTS.reduction(_B.REDUCE_SUM),
+    _VARIANTS.reduction(_B.REDUCE_MEAN),
+    *(_VARIANTS.view(op) for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)),
     _capsule(
         _B.SCATTER_ADD,
         "Indexed source values accumulate into the base tensor, including repeated indices.",
         "The VJP gathers output gradients at the source indices and preserves the base gradient.",
         FIXED_LEFT,
     ),
-    _forward_only(
+    _VARIANTS.forward_only(
         _B.RAND_UNIFORM,
         "Reference deterministic random-uniform tensors follow the seeded spec/runtime contract.",
     ),
-    _forward_only(
+    _VARIANTS.forward_only(
         _B.BERNOULLI_MASK, "Reference deterministic Bernoulli masks follow the seeded spec/runtime contract."
     ),
     _capsule(
@@ -263,7 +228,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         TAPE_VJP,
         FIXED_LEFT,
     ),
-    _selection(_B.MAX_POOL),
+    _VARIANTS.selection(_B.MAX_POOL),
     _capsule(
         _B.SMOOTH_MAX_POOL,
         "Reference smooth max pooling uses stable max/min-shifted window weights.",

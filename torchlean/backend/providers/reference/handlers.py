@@ -11,11 +11,9 @@ only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.providers.linked import Array, LinkedKernel
+from torchlean.backend.providers.linked import Array, LinkedKernel, convention_kernel
 from torchlean.backend.providers.reference import kernels, spatial
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
@@ -28,24 +26,7 @@ _VJP = Callable[..., Sequence["Array | None"]]
 
 
 def _linked(op: BackendOp, forward: _Forward, vjp: _VJP | None) -> LinkedKernel:
-    def run_forward(
-        capsule: KernelCapsule, inputs: tuple[Array | None, ...], params: Mapping[str, Any]
-    ) -> Array:
-        return forward(*inputs, **params)
-
-    def run_vjp(
-        capsule: KernelCapsule,
-        g: Array,
-        inputs: tuple[Array | None, ...],
-        out: Array,
-        params: Mapping[str, Any],
-    ) -> Sequence[Array | None]:
-        assert vjp is not None
-        return vjp(g, *inputs, out=out, **params)
-
-    return LinkedKernel(
-        HANDLER_NAME, op, Provider.REFERENCE, Device.CPU, run_forward, None if vjp is None else run_vjp
-    )
+    return convention_kernel(HANDLER_NAME, op, Provider.REFERENCE, Device.CPU, forward, vjp)
 
 
 _OP = BackendOp
