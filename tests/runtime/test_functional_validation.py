@@ -91,10 +91,10 @@ def test_the_operand_check_runs_once_in_the_dispatcher(monkeypatch: pytest.Monke
         original(op, inputs)
 
     monkeypatch.setattr(dispatch, "check_operands", spy)
-    tl.relu(_x())
+    tl.relu(_x())  # host tensors on a cpu capsule: the dispatcher's inlined fast check accepts them
     with pytest.raises(TensorTypeError):
         tl.sigmoid(_ones(2))
-    assert calls == [(BackendOp.RELU, 1), (BackendOp.SIGMOID, 1)]
+    assert calls == [(BackendOp.SIGMOID, 1)]
 
 
 def test_none_is_left_to_the_guard_and_optional_inputs_accept_it() -> None:

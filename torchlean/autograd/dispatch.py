@@ -17,9 +17,12 @@ input tensors, :func:`execute_accepted`
 2. checks devices: every input tensor lives on one device, of the capsule's device kind (a
    :class:`~torchlean.tensor.DeviceError` names the devices; nothing is moved implicitly), then
    runs the linked kernel's VJP guard (if any) against the accepted policy;
-3. builds a :class:`~torchlean.backend.binding.KernelHandler` for this call, binds it to the
-   accepted kernel with :func:`~torchlean.backend.binding.bind` (op, then provider, then device)
-   and runs it;
+3. builds a :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked
+   forward, binds it to the accepted kernel with :func:`~torchlean.backend.binding.bind` (op,
+   then provider, then device) and runs it on the input storages. The binding is kept in a
+   :class:`BoundKernel`: the eager session binds each selected kernel once and the typed-graph
+   schedule binds each planned node once, and both then call :func:`execute_bound`, which repeats
+   steps 0, 2 and 4 and the beartype validator of ``ExecutableKernel.run`` on every call;
 4. wraps the result in a :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
    is differentiable and some input requires a gradient, records one tape node whose local rule
    is the linked kernel's VJP, evaluated at the saved inputs and output.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,7 +46,7 @@ from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.tape import Array, Node, SavedArray, VersionCounter
 from torchlean.backend.acceptance import AcceptedKernel
-from torchlean.backend.binding import KernelHandler, bind
+from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError, SessionError
 from torchlean.backend.providers.linked import LinkedKernel
@@ -52,9 +56,12 @@ from torchlean.tensor import DeviceError, Tensor, TensorTypeError
 
 __all__ = [
     "HANDLER_MODULES",
+    "BoundKernel",
+    "bind_linked",
     "check_devices",
     "check_operands",
     "execute_accepted",
+    "execute_bound",
     "linked_kernels",
     "no_handler_message",
     "select_linked",
@@ -211,6 +218,103 @@ def check_devices(op: BackendOp, capsule: KernelCapsule, inputs: Sequence[Tensor
         )
 
 
+@dataclass(frozen=True, slots=True)
+class BoundKernel:
+    """An accepted kernel bound once to its linked implementation: the eager hot path.
+
+    ``executable`` is :func:`~torchlean.backend.binding.bind` applied once to ``accepted`` and a
+    :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked forward; every
+    later call runs ``executable.run(arrays, params)``, so the beartype validator on the minted
+    kernels still runs per call, but planning, acceptance and binding do not.
+    """
+
+    accepted: AcceptedKernel
+    linked: LinkedKernel
+    executable: ExecutableKernel[Array]
+    differentiable: bool
+    host: bool
+
+    @property
+    def op(self) -> BackendOp:
+        return self.accepted.op
+
+
+def bind_linked(accepted: AcceptedKernel, linked: LinkedKernel) -> BoundKernel:
+    """Bind ``accepted`` to ``linked`` once (op, then provider, then device).
+
+    Raises:
+        beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
+        SessionError: ``torch: invalid executable backend binding: <binding error>``.
+    """
+    handler: KernelHandler[Array] = KernelHandler(
+        linked.name, linked.op, linked.provider, linked.device, linked.forward
+    )
+    try:
+        executable = bind(accepted, handler)
+    except BindingError as exc:
+        raise SessionError(f"torch: invalid executable backend binding: {exc}") from exc
+    capsule = accepted.capsule
+    return BoundKernel(
+        accepted, linked, executable, accepted.op.requires_vjp, capsule.device is Device.CPU
+    )
+
+
+def _host_storages(inputs: Sequence[object]) -> list[Array | None] | None:
+    """The numpy storages of ``inputs`` when every one is a host Tensor or None, else None."""
+    arrays: list[Array | None] = []
+    for t in inputs:
+        if t is None:
+            arrays.append(None)
+        elif isinstance(t, Tensor) and type(t._data) is np.ndarray:
+            arrays.append(t._data)
+        else:
+            return None
+    return arrays
+
+
+def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
+    """Execute a bound kernel on ``inputs`` and record its tape node; return the result.
+
+    The checks of :func:`execute_accepted` in the same order (operands, devices, VJP guard), with
+    a fast path for the common case of host tensors on a ``cpu`` capsule.
+
+    Raises:
+        TensorTypeError, DeviceError, GuardError, SessionError, BeartypeCallHintViolation: as
+        :func:`execute_accepted`.
+    """
+    accepted = bound.accepted
+    capsule = accepted.capsule
+    arrays = _host_storages(inputs) if bound.host else None
+    if arrays is None:
+        check_operands(accepted.op, inputs)
+        check_devices(accepted.op, capsule, inputs)
+        arrays = [None if t is None else t._data for t in inputs]
+    linked = bound.linked
+    if linked.vjp_guard is not None:
+        linked.vjp_guard(capsule, accepted.policy)
+    out: Array = bound.executable.run(tuple(arrays), params)
+    version = _view_version(out, inputs)
+    if not (bound.differentiable and is_grad_enabled()):
+        return Tensor._make(out, False, None, version)
+    parents = tuple([t if t is not None and t._requires_grad else None for t in inputs])
+    if parents.count(None) == len(parents):
+        return Tensor._make(out, False, None, version)
+    vjp = linked.vjp
+    if vjp is None:
+        raise SessionError(
+            f"torch: `{accepted.op.label}` ran on capsule `{capsule.name}`, whose linked kernel "
+            f"`{linked.name}` has no VJP, but an input requires a gradient"
+        )
+    counter = VersionCounter() if version is None else version
+    saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
+
+    def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+        return vjp(capsule, g, ins, o, params)
+
+    node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
+    return Tensor._make(out, True, node, counter)
+
+
 def execute_accepted(
     accepted: AcceptedKernel,
     linked: LinkedKernel | Sequence[LinkedKernel] | None,
@@ -218,6 +322,9 @@ def execute_accepted(
     params: Mapping[str, Any],
 ) -> Tensor:
     """Execute one accepted kernel on ``inputs`` and record its tape node; return the result.
+
+    Binds ``accepted`` for this call only (:func:`bind_linked`); callers that run the same kernel
+    again keep the :class:`BoundKernel` and call :func:`execute_bound`.
 
     Args:
         accepted: a kernel minted by ``torchlean.backend.acceptance.accept`` (eager session) or
@@ -242,35 +349,4 @@ def execute_accepted(
         candidates = linked_kernels(accepted.op) if linked is None else linked
         linked = select_linked(accepted.op, capsule, candidates)
     check_devices(accepted.op, capsule, inputs)
-    if linked.vjp_guard is not None:
-        linked.vjp_guard(capsule, accepted.policy)
-    arrays = tuple(None if t is None else t._data for t in inputs)
-    forward = linked.forward
-    handler = KernelHandler(
-        linked.name, linked.op, linked.provider, linked.device, lambda c: forward(c, arrays, params)
-    )
-    try:
-        executable = bind(accepted, handler)
-    except BindingError as exc:
-        raise SessionError(f"torch: invalid executable backend binding: {exc}") from exc
-    out = executable.run()
-    version = _view_version(out, inputs)
-    if not (is_grad_enabled() and accepted.op.requires_vjp):
-        return Tensor._make(out, False, None, version)
-    parents = tuple(t if t is not None and t._requires_grad else None for t in inputs)
-    if not any(p is not None for p in parents):
-        return Tensor._make(out, False, None, version)
-    vjp = linked.vjp
-    if vjp is None:
-        raise SessionError(
-            f"torch: `{accepted.op.label}` ran on capsule `{capsule.name}`, whose linked kernel "
-            f"`{linked.name}` has no VJP, but an input requires a gradient"
-        )
-    counter = VersionCounter() if version is None else version
-    saved = tuple(None if t is None else SavedArray(t._data, t._version) for t in inputs)
-
-    def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-        return vjp(capsule, g, ins, o, params)
-
-    node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
-    return Tensor._make(out, True, node, counter)
+    return execute_bound(bind_linked(accepted, linked), inputs, params)

@@ -19,8 +19,10 @@ profile and runs :func:`validate_for_execution`; a failure is a :class:`SessionE
 5. picks the linked kernel with the capsule's op, provider and device (none → the verbatim
    "no matching executable handler is linked" message; no fallback).
 
-Later uses of the op reuse the cached ``(AcceptedKernel, LinkedKernel)`` pair; each call still
-binds a fresh handler to the accepted kernel and runs it (:mod:`torchlean.autograd.dispatch`).
+The linked kernel is then bound to the accepted kernel once
+(:func:`~torchlean.autograd.dispatch.bind_linked`); later uses of the op reuse that
+:class:`~torchlean.autograd.dispatch.BoundKernel` and only execute it (operand and device checks,
+the beartype validator of the minted kernels, the kernel, the tape node).
 
 Ops called outside any ``with session(...)`` block run in a module-level default ``checked_cpu``
 session created on first use. Each session keeps a random-op counter that advances once per
@@ -35,14 +37,13 @@ from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TextIO
 
-from torchlean.autograd.dispatch import execute_accepted, linked_kernels, select_linked
+from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
 from torchlean.backend.binding import validate_eager_request
 from torchlean.backend.errors import BindingError, PlanningError, SessionError, SessionTypeError
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.providers.linked import LinkedKernel
 from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
 from torchlean.tensor import Tensor
 
@@ -152,7 +153,7 @@ class Session:
         self._stream = stream
         self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)
         self._selected: list[AcceptedKernel] = []
-        self._resolved: dict[tuple[BackendOp, bool], tuple[AcceptedKernel, LinkedKernel]] = {}
+        self._resolved: dict[tuple[BackendOp, bool], BoundKernel] = {}
         self._random_counter = 0
         self._tokens: list[Token[Session | None]] = []
         if show_backend:
@@ -220,8 +221,8 @@ class Session:
             failures = "; ".join(failure.message for failure in exc.failures)
             raise SessionError(f"backend profile {profile.name} rejected `{op.label}`: {failures}") from exc
 
-    def resolve(self, op: BackendOp) -> tuple[AcceptedKernel, LinkedKernel]:
-        """The accepted kernel and linked implementation for ``op`` (cached per gradient mode).
+    def resolve(self, op: BackendOp) -> BoundKernel:
+        """The accepted kernel for ``op`` bound to its linked implementation (cached per gradient mode).
 
         Raises:
             SessionError: the selection, validation or no-handler messages of the module docstring.
@@ -239,9 +240,9 @@ class Session:
         except BindingError as exc:
             raise SessionError(f"torch: invalid backend selection during eager execution: {exc}") from exc
         self._record(accepted)
-        linked = select_linked(op, accepted.capsule, linked_kernels(op))
-        self._resolved[(op, grad)] = (accepted, linked)
-        return accepted, linked
+        bound = bind_linked(accepted, select_linked(op, accepted.capsule, linked_kernels(op)))
+        self._resolved[(op, grad)] = bound
+        return bound
 
     def _record(self, accepted: AcceptedKernel) -> None:
         identity = accepted.capsule.identity
@@ -254,8 +255,7 @@ class Session:
 
     def run(self, op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
         """Execute ``op`` on ``inputs`` with its accepted kernel and record the tape node."""
-        accepted, linked = self.resolve(op)
-        return execute_accepted(accepted, linked, inputs, params)
+        return execute_bound(self.resolve(op), inputs, params)
 
 
 _CURRENT: ContextVar[Session | None] = ContextVar("torchlean_session", default=None)
@@ -293,5 +293,5 @@ def run_op(op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, 
     """Run ``op`` in the current session (the entry point of :mod:`torchlean.functional`)."""
     active = _CURRENT.get()
     s = active if active is not None else default_session()
-    accepted, linked = s.resolve(op)
-    return execute_accepted(accepted, linked, inputs, params)
+    bound = s._resolved.get((op, is_grad_enabled()))
+    return execute_bound(bound if bound is not None else s.resolve(op), inputs, params)

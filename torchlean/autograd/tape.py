@@ -184,6 +184,14 @@ def _collect(root: Node) -> list[Node]:
 
 
 def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None:
+    held = parent._data
+    if (
+        type(contribution) is np.ndarray
+        and type(held) is np.ndarray
+        and contribution.shape == held.shape
+        and contribution.dtype == held.dtype
+    ):
+        return  # host storage of the parent's shape and dtype: the common case, checked cheaply
     if contribution.shape != parent.shape:
         raise AutogradError(
             "autograd: gradient contribution has wrong shape for parent "

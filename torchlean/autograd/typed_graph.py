@@ -2,23 +2,29 @@
 
 The original plans graphs only diagnostically; here the accepted plan is what runs. A model
 (with its loss) is lowered once to the canonical IR, planned and accepted by
-``profile.accept_graph``; each execution then walks the graph in node order and runs every
-planned node on the :class:`AcceptedKernel` of its group, through the same
-:func:`~torchlean.autograd.dispatch.execute_accepted` path (bind → run → tape node) that eager
-execution uses. ``input``/``const``/``detach`` nodes need no kernel. Because the kernels, their
-parameters and their order are those of eager execution, eager and typed-graph runs give
-bit-identical values; the backward pass is the tape over the same nodes.
+``profile.accept_graph``. :class:`GraphProgram` then precomputes the whole forward schedule once
+per accepted plan: one step per node in node order, each with its value slot, where each operand
+comes from (an earlier slot, a model parameter, a constant), the kernel parameters, and — for
+planned nodes — the :class:`AcceptedKernel` of its group bound once to its linked kernel
+(:func:`~torchlean.autograd.dispatch.bind_linked`). Each execution only walks the schedule and
+calls :func:`~torchlean.autograd.dispatch.execute_bound` (operand and device checks, the beartype
+validator of the minted kernels, the kernel, the tape node), the path eager execution takes.
+``input``/``const``/``detach`` nodes need no kernel. Because the kernels, their parameters and
+their order are those of eager execution, eager and typed-graph runs give bit-identical values;
+the backward pass is the tape over the nodes the schedule recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
 from beartype import beartype
 
-from torchlean.autograd.dispatch import execute_accepted
+from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError
 from torchlean.ir.graph import Graph, Node
@@ -46,7 +52,7 @@ from torchlean.ir.payloads import ConvParams, LayerNormParams, Payloads
 from torchlean.spec.masks import causal_mask
 from torchlean.tensor import Tensor
 
-__all__ = ["GraphProgram", "node_kernels"]
+__all__ = ["GraphProgram", "Step", "StepKind", "node_kernels"]
 
 # Kinds whose kernel takes only its graph parents and no parameters.
 _PLAIN = frozenset(
@@ -94,8 +100,41 @@ def _swap(rank: int, a: int, b: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
+class StepKind(Enum):
+    """What one schedule step does."""
+
+    INPUT = "input"
+    PARAM = "param"
+    CONST = "const"
+    DETACH = "detach"
+    KERNEL = "kernel"
+
+
+Operand = tuple[str, int] | tuple[str, np.ndarray[Any, Any]] | None
+"""Where a kernel operand comes from: ``("slot", node_id)`` (an earlier value), ``("param", i)``
+(model parameter ``i``), ``("array", a)`` (a fixed array, wrapped fresh each run) or ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One node of the precomputed schedule: what it does, where its operands come from, its
+    kernel parameters and (kernel steps) its bound accepted kernel."""
+
+    node_id: int
+    kind: StepKind
+    index: int = 0
+    operands: tuple[Operand, ...] = ()
+    params: Mapping[str, Any] | None = None
+    bound: BoundKernel | None = None
+    const: np.ndarray[Any, Any] | None = None
+
+
 class GraphProgram:
     """A lowered graph bound to its accepted plan; :meth:`run` executes it once.
+
+    The constructor precomputes the schedule (:attr:`steps`): every planned node's accepted
+    kernel is bound to its linked implementation here, once, and every node's operand sources and
+    kernel parameters are resolved from the graph's static shapes.
 
     Args:
         graph: the canonical IR graph (already well-formed and shape-checked).
@@ -106,7 +145,8 @@ class GraphProgram:
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
-        SessionError: ``plan`` does not cover exactly this graph's kernel nodes.
+        SessionError: ``plan`` does not cover exactly this graph's kernel nodes, a node has no
+            accepted kernel or no linked implementation, or a node kind is not executable.
     """
 
     def __init__(
@@ -129,67 +169,89 @@ class GraphProgram:
         self.plan = plan
         self.param_nodes = dict(param_nodes)
         self.payload_params = dict(payload_params)
+        self.input_ids = tuple(n.id for n in graph.nodes if isinstance(n.kind, Input))
+        bound: dict[int, BoundKernel] = {}
+        for kernel in plan.kernels:
+            if id(kernel) not in bound:
+                linked = select_linked(kernel.op, kernel.capsule, linked_kernels(kernel.op))
+                bound[id(kernel)] = bind_linked(kernel, linked)
+        self._bound = {node_id: bound[id(kernel)] for node_id, kernel in self.kernels.items()}
+        self.steps: tuple[Step, ...] = tuple(self._step(node) for node in graph.nodes)
 
     def run(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
-        """Execute every node up to ``output`` and return its value.
+        """Execute every step up to node ``output`` and return its value.
 
         ``inputs`` are the values of the ``input`` nodes in node order; ``params`` the current
         model parameters (leaf tensors when training).
 
         Raises:
-            SessionError: wrong number of inputs, or a planned node without an accepted kernel.
+            SessionError: wrong number of inputs.
         """
-        input_ids = [n.id for n in self.graph.nodes if isinstance(n.kind, Input)]
-        if len(inputs) != len(input_ids):
-            raise SessionError(f"typed graph: expected {len(input_ids)} inputs, got {len(inputs)}")
-        fed = dict(zip(input_ids, inputs, strict=True))
-        values: dict[int, Tensor] = {}
-        for node in self.graph.nodes[: output + 1]:
-            values[node.id] = self._node(node, values, fed, params)
-        return values[output]
+        if len(inputs) != len(self.input_ids):
+            raise SessionError(f"typed graph: expected {len(self.input_ids)} inputs, got {len(inputs)}")
+        values: list[Tensor | None] = [None] * (output + 1)
+        for step in self.steps[: output + 1]:
+            kind = step.kind
+            if kind is StepKind.KERNEL:
+                assert step.bound is not None and step.params is not None
+                operands = [_operand(source, values, params) for source in step.operands]
+                values[step.node_id] = execute_bound(step.bound, operands, step.params)
+            elif kind is StepKind.PARAM:
+                values[step.node_id] = params[step.index]
+            elif kind is StepKind.INPUT:
+                values[step.node_id] = inputs[step.index]
+            elif kind is StepKind.DETACH:
+                parent = values[step.index]
+                assert parent is not None
+                values[step.node_id] = parent.detach()
+            else:
+                assert step.const is not None
+                values[step.node_id] = Tensor(np.array(step.const))
+        result = values[output]
+        assert result is not None
+        return result
 
-    def _node(
-        self, node: Node, values: Mapping[int, Tensor], fed: Mapping[int, Tensor], params: Sequence[Tensor]
-    ) -> Tensor:
+    # ------------------------------------------------------------------------------ schedule
+
+    def _step(self, node: Node) -> Step:
         kind = node.kind
         if isinstance(kind, Input):
-            return fed[node.id]
+            return Step(node.id, StepKind.INPUT, index=self.input_ids.index(node.id))
         if isinstance(kind, Const):
             if node.id in self.param_nodes:
-                return params[self.param_nodes[node.id]]
+                return Step(node.id, StepKind.PARAM, index=self.param_nodes[node.id])
             const = self.payloads[node.id]
             assert isinstance(const, np.ndarray)
-            return Tensor(np.array(const))
-        parents = [values[p] for p in node.parents]
+            return Step(node.id, StepKind.CONST, const=const)
         if isinstance(kind, Detach):
-            return parents[0].detach()
-        kernel = self.kernels.get(node.id)
-        if kernel is None:
+            return Step(node.id, StepKind.DETACH, index=node.parents[0])
+        bound = self._bound.get(node.id)
+        if bound is None:
             raise SessionError(f"typed graph: node {node.id} ({kind.describe()}) has no accepted kernel")
-        operands, kernel_params = self._call(node, parents, params)
-        return execute_accepted(kernel, None, operands, kernel_params)
+        operands, kernel_params = self._call(node)
+        return Step(node.id, StepKind.KERNEL, operands=tuple(operands), params=kernel_params, bound=bound)
 
-    def _weights(self, node: Node, params: Sequence[Tensor]) -> tuple[Tensor | None, Tensor | None]:
+    def _weights(self, node: Node) -> tuple[Operand, Operand]:
         weight, bias = self.payload_params.get(node.id, (None, None))
         payload = self.payloads.get(node.id)
-        fixed_w = getattr(payload, "weight", None)
-        fixed_b = getattr(payload, "bias", None)
-        w = params[weight] if weight is not None else (None if fixed_w is None else Tensor(np.array(fixed_w)))
-        b = params[bias] if bias is not None else (None if fixed_b is None else Tensor(np.array(fixed_b)))
-        return w, b
+        return (
+            _param_or_fixed(weight, getattr(payload, "weight", None)),
+            _param_or_fixed(bias, getattr(payload, "bias", None)),
+        )
 
-    def _call(
-        self, node: Node, parents: list[Tensor], params: Sequence[Tensor]
-    ) -> tuple[list[Tensor | None], dict[str, Any]]:
-        """Operands and kernel parameters of one node, exactly as :mod:`torchlean.functional` passes them."""
+    def _call(self, node: Node) -> tuple[list[Operand], dict[str, Any]]:
+        """Operand sources and kernel parameters of one node, exactly as :mod:`torchlean.functional`
+        passes them (shapes are the graph's static shapes)."""
         kind = node.kind
+        parents: list[Operand] = [("slot", p) for p in node.parents]
+        shapes = [self.graph.nodes[p].out_shape for p in node.parents]
         x = parents[0] if parents else None
+        ndim = len(shapes[0]) if shapes else 0
         match kind:
             case Reshape(out_shape=out_shape):
                 return [x], {"shape": tuple(out_shape)}
             case Transpose(axis1=axis1, axis2=axis2):
-                assert x is not None
-                return [x], {"perm": _swap(max(x.ndim, 1), axis1, axis2)}
+                return [x], {"perm": _swap(max(ndim, 1), axis1, axis2)}
             case Permute(perm=perm):
                 return [x], {"perm": tuple(perm)}
             case BroadcastTo(to_shape=to_shape):
@@ -205,13 +267,12 @@ class GraphProgram:
             case LayerNorm(axis=axis):
                 payload = self.payloads.get(node.id)
                 eps = payload.eps if isinstance(payload, LayerNormParams) else 1e-5
-                w, b = self._weights(node, params)
-                assert x is not None
-                return [x, w, b], {"normalized_ndim": x.ndim - axis, "eps": float(eps)}
+                w, b = self._weights(node)
+                return [x, w, b], {"normalized_ndim": ndim - axis, "eps": float(eps)}
             case Conv(config=config):
                 if not isinstance(self.payloads.get(node.id), ConvParams):
                     raise SessionError(f"typed graph: conv node {node.id} has no weight payload")
-                w, b = self._weights(node, params)
+                w, b = self._weights(node)
                 return [x, w, b], {
                     "stride": tuple(config.stride),
                     "padding": tuple(config.padding),
@@ -232,15 +293,36 @@ class GraphProgram:
                     "padding": tuple(config.padding),
                 }
             case ScaledDotProductAttention(mask=hard, causal=causal, scale=scale):
-                q, k, v = parents
                 mask = None if hard is None else hard.to_array()
                 if causal is not None:
-                    aligned = causal_mask(q.shape[-2], k.shape[-2], align=causal)
+                    aligned = causal_mask(shapes[0][-2], shapes[1][-2], align=causal)
                     mask = aligned if mask is None else np.logical_and(mask, aligned)
-                operands: list[Tensor | None] = [q, k, v, None if mask is None else Tensor(mask)]
-                return operands, ({} if scale is None else {"scale": float(scale)})
+                return [*parents, None if mask is None else ("array", mask)], (
+                    {} if scale is None else {"scale": float(scale)}
+                )
         if kind.tag in _PLAIN:
-            return list(parents), {}
+            return parents, {}
         raise SessionError(
             f"typed graph: node {node.id} ({kind.describe()}) is not supported by the typed-graph executor"
         )
+
+
+def _param_or_fixed(index: int | None, fixed: np.ndarray[Any, Any] | None) -> Operand:
+    """A model parameter when the lowering recorded one, else the payload's fixed array (if any)."""
+    if index is not None:
+        return ("param", index)
+    return None if fixed is None else ("array", fixed)
+
+
+def _operand(source: Operand, values: Sequence[Tensor | None], params: Sequence[Tensor]) -> Tensor | None:
+    if source is None:
+        return None
+    where, key = source
+    if where == "slot":
+        assert isinstance(key, int)
+        return values[key]
+    if where == "param":
+        assert isinstance(key, int)
+        return params[key]
+    assert isinstance(key, np.ndarray)
+    return Tensor(np.array(key))

@@ -259,12 +259,21 @@ def accept(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
 def grouped_acceptance_failures(
     grouped: GroupedKernelPlan, policy: KernelPolicy
 ) -> tuple[AcceptanceFailure, ...]:
-    """Per-group failures concatenated in group order."""
-    return tuple(
-        failure
-        for group in grouped.groups
-        for failure in acceptance_failures(group.to_planned_kernel(), policy)
-    )
+    """Per-group failures concatenated in group order.
+
+    :func:`acceptance_failures` is a pure function of ``(op, capsule, policy)``; it runs once per
+    distinct ``(op, capsule object)`` pair and its (immutable) failures are repeated for every
+    group with that pair.
+    """
+    verdicts: dict[tuple[BackendOp, int], tuple[AcceptanceFailure, ...]] = {}
+    failures: list[AcceptanceFailure] = []
+    for group in grouped.groups:
+        key = (group.op, id(group.capsule))  # ``grouped`` keeps every capsule alive meanwhile
+        found = verdicts.get(key)
+        if found is None:
+            found = verdicts[key] = acceptance_failures(group.to_planned_kernel(), policy)
+        failures.extend(found)
+    return tuple(failures)
 
 
 @final
@@ -274,7 +283,8 @@ class AcceptedGraphKernelPlan:
     """A graph plan whose every group passed the gate; only :func:`accept_graph_kernel_plan` makes one.
 
     ``grouped_plan`` is always ``to_coalesced_groups(graph_plan)``; ``kernels`` holds one
-    :class:`AcceptedKernel` per group (group order), minted by :func:`accept`, ready to bind.
+    :class:`AcceptedKernel` per group (group order), minted by :func:`accept`, ready to bind;
+    groups planned with the same op and capsule object share one kernel.
     """
 
     graph_plan: GraphKernelPlan
@@ -325,12 +335,24 @@ def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) 
     """Group ``graph_plan`` and accept every group under ``policy``.
 
     Rejection is returned as a value (diagnostic), with every group's failures in group order.
+    On success each group's kernel is minted by :func:`accept`, once per distinct
+    ``(op, capsule object)`` pair: groups planned with the same pair share one (immutable)
+    :class:`AcceptedKernel`, so planning and acceptance grow with the graph, not with the number
+    of gate runs.
     """
     grouped = to_coalesced_groups(graph_plan)
     failures = grouped_acceptance_failures(grouped, policy)
     if failures:
         return GraphKernelPlanResult(grouped, None, failures)
-    kernels = tuple(accept(group.to_planned_kernel(), policy) for group in grouped.groups)
+    minted: dict[tuple[BackendOp, int], AcceptedKernel] = {}
+    kernels_of_groups: list[AcceptedKernel] = []
+    for group in grouped.groups:
+        key = (group.op, id(group.capsule))  # ``grouped`` keeps every capsule alive meanwhile
+        kernel = minted.get(key)
+        if kernel is None:
+            kernel = minted[key] = accept(group.to_planned_kernel(), policy)
+        kernels_of_groups.append(kernel)
+    kernels = tuple(kernels_of_groups)
     plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, kernels, _gate=_GATE)
     _mint(plan)
     return GraphKernelPlanResult(grouped, plan, ())

@@ -29,13 +29,19 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class KernelHandler(Generic[R]):
-    """An executor for one (op, provider, device); ``execute`` receives the selected capsule."""
+    """An executor for one (op, provider, device).
+
+    ``execute(capsule, *args)`` receives the selected capsule first, then whatever arguments the
+    caller passes to :meth:`ExecutableKernel.run` (none in the original's form
+    ``execute : KernelCapsule → α``; the eager runtime passes the input storages and the op's
+    parameters, so one bound handler serves every later call of the op).
+    """
 
     name: str
     op: BackendOp
     provider: Provider
     device: Device
-    execute: Callable[[KernelCapsule], R]
+    execute: Callable[..., R]
 
     def matches_capsule(self, capsule: KernelCapsule) -> bool:
         """Op, provider and device all equal the capsule's."""
@@ -93,20 +99,27 @@ class ExecutableKernel(Generic[R]):
     def op(self) -> BackendOp:
         return self.accepted.op
 
-    @beartype
-    def run(self: Executable) -> R:
-        """Call ``handler.execute(capsule)``.
+    def run(self, *args: Any) -> R:
+        """Call ``handler.execute(capsule, *args)`` after the beartype validator of
+        :data:`Executable` (this kernel and its accepted kernel minted and unchanged; about 1 µs).
 
         Raises:
             beartype.roar.BeartypeCallHintViolation: if this kernel (or its accepted kernel) was
                 not minted by its gate or was mutated since.
         """
-        result: R = self.handler.execute(self.accepted.capsule)
+        result: R = _run_checked(self, args)
         return result
 
 
 Executable = Annotated[ExecutableKernel[Any], Is[_is_intact_executable]]
 """Beartype hint for APIs consuming executable kernels: minted and never mutated (nor its accepted kernel)."""
+
+
+@beartype
+def _run_checked(kernel: Executable, args: tuple[Any, ...]) -> Any:
+    # Decorated after ``Executable`` exists, so beartype resolves the hint once, at decoration
+    # (a forward reference on the method itself is re-resolved through a proxy on every call).
+    return kernel.handler.execute(kernel.accepted.capsule, *args)
 
 
 @beartype

@@ -111,7 +111,7 @@ class KernelGroup:
 
     def can_append(self, kernel: PlannedNodeKernel) -> bool:
         """Same op and full structural capsule equality (trust, evidence, policy... all count)."""
-        return self.op is kernel.op and self.capsule == kernel.capsule
+        return self.op is kernel.op and _same_capsule(self.capsule, kernel.capsule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +131,30 @@ class GroupedKernelPlan:
         return KernelPlan(tuple(group.to_planned_kernel() for group in self.groups))
 
 
+def _same_capsule(a: KernelCapsule, b: KernelCapsule) -> bool:
+    """Structural equality, answered by identity first (the planner hands out catalog objects)."""
+    return a is b or a == b
+
+
 def to_coalesced_groups(plan: GraphKernelPlan) -> GroupedKernelPlan:
-    """Left fold: append each kernel to the last group when it can, else start a new group."""
+    """Left fold: append each kernel to the last group when it can, else start a new group.
+
+    Equivalent to folding with :meth:`KernelGroup.can_append` (a kernel joins the run when its op
+    is the run's and its capsule equals the run's first capsule); each run's node ids are
+    collected in a list and frozen once, so a run of ``k`` kernels costs ``O(k)``, not ``O(k^2)``.
+    """
     groups: list[KernelGroup] = []
+    run: list[int] = []
+    head: PlannedNodeKernel | None = None
     for kernel in plan.kernels:
-        if groups and groups[-1].can_append(kernel):
-            last = groups[-1]
-            groups[-1] = KernelGroup((*last.node_ids, kernel.node_id), last.op, last.capsule)
-        else:
-            groups.append(KernelGroup((kernel.node_id,), kernel.op, kernel.capsule))
+        if head is not None and kernel.op is head.op and _same_capsule(head.capsule, kernel.capsule):
+            run.append(kernel.node_id)
+            continue
+        if head is not None:
+            groups.append(KernelGroup(tuple(run), head.op, head.capsule))
+        head, run = kernel, [kernel.node_id]
+    if head is not None:
+        groups.append(KernelGroup(tuple(run), head.op, head.capsule))
     return GroupedKernelPlan(tuple(groups))
 
 
@@ -148,22 +163,31 @@ def plan_graph(
 ) -> GraphKernelPlan:
     """Plan one capsule per node that needs a kernel, in graph order.
 
+    Selection is a pure function of ``(policy, op, available capsules)``, so it runs once per
+    distinct op and every node of that op gets the same capsule object (as node-by-node
+    :func:`~torchlean.backend.capsule.choose_capsule` calls would return).
+
     Raises:
         PlanningError: one ``no admissible kernel capsule ...`` message per distinct missing op.
     """
     available = availability.filter_capsules(registry)
+    chosen: dict[BackendOp, KernelCapsule | None] = {}
     kernels: list[PlannedNodeKernel] = []
     missing: list[BackendOp] = []
     for node in graph.nodes:
-        op = node.kind.backend_op
+        kind = node.kind
+        op = kind.backend_op
         if op is None:
             continue
-        capsule = choose_capsule(policy, op, available)
+        if op in chosen:
+            capsule = chosen[op]
+        else:
+            capsule = chosen[op] = choose_capsule(policy, op, available)
         if capsule is None:
             if op not in missing:
                 missing.append(op)
         else:
-            kernels.append(PlannedNodeKernel(node.id, node.kind, op, capsule))
+            kernels.append(PlannedNodeKernel(node.id, kind, op, capsule))
     if missing:
         raise PlanningError([missing_op_message(policy, op) for op in missing])
     return GraphKernelPlan(len(graph.nodes), tuple(kernels))
