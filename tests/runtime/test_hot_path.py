@@ -1,0 +1,114 @@
+"""The eager hot path and the typed-graph schedule (issue 8): bind once, check on every call.
+
+Oracles: counting calls of the real gates (``bind``, ``accept``), the sealed-object validator's
+refusal of a kernel mutated after binding, and values computed by the eager path and by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from beartype.roar import BeartypeCallHintViolation
+
+import torchlean as tl
+from torchlean import nn
+from torchlean.autograd import dispatch
+from torchlean.autograd import session as session_module
+from torchlean.autograd.typed_graph import GraphProgram, StepKind
+from torchlean.backend import profiles
+from torchlean.backend.errors import SessionError
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.nn.lowering import lower_model
+from torchlean.tensor import DeviceError, TensorTypeError
+
+
+def _count_binds(monkeypatch: pytest.MonkeyPatch) -> list[BackendOp]:
+    seen: list[BackendOp] = []
+    original = dispatch.bind
+
+    def spy(accepted: Any, handler: Any) -> Any:
+        seen.append(handler.op)
+        return original(accepted, handler)
+
+    monkeypatch.setattr(dispatch, "bind", spy)
+    return seen
+
+
+def test_a_session_binds_each_selected_kernel_once_per_grad_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    binds = _count_binds(monkeypatch)
+    x = tl.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    with tl.session():
+        for _ in range(5):
+            y = tl.relu(x)
+        with tl.no_grad():
+            for _ in range(3):
+                tl.relu(x)
+    assert binds == [BackendOp.RELU, BackendOp.RELU]  # one per gradient mode, not one per call
+    np.testing.assert_array_equal(y.numpy(), [1.0, 0.0, 3.0])
+
+
+def test_the_cached_kernel_is_still_validated_on_every_call() -> None:
+    x = tl.tensor([1.0, -1.0])
+    with tl.session() as s:
+        tl.relu(x)
+        bound = s.resolve(BackendOp.RELU)
+        other = s.resolve(BackendOp.SIGMOID)
+        # rebinding a field of the minted executable after binding breaks its fingerprint
+        object.__setattr__(bound.executable, "handler", other.executable.handler)
+        with pytest.raises(BeartypeCallHintViolation):
+            tl.relu(x)
+
+
+def test_the_fast_path_keeps_operand_and_device_errors() -> None:
+    with tl.session():
+        tl.relu(tl.tensor([1.0]))
+        with pytest.raises(TensorTypeError, match="input 0 must be a torchlean Tensor; got ndarray"):
+            tl.relu(np.ones(2))  # type: ignore[arg-type]
+        import torch
+
+        expected = "for device `cpu`, but its inputs are on cpu \\(torch storage\\)"
+        with pytest.raises(DeviceError, match=expected):
+            dispatch.execute_bound(
+                session_module.current_session().resolve(BackendOp.RELU),
+                [tl.Tensor._make(torch.ones(2), False)],
+                {},
+            )
+
+
+def _program(profile: str) -> tuple[GraphProgram, Any, list[tl.Tensor]]:
+    model = nn.build(nn.sequential(nn.linear(3, 4), nn.relu(), nn.linear(4, 2)), seed=0, dtype=np.float64)
+    lowered = lower_model(model, (5, 3))
+    result = profiles.get(profile).accept_graph(lowered.built.graph)
+    assert result.plan is not None
+    program = GraphProgram(
+        lowered.built.graph, lowered.built.payloads, result.plan, lowered.param_nodes, lowered.payload_params
+    )
+    params = [tl.tensor(p, requires_grad=True) for p in model.parameters]
+    return program, lowered, params
+
+
+def test_the_schedule_is_bound_once_per_plan_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    binds = _count_binds(monkeypatch)
+    program, lowered, params = _program("checked_cpu")
+    kernel_steps = [s for s in program.steps if s.kind is StepKind.KERNEL]
+    assert len(binds) == len({id(k) for k in program.plan.kernels})  # one bind per distinct kernel
+    assert len(program.steps) == len(lowered.built.graph.nodes)
+    assert len(kernel_steps) == len(program.plan.node_ids)
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    before = len(binds)
+    for _ in range(3):
+        out = program.run([tl.tensor(x)], params, lowered.output)
+    assert len(binds) == before  # running does not bind again
+    w1, b1, w2, b2 = (p.numpy() for p in params)
+    expected = np.maximum(x @ w1.T + b1, 0.0) @ w2.T + b2  # float64 oracle, any summation order
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-12)
+    tl.reduce_sum(out).backward()
+    assert all(p.grad is not None for p in params)
+
+
+def test_the_schedule_refuses_a_wrong_number_of_inputs() -> None:
+    program, lowered, params = _program("fast_cpu")
+    with pytest.raises(SessionError, match="expected 1 inputs, got 0"):
+        program.run([], params, lowered.output)
