@@ -143,7 +143,7 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
     status, out, _ = run(capsys, "capsules")
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "catalog: 108 capsules"  # 93 maintained + 2 libtorch + 13 aten
+    assert lines[0] == "catalog: 132 capsules"  # 93 maintained + 2 libtorch + 37 aten
     assert lines[1].split() == [
         "capsule", "module", "op", "provider", "device", "trust", "vjp", "reduction", "value", "evidence",
     ]  # fmt: skip

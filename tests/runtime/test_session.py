@@ -152,8 +152,8 @@ def test_selected_capsule_without_linked_handler_fails_verbatim() -> None:
         tl.relu(tl.tensor([1.0]))
     assert str(info.value) == (
         "torch: `relu` selected capsule `custom.relu` (torchlean/cpu), but no matching executable handler is "
-        "linked; available handlers: TorchLean reference CPU (reference/cpu), TorchLean native CUDA "
-        "(native-cuda/cuda)"
+        "linked; available handlers: TorchLean reference CPU (reference/cpu), TorchLean ATen CPU "
+        "(aten/cpu), TorchLean native CUDA (native-cuda/cuda)"
     )
     assert [k.capsule.name for k in s.selected] == ["custom.relu"]
 

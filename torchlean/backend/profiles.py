@@ -2,7 +2,7 @@
 
 Source: the seed chapter ("Kernel Capsules", "Forward And Backward Ownership"); anchor-backend.md
 §1.25, §2.6, §5 (Generation B) and DESIGN.md §1.8 (the two CPU LibTorch profiles and ``fast_cpu``,
-which declares the ``aten`` provider available and prefers its torch CPU forwards).
+which declares the ``aten`` provider available and prefers its torch CPU kernels).
 
 ===========================  ======  ================  ========  =========================
 profile                      device  provider          assurance modules

@@ -109,7 +109,7 @@ def libtorch_module() -> CapsuleModule:
 
 @functools.cache
 def aten_module() -> CapsuleModule:
-    """The opt-in ``aten`` module (torch CPU forwards, ``aten.<op>``; DESIGN.md §1.8)."""
+    """The opt-in ``aten`` module (torch CPU kernels, ``aten.<op>``; DESIGN.md §1.8)."""
     from torchlean.backend.providers.aten import capsules as aten
 
     return aten.MODULE

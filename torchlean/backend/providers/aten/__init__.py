@@ -1,1 +1,2 @@
-"""The opt-in ``aten`` provider: torch CPU forward kernels with TorchLean-owned backward passes."""
+"""The opt-in ``aten`` provider: torch CPU kernels for the forwards and for TorchLean's own backward
+rules (DESIGN.md §1.8)."""

@@ -1,24 +1,28 @@
-"""The opt-in ``aten`` capsule module: torch CPU forwards for the contraction-heavy ops.
+"""The opt-in ``aten`` capsule module: torch CPU kernels for every op the trainer and ``nn`` use.
 
 Source: DESIGN.md §1.3, §1.6, §1.8 ("a fast CPU provider (`aten`: torch CPU kernels;
 implementation-defined reduction; checked, value evidence = a differential test suite against
-`reference`)"). Thirteen capsules ``aten.<op>`` for the ops where a torch CPU kernel (BLAS, oneDNN,
-vectorised reductions) is a clear speed win over the reference left folds and whose semantics are
-exactly the reference ones: matmul, linear, conv, conv_transpose, max_pool, avg_pool, softmax,
-log_softmax, layer_norm, reduce_sum, reduce_mean, mse_loss, scaled_dot_product_attention.
-Pointwise, view and selection ops are not registered: numpy already runs them vectorised, so a
-torch round trip buys nothing, and the planner falls back to ``reference.*`` for them.
+`reference`)"). Thirty-seven capsules ``aten.<op>``, in reference catalog order: the
+contractions (matmul, linear, mse_loss), the twenty pointwise ops, the softmax normalisations,
+the reductions, the views reshape/permute/broadcast, layer and batch norm, convolution and
+transpose convolution, max and average pooling, and attention. The reference ops without an aten
+capsule (hard_masked_softmax, concat, slice, gather, scatter_add, the two seeded random sources,
+smooth_max_pool) plan to ``reference.*`` under ``fast_cpu``.
 
 Every capsule: provider ``aten``, device ``cpu``, trust ``checked``, VJP mode ``torchlean-tape``,
-reduction ``implementation-defined`` (torch does not promise a summation order). Evidence names
-are real (what runs on the kernel path of ``aten/kernels.py``):
+reduction ``implementation-defined`` (torch promises no summation order). Evidence names are real
+(what runs on the kernel path of ``aten/kernels.py``, ``aten/pointwise.py``, ``aten/spatial.py``):
 
-* shape: the reference guard with identical semantics, ``reference.guards.check_<op>`` or
-  ``reference.spatial_guards.check_<op>`` for the five spatial ops;
-* layout: ``aten.guards.check_aten_layout`` (canonical numpy arrays handed to torch);
-* value: the differential suite ``tests/runtime/test_aten_differential.py`` (aten vs reference);
-* vjp: the backward is the reference VJP evaluated at the saved inputs; the same suite compares
-  gradients through the tape under ``fast_cpu`` and ``checked_cpu``.
+* shape: the reference guard, ``reference.guards.check_<op>`` or
+  ``reference.spatial_guards.check_<op>`` for the six channel-first ops, called first by both the
+  forward and the VJP;
+* layout: ``aten.guards.check_aten_layout`` (canonical numpy arrays handed to torch zero-copy);
+* value: the differential suite ``tests/runtime/test_aten_differential.py`` (aten forward against
+  the reference forward), provenance the forward ``def <op>(``;
+* vjp: the gradient suite ``tests/runtime/test_aten_gradients.py`` (aten VJP against the reference
+  VJP and torch autograd, tape gradients under ``fast_cpu`` against ``checked_cpu``), provenance
+  the VJP ``def <op>_vjp(``. The backward is TorchLean's rule (the reference's), evaluated with
+  torch kernels; torch autograd never records.
 
 Data only: this module imports neither numpy nor torch.
 """
@@ -38,26 +42,77 @@ from torchlean.backend.vocabulary import (
     VJPMode,
 )
 
-__all__ = ["ATEN_OPS", "CAPSULES", "DIFFERENTIAL_SUITE", "MODULE"]
+__all__ = ["ATEN_OPS", "CAPSULES", "DIFFERENTIAL_SUITE", "GRADIENT_SUITE", "MODULE", "kernel_path"]
 
 GUARDS = "torchlean.backend.providers.reference.guards"
 SPATIAL_GUARDS = "torchlean.backend.providers.reference.spatial_guards"
 LAYOUT_GUARD = "torchlean.backend.providers.aten.guards.check_aten_layout"
 KERNELS_PATH = "torchlean/backend/providers/aten/kernels.py"
+POINTWISE_PATH = "torchlean/backend/providers/aten/pointwise.py"
+SPATIAL_PATH = "torchlean/backend/providers/aten/spatial.py"
 DIFFERENTIAL_SUITE = "tests/runtime/test_aten_differential.py"
+GRADIENT_SUITE = "tests/runtime/test_aten_gradients.py"
 
 _B = BackendOp
-_SPATIAL = frozenset({_B.LAYER_NORM, _B.CONV, _B.CONV_TRANSPOSE, _B.MAX_POOL, _B.AVG_POOL})
+_SPATIAL = frozenset({_B.LAYER_NORM, _B.BATCH_NORM, _B.CONV, _B.CONV_TRANSPOSE, _B.MAX_POOL, _B.AVG_POOL})
+_POINTWISE = frozenset(
+    {
+        _B.RELU,
+        _B.GELU,
+        _B.ADD,
+        _B.SUB,
+        _B.MUL,
+        _B.SCALE,
+        _B.ABS,
+        _B.SQRT,
+        _B.CLAMP,
+        _B.MAX,
+        _B.MIN,
+        _B.SIGMOID,
+        _B.TANH,
+        _B.SOFTPLUS,
+        _B.EXP,
+        _B.LOG,
+        _B.SIN,
+        _B.COS,
+        _B.INV,
+        _B.SAFE_LOG,
+    }
+)
 
 ATEN_OPS: tuple[BackendOp, ...] = (
     _B.MATMUL,
     _B.LINEAR,
     _B.MSE_LOSS,
+    _B.RELU,
+    _B.GELU,
+    _B.ADD,
+    _B.SUB,
+    _B.MUL,
+    _B.SCALE,
+    _B.ABS,
+    _B.SQRT,
+    _B.CLAMP,
+    _B.MAX,
+    _B.MIN,
+    _B.SIGMOID,
+    _B.TANH,
+    _B.SOFTPLUS,
+    _B.EXP,
+    _B.LOG,
+    _B.SIN,
+    _B.COS,
+    _B.INV,
+    _B.SAFE_LOG,
     _B.LOG_SOFTMAX,
     _B.SOFTMAX,
     _B.REDUCE_SUM,
     _B.REDUCE_MEAN,
+    _B.RESHAPE,
+    _B.PERMUTE,
+    _B.BROADCAST,
     _B.LAYER_NORM,
+    _B.BATCH_NORM,
     _B.CONV,
     _B.CONV_TRANSPOSE,
     _B.MAX_POOL,
@@ -66,15 +121,44 @@ ATEN_OPS: tuple[BackendOp, ...] = (
 )
 """The ops the ``aten`` provider implements, in reference catalog order."""
 
+_BINARY = "with numpy/PyTorch broadcasting agrees with the reference elementwise result."
+
 _VALUE: dict[BackendOp, str] = {
     _B.MATMUL: "torch.matmul in the operands' dtype agrees with the reference matrix product.",
     _B.LINEAR: "torch.nn.functional.linear agrees with the reference matmul plus bias contract.",
     _B.MSE_LOSS: "torch.nn.functional.mse_loss (mean) agrees with the reference mean squared residual.",
+    _B.RELU: "torch.relu agrees with the reference pointwise max(x, 0); NaN stays NaN.",
+    _B.GELU: "Exact GELU x * erfc(-x/sqrt 2)/2 by torch.special.erfc agrees with the reference (not tanh).",
+    _B.ADD: f"torch.add {_BINARY}",
+    _B.SUB: f"torch.sub {_BINARY}",
+    _B.MUL: f"torch.mul {_BINARY}",
+    _B.SCALE: "torch.mul by the factor rounded to the input dtype agrees with the reference scaling.",
+    _B.ABS: "torch.abs agrees with the reference absolute value.",
+    _B.SQRT: "torch.sqrt agrees with the reference square root.",
+    _B.CLAMP: "torch.clamp with bounds rounded to the input dtype agrees with the reference clamp.",
+    _B.MAX: f"torch.maximum {_BINARY}",
+    _B.MIN: f"torch.minimum {_BINARY}",
+    _B.SIGMOID: "torch.sigmoid agrees with the reference logistic function.",
+    _B.TANH: "torch.tanh agrees with the reference hyperbolic tangent.",
+    _B.SOFTPLUS: "max(x, 0) + log1p(exp(-|x|)) by torch kernels agrees with the reference softplus.",
+    _B.EXP: "torch.exp agrees with the reference exponential.",
+    _B.LOG: "torch.log agrees with the reference natural logarithm.",
+    _B.SIN: "torch.sin agrees with the reference sine.",
+    _B.COS: "torch.cos agrees with the reference cosine.",
+    _B.INV: "torch.reciprocal agrees with the reference 1 / x.",
+    _B.SAFE_LOG: "log(softplus(x) + eps) by torch kernels agrees with the reference safe_log.",
     _B.LOG_SOFTMAX: "torch.log_softmax agrees with the reference stable row/axis normalization.",
     _B.SOFTMAX: "torch.softmax agrees with the reference row/axis normalization.",
     _B.REDUCE_SUM: "torch.sum agrees with the reference explicit reduction contract.",
     _B.REDUCE_MEAN: "torch.mean agrees with the reference explicit reduction contract.",
+    _B.RESHAPE: "torch.reshape, a zero-copy view of the input's storage, equals the reference reshape.",
+    _B.PERMUTE: "torch.permute made contiguous equals the reference axis permutation.",
+    _B.BROADCAST: "torch.broadcast_to made contiguous equals the reference materialised broadcast.",
     _B.LAYER_NORM: "torch.nn.functional.layer_norm agrees with the reference per-row normalization.",
+    _B.BATCH_NORM: (
+        "torch.nn.functional.batch_norm (running statistics never updated) agrees with the reference "
+        "channel-first normalization."
+    ),
     _B.CONV: "torch.nn.functional.conv1d/2d/3d agrees with the reference channel-first convolution.",
     _B.CONV_TRANSPOSE: (
         "torch.nn.functional.conv_transpose1d/2d/3d agrees with the reference channel-first transpose "
@@ -90,9 +174,45 @@ _VALUE: dict[BackendOp, str] = {
     ),
 }
 
+_VJP_KERNELS: dict[BackendOp, str] = {
+    _B.MATMUL: "torch.matmul for g @ b^T and a^T @ g, torch.sum over broadcast batch axes",
+    _B.LINEAR: "torch.matmul and torch.sum over the leading rows",
+    _B.MSE_LOSS: "torch elementwise kernels",
+    _B.LOG_SOFTMAX: "torch._log_softmax_backward_data",
+    _B.SOFTMAX: "torch._softmax_backward_data",
+    _B.REDUCE_SUM: "a torch broadcast of the cotangent",
+    _B.REDUCE_MEAN: "a torch division and broadcast of the cotangent",
+    _B.RESHAPE: "a torch reshape of the cotangent",
+    _B.PERMUTE: "the inverse torch permutation of the cotangent",
+    _B.BROADCAST: "torch.sum over the broadcast axes",
+    _B.LAYER_NORM: "aten native_layer_norm_backward",
+    _B.BATCH_NORM: "aten native_batch_norm_backward",
+    _B.CONV: "aten convolution_backward",
+    _B.CONV_TRANSPOSE: "aten convolution_backward (transposed)",
+    _B.MAX_POOL: "aten max_pool2d/3d_with_indices_backward",
+    _B.AVG_POOL: "aten avg_pool2d/3d_backward",
+    _B.SCALED_DOT_PRODUCT_ATTENTION: "torch.matmul and masked torch selections",
+}
+
+
+def kernel_path(op: BackendOp) -> str:
+    """The repository path of the module holding ``op``'s aten forward and VJP."""
+    if op in _POINTWISE:
+        return POINTWISE_PATH
+    return SPATIAL_PATH if op in _SPATIAL else KERNELS_PATH
+
+
+def _vjp_summary(op: BackendOp) -> str:
+    inside = _VJP_KERNELS.get(op, "torch elementwise kernels, torch.sum over broadcast axes")
+    return (
+        f"TorchLean tape applies the reference `{op.label}` VJP rule, evaluated with torch CPU kernels "
+        f"({inside}); reduction order implementation-defined."
+    )
+
 
 def _capsule(op: BackendOp) -> KernelCapsule:
     guard_module = SPATIAL_GUARDS if op in _SPATIAL else GUARDS
+    path = kernel_path(op)
     return KernelCapsule(
         name=f"aten.{op.label}",
         op=op,
@@ -108,19 +228,21 @@ def _capsule(op: BackendOp) -> KernelCapsule:
         ),
         layout_contract=guarded(
             ContractClaim.layout_compatibility(op, TensorLayout.CANONICAL_TENSOR),
-            "Canonical TorchLean CPU arrays are handed to torch as contiguous tensors and copied back.",
+            "Canonical TorchLean CPU arrays are shared with torch without a copy and results come back "
+            "without a copy.",
             LAYOUT_GUARD,
         ),
         value_contract=tested(
             ContractClaim.value_refinement(op),
             _VALUE[op],
             DIFFERENTIAL_SUITE,
-            (NativeSymbolRef(KERNELS_PATH, f"def {op.label}("),),
+            (NativeSymbolRef(path, f"def {op.label}("),),
         ),
         vjp_contract=tested(
             ContractClaim.vjp_refinement(op, VJPMode.TORCHLEAN_TAPE),
-            f"TorchLean tape applies the reference `{op.label}` VJP at the saved inputs.",
-            DIFFERENTIAL_SUITE,
+            _vjp_summary(op),
+            GRADIENT_SUITE,
+            (NativeSymbolRef(path, f"def {op.label}_vjp("),),
         ),
         numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),
     )

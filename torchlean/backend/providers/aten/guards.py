@@ -1,7 +1,7 @@
 """The layout guard of the ``aten`` kernels (the capsules' layout ``runtimeGuard`` evidence).
 
-Every kernel in :mod:`torchlean.backend.providers.aten.kernels` runs its shape guard (a reference
-guard with identical semantics) and then hands its array operands to torch through
+Every forward and VJP in ``aten/kernels.py``, ``aten/pointwise.py`` and ``aten/spatial.py`` runs
+its shape guard (the reference guard of the op) and then hands its array operands to torch through
 :func:`check_aten_layout`, the only place where numpy storage becomes torch tensors. Source: the
 ``canonical-tensor`` layout obligation (anchor-backend.md §1.10) and ``torch.from_numpy``'s rules
 (native byte order, element-aligned strides).
@@ -23,16 +23,16 @@ __all__ = ["check_aten_layout"]
 
 Array = npt.NDArray[Any]
 
-_ACCEPTED = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_))
+_ACCEPTED = frozenset({np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)})
 
 
-def check_aten_layout(op: str, *arrays: Array | None) -> list[torch.Tensor | None]:
+def check_aten_layout(op: str, *arrays: Array) -> list[torch.Tensor]:
     """Refuse operands outside TorchLean's canonical CPU layout; wrap the others as torch tensors.
 
     Args:
         op: the op label (the error message starts with it).
         arrays: numpy arrays of dtype float32, float64 (data) or bool (masks), any shape and
-            strides, or ``None`` for an absent optional operand (kept as ``None``).
+            strides (an absent optional operand is not passed: kernels keep ``None`` themselves).
 
     Returns:
         One CPU tensor per operand with the operand's shape, dtype and values, never recorded by
@@ -45,22 +45,20 @@ def check_aten_layout(op: str, *arrays: Array | None) -> list[torch.Tensor | Non
     """
     import torch
 
-    tensors: list[torch.Tensor | None] = []
+    from_numpy = torch.from_numpy
+    tensors: list[torch.Tensor] = []
     for position, arr in enumerate(arrays):
-        if arr is None:
-            tensors.append(None)
-            continue
         if not isinstance(arr, np.ndarray):
             raise GuardError(
                 f"{op}: operand {position} must be a numpy.ndarray in TorchLean's canonical tensor layout; "
                 f"got {type(arr).__name__} (accepted: numpy.ndarray of float32, float64 or bool)"
             )
-        if arr.dtype not in _ACCEPTED or not arr.dtype.isnative:
+        if arr.dtype not in _ACCEPTED:  # a byte-swapped dtype compares unequal to the native one
             raise GuardError(
                 f"{op}: operand {position} has dtype {arr.dtype} (byte order {arr.dtype.byteorder!r}); "
                 "accepted: native-byte-order float32, float64 or bool"
             )
-        if not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
+        if not arr.flags.carray:  # C-contiguous, aligned and writeable
             arr = np.array(arr, order="C", copy=True)
-        tensors.append(torch.from_numpy(arr))
+        tensors.append(from_numpy(arr))
     return tensors

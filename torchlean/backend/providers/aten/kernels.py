@@ -1,74 +1,78 @@
-"""Forward kernels of the ``aten`` provider: torch CPU operators on TorchLean's numpy storage.
+"""Contraction, normalisation, reduction, view and attention kernels of the ``aten`` provider.
 
-Each ``<op>(*inputs, **params)`` has the signature and the semantics of the reference forward of
-the same label (:mod:`torchlean.backend.providers.reference.kernels` and ``.spatial``):
+Forwards and VJPs of matmul, linear, mse_loss, log_softmax, softmax, reduce_sum, reduce_mean,
+reshape, permute, broadcast and scaled_dot_product_attention, evaluated with torch CPU kernels on
+TorchLean's numpy storage (the pointwise ops are in ``aten/pointwise.py``, the channel-first ops
+in ``aten/spatial.py``). Each has the signature, the guard and the rule of the reference kernel of
+the same label (:mod:`torchlean.backend.providers.reference.kernels`):
 
-1. it calls the reference shape guard with identical semantics (``reference.guards.check_<op>``,
-   or ``reference.spatial_guards.check_<op>`` for the spatial ops), which refuses bad shapes,
-   dtypes, axes and parameters with :class:`~torchlean.backend.errors.GuardError`;
-2. it hands the operands to torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout`
-   (the layout guard) and runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion), outside torch autograd;
-3. it returns a fresh C-contiguous numpy array that never aliases an input.
+1. ``<op>(*inputs, **params)`` calls the reference guard ``reference.guards.check_<op>`` (same
+   refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
+   torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
+   C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
+   promotion) and returns the torch result as a numpy array without a copy. Results of ``reshape``
+   (always) and of ``permute``/``broadcast`` (when the result needs no copy: an identity
+   permutation, a broadcast to the input's own shape) are views sharing the input's storage, as
+   the torch views they are; every other result is freshly allocated and aliases no input.
+2. ``<op>_vjp(g, *inputs, out, **params)`` runs the same guard, checks ``g`` and ``out`` as the
+   reference VJP does, and evaluates TorchLean's backward rule (the reference's) with torch
+   kernels inside it: matmul ``g @ b^T``, ``a^T @ g`` by ``torch.matmul``; softmax and log-softmax
+   by ``torch._softmax_backward_data`` / ``_log_softmax_backward_data`` (the same formulas); sums
+   over broadcast or reduced axes by ``torch.sum``. One cotangent per input (``None`` for a mask
+   or an absent bias), reduced to that input's shape and dtype, each a fresh C-contiguous array
+   that aliases no input, no ``g`` and no other cotangent.
 
-Reductions and contractions run in whatever order torch's CPU kernels choose (BLAS, oneDNN,
-vectorised reductions): the capsules declare ``implementation-defined``, and the differential suite
-``tests/runtime/test_aten_differential.py`` bounds the difference from the reference left folds.
-There are no VJPs here: the ``aten`` capsules' backward is TorchLean's tape applying the reference
-VJP at the saved inputs (``aten/handlers.py``). NaN and infinity propagate as in PyTorch.
+torch autograd never records: operands come from ``torch.from_numpy`` and never require a
+gradient. Reductions and contractions run in whatever order torch's CPU kernels choose (BLAS,
+vectorised reductions): the capsules declare ``implementation-defined``, and the differential
+suites ``tests/runtime/test_aten_differential.py`` (values) and ``test_aten_gradients.py`` (VJPs)
+bound the difference from the reference left folds. NaN and infinity propagate as in PyTorch;
+attention keeps the hard-mask rules of DESIGN.md §1.9 in value and gradient.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from torchlean.backend.providers.aten import guards as aten_guards
-from torchlean.backend.providers.reference import guards, spatial_guards
-from torchlean.backend.providers.reference.spatial_guards import IntOrTuple, Window
+from torchlean.backend.providers.aten._common import Array, check_vjp, host, optional, reduce_to
+from torchlean.backend.providers.reference import guards
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "avg_pool",
-    "conv",
-    "conv_transpose",
-    "layer_norm",
+    "broadcast",
+    "broadcast_vjp",
     "linear",
+    "linear_vjp",
     "log_softmax",
+    "log_softmax_vjp",
     "matmul",
-    "max_pool",
+    "matmul_vjp",
     "mse_loss",
+    "mse_loss_vjp",
+    "permute",
+    "permute_vjp",
     "reduce_mean",
+    "reduce_mean_vjp",
     "reduce_sum",
+    "reduce_sum_vjp",
+    "reshape",
+    "reshape_vjp",
     "scaled_dot_product_attention",
+    "scaled_dot_product_attention_vjp",
     "softmax",
+    "softmax_vjp",
 ]
 
-Array = npt.NDArray[Any]
 Axis = int | tuple[int, ...] | None
-
-
-def _tensors(op: str, *arrays: Array | None) -> list[torch.Tensor]:
-    """The operands as torch tensors (layout guard); every operand must be present."""
-    tensors = aten_guards.check_aten_layout(op, *arrays)
-    present = [t for t in tensors if t is not None]
-    assert len(present) == len(tensors)
-    return present
-
-
-def _host(result: torch.Tensor, *inputs: Array | None) -> Array:
-    """``result`` as a C-contiguous numpy array that shares no memory with ``inputs``."""
-    out: Array = result.detach().numpy()
-    if not out.flags.c_contiguous or any(
-        x is not None and np.may_share_memory(out, x) for x in inputs
-    ):
-        out = np.array(out, order="C", copy=True)
-    return out
+Grads = tuple[Array | None, ...]
+"""One cotangent per forward input, as the reference VJPs return."""
 
 
 # ================================================================================ contractions
@@ -80,8 +84,28 @@ def matmul(a: Array, b: Array) -> Array:
     import torch
 
     guards.check_matmul(a, b)
-    ta, tb = _tensors("matmul", a, b)
-    return _host(torch.matmul(ta, tb), a, b)
+    ta, tb = aten_guards.check_aten_layout("matmul", a, b)
+    return host(torch.matmul(ta, tb))
+
+
+def matmul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
+    """VJP of :func:`matmul`: ``(g @ b^T, a^T @ g)`` by ``torch.matmul``, summed over broadcast
+    batch axes and un-promoted to the operands' shapes (a 1-D ``a`` is ``(1, K)``, a 1-D ``b`` is
+    ``(K, 1)`` inside the rule)."""
+    import torch
+
+    shape = guards.check_matmul(a, b)
+    check_vjp("matmul", g, out, shape, a.dtype)
+    tg, ta, tb = aten_guards.check_aten_layout("matmul", g, a, b)
+    if a.ndim == 2 and b.ndim == 2:
+        return host(torch.matmul(tg, tb.mT)), host(torch.matmul(ta.mT, tg))
+    a2 = ta.unsqueeze(0) if a.ndim == 1 else ta
+    b2 = tb.unsqueeze(1) if b.ndim == 1 else tb
+    batch = np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
+    g2 = tg.reshape((*batch, a2.shape[-2], b2.shape[-1]))
+    da = reduce_to(torch.matmul(g2, b2.mT), a2.shape).reshape(a.shape)
+    db = reduce_to(torch.matmul(a2.mT, g2), b2.shape).reshape(b.shape)
+    return host(da), host(db)
 
 
 def linear(x: Array, w: Array, b: Array | None = None) -> Array:
@@ -90,9 +114,24 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     import torch
 
     guards.check_linear(x, w, b)
-    tx, tw, tb = aten_guards.check_aten_layout("linear", x, w, b)
-    assert tx is not None and tw is not None
-    return _host(torch.nn.functional.linear(tx, tw, tb), x, w, b)
+    tx, tw = aten_guards.check_aten_layout("linear", x, w)
+    return host(torch.nn.functional.linear(tx, tw, optional("linear", b)))
+
+
+def linear_vjp(g: Array, x: Array, w: Array, b: Array | None = None, *, out: Array) -> Grads:
+    """VJP of :func:`linear`: ``(g @ w, g^T @ x, sum of g over rows)`` by ``torch.matmul`` and
+    ``torch.sum`` over all leading rows; ``None`` for an absent bias."""
+    import torch
+
+    shape = guards.check_linear(x, w, b)
+    check_vjp("linear", g, out, shape, x.dtype)
+    tg, tx, tw = aten_guards.check_aten_layout("linear", g, x, w)
+    rows = math.prod(x.shape[:-1])
+    g_rows = tg.reshape((rows, w.shape[0]))
+    dx = torch.matmul(g_rows, tw).reshape(x.shape)
+    dw = torch.matmul(g_rows.mT, tx.reshape((rows, w.shape[1])))
+    db = None if b is None else host(torch.sum(g_rows, 0))
+    return host(dx), host(dw), db
 
 
 def mse_loss(a: Array, b: Array) -> Array:
@@ -101,20 +140,51 @@ def mse_loss(a: Array, b: Array) -> Array:
     import torch
 
     guards.check_mse_loss(a, b)
-    ta, tb = _tensors("mse_loss", a, b)
-    return _host(torch.nn.functional.mse_loss(ta, tb), a, b)
+    ta, tb = aten_guards.check_aten_layout("mse_loss", a, b)
+    return host(torch.nn.functional.mse_loss(ta, tb))
+
+
+def mse_loss_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
+    """VJP of :func:`mse_loss`: ``(2 g (a - b) / n, -2 g (a - b) / n)`` with the reference's
+    coefficient ``g * 2 / n`` (``n`` rounded to the dtype)."""
+    import torch
+
+    guards.check_mse_loss(a, b)
+    check_vjp("mse_loss", g, out, (), a.dtype)
+    tg, ta, tb = aten_guards.check_aten_layout("mse_loss", g, a, b)
+    coefficient = torch.mul(tg, 2.0).div_(float(a.size))
+    da = torch.sub(ta, tb).mul_(coefficient)
+    return host(da), host(torch.neg(da))
 
 
 # ===================================================================== softmax normalisations
 
 
 def softmax(x: Array, *, axis: int = -1) -> Array:
-    """``torch.softmax(x, axis)``; a rank-0 input gives 1 (guard ``check_softmax``)."""
+    """``torch.softmax(x, axis)``; a rank-0 input gives 1, an empty axis an empty result
+    (guard ``check_softmax``)."""
     import torch
 
     ax = guards.check_softmax(x, axis=axis)
-    (tx,) = _tensors("softmax", x)
-    return _host(torch.softmax(tx, ax), x)
+    (tx,) = aten_guards.check_aten_layout("softmax", x)
+    return host(torch.softmax(tx, ax))
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    """A rank-0 tensor as one row of length 1 (as the reference's ``_as_rows``)."""
+    return t.reshape(1) if t.dim() == 0 else t
+
+
+def softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
+    """VJP of :func:`softmax`: ``out * (g - sum(g * out))`` along the axis
+    (``torch._softmax_backward_data``)."""
+    import torch
+
+    ax = guards.check_softmax(x, axis=axis)
+    check_vjp("softmax", g, out, x.shape, x.dtype)
+    tg, to = aten_guards.check_aten_layout("softmax", g, out)
+    grad = torch.ops.aten._softmax_backward_data(_rows(tg), _rows(to), ax, to.dtype)
+    return (host(grad.reshape(x.shape)),)
 
 
 def log_softmax(x: Array, *, axis: int = -1) -> Array:
@@ -122,197 +192,196 @@ def log_softmax(x: Array, *, axis: int = -1) -> Array:
     import torch
 
     ax = guards.check_log_softmax(x, axis=axis)
-    (tx,) = _tensors("log_softmax", x)
-    return _host(torch.log_softmax(tx, ax), x)
+    (tx,) = aten_guards.check_aten_layout("log_softmax", x)
+    return host(torch.log_softmax(tx, ax))
+
+
+def log_softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
+    """VJP of :func:`log_softmax`: ``g - exp(out) * sum(g)`` along the axis
+    (``torch._log_softmax_backward_data``)."""
+    import torch
+
+    ax = guards.check_log_softmax(x, axis=axis)
+    check_vjp("log_softmax", g, out, x.shape, x.dtype)
+    tg, to = aten_guards.check_aten_layout("log_softmax", g, out)
+    grad = torch.ops.aten._log_softmax_backward_data(_rows(tg), _rows(to), ax, to.dtype)
+    return (host(grad.reshape(x.shape)),)
 
 
 # ================================================================================== reductions
 
 
+def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if ax in axes else s for ax, s in enumerate(shape))
+    return tuple(s for ax, s in enumerate(shape) if ax not in axes)
+
+
+def _expand(t: torch.Tensor, shape: Sequence[int], axes: Sequence[int]) -> torch.Tensor:
+    """``t`` (the reduced shape) broadcast back over ``axes`` to ``shape``, as a fresh tensor."""
+    import torch
+
+    kept = tuple(1 if ax in axes else s for ax, s in enumerate(shape))
+    return t.reshape(kept).expand(tuple(shape)).clone(memory_format=torch.contiguous_format)
+
+
 def reduce_sum(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """``torch.sum`` over ``axis`` (int, non-empty tuple, or None = all); an empty reduction gives
-    0 and a rank-0 input itself (guard ``check_reduce_sum``)."""
+    0 and a rank-0 input a copy of itself (guard ``check_reduce_sum``)."""
     import torch
 
     axes = guards.check_reduce_sum(x, axis=axis, keepdims=keepdims)
-    (tx,) = _tensors("reduce_sum", x)
+    (tx,) = aten_guards.check_aten_layout("reduce_sum", x)
     if not axes:  # rank 0: summing no axes is the identity (torch's dim=() would mean "all")
-        return np.array(x, order="C", copy=True)
-    return _host(torch.sum(tx, dim=axes, keepdim=keepdims), x)
+        return host(tx.clone())
+    return host(torch.sum(tx, dim=axes, keepdim=keepdims))
+
+
+def reduce_sum_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
+    """VJP of :func:`reduce_sum`: ``g`` broadcast back over the reduced axes."""
+    axes = guards.check_reduce_sum(x, axis=axis, keepdims=keepdims)
+    check_vjp("reduce_sum", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    (tg,) = aten_guards.check_aten_layout("reduce_sum", g)
+    return (host(_expand(tg, x.shape, axes)),)
 
 
 def reduce_mean(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """``torch.mean`` over ``axis``; an empty reduction gives NaN and a rank-0 input itself
-    (guard ``check_reduce_mean``)."""
+    """``torch.mean`` over ``axis``; an empty reduction gives NaN and a rank-0 input a copy of
+    itself (guard ``check_reduce_mean``)."""
     import torch
 
     axes = guards.check_reduce_mean(x, axis=axis, keepdims=keepdims)
-    (tx,) = _tensors("reduce_mean", x)
+    (tx,) = aten_guards.check_aten_layout("reduce_mean", x)
     if not axes:
-        return np.array(x, order="C", copy=True)
-    return _host(torch.mean(tx, dim=axes, keepdim=keepdims), x)
+        return host(tx.clone())
+    return host(torch.mean(tx, dim=axes, keepdim=keepdims))
 
 
-# =============================================================================== channel-first
-
-
-def layer_norm(
-    x: Array,
-    weight: Array | None = None,
-    bias: Array | None = None,
-    *,
-    normalized_ndim: int = 1,
-    eps: float = 1e-5,
-) -> Array:
-    """``torch.nn.functional.layer_norm`` over the trailing ``normalized_ndim`` axes (biased
-    variance, ``1/sqrt(var + eps)``); weight and bias None or of the normalised shape
-    (guard ``check_layer_norm``)."""
+def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
+    """VJP of :func:`reduce_mean`: ``g / count`` (count rounded to the dtype) broadcast back over
+    the reduced axes."""
     import torch
 
-    axes = spatial_guards.check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
-    tx, tw, tb = aten_guards.check_aten_layout("layer_norm", x, weight, bias)
-    assert tx is not None
-    shape = [x.shape[a] for a in axes]
-    return _host(torch.nn.functional.layer_norm(tx, shape, tw, tb, float(eps)), x, weight, bias)
+    axes = guards.check_reduce_mean(x, axis=axis, keepdims=keepdims)
+    check_vjp("reduce_mean", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    (tg,) = aten_guards.check_aten_layout("reduce_mean", g)
+    count = math.prod(x.shape[ax] for ax in axes)
+    return (host(_expand(torch.div(tg, float(count)), x.shape, axes)),)
 
 
-def _conv_fn(op: str, nd: int) -> Any:
-    import torch.nn.functional as F
-
-    table = {
-        "conv": (F.conv1d, F.conv2d, F.conv3d),
-        "conv_transpose": (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d),
-        "max_pool": (F.max_pool1d, F.max_pool2d, F.max_pool3d),
-        "avg_pool": (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d),
-    }
-    return table[op][nd - 1]
+# ======================================================================================= views
 
 
-def conv(
-    x: Array,
-    w: Array,
-    b: Array | None = None,
-    *,
-    stride: IntOrTuple = 1,
-    padding: IntOrTuple = 0,
-    dilation: IntOrTuple = 1,
-    groups: int = 1,
-) -> Array:
-    """``torch.nn.functional.conv1d/2d/3d``: x ``(N, C_in, *spatial)``, w
-    ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)`` or None; zero padding. Returns
-    ``(N, C_out, *out)`` (guard ``check_conv``)."""
-    window = spatial_guards.check_conv(
-        x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
-    )
-    tx, tw, tb = aten_guards.check_aten_layout("conv", x, w, b)
-    fn = _conv_fn("conv", x.ndim - 2)
-    result = fn(
-        tx, tw, tb, stride=window.stride, padding=window.padding, dilation=window.dilation, groups=groups
-    )
-    return _host(result, x, w, b)
+def reshape(x: Array, *, shape: Sequence[int]) -> Array:
+    """Row-major ``torch.reshape`` to ``shape`` (one ``-1`` may be inferred): a view sharing the
+    input's storage, no copy (guard ``check_reshape``)."""
+    target = guards.check_reshape(x, shape=shape)
+    (tx,) = aten_guards.check_aten_layout("reshape", x)
+    return host(tx.reshape(target))
 
 
-def _output_padding(window: Window) -> tuple[int, ...]:
-    """The per-axis ``output_padding`` the guard accepted, recovered from the validated window."""
-    return tuple(
-        size - ((n - 1) * s - 2 * p + d * (k - 1) + 1)
-        for size, n, s, p, d, k in zip(
-            window.input,
-            window.output,
-            window.stride,
-            window.padding,
-            window.dilation,
-            window.kernel,
-            strict=True,
-        )
-    )
+def reshape_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
+    """VJP of :func:`reshape`: ``g`` reshaped to ``x.shape`` (a fresh copy)."""
+    import torch
+
+    target = guards.check_reshape(x, shape=shape)
+    check_vjp("reshape", g, out, target, x.dtype)
+    (tg,) = aten_guards.check_aten_layout("reshape", g)
+    return (host(tg.reshape(x.shape).clone(memory_format=torch.contiguous_format)),)
 
 
-def conv_transpose(
-    x: Array,
-    w: Array,
-    b: Array | None = None,
-    *,
-    stride: IntOrTuple = 1,
-    padding: IntOrTuple = 0,
-    output_padding: IntOrTuple = 0,
-    dilation: IntOrTuple = 1,
-    groups: int = 1,
-) -> Array:
-    """``torch.nn.functional.conv_transpose1d/2d/3d``: x ``(N, C_in, *spatial)``, w
-    ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None. Returns ``(N, C_out, *out)``
-    (guard ``check_conv_transpose``)."""
-    window = spatial_guards.check_conv_transpose(
-        x,
-        w,
-        b,
-        stride=stride,
-        padding=padding,
-        output_padding=output_padding,
-        dilation=dilation,
-        groups=groups,
-    )
-    tx, tw, tb = aten_guards.check_aten_layout("conv_transpose", x, w, b)
-    fn = _conv_fn("conv_transpose", x.ndim - 2)
-    result = fn(
-        tx,
-        tw,
-        tb,
-        stride=window.stride,
-        padding=window.padding,
-        output_padding=_output_padding(window),
-        groups=groups,
-        dilation=window.dilation,
-    )
-    return _host(result, x, w, b)
+def permute(x: Array, *, perm: Sequence[int]) -> Array:
+    """Axis permutation (``torch.permute``, output axis ``i`` is input axis ``perm[i]``) made
+    contiguous: a fresh copy, or a view of the input when its layout is already row-major (an
+    identity permutation) (guard ``check_permute``)."""
+    axes = guards.check_permute(x, perm=perm)
+    (tx,) = aten_guards.check_aten_layout("permute", x)
+    return host(tx.permute(axes).contiguous())
 
 
-def max_pool(
-    x: Array,
-    *,
-    kernel_size: IntOrTuple,
-    stride: IntOrTuple | None = None,
-    padding: IntOrTuple = 0,
-    dilation: IntOrTuple = 1,
-) -> Array:
-    """``torch.nn.functional.max_pool1d/2d/3d`` (floor mode; padding never selected; NaN
-    propagates). Returns ``(N, C, *out)`` (guard ``check_max_pool``)."""
-    window = spatial_guards.check_max_pool(
-        x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation
-    )
-    (tx,) = _tensors("max_pool", x)
-    fn = _conv_fn("max_pool", x.ndim - 2)
-    result = fn(
-        tx,
-        window.kernel,
-        stride=window.stride,
-        padding=window.padding,
-        dilation=window.dilation,
-        ceil_mode=False,
-    )
-    return _host(result, x)
+def permute_vjp(g: Array, x: Array, *, out: Array, perm: Sequence[int]) -> Grads:
+    """VJP of :func:`permute`: ``g`` permuted by the inverse permutation (a fresh copy)."""
+    import torch
+
+    axes = guards.check_permute(x, perm=perm)
+    check_vjp("permute", g, out, tuple(x.shape[a] for a in axes), x.dtype)
+    (tg,) = aten_guards.check_aten_layout("permute", g)
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return (host(tg.permute(inverse).clone(memory_format=torch.contiguous_format)),)
 
 
-def avg_pool(
-    x: Array, *, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
-) -> Array:
-    """``torch.nn.functional.avg_pool1d/2d/3d`` with ``count_include_pad=True`` (floor mode).
-    Returns ``(N, C, *out)`` (guard ``check_avg_pool``)."""
-    window = spatial_guards.check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
-    (tx,) = _tensors("avg_pool", x)
-    fn = _conv_fn("avg_pool", x.ndim - 2)
-    result = fn(
-        tx,
-        window.kernel,
-        stride=window.stride,
-        padding=window.padding,
-        ceil_mode=False,
-        count_include_pad=True,
-    )
-    return _host(result, x)
+def broadcast(x: Array, *, shape: Sequence[int]) -> Array:
+    """``torch.broadcast_to(x, shape)`` (numpy rules) materialised contiguously: a fresh array,
+    or a view of the input when ``shape`` is its own shape (guard ``check_broadcast``)."""
+    target = guards.check_broadcast(x, shape=shape)
+    (tx,) = aten_guards.check_aten_layout("broadcast", x)
+    return host(tx.expand(target).contiguous())
+
+
+def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
+    """VJP of :func:`broadcast`: ``g`` summed (``torch.sum``) back to ``x.shape``."""
+    target = guards.check_broadcast(x, shape=shape)
+    check_vjp("broadcast", g, out, target, x.dtype)
+    (tg,) = aten_guards.check_aten_layout("broadcast", g)
+    reduced = reduce_to(tg, x.shape)
+    return (host(reduced.clone() if reduced is tg else reduced),)
 
 
 # ==================================================================================== attention
+
+
+def _attention_weights(
+    q: Array, k: Array, v: Array, tq: torch.Tensor, tk: torch.Tensor, mask: Array | None, factor: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled scores ``q k^T * scale`` broadcast to the full batch, then the softmax (no mask) or
+    the hard-masked softmax (DESIGN.md §1.9): blocked scores are selected away, never added as
+    -inf, so blocked weights and fully blocked rows are exactly 0. Returns the weights and the
+    broadcast ``allowed`` mask (None without a mask)."""
+    import torch
+
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    full = (*batch, q.shape[-2], k.shape[-2])
+    scores = torch.broadcast_to(torch.matmul(tq, tk.mT) * factor, full)
+    if mask is None:
+        return torch.softmax(scores, -1), None
+    (tmask,) = aten_guards.check_aten_layout("scaled_dot_product_attention", mask)
+    allowed = torch.broadcast_to(tmask, full)
+    if k.shape[-2] == 0:
+        return scores, allowed
+    any_allowed = allowed.any(-1, keepdim=True)
+    safe = torch.where(allowed, scores, 0.0)
+    row_max = torch.where(allowed, safe, -math.inf).amax(-1, keepdim=True)
+    row_max = torch.where(any_allowed, row_max, 0.0)
+    numerator = torch.where(allowed, torch.exp(safe - row_max), 0.0)
+    denominator = torch.where(any_allowed, numerator.sum(-1, keepdim=True), 1.0)
+    return numerator / denominator, allowed
+
+
+def _matmul_where(a: torch.Tensor, b: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """``sum_k [allowed[m, k]] a[m, k] * b[k, n]`` with ``a`` exactly 0 wherever ``allowed`` is
+    False: ``torch.matmul``, except that rows of ``b`` holding NaN/inf are zeroed first (a blocked
+    ``0 * inf`` must contribute nothing) and every output row that does attend such a row of ``b``
+    is recomputed as a sum over its allowed ``k`` only (its value is legitimately non-finite)."""
+    import torch
+
+    if allowed is None:
+        return torch.matmul(a, b)
+    finite = torch.isfinite(b).all(-1)  # (..., K)
+    if bool(finite.all()):
+        return torch.matmul(a, b)
+    result = torch.matmul(a, torch.where(finite[..., None], b, 0.0))
+    tainted = (allowed & ~finite[..., None, :]).any(-1)  # (..., M)
+    if bool(tainted.any()):
+        terms = torch.where(allowed[..., None], a[..., None] * b[..., None, :, :], 0.0)
+        result = torch.where(tainted[..., None], terms.sum(-2), result)
+    return result
+
+
+def _scale(q: Array, scale: float | None) -> float:
+    d = q.shape[-1]
+    return (1.0 / math.sqrt(d) if d > 0 else 1.0) if scale is None else float(scale)
 
 
 def scaled_dot_product_attention(
@@ -328,41 +397,51 @@ def scaled_dot_product_attention(
     ``torch.matmul(weights, v)``. With a mask (DESIGN.md §1.9, anchor-runtime.md §5.2) blocked
     scores are *selected away* (``torch.where``), never added as -inf: the weights are exactly 0
     at blocked entries and on fully blocked rows, so those rows are exactly 0, and a NaN or
-    infinity in a blocked score never reaches the output. Value rows that are not finite are
-    zeroed before the product; a query row that attends such a row is recomputed as a sum over
-    its allowed keys only (its result is legitimately non-finite), so a blocked non-finite value
-    never leaks into another row.
+    infinity in a blocked score or value never reaches the output.
+    """
+    guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    tq, tk, tv = aten_guards.check_aten_layout("scaled_dot_product_attention", q, k, v)
+    weights, allowed = _attention_weights(q, k, v, tq, tk, mask, _scale(q, scale))
+    return host(_matmul_where(weights, tv, allowed))
+
+
+def scaled_dot_product_attention_vjp(
+    g: Array,
+    q: Array,
+    k: Array,
+    v: Array,
+    mask: Array | None = None,
+    *,
+    out: Array,
+    scale: float | None = None,
+) -> Grads:
+    """VJP of :func:`scaled_dot_product_attention`: ``(dq, dk, dv, None)``, the reference rule.
+
+    Recomputes the weights ``W``, then ``dW = g v^T``, ``dv = W^T g``, ``dS = softmax-VJP(dW) *
+    scale`` (``torch._softmax_backward_data``; with a mask the hard-masked VJP with the mask
+    constant: ``W * (g - sum(g * W))`` at allowed entries, exactly 0 at blocked ones), ``dq = dS k``,
+    ``dk = dS^T q``, each summed over broadcast leading axes. Blocked pairs are selected away in
+    every contraction, so fully masked rows get zero gradients and NaN/inf at blocked positions
+    never leak.
     """
     import torch
 
-    guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    shape = guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
     op = "scaled_dot_product_attention"
-    tq, tk, tv = _tensors(op, q, k, v)
-    d = q.shape[-1]
-    factor = (1.0 / math.sqrt(d) if d > 0 else 1.0) if scale is None else float(scale)
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    full = (*batch, q.shape[-2], k.shape[-2])
-    scores = torch.broadcast_to(torch.matmul(tq, tk.transpose(-1, -2)) * factor, full)
-    if mask is None:
-        return _host(torch.matmul(torch.softmax(scores, -1), tv), q, k, v)
-    (tmask,) = _tensors(op, mask)
-    allowed = torch.broadcast_to(tmask, full)
-    if k.shape[-2] == 0:
-        weights = scores
+    check_vjp(op, g, out, shape, q.dtype)
+    tg, tq, tk, tv = aten_guards.check_aten_layout(op, g, q, k, v)
+    factor = _scale(q, scale)
+    weights, allowed = _attention_weights(q, k, v, tq, tk, mask, factor)
+    d_weights = torch.matmul(tg, tv.mT)
+    if allowed is None:
+        d_scores = torch.ops.aten._softmax_backward_data(d_weights, weights, -1, weights.dtype) * factor
+        allowed_t = None
     else:
-        any_allowed = allowed.any(-1, keepdim=True)
-        safe = torch.where(allowed, scores, 0.0)
-        row_max = torch.where(allowed, safe, -math.inf).amax(-1, keepdim=True)
-        row_max = torch.where(any_allowed, row_max, 0.0)
-        numerator = torch.where(allowed, torch.exp(safe - row_max), 0.0)
-        denominator = torch.where(any_allowed, numerator.sum(-1, keepdim=True), 1.0)
-        weights = numerator / denominator
-    finite_values = torch.isfinite(tv).all(-1)  # (..., nK)
-    if bool(finite_values.all()):
-        return _host(torch.matmul(weights, tv), q, k, v, mask)
-    out = torch.matmul(weights, torch.where(finite_values[..., None], tv, 0.0))
-    tainted = (allowed & ~finite_values[..., None, :]).any(-1)  # (..., nQ)
-    if bool(tainted.any()):
-        terms = torch.where(allowed[..., None], weights[..., None] * tv[..., None, :, :], 0.0)
-        out = torch.where(tainted[..., None], terms.sum(-2), out)
-    return _host(out, q, k, v, mask)
+        g_allowed = torch.where(allowed, d_weights, 0.0)
+        dot = (g_allowed * weights).sum(-1, keepdim=True)
+        d_scores = torch.where(allowed, weights * (g_allowed - dot), 0.0) * factor
+        allowed_t = allowed.mT
+    dq = _matmul_where(d_scores, tk, allowed)
+    dk = _matmul_where(d_scores.mT, tq, allowed_t)
+    dv = _matmul_where(weights.mT, tg, allowed_t)
+    return host(reduce_to(dq, q.shape)), host(reduce_to(dk, k.shape)), host(reduce_to(dv, v.shape)), None

@@ -1,0 +1,306 @@
+"""Shared helpers of the ``bench/`` scripts: the common command line, thread settings, timing
+statistics, the environment block, the backend report, markdown tables and the record writer.
+
+Every script writes ``DIR/<name>.json`` (one record) and ``DIR/<name>.md`` (a short table, also
+printed). A record always holds ``name``, ``machine``, ``versions``, ``threads`` and ``backend``
+plus the script's own measurements; medians come with their spread (quartiles, min, max and the
+number of repeats). Nothing here asserts a speed: these are measurements, not tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """The common command line: ``--quick``, ``--out DIR``, ``--threads N`` and the hidden
+    ``--smoke`` (tiny sizes, for ``tests/bench``; its numbers mean nothing)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (all scripts < 5 min)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    p.add_argument("--threads", type=_positive_int, default=1,
+                   help="torch intra-op threads and BLAS threads (default 1)")
+    p.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def set_threads(n: int) -> None:
+    """Use ``n`` torch intra-op threads and (when ``threadpoolctl`` is installed) ``n`` BLAS/OpenMP
+    threads in numpy's libraries, so every implementation runs on the same thread count."""
+    torch.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:
+        return
+    threadpool_limits(n)
+
+
+def threads() -> dict[str, Any]:
+    """Thread settings in effect: torch intra-op/interop threads, the environment variables that
+    size thread pools, and numpy's native thread pools (``threadpoolctl``, when installed)."""
+    record: dict[str, Any] = {
+        "torch_intra_op": torch.get_num_threads(),
+        "torch_interop": torch.get_num_interop_threads(),
+        "env": {name: os.environ.get(name) for name in THREAD_ENV_VARS},
+    }
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        record["native_pools"] = "threadpoolctl not installed"
+    else:
+        record["native_pools"] = [
+            {"library": pool.get("prefix"), "api": pool.get("internal_api"),
+             "num_threads": pool.get("num_threads")}
+            for pool in threadpool_info()
+        ]
+    return record
+
+
+def machine() -> dict[str, Any]:
+    """Platform, processor and CPU count of this machine."""
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or _cpu_model(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def versions() -> dict[str, str]:
+    """Versions of python, numpy, torch and torchlean."""
+    try:
+        torchlean_version = metadata.version("torchlean")
+    except metadata.PackageNotFoundError:
+        torchlean_version = "not installed"
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "torchlean": torchlean_version,
+    }
+
+
+def summary(samples: Sequence[float]) -> dict[str, float | int]:
+    """Median, quartiles, IQR, min and max of ``samples`` and how many there are.
+
+    Raises:
+        ValueError: no samples.
+    """
+    if not samples:
+        raise ValueError("summary of no samples")
+    values = sorted(float(s) for s in samples)
+    if len(values) >= 2:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = q3 = values[0]
+    return {
+        "median": statistics.median(values),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "min": values[0],
+        "max": values[-1],
+        "repeats": len(values),
+    }
+
+
+def time_calls(
+    call: Callable[[], object], repeats: int, *, warmup: int = 1, collect: bool = False
+) -> list[float]:
+    """Wall seconds of ``repeats`` calls of ``call`` after ``warmup`` untimed calls. With
+    ``collect``, a full garbage collection runs (untimed) before each timed call, so no call pays
+    for garbage left by the previous one (the collector stays enabled during the call)."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(repeats):
+        if collect:
+            gc.collect()
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def backend_rows(selected: Iterable[Any]) -> list[dict[str, str]]:
+    """What ran: op, capsule name, provider and reduction policy of each accepted kernel
+    (``Trainer.selected``, ``Session.selected``, ``AcceptedGraphKernelPlan.kernels``), once each."""
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for kernel in selected:
+        capsule = kernel.capsule
+        if capsule.name in seen:
+            continue
+        seen.add(capsule.name)
+        rows.append({
+            "op": capsule.op.label,
+            "capsule": capsule.name,
+            "provider": capsule.provider.label,
+            "reduction": capsule.numerical_policy.reduction.label,
+        })
+    return rows
+
+
+def target(value: float, limit: float, description: str) -> dict[str, Any]:
+    """A target ``value <= limit``: the value, the limit and whether it was met."""
+    return {"target": description, "value": value, "limit": limit, "met": bool(value <= limit)}
+
+
+def verdict(entry: dict[str, Any] | None) -> str:
+    """``met`` / ``MISSED`` / ``-`` for a table cell."""
+    if entry is None:
+        return "-"
+    return "met" if entry["met"] else "MISSED"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
+    return "\n".join(lines)
+
+
+def base_record(name: str, quick: bool) -> dict[str, Any]:
+    """The keys every record starts with (``name``, ``machine``, ``versions``, ``threads``)."""
+    return {
+        "name": name,
+        "quick": quick,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),
+        "versions": versions(),
+        "threads": threads(),
+    }
+
+
+def write(out: Path, record: dict[str, Any], markdown: str) -> Path:
+    """Write ``out/<name>.json`` and ``out/<name>.md`` (the markdown is also printed);
+    returns the JSON path."""
+    out.mkdir(parents=True, exist_ok=True)
+    name = record["name"]
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2, default=_json_default) + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(markdown.rstrip() + "\n", encoding="utf-8")
+    print(markdown.rstrip())
+    print(f"\nwrote {path}")
+    return path
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# ------------------------------------------------------------------------------ peak memory
+
+MEMORY_METHOD = (
+    "peak resident set size during the call minus the resident set size just before it (Linux "
+    "/proc/self/status VmHWM after resetting it by writing 5 to /proc/self/clear_refs, minus "
+    "VmRSS); glibc's mmap threshold is fixed at 64 KiB (mallopt) so buffers freed before the call "
+    "leave the resident set and every allocation of numpy and torch is seen (set only after all "
+    "timings, as it slows allocations; 32 MiB afterwards); inputs are allocated before the call; "
+    "page granularity (4 KiB)"
+)
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_BYTES = 64 * 1024
+# glibc's largest dynamic threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX), set again on exit
+_MMAP_THRESHOLD_AFTER = 32 * 1024 * 1024
+
+
+class PeakRSS:
+    """Peak extra resident memory of calls (see :data:`MEMORY_METHOD`), as a context manager::
+
+        with PeakRSS() as peak:
+            extra_bytes = peak.measure(call)
+
+    Entering fixes glibc's mmap threshold at 64 KiB; leaving sets it to 32 MiB (the largest value
+    glibc's own dynamic threshold reaches), since glibc cannot return to its dynamic threshold.
+    ``available`` is False (with ``reason``) off Linux/glibc, and :meth:`measure` then returns
+    None.
+    """
+
+    def __init__(self) -> None:
+        self.available = False
+        self.reason = ""
+        self._libc: Any = None
+
+    def __enter__(self) -> PeakRSS:
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            if libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES) != 1:
+                raise OSError("mallopt(M_MMAP_THRESHOLD) refused")
+            self._libc = libc
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")
+            self._status()
+        except (OSError, AttributeError, KeyError) as exc:
+            self.reason = f"peak RSS not measurable here: {exc}"
+            return self
+        self.available = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._libc is not None:
+            self._libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_AFTER)
+        self.available = False
+
+    @staticmethod
+    def _status() -> dict[str, int]:
+        values: dict[str, int] = {}
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    key, rest = line.split(":", 1)
+                    values[key] = int(rest.split()[0]) * 1024
+        return {"rss": values["VmRSS"], "hwm": values["VmHWM"]}
+
+    def measure(self, call: Callable[[], object]) -> int | None:
+        """Peak extra resident bytes while ``call`` runs (None when unavailable)."""
+        if not self.available:
+            return None
+        gc.collect()
+        self._libc.malloc_trim(0)
+        before = self._status()["rss"]
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        call()
+        return max(self._status()["hwm"] - before, 0)

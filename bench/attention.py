@@ -1,0 +1,262 @@
+"""Attention forward + backward: seconds and peak memory for n = 256 .. 4096, d = 64, one head.
+
+Implementations (q, k, v of shape (n, 64), the same values and the same output cotangent for
+all; float32 unless ``--dtype float64``; no mask, default scale 1/sqrt(d)):
+
+* ``reference``: a torchlean eager session under ``checked_cpu``:
+  ``F.scaled_dot_product_attention`` then ``out.backward(gradient=d_out)`` (capsule
+  ``reference.attention``, fixed-left folds, numpy);
+* ``libtorch``: the same calls under ``libtorch_forward_cpu`` (forward through the libtorch SDPA
+  bridge, backward by torchlean's tape rule);
+* ``flash spec``: ``torchlean.spec.flash_attention_forward`` / ``flash_attention_backward`` with
+  64 x 64 tiles (numpy, products through ``@``);
+* ``torch sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` with autograd
+  (``out.backward(d_out)``).
+
+Times are wall seconds (median and spread of repeats after one untimed call), forward and
+backward separately and together. Peak memory is that of one forward + backward call measured
+by :data:`_record.MEMORY_METHOD` (resident-set high-water mark, which sees numpy and torch
+allocations alike; tracemalloc would miss torch's). A case whose forward + backward time,
+extrapolated quadratically in n from the previous size, would exceed ``--case-budget`` seconds
+over its repeats, is skipped and recorded with the reason. Memory is measured after all timings
+(one more call per case).
+
+Usage: ``python bench/attention.py [--quick] [--out DIR] [--dtype float32] [--case-budget S]``.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import _record
+import numpy as np
+import numpy.typing as npt
+import torch
+from tqdm import tqdm
+
+import torchlean as tl
+from torchlean import functional as tlf
+from torchlean.spec import FlashAttentionConfig, flash_attention_backward, flash_attention_forward
+
+NAME = "attention"
+D = 64
+BLOCK = 64
+SIZES = (256, 512, 1024, 2048, 4096)
+QUICK_SIZES = (256, 512, 1024, 2048)
+SMOKE_SIZES = (16, 32)
+
+Array = npt.NDArray[Any]
+# one forward + backward: returns (forward seconds, backward seconds)
+Call = Callable[[], tuple[float, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    q: Array
+    k: Array
+    v: Array
+    d_out: Array
+
+
+class Impl(abc.ABC):
+    """One implementation: builds the call for given inputs and reports what ran."""
+
+    name = ""
+
+    @abc.abstractmethod
+    def call(self, x: Inputs) -> Call:
+        """One forward + backward on ``x`` returning (forward seconds, backward seconds)."""
+
+    @abc.abstractmethod
+    def backend(self) -> list[dict[str, str]]:
+        """What ran: op, capsule, provider, reduction policy."""
+
+
+class SessionImpl(Impl):
+    """torchlean eager attention under a profile (``checked_cpu`` or ``libtorch_forward_cpu``)."""
+
+    def __init__(self, name: str, profile: str) -> None:
+        self.name = name
+        self.session = tl.session(profile)
+
+    def call(self, x: Inputs) -> Call:
+        def run() -> tuple[float, float]:
+            with self.session:
+                q, k, v = (tl.tensor(a, requires_grad=True) for a in (x.q, x.k, x.v))
+                d_out = tl.tensor(x.d_out)
+                started = time.perf_counter()
+                out = tlf.scaled_dot_product_attention(q, k, v)
+                middle = time.perf_counter()
+                out.backward(gradient=d_out)
+                return middle - started, time.perf_counter() - middle
+
+        return run
+
+    def backend(self) -> list[dict[str, str]]:
+        rows = _record.backend_rows(self.session.selected)
+        for row in rows:
+            row["profile"] = self.session.profile.name
+        return rows
+
+
+class FlashImpl(Impl):
+    name = "flash spec"
+    config = FlashAttentionConfig(BLOCK, BLOCK)
+
+    def call(self, x: Inputs) -> Call:
+        def run() -> tuple[float, float]:
+            started = time.perf_counter()
+            out, lse = flash_attention_forward(x.q, x.k, x.v, config=self.config)
+            middle = time.perf_counter()
+            flash_attention_backward(x.q, x.k, x.v, out, lse, x.d_out, config=self.config)
+            return middle - started, time.perf_counter() - middle
+
+        return run
+
+    def backend(self) -> list[dict[str, str]]:
+        return [{
+            "op": "scaled_dot_product_attention",
+            "capsule": f"torchlean.spec.flash_attention_forward/backward (tiles {BLOCK}x{BLOCK})",
+            "provider": "spec (numpy; tile products through @, i.e. BLAS)",
+            "reduction": "implementation-defined",
+        }]
+
+
+class TorchImpl(Impl):
+    name = "torch sdpa"
+
+    def call(self, x: Inputs) -> Call:
+        def run() -> tuple[float, float]:
+            q, k, v = (torch.from_numpy(a).requires_grad_(True) for a in (x.q, x.k, x.v))
+            d_out = torch.from_numpy(x.d_out)
+            started = time.perf_counter()
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            middle = time.perf_counter()
+            out.backward(d_out)  # type: ignore[no-untyped-call]
+            return middle - started, time.perf_counter() - middle
+
+        return run
+
+    def backend(self) -> list[dict[str, str]]:
+        return [{
+            "op": "scaled_dot_product_attention",
+            "capsule": "torch.nn.functional.scaled_dot_product_attention + autograd",
+            "provider": f"pytorch {torch.__version__} (cpu)",
+            "reduction": "implementation-defined",
+        }]
+
+
+def inputs(n: int, dtype: np.dtype[Any], seed: int = 0) -> Inputs:
+    rng = np.random.default_rng(seed)
+    q, k, v, g = (rng.standard_normal((n, D)).astype(dtype) for _ in range(4))
+    return Inputs(q, k, v, g)
+
+
+def skip_reason(previous: dict[str, Any] | None, n: int, repeats: int, budget: float) -> str | None:
+    """Why the case at ``n`` is skipped (quadratic extrapolation from the previous size), or None."""
+    if previous is None or "total_s" not in previous:
+        return None
+    scale = (n / previous["n"]) ** 2
+    seconds = previous["total_s"]["median"] * scale
+    if seconds * (repeats + 1) > budget:
+        return (f"estimated {seconds:.1f} s per forward+backward (n={previous['n']} x{scale:g}), "
+                f"{seconds * (repeats + 1):.0f} s with warm-up and {repeats} repeats > budget {budget:g} s")
+    return None
+
+
+def measure(impl: Impl, x: Inputs, repeats: int) -> dict[str, Any]:
+    call = impl.call(x)
+    call()  # warm-up: lazy imports, planning, first-use caches
+    forward, backward, total = [], [], []
+    for _ in range(repeats):
+        f, b = call()
+        forward.append(f)
+        backward.append(b)
+        total.append(f + b)
+    return {
+        "forward_s": _record.summary(forward),
+        "backward_s": _record.summary(backward),
+        "total_s": _record.summary(total),
+    }
+
+
+def markdown(record: dict[str, Any]) -> str:
+    rows = []
+    for r in record["rows"]:
+        if "skipped" in r:
+            rows.append((r["n"], r["impl"], "skipped", r["skipped"], "", ""))
+            continue
+        t = r["total_s"]
+        mib = "n/a" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 2**20:.1f}"
+        rows.append((r["n"], r["impl"], f"{t['median'] * 1e3:.2f}",
+                     f"{t['min'] * 1e3:.2f}-{t['max'] * 1e3:.2f} (n={t['repeats']})",
+                     f"{r['forward_s']['median'] * 1e3:.2f} / {r['backward_s']['median'] * 1e3:.2f}", mib))
+    return (
+        f"### attention: forward+backward, d={D}, one head, {record['dtype']} "
+        "(ms, median; min-max; peak extra RSS MiB)\n\n"
+        + _record.table(("n", "implementation", "fwd+bwd ms", "spread", "fwd / bwd ms", "peak MiB"), rows)
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--case-budget", type=float, default=None,
+                        help="seconds one (implementation, n) case may take (default 120; quick 30)")
+    args = parser.parse_args(argv)
+    _record.set_threads(args.threads)
+    dtype = np.dtype(args.dtype)
+    sizes = SMOKE_SIZES if args.smoke else QUICK_SIZES if args.quick else SIZES
+    repeats = 1 if args.smoke else 3 if args.quick else 5
+    budget = args.case_budget if args.case_budget is not None else 30.0 if args.quick else 120.0
+    impls: list[Impl] = [
+        SessionImpl("reference", "checked_cpu"),
+        SessionImpl("libtorch", "libtorch_forward_cpu"),
+        FlashImpl(),
+        TorchImpl(),
+    ]
+    rows: list[dict[str, Any]] = []
+    last: dict[str, dict[str, Any]] = {}
+    for n in tqdm(sizes, desc="n", leave=False, file=sys.stderr):
+        x = inputs(n, dtype)
+        for impl in impls:
+            reason = skip_reason(last.get(impl.name), n, repeats, budget)
+            row: dict[str, Any] = {"n": n, "impl": impl.name}
+            if reason is None:
+                row.update(measure(impl, x, repeats))
+                last[impl.name] = row
+            else:
+                row["skipped"] = reason
+            rows.append(row)
+    # Memory after all timings: PeakRSS fixes glibc's mmap threshold, which slows small allocations.
+    by_name = {impl.name: impl for impl in impls}
+    with _record.PeakRSS() as peak:
+        for row in tqdm(rows, desc="peak memory", leave=False, file=sys.stderr):
+            if "skipped" not in row:
+                row["peak_bytes"] = peak.measure(by_name[row["impl"]].call(inputs(row["n"], dtype)))
+        memory_method = _record.MEMORY_METHOD if peak.available else peak.reason
+    record = _record.base_record(NAME, args.quick)
+    record.update({
+        "unit": "seconds (forward_s, backward_s, total_s); bytes (peak_bytes)",
+        "d": D,
+        "heads": 1,
+        "dtype": args.dtype,
+        "mask": None,
+        "flash_tiles": [BLOCK, BLOCK],
+        "case_budget_s": budget,
+        "memory_method": memory_method,
+        "rows": rows,
+        "skipped": [{"n": r["n"], "impl": r["impl"], "reason": r["skipped"]} for r in rows if "skipped" in r],
+        "backend": {impl.name: impl.backend() for impl in impls},
+    })
+    _record.write(args.out, record, markdown(record))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""Fixed-left reference matmul against BLAS: seconds for square n x n products, n = 64 .. 512.
+
+Three implementations of ``a @ b`` on the same float32 / float64 operands (standard normal,
+seed 0): ``reference`` is ``torchlean.backend.providers.reference.kernels.matmul`` (the kernel of
+capsule ``reference.matmul``: every entry a left fold over the contracted axis, in the operands'
+dtype), ``numpy`` is ``a @ b`` (numpy's BLAS) and ``torch`` is ``torch.matmul`` on tensors that
+share the arrays' memory. Each time is the median of repeated calls after one untimed call, on
+``--threads`` threads (torch and BLAS alike). The record gives the ratio of the reference median
+to each BLAS median and the largest difference of the reference result from numpy's relative to
+the largest |entry| (a sanity check that the same product was computed; not an accuracy claim).
+
+Usage: ``python bench/reduction.py [--quick] [--out DIR] [--threads N]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import _record
+import numpy as np
+import numpy.typing as npt
+import torch
+from tqdm import tqdm
+
+from torchlean.backend import profiles
+from torchlean.backend.providers.reference import kernels
+from torchlean.backend.vocabulary import BackendOp
+
+NAME = "reduction"
+SIZES = (64, 128, 256, 512)
+DTYPES = ("float32", "float64")
+
+Array = npt.NDArray[Any]
+
+
+def operands(n: int, dtype: str) -> tuple[Array, Array]:
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((n, n)).astype(dtype), rng.standard_normal((n, n)).astype(dtype))
+
+
+def measure(n: int, dtype: str, repeats: int) -> dict[str, Any]:
+    a, b = operands(n, dtype)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    calls: dict[str, Callable[[], object]] = {
+        "reference": lambda: kernels.matmul(a, b),
+        "numpy": lambda: a @ b,
+        "torch": lambda: torch.matmul(ta, tb),
+    }
+    times = {name: _record.summary(_record.time_calls(call, repeats)) for name, call in calls.items()}
+    reference = kernels.matmul(a, b)
+    blas = a @ b
+    return {
+        "n": n,
+        "dtype": dtype,
+        "seconds": times,
+        "ratio_to_numpy": times["reference"]["median"] / times["numpy"]["median"],
+        "ratio_to_torch": times["reference"]["median"] / times["torch"]["median"],
+        "max_rel_difference_to_numpy": float(np.max(np.abs(reference - blas)) / np.max(np.abs(blas))),
+    }
+
+
+def markdown(rows: list[dict[str, Any]], threads: int) -> str:
+    body = [
+        (r["dtype"], r["n"],
+         f"{r['seconds']['reference']['median'] * 1e3:.3f}",
+         f"{r['seconds']['numpy']['median'] * 1e3:.4f}",
+         f"{r['seconds']['torch']['median'] * 1e3:.4f}",
+         f"{r['ratio_to_numpy']:.0f}x", f"{r['ratio_to_torch']:.0f}x")
+        for r in rows
+    ]
+    return (f"### reduction: fixed-left reference matmul vs BLAS, n x n ({threads} thread(s); ms, median)\n\n"
+            + _record.table(("dtype", "n", "reference ms", "numpy @ ms", "torch.matmul ms",
+                             "ref / numpy", "ref / torch"), body))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    args = parser.parse_args(argv)
+    _record.set_threads(args.threads)
+    sizes = (8, 16) if args.smoke else SIZES
+    repeats = 1 if args.smoke else 5 if args.quick else 11
+    cases = [(n, dtype) for dtype in DTYPES for n in sizes]
+    progress = tqdm(cases, desc="cases", leave=False, file=sys.stderr)
+    rows = [measure(n, dtype, repeats) for n, dtype in progress]
+    capsule = profiles.get("checked_cpu").plan_ops([BackendOp.MATMUL]).kernels[0].capsule
+    record = _record.base_record(NAME, args.quick)
+    record.update({
+        "unit": "seconds",
+        "kernel": "torchlean.backend.providers.reference.kernels.matmul (called directly)",
+        "rows": rows,
+        "backend": {
+            "reference": [{
+                "op": capsule.op.label, "capsule": capsule.name, "provider": capsule.provider.label,
+                "reduction": capsule.numerical_policy.reduction.label, "profile": "checked_cpu",
+            }],
+            "numpy": [{"op": "matmul", "capsule": "numpy.matmul (@)",
+                       "provider": f"numpy {np.__version__} BLAS", "reduction": "implementation-defined"}],
+            "torch": [{"op": "matmul", "capsule": "torch.matmul",
+                       "provider": f"pytorch {torch.__version__} (cpu)",
+                       "reduction": "implementation-defined"}],
+        },
+    })
+    _record.write(args.out, record, markdown(rows, args.threads))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

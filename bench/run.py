@@ -1,0 +1,100 @@
+"""Run every benchmark script and combine their tables into ``DIR/summary.md``.
+
+Each script runs in its own process (a failure or a crash does not stop the others, and thread
+and allocator settings do not leak between them) with the same ``--quick``, ``--out`` and
+``--threads``; each writes ``DIR/<name>.json`` and ``DIR/<name>.md``. A script that does not
+exist yet is skipped with a message. The exit status is 1 when any script failed.
+
+Usage: ``python bench/run.py [--quick] [--out DIR] [--threads N] [--only train_step,planning]``
+(``--quick`` finishes in under 5 minutes on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import _record
+
+BENCH = Path(__file__).resolve().parent
+SCRIPTS = ("train_step", "dispatch", "planning", "attention", "reduction")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one script ended: ``ok``, ``failed`` (with its exit status) or ``skipped``."""
+
+    name: str
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+def run_script(name: str, flags: list[str]) -> Outcome:
+    """Run ``bench/<name>.py`` with ``flags`` in a fresh interpreter, output streamed through."""
+    path = BENCH / f"{name}.py"
+    if not path.exists():
+        message = f"{path.name} does not exist yet"
+        print(f"== {name}: skipped ({message})", flush=True)
+        return Outcome(name, "skipped", 0.0, message)
+    print(f"== {name}: {' '.join([path.name, *flags])}", flush=True)
+    started = time.perf_counter()
+    code = subprocess.run([sys.executable, str(path), *flags], check=False).returncode
+    seconds = time.perf_counter() - started
+    if code != 0:
+        return Outcome(name, "failed", seconds, f"exit status {code}")
+    return Outcome(name, "ok", seconds)
+
+
+def summary(out: Path, outcomes: list[Outcome], command: str) -> str:
+    """The combined markdown: the command, each script's status and time, then each table."""
+    parts = [
+        "# torchlean benchmarks",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}  ",
+        f"Machine: {_record.machine()}  ",
+        f"Versions: {_record.versions()}",
+        "",
+        _record.table(("script", "status", "seconds"),
+                      ((o.name, o.status + (f" ({o.detail})" if o.detail else ""), f"{o.seconds:.1f}")
+                       for o in outcomes)),
+    ]
+    for outcome in outcomes:
+        table = out / f"{outcome.name}.md"
+        if outcome.status == "ok" and table.exists():
+            parts += ["", table.read_text(encoding="utf-8").rstrip()]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else "run")
+    parser.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of scripts")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    unknown = [n for n in names if n not in SCRIPTS]
+    if unknown:
+        parser.error(f"unknown script {unknown[0]} (known: {' | '.join(SCRIPTS)})")
+    flags = ["--out", str(args.out), "--threads", str(args.threads)]
+    flags += ["--quick"] if args.quick else []
+    flags += ["--smoke"] if args.smoke else []
+    started = time.perf_counter()
+    outcomes = [run_script(name, flags) for name in names]
+    command = " ".join(["python bench/run.py", *(argv if argv is not None else sys.argv[1:])])
+    text = summary(args.out, outcomes, command)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.md").write_text(text, encoding="utf-8")
+    print()
+    print(text)
+    print(f"wrote {args.out / 'summary.md'} ({time.perf_counter() - started:.0f} s)")
+    failed = [o for o in outcomes if o.status == "failed"]
+    for outcome in failed:
+        print(f"error: {outcome.name} failed ({outcome.detail})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

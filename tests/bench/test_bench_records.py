@@ -1,0 +1,114 @@
+"""The ``bench/`` scripts run end to end on tiny sizes (hidden ``--smoke``) and write records with
+the agreed keys. Nothing here looks at speed: values are only checked to be positive and
+consistent (min <= median <= max), never compared with a time."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+# script -> extra smoke arguments
+SCRIPTS = {
+    "train_step": ["--models", "mlp"],
+    "planning": ["--profiles", "checked_cpu"],
+    "attention": [],
+    "reduction": [],
+    "dispatch": [],
+}
+# scripts whose every summary is of raw timings (dispatch also summarises differences of timings,
+# which noise may make negative)
+RAW_TIMINGS = {"train_step", "planning", "attention", "reduction"}
+KEYS = ("name", "machine", "versions", "threads", "backend")
+
+
+def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))  # the scripts import their helper module ``_record``
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def summaries(value: Any) -> list[dict[str, Any]]:
+    """Every ``{median, min, max, repeats, ...}`` block (``_record.summary``) inside a record."""
+    if isinstance(value, dict):
+        found = [value] if {"median", "repeats"} <= value.keys() else []
+        for item in value.values():
+            found += summaries(item)
+        return found
+    if isinstance(value, list):
+        return [s for item in value for s in summaries(item)]
+    return []
+
+
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_script_writes_record(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    if not (BENCH / f"{name}.py").exists():
+        pytest.skip(f"bench/{name}.py does not exist yet")
+    module = load(name, monkeypatch)
+    assert module.main(["--smoke", "--out", str(tmp_path), *SCRIPTS[name]]) == 0
+    record = json.loads((tmp_path / f"{name}.json").read_text())
+    for key in KEYS:
+        assert key in record, key
+    assert record["name"] == name
+    assert record["machine"]["cpu_count"] >= 1
+    assert set(record["versions"]) >= {"python", "numpy", "torch", "torchlean"}
+    assert record["threads"]["torch_intra_op"] >= 1
+    assert record["backend"]
+    stats = summaries(record)
+    assert stats
+    for s in stats:
+        assert s["repeats"] >= 1
+        assert s["min"] <= s["median"] <= s["max"]
+        assert math.isfinite(s["min"]) and math.isfinite(s["max"])
+        if name in RAW_TIMINGS:
+            assert s["min"] > 0
+    table = (tmp_path / f"{name}.md").read_text()
+    assert table.startswith(f"### {name}")
+    assert table.rstrip() in capsys.readouterr().out
+
+
+def test_train_step_reports_ratios_targets_and_backends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = load("train_step", monkeypatch)
+    module.main(["--smoke", "--out", str(tmp_path), "--models", "mlp"])
+    record = json.loads((tmp_path / "train_step.json").read_text())
+    (result,) = record["results"]
+    configs = {c["config"]: c for c in result["configs"]}
+    assert set(configs) == {"pytorch eager", "checked_cpu eager", "checked_cpu typed-graph",
+                            "fast_cpu eager", "fast_cpu typed-graph"}
+    assert configs["pytorch eager"]["ratio_to_pytorch"] == 1.0
+    assert {t["limit"] for t in record["targets"]} == {1.2, 1.5, 8.0}
+    for label, config in configs.items():
+        assert config["ratio_to_pytorch"] > 0
+        # the same initial weights and first batch: the first losses agree (float32 rounding)
+        assert config["first_loss"] == pytest.approx(configs["pytorch eager"]["first_loss"], rel=1e-5)
+        if label != "pytorch eager":
+            providers = {row["provider"] for row in config["backend"]}
+            assert providers <= {"reference", "aten"}
+            assert ("aten" in providers) == label.startswith("fast_cpu")
+
+
+def test_run_summary_combines_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = load("run", monkeypatch)
+    reduction = load("reduction", monkeypatch)
+    reduction.main(["--smoke", "--out", str(tmp_path)])
+    outcomes = [run.Outcome("reduction", "ok", 1.0), run.Outcome("dispatch", "skipped", 0.0, "missing"),
+                run.Outcome("planning", "failed", 2.0, "exit status 1")]
+    text = run.summary(tmp_path, outcomes, "python bench/run.py --smoke")
+    assert "### reduction" in text
+    assert "| dispatch | skipped (missing) |" in text
+    assert "| planning | failed (exit status 1) |" in text
+    assert "python bench/run.py --smoke" in text

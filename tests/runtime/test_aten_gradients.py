@@ -1,0 +1,566 @@
+"""The ``aten`` VJPs (TorchLean's rules evaluated with torch CPU kernels) against two oracles.
+
+This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 37 ops
+(the cases of ``aten_cases.py``, checked below to cover ``ATEN_OPS`` exactly):
+
+* the aten VJP equals the reference VJP (numpy left folds, torch-free) at the same inputs, output
+  and cotangent: the same cotangent per input (``None`` for masks, absent biases and running
+  statistics), reduced to the input's shape, in the input's dtype, to 1e-10 (float64) / 1e-5
+  (float32) relative; every cotangent is a fresh C-contiguous array aliasing no input, no ``g``,
+  no ``out`` and no other cotangent;
+* in float64 the aten VJP also equals torch autograd of the mirrored ``torch`` function
+  (a second oracle), and torch autograd itself never records anything inside the aten kernels;
+* broadcasting binary ops reduce their cotangents back to each input's shape (hypothesis), tie
+  conventions (max/min ``g/2``, relu/abs gradient 0 at 0, inclusive clamp bounds, max_pool's first
+  maximum) and NaN propagation are the reference's, and bad cotangents are refused with the
+  reference's GuardError;
+* through the TorchLean tape, ``fast_cpu`` gradients equal ``checked_cpu`` gradients, the tape
+  applies the aten VJP, and small MLP/CNN/transformer models trained a few steps under the two
+  profiles agree, with every covered op computed by its ``aten.*`` capsule.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from aten_cases import (
+    CASES,
+    DTYPE_IDS,
+    DTYPES,
+    IDS,
+    MASK,
+    TOLERANCE,
+    Array,
+    Builder,
+    Inputs,
+    assert_close,
+    aten_forward,
+    aten_vjp,
+    normal,
+    reference_forward,
+    reference_vjp,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import torchlean as tl
+from torchlean import data, optim
+from torchlean.autograd.dispatch import linked_kernels, select_linked
+from torchlean.autograd.session import run_op
+from torchlean.backend import profiles
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.aten import capsules as aten_capsules
+from torchlean.backend.providers.aten import kernels as aten
+from torchlean.backend.providers.aten import pointwise
+from torchlean.backend.providers.aten import spatial as aten_spatial
+from torchlean.backend.providers.reference import kernels as reference
+from torchlean.backend.providers.reference import spatial
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.cli import main
+from torchlean.models import build_model
+from torchlean.trainer import Objective, RunConfig, Trainer
+
+F = torch.nn.functional
+
+COVERED_LABELS = (
+    "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
+    "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",
+    "safe_log", "log_softmax", "softmax", "reduce_sum", "reduce_mean", "reshape", "permute",
+    "broadcast", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool", "avg_pool",
+    "scaled_dot_product_attention",
+)  # fmt: skip
+
+
+def test_cases_cover_every_aten_vjp() -> None:
+    assert tuple(op.label for op in aten_capsules.ATEN_OPS) == COVERED_LABELS
+    assert {op for _, op, _ in CASES} == set(aten_capsules.ATEN_OPS)
+    for capsule in aten_capsules.CAPSULES:
+        assert capsule.vjp_contract.evidence.name == "tests/runtime/test_aten_gradients.py"
+        assert capsule.vjp_contract.provenance[0].symbol == f"def {capsule.op.label}_vjp("
+        assert "evaluated with torch CPU kernels" in capsule.vjp_contract.summary
+
+
+def _cotangent(rng: np.random.Generator, out: Array) -> Array:
+    return np.array(rng.standard_normal(out.shape), dtype=out.dtype)
+
+
+def _assert_fresh(grads: tuple[Array | None, ...], *others: Array | None) -> None:
+    arrays = [x for x in others if x is not None and x.size]
+    for i, grad in enumerate(grads):
+        if grad is None:
+            continue
+        assert isinstance(grad, np.ndarray) and grad.flags.c_contiguous, f"cotangent {i}"
+        if grad.size == 0:
+            continue
+        for other in arrays + [h for j, h in enumerate(grads) if j != i and h is not None and h.size]:
+            assert not np.may_share_memory(grad, other), f"cotangent {i} aliases another array"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(("case_id", "op", "build"), CASES, ids=IDS)
+def test_vjp_matches_the_reference_vjp(case_id: str, op: BackendOp, build: Builder, dtype: type) -> None:
+    rng = np.random.default_rng(200 + len(case_id))
+    inputs, params = build(rng, dtype)
+    out = reference_forward(op)(*inputs, **params)
+    g = _cotangent(rng, out)
+    frozen = [None if x is None else x.copy() for x in (g, out, *inputs)]
+    mine = aten_vjp(op)(g, *inputs, out=out, **params)
+    theirs = reference_vjp(op)(g, *inputs, out=out, **params)
+    assert len(mine) == len(theirs) == len(inputs)
+    for position, (got, want, x) in enumerate(zip(mine, theirs, inputs, strict=True)):
+        assert (got is None) == (want is None), f"{case_id} input {position}"
+        if got is not None and want is not None and x is not None:
+            assert got.shape == x.shape and got.dtype == x.dtype
+            assert_close(got, want, TOLERANCE[dtype], f"{case_id} cotangent of input {position}")
+    _assert_fresh(tuple(mine), g, out, *inputs)
+    for x, before in zip((g, out, *inputs), frozen, strict=True):
+        if x is not None:
+            np.testing.assert_array_equal(x, before)  # nothing is written in place
+
+
+# ------------------------------------------------------------------------ torch autograd oracle
+
+TorchFn = Callable[..., torch.Tensor]
+
+
+def _sum(x: torch.Tensor, axis: Any = None, keepdims: bool = False) -> torch.Tensor:
+    if x.dim() == 0:
+        return x.clone()
+    return torch.sum(x, dim=axis, keepdim=keepdims) if axis is not None else torch.sum(x)
+
+
+def _mean(x: torch.Tensor, axis: Any = None, keepdims: bool = False) -> torch.Tensor:
+    return torch.mean(x, dim=axis, keepdim=keepdims) if axis is not None else torch.mean(x)
+
+
+def _batch_norm(x: Any, w: Any, b: Any, rm: Any, rv: Any, *, training: bool, eps: float) -> torch.Tensor:
+    stats = (None, None) if training else (rm.detach(), rv.detach())
+    return F.batch_norm(x, stats[0], stats[1], w, b, training, 0.0, eps)
+
+
+def _conv(x: Any, w: Any, b: Any, *, stride: Any, padding: Any, dilation: Any, groups: int) -> torch.Tensor:
+    fn = (F.conv1d, F.conv2d, F.conv3d)[x.dim() - 3]
+    return fn(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _conv_t(x: Any, w: Any, b: Any, *, output_padding: Any, **params: Any) -> torch.Tensor:
+    fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[x.dim() - 3]
+    return fn(x, w, b, output_padding=output_padding, **params)
+
+
+def _pool(kind: str) -> TorchFn:
+    def run(
+        x: torch.Tensor, *, kernel_size: Any, stride: Any = None, padding: Any = 0, **extra: Any
+    ) -> torch.Tensor:
+        if kind == "max":
+            max_fn: Any = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[x.dim() - 3]
+            result: torch.Tensor = max_fn(x, kernel_size, stride=stride, padding=padding, **extra)
+            return result
+        avg_fn: Any = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[x.dim() - 3]
+        averaged: torch.Tensor = avg_fn(
+            x, kernel_size, stride=stride, padding=padding, count_include_pad=True
+        )
+        return averaged
+
+    return run
+
+
+def _attention(q: Any, k: Any, v: Any, mask: Any, *, scale: float | None = None) -> torch.Tensor:
+    assert mask is None
+    return F.scaled_dot_product_attention(q, k, v, scale=scale)
+
+
+TORCH: dict[str, TorchFn] = {
+    "matmul": torch.matmul,
+    "linear": lambda x, w, b: F.linear(x, w, b),
+    "mse_loss": F.mse_loss,
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "scale": lambda x, *, factor: x * factor,
+    "abs": torch.abs,
+    "sqrt": torch.sqrt,
+    "clamp": lambda x, *, lo, hi: torch.clamp(x, lo, hi),
+    "max": torch.maximum,
+    "min": torch.minimum,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "softplus": lambda x: F.softplus(x, threshold=1e4),
+    "exp": torch.exp,
+    "log": torch.log,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "inv": torch.reciprocal,
+    "safe_log": lambda x, *, eps: torch.log(F.softplus(x, threshold=1e4) + eps),
+    "log_softmax": lambda x, *, axis: torch.log_softmax(x, axis),
+    "softmax": lambda x, *, axis: torch.softmax(x, axis),
+    "reduce_sum": _sum,
+    "reduce_mean": _mean,
+    "reshape": lambda x, *, shape: x.reshape(shape),
+    "permute": lambda x, *, perm: x.permute(perm),
+    "broadcast": lambda x, *, shape: x.expand(shape),
+    "layer_norm": lambda x, w, b, *, normalized_ndim, eps: F.layer_norm(
+        x, x.shape[x.dim() - normalized_ndim :], w, b, eps
+    ),
+    "batch_norm": _batch_norm,
+    "conv": _conv,
+    "conv_transpose": _conv_t,
+    "max_pool": _pool("max"),
+    "avg_pool": _pool("avg"),
+    "scaled_dot_product_attention": _attention,
+}
+AUTOGRAD_CASES = [
+    c for c in CASES if not (c[1] is BackendOp.SCALED_DOT_PRODUCT_ATTENTION and "unmasked" not in c[0])
+]
+
+
+@pytest.mark.parametrize(("case_id", "op", "build"), AUTOGRAD_CASES, ids=[c[0] for c in AUTOGRAD_CASES])
+def test_vjp_matches_torch_autograd_in_float64(case_id: str, op: BackendOp, build: Builder) -> None:
+    rng = np.random.default_rng(300 + len(case_id))
+    inputs, params = build(rng, np.float64)
+    leaves = [
+        None if x is None else torch.tensor(x, requires_grad=x.dtype != np.bool_ and x.size > 0)
+        for x in inputs
+    ]
+    with torch.enable_grad():
+        result = TORCH[op.label](*leaves, **params)
+        g = _cotangent(rng, result.detach().numpy())
+        differentiable = [t for t in leaves if t is not None and t.requires_grad]
+        expected = (
+            torch.autograd.grad(result, differentiable, torch.from_numpy(g), allow_unused=True)
+            if differentiable
+            else ()
+        )
+    out = aten_forward(op)(*inputs, **params)
+    assert_close(out, result.detach().numpy().astype(out.dtype), 1e-10, f"{case_id} value")
+    grads = dict(zip((id(t) for t in differentiable), expected, strict=True))
+    for position, (got, leaf) in enumerate(
+        zip(aten_vjp(op)(g, *inputs, out=out, **params), leaves, strict=True)
+    ):
+        if leaf is None or not leaf.requires_grad:
+            continue
+        want = grads[id(leaf)]
+        if want is None:  # torch: the input does not influence the output (running statistics)
+            assert got is None or not got.any()
+            continue
+        assert got is not None, f"{case_id} input {position}"
+        assert_close(got, want.numpy(), 1e-10, f"{case_id} cotangent of input {position}")
+
+
+def test_torch_autograd_never_records_inside_the_aten_kernels() -> None:
+    saved: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t)
+        return t
+
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        for _, op, build in CASES:
+            inputs, params = build(np.random.default_rng(1), np.float32)
+            out = aten_forward(op)(*inputs, **params)
+            aten_vjp(op)(np.ones_like(out), *inputs, out=out, **params)
+    assert saved == []
+
+
+# ------------------------------------------------------------------------------- conventions
+
+
+def _broadcast_pair(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    out = draw(st.lists(st.integers(0, 3), max_size=3))
+    shapes = []
+    for _ in range(2):
+        rank = draw(st.integers(0, len(out)))
+        tail = out[len(out) - rank :]
+        shapes.append(tuple(s if draw(st.booleans()) else 1 for s in tail))
+    return shapes[0], shapes[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(pair=st.composite(_broadcast_pair)(), label=st.sampled_from(["add", "sub", "mul", "max", "min"]))
+def test_binary_vjps_reduce_broadcast_axes_like_the_reference(
+    pair: tuple[tuple[int, ...], tuple[int, ...]], label: str
+) -> None:
+    rng = np.random.default_rng(sum(pair[0]) + 7 * sum(pair[1]))
+    a, b = normal(rng, np.float64, *pair[0]), normal(rng, np.float64, *pair[1])
+    out = getattr(reference, label)(a, b)
+    g = _cotangent(rng, out)
+    mine = getattr(pointwise, f"{label}_vjp")(g, a, b, out=out)
+    theirs = getattr(reference, f"{label}_vjp")(g, a, b, out=out)
+    for got, want, x in zip(mine, theirs, (a, b), strict=True):
+        assert got.shape == x.shape
+        assert_close(got, want, 1e-12, label)
+    _assert_fresh(tuple(mine), g, out, a, b)
+
+
+def test_tie_conventions_are_the_reference_ones() -> None:
+    a = np.array([1.0, 2.0, -0.0, 3.0, np.nan])
+    b = np.array([1.0, 1.0, 0.0, 4.0, 1.0])
+    g = np.array([2.0, 4.0, 6.0, 8.0, 10.0])
+    for label in ("max", "min"):
+        out = getattr(reference, label)(a, b)
+        mine = getattr(pointwise, f"{label}_vjp")(g, a, b, out=out)
+        np.testing.assert_array_equal(mine[0], getattr(reference, f"{label}_vjp")(g, a, b, out=out)[0])
+        np.testing.assert_array_equal(mine[1], getattr(reference, f"{label}_vjp")(g, a, b, out=out)[1])
+        assert mine[0][0] == mine[1][0] == 1.0 and mine[0][4] == mine[1][4] == 10.0  # tie g/2; NaN: g to both
+    x = np.array([-1.0, -0.0, 0.0, 1.0, np.nan, np.inf])
+    ones = np.ones_like(x)
+    np.testing.assert_array_equal(pointwise.relu_vjp(ones, x, out=reference.relu(x))[0], [0, 0, 0, 1, 0, 1])
+    np.testing.assert_array_equal(pointwise.abs_vjp(ones, x, out=np.abs(x))[0], [-1, 0, 0, 1, np.nan, 1])
+    clamped = pointwise.clamp_vjp(ones, x, out=reference.clamp(x, lo=0.0, hi=1.0), lo=0.0, hi=1.0)[0]
+    np.testing.assert_array_equal(clamped, [0, 1, 1, 1, 0, 0])  # bounds inclusive, NaN gets 0
+    pooled = np.array([[[3.0, 3.0, 1.0, 3.0, np.nan, 2.0, np.nan]]])
+    out = spatial.max_pool(pooled, kernel_size=3, stride=2)
+    mine_pool = aten_spatial.max_pool_vjp(np.ones_like(out), pooled, out=out, kernel_size=3, stride=2)[0]
+    np.testing.assert_array_equal(mine_pool, [[[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0]]])  # first max; last NaN
+    np.testing.assert_array_equal(
+        mine_pool, spatial.max_pool_vjp(np.ones_like(out), pooled, out=out, kernel_size=3, stride=2)[0]
+    )
+
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 30.0, -30.0, 1e-30])
+UNARY_PARAMS: dict[str, dict[str, Any]] = {
+    "relu": {}, "gelu": {}, "abs": {}, "sqrt": {}, "sigmoid": {}, "tanh": {}, "softplus": {}, "exp": {},
+    "log": {}, "sin": {}, "cos": {}, "inv": {}, "scale": {"factor": -3.0}, "clamp": {"lo": -1.0, "hi": 2.0},
+    "safe_log": {"eps": 1e-6},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("label", list(UNARY_PARAMS))
+def test_special_values_in_gradients_like_the_reference(label: str, dtype: type) -> None:
+    x: Array = SPECIAL.astype(dtype)
+    params = UNARY_PARAMS[label]
+    out = getattr(reference, label)(x, **params)
+    g = np.ones_like(x)
+    g[3] = np.nan  # a NaN cotangent where relu/clamp select it away
+    (mine,) = getattr(pointwise, f"{label}_vjp")(g, x, out=out, **params)
+    (theirs,) = getattr(reference, f"{label}_vjp")(g, x, out=out, **params)
+    assert_close(mine, theirs, 8 * float(np.finfo(dtype).eps), label)
+
+
+# ------------------------------------------------------------------------------------ guards
+
+
+@pytest.mark.parametrize(("case_id", "op", "build"), CASES, ids=IDS)
+def test_bad_cotangents_are_refused_like_the_reference(case_id: str, op: BackendOp, build: Builder) -> None:
+    inputs, params = build(np.random.default_rng(5), np.float64)
+    out = reference_forward(op)(*inputs, **params)
+    for bad in (np.zeros((*out.shape, 2)), out.astype(np.float32), list(out.ravel())):
+        with pytest.raises(GuardError) as refused:
+            reference_vjp(op)(bad, *inputs, out=out, **params)
+        with pytest.raises(GuardError) as also_refused:
+            aten_vjp(op)(bad, *inputs, out=out, **params)
+        assert str(also_refused.value) == str(refused.value)
+
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    module, _, name = dotted.rpartition(".")
+    return importlib.import_module(module), name
+
+
+@pytest.mark.parametrize(("case_id", "op", "build"), CASES, ids=IDS)
+def test_named_guards_run_on_the_vjp_path(
+    case_id: str, op: BackendOp, build: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    capsule = next(c for c in aten_capsules.CAPSULES if c.op is op)
+    inputs, params = build(np.random.default_rng(0), np.float64)
+    linked = select_linked(op, capsule, linked_kernels(op))
+    out = linked.forward(capsule, inputs, params)
+    called: list[str] = []
+    for descriptor in (capsule.shape_contract, capsule.layout_contract):
+        name = descriptor.evidence.name
+        assert name is not None
+        module, function = _resolve(name)
+        original = getattr(module, function)
+
+        def spy(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            called.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, function, spy)
+    assert linked.vjp is not None
+    linked.vjp(capsule, np.ones_like(out), inputs, out, params)
+    assert called[0] == capsule.shape_contract.evidence.name
+    assert set(called) == {capsule.shape_contract.evidence.name, capsule.layout_contract.evidence.name}
+
+
+# ---------------------------------------------------------------------------------- the tape
+
+
+def _tape_gradients(
+    profile: str, op: BackendOp, inputs: Inputs, params: dict[str, Any], seed: int
+) -> tuple[Array, list[Array | None], str]:
+    tensors = [None if x is None else tl.tensor(x, requires_grad=x.dtype != np.bool_) for x in inputs]
+    with tl.session(profile) as s:
+        out = run_op(op, tensors, params)
+        cotangent = np.asarray(np.random.default_rng(seed).standard_normal(out.shape))
+        out.backward(cotangent.astype(out.dtype))
+    (selected,) = [k.capsule.name for k in s.selected]
+    grads = [
+        None if t is None or not t.requires_grad or t.grad is None else np.array(t.grad.numpy())
+        for t in tensors
+    ]
+    return np.array(out.numpy()), grads, selected
+
+
+@pytest.mark.parametrize(("case_id", "op", "build"), CASES, ids=IDS)
+def test_tape_gradients_fast_cpu_equal_checked_cpu(case_id: str, op: BackendOp, build: Builder) -> None:
+    inputs, params = build(np.random.default_rng(100 + len(case_id)), np.float64)
+    out_fast, grads_fast, fast = _tape_gradients("fast_cpu", op, inputs, params, 7)
+    out_ref, grads_ref, checked = _tape_gradients("checked_cpu", op, inputs, params, 7)
+    assert fast == f"aten.{op.label}"
+    assert checked.startswith("reference.")
+    assert_close(out_fast, out_ref, 1e-10, f"{case_id} value")
+    for position, (mine, theirs) in enumerate(zip(grads_fast, grads_ref, strict=True)):
+        assert (mine is None) == (theirs is None), f"{case_id} input {position}"
+        if mine is not None and theirs is not None:
+            assert_close(mine, theirs, 1e-10, f"{case_id} gradient of input {position}")
+
+
+def test_the_tape_applies_the_aten_vjp(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the reference VJP ran under fast_cpu")
+
+    monkeypatch.setattr(reference, "matmul_vjp", refuse)
+    rng = np.random.default_rng(4)
+    a_data, b_data, g = (
+        normal(rng, np.float32, 4, 3),
+        normal(rng, np.float32, 3, 5),
+        normal(rng, np.float32, 4, 5),
+    )
+    a = tl.tensor(a_data, requires_grad=True)
+    b = tl.tensor(b_data, requires_grad=True)
+    with tl.session("fast_cpu") as s:
+        out = tl.matmul(a, b)
+    assert [k.capsule.name for k in s.selected] == ["aten.matmul"]
+    out.backward(g)
+    da, db = aten.matmul_vjp(g, a_data, b_data, out=np.array(out.numpy()))
+    assert a.grad is not None and b.grad is not None and a.grad.dtype == np.float32
+    np.testing.assert_array_equal(a.grad.numpy(), da)
+    np.testing.assert_array_equal(b.grad.numpy(), db)
+
+
+def test_attention_fully_blocked_rows_have_zero_gradients() -> None:
+    rng = np.random.default_rng(11)
+    q, k, v = (
+        normal(rng, np.float64, 2, 3, 4),
+        normal(rng, np.float64, 2, 5, 4),
+        normal(rng, np.float64, 2, 5, 6),
+    )
+    inputs = [tl.tensor(x, requires_grad=True) for x in (q, k, v)]
+    with tl.session("fast_cpu"):
+        out = tl.scaled_dot_product_attention(inputs[0], inputs[1], inputs[2], mask=MASK)
+    assert np.all(out.numpy()[:, 1] == 0.0)
+    out.backward(np.ones(out.shape))
+    assert inputs[0].grad is not None and np.all(inputs[0].grad.numpy()[:, 1] == 0.0)
+    blocked = np.zeros((3, 5), dtype=bool)
+    grads = aten.scaled_dot_product_attention_vjp(
+        np.ones((2, 3, 6)), q, k, v, blocked, out=np.zeros((2, 3, 6))
+    )
+    for grad in grads[:3]:
+        assert grad is not None and np.all(grad == 0.0)
+    assert grads[3] is None
+
+
+def test_attention_non_finite_values_blocked_everywhere_never_reach_a_gradient() -> None:
+    rng = np.random.default_rng(13)
+    q, k, v = normal(rng, np.float64, 3, 4), normal(rng, np.float64, 5, 4), normal(rng, np.float64, 5, 6)
+    mask = MASK.copy()
+    mask[:, [1, 4]] = False  # keys 1 and 4 are blocked for every query
+    k[1, 0], v[1, 3], v[4, 2], k[4, 1] = np.nan, np.nan, np.inf, -np.inf
+    clean_k, clean_v = k.copy(), v.copy()
+    clean_k[[1, 4]], clean_v[[1, 4]] = 0.0, 0.0
+    g = normal(rng, np.float64, 3, 6)
+    out = aten.scaled_dot_product_attention(q, k, v, mask)
+    mine = aten.scaled_dot_product_attention_vjp(g, q, k, v, mask, out=out)
+    clean = reference.scaled_dot_product_attention_vjp(g, q, clean_k, clean_v, mask, out=out)
+    for got, want in zip(mine[:3], clean[:3], strict=True):
+        assert got is not None and want is not None and np.all(np.isfinite(got))
+        assert_close(got, want, 1e-10, "attention gradient")
+    for got in mine[1:3]:
+        assert got is not None and np.all(got[[1, 4]] == 0.0)
+
+
+def test_attention_non_finite_value_attended_by_one_query_matches_the_reference() -> None:
+    rng = np.random.default_rng(14)
+    q, k, v = normal(rng, np.float64, 3, 4), normal(rng, np.float64, 5, 4), normal(rng, np.float64, 5, 6)
+    q[1, 2] = np.nan  # query 1 is fully blocked: its NaN must reach nothing
+    v[1, 3] = np.inf  # key 1 is allowed only for query 2
+    g = normal(rng, np.float64, 3, 6)
+    out = reference.scaled_dot_product_attention(q, k, v, MASK)
+    mine = aten.scaled_dot_product_attention_vjp(g, q, k, v, MASK, out=out)
+    theirs = reference.scaled_dot_product_attention_vjp(g, q, k, v, MASK, out=out)
+    for got, want in zip(mine[:3], theirs[:3], strict=True):
+        assert got is not None and want is not None
+        assert_close(got, want, 1e-10, "attention gradient with non-finite entries")
+
+
+# ------------------------------------------------------------------------------- end to end
+
+
+def _train_steps(
+    model: str, profile: str, steps: int
+) -> tuple[list[float], list[Array], set[tuple[str, str]]]:
+    dataset = data.load("digits", seed=0, dtype="float64")
+    layer, input_shape = build_model(model, dataset.n_features, dataset.n_classes, hidden=16)
+    config = RunConfig(optimizer=optim.by_name("adam", 0.01), dtype="float64").with_profile(
+        profiles.get(profile)
+    )
+    trainer: Trainer[Any, Any] = Trainer(
+        layer, objective=Objective.CROSS_ENTROPY, config=config, seed=0, input_shape=input_shape
+    )
+    losses = [
+        trainer.step(dataset.x_train[i * 16 : (i + 1) * 16], dataset.y_train[i * 16 : (i + 1) * 16])
+        for i in range(steps)
+    ]
+    selected = {(k.capsule.op.label, k.capsule.name) for k in trainer.selected}
+    return losses, [np.array(p) for p in trainer.model.parameters], selected
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+def test_small_models_train_alike_under_fast_cpu_and_checked_cpu(model: str) -> None:
+    fast_losses, fast_params, fast_selected = _train_steps(model, "fast_cpu", 3)
+    checked_losses, checked_params, checked_selected = _train_steps(model, "checked_cpu", 3)
+    np.testing.assert_allclose(fast_losses, checked_losses, rtol=1e-9)
+    for mine, theirs in zip(fast_params, checked_params, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-7, atol=1e-9)
+    assert {op for op, _ in fast_selected} == {op for op, _ in checked_selected}
+    for label, name in fast_selected:
+        assert name == (f"aten.{label}" if label in COVERED_LABELS else f"reference.{label}"), name
+    assert all(name.startswith("reference.") for _, name in checked_selected)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_train_fast_cpu_end_to_end(
+    execution: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    losses: dict[str, list[float]] = {}
+    for profile in ("fast_cpu", "checked_cpu"):
+        record_path = tmp_path / f"{profile}.json"
+        argv = ["train", "--profile", profile, "--execution", execution, "--epochs", "1"]
+        argv += ["--dtype", "float64", "--report-json", str(record_path)]
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        record = json.loads(record_path.read_text())
+        losses[profile] = record["losses"]
+        if profile == "fast_cpu":
+            assert record["test_accuracy"] > 0.8
+            assert all(c["provider"] == "aten" for c in record["capsules"] if c["op"] in COVERED_LABELS)
+            aten_rows = [c for c in record["capsules"] if c["provider"] == "aten"]
+            assert {c["op"] for c in aten_rows} >= {"matmul", "relu", "add", "log_softmax", "reduce_mean"}
+            assert all(c["reduction"] == "implementation-defined" for c in aten_rows)
+            assert all(c["name"] == f"aten.{c['op']}" for c in aten_rows)
+            assert (
+                "  matmul: aten.matmul provider=aten trust=checked vjp=torchlean-tape "
+                "reduction=implementation-defined"
+            ) in text.splitlines()
+    np.testing.assert_allclose(losses["fast_cpu"], losses["checked_cpu"], rtol=1e-9)
