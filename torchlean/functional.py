@@ -162,6 +162,8 @@ def _int(fn: str, name: str, value: object) -> int:
     Raises:
         TensorTypeError: ``<fn>: <name> must be an integer; got 1.5 of type float ...``.
     """
+    if type(value) is int:  # the common case, without the numbers.Integral ABC check
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TensorTypeError(
             f"{fn}: {name} must be an integer; got {_preview(value)} of type {type(value).__name__} "

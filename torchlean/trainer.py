@@ -323,7 +323,7 @@ class Trainer(Generic[In, Out]):
         key = (batch_shape, with_loss)
         step = self._graphs.get(key)
         if step is None:
-            ops = GraphOps()
+            ops = GraphOps(fuse_linear=True)
             x: Ref = ops.input(batch_shape)
             params: list[Ref] = list(ops.params(self.model))
             out = self.model.layer.forward(ops, params, x, training=with_loss)

@@ -239,14 +239,14 @@ def test_float32_attention_layer_close_to_float64_torch():
 
 
 def test_attention_op_is_one_capsule_per_layer_call():
-    """Projections and head split/merge are ordinary ops; the attention core is one op."""
+    """Projections are linear ops, head split/merge reshape/permute; the attention core is one op."""
     model = nn.build(nn.multi_head_attention(4, 2), input_shape=(3, 4), seed=0)
     with Session("checked_cpu") as session, no_grad():
         params = [Tensor(p) for p in model.parameters]
         model.layer.forward(EagerOps(), params, Tensor(np.zeros((1, 3, 4), np.float32)), training=False)
     assert [k.capsule.name for k in session.selected] == [
-        "reference.permute",
-        "reference.matmul",
+        "reference.linear",
         "reference.reshape",
+        "reference.permute",
         "reference.attention",
     ]

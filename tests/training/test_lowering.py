@@ -195,3 +195,29 @@ def test_dropout_is_refused_when_lowering_for_training():
     # evaluation mode: dropout is the identity and lowers to nothing
     graph = lower_model(model, (2, 3)).built.graph
     assert [n.kind.tag for n in graph.nodes][-1] == "add"
+
+
+def test_fused_lowering_gives_one_linear_node_per_layer_and_agrees_with_eager():
+    """The trainer's typed graph lowers ``ops.linear`` to one IR ``linear`` node whose payload
+    comes from the model parameters; its value equals eager's (``F.linear``) bit for bit, and
+    the unfused default still gives the original's 18-node listing."""
+    from torchlean.nn.lowering import GraphOps
+
+    model = nn.build(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1)), seed=3, dtype=np.float64)
+    ops = GraphOps(fuse_linear=True)
+    x_ref = ops.input((4,))
+    out = model.layer.forward(ops, list(ops.params(model)), x_ref, training=False)
+    lowered = ops.lowered(out)
+    kinds = [node.kind.describe() for node in lowered.built.graph.nodes]
+    assert kinds == ["input", "linear", "relu", "linear"]
+    assert lowered.payload_params == {1: (0, 1), 3: (2, 3)}
+    x = np.random.default_rng(0).standard_normal(4)
+    values = evaluate(lowered.built.graph, {0: x}, lowered.built.payloads, dtype=np.float64)
+    graph_out = values[lowered.output]
+    params = [Tensor(p) for p in model.parameters]
+    with Session("checked_cpu"), no_grad():
+        eager = model.layer.forward(EagerOps(), params, Tensor(x), training=False)
+    assert np.array_equal(np.asarray(graph_out), eager.numpy())
+    w1, b1, w2, b2 = model.parameters
+    np.testing.assert_allclose(eager.numpy(), np.maximum(w1 @ x + b1, 0) @ w2.T + b2, rtol=1e-12)
+    assert len(lower_model(model, (4,)).built.graph.nodes) == 18

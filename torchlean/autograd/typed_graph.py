@@ -36,6 +36,7 @@ from torchlean.ir.ops import (
     Detach,
     Input,
     LayerNorm,
+    Linear,
     LogSoftmax,
     MaxPool,
     Permute,
@@ -48,7 +49,7 @@ from torchlean.ir.ops import (
     Sum,
     Transpose,
 )
-from torchlean.ir.payloads import ConvParams, LayerNormParams, Payloads
+from torchlean.ir.payloads import ConvParams, LayerNormParams, LinearParams, Payloads
 from torchlean.spec.masks import causal_mask
 from torchlean.tensor import Tensor
 
@@ -269,6 +270,11 @@ class GraphProgram:
                 eps = payload.eps if isinstance(payload, LayerNormParams) else 1e-5
                 w, b = self._weights(node)
                 return [x, w, b], {"normalized_ndim": ndim - axis, "eps": float(eps)}
+            case Linear():
+                if not isinstance(self.payloads.get(node.id), LinearParams):
+                    raise SessionError(f"typed graph: linear node {node.id} has no weight payload")
+                w, b = self._weights(node)
+                return [x, w, b], {}
             case Conv(config=config):
                 if not isinstance(self.payloads.get(node.id), ConvParams):
                     raise SessionError(f"typed graph: conv node {node.id} has no weight payload")

@@ -54,7 +54,7 @@ class MultiHeadAttention(Layer):
         head_dim = self.d_model // self.heads
 
         def heads_first(w: T) -> T:
-            h = ops.matmul(x, ops.transpose(w, 0, 1))
+            h = ops.linear(x, w, None)
             h = ops.reshape(h, (batch, tokens, self.heads, head_dim))
             return ops.permute(h, (0, 2, 1, 3))
 
@@ -62,7 +62,7 @@ class MultiHeadAttention(Layer):
         mask = _causal(tokens) if self.causal else None
         out = ops.attention(q, k, v, mask)
         out = ops.reshape(ops.permute(out, (0, 2, 1, 3)), (batch, tokens, self.d_model))
-        return ops.matmul(out, ops.transpose(params[3], 0, 1))
+        return ops.linear(out, params[3], None)
 
     def describe(self) -> str:
         return f"multi_head_attention({self.d_model}, heads={self.heads}, causal={self.causal})"

@@ -42,6 +42,9 @@ class EagerOps:
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         return F.matmul(a, b)
 
+    def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        return F.linear(x, weight, bias)
+
     def add(self, a: Tensor, b: Tensor) -> Tensor:
         return F.add(a, b)
 

@@ -6,9 +6,11 @@ forward program written against :class:`torchlean.nn.ops.Ops`. Parameters are cr
 :func:`torchlean.nn.model.build` with a seed, so the same seed gives the same weights.
 
 Shapes here are per-sample (no batch axis). Forward programs receive batched values
-``(batch, *input_shape)``; :class:`Linear` also accepts an unbatched vector, lowering it the way
-the original lowers a vector linear layer (reshape to ``[1, n]``, transpose the weight, matmul,
-broadcast the bias, add, reshape back; anchor-runtime.md §4.2).
+``(batch, *input_shape)``; :class:`Linear` also accepts an unbatched vector. A linear layer is one
+``linear`` op (``ops.linear``): one eager kernel, and one IR ``linear`` node in the trainer's typed
+graph; :func:`torchlean.nn.lowering.lower_model` lowers it the way the original does (reshape a
+vector to ``[1, n]``, transpose the weight, matmul, broadcast the bias, add, reshape back;
+anchor-runtime.md §4.2).
 """
 
 from __future__ import annotations
@@ -134,13 +136,7 @@ class Linear(Layer):
         return (weight, ParamSpec("bias", (self.out_features,), "uniform", bound))
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
-        shape = ops.shape(x)
-        vector = len(shape) == 1
-        h = ops.reshape(x, (1, shape[0])) if vector else x
-        h = ops.matmul(h, ops.transpose(params[0], 0, 1))
-        if self.bias:
-            h = ops.add(h, ops.broadcast_to(params[1], ops.shape(h)))
-        return ops.reshape(h, (self.out_features,)) if vector else h
+        return ops.linear(x, params[0], params[1] if self.bias else None)
 
     def describe(self) -> str:
         return f"linear({self.in_features}, {self.out_features})"

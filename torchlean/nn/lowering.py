@@ -51,6 +51,9 @@ class GraphOps:
     param_nodes: dict[int, int] = field(default_factory=dict)
     payload_params: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
     inputs: list[int] = field(default_factory=list)
+    fuse_linear: bool = False
+    """Lower ``ops.linear`` to one IR ``linear`` node (the trainer's typed graph) instead of the
+    original's matmul/transpose/broadcast/add form (``lower_model``, ``torchlean graph``)."""
 
     # ------------------------------------------------------------------------------- sources
 
@@ -108,6 +111,25 @@ class GraphOps:
 
     def matmul(self, a: Ref, b: Ref) -> int:
         return self.builder.matmul(self._ref(a), self._ref(b))
+
+    def linear(self, x: Ref, weight: Ref, bias: Ref | None) -> int:
+        """One IR ``linear`` node (payload: the weight and bias, fed from the model parameters by
+        the typed-graph executor) when :attr:`fuse_linear` is set; otherwise the original's
+        lowering (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
+        transposed, ``matmul``, the bias broadcast and added, and a vector reshaped back."""
+        if self.fuse_linear:
+            if not isinstance(weight, Param) or not (bias is None or isinstance(bias, Param)):
+                raise TypeError("linear weight and bias must be model parameters")
+            node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
+            self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
+            return node
+        shape = self.shape(x)
+        vector = len(shape) == 1
+        h: Ref = self.reshape(x, (1, shape[0])) if vector else x
+        h = self.matmul(h, self.transpose(weight, 0, 1))
+        if bias is not None:
+            h = self.add(h, self.broadcast_to(bias, self.shape(h)))
+        return self.reshape(h, (self.shape(h)[-1],)) if vector else self._ref(h)
 
     def add(self, a: Ref, b: Ref) -> int:
         return self.builder.add(self._ref(a), self._ref(b))

@@ -45,6 +45,10 @@ class Ops(Protocol[T]):
 
     def matmul(self, a: T, b: T) -> T: ...
 
+    def linear(self, x: T, weight: T, bias: T | None) -> T:
+        """``x @ weight^T + bias`` over the last axis (``torch.nn.functional.linear``); ``x`` of rank
+        >= 1, ``weight (out, in)`` and ``bias (out,)`` model parameters (or no bias)."""
+
     def add(self, a: T, b: T) -> T: ...
 
     def mul(self, a: T, b: T) -> T: ...

@@ -108,6 +108,10 @@ def check_numel(op: str, shape: Sequence[int], what: str) -> None:
 
 
 def _broadcast(op: str, named: Sequence[tuple[str, Sequence[int]]]) -> Shape:
+    first = tuple(named[0][1])
+    if all(tuple(shape) == first for _, shape in named[1:]):  # equal shapes: nothing to broadcast
+        check_numel(op, first, "broadcast result shape")
+        return first
     result: list[int] = []
     for _, shape in named:
         shape = list(shape)
@@ -131,6 +135,8 @@ def _broadcast(op: str, named: Sequence[tuple[str, Sequence[int]]]) -> Shape:
 
 
 def _int(op: str, name: str, value: object) -> int:
+    if type(value) is int:  # the common case, without the numbers.Integral ABC check
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _fail(op, f"{name} must be an integer; got {value!r} of type {type(value).__name__}")
     return int(value)
