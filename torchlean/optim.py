@@ -184,12 +184,24 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     The arithmetic is in ``start``'s dtype (the parameter's; AdamW passes the decayed parameter).
     """
     dt = start.dtype.type
-    m[...] = dt(config.beta1) * m + dt(1.0 - config.beta1) * grad
-    v[...] = dt(config.beta2) * v + dt(1.0 - config.beta2) * grad * grad
+    # m = b1*m + (1-b1)*g and v = b2*v + ((1-b2)*g)*g, each product and sum rounded once, in
+    # place (the same roundings as the out-of-place expressions, fewer temporaries)
+    term = np.multiply(grad, dt(1.0 - config.beta1))
+    m *= dt(config.beta1)
+    m += term
+    np.multiply(grad, dt(1.0 - config.beta2), out=term)
+    term *= grad
+    v *= dt(config.beta2)
+    v += term
     bias1 = dt(1.0 - config.beta1**step)
     bias2 = dt(1.0 - config.beta2**step)
-    denom = np.sqrt(v / bias2) + dt(config.eps)
-    return start - dt(config.lr) * (m / bias1) / denom
+    denom = np.divide(v, bias2)
+    np.sqrt(denom, out=denom)
+    denom += dt(config.eps)
+    update = np.divide(m, bias1)
+    update *= dt(config.lr)  # lr * (m / bias1), then / denom
+    update /= denom
+    return start - update
 
 
 @dataclass(frozen=True, slots=True)

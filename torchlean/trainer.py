@@ -163,11 +163,12 @@ class RunConfig:
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
-    """The objective as ops: ``mse_loss``, or ``-mean(sum(log_softmax(z) * onehot, 1))``."""
+    """The objective as ops: ``mse_loss``, or cross-entropy ``-(1/n) * sum(log_softmax(z) * onehot)``
+    over all ``n`` rows and classes (one left-fold sum under ``checked_cpu``, then one scale)."""
     if objective is Objective.MSE:
         return ops.mse_loss(prediction, target)
     log_p = ops.log_softmax(prediction, len(ops.shape(prediction)) - 1)
-    return ops.scale(ops.reduce_mean(ops.reduce_sum(ops.mul(log_p, target), 1), 0), -1.0)
+    return ops.scale(ops.sum(ops.mul(log_p, target)), -1.0 / ops.shape(prediction)[0])
 
 
 @dataclass(slots=True)
@@ -364,6 +365,14 @@ class Trainer(Generic[In, Out]):
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
         return _loss(ops, self.objective, out, Tensor(yb, device=device))
 
+    def _leaf_parameters(self, device: str) -> list[Tensor]:
+        """The model parameters as leaf tensors that require gradients: on the host, views of the
+        parameter arrays (the optimizer returns new arrays, so nothing writes through them); on a
+        device, copies there."""
+        if device == "cpu":
+            return [Tensor._make(np.ascontiguousarray(p), True) for p in self.model.parameters]
+        return [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
+
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
         """One optimizer update on a minibatch; returns the minibatch's mean loss."""
         session = self.open()
@@ -372,7 +381,7 @@ class Trainer(Generic[In, Out]):
         y = self._y(yb, x.shape[0])
         with session:
             device = self.config.device.label
-            params = [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
+            params = self._leaf_parameters(device)
             loss = self._forward_loss(params, x, y)
             loss.backward()
             grads = [None if p.grad is None else p.grad.numpy() for p in params]

@@ -101,3 +101,28 @@ def test_parameter_count_change_is_refused():
     opt = optim.sgd().create([np.ones(2)])
     with pytest.raises(OptimizerError, match="expected 1 parameters, got 2"):
         opt.step([np.ones(2), np.ones(2)], [np.ones(2), np.ones(2)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype):
+    """The in-place update rounds exactly like the out-of-place expression of Kingma & Ba
+    (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g; p - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))."""
+
+    def textbook(config, step, start, grad, m, v):
+        dt = start.dtype.type
+        m[...] = dt(config.beta1) * m + dt(1.0 - config.beta1) * grad
+        v[...] = dt(config.beta2) * v + dt(1.0 - config.beta2) * grad * grad
+        denom = np.sqrt(v / dt(1.0 - config.beta2**step)) + dt(config.eps)
+        return start - dt(config.lr) * (m / dt(1.0 - config.beta1**step)) / denom
+
+    rng = np.random.default_rng(7)
+    config = optim.adam(0.01)
+    p1 = rng.standard_normal((20, 3)).astype(dtype)
+    p2, m1, v1 = p1.copy(), np.zeros_like(p1), np.zeros_like(p1)
+    m2, v2 = m1.copy(), v1.copy()
+    for step in range(1, 25):
+        g = (rng.standard_normal(p1.shape) * 10.0 ** rng.integers(-8, 3)).astype(dtype)
+        p1 = textbook(config, step, p1, g, m1, v1)
+        p2 = optim._adam_step(config, step, p2, g, m2, v2)
+        assert p1.tobytes() == p2.tobytes()
+        assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
