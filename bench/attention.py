@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
-    for n in tqdm(sizes, desc="n", leave=False, file=sys.stderr):
+    for n in tqdm(sizes, desc="n", leave=False, file=sys.stderr, disable=None):
         x = inputs(n, dtype)
         for impl in impls:
             reason = skip_reason(last.get(impl.name), n, repeats, budget)
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     # Memory after all timings: PeakRSS fixes glibc's mmap threshold, which slows small allocations.
     by_name = {impl.name: impl for impl in impls}
     with _record.PeakRSS() as peak:
-        for row in tqdm(rows, desc="peak memory", leave=False, file=sys.stderr):
+        for row in tqdm(rows, desc="peak memory", leave=False, file=sys.stderr, disable=None):
             if "skipped" not in row:
                 row["peak_bytes"] = peak.measure(by_name[row["impl"]].call(inputs(row["n"], dtype)))
         memory_method = _record.MEMORY_METHOD if peak.available else peak.reason

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     _record.set_threads(args.threads)
     sizes = {100: 14, 1_000: 143} if args.smoke else SIZES
     rows: list[dict[str, Any]] = []
-    for target_nodes, blocks in tqdm(sizes.items(), desc="sizes", leave=False, file=sys.stderr):
+    for target_nodes, blocks in tqdm(sizes.items(), desc="sizes", leave=False, file=sys.stderr, disable=None):
         graph, lowering_s = lowered_graph(blocks)
         repeats = repeats_for(target_nodes, args.quick, args.smoke)
         for name in names:

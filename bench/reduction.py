@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = (8, 16) if args.smoke else SIZES
     repeats = 1 if args.smoke else 5 if args.quick else 11
     cases = [(n, dtype) for dtype in DTYPES for n in sizes]
-    progress = tqdm(cases, desc="cases", leave=False, file=sys.stderr)
+    progress = tqdm(cases, desc="cases", leave=False, file=sys.stderr, disable=None)
     rows = [measure(n, dtype, repeats) for n, dtype in progress]
     capsule = profiles.get("checked_cpu").plan_ops([BackendOp.MATMUL]).kernels[0].capsule
     record = _record.base_record(NAME, args.quick)

@@ -184,7 +184,7 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
         trainers[runner.label] = trainer
     for runner in runners:
         runner.steps(plan.warmup)
-    for _ in tqdm(range(plan.rounds), desc=f"{model} rounds", leave=False, file=sys.stderr):
+    for _ in tqdm(range(plan.rounds), desc=f"{model} rounds", leave=False, file=sys.stderr, disable=None):
         for runner in runners:
             runner.timed_block(plan.block)
     baseline = _record.summary(runners[0].wall)["median"]
