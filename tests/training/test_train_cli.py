@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -98,6 +99,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "execution",
         "seed",
         "epochs",
+        "torch_threads",
         "losses",
         "test_accuracy",
         "seconds",
@@ -110,6 +112,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "eager",
     )
     assert (record["seed"], record["epochs"]) == (0, 2)
+    assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]
     assert all(isinstance(loss, float) for loss in record["losses"])
     assert f"test_accuracy={record['test_accuracy']:.4f}" == lines[4]
@@ -368,3 +371,20 @@ def test_default_run_typed_graph_gives_the_identical_losses(default_run, tmp_pat
     assert record["capsules"] == eager_record["capsules"]
     # epoch lines, accuracy and capsule report agree line for line (the profile line names the mode)
     assert lines[2:-1] == eager_lines[2:-1]
+
+
+def test_torch_threads_flag_sets_torch_and_is_recorded(capsys, tmp_path):
+    import torch
+
+    before = torch.get_num_threads()
+    record_path = tmp_path / "run.json"
+    try:
+        code, _, err = train(
+            capsys, "--dataset", "iris", "--epochs", "1", "--profile", "fast_cpu", "--torch-threads", "1",
+            "--report-json", str(record_path),
+        )
+        assert (code, err) == (0, "")
+        assert torch.get_num_threads() == 1
+        assert json.loads(record_path.read_text())["torch_threads"] == 1
+    finally:
+        torch.set_num_threads(before)
