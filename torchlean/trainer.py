@@ -356,14 +356,17 @@ class Trainer(Generic[In, Out]):
                 for line in report.detailed_report_lines(kernel.audit()):
                     print(line)
 
-    def _forward_loss(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
+    def _loss_and_gradients(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
+        """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``."""
         if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)
-            return step.program.run([Tensor(xb), Tensor(yb)], params, step.output)
+            return step.program.run_and_backward([Tensor(xb), Tensor(yb)], params, step.output)
         ops = EagerOps()
         device = self.config.device.label
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
-        return _loss(ops, self.objective, out, Tensor(yb, device=device))
+        loss = _loss(ops, self.objective, out, Tensor(yb, device=device))
+        loss.backward()
+        return loss
 
     def _leaf_parameters(self, device: str) -> list[Tensor]:
         """The model parameters as leaf tensors that require gradients: on the host, views of the
@@ -382,8 +385,7 @@ class Trainer(Generic[In, Out]):
         with session:
             device = self.config.device.label
             params = self._leaf_parameters(device)
-            loss = self._forward_loss(params, x, y)
-            loss.backward()
+            loss = self._loss_and_gradients(params, x, y)
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
         self.model.parameters = self._optimizer.step(self.model.parameters, grads)
         return float(loss.numpy())

@@ -16,11 +16,12 @@ import torchlean as tl
 from torchlean import nn
 from torchlean.autograd import dispatch
 from torchlean.autograd import session as session_module
+from torchlean.autograd.tape import AutogradError
 from torchlean.autograd.typed_graph import GraphProgram, StepKind
 from torchlean.backend import profiles
 from torchlean.backend.errors import SessionError
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.nn.lowering import lower_model
+from torchlean.nn.lowering import GraphOps, lower_model
 from torchlean.tensor import DeviceError, TensorTypeError
 
 
@@ -112,3 +113,38 @@ def test_the_schedule_refuses_a_wrong_number_of_inputs() -> None:
     program, lowered, params = _program("fast_cpu")
     with pytest.raises(SessionError, match="expected 1 inputs, got 0"):
         program.run([], params, lowered.output)
+
+
+def test_backward_in_the_precomputed_order_equals_the_tape_search() -> None:
+    """``run_and_backward`` (reverse schedule order, no graph search) accumulates bit for bit the
+    gradients that ``run(...)`` followed by ``Tensor.backward`` (DFS over the tape) gives."""
+    model = nn.build(nn.sequential(nn.linear(3, 4), nn.tanh(), nn.linear(4, 2)), seed=2, dtype=np.float64)
+    ops = GraphOps(fuse_linear=True)
+    x_ref = ops.input((5, 3))
+    prediction = model.layer.forward(ops, list(ops.params(model)), x_ref, training=True)
+    out = ops.sum(ops.mul(prediction, ops.constant(np.full((5, 2), 0.5))))
+    lowered = ops.lowered(out)
+    result = profiles.get("checked_cpu").accept_graph(lowered.built.graph)
+    assert result.plan is not None
+    program = GraphProgram(
+        lowered.built.graph, lowered.built.payloads, result.plan, lowered.param_nodes, lowered.payload_params
+    )
+    x = tl.tensor(np.random.default_rng(3).standard_normal((5, 3)))
+    searched = [tl.tensor(p, requires_grad=True) for p in model.parameters]
+    program.run([x], searched, lowered.output).backward()
+    ordered = [tl.tensor(p, requires_grad=True) for p in model.parameters]
+    loss = program.run_and_backward([x], ordered, lowered.output)
+    assert loss.shape == ()
+    for a, b in zip(searched, ordered, strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert a.grad.numpy().tobytes() == b.grad.numpy().tobytes()
+    # the oracle: d/dW2 of sum(0.5 * (tanh(x W1^T + b1) W2^T + b2)) = 0.5 * sum over rows of h
+    w1, b1 = model.parameters[0], model.parameters[1]
+    h = np.tanh(x.numpy() @ w1.T + b1)
+    np.testing.assert_allclose(ordered[2].grad.numpy(), np.tile(0.5 * h.sum(0), (2, 1)), rtol=1e-12)
+
+
+def test_run_and_backward_refuses_a_non_scalar_output() -> None:
+    program, lowered, params = _program("checked_cpu")
+    with pytest.raises(AutogradError, match="is not a scalar that requires a gradient"):
+        program.run_and_backward([tl.tensor(np.ones((5, 3)))], params, lowered.output)

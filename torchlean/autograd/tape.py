@@ -209,13 +209,20 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
         )
 
 
-def run_backward(root: Node, seed: Array, *, retain_graph: bool = False) -> None:
+def run_backward(
+    root: Node, seed: Array, *, retain_graph: bool = False, order: Sequence[Node] | None = None
+) -> None:
     """Propagate ``seed`` (the cotangent of ``root``'s output) to every reachable leaf's ``.grad``.
 
     Args:
         root: the node that produced the tensor ``backward`` was called on.
         seed: cotangent with exactly the output's shape and dtype.
         retain_graph: keep the traversed nodes for another backward.
+        order: a precomputed traversal (the typed-graph schedule's kernel nodes in reverse
+            schedule order): it must list every node reachable from ``root``, each after every
+            node that depends on it; nodes it lists that ``root`` does not reach get no cotangent
+            and are skipped (and freed). ``None``: collect the reachable nodes by a DFS and sort
+            them by decreasing sequence number.
 
     Raises:
         AutogradError: ``autograd: seed gradient shape mismatch for output`` (verbatim, original
@@ -227,7 +234,7 @@ def run_backward(root: Node, seed: Array, *, retain_graph: bool = False) -> None
             f"autograd: seed gradient shape mismatch for output (seed {tuple(seed.shape)}, output "
             f"{root.shape})"
         )
-    nodes = _collect(root)
+    nodes = _collect(root) if order is None else order
     slots: dict[Node, Array] = {root: seed}
     leaves: dict[int, tuple[Tensor, Array]] = {}
     for node in nodes:

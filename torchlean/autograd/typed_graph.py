@@ -11,7 +11,9 @@ calls :func:`~torchlean.autograd.dispatch.execute_bound` (operand and device che
 validator of the minted kernels, the kernel, the tape node), the path eager execution takes.
 ``input``/``const``/``detach`` nodes need no kernel. Because the kernels, their parameters and
 their order are those of eager execution, eager and typed-graph runs give bit-identical values;
-the backward pass is the tape over the nodes the schedule recorded.
+the backward pass is the tape over the nodes the schedule recorded, traversed by
+:meth:`GraphProgram.run_and_backward` in the precomputed reverse schedule order (no search of the
+graph behind the loss), with the same local rules and accumulation as ``Tensor.backward``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from typing import Any
 import numpy as np
 from beartype import beartype
 
+from torchlean.autograd import storage
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
+from torchlean.autograd.tape import AutogradError, run_backward
 from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError
 from torchlean.ir.graph import Graph, Node
@@ -178,6 +182,37 @@ class GraphProgram:
                 bound[id(kernel)] = bind_linked(kernel, linked)
         self._bound = {node_id: bound[id(kernel)] for node_id, kernel in self.kernels.items()}
         self.steps: tuple[Step, ...] = tuple(self._step(node) for node in graph.nodes)
+        self._backward_slots: tuple[int, ...] = tuple(
+            step.node_id for step in reversed(self.steps) if step.kind is StepKind.KERNEL
+        )
+
+    def run_and_backward(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
+        """Execute the schedule up to node ``output`` (a scalar loss), then backpropagate from it
+        in the precomputed reverse schedule order (no graph search); return the loss.
+
+        Gradients accumulate into ``.grad`` of the ``params`` that require them, exactly as
+        ``run(...).backward()`` does.
+
+        Raises:
+            SessionError: wrong number of inputs.
+            AutogradError: the loss is not a scalar that requires a gradient.
+        """
+        values = self._execute(inputs, params, output)
+        loss = values[output]
+        assert loss is not None
+        node = loss._node
+        if node is None or loss.shape != ():
+            raise AutogradError(
+                f"typed graph: node {output} is not a scalar that requires a gradient (shape {loss.shape})"
+            )
+        order = []
+        for slot in self._backward_slots:
+            if slot <= output:
+                value = values[slot]
+                if value is not None and value._node is not None:
+                    order.append(value._node)
+        run_backward(node, storage.like(np.ones((), dtype=loss.dtype), loss._data), order=order)
+        return loss
 
     def run(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
         """Execute every step up to node ``output`` and return its value.
@@ -188,6 +223,13 @@ class GraphProgram:
         Raises:
             SessionError: wrong number of inputs.
         """
+        result = self._execute(inputs, params, output)[output]
+        assert result is not None
+        return result
+
+    def _execute(
+        self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int
+    ) -> list[Tensor | None]:
         if len(inputs) != len(self.input_ids):
             raise SessionError(f"typed graph: expected {len(self.input_ids)} inputs, got {len(inputs)}")
         values: list[Tensor | None] = [None] * (output + 1)
@@ -208,9 +250,7 @@ class GraphProgram:
             else:
                 assert step.const is not None
                 values[step.node_id] = Tensor(np.array(step.const))
-        result = values[output]
-        assert result is not None
-        return result
+        return values
 
     # ------------------------------------------------------------------------------ schedule
 
