@@ -34,11 +34,37 @@ def parser(description: str) -> argparse.ArgumentParser:
     ``--smoke`` (tiny sizes, for ``tests/bench``; its numbers mean nothing)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (all scripts < 5 min)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    p.add_argument("--out", type=out_dir, default=DEFAULT_OUT,
+                   help=f"output directory (default {DEFAULT_OUT})")
     p.add_argument("--threads", type=_positive_int, default=1,
                    help="torch intra-op threads and BLAS threads (default 1)")
     p.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
+    return value
+
+
+def out_dir(text: str) -> Path:
+    """``--out``: a directory that exists or can be created, and can be written, checked before
+    any measurement runs (an argparse type: a bad path is a one-line usage error)."""
+    path = Path(text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write results to {text}: {exc.strerror or exc}") from None
+    return path
 
 
 def _positive_int(text: str) -> int:

@@ -206,7 +206,7 @@ def markdown(record: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    parser.add_argument("--case-budget", type=float, default=None,
+    parser.add_argument("--case-budget", type=_record.positive_seconds, default=None,
                         help="seconds one (implementation, n) case may take (default 120; quick 30)")
     args = parser.parse_args(argv)
     _record.set_threads(args.threads)

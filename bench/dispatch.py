@@ -27,6 +27,7 @@ Usage: ``python bench/dispatch.py [--quick] [--out DIR] [--profile checked_cpu]`
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +39,9 @@ import torchlean as tl
 from torchlean.autograd import dispatch
 from torchlean.autograd.session import current_session
 from torchlean.autograd.tape import Node, SavedArray, VersionCounter
+from torchlean.backend import profiles
 from torchlean.backend.binding import KernelHandler, bind
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import Tensor
 
@@ -152,9 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(__doc__.splitlines()[0])
     parser.add_argument("--profile", default="checked_cpu", help="backend profile (default checked_cpu)")
     args = parser.parse_args(argv)
+    try:
+        profiles.get(args.profile)
+    except UnknownLabelError as exc:
+        parser.error(f"argument --profile: {exc}")
     _record.set_threads(args.threads)
     inner, repeats = (200, 3) if args.smoke else (2_000, 7) if args.quick else (10_000, 15)
-    timings, selected = measure(args.profile, inner, repeats)
+    try:
+        timings, selected = measure(args.profile, inner, repeats)
+    except TorchLeanError as exc:  # e.g. a CUDA profile on a machine without a CUDA device
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     targets = [
         _record.target(timings["overhead_no_grad"]["median"], OVERHEAD_LIMIT_US,
                        "eager dispatch overhead, no grad (µs per op after first use)"),
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return f"{value['median'] if isinstance(value, dict) else value:.2f}"
 
     rows = [
-        ("kernel alone (guard + numpy)", median("kernel"), ""),
+        ("kernel alone (guard + kernel)", median("kernel"), ""),
         ("eager call inside `with no_grad()` (per call)", median("eager_no_grad"), ""),
         ("  entering + leaving `no_grad()` (excluded below)", median("no_grad_context"), ""),
         ("eager call, tape record", median("eager_grad"), ""),

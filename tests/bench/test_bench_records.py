@@ -112,3 +112,39 @@ def test_run_summary_combines_tables(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "| dispatch | skipped (missing) |" in text
     assert "| planning | failed (exit status 1) |" in text
     assert "python bench/run.py --smoke" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "message"),
+    [
+        ("reduction", ["--smoke", "--out", "{file}"], "argument --out: cannot write results to"),
+        ("dispatch", ["--smoke", "--out", "{file}/sub"], "argument --out: cannot write results to"),
+        ("dispatch", ["--smoke", "--profile", "nosuch"], "argument --profile: unknown profile nosuch"),
+        ("attention", ["--smoke", "--case-budget", "nan"], "must be a finite number of seconds > 0"),
+        ("attention", ["--smoke", "--case-budget", "-1"], "must be a finite number of seconds > 0"),
+    ],
+)
+def test_bad_arguments_are_one_line_usage_errors(
+    name: str, argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    module = load(name, monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        module.main([arg.format(file=blocker) for arg in argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_dispatch_on_a_cuda_profile_without_a_device_fails_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    module = load("dispatch", monkeypatch)
+    assert module.main(["--smoke", "--profile", "checked_cuda", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: torch eager session: CUDA was requested")

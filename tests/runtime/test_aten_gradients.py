@@ -9,7 +9,9 @@ This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For e
   (float32) relative; every cotangent is a fresh C-contiguous array aliasing no input, no ``g``,
   no ``out`` and no other cotangent;
 * in float64 the aten VJP also equals torch autograd of the mirrored ``torch`` function
-  (a second oracle), and torch autograd itself never records anything inside the aten kernels;
+  (a second oracle) at generic inputs — away from ties and NaN, where the reference's
+  conventions below are the contract and differ from torch's (e.g. relu's gradient at NaN is 0
+  here, torch gives 1) — and torch autograd itself never records anything inside the aten kernels;
 * broadcasting binary ops reduce their cotangents back to each input's shape (hypothesis), tie
   conventions (max/min ``g/2``, relu/abs gradient 0 at 0, inclusive clamp bounds, max_pool's first
   maximum) and NaN propagation are the reference's, and bad cotangents are refused with the

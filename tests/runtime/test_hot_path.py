@@ -148,3 +148,37 @@ def test_run_and_backward_refuses_a_non_scalar_output() -> None:
     program, lowered, params = _program("checked_cpu")
     with pytest.raises(AutogradError, match="is not a scalar that requires a gradient"):
         program.run_and_backward([tl.tensor(np.ones((5, 3)))], params, lowered.output)
+
+
+def test_run_and_backward_reaches_through_the_history_of_a_fed_input() -> None:
+    program, lowered, params = _program("checked_cpu")
+    a = tl.tensor(np.linspace(-1.0, 1.0, 15).reshape(5, 3), requires_grad=True)
+    b = tl.tensor(a.numpy(), requires_grad=True)
+    weights = tl.tensor(np.full((5, 2), 0.25))
+    # a scalar loss on top of the program's output: build it as a graph-free composition
+    out_searched = program.run([tl.scale(a, 2.0)], params, lowered.output)
+    tl.reduce_sum(tl.mul(out_searched, weights)).backward()
+    assert a.grad is not None
+    # the same loss, the input computed from b, through run_and_backward on a scalar-output program
+    model = nn.build(nn.sequential(nn.linear(3, 4), nn.relu(), nn.linear(4, 2)), seed=0, dtype=np.float64)
+    ops = GraphOps(fuse_linear=True)
+    x_ref = ops.input((5, 3))
+    out = ops.sum(ops.mul(model.layer.forward(ops, list(ops.params(model)), x_ref, training=True),
+                          ops.constant(np.full((5, 2), 0.25))))
+    low = ops.lowered(out)
+    plan = profiles.get("checked_cpu").accept_graph(low.built.graph).plan
+    assert plan is not None
+    scalar = GraphProgram(low.built.graph, low.built.payloads, plan, low.param_nodes, low.payload_params)
+    fresh = [tl.tensor(p, requires_grad=True) for p in model.parameters]
+    scalar.run_and_backward([tl.scale(b, 2.0)], fresh, low.output)
+    assert b.grad is not None  # reached through scale, which the schedule does not contain
+    np.testing.assert_array_equal(b.grad.numpy(), a.grad.numpy())
+
+
+def test_a_cached_kernel_of_another_op_is_refused() -> None:
+    x = tl.tensor([1.0, -1.0])
+    with tl.session() as s:
+        tl.relu(x)
+        s._resolved[(BackendOp.RELU, True)] = s.resolve(BackendOp.EXP)
+        with pytest.raises(SessionError, match="kernel for `relu` is bound to capsule `reference.exp`"):
+            tl.relu(x)

@@ -294,4 +294,11 @@ def run_op(op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, 
     active = _CURRENT.get()
     s = active if active is not None else default_session()
     bound = s._resolved.get((op, is_grad_enabled()))
-    return execute_bound(bound if bound is not None else s.resolve(op), inputs, params)
+    if bound is None:
+        bound = s.resolve(op)
+    if bound.accepted.op is not op:
+        raise SessionError(
+            f"torch: the session's kernel for `{op.label}` is bound to capsule "
+            f"`{bound.accepted.capsule.name}` of op `{bound.accepted.op.label}`; refusing to run it"
+        )
+    return execute_bound(bound, inputs, params)

@@ -188,7 +188,9 @@ class GraphProgram:
 
     def run_and_backward(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
         """Execute the schedule up to node ``output`` (a scalar loss), then backpropagate from it
-        in the precomputed reverse schedule order (no graph search); return the loss.
+        in the precomputed reverse schedule order (no graph search); return the loss. When an
+        input or parameter tensor has a history of its own (it is not a leaf), the tape searches
+        the graph behind the loss instead, so gradients reach through that history too.
 
         Gradients accumulate into ``.grad`` of the ``params`` that require them, exactly as
         ``run(...).backward()`` does.
@@ -205,13 +207,19 @@ class GraphProgram:
             raise AutogradError(
                 f"typed graph: node {output} is not a scalar that requires a gradient (shape {loss.shape})"
             )
+        seed = storage.like(np.ones((), dtype=loss.dtype), loss._data)
+        if any(t._node is not None for t in (*inputs, *params)):
+            # a fed tensor carries its own history: the schedule does not cover those nodes, so
+            # the tape searches the whole graph behind the loss instead
+            run_backward(node, seed)
+            return loss
         order = []
         for slot in self._backward_slots:
             if slot <= output:
                 value = values[slot]
                 if value is not None and value._node is not None:
                     order.append(value._node)
-        run_backward(node, storage.like(np.ones((), dtype=loss.dtype), loss._data), order=order)
+        run_backward(node, seed, order=order)
         return loss
 
     def run(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:

@@ -18,6 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._output import check_writable
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -79,6 +80,8 @@ def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int)
 
 def run(args: argparse.Namespace) -> int:
     """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL."""
+    if args.json is not None:
+        check_writable(args.json, "the JSON report to")
     cases = flash_check_cases(quick=args.quick, seed=args.seed)
     report = check_flash_attention(cases, progress=_progress(not args.no_progress))
     print(report.table())

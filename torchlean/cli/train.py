@@ -23,6 +23,7 @@ from tqdm import tqdm
 from torchlean import data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.cli._output import check_writable
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -123,18 +124,6 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     return data.load(args.dataset, label_column=int(column), **options)
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse a ``--report-json`` path that cannot be written, before any training."""
-    if path.is_dir():
-        raise TorchLeanError(f"cannot write --report-json {path}: it is a directory")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a"):
-            pass
-    except OSError as error:
-        raise TorchLeanError(f"cannot write --report-json {path}: {error.strerror or error}") from None
-
-
 def _set_torch_threads(requested: int | None) -> int:
     """Fix torch's intra-op thread count for this run and return it: ``requested``, else
     ``$OMP_NUM_THREADS``, else 1. Before torch is imported (a ``checked_cpu`` run never imports
@@ -160,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     threads = _set_torch_threads(args.torch_threads)
     if args.report_json is not None:
-        _check_writable(args.report_json)
+        check_writable(args.report_json, "--report-json")
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)

@@ -1,0 +1,31 @@
+"""Checking an output file path before a command does its work (one-line errors, no traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchlean.backend.errors import TorchLeanError
+
+__all__ = ["check_writable"]
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Refuse ``path`` unless a file can be written there (creating missing parent folders).
+
+    Raises:
+        TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
+            a file, or the OS refuses (permissions, read-only file system).
+    """
+    if path.is_dir():
+        raise TorchLeanError(f"cannot write {what} {path}: it is a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise TorchLeanError(f"cannot write {what} {path}: {parent} is a file, not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a"):
+            pass
+    except OSError as error:
+        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
