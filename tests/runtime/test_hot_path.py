@@ -180,5 +180,5 @@ def test_a_cached_kernel_of_another_op_is_refused() -> None:
     with tl.session() as s:
         tl.relu(x)
         s._resolved[(BackendOp.RELU, True)] = s.resolve(BackendOp.EXP)
-        with pytest.raises(SessionError, match="kernel for `relu` is bound to capsule `reference.exp`"):
+        with pytest.raises(SessionError, match=r"kernel for `relu` is bound to capsule `reference\.exp`"):
             tl.relu(x)
