@@ -179,6 +179,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         ) from exc
     if raw.dtype.kind not in "biuf":  # strings, None/objects, complex: never cast, even on request
         raise TensorError(_unsupported(raw.dtype))
+    if not raw.dtype.isnative:  # e.g. big-endian '>f8' from a file: same values, native byte order
+        raw = raw.astype(raw.dtype.newbyteorder("="))
     if dtype is not None:
         target = resolve_dtype(dtype)
     elif raw.dtype.kind == "f":

@@ -44,6 +44,15 @@ def test_unsupported_dtypes_are_refused() -> None:
         tl.tensor(["a"])
 
 
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">i8", ">i4"])
+def test_big_endian_arrays_become_native_tensors_with_the_same_values(dtype: str) -> None:
+    data = np.array([1.5, -2.0, 3.0]).astype(dtype)  # e.g. read from a big-endian file
+    t = tl.tensor(data)
+    assert t.dtype.isnative
+    np.testing.assert_array_equal(t.numpy(), data.astype(data.dtype.newbyteorder("=")))
+    assert t.dtype == (np.float64 if dtype == ">f8" else np.float32 if dtype == ">f4" else np.int64)
+
+
 def test_only_float_tensors_require_grad() -> None:
     with pytest.raises(tl.TensorError, match="only float32 and float64"):
         tl.tensor([1, 2], requires_grad=True)
