@@ -211,6 +211,21 @@ def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
     )
 
 
+def _require_tensor(fn: str, name: str, value: object) -> Tensor:
+    """``value`` when it is a :class:`Tensor` (for functions that read its shape or device before
+    dispatching).
+
+    Raises:
+        TensorTypeError: ``<fn>: <name> must be a torchlean Tensor; got <type> ...``.
+    """
+    if isinstance(value, Tensor):
+        return value
+    raise TensorTypeError(
+        f"{fn}: {name} must be a torchlean Tensor; got {type(value).__name__} (convert data with "
+        "torchlean.tensor(...))"
+    )
+
+
 def _mask(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
     """A mask operand as a tensor on ``like``'s device, never cast: the kernel guard refuses a
     non-boolean mask."""
@@ -398,6 +413,7 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
     """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
     all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
     ``hard_masked_softmax``."""
+    x = _require_tensor("hard_masked_softmax", "x", x)
     params = {"axis": _int("hard_masked_softmax", "axis", axis)}
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask, x)), params)
 
@@ -432,6 +448,7 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
 
 def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
     """Swap two axes (``torch.transpose``); records ``permute``."""
+    x = _require_tensor("transpose", "x", x)
     perm = list(range(x.ndim))
     rank = builtins.max(x.ndim, 1)
     a, b = _int("transpose", "axis0", axis0) % rank, _int("transpose", "axis1", axis1) % rank
@@ -533,12 +550,14 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
+    x = _require_tensor("gather", "x", x)
     return run_op(BackendOp.GATHER, (x, _index(index, x)), {"axis": _int("gather", "axis", axis)})
 
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
     """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
     records ``scatter_add``."""
+    base = _require_tensor("scatter_add", "base", base)
     params = {"axis": _int("scatter_add", "axis", axis)}
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base), src), params)
 
@@ -582,6 +601,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     Raises:
         TensorError: a target whose shape or dtype fits neither form.
     """
+    logits = _require_tensor("cross_entropy", "logits", logits)
     ax = _int("cross_entropy", "axis", axis) % builtins.max(logits.ndim, 1)
     log_probs = log_softmax(logits, ax)
     raw: npt.NDArray[Any] = target.numpy() if isinstance(target, Tensor) else np.asarray(target)

@@ -102,7 +102,9 @@ class OptimizerConfig(ABC):
     def create(self, params: Sequence[Array]) -> Optimizer:
         """Validate and return a fresh optimizer for parameters shaped like ``params``."""
         self.validate()
-        return Optimizer(self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params])
+        return Optimizer(
+            self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params], [0] * len(params)
+        )
 
     @abstractmethod
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
@@ -241,11 +243,18 @@ class Adagrad(OptimizerConfig):
 
 @dataclass(slots=True)
 class Optimizer:
-    """The stateful optimizer: per-parameter first/second moment buffers and a step count."""
+    """The stateful optimizer: per-parameter first/second moment buffers and step counts.
+
+    ``steps`` counts calls of :meth:`step`; ``param_steps[i]`` counts the updates parameter ``i``
+    received, the ``t`` of its bias corrections and of SGD's first-momentum step. As in
+    ``torch.optim``, a parameter whose gradient is ``None`` is skipped: neither its state nor its
+    count moves.
+    """
 
     config: OptimizerConfig
     first: list[Array]
     second: list[Array]
+    param_steps: list[int]
     steps: int = field(default=0)
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
@@ -268,7 +277,8 @@ class Optimizer:
                 raise OptimizerError(
                     f"optimizer: gradient {index} has shape {grad.shape}, parameter has {param.shape}"
                 )
-            new = self.config.update(self.steps, param, grad.astype(param.dtype, copy=False),
+            self.param_steps[index] += 1
+            new = self.config.update(self.param_steps[index], param, grad.astype(param.dtype, copy=False),
                                      self.first[index], self.second[index])
             out.append(np.asarray(new, dtype=param.dtype))
         return out

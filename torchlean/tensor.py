@@ -19,6 +19,10 @@ Copies and views (documented once, relied on everywhere):
 * ``to(device)`` copies to another device (see :meth:`Tensor.to`; the copy is a new leaf, never a
   tape node); ``torchlean.tensor(data, device="cuda")`` creates a tensor on a CUDA device.
 * ``detach()`` shares the storage and its version counter (as ``torch.Tensor.detach``).
+* Op results are fresh storage, except the views of the ``aten`` provider (``fast_cpu``):
+  ``reshape``, and ``permute``/``broadcast`` when no data moves, return a view of their input
+  that shares its version counter (as torch does), where the ``reference`` kernels copy. Write in
+  place through either only if you mean to change both.
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``) bump the storage's version counter; a
   later ``backward`` that needs a value saved before the write is refused. They are refused on a
   tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,

@@ -10,11 +10,13 @@ follow the original (anchor-backend.md §7). Minibatches are real vectorised bat
 * ``ExecutionMode.TYPED_GRAPH``: the model and its loss are lowered once per batch shape to the
   canonical IR, planned and accepted by ``profile.accept_graph``, and every step executes the
   accepted kernels in graph order (:class:`~torchlean.autograd.typed_graph.GraphProgram`); the
-  backward pass is the tape over the same nodes. Same seed, same data: bit-identical to eager.
+  backward pass is the tape over the same nodes, in the schedule's reverse order. Same seed, same
+  data: bit-identical to eager.
 
-Devices: parameters and optimizer state stay numpy arrays on the host; each eager step copies the
-parameters and the minibatch to the profile's device (``cuda`` under ``checked_cuda``) as leaf
-tensors, and the gradients and loss back to the host.
+Devices: parameters and optimizer state stay numpy arrays on the host; each step wraps the
+parameters as leaf tensors (views of the arrays on the host — the optimizer returns new arrays, so
+nothing writes through them — and copies on the profile's device, ``cuda`` under
+``checked_cuda``), and brings the gradients and loss back to the host.
 """
 
 from __future__ import annotations

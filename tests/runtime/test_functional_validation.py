@@ -358,3 +358,31 @@ def test_every_mask_guard_refuses_with_a_guard_type_error(monkeypatch: pytest.Mo
         GuardTypeError, match=r"native_cuda.hard_masked_softmax: mask has dtype float32 \(accepted: bool"
     ):
         native_guards.check_launch("hard_masked_softmax", {"x": t, "mask": t}, masks=("mask",))
+
+
+@pytest.mark.parametrize(
+    ("call", "prefix"),
+    [
+        (lambda: tl.cross_entropy(1.0, [0]), "cross_entropy: logits must be a torchlean Tensor; got float"),
+        (
+            lambda: tl.cross_entropy([[1.0, 2.0]], [0]),
+            "cross_entropy: logits must be a torchlean Tensor; got list",
+        ),
+        (lambda: tl.transpose(np.ones((2, 2)), 0, 1), "transpose: x must be a torchlean Tensor; got ndarray"),
+        (lambda: tl.gather(np.ones(3), [0], 0), "gather: x must be a torchlean Tensor; got ndarray"),
+        (
+            lambda: tl.hard_masked_softmax(np.ones(3), [True, True, True]),
+            "hard_masked_softmax: x must be a torchlean Tensor; got ndarray",
+        ),
+        (
+            lambda: tl.scatter_add(np.ones(3), [0], tl.tensor([1.0]), 0),
+            "scatter_add: base must be a torchlean Tensor; got ndarray",
+        ),
+    ],
+)
+def test_functions_that_read_their_first_operand_refuse_non_tensors(
+    call: Callable[[], object], prefix: str
+) -> None:
+    with pytest.raises(TensorTypeError) as info:
+        call()
+    assert str(info.value).startswith(prefix)

@@ -182,3 +182,28 @@ def test_a_cached_kernel_of_another_op_is_refused() -> None:
         s._resolved[(BackendOp.RELU, True)] = s.resolve(BackendOp.EXP)
         with pytest.raises(SessionError, match=r"kernel for `relu` is bound to capsule `reference\.exp`"):
             tl.relu(x)
+
+
+def test_one_session_entered_from_two_threads() -> None:
+    """The session's context tokens are per thread, so two threads may enter the same session."""
+    import threading
+
+    s = tl.session("checked_cpu")
+    errors: list[BaseException] = []
+    results: list[float] = []
+
+    def work() -> None:
+        try:
+            for _ in range(300):
+                with s:
+                    results.append(float(tl.reduce_sum(tl.relu(tl.tensor([1.0, -2.0, 3.0]))).numpy()))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == [4.0] * 600

@@ -221,3 +221,22 @@ def test_fused_lowering_gives_one_linear_node_per_layer_and_agrees_with_eager():
     w1, b1, w2, b2 = model.parameters
     np.testing.assert_allclose(eager.numpy(), np.maximum(w1 @ x + b1, 0) @ w2.T + b2, rtol=1e-12)
     assert len(lower_model(model, (4,)).built.graph.nodes) == 18
+
+
+def test_fused_lowering_keeps_a_computed_weight_in_the_original_form():
+    """A weight that is not a model parameter (here a transposed one, as a tied layer would use)
+    cannot be a ``linear`` payload: the fused lowering falls back to matmul/transpose."""
+    from torchlean.nn.lowering import GraphOps
+
+    model = nn.build(nn.sequential(nn.linear(4, 4)), seed=0, dtype=np.float64)
+    ops = GraphOps(fuse_linear=True)
+    x_ref = ops.input((2, 4))
+    weight, bias = ops.params(model)
+    out = ops.linear(x_ref, ops.transpose(weight, 0, 1), bias)
+    lowered = ops.lowered(out)
+    kinds = [node.kind.tag for node in lowered.built.graph.nodes]
+    assert "linear" not in kinds and kinds.count("matmul") == 1
+    x = np.random.default_rng(0).standard_normal((2, 4))
+    values = evaluate(lowered.built.graph, {0: x}, lowered.built.payloads, dtype=np.float64)
+    w, b = model.parameters
+    np.testing.assert_allclose(values[lowered.output], x @ w + b, rtol=1e-12)

@@ -126,3 +126,30 @@ def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype):
         p2 = optim._adam_step(config, step, p2, g, m2, v2)
         assert p1.tobytes() == p2.tobytes()
         assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "sgd"])
+def test_a_none_gradient_skips_the_parameter_like_torch(name):
+    """torch.optim counts steps per parameter and skips a parameter without a gradient; the bias
+    corrections (Adam/AdamW) and the momentum buffer's first step (SGD) follow that count."""
+    config = optim.sgd(0.1, momentum=0.9) if name == "sgd" else optim.by_name(name, 0.1)
+    params = [np.ones(3), np.full(2, 2.0)]
+    optimizer = config.create(params)
+    tp = [torch.tensor(p, requires_grad=True) for p in params]
+    torch_cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}[name]
+    kwargs: dict[str, float] = {}
+    if name == "sgd":
+        kwargs["momentum"] = 0.9
+    elif name == "adamw":
+        kwargs["weight_decay"] = config.weight_decay
+    torch_opt = torch_cls(tp, lr=0.1, **kwargs)
+    rng = np.random.default_rng(5)
+    for step in range(12):
+        grads = [None if step in (0, 4, 5) else rng.standard_normal(3), rng.standard_normal(2)]
+        params = optimizer.step(params, grads)
+        for t, g in zip(tp, grads, strict=True):
+            t.grad = None if g is None else torch.tensor(g)
+        torch_opt.step()
+    for ours, theirs in zip(params, tp, strict=True):
+        np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-13, atol=1e-15)
+    assert optimizer.param_steps == [9, 12] and optimizer.steps == 12

@@ -32,6 +32,7 @@ random op invocation (anchor-runtime.md §1.6).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -155,7 +156,7 @@ class Session:
         self._selected: list[AcceptedKernel] = []
         self._resolved: dict[tuple[BackendOp, bool], BoundKernel] = {}
         self._random_counter = 0
-        self._tokens: list[Token[Session | None]] = []
+        self._tokens = threading.local()  # per thread: a session may be entered from several threads
         if show_backend:
             self._print(BANNER)
 
@@ -164,8 +165,15 @@ class Session:
 
     # ------------------------------------------------------------------ context management
 
+    def _token_stack(self) -> list[Token[Session | None]]:
+        stack: list[Token[Session | None]] | None = getattr(self._tokens, "stack", None)
+        if stack is None:
+            stack = []
+            self._tokens.stack = stack
+        return stack
+
     def __enter__(self) -> Session:
-        self._tokens.append(_CURRENT.set(self))
+        self._token_stack().append(_CURRENT.set(self))
         return self
 
     def __exit__(
@@ -174,7 +182,7 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _CURRENT.reset(self._tokens.pop())
+        _CURRENT.reset(self._token_stack().pop())
 
     # ------------------------------------------------------------------ records
 

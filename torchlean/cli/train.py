@@ -144,6 +144,13 @@ def _set_torch_threads(requested: int | None) -> int:
     return threads
 
 
+def _torch_threads_in_use(requested: int) -> int:
+    """The intra-op thread count torch actually used (torch may cap ``OMP_NUM_THREADS`` at the
+    core count), or ``requested`` when this run never imported torch."""
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else requested
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
@@ -203,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         "execution": execution.label,
         "seed": args.seed,
         "epochs": args.epochs,
-        "torch_threads": threads,
+        "torch_threads": _torch_threads_in_use(threads),
         "losses": losses,
     }
     if classification:

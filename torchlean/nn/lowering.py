@@ -114,12 +114,11 @@ class GraphOps:
 
     def linear(self, x: Ref, weight: Ref, bias: Ref | None) -> int:
         """One IR ``linear`` node (payload: the weight and bias, fed from the model parameters by
-        the typed-graph executor) when :attr:`fuse_linear` is set; otherwise the original's
+        the typed-graph executor) when :attr:`fuse_linear` is set and the weight and bias are
+        model parameters; otherwise (a computed or tied weight, or no fusion) the original's
         lowering (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
         transposed, ``matmul``, the bias broadcast and added, and a vector reshaped back."""
-        if self.fuse_linear:
-            if not isinstance(weight, Param) or not (bias is None or isinstance(bias, Param)):
-                raise TypeError("linear weight and bias must be model parameters")
+        if self.fuse_linear and isinstance(weight, Param) and (bias is None or isinstance(bias, Param)):
             node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
             self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
             return node

@@ -47,7 +47,8 @@ class Ops(Protocol[T]):
 
     def linear(self, x: T, weight: T, bias: T | None) -> T:
         """``x @ weight^T + bias`` over the last axis (``torch.nn.functional.linear``); ``x`` of rank
-        >= 1, ``weight (out, in)`` and ``bias (out,)`` model parameters (or no bias)."""
+        >= 1, ``weight (out, in)`` and ``bias (out,)`` (or no bias); the typed graph fuses it into one
+        ``linear`` node when both are model parameters."""
 
     def add(self, a: T, b: T) -> T: ...
 
