@@ -307,8 +307,12 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         )
     counter = VersionCounter() if version is None else version
     saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
+    vjp_needs = linked.vjp_needs
+    needs = tuple([p is not None for p in parents])
 
     def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+        if vjp_needs is not None and not all(needs):
+            return vjp_needs(capsule, g, ins, o, params, needs)  # skips cotangents nobody needs
         return vjp(capsule, g, ins, o, params)
 
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)

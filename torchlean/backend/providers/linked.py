@@ -22,6 +22,7 @@ policy)`` runs before the forward on every call when present (the LibTorch bridg
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 else:
     Array = Any
 
-__all__ = ["Array", "ForwardFn", "LinkedKernel", "VJPFn", "VJPGuard", "convention_kernel"]
+__all__ = ["Array", "ForwardFn", "LinkedKernel", "VJPFn", "VJPGuard", "VJPNeedsFn", "convention_kernel"]
 
 ForwardFn = Callable[[KernelCapsule, tuple["Array | None", ...], Mapping[str, Any]], "Array"]
 VJPFn = Callable[
@@ -47,6 +48,12 @@ VJPFn = Callable[
     Sequence["Array | None"],
 ]
 VJPGuard = Callable[[KernelCapsule, KernelPolicy], None]
+VJPNeedsFn = Callable[
+    [KernelCapsule, "Array", tuple["Array | None", ...], "Array", Mapping[str, Any], tuple[bool, ...]],
+    Sequence["Array | None"],
+]
+"""A VJP that is told which inputs need a cotangent (``torch.autograd.Function``'s
+``needs_input_grad``) and returns ``None`` for the others instead of computing them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,7 @@ class LinkedKernel:
     forward: ForwardFn
     vjp: VJPFn | None = None
     vjp_guard: VJPGuard | None = None
+    vjp_needs: VJPNeedsFn | None = None
 
     @property
     def label(self) -> str:
@@ -81,7 +89,9 @@ def convention_kernel(
 
     ``forward(*inputs, **params)`` returns the output array; ``vjp(g, *inputs, out=out, **params)``
     returns one cotangent per input (``None`` for a non-differentiable input). ``vjp=None`` links a
-    forward-only kernel.
+    forward-only kernel. A ``vjp`` with a ``needs_input_grad`` keyword (one bool per input) also
+    becomes the linked kernel's ``vjp_needs``: the tape passes which inputs need a cotangent and
+    the rule skips the others (returning ``None`` there).
     """
 
     def run_forward(
@@ -92,6 +102,7 @@ def convention_kernel(
     if vjp is None:
         return LinkedKernel(name, op, provider, device, run_forward, None)
     local_vjp = vjp
+    skips = "needs_input_grad" in inspect.signature(vjp).parameters
 
     def run_vjp(
         capsule: KernelCapsule,
@@ -102,4 +113,16 @@ def convention_kernel(
     ) -> Sequence[Array | None]:
         return local_vjp(g, *inputs, out=out, **params)
 
-    return LinkedKernel(name, op, provider, device, run_forward, run_vjp)
+    def run_vjp_needs(
+        capsule: KernelCapsule,
+        g: Array,
+        inputs: tuple[Array | None, ...],
+        out: Array,
+        params: Mapping[str, Any],
+        needs: tuple[bool, ...],
+    ) -> Sequence[Array | None]:
+        return local_vjp(g, *inputs, out=out, needs_input_grad=needs, **params)
+
+    return LinkedKernel(
+        name, op, provider, device, run_forward, run_vjp, vjp_needs=run_vjp_needs if skips else None
+    )

@@ -88,24 +88,31 @@ def matmul(a: Array, b: Array) -> Array:
     return host(torch.matmul(ta, tb))
 
 
-def matmul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
+def matmul_vjp(
+    g: Array, a: Array, b: Array, *, out: Array, needs_input_grad: Sequence[bool] | None = None
+) -> Grads:
     """VJP of :func:`matmul`: ``(g @ b^T, a^T @ g)`` by ``torch.matmul``, summed over broadcast
     batch axes and un-promoted to the operands' shapes (a 1-D ``a`` is ``(1, K)``, a 1-D ``b`` is
-    ``(K, 1)`` inside the rule)."""
+    ``(K, 1)`` inside the rule). An operand marked False in ``needs_input_grad`` (default all)
+    gets ``None`` and its product is not computed."""
     import torch
 
     shape = guards.check_matmul(a, b)
     check_vjp("matmul", g, out, shape, a.dtype)
+    need_a, need_b = (True, True) if needs_input_grad is None else needs_input_grad
     tg, ta, tb = aten_guards.check_aten_layout("matmul", g, a, b)
     if a.ndim == 2 and b.ndim == 2:
-        return host(torch.matmul(tg, tb.mT)), host(torch.matmul(ta.mT, tg))
+        return (
+            host(torch.matmul(tg, tb.mT)) if need_a else None,
+            host(torch.matmul(ta.mT, tg)) if need_b else None,
+        )
     a2 = ta.unsqueeze(0) if a.ndim == 1 else ta
     b2 = tb.unsqueeze(1) if b.ndim == 1 else tb
     batch = np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
     g2 = tg.reshape((*batch, a2.shape[-2], b2.shape[-1]))
-    da = reduce_to(torch.matmul(g2, b2.mT), a2.shape).reshape(a.shape)
-    db = reduce_to(torch.matmul(a2.mT, g2), b2.shape).reshape(b.shape)
-    return host(da), host(db)
+    da = host(reduce_to(torch.matmul(g2, b2.mT), a2.shape).reshape(a.shape)) if need_a else None
+    db = host(reduce_to(torch.matmul(a2.mT, g2), b2.shape).reshape(b.shape)) if need_b else None
+    return da, db
 
 
 def linear(x: Array, w: Array, b: Array | None = None) -> Array:
@@ -118,20 +125,30 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     return host(torch.nn.functional.linear(tx, tw, optional("linear", b)))
 
 
-def linear_vjp(g: Array, x: Array, w: Array, b: Array | None = None, *, out: Array) -> Grads:
+def linear_vjp(
+    g: Array,
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    out: Array,
+    needs_input_grad: Sequence[bool] | None = None,
+) -> Grads:
     """VJP of :func:`linear`: ``(g @ w, g^T @ x, sum of g over rows)`` by ``torch.matmul`` and
-    ``torch.sum`` over all leading rows; ``None`` for an absent bias."""
+    ``torch.sum`` over all leading rows; ``None`` for an absent bias and for an input marked False
+    in ``needs_input_grad`` (default all), which is not computed."""
     import torch
 
     shape = guards.check_linear(x, w, b)
     check_vjp("linear", g, out, shape, x.dtype)
+    need_x, need_w, need_b = (True, True, True) if needs_input_grad is None else needs_input_grad
     tg, tx, tw = aten_guards.check_aten_layout("linear", g, x, w)
     rows = math.prod(x.shape[:-1])
     g_rows = tg.reshape((rows, w.shape[0]))
-    dx = torch.matmul(g_rows, tw).reshape(x.shape)
-    dw = torch.matmul(g_rows.mT, tx.reshape((rows, w.shape[1])))
-    db = None if b is None else host(torch.sum(g_rows, 0))
-    return host(dx), host(dw), db
+    dx = host(torch.matmul(g_rows, tw).reshape(x.shape)) if need_x else None
+    dw = host(torch.matmul(g_rows.mT, tx.reshape((rows, w.shape[1])))) if need_w else None
+    db = None if b is None or not need_b else host(torch.sum(g_rows, 0))
+    return dx, dw, db
 
 
 def mse_loss(a: Array, b: Array) -> Array:

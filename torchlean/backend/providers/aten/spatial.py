@@ -23,6 +23,7 @@ statistics, overlapping windows) run in torch's order: reduction ``implementatio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from torchlean.backend.providers.aten import guards as aten_guards
@@ -122,10 +123,12 @@ def conv_vjp(
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
     groups: int = 1,
-) -> tuple[Array, Array, Array | None]:
+    needs_input_grad: Sequence[bool] | None = None,
+) -> tuple[Array | None, Array | None, Array | None]:
     """VJP of :func:`conv`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)`` by
     ``aten::convolution_backward``: dx the transpose convolution of g, dw the correlation of x
-    with g, db the sum of g over ``(N, *out)`` (None for an absent b)."""
+    with g, db the sum of g over ``(N, *out)`` (None for an absent b, and for an input marked False
+    in ``needs_input_grad``, default all, which torch is told not to compute)."""
     import torch
 
     window = spatial_guards.check_conv(
@@ -133,6 +136,7 @@ def conv_vjp(
     )
     c_out = w.shape[0]
     check_cotangent("conv", g, (x.shape[0], c_out, *window.output), x.dtype)
+    need_x, need_w, need_b = (True, True, True) if needs_input_grad is None else needs_input_grad
     tg, tx, tw = aten_guards.check_aten_layout("conv", g, x, w)
     dx, dw, db = torch.ops.aten.convolution_backward(
         tg,
@@ -145,9 +149,13 @@ def conv_vjp(
         False,
         [0] * len(window.kernel),
         groups,
-        [True, True, b is not None],
+        [bool(need_x), bool(need_w), b is not None and bool(need_b)],
     )
-    return host(dx), host(dw), None if b is None else host(db)
+    return (
+        host(dx) if need_x else None,
+        host(dw) if need_w else None,
+        None if b is None or not need_b else host(db),
+    )
 
 
 def conv_transpose(

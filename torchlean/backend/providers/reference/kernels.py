@@ -809,16 +809,20 @@ def matmul(a: Array, b: Array) -> Array:
 
 
 @_ieee
-def matmul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
+def matmul_vjp(
+    g: Array, a: Array, b: Array, *, out: Array, needs_input_grad: Sequence[bool] | None = None
+) -> Grads:
     """VJP of :func:`matmul`: ``(g @ b^T, a^T @ g)`` (left folds), reduced over broadcast batch
-    axes and un-promoted to the operands' shapes."""
+    axes and un-promoted to the operands' shapes. ``needs_input_grad`` (one bool per operand,
+    default all): an operand marked False gets ``None`` and its contraction is not computed."""
     shape = guards.check_matmul(a, b)
     _check_vjp("matmul", g, out, shape, a.dtype)
+    need_a, need_b = (True, True) if needs_input_grad is None else needs_input_grad
     a2, b2 = _promote(a, b)
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     g2 = g.reshape((*batch, a2.shape[-2], b2.shape[-1]))
-    da = sum_to_shape(fold_matmul(g2, _swap(b2)), a2.shape).reshape(a.shape)
-    db = sum_to_shape(fold_matmul(_swap(a2), g2), b2.shape).reshape(b.shape)
+    da = sum_to_shape(fold_matmul(g2, _swap(b2)), a2.shape).reshape(a.shape) if need_a else None
+    db = sum_to_shape(fold_matmul(_swap(a2), g2), b2.shape).reshape(b.shape) if need_b else None
     return da, db
 
 
@@ -835,16 +839,26 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
 
 
 @_ieee
-def linear_vjp(g: Array, x: Array, w: Array, b: Array | None = None, *, out: Array) -> Grads:
+def linear_vjp(
+    g: Array,
+    x: Array,
+    w: Array,
+    b: Array | None = None,
+    *,
+    out: Array,
+    needs_input_grad: Sequence[bool] | None = None,
+) -> Grads:
     """VJP of :func:`linear`: ``(g @ w, g^T @ x, sum over rows of g)`` (left folds; the weight and
-    bias gradients fold over all leading rows in row-major order); ``None`` for an absent bias."""
+    bias gradients fold over all leading rows in row-major order); ``None`` for an absent bias and
+    for an input marked False in ``needs_input_grad`` (default all), whose fold is skipped."""
     shape = guards.check_linear(x, w, b)
     _check_vjp("linear", g, out, shape, x.dtype)
+    need_x, need_w, need_b = (True, True, True) if needs_input_grad is None else needs_input_grad
     rows = x.reshape((-1, w.shape[1]))
     g_rows = g.reshape((-1, w.shape[0]))
-    dx = fold_matmul(g_rows, w).reshape(x.shape)
-    dw = fold_matmul(_swap(g_rows), rows)
-    db = None if b is None else fold_sum(g_rows, 0)
+    dx = fold_matmul(g_rows, w).reshape(x.shape) if need_x else None
+    dw = fold_matmul(_swap(g_rows), rows) if need_w else None
+    db = None if b is None or not need_b else fold_sum(g_rows, 0)
     return dx, dw, db
 
 

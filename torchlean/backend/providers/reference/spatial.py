@@ -249,21 +249,28 @@ def conv_vjp(
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
     groups: int = 1,
-) -> tuple[Array, Array, Array | None]:
+    needs_input_grad: Sequence[bool] | None = None,
+) -> tuple[Array | None, Array | None, Array | None]:
     """VJP of :func:`conv`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
 
     dx is the transpose convolution of g (each input element a left fold over its contributing
     ``(C_out/groups, *kernel)`` terms in row-major order), dw a left fold over ``(N, *out)`` per
-    weight entry, db a left fold over ``(N, *out)`` (None for an absent b).  Raises GuardError.
+    weight entry, db a left fold over ``(N, *out)`` (None for an absent b). An input marked False
+    in ``needs_input_grad`` (default all) gets ``None`` and is not computed.  Raises GuardError.
     """
     window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
     c_out = w.shape[0]
     check_cotangent("conv", g, (x.shape[0], c_out, *window.output), x.dtype)
+    need_x, need_w, need_b = (True, True, True) if needs_input_grad is None else needs_input_grad
     gg = _grouped(g, groups)
-    wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
-    canvas = _scatter_contract(gg, wt, window).reshape((x.shape[0], x.shape[1], *window.padded))
-    dw = _weight_contract(_grouped(_pad(x, window), groups), gg, window)
-    return _crop(canvas, window), dw.swapaxes(1, 2).reshape(w.shape), _bias_grad(g, b)
+    dx = dw = None
+    if need_x:
+        wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
+        canvas = _scatter_contract(gg, wt, window).reshape((x.shape[0], x.shape[1], *window.padded))
+        dx = _crop(canvas, window)
+    if need_w:
+        dw = _weight_contract(_grouped(_pad(x, window), groups), gg, window).swapaxes(1, 2).reshape(w.shape)
+    return dx, dw, _bias_grad(g, b) if need_b else None
 
 
 def conv_transpose(
