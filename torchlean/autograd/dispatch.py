@@ -44,12 +44,12 @@ import numpy as np
 
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
-from torchlean.autograd.tape import Array, Node, SavedArray, VersionCounter
+from torchlean.autograd.tape import Array, LocalRule, Node, SavedArray, VersionCounter
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError, SessionError
-from torchlean.backend.providers.linked import LinkedKernel
+from torchlean.backend.providers.linked import LinkedKernel, VJPFn
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.vocabulary import BackendOp, Device
 from torchlean.tensor import DeviceError, Tensor, TensorTypeError
@@ -225,7 +225,9 @@ class BoundKernel:
     ``executable`` is :func:`~torchlean.backend.binding.bind` applied once to ``accepted`` and a
     :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked forward; every
     later call runs ``executable.run(arrays, params)``, so the beartype validator on the minted
-    kernels still runs per call, but planning, acceptance and binding do not.
+    kernels still runs per call, but planning, acceptance and binding do not. ``differentiable``
+    (the op requires a VJP) and ``host`` (the capsule targets ``cpu``) are read off ``accepted``
+    once, for the per-call path.
     """
 
     accepted: AcceptedKernel
@@ -233,10 +235,6 @@ class BoundKernel:
     executable: ExecutableKernel[Array]
     differentiable: bool
     host: bool
-
-    @property
-    def op(self) -> BackendOp:
-        return self.accepted.op
 
 
 def bind_linked(accepted: AcceptedKernel, linked: LinkedKernel) -> BoundKernel:
@@ -307,16 +305,33 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         )
     counter = VersionCounter() if version is None else version
     saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
-    vjp_needs = linked.vjp_needs
-    needs = tuple([p is not None for p in parents])
-
-    def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-        if vjp_needs is not None and not all(needs):
-            return vjp_needs(capsule, g, ins, o, params, needs)  # skips cotangents nobody needs
-        return vjp(capsule, g, ins, o, params)
-
+    rule = _local_rule(linked, vjp, capsule, parents, params)
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
     return Tensor._make(out, True, node, counter)
+
+
+def _local_rule(
+    linked: LinkedKernel,
+    vjp: VJPFn,
+    capsule: KernelCapsule,
+    parents: tuple[Tensor | None, ...],
+    params: Mapping[str, Any],
+) -> LocalRule:
+    """The tape node's rule: the linked VJP, told which inputs need a cotangent (``vjp_needs``)
+    when some input does not and the kernel can skip it."""
+    vjp_needs = linked.vjp_needs
+    if vjp_needs is not None and None in parents:
+        needs = tuple([p is not None for p in parents])
+
+        def skipping(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+            return vjp_needs(capsule, g, ins, o, params, needs)
+
+        return skipping
+
+    def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+        return vjp(capsule, g, ins, o, params)
+
+    return rule
 
 
 def execute_accepted(
@@ -347,10 +362,8 @@ def execute_accepted(
             (:func:`check_devices`).
         GuardError: the kernel's guard refused the inputs.
     """
-    check_operands(accepted.op, inputs)
-    capsule = accepted.capsule
+    check_operands(accepted.op, inputs)  # before the no-handler message, as the eager order is
     if not isinstance(linked, LinkedKernel):
         candidates = linked_kernels(accepted.op) if linked is None else linked
-        linked = select_linked(accepted.op, capsule, candidates)
-    check_devices(accepted.op, capsule, inputs)
-    return execute_bound(bind_linked(accepted, linked), inputs, params)
+        linked = select_linked(accepted.op, accepted.capsule, candidates)
+    return execute_bound(bind_linked(accepted, linked), inputs, params)  # checks devices
