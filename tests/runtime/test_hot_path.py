@@ -115,25 +115,31 @@ def test_the_schedule_refuses_a_wrong_number_of_inputs() -> None:
         program.run([], params, lowered.output)
 
 
-def test_backward_in_the_precomputed_order_equals_the_tape_search() -> None:
-    """``run_and_backward`` (reverse schedule order, no graph search) accumulates bit for bit the
-    gradients that ``run(...)`` followed by ``Tensor.backward`` (DFS over the tape) gives."""
-    model = nn.build(nn.sequential(nn.linear(3, 4), nn.tanh(), nn.linear(4, 2)), seed=2, dtype=np.float64)
+def _weighted_sum_program(activation: Any, seed: int, weight: float) -> tuple[GraphProgram, int, Any]:
+    """A fused typed-graph program of ``sum(weight * mlp(x))`` for x ``(5, 3)``, mlp 3-4-2 with
+    ``activation``; returns the program, its output node and the model."""
+    model = nn.build(nn.sequential(nn.linear(3, 4), activation, nn.linear(4, 2)), seed=seed, dtype=np.float64)
     ops = GraphOps(fuse_linear=True)
     x_ref = ops.input((5, 3))
     prediction = model.layer.forward(ops, list(ops.params(model)), x_ref, training=True)
-    out = ops.sum(ops.mul(prediction, ops.constant(np.full((5, 2), 0.5))))
-    lowered = ops.lowered(out)
-    result = profiles.get("checked_cpu").accept_graph(lowered.built.graph)
-    assert result.plan is not None
+    lowered = ops.lowered(ops.sum(ops.mul(prediction, ops.constant(np.full((5, 2), weight)))))
+    plan = profiles.get("checked_cpu").accept_graph(lowered.built.graph).plan
+    assert plan is not None
     program = GraphProgram(
-        lowered.built.graph, lowered.built.payloads, result.plan, lowered.param_nodes, lowered.payload_params
+        lowered.built.graph, lowered.built.payloads, plan, lowered.param_nodes, lowered.payload_params
     )
+    return program, lowered.output, model
+
+
+def test_backward_in_the_precomputed_order_equals_the_tape_search() -> None:
+    """``run_and_backward`` (reverse schedule order, no graph search) accumulates bit for bit the
+    gradients that ``run(...)`` followed by ``Tensor.backward`` (DFS over the tape) gives."""
+    program, output, model = _weighted_sum_program(nn.tanh(), seed=2, weight=0.5)
     x = tl.tensor(np.random.default_rng(3).standard_normal((5, 3)))
     searched = [tl.tensor(p, requires_grad=True) for p in model.parameters]
-    program.run([x], searched, lowered.output).backward()
+    program.run([x], searched, output).backward()
     ordered = [tl.tensor(p, requires_grad=True) for p in model.parameters]
-    loss = program.run_and_backward([x], ordered, lowered.output)
+    loss = program.run_and_backward([x], ordered, output)
     assert loss.shape == ()
     for a, b in zip(searched, ordered, strict=True):
         assert a.grad is not None and b.grad is not None
@@ -160,17 +166,9 @@ def test_run_and_backward_reaches_through_the_history_of_a_fed_input() -> None:
     tl.reduce_sum(tl.mul(out_searched, weights)).backward()
     assert a.grad is not None
     # the same loss, the input computed from b, through run_and_backward on a scalar-output program
-    model = nn.build(nn.sequential(nn.linear(3, 4), nn.relu(), nn.linear(4, 2)), seed=0, dtype=np.float64)
-    ops = GraphOps(fuse_linear=True)
-    x_ref = ops.input((5, 3))
-    out = ops.sum(ops.mul(model.layer.forward(ops, list(ops.params(model)), x_ref, training=True),
-                          ops.constant(np.full((5, 2), 0.25))))
-    low = ops.lowered(out)
-    plan = profiles.get("checked_cpu").accept_graph(low.built.graph).plan
-    assert plan is not None
-    scalar = GraphProgram(low.built.graph, low.built.payloads, plan, low.param_nodes, low.payload_params)
+    scalar, output, model = _weighted_sum_program(nn.relu(), seed=0, weight=0.25)
     fresh = [tl.tensor(p, requires_grad=True) for p in model.parameters]
-    scalar.run_and_backward([tl.scale(b, 2.0)], fresh, low.output)
+    scalar.run_and_backward([tl.scale(b, 2.0)], fresh, output)
     assert b.grad is not None  # reached through scale, which the schedule does not contain
     np.testing.assert_array_equal(b.grad.numpy(), a.grad.numpy())
 
