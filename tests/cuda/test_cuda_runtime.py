@@ -114,7 +114,7 @@ def test_cuda_profiles_plan_without_a_gpu(name: str) -> None:
 def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if anything tries to build or load the extension."""
 
-    def refuse() -> ModuleType:
+    def refuse(*_: object) -> ModuleType:
         raise AssertionError("the extension must not be built")
 
     monkeypatch.setattr(extension, "load_extension", refuse)

@@ -170,7 +170,7 @@ def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> N
 def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if anything tries to build or load the extension."""
 
-    def refuse() -> ModuleType:
+    def refuse(*_: object) -> ModuleType:
         raise AssertionError("the extension must not be built")
 
     monkeypatch.setattr(extension, "load_extension", refuse)

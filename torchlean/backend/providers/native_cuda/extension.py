@@ -35,6 +35,7 @@ __all__ = [
     "EMULATION_NAME",
     "EXTENSION_NAME",
     "NO_DEVICE_MESSAGE",
+    "SANITIZERS",
     "NativeExtensionError",
     "NativeKernelError",
     "active_module",
@@ -116,17 +117,25 @@ def _require_host_compiler() -> None:
     _require_tool("ninja", "the ninja build tool (pip install ninja)")
 
 
-def _build(name: str, sources: tuple[str, ...], *, cuda: bool) -> ModuleType:
+def _build(
+    name: str, sources: tuple[str, ...], *, cuda: bool, sanitizers: tuple[str, ...] = ()
+) -> ModuleType:
     from torch.utils import cpp_extension
 
     root = sources_dir()
     flags = ["-O3"] if cuda else ["-O2", "-DTORCHLEAN_EMULATE=1"]
+    link: list[str] = []
+    if sanitizers:
+        sanitize = f"-fsanitize={','.join(sanitizers)}"
+        flags = [*flags, "-g", "-fno-omit-frame-pointer", sanitize]
+        link = [sanitize]
     try:
         module = cpp_extension.load(
             name=name,
             sources=[str(root / source) for source in sources],
             extra_cflags=flags,
             extra_cuda_cflags=["-O3", "-lineinfo"],
+            extra_ldflags=link,
             extra_include_paths=[str(root)],
             with_cuda=cuda,
             verbose=False,
@@ -165,30 +174,47 @@ def load_extension() -> ModuleType:
         return _loaded[EXTENSION_NAME]
 
 
-def load_host_emulation() -> ModuleType:
+SANITIZERS = ("address", "undefined")
+"""The compiler sanitizers :func:`load_host_emulation` accepts (GCC/Clang ``-fsanitize=`` names)."""
+
+
+def load_host_emulation(sanitizers: tuple[str, ...] = ()) -> ModuleType:
     """The host-emulation build (CPU tensors, emulated kernels), compiled on first use and cached.
 
+    ``sanitizers`` (a subset of :data:`SANITIZERS`) builds a separate instrumented copy
+    (``-fsanitize=address,undefined``: out-of-bounds reads and writes of device and shared memory,
+    undefined arithmetic). Its process must load the sanitizer runtime first, e.g.
+    ``LD_PRELOAD=$(gcc -print-file-name=libasan.so)``; ``tests/cuda/sanitized_parity.py`` does so.
+
     Raises:
-        NativeExtensionError: no C++ compiler, no ``ninja``, missing sources, or a failed build.
+        NativeExtensionError: an unknown sanitizer, no C++ compiler, no ``ninja``, missing sources,
+            or a failed build.
     """
+    unknown = [name for name in sanitizers if name not in SANITIZERS]
+    if unknown:
+        raise NativeExtensionError(f"unknown sanitizers {unknown} (accepted: {list(SANITIZERS)})")
+    name = "_".join((EMULATION_NAME, *sanitizers))
     with _lock:
-        if EMULATION_NAME not in _loaded:
+        if name not in _loaded:
             _require_host_compiler()
-            _loaded[EMULATION_NAME] = _build(EMULATION_NAME, _EMULATION_SOURCES, cuda=False)
-        return _loaded[EMULATION_NAME]
+            _loaded[name] = _build(name, _EMULATION_SOURCES, cuda=False, sanitizers=sanitizers)
+        return _loaded[name]
 
 
-_emulating: contextvars.ContextVar[bool] = contextvars.ContextVar("torchlean_native_emulation", default=False)
+_emulating: contextvars.ContextVar[ModuleType | None] = contextvars.ContextVar(
+    "torchlean_native_emulation", default=None
+)
 
 
 @contextlib.contextmanager
-def host_emulation() -> Iterator[ModuleType]:
-    """Within the block, native kernels run on the host-emulation build with CPU tensors.
+def host_emulation(sanitizers: tuple[str, ...] = ()) -> Iterator[ModuleType]:
+    """Within the block, native kernels run on the host-emulation build with CPU tensors
+    (the instrumented build when ``sanitizers`` is given, see :func:`load_host_emulation`).
 
     Yields the emulation module. Raises :class:`NativeExtensionError` when it cannot be built.
     """
-    module = load_host_emulation()
-    token = _emulating.set(True)
+    module = load_host_emulation(sanitizers)
+    token = _emulating.set(module)
     try:
         yield module
     finally:
@@ -197,18 +223,19 @@ def host_emulation() -> Iterator[ModuleType]:
 
 def active_module() -> ModuleType:
     """The build that kernels launch on in this context (CUDA, or the host emulation)."""
-    return load_host_emulation() if _emulating.get() else load_extension()
+    emulated = _emulating.get()
+    return emulated if emulated is not None else load_extension()
 
 
 def expected_device_type() -> str:
     """``"cuda"``, or ``"cpu"`` inside :func:`host_emulation`."""
-    return "cpu" if _emulating.get() else "cuda"
+    return "cpu" if _emulating.get() is not None else "cuda"
 
 
 def stream_handle(device_index: int) -> int:
     """The raw handle of torch's current CUDA stream on ``device_index`` (0 under emulation), so
     that torchlean's own kernels are ordered with the ATen work around them."""
-    if _emulating.get():
+    if _emulating.get() is not None:
         return 0
     import torch
 

@@ -1,0 +1,48 @@
+"""Run native parity cases on the sanitizer-instrumented host-emulation build.
+
+Usage: ``python tests/cuda/sanitized_parity.py [OP ...]`` (default: every op) in a process that
+preloads the sanitizer runtime, as ``test_emulation_sanitizers.py`` starts it::
+
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
+        python tests/cuda/sanitized_parity.py hard_masked_softmax
+
+Builds ``csrc/`` for the CPU with ``-fsanitize=address,undefined`` (so an out-of-bounds read or
+write of device or shared memory, or undefined arithmetic, in a kernel or a binding aborts the
+process with the sanitizer's report), then runs each parity case of the given ops in float32 and
+float64 under two emulated thread schedules (attention also on ``torchlean.composed_attention``).
+Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from torchlean.backend.providers.native_cuda import extension, parity
+
+
+def main(ops: list[str]) -> int:
+    unknown = sorted(set(ops) - {*parity.NATIVE_OPS, parity.ATTENTION})
+    if unknown:
+        print(f"unknown ops {unknown} (accepted: {[*parity.NATIVE_OPS, parity.ATTENTION]})")
+        return 2
+    cases = parity.cases_for(ops or [*parity.NATIVE_OPS, parity.ATTENTION])
+    failed = total = 0
+    with extension.host_emulation(extension.SANITIZERS) as module:
+        for seed in (0, 7):
+            module.emulation_set_schedule_seed(seed)
+            for case in cases:
+                for composed in (False, True) if case.op == parity.ATTENTION else (False,):
+                    for dtype in (torch.float32, torch.float64):
+                        result = parity.run_case(case, dtype, torch.device("cpu"), composed=composed)
+                        total += 1
+                        if not result.passed:
+                            failed += 1
+                            print(f"FAILED {result.case} {result.dtype}: {'; '.join(result.problems)}")
+    print(f"cases {total} failed {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
