@@ -462,7 +462,7 @@ class Tensor:
         if self.grad is None:
             self.grad = Tensor._make(storage.copy_storage(total))
         else:
-            self.grad = Tensor._make(self.grad._data + total)
+            self.grad = Tensor._make(storage.add(self.grad._data, total))
 
     # ----------------------------------------------------------------------------- in-place writes
 

@@ -57,6 +57,26 @@ def test_leaf_gradients_accumulate_across_backward_calls() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), [3.0 + 2.0, 3.0 + 4.0])
 
 
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_zero_dim_leaf_accumulates_within_and_across_backward_calls(profile: str) -> None:
+    """numpy adds two 0-d arrays to a scalar; the gradient must stay a 0-d tensor (hand values:
+    d(x*x)/dx = 2x = 6 at x = 3, plus d(x*x*x)/dx = 3x^2 = 27 from a second backward)."""
+    with tl.session(profile):
+        x = _f64(3.0, requires_grad=True)
+        (x * x).backward()
+        assert x.grad is not None
+        assert x.grad.shape == ()
+        assert x.grad.item() == 6.0
+        (x * x * x).backward()
+        assert x.grad.shape == ()
+        assert x.grad.item() == 33.0
+        y = _f64(2.0, requires_grad=True)
+        z = tl.relu(y)
+        (z * z + z).backward()  # an interior 0-d node collects two contributions: 2z + 1 = 5
+        assert y.grad is not None
+        assert y.grad.item() == 5.0
+
+
 def test_non_leaves_keep_no_grad_and_leaves_without_requires_grad_get_none() -> None:
     x = _f64([1.0, -2.0], requires_grad=True)
     c = _f64([5.0, 5.0])

@@ -32,6 +32,7 @@ else:
 __all__ = [
     "HOST",
     "Storage",
+    "add",
     "copy_storage",
     "device_of",
     "device_type",
@@ -110,3 +111,13 @@ def copy_storage(data: Storage) -> Storage:
     import torch
 
     return data.clone(memory_format=torch.contiguous_format)
+
+
+def add(a: Storage, b: Storage) -> Storage:
+    """``a + b`` elementwise, as storage of the same kind (the tape's and ``.grad``'s accumulation).
+
+    numpy returns a scalar, not an array, for the sum of two 0-d arrays; that scalar is turned back
+    into a 0-d array so that a 0-d gradient stays storage.
+    """
+    total = a + b
+    return np.asarray(total) if isinstance(total, np.generic) else total

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from torchlean.autograd.storage import Storage, device_of, numpy_dtype
+from torchlean.autograd.storage import add as add_storage
 from torchlean.backend.errors import TorchLeanError
 
 if TYPE_CHECKING:
@@ -254,10 +255,10 @@ def run_backward(
             pnode = parent._node
             if pnode is None:
                 held = leaves.get(id(parent))
-                leaves[id(parent)] = (parent, c if held is None else held[1] + c)
+                leaves[id(parent)] = (parent, c if held is None else add_storage(held[1], c))
             else:
                 prev = slots.get(pnode)
-                slots[pnode] = c if prev is None else prev + c
+                slots[pnode] = c if prev is None else add_storage(prev, c)
     if not retain_graph:
         for node in nodes:
             node.free()
