@@ -23,6 +23,7 @@ import importlib
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -542,3 +543,10 @@ def test_training_steps_on_the_device_agree_with_checked_cpu(
     np.testing.assert_allclose(losses, cpu_losses, rtol=1e-9)
     for p, c in zip(params, cpu_params, strict=True):
         np.testing.assert_allclose(p, c, rtol=1e-8, atol=1e-10)
+
+
+def test_readme_quotes_the_cpu_only_build_message() -> None:
+    """The README's CUDA section shows the message a CPU-only build prints (as of its torch pin)."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    quoted = f"error: torch eager session: {extension.not_a_cuda_build_message('2.13.0+cpu')}"
+    assert quoted in readme
