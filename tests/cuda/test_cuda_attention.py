@@ -3,7 +3,8 @@
 Both are checked forward and backward against the reference provider's float64 attention
 (``reference.attention``) on every attention case of
 ``torchlean.backend.providers.native_cuda.parity`` — unmasked, per-head masks, fully blocked rows
-with NaN/inf at blocked positions (query, key, value and cotangent), head widths above 128 —
+with NaN/inf at blocked positions (query, key, value and cotangent), NaN/inf in a key or value
+row that one query attends and another blocks, head widths above 128 —
 in float32 (relative error <= 1e-5) and float64 (<= 1e-10):
 
 * on a CUDA device (``cuda`` marker; skipped without one);
@@ -40,7 +41,15 @@ def _assert_case(
 
 def test_every_scaled_dot_product_attention_case_is_named() -> None:
     assert parity.ATTENTION == "scaled_dot_product_attention"
-    assert [case.name for case in CASES] == ["unmasked", "masked-heads", "blocked-rows-nan", "wide-heads"]
+    assert [case.name for case in CASES] == [
+        "unmasked",
+        "masked-heads",
+        "blocked-rows-nan",
+        "partly-blocked-nan-k",
+        "partly-blocked-nan-v",
+        "partly-blocked-inf-v",
+        "wide-heads",
+    ]
 
 
 @pytest.mark.cuda
@@ -123,6 +132,47 @@ def test_fully_blocked_row_is_zero_with_minus_infinite_logsumexp(emulation: Modu
     assert torch.isfinite(dq).all() and torch.isfinite(dk).all() and torch.isfinite(dv).all()
     assert dq[0, 1].item() == 0.0
     assert dk[0, 2].item() == 0.0 and dv[0, 2].tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("implementation", ["direct", "composed"])
+def test_nan_in_a_key_blocked_for_one_query_only_reaches_the_others(
+    implementation: str, emulation: ModuleType
+) -> None:
+    """Key 1 is blocked for query 0 and allowed for queries 1 and 2. NaN in its value row makes
+    queries 1 and 2 NaN and leaves query 0 exactly the softmax over keys 0, 2, 3 (hand formula
+    below); NaN in its key row leaves query 0's output and dQ row finite and equal to the same
+    computation without key 1."""
+    r = np.random.default_rng(0)
+    q, k, v = (torch.tensor(r.standard_normal((1, n, 2))) for n in (3, 4, 4))
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    mask[0, 1] = False
+    keep = [0, 2, 3]
+    scores = (q[0, 0] @ k[0, keep].T) / math.sqrt(2)
+    weights = torch.softmax(scores, dim=0)
+    want_row0 = weights @ v[0, keep]
+    forward, backward = (
+        (kernels.direct_attention, kernels.direct_attention_vjp)
+        if implementation == "direct"
+        else (attention_kernels.composed_attention, attention_kernels.composed_attention_vjp)
+    )
+    poisoned_v = v.clone()
+    poisoned_v[0, 1] = math.nan
+    out = forward(q, k, poisoned_v, mask)
+    np.testing.assert_allclose(out[0, 0].numpy(), want_row0.numpy(), rtol=1e-13)
+    assert torch.isnan(out[0, 1:]).all()
+    poisoned_k = k.clone()
+    poisoned_k[0, 1] = math.nan
+    out = forward(q, poisoned_k, v, mask)
+    np.testing.assert_allclose(out[0, 0].numpy(), want_row0.numpy(), rtol=1e-13)
+    g = torch.zeros_like(out)
+    g[0, 0] = torch.tensor([1.0, -2.0])
+    dq = backward(g, q, poisoned_k, v, mask, out=out)[0]
+    # query 0 alone carries a cotangent: its dQ is the 3-key attention's, by torch autograd
+    q0 = q[0, 0].clone().requires_grad_(True)
+    row = torch.softmax((q0 @ k[0, keep].T) / math.sqrt(2), dim=0) @ v[0, keep]
+    (want_dq0,) = torch.autograd.grad(row, q0, g[0, 0])
+    np.testing.assert_allclose(dq[0, 0].numpy(), want_dq0.numpy(), rtol=1e-12)
+    assert torch.isfinite(dq[0, 0]).all()
 
 
 def test_zero_width_heads_and_empty_key_sets(emulation: ModuleType) -> None:

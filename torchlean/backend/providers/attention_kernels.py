@@ -9,10 +9,11 @@ Semantics (anchor-runtime.md §5.1-5.2): scores ``q k^T * scale`` (default ``1/s
 d = 0); the hard-masked softmax *selects* blocked entries away (``torch.where``, never an added
 -inf), so blocked entries weigh exactly 0 and a fully blocked row is zeros. Query rows with no
 allowed key and key rows no query may attend are also selected away before the batched matmuls,
-so NaN or infinity stored there reaches neither the output nor any gradient. (A non-finite value
-in a key/value row that *some* query attends is a real input of that query; through the batched
-matmul it also reaches the other rows of that batch entry — use ``native_cuda.direct_attention``
-for per-entry selection.)
+so NaN or infinity stored there reaches neither the output nor any gradient. A non-finite value
+in a key/value row that only *some* queries attend reaches those queries alone: each product by a
+probability or score cotangent (zero at blocked entries) is a *selected* batched matmul
+(:func:`_selected_bmm`), whose non-finite terms count only at allowed entries, as the
+specification's ``selected_matmul`` and ``native_cuda.direct_attention`` do.
 
 The leading (batch, head) axes of q, k and v broadcast like torch SDPA's: each operand is
 materialised (contiguous, on its device) to the common batch shape before the batched matmuls,
@@ -198,8 +199,45 @@ def _select_rows(t: Tensor, keep: Tensor) -> Tensor:
     return torch.where(keep.unsqueeze(-1), t, torch.zeros((), dtype=t.dtype, device=t.device))
 
 
+def _selected_bmm(a: Tensor, allowed: Tensor | None, b: Tensor) -> Tensor:
+    """``out[n, i, c] = sum_j [allowed[n, i, j]] a[n, i, j] * b[n, j, c]`` for ``a`` that is
+    exactly 0 wherever ``allowed`` is False: a batched matmul in which a non-finite ``b[n, j, c]``
+    reaches row ``i`` only if ``allowed[n, i, j]`` (a plain ``bmm`` would add ``0 * nan``).
+
+    The finite entries of ``b`` go through one ``bmm``; when ``b`` holds non-finite values, three
+    more count, per output entry, the allowed terms that are NaN (``nan`` in b, or ``0 * inf``),
+    ``+inf`` and ``-inf`` (sign of a times sign of b), and the IEEE sum of the finite part and those
+    terms replaces the entries that have any (NaN, or an infinity, or NaN for ``inf - inf``).
+    a ``(B, m, n)``, allowed None or ``(1 | B, m, n)`` bool, b ``(B, n, c)``; same dtype/device.
+    """
+    if allowed is None:
+        return torch.bmm(a, b)
+    finite = torch.isfinite(b)
+    if bool(finite.all()):
+        return torch.bmm(a, b)
+    zero = torch.zeros((), dtype=b.dtype, device=b.device)
+    out = torch.bmm(a, torch.where(finite, b, zero))
+    mask = allowed.expand(a.shape)
+
+    def count(rows: Tensor, cols: Tensor) -> Tensor:
+        return torch.bmm(rows.to(b.dtype), cols.to(b.dtype))
+
+    plus, minus = b == math.inf, b == -math.inf
+    a_pos, a_neg = mask & (a > 0), mask & (a < 0)
+    nans = count(mask, torch.isnan(b)) + count(mask & (a == 0), plus | minus)
+    pos = count(a_pos, plus) + count(a_neg, minus)
+    neg = count(a_pos, minus) + count(a_neg, plus)
+    special = (
+        torch.where(nans > 0, math.nan, zero)
+        + torch.where(pos > 0, math.inf, zero)
+        + torch.where(neg > 0, -math.inf, zero)
+    )
+    return torch.where((nans + pos + neg) > 0, out + special, out)
+
+
 def _hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
-    """Row softmax over allowed entries, blocked entries selected to exactly 0."""
+    """Row softmax over allowed entries, blocked entries selected to exactly 0 (also in a row whose
+    allowed scores hold NaN)."""
     if allowed is None:
         return torch.softmax(scores, dim=-1)
     zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
@@ -211,9 +249,10 @@ def _hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
     row_max = torch.where(row_any, row_max, zero)
     numerators = torch.where(allowed, torch.exp(picked - row_max), zero)
     denominators = numerators.sum(dim=-1, keepdim=True)
-    return numerators / torch.where(
+    ratios = numerators / torch.where(
         row_any, denominators, torch.ones((), dtype=scores.dtype, device=scores.device)
     )
+    return torch.where(allowed, ratios, zero)  # 0 / nan at a blocked entry of a NaN row is still 0
 
 
 def composed_attention_forward(
@@ -244,7 +283,7 @@ def composed_attention_forward(
             v3 = _select_rows(v3, key_used)
         scores = torch.bmm(q3, k3.transpose(1, 2)) * factor
         probs = _hard_masked_softmax(scores, allowed)
-        out = torch.bmm(probs, v3)
+        out = _selected_bmm(probs, allowed, v3)
     saved = ComposedAttentionSaved(q3, k3, v3, allowed, probs, factor, dims)
     return out.reshape(*dims.lead, dims.n_q, dims.d_v), saved
 
@@ -276,7 +315,8 @@ def composed_attention_backward(
         zero = torch.zeros((), dtype=g.dtype, device=g.device)
         if allowed is not None:
             g3 = _select_rows(g3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
-        dv = torch.bmm(probs.transpose(1, 2), g3)
+        allowed_t = None if allowed is None else allowed.transpose(1, 2)
+        dv = _selected_bmm(probs.transpose(1, 2), allowed_t, g3)
         dp = torch.bmm(g3, saved.v.transpose(1, 2))
         if allowed is None:
             ds = probs * (dp - (probs * dp).sum(dim=-1, keepdim=True))
@@ -284,8 +324,8 @@ def composed_attention_backward(
             row_dot = torch.where(allowed, probs * dp, zero).sum(dim=-1, keepdim=True)
             ds = torch.where(allowed, probs * (dp - row_dot), zero)
         ds = ds * saved.scale
-        dq = torch.bmm(ds, saved.k)
-        dk = torch.bmm(ds.transpose(1, 2), saved.q)
+        dq = _selected_bmm(ds, allowed, saved.k)
+        dk = _selected_bmm(ds.transpose(1, 2), allowed_t, saved.q)
         return (
             sum_to_shape(dq.reshape(*dims.lead, dims.n_q, dims.d), dims.q_shape),
             sum_to_shape(dk.reshape(*dims.lead, dims.n_k, dims.d), dims.k_shape),

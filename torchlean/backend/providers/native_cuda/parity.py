@@ -338,8 +338,14 @@ def _attention(
     *,
     masked: bool,
     poison: bool = False,
+    partial: tuple[str, float] | None = None,
     scale: float | None = None,
 ) -> Callable[[np.random.Generator], Inputs]:
+    """``poison``: a fully blocked query row and a key no query attends hold NaN/inf (results
+    finite). ``partial=(operand, value)``: the last key's row of ``"k"`` or ``"v"`` holds ``value``
+    and that key is blocked for query 1 but allowed for query 2, so the value must reach query 2's
+    results (non-finite there, as in the oracle) and never query 1's."""
+
     def make(r: np.random.Generator) -> Inputs:
         q = _normal(r, *batch, nq, d)
         k = _normal(r, *batch, nk, d)
@@ -353,6 +359,12 @@ def _attention(
                 k[..., nk - 1, :] = np.nan
                 v[..., nk - 1, :] = np.inf
                 q[..., 0, :] = np.nan  # the fully blocked row's query
+            if partial is not None:
+                operand, value = partial
+                mask[..., 1, 0] = True
+                mask[..., 1, nk - 1] = False
+                mask[..., 2, nk - 1] = True
+                (k if operand == "k" else v)[..., nk - 1, :] = value
         params = {} if scale is None else {"scale": scale}
         return Inputs((q, k, v, mask), params, finite=poison)
 
@@ -545,6 +557,15 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase(ATTENTION, "unmasked", _attention((2,), 19, 23, 8, 5, masked=False)),
     ParityCase(ATTENTION, "masked-heads", _attention((2, 2), 33, 40, 16, 16, masked=True)),
     ParityCase(ATTENTION, "blocked-rows-nan", _attention((2,), 9, 12, 4, 3, masked=True, poison=True)),
+    ParityCase(
+        ATTENTION, "partly-blocked-nan-k", _attention((2,), 6, 7, 4, 3, masked=True, partial=("k", np.nan))
+    ),
+    ParityCase(
+        ATTENTION, "partly-blocked-nan-v", _attention((2,), 6, 7, 4, 3, masked=True, partial=("v", np.nan))
+    ),
+    ParityCase(
+        ATTENTION, "partly-blocked-inf-v", _attention((2,), 6, 7, 4, 3, masked=True, partial=("v", np.inf))
+    ),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
 )
 """Every case; each of :data:`NATIVE_OPS` and :data:`ATTENTION` has at least one."""
