@@ -1,9 +1,13 @@
 """Optimizers: validated configuration records and their numpy update rules.
 
-An optimizer is built from a frozen record (``optim.sgd(lr=0.01, momentum=0.9)``), validated
-with the original TorchLean messages (anchor-runtime.md §3.1; each check is repeated after the
-value is rounded to binary32, with the suffix `` after conversion to binary32``), and turned into
-a stateful :class:`Optimizer` by :meth:`OptimizerConfig.create`. Updates are elementwise numpy
+An optimizer is built from a frozen record (``optim.sgd(lr=0.01, momentum=0.9)``). Building the
+record refuses a hyper-parameter that is not a real number (bools and strings included) and
+stores every value as a ``float``; the domain checks run when the optimizer is created (the
+original checks when the trainer opens), with the original TorchLean messages followed by the
+offending value (anchor-runtime.md §3.1; each check is repeated after the value is rounded to
+binary32, with the suffix `` after conversion to binary32``):
+``optimizer: learning rate must be finite and nonnegative, got -1.0``. :meth:`OptimizerConfig.create`
+turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
 with their default flags (no Nesterov, no amsgrad, no centering).
@@ -12,6 +16,7 @@ with their default flags (no Nesterov, no amsgrad, no centering).
 from __future__ import annotations
 
 import math
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -52,7 +57,8 @@ def _as_binary32(value: float) -> float:
 
 
 def _validate_both(checks: Sequence[tuple[float, str, str]]) -> None:
-    """Run each (value, kind, message) check on the value and on its binary32 rounding."""
+    """Run each (value, kind, message) check on the value and on its binary32 rounding; the error
+    appends ``, got <value>`` (and the rounded value when only that fails)."""
     for suffix, convert in (("", float), (" after conversion to binary32", _as_binary32)):
         for value, kind, message in checks:
             v = convert(value)
@@ -65,7 +71,8 @@ def _validate_both(checks: Sequence[tuple[float, str, str]]) -> None:
             else:  # pragma: no cover - internal table
                 raise AssertionError(kind)
             if not ok:
-                raise OptimizerError(f"optimizer: {message}{suffix}")
+                got = f"{value!r}" if not suffix else f"{value!r} ({v!r} in binary32)"
+                raise OptimizerError(f"optimizer: {message}{suffix}, got {got}")
 
 
 def _lr_check(lr: float) -> tuple[float, str, str]:
@@ -80,11 +87,28 @@ def _eps_check(eps: float) -> tuple[float, str, str]:
     return (eps, "positive", "epsilon must be finite and positive")
 
 
+_FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
+"""How the messages name a field (the others by their own name)."""
+
+
 class OptimizerConfig(ABC):
     """A validated optimizer record; :meth:`create` gives the stateful optimizer."""
 
     name: str = ""
     lr: float
+
+    def __post_init__(self) -> None:
+        """Refuse a hyper-parameter that is not a real number; store each one as a ``float``.
+
+        Raises:
+            OptimizerError: ``optimizer: learning rate must be a real number (int or float), got True``.
+        """
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                word = _FIELD_WORDS.get(f.name, f.name)
+                raise OptimizerError(f"optimizer: {word} must be a real number (int or float), got {value!r}")
+            object.__setattr__(self, f.name, float(value))
 
     @abstractmethod
     def checks(self) -> list[tuple[float, str, str]]:
@@ -96,7 +120,7 @@ class OptimizerConfig(ABC):
 
     def describe(self) -> str:
         """``optim.adam(lr=0.01, beta1=0.9, ...)``: the record in the syntax that builds it."""
-        parts = [f"{f.name}={float(getattr(self, f.name))!r}" for f in fields(self)]  # type: ignore[arg-type]
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)]  # type: ignore[arg-type]
         return f"optim.{self.name}({', '.join(parts)})"
 
     def create(self, params: Sequence[Array]) -> Optimizer:
@@ -285,13 +309,18 @@ class Optimizer:
 
 
 def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
-    """SGD with heavy-ball momentum (``torch.optim.SGD``); validated by :meth:`OptimizerConfig.create`."""
-    return SGD(lr=float(lr), momentum=float(momentum))
+    """SGD with heavy-ball momentum (``torch.optim.SGD``).
+
+    Raises:
+        OptimizerError: a value that is not a real number, here; an out-of-domain value, when
+            :meth:`OptimizerConfig.create` (or the trainer's ``open``) validates the record.
+    """
+    return SGD(lr=lr, momentum=momentum)
 
 
 def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:
-    """Adam (``torch.optim.Adam``); validated by :meth:`OptimizerConfig.create`."""
-    return Adam(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps))
+    """Adam (``torch.optim.Adam``); values are checked as by :func:`sgd`."""
+    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps)
 
 
 def adamw(
@@ -301,19 +330,18 @@ def adamw(
     eps: float = 1e-8,
     weight_decay: float = 0.01,
 ) -> AdamW:
-    """AdamW, decoupled weight decay (``torch.optim.AdamW``); validated by :meth:`OptimizerConfig.create`."""
-    return AdamW(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
-                 weight_decay=float(weight_decay))
+    """AdamW, decoupled weight decay (``torch.optim.AdamW``); values are checked as by :func:`sgd`."""
+    return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
 
 
 def rmsprop(lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8) -> RMSprop:
-    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``); validated on ``create``."""
-    return RMSprop(lr=float(lr), decay=float(decay), eps=float(eps))
+    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``); checked as by :func:`sgd`."""
+    return RMSprop(lr=lr, decay=decay, eps=eps)
 
 
 def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
-    """Adagrad (``torch.optim.Adagrad``); validated by :meth:`OptimizerConfig.create`."""
-    return Adagrad(lr=float(lr), eps=float(eps))
+    """Adagrad (``torch.optim.Adagrad``); values are checked as by :func:`sgd`."""
+    return Adagrad(lr=lr, eps=eps)
 
 
 OPTIMIZERS: dict[str, type[OptimizerConfig]] = {
@@ -326,13 +354,15 @@ OPTIMIZERS: dict[str, type[OptimizerConfig]] = {
 
 
 def by_name(name: str, lr: float) -> OptimizerConfig:
-    """The optimizer called ``name`` with learning rate ``lr`` and default other settings.
+    """The optimizer called ``name`` with learning rate ``lr`` and default other settings,
+    validated at once.
 
     Raises:
         UnknownLabelError: ``unknown optimizer X (known: sgd | adam | ...)``.
+        OptimizerError: ``lr`` is not a real number or is out of its domain.
     """
-    if name not in OPTIMIZERS:
+    if not isinstance(name, str) or name not in OPTIMIZERS:
         raise UnknownLabelError(f"unknown optimizer {name} (known: {' | '.join(OPTIMIZERS)})")
-    config = OPTIMIZERS[name](lr=float(lr))  # type: ignore[call-arg]
+    config = OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]
     config.validate()
     return config

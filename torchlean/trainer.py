@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic
 
 import numpy as np
@@ -35,16 +35,16 @@ from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
-from torchlean.backend.errors import SessionError, TorchLeanError
+from torchlean.backend.errors import SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer
+from torchlean.nn.layers import Layer, is_int
 from torchlean.nn.lowering import GraphOps
-from torchlean.nn.model import Model, build
+from torchlean.nn.model import SEED_RANGE, Model, build, is_seed
 from torchlean.nn.ops import Ops, T
-from torchlean.optim import SGD, Optimizer, OptimizerConfig
+from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "RunConfig",
     "Trainer",
     "TrainerError",
+    "TrainerLabelError",
     "maintained_profile",
 ]
 
@@ -65,6 +66,68 @@ Array = npt.NDArray[np.floating]
 
 class TrainerError(TorchLeanError, ValueError):
     """Bad trainer configuration or data (the message names the value and what is accepted)."""
+
+
+class TrainerLabelError(TrainerError, UnknownLabelError):
+    """An unknown execution-mode, device, objective or profile label given to the trainer or its
+    :class:`RunConfig`; both a :class:`TrainerError` and an :class:`UnknownLabelError`, with the
+    vocabulary's message (``unknown execution mode graph (known: eager | typed-graph)``)."""
+
+
+E = TypeVar("E", bound=LabelledEnum)
+
+
+def _member(enum: type[E], value: object, what: str) -> E:
+    """``value`` as a member of ``enum``: a member, or its label parsed by ``enum.parse``.
+
+    Raises:
+        TrainerLabelError: an unknown label (the vocabulary's message).
+        TrainerError: neither a member nor a string (``<what> must be one of the labels a | b or
+            a member of <Enum>, got <value!r>``).
+    """
+    if isinstance(value, enum):
+        return value
+    if isinstance(value, str):
+        try:
+            return enum.parse(value)
+        except UnknownLabelError as error:
+            raise TrainerLabelError(str(error)) from None
+    raise TrainerError(
+        f"{what} must be one of the labels {' | '.join(enum.labels())} or a member of {enum.__name__}, "
+        f"got {value!r}"
+    )
+
+
+def _profile(value: object) -> str | BackendProfile | None:
+    """A profile override: ``None``, a built-in profile name (checked now), or a profile.
+
+    Raises:
+        TrainerLabelError: an unknown profile name (``unknown profile P (known: ...)``).
+        TrainerError: any other value.
+    """
+    if value is None or isinstance(value, BackendProfile):
+        return value
+    if isinstance(value, str):
+        try:
+            profiles.get(value)
+        except UnknownLabelError as error:
+            raise TrainerLabelError(str(error)) from None
+        return value
+    raise TrainerError(
+        f"profile must be a profile name ({' | '.join(profiles.names())}), a BackendProfile or None, "
+        f"got {value!r}"
+    )
+
+
+def _positive_int(value: object, what: str) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= 1.
+
+    Raises:
+        TrainerError: ``<what> must be an int >= 1, got <value!r>``.
+    """
+    if not is_int(value) or int(value) < 1:
+        raise TrainerError(f"{what} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 class ExecutionMode(LabelledEnum):
@@ -105,34 +168,86 @@ def maintained_profile(device: Device) -> BackendProfile:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RunConfig:
     """Runtime settings (anchor-runtime.md §3.1 ``RunConfig``).
 
     ``profile`` overrides the maintained profile of ``device``; it must target the same device.
     Building a config never opens a device: a typed-graph CUDA config is accepted here and
     refused when the trainer opens its session.
+
+    Every field is checked when the config is built. ``execution`` and ``device`` take a member or
+    its label (``"typed-graph"``, ``"cuda"``), stored as the member; ``profile`` takes ``None``, a
+    built-in profile name or a :class:`BackendProfile`; ``dtype`` is ``"float32"`` or
+    ``"float64"``.
+
+    Raises:
+        TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
+            ``optim.sgd(...)`` etc. or ``optim.by_name``), ``execution``/``device``/``profile`` of
+            the wrong type, a non-bool ``show_backend``, or a bad ``dtype``
+            (``dtype must be float32 or float64, got float16``).
+        TrainerLabelError: an unknown execution-mode, device or profile label.
     """
 
-    optimizer: OptimizerConfig = field(default_factory=SGD)
-    execution: ExecutionMode = ExecutionMode.EAGER
-    device: Device = Device.CPU
-    profile: str | BackendProfile | None = None
-    show_backend: bool = False
-    dtype: str = "float32"
+    optimizer: OptimizerConfig
+    execution: ExecutionMode
+    device: Device
+    profile: str | BackendProfile | None
+    show_backend: bool
+    dtype: str
 
-    def with_device(self, device: Device) -> RunConfig:
-        """This config on ``device`` with the override cleared (last writer wins).
+    def __init__(
+        self,
+        optimizer: OptimizerConfig = SGD(),  # noqa: B008 - a frozen record, safe to share
+        execution: ExecutionMode | str = ExecutionMode.EAGER,
+        device: Device | str = Device.CPU,
+        profile: str | BackendProfile | None = None,
+        show_backend: bool = False,
+        dtype: str = "float32",
+    ) -> None:
+        if not isinstance(optimizer, OptimizerConfig):
+            known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
+            raise TrainerError(f"optimizer must be an optimizer record ({known}), got {optimizer!r}")
+        if not isinstance(show_backend, bool):
+            raise TrainerError(f"show_backend must be a bool, got {show_backend!r}")
+        if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
+            if isinstance(dtype, str):
+                raise TrainerError(f"dtype must be float32 or float64, got {dtype}")
+            raise TrainerError(f"dtype must be the string 'float32' or 'float64', got {dtype!r}")
+        values = {
+            "optimizer": optimizer,
+            "execution": _member(ExecutionMode, execution, "execution"),
+            "device": _member(Device, device, "device"),
+            "profile": _profile(profile),
+            "show_backend": show_backend,
+            "dtype": dtype,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def with_device(self, device: Device | str) -> RunConfig:
+        """This config on ``device`` (a member or its label) with the override cleared (last
+        writer wins).
 
         Raises:
-            TrainerError: the device has no maintained profile.
+            TrainerError: the device has no maintained profile, or is not a device.
+            TrainerLabelError: an unknown device label.
         """
-        maintained_profile(device)
-        return replace(self, device=device, profile=None)
+        member = _member(Device, device, "device")
+        maintained_profile(member)
+        return replace(self, device=member, profile=None)
 
     def with_profile(self, profile: str | BackendProfile) -> RunConfig:
-        """This config with ``profile`` as override and ``device`` set to the profile's device."""
-        resolved = profiles.get(profile) if isinstance(profile, str) else profile
+        """This config with ``profile`` as override and ``device`` set to the profile's device.
+
+        Raises:
+            TrainerLabelError: an unknown profile name.
+            TrainerError: neither a name nor a :class:`BackendProfile`.
+        """
+        checked = _profile(profile)
+        if checked is None:
+            raise TrainerError("with_profile needs a profile name or a BackendProfile, got None")
+        resolved = profiles.get(checked) if isinstance(checked, str) else checked
         return replace(self, device=resolved.policy.device, profile=resolved)
 
     def resolve_profile(self) -> BackendProfile:
@@ -154,14 +269,22 @@ class RunConfig:
         return resolved
 
     def numpy_dtype(self) -> np.dtype[np.floating]:
-        """``dtype`` as a numpy dtype.
+        """``dtype`` as a numpy dtype (float32 or float64; checked when the config was built)."""
+        return np.dtype(np.float64) if self.dtype == "float64" else np.dtype(np.float32)
 
-        Raises:
-            TrainerError: ``dtype must be float32 or float64, got X``.
-        """
-        if self.dtype not in ("float32", "float64"):
-            raise TrainerError(f"dtype must be float32 or float64, got {self.dtype}")
-        return np.dtype(self.dtype)
+
+def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
+    """``values`` as an array of ``dtype``; raises TrainerError for data that is not real numbers
+    (strings, objects, complex numbers, ragged sequences)."""
+    try:
+        array = np.asarray(values)
+    except ValueError as error:
+        raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
+    if array.dtype.kind not in "biuf":
+        raise TrainerError(
+            f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
+        )
+    return np.asarray(array, dtype=dtype)
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
@@ -185,36 +308,43 @@ class Trainer(Generic[In, Out]):
     Args:
         layer: the model description (``nn.sequential(...)``).
         objective: ``Objective.MSE`` (targets shaped like outputs) or
-            ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``).
-        config: runtime settings.
-        seed: parameter initialisation and shuffling seed.
+            ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``);
+            a label (``"mse"``, ``"cross-entropy"``) is parsed.
+        config: runtime settings (``None``: ``RunConfig()``).
+        seed: parameter initialisation and shuffling seed, an int in ``[0, 2**32)``.
         input_shape: per-sample input shape (inferred when the model starts with a linear layer).
 
     Raises:
-        ShapeError: the layers do not fit the input shape.
-        TrainerError: invalid dtype, or cross-entropy on a model whose per-sample output is not a
-            vector of class logits.
+        ShapeError: the layers do not fit the input shape, or a bad ``input_shape``.
+        TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, ``seed``
+            is out of range (``seed must be an integer in [0, 2**32), got -1``), or
+            cross-entropy on a model whose per-sample output is not a vector of class logits.
+        TrainerLabelError: an unknown objective label.
     """
 
     def __init__(
         self,
         layer: Layer,
         *,
-        objective: Objective = Objective.MSE,
+        objective: Objective | str = Objective.MSE,
         config: RunConfig | None = None,
         seed: int = 0,
         input_shape: Sequence[int] | None = None,
     ) -> None:
+        if not isinstance(layer, Layer):
+            raise TrainerError(
+                f"layer must be a Layer (e.g. nn.linear(4, 1)), got {type(layer).__name__} {layer!r}"
+            )
+        if config is not None and not isinstance(config, RunConfig):
+            raise TrainerError(f"config must be a RunConfig or None, got {config!r}")
+        if not is_seed(seed):
+            raise TrainerError(f"seed must be an integer in {SEED_RANGE}, got {seed!r}")
         self.config = config if config is not None else RunConfig()
-        self.objective = objective
-        self.seed = seed
-        self.model: Model = build(
-            layer,
-            input_shape=None if input_shape is None else tuple(input_shape),
-            seed=seed,
-            dtype=self.config.numpy_dtype(),
-        )
-        if objective is Objective.CROSS_ENTROPY and len(self.model.output_shape) != 1:
+        self.objective = _member(Objective, objective, "objective")
+        self.seed = int(seed)
+        self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
+                                  dtype=self.config.numpy_dtype())
+        if self.objective is Objective.CROSS_ENTROPY and len(self.model.output_shape) != 1:
             raise TrainerError(
                 "cross-entropy needs per-sample outputs (classes,), got "
                 f"{list(self.model.output_shape)}"
@@ -271,7 +401,7 @@ class Trainer(Generic[In, Out]):
     # --------------------------------------------------------------------------------- data
 
     def _x(self, x: npt.ArrayLike) -> Array:
-        array = np.asarray(x, dtype=self.model.dtype)
+        array = _real_array(x, self.model.dtype, "inputs")
         if array.shape[1:] != self.model.input_shape:
             raise TrainerError(
                 f"inputs must have shape (n, {', '.join(map(str, self.model.input_shape))}), "
@@ -308,7 +438,7 @@ class Trainer(Generic[In, Out]):
                 )
         if array.shape[0] != n:
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
-        return np.asarray(array, dtype=self.model.dtype)
+        return _real_array(array, self.model.dtype, "targets")
 
     def batches(
         self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
@@ -409,10 +539,13 @@ class Trainer(Generic[In, Out]):
         step (progress bars hook in here).
 
         Raises:
-            TrainerError: bad shapes, labels, epochs or batch size.
+            TrainerError: bad shapes or labels; ``epochs`` or ``batch_size`` not an int (bools
+                refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a non-bool ``shuffle``.
         """
-        if epochs < 1 or batch_size < 1:
-            raise TrainerError(f"epochs and batch size must be positive, got {epochs} and {batch_size}")
+        epochs = _positive_int(epochs, "epochs")
+        batch_size = _positive_int(batch_size, "batch_size")
+        if not isinstance(shuffle, bool):
+            raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])
         if xs.shape[0] == 0:
@@ -434,10 +567,10 @@ class Trainer(Generic[In, Out]):
         """Model outputs for ``x`` (evaluation mode, no gradients), ``(n, *output_shape)``.
 
         Raises:
-            TrainerError: inputs of the wrong shape, or a batch size below 1.
+            TrainerError: inputs of the wrong shape, or ``batch_size`` not an int >= 1
+                (``batch_size must be an int >= 1, got 0``).
         """
-        if batch_size < 1:
-            raise TrainerError(f"batch size must be positive, got {batch_size}")
+        batch_size = _positive_int(batch_size, "batch_size")
         session = self.open()
         xs = self._x(x)
         outputs: list[Array] = []

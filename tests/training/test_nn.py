@@ -13,7 +13,16 @@ from torchlean import nn
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import ShapeError
+from torchlean.nn.layers import (
+    Activation,
+    Conv2d,
+    Dropout,
+    Linear,
+    MaxPool2d,
+    Reshape,
+    Sequential,
+    ShapeError,
+)
 from torchlean.nn.model import StateError
 from torchlean.tensor import Tensor
 
@@ -258,27 +267,160 @@ def test_shape_error_messages(layer, input_shape, message):
     assert str(caught.value) == message
 
 
+INT1 = "must be an int >= 1, got"
+DIMS = "must be a non-empty tuple or list of ints >= 1, got"
+PAIR1 = "must be an int >= 1 or a pair of them, got"
+PAIR0 = "must be an int >= 0 or a pair of them, got"
+LAYER = "must be a Layer (e.g. nn.relu()), got"
+NORM = "layer_norm: normalized_shape must be an int >= 1 or a non-empty tuple or list of ints >= 1, got"
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: nn.linear(0, 3), "linear sizes must be positive, got (0, 3)"),
-        (lambda: nn.conv2d(1, 0, 3), "conv2d channels and groups must be positive, got (1, 0, groups=1)"),
-        (lambda: nn.conv2d(1, 2, 0), "kernel_size must be an int >= 1 or a pair of them, got 0"),
+        (lambda: nn.linear(0, 3), f"linear: in_features {INT1} 0"),
+        (lambda: nn.linear(3, -2), f"linear: out_features {INT1} -2"),
+        (lambda: nn.linear(2.5, 3), f"linear: in_features {INT1} 2.5"),
+        (lambda: nn.linear(True, 3), f"linear: in_features {INT1} True"),
+        (lambda: nn.linear(2, "3"), f"linear: out_features {INT1} '3'"),
+        (lambda: nn.linear(2, 3, bias=1), "linear: bias must be a bool, got 1"),
+        (lambda: nn.conv2d(0, 2, 3), f"conv2d: in_channels {INT1} 0"),
+        (lambda: nn.conv2d(1, 0, 3), f"conv2d: out_channels {INT1} 0"),
+        (lambda: nn.conv2d(1.0, 2, 3), f"conv2d: in_channels {INT1} 1.0"),
+        (lambda: nn.conv2d(1, 2, 3, groups=False), f"conv2d: groups {INT1} False"),
+        (lambda: nn.conv2d(1, 2, 0), f"conv2d: kernel_size {PAIR1} 0"),
+        (lambda: nn.conv2d(1, 2, 2.5), f"conv2d: kernel_size {PAIR1} 2.5"),
+        (lambda: nn.conv2d(1, 2, (3, True)),
+         f"conv2d: kernel_size {PAIR1} (3, True)"),
+        (lambda: nn.conv2d(1, 2, 3, stride=0), f"conv2d: stride {PAIR1} 0"),
+        (lambda: nn.conv2d(1, 2, 3, dilation=[1, 0]),
+         f"conv2d: dilation {PAIR1} [1, 0]"),
+        (lambda: nn.conv2d(1, 2, 3, padding="1"), f"conv2d: padding {PAIR0} '1'"),
+        (lambda: nn.conv2d(1, 2, 3, bias=None), "conv2d: bias must be a bool, got None"),
         (
             lambda: nn.max_pool2d((2, 2, 2)),
-            "kernel_size must be an int >= 1 or a pair of them, got (2, 2, 2)",
+            f"max_pool2d: kernel_size {PAIR1} (2, 2, 2)",
         ),
-        (lambda: nn.avg_pool2d(2, padding=-1), "padding must be an int >= 0 or a pair of them, got -1"),
+        (lambda: nn.max_pool2d(True), f"max_pool2d: kernel_size {PAIR1} True"),
+        (lambda: nn.max_pool2d(2, stride=1.5),
+         f"max_pool2d: stride {PAIR1} 1.5"),
+        (lambda: nn.avg_pool2d(2, padding=-1), f"avg_pool2d: padding {PAIR0} -1"),
         (lambda: nn.dropout(1.0), "dropout probability must satisfy 0 <= p < 1, got 1.0"),
-        (lambda: nn.layer_norm(0), "layer_norm shape must be non-empty and positive, got [0]"),
-        (lambda: nn.layer_norm(()), "layer_norm shape must be non-empty and positive, got []"),
-        (lambda: nn.reshape(-1, 4), "reshape dimensions must be positive, got [-1, 4]"),
-        (lambda: nn.positional_embedding(0, 4), "positional_embedding sizes must be positive, got (0, 4)"),
+        (lambda: nn.dropout(-0.1), "dropout probability must satisfy 0 <= p < 1, got -0.1"),
+        (lambda: nn.dropout(float("nan")), "dropout probability must satisfy 0 <= p < 1, got nan"),
+        (lambda: nn.dropout(True), "dropout probability must be a real number, got True"),
+        (lambda: nn.dropout("0.5"), "dropout probability must be a real number, got '0.5'"),
+        (lambda: nn.layer_norm(0), f"{NORM} 0"),
+        (lambda: nn.layer_norm(()), f"{NORM} ()"),
+        (lambda: nn.layer_norm(2.5), f"{NORM} 2.5"),
+        (lambda: nn.layer_norm([4, False]), f"{NORM} [4, False]"),
+        (lambda: nn.layer_norm(4, eps=0.0), "layer_norm: eps must be finite and > 0, got 0.0"),
+        (lambda: nn.layer_norm(4, eps=True), "layer_norm: eps must be a real number, got True"),
+        (lambda: nn.reshape(-1, 4), f"reshape: shape {DIMS} (-1, 4)"),
+        (lambda: nn.reshape((4, 0)), f"reshape: shape {DIMS} (4, 0)"),
+        (lambda: nn.reshape(), f"reshape: shape {DIMS} ()"),
+        (lambda: nn.reshape((1, 4), 4), f"reshape: shape {DIMS} ((1, 4), 4)"),
+        (lambda: nn.reshape(2.0, 8), f"reshape: shape {DIMS} (2.0, 8)"),
+        (lambda: nn.positional_embedding(0, 4), f"positional_embedding: tokens {INT1} 0"),
+        (lambda: nn.positional_embedding(4, True), f"positional_embedding: d_model {INT1} True"),
+        (lambda: nn.mean_pool(-1), "mean_pool: axis must be an int >= 0, got -1"),
+        (lambda: nn.mean_pool(0.0), "mean_pool: axis must be an int >= 0, got 0.0"),
+        (lambda: nn.multi_head_attention(8.0, 2), f"multi_head_attention: d_model {INT1} 8.0"),
+        (lambda: nn.multi_head_attention(8, 0), f"multi_head_attention: heads {INT1} 0"),
+        (
+            lambda: nn.multi_head_attention(8, 2, causal=1),
+            "multi_head_attention: causal must be a bool, got 1",
+        ),
+        (lambda: nn.transformer_block(8, 2, mlp_hidden=0), f"transformer_block: mlp_hidden {INT1} 0"),
+        (lambda: nn.transformer_block(True, 1), f"transformer_block: d_model {INT1} True"),
+        (
+            lambda: nn.sequential(nn.linear(4, 3), "relu"),
+            f"sequential: item 1 {LAYER} str 'relu'",
+        ),
+        (lambda: nn.sequential(None), f"sequential: item 0 {LAYER} NoneType None"),
+        (lambda: nn.residual(nn.relu), "residual: body must be a Layer (e.g. nn.linear(4, 4)), got function "
+                                       f"{nn.relu!r}"),
     ],
 )
 def test_builder_argument_errors(make, message):
     with pytest.raises(ShapeError) as caught:
         make()
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Linear(2.5, 3), f"linear: in_features {INT1} 2.5"),
+        (lambda: Activation("swish"), "unknown activation 'swish' (known: relu | gelu | tanh | sigmoid)"),
+        (lambda: Conv2d(1, 2, (3, 3), groups=0), f"conv2d: groups {INT1} 0"),
+        (lambda: MaxPool2d((2, 2), (0, 1)), f"max_pool2d: stride {PAIR1} (0, 1)"),
+        (lambda: Reshape((4, -1)), f"reshape: shape {DIMS} (4, -1)"),
+        (lambda: Sequential((nn.relu(), 3)), f"sequential: item 1 {LAYER} int 3"),
+        (lambda: Dropout("0.1"), "dropout probability must be a real number, got '0.1'"),
+    ],
+)
+def test_layer_records_check_their_fields_too(make, message):
+    """Building a record directly (without the ``nn`` builder) is checked the same way."""
+    with pytest.raises(ShapeError) as caught:
+        make()
+    assert str(caught.value) == message
+
+
+def test_numpy_integers_are_sizes_and_are_stored_as_int():
+    """As ``torch.nn.Linear(np.int64(3), 2)``: numpy integers are accepted, stored as ``int``."""
+    layer = nn.linear(np.int64(3), np.int32(2))
+    assert (layer.in_features, layer.out_features) == (3, 2)
+    assert type(layer.in_features) is int and type(layer.out_features) is int
+    conv = nn.conv2d(np.int64(1), 2, (np.int64(3), 3), padding=np.int8(1))
+    assert (conv.kernel_size, conv.padding) == ((3, 3), (1, 1))
+    assert all(type(v) is int for v in (*conv.kernel_size, *conv.padding))
+    assert nn.dropout(np.float32(0.25)).p == 0.25 and type(nn.dropout(np.float32(0.25)).p) is float
+    assert nn.layer_norm(np.int64(4)).normalized_shape == (4,)
+
+
+@pytest.mark.parametrize("spelling", [(1, 4, 4), [1, 4, 4]])
+def test_reshape_accepts_a_tuple_or_list_like_torch(spelling):
+    """``nn.reshape((1, 4, 4))`` and ``nn.reshape([1, 4, 4])`` mean ``nn.reshape(1, 4, 4)``, as
+    ``torch.Tensor.reshape`` accepts both spellings; the values agree with torch's reshape."""
+    assert nn.reshape(spelling) == nn.reshape(1, 4, 4)
+    model = nn.build(nn.reshape(spelling), input_shape=(16,), dtype=np.float64)
+    x = np.arange(32, dtype=np.float64).reshape(2, 16)
+    np.testing.assert_array_equal(forward(model, x), torch.tensor(x).reshape((2, *spelling)).numpy())
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**40, True, 1.5, "0", None])
+def test_build_seed_must_be_in_the_cli_range(seed):
+    with pytest.raises(ShapeError) as caught:
+        nn.build(nn.linear(2, 1), seed=seed)
+    assert str(caught.value) == f"seed must be an integer in [0, 2**32), got {seed!r}"
+
+
+def test_build_seed_edges_and_numpy_seeds():
+    """``2**32 - 1`` is the largest seed; a numpy integer seed gives the int seed's weights, which
+    are ``U(-1/sqrt(in), 1/sqrt(in))`` draws of ``default_rng([seed, index])``."""
+    top = nn.build(nn.linear(2, 1), seed=2**32 - 1, dtype=np.float64)
+    expected = np.random.default_rng([2**32 - 1, 0]).uniform(-1 / np.sqrt(2), 1 / np.sqrt(2), size=(1, 2))
+    np.testing.assert_array_equal(top.parameters[0], expected)
+    a = nn.build(nn.linear(2, 1), seed=np.int64(7))
+    b = nn.build(nn.linear(2, 1), seed=7)
+    for x, y in zip(a.parameters, b.parameters, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"layer": "linear"}, "build: layer must be a Layer (e.g. nn.linear(4, 1)), got str 'linear'"),
+        ({"input_shape": 4}, f"build: input_shape {DIMS} 4"),
+        ({"input_shape": (4, 0)}, f"build: input_shape {DIMS} (4, 0)"),
+        ({"input_shape": [4.0]}, f"build: input_shape {DIMS} [4.0]"),
+    ],
+)
+def test_build_arguments(kwargs, message):
+    layer = kwargs.pop("layer", nn.relu())
+    with pytest.raises(ShapeError) as caught:
+        nn.build(layer, **kwargs)
     assert str(caught.value) == message
 
 

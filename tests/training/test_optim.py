@@ -59,32 +59,95 @@ def test_none_gradient_leaves_parameter():
     assert new is params[0]
 
 
+LR = "optimizer: learning rate must be finite and nonnegative"
+
+
+def unit(name: str) -> str:
+    return f"optimizer: {name} must be finite and satisfy 0 <= {name} < 1"
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: optim.sgd(lr=-0.1), "optimizer: learning rate must be finite and nonnegative"),
-        (lambda: optim.sgd(lr=float("inf")), "optimizer: learning rate must be finite and nonnegative"),
-        (lambda: optim.sgd(momentum=1.0), "optimizer: momentum must be finite and satisfy 0 <= momentum < 1"),
-        (lambda: optim.adam(beta1=-0.1), "optimizer: beta1 must be finite and satisfy 0 <= beta1 < 1"),
-        (lambda: optim.adam(beta2=1.5), "optimizer: beta2 must be finite and satisfy 0 <= beta2 < 1"),
+        (lambda: optim.sgd(lr=-0.1), f"{LR}, got -0.1"),
+        (lambda: optim.sgd(lr=-1), f"{LR}, got -1.0"),
+        (lambda: optim.sgd(lr=float("inf")), f"{LR}, got inf"),
+        (lambda: optim.sgd(lr=float("nan")), f"{LR}, got nan"),
+        (lambda: optim.sgd(momentum=1.0), f"{unit('momentum')}, got 1.0"),
+        (lambda: optim.adam(beta1=-0.1), f"{unit('beta1')}, got -0.1"),
+        (lambda: optim.adam(beta2=1.5), f"{unit('beta2')}, got 1.5"),
         (
             lambda: optim.rmsprop(decay=float("nan")),
-            "optimizer: decay must be finite and satisfy 0 <= decay < 1",
+            "optimizer: decay must be finite and satisfy 0 <= decay < 1, got nan",
         ),
-        (lambda: optim.adagrad(eps=0.0), "optimizer: epsilon must be finite and positive"),
-        (lambda: optim.adamw(weight_decay=-1.0), "optimizer: weight decay must be finite and nonnegative"),
-        (lambda: optim.sgd(momentum=0.99999999),
-         "optimizer: momentum must be finite and satisfy 0 <= momentum < 1 after conversion to binary32"),
+        (lambda: optim.adagrad(eps=0.0), "optimizer: epsilon must be finite and positive, got 0.0"),
+        (
+            lambda: optim.adamw(weight_decay=-1.0),
+            "optimizer: weight decay must be finite and nonnegative, got -1.0",
+        ),
+        (
+            lambda: optim.sgd(momentum=0.99999999),
+            "optimizer: momentum must be finite and satisfy 0 <= momentum < 1 after conversion to binary32, "
+            "got 0.99999999 (1.0 in binary32)",
+        ),
         (
             lambda: optim.adam(eps=1e-50),
-            "optimizer: epsilon must be finite and positive after conversion to binary32",
+            "optimizer: epsilon must be finite and positive after conversion to binary32, got 1e-50 "
+            "(0.0 in binary32)",
+        ),
+        (
+            lambda: optim.sgd(lr=1e39),
+            f"{LR} after conversion to binary32, got 1e+39 (inf in binary32)",
         ),
     ],
 )
 def test_validation_messages(build, message):
+    """The original's words (anchor-runtime.md §3.1), then ``, got <value>``."""
+    config = build()  # domain checks run at create/validate, as the original checks at open
     with pytest.raises(OptimizerError) as info:
-        build().validate()
+        config.validate()
     assert str(info.value) == message
+    with pytest.raises(OptimizerError) as info:
+        config.create([np.ones(2)])
+    assert str(info.value) == message
+
+
+def test_by_name_validates_at_once_with_the_value():
+    with pytest.raises(OptimizerError) as info:
+        optim.by_name("adam", -1.0)
+    assert str(info.value) == f"{LR}, got -1.0"
+
+
+REAL = "must be a real number (int or float), got"
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: optim.adam(lr=True), f"optimizer: learning rate {REAL} True"),
+        (lambda: optim.adagrad(lr="0.1"), f"optimizer: learning rate {REAL} '0.1'"),
+        (lambda: optim.sgd(momentum=False), f"optimizer: momentum {REAL} False"),
+        (lambda: optim.sgd(lr=None), f"optimizer: learning rate {REAL} None"),
+        (lambda: optim.adam(beta2="0.999"), f"optimizer: beta2 {REAL} '0.999'"),
+        (lambda: optim.rmsprop(eps=np.bool_(True)), f"optimizer: epsilon {REAL} {np.bool_(True)!r}"),
+        (lambda: optim.adamw(weight_decay=[0.01]), f"optimizer: weight decay {REAL} [0.01]"),
+        (lambda: optim.SGD(lr=True), f"optimizer: learning rate {REAL} True"),
+        (lambda: optim.by_name("sgd", "0.1"), f"optimizer: learning rate {REAL} '0.1'"),
+    ],
+)
+def test_non_numbers_are_refused_when_the_record_is_built(build, message):
+    with pytest.raises(OptimizerError) as info:
+        build()
+    assert str(info.value) == message
+
+
+def test_numbers_are_stored_as_floats():
+    """Ints and numpy scalars are accepted (as ``torch.optim`` accepts them) and stored as floats."""
+    config = optim.adam(lr=1, beta1=np.float32(0.5), beta2=np.float64(0.25), eps=np.int64(1))
+    assert (config.lr, config.beta1, config.beta2, config.eps) == (1.0, 0.5, 0.25, 1.0)
+    assert all(type(v) is float for v in (config.lr, config.beta1, config.beta2, config.eps))
+    assert config == optim.adam(lr=1.0, beta1=0.5, beta2=0.25, eps=1.0)
+    assert optim.sgd(2).describe() == "optim.sgd(lr=2.0, momentum=0.0)"
 
 
 def test_describe_reads_back():

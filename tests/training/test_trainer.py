@@ -12,7 +12,7 @@ from torchlean import data, nn, optim
 from torchlean.autograd.session import BANNER
 from torchlean.backend import profiles
 from torchlean.backend.errors import SessionError, TorchLeanError, UnknownLabelError
-from torchlean.backend.vocabulary import Device
+from torchlean.backend.vocabulary import Device, Provider
 from torchlean.ir.errors import IRError
 from torchlean.models import build_model
 from torchlean.optim import OptimizerError
@@ -257,6 +257,130 @@ def test_checked_cuda_without_cuda_fails_at_open():
     assert "\n" not in message
 
 
+def test_run_config_accepts_labels():
+    """``execution``/``device`` take the enums' labels, parsed by ``parse`` and stored as members."""
+    config = RunConfig(execution="typed-graph", device="cuda")
+    assert (config.execution, config.device) == (GRAPH, Device.CUDA)
+    assert config == RunConfig(execution=GRAPH, device=Device.CUDA)
+    assert RunConfig(execution="eager", device="cpu") == RunConfig()
+    assert RunConfig().with_device("cuda").device is Device.CUDA
+    assert RunConfig(profile="fast_cpu").resolve_profile().name == "fast_cpu"
+
+
+def test_typed_graph_label_really_selects_the_typed_graph():
+    """The label is not silently eager: the typed graph refuses dropout and CUDA, eager does not."""
+    layer = nn.sequential(nn.linear(3, 8), nn.dropout(0.5), nn.linear(8, 1))
+    x, y = np.ones((4, 3)), np.ones(4)
+    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
+        Trainer(layer, config=RunConfig(execution="typed-graph")).fit(x, y)
+    Trainer(layer, config=RunConfig(execution="eager")).fit(x, y)
+    with pytest.raises(TrainerError) as caught:
+        Trainer(nn.linear(2, 1), config=RunConfig(execution="typed-graph", device="cuda")).open()
+    assert str(caught.value) == "typed graph execution currently supports device `cpu`; requested `cuda`"
+
+
+DEVICES = "cpu | cuda | rocm | metal | wasm | tpu | trainium | custom | external"
+RECORD = (
+    "optimizer must be an optimizer record "
+    "(optim.sgd(...) | optim.adam(...) | optim.adamw(...) | optim.rmsprop(...) | optim.adagrad(...))"
+)
+MODES = "execution must be one of the labels eager | typed-graph or a member of ExecutionMode"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"execution": "bogus"}, "unknown execution mode bogus (known: eager | typed-graph)"),
+        ({"execution": "Eager"}, "unknown execution mode Eager (known: eager | typed-graph)"),
+        ({"device": "gpu"}, f"unknown device gpu (known targets: {DEVICES})"),
+        ({"profile": "nope"}, "unknown profile nope (known: {profiles})"),
+    ],
+)
+def test_run_config_unknown_labels(kwargs, message):
+    with pytest.raises(TrainerError) as caught:
+        RunConfig(**kwargs)
+    assert isinstance(caught.value, UnknownLabelError)
+    assert str(caught.value) == message.format(profiles=" | ".join(profiles.names()))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"execution": 1}, f"{MODES}, got 1"),
+        ({"execution": None}, f"{MODES}, got None"),
+        (
+            {"device": Provider.REFERENCE},
+            f"device must be one of the labels {DEVICES} or a member of Device, "
+            "got <Provider.REFERENCE: 'reference'>",
+        ),
+        ({"optimizer": None}, f"{RECORD}, got None"),
+        ({"optimizer": "adam"}, f"{RECORD}, got 'adam'"),
+        ({"optimizer": optim.SGD}, f"{RECORD}, got {optim.SGD!r}"),
+        ({"show_backend": 1}, "show_backend must be a bool, got 1"),
+        ({"show_backend": "yes"}, "show_backend must be a bool, got 'yes'"),
+        ({"dtype": "float16"}, "dtype must be float32 or float64, got float16"),
+        ({"dtype": np.float32}, f"dtype must be the string 'float32' or 'float64', got {np.float32!r}"),
+        ({"profile": 3}, "profile must be a profile name ({profiles}), a BackendProfile or None, got 3"),
+    ],
+)
+def test_run_config_fields_are_checked_when_built(kwargs, message):
+    with pytest.raises(TrainerError) as caught:
+        RunConfig(**kwargs)
+    assert str(caught.value) == message.format(profiles=" | ".join(profiles.names()))
+
+
+def test_with_device_and_with_profile_check_their_argument():
+    with pytest.raises(UnknownLabelError, match=r"^unknown device gpu \(known targets: cpu \| cuda"):
+        RunConfig().with_device("gpu")
+    with pytest.raises(TrainerError, match=r"^device `metal` has no maintained runtime profile"):
+        RunConfig().with_device("metal")
+    with pytest.raises(TrainerError, match=r"^with_profile needs a profile name or a BackendProfile"):
+        RunConfig().with_profile(None)
+    with pytest.raises(TrainerError, match=r"^profile must be a profile name .*, got 3$"):
+        RunConfig().with_profile(3)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**40, True, 1.5, "0"])
+def test_trainer_seed_must_be_in_the_cli_range(seed):
+    with pytest.raises(TrainerError) as caught:
+        Trainer(nn.linear(2, 1), seed=seed)
+    assert str(caught.value) == f"seed must be an integer in [0, 2**32), got {seed!r}"
+
+
+def test_trainer_seed_edges():
+    """The top seed works; a numpy seed trains exactly as the same int seed."""
+    x, y = np.arange(12.0).reshape(6, 2) / 10, np.arange(6.0) / 10
+    assert len(Trainer(nn.linear(2, 1), seed=2**32 - 1).fit(x, y, batch_size=2)) == 1
+    a, b = Trainer(nn.linear(2, 1), seed=np.int64(5)), Trainer(nn.linear(2, 1), seed=5)
+    assert a.fit(x, y, epochs=2, batch_size=2) == b.fit(x, y, epochs=2, batch_size=2)
+    assert a.seed == 5 and type(a.seed) is int
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"layer": "linear"}, "layer must be a Layer (e.g. nn.linear(4, 1)), got str 'linear'"),
+        ({"config": "eager"}, "config must be a RunConfig or None, got 'eager'"),
+        ({"objective": "hinge"}, "unknown objective hinge (known: mse | cross-entropy)"),
+        (
+            {"objective": 0},
+            "objective must be one of the labels mse | cross-entropy or a member of Objective, got 0",
+        ),
+    ],
+)
+def test_trainer_arguments_are_checked(kwargs, message):
+    layer = kwargs.pop("layer", nn.linear(2, 1))
+    with pytest.raises(TrainerError) as caught:
+        Trainer(layer, **kwargs)
+    assert str(caught.value) == message
+
+
+def test_objective_label_selects_the_objective():
+    trainer = Trainer(nn.linear(2, 3), objective="cross-entropy")
+    assert trainer.objective is Objective.CROSS_ENTROPY
+    assert set(trainer.evaluate(np.ones((2, 2)), np.array([0, 2]))) == {"accuracy"}
+
+
 def test_bad_dtype():
     with pytest.raises(TrainerError, match=r"^dtype must be float32 or float64, got float16$"):
         Trainer(nn.linear(2, 1), config=RunConfig(dtype="float16"))
@@ -264,7 +388,8 @@ def test_bad_dtype():
 
 def test_optimizer_validation_propagates_when_opening():
     trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.adam(lr=-1.0)))
-    with pytest.raises(OptimizerError, match=r"^optimizer: learning rate must be finite and nonnegative$"):
+    message = r"^optimizer: learning rate must be finite and nonnegative, got -1\.0$"
+    with pytest.raises(OptimizerError, match=message):
         trainer.open()
     with pytest.raises(OptimizerError):  # still refused: nothing was half-opened
         trainer.step(np.ones((1, 2)), np.ones(1))
@@ -322,11 +447,37 @@ def test_regression_data_validation(x, y, message):
     assert str(caught.value) == message
 
 
-@pytest.mark.parametrize(("epochs", "batch_size"), [(0, 4), (1, 0)])
-def test_epochs_and_batch_size_must_be_positive(epochs, batch_size):
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epochs": 0}, "epochs must be an int >= 1, got 0"),
+        ({"epochs": 1.5}, "epochs must be an int >= 1, got 1.5"),
+        ({"epochs": True}, "epochs must be an int >= 1, got True"),
+        ({"epochs": "2"}, "epochs must be an int >= 1, got '2'"),
+        ({"batch_size": 0}, "batch_size must be an int >= 1, got 0"),
+        ({"batch_size": -4}, "batch_size must be an int >= 1, got -4"),
+        ({"batch_size": 2.0}, "batch_size must be an int >= 1, got 2.0"),
+        ({"shuffle": 1}, "shuffle must be a bool, got 1"),
+    ],
+)
+def test_fit_counts_and_flags_are_checked(kwargs, message):
     with pytest.raises(TrainerError) as caught:
-        make(nn.linear(3, 1)).fit(np.zeros((2, 3)), np.zeros(2), epochs=epochs, batch_size=batch_size)
-    assert str(caught.value) == f"epochs and batch size must be positive, got {epochs} and {batch_size}"
+        make(nn.linear(3, 1)).fit(np.zeros((2, 3)), np.zeros(2), **kwargs)
+    assert str(caught.value) == message
+
+
+def test_fit_accepts_numpy_integer_counts():
+    steps = []
+    trainer = make(nn.linear(3, 1))
+    losses = trainer.fit(
+        np.zeros((6, 3)),
+        np.zeros(6),
+        epochs=np.int64(2),
+        batch_size=np.int32(2),
+        on_batch=lambda epoch, loss: steps.append(epoch),
+    )
+    assert len(losses) == 2
+    assert steps == [0, 0, 0, 1, 1, 1]  # two epochs of three steps
 
 
 def test_cross_entropy_needs_vector_logits():
@@ -407,7 +558,7 @@ def test_predict_and_evaluate(mode):
     assert trainer.evaluate(x, np.eye(3)[labels]) == {"accuracy": 0.75}
     with pytest.raises(TrainerError, match="got 4 inputs but 3 targets"):
         trainer.evaluate(x, labels[:3])
-    with pytest.raises(TrainerError, match="batch size must be positive, got 0"):
+    with pytest.raises(TrainerError, match="batch_size must be an int >= 1, got 0"):
         trainer.predict(x, batch_size=0)
 
 
@@ -424,3 +575,22 @@ def test_same_seed_same_training_different_seed_different():
     x, y = rng.standard_normal((12, 3)), rng.standard_normal(12)
     runs = [make(nn.linear(3, 1), seed=s).fit(x, y, epochs=2, batch_size=5) for s in (7, 7, 8)]
     assert runs[0] == runs[1] != runs[2]
+
+
+REAL = "must be real numbers (accepted: bool, integer or float arrays), got dtype"
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "message"),
+    [
+        (np.full((8, 4), "a"), np.ones((8, 1)), f"inputs {REAL} <U1"),
+        (np.ones((8, 4)) + 1j, np.ones((8, 1)), f"inputs {REAL} complex128"),
+        (np.ones((8, 4)), np.full((8, 1), "b"), f"targets {REAL} <U1"),
+        ([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0]], np.ones((2, 1)), "inputs must be a rectangular array"),
+    ],
+)
+def test_fit_refuses_data_that_is_not_real_numbers(x, y, message):
+    trainer = Trainer(nn.sequential(nn.linear(4, 1)), objective=Objective.MSE)
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(x, y)
+    assert str(caught.value).startswith(message)

@@ -2,11 +2,17 @@
 
 Builders return immutable layer descriptions; :func:`build` (or the trainer) instantiates them
 with seeded parameters. Per-sample shapes only; forward programs receive batched values.
+
+Arguments are checked when the description is built, not when it is first used: sizes must be
+ints (Python or numpy integers; bools are refused) >= 1, flags must be bools, and every refusal
+is a :class:`ShapeError` naming the builder, the argument and the offending value, e.g.
+``linear: in_features must be an int >= 1, got 2.5``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import overload
 
 from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.layers import (
@@ -26,6 +32,9 @@ from torchlean.nn.layers import (
     Residual,
     Sequential,
     ShapeError,
+    checked_bool,
+    checked_dims,
+    checked_int,
     pair,
 )
 from torchlean.nn.model import Model, StateError, build
@@ -59,9 +68,11 @@ __all__ = [
 
 
 def linear(in_features: int, out_features: int, *, bias: bool = True) -> Linear:
-    """Fully connected layer, weight ``[out, in]``, bias ``[out]`` (``torch.nn.Linear``)."""
-    if in_features < 1 or out_features < 1:
-        raise ShapeError(f"linear sizes must be positive, got ({in_features}, {out_features})")
+    """Fully connected layer, weight ``[out, in]``, bias ``[out]`` (``torch.nn.Linear``).
+
+    Raises:
+        ShapeError: a size that is not an int >= 1, or a non-bool ``bias``.
+    """
     return Linear(in_features, out_features, bias)
 
 
@@ -90,9 +101,9 @@ def dropout(p: float) -> Dropout:
     ``x * mask / (1 - p)`` with a seeded mask in eager training; not lowered to typed graphs.
 
     Raises:
-        ShapeError: unless ``0 <= p < 1``.
+        ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1)``.
     """
-    return Dropout(float(p))
+    return Dropout(p)
 
 
 def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> LayerNorm:
@@ -100,11 +111,10 @@ def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> L
     and bias (zeros), ``torch.nn.LayerNorm(normalized_shape, eps)``.
 
     Raises:
-        ShapeError: an empty or non-positive ``normalized_shape``.
+        ShapeError: ``normalized_shape`` is not an int >= 1 or a non-empty tuple/list of them, or
+            ``eps`` is not a finite real number > 0.
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not shape or any(d < 1 for d in shape):
-        raise ShapeError(f"layer_norm shape must be non-empty and positive, got {list(shape)}")
+    shape = checked_dims(normalized_shape, "layer_norm: normalized_shape", allow_int=True)
     return LayerNorm(shape, eps)
 
 
@@ -119,21 +129,22 @@ def conv2d(
     groups: int = 1,
     bias: bool = True,
 ) -> Conv2d:
-    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``)."""
-    if in_channels < 1 or out_channels < 1 or groups < 1:
-        raise ShapeError(
-            "conv2d channels and groups must be positive, got "
-            f"({in_channels}, {out_channels}, groups={groups})"
-        )
+    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``); ``kernel_size``,
+    ``stride``, ``padding`` and ``dilation`` are an int or a pair (tuple/list) of ints.
+
+    Raises:
+        ShapeError: channels or groups not an int >= 1, kernel/stride/dilation not >= 1, padding
+            not >= 0, or a non-bool ``bias`` (checked in that order).
+    """
     return Conv2d(
-        in_channels,
-        out_channels,
-        pair(kernel_size, "kernel_size", minimum=1),
-        pair(stride, "stride", minimum=1),
-        pair(padding, "padding", minimum=0),
-        pair(dilation, "dilation", minimum=1),
-        groups,
-        bias,
+        checked_int(in_channels, "conv2d: in_channels", 1),
+        checked_int(out_channels, "conv2d: out_channels", 1),
+        pair(kernel_size, "conv2d: kernel_size", minimum=1),
+        pair(stride, "conv2d: stride", minimum=1),
+        pair(padding, "conv2d: padding", minimum=0),
+        pair(dilation, "conv2d: dilation", minimum=1),
+        checked_int(groups, "conv2d: groups", 1),
+        checked_bool(bias, "conv2d: bias"),
     )
 
 
@@ -143,10 +154,14 @@ def max_pool2d(
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> MaxPool2d:
-    """2-d max pooling; ``stride`` defaults to ``kernel_size`` (``torch.nn.MaxPool2d``)."""
-    k = pair(kernel_size, "kernel_size", minimum=1)
-    return MaxPool2d(k, pair(stride, "stride", minimum=1) if stride is not None else k,
-                     pair(padding, "padding", minimum=0))
+    """2-d max pooling; ``stride`` defaults to ``kernel_size`` (``torch.nn.MaxPool2d``).
+
+    Raises:
+        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
+    """
+    k = pair(kernel_size, "max_pool2d: kernel_size", minimum=1)
+    return MaxPool2d(k, pair(stride, "max_pool2d: stride", minimum=1) if stride is not None else k,
+                     pair(padding, "max_pool2d: padding", minimum=0))
 
 
 def avg_pool2d(
@@ -155,10 +170,14 @@ def avg_pool2d(
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> AvgPool2d:
-    """2-d average pooling, zero padding counted in the divisor (``torch.nn.AvgPool2d``)."""
-    k = pair(kernel_size, "kernel_size", minimum=1)
-    return AvgPool2d(k, pair(stride, "stride", minimum=1) if stride is not None else k,
-                     pair(padding, "padding", minimum=0))
+    """2-d average pooling, zero padding counted in the divisor (``torch.nn.AvgPool2d``).
+
+    Raises:
+        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
+    """
+    k = pair(kernel_size, "avg_pool2d: kernel_size", minimum=1)
+    return AvgPool2d(k, pair(stride, "avg_pool2d: stride", minimum=1) if stride is not None else k,
+                     pair(padding, "avg_pool2d: padding", minimum=0))
 
 
 def flatten() -> Flatten:
@@ -166,47 +185,94 @@ def flatten() -> Flatten:
     return Flatten()
 
 
-def reshape(*shape: int) -> Reshape:
+@overload
+def reshape(shape: Sequence[int], /) -> Reshape: ...
+
+
+@overload
+def reshape(*shape: int) -> Reshape: ...
+
+
+def reshape(*shape: int | Sequence[int]) -> Reshape:
     """Reshape each sample to ``shape`` (same element count; the batch axis is kept).
 
+    As ``torch.Tensor.reshape`` and ``torch.nn.Unflatten``, the per-sample shape is given either
+    as separate ints (``reshape(1, 4, 4)``) or as one tuple/list (``reshape((1, 4, 4))``). Every
+    dimension must be explicit: ``-1`` inference is not supported.
+
     Raises:
-        ShapeError: a non-positive dimension.
+        ShapeError: no dimension, a dimension that is not an int >= 1 (including ``-1``), or a
+            tuple/list mixed with other arguments.
     """
-    if any(d < 1 for d in shape):
-        raise ShapeError(f"reshape dimensions must be positive, got {list(shape)}")
-    return Reshape(tuple(shape))
+    dims: object = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return Reshape(checked_dims(dims, "reshape: shape", allow_int=False))
 
 
 def mean_pool(axis: int = 0) -> MeanPool:
-    """Mean over per-sample ``axis`` (0 = the token axis of ``(tokens, features)`` samples)."""
+    """Mean over per-sample ``axis`` (0 = the token axis of ``(tokens, features)`` samples).
+
+    Raises:
+        ShapeError: ``axis`` is not an int >= 0.
+    """
     return MeanPool(axis)
 
 
 def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:
-    """A learned position table added to ``(tokens, d_model)`` samples."""
-    if tokens < 1 or d_model < 1:
-        raise ShapeError(f"positional_embedding sizes must be positive, got ({tokens}, {d_model})")
+    """A learned position table added to ``(tokens, d_model)`` samples.
+
+    Raises:
+        ShapeError: a size that is not an int >= 1.
+    """
     return PositionalEmbedding(tokens, d_model)
 
 
 def sequential(*layers: Layer) -> Sequential:
     """``layers`` applied in order (``torch.nn.Sequential``); parameters are named
-    ``<position>.<name>``, e.g. ``0.weight``."""
+    ``<position>.<name>``, e.g. ``0.weight``.
+
+    Raises:
+        ShapeError: an argument that is not a :class:`Layer` (naming its 0-based position and type).
+    """
     return Sequential(tuple(layers))
 
 
 def residual(body: Layer) -> Residual:
-    """``x + body(x)`` (the body must preserve the shape)."""
+    """``x + body(x)`` (the body must preserve the shape).
+
+    Raises:
+        ShapeError: ``body`` is not a :class:`Layer`.
+    """
     return Residual(body)
 
 
 def multi_head_attention(d_model: int, heads: int, *, causal: bool = False) -> MultiHeadAttention:
-    """Self-attention over ``(tokens, d_model)`` samples; see :mod:`torchlean.nn.attention`."""
-    return MultiHeadAttention(d_model, heads, causal)
+    """Self-attention over ``(tokens, d_model)`` samples; see :mod:`torchlean.nn.attention`.
+
+    Raises:
+        ShapeError: ``d_model`` or ``heads`` not an int >= 1, or a non-bool ``causal``
+            (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
+    """
+    return MultiHeadAttention(
+        checked_int(d_model, "multi_head_attention: d_model", 1),
+        checked_int(heads, "multi_head_attention: heads", 1),
+        checked_bool(causal, "multi_head_attention: causal"),
+    )
 
 
 def transformer_block(
     d_model: int, heads: int, *, mlp_hidden: int | None = None, causal: bool = False
 ) -> TransformerBlock:
-    """Pre-norm transformer block (attention + GELU MLP, layer norms, residuals)."""
-    return TransformerBlock(d_model, heads, mlp_hidden if mlp_hidden is not None else 4 * d_model, causal)
+    """Pre-norm transformer block (attention + GELU MLP, layer norms, residuals); ``mlp_hidden``
+    defaults to ``4 * d_model``.
+
+    Raises:
+        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, or a non-bool
+            ``causal`` (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
+    """
+    width = checked_int(d_model, "transformer_block: d_model", 1)
+    return TransformerBlock(
+        width,
+        checked_int(heads, "transformer_block: heads", 1),
+        checked_int(mlp_hidden, "transformer_block: mlp_hidden", 1) if mlp_hidden is not None else 4 * width,
+        checked_bool(causal, "transformer_block: causal"),
+    )

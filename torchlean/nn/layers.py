@@ -16,10 +16,11 @@ anchor-runtime.md §4.2).
 from __future__ import annotations
 
 import math
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -44,14 +45,80 @@ __all__ = [
     "Residual",
     "Sequential",
     "ShapeError",
+    "checked_bool",
+    "checked_dims",
+    "checked_int",
+    "pair",
 ]
 
 Shape = tuple[int, ...]
+ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
 InitKind = Literal["uniform", "zeros", "ones"]
+_MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
 
 
 class ShapeError(TorchLeanError, ValueError):
-    """A layer does not fit the shape it receives (message names both)."""
+    """A layer description or build argument is invalid: a layer does not fit the shape it
+    receives, or a builder argument (size, probability, seed, ...) is outside its domain. The
+    message names the argument (or both shapes) and the offending value."""
+
+
+def is_int(value: object) -> TypeGuard[numbers.Integral]:
+    """True for Python and numpy integers; False for bools (``True`` is not a size)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def checked_int(value: object, what: str, minimum: int) -> int:
+    """``value`` as an ``int`` if it is an integer (not a bool) ``>= minimum``.
+
+    Raises:
+        ShapeError: ``<what> must be an int >= <minimum>, got <value!r>``.
+    """
+    if not is_int(value) or int(value) < minimum:
+        raise ShapeError(f"{what} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def checked_bool(value: object, what: str) -> bool:
+    """``value`` if it is a ``bool``.
+
+    Raises:
+        ShapeError: ``<what> must be a bool, got <value!r>``.
+    """
+    if not isinstance(value, bool):
+        raise ShapeError(f"{what} must be a bool, got {value!r}")
+    return value
+
+
+def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
+    """``value`` as a non-empty tuple of ints >= 1; a tuple or list (as ``torch.Size`` arguments),
+    or, with ``allow_int``, a single int meaning a one-axis shape (as ``torch.nn.LayerNorm``).
+
+    Raises:
+        ShapeError: ``<what> must be ..., got <value!r>`` naming the accepted forms.
+    """
+    items: Sequence[object] = ()
+    if allow_int and is_int(value):
+        items = (value,)
+    elif isinstance(value, (tuple, list)):
+        items = value
+    dims = [int(d) for d in items if is_int(d) and int(d) >= 1]
+    if not items or len(dims) != len(items):
+        accepted = "an int >= 1 or a non-empty" if allow_int else "a non-empty"
+        raise ShapeError(f"{what} must be {accepted} tuple or list of ints >= 1, got {value!r}")
+    return tuple(dims)
+
+
+def _checked_real(value: object, what: str) -> float:
+    """``value`` as a float if it is a real number (not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ShapeError(f"{what} must be a real number, got {value!r}")
+    return float(value)
+
+
+def _set(record: Any, name: str, value: object) -> None:
+    """Store a normalised field value on a frozen record (from its ``__post_init__``)."""
+    object.__setattr__(record, name, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +137,18 @@ class ParamSpec:
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
         """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) drawn from ``rng``
-        in float64 and then cast."""
+        in float64 and then cast.
+
+        Raises:
+            ShapeError: more elements than one float64 array can hold (before any allocation;
+                a merely large parameter that does not fit in memory raises MemoryError).
+        """
+        count = math.prod(self.shape)
+        if count > _MAX_ELEMENTS:
+            raise ShapeError(
+                f"parameter {self.name} of shape {list(self.shape)} has {count} elements "
+                f"(accepted: at most {_MAX_ELEMENTS}, what one float64 array can hold)"
+            )
         if self.init == "zeros":
             return np.zeros(self.shape, dtype=dtype)
         if self.init == "ones":
@@ -79,11 +157,21 @@ class ParamSpec:
 
 
 def pair(value: int | Sequence[int], name: str, *, minimum: int) -> tuple[int, int]:
-    """``value`` as a pair of ints >= ``minimum`` (raises :class:`ShapeError` naming ``name``)."""
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or any(not isinstance(v, int) or v < minimum for v in pair):
+    """``value`` as a pair of ints >= ``minimum``: one int (used for both axes) or a tuple/list of
+    two, as ``torch.nn.Conv2d``/``MaxPool2d`` accept; bools are refused.
+
+    Raises:
+        ShapeError: ``<name> must be an int >= <minimum> or a pair of them, got <value!r>``.
+    """
+    items: Sequence[object] = ()
+    if is_int(value):
+        items = (value, value)
+    elif isinstance(value, (tuple, list)):
+        items = value
+    ints = [int(v) for v in items if is_int(v) and int(v) >= minimum]
+    if len(items) != 2 or len(ints) != 2:
         raise ShapeError(f"{name} must be an int >= {minimum} or a pair of them, got {value!r}")
-    return (int(pair[0]), int(pair[1]))
+    return (ints[0], ints[1])
 
 
 class Layer(ABC):
@@ -120,6 +208,11 @@ class Linear(Layer):
     bias: bool = True
     kind = "linear"
 
+    def __post_init__(self) -> None:
+        _set(self, "in_features", checked_int(self.in_features, "linear: in_features", 1))
+        _set(self, "out_features", checked_int(self.out_features, "linear: out_features", 1))
+        checked_bool(self.bias, "linear: bias")
+
     def output_shape(self, input_shape: Shape) -> Shape:
         if not input_shape or input_shape[-1] != self.in_features:
             raise ShapeError(
@@ -129,7 +222,7 @@ class Linear(Layer):
         return (*input_shape[:-1], self.out_features)
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
-        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+        bound = 1.0 / math.sqrt(self.in_features)
         weight = ParamSpec("weight", (self.out_features, self.in_features), "uniform", bound)
         if not self.bias:
             return (weight,)
@@ -147,6 +240,10 @@ class Activation(Layer):
     """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh`` or ``sigmoid``."""
 
     kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTIVATIONS:
+            raise ShapeError(f"unknown activation {self.kind!r} (known: {' | '.join(ACTIVATIONS)})")
 
     def output_shape(self, input_shape: Shape) -> Shape:
         return input_shape
@@ -169,8 +266,10 @@ class Dropout(Layer):
     kind = "dropout"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.p) and 0.0 <= self.p < 1.0):
-            raise ShapeError(f"dropout probability must satisfy 0 <= p < 1, got {self.p}")
+        p = _checked_real(self.p, "dropout probability")
+        if not (math.isfinite(p) and 0.0 <= p < 1.0):
+            raise ShapeError(f"dropout probability must satisfy 0 <= p < 1, got {p}")
+        _set(self, "p", p)
 
     def output_shape(self, input_shape: Shape) -> Shape:
         return input_shape
@@ -191,6 +290,14 @@ class LayerNorm(Layer):
     normalized_shape: Shape
     eps: float = 1e-5
     kind = "layer_norm"
+
+    def __post_init__(self) -> None:
+        shape = checked_dims(self.normalized_shape, "layer_norm: normalized_shape", allow_int=True)
+        _set(self, "normalized_shape", shape)
+        eps = _checked_real(self.eps, "layer_norm: eps")
+        if not (math.isfinite(eps) and eps > 0.0):
+            raise ShapeError(f"layer_norm: eps must be finite and > 0, got {self.eps!r}")
+        _set(self, "eps", eps)
 
     def output_shape(self, input_shape: Shape) -> Shape:
         n = len(self.normalized_shape)
@@ -227,6 +334,13 @@ class Conv2d(Layer):
     groups: int = 1
     bias: bool = True
     kind = "conv2d"
+
+    def __post_init__(self) -> None:
+        for name in ("in_channels", "out_channels", "groups"):
+            _set(self, name, checked_int(getattr(self, name), f"conv2d: {name}", 1))
+        for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
+            _set(self, name, pair(getattr(self, name), f"conv2d: {name}", minimum=minimum))
+        checked_bool(self.bias, "conv2d: bias")
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if len(input_shape) != 3 or input_shape[0] != self.in_channels:
@@ -280,6 +394,10 @@ class _Pool2d(Layer):
     stride: tuple[int, int]
     padding: tuple[int, int] = (0, 0)
 
+    def __post_init__(self) -> None:
+        for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0)):
+            _set(self, name, pair(getattr(self, name), f"{self.kind}: {name}", minimum=minimum))
+
     def output_shape(self, input_shape: Shape) -> Shape:
         if len(input_shape) != 3:
             raise ShapeError(f"{self.kind} expects (C, H, W) samples, got shape {list(input_shape)}")
@@ -330,6 +448,10 @@ class PositionalEmbedding(Layer):
     d_model: int
     kind = "positional_embedding"
 
+    def __post_init__(self) -> None:
+        _set(self, "tokens", checked_int(self.tokens, "positional_embedding: tokens", 1))
+        _set(self, "d_model", checked_int(self.d_model, "positional_embedding: d_model", 1))
+
     def output_shape(self, input_shape: Shape) -> Shape:
         if input_shape != (self.tokens, self.d_model):
             raise ShapeError(
@@ -350,10 +472,13 @@ class PositionalEmbedding(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Reshape(Layer):
-    """Reshape each sample to ``shape`` (same element count)."""
+    """Reshape each sample to ``shape`` (same element count; every dimension explicit and >= 1)."""
 
     shape: Shape
     kind = "reshape"
+
+    def __post_init__(self) -> None:
+        _set(self, "shape", checked_dims(self.shape, "reshape: shape", allow_int=False))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if math.prod(input_shape) != math.prod(self.shape):
@@ -389,6 +514,9 @@ class MeanPool(Layer):
     axis: int = 0
     kind = "mean_pool"
 
+    def __post_init__(self) -> None:
+        _set(self, "axis", checked_int(self.axis, "mean_pool: axis", 0))
+
     def output_shape(self, input_shape: Shape) -> Shape:
         if not 0 <= self.axis < len(input_shape):
             raise ShapeError(f"mean_pool axis {self.axis} is out of range for shape {list(input_shape)}")
@@ -411,6 +539,17 @@ class Sequential(Layer):
 
     layers: tuple[Layer, ...]
     kind = "sequential"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layers, (tuple, list)):
+            raise ShapeError(f"sequential: layers must be a tuple of layers, got {self.layers!r}")
+        for position, layer in enumerate(self.layers):
+            if not isinstance(layer, Layer):
+                raise ShapeError(
+                    f"sequential: item {position} must be a Layer (e.g. nn.relu()), got "
+                    f"{type(layer).__name__} {layer!r}"
+                )
+        _set(self, "layers", tuple(self.layers))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         return _child_shapes(self.layers, input_shape)[-1]
@@ -442,6 +581,13 @@ class Residual(Layer):
 
     body: Layer
     kind = "residual"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.body, Layer):
+            raise ShapeError(
+                f"residual: body must be a Layer (e.g. nn.linear(4, 4)), got "
+                f"{type(self.body).__name__} {self.body!r}"
+            )
 
     def output_shape(self, input_shape: Shape) -> Shape:
         out = self.body.output_shape(input_shape)

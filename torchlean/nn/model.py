@@ -2,21 +2,26 @@
 
 ``build(layer, input_shape=..., seed=...)`` creates every parameter from its
 :class:`~torchlean.nn.layers.ParamSpec` with a generator seeded by ``(seed, parameter index)``,
-so the same seed always gives the same weights, independent of the other parameters.
+so the same seed always gives the same weights, independent of the other parameters. Seeds are
+ints in ``[0, 2**32)``, the range of the CLI's ``--seed`` and of :mod:`torchlean.data`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean.backend.errors import TorchLeanError
-from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError
+from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims, is_int
 
-__all__ = ["Model", "StateError", "build"]
+__all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed"]
+
+SEED_RANGE = "[0, 2**32)"
+"""The accepted seeds, as error messages render them."""
 
 Array = npt.NDArray[np.floating]
 
@@ -69,6 +74,11 @@ class Model:
         return f"{self.layer.describe()}: {shapes}, {count} parameters"
 
 
+def is_seed(seed: object) -> TypeGuard[int]:
+    """True for an integer (Python or numpy; not a bool) in ``[0, 2**32)``."""
+    return is_int(seed) and 0 <= int(seed) < 2**32
+
+
 def _infer_input_shape(layer: Layer) -> Shape:
     first = layer
     while isinstance(first, Sequential) and first.layers:
@@ -81,16 +91,31 @@ def _infer_input_shape(layer: Layer) -> Shape:
 def build(
     layer: Layer,
     *,
-    input_shape: Shape | None = None,
+    input_shape: Sequence[int] | None = None,
     seed: int = 0,
     dtype: npt.DTypeLike = np.float32,
 ) -> Model:
     """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
 
-    ``input_shape`` may be omitted when the first layer is a linear layer. Raises
-    :class:`ShapeError` when a layer does not fit the shape it receives.
+    ``input_shape`` (a tuple or list of ints >= 1) may be omitted when the first layer is a
+    linear layer.
+
+    Raises:
+        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``; ``seed`` not an int
+            in ``[0, 2**32)`` (``seed must be an integer in [0, 2**32), got -1``); a dtype other
+            than float32/float64; or a layer does not fit the shape it receives.
     """
-    shape = tuple(input_shape) if input_shape is not None else _infer_input_shape(layer)
+    if not isinstance(layer, Layer):
+        raise ShapeError(
+            f"build: layer must be a Layer (e.g. nn.linear(4, 1)), got {type(layer).__name__} {layer!r}"
+        )
+    if not is_seed(seed):
+        raise ShapeError(f"seed must be an integer in {SEED_RANGE}, got {seed!r}")
+    shape = (
+        checked_dims(input_shape, "build: input_shape", allow_int=False)
+        if input_shape is not None
+        else _infer_input_shape(layer)
+    )
     requested = np.dtype(dtype)
     resolved: np.dtype[np.floating]
     if requested == np.dtype(np.float32):
@@ -102,6 +127,6 @@ def build(
     output_shape = layer.output_shape(shape)
     specs = layer.param_specs()
     parameters = [
-        spec.initial(np.random.default_rng([seed, index]), resolved) for index, spec in enumerate(specs)
+        spec.initial(np.random.default_rng([int(seed), index]), resolved) for index, spec in enumerate(specs)
     ]
     return Model(layer, shape, output_shape, specs, parameters, resolved)
