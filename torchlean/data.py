@@ -11,9 +11,15 @@ Shipped datasets (scikit-learn ``load_*``): ``digits`` (default; 1797 x 64, 10 c
 with integer labels — and ``diabetes`` (442 x 10) — regression.
 
 CSV files: one sample per row; the label column is chosen by name or index (default: the last
-column); the header row is detected (a first row with a non-numeric cell) unless ``header`` is
-given. Features must be finite numbers. Classification labels may be numbers or strings and are
-mapped to ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
+column). Header rule (``header=None``, the default): the first row is a header when one of its
+cells is not a number, or when its cells are exactly the column positions ``0,1,...,n-1`` (the
+header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
+``label_column="2"`` and ``label_column=2`` agree); any other all-numbers first row is data.
+Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`; ``header=True``
+/ ``header=False`` decide explicitly (and leave the note empty). Column names must be unique
+(a repeated name is refused, as a name could not say which column it means). Features must be
+finite numbers. Classification labels may be numbers or strings and are mapped to
+``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
 """
@@ -21,6 +27,7 @@ mapped to ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``)
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -54,6 +61,9 @@ class Dataset:
     standardised with the train statistics ``feature_mean`` / ``feature_scale`` (float64,
     ``[n_features]``). Labels: int64 class ids in ``0 .. n_classes - 1`` for classification,
     ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``).
+    ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
+    header or as data, and how to override); it is empty for shipped datasets, when ``header``
+    was given, and when the first row had a non-numeric cell.
     """
 
     name: str
@@ -67,6 +77,7 @@ class Dataset:
     class_names: tuple[str, ...]
     feature_mean: Array
     feature_scale: Array
+    header_note: str = ""
 
     @property
     def n_features(self) -> int:
@@ -91,8 +102,9 @@ def load(
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
             datasets; an unknown CSV label column, naming the columns.
-        DataError: missing file, non-numeric cell (line and column named), bad ``seed``,
-            ``test_fraction`` or ``dtype``, a split that leaves no train or test sample.
+        DataError: missing file (or a directory), non-numeric cell (line and column named),
+            duplicate column names in the header, bad ``header``, ``seed``, ``test_fraction`` or
+            ``dtype``, a split that leaves no train or test sample.
     """
     target = _float_dtype(dtype)
     name = os.fspath(name_or_path)
@@ -127,6 +139,8 @@ def load_csv(
     """Load a CSV file (features + one label column); see :func:`load` and the module docstring."""
     target = _float_dtype(dtype)
     file = Path(path)
+    if file.is_dir():
+        raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.is_file():
         raise DataError(f"dataset file not found: {file}")
     try:
@@ -138,8 +152,10 @@ def load_csv(
         raise DataError(f"{file}: cannot read the file: {error}") from None
     if not rows:
         raise DataError(f"{file}: the file has no rows")
-    has_header = header if header is not None else not all(_is_number(c) for c in rows[0])
+    has_header, note = _header(file, rows[0], header)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
+    if has_header:
+        _check_unique(file, names)
     body = rows[1:] if has_header else rows
     first_line = 2 if has_header else 1
     if not body:
@@ -158,9 +174,45 @@ def load_csv(
             x[r, j] = _number(file, line, names[i], row[i])
         labels.append(row[label].strip())
     y, classes, kind = _labels(file, names[label], labels, task, first_line)
-    return _split(
+    dataset = _split(
         file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target
     )
+    return dataclasses.replace(dataset, header_note=note) if note else dataset
+
+
+def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool, str]:
+    """(is the first row a header, the note on a guess from an all-numbers row); see the module
+    docstring for the rule."""
+    if header is not None:
+        if not isinstance(header, bool):
+            raise DataError(f"header must be True, False or None, got {header!r}")
+        return header, ""
+    cells = [c.strip() for c in first]
+    if not all(_is_number(c) for c in cells):
+        return True, ""
+    shown = ",".join(cells) if len(cells) <= 6 else f"{','.join(cells[:3])},...,{cells[-1]}"
+    if cells == [str(i) for i in range(len(cells))]:
+        return True, (
+            f"{file}: first row {shown} is all numbers equal to the column positions, so it was read as "
+            "a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data"
+        )
+    return False, (
+        f"{file}: first row {shown} is all numbers, so it was read as data (no header); "
+        "pass header=True (CLI: --header) if it names the columns"
+    )
+
+
+def _check_unique(file: Path, names: Sequence[str]) -> None:
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        positions.setdefault(name, []).append(i)
+    repeated = [f"{name!r} (columns {', '.join(map(str, where))})" for name, where in positions.items()
+                if len(where) > 1]
+    if repeated:
+        raise DataError(
+            f"{file}: duplicate column names in the header: {'; '.join(repeated)} "
+            "(accepted: unique names)"
+        )
 
 
 # ------------------------------------------------------------------------------------ shipped data

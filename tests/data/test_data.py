@@ -194,3 +194,98 @@ def test_dataset_is_frozen() -> None:
     assert isinstance(d, Dataset)
     with pytest.raises(AttributeError):
         d.name = "x"  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------------------ CSV header rule
+
+
+def _numbered(tmp_path: Path, first: str, n: int = 50, name: str = "numhdr.csv") -> Path:
+    """``first`` then ``n`` data rows ``0.1 i, 0.2 i, i % 2`` (two features, labels 0/1)."""
+    rows = [first] + [f"{i * 0.1:.1f},{i * 0.2:.1f},{i % 2}" for i in range(n)]
+    return _write(tmp_path, "\n".join(rows) + "\n", name)
+
+
+def test_numeric_header_of_column_positions_is_a_header(tmp_path: Path) -> None:
+    # pandas.DataFrame(array).to_csv(index=False) writes the header 0,1,2
+    path = _numbered(tmp_path, "0,1,2")
+    for column in ("2", 2, -1, None):
+        d = data.load(path, label_column=column, seed=0)
+        assert d.x_train.shape[0] + d.x_test.shape[0] == 50  # the header is not a sample
+        assert (d.x_train.shape[0], d.x_test.shape[0]) == (40, 10)
+        assert d.feature_names == ("0", "1")
+        assert (d.n_classes, d.class_names) == (2, ("0", "1"))  # "2" did not become a class
+        assert d.header_note == (
+            f"{path}: first row 0,1,2 is all numbers equal to the column positions, so it was read "
+            "as a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read "
+            "it as data"
+        )
+    # explicitly data: 51 samples, class "2" from the first row, no note
+    d = data.load(path, label_column=2, header=False, seed=0)
+    assert d.x_train.shape[0] + d.x_test.shape[0] == 51
+    assert d.class_names == ("0", "1", "2") and d.header_note == ""
+
+
+def test_other_all_number_first_row_is_data_and_says_so(tmp_path: Path) -> None:
+    path = _numbered(tmp_path, "5.5,6.5,1")
+    d = data.load(path, seed=0)
+    assert d.x_train.shape[0] + d.x_test.shape[0] == 51
+    assert d.feature_names == ("column_0", "column_1")
+    assert d.header_note == (
+        f"{path}: first row 5.5,6.5,1 is all numbers, so it was read as data (no header); "
+        "pass header=True (CLI: --header) if it names the columns"
+    )
+    named = data.load(path, header=True, seed=0)
+    assert named.feature_names == ("5.5", "6.5") and named.header_note == ""
+    assert named.x_train.shape[0] + named.x_test.shape[0] == 50
+    # a wide first row is abbreviated in the note
+    wide = _write(tmp_path, "\n".join(",".join(str(i + r) for i in range(10)) for r in range(1, 12)), "w.csv")
+    assert data.load(wide, seed=0).header_note.startswith(f"{wide}: first row 1,2,3,...,10 is all numbers")
+
+
+def test_a_non_numeric_first_row_is_a_header_without_a_note(tmp_path: Path) -> None:
+    d = data.load(_numbered(tmp_path, "a,b,y"), seed=0)
+    assert d.feature_names == ("a", "b") and d.header_note == ""
+    assert data.load("iris").header_note == ""
+
+
+def test_header_must_be_a_bool_or_none(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"^header must be True, False or None, got 'yes'$"):
+        data.load(_numbered(tmp_path, "a,b,y"), header="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("first", "label", "repeated"),
+    [
+        ("a,a,y", "a", "'a' (columns 0, 1)"),
+        ("a,b,a", None, "'a' (columns 0, 2)"),
+        ("x, x ,y", "y", "'x' (columns 0, 1)"),  # names are compared after stripping blanks
+        (",,y", "y", "'' (columns 0, 1)"),
+    ],
+)
+def test_duplicate_column_names_are_refused(
+    tmp_path: Path, first: str, label: str | None, repeated: str
+) -> None:
+    path = _numbered(tmp_path, first)
+    with pytest.raises(DataError) as info:
+        data.load(path, label_column=label)
+    assert str(info.value) == (
+        f"{path}: duplicate column names in the header: {repeated} (accepted: unique names)"
+    )
+
+
+def test_several_duplicate_groups_are_all_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, "p,q,p,q,y\n" + "\n".join(f"{i},{i},{i},{i},{i % 2}" for i in range(6)))
+    with pytest.raises(DataError, match=r"duplicate column names in the header: 'p' \(columns 0, 2\); "
+                       r"'q' \(columns 1, 3\) \(accepted: unique names\)$"):
+        data.load(path)
+    # without a header the columns are numbered, so nothing repeats
+    assert data.load(_write(tmp_path, "1,1,0\n2,2,1\n3,3,0\n4,4,1\n", "n.csv"), header=False).n_features == 2
+
+
+def test_csv_path_that_is_a_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "tables.csv"
+    folder.mkdir()
+    for given in (folder, str(tmp_path)):
+        with pytest.raises(DataError) as info:
+            data.load(given)
+        assert str(info.value) == f"dataset path is a directory, not a CSV file: {Path(given)}"

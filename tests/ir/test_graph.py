@@ -92,6 +92,26 @@ def test_self_parent_is_refused() -> None:
         graph.check_well_formed()
 
 
+def test_negative_parent_id_has_its_own_message() -> None:
+    # "-1 is not < 1" would be true arithmetic but a false diagnosis: the id is negative
+    graph = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (-1,), ops.Relu(), (4,))))
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 1: parent id -1 is negative (accepted: 0..0) "
+        "(Node(id=1, kind=relu, parents=[-1], outShape=[4]))"
+    )
+    chain = Graph((*_relu_chain().nodes, Node(4, (3, -7), ops.Add(), (4,))))
+    with pytest.raises(IRError, match=r"^IR graph: node 4: parent id -7 is negative \(accepted: 0\.\.3\) \("):
+        chain.check_well_formed()
+    first = Graph((Node(0, (-2,), ops.Relu(), (4,)),))
+    with pytest.raises(IRError) as info:
+        first.check_well_formed()
+    assert str(info.value).startswith(
+        "IR graph: node 0: parent id -2 is negative (accepted: none, node 0 has no earlier node) (Node(id=0, "
+    )
+
+
 def test_first_failure_wins() -> None:
     graph = Graph((Node(0, (1,), ops.Relu(), (4,)), Node(5, (), ops.Input(), (4,))))
     with pytest.raises(IRError, match=r"^IR graph: node 0: parent id 1 is not < 0"):

@@ -40,6 +40,41 @@ def test_check_shapes_checks_well_formedness_first() -> None:
         check_shapes(graph)
 
 
+def test_negative_declared_extent_is_refused() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (-4,)),))
+    graph.check_well_formed()  # structure is fine; the shape is not
+    with pytest.raises(IRError) as info:
+        check_shapes(graph)
+    assert str(info.value) == (
+        "IR graph: node 0: outShape extent -4 is negative (accepted: integers >= 0) "
+        "(Node(id=0, kind=input, parents=[], outShape=[-4]))"
+    )
+    later = Graph(
+        (
+            Node(0, (), ops.Input(), (2, 3)),
+            Node(1, (), ops.RandUniform(5), (3, -1)),
+            Node(2, (0, 1), ops.Matmul(), (2, -1)),
+        )
+    )
+    with pytest.raises(IRError, match=r"^IR graph: node 1: outShape extent -1 is negative \("):
+        infer_shapes(later)
+
+
+def test_non_integer_declared_extent_is_refused() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (2.5,)),))  # type: ignore[arg-type]
+    with pytest.raises(IRError) as info:
+        check_shapes(graph)
+    assert str(info.value) == (
+        "IR graph: node 0: outShape extent 2.5 is not an integer (accepted: integers >= 0) "
+        "(outShape=(2.5,), kind=input)"
+    )
+    for flag in (True, False):
+        with pytest.raises(IRError, match=rf"^IR graph: node 0: outShape extent {flag} is not an integer "):
+            check_shapes(Graph((Node(0, (), ops.Input(), (flag,)),)))
+    # numpy integers and zero extents are extents
+    assert infer_shapes(Graph((Node(0, (), ops.Input(), (np.int64(3), 0)),))) == [(3, 0)]
+
+
 def test_inference_uses_inferred_parent_shapes() -> None:
     graph = Graph(
         (

@@ -358,3 +358,59 @@ def test_input_errors() -> None:
         scaled_dot_product_attention(q, np.ones((4, 2), dtype=np.int64), v)
     with pytest.raises(SpecValueError, match=r"d_out must have the output shape \(3, 2\)"):
         scaled_dot_product_attention_backward(q, k, v, np.ones((2, 2)))
+
+
+ACCEPTED_SCALE = r"\(accepted: a finite real number, or None for 1/sqrt\(d\)\)$"
+
+
+@pytest.mark.parametrize(
+    ("scale", "shown"),
+    [
+        (float("nan"), "nan"),
+        (float("inf"), "inf"),
+        (-float("inf"), "-inf"),
+        (np.float64("nan"), "nan"),
+        (np.float32("inf"), "inf"),
+        (mpmath.mpf("nan"), "nan"),
+    ],
+)
+def test_non_finite_scale_is_refused_forward_and_backward(scale: object, shown: str) -> None:
+    # torch returns NaN for these (checked below); the spec, being the oracle, refuses them
+    q, k, v = _inputs(43, ((3, 2), (4, 2), (4, 2)))
+    message = rf"^scale = {shown} is not accepted " + ACCEPTED_SCALE
+    with pytest.raises(SpecValueError, match=message):
+        scaled_dot_product_attention(q, k, v, scale=scale)
+    with pytest.raises(SpecValueError, match=message):
+        scaled_dot_product_attention_backward(q, k, v, np.ones((3, 2)), scale=scale)
+    mq, mk, mv = (as_mpf_array(a) for a in (q, k, v))
+    with pytest.raises(SpecValueError, match=message):
+        scaled_dot_product_attention(mq, mk, mv, scale=scale)
+    assert np.isnan(torch_sdpa(q, k, v, np.ones((3, 2)), scale=float(scale))[0]).all()
+
+
+def test_scale_of_the_wrong_kind_or_beyond_the_dtype_is_refused() -> None:
+    q, k, v = _inputs(44, ((3, 2), (4, 2), (4, 2)))
+    wrong_kinds = (
+        ("0.5", "'0.5' of type str"),
+        (True, "True of type bool"),
+        ([0.5], r"\[0.5\] of type list"),
+    )
+    for bad, shown in wrong_kinds:
+        with pytest.raises(SpecTypeError, match=rf"^scale must be a real number or None, got {shown}$"):
+            scaled_dot_product_attention(q, k, v, scale=bad)
+    q32, k32, v32 = (a.astype(np.float32) for a in (q, k, v))
+    with pytest.raises(SpecValueError, match=r"^scale = 1e\+300 overflows the working dtype float32 "):
+        scaled_dot_product_attention(q32, k32, v32, scale=1e300)
+    with pytest.raises(SpecValueError, match=rf"^scale = {2**200} overflows the working dtype float32 "):
+        scaled_dot_product_attention(q32, k32, v32, scale=2**200)
+    # finite values of every real kind are still accepted, and equal to the float scale
+    want = scaled_dot_product_attention(q, k, v, scale=0.5)
+    for ok in (np.float32(0.5), np.float64(0.5), mpmath.mpf("0.5")):
+        np.testing.assert_array_equal(scaled_dot_product_attention(q, k, v, scale=ok), want)
+    # an integer scale beyond float64 is fine at mpmath precision (scores are then huge but finite)
+    mq, mk, mv = (as_mpf_array(a) for a in (q, k, v))
+    assert _all_finite_mpf(scaled_dot_product_attention(mq, mk, mv, scale=2**2000))
+
+
+def _all_finite_mpf(array: np.ndarray) -> bool:
+    return all(mpmath.isfinite(x) for x in array.ravel())

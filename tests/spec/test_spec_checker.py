@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +148,41 @@ def test_command_quick_prints_table_and_verdict_and_writes_json(
     assert lines[0].split()[:3] == ["case", "precision", "shape"]
     assert lines[-1] == f"verdict: PASS ({n} cases)"
     assert any(line.startswith("worst mpmath-50: forward ") for line in lines)
-    assert "attention-check" in captured.err  # the tqdm progress bar goes to stderr
+    assert captured.err == ""  # stderr is not a terminal here: no progress bar (tqdm disable=None)
     record = json.loads(path.read_text())
     assert record["command"] == "attention-check" and record["quick"] is True
     assert record["verdict"] == lines[-1] and len(record["rows"]) == n
+
+
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal (tqdm draws its bar only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "enabled", "drawn"), [
+    (_Terminal, True, True),
+    (_Terminal, False, False),  # --no-progress
+    (io.StringIO, True, False),  # not a terminal: a log file, a pipe, CI
+])
+def test_progress_bar_only_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, stream: type[io.StringIO], enabled: bool, drawn: bool
+) -> None:
+    err = stream()
+    monkeypatch.setattr(sys, "stderr", err)
+    cases = flash_check_cases(quick=True)[:3]
+    assert tuple(cli._progress(enabled)(cases)) == cases
+    assert ("attention-check" in err.getvalue()) is drawn
+    assert ("3/3" in err.getvalue()) is drawn
+
+
+def test_empty_json_path_is_its_own_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["attention-check", "--quick", "--json", ""])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "error: argument --json: expected a file path, got ''\n")
 
 
 def test_command_through_main(capsys: pytest.CaptureFixture[str]) -> None:

@@ -241,3 +241,19 @@ def test_config_and_saved_statistic_errors() -> None:
         flash_attention_backward(q, q, q, out, lse, np.ones((2, 2)))
     with pytest.raises(TypeError, match="additive score biases are a separate operation"):
         flash_attention(q, q, q, np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), -float("inf")])
+def test_flash_refuses_a_non_finite_scale_forward_and_backward(scale: float) -> None:
+    q = np.ones((3, 2))
+    out, lse = flash_attention_forward(q, q, q)
+    accepted = r"\(accepted: a finite real number, or None for 1/sqrt\(d\)\)$"
+    message = rf"^scale = {scale} is not accepted {accepted}"
+    with pytest.raises(SpecValueError, match=message):
+        flash_attention_forward(q, q, q, scale=scale)
+    with pytest.raises(SpecValueError, match=message):
+        flash_attention(q, q, q, scale=scale, config=FlashAttentionConfig(1, 1))
+    with pytest.raises(SpecValueError, match=message):
+        flash_attention_backward(q, q, q, out, lse, np.ones((3, 2)), scale=scale)
+    with pytest.raises(SpecTypeError, match=r"^scale must be a real number or None, got '1' of type str$"):
+        flash_attention_forward(q, q, q, scale="1")

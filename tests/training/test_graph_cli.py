@@ -3,6 +3,7 @@ without the ``NN.IR.OpKind.`` namespace and with Python list syntax (DESIGN.md Â
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from torchlean.backend import profiles
@@ -100,7 +101,16 @@ WIDTHS = "error: argument --mlp:"
         (["--mlp", "4"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4'"),
         (["--mlp", "4,0,1"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4,0,1'"),
         (["--mlp", ""], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got ''"),
-        (["--relu-chain", "0"], "error: argument --relu-chain: expected a positive integer, got 0"),
+        (["--relu-chain", "0"], "error: argument --relu-chain: expected an integer in [1, 1000000], got 0"),
+        (
+            ["--relu-chain", "1000001"],
+            "error: argument --relu-chain: expected an integer in [1, 1000000], got 1000001",
+        ),
+        (
+            ["--mlp", "99999999999,99999999999"],
+            "error: parameter 0.weight of shape [99999999999, 99999999999] has 9999999999800000000001 "
+            f"elements (accepted: at most {np.iinfo(np.intp).max // 8}, what one float64 array can hold)",
+        ),
         (["--relu-chain", "two"], "error: argument --relu-chain: expected a positive integer, got 'two'"),
         (
             ["--mlp", "4,8,1", "--relu-chain", "2"],

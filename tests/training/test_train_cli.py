@@ -251,8 +251,13 @@ MISSING = "/nonexistent/data.csv"
             "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)",
         ),
         (["--execution", "graph"], "error: unknown execution mode graph (known: eager | typed-graph)"),
-        (["--lr", "-1"], "error: optimizer: learning rate must be finite and nonnegative"),
-        (["--lr", "nan"], "error: optimizer: learning rate must be finite and nonnegative"),
+        (["--lr", "-1"], "error: optimizer: learning rate must be finite and nonnegative, got -1.0"),
+        (["--lr", "nan"], "error: optimizer: learning rate must be finite and nonnegative, got nan"),
+        (
+            ["--lr", "1e39"],
+            "error: optimizer: learning rate must be finite and nonnegative after conversion to binary32, "
+            "got 1e+39 (inf in binary32)",
+        ),
         (["--lr", "fast"], "error: argument --lr: expected a number, got 'fast'"),
         (["--epochs", "0"], "error: argument --epochs: expected a positive integer, got 0"),
         (["--batch-size", "-3"], "error: argument --batch-size: expected a positive integer, got -3"),
@@ -292,6 +297,117 @@ def test_bad_csv_label_column(capsys, images_csv):
     assert (code, err) == (
         2,
         f"error: unknown label column 17 in {images_csv} (known: indices 0..16 or -17..-1)\n",
+    )
+
+
+def _numeric_header_csv(tmp_path: Path, first: str, name: str = "numhdr.csv") -> Path:
+    """``first`` then 50 data rows of two features and a 0/1 label (the reviewer's file)."""
+    path = tmp_path / name
+    rows = [first] + [f"{i * 0.1:.1f},{i * 0.2:.1f},{i % 2}" for i in range(50)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_numeric_header_is_not_counted_as_data(capsys, tmp_path):
+    path = _numeric_header_csv(tmp_path, "0,1,2")
+    code, out, err = train(capsys, "--dataset", str(path), "--label-column", "2", "--epochs", "1",
+                           "--hidden", "4")
+    assert code == 0
+    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=10 features=2 ")
+    assert err == (
+        f"note: {path}: first row 0,1,2 is all numbers equal to the column positions, so it was read "
+        "as a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data\n"
+    )
+    # --no-header: the first row is a sample (51 rows, 3 classes), and no note
+    code, out, err = train(capsys, "--dataset", str(path), "--label-column", "2", "--epochs", "1",
+                           "--hidden", "4", "--no-header")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=11 features=2 ")
+
+
+def test_header_flag_reads_an_all_numbers_first_row_as_names(capsys, tmp_path):
+    path = _numeric_header_csv(tmp_path, "10,20,30")
+    code, out, err = train(capsys, "--dataset", str(path), "--label-column", "30", "--header",
+                           "--epochs", "1", "--hidden", "4")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=10 features=2 ")
+    code, out, err = train(capsys, "--dataset", str(path), "--epochs", "1", "--hidden", "4")
+    assert code == 0
+    assert err.startswith(f"note: {path}: first row 10,20,30 is all numbers, so it was read as data")
+    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=11 features=2 ")
+
+
+def test_duplicate_column_names_are_a_one_line_error(capsys, tmp_path):
+    path = _numeric_header_csv(tmp_path, "a,a,y", "dup.csv")
+    code, out, err = train(capsys, "--dataset", str(path), "--label-column", "a")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: duplicate column names in the header: 'a' (columns 0, 1) (accepted: unique names)\n"
+    )
+
+
+def test_dataset_directory_and_empty_report_path_errors(capsys, tmp_path):
+    code, _, err = train(capsys, "--dataset", str(tmp_path))
+    assert (code, err) == (2, f"error: dataset path is a directory, not a CSV file: {tmp_path}\n")
+    code, _, err = train(capsys, "--dataset", "iris", "--report-json", "")
+    assert (code, err) == (2, "error: argument --report-json: expected a file path, got ''\n")
+    code, _, err = train(capsys, "--dataset", "iris", "--no-header")
+    assert (code, err) == (
+        2,
+        "error: --label-column, --task and --header/--no-header apply to CSV files; "
+        "iris is a shipped dataset\n",
+    )
+
+
+def test_report_json_creates_missing_parent_folders(capsys, tmp_path):
+    code, out, _ = train(capsys, "--help")
+    assert code == 0
+    help_text = " ".join(out.split())
+    assert "missing parent folders are created" in help_text
+    assert "An invalid OMP_NUM_THREADS (abc, 0, -3) is ignored with a one-line warning" in help_text
+    assert "--header, --no-header" in help_text
+    record_path = tmp_path / "new" / "deeper" / "run.json"
+    code, out, _ = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                         "--report-json", str(record_path))
+    assert code == 0 and out.splitlines()[-1] == f"wrote {record_path}"
+    assert json.loads(record_path.read_text())["dataset"] == "iris"
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "", "2.5", "4,2"])
+def test_invalid_omp_num_threads_is_ignored_with_a_warning(capsys, monkeypatch, value):
+    from torchlean.cli import train as train_cli
+
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert train_cli._env_threads() == 1
+    assert capsys.readouterr().err == (
+        f"warning: ignoring OMP_NUM_THREADS={value!r} (accepted: a positive integer); "
+        "using 1 torch thread (choose with --torch-threads N)\n"
+    )
+
+
+@pytest.mark.parametrize(("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1)])
+def test_valid_or_unset_omp_num_threads_is_used_silently(capsys, monkeypatch, value, threads):
+    from torchlean.cli import train as train_cli
+
+    if value is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert train_cli._env_threads() == threads
+    assert capsys.readouterr().err == ""
+
+
+def test_invalid_omp_num_threads_warns_once_in_a_run(capsys, monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", "abc")
+    try:
+        code, out, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4")
+    finally:
+        torch.set_num_threads(before)
+    assert code == 0 and "Traceback" not in out + err
+    assert err == (
+        "warning: ignoring OMP_NUM_THREADS='abc' (accepted: a positive integer); "
+        "using 1 torch thread (choose with --torch-threads N)\n"
     )
 
 

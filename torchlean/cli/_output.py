@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["check_writable"]
+__all__ = ["check_writable", "output_path"]
+
+
+def output_path(text: str) -> Path:
+    """argparse ``type`` of an output-file option: the path, refusing the empty string (which
+    ``Path`` would turn into ``.``, the current directory).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a file path, got ''``.
+    """
+    if text == "":
+        raise argparse.ArgumentTypeError("expected a file path, got ''")
+    return Path(text)
 
 
 def check_writable(path: Path, what: str) -> None:

@@ -1,9 +1,9 @@
 """``torchlean attention-check``: the tiled (flash) attention spec against standard attention.
 
-Runs :func:`torchlean.spec.checker.check_flash_attention` with a progress bar on stderr, prints an
-aligned table (one line per case: precision, shape, mask, tiles, worst forward and backward
-relative errors, limit, result), the worst errors per precision, and a final line
-``verdict: PASS (N cases)`` (exit 0) or ``verdict: FAIL (F of N cases failed)`` (exit 1).
+Runs :func:`torchlean.spec.checker.check_flash_attention` with a progress bar on stderr (only when
+stderr is a terminal), prints an aligned table (one line per case: precision, shape, mask, tiles,
+worst forward and backward relative errors, limit, result), the worst errors per precision, and
+a final line ``verdict: PASS (N cases)`` (exit 0) or ``verdict: FAIL (F of N cases failed)`` (exit 1).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
-from torchlean.cli._output import check_writable
+from torchlean.cli._output import check_writable, output_path
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -54,15 +54,18 @@ def register(subparsers: Any) -> None:
         "--quick", action="store_true", help="a smaller float64 sweep (the mpmath sweep is kept)"
     )
     parser.add_argument("--seed", type=_seed, default=0, help="base seed of the random inputs (default 0)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the report as JSON to PATH")
-    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    parser.add_argument("--json", metavar="PATH", type=output_path,
+                        help="also write the report as JSON to PATH (missing parent folders are created)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="do not show the progress bar (it is shown only when stderr is a terminal)")
     parser.set_defaults(func=run)
 
 
 def _progress(enabled: bool) -> Any:
     def wrap(cases: Sequence[FlashCheckCase]) -> Iterable[FlashCheckCase]:
+        # disable=None: tqdm draws only on a terminal (as ``torchlean train`` does)
         bar: Iterable[FlashCheckCase] = tqdm(
-            cases, desc="attention-check", unit="case", file=sys.stderr, disable=not enabled
+            cases, desc="attention-check", unit="case", file=sys.stderr, disable=None if enabled else True
         )
         return bar
 

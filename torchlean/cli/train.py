@@ -3,7 +3,9 @@
 Prints one line per epoch with the mean training loss (a tqdm progress bar per epoch on a
 terminal), then ``test_accuracy=<value>`` (classification) or ``test_mse=<value>`` (regression,
 in the target's units), then one audit line per backend capsule used. ``--report-json PATH``
-writes the same facts as a JSON record.
+writes the same facts as a JSON record. On stderr: a ``note:`` line when a CSV header was guessed
+from an all-numbers first row (see ``--header``), a ``warning:`` line when ``OMP_NUM_THREADS`` is
+not a positive integer (it is then ignored).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from tqdm import tqdm
 from torchlean import data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.cli._output import check_writable
+from torchlean.cli._output import check_writable, output_path
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -58,6 +59,12 @@ def register(subparsers: Any) -> None:
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file (default: digits)")
     parser.add_argument("--label-column", default=None,
                         help="CSV label column (name or index; default: last)")
+    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                        help="CSV only: the first row names the columns (--header) or is data "
+                        "(--no-header). Default: a header when a cell of the first row is not a number "
+                        "or the row is exactly the column positions 0,1,...,n-1 (as pandas to_csv "
+                        "writes); any other all-numbers first row is data. A guess from an all-numbers "
+                        "row is reported in a 'note:' line on stderr. Column names must be unique")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
                         "(integer labels are read as classes)")
@@ -73,12 +80,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
     parser.add_argument("--dtype", default="float32", help="float32 | float64 (default: float32)")
     parser.add_argument("--seed", type=int, default=0, help="initialisation, split and shuffle seed")
-    parser.add_argument("--report-json", type=Path, default=None, metavar="PATH",
-                        help="write a JSON record of the run to PATH")
+    parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
+                        help="write a JSON record of the run to PATH (missing parent folders are created; "
+                        "checked before training starts)")
     parser.add_argument("--torch-threads", type=_positive_int, default=None, metavar="N",
                         help="intra-op threads of the torch kernels behind aten/libtorch capsules (default: "
-                             "$OMP_NUM_THREADS, else 1: the models here run small ops, where idle OpenMP "
-                             "workers cost more than they save)")
+                             "$OMP_NUM_THREADS when it is a positive integer, else 1: the models here run "
+                             "small ops, where idle OpenMP workers cost more than they save). An invalid "
+                             "OMP_NUM_THREADS (abc, 0, -3) is ignored with a one-line warning on stderr, "
+                             "as torch and OpenMP ignore it")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     parser.set_defaults(func=run)
@@ -108,13 +118,17 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``).
 
     Raises:
-        TorchLeanError: ``--label-column``/``--task`` given for a shipped dataset.
+        TorchLeanError: ``--label-column``/``--task``/``--header`` given for a shipped dataset.
     """
-    if args.dataset in data.DATASETS and (args.label_column is not None or args.task is not None):
+    csv_only = args.label_column is not None or args.task is not None or args.header is not None
+    if args.dataset in data.DATASETS and csv_only:
         raise TorchLeanError(
-            f"--label-column and --task apply to CSV files; {args.dataset} is a shipped dataset"
+            "--label-column, --task and --header/--no-header apply to CSV files; "
+            f"{args.dataset} is a shipped dataset"
         )
-    options: dict[str, Any] = {"seed": args.seed, "dtype": args.dtype, "task": args.task}
+    options: dict[str, Any] = {
+        "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header
+    }
     try:
         return data.load(args.dataset, label_column=args.label_column, **options)
     except UnknownLabelError:
@@ -124,18 +138,37 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     return data.load(args.dataset, label_column=int(column), **options)
 
 
+def _env_threads() -> int:
+    """``$OMP_NUM_THREADS`` when it is a positive integer (surrounding blanks allowed), else 1.
+
+    An invalid value (``abc``, ``0``, ``-3``, empty) is ignored with a one-line ``warning:`` on
+    stderr, as torch (``Invalid OMP_NUM_THREADS variable value``) and libgomp (``Invalid value for
+    environment variable OMP_NUM_THREADS``) ignore it.
+    """
+    env = os.environ.get("OMP_NUM_THREADS")
+    if env is None:
+        return 1
+    if re.fullmatch(r"\s*[0-9]+\s*", env) and int(env) > 0:
+        return int(env)
+    print(
+        f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: a positive integer); "
+        "using 1 torch thread (choose with --torch-threads N)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _set_torch_threads(requested: int | None) -> int:
     """Fix torch's intra-op thread count for this run and return it: ``requested``, else
-    ``$OMP_NUM_THREADS``, else 1. Before torch is imported (a ``checked_cpu`` run never imports
-    it) this only sets ``OMP_NUM_THREADS``, which torch reads when it starts, so a run that does
-    not need torch does not pay for importing it.
+    ``$OMP_NUM_THREADS`` (see :func:`_env_threads`), else 1. Before torch is imported (a
+    ``checked_cpu`` run never imports it) this only sets ``OMP_NUM_THREADS``, which torch reads
+    when it starts, so a run that does not need torch does not pay for importing it.
 
     Measured on the 2-core project machine under load: ``torchlean train --profile fast_cpu``
     took 3.4 s with one thread and 43 s with torch's default of two (workers spinning between
     the digits model's small ops).
     """
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    threads = requested if requested is not None else (int(env) if env.isdigit() and int(env) > 0 else 1)
+    threads = requested if requested is not None else _env_threads()
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
@@ -161,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
     dataset = _load(args)
+    if dataset.header_note:
+        print(f"note: {dataset.header_note}", file=sys.stderr)
     classification = dataset.task == "classification"
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)

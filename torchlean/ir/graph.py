@@ -82,7 +82,10 @@ class Graph:
               ``IR graph: id discipline violated at index i: nodes[i].id = j``,
               ``IR graph: node i: bad parent count for TAG: expected a..b, got n (Node(...))``
               (``expected at least a`` for ``concat``),
-              ``IR graph: node i: parent id p is not < i (Node(...))``.
+              ``IR graph: node i: parent id p is not < i (Node(...))``; a negative parent id
+              (impossible in the original, whose ids are naturals) gives
+              ``IR graph: node i: parent id p is negative (accepted: 0..i-1) (Node(...))``
+              (``accepted: none, node 0 has no earlier node`` for node 0).
         """
         for index, node in enumerate(self.nodes):
             if not isinstance(node, Node):
@@ -95,7 +98,13 @@ class Graph:
             if arity is not None:
                 raise IRError(f"IR graph: node {index}: {arity} ({node.summary()})")
             for parent in node.parents:
-                if not 0 <= parent < node.id:
+                if parent < 0:
+                    accepted = f"0..{node.id - 1}" if node.id > 0 else "none, node 0 has no earlier node"
+                    raise IRError(
+                        f"IR graph: node {index}: parent id {parent} is negative "
+                        f"(accepted: {accepted}) ({node.summary()})"
+                    )
+                if parent >= node.id:
                     raise IRError(
                         f"IR graph: node {index}: parent id {parent} is not < {node.id} ({node.summary()})"
                     )

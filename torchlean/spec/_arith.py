@@ -15,6 +15,8 @@ entry must be selected away, never multiplied by zero).
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -141,6 +143,15 @@ def isfinite(array: Array) -> BoolArray:
     if is_multiprecision(array.dtype):
         return np.asarray(_mp_isfinite(array), dtype=bool)
     return np.isfinite(array)
+
+
+def is_finite_scalar(value: Any) -> bool:
+    """Finiteness of one real scalar: ``mpmath.mpf`` (any exponent) or a float/integer kind."""
+    if isinstance(value, mpmath.mpf):
+        return bool(mpmath.isfinite(value))
+    if isinstance(value, numbers.Integral):
+        return True  # Python ints of any size; np.isfinite would overflow converting them
+    return math.isfinite(float(value))
 
 
 def all_finite(array: Array) -> bool:

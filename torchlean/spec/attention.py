@@ -13,6 +13,7 @@ in forward and backward as in PyTorch >= 2.5 (peers.md §1.7).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy.typing as npt
 
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
-from torchlean.spec.errors import SpecValueError
+from torchlean.spec.errors import SpecTypeError, SpecValueError
 from torchlean.spec.masks import as_bool_mask, masked_softmax_last_axis
 
 
@@ -85,9 +86,10 @@ def prepare_attention(
     """Validate and convert attention operands (shared by the standard and the tiled spec).
 
     Raises:
-        SpecTypeError: a non-floating q/k/v, or a non-boolean mask.
-        SpecValueError: rank below 2, mismatched feature or key axes, or leading axes (of q, k, v
-            and the mask) that do not broadcast.
+        SpecTypeError: a non-floating q/k/v, a non-boolean mask, or a ``scale`` that is not a real
+            number (a string, a bool, an array).
+        SpecValueError: rank below 2, mismatched feature or key axes, leading axes (of q, k, v
+            and the mask) that do not broadcast, or a non-finite ``scale`` (see :func:`_scale`).
     """
     arrays = {"q": np.asarray(q), "k": np.asarray(k), "v": np.asarray(v)}
     allowed = None if mask is None else as_bool_mask(mask)
@@ -119,10 +121,7 @@ def prepare_attention(
             ) from error
         batch = full[:-2]
     dtype = _arith.working_dtype(arrays)
-    if scale is None:
-        scale_value = _arith.inverse_sqrt(int(qa.shape[-1]), dtype)
-    else:
-        scale_value = _arith.scalar(scale, dtype)
+    scale_value = _arith.inverse_sqrt(int(qa.shape[-1]), dtype) if scale is None else _scale(scale, dtype)
     return AttentionInputs(
         q=_arith.to_working(qa, dtype),
         k=_arith.to_working(ka, dtype),
@@ -132,6 +131,37 @@ def prepare_attention(
         dtype=dtype,
         batch=tuple(batch),
     )
+
+
+def _scale(scale: object, dtype: np.dtype[Any]) -> Any:
+    """An explicit ``scale`` as a scalar of the working type ``dtype``.
+
+    PyTorch's ``scaled_dot_product_attention`` accepts any float ``scale`` (NaN and inf give NaN
+    outputs). The spec is the oracle other kernels are checked against, so it refuses a scale
+    that cannot give a meaningful answer instead of returning NaN silently.
+
+    Raises:
+        SpecTypeError: ``scale`` is not a real number (bool excluded): ``scale must be a real
+            number or None, got '0.5' of type str``.
+        SpecValueError: ``scale`` is NaN or infinite (``scale = nan is not accepted (accepted: a
+            finite real number, or None for 1/sqrt(d))``), or overflows ``dtype`` (``scale = 1e+300
+            overflows the working dtype float32 (accepted: ...)``).
+    """
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise SpecTypeError(
+            f"scale must be a real number or None, got {scale!r} of type {type(scale).__name__}"
+        )
+    accepted = "(accepted: a finite real number, or None for 1/sqrt(d))"
+    if not _arith.is_finite_scalar(scale):
+        raise SpecValueError(f"scale = {scale} is not accepted {accepted}")
+    try:
+        with np.errstate(over="ignore"):
+            value = _arith.scalar(scale, dtype)
+    except OverflowError:  # a Python int beyond the float range
+        value = None
+    if value is None or not _arith.is_finite_scalar(value):
+        raise SpecValueError(f"scale = {scale} overflows the working dtype {dtype} {accepted}")
+    return value
 
 
 def _swap(array: Array) -> Array:
@@ -162,7 +192,9 @@ def scaled_dot_product_attention(
         k: (..., nK, d).
         v: (..., nK, dv).
         mask: optional bool array broadcastable to (..., nQ, nK); True = may attend.
-        scale: score factor; defaults to ``1/sqrt(d)``, and to 1 when ``d == 0``.
+        scale: score factor, a finite real number; defaults to ``1/sqrt(d)``, and to 1 when
+            ``d == 0``. PyTorch accepts any float ``scale`` (NaN or inf give NaN outputs); the
+            spec is the oracle other kernels are checked against, so it refuses a non-finite one.
 
     Returns:
         (*batch, nQ, dv) in the working dtype, batch the broadcast of the leading axes. A query
@@ -172,7 +204,8 @@ def scaled_dot_product_attention(
         fully-masked-row convention).
 
     Raises:
-        SpecTypeError, SpecValueError: see :func:`prepare_attention`.
+        SpecTypeError, SpecValueError: see :func:`prepare_attention` (a non-finite ``scale`` is a
+            SpecValueError naming it).
     """
     inputs = prepare_attention(q, k, v, mask, scale)
     weights, allowed = _attention_weights(inputs)

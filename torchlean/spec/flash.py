@@ -107,7 +107,9 @@ def flash_attention_forward(
         q: (..., nQ, d), k: (..., nK, d), v: (..., nK, dv) floating or mpmath object arrays;
             leading axes broadcast.
         mask: optional bool array broadcastable to (..., nQ, nK); True = may attend.
-        scale: score factor; default ``1/sqrt(d)`` (1 when ``d == 0``).
+        scale: score factor, a finite real number (NaN/inf refused with SpecValueError, unlike
+            PyTorch: see :func:`torchlean.spec.scaled_dot_product_attention`); default
+            ``1/sqrt(d)`` (1 when ``d == 0``).
         config: tile sizes.
 
     Returns:
