@@ -160,6 +160,12 @@ def _unsupported(dtype: object) -> str:
 
 
 def _from_torch_array(t: Any) -> Array:
+    if t.device.type == "meta" or t.is_sparse or getattr(t, "is_nested", False):
+        kind = "meta" if t.device.type == "meta" else "sparse" if t.is_sparse else "nested"
+        raise TensorError(
+            f"cannot copy a {kind} torch tensor (shape {tuple(t.shape)}): it has no dense values "
+            "(accepted: dense torch tensors on cpu or cuda)"
+        )
     return np.asarray(t.detach().cpu().resolve_conj().resolve_neg().numpy())
 
 

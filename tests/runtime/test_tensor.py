@@ -109,6 +109,21 @@ def test_torch_round_trip_copies_and_keeps_dtype() -> None:
         tl.from_torch(torch.ones(2, dtype=torch.float16))
 
 
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        (torch.ones(3, device="meta"), "meta"),
+        (torch.eye(3).to_sparse(), "sparse"),
+    ],
+)
+def test_torch_tensors_without_dense_values_are_refused(source: torch.Tensor, kind: str) -> None:
+    for make in (tl.from_torch, tl.tensor):
+        with pytest.raises(
+            tl.TensorError, match=rf"cannot copy a {kind} torch tensor \(shape \(3,(?: 3)?\)\)"
+        ):
+            make(source)
+
+
 def test_metadata_and_item() -> None:
     t = tl.tensor(np.zeros((2, 3, 4)))
     assert (t.shape, t.ndim, t.size, t.device, len(t)) == ((2, 3, 4), 3, 24, "cpu", 2)
