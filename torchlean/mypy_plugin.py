@@ -11,12 +11,19 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   may only be produced inside the listed gate functions. Outside them, every route mypy can
   see is an error with code ``torchlean-sealed``: a constructor call (also through an alias,
   ``type(x)(...)`` or a ``type[...]`` variable), ``Cls.__new__(...)``, ``object.__new__(Cls)``,
-  ``Cls.__init__(existing, ...)`` (which rewrites a value in place), ``copy.copy``,
-  ``copy.deepcopy`` and ``dataclasses.replace`` on an instance. The message names
-  the class, the allowed gates and the caller. A call to a private helper of
-  ``torchlean.backend.sealed`` (``_mint`` ...) from a module outside the ``torchlean`` package is
-  reported too. The "caller" is the enclosing top-level function (a method counts under its own
-  ``module.Class.method`` name); nested functions and lambdas inside a gate belong to the gate.
+  ``super(C, C).__new__(Cls)``, ``Cls.__init__(existing, ...)`` (which rewrites a value in place),
+  ``copy.copy``, ``copy.deepcopy`` and ``dataclasses.replace`` on an instance. The message names
+  the class, the allowed gates and the caller. The "caller" is the enclosing top-level function
+  (a method counts under its own ``module.Class.method`` name); nested functions and lambdas
+  inside a gate belong to the gate.
+* **Private names.** Outside the ``torchlean`` package, a private name of
+  ``torchlean.backend.sealed`` (``_mint``, ``_GATE``, ``_MINTED`` ...) is reported where a hook sees
+  it: a call of a private function or class (also through the module or a module-level alias), a
+  method call, subscript, ``in``, ``del``, iteration or operator on a private object, and a private
+  name passed to one of those calls, to a sealed constructor or ``__init__``, or to a copy route.
+  mypy has no plugin hook for import statements or a bare name, so ``from ... import _GATE`` and
+  ``token = _GATE`` are not reported. Methods of the private objects' classes (``builtins.dict``)
+  get a method *signature* hook; a plugin listed after this one cannot hook those as well.
 * **Shapes.** ``torchlean.shapes.Shape[4, 3]`` is read as ``Shape[Literal[4], Literal[3]]``.
   Dimensions must be non-negative int literals, ``Any`` (an unknown size), a ``TypeVar`` or an
   unpacked ``TypeVarTuple``; anything else is a ``torchlean-shape`` error.
@@ -26,8 +33,9 @@ holding the class, attribute mutation) are refused at runtime by the beartype va
 live next to the sealed classes.
 
 This module imports only mypy and the standard library (never torch or numpy), and relies on
-two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``) and on
-``TypeAnalyser.analyze_type_with_type_info``; it is tested against mypy 2.4
+two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``), on
+``TypeAnalyser.analyze_type_with_type_info`` and on the name mypy gives a callee without a full
+name (``"__new__ of object"`` for ``super(...).__new__``); it is tested against mypy 2.4
 (tests/typing/).
 """
 
@@ -38,13 +46,31 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import Context, LambdaExpr, StrExpr, TypeInfo
+from mypy.nodes import (
+    CallExpr,
+    ComparisonExpr,
+    Context,
+    Expression,
+    IndexExpr,
+    LambdaExpr,
+    MemberExpr,
+    MypyFile,
+    OperatorAssignmentStmt,
+    OpExpr,
+    RefExpr,
+    StrExpr,
+    TypeInfo,
+    UnaryExpr,
+    Var,
+)
+from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
     CheckerPluginInterface,
     ClassDefContext,
     FunctionContext,
     MethodContext,
+    MethodSigContext,
     Plugin,
 )
 from mypy.typeanal import TypeAnalyser
@@ -72,6 +98,7 @@ SEALED_MODULE: Final = "torchlean.backend.sealed"
 SHAPE_FULLNAME: Final = "torchlean.shapes.Shape"
 METADATA_KEY: Final = "torchlean.sealed"
 PACKAGE: Final = "torchlean"
+SUPER_NEW_PREFIX: Final = "__new__ of "  # how mypy names ``super(...).__new__`` (no full name)
 
 SEALED: Final = ErrorCode(
     "torchlean-sealed", "A sealed torchlean type is produced outside its gate", "torchlean"
@@ -166,6 +193,7 @@ def _construction_hook(ctx: FunctionContext) -> Type:
     info = _sealed_instance(ctx.default_return_type)
     if info is not None:
         _check_sealed("Construction", info, ctx.api, ctx.context)
+    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)  # _gate=_GATE
     return ctx.default_return_type
 
 
@@ -175,6 +203,7 @@ def _copy_hook(route: str) -> Callable[[FunctionContext], Type]:
         info = _sealed_instance(first) if first is not None else None
         if info is not None:
             _check_sealed(route, info, ctx.api, ctx.context)
+        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
         return ctx.default_return_type
 
     return hook
@@ -193,27 +222,104 @@ def _new_hook(owner: str) -> Callable[[MethodContext], Type]:
     return hook
 
 
+def _super_new_hook(owner: str) -> Callable[[FunctionContext], Type]:
+    """``super(C, C).__new__(Sealed)``: mypy names the bound callee ``"__new__ of <owner>"``."""
+
+    def hook(ctx: FunctionContext) -> Type:
+        first = _first_arg_type(ctx.arg_types)
+        info = _sealed_class_object(first) if first is not None else None
+        if info is not None:
+            _check_sealed(f"{owner}.__new__()", info, ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
+
+
 def _reinit_hook(ctx: MethodContext) -> Type:
     """``Cls.__init__(existing, ...)`` rewrites the fields of a value in place."""
     info = _sealed_class_object(ctx.type) or _sealed_instance(ctx.type)
     if info is not None:
         _check_sealed(f"{info.name}.__init__()", info, ctx.api, ctx.context)
+    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
     return ctx.default_return_type
 
 
-def _private_helper_hook(fullname: str) -> Callable[[FunctionContext], Type]:
+def _is_private_sealed_name(fullname: str) -> bool:
+    """Whether ``fullname`` is a private (single-underscore) name of ``torchlean.backend.sealed``."""
+    module, _, name = fullname.rpartition(".")
+    return module == SEALED_MODULE and name.startswith("_") and not name.startswith("__")
+
+
+def _operands(context: Context) -> list[Expression]:
+    """The expressions a method call acts on: receiver, index, operands (not the call's arguments)."""
+    if isinstance(context, RefExpr):  # ``for x in _MINTED``: mypy passes the iterable itself
+        return [context]
+    if isinstance(context, IndexExpr):
+        return [context.base, context.index]
+    if isinstance(context, CallExpr):
+        return [context.callee.expr] if isinstance(context.callee, MemberExpr) else []
+    if isinstance(context, OpExpr):
+        return [context.left, context.right]
+    if isinstance(context, ComparisonExpr):
+        return list(context.operands)
+    if isinstance(context, UnaryExpr):
+        return [context.expr]
+    if isinstance(context, OperatorAssignmentStmt):
+        return [context.lvalue, context.rvalue]
+    return []
+
+
+def _report_private_names(
+    expressions: Sequence[Expression], api: CheckerPluginInterface, context: Context
+) -> None:
+    """Report each private name of ``torchlean.backend.sealed`` among ``expressions`` (outside torchlean)."""
+    if _is_torchlean_module(_current_module(api)):
+        return
+    reported: set[str] = set()
+    for expression in expressions:
+        if (
+            isinstance(expression, RefExpr)
+            and _is_private_sealed_name(expression.fullname)
+            and expression.fullname not in reported
+        ):
+            reported.add(expression.fullname)
+            _fail_private(expression.fullname, api, context)
+
+
+def _fail_private(fullname: str, api: CheckerPluginInterface, context: Context) -> None:
+    where, _ = _caller(api)
+    api.fail(
+        f'"{fullname}" is private to torchlean: sealed values come only from their gates (caller: {where})',
+        context,
+        code=SEALED,
+    )
+
+
+def _arguments(args: list[list[Expression]]) -> list[Expression]:
+    return [arg for group in args for arg in group]
+
+
+def _private_call_hook(fullname: str) -> Callable[[FunctionContext], Type]:
+    """A call of a private helper (``_mint(obj)``, ``sealed._mint(obj)``, through a module-level alias)."""
+
     def hook(ctx: FunctionContext) -> Type:
         if not _is_torchlean_module(_current_module(ctx.api)):
-            where, _ = _caller(ctx.api)
-            ctx.api.fail(
-                f'"{fullname}" is private to torchlean: sealed values come only from their gates '
-                f"(caller: {where})",
-                ctx.context,
-                code=SEALED,
-            )
+            _fail_private(fullname, ctx.api, ctx.context)
+            _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
         return ctx.default_return_type
 
     return hook
+
+
+def _private_operand_hook(ctx: MethodSigContext) -> CallableType:
+    """A method, subscript or operator applied to a private object (``_MINTED[key] = entry``).
+
+    A signature hook, not a method hook: mypy calls it once per call, before overload resolution
+    (``dict.get``, ``dict.update`` ... are overloaded); a method hook runs inside mypy's trial of
+    each candidate, whose errors are discarded (and an error there rejects the candidate).
+    """
+    _report_private_names(_operands(ctx.context) + _arguments(ctx.args), ctx.api, ctx.context)
+    return ctx.default_signature
 
 
 def _sealed_decorator_hook(ctx: ClassDefContext) -> bool:
@@ -323,6 +429,16 @@ def _flat_dimensions(args: Sequence[Type]) -> list[Type]:
 class TorchLeanPlugin(Plugin):
     """Sealed-type and ``Shape[N]`` checks (see the module docstring)."""
 
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        self._module_table: dict[str, MypyFile] = {}
+        self._private_classes: frozenset[str] | None = None
+
+    def set_modules(self, modules: dict[str, MypyFile]) -> None:
+        super().set_modules(modules)
+        self._module_table = modules
+        self._private_classes = None
+
     def get_class_decorator_hook_2(self, fullname: str) -> Callable[[ClassDefContext], bool] | None:
         return _sealed_decorator_hook if fullname == SEALED_DECORATOR else None
 
@@ -332,10 +448,18 @@ class TorchLeanPlugin(Plugin):
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if fullname in COPY_ROUTES:
             return _copy_hook(COPY_ROUTES[fullname])
-        if fullname.startswith(SEALED_MODULE + "._") and not fullname.startswith(SEALED_MODULE + ".__"):
-            return _private_helper_hook(fullname)
-        if self._is_sealed_class(fullname):
+        if _is_private_sealed_name(fullname):
+            return _private_call_hook(fullname)
+        if fullname.startswith(SUPER_NEW_PREFIX):
+            return _super_new_hook(fullname[len(SUPER_NEW_PREFIX) :])
+        node = self.lookup_fully_qualified(fullname)
+        if node is None:
+            return None
+        if isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None:
             return _construction_hook
+        target = _aliased_function(node.node)
+        if target is not None and _is_private_sealed_name(target):
+            return _private_call_hook(target)
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
@@ -347,9 +471,51 @@ class TorchLeanPlugin(Plugin):
             return _reinit_hook
         return None
 
+    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:
+        owner = fullname.rpartition(".")[0]
+        return _private_operand_hook if owner in self._private_object_classes() else None
+
     def _is_sealed_class(self, fullname: str) -> bool:
         node = self.lookup_fully_qualified(fullname)
         return node is not None and isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
+
+    def _private_object_classes(self) -> frozenset[str]:
+        """The classes of the private objects of ``torchlean.backend.sealed`` (``_MINTED``: dict ...).
+
+        Their methods get :func:`_private_operand_hook`. Kept once every private variable has a type
+        (``_GATE = _GateToken()`` has one only after mypy has checked that module); until then
+        computed afresh.
+        """
+        if self._private_classes is not None:
+            return self._private_classes
+        module = self._module_table.get(SEALED_MODULE)
+        if module is None:
+            return frozenset()
+        classes: set[str] = set()
+        complete = True
+        for name, symbol in module.names.items():
+            if not _is_private_sealed_name(f"{SEALED_MODULE}.{name}") or not isinstance(symbol.node, Var):
+                continue
+            if symbol.node.type is None:
+                complete = False
+                continue
+            proper = get_proper_type(symbol.node.type)
+            if isinstance(proper, Instance):
+                classes.add(proper.type.fullname)
+        result = frozenset(classes)
+        if complete and result:  # an empty table: the module is not analysed yet
+            self._private_classes = result
+        return result
+
+
+def _aliased_function(node: object) -> str | None:
+    """The function a module-level variable holds (``mint = _mint``), else None."""
+    if not isinstance(node, Var) or node.type is None:
+        return None
+    proper = get_proper_type(node.type)
+    if isinstance(proper, CallableType) and proper.definition is not None:
+        return proper.definition.fullname
+    return None
 
 
 def plugin(version: str) -> type[Plugin]:

@@ -13,8 +13,9 @@ so code that must refuse wrong data calls :func:`check_dims` with the declared s
 
 from __future__ import annotations
 
+import operator
 import typing
-from typing import Any, Generic, Literal, TypeVarTuple
+from typing import Any, Generic, Literal, SupportsIndex, TypeVar, TypeVarTuple, Unpack
 
 from torchlean.backend.errors import TorchLeanError
 
@@ -31,18 +32,42 @@ class Shape(Generic[*Dims]):
     __slots__ = ()
 
     def __class_getitem__(cls, params: object) -> Any:
-        """Subscript like any generic, but refuse a bool, float, string or negative int at once.
+        """Subscript like any generic, but refuse a malformed dimension at once.
 
-        Refusing them here also keeps them out of typing's subscription cache, which keys
-        ``Shape[True]``, ``Shape[1.0]`` and ``Shape[1]`` alike and would hand back the first one made.
+        Each dimension must be a non-negative int, ``Literal[n]`` of one such int, ``Any``, a
+        ``TypeVar`` or an unpacked ``TypeVarTuple`` (``*Ts``), as for the mypy plugin. A numpy
+        integer (or any other non-bool ``__index__`` type) counts as its int value:
+        ``Shape[np.int64(3)]`` is ``Shape[3]``. Refusing here also keeps malformed dimensions out of
+        typing's subscription cache, which keys ``Shape[True]``, ``Shape[1.0]``, ``Shape[np.int64(1)]``
+        and ``Shape[1]`` alike and would hand back the first one made.
 
         Raises:
-            ShapeSpecError: for such a dimension.
+            ShapeSpecError: for a bool, float, string, ``None``, a type such as ``int``, a negative
+                int, ``Literal[-1]``, ``Literal[True]``, a ``Literal`` of several values, or an
+                unpacked tuple; the message names the argument.
         """
-        for item in params if isinstance(params, tuple) else (params,):
-            if isinstance(item, bool | float | complex | str | bytes) or (type(item) is int and item < 0):
-                raise ShapeSpecError(f"invalid Shape dimension {item!r}: {_EXPECTED}")
-        return super().__class_getitem__(params)  # type: ignore[misc]
+        items = params if isinstance(params, tuple) else (params,)
+        dims = tuple(_subscript_dimension(item) for item in items)
+        return super().__class_getitem__(dims if isinstance(params, tuple) else dims[0])  # type: ignore[misc]
+
+
+def _subscript_dimension(item: object) -> object:
+    """One ``Shape[...]`` argument as it is stored (ints normalised to ``int``), or ShapeSpecError."""
+    if item is Any or isinstance(item, TypeVar):
+        return item
+    origin = typing.get_origin(item)
+    if origin is Unpack:
+        if all(isinstance(inner, TypeVarTuple) for inner in typing.get_args(item)):
+            return item
+    elif origin is Literal:
+        values = typing.get_args(item)
+        if len(values) == 1 and type(values[0]) is int and values[0] >= 0:
+            return item
+    elif isinstance(item, SupportsIndex) and not isinstance(item, bool | type) and origin is None:
+        value = operator.index(item)
+        if value >= 0:
+            return value
+    raise ShapeSpecError(f"invalid Shape dimension {item!r}: {_EXPECTED}")
 
 
 _EXPECTED = "expected a non-negative int, Literal[int], Any, a TypeVar or an unpacked TypeVarTuple"

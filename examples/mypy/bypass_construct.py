@@ -10,6 +10,8 @@ from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.planner import PlannedKernel
+# mypy has no plugin hook for import statements, so this import is not reported; each use of the
+# private token below is (see bypass_private.py).
 from torchlean.backend.sealed import _GATE
 from torchlean.backend.vocabulary import BackendOp
 
@@ -17,15 +19,16 @@ profile = profiles.get("checked_cpu")
 planned = profile.plan_ops([BackendOp.RELU]).kernels[0]
 kernel = accept(planned, profile.policy)
 
-# The private gate token satisfies the dataclass, but not the plugin.
-AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed]
+# The private gate token satisfies the dataclass, but not the plugin: both the construction and
+# the use of the token are reported.
+AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 # Without the token, mypy's own dataclass check fires as well.
 AcceptedKernel(planned.op, planned.capsule, profile.policy)  # E: Missing positional argument "_gate" in call to "AcceptedKernel"  [call-arg] # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed]
 Forged = AcceptedKernel
-Forged(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed]
-type(kernel)(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed]
+Forged(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
+type(kernel)(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 kernel_class: type[AcceptedKernel] = AcceptedKernel
-kernel_class(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed]
+kernel_class(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 
 
 def capsule_name(capsule: KernelCapsule) -> str:
@@ -34,25 +37,25 @@ def capsule_name(capsule: KernelCapsule) -> str:
 
 handler = KernelHandler("name", BackendOp.RELU, planned.capsule.provider, planned.capsule.device, capsule_name)
 executable = bind(kernel, handler)
-ExecutableKernel(kernel, handler, _gate=_GATE)  # E: Construction of sealed type "ExecutableKernel" outside its gate (allowed only in: torchlean.backend.binding.bind; caller: module bypass_construct)  [torchlean-sealed]
-ExecutableKernel[str](kernel, handler, _gate=_GATE)  # E: Construction of sealed type "ExecutableKernel" outside its gate (allowed only in: torchlean.backend.binding.bind; caller: module bypass_construct)  [torchlean-sealed]
+ExecutableKernel(kernel, handler, _gate=_GATE)  # E: Construction of sealed type "ExecutableKernel" outside its gate (allowed only in: torchlean.backend.binding.bind; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
+ExecutableKernel[str](kernel, handler, _gate=_GATE)  # E: Construction of sealed type "ExecutableKernel" outside its gate (allowed only in: torchlean.backend.binding.bind; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 
 
 def regroup(plan: AcceptedGraphKernelPlan) -> AcceptedGraphKernelPlan:
     """A helper function is not a gate either; the message names it as the caller."""
-    return AcceptedGraphKernelPlan(plan.graph_plan, plan.grouped_plan, plan.policy, plan.kernels, _gate=_GATE)  # E: Construction of sealed type "AcceptedGraphKernelPlan" outside its gate (allowed only in: torchlean.backend.acceptance.accept_graph_kernel_plan; caller: bypass_construct.regroup)  [torchlean-sealed]
+    return AcceptedGraphKernelPlan(plan.graph_plan, plan.grouped_plan, plan.policy, plan.kernels, _gate=_GATE)  # E: Construction of sealed type "AcceptedGraphKernelPlan" outside its gate (allowed only in: torchlean.backend.acceptance.accept_graph_kernel_plan; caller: bypass_construct.regroup)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: bypass_construct.regroup)  [torchlean-sealed]
 
 
 def accept_quickly(planned: PlannedKernel) -> AcceptedKernel:
     """Gates are matched by full name: a look-alike in user code is not one."""
-    return AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_construct.accept_quickly)  [torchlean-sealed]
+    return AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_construct.accept_quickly)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: bypass_construct.accept_quickly)  [torchlean-sealed]
 
 
 class KernelCache:
-    fallback = AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: class body of bypass_construct.KernelCache)  [torchlean-sealed]
+    fallback = AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: class body of bypass_construct.KernelCache)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: class body of bypass_construct.KernelCache)  [torchlean-sealed]
 
     def fresh(self) -> AcceptedKernel:
-        return AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_construct.KernelCache.fresh)  [torchlean-sealed]
+        return AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_construct.KernelCache.fresh)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: bypass_construct.KernelCache.fresh)  [torchlean-sealed]
 
 
 # The real gate, reached through its module, is fine.

@@ -126,6 +126,18 @@ def test_object_new_through_getattr_is_refused(kernel: AcceptedKernel, handler: 
     assert refused_by_validator(error)
 
 
+def test_object_new_through_super_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """``super(C, C).__new__`` is ``object.__new__``: the plugin reports it, and at run time the
+    allocated value is never minted, whatever fields it is given."""
+    forged = super(AcceptedKernel, AcceptedKernel).__new__(AcceptedKernel)  # type: ignore[torchlean-sealed]
+    for field in dataclasses.fields(AcceptedKernel):
+        object.__setattr__(forged, field.name, getattr(kernel, field.name))
+    assert not sealed.is_minted(forged)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(forged, handler)
+    assert refused_by_validator(error)
+
+
 def test_mutation_after_minting_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
     """Rebinding a field of a minted kernel (frozen dataclass bypassed) breaks its fingerprint."""
     widened = dataclasses.replace(kernel.policy, device=Device.CUDA)

@@ -7,8 +7,9 @@ expression as a type application (see examples/mypy/shapes_mismatch.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack, get_args
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,8 +17,11 @@ from hypothesis import strategies as st
 from torchlean.backend.errors import TorchLeanError
 from torchlean.shapes import Shape, ShapeMismatchError, ShapeSpecError, check_dims, dims_of
 
+N = TypeVar("N")
+TS = TypeVarTuple("TS")
 
-def shape(*dims: object) -> object:
+
+def shape(*dims: object) -> Any:
     """``Shape[dims]`` built at run time (``shape(4, 3)`` is ``Shape[4, 3]``)."""
     subscriptable: Any = Shape
     return subscriptable[dims]
@@ -38,11 +42,65 @@ def test_dims_of(declared: object, dims: tuple[int | None, ...]) -> None:
     assert dims_of(declared) == dims
 
 
-@pytest.mark.parametrize("dim", ["a", -1, 1.5, True, False, b"x"])
+@pytest.mark.parametrize(
+    "dim",
+    [
+        "a",
+        -1,
+        1.5,
+        True,
+        False,
+        b"x",
+        None,
+        int,
+        Literal[-1],
+        Literal[True],
+        Literal[1, 2],
+        Literal["a"],
+        np.int64(-2),
+        np.bool_(True),
+        np.float64(3.0),
+        TS,
+    ],
+    ids=repr,
+)
 def test_malformed_dimensions_are_refused_when_subscripted(dim: object) -> None:
+    """README: ``Shape[...]`` refuses these at subscription, with the argument in the message."""
     with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension ") as error:
         shape(4, dim)
     assert isinstance(error.value, TorchLeanError)
+    assert f"invalid Shape dimension {dim!r}: " in str(error.value)
+    subscriptable: Any = Shape
+    with pytest.raises(ShapeSpecError):
+        subscriptable[dim]  # a single (non-tuple) subscript is checked the same way
+
+
+def test_unpacked_tuple_dimension_is_refused() -> None:
+    """``Shape[*tuple[int, ...]]`` is not a list of dims; dims_of could not read it either."""
+    with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension \*tuple\[int, \.\.\.\]: "):
+        shape(Unpack[tuple[int, ...]])
+
+
+def test_type_variables_are_kept() -> None:
+    """Generic code writes ``Shape[N]`` and ``Shape[*Ts]``; both subscript and keep their argument."""
+    assert get_args(shape(N, 3)) == (N, 3)
+    assert get_args(shape(Unpack[TS])) == (Unpack[TS],)
+
+
+@pytest.mark.parametrize("dim", [np.int64(3), np.int32(3), np.uint8(3)], ids=repr)
+def test_numpy_integers_are_their_int_value(dim: object) -> None:
+    """A numpy integer is stored as the Python int: ``Shape[np.int64(3)]`` is ``Shape[3]``."""
+    declared = shape(dim, 2)
+    assert declared == shape(3, 2)
+    assert dims_of(declared) == (3, 2)
+    assert [type(d) for d in get_args(declared)] == [int, int]
+    check_dims(declared, (3, 2), what="x")
+
+
+def test_numpy_integer_is_not_cached_as_itself() -> None:
+    """typing's cache keys np.int64(7) like 7; normalising keeps a later ``Shape[7]`` an int."""
+    shape(np.int64(7))
+    assert type(get_args(shape(7))[0]) is int
 
 
 def test_bool_is_not_cached_as_an_int() -> None:
@@ -55,10 +113,18 @@ def test_bool_is_not_cached_as_an_int() -> None:
 
 @pytest.mark.parametrize(
     "declared",
-    [Shape, shape(int), shape(Literal[-2]), shape(Literal[1, 2]), shape(Literal[True])],
-    ids=["bare", "int-type", "negative-literal", "two-literals", "bool-literal"],
+    [Shape, shape(N), shape(N)[Literal[-2]], shape(N)[int], shape(N)[Literal[True]], shape(Unpack[TS])],
+    ids=[
+        "bare",
+        "type-variable",
+        "substituted-negative",
+        "substituted-int-type",
+        "substituted-bool",
+        "unpacked",
+    ],
 )
 def test_malformed_shapes_are_refused_by_dims_of(declared: object) -> None:
+    """What subscription cannot see (a bare Shape, a type variable, a substitution) dims_of refuses."""
     with pytest.raises(ShapeSpecError) as error:
         dims_of(declared)
     assert isinstance(error.value, TorchLeanError)
