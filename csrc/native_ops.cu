@@ -142,9 +142,13 @@ void check_index(const char* op, const at::Tensor& index, const at::Tensor& ref,
   if (index.numel() == 0) return;
   // Checked on the host before launch: an out-of-range index must be an exception, never a
   // device-side assertion that poisons the CUDA context.
-  const bool out_of_range = index.lt(0).logical_or(index.ge(extent)).any().item<bool>();
-  TORCH_CHECK_INDEX(!out_of_range, "torchlean_native_ext.", op, ": index values must lie in [0, ",
-                    extent, ") along dimension ", dim);
+  const at::Tensor bad = index.lt(0).logical_or(index.ge(extent));
+  if (bad.any().item<bool>()) {
+    const std::int64_t first = index.masked_select(bad).flatten()[0].item<std::int64_t>();
+    TORCH_CHECK_INDEX(false, "torchlean_native_ext.", op, ": index value ", first,
+                      " is out of range (accepted: values in [0, ", extent, ") along dimension ",
+                      dim, ")");
+  }
 }
 
 std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank) {

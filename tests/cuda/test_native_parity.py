@@ -135,9 +135,13 @@ def test_extension_boundary_refusal_becomes_guard_error(emulation: ModuleType) -
 
 
 def test_extension_refuses_out_of_range_index_before_launch(emulation: ModuleType) -> None:
-    index = torch.tensor([[0, 9]])
-    with pytest.raises(GuardError, match=r"index values must lie in \[0, 5\)"):
+    index = torch.tensor([[0, 9, -1]])
+    with pytest.raises(
+        GuardError, match=r"index value 9 is out of range \(accepted: values in \[0, 5\) along dimension 1\)"
+    ):
         kernels.gather_forward(torch.ones(1, 5), index, axis=1)
+    with pytest.raises(GuardError, match=r"index value -2 is out of range"):
+        kernels.scatter_add_forward(torch.ones(1, 5), torch.tensor([[-2, 1]]), torch.ones(1, 2), axis=1)
 
 
 def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> None:
