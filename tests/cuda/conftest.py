@@ -2,15 +2,18 @@
 
 ``emulation``: the host-emulation build of ``torchlean_native_ext`` (csrc/ compiled for the CPU,
 own kernels run by the cooperative-thread emulator), built once per session; skipped, with the
-reason, where no C++ compiler or ninja is available. ``cuda_device``: the first CUDA device;
-skipped without one (tests using it are also marked ``cuda``).
+reason, where no C++ compiler or ninja is available. ``emulated_cuda``: CUDA sessions on that
+build (the test seam documented in ``dispatch.check_devices``). ``cuda_device``: the first CUDA
+device; skipped without one (tests using it are also marked ``cuda``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from types import ModuleType
 
+import numpy as np
 import pytest
 import torch
 
@@ -31,6 +34,17 @@ def emulation(emulation_module: ModuleType) -> Iterator[ModuleType]:
         module.emulation_set_schedule_seed(0)
         yield module
         module.emulation_set_schedule_seed(0)
+
+
+@pytest.fixture
+def emulated_cuda(emulation: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """CUDA sessions on the host emulation: the session probe passes (as on a machine with CUDA)
+    and a tensor placed on ``cuda`` gets CPU torch storage, what the emulation build computes on."""
+    tensor_module = importlib.import_module("torchlean.tensor")
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)
+    monkeypatch.setattr(tensor_module, "resolve_device", lambda d: "cpu" if str(d) == "cpu" else "cuda:0")
+    monkeypatch.setattr(tensor_module, "_upload", lambda a, d: torch.from_numpy(np.array(a, copy=True)))
+    yield
 
 
 @pytest.fixture(scope="session")

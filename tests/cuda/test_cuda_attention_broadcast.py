@@ -15,7 +15,6 @@ repeat it on a real device (skipped without one).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -205,19 +204,6 @@ def test_random_broadcast_shapes_match_the_reference(
 
 
 # ------------------------------------------------------------------------------ through a session
-
-
-@pytest.fixture
-def emulated_cuda(emulation: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """CUDA sessions on the host emulation (as ``test_cuda_runtime.emulated_cuda``): the session
-    probe passes and a tensor placed on ``cuda`` gets CPU torch storage."""
-    import importlib
-
-    tensor_module = importlib.import_module("torchlean.tensor")
-    monkeypatch.setattr(extension, "require_cuda", lambda: None)
-    monkeypatch.setattr(tensor_module, "resolve_device", lambda d: "cpu" if str(d) == "cpu" else "cuda:0")
-    monkeypatch.setattr(tensor_module, "_upload", lambda a, d: torch.from_numpy(np.array(a, copy=True)))
-    yield
 
 
 def _session_attention(

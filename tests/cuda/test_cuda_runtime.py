@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -444,16 +444,6 @@ def test_cuda_attention_keeps_non_finite_blocked_keys_out(emulation: ModuleType,
 
 
 # ------------------------------------------------------------------------- end to end (emulated)
-
-
-@pytest.fixture
-def emulated_cuda(emulation: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """CUDA sessions on the host emulation: the session probe passes (as on a machine with CUDA)
-    and a tensor placed on ``cuda`` gets CPU torch storage, what the emulation build computes on."""
-    monkeypatch.setattr(extension, "require_cuda", lambda: None)
-    monkeypatch.setattr(TENSOR_MODULE, "resolve_device", lambda d: "cpu" if str(d) == "cpu" else "cuda:0")
-    monkeypatch.setattr(TENSOR_MODULE, "_upload", lambda a, d: torch.from_numpy(np.array(a, copy=True)))
-    yield
 
 
 def _train(model: str, profile: str, steps: int) -> tuple[list[float], list[np.ndarray], list[str]]:
