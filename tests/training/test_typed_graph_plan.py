@@ -12,6 +12,7 @@ from torchlean.autograd.typed_graph import GraphProgram, node_kernels
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan
 from torchlean.backend.errors import SessionError
+from torchlean.ir.builder import GraphBuilder
 from torchlean.nn.lowering import lower_model
 
 
@@ -37,6 +38,29 @@ def test_plan_of_another_graph_is_refused() -> None:
     assert plan is not None
     with pytest.raises(SessionError, match="the accepted plan covers nodes \\[1, 3, 4, 6, 7, 8\\]"):
         GraphProgram(large.built.graph, large.built.payloads, plan, large.param_nodes, large.payload_params)
+
+
+def _chain(kind: str, extra: int = 0):
+    builder = GraphBuilder()
+    x = builder.input([4])
+    for _ in range(2):
+        x = getattr(builder, kind)(x)
+    for _ in range(extra):
+        builder.input([4])  # a node without a kernel: same kernel nodes, another graph size
+    return builder.build().graph
+
+
+def test_plan_of_a_graph_with_the_same_nodes_but_other_ops_is_refused() -> None:
+    """A relu chain's plan on a tanh chain (same node ids) must not run tanh nodes on relu."""
+    plan = profiles.get("checked_cpu").accept_graph(_chain("relu")).plan
+    assert plan is not None
+    with pytest.raises(
+        SessionError, match=r"node 1 is `tanh`, but the accepted plan runs `reference.relu` \(`relu`\)"
+    ):
+        GraphProgram(_chain("tanh"), {}, plan, {}, {})
+    with pytest.raises(SessionError, match=r"made for a graph of 3 nodes, but this graph has 4"):
+        GraphProgram(_chain("relu", extra=1), {}, plan, {}, {})
+    GraphProgram(_chain("relu"), {}, plan, {}, {})  # its own graph binds
 
 
 def test_each_planned_node_runs_on_its_groups_kernel() -> None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -205,3 +208,73 @@ def test_subclassing_is_refused() -> None:
     base: Any = AcceptedKernel
     with pytest.raises(TypeError, match="sealed"):
         type("Sub", (base,), {})
+
+
+_OPTIMISED_PROBE = """
+import numpy as np
+import torchlean as tl
+from torchlean.autograd.typed_graph import GraphProgram, node_kernels
+from torchlean.backend import profiles, sealed
+from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, accept
+from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.vocabulary import BackendOp, Device, Provider
+from torchlean.ir.builder import GraphBuilder
+
+print("checks", sealed.BEARTYPE_CHECKS, __debug__)
+profile = profiles.get("checked_cpu")
+kernel = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)
+handler = KernelHandler("h", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c, x: ("ran", x))
+print("genuine", bind(kernel, handler).run(1))
+
+def attempt(name, action):
+    try:
+        print(name, "RAN", action())
+    except sealed.UnmintedError as error:
+        print(name, "refused", error)
+
+forged = object.__new__(AcceptedKernel)
+for field in ("op", "capsule", "policy"):
+    object.__setattr__(forged, field, getattr(kernel, field))
+attempt("bind", lambda: bind(forged, handler))
+executable = bind(kernel, handler)
+evil = KernelHandler("x", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c, x: ("evil", x))
+object.__setattr__(executable, "handler", evil)
+attempt("run", lambda: executable.run(1))
+builder = GraphBuilder()
+builder.relu(builder.input([4]))
+graph = builder.build().graph
+plan = profile.accept_graph(graph).plan
+fake_plan = object.__new__(AcceptedGraphKernelPlan)
+for field in ("graph_plan", "grouped_plan", "policy", "kernels"):
+    object.__setattr__(fake_plan, field, getattr(plan, field))
+attempt("node_kernels", lambda: node_kernels(fake_plan))
+attempt("graph", lambda: GraphProgram(graph, {}, fake_plan, {}, {}))
+"""
+
+
+@pytest.mark.parametrize("flag", ["-O", "-OO"])
+def test_optimised_python_still_refuses_forgeries(flag: str, tmp_path: Path) -> None:
+    """Under ``python -O`` beartype's decorator is the identity; the gates check for themselves."""
+    done = subprocess.run(
+        [sys.executable, flag, "-c", _OPTIMISED_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "checks False False"
+    assert lines[1] == "genuine ('ran', 1)"
+    refused = {line.split()[0]: line for line in lines[2:]}
+    assert set(refused) == {"bind", "run", "node_kernels", "graph"}
+    for name, line in refused.items():
+        assert line.startswith(f"{name} refused "), line
+    assert (
+        "AcceptedKernel was not minted by its gate (torchlean.backend.acceptance.accept)" in refused["bind"]
+    )
+    assert "ExecutableKernel was not minted by its gate" in refused["run"]
+
+
+def test_normal_python_checks_with_beartype() -> None:
+    assert sealed.BEARTYPE_CHECKS is True

@@ -31,6 +31,7 @@ from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound,
 from torchlean.autograd.tape import AutogradError, run_backward
 from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError
+from torchlean.backend.sealed import require_minted
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.ops import (
     AvgPool,
@@ -90,8 +91,10 @@ def node_kernels(plan: AcceptedGraph) -> dict[int, AcceptedKernel]:
     """The accepted kernel that runs each planned node (its group's kernel).
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
+        beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate
+            (``UnmintedError`` under ``python -O``).
     """
+    require_minted(plan, "node_kernels")
     table: dict[int, AcceptedKernel] = {}
     for group, kernel in zip(plan.grouped_plan.groups, plan.kernels, strict=True):
         for node_id in group.node_ids:
@@ -150,8 +153,9 @@ class GraphProgram:
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
-        SessionError: ``plan`` does not cover exactly this graph's kernel nodes, a node has no
-            accepted kernel or no linked implementation, or a node kind is not executable.
+        SessionError: ``plan`` does not cover exactly this graph's kernel nodes, was made for a
+            graph of another size, runs another op at one of them, a node has no accepted kernel or
+            no linked implementation, or a node kind is not executable.
     """
 
     def __init__(
@@ -169,6 +173,19 @@ class GraphProgram:
                 f"typed graph: the accepted plan covers nodes {list(plan.node_ids)}, but the graph's "
                 f"kernel nodes are {list(kernel_nodes)}"
             )
+        if plan.graph_plan.node_count != len(graph.nodes):
+            raise SessionError(
+                f"typed graph: the accepted plan was made for a graph of {plan.graph_plan.node_count} "
+                f"nodes, but this graph has {len(graph.nodes)}"
+            )
+        for node in graph.nodes:
+            op = node.kind.backend_op
+            if op is not None and self.kernels[node.id].op is not op:
+                raise SessionError(
+                    f"typed graph: node {node.id} is `{op.label}`, but the accepted plan runs "
+                    f"`{self.kernels[node.id].capsule.name}` (`{self.kernels[node.id].op.label}`) there; "
+                    "accept this graph's own plan"
+                )
         self.graph = graph
         self.payloads = payloads
         self.plan = plan

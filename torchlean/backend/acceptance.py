@@ -29,7 +29,15 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan, to_coalesced_groups
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
-from torchlean.backend.sealed import _GATE, _GateToken, _mint, check_gate_token, is_minted, sealed
+from torchlean.backend.sealed import (
+    _GATE,
+    _GateToken,
+    _mint,
+    check_gate_token,
+    is_minted,
+    require_minted,
+    sealed,
+)
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
 
 __all__ = [
@@ -363,7 +371,9 @@ def accepted_kernel_of_group(plan: AcceptedGraph, group_index: int) -> AcceptedK
     """The accepted kernel of group ``group_index`` of a genuine accepted graph plan.
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate.
+        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate
+            (``UnmintedError`` under ``python -O``).
         IndexError: if there is no such group.
     """
+    require_minted(plan, "accepted_kernel_of_group")
     return plan.kernels[group_index]

@@ -19,7 +19,16 @@ from beartype.vale import Is
 from torchlean.backend.acceptance import Accepted, AcceptedKernel
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError
-from torchlean.backend.sealed import _GATE, _GateToken, _mint, check_gate_token, is_minted, sealed
+from torchlean.backend.sealed import (
+    _GATE,
+    BEARTYPE_CHECKS,
+    _GateToken,
+    _mint,
+    check_gate_token,
+    is_minted,
+    require_minted,
+    sealed,
+)
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 __all__ = ["Executable", "ExecutableKernel", "KernelHandler", "bind", "validate_eager_request"]
@@ -106,7 +115,7 @@ class ExecutableKernel(Generic[R]):
 
         Raises:
             beartype.roar.BeartypeCallHintViolation: if this kernel (or its accepted kernel) was
-                not minted by its gate or was mutated since.
+                not minted by its gate or was mutated since (``UnmintedError`` under ``python -O``).
         """
         result: R = _run_checked(self, args)
         return result
@@ -120,6 +129,8 @@ Executable = Annotated[ExecutableKernel[Any], Is[_is_intact_executable]]
 def _run_checked(kernel: Executable, args: tuple[Any, ...]) -> Any:
     # Decorated after ``Executable`` exists, so beartype resolves the hint once, at decoration
     # (a forward reference on the method itself is re-resolved through a proxy on every call).
+    if not BEARTYPE_CHECKS:  # python -O: beartype's decorator is the identity
+        require_minted(kernel, "ExecutableKernel.run", _is_intact_executable)
     return kernel.handler.execute(kernel.accepted.capsule, *args)
 
 
@@ -128,11 +139,13 @@ def bind(accepted: Accepted, handler: KernelHandler[R]) -> ExecutableKernel[R]:
     """The gate from an accepted kernel to an executable one; checks op, provider, device in order.
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: if ``accepted`` was not minted by ``accept``.
+        beartype.roar.BeartypeCallHintViolation: if ``accepted`` was not minted by ``accept``
+            (``UnmintedError`` under ``python -O``).
         BindingError: ``handler `h` implements `add`, but capsule `reference.relu` implements `relu` ``,
             ``handler `h` uses provider `torchlean`, but capsule `reference.relu` selects `reference` ``
             or ``handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu` ``.
     """
+    require_minted(accepted, "bind")
     message = _binding_error(accepted.capsule, handler)
     if message is not None:
         raise BindingError(message)

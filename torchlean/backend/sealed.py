@@ -13,7 +13,10 @@ Python the same guarantee is layered:
   of its fields (the identity of each field value). Every consuming API is decorated with
   ``@beartype`` and annotated ``Annotated[X, Is[is_minted]]``, so a forged (``object.__new__``),
   copied, unpickled or mutated (``object.__setattr__``) instance is refused with a
-  ``beartype.roar.BeartypeCallHintViolation`` before any kernel runs;
+  ``beartype.roar.BeartypeCallHintViolation`` before any kernel runs. beartype checks nothing
+  when Python runs optimised (``python -O``, ``PYTHONOPTIMIZE``): its decorator is then the
+  identity. :data:`BEARTYPE_CHECKS` records, at import, whether it checks; when it does not, the
+  same APIs call :func:`require_minted` themselves and raise :class:`UnmintedError`;
 * ``copy.copy``, ``copy.deepcopy`` and ``pickle`` raise ``TypeError`` at the source, and
   subclassing raises ``TypeError``.
 
@@ -28,9 +31,23 @@ import operator
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Annotated, Any, Final, NoReturn, TypeVar
 
-__all__ = ["GATES_ATTRIBUTE", "is_minted", "sealed", "sealed_gates"]
+from beartype import beartype
+from beartype.roar import BeartypeCallHintViolation
+from beartype.vale import Is
+
+from torchlean.backend.errors import TorchLeanError
+
+__all__ = [
+    "BEARTYPE_CHECKS",
+    "GATES_ATTRIBUTE",
+    "UnmintedError",
+    "is_minted",
+    "require_minted",
+    "sealed",
+    "sealed_gates",
+]
 
 GATES_ATTRIBUTE = "__sealed_gates__"
 
@@ -167,3 +184,41 @@ def is_minted(obj: object) -> bool:
         return False
     getter = _FIELD_GETTERS.get(type(obj))
     return getter is not None and tuple(map(id, getter(obj))) == entry[2]
+
+
+class UnmintedError(TorchLeanError, TypeError):
+    """A sealed value its gate did not mint, or one changed since, reached an API that needs a
+    genuine one while beartype is not checking (the interpreter runs optimised)."""
+
+
+def _beartype_checks() -> bool:
+    """Whether ``@beartype`` validates ``Is[...]`` hints in this interpreter (False under -O)."""
+
+    @beartype
+    def probe(value: Annotated[int, Is[lambda v: v > 0]]) -> int:
+        return value
+
+    try:
+        probe(0)
+    except BeartypeCallHintViolation:
+        return True
+    return False
+
+
+BEARTYPE_CHECKS: Final[bool] = _beartype_checks()
+"""True when the ``@beartype`` validators of the consuming APIs run (Python not optimised)."""
+
+
+def require_minted(obj: object, where: str, check: Callable[[object], bool] = is_minted) -> None:
+    """Refuse ``obj`` unless ``check(obj)`` (default :func:`is_minted`) holds, when beartype is not
+    checking; a no-op otherwise (beartype's validator on ``where`` refuses it first).
+
+    Raises:
+        UnmintedError: ``<where>: <Class> was not minted by its gate (<gates>) or was changed since``.
+    """
+    if not BEARTYPE_CHECKS and not check(obj):
+        cls = type(obj)
+        gates = _gates_text(cls) if sealed_gates(cls) else "not a sealed value"
+        raise UnmintedError(
+            f"{where}: {cls.__name__} was not minted by its gate ({gates}) or was changed since"
+        )
