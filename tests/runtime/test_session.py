@@ -361,3 +361,25 @@ def test_three_layer_mlp_trains_50_sgd_steps_on_recorded_reference_capsules() ->
     assert all(k.capsule.provider is Provider.REFERENCE for k in s.selected)
     np.testing.assert_allclose(losses, t_losses, rtol=1e-5, atol=1e-7)
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_exiting_sessions_out_of_order_is_refused() -> None:
+    """Manual ``__exit__`` calls out of order would leave a closed session current."""
+    outer, inner = tl.session("checked_cpu"), tl.session("fast_cpu")
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(SessionError, match="not the innermost active one"):
+        outer.__exit__(None, None, None)
+    assert tl.current_session() is inner
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+    assert tl.current_session() is not outer and tl.current_session() is not inner
+    with pytest.raises(SessionError, match="not the innermost active one"):
+        outer.__exit__(None, None, None)  # already exited
+
+
+def test_the_same_session_may_be_nested() -> None:
+    s = tl.session("checked_cpu")
+    with s, s:
+        assert tl.current_session() is s
+    assert tl.current_session() is not s

@@ -15,7 +15,8 @@ profile and runs :func:`validate_for_execution`; a failure is a :class:`SessionE
 4. appends the :class:`AcceptedKernel` to :attr:`Session.selected` the first time a capsule with
    that identity ``(name, op, provider, device)`` is selected, printing its five report lines when
    ``show_backend`` is on (the banner ``[TorchLean] backend capsules used:`` prints when the
-   session opens);
+   session opens) — it records the *selection*: a capsule whose first call is then refused (no
+   linked handler, or its runtime guard rejects the operands) stays listed;
 5. picks the linked kernel with the capsule's op, provider and device (none → the verbatim
    "no matching executable handler is linked" message; no fallback).
 
@@ -182,13 +183,21 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _CURRENT.reset(self._token_stack().pop())
+        stack = self._token_stack()
+        if not stack or _CURRENT.get() is not self:
+            raise SessionError(
+                "torch eager session: exiting a session that is not the innermost active one in this "
+                "thread (exit sessions in the reverse order they were entered; use `with` blocks)"
+            )
+        _CURRENT.reset(stack.pop())
 
     # ------------------------------------------------------------------ records
 
     @property
     def selected(self) -> list[AcceptedKernel]:
-        """The accepted kernels this session executed with, in first-use order (a copy)."""
+        """The accepted kernels this session selected, in first-selection order (a copy). As in
+        the original, a kernel is listed when selected: one whose first call was then refused by
+        its guard stays listed."""
         return list(self._selected)
 
     @property
