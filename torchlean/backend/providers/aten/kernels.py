@@ -10,10 +10,10 @@ the same label (:mod:`torchlean.backend.providers.reference.kernels`):
    refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
    torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
    C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion) and returns the torch result as a numpy array without a copy. Results of ``reshape``
-   (always) and of ``permute``/``broadcast`` (when the result needs no copy: an identity
-   permutation, a broadcast to the input's own shape) are views sharing the input's storage, as
-   the torch views they are; every other result is freshly allocated and aliases no input.
+   promotion) and returns the torch result as a numpy array without a copy. Every result is
+   freshly allocated and aliases no input, ``reshape``, ``permute`` and ``broadcast`` included
+   (torch would return views there; the reference and native-cuda providers copy, and a program's
+   values must not depend on the profile it runs under — e.g. through an in-place write).
 2. ``<op>_vjp(g, *inputs, out, **params)`` runs the same guard, checks ``g`` and ``out`` as the
    reference VJP does, and evaluates TorchLean's backward rule (the reference's) with torch
    kernels inside it: matmul ``g @ b^T``, ``a^T @ g`` by ``torch.matmul``; softmax and log-softmax
@@ -290,11 +290,13 @@ def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdi
 
 
 def reshape(x: Array, *, shape: Sequence[int]) -> Array:
-    """Row-major ``torch.reshape`` to ``shape`` (one ``-1`` may be inferred): a view sharing the
-    input's storage, no copy (guard ``check_reshape``)."""
+    """Row-major ``torch.reshape`` to ``shape`` (one ``-1`` may be inferred), copied: a fresh
+    array, as the reference's (guard ``check_reshape``)."""
+    import torch
+
     target = guards.check_reshape(x, shape=shape)
     (tx,) = aten_guards.check_aten_layout("reshape", x)
-    return host(tx.reshape(target))
+    return host(tx.reshape(target).clone(memory_format=torch.contiguous_format))
 
 
 def reshape_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
@@ -309,11 +311,12 @@ def reshape_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grad
 
 def permute(x: Array, *, perm: Sequence[int]) -> Array:
     """Axis permutation (``torch.permute``, output axis ``i`` is input axis ``perm[i]``) made
-    contiguous: a fresh copy, or a view of the input when its layout is already row-major (an
-    identity permutation) (guard ``check_permute``)."""
+    contiguous: a fresh copy, also for the identity permutation (guard ``check_permute``)."""
+    import torch
+
     axes = guards.check_permute(x, perm=perm)
     (tx,) = aten_guards.check_aten_layout("permute", x)
-    return host(tx.permute(axes).contiguous())
+    return host(tx.permute(axes).clone(memory_format=torch.contiguous_format))
 
 
 def permute_vjp(g: Array, x: Array, *, out: Array, perm: Sequence[int]) -> Grads:
@@ -331,10 +334,12 @@ def permute_vjp(g: Array, x: Array, *, out: Array, perm: Sequence[int]) -> Grads
 
 def broadcast(x: Array, *, shape: Sequence[int]) -> Array:
     """``torch.broadcast_to(x, shape)`` (numpy rules) materialised contiguously: a fresh array,
-    or a view of the input when ``shape`` is its own shape (guard ``check_broadcast``)."""
+    also when ``shape`` is x's own shape (guard ``check_broadcast``)."""
+    import torch
+
     target = guards.check_broadcast(x, shape=shape)
     (tx,) = aten_guards.check_aten_layout("broadcast", x)
-    return host(tx.expand(target).contiguous())
+    return host(tx.expand(target).clone(memory_format=torch.contiguous_format))
 
 
 def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
