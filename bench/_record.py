@@ -36,7 +36,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (all scripts < 5 min)")
     p.add_argument("--out", type=out_dir, default=DEFAULT_OUT,
                    help=f"output directory (default {DEFAULT_OUT})")
-    p.add_argument("--threads", type=_positive_int, default=1,
+    p.add_argument("--threads", type=positive_int, default=1,
                    help="torch intra-op threads and BLAS threads (default 1)")
     p.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -67,7 +67,7 @@ def out_dir(text: str) -> Path:
     return path
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:

@@ -23,13 +23,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import platform
 import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _record
 import numpy as np
 
 from torchlean.spec import (
@@ -110,13 +110,24 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _natural(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH, help="JSON output path")
     parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048])
-    parser.add_argument("--block", type=int, default=64, help="block_q = block_k (default 64)")
-    parser.add_argument("--d", type=int, default=32, help="head width d = dv (default 32)")
-    parser.add_argument("--seed", type=int, default=0)
+    positive = _record.positive_int
+    parser.add_argument("--block", type=positive, default=64, help="block_q = block_k (default 64)")
+    parser.add_argument("--d", type=positive, default=32, help="head width d = dv (default 32)")
+    parser.add_argument("--seed", type=_natural, default=0)
     args = parser.parse_args(argv)
     config = FlashAttentionConfig(args.block, args.block)
     metrics = ("standard_forward", "flash_forward", "standard_backward", "flash_backward")
@@ -148,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print()
     record = {
-        "bench": "flash_memory",
+        "name": "flash_memory",
         "description": "peak extra bytes (tracemalloc) of one call, inputs excluded",
         "d": args.d,
         "block_q": args.block,
@@ -156,11 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": args.sizes,
         "rows": rows,
         "fits": fits,
-        "environment": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "machine": platform.machine(),
-        },
+        "machine": _record.machine(),
+        "versions": _record.versions(),
     }
     args.path.parent.mkdir(parents=True, exist_ok=True)
     args.path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -74,10 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(__doc__.splitlines()[0] if __doc__ else "run")
     parser.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of scripts")
     args = parser.parse_args(argv)
-    names = [n for n in args.only.split(",") if n]
+    names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))  # each once
     unknown = [n for n in names if n not in SCRIPTS]
     if unknown:
         parser.error(f"unknown script {unknown[0]} (known: {' | '.join(SCRIPTS)})")
+    if not names:
+        parser.error(f"--only names no script (known: {' | '.join(SCRIPTS)})")
     flags = ["--out", str(args.out), "--threads", str(args.threads)]
     flags += ["--quick"] if args.quick else []
     flags += ["--smoke"] if args.smoke else []
