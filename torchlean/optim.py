@@ -87,6 +87,23 @@ def _eps_check(eps: float) -> tuple[float, str, str]:
     return (eps, "positive", "epsilon must be finite and positive")
 
 
+_FLOAT_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+"""The parameter dtypes an optimizer accepts."""
+
+
+def _not_a_float_array(what: str, index: int, value: object) -> str:
+    """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
+    if isinstance(value, np.ndarray):
+        got = f"numpy.ndarray of dtype {value.dtype}"
+    else:
+        cls = type(value)
+        got = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    return (
+        f"optimizer: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
+        f"float32 or float64), got {got}"
+    )
+
+
 _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
 """How the messages name a field (the others by their own name)."""
 
@@ -124,8 +141,22 @@ class OptimizerConfig(ABC):
         return f"optim.{self.name}({', '.join(parts)})"
 
     def create(self, params: Sequence[Array]) -> Optimizer:
-        """Validate and return a fresh optimizer for parameters shaped like ``params``."""
+        """Validate and return a fresh optimizer for parameters shaped like ``params``.
+
+        Each parameter must be a ``numpy.ndarray`` of dtype float16, float32 or float64 (any
+        shape, 0-d included); its state buffers take its shape and dtype, which :meth:`Optimizer.step`
+        then requires. A torchlean ``Tensor`` is refused (pass ``tensor.numpy()``): the optimizer
+        returns new numpy arrays, so it works on host arrays only.
+
+        Raises:
+            OptimizerError: an out-of-domain hyper-parameter (see :meth:`validate`), or
+                ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
+                float16, float32 or float64), got torchlean.tensor.Tensor``.
+        """
         self.validate()
+        for index, param in enumerate(params):
+            if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
+                raise OptimizerError(_not_a_float_array("parameter", index, param))
         return Optimizer(
             self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params], [0] * len(params)
         )
@@ -211,8 +242,10 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     """
     dt = start.dtype.type
     # m = b1*m + (1-b1)*g and v = b2*v + ((1-b2)*g)*g, each product and sum rounded once, in
-    # place (the same roundings as the out-of-place expressions, fewer temporaries)
-    term = np.multiply(grad, dt(1.0 - config.beta1))
+    # place (the same roundings as the out-of-place expressions, fewer temporaries). The
+    # temporaries are allocated explicitly: a ufunc on 0-d operands returns a numpy scalar, which
+    # cannot be written through ``out=``.
+    term = np.multiply(grad, dt(1.0 - config.beta1), out=np.empty_like(m))
     m *= dt(config.beta1)
     m += term
     np.multiply(grad, dt(1.0 - config.beta2), out=term)
@@ -221,10 +254,10 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     v += term
     bias1 = dt(1.0 - config.beta1**step)
     bias2 = dt(1.0 - config.beta2**step)
-    denom = np.divide(v, bias2)
+    denom = np.divide(v, bias2, out=np.empty_like(v))
     np.sqrt(denom, out=denom)
     denom += dt(config.eps)
-    update = np.divide(m, bias1)
+    update = np.divide(m, bias1, out=np.empty_like(m))
     update *= dt(config.lr)  # lr * (m / bias1), then / denom
     update /= denom
     return start - update
@@ -284,26 +317,53 @@ class Optimizer:
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
         """Return updated parameters (new arrays); a ``None`` gradient leaves the parameter as is.
 
+        ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
+        and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of
+        ``param.grad``). Everything is checked before any state moves, so a refused step changes
+        nothing.
+
         Raises:
-            OptimizerError: when the number or shapes of parameters changed since ``create``.
+            OptimizerError: ``optimizer: expected 2 parameters, got 3`` (or ``... gradients ...``);
+                ``optimizer: parameter 1 has shape (1, 2) and dtype float64, but the optimizer was
+                created for shape (2,) and dtype float64``; ``optimizer: gradient 1 has shape (3,)
+                and dtype float32, but parameter 1 has shape (2,) and dtype float64``; a parameter
+                or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``.
         """
-        if len(params) != len(self.first):
+        count = len(self.first)
+        if len(params) != count:
+            raise OptimizerError(f"optimizer: expected {count} parameters, got {len(params)}")
+        if len(grads) != count:
             raise OptimizerError(
-                f"optimizer: expected {len(self.first)} parameters, got {len(params)}"
+                f"optimizer: expected {count} gradients (one per parameter, None to skip one), "
+                f"got {len(grads)}"
             )
+        for index, (param, grad, state) in enumerate(zip(params, grads, self.first, strict=True)):
+            if not isinstance(param, np.ndarray):
+                raise OptimizerError(_not_a_float_array("parameter", index, param))
+            if param.shape != state.shape or param.dtype != state.dtype:
+                raise OptimizerError(
+                    f"optimizer: parameter {index} has shape {param.shape} and dtype {param.dtype}, but the "
+                    f"optimizer was created for shape {state.shape} and dtype {state.dtype}"
+                )
+            if grad is None:
+                continue
+            if not isinstance(grad, np.ndarray):
+                raise OptimizerError(_not_a_float_array("gradient", index, grad))
+            if grad.shape != state.shape or grad.dtype != state.dtype:
+                raise OptimizerError(
+                    f"optimizer: gradient {index} has shape {grad.shape} and dtype {grad.dtype}, but "
+                    f"parameter {index} has shape {param.shape} and dtype {param.dtype}"
+                )
         self.steps += 1
         out: list[Array] = []
         for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
             if grad is None:
                 out.append(param)
                 continue
-            if grad.shape != param.shape:
-                raise OptimizerError(
-                    f"optimizer: gradient {index} has shape {grad.shape}, parameter has {param.shape}"
-                )
             self.param_steps[index] += 1
-            new = self.config.update(self.param_steps[index], param, grad.astype(param.dtype, copy=False),
-                                     self.first[index], self.second[index])
+            new = self.config.update(
+                self.param_steps[index], param, grad, self.first[index], self.second[index]
+            )
             out.append(np.asarray(new, dtype=param.dtype))
         return out
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
 
+import torchlean
 from torchlean import optim
 from torchlean.optim import OptimizerError
 
@@ -166,8 +172,9 @@ def test_parameter_count_change_is_refused():
         opt.step([np.ones(2), np.ones(2)], [np.ones(2), np.ones(2)])
 
 
+@pytest.mark.parametrize("shape", [(20, 3), (), (1,)], ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype):
+def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype, shape):
     """The in-place update rounds exactly like the out-of-place expression of Kingma & Ba
     (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g; p - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))."""
 
@@ -180,13 +187,13 @@ def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype):
 
     rng = np.random.default_rng(7)
     config = optim.adam(0.01)
-    p1 = rng.standard_normal((20, 3)).astype(dtype)
+    p1 = np.asarray(rng.standard_normal(shape), dtype=dtype)
     p2, m1, v1 = p1.copy(), np.zeros_like(p1), np.zeros_like(p1)
     m2, v2 = m1.copy(), v1.copy()
     for step in range(1, 25):
-        g = (rng.standard_normal(p1.shape) * 10.0 ** rng.integers(-8, 3)).astype(dtype)
-        p1 = textbook(config, step, p1, g, m1, v1)
-        p2 = optim._adam_step(config, step, p2, g, m2, v2)
+        g = np.asarray(rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 3), dtype=dtype)
+        p1 = np.asarray(textbook(config, step, p1, g, m1, v1), dtype=dtype)
+        p2 = np.asarray(optim._adam_step(config, step, p2, g, m2, v2), dtype=dtype)
         assert p1.tobytes() == p2.tobytes()
         assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
 
@@ -216,3 +223,172 @@ def test_a_none_gradient_skips_the_parameter_like_torch(name):
     for ours, theirs in zip(params, tp, strict=True):
         np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-13, atol=1e-15)
     assert optimizer.param_steps == [9, 12] and optimizer.steps == 12
+
+
+def _run_both(config, make, params0, grads_seq):
+    """Our trajectory and torch.optim's (float64) from ``params0`` under ``grads_seq``."""
+    optimizer = config.create(params0)
+    params = [p.copy() for p in params0]
+    for grads in grads_seq:
+        params = optimizer.step(params, grads)
+    return params, _torch_trajectory(make, params0, grads_seq)
+
+
+@pytest.mark.parametrize(("config", "make"), CASES, ids=lambda c: getattr(c, "name", ""))
+def test_zero_d_and_one_element_parameters_match_torch_optim(config, make):
+    """0-d, (1,) and (1, 1) parameters (a scalar bias, say) take the same path as any other."""
+    params0 = [np.array(0.7), np.array([-1.3]), np.array([[0.4]])]
+    grads_seq = [
+        [np.array(0.5), np.array([-2.0]), np.array([[0.25]])],
+        [np.array(-1.5), np.array([0.125]), np.array([[3.0]])],
+        [np.array(0.0), np.array([1.0]), np.array([[-0.75]])],
+        [np.array(2.0), np.array([-0.5]), np.array([[0.1]])],
+        [np.array(-0.3), np.array([0.6]), np.array([[-1.2]])],
+    ]
+    ours, theirs = _run_both(config, make, params0, grads_seq)
+    for p0, mine, expected in zip(params0, ours, theirs, strict=True):
+        assert type(mine) is np.ndarray and mine.shape == p0.shape and mine.dtype == np.float64
+        np.testing.assert_allclose(mine, expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", list(optim.OPTIMIZERS))
+def test_zero_d_float32_parameter_stays_a_0d_float32_array(name):
+    optimizer = optim.by_name(name, 0.01).create([np.array(1.0, dtype=np.float32)])
+    (new,) = optimizer.step([np.array(1.0, dtype=np.float32)], [np.array(0.5, dtype=np.float32)])
+    assert type(new) is np.ndarray and new.shape == () and new.dtype == np.float32
+    expected = _torch_trajectory(partial(_torch_optimizer, name, lr=0.01), [np.array(1.0)], [[np.array(0.5)]])
+    np.testing.assert_allclose(new, expected[0], rtol=1e-6)
+
+
+def _torch_optimizer(name, tensors, lr):
+    """torch.optim's optimizer ``name`` with the defaults of ``optim.by_name(name, lr)``."""
+    if name == "adamw":
+        return torch.optim.AdamW(tensors, lr=lr, weight_decay=0.01)
+    if name == "rmsprop":
+        return torch.optim.RMSprop(tensors, lr=lr, alpha=0.99, eps=1e-8)
+    cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad}[name]
+    return cls(tensors, lr=lr)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(list(optim.OPTIMIZERS)),
+    shape=array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_any_shape_matches_torch_optim(name, shape, seed):
+    rng = np.random.default_rng(seed)
+    params0 = [np.asarray(rng.standard_normal(shape))]
+    grads_seq = [[np.asarray(rng.standard_normal(shape))] for _ in range(4)]
+    ours, theirs = _run_both(
+        optim.by_name(name, 0.05), lambda ps: _torch_optimizer(name, ps, 0.05), params0, grads_seq
+    )
+    assert ours[0].shape == shape
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, atol=1e-14)
+
+
+def _state(optimizer):
+    return (
+        [a.copy() for a in optimizer.first],
+        [a.copy() for a in optimizer.second],
+        list(optimizer.param_steps),
+        optimizer.steps,
+    )
+
+
+def _assert_state(optimizer, state):
+    first, second, param_steps, steps = state
+    for ours, saved in zip(optimizer.first + optimizer.second, first + second, strict=True):
+        assert ours.shape == saved.shape and ours.tobytes() == saved.tobytes()
+    assert (optimizer.param_steps, optimizer.steps) == (param_steps, steps)
+
+
+@pytest.mark.parametrize("name", list(optim.OPTIMIZERS))
+def test_a_parameter_whose_shape_changed_is_refused(name):
+    """Before: SGD momentum broadcast its (2,) state to (1, 2); Adam raised numpy's ValueError."""
+    config = optim.sgd(0.1, momentum=0.9) if name == "sgd" else optim.by_name(name, 0.1)
+    params = [np.ones(3), np.ones(2)]
+    optimizer = config.create(params)
+    params = optimizer.step(params, [np.ones(3), np.ones(2)])
+    saved = _state(optimizer)
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([params[0], params[1].reshape(1, 2)], [np.ones(3), np.ones((1, 2))])
+    assert str(info.value) == (
+        "optimizer: parameter 1 has shape (1, 2) and dtype float64, but the optimizer was created "
+        "for shape (2,) and dtype float64"
+    )
+    _assert_state(optimizer, saved)
+
+
+def test_a_parameter_whose_dtype_changed_is_refused():
+    optimizer = optim.adam().create([np.ones(2, dtype=np.float32)])
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([np.ones(2)], [np.ones(2)])
+    assert str(info.value) == (
+        "optimizer: parameter 0 has shape (2,) and dtype float64, but the optimizer was created "
+        "for shape (2,) and dtype float32"
+    )
+
+
+@pytest.mark.parametrize(
+    ("grad", "message"),
+    [
+        (np.ones(3), "optimizer: gradient 1 has shape (3,) and dtype float64, but parameter 1 has shape (2,) "
+         "and dtype float64"),
+        (np.ones(2, dtype=np.float32), "optimizer: gradient 1 has shape (2,) and dtype float32, but "
+         "parameter 1 has shape (2,) and dtype float64"),
+    ],
+    ids=["shape", "dtype"],
+)
+def test_a_gradient_unlike_its_parameter_is_refused_before_any_state_moves(grad, message):
+    """torch refuses a ``.grad`` of another dtype too; before, the first parameter's state moved
+    and then the step raised (shape) or the gradient was silently cast (dtype)."""
+    optimizer = optim.adam(0.1).create([np.ones(3), np.ones(2)])
+    saved = _state(optimizer)
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([np.ones(3), np.ones(2)], [np.ones(3), grad])
+    assert str(info.value) == message
+    _assert_state(optimizer, saved)
+
+
+@pytest.mark.parametrize("grads", [[np.ones(2)], [np.ones(2), np.ones(2), None]], ids=["short", "long"])
+def test_gradient_count_must_match(grads):
+    optimizer = optim.sgd().create([np.ones(2), np.ones(2)])
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([np.ones(2), np.ones(2)], grads)
+    assert str(info.value) == (
+        f"optimizer: expected 2 gradients (one per parameter, None to skip one), got {len(grads)}"
+    )
+    assert optimizer.steps == 0
+
+
+ACCEPTED = "must be a numpy float array (numpy.ndarray of dtype float16, float32 or float64), got"
+
+
+@pytest.mark.parametrize(
+    ("param", "got"),
+    [
+        (lambda: torchlean.tensor(np.ones(2)), "torchlean.tensor.Tensor"),
+        (lambda: [1.0, 2.0], "list"),
+        (lambda: np.ones(2, dtype=np.int64), "numpy.ndarray of dtype int64"),
+        (lambda: np.float64(1.0), "numpy.float64"),
+    ],
+    ids=["tensor", "list", "int-array", "numpy-scalar"],
+)
+def test_create_refuses_what_is_not_a_numpy_float_array(param, got):
+    with pytest.raises(OptimizerError) as info:
+        optim.adam().create([np.ones(3), param()])
+    assert str(info.value) == f"optimizer: parameter 1 {ACCEPTED} {got}"
+
+
+def test_step_refuses_tensors_as_create_does():
+    """Before: ``AttributeError: 'Tensor' object has no attribute 'astype'``."""
+    tensor = torchlean.tensor(np.ones(2))
+    optimizer = optim.sgd().create([np.ones(2)])
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([tensor], [np.ones(2)])
+    assert str(info.value) == f"optimizer: parameter 0 {ACCEPTED} torchlean.tensor.Tensor"
+    with pytest.raises(OptimizerError) as info:
+        optimizer.step([np.ones(2)], [tensor])
+    assert str(info.value) == f"optimizer: gradient 0 {ACCEPTED} torchlean.tensor.Tensor"
+    assert optimizer.steps == 0
