@@ -31,6 +31,17 @@ from torchlean.backend.vocabulary import (
     VJPMode,
 )
 
+SHAPE_GUARD = "backend_builders.check_shape"
+LAYOUT_GUARD = "backend_builders.check_layout"
+
+
+def check_shape(*operands: object, **params: object) -> None:
+    """Test-only shape guard named by :func:`make_capsule` (a real, importable callable)."""
+
+
+def check_layout(*operands: object, **params: object) -> None:
+    """Test-only layout guard named by :func:`make_capsule`."""
+
 
 def make_capsule(
     name: str,
@@ -63,9 +74,9 @@ def make_capsule(
         trust_level=trust,
         supports_forward=forward,
         vjp_mode=vjp_mode,
-        shape_contract=guarded(ContractClaim.shape_safety(op), "shape", "shape guard"),
+        shape_contract=guarded(ContractClaim.shape_safety(op), "shape", SHAPE_GUARD),
         layout_contract=guarded(
-            ContractClaim.layout_compatibility(op, TensorLayout.CANONICAL_TENSOR), "layout", "layout guard"
+            ContractClaim.layout_compatibility(op, TensorLayout.CANONICAL_TENSOR), "layout", LAYOUT_GUARD
         ),
         value_contract=value,
         vjp_contract=vjp,

@@ -43,7 +43,7 @@ DEVICES = [Device.CPU, Device.CUDA]
 ops = st.sampled_from(OPS)
 modes = st.sampled_from(list(VJPMode))
 evidence = st.one_of(
-    st.builds(ContractEvidence.runtime_guard, st.sampled_from(["g1", "g2"])),
+    st.builds(ContractEvidence.runtime_guard, st.sampled_from(["guards.g1", "guards.g2"])),
     st.builds(ContractEvidence.test_suite, st.sampled_from(["s1", "s2"])),
     st.builds(ContractEvidence.trusted_boundary, st.just("vendor")),
     st.just(ContractEvidence.not_applicable()),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence, NumericalPolicy
+from torchlean.backend.fields import BackendTypeError, describe
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -125,7 +126,8 @@ class KernelPlanAudit:
         """Kernel order, then shape, layout, value, vjp."""
         return tuple(report for row in self.kernels for report in row.obligation_reports())
 
-    def check_contracts(self, policy: AssurancePolicy) -> ContractCheck:
+    def check_contracts(self, policy: AssurancePolicy | str) -> ContractCheck:
+        """:func:`check_contracts` of this audit (``policy`` may be ``"checked"`` or ``"external"``)."""
         return check_contracts(policy, self)
 
 
@@ -136,6 +138,16 @@ def rejected_reports(
     return tuple(report for report in reports if not policy.accepts_evidence(report.evidence))
 
 
-def check_contracts(policy: AssurancePolicy, audit: KernelPlanAudit) -> ContractCheck:
-    """Classify every obligation of ``audit`` under ``policy`` (reads evidence, not labels)."""
-    return ContractCheck(policy, rejected_reports(policy, audit.obligation_reports()))
+def check_contracts(policy: AssurancePolicy | str, audit: KernelPlanAudit) -> ContractCheck:
+    """Classify every obligation of ``audit`` under ``policy`` (reads evidence, not labels).
+
+    ``policy`` is an :class:`AssurancePolicy` or its label (``checked`` / ``external``).
+
+    Raises:
+        UnknownLabelError: an unknown policy label.
+        BackendTypeError: a policy that is neither, or an ``audit`` that is no :class:`KernelPlanAudit`.
+    """
+    assurance = AssurancePolicy.coerce(policy, "policy")
+    if not isinstance(audit, KernelPlanAudit):
+        raise BackendTypeError(f"audit must be a KernelPlanAudit, got {describe(audit)}")
+    return ContractCheck(assurance, rejected_reports(assurance, audit.obligation_reports()))

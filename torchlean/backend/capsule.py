@@ -21,6 +21,7 @@ from torchlean.backend.contracts import (
     NumericalPolicy,
     obligation_order,
 )
+from torchlean.backend.fields import bool_field, enum_field, instance_field, parse_member, text_field
 from torchlean.backend.policy import KernelPolicy, PreferenceKind
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -52,7 +53,16 @@ class KernelCapsule:
     """One registered implementation of a :class:`BackendOp` and its contracts.
 
     Equality is full structural equality over every field (summaries and provenance included);
-    :meth:`same_identity` compares only ``(name, op, provider, device)``.
+    :meth:`same_identity` compares only ``(name, op, provider, device)``. Every field is checked
+    when the record is built: ``name`` a non-empty string; ``op``, ``provider``, ``device``,
+    ``trust_level`` and ``vjp_mode`` a member or its label (stored as the member);
+    ``supports_forward`` a bool; the four contracts :class:`ContractDescriptor` s; the numerical
+    policy a :class:`NumericalPolicy`. Contract *alignment* is not checked here: a misaligned
+    capsule is a legal record that planning never selects (admissibility, anchor-backend.md §2.1).
+
+    Raises:
+        BackendTypeError: a field of the wrong type (the message names the field and the value).
+        BackendValueError: an unknown label or an empty name.
     """
 
     name: str
@@ -67,6 +77,18 @@ class KernelCapsule:
     value_contract: ContractDescriptor
     vjp_contract: ContractDescriptor
     numerical_policy: NumericalPolicy
+
+    def __post_init__(self) -> None:
+        text_field(self, "name")
+        enum_field(self, "op", BackendOp)
+        enum_field(self, "provider", Provider)
+        enum_field(self, "device", Device)
+        enum_field(self, "trust_level", TrustLevel)
+        bool_field(self, "supports_forward")
+        enum_field(self, "vjp_mode", VJPMode)
+        for name in ("shape_contract", "layout_contract", "value_contract", "vjp_contract"):
+            instance_field(self, name, ContractDescriptor)
+        instance_field(self, "numerical_policy", NumericalPolicy)
 
     @property
     def identity(self) -> tuple[str, BackendOp, Provider, Device]:
@@ -198,7 +220,12 @@ def choose_capsule(
     ``prefer(p)``: the first eligible capsule of provider ``p``, else the first eligible capsule of
     any provider. ``auto`` / ``only(p)``: the first eligible capsule. A preference is a request: it
     never overrides trust, device or VJP-mode filters (seed chapter, three attention profiles).
+    ``op`` may be an op label.
+
+    Raises:
+        UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither.
     """
+    op = parse_member(BackendOp, op, "op")
     eligible = [capsule for capsule in capsules if capsule.op is op and admissible(policy, capsule)]
     if policy.provider.kind is PreferenceKind.PREFER:
         for capsule in eligible:

@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchlean.backend.fields import (
+    BackendTypeError,
+    BackendValueError,
+    enum_field,
+    instance_field,
+    text_field,
+    tuple_field,
+)
 from torchlean.backend.vocabulary import (
     BackendOp,
     ContractObligation,
@@ -33,6 +41,7 @@ __all__ = [
     "ReductionPolicy",
     "TensorLayout",
     "guarded",
+    "is_dotted_name",
     "tested",
     "trusted",
     "vjp_unavailable",
@@ -58,7 +67,12 @@ class ContractClaim:
     """What an obligation asserts about an op.
 
     Build claims with the class methods; ``layout`` is set only for layout claims and ``mode`` only
-    for VJP-refinement claims. ``label`` is the original's verbatim rendering.
+    for VJP-refinement claims. ``label`` is the original's verbatim rendering. Each enum field takes
+    its member or the member's label (stored as the member).
+
+    Raises:
+        BackendTypeError: a field of the wrong type, or a layout/mode on a claim kind without one.
+        BackendValueError: an unknown label.
     """
 
     kind: ClaimKind
@@ -67,10 +81,16 @@ class ContractClaim:
     mode: VJPMode | None = None
 
     def __post_init__(self) -> None:
+        enum_field(self, "kind", ClaimKind)
+        enum_field(self, "op", BackendOp)
+        enum_field(self, "layout", TensorLayout, optional=True)
+        enum_field(self, "mode", VJPMode, optional=True)
         if (self.layout is not None) != (self.kind is ClaimKind.LAYOUT_COMPATIBILITY):
-            raise TypeError(f"a {self.kind.label} claim carries a layout only for layout compatibility")
+            kind = self.kind.label
+            raise BackendTypeError(f"a {kind} claim carries a layout only for layout compatibility")
         if (self.mode is not None) != (self.kind is ClaimKind.VJP_REFINEMENT):
-            raise TypeError(f"a {self.kind.label} claim carries a VJP mode only for VJP refinement")
+            kind = self.kind.label
+            raise BackendTypeError(f"a {kind} claim carries a VJP mode only for VJP refinement")
 
     @classmethod
     def shape_safety(cls, op: BackendOp) -> ContractClaim:
@@ -128,16 +148,35 @@ class EvidenceKind(LabelledEnum):
 class ContractEvidence:
     """What stands behind a claim.
 
-    ``name`` is the guard's dotted function name (runtime guard), the test module path (test suite)
-    or the reason (trusted boundary); it is ``None`` exactly for ``not applicable``.
+    ``name`` is the guard's dotted function name (runtime guard, e.g.
+    ``torchlean.backend.providers.reference.guards.check_relu``), the test module path (test suite)
+    or the reason (trusted boundary); it is ``None`` exactly for ``not applicable``. ``kind`` takes
+    an :class:`EvidenceKind` or its label (``"trustedBoundary"`` is stored as
+    ``EvidenceKind.TRUSTED_BOUNDARY``, so a policy judges it as the trusted boundary it is).
+    Whether a guard name resolves to a callable is checked when a module is registered
+    (:meth:`torchlean.backend.profiles.BackendProfile.with_capsule_modules`).
+
+    Raises:
+        BackendTypeError: a kind that is no evidence kind, a name that is not a string, a name on
+            ``notApplicable`` or none on another kind.
+        BackendValueError: an unknown kind label, an empty name, a runtime guard name that is not a
+            dotted Python name ``module.function``.
     """
 
     kind: EvidenceKind
     name: str | None = None
 
     def __post_init__(self) -> None:
+        enum_field(self, "kind", EvidenceKind)
         if (self.name is None) != (self.kind is EvidenceKind.NOT_APPLICABLE):
-            raise TypeError(f"{self.kind.label} evidence needs a name exactly when it is applicable")
+            raise BackendTypeError(f"{self.kind.label} evidence needs a name exactly when it is applicable")
+        if self.name is not None:
+            text_field(self, "name")
+        if self.kind is EvidenceKind.RUNTIME_GUARD and not is_dotted_name(self.name):
+            raise BackendValueError(
+                f"ContractEvidence.name: a runtimeGuard names a dotted Python function "
+                f"(module.function), got {self.name!r}"
+            )
 
     @classmethod
     def runtime_guard(cls, name: str) -> ContractEvidence:
@@ -175,31 +214,68 @@ class NativeSymbolRef:
 
     ``path`` is relative to the repository root; ``build_target`` names the extension module built
     from it, if any. Provenance identifies an implementation; it is not evidence of correctness.
+
+    Raises:
+        BackendTypeError / BackendValueError: a field that is not a non-empty string
+            (``build_target`` may be ``None``).
     """
 
     path: str
     symbol: str
     build_target: str | None = None
 
+    def __post_init__(self) -> None:
+        text_field(self, "path")
+        text_field(self, "symbol")
+        text_field(self, "build_target", optional=True)
+
 
 @dataclass(frozen=True, slots=True)
 class ContractDescriptor:
-    """One obligation of a capsule: claim, reader summary, evidence, provenance."""
+    """One obligation of a capsule: claim, reader summary, evidence, provenance.
+
+    ``provenance`` may be given as a list (stored as a tuple).
+
+    Raises:
+        BackendTypeError: a claim, evidence or provenance entry of the wrong type, a summary that
+            is not a string. BackendValueError: an empty summary.
+    """
 
     claim: ContractClaim
     summary: str
     evidence: ContractEvidence
     provenance: tuple[NativeSymbolRef, ...] = ()
 
+    def __post_init__(self) -> None:
+        instance_field(self, "claim", ContractClaim)
+        text_field(self, "summary")
+        instance_field(self, "evidence", ContractEvidence)
+        tuple_field(self, "provenance", NativeSymbolRef)
+
 
 @dataclass(frozen=True, slots=True)
 class NumericalPolicy:
     """The numerical commitments a capsule records: only the reduction order.
 
-    Rounding mode, subnormals and FMA contraction are not recorded (seed chapter).
+    Rounding mode, subnormals and FMA contraction are not recorded (seed chapter). ``reduction``
+    takes a :class:`ReductionPolicy` or its label (``fixed-left``, ``implementation-defined``, ``n/a``).
+
+    Raises:
+        BackendTypeError / BackendValueError: any other value.
     """
 
     reduction: ReductionPolicy
+
+    def __post_init__(self) -> None:
+        enum_field(self, "reduction", ReductionPolicy)
+
+
+def is_dotted_name(name: str | None) -> bool:
+    """Whether ``name`` reads ``module.function``: two or more Python identifiers joined by dots."""
+    if name is None:
+        return False
+    parts = name.split(".")
+    return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
 def guarded(

@@ -21,6 +21,14 @@ from torchlean.backend.capsule import (
     matches_obligation,
 )
 from torchlean.backend.errors import PlanningError
+from torchlean.backend.fields import (
+    BackendTypeError,
+    describe,
+    enum_field,
+    instance_field,
+    parse_member,
+    tuple_field,
+)
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy
 from torchlean.backend.vocabulary import BackendOp
 
@@ -34,6 +42,8 @@ __all__ = [
     "plan_op",
     "plan_ops",
     "plan_ops_available",
+    "requested_op",
+    "requested_ops",
 ]
 
 
@@ -42,11 +52,19 @@ class PlannedKernel:
     """A diagnostic record pairing an op with a capsule.
 
     Anyone can build one (including a forged pairing); only :func:`torchlean.backend.acceptance.accept`
-    turns it into something executable, after re-checking everything.
+    turns it into something executable, after re-checking everything. ``op`` takes a member or its
+    label.
+
+    Raises:
+        BackendTypeError: an op or capsule of the wrong type. BackendValueError: an unknown op label.
     """
 
     op: BackendOp
     capsule: KernelCapsule
+
+    def __post_init__(self) -> None:
+        enum_field(self, "op", BackendOp)
+        instance_field(self, "capsule", KernelCapsule)
 
     def audit(self) -> KernelAudit:
         return KernelAudit.of(self.op, self.capsule)
@@ -54,9 +72,17 @@ class PlannedKernel:
 
 @dataclass(frozen=True, slots=True)
 class KernelPlan:
-    """Planned kernels in the order of the requested ops (duplicates allowed)."""
+    """Planned kernels in the order of the requested ops (duplicates allowed).
+
+    Raises:
+        BackendTypeError: ``kernels`` not a tuple/list of :class:`PlannedKernel` (a list is stored
+            as a tuple).
+    """
 
     kernels: tuple[PlannedKernel, ...]
+
+    def __post_init__(self) -> None:
+        tuple_field(self, "kernels", PlannedKernel)
 
     @property
     def capsule_names(self) -> tuple[str, ...]:
@@ -73,8 +99,44 @@ class KernelPlan:
     def trusted_external_ops(self) -> tuple[str, ...]:
         return self.audit().trusted_external_ops
 
-    def check_contracts(self, policy: AssurancePolicy) -> ContractCheck:
+    def check_contracts(self, policy: AssurancePolicy | str) -> ContractCheck:
+        """The evidence check of :func:`torchlean.backend.audit.check_contracts` (``policy`` may be
+        ``"checked"`` or ``"external"``)."""
         return self.audit().check_contracts(policy)
+
+
+_OPS_ACCEPTED = "a sequence of ops (BackendOp members or op labels)"
+
+
+def requested_op(op: object, what: str = "op") -> BackendOp:
+    """A requested op as a :class:`BackendOp`: the member itself or its label (``"relu"``).
+
+    Raises:
+        UnknownLabelError: ``unknown op {label} (known: rand_uniform | ...)``.
+        BackendTypeError: ``{what} must be a BackendOp or one of its labels (...), got {value} ({type})``.
+    """
+    return parse_member(BackendOp, op, what)
+
+
+def requested_ops(ops: object) -> tuple[BackendOp, ...]:
+    """The ops of a planning request, in order, each parsed by :func:`requested_op` (``ops[i]``).
+
+    A bare string or a single op is refused, not iterated and not wrapped: ``plan_ops("relu")`` is
+    a common slip for ``plan_ops(["relu"])``, and iterating it would plan the letters.
+
+    Raises:
+        BackendTypeError: a string, a single op or a non-iterable ``ops``; an entry of the wrong type.
+        UnknownLabelError: an entry that is an unknown op label.
+    """
+    if isinstance(ops, BackendOp):
+        raise BackendTypeError(
+            f"ops must be {_OPS_ACCEPTED}, got the single op {ops.label}; write [BackendOp.{ops.name}]"
+        )
+    if isinstance(ops, str):
+        raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got the string {ops!r}; write [{ops!r}]")
+    if not isinstance(ops, Iterable):
+        raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got {describe(ops)}")
+    return tuple(requested_op(op, f"ops[{index}]") for index, op in enumerate(ops))
 
 
 def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
@@ -82,27 +144,32 @@ def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
     return f"no admissible kernel capsule for op {op.label} on device {policy.device.label}"
 
 
-def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp) -> PlannedKernel:
-    """Choose the capsule for ``op``.
+def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp | str) -> PlannedKernel:
+    """Choose the capsule for ``op`` (a member or an op label).
 
     Raises:
         PlanningError: ``no admissible kernel capsule for op {op} on device {device}``.
+        UnknownLabelError, BackendTypeError: as :func:`requested_op`.
     """
+    op = requested_op(op)
     capsule = choose_capsule(policy, op, registry)
     if capsule is None:
         raise PlanningError(missing_op_message(policy, op))
     return PlannedKernel(op, capsule)
 
 
-def plan_ops(policy: KernelPolicy, registry: Sequence[KernelCapsule], ops: Iterable[BackendOp]) -> KernelPlan:
-    """Plan every op in order.
+def plan_ops(
+    policy: KernelPolicy, registry: Sequence[KernelCapsule], ops: Iterable[BackendOp | str]
+) -> KernelPlan:
+    """Plan every op in order (members or op labels; see :func:`requested_ops`).
 
     Raises:
         PlanningError: one message per distinct missing op (request order), in ``.messages``.
+        UnknownLabelError, BackendTypeError: as :func:`requested_ops`, before anything is planned.
     """
     kernels: list[PlannedKernel] = []
     missing: list[BackendOp] = []
-    for op in ops:
+    for op in requested_ops(ops):
         capsule = choose_capsule(policy, op, registry)
         if capsule is None:
             if op not in missing:
@@ -118,7 +185,7 @@ def plan_ops_available(
     policy: KernelPolicy,
     availability: Availability,
     registry: Sequence[KernelCapsule],
-    ops: Iterable[BackendOp],
+    ops: Iterable[BackendOp | str],
 ) -> KernelPlan:
     """:func:`plan_ops` over the capsules ``availability`` admits."""
     return plan_ops(policy, availability.filter_capsules(registry), ops)
@@ -191,14 +258,18 @@ def _condition_verdict(policy: KernelPolicy, capsule: KernelCapsule, condition: 
 
 
 def explain_op(
-    policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], op: BackendOp
+    policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], op: BackendOp | str
 ) -> tuple[CapsuleVerdict, ...]:
     """One verdict per capsule registered for ``op`` (whole catalog, catalog order).
 
     Each verdict is the first condition the capsule fails among availability, forward support,
     contract alignment, trust, provider preference, device and VJP mode; or ``selected`` for the
     capsule :func:`plan_op` would choose, ``admissible`` for others that pass.
+
+    Raises:
+        UnknownLabelError, BackendTypeError: as :func:`requested_op`.
     """
+    op = requested_op(op)
     chosen = choose_capsule(policy, op, availability.filter_capsules(registry))
     verdicts: list[CapsuleVerdict] = []
     for capsule in registry:

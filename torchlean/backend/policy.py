@@ -13,6 +13,14 @@ from typing import ClassVar
 
 from torchlean.backend.contracts import ContractEvidence, EvidenceKind
 from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.fields import (
+    BackendTypeError,
+    BackendValueError,
+    bool_field,
+    describe,
+    enum_field,
+    instance_field,
+)
 from torchlean.backend.vocabulary import Device, LabelledEnum, Provider, TrustLevel, VJPMode
 
 __all__ = ["AssurancePolicy", "KernelPolicy", "PreferenceKind", "ProviderPreference"]
@@ -32,14 +40,21 @@ class PreferenceKind(LabelledEnum):
 
 @dataclass(frozen=True, slots=True)
 class ProviderPreference:
-    """Which provider a policy asks for. Build with :meth:`auto`, :meth:`prefer` or :meth:`only`."""
+    """Which provider a policy asks for. Build with :meth:`auto`, :meth:`prefer` or :meth:`only`.
+
+    Raises:
+        BackendTypeError: a kind or provider that is neither a member nor its label, a provider
+            with ``auto`` or none with ``prefer``/``only``. BackendValueError: an unknown label.
+    """
 
     kind: PreferenceKind
     provider: Provider | None = None
 
     def __post_init__(self) -> None:
+        enum_field(self, "kind", PreferenceKind)
+        enum_field(self, "provider", Provider, optional=True)
         if (self.provider is None) != (self.kind is PreferenceKind.AUTO):
-            raise TypeError("a provider preference names a provider exactly when it is prefer or only")
+            raise BackendTypeError("a provider preference names a provider exactly when it is prefer or only")
 
     @classmethod
     def auto(cls) -> ProviderPreference:
@@ -78,6 +93,9 @@ class AssurancePolicy:
     CHECKED: ClassVar[AssurancePolicy]
     EXTERNAL: ClassVar[AssurancePolicy]
 
+    def __post_init__(self) -> None:
+        bool_field(self, "allow_trusted_external")
+
     @property
     def label(self) -> str:
         return "external" if self.allow_trusted_external else "checked"
@@ -87,8 +105,20 @@ class AssurancePolicy:
         return level is TrustLevel.CHECKED or self.allow_trusted_external
 
     def accepts_evidence(self, evidence: ContractEvidence) -> bool:
-        """Evidence filter: a trusted boundary needs ``allow_trusted_external``."""
-        return evidence.kind is not EvidenceKind.TRUSTED_BOUNDARY or self.allow_trusted_external
+        """Evidence filter: guards, test suites and not-applicable pass; a trusted boundary needs
+        ``allow_trusted_external``. Fails closed: only the four known kinds are ever accepted.
+
+        Raises:
+            BackendTypeError: ``evidence`` is not a :class:`ContractEvidence`.
+        """
+        if not isinstance(evidence, ContractEvidence):
+            raise BackendTypeError(f"evidence must be a ContractEvidence, got {describe(evidence)}")
+        match evidence.kind:
+            case EvidenceKind.RUNTIME_GUARD | EvidenceKind.TEST_SUITE | EvidenceKind.NOT_APPLICABLE:
+                return True
+            case EvidenceKind.TRUSTED_BOUNDARY:
+                return self.allow_trusted_external
+        return False
 
     @classmethod
     def parse(cls, label: str) -> AssurancePolicy:
@@ -102,6 +132,23 @@ class AssurancePolicy:
                 return policy
         raise UnknownLabelError(f"unknown assurance policy {label} (known: checked | external)")
 
+    @classmethod
+    def coerce(cls, value: object, what: str = "assurance policy") -> AssurancePolicy:
+        """``value`` itself, or the policy its label names (API arguments).
+
+        Raises:
+            UnknownLabelError: an unknown label (:meth:`parse`'s message).
+            BackendTypeError: ``{what} must be an AssurancePolicy or its label (checked | external),
+                got {value} ({type})``.
+        """
+        if isinstance(value, AssurancePolicy):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        raise BackendTypeError(
+            f"{what} must be an AssurancePolicy or its label (checked | external), got {describe(value)}"
+        )
+
 
 AssurancePolicy.CHECKED = AssurancePolicy(allow_trusted_external=False)
 AssurancePolicy.EXTERNAL = AssurancePolicy(allow_trusted_external=True)
@@ -113,9 +160,24 @@ class KernelPolicy:
 
     ``vjp_mode`` is the *policy* mode: ``none`` for inference (no-grad), ``torchlean-tape`` for
     training with either kind of capsule VJP, ``backend-vjp`` to require backend-kernel VJPs.
+    ``device``, ``vjp_mode`` and ``assurance`` also take their labels (stored as the member/policy).
+
+    Raises:
+        BackendTypeError: a field of the wrong type. BackendValueError: an unknown label.
     """
 
     device: Device = Device.CPU
     provider: ProviderPreference = field(default_factory=ProviderPreference.auto)
     assurance: AssurancePolicy = field(default_factory=lambda: AssurancePolicy.CHECKED)
     vjp_mode: VJPMode = VJPMode.TORCHLEAN_TAPE
+
+    def __post_init__(self) -> None:
+        enum_field(self, "device", Device)
+        instance_field(self, "provider", ProviderPreference)
+        if isinstance(self.assurance, str):
+            try:
+                object.__setattr__(self, "assurance", AssurancePolicy.parse(self.assurance))
+            except UnknownLabelError as error:
+                raise BackendValueError(f"KernelPolicy.assurance: {error}") from None
+        instance_field(self, "assurance", AssurancePolicy)
+        enum_field(self, "vjp_mode", VJPMode)

@@ -30,12 +30,21 @@ from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_ker
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.fields import BackendTypeError, describe, instance_field, text_field, tuple_field
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
-from torchlean.backend.planner import CapsuleVerdict, KernelPlan, explain_op, plan_ops_available
+from torchlean.backend.planner import (
+    CapsuleVerdict,
+    KernelPlan,
+    explain_op,
+    plan_ops_available,
+    requested_op,
+    requested_ops,
+)
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
 from torchlean.backend.registry import (
     CapsuleModule,
     aten_module,
+    check_guards,
     flatten,
     libtorch_module,
     maintained_modules,
@@ -62,12 +71,25 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class BackendProfile:
-    """A named request for kernels: policy, declared availability and capsule modules."""
+    """A named request for kernels: policy, declared availability and capsule modules.
+
+    Ops may be given as :class:`BackendOp` members or op labels wherever a method takes them.
+
+    Raises:
+        BackendTypeError: a field of the wrong type (``capsule_modules`` must be a tuple or list of
+            :class:`CapsuleModule`; a list is stored as a tuple). BackendValueError: an empty name.
+    """
 
     name: str
     policy: KernelPolicy
     availability: Availability
     capsule_modules: tuple[CapsuleModule, ...] = field(default_factory=maintained_modules)
+
+    def __post_init__(self) -> None:
+        text_field(self, "name")
+        instance_field(self, "policy", KernelPolicy)
+        instance_field(self, "availability", Availability)
+        tuple_field(self, "capsule_modules", CapsuleModule)
 
     def registry(self) -> tuple[KernelCapsule, ...]:
         """The flattened catalog (unfiltered by availability)."""
@@ -77,9 +99,31 @@ class BackendProfile:
         """New modules first (in the given order), then every old module whose name they do not reuse.
 
         A same-named module therefore replaces the old one and gains priority. Duplicates *within*
-        ``modules`` are kept here and rejected when planning.
+        ``modules`` are kept here and rejected when planning. Every ``runtimeGuard`` evidence of the
+        new modules must name a callable (DESIGN.md §1.3): the guard's module is imported here.
+
+        Raises:
+            BackendTypeError: ``modules`` is a single module, a string or not iterable, or an entry
+                is not a :class:`CapsuleModule` (a module's own entries are checked when it is built).
+            RegistryError: a runtime guard name that does not resolve to a callable
+                (:func:`torchlean.backend.registry.check_guards`).
         """
+        accepted = "an iterable of CapsuleModule"
+        if isinstance(modules, CapsuleModule):
+            raise BackendTypeError(
+                f"with_capsule_modules expects {accepted}, got the single module `{modules.name}`; "
+                "write [module]"
+            )
+        if isinstance(modules, str) or not isinstance(modules, Iterable):
+            raise BackendTypeError(f"with_capsule_modules expects {accepted}, got {describe(modules)}")
         new = tuple(modules)
+        for index, module in enumerate(new):
+            if not isinstance(module, CapsuleModule):
+                raise BackendTypeError(
+                    f"with_capsule_modules: modules[{index}] must be a CapsuleModule, got {describe(module)}"
+                )
+        for module in new:
+            check_guards(module)
         new_names = {module.name for module in new}
         kept = tuple(module for module in self.capsule_modules if module.name not in new_names)
         return dataclasses.replace(self, capsule_modules=new + kept)
@@ -88,34 +132,51 @@ class BackendProfile:
         """The same profile requesting VJP mode ``mode`` (``none`` for no-grad sessions)."""
         return dataclasses.replace(self, policy=dataclasses.replace(self.policy, vjp_mode=mode))
 
-    def plan_ops(self, ops: Iterable[BackendOp]) -> KernelPlan:
-        """Validate the modules, then plan ``ops`` over the available capsules.
+    def plan_ops(self, ops: Iterable[BackendOp | str]) -> KernelPlan:
+        """Parse the request, validate the modules, then plan ``ops`` over the available capsules.
+
+        ``ops`` is a sequence of :class:`BackendOp` members or op labels (``["matmul", "relu"]``).
+        A bare string is refused, not taken as one op: ``plan_ops("relu")`` raises and says to
+        write ``["relu"]`` (:func:`torchlean.backend.planner.requested_ops`).
 
         Raises:
+            BackendTypeError: ``ops`` is a string, a single op or not iterable, or an entry is
+                neither a member nor a string. UnknownLabelError: an unknown op label.
             RegistryError: a duplicate module name or capsule identity.
             PlanningError: one ``no admissible kernel capsule for op {op} on device {device}``
                 message per missing op (``.messages``).
         """
+        requested = requested_ops(ops)
         validate_modules(self.capsule_modules)
-        return plan_ops_available(self.policy, self.availability, self.registry(), ops)
+        return plan_ops_available(self.policy, self.availability, self.registry(), requested)
 
-    def explain_verdicts(self, op: BackendOp) -> tuple[CapsuleVerdict, ...]:
-        """One verdict per capsule registered for ``op`` in the whole catalog."""
-        return explain_op(self.policy, self.availability, self.registry(), op)
+    def explain_verdicts(self, op: BackendOp | str) -> tuple[CapsuleVerdict, ...]:
+        """One verdict per capsule registered for ``op`` (a member or its label) in the whole catalog.
 
-    def explain(self, op: BackendOp) -> str:
-        """Why each registered capsule for ``op`` is (not) selected; a registry error comes first."""
+        Raises:
+            UnknownLabelError, BackendTypeError: as :func:`torchlean.backend.planner.requested_op`.
+        """
+        return explain_op(self.policy, self.availability, self.registry(), requested_op(op))
+
+    def explain(self, op: BackendOp | str) -> str:
+        """Why each registered capsule for ``op`` is (not) selected; a registry error comes first.
+
+        Raises:
+            UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
+                :class:`BackendOp` nor a string (e.g. ``None``).
+        """
+        op = requested_op(op)
         lines = report.explain_lines(self.name, self.policy, op, self.explain_verdicts(op))
         error = module_validation_error(self.capsule_modules)
         if error is not None:
             lines.insert(1, f"  registry invalid: {error}")
         return "\n".join(lines)
 
-    def plan_report(self, ops: Iterable[BackendOp]) -> str:
+    def plan_report(self, ops: Iterable[BackendOp | str]) -> str:
         """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14).
 
         Raises:
-            PlanningError: as :meth:`plan_ops`.
+            BackendTypeError, UnknownLabelError, RegistryError, PlanningError: as :meth:`plan_ops`.
         """
         return report.plan_report(self.name, self.policy, self.plan_ops(ops))
 
@@ -123,16 +184,20 @@ class BackendProfile:
         """Validate modules, check the graph is well formed, plan one capsule per kernel node.
 
         Raises:
+            BackendTypeError: ``graph`` does not follow the IR protocol (no ``nodes`` or no
+                callable ``check_well_formed``).
             RegistryError: invalid modules. TorchLeanError: a malformed graph (the IR's message).
             PlanningError: missing ops.
         """
+        _check_graph(graph)
         validate_modules(self.capsule_modules)
         return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
 
     def accept_graph(self, graph: GraphLike) -> GraphKernelPlanResult:
         """Plan ``graph`` and run the gate on its groups under this profile's policy.
 
-        Acceptance failures are returned in the result; planning errors raise as in :meth:`plan_graph`.
+        Acceptance failures are returned in the result; planning errors (and a ``graph`` that is not
+        an IR graph) raise as in :meth:`plan_graph`.
         """
         return accept_graph_kernel_plan(self.plan_graph(graph), self.policy)
 
@@ -143,6 +208,15 @@ class BackendProfile:
     def has_device_capsule(self) -> bool:
         """Whether any capsule of the unfiltered catalog targets the policy's device."""
         return any(capsule.device is self.policy.device for capsule in self.registry())
+
+
+def _check_graph(graph: object) -> None:
+    """Refuse an object that does not follow :class:`~torchlean.backend.graph.GraphLike`."""
+    if not hasattr(graph, "nodes") or not callable(getattr(graph, "check_well_formed", None)):
+        raise BackendTypeError(
+            "graph must be an IR graph (an object with .nodes and .check_well_formed(), e.g. a "
+            f"torchlean.ir Graph), got {describe(graph)}"
+        )
 
 
 def _with_libtorch() -> tuple[CapsuleModule, ...]:
@@ -227,7 +301,11 @@ def get(name: str) -> BackendProfile:
 
     Raises:
         UnknownLabelError: ``unknown profile {name} (known: checked_cpu | checked_cuda | ...)``.
+        BackendTypeError: ``name`` is not a string.
     """
+    if not isinstance(name, str):
+        known = " | ".join(_PROFILES)
+        raise BackendTypeError(f"profile name must be a string ({known}), got {describe(name)}")
     try:
         return _PROFILES[name]
     except KeyError:

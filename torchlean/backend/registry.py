@@ -13,23 +13,28 @@ they import :class:`CapsuleModule` from here.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.errors import PlanningError
+from torchlean.backend.fields import describe, text_field, tuple_field
 
 __all__ = [
     "CapsuleModule",
     "RegistryError",
     "aten_module",
+    "check_guards",
     "first_duplicate_capsule_name",
     "first_duplicate_module_name",
     "flatten",
     "libtorch_module",
     "maintained_modules",
     "module_validation_error",
+    "resolve_guard",
     "validate_modules",
 ]
 
@@ -40,10 +45,22 @@ class RegistryError(PlanningError):
 
 @dataclass(frozen=True, slots=True)
 class CapsuleModule:
-    """A named contribution of capsules to the registry (order of ``capsules`` is kept)."""
+    """A named contribution of capsules to the registry (order of ``capsules`` is kept).
+
+    ``capsules`` may be given as a list (stored as a tuple).
+
+    Raises:
+        BackendTypeError: a name that is not a string; ``capsules`` not a tuple/list, or an entry
+            that is not a :class:`KernelCapsule` (``CapsuleModule `{name}`.capsules[{i}] must be a
+            KernelCapsule, got ...``). BackendValueError: an empty name.
+    """
 
     name: str
     capsules: tuple[KernelCapsule, ...]
+
+    def __post_init__(self) -> None:
+        text_field(self, "name")
+        tuple_field(self, "capsules", KernelCapsule, where=f"CapsuleModule `{self.name}`.capsules")
 
 
 def flatten(modules: Iterable[CapsuleModule]) -> tuple[KernelCapsule, ...]:
@@ -87,6 +104,50 @@ def validate_modules(modules: Sequence[CapsuleModule]) -> None:
     message = module_validation_error(modules)
     if message is not None:
         raise RegistryError(message)
+
+
+def resolve_guard(name: str) -> Callable[..., object]:
+    """The callable a ``runtimeGuard`` evidence names: ``module.function`` (the module is imported).
+
+    Source: DESIGN.md §1.3 ("a ``runtimeGuard`` names a guard function that exists").
+
+    Raises:
+        RegistryError: ``runtime guard `{name}` cannot be imported: ...``, ``runtime guard `{name}`
+            does not exist: {module} has no `{function}` `` or ``runtime guard `{name}` is not a
+            callable: {value} ({type})``.
+    """
+    module_name, _, attribute = name.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except (ImportError, ValueError) as error:
+        raise RegistryError(f"runtime guard `{name}` cannot be imported: {error}") from None
+    guard: object = getattr(module, attribute, None)
+    if guard is None:
+        raise RegistryError(f"runtime guard `{name}` does not exist: {module_name} has no `{attribute}`")
+    if not callable(guard):
+        raise RegistryError(f"runtime guard `{name}` is not a callable: {describe(guard)}")
+    return guard
+
+
+def check_guards(module: CapsuleModule) -> None:
+    """Resolve every ``runtimeGuard`` evidence of ``module`` to a callable (imports guard modules).
+
+    Raises:
+        RegistryError: ``capsule module `{module}`: capsule `{capsule}` {obligation} evidence: ...``
+            with :func:`resolve_guard`'s reason, for the first guard that does not resolve.
+    """
+    for capsule in module.capsules:
+        for obligation, descriptor in capsule.contracts():
+            evidence = descriptor.evidence
+            if evidence.kind is not EvidenceKind.RUNTIME_GUARD or evidence.name is None:
+                continue
+            try:
+                resolve_guard(evidence.name)
+            except RegistryError as error:
+                raise RegistryError(
+                    f"capsule module `{module.name}`: capsule `{capsule.name}` {obligation.label} "
+                    f"evidence: {error}"
+                ) from None
 
 
 @functools.cache

@@ -1,0 +1,507 @@
+"""Records refuse ill-typed or dishonest fields where they are built; API calls refuse bad arguments
+with torchlean errors (never an ``AttributeError`` from deep inside planning).
+
+Oracles: the messages are written out by hand from the rule "name the field or argument, the value
+and the accepted ones" (DESIGN.md §4); label parsing is checked against the enum members; the
+dishonest-evidence example is the reviewer's (a trusted boundary whose kind was given as the string
+``"trustedBoundary"`` used to pass the checked policy and run in a ``checked_cpu`` session).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from backend_builders import make_capsule, mlp_graph
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import torchlean as tl
+from torchlean.backend import planner, profiles
+from torchlean.backend.capsule import KernelCapsule, choose_capsule
+from torchlean.backend.contracts import (
+    ClaimKind,
+    ContractClaim,
+    ContractDescriptor,
+    ContractEvidence,
+    EvidenceKind,
+    NativeSymbolRef,
+    NumericalPolicy,
+    guarded,
+)
+from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
+from torchlean.backend.fields import BackendTypeError, BackendValueError, describe
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy, PreferenceKind, ProviderPreference
+from torchlean.backend.providers.reference import capsules as reference
+from torchlean.backend.registry import CapsuleModule, RegistryError, all_modules
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    Device,
+    Provider,
+    ReductionPolicy,
+    TensorLayout,
+    VJPMode,
+)
+
+B = BackendOp
+CHECKED_CPU = profiles.get("checked_cpu")
+RELU = next(c for c in reference.CAPSULES if c.op is B.RELU)
+OPS = " | ".join(BackendOp.labels())
+EVIDENCE_KINDS = "runtimeGuard | testSuite | trustedBoundary | notApplicable"
+GUARDS = "torchlean.backend.providers.reference.guards"
+DEVICES = "cpu | cuda | rocm | metal | wasm | tpu | trainium | custom | external"
+NON_EMPTY_NAME = "ContractEvidence.name must be a non-empty string"
+DOTTED = "ContractEvidence.name: a runtimeGuard names a dotted Python function (module.function)"
+MODULES_EXPECTED = "with_capsule_modules expects an iterable of CapsuleModule"
+OPS_EXPECTED = "ops must be a sequence of ops (BackendOp members or op labels)"
+SHAPE_CLAIM = ContractClaim.shape_safety(B.RELU)
+SUITE = ContractEvidence.test_suite("tests/runtime/test_reference_values.py")
+
+
+def _value(evidence: ContractEvidence) -> KernelCapsule:
+    """``reference.relu`` renamed ``foreign.relu`` with ``evidence`` behind its value claim."""
+    descriptor = ContractDescriptor(ContractClaim.value_refinement(B.RELU), "Foreign relu.", evidence)
+    return dataclasses.replace(RELU, name="foreign.relu", value_contract=descriptor)
+
+
+def _foreign_profile(evidence: ContractEvidence) -> profiles.BackendProfile:
+    return CHECKED_CPU.with_capsule_modules([CapsuleModule("foreign", (_value(evidence),))])
+
+
+def test_error_classes_are_torchlean_errors_of_the_builtin_flavour() -> None:
+    assert issubclass(BackendTypeError, TorchLeanError) and issubclass(BackendTypeError, TypeError)
+    assert issubclass(BackendValueError, TorchLeanError) and issubclass(BackendValueError, ValueError)
+
+
+# ------------------------------------------------------------------- 1. the reviewer's dishonest kind
+
+
+def test_an_evidence_kind_given_as_its_label_is_that_kind() -> None:
+    evidence = ContractEvidence("trustedBoundary", "some foreign library")  # type: ignore[arg-type]
+    assert evidence.kind is EvidenceKind.TRUSTED_BOUNDARY
+    assert evidence == ContractEvidence.trusted_boundary("some foreign library")
+    assert evidence.label == "trusted boundary: some foreign library"
+
+
+def test_a_labelled_trusted_boundary_is_rejected_under_checked_and_accepted_under_external() -> None:
+    profile = _foreign_profile(ContractEvidence("trustedBoundary", "some foreign library"))  # type: ignore[arg-type]
+    plan = profile.plan_ops([B.RELU])
+    assert plan.capsule_names == ("foreign.relu",)
+    rejected = plan.check_contracts(AssurancePolicy.CHECKED).rejected
+    assert [(r.capsule_name, r.obligation.label, r.evidence.label) for r in rejected] == [
+        ("foreign.relu", "value", "trusted boundary: some foreign library")
+    ]
+    assert plan.check_contracts(AssurancePolicy.EXTERNAL).accepted
+    line = "    value: relu forward refines its TorchLean semantics; trusted boundary: some foreign library"
+    assert line in profile.plan_report([B.RELU]).splitlines()
+
+
+def test_a_labelled_trusted_boundary_does_not_run_in_a_checked_session() -> None:
+    profile = _foreign_profile(ContractEvidence("trustedBoundary", "some foreign library"))  # type: ignore[arg-type]
+    with tl.session(profile), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor([1.0, -1.0]))
+    assert str(info.value) == (
+        "torch: kernel selection failed for `relu`: backend profile checked_cpu rejected `relu`: "
+        "foreign.relu has rejected value evidence for relu: trusted boundary: some foreign library"
+    )
+
+
+@pytest.mark.parametrize("kind", list(EvidenceKind))
+def test_accepts_evidence_per_kind(kind: EvidenceKind) -> None:
+    evidence = ContractEvidence(kind, None if kind is EvidenceKind.NOT_APPLICABLE else f"{GUARDS}.check_relu")
+    assert AssurancePolicy.EXTERNAL.accepts_evidence(evidence)
+    assert AssurancePolicy.CHECKED.accepts_evidence(evidence) is (kind is not EvidenceKind.TRUSTED_BOUNDARY)
+
+
+def test_accepts_evidence_refuses_what_is_not_evidence() -> None:
+    with pytest.raises(BackendTypeError) as info:
+        AssurancePolicy.CHECKED.accepts_evidence("trustedBoundary")  # type: ignore[arg-type]
+    assert str(info.value) == "evidence must be a ContractEvidence, got 'trustedBoundary' (str)"
+
+
+# ------------------------------------------------------------------------------- evidence fields
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (
+            lambda: ContractEvidence("trusted", "x"),  # type: ignore[arg-type]
+            BackendValueError,
+            f"ContractEvidence.kind: unknown evidence kind trusted (known: {EVIDENCE_KINDS})",
+        ),
+        (
+            lambda: ContractEvidence(3, "x"),  # type: ignore[arg-type]
+            BackendTypeError,
+            f"ContractEvidence.kind must be a EvidenceKind or one of its labels ({EVIDENCE_KINDS}), "
+            "got 3 (int)",
+        ),
+        (
+            lambda: ContractEvidence.test_suite(3),  # type: ignore[arg-type]
+            BackendTypeError,
+            f"{NON_EMPTY_NAME}, got 3 (int)",
+        ),
+        (lambda: ContractEvidence.test_suite(""), BackendValueError, f"{NON_EMPTY_NAME}, got ''"),
+        (lambda: ContractEvidence.trusted_boundary("  "), BackendValueError, f"{NON_EMPTY_NAME}, got '  '"),
+        (
+            lambda: ContractEvidence.runtime_guard("shape guard"),
+            BackendValueError,
+            f"{DOTTED}, got 'shape guard'",
+        ),
+        (
+            lambda: ContractEvidence.runtime_guard("check_relu"),
+            BackendValueError,
+            f"{DOTTED}, got 'check_relu'",
+        ),
+        (
+            lambda: ContractEvidence.test_suite(None),  # type: ignore[arg-type]
+            BackendTypeError,
+            "testSuite evidence needs a name exactly when it is applicable",
+        ),
+        (
+            lambda: ContractEvidence(EvidenceKind.NOT_APPLICABLE, "x"),
+            BackendTypeError,
+            "notApplicable evidence needs a name exactly when it is applicable",
+        ),
+    ],
+    ids=["unknown-kind", "int-kind", "int-suite", "empty-suite", "blank-reason", "spaced-guard", "bare-guard",
+         "suite-without-name", "not-applicable-with-name"],
+)  # fmt: skip
+def test_evidence_fields_are_checked(build: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        build()  # type: ignore[operator]
+    assert str(info.value) == message
+
+
+def test_a_guard_name_that_is_no_callable_is_refused_when_the_module_is_registered() -> None:
+    assert ContractEvidence.runtime_guard("numpy.pi").name == "numpy.pi"  # a dotted name: a legal record
+    shape = guarded(ContractClaim.shape_safety(B.RELU), "Shapes.", "numpy.pi")
+    capsule = dataclasses.replace(RELU, name="pi.relu", shape_contract=shape)
+    with pytest.raises(RegistryError) as info:
+        CHECKED_CPU.with_capsule_modules([CapsuleModule("pi", (capsule,))])
+    assert str(info.value) == (
+        "capsule module `pi`: capsule `pi.relu` shape evidence: runtime guard `numpy.pi` is not a callable: "
+        "3.141592653589793 (float)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("guard", "reason"),
+    [
+        ("no_such_package_xyz.check", "runtime guard `no_such_package_xyz.check` cannot be imported: "
+                                      "No module named 'no_such_package_xyz'"),
+        (f"{GUARDS}.check_nothing", f"runtime guard `{GUARDS}.check_nothing` does not exist: {GUARDS} has no "
+                                    "`check_nothing`"),
+    ],
+)  # fmt: skip
+def test_a_guard_name_that_does_not_resolve_is_refused(guard: str, reason: str) -> None:
+    capsule = dataclasses.replace(
+        RELU, name="x.relu", layout_contract=guarded(RELU.layout_contract.claim, "Layout.", guard)
+    )
+    with pytest.raises(RegistryError) as info:
+        CHECKED_CPU.with_capsule_modules([CapsuleModule("x", (capsule,))])
+    assert str(info.value) == f"capsule module `x`: capsule `x.relu` layout evidence: {reason}"
+
+
+def test_every_shipped_module_registers() -> None:
+    profile = CHECKED_CPU.with_capsule_modules(all_modules())
+    names = [m.name for m in profile.capsule_modules]
+    assert names == ["attention", "native-cuda", "reference", "libtorch", "aten"]
+
+
+# ---------------------------------------------------------------------------- claims, descriptors
+
+
+def test_claim_fields_take_members_or_labels() -> None:
+    claim = ContractClaim("layoutCompatibility", "relu", layout="canonical-tensor")  # type: ignore[arg-type]
+    assert claim == ContractClaim.layout_compatibility(B.RELU, TensorLayout.CANONICAL_TENSOR)
+    assert ContractClaim("vjpRefinement", "relu", mode="torchlean-tape") == (  # type: ignore[arg-type]
+        ContractClaim.vjp_refinement(B.RELU, VJPMode.TORCHLEAN_TAPE)
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: ContractClaim(ClaimKind.SHAPE_SAFETY, "rleu"), BackendValueError,  # type: ignore[arg-type]
+         f"ContractClaim.op: unknown op rleu (known: {OPS})"),
+        (lambda: ContractClaim(ClaimKind.SHAPE_SAFETY, None), BackendTypeError,  # type: ignore[arg-type]
+         f"ContractClaim.op must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"),
+        (lambda: ContractClaim(ClaimKind.VALUE_REFINEMENT, B.RELU, layout=3), BackendTypeError,  # type: ignore[arg-type]
+         "ContractClaim.layout must be a TensorLayout or one of its labels (canonical-tensor | "
+         "flat-row-major | libtorch-cuda-view) or None, got 3 (int)"),
+        (lambda: ContractClaim(ClaimKind.VALUE_REFINEMENT, B.RELU, layout=TensorLayout.FLAT_ROW_MAJOR),
+         BackendTypeError, "a valueRefinement claim carries a layout only for layout compatibility"),
+        (lambda: ContractDescriptor("shape", "s", ContractEvidence.test_suite("t.py")), BackendTypeError,  # type: ignore[arg-type]
+         "ContractDescriptor.claim must be a ContractClaim, got 'shape' (str)"),
+        (lambda: ContractDescriptor(SHAPE_CLAIM, "", SUITE), BackendValueError,
+         "ContractDescriptor.summary must be a non-empty string, got ''"),
+        (lambda: ContractDescriptor(SHAPE_CLAIM, "s", "tests/x.py"), BackendTypeError,  # type: ignore[arg-type]
+         "ContractDescriptor.evidence must be a ContractEvidence, got 'tests/x.py' (str)"),
+        (lambda: ContractDescriptor(SHAPE_CLAIM, "s", SUITE, ("csrc/native_ops.cu",)), BackendTypeError,  # type: ignore[arg-type]
+         "ContractDescriptor.provenance[0] must be a NativeSymbolRef, got 'csrc/native_ops.cu' (str)"),
+        (lambda: NativeSymbolRef("", "relu_forward"), BackendValueError,
+         "NativeSymbolRef.path must be a non-empty string, got ''"),
+        (lambda: NativeSymbolRef("csrc/native_ops.cu", 3), BackendTypeError,  # type: ignore[arg-type]
+         "NativeSymbolRef.symbol must be a non-empty string, got 3 (int)"),
+        (lambda: NumericalPolicy("left"), BackendValueError,  # type: ignore[arg-type]
+         "NumericalPolicy.reduction: unknown reduction policy left (known: fixed-left | "
+         "implementation-defined | n/a)"),
+    ],
+    ids=["claim-op-label", "claim-op-none", "claim-layout-int", "claim-layout-misplaced", "descriptor-claim",
+         "descriptor-summary", "descriptor-evidence", "descriptor-provenance", "symbol-path", "symbol-int",
+         "reduction-label"],
+)  # fmt: skip
+def test_claim_and_descriptor_fields_are_checked(build: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        build()  # type: ignore[operator]
+    assert str(info.value) == message
+
+
+def test_provenance_list_and_reduction_label_are_normalised() -> None:
+    ref = NativeSymbolRef("csrc/native_ops.cu", "relu_forward")
+    descriptor = ContractDescriptor(SHAPE_CLAIM, "s", SUITE, [ref])  # type: ignore[arg-type]
+    assert descriptor.provenance == (ref,)
+    assert NumericalPolicy("fixed-left") == NumericalPolicy(ReductionPolicy.FIXED_LEFT)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------- capsules
+
+
+def test_every_enum_field_of_every_shipped_capsule_may_be_given_as_its_label() -> None:
+    for module in all_modules():
+        for capsule in module.capsules:
+            relabelled = dataclasses.replace(
+                capsule,
+                op=capsule.op.label,  # type: ignore[arg-type]
+                provider=capsule.provider.label,  # type: ignore[arg-type]
+                device=capsule.device.label,  # type: ignore[arg-type]
+                trust_level=capsule.trust_level.label,  # type: ignore[arg-type]
+                vjp_mode=capsule.vjp_mode.label,  # type: ignore[arg-type]
+            )
+            assert relabelled == capsule
+            assert relabelled.op is capsule.op and relabelled.device is capsule.device
+
+
+def test_a_capsule_built_with_an_op_label_plans() -> None:
+    relu = dataclasses.replace(RELU, name="label.relu", op="relu")  # type: ignore[arg-type]
+    plan = CHECKED_CPU.with_capsule_modules([CapsuleModule("label", (relu,))]).plan_ops(["relu"])
+    assert plan.capsule_names == ("label.relu",)
+    assert plan.kernels[0].capsule.op is B.RELU
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"name": ""}, BackendValueError, "KernelCapsule.name must be a non-empty string, got ''"),
+        ({"name": None}, BackendTypeError,
+         "KernelCapsule.name must be a non-empty string, got None (NoneType)"),
+        ({"op": "rleu"}, BackendValueError, f"KernelCapsule.op: unknown op rleu (known: {OPS})"),
+        ({"op": 3}, BackendTypeError,
+         f"KernelCapsule.op must be a BackendOp or one of its labels ({OPS}), got 3 (int)"),
+        ({"device": "gpu"}, BackendValueError,
+         f"KernelCapsule.device: unknown device gpu (known targets: {DEVICES})"),
+        ({"provider": Device.CPU}, BackendTypeError,
+         "KernelCapsule.provider must be a Provider or one of its labels (reference | torchlean | "
+         "native-cuda | libtorch | aten | mps | webgpu | cublas | cudnn | cufft | xla | neuron | custom-chip "
+         "| external), got <Device.CPU: 'cpu'> (Device)"),
+        ({"trust_level": True}, BackendTypeError,
+         "KernelCapsule.trust_level must be a TrustLevel or one of its labels (checked | trusted-external), "
+         "got True (bool)"),
+        ({"supports_forward": 1}, BackendTypeError,
+         "KernelCapsule.supports_forward must be True or False, got 1 (int)"),
+        ({"vjp_mode": "tape"}, BackendValueError,
+         "KernelCapsule.vjp_mode: unknown vjp mode tape (known: none | torchlean-tape | backend-vjp)"),
+        ({"shape_contract": "guarded"}, BackendTypeError,
+         "KernelCapsule.shape_contract must be a ContractDescriptor, got 'guarded' (str)"),
+        ({"numerical_policy": ReductionPolicy.FIXED_LEFT}, BackendTypeError,
+         "KernelCapsule.numerical_policy must be a NumericalPolicy, got "
+         "<ReductionPolicy.FIXED_LEFT: 'fixed-left'> (ReductionPolicy)"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
+)  # fmt: skip
+def test_capsule_fields_are_checked(changes: dict[str, object], error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        dataclasses.replace(RELU, **changes)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_a_module_entry_that_is_no_capsule_is_refused() -> None:
+    with pytest.raises(BackendTypeError) as info:
+        CapsuleModule("custom", (RELU, "reference.relu"))  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "CapsuleModule `custom`.capsules[1] must be a KernelCapsule, got 'reference.relu' (str)"
+    )
+    with pytest.raises(BackendTypeError) as info:
+        CapsuleModule("custom", "reference.relu")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "CapsuleModule `custom`.capsules must be a tuple of KernelCapsule, got 'reference.relu' (str)"
+    )
+    with pytest.raises(BackendValueError, match=r"^CapsuleModule.name must be a non-empty string, got ''$"):
+        CapsuleModule("", ())
+    assert CapsuleModule("custom", [RELU]).capsules == (RELU,)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("modules", "message"),
+    [
+        (CapsuleModule("one", (RELU,)), f"{MODULES_EXPECTED}, got the single module `one`; write [module]"),
+        ("reference", f"{MODULES_EXPECTED}, got 'reference' (str)"),
+        (None, f"{MODULES_EXPECTED}, got None (NoneType)"),
+        (["reference"], "with_capsule_modules: modules[0] must be a CapsuleModule, got 'reference' (str)"),
+        ([RELU], "with_capsule_modules: modules[0] must be a CapsuleModule, got "
+                 + repr(RELU)[:77] + "... (KernelCapsule)"),
+    ],
+    ids=["single-module", "string", "none", "string-entry", "capsule-entry"],
+)  # fmt: skip
+def test_with_capsule_modules_refuses_what_is_not_a_module_list(modules: object, message: str) -> None:
+    with pytest.raises(BackendTypeError) as info:
+        CHECKED_CPU.with_capsule_modules(modules)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+# --------------------------------------------------------------------------------------- policies
+
+
+def test_policy_fields_take_labels() -> None:
+    policy = KernelPolicy(device="cuda", assurance="external", vjp_mode="none")  # type: ignore[arg-type]
+    assert policy == KernelPolicy(Device.CUDA, assurance=AssurancePolicy.EXTERNAL, vjp_mode=VJPMode.NONE)
+    assert ProviderPreference("prefer", "libtorch") == ProviderPreference.prefer(Provider.LIBTORCH)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: KernelPolicy(device=None), BackendTypeError,  # type: ignore[arg-type]
+         f"KernelPolicy.device must be a Device or one of its labels ({DEVICES}), got None (NoneType)"),
+        (lambda: KernelPolicy(assurance="strict"), BackendValueError,  # type: ignore[arg-type]
+         "KernelPolicy.assurance: unknown assurance policy strict (known: checked | external)"),
+        (lambda: KernelPolicy(provider="auto"), BackendTypeError,  # type: ignore[arg-type]
+         "KernelPolicy.provider must be a ProviderPreference, got 'auto' (str)"),
+        (lambda: AssurancePolicy(allow_trusted_external="yes"), BackendTypeError,  # type: ignore[arg-type]
+         "AssurancePolicy.allow_trusted_external must be True or False, got 'yes' (str)"),
+        (lambda: ProviderPreference(PreferenceKind.AUTO, Provider.ATEN), BackendTypeError,
+         "a provider preference names a provider exactly when it is prefer or only"),
+    ],
+    ids=["device-none", "assurance-label", "provider-str", "allow-str", "auto-with-provider"],
+)  # fmt: skip
+def test_policy_fields_are_checked(build: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        build()  # type: ignore[operator]
+    assert str(info.value) == message
+
+
+# ------------------------------------------------------------------------------ 2. the Python API
+
+
+def test_plan_ops_takes_op_labels() -> None:
+    assert CHECKED_CPU.plan_ops(["matmul", "relu"]) == CHECKED_CPU.plan_ops([B.MATMUL, B.RELU])
+    assert CHECKED_CPU.plan_ops(("matmul", B.RELU)).capsule_names == ("reference.matmul", "reference.relu")
+    assert CHECKED_CPU.plan_report(["relu"]) == CHECKED_CPU.plan_report([B.RELU])
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        ("relu", f"{OPS_EXPECTED}, got the string 'relu'; write ['relu']"),
+        (B.RELU, f"{OPS_EXPECTED}, got the single op relu; write [BackendOp.RELU]"),
+        (3, f"{OPS_EXPECTED}, got 3 (int)"),
+        (["relu", None], f"ops[1] must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"),
+    ],
+    ids=["string", "single-op", "int", "none-entry"],
+)  # fmt: skip
+def test_plan_ops_and_plan_report_refuse_what_is_not_an_op_sequence(ops: object, message: str) -> None:
+    for call in (CHECKED_CPU.plan_ops, CHECKED_CPU.plan_report):
+        with pytest.raises(BackendTypeError) as info:
+            call(ops)  # type: ignore[arg-type]
+        assert str(info.value) == message
+
+
+def test_an_unknown_op_label_is_an_unknown_label() -> None:
+    for call in (lambda: CHECKED_CPU.plan_ops(["relu", "rleu"]), lambda: CHECKED_CPU.explain("rleu")):
+        with pytest.raises(UnknownLabelError) as info:
+            call()
+        assert str(info.value) == f"unknown op rleu (known: {OPS})"
+
+
+def test_explain_takes_a_label_and_refuses_none() -> None:
+    assert CHECKED_CPU.explain("relu") == CHECKED_CPU.explain(B.RELU)
+    assert CHECKED_CPU.explain_verdicts("relu") == CHECKED_CPU.explain_verdicts(B.RELU)
+    with pytest.raises(BackendTypeError) as info:
+        CHECKED_CPU.explain(None)  # type: ignore[arg-type]
+    assert str(info.value) == f"op must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"
+
+
+def test_check_contracts_takes_a_policy_label() -> None:
+    plan = profiles.get("libtorch_forward_cpu").plan_ops([B.SCALED_DOT_PRODUCT_ATTENTION])
+    audit = plan.audit()
+    assert audit.check_contracts("checked") == audit.check_contracts(AssurancePolicy.CHECKED)
+    assert not audit.check_contracts("checked").accepted
+    assert plan.check_contracts("external") == plan.check_contracts(AssurancePolicy.EXTERNAL)
+    assert plan.check_contracts("external").accepted
+    with pytest.raises(UnknownLabelError) as unknown:
+        audit.check_contracts("strict")
+    assert str(unknown.value) == "unknown assurance policy strict (known: checked | external)"
+    with pytest.raises(BackendTypeError) as info:
+        audit.check_contracts(None)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "policy must be an AssurancePolicy or its label (checked | external), got None (NoneType)"
+    )
+
+
+@pytest.mark.parametrize("graph", ["mlp", None, [1, 2]])
+def test_graph_calls_refuse_what_is_not_a_graph(graph: object) -> None:
+    for call in (CHECKED_CPU.plan_graph, CHECKED_CPU.accept_graph):
+        with pytest.raises(BackendTypeError) as info:
+            call(graph)  # type: ignore[arg-type]
+        assert str(info.value) == (
+            "graph must be an IR graph (an object with .nodes and .check_well_formed(), e.g. a torchlean.ir "
+            f"Graph), got {graph!r} ({type(graph).__name__})"
+        )
+    assert len(CHECKED_CPU.plan_graph(mlp_graph()).kernels) == 13  # 18 nodes less 1 input and 4 consts
+
+
+def test_long_values_are_shortened_in_messages() -> None:
+    assert describe("x" * 100) == "'" + "x" * 76 + "... (str)"
+    assert describe(None) == "None (NoneType)"
+
+
+def test_profiles_get_refuses_a_non_string() -> None:
+    with pytest.raises(BackendTypeError) as info:
+        profiles.get(None)  # type: ignore[arg-type]
+    known = " | ".join(profiles.names())
+    assert str(info.value) == f"profile name must be a string ({known}), got None (NoneType)"
+
+
+def test_module_level_planner_functions_take_labels() -> None:
+    registry = CHECKED_CPU.registry()
+    policy = CHECKED_CPU.policy
+    assert planner.plan_op(policy, registry, "relu") == planner.plan_op(policy, registry, B.RELU)
+    assert planner.plan_ops(policy, registry, ["relu"]) == planner.plan_ops(policy, registry, [B.RELU])
+    assert choose_capsule(policy, "relu", registry) is choose_capsule(policy, B.RELU, registry)  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError):
+        planner.plan_ops(policy, registry, "relu")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(BackendOp)), st.booleans()), max_size=6))
+def test_labels_and_members_plan_alike(request: list[tuple[BackendOp, bool]]) -> None:
+    """Any mixture of members and labels plans (or fails) exactly as the members do."""
+    members = [op for op, _ in request]
+    mixed = [op.label if as_label else op for op, as_label in request]
+    try:
+        expected = CHECKED_CPU.plan_ops(members)
+    except PlanningError as error:
+        with pytest.raises(PlanningError) as info:
+            CHECKED_CPU.plan_ops(mixed)
+        assert info.value.messages == error.messages
+    else:
+        assert CHECKED_CPU.plan_ops(mixed) == expected
+
+
+def test_builder_capsules_still_register() -> None:
+    capsule = make_capsule("built.relu", B.RELU)
+    profile = CHECKED_CPU.with_capsule_modules([CapsuleModule("b", (capsule,))])
+    assert profile.plan_ops(["relu"]).capsule_names == ("built.relu",)
+    assert re.fullmatch(r"backend_builders\.check_shape", capsule.shape_contract.evidence.name or "")

@@ -1,0 +1,159 @@
+"""Validation of the capsule system's record fields and API arguments.
+
+Source: DESIGN.md §1.3 (evidence names are real; a capsule never claims more than is true) and
+§4 (errors name the offending value and the accepted ones). The frozen records of the backend
+(:class:`~torchlean.backend.contracts.ContractEvidence`, ``ContractClaim``, ``ContractDescriptor``,
+``NativeSymbolRef``, ``NumericalPolicy``, :class:`~torchlean.backend.capsule.KernelCapsule`,
+``CapsuleModule``, the policies and profiles) check every field in ``__post_init__`` with the
+helpers below, so an ill-typed or dishonest record is refused where it is built, not when a
+planner or report later trips over it. An enum field takes its member or the member's label
+(parsed with ``Enum.parse`` and stored as the member); names and paths are non-empty strings.
+
+This module depends only on :mod:`torchlean.backend.errors` and :mod:`~torchlean.backend.vocabulary`.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.backend.vocabulary import LabelledEnum
+
+__all__ = [
+    "BackendTypeError",
+    "BackendValueError",
+    "bool_field",
+    "describe",
+    "enum_field",
+    "instance_field",
+    "parse_member",
+    "text_field",
+    "tuple_field",
+]
+
+E = TypeVar("E", bound=LabelledEnum)
+
+_SHOWN = 80
+
+
+class BackendTypeError(TorchLeanError, TypeError):
+    """A backend record field or API argument has the wrong type.
+
+    The message names the field or argument, the value (and its type) and what is accepted.
+    """
+
+
+class BackendValueError(TorchLeanError, ValueError):
+    """A backend record field has the right type but a refused value: an unknown label, an empty
+    name, a runtime guard name that is not a dotted Python name."""
+
+
+def describe(value: object) -> str:
+    """``repr(value)`` (shortened to 80 characters) followed by its type, e.g. ``'relu' (str)``."""
+    shown = repr(value)
+    if len(shown) > _SHOWN:
+        shown = shown[: _SHOWN - 3] + "..."
+    return f"{shown} ({type(value).__name__})"
+
+
+def _accepted(cls: type[LabelledEnum]) -> str:
+    return f"a {cls.__name__} or one of its labels ({' | '.join(cls.labels())})"
+
+
+def parse_member(cls: type[E], value: object, what: str) -> E:
+    """``value`` as a member of ``cls``: the member itself or its label (API arguments).
+
+    Raises:
+        UnknownLabelError: a string that is no label of ``cls`` (``cls.parse``'s message).
+        BackendTypeError: ``{what} must be a {cls} or one of its labels (...), got {value} ({type})``.
+    """
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        return cls.parse(value)
+    raise BackendTypeError(f"{what} must be {_accepted(cls)}, got {describe(value)}")
+
+
+def _field(record: object, name: str) -> str:
+    return f"{type(record).__name__}.{name}"
+
+
+def enum_field(record: object, name: str, cls: type[LabelledEnum], *, optional: bool = False) -> None:
+    """Check ``record.name`` is a member of ``cls`` (or ``None`` when ``optional``); a label is parsed
+    and stored as its member.
+
+    Raises:
+        BackendTypeError: neither a member nor a string.
+        BackendValueError: a string that is no label of ``cls``.
+    """
+    value = getattr(record, name)
+    if (optional and value is None) or isinstance(value, cls):
+        return
+    where = _field(record, name)
+    if isinstance(value, str):
+        try:
+            member = cls.parse(value)
+        except UnknownLabelError as error:
+            raise BackendValueError(f"{where}: {error}") from None
+        object.__setattr__(record, name, member)
+        return
+    accepted = _accepted(cls) + (" or None" if optional else "")
+    raise BackendTypeError(f"{where} must be {accepted}, got {describe(value)}")
+
+
+def text_field(record: object, name: str, *, optional: bool = False) -> None:
+    """Check ``record.name`` is a non-empty, non-blank string (or ``None`` when ``optional``).
+
+    Raises:
+        BackendTypeError: not a string. BackendValueError: empty or blank.
+    """
+    value = getattr(record, name)
+    if optional and value is None:
+        return
+    where = _field(record, name)
+    accepted = "a non-empty string" + (" or None" if optional else "")
+    if not isinstance(value, str):
+        raise BackendTypeError(f"{where} must be {accepted}, got {describe(value)}")
+    if not value.strip():
+        raise BackendValueError(f"{where} must be {accepted}, got {value!r}")
+
+
+def instance_field(record: object, name: str, cls: type[object]) -> None:
+    """Check ``record.name`` is an instance of ``cls``.
+
+    Raises:
+        BackendTypeError: ``{Record}.{name} must be a {cls}, got {value} ({type})``.
+    """
+    value = getattr(record, name)
+    if not isinstance(value, cls):
+        raise BackendTypeError(f"{_field(record, name)} must be a {cls.__name__}, got {describe(value)}")
+
+
+def bool_field(record: object, name: str) -> None:
+    """Check ``record.name`` is ``True`` or ``False`` (not 0/1, not a string).
+
+    Raises:
+        BackendTypeError: any other value.
+    """
+    value = getattr(record, name)
+    if not isinstance(value, bool):
+        raise BackendTypeError(f"{_field(record, name)} must be True or False, got {describe(value)}")
+
+
+def tuple_field(record: object, name: str, cls: type[object], *, where: str | None = None) -> None:
+    """Check ``record.name`` is a tuple (a list is converted) whose items are all ``cls`` instances.
+
+    ``where`` replaces ``{Record}.{name}`` in messages (e.g. to name the record).
+
+    Raises:
+        BackendTypeError: not a tuple/list, or the first item that is not a ``cls`` (by index).
+    """
+    value = getattr(record, name)
+    label = where or _field(record, name)
+    if not isinstance(value, tuple | list):
+        raise BackendTypeError(f"{label} must be a tuple of {cls.__name__}, got {describe(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, cls):
+            raise BackendTypeError(f"{label}[{index}] must be a {cls.__name__}, got {describe(item)}")
+    if isinstance(value, list):
+        object.__setattr__(record, name, tuple(value))
