@@ -915,7 +915,9 @@ def rand_uniform_forward(
     seed64, counter64 = _u64("rand_uniform", "seed", seed), _u64("rand_uniform", "counter", counter)
     stream = extension.stream_handle(index)
     with _launch("rand_uniform"):
-        return _native.rand_uniform_forward(dims, seed64, counter64, name, index, stream)
+        out: Tensor = _native.rand_uniform_forward(dims, seed64, counter64, name, index, stream)
+    guards.check_flat_row_major("rand_uniform", {"out": out})  # a source: its produced layout
+    return out
 
 
 def bernoulli_mask_forward(
@@ -940,7 +942,9 @@ def bernoulli_mask_forward(
     seed64, counter64 = _u64("bernoulli_mask", "seed", seed), _u64("bernoulli_mask", "counter", counter)
     stream = extension.stream_handle(index)
     with _launch("bernoulli_mask"):
-        return _native.bernoulli_mask_forward(dims, keep, seed64, counter64, name, index, stream)
+        out: Tensor = _native.bernoulli_mask_forward(dims, keep, seed64, counter64, name, index, stream)
+    guards.check_flat_row_major("bernoulli_mask", {"out": out})  # a source: its produced layout
+    return out
 
 
 # ---------------------------------------------------------------------------- normalisation layers

@@ -990,9 +990,11 @@ def rand_uniform(
 ) -> Array:
     """Deterministic uniform tensor: element at row-major index ``i`` is
     ``sampleNat(keyOf(seed, counter), i) / 2**32`` rounded to ``dtype`` (so in ``[0, 1]``; float32
-    can round values within 2**-25 of 1 up to exactly 1, as the original does).  Forward only."""
+    can round values within 2**-25 of 1 up to exactly 1, as the original does).  Forward only.
+    A source has no array input: its layout guard checks the array it produces."""
     dims, resolved = guards.check_rand_uniform(shape=shape, seed=seed, counter=counter, dtype=dtype)
-    return _uniform(dims, seed, counter, resolved)
+    out = _uniform(dims, seed, counter, resolved)
+    return guards.check_canonical_layout(out, op="rand_uniform", name="out")
 
 
 def bernoulli_mask(
@@ -1004,4 +1006,5 @@ def bernoulli_mask(
         shape=shape, keep_prob=keep_prob, seed=seed, counter=counter, dtype=dtype
     )
     uniform = _uniform(dims, seed, counter, resolved)
-    return _arr(resolved.type(keep_prob) > uniform).astype(resolved)
+    mask = _arr(resolved.type(keep_prob) > uniform).astype(resolved)
+    return guards.check_canonical_layout(mask, op="bernoulli_mask", name="out")  # the produced layout
