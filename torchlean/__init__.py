@@ -92,8 +92,10 @@ if TYPE_CHECKING:
         Shape,
     )
     from torchlean.tensor import (
+        DeviceError,
         Tensor,
         TensorError,
+        TensorTypeError,
         from_torch,
         tensor,
     )
@@ -114,6 +116,7 @@ _MODULES: dict[str, str] = {
 }
 _ATTRIBUTES: dict[str, str] = {
     "AutogradError": "torchlean.autograd.tape",
+    "DeviceError": "torchlean.tensor",
     "ExecutionMode": "torchlean.trainer",
     "Objective": "torchlean.trainer",
     "RunConfig": "torchlean.trainer",
@@ -121,6 +124,7 @@ _ATTRIBUTES: dict[str, str] = {
     "Shape": "torchlean.shapes",
     "Tensor": "torchlean.tensor",
     "TensorError": "torchlean.tensor",
+    "TensorTypeError": "torchlean.tensor",
     "TorchLeanError": "torchlean.backend.errors",
     "Trainer": "torchlean.trainer",
     "abs": "torchlean.functional",
@@ -185,6 +189,7 @@ _ATTRIBUTES: dict[str, str] = {
 
 __all__ = [
     "AutogradError",
+    "DeviceError",
     "ExecutionMode",
     "Objective",
     "RunConfig",
@@ -192,6 +197,7 @@ __all__ = [
     "Shape",
     "Tensor",
     "TensorError",
+    "TensorTypeError",
     "TorchLeanError",
     "Trainer",
     "abs",

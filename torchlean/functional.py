@@ -13,7 +13,8 @@ Operands (one rule, checked in one place):
   binary arithmetic functions ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum`` (and so
   the operators ``+ - * /``) and ``mse_loss``: there one operand may be a Python number, a numeric
   numpy array or a nested list of numbers, and becomes a constant of the other (tensor) operand's
-  dtype on its device.
+  dtype on its device (for ``mse_loss``, a number is filled to the tensor's shape). A Python
+  integer must fit that dtype (``x * 10**400`` is a ``TensorError``).
   Masks (``hard_masked_softmax``, ``scaled_dot_product_attention``) and index arrays
   (``gather``, ``scatter_add``, ``cross_entropy`` targets) may also be array-likes; they land on
   the device of the tensor they apply to, uncast (the kernel guard refuses a wrong dtype).
@@ -26,8 +27,10 @@ Operands (one rule, checked in one place):
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
   or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
   (the kernel guards apply the same rule to the window parameters they receive unconverted).
+  Axes are refused when out of range, never wrapped; seeds must be below ``2**64``.
   Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
   refused); they are not parsed from strings.
+* Flags (``keepdims``, ``training``) must be bools (Python or numpy), as torch requires.
 
 The reference kernels never promote dtypes: float32 and float64 tensors do not mix; tensors on
 different devices do not mix either (``DeviceError``; move them with ``Tensor.to``).
@@ -35,9 +38,11 @@ different devices do not mix either (``DeviceError``; move them with ``Tensor.to
 Lowerings that record more than one op (the catalog has no division, negation, select or
 cross-entropy op):
 
-* ``div(a, b)`` → ``inv`` then ``mul`` (by a nonzero number: ``scale`` by its reciprocal; by zero,
+* ``div(a, b)`` → ``inv`` then ``mul`` (by a number that is finite and nonzero with a finite
+  reciprocal in the tensor's dtype: ``scale`` by its reciprocal; by zero, ``±inf`` or ``nan``,
   ``inv`` of the constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch);
-* ``neg(x)`` → ``scale`` by -1; ``mul`` by a number → ``scale``;
+* ``neg(x)`` → ``scale`` by -1; ``mul`` by a finite number → ``scale``, by ``±inf`` or ``nan``
+  (which ``scale`` refuses) → ``mul`` with a constant tensor, so the values are torch's;
 * ``x[i]`` (an integer index) → ``slice`` then ``reshape``; ``None`` in an index → ``reshape``;
 * ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``scale``;
   with class probabilities → ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale``;
@@ -50,15 +55,25 @@ import builtins
 import math
 import numbers
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
+from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.tensor import DEFAULT_DTYPE, DTypeLike, Tensor, TensorError, TensorTypeError, resolve_dtype
+from torchlean.tensor import (
+    DEFAULT_DTYPE,
+    DTypeLike,
+    Tensor,
+    TensorError,
+    TensorTypeError,
+    _flag,
+    _preview,
+    resolve_dtype,
+)
 
 __all__ = [
     "abs",
@@ -129,9 +144,12 @@ def _on_device_of(array: npt.NDArray[Any], like: Tensor) -> Tensor:
 def _constant(value: object, like: Tensor) -> Tensor:
     """A number or numeric array-like as a constant of ``like``'s dtype on its device.
 
+    Python integers beyond numpy's integer range (e.g. ``2**70``, which numpy holds only as an
+    object) are accepted when they fit ``like``'s dtype (:func:`_check_int_fits`).
+
     Raises:
         TensorTypeError: non-numeric data (``None``, strings, objects, complex numbers).
-        TensorError: ragged nested sequences.
+        TensorError: ragged nested sequences, or an integer that does not fit ``like``'s dtype.
     """
     try:
         raw = np.asarray(value)
@@ -140,19 +158,62 @@ def _constant(value: object, like: Tensor) -> Tensor:
             f"cannot use {_preview(value)} as a constant operand: {exc} (accepted: a Python number, "
             "a numeric numpy array or nested lists of numbers of one rectangular shape)"
         ) from exc
+    if raw.dtype == object and raw.size and all(_is_number(v) for v in raw.flat):
+        for v in raw.flat:
+            if _is_int(v):
+                _check_int_fits(v, like.dtype)
+        with np.errstate(over="ignore"):
+            return _on_device_of(raw.astype(like.dtype), like)
     if raw.dtype.kind not in "biuf":
         raise TensorTypeError(
             f"cannot use {_preview(value)} of type {type(value).__name__} as a constant operand: it "
             "is not numeric (accepted: a Tensor, a Python number, a numeric numpy array or nested "
             "lists of numbers)"
         )
-    return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
+    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
+        return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
 
 
-def _preview(value: object, limit: int = 60) -> str:
-    """``repr(value)`` shortened to ``limit`` characters, for messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _is_int(value: object) -> TypeGuard[int]:
+    """A Python integer that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
+    """Refuse a Python integer that ``dtype`` cannot hold: outside int64 for an int64 tensor; for a
+    float tensor, one whose magnitude rounds past the dtype's largest finite value (torch refuses
+    integers beyond int64 with an ``OverflowError``).
+
+    Raises:
+        TensorError: ``the integer 1000...000 (401 digits) does not fit the tensor's dtype ...``.
+    """
+    if -(2**63) <= value < 2**63:  # every int64 fits int64, float32 and float64
+        return
+    if dtype.kind == "f":
+        try:
+            with np.errstate(over="ignore"):
+                fits = bool(np.isfinite(dtype.type(float(value))))
+        except OverflowError:
+            fits = False
+        accepted = f"integers of magnitude at most {np.finfo(dtype).max:.7g}"
+    else:
+        info = np.iinfo(np.int64)
+        fits = int(info.min) <= value <= int(info.max)
+        accepted = f"integers in [{info.min}, {info.max}]"
+    if not fits:
+        digits = len(str(builtins.abs(value)))
+        raise TensorError(
+            f"the integer {_preview(value)} ({digits} digits) does not fit the tensor's dtype "
+            f"{dtype} (accepted: {accepted})"
+        )
+
+
+def _factor(value: int | float, like: Tensor) -> float:
+    """A Python number operand of ``mul``/``div`` as a float (an integer must fit ``like``'s
+    dtype, :func:`_check_int_fits`)."""
+    if _is_int(value):
+        _check_int_fits(value, like.dtype)
+    return float(value)
 
 
 def _int(fn: str, name: str, value: object) -> int:
@@ -197,7 +258,31 @@ def _real(fn: str, name: str, value: object) -> float:
             f"{fn}: {name} must be a real number; got {_preview(value)} of type {type(value).__name__} "
             "(accepted: int, float or a numpy number; strings are not parsed and bools are refused)"
         )
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError as exc:
+        raise TensorError(
+            f"{fn}: {name} = {_preview(value)} does not fit a float64 (accepted: real numbers of "
+            f"magnitude at most {np.finfo(np.float64).max:.7g})"
+        ) from exc
+
+
+def _axis(fn: str, name: str, value: object, ndim: int) -> int:
+    """``value`` as an axis of a rank-``ndim`` input, normalised to ``[0, ndim)``; out-of-range
+    axes are refused, never wrapped (the reference guards' rule and wording).
+
+    Raises:
+        TensorTypeError: ``value`` is not an integer (:func:`_int`).
+        GuardError: ``<fn>: axis 5 is out of range for a rank-2 input (accepted: an integer in
+            [-2, 1])``.
+    """
+    axis = _int(fn, name, value)
+    if not -ndim <= axis < ndim:
+        accepted = f"an integer in [{-ndim}, {ndim - 1}]" if ndim > 0 else "none: the input has rank 0"
+        raise GuardError(
+            f"{fn}: {name} {axis} is out of range for a rank-{ndim} input (accepted: {accepted})"
+        )
+    return axis % ndim
 
 
 def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
@@ -245,7 +330,7 @@ def _index(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
     return _on_device_of(np.array(raw, copy=True), like)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -282,11 +367,21 @@ def scale(x: Tensor, factor: float) -> Tensor:
 
 def mul(a: Operand, b: Operand) -> Tensor:
     """Elementwise ``a * b`` with broadcasting (``torch.mul``); records ``mul``, or ``scale`` when
-    one operand is a Python number."""
+    one operand is a finite Python number. A non-finite number (``inf``, ``nan``), which ``scale``
+    does not accept, becomes a constant tensor of the other operand's dtype and device and records
+    ``mul``, so ``x * inf`` is ``[nan, inf]`` for ``x = [0, 1]`` as in torch.
+
+    Raises:
+        TensorError: a Python integer that does not fit the tensor's dtype (``x * 10**400``).
+    """
     if isinstance(a, Tensor) and _is_number(b):
-        return scale(a, float(b))  # type: ignore[arg-type]
-    if isinstance(b, Tensor) and _is_number(a):
-        return scale(b, float(a))  # type: ignore[arg-type]
+        factor = _factor(b, a)
+        if math.isfinite(factor):
+            return scale(a, factor)
+    elif isinstance(b, Tensor) and _is_number(a):
+        factor = _factor(a, b)
+        if math.isfinite(factor):
+            return scale(b, factor)
     x, y = _pair(a, b)
     return run_op(BackendOp.MUL, (x, y), {})
 
@@ -298,13 +393,28 @@ def inv(x: Tensor) -> Tensor:
 
 def div(a: Operand, b: Operand) -> Tensor:
     """``a / b`` with broadcasting; records ``inv`` then ``mul`` (the catalog has no division), or
-    ``scale`` by ``1/b`` when ``b`` is a Python number. Results may differ from ``torch.div`` in
-    the last bit (``a * (1/b)`` rounds twice). Division by the number 0 records ``inv`` then ``mul``
-    (``±inf``, or ``nan`` for ``0/0``, as ``torch.div``)."""
-    if isinstance(a, Tensor) and _is_number(b) and b != 0:
-        return scale(a, 1.0 / float(b))  # type: ignore[arg-type]
+    ``scale`` by ``1/b`` when ``b`` is a Python number whose value and reciprocal are finite in
+    ``a``'s dtype. Results may differ from ``torch.div`` in the last bit (``a * (1/b)`` rounds
+    twice). Division by any other number (0, ``±inf``, ``nan``, or one that overflows the dtype)
+    records ``inv`` of the constant then ``mul`` (``±inf``, or ``nan`` for ``0/0``, ``x/nan`` and
+    ``inf/inf``, as ``torch.div``). One difference remains: a divisor so small that its
+    reciprocal overflows the dtype (a subnormal) gives ``nan`` for ``0 / b``, where torch gives 0.
+
+    Raises:
+        TensorError: a Python integer that does not fit the tensor's dtype (``x / 10**400``).
+    """
+    if isinstance(a, Tensor) and _is_number(b):
+        divisor = _factor(b, a)
+        if divisor != 0 and _finite_in(divisor, a) and _finite_in(1.0 / divisor, a):
+            return scale(a, 1.0 / divisor)
     x, y = _pair(a, b)
     return mul(x, inv(y))
+
+
+def _finite_in(value: float, like: Tensor) -> bool:
+    """Whether ``value`` stays finite when rounded to ``like``'s dtype."""
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(like.dtype.type(value)))
 
 
 def neg(x: Tensor) -> Tensor:
@@ -423,13 +533,13 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
 
 def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``."""
-    params = {"axis": _axes("reduce_sum", axis), "keepdims": bool(keepdims)}
+    params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_SUM, (x,), params)
 
 
 def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``."""
-    params = {"axis": _axes("reduce_mean", axis), "keepdims": bool(keepdims)}
+    params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_MEAN, (x,), params)
 
 
@@ -447,11 +557,17 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
 
 
 def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
-    """Swap two axes (``torch.transpose``); records ``permute``."""
+    """Swap two axes (``torch.transpose``); each axis in ``[-ndim, ndim)``; records ``permute``.
+
+    Raises:
+        GuardError: an axis out of range (``transpose: axis1 5 is out of range for a rank-2 input
+            (accepted: an integer in [-2, 1])``), never wrapped; every axis on a rank-0 input.
+        TensorTypeError: a non-integer axis.
+    """
     x = _require_tensor("transpose", "x", x)
     perm = list(range(x.ndim))
-    rank = builtins.max(x.ndim, 1)
-    a, b = _int("transpose", "axis0", axis0) % rank, _int("transpose", "axis1", axis1) % rank
+    a = _axis("transpose", "axis0", axis0, x.ndim)
+    b = _axis("transpose", "axis1", axis1, x.ndim)
     perm[a], perm[b] = perm[b], perm[a]
     return permute(x, perm)
 
@@ -582,9 +698,34 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def mse_loss(prediction: Tensor, target: Operand) -> Tensor:
     """Mean squared error over all elements, a rank-0 tensor (``torch.nn.functional.mse_loss``,
-    reduction ``mean``); shapes must be equal; records ``mse_loss``."""
+    reduction ``mean``); records ``mse_loss``.
+
+    Tensor and array shapes must be equal (no broadcasting); a real number (Python or numpy
+    scalar) on either side becomes a constant of the tensor's shape, dtype and device, as torch
+    broadcasts a 0-d target (``mse_loss(x, 1.0)`` is ``mean((x - 1)**2)``).
+
+    Raises:
+        GuardError: shapes differ; TensorError: an integer that does not fit the tensor's dtype.
+    """
+    if isinstance(prediction, Tensor) and _is_real(target):
+        return run_op(BackendOp.MSE_LOSS, (prediction, _filled(target, prediction)), {})
+    if isinstance(target, Tensor) and _is_real(prediction):
+        return run_op(BackendOp.MSE_LOSS, (_filled(prediction, target), target), {})
     x, y = _pair(prediction, target)
     return run_op(BackendOp.MSE_LOSS, (x, y), {})
+
+
+def _is_real(value: object) -> bool:
+    """A Python or numpy real number (bools excluded)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _filled(value: object, like: Tensor) -> Tensor:
+    """The number ``value`` as a constant of ``like``'s shape, dtype and device."""
+    if _is_int(value):
+        _check_int_fits(value, like.dtype)
+    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
+        return _on_device_of(np.full(like.shape, value, dtype=like.dtype), like)
 
 
 def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
@@ -599,10 +740,11 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities.
 
     Raises:
+        GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``.
         TensorError: a target whose shape or dtype fits neither form.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
-    ax = _int("cross_entropy", "axis", axis) % builtins.max(logits.ndim, 1)
+    ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     log_probs = log_softmax(logits, ax)
     raw: npt.NDArray[Any] = target.numpy() if isinstance(target, Tensor) else np.asarray(target)
     if raw.dtype.kind in "iu":
@@ -662,7 +804,7 @@ def batch_norm(
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),
-        {"training": bool(training), "eps": _real("batch_norm", "eps", eps)},
+        {"training": _flag("batch_norm: training", training), "eps": _real("batch_norm", "eps", eps)},
     )
 
 
@@ -774,6 +916,30 @@ def scaled_dot_product_attention(
 # ------------------------------------------------------------------------------- random sources
 
 
+_SEED_LIMIT = 2**64
+
+
+def _seed(fn: str, seed: object, session_seed: object) -> int:
+    """The seed of a random op (``session_seed`` when ``seed`` is None): an integer below
+    ``2**64``, since ``keyOf`` takes it as an unsigned 64-bit number and a larger one would
+    silently wrap onto a smaller seed. Negative seeds are left to the kernel guard, which refuses
+    them.
+
+    Raises:
+        TensorTypeError: a non-integer seed.
+        GuardError: ``rand_uniform: seed = 18446744073709551621 is out of range (accepted: integers
+            in [0, 2**64 - 1]) ...``.
+    """
+    name = "session seed" if seed is None else "seed"
+    value = _int(fn, name, session_seed if seed is None else seed)
+    if value >= _SEED_LIMIT:
+        raise GuardError(
+            f"{fn}: {name} = {value} is out of range (accepted: integers in [0, 2**64 - 1]; a larger "
+            "seed would wrap modulo 2**64 onto another seed's stream)"
+        )
+    return value
+
+
 def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE) -> Tensor:
     """Uniform values on the grid ``u / 2**32`` from ``keyOf(seed, counter)``, where ``counter`` is
     the session's random counter (advanced once per call; anchor-runtime.md §1.6). ``seed``
@@ -781,7 +947,7 @@ def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike
     session = current_session()
     params = {
         "shape": _ints("rand_uniform", "shape", shape),
-        "seed": session.seed if seed is None else _int("rand_uniform", "seed", seed),
+        "seed": _seed("rand_uniform", seed, session.seed),
         "dtype": resolve_dtype(dtype),
     }
     params["counter"] = session.next_random_counter()
@@ -798,7 +964,7 @@ def bernoulli_mask(
     params = {
         "shape": _ints("bernoulli_mask", "shape", shape),
         "keep_prob": _real("bernoulli_mask", "keep_prob", keep_prob),
-        "seed": session.seed if seed is None else _int("bernoulli_mask", "seed", seed),
+        "seed": _seed("bernoulli_mask", seed, session.seed),
         "dtype": resolve_dtype(dtype),
     }
     params["counter"] = session.next_random_counter()
@@ -816,7 +982,7 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     """
     if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
-    if not training or p == 0.0:
+    if not _flag("dropout: training", training) or p == 0.0:
         return x
     mask = bernoulli_mask(x.shape, 1.0 - p, seed=seed, dtype=x.dtype)
     kept = mul(x, mask)

@@ -32,10 +32,22 @@ Operators ``+ - * / @``, unary ``-`` and basic indexing run the ops of
 :mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules. The inputs of
 one op must all live on one device, the device of the capsule the session selected
 (:class:`DeviceError` otherwise; nothing is moved implicitly).
+
+Truth values and comparisons: ``bool(t)`` (and ``if t:``) is the value of a one-element tensor
+and a :class:`TensorError` otherwise, as in torch. ``==`` and ``!=`` with a tensor, a number or
+array data raise a :class:`TensorTypeError`: the backend catalog has no comparison op, so an
+elementwise result cannot run on an accepted kernel, and identity would silently answer ``False``
+for equal values. Compare values with numpy (``np.array_equal(a.numpy(), b.numpy())``) and
+identity with ``is``; hashing is by identity, and ``t == None`` is ``False`` as in torch.
+
+``.grad`` is assignable with ``None`` or a tensor of the same shape, dtype and device only (as
+torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requires_grad``,
+``retain_graph``) must be bools.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
@@ -213,7 +225,7 @@ class Tensor:
     ``Tensor(data, requires_grad=False, dtype=None, device=None)`` is the same as :func:`tensor`.
     """
 
-    __slots__ = ("__weakref__", "_data", "_node", "_requires_grad", "_version", "grad")
+    __slots__ = ("__weakref__", "_data", "_grad", "_node", "_requires_grad", "_version")
 
     # numpy must hand mixed expressions (``array + tensor``) to the Tensor operators.
     __array_ufunc__ = None
@@ -222,7 +234,7 @@ class Tensor:
     _node: Node | None
     _requires_grad: bool
     _version: VersionCounter
-    grad: Tensor | None
+    _grad: Tensor | None
 
     def __init__(
         self,
@@ -231,6 +243,7 @@ class Tensor:
         dtype: DTypeLike | None = None,
         device: DeviceLike | None = None,
     ) -> None:
+        requires_grad = _flag("requires_grad", requires_grad)
         array = _infer_array(data, dtype)
         if device is None:
             self._init(array, requires_grad, None, VersionCounter())
@@ -247,7 +260,7 @@ class Tensor:
         self._requires_grad = requires_grad
         self._node = node
         self._version = version
-        self.grad = None
+        self._grad = None
 
     @classmethod
     def _make(
@@ -307,15 +320,62 @@ class Tensor:
         """Set on leaves only (as in PyTorch); only float tensors can require gradients.
 
         Raises:
+            TensorTypeError: ``value`` is not a bool (``True``/``False`` or a numpy bool; torch
+                refuses other values too).
             TensorError: on a non-leaf, or on an integer/bool tensor.
         """
+        flag = _flag("requires_grad", value)
         if self._node is not None:
             raise TensorError("requires_grad can only be changed on a leaf tensor (this one has a node)")
-        if value and self.dtype not in FLOAT_DTYPES:
+        if flag and self.dtype not in FLOAT_DTYPES:
             raise TensorError(
                 f"only float32 and float64 tensors can require gradients (got dtype {self.dtype})"
             )
-        self._requires_grad = bool(value)
+        self._requires_grad = flag
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient ``backward`` accumulated into this tensor (``None`` until then).
+
+        Assignable, as in PyTorch (``p.grad = None`` before the next step, or a tensor computed
+        elsewhere), but only ``None`` or a :class:`Tensor` of exactly this tensor's shape, dtype
+        and device: later ``backward`` calls add to it in this dtype.
+        """
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        """Assign ``None`` or a gradient of this tensor's shape, dtype and device (as
+        ``torch.Tensor.grad``, which refuses "a gradient of size ... to a tensor of size ...").
+
+        Raises:
+            TensorTypeError: ``value`` is neither ``None`` nor a Tensor (e.g. a numpy array).
+            TensorError: a Tensor of another shape or dtype.
+            DeviceError: a Tensor on another device.
+        """
+        if value is None:
+            self._grad = None
+            return
+        expected = f"shape {self.shape}, dtype {self.dtype}, device {self.device}"
+        if not isinstance(value, Tensor):
+            raise TensorTypeError(
+                f"cannot assign {_preview(value)} of type {type(value).__name__} to .grad (accepted: "
+                f"None or a torchlean Tensor of this tensor's {expected}; convert data with "
+                "torchlean.tensor(..., dtype=..., device=...))"
+            )
+        if value.shape != self.shape or value.dtype != self.dtype:
+            raise TensorError(
+                f"cannot assign a gradient of shape {value.shape} and dtype {value.dtype} to .grad "
+                f"of a tensor of shape {self.shape} and dtype {self.dtype} (accepted: None or a "
+                f"Tensor of this tensor's {expected})"
+            )
+        if value.device != self.device:
+            raise DeviceError(
+                f"cannot assign a gradient on {value.device} to .grad of a tensor on {self.device} "
+                f"(accepted: None or a Tensor of this tensor's {expected}; move it with "
+                f".to({self.device!r}))"
+            )
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:
@@ -410,6 +470,57 @@ class Tensor:
         for i in range(len(self)):
             yield self[i]
 
+    def __bool__(self) -> bool:
+        """The truth value of a one-element tensor, ``bool(t.item())`` (as ``torch.Tensor``).
+
+        Raises:
+            TensorError: the tensor has no elements or more than one (torch: "Boolean value of
+                Tensor with more than one value is ambiguous").
+        """
+        if self.size != 1:
+            count = "no values" if self.size == 0 else f"{self.size} values"
+            raise TensorError(
+                f"the truth value of a tensor with {count} (shape {self.shape}) is ambiguous "
+                "(accepted: a tensor with exactly one element; for more, test t.numpy().any() or "
+                "t.numpy().all())"
+            )
+        return bool(self._data.reshape(()).item())
+
+    # Comparisons are not ops of the backend catalog, so an elementwise ``==`` could not run on an
+    # accepted kernel; identity semantics would silently answer False for equal values where a
+    # PyTorch user expects an elementwise result. ``==`` and ``!=`` between a tensor and array
+    # data therefore refuse, and hashing stays by identity (tensors remain usable as dict keys).
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        """Refused against a Tensor, a number or array data (see :meth:`_refuse_comparison`);
+        against anything else (``None``, a string) ``NotImplemented``, so Python answers by
+        identity (``t == None`` is False, as in torch)."""
+        self._refuse_comparison("==", other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        """Refused like :meth:`__eq__` (``t != None`` is True)."""
+        self._refuse_comparison("!=", other)
+        return NotImplemented
+
+    def _refuse_comparison(self, op: str, other: object) -> None:
+        """Raise for a comparison with tensor or array data; return for anything else.
+
+        Raises:
+            TensorTypeError: ``other`` is a Tensor, a number, a numpy array/scalar, a list or a
+                tuple.
+        """
+        if not isinstance(other, Tensor | numbers.Number | np.ndarray | np.generic | list | tuple):
+            return
+        shown = f"a Tensor of shape {other.shape}" if isinstance(other, Tensor) else _preview(other)
+        raise TensorTypeError(
+            f"cannot evaluate `tensor {op} other` for a Tensor of shape {self.shape} and {shown}: "
+            "elementwise comparison is not an op of the backend catalog, so no accepted kernel can "
+            "run it (accepted: compare the values with numpy, e.g. np.array_equal(a.numpy(), "
+            "b.numpy()) or a.numpy() == b.numpy(); test identity with `a is b`)"
+        )
+
     # ----------------------------------------------------------------------------- autograd
 
     def backward(self, gradient: Tensor | npt.ArrayLike | None = None, retain_graph: bool = False) -> None:
@@ -423,9 +534,11 @@ class Tensor:
         Raises:
             AutogradError: the tensor does not require grad; no gradient for a multi-element
                 output; seed shape mismatch; a freed graph; a saved tensor modified in place.
+            TensorTypeError: ``retain_graph`` is not a bool.
             TensorError: a ``gradient`` that is not numeric array data (a string, ragged lists).
             DeviceError: a ``gradient`` tensor on another device.
         """
+        retain_graph = _flag("backward(): retain_graph", retain_graph)
         if not self._requires_grad:
             raise AutogradError(
                 "autograd: backward() on a tensor that does not require grad (no recorded node)"
@@ -465,10 +578,11 @@ class Tensor:
     def _accumulate_grad(self, total: Storage) -> None:
         """Add ``total`` (storage on this tensor's device) to ``.grad`` (a new array or device
         tensor; never aliases an array of the traversal)."""
-        if self.grad is None:
-            self.grad = Tensor._make(storage.copy_storage(total))
+        grad = self._grad
+        if grad is None:
+            self._grad = Tensor._make(storage.copy_storage(total))
         else:
-            self.grad = Tensor._make(storage.add(self.grad._data, total))
+            self._grad = Tensor._make(storage.add(grad._data, total))
 
     # ----------------------------------------------------------------------------- in-place writes
 
@@ -644,6 +758,29 @@ def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Se
     return args
 
 
+def _preview(value: object, limit: int = 60) -> str:
+    """``repr(value)`` shortened to ``limit`` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flag(name: str, value: object) -> bool:
+    """``value`` when it is a bool (Python or numpy), never coerced from other values.
+
+    Raises:
+        TensorTypeError: ``<name> must be a bool; got 'yes' of type str ...`` (torch refuses
+            non-bools too: "requires_grad must be a bool").
+    """
+    if type(value) is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TensorTypeError(
+        f"{name} must be a bool; got {_preview(value)} of type {type(value).__name__} (accepted: "
+        "True or False; other values are not converted)"
+    )
+
+
 def _bad_gradient(gradient: object, shape: tuple[int, ...], reason: str) -> str:
     """The message refusing a ``backward(gradient=...)`` that is not numeric array data."""
     text = repr(gradient)
@@ -670,6 +807,7 @@ def tensor(
     Raises:
         TensorError: unsupported dtype (e.g. float16, complex, strings), ragged nested data, or
             ``requires_grad`` on an integer/bool tensor.
+        TensorTypeError: ``requires_grad`` is not a bool.
         DeviceError: an unknown device, or CUDA requested where it is unusable
             (:func:`resolve_device`).
     """

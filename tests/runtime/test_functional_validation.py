@@ -8,6 +8,7 @@ refusals named by the operand rule, the specification's ``SpecTypeError`` for a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -386,3 +387,248 @@ def test_functions_that_read_their_first_operand_refuse_non_tensors(
     with pytest.raises(TensorTypeError) as info:
         call()
     assert str(info.value).startswith(prefix)
+
+
+# --------------------------------------------------------------- 6. axes are refused, never wrapped
+
+
+def _logits() -> tl.Tensor:
+    return tl.tensor(np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=np.float64))
+
+
+AXIS_CALLS: list[tuple[str, Callable[[], object], Callable[[], object], str]] = [
+    ("transpose-0-5", lambda: tl.transpose(_x(), 0, 5), lambda: torch.ones(2, 2).transpose(0, 5), "axis1 5"),
+    ("method-7-8", lambda: _x().transpose(7, 8), lambda: torch.ones(2, 2).transpose(7, 8), "axis0 7"),
+    (
+        "transpose--3",
+        lambda: tl.transpose(_x(), -3, 0),
+        lambda: torch.ones(2, 2).transpose(-3, 0),
+        "axis0 -3",
+    ),
+    (
+        "cross_entropy-5",
+        lambda: tl.cross_entropy(_logits(), np.array([0, 1]), axis=5),
+        lambda: torch.log_softmax(torch.ones(2, 3), 5),
+        "axis 5",
+    ),
+    (
+        "cross_entropy--4",
+        lambda: tl.cross_entropy(_logits(), np.array([0, 1, 1]), axis=-4),
+        lambda: torch.log_softmax(torch.ones(2, 3), -4),
+        "axis -4",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "torch_call", "what"), [c[1:] for c in AXIS_CALLS], ids=[c[0] for c in AXIS_CALLS]
+)
+def test_out_of_range_axes_are_refused_like_softmax(
+    call: Callable[[], object], torch_call: Callable[[], object], what: str
+) -> None:
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch_call()
+    expected = rf"{what} is out of range for a rank-2 input \(accepted: an integer in \[-2, 1\]\)"
+    with pytest.raises(GuardError, match=expected):
+        call()
+    with pytest.raises(GuardError, match=r"softmax: axis 5 is out of range for a rank-2 input \(accepted"):
+        tl.softmax(_x(), 5)  # the wording reused
+
+
+def test_transpose_matches_torch_on_every_axis_pair_and_refuses_the_rest() -> None:
+    base = np.arange(24.0).reshape(2, 3, 4)
+    x, tx = tl.tensor(base), torch.from_numpy(base)
+    for a in range(-3, 3):
+        for b in range(-3, 3):
+            np.testing.assert_array_equal(tl.transpose(x, a, b).numpy(), tx.transpose(a, b).numpy())
+    for a, b, what in [(3, 0, "axis0 3"), (0, -4, "axis1 -4"), (1, 9, "axis1 9")]:
+        with pytest.raises(GuardError, match=rf"transpose: {what} is out of range for a rank-3 input"):
+            x.transpose(a, b)
+    expected = r"transpose: axis0 0 is out of range for a rank-0 input \(accepted: none"
+    with pytest.raises(GuardError, match=expected):
+        tl.transpose(tl.tensor(1.0), 0, 0)
+
+
+def test_cross_entropy_axes_match_torch_in_range_and_are_refused_outside() -> None:
+    logits, target = _logits(), np.array([2, 0])
+    tlog = torch.from_numpy(np.array(logits.numpy()))
+    want = torch.nn.functional.cross_entropy(tlog, torch.from_numpy(target)).item()
+    for axis in (1, -1):
+        assert tl.cross_entropy(logits, target, axis=axis).item() == pytest.approx(want, rel=1e-15)
+    # classes on axis 0 (= -2): torch's class axis is 1, so transpose the torch input
+    columns = np.array([0, 1, 1])
+    want0 = torch.nn.functional.cross_entropy(tlog.T, torch.from_numpy(columns)).item()
+    for axis in (0, -2):
+        assert tl.cross_entropy(logits, columns, axis=axis).item() == pytest.approx(want0, rel=1e-15)
+    for axis in (2, -3):
+        with pytest.raises(GuardError, match=rf"cross_entropy: axis {axis} is out of range for a rank-2"):
+            tl.cross_entropy(logits, columns, axis=axis)
+
+
+# --------------------------------------------------------------- 7. non-finite and huge Python factors
+
+
+VALUES = [0.0, 1.0, -2.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("c", [math.inf, -math.inf, math.nan], ids=["inf", "-inf", "nan"])
+def test_non_finite_number_factors_follow_torch(dtype: type, c: float) -> None:
+    x = tl.tensor(np.array(VALUES, dtype=dtype))
+    tx = torch.tensor(VALUES, dtype=torch.float32 if dtype is np.float32 else torch.float64)
+    for ours, theirs in [
+        (x * c, tx * c),
+        (c * x, c * tx),
+        (tl.mul(x, c), torch.mul(tx, c)),
+        (x / c, tx / c),
+    ]:
+        assert ours.dtype == dtype
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_a_non_finite_factor_records_mul_and_a_finite_one_scale() -> None:
+    x = tl.tensor([0.0, 1.0])
+    with tl.session() as s:
+        x * math.inf
+    assert [k.op.label for k in s.selected] == ["mul"]
+    with tl.session() as s:
+        x / math.nan
+    assert [k.op.label for k in s.selected] == ["inv", "mul"]
+    with tl.session() as s:
+        x * 2.5
+        x / 4
+    assert [k.op.label for k in s.selected] == ["scale"]
+
+
+def test_the_gradient_through_an_infinite_factor_is_torchs() -> None:
+    x = tl.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    tx = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    (x * math.inf).sum().backward()
+    (tx * math.inf).sum().backward()
+    assert x.grad is not None and tx.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())  # [inf, inf]
+
+
+def test_division_by_a_number_beyond_float32_follows_torch() -> None:
+    values = [0.0, 1.0, -3.0, np.inf]
+    x, tx = tl.tensor(np.array(values, dtype=F32)), torch.tensor(values, dtype=torch.float32)
+    for divisor in (1e39, -1e300):  # finite in float64, inf once rounded to float32 (as torch rounds it)
+        np.testing.assert_array_equal((x / divisor).numpy(), (tx / divisor).numpy())
+
+
+HUGE_INT_CALLS: list[tuple[str, Callable[[tl.Tensor], object]]] = [
+    ("mul", lambda x: x * 10**400),
+    ("rmul", lambda x: 10**400 * x),
+    ("div", lambda x: x / 10**400),
+    ("rdiv", lambda x: 10**400 / x),
+    ("add", lambda x: x + 10**400),
+    ("sub-list", lambda x: x - [1, 10**400]),
+    ("maximum", lambda x: tl.maximum(x, -(10**400))),
+    ("mse", lambda x: tl.mse_loss(x, 10**400)),
+]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in HUGE_INT_CALLS], ids=[c[0] for c in HUGE_INT_CALLS])
+def test_integers_that_do_not_fit_the_dtype_are_tensor_errors(call: Callable[[tl.Tensor], object]) -> None:
+    x = tl.tensor(np.array([1.0, 2.0], dtype=np.float64))
+    with pytest.raises(OverflowError):  # torch refuses them too
+        torch.ones(2, dtype=torch.float64) * 10**400
+    with pytest.raises(TensorError, match=r"the integer -?1000000.* \(40[12] digits\) does not fit the "
+                       r"tensor's dtype float64 \(accepted: integers of magnitude at most 1.797693e\+308\)"):
+        call(x)
+
+
+def test_an_integer_beyond_float32_does_not_fit_a_float32_tensor() -> None:
+    x = _x()
+    for call in (lambda: x * 2**200, lambda: x + 2**200, lambda: x / -(2**200)):
+        with pytest.raises(TensorError, match=r"\(61 digits\) does not fit the tensor's dtype float32"):
+            call()
+    with pytest.raises(TensorError, match=r"scale: factor = 1000.* does not fit a float64"):
+        tl.scale(x, 10**400)
+
+
+def test_integers_beyond_int64_that_fit_the_dtype_are_values() -> None:
+    x = _x()
+    big = 2**70  # numpy holds it only as an object; it is exactly representable in float32
+    np.testing.assert_array_equal((x + big).numpy(), x.numpy() + np.float32(big))
+    np.testing.assert_array_equal((x - [big, 1]).numpy(), x.numpy() - np.array([big, 1], dtype=F32))
+    np.testing.assert_array_equal((x * big).numpy(), x.numpy() * np.float32(big))
+
+
+# --------------------------------------------------------------- 8. mse_loss with a number target
+
+
+@pytest.mark.parametrize("target", [1.0, 2, np.float64(-0.5), np.float32(0.25)], ids=repr)
+def test_mse_loss_broadcasts_a_number_target_like_torch(target: float) -> None:
+    data = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]])
+    x = tl.tensor(data, requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    with tl.session() as s:
+        loss = tl.mse_loss(x, target)
+    assert [k.op.label for k in s.selected] == ["mse_loss"]
+    want = torch.nn.functional.mse_loss(tx, torch.full_like(tx, float(target)))
+    loss.backward()
+    want.backward()
+    assert loss.shape == () and loss.dtype == np.float64
+    assert loss.item() == pytest.approx(want.item(), rel=1e-15)
+    assert x.grad is not None and tx.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+    # the number may stand on either side (squared differences are symmetric)
+    assert tl.mse_loss(target, x.detach()).item() == pytest.approx(want.item(), rel=1e-15)
+    with pytest.raises(GuardError, match=r"mse_loss does not broadcast"):  # arrays still must match
+        tl.mse_loss(x, [1.0, 2.0])
+
+
+# --------------------------------------------------------------- 9. seeds below 2**64
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda seed: tl.rand_uniform((3,), seed=seed),
+        lambda seed: tl.bernoulli_mask((3,), 0.5, seed=seed),
+        lambda seed: tl.dropout(_x(), 0.5, seed=seed),
+    ],
+    ids=["rand_uniform", "bernoulli_mask", "dropout"],
+)
+def test_seeds_at_or_beyond_2_pow_64_are_refused_not_wrapped(call: Callable[[int], object]) -> None:
+    counter = tl.current_session().random_counter
+    for seed in (2**64, 2**64 + 5):
+        expected = rf"seed = {seed} is out of range \(accepted: integers in \[0, 2\*\*64 - 1\]"
+        with pytest.raises(GuardError, match=expected):
+            call(seed)
+    assert tl.current_session().random_counter == counter  # a refused call draws nothing
+    call(2**64 - 1)  # the largest accepted seed
+    with pytest.raises(GuardError, match=r"seed = -1 is negative"):
+        call(-1)
+
+
+def test_a_session_seed_beyond_2_pow_64_is_refused_at_the_random_op() -> None:
+    with tl.session(seed=2**64 + 5), pytest.raises(GuardError, match=r"rand_uniform: session seed = 1844"):
+        tl.rand_uniform((2,))
+
+
+# --------------------------------------------------------------- 10. flags must be bools
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda x: tl.reduce_sum(x, 0, keepdims="yes"), r"reduce_sum: keepdims must be a bool; got 'yes'"),
+        (lambda x: x.mean(0, keepdims=1), r"reduce_mean: keepdims must be a bool; got 1 of type int"),
+        (lambda x: tl.dropout(x, 0.5, training="no"), r"dropout: training must be a bool; got 'no'"),
+        (
+            lambda x: tl.batch_norm(tl.reshape(x, (2, 2, 1)), training=0),
+            r"batch_norm: training must be a bool; got 0",
+        ),
+    ],
+    ids=["reduce_sum", "mean-method", "dropout", "batch_norm"],
+)
+def test_flags_accept_only_bools(call: Callable[[tl.Tensor], object], match: str) -> None:
+    with pytest.raises(TypeError):
+        torch.sum(torch.ones(2, 2), 0, keepdim="yes")  # type: ignore[call-overload]
+    with pytest.raises(TensorTypeError, match=match):
+        call(_x())
+    x = _x()  # numpy bools are bools
+    assert tl.reduce_sum(x, 0, keepdims=np.True_).shape == (1, 2)  # type: ignore[arg-type]
+    assert tl.dropout(x, 0.5, training=np.False_) is x  # type: ignore[arg-type]

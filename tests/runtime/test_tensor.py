@@ -3,12 +3,15 @@ writes and operators (oracles: numpy/torch semantics and hand-written expectatio
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 import torchlean as tl
 from torchlean.autograd.tape import AutogradError
+from torchlean.tensor import DeviceError, TensorTypeError
 
 
 @pytest.mark.parametrize(
@@ -217,3 +220,161 @@ def test_inplace_refusal_lists_the_remedy() -> None:
     x = tl.tensor([1.0], requires_grad=True)
     with pytest.raises(AutogradError, match="item assignment on a tensor that requires grad"):
         x[0] = 2.0
+
+
+# ------------------------------------------------------------------- .grad assignment (as torch)
+
+
+def _leaf_and_torch_twin() -> tuple[tl.Tensor, torch.Tensor]:
+    return (
+        tl.tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True),
+        torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (tl.tensor([1.0, 2.0, 3.0]), tl.TensorError, r"gradient of shape \(3,\) and dtype float32"),
+        (tl.tensor([[1.0, 2.0]]), tl.TensorError, r"gradient of shape \(1, 2\) and dtype float32"),
+        (tl.tensor([1.0, 2.0], dtype="float64"), tl.TensorError, r"shape \(2,\) and dtype float64"),
+        (np.ones(2, dtype=np.float32), TensorTypeError, r"cannot assign array\(\[1\., 1\.\], "),
+        ("hello", TensorTypeError, r"cannot assign 'hello' of type str to \.grad"),
+        (torch.ones(2), TensorTypeError, r"of type Tensor to \.grad"),
+    ],
+    ids=["longer", "rank-2", "float64-on-float32", "ndarray", "str", "torch-tensor"],
+)
+def test_grad_assignment_refuses_what_torch_refuses_and_keeps_the_old_grad(
+    value: object, error: type[Exception], match: str
+) -> None:
+    x, tx = _leaf_and_torch_twin()
+    x.grad = tl.tensor([10.0, 20.0])
+    tx.grad = torch.tensor([10.0, 20.0])
+    with pytest.raises(error, match=match) as caught:
+        x.grad = value  # type: ignore[assignment]
+    message = str(caught.value)
+    assert "accepted: None or a" in message and "shape (2,), dtype float32, device cpu" in message
+    if isinstance(value, tl.Tensor):  # torch refuses the same tensors (as a RuntimeError)
+        with pytest.raises(RuntimeError):
+            tx.grad = torch.from_numpy(np.array(value.numpy()))
+    # the refused value left .grad untouched: backward accumulates into it in float32, as torch
+    (x * 3.0).sum().backward()
+    (tx * 3.0).sum().backward()
+    assert x.grad is not None and x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())  # [13, 23]
+
+
+def test_grad_assignment_refuses_another_device() -> None:
+    x, _ = _leaf_and_torch_twin()
+    # no GPU here: a meta-device torch storage stands in for a tensor on another device
+    other = tl.Tensor._make(torch.zeros(2, dtype=torch.float32, device="meta"))
+    assert other.device == "meta" and other.shape == x.shape and other.dtype == x.dtype
+    with pytest.raises(DeviceError, match=r"cannot assign a gradient on meta to \.grad of a tensor on cpu"):
+        x.grad = other
+    assert x.grad is None
+
+
+def test_assigned_grads_accumulate_and_none_resets_as_in_torch() -> None:
+    x, tx = _leaf_and_torch_twin()
+    given = tl.tensor([0.5, -1.0])
+    x.grad = given
+    tx.grad = torch.tensor([0.5, -1.0])
+    assert x.grad is given  # assignment stores the tensor itself, as torch
+    for _ in range(2):
+        (x * x).sum().backward()
+        (tx * tx).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(given.numpy(), [0.5, -1.0])  # accumulation never writes into it
+    x.grad = None
+    tx.grad = None
+    (x * 2.0).sum().backward()
+    (tx * 2.0).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    with pytest.raises(TensorTypeError):
+        x.grad = [1.0, 2.0]
+
+
+# ------------------------------------------------------------------- truth values and comparisons
+
+
+def test_bool_of_a_one_element_tensor_is_its_value_as_in_torch() -> None:
+    for data in [[0.0], [2.5], 0.5, 0.0, [[0.0]], [[-1.0]], [0], [3], [True], [False], np.array([np.nan])]:
+        assert bool(tl.tensor(data)) is bool(torch.tensor(data)), data
+        taken = "taken" if tl.tensor(data) else "skipped"
+        assert taken == ("taken" if torch.tensor(data) else "skipped"), data
+
+
+@pytest.mark.parametrize(
+    ("data", "count", "shape"),
+    [
+        (np.zeros(3), "3 values", "(3,)"),
+        (np.ones((2, 2)), "4 values", "(2, 2)"),
+        (np.zeros(0), "no values", "(0,)"),
+    ],
+)
+def test_bool_of_other_tensors_is_ambiguous_as_in_torch(data: np.ndarray, count: str, shape: str) -> None:
+    with pytest.raises(RuntimeError, match="is ambiguous"):
+        bool(torch.from_numpy(data))
+    expected = rf"truth value of a tensor with {count} \(shape {re.escape(shape)}\) is ambiguous"
+    with pytest.raises(tl.TensorError, match=expected):
+        bool(tl.tensor(data))
+
+
+def test_equality_with_tensor_data_is_refused_and_hashing_stays_identity() -> None:
+    t = tl.tensor([1.0])
+    for other in [tl.tensor([1.0]), t, 1.0, 1, np.float32(1.0), np.array([1.0]), [1.0], (1.0,)]:
+        with pytest.raises(TensorTypeError, match=r"comparison is not an op of the backend catalog"):
+            t == other  # noqa: B015 - the refusal is under test
+        with pytest.raises(TensorTypeError, match=r"comparison is not an op of the backend catalog"):
+            t != other  # noqa: B015
+        with pytest.raises(TensorTypeError, match=r"comparison is not an op of the backend catalog"):
+            other == t  # noqa: B015
+    with pytest.raises(TensorTypeError, match=r"compare the values with numpy"):
+        assert t == t  # the operator itself is under test
+    # hashing is by identity, so tensors stay usable as dict keys; None/str compare by identity
+    a, b = tl.tensor([1.0]), tl.tensor([1.0])
+    assert hash(a) == object.__hash__(a) and hash(a) != hash(b)
+    seen = {a: "a", b: "b"}
+    assert seen[a] == "a" and seen[b] == "b"
+    assert (a == None) is (torch.ones(1) == None) is False  # noqa: E711 - torch answers False too
+    assert (a != None) is True  # noqa: E711
+    assert a != "text" and a is not b
+    assert np.array_equal(a.numpy(), b.numpy())  # the documented way to compare values
+
+
+# ------------------------------------------------------------------- flags must be bools
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0, 1.0, None, [True]], ids=repr)
+def test_requires_grad_accepts_only_bools_as_torch(value: object) -> None:
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.tensor([1.0], requires_grad=value)  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=r"requires_grad must be a bool; got .* \(accepted: True or"):
+        tl.tensor([1.0], requires_grad=value)  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=r"requires_grad must be a bool"):
+        tl.from_torch(torch.ones(1), requires_grad=value)  # type: ignore[arg-type]
+    t = tl.tensor([1.0])
+    with pytest.raises(TensorTypeError, match=r"requires_grad must be a bool"):
+        t.requires_grad = value  # type: ignore[assignment]
+    assert t.requires_grad is False
+
+
+def test_numpy_bools_are_bools() -> None:
+    t = tl.tensor([1.0], requires_grad=np.True_)  # type: ignore[arg-type]
+    assert t.requires_grad is True
+    t.requires_grad = np.False_  # type: ignore[assignment]
+    assert t.requires_grad is False
+
+
+def test_backward_retain_graph_must_be_a_bool() -> None:
+    x = tl.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(TensorTypeError, match=r"backward\(\): retain_graph must be a bool; got 'yes'"):
+        y.backward(retain_graph="yes")  # type: ignore[arg-type]
+    assert x.grad is None
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0])  # twice d(x^2)/dx = 2 * 2x
