@@ -604,7 +604,9 @@ def test_seeds_at_or_beyond_2_pow_64_are_refused_not_wrapped(call: Callable[[int
 
 
 def test_a_session_seed_beyond_2_pow_64_is_refused_at_the_random_op() -> None:
-    with tl.session(seed=2**64 + 5), pytest.raises(GuardError, match=r"rand_uniform: session seed = 1844"):
+    """Opening refuses such a seed; one assigned to the session afterwards is refused at the op."""
+    with tl.session() as s, pytest.raises(GuardError, match=r"rand_uniform: session seed = 1844"):
+        s.seed = 2**64 + 5
         tl.rand_uniform((2,))
 
 

@@ -24,7 +24,7 @@ from torchlean.backend.acceptance import AcceptedKernel, accept
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, trusted, vjp_unavailable
-from torchlean.backend.errors import SessionError, UnknownLabelError
+from torchlean.backend.errors import SessionError, SessionTypeError, UnknownLabelError
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.profiles import BackendProfile
@@ -383,3 +383,16 @@ def test_the_same_session_may_be_nested() -> None:
     with s, s:
         assert tl.current_session() is s
     assert tl.current_session() is not s
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, True, "3", None])
+def test_session_seed_is_checked_when_opened(seed: object) -> None:
+    accepted = r"is not accepted \(accepted: an integer in \[0, 2\*\*64 - 1\]\)"
+    with pytest.raises(SessionTypeError, match=rf"seed .* {accepted}"):
+        tl.session("checked_cpu", seed=seed)  # type: ignore[arg-type]
+
+
+def test_session_show_backend_must_be_a_bool() -> None:
+    with pytest.raises(SessionTypeError, match="show_backend must be a bool, got 'yes'"):
+        tl.session("checked_cpu", show_backend="yes")  # type: ignore[arg-type]
+    assert tl.session("checked_cpu", seed=np.uint64(2**64 - 1)).seed == 2**64 - 1

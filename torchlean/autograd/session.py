@@ -39,6 +39,8 @@ from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TextIO
 
+import numpy as np
+
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
@@ -135,7 +137,8 @@ class Session:
     Raises:
         UnknownLabelError: an unknown profile name.
         SessionTypeError: ``profile`` is neither a name nor a ``BackendProfile`` (a
-            ``SessionError`` that is also a ``TypeError``).
+            ``SessionError`` that is also a ``TypeError``), ``seed`` is not an integer in
+            ``[0, 2**64)`` or ``show_backend`` not a bool.
         SessionError: the profile cannot execute here (:func:`validate_for_execution`).
     """
 
@@ -147,11 +150,17 @@ class Session:
         seed: int = 0,
         stream: TextIO | None = None,
     ) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**64:
+            raise SessionTypeError(
+                f"torch eager session: seed {seed!r} is not accepted (accepted: an integer in [0, 2**64 - 1])"
+            )
+        if not isinstance(show_backend, bool):
+            raise SessionTypeError(f"torch eager session: show_backend must be a bool, got {show_backend!r}")
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
         self.profile: BackendProfile = resolved
         self.show_backend = show_backend
-        self.seed = seed
+        self.seed = int(seed)
         self._stream = stream
         self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)
         self._selected: list[AcceptedKernel] = []

@@ -103,8 +103,10 @@ def node_kernels(plan: AcceptedGraph) -> dict[int, AcceptedKernel]:
 
 
 def _swap(rank: int, a: int, b: int) -> tuple[int, ...]:
+    """The permutation swapping axes ``a`` and ``b`` (both in ``[0, rank)``: IR shape inference
+    refuses other transpose axes before a program is built)."""
     perm = list(range(rank))
-    perm[a % rank], perm[b % rank] = perm[b % rank], perm[a % rank]
+    perm[a], perm[b] = perm[b], perm[a]
     return tuple(perm)
 
 

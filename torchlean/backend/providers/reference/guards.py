@@ -727,8 +727,11 @@ def _random_common(
 ) -> tuple[Shape, np.dtype[np.floating]]:
     dims = _shape_param(op, "shape", shape)
     for name, value in (("seed", seed), ("counter", counter)):
-        if _int(op, name, value) < 0:
-            raise _fail(op, f"{name} = {value!r} is negative (accepted: integers >= 0)")
+        number = _int(op, name, value)
+        if number < 0:
+            raise _fail(op, f"{name} = {value!r} is negative (accepted: integers in [0, 2**64 - 1])")
+        if number >= 2**64:  # keyOf works modulo 2**64: a larger one would repeat a smaller one's draws
+            raise _fail(op, f"{name} = {value!r} is out of range (accepted: integers in [0, 2**64 - 1])")
     refused = _fail(op, f"dtype {dtype!r} is not accepted (accepted: float32 or float64)")
     if dtype is None:  # np.dtype(None) would silently mean float64
         raise refused
@@ -747,7 +750,7 @@ def check_rand_uniform(
     *, shape: object, seed: object, counter: object, dtype: npt.DTypeLike
 ) -> tuple[Shape, np.dtype[np.floating]]:
     """Guard of ``rand_uniform``: a shape of non-negative ints whose element count fits int64,
-    integers ``seed, counter >= 0``, dtype float32/float64.  Returns ``(shape, dtype)``."""
+    integers ``seed, counter`` in ``[0, 2**64)``, dtype float32/float64.  Returns ``(shape, dtype)``."""
     return _random_common("rand_uniform", shape, seed, counter, dtype)
 
 
