@@ -727,11 +727,10 @@ def _random_common(
 ) -> tuple[Shape, np.dtype[np.floating]]:
     dims = _shape_param(op, "shape", shape)
     for name, value in (("seed", seed), ("counter", counter)):
-        number = _int(op, name, value)
-        if number < 0:
-            raise _fail(op, f"{name} = {value!r} is negative (accepted: integers in [0, 2**64 - 1])")
-        if number >= 2**64:  # keyOf works modulo 2**64: a larger one would repeat a smaller one's draws
-            raise _fail(op, f"{name} = {value!r} is out of range (accepted: integers in [0, 2**64 - 1])")
+        # keyOf takes u64(seed) as the original does (a seed >= 2**64 wraps); torchlean.functional
+        # refuses such seeds before they reach a kernel
+        if _int(op, name, value) < 0:
+            raise _fail(op, f"{name} = {value!r} is negative (accepted: integers >= 0)")
     refused = _fail(op, f"dtype {dtype!r} is not accepted (accepted: float32 or float64)")
     if dtype is None:  # np.dtype(None) would silently mean float64
         raise refused
@@ -750,7 +749,8 @@ def check_rand_uniform(
     *, shape: object, seed: object, counter: object, dtype: npt.DTypeLike
 ) -> tuple[Shape, np.dtype[np.floating]]:
     """Guard of ``rand_uniform``: a shape of non-negative ints whose element count fits int64,
-    integers ``seed, counter`` in ``[0, 2**64)``, dtype float32/float64.  Returns ``(shape, dtype)``."""
+    integers ``seed, counter >= 0`` (used modulo 2**64, as the original's ``u64``), dtype
+    float32/float64.  Returns ``(shape, dtype)``."""
     return _random_common("rand_uniform", shape, seed, counter, dtype)
 
 
