@@ -242,10 +242,10 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     """
     dt = start.dtype.type
     # m = b1*m + (1-b1)*g and v = b2*v + ((1-b2)*g)*g, each product and sum rounded once, in
-    # place (the same roundings as the out-of-place expressions, fewer temporaries). The
-    # temporaries are allocated explicitly: a ufunc on 0-d operands returns a numpy scalar, which
-    # cannot be written through ``out=``.
-    term = np.multiply(grad, dt(1.0 - config.beta1), out=np.empty_like(m))
+    # place (the same roundings as the out-of-place expressions, fewer temporaries). A ufunc on
+    # 0-d operands returns a numpy scalar, which cannot be written through ``out=``: np.asarray
+    # makes it a 0-d array (and returns any other result itself).
+    term = np.asarray(np.multiply(grad, dt(1.0 - config.beta1)))
     m *= dt(config.beta1)
     m += term
     np.multiply(grad, dt(1.0 - config.beta2), out=term)
@@ -254,13 +254,14 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     v += term
     bias1 = dt(1.0 - config.beta1**step)
     bias2 = dt(1.0 - config.beta2**step)
-    denom = np.divide(v, bias2, out=np.empty_like(v))
+    denom = np.asarray(np.divide(v, bias2))
     np.sqrt(denom, out=denom)
     denom += dt(config.eps)
-    update = np.divide(m, bias1, out=np.empty_like(m))
+    update: Array = np.asarray(np.divide(m, bias1))
     update *= dt(config.lr)  # lr * (m / bias1), then / denom
     update /= denom
-    return start - update
+    result: Array = start - update
+    return result
 
 
 @dataclass(frozen=True, slots=True)

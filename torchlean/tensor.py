@@ -377,6 +377,11 @@ class Tensor:
             )
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        """``del t.grad`` sets it to ``None``, as in PyTorch."""
+        self._grad = None
+
     @property
     def is_leaf(self) -> bool:
         """True when no recorded node produced this tensor."""
@@ -496,12 +501,14 @@ class Tensor:
         """Refused against a Tensor, a number or array data (see :meth:`_refuse_comparison`);
         against anything else (``None``, a string) ``NotImplemented``, so Python answers by
         identity (``t == None`` is False, as in torch)."""
-        self._refuse_comparison("==", other)
+        if other is not None:
+            self._refuse_comparison("==", other)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         """Refused like :meth:`__eq__` (``t != None`` is True)."""
-        self._refuse_comparison("!=", other)
+        if other is not None:
+            self._refuse_comparison("!=", other)
         return NotImplemented
 
     def _refuse_comparison(self, op: str, other: object) -> None:
@@ -518,7 +525,9 @@ class Tensor:
             f"cannot evaluate `tensor {op} other` for a Tensor of shape {self.shape} and {shown}: "
             "elementwise comparison is not an op of the backend catalog, so no accepted kernel can "
             "run it (accepted: compare the values with numpy, e.g. np.array_equal(a.numpy(), "
-            "b.numpy()) or a.numpy() == b.numpy(); test identity with `a is b`)"
+            "b.numpy()) or a.numpy() == b.numpy(); test identity with `a is b`, and look a tensor "
+            "up in a list by identity, e.g. any(t is x for t in items), since `in`, .index and "
+            ".remove compare with ==)"
         )
 
     # ----------------------------------------------------------------------------- autograd

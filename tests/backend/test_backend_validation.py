@@ -505,3 +505,15 @@ def test_builder_capsules_still_register() -> None:
     profile = CHECKED_CPU.with_capsule_modules([CapsuleModule("b", (capsule,))])
     assert profile.plan_ops(["relu"]).capsule_names == ("built.relu",)
     assert re.fullmatch(r"backend_builders\.check_shape", capsule.shape_contract.evidence.name or "")
+
+
+def test_an_unknown_label_in_a_record_is_also_an_unknown_label_error() -> None:
+    """Code that catches UnknownLabelError (the CLI does) catches a record's unknown label too."""
+    from torchlean.backend.errors import UnknownLabelError
+    from torchlean.backend.fields import BackendLabelError
+    from torchlean.backend.policy import KernelPolicy
+
+    with pytest.raises(UnknownLabelError) as caught:
+        KernelPolicy(device="gpu")  # type: ignore[arg-type]
+    assert isinstance(caught.value, BackendLabelError) and isinstance(caught.value, BackendValueError)
+    assert "unknown device gpu" in str(caught.value)

@@ -396,3 +396,7 @@ def test_session_show_backend_must_be_a_bool() -> None:
     with pytest.raises(SessionTypeError, match="show_backend must be a bool, got 'yes'"):
         tl.session("checked_cpu", show_backend="yes")  # type: ignore[arg-type]
     assert tl.session("checked_cpu", seed=np.uint64(2**64 - 1)).seed == 2**64 - 1
+
+
+def test_session_show_backend_takes_a_numpy_bool() -> None:
+    assert tl.session("checked_cpu", show_backend=np.False_).show_backend is False

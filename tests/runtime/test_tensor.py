@@ -378,3 +378,21 @@ def test_backward_retain_graph_must_be_a_bool() -> None:
     y.backward()
     assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0])  # twice d(x^2)/dx = 2 * 2x
+
+
+def test_del_grad_sets_it_to_none_as_torch() -> None:
+    x = tl.tensor([1.0, 2.0], requires_grad=True)
+    tl.reduce_sum(x * x).backward()
+    assert x.grad is not None
+    del x.grad
+    assert x.grad is None
+    tl.reduce_sum(x * x).backward()  # accumulates afresh
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_list_lookup_error_names_the_identity_route() -> None:
+    a, b = tl.tensor([1.0, 2.0]), tl.tensor([1.0, 2.0])
+    with pytest.raises(tl.TensorTypeError, match=r"any\(t is x for t in items\)"):
+        _ = a in [b, a]
+    assert any(t is a for t in [b, a])

@@ -294,9 +294,12 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     version = _view_version(out, inputs)
     if not (bound.differentiable and is_grad_enabled()):
         return Tensor._make(out, False, None, version)
-    parents = tuple([t if t is not None and t._requires_grad else None for t in inputs])
-    if parents.count(None) == len(parents):
+    # which inputs need a cotangent, as a list of bools (``True in`` compares bools in C; a
+    # Tensor's == is not an identity test)
+    needs = [t is not None and t._requires_grad for t in inputs]
+    if True not in needs:
         return Tensor._make(out, False, None, version)
+    parents = tuple([t if need else None for t, need in zip(inputs, needs, strict=True)])
     vjp = linked.vjp
     if vjp is None:
         raise SessionError(
@@ -305,7 +308,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         )
     counter = VersionCounter() if version is None else version
     saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
-    rule = _local_rule(linked, vjp, capsule, parents, params)
+    rule = _local_rule(linked, vjp, capsule, needs, params)
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
     return Tensor._make(out, True, node, counter)
 
@@ -314,17 +317,17 @@ def _local_rule(
     linked: LinkedKernel,
     vjp: VJPFn,
     capsule: KernelCapsule,
-    parents: tuple[Tensor | None, ...],
+    needs: list[bool],
     params: Mapping[str, Any],
 ) -> LocalRule:
     """The tape node's rule: the linked VJP, told which inputs need a cotangent (``vjp_needs``)
     when some input does not and the kernel can skip it."""
     vjp_needs = linked.vjp_needs
-    if vjp_needs is not None and None in parents:
-        needs = tuple([p is not None for p in parents])
+    if vjp_needs is not None and False in needs:
+        mask = tuple(needs)
 
         def skipping(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-            return vjp_needs(capsule, g, ins, o, params, needs)
+            return vjp_needs(capsule, g, ins, o, params, mask)
 
         return skipping
 

@@ -154,12 +154,12 @@ class Session:
             raise SessionTypeError(
                 f"torch eager session: seed {seed!r} is not accepted (accepted: an integer in [0, 2**64 - 1])"
             )
-        if not isinstance(show_backend, bool):
+        if not isinstance(show_backend, bool | np.bool_):
             raise SessionTypeError(f"torch eager session: show_backend must be a bool, got {show_backend!r}")
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
         self.profile: BackendProfile = resolved
-        self.show_backend = show_backend
+        self.show_backend = bool(show_backend)
         self.seed = int(seed)
         self._stream = stream
         self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)

@@ -20,6 +20,7 @@ from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.backend.vocabulary import LabelledEnum
 
 __all__ = [
+    "BackendLabelError",
     "BackendTypeError",
     "BackendValueError",
     "bool_field",
@@ -46,6 +47,11 @@ class BackendTypeError(TorchLeanError, TypeError):
 class BackendValueError(TorchLeanError, ValueError):
     """A backend record field has the right type but a refused value: an unknown label, an empty
     name, a runtime guard name that is not a dotted Python name."""
+
+
+class BackendLabelError(BackendValueError, UnknownLabelError):
+    """An unknown label in a backend record field: a :class:`BackendValueError` that code catching
+    :class:`UnknownLabelError` (as the CLI does) also catches."""
 
 
 def describe(value: object) -> str:
@@ -84,7 +90,8 @@ def enum_field(record: object, name: str, cls: type[LabelledEnum], *, optional: 
 
     Raises:
         BackendTypeError: neither a member nor a string.
-        BackendValueError: a string that is no label of ``cls``.
+        BackendLabelError: a string that is no label of ``cls`` (a ``BackendValueError`` and an
+            ``UnknownLabelError``).
     """
     value = getattr(record, name)
     if (optional and value is None) or isinstance(value, cls):
@@ -94,7 +101,7 @@ def enum_field(record: object, name: str, cls: type[LabelledEnum], *, optional: 
         try:
             member = cls.parse(value)
         except UnknownLabelError as error:
-            raise BackendValueError(f"{where}: {error}") from None
+            raise BackendLabelError(f"{where}: {error}") from None
         object.__setattr__(record, name, member)
         return
     accepted = _accepted(cls) + (" or None" if optional else "")
