@@ -16,8 +16,10 @@ cells is not a number, or when its cells are exactly the column positions ``0,1,
 header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
 ``label_column="2"`` and ``label_column=2`` agree); any other all-numbers first row is data.
 Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`; ``header=True``
-/ ``header=False`` decide explicitly (and leave the note empty). Column names must be unique
-(a repeated name is refused, as a name could not say which column it means). Features must be
+/ ``header=False`` decide explicitly (and leave the note empty). Column names may repeat or be
+blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
+name the header repeats is refused, as it could not say which column it means (give its index).
+Messages about a cell name a repeated or blank column by its index. Features must be
 finite numbers. Classification labels may be numbers or strings and are mapped to
 ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
@@ -33,7 +35,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -98,13 +100,17 @@ def load(
     """Load a shipped dataset by name, or a CSV file by path, split and standardised.
 
     ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring).
+    ``label_column`` is a column name or an integer index (Python or numpy; negative counts from
+    the end); ``header`` is ``None``, a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer
+    (Python or numpy; not a bool) in ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a
+    numpy ``RandomState``, which takes no larger seed.
 
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
             datasets; an unknown CSV label column, naming the columns.
-        DataError: missing file (or a directory), non-numeric cell (line and column named),
-            duplicate column names in the header, bad ``header``, ``seed``, ``test_fraction`` or
-            ``dtype``, a split that leaves no train or test sample.
+        DataError: missing file (or a directory), non-numeric cell (line and column named), a
+            ``label_column`` name the header repeats (naming its columns), bad ``header``,
+            ``seed``, ``test_fraction`` or ``dtype``, a split that leaves no train or test sample.
     """
     target = _float_dtype(dtype)
     name = os.fspath(name_or_path)
@@ -154,8 +160,6 @@ def load_csv(
         raise DataError(f"{file}: the file has no rows")
     has_header, note = _header(file, rows[0], header)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
-    if has_header:
-        _check_unique(file, names)
     body = rows[1:] if has_header else rows
     first_line = 2 if has_header else 1
     if not body:
@@ -171,9 +175,9 @@ def load_csv(
         if len(row) != len(names):
             raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
         for j, i in enumerate(feature_idx):
-            x[r, j] = _number(file, line, names[i], row[i])
+            x[r, j] = _number(file, line, _shown(names, i), row[i])
         labels.append(row[label].strip())
-    y, classes, kind = _labels(file, names[label], labels, task, first_line)
+    y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line)
     dataset = _split(
         file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target
     )
@@ -184,9 +188,9 @@ def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool
     """(is the first row a header, the note on a guess from an all-numbers row); see the module
     docstring for the rule."""
     if header is not None:
-        if not isinstance(header, bool):
+        if not isinstance(header, (bool, np.bool_)):
             raise DataError(f"header must be True, False or None, got {header!r}")
-        return header, ""
+        return bool(header), ""
     cells = [c.strip() for c in first]
     if not all(_is_number(c) for c in cells):
         return True, ""
@@ -202,17 +206,13 @@ def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool
     )
 
 
-def _check_unique(file: Path, names: Sequence[str]) -> None:
-    positions: dict[str, list[int]] = {}
-    for i, name in enumerate(names):
-        positions.setdefault(name, []).append(i)
-    repeated = [f"{name!r} (columns {', '.join(map(str, where))})" for name, where in positions.items()
-                if len(where) > 1]
-    if repeated:
-        raise DataError(
-            f"{file}: duplicate column names in the header: {'; '.join(repeated)} "
-            "(accepted: unique names)"
-        )
+def _shown(names: Sequence[str], index: int) -> str:
+    """Column ``index`` as messages name it: its name when that is non-blank and used once, else
+    its index (with the name when there is one: ``2 ('x')``)."""
+    name = names[index]
+    if name and names.count(name) == 1:
+        return name
+    return f"{index} ({name!r})" if name else str(index)
 
 
 # ------------------------------------------------------------------------------------ shipped data
@@ -267,18 +267,38 @@ def _number(file: Path, line: int, column: str, cell: str) -> float:
     return value
 
 
-def _label_index(file: Path, names: Sequence[str], column: str | int | None, has_header: bool) -> int:
+def _is_int(value: object) -> TypeGuard[int | np.integer[Any]]:
+    """True for Python and numpy integers, False for bools (``True`` is no index or seed)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _label_index(file: Path, names: Sequence[str], column: object, has_header: bool) -> int:
+    """The index of the label column: the last one for ``None``, an integer index (Python or
+    numpy; negative counts from the end), or a header name used exactly once.
+
+    Raises:
+        UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
+        DataError: a name the header repeats (ambiguous), naming its columns.
+    """
     if column is None:
         return len(names) - 1
-    if isinstance(column, int) and not isinstance(column, bool):
-        if -len(names) <= column < len(names):
-            return column % len(names)
+    if _is_int(column):
+        index = int(column)
+        if -len(names) <= index < len(names):
+            return index % len(names)
         raise UnknownLabelError(
-            f"unknown label column {column} in {file} "
+            f"unknown label column {index} in {file} "
             f"(known: indices 0..{len(names) - 1} or -{len(names)}..-1)"
         )
     if has_header and column in names:
-        return names.index(column)
+        where = [i for i, name in enumerate(names) if name == column]
+        if len(where) > 1:
+            raise DataError(
+                f"{file}: label column {column!r} is ambiguous: the header names columns "
+                f"{', '.join(map(str, where))} {column!r} (accepted: a name the header uses once, or a "
+                f"column index 0..{len(names) - 1})"
+            )
+        return where[0]
     known = " | ".join(names) if has_header else f"indices 0..{len(names) - 1} (the file has no header)"
     raise UnknownLabelError(f"unknown label column {column} in {file} (known: {known})")
 
@@ -340,8 +360,12 @@ def _split(
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise DataError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    if not _is_int(seed) or not 0 <= int(seed) < 2**32:
+        raise DataError(
+            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
+            f"RandomState), got {seed!r}"
+        )
+    seed = int(seed)
     if isinstance(test_fraction, bool) or not 0.0 < float(test_fraction) < 1.0:
         raise DataError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     n = len(y)

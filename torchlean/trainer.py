@@ -40,7 +40,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, is_int
+from torchlean.nn.layers import Layer, is_bool, is_int
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, build, is_seed
 from torchlean.nn.ops import Ops, T
@@ -178,14 +178,17 @@ class RunConfig:
 
     Every field is checked when the config is built. ``execution`` and ``device`` take a member or
     its label (``"typed-graph"``, ``"cuda"``), stored as the member; ``profile`` takes ``None``, a
-    built-in profile name or a :class:`BackendProfile`; ``dtype`` is ``"float32"`` or
-    ``"float64"``.
+    built-in profile name or a :class:`BackendProfile`; ``show_backend`` is a ``bool`` or a
+    ``numpy.bool_`` (stored as a ``bool``); ``dtype`` is anything ``np.dtype`` resolves to float32
+    or float64 (``"float32"``, ``np.float64``, ``np.dtype("float64")``, ``"f8"``), stored as the
+    string ``"float32"`` or ``"float64"``.
 
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
             ``optim.sgd(...)`` etc. or ``optim.by_name``), ``execution``/``device``/``profile`` of
             the wrong type, a non-bool ``show_backend``, or a bad ``dtype``
-            (``dtype must be float32 or float64, got float16``).
+            (``dtype must be float32 or float64, got float16``; ``None`` is refused rather than
+            read as numpy's default float64).
         TrainerLabelError: an unknown execution-mode, device or profile label.
     """
 
@@ -203,24 +206,20 @@ class RunConfig:
         device: Device | str = Device.CPU,
         profile: str | BackendProfile | None = None,
         show_backend: bool = False,
-        dtype: str = "float32",
+        dtype: npt.DTypeLike = "float32",
     ) -> None:
         if not isinstance(optimizer, OptimizerConfig):
             known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
             raise TrainerError(f"optimizer must be an optimizer record ({known}), got {optimizer!r}")
-        if not isinstance(show_backend, bool):
+        if not is_bool(show_backend):
             raise TrainerError(f"show_backend must be a bool, got {show_backend!r}")
-        if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
-            if isinstance(dtype, str):
-                raise TrainerError(f"dtype must be float32 or float64, got {dtype}")
-            raise TrainerError(f"dtype must be the string 'float32' or 'float64', got {dtype!r}")
         values = {
             "optimizer": optimizer,
             "execution": _member(ExecutionMode, execution, "execution"),
             "device": _member(Device, device, "device"),
             "profile": _profile(profile),
-            "show_backend": show_backend,
-            "dtype": dtype,
+            "show_backend": bool(show_backend),
+            "dtype": _dtype_name(dtype),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -273,6 +272,27 @@ class RunConfig:
         return np.dtype(np.float64) if self.dtype == "float64" else np.dtype(np.float32)
 
 
+def _dtype_name(dtype: object) -> str:
+    """``"float32"`` or ``"float64"``: the name of what ``np.dtype(dtype)`` resolves to.
+
+    Raises:
+        TrainerError: ``dtype must be float32 or float64, got <value>``, naming the resolved dtype
+            (``float16``, ``int32``), the string as given, or the ``repr`` of a value numpy cannot
+            read as a dtype; ``None`` (numpy's default float64) is refused too.
+    """
+    shown = dtype if isinstance(dtype, str) else repr(dtype)
+    if dtype is None:
+        raise TrainerError(f"dtype must be float32 or float64, got {shown}")
+    try:
+        resolved = np.dtype(dtype)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise TrainerError(f"dtype must be float32 or float64, got {shown}") from None
+    for name in ("float32", "float64"):
+        if resolved == np.dtype(name):
+            return name
+    raise TrainerError(f"dtype must be float32 or float64, got {resolved}")
+
+
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
     """``values`` as an array of ``dtype``; raises TrainerError for data that is not real numbers
     (strings, objects, complex numbers, ragged sequences)."""
@@ -311,13 +331,15 @@ class Trainer(Generic[In, Out]):
             ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``);
             a label (``"mse"``, ``"cross-entropy"``) is parsed.
         config: runtime settings (``None``: ``RunConfig()``).
-        seed: parameter initialisation and shuffling seed, an int in ``[0, 2**32)``.
-        input_shape: per-sample input shape (inferred when the model starts with a linear layer).
+        seed: parameter initialisation and shuffling seed, an integer (Python or numpy; not a
+            bool) in ``[0, 2**64)``, the seeds of ``torchlean.session``.
+        input_shape: per-sample input shape, a tuple, list, ``torch.Size`` or 1-d integer numpy
+            array (inferred when the model starts with a linear layer).
 
     Raises:
         ShapeError: the layers do not fit the input shape, or a bad ``input_shape``.
         TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, ``seed``
-            is out of range (``seed must be an integer in [0, 2**32), got -1``), or
+            is out of range (``seed must be an integer in [0, 2**64), got -1``), or
             cross-entropy on a model whose per-sample output is not a vector of class logits.
         TrainerLabelError: an unknown objective label.
     """
@@ -540,12 +562,14 @@ class Trainer(Generic[In, Out]):
 
         Raises:
             TrainerError: bad shapes or labels; ``epochs`` or ``batch_size`` not an int (bools
-                refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a non-bool ``shuffle``.
+                refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
+                neither a ``bool`` nor a ``numpy.bool_``.
         """
         epochs = _positive_int(epochs, "epochs")
         batch_size = _positive_int(batch_size, "batch_size")
-        if not isinstance(shuffle, bool):
+        if not is_bool(shuffle):
             raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
+        shuffle = bool(shuffle)
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])
         if xs.shape[0] == 0:

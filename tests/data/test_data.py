@@ -94,13 +94,33 @@ def test_unknown_dataset_names_the_accepted_ones() -> None:
     [
         ({"test_fraction": 0.0}, r"^test_fraction must be in \(0, 1\), got 0\.0$"),
         ({"test_fraction": 1}, r"^test_fraction must be in \(0, 1\), got 1$"),
-        ({"seed": -1}, r"^seed must be an integer in \[0, 2\*\*32\), got -1$"),
         ({"dtype": np.int32}, r"^dtype must be float32 or float64, got int32$"),
     ],
 )
 def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(DataError, match=message):
         data.load("iris", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, np.int64(-1), np.uint64(2**32), True, np.True_, 1.0, "1", None])
+def test_bad_seed_names_the_range_and_why(seed: object) -> None:
+    """The split's range stays [0, 2**32): scikit-learn's train_test_split seeds a RandomState,
+    which refuses larger seeds; the message says so (and names the value)."""
+    with pytest.raises(DataError) as info:
+        data.load("iris", seed=seed)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
+        f"RandomState), got {seed!r}"
+    )
+
+
+@pytest.mark.parametrize("seed", [np.int64(1), np.uint32(2**32 - 1), np.int8(1)])
+def test_numpy_integer_seeds_split_as_the_same_int(seed: np.integer) -> None:
+    a, b = data.load("iris", seed=seed), data.load("iris", seed=int(seed))  # type: ignore[arg-type]
+    for got, want in zip(
+        (a.x_train, a.x_test, a.y_train, a.y_test), (b.x_train, b.x_test, b.y_train, b.y_test), strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
 
 
 # ------------------------------------------------------------------------------------------- CSV
@@ -251,35 +271,108 @@ def test_a_non_numeric_first_row_is_a_header_without_a_note(tmp_path: Path) -> N
 def test_header_must_be_a_bool_or_none(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"^header must be True, False or None, got 'yes'$"):
         data.load(_numbered(tmp_path, "a,b,y"), header="yes")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match=r"^header must be True, False or None, got 1$"):
+        data.load(_numbered(tmp_path, "a,b,y"), header=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("flag", [np.True_, np.False_])
+def test_header_accepts_numpy_bools_as_bools(tmp_path: Path, flag: np.bool_) -> None:
+    path = _numbered(tmp_path, "5.5,6.5,1")
+    got, want = data.load(path, header=flag, seed=0), data.load(path, header=bool(flag), seed=0)  # type: ignore[arg-type]
+    assert got.feature_names == want.feature_names == (("5.5", "6.5") if flag else ("column_0", "column_1"))
+    assert got.header_note == "" and got.x_train.shape == want.x_train.shape
+    np.testing.assert_array_equal(got.x_train, want.x_train)
+
+
+@pytest.mark.parametrize("column", [np.int64(0), np.int32(-3), np.uint8(0)])
+def test_numpy_integer_label_column_is_an_index(tmp_path: Path, column: np.integer) -> None:
+    lines = [f"{i % 3},{i * 1.5},{i * 2.0}" for i in range(12)]
+    path = _write(tmp_path, "\n".join(lines))
+    d = data.load(path, label_column=column, seed=0)  # type: ignore[arg-type]
+    assert d.feature_names == ("column_1", "column_2") and d.class_names == ("0", "1", "2")
+    with pytest.raises(UnknownLabelError) as info:
+        data.load(path, label_column=np.int64(3))  # type: ignore[arg-type]
+    assert str(info.value) == f"unknown label column 3 in {path} (known: indices 0..2 or -3..-1)"
+
+
+def _four(tmp_path: Path, first: str, name: str = "dup.csv") -> Path:
+    """``first`` then 40 rows of three features ``i, 2i, i % 5`` and a 0/1 label."""
+    rows = [first] + [f"{i},{2 * i},{i % 5},{i % 2}" for i in range(40)]
+    return _write(tmp_path, "\n".join(rows) + "\n", name)
+
+
+@pytest.mark.parametrize("first", ["x,x,x,y", ",,,y", " x ,x, x,y", "a,b,a,y"])
+@pytest.mark.parametrize("label", [None, 3, -1, np.int64(3), "y"])
+def test_repeated_or_blank_feature_names_load_as_pandas_reads_them(
+    tmp_path: Path, first: str, label: object
+) -> None:
+    """Nothing is ambiguous when the label is chosen by index or by a name used once: the file
+    loads exactly as the same file with unique names (the oracle), keeping the names as written."""
+    path = _four(tmp_path, first)
+    d = data.load(path, label_column=label, seed=0)  # type: ignore[arg-type]
+    unique = data.load(_four(tmp_path, "a,b,c,y", "unique.csv"), seed=0)
+    for got, want in zip(
+        (d.x_train, d.x_test, d.y_train, d.y_test, d.feature_mean, d.feature_scale),
+        (unique.x_train, unique.x_test, unique.y_train, unique.y_test, unique.feature_mean,
+         unique.feature_scale),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(got, want)
+    assert d.feature_names == tuple(c.strip() for c in first.split(",")[:3])
+    assert (d.task, d.class_names) == ("classification", ("0", "1"))
+
+
+def test_a_repeated_last_column_name_is_fine_when_the_label_is_the_default(tmp_path: Path) -> None:
+    path = _numbered(tmp_path, "a,b,a")
+    d = data.load(path, seed=0)
+    assert d.feature_names == ("a", "b") and d.n_classes == 2
+    assert data.load(path, label_column="b", seed=0).feature_names == ("a", "a")
 
 
 @pytest.mark.parametrize(
-    ("first", "label", "repeated"),
+    ("first", "label", "columns"),
     [
-        ("a,a,y", "a", "'a' (columns 0, 1)"),
-        ("a,b,a", None, "'a' (columns 0, 2)"),
-        ("x, x ,y", "y", "'x' (columns 0, 1)"),  # names are compared after stripping blanks
-        (",,y", "y", "'' (columns 0, 1)"),
+        ("a,a,y", "a", "0, 1"),
+        ("a,b,a", "a", "0, 2"),
+        ("x, x ,y", "x", "0, 1"),  # names are compared after stripping blanks
+        (",,y", "", "0, 1"),
     ],
 )
-def test_duplicate_column_names_are_refused(
-    tmp_path: Path, first: str, label: str | None, repeated: str
+def test_a_label_name_the_header_repeats_is_refused(
+    tmp_path: Path, first: str, label: str, columns: str
 ) -> None:
     path = _numbered(tmp_path, first)
     with pytest.raises(DataError) as info:
         data.load(path, label_column=label)
     assert str(info.value) == (
-        f"{path}: duplicate column names in the header: {repeated} (accepted: unique names)"
+        f"{path}: label column {label!r} is ambiguous: the header names columns {columns} {label!r} "
+        "(accepted: a name the header uses once, or a column index 0..2)"
     )
 
 
-def test_several_duplicate_groups_are_all_named(tmp_path: Path) -> None:
+def test_several_repeated_groups_load_and_each_repeated_label_name_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, "p,q,p,q,y\n" + "\n".join(f"{i},{i},{i},{i},{i % 2}" for i in range(6)))
-    with pytest.raises(DataError, match=r"duplicate column names in the header: 'p' \(columns 0, 2\); "
-                       r"'q' \(columns 1, 3\) \(accepted: unique names\)$"):
-        data.load(path)
+    assert data.load(path).feature_names == ("p", "q", "p", "q")
+    with pytest.raises(DataError, match=r"label column 'q' is ambiguous: the header names columns 1, 3 'q' "
+                       r"\(accepted: a name the header uses once, or a column index 0\.\.4\)$"):
+        data.load(path, label_column="q")
     # without a header the columns are numbered, so nothing repeats
     assert data.load(_write(tmp_path, "1,1,0\n2,2,1\n3,3,0\n4,4,1\n", "n.csv"), header=False).n_features == 2
+
+
+def test_cell_errors_name_a_repeated_or_blank_column_by_its_index(tmp_path: Path) -> None:
+    repeated = _write(tmp_path, "x,x,y\n1,2,0\n3,oops,1\n", "rep.csv")
+    with pytest.raises(DataError) as info:
+        data.load(repeated)
+    assert str(info.value) == f"{repeated}: line 3, column 1 ('x'): not a number: 'oops'"
+    blank = _write(tmp_path, ",,y\nnan?,2,0\n", "blank.csv")
+    with pytest.raises(DataError) as info:
+        data.load(blank)
+    assert str(info.value) == f"{blank}: line 2, column 0: not a number: 'nan?'"
+    label = _write(tmp_path, "y,a,y\n1,2,0\n3,4,0.5\n5,6,x\n", "label.csv")
+    with pytest.raises(DataError) as info:
+        data.load(label, task="regression")
+    assert str(info.value) == f"{label}: line 4, column 2 ('y'): not a number: 'x'"
 
 
 def test_csv_path_that_is_a_directory(tmp_path: Path) -> None:

@@ -223,6 +223,26 @@ def test_mpmath_flash_equals_standard_to_fifty_digits() -> None:
     assert 0 < np.max(np.abs(float_out - out.astype(float))) < 1e-14
 
 
+@pytest.mark.parametrize("size", [np.int64(2), np.int32(2), np.uint8(2)])
+def test_config_accepts_numpy_integers_stored_as_int(size: np.integer) -> None:
+    config = FlashAttentionConfig(block_q=size, block_k=size)  # type: ignore[arg-type]
+    assert (config.block_q, config.block_k) == (2, 2)
+    assert type(config.block_q) is int and type(config.block_k) is int
+    assert config == FlashAttentionConfig(2, 2)
+    q = np.arange(30, dtype=np.float64).reshape(5, 6) / 10
+    np.testing.assert_array_equal(flash_attention(q, q, q, config=config),
+                                  flash_attention(q, q, q, config=FlashAttentionConfig(2, 2)))
+
+
+@pytest.mark.parametrize("value", [True, np.True_, 2.0, np.float64(2.0), "2", None])
+def test_config_refuses_non_integer_block_sizes(value: object) -> None:
+    with pytest.raises(SpecTypeError) as info:
+        FlashAttentionConfig(block_q=value)  # type: ignore[arg-type]
+    assert str(info.value) == f"block_q must be an int, got {value!r}"
+    with pytest.raises(SpecValueError, match=r"^block_k must be >= 0 \(0 = one tile\), got -1$"):
+        FlashAttentionConfig(block_k=np.int64(-1))  # type: ignore[arg-type]
+
+
 def test_config_and_saved_statistic_errors() -> None:
     with pytest.raises(SpecValueError, match="block_q must be >= 0"):
         FlashAttentionConfig(-1, 2)

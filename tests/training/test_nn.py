@@ -12,6 +12,7 @@ import torch.nn.functional as TF
 from torchlean import nn
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
+from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import (
     Activation,
@@ -389,19 +390,29 @@ def test_reshape_accepts_a_tuple_or_list_like_torch(spelling):
     np.testing.assert_array_equal(forward(model, x), torch.tensor(x).reshape((2, *spelling)).numpy())
 
 
-@pytest.mark.parametrize("seed", [-1, 2**32, 2**40, True, 1.5, "0", None])
-def test_build_seed_must_be_in_the_cli_range(seed):
+@pytest.mark.parametrize("seed", [-1, 2**64, np.int64(-1), True, np.True_, 1.5, "0", None])
+def test_build_seed_must_be_in_the_session_range(seed):
     with pytest.raises(ShapeError) as caught:
         nn.build(nn.linear(2, 1), seed=seed)
-    assert str(caught.value) == f"seed must be an integer in [0, 2**32), got {seed!r}"
+    assert str(caught.value) == f"seed must be an integer in [0, 2**64), got {seed!r}"
 
 
-def test_build_seed_edges_and_numpy_seeds():
-    """``2**32 - 1`` is the largest seed; a numpy integer seed gives the int seed's weights, which
+@pytest.mark.parametrize("seed", [2**32 - 1, 2**32, 2**40, 2**64 - 1, np.uint64(2**64 - 1)])
+def test_build_seed_edges_and_numpy_seeds(seed):
+    """Seeds up to ``2**64 - 1`` (the session's range) are accepted and reproducible: the weights
     are ``U(-1/sqrt(in), 1/sqrt(in))`` draws of ``default_rng([seed, index])``."""
-    top = nn.build(nn.linear(2, 1), seed=2**32 - 1, dtype=np.float64)
-    expected = np.random.default_rng([2**32 - 1, 0]).uniform(-1 / np.sqrt(2), 1 / np.sqrt(2), size=(1, 2))
+    top = nn.build(nn.linear(2, 1), seed=seed, dtype=np.float64)
+    bound = 1 / np.sqrt(2)
+    expected = np.random.default_rng([int(seed), 0]).uniform(-bound, bound, size=(1, 2))
     np.testing.assert_array_equal(top.parameters[0], expected)
+    again = nn.build(nn.linear(2, 1), seed=int(seed), dtype=np.float64)
+    for x, y in zip(top.parameters, again.parameters, strict=True):
+        np.testing.assert_array_equal(x, y)
+    zero = nn.build(nn.linear(2, 1), seed=0, dtype=np.float64)
+    assert not np.array_equal(top.parameters[0], zero.parameters[0])
+
+
+def test_numpy_integer_seed_gives_the_int_seeds_weights():
     a = nn.build(nn.linear(2, 1), seed=np.int64(7))
     b = nn.build(nn.linear(2, 1), seed=7)
     for x, y in zip(a.parameters, b.parameters, strict=True):
@@ -415,12 +426,64 @@ def test_build_seed_edges_and_numpy_seeds():
         ({"input_shape": 4}, f"build: input_shape {DIMS} 4"),
         ({"input_shape": (4, 0)}, f"build: input_shape {DIMS} (4, 0)"),
         ({"input_shape": [4.0]}, f"build: input_shape {DIMS} [4.0]"),
+        ({"input_shape": np.array([4.0])}, f"build: input_shape {DIMS} {np.array([4.0])!r}"),
+        ({"input_shape": np.array([[4]])}, f"build: input_shape {DIMS} {np.array([[4]])!r}"),
+        ({"input_shape": np.array([True])}, f"build: input_shape {DIMS} {np.array([True])!r}"),
+        ({"input_shape": np.array([4, 0])}, f"build: input_shape {DIMS} {np.array([4, 0])!r}"),
+        ({"input_shape": np.array([], dtype=np.int64)},
+         f"build: input_shape {DIMS} {np.array([], dtype=np.int64)!r}"),
     ],
 )
 def test_build_arguments(kwargs, message):
     layer = kwargs.pop("layer", nn.relu())
     with pytest.raises(ShapeError) as caught:
         nn.build(layer, **kwargs)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("shape", [np.array([2, 3]), np.array([2, 3], dtype=np.uint8), torch.Size([2, 3])])
+def test_build_input_shape_accepts_a_1d_integer_array_like_a_tuple(shape):
+    model = nn.build(nn.sequential(nn.relu(), nn.linear(3, 1)), input_shape=shape, seed=0)
+    assert model.input_shape == (2, 3) and all(type(d) is int for d in model.input_shape)
+    assert model.output_shape == (2, 1)
+    assert nn.layer_norm(np.array([3])).normalized_shape == (3,)
+
+
+@pytest.mark.parametrize("flag", [np.True_, np.False_])
+def test_numpy_bool_flags_are_stored_as_bool(flag):
+    """As tensor flags: ``numpy.bool_`` means the same as ``bool`` (ints stay refused, above)."""
+    expected = bool(flag)
+    layers = [
+        (nn.linear(4, 2, bias=flag), "bias"),
+        (Linear(4, 2, flag), "bias"),
+        (nn.conv2d(1, 2, 3, bias=flag), "bias"),
+        (Conv2d(1, 2, (3, 3), bias=flag), "bias"),
+        (nn.multi_head_attention(8, 2, causal=flag), "causal"),
+        (MultiHeadAttention(8, 2, flag), "causal"),
+        (nn.transformer_block(8, 2, causal=flag), "causal"),
+        (TransformerBlock(8, 2, 16, flag), "causal"),
+    ]
+    for layer, name in layers:
+        value = getattr(layer, name)
+        assert value is expected, (layer, value)
+    names = [s.name for s in nn.linear(4, 2, bias=flag).param_specs()]
+    assert names == (["weight", "bias"] if flag else ["weight"])
+    assert nn.linear(4, 2, bias=flag) == nn.linear(4, 2, bias=expected)
+    described = nn.multi_head_attention(8, 2, causal=flag).describe()
+    assert described == f"multi_head_attention(8, heads=2, causal={expected})"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: MultiHeadAttention(8, 2, 1), "multi_head_attention: causal must be a bool, got 1"),
+        (lambda: TransformerBlock(8, 2, 16, "yes"), "transformer_block: causal must be a bool, got 'yes'"),
+        (lambda: Linear(2, 3, 0), "linear: bias must be a bool, got 0"),
+    ],
+)
+def test_attention_records_check_their_flag_too(make, message):
+    with pytest.raises(ShapeError) as caught:
+        make()
     assert str(caught.value) == message
 
 

@@ -337,13 +337,27 @@ def test_header_flag_reads_an_all_numbers_first_row_as_names(capsys, tmp_path):
     assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=11 features=2 ")
 
 
-def test_duplicate_column_names_are_a_one_line_error(capsys, tmp_path):
+def test_an_ambiguous_label_column_name_is_a_one_line_error(capsys, tmp_path):
     path = _numeric_header_csv(tmp_path, "a,a,y", "dup.csv")
     code, out, err = train(capsys, "--dataset", str(path), "--label-column", "a")
     assert (code, out) == (2, "")
     assert err == (
-        f"error: {path}: duplicate column names in the header: 'a' (columns 0, 1) (accepted: unique names)\n"
+        f"error: {path}: label column 'a' is ambiguous: the header names columns 0, 1 'a' "
+        "(accepted: a name the header uses once, or a column index 0..2)\n"
     )
+
+
+@pytest.mark.parametrize("first", ["x,x,x,y", ",,,y"])
+@pytest.mark.parametrize("label", [[], ["--label-column", "y"], ["--label-column", "3"]])
+def test_repeated_or_blank_feature_names_train(capsys, tmp_path, first, label):
+    """As pandas reads such files: nothing is ambiguous when the label is the last column, a name
+    used once or an index, so the run trains as with unique names."""
+    path = tmp_path / "dup.csv"
+    rows = [first] + [f"{i * 0.1:.1f},{i * 0.2:.1f},{i % 7},{i % 2}" for i in range(50)]
+    path.write_text("\n".join(rows) + "\n")
+    code, out, err = train(capsys, "--dataset", str(path), *label, "--epochs", "1", "--hidden", "4")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].startswith("dataset=dup train=40 test=10 features=3 task=classification ")
 
 
 def test_dataset_directory_and_empty_report_path_errors(capsys, tmp_path):

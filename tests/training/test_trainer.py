@@ -318,8 +318,14 @@ def test_run_config_unknown_labels(kwargs, message):
         ({"optimizer": optim.SGD}, f"{RECORD}, got {optim.SGD!r}"),
         ({"show_backend": 1}, "show_backend must be a bool, got 1"),
         ({"show_backend": "yes"}, "show_backend must be a bool, got 'yes'"),
+        ({"show_backend": np.int64(1)}, "show_backend must be a bool, got np.int64(1)"),
         ({"dtype": "float16"}, "dtype must be float32 or float64, got float16"),
-        ({"dtype": np.float32}, f"dtype must be the string 'float32' or 'float64', got {np.float32!r}"),
+        ({"dtype": "floaty"}, "dtype must be float32 or float64, got floaty"),
+        ({"dtype": np.float16}, "dtype must be float32 or float64, got float16"),
+        ({"dtype": np.dtype("int32")}, "dtype must be float32 or float64, got int32"),
+        ({"dtype": ">f8"}, "dtype must be float32 or float64, got >f8"),
+        ({"dtype": None}, "dtype must be float32 or float64, got None"),
+        ({"dtype": 5}, "dtype must be float32 or float64, got 5"),
         ({"profile": 3}, "profile must be a profile name ({profiles}), a BackendProfile or None, got 3"),
     ],
 )
@@ -327,6 +333,36 @@ def test_run_config_fields_are_checked_when_built(kwargs, message):
     with pytest.raises(TrainerError) as caught:
         RunConfig(**kwargs)
     assert str(caught.value) == message.format(profiles=" | ".join(profiles.names()))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "name"),
+    [
+        ("float32", "float32"),
+        ("float64", "float64"),
+        (np.float32, "float32"),
+        (np.float64, "float64"),
+        (np.dtype("float64"), "float64"),
+        (np.dtype(np.float32), "float32"),
+        ("f8", "float64"),
+        (float, "float64"),
+    ],
+)
+def test_run_config_dtype_accepts_what_numpy_resolves_to_a_float(dtype, name):
+    """As ``tl.tensor``, ``nn.build`` and ``data.load``: any spelling ``np.dtype`` resolves to
+    float32/float64 is accepted and stored as the canonical string; the model gets that dtype."""
+    config = RunConfig(dtype=dtype)
+    assert config.dtype == name and type(config.dtype) is str
+    assert config.numpy_dtype() == np.dtype(name)
+    assert config == RunConfig(dtype=name)
+    assert Trainer(nn.linear(2, 1), config=config).model.dtype == np.dtype(name)
+
+
+@pytest.mark.parametrize("flag", [np.True_, np.False_])
+def test_run_config_show_backend_accepts_numpy_bools(flag):
+    config = RunConfig(show_backend=flag)
+    assert config.show_backend is bool(flag)
+    assert config == RunConfig(show_backend=bool(flag))
 
 
 def test_with_device_and_with_profile_check_their_argument():
@@ -340,15 +376,32 @@ def test_with_device_and_with_profile_check_their_argument():
         RunConfig().with_profile(3)
 
 
-@pytest.mark.parametrize("seed", [-1, 2**32, 2**40, True, 1.5, "0"])
-def test_trainer_seed_must_be_in_the_cli_range(seed):
+@pytest.mark.parametrize("seed", [-1, 2**64, np.int64(-1), True, np.True_, 1.5, "0"])
+def test_trainer_seed_must_be_in_the_session_range(seed):
     with pytest.raises(TrainerError) as caught:
         Trainer(nn.linear(2, 1), seed=seed)
-    assert str(caught.value) == f"seed must be an integer in [0, 2**32), got {seed!r}"
+    assert str(caught.value) == f"seed must be an integer in [0, 2**64), got {seed!r}"
+
+
+@pytest.mark.parametrize("seed", [2**32, 2**40, 2**64 - 1, np.uint64(2**64 - 1)])
+def test_trainer_big_seeds_are_reproducible(seed):
+    """Seeds up to ``2**64 - 1`` (as ``tl.session``) initialise as ``nn.build`` with that seed and
+    shuffle by ``default_rng([seed, epoch])``: two trainers with the same seed train identically."""
+    x, y = np.arange(24.0).reshape(12, 2) / 10, np.arange(12.0) / 10
+    a, b = Trainer(nn.linear(2, 1), seed=seed), Trainer(nn.linear(2, 1), seed=int(seed))
+    assert a.seed == int(seed) and type(a.seed) is int
+    built = nn.build(nn.linear(2, 1), seed=int(seed))
+    for got, want in zip(a.model.parameters, built.parameters, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert a.fit(x, y, epochs=2, batch_size=5) == b.fit(x, y, epochs=2, batch_size=5)
+    order = np.random.default_rng([int(seed), 0]).permutation(12)
+    first = next(xb for xb, _ in a.batches(x, y, 5, shuffle=True, epoch=0))
+    np.testing.assert_array_equal(first, x[order[:5]])
+    assert a.open().seed == int(seed)
 
 
 def test_trainer_seed_edges():
-    """The top seed works; a numpy seed trains exactly as the same int seed."""
+    """The top CLI seed works; a numpy seed trains exactly as the same int seed."""
     x, y = np.arange(12.0).reshape(6, 2) / 10, np.arange(6.0) / 10
     assert len(Trainer(nn.linear(2, 1), seed=2**32 - 1).fit(x, y, batch_size=2)) == 1
     a, b = Trainer(nn.linear(2, 1), seed=np.int64(5)), Trainer(nn.linear(2, 1), seed=5)
@@ -464,6 +517,25 @@ def test_fit_counts_and_flags_are_checked(kwargs, message):
     with pytest.raises(TrainerError) as caught:
         make(nn.linear(3, 1)).fit(np.zeros((2, 3)), np.zeros(2), **kwargs)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("flag", [np.True_, np.False_])
+def test_fit_shuffle_accepts_numpy_bools(flag):
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((10, 3)), rng.standard_normal(10)
+    got = make(nn.linear(3, 1)).fit(x, y, epochs=2, batch_size=3, shuffle=flag)
+    want = make(nn.linear(3, 1)).fit(x, y, epochs=2, batch_size=3, shuffle=bool(flag))
+    assert got == want
+    other = make(nn.linear(3, 1)).fit(x, y, epochs=2, batch_size=3, shuffle=not flag)
+    assert got != other
+
+
+@pytest.mark.parametrize("shape", [np.array([4]), np.array([4], dtype=np.int32), (4,), [4]])
+def test_trainer_input_shape_accepts_a_1d_integer_array(shape):
+    layer = nn.sequential(nn.relu(), nn.linear(4, 1))
+    trainer = Trainer(layer, input_shape=shape)
+    assert trainer.model.input_shape == (4,) and type(trainer.model.input_shape[0]) is int
+    assert len(trainer.fit(np.ones((3, 4)), np.ones(3))) == 1
 
 
 def test_fit_accepts_numpy_integer_counts():

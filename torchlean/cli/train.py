@@ -64,7 +64,8 @@ def register(subparsers: Any) -> None:
                         "(--no-header). Default: a header when a cell of the first row is not a number "
                         "or the row is exactly the column positions 0,1,...,n-1 (as pandas to_csv "
                         "writes); any other all-numbers first row is data. A guess from an all-numbers "
-                        "row is reported in a 'note:' line on stderr. Column names must be unique")
+                        "row is reported in a 'note:' line on stderr. Column names may repeat, but a "
+                        "--label-column name must be used once (else give its index)")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
                         "(integer labels are read as classes)")

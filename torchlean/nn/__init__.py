@@ -4,8 +4,9 @@ Builders return immutable layer descriptions; :func:`build` (or the trainer) ins
 with seeded parameters. Per-sample shapes only; forward programs receive batched values.
 
 Arguments are checked when the description is built, not when it is first used: sizes must be
-ints (Python or numpy integers; bools are refused) >= 1, flags must be bools, and every refusal
-is a :class:`ShapeError` naming the builder, the argument and the offending value, e.g.
+ints (Python or numpy integers; bools are refused) >= 1, flags must be bools (``bool`` or
+``numpy.bool_``, stored as ``bool``; ints are refused), and every refusal is a
+:class:`ShapeError` naming the builder, the argument and the offending value, e.g.
 ``linear: in_features must be an int >= 1, got 2.5``.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchlean.nn.layers import Layer, LayerNorm, Linear, ParamSpec, Shape, ShapeError
+from torchlean.nn.layers import Layer, LayerNorm, Linear, ParamSpec, Shape, ShapeError, checked_bool
 from torchlean.nn.ops import Ops, T
 
 __all__ = ["MultiHeadAttention", "TransformerBlock"]
@@ -28,12 +28,19 @@ def _causal(n: int) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class MultiHeadAttention(Layer):
-    """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``."""
+    """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``.
+
+    Raises:
+        ShapeError: ``causal`` is neither a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
+    """
 
     d_model: int
     heads: int
     causal: bool = False
     kind = "multi_head_attention"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "causal", checked_bool(self.causal, "multi_head_attention: causal"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if len(input_shape) != 2 or input_shape[1] != self.d_model:
@@ -70,13 +77,20 @@ class MultiHeadAttention(Layer):
 
 @dataclass(frozen=True, slots=True)
 class TransformerBlock(Layer):
-    """Pre-norm block: ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))`` with a GELU MLP."""
+    """Pre-norm block: ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))`` with a GELU MLP.
+
+    Raises:
+        ShapeError: ``causal`` is neither a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
+    """
 
     d_model: int
     heads: int
     mlp_hidden: int
     causal: bool = False
     kind = "transformer_block"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "causal", checked_bool(self.causal, "transformer_block: causal"))
 
     def _parts(self) -> tuple[LayerNorm, MultiHeadAttention, LayerNorm, Linear, Linear]:
         return (

@@ -48,6 +48,8 @@ __all__ = [
     "checked_bool",
     "checked_dims",
     "checked_int",
+    "is_bool",
+    "is_int",
     "pair",
 ]
 
@@ -79,20 +81,28 @@ def checked_int(value: object, what: str, minimum: int) -> int:
     return int(value)
 
 
+def is_bool(value: object) -> TypeGuard[bool | np.bool_]:
+    """True for a Python ``bool`` or a ``numpy.bool_`` (as tensor flags accept); False for ints,
+    strings and ``None``."""
+    return isinstance(value, (bool, np.bool_))
+
+
 def checked_bool(value: object, what: str) -> bool:
-    """``value`` if it is a ``bool``.
+    """``value`` as a Python ``bool`` if it is a ``bool`` or a ``numpy.bool_``.
 
     Raises:
-        ShapeError: ``<what> must be a bool, got <value!r>``.
+        ShapeError: ``<what> must be a bool, got <value!r>`` (ints, strings, ``None``).
     """
-    if not isinstance(value, bool):
+    if not is_bool(value):
         raise ShapeError(f"{what} must be a bool, got {value!r}")
-    return value
+    return bool(value)
 
 
 def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
-    """``value`` as a non-empty tuple of ints >= 1; a tuple or list (as ``torch.Size`` arguments),
-    or, with ``allow_int``, a single int meaning a one-axis shape (as ``torch.nn.LayerNorm``).
+    """``value`` as a non-empty tuple of ints >= 1; a tuple or list (as ``torch.Size`` arguments,
+    ``torch.Size`` included), a 1-d integer numpy array (``np.array([4])``, e.g.
+    ``np.array(x.shape[1:])``), or, with ``allow_int``, a single int meaning a one-axis shape (as
+    ``torch.nn.LayerNorm``).
 
     Raises:
         ShapeError: ``<what> must be ..., got <value!r>`` naming the accepted forms.
@@ -102,6 +112,8 @@ def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
         items = (value,)
     elif isinstance(value, (tuple, list)):
         items = value
+    elif isinstance(value, np.ndarray) and value.ndim == 1:
+        items = list(value)
     dims = [int(d) for d in items if is_int(d) and int(d) >= 1]
     if not items or len(dims) != len(items):
         accepted = "an int >= 1 or a non-empty" if allow_int else "a non-empty"
@@ -211,7 +223,7 @@ class Linear(Layer):
     def __post_init__(self) -> None:
         _set(self, "in_features", checked_int(self.in_features, "linear: in_features", 1))
         _set(self, "out_features", checked_int(self.out_features, "linear: out_features", 1))
-        checked_bool(self.bias, "linear: bias")
+        _set(self, "bias", checked_bool(self.bias, "linear: bias"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if not input_shape or input_shape[-1] != self.in_features:
@@ -340,7 +352,7 @@ class Conv2d(Layer):
             _set(self, name, checked_int(getattr(self, name), f"conv2d: {name}", 1))
         for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
             _set(self, name, pair(getattr(self, name), f"conv2d: {name}", minimum=minimum))
-        checked_bool(self.bias, "conv2d: bias")
+        _set(self, "bias", checked_bool(self.bias, "conv2d: bias"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if len(input_shape) != 3 or input_shape[0] != self.in_channels:

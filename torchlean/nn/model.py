@@ -3,7 +3,9 @@
 ``build(layer, input_shape=..., seed=...)`` creates every parameter from its
 :class:`~torchlean.nn.layers.ParamSpec` with a generator seeded by ``(seed, parameter index)``,
 so the same seed always gives the same weights, independent of the other parameters. Seeds are
-ints in ``[0, 2**32)``, the range of the CLI's ``--seed`` and of :mod:`torchlean.data`.
+integers (Python or numpy; not bools) in ``[0, 2**64)``, the seeds of ``torchlean.session`` (numpy's
+``default_rng`` takes any nonnegative int). :mod:`torchlean.data`, and so the CLI's ``--seed``,
+keeps ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``RandomState``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, Sha
 
 __all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed"]
 
-SEED_RANGE = "[0, 2**32)"
+SEED_RANGE = "[0, 2**64)"
 """The accepted seeds, as error messages render them."""
 
 Array = npt.NDArray[np.floating]
@@ -75,8 +77,8 @@ class Model:
 
 
 def is_seed(seed: object) -> TypeGuard[int]:
-    """True for an integer (Python or numpy; not a bool) in ``[0, 2**32)``."""
-    return is_int(seed) and 0 <= int(seed) < 2**32
+    """True for an integer (Python or numpy; not a bool) in ``[0, 2**64)``."""
+    return is_int(seed) and 0 <= int(seed) < 2**64
 
 
 def _infer_input_shape(layer: Layer) -> Shape:
@@ -97,13 +99,14 @@ def build(
 ) -> Model:
     """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
 
-    ``input_shape`` (a tuple or list of ints >= 1) may be omitted when the first layer is a
-    linear layer.
+    ``input_shape`` (a tuple, list or 1-d integer numpy array of ints >= 1; stored as a tuple of
+    ints) may be omitted when the first layer is a linear layer. ``seed`` is an integer (Python or
+    numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
 
     Raises:
-        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``; ``seed`` not an int
-            in ``[0, 2**32)`` (``seed must be an integer in [0, 2**32), got -1``); a dtype other
-            than float32/float64; or a layer does not fit the shape it receives.
+        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``; ``seed`` not an
+            integer in ``[0, 2**64)`` (``seed must be an integer in [0, 2**64), got -1``); a dtype
+            other than float32/float64; or a layer does not fit the shape it receives.
     """
     if not isinstance(layer, Layer):
         raise ShapeError(

@@ -48,10 +48,11 @@ class FlashAttentionConfig:
     """Tile sizes of :func:`flash_attention`: ``block_q`` query rows × ``block_k`` key rows.
 
     0 means "one tile spanning the whole axis" (the original's ``FlashAttentionConfig.default``
-    is ``{0, 0}``); a tile larger than the axis is clipped to it.
+    is ``{0, 0}``); a tile larger than the axis is clipped to it. A block size is a Python or
+    numpy integer (``np.int64(2)``), stored as ``int``.
 
     Raises:
-        SpecTypeError: a block size that is not an int.
+        SpecTypeError: a block size that is not an integer (bools, floats and strings refused).
         SpecValueError: a negative block size.
     """
 
@@ -61,10 +62,11 @@ class FlashAttentionConfig:
     def __post_init__(self) -> None:
         for name in ("block_q", "block_k"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 raise SpecTypeError(f"{name} must be an int, got {value!r}")
             if value < 0:
                 raise SpecValueError(f"{name} must be >= 0 (0 = one tile), got {value}")
+            object.__setattr__(self, name, int(value))
 
 
 def _tiles(n: int, block: int) -> Iterator[slice]:
