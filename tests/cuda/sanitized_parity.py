@@ -10,7 +10,8 @@ Builds ``csrc/`` for the CPU with ``-fsanitize=address,undefined`` (so an out-of
 write of device or shared memory, or undefined arithmetic, in a kernel or a binding aborts the
 process with the sanitizer's report), then runs each parity case of the given ops in float32 and
 float64 under two emulated thread schedules (attention also on ``torchlean.composed_attention``).
-Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails.
+Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails, 2 for
+unknown ops, 3 when the instrumented build cannot be made on this machine.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import torch
 
 from torchlean.backend.providers.native_cuda import extension, parity
 
+UNAVAILABLE = 3
+"""Exit status when the instrumented build cannot be made here (no sanitizer libraries)."""
+
 
 def main(ops: list[str]) -> int:
     unknown = sorted(set(ops) - {*parity.NATIVE_OPS, parity.ATTENTION})
@@ -29,6 +33,11 @@ def main(ops: list[str]) -> int:
         return 2
     cases = parity.cases_for(ops or [*parity.NATIVE_OPS, parity.ATTENTION])
     failed = total = 0
+    try:
+        extension.load_host_emulation(extension.SANITIZERS)
+    except extension.NativeExtensionError as error:
+        print(f"sanitized build unavailable: {error}")
+        return UNAVAILABLE
     with extension.host_emulation(extension.SANITIZERS) as module:
         for seed in (0, 7):
             module.emulation_set_schedule_seed(seed)
