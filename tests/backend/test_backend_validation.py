@@ -517,3 +517,13 @@ def test_an_unknown_label_in_a_record_is_also_an_unknown_label_error() -> None:
         KernelPolicy(device="gpu")  # type: ignore[arg-type]
     assert isinstance(caught.value, BackendLabelError) and isinstance(caught.value, BackendValueError)
     assert "unknown device gpu" in str(caught.value)
+
+
+def test_profile_repr_is_short_and_names_the_policy() -> None:
+    from torchlean.backend import profiles
+
+    shown = repr(profiles.get("checked_cuda"))
+    assert shown == (
+        "BackendProfile(name='checked_cuda', device=cuda, assurance=checked, vjp=torchlean-tape, "
+        "modules=[attention, native-cuda, reference])"
+    )

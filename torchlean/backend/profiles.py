@@ -91,6 +91,16 @@ class BackendProfile:
         instance_field(self, "availability", Availability)
         tuple_field(self, "capsule_modules", CapsuleModule)
 
+    def __repr__(self) -> str:
+        """Short: the name, the policy's device, assurance and VJP mode, and the module names (the
+        full catalog runs to hundreds of kilobytes)."""
+        modules = ", ".join(module.name for module in self.capsule_modules)
+        policy = self.policy
+        return (
+            f"BackendProfile(name={self.name!r}, device={policy.device.label}, "
+            f"assurance={policy.assurance.label}, vjp={policy.vjp_mode.label}, modules=[{modules}])"
+        )
+
     def registry(self) -> tuple[KernelCapsule, ...]:
         """The flattened catalog (unfiltered by availability)."""
         return flatten(self.capsule_modules)
