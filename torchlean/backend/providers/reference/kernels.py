@@ -812,7 +812,7 @@ def matmul(a: Array, b: Array) -> Array:
 def matmul_vjp(
     g: Array, a: Array, b: Array, *, out: Array, needs_input_grad: Sequence[bool] | None = None
 ) -> Grads:
-    """VJP of :func:`matmul`: ``(g @ b^T, a^T @ g)`` (left folds), reduced over broadcast batch
+    """VJP of :func:`matmul`: ``(fold_matmul(g, b^T), fold_matmul(a^T, g))``, reduced over broadcast batch
     axes and un-promoted to the operands' shapes. ``needs_input_grad`` (one bool per operand,
     default all): an operand marked False gets ``None`` and its contraction is not computed."""
     shape = guards.check_matmul(a, b)
@@ -828,7 +828,7 @@ def matmul_vjp(
 
 @_ieee
 def linear(x: Array, w: Array, b: Array | None = None) -> Array:
-    """``x @ w^T + b`` (``torch.nn.functional.linear``): ``x (..., in)``, ``w (out, in)``,
+    """``fold_matmul(x, w^T) + b`` (``torch.nn.functional.linear``): ``x (..., in)``, ``w (out, in)``,
     ``b (out,)`` or None; the product is a left fold over ``in``, the bias is added last."""
     shape = guards.check_linear(x, w, b)
     rows = x.reshape((-1, w.shape[1]))
@@ -848,8 +848,8 @@ def linear_vjp(
     out: Array,
     needs_input_grad: Sequence[bool] | None = None,
 ) -> Grads:
-    """VJP of :func:`linear`: ``(g @ w, g^T @ x, sum over rows of g)`` (left folds; the weight and
-    bias gradients fold over all leading rows in row-major order); ``None`` for an absent bias and
+    """VJP of :func:`linear`: ``(fold_matmul(g, w), fold_matmul(g^T, x), fold_sum(g rows))`` (the
+    weight and bias gradients fold over all leading rows in row-major order); ``None`` for an absent bias and
     for an input marked False in ``needs_input_grad`` (default all), whose fold is skipped."""
     shape = guards.check_linear(x, w, b)
     _check_vjp("linear", g, out, shape, x.dtype)
@@ -895,7 +895,7 @@ def scaled_dot_product_attention(
     ``q (..., nQ, d)``, ``k (..., nK, d)``, ``v (..., nK, dv)`` with broadcast leading axes;
     ``mask`` bool broadcastable to ``(..., nQ, nK)``, True = the key may be attended.  Scores
     ``q k^T * scale`` (default ``1/sqrt(d)``, 1 when ``d == 0``), row softmax (hard-masked when a
-    mask is given), output ``weights @ v`` — all contractions left folds.  With a mask, blocked
+    mask is given), output ``fold_matmul(weights, v)`` — all contractions left folds.  With a mask, blocked
     (query, key) pairs are selected away in every contraction, so fully masked rows are zeros and
     NaN/inf at blocked positions never reach the output.  Mirrors
     ``torch.nn.functional.scaled_dot_product_attention`` with a boolean ``attn_mask``.
