@@ -228,12 +228,6 @@ def log_softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
 # ================================================================================== reductions
 
 
-def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
-    if keepdims:
-        return tuple(1 if ax in axes else s for ax, s in enumerate(shape))
-    return tuple(s for ax, s in enumerate(shape) if ax not in axes)
-
-
 def _expand(t: torch.Tensor, shape: Sequence[int], axes: Sequence[int]) -> torch.Tensor:
     """``t`` (the reduced shape) broadcast back over ``axes`` to ``shape``, as a fresh tensor."""
     import torch
@@ -257,7 +251,7 @@ def reduce_sum(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
 def reduce_sum_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
     """VJP of :func:`reduce_sum`: ``g`` broadcast back over the reduced axes."""
     axes = guards.check_reduce_sum(x, axis=axis, keepdims=keepdims)
-    check_vjp("reduce_sum", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    check_vjp("reduce_sum", g, out, guards.reduced_shape(x.shape, axes, keepdims), x.dtype)
     (tg,) = aten_guards.check_aten_layout("reduce_sum", g)
     return (host(_expand(tg, x.shape, axes)),)
 
@@ -280,7 +274,7 @@ def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdi
     import torch
 
     axes = guards.check_reduce_mean(x, axis=axis, keepdims=keepdims)
-    check_vjp("reduce_mean", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    check_vjp("reduce_mean", g, out, guards.reduced_shape(x.shape, axes, keepdims), x.dtype)
     (tg,) = aten_guards.check_aten_layout("reduce_mean", g)
     count = math.prod(x.shape[ax] for ax in axes)
     return (host(_expand(torch.div(tg, float(count)), x.shape, axes)),)

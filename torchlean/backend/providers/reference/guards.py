@@ -378,6 +378,14 @@ def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
     return (_axis(op, axis, arr.ndim),)
 
 
+def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
+    """The shape of a reduction of ``shape`` over ``axes`` (extent 1 kept there when ``keepdims``);
+    the output shape :func:`check_reduce_sum` and :func:`check_reduce_mean` imply."""
+    if keepdims:
+        return tuple(1 if ax in axes else s for ax, s in enumerate(shape))
+    return tuple(s for ax, s in enumerate(shape) if ax not in axes)
+
+
 def check_reduce_sum(x: object, *, axis: object, keepdims: object) -> tuple[int, ...]:
     """Guard of ``reduce_sum``: a float array; ``axis`` None, an int or a non-empty tuple of
     distinct ints in range; ``keepdims`` a bool.  Returns the sorted normalised reduced axes."""

@@ -540,12 +540,6 @@ def _count(shape: Sequence[int], axes: Sequence[int]) -> int:
     return count
 
 
-def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
-    if keepdims:
-        return tuple(1 if ax in axes else s for ax, s in enumerate(shape))
-    return tuple(s for ax, s in enumerate(shape) if ax not in axes)
-
-
 def _expand_reduced(g: Array, shape: Sequence[int], axes: Sequence[int]) -> Array:
     kept = tuple(1 if ax in axes else s for ax, s in enumerate(shape))
     return np.broadcast_to(g.reshape(kept), tuple(shape)).copy()
@@ -563,7 +557,7 @@ def reduce_sum(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
 def reduce_sum_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
     """VJP of :func:`reduce_sum`: ``g`` broadcast back over the reduced axes."""
     axes = guards.check_reduce_sum(x, axis=axis, keepdims=keepdims)
-    _check_vjp("reduce_sum", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    _check_vjp("reduce_sum", g, out, guards.reduced_shape(x.shape, axes, keepdims), x.dtype)
     return (_expand_reduced(g, x.shape, axes),)
 
 
@@ -580,7 +574,7 @@ def reduce_mean(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array
 def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
     """VJP of :func:`reduce_mean`: ``g / count`` broadcast back over the reduced axes."""
     axes = guards.check_reduce_mean(x, axis=axis, keepdims=keepdims)
-    _check_vjp("reduce_mean", g, out, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+    _check_vjp("reduce_mean", g, out, guards.reduced_shape(x.shape, axes, keepdims), x.dtype)
     scaled = _arr(g / x.dtype.type(_count(x.shape, axes)))
     return (_expand_reduced(scaled, x.shape, axes),)
 
