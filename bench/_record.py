@@ -1,8 +1,9 @@
 """Shared helpers of the ``bench/`` scripts: the common command line, thread settings, timing
 statistics, the environment block, the backend report, markdown tables and the record writer.
 
-Every script writes ``DIR/<name>.json`` (one record) and ``DIR/<name>.md`` (a short table, also
-printed). A record always holds ``name``, ``machine``, ``versions``, ``threads`` and ``backend``
+Every script that ``run.py`` runs writes ``DIR/<name>.json`` (one record) and ``DIR/<name>.md`` (a
+short table, also printed; ``flash_memory.py``, a separate memory study, writes its own record). A
+record always holds ``name``, ``machine``, ``versions``, ``threads`` and ``backend``
 plus the script's own measurements; medians come with their spread (quartiles, min, max and the
 number of repeats). Nothing here asserts a speed: these are measurements, not tests.
 """

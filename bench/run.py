@@ -2,8 +2,8 @@
 
 Each script runs in its own process (a failure or a crash does not stop the others, and thread
 and allocator settings do not leak between them) with the same ``--quick``, ``--out`` and
-``--threads``; each writes ``DIR/<name>.json`` and ``DIR/<name>.md``. A script that does not
-exist yet is skipped with a message. The exit status is 1 when any script failed.
+``--threads``; each writes ``DIR/<name>.json`` and ``DIR/<name>.md``. The exit status is 1 when
+any script failed.
 
 Usage: ``python bench/run.py [--quick] [--out DIR] [--threads N] [--only train_step,planning]``
 (``--quick`` finishes in under 5 minutes on a 2-core machine).
@@ -25,7 +25,7 @@ SCRIPTS = ("train_step", "dispatch", "planning", "attention", "reduction")
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one script ended: ``ok``, ``failed`` (with its exit status) or ``skipped``."""
+    """How one script ended: ``ok`` or ``failed`` (with its exit status)."""
 
     name: str
     status: str
@@ -36,10 +36,6 @@ class Outcome:
 def run_script(name: str, flags: list[str]) -> Outcome:
     """Run ``bench/<name>.py`` with ``flags`` in a fresh interpreter, output streamed through."""
     path = BENCH / f"{name}.py"
-    if not path.exists():
-        message = f"{path.name} does not exist yet"
-        print(f"== {name}: skipped ({message})", flush=True)
-        return Outcome(name, "skipped", 0.0, message)
     print(f"== {name}: {' '.join([path.name, *flags])}", flush=True)
     started = time.perf_counter()
     code = subprocess.run([sys.executable, str(path), *flags], check=False).returncode

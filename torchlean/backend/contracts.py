@@ -153,8 +153,9 @@ class ContractEvidence:
     or the reason (trusted boundary); it is ``None`` exactly for ``not applicable``. ``kind`` takes
     an :class:`EvidenceKind` or its label (``"trustedBoundary"`` is stored as
     ``EvidenceKind.TRUSTED_BOUNDARY``, so a policy judges it as the trusted boundary it is).
-    Whether a guard name resolves to a callable is checked when a module is registered
-    (:meth:`torchlean.backend.profiles.BackendProfile.with_capsule_modules`).
+    Whether a guard name resolves to a callable is checked when a module is added to a profile
+    with :meth:`torchlean.backend.profiles.BackendProfile.with_capsule_modules` (not for modules
+    passed to the ``BackendProfile`` constructor directly, whose planning imports nothing).
 
     Raises:
         BackendTypeError: a kind that is no evidence kind, a name that is not a string, a name on
