@@ -190,6 +190,19 @@ def test_zero_width_heads_and_empty_key_sets(emulation: ModuleType) -> None:
     assert (lse == -math.inf).all()
 
 
+def test_composed_attention_with_an_empty_key_set_is_zero_everywhere(emulation: ModuleType) -> None:
+    """n_k = 0, with and without a mask: every query row has no key, so the output and dq are
+    zeros (the masked softmax once raised torch's IndexError from ``amax`` over no keys)."""
+    q = torch.ones(2, 3, 4, dtype=torch.float64)
+    k, v = torch.ones(2, 0, 4, dtype=torch.float64), torch.ones(2, 0, 5, dtype=torch.float64)
+    for mask in (None, torch.ones(3, 0, dtype=torch.bool)):
+        out, saved = attention_kernels.composed_attention_forward(q, k, v, mask)
+        assert out.shape == (2, 3, 5) and not out.any()
+        dq, dk, dv, dmask = attention_kernels.composed_attention_backward(torch.ones_like(out), saved)
+        assert dq.shape == q.shape and not dq.any() and dmask is None
+        assert dk.shape == k.shape and dv.shape == v.shape
+
+
 def test_vjp_without_saved_statistics_recomputes_them(emulation: ModuleType) -> None:
     spec = CASES[1].make(np.random.default_rng(3))
     q, k, v, mask = (torch.from_numpy(np.ascontiguousarray(a)) for a in spec.arrays if a is not None)

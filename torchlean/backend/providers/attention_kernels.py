@@ -5,15 +5,15 @@ softmax, batched matmul, with TorchLean's own VJP (``torchlean-tape``). The caps
 :func:`check_composed_attention` (shape obligation) and :func:`check_cuda_layout` (layout
 obligation) as its runtime guards; both run before any arithmetic.
 
-Semantics (anchor-runtime.md §5.1-5.2): scores ``q k^T * scale`` (default ``1/sqrt(d)``, 1 when
-d = 0); the hard-masked softmax *selects* blocked entries away (``torch.where``, never an added
--inf), so blocked entries weigh exactly 0 and a fully blocked row is zeros. Query rows with no
-allowed key and key rows no query may attend are also selected away before the batched matmuls,
-so NaN or infinity stored there reaches neither the output nor any gradient. A non-finite value
-in a key/value row that only *some* queries attend reaches those queries alone: each product by a
-probability or score cotangent (zero at blocked entries) is a *selected* batched matmul
-(:func:`_selected_bmm`), whose non-finite terms count only at allowed entries, as the
-specification's ``selected_matmul`` and ``native_cuda.direct_attention`` do.
+Semantics (anchor-runtime.md §5.1-5.2) are those of
+:mod:`~torchlean.backend.providers.masked_attention`, the torch attention core this capsule shares
+with ``aten.scaled_dot_product_attention``: scores ``q k^T * scale`` (default ``1/sqrt(d)``, 1
+when d = 0); the hard-masked softmax *selects* blocked entries away (``torch.where``, never an
+added -inf), so blocked entries weigh exactly 0 and a fully blocked row (also an empty key set)
+is zeros; NaN or infinity stored where no allowed pair reads it reaches neither the output nor
+any gradient, and a non-finite value in a key/value row that only *some* queries attend reaches
+those queries alone (selected matmuls, as the specification's ``selected_matmul`` and
+``native_cuda.direct_attention``). Finiteness is decided once per forward and once per backward.
 
 The leading (batch, head) axes of q, k and v broadcast like torch SDPA's: each operand is
 materialised (contiguous, on its device) to the common batch shape before the batched matmuls,
@@ -35,6 +35,12 @@ import torch
 from torch import Tensor
 
 from torchlean.backend.errors import GuardError, GuardTypeError
+from torchlean.backend.providers.masked_attention import (
+    AttentionTape,
+    attention_backward,
+    attention_forward,
+    default_scale,
+)
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
 from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, check_finite, dtype_name
@@ -167,21 +173,12 @@ def check_composed_attention(
 
 @dataclass(frozen=True, slots=True)
 class ComposedAttentionSaved:
-    """What the backward needs: the folded, selected operands, the mask, the probabilities."""
+    """What the backward needs: the tape of the folded ``(batch * heads, n, d)`` operands
+    (:class:`~torchlean.backend.providers.masked_attention.AttentionTape`, mask ``(1 | folded,
+    n_q, n_k)``) and the logical dimensions."""
 
-    q: Tensor  # (folded, n_q, d) broadcast to the batch, rows with no allowed key zeroed
-    k: Tensor  # (folded, n_k, d), keys no query attends zeroed
-    v: Tensor  # (folded, n_k, d_v), likewise
-    allowed: Tensor | None  # (1 | folded, n_q, n_k) bool
-    probs: Tensor  # (folded, n_q, n_k)
-    scale: float
+    tape: AttentionTape
     dims: AttentionDims
-
-
-def _scale(dims: AttentionDims, scale: float | None) -> float:
-    if scale is not None:
-        return float(scale)
-    return 1.0 / math.sqrt(dims.d) if dims.d > 0 else 1.0
 
 
 def _fold_mask(mask: Tensor | None, dims: AttentionDims) -> Tensor | None:
@@ -194,73 +191,14 @@ def _fold_mask(mask: Tensor | None, dims: AttentionDims) -> Tensor | None:
     return torch.broadcast_to(mask, (*dims.lead, dims.n_q, dims.n_k)).reshape(dims.folded, dims.n_q, dims.n_k)
 
 
-def _select_rows(t: Tensor, keep: Tensor) -> Tensor:
-    """Rows of ``t`` (last axis = features) where ``keep`` is False become exact zeros."""
-    return torch.where(keep.unsqueeze(-1), t, torch.zeros((), dtype=t.dtype, device=t.device))
-
-
-def _selected_bmm(a: Tensor, allowed: Tensor | None, b: Tensor) -> Tensor:
-    """``out[n, i, c] = sum_j [allowed[n, i, j]] a[n, i, j] * b[n, j, c]`` for ``a`` that is
-    exactly 0 wherever ``allowed`` is False: a batched matmul in which a non-finite ``b[n, j, c]``
-    reaches row ``i`` only if ``allowed[n, i, j]`` (a plain ``bmm`` would add ``0 * nan``).
-
-    The finite entries of ``b`` go through one ``bmm``; when ``b`` holds non-finite values, three
-    more count, per output entry, the allowed terms that are NaN (``nan`` in b, or ``0 * inf``),
-    ``+inf`` and ``-inf`` (sign of a times sign of b), and the IEEE sum of the finite part and those
-    terms replaces the entries that have any (NaN, or an infinity, or NaN for ``inf - inf``).
-    a ``(B, m, n)``, allowed None or ``(1 | B, m, n)`` bool, b ``(B, n, c)``; same dtype/device.
-    """
-    if allowed is None:
-        return torch.bmm(a, b)
-    finite = torch.isfinite(b)
-    if bool(finite.all()):
-        return torch.bmm(a, b)
-    zero = torch.zeros((), dtype=b.dtype, device=b.device)
-    out = torch.bmm(a, torch.where(finite, b, zero))
-    mask = allowed.expand(a.shape)
-
-    def count(rows: Tensor, cols: Tensor) -> Tensor:
-        return torch.bmm(rows.to(b.dtype), cols.to(b.dtype))
-
-    plus, minus = b == math.inf, b == -math.inf
-    a_pos, a_neg = mask & (a > 0), mask & (a < 0)
-    nans = count(mask, torch.isnan(b)) + count(mask & (a == 0), plus | minus)
-    pos = count(a_pos, plus) + count(a_neg, minus)
-    neg = count(a_pos, minus) + count(a_neg, plus)
-    special = (
-        torch.where(nans > 0, math.nan, zero)
-        + torch.where(pos > 0, math.inf, zero)
-        + torch.where(neg > 0, -math.inf, zero)
-    )
-    return torch.where((nans + pos + neg) > 0, out + special, out)
-
-
-def _hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
-    """Row softmax over allowed entries, blocked entries selected to exactly 0 (also in a row whose
-    allowed scores hold NaN)."""
-    if allowed is None:
-        return torch.softmax(scores, dim=-1)
-    zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
-    row_any = allowed.any(dim=-1, keepdim=True)
-    picked = torch.where(allowed, scores, zero)
-    row_max = torch.where(
-        allowed, scores, torch.full((), -math.inf, dtype=scores.dtype, device=scores.device)
-    ).amax(dim=-1, keepdim=True)
-    row_max = torch.where(row_any, row_max, zero)
-    numerators = torch.where(allowed, torch.exp(picked - row_max), zero)
-    denominators = numerators.sum(dim=-1, keepdim=True)
-    ratios = numerators / torch.where(
-        row_any, denominators, torch.ones((), dtype=scores.dtype, device=scores.device)
-    )
-    return torch.where(allowed, ratios, zero)  # 0 / nan at a blocked entry of a NaN row is still 0
-
-
 def composed_attention_forward(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
 ) -> tuple[Tensor, ComposedAttentionSaved]:
     """``bmm(hard_masked_softmax(bmm(q, k^T) * scale), v)``; returns the output
     ``(*batch, n_q, d_v)`` (``batch`` the broadcast of the leading axes; each operand is
-    materialised to it, contiguous, before the matmuls) and what the backward needs.
+    materialised to it, contiguous, before the matmuls) and what the backward needs. The
+    arithmetic and the masking rules are those of
+    :func:`~torchlean.backend.providers.masked_attention.attention_forward`.
 
     Raises:
         NativeExtensionError: outside host emulation, when CUDA is not usable here (checked first).
@@ -270,62 +208,37 @@ def composed_attention_forward(
         extension.require_cuda()
     dims = check_composed_attention(q, k, v, mask, scale=scale)
     check_cuda_layout(q, k, v, mask)
-    factor = _scale(dims, scale)
-    allowed = _fold_mask(mask, dims)
     q3 = expand_to_batch(q, dims.lead).reshape(dims.folded, dims.n_q, dims.d)
     k3 = expand_to_batch(k, dims.lead).reshape(dims.folded, dims.n_k, dims.d)
     v3 = expand_to_batch(v, dims.lead).reshape(dims.folded, dims.n_k, dims.d_v)
-    with torch.no_grad():
-        if allowed is not None:
-            q3 = _select_rows(q3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
-            key_used = allowed.any(dim=-2).expand(dims.folded, dims.n_k)
-            k3 = _select_rows(k3, key_used)
-            v3 = _select_rows(v3, key_used)
-        scores = torch.bmm(q3, k3.transpose(1, 2)) * factor
-        probs = _hard_masked_softmax(scores, allowed)
-        out = _selected_bmm(probs, allowed, v3)
-    saved = ComposedAttentionSaved(q3, k3, v3, allowed, probs, factor, dims)
-    return out.reshape(*dims.lead, dims.n_q, dims.d_v), saved
+    out, tape = attention_forward(q3, k3, v3, _fold_mask(mask, dims), default_scale(dims.d, scale))
+    return out.reshape(*dims.lead, dims.n_q, dims.d_v), ComposedAttentionSaved(tape, dims)
 
 
 def composed_attention_backward(
     g: Tensor, saved: ComposedAttentionSaved
 ) -> tuple[Tensor, Tensor, Tensor, None]:
-    """``(dq, dk, dv, None)`` from the saved probabilities P: ``dV = P^T g``, ``dP = g V^T``,
-    ``dS = P (dP - rowsum(P dP)) * scale`` at allowed entries (exactly 0 elsewhere),
-    ``dQ = dS K``, ``dK = dS^T Q``, each summed back to its operand's shape over the broadcast
-    leading axes. Rows with no allowed key take no cotangent (a non-finite g there is selected
-    away).
+    """``(dq, dk, dv, None)`` from the saved probabilities P
+    (:func:`~torchlean.backend.providers.masked_attention.attention_backward`: ``dV = P^T g``,
+    ``dP = g V^T``, ``dS = P (dP - rowsum(P dP)) * scale`` at allowed entries, exactly 0
+    elsewhere, ``dQ = dS K``, ``dK = dS^T Q``), each summed back to its operand's shape over the
+    broadcast leading axes. Rows with no allowed key take no cotangent (a non-finite g there is
+    selected away).
 
     Raises:
         GuardError: g is not ``(*batch, n_q, d_v)`` in the forward's dtype, or not on its device or
             not contiguous.
     """
-    dims = saved.dims
+    dims, probs = saved.dims, saved.tape.probs
     want = (*dims.lead, dims.n_q, dims.d_v)
-    if tuple(g.shape) != want or g.dtype != saved.probs.dtype:
+    if tuple(g.shape) != want or g.dtype != probs.dtype:
         raise _fail(
             f"g has shape {list(g.shape)} and dtype {dtype_name(g.dtype)} (accepted: {list(want)}, "
-            f"{dtype_name(saved.probs.dtype)})"
+            f"{dtype_name(probs.dtype)})"
         )
-    _require_layout({"g": g, "probs": saved.probs})
-    g3 = g.reshape(dims.folded, dims.n_q, dims.d_v)
-    probs, allowed = saved.probs, saved.allowed
+    _require_layout({"g": g, "probs": probs})
+    dq, dk, dv = attention_backward(g.reshape(dims.folded, dims.n_q, dims.d_v), saved.tape)
     with torch.no_grad():
-        zero = torch.zeros((), dtype=g.dtype, device=g.device)
-        if allowed is not None:
-            g3 = _select_rows(g3, allowed.any(dim=-1).expand(dims.folded, dims.n_q))
-        allowed_t = None if allowed is None else allowed.transpose(1, 2)
-        dv = _selected_bmm(probs.transpose(1, 2), allowed_t, g3)
-        dp = torch.bmm(g3, saved.v.transpose(1, 2))
-        if allowed is None:
-            ds = probs * (dp - (probs * dp).sum(dim=-1, keepdim=True))
-        else:
-            row_dot = torch.where(allowed, probs * dp, zero).sum(dim=-1, keepdim=True)
-            ds = torch.where(allowed, probs * (dp - row_dot), zero)
-        ds = ds * saved.scale
-        dq = _selected_bmm(ds, allowed, saved.k)
-        dk = _selected_bmm(ds.transpose(1, 2), allowed_t, saved.q)
         return (
             sum_to_shape(dq.reshape(*dims.lead, dims.n_q, dims.d), dims.q_shape),
             sum_to_shape(dk.reshape(*dims.lead, dims.n_k, dims.d), dims.k_shape),

@@ -348,56 +348,15 @@ def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Gr
 # ==================================================================================== attention
 
 
-def _attention_weights(
-    q: Array, k: Array, v: Array, tq: torch.Tensor, tk: torch.Tensor, mask: Array | None, factor: float
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Scaled scores ``q k^T * scale`` broadcast to the full batch, then the softmax (no mask) or
-    the hard-masked softmax (DESIGN.md §1.9): blocked scores are selected away, never added as
-    -inf, so blocked weights and fully blocked rows are exactly 0. Returns the weights and the
-    broadcast ``allowed`` mask (None without a mask)."""
+def _allowed(q: Array, k: Array, v: Array, mask: Array | None) -> torch.Tensor | None:
+    """The mask through the layout guard, broadcast (a view) to ``(*batch, nQ, nK)``."""
     import torch
 
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    full = (*batch, q.shape[-2], k.shape[-2])
-    scores = torch.broadcast_to(torch.matmul(tq, tk.mT) * factor, full)
     if mask is None:
-        return torch.softmax(scores, -1), None
+        return None
     (tmask,) = aten_guards.check_aten_layout("scaled_dot_product_attention", mask)
-    allowed = torch.broadcast_to(tmask, full)
-    if k.shape[-2] == 0:
-        return scores, allowed
-    any_allowed = allowed.any(-1, keepdim=True)
-    safe = torch.where(allowed, scores, 0.0)
-    row_max = torch.where(allowed, safe, -math.inf).amax(-1, keepdim=True)
-    row_max = torch.where(any_allowed, row_max, 0.0)
-    numerator = torch.where(allowed, torch.exp(safe - row_max), 0.0)
-    denominator = torch.where(any_allowed, numerator.sum(-1, keepdim=True), 1.0)
-    return numerator / denominator, allowed
-
-
-def _matmul_where(a: torch.Tensor, b: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-    """``sum_k [allowed[m, k]] a[m, k] * b[k, n]`` with ``a`` exactly 0 wherever ``allowed`` is
-    False: ``torch.matmul``, except that rows of ``b`` holding NaN/inf are zeroed first (a blocked
-    ``0 * inf`` must contribute nothing) and every output row that does attend such a row of ``b``
-    is recomputed as a sum over its allowed ``k`` only (its value is legitimately non-finite)."""
-    import torch
-
-    if allowed is None:
-        return torch.matmul(a, b)
-    finite = torch.isfinite(b).all(-1)  # (..., K)
-    if bool(finite.all()):
-        return torch.matmul(a, b)
-    result = torch.matmul(a, torch.where(finite[..., None], b, 0.0))
-    tainted = (allowed & ~finite[..., None, :]).any(-1)  # (..., M)
-    if bool(tainted.any()):
-        terms = torch.where(allowed[..., None], a[..., None] * b[..., None, :, :], 0.0)
-        result = torch.where(tainted[..., None], terms.sum(-2), result)
-    return result
-
-
-def _scale(q: Array, scale: float | None) -> float:
-    d = q.shape[-1]
-    return (1.0 / math.sqrt(d) if d > 0 else 1.0) if scale is None else float(scale)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return torch.broadcast_to(tmask, (*batch, q.shape[-2], k.shape[-2]))
 
 
 def scaled_dot_product_attention(
@@ -409,16 +368,21 @@ def scaled_dot_product_attention(
     ``mask`` bool broadcastable to ``(..., nQ, nK)``, True = the key may be attended; ``scale``
     defaults to ``1/sqrt(d)`` (1 when ``d == 0``). Guard ``check_scaled_dot_product_attention``.
 
-    Scores ``torch.matmul(q, k^T) * scale``; without a mask ``torch.softmax`` then
-    ``torch.matmul(weights, v)``. With a mask (DESIGN.md §1.9, anchor-runtime.md §5.2) blocked
-    scores are *selected away* (``torch.where``), never added as -inf: the weights are exactly 0
-    at blocked entries and on fully blocked rows, so those rows are exactly 0, and a NaN or
-    infinity in a blocked score or value never reaches the output.
+    Evaluated by the torch attention core :mod:`~torchlean.backend.providers.masked_attention`
+    (shared with ``torchlean.composed_attention``): scores ``torch.matmul(q, k^T) * scale``;
+    without a mask ``torch.softmax`` then ``torch.matmul(weights, v)``. With a mask (DESIGN.md
+    §1.9, anchor-runtime.md §5.2) blocked scores are *selected away* (``torch.where``), never
+    added as -inf: the weights are exactly 0 at blocked entries and on fully blocked rows, so
+    those rows are exactly 0, and a NaN or infinity that no allowed pair reads never reaches the
+    output.
     """
+    from torchlean.backend.providers import masked_attention
+
     guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
     tq, tk, tv = aten_guards.check_aten_layout("scaled_dot_product_attention", q, k, v)
-    weights, allowed = _attention_weights(q, k, v, tq, tk, mask, _scale(q, scale))
-    return host(_matmul_where(weights, tv, allowed))
+    factor = masked_attention.default_scale(q.shape[-1], scale)
+    out, _ = masked_attention.attention_forward(tq, tk, tv, _allowed(q, k, v, mask), factor)
+    return host(out)
 
 
 def scaled_dot_product_attention_vjp(
@@ -433,31 +397,20 @@ def scaled_dot_product_attention_vjp(
 ) -> Grads:
     """VJP of :func:`scaled_dot_product_attention`: ``(dq, dk, dv, None)``, the reference rule.
 
-    Recomputes the weights ``W``, then ``dW = g v^T``, ``dv = W^T g``, ``dS = softmax-VJP(dW) *
-    scale`` (``torch._softmax_backward_data``; with a mask the hard-masked VJP with the mask
-    constant: ``W * (g - sum(g * W))`` at allowed entries, exactly 0 at blocked ones), ``dq = dS k``,
-    ``dk = dS^T q``, each summed over broadcast leading axes. Blocked pairs are selected away in
-    every contraction, so fully masked rows get zero gradients and NaN/inf at blocked positions
-    never leak.
+    Recomputes the weights ``W``, then ``dW = g v^T``, ``dv = W^T g``, ``dS = W * (dW -
+    rowsum(W * dW)) * scale`` (with a mask held constant: the sum over allowed entries, exactly 0
+    at blocked ones), ``dq = dS k``, ``dk = dS^T q``, each summed over broadcast leading axes
+    (:func:`~torchlean.backend.providers.masked_attention.attention_backward`). Blocked pairs are
+    selected away in every contraction, so fully masked rows get zero gradients and NaN/inf at
+    blocked positions never leak.
     """
-    import torch
+    from torchlean.backend.providers import masked_attention
 
     shape = guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
     op = "scaled_dot_product_attention"
     check_vjp(op, g, out, shape, q.dtype)
     tg, tq, tk, tv = aten_guards.check_aten_layout(op, g, q, k, v)
-    factor = _scale(q, scale)
-    weights, allowed = _attention_weights(q, k, v, tq, tk, mask, factor)
-    d_weights = torch.matmul(tg, tv.mT)
-    if allowed is None:
-        d_scores = torch.ops.aten._softmax_backward_data(d_weights, weights, -1, weights.dtype) * factor
-        allowed_t = None
-    else:
-        g_allowed = torch.where(allowed, d_weights, 0.0)
-        dot = (g_allowed * weights).sum(-1, keepdim=True)
-        d_scores = torch.where(allowed, weights * (g_allowed - dot), 0.0) * factor
-        allowed_t = allowed.mT
-    dq = _matmul_where(d_scores, tk, allowed)
-    dk = _matmul_where(d_scores.mT, tq, allowed_t)
-    dv = _matmul_where(weights.mT, tg, allowed_t)
+    factor = masked_attention.default_scale(q.shape[-1], scale)
+    _, tape = masked_attention.attention_forward(tq, tk, tv, _allowed(q, k, v, mask), factor)
+    dq, dk, dv = masked_attention.attention_backward(tg, tape)
     return host(reduce_to(dq, q.shape)), host(reduce_to(dk, k.shape)), host(reduce_to(dv, v.shape)), None

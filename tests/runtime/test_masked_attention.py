@@ -1,0 +1,112 @@
+"""The torch attention core (``torchlean.backend.providers.masked_attention``) shared by
+``aten.scaled_dot_product_attention`` and ``torchlean.composed_attention``.
+
+Oracles: :func:`selected_matmul` against an element-by-element IEEE sum over the allowed terms in
+Python floats (hypothesis places NaN/inf anywhere in ``b``); the hard-masked softmax against
+hand-computed rows; empty key sets against the rule "a row with no allowed key is zero".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchlean.backend.providers import masked_attention
+from torchlean.backend.providers.aten import kernels as aten
+
+VALUES = st.sampled_from([0.0, -0.0, 1.0, -2.5, 0.5, 3.0, math.nan, math.inf, -math.inf])
+FINITE = st.sampled_from([0.0, 1.0, -2.5, 0.5, 3.0, -1.25])
+BOOLS = st.booleans()
+
+
+def _ieee_sum(terms: list[float]) -> float:
+    """The value any summation order gives when a term is non-finite; else ``math.fsum``."""
+    if any(math.isnan(t) for t in terms) or (math.inf in terms and -math.inf in terms):
+        return math.nan
+    if math.inf in terms:
+        return math.inf
+    if -math.inf in terms:
+        return -math.inf
+    return math.fsum(terms)
+
+
+@st.composite
+def _selected_case(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    batch, m, n, c = (draw(st.integers(1, 3)) for _ in range(4))
+
+    def draw_tensor(elements: st.SearchStrategy[Any], *shape: int) -> torch.Tensor:
+        size = math.prod(shape)
+        values = draw(st.lists(elements, min_size=size, max_size=size))
+        dtype = torch.bool if elements is BOOLS else torch.float64
+        return torch.tensor(values, dtype=dtype).reshape(shape)
+
+    allowed = draw_tensor(BOOLS, batch, m, n)
+    a = torch.where(allowed, draw_tensor(FINITE, batch, m, n), 0.0)
+    return a, allowed, draw_tensor(VALUES, batch, n, c)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_selected_case())
+def test_selected_matmul_counts_non_finite_terms_only_at_allowed_entries(
+    case: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> None:
+    a, allowed, b = case
+    got = masked_attention.selected_matmul(a, allowed, b, b_finite=False)
+    for n_, i, c in np.ndindex(*got.shape):
+        # Python floats are IEEE doubles: 0 * inf is NaN here as in the matmul
+        terms = [float(a[n_, i, j]) * float(b[n_, j, c]) for j in range(a.shape[-1]) if allowed[n_, i, j]]
+        want, value = _ieee_sum(terms), float(got[n_, i, c])
+        if math.isnan(want):
+            assert math.isnan(value), (n_, i, c, terms, value)
+        else:
+            assert value == pytest.approx(want, rel=1e-12, abs=1e-12), (n_, i, c, terms, value)
+
+
+def test_selected_matmul_is_a_plain_matmul_when_b_is_finite_or_nothing_is_masked() -> None:
+    a = torch.tensor([[[0.5, 0.0], [0.25, 0.75]]], dtype=torch.float64)
+    b = torch.tensor([[[2.0], [4.0]]], dtype=torch.float64)
+    allowed = torch.tensor([[[True, False], [True, True]]])
+    want = torch.tensor([[[1.0], [3.5]]], dtype=torch.float64)  # by hand
+    for got in (
+        masked_attention.selected_matmul(a, allowed, b, b_finite=True),
+        masked_attention.selected_matmul(a, allowed, b, b_finite=False),
+        masked_attention.selected_matmul(a, None, b, b_finite=False),
+    ):
+        assert torch.equal(got, want)
+
+
+def test_all_finite() -> None:
+    assert masked_attention.all_finite()
+    assert masked_attention.all_finite(torch.zeros(0), torch.ones(2, 3))
+    assert not masked_attention.all_finite(torch.ones(2), torch.tensor([1.0, math.inf]))
+    assert not masked_attention.all_finite(torch.tensor([math.nan]), torch.zeros(0))
+
+
+def test_hard_masked_softmax_rows_by_hand() -> None:
+    scores = torch.tensor(
+        [[0.0, math.log(3.0), math.nan], [math.nan, math.inf, 1.0], [2.0, 2.0, 2.0]], dtype=torch.float64
+    )
+    allowed = torch.tensor([[True, True, False], [False, False, False], [True, False, True]])
+    got = masked_attention.hard_masked_softmax(scores, allowed)
+    want = torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0], [0.5, 0.0, 0.5]], dtype=torch.float64)
+    torch.testing.assert_close(got, want, rtol=1e-15, atol=0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_aten_attention_with_an_empty_key_set_is_zero_in_value_and_gradient(dtype: Any) -> None:
+    """n_k = 0 with a mask: every query row is fully blocked, so the output and dq are zeros."""
+    q = np.ones((2, 3, 4), dtype=dtype)
+    k, v = np.ones((2, 0, 4), dtype=dtype), np.ones((2, 0, 5), dtype=dtype)
+    for mask in (None, np.ones((3, 0), dtype=bool)):
+        out = aten.scaled_dot_product_attention(q, k, v, mask)
+        assert out.shape == (2, 3, 5) and out.dtype == dtype and not out.any()
+        dq, dk, dv, dmask = aten.scaled_dot_product_attention_vjp(np.ones_like(out), q, k, v, mask, out=out)
+        assert dq is not None and dk is not None and dv is not None and dmask is None
+        assert dq.shape == q.shape and not dq.any()
+        assert dk.shape == k.shape and dv.shape == v.shape
