@@ -109,9 +109,10 @@ def hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
 def hard_masked_softmax_vjp(d_probs: Tensor, probs: Tensor, allowed: Tensor | None) -> Tensor:
     """The score cotangent ``P * (dP - rowsum(P * dP))`` with the mask held constant: the sum
     runs over allowed entries only and blocked entries are exactly 0 (a non-finite ``dP`` there
-    is selected away)."""
+    is selected away). Without a mask, torch's fused softmax backward (the same formula)."""
     if allowed is None:
-        return probs * (d_probs - (probs * d_probs).sum(dim=-1, keepdim=True))
+        fused: Tensor = torch.ops.aten._softmax_backward_data(d_probs, probs, -1, probs.dtype)
+        return fused
     zero = _zero(probs)
     row_dot = torch.where(allowed, probs * d_probs, zero).sum(dim=-1, keepdim=True)
     return torch.where(allowed, probs * (d_probs - row_dot), zero)
