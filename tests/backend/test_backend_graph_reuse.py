@@ -11,6 +11,7 @@ chosen capsules or messages fails.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from backend_builders import FakeGraph, FakeKind, FakeNode, make_capsule, misaligned, mlp_graph, relu_chain
@@ -18,6 +19,7 @@ from beartype.roar import BeartypeCallHintViolation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from torchlean.backend import acceptance as acceptance_module
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import (
     AcceptanceFailure,
@@ -201,6 +203,35 @@ def test_groups_with_the_same_capsule_share_one_minted_kernel() -> None:
     assert all(plan.kernels[i] is shared for i in relu_groups)
     assert len({id(kernel) for kernel in plan.kernels}) == len(set(plan.capsule_names)) == 5
     assert report.graph_result_lines(result)[:2] == ["accepted under checked", "30 rows, distinct capsules:"]
+
+
+def _count_gate_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[BackendOp, str]]:
+    """Record every run of the module-level ``acceptance_failures`` (which ``accept`` calls)."""
+    seen: list[tuple[BackendOp, str]] = []
+    original = acceptance_module.acceptance_failures
+
+    def spy(planned: Any, policy: Any) -> tuple[AcceptanceFailure, ...]:
+        seen.append((planned.op, planned.capsule.name))
+        return original(planned, policy)
+
+    monkeypatch.setattr(acceptance_module, "acceptance_failures", spy)
+    return seen
+
+
+def test_acceptance_runs_the_gate_once_per_distinct_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented cost model: one gate run per distinct (op, capsule) pair, accepted or not."""
+    graph = GRAPHS["linear_relu_x6"]
+    plan = CHECKED_CPU.plan_graph(graph)
+    pairs = list(dict.fromkeys((g.op, g.capsule.name) for g in to_coalesced_groups(plan).groups))
+    assert len(pairs) == 5 and len(to_coalesced_groups(plan).groups) == 30
+    runs = _count_gate_runs(monkeypatch)
+    result = accept_graph_kernel_plan(plan, CHECKED_CPU.policy)
+    assert result.accepted
+    assert runs == pairs  # once each, in first-use order
+    runs.clear()
+    rejected = accept_graph_kernel_plan(plan, dataclasses.replace(CHECKED_CPU.policy, device=Device.CUDA))
+    assert not rejected.accepted and len(rejected.failures) == 30  # one device mismatch per group
+    assert runs == pairs
 
 
 def test_mutating_a_shared_kernel_is_refused_for_every_group_using_it() -> None:

@@ -90,7 +90,7 @@ def test_the_tape_passes_which_parents_need_a_gradient(profile: str) -> None:
             return original(*args)
 
         linked = dataclasses.replace(bound.linked, vjp_needs=spy)
-        y = dispatch.execute_accepted(bound.accepted, linked, (x, w, b), {})
+        y = dispatch.execute_bound(dispatch.bind_linked(bound.accepted, linked), (x, w, b), {})
         tl.reduce_sum(y).backward()
     assert seen == [(False, True, True)]
     # oracle: d/dW sum(x W^T + b) = column sums of x for every row; d/db = number of rows
@@ -109,7 +109,8 @@ def test_all_inputs_needed_uses_the_plain_rule() -> None:
             raise AssertionError("vjp_needs called although every input needs a cotangent")
 
         linked = dataclasses.replace(bound.linked, vjp_needs=refuse)
-        y = dispatch.execute_accepted(bound.accepted, linked, (x, tl.transpose(w, 0, 1)), {})
+        spied = dispatch.bind_linked(bound.accepted, linked)
+        y = dispatch.execute_bound(spied, (x, tl.transpose(w, 0, 1)), {})
         tl.reduce_sum(y).backward()
     assert x.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), np.tile(w.numpy().sum(0), (5, 1)), rtol=1e-12)

@@ -18,7 +18,7 @@ from beartype.roar import BeartypeCallHintViolation
 
 import torchlean as tl
 from torchlean.autograd import session as session_module
-from torchlean.autograd.dispatch import execute_accepted
+from torchlean.autograd.dispatch import bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel, accept
 from torchlean.backend.availability import Availability
@@ -265,19 +265,24 @@ def test_cuda_profile_on_a_cpu_only_build(monkeypatch: pytest.MonkeyPatch) -> No
 # ------------------------------------------------------------------------- reuse by a graph executor
 
 
-def test_execute_accepted_runs_an_accepted_kernel_and_records_its_node() -> None:
+def _bind_as_the_graph_executor_does(accepted: AcceptedKernel) -> Any:
+    """The typed-graph schedule's route: the linked kernel of the capsule, bound once."""
+    return bind_linked(accepted, select_linked(accepted.op, accepted.capsule, linked_kernels(accepted.op)))
+
+
+def test_an_accepted_kernel_bound_outside_a_session_runs_and_records_its_node() -> None:
     profile = profiles.get("checked_cpu")
     accepted = accept(PlannedKernel(BackendOp.MUL, _reference(BackendOp.MUL)), profile.policy)
     a = tl.tensor([1.0, 2.0], requires_grad=True)
     b = tl.tensor([3.0, 4.0])
-    out = execute_accepted(accepted, None, (a, b), {})
+    out = execute_bound(_bind_as_the_graph_executor_does(accepted), (a, b), {})
     assert out.grad_fn == "mul"
     out.backward(np.ones(2))
     assert a.grad is not None
     np.testing.assert_array_equal(a.grad.numpy(), [3.0, 4.0])
 
 
-def test_execute_accepted_refuses_a_forged_accepted_kernel() -> None:
+def test_binding_refuses_a_forged_accepted_kernel() -> None:
     forged = object.__new__(AcceptedKernel)  # type: ignore[torchlean-sealed]  # the forgery under test
     for name, value in (
         ("op", BackendOp.MUL),
@@ -285,9 +290,8 @@ def test_execute_accepted_refuses_a_forged_accepted_kernel() -> None:
         ("policy", KernelPolicy()),
     ):
         object.__setattr__(forged, name, value)
-    a = tl.tensor([1.0])
     with pytest.raises(BeartypeCallHintViolation):
-        execute_accepted(forged, None, (a, a), {})
+        _bind_as_the_graph_executor_does(forged)
 
 
 # ------------------------------------------------------------------------------------ MLP training

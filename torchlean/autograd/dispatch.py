@@ -3,28 +3,30 @@
 This is the part of the eager path that does not depend on how the kernel was chosen: given an
 :class:`~torchlean.backend.acceptance.AcceptedKernel` (from the eager session, or one of the
 ``kernels`` of an ``AcceptedGraphKernelPlan``), the linked implementations of its op, and the
-input tensors, :func:`execute_accepted`
+input tensors, the eager session and the typed-graph schedule do the following (steps 1 and 3
+once per kernel, with :func:`select_linked` and :func:`bind_linked`; steps 0, 2 and 4 on every
+call, with :func:`execute_bound`):
 
-0. checks the operands (:func:`check_operands`): every input position holds a
+0. check the operands (:func:`check_operands`): every input position holds a
    :class:`~torchlean.tensor.Tensor` or ``None`` (an absent optional input); anything else (a
    numpy array, a Python number, a list) is a :class:`~torchlean.tensor.TensorTypeError` naming
    the op, the position and the type. This is the one place the rule of
    :mod:`torchlean.functional` is enforced; the functional layer converts data to tensors only
    where its docstring says so (second operands of binary arithmetic, masks, index arrays);
-1. picks the linked kernel whose ``(op, provider, device)`` equals the capsule's; none →
+1. pick the linked kernel whose ``(op, provider, device)`` equals the capsule's; none →
    ``torch: `<op>` selected capsule `<name>` (<provider>/<device>), but no matching executable
    handler is linked; available handlers: ...`` (there is no fallback to another provider);
-2. checks devices: every input tensor lives on one device, of the capsule's device kind (a
+2. check devices: every input tensor lives on one device, of the capsule's device kind (a
    :class:`~torchlean.tensor.DeviceError` names the devices; nothing is moved implicitly), then
-   runs the linked kernel's VJP guard (if any) against the accepted policy;
-3. builds a :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked
-   forward, binds it to the accepted kernel with :func:`~torchlean.backend.binding.bind` (op,
-   then provider, then device) and runs it on the input storages. The binding is kept in a
+   run the linked kernel's VJP guard (if any) against the accepted policy;
+3. build a :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked
+   forward, bind it to the accepted kernel with :func:`~torchlean.backend.binding.bind` (op,
+   then provider, then device) and run it on the input storages. The binding is kept in a
    :class:`BoundKernel`: the eager session binds each selected kernel once and the typed-graph
    schedule binds each planned node once, and both then call :func:`execute_bound`, which repeats
    steps 0, 2 and 4 and the beartype validator of ``ExecutableKernel.run`` on every call;
-4. wraps the result in a :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
-   is differentiable and some input requires a gradient, records one tape node whose local rule
+4. wrap the result in a :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
+   is differentiable and some input requires a gradient, record one tape node whose local rule
    is the linked kernel's VJP, evaluated at the saved inputs and output.
 
 Linked kernels come from the provider modules in :data:`HANDLER_MODULES` (each exports
@@ -60,7 +62,6 @@ __all__ = [
     "bind_linked",
     "check_devices",
     "check_operands",
-    "execute_accepted",
     "execute_bound",
     "linked_kernels",
     "no_handler_message",
@@ -273,12 +274,18 @@ def _host_storages(inputs: Sequence[object]) -> list[Array | None] | None:
 def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
     """Execute a bound kernel on ``inputs`` and record its tape node; return the result.
 
-    The checks of :func:`execute_accepted` in the same order (operands, devices, VJP guard), with
-    a fast path for the common case of host tensors on a ``cpu`` capsule.
+    Steps 0, 2 and 4 of the module docstring in that order (operands, devices, VJP guard, then
+    the kernel and its tape node), with a fast path for the common case of host tensors on a
+    ``cpu`` capsule. ``params`` are the kernel's keyword parameters (axes, strides, ...).
 
     Raises:
-        TensorTypeError, DeviceError, GuardError, SessionError, BeartypeCallHintViolation: as
-        :func:`execute_accepted`.
+        TensorTypeError: an input that is neither a Tensor nor None (:func:`check_operands`).
+        DeviceError: inputs on different devices, or not on the capsule's device
+            (:func:`check_devices`).
+        GuardError: the kernel's guard refused the inputs.
+        SessionError: an input requires a gradient but the linked kernel has no VJP.
+        beartype.roar.BeartypeCallHintViolation: the bound executable or its accepted kernel is no
+            longer the one the gates minted (``ExecutableKernel.run``).
     """
     accepted = bound.accepted
     capsule = accepted.capsule
@@ -335,38 +342,3 @@ def _local_rule(
         return vjp(capsule, g, ins, o, params)
 
     return rule
-
-
-def execute_accepted(
-    accepted: AcceptedKernel,
-    linked: LinkedKernel | Sequence[LinkedKernel] | None,
-    inputs: Sequence[Tensor | None],
-    params: Mapping[str, Any],
-) -> Tensor:
-    """Execute one accepted kernel on ``inputs`` and record its tape node; return the result.
-
-    Binds ``accepted`` for this call only (:func:`bind_linked`); callers that run the same kernel
-    again keep the :class:`BoundKernel` and call :func:`execute_bound`.
-
-    Args:
-        accepted: a kernel minted by ``torchlean.backend.acceptance.accept`` (eager session) or
-            taken from ``AcceptedGraphKernelPlan.kernels`` (graph executor).
-        linked: the linked kernel to bind, or candidates to choose from by ``(op, provider,
-            device)``; ``None`` means every linked implementation of the op in this build.
-        inputs: one tensor per kernel input position (``None`` for an absent optional input).
-        params: the kernel's keyword parameters (axes, strides, ...).
-
-    Raises:
-        TensorTypeError: an input that is neither a Tensor nor None (:func:`check_operands`).
-        SessionError: no linked kernel matches the capsule (verbatim message), or binding failed
-            (``torch: invalid executable backend binding: ...``).
-        beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
-        DeviceError: inputs on different devices, or not on the capsule's device
-            (:func:`check_devices`).
-        GuardError: the kernel's guard refused the inputs.
-    """
-    check_operands(accepted.op, inputs)  # before the no-handler message, as the eager order is
-    if not isinstance(linked, LinkedKernel):
-        candidates = linked_kernels(accepted.op) if linked is None else linked
-        linked = select_linked(accepted.op, accepted.capsule, candidates)
-    return execute_bound(bind_linked(accepted, linked), inputs, params)  # checks devices

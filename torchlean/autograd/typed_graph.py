@@ -58,7 +58,7 @@ from torchlean.ir.payloads import ConvParams, LayerNormParams, LinearParams, Pay
 from torchlean.spec.masks import causal_mask
 from torchlean.tensor import Tensor
 
-__all__ = ["GraphProgram", "Step", "StepKind", "node_kernels"]
+__all__ = ["GraphProgram", "Operand", "Source", "Step", "StepKind", "node_kernels"]
 
 # Kinds whose kernel takes only its graph parents and no parameters.
 _PLAIN = frozenset(
@@ -120,23 +120,43 @@ class StepKind(Enum):
     KERNEL = "kernel"
 
 
-Operand = tuple[str, int] | tuple[str, np.ndarray[Any, Any]] | None
-"""Where a kernel operand comes from: ``("slot", node_id)`` (an earlier value), ``("param", i)``
-(model parameter ``i``), ``("array", a)`` (a fixed array, wrapped fresh each run) or ``None``."""
+class Source(Enum):
+    """Where a kernel operand comes from; resolved once, when the schedule is built."""
+
+    SLOT = "slot"  # the value of an earlier node: ``values[key]``
+    PARAM = "param"  # model parameter ``params[key]``
+    FIXED = "fixed"  # a fixed array, wrapped in a fresh Tensor each run
+    ABSENT = "absent"  # an absent optional input: ``None``
+
+
+Operand = tuple[Source, int, np.ndarray[Any, Any] | None]
+"""One kernel operand: ``(source, key, fixed)``; ``key`` is the node id (``SLOT``) or the
+parameter index (``PARAM``), else 0; ``fixed`` is the array of a ``FIXED`` operand, else ``None``."""
+
+_NO_OPERAND: Operand = (Source.ABSENT, 0, None)
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One node of the precomputed schedule: what it does, where its operands come from, its
-    kernel parameters and (kernel steps) its bound accepted kernel."""
+    """One node of the precomputed schedule: what it does, where its value or operands come from,
+    its kernel parameters and (kernel steps) its bound accepted kernel.
+
+    Each field below ``kind`` is set for the kinds it names and ``None`` (or empty) otherwise:
+    ``input_position`` (``INPUT``: the position in ``inputs``), ``param_index`` (``PARAM``: the
+    index in ``params``), ``parent`` (``DETACH``: the node id of the detached value), ``const``
+    (``CONST``: the array, wrapped in a fresh Tensor each run), ``operands``, ``params`` and
+    ``bound`` (``KERNEL``).
+    """
 
     node_id: int
     kind: StepKind
-    index: int = 0
+    input_position: int | None = None
+    param_index: int | None = None
+    parent: int | None = None
+    const: np.ndarray[Any, Any] | None = None
     operands: tuple[Operand, ...] = ()
     params: Mapping[str, Any] | None = None
     bound: BoundKernel | None = None
-    const: np.ndarray[Any, Any] | None = None
 
 
 class GraphProgram:
@@ -199,8 +219,10 @@ class GraphProgram:
             if id(kernel) not in bound:
                 linked = select_linked(kernel.op, kernel.capsule, linked_kernels(kernel.op))
                 bound[id(kernel)] = bind_linked(kernel, linked)
-        self._bound = {node_id: bound[id(kernel)] for node_id, kernel in self.kernels.items()}
-        self.steps: tuple[Step, ...] = tuple(self._step(node) for node in graph.nodes)
+        bound_of_node = {node_id: bound[id(kernel)] for node_id, kernel in self.kernels.items()}
+        self.steps: tuple[Step, ...] = tuple(
+            self._step(node, bound_of_node.get(node.id)) for node in graph.nodes
+        )
         self._backward_slots: tuple[int, ...] = tuple(
             step.node_id for step in reversed(self.steps) if step.kind is StepKind.KERNEL
         )
@@ -264,14 +286,26 @@ class GraphProgram:
             kind = step.kind
             if kind is StepKind.KERNEL:
                 assert step.bound is not None and step.params is not None
-                operands = [_operand(source, values, params) for source in step.operands]
+                operands: list[Tensor | None] = []
+                for source, key, fixed in step.operands:
+                    if source is Source.SLOT:
+                        operands.append(values[key])
+                    elif source is Source.PARAM:
+                        operands.append(params[key])
+                    elif source is Source.FIXED:
+                        operands.append(Tensor(np.array(fixed)))
+                    else:
+                        operands.append(None)
                 values[step.node_id] = execute_bound(step.bound, operands, step.params)
             elif kind is StepKind.PARAM:
-                values[step.node_id] = params[step.index]
+                assert step.param_index is not None
+                values[step.node_id] = params[step.param_index]
             elif kind is StepKind.INPUT:
-                values[step.node_id] = inputs[step.index]
+                assert step.input_position is not None
+                values[step.node_id] = inputs[step.input_position]
             elif kind is StepKind.DETACH:
-                parent = values[step.index]
+                assert step.parent is not None
+                parent = values[step.parent]
                 assert parent is not None
                 values[step.node_id] = parent.detach()
             else:
@@ -281,19 +315,19 @@ class GraphProgram:
 
     # ------------------------------------------------------------------------------ schedule
 
-    def _step(self, node: Node) -> Step:
+    def _step(self, node: Node, bound: BoundKernel | None) -> Step:
+        """The schedule step of ``node``; ``bound`` is its group's bound kernel (planned nodes)."""
         kind = node.kind
         if isinstance(kind, Input):
-            return Step(node.id, StepKind.INPUT, index=self.input_ids.index(node.id))
+            return Step(node.id, StepKind.INPUT, input_position=self.input_ids.index(node.id))
         if isinstance(kind, Const):
             if node.id in self.param_nodes:
-                return Step(node.id, StepKind.PARAM, index=self.param_nodes[node.id])
+                return Step(node.id, StepKind.PARAM, param_index=self.param_nodes[node.id])
             const = self.payloads[node.id]
             assert isinstance(const, np.ndarray)
             return Step(node.id, StepKind.CONST, const=const)
         if isinstance(kind, Detach):
-            return Step(node.id, StepKind.DETACH, index=node.parents[0])
-        bound = self._bound.get(node.id)
+            return Step(node.id, StepKind.DETACH, parent=node.parents[0])
         if bound is None:
             raise SessionError(f"typed graph: node {node.id} ({kind.describe()}) has no accepted kernel")
         operands, kernel_params = self._call(node)
@@ -311,9 +345,9 @@ class GraphProgram:
         """Operand sources and kernel parameters of one node, exactly as :mod:`torchlean.functional`
         passes them (shapes are the graph's static shapes)."""
         kind = node.kind
-        parents: list[Operand] = [("slot", p) for p in node.parents]
+        parents: list[Operand] = [(Source.SLOT, p, None) for p in node.parents]
         shapes = [self.graph.nodes[p].out_shape for p in node.parents]
-        x = parents[0] if parents else None
+        x = parents[0] if parents else _NO_OPERAND
         ndim = len(shapes[0]) if shapes else 0
         match kind:
             case Reshape(out_shape=out_shape):
@@ -370,7 +404,7 @@ class GraphProgram:
                 if causal is not None:
                     aligned = causal_mask(shapes[0][-2], shapes[1][-2], align=causal)
                     mask = aligned if mask is None else np.logical_and(mask, aligned)
-                return [*parents, None if mask is None else ("array", mask)], (
+                return [*parents, _NO_OPERAND if mask is None else (Source.FIXED, 0, mask)], (
                     {} if scale is None else {"scale": float(scale)}
                 )
         if kind.tag in _PLAIN:
@@ -383,19 +417,5 @@ class GraphProgram:
 def _param_or_fixed(index: int | None, fixed: np.ndarray[Any, Any] | None) -> Operand:
     """A model parameter when the lowering recorded one, else the payload's fixed array (if any)."""
     if index is not None:
-        return ("param", index)
-    return None if fixed is None else ("array", fixed)
-
-
-def _operand(source: Operand, values: Sequence[Tensor | None], params: Sequence[Tensor]) -> Tensor | None:
-    if source is None:
-        return None
-    where, key = source
-    if where == "slot":
-        assert isinstance(key, int)
-        return values[key]
-    if where == "param":
-        assert isinstance(key, int)
-        return params[key]
-    assert isinstance(key, np.ndarray)
-    return Tensor(np.array(key))
+        return (Source.PARAM, index, None)
+    return _NO_OPERAND if fixed is None else (Source.FIXED, 0, fixed)

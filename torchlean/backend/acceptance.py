@@ -342,26 +342,33 @@ class GraphKernelPlanResult:
 def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) -> GraphKernelPlanResult:
     """Group ``graph_plan`` and accept every group under ``policy``.
 
-    Rejection is returned as a value (diagnostic), with every group's failures in group order.
-    On success each group's kernel is minted by :func:`accept`, once per distinct
-    ``(op, capsule object)`` pair: groups planned with the same pair share one (immutable)
-    :class:`AcceptedKernel`, so planning and acceptance grow with the graph, not with the number
-    of gate runs.
+    Rejection is returned as a value (diagnostic), with every group's failures in group order
+    (those of :func:`grouped_acceptance_failures`). The gate :func:`accept`, and so
+    :func:`acceptance_failures`, runs once per distinct ``(op, capsule object)`` pair; groups
+    planned with the same pair share its verdict: its failures, or one (immutable)
+    :class:`AcceptedKernel`. So planning and acceptance grow with the graph, not with the number
+    of gate runs. On rejection the kernels minted for passing pairs are dropped.
     """
     grouped = to_coalesced_groups(graph_plan)
-    failures = grouped_acceptance_failures(grouped, policy)
-    if failures:
-        return GraphKernelPlanResult(grouped, None, failures)
-    minted: dict[tuple[BackendOp, int], AcceptedKernel] = {}
+    verdicts: dict[tuple[BackendOp, int], AcceptedKernel | tuple[AcceptanceFailure, ...]] = {}
+    failures: list[AcceptanceFailure] = []
     kernels_of_groups: list[AcceptedKernel] = []
     for group in grouped.groups:
         key = (group.op, id(group.capsule))  # ``grouped`` keeps every capsule alive meanwhile
-        kernel = minted.get(key)
-        if kernel is None:
-            kernel = minted[key] = accept(group.to_planned_kernel(), policy)
-        kernels_of_groups.append(kernel)
-    kernels = tuple(kernels_of_groups)
-    plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, kernels, _gate=_GATE)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            try:
+                verdict = accept(group.to_planned_kernel(), policy)
+            except AcceptanceError as error:
+                verdict = error.failures
+            verdicts[key] = verdict
+        if isinstance(verdict, AcceptedKernel):
+            kernels_of_groups.append(verdict)
+        else:
+            failures.extend(verdict)
+    if failures:
+        return GraphKernelPlanResult(grouped, None, tuple(failures))
+    plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, tuple(kernels_of_groups), _gate=_GATE)
     _mint(plan)
     return GraphKernelPlanResult(grouped, plan, ())
 
