@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchlean.cli._args import int_at_least
+
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -68,14 +70,8 @@ def out_dir(text: str) -> Path:
     return path
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+positive_int = int_at_least(1, "must be >= 1, got {}", not_int="invalid int {}")
+"""An integer >= 1 (an argparse type)."""
 
 
 def set_threads(n: int) -> None:

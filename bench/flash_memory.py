@@ -32,6 +32,7 @@ from typing import Any
 import _record
 import numpy as np
 
+from torchlean.cli._args import int_at_least
 from torchlean.spec import (
     FlashAttentionConfig,
     causal_mask,
@@ -110,14 +111,7 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _natural(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+_natural = int_at_least(0, "expected an integer >= 0, got {}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,11 +35,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypeGuard
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import float_dtype, is_builtin_or_numpy_int
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = ["DATASETS", "DataError", "Dataset", "Task", "load", "load_csv"]
@@ -267,11 +268,6 @@ def _number(file: Path, line: int, column: str, cell: str) -> float:
     return value
 
 
-def _is_int(value: object) -> TypeGuard[int | np.integer[Any]]:
-    """True for Python and numpy integers, False for bools (``True`` is no index or seed)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _label_index(file: Path, names: Sequence[str], column: object, has_header: bool) -> int:
     """The index of the label column: the last one for ``None``, an integer index (Python or
     numpy; negative counts from the end), or a header name used exactly once.
@@ -282,7 +278,7 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
     """
     if column is None:
         return len(names) - 1
-    if _is_int(column):
+    if is_builtin_or_numpy_int(column):
         index = int(column)
         if -len(names) <= index < len(names):
             return index % len(names)
@@ -341,9 +337,10 @@ def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
         resolved = np.dtype(dtype)
     except TypeError:
         raise DataError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if resolved not in (np.dtype(np.float32), np.dtype(np.float64)):
+    found = float_dtype(resolved)
+    if found is None:
         raise DataError(f"dtype must be float32 or float64, got {resolved}")
-    return resolved
+    return found
 
 
 def _split(
@@ -360,7 +357,7 @@ def _split(
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    if not _is_int(seed) or not 0 <= int(seed) < 2**32:
+    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
         raise DataError(
             f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
             f"RandomState), got {seed!r}"

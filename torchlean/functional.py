@@ -60,9 +60,11 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference.guards import axis_in_range
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import (
     DEFAULT_DTYPE,
@@ -160,7 +162,7 @@ def _constant(value: object, like: Tensor) -> Tensor:
         ) from exc
     if raw.dtype == object and raw.size and all(_is_number(v) for v in raw.flat):
         for v in raw.flat:
-            if _is_int(v):
+            if is_builtin_int(v):
                 _check_int_fits(v, like.dtype)
         with np.errstate(over="ignore"):
             return _on_device_of(raw.astype(like.dtype), like)
@@ -172,11 +174,6 @@ def _constant(value: object, like: Tensor) -> Tensor:
         )
     with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
         return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    """A Python integer that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
@@ -211,7 +208,7 @@ def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
 def _factor(value: int | float, like: Tensor) -> float:
     """A Python number operand of ``mul``/``div`` as a float (an integer must fit ``like``'s
     dtype, :func:`_check_int_fits`)."""
-    if _is_int(value):
+    if is_builtin_int(value):
         _check_int_fits(value, like.dtype)
     return float(value)
 
@@ -225,7 +222,7 @@ def _int(fn: str, name: str, value: object) -> int:
     """
     if type(value) is int:  # the common case, without the numbers.Integral ABC check
         return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise TensorTypeError(
             f"{fn}: {name} must be an integer; got {_preview(value)} of type {type(value).__name__} "
             "(accepted: int or a numpy integer; floats are not truncated and bools are refused)"
@@ -269,20 +266,15 @@ def _real(fn: str, name: str, value: object) -> float:
 
 def _axis(fn: str, name: str, value: object, ndim: int) -> int:
     """``value`` as an axis of a rank-``ndim`` input, normalised to ``[0, ndim)``; out-of-range
-    axes are refused, never wrapped (the reference guards' rule and wording).
+    axes are refused, never wrapped (:func:`~torchlean.backend.providers.reference.guards.axis_in_range`,
+    the reference guards' rule and wording).
 
     Raises:
         TensorTypeError: ``value`` is not an integer (:func:`_int`).
         GuardError: ``<fn>: axis 5 is out of range for a rank-2 input (accepted: an integer in
             [-2, 1])``.
     """
-    axis = _int(fn, name, value)
-    if not -ndim <= axis < ndim:
-        accepted = f"an integer in [{-ndim}, {ndim - 1}]" if ndim > 0 else "none: the input has rank 0"
-        raise GuardError(
-            f"{fn}: {name} {axis} is out of range for a rank-{ndim} input (accepted: {accepted})"
-        )
-    return axis % ndim
+    return axis_in_range(fn, name, _int(fn, name, value), ndim)
 
 
 def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
@@ -337,7 +329,7 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
     if axis is None:
         return None
-    if isinstance(axis, numbers.Integral) and not isinstance(axis, bool):
+    if is_int(axis):
         return int(axis)
     if isinstance(axis, Iterable) and not isinstance(axis, str | bytes):
         return _ints(fn, "axis", axis)
@@ -532,13 +524,15 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
 
 
 def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
-    """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``."""
+    """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``. As in
+    torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape ``()``."""
     params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_SUM, (x,), params)
 
 
 def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
-    """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``."""
+    """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
+    A rank-0 ``x`` takes ``axis`` 0 or -1, as in :func:`reduce_sum`."""
     params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_MEAN, (x,), params)
 
@@ -641,7 +635,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             stops.append(stop)
             steps.append(step)
             final_shape.append(len(range(start, stop, step)))
-        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+        elif is_builtin_or_numpy_int(item):
             position = int(item)
             if not -extent <= position < extent:
                 raise TensorError(f"index {position} is out of range for axis {axis} with extent {extent}")
@@ -722,7 +716,7 @@ def _is_real(value: object) -> bool:
 
 def _filled(value: object, like: Tensor) -> Tensor:
     """The number ``value`` as a constant of ``like``'s shape, dtype and device."""
-    if _is_int(value):
+    if is_builtin_int(value):
         _check_int_fits(value, like.dtype)
     with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
         return _on_device_of(np.full(like.shape, value, dtype=like.dtype), like)

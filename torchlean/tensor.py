@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import FLOAT_DTYPES
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -83,7 +84,6 @@ DTypeLike = str | type | np.dtype[Any] | Any
 """``"float32"``, ``np.float64``, ``np.dtype("float32")`` or ``torch.float64``."""
 
 DEFAULT_DTYPE: np.dtype[Any] = np.dtype(np.float32)
-FLOAT_DTYPES: tuple[np.dtype[Any], ...] = (np.dtype(np.float32), np.dtype(np.float64))
 _SUPPORTED: tuple[np.dtype[Any], ...] = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 
 
@@ -251,11 +251,8 @@ class Tensor:
             self._init(_place(array, resolve_device(device)), requires_grad, None, VersionCounter())
 
     def _init(self, data: Storage, requires_grad: bool, node: Node | None, version: VersionCounter) -> None:
-        if requires_grad and storage.numpy_dtype(data) not in FLOAT_DTYPES:
-            raise TensorError(
-                "only float32 and float64 tensors can require gradients (got dtype "
-                f"{storage.numpy_dtype(data)})"
-            )
+        if requires_grad:
+            _check_grad_dtype(storage.numpy_dtype(data))
         self._data = data
         self._requires_grad = requires_grad
         self._node = node
@@ -327,10 +324,8 @@ class Tensor:
         flag = _flag("requires_grad", value)
         if self._node is not None:
             raise TensorError("requires_grad can only be changed on a leaf tensor (this one has a node)")
-        if flag and self.dtype not in FLOAT_DTYPES:
-            raise TensorError(
-                f"only float32 and float64 tensors can require gradients (got dtype {self.dtype})"
-            )
+        if flag:
+            _check_grad_dtype(self.dtype)
         self._requires_grad = flag
 
     @property
@@ -790,12 +785,21 @@ def _flag(name: str, value: object) -> bool:
     )
 
 
+def _check_grad_dtype(dtype: np.dtype[Any]) -> None:
+    """Refuse gradients for a tensor of ``dtype`` unless it is float32 or float64 (as torch allows
+    only floating tensors to require gradients).
+
+    Raises:
+        TensorError: ``only float32 and float64 tensors can require gradients (got dtype int64)``.
+    """
+    if dtype not in FLOAT_DTYPES:
+        raise TensorError(f"only float32 and float64 tensors can require gradients (got dtype {dtype})")
+
+
 def _bad_gradient(gradient: object, shape: tuple[int, ...], reason: str) -> str:
     """The message refusing a ``backward(gradient=...)`` that is not numeric array data."""
-    text = repr(gradient)
-    shown = text if len(text) <= 60 else text[:57] + "..."
     return (
-        f"backward(): gradient {shown} of type {type(gradient).__name__} is not numeric array "
+        f"backward(): gradient {_preview(gradient)} of type {type(gradient).__name__} is not numeric array "
         f"data{reason}; accepted: a Tensor or a numeric array-like of the output's shape {shape}"
     )
 

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVar
 
+from torchlean._checks import checked_int, float_dtype
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -40,7 +41,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, is_bool, is_int
+from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, build, is_seed
 from torchlean.nn.ops import Ops, T
@@ -117,17 +118,6 @@ def _profile(value: object) -> str | BackendProfile | None:
         f"profile must be a profile name ({' | '.join(profiles.names())}), a BackendProfile or None, "
         f"got {value!r}"
     )
-
-
-def _positive_int(value: object, what: str) -> int:
-    """``value`` as an int if it is an integer (not a bool) >= 1.
-
-    Raises:
-        TrainerError: ``<what> must be an int >= 1, got <value!r>``.
-    """
-    if not is_int(value) or int(value) < 1:
-        raise TrainerError(f"{what} must be an int >= 1, got {value!r}")
-    return int(value)
 
 
 class ExecutionMode(LabelledEnum):
@@ -287,10 +277,10 @@ def _dtype_name(dtype: object) -> str:
         resolved = np.dtype(dtype)  # type: ignore[call-overload]
     except (TypeError, ValueError):
         raise TrainerError(f"dtype must be float32 or float64, got {shown}") from None
-    for name in ("float32", "float64"):
-        if resolved == np.dtype(name):
-            return name
-    raise TrainerError(f"dtype must be float32 or float64, got {resolved}")
+    found = float_dtype(resolved)
+    if found is None:
+        raise TrainerError(f"dtype must be float32 or float64, got {resolved}")
+    return found.name
 
 
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
@@ -565,8 +555,8 @@ class Trainer(Generic[In, Out]):
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``.
         """
-        epochs = _positive_int(epochs, "epochs")
-        batch_size = _positive_int(batch_size, "batch_size")
+        epochs = checked_int(epochs, "epochs", 1, TrainerError)
+        batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         if not is_bool(shuffle):
             raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
         shuffle = bool(shuffle)
@@ -594,7 +584,7 @@ class Trainer(Generic[In, Out]):
             TrainerError: inputs of the wrong shape, or ``batch_size`` not an int >= 1
                 (``batch_size must be an int >= 1, got 0``).
         """
-        batch_size = _positive_int(batch_size, "batch_size")
+        batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()
         xs = self._x(x)
         outputs: list[Array] = []

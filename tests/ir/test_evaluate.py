@@ -102,6 +102,17 @@ def test_unary_and_view_ops_match_torch(
     _close(_run_unary(build, x), reference(_t(x)))
 
 
+@pytest.mark.parametrize("mean", [False, True], ids=["reduce_sum", "reduce_mean"])
+def test_reducing_axis_0_of_a_scalar_returns_the_scalar_as_torch(mean: bool) -> None:
+    x = np.array(-2.5)
+    b = GraphBuilder()
+    node = (b.reduce_mean if mean else b.reduce_sum)(b.input(()), 0)
+    out = evaluate(b.build().graph, {0: x})[node]
+    want = _t(x).mean(0) if mean else _t(x).sum(0)
+    assert out.shape == tuple(want.shape) == ()
+    _close(out, want)
+
+
 BINARY: list[tuple[str, Callable[[GraphBuilder, int, int], int], Callable[..., torch.Tensor]]] = [
     ("add", lambda b, x, y: b.add(x, y), torch.add),
     ("sub", lambda b, x, y: b.sub(x, y), torch.sub),

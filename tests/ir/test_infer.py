@@ -104,7 +104,7 @@ def test_inference_uses_inferred_parent_shapes() -> None:
         (ops.Permute((1, 0, 2)), [(2, 3)], "permute: invalid permutation [1, 0, 2] for shape [2, 3]"),
         (ops.Transpose(0, 2), [(2, 3)], "transpose: axes 0 and 2 out of range for shape [2, 3]"),
         (ops.ReduceSum(2), [(2, 3)], "reduce_sum: axis 2 out of range for shape [2, 3]"),
-        (ops.ReduceMean(0), [()], "reduce_mean: axis 0 out of range for shape []"),
+        (ops.ReduceMean(1), [()], "reduce_mean: axis 1 out of range for shape []"),
         (ops.Softmax(1), [(3,)], "softmax: axis 1 out of range for shape [3]"),
         (ops.LayerNorm(2), [(2, 3)], "layernorm: axis 2 out of range for shape [2, 3]"),
         (ops.Matmul(), [(1, 4), (8, 4)], "matmul: inner dimension mismatch: [1, 4] vs [8, 4]"),
@@ -184,6 +184,7 @@ def test_arity_checked_by_inference() -> None:
 def test_shape_rules() -> None:
     assert _infer(ops.Sum(), (2, 3)) == ()
     assert _infer(ops.ReduceSum(1), (2, 3, 4)) == (2, 4)
+    assert _infer(ops.ReduceSum(0), ()) == _infer(ops.ReduceMean(0), ()) == ()  # torch.tensor(3.).sum(0)
     assert _infer(ops.Flatten((2, 3)), (2, 3)) == (6,)
     assert _infer(ops.Permute((2, 0, 1)), (2, 3, 4)) == (4, 2, 3)
     assert _infer(ops.Transpose(0, 2), (2, 3, 4)) == (4, 3, 2)

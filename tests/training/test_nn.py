@@ -359,6 +359,10 @@ def test_builder_argument_errors(make, message):
         (lambda: Reshape((4, -1)), f"reshape: shape {DIMS} (4, -1)"),
         (lambda: Sequential((nn.relu(), 3)), f"sequential: item 1 {LAYER} int 3"),
         (lambda: Dropout("0.1"), "dropout probability must be a real number, got '0.1'"),
+        (lambda: MultiHeadAttention(0, 2), f"multi_head_attention: d_model {INT1} 0"),
+        (lambda: MultiHeadAttention(8, 2.0), f"multi_head_attention: heads {INT1} 2.0"),
+        (lambda: TransformerBlock(8, True, 16), f"transformer_block: heads {INT1} True"),
+        (lambda: TransformerBlock(8, 2, 0), f"transformer_block: mlp_hidden {INT1} 0"),
     ],
 )
 def test_layer_records_check_their_fields_too(make, message):
@@ -366,6 +370,17 @@ def test_layer_records_check_their_fields_too(make, message):
     with pytest.raises(ShapeError) as caught:
         make()
     assert str(caught.value) == message
+
+
+def test_builders_and_records_refuse_the_first_bad_argument_in_field_order():
+    """Several bad arguments: the builder and the record it constructs name the same (first) one."""
+    for make in (lambda: nn.conv2d(1, 2, 0, groups=0), lambda: Conv2d(1, 2, 0, groups=0)):
+        with pytest.raises(ShapeError) as caught:
+            make()
+        assert str(caught.value) == f"conv2d: kernel_size {PAIR1} 0"
+    with pytest.raises(ShapeError) as caught:
+        nn.transformer_block(None, 2)  # the default mlp_hidden is not computed from a bad d_model
+    assert str(caught.value) == f"transformer_block: d_model {INT1} None"
 
 
 def test_numpy_integers_are_sizes_and_are_stored_as_int():

@@ -18,6 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._args import int_at_least
 from torchlean.cli._output import check_writable, output_path
 from torchlean.spec.checker import (
     THRESHOLDS,
@@ -27,15 +28,7 @@ from torchlean.spec.checker import (
     flash_check_cases,
 )
 
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}; expected an integer >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"invalid seed {value}; expected an integer >= 0")
-    return value
+_seed = int_at_least(0, "invalid seed {}; expected an integer >= 0")
 
 
 def register(subparsers: Any) -> None:

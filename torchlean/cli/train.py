@@ -24,6 +24,7 @@ from tqdm import tqdm
 from torchlean import data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.cli._args import int_at_least
 from torchlean.cli._output import check_writable, output_path
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
@@ -31,14 +32,7 @@ from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 __all__ = ["register", "run"]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+_positive_int = int_at_least(1, "expected a positive integer, got {}")
 
 
 def _float(text: str) -> float:

@@ -245,6 +245,8 @@ def _infer_unary(kind: OpKind, s: Shape, declared: Shape) -> Shape:
                 raise IRError(f"broadcast_to: invalid broadcast from {_r(src)} to {_r(dst)}")
             return dst
         case ReduceSum(axis=axis) | ReduceMean(axis=axis):
+            if not s and axis == 0:
+                return ()  # torch: a scalar's dim 0 names the scalar itself (torch.tensor(3.).sum(0))
             _check_axis(tag, axis, s)
             return s[:axis] + s[axis + 1 :]
         case Sum():

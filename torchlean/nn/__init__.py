@@ -3,18 +3,21 @@
 Builders return immutable layer descriptions; :func:`build` (or the trainer) instantiates them
 with seeded parameters. Per-sample shapes only; forward programs receive batched values.
 
-Arguments are checked when the description is built, not when it is first used: sizes must be
-ints (Python or numpy integers; bools are refused) >= 1, flags must be bools (``bool`` or
-``numpy.bool_``, stored as ``bool``; ints are refused), and every refusal is a
-:class:`ShapeError` naming the builder, the argument and the offending value, e.g.
+Arguments are checked when the description is built, not when it is first used: each layer
+record's ``__post_init__`` checks and normalises its fields (the builders here only construct the
+record and supply defaults). Sizes must be ints (Python or numpy integers; bools are refused)
+>= 1, flags must be bools (``bool`` or ``numpy.bool_``, stored as ``bool``; ints are refused),
+and every refusal is a :class:`ShapeError` naming the builder, the argument and the offending
+value, e.g.
 ``linear: in_features must be an int >= 1, got 2.5``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import overload
+from typing import cast, overload
 
+from torchlean._checks import is_int
 from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.layers import (
     Activation,
@@ -32,13 +35,13 @@ from torchlean.nn.layers import (
     Reshape,
     Residual,
     Sequential,
+    Shape,
     ShapeError,
-    checked_bool,
-    checked_dims,
-    checked_int,
-    pair,
 )
 from torchlean.nn.model import Model, StateError, build
+
+Pair = tuple[int, int]
+"""The stored form of a window argument (the records normalise an int or a list to it)."""
 
 __all__ = [
     "Layer",
@@ -115,8 +118,7 @@ def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> L
         ShapeError: ``normalized_shape`` is not an int >= 1 or a non-empty tuple/list of them, or
             ``eps`` is not a finite real number > 0.
     """
-    shape = checked_dims(normalized_shape, "layer_norm: normalized_shape", allow_int=True)
-    return LayerNorm(shape, eps)
+    return LayerNorm(cast(Shape, normalized_shape), eps)
 
 
 def conv2d(
@@ -135,17 +137,17 @@ def conv2d(
 
     Raises:
         ShapeError: channels or groups not an int >= 1, kernel/stride/dilation not >= 1, padding
-            not >= 0, or a non-bool ``bias`` (checked in that order).
+            not >= 0, or a non-bool ``bias`` (checked in argument order).
     """
     return Conv2d(
-        checked_int(in_channels, "conv2d: in_channels", 1),
-        checked_int(out_channels, "conv2d: out_channels", 1),
-        pair(kernel_size, "conv2d: kernel_size", minimum=1),
-        pair(stride, "conv2d: stride", minimum=1),
-        pair(padding, "conv2d: padding", minimum=0),
-        pair(dilation, "conv2d: dilation", minimum=1),
-        checked_int(groups, "conv2d: groups", 1),
-        checked_bool(bias, "conv2d: bias"),
+        in_channels,
+        out_channels,
+        cast(Pair, kernel_size),
+        cast(Pair, stride),
+        cast(Pair, padding),
+        cast(Pair, dilation),
+        groups,
+        bias,
     )
 
 
@@ -160,9 +162,8 @@ def max_pool2d(
     Raises:
         ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
     """
-    k = pair(kernel_size, "max_pool2d: kernel_size", minimum=1)
-    return MaxPool2d(k, pair(stride, "max_pool2d: stride", minimum=1) if stride is not None else k,
-                     pair(padding, "max_pool2d: padding", minimum=0))
+    window = cast(Pair, kernel_size)
+    return MaxPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
 
 
 def avg_pool2d(
@@ -176,9 +177,8 @@ def avg_pool2d(
     Raises:
         ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
     """
-    k = pair(kernel_size, "avg_pool2d: kernel_size", minimum=1)
-    return AvgPool2d(k, pair(stride, "avg_pool2d: stride", minimum=1) if stride is not None else k,
-                     pair(padding, "avg_pool2d: padding", minimum=0))
+    window = cast(Pair, kernel_size)
+    return AvgPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
 
 
 def flatten() -> Flatten:
@@ -205,8 +205,8 @@ def reshape(*shape: int | Sequence[int]) -> Reshape:
         ShapeError: no dimension, a dimension that is not an int >= 1 (including ``-1``), or a
             tuple/list mixed with other arguments.
     """
-    dims: object = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return Reshape(checked_dims(dims, "reshape: shape", allow_int=False))
+    dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return Reshape(cast(Shape, dims))
 
 
 def mean_pool(axis: int = 0) -> MeanPool:
@@ -253,11 +253,7 @@ def multi_head_attention(d_model: int, heads: int, *, causal: bool = False) -> M
         ShapeError: ``d_model`` or ``heads`` not an int >= 1, or a non-bool ``causal``
             (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
     """
-    return MultiHeadAttention(
-        checked_int(d_model, "multi_head_attention: d_model", 1),
-        checked_int(heads, "multi_head_attention: heads", 1),
-        checked_bool(causal, "multi_head_attention: causal"),
-    )
+    return MultiHeadAttention(d_model, heads, causal)
 
 
 def transformer_block(
@@ -270,10 +266,7 @@ def transformer_block(
         ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, or a non-bool
             ``causal`` (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
     """
-    width = checked_int(d_model, "transformer_block: d_model", 1)
-    return TransformerBlock(
-        width,
-        checked_int(heads, "transformer_block: heads", 1),
-        checked_int(mlp_hidden, "transformer_block: mlp_hidden", 1) if mlp_hidden is not None else 4 * width,
-        checked_bool(causal, "transformer_block: causal"),
-    )
+    if mlp_hidden is not None:
+        return TransformerBlock(d_model, heads, mlp_hidden, causal)
+    # the default width needs an int d_model; any other d_model is refused by TransformerBlock first
+    return TransformerBlock(d_model, heads, 4 * int(d_model) if is_int(d_model) else d_model, causal)

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchlean.nn.layers import Layer, LayerNorm, Linear, ParamSpec, Shape, ShapeError, checked_bool
+from torchlean.nn.layers import (
+    Layer,
+    LayerNorm,
+    Linear,
+    ParamSpec,
+    Shape,
+    ShapeError,
+    checked_bool,
+    checked_int,
+)
 from torchlean.nn.ops import Ops, T
 
 __all__ = ["MultiHeadAttention", "TransformerBlock"]
@@ -31,7 +40,9 @@ class MultiHeadAttention(Layer):
     """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``.
 
     Raises:
-        ShapeError: ``causal`` is neither a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
+        ShapeError: ``d_model`` or ``heads`` not an int >= 1, or ``causal`` neither a ``bool`` nor a
+            ``numpy.bool_`` (stored as ``bool``); whether ``heads`` divides ``d_model`` is checked by
+            :meth:`output_shape`.
     """
 
     d_model: int
@@ -40,6 +51,8 @@ class MultiHeadAttention(Layer):
     kind = "multi_head_attention"
 
     def __post_init__(self) -> None:
+        for name in ("d_model", "heads"):
+            object.__setattr__(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
         object.__setattr__(self, "causal", checked_bool(self.causal, "multi_head_attention: causal"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
@@ -47,7 +60,7 @@ class MultiHeadAttention(Layer):
             raise ShapeError(
                 f"multi_head_attention expects (tokens, {self.d_model}) samples, got {list(input_shape)}"
             )
-        if self.heads < 1 or self.d_model % self.heads:
+        if self.d_model % self.heads:
             raise ShapeError(f"heads={self.heads} must be >= 1 and divide d_model={self.d_model}")
         return input_shape
 
@@ -80,7 +93,8 @@ class TransformerBlock(Layer):
     """Pre-norm block: ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))`` with a GELU MLP.
 
     Raises:
-        ShapeError: ``causal`` is neither a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
+        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, or ``causal`` neither
+            a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
     """
 
     d_model: int
@@ -90,6 +104,8 @@ class TransformerBlock(Layer):
     kind = "transformer_block"
 
     def __post_init__(self) -> None:
+        for name in ("d_model", "heads", "mlp_hidden"):
+            object.__setattr__(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
         object.__setattr__(self, "causal", checked_bool(self.causal, "transformer_block: causal"))
 
     def _parts(self) -> tuple[LayerNorm, MultiHeadAttention, LayerNorm, Linear, Linear]:

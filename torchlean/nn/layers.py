@@ -25,6 +25,8 @@ from typing import Any, Literal, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from torchlean import _checks
+from torchlean._checks import is_int
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.ops import Ops, T
 
@@ -65,20 +67,14 @@ class ShapeError(TorchLeanError, ValueError):
     message names the argument (or both shapes) and the offending value."""
 
 
-def is_int(value: object) -> TypeGuard[numbers.Integral]:
-    """True for Python and numpy integers; False for bools (``True`` is not a size)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
 def checked_int(value: object, what: str, minimum: int) -> int:
-    """``value`` as an ``int`` if it is an integer (not a bool) ``>= minimum``.
+    """``value`` as an ``int`` if it is an integer (:func:`torchlean._checks.is_int`: Python or
+    numpy, not a bool) ``>= minimum``.
 
     Raises:
         ShapeError: ``<what> must be an int >= <minimum>, got <value!r>``.
     """
-    if not is_int(value) or int(value) < minimum:
-        raise ShapeError(f"{what} must be an int >= {minimum}, got {value!r}")
-    return int(value)
+    return _checks.checked_int(value, what, minimum, ShapeError)
 
 
 def is_bool(value: object) -> TypeGuard[bool | np.bool_]:
@@ -348,10 +344,11 @@ class Conv2d(Layer):
     kind = "conv2d"
 
     def __post_init__(self) -> None:
-        for name in ("in_channels", "out_channels", "groups"):
+        for name in ("in_channels", "out_channels"):
             _set(self, name, checked_int(getattr(self, name), f"conv2d: {name}", 1))
         for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
             _set(self, name, pair(getattr(self, name), f"conv2d: {name}", minimum=minimum))
+        _set(self, "groups", checked_int(self.groups, "conv2d: groups", 1))
         _set(self, "bias", checked_bool(self.bias, "conv2d: bias"))
 
     def output_shape(self, input_shape: Shape) -> Shape:

@@ -17,8 +17,9 @@ from typing import TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import float_dtype, is_int
 from torchlean.backend.errors import TorchLeanError
-from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims, is_int
+from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims
 
 __all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed"]
 
@@ -120,12 +121,8 @@ def build(
         else _infer_input_shape(layer)
     )
     requested = np.dtype(dtype)
-    resolved: np.dtype[np.floating]
-    if requested == np.dtype(np.float32):
-        resolved = np.dtype(np.float32)
-    elif requested == np.dtype(np.float64):
-        resolved = np.dtype(np.float64)
-    else:
+    resolved = float_dtype(requested)
+    if resolved is None:
         raise ShapeError(f"model dtype must be float32 or float64, got {requested}")
     output_shape = layer.output_shape(shape)
     specs = layer.param_specs()

@@ -152,12 +152,22 @@ def _real(op: str, name: str, value: object, *, finite: bool) -> float:
     return result
 
 
-def _axis(op: str, axis: object, ndim: int, *, name: str = "axis") -> int:
-    value = _int(op, name, axis)
-    if not -ndim <= value < ndim:
+def axis_in_range(op: str, name: str, axis: int, ndim: int) -> int:
+    """``axis`` of a rank-``ndim`` input normalised to ``[0, ndim)``; out-of-range axes are refused,
+    never wrapped (the rule and wording :mod:`torchlean.functional` applies before dispatch too).
+
+    Raises:
+        GuardError: ``<op>: <name> 5 is out of range for a rank-2 input (accepted: an integer in
+            [-2, 1])``; every axis of a rank-0 input.
+    """
+    if not -ndim <= axis < ndim:
         accepted = f"an integer in [{-ndim}, {ndim - 1}]" if ndim > 0 else "none: the input has rank 0"
-        raise _fail(op, f"{name} {value} is out of range for a rank-{ndim} input (accepted: {accepted})")
-    return value % ndim
+        raise _fail(op, f"{name} {axis} is out of range for a rank-{ndim} input (accepted: {accepted})")
+    return axis % ndim
+
+
+def _axis(op: str, axis: object, ndim: int, *, name: str = "axis") -> int:
+    return axis_in_range(op, name, _int(op, name, axis), ndim)
 
 
 def _shape_param(op: str, name: str, shape: object) -> Shape:
@@ -361,7 +371,20 @@ def check_hard_masked_softmax(x: object, mask: object, *, axis: object) -> int:
 # ----------------------------------------------------------------------------------- reductions
 
 
+def _reduction_axis(op: str, axis: object, ndim: int) -> int:
+    """One reduction axis normalised to ``[0, max(ndim, 1))``. As in torch, a rank-0 input takes
+    axis 0 or -1 (its dims wrap as those of one axis of extent 1; ``torch.tensor(3.).sum(0)``)."""
+    if ndim:
+        return _axis(op, axis, ndim)
+    value = _int(op, "axis", axis)
+    if value not in (0, -1):
+        raise _fail(op, f"axis {value} is out of range for a rank-0 input (accepted: an integer in [-1, 0])")
+    return 0
+
+
 def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
+    """The sorted normalised axes reduced; a rank-0 input reduces none (its axis 0 or -1 names the
+    scalar itself: torch returns it, shape ``()`` with or without keepdim)."""
     if axis is None:
         return tuple(range(arr.ndim))
     if isinstance(axis, tuple):
@@ -371,11 +394,13 @@ def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
                 "axis () is ambiguous (numpy reduces nothing, torch reduces everything); "
                 "accepted: None for all axes, an integer, or a non-empty tuple of integers",
             )
-        axes = tuple(_axis(op, a, arr.ndim) for a in axis)
+        axes = tuple(_reduction_axis(op, a, arr.ndim) for a in axis)
         if len(set(axes)) != len(axes):
             raise _fail(op, f"axis {axis!r} repeats an axis (accepted: distinct axes)")
-        return tuple(sorted(axes))
-    return (_axis(op, axis, arr.ndim),)
+        axes = tuple(sorted(axes))
+    else:
+        axes = (_reduction_axis(op, axis, arr.ndim),)
+    return axes if arr.ndim else ()
 
 
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
@@ -388,7 +413,8 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> 
 
 def check_reduce_sum(x: object, *, axis: object, keepdims: object) -> tuple[int, ...]:
     """Guard of ``reduce_sum``: a float array; ``axis`` None, an int or a non-empty tuple of
-    distinct ints in range; ``keepdims`` a bool.  Returns the sorted normalised reduced axes."""
+    distinct ints in range (0 or -1 for a rank-0 input, as torch); ``keepdims`` a bool.  Returns
+    the sorted normalised reduced axes (none for a rank-0 input)."""
     arr = _float_input("reduce_sum", "input x", x)
     if not isinstance(keepdims, bool):
         raise _fail("reduce_sum", f"keepdims must be a bool; got {keepdims!r}")

@@ -1,0 +1,76 @@
+"""The shared argument predicates of ``torchlean._checks`` and the argparse integer type of
+``torchlean.cli._args``: each accepted set, written out value by value."""
+
+from __future__ import annotations
+
+import argparse
+import fractions
+
+import numpy as np
+import pytest
+import sympy
+
+from torchlean._checks import (
+    FLOAT_DTYPES,
+    checked_int,
+    float_dtype,
+    is_builtin_int,
+    is_builtin_or_numpy_int,
+    is_int,
+)
+from torchlean.cli._args import int_at_least
+
+# value -> (is_int, is_builtin_or_numpy_int, is_builtin_int)
+CASES = [
+    (3, (True, True, True)),
+    (-(2**70), (True, True, True)),
+    (np.int64(3), (True, True, False)),
+    (np.uint8(0), (True, True, False)),
+    (sympy.Integer(3), (True, False, False)),  # a numbers.Integral that is neither int nor numpy
+    (True, (False, False, False)),
+    (np.bool_(True), (False, False, False)),
+    (3.0, (False, False, False)),
+    (np.float64(3.0), (False, False, False)),
+    (fractions.Fraction(3, 1), (False, False, False)),
+    ("3", (False, False, False)),
+    (None, (False, False, False)),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), CASES, ids=[repr(v) for v, _ in CASES])
+def test_integer_predicates_accept_exactly_their_sets(value: object, expected: tuple[bool, ...]) -> None:
+    assert (is_int(value), is_builtin_or_numpy_int(value), is_builtin_int(value)) == expected
+
+
+def test_checked_int_returns_a_python_int_or_raises_the_given_error() -> None:
+    got = checked_int(np.int16(4), "size", 1, ValueError)
+    assert got == 4 and type(got) is int
+    for bad in (0, True, 2.0, "2"):
+        with pytest.raises(KeyError) as caught:
+            checked_int(bad, "size", 1, KeyError)
+        assert caught.value.args == (f"size must be an int >= 1, got {bad!r}",)
+
+
+def test_float_dtype_returns_the_canonical_member_or_none() -> None:
+    assert (np.dtype("float32"), np.dtype("float64")) == FLOAT_DTYPES
+    assert float_dtype(np.dtype("f4")) is FLOAT_DTYPES[0]
+    assert float_dtype(np.dtype("=f8")) is FLOAT_DTYPES[1]
+    for other in ("float16", "int64", "bool", ">f8" if np.little_endian else "<f8"):
+        assert float_dtype(np.dtype(other)) is None
+
+
+def test_int_at_least_messages() -> None:
+    seed = int_at_least(0, "invalid seed {}; expected an integer >= 0")
+    assert seed(" 7 ") == 7 and seed("0") == 0
+    for text, message in (("-3", "invalid seed -3; expected an integer >= 0"),
+                          ("x{}", "invalid seed 'x{}'; expected an integer >= 0"),
+                          ("1.5", "invalid seed '1.5'; expected an integer >= 0")):
+        with pytest.raises(argparse.ArgumentTypeError) as caught:
+            seed(text)
+        assert str(caught.value) == message
+    count = int_at_least(1, "must be >= 1, got {}", not_int="invalid int {}")
+    assert count("2") == 2
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^must be >= 1, got 0$"):
+        count("0")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^invalid int 'two'$"):
+        count("two")

@@ -1,0 +1,74 @@
+"""Argument predicates shared by the runtime, ``nn``, the trainer and the data loaders.
+
+What counts as an integer and what as a float dtype, written once. Each caller keeps the
+accepted set it documents, so there are three integer predicates, from widest to narrowest:
+
+* :func:`is_int`: any ``numbers.Integral`` (Python ints, numpy integers and other registered
+  integer types such as ``gmpy2.mpz``) — layer sizes, seeds of :func:`torchlean.nn.build`;
+* :func:`is_builtin_or_numpy_int`: exactly Python ints and numpy integers — dataset seeds and
+  label-column indices;
+* :func:`is_builtin_int`: Python ints only — the arbitrary-precision integers whose magnitude the
+  runtime checks against a tensor dtype (numpy integers always fit int64).
+
+All three refuse ``bool`` (and ``numpy.bool_``, which is not an integer type): ``True`` is not a
+size, an index or a seed, as torch refuses it too.
+
+This module imports nothing from torchlean, so every package may import it except
+``torchlean.backend``, which imports nothing above itself.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any, TypeGuard
+
+import numpy as np
+
+__all__ = [
+    "FLOAT_DTYPES",
+    "checked_int",
+    "float_dtype",
+    "is_builtin_int",
+    "is_builtin_or_numpy_int",
+    "is_int",
+]
+
+FLOAT_DTYPES: tuple[np.dtype[np.floating], ...] = (np.dtype(np.float32), np.dtype(np.float64))
+"""The floating dtypes of tensors, models and datasets: float32 (the default) and float64."""
+
+
+def is_int(value: object) -> TypeGuard[numbers.Integral]:
+    """True for Python and numpy integers (any ``numbers.Integral``); False for bools."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_builtin_or_numpy_int(value: object) -> TypeGuard[int | np.integer[Any]]:
+    """True for a Python ``int`` or a numpy integer scalar; False for bools and for other
+    ``numbers.Integral`` types."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def is_builtin_int(value: object) -> TypeGuard[int]:
+    """True for a Python ``int`` that is not a bool (numpy integers are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def checked_int(value: object, what: str, minimum: int, error: Callable[[str], Exception]) -> int:
+    """``value`` as an ``int`` if it is an integer (:func:`is_int`) ``>= minimum``.
+
+    Raises:
+        the ``error`` class given: ``<what> must be an int >= <minimum>, got <value!r>``.
+    """
+    if not is_int(value) or int(value) < minimum:
+        raise error(f"{what} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def float_dtype(dtype: np.dtype[Any]) -> np.dtype[np.floating] | None:
+    """The member of :data:`FLOAT_DTYPES` equal to ``dtype`` (float32 or float64), else ``None``
+    (each caller words its own refusal)."""
+    for candidate in FLOAT_DTYPES:
+        if dtype == candidate:
+            return candidate
+    return None
