@@ -28,6 +28,7 @@ import numpy as np
 __all__ = [
     "FLOAT_DTYPES",
     "checked_int",
+    "dtype_shown",
     "float_dtype",
     "is_builtin_int",
     "is_builtin_or_numpy_int",
@@ -65,10 +66,29 @@ def checked_int(value: object, what: str, minimum: int, error: Callable[[str], E
     return int(value)
 
 
-def float_dtype(dtype: np.dtype[Any]) -> np.dtype[np.floating] | None:
-    """The member of :data:`FLOAT_DTYPES` equal to ``dtype`` (float32 or float64), else ``None``
-    (each caller words its own refusal)."""
+def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
+    """The member of :data:`FLOAT_DTYPES` that ``dtype`` spells (``"float32"``, ``np.float64``,
+    ``np.dtype("f8")``, ...), else ``None``: another dtype, a spelling numpy cannot read, or
+    ``None`` (which numpy would read as float64). Each caller words its own refusal, naming the
+    value by :func:`dtype_shown`."""
+    if dtype is None:
+        return None
+    try:
+        resolved = np.dtype(dtype)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
     for candidate in FLOAT_DTYPES:
-        if dtype == candidate:
+        if resolved == candidate:
             return candidate
     return None
+
+
+def dtype_shown(dtype: object) -> str:
+    """How a refused dtype is named in messages: numpy's name for what numpy reads (``float16``,
+    ``>f8``, ``int32``), else the string as given or the ``repr``."""
+    if dtype is not None:
+        try:
+            return str(np.dtype(dtype))  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            pass
+    return dtype if isinstance(dtype, str) else repr(dtype)

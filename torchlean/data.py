@@ -40,7 +40,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import float_dtype, is_builtin_or_numpy_int
+from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = ["DATASETS", "DataError", "Dataset", "Task", "load", "load_csv"]
@@ -333,13 +333,9 @@ def _plain(cell: str) -> str:
 
 
 def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        raise DataError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    found = float_dtype(resolved)
+    found = float_dtype(dtype)
     if found is None:
-        raise DataError(f"dtype must be float32 or float64, got {resolved}")
+        raise DataError(f"dtype must be float32 or float64, got {dtype_shown(dtype)}")
     return found
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVar
 
-from torchlean._checks import checked_int, float_dtype
+from torchlean._checks import checked_int, dtype_shown, float_dtype
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -270,16 +270,9 @@ def _dtype_name(dtype: object) -> str:
             (``float16``, ``int32``), the string as given, or the ``repr`` of a value numpy cannot
             read as a dtype; ``None`` (numpy's default float64) is refused too.
     """
-    shown = dtype if isinstance(dtype, str) else repr(dtype)
-    if dtype is None:
-        raise TrainerError(f"dtype must be float32 or float64, got {shown}")
-    try:
-        resolved = np.dtype(dtype)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise TrainerError(f"dtype must be float32 or float64, got {shown}") from None
-    found = float_dtype(resolved)
+    found = float_dtype(dtype)
     if found is None:
-        raise TrainerError(f"dtype must be float32 or float64, got {resolved}")
+        raise TrainerError(f"dtype must be float32 or float64, got {dtype_shown(dtype)}")
     return found.name
 
 

@@ -95,6 +95,8 @@ def test_unknown_dataset_names_the_accepted_ones() -> None:
         ({"test_fraction": 0.0}, r"^test_fraction must be in \(0, 1\), got 0\.0$"),
         ({"test_fraction": 1}, r"^test_fraction must be in \(0, 1\), got 1$"),
         ({"dtype": np.int32}, r"^dtype must be float32 or float64, got int32$"),
+        ({"dtype": "bogus"}, r"^dtype must be float32 or float64, got bogus$"),
+        ({"dtype": None}, r"^dtype must be float32 or float64, got None$"),
     ],
 )
 def test_bad_parameters(kwargs: dict[str, object], message: str) -> None:

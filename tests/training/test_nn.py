@@ -161,9 +161,14 @@ def test_float64_build():
         np.testing.assert_array_equal(value.astype(np.float32), f32[name])
 
 
-def test_bad_dtype():
-    with pytest.raises(ShapeError, match="model dtype must be float32 or float64, got float16"):
-        nn.build(_mlp(), dtype=np.float16)
+@pytest.mark.parametrize(
+    ("dtype", "shown"),
+    [(np.float16, "float16"), ("bogus", "bogus"), (None, "None"), (">f8", ">f8"), (5, "5")],
+)
+def test_bad_dtype(dtype: object, shown: str) -> None:
+    """Unreadable spellings and None (numpy would read it as float64) are refused like float16."""
+    with pytest.raises(ShapeError, match=rf"^model dtype must be float32 or float64, got {shown}$"):
+        nn.build(_mlp(), dtype=dtype)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------ state

@@ -41,6 +41,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
@@ -150,7 +151,7 @@ class Session:
         seed: int = 0,
         stream: TextIO | None = None,
     ) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**64:
+        if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**64:
             raise SessionTypeError(
                 f"torch eager session: seed {seed!r} is not accepted (accepted: an integer in [0, 2**64 - 1])"
             )

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.ops import (
@@ -374,7 +373,7 @@ def _check_declared_extents(index: int, node: Node) -> None:
     the declaration, so without this a negative extent would pass shape checking.
     """
     for extent in node.out_shape:
-        if isinstance(extent, bool) or not isinstance(extent, int | np.integer):
+        if not is_builtin_or_numpy_int(extent):
             raise IRError(
                 f"IR graph: node {index}: outShape extent {extent!r} is not an integer "
                 f"(accepted: integers >= 0) (outShape={node.out_shape!r}, kind={node.kind.describe()})"

@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.ir.errors import IRError
 
@@ -102,7 +103,7 @@ def numel(shape: Sequence[int]) -> int:
 
 
 def _nat(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or int(value) < 0:
+    if not is_builtin_or_numpy_int(value) or int(value) < 0:
         raise IRError(f"{what}: expected a non-negative integer, got {value!r}")
     return int(value)
 
@@ -177,7 +178,7 @@ class WindowConfig:
 
 
 def _expand(value: int | Sequence[int], rank: int) -> Shape:
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+    if is_builtin_or_numpy_int(value):
         return (int(value),) * rank
     return _dims(value, "window parameter")
 

@@ -17,7 +17,7 @@ from typing import TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import float_dtype, is_int
+from torchlean._checks import dtype_shown, float_dtype, is_int
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims
 
@@ -107,7 +107,8 @@ def build(
     Raises:
         ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``; ``seed`` not an
             integer in ``[0, 2**64)`` (``seed must be an integer in [0, 2**64), got -1``); a dtype
-            other than float32/float64; or a layer does not fit the shape it receives.
+            other than float32/float64 (also ``None`` or a spelling numpy cannot read); or a
+            layer does not fit the shape it receives.
     """
     if not isinstance(layer, Layer):
         raise ShapeError(
@@ -120,10 +121,9 @@ def build(
         if input_shape is not None
         else _infer_input_shape(layer)
     )
-    requested = np.dtype(dtype)
-    resolved = float_dtype(requested)
+    resolved = float_dtype(dtype)
     if resolved is None:
-        raise ShapeError(f"model dtype must be float32 or float64, got {requested}")
+        raise ShapeError(f"model dtype must be float32 or float64, got {dtype_shown(dtype)}")
     output_shape = layer.output_shape(shape)
     specs = layer.param_specs()
     parameters = [

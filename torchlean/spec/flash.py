@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.attention import AttentionInputs, prepare_attention
@@ -62,7 +63,7 @@ class FlashAttentionConfig:
     def __post_init__(self) -> None:
         for name in ("block_q", "block_k"):
             value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            if not is_builtin_or_numpy_int(value):
                 raise SpecTypeError(f"{name} must be an int, got {value!r}")
             if value < 0:
                 raise SpecValueError(f"{name} must be >= 0 (0 = one tile), got {value}")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
@@ -25,7 +26,7 @@ CAUSAL_ALIGNMENTS: tuple[str, ...] = ("upper_left", "lower_right")
 
 
 def _size(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if not is_builtin_or_numpy_int(value):
         raise SpecTypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
     size = int(value)
     if size < 0:
