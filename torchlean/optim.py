@@ -1,11 +1,11 @@
 """Optimizers: validated configuration records and their numpy update rules.
 
 An optimizer is built from a frozen record (``optim.sgd(lr=0.01, momentum=0.9)``). Building the
-record refuses a hyper-parameter that is not a real number (bools and strings included) and
-stores every value as a ``float``; the domain checks run when the optimizer is created (the
-original checks when the trainer opens), with the original TorchLean messages followed by the
-offending value (anchor-runtime.md §3.1; each check is repeated after the value is rounded to
-binary32, with the suffix `` after conversion to binary32``):
+record refuses a hyper-parameter that is not a real number (bools and strings included), stores
+every value as a ``float`` and runs the domain checks, as ``torch.optim`` refuses a bad value at
+construction (the original checks later, when the trainer opens), with the original TorchLean
+messages followed by the offending value (anchor-runtime.md §3.1; each check is repeated after the
+value is rounded to binary32, with the suffix `` after conversion to binary32``):
 ``optimizer: learning rate must be finite and nonnegative, got -1.0``. :meth:`OptimizerConfig.create`
 turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
@@ -115,10 +115,12 @@ class OptimizerConfig(ABC):
     lr: float
 
     def __post_init__(self) -> None:
-        """Refuse a hyper-parameter that is not a real number; store each one as a ``float``.
+        """Refuse a hyper-parameter that is not a real number; store each one as a ``float``; run
+        the domain checks (:meth:`validate`).
 
         Raises:
-            OptimizerError: ``optimizer: learning rate must be a real number (int or float), got True``.
+            OptimizerError: ``optimizer: learning rate must be a real number (int or float), got True``;
+                an out-of-domain value (:meth:`validate`).
         """
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
@@ -126,6 +128,7 @@ class OptimizerConfig(ABC):
                 word = _FIELD_WORDS.get(f.name, f.name)
                 raise OptimizerError(f"optimizer: {word} must be a real number (int or float), got {value!r}")
             object.__setattr__(self, f.name, float(value))
+        self.validate()
 
     @abstractmethod
     def checks(self) -> list[tuple[float, str, str]]:
@@ -141,7 +144,8 @@ class OptimizerConfig(ABC):
         return f"optim.{self.name}({', '.join(parts)})"
 
     def create(self, params: Sequence[Array]) -> Optimizer:
-        """Validate and return a fresh optimizer for parameters shaped like ``params``.
+        """A fresh optimizer for parameters shaped like ``params`` (the record was validated when
+        it was built).
 
         Each parameter must be a ``numpy.ndarray`` of dtype float16, float32 or float64 (any
         shape, 0-d included); its state buffers take its shape and dtype, which :meth:`Optimizer.step`
@@ -149,11 +153,9 @@ class OptimizerConfig(ABC):
         returns new numpy arrays, so it works on host arrays only.
 
         Raises:
-            OptimizerError: an out-of-domain hyper-parameter (see :meth:`validate`), or
-                ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
+            OptimizerError: ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
                 float16, float32 or float64), got torchlean.tensor.Tensor``.
         """
-        self.validate()
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
                 raise OptimizerError(_not_a_float_array("parameter", index, param))
@@ -373,8 +375,8 @@ def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
     """SGD with heavy-ball momentum (``torch.optim.SGD``).
 
     Raises:
-        OptimizerError: a value that is not a real number, here; an out-of-domain value, when
-            :meth:`OptimizerConfig.create` (or the trainer's ``open``) validates the record.
+        OptimizerError: a value that is not a real number, or out of its domain (e.g. a negative
+            learning rate, ``momentum`` outside ``[0, 1)``), as ``torch.optim.SGD`` refuses them.
     """
     return SGD(lr=lr, momentum=momentum)
 
@@ -424,6 +426,5 @@ def by_name(name: str, lr: float) -> OptimizerConfig:
     """
     if not isinstance(name, str) or name not in OPTIMIZERS:
         raise UnknownLabelError(f"unknown optimizer {name} (known: {' | '.join(OPTIMIZERS)})")
-    config = OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]
-    config.validate()
+    config: OptimizerConfig = OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]
     return config

@@ -439,17 +439,12 @@ def test_bad_dtype():
         Trainer(nn.linear(2, 1), config=RunConfig(dtype="float16"))
 
 
-def test_optimizer_validation_propagates_when_opening():
-    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.adam(lr=-1.0)))
+def test_an_out_of_domain_optimizer_is_refused_before_a_trainer_exists():
     message = r"^optimizer: learning rate must be finite and nonnegative, got -1\.0$"
     with pytest.raises(OptimizerError, match=message):
-        trainer.open()
-    with pytest.raises(OptimizerError):  # still refused: nothing was half-opened
-        trainer.step(np.ones((1, 2)), np.ones(1))
+        RunConfig(optimizer=optim.adam(lr=-1.0))
     with pytest.raises(OptimizerError, match="momentum must be finite"):
-        Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(momentum=1.0))).fit(
-            np.ones((1, 2)), np.ones(1)
-        )
+        optim.sgd(momentum=1.0)
 
 
 # ---------------------------------------------------------------------------- data checks
