@@ -66,16 +66,26 @@ def checked_int(value: object, what: str, minimum: int, error: Callable[[str], E
     return int(value)
 
 
-def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
-    """The member of :data:`FLOAT_DTYPES` that ``dtype`` spells (``"float32"``, ``np.float64``,
-    ``np.dtype("f8")``, ...), else ``None``: another dtype, a spelling numpy cannot read, or
-    ``None`` (which numpy would read as float64). Each caller words its own refusal, naming the
-    value by :func:`dtype_shown`."""
+def _read_dtype(dtype: object) -> np.dtype[Any] | None:
+    """numpy's reading of a dtype spelling (a torch dtype by its name, as ``torchlean.tensor``
+    reads it), or ``None`` for ``None`` and for what numpy cannot read."""
     if dtype is None:
         return None
+    if type(dtype).__module__ == "torch":
+        dtype = str(dtype).removeprefix("torch.")
     try:
-        resolved = np.dtype(dtype)  # type: ignore[call-overload]
+        return np.dtype(dtype)  # type: ignore[call-overload, no-any-return]
     except (TypeError, ValueError):
+        return None
+
+
+def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
+    """The member of :data:`FLOAT_DTYPES` that ``dtype`` spells (``"float32"``, ``np.float64``,
+    ``np.dtype("f8")``, ``torch.float64``, ...), else ``None``: another dtype, a spelling numpy
+    cannot read, or ``None`` (which numpy would read as float64). Each caller words its own
+    refusal, naming the value by :func:`dtype_shown`."""
+    resolved = _read_dtype(dtype)
+    if resolved is None:  # not ``== candidate``: numpy reads None as float64 there too
         return None
     for candidate in FLOAT_DTYPES:
         if resolved == candidate:
@@ -85,10 +95,12 @@ def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
 
 def dtype_shown(dtype: object) -> str:
     """How a refused dtype is named in messages: numpy's name for what numpy reads (``float16``,
-    ``>f8``, ``int32``), else the string as given or the ``repr``."""
-    if dtype is not None:
-        try:
-            return str(np.dtype(dtype))  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            pass
-    return dtype if isinstance(dtype, str) else repr(dtype)
+    ``int32``; a float of the other byte order says so: ``>f8 (big-endian; accepted: native byte
+    order)``), else the string as given or the ``repr``."""
+    resolved = _read_dtype(dtype)
+    if resolved is None:
+        return dtype if isinstance(dtype, str) else repr(dtype)
+    if resolved.newbyteorder("=") in FLOAT_DTYPES and resolved not in FLOAT_DTYPES:
+        order = "big" if resolved.byteorder == ">" else "little"
+        return f"{resolved} ({order}-endian; accepted: native byte order)"
+    return str(resolved)

@@ -170,8 +170,8 @@ class RunConfig:
     its label (``"typed-graph"``, ``"cuda"``), stored as the member; ``profile`` takes ``None``, a
     built-in profile name or a :class:`BackendProfile`; ``show_backend`` is a ``bool`` or a
     ``numpy.bool_`` (stored as a ``bool``); ``dtype`` is anything ``np.dtype`` resolves to float32
-    or float64 (``"float32"``, ``np.float64``, ``np.dtype("float64")``, ``"f8"``), stored as the
-    string ``"float32"`` or ``"float64"``.
+    or float64 (``"float32"``, ``np.float64``, ``np.dtype("float64")``, ``"f8"``) or a torch
+    dtype of those two, stored as the string ``"float32"`` or ``"float64"``.
 
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
@@ -263,7 +263,8 @@ class RunConfig:
 
 
 def _dtype_name(dtype: object) -> str:
-    """``"float32"`` or ``"float64"``: the name of what ``np.dtype(dtype)`` resolves to.
+    """``"float32"`` or ``"float64"``: the name of what ``np.dtype(dtype)`` resolves to (a torch
+    dtype by its name, :func:`torchlean._checks.float_dtype`).
 
     Raises:
         TrainerError: ``dtype must be float32 or float64, got <value>``, naming the resolved dtype

@@ -9,10 +9,12 @@ import fractions
 import numpy as np
 import pytest
 import sympy
+import torch
 
 from torchlean._checks import (
     FLOAT_DTYPES,
     checked_int,
+    dtype_shown,
     float_dtype,
     is_builtin_int,
     is_builtin_or_numpy_int,
@@ -57,6 +59,37 @@ def test_float_dtype_returns_the_canonical_member_or_none() -> None:
     assert float_dtype(np.dtype("=f8")) is FLOAT_DTYPES[1]
     for other in ("float16", "int64", "bool", ">f8" if np.little_endian else "<f8"):
         assert float_dtype(np.dtype(other)) is None
+
+
+def test_float_dtype_reads_spellings_and_torch_dtypes_and_refuses_the_rest() -> None:
+    other_order = ">f8" if np.little_endian else "<f8"
+    for spelling in ("float64", "f8", np.float64, torch.float64):
+        assert float_dtype(spelling) is FLOAT_DTYPES[1]
+    assert float_dtype(torch.float32) is FLOAT_DTYPES[0]
+    # None is refused although numpy reads it as float64 (np.dtype("float64") == None is True)
+    for refused in (None, "bogus", 5, torch.bfloat16, torch.int64, other_order, "float16"):
+        assert float_dtype(refused) is None
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shown"),
+    [
+        ("float16", "float16"),
+        (np.int32, "int32"),
+        (torch.float16, "float16"),
+        (torch.bfloat16, "torch.bfloat16"),  # numpy has no bfloat16: the repr
+        ("bogus", "bogus"),
+        (None, "None"),
+        (5, "5"),
+    ],
+)
+def test_dtype_shown(dtype: object, shown: str) -> None:
+    assert dtype_shown(dtype) == shown
+
+
+def test_dtype_shown_names_the_byte_order_of_a_float_of_the_other_order() -> None:
+    other, word = (">f8", "big") if np.little_endian else ("<f8", "little")
+    assert dtype_shown(other) == f"{other} ({word}-endian; accepted: native byte order)"
 
 
 def test_int_at_least_messages() -> None:

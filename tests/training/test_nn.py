@@ -161,9 +161,21 @@ def test_float64_build():
         np.testing.assert_array_equal(value.astype(np.float32), f32[name])
 
 
+def test_build_reads_torch_dtypes_as_tl_tensor_does() -> None:
+    assert nn.build(_mlp(), dtype=torch.float64).dtype == np.float64  # type: ignore[arg-type]
+    assert nn.build(_mlp(), dtype=torch.float32).dtype == np.float32  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("dtype", "shown"),
-    [(np.float16, "float16"), ("bogus", "bogus"), (None, "None"), (">f8", ">f8"), (5, "5")],
+    [
+        (np.float16, "float16"),
+        ("bogus", "bogus"),
+        (None, "None"),
+        (">f8", r">f8 \(big-endian; accepted: native byte order\)"),
+        (5, "5"),
+        (torch.bfloat16, r"torch\.bfloat16"),
+    ],
 )
 def test_bad_dtype(dtype: object, shown: str) -> None:
     """Unreadable spellings and None (numpy would read it as float64) are refused like float16."""

@@ -323,7 +323,8 @@ def test_run_config_unknown_labels(kwargs, message):
         ({"dtype": "floaty"}, "dtype must be float32 or float64, got floaty"),
         ({"dtype": np.float16}, "dtype must be float32 or float64, got float16"),
         ({"dtype": np.dtype("int32")}, "dtype must be float32 or float64, got int32"),
-        ({"dtype": ">f8"}, "dtype must be float32 or float64, got >f8"),
+        ({"dtype": ">f8"}, "dtype must be float32 or float64, got >f8 (big-endian; accepted: native byte order)"),
+        ({"dtype": torch.float16}, "dtype must be float32 or float64, got float16"),
         ({"dtype": None}, "dtype must be float32 or float64, got None"),
         ({"dtype": 5}, "dtype must be float32 or float64, got 5"),
         ({"profile": 3}, "profile must be a profile name ({profiles}), a BackendProfile or None, got 3"),
@@ -345,6 +346,8 @@ def test_run_config_fields_are_checked_when_built(kwargs, message):
         (np.dtype("float64"), "float64"),
         (np.dtype(np.float32), "float32"),
         ("f8", "float64"),
+        (torch.float64, "float64"),
+        (torch.float32, "float32"),
         (float, "float64"),
     ],
 )
