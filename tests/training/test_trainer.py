@@ -323,7 +323,10 @@ def test_run_config_unknown_labels(kwargs, message):
         ({"dtype": "floaty"}, "dtype must be float32 or float64, got floaty"),
         ({"dtype": np.float16}, "dtype must be float32 or float64, got float16"),
         ({"dtype": np.dtype("int32")}, "dtype must be float32 or float64, got int32"),
-        ({"dtype": ">f8"}, "dtype must be float32 or float64, got >f8 (big-endian; accepted: native byte order)"),
+        (
+            {"dtype": ">f8"},
+            "dtype must be float32 or float64, got >f8 (big-endian; accepted: native byte order)",
+        ),
         ({"dtype": torch.float16}, "dtype must be float32 or float64, got float16"),
         ({"dtype": None}, "dtype must be float32 or float64, got None"),
         ({"dtype": 5}, "dtype must be float32 or float64, got 5"),
