@@ -18,10 +18,12 @@ Operands (one rule, checked in one place):
   Masks (``hard_masked_softmax``, ``scaled_dot_product_attention``) and index arrays
   (``gather``, ``scatter_add``, ``cross_entropy`` targets) may also be array-likes; they land on
   the device of the tensor they apply to, uncast (the kernel guard refuses a wrong dtype).
-  Anything else in a tensor position (a numpy array for ``relu``, ``x @ 3.0``, a list) is refused
-  by :func:`torchlean.autograd.dispatch.check_operands`, the boundary every op passes, with a
+  Anything else in a tensor position (a numpy array for ``relu``, ``x @ 3.0``, a list, ``None``
+  where the input is not optional) is refused by
+  :func:`torchlean.autograd.dispatch.check_operands`, the boundary every op passes, with a
   :class:`~torchlean.tensor.TensorTypeError` (a ``TensorError`` and a ``TypeError``) naming the op,
-  the input position and the type received.
+  the input position and the type received. ``None`` stands for an absent bias, affine weight,
+  running statistic or attention mask (``dispatch.OPTIONAL_INPUTS``).
 * A constant must be numeric: ``None``, strings, objects and complex numbers are refused with a
   ``TensorTypeError``, ragged nested lists with a ``TensorError``.
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python

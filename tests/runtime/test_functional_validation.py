@@ -83,6 +83,27 @@ def test_non_tensor_operands_are_refused_naming_op_position_and_type(
     assert isinstance(info.value, TensorError) and isinstance(info.value, TypeError)
 
 
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_none_is_refused_at_a_required_input_and_accepted_at_an_optional_one(profile: str) -> None:
+    attention = "scaled_dot_product_attention"
+    x, w = tl.tensor(np.ones((2, 3))), tl.tensor(np.ones((4, 3)))
+    with tl.session(profile):
+        for call, op, position in (
+            (lambda: tl.matmul(x, None), "matmul", 1),  # type: ignore[arg-type]
+            (lambda: tl.linear(None, w), "linear", 0),  # type: ignore[arg-type]
+            (lambda: tl.scaled_dot_product_attention(x, x, None), attention, 2),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(TensorTypeError) as info:
+                call()
+            assert str(info.value) == (
+                f"torch: `{op}` input {position} is required: got None (accepted: a torchlean Tensor)"
+            )
+        # optional positions (dispatch.OPTIONAL_INPUTS): an absent bias or mask, by hand
+        np.testing.assert_array_equal(tl.linear(x, w, None).numpy(), np.full((2, 4), 3.0))
+        attended = tl.scaled_dot_product_attention(x, x, x, None)  # every value row is ones
+        np.testing.assert_array_equal(attended.numpy(), np.ones((2, 3)))
+
+
 def test_the_operand_check_runs_once_in_the_dispatcher(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[BackendOp, int]] = []
     original = dispatch.check_operands

@@ -40,6 +40,7 @@ import importlib
 import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ from torchlean.tensor import DeviceError, Tensor, TensorTypeError
 
 __all__ = [
     "HANDLER_MODULES",
+    "OPTIONAL_INPUTS",
     "BoundKernel",
     "bind_linked",
     "check_devices",
@@ -155,17 +157,39 @@ def _where(data: Array) -> str:
     return f"{device} (torch storage)" if device == storage.HOST else device
 
 
+OPTIONAL_INPUTS: Mapping[BackendOp, frozenset[int]] = MappingProxyType(
+    {
+        BackendOp.LINEAR: frozenset({2}),  # bias
+        BackendOp.CONV: frozenset({2}),  # bias
+        BackendOp.CONV_TRANSPOSE: frozenset({2}),  # bias
+        BackendOp.LAYER_NORM: frozenset({1, 2}),  # affine weight and bias
+        BackendOp.BATCH_NORM: frozenset({1, 2, 3, 4}),  # affine weight, bias, running statistics
+        BackendOp.SCALED_DOT_PRODUCT_ATTENTION: frozenset({3}),  # mask
+    }
+)
+"""The input positions where ``None`` stands for an absent optional input, per op (the kernels'
+signatures: ``linear(x, w, b=None)``, ``batch_norm(x, weight, bias, running_mean, running_var)``,
+...); every other position requires a Tensor."""
+
+
 def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
-    """Every input position holds a :class:`~torchlean.tensor.Tensor`, or ``None`` for an absent
-    optional input (the kernel guard refuses ``None`` where an input is required).
+    """Every input position holds a :class:`~torchlean.tensor.Tensor`, or ``None`` at a position
+    of :data:`OPTIONAL_INPUTS` (an absent optional input).
 
     Raises:
         TensorTypeError: ``torch: `<op>` input <i> must be a torchlean Tensor; got <type> ...``
-            (also a ``TypeError``), naming what is accepted.
+            (also a ``TypeError``), naming what is accepted; ``None`` at a required position:
+            ``torch: `matmul` input 1 is required: got None (accepted: a torchlean Tensor)``.
     """
     for position, value in enumerate(inputs):
-        if value is None or isinstance(value, Tensor):
+        if isinstance(value, Tensor):
             continue
+        if value is None:
+            if position in OPTIONAL_INPUTS.get(op, ()):
+                continue
+            raise TensorTypeError(
+                f"torch: `{op.label}` input {position} is required: got None (accepted: a torchlean Tensor)"
+            )
         raise TensorTypeError(
             f"torch: `{op.label}` input {position} must be a torchlean Tensor; got "
             f"{type(value).__name__} (accepted: a Tensor, or None for an absent optional input; "
@@ -258,11 +282,14 @@ def bind_linked(accepted: AcceptedKernel, linked: LinkedKernel) -> BoundKernel:
     )
 
 
-def _host_storages(inputs: Sequence[object]) -> list[Array | None] | None:
-    """The numpy storages of ``inputs`` when every one is a host Tensor or None, else None."""
+def _host_storages(op: BackendOp, inputs: Sequence[object]) -> list[Array | None] | None:
+    """The numpy storages of ``inputs`` when every one is a host Tensor or None at an optional
+    position (:data:`OPTIONAL_INPUTS`), else None (the caller's checks then say why)."""
     arrays: list[Array | None] = []
-    for t in inputs:
+    for position, t in enumerate(inputs):
         if t is None:
+            if position not in OPTIONAL_INPUTS.get(op, ()):
+                return None
             arrays.append(None)
         elif isinstance(t, Tensor) and type(t._data) is np.ndarray:
             arrays.append(t._data)
@@ -289,7 +316,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     """
     accepted = bound.accepted
     capsule = accepted.capsule
-    arrays = _host_storages(inputs) if bound.host else None
+    arrays = _host_storages(accepted.op, inputs) if bound.host else None
     if arrays is None:
         check_operands(accepted.op, inputs)
         check_devices(accepted.op, capsule, inputs)
