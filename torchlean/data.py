@@ -20,7 +20,7 @@ Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`;
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
 Messages about a cell name a repeated or blank column by its index. Features must be
-finite numbers. Classification labels may be numbers or strings and are mapped to
+finite numbers. Classification labels may be numbers or non-blank strings and are mapped to
 ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -109,12 +110,15 @@ def load(
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
             datasets; an unknown CSV label column, naming the columns.
-        DataError: missing file (or a directory), non-numeric cell (line and column named), a
-            ``label_column`` name the header repeats (naming its columns), bad ``header``,
-            ``seed``, ``test_fraction`` or ``dtype``, a split that leaves no train or test sample.
+        DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
+            datasets) or empty, missing file (or a directory), non-numeric feature cell or blank
+            label cell (line and column named), a ``label_column`` name the header repeats (naming
+            its columns), bad ``header``, ``seed``, ``test_fraction`` (a real number, not a bool
+            or a string, in ``(0, 1)``) or ``dtype``, a split that leaves no train or test sample.
     """
     target = _float_dtype(dtype)
-    name = os.fspath(name_or_path)
+    shipped = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a .csv file"
+    name = _name(name_or_path, "dataset", "dataset name", shipped)
     if name in DATASETS:
         x, y, features, classes, kind = _shipped(name)
         return _split(name, x, y, kind, features, classes, seed, test_fraction, target)
@@ -145,7 +149,7 @@ def load_csv(
 ) -> Dataset:
     """Load a CSV file (features + one label column); see :func:`load` and the module docstring."""
     target = _float_dtype(dtype)
-    file = Path(path)
+    file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.is_file():
@@ -177,7 +181,7 @@ def load_csv(
             raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
         for j, i in enumerate(feature_idx):
             x[r, j] = _number(file, line, _shown(names, i), row[i])
-        labels.append(row[label].strip())
+        labels.append(row[label])
     y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line)
     dataset = _split(
         file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target
@@ -205,6 +209,22 @@ def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool
         f"{file}: first row {shown} is all numbers, so it was read as data (no header); "
         "pass header=True (CLI: --header) if it names the columns"
     )
+
+
+def _name(value: object, what: str, empty: str, accepted: str) -> str:
+    """``value`` (a ``str`` or ``os.PathLike[str]``) as a non-empty string. Messages call it
+    ``what`` (``empty`` when it is empty) and list the ``accepted`` values.
+
+    Raises:
+        DataError: another type (``os.fspath`` would raise a bare ``TypeError``), or the empty
+            name (which ``Path`` would read as ``.``, the current directory).
+    """
+    name = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(name, str):
+        raise DataError(f"{what} must be {accepted} (str or os.PathLike), got {value!r}")
+    if not name:
+        raise DataError(f"{empty} is empty (accepted: {accepted})")
+    return name
 
 
 def _shown(names: Sequence[str], index: int) -> str:
@@ -300,14 +320,30 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
 
 
 def _labels(
-    file: Path, column: str, labels: list[str], task: Task | None, first_line: int
+    file: Path, column: str, cells: list[str], task: Task | None, first_line: int
 ) -> tuple[Array, tuple[str, ...], Task]:
+    """The label array, class names and task of the label ``cells`` (as read, blanks around
+    them kept for messages; line ``first_line`` holds ``cells[0]``).
+
+    Raises:
+        UnknownLabelError: an unknown ``task``.
+        DataError: a regression label that is not a finite number, or a blank classification
+            label (``line 2, column y: not a class label: ''``, as a blank feature cell is
+            ``not a number: ''``).
+    """
+    labels = [cell.strip() for cell in cells]
     numeric = [_is_number(v) for v in labels]
     if task not in (None, "classification", "regression"):
         raise UnknownLabelError(f"unknown task {task} (known: classification | regression)")
     if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
-        values = [_number(file, first_line + r, column, v) for r, v in enumerate(labels)]
+        values = [_number(file, first_line + r, column, v) for r, v in enumerate(cells)]
         return np.asarray(values, dtype=np.float64), (), "regression"
+    blank = next((r for r, v in enumerate(labels) if not v), None)
+    if blank is not None:
+        raise DataError(
+            f"{file}: line {first_line + blank}, column {column}: not a class label: {cells[blank]!r} "
+            "(accepted: a number or a non-blank name)"
+        )
     if all(numeric):
         keys = sorted(set(labels), key=float)
         classes = tuple(_plain(v) for v in keys)
@@ -359,7 +395,11 @@ def _split(
             f"RandomState), got {seed!r}"
         )
     seed = int(seed)
-    if isinstance(test_fraction, bool) or not 0.0 < float(test_fraction) < 1.0:
+    if isinstance(test_fraction, bool | np.bool_) or not isinstance(test_fraction, numbers.Real):
+        raise DataError(
+            f"test_fraction must be a real number (int or float) in (0, 1), got {test_fraction!r}"
+        )
+    if not 0 < test_fraction < 1:
         raise DataError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)

@@ -196,3 +196,18 @@ def test_console_entry_point_without_traceback() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+def test_no_command_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """``torchlean`` alone: the usage line and argparse's choose-from list (written out here by
+    hand), exit 2, as argparse treats a missing required subcommand; ``--help`` still exits 0."""
+    status, out, err = run(capsys)
+    assert (status, out) == (2, "")
+    assert err == (
+        "usage: torchlean [-h] COMMAND ...\n"
+        "error: a command is required (choose from 'capsules', 'plan', 'check', 'select', 'explain', "
+        "'attention-check', 'graph', 'train')\n"
+    )
+    status, out, err = run(capsys, "--help")
+    assert (status, err) == (0, "")
+    assert out.startswith("usage: torchlean [-h] COMMAND ...\n")

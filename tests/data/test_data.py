@@ -384,3 +384,96 @@ def test_csv_path_that_is_a_directory(tmp_path: Path) -> None:
         with pytest.raises(DataError) as info:
             data.load(given)
         assert str(info.value) == f"dataset path is a directory, not a CSV file: {Path(given)}"
+
+
+# ------------------------------------------------- blank labels, argument types (reviewer's round)
+
+SHIPPED = "a shipped dataset name (digits | iris | breast_cancer | wine | diabetes) or a path to a .csv file"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "cell"),
+    [
+        ("a,b,y\n1,2,\n3,4,1\n5,6,0\n7,8,1\n", 2, "y", ""),  # the reviewer's file
+        ("a,b,y\n1,2,1\n3,4,  \n5,6,0\n7,8,1\n", 3, "y", "  "),  # blanks only: shown as read
+        ("a,b,y\n1,2,x\n3,4,y\n5,6,\n7,8,x\n", 4, "y", ""),  # string classes
+        ("y,a,y\n1,2,0\n3,4,1\n5,6,\n", 4, "2 ('y')", ""),  # a repeated name: by index
+    ],
+)
+def test_blank_class_label_names_line_and_column(
+    tmp_path: Path, text: str, line: int, column: str, cell: str
+) -> None:
+    """A blank label cell is refused as a blank feature cell is (``not a number: ''``), instead of
+    becoming a class ``''``."""
+    path = _write(tmp_path, text, "b.csv")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == (
+        f"{path}: line {line}, column {column}: not a class label: {cell!r} "
+        "(accepted: a number or a non-blank name)"
+    )
+    with pytest.raises(DataError) as info:
+        data.load(path, task="classification")
+    assert str(info.value).startswith(f"{path}: line {line}, column {column}: not a class label: ")
+
+
+def test_blank_regression_label_is_not_a_number(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,y\n1,2,\n3,4,1\n5,6,0\n7,8,1\n", "b.csv")
+    with pytest.raises(DataError) as info:
+        data.load(path, task="regression")
+    assert str(info.value) == f"{path}: line 2, column y: not a number: ''"
+    blank_feature = _write(tmp_path, "a,b,y\n1,,0\n3,4,1\n", "f.csv")
+    with pytest.raises(DataError) as info:
+        data.load(blank_feature)
+    assert str(info.value) == f"{blank_feature}: line 2, column b: not a number: ''"
+
+
+@pytest.mark.parametrize("fraction", ["0.2", None, b"0.2", [0.2], np.True_, False, 1j])
+def test_test_fraction_must_be_a_real_number(fraction: object) -> None:
+    with pytest.raises(DataError) as info:
+        data.load("iris", test_fraction=fraction)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"test_fraction must be a real number (int or float) in (0, 1), got {fraction!r}"
+    )
+
+
+def test_test_fraction_range_holds_for_huge_ints_and_real_number_types() -> None:
+    with pytest.raises(DataError) as info:
+        data.load("iris", test_fraction=10**400)
+    assert str(info.value) == f"test_fraction must be in (0, 1), got {10**400!r}"
+    from fractions import Fraction
+
+    # ceil(0.2 * 150) = 30 test samples, as for the float 0.2
+    assert data.load("iris", test_fraction=Fraction(1, 5)).x_test.shape == (30, 4)  # type: ignore[arg-type]
+    assert data.load("iris", test_fraction=np.float64(0.2)).x_test.shape == (30, 4)
+
+
+@pytest.mark.parametrize("given", [None, 3, b"iris", ["iris"], 1.5])
+def test_dataset_must_be_a_name_or_path(given: object) -> None:
+    with pytest.raises(DataError) as info:
+        data.load(given)  # type: ignore[arg-type]
+    assert str(info.value) == f"dataset must be {SHIPPED} (str or os.PathLike), got {given!r}"
+    assert isinstance(info.value, TorchLeanError)
+    with pytest.raises(DataError) as info:
+        data.load_csv(given)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"dataset path must be a path to a .csv file (str or os.PathLike), got {given!r}"
+    )
+
+
+def test_bytes_path_like_is_refused() -> None:
+    class BytesPath:
+        def __fspath__(self) -> bytes:
+            return b"table.csv"
+
+    with pytest.raises(DataError, match=r"^dataset must be a shipped dataset name .* got <"):
+        data.load(BytesPath())  # type: ignore[arg-type]
+
+
+def test_empty_dataset_name() -> None:
+    with pytest.raises(DataError) as info:
+        data.load("")
+    assert str(info.value) == f"dataset name is empty (accepted: {SHIPPED})"
+    with pytest.raises(DataError) as info:
+        data.load_csv("")
+    assert str(info.value) == "dataset path is empty (accepted: a path to a .csv file)"

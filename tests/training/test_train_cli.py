@@ -234,6 +234,7 @@ def test_show_backend_prints_each_capsule_report(capsys):
 # ------------------------------------------------------------------------------ bad input
 
 MISSING = "/nonexistent/data.csv"
+THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1024], got"
 
 
 @pytest.mark.parametrize(
@@ -278,6 +279,33 @@ MISSING = "/nonexistent/data.csv"
             "error: typed graph execution currently supports device `cpu`; requested `cuda`",
         ),
         (["--epochs"], "error: argument --epochs: expected one argument"),
+        (
+            ["--seed", "1.5"],
+            "error: argument --seed: expected an integer in [0, 2**32) (the data split's scikit-learn "
+            "train_test_split seeds a numpy RandomState, which takes no larger seed), got '1.5'",
+        ),
+        (
+            ["--seed", "-1"],
+            "error: argument --seed: expected an integer in [0, 2**32) (the data split's scikit-learn "
+            "train_test_split seeds a numpy RandomState, which takes no larger seed), got -1",
+        ),
+        (
+            ["--seed", "4294967296"],
+            "error: argument --seed: expected an integer in [0, 2**32) (the data split's scikit-learn "
+            "train_test_split seeds a numpy RandomState, which takes no larger seed), got 4294967296",
+        ),
+        (
+            ["--torch-threads", "100000000000000000000"],
+            "error: argument --torch-threads: expected an integer in [1, 1024], got 100000000000000000000",
+        ),
+        (["--torch-threads", "1025"], f"{THREADS_REFUSAL} 1025"),
+        (["--torch-threads", "0"], f"{THREADS_REFUSAL} 0"),
+        (["--torch-threads", "2.0"], f"{THREADS_REFUSAL} '2.0'"),
+        (
+            ["--dataset", ""],
+            "error: dataset name is empty (accepted: a shipped dataset name (digits | iris | breast_cancer | "
+            "wine | diabetes) or a path to a .csv file)",
+        ),
         (["--no-such-flag"], "error: unrecognized arguments: --no-such-flag"),
     ],
 )
@@ -387,19 +415,56 @@ def test_report_json_creates_missing_parent_folders(capsys, tmp_path):
     assert json.loads(record_path.read_text())["dataset"] == "iris"
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-3", "", "2.5", "4,2"])
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "", "2.5", "4,2", "1025", "100000000000000000000"])
 def test_invalid_omp_num_threads_is_ignored_with_a_warning(capsys, monkeypatch, value):
     from torchlean.cli import train as train_cli
 
     monkeypatch.setenv("OMP_NUM_THREADS", value)
     assert train_cli._env_threads() == 1
     assert capsys.readouterr().err == (
-        f"warning: ignoring OMP_NUM_THREADS={value!r} (accepted: a positive integer); "
+        f"warning: ignoring OMP_NUM_THREADS={value!r} (accepted: an integer in [1, 1024]); "
         "using 1 torch thread (choose with --torch-threads N)\n"
     )
 
 
-@pytest.mark.parametrize(("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1)])
+def test_huge_omp_num_threads_gets_our_warning_and_not_libgomps():
+    """A value beyond libgomp's parser (>= 2**64 - 1) takes the same path as ``abc``: torchlean's
+    warning, and OMP_NUM_THREADS=1 set before torch (and libgomp) starts, so libgomp's ``Invalid
+    value for environment variable OMP_NUM_THREADS`` is not printed. fast_cpu imports torch."""
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+         "--profile", "fast_cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "100000000000000000000"},
+    )
+    assert done.returncode == 0
+    assert done.stderr == (
+        "warning: ignoring OMP_NUM_THREADS='100000000000000000000' (accepted: an integer in [1, 1024]); "
+        "using 1 torch thread (choose with --torch-threads N)\n"
+    )
+
+
+def test_seed_and_torch_threads_accept_their_bounds():
+    from torchlean.cli import train as train_cli
+
+    assert train_cli.MAX_TORCH_THREADS == 1024
+    assert [train_cli._threads(text) for text in ("1", " 1024 ", "1_0")] == [1, 1024, 10]
+    assert [train_cli._seed(text) for text in ("0", "4294967295")] == [0, 2**32 - 1]
+
+
+def test_blank_label_cell_is_a_one_line_error(capsys, tmp_path):
+    path = tmp_path / "b.csv"
+    path.write_text("a,b,y\n1,2,\n3,4,1\n5,6,0\n7,8,1\n")
+    code, out, err = train(capsys, "--dataset", str(path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2, column y: not a class label: '' (accepted: a number or a non-blank name)\n"
+    )
+
+
+@pytest.mark.parametrize(("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1), ("1024", 1024)])
 def test_valid_or_unset_omp_num_threads_is_used_silently(capsys, monkeypatch, value, threads):
     from torchlean.cli import train as train_cli
 
@@ -420,7 +485,7 @@ def test_invalid_omp_num_threads_warns_once_in_a_run(capsys, monkeypatch):
         torch.set_num_threads(before)
     assert code == 0 and "Traceback" not in out + err
     assert err == (
-        "warning: ignoring OMP_NUM_THREADS='abc' (accepted: a positive integer); "
+        "warning: ignoring OMP_NUM_THREADS='abc' (accepted: an integer in [1, 1024]); "
         "using 1 torch thread (choose with --torch-threads N)\n"
     )
 

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from torchlean.backend.errors import TorchLeanError
 
@@ -27,11 +28,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 class _Parser(argparse.ArgumentParser):
     """argparse parser whose usage errors are one line, exit status 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    commands: tuple[str, ...] = ()
+    """The subcommand names, in registration order (set by :func:`build_parser`)."""
+
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
+    """The ``torchlean`` parser with every command of :data:`COMMAND_MODULES` registered."""
     parser = _Parser(
         prog="torchlean",
         description="Plan, check and run neural-network kernels under explicit capsule contracts.",
@@ -40,17 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"torchlean.cli.{name}")
         module.register(subparsers)
+    parser.commands = tuple(subparsers.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``torchlean`` console script; returns the exit status."""
+    """Entry point of the ``torchlean`` console script; returns the exit status.
+
+    No command (``torchlean`` alone) prints the usage line and ``error: a command is required
+    (choose from 'capsules', ...)`` on stderr, exit status 2, as argparse does for a required
+    subcommand (``torchlean --help`` prints the help, exit status 0).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
-        parser.print_help()
-        return 0
+        parser.print_usage(sys.stderr)
+        parser.error(f"a command is required (choose from {', '.join(map(repr, parser.commands))})")
     try:
         return func(args)
     except TorchLeanError as error:

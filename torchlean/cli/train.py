@@ -5,7 +5,7 @@ terminal), then ``test_accuracy=<value>`` (classification) or ``test_mse=<value>
 in the target's units), then one audit line per backend capsule used. ``--report-json PATH``
 writes the same facts as a JSON record. On stderr: a ``note:`` line when a CSV header was guessed
 from an all-numbers first row (see ``--header``), a ``warning:`` line when ``OMP_NUM_THREADS`` is
-not a positive integer (it is then ignored).
+not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored).
 """
 
 from __future__ import annotations
@@ -29,10 +29,26 @@ from torchlean.cli._output import check_writable, output_path
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
-__all__ = ["register", "run"]
+__all__ = ["MAX_TORCH_THREADS", "register", "run"]
 
+MAX_TORCH_THREADS = 1024
+"""The most intra-op threads ``--torch-threads`` (and ``$OMP_NUM_THREADS``) may ask for.
+``torch.set_num_threads`` takes any C ``int`` up to 2**31 - 1 and libgomp's ``OMP_NUM_THREADS``
+parser any unsigned long below 2**64 - 1, but neither can run that many: on the 2-core project
+machine an op under 30000 threads stopped with ``libgomp: Thread creation failed`` and under
+2**31 - 1 with ``libgomp: Out of memory allocating 463856469096 bytes``, while 4096 ran. 1024 is
+well above the useful count on any CPU these models meet."""
 
 _positive_int = int_at_least(1, "expected a positive integer, got {}")
+_threads = int_at_least(
+    1, f"expected an integer in [1, {MAX_TORCH_THREADS}], got {{}}", below=MAX_TORCH_THREADS + 1
+)
+_seed = int_at_least(
+    0,
+    "expected an integer in [0, 2**32) (the data split's scikit-learn train_test_split seeds a numpy "
+    "RandomState, which takes no larger seed), got {}",
+    below=2**32,
+)
 
 
 def _float(text: str) -> float:
@@ -74,16 +90,17 @@ def register(subparsers: Any) -> None:
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
     parser.add_argument("--dtype", default="float32", help="float32 | float64 (default: float32)")
-    parser.add_argument("--seed", type=int, default=0, help="initialisation, split and shuffle seed")
+    parser.add_argument("--seed", type=_seed, default=0,
+                        help="initialisation, split and shuffle seed, in [0, 2**32) (default: 0)")
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
                         help="write a JSON record of the run to PATH (missing parent folders are created; "
                         "checked before training starts)")
-    parser.add_argument("--torch-threads", type=_positive_int, default=None, metavar="N",
-                        help="intra-op threads of the torch kernels behind aten/libtorch capsules (default: "
-                             "$OMP_NUM_THREADS when it is a positive integer, else 1: the models here run "
-                             "small ops, where idle OpenMP workers cost more than they save). An invalid "
-                             "OMP_NUM_THREADS (abc, 0, -3) is ignored with a one-line warning on stderr, "
-                             "as torch and OpenMP ignore it")
+    parser.add_argument("--torch-threads", type=_threads, default=None, metavar="N",
+                        help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
+                             "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
+                             "else 1: the models here run small ops, where idle OpenMP workers cost more "
+                             "than they save). An invalid OMP_NUM_THREADS (abc, 0, -3) is ignored with a "
+                             "one-line warning on stderr, as torch and OpenMP ignore it")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     parser.set_defaults(func=run)
@@ -134,19 +151,22 @@ def _load(args: argparse.Namespace) -> data.Dataset:
 
 
 def _env_threads() -> int:
-    """``$OMP_NUM_THREADS`` when it is a positive integer (surrounding blanks allowed), else 1.
+    """``$OMP_NUM_THREADS`` when it is an integer in ``[1, MAX_TORCH_THREADS]`` (surrounding
+    blanks allowed), else 1.
 
-    An invalid value (``abc``, ``0``, ``-3``, empty) is ignored with a one-line ``warning:`` on
-    stderr, as torch (``Invalid OMP_NUM_THREADS variable value``) and libgomp (``Invalid value for
-    environment variable OMP_NUM_THREADS``) ignore it.
+    An invalid value (``abc``, ``0``, ``-3``, empty, above :data:`MAX_TORCH_THREADS`) is ignored
+    with a one-line ``warning:`` on stderr, as torch (``Invalid OMP_NUM_THREADS variable value``)
+    and libgomp (``Invalid value for environment variable OMP_NUM_THREADS``) ignore it; the caller
+    then sets ``OMP_NUM_THREADS=1`` before torch (and its libgomp) starts, so libgomp does not
+    also complain about a value beyond its own parser (2**64 - 1 and up).
     """
     env = os.environ.get("OMP_NUM_THREADS")
     if env is None:
         return 1
-    if re.fullmatch(r"\s*[0-9]+\s*", env) and int(env) > 0:
+    if re.fullmatch(r"\s*[0-9]+\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
         return int(env)
     print(
-        f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: a positive integer); "
+        f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
         "using 1 torch thread (choose with --torch-threads N)",
         file=sys.stderr,
     )
