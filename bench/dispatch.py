@@ -136,7 +136,7 @@ def measure(profile: str, inner: int, repeats: int) -> tuple[dict[str, Any], lis
         run = per_call_us(lambda: executable.run(arrays, params), inner, repeats)
         direct = per_call_us(lambda: handler.execute(capsule, arrays, params), inner, repeats)
         t["beartype_validator"] = {"median": run["median"] - direct["median"], "run": run, "direct": direct}
-        t["operand_check"] = per_call_us(lambda: dispatch._host_storages((x,)), inner, repeats)
+        t["operand_check"] = per_call_us(lambda: dispatch._host_storages(OP, (x,)), inner, repeats)
         t["result_tensor"] = per_call_us(lambda: Tensor._make(out, False, None, None), inner, repeats)
 
         def record() -> Node:
