@@ -127,7 +127,16 @@ class OptimizerConfig(ABC):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
                 raise OptimizerError(f"optimizer: {word} must be a real number (int or float), got {value!r}")
-            object.__setattr__(self, f.name, float(value))
+            try:
+                number = float(value)
+            except OverflowError:  # an int (or Fraction) beyond the float range
+                word = _FIELD_WORDS.get(f.name, f.name)
+                digits = len(str(math.trunc(abs(value))))
+                raise OptimizerError(
+                    f"optimizer: {word} must be finite, got a number of magnitude about 10**{digits - 1} "
+                    "(beyond the float range)"
+                ) from None
+            object.__setattr__(self, f.name, number)
         self.validate()
 
     @abstractmethod

@@ -173,6 +173,15 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             "unknown device gpu (known targets: cpu",
         ),
         (["select", "--profiles", "checked_cpu", "typo_profile", "relu"], "unknown profile typo_profile"),
+        (
+            ["select", "--profiles", "checked_cpu", "relux"],
+            "unknown profile relux (known: checked_cpu | checked_cuda | libtorch_forward_cuda | "
+            "libtorch_forward_strict | libtorch_forward_cpu | libtorch_forward_strict_cpu | fast_cpu); "
+            "nor is it an op (known: rand_uniform | bernoulli_mask",
+        ),
+        (["plan", "--profile", "checked_cpu"], "plan needs at least one op (known: rand_uniform | "),
+        (["check", "--profile", "checked_cpu"], "check needs at least one op (known: rand_uniform | "),
+        (["explain", "--profile", "checked_cpu"], "explain needs an op (known: rand_uniform | "),
         (["explain", "--profile", "checked_cpu", "conv2d"], "unknown op conv2d"),
     ],
 )

@@ -266,7 +266,6 @@ def test_state_error_messages():
             (4, 6),
             "multi_head_attention expects (tokens, 8) samples, got [4, 6]",
         ),
-        (nn.multi_head_attention(8, 3), (4, 8), "heads=3 must be >= 1 and divide d_model=8"),
         (
             nn.residual(nn.linear(4, 3)),
             (4,),
@@ -350,6 +349,9 @@ NORM = "layer_norm: normalized_shape must be an int >= 1 or a non-empty tuple or
             "multi_head_attention: causal must be a bool, got 1",
         ),
         (lambda: nn.transformer_block(8, 2, mlp_hidden=0), f"transformer_block: mlp_hidden {INT1} 0"),
+        # torch.nn.MultiheadAttention(5, 2) refuses at construction too
+        (lambda: nn.multi_head_attention(8, 3), "multi_head_attention: heads=3 must divide d_model=8"),
+        (lambda: nn.transformer_block(6, 4), "transformer_block: heads=4 must divide d_model=6"),
         (lambda: nn.transformer_block(True, 1), f"transformer_block: d_model {INT1} True"),
         (
             lambda: nn.sequential(nn.linear(4, 3), "relu"),

@@ -116,6 +116,15 @@ def test_validation_messages(build, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_integer_beyond_the_float_range_is_refused_with_its_magnitude(value):
+    with pytest.raises(OptimizerError) as info:
+        optim.adam(beta1=value)
+    assert str(info.value) == (
+        "optimizer: beta1 must be finite, got a number of magnitude about 10**400 (beyond the float range)"
+    )
+
+
 def test_by_name_validates_at_once_with_the_value():
     with pytest.raises(OptimizerError) as info:
         optim.by_name("adam", -1.0)

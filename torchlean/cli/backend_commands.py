@@ -90,7 +90,14 @@ def _cmd_capsules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_ops(command: str, ops: Sequence[BackendOp], *, need: str = "at least one op") -> None:
+    """Refuse an empty op list, naming the known ops (argparse's "required: OP" names none)."""
+    if not ops:
+        raise UnknownLabelError(f"{command} needs {need} (known: {' | '.join(BackendOp.labels())})")
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
+    _require_ops("plan", args.ops)
     profile = _with_device(args.profile, args.device)
     try:
         plan = profile.plan_ops(args.ops)
@@ -106,6 +113,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    _require_ops("check", args.ops)
     profile = _with_device(args.profile, args.device)
     try:
         plan = profile.plan_ops(args.ops)
@@ -120,6 +128,12 @@ def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile]
     """``--profiles a b op1 op2``: profile names run until the first op label."""
     op_labels = set(BackendOp.labels())
     split = next((i for i, token in enumerate(tokens) if token in op_labels), len(tokens))
+    for token in tokens[:split]:
+        if token not in profiles.names():
+            raise UnknownLabelError(
+                f"unknown profile {token} (known: {' | '.join(profiles.names())}); nor is it an op "
+                f"(known: {' | '.join(BackendOp.labels())})"
+            )
     return [profiles.get(name) for name in tokens[:split]], [BackendOp.parse(t) for t in tokens[split:]]
 
 
@@ -128,8 +142,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     ops += args.ops
     if not selected:
         raise UnknownLabelError(f"select needs at least one profile (known: {' | '.join(profiles.names())})")
-    if not ops:
-        raise UnknownLabelError(f"select needs at least one op (known: {' | '.join(BackendOp.labels())})")
+    _require_ops("select", ops)
     status = 0
     for profile in selected:
         try:
@@ -143,6 +156,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    _require_ops("explain", [] if args.op is None else [args.op], need="an op")
     print(_with_device(args.profile, args.device).explain(args.op))
     return 0
 
@@ -183,7 +197,7 @@ def register(subparsers: Any) -> None:
     )
     _add_profile(plan)
     plan.add_argument("--format", choices=("report", "rows", "json"), default="report", help="output format")
-    plan.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
+    plan.add_argument("ops", nargs="*", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
     plan.set_defaults(func=_cmd_plan)
 
     check = subparsers.add_parser(
@@ -194,7 +208,7 @@ def register(subparsers: Any) -> None:
         "label): prints `<policy>: accepted` or each rejected obligation with its evidence.",
     )
     _add_profile(check)
-    check.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops")
+    check.add_argument("ops", nargs="*", type=_op, metavar="OP", help="backend ops")
     check.set_defaults(func=_cmd_check)
 
     select = subparsers.add_parser(
@@ -223,5 +237,5 @@ def register(subparsers: Any) -> None:
         "or selected / admissible.",
     )
     _add_profile(explain)
-    explain.add_argument("op", type=_op, metavar="OP", help="one backend op")
+    explain.add_argument("op", nargs="?", type=_op, metavar="OP", help="one backend op")
     explain.set_defaults(func=_cmd_explain)

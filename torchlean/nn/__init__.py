@@ -250,8 +250,8 @@ def multi_head_attention(d_model: int, heads: int, *, causal: bool = False) -> M
     """Self-attention over ``(tokens, d_model)`` samples; see :mod:`torchlean.nn.attention`.
 
     Raises:
-        ShapeError: ``d_model`` or ``heads`` not an int >= 1, or a non-bool ``causal``
-            (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
+        ShapeError: ``d_model`` or ``heads`` not an int >= 1, ``heads`` not dividing
+            ``d_model``, or a non-bool ``causal``.
     """
     return MultiHeadAttention(d_model, heads, causal)
 
@@ -263,8 +263,8 @@ def transformer_block(
     defaults to ``4 * d_model``.
 
     Raises:
-        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, or a non-bool
-            ``causal`` (whether ``heads`` divides ``d_model`` is checked by :func:`build`).
+        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, ``heads`` not
+            dividing ``d_model``, or a non-bool ``causal``.
     """
     if mlp_hidden is not None:
         return TransformerBlock(d_model, heads, mlp_hidden, causal)

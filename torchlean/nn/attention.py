@@ -35,14 +35,23 @@ def _causal(n: int) -> np.ndarray:
     return np.tril(np.ones((n, n), dtype=np.bool_))
 
 
+def _check_heads(kind: str, d_model: object, heads: object) -> None:
+    """``d_model`` and ``heads`` ints >= 1 with ``heads`` dividing ``d_model``."""
+    width = checked_int(d_model, f"{kind}: d_model", 1)
+    count = checked_int(heads, f"{kind}: heads", 1)
+    if width % count:
+        raise ShapeError(f"{kind}: heads={count} must divide d_model={width}")
+
+
 @dataclass(frozen=True, slots=True)
 class MultiHeadAttention(Layer):
     """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``.
 
     Raises:
-        ShapeError: ``d_model`` or ``heads`` not an int >= 1, or ``causal`` neither a ``bool`` nor a
-            ``numpy.bool_`` (stored as ``bool``); whether ``heads`` divides ``d_model`` is checked by
-            :meth:`output_shape`.
+        ShapeError: ``d_model`` or ``heads`` not an int >= 1, ``heads`` not dividing ``d_model``
+            (refused here, as ``torch.nn.MultiheadAttention`` refuses at construction:
+            ``multi_head_attention: heads=3 must divide d_model=8``), or ``causal`` neither a
+            ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
     """
 
     d_model: int
@@ -51,8 +60,9 @@ class MultiHeadAttention(Layer):
     kind = "multi_head_attention"
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "heads"):
-            object.__setattr__(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
+        _check_heads(self.kind, self.d_model, self.heads)
+        object.__setattr__(self, "d_model", int(self.d_model))
+        object.__setattr__(self, "heads", int(self.heads))
         object.__setattr__(self, "causal", checked_bool(self.causal, "multi_head_attention: causal"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
@@ -60,8 +70,6 @@ class MultiHeadAttention(Layer):
             raise ShapeError(
                 f"multi_head_attention expects (tokens, {self.d_model}) samples, got {list(input_shape)}"
             )
-        if self.d_model % self.heads:
-            raise ShapeError(f"heads={self.heads} must be >= 1 and divide d_model={self.d_model}")
         return input_shape
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
@@ -93,8 +101,9 @@ class TransformerBlock(Layer):
     """Pre-norm block: ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))`` with a GELU MLP.
 
     Raises:
-        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, or ``causal`` neither
-            a ``bool`` nor a ``numpy.bool_`` (stored as ``bool``).
+        ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, ``heads`` not
+            dividing ``d_model``, or ``causal`` neither a ``bool`` nor a ``numpy.bool_`` (stored as
+            ``bool``).
     """
 
     d_model: int
@@ -104,6 +113,7 @@ class TransformerBlock(Layer):
     kind = "transformer_block"
 
     def __post_init__(self) -> None:
+        _check_heads(self.kind, self.d_model, self.heads)
         for name in ("d_model", "heads", "mlp_hidden"):
             object.__setattr__(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
         object.__setattr__(self, "causal", checked_bool(self.causal, "transformer_block: causal"))
