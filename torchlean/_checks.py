@@ -19,6 +19,7 @@ This module imports nothing from torchlean, so every package may import it excep
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any, TypeGuard
@@ -33,6 +34,7 @@ __all__ = [
     "is_builtin_int",
     "is_builtin_or_numpy_int",
     "is_int",
+    "shown",
 ]
 
 FLOAT_DTYPES: tuple[np.dtype[np.floating], ...] = (np.dtype(np.float32), np.dtype(np.float64))
@@ -55,14 +57,31 @@ def is_builtin_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_LONG_INT_BITS = 333
+"""Integers of more bits (about 100 decimal digits) are named by their size in messages."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for messages, except that an integer of more than about 100 digits is named
+    by its size (``an integer of about 1506 digits``, negative ones too): its repr would flood the
+    message, and past 4300 digits Python refuses to print it at all (``ValueError``)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        bits = int(value).bit_length()
+        if bits > _LONG_INT_BITS:
+            sign = "a negative" if int(value) < 0 else "an"
+            return f"{sign} integer of about {int(bits * math.log10(2)) + 1} digits"
+    return repr(value)
+
+
 def checked_int(value: object, what: str, minimum: int, error: Callable[[str], Exception]) -> int:
     """``value`` as an ``int`` if it is an integer (:func:`is_int`) ``>= minimum``.
 
     Raises:
-        the ``error`` class given: ``<what> must be an int >= <minimum>, got <value!r>``.
+        the ``error`` class given: ``<what> must be an int >= <minimum>, got <value!r>``
+            (:func:`shown`).
     """
     if not is_int(value) or int(value) < minimum:
-        raise error(f"{what} must be an int >= {minimum}, got {value!r}")
+        raise error(f"{what} must be an int >= {minimum}, got {shown(value)}")
     return int(value)
 
 

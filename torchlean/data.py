@@ -41,7 +41,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int
+from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = ["DATASETS", "DataError", "Dataset", "Task", "load", "load_csv"]
@@ -392,15 +392,15 @@ def _split(
     if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
         raise DataError(
             f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
-            f"RandomState), got {seed!r}"
+            f"RandomState), got {shown(seed)}"
         )
     seed = int(seed)
     if isinstance(test_fraction, bool | np.bool_) or not isinstance(test_fraction, numbers.Real):
         raise DataError(
-            f"test_fraction must be a real number (int or float) in (0, 1), got {test_fraction!r}"
+            f"test_fraction must be a real number (int or float) in (0, 1), got {shown(test_fraction)}"
         )
     if not 0 < test_fraction < 1:
-        raise DataError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+        raise DataError(f"test_fraction must be in (0, 1), got {shown(test_fraction)}")
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)
     if n_test < 1 or n - n_test < 1:

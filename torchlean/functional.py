@@ -62,7 +62,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int
+from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int, shown
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.errors import GuardError
@@ -200,9 +200,12 @@ def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
         fits = int(info.min) <= value <= int(info.max)
         accepted = f"integers in [{info.min}, {info.max}]"
     if not fits:
-        digits = len(str(builtins.abs(value)))
+        try:
+            what = f"the integer {_preview(value)} ({len(str(builtins.abs(value)))} digits)"
+        except ValueError:  # past Python's 4300-digit str limit
+            what = shown(value)
         raise TensorError(
-            f"the integer {_preview(value)} ({digits} digits) does not fit the tensor's dtype "
+            f"{what} does not fit the tensor's dtype "
             f"{dtype} (accepted: {accepted})"
         )
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
@@ -131,11 +132,9 @@ class OptimizerConfig(ABC):
                 number = float(value)
             except OverflowError:  # an int (or Fraction) beyond the float range
                 word = _FIELD_WORDS.get(f.name, f.name)
-                digits = len(str(math.trunc(abs(value))))
-                raise OptimizerError(
-                    f"optimizer: {word} must be finite, got a number of magnitude about 10**{digits - 1} "
-                    "(beyond the float range)"
-                ) from None
+                beyond = shown(math.trunc(value))
+                message = f"optimizer: {word} must be finite, got {beyond} (beyond the float range)"
+                raise OptimizerError(message) from None
             object.__setattr__(self, f.name, number)
         self.validate()
 
@@ -435,5 +434,4 @@ def by_name(name: str, lr: float) -> OptimizerConfig:
     """
     if not isinstance(name, str) or name not in OPTIMIZERS:
         raise UnknownLabelError(f"unknown optimizer {name} (known: {' | '.join(OPTIMIZERS)})")
-    config: OptimizerConfig = OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]
-    return config
+    return OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import FLOAT_DTYPES
+from torchlean._checks import FLOAT_DTYPES, shown
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -763,8 +763,12 @@ def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Se
 
 
 def _preview(value: object, limit: int = 60) -> str:
-    """``repr(value)`` shortened to ``limit`` characters, for messages."""
-    text = repr(value)
+    """``repr(value)`` shortened to ``limit`` characters, for messages (an integer past Python's
+    4300-digit repr limit by its size, :func:`torchlean._checks.shown`)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = shown(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

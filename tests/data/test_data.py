@@ -439,8 +439,15 @@ def test_test_fraction_must_be_a_real_number(fraction: object) -> None:
 
 def test_test_fraction_range_holds_for_huge_ints_and_real_number_types() -> None:
     with pytest.raises(DataError) as info:
-        data.load("iris", test_fraction=10**400)
-    assert str(info.value) == f"test_fraction must be in (0, 1), got {10**400!r}"
+        data.load("iris", test_fraction=10**40)
+    assert str(info.value) == f"test_fraction must be in (0, 1), got {10**40!r}"
+    for huge, size in ((10**400, "401"), (10**5000, "5001")):  # 5001 digits: past Python's repr limit
+        with pytest.raises(DataError) as info:
+            data.load("iris", test_fraction=huge)
+        assert str(info.value) == f"test_fraction must be in (0, 1), got an integer of about {size} digits"
+    with pytest.raises(DataError) as info:
+        data.load("iris", seed=-(10**5000))
+    assert str(info.value).endswith("RandomState), got a negative integer of about 5001 digits")
     from fractions import Fraction
 
     # ceil(0.2 * 150) = 30 test samples, as for the float 0.2

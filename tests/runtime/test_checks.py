@@ -19,6 +19,7 @@ from torchlean._checks import (
     is_builtin_int,
     is_builtin_or_numpy_int,
     is_int,
+    shown,
 )
 from torchlean.cli._args import int_at_least
 
@@ -107,3 +108,13 @@ def test_int_at_least_messages() -> None:
         count("0")
     with pytest.raises(argparse.ArgumentTypeError, match=r"^invalid int 'two'$"):
         count("two")
+
+
+def test_shown_names_long_integers_by_size() -> None:
+    assert shown(10**90) == repr(10**90)  # 91 digits: printed
+    assert shown(10**120) == "an integer of about 121 digits"
+    assert shown(-(10**5000)) == "a negative integer of about 5001 digits"  # repr would raise
+    assert shown(np.int64(7)) == repr(np.int64(7)) and shown("x") == "'x'" and shown(True) == "True"
+    with pytest.raises(KeyError) as caught:
+        checked_int(-(10**5000), "size", 1, KeyError)
+    assert caught.value.args == ("size must be an int >= 1, got a negative integer of about 5001 digits",)

@@ -104,6 +104,29 @@ def test_none_is_refused_at_a_required_input_and_accepted_at_an_optional_one(pro
         np.testing.assert_array_equal(attended.numpy(), np.ones((2, 3)))
 
 
+def test_optional_inputs_are_the_kernel_parameters_that_take_none() -> None:
+    """``dispatch.OPTIONAL_INPUTS`` against the reference kernels' signatures: the positional
+    parameters annotated ``... | None`` (absent bias, affine weights, running statistics, mask)."""
+    import inspect
+
+    from torchlean.backend.providers.reference import kernels, spatial
+
+    checked = 0
+    for op in BackendOp:
+        kernel = getattr(kernels, op.label, None) or getattr(spatial, op.label, None)
+        if kernel is None:  # fft_fno and selective_scan have native-cuda kernels only
+            assert op.label in ("fft_fno", "selective_scan") and op not in dispatch.OPTIONAL_INPUTS
+            continue
+        positional = [
+            p for p in inspect.signature(kernel).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        optional = {i for i, p in enumerate(positional) if "None" in str(p.annotation)}
+        assert optional == set(dispatch.OPTIONAL_INPUTS.get(op, ())), op.label
+        checked += 1
+    assert checked == len(BackendOp) - 2
+
+
 def test_the_operand_check_runs_once_in_the_dispatcher(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[BackendOp, int]] = []
     original = dispatch.check_operands
@@ -566,6 +589,11 @@ def test_an_integer_beyond_float32_does_not_fit_a_float32_tensor() -> None:
             call()
     with pytest.raises(TensorError, match=r"scale: factor = 1000.* does not fit a float64"):
         tl.scale(x, 10**400)
+    with pytest.raises(TensorError) as info:  # past Python's 4300-digit str limit: named by size
+        x * -(10**5000)
+    assert str(info.value).startswith(
+        "a negative integer of about 5001 digits does not fit the tensor's dtype"
+    )
 
 
 def test_integers_beyond_int64_that_fit_the_dtype_are_values() -> None:

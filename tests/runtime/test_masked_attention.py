@@ -81,6 +81,14 @@ def test_selected_matmul_is_a_plain_matmul_when_b_is_finite_or_nothing_is_masked
         assert torch.equal(got, want)
 
 
+def test_selected_matmul_in_float32_keeps_the_nan_of_an_allowed_term_only() -> None:
+    a = torch.tensor([[[0.5, 0.0], [0.25, 0.75]]], dtype=torch.float32)
+    allowed = torch.tensor([[[True, False], [True, True]]])
+    b = torch.tensor([[[2.0], [math.nan]]], dtype=torch.float32)  # key 1: blocked for row 0 only
+    got = masked_attention.selected_matmul(a, allowed, b, b_finite=False)
+    assert got.dtype == torch.float32 and got[0, 0, 0].item() == 1.0 and math.isnan(got[0, 1, 0].item())
+
+
 def test_all_finite() -> None:
     assert masked_attention.all_finite()
     assert masked_attention.all_finite(torch.zeros(0), torch.ones(2, 3))
@@ -96,6 +104,11 @@ def test_hard_masked_softmax_rows_by_hand() -> None:
     got = masked_attention.hard_masked_softmax(scores, allowed)
     want = torch.tensor([[0.25, 0.75, 0.0], [0.0, 0.0, 0.0], [0.5, 0.0, 0.5]], dtype=torch.float64)
     torch.testing.assert_close(got, want, rtol=1e-15, atol=0.0)
+    # NaN at an allowed entry: the row is NaN at its allowed entries, blocked ones stay exactly 0
+    row = masked_attention.hard_masked_softmax(
+        torch.tensor([[1.0, math.nan, 5.0]], dtype=torch.float64), torch.tensor([[True, True, False]])
+    )
+    assert math.isnan(row[0, 0].item()) and math.isnan(row[0, 1].item()) and row[0, 2].item() == 0.0
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

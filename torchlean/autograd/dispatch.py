@@ -8,7 +8,8 @@ once per kernel, with :func:`select_linked` and :func:`bind_linked`; steps 0, 2 
 call, with :func:`execute_bound`):
 
 0. check the operands (:func:`check_operands`): every input position holds a
-   :class:`~torchlean.tensor.Tensor` or ``None`` (an absent optional input); anything else (a
+   :class:`~torchlean.tensor.Tensor`, or ``None`` at an optional position
+   (:data:`OPTIONAL_INPUTS`: an absent bias, affine weight, running statistic or mask); anything else (a
    numpy array, a Python number, a list) is a :class:`~torchlean.tensor.TensorTypeError` naming
    the op, the position and the type. This is the one place the rule of
    :mod:`torchlean.functional` is enforced; the functional layer converts data to tensors only
@@ -20,12 +21,13 @@ call, with :func:`execute_bound`):
    :class:`~torchlean.tensor.DeviceError` names the devices; nothing is moved implicitly), then
    run the linked kernel's VJP guard (if any) against the accepted policy;
 3. build a :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked
-   forward, bind it to the accepted kernel with :func:`~torchlean.backend.binding.bind` (op,
-   then provider, then device) and run it on the input storages. The binding is kept in a
-   :class:`BoundKernel`: the eager session binds each selected kernel once and the typed-graph
-   schedule binds each planned node once, and both then call :func:`execute_bound`, which repeats
-   steps 0, 2 and 4 and the beartype validator of ``ExecutableKernel.run`` on every call;
-4. wrap the result in a :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
+   forward and bind it to the accepted kernel with :func:`~torchlean.backend.binding.bind` (op,
+   then provider, then device). The binding is kept in a :class:`BoundKernel`: the eager session
+   binds each selected kernel once and the typed-graph schedule binds each planned node once;
+4. on every call (:func:`execute_bound`, after steps 0 and 2): run the bound executable on the
+   input storages (``ExecutableKernel.run``, whose beartype validator checks that it and its
+   accepted kernel are still minted), wrap the result in a
+   :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
    is differentiable and some input requires a gradient, record one tape node whose local rule
    is the linked kernel's VJP, evaluated at the saved inputs and output.
 
@@ -190,9 +192,10 @@ def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
             raise TensorTypeError(
                 f"torch: `{op.label}` input {position} is required: got None (accepted: a torchlean Tensor)"
             )
+        optional = ", or None for an absent optional input" if position in OPTIONAL_INPUTS.get(op, ()) else ""
         raise TensorTypeError(
             f"torch: `{op.label}` input {position} must be a torchlean Tensor; got "
-            f"{type(value).__name__} (accepted: a Tensor, or None for an absent optional input; "
+            f"{type(value).__name__} (accepted: a Tensor{optional}; "
             "convert data with torchlean.tensor(...); Python numbers and arrays mix with tensors only "
             "as operands of add, sub, mul, div, maximum, minimum and mse_loss, and as masks and "
             "index arrays)"

@@ -154,16 +154,18 @@ def _env_threads() -> int:
     """``$OMP_NUM_THREADS`` when it is an integer in ``[1, MAX_TORCH_THREADS]`` (surrounding
     blanks allowed), else 1.
 
-    An invalid value (``abc``, ``0``, ``-3``, empty, above :data:`MAX_TORCH_THREADS`) is ignored
-    with a one-line ``warning:`` on stderr, as torch (``Invalid OMP_NUM_THREADS variable value``)
-    and libgomp (``Invalid value for environment variable OMP_NUM_THREADS``) ignore it; the caller
-    then sets ``OMP_NUM_THREADS=1`` before torch (and its libgomp) starts, so libgomp does not
-    also complain about a value beyond its own parser (2**64 - 1 and up).
+    An invalid value (``abc``, ``0``, ``-3``, empty) is ignored with a one-line ``warning:`` on
+    stderr, as torch (``Invalid OMP_NUM_THREADS variable value``) and libgomp (``Invalid value for
+    environment variable OMP_NUM_THREADS``) ignore it; torchlean also ignores, with the same
+    warning, values above :data:`MAX_TORCH_THREADS`, which torch and libgomp would accept up to
+    their own limits. The caller then sets ``OMP_NUM_THREADS=1`` before torch (and its libgomp)
+    starts, so libgomp does not also complain about a value beyond its own parser (2**64 - 1 and
+    up).
     """
     env = os.environ.get("OMP_NUM_THREADS")
     if env is None:
         return 1
-    if re.fullmatch(r"\s*[0-9]+\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
+    if re.fullmatch(r"\s*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
         return int(env)
     print(
         f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "

@@ -35,12 +35,13 @@ def _causal(n: int) -> np.ndarray:
     return np.tril(np.ones((n, n), dtype=np.bool_))
 
 
-def _check_heads(kind: str, d_model: object, heads: object) -> None:
-    """``d_model`` and ``heads`` ints >= 1 with ``heads`` dividing ``d_model``."""
+def _checked_heads(kind: str, d_model: object, heads: object) -> tuple[int, int]:
+    """``(d_model, heads)`` as ints >= 1 with ``heads`` dividing ``d_model``."""
     width = checked_int(d_model, f"{kind}: d_model", 1)
     count = checked_int(heads, f"{kind}: heads", 1)
     if width % count:
         raise ShapeError(f"{kind}: heads={count} must divide d_model={width}")
+    return width, count
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +61,9 @@ class MultiHeadAttention(Layer):
     kind = "multi_head_attention"
 
     def __post_init__(self) -> None:
-        _check_heads(self.kind, self.d_model, self.heads)
-        object.__setattr__(self, "d_model", int(self.d_model))
-        object.__setattr__(self, "heads", int(self.heads))
+        width, count = _checked_heads(self.kind, self.d_model, self.heads)
+        object.__setattr__(self, "d_model", width)
+        object.__setattr__(self, "heads", count)
         object.__setattr__(self, "causal", checked_bool(self.causal, "multi_head_attention: causal"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
@@ -113,9 +114,10 @@ class TransformerBlock(Layer):
     kind = "transformer_block"
 
     def __post_init__(self) -> None:
-        _check_heads(self.kind, self.d_model, self.heads)
-        for name in ("d_model", "heads", "mlp_hidden"):
-            object.__setattr__(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
+        width, count = _checked_heads(self.kind, self.d_model, self.heads)
+        object.__setattr__(self, "d_model", width)
+        object.__setattr__(self, "heads", count)
+        object.__setattr__(self, "mlp_hidden", checked_int(self.mlp_hidden, f"{self.kind}: mlp_hidden", 1))
         object.__setattr__(self, "causal", checked_bool(self.causal, "transformer_block: causal"))
 
     def _parts(self) -> tuple[LayerNorm, MultiHeadAttention, LayerNorm, Linear, Linear]:

@@ -18,10 +18,14 @@ Rules, for a bool ``allowed`` mask (True = the query may attend the key):
   (:func:`selected_matmul`), whose non-finite terms count only at allowed entries, as the
   specification's ``selected_matmul`` and ``native_cuda.direct_attention`` do.
 
-Finiteness is decided once per forward (the selected values) and once per backward (the selected
-cotangent, keys and queries): one host synchronisation each, after which every product is a plain
-matmul when all are finite. Without a mask every product is a plain ``torch.matmul`` and NaN
-propagates as in PyTorch.
+Finiteness is decided once per :func:`attention_forward` (the selected values) and once per
+:func:`attention_backward` (the selected cotangent, keys and queries): one host synchronisation
+each, after which every product is a plain matmul when all are finite (a VJP that recomputes the
+forward, as ``aten``'s does, pays both). Without a mask every product is a plain
+``torch.matmul`` and NaN propagates as in PyTorch.
+
+Preconditions (checked by the callers' guards, not here): q, k, v (and g) share one float32 or
+float64 dtype and one device; the mask is bool.
 
 Shapes: ``q (..., n_q, d)``, ``k (..., n_k, d)``, ``v (..., n_k, d_v)`` whose leading axes
 broadcast (``torch.matmul`` rules); ``allowed`` None or bool broadcastable to
@@ -129,6 +133,11 @@ def selected_matmul(a: Tensor, allowed: Tensor | None, b: Tensor, *, b_finite: b
     and ``-inf`` (sign of a times sign of b); the IEEE sum of the finite part and those terms
     replaces the entries that have any (NaN, or an infinity, or NaN for ``inf - inf``). No host
     synchronisation. ``a (..., m, n)``, ``allowed`` broadcastable to ``a``, ``b (..., n, c)``.
+
+    That sum is exact IEEE when ``a`` holds no infinity at an allowed entry (probabilities never
+    do; a score cotangent only after float overflow): an infinite ``a`` meeting an infinite ``b``
+    gives NaN here (the finite part multiplies ``inf`` by the 0 put in place of ``b``'s infinity)
+    where IEEE gives an infinity.
     """
     if allowed is None or b_finite:
         return torch.matmul(a, b)
