@@ -241,11 +241,6 @@ def test_state_error_messages():
             (1, 3, 3),
             "conv2d kernel [5, 5] (dilation [1, 1]) does not fit input [1, 3, 3] with padding [0, 0]",
         ),
-        (
-            nn.conv2d(2, 3, 1, groups=2),
-            (2, 4, 4),
-            "conv2d: groups=2 must divide in_channels=2 and out_channels=3",
-        ),
         (nn.max_pool2d(3), (1, 2, 2), "max_pool2d kernel [3, 3] does not fit [1, 2, 2]"),
         (nn.avg_pool2d(2), (4, 4), "avg_pool2d expects (C, H, W) samples, got shape [4, 4]"),
         (
@@ -349,7 +344,11 @@ NORM = "layer_norm: normalized_shape must be an int >= 1 or a non-empty tuple or
             "multi_head_attention: causal must be a bool, got 1",
         ),
         (lambda: nn.transformer_block(8, 2, mlp_hidden=0), f"transformer_block: mlp_hidden {INT1} 0"),
-        # torch.nn.MultiheadAttention(5, 2) refuses at construction too
+        # torch.nn.Conv2d and torch.nn.MultiheadAttention refuse these at construction too
+        (
+            lambda: nn.conv2d(2, 3, 1, groups=2),
+            "conv2d: groups=2 must divide in_channels=2 and out_channels=3",
+        ),
         (lambda: nn.multi_head_attention(8, 3), "multi_head_attention: heads=3 must divide d_model=8"),
         (lambda: nn.transformer_block(6, 4), "transformer_block: heads=4 must divide d_model=6"),
         (lambda: nn.transformer_block(True, 1), f"transformer_block: d_model {INT1} True"),

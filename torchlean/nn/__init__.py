@@ -137,7 +137,8 @@ def conv2d(
 
     Raises:
         ShapeError: channels or groups not an int >= 1, kernel/stride/dilation not >= 1, padding
-            not >= 0, or a non-bool ``bias`` (checked in argument order).
+            not >= 0, ``groups`` not dividing both channel counts, or a non-bool ``bias`` (checked
+            in argument order).
     """
     return Conv2d(
         in_channels,

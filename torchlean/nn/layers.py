@@ -349,17 +349,17 @@ class Conv2d(Layer):
         for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
             _set(self, name, pair(getattr(self, name), f"conv2d: {name}", minimum=minimum))
         _set(self, "groups", checked_int(self.groups, "conv2d: groups", 1))
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ShapeError(  # refused when built, as torch.nn.Conv2d refuses at construction
+                f"conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
+                f"out_channels={self.out_channels}"
+            )
         _set(self, "bias", checked_bool(self.bias, "conv2d: bias"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
         if len(input_shape) != 3 or input_shape[0] != self.in_channels:
             raise ShapeError(
                 f"conv2d expects (C={self.in_channels}, H, W) samples, got shape {list(input_shape)}"
-            )
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ShapeError(
-                f"conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
-                f"out_channels={self.out_channels}"
             )
         spatial = []
         for size, k, s, p, d in zip(input_shape[1:], self.kernel_size, self.stride, self.padding,
