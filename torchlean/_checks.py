@@ -61,15 +61,23 @@ _LONG_INT_BITS = 333
 """Integers of more bits (about 100 decimal digits) are named by their size in messages."""
 
 
+def _digits(n: int) -> int:
+    """About how many decimal digits ``abs(n)`` has (from its bit length; no decimal conversion)."""
+    return int(abs(n).bit_length() * math.log10(2)) + 1
+
+
 def shown(value: object) -> str:
-    """``repr(value)`` for messages, except that an integer of more than about 100 digits is named
-    by its size (``an integer of about 1506 digits``, negative ones too): its repr would flood the
-    message, and past 4300 digits Python refuses to print it at all (``ValueError``)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        bits = int(value).bit_length()
-        if bits > _LONG_INT_BITS:
-            sign = "a negative" if int(value) < 0 else "an"
-            return f"{sign} integer of about {int(bits * math.log10(2)) + 1} digits"
+    """``repr(value)`` for messages, except that an integer or fraction with more than about 100
+    digits is named by its size (``an integer of about 1506 digits``, ``a negative fraction of
+    about 401 digits over 1 digits``): its repr would flood the message, and past 4300 digits
+    Python refuses to print it at all (``ValueError``)."""
+    if isinstance(value, numbers.Rational) and not isinstance(value, bool):
+        top, bottom = int(value.numerator), int(value.denominator)
+        if max(top.bit_length(), bottom.bit_length()) > _LONG_INT_BITS:
+            if bottom == 1:
+                return f"{'a negative' if top < 0 else 'an'} integer of about {_digits(top)} digits"
+            sign = "a negative" if top < 0 else "a"
+            return f"{sign} fraction of about {_digits(top)} digits over {_digits(bottom)} digits"
     return repr(value)
 
 

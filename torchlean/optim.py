@@ -132,7 +132,7 @@ class OptimizerConfig(ABC):
                 number = float(value)
             except OverflowError:  # an int (or Fraction) beyond the float range
                 word = _FIELD_WORDS.get(f.name, f.name)
-                beyond = shown(math.trunc(value))
+                beyond = shown(value)
                 message = f"optimizer: {word} must be finite, got {beyond} (beyond the float range)"
                 raise OptimizerError(message) from None
             object.__setattr__(self, f.name, number)

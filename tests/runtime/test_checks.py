@@ -115,6 +115,8 @@ def test_shown_names_long_integers_by_size() -> None:
     assert shown(10**120) == "an integer of about 121 digits"
     assert shown(-(10**5000)) == "a negative integer of about 5001 digits"  # repr would raise
     assert shown(np.int64(7)) == repr(np.int64(7)) and shown("x") == "'x'" and shown(True) == "True"
+    assert shown(fractions.Fraction(1, 3)) == "Fraction(1, 3)"
+    assert shown(fractions.Fraction(-(10**400), 3)) == "a negative fraction of about 401 digits over 1 digits"
     with pytest.raises(KeyError) as caught:
         checked_int(-(10**5000), "size", 1, KeyError)
     assert caught.value.args == ("size must be an int >= 1, got a negative integer of about 5001 digits",)

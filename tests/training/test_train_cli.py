@@ -415,7 +415,11 @@ def test_report_json_creates_missing_parent_folders(capsys, tmp_path):
     assert json.loads(record_path.read_text())["dataset"] == "iris"
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-3", "", "2.5", "4,2", "1025", "100000000000000000000"])
+@pytest.mark.parametrize(
+    "value",
+    ["abc", "0", "-3", "", "2.5", "4,2", "1025", "100000000000000000000", "9" * 5000],
+    ids=["abc", "0", "-3", "empty", "2.5", "4,2", "1025", "1e20", "5000-nines"],
+)
 def test_invalid_omp_num_threads_is_ignored_with_a_warning(capsys, monkeypatch, value):
     from torchlean.cli import train as train_cli
 
@@ -464,7 +468,9 @@ def test_blank_label_cell_is_a_one_line_error(capsys, tmp_path):
     )
 
 
-@pytest.mark.parametrize(("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1), ("1024", 1024)])
+@pytest.mark.parametrize(
+    ("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1), ("1024", 1024), ("0000000004", 4)]
+)
 def test_valid_or_unset_omp_num_threads_is_used_silently(capsys, monkeypatch, value, threads):
     from torchlean.cli import train as train_cli
 

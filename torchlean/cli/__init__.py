@@ -52,16 +52,18 @@ def build_parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``torchlean`` console script; returns the exit status.
 
-    No command (``torchlean`` alone) prints the usage line and ``error: a command is required
-    (choose from 'capsules', ...)`` on stderr, exit status 2, as argparse does for a required
-    subcommand (``torchlean --help`` prints the help, exit status 0).
+    No command (``torchlean`` alone) is a usage error like any other: one line ``error: a command
+    is required (choose from 'capsules', ...; torchlean --help describes them)`` on stderr, exit
+    status 2 (``torchlean --help`` prints the help, exit status 0).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
-        parser.print_usage(sys.stderr)
-        parser.error(f"a command is required (choose from {', '.join(map(repr, parser.commands))})")
+        parser.error(
+            f"a command is required (choose from {', '.join(map(repr, parser.commands))}; "
+            "torchlean --help describes them)"
+        )
     try:
         return func(args)
     except TorchLeanError as error:

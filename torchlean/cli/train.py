@@ -165,7 +165,7 @@ def _env_threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS")
     if env is None:
         return 1
-    if re.fullmatch(r"\s*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
+    if re.fullmatch(r"\s*0*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
         return int(env)
     print(
         f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
