@@ -10,8 +10,9 @@ not check availability. On success it mints a sealed :class:`AcceptedKernel`; ot
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import InitVar, dataclass
-from typing import Annotated, ClassVar, final
+from typing import Annotated, ClassVar, TypeVar, final
 
 from beartype import beartype
 from beartype.vale import Is
@@ -273,15 +274,24 @@ def grouped_acceptance_failures(
     distinct ``(op, capsule object)`` pair and its (immutable) failures are repeated for every
     group with that pair.
     """
-    verdicts: dict[tuple[BackendOp, int], tuple[AcceptanceFailure, ...]] = {}
-    failures: list[AcceptanceFailure] = []
+    verdicts = _per_group(grouped, lambda planned: acceptance_failures(planned, policy))
+    return tuple(failure for found in verdicts for failure in found)
+
+
+_V = TypeVar("_V")
+
+
+def _per_group(grouped: GroupedKernelPlan, judge: Callable[[PlannedKernel], _V]) -> list[_V]:
+    """``judge`` of each group's planned kernel, in group order, run once per distinct
+    ``(op, capsule object)`` pair: groups planned with the same pair share its verdict."""
+    verdicts: dict[tuple[BackendOp, int], _V] = {}
+    per_group: list[_V] = []
     for group in grouped.groups:
         key = (group.op, id(group.capsule))  # ``grouped`` keeps every capsule alive meanwhile
-        found = verdicts.get(key)
-        if found is None:
-            found = verdicts[key] = acceptance_failures(group.to_planned_kernel(), policy)
-        failures.extend(found)
-    return tuple(failures)
+        if key not in verdicts:
+            verdicts[key] = judge(group.to_planned_kernel())
+        per_group.append(verdicts[key])
+    return per_group
 
 
 @final
@@ -339,6 +349,16 @@ class GraphKernelPlanResult:
         return self.plan is not None
 
 
+def _accepted_or_failures(
+    planned: PlannedKernel, policy: KernelPolicy
+) -> AcceptedKernel | tuple[AcceptanceFailure, ...]:
+    """:func:`accept`'s kernel, or the failures it raised."""
+    try:
+        return accept(planned, policy)
+    except AcceptanceError as error:
+        return error.failures
+
+
 def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) -> GraphKernelPlanResult:
     """Group ``graph_plan`` and accept every group under ``policy``.
 
@@ -350,25 +370,14 @@ def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) 
     of gate runs. On rejection the kernels minted for passing pairs are dropped.
     """
     grouped = to_coalesced_groups(graph_plan)
-    verdicts: dict[tuple[BackendOp, int], AcceptedKernel | tuple[AcceptanceFailure, ...]] = {}
-    failures: list[AcceptanceFailure] = []
-    kernels_of_groups: list[AcceptedKernel] = []
-    for group in grouped.groups:
-        key = (group.op, id(group.capsule))  # ``grouped`` keeps every capsule alive meanwhile
-        verdict = verdicts.get(key)
-        if verdict is None:
-            try:
-                verdict = accept(group.to_planned_kernel(), policy)
-            except AcceptanceError as error:
-                verdict = error.failures
-            verdicts[key] = verdict
-        if isinstance(verdict, AcceptedKernel):
-            kernels_of_groups.append(verdict)
-        else:
-            failures.extend(verdict)
+    verdicts = _per_group(grouped, lambda planned: _accepted_or_failures(planned, policy))
+    failures = tuple(
+        failure for verdict in verdicts if not isinstance(verdict, AcceptedKernel) for failure in verdict
+    )
     if failures:
-        return GraphKernelPlanResult(grouped, None, tuple(failures))
-    plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, tuple(kernels_of_groups), _gate=_GATE)
+        return GraphKernelPlanResult(grouped, None, failures)
+    kernels = tuple(verdict for verdict in verdicts if isinstance(verdict, AcceptedKernel))
+    plan = AcceptedGraphKernelPlan(graph_plan, grouped, policy, kernels, _gate=_GATE)
     _mint(plan)
     return GraphKernelPlanResult(grouped, plan, ())
 
