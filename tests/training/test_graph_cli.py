@@ -109,7 +109,9 @@ WIDTHS = "error: argument --mlp:"
         (
             ["--mlp", "99999999999,99999999999"],
             "error: parameter 0.weight of shape [99999999999, 99999999999] has 9999999999800000000001 "
-            f"elements (accepted: at most {np.iinfo(np.intp).max // 8}, what one float64 array can hold)",
+            f"elements (accepted: at most {np.iinfo(np.intp).max // 8}, what one float64 array can hold, "
+            "the cap for every parameter as random initial values are drawn in float64 whatever the "
+            "model dtype)",
         ),
         (["--relu-chain", "two"], "error: argument --relu-chain: expected a positive integer, got 'two'"),
         (

@@ -155,7 +155,8 @@ class ParamSpec:
         if count > _MAX_ELEMENTS:
             raise ShapeError(
                 f"parameter {self.name} of shape {list(self.shape)} has {count} elements "
-                f"(accepted: at most {_MAX_ELEMENTS}, what one float64 array can hold)"
+                f"(accepted: at most {_MAX_ELEMENTS}, what one float64 array can hold, the cap for every "
+                "parameter as random initial values are drawn in float64 whatever the model dtype)"
             )
         if self.init == "zeros":
             return np.zeros(self.shape, dtype=dtype)
