@@ -209,12 +209,15 @@ def _copy_hook(route: str) -> Callable[[FunctionContext], Type]:
     return hook
 
 
+def _sealed_class_argument(arg_types: list[list[Type]]) -> TypeInfo | None:
+    """The sealed class passed as the first argument (``object.__new__(Sealed)``), if any."""
+    first = _first_arg_type(arg_types)
+    return _sealed_class_object(first) if first is not None else None
+
+
 def _new_hook(owner: str) -> Callable[[MethodContext], Type]:
     def hook(ctx: MethodContext) -> Type:
-        info = _sealed_class_object(ctx.type)
-        if info is None:
-            first = _first_arg_type(ctx.arg_types)
-            info = _sealed_class_object(first) if first is not None else None
+        info = _sealed_class_object(ctx.type) or _sealed_class_argument(ctx.arg_types)
         if info is not None:
             _check_sealed(f"{owner}.__new__()", info, ctx.api, ctx.context)
         return ctx.default_return_type
@@ -226,8 +229,7 @@ def _super_new_hook(owner: str) -> Callable[[FunctionContext], Type]:
     """``super(C, C).__new__(Sealed)``: mypy names the bound callee ``"__new__ of <owner>"``."""
 
     def hook(ctx: FunctionContext) -> Type:
-        first = _first_arg_type(ctx.arg_types)
-        info = _sealed_class_object(first) if first is not None else None
+        info = _sealed_class_argument(ctx.arg_types)
         if info is not None:
             _check_sealed(f"{owner}.__new__()", info, ctx.api, ctx.context)
         return ctx.default_return_type

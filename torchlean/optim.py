@@ -105,6 +105,23 @@ def _not_a_float_array(what: str, index: int, value: object) -> str:
     )
 
 
+def _require_like(what: str, index: int, value: object, like: Array, owner: str) -> None:
+    """``value`` is a numpy array of ``like``'s shape and dtype.
+
+    Raises:
+        OptimizerError: ``optimizer: gradient 0 has shape (3,) and dtype float64, but parameter 0
+            has shape (2,) and dtype float64`` (``owner`` words the second half), or the refusal
+            of a value that is not a numpy array (:func:`_not_a_float_array`).
+    """
+    if not isinstance(value, np.ndarray):
+        raise OptimizerError(_not_a_float_array(what, index, value))
+    if value.shape != like.shape or value.dtype != like.dtype:
+        raise OptimizerError(
+            f"optimizer: {what} {index} has shape {value.shape} and dtype {value.dtype}, but {owner} "
+            f"shape {like.shape} and dtype {like.dtype}"
+        )
+
+
 _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
 """How the messages name a field (the others by their own name)."""
 
@@ -349,22 +366,9 @@ class Optimizer:
                 f"got {len(grads)}"
             )
         for index, (param, grad, state) in enumerate(zip(params, grads, self.first, strict=True)):
-            if not isinstance(param, np.ndarray):
-                raise OptimizerError(_not_a_float_array("parameter", index, param))
-            if param.shape != state.shape or param.dtype != state.dtype:
-                raise OptimizerError(
-                    f"optimizer: parameter {index} has shape {param.shape} and dtype {param.dtype}, but the "
-                    f"optimizer was created for shape {state.shape} and dtype {state.dtype}"
-                )
-            if grad is None:
-                continue
-            if not isinstance(grad, np.ndarray):
-                raise OptimizerError(_not_a_float_array("gradient", index, grad))
-            if grad.shape != state.shape or grad.dtype != state.dtype:
-                raise OptimizerError(
-                    f"optimizer: gradient {index} has shape {grad.shape} and dtype {grad.dtype}, but "
-                    f"parameter {index} has shape {param.shape} and dtype {param.dtype}"
-                )
+            _require_like("parameter", index, param, state, "the optimizer was created for")
+            if grad is not None:
+                _require_like("gradient", index, grad, state, f"parameter {index} has")
         self.steps += 1
         out: list[Array] = []
         for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
