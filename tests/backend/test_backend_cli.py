@@ -179,9 +179,25 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             "libtorch_forward_strict | libtorch_forward_cpu | libtorch_forward_strict_cpu | fast_cpu); "
             "nor is it an op (known: rand_uniform | bernoulli_mask",
         ),
-        (["plan", "--profile", "checked_cpu"], "plan needs at least one op (known: rand_uniform | "),
-        (["check", "--profile", "checked_cpu"], "check needs at least one op (known: rand_uniform | "),
-        (["explain", "--profile", "checked_cpu"], "explain needs an op (known: rand_uniform | "),
+        (
+            ["plan", "--profile", "checked_cpu"],
+            "error: the following arguments are required: OP (known: rand_uniform | ",
+        ),
+        (
+            ["check", "--profile", "checked_cpu"],
+            "error: the following arguments are required: OP (known: rand_uniform | ",
+        ),
+        (
+            ["explain", "--profile", "checked_cpu"],
+            "error: the following arguments are required: OP (known: rand_uniform | ",
+        ),
+        (
+            ["plan"],
+            "error: the following arguments are required: --profile (known: checked_cpu | checked_cuda | "
+            "libtorch_forward_cuda | libtorch_forward_strict | libtorch_forward_cpu | "
+            "libtorch_forward_strict_cpu | fast_cpu), OP (known: rand_uniform | ",
+        ),
+        (["select", "--profiles", "checked_cpu"], "select needs at least one op (known: rand_uniform | "),
         (["explain", "--profile", "checked_cpu", "conv2d"], "unknown op conv2d"),
     ],
 )
@@ -219,3 +235,17 @@ def test_no_command_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) 
     status, out, err = run(capsys, "--help")
     assert (status, err) == (0, "")
     assert out.startswith("usage: torchlean [-h] COMMAND ...\n")
+
+
+@pytest.mark.parametrize(
+    ("command", "operands"), [("plan", "OP [OP ...]"), ("check", "OP [OP ...]"), ("explain", "OP")]
+)
+def test_usage_shows_the_op_as_required(
+    capsys: pytest.CaptureFixture[str], command: str, operands: str
+) -> None:
+    """The op operand is required, so the usage line does not bracket it as optional."""
+    with pytest.raises(SystemExit) as caught:
+        main([command, "--help"])
+    assert caught.value.code == 0
+    usage = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+    assert usage.endswith(f" {operands}")

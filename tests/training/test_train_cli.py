@@ -278,7 +278,16 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             ["--execution", "typed-graph", "--profile", "checked_cuda"],
             "error: typed graph execution currently supports device `cpu`; requested `cuda`",
         ),
-        (["--epochs"], "error: argument --epochs: expected one argument"),
+        (
+            ["--epochs"],
+            "error: argument --epochs: expected one argument (write --epochs=VALUE for a value that "
+            "starts with '-')",
+        ),
+        (
+            ["--lr", "-inf"],
+            "error: argument --lr: expected one argument (write --lr=VALUE for a value that starts "
+            "with '-')",
+        ),
         (
             ["--seed", "1.5"],
             "error: argument --seed: expected an integer in [0, 2**32) (the data split's scikit-learn "

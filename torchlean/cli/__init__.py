@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import NoReturn
 
 from torchlean.backend.errors import TorchLeanError
@@ -31,7 +33,21 @@ class _Parser(argparse.ArgumentParser):
     commands: tuple[str, ...] = ()
     """The subcommand names, in registration order (set by :func:`build_parser`)."""
 
+    known: Mapping[str, str] = MappingProxyType({})
+    """Accepted values per required argument's metavar (``{"OP": "relu | matmul | ..."}``), named
+    when that argument is missing (argparse names only the metavar)."""
+
     def error(self, message: str) -> NoReturn:
+        missing = re.fullmatch(r"the following arguments are required: (.*)", message)
+        if missing is not None:
+            names = missing[1].split(", ")
+            message = "the following arguments are required: " + ", ".join(
+                f"{name} (known: {self.known[name]})" if name in self.known else name for name in names
+            )
+        elif re.fullmatch(r"argument (-\S+): expected one argument", message):
+            # argparse reads a value that starts with '-' (``--lr -inf``, ``--lr -1e-3``) as an option
+            option = message.split()[1].rstrip(":")
+            message += f" (write {option}=VALUE for a value that starts with '-')"
         self.exit(2, f"error: {message}\n")
 
 

@@ -54,6 +54,7 @@ def _parsing(parse: Callable[[str], _T]) -> Callable[[str], _T]:
 _op = _parsing(BackendOp.parse)
 _device = _parsing(Device.parse)
 _profile = _parsing(profiles.get)
+_KNOWN = {"OP": " | ".join(BackendOp.labels()), "--profile": " | ".join(profiles.names())}
 
 
 def _with_device(profile: BackendProfile, device: Device | None) -> BackendProfile:
@@ -90,14 +91,14 @@ def _cmd_capsules(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_ops(command: str, ops: Sequence[BackendOp], *, need: str = "at least one op") -> None:
-    """Refuse an empty op list, naming the known ops (argparse's "required: OP" names none)."""
+def _require_ops(command: str, ops: Sequence[BackendOp]) -> None:
+    """Refuse an empty op list of ``select`` (whose ops may also follow ``--profiles``), naming the
+    known ops."""
     if not ops:
-        raise UnknownLabelError(f"{command} needs {need} (known: {' | '.join(BackendOp.labels())})")
+        raise UnknownLabelError(f"{command} needs at least one op (known: {' | '.join(BackendOp.labels())})")
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    _require_ops("plan", args.ops)
     profile = _with_device(args.profile, args.device)
     try:
         plan = profile.plan_ops(args.ops)
@@ -113,7 +114,6 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    _require_ops("check", args.ops)
     profile = _with_device(args.profile, args.device)
     try:
         plan = profile.plan_ops(args.ops)
@@ -156,7 +156,6 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    _require_ops("explain", [] if args.op is None else [args.op], need="an op")
     print(_with_device(args.profile, args.device).explain(args.op))
     return 0
 
@@ -196,8 +195,9 @@ def register(subparsers: Any) -> None:
         "format or JSON. A failed plan prints one line per missing op on stderr and exits with status 1.",
     )
     _add_profile(plan)
+    plan.known = _KNOWN
     plan.add_argument("--format", choices=("report", "rows", "json"), default="report", help="output format")
-    plan.add_argument("ops", nargs="*", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
+    plan.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
     plan.set_defaults(func=_cmd_plan)
 
     check = subparsers.add_parser(
@@ -208,7 +208,8 @@ def register(subparsers: Any) -> None:
         "label): prints `<policy>: accepted` or each rejected obligation with its evidence.",
     )
     _add_profile(check)
-    check.add_argument("ops", nargs="*", type=_op, metavar="OP", help="backend ops")
+    check.known = _KNOWN
+    check.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops")
     check.set_defaults(func=_cmd_check)
 
     select = subparsers.add_parser(
@@ -237,5 +238,6 @@ def register(subparsers: Any) -> None:
         "or selected / admissible.",
     )
     _add_profile(explain)
-    explain.add_argument("op", nargs="?", type=_op, metavar="OP", help="one backend op")
+    explain.known = _KNOWN
+    explain.add_argument("op", type=_op, metavar="OP", help="one backend op")
     explain.set_defaults(func=_cmd_explain)

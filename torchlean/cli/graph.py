@@ -14,6 +14,7 @@ from typing import Any
 from torchlean import nn
 from torchlean.backend import profiles, report
 from torchlean.backend.graph import to_coalesced_groups
+from torchlean.cli._args import int_at_least
 from torchlean.ir.builder import GraphBuilder
 from torchlean.ir.graph import Graph
 from torchlean.nn.lowering import lower_model
@@ -36,14 +37,7 @@ def _widths(text: str) -> list[int]:
     return widths
 
 
-def _chain(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= n <= MAX_CHAIN:
-        raise argparse.ArgumentTypeError(f"expected an integer in [1, {MAX_CHAIN}], got {n}")
-    return n
+_chain = int_at_least(1, f"expected an integer in [1, {MAX_CHAIN}], got {{}}", below=MAX_CHAIN + 1)
 
 
 def register(subparsers: Any) -> None:
