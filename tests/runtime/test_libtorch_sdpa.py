@@ -139,6 +139,51 @@ def test_non_finite_keys_at_blocked_positions_do_not_leak() -> None:
     np.testing.assert_allclose(out[0], expected[0], rtol=1e-5, atol=1e-6)
 
 
+def _attended_rows_oracle(q: Array, k: Array, v: Array, mask: Array, scale: float) -> Array:
+    """Each query row from the keys it attends only (float64 numpy; blocked keys never read)."""
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for index in np.ndindex(*q.shape[:-1]):
+        *b, i = index
+        attend = mask[(*b, i)]
+        if not attend.any():
+            continue
+        keys, values = k[(*b,)][attend], v[(*b,)][attend]
+        with np.errstate(invalid="ignore", over="ignore"):
+            scores = keys @ q[index] * scale
+            weights = np.exp(scores - scores.max())
+            out[index] = (weights / weights.sum()) @ values
+    return out
+
+
+@pytest.mark.parametrize("storage", ["numpy", "torch"])
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 22])
+def test_rows_attending_a_non_finite_key_ignore_the_non_finite_keys_they_block(
+    monkeypatch: pytest.MonkeyPatch, chunk: int, storage: str
+) -> None:
+    """A query row that attends a non-finite value row is recomputed by torch; a non-finite key it
+    *blocks* must not turn its masked score into ``inf + (-inf) = NaN`` (torch's boolean mask is an
+    additive ``-inf``). Chunked recomputation gives the same rows; the device bridge
+    (``device_attention``, here on CPU torch tensors) shares the path."""
+    monkeypatch.setattr(sdpa, "_REPAIR_CHUNK", chunk)
+    rng = np.random.default_rng(21)
+    q, k, v = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 2))
+    mask = rng.random((2, 4, 5)) < 0.6
+    mask[:, :, 0] = True  # every row attends key 0 ...
+    mask[:, :, 1] = [False, False, True, False]  # ... key 1 only from query 2
+    v[:, 0, 0] = np.inf  # so every row is tainted
+    k[:, 1, 2] = np.inf  # blocked for queries 0, 1, 3: must not reach them
+    q[:, 2, 2] = 1.0  # query 2's score against key 1 is +inf
+    v[1, 1, 1] = np.nan
+    if storage == "numpy":
+        out = sdpa.scaled_dot_product_attention(q, k, v, mask)
+    else:
+        out = sdpa.device_attention(*(torch.from_numpy(a) for a in (q, k, v, mask))).numpy()
+    expected = _attended_rows_oracle(q, k, v, mask, sdpa.default_scale(3))
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    assert np.all(out[:, [0, 1, 3], 0] == np.inf) and np.all(np.isfinite(out[:, [0, 1, 3], 1]))
+    assert np.all(np.isnan(out[:, 2]))  # query 2 attends the infinite key: softmax of inf is NaN
+
+
 def test_float64_and_explicit_scale() -> None:
     q, k, v = _qkv(8, dtype=np.float64)
     out = sdpa.scaled_dot_product_attention(q, k, v, MASK, scale=0.25)
@@ -217,7 +262,8 @@ def test_bridge_zeroes_fully_blocked_rows_whatever_torch_returns(monkeypatch: py
     calls = _poisoning_sdpa(monkeypatch)
     q, k, v = _qkv(14, dtype=np.float64)
     full_mask = np.ascontiguousarray(np.broadcast_to(MASK, (2, 3, 5)))
-    raw = sdpa._torch_sdpa(q, k, v, full_mask, sdpa.default_scale(4), "cpu")
+    views = [torch.from_numpy(a) for a in (q, k, v, full_mask)]
+    raw = sdpa._torch_sdpa(*views, sdpa.default_scale(4)).numpy()
     assert np.all(np.isnan(raw[:, 1])) and np.all(np.isfinite(raw[:, [0, 2]]))  # the poison works
     out, inputs, name = _attention("libtorch_forward_cpu", [q, k, v], MASK)
     assert name == "libtorch.sdpa_forward" and len(calls) == 2

@@ -13,8 +13,9 @@ and mask convention are the ones the forward ran with.
 Mask semantics are TorchLean's (DESIGN.md §1.9): a fully blocked query row is forced to a zero
 output (whatever torch returns there), and a NaN or infinity in a key or value row that a query
 does not attend never reaches that query's output: non-finite key/value rows are zeroed before the
-torch call, and only query rows that *attend* such a key are recomputed by torch on the raw
-inputs (their result is legitimately non-finite).
+torch call, and only query rows that *attend* such a key are recomputed by torch, each on the keys
+and values it attends as they are and the ones it blocks zeroed (its result is legitimately
+non-finite).
 
 The three guards are the evidence the ``libtorch`` capsules name; all are called on this path:
 :func:`check_sdpa_inputs` (shape), :func:`check_libtorch_view` (layout) and
@@ -281,28 +282,98 @@ def require_torchlean_tape(capsule: KernelCapsule, policy: KernelPolicy) -> None
         )
 
 
-def _finite_rows(x: Array) -> Array:
-    """``(..., n)`` boolean: whether row ``j`` of ``x`` (``(..., n, d)``) is all finite."""
-    rows: Array = np.logical_and.reduce(np.isfinite(x), axis=-1)
-    return rows
+_REPAIR_CHUNK = 1 << 22
+"""The most elements of one per-row key (or value) block the tainted-row recomputation builds
+at once (16 MiB in float32): its rows are processed in chunks of at most this many."""
 
 
-def _torch_sdpa(q: Array, k: Array, v: Array, mask: Array | None, scale: float, device: str) -> Array:
+def _torch_sdpa(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> torch.Tensor:
+    """``torch.nn.functional.scaled_dot_product_attention`` under ``no_grad`` with a boolean
+    ``mask``, dropout 0, ``is_causal=False`` and the explicit ``scale`` (the bridge's one torch
+    call)."""
     import torch
 
-    views = check_libtorch_view([q, k, v] if mask is None else [q, k, v, mask], device)
     with torch.no_grad():
-        out = torch.nn.functional.scaled_dot_product_attention(
-            views[0],
-            views[1],
-            views[2],
-            attn_mask=None if mask is None else views[3],
-            dropout_p=0.0,
-            is_causal=False,
-            scale=scale,
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=False, scale=scale
         )
-    host: Array = out.detach().cpu().numpy()
-    return np.ascontiguousarray(host, dtype=q.dtype)
+
+
+def _recompute_tainted(
+    out: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    full_mask: torch.Tensor,
+    tainted: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """``out`` with every ``tainted`` query row (one that attends a non-finite key or value row)
+    recomputed by torch on that row's own keys: the keys and values it attends as they are, the
+    ones it blocks zeroed, so a non-finite *blocked* key cannot turn the masked score into
+    ``inf + (-inf) = NaN``. The rows go to torch as a batch of single-query problems, in chunks
+    of at most :data:`_REPAIR_CHUNK` key (or value) elements.
+
+    Shapes: q ``(*batch, nQ, d)``, k ``(*batch, nK, d)``, v ``(*batch, nK, dv)``, full_mask
+    ``(*batch, nQ, nK)``, tainted ``(*batch, nQ)``, out ``(*batch, nQ, dv)`` (a fresh tensor is
+    returned).
+    """
+    import torch
+
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    flat_q = q.reshape(-1, n_q, q.shape[-1])
+    flat_k = k.reshape(-1, n_k, k.shape[-1])
+    flat_v = v.reshape(-1, n_k, v.shape[-1])
+    flat_mask = full_mask.reshape(-1, n_q, n_k)
+    repaired = out.reshape(-1, n_q, out.shape[-1]).clone()
+    rows = torch.nonzero(tainted.reshape(-1)).reshape(-1)
+    chunk = max(1, _REPAIR_CHUNK // max(1, n_k * max(k.shape[-1], v.shape[-1])))
+    zero = torch.zeros((), dtype=q.dtype, device=q.device)
+    for start in range(0, int(rows.shape[0]), chunk):
+        row = rows[start : start + chunk]
+        b, i = row // n_q, row % n_q
+        attend = flat_mask[b, i]  # (T, nK)
+        keep = attend.unsqueeze(-1)
+        result = _torch_sdpa(
+            flat_q[b, i].unsqueeze(-2),
+            torch.where(keep, flat_k[b], zero),
+            torch.where(keep, flat_v[b], zero),
+            attend.unsqueeze(-2),
+            scale,
+        )
+        repaired[b, i] = result.squeeze(-2)
+    return repaired.reshape(out.shape)
+
+
+def _masked_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> torch.Tensor:
+    """TorchLean mask semantics around torch SDPA, for contiguous tensors of one batch shape
+    (both bridges): a fully blocked query row is zero (whatever torch returns there) and a NaN or
+    infinity in a key or value row reaches only the query rows that attend it. Non-finite key and
+    value rows are zeroed for the one batched torch call; the rows that attend one are then
+    recomputed on their own keys (:func:`_recompute_tainted`). Returns a fresh contiguous tensor."""
+    import torch
+
+    if mask is None:
+        return _torch_sdpa(q, k, v, None, scale).contiguous()
+    zero = torch.zeros((), dtype=q.dtype, device=q.device)
+    full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
+    finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
+    if bool(finite_keys.all()):
+        out = _torch_sdpa(q, k, v, full_mask, scale)
+    else:
+        clean = finite_keys.unsqueeze(-1)
+        clean_k = torch.where(clean, k, zero).contiguous()
+        clean_v = torch.where(clean, v, zero).contiguous()
+        out = _torch_sdpa(q, clean_k, clean_v, full_mask, scale)
+        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1)  # (..., nQ)
+        if bool(tainted.any()):
+            out = _recompute_tainted(out, q, k, v, full_mask, tainted, scale)
+    blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
+    return torch.where(blocked_rows.unsqueeze(-1), zero, out).contiguous()
 
 
 def scaled_dot_product_attention(
@@ -330,47 +401,13 @@ def scaled_dot_product_attention(
     """
     batch = check_sdpa_inputs(q, k, v, mask, scale=scale)
     s = default_scale(q.shape[-1]) if scale is None else float(scale)
-    q, k, v = _expand(q, batch), _expand(k, batch), _expand(v, batch)
-    if mask is None:
-        return _torch_sdpa(q, k, v, None, s, device)
-    full_mask = np.ascontiguousarray(np.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])))
-    finite_keys = _finite_rows(k) & _finite_rows(v)  # (..., nK)
-    if np.logical_and.reduce(finite_keys, axis=None):
-        out = _torch_sdpa(q, k, v, full_mask, s, device)
-    else:
-        clean = finite_keys[..., None]
-        out = _torch_sdpa(
-            q,
-            np.ascontiguousarray(np.where(clean, k, k.dtype.type(0))),
-            np.ascontiguousarray(np.where(clean, v, v.dtype.type(0))),
-            full_mask,
-            s,
-            device,
-        )
-        tainted = np.logical_or.reduce(full_mask & ~finite_keys[..., None, :], axis=-1)  # (..., nQ)
-        if np.logical_or.reduce(tainted, axis=None):
-            raw = _torch_sdpa(q, k, v, full_mask, s, device)
-            out = np.where(tainted[..., None], raw, out)
-    blocked_rows = ~np.logical_or.reduce(full_mask, axis=-1)  # (..., nQ)
-    return np.ascontiguousarray(np.where(blocked_rows[..., None], out.dtype.type(0), out))
-
-
-def _device_sdpa(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float
-) -> torch.Tensor:
-    import torch
-
-    views = check_libtorch_view([q, k, v] if mask is None else [q, k, v, mask], q.device.type)
-    with torch.no_grad():
-        return torch.nn.functional.scaled_dot_product_attention(
-            views[0],
-            views[1],
-            views[2],
-            attn_mask=None if mask is None else views[3],
-            dropout_p=0.0,
-            is_causal=False,
-            scale=scale,
-        )
+    arrays = [_expand(q, batch), _expand(k, batch), _expand(v, batch)]
+    if mask is not None:
+        arrays.append(np.ascontiguousarray(np.broadcast_to(mask, (*batch, q.shape[-2], k.shape[-2]))))
+    views = check_libtorch_view(arrays, device)
+    out = _masked_attention(views[0], views[1], views[2], views[3] if mask is not None else None, s)
+    host: Array = out.cpu().numpy()
+    return np.ascontiguousarray(host, dtype=q.dtype)
 
 
 def device_attention(
@@ -389,29 +426,11 @@ def device_attention(
     Raises:
         GuardError: from :func:`check_sdpa_inputs` or :func:`check_libtorch_view`.
     """
-    import torch
-
     batch = check_sdpa_inputs(q, k, v, mask, scale=scale)
     s = default_scale(q.shape[-1]) if scale is None else float(scale)
     q, k, v = _expand_device(q, batch), _expand_device(k, batch), _expand_device(v, batch)
-    if mask is None:
-        return _device_sdpa(q, k, v, None, s).contiguous()
-    zero = torch.zeros((), dtype=q.dtype, device=q.device)
-    full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
-    finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
-    if bool(finite_keys.all()):
-        out = _device_sdpa(q, k, v, full_mask, s)
-    else:
-        clean = finite_keys.unsqueeze(-1)
-        clean_k = torch.where(clean, k, zero).contiguous()
-        clean_v = torch.where(clean, v, zero).contiguous()
-        out = _device_sdpa(q, clean_k, clean_v, full_mask, s)
-        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1)  # (..., nQ)
-        if bool(tainted.any()):
-            raw = _device_sdpa(q, k, v, full_mask, s)
-            out = torch.where(tainted.unsqueeze(-1), raw, out)
-    blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
-    return torch.where(blocked_rows.unsqueeze(-1), zero, out).contiguous()
+    views = check_libtorch_view([q, k, v] if mask is None else [q, k, v, mask], q.device.type)
+    return _masked_attention(views[0], views[1], views[2], views[3] if mask is not None else None, s)
 
 
 def device_attention_vjp(
