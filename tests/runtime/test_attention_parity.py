@@ -1,11 +1,11 @@
-"""Attention parity sweep: the spec, ``reference.attention`` and ``libtorch.sdpa_forward`` against
-torch SDPA (issue 5, first "Done when" item).
+"""Attention parity sweep: the spec, ``reference.attention``, ``libtorch.sdpa_forward`` and
+``aten.scaled_dot_product_attention`` against torch SDPA (issue 5, first "Done when" item).
 
 For every case of a seeded sweep — shapes x mask kinds x dtypes — each implementation computes
 the forward output and the gradients ``(dq, dk, dv)`` of ``sum(out * g)`` for a random cotangent
 ``g``; the two runtime paths go through the eager op and TorchLean's tape under the profile that
 selects them (``checked_cpu`` -> ``reference.attention``, ``libtorch_forward_cpu`` ->
-``libtorch.sdpa_forward``).
+``libtorch.sdpa_forward``, ``fast_cpu`` -> ``aten.scaled_dot_product_attention``).
 
 Oracle: ``torch.nn.functional.scaled_dot_product_attention`` with a boolean ``attn_mask`` and
 ``torch.autograd``, in float64 on the (upcast) inputs. Tolerance: max abs error <= tol * max|oracle|
@@ -88,6 +88,7 @@ PATHS = {
     "spec": Path(None, None, bit_stable=False),
     "reference": Path("checked_cpu", "reference.attention", bit_stable=True),
     "libtorch": Path("libtorch_forward_cpu", "libtorch.sdpa_forward", bit_stable=True),
+    "aten": Path("fast_cpu", "aten.scaled_dot_product_attention", bit_stable=True),
 }
 
 
@@ -263,6 +264,38 @@ def test_attention_matches_torch_sdpa(path: str, shape: Shape, kind: str, dtype:
     _check_against_torch(label, ours, _torch_oracle(case), case)
     if case.poisoned is not None:
         _check_poison_is_inert(label, PATHS[path], ours, case)
+
+
+MIXED_BATCHES = {  # q, k, v shapes whose leading axes differ in rank and broadcast
+    "values_only": ((3, 4), (5, 4), (2, 5, 6)),
+    "queries_only": ((2, 1, 3, 4), (5, 4), (5, 2)),
+    "keys_and_values": ((3, 4), (2, 5, 4), (3, 1, 5, 2)),
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
+@pytest.mark.parametrize("shapes", list(MIXED_BATCHES))
+def test_leading_axes_of_different_rank_broadcast_like_torch(path: str, masked: bool, shapes: str) -> None:
+    """Q, K, V whose batch axes differ (only V has one; only Q; K and V of different rank): the
+    output has the broadcast batch shape and each gradient is summed back to its operand's shape,
+    as torch float64 autograd computes them."""
+    rng = np.random.default_rng(sorted(MIXED_BATCHES).index(shapes))
+    q, k, v = (rng.standard_normal(shape) for shape in MIXED_BATCHES[shapes])
+    mask = None
+    if masked:
+        mask = rng.random((q.shape[-2], k.shape[-2])) < 0.5
+        mask[:, 0] = True  # every query attends a key: torch's value is then the masked softmax
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    g = rng.standard_normal((*batch, q.shape[-2], v.shape[-1]))
+    ours = _runner(PATHS[path])(q, k, v, mask, g)
+    inputs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = TF.scaled_dot_product_attention(*inputs, attn_mask=None if mask is None else torch.tensor(mask))
+    grads = torch.autograd.grad((out * torch.tensor(g)).sum(), inputs)
+    oracle = Result(out.detach().numpy(), *(grad.numpy() for grad in grads))
+    for (name, mine), (_, theirs) in zip(ours.items(), oracle.items(), strict=True):
+        assert mine.shape == theirs.shape, f"{path} {name}: shape {mine.shape} != torch {theirs.shape}"
+        _assert_close(f"{path} [{shapes}] {name}", mine, theirs, TOLERANCE[mine.dtype])
 
 
 def test_sweep_covers_the_required_situations() -> None:

@@ -113,8 +113,12 @@ def hard_masked_softmax(scores: Tensor, allowed: Tensor | None) -> Tensor:
 def hard_masked_softmax_vjp(d_probs: Tensor, probs: Tensor, allowed: Tensor | None) -> Tensor:
     """The score cotangent ``P * (dP - rowsum(P * dP))`` with the mask held constant: the sum
     runs over allowed entries only and blocked entries are exactly 0 (a non-finite ``dP`` there
-    is selected away). Without a mask, torch's fused softmax backward (the same formula)."""
+    is selected away). Without a mask, torch's fused softmax backward (the same formula), on
+    ``probs`` broadcast to ``d_probs``' batch shape (which is larger when the values carry batch
+    axes the queries and keys lack)."""
     if allowed is None:
+        shape = torch.broadcast_shapes(d_probs.shape, probs.shape)
+        d_probs, probs = d_probs.expand(shape), probs.expand(shape)
         fused: Tensor = torch.ops.aten._softmax_backward_data(d_probs, probs, -1, probs.dtype)
         return fused
     zero = _zero(probs)
