@@ -184,6 +184,18 @@ def test_rows_attending_a_non_finite_key_ignore_the_non_finite_keys_they_block(
     assert np.all(np.isnan(out[:, 2]))  # query 2 attends the infinite key: softmax of inf is NaN
 
 
+def test_tainted_rows_with_zero_width_queries_and_keys() -> None:
+    """d == 0 (every score 0, scale 1): a row attending an infinite value is recomputed like any
+    other (the flattening must not infer a batch extent from zero-size rows)."""
+    q, k = np.zeros((2, 3, 0)), np.zeros((2, 4, 0))
+    v = np.arange(16.0).reshape(2, 4, 2)
+    v[:, 1, 0] = np.inf
+    mask = np.array([[True, True, False, False], [False, False, True, True], [True, False, True, False]])
+    out = sdpa.scaled_dot_product_attention(q, k, v, mask)
+    np.testing.assert_array_equal(out, _attended_rows_oracle(q, k, v, np.broadcast_to(mask, (2, 3, 4)), 1.0))
+    assert np.all(out[:, 0, 0] == np.inf)
+
+
 def test_float64_and_explicit_scale() -> None:
     q, k, v = _qkv(8, dtype=np.float64)
     out = sdpa.scaled_dot_product_attention(q, k, v, MASK, scale=0.25)

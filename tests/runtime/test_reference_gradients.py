@@ -528,9 +528,12 @@ def test_matmul_vjp(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
 
 
 @pytest.mark.parametrize("x_shape", [(5,), (3, 5), (2, 3, 5), (0, 5)])
-def test_linear_vjp(x_shape: tuple[int, ...]) -> None:
+@pytest.mark.parametrize("features", [(5, 4), (0, 4), (5, 0)], ids=["5to4", "0to4", "5to0"])
+def test_linear_vjp(x_shape: tuple[int, ...], features: tuple[int, int]) -> None:
     r = _rng(24)
-    x, w, b = r.standard_normal(x_shape), r.standard_normal((4, 5)), r.standard_normal(4)
+    n_in, n_out = features
+    x = r.standard_normal((*x_shape[:-1], n_in))
+    w, b = r.standard_normal((n_out, n_in)), r.standard_normal(n_out)
     _check(K.linear, K.linear_vjp, F.linear, [x, w, b])
     out = K.linear(x, w)
     g = r.standard_normal(out.shape)

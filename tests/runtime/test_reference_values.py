@@ -499,9 +499,16 @@ def test_matmul_value_matches_torch_matmul(dtype: Any, sa: tuple[int, ...], sb: 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("x_shape", [(5,), (3, 5), (2, 3, 5), (0, 5)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_value_matches_torch_linear(dtype: Any, x_shape: tuple[int, ...], bias: bool) -> None:
+@pytest.mark.parametrize("features", [(5, 4), (0, 4), (5, 0)], ids=["5to4", "0to4", "5to0"])
+def test_linear_value_matches_torch_linear(
+    dtype: Any, x_shape: tuple[int, ...], bias: bool, features: tuple[int, int]
+) -> None:
+    """Zero input features give the bias alone (an empty left fold is +0); zero outputs an empty
+    result."""
     r = _rng(20)
-    x, w, b = r.standard_normal(x_shape), r.standard_normal((4, 5)), r.standard_normal(4)
+    n_in, n_out = features
+    x = r.standard_normal((*x_shape[:-1], n_in))
+    w, b = r.standard_normal((n_out, n_in)), r.standard_normal(n_out)
     if bias:
         _vs_torch(K.linear, F.linear, [x, w, b], dtype)
     else:

@@ -323,11 +323,12 @@ def _recompute_tainted(
     import torch
 
     n_q, n_k = q.shape[-2], k.shape[-2]
-    flat_q = q.reshape(-1, n_q, q.shape[-1])
-    flat_k = k.reshape(-1, n_k, k.shape[-1])
-    flat_v = v.reshape(-1, n_k, v.shape[-1])
-    flat_mask = full_mask.reshape(-1, n_q, n_k)
-    repaired = out.reshape(-1, n_q, out.shape[-1]).clone()
+    batch = math.prod(q.shape[:-2])  # explicit: a -1 cannot be inferred when d or dv is 0
+    flat_q = q.reshape(batch, n_q, q.shape[-1])
+    flat_k = k.reshape(batch, n_k, k.shape[-1])
+    flat_v = v.reshape(batch, n_k, v.shape[-1])
+    flat_mask = full_mask.reshape(batch, n_q, n_k)
+    repaired = out.reshape(batch, n_q, out.shape[-1]).clone()
     rows = torch.nonzero(tainted.reshape(-1)).reshape(-1)
     chunk = max(1, _REPAIR_CHUNK // max(1, n_k * max(k.shape[-1], v.shape[-1])))
     zero = torch.zeros((), dtype=q.dtype, device=q.device)

@@ -825,7 +825,7 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     """``fold_matmul(x, w^T) + b`` (``torch.nn.functional.linear``): ``x (..., in)``, ``w (out, in)``,
     ``b (out,)`` or None; the product is a left fold over ``in``, the bias is added last."""
     shape = guards.check_linear(x, w, b)
-    rows = x.reshape((-1, w.shape[1]))
+    rows = x.reshape((math.prod(x.shape[:-1]), w.shape[1]))  # not -1: x may hold no element
     y = fold_matmul(rows, _swap(w))
     if b is not None:
         y = _arr(y + b)
@@ -848,8 +848,8 @@ def linear_vjp(
     shape = guards.check_linear(x, w, b)
     _check_vjp("linear", g, out, shape, x.dtype)
     need_x, need_w, need_b = (True, True, True) if needs_input_grad is None else needs_input_grad
-    rows = x.reshape((-1, w.shape[1]))
-    g_rows = g.reshape((-1, w.shape[0]))
+    rows = x.reshape((math.prod(x.shape[:-1]), w.shape[1]))
+    g_rows = g.reshape((rows.shape[0], w.shape[0]))
     dx = fold_matmul(g_rows, w).reshape(x.shape) if need_x else None
     dw = fold_matmul(_swap(g_rows), rows) if need_w else None
     db = None if b is None or not need_b else fold_sum(g_rows, 0)
