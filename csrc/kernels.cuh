@@ -629,8 +629,10 @@ TL_DEVICE bool window_cell(const T* xc, const PoolGeometry& g, const std::int64_
   return true;
 }
 
-// pivot = max (beta > 0) or min (beta < 0) of the window's input cells;
-// sum = sum over those cells of exp(beta (v - pivot)) (>= 1: the pivot cell contributes 1).
+// pivot = max (beta > 0) or min (beta < 0) of the window's input cells, replaced by 0 when it is
+// infinite (as torch.logsumexp does, so inf - inf never arises);
+// sum = sum over those cells of exp(beta (v - pivot)) (>= 1 for a finite pivot: the pivot cell
+// contributes 1; inf or 0 for an infinite one, giving the formula's +-inf).
 template <class T>
 TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
                                    T beta, T& pivot, T& sum) {
@@ -640,6 +642,7 @@ TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std
     if (!window_cell(xc, g, opos, cell, value)) continue;
     pivot = beta > T(0) ? nan_max(pivot, value) : nan_min(pivot, value);
   }
+  if (pivot == neg_inf<T>() || pivot == -neg_inf<T>()) pivot = T(0);
   sum = T(0);
   for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
     if (window_cell(xc, g, opos, cell, value)) sum += tl_exp(beta * (value - pivot));

@@ -645,6 +645,38 @@ def test_smooth_max_pool_overflow_scale_matches_mpmath(beta: float) -> None:
     assert_allclose(out32[0, 0], [float(v) for v in expected_out], rtol=1e-7, atol=0)
 
 
+SMOOTH_INFINITE_ROWS = [  # windows of 2 (stride 2), one more of 3 with padding 1
+    [math.inf, 0.0, -math.inf, -math.inf, -math.inf, 1.0, math.inf, math.inf],
+    [-math.inf, math.inf, 2.0, -math.inf, math.nan, 0.0, math.inf, -math.inf],
+]
+
+
+@pytest.mark.parametrize("beta", [1.0, -1.0, 3.0])
+@pytest.mark.parametrize("padding", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_smooth_max_pool_with_infinite_windows_matches_torch_logsumexp(
+    beta: float, padding: int, dtype: type
+) -> None:
+    """A window holding ``+-inf`` has an infinite max or min: the value is the formula's
+    ``log(sum(exp(beta * v))) / beta`` (``+-inf``, as ``torch.logsumexp`` gives), never the
+    ``inf - inf = NaN`` of a naive shift; NaN still propagates. Gradients as torch autograd of
+    the logsumexp composition (NaN where it gives NaN)."""
+    x = np.array([SMOOTH_INFINITE_ROWS], dtype=dtype)
+    params: dict[str, Any] = {"beta": beta, "kernel_size": 2 + padding, "stride": 2, "padding": padding}
+    with np.errstate(all="raise"):  # the kernel keeps numpy quiet on these inputs
+        out = S.smooth_max_pool(x, **params)
+        g = np.ones_like(out)
+        (dx,) = S.smooth_max_pool_vjp(g, x, out=out, **params)
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    expected = _torch_smooth_max_pool(tx, **params)
+    expected.backward(torch.ones_like(expected))
+    assert tx.grad is not None
+    assert out.dtype == dtype and dx.dtype == dtype
+    assert_allclose(out, expected.detach().numpy(), rtol=1e-6, atol=0)
+    assert_allclose(dx, tx.grad.numpy(), rtol=1e-6, atol=1e-7)
+    assert np.any(np.isinf(out)) and np.any(np.isfinite(out))  # the rows really exercise both
+
+
 # ---------------------------------------------------------------------------------- layer_norm
 
 

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from torchlean import spec
 from torchlean.spec import (
     FlashAttentionConfig,
     SpecTypeError,
@@ -277,3 +278,22 @@ def test_flash_refuses_a_non_finite_scale_forward_and_backward(scale: float) -> 
         flash_attention_backward(q, q, q, out, lse, np.ones((3, 2)), scale=scale)
     with pytest.raises(SpecTypeError, match=r"^scale must be a real number or None, got '1' of type str$"):
         flash_attention_forward(q, q, q, scale="1")
+
+
+def test_flash_backward_propagates_nan_like_the_standard_backward() -> None:
+    """A NaN in a query row makes that row's logsumexp NaN: the backward must treat it as a live
+    row (NaN in the gradients it reaches, as the standard backward), not as a fully blocked one
+    (``-inf``, zero gradients); the blocked row stays exactly zero."""
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((4, 3))
+    q[1, 0] = np.nan
+    mask = np.ones((4, 4), dtype=bool)
+    mask[2] = False
+    out, lse = spec.flash_attention_forward(q, q, q, mask)
+    assert np.isnan(lse[1]) and lse[2] == -np.inf
+    flash = spec.flash_attention_backward(q, q, q, out, lse, q, mask)
+    standard = spec.scaled_dot_product_attention_backward(q, q, q, q, mask)
+    for mine, expected in zip(flash, standard, strict=True):
+        assert np.isnan(mine).any()
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(expected))
+        np.testing.assert_allclose(mine, expected, rtol=1e-12, atol=1e-12, equal_nan=True)

@@ -113,7 +113,10 @@ WIDTHS = "error: argument --mlp:"
             "the cap for every parameter as random initial values are drawn in float64 whatever the "
             "model dtype)",
         ),
-        (["--relu-chain", "two"], "error: argument --relu-chain: expected an integer in [1, 1000000], got 'two'"),
+        (
+            ["--relu-chain", "two"],
+            "error: argument --relu-chain: expected an integer in [1, 1000000], got 'two'",
+        ),
         (
             ["--mlp", "4,8,1", "--relu-chain", "2"],
             "error: argument --relu-chain: not allowed with argument --mlp",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean.backend.providers.reference._ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.errors import SpecTypeError, SpecValueError
@@ -177,6 +178,7 @@ def _attention_weights(inputs: AttentionInputs) -> tuple[Array, BoolArray | None
     return masked_softmax_last_axis(scores, allowed), allowed
 
 
+@ieee
 def scaled_dot_product_attention(
     q: npt.ArrayLike,
     k: npt.ArrayLike,
@@ -213,6 +215,7 @@ def scaled_dot_product_attention(
     return np.broadcast_to(out, inputs.out_shape).copy()
 
 
+@ieee
 def scaled_dot_product_attention_backward(
     q: npt.ArrayLike,
     k: npt.ArrayLike,

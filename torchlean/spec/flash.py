@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int
+from torchlean.backend.providers.reference._ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.attention import AttentionInputs, prepare_attention
@@ -95,6 +96,7 @@ def _tile_mask(allowed: BoolArray | None, rows: slice, cols: slice) -> BoolArray
     return None if allowed is None else allowed[..., rows, cols]
 
 
+@ieee
 def flash_attention_forward(
     q: npt.ArrayLike,
     k: npt.ArrayLike,
@@ -167,6 +169,7 @@ def flash_attention_forward(
     return out, lse
 
 
+@ieee
 def flash_attention(
     q: npt.ArrayLike,
     k: npt.ArrayLike,
@@ -181,6 +184,7 @@ def flash_attention(
     return flash_attention_forward(q, k, v, mask, scale=scale, config=config)[0]
 
 
+@ieee
 def flash_attention_backward(
     q: npt.ArrayLike,
     k: npt.ArrayLike,
@@ -199,7 +203,8 @@ def flash_attention_backward(
         q, k, v, mask, scale, config: as in :func:`flash_attention_forward`.
         out: (*batch, nQ, dv), the forward output.
         lse: (*batch, nQ), the forward logsumexp (``-inf`` marks a row with no allowed key; such a
-            row contributes nothing to any gradient).
+            row contributes nothing to any gradient; a NaN one, from NaN scores, propagates NaN
+            as the standard backward does).
         d_out: (*batch, nQ, dv), the output cotangent.
 
     Returns:
@@ -220,7 +225,7 @@ def flash_attention_backward(
     saved_out = _saved("out", out, inputs.out_shape, dtype)
     saved_lse = _saved("lse", lse, (*batch, inputs.n_q), dtype)[..., None]
     grad = _saved("d_out", d_out, inputs.out_shape, dtype)
-    row_ok = saved_lse > _arith.neg_inf(dtype)
+    row_ok = saved_lse != _arith.neg_inf(dtype)  # a NaN logsumexp is a live row: NaN propagates
     lse_shift = np.where(row_ok, saved_lse, zero)
     with np.errstate(invalid="ignore"):
         row_dot = _arith.select(row_ok, np.sum(grad * saved_out, axis=-1, keepdims=True))

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.providers.reference._ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.errors import SpecTypeError, SpecValueError
@@ -104,6 +105,7 @@ def masked_softmax_last_axis(scores: Array, allowed: BoolArray | None) -> Array:
     return _arith.select(allowed, numerators / safe_denominator)
 
 
+@ieee
 def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = -1) -> Array:
     """Softmax of ``scores`` along ``axis`` in which blocked entries are exactly zero.
 

@@ -21,10 +21,8 @@ op each kernel mirrors (named per function).
 from __future__ import annotations
 
 import builtins
-import functools
 import math
-from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -38,25 +36,12 @@ from torchlean.backend.providers.reference._fold import (
     fold_sum_axes,
     sum_to_shape,
 )
+from torchlean.backend.providers.reference._ieee import ieee
 
 Grads = tuple[Array | None, ...]
 """One cotangent per forward input; ``None`` for a non-differentiable input (mask, index)."""
 
 Axis = int | tuple[int, ...] | None
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _ieee(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run a kernel under IEEE semantics without numpy floating-point warnings (as torch does)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with np.errstate(all="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _arr(x: object) -> Array:
@@ -72,14 +57,14 @@ def _check_vjp(op: str, g: Array, out: Array, shape: Sequence[int], dtype: np.dt
 # ============================================================================ binary pointwise
 
 
-@_ieee
+@ieee
 def add(a: Array, b: Array) -> Array:
     """``a + b`` with numpy/PyTorch broadcasting (``torch.add``). Same float dtype required."""
     guards.check_add(a, b)
     return _arr(a + b)
 
 
-@_ieee
+@ieee
 def add_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`add`: ``g`` summed (left fold) back to each operand's shape."""
     shape = guards.check_add(a, b)
@@ -87,14 +72,14 @@ def add_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     return sum_to_shape(g, a.shape), sum_to_shape(g, b.shape)
 
 
-@_ieee
+@ieee
 def sub(a: Array, b: Array) -> Array:
     """``a - b`` with broadcasting (``torch.sub``)."""
     guards.check_sub(a, b)
     return _arr(a - b)
 
 
-@_ieee
+@ieee
 def sub_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`sub`: ``(g, -g)`` reduced to the operands' shapes."""
     shape = guards.check_sub(a, b)
@@ -102,14 +87,14 @@ def sub_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     return sum_to_shape(g, a.shape), sum_to_shape(_arr(-g), b.shape)
 
 
-@_ieee
+@ieee
 def mul(a: Array, b: Array) -> Array:
     """Elementwise ``a * b`` with broadcasting (``torch.mul``)."""
     guards.check_mul(a, b)
     return _arr(a * b)
 
 
-@_ieee
+@ieee
 def mul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`mul`: ``(g*b, g*a)`` reduced to the operands' shapes."""
     shape = guards.check_mul(a, b)
@@ -117,7 +102,7 @@ def mul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     return sum_to_shape(_arr(g * b), a.shape), sum_to_shape(_arr(g * a), b.shape)
 
 
-@_ieee
+@ieee
 def max(a: Array, b: Array) -> Array:  # the op label is `max`
     """Elementwise maximum with broadcasting (``torch.maximum``; NaN propagates)."""
     guards.check_max(a, b)
@@ -135,7 +120,7 @@ def _select_vjp(g: Array, a: Array, b: Array, a_loses: Array, b_loses: Array) ->
     return sum_to_shape(_arr(ga), a.shape), sum_to_shape(_arr(gb), b.shape)
 
 
-@_ieee
+@ieee
 def max_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`max`: ``g`` to the larger operand; ties give ``g/2`` to each (as torch)."""
     shape = guards.check_max(a, b)
@@ -143,14 +128,14 @@ def max_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     return _select_vjp(g, a, b, _arr(a < b), _arr(a > b))
 
 
-@_ieee
+@ieee
 def min(a: Array, b: Array) -> Array:  # the op label is `min`
     """Elementwise minimum with broadcasting (``torch.minimum``; NaN propagates)."""
     guards.check_min(a, b)
     return _arr(np.minimum(a, b))
 
 
-@_ieee
+@ieee
 def min_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`min`: ``g`` to the smaller operand; ties give ``g/2`` to each (as torch)."""
     shape = guards.check_min(a, b)
@@ -161,14 +146,14 @@ def min_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
 # ============================================================================= unary pointwise
 
 
-@_ieee
+@ieee
 def scale(x: Array, *, factor: float) -> Array:
     """``x * factor`` with ``factor`` rounded to ``x.dtype`` first (``torch.mul`` by a scalar)."""
     guards.check_scale(x, factor=factor)
     return _arr(x * x.dtype.type(factor))
 
 
-@_ieee
+@ieee
 def scale_vjp(g: Array, x: Array, *, out: Array, factor: float) -> Grads:
     """VJP of :func:`scale`: ``g * factor``."""
     guards.check_scale(x, factor=factor)
@@ -176,14 +161,14 @@ def scale_vjp(g: Array, x: Array, *, out: Array, factor: float) -> Grads:
     return (_arr(g * x.dtype.type(factor)),)
 
 
-@_ieee
+@ieee
 def clamp(x: Array, *, lo: float, hi: float) -> Array:
     """``min(max(x, lo), hi)`` elementwise (``torch.clamp``; NaN stays NaN). Needs ``lo <= hi``."""
     guards.check_clamp(x, lo=lo, hi=hi)
     return _arr(np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi)))
 
 
-@_ieee
+@ieee
 def clamp_vjp(g: Array, x: Array, *, out: Array, lo: float, hi: float) -> Grads:
     """VJP of :func:`clamp`: ``g`` where ``lo <= x <= hi`` (bounds inclusive, as torch), else 0."""
     guards.check_clamp(x, lo=lo, hi=hi)
@@ -192,14 +177,14 @@ def clamp_vjp(g: Array, x: Array, *, out: Array, lo: float, hi: float) -> Grads:
     return (_arr(np.where(inside, g, g.dtype.type(0))),)
 
 
-@_ieee
+@ieee
 def abs(x: Array) -> Array:  # the op label is `abs`
     """``|x|`` elementwise (``torch.abs``)."""
     guards.check_abs(x)
     return _arr(np.abs(x))
 
 
-@_ieee
+@ieee
 def abs_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`abs`: ``g * sign(x)`` (0 at ``x == 0``, as torch)."""
     guards.check_abs(x)
@@ -207,14 +192,14 @@ def abs_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * np.sign(x)),)
 
 
-@_ieee
+@ieee
 def sqrt(x: Array) -> Array:
     """``sqrt(x)`` elementwise (``torch.sqrt``; NaN for ``x < 0``)."""
     guards.check_sqrt(x)
     return _arr(np.sqrt(x))
 
 
-@_ieee
+@ieee
 def sqrt_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`sqrt`: ``g / (2 * out)`` (inf at 0, as torch)."""
     guards.check_sqrt(x)
@@ -222,14 +207,14 @@ def sqrt_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g / (x.dtype.type(2) * out)),)
 
 
-@_ieee
+@ieee
 def relu(x: Array) -> Array:
     """``max(x, 0)`` elementwise (``torch.relu``; NaN stays NaN)."""
     guards.check_relu(x)
     return _arr(np.where(x > 0, x, np.where(np.isnan(x), x, x.dtype.type(0))))
 
 
-@_ieee
+@ieee
 def relu_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`relu`: ``g`` where ``out > 0`` else 0 (gradient 0 at 0, as torch)."""
     guards.check_relu(x)
@@ -250,7 +235,7 @@ def _normal_cdf(x: Array) -> Array:
     return _arr(erfc * x.dtype.type(0.5))
 
 
-@_ieee
+@ieee
 def gelu(x: Array) -> Array:
     """Exact GELU ``x * Phi(x)``, ``Phi(x) = erfc(-x / sqrt 2) / 2`` the standard normal CDF
     (``torch.nn.functional.gelu`` with its default ``approximate='none'``; not the tanh
@@ -259,7 +244,7 @@ def gelu(x: Array) -> Array:
     return _arr(x * _normal_cdf(x))
 
 
-@_ieee
+@ieee
 def gelu_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`gelu`: ``g * (Phi(x) + x * phi(x))`` with ``phi`` the standard normal pdf."""
     guards.check_gelu(x)
@@ -275,14 +260,14 @@ def _sigmoid(x: Array) -> Array:
     return _arr(np.where(x >= 0, one / (one + e), e / (one + e)))
 
 
-@_ieee
+@ieee
 def sigmoid(x: Array) -> Array:
     """Logistic ``1 / (1 + exp(-x))``, evaluated stably (``torch.sigmoid``)."""
     guards.check_sigmoid(x)
     return _sigmoid(x)
 
 
-@_ieee
+@ieee
 def sigmoid_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`sigmoid`: ``g * out * (1 - out)``."""
     guards.check_sigmoid(x)
@@ -290,14 +275,14 @@ def sigmoid_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * out * (x.dtype.type(1) - out)),)
 
 
-@_ieee
+@ieee
 def tanh(x: Array) -> Array:
     """``tanh(x)`` elementwise (``torch.tanh``)."""
     guards.check_tanh(x)
     return _arr(np.tanh(x))
 
 
-@_ieee
+@ieee
 def tanh_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`tanh`: ``g * (1 - out**2)``."""
     guards.check_tanh(x)
@@ -310,7 +295,7 @@ def _softplus(x: Array) -> Array:
     return _arr(np.maximum(x, x.dtype.type(0)) + np.log1p(np.exp(-np.abs(x))))
 
 
-@_ieee
+@ieee
 def softplus(x: Array) -> Array:
     """``log(1 + exp(x))`` (beta 1), evaluated stably for every x.  ``torch.nn.functional.softplus``
     returns ``x`` itself above its threshold 20; the two differ there by less than ``exp(-20)``."""
@@ -318,7 +303,7 @@ def softplus(x: Array) -> Array:
     return _softplus(x)
 
 
-@_ieee
+@ieee
 def softplus_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`softplus`: ``g * sigmoid(x)``."""
     guards.check_softplus(x)
@@ -326,14 +311,14 @@ def softplus_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * _sigmoid(x)),)
 
 
-@_ieee
+@ieee
 def exp(x: Array) -> Array:
     """``exp(x)`` elementwise (``torch.exp``)."""
     guards.check_exp(x)
     return _arr(np.exp(x))
 
 
-@_ieee
+@ieee
 def exp_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`exp`: ``g * out``."""
     guards.check_exp(x)
@@ -341,14 +326,14 @@ def exp_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * out),)
 
 
-@_ieee
+@ieee
 def log(x: Array) -> Array:
     """Natural ``log(x)`` (``torch.log``; ``-inf`` at 0, NaN below)."""
     guards.check_log(x)
     return _arr(np.log(x))
 
 
-@_ieee
+@ieee
 def log_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`log`: ``g / x``."""
     guards.check_log(x)
@@ -356,14 +341,14 @@ def log_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g / x),)
 
 
-@_ieee
+@ieee
 def sin(x: Array) -> Array:
     """``sin(x)`` elementwise (``torch.sin``)."""
     guards.check_sin(x)
     return _arr(np.sin(x))
 
 
-@_ieee
+@ieee
 def sin_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`sin`: ``g * cos(x)``."""
     guards.check_sin(x)
@@ -371,14 +356,14 @@ def sin_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * np.cos(x)),)
 
 
-@_ieee
+@ieee
 def cos(x: Array) -> Array:
     """``cos(x)`` elementwise (``torch.cos``)."""
     guards.check_cos(x)
     return _arr(np.cos(x))
 
 
-@_ieee
+@ieee
 def cos_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`cos`: ``-g * sin(x)``."""
     guards.check_cos(x)
@@ -386,14 +371,14 @@ def cos_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(g * -np.sin(x)),)
 
 
-@_ieee
+@ieee
 def inv(x: Array) -> Array:
     """``1 / x`` elementwise (``torch.reciprocal``; inf at 0)."""
     guards.check_inv(x)
     return _arr(x.dtype.type(1) / x)
 
 
-@_ieee
+@ieee
 def inv_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     """VJP of :func:`inv`: ``-g * out**2``."""
     guards.check_inv(x)
@@ -401,7 +386,7 @@ def inv_vjp(g: Array, x: Array, *, out: Array) -> Grads:
     return (_arr(-g * (out * out)),)
 
 
-@_ieee
+@ieee
 def safe_log(x: Array, *, eps: float) -> Array:
     """``log(softplus(x) + eps)`` with ``eps > 0`` (the IR's ``safe_log``, anchor-runtime.md §4.3):
     finite for every finite x."""
@@ -409,7 +394,7 @@ def safe_log(x: Array, *, eps: float) -> Array:
     return _arr(np.log(_softplus(x) + x.dtype.type(eps)))
 
 
-@_ieee
+@ieee
 def safe_log_vjp(g: Array, x: Array, *, out: Array, eps: float) -> Grads:
     """VJP of :func:`safe_log`: ``g * sigmoid(x) / (softplus(x) + eps)``."""
     guards.check_safe_log(x, eps=eps)
@@ -437,7 +422,7 @@ def _softmax_vjp_core(g: Array, w: Array, axis: int) -> Array:
     return _arr(w * (g - fold_sum(_arr(g * w), axis, keepdims=True)))
 
 
-@_ieee
+@ieee
 def softmax(x: Array, *, axis: int = -1) -> Array:
     """Softmax along ``axis``, max-shifted: ``exp(x - max) / sum(exp(x - max))`` with a left-fold
     denominator (``torch.softmax``).  A rank-0 input gives 1; an empty axis an empty result."""
@@ -445,7 +430,7 @@ def softmax(x: Array, *, axis: int = -1) -> Array:
     return _softmax_core(_as_rows(x), ax).reshape(x.shape)
 
 
-@_ieee
+@ieee
 def softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
     """VJP of :func:`softmax`: ``out * (g - sum(g * out))`` (left-fold row sum)."""
     ax = guards.check_softmax(x, axis=axis)
@@ -453,7 +438,7 @@ def softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
     return (_softmax_vjp_core(_as_rows(g), _as_rows(out), ax).reshape(x.shape),)
 
 
-@_ieee
+@ieee
 def log_softmax(x: Array, *, axis: int = -1) -> Array:
     """Log-softmax along ``axis``: ``s - log(sum(exp(s)))`` with ``s = x - max`` and a left-fold
     sum (``torch.log_softmax``).  A rank-0 input gives 0."""
@@ -465,7 +450,7 @@ def log_softmax(x: Array, *, axis: int = -1) -> Array:
     return _arr(shifted - np.log(fold_sum(np.exp(shifted), ax, keepdims=True))).reshape(x.shape)
 
 
-@_ieee
+@ieee
 def log_softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
     """VJP of :func:`log_softmax`: ``g - exp(out) * sum(g)`` (left-fold row sum)."""
     ax = guards.check_log_softmax(x, axis=axis)
@@ -505,7 +490,7 @@ def _hard_masked_vjp_core(g: Array, w: Array, allowed: Array, axis: int) -> Arra
     return _arr(np.where(allowed, w * (g_allowed - dot), zero))
 
 
-@_ieee
+@ieee
 def hard_masked_softmax(x: Array, mask: Array, *, axis: int = -1) -> Array:
     """Softmax over the allowed entries of each row along ``axis``.
 
@@ -520,7 +505,7 @@ def hard_masked_softmax(x: Array, mask: Array, *, axis: int = -1) -> Array:
     return _hard_masked_core(_as_rows(x), _as_rows(allowed), ax).reshape(x.shape)
 
 
-@_ieee
+@ieee
 def hard_masked_softmax_vjp(g: Array, x: Array, mask: Array, *, out: Array, axis: int = -1) -> Grads:
     """VJP of :func:`hard_masked_softmax` with the mask constant: ``(dx, None)``.  ``dx`` is 0 at
     blocked entries and on fully blocked rows, whatever ``g`` or ``x`` hold there."""
@@ -545,7 +530,7 @@ def _expand_reduced(g: Array, shape: Sequence[int], axes: Sequence[int]) -> Arra
     return np.broadcast_to(g.reshape(kept), tuple(shape)).copy()
 
 
-@_ieee
+@ieee
 def reduce_sum(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` (int, non-empty tuple, or None = all) as one left fold over the reduced
     elements in row-major order (``torch.sum``).  An empty reduction gives 0."""
@@ -553,7 +538,7 @@ def reduce_sum(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
     return fold_sum_axes(x, axes, keepdims=keepdims)
 
 
-@_ieee
+@ieee
 def reduce_sum_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
     """VJP of :func:`reduce_sum`: ``g`` broadcast back over the reduced axes."""
     axes = guards.check_reduce_sum(x, axis=axis, keepdims=keepdims)
@@ -561,7 +546,7 @@ def reduce_sum_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdim
     return (_expand_reduced(g, x.shape, axes),)
 
 
-@_ieee
+@ieee
 def reduce_mean(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Mean over ``axis``: the left-fold sum divided by the element count in ``x.dtype``
     (``torch.mean``; an empty reduction gives NaN, as torch)."""
@@ -570,7 +555,7 @@ def reduce_mean(x: Array, *, axis: Axis = None, keepdims: bool = False) -> Array
     return _arr(total / x.dtype.type(_count(x.shape, axes)))
 
 
-@_ieee
+@ieee
 def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdims: bool = False) -> Grads:
     """VJP of :func:`reduce_mean`: ``g / count`` broadcast back over the reduced axes."""
     axes = guards.check_reduce_mean(x, axis=axis, keepdims=keepdims)
@@ -579,7 +564,7 @@ def reduce_mean_vjp(g: Array, x: Array, *, out: Array, axis: Axis = None, keepdi
     return (_expand_reduced(scaled, x.shape, axes),)
 
 
-@_ieee
+@ieee
 def mse_loss(a: Array, b: Array) -> Array:
     """Mean squared residual ``sum((a - b)**2) / n`` as a rank-0 array; the sum is one left fold in
     row-major order (``torch.nn.functional.mse_loss``, reduction 'mean'; NaN for empty inputs)."""
@@ -589,7 +574,7 @@ def mse_loss(a: Array, b: Array) -> Array:
     return _arr(total / a.dtype.type(a.size))
 
 
-@_ieee
+@ieee
 def mse_loss_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
     """VJP of :func:`mse_loss`: ``(2 g (a - b) / n, -2 g (a - b) / n)``."""
     guards.check_mse_loss(a, b)
@@ -602,14 +587,14 @@ def mse_loss_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
 # ======================================================================================= views
 
 
-@_ieee
+@ieee
 def reshape(x: Array, *, shape: Sequence[int]) -> Array:
     """Row-major reshape to ``shape`` (one ``-1`` may be inferred; ``torch.reshape``)."""
     target = guards.check_reshape(x, shape=shape)
     return x.reshape(target).copy()
 
 
-@_ieee
+@ieee
 def reshape_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
     """VJP of :func:`reshape`: ``g`` reshaped to ``x.shape``."""
     target = guards.check_reshape(x, shape=shape)
@@ -617,14 +602,14 @@ def reshape_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grad
     return (g.reshape(x.shape).copy(),)
 
 
-@_ieee
+@ieee
 def permute(x: Array, *, perm: Sequence[int]) -> Array:
     """Axis permutation: output axis ``i`` is input axis ``perm[i]`` (``torch.permute``)."""
     axes = guards.check_permute(x, perm=perm)
     return np.transpose(x, axes).copy()
 
 
-@_ieee
+@ieee
 def permute_vjp(g: Array, x: Array, *, out: Array, perm: Sequence[int]) -> Grads:
     """VJP of :func:`permute`: ``g`` permuted by the inverse permutation."""
     axes = guards.check_permute(x, perm=perm)
@@ -635,14 +620,14 @@ def permute_vjp(g: Array, x: Array, *, out: Array, perm: Sequence[int]) -> Grads
     return (np.transpose(g, inverse).copy(),)
 
 
-@_ieee
+@ieee
 def broadcast(x: Array, *, shape: Sequence[int]) -> Array:
     """``x`` broadcast (numpy rules) to ``shape`` and materialised (``torch.broadcast_to``)."""
     target = guards.check_broadcast(x, shape=shape)
     return np.broadcast_to(x, target).copy()
 
 
-@_ieee
+@ieee
 def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Grads:
     """VJP of :func:`broadcast`: ``g`` summed (left fold) back to ``x.shape``."""
     target = guards.check_broadcast(x, shape=shape)
@@ -650,14 +635,14 @@ def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Gr
     return (sum_to_shape(g, x.shape),)
 
 
-@_ieee
+@ieee
 def concat(*xs: Array, axis: int = 0) -> Array:
     """Concatenation of one or more arrays along ``axis`` (``torch.cat``)."""
     guards.check_concat(*xs, axis=axis)
     return np.concatenate(xs, axis=axis)
 
 
-@_ieee
+@ieee
 def concat_vjp(g: Array, *xs: Array, out: Array, axis: int = 0) -> Grads:
     """VJP of :func:`concat`: the slices of ``g`` that each input occupied."""
     shape = guards.check_concat(*xs, axis=axis)
@@ -679,7 +664,7 @@ def _slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[builtins.slice
     return tuple(builtins.slice(start, stop, step) for start, stop, step in bounds)
 
 
-@_ieee
+@ieee
 def slice(
     x: Array,
     *,
@@ -693,7 +678,7 @@ def slice(
     return x[_slice_index(bounds)].copy()
 
 
-@_ieee
+@ieee
 def slice_vjp(
     g: Array,
     x: Array,
@@ -737,7 +722,7 @@ def _scatter_add_into(target: Array, index: Array, src: Array, axis: int) -> Non
         np.put_along_axis(region, idx, current + source[step], axis=axis)
 
 
-@_ieee
+@ieee
 def gather(x: Array, index: Array, *, axis: int) -> Array:
     """``torch.gather``: ``out[i][j][k] = x[i][index[i][j][k]][k]`` (axis 1); ``index`` int64 of
     ``x``'s rank, output shape ``index.shape``."""
@@ -746,7 +731,7 @@ def gather(x: Array, index: Array, *, axis: int) -> Array:
     return np.take_along_axis(_prefix(x, index.shape, ax), index, axis=ax)
 
 
-@_ieee
+@ieee
 def gather_vjp(g: Array, x: Array, index: Array, *, out: Array, axis: int) -> Grads:
     """VJP of :func:`gather`: ``(scatter_add(zeros_like(x), index, g), None)``; repeated indices
     accumulate in index order."""
@@ -757,7 +742,7 @@ def gather_vjp(g: Array, x: Array, index: Array, *, out: Array, axis: int) -> Gr
     return grad, None
 
 
-@_ieee
+@ieee
 def scatter_add(base: Array, index: Array, src: Array, *, axis: int) -> Array:
     """``torch.scatter_add(base, axis, index, src)``: a copy of ``base`` with
     ``out[i][index[i][j][k]][k] += src[i][j][k]`` (axis 1); repeated indices accumulate in index
@@ -768,7 +753,7 @@ def scatter_add(base: Array, index: Array, src: Array, *, axis: int) -> Array:
     return result
 
 
-@_ieee
+@ieee
 def scatter_add_vjp(g: Array, base: Array, index: Array, src: Array, *, out: Array, axis: int) -> Grads:
     """VJP of :func:`scatter_add`: ``(g, None, dsrc)`` with ``dsrc`` = ``g`` gathered at the
     indices (zeros where ``src`` extends beyond ``index``)."""
@@ -792,7 +777,7 @@ def _swap(x: Array) -> Array:
     return np.swapaxes(x, -1, -2)
 
 
-@_ieee
+@ieee
 def matmul(a: Array, b: Array) -> Array:
     """``torch.matmul`` semantics (1-D promotion, broadcast batch axes) with a left fold over the
     contracted axis in the operands' dtype: entry ``[m, n]`` is
@@ -802,7 +787,7 @@ def matmul(a: Array, b: Array) -> Array:
     return fold_matmul(a2, b2).reshape(shape)
 
 
-@_ieee
+@ieee
 def matmul_vjp(
     g: Array, a: Array, b: Array, *, out: Array, needs_input_grad: Sequence[bool] | None = None
 ) -> Grads:
@@ -820,7 +805,7 @@ def matmul_vjp(
     return da, db
 
 
-@_ieee
+@ieee
 def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     """``fold_matmul(x, w^T) + b`` (``torch.nn.functional.linear``): ``x (..., in)``, ``w (out, in)``,
     ``b (out,)`` or None; the product is a left fold over ``in``, the bias is added last."""
@@ -832,7 +817,7 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     return y.reshape(shape)
 
 
-@_ieee
+@ieee
 def linear_vjp(
     g: Array,
     x: Array,
@@ -880,7 +865,7 @@ def _attention_weights(
     return _hard_masked_core(scores, allowed, scores.ndim - 1), allowed, factor
 
 
-@_ieee
+@ieee
 def scaled_dot_product_attention(
     q: Array, k: Array, v: Array, mask: Array | None = None, *, scale: float | None = None
 ) -> Array:
@@ -901,7 +886,7 @@ def scaled_dot_product_attention(
     return fold_matmul_where(weights, v, allowed)
 
 
-@_ieee
+@ieee
 def scaled_dot_product_attention_vjp(
     g: Array,
     q: Array,

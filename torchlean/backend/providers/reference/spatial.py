@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from torchlean.backend.providers.reference._fold import Array, fold_sum_axes
+from torchlean.backend.providers.reference._ieee import ieee
 from torchlean.backend.providers.reference.guards import check_cotangent
 from torchlean.backend.providers.reference.spatial_guards import (
     IntOrTuple,
@@ -212,6 +213,7 @@ def _bias_grad(g: Array, b: Array | None) -> Array | None:
 # ----------------------------------------------------------------------------------------- conv
 
 
+@ieee
 def conv(
     x: Array,
     w: Array,
@@ -238,6 +240,7 @@ def conv(
     return out if b is None else out + _per_channel(b, out.ndim)
 
 
+@ieee
 def conv_vjp(
     g: Array,
     x: Array,
@@ -273,6 +276,7 @@ def conv_vjp(
     return dx, dw, _bias_grad(g, b) if need_b else None
 
 
+@ieee
 def conv_transpose(
     x: Array,
     w: Array,
@@ -309,6 +313,7 @@ def conv_transpose(
     return out if b is None else out + _per_channel(b, out.ndim)
 
 
+@ieee
 def conv_transpose_vjp(
     g: Array,
     x: Array,
@@ -369,6 +374,7 @@ def _max_select(x: Array, window: Window) -> tuple[Array, Array]:
     return best, index
 
 
+@ieee
 def max_pool(
     x: Array,
     *,
@@ -387,6 +393,7 @@ def max_pool(
     return _max_select(x, window)[0]
 
 
+@ieee
 def max_pool_vjp(
     g: Array,
     x: Array,
@@ -408,6 +415,7 @@ def max_pool_vjp(
     return (_scatter_taps(window, x.shape[:2], x.dtype, parts),)
 
 
+@ieee
 def avg_pool(
     x: Array, *, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
 ) -> Array:
@@ -424,6 +432,7 @@ def avg_pool(
     return mean
 
 
+@ieee
 def avg_pool_vjp(
     g: Array,
     x: Array,
@@ -442,8 +451,14 @@ def avg_pool_vjp(
 
 
 def _smooth_terms(x: Array, window: Window, beta: float) -> tuple[Array, list[Array], Array]:
-    """Shift (window max for beta > 0, min for beta < 0), the terms ``exp(beta*(v - shift))`` per
-    tap (0 at padding) and their left-fold sum (>= 1: the shift element contributes 1)."""
+    """Shift, the terms ``exp(beta*(v - shift))`` per tap (0 at padding) and their left-fold sum.
+
+    The shift is the window max (beta > 0) or min (beta < 0), so the sum is >= 1 (the shift
+    element contributes 1); an infinite shift is replaced by 0, as ``torch.logsumexp`` does, so
+    that ``inf - inf`` never arises: the sum is then ``inf`` (a window holding ``+inf * sign(beta)``,
+    result ``+-inf`` as the formula gives) or 0 (every element ``-inf * sign(beta)``, result
+    ``-inf * sign(beta)``). A NaN in the window makes the shift NaN.
+    """
     b = _scalar(beta, x)
     padded = _pad(x, window, -np.inf if beta > 0 else np.inf)
     views = [padded[_tap(window, offset)] for offset in _taps(window)]
@@ -451,10 +466,12 @@ def _smooth_terms(x: Array, window: Window, beta: float) -> tuple[Array, list[Ar
     shift = views[0]
     for view in views[1:]:
         shift = extreme(shift, view)
+    shift = np.where(np.isinf(shift), _scalar(0, x), shift)
     terms = [np.exp(b * (view - shift)) for view in views]
     return shift, terms, _left_fold(terms)
 
 
+@ieee
 def smooth_max_pool(
     x: Array,
     *,
@@ -466,7 +483,9 @@ def smooth_max_pool(
     """Smooth max pooling: ``(1/beta) * log(sum(exp(beta * window)))`` over each window.
 
     Computed stably as ``shift + log(sum exp(beta*(v - shift))) / beta`` with the window max
-    (beta > 0) or min (beta < 0) as shift, so large inputs do not overflow.  Padding is left out
+    (beta > 0) or min (beta < 0) as shift, so large inputs do not overflow; an infinite shift is
+    replaced by 0 (as ``torch.logsumexp``), so a window holding ``inf`` gives the formula's
+    ``+-inf``, never ``inf - inf = NaN``.  Padding is left out
     of the window (as -inf*sign(beta)).  x ``(N, C, *spatial)`` float32/float64; beta finite and
     nonzero; stride defaults to kernel_size.  Returns ``(N, C, *out)``.  Source: the
     ``reference.smooth_max_pool`` capsule (anchor-backend.md §4.2).
@@ -478,6 +497,7 @@ def smooth_max_pool(
     return result
 
 
+@ieee
 def smooth_max_pool_vjp(
     g: Array,
     x: Array,
@@ -517,6 +537,7 @@ def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]
     return dx
 
 
+@ieee
 def layer_norm(
     x: Array,
     weight: Array | None = None,
@@ -540,6 +561,7 @@ def layer_norm(
     return y if bias is None else y + bias
 
 
+@ieee
 def layer_norm_vjp(
     g: Array,
     x: Array,
@@ -579,6 +601,7 @@ def _batch_xhat(
     return (x - _per_channel(running_mean, x.ndim)) * rstd, rstd
 
 
+@ieee
 def batch_norm(
     x: Array,
     weight: Array | None,
@@ -604,6 +627,7 @@ def batch_norm(
     return y if bias is None else y + _per_channel(bias, x.ndim)
 
 
+@ieee
 def batch_norm_vjp(
     g: Array,
     x: Array,
@@ -629,6 +653,7 @@ def batch_norm_vjp(
     return dx, dweight, dbias, None, None
 
 
+@ieee
 def batch_norm_running_stats(
     x: Array, running_mean: Array, running_var: Array, *, momentum: float = 0.1
 ) -> tuple[Array, Array]:
