@@ -28,7 +28,8 @@ Operands (one rule, checked in one place):
   ``TensorTypeError``, ragged nested lists with a ``TensorError``.
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
   or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
-  (the kernel guards apply the same rule to the window parameters they receive unconverted).
+  (the kernel guards apply the same rule to the window parameters they receive unconverted,
+  refusing with a ``GuardTypeError``, also a ``TypeError``).
   Axes are refused when out of range, never wrapped; seeds must be below ``2**64``.
   Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
   refused); they are not parsed from strings.

@@ -27,7 +27,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference import spatial as S
 
 Array = np.ndarray[Any, Any]
@@ -1223,6 +1223,22 @@ def test_spatial_guard_refuses_with_message(call: Callable[[], object], message:
     """Each guard case id starts with the op label; the message names the value and the accepted range."""
     with pytest.raises(GuardError, match=re.escape(message)):
         call()
+
+
+WRONG_KIND_CASES = {
+    "conv-stride-bool", "conv-stride-float", "smooth_max_pool-beta-bool", "batch_norm-training-not-bool"
+}
+
+
+@pytest.mark.parametrize(("case_id", "call"), [c[:2] for c in GUARD_CASES], ids=[c[0] for c in GUARD_CASES])
+def test_a_parameter_of_the_wrong_kind_is_also_a_type_error(case_id: str, call: Callable[[], object]) -> None:
+    """A float or bool where an int (or real number, or flag) is meant raises ``GuardTypeError``
+    (a GuardError and a TypeError, as ``TensorTypeError`` before dispatch); a value of the right
+    kind out of range stays a plain GuardError (a ValueError)."""
+    with pytest.raises(GuardError) as caught:
+        call()
+    assert isinstance(caught.value, TypeError) == (case_id in WRONG_KIND_CASES)
+    assert isinstance(caught.value, GuardTypeError) == (case_id in WRONG_KIND_CASES)
 
 
 def test_spatial_guards_cover_every_op_label() -> None:

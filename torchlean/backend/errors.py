@@ -40,7 +40,8 @@ class GuardError(TorchLeanError, ValueError):
 
 
 class GuardTypeError(GuardError, TypeError):
-    """A guard refused an operand of the wrong kind: a non-boolean mask.
+    """A guard refused an operand or parameter of the wrong kind: a non-boolean mask, a float or
+    bool where an integer parameter (axis, window size, stride) is meant, a non-real scalar.
 
     Still a :class:`GuardError` (and so a ``ValueError``); also a ``TypeError``, like the
     specification's ``SpecTypeError`` for the same input (``torchlean.spec.errors``).

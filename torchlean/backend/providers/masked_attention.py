@@ -117,8 +117,8 @@ def hard_masked_softmax_vjp(d_probs: Tensor, probs: Tensor, allowed: Tensor | No
     ``probs`` broadcast to ``d_probs``' batch shape (which is larger when the values carry batch
     axes the queries and keys lack)."""
     if allowed is None:
-        shape = torch.broadcast_shapes(d_probs.shape, probs.shape)
-        d_probs, probs = d_probs.expand(shape), probs.expand(shape)
+        shape = (*d_probs.shape[:-2], *probs.shape[-2:])  # d_probs' batch contains probs'
+        probs = probs.expand(shape)
         fused: Tensor = torch.ops.aten._softmax_backward_data(d_probs, probs, -1, probs.dtype)
         return fused
     zero = _zero(probs)

@@ -138,13 +138,15 @@ def _int(op: str, name: str, value: object) -> int:
     if type(value) is int:  # the common case, without the numbers.Integral ABC check
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _fail(op, f"{name} must be an integer; got {value!r} of type {type(value).__name__}")
+        raise GuardTypeError(f"{op}: {name} must be an integer; got {value!r} of type {type(value).__name__}")
     return int(value)
 
 
 def _real(op: str, name: str, value: object, *, finite: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _fail(op, f"{name} must be a real number; got {value!r} of type {type(value).__name__}")
+        raise GuardTypeError(
+            f"{op}: {name} must be a real number; got {value!r} of type {type(value).__name__}"
+        )
     result = float(value)
     if math.isnan(result) or (finite and not math.isfinite(result)):
         accepted = "a finite real number" if finite else "a real number or +-inf, not NaN"

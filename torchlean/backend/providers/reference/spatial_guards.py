@@ -4,7 +4,9 @@
 ``avg_pool`` in :mod:`torchlean.backend.providers.reference.spatial` call their ``check_<op_label>``
 here before computing anything (their VJPs call it too, then check the cotangent).  A guard
 refuses bad input with :class:`~torchlean.backend.errors.GuardError`; the message starts with the
-op label, names the offending value and says what is accepted.  Refused: arrays that are not
+op label, names the offending value and says what is accepted; a parameter of the wrong kind (a
+float, bool or string where an int or a real number is meant) raises its subclass
+:class:`~torchlean.backend.errors.GuardTypeError`, also a ``TypeError``.  Refused: arrays that are not
 numpy float32/float64 arrays, dtype mismatches between operands, empty arrays, wrong ranks (x is
 ``(N, C, *spatial)`` with 1 to 3 spatial axes), channel counts that ``groups`` does not divide,
 window parameters out of range (stride < 1, padding < 0, dilation < 1, output_padding not below
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference._fold import Array
 from torchlean.backend.providers.reference.guards import check_canonical_layout, check_numel
 
@@ -61,6 +63,11 @@ class Window:
 
 def _fail(op: str, message: str) -> GuardError:
     return GuardError(f"{op}: {message}")
+
+
+def _type_fail(op: str, message: str) -> GuardTypeError:
+    """A parameter of the wrong kind (a float or bool where an int is meant): also a TypeError."""
+    return GuardTypeError(f"{op}: {message}")
 
 
 def _array(op: str, name: str, value: object) -> Array:
@@ -121,7 +128,7 @@ def _as_int(value: object) -> int | None:
 def _int_param(op: str, name: str, value: object, minimum: int) -> int:
     result = _as_int(value)
     if result is None:
-        raise _fail(op, f"{name} must be an int, got {name}={value!r}")
+        raise _type_fail(op, f"{name} must be an int, got {name}={value!r}")
     if result < minimum:
         raise _fail(op, f"{name}={result} is out of range (accepted: {name} >= {minimum})")
     return result
@@ -135,14 +142,15 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
     elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == nd:
         items = [_as_int(v) for v in value]
     else:
-        raise _fail(
+        fail = _fail if isinstance(value, Sequence) and not isinstance(value, str) else _type_fail
+        raise fail(
             op,
             f"{name}={value!r} is not accepted (accepted: an int or a sequence of {nd} ints, "
             "one per spatial axis)",
         )
     result = tuple(v for v in items if v is not None)
     if len(result) != nd:
-        raise _fail(op, f"{name}={value!r} has a non-integer entry (accepted: ints >= {minimum})")
+        raise _type_fail(op, f"{name}={value!r} has a non-integer entry (accepted: ints >= {minimum})")
     if any(v < minimum for v in result):
         raise _fail(
             op, f"{name}={value!r} is out of range (accepted: {name} >= {minimum} on every spatial axis)"
@@ -153,7 +161,7 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
 def _real_param(op: str, name: str, value: object, dtype: np.dtype[np.generic]) -> float:
     """A real scalar parameter that is finite once cast to the kernel dtype."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _fail(op, f"{name} must be a real number, got {name}={value!r}")
+        raise _type_fail(op, f"{name} must be a real number, got {name}={value!r}")
     with np.errstate(over="ignore"):
         cast = float(np.asarray(value).astype(dtype))
     if not math.isfinite(cast):
@@ -469,7 +477,7 @@ def check_batch_norm(
     named = (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var))
     xs = _batch_channels(op, x, named)
     if not isinstance(training, bool):
-        raise _fail(op, f"training must be a bool, got training={training!r}")
+        raise _type_fail(op, f"training must be a bool, got training={training!r}")
     if training:
         _batch_count(op, xs)
     elif running_mean is None or running_var is None:
