@@ -135,6 +135,8 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
         "  reference.attention (reference/cpu): device: targets cpu, not requested cuda",
         "  libtorch.sdpa_forward (libtorch/cuda): trust: trusted-external is rejected by assurance checked",
         "  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance checked",
+        "  aten.scaled_dot_product_attention (aten/cpu): not in this profile's capsule modules "
+        "(module aten; included by: fast_cpu)",
         "result: scaled_dot_product_attention -> native_cuda.direct_attention",
     ]
 

@@ -72,7 +72,25 @@ def test_explain_text_for_a_gap_and_for_an_invalid_registry() -> None:
 
 def test_no_registered_capsule() -> None:
     profile = dataclasses.replace(profiles.get("checked_cpu"), capsule_modules=())
-    assert profile.explain(B.RELU).splitlines()[1:] == [
-        "  no capsule is registered for op relu",
-        "result: no admissible kernel capsule for op relu on device cpu",
+    lines = profile.explain(B.RELU).splitlines()[1:]
+    assert lines[0] == "  no capsule is registered for op relu"
+    assert lines[-1] == "result: no admissible kernel capsule for op relu on device cpu"
+    # the shipped capsules this profile leaves out are still named, with where to find them
+    assert lines[1].startswith(
+        "  native_cuda.relu (native-cuda/cuda): not in this profile's capsule modules (module native-cuda; "
+        "included by: checked_cpu, checked_cuda,"
+    )
+    assert [line.split()[0] for line in lines[1:-1]] == ["native_cuda.relu", "reference.relu", "aten.relu"]
+
+
+def test_capsules_outside_the_profile_are_named_with_the_profiles_that_include_them() -> None:
+    """``checked_cpu`` does not include the opt-in ``aten`` module: ``explain matmul`` still names
+    ``aten.matmul`` and says which shipped profile includes it, before the result line."""
+    lines = profiles.get("checked_cpu").explain(B.MATMUL).splitlines()
+    assert lines[-2:] == [
+        "  aten.matmul (aten/cpu): not in this profile's capsule modules "
+        "(module aten; included by: fast_cpu)",
+        "result: matmul -> reference.matmul",
     ]
+    names = [line.split()[0] for line in profiles.get("fast_cpu").explain(B.MATMUL).splitlines()[1:-1]]
+    assert names == ["native_cuda.matmul", "reference.matmul", "aten.matmul"]  # nothing outside

@@ -43,6 +43,7 @@ from torchlean.backend.planner import (
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
 from torchlean.backend.registry import (
     CapsuleModule,
+    all_modules,
     aten_module,
     check_guards,
     flatten,
@@ -170,6 +171,8 @@ class BackendProfile:
 
     def explain(self, op: BackendOp | str) -> str:
         """Why each registered capsule for ``op`` is (not) selected; a registry error comes first.
+        Shipped capsules for ``op`` outside this profile's modules (``aten.*``, ``libtorch.*``) follow,
+        each naming the profiles that include its module, then the result line.
 
         Raises:
             UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
@@ -180,7 +183,26 @@ class BackendProfile:
         error = module_validation_error(self.capsule_modules)
         if error is not None:
             lines.insert(1, f"  registry invalid: {error}")
+        lines[-1:-1] = self._outside_lines(op)
         return "\n".join(lines)
+
+    def _outside_lines(self, op: BackendOp) -> list[str]:
+        """One line per shipped capsule for ``op`` in a module this profile does not include (the
+        opt-in ``aten`` and ``libtorch`` modules), naming the profiles that do include it."""
+        inside = {module.name for module in self.capsule_modules}
+        lines: list[str] = []
+        for module in all_modules():
+            if module.name in inside:
+                continue
+            including = [p.name for p in _PROFILES.values() if module in p.capsule_modules]
+            for capsule in module.capsules:
+                if capsule.op is op:
+                    lines.append(
+                        f"  {capsule.name} ({capsule.provider.label}/{capsule.device.label}): not in this "
+                        f"profile's capsule modules (module {module.name}; included by: "
+                        f"{', '.join(including) or 'no shipped profile'})"
+                    )
+        return lines
 
     def plan_report(self, ops: Iterable[BackendOp | str]) -> str:
         """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14).

@@ -11,7 +11,8 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``).
 * ``torchlean select --profiles NAME... OP...``: which capsules each profile selects.
 * ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
-  first admissibility condition it fails, or ``selected`` / ``admissible``.
+  first admissibility condition it fails, or ``selected`` / ``admissible``; then the shipped
+  capsules for the op that the profile's modules leave out, with the profiles that include them.
 
 An unknown op, profile or device is a one-line ``error: ...`` naming the accepted values, exit 2.
 """
@@ -235,7 +236,8 @@ def register(subparsers: Any) -> None:
         help="why each registered capsule for an op is (not) selected",
         description="List every registered capsule for the op with the first condition it fails "
         "(availability, forward support, contract alignment, trust, provider preference, device, VJP mode), "
-        "or selected / admissible.",
+        "or selected / admissible; then the shipped capsules for the op outside the profile's modules "
+        "(opt-in aten, libtorch) with the profiles that include them.",
     )
     _add_profile(explain)
     explain.known = _KNOWN
