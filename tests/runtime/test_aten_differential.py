@@ -451,6 +451,17 @@ def test_fast_cpu_profile_policy_and_availability() -> None:
     assert [m.name for m in fast.capsule_modules] == ["attention", "native-cuda", "reference", "aten"]
 
 
+UNREDUCED = frozenset(
+    BackendOp.parse(label)
+    for label in (
+        "relu", "gelu", "scale", "abs", "sqrt", "clamp", "sigmoid", "tanh", "softplus", "exp", "log", "sin",
+        "cos", "inv", "safe_log", "reshape", "permute",
+    )
+)  # fmt: skip
+"""The aten ops whose forward and VJP sum nothing (checked by reading aten/pointwise.py and
+kernels.py: no torch.sum / reduce_to in their VJPs): ``n/a``, like the reference capsules."""
+
+
 def test_fast_cpu_plans_aten_where_available_and_reference_otherwise() -> None:
     checked = profiles.get("checked_cpu")
     fast = profiles.get("fast_cpu")
@@ -460,7 +471,10 @@ def test_fast_cpu_plans_aten_where_available_and_reference_otherwise() -> None:
     for op, mine, theirs in zip(ops, fast_plan.kernels, checked_plan.kernels, strict=True):
         if op in aten_capsules.ATEN_OPS:
             assert mine.capsule.name == f"aten.{op.label}"
-            assert mine.capsule.numerical_policy.reduction is ReductionPolicy.IMPLEMENTATION_DEFINED
+            reduces = op not in UNREDUCED
+            assert mine.capsule.numerical_policy.reduction is (
+                ReductionPolicy.IMPLEMENTATION_DEFINED if reduces else ReductionPolicy.NOT_APPLICABLE
+            )
         else:
             assert mine.capsule.name == theirs.capsule.name
             assert mine.capsule.provider is Provider.REFERENCE
@@ -477,10 +491,9 @@ def test_fast_cpu_still_refuses_ops_without_cpu_capsules() -> None:
 def test_plan_report_names_the_aten_capsule() -> None:
     text = profiles.get("fast_cpu").plan_report([BackendOp.CONV, BackendOp.RELU])
     lines = text.splitlines()
-    for label in ("conv", "relu"):
+    for label, reduction in (("conv", "implementation-defined"), ("relu", "n/a")):
         assert (
-            f"  {label}: aten.{label} provider=aten trust=checked vjp=torchlean-tape "
-            "reduction=implementation-defined"
+            f"  {label}: aten.{label} provider=aten trust=checked vjp=torchlean-tape reduction={reduction}"
         ) in lines
     assert "guarded at runtime by torchlean.backend.providers.aten.guards.check_aten_layout" in text
 

@@ -10,8 +10,12 @@ capsule (hard_masked_softmax, concat, slice, gather, scatter_add, the two seeded
 smooth_max_pool) plan to ``reference.*`` under ``fast_cpu``.
 
 Every capsule: provider ``aten``, device ``cpu``, trust ``checked``, VJP mode ``torchlean-tape``,
-reduction ``implementation-defined`` (torch promises no summation order). Evidence names are real
-(what runs on the kernel path of ``aten/kernels.py``, ``aten/pointwise.py``, ``aten/spatial.py``):
+reduction ``implementation-defined`` (torch promises no summation order) wherever the forward or
+the VJP sums (the contractions, normalisations, reductions, pools, attention, and the binary
+pointwise ops and ``broadcast``, whose VJPs sum over broadcast axes), ``n/a`` for the unary
+pointwise ops, ``reshape`` and ``permute``, which reduce nothing (as the reference capsules).
+Evidence names are real (what runs on the kernel path of ``aten/kernels.py``, ``aten/pointwise.py``,
+``aten/spatial.py``):
 
 * shape: the reference guard, ``reference.guards.check_<op>`` or
   ``reference.spatial_guards.check_<op>`` for the six channel-first ops, called first by both the
@@ -79,6 +83,11 @@ _POINTWISE = frozenset(
         _B.SAFE_LOG,
     }
 )
+
+_NO_REDUCTION = (_POINTWISE - {_B.ADD, _B.SUB, _B.MUL, _B.MAX, _B.MIN}) | {_B.RESHAPE, _B.PERMUTE}
+"""Ops whose aten forward and VJP reduce nothing (elementwise on one tensor, or views): their
+reduction policy is ``n/a``, as the reference capsules'. The binary pointwise ops and
+``broadcast`` sum cotangents over broadcast axes with ``torch.sum`` in the VJP."""
 
 ATEN_OPS: tuple[BackendOp, ...] = (
     _B.MATMUL,
@@ -202,11 +211,19 @@ def kernel_path(op: BackendOp) -> str:
     return SPATIAL_PATH if op in _SPATIAL else KERNELS_PATH
 
 
+def _reduction(op: BackendOp) -> ReductionPolicy:
+    return ReductionPolicy.NOT_APPLICABLE if op in _NO_REDUCTION else ReductionPolicy.IMPLEMENTATION_DEFINED
+
+
 def _vjp_summary(op: BackendOp) -> str:
-    inside = _VJP_KERNELS.get(op, "torch elementwise kernels, torch.sum over broadcast axes")
+    if op in _NO_REDUCTION:
+        inside, order = _VJP_KERNELS.get(op, "torch elementwise kernels"), "no reduction"
+    else:
+        inside = _VJP_KERNELS.get(op, "torch elementwise kernels, torch.sum over broadcast axes")
+        order = "reduction order implementation-defined"
     return (
         f"TorchLean tape applies the reference `{op.label}` VJP rule, evaluated with torch CPU kernels "
-        f"({inside}); reduction order implementation-defined."
+        f"({inside}); {order}."
     )
 
 
@@ -244,7 +261,7 @@ def _capsule(op: BackendOp) -> KernelCapsule:
             GRADIENT_SUITE,
             (NativeSymbolRef(path, f"def {op.label}_vjp("),),
         ),
-        numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),
+        numerical_policy=NumericalPolicy(_reduction(op)),
     )
 
 
