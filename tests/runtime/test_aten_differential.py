@@ -517,3 +517,23 @@ def test_importing_the_aten_handlers_does_not_import_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("label", "call"),
+    [
+        ("add", lambda a, b: tl.add(a, b)),
+        ("layer_norm", lambda a, b: tl.layer_norm(a, weight=tl.tensor(np.ones(3)))),
+    ],
+)
+def test_dtype_mismatch_message_does_not_blame_the_reference_provider(
+    label: str, call: Callable[[Any, Any], Any]
+) -> None:
+    """The aten capsules run the reference guards: under ``fast_cpu`` the refusal of mixed dtypes
+    names no provider it did not use."""
+    a, b = tl.tensor(np.ones((2, 3), np.float32)), tl.tensor(np.ones((2, 3)))
+    with tl.session("fast_cpu"), pytest.raises(GuardError) as caught:
+        call(a, b)
+    message = str(caught.value)
+    assert message.startswith(f"{label}: ") and "do not promote" in message
+    assert "torchlean kernels do not promote" in message and "reference" not in message

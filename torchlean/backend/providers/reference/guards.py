@@ -89,8 +89,8 @@ def _same_dtype(op: str, arrays: Sequence[tuple[str, Array]]) -> None:
             raise _fail(
                 op,
                 f"{name} has dtype {arr.dtype} but {first_name} has dtype {first.dtype}; "
-                "reference kernels do not promote dtypes (accepted: all float operands "
-                "float32, or all float64)",
+                "torchlean kernels do not promote dtypes, whatever the provider (accepted: all float "
+                "operands float32, or all float64)",
             )
 
 

@@ -82,7 +82,7 @@ def _same_dtype(op: str, name: str, arr: Array, x: Array) -> None:
         raise _fail(
             op,
             f"{name} has dtype {arr.dtype} but x has dtype {x.dtype} (accepted: every operand in "
-            "x's dtype; reference kernels do not promote)",
+            "x's dtype; torchlean kernels do not promote, whatever the provider)",
         )
 
 
