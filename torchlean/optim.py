@@ -376,9 +376,10 @@ class Optimizer:
                 out.append(param)
                 continue
             self.param_steps[index] += 1
-            new = self.config.update(
-                self.param_steps[index], param, grad, self.first[index], self.second[index]
-            )
+            with np.errstate(all="ignore"):  # a diverging run overflows to inf silently, as torch.optim
+                new = self.config.update(
+                    self.param_steps[index], param, grad, self.first[index], self.second[index]
+                )
             out.append(np.asarray(new, dtype=param.dtype))
         return out
 

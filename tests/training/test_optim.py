@@ -405,3 +405,28 @@ def test_step_refuses_tensors_as_create_does():
         optimizer.step([np.ones(2)], [tensor])
     assert str(info.value) == f"optimizer: gradient 0 {ACCEPTED} torchlean.tensor.Tensor"
     assert optimizer.steps == 0
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop", "adagrad"])
+def test_a_diverging_step_overflows_silently_like_torch(name: str) -> None:
+    """Huge learning rate and gradients: the update overflows to +-inf (or NaN) without a numpy
+    RuntimeWarning (an exception under ``-W error``), and equals torch.optim's float32 result."""
+    import warnings
+
+    param = np.array([1e30, -2e30, 3.0], dtype=np.float32)
+    grad = np.array([3e38, -3e38, 1.0], dtype=np.float32)
+    opt = optim.by_name(name, 1e10).create([param])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (ours,) = opt.step([param], [grad])
+    tp = torch.tensor(param, requires_grad=True)
+    reference = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop,
+                 "adagrad": torch.optim.Adagrad}[name]([tp], lr=1e10)
+    tp.grad = torch.tensor(grad)
+    reference.step()
+    expected = tp.detach().numpy()
+    assert not np.all(np.isfinite(expected)) or name != "sgd"  # the case really overflows for SGD
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(ours[~finite], expected[~finite])
+    np.testing.assert_allclose(ours[finite], expected[finite], rtol=1e-6)
