@@ -251,3 +251,16 @@ def test_usage_shows_the_op_as_required(
     assert caught.value.code == 0
     usage = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
     assert usage.endswith(f" {operands}")
+
+
+def test_version_names_torchlean_numpy_and_torch(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    expected = (
+        f"torchlean {metadata.version('torchlean')} (numpy {metadata.version('numpy')}, "
+        f"torch {metadata.version('torch')})\n"
+    )
+    assert capsys.readouterr().out == expected

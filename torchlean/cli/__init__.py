@@ -51,12 +51,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\n")
 
 
+def _version() -> str:
+    """``torchlean <version> (numpy <version>, torch <version>)``, read from the installed
+    distributions' metadata (nothing is imported; a missing one is ``not installed``)."""
+    from importlib import metadata
+
+    def installed(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return f"torchlean {installed('torchlean')} (numpy {installed('numpy')}, torch {installed('torch')})"
+
+
 def build_parser() -> _Parser:
     """The ``torchlean`` parser with every command of :data:`COMMAND_MODULES` registered."""
     parser = _Parser(
         prog="torchlean",
         description="Plan, check and run neural-network kernels under explicit capsule contracts.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"torchlean.cli.{name}")
