@@ -58,7 +58,7 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert status == 0
     data = json.loads(out)
-    assert data["profile"] == "libtorch_forward_cuda"
+    assert data["profile"] == "libtorch_forward_cuda" and data["planned"] is True
     assert data["assurance"] == "external"
     assert data["trusted_external_ops"] == ["scaled_dot_product_attention"]
     assert [k["capsule"] for k in data["kernels"]] == ["native_cuda.add", "libtorch.sdpa_forward"]
@@ -81,6 +81,22 @@ def test_plan_failure_lists_every_missing_op(capsys: pytest.CaptureFixture[str])
         "no admissible kernel capsule for op selective_scan on device cpu",
         "no admissible kernel capsule for op fft_fno on device cpu",
     ]
+
+
+def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(
+        capsys, "plan", "--profile", "checked_cpu", "--format", "json", "relu", "selective_scan", "fft_fno"
+    )
+    assert status == 1
+    assert json.loads(out) == {
+        "profile": "checked_cpu",
+        "planned": False,
+        "errors": [
+            "no admissible kernel capsule for op selective_scan on device cpu",
+            "no admissible kernel capsule for op fft_fno on device cpu",
+        ],
+    }
+    assert len(err.splitlines()) == 2  # the same lines on stderr, as for the other formats
 
 
 def test_select(capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,7 +252,7 @@ def test_no_command_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) 
     )
     status, out, err = run(capsys, "--help")
     assert (status, err) == (0, "")
-    assert out.startswith("usage: torchlean [-h] COMMAND ...\n")
+    assert out.startswith("usage: torchlean [-h] [--version] COMMAND ...\n")
 
 
 @pytest.mark.parametrize(

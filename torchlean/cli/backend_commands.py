@@ -6,7 +6,9 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   the capsules a profile can select (available and admissible under its policy).
 * ``torchlean plan --profile NAME [--device D] [--format report|rows|json] OP...``: the plan report
   (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
-  prints one ``no admissible kernel capsule ...`` line per missing op on stderr, exit status 1.
+  prints one ``no admissible kernel capsule ...`` line per missing op on stderr, exit status 1
+  (with ``--format json`` also ``{"profile": ..., "planned": false, "errors": [...]}`` on stdout; a
+  planned document carries ``"planned": true``).
 * ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``).
 * ``torchlean select --profiles NAME... OP...``: which capsules each profile selects.
@@ -104,11 +106,15 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     try:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
+        if args.format == "json":  # a JSON reader still gets a document: what failed, per op
+            failed = {"profile": profile.name, "planned": False, "errors": list(error.messages)}
+            print(json.dumps(failed, indent=2))
         return _print_planning_failure(error)
     if args.format == "rows":
         print("\n".join(report.rows_lines(plan.audit())))
     elif args.format == "json":
-        print(json.dumps(report.plan_to_json(profile.name, profile.policy, plan), indent=2))
+        document = {**report.plan_to_json(profile.name, profile.policy, plan), "planned": True}
+        print(json.dumps(document, indent=2))
     else:
         print(report.plan_report(profile.name, profile.policy, plan))
     return 0
