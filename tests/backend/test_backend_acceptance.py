@@ -19,6 +19,7 @@ from torchlean.backend.acceptance import (
     TrustRejected,
     VJPMismatch,
     accept,
+    accept_graph_kernel_plan,
     acceptable,
     acceptance_failures,
 )
@@ -27,6 +28,7 @@ from torchlean.backend.binding import KernelHandler, bind, validate_eager_reques
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractEvidence
 from torchlean.backend.errors import BindingError, TorchLeanError
+from torchlean.backend.fields import BackendTypeError
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
 from torchlean.backend.providers.reference import capsules as reference
@@ -214,3 +216,36 @@ def test_external_policy_accepts_the_libtorch_forward() -> None:
     with pytest.raises(AcceptanceError) as caught:
         accept(planned, strict_policy)
     assert [f.kind for f in caught.value.failures] == ["trustRejected", "evidenceRejected"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda pk, pol: accept(None, pol),
+            "acceptance: planned must be a PlannedKernel, got None (NoneType)",
+        ),
+        (
+            lambda pk, pol: accept(pk, "checked"),
+            "acceptance: policy must be a KernelPolicy, got 'checked' (str)",
+        ),
+        (
+            lambda pk, pol: acceptance_failures(pk.capsule, pol),
+            "acceptance: planned must be a PlannedKernel, got KernelCapsule(",
+        ),
+        (
+            lambda pk, pol: accept_graph_kernel_plan([pk], pol),
+            "acceptance: graph_plan must be a GraphKernelPlan, got [PlannedKernel(",
+        ),
+    ],
+    ids=["planned-None", "policy-label", "capsule-for-planned", "list-for-graph"],
+)
+def test_gate_arguments_of_the_wrong_type_are_backend_type_errors(call: object, message: str) -> None:
+    """The gate's public functions name the argument, the value and the type accepted (was an
+    AttributeError from deep inside the gate)."""
+    profile = profiles.get("checked_cpu")
+    planned = profile.plan_ops([BackendOp.RELU]).kernels[0]
+    with pytest.raises(BackendTypeError) as caught:
+        call(planned, profile.policy)  # type: ignore[operator]
+    assert str(caught.value).startswith(message)
+    assert isinstance(caught.value, TorchLeanError) and isinstance(caught.value, TypeError)

@@ -27,6 +27,7 @@ from torchlean.backend.capsule import (
     matches_vjp,
 )
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.fields import BackendTypeError, describe
 from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan, to_coalesced_groups
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
@@ -191,10 +192,27 @@ class AcceptanceError(TorchLeanError):
         super().__init__("\n".join(failure.message for failure in failures))
 
 
+def _require(name: str, value: object, cls: type[object]) -> None:
+    """An argument of the gate's public functions has the documented type.
+
+    Raises:
+        BackendTypeError: ``accept: planned must be a PlannedKernel, got None (NoneType)``.
+    """
+    if not isinstance(value, cls):
+        raise BackendTypeError(f"{name} must be a {cls.__name__}, got {describe(value)}")
+
+
 def acceptance_failures(planned: PlannedKernel, policy: KernelPolicy) -> tuple[AcceptanceFailure, ...]:
     """Every failing part of the gate, in order: op identity, forward, alignment, trust,
     provider, device, VJP mode, then one ``evidenceRejected`` per rejected obligation
-    (shape, layout, value, vjp)."""
+    (shape, layout, value, vjp).
+
+    Raises:
+        BackendTypeError: ``planned`` is not a :class:`PlannedKernel` or ``policy`` not a
+            :class:`KernelPolicy` (e.g. the label ``"checked"``).
+    """
+    _require("acceptance: planned", planned, PlannedKernel)
+    _require("acceptance: policy", policy, KernelPolicy)
     op, capsule = planned.op, planned.capsule
     name = capsule.name
     failures: list[AcceptanceFailure] = []
@@ -256,6 +274,7 @@ def accept(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
 
     Raises:
         AcceptanceError: with every :class:`AcceptanceFailure` (``.failures``).
+        BackendTypeError: ``planned`` or ``policy`` of the wrong type (:func:`acceptance_failures`).
     """
     failures = acceptance_failures(planned, policy)
     if failures:
@@ -369,6 +388,8 @@ def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) 
     :class:`AcceptedKernel`. So planning and acceptance grow with the graph, not with the number
     of gate runs. On rejection the kernels minted for passing pairs are dropped.
     """
+    _require("acceptance: graph_plan", graph_plan, GraphKernelPlan)
+    _require("acceptance: policy", policy, KernelPolicy)
     grouped = to_coalesced_groups(graph_plan)
     verdicts = _per_group(grouped, lambda planned: _accepted_or_failures(planned, policy))
     failures = tuple(
