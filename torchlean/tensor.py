@@ -28,14 +28,15 @@ Copies and views (documented once, relied on everywhere):
   tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,
   as optimizers do), and on a read-only view (a broadcast result).
 
-Operators ``+ - * / @``, unary ``-`` and basic indexing run the ops of
+Operators ``+ - * / @``, unary ``-``, ``abs(t)`` and basic indexing run the ops of
 :mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules. The inputs of
 one op must all live on one device, the device of the capsule the session selected
 (:class:`DeviceError` otherwise; nothing is moved implicitly).
 
-Truth values and comparisons: ``bool(t)`` (and ``if t:``) is the value of a one-element tensor
-and a :class:`TensorError` otherwise, as in torch. ``==`` and ``!=`` with a tensor, a number or
-array data raise a :class:`TensorTypeError`: the backend catalog has no comparison op, so an
+Truth values and comparisons: ``bool(t)`` (and ``if t:``), ``float(t)`` and ``int(t)`` are the
+value of a one-element tensor and a :class:`TensorError` otherwise, as in torch. ``==``, ``!=``,
+``<``, ``<=``, ``>`` and ``>=`` with a tensor, a number or array data raise a
+:class:`TensorTypeError`: the backend catalog has no comparison op, so an
 elementwise result cannot run on an accepted kernel, and identity would silently answer ``False``
 for equal values. Compare values with numpy (``np.array_equal(a.numpy(), b.numpy())``) and
 identity with ``is``; hashing is by identity, and ``t == None`` is ``False`` as in torch.
@@ -48,6 +49,8 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
@@ -85,6 +88,7 @@ DTypeLike = str | type | np.dtype[Any] | Any
 
 DEFAULT_DTYPE: np.dtype[Any] = np.dtype(np.float32)
 _SUPPORTED: tuple[np.dtype[Any], ...] = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 DeviceLike = str | Any
@@ -171,13 +175,38 @@ def _unsupported(dtype: object) -> str:
     return f"unsupported tensor dtype {dtype} (supported: float32 | float64 | int64 | bool)"
 
 
+_NUMPY_TORCH_DTYPES = frozenset(
+    {"float16", "float32", "float64", "complex64", "complex128", "bool"}
+    | {f"{kind}{bits}" for kind in ("int", "uint") for bits in (8, 16, 32, 64)}
+)
+"""The torch dtypes (``str(dtype)`` without ``torch.``) that ``torch.Tensor.numpy()`` converts;
+the others (bfloat16, the float8 types, quantized types, ...) have no numpy dtype."""
+
+
+def _is_torch_tensor(value: object) -> bool:
+    """Whether ``value`` is a ``torch.Tensor`` (a subclass such as ``torch.nn.Parameter``
+    included), without importing torch: a torch tensor exists only once torch is imported."""
+    torch_module = sys.modules.get("torch")
+    return torch_module is not None and isinstance(value, torch_module.Tensor)
+
+
 def _from_torch_array(t: Any) -> Array:
+    """The values of the torch tensor ``t`` as a numpy array (a view of CPU storage, else a host
+    copy), detached, with conjugate and negative bits resolved.
+
+    Raises:
+        TensorError: a meta, sparse or nested tensor (no dense values), or a dtype numpy cannot
+            hold (``unsupported tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 |
+            bool)``), before torch's own ``TypeError: Got unsupported ScalarType``.
+    """
     if t.device.type == "meta" or t.is_sparse or getattr(t, "is_nested", False):
         kind = "meta" if t.device.type == "meta" else "sparse" if t.is_sparse else "nested"
         raise TensorError(
             f"cannot copy a {kind} torch tensor (shape {tuple(t.shape)}): it has no dense values "
             "(accepted: dense torch tensors on cpu or cuda)"
         )
+    if str(t.dtype).removeprefix("torch.") not in _NUMPY_TORCH_DTYPES:
+        raise TensorError(_unsupported(t.dtype))
     return np.asarray(t.detach().cpu().resolve_conj().resolve_neg().numpy())
 
 
@@ -186,7 +215,7 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     if isinstance(data, Tensor):
         source: Any = storage.to_host(data._data)
         from_array = True
-    elif type(data).__module__.startswith("torch"):
+    elif _is_torch_tensor(data):
         source = _from_torch_array(data)
         from_array = True
     else:
@@ -216,6 +245,12 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = np.dtype(np.int64)
     else:
         target = np.dtype(np.bool_)
+    if raw.dtype == np.uint64 and target == np.int64 and raw.size and raw.max() > _INT64_MAX:
+        # numpy's cast would wrap 2**63 to -2**63 silently (torch refuses: "Overflow when unpacking")
+        raise TensorError(
+            f"integer {int(raw.max())} does not fit the int64 tensor dtype (accepted: integers in "
+            "[-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value)"
+        )
     return np.array(raw, dtype=target, order="C", copy=True)
 
 
@@ -416,11 +451,26 @@ class Tensor:
         produced while gradients are enabled is refused, because it would silently cut the graph
         (under ``no_grad()`` its copy does not require grad).
 
+        Unlike ``torch.Tensor.to`` it takes no dtype: a dtype change is not an op of the kernel
+        catalog either (make a converted copy with ``torchlean.tensor(t.numpy(), dtype=...)``).
+
         Raises:
             DeviceError: an unknown device, CUDA unusable here (:func:`resolve_device`), or a
                 non-leaf tensor that requires grad while gradients are enabled.
+            TensorTypeError: a dtype (``torch.float64``, ``np.float32``, ``"float64"``) instead of
+                a device.
         """
-        target = resolve_device(device)
+        try:
+            target = resolve_device(device)
+        except DeviceError:
+            if _is_dtype_spelling(device):
+                raise TensorTypeError(
+                    f"Tensor.to({_preview(device)}) got a dtype, but Tensor.to moves a tensor between "
+                    "devices only; a dtype change is not supported this way (accepted: a device, "
+                    "'cpu', 'cuda', 'cuda:N' or a torch.device; for another dtype make a converted "
+                    "copy, a new leaf, with torchlean.tensor(t.numpy(), dtype=...))"
+                ) from None
+            raise
         if target == self.device:
             return self
         if self._node is not None and is_grad_enabled():
@@ -470,6 +520,10 @@ class Tensor:
         for i in range(len(self)):
             yield self[i]
 
+    def _count(self) -> str:
+        """``"no values"`` or ``"3 values"``, for the messages of the one-element conversions."""
+        return "no values" if self.size == 0 else f"{self.size} values"
+
     def __bool__(self) -> bool:
         """The truth value of a one-element tensor, ``bool(t.item())`` (as ``torch.Tensor``).
 
@@ -478,13 +532,48 @@ class Tensor:
                 Tensor with more than one value is ambiguous").
         """
         if self.size != 1:
-            count = "no values" if self.size == 0 else f"{self.size} values"
             raise TensorError(
-                f"the truth value of a tensor with {count} (shape {self.shape}) is ambiguous "
+                f"the truth value of a tensor with {self._count()} (shape {self.shape}) is ambiguous "
                 "(accepted: a tensor with exactly one element; for more, test t.numpy().any() or "
                 "t.numpy().all())"
             )
         return bool(self._data.reshape(()).item())
+
+    def __float__(self) -> float:
+        """``float(t)``: the value of a one-element tensor as a Python float (as
+        ``torch.Tensor.__float__``; bool tensors give 0.0/1.0, int64 values round to nearest).
+
+        Raises:
+            TensorError: the tensor has no elements or more than one (also a ``ValueError``, as
+                torch's "only one element tensors can be converted to Python scalars").
+        """
+        if self.size != 1:
+            raise TensorError(self._not_one("float()"))
+        return float(self._data.reshape(()).item())
+
+    def __int__(self) -> int:
+        """``int(t)``: the value of a one-element tensor as a Python int, truncated toward zero for
+        float tensors (as ``torch.Tensor.__int__``: ``int(tensor(-2.7))`` is -2; int64 values
+        exactly). There is no ``__index__`` (torch allows it for integer tensors only), so a tensor
+        is not accepted as a shape entry or axis.
+
+        Raises:
+            TensorError: the tensor has no elements or more than one (also a ``ValueError``, as
+                torch's "only one element tensors can be converted to Python scalars").
+            ValueError: a NaN value; OverflowError: an infinite value (Python's ``int(float)``,
+                as torch).
+        """
+        if self.size != 1:
+            raise TensorError(self._not_one("int()"))
+        return int(self._data.reshape(()).item())
+
+    def _not_one(self, call: str) -> str:
+        """The refusal of ``float(t)``/``int(t)`` for a tensor without exactly one element."""
+        return (
+            f"{call} of a tensor with {self._count()} (shape {self.shape}): only a one-element "
+            "tensor converts to a Python number (accepted: a tensor with exactly one element; for "
+            "more values, t.tolist() or t.numpy())"
+        )
 
     # Comparisons are not ops of the backend catalog, so an elementwise ``==`` could not run on an
     # accepted kernel; identity semantics would silently answer False for equal values where a
@@ -506,6 +595,27 @@ class Tensor:
             self._refuse_comparison("!=", other)
         return NotImplemented
 
+    def __lt__(self, other: object) -> bool:
+        """Refused against a Tensor, a number or array data, like :meth:`__eq__` (the catalog has
+        no comparison op); against anything else ``NotImplemented`` (Python's ``TypeError``)."""
+        self._refuse_comparison("<", other)
+        return NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        """Refused like :meth:`__lt__`."""
+        self._refuse_comparison("<=", other)
+        return NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        """Refused like :meth:`__lt__` (also ``number < tensor``, which Python reflects here)."""
+        self._refuse_comparison(">", other)
+        return NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        """Refused like :meth:`__lt__`."""
+        self._refuse_comparison(">=", other)
+        return NotImplemented
+
     def _refuse_comparison(self, op: str, other: object) -> None:
         """Raise for a comparison with tensor or array data; return for anything else.
 
@@ -516,13 +626,21 @@ class Tensor:
         if not isinstance(other, Tensor | numbers.Number | np.ndarray | np.generic | list | tuple):
             return
         shown = f"a Tensor of shape {other.shape}" if isinstance(other, Tensor) else _preview(other)
+        if op in ("==", "!="):
+            accepted = (
+                "np.array_equal(a.numpy(), b.numpy()) or a.numpy() == b.numpy(); test identity with "
+                "`a is b`, and look a tensor up in a list by identity, e.g. any(t is x for t in "
+                "items), since `in`, .index and .remove compare with =="
+            )
+        else:
+            accepted = (
+                f"a.numpy() {op} b.numpy(), or a.item() {op} b.item() for one-element tensors; sort "
+                "tensors by a key, e.g. sorted(items, key=lambda t: t.item())"
+            )
         raise TensorTypeError(
             f"cannot evaluate `tensor {op} other` for a Tensor of shape {self.shape} and {shown}: "
             "elementwise comparison is not an op of the backend catalog, so no accepted kernel can "
-            "run it (accepted: compare the values with numpy, e.g. np.array_equal(a.numpy(), "
-            "b.numpy()) or a.numpy() == b.numpy(); test identity with `a is b`, and look a tensor "
-            "up in a list by identity, e.g. any(t is x for t in items), since `in`, .index and "
-            ".remove compare with ==)"
+            f"run it (accepted: compare the values with numpy, e.g. {accepted})"
         )
 
     # ----------------------------------------------------------------------------- autograd
@@ -709,6 +827,12 @@ class Tensor:
 
         return F.neg(self)
 
+    def __abs__(self) -> Tensor:
+        """``abs(t)``: ``functional.abs`` (records ``abs``)."""
+        from torchlean import functional as F
+
+        return F.abs(self)
+
     def __getitem__(self, index: Any) -> Tensor:
         from torchlean import functional as F
 
@@ -772,6 +896,26 @@ def _preview(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _is_dtype_spelling(value: object) -> bool:
+    """Whether ``value`` spells a dtype (a ``torch.dtype``, a numpy dtype or scalar type, a Python
+    number type, or a string numpy reads as a dtype), for :meth:`Tensor.to`'s refusal."""
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return True
+    if isinstance(value, np.dtype):
+        return True
+    if isinstance(value, type):
+        return issubclass(value, np.generic | bool | int | float | complex)
+    if isinstance(value, str):
+        with warnings.catch_warnings():  # numpy deprecates some aliases ('a'); the answer is enough
+            warnings.simplefilter("ignore")
+            try:
+                np.dtype(value)
+            except TypeError:
+                return False
+        return True
+    return False
+
+
 def _flag(name: str, value: object) -> bool:
     """``value`` when it is a bool (Python or numpy), never coerced from other values.
 
@@ -832,12 +976,25 @@ def tensor(
 
 
 def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
-    """Copy a ``torch.Tensor`` (any device; detached) into a new CPU leaf tensor of the same dtype.
+    """Copy a ``torch.Tensor`` (any device, any strides, a ``torch.nn.Parameter`` too; detached,
+    so ``t.requires_grad`` is not carried over) into a new C-contiguous CPU leaf tensor of the
+    same dtype (integer types become int64); ``requires_grad`` sets the new leaf's flag.
 
     Raises:
-        TensorError: for a dtype other than float32, float64, an integer type or bool.
+        TensorTypeError: ``t`` is not a ``torch.Tensor`` (``from_torch() needs a torch.Tensor; got
+            array([1., 1.]) of type ndarray ...``; other data goes through :func:`tensor`), or
+            ``requires_grad`` is not a bool.
+        TensorError: a dtype other than float32, float64, an integer type or bool (``unsupported
+            tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 | bool)``), or a
+            meta, sparse or nested tensor.
     """
+    if not _is_torch_tensor(t):
+        raise TensorTypeError(
+            f"from_torch() needs a torch.Tensor; got {_preview(t)} of type {type(t).__name__} "
+            "(accepted: a torch.Tensor; create a tensor from a torchlean Tensor, a numpy array, a "
+            "number or nested lists with torchlean.tensor(...))"
+        )
     arr = _from_torch_array(t)
-    if arr.dtype.kind == "f" and arr.dtype not in FLOAT_DTYPES:
+    if arr.dtype.kind not in "biu" and arr.dtype not in FLOAT_DTYPES:  # float16, complex
         raise TensorError(_unsupported(t.dtype))
     return Tensor(arr, requires_grad=requires_grad)

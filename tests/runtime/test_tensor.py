@@ -3,7 +3,10 @@ writes and operators (oracles: numpy/torch semantics and hand-written expectatio
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ import torch
 
 import torchlean as tl
 from torchlean.autograd.tape import AutogradError
+from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import DeviceError, TensorTypeError
 
 
@@ -396,3 +400,227 @@ def test_list_lookup_error_names_the_identity_route() -> None:
     with pytest.raises(tl.TensorTypeError, match=r"any\(t is x for t in items\)"):
         _ = a in [b, a]
     assert any(t is a for t in [b, a])
+
+
+# ------------------------------------------------------------------- from_torch: what it accepts
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (np.ones(2), "ndarray"),
+        ([1.0, 2.0], "list"),
+        (tl.tensor([1.0]), "Tensor"),
+        (1.5, "float"),
+        (None, "NoneType"),
+    ],
+    ids=["ndarray", "list", "torchlean-tensor", "float", "None"],
+)
+def test_from_torch_refuses_what_is_not_a_torch_tensor(value: object, kind: str) -> None:
+    with pytest.raises(
+        TensorTypeError,
+        match=rf"^from_torch\(\) needs a torch\.Tensor; got .* of type {kind} \(accepted: a torch\.Tensor; "
+        r".*torchlean\.tensor\(\.\.\.\)\)$",
+    ) as info:
+        tl.from_torch(value)  # type: ignore[arg-type]
+    assert isinstance(info.value, TypeError)
+    assert isinstance(tl.tensor(np.ones(2)), tl.Tensor)  # the route the message names
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.complex64], ids=str
+)
+def test_torch_dtypes_outside_the_supported_ones_are_refused_by_name(dtype: torch.dtype) -> None:
+    source = torch.ones(2).to(dtype)
+    if dtype is not torch.complex64:  # numpy has no such dtype: torch's own conversion fails
+        with pytest.raises(TypeError, match="unsupported ScalarType"):
+            source.numpy()
+    supported = r"\(supported: float32 \| float64 \| int64 \| bool\)"
+    expected = rf"^unsupported tensor dtype {re.escape(str(dtype))} {supported}$"
+    with pytest.raises(tl.TensorError, match=expected):
+        tl.from_torch(source)
+    if dtype is not torch.complex64:  # tl.tensor names numpy's complex64 (test_unsupported_dtypes...)
+        with pytest.raises(tl.TensorError, match=expected):
+            tl.tensor(source)
+
+
+def test_from_torch_copies_strided_grad_tracking_and_parameter_tensors_as_plain_values() -> None:
+    base = torch.arange(12.0, dtype=torch.float64).reshape(3, 4)
+    leaf = torch.tensor([1.5, -2.0], requires_grad=True)
+    sources = {
+        "transposed": base.T,
+        "stepped": base[:, ::2],
+        "expanded": torch.tensor([7.0]).expand(3),  # stride 0
+        "non-leaf": leaf * 2.0,  # requires grad, has a grad_fn
+        "parameter": torch.nn.Parameter(torch.ones(2, 2)),
+        "negated-conj-view": torch.tensor([1.0 + 2.0j]).conj().imag,  # a negative-bit view: -2
+        "rank-0": torch.tensor(3.25, dtype=torch.float64),
+        "empty": torch.zeros(0, 3),
+    }
+    for name, source in sources.items():
+        t = tl.from_torch(source)
+        dtype = str(source.dtype).removeprefix("torch.")
+        expected = np.array(source.tolist(), dtype=dtype).reshape(source.shape)
+        assert t.shape == tuple(source.shape) and t.dtype == expected.dtype, name
+        np.testing.assert_array_equal(t.numpy(), expected, err_msg=name)
+        assert t.numpy().flags.c_contiguous and t.is_leaf and not t.requires_grad, name
+    assert tl.from_torch(leaf * 2.0, requires_grad=True).requires_grad
+    np.testing.assert_array_equal(tl.from_torch(sources["negated-conj-view"]).numpy(), [-2.0])
+    t = tl.from_torch(base.T)
+    t[0, 0] = 100.0  # a copy: the strided source is untouched
+    assert base[0, 0].item() == 0.0
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.uint16, torch.uint64], ids=str
+)
+def test_from_torch_integer_types_become_int64_with_the_same_values(dtype: torch.dtype) -> None:
+    source = torch.tensor([0, 1, 100, 127], dtype=dtype)
+    t = tl.from_torch(source)
+    assert t.dtype == np.int64 and t.tolist() == [0, 1, 100, 127]
+
+
+def test_integers_beyond_int64_are_refused_not_wrapped() -> None:
+    with pytest.raises((RuntimeError, ValueError), match="Overflow"):
+        torch.tensor([2**63])  # torch refuses too
+    message = r"integer 9223372036854775808 does not fit the int64 tensor dtype \(accepted: integers in"
+    for data in ([2**63], np.array([2**63], dtype=np.uint64), torch.tensor([2**63], dtype=torch.uint64)):
+        with pytest.raises(tl.TensorError, match=message):
+            tl.tensor(data)
+    with pytest.raises(tl.TensorError, match=message):
+        tl.from_torch(torch.tensor([1, 2**63], dtype=torch.uint64))
+    assert tl.tensor([2**63 - 1]).tolist() == [2**63 - 1]  # the largest int64 stays exact
+    assert tl.tensor(np.array([5], dtype=np.uint64)).tolist() == [5]
+    assert tl.tensor([2**63], dtype="float64").tolist() == [float(2**63)]
+
+
+# ------------------------------------------------------------------- float(), int(), abs()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [[2.5], -2.7, [[0.75]], 1e30, [3], [-7], 2**62 + 1, [True], False, [2.7], np.array([-0.0])],
+    ids=repr,
+)
+def test_float_and_int_of_a_one_element_tensor_match_torch(data: object) -> None:
+    t, twin = tl.tensor(data), torch.tensor(data)
+    assert t.dtype == np.dtype(str(twin.dtype).removeprefix("torch."))  # same stored value
+    assert type(float(t)) is float and float(t) == float(twin)
+    assert type(int(t)) is int and int(t) == int(twin)  # truncation toward zero: int(-2.7) == -2
+
+
+def test_int_of_a_non_finite_tensor_fails_as_in_torch() -> None:
+    for value, error in [(float("nan"), ValueError), (float("inf"), OverflowError)]:
+        with pytest.raises(error):
+            int(torch.tensor(value))
+        with pytest.raises(error):
+            int(tl.tensor(value))
+    assert np.isnan(float(tl.tensor([np.nan]))) and float(tl.tensor(-np.inf)) == -np.inf
+
+
+@pytest.mark.parametrize(
+    ("data", "count", "shape"),
+    [
+        (np.zeros(3), "3 values", "(3,)"),
+        (np.ones((2, 2)), "4 values", "(2, 2)"),
+        (np.zeros(0), "no values", "(0,)"),
+    ],
+)
+@pytest.mark.parametrize("convert", [float, int], ids=["float", "int"])
+def test_float_and_int_of_other_tensors_are_refused_as_in_torch(
+    data: np.ndarray, count: str, shape: str, convert: type
+) -> None:
+    with pytest.raises(ValueError, match="only one element tensors"):
+        convert(torch.from_numpy(data))
+    expected = (
+        rf"^{convert.__name__}\(\) of a tensor with {count} \(shape {re.escape(shape)}\): only a "
+        r"one-element tensor converts to a Python number \(accepted: a tensor with exactly one element"
+    )
+    with pytest.raises(tl.TensorError, match=expected) as info:
+        convert(tl.tensor(data))
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_tensor_is_no_index_unlike_an_integer_torch_tensor() -> None:
+    with pytest.raises(TypeError):
+        range(tl.tensor(3))  # type: ignore[call-overload]
+    with pytest.raises(TensorTypeError, match="must be an integer"):
+        tl.reshape(tl.tensor(np.ones(6)), (tl.tensor(2), 3))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_abs_runs_the_abs_op_and_records_it(profile: str) -> None:
+    data = np.array([1.5, -2.0, 0.0, -0.25])
+    with tl.session(profile) as s:
+        x = tl.tensor(data, requires_grad=True)
+        y = abs(x)
+        assert BackendOp.ABS in [k.op for k in s.selected]
+    assert y.grad_fn == "abs" and y.dtype == np.float64
+    np.testing.assert_array_equal(y.numpy(), [1.5, 2.0, 0.0, 0.25])
+    tl.reduce_sum(y).backward()
+    assert x.grad is not None  # d|x|/dx = sign(x), 0 at 0 (as torch)
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, -1.0, 0.0, -1.0])
+
+
+# ------------------------------------------------------------------- ordering comparisons
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">="])
+def test_ordering_comparisons_are_refused_like_equality(op: str) -> None:
+    operators = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+    compare: Callable[[Any, Any], Any] = operators[op]
+    reflected = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+    t = tl.tensor([1.0, 2.0])
+    others = [tl.tensor([1.0, 2.0]), t, 1.0, 1, np.float32(1.0), np.array([1.0, 2.0]), [1.0, 2.0], (1.0, 2.0)]
+    for other in others:
+        with pytest.raises(TensorTypeError, match=rf"^cannot evaluate `tensor {re.escape(op)} other` for a "):
+            compare(t, other)
+        # Python reflects `other < t` to `t > other` when other does not know tensors
+        with pytest.raises(TensorTypeError, match=r"comparison is not an op of the backend catalog"):
+            compare(other, t)
+    with pytest.raises(TensorTypeError) as info:
+        compare(1, t)
+    assert f"`tensor {reflected} other`" in str(info.value)
+    assert f"a.numpy() {reflected} b.numpy()" in str(info.value)
+    for other in [None, "text"]:  # nothing to compare with: Python's TypeError, as torch
+        with pytest.raises(TypeError) as plain:
+            compare(t, other)
+        assert not isinstance(plain.value, TensorTypeError)
+        with pytest.raises(TypeError):
+            compare(torch.ones(2), other)
+
+
+def test_sorting_tensors_names_the_key_route() -> None:
+    a, b = tl.tensor(2.0), tl.tensor(1.0)
+    with pytest.raises(TensorTypeError, match=r"sorted\(items, key=lambda t: t\.item\(\)\)"):
+        sorted([a, b])
+    assert [t is b for t in sorted([a, b], key=lambda t: t.item())] == [True, False]
+
+
+# ------------------------------------------------------------------- to(): devices only
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float64, torch.float32, np.float64, np.dtype("float32"), "float64", "int64", float, bool],
+    ids=repr,
+)
+def test_to_with_a_dtype_explains_that_it_moves_devices_only(dtype: object) -> None:
+    t = tl.tensor([1.0, 2.0])
+    with pytest.raises(
+        TensorTypeError,
+        match=r"^Tensor\.to\(.*\) got a dtype, but Tensor\.to moves a tensor between devices only; a "
+        r"dtype change is not supported this way \(accepted: a device, 'cpu', 'cuda', 'cuda:N' or a "
+        r"torch\.device; ",
+    ):
+        t.to(dtype)
+    converted = tl.tensor(t.numpy(), dtype="float64")  # the route the message names
+    assert converted.dtype == np.float64 and converted.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("spelling", ["metal", "gpu", "cpu:0", "cuda:x"])
+def test_to_with_an_unknown_device_is_still_a_device_error(spelling: str) -> None:
+    accepted = r"\(accepted: cpu \| cuda \| cuda:N\)"
+    with pytest.raises(DeviceError, match=rf"unknown tensor device .* {accepted}") as info:
+        tl.tensor([1.0]).to(spelling)
+    assert not isinstance(info.value, TypeError)

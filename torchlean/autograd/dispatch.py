@@ -29,7 +29,10 @@ call, with :func:`execute_bound`):
    accepted kernel are still minted), wrap the result in a
    :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
    is differentiable and some input requires a gradient, record one tape node whose local rule
-   is the linked kernel's VJP, evaluated at the saved inputs and output.
+   is the linked kernel's VJP, evaluated at the saved inputs and output. An allocation failure of
+   the forward or the VJP (numpy's ``MemoryError``, torch's CPU allocator error or
+   ``torch.OutOfMemoryError``) becomes a :class:`KernelMemoryError`, a ``MemoryError`` under
+   every profile.
 
 Linked kernels come from the provider modules in :data:`HANDLER_MODULES` (each exports
 ``LINKED_KERNELS``); a module that does not exist in this build (for example CUDA handlers) is
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -53,7 +57,7 @@ from torchlean.autograd.tape import Array, LocalRule, Node, SavedArray, VersionC
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.errors import BindingError, SessionError
+from torchlean.backend.errors import BindingError, SessionError, TorchLeanError
 from torchlean.backend.providers.linked import LinkedKernel, VJPFn
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.vocabulary import BackendOp, Device
@@ -63,6 +67,7 @@ __all__ = [
     "HANDLER_MODULES",
     "OPTIONAL_INPUTS",
     "BoundKernel",
+    "KernelMemoryError",
     "bind_linked",
     "check_devices",
     "check_operands",
@@ -246,6 +251,45 @@ def check_devices(op: BackendOp, capsule: KernelCapsule, inputs: Sequence[Tensor
         )
 
 
+class KernelMemoryError(TorchLeanError, MemoryError):
+    """A kernel's forward or VJP could not allocate memory (also a ``MemoryError``, whichever
+    provider ran it: numpy's ``MemoryError`` on the reference path, torch's CPU allocator failure
+    or ``torch.OutOfMemoryError`` on the aten and CUDA paths). The message names the op, the
+    capsule and the stage and keeps the allocator's text; the original is its ``__cause__``."""
+
+
+_TORCH_CPU_ALLOCATOR_FAILURES = (
+    "DefaultCPUAllocator: can't allocate memory",
+    "DefaultCPUAllocator: not enough memory",
+)
+"""How torch's CPU allocator words a failed allocation (a plain ``RuntimeError``: "[enforce fail
+at alloc_cpu.cpp:127] ... DefaultCPUAllocator: can't allocate memory: you tried to allocate N
+bytes"; older releases say "not enough memory")."""
+
+
+def _memory_error(capsule: KernelCapsule, stage: str, exc: BaseException) -> KernelMemoryError | None:
+    """``exc`` as a :class:`KernelMemoryError` when it is an allocation failure, else None.
+
+    Recognised: ``MemoryError`` (numpy), torch's ``OutOfMemoryError`` by type (torch is looked up
+    in ``sys.modules``: a torch exception implies torch is imported, and this module must not
+    import it), and torch's CPU allocator failure by its message.
+    """
+    if isinstance(exc, KernelMemoryError):
+        return None
+    if not isinstance(exc, MemoryError):
+        torch_module = sys.modules.get("torch")
+        cuda_oom = torch_module is not None and isinstance(
+            exc, getattr(torch_module, "OutOfMemoryError", ())
+        )
+        text = str(exc)
+        if not cuda_oom and not any(failure in text for failure in _TORCH_CPU_ALLOCATOR_FAILURES):
+            return None
+    return KernelMemoryError(
+        f"torch: `{capsule.op.label}` {stage} on capsule `{capsule.name}` "
+        f"({capsule.provider.label}/{capsule.device.label}) could not allocate memory: {exc}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class BoundKernel:
     """An accepted kernel bound once to its linked implementation: the eager hot path.
@@ -314,6 +358,10 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
             (:func:`check_devices`).
         GuardError: the kernel's guard refused the inputs.
         SessionError: an input requires a gradient but the linked kernel has no VJP.
+        KernelMemoryError: the kernel could not allocate memory (also a ``MemoryError``, on every
+            provider: ``torch: `broadcast` forward on capsule `aten.broadcast` (aten/cpu) could
+            not allocate memory: <the allocator's text>``); its VJP raises the same (``VJP``
+            instead of ``forward``) during ``backward``.
         beartype.roar.BeartypeCallHintViolation: the bound executable or its accepted kernel is no
             longer the one the gates minted (``ExecutableKernel.run``).
     """
@@ -327,7 +375,13 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     linked = bound.linked
     if linked.vjp_guard is not None:
         linked.vjp_guard(capsule, accepted.policy)
-    out: Array = bound.executable.run(tuple(arrays), params)
+    try:
+        out: Array = bound.executable.run(tuple(arrays), params)
+    except (MemoryError, RuntimeError) as exc:
+        memory = _memory_error(capsule, "forward", exc)
+        if memory is None:
+            raise
+        raise memory from exc
     version = _view_version(out, inputs)
     if not (bound.differentiable and is_grad_enabled()):
         return Tensor._make(out, False, None, version)
@@ -364,11 +418,23 @@ def _local_rule(
         mask = tuple(needs)
 
         def skipping(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-            return vjp_needs(capsule, g, ins, o, params, mask)
+            try:
+                return vjp_needs(capsule, g, ins, o, params, mask)
+            except (MemoryError, RuntimeError) as exc:
+                memory = _memory_error(capsule, "VJP", exc)
+                if memory is None:
+                    raise
+                raise memory from exc
 
         return skipping
 
     def rule(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-        return vjp(capsule, g, ins, o, params)
+        try:
+            return vjp(capsule, g, ins, o, params)
+        except (MemoryError, RuntimeError) as exc:
+            memory = _memory_error(capsule, "VJP", exc)
+            if memory is None:
+                raise
+            raise memory from exc
 
     return rule

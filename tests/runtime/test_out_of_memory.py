@@ -1,0 +1,134 @@
+"""A kernel that cannot allocate memory raises ``MemoryError`` (``KernelMemoryError``, also a
+``TorchLeanError``) under every profile, naming the op and keeping the allocator's text
+(``torchlean.autograd.dispatch.execute_bound`` and the tape rules of its nodes).
+
+The requests are far beyond any address space (hundreds of TiB), so numpy's and torch's allocators
+refuse them at once, whatever the overcommit setting, without touching memory; each test checks
+that the process's peak resident size did not grow."""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean.autograd import dispatch
+from torchlean.autograd.dispatch import KernelMemoryError
+from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import BackendOp
+
+HUGE = (10**7, 10**6, 3)  # 3e13 float64 values: 218 TiB
+PROFILES = {"checked_cpu": "reference", "fast_cpu": "aten"}
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+@pytest.fixture
+def no_real_allocation() -> Iterator[None]:
+    """Fails the test when the peak resident size grew by more than 64 MiB during it."""
+    before = _peak_rss_mib()
+    yield
+    assert _peak_rss_mib() - before < 64.0
+
+
+def _torch_allocator_failure() -> RuntimeError:
+    """The error torch's CPU allocator really raises for an impossible request."""
+    try:
+        torch.empty(HUGE, dtype=torch.float64)
+    except RuntimeError as exc:
+        return exc
+    raise AssertionError("torch allocated 218 TiB")
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_an_impossible_broadcast_is_a_memory_error_under_every_profile(
+    profile: str, no_real_allocation: None
+) -> None:
+    x = tl.tensor(np.ones(3))
+    with tl.session(profile):
+        tl.broadcast_to(x, (2, 3))  # plan and bind first, so the fixture measures only the failure
+        with pytest.raises(MemoryError) as info:
+            tl.broadcast_to(x, HUGE)
+    error = info.value
+    assert isinstance(error, KernelMemoryError) and isinstance(error, TorchLeanError)
+    provider = PROFILES[profile]
+    assert str(error).startswith(
+        f"torch: `broadcast` forward on capsule `{provider}.broadcast` ({provider}/cpu) could not "
+        "allocate memory: "
+    )
+    cause = error.__cause__
+    assert cause is not None and str(cause) in str(error)  # the allocator's text is kept
+    if profile == "checked_cpu":  # numpy's own MemoryError
+        assert isinstance(cause, MemoryError) and "Unable to allocate 218. TiB" in str(cause)
+    else:  # torch's CPU allocator: a plain RuntimeError
+        assert type(cause) is RuntimeError and "DefaultCPUAllocator: can't allocate memory" in str(cause)
+
+
+def test_a_torch_out_of_memory_error_is_recognised_by_its_type(no_real_allocation: None) -> None:
+    x = tl.tensor(np.ones(3))
+    with tl.session("fast_cpu") as s:
+        bound = s.resolve(BackendOp.RELU)
+        original = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+        def exhausted(*args: Any) -> Any:
+            raise original
+
+        failing = dispatch.bind_linked(bound.accepted, dataclasses.replace(bound.linked, forward=exhausted))
+        with pytest.raises(KernelMemoryError, match=r"`relu` forward .* CUDA out of memory\. Tried") as info:
+            dispatch.execute_bound(failing, (x,), {})
+    assert info.value.__cause__ is original
+
+
+def test_other_runtime_errors_of_a_kernel_pass_unchanged() -> None:
+    x = tl.tensor(np.ones(3))
+    with tl.session("fast_cpu") as s:
+        bound = s.resolve(BackendOp.RELU)
+        original = RuntimeError("shape '[2]' is invalid for input of size 3")
+
+        def broken(*args: Any) -> Any:
+            raise original
+
+        failing = dispatch.bind_linked(bound.accepted, dataclasses.replace(bound.linked, forward=broken))
+        with pytest.raises(RuntimeError) as info:
+            dispatch.execute_bound(failing, (x,), {})
+    assert info.value is original
+
+
+@pytest.mark.parametrize("needs_every_input", [True, False], ids=["plain-rule", "vjp-needs-rule"])
+def test_a_vjp_that_cannot_allocate_is_a_memory_error(
+    needs_every_input: bool, no_real_allocation: None
+) -> None:
+    x = tl.tensor(np.ones((2, 3)), requires_grad=needs_every_input)
+    w = tl.tensor(np.ones((4, 3)), requires_grad=True)
+    b = tl.tensor(np.ones(4), requires_grad=True)
+    failure = _torch_allocator_failure()
+    called: list[str] = []
+
+    def exhausted(*args: Any) -> Any:
+        called.append("vjp")
+        raise failure
+
+    def exhausted_needs(*args: Any) -> Any:
+        called.append("vjp_needs")
+        raise failure
+
+    with tl.session("fast_cpu") as s:
+        bound = s.resolve(BackendOp.LINEAR)
+        linked = dataclasses.replace(bound.linked, vjp=exhausted, vjp_needs=exhausted_needs)
+        y = dispatch.execute_bound(dispatch.bind_linked(bound.accepted, linked), (x, w, b), {})
+        with pytest.raises(MemoryError) as info:
+            tl.reduce_sum(y).backward()
+    assert called == (["vjp"] if needs_every_input else ["vjp_needs"])
+    assert isinstance(info.value, KernelMemoryError)
+    assert str(info.value).startswith(
+        "torch: `linear` VJP on capsule `aten.linear` (aten/cpu) could not allocate memory: "
+    )
+    assert info.value.__cause__ is failure
