@@ -19,9 +19,14 @@ Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`;
 / ``header=False`` decide explicitly (and leave the note empty). Column names may repeat or be
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
-Messages about a cell name a repeated or blank column by its index. Features must be
-finite numbers. Classification labels may be numbers or non-blank strings and are mapped to
-``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); the task is
+Messages about a cell name a repeated or blank column by its index. Only comma-separated files
+are read (a first row read as one column that holds tabs or ``;`` says so). Features and
+regression labels must be finite numbers within the range of ``dtype`` (``1e200`` is refused
+for float32, by line and column), and each feature's (each regression target's) train-split mean
+and standard deviation must be finite in float64, as must the standardised features in ``dtype``
+(refused by column). Classification labels may be numbers or non-blank strings and are mapped to
+``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); a single class is refused,
+in the file or in the train split, as scikit-learn classifiers refuse it. The task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
 """
@@ -111,10 +116,13 @@ def load(
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
             datasets; an unknown CSV label column, naming the columns.
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
-            datasets) or empty, missing file (or a directory), non-numeric feature cell or blank
-            label cell (line and column named), a ``label_column`` name the header repeats (naming
-            its columns), bad ``header``, ``seed``, ``test_fraction`` (a real number, not a bool
-            or a string, in ``(0, 1)``) or ``dtype``, a split that leaves no train or test sample.
+            datasets) or empty, missing file (or a directory), a file read as one column (with a
+            hint when it seems separated by tabs or ``;``), non-numeric feature cell, a number
+            beyond ``dtype``'s range or blank label cell (line and column named), a single class,
+            a ``label_column`` name the header repeats (naming its columns), bad ``header``,
+            ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
+            ``dtype``, a split that leaves no train or test sample or a single class to train on,
+            a column whose standardisation overflows (column named).
     """
     target = _float_dtype(dtype)
     shipped = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a .csv file"
@@ -170,7 +178,10 @@ def load_csv(
     if not body:
         raise DataError(f"{file}: no data rows")
     if len(names) < 2:
-        raise DataError(f"{file}: expected a label column and at least one feature column, got {len(names)}")
+        raise DataError(
+            f"{file}: expected a label column and at least one feature column, got {len(names)}"
+            f"{_separator_hint(rows[0])}"
+        )
     label = _label_index(file, names, label_column, has_header)
     feature_idx = [i for i in range(len(names)) if i != label]
     x = np.empty((len(body), len(feature_idx)), dtype=np.float64)
@@ -180,13 +191,27 @@ def load_csv(
         if len(row) != len(names):
             raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
         for j, i in enumerate(feature_idx):
-            x[r, j] = _number(file, line, _shown(names, i), row[i])
+            x[r, j] = _number(file, line, _shown(names, i), row[i], target)
         labels.append(row[label])
-    y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line)
+    y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line, target)
     dataset = _split(
-        file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target
+        file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target,
+        source=str(file), columns=tuple(_shown(names, i) for i in feature_idx),
+        label=_shown(names, label),
     )
     return dataclasses.replace(dataset, header_note=note) if note else dataset
+
+
+def _separator_hint(first: Sequence[str]) -> str:
+    """A hint for a first row read as one column: ``"; the file seems to be separated by ';' ..."``
+    when its cell holds tabs or semicolons (the one most used), else ``""``."""
+    if len(first) != 1:
+        return ""
+    counts = {"tabs": first[0].count("\t"), "';'": first[0].count(";")}
+    separator = max(counts, key=lambda key: counts[key])
+    if not counts[separator]:
+        return ""
+    return f"; the file seems to be separated by {separator} (accepted: comma-separated files only)"
 
 
 def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool, str]:
@@ -278,13 +303,31 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _number(file: Path, line: int, column: str, cell: str) -> float:
+def _number(file: Path, line: int, column: str, cell: str, dtype: np.dtype[Any]) -> float:
+    """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
+    float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
+    prints it, fits float32).
+
+    Raises:
+        DataError: not a number; ``nan``/``inf`` spelled out (not a finite number); a number
+            beyond ``dtype``'s range (``1e200`` for float32, ``1e400`` for float64), naming the
+            largest magnitude ``dtype`` holds.
+    """
     try:
         value = float(cell)
     except ValueError:
         raise DataError(f"{file}: line {line}, column {column}: not a number: {cell!r}") from None
-    if not math.isfinite(value):
+    if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
         raise DataError(f"{file}: line {line}, column {column}: not a finite number: {cell!r}")
+    with np.errstate(over="ignore"):
+        fits = bool(np.isfinite(dtype.type(value)))
+    if not fits:
+        wider = str(np.finfo(np.float64).max)
+        other = "" if dtype == np.float64 else f"; dtype float64 (CLI: --dtype float64) reads up to {wider}"
+        raise DataError(
+            f"{file}: line {line}, column {column}: {cell.strip()!r} is outside the {dtype} range "
+            f"(accepted: a number of magnitude at most {np.finfo(dtype).max!s} for dtype {dtype}{other})"
+        )
     return value
 
 
@@ -320,23 +363,24 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
 
 
 def _labels(
-    file: Path, column: str, cells: list[str], task: Task | None, first_line: int
+    file: Path, column: str, cells: list[str], task: Task | None, first_line: int, dtype: np.dtype[Any]
 ) -> tuple[Array, tuple[str, ...], Task]:
     """The label array, class names and task of the label ``cells`` (as read, blanks around
     them kept for messages; line ``first_line`` holds ``cells[0]``).
 
     Raises:
         UnknownLabelError: an unknown ``task``.
-        DataError: a regression label that is not a finite number, or a blank classification
-            label (``line 2, column y: not a class label: ''``, as a blank feature cell is
-            ``not a number: ''``).
+        DataError: a regression label that is not a finite number of ``dtype`` (as a feature
+            cell, :func:`_number`), a blank classification label (``line 2, column y: not a
+            class label: ''``, as a blank feature cell is ``not a number: ''``), or a single class
+            (a classifier needs two; scikit-learn classifiers refuse such a target too).
     """
     labels = [cell.strip() for cell in cells]
     numeric = [_is_number(v) for v in labels]
     if task not in (None, "classification", "regression"):
         raise UnknownLabelError(f"unknown task {task} (known: classification | regression)")
     if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
-        values = [_number(file, first_line + r, column, v) for r, v in enumerate(cells)]
+        values = [_number(file, first_line + r, column, v, dtype) for r, v in enumerate(cells)]
         return np.asarray(values, dtype=np.float64), (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
@@ -352,6 +396,11 @@ def _labels(
         keys = sorted(set(labels))
         classes = tuple(keys)
         index = {v: i for i, v in enumerate(keys)}
+    if len(classes) == 1:
+        raise DataError(
+            f"{file}: label column {column}: all {len(labels)} labels are {classes[0]!r}, a single class "
+            "(accepted: at least two classes for classification)"
+        )
     return np.asarray([index[v] for v in labels], dtype=np.int64), classes, "classification"
 
 
@@ -385,10 +434,28 @@ def _split(
     seed: int,
     test_fraction: float,
     dtype: np.dtype[Any],
+    *,
+    source: str | None = None,
+    columns: tuple[str, ...] | None = None,
+    label: str = "target",
 ) -> Dataset:
+    """Split ``x`` ``[n, n_features]`` (float64) and ``y`` ``[n]`` and standardise the features.
+
+    Messages name the data ``source`` (default ``name``; a CSV file's path as given), the feature
+    ``columns`` as messages show them (default ``features``) and the ``label`` column.
+
+    Raises:
+        DataError: a bad ``seed`` or ``test_fraction``; a split leaving no train or test sample;
+            a classification train split holding a single class; a feature whose train-split mean
+            or standard deviation is not finite in float64, or whose standardised values are not
+            finite in ``dtype``; a regression target whose train-split mean or standard deviation
+            is not finite in float64 (``torchlean train`` standardises it).
+    """
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
+    source = name if source is None else source
+    columns = features if columns is None else columns
     if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
         raise DataError(
             f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
@@ -404,7 +471,7 @@ def _split(
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)
     if n_test < 1 or n - n_test < 1:
-        raise DataError(f"{name}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
+        raise DataError(f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
     stratify = None
     if kind == "classification":
         counts = np.bincount(y)
@@ -414,16 +481,46 @@ def _split(
     x_train, x_test, y_train, y_test = train_test_split(
         x, y, test_size=float(test_fraction), random_state=seed, shuffle=True, stratify=stratify
     )
-    scaler = StandardScaler().fit(x_train)
-    mean = np.asarray(scaler.mean_, dtype=np.float64)
-    scale = np.asarray(scaler.scale_, dtype=np.float64)
+    if kind == "classification" and len(np.unique(y_train)) < 2:
+        raise DataError(
+            f"{source}: the train split holds only class {classes[int(y_train[0])]!r}: the other classes of "
+            f"the {n} samples fell in the test split (accepted: at least two classes in the train split; "
+            "add samples of each class or change the seed)"
+        )
+    # Overflow is detected from the results (a non-finite mean, deviation or value), named by column;
+    # numpy's RuntimeWarnings on the way there would only repeat it without the column.
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaler = StandardScaler().fit(x_train)
+        mean = np.asarray(scaler.mean_, dtype=np.float64)
+        scale = np.asarray(scaler.scale_, dtype=np.float64)
+        # An infinite variance makes scikit-learn's near-constant test pass (its bound overflows
+        # too), so scale_ comes out 1: test the variance itself.
+        std = np.sqrt(np.asarray(scaler.var_, dtype=np.float64))
+        _check_statistics(source, columns, mean, std, "feature column")
+        if kind == "regression":
+            target = np.asarray(y_train, dtype=np.float64)
+            _check_statistics(
+                source, (label,), np.array([np.mean(target)]), np.array([np.std(target)]), "label column"
+            )
+        standardised_train = np.asarray(scaler.transform(x_train), dtype=dtype)
+        standardised_test = np.asarray(scaler.transform(x_test), dtype=dtype)
+    for split, raw, values in (("train", x_train, standardised_train), ("test", x_test, standardised_test)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i, j = (int(k) for k in np.argwhere(bad)[0])
+            raise DataError(
+                f"{source}: feature column {columns[j]}: the {split}-split value {raw[i, j]:.6g} "
+                f"standardises to (x - mean) / std beyond the {dtype} range, with the train split's mean "
+                f"{mean[j]:.6g} and standard deviation {scale[j]:.6g} (accepted: |x - mean| / std at most "
+                f"{np.finfo(dtype).max!s})"
+            )
     label_dtype = np.dtype(np.int64) if kind == "classification" else dtype
     return Dataset(
         name=name,
         task=kind,
-        x_train=np.asarray(scaler.transform(x_train), dtype=dtype),
+        x_train=standardised_train,
         y_train=np.asarray(y_train, dtype=label_dtype),
-        x_test=np.asarray(scaler.transform(x_test), dtype=dtype),
+        x_test=standardised_test,
         y_test=np.asarray(y_test, dtype=label_dtype),
         n_classes=len(classes) if kind == "classification" else 0,
         feature_names=features,
@@ -431,3 +528,20 @@ def _split(
         feature_mean=mean,
         feature_scale=scale,
     )
+
+
+def _check_statistics(source: str, columns: Sequence[str], mean: Array, std: Array, what: str) -> None:
+    """Refuse the first column whose train-split ``mean`` or ``std`` (float64, one per column)
+    is not finite: standardising it would give NaN or infinity.
+
+    Raises:
+        DataError: naming ``source``, the column and both statistics.
+    """
+    bad = ~(np.isfinite(mean) & np.isfinite(std))
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise DataError(
+            f"{source}: {what} {columns[j]}: standardising it overflows float64: the train split's mean "
+            f"is {mean[j]:.6g} and its standard deviation {std[j]:.6g} (accepted: values whose mean and "
+            "standard deviation are finite in float64; rescale the column)"
+        )

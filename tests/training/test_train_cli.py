@@ -146,6 +146,9 @@ def test_diabetes_prints_test_mse(capsys, tmp_path):
     )
     assert (code, err) == (0, "")
     assert "task=regression" in out.splitlines()[0]
+    # the loss is on the standardised target, test_mse in the target's units: the line says so
+    assert re.fullmatch(r"epoch +1/1  loss\(standardised y\)=\d+\.\d{6}", out.splitlines()[2])
+    assert not any(EPOCH_LINE.match(line) for line in out.splitlines())
     (line,) = [line for line in out.splitlines() if line.startswith("test_")]
     assert re.fullmatch(r"test_mse=\d+\.\d{4}", line)
     record = json.loads(record_path.read_text())
@@ -224,7 +227,13 @@ def test_show_backend_prints_each_capsule_report(capsys):
     code, out, _ = train(capsys, "--dataset", "iris", "--epochs", "1", "--show-backend")
     assert code == 0
     lines = out.splitlines()
-    assert "[TorchLean] backend capsules used:" in lines
+    # the two header lines, then the banner directly above the capsule reports it introduces
+    assert lines[0].startswith("dataset=iris ") and lines[1].startswith("profile=checked_cpu ")
+    assert lines[2] == "[TorchLean] backend capsules used:"
+    assert lines[3] == (
+        "  linear: reference.linear provider=reference trust=checked vjp=torchlean-tape reduction=fixed-left"
+    )
+    assert lines.count("[TorchLean] backend capsules used:") == 1
     assert (
         "    vjp: relu torchlean-tape VJP refines its TorchLean semantics; covered by test suite "
         "tests/runtime/test_reference_gradients.py" in lines
@@ -598,3 +607,159 @@ def test_torch_threads_flag_sets_torch_and_is_recorded(capsys, tmp_path):
         assert json.loads(record_path.read_text())["torch_threads"] == 1
     finally:
         torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------- data a model cannot train on
+
+
+def _csv(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+HUGE_CSV = "a,b,y\n{v},1,0\n3,2,1\n{v},3,0\n4,4,1\n{v},5,0\n-1,6,1\n"
+
+
+@pytest.mark.parametrize("value", ["1e200", "1e308"])
+def test_values_beyond_float32_are_refused_before_training(capsys, tmp_path, value):
+    path = _csv(tmp_path, HUGE_CSV.format(v=value))
+    code, out, err = train(capsys, "--dataset", str(path), "--task", "regression", "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2, column a: {value!r} is outside the float32 range (accepted: a number of "
+        "magnitude at most 3.4028235e+38 for dtype float32; dtype float64 (CLI: --dtype float64) reads up "
+        "to 1.7976931348623157e+308)\n"
+    )
+
+
+def test_float64_values_whose_standardisation_overflows_are_refused_by_column(capsys, tmp_path):
+    path = _csv(tmp_path, HUGE_CSV.format(v="1e308"))
+    code, out, err = train(
+        capsys, "--dataset", str(path), "--task", "regression", "--epochs", "2", "--dtype", "float64"
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        f"error: {path}: feature column a: standardising it overflows float64: the train split's mean is inf"
+    )
+    assert err.endswith("(accepted: values whose mean and standard deviation are finite in float64; "
+                        "rescale the column)\n")
+    assert err.count("\n") == 1
+
+
+def test_huge_regression_targets_are_refused_before_training(capsys, tmp_path):
+    path = _csv(tmp_path, "a,y\n1,0.5\n2,1e39\n3,1.5\n4,2.5\n5,3.5\n")
+    code, out, err = train(capsys, "--dataset", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}: line 3, column y: '1e39' is outside the float32 range ")
+    assert err.count("\n") == 1
+
+
+def test_float32_targets_far_from_their_mean_standardise_without_overflow(capsys, tmp_path):
+    """Seed 1 puts 3e38 and seven -3e38 in the train split: the mean is -2.25e38, and
+    3e38 - (-2.25e38) = 5.25e38 overflows float32 (standardising in the features' dtype gives inf);
+    in float64 it is sqrt(7) standard deviations (by hand: std = sqrt((5.25**2 + 7 * 0.75**2) / 8)e38)."""
+    from torchlean import data
+
+    rows = "".join(f"{i},{'3e38' if i == 0 else '-3e38'}\n" for i in range(10))
+    path = _csv(tmp_path, "a,y\n" + rows)
+    assert sorted(data.load(path, task="regression", seed=1).y_train.tolist())[-2:] == [
+        np.float32(-3e38), np.float32(3e38)
+    ]
+    record_path = tmp_path / "r.json"
+    code, _, err = train(
+        capsys, "--dataset", str(path), "--task", "regression", "--epochs", "1", "--hidden", "4",
+        "--report-json", str(record_path), "--seed", "1",
+    )
+    assert (code, err) == (0, "")
+    assert all(np.isfinite(json.loads(record_path.read_text())["losses"]))
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"), [("a;b;y\n1;2;0\n3;4;1\n", "';'"), ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs")]
+)
+def test_a_tab_or_semicolon_file_gets_a_separator_hint(capsys, tmp_path, text, hint):
+    path = _csv(tmp_path, text)
+    code, out, err = train(capsys, "--dataset", str(path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: expected a label column and at least one feature column, got 1; the file seems to "
+        f"be separated by {hint} (accepted: comma-separated files only)\n"
+    )
+
+
+def test_a_single_class_csv_is_refused(capsys, tmp_path):
+    path = _csv(tmp_path, "a,b,y\n1,2,0\n3,4,0\n5,6,0\n7,8,0\n9,1,0\n")
+    code, out, err = train(capsys, "--dataset", str(path), "--epochs", "1")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: label column y: all 5 labels are '0', a single class "
+        "(accepted: at least two classes for classification)\n"
+    )
+
+
+def test_an_empty_split_names_the_csv_path(capsys, tmp_path):
+    path = _csv(tmp_path, "a,y\n1,0.5\n", "one.csv")
+    code, out, err = train(capsys, "--dataset", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"error: {path}: a test fraction of 0.2 of 1 samples leaves an empty split\n"
+
+
+# ----------------------------------------------------------------------- a diverging run
+
+
+@pytest.mark.parametrize(("dataset", "result"), [("iris", "test_accuracy="), ("diabetes", "test_mse=nan")])
+def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, dataset, result):
+    code, out, err = train(
+        capsys, "--dataset", dataset, "--lr", "1e30", "--optimizer", "sgd", "--epochs", "2", "--hidden", "4"
+    )
+    assert code == 0
+    assert err == (
+        "warning: the training loss is not finite (nan) at epoch 1; lower --lr (now 1e+30) or try another "
+        "--optimizer (now sgd)\n"
+    )
+    lines = out.splitlines()
+    assert [line.split("=")[-1] for line in lines[2:4]] == ["nan", "nan"]
+    assert lines[4].startswith(result)
+    assert lines[5].startswith("backend capsules used (")
+
+
+# ------------------------------------------------------------------------- torch threads
+
+
+def _subprocess_train(tmp_path: Path, env: dict[str, str], *argv: str) -> tuple[dict[str, object], str]:
+    record_path = tmp_path / "run.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+         "--report-json", str(record_path), *argv],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(record_path.read_text()), done.stderr
+
+
+def test_torch_threads_is_null_when_torch_never_ran(tmp_path):
+    """checked_cpu runs on numpy kernels: a fresh process never imports torch."""
+    record, err = _subprocess_train(tmp_path, {}, "--torch-threads", "4")
+    assert record["torch_threads"] is None
+    assert err == ""
+
+
+def test_torch_threads_reports_what_torch_ran_and_notes_a_cap(tmp_path):
+    """Ask one thread more than the CPUs; the oracle is a fresh torch started the same way
+    (OMP_NUM_THREADS=N), which on the 2-core project machine runs 2."""
+    asked = min((os.cpu_count() or 1) + 1, 1024)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": str(asked)},
+    )
+    ran = int(probe.stdout)
+    record, err = _subprocess_train(tmp_path, {}, "--profile", "fast_cpu", "--torch-threads", str(asked))
+    assert record["torch_threads"] == ran
+    if ran < asked:
+        assert err == (
+            f"note: torch ran {ran} intra-op threads, not the {asked} asked: torch caps OMP_NUM_THREADS at "
+            f"the {os.cpu_count()} CPUs it sees\n"
+        )
+    else:
+        assert err == ""

@@ -1,17 +1,30 @@
 """``torchlean train``: train a model on real data and report the capsules that computed it.
 
-Prints one line per epoch with the mean training loss (a tqdm progress bar per epoch on a
-terminal), then ``test_accuracy=<value>`` (classification) or ``test_mse=<value>`` (regression,
-in the target's units), then one audit line per backend capsule used. ``--report-json PATH``
-writes the same facts as a JSON record. On stderr: a ``note:`` line when a CSV header was guessed
-from an all-numbers first row (see ``--header``), a ``warning:`` line when ``OMP_NUM_THREADS`` is
-not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored).
+Prints two header lines (data and model; profile and optimiser; with ``--show-backend`` the
+session's ``[TorchLean] backend capsules used:`` banner follows them, then each capsule's report
+as it is first selected), one line per epoch with the mean training loss (a tqdm progress bar
+per epoch on a terminal) - ``loss=`` for classification (cross-entropy), ``loss(standardised
+y)=`` for regression, whose model is trained on the target standardised with the train split's
+mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
+``test_mse=<value>`` (regression, in the target's units), then one audit line per backend
+capsule used. ``--report-json PATH`` writes the same facts as a JSON record; its
+``torch_threads`` is the intra-op thread count torch ran with, or ``null`` when torch was never
+imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
+
+On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
+``--header``); a ``warning:`` line when ``OMP_NUM_THREADS`` is not an integer in
+``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
+loss is not finite (the run goes on and exits 0); a ``note:`` line when torch ran fewer threads
+than asked (torch started with ``OMP_NUM_THREADS`` caps it at the CPU count).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import math
 import os
 import re
 import sys
@@ -94,7 +107,9 @@ def register(subparsers: Any) -> None:
                         help="initialisation, split and shuffle seed, in [0, 2**32) (default: 0)")
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
                         help="write a JSON record of the run to PATH (missing parent folders are created; "
-                        "checked before training starts)")
+                        "checked before training starts). Its losses are on the standardised target for "
+                        "regression; torch_threads is the intra-op thread count torch ran with, or null "
+                        "when torch was never imported (checked_cpu does not import it)")
     parser.add_argument("--torch-threads", type=_threads, default=None, metavar="N",
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
                              "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
@@ -194,11 +209,38 @@ def _set_torch_threads(requested: int | None) -> int:
     return threads
 
 
-def _torch_threads_in_use(requested: int) -> int:
-    """The intra-op thread count torch actually used (torch may cap ``OMP_NUM_THREADS`` at the
-    core count), or ``requested`` when this run never imported torch."""
+def _torch_threads_in_use(requested: int) -> int | None:
+    """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
+    ``checked_cpu`` run does not import it).
+
+    Prints a ``note:`` on stderr when torch runs fewer threads than ``requested``: torch, started
+    with ``OMP_NUM_THREADS`` set, caps it at the CPU count (on the 2-core project machine
+    ``OMP_NUM_THREADS=4`` gives ``torch.get_num_threads() == 2``), while ``torch.set_num_threads``
+    on a running torch is obeyed as asked.
+    """
     torch = sys.modules.get("torch")
-    return int(torch.get_num_threads()) if torch is not None else requested
+    if torch is None:
+        return None
+    used = int(torch.get_num_threads())
+    if used < requested:
+        print(
+            f"note: torch ran {used} intra-op threads, not the {requested} asked: torch caps "
+            f"OMP_NUM_THREADS at the {os.cpu_count()} CPUs it sees",
+            file=sys.stderr,
+        )
+    return used
+
+
+def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], float, float]:
+    """Regression: the train targets standardised with their mean and standard deviation (float64,
+    a zero deviation taken as 1), in the features' dtype, with that mean and deviation.
+    :func:`torchlean.data.load` has refused targets whose mean or deviation is not finite, so
+    the float64 arithmetic here does not overflow; the standardised values lie within
+    ``sqrt(n_train)`` of 0."""
+    target = dataset.y_train.astype(np.float64)
+    mean = float(np.mean(target))
+    scale = float(np.std(target)) or 1.0
+    return ((target - mean) / scale).astype(dataset.x_train.dtype), mean, scale
 
 
 def run(args: argparse.Namespace) -> int:
@@ -228,19 +270,24 @@ def run(args: argparse.Namespace) -> int:
     y_train: np.ndarray[Any, Any] = dataset.y_train
     y_mean, y_scale = 0.0, 1.0
     if not classification:
-        y_mean = float(np.mean(dataset.y_train.astype(np.float64)))
-        y_scale = float(np.std(dataset.y_train.astype(np.float64))) or 1.0
-        y_train = ((dataset.y_train - y_mean) / y_scale).astype(dataset.x_train.dtype)
+        y_train, y_mean, y_scale = _standardised_target(dataset)
 
-    trainer.open()
+    # Open the session first, so a profile that cannot run here fails before any output, but
+    # hold what it prints (the --show-backend banner) until the header lines are out.
+    banner = io.StringIO()
+    with contextlib.redirect_stdout(banner):
+        trainer.open()
     print(
         f"dataset={dataset.name} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()} "
-          f"epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}", flush=True)
+          f"epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
+    print(banner.getvalue(), end="", flush=True)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)
+    loss_name = "loss" if classification else "loss(standardised y)"
+    warned = False
     losses: list[float] = []
     for epoch in range(args.epochs):
         with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
@@ -253,7 +300,15 @@ def run(args: argparse.Namespace) -> int:
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance)
         losses.append(loss)
-        print(f"epoch {epoch + 1:>3}/{args.epochs}  loss={loss:.6f}", flush=True)
+        print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}", flush=True)
+        if not warned and not math.isfinite(loss):
+            warned = True
+            print(
+                f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
+                f"(now {args.lr:g}) or try another --optimizer (now {args.optimizer})",
+                file=sys.stderr,
+                flush=True,
+            )
 
     record: dict[str, Any] = {
         "dataset": dataset.name,
@@ -270,8 +325,10 @@ def run(args: argparse.Namespace) -> int:
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
     else:
-        prediction = trainer.predict(dataset.x_test).astype(np.float64).reshape(-1) * y_scale + y_mean
-        mse = float(np.mean((prediction - dataset.y_test.astype(np.float64)) ** 2))
+        standardised = trainer.predict(dataset.x_test).astype(np.float64).reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is the result
+            prediction = standardised * y_scale + y_mean
+            mse = float(np.mean((prediction - dataset.y_test.astype(np.float64)) ** 2))
         record["test_mse"] = mse
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected

@@ -1,0 +1,221 @@
+"""torchlean.data: CSV values a model cannot train on are refused before training, by file, line
+and column (or column, for statistics); a file read as one column hints at its separator; a
+single class is refused; split errors name the path as given.
+
+Oracles: the float32/float64 ranges by numpy's own casts, overflowing statistics by hand (three
+cells of 1e308 sum beyond float64's 1.797e308), and exact message text written out by hand.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchlean import data
+from torchlean.data import DataError
+
+F32_RANGE = (
+    "(accepted: a number of magnitude at most 3.4028235e+38 for dtype float32; dtype float64 "
+    "(CLI: --dtype float64) reads up to 1.7976931348623157e+308)"
+)
+F64_RANGE = "(accepted: a number of magnitude at most 1.7976931348623157e+308 for dtype float64)"
+STATISTICS = (
+    "(accepted: values whose mean and standard deviation are finite in float64; rescale the column)"
+)
+
+
+def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _load(path: Path, **kwargs: object) -> data.Dataset:
+    """``data.load`` with every warning an error: a refusal must not also print RuntimeWarnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return data.load(path, **kwargs)  # type: ignore[arg-type]
+
+
+HUGE = "a,b,y\n{v},1,0\n3,2,1\n{v},3,0\n4,4,1\n{v},5,0\n-1,6,1\n"
+
+
+# ------------------------------------------------------------------------------ cell ranges
+
+
+@pytest.mark.parametrize("value", ["1e200", "1e308", "-3.5e38"])
+def test_a_feature_beyond_float32_is_refused_by_line_and_column(tmp_path: Path, value: str) -> None:
+    path = _write(tmp_path, HUGE.format(v=value))
+    with pytest.raises(DataError) as info:
+        _load(path, task="regression")
+    assert str(info.value) == f"{path}: line 2, column a: {value!r} is outside the float32 range {F32_RANGE}"
+
+
+def test_a_regression_label_beyond_float32_is_refused_by_line_and_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,y\n1,0.5\n2,1.5\n3,-2e39\n4,2.5\n5,3.5\n")
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == f"{path}: line 4, column y: '-2e39' is outside the float32 range {F32_RANGE}"
+
+
+def test_a_number_beyond_float64_is_named_as_out_of_range_not_as_infinity(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,y\n1,1e400,0\n3,2,1\n")
+    with pytest.raises(DataError) as info:
+        _load(path, dtype=np.float64)
+    assert str(info.value) == f"{path}: line 2, column b: '1e400' is outside the float64 range {F64_RANGE}"
+    spelled = _write(tmp_path, "a,b,y\n1,-Infinity,0\n3,2,1\n", "spelled.csv")
+    with pytest.raises(DataError, match=r"line 2, column b: not a finite number: '-Infinity'$"):
+        _load(spelled, dtype=np.float64)
+
+
+def test_float32_extremes_load(tmp_path: Path) -> None:
+    """3.4028235e38 (numpy's shortest text for float32's largest value) rounds to it: accepted."""
+    path = _write(tmp_path, "a,y\n3.4028235e38,0\n-3.4028235e38,1\n0,0\n1,1\n2,0\n")
+    loaded = _load(path)
+    assert np.isfinite(loaded.x_train).all() and np.isfinite(loaded.x_test).all()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.floats(min_value=1e37, max_value=1e40) | st.floats(min_value=-1e40, max_value=-1e37))
+def test_float32_cells_are_accepted_exactly_when_numpy_casts_them_finite(
+    tmp_path: Path, value: float
+) -> None:
+    path = _write(tmp_path, f"a,y\n{value!r},0\n1,1\n2,0\n3,1\n4,0\n")
+    with np.errstate(over="ignore"):
+        fits = bool(np.isfinite(np.float32(value)))
+    if fits:
+        _load(path)
+    else:
+        with pytest.raises(DataError, match="is outside the float32 range"):
+            _load(path)
+
+
+# ------------------------------------------------------------------- overflowing statistics
+
+
+def test_a_feature_whose_float64_statistics_overflow_is_refused_by_column(tmp_path: Path) -> None:
+    """1e200 fits float64, but its square (the variance) does not; three 1e308 overflow the sum."""
+    for value, overflowing in (("1e200", "its standard deviation inf"), ("1e308", "mean is inf")):
+        path = _write(tmp_path, HUGE.format(v=value))
+        with pytest.raises(DataError) as info:
+            _load(path, task="regression", dtype=np.float64)
+        message = str(info.value)
+        assert message.startswith(
+            f"{path}: feature column a: standardising it overflows float64: the train split's mean is "
+        )
+        assert message.endswith(STATISTICS) and overflowing in message
+
+
+def test_a_regression_target_whose_statistics_overflow_is_refused_by_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,y\n1,1e200\n2,-1e200\n3,1e200\n4,-1e200\n5,0.5\n")
+    with pytest.raises(DataError) as info:
+        _load(path, dtype=np.float64)
+    assert str(info.value).startswith(
+        f"{path}: label column y: standardising it overflows float64: the train split's mean is "
+    )
+    assert str(info.value).endswith(f"standard deviation inf {STATISTICS}")
+
+
+def test_a_test_value_that_standardises_beyond_float32_is_refused_by_column(tmp_path: Path) -> None:
+    """Train values 0 and 1e-30 give a standard deviation near 4e-31; 3e38 / 4e-31 exceeds float32."""
+    rows = [0, 1e-30, 0, 0, 3e38, 1e-30, 0, 0, 0, 1e-30]
+    path = _write(tmp_path, "a,y\n" + "".join(f"{v!r},{i % 2}\n" for i, v in enumerate(rows)))
+    refused = 0
+    for seed in range(6):
+        try:
+            _load(path, seed=seed)
+        except DataError as error:
+            refused += 1
+            assert str(error).startswith(
+                f"{path}: feature column a: the test-split value 3e+38 standardises to (x - mean) / std "
+                "beyond the float32 range, with the train split's mean "
+            )
+            assert str(error).endswith("(accepted: |x - mean| / std at most 3.4028235e+38)")
+    assert refused > 0  # some seeds put 3e38 in the test split
+
+
+# ------------------------------------------------------------------------------ separators
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("a;b;y\n1;2;0\n3;4;1\n", "';'"),
+        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs"),
+        ("1;2;0\n3;4;1\n", "';'"),
+        ("a\tb;c\ty\n1\t2;5\t0\n", "tabs"),
+    ],
+)
+def test_a_one_column_file_with_tabs_or_semicolons_says_so(tmp_path: Path, text: str, hint: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == (
+        f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
+        f"separated by {hint} (accepted: comma-separated files only)"
+    )
+
+
+def test_a_true_one_column_file_has_no_separator_hint(tmp_path: Path) -> None:
+    path = _write(tmp_path, "y\n1\n2\n")
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == f"{path}: expected a label column and at least one feature column, got 1"
+
+
+# ---------------------------------------------------------------------------------- classes
+
+
+@pytest.mark.parametrize(("label", "shown"), [("0", "'0'"), ("cat", "'cat'"), ("2.0", "'2'")])
+def test_a_single_class_is_refused(tmp_path: Path, label: str, shown: str) -> None:
+    path = _write(tmp_path, "a,b,y\n" + "".join(f"{i},{i * i},{label}\n" for i in range(5)))
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == (
+        f"{path}: label column y: all 5 labels are {shown}, a single class "
+        "(accepted: at least two classes for classification)"
+    )
+
+
+def test_a_train_split_with_a_single_class_is_refused(tmp_path: Path) -> None:
+    """Four samples, one of class 1: the split (test fraction 0.2 -> one test sample, unstratified
+    since class 1 has one sample) leaves only class 0 to train on for some seed."""
+    path = _write(tmp_path, "a,y\n1,0\n2,0\n3,0\n4,1\n")
+    outcomes = set()
+    for seed in range(10):
+        try:
+            loaded = _load(path, seed=seed)
+        except DataError as error:
+            assert str(error) == (
+                f"{path}: the train split holds only class '0': the other classes of the 4 samples fell in "
+                "the test split (accepted: at least two classes in the train split; add samples of each "
+                "class or change the seed)"
+            )
+            outcomes.add("refused")
+        else:
+            assert set(loaded.y_train.tolist()) == {0, 1}
+            outcomes.add("loaded")
+    assert outcomes == {"refused", "loaded"}
+
+
+# ---------------------------------------------------------------------------- split messages
+
+
+def test_an_empty_split_names_the_file_path(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,y\n1,0.5\n", "one.csv")
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == f"{path}: a test fraction of 0.2 of 1 samples leaves an empty split"
+    assert data.load("iris").name == "iris"  # shipped datasets keep their names
+    with pytest.raises(DataError, match=r"^iris: a test fraction of 0\.999 of 150 samples leaves"):
+        data.load("iris", test_fraction=0.999)
+
+
+def test_a_csv_dataset_is_still_named_by_its_stem(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,y\n1,0\n2,1\n3,0\n4,1\n5,0\n", "mine.csv")
+    assert _load(path).name == "mine"
