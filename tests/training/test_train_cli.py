@@ -709,9 +709,11 @@ def test_an_empty_split_names_the_csv_path(capsys, tmp_path):
 
 
 @pytest.mark.parametrize(("dataset", "result"), [("iris", "test_accuracy="), ("diabetes", "test_mse=nan")])
-def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, dataset, result):
+def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, tmp_path, dataset, result):
+    record_path = tmp_path / "run.json"
     code, out, err = train(
-        capsys, "--dataset", dataset, "--lr", "1e30", "--optimizer", "sgd", "--epochs", "2", "--hidden", "4"
+        capsys, "--dataset", dataset, "--lr", "1e30", "--optimizer", "sgd", "--epochs", "2", "--hidden", "4",
+        "--report-json", str(record_path),
     )
     assert code == 0
     assert err == (
@@ -722,6 +724,11 @@ def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, dataset, res
     assert [line.split("=")[-1] for line in lines[2:4]] == ["nan", "nan"]
     assert lines[4].startswith(result)
     assert lines[5].startswith("backend capsules used (")
+    assert out.splitlines()[-1] == f"wrote {record_path}"
+    record = json.loads(record_path.read_text(), parse_constant=pytest.fail)  # standard JSON: no NaN token
+    assert record["losses"] == [None, None]
+    if dataset == "diabetes":
+        assert record["test_mse"] is None
 
 
 # ------------------------------------------------------------------------- torch threads

@@ -108,8 +108,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
                         help="write a JSON record of the run to PATH (missing parent folders are created; "
                         "checked before training starts). Its losses are on the standardised target for "
-                        "regression; torch_threads is the intra-op thread count torch ran with, or null "
-                        "when torch was never imported (checked_cpu does not import it)")
+                        "regression (a non-finite loss or test_mse is null, as JSON has no NaN); "
+                        "torch_threads is the intra-op thread count torch ran with, or null when torch "
+                        "was never imported (checked_cpu does not import it)")
     parser.add_argument("--torch-threads", type=_threads, default=None, metavar="N",
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
                              "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
@@ -243,6 +244,19 @@ def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], f
     return ((target - mean) / scale).astype(dataset.x_train.dtype), mean, scale
 
 
+def _strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float (a diverged run's losses or ``test_mse``) replaced by
+    ``None``, so the record is standard JSON (``null``; Python's ``NaN`` token is not JSON and
+    strict parsers refuse it)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strict_json(item) for item in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
@@ -339,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     record["capsules"] = [_capsule_record(k) for k in selected]
     if args.report_json is not None:
         try:
-            args.report_json.write_text(json.dumps(record, indent=2) + "\n")
+            args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
         print(f"wrote {args.report_json}")
