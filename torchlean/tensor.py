@@ -190,14 +190,16 @@ def _is_torch_tensor(value: object) -> bool:
     return torch_module is not None and isinstance(value, torch_module.Tensor)
 
 
-def _from_torch_array(t: Any) -> Array:
+def _from_torch_array(t: Any, *, widen: bool = False) -> Array:
     """The values of the torch tensor ``t`` as a numpy array (a view of CPU storage, else a host
-    copy), detached, with conjugate and negative bits resolved.
+    copy), detached, with conjugate and negative bits resolved. With ``widen`` (an explicit dtype
+    was requested), a floating dtype numpy cannot hold (bfloat16, the float8 types) is first
+    widened to float64, which holds each of its values exactly, as ``t.to(torch.float64)``.
 
     Raises:
         TensorError: a meta, sparse or nested tensor (no dense values), or a dtype numpy cannot
             hold (``unsupported tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 |
-            bool)``), before torch's own ``TypeError: Got unsupported ScalarType``.
+            bool)``) and not widened, before torch's own ``TypeError: Got unsupported ScalarType``.
     """
     if t.device.type == "meta" or t.is_sparse or getattr(t, "is_nested", False):
         kind = "meta" if t.device.type == "meta" else "sparse" if t.is_sparse else "nested"
@@ -206,7 +208,12 @@ def _from_torch_array(t: Any) -> Array:
             "(accepted: dense torch tensors on cpu or cuda)"
         )
     if str(t.dtype).removeprefix("torch.") not in _NUMPY_TORCH_DTYPES:
-        raise TensorError(_unsupported(t.dtype))
+        if not (widen and t.is_floating_point()):
+            hint = " (torchlean.tensor(t, dtype='float32') converts it)" if t.is_floating_point() else ""
+            raise TensorError(_unsupported(t.dtype) + hint)
+        import torch
+
+        t = t.detach().to(torch.float64)
     return np.asarray(t.detach().cpu().resolve_conj().resolve_neg().numpy())
 
 
@@ -216,7 +223,7 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         source: Any = storage.to_host(data._data)
         from_array = True
     elif _is_torch_tensor(data):
-        source = _from_torch_array(data)
+        source = _from_torch_array(data, widen=dtype is not None)
         from_array = True
     else:
         source = data

@@ -436,12 +436,28 @@ def test_torch_dtypes_outside_the_supported_ones_are_refused_by_name(dtype: torc
         with pytest.raises(TypeError, match="unsupported ScalarType"):
             source.numpy()
     supported = r"\(supported: float32 \| float64 \| int64 \| bool\)"
-    expected = rf"^unsupported tensor dtype {re.escape(str(dtype))} {supported}$"
+    converts = re.escape(" (torchlean.tensor(t, dtype='float32') converts it)")
+    hint = "" if dtype is torch.complex64 else converts
+    expected = rf"^unsupported tensor dtype {re.escape(str(dtype))} {supported}{hint}$"
     with pytest.raises(tl.TensorError, match=expected):
         tl.from_torch(source)
     if dtype is not torch.complex64:  # tl.tensor names numpy's complex64 (test_unsupported_dtypes...)
         with pytest.raises(tl.TensorError, match=expected):
             tl.tensor(source)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+@pytest.mark.parametrize("target", ["float32", "float64"])
+def test_an_explicit_dtype_converts_torch_floats_numpy_cannot_hold(dtype: torch.dtype, target: str) -> None:
+    """As ``tl.tensor(np_float16_array, dtype="float32")`` converts: the values of a bfloat16 or
+    float8 tensor (exact in float64) rounded to the requested dtype; oracle: torch's own ``.to``."""
+    source = torch.tensor([1.5, -2.25, 0.0, 448.0, 1e-3]).to(dtype)
+    converted = tl.tensor(source, dtype=target)
+    expected = source.to(getattr(torch, target)).numpy()
+    assert converted.numpy().dtype == np.dtype(target)
+    np.testing.assert_array_equal(converted.numpy(), expected)
+    with pytest.raises(tl.TensorError, match="unsupported tensor dtype"):
+        tl.tensor(torch.tensor([1j]), dtype=target)  # complex is never cast, even on request
 
 
 def test_from_torch_copies_strided_grad_tracking_and_parameter_tensors_as_plain_values() -> None:
