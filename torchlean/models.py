@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from torchlean import nn
+from torchlean._checks import checked_int, is_int, shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.nn.layers import Layer, ShapeError
 
@@ -37,8 +38,15 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
 
     Raises:
         UnknownLabelError: ``name`` is not one of :data:`MODELS`.
-        ShapeError: ``hidden`` is not positive, or the data do not fit the model family.
+        ShapeError: ``features``, ``outputs`` or ``hidden`` is not an int (Python or numpy; bools
+            and floats refused, as the ``nn`` builders refuse them) >= 1, or the data do not fit
+            the model family.
     """
+    features = checked_int(features, "features", 1, ShapeError)
+    outputs = checked_int(outputs, "outputs", 1, ShapeError)
+    if not is_int(hidden):
+        raise ShapeError(f"hidden must be an int >= 1, got {shown(hidden)}")
+    hidden = int(hidden)
     if hidden < 1:
         raise ShapeError(f"--hidden must be positive, got {hidden}")
     if name == "mlp":

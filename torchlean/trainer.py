@@ -515,11 +515,21 @@ class Trainer(Generic[In, Out]):
         return [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
-        """One optimizer update on a minibatch; returns the minibatch's mean loss."""
+        """One optimizer update on a minibatch; returns the minibatch's mean loss.
+
+        Raises:
+            TrainerError: bad shapes or labels (as :meth:`fit`); an empty minibatch (its mean loss
+                is undefined: torch's would be NaN, and an update with it would fill the
+                optimizer state with NaN).
+        """
         session = self.open()
         assert self._optimizer is not None
         x = self._x(xb)
         y = self._y(yb, x.shape[0])
+        if x.shape[0] == 0:
+            raise TrainerError(
+                f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
+            )
         with session:
             device = self.config.device.label
             params = self._leaf_parameters(device)
@@ -547,12 +557,18 @@ class Trainer(Generic[In, Out]):
         Raises:
             TrainerError: bad shapes or labels; ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
-                neither a ``bool`` nor a ``numpy.bool_``.
+                neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
+                (checked before any step).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         if not is_bool(shuffle):
             raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
+        if on_batch is not None and not callable(on_batch):
+            raise TrainerError(
+                f"on_batch must be a callable on_batch(epoch, loss) or None, got {on_batch!r} of type "
+                f"{type(on_batch).__name__}"
+            )
         shuffle = bool(shuffle)
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])

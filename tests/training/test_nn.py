@@ -219,6 +219,14 @@ def test_state_error_messages():
         model.load_state({**state, "extra": np.zeros(1)})
     with pytest.raises(StateError, match=r"^state entry 0.weight has shape \[5, 7\], expected \[7, 5\]$"):
         model.load_state({**state, "0.weight": np.zeros((5, 7))})
+    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype <U1 \(accepted: real numbers"):
+        model.load_state({**state, "2.bias": np.array(["a"])})
+    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype complex128 \(accepted: real"):
+        model.load_state({**state, "2.bias": np.array([1j])})
+    with pytest.raises(StateError, match=r"^state entry 0.weight is not a rectangular array: "):
+        model.load_state({**state, "0.weight": [[1.0, 2.0], [3.0]]})
+    with pytest.raises(StateError, match=r"^state must be a mapping of parameter names .* got NoneType$"):
+        model.load_state(None)  # type: ignore[arg-type]
     # a failed load leaves the parameters untouched
     for name, value in model.state().items():
         np.testing.assert_array_equal(value, state[name])

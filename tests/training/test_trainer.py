@@ -4,6 +4,8 @@ schedule; predict/evaluate against independent computations."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -667,3 +669,51 @@ def test_fit_refuses_data_that_is_not_real_numbers(x, y, message):
     with pytest.raises(TrainerError) as caught:
         trainer.fit(x, y)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize("mode", [EAGER, GRAPH])
+@pytest.mark.parametrize("objective", [Objective.MSE, Objective.CROSS_ENTROPY])
+def test_step_on_an_empty_minibatch_is_refused_before_any_update(mode, objective):
+    """An empty minibatch has no mean loss (torch's is NaN, and an Adam step with it would fill the
+    optimizer state with NaN; cross-entropy divided by zero rows): refused, nothing changes."""
+    trainer = make(nn.linear(3, 2), mode=mode, objective=objective)
+    before = trainer.model.state()
+    y = np.zeros(0, dtype=np.int64) if objective is Objective.CROSS_ENTROPY else np.zeros((0, 2))
+    empty = r"^step needs at least one sample; got an empty minibatch \(x of shape \(0, 3\)\)$"
+    with pytest.raises(TrainerError, match=empty):
+        trainer.step(np.zeros((0, 3)), y)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(value, before[name])
+    one = np.zeros(1, np.int64) if objective is Objective.CROSS_ENTROPY else np.zeros((1, 2))
+    assert trainer.step(np.ones((1, 3)), one) >= 0.0  # a one-sample step still works
+
+
+def test_fit_refuses_an_on_batch_that_is_not_callable_before_any_step():
+    trainer = make(nn.linear(3, 1))
+    before = trainer.model.state()
+    refusal = r"^on_batch must be a callable on_batch\(epoch, loss\) or None, got 'x' of type str$"
+    with pytest.raises(TrainerError, match=refusal):
+        trainer.fit(np.ones((4, 3)), np.ones((4, 1)), on_batch="x")  # type: ignore[arg-type]
+    assert trainer.epochs_done == 0
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"hidden": "8"}, "hidden must be an int >= 1, got '8'"),
+        ({"hidden": None}, "hidden must be an int >= 1, got None"),
+        ({"hidden": True}, "hidden must be an int >= 1, got True"),
+        ({"features": 64.0}, "features must be an int >= 1, got 64.0"),
+        ({"features": True}, "features must be an int >= 1, got True"),
+        ({"outputs": 0}, "outputs must be an int >= 1, got 0"),
+    ],
+)
+def test_build_model_refuses_sizes_that_are_not_ints(kwargs, message):
+    args = {"features": 64, "outputs": 10, **kwargs}
+    hidden = args.pop("hidden", 64)
+    with pytest.raises(nn.layers.ShapeError, match=f"^{re.escape(message)}$"):
+        build_model("cnn", args["features"], args["outputs"], hidden=hidden)
+    layer, shape = build_model("cnn", np.int64(64), np.int64(10), hidden=np.int64(8))  # numpy ints are ints
+    assert shape == (64,) and isinstance(layer, nn.layers.Layer)

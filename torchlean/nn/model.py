@@ -52,8 +52,15 @@ class Model:
         """Replace the parameters by ``state`` (same names and shapes; cast to the model dtype).
 
         Raises:
-            StateError: naming the missing, unexpected or mis-shaped entry.
+            StateError: ``state`` is not a mapping; naming the missing, unexpected or mis-shaped
+                entry, or an entry that is not a rectangular array of real numbers (strings,
+                objects, complex values, ragged lists), before any parameter changes.
         """
+        if not isinstance(state, Mapping):
+            raise StateError(
+                f"state must be a mapping of parameter names to arrays (as Model.state() returns), got "
+                f"{type(state).__name__}"
+            )
         names = [spec.name for spec in self.specs]
         missing = [n for n in names if n not in state]
         extra = [n for n in state if n not in names]
@@ -61,7 +68,16 @@ class Model:
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}")
         values: list[Array] = []
         for spec in self.specs:
-            value = np.array(state[spec.name], dtype=self.dtype)
+            try:
+                raw = np.asarray(state[spec.name])
+            except ValueError as error:  # ragged nested lists
+                raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
+            if raw.dtype.kind not in "biuf":
+                raise StateError(
+                    f"state entry {spec.name} has dtype {raw.dtype} (accepted: real numbers, cast to the "
+                    f"model dtype {self.dtype})"
+                )
+            value = np.array(raw, dtype=self.dtype)
             if value.shape != spec.shape:
                 raise StateError(
                     f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
