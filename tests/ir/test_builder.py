@@ -152,3 +152,38 @@ def test_attention_and_masks() -> None:
     scores = b.input([3, 5])
     masked = b.hard_masked_softmax(scores, np.eye(3, 5, dtype=bool))
     assert b.build().graph.nodes[masked].kind.describe().startswith("hard_masked_softmax {shape=[3, 5]")
+
+
+@pytest.mark.parametrize(
+    ("dims", "bad"),
+    [([-2], "-2"), ([2.5, 4], "2.5"), (["2", 4], "'2'"), ([True, 3], "True"),
+     ([3, np.bool_(True)], r"np\.True_"), ([None], "None"), ([np.float64(2.0)], r"np\.float64\(2\.0\)")],
+)
+def test_input_refuses_extents_that_are_not_non_negative_ints(dims: list[object], bad: str) -> None:
+    """Declared input extents are checked as every op's shape arguments are (``broadcast_to``):
+    nothing is appended, so no ill-shaped graph reaches ``check_well_formed``/``accept_graph``."""
+    b = GraphBuilder()
+    with pytest.raises(IRError, match=rf"^input: expected a non-negative integer, got {bad}$"):
+        b.input(dims)  # type: ignore[arg-type]
+    with pytest.raises(IRError, match=rf"^rand_uniform: expected a non-negative integer, got {bad}$"):
+        b.rand_uniform(0, dims)  # type: ignore[arg-type]
+    assert len(b.build().graph) == 0
+    with pytest.raises(IRError, match=r"^broadcast_to: expected a non-negative integer, got -1$"):
+        b.broadcast_to(b.input([1]), [-1])  # the wording the input check mirrors
+
+
+@pytest.mark.parametrize("shape", ["23", 4, None, b"\x02"])
+def test_input_refuses_a_shape_that_is_not_a_sequence(shape: object) -> None:
+    with pytest.raises(IRError, match=r"^input: expected a sequence of non-negative integers, got "):
+        GraphBuilder().input(shape)  # type: ignore[arg-type]
+
+
+def test_input_accepts_python_and_numpy_ints_and_zero_extents() -> None:
+    b = GraphBuilder()
+    x = b.input((np.int64(2), np.int32(0), 3))
+    y = b.input(np.array([4, 1]))
+    graph = b.build().graph
+    assert graph.nodes[x].out_shape == (2, 0, 3)
+    assert all(type(d) is int for d in graph.nodes[x].out_shape)
+    assert graph.nodes[y].out_shape == (4, 1)
+    check_shapes(graph)

@@ -6,6 +6,7 @@ refusal of a kernel mutated after binding, and values computed by the eager path
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -113,6 +114,63 @@ def test_the_schedule_refuses_a_wrong_number_of_inputs() -> None:
     program, lowered, params = _program("fast_cpu")
     with pytest.raises(SessionError, match="expected 1 inputs, got 0"):
         program.run([], params, lowered.output)
+
+
+def test_the_schedule_refuses_inputs_of_another_shape_than_declared() -> None:
+    """A (2, 3) batch fed to a graph declared for (5, 3) used to run and return a (2, 2) result
+    where the graph says (5, 2); each input is now compared with its node's declared shape."""
+    program, lowered, params = _program("checked_cpu")
+    assert lowered.built.graph.nodes[lowered.output].out_shape == (5, 2)
+    with tl.session("checked_cpu"):
+        for shape in [(2, 3), (7, 3), (5, 4), (15,)]:
+            expected = (
+                rf"^typed graph: input 0 \(node 0\) has shape {re.escape(str(shape))}, "
+                r"but the graph declares \(5, 3\)"
+            )
+            with pytest.raises(SessionError, match=expected):
+                program.run([tl.tensor(np.ones(shape))], params, lowered.output)
+            with pytest.raises(SessionError, match=expected):
+                program.run_and_backward([tl.tensor(np.ones(shape))], params, lowered.output)
+        assert program.run([tl.tensor(np.ones((5, 3)))], params, lowered.output).shape == (5, 2)
+
+
+def test_the_schedule_refuses_missing_or_misshapen_parameters() -> None:
+    program, lowered, params = _program("checked_cpu")
+    x = tl.tensor(np.ones((5, 3)))
+    with tl.session("checked_cpu"):
+        for count in (0, 2, 3):
+            with pytest.raises(
+                SessionError,
+                match=rf"^typed graph: expected at least 4 parameters \(the graph reads model parameters "
+                rf"0\.\.3\), got {count}$",
+            ):
+                program.run([x], params[:count], lowered.output)
+        swapped = [tl.tensor(np.ones((3, 4))), *params[1:]]
+        with pytest.raises(
+            SessionError, match=r"^typed graph: parameter 0 has shape \(3, 4\), but the graph was lowered "
+            r"with shape \(4, 3\)$"
+        ):
+            program.run([x], swapped, lowered.output)
+    # a fused program's linear weights are payload parameters: checked the same way
+    fused, output, model = _weighted_sum_program(nn.relu(), seed=0, weight=1.0)
+    bad_bias = [tl.tensor(p) for p in model.parameters]
+    bad_bias[1] = tl.tensor(np.ones(1))
+    with tl.session("checked_cpu"), pytest.raises(SessionError, match=r"parameter 1 has shape \(1,\)"):
+        fused.run([tl.tensor(np.ones((5, 3)))], bad_bias, output)
+
+
+@pytest.mark.parametrize("output", [999, 14, -1, True, 1.5, "3"])
+def test_the_schedule_refuses_an_output_that_is_not_a_node(output: Any) -> None:
+    program, _, params = _program("checked_cpu")
+    assert len(program.steps) == 14
+    x = tl.tensor(np.ones((5, 3)))
+    expected = rf"^typed graph: output must be a node id in 0\.\.13 \(an int\), got {re.escape(repr(output))}"
+    with tl.session("checked_cpu"):
+        with pytest.raises(SessionError, match=expected):
+            program.run([x], params, output)
+        with pytest.raises(SessionError, match=expected):
+            program.run_and_backward([x], params, output)
+        assert program.run([x], params, np.int64(13)).shape == (5, 2)
 
 
 def _weighted_sum_program(activation: Any, seed: int, weight: float) -> tuple[GraphProgram, int, Any]:

@@ -4,19 +4,28 @@ lowered graph with eager execution."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchlean import nn
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
+from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles
+from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.graph import to_coalesced_groups
 from torchlean.ir.errors import IRError
 from torchlean.ir.evaluate import evaluate
 from torchlean.ir.ops import Const
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.lowering import lower_model
+from torchlean.nn.layers import ShapeError
+from torchlean.nn.lowering import LoweringTypeError, lower_model
 from torchlean.tensor import Tensor
 
 # anchor-runtime.md §4.2: (id, kind as describe() renders it, parents, out shape)
@@ -240,3 +249,216 @@ def test_fused_lowering_keeps_a_computed_weight_in_the_original_form():
     values = evaluate(lowered.built.graph, {0: x}, lowered.built.payloads, dtype=np.float64)
     w, b = model.parameters
     np.testing.assert_allclose(values[lowered.output], x @ w + b, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ accepted input shapes
+
+
+def _run_lowered(model: nn.Model, x: np.ndarray) -> np.ndarray:
+    """Lower ``model`` for ``x.shape`` and run it through the accepted plan (typed-graph executor)."""
+    lowered = lower_model(model, x.shape)
+    plan = profiles.get("checked_cpu").accept_graph(lowered.built.graph).plan
+    assert plan is not None
+    program = GraphProgram(lowered.built.graph, lowered.built.payloads, plan, lowered.param_nodes,
+                           lowered.payload_params)
+    with Session("checked_cpu"), no_grad():
+        return program.run([Tensor(x)], [Tensor(p) for p in model.parameters], lowered.output).numpy()
+
+
+def test_a_mean_pool_model_refuses_an_unbatched_sample_and_is_right_batched():
+    """The reviewer's case: ``mean_pool(0)`` reduces the axis after the batch axis, so an
+    unbatched (4, 4) sample used to be averaged over the wrong axis, silently. It is refused now;
+    the batched lowering agrees with torch float64."""
+    layer = nn.sequential(nn.mean_pool(0), nn.linear(4, 2))
+    model = nn.build(layer, input_shape=(4, 4), seed=0, dtype=np.float64)
+    with pytest.raises(
+        ShapeError,
+        match=r"^lower_model: input shape \(4, 4\) is one sample without a batch axis, which this model "
+        r"cannot be lowered on: mean_pool treats axis 0 as the batch axis; accepted: \(batch, 4, 4\) "
+        r"with batch an int >= 1$",
+    ):
+        lower_model(model, (4, 4))
+    x = np.arange(32.0).reshape(2, 4, 4)
+    w, b = (torch.from_numpy(p) for p in model.parameters)
+    expected = torch.nn.functional.linear(torch.from_numpy(x).mean(dim=1), w, b).numpy()
+    np.testing.assert_allclose(_run_lowered(model, x), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("layer", "sample", "culprit"),
+    [
+        (nn.sequential(nn.reshape(3, 4), nn.linear(4, 2)), (12,), r"reshape\(\[3, 4\]\)"),
+        (nn.sequential(nn.linear(4, 6), nn.flatten()), (2, 4), "flatten"),
+        (nn.sequential(nn.conv2d(1, 2, 3, padding=1), nn.relu()), (1, 6, 6), r"conv2d\(1, 2, \[3, 3\]\)"),
+        (nn.sequential(nn.linear(4, 4), nn.max_pool2d(2)), (1, 4, 4), r"max_pool2d\(\[2, 2\]\)"),
+        (nn.residual(nn.multi_head_attention(4, 2)), (3, 4), "multi_head_attention"),
+        (nn.transformer_block(4, 2), (3, 4), "transformer_block"),
+    ],
+)
+def test_layers_that_treat_axis_0_as_the_batch_axis_refuse_an_unbatched_sample(layer, sample, culprit):
+    """These used to fail with IRErrors about numel or matmul mismatches (or compute wrong values)."""
+    model = nn.build(layer, input_shape=sample, seed=0)
+    refusal = rf"without a batch axis, which this model cannot be lowered on: {culprit}"
+    with pytest.raises(ShapeError, match=refusal):
+        lower_model(model, sample)
+    lowered = lower_model(model, (2, *sample))  # the batched form lowers
+    assert lowered.built.graph.nodes[lowered.inputs[0]].out_shape == (2, *sample)
+
+
+def _torch_forward(x: torch.Tensor, p: list[torch.Tensor]) -> torch.Tensor:
+    """torch float64 oracle of UNBATCHED_LAYER on one sample (torch's functions take any rank)."""
+    f = torch.nn.functional
+    h = x + p[0]
+    h = f.gelu(f.linear(h, p[1], p[2]))
+    h = f.layer_norm(h, (6,), p[3], p[4], 1e-5)
+    h = h + torch.tanh(f.linear(h, p[5], p[6]))
+    return torch.sigmoid(f.linear(h, p[7], p[8]))
+
+
+UNBATCHED_LAYER = nn.sequential(
+    nn.positional_embedding(3, 4),
+    nn.linear(4, 6),
+    nn.gelu(),
+    nn.layer_norm(6),
+    nn.residual(nn.sequential(nn.linear(6, 6), nn.tanh())),
+    nn.dropout(0.3),
+    nn.linear(6, 2),
+    nn.sigmoid(),
+)
+
+
+def test_linear_activation_norm_and_embedding_models_lower_unbatched_to_the_torch_values():
+    model = nn.build(UNBATCHED_LAYER, input_shape=(3, 4), seed=4, dtype=np.float64)
+    # positional_embedding's table starts within +-0.1 and layer_norm's affine at ones/zeros:
+    # make every parameter matter
+    rng = np.random.default_rng(5)
+    model.parameters = [p + rng.standard_normal(p.shape) * 0.5 for p in model.parameters]
+    p = [torch.from_numpy(a) for a in model.parameters]
+    x = rng.standard_normal((3, 4))
+    expected = _torch_forward(torch.from_numpy(x), p).numpy()
+    out = _run_lowered(model, x)
+    assert out.shape == (3, 2)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    batch = rng.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(
+        _run_lowered(model, batch), _torch_forward(torch.from_numpy(batch), p).numpy(), rtol=1e-12, atol=1e-12
+    )
+    # the vector MLP of the seed chapter: unbatched [4] -> 18 nodes, the torch values
+    mlp = mlp_model(dtype=np.float64)
+    v = rng.standard_normal(4)
+    w1, b1, w2, b2 = (torch.from_numpy(a) for a in mlp.parameters)
+    f = torch.nn.functional
+    mlp_expected = f.linear(torch.relu(f.linear(torch.from_numpy(v), w1, b1)), w2, b2).numpy()
+    np.testing.assert_allclose(_run_lowered(mlp, v), mlp_expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_batch_of_samples_of_another_shape_is_refused():
+    model = nn.build(nn.sequential(nn.linear(3, 2)), input_shape=(2, 3), seed=0)
+    for shape in [(5, 3, 2), (5, 2, 4), (2, 3, 2, 3), (3,), (0, 2, 3), (-1, 2, 3)]:
+        with pytest.raises(
+            ShapeError,
+            match=rf"^lower_model: input shape {re.escape(str(shape))} does not fit the model's per-sample "
+            r"input shape \(2, 3\); accepted: \(batch, 2, 3\) with batch an int >= 1, or \(2, 3\) "
+            r"\(one sample without a batch axis\)$",
+        ):
+            lower_model(model, shape)
+    cnn = nn.build(nn.conv2d(1, 1, 2), input_shape=(1, 3, 3), seed=0)
+    with pytest.raises(
+        ShapeError,
+        match=r"input shape \(4, 3, 3, 1\) does not fit .* accepted: \(batch, 1, 3, 3\) with batch an int "
+        r">= 1 \(a batch axis is required: conv2d\(1, 1, \[2, 2\]\) treats axis 0 as the batch axis\)$",
+    ):
+        lower_model(cnn, (4, 3, 3, 1))
+
+
+@pytest.mark.parametrize(
+    "shape", [None, 4, "54", (5.0, 4), (True, 4), (5, np.bool_(True)), np.ones((2, 2), int)]
+)
+def test_an_input_shape_that_is_not_a_tuple_of_ints_is_refused(shape):
+    model = mlp_model()
+    with pytest.raises(ShapeError, match=r"^lower_model: input shape .* accepted: \(batch, 4\) with batch"):
+        lower_model(model, shape)
+
+
+def test_accepted_input_shape_forms():
+    model = mlp_model()
+    for shape in [[3, 4], np.array([3, 4]), torch.Size([3, 4]), (np.int64(3), np.int32(4))]:
+        graph = lower_model(model, shape).built.graph
+        assert graph.nodes[0].out_shape == (3, 4)
+        assert all(type(d) is int for d in graph.nodes[0].out_shape)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    st.sampled_from(["linear", "flatten"]),
+)
+def test_lower_model_accepts_exactly_batch_times_sample_and_the_unbatched_sample_where_correct(shape, body):
+    sample = (2, 3)
+    layer = nn.linear(3, 2) if body == "linear" else nn.flatten()
+    model = nn.build(layer, input_shape=sample, seed=0)
+    batched = len(shape) == 3 and tuple(shape[1:]) == sample and shape[0] >= 1
+    unbatched = tuple(shape) == sample and body == "linear"
+    if batched or unbatched:
+        lowered = lower_model(model, shape)
+        prefix = (shape[0],) if batched else ()
+        assert lowered.built.graph.nodes[lowered.output].out_shape == (*prefix, *model.output_shape)
+    else:
+        with pytest.raises(ShapeError, match=r"^lower_model: input shape "):
+            lower_model(model, shape)
+
+
+def test_a_layer_that_is_not_built_is_refused():
+    for value in (nn.linear(4, 2), "mlp", None):
+        with pytest.raises(LoweringTypeError, match=r"^lower_model: model must be a built Model \(nn\.build"):
+            lower_model(value, (4,))
+    error = LoweringTypeError("x")
+    assert isinstance(error, TorchLeanError) and isinstance(error, TypeError)
+
+
+# ---------------------------------------------------------- computed payload parameters
+
+
+@dataclass(frozen=True, slots=True)
+class _ScaledWeight(nn.Layer):
+    """A custom layer passing a computed weight (``2 * W``) or bias to conv / layer_norm."""
+
+    op: str
+    computed: str
+    kind = "scaled_weight"
+
+    def output_shape(self, input_shape):
+        return input_shape if self.op == "layer_norm" else (1, input_shape[1] - 1, input_shape[2] - 1)
+
+    def param_specs(self):
+        if self.op == "layer_norm":
+            return (nn.ParamSpec("weight", (3,), "ones"), nn.ParamSpec("bias", (3,), "zeros"))
+        weight = nn.ParamSpec("weight", (1, 1, 2, 2), "uniform", 0.5)
+        return (weight, nn.ParamSpec("bias", (1,), "uniform", 0.5))
+
+    def forward(self, ops, params, x, *, training):
+        w, b = params
+        if self.computed == "weight":
+            w = ops.scale(w, 2.0)
+        else:
+            b = ops.scale(b, 2.0)
+        if self.op == "layer_norm":
+            return ops.layer_norm(x, w, b, normalized_ndim=1, eps=1e-5)
+        return ops.conv(x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
+
+
+@pytest.mark.parametrize("op", ["conv", "layer_norm"])
+@pytest.mark.parametrize("computed", ["weight", "bias"])
+def test_a_computed_conv_or_layer_norm_weight_is_refused_by_name(op, computed):
+    """These used to raise a bare TypeError; eager execution of the same layer still works."""
+    sample = (3,) if op == "layer_norm" else (1, 3, 3)
+    model = nn.build(_ScaledWeight(op, computed), input_shape=sample, seed=0, dtype=np.float64)
+    ir_op = "layernorm" if op == "layer_norm" else "conv"
+    with pytest.raises(
+        LoweringTypeError,
+        match=rf"^{ir_op}: the {computed} must be a model parameter \(an entry of the `params` a layer's "
+        r"forward receives, passed unchanged\), got the computed graph node \d+; .*"
+        r"accepted: a model parameter",
+    ):
+        lower_model(model, (2, *sample))
+    assert eager(model, np.ones((2, *sample))).shape == (2, *model.output_shape)

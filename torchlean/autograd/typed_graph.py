@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from beartype import beartype
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.autograd import storage
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.tape import AutogradError, run_backward
@@ -214,6 +215,10 @@ class GraphProgram:
         self.param_nodes = dict(param_nodes)
         self.payload_params = dict(payload_params)
         self.input_ids = tuple(n.id for n in graph.nodes if isinstance(n.kind, Input))
+        self.input_shapes = tuple(graph.nodes[i].out_shape for i in self.input_ids)
+        self.param_shapes = _param_shapes(graph, payloads, self.param_nodes, self.payload_params)
+        self.param_count = max(self.param_shapes, default=-1) + 1
+        self._param_checks = tuple(sorted(self.param_shapes.items()))
         bound: dict[int, BoundKernel] = {}
         for kernel in plan.kernels:
             if id(kernel) not in bound:
@@ -237,7 +242,7 @@ class GraphProgram:
         ``run(...).backward()`` does.
 
         Raises:
-            SessionError: wrong number of inputs.
+            SessionError: as :meth:`run`.
             AutogradError: the loss is not a scalar that requires a gradient.
         """
         values = self._execute(inputs, params, output)
@@ -266,11 +271,15 @@ class GraphProgram:
     def run(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
         """Execute every step up to node ``output`` and return its value.
 
-        ``inputs`` are the values of the ``input`` nodes in node order; ``params`` the current
-        model parameters (leaf tensors when training).
+        ``inputs`` are the values of the ``input`` nodes in node order, each of its node's
+        declared shape; ``params`` the current model parameters (leaf tensors when training), each
+        of the shape the graph was lowered with; ``output`` a node id in ``0..len(graph) - 1``.
 
         Raises:
-            SessionError: wrong number of inputs.
+            SessionError: wrong number of inputs; an input whose shape differs from its node's
+                declared shape (``typed graph: input 0 (node 0) has shape (2, 4), but the graph
+                declares (3, 4); ...``); fewer parameters than the graph reads, or one of another
+                shape; ``output`` not a node id of the graph.
         """
         result = self._execute(inputs, params, output)[output]
         assert result is not None
@@ -279,8 +288,7 @@ class GraphProgram:
     def _execute(
         self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int
     ) -> list[Tensor | None]:
-        if len(inputs) != len(self.input_ids):
-            raise SessionError(f"typed graph: expected {len(self.input_ids)} inputs, got {len(inputs)}")
+        self._check_call(inputs, params, output)
         values: list[Tensor | None] = [None] * (output + 1)
         for step in self.steps[: output + 1]:
             kind = step.kind
@@ -312,6 +320,35 @@ class GraphProgram:
                 assert step.const is not None
                 values[step.node_id] = Tensor(np.array(step.const))
         return values
+
+    def _check_call(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> None:
+        """Refuse a call that does not fit the graph: one tuple comparison per input and per
+        parameter the graph reads (the graph's static shapes are what the schedule was built
+        for; the Trainer caches one program per batch shape, so its own calls always fit)."""
+        if len(inputs) != len(self.input_shapes):
+            raise SessionError(f"typed graph: expected {len(self.input_shapes)} inputs, got {len(inputs)}")
+        for position, (tensor, declared) in enumerate(zip(inputs, self.input_shapes, strict=True)):
+            if tensor.shape != declared:
+                raise SessionError(
+                    f"typed graph: input {position} (node {self.input_ids[position]}) has shape "
+                    f"{tensor.shape}, but the graph declares {declared}; lower and accept a graph for "
+                    "this shape"
+                )
+        if len(params) < self.param_count:
+            raise SessionError(
+                f"typed graph: expected at least {self.param_count} parameters (the graph reads model "
+                f"parameters 0..{self.param_count - 1}), got {len(params)}"
+            )
+        for index, declared in self._param_checks:
+            if params[index].shape != declared:
+                raise SessionError(
+                    f"typed graph: parameter {index} has shape {params[index].shape}, but the graph "
+                    f"was lowered with shape {declared}"
+                )
+        if not is_builtin_or_numpy_int(output) or not 0 <= output < len(self.steps):
+            raise SessionError(
+                f"typed graph: output must be a node id in 0..{len(self.steps) - 1} (an int), got {output!r}"
+            )
 
     # ------------------------------------------------------------------------------ schedule
 
@@ -412,6 +449,27 @@ class GraphProgram:
         raise SessionError(
             f"typed graph: node {node.id} ({kind.describe()}) is not supported by the typed-graph executor"
         )
+
+
+def _param_shapes(
+    graph: Graph,
+    payloads: Payloads,
+    param_nodes: Mapping[int, int],
+    payload_params: Mapping[int, tuple[int | None, int | None]],
+) -> dict[int, tuple[int, ...]]:
+    """The shape the graph was lowered with for each model parameter it reads: a ``const``
+    node's declared shape, or the shape of the payload array a conv/linear/layernorm parameter
+    replaces."""
+    shapes: dict[int, tuple[int, ...]] = {}
+    for node_id, index in param_nodes.items():
+        shapes[index] = graph.nodes[node_id].out_shape
+    for node_id, indices in payload_params.items():
+        payload = payloads.get(node_id)
+        for param, name in zip(indices, ("weight", "bias"), strict=True):
+            value = getattr(payload, name, None)
+            if param is not None and value is not None:
+                shapes[param] = tuple(int(d) for d in np.shape(value))
+    return shapes
 
 
 def _param_or_fixed(index: int | None, fixed: np.ndarray[Any, Any] | None) -> Operand:

@@ -26,6 +26,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import infer_node_shape
@@ -112,6 +113,19 @@ Ref = int | Param
 """A node reference: an existing node id, or a deferred constant."""
 
 
+def _declared_shape(shape: object, what: str) -> Shape:
+    """``shape`` as a tuple of Python ints >= 0, with the wording of the op kinds' own checks
+    (:mod:`torchlean.ir.ops`: ``broadcast_to: expected a non-negative integer, got -1``)."""
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence | np.ndarray):
+        raise IRError(f"{what}: expected a sequence of non-negative integers, got {shape!r}")
+    dims: list[int] = []
+    for extent in shape:
+        if not is_builtin_or_numpy_int(extent) or int(extent) < 0:
+            raise IRError(f"{what}: expected a non-negative integer, got {extent!r}")
+        dims.append(int(extent))
+    return tuple(dims)
+
+
 @dataclass(frozen=True, slots=True)
 class BuiltGraph:
     """A finished graph with its payload store (const values and layer parameters by node id)."""
@@ -148,10 +162,17 @@ class GraphBuilder:
 
         Deferred parameters among ``parents`` are emitted first, in argument order. ``out_shape``
         is only read by kinds whose shape is declared (input, rand_uniform, bernoulli_mask,
-        linear). Raises :class:`IRError` with the shape checker's message.
+        linear); it must be a sequence (not a string) of integers >= 0 (Python or numpy ints;
+        bools refused), as every op's shape arguments.
+
+        Raises:
+            IRError: ``<kind>: expected a non-negative integer, got 2.5`` (or ``... a sequence of
+                non-negative integers, got ...``) for a bad ``out_shape``, before anything is
+                appended; else the shape checker's message.
         """
+        declared = _declared_shape(out_shape, kind.tag)
         ids = tuple(self.resolve(p) for p in parents)
-        draft = Node(len(self._nodes), ids, kind, tuple(out_shape))
+        draft = Node(len(self._nodes), ids, kind, declared)
         shape = infer_node_shape(draft, [self._nodes[i].out_shape for i in ids])
         self._nodes.append(Node(draft.id, ids, kind, shape))
         return draft.id
@@ -181,7 +202,14 @@ class GraphBuilder:
     # ---------------------------------------------------------------------------------- sources
 
     def input(self, shape: Sequence[int]) -> int:
-        """An ``input`` node of ``shape``."""
+        """An ``input`` node of ``shape``: a sequence of integers >= 0 (Python or numpy ints, not
+        bools), stored as a tuple of Python ints.
+
+        Raises:
+            IRError: ``input: expected a non-negative integer, got -2`` (also for ``2.5``, ``"2"``,
+                ``True``), or ``input: expected a sequence of non-negative integers, got 4`` when
+                ``shape`` is not a sequence (a string counts as none).
+        """
         return self.node(Input(), out_shape=shape)
 
     def const(self, value: npt.ArrayLike) -> int:

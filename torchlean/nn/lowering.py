@@ -6,6 +6,11 @@ Running a layer's forward program with :class:`GraphOps` appends one IR node per
 ``linear 4 -> 8 -> relu -> linear 8 -> 1`` on a vector gives the 18-node graph of the seed
 chapter. :class:`Lowered` remembers which ``const`` and payload nodes hold which model
 parameter, so a typed-graph executor can feed the *current* parameter values each step.
+
+Layer programs treat axis 0 as the batch axis (``reshape``/``flatten`` keep it, ``mean_pool``
+reduces the axis after it, attention unpacks ``(batch, tokens, d_model)``), so
+:func:`lower_model` lowers one sample without a batch axis only for models whose every layer
+computes the same values either way (:func:`unbatched_refusal`).
 """
 
 from __future__ import annotations
@@ -16,13 +21,31 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_int
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
 from torchlean.ir.payloads import LayerNormParams
+from torchlean.nn.layers import (
+    Activation,
+    Dropout,
+    Layer,
+    LayerNorm,
+    Linear,
+    PositionalEmbedding,
+    Residual,
+    Sequential,
+    ShapeError,
+)
 from torchlean.nn.model import Model
 
-__all__ = ["GraphOps", "Lowered", "lower_model"]
+__all__ = ["GraphOps", "Lowered", "LoweringTypeError", "lower_model", "unbatched_refusal"]
+
+
+class LoweringTypeError(IRError, TypeError):
+    """A lowering argument of the wrong kind: :func:`lower_model` given something other than a
+    built :class:`~torchlean.nn.model.Model`, or a conv/layer_norm weight or bias that is a computed
+    graph value rather than a model parameter. An :class:`IRError` and a ``TypeError``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +100,24 @@ class GraphOps:
             self.param_nodes[node] = self.param_index[ref.key]
         return node
 
-    def _param_of(self, ref: Ref | None) -> int | None:
-        if ref is None:
-            return None
-        if not isinstance(ref, Param):
-            raise TypeError("payload parameters must be model parameters")
-        return self.param_index[ref.key]
+    def _param_of(self, ref: Param | None) -> int | None:
+        return None if ref is None else self.param_index[ref.key]
+
+    def _payload_param(self, ref: Ref | None, op: str, role: str) -> Param | None:
+        """``ref`` as a model parameter (``None`` stays ``None``) for a node that carries it as a
+        payload; raises :class:`LoweringTypeError` for a computed value (a graph node id)."""
+        if ref is None or (isinstance(ref, Param) and ref.key in self.param_index):
+            return ref
+        what = (
+            f"the computed graph node {ref}" if not isinstance(ref, Param)
+            else f"the constant {ref.name or ref.key}, which is not a model parameter"
+        )
+        raise LoweringTypeError(
+            f"{op}: the {role} must be a model parameter (an entry of the `params` a layer's forward "
+            f"receives, passed unchanged), got {what}; the IR {op} node carries its "
+            "parameters as a payload, so a computed weight cannot be lowered (accepted: a model "
+            "parameter; use ops.linear or ops.matmul for computed weights)"
+        )
 
     def lowered(self, output: Ref) -> Lowered:
         out = self._ref(output)
@@ -118,7 +153,12 @@ class GraphOps:
         model parameters; otherwise (a computed or tied weight, or no fusion) the original's
         lowering (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
         transposed, ``matmul``, the bias broadcast and added, and a vector reshaped back."""
-        if self.fuse_linear and isinstance(weight, Param) and (bias is None or isinstance(bias, Param)):
+        if (
+            self.fuse_linear
+            and isinstance(weight, Param)
+            and weight.key in self.param_index
+            and (bias is None or (isinstance(bias, Param) and bias.key in self.param_index))
+        ):
             node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
             self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
             return node
@@ -170,11 +210,17 @@ class GraphOps:
         return self.builder.mse_loss(self._ref(prediction), self._ref(target))
 
     def layer_norm(self, x: Ref, weight: Ref, bias: Ref, *, normalized_ndim: int, eps: float) -> int:
-        if not isinstance(weight, Param) or not isinstance(bias, Param):
-            raise TypeError("layer_norm affine parameters must be model parameters")
+        """One IR ``layernorm`` node whose payload is the affine ``weight`` and ``bias``.
+
+        Raises:
+            LoweringTypeError: ``weight`` or ``bias`` is not a model parameter (a computed node).
+        """
+        w = self._payload_param(weight, "layernorm", "weight")
+        b = self._payload_param(bias, "layernorm", "bias")
+        assert w is not None and b is not None
         axis = len(self.shape(x)) - normalized_ndim
-        node = self.builder.layernorm(self._ref(x), axis, LayerNormParams(weight.value, bias.value, eps))
-        self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
+        node = self.builder.layernorm(self._ref(x), axis, LayerNormParams(w.value, b.value, eps))
+        self.payload_params[node] = (self._param_of(w), self._param_of(b))
         return node
 
     def conv(
@@ -188,9 +234,15 @@ class GraphOps:
         dilation: tuple[int, ...],
         groups: int,
     ) -> int:
-        if not isinstance(weight, Param) or not (bias is None or isinstance(bias, Param)):
-            raise TypeError("conv weight and bias must be model parameters")
-        out_channels, in_per_group, *kernel = weight.shape
+        """One IR ``conv`` node whose payload is ``weight`` and ``bias`` (or no bias).
+
+        Raises:
+            LoweringTypeError: ``weight`` or ``bias`` is not a model parameter (a computed node).
+        """
+        w = self._payload_param(weight, "conv", "weight")
+        b = self._payload_param(bias, "conv", "bias")
+        assert w is not None
+        out_channels, in_per_group, *kernel = w.shape
         config = ConvConfig(
             in_channels=in_per_group * groups,
             out_channels=out_channels,
@@ -201,8 +253,8 @@ class GraphOps:
             groups=groups,
             channel_axis=len(self.shape(x)) - 1 - len(kernel),
         )
-        node = self.builder.conv(self._ref(x), config, weight.value, None if bias is None else bias.value)
-        self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
+        node = self.builder.conv(self._ref(x), config, w.value, None if b is None else b.value)
+        self.payload_params[node] = (self._param_of(w), self._param_of(b))
         return node
 
     def max_pool(
@@ -226,10 +278,103 @@ class GraphOps:
         return self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask)
 
 
+def unbatched_refusal(layer: Layer) -> Layer | None:
+    """The first layer of ``layer`` that cannot be lowered on one sample without a batch axis, or
+    ``None`` when every layer can.
+
+    Accepted unbatched: ``linear`` (a vector is lowered as the original does, reshaped to
+    ``[1, n]``; a higher-rank sample is a plain matmul over its last axis), the pointwise
+    activations, ``dropout`` (the identity in evaluation; training is refused anyway),
+    ``layer_norm`` (normalises the trailing axes), ``positional_embedding`` (adds a table of the
+    sample's shape) and ``sequential``/``residual`` of these. Every other layer (``reshape``,
+    ``flatten``, ``mean_pool``, convolutions, pooling, attention and custom layers) treats axis 0
+    as the batch axis, so it is refused.
+    """
+    if isinstance(layer, Sequential):
+        for child in layer.layers:
+            refused = unbatched_refusal(child)
+            if refused is not None:
+                return refused
+        return None
+    if isinstance(layer, Residual):
+        return unbatched_refusal(layer.body)
+    if isinstance(layer, Linear | Activation | Dropout | LayerNorm | PositionalEmbedding):
+        return None
+    return layer
+
+
+def _shape_tuple(value: object) -> tuple[int, ...] | None:
+    """``value`` as a tuple of ints when it is a tuple, list (``torch.Size`` included) or 1-d
+    numpy array of integers (Python or numpy, not bools); else ``None``."""
+    items: Sequence[object]
+    if isinstance(value, tuple | list):
+        items = value
+    elif isinstance(value, np.ndarray) and value.ndim == 1:
+        items = list(value)
+    else:
+        return None
+    dims = [d for d in items if is_int(d)]
+    if len(dims) != len(items):
+        return None
+    return tuple(int(d) for d in dims)
+
+
+def _checked_input_shape(model: Model, input_shape: object) -> tuple[int, ...]:
+    """``input_shape`` if it is ``(batch, *model.input_shape)`` with ``batch >= 1``, or
+    ``model.input_shape`` itself for a model :func:`unbatched_refusal` accepts; else raises
+    :class:`ShapeError` naming it and the accepted shapes."""
+    sample = tuple(model.input_shape)
+    refused = unbatched_refusal(model.layer)
+    shape = _shape_tuple(input_shape)
+    if shape is not None and len(shape) == len(sample) + 1 and shape[1:] == sample and shape[0] >= 1:
+        return shape
+    batched = f"(batch, {', '.join(map(str, sample))}) with batch an int >= 1"
+    if refused is None:
+        if shape == sample:
+            return shape
+        reason = f"does not fit the model's per-sample input shape {sample}"
+        accepted = f"{batched}, or {sample} (one sample without a batch axis)"
+    elif shape == sample:
+        reason = (
+            f"is one sample without a batch axis, which this model cannot be lowered on: "
+            f"{refused.describe()} treats axis 0 as the batch axis"
+        )
+        accepted = batched
+    else:
+        reason = f"does not fit the model's per-sample input shape {sample}"
+        accepted = (
+            f"{batched} (a batch axis is required: {refused.describe()} treats axis 0 as the batch axis)"
+        )
+    given = " ".join(repr(input_shape).split()) if shape is None else str(shape)  # one line
+    raise ShapeError(f"lower_model: input shape {given} {reason}; accepted: {accepted}")
+
+
 def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = False) -> Lowered:
-    """Lower ``model``'s forward program for inputs of ``input_shape`` (with or without batch axis)."""
+    """Lower ``model``'s forward program for inputs of ``input_shape``.
+
+    ``input_shape`` is ``(batch, *model.input_shape)`` with ``batch >= 1``, or the per-sample
+    ``model.input_shape`` alone (one sample, no batch axis) when every layer of the model computes
+    the same values without the batch axis (:func:`unbatched_refusal`: ``linear``, activations,
+    ``dropout``, ``layer_norm``, ``positional_embedding``, and ``sequential``/``residual`` of
+    these). A tuple, list, ``torch.Size`` or 1-d integer numpy array. A vector MLP on an unbatched
+    ``[4]`` input gives the seed chapter's 18-node graph (anchor-runtime.md §4.2).
+
+    Raises:
+        LoweringTypeError: ``model`` is not a built :class:`~torchlean.nn.model.Model` (e.g. a
+            layer not yet passed to ``nn.build``).
+        ShapeError: any other ``input_shape``, naming it and the accepted shapes (e.g. an
+            unbatched sample for a model with ``reshape``/``flatten``/``mean_pool``/conv/attention,
+            or a batch of samples of another shape).
+        IRError: dropout with ``training=True``, or a layer the IR cannot express.
+    """
+    if not isinstance(model, Model):
+        raise LoweringTypeError(
+            f"lower_model: model must be a built Model (nn.build(layer, input_shape=..., seed=...)), got "
+            f"{type(model).__name__} {model!r}"
+        )
+    shape = _checked_input_shape(model, input_shape)
     ops = GraphOps()
-    x: Ref = ops.input(input_shape)
+    x: Ref = ops.input(shape)
     params: list[Ref] = list(ops.params(model))
     out = model.layer.forward(ops, params, x, training=training)
     return ops.lowered(out)
