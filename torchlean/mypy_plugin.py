@@ -35,12 +35,14 @@ live next to the sealed classes.
 This module imports only mypy and the standard library (never torch or numpy), and relies on
 two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``), on
 ``TypeAnalyser.analyze_type_with_type_info`` and on the name mypy gives a callee without a full
-name (``"__new__ of object"`` for ``super(...).__new__``); it is tested against mypy 2.4
+name (``"__new__ of object"`` for ``super(...).__new__``, ``"update of MutableMapping"`` for
+``dict.update(obj, ...)``); it is tested against mypy 2.4
 (tests/typing/).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -99,6 +101,9 @@ SHAPE_FULLNAME: Final = "torchlean.shapes.Shape"
 METADATA_KEY: Final = "torchlean.sealed"
 PACKAGE: Final = "torchlean"
 SUPER_NEW_PREFIX: Final = "__new__ of "  # how mypy names ``super(...).__new__`` (no full name)
+UNBOUND_METHOD: Final = re.compile(r"(?P<method>\S+) of (?P<owner>\S+)")
+"""How mypy names a method called through its class (``dict.update(obj, ...)``: ``update of
+MutableMapping``, the class that defines it), where it has no full name."""
 
 SEALED: Final = ErrorCode(
     "torchlean-sealed", "A sealed torchlean type is produced outside its gate", "torchlean"
@@ -128,25 +133,35 @@ def _sealed_gates(info: TypeInfo) -> list[str] | None:
     return None
 
 
-def _sealed_instance(typ: Type) -> TypeInfo | None:
-    """The sealed class of an instance type (or of one member of a union), else None."""
+def _bound(typ: Type) -> ProperType:
+    """``typ`` as a proper type, a type variable read as its upper bound: the sealed classes are
+    ``@final``, so a ``K`` bounded by one of them (``TypeVar("K", bound=AcceptedKernel)``) can
+    only be that class."""
     proper = get_proper_type(typ)
+    return get_proper_type(proper.upper_bound) if isinstance(proper, TypeVarType) else proper
+
+
+def _sealed_instance(typ: Type) -> TypeInfo | None:
+    """The sealed class of an instance type (or of one member of a union, or a type variable's
+    bound), else None."""
+    proper = _bound(typ)
     items: Sequence[Type] = proper.items if isinstance(proper, UnionType) else [proper]
     for item in items:
-        item_p = get_proper_type(item)
+        item_p = _bound(item)
         if isinstance(item_p, Instance) and _sealed_gates(item_p.type) is not None:
             return item_p.type
     return None
 
 
 def _sealed_class_object(typ: Type) -> TypeInfo | None:
-    """The sealed class of a class-object type (``Cls``, ``type[Cls]``), else None."""
-    proper = get_proper_type(typ)
+    """The sealed class of a class-object type (``Cls``, ``type[Cls]``, ``type[K]`` for a type
+    variable bounded by it), else None."""
+    proper = _bound(typ)
     target: ProperType | None = None
     if isinstance(proper, CallableType) and proper.is_type_obj():
-        target = get_proper_type(proper.ret_type)
+        target = _bound(proper.ret_type)
     elif isinstance(proper, TypeType):
-        target = proper.item
+        target = _bound(proper.item)
     if isinstance(target, Instance) and _sealed_gates(target.type) is not None:
         return target.type
     return None
@@ -324,6 +339,15 @@ def _private_operand_hook(ctx: MethodSigContext) -> CallableType:
     return ctx.default_signature
 
 
+def _unbound_method_hook(ctx: MethodContext) -> Type:
+    """A method of a private object's class called through the class, the object an argument
+    (``dict.__setitem__(sealed._MINTED, key, entry)``, ``dict.update(sealed._MINTED, ...)``).
+    mypy names such a callee ``"<method> of <Class>"`` (the class that defines it, e.g.
+    ``update of MutableMapping``) and gives no receiver to :func:`_private_operand_hook`."""
+    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+    return ctx.default_return_type
+
+
 def _sealed_decorator_hook(ctx: ClassDefContext) -> bool:
     """Record the gate names of ``@sealed("pkg.mod.gate", ...)`` in the class metadata."""
     reason = ctx.reason
@@ -358,6 +382,8 @@ def _render_dimension(arg: Type) -> str:
         return f"Literal[{proper.value!r}]"
     if isinstance(proper, Instance):
         return proper.type.name
+    if isinstance(proper, UnpackType):
+        return f"*{proper.type}"
     return str(proper)
 
 
@@ -368,6 +394,10 @@ def _raw_dimension(arg: Type, int_type: Instance, fail: Callable[[str], None]) -
     """
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         fail(_render_dimension(arg))
+        return None
+    inner = arg.type if isinstance(arg, UnpackType) else None
+    if isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple"):
+        fail("*tuple[...]")  # mypy would open a fixed one up; the runtime Shape refuses both
         return None
     if not isinstance(arg, RawExpressionType):
         return arg
@@ -382,7 +412,9 @@ def _valid_dimension(arg: Type) -> bool:
     proper = get_proper_type(arg)
     if isinstance(proper, LiteralType):
         return type(proper.value) is int and proper.value >= 0
-    return isinstance(proper, AnyType | TypeVarType | TypeVarTupleType | UnpackType | PlaceholderType)
+    if isinstance(proper, UnpackType):  # ``*Ts`` only: ``*tuple[...]`` is refused at runtime too
+        return isinstance(get_proper_type(proper.type), TypeVarTupleType | AnyType | PlaceholderType)
+    return isinstance(proper, AnyType | TypeVarType | TypeVarTupleType | PlaceholderType)
 
 
 def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
@@ -406,26 +438,12 @@ def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
         result = Instance(info, [api.analyze_type(arg) for arg in kept])
     proper = get_proper_type(result)
     if isinstance(proper, Instance) and proper.type.fullname == SHAPE_FULLNAME:
-        for arg in _flat_dimensions(proper.args):
+        for arg in proper.args:
             if not _valid_dimension(arg):
                 fail(_render_dimension(arg))
         if bad:
             return AnyType(TypeOfAny.from_error)
     return result
-
-
-def _flat_dimensions(args: Sequence[Type]) -> list[Type]:
-    """The dimensions of a Shape instance; a fixed ``*tuple[...]`` segment is opened up."""
-    flat: list[Type] = []
-    for arg in args:
-        proper = get_proper_type(arg)
-        if isinstance(proper, UnpackType):
-            inner = get_proper_type(proper.type)
-            if isinstance(inner, Instance) and inner.type.fullname == "builtins.tuple":
-                flat.extend(inner.args)
-                continue
-        flat.append(arg)
-    return flat
 
 
 class TorchLeanPlugin(Plugin):
@@ -465,6 +483,9 @@ class TorchLeanPlugin(Plugin):
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        unbound = UNBOUND_METHOD.fullmatch(fullname)
+        if unbound is not None and unbound["owner"] in self._private_object_bases():
+            return _unbound_method_hook
         owner, _, method = fullname.rpartition(".")
         if method == "__new__" and owner:
             display = "object" if owner == "builtins.object" else owner.rpartition(".")[2]
@@ -480,6 +501,16 @@ class TorchLeanPlugin(Plugin):
     def _is_sealed_class(self, fullname: str) -> bool:
         node = self.lookup_fully_qualified(fullname)
         return node is not None and isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
+
+    def _private_object_bases(self) -> frozenset[str]:
+        """The short names of the private objects' classes and of their bases (``dict``,
+        ``MutableMapping``, ``Mapping`` ...): the owners mypy names for an unbound method call."""
+        names: set[str] = set()
+        for fullname in self._private_object_classes():
+            node = self.lookup_fully_qualified(fullname)
+            if node is not None and isinstance(node.node, TypeInfo):
+                names.update(base.name for base in node.node.mro if base.fullname != "builtins.object")
+        return frozenset(names)
 
     def _private_object_classes(self) -> frozenset[str]:
         """The classes of the private objects of ``torchlean.backend.sealed`` (``_MINTED``: dict ...).

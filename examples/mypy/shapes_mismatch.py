@@ -32,6 +32,7 @@ bad_float: Shape[1.5]  # E: Invalid Shape dimension (an expression that is not a
 bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 
 # Known limit: where Python evaluates the subscript (here an explicit type application), mypy
 # analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.

@@ -206,8 +206,11 @@ def test_private_mint_outside_a_gate_is_refused(planned: PlannedKernel, policy: 
 
 def test_subclassing_is_refused() -> None:
     base: Any = AcceptedKernel
-    with pytest.raises(TypeError, match="sealed"):
+    with pytest.raises(TypeError, match=r"^AcceptedKernel is sealed and cannot be subclassed$"):
         type("Sub", (base,), {})
+    mixin = type("Mixin", (), {})
+    with pytest.raises(TypeError, match=r"^AcceptedKernel is sealed and cannot be subclassed$"):
+        type("Sub", (mixin, base), {})  # names the sealed class, not the first base
 
 
 _OPTIMISED_PROBE = """
@@ -249,6 +252,8 @@ for field in ("graph_plan", "grouped_plan", "policy", "kernels"):
     object.__setattr__(fake_plan, field, getattr(plan, field))
 attempt("node_kernels", lambda: node_kernels(fake_plan))
 attempt("graph", lambda: GraphProgram(graph, {}, fake_plan, {}, {}))
+from torchlean.backend.report import accepted_graph_lines
+attempt("report", lambda: accepted_graph_lines(fake_plan))
 """
 
 
@@ -267,7 +272,7 @@ def test_optimised_python_still_refuses_forgeries(flag: str, tmp_path: Path) -> 
     assert lines[0] == "checks False False"
     assert lines[1] == "genuine ('ran', 1)"
     refused = {line.split()[0]: line for line in lines[2:]}
-    assert set(refused) == {"bind", "run", "node_kernels", "graph"}
+    assert set(refused) == {"bind", "run", "node_kernels", "graph", "report"}
     for name, line in refused.items():
         assert line.startswith(f"{name} refused "), line
     assert (

@@ -25,6 +25,7 @@ from torchlean.backend.contracts import ContractClaim, ContractDescriptor, Contr
 from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan
 from torchlean.backend.planner import CapsuleVerdict, KernelPlan
 from torchlean.backend.policy import KernelPolicy
+from torchlean.backend.sealed import require_minted
 from torchlean.backend.vocabulary import BackendOp, ContractObligation
 
 __all__ = [
@@ -167,7 +168,9 @@ def accepted_graph_lines(plan: AcceptedGraph) -> list[str]:
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate.
+        UnmintedError: the same under ``python -O``, where beartype does not check.
     """
+    require_minted(plan, "accepted_graph_lines")
     names = plan.capsule_names
     distinct = list(dict.fromkeys(names))
     return [

@@ -82,7 +82,8 @@ def _refuse_pickle(self: object, *args: object) -> NoReturn:
 
 
 def _refuse_subclass(cls: type, /, **kwargs: object) -> None:
-    raise TypeError(f"{cls.__mro__[1].__name__} is sealed and cannot be subclassed")
+    sealed_base = next(base for base in cls.__mro__[1:] if sealed_gates(base))  # this hook's owner
+    raise TypeError(f"{sealed_base.__name__} is sealed and cannot be subclassed")
 
 
 def _gates_text(cls: type) -> str:
