@@ -3,14 +3,20 @@
 Usage (on a machine with a CUDA device; finishes in a few minutes, the extension build included)::
 
     python bench/gpu_check.py [OUT.json] [--sizes 1024,2048,...] [--heads 4] [--iterations 3]
+                              [--max-seconds S]
 
+0. Pre-checks, before anything is built: the Python packages, a CUDA build of torch with a
+   visible device, ``ninja`` on PATH and ``nvcc`` (``CUDA_HOME``, else PATH — what
+   ``torch.utils.cpp_extension`` uses) whose major version equals ``torch.version.cuda``'s. Each
+   failure is one line on stderr and its own exit status (below).
 1. Builds ``torchlean_native_ext`` from ``csrc/`` (``torch.utils.cpp_extension``) and records
    the build time.
 2. Parity: every case of ``torchlean.backend.providers.native_cuda.parity`` — all 46 native-cuda
    ops, ``native_cuda.direct_attention`` and ``torchlean.composed_attention`` (including fully
-   blocked rows and NaN/inf at blocked positions) — forward and backward in float32 (relative
-   error <= 1e-5) and float64 (<= 1e-10) against float64 oracles. One failing case never stops
-   the others.
+   blocked rows, NaN/inf at blocked positions, and head widths 64, 128 and 256) — forward and
+   backward in float32 (relative error <= 1e-5) and float64 (<= 1e-10) against float64 oracles,
+   one progress line each. One failing case never stops the others; each case ends with a device
+   synchronisation, so an asynchronous fault is attributed to the case that caused it.
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
@@ -20,11 +26,24 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
 4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
-   forward + backward, plus the relative difference of the two outputs.
+   forward + backward; a row fails when the two forwards differ by more than 1e-5 (relative).
+   Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
+   kernel (float32) against SDPA's autograd in float64 (relative error <= 1e-5), with SDPA's own
+   float32 gradients recorded beside them.
 
-Writes one JSON record (default ``bench/results/gpu_check.json``; rewritten after every phase so
-a run cut off by a time limit keeps what it measured), prints a summary, and exits
-with status 1 when any parity case or end-to-end run fails (2 when the extension cannot be built).
+The JSON record (default ``bench/results/gpu_check.json``) is rewritten, atomically, after the
+build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
+leaves everything measured so far on disk (``in_progress`` says which phase was running and how
+many of its rows had finished; the progress lines, flushed as each step starts, name the step).
+After a device fault that leaves the CUDA context unusable (an illegal address is sticky), no
+further device work runs: ``aborted`` names the phase and the step that caused it.
+``--max-seconds`` skips the steps that would start after that many seconds (recorded under
+``skipped``).
+
+Exit status: 0 all passed; 1 a parity case, end-to-end run or timing check failed, a device fault
+aborted the run, or steps were skipped; 2 no CUDA device or the build failed; 3 missing Python
+packages; 4 no ``ninja``; 5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from
+torch's.
 """
 
 from __future__ import annotations
@@ -32,8 +51,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 import traceback
@@ -42,17 +65,26 @@ from importlib.util import find_spec as _find_spec
 from pathlib import Path
 from typing import Any
 
+EXIT_FAILED = 1
+EXIT_BUILD = 2
+EXIT_PACKAGES = 3
+EXIT_NO_NINJA = 4
+EXIT_NO_NVCC = 5
+EXIT_CUDA_MISMATCH = 6
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 _MISSING = [name for name in ("beartype", "numpy", "torch", "tqdm", "sklearn") if _find_spec(name) is None]
 if _MISSING:
-    sys.exit(
+    print(
         f"gpu_check: missing Python packages {_MISSING}; install them first (the H200 image lacks "
         "beartype: `pip download beartype --no-deps -d gpu_wheels` here, carry `gpu_wheels`, and run "
-        "`pip install --no-index gpu_wheels/*.whl` there)"
+        "`pip install --no-index gpu_wheels/*.whl` there)",
+        file=sys.stderr,
     )
+    sys.exit(EXIT_PACKAGES)
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -70,6 +102,137 @@ E2E_RUNS: tuple[tuple[str, str, str | None], ...] = (
 )
 """(model, profile, the capsule its attention op must select)."""
 
+FORWARD_TOLERANCE = 1e-5
+"""Largest relative difference of the direct kernel's float32 forward from torch SDPA's."""
+GRADIENT_TOLERANCE = parity.TOLERANCE[torch.float32]
+"""Largest relative error of the direct kernel's float32 gradients against SDPA float64 autograd."""
+GRADIENT_N = 1024
+
+
+class DeviceFault(Exception):
+    """The CUDA context is unusable after an error (e.g. a sticky illegal address)."""
+
+    def __init__(self, phase: str, where: str, error: str) -> None:
+        super().__init__(f"{phase} {where}: {error}")
+        self.phase = phase
+        self.where = where
+        self.error = error
+
+
+class _OutOfTime(Exception):
+    """``--max-seconds`` was reached before the named step."""
+
+
+class Budget:
+    """``--max-seconds``: whether a step may still start (0 = no limit)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds if seconds > 0 else math.inf
+
+    def exhausted(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+class Recorder:
+    """The JSON record, rewritten atomically (a temporary file renamed over it) on every save."""
+
+    def __init__(self, path: Path, record: dict[str, Any]) -> None:
+        self.path = path
+        self.record = record
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(self) -> None:
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(json.dumps(self.record, indent=1, default=str))
+        os.replace(partial, self.path)
+
+    def running(self, step: str | None) -> None:
+        """Record (and save) the step about to run, so a hang shows where it happened."""
+        if step is None:
+            self.record.pop("in_progress", None)
+        else:
+            self.record["in_progress"] = step
+        self.save()
+
+    def skip(self, what: str) -> None:
+        self.record.setdefault("skipped", []).append(what)
+        print(f"  skipped ({what}): --max-seconds reached", flush=True)
+
+
+def _device_fault(device: torch.device) -> str | None:
+    """None when ``device`` still runs work, else the error that a fresh launch raises (a sticky
+    fault makes every later CUDA call fail)."""
+    if device.type != "cuda":
+        return None
+    try:
+        torch.cuda.synchronize(device)
+        probe = torch.ones(4, device=device) * 2.0
+        if float(probe.sum().item()) != 8.0:
+            return "a probe kernel computed a wrong value"
+        return None
+    except Exception as error:  # whatever CUDA raises is the answer
+        return f"{type(error).__name__}: {error}"
+
+
+# ------------------------------------------------------------------------------------ pre-checks
+
+
+def _nvcc_path() -> Path | None:
+    """The nvcc that ``torch.utils.cpp_extension`` builds with (``CUDA_HOME``/``CUDA_PATH``, else
+    the one on PATH, else ``/usr/local/cuda``)."""
+    from torch.utils import cpp_extension
+
+    home = cpp_extension.CUDA_HOME
+    if home is not None and (Path(home) / "bin" / "nvcc").is_file():
+        return Path(home) / "bin" / "nvcc"
+    found = shutil.which("nvcc")
+    return Path(found) if found is not None else None
+
+
+def toolchain(torch_cuda: str | None) -> tuple[dict[str, Any], tuple[int, str] | None]:
+    """What the build needs besides torch: ``ninja`` on PATH and an ``nvcc`` whose CUDA major
+    version equals torch's (``torch.utils.cpp_extension`` refuses to build across major versions).
+    Returns what was found and, when something is missing, ``(exit status, one-line message)``."""
+    info: dict[str, Any] = {"torch_cuda": torch_cuda, "CUDA_HOME": os.environ.get("CUDA_HOME")}
+    ninja = shutil.which("ninja")
+    info["ninja"] = ninja
+    if ninja is None:
+        return info, (
+            EXIT_NO_NINJA,
+            "gpu_check: `ninja` is not on PATH; torch.utils.cpp_extension builds with it (pip install ninja)",
+        )
+    nvcc = _nvcc_path()
+    info["nvcc"] = None if nvcc is None else str(nvcc)
+    if nvcc is None:
+        return info, (
+            EXIT_NO_NVCC,
+            f"gpu_check: nvcc not found (CUDA_HOME={os.environ.get('CUDA_HOME')!r}, none on PATH); "
+            "install the CUDA toolkit or set CUDA_HOME",
+        )
+    try:
+        done = subprocess.run(
+            [str(nvcc), "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+        found = re.search(r"release (\d+)\.(\d+)", done.stdout)
+    except (OSError, subprocess.SubprocessError) as error:
+        return info, (EXIT_NO_NVCC, f"gpu_check: cannot run {nvcc} --version: {error}")
+    if found is None:
+        tail = (done.stdout + done.stderr).strip()[-200:]
+        return info, (EXIT_NO_NVCC, f"gpu_check: {nvcc} --version printed no CUDA release: {tail!r}")
+    info["nvcc_version"] = f"{found.group(1)}.{found.group(2)}"
+    torch_major = (torch_cuda or "").split(".")[0]
+    if found.group(1) != torch_major:
+        return info, (
+            EXIT_CUDA_MISMATCH,
+            f"gpu_check: nvcc {info['nvcc_version']} ({nvcc}) does not match torch's CUDA {torch_cuda} "
+            f"(torch {torch.__version__}); put a CUDA {torch_major} nvcc first on PATH or set CUDA_HOME",
+        )
+    return info, None
+
+
+def _device() -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device())
+
 
 def _machine() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -82,30 +245,55 @@ def _machine() -> dict[str, Any]:
         "multiprocessors": props.multi_processor_count,
         "memory_gib": round(props.total_memory / 2**30, 1),
         "capability": f"{props.major}.{props.minor}",
+        "shared_memory_per_block_optin": getattr(props, "shared_memory_per_block_optin", None),
     }
 
 
-def _parity(device: torch.device) -> list[dict[str, Any]]:
+# ---------------------------------------------------------------------------------------- parity
+
+
+def _finite_or_text(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+def _parity(
+    device: torch.device,
+    on_case: Callable[[dict[str, Any]], None] = lambda _: None,
+    budget: Budget | None = None,
+) -> list[dict[str, Any]]:
+    """Every parity case in float32 and float64 (attention cases also on the composed capsule);
+    ``on_case`` gets each record as soon as it exists. Raises :class:`DeviceFault` (after passing
+    the faulting case's record) when a failed case left the device unusable."""
     records: list[dict[str, Any]] = []
     runs: list[tuple[parity.ParityCase, bool]] = [(case, False) for case in parity.CASES]
     runs += [(case, True) for case in parity.cases_for([parity.ATTENTION])]
     for case, composed in runs:
         for dtype in (torch.float32, torch.float64):
+            label = f"{'composed:' if composed else ''}{case.id} [{str(dtype).removeprefix('torch.')}]"
+            if budget is not None and budget.exhausted():
+                raise _OutOfTime(f"parity from {label}")
+            print(f"  {label:<70}", end="", flush=True)  # a hang leaves the case's name on screen
             start = time.perf_counter()
             result = parity.run_case(case, dtype, device, composed=composed)
-            records.append(
-                {
-                    "case": result.case,
-                    "op": result.op,
-                    "capsule": _capsule_name(result.op, composed),
-                    "dtype": result.dtype.removeprefix("torch."),
-                    "errors": {k: (v if math.isfinite(v) else str(v)) for k, v in result.errors.items()},
-                    "tolerance": result.tolerance,
-                    "passed": result.passed,
-                    "problems": list(result.problems),
-                    "seconds": round(time.perf_counter() - start, 4),
-                }
-            )
+            row = {
+                "case": result.case,
+                "op": result.op,
+                "capsule": _capsule_name(result.op, composed),
+                "dtype": result.dtype.removeprefix("torch."),
+                "errors": {k: _finite_or_text(v) for k, v in result.errors.items()},
+                "tolerance": result.tolerance,
+                "passed": result.passed,
+                "problems": list(result.problems),
+                "seconds": round(time.perf_counter() - start, 4),
+            }
+            records.append(row)
+            on_case(row)
+            worst = max(result.errors.values(), default=0.0)
+            print(f" max rel err {worst:.1e} {'ok' if result.passed else 'FAIL'}", flush=True)
+            if not result.passed:
+                fault = _device_fault(device)
+                if fault is not None:
+                    raise DeviceFault("parity", label, fault)
     return records
 
 
@@ -113,6 +301,9 @@ def _capsule_name(op: str, composed: bool) -> str:
     if op == parity.ATTENTION:
         return "torchlean.composed_attention" if composed else "native_cuda.direct_attention"
     return f"native_cuda.{op}"
+
+
+# ---------------------------------------------------------------------------------- end to end
 
 
 def _train_steps(model: str, profile: str, steps: int, batch: int) -> dict[str, Any]:
@@ -136,10 +327,20 @@ def _train_steps(model: str, profile: str, steps: int, batch: int) -> dict[str, 
     return {"losses": losses, "selected": selected, "seconds": round(seconds, 3)}
 
 
-def _end_to_end(steps: int, batch: int) -> list[dict[str, Any]]:
+def _end_to_end(
+    steps: int,
+    batch: int,
+    on_run: Callable[[dict[str, Any]], None] = lambda _: None,
+    device: torch.device | None = None,
+    budget: Budget | None = None,
+) -> list[dict[str, Any]]:
+    """The :data:`E2E_RUNS`; ``on_run`` gets each row as soon as it exists. Raises
+    :class:`DeviceFault` when a failed run left ``device`` unusable."""
     records: list[dict[str, Any]] = []
     cpu: dict[str, dict[str, Any]] = {}
     for model, profile, attention in E2E_RUNS:
+        if budget is not None and budget.exhausted():
+            raise _OutOfTime(f"end to end from {model} {profile}")
         row: dict[str, Any] = {"model": model, "profile": profile, "steps": steps, "batch": batch}
         try:
             if model not in cpu:
@@ -173,13 +374,21 @@ def _end_to_end(steps: int, batch: int) -> list[dict[str, Any]]:
         except Exception:  # one failing run must not stop the others
             row.update(passed=False, problems=[traceback.format_exc()])
         records.append(row)
+        on_run(row)
         status = "ok" if row["passed"] else "FAIL " + "; ".join(row["problems"])
         print(
             f"  {model:<11} {profile:<24} attention={row.get('attention_capsule')} "
             f"diff={row.get('max_relative_difference', float('nan')):.1e} {status}",
             flush=True,
         )
+        if not row["passed"] and device is not None:
+            fault = _device_fault(device)
+            if fault is not None:
+                raise DeviceFault("end_to_end", f"{model} {profile}", fault)
     return records
+
+
+# -------------------------------------------------------------------------------------- timing
 
 
 def _time_ms(fn: Callable[[], object], iterations: int) -> float:
@@ -197,60 +406,166 @@ def _time_ms(fn: Callable[[], object], iterations: int) -> float:
     return statistics.median(samples)
 
 
+def _relative(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """``max|ours - theirs| / max(max|theirs|, 1)`` in float64 (parity's error measure)."""
+    a, b = ours.detach().double(), theirs.detach().double()
+    return float((a - b).abs().max().item()) / max(float(b.abs().max().item()), 1.0)
+
+
+def _causal(n: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def _timing_row(
+    n: int,
+    d: int,
+    masked: bool,
+    heads: int,
+    iterations: int,
+    device: torch.device,
+    generator: torch.Generator,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"n": n, "d": d, "heads": heads, "mask": "causal" if masked else "none"}
+    q, k, v = (torch.randn(heads, n, d, device=device, generator=generator) for _ in range(3))
+    g = torch.randn(heads, n, d, device=device, generator=generator)
+    mask = _causal(n, device) if masked else None
+
+    def direct_forward() -> object:
+        return kernels.direct_attention_forward(q, k, v, mask)
+
+    def direct_both() -> object:
+        out, lse = kernels.direct_attention_forward(q, k, v, mask)
+        return kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)
+
+    # torch's fused SDPA kernels need 4-D (batch, heads, n, d) inputs; 3-D would time its
+    # unfused fallback
+    q4, k4, v4, g4 = (t.unsqueeze(0) for t in (q, k, v, g))
+
+    def sdpa_forward() -> object:
+        with torch.no_grad():
+            return F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)
+
+    leaves = [t.detach().clone().requires_grad_(True) for t in (q4, k4, v4)]
+
+    def sdpa_both() -> object:
+        out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)
+        return torch.autograd.grad(out, leaves, g4)
+
+    row["direct_forward_ms"] = _time_ms(direct_forward, iterations)
+    row["sdpa_forward_ms"] = _time_ms(sdpa_forward, iterations)
+    row["direct_forward_backward_ms"] = _time_ms(direct_both, iterations)
+    row["sdpa_forward_backward_ms"] = _time_ms(sdpa_both, iterations)
+    ours = kernels.direct_attention_forward(q, k, v, mask)[0]
+    with torch.no_grad():
+        theirs = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)[0]
+    row["relative_difference"] = _relative(ours, theirs)
+    row["tolerance"] = FORWARD_TOLERANCE
+    row["forward_ratio"] = row["direct_forward_ms"] / row["sdpa_forward_ms"]
+    row["forward_backward_ratio"] = row["direct_forward_backward_ms"] / row["sdpa_forward_backward_ms"]
+    if not row["relative_difference"] <= FORWARD_TOLERANCE:
+        row["problems"] = [
+            f"forward differs from torch SDPA by {row['relative_difference']:.2e} > {FORWARD_TOLERANCE:g}"
+        ]
+    return row
+
+
+def _sdpa_gradients(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, mask: torch.Tensor | None
+) -> tuple[torch.Tensor, ...]:
+    leaves = [t.unsqueeze(0).detach().clone().requires_grad_(True) for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)
+    return tuple(grad[0] for grad in torch.autograd.grad(out, leaves, g.unsqueeze(0)))
+
+
+def _gradient_row(
+    n: int, d: int, masked: bool, heads: int, device: torch.device, generator: torch.Generator
+) -> dict[str, Any]:
+    """dq, dk, dv of the direct kernel (float32) against SDPA autograd on the same values in
+    float64 (the oracle) and in float32 (recorded for comparison)."""
+    row: dict[str, Any] = {
+        "n": n,
+        "d": d,
+        "heads": heads,
+        "mask": "causal" if masked else "none",
+        "check": "gradient",
+    }
+    q, k, v, g = (torch.randn(heads, n, d, device=device, generator=generator) for _ in range(4))
+    mask = _causal(n, device) if masked else None
+    out, lse = kernels.direct_attention_forward(q, k, v, mask)
+    ours = kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)[:3]
+    q64, k64, v64, g64 = (t.double() for t in (q, k, v, g))
+    oracle = _sdpa_gradients(q64, k64, v64, g64, mask)
+    sdpa32 = _sdpa_gradients(q, k, v, g, mask)
+    names = ("dq", "dk", "dv")
+    row["errors"] = {
+        name: _relative(mine, want)
+        for name, mine, want in zip(names, ours, oracle, strict=True)
+        if mine is not None
+    }
+    row["sdpa_float32_errors"] = {
+        name: _relative(s, want) for name, s, want in zip(names, sdpa32, oracle, strict=True)
+    }
+    row["difference_from_sdpa_float32"] = {
+        name: _relative(mine, s)
+        for name, mine, s in zip(names, ours, sdpa32, strict=True)
+        if mine is not None
+    }
+    row["tolerance"] = GRADIENT_TOLERANCE
+    problems = [
+        f"{name} error {value:.2e} > {GRADIENT_TOLERANCE:g} (vs SDPA float64 autograd)"
+        for name, value in row["errors"].items()
+        if not value <= GRADIENT_TOLERANCE
+    ]
+    if len(row["errors"]) != 3:
+        problems.append("the backward returned no gradient for some operand")
+    if problems:
+        row["problems"] = problems
+    return row
+
+
 def _timings(
-    sizes: list[int], widths: list[int], heads: int, iterations: int, device: torch.device
+    sizes: list[int],
+    widths: list[int],
+    heads: int,
+    iterations: int,
+    device: torch.device,
+    on_row: Callable[[dict[str, Any]], None] = lambda _: None,
+    budget: Budget | None = None,
+    gradient_n: int = GRADIENT_N,
 ) -> list[dict[str, Any]]:
+    """Timing rows for every (d, n, mask), then the gradient checks at ``n = gradient_n``;
+    ``on_row`` gets each row as soon as it exists. A row that raises records the error;
+    :class:`DeviceFault` when that left the device unusable."""
     rows: list[dict[str, Any]] = []
     generator = torch.Generator(device=device).manual_seed(0)
-    for d in widths:
-        for n in sizes:
-            for masked in (False, True):
-                row: dict[str, Any] = {"n": n, "d": d, "heads": heads, "mask": "causal" if masked else "none"}
-                try:
-                    q, k, v = (torch.randn(heads, n, d, device=device, generator=generator) for _ in range(3))
-                    g = torch.randn(heads, n, d, device=device, generator=generator)
-                    mask = torch.ones(n, n, dtype=torch.bool, device=device).tril() if masked else None
-
-                    def direct_forward() -> object:
-                        return kernels.direct_attention_forward(q, k, v, mask)  # noqa: B023
-
-                    def direct_both() -> object:
-                        out, lse = kernels.direct_attention_forward(q, k, v, mask)  # noqa: B023
-                        return kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)  # noqa: B023
-
-                    # torch's fused SDPA kernels need 4-D (batch, heads, n, d) inputs; 3-D would
-                    # time its unfused fallback
-                    q4, k4, v4, g4 = (t.unsqueeze(0) for t in (q, k, v, g))
-
-                    def sdpa_forward() -> object:
-                        with torch.no_grad():
-                            return F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)  # noqa: B023
-
-                    leaves = [t.detach().clone().requires_grad_(True) for t in (q4, k4, v4)]
-
-                    def sdpa_both() -> object:
-                        out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)  # noqa: B023
-                        return torch.autograd.grad(out, leaves, g4)  # noqa: B023
-
-                    row["direct_forward_ms"] = _time_ms(direct_forward, iterations)
-                    row["sdpa_forward_ms"] = _time_ms(sdpa_forward, iterations)
-                    row["direct_forward_backward_ms"] = _time_ms(direct_both, iterations)
-                    row["sdpa_forward_backward_ms"] = _time_ms(sdpa_both, iterations)
-                    ours = kernels.direct_attention_forward(q, k, v, mask)[0]
-                    with torch.no_grad():
-                        theirs = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)[0]
-                    scale = max(theirs.abs().max().item(), 1.0)
-                    row["relative_difference"] = (ours - theirs).abs().max().item() / scale
-                    row["forward_ratio"] = row["direct_forward_ms"] / row["sdpa_forward_ms"]
-                    row["forward_backward_ratio"] = (
-                        row["direct_forward_backward_ms"] / row["sdpa_forward_backward_ms"]
-                    )
-                except Exception as error:  # one failing size must not stop the others
-                    row["error"] = f"{type(error).__name__}: {error}"
-                finally:
-                    torch.cuda.empty_cache()
-                rows.append(row)
-                print(_timing_line(row), flush=True)
+    steps: list[tuple[str, int, int, bool]] = [
+        ("timing", n, d, masked) for d in widths for n in sizes for masked in (False, True)
+    ]
+    steps += [("gradient", gradient_n, d, masked) for d in widths for masked in (False, True)]
+    for kind, n, d, masked in steps:
+        if budget is not None and budget.exhausted():
+            raise _OutOfTime(f"{kind} from n={n} d={d} mask={'causal' if masked else 'none'}")
+        try:
+            if kind == "timing":
+                row = _timing_row(n, d, masked, heads, iterations, device, generator)
+            else:
+                row = _gradient_row(n, d, masked, heads, device, generator)
+        except Exception as error:  # one failing size must not stop the others
+            row = {"n": n, "d": d, "heads": heads, "mask": "causal" if masked else "none"}
+            if kind == "gradient":
+                row["check"] = "gradient"
+            row["error"] = f"{type(error).__name__}: {error}"
+        finally:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        row["passed"] = "error" not in row and not row.get("problems")
+        rows.append(row)
+        on_row(row)
+        print(_timing_line(row), flush=True)
+        if "error" in row:
+            fault = _device_fault(device)
+            if fault is not None:
+                raise DeviceFault("timing", f"{kind} n={n} d={d} mask={row['mask']}", fault)
     return rows
 
 
@@ -258,15 +573,22 @@ def _timing_line(row: dict[str, Any]) -> str:
     head = f"  n={row['n']:>6} d={row['d']:>3} mask={row['mask']:<6}"
     if "error" in row:
         return f"{head} ERROR {row['error']}"
+    failed = "" if row.get("passed", True) else "  FAIL " + "; ".join(row.get("problems", []))
+    if row.get("check") == "gradient":
+        errors = " ".join(f"{name} {value:.1e}" for name, value in row["errors"].items())
+        return f"{head} gradients vs SDPA float64: {errors}{failed}"
     return (
         f"{head} direct fwd {row['direct_forward_ms']:9.3f} ms  sdpa fwd {row['sdpa_forward_ms']:9.3f} ms  "
         f"fwd+bwd {row['direct_forward_backward_ms']:9.3f} / {row['sdpa_forward_backward_ms']:9.3f} ms  "
-        f"diff {row['relative_difference']:.1e}"
+        f"diff {row['relative_difference']:.1e}{failed}"
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+# ---------------------------------------------------------------------------------------- main
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("out", nargs="?", default=str(DEFAULT_OUT), help="JSON record path")
     parser.add_argument("--sizes", default="1024,2048,4096,8192,16384")
     parser.add_argument("--widths", default="64,128")
@@ -274,68 +596,155 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--e2e-steps", type=int, default=5, help="SGD steps of each end-to-end run")
     parser.add_argument("--e2e-batch", type=int, default=64, help="minibatch of the end-to-end runs")
-    args = parser.parse_args(argv)
-    record: dict[str, Any] = {"name": "gpu_check", "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    parser.add_argument(
+        "--max-seconds", type=float, default=0.0, help="start no step after this many seconds (0: no limit)"
+    )
+    return parser.parse_args(argv)
 
+
+def _build(recorder: Recorder) -> int | None:
+    """Pre-checks and the build; None when the extension is loaded, else the exit status."""
+    record = recorder.record
+    try:
+        extension.require_cuda()
+    except extension.NativeExtensionError as error:
+        record["build"] = {"ok": False, "error": str(error)}
+        recorder.save()
+        print(f"gpu_check: {error}", file=sys.stderr)
+        return EXIT_BUILD
+    record["toolchain"], problem = toolchain(torch.version.cuda)
+    if problem is not None:
+        status, message = problem
+        record["build"] = {"ok": False, "error": message, "exit_status": status}
+        recorder.save()
+        print(message, file=sys.stderr)
+        return status
+    recorder.running("build")
     start = time.perf_counter()
     try:
         extension.load_extension()
     except extension.NativeExtensionError as error:
-        record["build"] = {"ok": False, "error": str(error)}
-        out_path.write_text(json.dumps(record, indent=2))
+        record["build"] = {"ok": False, "error": str(error), "seconds": round(time.perf_counter() - start, 1)}
+        recorder.running(None)
         print(f"build failed: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BUILD
     record["build"] = {"ok": True, "seconds": round(time.perf_counter() - start, 1)}
     record["machine"] = _machine()
-    device = torch.device("cuda", torch.cuda.current_device())
-    print(f"built torchlean_native_ext in {record['build']['seconds']} s on {record['machine']['device']}")
-
-    start = time.perf_counter()
-    try:
-        record["parity"] = _parity(device)
-    except Exception:  # the sweep itself broke: record it, count as failure
-        record["parity"] = [{"case": "sweep", "passed": False, "problems": [traceback.format_exc()]}]
-    failed = [r for r in record["parity"] if not r["passed"]]
-    record["parity_summary"] = {
-        "cases": len(record["parity"]),
-        "failed": len(failed),
-        "ops": sorted({r["op"] for r in record["parity"] if "op" in r}),
-        "seconds": round(time.perf_counter() - start, 1),
-    }
+    recorder.running(None)
     print(
-        f"parity: {len(record['parity']) - len(failed)}/{len(record['parity'])} passed "
-        f"({len(record['parity_summary']['ops'])} ops) in {record['parity_summary']['seconds']} s"
+        f"built torchlean_native_ext in {record['build']['seconds']} s on {record['machine']['device']}",
+        flush=True,
     )
-    for r in failed:
-        print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
-    out_path.write_text(json.dumps(record, indent=2))  # keep each phase even if a later one is cut off
+    return None
 
-    print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):")
-    start = time.perf_counter()
-    record["end_to_end"] = _end_to_end(args.e2e_steps, args.e2e_batch)
-    e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
-    record["end_to_end_summary"] = {
-        "runs": len(record["end_to_end"]),
-        "failed": len(e2e_failed),
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    out_path.write_text(json.dumps(record, indent=2))
 
-    print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):")
-    record["timing"] = _timings(
-        [int(s) for s in args.sizes.split(",")],
-        [int(w) for w in args.widths.split(",")],
-        args.heads,
-        args.iterations,
-        device,
+def _appender(recorder: Recorder, key: str, phase: str) -> Callable[[dict[str, Any]], None]:
+    """A callback that appends a finished row to ``record[key]`` and saves the record."""
+    rows: list[dict[str, Any]] = recorder.record.setdefault(key, [])
+
+    def append(row: dict[str, Any]) -> None:
+        rows.append(row)
+        recorder.record["in_progress"] = f"{phase}: {len(rows)} rows done, the next one running"
+        recorder.save()
+
+    return append
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    budget = Budget(args.max_seconds)
+    recorder = Recorder(
+        Path(args.out),
+        {
+            "name": "gpu_check",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "argv": sys.argv[1:] if argv is None else list(argv),
+        },
     )
+    record = recorder.record
+    recorder.save()
+    status = _build(recorder)
+    if status is not None:
+        return status
+    device = _device()
+    failed: list[dict[str, Any]] = []
+    e2e_failed: list[dict[str, Any]] = []
+    timing_failed: list[dict[str, Any]] = []
+    try:
+        start = time.perf_counter()
+        record["parity"] = []
+        recorder.running("parity")
+        try:
+            _parity(device, _appender(recorder, "parity", "parity"), budget)
+        except (DeviceFault, _OutOfTime):
+            raise
+        except Exception:  # the sweep itself broke: record it, count as failure
+            record["parity"].append({"case": "sweep", "passed": False, "problems": [traceback.format_exc()]})
+        finally:
+            failed = [r for r in record["parity"] if not r["passed"]]
+            record["parity_summary"] = {
+                "cases": len(record["parity"]),
+                "failed": len(failed),
+                "ops": sorted({r["op"] for r in record["parity"] if "op" in r}),
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            recorder.save()
+        print(
+            f"parity: {len(record['parity']) - len(failed)}/{len(record['parity'])} passed "
+            f"({len(record['parity_summary']['ops'])} ops) in {record['parity_summary']['seconds']} s"
+        )
+        for r in failed:
+            print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
+
+        print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):", flush=True)
+        start = time.perf_counter()
+        record["end_to_end"] = []
+        recorder.running("end to end")
+        try:
+            _end_to_end(
+                args.e2e_steps,
+                args.e2e_batch,
+                _appender(recorder, "end_to_end", "end to end"),
+                device,
+                budget,
+            )
+        finally:
+            e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
+            record["end_to_end_summary"] = {
+                "runs": len(record["end_to_end"]),
+                "failed": len(e2e_failed),
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            recorder.save()
+
+        print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
+        record["timing"] = []
+        recorder.running("timing")
+        try:
+            _timings(
+                [int(s) for s in args.sizes.split(",")],
+                [int(w) for w in args.widths.split(",")],
+                args.heads,
+                args.iterations,
+                device,
+                _appender(recorder, "timing", "timing"),
+                budget,
+            )
+        finally:
+            timing_failed = [r for r in record["timing"] if not r["passed"]]
+    except DeviceFault as fault:
+        record["aborted"] = {"phase": fault.phase, "step": fault.where, "error": fault.error}
+        print(f"ABORTED: the device is unusable after {fault.phase} {fault.where}: {fault.error}", flush=True)
+    except _OutOfTime as skipped:
+        recorder.skip(str(skipped))
+    record.pop("in_progress", None)
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    out_path.write_text(json.dumps(record, indent=2))
-    ok = not failed and not e2e_failed
-    print(f"wrote {out_path}; {'all parity cases and end-to-end runs passed' if ok else 'FAILED'}")
-    return 0 if ok else 1
+    ok = not (failed or e2e_failed or timing_failed or "aborted" in record or "skipped" in record)
+    record["passed"] = ok
+    recorder.save()
+    counts = f"failed: parity {len(failed)}, end to end {len(e2e_failed)}, timing {len(timing_failed)}"
+    print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} ({counts})")
+    return 0 if ok else EXIT_FAILED
 
 
 if __name__ == "__main__":

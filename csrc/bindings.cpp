@@ -183,5 +183,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #ifdef TORCHLEAN_EMULATE
   m.def("emulation_set_schedule_seed", &tl_emu::set_schedule_seed, py::arg("seed"),
         "Permute the emulator's thread and block order (0 = index order).");
+  m.def("emulation_set_shared_memory_limit", &tl_emu::set_shared_memory_limit, py::arg("bytes"),
+        "Emulate a device with this much dynamic shared memory per block (0 = 227 KiB); "
+        "returns the previous limit.");
 #endif
 }

@@ -15,6 +15,8 @@
 // stream handed in by the caller.  Host-side launch helpers live at the end of this file.
 #pragma once
 
+#include <algorithm>
+
 #include "tl_device.cuh"
 
 namespace tl {
@@ -91,9 +93,14 @@ struct AttentionShape {
   std::int64_t mask_stride;  // elements between mask batch entries (0: one mask for all)
 };
 
+// Tiles: a block of kAttnWarps warps owns ROWS rows (or keys) per warp, kAttnWarps * ROWS per
+// block tile (32 with the default ROWS = kAttnRows, 8 with kAttnMinRows); the other operand
+// streams through shared memory kAttnBc = 32 at a time, one per lane.  The host picks the largest
+// ROWS whose shared memory fits the device (attention_rows_that_fit below), so float64 heads up
+// to d = dv = 256 run forward and backward on a device with 227 KiB per block.
 constexpr int kAttnWarps = 8;
-constexpr int kAttnRows = 4;                       // rows (or keys) per warp
-constexpr int kAttnBr = kAttnWarps * kAttnRows;    // 32 rows per block tile
+constexpr int kAttnRows = 4;                       // rows (or keys) per warp, default tile
+constexpr int kAttnMinRows = 1;                    // rows per warp of the smallest tile
 constexpr int kAttnBc = kWarpSize;                 // 32 keys per tile, one per lane
 constexpr int kAttnThreads = kAttnWarps * kWarpSize;
 constexpr int kAttnMaxWidth = 256;                 // d and dv limit (8 columns per lane)
@@ -103,26 +110,27 @@ TL_DEVICE bool attention_allowed(const unsigned char* mask, std::int64_t i, std:
   return i < nq && j < nk && (mask == nullptr || mask[i * nk + j] != 0);
 }
 
-// Forward.  One block per (batch entry, tile of kAttnBr query rows); warp w owns rows
-// [w * kAttnRows, (w + 1) * kAttnRows) of the tile; lane j scores key k0 + j of each key tile.
+// Forward.  One block per (batch entry, tile of kBr query rows); warp w owns rows
+// [w * ROWS, (w + 1) * ROWS) of the tile; lane j scores key k0 + j of each key tile.
 // Lane owns value columns lane + 32 * c for c < CPL.
-template <class T, int CPL>
+template <class T, int CPL, int ROWS>
 TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                         const T* __restrict__ v,
                                         const unsigned char* __restrict__ mask,
                                         T* __restrict__ out, T* __restrict__ lse,
                                         AttentionShape s, T scale) {
   TL_DYNAMIC_SMEM(T, smem);
+  constexpr int kBr = kAttnWarps * ROWS;  // rows (keys) per block tile
   const std::int64_t d = s.d;
   const std::int64_t dv = s.dv;
-  T* sQ = smem;                         // kAttnBr x d
-  T* sK = sQ + kAttnBr * d;             // kAttnBc x (d + 1), padded against bank conflicts
+  T* sQ = smem;                         // kBr x d
+  T* sK = sQ + kBr * d;                 // kAttnBc x (d + 1), padded against bank conflicts
   T* sV = sK + kAttnBc * (d + 1);       // kAttnBc x dv
 
-  const std::int64_t tiles = (s.nq + kAttnBr - 1) / kAttnBr;
+  const std::int64_t tiles = (s.nq + kBr - 1) / kBr;
   const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
   const std::int64_t b = block / tiles;
-  const std::int64_t q0 = (block % tiles) * kAttnBr;
+  const std::int64_t q0 = (block % tiles) * kBr;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarpSize;
   const int warp = tid / kWarpSize;
@@ -132,18 +140,18 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
   const T* vb = v + b * s.nk * dv;
   const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
 
-  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+  for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t i = q0 + idx / d;
     sQ[idx] = i < s.nq ? qb[i * d + idx % d] : T(0);
   }
 
-  T m[kAttnRows];
-  T l[kAttnRows];
-  T acc[kAttnRows][CPL];
-  for (int r = 0; r < kAttnRows; ++r) {
+  T m[ROWS];
+  T l[ROWS];
+  T acc[ROWS][CPL];
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
     m[r] = neg_inf<T>();
     l[r] = T(0);
-    for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
+    TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
   }
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
@@ -161,16 +169,16 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
     __syncthreads();
 
     const std::int64_t j = k0 + lane;
-    T score[kAttnRows];
-    for (int r = 0; r < kAttnRows; ++r) score[r] = T(0);
+    T score[ROWS];
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) score[r] = T(0);
     const T* krow = sK + lane * (d + 1);
     for (std::int64_t t = 0; t < d; ++t) {
       const T kv = krow[t];
-      for (int r = 0; r < kAttnRows; ++r) score[r] += sQ[(warp * kAttnRows + r) * d + t] * kv;
+      TL_UNROLL for (int r = 0; r < ROWS; ++r) score[r] += sQ[(warp * ROWS + r) * d + t] * kv;
     }
 
-    for (int r = 0; r < kAttnRows; ++r) {
-      const std::int64_t i = q0 + warp * kAttnRows + r;
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+      const std::int64_t i = q0 + warp * ROWS + r;
       const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
       const T sv = allowed ? score[r] * scale : neg_inf<T>();
       const T m_new = nan_max(m[r], warp_max(sv));
@@ -178,13 +186,13 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
       const T alpha = tl_exp(m[r] - m_new);  // 0 when m[r] is -inf
       const T p = allowed ? tl_exp(sv - m_new) : T(0);
       l[r] = l[r] * alpha + warp_sum(p);
-      for (int c = 0; c < CPL; ++c) acc[r][c] *= alpha;
+      TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] *= alpha;
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
       for (int jj = 0; jj < kAttnBc; ++jj) {
         if (((bits >> jj) & 1u) == 0u) continue;  // blocked keys are never read
         const T pj = __shfl_sync(kFullMask, p, jj);
         const T* vrow = sV + jj * dv;
-        for (int c = 0; c < CPL; ++c) {
+        TL_UNROLL for (int c = 0; c < CPL; ++c) {
           const std::int64_t col = lane + kWarpSize * c;
           if (col < dv) acc[r][c] += pj * vrow[col];
         }
@@ -193,13 +201,13 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
     }
   }
 
-  for (int r = 0; r < kAttnRows; ++r) {
-    const std::int64_t i = q0 + warp * kAttnRows + r;
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    const std::int64_t i = q0 + warp * ROWS + r;
     if (i >= s.nq) continue;
     const bool blocked = m[r] == neg_inf<T>();  // no allowed key: the row is zero
     const T inv = blocked ? T(0) : T(1) / l[r];
     T* orow = out + (b * s.nq + i) * dv;
-    for (int c = 0; c < CPL; ++c) {
+    TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
       if (col < dv) orow[col] = blocked ? T(0) : acc[r][c] * inv;
     }
@@ -211,7 +219,7 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
 //   p_ij = exp(scale * q_i.k_j - lse_i) (allowed only), dp_ij = dO_i.v_j,
 //   ds_ij = p_ij (dp_ij - delta_i), dQ_i = scale * sum_j ds_ij k_j.
 // Lane owns query/key columns lane + 32 * c.
-template <class T, int CPL>
+template <class T, int CPL, int ROWS>
 TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                             const T* __restrict__ v,
                                             const unsigned char* __restrict__ mask,
@@ -220,17 +228,18 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
                                             const T* __restrict__ delta, T* __restrict__ dq,
                                             AttentionShape s, T scale) {
   TL_DYNAMIC_SMEM(T, smem);
+  constexpr int kBr = kAttnWarps * ROWS;  // rows (keys) per block tile
   const std::int64_t d = s.d;
   const std::int64_t dv = s.dv;
-  T* sQ = smem;                       // kAttnBr x d
-  T* sdO = sQ + kAttnBr * d;          // kAttnBr x dv
-  T* sK = sdO + kAttnBr * dv;         // kAttnBc x (d + 1)
+  T* sQ = smem;                       // kBr x d
+  T* sdO = sQ + kBr * d;              // kBr x dv
+  T* sK = sdO + kBr * dv;             // kAttnBc x (d + 1)
   T* sV = sK + kAttnBc * (d + 1);     // kAttnBc x (dv + 1)
 
-  const std::int64_t tiles = (s.nq + kAttnBr - 1) / kAttnBr;
+  const std::int64_t tiles = (s.nq + kBr - 1) / kBr;
   const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
   const std::int64_t b = block / tiles;
-  const std::int64_t q0 = (block % tiles) * kAttnBr;
+  const std::int64_t q0 = (block % tiles) * kBr;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarpSize;
   const int warp = tid / kWarpSize;
@@ -241,23 +250,23 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
   const T* gb = dout + b * s.nq * dv;
   const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
 
-  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+  for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t i = q0 + idx / d;
     sQ[idx] = i < s.nq ? qb[i * d + idx % d] : T(0);
   }
-  for (std::int64_t idx = tid; idx < kAttnBr * dv; idx += kAttnThreads) {
+  for (std::int64_t idx = tid; idx < kBr * dv; idx += kAttnThreads) {
     const std::int64_t i = q0 + idx / dv;
     sdO[idx] = i < s.nq ? gb[i * dv + idx % dv] : T(0);
   }
 
-  T row_lse[kAttnRows];
-  T row_delta[kAttnRows];
-  T acc[kAttnRows][CPL];
-  for (int r = 0; r < kAttnRows; ++r) {
-    const std::int64_t i = q0 + warp * kAttnRows + r;
+  T row_lse[ROWS];
+  T row_delta[ROWS];
+  T acc[ROWS][CPL];
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    const std::int64_t i = q0 + warp * ROWS + r;
     row_lse[r] = i < s.nq ? lse[b * s.nq + i] : neg_inf<T>();
     row_delta[r] = i < s.nq ? delta[b * s.nq + i] : T(0);
-    for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
+    TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
   }
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
@@ -275,25 +284,25 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
     __syncthreads();
 
     const std::int64_t j = k0 + lane;
-    T score[kAttnRows];
-    T dp[kAttnRows];
-    for (int r = 0; r < kAttnRows; ++r) {
+    T score[ROWS];
+    T dp[ROWS];
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       score[r] = T(0);
       dp[r] = T(0);
     }
     const T* krow = sK + lane * (d + 1);
     for (std::int64_t t = 0; t < d; ++t) {
       const T kv = krow[t];
-      for (int r = 0; r < kAttnRows; ++r) score[r] += sQ[(warp * kAttnRows + r) * d + t] * kv;
+      TL_UNROLL for (int r = 0; r < ROWS; ++r) score[r] += sQ[(warp * ROWS + r) * d + t] * kv;
     }
     const T* vrow = sV + lane * (dv + 1);
     for (std::int64_t t = 0; t < dv; ++t) {
       const T vv = vrow[t];
-      for (int r = 0; r < kAttnRows; ++r) dp[r] += sdO[(warp * kAttnRows + r) * dv + t] * vv;
+      TL_UNROLL for (int r = 0; r < ROWS; ++r) dp[r] += sdO[(warp * ROWS + r) * dv + t] * vv;
     }
 
-    for (int r = 0; r < kAttnRows; ++r) {
-      const std::int64_t i = q0 + warp * kAttnRows + r;
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+      const std::int64_t i = q0 + warp * ROWS + r;
       const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
       const T p = allowed ? tl_exp(score[r] * scale - row_lse[r]) : T(0);
       const T ds = allowed ? p * (dp[r] - row_delta[r]) : T(0);
@@ -302,7 +311,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
         if (((bits >> jj) & 1u) == 0u) continue;
         const T dsj = __shfl_sync(kFullMask, ds, jj);
         const T* kj = sK + jj * (d + 1);
-        for (int c = 0; c < CPL; ++c) {
+        TL_UNROLL for (int c = 0; c < CPL; ++c) {
           const std::int64_t col = lane + kWarpSize * c;
           if (col < d) acc[r][c] += dsj * kj[col];
         }
@@ -310,21 +319,21 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
     }
   }
 
-  for (int r = 0; r < kAttnRows; ++r) {
-    const std::int64_t i = q0 + warp * kAttnRows + r;
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    const std::int64_t i = q0 + warp * ROWS + r;
     if (i >= s.nq) continue;
     T* row = dq + (b * s.nq + i) * d;
-    for (int c = 0; c < CPL; ++c) {
+    TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
       if (col < d) row[col] = acc[r][c] * scale;
     }
   }
 }
 
-// Backward, dK and dV.  One block per (batch entry, tile of kAttnBr keys); warp w owns keys
-// [w * kAttnRows, (w + 1) * kAttnRows) of the tile; lane i handles query q0 + i of each query
+// Backward, dK and dV.  One block per (batch entry, tile of kBr keys); warp w owns keys
+// [w * ROWS, (w + 1) * ROWS) of the tile; lane i handles query q0 + i of each query
 // tile.  dV_j = sum_i p_ij dO_i,  dK_j = scale * sum_i ds_ij q_i.
-template <class T, int CPL>
+template <class T, int CPL, int ROWS>
 TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                               const T* __restrict__ v,
                                               const unsigned char* __restrict__ mask,
@@ -333,19 +342,20 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
                                               const T* __restrict__ delta, T* __restrict__ dk,
                                               T* __restrict__ dvv, AttentionShape s, T scale) {
   TL_DYNAMIC_SMEM(T, smem);
+  constexpr int kBr = kAttnWarps * ROWS;  // rows (keys) per block tile
   const std::int64_t d = s.d;
   const std::int64_t dv = s.dv;
-  T* sK = smem;                        // kAttnBr keys x d
-  T* sV = sK + kAttnBr * d;            // kAttnBr keys x dv
-  T* sQ = sV + kAttnBr * dv;           // kAttnBc queries x (d + 1)
+  T* sK = smem;                        // kBr keys x d
+  T* sV = sK + kBr * d;                // kBr keys x dv
+  T* sQ = sV + kBr * dv;               // kAttnBc queries x (d + 1)
   T* sdO = sQ + kAttnBc * (d + 1);     // kAttnBc queries x (dv + 1)
   T* sL = sdO + kAttnBc * (dv + 1);    // kAttnBc
   T* sD = sL + kAttnBc;                // kAttnBc
 
-  const std::int64_t tiles = (s.nk + kAttnBr - 1) / kAttnBr;
+  const std::int64_t tiles = (s.nk + kBr - 1) / kBr;
   const std::int64_t block = static_cast<std::int64_t>(blockIdx.x);
   const std::int64_t b = block / tiles;
-  const std::int64_t k0 = (block % tiles) * kAttnBr;
+  const std::int64_t k0 = (block % tiles) * kBr;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarpSize;
   const int warp = tid / kWarpSize;
@@ -356,19 +366,19 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
   const T* gb = dout + b * s.nq * dv;
   const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
 
-  for (std::int64_t idx = tid; idx < kAttnBr * d; idx += kAttnThreads) {
+  for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t j = k0 + idx / d;
     sK[idx] = j < s.nk ? kb[j * d + idx % d] : T(0);
   }
-  for (std::int64_t idx = tid; idx < kAttnBr * dv; idx += kAttnThreads) {
+  for (std::int64_t idx = tid; idx < kBr * dv; idx += kAttnThreads) {
     const std::int64_t j = k0 + idx / dv;
     sV[idx] = j < s.nk ? vb[j * dv + idx % dv] : T(0);
   }
 
-  T acc_k[kAttnRows][CPL];
-  T acc_v[kAttnRows][CPL];
-  for (int r = 0; r < kAttnRows; ++r) {
-    for (int c = 0; c < CPL; ++c) {
+  T acc_k[ROWS][CPL];
+  T acc_v[ROWS][CPL];
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    TL_UNROLL for (int c = 0; c < CPL; ++c) {
       acc_k[r][c] = T(0);
       acc_v[r][c] = T(0);
     }
@@ -394,25 +404,25 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
     __syncthreads();
 
     const std::int64_t i = q0 + lane;
-    T score[kAttnRows];
-    T dp[kAttnRows];
-    for (int r = 0; r < kAttnRows; ++r) {
+    T score[ROWS];
+    T dp[ROWS];
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       score[r] = T(0);
       dp[r] = T(0);
     }
     const T* qrow = sQ + lane * (d + 1);
     for (std::int64_t t = 0; t < d; ++t) {
       const T qv = qrow[t];
-      for (int r = 0; r < kAttnRows; ++r) score[r] += qv * sK[(warp * kAttnRows + r) * d + t];
+      TL_UNROLL for (int r = 0; r < ROWS; ++r) score[r] += qv * sK[(warp * ROWS + r) * d + t];
     }
     const T* grow = sdO + lane * (dv + 1);
     for (std::int64_t t = 0; t < dv; ++t) {
       const T gv = grow[t];
-      for (int r = 0; r < kAttnRows; ++r) dp[r] += gv * sV[(warp * kAttnRows + r) * dv + t];
+      TL_UNROLL for (int r = 0; r < ROWS; ++r) dp[r] += gv * sV[(warp * ROWS + r) * dv + t];
     }
 
-    for (int r = 0; r < kAttnRows; ++r) {
-      const std::int64_t j = k0 + warp * kAttnRows + r;
+    TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+      const std::int64_t j = k0 + warp * ROWS + r;
       const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
       const T p = allowed ? tl_exp(score[r] * scale - sL[lane]) : T(0);
       const T ds = allowed ? p * (dp[r] - sD[lane]) : T(0);
@@ -423,7 +433,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
         const T dsi = __shfl_sync(kFullMask, ds, ii);
         const T* gi = sdO + ii * (dv + 1);
         const T* qi = sQ + ii * (d + 1);
-        for (int c = 0; c < CPL; ++c) {
+        TL_UNROLL for (int c = 0; c < CPL; ++c) {
           const std::int64_t col = lane + kWarpSize * c;
           if (col < dv) acc_v[r][c] += pi * gi[col];
           if (col < d) acc_k[r][c] += dsi * qi[col];
@@ -432,12 +442,12 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
     }
   }
 
-  for (int r = 0; r < kAttnRows; ++r) {
-    const std::int64_t j = k0 + warp * kAttnRows + r;
+  TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    const std::int64_t j = k0 + warp * ROWS + r;
     if (j >= s.nk) continue;
     T* krow = dk + (b * s.nk + j) * d;
     T* vrow = dvv + (b * s.nk + j) * dv;
-    for (int c = 0; c < CPL; ++c) {
+    TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
       if (col < d) krow[col] = acc_k[r][c] * scale;
       if (col < dv) vrow[col] = acc_v[r][c];
@@ -782,17 +792,50 @@ inline int attention_columns_per_lane(std::int64_t width) {
   return 0;
 }
 
-inline std::int64_t attention_forward_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
-  return (kAttnBr * d + kAttnBc * (d + 1) + kAttnBc * dv) * bytes;
+// Rows (keys) per block tile with `rows` rows per warp.
+constexpr std::int64_t attention_tile(int rows) { return static_cast<std::int64_t>(kAttnWarps) * rows; }
+
+// Dynamic shared memory (bytes) of each attention kernel with `rows` rows per warp.
+inline std::int64_t attention_forward_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes,
+                                           int rows) {
+  const std::int64_t br = attention_tile(rows);
+  return (br * d + kAttnBc * (d + 1) + kAttnBc * dv) * bytes;
 }
 
-inline std::int64_t attention_dq_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
-  return (kAttnBr * d + kAttnBr * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1)) * bytes;
+inline std::int64_t attention_dq_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes,
+                                      int rows) {
+  const std::int64_t br = attention_tile(rows);
+  return (br * d + br * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1)) * bytes;
 }
 
-inline std::int64_t attention_dkdv_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes) {
-  return (kAttnBr * d + kAttnBr * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1) + 2 * kAttnBc) *
-         bytes;
+inline std::int64_t attention_dkdv_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes,
+                                        int rows) {
+  const std::int64_t br = attention_tile(rows);
+  return (br * d + br * dv + kAttnBc * (d + 1) + kAttnBc * (dv + 1) + 2 * kAttnBc) * bytes;
+}
+
+// The backward launches both kernels with one tile; dK/dV needs the most shared memory.
+inline std::int64_t attention_backward_smem(std::int64_t d, std::int64_t dv, std::int64_t bytes,
+                                            int rows) {
+  return std::max(attention_dq_smem(d, dv, bytes, rows), attention_dkdv_smem(d, dv, bytes, rows));
+}
+
+// The largest rows per warp (kAttnRows, else kAttnMinRows) whose shared memory, as given by
+// smem(rows), is at most `limit`; 0 when even the smallest tile does not fit.
+template <class Smem>
+inline int attention_rows_that_fit(Smem&& smem, std::int64_t limit) {
+  if (smem(kAttnRows) <= limit) return kAttnRows;
+  if (smem(kAttnMinRows) <= limit) return kAttnMinRows;
+  return 0;
+}
+
+// The largest d + dv whose backward fits `limit` bytes with the smallest tile (-1 if none):
+// attention_backward_smem(d, dv, bytes, kAttnMinRows) = ((br + 32) (d + dv) + 128) * bytes.
+inline std::int64_t attention_max_width_sum(std::int64_t bytes, std::int64_t limit) {
+  const std::int64_t fixed = 2 * kAttnBc + 2 * kAttnBc;  // the +1 paddings and the lse/delta rows
+  const std::int64_t per_width = attention_tile(kAttnMinRows) + kAttnBc;
+  const std::int64_t elements = limit / bytes - fixed;
+  return elements < 0 ? -1 : elements / per_width;
 }
 
 }  // namespace tl

@@ -1937,7 +1937,34 @@ namespace {
 struct AttentionArgs {
   tl::AttentionShape shape;
   double scale;
+  int forward_rows;   // rows per warp of the forward's tile (tl::kAttnRows or tl::kAttnMinRows)
+  int backward_rows;  // ... of both backward kernels' tiles
 };
+
+// Pick the tiles for this device: the default one when its shared memory fits, else the smallest.
+// The forward refuses what the backward could not run (a VJP capsule must not accept a forward
+// whose backward fails later), naming the bytes needed and allowed and the widest d + d_v that fits.
+void plan_attention_tiles(const char* op, AttentionArgs& args, const at::Tensor& q) {
+  const tl::AttentionShape& s = args.shape;
+  const std::int64_t bytes = static_cast<std::int64_t>(q.element_size());
+  const std::int64_t limit = tl::max_dynamic_smem_optin(device_index_of(q));
+  args.backward_rows = tl::attention_rows_that_fit(
+      [&](int rows) { return tl::attention_backward_smem(s.d, s.dv, bytes, rows); }, limit);
+  args.forward_rows = tl::attention_rows_that_fit(
+      [&](int rows) { return tl::attention_forward_smem(s.d, s.dv, bytes, rows); }, limit);
+  if (args.backward_rows == 0 || args.forward_rows == 0) {
+    const std::int64_t needed = std::max(
+        tl::attention_backward_smem(s.d, s.dv, bytes, tl::kAttnMinRows),
+        tl::attention_forward_smem(s.d, s.dv, bytes, tl::kAttnMinRows));
+    TORCH_CHECK_VALUE(false, "torchlean_native_ext.", op, ": head widths d = ", s.d, ", d_v = ", s.dv,
+                      " in ", (q.scalar_type() == at::kDouble ? "float64" : "float32"), " need ", needed,
+                      " bytes of shared memory per block for the backward (smallest tile, ",
+                      tl::attention_tile(tl::kAttnMinRows), " rows); this device allows ", limit,
+                      "; the largest d + d_v that fits is ",
+                      tl::attention_max_width_sum(bytes, limit),
+                      " (use float32 or smaller head widths)");
+  }
+}
 
 // q [BH, nq, d], k [BH, nk, d], v [BH, nk, dv]; mask bool [nq, nk] or [1 | BH, nq, nk].
 AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Tensor& k,
@@ -1985,8 +2012,11 @@ AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Ten
   } else {
     args.scale = args.shape.d > 0 ? 1.0 / std::sqrt(static_cast<double>(args.shape.d)) : 1.0;
   }
-  const std::int64_t tiles_q = (args.shape.nq + tl::kAttnBr - 1) / tl::kAttnBr;
-  const std::int64_t tiles_k = (args.shape.nk + tl::kAttnBr - 1) / tl::kAttnBr;
+  plan_attention_tiles(op, args, q);
+  // the smallest tile of either pass gives the most blocks
+  const std::int64_t tile = tl::attention_tile(std::min(args.forward_rows, args.backward_rows));
+  const std::int64_t tiles_q = (args.shape.nq + tile - 1) / tile;
+  const std::int64_t tiles_k = (args.shape.nk + tile - 1) / tile;
   const std::int64_t blocks =
       checked_mul(op, "launch grid", args.shape.batch, std::max(tiles_q, tiles_k));
   TORCH_CHECK_VALUE(blocks <= std::numeric_limits<std::int32_t>::max(), "torchlean_native_ext.",
@@ -2001,16 +2031,17 @@ void check_smem(const char* op, std::int64_t bytes, int device) {
                     " (use float32 or a smaller head width)");
 }
 
-template <class T, int CPL>
+template <class T, int CPL, int ROWS>
 void launch_attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const unsigned char* mask, at::Tensor& out, at::Tensor& lse,
                               const AttentionArgs& args, cudaStream_t stream) {
   const tl::AttentionShape& s = args.shape;
-  const std::int64_t bytes = tl::attention_forward_smem(s.d, s.dv, sizeof(T));
+  const std::int64_t bytes = tl::attention_forward_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_forward", bytes, device_index_of(q));
-  auto* kernel = &tl::attention_forward_kernel<T, CPL>;
+  auto* kernel = &tl::attention_forward_kernel<T, CPL, ROWS>;
   tl::allow_dynamic_smem(kernel, static_cast<int>(bytes));
-  const std::int64_t blocks = s.batch * ((s.nq + tl::kAttnBr - 1) / tl::kAttnBr);
+  const std::int64_t tile = tl::attention_tile(ROWS);
+  const std::int64_t blocks = s.batch * ((s.nq + tile - 1) / tile);
   TL_LAUNCH(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(tl::kAttnThreads),
             static_cast<std::size_t>(bytes), stream, q.data_ptr<T>(), k.data_ptr<T>(),
             v.data_ptr<T>(), mask, out.data_ptr<T>(), lse.data_ptr<T>(), s,
@@ -2018,7 +2049,7 @@ void launch_attention_forward(const at::Tensor& q, const at::Tensor& k, const at
   tl::check_launch("direct_attention_forward");
 }
 
-template <class T, int CPL>
+template <class T, int CPL, int ROWS>
 void launch_attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const unsigned char* mask, const at::Tensor& g,
                                const at::Tensor& lse, const at::Tensor& delta, at::Tensor& dq,
@@ -2027,22 +2058,23 @@ void launch_attention_backward(const at::Tensor& q, const at::Tensor& k, const a
   const tl::AttentionShape& s = args.shape;
   const int device = device_index_of(q);
   const T scale = static_cast<T>(args.scale);
-  const std::int64_t bytes = tl::attention_dq_smem(s.d, s.dv, sizeof(T));
+  const std::int64_t tile = tl::attention_tile(ROWS);
+  const std::int64_t bytes = tl::attention_dq_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_backward", bytes, device);
-  auto* kernel = &tl::attention_backward_dq_kernel<T, CPL>;
+  auto* kernel = &tl::attention_backward_dq_kernel<T, CPL, ROWS>;
   tl::allow_dynamic_smem(kernel, static_cast<int>(bytes));
-  const std::int64_t blocks = s.batch * ((s.nq + tl::kAttnBr - 1) / tl::kAttnBr);
+  const std::int64_t blocks = s.batch * ((s.nq + tile - 1) / tile);
   TL_LAUNCH(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(tl::kAttnThreads),
             static_cast<std::size_t>(bytes), stream, q.data_ptr<T>(), k.data_ptr<T>(),
             v.data_ptr<T>(), mask, g.data_ptr<T>(), lse.data_ptr<T>(), delta.data_ptr<T>(),
             dq.data_ptr<T>(), s, scale);
   tl::check_launch("direct_attention_backward (dQ)");
 
-  const std::int64_t kv_bytes = tl::attention_dkdv_smem(s.d, s.dv, sizeof(T));
+  const std::int64_t kv_bytes = tl::attention_dkdv_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_backward", kv_bytes, device);
-  auto* kv_kernel = &tl::attention_backward_dkdv_kernel<T, CPL>;
+  auto* kv_kernel = &tl::attention_backward_dkdv_kernel<T, CPL, ROWS>;
   tl::allow_dynamic_smem(kv_kernel, static_cast<int>(kv_bytes));
-  const std::int64_t kv_blocks = s.batch * ((s.nk + tl::kAttnBr - 1) / tl::kAttnBr);
+  const std::int64_t kv_blocks = s.batch * ((s.nk + tile - 1) / tile);
   TL_LAUNCH(kv_kernel, dim3(static_cast<unsigned int>(kv_blocks)), dim3(tl::kAttnThreads),
             static_cast<std::size_t>(kv_bytes), stream, q.data_ptr<T>(), k.data_ptr<T>(),
             v.data_ptr<T>(), mask, g.data_ptr<T>(), lse.data_ptr<T>(), delta.data_ptr<T>(),
@@ -2055,21 +2087,29 @@ const unsigned char* mask_pointer(const OptTensor& mask) {
                           : nullptr;
 }
 
-// Calls fn(std::integral_constant<int, CPL>) with the columns per lane the head widths need.
+// Calls fn(std::integral_constant<int, CPL>{}, std::integral_constant<int, ROWS>{}) with the
+// columns per lane the head widths need and the planned rows per warp.
 template <class Fn>
-void with_columns_per_lane(const tl::AttentionShape& s, Fn&& fn) {
+void with_attention_tile(const tl::AttentionShape& s, int rows, Fn&& fn) {
+  auto with_rows = [&](auto cpl) {
+    if (rows == tl::kAttnRows) {
+      fn(cpl, std::integral_constant<int, tl::kAttnRows>{});
+    } else {
+      fn(cpl, std::integral_constant<int, tl::kAttnMinRows>{});
+    }
+  };
   switch (tl::attention_columns_per_lane(std::max(s.d, s.dv))) {
     case 1:
-      fn(std::integral_constant<int, 1>{});
+      with_rows(std::integral_constant<int, 1>{});
       break;
     case 2:
-      fn(std::integral_constant<int, 2>{});
+      with_rows(std::integral_constant<int, 2>{});
       break;
     case 4:
-      fn(std::integral_constant<int, 4>{});
+      with_rows(std::integral_constant<int, 4>{});
       break;
     default:
-      fn(std::integral_constant<int, 8>{});
+      with_rows(std::integral_constant<int, 8>{});
       break;
   }
 }
@@ -2087,9 +2127,9 @@ std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tenso
   at::Tensor lse = at::full({s.batch, s.nq}, -std::numeric_limits<double>::infinity(), q.options());
   if (s.batch == 0 || s.nq == 0 || s.nk == 0) return {out, lse};  // no key: every row is blocked
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
-    with_columns_per_lane(s, [&](auto cpl) {
-      launch_attention_forward<scalar_t, decltype(cpl)::value>(q, k, v, mask_pointer(mask), out,
-                                                               lse, args, as_stream(stream));
+    with_attention_tile(s, args.forward_rows, [&](auto cpl, auto rows) {
+      launch_attention_forward<scalar_t, decltype(cpl)::value, decltype(rows)::value>(
+          q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream));
     });
   });
   return {out, lse};
@@ -2120,10 +2160,9 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
   // delta_i = dO_i . O_i = sum_j p_ij dO_i . v_j  (FlashAttention-2's D)
   const at::Tensor delta = (g * out).sum(-1).contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
-    with_columns_per_lane(s, [&](auto cpl) {
-      launch_attention_backward<scalar_t, decltype(cpl)::value>(q, k, v, mask_pointer(mask), g,
-                                                                lse, delta, dq, dk, dv, args,
-                                                                as_stream(stream));
+    with_attention_tile(s, args.backward_rows, [&](auto cpl, auto rows) {
+      launch_attention_backward<scalar_t, decltype(cpl)::value, decltype(rows)::value>(
+          q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream));
     });
   });
   return {dq, dk, dv, at::Tensor()};

@@ -20,9 +20,12 @@
 #define TL_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::tl_emu::shared_memory())
 #define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                   \
   ::tl_emu::launch((grid), (block), (smem_bytes), [&]() { kernel(__VA_ARGS__); })
+#define TL_UNROLL
 
 namespace tl {
-inline int max_dynamic_smem_optin(int /*device*/) { return 227 * 1024; }
+// The emulated device's opt-in limit (227 KiB, an H100/H200's, unless a test sets another with
+// tl_emu::set_shared_memory_limit); launches above it fail as on a GPU.
+inline int max_dynamic_smem_optin(int /*device*/) { return ::tl_emu::shared_memory_limit(); }
 template <class Kernel>
 inline void allow_dynamic_smem(Kernel /*kernel*/, int /*bytes*/) {}
 inline void check_launch(const char* /*what*/) {}
@@ -41,6 +44,8 @@ inline void check_launch(const char* /*what*/) {}
   T* name = reinterpret_cast<T*>(tl_smem_raw)
 #define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...) \
   kernel<<<(grid), (block), (smem_bytes), (stream)>>>(__VA_ARGS__)
+// Unroll the next loop (compile-time trip counts: keeps per-row/per-column arrays in registers).
+#define TL_UNROLL _Pragma("unroll")
 
 namespace tl {
 // Largest dynamic shared memory a block may opt into on `device` (bytes).

@@ -78,6 +78,25 @@ inline std::uint64_t& schedule_seed() {
 // 0 runs fibers and blocks in index order; any other value permutes both, per pass.
 inline void set_schedule_seed(std::uint64_t seed) { schedule_seed() = seed; }
 
+constexpr int kDefaultSharedMemoryLimit = 227 * 1024;  // an H100/H200's opt-in limit per block
+
+inline int& shared_memory_limit_slot() {
+  static int limit = kDefaultSharedMemoryLimit;
+  return limit;
+}
+
+// The dynamic shared memory a block may use on the emulated device (bytes).
+inline int shared_memory_limit() { return shared_memory_limit_slot(); }
+
+// Emulate a device with `bytes` of dynamic shared memory per block (0: the default, 227 KiB), so
+// that tests exercise the tile choices of smaller GPUs.  Returns the previous limit.
+inline int set_shared_memory_limit(int bytes) {
+  if (bytes < 0) throw std::invalid_argument("tl_emu: a shared memory limit must be >= 0 bytes");
+  const int previous = shared_memory_limit_slot();
+  shared_memory_limit_slot() = bytes == 0 ? kDefaultSharedMemoryLimit : bytes;
+  return previous;
+}
+
 inline Block& require_block() {
   Block* block = active_block();
   if (block == nullptr || block->current == nullptr) {
@@ -222,6 +241,12 @@ inline void launch(dim3 grid, dim3 block_dim, std::size_t shared_bytes,
   if (threads == 0 || threads > 1024 || threads % 32 != 0) {
     throw std::invalid_argument("tl_emu: block size " + std::to_string(threads) +
                                 " is not a whole number of warps in 32..1024");
+  }
+  if (shared_bytes > static_cast<std::size_t>(shared_memory_limit())) {
+    // a GPU refuses such a launch (cudaErrorInvalidValue)
+    throw std::runtime_error("tl_emu: the launch requests " + std::to_string(shared_bytes) +
+                             " bytes of dynamic shared memory; the emulated device allows " +
+                             std::to_string(shared_memory_limit()));
   }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
   if (active_block() != nullptr) {

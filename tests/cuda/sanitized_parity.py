@@ -9,7 +9,9 @@ preloads the sanitizer runtime, as ``test_emulation_sanitizers.py`` starts it::
 Builds ``csrc/`` for the CPU with ``-fsanitize=address,undefined`` (so an out-of-bounds read or
 write of device or shared memory, or undefined arithmetic, in a kernel or a binding aborts the
 process with the sanitizer's report), then runs each parity case of the given ops in float32 and
-float64 under two emulated thread schedules (attention also on ``torchlean.composed_attention``).
+float64 under two emulated thread schedules (attention also on ``torchlean.composed_attention``,
+and its ``SMALL_TILE_CASES`` on an emulated device with less shared memory, which take the
+smaller tiles).
 Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails, 2 for
 unknown ops, 3 when the instrumented build cannot be made on this machine.
 """
@@ -49,6 +51,20 @@ def main(ops: list[str]) -> int:
                         if not result.passed:
                             failed += 1
                             print(f"FAILED {result.case} {result.dtype}: {'; '.join(result.problems)}")
+        if parity.ATTENTION in {case.op for case in cases}:
+            # the smaller attention tiles, as a GPU with less shared memory per block takes them
+            module.emulation_set_shared_memory_limit(parity.SMALL_TILE_SHARED_MEMORY)
+            try:
+                for case, dtype in parity.SMALL_TILE_CASES:
+                    result = parity.run_case(case, dtype, torch.device("cpu"))
+                    total += 1
+                    if not result.passed:
+                        failed += 1
+                        print(
+                            f"FAILED {result.case} {result.dtype} (small tiles): {'; '.join(result.problems)}"
+                        )
+            finally:
+                module.emulation_set_shared_memory_limit(0)
     print(f"cases {total} failed {failed}")
     return 1 if failed else 0
 

@@ -17,11 +17,13 @@ layout checks run anywhere.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers import attention_kernels
@@ -49,7 +51,27 @@ def test_every_scaled_dot_product_attention_case_is_named() -> None:
         "partly-blocked-nan-v",
         "partly-blocked-inf-v",
         "wide-heads",
+        "head-64",
+        "head-128",
+        "widest-heads",
     ]
+
+
+def test_the_timed_head_widths_have_masked_parity_cases() -> None:
+    """bench/gpu_check.py times d = 64 and 128: both have cases with d = d_v, a batch axis,
+    n_q != n_k over partial tiles, and a fully blocked query row (forward and backward)."""
+    for name, width in (("head-64", 64), ("head-128", 128)):
+        (case,) = [case for case in CASES if case.name == name]
+        spec = case.make(np.random.default_rng(0))
+        q, k, v, mask = spec.arrays
+        assert q is not None and k is not None and v is not None and mask is not None
+        assert (q.shape, k.shape, v.shape, mask.shape) == (
+            (2, 45, width),
+            (2, 77, width),
+            (2, 77, width),
+            (2, 45, 77),
+        )
+        assert spec.backward and not mask[:, 0].any()
 
 
 @pytest.mark.cuda
@@ -251,6 +273,145 @@ def test_attention_kernels_do_not_depend_on_thread_order(emulation: ModuleType) 
         assert torch.equal(results[0], other)
 
 
+# --------------------------------------------------------- tiles that fit the device's shared memory
+
+
+@pytest.fixture
+def smaller_device(emulation: ModuleType) -> Iterator[ModuleType]:
+    """The emulation as a GPU with 99 KiB of shared memory per block (launches above it fail)."""
+    emulation.emulation_set_shared_memory_limit(parity.SMALL_TILE_SHARED_MEMORY)
+    yield emulation
+    emulation.emulation_set_shared_memory_limit(0)
+
+
+def _torch_float64_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, g: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """Output and (dq, dk, dv) from torch's float64 SDPA (math path) and autograd: the oracle of
+    rows with at least one allowed key."""
+    leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)
+    return (out.detach(), *torch.autograd.grad(out, leaves, g))
+
+
+def _assert_matches_torch(d: int, dv: int, dtype: torch.dtype, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 7, d, generator=generator, dtype=torch.float64)
+    k = torch.randn(2, 37, d, generator=generator, dtype=torch.float64)
+    v = torch.randn(2, 37, dv, generator=generator, dtype=torch.float64)
+    g = torch.randn(2, 7, dv, generator=generator, dtype=torch.float64)
+    mask = torch.rand(2, 7, 37, generator=generator) < 0.6
+    mask[..., 0] = True  # every row attends somewhere (torch gives NaN on fully blocked rows)
+    q, k, v, g = (t.to(dtype).to(torch.float64) for t in (q, k, v, g))  # the tested dtype's values
+    want = _torch_float64_attention(q, k, v, mask, g)
+    out, lse = kernels.direct_attention_forward(q.to(dtype), k.to(dtype), v.to(dtype), mask)
+    grads = kernels.direct_attention_backward(
+        g.to(dtype), q.to(dtype), k.to(dtype), v.to(dtype), mask, out=out, lse=lse
+    )
+    tolerance = parity.TOLERANCE[dtype]
+    for got, expected in zip((out, *grads[:3]), want, strict=True):
+        assert got is not None
+        error = (got.double() - expected).abs().max().item() / max(expected.abs().max().item(), 1.0)
+        assert error <= tolerance
+
+
+def test_widest_float64_heads_run_the_backward_on_a_227_kib_device(emulation: ModuleType) -> None:
+    """d = d_v = 256 in float64: the default tile's backward needs 263168 bytes of shared memory,
+    more than an H100/H200 (the emulation's default) allows; the smaller tile runs it."""
+    _assert_matches_torch(256, 256, torch.float64, seed=21)
+
+
+@pytest.mark.parametrize(
+    ("case", "dtype"), parity.SMALL_TILE_CASES, ids=[case.name for case, _ in parity.SMALL_TILE_CASES]
+)
+def test_a_smaller_device_runs_the_small_tile_cases(
+    case: parity.ParityCase, dtype: torch.dtype, smaller_device: ModuleType
+) -> None:
+    """On 99 KiB per block these cases' default tiles do not fit (the emulator refuses such a
+    launch, as a GPU does): they pass on the smaller tile."""
+    _assert_case(case, dtype, torch.device("cpu"), IMPLEMENTATIONS[0])
+
+
+def test_the_forward_refuses_heads_whose_backward_cannot_fit(smaller_device: ModuleType) -> None:
+    """On 99 KiB per block the float64 backward's smallest tile needs (40 (d + d_v) + 128) * 8
+    bytes: d + d_v = 313 fits (101184 bytes) and runs forward and backward; 314 (101504 bytes) is
+    refused by the forward, before any launch, with the numbers."""
+    _assert_matches_torch(157, 156, torch.float64, seed=22)
+    q = torch.ones(1, 3, 157, dtype=torch.float64)
+    with pytest.raises(
+        GuardError,
+        match=r"head widths d = 157, d_v = 157 in float64 need 101504 bytes of shared memory per "
+        r"block for the backward \(smallest tile, 8 rows\); this device allows 101376; the largest "
+        r"d \+ d_v that fits is 313",
+    ):
+        kernels.direct_attention(q, q, q)
+    kernels.direct_attention(q.float(), q.float(), q.float())  # float32 fits
+
+
+# ------------------------------------------------------- the saved logsumexp belongs to its inputs
+
+
+def _attention_inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 6, 8, generator=generator, dtype=torch.float64)
+    k = torch.randn(2, 9, 8, generator=generator, dtype=torch.float64)
+    v = torch.randn(2, 9, 5, generator=generator, dtype=torch.float64)
+    mask = torch.rand(2, 6, 9, generator=generator) < 0.7
+    mask[:, 0] = False  # a fully blocked row
+    return q, k, v, mask
+
+
+def test_vjp_recomputes_the_logsumexp_for_other_inputs(emulation: ModuleType) -> None:
+    """``out`` came from (q, k, v, mask, scale); a VJP asked with other inputs (or after an
+    in-place update) must equal the VJP that recomputes the statistics (``out.clone()`` has none
+    saved), not reuse the stale logsumexp."""
+    q, k, v, mask = _attention_inputs(7)
+    out = kernels.direct_attention(q, k, v, mask)
+    g = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(2))
+    other_mask = mask.clone()
+    other_mask[..., 1, :] = ~other_mask[..., 1, :]
+    variants: list[
+        tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None], float | None]
+    ] = [
+        ((2 * q, k, v, mask), None),
+        ((q, 3 * k, v, mask), None),
+        ((q, k, v, other_mask), None),
+        ((q, k, v, None), None),
+        ((q, k, v, mask), 0.25),
+    ]
+    for inputs, scale in variants:
+        stale = kernels.direct_attention_vjp(g, *inputs, out=out, scale=scale)
+        fresh = kernels.direct_attention_vjp(g, *inputs, out=out.clone(), scale=scale)
+        for a, b in zip(stale[:3], fresh[:3], strict=True):
+            assert a is not None and b is not None
+            assert torch.equal(a, b)
+    q.mul_(2.0)  # the very object the forward read, changed in place
+    stale = kernels.direct_attention_vjp(g, q, k, v, mask, out=out)
+    fresh = kernels.direct_attention_vjp(g, q, k, v, mask, out=out.clone())
+    assert stale[0] is not None and fresh[0] is not None
+    assert torch.equal(stale[0], fresh[0])
+
+
+def test_vjp_reuses_the_logsumexp_for_the_same_inputs(
+    emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    q, k, v, mask = _attention_inputs(8)
+    out = kernels.direct_attention(q, k, v, mask, scale=0.7)
+    forward = kernels.direct_attention_forward
+    calls: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+        calls.append(1)
+        return forward(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "direct_attention_forward", counted)
+    g = torch.ones_like(out)
+    kernels.direct_attention_vjp(g, q, k, v, mask, out=out, scale=0.7)
+    assert calls == []
+    kernels.direct_attention_vjp(g, q, k, v, mask, out=out)  # another scale
+    assert calls == [1]
+
+
 # ------------------------------------------------------------------------------ guards (anywhere)
 
 
@@ -313,6 +474,19 @@ def test_direct_attention_guards(emulation: ModuleType) -> None:
         kernels.direct_attention(q, q, q, torch.ones(3, 3))
     with pytest.raises(GuardError, match=r"head widths d = 300, d_v = 4 exceed the kernel limit 256"):
         kernels.direct_attention(torch.ones(1, 2, 300), torch.ones(1, 2, 300), torch.ones(1, 2, 4))
+
+
+def test_zero_element_inputs_with_huge_broadcast_batches_are_refused(emulation: ModuleType) -> None:
+    """No element anywhere, but the broadcast batch (2**40, 2**40) times the non-zero extents
+    overflows int64: torch itself cannot materialise the broadcast, so the guard refuses it."""
+    q = torch.empty(2**40, 1, 0, 4, dtype=torch.float64)
+    kv = torch.empty(1, 2**40, 0, 4, dtype=torch.float64)
+    with pytest.raises(
+        GuardError,
+        match=r"q broadcast to \[1099511627776, 1099511627776, 0, 4\] has non-zero extents whose "
+        r"product 4835703278458516698824704 is more than int64 can count",
+    ):
+        kernels.direct_attention_forward(q, kv, kv)
 
 
 def test_direct_attention_needs_cuda_outside_emulation(monkeypatch: pytest.MonkeyPatch) -> None:

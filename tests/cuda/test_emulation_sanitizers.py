@@ -84,7 +84,8 @@ def test_own_kernels_and_attention_are_clean_under_sanitizers(tmp_path: Path) ->
     log = done.stdout + done.stderr
     assert not _sanitizer_reports(log), log[-8000:]
     assert done.returncode == 0, log[-8000:]
-    expected = 2 * 2 * (len(parity.cases_for(OWN_KERNEL_OPS)) + 2 * len(parity.cases_for([parity.ATTENTION])))
+    own, attention = parity.cases_for(OWN_KERNEL_OPS), parity.cases_for([parity.ATTENTION])
+    expected = 2 * 2 * (len(own) + 2 * len(attention)) + len(parity.SMALL_TILE_CASES)
     assert f"cases {expected} failed 0" in done.stdout, log[-8000:]
 
 

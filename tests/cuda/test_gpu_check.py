@@ -2,25 +2,38 @@
 session gets (a few minutes of device time) has already executed here:
 
 * without CUDA it stops at the build with exit status 2 and a JSON record naming the reason;
+  a missing ``ninja``, a missing ``nvcc`` or one of another CUDA major version than torch's stops
+  it before the build, with one line and its own exit status;
 * its parity sweep and its end-to-end training runs execute on the host emulation (the same
   sources, CPU storage standing in for CUDA storage), records checked key by key;
+* ``main`` as on a GPU machine (pre-checks passed, the emulation build standing in for the CUDA
+  build): the record is on disk after the build and after every parity case, so a run cut off
+  mid-sweep keeps what it did; a device fault after a case stops all further device work and
+  names that case;
+* its timing rows (host timers standing in for CUDA events) are handed out as they finish, fail
+  when the forward leaves the tolerance, and include the gradient checks;
 * its timing lines format every row kind.
-CUDA events and the device timings themselves need a GPU and run only there.
+The device timings themselves need a GPU and run only there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import shutil
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+from torch.utils import cpp_extension
 
-from torchlean.backend.providers.native_cuda import parity
+from torchlean.backend.providers.native_cuda import extension, kernels, parity
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.py"
 KEYS = {"case", "op", "capsule", "dtype", "errors", "tolerance", "passed", "problems", "seconds"}
@@ -89,3 +102,255 @@ def test_timing_lines_format_results_and_errors(gpu_check: ModuleType) -> None:
     assert "n=  1024 d= 64 mask=causal" in line and "1.500 ms" in line and "diff 3.0e-07" in line
     failed = gpu_check._timing_line({"n": 16384, "d": 128, "mask": "none", "error": "OutOfMemoryError: x"})
     assert failed.endswith("ERROR OutOfMemoryError: x")
+
+
+def test_timing_lines_mark_failed_rows_and_format_gradient_checks(gpu_check: ModuleType) -> None:
+    row = {
+        "n": 1024, "d": 64, "mask": "none", "direct_forward_ms": 1.5, "sdpa_forward_ms": 0.5,
+        "direct_forward_backward_ms": 4.0, "sdpa_forward_backward_ms": 2.0, "relative_difference": 3e-4,
+        "passed": False, "problems": ["forward differs from torch SDPA by 3.00e-04 > 1e-05"],
+    }  # fmt: skip
+    assert gpu_check._timing_line(row).endswith(
+        "diff 3.0e-04  FAIL forward differs from torch SDPA by 3.00e-04 > 1e-05"
+    )
+    gradient = {
+        "n": 1024, "d": 128, "mask": "causal", "check": "gradient", "passed": True,
+        "errors": {"dq": 1e-7, "dk": 2e-7, "dv": 3e-7},
+    }  # fmt: skip
+    assert gpu_check._timing_line(gradient).endswith(
+        "gradients vs SDPA float64: dq 1.0e-07 dk 2.0e-07 dv 3.0e-07"
+    )
+
+
+# ------------------------------------------------------------------------------------ pre-checks
+
+
+def _fake_nvcc(root: Path, release: str) -> Path:
+    nvcc = root / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {release}, V{release}.1'\n")
+    nvcc.chmod(0o755)
+    return nvcc
+
+
+@pytest.fixture
+def cuda_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine with a CUDA 13.0 build of torch and a device, where building is not allowed
+    to start in these tests."""
+
+    def no_build() -> ModuleType:
+        raise AssertionError("the build started despite a failed pre-check")
+
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(extension, "load_extension", no_build)
+
+
+@pytest.mark.parametrize(
+    ("missing", "status", "message"),
+    [
+        ("ninja", 4, "gpu_check: `ninja` is not on PATH; torch.utils.cpp_extension builds with it"),
+        ("nvcc", 5, "gpu_check: nvcc not found"),
+        ("nvcc-12", 6, "gpu_check: nvcc 12.4 ("),
+    ],
+)
+def test_a_missing_toolchain_stops_before_the_build(
+    gpu_check: ModuleType,
+    cuda_build: None,
+    missing: str,
+    status: int,
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if missing != "ninja" and shutil.which("ninja") is None:
+        pytest.skip("needs ninja on PATH (checked before nvcc)")
+    which = shutil.which
+    hidden = {"ninja": "ninja", "nvcc": "nvcc"}.get(missing)
+    monkeypatch.setattr(
+        shutil, "which", lambda name, *a, **k: None if name == hidden else which(name, *a, **k)
+    )
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
+    if missing == "nvcc-12":
+        _fake_nvcc(tmp_path / "cuda", "12.4")
+        monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(tmp_path / "cuda"))
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == status
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(message), err
+    record = json.loads(out.read_text())
+    assert record["build"] == {"ok": False, "error": err.strip(), "exit_status": status}
+    if missing == "nvcc-12":
+        assert "does not match torch's CUDA 13.0" in err and record["toolchain"]["nvcc_version"] == "12.4"
+
+
+def test_a_matching_toolchain_passes_the_pre_check(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if shutil.which("ninja") is None:
+        pytest.skip("needs ninja on PATH")
+    nvcc = _fake_nvcc(tmp_path / "cuda", "13.0")
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(tmp_path / "cuda"))
+    info, problem = gpu_check.toolchain("13.0")
+    assert problem is None
+    assert info["nvcc"] == str(nvcc) and info["nvcc_version"] == "13.0"
+
+
+# ------------------------------------------------------------------------ main, as on a GPU machine
+
+
+@pytest.fixture
+def gpu_machine(
+    gpu_check: ModuleType, emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """``main`` with the pre-checks passed and the emulation build as "the" build: kernels run on
+    the CPU, which stands in for the CUDA device. Parity is cut down to the relu and exp cases."""
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)
+    monkeypatch.setattr(gpu_check, "toolchain", lambda torch_cuda: ({"nvcc": "nvcc"}, None))
+    monkeypatch.setattr(extension, "load_extension", lambda: emulation)
+    monkeypatch.setattr(gpu_check, "_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(gpu_check, "_machine", lambda: {"device": "host emulation"})
+    monkeypatch.setattr(parity, "CASES", parity.cases_for(["relu", "exp"]))
+    yield
+
+
+def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
+    gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The run is cut off (KeyboardInterrupt, as a kill would) in the fourth parity case: the
+    file then holds the build with its time and the three cases before."""
+    out = tmp_path / "record.json"
+    run_case = parity.run_case
+    saved_before: list[dict[str, Any]] = []
+
+    def cut_off(
+        case: parity.ParityCase,
+        dtype: torch.dtype,
+        device: torch.device,
+        seed: int = 0,
+        *,
+        composed: bool = False,
+    ) -> parity.CaseResult:
+        saved_before.append(json.loads(out.read_text()))
+        if len(saved_before) == 4:
+            raise KeyboardInterrupt
+        return run_case(case, dtype, device, seed, composed=composed)
+
+    monkeypatch.setattr(parity, "run_case", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        gpu_check.main([str(out)])
+    assert [len(r["parity"]) for r in saved_before] == [0, 1, 2, 3]
+    record = json.loads(out.read_text())
+    assert record["build"]["ok"] is True and isinstance(record["build"]["seconds"], float)
+    assert record["machine"] == {"device": "host emulation"}
+    assert [(r["case"], r["dtype"]) for r in record["parity"]] == [
+        ("relu/vector", "float32"), ("relu/vector", "float64"), ("relu/tensor", "float32"),
+    ]  # fmt: skip
+    assert all(r["passed"] for r in record["parity"])
+    assert record["in_progress"] == "parity: 3 rows done, the next one running"
+
+
+def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fault = "AcceleratorError: CUDA error: an illegal memory access was encountered"
+    run_case = parity.run_case
+
+    def faulting(
+        case: parity.ParityCase,
+        dtype: torch.dtype,
+        device: torch.device,
+        seed: int = 0,
+        *,
+        composed: bool = False,
+    ) -> parity.CaseResult:
+        result = run_case(case, dtype, device, seed, composed=composed)
+        if case.id == "exp/vector" and dtype == torch.float64:
+            return dataclasses.replace(result, problems=(fault,))
+        return result
+
+    def not_after_a_fault(*args: object, **kwargs: object) -> list[dict[str, Any]]:
+        raise AssertionError("device work after a sticky fault")
+
+    monkeypatch.setattr(parity, "run_case", faulting)
+    monkeypatch.setattr(gpu_check, "_device_fault", lambda device: fault)
+    monkeypatch.setattr(gpu_check, "_end_to_end", not_after_a_fault)
+    monkeypatch.setattr(gpu_check, "_timings", not_after_a_fault)
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == 1
+    record = json.loads(out.read_text())
+    assert record["aborted"] == {"phase": "parity", "step": "exp/vector [float64]", "error": fault}
+    assert len(record["parity"]) == 6 and record["parity"][-1]["case"] == "exp/vector"
+    assert record["parity_summary"]["failed"] == 1
+    assert "end_to_end" not in record and "timing" not in record and "in_progress" not in record
+    assert record["passed"] is False
+    printed = capsys.readouterr().out
+    assert "exp/vector [float64]" in printed and "FAIL" in printed
+    assert "ABORTED: the device is unusable after parity exp/vector [float64]" in printed
+
+
+def test_max_seconds_skips_what_would_start_too_late(
+    gpu_check: ModuleType, gpu_machine: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out), "--max-seconds", "1e-9"]) == 1
+    record = json.loads(out.read_text())
+    assert record["skipped"] == ["parity from relu/vector [float32]"]
+    assert record["parity"] == [] and record["passed"] is False
+
+
+# -------------------------------------------------------------------------------------- timing
+
+
+class _HostEvent:
+    """Stands in for ``torch.cuda.Event`` on the CPU (host clock)."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.at = 0.0
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, other: _HostEvent) -> float:
+        return (other.at - self.at) * 1e3
+
+
+@pytest.fixture
+def host_timers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "Event", _HostEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+
+
+def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
+    gpu_check: ModuleType, emulation: ModuleType, host_timers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row reaches the callback when done (the record is saved there); the forward must stay
+    within 1e-5 of torch SDPA, the gradients within 1e-5 of SDPA's float64 autograd. A forward off
+    by 1e-3 fails its row."""
+    arrived: list[dict[str, Any]] = []
+    rows = gpu_check._timings([33], [64], 1, 1, torch.device("cpu"), arrived.append, gradient_n=20)
+    assert arrived == rows
+    assert [(r["n"], r["mask"], r.get("check")) for r in rows] == [
+        (33, "none", None), (33, "causal", None), (20, "none", "gradient"), (20, "causal", "gradient"),
+    ]  # fmt: skip
+    assert all(r["passed"] for r in rows), rows
+    assert all(r["relative_difference"] <= 1e-5 for r in rows[:2])
+    for r in rows[2:]:
+        assert set(r["errors"]) == {"dq", "dk", "dv"} and max(r["errors"].values()) <= 1e-5
+
+    forward = kernels.direct_attention_forward
+
+    def off(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        out, lse = forward(*args, **kwargs)
+        return out + 1e-3, lse
+
+    monkeypatch.setattr(kernels, "direct_attention_forward", off)
+    (bad,) = gpu_check._timings([33], [64], 1, 1, torch.device("cpu"), gradient_n=20)[:1]
+    assert bad["passed"] is False
+    assert bad["relative_difference"] > 1e-4
+    assert bad["problems"] == [f"forward differs from torch SDPA by {bad['relative_difference']:.2e} > 1e-05"]

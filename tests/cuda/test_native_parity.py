@@ -129,6 +129,22 @@ def test_own_kernels_do_not_depend_on_thread_order(op: str, emulation: ModuleTyp
 # ---------------------------------------------------------------------------- boundary checks
 
 
+def test_a_device_fault_is_recorded_against_the_case_that_caused_it(
+    emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each case synchronises the device inside its own error handling: an asynchronous kernel
+    fault (here a stand-in for CUDA's illegal address) becomes that case's failure, not an
+    exception that escapes the sweep or lands on the next case."""
+
+    def fault(device: torch.device) -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(parity, "_synchronize", fault)
+    result = parity.run_case(parity.cases_for(["relu"])[0], torch.float32, torch.device("cpu"))
+    assert not result.passed
+    assert result.problems == ("RuntimeError: CUDA error: an illegal memory access was encountered",)
+
+
 def test_extension_boundary_refusal_becomes_guard_error(emulation: ModuleType) -> None:
     with pytest.raises(GuardError, match=r"contraction sizes differ"):
         kernels.matmul_forward(torch.ones(2, 3), torch.ones(4, 5))
@@ -253,6 +269,20 @@ def test_element_counts_are_overflow_checked() -> None:
         guards.check_element_count("reshape", "shape", [1 << 32, 1 << 32])
     with pytest.raises(GuardError, match=r"has extent -1 \(accepted: ints >= 0\)"):
         guards.check_element_count("reshape", "shape", [2, -1])
+
+
+def test_zero_element_shapes_whose_other_extents_overflow_are_refused() -> None:
+    """torch's rule: the product of the non-zero extents must fit, even when another extent is 0
+    (``torch.empty(2**40, 2**40, 0)`` raises)."""
+    assert guards.check_element_count("reshape", "shape", [1 << 31, 1 << 31, 0]) == 0
+    with pytest.raises(
+        GuardError,
+        match=r"shape \[1099511627776, 1099511627776, 0\] has non-zero extents whose product "
+        r"1208925819614629174706176 is more than int64 can count",
+    ):
+        guards.check_element_count("reshape", "shape", [1 << 40, 1 << 40, 0])
+    with pytest.raises(RuntimeError):
+        torch.empty(1 << 40, 1 << 40, 0)
 
 
 def test_window_parameters_are_checked() -> None:

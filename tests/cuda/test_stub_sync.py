@@ -3,9 +3,9 @@
 The CUDA build cannot be imported without a GPU, so stubtest runs against the host-emulation build
 of the same ``csrc/bindings.cpp`` (``torchlean_native_ext_emu``, the session fixture
 ``emulation_module``; skipped without a C++ compiler or ninja). The stub is copied into a temporary
-directory under the emulation module's name. The one name the emulation build adds,
-``emulation_set_schedule_seed``, is the only allowlist entry (stubtest also fails when that entry
-goes unused).
+directory under the emulation module's name. The two names the emulation build adds,
+``emulation_set_schedule_seed`` and ``emulation_set_shared_memory_limit``, are the only allowlist
+entries (stubtest also fails when an entry goes unused).
 
 What stubtest can check here: pybind11 functions carry no ``__text_signature__``, so
 ``inspect.signature`` fails on them and stubtest skips every parameter comparison. What it does
@@ -33,7 +33,7 @@ from mypy import stubtest
 from torchlean.backend.providers.native_cuda import extension
 
 STUB = Path(__file__).resolve().parents[2] / "stubs" / "torchlean_native_ext.pyi"
-EMULATION_ONLY = "emulation_set_schedule_seed"
+EMULATION_ONLY = ("emulation_set_schedule_seed", "emulation_set_shared_memory_limit")
 
 
 def _stubtest(
@@ -47,7 +47,7 @@ def _stubtest(
     config = tmp_path / "mypy.ini"
     config.write_text(f"[mypy]\nmypy_path = {tmp_path}\n\n[mypy-torch.*]\nfollow_imports = skip\n")
     allowlist = tmp_path / "allowlist.txt"
-    allowlist.write_text("".join(f"{name}.{EMULATION_ONLY}\n" for name in stubs))
+    allowlist.write_text("".join(f"{name}.{only}\n" for name in stubs for only in EMULATION_ONLY))
     args = [*stubs, "--concise", "--allowlist", str(allowlist), "--mypy-config-file", str(config)]
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
@@ -66,7 +66,7 @@ def test_stub_matches_the_emulation_build(
 ) -> None:
     name = emulation_module.__name__
     assert name == extension.EMULATION_NAME
-    assert callable(getattr(emulation_module, EMULATION_ONLY))
+    assert all(callable(getattr(emulation_module, only)) for only in EMULATION_ONLY)
     code, lines = _stubtest({name: STUB.read_text()}, emulation_module, tmp_path, monkeypatch)
     assert (code, lines) == (0, [])
 

@@ -53,10 +53,15 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def check_element_count(op: str, what: str, shape: Sequence[int]) -> int:
-    """The element count of ``shape``; every extent an int >= 0 and the product <= 2**63 - 1.
+    """The element count of ``shape``; every extent an int >= 0, and both the element count and the
+    product of the non-zero extents at most 2**63 - 1. The second bound is torch's own rule (a
+    shape like ``(2**40, 2**40, 0)`` holds no element, yet ``torch.empty`` and
+    ``torch.broadcast_to`` refuse it with ``numel: integer multiplication overflow``), so a shape
+    that passes here can be materialised.
 
     Raises:
-        GuardError: a non-int or negative extent, or an element count that overflows int64.
+        GuardError: a non-int or negative extent, or an element count (or a product of the non-zero
+            extents) that overflows int64.
     """
     for extent in shape:
         if isinstance(extent, bool) or not isinstance(extent, int) or extent < 0:
@@ -64,6 +69,13 @@ def check_element_count(op: str, what: str, shape: Sequence[int]) -> int:
     count = math.prod(shape)
     if count > INT64_MAX:
         raise _fail(op, f"{what} {list(shape)} has {count} elements, more than int64 can count")
+    nonzero = math.prod(extent for extent in shape if extent != 0)
+    if nonzero > INT64_MAX:
+        raise _fail(
+            op,
+            f"{what} {list(shape)} has non-zero extents whose product {nonzero} is more than int64 "
+            "can count (torch refuses such a shape even when another extent is 0)",
+        )
     return count
 
 

@@ -29,6 +29,7 @@ import contextlib
 import math
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -1426,7 +1427,10 @@ def _fold_attention(
             f"k {list(k.shape)}, v {list(v.shape)} do not broadcast to one batch shape (accepted: "
             "leading axes that agree or have extent 1, as torch SDPA broadcasts)"
         )
-    for name, tail in (("q", (nq, d)), ("k", (nk, d)), ("v", (nk, dv)), ("out", (nq, dv))):
+    tails = [("q", (nq, d)), ("k", (nk, d)), ("v", (nk, dv)), ("out", (nq, dv))]
+    if mask is not None:
+        tails.append(("mask", (nq, nk)))
+    for name, tail in tails:
         guards.check_element_count("direct_attention", f"{name} broadcast to", (*lead, *tail))
     batch = math.prod(lead)
     folded_mask: Tensor | None = None
@@ -1463,6 +1467,13 @@ def direct_attention_forward(
     ``(*batch, n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
     d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse the row logsumexp of
     the scaled allowed scores (-inf on fully blocked rows), saved for the backward.
+
+    Tiles: each kernel (this forward, and the backward's two) takes 32 query rows (keys) per
+    block, or 8 where the device's shared memory per block cannot hold the larger tile (on a
+    227 KiB H100/H200 only the float64 backward with ``d + d_v > 452`` needs it; smaller GPUs
+    sooner). Raises ``GuardError`` (before any launch) when even the smaller tile of the
+    *backward* does not fit, so that a forward is never accepted whose backward cannot run; the
+    message names the bytes needed and allowed and the largest ``d + d_v`` that fits.
     """
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
     with _launch("direct_attention"):
@@ -1520,19 +1531,68 @@ def direct_attention_backward(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """A forward's row logsumexp with what produced it: weak references to its operands (a
+    reference to the operand's own object, so a new tensor with equal values does not match),
+    their version counters (an in-place update invalidates the entry) and the scale."""
+
+    lse: Tensor
+    operands: tuple[weakref.ref[Tensor] | None, ...]
+    versions: tuple[int | None, ...]
+    scale: float | None
+
+    def produced(self, operands: tuple[Tensor | None, ...], scale: float | None) -> bool:
+        """Whether ``operands`` (q, k, v, mask, out) are the very objects, unchanged since, that
+        the forward read and wrote, with the same ``scale``."""
+        if scale != self.scale or len(operands) != len(self.operands):
+            return False
+        for tensor, ref, version in zip(operands, self.operands, self.versions, strict=True):
+            if tensor is None or ref is None:
+                if tensor is not None or ref is not None:
+                    return False
+            elif ref() is not tensor or tensor._version != version:
+                return False
+        return True
+
+
+def _identity(
+    operands: tuple[Tensor | None, ...],
+) -> tuple[tuple[weakref.ref[Tensor] | None, ...], tuple[int | None, ...]]:
+    refs = tuple(None if t is None else weakref.ref(t) for t in operands)
+    versions = tuple(None if t is None else t._version for t in operands)
+    return refs, versions
+
+
 class _RowStatistics:
-    """The logsumexp saved by :func:`direct_attention` for each live output tensor."""
+    """The logsumexp saved by :func:`direct_attention` for each live output tensor, together with
+    the identity of the inputs it belongs to: a VJP asked about the same ``out`` but other inputs
+    (another ``q``, a changed mask or scale, an operand updated in place) must not reuse it."""
 
     def __init__(self) -> None:
-        self._saved: dict[int, Tensor] = {}
+        self._saved: dict[int, _Saved] = {}
 
-    def save(self, out: Tensor, lse: Tensor) -> None:
+    def save(
+        self,
+        out: Tensor,
+        lse: Tensor,
+        inputs: tuple[Tensor, Tensor, Tensor, Tensor | None],
+        scale: float | None,
+    ) -> None:
         key = id(out)
-        self._saved[key] = lse
+        refs, versions = _identity((*inputs, out))
+        self._saved[key] = _Saved(lse, refs, versions, scale)
         weakref.finalize(out, self._saved.pop, key, None)
 
-    def get(self, out: Tensor) -> Tensor | None:
-        return self._saved.get(id(out))
+    def get(
+        self, out: Tensor, inputs: tuple[Tensor, Tensor, Tensor, Tensor | None], scale: float | None
+    ) -> Tensor | None:
+        """The saved logsumexp when ``out`` came from :func:`direct_attention` on exactly these
+        ``inputs`` (q, k, v, mask: the same objects, not updated since) and ``scale``; else None."""
+        saved = self._saved.get(id(out))
+        if saved is None or not saved.produced((*inputs, out), scale):
+            return None
+        return saved.lse
 
 
 _row_statistics = _RowStatistics()
@@ -1542,9 +1602,10 @@ def direct_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
 ) -> Tensor:
     """:func:`direct_attention_forward` in the reference convention (returns only the output); the
-    row logsumexp stays attached to the returned tensor for :func:`direct_attention_vjp`."""
+    row logsumexp stays attached to the returned tensor, with the identity of q, k, v, mask and
+    scale, for :func:`direct_attention_vjp`."""
     out, lse = direct_attention_forward(q, k, v, mask, scale=scale)
-    _row_statistics.save(out, lse)
+    _row_statistics.save(out, lse, (q, k, v, mask), scale)
     return out
 
 
@@ -1559,9 +1620,10 @@ def direct_attention_vjp(
     scale: float | None = None,
 ) -> Grads:
     """:func:`direct_attention_backward` in the reference convention: uses the logsumexp saved
-    with ``out`` by :func:`direct_attention`, or recomputes it by running the forward kernel when
-    ``out`` did not come from there."""
-    lse = _row_statistics.get(out)
+    with ``out`` by :func:`direct_attention` when ``out`` came from there with these very ``q``,
+    ``k``, ``v``, ``mask`` objects (unchanged since: same version counters) and this ``scale``;
+    otherwise recomputes it by running the forward kernel on the given inputs."""
+    lse = _row_statistics.get(out, (q, k, v, mask), scale)
     if lse is None:
         lse = direct_attention_forward(q, k, v, mask, scale=scale)[1]
     return direct_attention_backward(g, q, k, v, mask, out=out, lse=lse, scale=scale)

@@ -13,7 +13,11 @@ values, so an error measures only the kernel's arithmetic. The error of a result
 ``max|native - oracle| / max(max|oracle|, 1)``; a result passes below :data:`TOLERANCE` for its
 dtype (float32 ``1e-5``, float64 ``1e-10``); the seeded sources must match bit for bit. Cases
 include fully blocked rows and NaN/inf at blocked positions for ``hard_masked_softmax`` and
-attention (the native results must then also be finite and equal the oracle's).
+attention (the native results must then also be finite and equal the oracle's), and attention at
+the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
+(256, whose float64 backward runs on the smaller tile). On CUDA each case ends with a device
+synchronisation inside its error handling, so an asynchronous kernel fault is recorded against
+the case that caused it.
 
 Used by ``tests/cuda/test_native_parity.py`` and ``tests/cuda/test_cuda_attention.py`` (on CUDA,
 and on the CPU through :func:`.extension.host_emulation`) and by ``bench/gpu_check.py``.
@@ -40,6 +44,8 @@ __all__ = [
     "ATTENTION",
     "CASES",
     "NATIVE_OPS",
+    "SMALL_TILE_CASES",
+    "SMALL_TILE_SHARED_MEMORY",
     "TOLERANCE",
     "CaseResult",
     "ParityCase",
@@ -231,6 +237,7 @@ def run_case(
     try:
         if case.op in _SOURCES:
             out_n = forward(**spec.params, dtype=dtype, device=device)
+            _synchronize(device)
             numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
             out_o, _ = _oracle(case.op, (), {**spec.params, "dtype": numpy_dtype}, None)
             out_o = out_o.astype(np.float64)
@@ -263,12 +270,20 @@ def run_case(
                 errors[f"d{i}"] = _error(dn, np.asarray(do))
                 if spec.finite and not bool(torch.isfinite(dn).all()):
                     problems.append(f"d{i} has non-finite values (a blocked position leaked)")
+        # a device fault of this case's kernels (an illegal address is sticky: every later CUDA
+        # call fails too) surfaces here, attributed to this case rather than the next one
+        _synchronize(device)
     except Exception as error:  # one failing op must not stop the sweep
         problems.append(f"{type(error).__name__}: {error}")
     for name, value in errors.items():
         if not value <= tolerance:
             problems.append(f"{name} error {value:.3g} > {tolerance:g}")
     return CaseResult(label, case.op, str(dtype), errors, tolerance, tuple(problems))
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _poison_blocked_cotangent(op: str, g: Array | None, spec: Inputs) -> Array | None:
@@ -567,8 +582,36 @@ CASES: tuple[ParityCase, ...] = (
         ATTENTION, "partly-blocked-inf-v", _attention((2,), 6, 7, 4, 3, masked=True, partial=("v", np.inf))
     ),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
+    # the head widths bench/gpu_check.py times, n_q != n_k, partial tiles, a fully blocked row
+    ParityCase(ATTENTION, "head-64", _attention((2,), 45, 77, 64, 64, masked=True)),
+    ParityCase(ATTENTION, "head-128", _attention((2,), 45, 77, 128, 128, masked=True)),
+    # the widest heads: the float64 backward needs the smaller tile even on a 227 KiB device
+    ParityCase(ATTENTION, "widest-heads", _attention((1,), 9, 40, 256, 256, masked=True)),
 )
 """Every case; each of :data:`NATIVE_OPS` and :data:`ATTENTION` has at least one."""
+
+
+SMALL_TILE_SHARED_MEMORY = 99 * 1024
+"""Dynamic shared memory per block (bytes) of an sm_86/sm_89 GPU (RTX 30xx/40xx, A10, L4): on a
+device (or an emulation) with this limit, :data:`SMALL_TILE_CASES` run on the smaller tile."""
+
+SMALL_TILE_CASES: tuple[tuple[ParityCase, torch.dtype], ...] = (
+    # the backward's default tile needs 132096 bytes, its smaller one 82944
+    (
+        ParityCase(ATTENTION, "small-tile-backward", _attention((2,), 45, 77, 128, 128, masked=True)),
+        torch.float64,
+    ),
+    # float32: the backward needs 131584 bytes on the default tile, 82432 on the smaller one
+    (
+        ParityCase(ATTENTION, "small-tile-backward-f32", _attention((1,), 9, 40, 256, 256, masked=True)),
+        torch.float32,
+    ),
+    # d + d_v = 313, the widest float64 heads that fit 99 KiB: both passes take the smaller tile
+    (ParityCase(ATTENTION, "small-tile-both", _attention((2,), 9, 37, 157, 156, masked=True)), torch.float64),
+)
+"""Attention cases (with their dtype) whose passes need the smaller tile on a device with
+:data:`SMALL_TILE_SHARED_MEMORY` per block; ``tests/cuda`` runs them on the emulation set to that
+limit (also under the sanitizers)."""
 
 
 def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:
