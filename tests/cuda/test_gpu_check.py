@@ -24,7 +24,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -215,16 +215,15 @@ def gpu_machine(
     yield
 
 
-def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
-    gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """The run is cut off (KeyboardInterrupt, as a kill would) in the fourth parity case: the
-    file then holds the build with its time and the three cases before."""
-    out = tmp_path / "record.json"
-    run_case = parity.run_case
-    saved_before: list[dict[str, Any]] = []
+Wrapper = Callable[[parity.ParityCase, torch.dtype, Callable[[], parity.CaseResult]], parity.CaseResult]
 
-    def cut_off(
+
+def _wrap_run_case(monkeypatch: pytest.MonkeyPatch, wrapper: Wrapper) -> None:
+    """Route every ``parity.run_case`` call through ``wrapper(case, dtype, run)``, where ``run()``
+    runs the real case."""
+    run_case = parity.run_case
+
+    def wrapped(
         case: parity.ParityCase,
         dtype: torch.dtype,
         device: torch.device,
@@ -232,12 +231,28 @@ def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
         *,
         composed: bool = False,
     ) -> parity.CaseResult:
+        return wrapper(case, dtype, lambda: run_case(case, dtype, device, seed, composed=composed))
+
+    monkeypatch.setattr(parity, "run_case", wrapped)
+
+
+def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
+    gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The run is cut off (KeyboardInterrupt, as a kill would) in the fourth parity case: the
+    file then holds the build with its time and the three cases before."""
+    out = tmp_path / "record.json"
+    saved_before: list[dict[str, Any]] = []
+
+    def cut_off(
+        case: parity.ParityCase, dtype: torch.dtype, run: Callable[[], parity.CaseResult]
+    ) -> parity.CaseResult:
         saved_before.append(json.loads(out.read_text()))
         if len(saved_before) == 4:
             raise KeyboardInterrupt
-        return run_case(case, dtype, device, seed, composed=composed)
+        return run()
 
-    monkeypatch.setattr(parity, "run_case", cut_off)
+    _wrap_run_case(monkeypatch, cut_off)
     with pytest.raises(KeyboardInterrupt):
         gpu_check.main([str(out)])
     assert [len(r["parity"]) for r in saved_before] == [0, 1, 2, 3]
@@ -259,17 +274,11 @@ def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fault = "AcceleratorError: CUDA error: an illegal memory access was encountered"
-    run_case = parity.run_case
 
     def faulting(
-        case: parity.ParityCase,
-        dtype: torch.dtype,
-        device: torch.device,
-        seed: int = 0,
-        *,
-        composed: bool = False,
+        case: parity.ParityCase, dtype: torch.dtype, run: Callable[[], parity.CaseResult]
     ) -> parity.CaseResult:
-        result = run_case(case, dtype, device, seed, composed=composed)
+        result = run()
         if case.id == "exp/vector" and dtype == torch.float64:
             return dataclasses.replace(result, problems=(fault,))
         return result
@@ -277,7 +286,7 @@ def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     def not_after_a_fault(*args: object, **kwargs: object) -> list[dict[str, Any]]:
         raise AssertionError("device work after a sticky fault")
 
-    monkeypatch.setattr(parity, "run_case", faulting)
+    _wrap_run_case(monkeypatch, faulting)
     monkeypatch.setattr(gpu_check, "_device_fault", lambda device: fault)
     monkeypatch.setattr(gpu_check, "_end_to_end", not_after_a_fault)
     monkeypatch.setattr(gpu_check, "_timings", not_after_a_fault)
