@@ -20,13 +20,15 @@ Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`;
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
 Messages about a cell name a repeated or blank column by its index. Only comma-separated files
-are read (a first row read as one column that holds tabs or ``;`` says so). Features and
-regression labels must be finite numbers within the range of ``dtype`` (``1e200`` is refused
-for float32, by line and column), and each feature's (each regression target's) train-split mean
-and standard deviation must be finite in float64, as must the standardised features in ``dtype``
-(refused by column). Classification labels may be numbers or non-blank strings and are mapped to
-``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); a single class is refused,
-in the file or in the train split, as scikit-learn classifiers refuse it. The task is
+are read (a first row read as one column that holds tabs or ``;`` says so). Features must be
+finite float64 numbers and regression labels finite numbers within the range of ``dtype``
+(``1e200`` is refused as a float32 label, by line and column); features are standardised in
+float64, so a column beyond float32's range loads under float32 as long as each feature's (each
+regression target's) train-split mean and standard deviation are finite in float64 and the
+standardised features fit ``dtype`` (refused by column otherwise). Classification labels may be
+numbers or non-blank strings and are mapped to ``0 .. n_classes - 1`` in sorted order (names kept
+in ``class_names``); a single class is refused, in the file or in the train split, as
+scikit-learn classifiers refuse it. The task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
 """
@@ -117,8 +119,9 @@ def load(
             datasets; an unknown CSV label column, naming the columns.
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
             datasets) or empty, missing file (or a directory), a file read as one column (with a
-            hint when it seems separated by tabs or ``;``), non-numeric feature cell, a number
-            beyond ``dtype``'s range or blank label cell (line and column named), a single class,
+            hint when it seems separated by tabs or ``;``), non-numeric or non-finite feature
+            cell, a regression label beyond ``dtype``'s range or a blank label cell (line and
+            column named), a single class,
             a ``label_column`` name the header repeats (naming its columns), bad ``header``,
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
@@ -191,7 +194,9 @@ def load_csv(
         if len(row) != len(names):
             raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
         for j, i in enumerate(feature_idx):
-            x[r, j] = _number(file, line, _shown(names, i), row[i], target)
+            # features are read and standardised in float64; the standardised values are checked
+            # against the target dtype in _split, so a 1e39-scale column still fits float32
+            x[r, j] = _number(file, line, _shown(names, i), row[i], _FLOAT64)
         labels.append(row[label])
     y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line, target)
     dataset = _split(
@@ -293,6 +298,9 @@ def _shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...],
 
 
 # ---------------------------------------------------------------------------------------- CSV cells
+
+
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _is_number(cell: str) -> bool:

@@ -622,12 +622,12 @@ HUGE_CSV = "a,b,y\n{v},1,0\n3,2,1\n{v},3,0\n4,4,1\n{v},5,0\n-1,6,1\n"
 
 
 @pytest.mark.parametrize("value", ["1e200", "1e308"])
-def test_values_beyond_float32_are_refused_before_training(capsys, tmp_path, value):
-    path = _csv(tmp_path, HUGE_CSV.format(v=value))
-    code, out, err = train(capsys, "--dataset", str(path), "--task", "regression", "--epochs", "2")
+def test_targets_beyond_float32_are_refused_before_training(capsys, tmp_path, value):
+    path = _csv(tmp_path, f"a,y\n1,{value}\n2,0.5\n3,1.5\n4,2.5\n5,3.5\n")
+    code, out, err = train(capsys, "--dataset", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err == (
-        f"error: {path}: line 2, column a: {value!r} is outside the float32 range (accepted: a number of "
+        f"error: {path}: line 2, column y: {value!r} is outside the float32 range (accepted: a number of "
         "magnitude at most 3.4028235e+38 for dtype float32; dtype float64 (CLI: --dtype float64) reads up "
         "to 1.7976931348623157e+308)\n"
     )
