@@ -205,6 +205,23 @@ def test_load_state_casts_to_model_dtype():
     assert all(p.dtype == np.float32 for p in model.parameters)
 
 
+def test_load_state_casts_object_arrays_of_real_numbers():
+    """Object arrays (pandas ``to_numpy()`` of mixed frames, Fractions, Decimals) cast as numpy
+    casts them, as ``torch.tensor`` reads them; the values are the exact reals rounded."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    model = nn.build(_mlp(), seed=0)
+    state = model.state()
+    model.load_state({name: value.astype(object) for name, value in state.items()})
+    for name, value in model.state().items():
+        np.testing.assert_array_equal(value, state[name])
+    size = state["2.bias"].size
+    exact = [Fraction(1, 3), Decimal("0.1")] * (size // 2) + [Fraction(-7, 2)] * (size % 2)
+    model.load_state({**state, "2.bias": np.array(exact, dtype=object)})
+    np.testing.assert_array_equal(model.state()["2.bias"], np.array([float(v) for v in exact], np.float32))
+
+
 def test_state_error_messages():
     model = nn.build(_mlp(), seed=0)
     state = model.state()
@@ -223,6 +240,10 @@ def test_state_error_messages():
         model.load_state({**state, "2.bias": np.array(["a"])})
     with pytest.raises(StateError, match=r"^state entry 2.bias has dtype complex128 \(accepted: real"):
         model.load_state({**state, "2.bias": np.array([1j])})
+    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype object .*: it holds None$"):
+        model.load_state({**state, "2.bias": np.array([None] * state["2.bias"].size)})
+    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype object .*not 'complex'$"):
+        model.load_state({**state, "2.bias": np.array([1j] * state["2.bias"].size, dtype=object)})
     with pytest.raises(StateError, match=r"^state entry 0.weight is not a rectangular array: "):
         model.load_state({**state, "0.weight": [[1.0, 2.0], [3.0]]})
     with pytest.raises(StateError, match=r"^state must be a mapping of parameter names .* got NoneType$"):

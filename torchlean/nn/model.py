@@ -72,12 +72,18 @@ class Model:
                 raw = np.asarray(state[spec.name])
             except ValueError as error:  # ragged nested lists
                 raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
-            if raw.dtype.kind not in "biuf":
-                raise StateError(
-                    f"state entry {spec.name} has dtype {raw.dtype} (accepted: real numbers, cast to the "
-                    f"model dtype {self.dtype})"
-                )
-            value = np.array(raw, dtype=self.dtype)
+            refusal = (
+                f"state entry {spec.name} has dtype {raw.dtype} (accepted: real numbers, cast to the "
+                f"model dtype {self.dtype})"
+            )
+            if raw.dtype.kind in "cSUV":  # complex (the imaginary part would be dropped), text, bytes
+                raise StateError(refusal)
+            if raw.dtype.kind == "O" and any(item is None for item in raw.flat):  # would cast to NaN
+                raise StateError(f"{refusal}: it holds None")
+            try:  # an object array of reals (Fraction, Decimal, Python floats) casts as numpy casts it
+                value = np.array(raw, dtype=self.dtype)
+            except (TypeError, ValueError) as error:
+                raise StateError(f"{refusal}: {error}") from None
             if value.shape != spec.shape:
                 raise StateError(
                     f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
