@@ -354,12 +354,13 @@ def test_linear_activation_norm_and_embedding_models_lower_unbatched_to_the_torc
 
 def test_a_batch_of_samples_of_another_shape_is_refused():
     model = nn.build(nn.sequential(nn.linear(3, 2)), input_shape=(2, 3), seed=0)
-    for shape in [(5, 3, 2), (5, 2, 4), (2, 3, 2, 3), (3,), (0, 2, 3), (-1, 2, 3)]:
+    for shape in [(5, 3, 2), (5, 2, 4), (2, 3, 2, 4), (3,), (-1, 2, 3)]:
         with pytest.raises(
             ShapeError,
             match=rf"^lower_model: input shape {re.escape(str(shape))} does not fit the model's per-sample "
-            r"input shape \(2, 3\); accepted: \(batch, 2, 3\) with batch an int >= 1, or \(2, 3\) "
-            r"\(one sample without a batch axis\)$",
+            r"input shape \(2, 3\); accepted: \(batch, 2, 3\) with batch an int >= 1, \(2, 3\) "
+            r"\(one sample without a batch axis\), or \(2, 3\) behind any leading axes \(this model works on "
+            r"the trailing axes alone\)$",
         ):
             lower_model(model, shape)
     cnn = nn.build(nn.conv2d(1, 1, 2), input_shape=(1, 3, 3), seed=0)
@@ -398,14 +399,32 @@ def test_lower_model_accepts_exactly_batch_times_sample_and_the_unbatched_sample
     layer = nn.linear(3, 2) if body == "linear" else nn.flatten()
     model = nn.build(layer, input_shape=sample, seed=0)
     batched = len(shape) == 3 and tuple(shape[1:]) == sample and shape[0] >= 1
-    unbatched = tuple(shape) == sample and body == "linear"
-    if batched or unbatched:
+    trailing = len(shape) >= 2 and tuple(shape[-2:]) == sample and body == "linear"  # any leading axes
+    if batched or trailing:
         lowered = lower_model(model, shape)
-        prefix = (shape[0],) if batched else ()
+        prefix = tuple(shape[:-2])
         assert lowered.built.graph.nodes[lowered.output].out_shape == (*prefix, *model.output_shape)
     else:
         with pytest.raises(ShapeError, match=r"^lower_model: input shape "):
             lower_model(model, shape)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 4), (3, 2, 5, 4), (0, 4), (0, 5, 4)])
+def test_a_per_token_model_lowers_behind_any_leading_axes(shape):
+    """A model of layers that work on the trailing axes alone (linear, activations, layer_norm)
+    is lowered for ``(batch, tokens, features)`` or a batch of 0, as before the shape check was
+    added; values against torch float64 applied to the last axis. (The empty batch runs without
+    layer_norm: its guard refuses empty axes.)"""
+    empty = 0 in shape
+    layers = [nn.linear(4, 8), nn.gelu(), *([] if empty else [nn.layer_norm(8)]), nn.linear(8, 3)]
+    model = nn.build(nn.sequential(*layers), input_shape=(4,), seed=0, dtype=np.float64)
+    x = np.random.default_rng(7).standard_normal(shape)
+    params = [torch.from_numpy(p) for p in model.parameters]
+    hidden = torch.nn.functional.gelu(torch.nn.functional.linear(torch.from_numpy(x), params[0], params[1]))
+    if not empty:
+        hidden = torch.nn.functional.layer_norm(hidden, (8,), params[2], params[3])
+    expected = torch.nn.functional.linear(hidden, params[-2], params[-1]).numpy()
+    np.testing.assert_allclose(_run_lowered(model, x), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_a_layer_that_is_not_built_is_refused():

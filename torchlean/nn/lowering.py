@@ -320,9 +320,10 @@ def _shape_tuple(value: object) -> tuple[int, ...] | None:
 
 
 def _checked_input_shape(model: Model, input_shape: object) -> tuple[int, ...]:
-    """``input_shape`` if it is ``(batch, *model.input_shape)`` with ``batch >= 1``, or
-    ``model.input_shape`` itself for a model :func:`unbatched_refusal` accepts; else raises
-    :class:`ShapeError` naming it and the accepted shapes."""
+    """``input_shape`` if it is ``(batch, *model.input_shape)`` with ``batch >= 1``, or, for a
+    model :func:`unbatched_refusal` accepts (every layer works on the trailing axes alone),
+    ``model.input_shape`` behind any number of leading axes (none, one of extent 0, or several);
+    else raises :class:`ShapeError` naming it and the accepted shapes."""
     sample = tuple(model.input_shape)
     refused = unbatched_refusal(model.layer)
     shape = _shape_tuple(input_shape)
@@ -330,10 +331,20 @@ def _checked_input_shape(model: Model, input_shape: object) -> tuple[int, ...]:
         return shape
     batched = f"(batch, {', '.join(map(str, sample))}) with batch an int >= 1"
     if refused is None:
-        if shape == sample:
+        lead = None if shape is None else len(shape) - len(sample)
+        if (
+            shape is not None
+            and lead is not None
+            and lead >= 0
+            and shape[lead:] == sample
+            and all(extent >= 0 for extent in shape[:lead])
+        ):
             return shape
         reason = f"does not fit the model's per-sample input shape {sample}"
-        accepted = f"{batched}, or {sample} (one sample without a batch axis)"
+        accepted = (
+            f"{batched}, {sample} (one sample without a batch axis), or {sample} behind any leading "
+            "axes (this model works on the trailing axes alone)"
+        )
     elif shape == sample:
         reason = (
             f"is one sample without a batch axis, which this model cannot be lowered on: "
@@ -352,12 +363,13 @@ def _checked_input_shape(model: Model, input_shape: object) -> tuple[int, ...]:
 def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = False) -> Lowered:
     """Lower ``model``'s forward program for inputs of ``input_shape``.
 
-    ``input_shape`` is ``(batch, *model.input_shape)`` with ``batch >= 1``, or the per-sample
-    ``model.input_shape`` alone (one sample, no batch axis) when every layer of the model computes
-    the same values without the batch axis (:func:`unbatched_refusal`: ``linear``, activations,
-    ``dropout``, ``layer_norm``, ``positional_embedding``, and ``sequential``/``residual`` of
-    these). A tuple, list, ``torch.Size`` or 1-d integer numpy array. A vector MLP on an unbatched
-    ``[4]`` input gives the seed chapter's 18-node graph (anchor-runtime.md §4.2).
+    ``input_shape`` is ``(batch, *model.input_shape)`` with ``batch >= 1``; when every layer of
+    the model computes the same values on the trailing axes alone (:func:`unbatched_refusal`:
+    ``linear``, activations, ``dropout``, ``layer_norm``, ``positional_embedding``, and
+    ``sequential``/``residual`` of these), also ``model.input_shape`` behind any leading axes:
+    none (one sample, no batch axis), a batch of 0, or several (``(batch, tokens, features)``
+    for a per-token MLP). A tuple, list, ``torch.Size`` or 1-d integer numpy array. A vector MLP
+    on an unbatched ``[4]`` input gives the seed chapter's 18-node graph (anchor-runtime.md §4.2).
 
     Raises:
         LoweringTypeError: ``model`` is not a built :class:`~torchlean.nn.model.Model` (e.g. a
