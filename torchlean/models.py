@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from torchlean import nn
-from torchlean._checks import checked_int, is_int, shown
+from torchlean._checks import checked_int
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.nn.layers import Layer, ShapeError
 
@@ -44,11 +44,7 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
     """
     features = checked_int(features, "features", 1, ShapeError)
     outputs = checked_int(outputs, "outputs", 1, ShapeError)
-    if not is_int(hidden):
-        raise ShapeError(f"hidden must be an int >= 1, got {shown(hidden)}")
-    hidden = int(hidden)
-    if hidden < 1:
-        raise ShapeError(f"--hidden must be positive, got {hidden}")
+    hidden = checked_int(hidden, "hidden", 1, ShapeError)
     if name == "mlp":
         layer = nn.sequential(
             nn.linear(features, hidden),

@@ -752,21 +752,16 @@ def test_torch_threads_is_null_when_torch_never_ran(tmp_path):
     assert err == ""
 
 
-def test_torch_threads_reports_what_torch_ran_and_notes_a_cap(tmp_path):
-    """Ask one thread more than the CPUs; the oracle is a fresh torch started the same way
-    (OMP_NUM_THREADS=N), which on the 2-core project machine runs 2."""
+def test_torch_threads_are_obeyed_beyond_the_cpu_count(tmp_path):
+    """Ask one thread more than the CPUs. A fresh torch started with OMP_NUM_THREADS=N caps it at
+    the CPU count (the probe shows it on the 2-core project machine); the run obeys the flag once
+    torch is imported (torch.set_num_threads), and reports what torch ran with."""
     asked = min((os.cpu_count() or 1) + 1, 1024)
     probe = subprocess.run(
         [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": str(asked)},
     )
-    ran = int(probe.stdout)
+    assert int(probe.stdout) <= asked
     record, err = _subprocess_train(tmp_path, {}, "--profile", "fast_cpu", "--torch-threads", str(asked))
-    assert record["torch_threads"] == ran
-    if ran < asked:
-        assert err == (
-            f"note: torch ran {ran} intra-op threads, not the {asked} asked: torch caps OMP_NUM_THREADS at "
-            f"the {os.cpu_count()} CPUs it sees\n"
-        )
-    else:
-        assert err == ""
+    assert record["torch_threads"] == asked
+    assert err == ""

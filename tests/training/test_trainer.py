@@ -708,6 +708,7 @@ def test_fit_refuses_an_on_batch_that_is_not_callable_before_any_step():
         ({"features": 64.0}, "features must be an int >= 1, got 64.0"),
         ({"features": True}, "features must be an int >= 1, got True"),
         ({"outputs": 0}, "outputs must be an int >= 1, got 0"),
+        ({"hidden": 0}, "hidden must be an int >= 1, got 0"),
     ],
 )
 def test_build_model_refuses_sizes_that_are_not_ints(kwargs, message):

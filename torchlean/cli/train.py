@@ -14,8 +14,7 @@ imported (a ``checked_cpu`` run does not import it, so its thread setting is nev
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``); a ``warning:`` line when ``OMP_NUM_THREADS`` is not an integer in
 ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
-loss is not finite (the run goes on and exits 0); a ``note:`` line when torch ran fewer threads
-than asked (torch started with ``OMP_NUM_THREADS`` caps it at the CPU count).
+loss is not finite (the run goes on and exits 0).
 """
 
 from __future__ import annotations
@@ -210,26 +209,22 @@ def _set_torch_threads(requested: int | None) -> int:
     return threads
 
 
-def _torch_threads_in_use(requested: int) -> int | None:
-    """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
-    ``checked_cpu`` run does not import it).
-
-    Prints a ``note:`` on stderr when torch runs fewer threads than ``requested``: torch, started
-    with ``OMP_NUM_THREADS`` set, caps it at the CPU count (on the 2-core project machine
-    ``OMP_NUM_THREADS=4`` gives ``torch.get_num_threads() == 2``), while ``torch.set_num_threads``
-    on a running torch is obeyed as asked.
-    """
+def _obey_torch_threads(threads: int) -> None:
+    """Once torch has been imported (lazily, by the first op that needs it), give it exactly
+    ``threads`` intra-op threads: torch started with ``OMP_NUM_THREADS`` set caps that value at the
+    CPU count (on the 2-core project machine ``OMP_NUM_THREADS=4`` gives ``get_num_threads() ==
+    2``), while ``torch.set_num_threads`` on a running torch is obeyed as asked. Called after each
+    step; a dictionary lookup and a comparison once torch agrees."""
     torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    used = int(torch.get_num_threads())
-    if used < requested:
-        print(
-            f"note: torch ran {used} intra-op threads, not the {requested} asked: torch caps "
-            f"OMP_NUM_THREADS at the {os.cpu_count()} CPUs it sees",
-            file=sys.stderr,
-        )
-    return used
+    if torch is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def _torch_threads_in_use() -> int | None:
+    """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
+    ``checked_cpu`` run does not import it)."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else int(torch.get_num_threads())
 
 
 def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], float, float]:
@@ -310,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
             def advance(_epoch: int, loss: float, bar: Any = bar) -> None:
                 bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
                 bar.update(1)
+                _obey_torch_threads(threads)
 
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance)
@@ -331,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         "execution": execution.label,
         "seed": args.seed,
         "epochs": args.epochs,
-        "torch_threads": _torch_threads_in_use(threads),
+        "torch_threads": _torch_threads_in_use(),
         "losses": losses,
     }
     if classification:
