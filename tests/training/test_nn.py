@@ -4,6 +4,9 @@ weights (``torch.nn.functional`` and ``torch.nn`` modules; anchor-runtime.md §4
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -240,10 +243,18 @@ def test_state_error_messages():
         model.load_state({**state, "2.bias": np.array(["a"])})
     with pytest.raises(StateError, match=r"^state entry 2.bias has dtype complex128 \(accepted: real"):
         model.load_state({**state, "2.bias": np.array([1j])})
-    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype object .*: it holds None$"):
-        model.load_state({**state, "2.bias": np.array([None] * state["2.bias"].size)})
-    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype object .*not 'complex'$"):
-        model.load_state({**state, "2.bias": np.array([1j] * state["2.bias"].size, dtype=object)})
+    size = state["2.bias"].size
+    for held, shown in (
+        (None, "None of type NoneType"),
+        (1j, "1j of type complex"),
+        ("0.5", "'0.5' of type str"),  # numpy would parse it as a number
+        (b"0.5", "b'0.5' of type bytes"),
+    ):
+        pattern = rf"^state entry 2.bias has dtype object .*: it holds {re.escape(shown)}$"
+        with pytest.raises(StateError, match=pattern):
+            model.load_state({**state, "2.bias": np.array([held] * size, dtype=object)})
+    with pytest.raises(StateError, match=r"^state entry 2.bias has dtype object .*too large"):
+        model.load_state({**state, "2.bias": np.array([Fraction(10**400)] * size, dtype=object)})
     with pytest.raises(StateError, match=r"^state entry 0.weight is not a rectangular array: "):
         model.load_state({**state, "0.weight": [[1.0, 2.0], [3.0]]})
     with pytest.raises(StateError, match=r"^state must be a mapping of parameter names .* got NoneType$"):

@@ -433,6 +433,18 @@ def test_report_json_creates_missing_parent_folders(capsys, tmp_path):
     assert json.loads(record_path.read_text())["dataset"] == "iris"
 
 
+def test_a_failed_run_leaves_no_empty_report_behind(capsys, tmp_path):
+    """The path is probed before training (so a bad one fails first), but a file the probe created
+    is removed: a run that fails later leaves nothing, and an existing report is left untouched."""
+    record_path, missing = tmp_path / "run.json", str(tmp_path / "missing.csv")
+    code, out, err = train(capsys, "--dataset", missing, "--report-json", str(record_path))
+    assert code == 2 and out == "" and err.startswith("error: ")
+    assert not record_path.exists()
+    record_path.write_text('{"kept": true}\n')
+    code, _, _ = train(capsys, "--dataset", missing, "--report-json", str(record_path))
+    assert code == 2 and record_path.read_text() == '{"kept": true}\n'
+
+
 @pytest.mark.parametrize(
     "value",
     ["abc", "0", "-3", "", "2.5", "4,2", "1025", "100000000000000000000", "9" * 5000],

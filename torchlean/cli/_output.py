@@ -23,7 +23,9 @@ def output_path(text: str) -> Path:
 
 
 def check_writable(path: Path, what: str) -> None:
-    """Refuse ``path`` unless a file can be written there (creating missing parent folders).
+    """Refuse ``path`` unless a file can be written there (creating missing parent folders). A
+    file the probe had to create is removed again, so a run that fails later leaves no empty
+    file behind; an existing file is left as it is (opened for appending, nothing written).
 
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
@@ -38,7 +40,10 @@ def check_writable(path: Path, what: str) -> None:
             break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
         with path.open("a"):
             pass
+        if not existed:
+            path.unlink()
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None

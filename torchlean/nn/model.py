@@ -10,8 +10,10 @@ keeps ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``Random
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TypeGuard
 
 import numpy as np
@@ -20,6 +22,9 @@ import numpy.typing as npt
 from torchlean._checks import dtype_shown, float_dtype, is_int
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims
+
+_REALS = (numbers.Real, Decimal)
+"""What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
 
 __all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed"]
 
@@ -78,11 +83,13 @@ class Model:
             )
             if raw.dtype.kind in "cSUV":  # complex (the imaginary part would be dropped), text, bytes
                 raise StateError(refusal)
-            if raw.dtype.kind == "O" and any(item is None for item in raw.flat):  # would cast to NaN
-                raise StateError(f"{refusal}: it holds None")
+            if raw.dtype.kind == "O":  # numpy would cast None to NaN and parse '0.5' as a number
+                others = [item for item in raw.flat if not isinstance(item, _REALS)][:1]
+                if others:
+                    raise StateError(f"{refusal}: it holds {others[0]!r} of type {type(others[0]).__name__}")
             try:  # an object array of reals (Fraction, Decimal, Python floats) casts as numpy casts it
                 value = np.array(raw, dtype=self.dtype)
-            except (TypeError, ValueError) as error:
+            except (TypeError, ValueError, OverflowError) as error:
                 raise StateError(f"{refusal}: {error}") from None
             if value.shape != spec.shape:
                 raise StateError(
