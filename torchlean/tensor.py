@@ -448,7 +448,7 @@ class Tensor:
             return torch.from_numpy(np.array(data, copy=True))
         return data.detach().clone()
 
-    def to(self, device: DeviceLike) -> Tensor:
+    def to(self, device: DeviceLike | None = None, *, dtype: object = None) -> Tensor:
         """This tensor on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``).
 
         Returns ``self`` when it is already there (as ``torch.Tensor.to``); otherwise a **copy that
@@ -465,18 +465,16 @@ class Tensor:
             DeviceError: an unknown device, CUDA unusable here (:func:`resolve_device`), or a
                 non-leaf tensor that requires grad while gradients are enabled.
             TensorTypeError: a dtype (``torch.float64``, ``np.float32``, ``"float64"``) instead of
-                a device.
+                a device, or given as ``dtype=`` (torch's keyword); no device at all.
         """
+        if dtype is not None or device is None:
+            shown = f"dtype={_preview(dtype)}" if dtype is not None else ""
+            raise TensorTypeError(_to_refusal(shown))
         try:
             target = resolve_device(device)
         except DeviceError:
             if _is_dtype_spelling(device):
-                raise TensorTypeError(
-                    f"Tensor.to({_preview(device)}) got a dtype, but Tensor.to moves a tensor between "
-                    "devices only; a dtype change is not supported this way (accepted: a device, "
-                    "'cpu', 'cuda', 'cuda:N' or a torch.device; for another dtype make a converted "
-                    "copy, a new leaf, with torchlean.tensor(t.numpy(), dtype=...))"
-                ) from None
+                raise TensorTypeError(_to_refusal(_preview(device))) from None
             raise
         if target == self.device:
             return self
@@ -901,6 +899,18 @@ def _preview(value: object, limit: int = 60) -> str:
     except ValueError:
         text = shown(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _to_refusal(argument: str) -> str:
+    """The message of :meth:`Tensor.to` for a dtype, or for no device at all."""
+    if not argument:
+        return "Tensor.to() needs a device (accepted: 'cpu', 'cuda', 'cuda:N' or a torch.device)"
+    return (
+        f"Tensor.to({argument}) got a dtype, but Tensor.to moves a tensor between devices only; a dtype "
+        "change is not supported this way (accepted: a device, 'cpu', 'cuda', 'cuda:N' or a "
+        "torch.device; for another dtype make a converted copy, a new leaf, with "
+        "torchlean.tensor(t.numpy(), dtype=...))"
+    )
 
 
 def _is_dtype_spelling(value: object) -> bool:

@@ -621,17 +621,29 @@ def test_sorting_tensors_names_the_key_route() -> None:
     [torch.float64, torch.float32, np.float64, np.dtype("float32"), "float64", "int64", float, bool],
     ids=repr,
 )
-def test_to_with_a_dtype_explains_that_it_moves_devices_only(dtype: object) -> None:
+@pytest.mark.parametrize("as_keyword", [False, True], ids=["positional", "dtype="])
+def test_to_with_a_dtype_explains_that_it_moves_devices_only(dtype: object, as_keyword: bool) -> None:
+    """``t.to(torch.float64)`` and torch's keyword form ``t.to(dtype=torch.float64)`` (also after
+    a device) get the same explanation."""
     t = tl.tensor([1.0, 2.0])
-    with pytest.raises(
-        TensorTypeError,
-        match=r"^Tensor\.to\(.*\) got a dtype, but Tensor\.to moves a tensor between devices only; a "
-        r"dtype change is not supported this way \(accepted: a device, 'cpu', 'cuda', 'cuda:N' or a "
-        r"torch\.device; ",
-    ):
-        t.to(dtype)
+    keyword = [lambda: t.to(dtype=dtype), lambda: t.to("cpu", dtype=dtype)]
+    calls = keyword if as_keyword else [lambda: t.to(dtype)]
+    for call in calls:
+        with pytest.raises(
+            TensorTypeError,
+            match=r"^Tensor\.to\(.*\) got a dtype, but Tensor\.to moves a tensor between devices only; a "
+            r"dtype change is not supported this way \(accepted: a device, 'cpu', 'cuda', 'cuda:N' or a "
+            r"torch\.device; ",
+        ):
+            call()
     converted = tl.tensor(t.numpy(), dtype="float64")  # the route the message names
     assert converted.dtype == np.float64 and converted.tolist() == [1.0, 2.0]
+
+
+def test_to_without_a_device_names_the_accepted_ones() -> None:
+    accepted = r"\(accepted: 'cpu', 'cuda', 'cuda:N' or a torch\.device\)$"
+    with pytest.raises(TensorTypeError, match=rf"^Tensor\.to\(\) needs a device {accepted}"):
+        tl.tensor([1.0]).to()
 
 
 @pytest.mark.parametrize("spelling", ["metal", "gpu", "cpu:0", "cuda:x"])
