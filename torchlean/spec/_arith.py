@@ -181,10 +181,9 @@ def selected_matmul(a: Array, allowed: BoolArray | None, b: Array) -> Array:
     allowed_full = np.broadcast_to(allowed, a.shape)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     total = zeros((*batch, a.shape[-2], b.shape[-1]), np.result_type(a, b))
-    with np.errstate(invalid="ignore"):
-        for j in range(a.shape[-1]):
-            term = a_selected[..., :, j : j + 1] * b[..., j : j + 1, :]
-            total = total + np.where(allowed_full[..., :, j : j + 1], term, zero(total.dtype))
+    for j in range(a.shape[-1]):  # callers run under the ieee decorator: no numpy warnings
+        term = a_selected[..., :, j : j + 1] * b[..., j : j + 1, :]
+        total = total + np.where(allowed_full[..., :, j : j + 1], term, zero(total.dtype))
     return total
 
 

@@ -171,8 +171,7 @@ def _swap(array: Array) -> Array:
 
 def _attention_weights(inputs: AttentionInputs) -> tuple[Array, BoolArray | None]:
     """(weights (*batch, nQ, nK), allowed view or None) of the standard attention."""
-    with np.errstate(invalid="ignore"):  # inf/NaN rows of q or k: their scores are masked or propagate
-        scores = np.asarray(inputs.q @ _swap(inputs.k)) * inputs.scale
+    scores = np.asarray(inputs.q @ _swap(inputs.k)) * inputs.scale
     allowed = inputs.allowed_full()
     scores = np.broadcast_to(scores, (*inputs.batch, inputs.n_q, inputs.n_k))
     return masked_softmax_last_axis(scores, allowed), allowed
@@ -249,10 +248,9 @@ def scaled_dot_product_attention_backward(
     weights, allowed = _attention_weights(inputs)
     allowed_t = None if allowed is None else _swap(allowed)
     d_v = _arith.selected_matmul(_swap(weights), allowed_t, grad)
-    with np.errstate(invalid="ignore"):
-        d_weights = np.asarray(grad @ _swap(inputs.v))
-        row_dot = np.sum(_arith.select(allowed, d_weights * weights), axis=-1, keepdims=True)
-        d_scores = _arith.select(allowed, weights * (d_weights - row_dot)) * inputs.scale
+    d_weights = np.asarray(grad @ _swap(inputs.v))
+    row_dot = np.sum(_arith.select(allowed, d_weights * weights), axis=-1, keepdims=True)
+    d_scores = _arith.select(allowed, weights * (d_weights - row_dot)) * inputs.scale
     d_q = _arith.selected_matmul(d_scores, allowed, inputs.k)
     d_k = _arith.selected_matmul(_swap(d_scores), allowed_t, inputs.q)
     return (

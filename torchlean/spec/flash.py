@@ -143,8 +143,7 @@ def flash_attention_forward(
         seen = np.zeros((*batch, height, 1), dtype=bool)
         for cols in _tiles(inputs.n_k, config.block_k):
             allowed = _tile_mask(mask_all, rows, cols)
-            with np.errstate(invalid="ignore"):
-                scores = np.asarray(q_tile @ _swap(k_all[..., cols, :])) * inputs.scale
+            scores = np.asarray(q_tile @ _swap(k_all[..., cols, :])) * inputs.scale
             if allowed is None:
                 tile_any = np.full(seen.shape, scores.shape[-1] > 0)
                 tile_max = np.max(scores, axis=-1, keepdims=True)
@@ -227,8 +226,7 @@ def flash_attention_backward(
     grad = _saved("d_out", d_out, inputs.out_shape, dtype)
     row_ok = saved_lse != _arith.neg_inf(dtype)  # a NaN logsumexp is a live row: NaN propagates
     lse_shift = np.where(row_ok, saved_lse, zero)
-    with np.errstate(invalid="ignore"):
-        row_dot = _arith.select(row_ok, np.sum(grad * saved_out, axis=-1, keepdims=True))
+    row_dot = _arith.select(row_ok, np.sum(grad * saved_out, axis=-1, keepdims=True))
     d_q = _arith.zeros((*batch, inputs.n_q, inputs.d), dtype)
     d_k = _arith.zeros((*batch, inputs.n_k, inputs.d), dtype)
     d_v = _arith.zeros((*batch, inputs.n_k, inputs.d_v), dtype)
@@ -243,16 +241,14 @@ def flash_attention_backward(
             allowed = np.broadcast_to(allowed, (*batch, q_tile.shape[-2], k_tile.shape[-2]))
             allowed_t = _swap(allowed)
             shift = lse_shift[..., rows, :]
-            with np.errstate(invalid="ignore"):
-                scores = np.asarray(q_tile @ _swap(k_tile)) * inputs.scale
+            scores = np.asarray(q_tile @ _swap(k_tile)) * inputs.scale
             probabilities = _arith.select(allowed, _arith.exp(np.where(allowed, scores, shift) - shift))
             d_v_tile = d_v_tile + _arith.selected_matmul(_swap(probabilities), allowed_t, grad_tile)
-            with np.errstate(invalid="ignore"):
-                d_probabilities = np.asarray(grad_tile @ _swap(v_tile))
-                d_scores = (
-                    _arith.select(allowed, probabilities * (d_probabilities - row_dot[..., rows, :]))
-                    * inputs.scale
-                )
+            d_probabilities = np.asarray(grad_tile @ _swap(v_tile))
+            d_scores = (
+                _arith.select(allowed, probabilities * (d_probabilities - row_dot[..., rows, :]))
+                * inputs.scale
+            )
             d_q[..., rows, :] = d_q[..., rows, :] + _arith.selected_matmul(d_scores, allowed, k_tile)
             d_k_tile = d_k_tile + _arith.selected_matmul(_swap(d_scores), allowed_t, q_tile)
         d_k[..., cols, :] = d_k_tile
