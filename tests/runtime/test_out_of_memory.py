@@ -132,3 +132,34 @@ def test_a_vjp_that_cannot_allocate_is_a_memory_error(
         "torch: `linear` VJP on capsule `aten.linear` (aten/cpu) could not allocate memory: "
     )
     assert info.value.__cause__ is failure
+
+
+def test_the_native_extension_boundary_lets_an_out_of_memory_error_through() -> None:
+    """``native_cuda`` turns the extension's RuntimeErrors into NativeKernelError, but not torch's
+    OutOfMemoryError (a RuntimeError): it must reach the dispatcher, which reports it as the
+    KernelMemoryError of every provider; other runtime errors are still NativeKernelError."""
+    from torchlean.backend.providers.native_cuda import extension, kernels
+
+    with pytest.raises(torch.OutOfMemoryError), kernels._launch("matmul"):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    refused = pytest.raises(extension.NativeKernelError, match=r"^native_cuda\.matmul: CUBLAS_STATUS")
+    with refused, kernels._launch("matmul"):
+        raise RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED")
+
+
+def test_the_cli_keeps_its_out_of_memory_hint_for_a_kernel_memory_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KernelMemoryError is a TorchLeanError and a MemoryError: the CLI's out-of-memory line wins."""
+    from torchlean.cli import main
+    from torchlean.cli import train as train_command
+
+    message = "torch: `linear` forward on capsule `aten.linear` could not allocate"
+
+    def failing(args: Any) -> int:
+        raise dispatch.KernelMemoryError(message)
+
+    monkeypatch.setattr(train_command, "run", failing)  # register() reads it when the parser is built
+    assert main(["train", "--dataset", "iris"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: out of memory ({message}); try smaller sizes\n"

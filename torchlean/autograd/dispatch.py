@@ -290,6 +290,15 @@ def _memory_error(capsule: KernelCapsule, stage: str, exc: BaseException) -> Ker
     )
 
 
+def _raise_if_allocation_failure(capsule: KernelCapsule, stage: str, exc: BaseException) -> None:
+    """Raise ``exc`` as :class:`KernelMemoryError` (from ``exc``) when it is an allocation
+    failure; return otherwise, for the caller's bare ``raise``. A plain ``try``/``except`` at the
+    call sites costs nothing on the per-op path (a context manager would cost a call per op)."""
+    memory = _memory_error(capsule, stage, exc)
+    if memory is not None:
+        raise memory from exc
+
+
 @dataclass(frozen=True, slots=True)
 class BoundKernel:
     """An accepted kernel bound once to its linked implementation: the eager hot path.
@@ -378,10 +387,8 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     try:
         out: Array = bound.executable.run(tuple(arrays), params)
     except (MemoryError, RuntimeError) as exc:
-        memory = _memory_error(capsule, "forward", exc)
-        if memory is None:
-            raise
-        raise memory from exc
+        _raise_if_allocation_failure(capsule, "forward", exc)
+        raise
     version = _view_version(out, inputs)
     if not (bound.differentiable and is_grad_enabled()):
         return Tensor._make(out, False, None, version)
@@ -421,10 +428,8 @@ def _local_rule(
             try:
                 return vjp_needs(capsule, g, ins, o, params, mask)
             except (MemoryError, RuntimeError) as exc:
-                memory = _memory_error(capsule, "VJP", exc)
-                if memory is None:
-                    raise
-                raise memory from exc
+                _raise_if_allocation_failure(capsule, "VJP", exc)
+                raise
 
         return skipping
 
@@ -432,9 +437,7 @@ def _local_rule(
         try:
             return vjp(capsule, g, ins, o, params)
         except (MemoryError, RuntimeError) as exc:
-            memory = _memory_error(capsule, "VJP", exc)
-            if memory is None:
-                raise
-            raise memory from exc
+            _raise_if_allocation_failure(capsule, "VJP", exc)
+            raise
 
     return rule

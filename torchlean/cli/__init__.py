@@ -97,12 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     try:
         return func(args)
+    except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
+        print(f"error: out of memory ({error or 'allocation failed'}); try smaller sizes", file=sys.stderr)
+        return 2
     except TorchLeanError as error:
         for line in str(error).splitlines() or [type(error).__name__]:
             print(f"error: {line}", file=sys.stderr)
-        return 2
-    except MemoryError as error:
-        print(f"error: out of memory ({error or 'allocation failed'}); try smaller sizes", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -26,7 +26,6 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import infer_node_shape
@@ -81,6 +80,7 @@ from torchlean.ir.ops import (
     Tanh,
     Transpose,
     WindowConfig,
+    checked_dims,
     render_shape,
 )
 from torchlean.ir.payloads import (
@@ -111,19 +111,6 @@ class Param:
 
 Ref = int | Param
 """A node reference: an existing node id, or a deferred constant."""
-
-
-def _declared_shape(shape: object, what: str) -> Shape:
-    """``shape`` as a tuple of Python ints >= 0, with the wording of the op kinds' own checks
-    (:mod:`torchlean.ir.ops`: ``broadcast_to: expected a non-negative integer, got -1``)."""
-    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence | np.ndarray):
-        raise IRError(f"{what}: expected a sequence of non-negative integers, got {shape!r}")
-    dims: list[int] = []
-    for extent in shape:
-        if not is_builtin_or_numpy_int(extent) or int(extent) < 0:
-            raise IRError(f"{what}: expected a non-negative integer, got {extent!r}")
-        dims.append(int(extent))
-    return tuple(dims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +157,7 @@ class GraphBuilder:
                 non-negative integers, got ...``) for a bad ``out_shape``, before anything is
                 appended; else the shape checker's message.
         """
-        declared = _declared_shape(out_shape, kind.tag)
+        declared = checked_dims(out_shape, kind.tag)
         ids = tuple(self.resolve(p) for p in parents)
         draft = Node(len(self._nodes), ids, kind, declared)
         shape = infer_node_shape(draft, [self._nodes[i].out_shape for i in ids])

@@ -84,6 +84,7 @@ __all__ = [
     "Tanh",
     "Transpose",
     "WindowConfig",
+    "checked_dims",
     "numel",
     "render_shape",
 ]
@@ -108,7 +109,13 @@ def _nat(value: object, what: str) -> int:
     return int(value)
 
 
-def _dims(value: object, what: str) -> Shape:
+def checked_dims(value: object, what: str) -> Shape:
+    """``value`` as a tuple of Python ints >= 0 (Python or numpy ints; bools refused).
+
+    Raises:
+        IRError: ``<what>: expected a sequence of non-negative integers, got ...`` or
+            ``<what>: expected a non-negative integer, got -1``.
+    """
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
         raise IRError(f"{what}: expected a sequence of non-negative integers, got {value!r}")
     return tuple(_nat(v, what) for v in value)
@@ -132,9 +139,9 @@ class WindowConfig:
     padding: Shape
 
     def __post_init__(self) -> None:
-        kernel = _dims(self.kernel, "window kernel")
-        stride = _dims(self.stride, "window stride")
-        padding = _dims(self.padding, "window padding")
+        kernel = checked_dims(self.kernel, "window kernel")
+        stride = checked_dims(self.stride, "window stride")
+        padding = checked_dims(self.padding, "window padding")
         if not kernel or len(stride) != len(kernel) or len(padding) != len(kernel):
             raise IRError(
                 "window config: kernel, stride and padding need one entry per spatial axis, got "
@@ -180,7 +187,7 @@ class WindowConfig:
 def _expand(value: int | Sequence[int], rank: int) -> Shape:
     if is_builtin_or_numpy_int(value):
         return (int(value),) * rank
-    return _dims(value, "window parameter")
+    return checked_dims(value, "window parameter")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +213,12 @@ class ConvConfig:
     channel_axis: int = 0
 
     def __post_init__(self) -> None:
-        kernel = _dims(self.kernel, "conv kernel")
+        kernel = checked_dims(self.kernel, "conv kernel")
         rank = len(kernel)
-        stride = _dims(self.stride, "conv stride") or (1,) * rank
-        padding = _dims(self.padding, "conv padding") or (0,) * rank
-        dilation = _dims(self.dilation, "conv dilation") or (1,) * rank
-        after = _dims(self.padding_after, "conv padding_after") or padding
+        stride = checked_dims(self.stride, "conv stride") or (1,) * rank
+        padding = checked_dims(self.padding, "conv padding") or (0,) * rank
+        dilation = checked_dims(self.dilation, "conv dilation") or (1,) * rank
+        after = checked_dims(self.padding_after, "conv padding_after") or padding
         groups = _nat(self.groups, "conv groups")
         in_c = _nat(self.in_channels, "conv in_channels")
         out_c = _nat(self.out_channels, "conv out_channels")
@@ -269,7 +276,7 @@ class HardMask:
     allowed: tuple[bool, ...]
 
     def __post_init__(self) -> None:
-        shape = _dims(self.shape, "hard mask shape")
+        shape = checked_dims(self.shape, "hard mask shape")
         allowed = tuple(self.allowed)
         if not all(isinstance(a, bool | np.bool_) for a in allowed):
             raise IRError("hard mask: allowed entries must be booleans")
@@ -364,7 +371,7 @@ class Const(OpKind, tag="const", arity=0, op=None):
     value_shape: Shape
 
     def __post_init__(self) -> None:
-        _set(self, "value_shape", _dims(self.value_shape, "const"))
+        _set(self, "value_shape", checked_dims(self.value_shape, "const"))
 
     def _args(self) -> tuple[str, ...]:
         return (render_shape(self.value_shape),)
@@ -406,7 +413,7 @@ class Permute(OpKind, tag="permute", arity=1, op=BackendOp.PERMUTE):
     perm: Shape
 
     def __post_init__(self) -> None:
-        _set(self, "perm", _dims(self.perm, "permute"))
+        _set(self, "perm", checked_dims(self.perm, "permute"))
 
     def _args(self) -> tuple[str, ...]:
         return (render_shape(self.perm),)
@@ -440,8 +447,8 @@ class BroadcastTo(OpKind, tag="broadcast_to", arity=1, op=BackendOp.BROADCAST):
     to_shape: Shape
 
     def __post_init__(self) -> None:
-        _set(self, "from_shape", _dims(self.from_shape, "broadcast_to"))
-        _set(self, "to_shape", _dims(self.to_shape, "broadcast_to"))
+        _set(self, "from_shape", checked_dims(self.from_shape, "broadcast_to"))
+        _set(self, "to_shape", checked_dims(self.to_shape, "broadcast_to"))
 
     def _args(self) -> tuple[str, ...]:
         return (render_shape(self.from_shape), render_shape(self.to_shape))
@@ -455,8 +462,8 @@ class Reshape(OpKind, tag="reshape", arity=1, op=BackendOp.RESHAPE):
     out_shape: Shape
 
     def __post_init__(self) -> None:
-        _set(self, "in_shape", _dims(self.in_shape, "reshape"))
-        _set(self, "out_shape", _dims(self.out_shape, "reshape"))
+        _set(self, "in_shape", checked_dims(self.in_shape, "reshape"))
+        _set(self, "out_shape", checked_dims(self.out_shape, "reshape"))
 
     def _args(self) -> tuple[str, ...]:
         return (render_shape(self.in_shape), render_shape(self.out_shape))
@@ -469,7 +476,7 @@ class Flatten(OpKind, tag="flatten", arity=1, op=BackendOp.RESHAPE):
     shape: Shape
 
     def __post_init__(self) -> None:
-        _set(self, "shape", _dims(self.shape, "flatten"))
+        _set(self, "shape", checked_dims(self.shape, "flatten"))
 
     def _args(self) -> tuple[str, ...]:
         return (render_shape(self.shape),)

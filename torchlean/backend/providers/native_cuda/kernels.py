@@ -171,11 +171,15 @@ def _check(op: str, tensors: guards.Operands, **rules: Any) -> torch.dtype | Non
 @contextlib.contextmanager
 def _launch(op: str) -> Iterator[None]:
     """Translate the extension's exceptions: argument refusals (ValueError, IndexError, TypeError)
-    become GuardError, anything else NativeKernelError."""
+    become GuardError, anything else NativeKernelError, except ``torch.OutOfMemoryError`` (a
+    ``RuntimeError``), which passes through so that the dispatcher reports it as the
+    ``KernelMemoryError`` every provider raises for a failed allocation."""
     try:
         yield
     except (ValueError, IndexError, TypeError) as error:
         raise GuardError(f"native_cuda.{op}: {error}") from error
+    except torch.OutOfMemoryError:
+        raise
     except RuntimeError as error:
         raise extension.NativeKernelError(f"native_cuda.{op}: {error}") from error
 
