@@ -31,6 +31,12 @@ in ``class_names``); a single class is refused, in the file or in the train spli
 scikit-learn classifiers refuse it. The task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
+
+The reader's pieces are public for data that is not split or rescaled (``torchlean predict``
+applies a checkpoint's saved statistics): :func:`locate` (shipped name or CSV path),
+:func:`shipped` (a whole shipped dataset), :func:`read_csv` (a :class:`Table` of cells, whose
+``columns`` converts the features), :func:`class_ids` and :func:`targets` (label cells against
+known classes, or as regression targets).
 """
 
 from __future__ import annotations
@@ -51,7 +57,20 @@ import numpy.typing as npt
 from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
-__all__ = ["DATASETS", "DataError", "Dataset", "Task", "load", "load_csv"]
+__all__ = [
+    "DATASETS",
+    "DataError",
+    "Dataset",
+    "Table",
+    "Task",
+    "class_ids",
+    "load",
+    "load_csv",
+    "locate",
+    "read_csv",
+    "shipped",
+    "targets",
+]
 
 Task: TypeAlias = Literal["classification", "regression"]
 Array: TypeAlias = npt.NDArray[Any]
@@ -71,7 +90,8 @@ class Dataset:
     ``x_train`` ``[n_train, n_features]`` and ``x_test`` ``[n_test, n_features]`` in ``dtype``,
     standardised with the train statistics ``feature_mean`` / ``feature_scale`` (float64,
     ``[n_features]``). Labels: int64 class ids in ``0 .. n_classes - 1`` for classification,
-    ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``).
+    ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``). ``label_name``
+    is the label column as messages name it (``target`` for shipped datasets).
     ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
     header or as data, and how to override); it is empty for shipped datasets, when ``header``
     was given, and when the first row had a non-numeric cell.
@@ -88,6 +108,7 @@ class Dataset:
     class_names: tuple[str, ...]
     feature_mean: Array
     feature_scale: Array
+    label_name: str
     header_note: str = ""
 
     @property
@@ -128,21 +149,35 @@ def load(
             a column whose standardisation overflows (column named).
     """
     target = _float_dtype(dtype)
-    shipped = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a .csv file"
-    name = _name(name_or_path, "dataset", "dataset name", shipped)
-    if name in DATASETS:
-        x, y, features, classes, kind = _shipped(name)
+    name, is_shipped = locate(name_or_path)
+    if is_shipped:
+        x, y, features, classes, kind = shipped(name)
         return _split(name, x, y, kind, features, classes, seed, test_fraction, target)
+    return load_csv(
+        name,
+        label_column=label_column,
+        header=header,
+        task=task,
+        seed=seed,
+        test_fraction=test_fraction,
+        dtype=target,
+    )
+
+
+def locate(name_or_path: object) -> tuple[str, bool]:
+    """``name_or_path`` as a string, and whether it names a shipped dataset (else it is a CSV
+    file path: it ends in ``.csv``, holds a path separator or names an existing file).
+
+    Raises:
+        DataError: not a ``str`` or ``os.PathLike``, or empty (naming the accepted datasets).
+        UnknownLabelError: neither a shipped dataset nor a CSV path, naming the shipped datasets.
+    """
+    accepted = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a .csv file"
+    name = _name(name_or_path, "dataset", "dataset name", accepted)
+    if name in DATASETS:
+        return name, True
     if name.lower().endswith(".csv") or os.sep in name or Path(name).exists():
-        return load_csv(
-            name,
-            label_column=label_column,
-            header=header,
-            task=task,
-            seed=seed,
-            test_fraction=test_fraction,
-            dtype=target,
-        )
+        return name, False
     raise UnknownLabelError(
         f"unknown dataset {name} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
     )
@@ -160,6 +195,93 @@ def load_csv(
 ) -> Dataset:
     """Load a CSV file (features + one label column); see :func:`load` and the module docstring."""
     target = _float_dtype(dtype)
+    table = read_csv(path, header=header)
+    if len(table.names) < 2:
+        raise DataError(
+            f"{table.file}: expected a label column and at least one feature column, got {len(table.names)}"
+            f"{_separator_hint(table.first_row)}"
+        )
+    label = table.column(label_column)
+    x, cells = table.columns(label)
+    assert cells is not None  # a label column was asked for
+    y, classes, kind = _labels(table.file, table.shown(label), cells, task, table.first_line, target)
+    feature_idx = [i for i in range(len(table.names)) if i != label]
+    dataset = _split(
+        table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
+        target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
+        label=table.shown(label),
+    )
+    note = table.header_note
+    return dataclasses.replace(dataset, header_note=note) if note else dataset
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Table:
+    """A CSV file read into cells, before any column is converted (:func:`read_csv`).
+
+    ``names`` has one entry per column: the first row's cells (blanks around them stripped) when
+    it is a header, else ``column_<i>``; ``first_row`` is the file's first row as read; ``rows``
+    are the data rows as read (blank rows skipped), the first of them on file line
+    ``first_line``; ``header_note`` as :attr:`Dataset.header_note`.
+    """
+
+    file: Path
+    names: tuple[str, ...]
+    has_header: bool
+    first_row: tuple[str, ...]
+    rows: list[list[str]]
+    first_line: int
+    header_note: str
+
+    def column(self, label_column: object) -> int:
+        """The index of ``label_column``: ``None`` for the last column, an integer index (Python
+        or numpy; negative counts from the end), or a header name used exactly once.
+
+        Raises:
+            UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
+            DataError: a name the header repeats (ambiguous), naming its columns.
+        """
+        return _label_index(self.file, self.names, label_column, self.has_header)
+
+    def shown(self, index: int) -> str:
+        """Column ``index`` as messages name it: its name when that is non-blank and used once,
+        else its index (with the name when there is one: ``2 ('x')``)."""
+        return _shown(self.names, index)
+
+    def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
+        """Every column but ``label`` as float64 features ``[len(rows), n_features]``, and the
+        cells of column ``label`` as read (``None`` when ``label`` is ``None``).
+
+        Raises:
+            DataError: a row whose cell count differs from the column count, or a feature cell
+                that is not a finite float64 number (line and column named); rows are checked in
+                file order.
+        """
+        feature_idx = [i for i in range(len(self.names)) if i != label]
+        x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
+        cells: list[str] = []
+        for r, row in enumerate(self.rows):
+            line = self.first_line + r
+            if len(row) != len(self.names):
+                raise DataError(f"{self.file}: line {line} has {len(row)} cells, expected {len(self.names)}")
+            for j, i in enumerate(feature_idx):
+                # features are read and standardised in float64; the standardised values are checked
+                # against the target dtype in _split, so a 1e39-scale column still fits float32
+                x[r, j] = _number(self.file, line, self.shown(i), row[i], _FLOAT64)
+            if label is not None:
+                cells.append(row[label])
+        return x, None if label is None else cells
+
+
+def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Table:
+    """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark; blank rows
+    skipped), deciding whether its first row is a header by the module docstring's rule.
+
+    Raises:
+        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file or a
+            directory, a file that is not UTF-8 or cannot be read, a file without rows or without
+            data rows, a bad ``header``.
+    """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
@@ -177,34 +299,9 @@ def load_csv(
     has_header, note = _header(file, rows[0], header)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
     body = rows[1:] if has_header else rows
-    first_line = 2 if has_header else 1
     if not body:
         raise DataError(f"{file}: no data rows")
-    if len(names) < 2:
-        raise DataError(
-            f"{file}: expected a label column and at least one feature column, got {len(names)}"
-            f"{_separator_hint(rows[0])}"
-        )
-    label = _label_index(file, names, label_column, has_header)
-    feature_idx = [i for i in range(len(names)) if i != label]
-    x = np.empty((len(body), len(feature_idx)), dtype=np.float64)
-    labels: list[str] = []
-    for r, row in enumerate(body):
-        line = first_line + r
-        if len(row) != len(names):
-            raise DataError(f"{file}: line {line} has {len(row)} cells, expected {len(names)}")
-        for j, i in enumerate(feature_idx):
-            # features are read and standardised in float64; the standardised values are checked
-            # against the target dtype in _split, so a 1e39-scale column still fits float32
-            x[r, j] = _number(file, line, _shown(names, i), row[i], _FLOAT64)
-        labels.append(row[label])
-    y, classes, kind = _labels(file, _shown(names, label), labels, task, first_line, target)
-    dataset = _split(
-        file.stem, x, y, kind, tuple(names[i] for i in feature_idx), classes, seed, test_fraction, target,
-        source=str(file), columns=tuple(_shown(names, i) for i in feature_idx),
-        label=_shown(names, label),
-    )
-    return dataclasses.replace(dataset, header_note=note) if note else dataset
+    return Table(file, tuple(names), has_header, tuple(rows[0]), body, 2 if has_header else 1, note)
 
 
 def _separator_hint(first: Sequence[str]) -> str:
@@ -281,8 +378,18 @@ def _loaders() -> dict[str, tuple[Callable[[], Any], Task]]:
     }
 
 
-def _shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], Task]:
-    loader, kind = _loaders()[name]
+def shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], Task]:
+    """The whole shipped dataset ``name``, unsplit and unscaled: features float64
+    ``[n, n_features]``, labels (int64 class ids ``0 .. n_classes - 1``, or float64 targets),
+    feature names, class names (``()`` for regression) and task.
+
+    Raises:
+        UnknownLabelError: ``name`` is not one of :data:`DATASETS`.
+    """
+    loaders = _loaders()
+    if name not in loaders:
+        raise UnknownLabelError(f"unknown dataset {name} (known: {' | '.join(DATASETS)})")
+    loader, kind = loaders[name]
     bunch = loader()
     x = np.asarray(bunch.data, dtype=np.float64)
     features = tuple(str(f) for f in bunch.feature_names)
@@ -311,7 +418,7 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _number(file: Path, line: int, column: str, cell: str, dtype: np.dtype[Any]) -> float:
+def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype[Any]) -> float:
     """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
     float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
     prints it, fits float32).
@@ -388,8 +495,7 @@ def _labels(
     if task not in (None, "classification", "regression"):
         raise UnknownLabelError(f"unknown task {task} (known: classification | regression)")
     if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
-        values = [_number(file, first_line + r, column, v, dtype) for r, v in enumerate(cells)]
-        return np.asarray(values, dtype=np.float64), (), "regression"
+        return targets(file, column, cells, dtype, first_line=first_line), (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
         raise DataError(
@@ -410,6 +516,49 @@ def _labels(
             "(accepted: at least two classes for classification)"
         )
     return np.asarray([index[v] for v in labels], dtype=np.int64), classes, "classification"
+
+
+def targets(
+    source: str | Path, column: str, cells: Sequence[str], dtype: npt.DTypeLike, *, first_line: int = 1
+) -> Array:
+    """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
+    finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
+    name ``source``, the file line (``first_line`` holds ``cells[0]``) and ``column``.
+
+    Raises:
+        DataError: a cell that is not a number, not finite, or beyond ``dtype``'s range; a bad
+            ``dtype``.
+    """
+    target = _float_dtype(dtype)
+    values = [_number(source, first_line + r, column, cell, target) for r, cell in enumerate(cells)]
+    return np.asarray(values, dtype=np.float64)
+
+
+def class_ids(
+    source: str | Path, column: str, cells: Sequence[str], classes: Sequence[str], *, first_line: int = 1
+) -> Array:
+    """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
+    class when it equals it once blanks around it are stripped; when every class is a number (the
+    classes of numeric labels), a numeric cell names the class of equal value (``3.0`` is class
+    ``3``), as training maps numeric labels by value. Messages name ``source``, the file line
+    (``first_line`` holds ``cells[0]``) and ``column``.
+
+    Raises:
+        UnknownLabelError: the first cell that names no class, naming the known classes.
+    """
+    numeric = all(_is_number(c) for c in classes)
+    index: dict[str | float, int] = {(float(c) if numeric else c): i for i, c in enumerate(classes)}
+    ids = np.empty(len(cells), dtype=np.int64)
+    for r, cell in enumerate(cells):
+        value = cell.strip()
+        found = index.get(float(value) if numeric and _is_number(value) else value)
+        if found is None:
+            raise UnknownLabelError(
+                f"{source}: line {first_line + r}, column {column}: unknown class label {value!r} "
+                f"(known: {' | '.join(classes)})"
+            )
+        ids[r] = found
+    return ids
 
 
 def _integral(cell: str) -> bool:
@@ -535,6 +684,7 @@ def _split(
         class_names=classes,
         feature_mean=mean,
         feature_scale=scale,
+        label_name=label,
     )
 
 

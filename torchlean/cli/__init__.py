@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "attention_check",
     "graph",
     "train",
+    "predict",
 )
 
 

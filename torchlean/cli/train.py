@@ -7,7 +7,10 @@ per epoch on a terminal) - ``loss=`` for classification (cross-entropy), ``loss(
 y)=`` for regression, whose model is trained on the target standardised with the train split's
 mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
 ``test_mse=<value>`` (regression, in the target's units), then one audit line per backend
-capsule used. ``--report-json PATH`` writes the same facts as a JSON record; its
+capsule used. ``--save PATH`` then writes the trained model as a checkpoint
+(:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
+``--report-json PATH`` writes the same facts as a JSON record (with ``checkpoint``: the saved
+path, when ``--save`` is given); its
 ``torch_threads`` is the intra-op thread count torch ran with, or ``null`` when torch was never
 imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
 
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from torchlean import data, optim
+from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._args import int_at_least
@@ -110,6 +113,10 @@ def register(subparsers: Any) -> None:
                         "regression (a non-finite loss or test_mse is null, as JSON has no NaN); "
                         "torch_threads is the intra-op thread count torch ran with, or null when torch "
                         "was never imported (checked_cpu does not import it)")
+    parser.add_argument("--save", type=output_path, default=None, metavar="PATH",
+                        help="write the trained model, its preprocessing and labels as a checkpoint to "
+                        "PATH (an .npz archive; missing parent folders are created; checked before "
+                        "training starts); torchlean predict PATH uses it")
     parser.add_argument("--torch-threads", type=_threads, default=None, metavar="N",
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
                              "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
@@ -258,6 +265,8 @@ def run(args: argparse.Namespace) -> int:
     threads = _set_torch_threads(args.torch_threads)
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
+    if args.save is not None:
+        check_writable(args.save, "--save")
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
@@ -345,6 +354,28 @@ def run(args: argparse.Namespace) -> int:
     print(f"backend capsules used ({len(selected)}, first-use order):")
     for kernel in selected:
         print(report.audit_line(kernel.audit()))
+    if args.save is not None:
+        checkpoint.save(args.save, checkpoint.Checkpoint(
+            model=args.model,
+            hidden=args.hidden,
+            features=dataset.n_features,
+            outputs=outputs,
+            dtype=config.dtype,
+            task=dataset.task,
+            feature_mean=dataset.feature_mean,
+            feature_scale=dataset.feature_scale,
+            target_mean=None if classification else y_mean,
+            target_scale=None if classification else y_scale,
+            classes=dataset.class_names,
+            dataset=args.dataset,
+            label_column=dataset.label_name,
+            feature_names=dataset.feature_names,
+            profile=profile.name,
+            execution=execution.label,
+            seed=args.seed,
+            weights=trainer.model.state(),
+        ))
+        record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started
     record["capsules"] = [_capsule_record(k) for k in selected]
     if args.report_json is not None:
@@ -353,4 +384,6 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
         print(f"wrote {args.report_json}")
+    if args.save is not None:
+        print(f"saved: {args.save}")
     return 0

@@ -1,0 +1,478 @@
+"""Checkpoints: ``torchlean train --save``, ``torchlean predict`` and ``torchlean.checkpoint``.
+
+Oracles: the same model trained in-process with :class:`~torchlean.trainer.Trainer` on the same
+split, fed features that scikit-learn's ``StandardScaler`` standardises after an independent
+``train_test_split`` of the raw data (checked to reproduce :func:`torchlean.data.load`'s split
+bit for bit); class labels and targets read back from the files with the ``csv`` module;
+accuracy and mean squared error counted with numpy.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_iris, load_wine
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from torchlean import checkpoint, data, optim
+from torchlean.backend import profiles, report
+from torchlean.checkpoint import Checkpoint, CheckpointError
+from torchlean.cli import main
+from torchlean.models import build_model
+from torchlean.trainer import Objective, RunConfig, Trainer
+
+EPOCHS = 2
+HIDDEN = 8
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``torchlean ARGV`` in-process; argparse's own exits count as return codes."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+@pytest.fixture(scope="module")
+def labels_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """60 rows of three features and a class label 3, 5 or 7 (not 0-based), header ``a,b,c,y``."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((60, 3))
+    y = np.array([3, 5, 7])[np.argmax(x, axis=1)]
+    path = tmp_path_factory.mktemp("csv") / "labels.csv"
+    lines = ["a,b,c,y"] + [f"{r[0]:.6f},{r[1]:.6f},{r[2]:.6f},{c}" for r, c in zip(x, y, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def regression_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """50 rows of four features and a non-integral target (so the task is regression)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((50, 4)) * [1.0, 2.0, 10.0, 0.1]
+    y = 30 * x[:, 0] - 4 * x[:, 1] + 0.5 * x[:, 2] + 100.25 + rng.standard_normal(50)
+    path = tmp_path_factory.mktemp("csv") / "reg.csv"
+    rows = [",".join(f"{v:.4f}" for v in (*r, t)) for r, t in zip(x, y, strict=True)]
+    lines = ["f0,f1,f2,f3,target", *rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def iris_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An iris checkpoint from ``torchlean train --save`` (1 epoch, hidden 4)."""
+    path = tmp_path_factory.mktemp("ckpt") / "iris.npz"
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save", str(path)]) == 0
+    return path
+
+
+# ------------------------------------------------------------------------------------ oracles
+
+
+def csv_data(path: Path) -> tuple[np.ndarray[Any, Any], list[str]]:
+    """Features (float64) and label cells of a fixture file (label last), by the csv module."""
+    _, rows = read_rows(path)
+    return np.array([[float(c) for c in row[:-1]] for row in rows]), [row[-1] for row in rows]
+
+
+def oracle(
+    dataset: str,
+    raw_x: np.ndarray[Any, Any],
+    stratify: np.ndarray[Any, Any] | None,
+    *,
+    dtype: str,
+    execution: str = "eager",
+) -> tuple[np.ndarray[Any, Any], Trainer[Any, Any], tuple[float, float]]:
+    """Train in-process as ``torchlean train --dataset DATASET --epochs 2 --hidden 8`` does; return
+    the model outputs on every raw row (standardised by a StandardScaler fitted on an independent
+    split of ``raw_x``), the trainer, and the regression target's (mean, scale)."""
+    ds = data.load(dataset, seed=0, dtype=dtype)
+    x_train, x_test = train_test_split(raw_x, test_size=0.2, random_state=0, shuffle=True, stratify=stratify)
+    scaler = StandardScaler().fit(x_train)
+    np.testing.assert_array_equal(scaler.transform(x_test).astype(dtype), ds.x_test, strict=True)
+    classification = ds.task == "classification"
+    layer, shape = build_model("mlp", ds.n_features, ds.n_classes if classification else 1, hidden=HIDDEN)
+    config = RunConfig(optimizer=optim.by_name("adam", 0.005), execution=execution, dtype=dtype)
+    trainer: Trainer[Any, Any] = Trainer(
+        layer, objective=Objective.CROSS_ENTROPY if classification else Objective.MSE,
+        config=config.with_profile("checked_cpu"), seed=0, input_shape=shape,
+    )
+    y_train, stats = ds.y_train, (0.0, 1.0)
+    if not classification:
+        target = ds.y_train.astype(np.float64)
+        stats = (float(np.mean(target)), float(np.std(target)))
+        y_train = ((target - stats[0]) / stats[1]).astype(dtype)
+    trainer.fit(ds.x_train, y_train, epochs=EPOCHS, batch_size=32)
+    return trainer.predict(scaler.transform(raw_x).astype(dtype)), trainer, stats
+
+
+def train_and_save(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> str:
+    code, out, err = cli(capsys, "train", "--epochs", str(EPOCHS), "--hidden", str(HIDDEN),
+                         "--save", str(path), *argv)
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"saved: {path}"
+    return out
+
+
+def audit_lines(trainer: Trainer[Any, Any]) -> list[str]:
+    return [report.audit_line(kernel.audit()) for kernel in trainer.selected]
+
+
+# ------------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize(
+    ("dtype", "execution"), [("float32", "eager"), ("float64", "eager"), ("float32", "typed-graph")]
+)
+def test_iris_round_trip_reproduces_the_trained_model(capsys, tmp_path, dtype, execution):
+    path = tmp_path / "sub" / "iris.npz"  # a missing parent folder is created
+    record = tmp_path / "run.json"
+    train_and_save(capsys, path, "--dataset", "iris", "--dtype", dtype, "--execution", execution,
+                   "--report-json", str(record))
+    assert json.loads(record.read_text())["checkpoint"] == str(path)
+    x, y = load_iris(return_X_y=True)
+    outputs, trainer, _ = oracle("iris", x, y, dtype=dtype, execution=execution)
+
+    saved = checkpoint.load(path)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(saved.weights[name], value, strict=True)
+    names = tuple(load_iris().target_names)
+    assert (saved.dtype, saved.execution, saved.classes) == (dtype, execution, names)
+    assert (saved.dataset, saved.label_column, saved.features, saved.hidden) == ("iris", "target", 4, HIDDEN)
+
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris")
+    assert code == 0, err
+    predicted = outputs.argmax(axis=1)
+    assert out == "prediction\n" + "".join(f"{load_iris().target_names[i]}\n" for i in predicted)
+    report_lines = err.splitlines()
+    correct = int(np.sum(predicted == y))
+    assert f"accuracy={correct / 150:.4f} ({correct}/150)" in report_lines
+    assert report_lines[1] == f"dataset=iris rows=150 profile=checked_cpu execution={execution}"
+    header = report_lines.index("backend capsules used (2, first-use order):")
+    # the forward ops the trainer used, as train prints them
+    forward = [line for line in audit_lines(trainer) if line.split(":")[0].strip() in ("linear", "relu")]
+    assert report_lines[header + 1 :] == forward
+
+
+def test_predict_under_another_execution_and_profile_gives_the_same_classes(capsys, tmp_path):
+    path = tmp_path / "iris.npz"
+    train_and_save(capsys, path, "--dataset", "iris")
+    x, y = load_iris(return_X_y=True)
+    outputs, _, _ = oracle("iris", x, y, dtype="float32")
+    # typed graph: bit for bit the eager outputs (same profile, same dtype)
+    output = tmp_path / "typed.csv"
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--execution", "typed-graph",
+                         "--output", str(output), "--show-backend")
+    assert code == 0, err
+    header, rows = read_rows(output)
+    assert header == ["prediction"]
+    assert [r[0] for r in rows] == [load_iris().target_names[i] for i in outputs.argmax(axis=1)]
+    lines = out.splitlines()
+    assert lines[1] == "dataset=iris rows=150 profile=checked_cpu execution=typed-graph"
+    assert lines[-1] == f"wrote {output}"
+    assert lines[2] == "[TorchLean] backend capsules used:"  # --show-backend: each capsule's report
+    assert ("    shape: shape safety for linear; guarded at runtime by "
+            "torchlean.backend.providers.reference.guards.check_linear") in lines
+    # fast_cpu: aten capsules are named in the audit
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--profile", "fast_cpu")
+    assert code == 0, err
+    assert "  linear: aten.linear provider=aten" in err
+
+
+def test_csv_classification_prints_the_original_labels(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    x, cells = csv_data(labels_csv)
+    ids = np.array([{"3": 0, "5": 1, "7": 2}[c] for c in cells])
+    outputs, _, _ = oracle(str(labels_csv), x, ids, dtype="float32")
+    expected = [("3", "5", "7")[i] for i in outputs.argmax(axis=1)]
+    saved = checkpoint.load(path)
+    assert (saved.classes, saved.label_column, saved.feature_names) == (("3", "5", "7"), "y", ("a", "b", "c"))
+
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv))
+    assert code == 0, err
+    assert out.splitlines() == ["prediction", *expected]
+    correct = sum(p == c for p, c in zip(expected, cells, strict=True))
+    assert f"accuracy={correct / 60:.4f} ({correct}/60)" in err.splitlines()
+
+    # features only (no label column): same predictions, no accuracy line
+    features_only = tmp_path / "features.csv"
+    lines = labels_csv.read_text().splitlines()
+    features_only.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(features_only))
+    assert code == 0, err
+    assert out.splitlines() == ["prediction", *expected]
+    assert "accuracy=" not in err
+
+    # the label first, written as floats and named explicitly: matched by value
+    moved = tmp_path / "moved.csv"
+    moved.write_text("y,a,b,c\n" + "".join(
+        f"{float(line.rsplit(',', 1)[1])},{line.rsplit(',', 1)[0]}\n" for line in lines[1:]
+    ))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(moved), "--label-column", "0")
+    assert code == 0, err
+    assert out.splitlines() == ["prediction", *expected]
+    assert f"accuracy={correct / 60:.4f} ({correct}/60)" in err.splitlines()
+
+
+def test_csv_regression_predicts_in_target_units(capsys, tmp_path, regression_csv):
+    path = tmp_path / "reg.npz"
+    for dtype in ("float32", "float64"):
+        train_and_save(capsys, path, "--dataset", str(regression_csv), "--dtype", dtype)
+        x, cells = csv_data(regression_csv)
+        outputs, _, (mean, scale) = oracle(str(regression_csv), x, None, dtype=dtype)
+        saved = checkpoint.load(path)
+        assert (saved.task, saved.target_mean, saved.target_scale) == ("regression", mean, scale)
+        assert saved.classes == ()
+        expected = outputs.astype(np.float64).reshape(-1) * scale + mean
+
+        code, out, err = cli(capsys, "predict", str(path), "--dataset", str(regression_csv))
+        assert code == 0, err
+        predicted = np.array([float(v) for v in out.splitlines()[1:]])
+        np.testing.assert_array_equal(predicted, expected, strict=True)  # repr round-trips float64
+        truth = np.array([float(c) for c in cells]).astype(dtype).astype(np.float64)
+        assert f"mse={np.mean((expected - truth) ** 2):.4f}" in err.splitlines()
+
+
+def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris_checkpoint):
+    saved = checkpoint.load(iris_checkpoint)
+    ds = data.load("iris", seed=0)
+    x, y = load_iris(return_X_y=True)
+    _, x_test = train_test_split(x, test_size=0.2, random_state=0, shuffle=True, stratify=y)
+    np.testing.assert_array_equal(saved.standardise(x_test), ds.x_test, strict=True)
+    with pytest.raises(CheckpointError, match=r"takes 4 features per row, got an array of shape \[2, 3\]"):
+        saved.standardise(np.zeros((2, 3)))
+
+
+# ------------------------------------------------------------------------------- the API
+
+
+def test_save_load_round_trip_keeps_every_field(tmp_path, iris_checkpoint):
+    saved = checkpoint.load(iris_checkpoint)
+    copy = tmp_path / "copy.ckpt"  # saved under exactly this name: no .npz appended
+    checkpoint.save(copy, saved)
+    again = checkpoint.load(copy)
+    for name in Checkpoint.__slots__:
+        a, b = getattr(saved, name), getattr(again, name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, strict=True)
+        elif name == "weights":
+            assert list(a) == list(b)
+            for key in a:
+                np.testing.assert_array_equal(a[key], b[key], strict=True)
+        else:
+            assert a == b, name
+    with zipfile.ZipFile(copy) as archive:  # nothing pickled: plain .npy members
+        assert all(name.endswith(".npy") for name in archive.namelist())
+    assert not saved.feature_mean.flags.writeable and not saved.weights["0.weight"].flags.writeable
+    trainer = saved.build()
+    assert trainer.profile.name == "checked_cpu" and trainer.config.dtype == "float32"
+    np.testing.assert_array_equal(trainer.model.parameters[0], saved.weights["0.weight"], strict=True)
+
+
+def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
+    values = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    values.update(changes)
+    return values
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"version": 2}, r"unsupported checkpoint version 2 \(supported: 1\)"),
+        ({"model": "rnn"}, r"unknown model 'rnn' \(known: mlp \| cnn \| transformer\)"),
+        ({"classes": ("a", "b")}, r"one class per output unit \(3\)"),
+        ({"classes": ("a", "a", "b")}, r"classes must be distinct strings"),
+        ({"target_mean": 1.0}, r"must be None for classification"),
+        ({"feature_mean": np.array([0.0, np.nan, 0.0, 0.0])}, r"feature_mean\[1\] is not finite: nan"),
+        ({"feature_scale": np.zeros(4)}, r"feature_scale\[0\] must be > 0"),
+        ({"feature_scale": np.ones(4, dtype=np.float32)}, r"feature_scale must be a float64 array of shape"),
+        ({"execution": "lazy"}, r"unknown execution 'lazy' \(known: eager \| typed-graph\)"),
+        ({"weights": {}}, r"missing \['0.weight', .*\], unexpected \[\]"),
+    ],
+)
+def test_checkpoint_refuses_inconsistent_fields(iris_checkpoint, changes, message):
+    with pytest.raises(CheckpointError, match=message):
+        Checkpoint(**fields(checkpoint.load(iris_checkpoint), **changes))
+
+
+def test_checkpoint_refuses_mis_shaped_and_mistyped_weights(iris_checkpoint):
+    saved = checkpoint.load(iris_checkpoint)
+    weights = dict(saved.weights)
+    weights["2.bias"] = np.zeros(5, dtype=np.float32)
+    with pytest.raises(CheckpointError, match=r"weight 2.bias has shape \[5\], expected \[4\]"):
+        Checkpoint(**fields(saved, weights=weights))
+    weights["2.bias"] = np.zeros(4, dtype=np.float64)
+    with pytest.raises(CheckpointError, match=r"weight 2.bias has dtype float64, expected float32"):
+        Checkpoint(**fields(saved, weights=weights))
+
+
+# ------------------------------------------------------------------------------ bad files
+
+
+def rewrite(source: Path, target: Path, *, drop: str | None = None, **replace: Any) -> Path:
+    with np.load(source, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files if name != drop}
+    arrays.update(replace)
+    with target.open("wb") as handle:
+        np.savez(handle, **arrays)
+    return target
+
+
+def metadata(source: Path, **changes: Any) -> np.ndarray[Any, Any]:
+    with np.load(source, allow_pickle=False) as archive:
+        meta = json.loads(str(archive["metadata"]))
+    meta.update(changes)
+    return np.array(json.dumps(meta))
+
+
+def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"this is not an archive\n" * 10)
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    npy = tmp_path / "array.npz"
+    with npy.open("wb") as handle:
+        np.save(handle, np.zeros(3))
+    bad_weight = rewrite(good, tmp_path / "w.npz", **{"weights/0.weight": np.zeros((4, 3), np.float32)})
+    return [
+        (tmp_path / "missing.npz", r"checkpoint file not found: .*missing.npz"),
+        (tmp_path, r"checkpoint .* is a directory, not a file"),
+        (corrupt, r"corrupt.npz: not a numpy .npz archive \(not a zip file\)$"),
+        (truncated, r"truncated.npz: (not a numpy .npz archive|cannot read the .npz archive)"),
+        (empty, r"empty.npz: not a numpy .npz archive \(not a zip file\)$"),
+        (npy, r"array.npz: not a torchlean checkpoint: a single .npy array"),
+        (rewrite(good, tmp_path / "nometa.npz", drop="metadata"),
+         r"nometa.npz: not a torchlean checkpoint: no metadata entry \(entries: feature_mean, "),
+        (rewrite(good, tmp_path / "json.npz", metadata=np.array("{not json")),
+         r"json.npz: not a torchlean checkpoint: the metadata is not JSON"),
+        (rewrite(good, tmp_path / "format.npz", metadata=metadata(good, format="other")),
+         r"format.npz: not a torchlean checkpoint: the metadata has no \"format\""),
+        (rewrite(good, tmp_path / "v2.npz", metadata=metadata(good, version=2)),
+         r"v2.npz: unsupported checkpoint version 2 \(supported: 1\)"),
+        (rewrite(good, tmp_path / "field.npz", metadata=metadata(good, hidden="4")),
+         r"field.npz: metadata field 'hidden' must be of type int, got '4'"),
+        (rewrite(good, tmp_path / "nomean.npz", drop="feature_mean"),
+         r"nomean.npz: the archive has no feature_mean"),
+        (rewrite(good, tmp_path / "nan.npz", feature_scale=np.array([1.0, np.inf, 1.0, 1.0])),
+         r"nan.npz: feature_scale\[1\] is not finite: inf"),
+        (rewrite(good, tmp_path / "noweight.npz", drop="weights/4.bias"),
+         r"noweight.npz: the weights do not match model mlp .*: missing \['4.bias'\], unexpected \[\]"),
+        (bad_weight, r"w.npz: weight 0.weight has shape \[4, 3\], expected \[4, 4\]"),
+        (rewrite(good, tmp_path / "extra.npz", other=np.zeros(1)),
+         r"extra.npz: unexpected archive entries: other"),
+    ]
+
+
+def test_load_names_the_file_and_the_fault(tmp_path, iris_checkpoint, capsys):
+    for path, message in bad_files(tmp_path, iris_checkpoint):
+        with pytest.raises(CheckpointError, match=message):
+            checkpoint.load(path)
+        code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris")
+        assert (code, out) == (2, ""), path
+        assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+def test_wrong_feature_count_names_both(capsys, iris_checkpoint):
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "wine")
+    assert load_wine().data.shape[1] == 13
+    assert "wine has 13 feature columns (alcohol, malic_acid, ash, ..., proline; label column target)" in err
+    assert (f"checkpoint {iris_checkpoint} expects 4 features (sepal length (cm), sepal width (cm), "
+            "petal length (cm), petal width (cm))") in err
+
+
+def test_unknown_class_names_the_value_and_the_known_classes(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    argv = ["train", "--dataset", str(labels_csv), "--epochs", "1", "--hidden", "4", "--save", str(path)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    unknown = tmp_path / "unknown.csv"
+    lines = labels_csv.read_text().splitlines()
+    unknown.write_text("\n".join([*lines[:3], lines[3].rsplit(",", 1)[0] + ",9", *lines[4:]]) + "\n")
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(unknown))
+    assert err == f"error: {unknown}: line 4, column y: unknown class label '9' (known: 3 | 5 | 7)\n"
+
+
+def test_csv_problems_use_the_readers_messages(capsys, tmp_path, iris_checkpoint):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,c,d\n1,2,3,4\n1,x,3,4\n")
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(bad))
+    assert err == f"error: {bad}: line 3, column b: not a number: 'x'\n"
+    short = tmp_path / "short.csv"
+    short.write_text("a,b,c,d\n1,2,3,4\n1,2,3\n")
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(short))
+    assert err == f"error: {short}: line 3 has 3 cells, expected 4\n"
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(tmp_path / "none.csv"))
+    assert err == f"error: dataset file not found: {tmp_path / 'none.csv'}\n"
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--label-column", "y")
+    assert "apply to CSV files; iris is a shipped dataset" in err
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "irs")
+    assert err.startswith("error: unknown dataset irs (known: digits | iris")
+
+
+def test_a_profile_that_cannot_run_the_model_fails_before_any_output(capsys, iris_checkpoint):
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris",
+                         "--profile", "checked_cuda", "--execution", "typed-graph")
+    assert err == "error: typed graph execution currently supports device `cpu`; requested `cuda`\n"
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--profile", "nope")
+    assert err == f"error: unknown profile nope (known: {' | '.join(profiles.names())})\n"
+    if not torch.cuda.is_available():
+        err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris",
+                             "--profile", "checked_cuda")
+        assert "CUDA was requested" in err
+
+
+def test_unwritable_save_path_fails_before_training(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    target = blocker / "model.npz"
+    err = one_line_error(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(target))
+    assert err == f"error: cannot write --save {target}: {blocker} is a file, not a directory\n"
+    err = one_line_error(capsys, "train", "--dataset", "iris", "--save", str(tmp_path))
+    assert err == f"error: cannot write --save {tmp_path}: it is a directory\n"
+    err = one_line_error(capsys, "predict", "x.npz", "--dataset", "iris", "--output", str(target))
+    assert err == f"error: cannot write --output {target}: {blocker} is a file, not a directory\n"
+
+
+def test_save_refuses_an_unwritable_path_with_its_reason(tmp_path, iris_checkpoint):
+    target = tmp_path / "missing" / "model.npz"
+    with pytest.raises(CheckpointError, match=r"cannot write checkpoint .*model.npz: No such file or dir"):
+        checkpoint.save(target, checkpoint.load(iris_checkpoint))
+    with pytest.raises(CheckpointError, match=r"save needs a Checkpoint, got dict"):
+        checkpoint.save(tmp_path / "x.npz", {})  # type: ignore[arg-type]
+
+
+def test_predict_prints_the_report_to_stdout_only_with_output(capsys, tmp_path, iris_checkpoint):
+    code, out, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", "iris")
+    assert code == 0
+    assert len(out.splitlines()) == 151 and "accuracy=" not in out and "accuracy=" in err
+    assert err.splitlines()[0] == (f"checkpoint={iris_checkpoint} model=mlp task=classification features=4 "
+                                   "dtype=float32 trained_on=iris")

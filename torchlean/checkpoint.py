@@ -1,0 +1,442 @@
+"""Model checkpoints: a trained model with everything needed to predict with it later.
+
+A :class:`Checkpoint` holds the model family and sizes (rebuilt by
+:func:`torchlean.models.build_model`), the dtype, the task, the preprocessing of training
+(the train split's feature standardisation statistics and, for regression, the target's), the
+class labels in the order of the output units, where the data came from, the backend profile and
+execution mode it was trained under, and the weights (:meth:`torchlean.nn.model.Model.state`).
+
+:func:`save` writes it as an uncompressed numpy ``.npz`` archive and :func:`load` reads it back
+with ``allow_pickle=False``: nothing in a checkpoint is pickled, so loading one runs no code.
+Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``format`` =
+``"torchlean-checkpoint"``, ``version`` and the scalar fields), ``feature_mean`` and
+``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
+``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean._checks import is_builtin_int
+from torchlean.backend.errors import TorchLeanError
+from torchlean.data import Task
+from torchlean.models import MODELS, build_model
+from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
+
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "load", "save"]
+
+FORMAT_VERSION = 1
+"""The checkpoint format this version of torchlean writes and reads."""
+
+_FORMAT = "torchlean-checkpoint"
+_WEIGHTS = "weights/"
+_ARCHIVE_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+_NPY_MAGIC = b"\x93NUMPY"
+"""What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
+(``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
+(``BadZipFile``, ``OSError``, ``ValueError``)."""
+
+Array = npt.NDArray[Any]
+
+
+class CheckpointError(TorchLeanError, ValueError):
+    """A checkpoint could not be written or read, or its contents are inconsistent (the message
+    names the file and what is wrong)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Checkpoint:
+    """A trained model ready to be saved, rebuilt (:meth:`build`) and fed raw features.
+
+    Fields: ``model`` (one of :data:`torchlean.models.MODELS`), ``hidden``, ``features`` and
+    ``outputs`` (ints >= 1, the arguments of :func:`~torchlean.models.build_model`); ``dtype``
+    (``"float32"`` or ``"float64"``); ``task`` (``"classification"``: ``outputs`` class logits,
+    ``classes`` names the class of each output unit, at least two, distinct; ``"regression"``:
+    one output, ``classes == ()``); ``feature_mean`` and ``feature_scale`` (float64
+    ``[features]``, finite, scale > 0: the train split's ``StandardScaler`` statistics);
+    ``target_mean``/``target_scale`` (regression: the train targets' float64 mean and standard
+    deviation, a zero deviation taken as 1, as ``torchlean train`` standardises the target; both
+    ``None`` for classification); ``dataset``, ``label_column`` and ``feature_names`` (where the
+    data came from; ``feature_names`` is ``()`` when unknown, else one name per feature);
+    ``profile`` and ``execution`` (the backend profile name and execution-mode label trained
+    under); ``seed`` (an int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
+    array of the model's parameter shape, in ``dtype``: exactly the model's parameters).
+
+    The arrays are stored as read-only copies.
+
+    Raises:
+        CheckpointError: any field outside what is stated above, naming the field and the
+            accepted values (``version`` other than :data:`FORMAT_VERSION`: ``unsupported
+            checkpoint version 2 (supported: 1)``; a missing, unexpected or mis-shaped weight).
+    """
+
+    model: str
+    hidden: int
+    features: int
+    outputs: int
+    dtype: str
+    task: Task
+    feature_mean: Array
+    feature_scale: Array
+    target_mean: float | None
+    target_scale: float | None
+    classes: tuple[str, ...]
+    dataset: str
+    label_column: str
+    feature_names: tuple[str, ...]
+    profile: str
+    execution: str
+    seed: int
+    weights: Mapping[str, Array]
+    version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        if not is_builtin_int(self.version) or self.version != FORMAT_VERSION:
+            raise CheckpointError(
+                f"unsupported checkpoint version {self.version!r} (supported: {FORMAT_VERSION})"
+            )
+        if self.model not in MODELS:
+            raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
+        for name in ("hidden", "features", "outputs"):
+            value = getattr(self, name)
+            if not is_builtin_int(value) or value < 1:
+                raise CheckpointError(f"{name} must be an int >= 1, got {value!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise CheckpointError(f"dtype must be float32 or float64, got {self.dtype!r}")
+        self._check_task()
+        for name in ("dataset", "label_column", "profile"):
+            if not isinstance(getattr(self, name), str):
+                raise CheckpointError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not _strings(self.feature_names) or len(self.feature_names) not in (0, self.features):
+            raise CheckpointError(
+                f"feature_names must be () or {self.features} strings, got {self.feature_names!r}"
+            )
+        if not isinstance(self.execution, str) or self.execution not in ExecutionMode.labels():
+            raise CheckpointError(
+                f"unknown execution {self.execution!r} (known: {' | '.join(ExecutionMode.labels())})"
+            )
+        if not is_builtin_int(self.seed) or not 0 <= self.seed < 2**64:
+            raise CheckpointError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
+        for name in ("feature_mean", "feature_scale"):
+            object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
+        if not bool(np.all(self.feature_scale > 0)):
+            j = int(np.argmin(self.feature_scale > 0))
+            raise CheckpointError(f"feature_scale[{j}] must be > 0, got {float(self.feature_scale[j])}")
+        object.__setattr__(self, "weights", self._checked_weights())
+
+    def _check_task(self) -> None:
+        if self.task == "classification":
+            if not _strings(self.classes) or len(set(self.classes)) != len(self.classes):
+                raise CheckpointError(f"classes must be distinct strings, got {self.classes!r}")
+            if len(self.classes) < 2 or len(self.classes) != self.outputs:
+                raise CheckpointError(
+                    f"a classifier needs one class per output unit ({self.outputs}), at least two; "
+                    f"got classes {self.classes!r}"
+                )
+            if self.target_mean is not None or self.target_scale is not None:
+                raise CheckpointError("target_mean and target_scale must be None for classification")
+        elif self.task == "regression":
+            if self.outputs != 1 or self.classes != ():
+                raise CheckpointError(
+                    f"a regression model has outputs 1 and classes (), got outputs {self.outputs} "
+                    f"and classes {self.classes!r}"
+                )
+            for name in ("target_mean", "target_scale"):
+                value = getattr(self, name)
+                if not isinstance(value, float) or not np.isfinite(value):
+                    raise CheckpointError(f"{name} must be a finite float for regression, got {value!r}")
+            assert self.target_scale is not None
+            if self.target_scale <= 0:
+                raise CheckpointError(f"target_scale must be > 0, got {self.target_scale!r}")
+        else:
+            raise CheckpointError(f"unknown task {self.task!r} (known: classification | regression)")
+
+    def _checked_weights(self) -> Mapping[str, Array]:
+        """``weights`` as read-only copies, in the model's parameter order, after checking that
+        they are exactly the model's parameters (names, shapes, ``dtype``)."""
+        if not isinstance(self.weights, Mapping):
+            raise CheckpointError(
+                f"weights must be a mapping of names to arrays, got {type(self.weights).__name__}"
+            )
+        try:
+            layer, _ = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
+        except TorchLeanError as error:
+            raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
+        specs = layer.param_specs()
+        names = [spec.name for spec in specs]
+        missing = [name for name in names if name not in self.weights]
+        extra = [name for name in self.weights if name not in names]
+        if missing or extra:
+            raise CheckpointError(
+                f"the weights do not match model {self.model} (features {self.features}, outputs "
+                f"{self.outputs}, hidden {self.hidden}): missing {missing}, unexpected {extra}"
+            )
+        checked: dict[str, Array] = {}
+        for spec in specs:
+            value = self.weights[spec.name]
+            if not isinstance(value, np.ndarray) or value.dtype != np.dtype(self.dtype):
+                found = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+                raise CheckpointError(f"weight {spec.name} has dtype {found}, expected {self.dtype}")
+            if value.shape != tuple(spec.shape):
+                raise CheckpointError(
+                    f"weight {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
+                )
+            checked[spec.name] = _read_only(value)
+        return MappingProxyType(checked)
+
+    def build(
+        self, *, profile: str | None = None, execution: str | None = None, show_backend: bool = False
+    ) -> Trainer[Any, Any]:
+        """A trainer holding this model with its saved weights, ready for
+        :meth:`~torchlean.trainer.Trainer.predict` on standardised features (:meth:`standardise`).
+
+        ``profile`` and ``execution`` default to the ones saved; the session is opened on first
+        use (:meth:`~torchlean.trainer.Trainer.open`). Classification outputs are ``[n, outputs]``
+        logits (the predicted class is ``classes[argmax]``); regression outputs ``[n, 1]`` are the
+        standardised target (``output * target_scale + target_mean`` in float64 gives target
+        units).
+
+        Raises:
+            TrainerLabelError: an unknown profile name or execution label.
+        """
+        layer, input_shape = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
+        config = RunConfig(
+            execution=execution or self.execution, show_backend=show_backend, dtype=self.dtype
+        ).with_profile(profile or self.profile)
+        trainer: Trainer[Any, Any] = Trainer(
+            layer,
+            objective=Objective.CROSS_ENTROPY if self.task == "classification" else Objective.MSE,
+            config=config,
+            seed=self.seed,
+            input_shape=input_shape,
+        )
+        trainer.model.load_state(self.weights)
+        return trainer
+
+    def standardise(self, x: npt.ArrayLike) -> Array:
+        """Raw features ``[n, features]`` as the model saw them in training: ``(x - feature_mean)
+        / feature_scale`` in float64 (the arithmetic of scikit-learn's
+        ``StandardScaler.transform``, which :func:`torchlean.data.load` applies), then cast to
+        ``dtype``: ``[n, features]`` of ``dtype``, bit for bit what training computed for the same
+        rows.
+
+        Raises:
+            CheckpointError: ``x`` is not ``[n, features]`` (naming both feature counts), or a
+                value standardises beyond ``dtype``'s range (row and column named).
+        """
+        raw = np.asarray(x, dtype=np.float64)
+        if raw.ndim != 2 or raw.shape[1] != self.features:
+            raise CheckpointError(
+                f"the model takes {self.features} features per row, got an array of shape {list(raw.shape)}"
+            )
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = ((raw - self.feature_mean) / self.feature_scale).astype(self.dtype)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i, j = (int(k) for k in np.argwhere(bad)[0])
+            raise CheckpointError(
+                f"row {i + 1}, feature {j + 1}: the value {raw[i, j]:.6g} standardises beyond the "
+                f"{self.dtype} range (training's mean {self.feature_mean[j]:.6g}, standard deviation "
+                f"{self.feature_scale[j]:.6g})"
+            )
+        return values
+
+
+def _strings(values: object) -> bool:
+    return isinstance(values, tuple) and all(isinstance(v, str) for v in values)
+
+
+def _read_only(value: Array) -> Array:
+    copy = np.array(value, copy=True)
+    copy.flags.writeable = False
+    return copy
+
+
+def _statistic(value: object, name: str, features: int) -> Array:
+    """``value`` as a read-only float64 ``[features]`` copy of finite numbers.
+
+    Raises:
+        CheckpointError: another dtype or shape, or a non-finite entry (naming it).
+    """
+    if not isinstance(value, np.ndarray):
+        raise CheckpointError(f"{name} must be a float64 array of shape [{features}], got {value!r}")
+    if value.dtype != np.float64 or value.shape != (features,):
+        found = f"dtype {value.dtype}, shape {list(value.shape)}"
+        raise CheckpointError(f"{name} must be a float64 array of shape [{features}], got {found}")
+    finite = np.isfinite(value)
+    if not finite.all():
+        j = int(np.argmin(finite))
+        raise CheckpointError(f"{name}[{j}] is not finite: {float(value[j])} (accepted: finite statistics)")
+    return _read_only(value)
+
+
+def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
+    """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
+    uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
+    folder must exist; an existing file is replaced.
+
+    Raises:
+        CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, or the file cannot be
+            written (naming the path and the operating system's reason).
+    """
+    if not isinstance(checkpoint, Checkpoint):
+        raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
+    file = Path(path)
+    metadata = {
+        "format": _FORMAT,
+        "version": checkpoint.version,
+        "model": checkpoint.model,
+        "hidden": checkpoint.hidden,
+        "features": checkpoint.features,
+        "outputs": checkpoint.outputs,
+        "dtype": checkpoint.dtype,
+        "task": checkpoint.task,
+        "classes": list(checkpoint.classes),
+        "dataset": checkpoint.dataset,
+        "label_column": checkpoint.label_column,
+        "feature_names": list(checkpoint.feature_names),
+        "profile": checkpoint.profile,
+        "execution": checkpoint.execution,
+        "seed": checkpoint.seed,
+    }
+    # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
+    arrays: dict[str, Any] = {
+        "metadata": np.array(json.dumps(metadata)),
+        "feature_mean": checkpoint.feature_mean,
+        "feature_scale": checkpoint.feature_scale,
+    }
+    if checkpoint.target_mean is not None and checkpoint.target_scale is not None:
+        arrays["target_statistics"] = np.array([checkpoint.target_mean, checkpoint.target_scale])
+    arrays.update({_WEIGHTS + name: value for name, value in checkpoint.weights.items()})
+    try:
+        with file.open("wb") as handle:
+            np.savez(handle, allow_pickle=False, **arrays)
+    except OSError as error:
+        raise CheckpointError(f"cannot write checkpoint {file}: {error.strerror or error}") from None
+
+
+def load(path: str | os.PathLike[str]) -> Checkpoint:
+    """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
+
+    Raises:
+        CheckpointError: naming ``path`` and what is wrong: no such file (or a directory); not a
+            numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive
+            that cannot be read (truncated, damaged, an entry that would need pickle); not a
+            torchlean checkpoint (no ``metadata`` entry, or metadata that is not the JSON object
+            of the format); an unsupported ``version``; a missing or wrongly typed metadata
+            field; a missing, unexpected, mis-shaped or wrongly typed array (weights,
+            statistics); non-finite statistics; any inconsistency :class:`Checkpoint` refuses.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise CheckpointError(f"checkpoint {file} is a directory, not a file")
+    if not file.is_file():
+        raise CheckpointError(f"checkpoint file not found: {file}")
+    try:
+        with file.open("rb") as handle:
+            magic = handle.read(len(_NPY_MAGIC))
+        is_zip = zipfile.is_zipfile(file)
+    except OSError as error:
+        raise CheckpointError(f"cannot read checkpoint {file}: {error.strerror}") from None
+    if magic == _NPY_MAGIC:
+        raise CheckpointError(f"{file}: not a torchlean checkpoint: a single .npy array, not an .npz archive")
+    if not is_zip:
+        # np.load would read any other file as a pickle and suggest allow_pickle=True
+        raise CheckpointError(f"{file}: not a numpy .npz archive (not a zip file)")
+    try:
+        loaded = np.load(file, allow_pickle=False)
+    except _ARCHIVE_ERRORS as error:
+        raise CheckpointError(f"{file}: not a numpy .npz archive ({error})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise CheckpointError(f"{file}: not a numpy .npz archive")
+    with loaded as archive:
+        try:
+            arrays = {name: archive[name] for name in archive.files}
+        except _ARCHIVE_ERRORS as error:
+            raise CheckpointError(f"{file}: cannot read the .npz archive ({error})") from None
+    try:
+        return _from_arrays(arrays)
+    except CheckpointError as error:
+        raise CheckpointError(f"{file}: {error}") from None
+
+
+def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
+    """The checkpoint held by an archive's ``arrays``; see :func:`load`."""
+    entry = arrays.pop("metadata", None)
+    if entry is None:
+        raise CheckpointError(
+            f"not a torchlean checkpoint: no metadata entry (entries: {', '.join(arrays) or 'none'})"
+        )
+    if entry.shape != () or entry.dtype.kind != "U":
+        raise CheckpointError("not a torchlean checkpoint: the metadata entry is not a text entry")
+    try:
+        meta = json.loads(str(entry[()]))
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({error})") from None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise CheckpointError(f"not a torchlean checkpoint: the metadata has no \"format\": \"{_FORMAT}\"")
+    version = meta.get("version")
+    if not is_builtin_int(version) or version != FORMAT_VERSION:
+        raise CheckpointError(f"unsupported checkpoint version {version!r} (supported: {FORMAT_VERSION})")
+
+    def field(name: str, kind: type) -> Any:
+        if name not in meta:
+            raise CheckpointError(f"metadata field {name!r} is missing")
+        value = meta[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CheckpointError(f"metadata field {name!r} must be of type {kind.__name__}, got {value!r}")
+        return value
+
+    def array(name: str) -> Array:
+        found = arrays.pop(name, None)
+        if found is None:
+            raise CheckpointError(f"the archive has no {name} entry")
+        return found
+
+    task = field("task", str)
+    target: list[float | None] = [None, None]
+    if task == "regression":
+        statistics = array("target_statistics")
+        if statistics.dtype != np.float64 or statistics.shape != (2,):
+            raise CheckpointError(
+                f"target_statistics must be float64 [mean, scale], got dtype {statistics.dtype}, "
+                f"shape {list(statistics.shape)}"
+            )
+        target = [float(v) for v in statistics]
+    feature_mean = array("feature_mean")
+    feature_scale = array("feature_scale")
+    weights = {name[len(_WEIGHTS) :]: arrays.pop(name) for name in list(arrays) if name.startswith(_WEIGHTS)}
+    if arrays:
+        raise CheckpointError(f"unexpected archive entries: {', '.join(arrays)}")
+    return Checkpoint(
+        model=field("model", str),
+        hidden=field("hidden", int),
+        features=field("features", int),
+        outputs=field("outputs", int),
+        dtype=field("dtype", str),
+        task=task,
+        feature_mean=feature_mean,
+        feature_scale=feature_scale,
+        target_mean=target[0],
+        target_scale=target[1],
+        classes=tuple(field("classes", list)),
+        dataset=field("dataset", str),
+        label_column=field("label_column", str),
+        feature_names=tuple(field("feature_names", list)),
+        profile=field("profile", str),
+        execution=field("execution", str),
+        seed=field("seed", int),
+        weights=weights,
+        version=version,
+    )

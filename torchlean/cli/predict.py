@@ -1,0 +1,241 @@
+"""``torchlean predict``: predict with a saved checkpoint and report the capsules that computed it.
+
+``torchlean predict CHECKPOINT --dataset NAME_OR_CSV`` reads the data with the reader of
+``torchlean train`` (:mod:`torchlean.data`), standardises the features with the statistics saved
+in the checkpoint (never refitted), runs the model under the checkpoint's profile and execution
+mode (``--profile``/``--execution`` override them) and writes the predictions.
+
+A shipped dataset is predicted whole: every sample, in scikit-learn's order (not the test split
+of training). A CSV file's columns are matched by position; its label column is
+``--label-column`` when given, else none when the file has exactly the checkpoint's feature
+count of columns, else the column named as the checkpoint's label column (a header name, or
+``column_<i>`` in a file without a header) when the file has one, else the last column.
+
+Predictions: a CSV with the header ``prediction`` and one row per input row, in input order —
+the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
+units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
+``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout.
+
+The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
+CSV): ``checkpoint=...`` and ``dataset=...`` lines; with ``--show-backend`` each capsule's
+contract report as it is first selected; when the data has the label column,
+``accuracy=<value> (<correct>/<rows>)`` or ``mse=<value>`` (in the target's units, against the
+targets rounded to the checkpoint's dtype, as ``test_mse``); then one audit line per backend
+capsule used, as ``torchlean train`` prints them; ``wrote PATH`` with ``--output``. A ``note:``
+line on stderr says how a CSV header was guessed from an all-numbers first row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean import checkpoint, data
+from torchlean.backend import profiles, report
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.cli._output import check_writable, output_path
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``predict`` subcommand to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "predict",
+        help="predict with a checkpoint saved by train --save and report the kernel capsules used",
+        description="Predict with a saved model on a scikit-learn dataset (all of it) or a CSV file.",
+    )
+    parser.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+                        help="a checkpoint written by torchlean train --save")
+    parser.add_argument("--dataset", required=True,
+                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file")
+    parser.add_argument("--label-column", default=None,
+                        help="CSV label column (name or index; default: none when the file has exactly the "
+                        "model's feature count of columns, else the checkpoint's label column when the file "
+                        "names it, else the last column)")
+    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                        help="CSV only: the first row names the columns (--header) or is data "
+                        "(--no-header); default: guessed as torchlean train guesses it")
+    parser.add_argument("--profile", default=None,
+                        help=f"{' | '.join(profiles.names())} (default: the checkpoint's)")
+    parser.add_argument("--execution", default=None,
+                        help="eager | typed-graph (default: the checkpoint's)")
+    parser.add_argument("--output", type=output_path, default=None, metavar="PATH",
+                        help="write the predictions CSV to PATH instead of stdout (missing parent folders "
+                        "are created; checked before anything runs); the report then goes to stdout")
+    parser.add_argument("--show-backend", action="store_true",
+                        help="print each capsule's full contract report when it is first selected")
+    parser.set_defaults(func=run)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Input:
+    """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
+    messages name them, and the label column (its name and cells, ``None`` without one; file
+    line ``first_line`` holds the first row)."""
+
+    source: str
+    x: npt.NDArray[np.float64]
+    columns: tuple[str, ...]
+    label: str
+    cells: list[str] | None
+    first_line: int
+
+
+def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
+    """The label column of ``table`` by the module docstring's rule; ``text`` is ``--label-column``,
+    a name, else an integer index (``0``, ``-1``), as ``torchlean train`` reads it.
+
+    Raises:
+        UnknownLabelError: an unknown column; DataError: an ambiguous name.
+    """
+    if text is not None:
+        try:
+            return table.column(text)
+        except UnknownLabelError:
+            if not re.fullmatch(r"-?\d+", text.strip()):
+                raise
+        return table.column(int(text))
+    if len(table.names) == saved.features:
+        return None
+    if table.names.count(saved.label_column) == 1:
+        return table.names.index(saved.label_column)
+    return table.column(None)
+
+
+def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
+    """The data of ``--dataset``: a whole shipped dataset (its labels as their class names, or
+    targets), or a CSV file.
+
+    Raises:
+        TorchLeanError: ``--label-column``/``--header`` given for a shipped dataset; the errors of
+            :func:`torchlean.data.locate` and :func:`torchlean.data.read_csv`.
+    """
+    name, shipped = data.locate(args.dataset)
+    if shipped:
+        if args.label_column is not None or args.header is not None:
+            raise TorchLeanError(
+                f"--label-column and --header/--no-header apply to CSV files; {name} is a shipped dataset"
+            )
+        x, y, features, classes, task = data.shipped(name)
+        labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
+        return _Input(name, x, features, "target", labels, 1)
+    table = data.read_csv(name, header=args.header)
+    if table.header_note:
+        print(f"note: {table.header_note}", file=sys.stderr)
+    label = _label_index(table, args.label_column, saved)
+    x, cells = table.columns(label)
+    columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
+    return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
+                  table.first_line)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ..., {names[-1]}"
+
+
+def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) -> None:
+    """Refuse data whose feature count differs from the checkpoint's.
+
+    Raises:
+        TorchLeanError: naming both counts and columns.
+    """
+    count = source.x.shape[1]
+    if count == saved.features:
+        return
+    label = f"label column {source.label}" if source.cells is not None else "no label column"
+    expected = f" ({_listed(saved.feature_names)})" if saved.feature_names else ""
+    raise TorchLeanError(
+        f"{source.source} has {count} feature columns ({_listed(source.columns)}; {label}), but checkpoint "
+        f"{path} expects {saved.features} features{expected}"
+    )
+
+
+def _write(rows: list[str], output: Path | None) -> None:
+    """The predictions CSV (header ``prediction``) to ``output``, or stdout.
+
+    Raises:
+        TorchLeanError: ``output`` cannot be written.
+    """
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["prediction"])
+    writer.writerows([row] for row in rows)
+    if output is None:
+        sys.stdout.write(text.getvalue())
+        return
+    try:
+        output.write_text(text.getvalue(), encoding="utf-8")
+    except OSError as error:
+        raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``torchlean predict``; returns the exit status."""
+    if args.output is not None:
+        check_writable(args.output, "--output")
+    saved = checkpoint.load(args.checkpoint)
+    source = _read(args, saved)
+    _check_features(source, saved, args.checkpoint)
+    classification = saved.task == "classification"
+    truth: npt.NDArray[Any] | None = None
+    if source.cells is not None:
+        where = (source.source, source.label, source.cells)
+        truth = (
+            data.class_ids(*where, saved.classes, first_line=source.first_line)
+            if classification
+            else data.targets(*where, saved.dtype, first_line=source.first_line)
+        )
+    try:
+        x = saved.standardise(source.x)
+    except checkpoint.CheckpointError as error:
+        raise TorchLeanError(f"{source.source}: {error}") from None
+    trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
+    out: TextIO = sys.stdout if args.output is not None else sys.stderr
+    # Open the session first, so a profile that cannot run here fails before any output; the
+    # session's --show-backend banner follows the header lines, on the report's stream.
+    banner = io.StringIO()
+    with contextlib.redirect_stdout(banner):
+        trainer.open()
+    print(f"checkpoint={args.checkpoint} model={saved.model} task={saved.task} features={saved.features} "
+          f"dtype={saved.dtype} trained_on={saved.dataset}", file=out)
+    print(f"dataset={source.source} rows={source.x.shape[0]} profile={trainer.profile.name} "
+          f"execution={trainer.config.execution.label}", file=out)
+    print(banner.getvalue(), end="", file=out, flush=True)
+    with contextlib.redirect_stdout(out):
+        outputs = trainer.predict(x).astype(np.float64)
+    summary = None
+    if classification:
+        predicted = outputs.argmax(axis=1)
+        rows = [saved.classes[i] for i in predicted]
+        if truth is not None:
+            correct = int(np.count_nonzero(predicted == truth))
+            summary = f"accuracy={correct / len(rows):.4f} ({correct}/{len(rows)})"
+    else:
+        assert saved.target_scale is not None and saved.target_mean is not None
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is the result
+            values = outputs.reshape(-1) * saved.target_scale + saved.target_mean
+            if truth is not None:
+                target = truth.astype(saved.dtype).astype(np.float64)
+                summary = f"mse={float(np.mean((values - target) ** 2)):.4f}"
+        rows = [repr(float(v)) for v in values]
+    _write(rows, args.output)
+    if summary is not None:
+        print(summary, file=out)
+    selected = trainer.selected
+    print(f"backend capsules used ({len(selected)}, first-use order):", file=out)
+    for kernel in selected:
+        print(report.audit_line(kernel.audit()), file=out)
+    if args.output is not None:
+        print(f"wrote {args.output}", file=out)
+    return 0
