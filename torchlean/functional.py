@@ -38,6 +38,17 @@ Operands (one rule, checked in one place):
 The reference kernels never promote dtypes: float32 and float64 tensors do not mix; tensors on
 different devices do not mix either (``DeviceError``; move them with ``Tensor.to``).
 
+Zero-size inputs (a batch, sequence or feature axis of extent 0) give torch's result under every
+CPU profile: an empty tensor, ``0`` for a sum and NaN for a mean over nothing, the bias alone
+for a ``linear`` with no input features, zeros for an attention row without keys; gradients
+have their inputs' shapes (zeros where an input only met empty axes). Where torch refuses an
+empty axis (pool channels or spatial extents, a convolution's spatial extents with a non-empty
+batch, empty weights), the guard refuses it with a ``GuardError``. A few calls torch answers are
+refused too, each with torch's behaviour as evidence in ``tests/runtime/test_zero_size.py``: a
+convolution input with 0 channels (torch returns 0 output channels), and mis-shaped operands
+that torch accepts only because they are empty (an empty ``gather``/``scatter_add`` index that
+does not fit, a 1-D empty tensor in ``concat``, a ``batch_norm`` weight of the wrong length).
+
 Lowerings that record more than one op (the catalog has no division, negation, select or
 cross-entropy op):
 

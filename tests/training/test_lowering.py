@@ -413,16 +413,14 @@ def test_lower_model_accepts_exactly_batch_times_sample_and_the_unbatched_sample
 def test_a_per_token_model_lowers_behind_any_leading_axes(shape):
     """A model of layers that work on the trailing axes alone (linear, activations, layer_norm)
     is lowered for ``(batch, tokens, features)`` or a batch of 0, as before the shape check was
-    added; values against torch float64 applied to the last axis. (The empty batch runs without
-    layer_norm: its guard refuses empty axes.)"""
-    empty = 0 in shape
-    layers = [nn.linear(4, 8), nn.gelu(), *([] if empty else [nn.layer_norm(8)]), nn.linear(8, 3)]
+    added; values against torch float64 applied to the last axis (layer_norm included: torch
+    accepts an empty batch there)."""
+    layers = [nn.linear(4, 8), nn.gelu(), nn.layer_norm(8), nn.linear(8, 3)]
     model = nn.build(nn.sequential(*layers), input_shape=(4,), seed=0, dtype=np.float64)
     x = np.random.default_rng(7).standard_normal(shape)
     params = [torch.from_numpy(p) for p in model.parameters]
     hidden = torch.nn.functional.gelu(torch.nn.functional.linear(torch.from_numpy(x), params[0], params[1]))
-    if not empty:
-        hidden = torch.nn.functional.layer_norm(hidden, (8,), params[2], params[3])
+    hidden = torch.nn.functional.layer_norm(hidden, (8,), params[2], params[3])
     expected = torch.nn.functional.linear(hidden, params[-2], params[-1]).numpy()
     np.testing.assert_allclose(_run_lowered(model, x), expected, rtol=1e-12, atol=1e-12)
 

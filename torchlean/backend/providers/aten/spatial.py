@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from torchlean.backend.providers.aten import guards as aten_guards
 from torchlean.backend.providers.aten._common import Array, host, optional
 from torchlean.backend.providers.reference import spatial_guards
@@ -452,11 +454,18 @@ def batch_norm_vjp(
     """VJP of :func:`batch_norm`: ``(dx, dweight, dbias, None, None)`` by
     ``native_batch_norm_backward``; the running statistics are buffers, not differentiated. In
     training dx includes the paths through the batch mean and variance (recomputed by
-    ``native_batch_norm``); in eval the running statistics are constants."""
+    ``native_batch_norm``); in eval the running statistics are constants. An empty x (an empty
+    batch, spatial extent or channel axis) gives an empty dx and zero dweight, dbias (sums over no
+    element) without calling ATen, whose CPU ``native_batch_norm_backward`` divides by the zero
+    element count (SIGFPE on torch 2.13)."""
     import torch
 
     spatial_guards.check_batch_norm(x, weight, bias, running_mean, running_var, training=training, eps=eps)
     check_cotangent("batch_norm", g, x.shape, x.dtype)
+    if x.size == 0:
+        dweight = None if weight is None else np.zeros(x.shape[1], dtype=x.dtype)
+        dbias = None if bias is None else np.zeros(x.shape[1], dtype=x.dtype)
+        return np.zeros(x.shape, dtype=x.dtype), dweight, dbias, None, None
     tg, tx = aten_guards.check_aten_layout("batch_norm", g, x)
     tw = optional("batch_norm", weight)
     mask = [True, weight is not None, bias is not None]

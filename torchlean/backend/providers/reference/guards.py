@@ -470,7 +470,12 @@ def check_reshape(x: object, *, shape: object) -> Shape:
             known *= s
     if -1 in dims:
         if known == 0 or arr.size % known != 0:
-            raise _fail(op, f"cannot infer the -1 extent of shape {dims} for {arr.size} elements")
+            raise _fail(
+                op,
+                f"cannot infer the -1 extent of shape {dims} for {arr.size} elements (accepted: a "
+                "-1 whose other extents have a nonzero product dividing the element count; beside "
+                "a 0 extent it could be any value, as torch.reshape refuses)",
+            )
         dims[dims.index(-1)] = arr.size // known
         known = arr.size
     check_numel(op, dims, "shape")
@@ -585,10 +590,13 @@ def _index_range(op: str, index: Array, extent: int, axis: int) -> None:
     high = int(index.max())
     if low < 0 or high >= extent:
         bad = low if low < 0 else high
+        accepted = f"0 <= index < {extent}"
+        if extent == 0:
+            accepted = "no index value: the axis is empty, so only an empty index fits"
         raise _fail(
             op,
             f"index value {bad} is out of range for extent {extent} along axis {axis} "
-            f"(accepted: 0 <= index < {extent})",
+            f"(accepted: {accepted})",
         )
 
 

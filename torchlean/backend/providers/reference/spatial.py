@@ -662,11 +662,15 @@ def batch_norm_running_stats(
     variance (left folds over ``(N, *spatial)``, divided by ``count - 1``).
 
     x ``(N, C, *spatial)``, running_mean and running_var ``(C,)`` in x's dtype; returns new
-    ``(mean, var)`` arrays (the inputs are not modified).
+    ``(mean, var)`` arrays (the inputs are not modified).  With no value per channel (an empty
+    batch or spatial extent) there are no batch statistics and the update returns copies of the
+    running statistics unchanged, as PyTorch.
     Raises GuardError (:func:`check_batch_norm_running_stats`).
     """
     axes = check_batch_norm_running_stats(x, running_mean, running_var, momentum=momentum)
     count = math.prod(x.shape[a] for a in axes)
+    if count == 0:
+        return running_mean.copy(), running_var.copy()
     mean = fold_sum_axes(x, axes, keepdims=True) / _scalar(count, x)
     centred = x - mean
     var = fold_sum_axes(centred * centred, axes) / _scalar(count - 1, x)

@@ -3,16 +3,29 @@
 ``layer_norm``, ``batch_norm``, ``conv``, ``conv_transpose``, ``max_pool``, ``smooth_max_pool`` and
 ``avg_pool`` in :mod:`torchlean.backend.providers.reference.spatial` call their ``check_<op_label>``
 here before computing anything (their VJPs call it too, then check the cotangent).  A guard
-refuses bad input with :class:`~torchlean.backend.errors.GuardError`; the message starts with the
-op label, names the offending value and says what is accepted; a parameter of the wrong kind (a
-float, bool or string where an int or a real number is meant) raises its subclass
-:class:`~torchlean.backend.errors.GuardTypeError`, also a ``TypeError``.  Refused: arrays that are not
-numpy float32/float64 arrays, dtype mismatches between operands, empty arrays, wrong ranks (x is
-``(N, C, *spatial)`` with 1 to 3 spatial axes), channel counts that ``groups`` does not divide,
-window parameters out of range (stride < 1, padding < 0, dilation < 1, output_padding not below
-stride or dilation, pool padding above half the kernel), kernels larger than the padded input,
-pool windows that read padding only, element counts that overflow int64 (computed with Python
-ints), non-finite or zero smooth-max ``beta``, and out-of-range ``eps``/``momentum``.
+refuses bad input with :class:`~torchlean.backend.errors.GuardError`; the message starts with the op
+label, names the offending value and says what is accepted; a parameter of the wrong kind (a float,
+bool or string where an int or a real number is meant) raises its subclass
+:class:`~torchlean.backend.errors.GuardTypeError`, also a ``TypeError``. Refused: arrays that are
+not numpy float32/float64 arrays, dtype mismatches between operands, wrong ranks (x is
+``(N, C, *spatial)`` with 1 to 3 spatial axes), the empty axes PyTorch refuses (see below),
+channel counts that ``groups`` does not divide, window parameters out of range (stride < 1,
+padding < 0, dilation < 1, output_padding not below stride or dilation, pool padding above half
+the kernel), kernels larger than the padded input, pool windows that read padding only, element
+counts that overflow int64 (computed with Python ints), non-finite or zero smooth-max ``beta``,
+and out-of-range ``eps``/``momentum``.
+
+Zero-size inputs follow PyTorch (``torch.nn.functional``, observed on torch 2.13): an empty batch
+``N = 0`` is accepted by every op (the result is empty, parameter gradients are zeros: a left fold
+over nothing); convolutions then also accept empty spatial axes (the output size follows the
+usual formula), which they refuse for ``N >= 1``; pools refuse empty channel or spatial axes;
+convolution weights and biases have no empty axis; ``layer_norm`` accepts any empty axis;
+``batch_norm`` accepts an empty batch or spatial extent (0 values per channel; exactly 1 is still
+refused in training) and ``C = 0`` without affine weight and bias. Two refusals are kept where
+torch returns a result: a convolution input with ``C_in = 0`` (torch returns 0 output channels
+instead of ``C_out``, dropping the bias; pytorch/pytorch#56998 is open), and the argument checks
+(ranks, weight and statistic lengths) that torch skips for an empty ``batch_norm`` input but
+applies to every non-empty one.
 
 The window guards return a :class:`Window`, the validated per-axis geometry the kernel uses.
 
@@ -71,7 +84,13 @@ def _type_fail(op: str, message: str) -> GuardTypeError:
 
 
 def _array(op: str, name: str, value: object) -> Array:
-    arr = check_canonical_layout(value, op=op, name=name)
+    """An array operand in the canonical layout, of any shape (empty axes included)."""
+    return check_canonical_layout(value, op=op, name=name)
+
+
+def _full(op: str, name: str, value: object) -> Array:
+    """An array operand without empty axes (convolution weights, as PyTorch requires)."""
+    arr = _array(op, name, value)
     if arr.size == 0:
         raise _fail(op, f"{name} has shape {arr.shape} with an empty axis (accepted: every axis >= 1)")
     return arr
@@ -96,7 +115,7 @@ def _operand(op: str, name: str, value: object, x: Array, shape: tuple[int, ...]
 
 
 def _weight(op: str, w: object, x: Array, layout: str) -> Array:
-    arr = _array(op, "w", w)
+    arr = _full(op, "w", w)
     _same_dtype(op, "w", arr, x)
     if arr.ndim != x.ndim:
         raise _fail(
@@ -107,7 +126,10 @@ def _weight(op: str, w: object, x: Array, layout: str) -> Array:
     return arr
 
 
-def _channel_first(op: str, x: object) -> Array:
+def _channel_first(op: str, x: object, *, convolution: bool) -> Array:
+    """x ``(N, C, *spatial)`` with 1-3 spatial axes, any N (0 included) and C >= 1; spatial
+    extents >= 1, except that a convolution (``convolution=True``) of an empty batch accepts
+    empty spatial axes, as PyTorch ("Only zero batch or zero channel inputs are supported")."""
     arr = _array(op, "x", x)
     if not 3 <= arr.ndim <= 5:
         raise _fail(
@@ -115,6 +137,21 @@ def _channel_first(op: str, x: object) -> Array:
             f"x has rank {arr.ndim} with shape {arr.shape} (accepted: rank 3, 4 or 5, "
             "i.e. (N, C, *spatial) with 1 to 3 spatial axes)",
         )
+    n, c, spatial = arr.shape[0], arr.shape[1], arr.shape[2:]
+    if op == "conv" and c == 0:
+        raise _fail(
+            op,
+            f"x has shape {arr.shape} with 0 input channels (accepted: C_in >= 1; for C_in = 0 "
+            "PyTorch returns 0 output channels instead of C_out, dropping the bias, so torchlean "
+            "refuses it)",
+        )
+    if c == 0 or (0 in spatial and (n > 0 or not convolution)):
+        accepted = (
+            "C_in >= 1 and spatial extents >= 1 unless the batch N is 0, as PyTorch convolutions"
+            if convolution
+            else "C >= 1 and spatial extents >= 1; only the batch N may be 0, as PyTorch pools"
+        )
+        raise _fail(op, f"x has shape {arr.shape} with an empty axis (accepted: {accepted})")
     return arr
 
 
@@ -230,11 +267,13 @@ def check_conv(
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_out, C_in/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in and
     C_out; stride >= 1, padding >= 0, dilation >= 1 (int or one per axis); effective kernel no
-    larger than the padded input; padded input and output element counts within int64.
+    larger than the padded input; padded input and output element counts within int64.  Empty
+    axes: N may be 0, and then the spatial extents too (as PyTorch); C_in and every axis of w
+    and b are >= 1 (C_in = 0 is refused although torch returns a 0-channel result).
     Returns the :class:`Window`.  Raises :class:`GuardError`.
     """
     op = "conv"
-    xs = _channel_first(op, x)
+    xs = _channel_first(op, x, convolution=True)
     ws = _weight(op, w, xs, "(C_out, C_in/groups, *kernel)")
     g = _groups(op, groups, xs.shape[1])
     c_out = ws.shape[0]
@@ -279,12 +318,13 @@ def check_conv_transpose(
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in;
     stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``;
     a non-empty output ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``;
-    element counts within int64.  Returns the :class:`Window` of the adjoint convolution
-    (``input`` = this op's output extent, ``output`` = x's spatial extent).
+    element counts within int64.  Empty axes: N may be 0, and then the spatial extents too (as
+    PyTorch); C_in and every axis of w and b are >= 1.  Returns the :class:`Window` of the
+    adjoint convolution (``input`` = this op's output extent, ``output`` = x's spatial extent).
     Raises :class:`GuardError`.
     """
     op = "conv_transpose"
-    xs = _channel_first(op, x)
+    xs = _channel_first(op, x, convolution=True)
     ws = _weight(op, w, xs, "(C_in, C_out/groups, *kernel)")
     if ws.shape[0] != xs.shape[1]:
         raise _fail(
@@ -329,7 +369,7 @@ def check_conv_transpose(
 def _pool(
     op: str, x: object, kernel_size: object, stride: object, padding: object, dilation: object
 ) -> tuple[Array, Window]:
-    xs = _channel_first(op, x)
+    xs = _channel_first(op, x, convolution=False)
     nd = xs.ndim - 2
     kernel = _per_axis(op, "kernel_size", kernel_size, nd, 1)
     stride_t = kernel if stride is None else _per_axis(op, "stride", stride, nd, 1)
@@ -378,7 +418,8 @@ def check_max_pool(
 ) -> Window:
     """Guard of ``max_pool`` (``torch.nn.functional.max_pool1d/2d/3d`` rules, floor mode).
 
-    Accepted: x ``(N, C, *spatial)`` float32/float64 with 1-3 spatial axes; kernel_size >= 1,
+    Accepted: x ``(N, C, *spatial)`` float32/float64 with 1-3 spatial axes, N >= 0 and every
+    other extent >= 1 (as PyTorch pools); kernel_size >= 1,
     stride >= 1 (None = kernel_size), dilation >= 1, ``0 <= padding <= kernel_size // 2`` (int or
     one per axis); effective kernel no larger than the padded input; every window reading at
     least one input element; counts within int64.  Returns the :class:`Window`.
@@ -414,8 +455,9 @@ def check_layer_norm(
 ) -> tuple[int, ...]:
     """Guard of ``layer_norm`` (``torch.nn.functional.layer_norm`` rules).
 
-    Accepted: x float32/float64 of rank >= 1 without empty axes; ``1 <= normalized_ndim <= x.ndim``;
-    weight and bias None or of shape ``x.shape[-normalized_ndim:]`` in x's dtype; eps finite >= 0.
+    Accepted: x float32/float64 of rank >= 1, any axis possibly empty (as PyTorch: the result
+    is then empty); ``1 <= normalized_ndim <= x.ndim``; weight and bias None or of shape
+    ``x.shape[-normalized_ndim:]`` in x's dtype; eps finite >= 0.
     Returns the normalised axes (the trailing ``normalized_ndim`` axes).  Raises :class:`GuardError`.
     """
     op = "layer_norm"
@@ -447,12 +489,15 @@ def _batch_channels(op: str, x: object, stats: Sequence[tuple[str, object]]) -> 
 
 
 def _batch_count(op: str, xs: Array) -> None:
-    count = xs.size // xs.shape[1]
-    if count < 2:
+    """Refuse exactly one value per channel in training (PyTorch's rule: none is accepted, the
+    statistics of an empty channel are never read)."""
+    count = math.prod(xs.shape[:1] + xs.shape[2:])
+    if count == 1:
         raise _fail(
             op,
             f"batch statistics of x with shape {xs.shape} have {count} value per channel "
-            "(accepted: N * prod(spatial) >= 2 values per channel, as PyTorch in training)",
+            "(accepted: N * prod(spatial) >= 2 values per channel, or 0 for an empty batch, as "
+            "PyTorch in training)",
         )
 
 
@@ -468,14 +513,22 @@ def check_batch_norm(
 ) -> tuple[int, ...]:
     """Guard of ``batch_norm`` (``torch.nn.functional.batch_norm`` rules, channel axis 1).
 
-    Accepted: x ``(N, C, *spatial)`` float32/float64 of rank >= 2 without empty axes; weight, bias,
-    running_mean, running_var None or ``(C,)`` in x's dtype; ``training`` a bool; in training at
-    least 2 values per channel; in eval both running statistics given; eps finite >= 0.
+    Accepted: x ``(N, C, *spatial)`` float32/float64 of rank >= 2; weight, bias, running_mean,
+    running_var None or ``(C,)`` in x's dtype; ``training`` a bool; in training not exactly 1
+    value per channel (``N * prod(spatial)`` may be 0: an empty batch or spatial extent gives an
+    empty result, as PyTorch); ``C = 0`` only without weight and bias (PyTorch raises there);
+    in eval both running statistics given; eps finite >= 0.
     Returns the reduced axes ``(0, 2, 3, ...)``.  Raises :class:`GuardError`.
     """
     op = "batch_norm"
     named = (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var))
     xs = _batch_channels(op, x, named)
+    if xs.shape[1] == 0 and (weight is not None or bias is not None):
+        raise _fail(
+            op,
+            f"x has shape {xs.shape} with 0 channels and an affine weight or bias (accepted: C >= 1, "
+            "or C = 0 with weight and bias None, as PyTorch)",
+        )
     if not isinstance(training, bool):
         raise _type_fail(op, f"training must be a bool, got training={training!r}")
     if training:
@@ -495,8 +548,9 @@ def check_batch_norm(
 def check_batch_norm_running_stats(
     x: object, running_mean: object, running_var: object, *, momentum: object = 0.1
 ) -> tuple[int, ...]:
-    """Guard of ``batch_norm_running_stats``: x as :func:`check_batch_norm` in training, both
-    running statistics ``(C,)`` arrays in x's dtype, ``0 <= momentum <= 1``.
+    """Guard of ``batch_norm_running_stats``: x as :func:`check_batch_norm` in training (no
+    values per channel accepted: the update then leaves the statistics unchanged), both running
+    statistics ``(C,)`` arrays in x's dtype, ``0 <= momentum <= 1``.
     Returns the reduced axes.  Raises :class:`GuardError`.
     """
     op = "batch_norm"
