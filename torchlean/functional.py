@@ -54,7 +54,8 @@ cross-entropy op):
 
 * ``div(a, b)`` → ``inv`` then ``mul`` (by a number that is finite and nonzero with a finite
   reciprocal in the tensor's dtype: ``scale`` by its reciprocal; by zero, ``±inf`` or ``nan``,
-  ``inv`` of the constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch);
+  ``inv`` of the constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch; by
+  divisors whose reciprocal overflows, ``mul`` by exact powers of two around them first);
 * ``neg(x)`` → ``scale`` by -1; ``mul`` by a finite number → ``scale``, by ``±inf`` or ``nan``
   (which ``scale`` refuses) → ``mul`` with a constant tensor, so the values are torch's;
 * ``x[i]`` (an integer index) → ``slice`` then ``reshape``; ``None`` in an index → ``reshape``;
@@ -406,8 +407,15 @@ def div(a: Operand, b: Operand) -> Tensor:
     ``a``'s dtype. Results may differ from ``torch.div`` in the last bit (``a * (1/b)`` rounds
     twice). Division by any other number (0, ``±inf``, ``nan``, or one that overflows the dtype)
     records ``inv`` of the constant then ``mul`` (``±inf``, or ``nan`` for ``0/0``, ``x/nan`` and
-    ``inf/inf``, as ``torch.div``). One difference remains: a divisor so small that its
-    reciprocal overflows the dtype (a subnormal) gives ``nan`` for ``0 / b``, where torch gives 0.
+    ``inf/inf``, as ``torch.div``). When some nonzero divisor is so small that its reciprocal
+    overflows the dtype (a float32 below about 2.9e-39, a float64 below about 5.6e-309: the
+    subnormals), the quotient is ``(a * s) * inv(b * s)`` with ``s`` a constant power of two
+    (``2**64`` for float32, ``2**512`` for float64) at those divisors and 1 elsewhere, so it stays
+    finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``); the products by ``s``
+    are exact, and ``mul`` is recorded three times. Gradients are those of the recorded ops: the
+    divisor's (``-a/b**2``) goes through ``inv``'s VJP ``-g/(b*s)**2``, so it is ``±inf``, or NaN
+    for ``a == 0``, where ``(b*s)**2`` underflows, as for ``x * torch.reciprocal(b)``. Checking
+    the divisors reads them (for CUDA storage, a mask copied to the host per division).
 
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x / 10**400``).
@@ -417,7 +425,23 @@ def div(a: Operand, b: Operand) -> Tensor:
         if divisor != 0 and _finite_in(divisor, a) and _finite_in(1.0 / divisor, a):
             return scale(a, 1.0 / divisor)
     x, y = _pair(a, b)
-    return mul(x, inv(y))
+    rescale = _reciprocal_rescale(y)
+    if rescale is None:
+        return mul(x, inv(y))
+    return mul(mul(x, rescale), inv(mul(y, rescale)))
+
+
+def _reciprocal_rescale(y: Tensor) -> Tensor | None:
+    """For :func:`div`: ``None`` when no nonzero entry of ``y`` has a reciprocal that overflows
+    its dtype (always for integer dtypes), else a constant of ``y``'s shape, dtype and device
+    holding ``2**(maxexp // 2)`` (``2**64`` for float32, ``2**512`` for float64) at those
+    entries and 1 elsewhere: multiplying by it is exact and brings each such divisor into the
+    range whose reciprocal is finite."""
+    overflows = storage.reciprocal_overflows(y._data)
+    if not overflows.any():
+        return None
+    factor = 2.0 ** (np.finfo(y.dtype).maxexp // 2)
+    return _constant(np.where(overflows, factor, 1.0).astype(y.dtype), y)
 
 
 def _finite_in(value: float, like: Tensor) -> bool:

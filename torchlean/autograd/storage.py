@@ -40,6 +40,7 @@ __all__ = [
     "is_host",
     "like",
     "numpy_dtype",
+    "reciprocal_overflows",
     "to_host",
 ]
 
@@ -84,6 +85,23 @@ def to_host(data: Storage) -> npt.NDArray[Any]:
         return data
     host: npt.NDArray[Any] = data.detach().to("cpu", copy=True).numpy()
     return host
+
+
+def reciprocal_overflows(data: Storage) -> npt.NDArray[np.bool_]:
+    """A host bool array of ``data``'s shape: True at the nonzero entries whose reciprocal
+    overflows their floating dtype (the subnormals below ``1 / finfo.max``); all False for
+    integer storage. For torch storage the test runs on its device and only the mask is copied."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind != "f":
+            return np.zeros(data.shape, dtype=np.bool_)
+        with np.errstate(divide="ignore", over="ignore"):
+            mask: npt.NDArray[np.bool_] = np.isinf(np.reciprocal(data)) & (data != 0)
+        return mask
+    import torch
+
+    if not data.dtype.is_floating_point:
+        return np.zeros(tuple(data.shape), dtype=np.bool_)
+    return to_host(torch.isinf(torch.reciprocal(data)) & (data != 0))
 
 
 def host_tensor(array: npt.NDArray[Any]) -> torch.Tensor:
