@@ -27,7 +27,9 @@ float64, so a column beyond float32's range loads under float32 as long as each 
 regression target's) train-split mean and standard deviation are finite in float64 and the
 standardised features fit ``dtype`` (refused by column otherwise). Classification labels may be
 numbers or non-blank strings and are mapped to ``0 .. n_classes - 1`` in sorted order (names kept
-in ``class_names``); a single class is refused, in the file or in the train split, as
+in ``class_names``); finite numbers are classes by exact value, so ``1``, ``1.0``, ``01``, ``+1``
+and ``1e0`` are one class, named ``1`` (a non-integer class is named by its first spelling in the
+file); a single class is refused, in the file or in the train split, as
 scikit-learn classifiers refuse it. The task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
@@ -48,6 +50,7 @@ import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -502,20 +505,28 @@ def _labels(
             f"{file}: line {first_line + blank}, column {column}: not a class label: {cells[blank]!r} "
             "(accepted: a number or a non-blank name)"
         )
-    if all(numeric):
-        keys = sorted(set(labels), key=float)
-        classes = tuple(_plain(v) for v in keys)
-        index = {v: i for i, v in enumerate(keys)}
+    values = [_exact(v) for v in labels]
+    if all(value is not None for value in values):
+        # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1)
+        spelling: dict[Fraction, str] = {}
+        for v, value in zip(labels, values, strict=True):
+            assert value is not None
+            spelling.setdefault(value, v)
+        by_value = sorted(spelling)
+        classes = tuple(_class_name(spelling[value], value) for value in by_value)
+        position = {value: i for i, value in enumerate(by_value)}
+        ids = [position[value] for value in values if value is not None]
     else:
         keys = sorted(set(labels))
         classes = tuple(keys)
         index = {v: i for i, v in enumerate(keys)}
+        ids = [index[v] for v in labels]
     if len(classes) == 1:
         raise DataError(
             f"{file}: label column {column}: all {len(labels)} labels are {classes[0]!r}, a single class "
             "(accepted: at least two classes for classification)"
         )
-    return np.asarray([index[v] for v in labels], dtype=np.int64), classes, "classification"
+    return np.asarray(ids, dtype=np.int64), classes, "classification"
 
 
 def targets(
@@ -546,12 +557,15 @@ def class_ids(
     Raises:
         UnknownLabelError: the first cell that names no class, naming the known classes.
     """
-    numeric = all(_is_number(c) for c in classes)
-    index: dict[str | float, int] = {(float(c) if numeric else c): i for i, c in enumerate(classes)}
+    exact = [_exact(c) for c in classes]
+    numeric = all(value is not None for value in exact)
+    index: dict[str | Fraction | None, int] = {
+        (value if numeric else c): i for i, (c, value) in enumerate(zip(classes, exact, strict=True))
+    }
     ids = np.empty(len(cells), dtype=np.int64)
     for r, cell in enumerate(cells):
         value = cell.strip()
-        found = index.get(float(value) if numeric and _is_number(value) else value)
+        found = index.get(_exact(value) if numeric and _exact(value) is not None else value)
         if found is None:
             raise UnknownLabelError(
                 f"{source}: line {first_line + r}, column {column}: unknown class label {value!r} "
@@ -566,9 +580,17 @@ def _integral(cell: str) -> bool:
     return math.isfinite(value) and value == int(value)
 
 
-def _plain(cell: str) -> str:
-    value = float(cell)
-    return str(int(value)) if _integral(cell) else cell
+def _exact(cell: str) -> Fraction | None:
+    """The exact value of a finite number cell (``1e3``, ``+01``, ``0.10``), else ``None``."""
+    if not _is_number(cell) or not math.isfinite(float(cell)):
+        return None
+    return Fraction(cell.strip())
+
+
+def _class_name(cell: str, value: Fraction) -> str:
+    """The name of a numeric class: the integer (``1.0``, ``+1``, ``1e0`` → ``1``) or the label's
+    first spelling in the file."""
+    return str(value.numerator) if value.denominator == 1 else cell
 
 
 # ------------------------------------------------------------------------------- split and scaling

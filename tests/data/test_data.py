@@ -149,6 +149,25 @@ def test_csv_without_header_label_by_index(tmp_path: Path) -> None:
     assert (d.task, d.n_classes, d.class_names) == ("classification", 3, ("0", "1", "2"))
 
 
+def test_numeric_class_labels_are_classes_by_exact_value(tmp_path: Path) -> None:
+    # one number written several ways is one class; 2**64 and 2**64 + 1 are equal as float64 but two classes
+    spellings = ["0", "0.0", "1", "1.0", "01", "+1", "1e0", "-0", str(2**64), str(2**64 + 1)]
+    lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(spellings * 2)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), test_fraction=0.25, seed=0)
+    assert d.task == "classification"
+    assert d.class_names == ("0", "1", str(2**64), str(2**64 + 1))
+    ids = np.concatenate([d.y_train, d.y_test])
+    assert sorted(ids.tolist()) == sorted([0, 0, 1, 1, 1, 1, 1, 0, 2, 3] * 2)
+    table = data.read_csv(tmp_path / "table.csv")
+    _, cells = table.columns(1)
+    assert cells is not None
+    expected = [0, 0, 1, 1, 1, 1, 1, 0, 2, 3] * 2
+    assert data.class_ids("table.csv", "y", cells, d.class_names, first_line=2).tolist() == expected
+    halves = ["a,y"] + [f"{i},{label}" for i, label in enumerate(["0.5", "1.50", "0.50", "1.5"] * 3)]
+    forced = data.load(_write(tmp_path, "\n".join(halves), "halves.csv"), task="classification", seed=0)
+    assert forced.class_names == ("0.5", "1.50")  # a non-integer class keeps its first spelling
+
+
 def test_csv_regression_inferred_and_forced(tmp_path: Path) -> None:
     lines = ["a,b,y"] + [f"{i},{i * i},{i * 0.25}" for i in range(10)]
     d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)
