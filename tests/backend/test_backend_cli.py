@@ -280,3 +280,14 @@ def test_version_names_torchlean_numpy_and_torch(capsys: pytest.CaptureFixture[s
         f"torch {metadata.version('torch')})\n"
     )
     assert capsys.readouterr().out == expected
+
+
+def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, err = run(capsys, "explain", "--profile", "checked_cpu", "relu", "matmul")
+    assert (status, out) == (2, "")
+    assert err == "error: unrecognized arguments: matmul (torchlean explain --help lists the accepted ones)\n"
+    status, out, err = run(capsys, "--bogus")
+    assert (status, out) == (2, "")
+    assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"

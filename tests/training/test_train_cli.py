@@ -324,7 +324,10 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             "error: dataset name is empty (accepted: a shipped dataset name (digits | iris | breast_cancer | "
             "wine | diabetes) or a path to a .csv file)",
         ),
-        (["--no-such-flag"], "error: unrecognized arguments: --no-such-flag"),
+        (
+            ["--no-such-flag"],
+            "error: unrecognized arguments: --no-such-flag (torchlean train --help lists the accepted ones)",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):

@@ -89,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 2 (``torchlean --help`` prints the help, exit status 0).
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = getattr(args, "command", None)
+        where = f"torchlean {command} --help" if command else "torchlean --help"
+        parser.error(f"unrecognized arguments: {' '.join(extras)} ({where} lists the accepted ones)")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.error(

@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
         help="plan, group and accept a model's canonical IR graph",
         description="Lower a model to the canonical IR and show its kernel plan, groups and acceptance.",
     )
-    parser.add_argument("--profile", default="checked_cpu", help=f"{' | '.join(profiles.names())}")
+    parser.add_argument("--profile", default="checked_cpu",
+                        help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--mlp", type=_widths, default=None, metavar="W0,W1,...",
                        help="an MLP with these layer widths and relu between layers (default: 4,8,1)")
