@@ -39,6 +39,11 @@ TL_DEVICE T neg_inf() {
 }
 
 template <class T>
+TL_DEVICE T quiet_nan() {
+  return static_cast<T>(NAN);
+}
+
+template <class T>
 TL_DEVICE bool is_nan(T x) {
   return x != x;
 }
@@ -476,16 +481,24 @@ TL_GLOBAL void hard_masked_softmax_forward_kernel(const T* __restrict__ x,
   const unsigned char* mr = mask + (row % mask_rows) * n;
   T* yr = y + row * n;
 
+  // Running (max, sum of exp(x - max)) over the lane's allowed entries.  An allowed NaN or +inf
+  // makes the two-pass sum NaN (exp(NaN) or exp(inf - inf) enters it), so it poisons l at once:
+  // every allowed weight of the row is then NaN, as torchlean.spec.hard_masked_softmax, however
+  // the entries are spread over the lanes.  A row whose allowed entries are all -inf keeps
+  // (m, l) = (-inf, 0) and gives exp(-inf - -inf) / 0 = NaN there too.
   T m = neg_inf<T>();
   T l = T(0);
   for (std::int64_t j = lane; j < n; j += kWarpSize) {
     if (mr[j] == 0) continue;  // blocked: never read
     const T value = xr[j];
-    if (value > m) {
+    if (is_nan(value) || value == -neg_inf<T>()) {
+      m = value;
+      l = quiet_nan<T>();
+    } else if (value > m) {
       l = (m == neg_inf<T>() ? T(0) : l * tl_exp(m - value)) + T(1);
       m = value;
     } else if (value != neg_inf<T>()) {
-      l += tl_exp(value - m);  // NaN propagates through here
+      l += tl_exp(value - m);  // NaN once l or m is NaN
     }
   }
   for (int offset = 16; offset > 0; offset >>= 1) {

@@ -277,6 +277,26 @@ struct FoldedPool {
   std::vector<std::int64_t> out_shape;  // leading + output spatial shape
 };
 
+// A window made of padding only (possible when the dilation exceeds the input extent) is refused,
+// as reference.spatial_guards: ATen's max pool backward then scatters to an index outside the
+// input.  With padding <= kernel / 2 only such axes can have one, and they have few windows.
+void check_windows_read_input(const char* op, std::int64_t ax, std::int64_t in, std::int64_t kernel,
+                              std::int64_t stride, std::int64_t padding, std::int64_t dilation,
+                              std::int64_t out) {
+  if (dilation <= in) return;
+  for (std::int64_t o = 0; o < out; ++o) {
+    bool reads = false;
+    for (std::int64_t t = 0; t < kernel && !reads; ++t) {
+      const std::int64_t pos = o * stride + t * dilation - padding;
+      reads = pos >= 0 && pos < in;
+    }
+    TORCH_CHECK_VALUE(reads, "torchlean_native_ext.", op, ": window ", o, " on spatial axis ", ax,
+                      " covers only padding (input size ", in, ", kernel ", kernel, ", dilation ",
+                      dilation, ", padding ", padding,
+                      "); accepted: geometries where every window reads an input element");
+  }
+}
+
 FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, const Ints& stride,
                      const Ints& padding, const Ints& dilation) {
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
@@ -309,8 +329,9 @@ FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, co
     const std::int64_t in = x.size(x.dim() - rank + ax);
     TORCH_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
                       ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
-    folded.out_shape.push_back(
-        window_out(op, ax, in, kernel[i], stride[i], padding[i], dilation[i]));
+    const std::int64_t out = window_out(op, ax, in, kernel[i], stride[i], padding[i], dilation[i]);
+    check_windows_read_input(op, ax, in, kernel[i], stride[i], padding[i], dilation[i], out);
+    folded.out_shape.push_back(out);
     in_shape.push_back(in);
   }
   folded.input = x.reshape(in_shape);
@@ -525,7 +546,8 @@ Tensor relu_forward(const Tensor& x) {
 Grads relu_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
   check_unary_backward("relu_backward", g, x, out);
   c10::DeviceGuard guard(x.device());
-  return one(at::where(x > 0, g, at::zeros({}, g.options())));
+  // torch's threshold_backward(g, out, 0): 0 where out <= 0, else g (so g at a NaN input)
+  return one(at::where(out <= 0, at::zeros({}, g.options()), g));
 }
 
 void check_gelu_mode(const char* op, const std::string& approximate) {
@@ -639,16 +661,17 @@ Grads clamp_backward(const Tensor& g, const Tensor& x, const Tensor& out, double
   return one(at::where(x.ge(lo).logical_and(x.le(hi)), g, at::zeros({}, g.options())));
 }
 
-// d max(a, b): the larger input receives g, ties split it evenly (PyTorch's rule).
+// d max(a, b) (PyTorch's maximum/minimum backward): ties split g evenly, the loser gets 0 and
+// every other entry g, so a NaN comparison (neither side loses) gives g to both operands.
 Grads extremum_backward(const at::Tensor& g, const at::Tensor& a, const at::Tensor& b,
                         bool is_max) {
   const at::Tensor zero = at::zeros({}, g.options());
-  const at::Tensor a_wins = is_max ? a.gt(b) : a.lt(b);
-  const at::Tensor b_wins = is_max ? b.gt(a) : b.lt(a);
+  const at::Tensor a_loses = is_max ? a.lt(b) : a.gt(b);
+  const at::Tensor b_loses = is_max ? b.lt(a) : b.gt(a);
   const at::Tensor tie = a.eq(b);
   const at::Tensor half = g * 0.5;
-  const at::Tensor ga = at::where(a_wins, g, at::where(tie, half, zero));
-  const at::Tensor gb = at::where(b_wins, g, at::where(tie, half, zero));
+  const at::Tensor ga = at::where(tie, half, at::where(a_loses, zero, g));
+  const at::Tensor gb = at::where(tie, half, at::where(b_loses, zero, g));
   return {reduce_to(ga, a, g), reduce_to(gb, b, g)};
 }
 
@@ -774,7 +797,7 @@ Tensor inv_forward(const Tensor& x) {
 Grads inv_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
   check_unary_backward("inv_backward", g, x, out);
   c10::DeviceGuard guard(x.device());
-  return one(-g * out * out);
+  return one(-g * (out * out));  // torch's grouping: 0 * (out^2 = inf) is NaN, as torch
 }
 
 void check_eps(const char* op, double eps) {
@@ -1619,12 +1642,32 @@ Grads max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   return one(gx.reshape(x.sizes()).contiguous());
 }
 
+// ATen's avg_pool3d (CPU and CUDA) refuses an unpadded spatial extent below the kernel size
+// (pool3d_shape_check with check_input_size); the 1-d and 2-d pools accept it.  Refused here as
+// an argument error (GuardError on the Python side), as reference.spatial_guards.check_avg_pool.
+namespace {
+void check_avg_pool3d_input(const char* op, const at::Tensor& x, const Ints& kernel) {
+  const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
+  if (rank != 3) return;
+  for (std::int64_t ax = 0; ax < rank; ++ax) {
+    const std::int64_t in = x.size(x.dim() - rank + ax);
+    TORCH_CHECK_VALUE(in >= kernel[static_cast<std::size_t>(ax)], "torchlean_native_ext.", op,
+                      ": x of shape ", shape_text(x.sizes()), " has spatial extent ", in,
+                      " on spatial axis ", ax, ", smaller than kernel_size ",
+                      kernel[static_cast<std::size_t>(ax)],
+                      " (accepted for a 3-d average pool: every unpadded spatial extent >= "
+                      "kernel_size, as torch.nn.functional.avg_pool3d)");
+  }
+}
+}  // namespace
+
 Tensor avg_pool_forward(const Tensor& x, const Ints& kernel, const Ints& stride,
                         const Ints& padding) {
   constexpr const char* op = "avg_pool_forward";
   check_float(op, "x", x);
   const Ints dilation(kernel.size(), 1);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
+  check_avg_pool3d_input(op, x, kernel);
   c10::DeviceGuard guard(x.device());
   if (x.numel() == 0) return at::empty(f.out_shape, x.options());
   // zero padding counts in the divisor (anchor-runtime.md 4.3)
@@ -1643,6 +1686,7 @@ Grads avg_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   check_like(op, "out", out, "x", x);
   const Ints dilation(kernel.size(), 1);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
+  check_avg_pool3d_input(op, x, kernel);
   TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
                     ": g has shape ", shape_text(g.sizes()), "; expected ",
                     shape_text(f.out_shape));

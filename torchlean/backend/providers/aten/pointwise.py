@@ -21,7 +21,8 @@ bit; transcendental functions (exp, log, tanh, erfc, ...) and torch's vectorised
 may differ from numpy's by an ulp or a few, and the sign of a zero result may differ (torch's
 ``relu(-0.0)`` is ``-0.0``, its ``maximum`` picks either zero of a ``±0`` tie) — the differential
 suites bound these differences. NaN propagates exactly where the reference propagates it, in
-values and in gradients (``abs``' gradient at NaN is NaN, ``relu``'s is 0).
+values and in gradients, which follow torch autograd's rules (at a NaN input ``abs``' gradient
+is ``g * sign(NaN) = g * 0`` and ``relu``'s is ``g``).
 """
 
 from __future__ import annotations
@@ -253,15 +254,14 @@ def abs(x: Array) -> Array:  # the op label is `abs`
 
 
 def abs_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`abs`: ``g * sign(x)``, 0 at ``x == 0`` and NaN at ``x`` NaN (numpy's sign, as
-    the reference; torch's own ``sign`` would give 0 there)."""
+    """VJP of :func:`abs`: ``g * sign(x)`` with ``torch.sign`` (0 at ``x == 0`` and at NaN ``x``),
+    torch's ``abs`` backward and the reference rule."""
     import torch
 
     guards.check_abs(x)
     check_vjp("abs", g, out, x.shape, x.dtype)
     tg, tx = aten_guards.check_aten_layout("abs", g, x)
-    sign = torch.sign(tx).masked_fill_(torch.isnan(tx), math.nan)
-    return (host(sign.mul_(tg)),)
+    return (host(torch.sign(tx).mul_(tg)),)
 
 
 def sqrt(x: Array) -> Array:
@@ -293,14 +293,14 @@ def relu(x: Array) -> Array:
 
 
 def relu_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`relu`: ``g`` where ``out > 0`` else 0 (gradient 0 at 0 and at NaN, the
-    reference's rule), by ``threshold_backward`` on ``out`` with NaN mapped to 0."""
+    """VJP of :func:`relu`: 0 where ``out <= 0``, else ``g`` (``g`` at a NaN input), by torch's
+    own rule ``threshold_backward(g, out, 0)``, the reference's."""
     import torch
 
     guards.check_relu(x)
     check_vjp("relu", g, out, x.shape, x.dtype)
     tg, to = aten_guards.check_aten_layout("relu", g, out)
-    return (host(torch.ops.aten.threshold_backward(tg, torch.nan_to_num(to, nan=0.0), 0)),)
+    return (host(torch.ops.aten.threshold_backward(tg, to, 0)),)
 
 
 def _normal_cdf(tx: torch.Tensor) -> torch.Tensor:

@@ -284,7 +284,8 @@ def relu_forward(x: Tensor) -> Tensor:
 
 
 def relu_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
-    """``g`` where ``x > 0``, else 0 (selected, so a non-finite g at x <= 0 stays out)."""
+    """0 where ``out <= 0``, else ``g`` (torch's ``threshold_backward`` on the result: ``g`` at a
+    NaN input; selected, so a non-finite g at x <= 0 stays out)."""
     _check("relu", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("relu"):
         return _grads(_native.relu_backward(g, x, out))
@@ -365,7 +366,8 @@ def max_forward(a: Tensor, b: Tensor) -> Tensor:
 
 
 def max_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
-    """g to the larger input; ties split g evenly (PyTorch's rule); summed back to each shape."""
+    """g to the larger input; ties split g evenly, a NaN comparison gives g to both (PyTorch's
+    rule); summed back to each shape."""
     _check("max", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
     with _launch("max"):
         return _grads(_native.max_backward(g, a, b, out))
@@ -379,7 +381,8 @@ def min_forward(a: Tensor, b: Tensor) -> Tensor:
 
 
 def min_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
-    """g to the smaller input; ties split g evenly (PyTorch's rule); summed back to each shape."""
+    """g to the smaller input; ties split g evenly, a NaN comparison gives g to both (PyTorch's
+    rule); summed back to each shape."""
     _check("min", {"g": g, "a": a, "b": b, "out": out}, **_binary_rules())
     with _launch("min"):
         return _grads(_native.min_backward(g, a, b, out))
@@ -434,7 +437,7 @@ def abs_forward(x: Tensor) -> Tensor:
 
 
 def abs_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
-    """``g * sign(x)`` (0 at x = 0)."""
+    """``g * sign(x)`` with torch's ``sign`` (0 at x = 0 and at NaN x, as torch's abs backward)."""
     _check("abs", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("abs"):
         return _grads(_native.abs_backward(g, x, out))
@@ -560,7 +563,7 @@ def inv_forward(x: Tensor) -> Tensor:
 
 
 def inv_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
-    """``-g * out**2``."""
+    """``-g * (out * out)`` (torch's grouping: ``0 * inf`` is NaN where ``out**2`` overflows)."""
     _check("inv", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("inv"):
         return _grads(_native.inv_backward(g, x, out))

@@ -11,9 +11,12 @@ Oracles, all independent of the extension:
 Inputs are drawn in float64, rounded to the tested dtype, and the oracle runs on the rounded
 values, so an error measures only the kernel's arithmetic. The error of a result is
 ``max|native - oracle| / max(max|oracle|, 1)``; a result passes below :data:`TOLERANCE` for its
-dtype (float32 ``1e-5``, float64 ``1e-10``); the seeded sources must match bit for bit. Cases
-include fully blocked rows and NaN/inf at blocked positions for ``hard_masked_softmax`` and
-attention (the native results must then also be finite and equal the oracle's), and attention at
+dtype (float32 ``1e-5``, float64 ``1e-10``), NaN positions must be the oracle's; the seeded
+sources must match bit for bit. Cases include fully blocked rows and NaN/inf at blocked positions
+for ``hard_masked_softmax`` and attention (the native results must then also be finite and equal
+the oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights on that row,
+exact zeros at its blocked entries), NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
+and ``min`` (torch autograd's gradient rules, which the reference follows), and attention at
 the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
 (256, whose float64 backward runs on the smaller tile). On CUDA each case ends with a device
 synchronisation inside its error handling, so an asynchronous kernel fault is recorded against
@@ -344,6 +347,36 @@ def _masked_scores(r: np.random.Generator) -> Inputs:
     return Inputs((x, mask), finite=True)
 
 
+def _masked_non_finite(r: np.random.Generator) -> Inputs:
+    """Rows of 70 scores (several per lane of the one-warp-per-row kernel) whose ALLOWED entries
+    hold NaN or ±inf: the allowed weights of such a row are NaN (the row's sum is NaN) and its
+    blocked weights exactly 0, as the reference and ``torchlean.spec``."""
+    x = _normal(r, 6, 70) * 3.0
+    mask = r.random((6, 70)) < 0.6
+    mask[:, 3] = mask[:, 35] = True  # columns 3 and 35 share a lane
+    x[0, 3] = np.nan  # an allowed NaN read before a finite entry of its lane
+    x[1, 10] = np.inf
+    x[2][mask[2]] = -np.inf  # every allowed entry -inf
+    x[3, 3] = x[3, 35] = -np.inf  # weight 0 beside finite entries
+    mask[4] = False
+    x[4] = np.nan  # a fully blocked row
+    x[5][~mask[5]] = np.inf  # non-finite at blocked entries only: a finite row
+    return Inputs((x, mask))
+
+
+def _special_values(r: np.random.Generator, *shape: int) -> Array:
+    """Entries from NaN, ±inf, ±0 and a few finite values, in random order."""
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0, 0.25])
+    return r.choice(values, shape)
+
+
+def _special_pairs(r: np.random.Generator) -> Inputs:
+    """Every pair of special values (ties, NaN and infinite comparisons) for max/min."""
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0])
+    a, b = np.meshgrid(values, values)
+    return Inputs((a.copy(), b.copy()))
+
+
 def _attention(
     batch: tuple[int, ...],
     nq: int,
@@ -428,17 +461,21 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase("linear", "no-bias", lambda r: Inputs((_normal(r, 5, 6), _normal(r, 4, 6), None))),
     ParityCase("mse_loss", "matrix", lambda r: Inputs((_normal(r, 4, 5), _normal(r, 4, 5)))),
     *_unary("relu", _away_from_zero),
+    ParityCase("relu", "special-values", lambda r: Inputs((_special_values(r, 40),))),
     *_unary("gelu"),
     *_binary("add"),
     *_binary("sub"),
     *_binary("mul"),
     *_unary("scale", factor=-1.75),
     *_unary("abs", _away_from_zero),
+    ParityCase("abs", "special-values", lambda r: Inputs((_special_values(r, 40),))),
     *_unary("sqrt", _positive),
     ParityCase("clamp", "bounds", lambda r: Inputs((_clamp_input(r, 5, 7),), {"lo": -0.5, "hi": 0.5})),
     ParityCase("max", "no-ties", _distinct_pair),
     ParityCase("max", "broadcast", lambda r: Inputs((_normal(r, 3, 4), _normal(r, 4) + 0.001))),
     ParityCase("min", "no-ties", _distinct_pair),
+    ParityCase("max", "special-values", _special_pairs),
+    ParityCase("min", "special-values", _special_pairs),
     *_unary("sigmoid"),
     *_unary("tanh"),
     ParityCase("softplus", "wide", lambda r: Inputs((r.uniform(-30.0, 30.0, (6, 7)),))),
@@ -447,12 +484,14 @@ CASES: tuple[ParityCase, ...] = (
     *_unary("cos"),
     *_unary("log", _positive),
     *_unary("inv", _away_from_zero),
+    ParityCase("inv", "special-values", lambda r: Inputs((_special_values(r, 40),))),
     *_unary("safe_log", eps=1e-3),
     ParityCase("log_softmax", "last", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": -1})),
     ParityCase("log_softmax", "middle", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": 1})),
     ParityCase("softmax", "last", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": -1})),
     ParityCase("softmax", "first", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": 0})),
     ParityCase("hard_masked_softmax", "blocked-rows-nan", _masked_scores),
+    ParityCase("hard_masked_softmax", "allowed-non-finite", _masked_non_finite),
     ParityCase(
         "hard_masked_softmax",
         "shared-mask",

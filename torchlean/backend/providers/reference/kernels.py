@@ -186,10 +186,13 @@ def abs(x: Array) -> Array:  # the op label is `abs`
 
 @ieee
 def abs_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`abs`: ``g * sign(x)`` (0 at ``x == 0``, as torch)."""
+    """VJP of :func:`abs`: ``g * sign(x)`` with ``sign`` 0 at ``x == 0`` and at NaN ``x``, as
+    torch's ``abs`` backward ``g * sgn(x)`` (``torch.sign(nan)`` is 0, numpy's ``sign(nan)`` NaN);
+    so the gradient at a NaN input is ``g * 0``: 0, or NaN for a non-finite ``g``."""
     guards.check_abs(x)
     _check_vjp("abs", g, out, x.shape, x.dtype)
-    return (_arr(g * np.sign(x)),)
+    sign = np.where(np.isnan(x), x.dtype.type(0), np.sign(x))
+    return (_arr(g * sign),)
 
 
 @ieee
@@ -216,10 +219,11 @@ def relu(x: Array) -> Array:
 
 @ieee
 def relu_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`relu`: ``g`` where ``out > 0`` else 0 (gradient 0 at 0, as torch)."""
+    """VJP of :func:`relu`: 0 where ``out <= 0``, else ``g`` (torch's ``threshold_backward`` on
+    the result): gradient 0 at 0 and below, ``g`` at a NaN input (``NaN <= 0`` is false)."""
     guards.check_relu(x)
     _check_vjp("relu", g, out, x.shape, x.dtype)
-    return (_arr(np.where(out > 0, g, g.dtype.type(0))),)
+    return (_arr(np.where(out <= 0, g.dtype.type(0), g)),)
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -465,7 +469,10 @@ def _hard_masked_core(scores: Array, allowed: Array, axis: int) -> Array:
 
     Per row: ``m`` = max over allowed entries; numerator ``exp(s - m)`` at allowed entries and
     exactly 0 at blocked ones (selected with ``np.where``, so a NaN/inf score at a blocked entry is
-    never read into arithmetic that reaches the output); weights = numerator / left-fold sum.
+    never read into arithmetic that reaches the output); weights = numerator / left-fold sum at
+    allowed entries, and the quotient is selected again so that blocked entries stay exactly 0
+    when the row's sum is NaN (an allowed NaN or +inf score, or every allowed score -inf: the
+    allowed weights are then NaN, as ``torchlean.spec.hard_masked_softmax``).
     Fully blocked rows give zeros (anchor-runtime.md §5.2).
     """
     dtype = scores.dtype
@@ -478,16 +485,17 @@ def _hard_masked_core(scores: Array, allowed: Array, axis: int) -> Array:
     row_max = np.where(any_allowed, row_max, zero)
     num = np.where(allowed, np.exp(safe - row_max), zero)
     den = fold_sum(_arr(num), axis, keepdims=True)
-    return _arr(num / np.where(any_allowed, den, dtype.type(1)))
+    return _arr(np.where(allowed, num / np.where(any_allowed, den, dtype.type(1)), zero))
 
 
 def _hard_masked_vjp_core(g: Array, w: Array, allowed: Array, axis: int) -> Array:
     """VJP of the hard-masked softmax with the mask constant: ``w * (g - sum(g * w))`` at allowed
-    entries, exactly 0 at blocked ones (a NaN cotangent at a blocked entry is selected away)."""
+    entries, exactly 0 at blocked ones: the row sum runs over allowed entries only (a blocked
+    product is selected away, whatever ``g`` or ``w`` hold there), as
+    ``torchlean.spec.scaled_dot_product_attention_backward``'s ``dS``."""
     zero = g.dtype.type(0)
-    g_allowed = np.where(allowed, g, zero)
-    dot = fold_sum(_arr(g_allowed * w), axis, keepdims=True)
-    return _arr(np.where(allowed, w * (g_allowed - dot), zero))
+    dot = fold_sum(_arr(np.where(allowed, g * w, zero)), axis, keepdims=True)
+    return _arr(np.where(allowed, w * (g - dot), zero))
 
 
 @ieee
@@ -675,7 +683,7 @@ def slice(
     """``x[start0:stop0:step0, start1:stop1:step1, ...]`` with one bound per axis,
     ``0 <= start <= stop <= extent`` and ``step >= 1`` (``torch`` basic slicing)."""
     bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
-    return x[_slice_index(bounds)].copy()
+    return np.array(x[_slice_index(bounds)], copy=True)  # a 0-d array stays an array (not a scalar)
 
 
 @ieee

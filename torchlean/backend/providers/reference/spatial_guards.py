@@ -11,8 +11,10 @@ not numpy float32/float64 arrays, dtype mismatches between operands, wrong ranks
 ``(N, C, *spatial)`` with 1 to 3 spatial axes), the empty axes PyTorch refuses (see below),
 channel counts that ``groups`` does not divide, window parameters out of range (stride < 1,
 padding < 0, dilation < 1, output_padding not below stride or dilation, pool padding above half
-the kernel), kernels larger than the padded input, pool windows that read padding only, element
-counts that overflow int64 (computed with Python ints), non-finite or zero smooth-max ``beta``,
+the kernel, any window parameter or ``groups`` above :data:`MAX_WINDOW_PARAMETER`), kernels
+larger than the padded input (for the 3-d ``avg_pool``, as torch's ``avg_pool3d``: larger than
+the unpadded input), pool windows that read padding only, element counts that overflow
+int64 (computed with Python ints), non-finite or zero smooth-max ``beta``,
 and out-of-range ``eps``/``momentum``.
 
 Zero-size inputs follow PyTorch (``torch.nn.functional``, observed on torch 2.13): an empty batch
@@ -162,17 +164,51 @@ def _as_int(value: object) -> int | None:
     return None
 
 
+MAX_WINDOW_PARAMETER = 2**31 - 1
+"""The largest ``kernel_size``, ``stride``, ``padding``, ``output_padding``, ``dilation`` or
+``groups`` the convolution and pool guards accept (every provider runs the same guard).
+
+ATen's pooling and transposed-convolution kernels hold these parameters in 32-bit ints (torch
+2.13 refuses ``max_pool2d(x, 2, 2**31)`` and wraps ``conv_transpose2d(..., stride=2**31)`` to a
+negative stride), so one bound for every op and profile is 2**31 - 1; it is applied to
+``conv`` too, although torch's forward convolution takes 64-bit strides, so that a call is
+accepted or refused alike under every profile. A larger integer is refused with a
+:class:`GuardError` naming it, never converted to a C integer (where numpy raised
+``OverflowError`` and torch ``TypeError``)."""
+
+
+def _shown(value: object) -> str:
+    """``repr(value)`` for messages; a value holding an integer too long for Python to print
+    (more than 4300 digits) is described instead."""
+    try:
+        return repr(value)
+    except ValueError:
+        return f"<a {type(value).__name__} holding an integer of more than 4300 digits>"
+
+
+def _too_large(op: str, name: str, value: object) -> GuardError:
+    return _fail(
+        op,
+        f"{name}={_shown(value)} is too large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 "
+        "on every spatial axis; ATen's pooling and transposed-convolution kernels hold window "
+        "parameters in 32-bit ints)",
+    )
+
+
 def _int_param(op: str, name: str, value: object, minimum: int) -> int:
     result = _as_int(value)
     if result is None:
-        raise _type_fail(op, f"{name} must be an int, got {name}={value!r}")
+        raise _type_fail(op, f"{name} must be an int, got {name}={_shown(value)}")
     if result < minimum:
-        raise _fail(op, f"{name}={result} is out of range (accepted: {name} >= {minimum})")
+        raise _fail(op, f"{name}={_shown(result)} is out of range (accepted: {name} >= {minimum})")
+    if result > MAX_WINDOW_PARAMETER:
+        raise _too_large(op, name, result)
     return result
 
 
 def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple[int, ...]:
-    """Normalise an int-or-sequence window parameter to one int per spatial axis."""
+    """Normalise an int-or-sequence window parameter to one int per spatial axis, each in
+    ``[minimum, MAX_WINDOW_PARAMETER]``."""
     single = _as_int(value)
     if single is not None:
         items: list[int | None] = [single] * nd
@@ -190,8 +226,11 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
         raise _type_fail(op, f"{name}={value!r} has a non-integer entry (accepted: ints >= {minimum})")
     if any(v < minimum for v in result):
         raise _fail(
-            op, f"{name}={value!r} is out of range (accepted: {name} >= {minimum} on every spatial axis)"
+            op,
+            f"{name}={_shown(value)} is out of range (accepted: {name} >= {minimum} on every spatial axis)",
         )
+    if any(v > MAX_WINDOW_PARAMETER for v in result):
+        raise _too_large(op, name, value)
     return result
 
 
@@ -428,13 +467,35 @@ def check_max_pool(
     return _pool("max_pool", x, kernel_size, stride, padding, dilation)[1]
 
 
+def _unpadded_input_holds_kernel(op: str, x: Array, window: Window) -> None:
+    """PyTorch's 3-d average pool rule: every unpadded spatial extent at least the kernel's
+    (``pool3d_shape_check(..., check_input_size=true)`` in ATen's ``avg_pool3d``, CPU and CUDA;
+    its message reads "input image (T: .. H: .. W: ..) smaller than kernel size").  The 1-d
+    and 2-d average pools and every max pool accept a kernel larger than the unpadded input as
+    long as it fits the padded one."""
+    for axis, (n, k) in enumerate(zip(window.input, window.kernel, strict=True)):
+        if n < k:
+            raise _fail(
+                op,
+                f"x of shape {x.shape} has spatial extents {window.input}, smaller than kernel_size "
+                f"{window.kernel} on spatial axis {axis} ({n} < {k}) (accepted for a 3-d average "
+                "pool: every unpadded spatial extent >= kernel_size, padding not counted, as "
+                "torch.nn.functional.avg_pool3d)",
+            )
+
+
 def check_avg_pool(x: object, *, kernel_size: object, stride: object = None, padding: object = 0) -> Window:
     """Guard of ``avg_pool`` (``torch.nn.functional.avg_pool1d/2d/3d`` rules, floor mode).
 
-    Accepted as :func:`check_max_pool` without dilation.  Returns the :class:`Window`.
-    Raises :class:`GuardError`.
+    Accepted as :func:`check_max_pool` without dilation; with 3 spatial axes also every unpadded
+    spatial extent at least the kernel size on its axis (torch's ``avg_pool3d`` refuses smaller
+    inputs, padding or not; ``avg_pool1d/2d`` need only the padded input to hold the kernel).
+    Returns the :class:`Window`.  Raises :class:`GuardError`.
     """
-    return _pool("avg_pool", x, kernel_size, stride, padding, 1)[1]
+    xs, window = _pool("avg_pool", x, kernel_size, stride, padding, 1)
+    if len(window.input) == 3:
+        _unpadded_input_holds_kernel("avg_pool", xs, window)
+    return window
 
 
 def check_smooth_max_pool(

@@ -1,0 +1,229 @@
+"""Native CUDA sources on non-finite inputs and on the 3-d average pool rule, through the host
+emulation (csrc/ compiled for the CPU; torchlean's own kernels run by the CUDA emulator).
+
+* ``hard_masked_softmax`` (own kernel, one warp per row, several entries per lane): an allowed
+  NaN used to be dropped when a lane's running maximum was still empty (``[1, NaN, 2]`` gave
+  finite weights); the spec gives NaN at every allowed entry of such a row and exactly 0 at the
+  blocked ones, however the entries are spread over the lanes.
+* ``relu`` / ``abs`` / ``max`` / ``min`` / ``inv`` backward (ATen host code of the extension):
+  torch autograd's values at NaN and ±inf inputs.
+* ``avg_pool`` in 3-d: ATen's ``avg_pool3d`` refuses an unpadded extent below the kernel; the
+  extension refuses it first as an argument error (a GuardError naming the shape), like the
+  reference guard, and under the ``checked_cuda`` profile the same GuardError as ``checked_cpu``.
+* ``max_pool`` with a window of padding only (dilation above the extent): refused like the
+  reference guard (ATen's backward would scatter to index -1; the extension used to accept it).
+  Random pool geometries agree between ``checked_cuda`` and ``checked_cpu``.
+
+Oracles: ``torchlean.spec`` and torch float64 autograd; hand values.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from numpy.testing import assert_allclose, assert_array_equal
+
+import torchlean as tl
+import torchlean.spec as S
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import kernels
+
+Array = np.ndarray[Any, Any]
+DTYPES = [torch.float32, torch.float64]
+
+
+def _where_softmax(x: Array, mask: Array) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch float64: ``(leaf, where(mask, softmax(where(mask, x, -inf)), 0))``."""
+    leaf = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    allowed = torch.from_numpy(mask)
+    scores = torch.where(allowed, leaf, torch.tensor(-np.inf, dtype=torch.float64))
+    return leaf, torch.where(allowed, torch.softmax(scores, -1), 0.0)
+
+
+def _same_pattern(got: Array, want: Array, rtol: float) -> None:
+    assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    assert_allclose(got[finite], want[finite], rtol=rtol, atol=rtol * 1e-2)
+
+
+def test_hard_masked_softmax_hand_rows_emulated(emulation: ModuleType) -> None:
+    rows = [
+        ([np.inf, 1.0, 5.0], [True, True, False], [np.nan, np.nan, 0.0]),
+        ([np.nan, 1.0, 0.0], [True, False, False], [np.nan, 0.0, 0.0]),
+        ([1.0, np.nan, 2.0], [True, True, True], [np.nan, np.nan, np.nan]),  # was finite at 0 and 2
+        ([-np.inf, -np.inf, 3.0], [True, True, False], [np.nan, np.nan, 0.0]),
+        ([-np.inf, 0.0, np.nan], [True, True, False], [0.0, 1.0, 0.0]),
+    ]
+    for x, mask, want in rows:
+        for dtype in DTYPES:
+            got = kernels.hard_masked_softmax_forward(torch.tensor([x], dtype=dtype), torch.tensor([mask]))
+            assert_array_equal(got[0].to(torch.float64).numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("width", [3, 33, 70])
+def test_hard_masked_softmax_non_finite_rows_match_spec_and_torch_emulated(
+    width: int, dtype: torch.dtype, emulation: ModuleType
+) -> None:
+    """Random rows with NaN/±inf at allowed and blocked entries; widths past one warp put several
+    entries in a lane (lane j reads columns j, j + 32, ...)."""
+    r = np.random.default_rng(width)
+    rows = 40
+    x = r.standard_normal((rows, width)) * 3.0
+    mask = r.random((rows, width)) < 0.6
+    for _ in range(rows):
+        x[r.integers(rows), r.integers(width)] = r.choice([np.nan, np.inf, -np.inf])
+    x = torch.tensor(x, dtype=dtype).to(torch.float64).numpy()  # the oracle sees the rounded scores
+    out = kernels.hard_masked_softmax_forward(torch.tensor(x, dtype=dtype), torch.from_numpy(mask))
+    got = out.to(torch.float64).numpy()
+    rtol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert_array_equal(got[~mask], 0.0)
+    _same_pattern(got, S.hard_masked_softmax(x, mask), rtol)
+    leaf, want = _where_softmax(x, mask)
+    _same_pattern(got, want.detach().numpy(), rtol)
+    g = r.standard_normal((rows, width))
+    g[~mask] = np.nan  # selected away
+    (dx, dmask) = kernels.hard_masked_softmax_backward(
+        torch.tensor(g, dtype=dtype), torch.tensor(x, dtype=dtype), torch.from_numpy(mask), out=out
+    )
+    assert dmask is None and dx is not None
+    dx_np = dx.to(torch.float64).numpy()
+    assert_array_equal(dx_np[~mask], 0.0)
+    want.backward(torch.from_numpy(np.where(mask, g, 0.0)))
+    assert leaf.grad is not None
+    _same_pattern(dx_np, leaf.grad.numpy(), 100 * rtol)
+
+
+UNARY = {"relu": torch.relu, "abs": torch.abs, "inv": torch.reciprocal}
+
+
+@pytest.mark.parametrize("label", list(UNARY))
+def test_unary_backward_at_special_values_matches_torch_emulated(label: str, emulation: ModuleType) -> None:
+    x = torch.tensor([np.nan, np.nan, np.inf, -np.inf, 0.0, -0.0, -1.5, 2.0, 1e-300], dtype=torch.float64)
+    g = torch.tensor([1.0, np.inf, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.0], dtype=torch.float64)
+    leaf = x.clone().requires_grad_(True)
+    out = UNARY[label](leaf)
+    out.backward(g)
+    assert leaf.grad is not None
+    (mine,) = getattr(kernels, f"{label}_backward")(g, x, out=out.detach())
+    assert mine is not None
+    assert_array_equal(mine.numpy(), leaf.grad.numpy())
+
+
+@pytest.mark.parametrize("label", ["max", "min"])
+def test_extremum_backward_at_nan_gives_g_to_both_emulated(label: str, emulation: ModuleType) -> None:
+    """torch.maximum/minimum backward: ties split g, the loser gets 0, a NaN comparison (no loser)
+    gives g to both operands."""
+    values = torch.tensor([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5], dtype=torch.float64)
+    a, b = (t.reshape(-1).contiguous() for t in torch.meshgrid(values, values, indexing="ij"))
+    g = torch.full(a.shape, 3.0, dtype=torch.float64)
+    ta, tb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    out = (torch.maximum if label == "max" else torch.minimum)(ta, tb)
+    out.backward(g)
+    assert ta.grad is not None and tb.grad is not None
+    ga, gb = getattr(kernels, f"{label}_backward")(g, a, b, out=out.detach())
+    assert ga is not None and gb is not None
+    assert_array_equal(ga.numpy(), ta.grad.numpy())
+    assert_array_equal(gb.numpy(), tb.grad.numpy())
+    assert ga[0].item() == gb[0].item() == 3.0  # NaN against NaN
+
+
+def test_avg_pool3d_unpadded_input_below_the_kernel_is_a_guard_error_emulated(emulation: ModuleType) -> None:
+    x = torch.ones((1, 1, 1, 3, 3), dtype=torch.float64)
+    for call in (
+        lambda: kernels.avg_pool_forward(x, kernel_size=(2, 1, 1), stride=1, padding=(1, 0, 0)),
+        lambda: kernels.avg_pool_backward(
+            torch.ones((1, 1, 2, 3, 3), dtype=torch.float64),
+            x,
+            out=torch.ones((1, 1, 2, 3, 3), dtype=torch.float64),
+            kernel_size=(2, 1, 1),
+            stride=1,
+            padding=(1, 0, 0),
+        ),
+    ):
+        refusal = r"x of shape \[1, 1, 1, 3, 3\] has spatial extent 1 on spatial axis 0"
+        with pytest.raises(GuardError, match=refusal):
+            call()
+    # the 2-d pool accepts the same geometry (torch's rule): (1 + 0.5 padding) -> 0.5 everywhere
+    y = kernels.avg_pool_forward(x[:, :, :, 0], kernel_size=(2, 1), stride=1, padding=(1, 0))
+    assert_array_equal(y.numpy(), np.full((1, 1, 2, 3), 0.5))
+
+
+def test_avg_pool3d_rule_agrees_under_checked_cuda_and_checked_cpu(emulated_cuda: None) -> None:
+    x = np.ones((1, 1, 1, 3, 3))
+    messages = []
+    for profile, device in (("checked_cpu", "cpu"), ("checked_cuda", "cuda")):
+        with tl.session(profile):
+            t = tl.tensor(x, device=device)
+            with pytest.raises(GuardError, match=r"smaller than kernel_size") as refused:
+                tl.avg_pool(t, (2, 1, 1), 1, (1, 0, 0))
+            messages.append(str(refused.value))
+    assert "(1, 1, 1, 3, 3)" in messages[0] and "[1, 1, 1, 3, 3]" in messages[1]
+
+
+def test_max_pool_window_of_padding_only_is_refused_emulated(emulation: ModuleType) -> None:
+    """x of extent 2, kernel 2, dilation 3, padding 1: window 0 reads positions -1 and 2, both
+    padding (torch's forward gives -inf there)."""
+    x = torch.ones((1, 1, 2), dtype=torch.float64)
+    with pytest.raises(GuardError, match=r"window 0 on spatial axis 0 covers only padding"):
+        kernels.max_pool_forward(x, kernel_size=2, stride=1, padding=1, dilation=3)
+    with pytest.raises(GuardError, match=r"window 0 on spatial axis 0 covers only padding"):
+        kernels.max_pool_backward(
+            torch.ones((1, 1, 1), dtype=torch.float64),
+            x,
+            out=torch.ones((1, 1, 1), dtype=torch.float64),
+            kernel_size=2,
+            stride=1,
+            padding=1,
+            dilation=3,
+        )
+
+
+def _pool(
+    profile: str, device: str, op: str, x: Array, kernel: Any, stride: Any, padding: Any, dilation: Any
+) -> Any:
+    with tl.session(profile):
+        t = tl.tensor(x, requires_grad=True, device=device)
+        try:
+            if op == "max":
+                y = tl.max_pool(t, kernel, stride, padding, dilation)
+            elif op == "avg":
+                y = tl.avg_pool(t, kernel, stride, padding)
+            else:
+                y = tl.smooth_max_pool(t, kernel, 1.5, stride, padding)
+            y.backward(np.ones(y.shape, x.dtype))
+        except GuardError as error:
+            return GuardError, error
+        assert t.grad is not None
+        return y.numpy(), t.grad.numpy()
+
+
+def test_random_pool_geometries_agree_between_checked_cuda_and_checked_cpu(emulated_cuda: None) -> None:
+    """Accepted by both with the same values and gradients, or refused by both with a GuardError
+    (anything else, e.g. a NativeKernelError carrying torch's message, fails the test)."""
+    r = np.random.default_rng(8)
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(300):
+        nd = int(r.integers(1, 4))
+        op = str(r.choice(["max", "avg", "smooth"]))
+        x = r.standard_normal((int(r.integers(0, 3)), 2, *r.integers(1, 7, nd)))
+        kernel = tuple(int(v) for v in r.integers(1, 5, nd))
+        stride = None if r.random() < 0.2 else tuple(int(v) for v in r.integers(1, 4, nd))
+        padding = tuple(int(v) for v in r.integers(0, 3, nd))
+        dilation = tuple(int(v) for v in r.integers(1, 4, nd)) if op == "max" else 1
+        on_cpu = _pool("checked_cpu", "cpu", op, x, kernel, stride, padding, dilation)
+        on_cuda = _pool("checked_cuda", "cuda", op, x, kernel, stride, padding, dilation)
+        label = f"{op} x{x.shape} k={kernel} s={stride} p={padding} d={dilation}"
+        assert (on_cpu[0] is GuardError) == (on_cuda[0] is GuardError), f"{label}: {on_cpu[1]} / {on_cuda[1]}"
+        if on_cpu[0] is GuardError:
+            outcomes["refused"] += 1
+            continue
+        for mine, theirs in zip(on_cuda, on_cpu, strict=True):
+            assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14, err_msg=label)
+        outcomes["ok"] += 1
+    assert min(outcomes.values()) > 50
