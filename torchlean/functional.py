@@ -17,7 +17,10 @@ Operands (one rule, checked in one place):
   integer must fit that dtype (``x * 10**400`` is a ``TensorError``).
   Masks (``hard_masked_softmax``, ``scaled_dot_product_attention``) and index arrays
   (``gather``, ``scatter_add``, ``cross_entropy`` targets) may also be array-likes; they land on
-  the device of the tensor they apply to, uncast (the kernel guard refuses a wrong dtype).
+  the device of the tensor they apply to, uncast (the kernel guard refuses a wrong dtype), except
+  that integer index data becomes int64 (a uint64 value above ``2**63 - 1`` is refused with the
+  guard's out-of-range message naming it, never wrapped); ragged nested lists there are refused
+  with a ``TensorError`` naming the op and the argument.
   Anything else in a tensor position (a numpy array for ``relu``, ``x @ 3.0``, a list, ``None``
   where the input is not optional) is refused by
   :func:`torchlean.autograd.dispatch.check_operands`, the boundary every op passes, with a
@@ -29,7 +32,9 @@ Operands (one rule, checked in one place):
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
   or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
   (the kernel guards apply the same rule to the window parameters they receive unconverted,
-  refusing with a ``GuardTypeError``, also a ``TypeError``).
+  refusing with a ``GuardTypeError``, also a ``TypeError``, and refusing a window parameter above
+  ``2**31 - 1`` with a ``GuardError``: see
+  :data:`~torchlean.backend.providers.reference.spatial_guards.MAX_WINDOW_PARAMETER`).
   Axes are refused when out of range, never wrapped; seeds must be below ``2**64``.
   Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
   refused); they are not parsed from strings.
@@ -79,7 +84,7 @@ from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int, s
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.errors import GuardError
-from torchlean.backend.providers.reference.guards import axis_in_range
+from torchlean.backend.providers.reference.guards import axis_in_range, index_out_of_range
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import (
     DEFAULT_DTYPE,
@@ -89,6 +94,7 @@ from torchlean.tensor import (
     TensorTypeError,
     _flag,
     _preview,
+    _require_int64_fits,
     resolve_dtype,
 )
 
@@ -166,7 +172,9 @@ def _constant(value: object, like: Tensor) -> Tensor:
 
     Raises:
         TensorTypeError: non-numeric data (``None``, strings, objects, complex numbers).
-        TensorError: ragged nested sequences, or an integer that does not fit ``like``'s dtype.
+        TensorError: ragged nested sequences, an integer that does not fit ``like``'s dtype, or
+            for an int64 ``like`` a value int64 cannot hold (NaN, ``±inf``, ``1e30``;
+            :func:`torchlean.tensor._require_int64_fits`).
     """
     try:
         raw = np.asarray(value)
@@ -187,6 +195,8 @@ def _constant(value: object, like: Tensor) -> Tensor:
             "is not numeric (accepted: a Tensor, a Python number, a numeric numpy array or nested "
             "lists of numbers)"
         )
+    if like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
+        _require_int64_fits(raw)
     with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
         return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
 
@@ -321,20 +331,52 @@ def _require_tensor(fn: str, name: str, value: object) -> Tensor:
     )
 
 
-def _mask(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
-    """A mask operand as a tensor on ``like``'s device, never cast: the kernel guard refuses a
-    non-boolean mask."""
-    if isinstance(value, Tensor):
-        return value
-    return _on_device_of(np.array(value, copy=True), like)
+def _array_like(fn: str, name: str, value: object) -> npt.NDArray[Any]:
+    """``np.asarray(value)`` for an array-like mask, index or target operand of ``fn``.
+
+    Raises:
+        TensorError: ragged nested sequences (``<fn>: <name> [[0], [0, 1]] is not a rectangular
+            array: ...``), which numpy refuses with a bare ``ValueError``.
+    """
+    try:
+        return np.asarray(value)
+    except ValueError as exc:
+        raise TensorError(
+            f"{fn}: {name} {_preview(value)} is not a rectangular array: {exc} (accepted: a Tensor, "
+            "a numpy array or nested lists of one rectangular shape)"
+        ) from exc
 
 
-def _index(value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
-    """An index operand as a tensor on ``like``'s device; integer data becomes int64 (tensors
-    hold only int64 integers), anything else is left for the kernel guard to refuse."""
+def _mask(fn: str, value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
+    """A mask operand of ``fn`` as a tensor on ``like``'s device, never cast: the kernel guard
+    refuses a non-boolean mask.
+
+    Raises:
+        TensorError: ragged nested sequences (:func:`_array_like`).
+    """
     if isinstance(value, Tensor):
         return value
-    raw = np.asarray(value)
+    return _on_device_of(np.array(_array_like(fn, "mask", value), copy=True), like)
+
+
+def _index(value: Tensor | npt.ArrayLike, like: Tensor, op: str, axis: object) -> Tensor:
+    """An index operand of ``op`` along ``axis`` of ``like`` as a tensor on ``like``'s device;
+    integer data becomes int64 (tensors hold only int64 integers), anything else is left for the
+    kernel guard to refuse.
+
+    Raises:
+        GuardError: a uint64 value above ``2**63 - 1``, which the int64 cast would wrap to a
+            negative number: refused here with the guard's out-of-range message naming the value
+            itself (``gather: index value 9223372036854775808 is out of range for extent 3 along
+            axis 1 (accepted: 0 <= index < 3)``), after ``axis`` is checked as the guard checks it.
+        TensorError: ragged nested sequences (:func:`_array_like`).
+    """
+    if isinstance(value, Tensor):
+        return value
+    raw = _array_like(op, "index", value)
+    if raw.dtype == np.uint64 and raw.size and int(raw.max()) > np.iinfo(np.int64).max:
+        ax = _axis(op, "axis", axis, like.ndim)
+        raise index_out_of_range(op, int(raw.max()), like.shape[ax], ax)
     if raw.dtype.kind in "iu":
         return _on_device_of(raw.astype(np.int64), like)
     return _on_device_of(np.array(raw, copy=True), like)
@@ -515,7 +557,16 @@ def abs(x: Tensor) -> Tensor:
 
 
 def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
-    """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``."""
+    """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``.
+
+    Unlike ``torch.clamp``, which returns ``hi`` everywhere when ``lo > hi`` and NaN for a NaN
+    bound, the ``clamp`` guard refuses both: the bounds must satisfy ``lo <= hi``.
+
+    Raises:
+        GuardError: ``lo > hi`` (naming both) or a NaN bound (naming it).
+        TensorTypeError: a bound that is not a real number (a string or a bool; ``None`` is a
+            missing bound).
+    """
     low = -math.inf if lo is None else _real("clamp", "lo", lo)
     high = math.inf if hi is None else _real("clamp", "hi", hi)
     return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})
@@ -534,8 +585,15 @@ def minimum(a: Operand, b: Operand) -> Tensor:
 
 
 def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
-    """``log(softplus(x) + eps)``, finite for every finite x (the IR's ``safe_log``); records
-    ``safe_log``."""
+    """``log(softplus(x) + eps)``, computed with ``eps`` rounded to x's dtype: finite for every
+    finite x whose ``softplus(x) + eps`` stays below the dtype's largest value (the IR's
+    ``safe_log``); records ``safe_log``.
+
+    Raises:
+        GuardError: ``eps`` not finite and positive, or one that rounds to 0 or ``inf`` in x's
+            dtype (``1e-50`` in float32), naming eps, the dtype and the accepted range.
+        TensorTypeError: ``eps`` is not a real number.
+    """
     return run_op(BackendOp.SAFE_LOG, (x,), {"eps": _real("safe_log", "eps", eps)})
 
 
@@ -558,7 +616,7 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
     ``hard_masked_softmax``."""
     x = _require_tensor("hard_masked_softmax", "x", x)
     params = {"axis": _int("hard_masked_softmax", "axis", axis)}
-    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask(mask, x)), params)
+    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
 
 # ---------------------------------------------------------------------------------- reductions
@@ -613,7 +671,20 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Concatenate along ``axis`` (``torch.cat``); records ``concat``."""
+    """Concatenate the tensors ``xs`` (a list or tuple) along ``axis`` (``torch.cat``); records
+    ``concat``.
+
+    Raises:
+        TensorTypeError: ``xs`` is a single Tensor (it is not iterated over its rows: ``torch.cat``
+            refuses a tensor too; write ``concat([x])``), a string or not iterable (``1.5``,
+            ``None``); an entry that is not a Tensor (the operand rule).
+    """
+    if isinstance(xs, Tensor | str | bytes) or not isinstance(xs, Iterable):
+        what = "a Tensor" if isinstance(xs, Tensor) else f"{_preview(xs)} of type {type(xs).__name__}"
+        raise TensorTypeError(
+            f"concat: xs must be a sequence of Tensors; got {what} (accepted: a list or tuple of "
+            "Tensors, as torch.cat; write concat([x]) for one tensor)"
+        )
     return run_op(BackendOp.CONCAT, tuple(xs), {"axis": _int("concat", "axis", axis)})
 
 
@@ -637,9 +708,15 @@ def _index_tuple(index: Any) -> tuple[Any, ...]:
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
 
-    Records ``slice`` (skipped when the index selects everything), then ``reshape`` when an integer
-    drops an axis or ``None`` inserts one. Negative steps and advanced (array) indexing are refused
-    (use :func:`gather`).
+    Records ``slice`` (also when the index selects everything: ``x[:]``, ``x[...]`` and
+    ``x[0:n]`` are new tensors too), then ``reshape`` when an integer drops an axis or ``None``
+    inserts one; on a rank-0 ``x`` (no axis to slice) ``reshape`` alone. Negative steps and
+    advanced (array) indexing are refused (use :func:`gather`).
+
+    Unlike torch, where basic indexing returns a view, the result is always new storage (torchlean
+    has no views; see :mod:`torchlean.tensor`): an in-place write through ``x[index]`` never
+    changes ``x``, and one into ``x`` never changes an earlier ``x[index]``. Gradients flow back
+    to ``x`` through the recorded ops.
 
     Raises:
         TensorError: an unsupported index or an integer out of range.
@@ -690,10 +767,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
                 "'...' and None are supported (use torchlean.gather for index arrays)"
             )
         axis += 1
-    whole = all(
-        s == 0 and e == n and st == 1 for s, e, st, n in zip(starts, stops, steps, x.shape, strict=True)
-    )
-    result = x if whole else slice(x, starts, stops, steps)
+    if x.ndim == 0:  # no axis to slice: ``reshape`` makes the new tensor (with None's axes)
+        return reshape(x, final_shape)
+    result = slice(x, starts, stops, steps)
     if tuple(final_shape) != result.shape:
         result = reshape(result, final_shape)
     return result
@@ -702,7 +778,8 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
     x = _require_tensor("gather", "x", x)
-    return run_op(BackendOp.GATHER, (x, _index(index, x)), {"axis": _int("gather", "axis", axis)})
+    params = {"axis": _int("gather", "axis", axis)}
+    return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
 
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
@@ -710,7 +787,7 @@ def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: 
     records ``scatter_add``."""
     base = _require_tensor("scatter_add", "base", base)
     params = {"axis": _int("scatter_add", "axis", axis)}
-    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base), src), params)
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)
 
 
 # ---------------------------------------------------------------------------------- contractions
@@ -759,8 +836,29 @@ def _filled(value: object, like: Tensor) -> Tensor:
     """The number ``value`` as a constant of ``like``'s shape, dtype and device."""
     if is_builtin_int(value):
         _check_int_fits(value, like.dtype)
+    elif like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
+        _require_int64_fits(np.asarray(value))
     with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
         return _on_device_of(np.full(like.shape, value, dtype=like.dtype), like)
+
+
+def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
+    """Refuse a class index of ``cross_entropy`` outside ``[0, classes)``, naming the value (the
+    most negative one, else the largest) and the range, before anything is recorded.
+
+    Raises:
+        GuardError: ``cross_entropy: target value 3 is out of range for 3 classes along axis 1
+            (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``.
+    """
+    if raw.size == 0:
+        return
+    low, high = int(raw.min()), int(raw.max())
+    if low < 0 or high >= classes:
+        raise GuardError(
+            f"cross_entropy: target value {low if low < 0 else high} is out of range for {classes} "
+            f"classes along axis {axis} (accepted: class ids in [0, {classes}); torch's "
+            "ignore_index=-100 is not supported)"
+        )
 
 
 def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
@@ -768,20 +866,26 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
 
     ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
-    class axis) or class probabilities (a float tensor of the logits' shape).
+    class axis, every value a class id in ``[0, C)``) or class probabilities (a float tensor of the
+    logits' shape). Unlike torch, there is no ``ignore_index``: torch's default
+    ``ignore_index=-100`` (skip that target) is not supported, so ``-100`` is refused like any
+    other value outside ``[0, C)``.
 
     Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
     given the class axis by a numpy reshape of the index data, which carries no gradient), and
     ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities.
 
     Raises:
-        GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``.
-        TensorError: a target whose shape or dtype fits neither form.
+        GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;
+            a class index outside ``[0, C)`` (``cross_entropy: target value -100 is out of range
+            for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
+        TensorError: a target whose shape or dtype fits neither form, or ragged nested lists.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
-    log_probs = log_softmax(logits, ax)
-    raw: npt.NDArray[Any] = target.numpy() if isinstance(target, Tensor) else np.asarray(target)
+    raw: npt.NDArray[Any] = (
+        target.numpy() if isinstance(target, Tensor) else _array_like("cross_entropy", "target", target)
+    )
     if raw.dtype.kind in "iu":
         expected = logits.shape[:ax] + logits.shape[ax + 1 :]
         if raw.shape != expected:
@@ -789,8 +893,9 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
                 f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
                 f"{logits.shape} (expected {expected})"
             )
-        index = _index(np.expand_dims(raw, ax), logits)
-        picked = gather(log_probs, index, ax)
+        _check_class_ids(raw, logits.shape[ax], ax)
+        index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
+        picked = gather(log_softmax(logits, ax), index, ax)
         return neg(reduce_mean(picked))
     if raw.dtype.kind == "f":
         if raw.shape != logits.shape:
@@ -799,7 +904,7 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
                 f"{logits.shape}"
             )
         probs = target if isinstance(target, Tensor) else _constant(raw, logits)
-        return neg(reduce_mean(reduce_sum(mul(probs, log_probs), ax)))
+        return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
     raise TensorError(
         f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
     )
@@ -941,7 +1046,7 @@ def scaled_dot_product_attention(
     (``torch.nn.functional.scaled_dot_product_attention``). Records
     ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
     or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``)."""
-    mask_t = None if mask is None else _mask(mask, q)
+    mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
     params: dict[str, Any] = {}
     if scale is not None:
         params["scale"] = _real("scaled_dot_product_attention", "scale", scale)

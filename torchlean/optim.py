@@ -10,7 +10,11 @@ value is rounded to binary32, with the suffix `` after conversion to binary32``)
 turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
-with their default flags (no Nesterov, no amsgrad, no centering).
+with their default flags (no Nesterov, no amsgrad, no centering), in the order of operations of
+their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
+multiply and an add, so the last bit can differ): Adam divides ``sqrt(v)`` by
+``sqrt(1 - beta2^t)``, so its denominator stays finite, as torch's does, for gradients large
+enough (``|g|`` above about 1.8e19 in float32) that ``v / (1 - beta2^t)`` overflows.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from __future__ import annotations
 import math
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -92,17 +97,35 @@ _FLOAT_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float
 """The parameter dtypes an optimizer accepts."""
 
 
+def _type_name(value: object) -> str:
+    """``value``'s class as messages name it (``list``, ``numpy.ndarray``, ``torchlean.tensor.Tensor``)."""
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _not_a_float_array(what: str, index: int, value: object) -> str:
     """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
-    if isinstance(value, np.ndarray):
-        got = f"numpy.ndarray of dtype {value.dtype}"
-    else:
-        cls = type(value)
-        got = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    got = f"numpy.ndarray of dtype {value.dtype}" if isinstance(value, np.ndarray) else _type_name(value)
     return (
         f"optimizer: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
         f"float32 or float64), got {got}"
     )
+
+
+def _listed(what: str, value: object) -> list[Any]:
+    """``value`` (the parameters or gradients of ``create``/``step``) as a list: any iterable but
+    a single array, a string or a mapping (as ``torch.optim`` refuses a single tensor).
+
+    Raises:
+        OptimizerError: ``optimizer: parameters must be a sequence of numpy arrays (one per
+            parameter), got numpy.ndarray``.
+    """
+    if isinstance(value, np.ndarray | str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise OptimizerError(
+            f"optimizer: {what} must be a sequence of numpy arrays (one per parameter), "
+            f"got {_type_name(value)}"
+        )
+    return list(value)
 
 
 def _require_like(what: str, index: int, value: object, like: Array, owner: str) -> None:
@@ -179,8 +202,10 @@ class OptimizerConfig(ABC):
 
         Raises:
             OptimizerError: ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
-                float16, float32 or float64), got torchlean.tensor.Tensor``.
+                float16, float32 or float64), got torchlean.tensor.Tensor``; ``params`` that is a
+                single array, a string, a mapping or not iterable (:func:`_listed`).
         """
+        params = _listed("parameters", params)
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
                 raise OptimizerError(_not_a_float_array("parameter", index, param))
@@ -212,7 +237,8 @@ class SGD(OptimizerConfig):
             else:
                 m[...] = dt(self.momentum) * m + grad
             grad = m
-        return param - dt(self.lr) * grad
+        # torch.optim.sgd._single_tensor_sgd: buf.mul_(momentum).add_(g); param.add_(buf, alpha=-lr).
+        return param + dt(-self.lr) * grad
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,31 +289,45 @@ class AdamW(OptimizerConfig):
 
 
 def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Array, v: Array) -> Array:
-    """Update the moments ``m`` and ``v`` in place; return ``start - lr * m_hat / (sqrt(v_hat) + eps)``.
+    """Update the moments ``m`` and ``v`` in place; return ``start - lr / (1 - b1^t) * m / denom``
+    with ``denom = sqrt(v) / sqrt(1 - b2^t) + eps``.
 
-    The arithmetic is in ``start``'s dtype (the parameter's; AdamW passes the decayed parameter).
+    The order of operations is ``torch.optim.adam._single_tensor_adam``'s (the CPU path, no
+    amsgrad): ``m.lerp_(g, 1 - b1)``; ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``; the bias
+    corrections, the step size ``lr / (1 - b1^t)`` and ``sqrt(1 - b2^t)`` in Python floats;
+    ``denom = v.sqrt() / sqrt(1 - b2^t) + eps``; ``start.addcdiv_(m, denom, value=-step_size)``.
+    Taking the square root of ``v`` before dividing by the bias correction keeps ``denom`` finite
+    wherever ``v`` is: ``sqrt(v / (1 - b2^t))`` overflows once ``|g|`` passes about 1.8e19 in
+    float32, and the update would then be exactly 0. The arithmetic is in ``start``'s dtype (the
+    parameter's; AdamW passes the decayed parameter), one rounding per torch operation (torch
+    may fuse a multiply and an add, so its last bit can differ).
     """
     dt = start.dtype.type
-    # m = b1*m + (1-b1)*g and v = b2*v + ((1-b2)*g)*g, each product and sum rounded once, in
-    # place (the same roundings as the out-of-place expressions, fewer temporaries). A ufunc on
-    # 0-d operands returns a numpy scalar, which cannot be written through ``out=``: np.asarray
-    # makes it a 0-d array (and returns any other result itself).
-    term = np.asarray(np.multiply(grad, dt(1.0 - config.beta1)))
-    m *= dt(config.beta1)
-    m += term
-    np.multiply(grad, dt(1.0 - config.beta2), out=term)
+    # m.lerp_(g, w) with w = 1 - b1: torch's scalar rule, m + w*(g - m) for |w| < 0.5, else
+    # g - (g - m)*(1 - w). In place; a ufunc on 0-d operands returns a numpy scalar, which cannot
+    # be written through ``out=``: np.asarray makes it a 0-d array (and returns any other result).
+    weight = dt(1.0 - config.beta1)
+    diff = np.asarray(np.subtract(grad, m))
+    if abs(weight) < 0.5:
+        diff *= weight
+        m += diff
+    else:
+        diff *= dt(1.0) - weight
+        np.subtract(grad, diff, out=m)
+    # v.mul_(b2).addcmul_(g, g, value=1 - b2): v*b2 + ((1 - b2)*g)*g.
+    term = np.asarray(np.multiply(grad, dt(1.0 - config.beta2)))
     term *= grad
     v *= dt(config.beta2)
     v += term
-    bias1 = dt(1.0 - config.beta1**step)
-    bias2 = dt(1.0 - config.beta2**step)
-    denom = np.asarray(np.divide(v, bias2))
-    np.sqrt(denom, out=denom)
+    step_size = config.lr / (1.0 - config.beta1**step)
+    bias2_sqrt = (1.0 - config.beta2**step) ** 0.5
+    denom = np.asarray(np.sqrt(v))
+    denom /= dt(bias2_sqrt)
     denom += dt(config.eps)
-    update: Array = np.asarray(np.divide(m, bias1))
-    update *= dt(config.lr)  # lr * (m / bias1), then / denom
+    # addcdiv_(m, denom, value=-step_size): start + (-step_size * m) / denom.
+    update: Array = np.asarray(np.multiply(m, dt(-step_size)))
     update /= denom
-    result: Array = start - update
+    result: Array = start + update
     return result
 
 
@@ -305,8 +345,10 @@ class RMSprop(OptimizerConfig):
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
         dt = param.dtype.type
+        # torch.optim.rmsprop._single_tensor_rmsprop: v.mul_(alpha).addcmul_(g, g, value=1 - alpha);
+        # param.addcdiv_(g, v.sqrt().add_(eps), value=-lr).
         v[...] = dt(self.decay) * v + dt(1.0 - self.decay) * grad * grad
-        return param - dt(self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+        return param + dt(-self.lr) * grad / (np.sqrt(v) + dt(self.eps))
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +364,10 @@ class Adagrad(OptimizerConfig):
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
         dt = param.dtype.type
+        # torch.optim.adagrad._single_tensor_adagrad (lr_decay 0): sum.addcmul_(g, g, value=1);
+        # param.addcdiv_(g, sum.sqrt().add_(eps), value=-lr).
         v[...] = v + grad * grad
-        return param - dt(self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+        return param + dt(-self.lr) * grad / (np.sqrt(v) + dt(self.eps))
 
 
 @dataclass(slots=True)
@@ -355,8 +399,10 @@ class Optimizer:
                 ``optimizer: parameter 1 has shape (1, 2) and dtype float64, but the optimizer was
                 created for shape (2,) and dtype float64``; ``optimizer: gradient 1 has shape (3,)
                 and dtype float32, but parameter 1 has shape (2,) and dtype float64``; a parameter
-                or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``.
+                or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``;
+                ``params`` or ``grads`` that is a single array or not iterable (as in ``create``).
         """
+        params, grads = _listed("parameters", params), _listed("gradients", grads)
         count = len(self.first)
         if len(params) != count:
             raise OptimizerError(f"optimizer: expected {count} parameters, got {len(params)}")

@@ -110,6 +110,26 @@ def _dimension(arg: object, shape: object) -> int | None:
     )
 
 
+def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
+    """``actual`` as a tuple of non-negative ints.
+
+    Raises:
+        ShapeSpecError: ``x: actual shape 3 (int) is not a sequence of non-negative ints ...``.
+    """
+    if isinstance(actual, tuple | list):
+        dims = [
+            operator.index(d)
+            for d in actual
+            if isinstance(d, SupportsIndex) and not isinstance(d, bool | type)
+        ]
+        if len(dims) == len(actual) and all(d >= 0 for d in dims):
+            return tuple(dims)
+    raise ShapeSpecError(
+        f"{what}: actual shape {actual!r} ({type(actual).__name__}) is not a sequence of non-negative "
+        "ints (accepted: a tuple or list of ints, such as an array's .shape)"
+    )
+
+
 def check_dims(shape: object, actual: tuple[int, ...], *, what: str) -> None:
     """Refuse ``actual`` unless it matches the declared ``Shape[...]`` type ``shape``.
 
@@ -117,10 +137,13 @@ def check_dims(shape: object, actual: tuple[int, ...], *, what: str) -> None:
     size. ``what`` names the checked value in the message (for example ``"input batch row"``).
 
     Raises:
-        ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`).
+        ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`), or ``actual`` is not a
+            tuple or list of non-negative ints (Python or numpy ints; bools refused), e.g. the
+            bare size ``3``.
         ShapeMismatchError: the rank or a size differs, naming the actual and declared dims.
     """
     declared = dims_of(shape)
+    actual = _actual_dims(actual, what)
     if len(declared) != len(actual) or any(
         d is not None and d != a for d, a in zip(declared, actual, strict=True)
     ):

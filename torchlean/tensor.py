@@ -19,14 +19,21 @@ Copies and views (documented once, relied on everywhere):
 * ``to(device)`` copies to another device (see :meth:`Tensor.to`; the copy is a new leaf, never a
   tape node); ``torchlean.tensor(data, device="cuda")`` creates a tensor on a CUDA device.
 * ``detach()`` shares the storage and its version counter (as ``torch.Tensor.detach``).
-* Op results are fresh storage, except the views of the ``aten`` provider (``fast_cpu``):
-  ``reshape``, and ``permute``/``broadcast`` when no data moves, return a view of their input
-  that shares its version counter (as torch does), where the ``reference`` kernels copy. Write in
-  place through either only if you mean to change both.
+* Every op result is fresh storage with its own version counter, under every profile and
+  provider: torchlean has no views. ``reshape``, ``permute``/``transpose``, ``broadcast_to`` (the
+  ``aten`` kernels of ``fast_cpu`` copy too) and basic indexing (``x[0]``, ``x[1:]``, and also
+  ``x[:]``, ``x[...]``, ``x[0:n]``; :func:`torchlean.functional.getitem`) return new tensors where
+  torch returns views, so an in-place write through a result never changes its input, nor a write
+  into the input an earlier result. Only ``detach()`` and ``numpy()`` share storage.
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``) bump the storage's version counter; a
-  later ``backward`` that needs a value saved before the write is refused. They are refused on a
+  later ``backward`` through an op that saved the written tensor (as an input or its output) is
+  refused, whether or not that op's VJP reads the values — more conservative than torch, which
+  refuses only when the VJP needs them (``y = w + 1`` then a write into ``w`` is refused here,
+  accepted by torch; :mod:`torchlean.autograd.tape`). They are refused on a
   tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,
-  as optimizers do), and on a read-only view (a broadcast result).
+  as optimizers do), and on read-only storage. Item assignment into an int64 tensor truncates a
+  float toward zero, as torch does, and refuses a value int64 cannot hold (NaN, ``±inf``, ``1e30``,
+  ``2**63``), as ``torchlean.tensor(data, dtype="int64")`` does; ``copy_`` writes no floats into it.
 
 Operators ``+ - * / @``, unary ``-``, ``abs(t)`` and basic indexing run the ops of
 :mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules. The inputs of
@@ -252,13 +259,44 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = np.dtype(np.int64)
     else:
         target = np.dtype(np.bool_)
-    if raw.dtype == np.uint64 and target == np.int64 and raw.size and raw.max() > _INT64_MAX:
-        # numpy's cast would wrap 2**63 to -2**63 silently (torch refuses: "Overflow when unpacking")
+    if target == np.int64:
+        _require_int64_fits(raw)
+    return np.array(raw, dtype=target, order="C", copy=True)
+
+
+def _require_int64_fits(raw: Array) -> None:
+    """Refuse numeric data that the int64 dtype cannot hold, before a numpy cast would change it
+    silently: a uint64 above ``2**63 - 1`` (numpy wraps it to a negative number; torch refuses
+    "Overflow when unpacking long"), or a float that is NaN, infinite or outside ``[-2**63, 2**63)``
+    (numpy turns each into ``-2**63`` with at most a ``RuntimeWarning``; torch refuses "value
+    cannot be converted to type int64 without overflow"). Other floats are truncated toward zero
+    by the cast, as by torch. Every path that casts data to int64 calls this first:
+    :func:`tensor` (and so :func:`from_torch`), :meth:`Tensor.copy_`, item assignment and the
+    constant operands of :mod:`torchlean.functional`; index arrays (``gather``, ``scatter_add``,
+    ``cross_entropy`` targets) refuse a too-large uint64 with the index guard's message instead.
+
+    Raises:
+        TensorError: ``integer 9223372036854775808 does not fit the int64 tensor dtype (accepted:
+            integers in [-2**63, 2**63 - 1]; ...)``; ``value nan does not fit the int64 tensor dtype
+            (accepted: finite numbers in [-2**63, 2**63), truncated toward zero)``, naming the first
+            offending value in row-major order.
+    """
+    if raw.size == 0:
+        return
+    if raw.dtype == np.uint64 and raw.max() > _INT64_MAX:
         raise TensorError(
             f"integer {int(raw.max())} does not fit the int64 tensor dtype (accepted: integers in "
             "[-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value)"
         )
-    return np.array(raw, dtype=target, order="C", copy=True)
+    if raw.dtype.kind == "f":
+        wide = raw if raw.dtype.itemsize >= 8 else raw.astype(np.float64)  # 2**63 exactly
+        outside = ~((wide >= -(2.0**63)) & (wide < 2.0**63))  # NaN compares False: outside
+        if outside.any():
+            value = float(wide[outside].flat[0])
+            raise TensorError(
+                f"value {value!r} does not fit the int64 tensor dtype (accepted: finite numbers in "
+                "[-2**63, 2**63), truncated toward zero)"
+            )
 
 
 class Tensor:
@@ -725,13 +763,19 @@ class Tensor:
     def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
         """Write ``src`` (broadcast to this shape, cast to this dtype) into the storage in place.
 
+        The cast is numpy's ``same_kind`` (floats are not written into an int64 tensor); into an
+        int64 tensor an unsigned integer above ``2**63 - 1`` is refused, never wrapped.
+
         Raises:
             AutogradError: this tensor requires grad and gradients are enabled.
-            TensorError: read-only storage, or ``src`` does not broadcast to this shape.
+            TensorError: read-only storage, ``src`` does not broadcast to this shape or cast to
+                this dtype, or an integer that does not fit int64 (:func:`_require_int64_fits`).
         """
         self._check_writable("copy_()")
         data = self._data
         value = storage.to_host(src._data) if isinstance(src, Tensor) else np.asarray(src)
+        if self.dtype == np.int64 and value.dtype.kind == "u":
+            _require_int64_fits(value)
         try:
             if isinstance(data, np.ndarray):
                 np.copyto(data, value, casting="same_kind")
@@ -759,17 +803,35 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Tensor | npt.ArrayLike) -> None:
-        """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place."""
+        """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place.
+
+        The value is cast to this tensor's dtype as numpy and torch cast it (a float written into
+        an int64 tensor is truncated toward zero), except that a value int64 cannot hold (NaN,
+        ``±inf``, a number outside ``[-2**63, 2**63)``) is refused, as torch refuses it, rather
+        than written as ``-2**63``.
+
+        Raises:
+            AutogradError: this tensor requires grad and gradients are enabled.
+            TensorError: read-only storage, an index or value numpy cannot assign (the message
+                names both), or a value that does not fit int64 (:func:`_require_int64_fits`).
+        """
         self._check_writable("item assignment")
         data = self._data
+        source = storage.to_host(value._data) if isinstance(value, Tensor) else value
+        try:
+            numeric = np.asarray(source) if self.dtype == np.int64 else None
+        except ValueError:  # ragged data: numpy's assignment below words the refusal
+            numeric = None
+        if numeric is not None:
+            _require_int64_fits(numeric)
         try:
             if isinstance(data, np.ndarray):
-                data[index] = storage.to_host(value._data) if isinstance(value, Tensor) else value
+                data[index] = source
             else:
                 staged = storage.to_host(data).copy()
-                staged[index] = storage.to_host(value._data) if isinstance(value, Tensor) else value
+                staged[index] = source
                 data.copy_(storage.host_tensor(staged))
-        except (ValueError, TypeError, IndexError) as exc:
+        except (ValueError, TypeError, IndexError, OverflowError) as exc:
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {self.shape}: {exc}"
             ) from exc
@@ -982,9 +1044,16 @@ def tensor(
     ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
     ``"cuda:N"`` (torch storage on that CUDA device).
 
+    With ``dtype="int64"``, float data is truncated toward zero (as ``torch.tensor``), and a value
+    int64 cannot hold is refused, as torch refuses it ("value cannot be converted to type int64
+    without overflow"), never wrapped to ``-2**63`` as numpy's cast would.
+
     Raises:
-        TensorError: unsupported dtype (e.g. float16, complex, strings), ragged nested data, or
-            ``requires_grad`` on an integer/bool tensor.
+        TensorError: unsupported dtype (e.g. float16, complex, strings), ragged nested data,
+            ``requires_grad`` on an integer/bool tensor, or for the int64 dtype a value it cannot
+            hold: ``value nan does not fit the int64 tensor dtype (accepted: finite numbers in
+            [-2**63, 2**63), truncated toward zero)`` (NaN, ``±inf``, ``1e30``), ``integer
+            9223372036854775808 does not fit the int64 tensor dtype ...`` (:func:`_require_int64_fits`).
         TensorTypeError: ``requires_grad`` is not a bool.
         DeviceError: an unknown device, or CUDA requested where it is unusable
             (:func:`resolve_device`).

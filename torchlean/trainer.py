@@ -277,13 +277,19 @@ def _dtype_name(dtype: object) -> str:
     return found.name
 
 
+def _rectangular(values: npt.ArrayLike, what: str) -> Array:
+    """``np.asarray(values)``; raises TrainerError for ragged nested sequences (numpy's bare
+    ``ValueError``), naming ``what`` (``inputs``, ``targets``)."""
+    try:
+        return np.asarray(values)
+    except ValueError as error:
+        raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
+
+
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
     """``values`` as an array of ``dtype``; raises TrainerError for data that is not real numbers
     (strings, objects, complex numbers, ragged sequences)."""
-    try:
-        array = np.asarray(values)
-    except ValueError as error:
-        raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
+    array = _rectangular(values, what)
     if array.dtype.kind not in "biuf":
         raise TrainerError(
             f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
@@ -416,7 +422,7 @@ class Trainer(Generic[In, Out]):
         return array
 
     def _y(self, y: npt.ArrayLike, n: int) -> Array:
-        array = np.asarray(y)
+        array = _rectangular(y, "targets")
         if self.objective is Objective.CROSS_ENTROPY:
             classes = self.model.output_shape[-1]
             if array.ndim == 1:

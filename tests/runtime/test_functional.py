@@ -512,12 +512,14 @@ def test_getitem_refuses_unsupported_indices(index: object, message: str) -> Non
         x[index]
 
 
-def test_getitem_whole_selection_records_nothing() -> None:
+def test_getitem_whole_selection_records_a_slice() -> None:
+    """Review 6 #8: ``x[:]`` and ``x[...]`` returned ``x`` itself; now a new tensor, recorded as
+    a ``slice`` like any other index (tests/runtime/test_no_views.py has the write semantics)."""
     x = tl.tensor(np.ones((2, 3)))
     with tl.session() as s:
-        assert x[:] is x
-        assert x[...] is x
-        assert s.selected == []
+        assert x[:] is not x
+        assert x[...] is not x
+        assert [k.capsule.name for k in s.selected] == ["reference.slice"]
 
 
 def test_cross_entropy_refuses_misfit_targets() -> None:

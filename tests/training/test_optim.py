@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -185,30 +186,154 @@ def test_parameter_count_change_is_refused():
         opt.step([np.ones(2), np.ones(2)], [np.ones(2), np.ones(2)])
 
 
+def _torch_order_adam(config, step, start, grad, m, v):
+    """torch.optim.adam._single_tensor_adam written out with numpy (one rounding per torch
+    operation): m.lerp_(g, 1 - b1); v.mul_(b2).addcmul_(g, g, value=1 - b2); step_size and
+    sqrt(1 - b2^t) in Python floats; denom = v.sqrt() / sqrt(1 - b2^t) + eps;
+    start.addcdiv_(m, denom, value=-step_size)."""
+    dt = start.dtype.type
+    weight = dt(1.0 - config.beta1)
+    if abs(weight) < 0.5:
+        m[...] = m + weight * (grad - m)
+    else:
+        m[...] = grad - (grad - m) * (dt(1.0) - weight)
+    v[...] = v * dt(config.beta2) + dt(1.0 - config.beta2) * grad * grad
+    step_size = config.lr / (1.0 - config.beta1**step)
+    denom = np.sqrt(v) / dt((1.0 - config.beta2**step) ** 0.5) + dt(config.eps)
+    return start + dt(-step_size) * m / denom
+
+
+@pytest.mark.parametrize("beta1", [0.9, 0.3], ids=["lerp-small-weight", "lerp-large-weight"])
 @pytest.mark.parametrize("shape", [(20, 3), (), (1,)], ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_adam_in_place_step_is_bitwise_the_textbook_expression(dtype, shape):
-    """The in-place update rounds exactly like the out-of-place expression of Kingma & Ba
-    (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g; p - lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps))."""
-
-    def textbook(config, step, start, grad, m, v):
-        dt = start.dtype.type
-        m[...] = dt(config.beta1) * m + dt(1.0 - config.beta1) * grad
-        v[...] = dt(config.beta2) * v + dt(1.0 - config.beta2) * grad * grad
-        denom = np.sqrt(v / dt(1.0 - config.beta2**step)) + dt(config.eps)
-        return start - dt(config.lr) * (m / dt(1.0 - config.beta1**step)) / denom
-
+def test_adam_in_place_step_is_bitwise_torchs_order_of_operations(dtype, shape, beta1):
+    """The in-place update rounds exactly like the out-of-place expression in torch's order."""
     rng = np.random.default_rng(7)
-    config = optim.adam(0.01)
+    config = optim.adam(0.01, beta1=beta1)
     p1 = np.asarray(rng.standard_normal(shape), dtype=dtype)
     p2, m1, v1 = p1.copy(), np.zeros_like(p1), np.zeros_like(p1)
     m2, v2 = m1.copy(), v1.copy()
     for step in range(1, 25):
         g = np.asarray(rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 3), dtype=dtype)
-        p1 = np.asarray(textbook(config, step, p1, g, m1, v1), dtype=dtype)
+        p1 = np.asarray(_torch_order_adam(config, step, p1, g, m1, v1), dtype=dtype)
         p2 = np.asarray(optim._adam_step(config, step, p2, g, m2, v2), dtype=dtype)
         assert p1.tobytes() == p2.tobytes()
         assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+def test_adam_moves_a_parameter_whose_gradient_squared_overflows_the_bias_corrected_moment(name):
+    """Review 6 #3: ``sqrt(v / (1 - b2))`` overflowed once ``|g|`` passed about 1.8e19 (float32) or
+    1.3e154 (float64), so the update was exactly 0; torch.optim takes ``sqrt(v) / sqrt(1 - b2)``
+    and moves the parameter by -lr (the first Adam step is -lr * sign(g) up to eps)."""
+    for dtype, g in ((np.float32, 2e19), (np.float64, 1e155)):
+        p = np.zeros(1, dtype=dtype)
+        config = optim.adam(lr=0.001) if name == "adam" else optim.adamw(lr=0.001, weight_decay=0.0)
+        (ours,) = config.create([p]).step([p], [np.array([g], dtype=dtype)])
+        t = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+        cls = torch.optim.Adam if name == "adam" else partial(torch.optim.AdamW, weight_decay=0.0)
+        torch_opt = cls([t], lr=0.001)
+        t.grad = torch.tensor([g], dtype=torch.float64)
+        torch_opt.step()
+        np.testing.assert_allclose(t.detach().numpy(), [-0.001], rtol=1e-12)  # the hand value
+        np.testing.assert_allclose(ours, [-0.001], rtol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+MAGNITUDES = {
+    # float32: g*g underflows to 0 (1e-30), sqrt(v / (1 - b2)) overflowed before (2e19, 3e20)
+    np.float32: (1e-30, 1e-3, 2e19, 3e20),
+    # float64: g*g underflows (1e-160), sqrt(v / (1 - b2)) overflowed before (1e155, 4e155)
+    np.float64: (1e-160, 1e-3, 1e155, 4e155),
+}
+"""Gradient scales of the trajectory tests, per dtype: tiny, ordinary and near-overflow."""
+
+TRAJECTORY_CASES = [
+    (optim.sgd(lr=0.05, momentum=0.9), partial(torch.optim.SGD, lr=0.05, momentum=0.9)),
+    (optim.adam(lr=0.01), partial(torch.optim.Adam, lr=0.01)),
+    (optim.adam(lr=0.01, beta1=0.3, beta2=0.5), partial(torch.optim.Adam, lr=0.01, betas=(0.3, 0.5))),
+    (optim.adamw(lr=0.01, weight_decay=0.1), partial(torch.optim.AdamW, lr=0.01, weight_decay=0.1)),
+    (optim.rmsprop(lr=0.01, decay=0.9), partial(torch.optim.RMSprop, lr=0.01, alpha=0.9)),
+    (optim.adagrad(lr=0.1), partial(torch.optim.Adagrad, lr=0.1)),
+]
+
+
+def _same_dtype_trajectory(make, params0, grads_seq):
+    """torch.optim's trajectory with the parameters and gradients in their own dtype."""
+    tensors = [torch.tensor(p, requires_grad=True) for p in params0]
+    opt = make(tensors)
+    for grads in grads_seq:
+        for t, g in zip(tensors, grads, strict=True):
+            t.grad = torch.tensor(g)
+        opt.step()
+    return [t.detach().numpy() for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize(
+    ("config", "make"),
+    TRAJECTORY_CASES,
+    ids=["sgd-momentum", "adam", "adam-low-betas", "adamw", "rmsprop", "adagrad"],
+)
+def test_trajectories_at_tiny_and_huge_gradients_match_torch_optim(config, make, dtype):
+    """Ten steps at each gradient scale of MAGNITUDES from parameters of order 1, against
+    torch.optim in the same dtype: the same overflows (3e20 overflows Adam's second moment in
+    float32, 4e155 Adagrad's sum in float64, in torch too) and underflows; torch may fuse a
+    multiply-add, hence a tolerance of a few roundings per step."""
+    rtol = {np.float32: 2e-5, np.float64: 1e-12}[dtype]
+    rng = np.random.default_rng(11)
+    for scale in MAGNITUDES[dtype]:
+        params0, grads_seq = _scaled_run(rng, dtype, scale)
+        params = _our_trajectory(config, params0, grads_seq)
+        expected = _same_dtype_trajectory(make, params0, grads_seq)
+        for ours, theirs in zip(params, expected, strict=True):
+            assert ours.dtype == dtype
+            np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol * 1e-2, err_msg=f"scale {scale}")
+
+
+def _scaled_run(rng, dtype, scale, steps=10):
+    """Parameters of order 1 and ``steps`` gradients of random signs and magnitudes in
+    ``[0.5, 2] * scale``, in ``dtype``."""
+    params0 = [np.asarray(rng.standard_normal(shape), dtype=dtype) for shape in ((4, 3), (5,))]
+    grads_seq = [
+        [np.asarray(rng.choice([-1.0, 1.0], p.shape) * rng.uniform(0.5, 2.0, p.shape) * scale, dtype=dtype)
+         for p in params0]
+        for _ in range(steps)
+    ]
+    return params0, grads_seq
+
+
+def _our_trajectory(config, params0, grads_seq):
+    optimizer = config.create(params0)
+    params = [p.copy() for p in params0]
+    for grads in grads_seq:
+        params = optimizer.step(params, grads)
+    return params
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+@pytest.mark.parametrize(
+    ("dtype", "scale"), [(np.float32, 4e19), (np.float64, 5e154)], ids=["float32-4e19", "float64-5e154"]
+)
+def test_adam_trajectory_at_huge_gradients_matches_torch_optim_float64(name, dtype, scale):
+    """At gradients (``[0.5, 2] * scale``) where ``sqrt(v / (1 - b2^t))`` overflowed (review 6
+    #3: above about 1.8e19 in float32, 1.3e154 in float64) but ``v`` itself does not, the
+    trajectory follows torch.optim in float64 (where nothing overflows at the float32 scale) to
+    the dtype's precision."""
+    config = optim.adam(lr=0.01) if name == "adam" else optim.adamw(lr=0.01, weight_decay=0.1)
+    make = partial(torch.optim.Adam, lr=0.01) if name == "adam" else partial(
+        torch.optim.AdamW, lr=0.01, weight_decay=0.1
+    )
+    params0, grads_seq = _scaled_run(np.random.default_rng(3), dtype, scale)
+    bound = np.zeros(1, dtype=dtype)  # a bound on every second moment: finite in dtype
+    for grads in grads_seq:
+        g = max(np.abs(gs).max() for gs in grads)
+        bound = bound * dtype(0.999) + dtype(0.001) * g * g
+    assert np.all(np.isfinite(bound))
+    ours = _our_trajectory(config, params0, grads_seq)
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    for mine, theirs, start in zip(ours, _torch_trajectory(make, params0, grads_seq), params0, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=rtol * 1e-2)
+        assert np.all(mine != start)  # before the fix, every update was exactly 0
 
 
 @pytest.mark.parametrize("name", ["adam", "adamw", "sgd"])
@@ -430,3 +555,36 @@ def test_a_diverging_step_overflows_silently_like_torch(name: str) -> None:
     finite = np.isfinite(expected)
     np.testing.assert_array_equal(ours[~finite], expected[~finite])
     np.testing.assert_allclose(ours[finite], expected[finite], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "what", "got"),
+    [
+        (lambda: optim.adam().create(np.ones((2, 3))), "parameters", "numpy.ndarray"),
+        (lambda: optim.adam().create(3), "parameters", "int"),
+        (lambda: optim.sgd().create({"w": np.ones(2)}), "parameters", "dict"),
+        (lambda: optim.adam().create([np.ones(2)]).step(None, [None]), "parameters", "NoneType"),
+        (
+            lambda: optim.adam().create([np.ones(2)]).step([np.ones(2)], np.ones(2)),
+            "gradients",
+            "numpy.ndarray",
+        ),
+    ],
+)
+def test_parameter_and_gradient_containers_are_checked(
+    call: Callable[[], object], what: str, got: str
+) -> None:
+    # torch.optim refuses a single tensor as params ("should be an iterable of Tensors or dicts")
+    with pytest.raises(optim.OptimizerError) as info:
+        call()
+    assert str(info.value) == (
+        f"optimizer: {what} must be a sequence of numpy arrays (one per parameter), got {got}"
+    )
+
+
+def test_any_iterable_of_arrays_is_accepted_like_a_list() -> None:
+    lr = 0.5
+    by_list = optim.sgd(lr).create([np.ones(2)]).step([np.ones(2)], [np.full(2, 0.5)])
+    by_iter = optim.sgd(lr).create(p for p in [np.ones(2)]).step((np.ones(2),), iter([np.full(2, 0.5)]))
+    np.testing.assert_array_equal(by_list[0], [0.75, 0.75])  # 1 - 0.5 * 0.5
+    np.testing.assert_array_equal(by_iter[0], by_list[0])

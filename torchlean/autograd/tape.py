@@ -100,7 +100,8 @@ class SavedArray:
             raise AutogradError(
                 f"autograd: the {what} saved by `{node_name}` for backward was modified in place "
                 f"(now at version {self.counter.value}, saved at version {self.version}); backward "
-                "is refused because the local gradient would be computed from the modified value"
+                "is refused, as its local rule would see the modified value (every saved input and output "
+                "is checked, whether or not the rule reads it)"
             )
         return self.array
 

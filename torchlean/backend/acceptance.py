@@ -54,6 +54,7 @@ __all__ = [
     "EvidenceRejected",
     "ForwardUnsupported",
     "GraphKernelPlanResult",
+    "GroupIndexError",
     "OperationMismatch",
     "ProviderRejected",
     "TrustRejected",
@@ -190,6 +191,11 @@ class AcceptanceError(TorchLeanError):
     def __init__(self, failures: tuple[AcceptanceFailure, ...]) -> None:
         self.failures = failures
         super().__init__("\n".join(failure.message for failure in failures))
+
+
+class GroupIndexError(TorchLeanError, IndexError):
+    """:func:`accepted_kernel_of_group` was asked for a group the plan does not have: a negative
+    index (never wrapped), a bool or an index past the last group; also an ``IndexError``."""
 
 
 def _require(name: str, value: object, cls: type[object]) -> None:
@@ -410,7 +416,17 @@ def accepted_kernel_of_group(plan: AcceptedGraph, group_index: int) -> AcceptedK
     Raises:
         beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate
             (``UnmintedError`` under ``python -O``).
-        IndexError: if there is no such group.
+        GroupIndexError: (an ``IndexError``) ``group_index`` is not in ``[0, len(plan.kernels))``:
+            negative indices are refused, not wrapped, and bools are refused, not read as 0/1.
+        BackendTypeError: ``group_index`` is not an int (reachable only without beartype's check,
+            under ``python -O``).
     """
     require_minted(plan, "accepted_kernel_of_group")
+    count = len(plan.kernels)
+    if isinstance(group_index, bool) or (isinstance(group_index, int) and not 0 <= group_index < count):
+        raise GroupIndexError(
+            f"accepted_kernel_of_group: group index {group_index!r} is out of range (accepted: an int "
+            f"in [0, {count}), one per group of the plan; negative indices are not wrapped)"
+        )
+    _require("accepted_kernel_of_group: group_index", group_index, int)
     return plan.kernels[group_index]

@@ -144,32 +144,74 @@ def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
     return f"no admissible kernel capsule for op {op.label} on device {policy.device.label}"
 
 
+def _checked_policy(policy: object) -> KernelPolicy:
+    """``policy`` when it is a :class:`KernelPolicy` (checked once per planning call).
+
+    Raises:
+        BackendTypeError: ``policy must be a KernelPolicy, got None (NoneType)``.
+    """
+    if not isinstance(policy, KernelPolicy):
+        raise BackendTypeError(f"policy must be a KernelPolicy, got {describe(policy)}")
+    return policy
+
+
+def _checked_registry(registry: object) -> tuple[KernelCapsule, ...]:
+    """``registry`` (any iterable of capsules, a generator included) as a tuple, each entry
+    checked once per planning call rather than once per planned op.
+
+    Raises:
+        BackendTypeError: ``registry`` is a string or not iterable
+            (``registry must be an iterable of KernelCapsule, got None (NoneType)``), or an entry
+            is not a capsule (``registry[0] must be a KernelCapsule, got 1 (int)``).
+    """
+    if isinstance(registry, str | bytes) or not isinstance(registry, Iterable):
+        raise BackendTypeError(f"registry must be an iterable of KernelCapsule, got {describe(registry)}")
+    capsules = tuple(registry)
+    for index, capsule in enumerate(capsules):
+        if not isinstance(capsule, KernelCapsule):
+            raise BackendTypeError(f"registry[{index}] must be a KernelCapsule, got {describe(capsule)}")
+    return capsules
+
+
 def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp | str) -> PlannedKernel:
     """Choose the capsule for ``op`` (a member or an op label).
 
     Raises:
         PlanningError: ``no admissible kernel capsule for op {op} on device {device}``.
-        UnknownLabelError, BackendTypeError: as :func:`requested_op`.
+        UnknownLabelError, BackendTypeError: as :func:`requested_op`; BackendTypeError also for a
+            ``policy`` or ``registry`` of the wrong type (:func:`_checked_policy`,
+            :func:`_checked_registry`).
     """
     op = requested_op(op)
-    capsule = choose_capsule(policy, op, registry)
+    policy = _checked_policy(policy)
+    capsule = choose_capsule(policy, op, _checked_registry(registry))
     if capsule is None:
         raise PlanningError(missing_op_message(policy, op))
     return PlannedKernel(op, capsule)
 
 
 def plan_ops(
-    policy: KernelPolicy, registry: Sequence[KernelCapsule], ops: Iterable[BackendOp | str]
+    policy: KernelPolicy, registry: Iterable[KernelCapsule], ops: Iterable[BackendOp | str]
 ) -> KernelPlan:
     """Plan every op in order (members or op labels; see :func:`requested_ops`).
 
     Raises:
         PlanningError: one message per distinct missing op (request order), in ``.messages``.
-        UnknownLabelError, BackendTypeError: as :func:`requested_ops`, before anything is planned.
+        UnknownLabelError, BackendTypeError: as :func:`requested_ops`, before anything is planned;
+            BackendTypeError also for a ``policy`` or ``registry`` of the wrong type
+            (:func:`_checked_policy`, :func:`_checked_registry`), before anything is planned.
     """
+    requested = requested_ops(ops)
+    return _plan_checked(_checked_policy(policy), _checked_registry(registry), requested)
+
+
+def _plan_checked(
+    policy: KernelPolicy, registry: tuple[KernelCapsule, ...], requested: tuple[BackendOp, ...]
+) -> KernelPlan:
+    """:func:`plan_ops` on arguments already checked."""
     kernels: list[PlannedKernel] = []
     missing: list[BackendOp] = []
-    for op in requested_ops(ops):
+    for op in requested:
         capsule = choose_capsule(policy, op, registry)
         if capsule is None:
             if op not in missing:
@@ -187,8 +229,27 @@ def plan_ops_available(
     registry: Sequence[KernelCapsule],
     ops: Iterable[BackendOp | str],
 ) -> KernelPlan:
-    """:func:`plan_ops` over the capsules ``availability`` admits."""
-    return plan_ops(policy, availability.filter_capsules(registry), ops)
+    """:func:`plan_ops` over the capsules ``availability`` admits.
+
+    Raises:
+        As :func:`plan_ops`; BackendTypeError also for an ``availability`` that is not an
+        :class:`Availability`.
+    """
+    requested = requested_ops(ops)
+    policy = _checked_policy(policy)
+    capsules = _checked_availability(availability).filter_capsules(_checked_registry(registry))
+    return _plan_checked(policy, capsules, requested)
+
+
+def _checked_availability(availability: object) -> Availability:
+    """``availability`` when it is an :class:`Availability`.
+
+    Raises:
+        BackendTypeError: ``availability must be an Availability, got None (NoneType)``.
+    """
+    if not isinstance(availability, Availability):
+        raise BackendTypeError(f"availability must be an Availability, got {describe(availability)}")
+    return availability
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,10 +328,13 @@ def explain_op(
     capsule :func:`plan_op` would choose, ``admissible`` for others that pass.
 
     Raises:
-        UnknownLabelError, BackendTypeError: as :func:`requested_op`.
+        UnknownLabelError, BackendTypeError: as :func:`requested_op`; BackendTypeError also for a
+            ``policy``, ``availability`` or ``registry`` of the wrong type.
     """
     op = requested_op(op)
-    chosen = choose_capsule(policy, op, availability.filter_capsules(registry))
+    policy = _checked_policy(policy)
+    registry = _checked_registry(registry)
+    chosen = choose_capsule(policy, op, _checked_availability(availability).filter_capsules(registry))
     verdicts: list[CapsuleVerdict] = []
     for capsule in registry:
         if capsule.op is not op:

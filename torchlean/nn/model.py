@@ -58,8 +58,11 @@ class Model:
 
         Raises:
             StateError: ``state`` is not a mapping; naming the missing, unexpected or mis-shaped
-                entry, or an entry that is not a rectangular array of real numbers (strings,
-                objects, complex values, ragged lists), before any parameter changes.
+                entry, or an entry that is not a rectangular array of real numbers (accepted: bool,
+                integer or float arrays, or object arrays of real numbers such as ``Fraction``
+                and ``Decimal``; refused: strings,
+                other objects, complex values, datetime64/timedelta64 values, ragged lists), before
+                any parameter changes.
         """
         if not isinstance(state, Mapping):
             raise StateError(
@@ -81,7 +84,10 @@ class Model:
                 f"state entry {spec.name} has dtype {raw.dtype} (accepted: real numbers, cast to the "
                 f"model dtype {self.dtype})"
             )
-            if raw.dtype.kind in "cSUV":  # complex (the imaginary part would be dropped), text, bytes
+            # complex (the imaginary part would be dropped), text, bytes, void, and datetime64 /
+            # timedelta64 (numpy would cast their tick counts to numbers): only bool, integer and
+            # float arrays are real numbers (object arrays are checked per entry below)
+            if raw.dtype.kind not in "biufO":
                 raise StateError(refusal)
             if raw.dtype.kind == "O":  # numpy would cast None to NaN and parse '0.5' as a number
                 others = [item for item in raw.flat if not isinstance(item, _REALS)][:1]

@@ -24,7 +24,7 @@ import mpmath
 import numpy as np
 import numpy.typing as npt
 
-from torchlean.spec.errors import SpecTypeError
+from torchlean.spec.errors import SpecTypeError, SpecValueError
 
 Array = npt.NDArray[Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -69,13 +69,32 @@ def working_dtype(arrays: Mapping[str, Array]) -> np.dtype[Any]:
     return np.result_type(*floating) if floating else np.dtype(np.float64)
 
 
+def as_array(name: str, value: object) -> Array:
+    """``np.asarray(value)`` for the array-like argument ``name`` of a spec function.
+
+    Raises:
+        SpecValueError: ragged nested sequences (``mask [[True], [True, False]] is not a
+            rectangular array: ...``), which numpy refuses with a bare ``ValueError``.
+    """
+    try:
+        return np.asarray(value)
+    except ValueError as error:
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise SpecValueError(
+            f"{name} {shown} is not a rectangular array: {error} (accepted: a numpy array or nested "
+            "lists of one rectangular shape)"
+        ) from error
+
+
 def as_mpf_array(values: npt.ArrayLike) -> Array:
     """``values`` as an object array of ``mpmath.mpf`` rounded to mpmath's working precision.
 
     Floats convert exactly (then round to the working precision, which is exact at 53 bits or
-    more). Raises ``SpecTypeError`` when an element cannot be converted.
+    more). Raises ``SpecTypeError`` when an element cannot be converted, ``SpecValueError`` for
+    ragged nested sequences.
     """
-    array = np.asarray(values)
+    array = as_array("values", values)
     try:
         with np.errstate(invalid="ignore"):  # NaN elements convert to mpf('nan')
             converted = _to_mpf(array)

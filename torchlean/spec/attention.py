@@ -90,9 +90,10 @@ def prepare_attention(
         SpecTypeError: a non-floating q/k/v, a non-boolean mask, or a ``scale`` that is not a real
             number (a string, a bool, an array).
         SpecValueError: rank below 2, mismatched feature or key axes, leading axes (of q, k, v
-            and the mask) that do not broadcast, or a non-finite ``scale`` (see :func:`_scale`).
+            and the mask) that do not broadcast, a non-finite ``scale`` (see :func:`_scale`), or a
+            ragged nested sequence for q, k, v or the mask.
     """
-    arrays = {"q": np.asarray(q), "k": np.asarray(k), "v": np.asarray(v)}
+    arrays = {name: _arith.as_array(name, value) for name, value in (("q", q), ("k", k), ("v", v))}
     allowed = None if mask is None else as_bool_mask(mask)
     for name, array in arrays.items():
         if array.ndim < 2:
@@ -261,7 +262,7 @@ def scaled_dot_product_attention_backward(
 
 
 def _checked_cotangent(d_out: npt.ArrayLike, inputs: AttentionInputs) -> Array:
-    grad = np.asarray(d_out)
+    grad = _arith.as_array("d_out", d_out)
     _arith.working_dtype({"d_out": grad})
     if grad.shape != inputs.out_shape:
         raise SpecValueError(f"d_out must have the output shape {inputs.out_shape}, got {grad.shape}")

@@ -71,6 +71,20 @@ class FlashAttentionConfig:
             object.__setattr__(self, name, int(value))
 
 
+def _checked_config(config: object) -> FlashAttentionConfig:
+    """``config`` when it is a :class:`FlashAttentionConfig`.
+
+    Raises:
+        SpecTypeError: ``config must be a FlashAttentionConfig, got (2, 2) of type tuple ...``.
+    """
+    if not isinstance(config, FlashAttentionConfig):
+        raise SpecTypeError(
+            f"config must be a FlashAttentionConfig, got {config!r} of type {type(config).__name__} "
+            "(build one with FlashAttentionConfig(block_q=..., block_k=...))"
+        )
+    return config
+
+
 def _tiles(n: int, block: int) -> Iterator[slice]:
     step = block if block > 0 else max(n, 1)
     for start in range(0, n, step):
@@ -125,8 +139,10 @@ def flash_attention_forward(
         inside, one normalisation at the end).
 
     Raises:
-        SpecTypeError, SpecValueError: see :func:`torchlean.spec.attention.prepare_attention`.
+        SpecTypeError, SpecValueError: see :func:`torchlean.spec.attention.prepare_attention`;
+            SpecTypeError also for a ``config`` that is not a :class:`FlashAttentionConfig`.
     """
+    config = _checked_config(config)
     inputs = prepare_attention(q, k, v, mask, scale)
     q_all, k_all, v_all, mask_all = _broadcast_operands(inputs)
     dtype = inputs.dtype
@@ -214,8 +230,9 @@ def flash_attention_backward(
 
     Raises:
         SpecTypeError, SpecValueError: as for the forward; SpecValueError also when ``out``,
-        ``lse`` or ``d_out`` have the wrong shape.
+        ``lse`` or ``d_out`` have the wrong shape or are ragged nested sequences.
     """
+    config = _checked_config(config)
     inputs = prepare_attention(q, k, v, mask, scale)
     q_all, k_all, v_all, mask_all = _broadcast_operands(inputs)
     dtype = inputs.dtype
@@ -261,7 +278,7 @@ def flash_attention_backward(
 
 
 def _saved(name: str, value: npt.ArrayLike, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
-    array = np.asarray(value)
+    array = _arith.as_array(name, value)
     _arith.working_dtype({name: array})
     if array.shape != shape:
         raise SpecValueError(f"{name} must have shape {shape}, got {array.shape}")

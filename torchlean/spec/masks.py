@@ -73,8 +73,9 @@ def as_bool_mask(mask: npt.ArrayLike, *, name: str = "mask") -> BoolArray:
     Raises:
         SpecTypeError: the mask's dtype is not bool; the message names the dtype and says that an
             additive score bias (a float array) is a separate operation, not a mask.
+        SpecValueError: ragged nested sequences.
     """
-    array = np.asarray(mask)
+    array = _arith.as_array(name, mask)
     if array.dtype != np.bool_:
         raise SpecTypeError(
             f"{name} must be a boolean array (True = the key may be attended), got dtype {array.dtype}; "
@@ -123,12 +124,19 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = 
         Source: seed chapter "Boolean Attention Masks"; anchor-runtime.md §5.2 (``hardMaskedSoftmaxSpec``).
 
     Raises:
-        SpecTypeError: ``mask`` is not boolean (additive biases are a separate operation), or
-            ``scores`` is not floating/mpmath.
-        SpecValueError: ``scores`` and ``mask`` do not broadcast, or ``axis`` is out of range.
+        SpecTypeError: ``mask`` is not boolean (additive biases are a separate operation),
+            ``scores`` is not floating/mpmath, or ``axis`` is not an integer (a float, a string or
+            a bool).
+        SpecValueError: ``scores`` and ``mask`` do not broadcast, ``axis`` is out of range, or
+            ``scores``/``mask`` is a ragged nested sequence.
     """
+    if not is_builtin_or_numpy_int(axis):
+        raise SpecTypeError(
+            f"axis must be an int, got {axis!r} of type {type(axis).__name__} (accepted: a Python or "
+            "numpy integer; floats, strings and bools are refused)"
+        )
     allowed = as_bool_mask(mask)
-    values = np.asarray(scores)
+    values = _arith.as_array("scores", scores)
     dtype = _arith.working_dtype({"scores": values})
     values = _arith.to_working(values, dtype)
     try:

@@ -321,12 +321,25 @@ def check_inv(x: object) -> Shape:
 
 
 def check_safe_log(x: object, *, eps: object) -> Shape:
-    """Guard of ``safe_log``: a float array and a finite ``eps > 0``. Returns the output shape."""
-    shape = _check_unary("safe_log", x)
+    """Guard of ``safe_log``: a float array and a finite ``eps > 0`` that stays positive and
+    finite in x's dtype, as the kernels use it (``1e-50`` rounds to 0 in float32, where
+    ``log(softplus(x) + eps)`` would be ``-inf`` once ``softplus(x)`` underflows; ``1e39`` rounds to
+    ``inf``). Returns the output shape."""
+    arr = _float_input("safe_log", "input x", x)
     value = _real("safe_log", "eps", eps, finite=True)
     if value <= 0.0:
         raise _fail("safe_log", f"eps = {value!r} is not accepted (accepted: a finite eps > 0)")
-    return shape
+    with np.errstate(over="ignore", under="ignore"):
+        cast = float(arr.dtype.type(value))
+    if not 0.0 < cast < math.inf:
+        info = np.finfo(arr.dtype)
+        raise _fail(
+            "safe_log",
+            f"eps = {value!r} rounds to {cast!r} in x's dtype {arr.dtype} (accepted: a finite eps > 0 "
+            f"that stays positive and finite in {arr.dtype}: about "
+            f"[{float(info.smallest_subnormal):.7g}, {float(info.max):.7g}])",
+        )
+    return tuple(arr.shape)
 
 
 # ------------------------------------------------------------------------ normalisations (axis)
@@ -583,21 +596,28 @@ def check_slice(
     return tuple(result)
 
 
+def index_out_of_range(op: str, value: int, extent: int, axis: int) -> GuardError:
+    """The refusal of index ``value`` along ``axis`` of extent ``extent`` (``gather``,
+    ``scatter_add``; shared with :mod:`torchlean.functional`, which meets the uint64 values above
+    ``2**63 - 1`` that an int64 index cannot carry to this guard): ``gather: index value 3 is out
+    of range for extent 3 along axis 1 (accepted: 0 <= index < 3)``."""
+    accepted = f"0 <= index < {extent}"
+    if extent == 0:
+        accepted = "no index value: the axis is empty, so only an empty index fits"
+    return _fail(
+        op,
+        f"index value {value} is out of range for extent {extent} along axis {axis} "
+        f"(accepted: {accepted})",
+    )
+
+
 def _index_range(op: str, index: Array, extent: int, axis: int) -> None:
     if index.size == 0:
         return
     low = int(index.min())
     high = int(index.max())
     if low < 0 or high >= extent:
-        bad = low if low < 0 else high
-        accepted = f"0 <= index < {extent}"
-        if extent == 0:
-            accepted = "no index value: the axis is empty, so only an empty index fits"
-        raise _fail(
-            op,
-            f"index value {bad} is out of range for extent {extent} along axis {axis} "
-            f"(accepted: {accepted})",
-        )
+        raise index_out_of_range(op, low if low < 0 else high, extent, axis)
 
 
 def check_gather(x: object, index: object, *, axis: object) -> Shape:

@@ -1,0 +1,374 @@
+"""Documented ``Raises:`` contracts kept at the API boundary (documentation review 6, items 4, 6-9,
+11, 12, 14, 17-19): ragged array-likes, non-integer spec axes, huge window parameters, ``concat``
+of a non-sequence, a ``safe_log`` eps that rounds away, ``cross_entropy`` targets outside the
+classes, a non-config ``flash_attention`` config, wrong planner arguments, datetime state entries,
+out-of-range group indices and a non-sequence ``check_dims`` shape.
+
+Oracles: the error class and message each docstring promises; hand-computed values for the calls
+that stay accepted (a ``safe_log`` eps that survives float32, the largest accepted window
+parameter); torch where the behaviour mirrors it (``torch.cat`` refuses a tensor, torch's pools
+refuse window parameters above ``2**31 - 1``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchlean as tl
+from torchlean import nn, spec
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import GroupIndexError, accepted_kernel_of_group
+from torchlean.backend.errors import GuardError, TorchLeanError
+from torchlean.backend.fields import BackendTypeError
+from torchlean.backend.planner import explain_op, plan_op, plan_ops
+from torchlean.backend.providers.reference import spatial_guards
+from torchlean.nn.lowering import lower_model
+from torchlean.nn.model import StateError
+from torchlean.shapes import Shape, ShapeSpecError, check_dims
+from torchlean.spec import SpecTypeError, SpecValueError
+from torchlean.tensor import TensorError, TensorTypeError
+from torchlean.trainer import Trainer, TrainerError
+
+RAGGED_MASK = [[True], [True, False]]
+RAGGED_INDEX = [[0], [0, 1]]
+
+
+def _f() -> tl.Tensor:
+    return tl.tensor(np.ones((2, 3)))
+
+
+# ------------------------------------------------------------------- item 4: ragged array-likes
+
+
+@pytest.mark.parametrize(
+    ("call", "fn", "name"),
+    [
+        (
+            lambda f: tl.scaled_dot_product_attention(f, f, f, RAGGED_MASK),
+            "scaled_dot_product_attention",
+            "mask",
+        ),
+        (lambda f: tl.hard_masked_softmax(f, RAGGED_MASK), "hard_masked_softmax", "mask"),
+        (lambda f: tl.gather(f, RAGGED_INDEX, 1), "gather", "index"),
+        (lambda f: tl.scatter_add(f, RAGGED_INDEX, f, 1), "scatter_add", "index"),
+        (lambda f: tl.cross_entropy(f, RAGGED_INDEX), "cross_entropy", "target"),
+    ],
+)
+def test_ragged_functional_array_likes_are_tensor_errors(
+    call: Callable[[tl.Tensor], object], fn: str, name: str
+) -> None:
+    with pytest.raises(TensorError, match=rf"^{fn}: {name} .* is not a rectangular array"):
+        call(_f())
+
+
+def _ones(*shape: int) -> np.ndarray[Any, Any]:
+    return np.ones(shape)
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: spec.scaled_dot_product_attention([[1.0], [1.0, 2.0]], _ones(2, 1), _ones(2, 1)), "q"),
+        (lambda: spec.scaled_dot_product_attention(_ones(2, 1), _ones(2, 1), [[1.0], [1.0, 2.0]]), "v"),
+        (
+            lambda: spec.scaled_dot_product_attention(_ones(2, 1), _ones(2, 1), _ones(2, 1), RAGGED_MASK),
+            "mask",
+        ),
+        (
+            lambda: spec.scaled_dot_product_attention_backward(
+                _ones(2, 1), _ones(2, 1), _ones(2, 1), [[1.0], [1.0, 2.0]]
+            ),
+            "d_out",
+        ),
+        (lambda: spec.hard_masked_softmax([[1.0], [1.0, 2.0]], np.ones((2, 2), bool)), "scores"),
+        (lambda: spec.hard_masked_softmax(_ones(2, 2), RAGGED_MASK), "mask"),
+        (lambda: spec.flash_attention(_ones(2, 1), _ones(2, 1), _ones(2, 1), RAGGED_MASK), "mask"),
+        (
+            lambda: spec.flash_attention_backward(
+                _ones(2, 1), _ones(2, 1), _ones(2, 1), _ones(2, 1), _ones(2), [[1.0], [1.0, 2.0]]
+            ),
+            "d_out",
+        ),
+        (
+            lambda: spec.flash_attention_backward(
+                _ones(2, 1), _ones(2, 1), _ones(2, 1), _ones(2, 1), [[1.0], [1.0, 2.0]], _ones(2, 1)
+            ),
+            "lse",
+        ),
+        (lambda: spec.as_mpf_array([[1.0], [1.0, 2.0]]), "values"),
+    ],
+)
+def test_ragged_spec_inputs_are_spec_value_errors(call: Callable[[], object], name: str) -> None:
+    with pytest.raises(SpecValueError, match=rf"^{name} .* is not a rectangular array"):
+        call()
+
+
+def test_ragged_trainer_labels_are_trainer_errors() -> None:
+    trainer = Trainer(nn.linear(2, 1))
+    with pytest.raises(TrainerError, match=r"^targets .* rectangular array"):
+        trainer.fit(np.ones((2, 2)), [[0], [1, 2]])
+    with pytest.raises(TrainerError, match=r"^targets .* rectangular array"):
+        trainer.evaluate(np.ones((2, 2)), [[0], [1, 2]])
+    with pytest.raises(TrainerError, match=r"^targets .* rectangular array"):
+        trainer.step(np.ones((2, 2)), [[0], [1, 2]])
+
+
+# ------------------------------------------------------------------- item 6: spec axis type
+
+
+@pytest.mark.parametrize("axis", [1.0, "1", True, np.bool_(True), None])
+def test_spec_hard_masked_softmax_refuses_a_non_integer_axis(axis: object) -> None:
+    with pytest.raises(SpecTypeError, match=r"^axis must be an int"):
+        spec.hard_masked_softmax(np.ones((2, 3)), np.ones((2, 3), bool), axis=axis)  # type: ignore[arg-type]
+
+
+def test_spec_hard_masked_softmax_accepts_a_numpy_integer_axis() -> None:
+    out = spec.hard_masked_softmax(np.zeros((2, 2)), np.ones((2, 2), bool), axis=np.int64(0))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(out, np.full((2, 2), 0.5))  # two equal scores per column
+
+
+# ------------------------------------------------------------------- item 7: huge window parameters
+
+LIMIT = spatial_guards.MAX_WINDOW_PARAMETER
+X4 = np.ones((1, 2, 4, 4))
+W4 = np.ones((1, 2, 2, 2))
+
+WINDOW_CALLS: list[tuple[str, Callable[[tl.Tensor, tl.Tensor, int], tl.Tensor]]] = [
+    ("conv stride", lambda x, w, v: tl.conv(x, w, stride=v)),
+    ("conv padding", lambda x, w, v: tl.conv(x, w, padding=v)),
+    ("conv dilation", lambda x, w, v: tl.conv(x, w, dilation=v)),
+    ("conv_transpose stride", lambda x, w, v: tl.conv_transpose(x, w, stride=v)),
+    ("conv_transpose dilation", lambda x, w, v: tl.conv_transpose(x, w, dilation=v)),
+    ("max_pool kernel_size", lambda x, w, v: tl.max_pool(x, v)),
+    ("max_pool stride", lambda x, w, v: tl.max_pool(x, 2, v)),
+    ("max_pool dilation", lambda x, w, v: tl.max_pool(x, 1, 1, 0, v)),
+    ("avg_pool stride", lambda x, w, v: tl.avg_pool(x, 2, v)),
+    ("avg_pool kernel_size", lambda x, w, v: tl.avg_pool(x, v)),
+    ("smooth_max_pool stride", lambda x, w, v: tl.smooth_max_pool(x, 2, 1.0, v)),
+]
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("value", [LIMIT + 1, 2**63 - 1, 2**63, 2**200])
+@pytest.mark.parametrize(("what", "call"), WINDOW_CALLS)
+def test_window_parameters_above_the_bound_are_guard_errors(
+    profile: str, value: int, what: str, call: Callable[[tl.Tensor, tl.Tensor, int], tl.Tensor]
+) -> None:
+    name = what.split()[1]
+    with tl.session(profile=profile):
+        x = tl.tensor(X4)
+        w = tl.tensor(np.ones((2, 1, 2, 2))) if what.startswith("conv_transpose") else tl.tensor(W4)
+        with pytest.raises(GuardError, match=rf"{name}={value} .*at most {LIMIT}"):
+            call(x, w, value)
+
+
+def test_the_bound_is_torchs_pool_limit() -> None:
+    """torch's pools hold window parameters in 32-bit ints: 2**31 - 1 works, 2**31 does not."""
+    assert LIMIT == 2**31 - 1
+    x = torch.ones(1, 2, 4, 4, dtype=torch.float64)
+    assert F.max_pool2d(x, 2, LIMIT).shape == (1, 2, 1, 1)
+    with pytest.raises(RuntimeError):
+        F.max_pool2d(x, 2, LIMIT + 1)
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_window_parameters_at_the_bound_are_accepted(profile: str) -> None:
+    with tl.session(profile=profile):
+        x = tl.tensor(np.arange(32.0).reshape(1, 2, 4, 4))
+        # one window at the origin: the top-left 2x2 block of each channel
+        np.testing.assert_array_equal(tl.max_pool(x, 2, LIMIT).numpy(), [[[[5.0]], [[21.0]]]])
+        np.testing.assert_array_equal(tl.avg_pool(x, 2, LIMIT).numpy(), [[[[2.5]], [[18.5]]]])
+        # a 1x1 kernel reads one element whatever the dilation: the identity per channel sum
+        w = tl.tensor(np.ones((1, 2, 1, 1)))
+        np.testing.assert_array_equal(
+            tl.conv(x, w, dilation=LIMIT).numpy(), np.arange(16.0).reshape(1, 1, 4, 4) * 2 + 16
+        )
+
+
+def test_guard_names_the_huge_value_directly() -> None:
+    expected = r"^max_pool: stride=\(1, 9223372036854775808\) .*at most 2147483647"
+    with pytest.raises(GuardError, match=expected):
+        spatial_guards.check_max_pool(X4, kernel_size=2, stride=(1, 2**63))
+
+
+# ------------------------------------------------------------------- item 8: concat's argument
+
+
+def test_concat_refuses_a_tensor_as_torch_cat_does() -> None:
+    with pytest.raises(TypeError):
+        torch.cat(torch.ones(2, 3))  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=r"^concat: xs must be a sequence of Tensors; got a Tensor"):
+        tl.concat(_f())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [1.5, None, "ab"])
+def test_concat_refuses_a_non_sequence(value: object) -> None:
+    expected = rf"^concat: xs must be a sequence of Tensors; got .* {type(value).__name__}"
+    with pytest.raises(TensorTypeError, match=expected):
+        tl.concat(value)  # type: ignore[arg-type]
+
+
+def test_concat_still_takes_a_list_or_tuple() -> None:
+    a, b = tl.tensor(np.array([1.0])), tl.tensor(np.array([2.0, 3.0]))
+    np.testing.assert_array_equal(tl.concat([a, b]).numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(tl.concat((b, a)).numpy(), [2.0, 3.0, 1.0])
+
+
+# ------------------------------------------------------------------- item 9: safe_log eps in dtype
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("eps", [1e-50, 1e39])
+def test_safe_log_refuses_an_eps_that_rounds_to_zero_or_inf_in_float32(profile: str, eps: float) -> None:
+    x = tl.tensor(np.array([-200.0], np.float32))
+    with (
+        tl.session(profile=profile),
+        pytest.raises(GuardError, match=rf"^safe_log: eps = {re.escape(repr(eps))} rounds to .* float32"),
+    ):
+        tl.safe_log(x, eps)
+
+
+def test_safe_log_keeps_the_same_eps_in_float64() -> None:
+    out = tl.safe_log(tl.tensor(np.array([0.0])), 1e-50).numpy()
+    np.testing.assert_allclose(out, [math.log(math.log(2.0))], rtol=1e-15)  # softplus(0) = log 2
+
+
+def test_safe_log_smallest_float32_subnormal_eps_stays_finite() -> None:
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    out = tl.safe_log(tl.tensor(np.array([-200.0], np.float32)), tiny).numpy()
+    assert np.isfinite(out).all()  # softplus(-200) underflows to 0 in float32; log(eps) remains
+
+
+# ------------------------------------------------------------------- item 11: cross_entropy targets
+
+
+@pytest.mark.parametrize("bad", [-100, 3, -1])
+def test_cross_entropy_names_itself_the_target_and_the_class_range(bad: int) -> None:
+    with pytest.raises(GuardError, match=rf"^cross_entropy: target value {bad} is out of range .*\[0, 3\)"):
+        tl.cross_entropy(_f(), np.array([bad, 0]))
+    with pytest.raises(GuardError, match=rf"^cross_entropy: target value {bad} "):
+        tl.cross_entropy(_f(), tl.tensor(np.array([0, bad])))
+
+
+def test_cross_entropy_docstring_says_ignore_index_is_not_supported() -> None:
+    assert "ignore_index" in (tl.cross_entropy.__doc__ or "")
+
+
+def test_cross_entropy_in_range_targets_still_match_torch() -> None:
+    logits = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])
+    target = np.array([2, 0])
+    expected = F.cross_entropy(torch.tensor(logits), torch.tensor(target)).item()
+    assert tl.cross_entropy(tl.tensor(logits), target).numpy() == pytest.approx(expected, rel=1e-15)
+
+
+# ------------------------------------------------------------------- item 12: flash config type
+
+
+@pytest.mark.parametrize("config", [(2, 2), None, {"block_q": 2}])
+def test_flash_attention_refuses_a_config_that_is_not_a_flash_attention_config(config: object) -> None:
+    q = np.ones((2, 2))
+    for call in (
+        lambda: spec.flash_attention(q, q, q, config=config),  # type: ignore[arg-type]
+        lambda: spec.flash_attention_forward(q, q, q, config=config),  # type: ignore[arg-type]
+        lambda: spec.flash_attention_backward(q, q, q, q, np.ones(2), q, config=config),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(SpecTypeError, match=r"^config must be a FlashAttentionConfig"):
+            call()
+
+
+# ------------------------------------------------------------------- item 14: planner arguments
+
+
+def test_planner_refuses_a_policy_that_is_not_a_kernel_policy() -> None:
+    registry = profiles.get("checked_cpu").registry()
+    with pytest.raises(BackendTypeError, match=r"^policy must be a KernelPolicy, got None \(NoneType\)"):
+        plan_op(None, registry, "relu")  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError, match=r"^policy must be a KernelPolicy"):
+        plan_ops("checked", registry, ["relu"])  # type: ignore[arg-type]
+
+
+def test_planner_refuses_a_registry_entry_that_is_not_a_capsule() -> None:
+    profile = profiles.get("checked_cpu")
+    policy = profile.policy
+    with pytest.raises(BackendTypeError, match=r"^registry\[0\] must be a KernelCapsule, got 1 \(int\)"):
+        plan_ops(policy, [1], ["relu"])  # type: ignore[list-item]
+    with pytest.raises(BackendTypeError, match=r"^registry\[1\] must be a KernelCapsule"):
+        plan_op(policy, [profile.registry()[0], "relu"], "relu")  # type: ignore[list-item]
+    with pytest.raises(BackendTypeError, match=r"^registry must be an iterable of KernelCapsule"):
+        plan_op(policy, None, "relu")  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError, match=r"^policy must be a KernelPolicy"):
+        explain_op(None, profile.availability, profile.registry(), "relu")  # type: ignore[arg-type]
+
+
+def test_planner_still_plans_from_a_generator_registry() -> None:
+    profile = profiles.get("checked_cpu")
+    planned = plan_op(profile.policy, (c for c in profile.registry()), "relu")
+    assert planned.capsule.op.label == "relu"
+
+
+# ------------------------------------------------------------------- item 17: load_state dtypes
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[s]"])
+def test_load_state_refuses_datetime_and_timedelta_arrays(dtype: str) -> None:
+    model = nn.build(nn.linear(2, 2))
+    before = [p.copy() for p in model.parameters]
+    with pytest.raises(StateError, match=rf"^state entry weight has dtype {dtype.split('[')[0]}"):
+        model.load_state({"weight": np.array([[1, 2], [3, 4]], dtype=dtype), "bias": np.zeros(2)})
+    for old, new in zip(before, model.parameters, strict=True):
+        np.testing.assert_array_equal(old, new)
+
+
+def test_load_state_still_accepts_bool_int_and_float_arrays() -> None:
+    model = nn.build(nn.linear(2, 2))
+    model.load_state({"weight": np.array([[True, False], [False, True]]), "bias": np.array([1, 2])})
+    np.testing.assert_array_equal(model.parameters[0], [[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(model.parameters[1], [1.0, 2.0])
+
+
+# ------------------------------------------------------------------- item 18: group indices
+
+
+@pytest.fixture(scope="module")
+def accepted_plan() -> Any:
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.relu(), nn.linear(3, 1)), seed=0)
+    result = profiles.get("checked_cpu").accept_graph(lower_model(model, (4,)).built.graph)
+    assert result.plan is not None
+    return result.plan
+
+
+@pytest.mark.parametrize("index", [-1, True, False])
+def test_group_index_refuses_negative_and_bool(accepted_plan: Any, index: object) -> None:
+    n = len(accepted_plan.kernels)
+    with pytest.raises(GroupIndexError, match=rf"group index {index!r} .*\[0, {n}\)"):
+        accepted_kernel_of_group(accepted_plan, index)  # type: ignore[arg-type]
+
+
+def test_group_index_out_of_range_is_an_index_error(accepted_plan: Any) -> None:
+    n = len(accepted_plan.kernels)
+    assert issubclass(GroupIndexError, IndexError) and issubclass(GroupIndexError, TorchLeanError)
+    with pytest.raises(IndexError, match=rf"group index {n} .*\[0, {n}\)"):
+        accepted_kernel_of_group(accepted_plan, n)
+    assert accepted_kernel_of_group(accepted_plan, n - 1) is accepted_plan.kernels[n - 1]
+
+
+# ------------------------------------------------------------------- item 19: check_dims
+
+
+@pytest.mark.parametrize("actual", [3, None, "3", (3.0,), (True,), (-1,)])
+def test_check_dims_refuses_an_actual_that_is_not_a_shape(actual: object) -> None:
+    with pytest.raises(ShapeSpecError, match=r"^x: actual shape .* is not a sequence of non-negative ints"):
+        check_dims(Shape[Literal[3]], actual, what="x")  # type: ignore[arg-type]
+
+
+def test_check_dims_still_accepts_lists_and_numpy_ints() -> None:
+    check_dims(Shape[Literal[3], Literal[2]], [3, 2], what="x")  # type: ignore[arg-type]
+    check_dims(Shape[Literal[3], Literal[2]], (np.int64(3), 2), what="x")  # type: ignore[arg-type]
