@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +42,15 @@ FORMAT_VERSION = 1
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
-_ARCHIVE_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+_ARCHIVE_ERRORS = (
+    OSError,
+    ValueError,
+    EOFError,
+    zipfile.BadZipFile,
+    RuntimeError,  # zipfile: an encrypted member
+    NotImplementedError,  # zipfile: an unsupported compression method
+    MemoryError,  # an entry whose header claims more memory than there is
+)
 _NPY_MAGIC = b"\x93NUMPY"
 """What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
 (``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
@@ -284,7 +293,8 @@ def _statistic(value: object, name: str, features: int) -> Array:
 def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
     uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
-    folder must exist; an existing file is replaced.
+    folder must exist; an existing file is replaced only once the new one is completely written
+    (a temporary file beside it is renamed over it).
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, or the file cannot be
@@ -319,10 +329,19 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     if checkpoint.target_mean is not None and checkpoint.target_scale is not None:
         arrays["target_statistics"] = np.array([checkpoint.target_mean, checkpoint.target_scale])
     arrays.update({_WEIGHTS + name: value for name, value in checkpoint.weights.items()})
+    # written beside the target and renamed over it, so a failed write (a full disk) leaves an
+    # existing checkpoint whole
+    temporary: Path | None = None
     try:
-        with file.open("wb") as handle:
+        with tempfile.NamedTemporaryFile(
+            "wb", dir=file.parent, prefix=f".{file.name}.", suffix=".tmp", delete=False
+        ) as handle:
+            temporary = Path(handle.name)
             np.savez(handle, allow_pickle=False, **arrays)
+        os.replace(temporary, file)
     except OSError as error:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise CheckpointError(f"cannot write checkpoint {file}: {error.strerror or error}") from None
 
 
@@ -364,7 +383,11 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         try:
             arrays = {name: archive[name] for name in archive.files}
         except _ARCHIVE_ERRORS as error:
-            raise CheckpointError(f"{file}: cannot read the .npz archive ({error})") from None
+            reason = str(error) or type(error).__name__
+            raise CheckpointError(f"{file}: cannot read the .npz archive ({reason})") from None
+    raw = next((name for name, value in arrays.items() if not isinstance(value, np.ndarray)), None)
+    if raw is not None:  # numpy returns the bytes of a member whose name lacks ".npy"
+        raise CheckpointError(f"{file}: not a torchlean checkpoint: entry {raw!r} is not a numpy array")
     try:
         return _from_arrays(arrays)
     except CheckpointError as error:
@@ -382,7 +405,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         raise CheckpointError("not a torchlean checkpoint: the metadata entry is not a text entry")
     try:
         meta = json.loads(str(entry[()]))
-    except json.JSONDecodeError as error:
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, an int beyond Python's digit limit
         raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise CheckpointError(f"not a torchlean checkpoint: the metadata has no \"format\": \"{_FORMAT}\"")

@@ -27,10 +27,11 @@ float64, so a column beyond float32's range loads under float32 as long as each 
 regression target's) train-split mean and standard deviation are finite in float64 and the
 standardised features fit ``dtype`` (refused by column otherwise). Classification labels may be
 numbers or non-blank strings and are mapped to ``0 .. n_classes - 1`` in sorted order (names kept
-in ``class_names``); finite numbers are classes by exact value, so ``1``, ``1.0``, ``01``, ``+1``
-and ``1e0`` are one class, named ``1`` (a non-integer class is named by its first spelling in the
-file); a single class is refused, in the file or in the train split, as
-scikit-learn classifiers refuse it. The task is
+in ``class_names``); in a column whose labels are all finite numbers, they are classes by exact
+value, so ``1``, ``1.0``, ``01``, ``+1`` and ``1e0`` are one class, named ``1`` (a non-integer
+class is named by its first spelling in the file); a column with any non-number label (or a
+number with a decimal exponent beyond 400) is read as names, compared as text; a single class
+is refused, in the file or in the train split, as scikit-learn classifiers refuse it. The task is
 ``classification`` when every label is an integer or a non-number, else ``regression``, unless
 ``task`` says otherwise.
 
@@ -50,7 +51,7 @@ import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -508,7 +509,7 @@ def _labels(
     values = [_exact(v) for v in labels]
     if all(value is not None for value in values):
         # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1)
-        spelling: dict[Fraction, str] = {}
+        spelling: dict[Decimal, str] = {}
         for v, value in zip(labels, values, strict=True):
             assert value is not None
             spelling.setdefault(value, v)
@@ -559,7 +560,7 @@ def class_ids(
     """
     exact = [_exact(c) for c in classes]
     numeric = all(value is not None for value in exact)
-    index: dict[str | Fraction | None, int] = {
+    index: dict[str | Decimal | None, int] = {
         (value if numeric else c): i for i, (c, value) in enumerate(zip(classes, exact, strict=True))
     }
     ids = np.empty(len(cells), dtype=np.int64)
@@ -580,17 +581,30 @@ def _integral(cell: str) -> bool:
     return math.isfinite(value) and value == int(value)
 
 
-def _exact(cell: str) -> Fraction | None:
-    """The exact value of a finite number cell (``1e3``, ``+01``, ``0.10``), else ``None``."""
-    if not _is_number(cell) or not math.isfinite(float(cell)):
+_LABEL_EXPONENT_LIMIT = 400
+"""Numeric labels whose decimal exponent is beyond this (``1e999``; float64 ends near 1e308) are
+class names, not numbers: their exact value is not usable, and making it exact is unbounded work
+(``Fraction("0e-999999999")`` computes ``10**999999999``)."""
+
+
+def _exact(cell: str) -> Decimal | None:
+    """The exact value of a finite number cell (``1e3``, ``+01``, ``0.10``, ``0e-999999999``),
+    else ``None`` (text, ``nan``/``inf``, or an exponent beyond :data:`_LABEL_EXPONENT_LIMIT`)."""
+    try:
+        value = Decimal(cell.strip())
+    except InvalidOperation:
         return None
-    return Fraction(cell.strip())
+    if not value.is_finite():
+        return None
+    if value.is_zero():
+        return Decimal(0)
+    return value if abs(value.adjusted()) <= _LABEL_EXPONENT_LIMIT else None
 
 
-def _class_name(cell: str, value: Fraction) -> str:
+def _class_name(cell: str, value: Decimal) -> str:
     """The name of a numeric class: the integer (``1.0``, ``+1``, ``1e0`` → ``1``) or the label's
     first spelling in the file."""
-    return str(value.numerator) if value.denominator == 1 else cell
+    return str(int(value)) if value == value.to_integral_value() else cell
 
 
 # ------------------------------------------------------------------------------- split and scaling

@@ -455,8 +455,9 @@ def div(a: Operand, b: Operand) -> Tensor:
     (``2**64`` for float32, ``2**512`` for float64) at those divisors and 1 elsewhere, so it stays
     finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``); the products by ``s``
     are exact, and ``mul`` is recorded three times. Gradients are those of the recorded ops: the
-    divisor's (``-a/b**2``) goes through ``inv``'s VJP ``-g/(b*s)**2``, so it is ``±inf``, or NaN
-    for ``a == 0``, where ``(b*s)**2`` underflows, as for ``x * torch.reciprocal(b)``. Checking
+    divisor's (``-a/b**2``) goes through ``inv``'s VJP ``-(g*a*s)/(b*s)**2``, so where
+    ``(b*s)**2`` underflows it is ``±inf``, or NaN where ``g*a*s`` is 0 (``a == 0``, or a product
+    that underflows), as for ``x * torch.reciprocal(b)``; torch's ``div`` may be finite there. Checking
     the divisors reads them (for CUDA storage, a mask copied to the host per division).
 
     Raises:

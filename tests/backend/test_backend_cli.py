@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -291,3 +292,16 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
     status, out, err = run(capsys, "--bogus")
     assert (status, out) == (2, "")
     assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
+
+
+def test_an_output_that_cannot_be_written_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class FullDevice(io.StringIO):  # what ``> /dev/full`` gives print()
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", FullDevice())
+    status = main(["capsules"])
+    assert status == 2
+    assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"

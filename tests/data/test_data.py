@@ -168,6 +168,25 @@ def test_numeric_class_labels_are_classes_by_exact_value(tmp_path: Path) -> None
     assert forced.class_names == ("0.5", "1.50")  # a non-integer class keeps its first spelling
 
 
+def test_numeric_labels_with_huge_exponents_load_at_once(tmp_path: Path) -> None:
+    # exact values by Fraction computed 10**999999999 for "0e-999999999" (train and predict hung)
+    lines = ["a,y", "1,0e-999999999", "2,1", "3,0", "4,1.0", "5,0.0e5", "6,+1"]
+    d = data.load(_write(tmp_path, "\n".join(lines)), test_fraction=0.5, seed=0)
+    assert d.class_names == ("0", "1")
+    assert data.class_ids("t.csv", "y", ["0e-999999999", "1e0"], d.class_names).tolist() == [0, 1]
+    # beyond float64's exponent range a number is not a usable class value: the column is names
+    huge = ["a,y", "1,1e999999999", "2,1", "3,1e999999999", "4,1"]
+    named = data.load(_write(tmp_path, "\n".join(huge), "huge.csv"), task="classification", seed=0,
+                      test_fraction=0.5)
+    assert named.class_names == ("1", "1e999999999")
+
+
+def test_a_column_with_a_name_among_numbers_is_read_as_names(tmp_path: Path) -> None:
+    lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(["0", "0.0", "1", "cat"] * 3)]
+    d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)
+    assert d.class_names == ("0", "0.0", "1", "cat")  # as the module docstring says: compared as text
+
+
 def test_csv_regression_inferred_and_forced(tmp_path: Path) -> None:
     lines = ["a,b,y"] + [f"{i},{i * i},{i * 0.25}" for i in range(10)]
     d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)

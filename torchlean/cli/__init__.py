@@ -9,7 +9,9 @@ device, bad numbers) are reported as one ``error: ...`` line on stderr with exit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import re
 import sys
@@ -114,8 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # the reader went away (``torchlean graph | head``): stop quietly, as other CLIs do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 141
+    except OSError as error:  # an output that cannot take the writes (``> /dev/full``)
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"error: cannot write the output: {error.strerror or error}{where}", file=sys.stderr)
+        _silence_stdout()
+        return 2
+
+
+def _silence_stdout() -> None:
+    """Point the stdout file descriptor at the null device, so the interpreter's final flush of
+    what stdout still buffers cannot fail again (and print a traceback) after the command ended."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
