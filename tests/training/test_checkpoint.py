@@ -476,3 +476,194 @@ def test_predict_prints_the_report_to_stdout_only_with_output(capsys, tmp_path, 
     assert len(out.splitlines()) == 151 and "accuracy=" not in out and "accuracy=" in err
     assert err.splitlines()[0] == (f"checkpoint={iris_checkpoint} model=mlp task=classification features=4 "
                                    "dtype=float32 trained_on=iris")
+
+
+# ------------------------------------------------------------------- CSV columns by header name
+
+
+def rewrite_columns(source: Path, target: Path, header: list[str], order: list[int]) -> Path:
+    """``source`` with its columns in ``order`` (indices into its rows) under ``header``."""
+    _, rows = read_rows(source)
+    lines = [header, *([r[i] for i in order] for r in rows)]
+    target.write_text("".join(",".join(line) + "\n" for line in lines))
+    return target
+
+
+def test_a_csv_header_naming_every_feature_selects_them_by_name(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv))
+    assert code == 0 and "note:" not in err, err
+    expected = out
+    accuracy = next(line for line in err.splitlines() if line.startswith("accuracy="))
+
+    # reordered features, the label in the middle, an extra non-numeric column: selected by name
+    moved = tmp_path / "moved.csv"
+    _, rows = read_rows(labels_csv)
+    moved.write_text("id,c,y,a,b\n" + "".join(f"row{i},{r[2]},{r[3]},{r[0]},{r[1]}\n"
+                                               for i, r in enumerate(rows)))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(moved))
+    assert code == 0, err
+    assert out == expected and accuracy in err.splitlines()
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: ignored 1 column(s) of {moved} that are not checkpoint {path}'s features or "
+                     "label column: id"]
+    # without the label column: the same predictions, no accuracy
+    features = rewrite_columns(labels_csv, tmp_path / "features.csv", ["b", "c", "a"], [1, 2, 0])
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(features))
+    assert (code, out) == (0, expected) and "accuracy=" not in err and "note:" not in err
+    # --label-column still names the label; naming a feature is refused
+    renamed = rewrite_columns(labels_csv, tmp_path / "renamed.csv", ["truth", "c", "b", "a"], [3, 2, 1, 0])
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "truth")
+    assert code == 0 and out == expected and accuracy in err.splitlines(), err
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "b")
+    assert err == f"error: --label-column b is b, one of the features of checkpoint {path}\n"
+
+
+def test_a_csv_header_naming_some_features_is_refused(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    # feature a dropped: b, c and the label y would otherwise fill the model's three inputs
+    dropped = rewrite_columns(labels_csv, tmp_path / "dropped.csv", ["b", "c", "y"], [1, 2, 3])
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(dropped))
+    assert err == (f"error: {dropped}: the header does not name each of checkpoint {path}'s 3 features once "
+                   "(missing a)\n")
+    twice = rewrite_columns(labels_csv, tmp_path / "twice.csv", ["a", "b", "b", "y"], [0, 1, 2, 3])
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(twice))
+    assert err == (f"error: {twice}: the header does not name each of checkpoint {path}'s 3 features once "
+                   "(missing c; repeated b)\n")
+
+
+def test_a_csv_header_naming_no_feature_is_matched_by_position_with_a_note(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    _, expected, _ = cli(capsys, "predict", str(path), "--dataset", str(labels_csv))
+    other = rewrite_columns(labels_csv, tmp_path / "other.csv", ["p", "q", "r", "s"], [0, 1, 2, 3])
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(other))
+    assert (code, out) == (0, expected), err
+    assert [line for line in err.splitlines() if line.startswith("note:")] == [
+        f"note: matched {other}'s columns to the features by position: its header (p, q, r, s) names none "
+        f"of checkpoint {path}'s features (a, b, c)"
+    ]
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("".join(line + "\n" for line in labels_csv.read_text().splitlines()[1:]))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(headerless), "--no-header")
+    assert (code, out) == (0, expected) and "note:" not in err, err
+
+
+# -------------------------------------------------------------- outputs that overwrite inputs
+
+
+def test_an_output_naming_an_input_or_another_output_is_refused(capsys, tmp_path, labels_csv, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data_csv = tmp_path / "data.csv"
+    data_csv.write_bytes(labels_csv.read_bytes())
+    model = tmp_path / "model.npz"
+    train_and_save(capsys, model, "--dataset", "data.csv")
+    kept = {p: p.read_bytes() for p in (data_csv, model)}
+    (tmp_path / "link.npz").symlink_to(model)
+
+    err = one_line_error(capsys, "train", "--dataset", "iris", "--save", "x", "--report-json", "./x")
+    assert err == "error: --report-json x and --save x name the same file; give them different paths\n"
+    assert not (tmp_path / "x").exists()
+    err = one_line_error(capsys, "train", "--dataset", "data.csv", "--save", str(data_csv))
+    assert err == (f"error: --save {data_csv} is the training data --dataset data.csv: writing it would "
+                   "destroy that input; give another path\n")
+    err = one_line_error(capsys, "train", "--dataset", "./data.csv", "--report-json", "data.csv")
+    assert err.startswith("error: --report-json data.csv is the training data --dataset data.csv: ")
+    err = one_line_error(capsys, "predict", "model.npz", "--dataset", "data.csv", "--output", "./data.csv")
+    assert err == ("error: --output data.csv is the input --dataset data.csv: writing it would destroy that "
+                   "input; give another path\n")
+    err = one_line_error(capsys, "predict", "model.npz", "--dataset", "data.csv", "--output", "link.npz")
+    assert err == ("error: --output link.npz is the checkpoint model.npz: writing it would destroy that "
+                   "input; give another path\n")
+    err = one_line_error(capsys, "predict", str(model), "--dataset", "iris", "--output", "model.npz")
+    assert err.startswith("error: --output model.npz is the checkpoint ")
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
+# ---------------------------------------------------------------------- non-finite outputs
+
+
+def test_a_diverged_model_warns_when_saved_and_predicts_nothing(capsys, tmp_path, regression_csv):
+    path = tmp_path / "diverged.npz"
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                         "--lr", "1e30", "--save", str(path))
+    assert code == 0 and out.splitlines()[-1] == f"saved: {path}"
+    weights = checkpoint.load(path).weights
+    bad, total = (sum(int(f(w)) for w in weights.values())
+                  for f in (lambda w: np.count_nonzero(~np.isfinite(w)), np.size))
+    assert bad > 0
+    assert (f"warning: saving a model whose weights are not finite ({bad} of {total} values; the training "
+            "diverged): torchlean predict will give its rows no prediction") in err.splitlines()
+
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris")
+    assert code == 0
+    assert [row for row in csv.reader(out.splitlines())] == [["prediction"]] + [[""]] * 150
+    lines = err.splitlines()
+    assert ("warning: 150 of 150 rows have no prediction (an empty cell): their model outputs are not finite "
+            f"because the checkpoint's weights are not finite ({bad} of {total} values; the training "
+            "diverged)") in lines
+    assert "accuracy=0.0000 (0/150; 150 rows without a prediction)" in lines
+
+    reg = tmp_path / "reg.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(regression_csv), "--epochs", "1", "--hidden", "4",
+                       "--lr", "1e30", "--save", str(reg))
+    assert code == 0 and "warning: saving a model whose weights are not finite" in err
+    code, out, err = cli(capsys, "predict", str(reg), "--dataset", str(regression_csv))
+    assert code == 0 and out.splitlines() == ["prediction"] + ['""'] * 50
+    assert "mse=nan (0/50 rows; 50 rows without a prediction excluded)" in err.splitlines()
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_rows_whose_outputs_overflow_get_no_prediction(capsys, tmp_path, iris_checkpoint, regression_csv,
+                                                       task):
+    """Finite weights that overflow float32 on the rows with a large first feature: those rows
+    (and only those) get an empty cell and are left out of accuracy (as wrong) or mse."""
+    if task == "classification":
+        source, argv = iris_checkpoint, ["--dataset", "iris"]
+        raw_x, truth = load_iris(return_X_y=True)
+    else:
+        source = tmp_path / "reg.npz"
+        assert main(["train", "--dataset", str(regression_csv), "--epochs", "1", "--hidden", "4",
+                     "--save", str(source)]) == 0
+        argv = ["--dataset", str(regression_csv)]
+        raw_x, cells = csv_data(regression_csv)
+        truth = np.array([float(c) for c in cells]).astype(np.float32).astype(np.float64)
+    saved = checkpoint.load(source)
+    weights = {name: np.array(value) for name, value in saved.weights.items()}
+    weights["0.weight"][:, 0] = 3e38
+    path = tmp_path / "overflow.npz"
+    checkpoint.save(path, Checkpoint(**fields(saved, weights=weights)))
+    capsys.readouterr()
+    # the oracle: the MLP (linear, relu, linear, relu, linear) in numpy float32 arithmetic, where
+    # inf and nan spread as in any summation order
+    h = saved.standardise(raw_x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for layer in ("0", "2", "4"):
+            h = h @ weights[f"{layer}.weight"].T + weights[f"{layer}.bias"]
+            h = np.maximum(h, 0) if layer != "4" else h
+    overflow = ~np.isfinite(h).all(axis=1)
+    assert 0 < int(overflow.sum()) < len(h)
+
+    code, out, err = cli(capsys, "predict", str(path), *argv)
+    assert code == 0, err
+    cells_out = [row[0] for row in csv.reader(out.splitlines()[1:])]
+    empty = np.array([c == "" for c in cells_out])
+    np.testing.assert_array_equal(empty, overflow)
+    missing, rows = int(overflow.sum()), len(h)
+    lines = err.splitlines()
+    assert (f"warning: {missing} of {rows} rows have no prediction (an empty cell): their model outputs are "
+            "not finite because the weights and inputs are finite, but the model's outputs overflow "
+            "float32") in lines
+    if task == "classification":
+        names = list(load_iris().target_names)
+        correct = sum(c == names[t] for c, t in zip(cells_out, truth, strict=True))
+        summary = f"accuracy={correct / rows:.4f} ({correct}/{rows}; {missing} rows without a prediction)"
+        assert summary in lines
+    else:
+        values = np.array([float(c) for c in cells_out if c])
+        mse = np.mean((values - truth[~overflow]) ** 2)
+        kept = rows - missing
+        summary = f"mse={mse:.4f} ({kept}/{rows} rows; {missing} rows without a prediction excluded)"
+        assert summary in lines

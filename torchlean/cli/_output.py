@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["check_writable", "output_path"]
+__all__ = ["check_distinct", "check_writable", "output_path"]
 
 
 def output_path(text: str) -> Path:
@@ -47,3 +49,40 @@ def check_writable(path: Path, what: str) -> None:
             path.unlink()
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: :func:`os.path.samefile` when both exist (links,
+    ``./x`` and ``x``), else their resolved paths are equal."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a link loop, an unreadable folder: not provably the same
+        return False
+
+
+def check_distinct(
+    outputs: Sequence[tuple[str, Path | None]], inputs: Sequence[tuple[str, Path]] = ()
+) -> None:
+    """Refuse two given outputs that name one file, or an output that names an existing input
+    file (writing it would destroy the input). Each entry is ``(what, path)``, ``what`` as the
+    message names it (``--save``, ``the checkpoint``); an output ``None`` was not given.
+
+    Raises:
+        TorchLeanError: ``<what> <path> and <what> <path> name the same file ...`` or
+            ``<what> <path> is <input what> <path> ...``.
+    """
+    given = [(what, path) for what, path in outputs if path is not None]
+    for i, (what, path) in enumerate(given):
+        for other_what, other in given[:i]:
+            if _same_file(path, other):
+                raise TorchLeanError(
+                    f"{other_what} {other} and {what} {path} name the same file; give them different paths"
+                )
+        for input_what, source in inputs:
+            if source.exists() and _same_file(path, source):
+                raise TorchLeanError(
+                    f"{what} {path} is {input_what} {source}: writing it would destroy that input; "
+                    "give another path"
+                )

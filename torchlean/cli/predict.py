@@ -6,23 +6,37 @@ in the checkpoint (never refitted), runs the model under the checkpoint's profil
 mode (``--profile``/``--execution`` override them) and writes the predictions.
 
 A shipped dataset is predicted whole: every sample, in scikit-learn's order (not the test split
-of training). A CSV file's columns are matched by position; its label column is
-``--label-column`` when given, else none when the file has exactly the checkpoint's feature
-count of columns, else the column named as the checkpoint's label column (a header name, or
-``column_<i>`` in a file without a header) when the file has one, else the last column.
+of training). A CSV file's columns are matched to the checkpoint's ``feature_names``:
+
+- by name, in the checkpoint's order, when its header names each of them exactly once; the
+  label column is ``--label-column`` when given, else the checkpoint's label column when the
+  header names it, else none; other columns are ignored (a ``note:`` line names them);
+- refused (naming the missing or repeated features) when the header names only some of them,
+  or one of them twice;
+- by position when the header names none of them (a ``note:`` line says so) or the file has no
+  header; the label column is then ``--label-column`` when given, else none when the file has
+  exactly the checkpoint's feature count of columns, else the column named as the checkpoint's
+  label column (a header name, or ``column_<i>`` without a header) when the file has one, else
+  the last column.
 
 Predictions: a CSV with the header ``prediction`` and one row per input row, in input order —
 the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
 units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
-``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout.
+``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout. A
+row whose model outputs (or target value) are not all finite, as a diverged model's are, gets an
+empty cell, and a ``warning:`` line on stderr counts such rows and says whether the checkpoint's
+weights, the inputs, or neither (an overflow) are not finite. ``--output`` naming the checkpoint
+or the input CSV is refused before any work.
 
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
 CSV): ``checkpoint=...`` and ``dataset=...`` lines; with ``--show-backend`` each capsule's
 contract report as it is first selected; when the data has the label column,
-``accuracy=<value> (<correct>/<rows>)`` or ``mse=<value>`` (in the target's units, against the
-targets rounded to the checkpoint's dtype, as ``test_mse``); then one audit line per backend
-capsule used, as ``torchlean train`` prints them; ``wrote PATH`` with ``--output``. A ``note:``
-line on stderr says how a CSV header was guessed from an all-numbers first row.
+``accuracy=<value> (<correct>/<rows>)`` (a row without a prediction counts as wrong: ``(0/150;
+150 rows without a prediction)``) or ``mse=<value>`` (in the target's units, against the targets
+rounded to the checkpoint's dtype, as ``test_mse``; over the rows with a prediction, the others
+counted: ``(140/150 rows; 10 rows without a prediction excluded)``); then one audit line per
+backend capsule used, as ``torchlean train`` prints them; ``wrote PATH`` with ``--output``. A
+``note:`` line on stderr says how a CSV header was guessed from an all-numbers first row.
 """
 
 from __future__ import annotations
@@ -30,7 +44,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import dataclasses
 import io
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -43,7 +59,7 @@ import numpy.typing as npt
 from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.cli._output import check_writable, output_path
+from torchlean.cli._output import check_distinct, check_writable, output_path
 
 __all__ = ["register", "run"]
 
@@ -60,9 +76,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dataset", required=True,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file")
     parser.add_argument("--label-column", default=None,
-                        help="CSV label column (name or index; default: none when the file has exactly the "
-                        "model's feature count of columns, else the checkpoint's label column when the file "
-                        "names it, else the last column)")
+                        help="CSV label column (name or index). A CSV whose header names each of the "
+                        "checkpoint's features once has its features taken by name (other columns ignored) "
+                        "and by default the checkpoint's label column when named, else none; one naming only "
+                        "some is refused; otherwise columns are matched by position and the default is none "
+                        "when the file has exactly the model's feature count of columns, else the "
+                        "checkpoint's label column when the file names it, else the last column")
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header); default: guessed as torchlean train guesses it")
@@ -72,7 +91,8 @@ def register(subparsers: Any) -> None:
                         help="eager | typed-graph (default: the checkpoint's)")
     parser.add_argument("--output", type=output_path, default=None, metavar="PATH",
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
-                        "are created; checked before anything runs); the report then goes to stdout")
+                        "are created; checked before anything runs; not the checkpoint or the input CSV); "
+                        "the report then goes to stdout")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     parser.set_defaults(func=run)
@@ -82,7 +102,7 @@ def register(subparsers: Any) -> None:
 class _Input:
     """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
     messages name them, and the label column (its name and cells, ``None`` without one; file
-    line ``first_line`` holds the first row)."""
+    line ``first_line`` holds the first row); ``notes`` for stderr once the data is accepted."""
 
     source: str
     x: npt.NDArray[np.float64]
@@ -90,22 +110,33 @@ class _Input:
     label: str
     cells: list[str] | None
     first_line: int
+    notes: tuple[str, ...] = ()
+
+
+def _named_column(table: data.Table, text: str) -> int:
+    """The column ``--label-column`` names: a header name, else an integer index (``0``, ``-1``),
+    as ``torchlean train`` reads it.
+
+    Raises:
+        UnknownLabelError: an unknown column; DataError: an ambiguous name.
+    """
+    try:
+        return table.column(text)
+    except UnknownLabelError:
+        if not re.fullmatch(r"-?\d+", text.strip()):
+            raise
+    return table.column(int(text))
 
 
 def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
-    """The label column of ``table`` by the module docstring's rule; ``text`` is ``--label-column``,
-    a name, else an integer index (``0``, ``-1``), as ``torchlean train`` reads it.
+    """The label column of ``table`` when its columns are matched by position (the module
+    docstring's rule); ``text`` is ``--label-column``.
 
     Raises:
         UnknownLabelError: an unknown column; DataError: an ambiguous name.
     """
     if text is not None:
-        try:
-            return table.column(text)
-        except UnknownLabelError:
-            if not re.fullmatch(r"-?\d+", text.strip()):
-                raise
-        return table.column(int(text))
+        return _named_column(table, text)
     if len(table.names) == saved.features:
         return None
     if table.names.count(saved.label_column) == 1:
@@ -113,12 +144,51 @@ def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoi
     return table.column(None)
 
 
-def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
-    """The data of ``--dataset``: a whole shipped dataset (its labels as their class names, or
-    targets), or a CSV file.
+def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, path: Path) -> _Input:
+    """The checkpoint's features of ``table`` by header name, in the checkpoint's order, and its
+    label column (``--label-column`` ``text``, else the checkpoint's when the header names it,
+    else none); the other columns are ignored, named in a note.
 
     Raises:
-        TorchLeanError: ``--label-column``/``--header`` given for a shipped dataset; the errors of
+        TorchLeanError: the label column is one of the features; the errors of
+            :meth:`torchlean.data.Table.columns` (a short row, a cell that is not a number).
+    """
+    features = [table.names.index(name) for name in saved.feature_names]
+    label: int | None = None
+    if text is not None:
+        label = _named_column(table, text)
+    elif saved.label_column in table.names and saved.label_column not in saved.feature_names:
+        label = table.column(saved.label_column)
+    if label is not None and label in features:
+        raise TorchLeanError(
+            f"--label-column {text} is {table.shown(label)}, one of the features of checkpoint {path}"
+        )
+    for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
+        if len(row) != len(table.names):
+            raise data.DataError(
+                f"{table.file}: line {table.first_line + r} has {len(row)} cells, expected {len(table.names)}"
+            )
+    keep = features if label is None else [*features, label]
+    picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
+                                 rows=[[row[i] for i in keep] for row in table.rows])
+    x, cells = picked.columns(None if label is None else len(features))
+    ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in keep)
+    notes = (
+        (f"ignored {len(ignored)} column(s) of {table.file} that are not checkpoint {path}'s features or "
+         f"label column: {_listed(ignored)}",)
+        if ignored else ()
+    )
+    return _Input(str(table.file), x, saved.feature_names, "" if label is None else table.shown(label),
+                  cells, table.first_line, notes)
+
+
+def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
+    """The data of ``--dataset``: a whole shipped dataset (its labels as their class names, or
+    targets), or a CSV file, its columns matched by the module docstring's rule.
+
+    Raises:
+        TorchLeanError: ``--label-column``/``--header`` given for a shipped dataset; a header that
+            names only some of the checkpoint's features, or one twice; the errors of
             :func:`torchlean.data.locate` and :func:`torchlean.data.read_csv`.
     """
     name, shipped = data.locate(args.dataset)
@@ -133,11 +203,31 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     table = data.read_csv(name, header=args.header)
     if table.header_note:
         print(f"note: {table.header_note}", file=sys.stderr)
+    wanted = saved.feature_names
+    if table.has_header and any(feature in table.names for feature in wanted):
+        missing = tuple(feature for feature in wanted if feature not in table.names)
+        repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
+        if missing or repeated:
+            faults = "; ".join(
+                f"{what} {_listed(names)}"
+                for what, names in (("missing", missing), ("repeated", repeated))
+                if names
+            )
+            raise TorchLeanError(
+                f"{table.file}: the header does not name each of checkpoint {args.checkpoint}'s "
+                f"{len(wanted)} features once ({faults})"
+            )
+        return _by_name(table, args.label_column, saved, args.checkpoint)
     label = _label_index(table, args.label_column, saved)
     x, cells = table.columns(label)
     columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
+    notes = (
+        (f"matched {table.file}'s columns to the features by position: its header ({_listed(table.names)}) "
+         f"names none of checkpoint {args.checkpoint}'s features ({_listed(wanted)})",)
+        if table.has_header and wanted else ()
+    )
     return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                  table.first_line)
+                  table.first_line, notes)
 
 
 def _listed(names: tuple[str, ...]) -> str:
@@ -180,13 +270,37 @@ def _write(rows: list[str], output: Path | None) -> None:
         raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
 
 
+def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint, x: npt.NDArray[Any],
+                           bad: npt.NDArray[np.bool_]) -> str:
+    """The ``warning:`` line for ``missing`` of ``rows`` rows without a prediction (``bad``),
+    naming the cause: the checkpoint's weights, the rows' standardised inputs ``x``, or neither."""
+    weights = saved.weights.values()
+    not_finite = sum(int(np.count_nonzero(~np.isfinite(w))) for w in weights)
+    if not_finite:
+        total = sum(int(w.size) for w in weights)
+        cause = (f"the checkpoint's weights are not finite ({not_finite} of {total} values; the training "
+                 "diverged)")
+    elif not np.isfinite(x[bad]).all():
+        cause = "their standardised inputs are not finite"
+    else:
+        cause = f"the weights and inputs are finite, but the model's outputs overflow {saved.dtype}"
+    return (f"warning: {missing} of {rows} rows have no prediction (an empty cell): their model outputs are "
+            f"not finite because {cause}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean predict``; returns the exit status."""
+    inputs = [("the checkpoint", args.checkpoint)]
+    if args.dataset not in data.DATASETS:
+        inputs.append(("the input --dataset", Path(args.dataset)))
+    check_distinct([("--output", args.output)], inputs)
     if args.output is not None:
         check_writable(args.output, "--output")
     saved = checkpoint.load(args.checkpoint)
     source = _read(args, saved)
     _check_features(source, saved, args.checkpoint)
+    for note in source.notes:
+        print(f"note: {note}", file=sys.stderr)
     classification = saved.task == "classification"
     truth: npt.NDArray[Any] | None = None
     if source.cells is not None:
@@ -214,21 +328,31 @@ def run(args: argparse.Namespace) -> int:
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
         outputs = trainer.predict(x).astype(np.float64)
+    count = outputs.shape[0]
     summary = None
     if classification:
+        finite = np.asarray(np.isfinite(outputs).all(axis=1), dtype=np.bool_)
         predicted = outputs.argmax(axis=1)
-        rows = [saved.classes[i] for i in predicted]
+        rows = [saved.classes[i] if ok else "" for i, ok in zip(predicted, finite, strict=True)]
+        missing = count - int(np.count_nonzero(finite))
         if truth is not None:
-            correct = int(np.count_nonzero(predicted == truth))
-            summary = f"accuracy={correct / len(rows):.4f} ({correct}/{len(rows)})"
+            correct = int(np.count_nonzero((predicted == truth) & finite))
+            unpredicted = f"; {missing} rows without a prediction" if missing else ""
+            summary = f"accuracy={correct / count:.4f} ({correct}/{count}{unpredicted})"
     else:
         assert saved.target_scale is not None and saved.target_mean is not None
-        with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is the result
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is reported below
             values = outputs.reshape(-1) * saved.target_scale + saved.target_mean
+            finite = np.isfinite(values) & np.isfinite(outputs).all(axis=1)
+            missing = count - int(np.count_nonzero(finite))
             if truth is not None:
                 target = truth.astype(saved.dtype).astype(np.float64)
-                summary = f"mse={float(np.mean((values - target) ** 2)):.4f}"
-        rows = [repr(float(v)) for v in values]
+                mse = float(np.mean((values[finite] - target[finite]) ** 2)) if missing < count else math.nan
+                kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
+                summary = f"mse={mse:.4f}{kept if missing else ''}"
+        rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
+    if missing:
+        print(_no_prediction_warning(missing, count, saved, x, ~finite), file=sys.stderr)
     _write(rows, args.output)
     if summary is not None:
         print(summary, file=out)

@@ -17,7 +17,9 @@ imported (a ``checked_cpu`` run does not import it, so its thread setting is nev
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``); a ``warning:`` line when ``OMP_NUM_THREADS`` is not an integer in
 ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
-loss is not finite (the run goes on and exits 0).
+loss is not finite (the run goes on and exits 0), and one when ``--save`` saves weights that are
+not finite. ``--save`` and ``--report-json`` naming one file, or either naming the training CSV,
+is refused before any work.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +44,7 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, output_path
+from torchlean.cli._output import check_distinct, check_writable, output_path
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -259,10 +263,22 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
+def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """A ``warning:`` line on stderr when a weight to be saved is NaN or infinite (a diverged
+    run): ``torchlean predict`` gives such a model's rows no prediction."""
+    bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in weights.values())
+    if bad:
+        total = sum(int(w.size) for w in weights.values())
+        print(f"warning: saving a model whose weights are not finite ({bad} of {total} values; the training "
+              "diverged): torchlean predict will give its rows no prediction", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
     threads = _set_torch_threads(args.torch_threads)
+    training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
+    check_distinct([("--report-json", args.report_json), ("--save", args.save)], training)
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
     if args.save is not None:
@@ -355,6 +371,8 @@ def run(args: argparse.Namespace) -> int:
     for kernel in selected:
         print(report.audit_line(kernel.audit()))
     if args.save is not None:
+        weights = trainer.model.state()
+        _warn_non_finite(weights)
         checkpoint.save(args.save, checkpoint.Checkpoint(
             model=args.model,
             hidden=args.hidden,
@@ -373,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
             profile=profile.name,
             execution=execution.label,
             seed=args.seed,
-            weights=trainer.model.state(),
+            weights=weights,
         ))
         record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started
