@@ -94,6 +94,10 @@ def reciprocal_overflows(data: Storage) -> npt.NDArray[np.bool_]:
     if isinstance(data, np.ndarray):
         if data.dtype.kind != "f":
             return np.zeros(data.shape, dtype=np.bool_)
+        # screen first (one comparison; ordinary divisors stop here), then the exact test
+        candidates: npt.NDArray[np.bool_] = np.abs(data) < 2 / float(np.finfo(data.dtype).max)
+        if not candidates.any():
+            return candidates
         with np.errstate(divide="ignore", over="ignore"):
             mask: npt.NDArray[np.bool_] = np.isinf(np.reciprocal(data)) & (data != 0)
         return mask
