@@ -112,7 +112,7 @@ class Dataset:
     class_names: tuple[str, ...]
     feature_mean: Array
     feature_scale: Array
-    label_name: str
+    label_name: str = "target"
     header_note: str = ""
 
     @property

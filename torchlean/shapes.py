@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 import typing
+from collections.abc import Iterable
 from typing import Any, Generic, Literal, SupportsIndex, TypeVar, TypeVarTuple, Unpack
 
 from torchlean.backend.errors import TorchLeanError
@@ -116,17 +117,20 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     Raises:
         ShapeSpecError: ``x: actual shape 3 (int) is not a sequence of non-negative ints ...``.
     """
-    if isinstance(actual, tuple | list):
+    # a tuple, list or range, or a 1-d integer array (numpy's, without importing numpy here)
+    one_axis = getattr(actual, "ndim", 1) == 1
+    if isinstance(actual, Iterable) and not isinstance(actual, str | bytes) and one_axis:
+        items = list(actual)
         dims = [
             operator.index(d)
-            for d in actual
-            if isinstance(d, SupportsIndex) and not isinstance(d, bool | type)
+            for d in items
+            if isinstance(d, SupportsIndex) and not isinstance(d, bool | type) and type(d).__name__ != "bool"
         ]
-        if len(dims) == len(actual) and all(d >= 0 for d in dims):
+        if len(dims) == len(items) and all(d >= 0 for d in dims):
             return tuple(dims)
     raise ShapeSpecError(
         f"{what}: actual shape {actual!r} ({type(actual).__name__}) is not a sequence of non-negative "
-        "ints (accepted: a tuple or list of ints, such as an array's .shape)"
+        "ints (accepted: a tuple, list, range or 1-d integer array, such as an array's .shape)"
     )
 
 

@@ -372,3 +372,12 @@ def test_check_dims_refuses_an_actual_that_is_not_a_shape(actual: object) -> Non
 def test_check_dims_still_accepts_lists_and_numpy_ints() -> None:
     check_dims(Shape[Literal[3], Literal[2]], [3, 2], what="x")  # type: ignore[arg-type]
     check_dims(Shape[Literal[3], Literal[2]], (np.int64(3), 2), what="x")  # type: ignore[arg-type]
+
+
+def test_check_dims_accepts_ranges_and_1d_integer_arrays_as_before() -> None:
+    # the old code took any sequence of ints (Trainer documents a 1-d int array as input_shape)
+    check_dims(Shape[Literal[3], Literal[4]], np.array([3, 4]), what="x")  # type: ignore[arg-type]
+    check_dims(Shape[Literal[3], Literal[4]], range(3, 5), what="x")  # type: ignore[arg-type]
+    for bad in (np.array([[3, 4]]), np.array([True, True]), np.array([3.0, 4.0])):
+        with pytest.raises(ShapeSpecError, match=r"is not a sequence of non-negative ints"):
+            check_dims(Shape[Literal[3], Literal[4]], bad, what="x")  # type: ignore[arg-type]
