@@ -142,9 +142,6 @@ X4 = np.ones((1, 2, 4, 4))
 W4 = np.ones((1, 2, 2, 2))
 
 WINDOW_CALLS: list[tuple[str, Callable[[tl.Tensor, tl.Tensor, int], tl.Tensor]]] = [
-    ("conv stride", lambda x, w, v: tl.conv(x, w, stride=v)),
-    ("conv padding", lambda x, w, v: tl.conv(x, w, padding=v)),
-    ("conv dilation", lambda x, w, v: tl.conv(x, w, dilation=v)),
     ("conv_transpose stride", lambda x, w, v: tl.conv_transpose(x, w, stride=v)),
     ("conv_transpose dilation", lambda x, w, v: tl.conv_transpose(x, w, dilation=v)),
     ("max_pool kernel_size", lambda x, w, v: tl.max_pool(x, v)),
@@ -168,6 +165,35 @@ def test_window_parameters_above_the_bound_are_guard_errors(
         w = tl.tensor(np.ones((2, 1, 2, 2))) if what.startswith("conv_transpose") else tl.tensor(W4)
         with pytest.raises(GuardError, match=rf"{name}={value} .*at most {LIMIT}"):
             call(x, w, value)
+
+
+CONV_CALLS: list[tuple[str, Callable[[tl.Tensor, tl.Tensor, int], tl.Tensor]]] = [
+    ("stride", lambda x, w, v: tl.conv(x, w, stride=v)),
+    ("padding", lambda x, w, v: tl.conv(x, w, padding=v)),
+    ("dilation", lambda x, w, v: tl.conv(x, w, dilation=v)),
+]
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("value", [2**63, 2**200])
+@pytest.mark.parametrize(("name", "call"), CONV_CALLS)
+def test_conv_parameters_beyond_int64_are_guard_errors(
+    profile: str, value: int, name: str, call: Callable[[tl.Tensor, tl.Tensor, int], tl.Tensor]
+) -> None:
+    expected = rf"{name}={value} .*at most 2\*\*63 - 1"
+    with tl.session(profile=profile), pytest.raises(GuardError, match=expected):
+        call(tl.tensor(X4), tl.tensor(W4), value)
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("stride", [LIMIT + 1, 2**40, 2**63 - 1])
+def test_conv_takes_int64_strides_as_torch(profile: str, stride: int) -> None:
+    # torch's convolution takes 64-bit strides (the regression review: a 2**31 cap refused them)
+    x = np.arange(32.0).reshape(1, 2, 4, 4)
+    expected = F.conv2d(torch.from_numpy(x), torch.from_numpy(W4), stride=2**40).numpy()
+    assert expected.shape == (1, 1, 1, 1)
+    with tl.session(profile=profile):
+        np.testing.assert_array_equal(tl.conv(tl.tensor(x), tl.tensor(W4), stride=stride).numpy(), expected)
 
 
 def test_the_bound_is_torchs_pool_limit() -> None:

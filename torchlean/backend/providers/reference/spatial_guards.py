@@ -164,15 +164,18 @@ def _as_int(value: object) -> int | None:
     return None
 
 
+_INT64_MAX = 2**63 - 1
 MAX_WINDOW_PARAMETER = 2**31 - 1
 """The largest ``kernel_size``, ``stride``, ``padding``, ``output_padding``, ``dilation`` or
-``groups`` the convolution and pool guards accept (every provider runs the same guard).
+``groups`` the transposed-convolution and pool guards accept (every provider runs the same
+guard).
 
 ATen's pooling and transposed-convolution kernels hold these parameters in 32-bit ints (torch
 2.13 refuses ``max_pool2d(x, 2, 2**31)`` and wraps ``conv_transpose2d(..., stride=2**31)`` to a
-negative stride), so one bound for every op and profile is 2**31 - 1; it is applied to
-``conv`` too, although torch's forward convolution takes 64-bit strides, so that a call is
-accepted or refused alike under every profile. A larger integer is refused with a
+negative stride), so the bound for those ops, under every profile, is 2**31 - 1. ``conv``
+takes parameters up to int64's largest, as torch's convolution takes 64-bit strides, paddings
+and dilations (a stride of 2**31 is a legitimate, if odd, 1-output convolution). A larger integer
+is refused with a
 :class:`GuardError` naming it, never converted to a C integer (where numpy raised
 ``OverflowError`` and torch ``TypeError``)."""
 
@@ -186,7 +189,17 @@ def _shown(value: object) -> str:
         return f"<a {type(value).__name__} holding an integer of more than 4300 digits>"
 
 
+def _limit(op: str) -> int:
+    """The largest window parameter of ``op``: int64's for ``conv`` (ATen's convolution takes
+    64-bit strides, paddings and dilations), :data:`MAX_WINDOW_PARAMETER` for the others."""
+    return _INT64_MAX if op == "conv" else MAX_WINDOW_PARAMETER
+
+
 def _too_large(op: str, name: str, value: object) -> GuardError:
+    if op == "conv":
+        return _fail(
+            op, f"{name}={_shown(value)} is too large (accepted: at most 2**63 - 1, int64's largest)"
+        )
     return _fail(
         op,
         f"{name}={_shown(value)} is too large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 "
@@ -201,7 +214,7 @@ def _int_param(op: str, name: str, value: object, minimum: int) -> int:
         raise _type_fail(op, f"{name} must be an int, got {name}={_shown(value)}")
     if result < minimum:
         raise _fail(op, f"{name}={_shown(result)} is out of range (accepted: {name} >= {minimum})")
-    if result > MAX_WINDOW_PARAMETER:
+    if result > _limit(op):
         raise _too_large(op, name, result)
     return result
 
@@ -229,7 +242,7 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
             op,
             f"{name}={_shown(value)} is out of range (accepted: {name} >= {minimum} on every spatial axis)",
         )
-    if any(v > MAX_WINDOW_PARAMETER for v in result):
+    if any(v > _limit(op) for v in result):
         raise _too_large(op, name, value)
     return result
 
