@@ -60,9 +60,8 @@ class Model:
             StateError: ``state`` is not a mapping; naming the missing, unexpected or mis-shaped
                 entry, or an entry that is not a rectangular array of real numbers (accepted: bool,
                 integer or float arrays, or object arrays of real numbers such as ``Fraction``
-                and ``Decimal``; refused: strings,
-                other objects, complex values, datetime64/timedelta64 values, ragged lists), before
-                any parameter changes.
+                and ``Decimal``; refused: strings, other objects, complex values,
+                datetime64/timedelta64 values, ragged lists), before any parameter changes.
         """
         if not isinstance(state, Mapping):
             raise StateError(
