@@ -292,6 +292,10 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
     status, out, err = run(capsys, "--bogus")
     assert (status, out) == (2, "")
     assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
+    # a top-level option before the command belongs to ``torchlean --help``, not the command's
+    status, out, err = run(capsys, "--bogus", "plan", "relu", "--profile", "checked_cpu")
+    assert (status, out) == (2, "")
+    assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
 
 
 def test_an_output_that_cannot_be_written_is_a_one_line_error(

@@ -83,6 +83,13 @@ def build_parser() -> _Parser:
     return parser
 
 
+def _after_command(words: list[str], command: str | None, extra: str) -> bool:
+    """Whether the unrecognized word ``extra`` came after the command name (a command option)."""
+    if command is None or command not in words or extra not in words:
+        return command is not None
+    return words.index(extra) > words.index(command)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``torchlean`` console script; returns the exit status.
 
@@ -91,10 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 2 (``torchlean --help`` prints the help, exit status 0).
     """
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extras = parser.parse_known_args(words)
     if extras:
         command = getattr(args, "command", None)
-        where = f"torchlean {command} --help" if command else "torchlean --help"
+        where = "torchlean --help"
+        if _after_command(words, command, extras[0]):
+            where = f"torchlean {command} --help"
         parser.error(f"unrecognized arguments: {' '.join(extras)} ({where} lists the accepted ones)")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
