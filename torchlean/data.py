@@ -68,11 +68,13 @@ __all__ = [
     "Table",
     "Task",
     "class_ids",
+    "display_name",
     "load",
     "load_csv",
     "locate",
     "read_csv",
     "shipped",
+    "split_rows",
     "targets",
 ]
 
@@ -358,12 +360,19 @@ def _name(value: object, what: str, empty: str, accepted: str) -> str:
     return name
 
 
+def display_name(text: str) -> str:
+    """``text`` (a column name or class label) as messages print it: itself when it is printable
+    on one line, else its Python literal (``'a\\nb'``), so that a name holding a newline or
+    a control character cannot split or garble a one-line ``error:``."""
+    return text if text.isprintable() else repr(text)
+
+
 def _shown(names: Sequence[str], index: int) -> str:
     """Column ``index`` as messages name it: its name when that is non-blank and used once, else
     its index (with the name when there is one: ``2 ('x')``)."""
     name = names[index]
     if name and names.count(name) == 1:
-        return name
+        return display_name(name)
     return f"{index} ({name!r})" if name else str(index)
 
 
@@ -477,8 +486,10 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
                 f"column index 0..{len(names) - 1})"
             )
         return where[0]
-    known = " | ".join(names) if has_header else f"indices 0..{len(names) - 1} (the file has no header)"
-    raise UnknownLabelError(f"unknown label column {column} in {file} (known: {known})")
+    known = (" | ".join(map(display_name, names)) if has_header
+             else f"indices 0..{len(names) - 1} (the file has no header)")
+    shown = display_name(column) if isinstance(column, str) else column
+    raise UnknownLabelError(f"unknown label column {shown} in {file} (known: {known})")
 
 
 def _labels(
@@ -570,7 +581,7 @@ def class_ids(
         if found is None:
             raise UnknownLabelError(
                 f"{source}: line {first_line + r}, column {column}: unknown class label {value!r} "
-                f"(known: {' | '.join(classes)})"
+                f"(known: {' | '.join(map(display_name, classes))})"
             )
         ids[r] = found
     return ids
@@ -617,6 +628,50 @@ def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return found
 
 
+def split_rows(
+    y: Array, task: Task, seed: int, test_fraction: float = 0.2, *, source: str = "the data"
+) -> tuple[Array, Array]:
+    """The train and test row indices (int64, each in the order of the split) of :func:`load`'s
+    split of ``n = len(y)`` samples: scikit-learn's ``train_test_split`` with ``random_state=seed``,
+    shuffled, ``ceil(test_fraction * n)`` test rows, stratified by class for classification when
+    every class of ``y`` (int64 class ids) has at least two samples and each split can hold a
+    sample of every class. ``torchlean predict --split`` repeats the split of ``torchlean train``
+    (same rows in the same order, same seed) with it.
+
+    Raises:
+        DataError: ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not a real number
+            in ``(0, 1)``; a split of ``source`` leaving no train or test sample.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
+        raise DataError(
+            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
+            f"RandomState), got {shown(seed)}"
+        )
+    if isinstance(test_fraction, bool | np.bool_) or not isinstance(test_fraction, numbers.Real):
+        raise DataError(
+            f"test_fraction must be a real number (int or float) in (0, 1), got {shown(test_fraction)}"
+        )
+    if not 0 < test_fraction < 1:
+        raise DataError(f"test_fraction must be in (0, 1), got {shown(test_fraction)}")
+    n = len(y)
+    n_test = math.ceil(float(test_fraction) * n)
+    if n_test < 1 or n - n_test < 1:
+        raise DataError(f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
+    stratify = None
+    if task == "classification":
+        counts = np.bincount(y)
+        n_classes = len(counts)
+        if counts.min() >= 2 and n_test >= n_classes and n - n_test >= n_classes:
+            stratify = y
+    train, test = train_test_split(
+        np.arange(n, dtype=np.int64), test_size=float(test_fraction), random_state=int(seed), shuffle=True,
+        stratify=stratify,
+    )
+    return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
 def _split(
     name: str,
     x: Array,
@@ -644,36 +699,13 @@ def _split(
             finite in ``dtype``; a regression target whose train-split mean or standard deviation
             is not finite in float64 (``torchlean train`` standardises it).
     """
-    from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
     source = name if source is None else source
     columns = features if columns is None else columns
-    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
-        raise DataError(
-            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
-            f"RandomState), got {shown(seed)}"
-        )
-    seed = int(seed)
-    if isinstance(test_fraction, bool | np.bool_) or not isinstance(test_fraction, numbers.Real):
-        raise DataError(
-            f"test_fraction must be a real number (int or float) in (0, 1), got {shown(test_fraction)}"
-        )
-    if not 0 < test_fraction < 1:
-        raise DataError(f"test_fraction must be in (0, 1), got {shown(test_fraction)}")
+    train_rows, test_rows = split_rows(y, kind, seed, test_fraction, source=source)
+    x_train, x_test, y_train, y_test = x[train_rows], x[test_rows], y[train_rows], y[test_rows]
     n = len(y)
-    n_test = math.ceil(float(test_fraction) * n)
-    if n_test < 1 or n - n_test < 1:
-        raise DataError(f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
-    stratify = None
-    if kind == "classification":
-        counts = np.bincount(y)
-        n_classes = len(counts)
-        if counts.min() >= 2 and n_test >= n_classes and n - n_test >= n_classes:
-            stratify = y
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=float(test_fraction), random_state=seed, shuffle=True, stratify=stratify
-    )
     if kind == "classification" and len(np.unique(y_train)) < 2:
         raise DataError(
             f"{source}: the train split holds only class {classes[int(y_train[0])]!r}: the other classes of "

@@ -239,6 +239,22 @@ def test_csv_unknown_label_column(tmp_path: Path) -> None:
         data.load(path, label_column=5)
 
 
+def test_names_holding_a_newline_stay_on_one_message_line(tmp_path: Path) -> None:
+    # quoted CSV cells may hold newlines; messages print such names as Python literals
+    path = _write(tmp_path, 'x,"y\nz"\n1,"a\nb"\n2,c\n3,"a\nb"\n4,c\n5,c\n6,"a\nb"\n')
+    with pytest.raises(UnknownLabelError) as info:
+        data.load(path, label_column="bad\ncol")
+    assert str(info.value) == f"unknown label column 'bad\\ncol' in {path} (known: x | 'y\\nz')"
+    table = data.read_csv(path)
+    assert table.shown(1) == "'y\\nz'"
+    with pytest.raises(UnknownLabelError) as unknown:
+        data.class_ids(path, "y", ["d"], ("a\nb", "c"))
+    assert str(unknown.value) == f"{path}: line 1, column y: unknown class label 'd' (known: 'a\\nb' | c)"
+    assert "\n" not in str(info.value) + str(unknown.value)
+    assert data.display_name("plain name") == "plain name"
+    assert data.display_name("tab\there") == "'tab\\there'"
+
+
 def test_csv_ragged_and_empty(tmp_path: Path) -> None:
     ragged = _write(tmp_path, "a,b,label\n1,2,0\n3,4\n")
     with pytest.raises(DataError, match=r"line 3 has 2 cells, expected 3$"):
