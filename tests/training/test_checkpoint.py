@@ -667,3 +667,92 @@ def test_rows_whose_outputs_overflow_get_no_prediction(capsys, tmp_path, iris_ch
         kept = rows - missing
         summary = f"mse={mse:.4f} ({kept}/{rows} rows; {missing} rows without a prediction excluded)"
         assert summary in lines
+
+
+# ------------------------------------------------------------------------------------ --split
+
+
+def test_split_test_predicts_the_rows_train_held_out(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    out = train_and_save(capsys, path, "--dataset", str(labels_csv))
+    (test_accuracy,) = [line for line in out.splitlines() if line.startswith("test_accuracy=")]
+    _, cells = csv_data(labels_csv)
+    ids = np.array([{"3": 0, "5": 1, "7": 2}[c] for c in cells])
+    # oracle: scikit-learn's split of the row numbers, made independently of torchlean
+    train_rows, test_rows = train_test_split(np.arange(60), test_size=0.2, random_state=0, shuffle=True,
+                                             stratify=ids)
+    code, every, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv))
+    assert code == 0, err
+    whole = every.splitlines()[1:]
+    for split, rows in (("test", np.sort(test_rows)), ("train", np.sort(train_rows))):
+        code, out, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv), "--split", split)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0] == "row,prediction"
+        assert lines[1:] == [f"{r},{whole[r]}" for r in rows]
+        header = f"dataset={labels_csv} rows={len(rows)} split={split} profile=checked_cpu execution=eager"
+        assert header in err.splitlines()
+        correct = sum(whole[r] == cells[r] for r in rows)
+        assert f"accuracy={correct / len(rows):.4f} ({correct}/{len(rows)})" in err.splitlines()
+        assert "note:" not in err
+    # torchlean train's test accuracy is the accuracy on the held-out rows
+    correct = sum(whole[r] == cells[r] for r in test_rows)
+    assert test_accuracy == f"test_accuracy={correct / len(test_rows):.4f}"
+
+
+def test_split_of_a_shipped_dataset_and_of_regression_data_matches_train(capsys, tmp_path, regression_csv):
+    path = tmp_path / "reg.npz"
+    out = train_and_save(capsys, path, "--dataset", str(regression_csv))
+    (test_mse,) = [line for line in out.splitlines() if line.startswith("test_mse=")]
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(regression_csv), "--split", "test")
+    assert code == 0, err
+    _, test_rows = train_test_split(np.arange(50), test_size=0.2, random_state=0, shuffle=True)
+    assert [int(line.split(",")[0]) for line in out.splitlines()[1:]] == sorted(test_rows)
+    assert test_mse.replace("test_", "") in err.splitlines()
+
+    iris = tmp_path / "iris.npz"
+    out = train_and_save(capsys, iris, "--dataset", "iris", "--seed", "5")
+    (test_accuracy,) = [line for line in out.splitlines() if line.startswith("test_accuracy=")]
+    code, out, err = cli(capsys, "predict", str(iris), "--dataset", "iris", "--split", "test")
+    assert code == 0, err
+    _, test_rows = train_test_split(np.arange(150), test_size=0.2, random_state=5, shuffle=True,
+                                    stratify=load_iris().target)
+    assert [int(line.split(",")[0]) for line in out.splitlines()[1:]] == sorted(test_rows)
+    (accuracy,) = [line for line in err.splitlines() if line.startswith("accuracy=")]
+    assert accuracy.split()[0] == test_accuracy.replace("test_", "")
+
+
+def test_split_of_other_data_notes_it_and_needs_the_labels_to_stratify(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    copy = tmp_path / "copy.csv"
+    copy.write_text(labels_csv.read_text())
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", str(copy), "--split", "test")
+    assert code == 0, err
+    assert (f"note: checkpoint {path} was trained on {labels_csv}; --split test takes the test rows of the "
+            f"split torchlean train would make of {copy}") in err.splitlines()
+    features_only = tmp_path / "features.csv"
+    lines = labels_csv.read_text().splitlines()
+    features_only.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(features_only), "--split", "train")
+    assert (code, out) == (2, "")
+    assert err == (f"error: --split train needs the label column of {features_only}: torchlean train "
+                   "stratifies its split by class (name it with --label-column, or use --split all)\n")
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv), "--split", "half")
+    assert (code, out) == (2, "")
+    assert "argument --split: invalid choice: 'half' (choose from" in err
+
+
+def test_predict_takes_the_torch_thread_count(capsys, iris_checkpoint):
+    before = torch.get_num_threads()
+    predict = ("predict", str(iris_checkpoint), "--dataset", "iris")
+    try:
+        for threads in (3, 1):  # torch is running: set_num_threads is obeyed as asked
+            code, _, err = cli(capsys, *predict, "--profile", "fast_cpu", "--torch-threads", str(threads))
+            assert code == 0, err
+            assert torch.get_num_threads() == threads
+        code, out, err = cli(capsys, *predict, "--torch-threads", "0")
+        assert (code, out) == (2, "")
+        assert "argument --torch-threads: expected an integer in [1, 1024], got 0" in err
+    finally:
+        torch.set_num_threads(before)

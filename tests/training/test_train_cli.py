@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from torchlean.backend import profiles
-from torchlean.cli import main
+from torchlean.cli import _threads, main
 
 EPOCH_LINE = re.compile(r"^epoch +(\d+)/(\d+)  loss=(\d+\.\d{6})$")
 AUDIT_LINE = re.compile(
@@ -454,10 +454,8 @@ def test_a_failed_run_leaves_no_empty_report_behind(capsys, tmp_path):
     ids=["abc", "0", "-3", "empty", "2.5", "4,2", "1025", "1e20", "5000-nines"],
 )
 def test_invalid_omp_num_threads_is_ignored_with_a_warning(capsys, monkeypatch, value):
-    from torchlean.cli import train as train_cli
-
     monkeypatch.setenv("OMP_NUM_THREADS", value)
-    assert train_cli._env_threads() == 1
+    assert _threads.env_threads() == 1
     assert capsys.readouterr().err == (
         f"warning: ignoring OMP_NUM_THREADS={value!r} (accepted: an integer in [1, 1024]); "
         "using 1 torch thread (choose with --torch-threads N)\n"
@@ -487,7 +485,7 @@ def test_seed_and_torch_threads_accept_their_bounds():
     from torchlean.cli import train as train_cli
 
     assert train_cli.MAX_TORCH_THREADS == 1024
-    assert [train_cli._threads(text) for text in ("1", " 1024 ", "1_0")] == [1, 1024, 10]
+    assert [_threads.torch_threads(text) for text in ("1", " 1024 ", "1_0")] == [1, 1024, 10]
     assert [train_cli._seed(text) for text in ("0", "4294967295")] == [0, 2**32 - 1]
 
 
@@ -505,13 +503,11 @@ def test_blank_label_cell_is_a_one_line_error(capsys, tmp_path):
     ("value", "threads"), [("3", 3), (" 2 ", 2), (None, 1), ("1024", 1024), ("0000000004", 4)]
 )
 def test_valid_or_unset_omp_num_threads_is_used_silently(capsys, monkeypatch, value, threads):
-    from torchlean.cli import train as train_cli
-
     if value is None:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     else:
         monkeypatch.setenv("OMP_NUM_THREADS", value)
-    assert train_cli._env_threads() == threads
+    assert _threads.env_threads() == threads
     assert capsys.readouterr().err == ""
 
 

@@ -5,8 +5,14 @@
 in the checkpoint (never refitted), runs the model under the checkpoint's profile and execution
 mode (``--profile``/``--execution`` override them) and writes the predictions.
 
-A shipped dataset is predicted whole: every sample, in scikit-learn's order (not the test split
-of training). A CSV file's columns are matched to the checkpoint's ``feature_names``:
+Every row is predicted by default (a shipped dataset whole, in scikit-learn's order, training
+rows included); ``--split train|test`` takes only the rows of that side of the split ``torchlean
+train`` makes of the data (:func:`torchlean.data.split_rows` with test fraction 0.2 and the
+checkpoint's seed, stratified by class, so a classification split needs the label column), in
+data order, and the CSV then has a ``row`` column (the 0-based data row) before ``prediction``;
+on the data trained on these are the rows trained or tested on (a ``note:`` on stderr when
+``--dataset`` is other data). ``--torch-threads N`` is as for ``torchlean train``. A CSV file's
+columns are matched to the checkpoint's ``feature_names``:
 
 - by name, in the checkpoint's order, when its header names each of them exactly once; the
   label column is ``--label-column`` when given, else the checkpoint's label column when the
@@ -47,6 +53,7 @@ import csv
 import dataclasses
 import io
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -60,8 +67,15 @@ from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._output import check_distinct, check_writable, output_path
+from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
-__all__ = ["register", "run"]
+__all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
+
+SPLITS: tuple[str, ...] = ("all", "train", "test")
+"""The accepted ``--split`` values."""
+
+TEST_FRACTION = 0.2
+"""The test fraction of ``torchlean train``'s split (:func:`torchlean.data.load`'s default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -93,6 +107,15 @@ def register(subparsers: Any) -> None:
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
                         "are created; checked before anything runs; not the checkpoint or the input CSV); "
                         "the report then goes to stdout")
+    parser.add_argument("--split", default="all", choices=SPLITS,
+                        help="all: every row (default); train or test: the rows of the split torchlean train "
+                        "makes of this data (test fraction 0.2, stratified by class, the checkpoint's seed), "
+                        "the same rows it trained or tested on when the data is the one trained on; the "
+                        "predictions CSV then has a row column (0-based data row) first")
+    parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
+                        help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
+                             "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
+                             "else 1), as torchlean train")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     parser.set_defaults(func=run)
@@ -231,7 +254,8 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
 
 
 def _listed(names: tuple[str, ...]) -> str:
-    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ..., {names[-1]}"
+    shown = [data.display_name(name) for name in names]
+    return ", ".join(shown) if len(shown) <= 6 else f"{', '.join(shown[:3])}, ..., {shown[-1]}"
 
 
 def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) -> None:
@@ -251,16 +275,57 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     )
 
 
-def _write(rows: list[str], output: Path | None) -> None:
-    """The predictions CSV (header ``prediction``) to ``output``, or stdout.
+def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoint,
+           truth: npt.NDArray[Any] | None) -> npt.NDArray[np.int64] | None:
+    """The data rows ``--split`` selects, ascending (``None``: all of them): the train or test
+    rows of :func:`torchlean.data.split_rows` with the checkpoint's seed, stratified by the
+    class ids ``truth`` for classification. A ``note:`` on stderr when ``--dataset`` is not the
+    data the checkpoint was trained on (the split is then that of these rows).
+
+    Raises:
+        TorchLeanError: a classification split without the label column (the split is
+            stratified by class); the errors of :func:`torchlean.data.split_rows`.
+    """
+    if args.split == "all":
+        return None
+    if saved.task == "classification" and truth is None:
+        raise TorchLeanError(
+            f"--split {args.split} needs the label column of {source.source}: torchlean train stratifies its "
+            "split by class (name it with --label-column, or use --split all)"
+        )
+    labels = truth if truth is not None else np.zeros(source.x.shape[0])
+    train, test = data.split_rows(labels, saved.task, saved.seed, TEST_FRACTION, source=source.source)
+    if not _same_data(source.source, saved.dataset):
+        print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; --split {args.split} "
+              f"takes the {args.split} rows of the split torchlean train would make of {source.source}",
+              file=sys.stderr)
+    return np.sort(train if args.split == "train" else test)
+
+
+def _same_data(source: str, trained_on: str) -> bool:
+    """Whether ``source`` (a shipped dataset name or a CSV path) is the data ``trained_on`` names."""
+    if source == trained_on:
+        return True
+    with contextlib.suppress(OSError):
+        return os.path.samefile(source, trained_on)
+    return False
+
+
+def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | None) -> None:
+    """The predictions CSV (header ``prediction``; ``row,prediction`` with the 0-based data row
+    ``index`` of each prediction) to ``output``, or stdout.
 
     Raises:
         TorchLeanError: ``output`` cannot be written.
     """
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["prediction"])
-    writer.writerows([row] for row in rows)
+    if index is None:
+        writer.writerow(["prediction"])
+        writer.writerows([row] for row in rows)
+    else:
+        writer.writerow(["row", "prediction"])
+        writer.writerows(zip(index.tolist(), rows, strict=True))
     if output is None:
         sys.stdout.write(text.getvalue())
         return
@@ -290,6 +355,7 @@ def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean predict``; returns the exit status."""
+    threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:
         inputs.append(("the input --dataset", Path(args.dataset)))
@@ -310,8 +376,12 @@ def run(args: argparse.Namespace) -> int:
             if classification
             else data.targets(*where, saved.dtype, first_line=source.first_line)
         )
+    chosen = _split(args, source, saved, truth)
+    raw = source.x if chosen is None else source.x[chosen]
+    if chosen is not None and truth is not None:
+        truth = truth[chosen]
     try:
-        x = saved.standardise(source.x)
+        x = saved.standardise(raw)
     except checkpoint.CheckpointError as error:
         raise TorchLeanError(f"{source.source}: {error}") from None
     trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
@@ -323,11 +393,13 @@ def run(args: argparse.Namespace) -> int:
         trainer.open()
     print(f"checkpoint={args.checkpoint} model={saved.model} task={saved.task} features={saved.features} "
           f"dtype={saved.dtype} trained_on={saved.dataset}", file=out)
-    print(f"dataset={source.source} rows={source.x.shape[0]} profile={trainer.profile.name} "
+    split = "" if chosen is None else f" split={args.split}"
+    print(f"dataset={source.source} rows={x.shape[0]}{split} profile={trainer.profile.name} "
           f"execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
         outputs = trainer.predict(x).astype(np.float64)
+    obey_torch_threads(threads)
     count = outputs.shape[0]
     summary = None
     if classification:
@@ -353,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
         print(_no_prediction_warning(missing, count, saved, x, ~finite), file=sys.stderr)
-    _write(rows, args.output)
+    _write(rows, args.output, chosen)
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected

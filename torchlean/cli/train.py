@@ -29,7 +29,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import re
 import sys
 import time
@@ -45,23 +44,19 @@ from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._args import int_at_least
 from torchlean.cli._output import check_distinct, check_writable, output_path
+from torchlean.cli._threads import (
+    MAX_TORCH_THREADS,
+    obey_torch_threads,
+    set_torch_threads,
+    torch_threads,
+    torch_threads_in_use,
+)
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = ["MAX_TORCH_THREADS", "register", "run"]
 
-MAX_TORCH_THREADS = 1024
-"""The most intra-op threads ``--torch-threads`` (and ``$OMP_NUM_THREADS``) may ask for.
-``torch.set_num_threads`` takes any C ``int`` up to 2**31 - 1 and libgomp's ``OMP_NUM_THREADS``
-parser any unsigned long below 2**64 - 1, but neither can run that many: on the 2-core project
-machine an op under 30000 threads stopped with ``libgomp: Thread creation failed`` and under
-2**31 - 1 with ``libgomp: Out of memory allocating 463856469096 bytes``, while 4096 ran. 1024 is
-well above the useful count on any CPU these models meet."""
-
 _positive_int = int_at_least(1, "expected a positive integer, got {}")
-_threads = int_at_least(
-    1, f"expected an integer in [1, {MAX_TORCH_THREADS}], got {{}}", below=MAX_TORCH_THREADS + 1
-)
 _seed = int_at_least(
     0,
     "expected an integer in [0, 2**32) (the data split's scikit-learn train_test_split seeds a numpy "
@@ -121,7 +116,7 @@ def register(subparsers: Any) -> None:
                         help="write the trained model, its preprocessing and labels as a checkpoint to "
                         "PATH (an .npz archive; missing parent folders are created; checked before "
                         "training starts); torchlean predict PATH uses it")
-    parser.add_argument("--torch-threads", type=_threads, default=None, metavar="N",
+    parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
                              "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
                              "else 1: the models here run small ops, where idle OpenMP workers cost more "
@@ -176,68 +171,6 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     return data.load(args.dataset, label_column=int(column), **options)
 
 
-def _env_threads() -> int:
-    """``$OMP_NUM_THREADS`` when it is an integer in ``[1, MAX_TORCH_THREADS]`` (surrounding
-    blanks allowed), else 1.
-
-    An invalid value (``abc``, ``0``, ``-3``, empty) is ignored with a one-line ``warning:`` on
-    stderr, as torch (``Invalid OMP_NUM_THREADS variable value``) and libgomp (``Invalid value for
-    environment variable OMP_NUM_THREADS``) ignore it; torchlean also ignores, with the same
-    warning, values above :data:`MAX_TORCH_THREADS`, which torch and libgomp would accept up to
-    their own limits. The caller then sets ``OMP_NUM_THREADS=1`` before torch (and its libgomp)
-    starts, so libgomp does not also complain about a value beyond its own parser (2**64 - 1 and
-    up).
-    """
-    env = os.environ.get("OMP_NUM_THREADS")
-    if env is None:
-        return 1
-    if re.fullmatch(r"\s*0*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
-        return int(env)
-    print(
-        f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
-        "using 1 torch thread (choose with --torch-threads N)",
-        file=sys.stderr,
-    )
-    return 1
-
-
-def _set_torch_threads(requested: int | None) -> int:
-    """Fix torch's intra-op thread count for this run and return it: ``requested``, else
-    ``$OMP_NUM_THREADS`` (see :func:`_env_threads`), else 1. Before torch is imported (a
-    ``checked_cpu`` run never imports it) this only sets ``OMP_NUM_THREADS``, which torch reads
-    when it starts, so a run that does not need torch does not pay for importing it.
-
-    Measured on the 2-core project machine under load: ``torchlean train --profile fast_cpu``
-    took 3.4 s with one thread and 43 s with torch's default of two (workers spinning between
-    the digits model's small ops).
-    """
-    threads = requested if requested is not None else _env_threads()
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(threads)
-    else:
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-    return threads
-
-
-def _obey_torch_threads(threads: int) -> None:
-    """Once torch has been imported (lazily, by the first op that needs it), give it exactly
-    ``threads`` intra-op threads: torch started with ``OMP_NUM_THREADS`` set caps that value at the
-    CPU count (on the 2-core project machine ``OMP_NUM_THREADS=4`` gives ``get_num_threads() ==
-    2``), while ``torch.set_num_threads`` on a running torch is obeyed as asked. Called after each
-    step; a dictionary lookup and a comparison once torch agrees."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-
-
-def _torch_threads_in_use() -> int | None:
-    """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
-    ``checked_cpu`` run does not import it)."""
-    torch = sys.modules.get("torch")
-    return None if torch is None else int(torch.get_num_threads())
-
-
 def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], float, float]:
     """Regression: the train targets standardised with their mean and standard deviation (float64,
     a zero deviation taken as 1), in the features' dtype, with that mean and deviation.
@@ -276,7 +209,7 @@ def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status."""
     started = time.perf_counter()
-    threads = _set_torch_threads(args.torch_threads)
+    threads = set_torch_threads(args.torch_threads)
     training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
     check_distinct([("--report-json", args.report_json), ("--save", args.save)], training)
     if args.report_json is not None:
@@ -330,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
             def advance(_epoch: int, loss: float, bar: Any = bar) -> None:
                 bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
                 bar.update(1)
-                _obey_torch_threads(threads)
+                obey_torch_threads(threads)
 
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance)
@@ -352,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
         "execution": execution.label,
         "seed": args.seed,
         "epochs": args.epochs,
-        "torch_threads": _torch_threads_in_use(),
+        "torch_threads": torch_threads_in_use(),
         "losses": losses,
     }
     if classification:

@@ -1,0 +1,95 @@
+"""torch's intra-op thread count for the CLI commands that run torch kernels (``train``,
+``predict``): the ``--torch-threads`` argument type, the ``$OMP_NUM_THREADS`` fallback, and
+keeping torch at the chosen count once it has been imported lazily."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from torchlean.cli._args import int_at_least
+
+__all__ = [
+    "MAX_TORCH_THREADS",
+    "env_threads",
+    "obey_torch_threads",
+    "set_torch_threads",
+    "torch_threads",
+    "torch_threads_in_use",
+]
+
+MAX_TORCH_THREADS = 1024
+"""The most intra-op threads ``--torch-threads`` (and ``$OMP_NUM_THREADS``) may ask for.
+``torch.set_num_threads`` takes any C ``int`` up to 2**31 - 1 and libgomp's ``OMP_NUM_THREADS``
+parser any unsigned long below 2**64 - 1, but neither can run that many: on the 2-core project
+machine an op under 30000 threads stopped with ``libgomp: Thread creation failed`` and under
+2**31 - 1 with ``libgomp: Out of memory allocating 463856469096 bytes``, while 4096 ran. 1024 is
+well above the useful count on any CPU these models meet."""
+
+torch_threads = int_at_least(
+    1, f"expected an integer in [1, {MAX_TORCH_THREADS}], got {{}}", below=MAX_TORCH_THREADS + 1
+)
+"""The ``--torch-threads N`` argument type: an integer in ``[1, MAX_TORCH_THREADS]``."""
+
+
+def env_threads() -> int:
+    """``$OMP_NUM_THREADS`` when it is an integer in ``[1, MAX_TORCH_THREADS]`` (surrounding
+    blanks allowed), else 1.
+
+    An invalid value (``abc``, ``0``, ``-3``, empty) is ignored with a one-line ``warning:`` on
+    stderr, as torch (``Invalid OMP_NUM_THREADS variable value``) and libgomp (``Invalid value for
+    environment variable OMP_NUM_THREADS``) ignore it; torchlean also ignores, with the same
+    warning, values above :data:`MAX_TORCH_THREADS`, which torch and libgomp would accept up to
+    their own limits. The caller then sets ``OMP_NUM_THREADS=1`` before torch (and its libgomp)
+    starts, so libgomp does not also complain about a value beyond its own parser (2**64 - 1 and
+    up).
+    """
+    env = os.environ.get("OMP_NUM_THREADS")
+    if env is None:
+        return 1
+    if re.fullmatch(r"\s*0*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
+        return int(env)
+    print(
+        f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
+        "using 1 torch thread (choose with --torch-threads N)",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def set_torch_threads(requested: int | None) -> int:
+    """Fix torch's intra-op thread count for this run and return it: ``requested``, else
+    ``$OMP_NUM_THREADS`` (see :func:`env_threads`), else 1. Before torch is imported (a
+    ``checked_cpu`` run never imports it) this only sets ``OMP_NUM_THREADS``, which torch reads
+    when it starts, so a run that does not need torch does not pay for importing it.
+
+    Measured on the 2-core project machine under load: ``torchlean train --profile fast_cpu``
+    took 3.4 s with one thread and 43 s with torch's default of two (workers spinning between
+    the digits model's small ops).
+    """
+    threads = requested if requested is not None else env_threads()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+    return threads
+
+
+def obey_torch_threads(threads: int) -> None:
+    """Once torch has been imported (lazily, by the first op that needs it), give it exactly
+    ``threads`` intra-op threads: torch started with ``OMP_NUM_THREADS`` set caps that value at the
+    CPU count (on the 2-core project machine ``OMP_NUM_THREADS=4`` gives ``get_num_threads() ==
+    2``), while ``torch.set_num_threads`` on a running torch is obeyed as asked. Called after each
+    step; a dictionary lookup and a comparison once torch agrees."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def torch_threads_in_use() -> int | None:
+    """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
+    ``checked_cpu`` run does not import it)."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else int(torch.get_num_threads())
