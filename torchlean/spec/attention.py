@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean.backend.providers.reference._ieee import ieee
+from torchlean.backend.providers.reference.ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.errors import SpecTypeError, SpecValueError

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int
-from torchlean.backend.providers.reference._ieee import ieee
+from torchlean.backend.providers.reference.ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
 from torchlean.spec.attention import AttentionInputs, prepare_attention

@@ -36,7 +36,7 @@ from torchlean.backend.providers.reference._fold import (
     fold_sum_axes,
     sum_to_shape,
 )
-from torchlean.backend.providers.reference._ieee import ieee
+from torchlean.backend.providers.reference.ieee import ieee
 
 Grads = tuple[Array | None, ...]
 """One cotangent per forward input; ``None`` for a non-differentiable input (mask, index)."""

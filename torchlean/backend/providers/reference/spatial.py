@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from torchlean.backend.providers.reference._fold import Array, fold_sum_axes
-from torchlean.backend.providers.reference._ieee import ieee
 from torchlean.backend.providers.reference.guards import check_cotangent
+from torchlean.backend.providers.reference.ieee import ieee
 from torchlean.backend.providers.reference.spatial_guards import (
     IntOrTuple,
     Window,
