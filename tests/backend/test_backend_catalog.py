@@ -118,7 +118,11 @@ NATIVE_ORDER = [
     "selective_scan",
 ]
 
-FIXED_LEFT_REFERENCE = set(
+# the binary pointwise ops, broadcast and gather: their VJPs sum (over broadcast axes, or the
+# cotangents of repeated indices); the original labels them n/a
+VJP_SUMMING = {"add", "sub", "mul", "max", "min", "broadcast", "gather"}
+
+FIXED_LEFT_REFERENCE = VJP_SUMMING | set(
     [
         "matmul",
         "linear",
@@ -191,6 +195,8 @@ def test_native_catalog() -> None:
         (symbol,) = capsule.value_contract.provenance
         assert (symbol.path, symbol.symbol) == ("csrc/native_ops.cu", f"{capsule.op.label}_forward")
         assert capsule.numerical_policy.reduction is not ReductionPolicy.FIXED_LEFT
+        if capsule.op.label in VJP_SUMMING:  # at::sum_to_size / scatter_add (atomics) in the VJP
+            assert capsule.numerical_policy.reduction is ReductionPolicy.IMPLEMENTATION_DEFINED, capsule.name
 
 
 def test_verbatim_template_texts() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -143,6 +144,31 @@ def test_add_vjp_broadcast_reduction_is_a_left_fold() -> None:
     assert db is not None
     assert db[0] == np.float32(1.0)
     assert np.sum(g) != np.float32(1.0)
+
+
+@pytest.mark.parametrize("op", ["sub", "mul", "max", "min"])
+def test_binary_vjp_broadcast_reductions_are_left_folds(op: str) -> None:
+    # the operand b broadcasts along 300 rows; its cotangent is the fold of those rows' terms
+    g = np.zeros((300, 1), dtype=np.float32)
+    g[:4, 0] = [1e8, 1.0, -1e8, 1.0]
+    a = np.full((300, 1), 2.0 if op == "min" else -2.0, dtype=np.float32)  # b wins max/min
+    b = np.ones((1,), dtype=np.float32)
+    vjp = getattr(K, f"{op}_vjp")
+    _, db = vjp(g, a, b, out=getattr(K, op)(a, b))
+    terms = {"sub": -g, "mul": g * a, "max": g, "min": g}[op]
+    assert db is not None
+    assert db[0] == _left_fold(terms, np.float32)
+    assert np.sum(terms) != db[0]  # numpy's pairwise order gives other bits here
+
+
+def test_broadcast_vjp_is_a_left_fold() -> None:
+    g = np.zeros((300, 2), dtype=np.float32)
+    g[:4, 1] = [1e8, 1.0, -1e8, 1.0]
+    x = np.zeros((1, 2), dtype=np.float32)
+    (dx,) = K.broadcast_vjp(g, x, out=K.broadcast(x, shape=(300, 2)), shape=(300, 2))
+    assert dx is not None
+    assert_array_equal(dx, np.array([[0.0, 1.0]], dtype=np.float32))
+    assert np.sum(g[:, 1]) != np.float32(1.0)
 
 
 def test_scatter_add_repeated_indices_accumulate_in_index_order() -> None:

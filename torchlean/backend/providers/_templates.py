@@ -4,6 +4,10 @@ Source: anchor-backend.md §4.1 ("Common templates"). Each provider file builds 
 one base template plus the variants pointwise, reduction, view, forward-only and convPool /
 selection; the variants differ between providers only in the subject of the value summary, three
 VJP summaries and the reduction policy of the accumulating variants. This module is data only.
+
+Unlike the original, whose catalog labels every pointwise and view capsule ``n/a``, the ops whose
+VJP sums (the broadcasting binary ops, ``broadcast``, ``gather``) take the accumulating policy:
+the order of those sums decides a bias gradient's bits, so ``n/a`` would be a false claim.
 """
 
 from __future__ import annotations
@@ -51,13 +55,14 @@ class VariantTemplate:
     def _value(self, op: BackendOp, contract: str) -> str:
         return f"{self.subject} `{op.label}` follows the {contract} contract."
 
-    def pointwise(self, op: BackendOp) -> KernelCapsule:
-        """The pointwise variant (no reduction)."""
+    def pointwise(self, op: BackendOp, *, vjp_sums: bool = False) -> KernelCapsule:
+        """The pointwise variant: no reduction, or ``accumulating`` when ``vjp_sums`` (a binary op
+        whose operands broadcast: its VJP sums each cotangent over the broadcast axes)."""
         return self.build(
             op,
             self._value(op, "pointwise tensor"),
             self.pointwise_vjp.format(op=op.label),
-            ReductionPolicy.NOT_APPLICABLE,
+            self.accumulating if vjp_sums else ReductionPolicy.NOT_APPLICABLE,
         )
 
     def reduction(self, op: BackendOp) -> KernelCapsule:
@@ -69,13 +74,15 @@ class VariantTemplate:
             self.accumulating,
         )
 
-    def view(self, op: BackendOp) -> KernelCapsule:
-        """The view variant (no reduction)."""
+    def view(self, op: BackendOp, *, vjp_sums: bool = False) -> KernelCapsule:
+        """The view variant: no reduction, or ``accumulating`` when ``vjp_sums`` (``broadcast``
+        sums its cotangent over the broadcast axes, ``gather`` adds the cotangents of repeated
+        indices)."""
         return self.build(
             op,
             self._value(op, "explicit shape/layout"),
             self.adjoint_vjp.format(op=op.label),
-            ReductionPolicy.NOT_APPLICABLE,
+            self.accumulating if vjp_sums else ReductionPolicy.NOT_APPLICABLE,
         )
 
     def forward_only(self, op: BackendOp, value_summary: str) -> KernelCapsule:

@@ -98,6 +98,8 @@ _VARIANTS = VariantTemplate(
 
 
 _B = BackendOp
+_BROADCASTING = frozenset({_B.ADD, _B.SUB, _B.MUL, _B.MAX, _B.MIN})
+"""The binary pointwise ops: operands broadcast, so their VJPs sum over the broadcast axes."""
 
 CAPSULES: tuple[KernelCapsule, ...] = (
     _capsule(
@@ -131,7 +133,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
         NO_REDUCTION,
     ),
     *(
-        _VARIANTS.pointwise(op)
+        _VARIANTS.pointwise(op, vjp_sums=op in _BROADCASTING)
         for op in (
             _B.ADD,
             _B.SUB,
@@ -175,7 +177,10 @@ CAPSULES: tuple[KernelCapsule, ...] = (
     ),
     _VARIANTS.reduction(_B.REDUCE_SUM),
     _VARIANTS.reduction(_B.REDUCE_MEAN),
-    *(_VARIANTS.view(op) for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)),
+    *(
+        _VARIANTS.view(op, vjp_sums=op in (_B.BROADCAST, _B.GATHER))
+        for op in (_B.RESHAPE, _B.PERMUTE, _B.BROADCAST, _B.CONCAT, _B.SLICE, _B.GATHER)
+    ),
     _capsule(
         _B.SCATTER_ADD,
         "Indexed source values accumulate into the base tensor, including repeated indices.",
