@@ -229,7 +229,7 @@ def test_verbatim_template_texts() -> None:
         "Native CUDA `max_pool` VJP is checked by CUDA runtime coverage."
     )
     assert by_name["native_cuda.sqrt"].vjp_contract.summary == (
-        "Native CUDA `sqrt` VJP is checked through runtime autograd tests."
+        "Native CUDA `sqrt` VJP is checked against the reference VJP by the native parity suite."
     )
     assert by_name["native_cuda.hard_masked_softmax"].value_contract.summary == (
         "The kernel normalizes over allowed entries and writes zeros at blocked coordinates. "

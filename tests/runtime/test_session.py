@@ -98,8 +98,8 @@ def test_show_backend_prints_banner_on_open_and_five_lines_at_first_use() -> Non
         tl.add(a, a)
         tl.add(a, a)
     lines = out.getvalue().splitlines()
-    assert (
-        lines[1] == "  add: reference.add provider=reference trust=checked vjp=torchlean-tape reduction=fixed-left"
+    assert lines[1] == (
+        "  add: reference.add provider=reference trust=checked vjp=torchlean-tape reduction=fixed-left"
     )
     assert lines[1:] == report.detailed_report_lines(s.selected[0].audit())
     assert len(lines) == 6

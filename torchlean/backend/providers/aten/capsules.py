@@ -160,7 +160,7 @@ _VALUE: dict[BackendOp, str] = {
     _B.SOFTMAX: "torch.softmax agrees with the reference row/axis normalization.",
     _B.REDUCE_SUM: "torch.sum agrees with the reference explicit reduction contract.",
     _B.REDUCE_MEAN: "torch.mean agrees with the reference explicit reduction contract.",
-    _B.RESHAPE: "torch.reshape, a zero-copy view of the input's storage, equals the reference reshape.",
+    _B.RESHAPE: "torch.reshape, copied to a fresh tensor, equals the reference reshape.",
     _B.PERMUTE: "torch.permute made contiguous equals the reference axis permutation.",
     _B.BROADCAST: "torch.broadcast_to made contiguous equals the reference materialised broadcast.",
     _B.LAYER_NORM: "torch.nn.functional.layer_norm agrees with the reference per-row normalization.",
@@ -204,6 +204,13 @@ _VJP_KERNELS: dict[BackendOp, str] = {
 }
 
 
+_ATEN_BACKWARD = frozenset({
+    _B.LOG_SOFTMAX, _B.SOFTMAX, _B.LAYER_NORM, _B.BATCH_NORM,
+    _B.CONV, _B.CONV_TRANSPOSE, _B.MAX_POOL, _B.AVG_POOL,
+})
+"""The ops whose aten VJP is ATen's backward kernel, not the reference rule written in torch ops."""
+
+
 def kernel_path(op: BackendOp) -> str:
     """The repository path of the module holding ``op``'s aten forward and VJP."""
     if op in _POINTWISE:
@@ -221,6 +228,8 @@ def _vjp_summary(op: BackendOp) -> str:
     else:
         inside = _VJP_KERNELS.get(op, "torch elementwise kernels, torch.sum over broadcast axes")
         order = "reduction order implementation-defined"
+    if op in _ATEN_BACKWARD:
+        return f"TorchLean tape calls ATen's own `{op.label}` backward kernel ({inside}); {order}."
     return (
         f"TorchLean tape applies the reference `{op.label}` VJP rule, evaluated with torch CPU kernels "
         f"({inside}); {order}."

@@ -26,12 +26,15 @@ from torchlean.backend.vocabulary import (
 __all__ = ["CAPSULES", "MODULE", "SDPA_FORWARD_CPU", "SDPA_FORWARD_CUDA"]
 
 SDPA = "torchlean.backend.providers.libtorch.sdpa"
-BRIDGE = NativeSymbolRef("torchlean/backend/providers/libtorch/sdpa.py", "scaled_dot_product_attention")
+BRIDGE_CPU = NativeSymbolRef("torchlean/backend/providers/libtorch/sdpa.py", "scaled_dot_product_attention")
+BRIDGE_CUDA = NativeSymbolRef("torchlean/backend/providers/libtorch/sdpa.py", "device_attention")
 
 _OP = BackendOp.SCALED_DOT_PRODUCT_ATTENTION
 
 
-def _sdpa_forward(device: Device, layout: TensorLayout, layout_summary: str, boundary: str) -> KernelCapsule:
+def _sdpa_forward(
+    device: Device, layout: TensorLayout, layout_summary: str, boundary: str, bridge: NativeSymbolRef
+) -> KernelCapsule:
     return KernelCapsule(
         name="libtorch.sdpa_forward",
         op=_OP,
@@ -50,7 +53,7 @@ def _sdpa_forward(device: Device, layout: TensorLayout, layout_summary: str, bou
             ContractClaim.layout_compatibility(_OP, layout),
             layout_summary,
             f"{SDPA}.check_libtorch_view",
-            (BRIDGE,),
+            (bridge,),
         ),
         value_contract=trusted(
             ContractClaim.value_refinement(_OP), "LibTorch scaled_dot_product_attention forward.", boundary
@@ -67,8 +70,10 @@ def _sdpa_forward(device: Device, layout: TensorLayout, layout_summary: str, bou
 SDPA_FORWARD_CUDA = _sdpa_forward(
     Device.CUDA,
     TensorLayout.LIBTORCH_CUDA_VIEW,
-    "TorchLean CUDA buffers are wrapped by LibTorch from_blob and copied back contiguous.",
+    "TorchLean CUDA tensors' torch storage is handed to LibTorch in place (contiguous, one device); the "
+    "result is a fresh contiguous tensor on that device.",
     "LibTorch/CUDA SDPA implementation",
+    BRIDGE_CUDA,
 )
 
 SDPA_FORWARD_CPU = _sdpa_forward(
@@ -76,6 +81,7 @@ SDPA_FORWARD_CPU = _sdpa_forward(
     TensorLayout.FLAT_ROW_MAJOR,
     "TorchLean CPU arrays are passed to LibTorch as contiguous row-major tensors.",
     "LibTorch/CPU SDPA implementation",
+    BRIDGE_CPU,
 )
 
 CAPSULES: tuple[KernelCapsule, ...] = (SDPA_FORWARD_CUDA, SDPA_FORWARD_CPU)

@@ -116,7 +116,7 @@ def _attention() -> KernelCapsule:
         vjp_mode=VJPMode.TORCHLEAN_TAPE,
         shape_contract=guarded(
             ContractClaim.shape_safety(op),
-            "Q/K/V and mask shapes are checked by the typed tensor layer.",
+            "Q/K/V and mask shapes are checked by the kernel guard before the kernel runs.",
             f"{GUARDS}.check_{op.label}",
         ),
         layout_contract=guarded(
