@@ -4,6 +4,9 @@ Two independent oracles on the same float64 inputs and cotangent ``g``:
 * ``torch.autograd`` of the PyTorch op the kernel mirrors (elementwise relative error <= 1e-6);
 * central finite differences of ``L(inputs) = sum(kernel(inputs) * g)`` (``math.fsum``), which
   checks each VJP against our own forward.
+Wherever a torch oracle is given, the VJP is also run in float32 (the training default) and
+compared with torch float64 autograd at the float32-rounded inputs (within 1e-4 of the largest
+gradient entry).
 Cases include broadcasting, the same array used as both operands, hard-masked softmax with fully
 blocked rows and NaN at blocked positions, zero-size and one-element inputs.  Each test name
 mentions its op label.
@@ -87,7 +90,38 @@ def _check(
                 assert_allclose(
                     grads[i], _finite_differences(kernel, inputs, params, g, i), rtol=1e-6, atol=1e-7
                 )
+    if reference is not None:
+        _check_float32(kernel, vjp, reference, inputs, params, g)
     return grads
+
+
+def _check_float32(
+    kernel: Kernel,
+    vjp: Callable[..., tuple[Array | None, ...]],
+    reference: Callable[..., torch.Tensor],
+    inputs: Sequence[Array],
+    params: dict[str, Any],
+    g: Array,
+) -> None:
+    """The same VJP in float32 (the training default): each cotangent is float32 and within
+    float32 rounding (1e-4 of the largest gradient entry) of torch float64 autograd evaluated at
+    the float32-rounded inputs and cotangent."""
+    floats = [a.dtype.kind == "f" for a in inputs]
+    inputs32 = [a.astype(np.float32) if f else a for a, f in zip(inputs, floats, strict=True)]
+    g32 = g.astype(np.float32)
+    grads = vjp(g32, *inputs32, out=kernel(*inputs32, **params), **params)
+    tensors = [
+        torch.tensor(a.astype(np.float64) if f else a, requires_grad=f)
+        for a, f in zip(inputs32, floats, strict=True)
+    ]
+    reference(*tensors).backward(torch.from_numpy(g32.astype(np.float64)))
+    for grad, t, f in zip(grads, tensors, floats, strict=True):
+        if not f:
+            continue
+        assert grad is not None and grad.dtype == np.float32
+        expected = np.zeros(t.shape) if t.grad is None else t.grad.numpy()
+        scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+        assert_allclose(grad, expected, rtol=1e-4, atol=1e-4 * scale)
 
 
 # ---------------------------------------------------------------------------- binary pointwise
