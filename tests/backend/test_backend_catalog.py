@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.providers import attention
@@ -226,8 +228,19 @@ def test_verbatim_template_texts() -> None:
         "Shapes are checked by the op's guard before the portable kernel runs."
     )
     assert by_name["native_cuda.max_pool"].vjp_contract.summary == (
-        "Native CUDA `max_pool` VJP is checked by CUDA runtime coverage."
+        "Native CUDA `max_pool` VJP is checked against the reference VJP by the native parity suite."
     )
+    # what computes the op: ATen from the extension's C++, except torchlean's own five kernels
+    assert by_name["native_cuda.add"].value_contract.summary == (
+        "Native CUDA `add` follows the pointwise tensor contract. ATen computes it, called from the "
+        "extension's C++."
+    )
+    summaries = {c.op.label: c.value_contract.summary for c in native_cuda.CAPSULES}
+    own = {label for label, text in summaries.items() if not text.endswith(native_cuda.ATEN_NOTE)}
+    # the ops whose entry points launch a kernel of csrc/kernels.cuh (attention is no native_cuda.* op)
+    source = (Path(__file__).parents[2] / "csrc" / "native_ops.cu").read_text()
+    launched = set(re.findall(r"&tl::([a-z_]+?)(?:_forward|_backward)?_kernel\b", source))
+    assert own == {label for label in launched if not label.startswith("attention")}
     assert by_name["native_cuda.sqrt"].vjp_contract.summary == (
         "Native CUDA `sqrt` VJP is checked against the reference VJP by the native parity suite."
     )
