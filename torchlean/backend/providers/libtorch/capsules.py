@@ -56,7 +56,12 @@ def _sdpa_forward(
             (bridge,),
         ),
         value_contract=trusted(
-            ContractClaim.value_refinement(_OP), "LibTorch scaled_dot_product_attention forward.", boundary
+            ContractClaim.value_refinement(_OP),
+            "LibTorch scaled_dot_product_attention forward, with TorchLean's mask semantics applied around "
+            "it by torch ops of the bridge (tested in tests/runtime/test_libtorch_sdpa.py): fully blocked "
+            "rows are zero, and rows attending a non-finite key or value row are recomputed on their own "
+            "keys.",
+            boundary,
         ),
         vjp_contract=guarded(
             ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
