@@ -187,3 +187,40 @@ def test_input_accepts_python_and_numpy_ints_and_zero_extents() -> None:
     assert all(type(d) is int for d in graph.nodes[x].out_shape)
     assert graph.nodes[y].out_shape == (4, 1)
     check_shapes(graph)
+
+
+@pytest.mark.parametrize(
+    ("method", "negative", "positive"),
+    [
+        ("reduce_sum", (-1,), (2,)),
+        ("reduce_mean", (-3,), (0,)),
+        ("softmax", (-2,), (1,)),
+        ("log_softmax", (-1,), (2,)),
+        ("transpose", (-1, -3), (2, 0)),
+        ("permute", ((-1, 0, -2),), ((2, 0, 1),)),
+    ],
+)
+def test_negative_axes_count_from_the_end_as_in_torch(
+    method: str, negative: tuple[object, ...], positive: tuple[object, ...]
+) -> None:
+    built = []
+    for args in (negative, positive):
+        b = GraphBuilder()
+        x = b.input([2, 3, 4])
+        getattr(b, method)(x, *args)
+        built.append(b.build().graph.nodes)
+    assert built[0] == built[1]  # the IR stores the non-negative axis, as the original
+
+
+def test_negative_concat_axis_and_out_of_range_negative_axes() -> None:
+    b = GraphBuilder()
+    x = b.input([2, 3])
+    assert b.shape(b.concat([x, x], -1)) == (2, 6)
+    out_of_range = r"^reduce_sum: axis -3 out of range for shape \[2, 3\] \(accepted: -2\.\.1\)$"
+    with pytest.raises(IRError, match=out_of_range):
+        b.reduce_sum(x, -3)
+    scalar = b.input([])
+    with pytest.raises(IRError, match=r"^softmax: axis -1 out of range for shape \[\] \(accepted: none: a"):
+        b.softmax(scalar, -1)
+    with pytest.raises(IRError, match=r"^reduce_sum axis: expected a non-negative integer, got True$"):
+        b.reduce_sum(x, True)

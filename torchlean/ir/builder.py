@@ -26,6 +26,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import infer_node_shape
@@ -222,11 +223,32 @@ class GraphBuilder:
 
     # ------------------------------------------------------------------------------------ views
 
+    def _axis(self, op: str, x: Ref, axis: int) -> int:
+        """``axis`` of ``x`` with a negative integer counted from the end (as torch and the eager
+        ops); anything else unchanged, for the payload's own check (the IR stores natural-number
+        axes, as the original).
+
+        Raises:
+            IRError: a negative axis below ``-rank``, naming ``op``, the shape and the range.
+        """
+        if not is_builtin_or_numpy_int(axis) or axis >= 0:
+            return axis
+        shape = self.shape(x)
+        if int(axis) < -len(shape):
+            accepted = f"{-len(shape)}..{len(shape) - 1}" if shape else "none: a scalar has no axes"
+            raise IRError(
+                f"{op}: axis {int(axis)} out of range for shape {render_shape(shape)} (accepted: {accepted})"
+            )
+        return int(axis) + len(shape)
+
     def permute(self, x: Ref, perm: Sequence[int]) -> int:
-        return self.node(Permute(tuple(perm)), x)
+        """``perm`` may hold negative axes (counted from the end)."""
+        axes = perm if isinstance(perm, str) else tuple(self._axis("permute", x, a) for a in perm)
+        return self.node(Permute(tuple(axes)), x)
 
     def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
-        return self.node(Transpose(axis1, axis2), x)
+        """Swap two axes; negative axes count from the end."""
+        return self.node(Transpose(self._axis("transpose", x, axis1), self._axis("transpose", x, axis2)), x)
 
     def detach(self, x: Ref) -> int:
         return self.node(Detach(), x)
@@ -243,7 +265,9 @@ class GraphBuilder:
         return self.node(Flatten(self.shape(x)), x)
 
     def concat(self, xs: Sequence[Ref], axis: int) -> int:
-        return self.node(Concat(axis), *xs)
+        """Join along ``axis`` (negative: counted from the end of the first input's axes)."""
+        first = xs[0] if isinstance(xs, Sequence) and not isinstance(xs, str) and len(xs) else None
+        return self.node(Concat(axis if first is None else self._axis("concat", first, axis)), *xs)
 
     # -------------------------------------------------------------------------------- pointwise
 
@@ -308,10 +332,12 @@ class GraphBuilder:
     # ------------------------------------------------------------------------------- reductions
 
     def reduce_sum(self, x: Ref, axis: int) -> int:
-        return self.node(ReduceSum(axis), x)
+        """Sum over ``axis`` (negative: counted from the end)."""
+        return self.node(ReduceSum(self._axis("reduce_sum", x, axis)), x)
 
     def reduce_mean(self, x: Ref, axis: int) -> int:
-        return self.node(ReduceMean(axis), x)
+        """Mean over ``axis`` (negative: counted from the end)."""
+        return self.node(ReduceMean(self._axis("reduce_mean", x, axis)), x)
 
     def sum(self, x: Ref) -> int:
         return self.node(Sum(), x)
@@ -392,10 +418,12 @@ class GraphBuilder:
         return node
 
     def softmax(self, x: Ref, axis: int) -> int:
-        return self.node(Softmax(axis), x)
+        """Softmax over ``axis`` (negative: counted from the end)."""
+        return self.node(Softmax(self._axis("softmax", x, axis)), x)
 
     def log_softmax(self, x: Ref, axis: int) -> int:
-        return self.node(LogSoftmax(axis), x)
+        """Log-softmax over ``axis`` (negative: counted from the end)."""
+        return self.node(LogSoftmax(self._axis("log_softmax", x, axis)), x)
 
     def hard_masked_softmax(self, x: Ref, mask: HardMask | npt.ArrayLike) -> int:
         """Last-axis softmax over the allowed entries of a static boolean ``mask``."""
