@@ -208,6 +208,37 @@ def test_command_fails_with_exit_one(
     assert out[-1].startswith("verdict: FAIL (") and "FAIL" in out[1]
 
 
+def test_a_failing_case_with_a_non_finite_result_writes_strict_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    real = flash_attention_forward
+
+    def nan_output(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = real(*args, **kwargs)
+        return np.full_like(out, np.nan), lse
+
+    monkeypatch.setattr("torchlean.spec.checker.flash_attention_forward", nan_output)
+    path = tmp_path / "check.json"
+    cases = [c for c in flash_check_cases(quick=True) if c.precision != MPMATH_50][:3]
+    monkeypatch.setattr(cli, "flash_check_cases", lambda **_: tuple(cases))
+    args = _parser().parse_args(["attention-check", "--no-progress", "--json", str(path)])
+    assert args.func(args) == 1
+    capsys.readouterr()
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    record = json.loads(path.read_text(), parse_constant=refuse)  # no Infinity / NaN tokens
+    assert [row["forward_error"] for row in record["rows"]] == [None, None, None]
+    assert record["worst"]["float64"]["forward"] is None and record["passed"] is False
+
+
+def test_an_empty_report_fails_and_says_nothing_was_checked() -> None:
+    report = check_flash_attention([])
+    assert not report.passed
+    assert report.verdict() == "verdict: FAIL (no cases were checked)"
+
+
 def test_command_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         _parser().parse_args(["attention-check", "--seed", "-3"])

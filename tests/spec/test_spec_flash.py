@@ -297,3 +297,60 @@ def test_flash_backward_propagates_nan_like_the_standard_backward() -> None:
         assert np.isnan(mine).any()
         np.testing.assert_array_equal(np.isnan(mine), np.isnan(expected))
         np.testing.assert_allclose(mine, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+TILINGS = [FlashAttentionConfig(bq, bk) for bq, bk in ((0, 0), (1, 1), (0, 1), (1, 2), (2, 1))]
+
+
+@pytest.mark.parametrize("config", TILINGS, ids=lambda c: f"{c.block_q}x{c.block_k}")
+@pytest.mark.parametrize("mp", [False, True], ids=["float64", "mpmath"])
+def test_a_tile_whose_allowed_scores_are_all_minus_inf_adds_nothing(
+    config: FlashAttentionConfig, mp: bool
+) -> None:
+    # key 0 scores -inf (a -inf key); keys 1, 2 are finite: the row is a softmax over keys 1, 2,
+    # whichever tile comes first. Oracle: standard attention and, by hand, softmax([1, 0.5]).
+    q = np.array([[1.0], [2.0]])
+    k = np.array([[-np.inf], [1.0], [0.5]])
+    v = np.array([[7.0], [1.0], [3.0]])
+    mask = np.array([[True, True, True], [True, True, False]])
+    d_out = np.array([[1.0], [-2.0]])
+    if mp:
+        q, k, v, d_out = (as_mpf_array(a) for a in (q, k, v, d_out))
+    out, lse = flash_attention_forward(q, k, v, mask, scale=1.0, config=config)
+    standard = scaled_dot_product_attention(q, k, v, mask, scale=1.0)
+    weights = np.exp([1.0, 0.5]) / np.exp([1.0, 0.5]).sum()
+    np.testing.assert_allclose(out.astype(float), standard.astype(float), rtol=1e-15)
+    np.testing.assert_allclose(float(out[0, 0]), weights @ [1.0, 3.0], rtol=1e-15)
+    np.testing.assert_allclose(float(out[1, 0]), 1.0, rtol=1e-15)  # row 1 attends key 1 only
+    np.testing.assert_allclose(float(lse[1]), 2.0, rtol=1e-15)
+    # gradients: dq is NaN where -inf meets its zero weight (0 * -inf), as in the standard backward
+    flash_grads = flash_attention_backward(q, k, v, out, lse, d_out, mask, scale=1.0, config=config)
+    standard_grads = scaled_dot_product_attention_backward(q, k, v, d_out, mask, scale=1.0)
+    for got, want in zip(flash_grads, standard_grads, strict=True):
+        np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("config", TILINGS, ids=lambda c: f"{c.block_q}x{c.block_k}")
+def test_overflowing_scores_from_finite_inputs_match_standard_attention(config: FlashAttentionConfig) -> None:
+    # q·k0 = -1e400 overflows to -inf in float64: the reviewer's case, torch SDPA gives 2
+    q, k, v = np.array([[1e200]]), np.array([[-1e200], [1.0]]), np.array([[1.0], [2.0]])
+    out, lse = flash_attention_forward(q, k, v, scale=1.0, config=config)
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), scale=1.0)
+    np.testing.assert_array_equal(out, expected.numpy())
+    assert lse[0] == 1e200
+    _, _, dv = flash_attention_backward(q, k, v, out=out, lse=lse, d_out=np.ones((1, 1)), scale=1.0,
+                                        config=config)
+    np.testing.assert_array_equal(dv, [[0.0], [1.0]])
+
+
+@pytest.mark.parametrize("config", TILINGS, ids=lambda c: f"{c.block_q}x{c.block_k}")
+def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_standard_attention(
+    config: FlashAttentionConfig,
+) -> None:
+    q, k, v = np.array([[1e200]]), np.array([[-1e200], [-1e200]]), np.array([[1.0], [2.0]])
+    out, lse = flash_attention_forward(q, k, v, scale=1.0, config=config)
+    assert np.isnan(scaled_dot_product_attention(q, k, v, scale=1.0)).all()
+    assert np.isnan(out).all() and np.isnan(lse).all()  # NaN, not the blocked row's 0 and -inf
+    grads = flash_attention_backward(q, k, v, out=out, lse=lse, d_out=np.ones((1, 1)), scale=1.0,
+                                     config=config)
+    assert all(np.isnan(g).all() for g in grads)

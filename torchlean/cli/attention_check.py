@@ -69,7 +69,7 @@ def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int)
     record = {"command": "attention-check", "quick": quick, "seed": seed, **report.to_dict()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     except OSError as error:
         raise TorchLeanError(f"cannot write the JSON report to {str(path)!r}: {error.strerror}") from error
 

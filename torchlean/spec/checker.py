@@ -137,9 +137,12 @@ class FlashCheckReport:
         )
 
     def verdict(self) -> str:
-        """``verdict: PASS (N cases)`` or ``verdict: FAIL (F of N cases failed)``."""
+        """``verdict: PASS (N cases)``, ``verdict: FAIL (F of N cases failed)``, or ``verdict: FAIL
+        (no cases were checked)`` for an empty report."""
         if self.passed:
             return f"verdict: PASS ({len(self.rows)} cases)"
+        if not self.rows:
+            return "verdict: FAIL (no cases were checked)"
         return f"verdict: FAIL ({len(self.failures)} of {len(self.rows)} cases failed)"
 
     def table(self) -> str:
@@ -171,17 +174,26 @@ class FlashCheckReport:
         return "\n".join([render(header), *(render(line) for line in lines)])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record: thresholds, per-precision worst errors, rows, verdict."""
+        """A JSON-ready record: thresholds, per-precision worst errors, rows, verdict. An infinite
+        error (a non-finite result) is ``None`` (JSON ``null``), so the record is strict JSON."""
         return {
             "thresholds": dict(THRESHOLDS),
             "worst": {
-                precision: dict(zip(("forward", "backward"), self.worst(precision), strict=True))
-                for precision in THRESHOLDS
+                precision: {"forward": _finite_or_none(forward), "backward": _finite_or_none(backward)}
+                for precision, (forward, backward) in ((p, self.worst(p)) for p in THRESHOLDS)
             },
             "passed": self.passed,
             "verdict": self.verdict(),
-            "rows": [asdict(row) for row in self.rows],
+            "rows": [
+                {key: _finite_or_none(value) if isinstance(value, float) else value
+                 for key, value in asdict(row).items()}
+                for row in self.rows
+            ],
         }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 _FLOAT64_SHAPES: tuple[ShapeCase, ...] = (
@@ -221,7 +233,7 @@ _MPMATH_TILES: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (3, 2), (0, 0), (8
 def flash_check_cases(*, quick: bool = False, seed: int = 0) -> tuple[FlashCheckCase, ...]:
     """The sweep: every float64 shape × mask kind × tile pair, then a small mpmath sweep.
 
-    ``quick`` keeps four float64 shapes and four tile pairs (still every mask kind, tiles 1, not
+    ``quick`` keeps five float64 shapes and four tile pairs (still every mask kind, tiles 1, not
     dividing, and larger than n) and the whole mpmath sweep.
     """
     shapes = _FLOAT64_SHAPES if not quick else tuple(s for s in _FLOAT64_SHAPES if s.label in _QUICK_SHAPES)

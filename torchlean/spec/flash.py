@@ -168,7 +168,9 @@ def flash_attention_forward(
                 tile_max = np.max(np.where(allowed, scores, neg_inf), axis=-1, keepdims=True)
             now_seen = seen | tile_any
             new_max = np.maximum(running_max, tile_max)
-            shift = np.where(now_seen, new_max, zero)
+            # shift by the running max once it is above -inf; while every allowed score seen is
+            # -inf, shift by 0 (their probabilities are exp(-inf) = 0, not exp(-inf - -inf) = NaN)
+            shift = np.where(now_seen & (new_max != neg_inf), new_max, zero)
             kept = scores if allowed is None else np.where(allowed, scores, shift)
             probabilities = _arith.select(allowed, _arith.exp(kept - shift))
             rescale = _arith.select(seen, _arith.exp(np.where(seen, running_max, zero) - shift))
@@ -178,9 +180,14 @@ def flash_attention_forward(
             )
             running_max = new_max  # still -inf on rows that have seen no allowed key
             seen = now_seen
-        safe_denominator = np.where(seen, denominator, _arith.scalar(1, dtype))
-        out[..., rows, :] = _arith.select(seen, accumulator / safe_denominator)
-        lse[..., rows] = (running_max + _arith.log(safe_denominator))[..., 0]  # -inf + log 1 when unseen
+        # a row whose allowed scores are all -inf normalises 0 by 0: NaN output and logsumexp, as
+        # standard attention's softmax gives (its backward then propagates NaN, not zeros)
+        live = seen & (running_max != neg_inf)
+        safe_denominator = np.where(live, denominator, _arith.scalar(1, dtype))
+        nan = _arith.scalar("nan", dtype) if _arith.is_multiprecision(dtype) else dtype.type(np.nan)
+        out[..., rows, :] = np.where(seen & ~live, nan, _arith.select(live, accumulator / safe_denominator))
+        row_lse = np.where(live, running_max + _arith.log(safe_denominator), np.where(seen, nan, neg_inf))
+        lse[..., rows] = row_lse[..., 0]  # -inf for a row with no allowed key
     return out, lse
 
 
