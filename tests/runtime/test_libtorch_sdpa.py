@@ -358,3 +358,74 @@ def test_all_three_guards_run_on_the_bridge_path(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(dispatch, "_LINKED", None)
     _attention("libtorch_forward_cpu", _qkv(10), MASK)
     assert seen == ["require_torchlean_tape", "check_sdpa_inputs", "check_libtorch_view"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_score_overflowing_at_a_blocked_position_never_reaches_the_output(dtype: type) -> None:
+    """Finite inputs whose *blocked* score overflows (q·k0 = +inf, or inf - inf = NaN): torch adds
+    its -inf mask to it, so the row would be NaN; the bridge recomputes such rows. Oracle: the
+    reference capsule, and by hand out = v1 = 2 (the one allowed key)."""
+    big = np.finfo(dtype).max ** 0.5 * 4  # q·k0 overflows dtype
+    v = np.array([[1.0], [2.0]], dtype=dtype)
+    mask = np.array([[False, True]])
+    for q, k in (
+        (np.array([[big, big]]), np.array([[big, big], [1.0, 1.0]])),  # +inf
+        (np.array([[big, big]]), np.array([[big, -big], [1.0, 1.0]])),  # inf - inf = NaN
+    ):
+        q, k = q.astype(dtype), k.astype(dtype)
+        ours, inputs, capsule = _attention("libtorch_forward_cpu", [q, k, v], mask)
+        assert capsule == "libtorch.sdpa_forward"
+        ours.backward(tl.tensor(np.ones((1, 1), dtype=dtype)))
+        reference, ref_inputs, _ = _attention("checked_cpu", [q, k, v], mask)
+        reference.backward(tl.tensor(np.ones((1, 1), dtype=dtype)))
+        np.testing.assert_array_equal(ours.numpy(), [[2.0]])
+        np.testing.assert_array_equal(ours.numpy(), reference.numpy())
+        for got, want in zip(inputs, ref_inputs, strict=True):
+            np.testing.assert_array_equal(got.grad.numpy(), want.grad.numpy())
+    # a huge scale makes a finite blocked score overflow too
+    q, k = np.array([[1.0]], dtype=dtype), np.array([[1e10], [1e-10]], dtype=dtype)
+    out = sdpa.scaled_dot_product_attention(q, k, v, mask, scale=float(np.finfo(dtype).max) / 2)
+    np.testing.assert_array_equal(out, [[2.0]])
+
+
+def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_the_reference() -> None:
+    """Forward and backward of one capsule agree: torch SDPA alone would give 0 (its safe softmax)
+    while the tape's backward (the reference rule) gives NaN; the bridge now gives NaN like
+    ``reference.attention`` and ``torch.softmax``."""
+    q = np.array([[1e200], [1.0]])
+    k = np.array([[-1e200], [3.0]])
+    v = np.array([[1.0], [5.0]])
+    mask = np.array([[True, False], [True, True]])  # row 0's only allowed score overflows to -inf
+    ours, inputs, _ = _attention("libtorch_forward_cpu", [q, k, v], mask)
+    reference, ref_inputs, _ = _attention("checked_cpu", [q, k, v], mask)
+    np.testing.assert_array_equal(ours.numpy(), reference.numpy())
+    assert np.isnan(ours.numpy()[0]).all() and np.isfinite(ours.numpy()[1]).all()
+    for out in (ours, reference):
+        out.backward(tl.tensor(np.ones((2, 1))))
+    for got, want in zip(inputs, ref_inputs, strict=True):
+        np.testing.assert_array_equal(got.grad.numpy(), want.grad.numpy())  # NaN where the reference's
+
+
+def test_ordinary_inputs_take_only_the_batched_torch_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overflow bound is cheap and flags nothing for ordinary data (no per-row recompute)."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("recomputed rows of ordinary inputs")
+
+    monkeypatch.setattr(sdpa, "_recompute_tainted", refuse)
+    for dtype in (np.float32, np.float64):
+        q, k, v = (a * 30 for a in _qkv(3, dtype=dtype, batch=(2, 3)))
+        out = sdpa.scaled_dot_product_attention(q, k, v, MASK)
+        assert np.isfinite(out).all()
+
+
+def test_overflow_bound_flags_exactly_the_rows_near_the_limit() -> None:
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 6, 3))
+    q[1, 2, 0] = 1e308  # with |k| up to ~3 this row's scores may pass float64's largest value
+    q[1, 0, 0] = 1e300  # still 100x below the bound's limit: not flagged
+    k[0, 3, 1] = 1e10  # batch 0's keys are larger, but q·k stays far below the limit
+    flags = sdpa._scores_may_overflow(torch.from_numpy(q), torch.from_numpy(k), 1.0).numpy()
+    np.testing.assert_array_equal(flags, [[False] * 4, [False, False, True, False]])
+    empty = sdpa._scores_may_overflow(torch.zeros((2, 0)), torch.zeros((0, 0)), 1.0).numpy()
+    assert empty.shape == (2,) and not empty.any()

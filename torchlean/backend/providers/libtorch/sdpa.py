@@ -310,15 +310,17 @@ def _recompute_tainted(
     tainted: torch.Tensor,
     scale: float,
 ) -> torch.Tensor:
-    """``out`` with every ``tainted`` query row (one that attends a non-finite key or value row)
-    recomputed by torch on that row's own keys: the keys and values it attends as they are, the
-    ones it blocks zeroed, so a non-finite *blocked* key cannot turn the masked score into
-    ``inf + (-inf) = NaN``. The rows go to torch as a batch of single-query problems, in chunks
-    of at most :data:`_REPAIR_CHUNK` key (or value) elements.
+    """``out`` with every ``tainted`` query row (one that attends a non-finite key or value row,
+    or whose scores may overflow) recomputed by torch ops with the reference's semantics: scores
+    ``(q k^T) * scale``, the blocked ones *selected away* (never added to), softmax over the
+    allowed ones (NaN when they are all -inf, as ``torch.softmax`` and ``reference.attention``
+    give; torch SDPA would give 0), weights times the allowed value rows. So a non-finite or
+    overflowing *blocked* score cannot turn the row into ``inf + (-inf) = NaN``. Rows go in
+    chunks of at most :data:`_REPAIR_CHUNK` key (or value) elements.
 
     Shapes: q ``(*batch, nQ, d)``, k ``(*batch, nK, d)``, v ``(*batch, nK, dv)``, full_mask
-    ``(*batch, nQ, nK)``, tainted ``(*batch, nQ)``, out ``(*batch, nQ, dv)`` (a fresh tensor is
-    returned).
+    ``(*batch, nQ, nK)``, tainted ``(*batch, nQ)`` (rows attending at least one key), out
+    ``(*batch, nQ, dv)`` (a fresh tensor is returned).
     """
     import torch
 
@@ -332,30 +334,50 @@ def _recompute_tainted(
     rows = torch.nonzero(tainted.reshape(-1)).reshape(-1)
     chunk = max(1, _REPAIR_CHUNK // max(1, n_k * max(k.shape[-1], v.shape[-1])))
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
+    neg_inf = torch.full((), -math.inf, dtype=q.dtype, device=q.device)
     for start in range(0, int(rows.shape[0]), chunk):
         row = rows[start : start + chunk]
         b, i = row // n_q, row % n_q
-        attend = flat_mask[b, i]  # (T, nK)
-        keep = attend.unsqueeze(-1)
-        result = _torch_sdpa(
-            flat_q[b, i].unsqueeze(-2),
-            torch.where(keep, flat_k[b], zero),
-            torch.where(keep, flat_v[b], zero),
-            attend.unsqueeze(-2),
-            scale,
-        )
-        repaired[b, i] = result.squeeze(-2)
+        attend = flat_mask[b, i].unsqueeze(-2)  # (T, 1, nK)
+        scores = torch.matmul(flat_q[b, i].unsqueeze(-2), flat_k[b].transpose(-1, -2)) * scale
+        top = torch.where(attend, scores, neg_inf).amax(dim=-1, keepdim=True)
+        weights = torch.where(attend, torch.exp(torch.where(attend, scores, top) - top), zero)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        values = torch.where(attend.transpose(-1, -2), flat_v[b], zero)  # blocked rows selected away
+        repaired[b, i] = torch.matmul(weights, values).squeeze(-2)
     return repaired.reshape(out.shape)
+
+
+def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
+    """``(*batch, nQ)`` bool: True for the query rows whose scores ``q k^T * scale`` might not be
+    finite (or whose products torch may form on the way, ``q * sqrt(scale)``), by the float64
+    bound ``sum_t |q_t| max_j |k_jt|`` times ``max(|scale|, 1)`` against a quarter of the dtype's
+    largest value; also True where ``q`` is not finite. Shapes: q ``(*batch, nQ, d)``, k
+    ``(*batch, nK, d)``."""
+    import torch
+
+    if k.shape[-2] == 0 or q.shape[-1] == 0:  # no score, or every score is an empty sum (0)
+        return torch.zeros(q.shape[:-1], dtype=torch.bool, device=q.device)
+    limit = torch.finfo(q.dtype).max / 4
+    factor = max(abs(scale), 1.0)
+    q_abs, k_abs = q.abs().to(torch.float64), k.abs().to(torch.float64)
+    k_max = k_abs.amax(dim=-2, keepdim=True)  # (*batch, 1, d)
+    bound = (q_abs * k_max).sum(dim=-1) * factor  # (*batch, nQ)
+    largest = torch.maximum(q_abs.amax(dim=-1), k_max.amax(dim=-1)) * factor
+    return ~((bound < limit) & (largest < limit))
 
 
 def _masked_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float
 ) -> torch.Tensor:
     """TorchLean mask semantics around torch SDPA, for contiguous tensors of one batch shape
-    (both bridges): a fully blocked query row is zero (whatever torch returns there) and a NaN or
-    infinity in a key or value row reaches only the query rows that attend it. Non-finite key and
-    value rows are zeroed for the one batched torch call; the rows that attend one are then
-    recomputed on their own keys (:func:`_recompute_tainted`). Returns a fresh contiguous tensor."""
+    (both bridges): a fully blocked query row is zero (whatever torch returns there), a NaN or
+    infinity in a key or value row reaches only the query rows that attend it, and a score that
+    overflows at a blocked position never reaches the output. Non-finite key and value rows are
+    zeroed for the one batched torch call; the rows that attend one, and the rows whose scores
+    may overflow (:func:`_scores_may_overflow`: a cheap bound, so ordinary inputs take only the
+    torch call), are then recomputed with the reference's semantics (:func:`_recompute_tainted`).
+    Returns a fresh contiguous tensor."""
     import torch
 
     if mask is None:
@@ -363,14 +385,16 @@ def _masked_attention(
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
     full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
     finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
-    if bool(finite_keys.all()):
+    attends = full_mask.any(dim=-1)  # (..., nQ)
+    risky = _scores_may_overflow(q, torch.where(finite_keys.unsqueeze(-1), k, zero), scale) & attends
+    if bool(finite_keys.all()) and not bool(risky.any()):
         out = _torch_sdpa(q, k, v, full_mask, scale)
     else:
         clean = finite_keys.unsqueeze(-1)
         clean_k = torch.where(clean, k, zero).contiguous()
         clean_v = torch.where(clean, v, zero).contiguous()
         out = _torch_sdpa(q, clean_k, clean_v, full_mask, scale)
-        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1)  # (..., nQ)
+        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1) | risky  # (..., nQ)
         if bool(tainted.any()):
             out = _recompute_tainted(out, q, k, v, full_mask, tainted, scale)
     blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
