@@ -13,10 +13,12 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    the build time.
 2. Parity: every case of ``torchlean.backend.providers.native_cuda.parity`` — all 46 native-cuda
    ops, ``native_cuda.direct_attention`` and ``torchlean.composed_attention`` (including fully
-   blocked rows, NaN/inf at blocked positions, and head widths 64, 128 and 256) — forward and
-   backward in float32 (relative error <= 1e-5) and float64 (<= 1e-10) against float64 oracles,
-   one progress line each. One failing case never stops the others; each case ends with a device
-   synchronisation, so an asynchronous fault is attributed to the case that caused it.
+   blocked rows, NaN/inf at blocked positions, head widths 64, 128 and 256, and zero-size inputs:
+   an empty batch, feature, key or time axis, where a launch on an empty grid would fail) —
+   forward and backward in float32 (relative error <= 1e-5) and float64 (<= 1e-10) against
+   float64 oracles, one progress line each. One failing case never stops the others; each case
+   ends with a device synchronisation, so an asynchronous fault is attributed to the case that
+   caused it.
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session

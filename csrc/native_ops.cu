@@ -297,6 +297,18 @@ void check_windows_read_input(const char* op, std::int64_t ax, std::int64_t in, 
   }
 }
 
+// torch's pools accept an empty batch only ("tensor with optional 0 dim batch size"): with a
+// batch axis (rank >= spatial + 2) every other axis must be non-empty, without one every axis.
+void check_pool_extents(const char* op, const at::Tensor& x, std::int64_t rank) {
+  const std::int64_t first = x.dim() >= rank + 2 ? 1 : 0;
+  for (std::int64_t i = first; i < x.dim(); ++i) {
+    TORCH_CHECK_VALUE(x.size(i) >= 1, "torchlean_native_ext.", op, ": x has shape ",
+                      shape_text(x.sizes()), " with an empty axis ", i,
+                      "; accepted: C >= 1 and spatial extents >= 1, only the batch N may be 0 (as "
+                      "torch pools)");
+  }
+}
+
 FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, const Ints& stride,
                      const Ints& padding, const Ints& dilation) {
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
@@ -305,6 +317,7 @@ FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, co
   check_spatial_params(op, rank, kernel, stride, padding, &dilation);
   TORCH_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                     "; a ", rank, "-d pool needs at least one leading (channel) axis");
+  check_pool_extents(op, x, rank);
   FoldedPool folded;
   std::int64_t channels = 1;
   for (std::int64_t i = 0; i < x.dim() - rank; ++i) {
@@ -347,6 +360,7 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
   check_spatial_params(op, rank, kernel, stride, padding, nullptr);
   TORCH_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                     "; a ", rank, "-d pool needs at least one leading (channel) axis");
+  check_pool_extents(op, x, rank);
   for (std::int64_t ax = 0; ax < rank; ++ax) {
     const std::size_t i = static_cast<std::size_t>(ax);
     // every window then holds at least one input cell
@@ -489,13 +503,17 @@ Grads linear_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
   check_rank(op, "x", x, 1, 8);
   check_rank(op, "weight", weight, 2, 2);
   check_same_shape(op, "g", g, "out", out);
-  TORCH_CHECK_VALUE(g.size(-1) == weight.size(0) && x.size(-1) == weight.size(1),
+  const IntArrayRef lead = x.sizes().slice(0, static_cast<std::size_t>(x.dim() - 1));
+  TORCH_CHECK_VALUE(g.dim() == x.dim() && g.sizes().slice(0, lead.size()) == lead &&
+                        g.size(-1) == weight.size(0) && x.size(-1) == weight.size(1),
                     "torchlean_native_ext.", op, ": g ", shape_text(g.sizes()), ", x ",
                     shape_text(x.sizes()), " and weight ", shape_text(weight.sizes()),
                     " do not agree");
   c10::DeviceGuard guard(x.device());
-  const at::Tensor g2 = g.reshape({-1, weight.size(0)});
-  const at::Tensor x2 = x.reshape({-1, weight.size(1)});
+  // rows counted explicitly: reshape({-1, 0}) cannot infer them when a feature extent is 0
+  const std::int64_t rows = checked_numel(op, "x's leading axes", lead);
+  const at::Tensor g2 = g.reshape({rows, weight.size(0)});
+  const at::Tensor x2 = x.reshape({rows, weight.size(1)});
   const at::Tensor gx = at::matmul(g, weight);
   const at::Tensor gw = at::matmul(g2.transpose(0, 1), x2);
   at::Tensor gb;
@@ -513,7 +531,10 @@ Tensor mse_loss_forward(const Tensor& a, const Tensor& b) {
   check_like(op, "b", b, "a", a);
   check_same_shape(op, "b", b, "a", a);
   c10::DeviceGuard guard(a.device());
-  if (a.numel() == 0) return at::zeros({}, a.options());  // totalised: 0 / 0 = 0
+  if (a.numel() == 0) {
+    // a mean over no element is NaN, as torch.nn.functional.mse_loss (and the reference kernel)
+    return at::full({}, std::numeric_limits<double>::quiet_NaN(), a.options());
+  }
   const at::Tensor diff = a - b;
   return (diff * diff).sum() / static_cast<double>(a.numel());
 }
@@ -528,6 +549,7 @@ Grads mse_loss_backward(const Tensor& g, const Tensor& a, const Tensor& b, const
   TORCH_CHECK_VALUE(g.dim() == 0 && out.dim() == 0, "torchlean_native_ext.", op,
                     ": g and out must be scalars (rank 0)");
   c10::DeviceGuard guard(a.device());
+  // an empty input has empty cotangents; the guard keeps 2 / n finite for them
   const double n = a.numel() == 0 ? 1.0 : static_cast<double>(a.numel());
   const at::Tensor ga = (a - b) * g * (2.0 / n);
   return {ga, -ga};
@@ -1381,6 +1403,8 @@ Tensor layer_norm_forward(const Tensor& x, const OptTensor& weight, const OptTen
                           const Ints& normalized_shape, double eps) {
   check_layer_norm("layer_norm_forward", x, weight, bias, normalized_shape, eps);
   c10::DeviceGuard guard(x.device());
+  // no row or an empty row: an empty result, as torch, without asking ATen's kernels
+  if (x.numel() == 0) return at::empty_like(x, at::MemoryFormat::Contiguous);
   return std::get<0>(at::native_layer_norm(x, normalized_shape, weight, bias, eps));
 }
 
@@ -1393,6 +1417,11 @@ Grads layer_norm_backward(const Tensor& g, const Tensor& x, const OptTensor& wei
   check_like(op, "out", out, "x", x);
   check_same_shape(op, "g", g, "x", x);
   c10::DeviceGuard guard(x.device());
+  if (x.numel() == 0) {
+    // weight and bias gradients are sums over no row (zeros; empty when a normalised axis is)
+    return {at::zeros_like(x), weight.has_value() ? at::zeros_like(*weight) : at::Tensor(),
+            bias.has_value() ? at::zeros_like(*bias) : at::Tensor()};
+  }
   const auto stats = at::native_layer_norm(x, normalized_shape, weight, bias, eps);
   const auto grads = at::native_layer_norm_backward(
       g, x, normalized_shape, std::get<1>(stats), std::get<2>(stats), weight, bias,
@@ -1424,6 +1453,10 @@ void check_batch_norm(const char* op, const at::Tensor& x, const OptTensor& weig
                       "torchlean_native_ext.", op, ": ", name, " has shape ",
                       shape_text((*param)->sizes()), "; expected [", channels, "]");
   }
+  TORCH_CHECK_VALUE(channels >= 1 || (!weight.has_value() && !bias.has_value()),
+                    "torchlean_native_ext.", op, ": x has shape ", shape_text(x.sizes()),
+                    " with 0 channels and an affine weight or bias; accepted: C >= 1, or C = 0 "
+                    "with weight and bias absent (as torch)");
   if (!running_mean.has_value()) {
     TORCH_CHECK_VALUE(x.numel() == 0 || x.numel() / std::max<std::int64_t>(channels, 1) > 1,
                       "torchlean_native_ext.", op,
@@ -1438,6 +1471,10 @@ Tensor batch_norm_forward(const Tensor& x, const OptTensor& weight, const OptTen
                           double eps) {
   check_batch_norm("batch_norm_forward", x, weight, bias, running_mean, running_var, eps);
   c10::DeviceGuard guard(x.device());
+  // no value to normalise (an empty batch, spatial or channel axis): an empty result, as torch's
+  // batch_norm; ATen's native_batch_norm refuses an empty input (and on the CPU its evaluation
+  // path divides by the batch size)
+  if (x.numel() == 0) return at::empty_like(x, at::MemoryFormat::Contiguous);
   const bool training = !running_mean.has_value();
   return std::get<0>(
       at::native_batch_norm(x, weight, bias, running_mean, running_var, training, 0.0, eps));
@@ -1452,6 +1489,11 @@ Grads batch_norm_backward(const Tensor& g, const Tensor& x, const OptTensor& wei
   check_like(op, "out", out, "x", x);
   check_same_shape(op, "g", g, "x", x);
   c10::DeviceGuard guard(x.device());
+  if (x.numel() == 0) {
+    // weight and bias gradients are sums over no value
+    return {at::zeros_like(x), weight.has_value() ? at::zeros_like(*weight) : at::Tensor(),
+            bias.has_value() ? at::zeros_like(*bias) : at::Tensor(), at::Tensor(), at::Tensor()};
+  }
   const bool training = !running_mean.has_value();
   const auto stats =
       at::native_batch_norm(x, weight, bias, running_mean, running_var, training, 0.0, eps);
@@ -1482,6 +1524,21 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
   TORCH_CHECK_VALUE(x.dim() == weight.dim(), "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                     "; a ", spatial, "-d convolution takes (batch, channels, ", spatial,
                     " spatial axes)");
+  // zero-size rules of torch's convolutions (as reference.spatial_guards): C_in >= 1 (a
+  // convolution over 0 input channels is refused: torch returns 0 output channels instead of C_out
+  // there, dropping the bias); empty spatial axes only in an empty batch; no empty weight axis
+  TORCH_CHECK_VALUE(p.transposed || x.size(1) >= 1, "torchlean_native_ext.", op, ": x has shape ",
+                    shape_text(x.sizes()),
+                    " with 0 input channels; accepted: C_in >= 1 (for C_in = 0 torch returns 0 "
+                    "output channels instead of C_out, dropping the bias)");
+  bool empty_spatial = false;
+  for (std::int64_t ax = 2; ax < x.dim(); ++ax) empty_spatial = empty_spatial || x.size(ax) == 0;
+  TORCH_CHECK_VALUE(x.size(1) >= 1 && (x.size(0) == 0 || !empty_spatial), "torchlean_native_ext.",
+                    op, ": x has shape ", shape_text(x.sizes()),
+                    " with an empty axis; accepted: C_in >= 1 and spatial extents >= 1 unless the "
+                    "batch N is 0 (as torch convolutions)");
+  TORCH_CHECK_VALUE(weight.numel() > 0, "torchlean_native_ext.", op, ": weight has shape ",
+                    shape_text(weight.sizes()), " with an empty axis; accepted: every axis >= 1");
   const Ints kernel(weight.sizes().begin() + 2, weight.sizes().end());
   check_spatial_params(op, spatial, kernel, p.stride, p.padding, &p.dilation);
   TORCH_CHECK_VALUE(p.groups >= 1, "torchlean_native_ext.", op, ": groups = ", p.groups,
@@ -1801,6 +1858,13 @@ void check_fno(const char* op, const at::Tensor& x, const at::Tensor& wr, const 
                     " (modes <= grid/2 + 1)");
 }
 
+// An empty batch, or 0 input or output channels: no transform to run (ATen's MKL and cuFFT plans
+// refuse an empty batch, pytorch/pytorch#174984); every result is then empty or a sum over no
+// channel, i.e. zeros.
+bool fno_is_empty(const at::Tensor& x, const at::Tensor& wr) {
+  return x.size(0) == 0 || x.size(1) == 0 || wr.size(2) == 0;
+}
+
 at::Tensor complex_of(const at::Tensor& real, const at::Tensor& imag) {
   return at::complex(real, imag);
 }
@@ -1819,6 +1883,9 @@ Tensor fft_fno_forward(const Tensor& x, const Tensor& weight_real, const Tensor&
   check_fno(op, x, weight_real, weight_imag);
   c10::DeviceGuard guard(x.device());
   const std::int64_t n = x.size(2);
+  if (fno_is_empty(x, weight_real)) {
+    return at::zeros({x.size(0), weight_real.size(2), n}, x.options());
+  }
   const std::int64_t bins = n / 2 + 1;
   const std::int64_t modes = weight_real.size(0);
   const at::Tensor spectrum = at::fft_rfft(x, std::nullopt, -1, std::nullopt);
@@ -1841,6 +1908,9 @@ Grads fft_fno_backward(const Tensor& g, const Tensor& x, const Tensor& weight_re
                     "torchlean_native_ext.", op, ": g has shape ", shape_text(g.sizes()),
                     "; expected [", x.size(0), ", ", weight_real.size(2), ", ", x.size(2), "]");
   c10::DeviceGuard guard(x.device());
+  if (fno_is_empty(x, weight_real)) {
+    return {at::zeros_like(x), at::zeros_like(weight_real), at::zeros_like(weight_imag)};
+  }
   const std::int64_t n = x.size(2);
   const std::int64_t bins = n / 2 + 1;
   const std::int64_t modes = weight_real.size(0);

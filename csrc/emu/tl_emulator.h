@@ -7,7 +7,8 @@
 // hardware leaves undefined:
 //   * a warp collective that not all 32 lanes of the warp reach (divergent shuffle),
 //   * a block whose threads can make no progress (deadlock, e.g. a divergent __syncthreads),
-//   * a block size that is not a whole number of warps.
+//   * a block size that is not a whole number of warps,
+//   * a grid with an empty dimension (a GPU refuses it: "invalid configuration argument").
 // The schedule seed (set_schedule_seed) permutes the order in which runnable fibers and blocks
 // run; a kernel whose results depend on that order has a race.
 //
@@ -248,7 +249,13 @@ inline void launch(dim3 grid, dim3 block_dim, std::size_t shared_bytes,
                              " bytes of dynamic shared memory; the emulated device allows " +
                              std::to_string(shared_memory_limit()));
   }
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) {
+    // a GPU refuses an empty grid (cudaErrorInvalidConfiguration, "invalid configuration
+    // argument"): callers must return before launching when there is no work
+    throw std::runtime_error("tl_emu: invalid configuration argument: grid (" +
+                             std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+                             std::to_string(grid.z) + ") has an empty dimension");
+  }
   if (active_block() != nullptr) {
     throw std::logic_error("tl_emu: nested launches are not supported");
   }

@@ -54,6 +54,8 @@ def test_every_scaled_dot_product_attention_case_is_named() -> None:
         "head-64",
         "head-128",
         "widest-heads",
+        "no-keys",
+        "empty-batch",
     ]
 
 

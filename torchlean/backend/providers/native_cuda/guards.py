@@ -11,7 +11,9 @@ reaches the extension:
 * :func:`check_flat_row_major` (layout obligation): every buffer is contiguous row-major.
 
 The remaining helpers validate launch parameters (per-axis window sizes, finite scalars, output
-shapes). Every refusal is a :class:`~torchlean.backend.errors.GuardError` that names the op, the
+shapes) and the zero-size rules of the channel-first ops (:func:`check_channel_first`,
+:func:`check_no_empty_axis`), which the CPU profiles' guards (``reference.spatial_guards``)
+share. Every refusal is a :class:`~torchlean.backend.errors.GuardError` that names the op, the
 offending value and what is accepted. The C++ entry points repeat these checks (defence in depth;
 anchor-runtime.md §6.2 describes the original's boundary checks, which aborted instead of raising).
 """
@@ -29,10 +31,12 @@ from torchlean.backend.providers.native_cuda import extension
 __all__ = [
     "FLOAT_DTYPES",
     "INT64_MAX",
+    "check_channel_first",
     "check_element_count",
     "check_finite",
     "check_flat_row_major",
     "check_launch",
+    "check_no_empty_axis",
     "dtype_name",
     "per_axis",
 ]
@@ -167,6 +171,49 @@ def check_flat_row_major(op: str, tensors: Operands) -> None:
                 f"{name} of shape {list(tensor.shape)} has strides {list(tensor.stride())}, not a flat "
                 "row-major buffer (accepted: contiguous tensors)",
             )
+
+
+def check_no_empty_axis(op: str, name: str, tensor: torch.Tensor | None) -> None:
+    """``tensor`` (skipped when None) has no axis of extent 0: convolution weights and biases, as
+    PyTorch requires ("expected weight to be at least 1 at dimension 0").
+
+    Raises:
+        GuardError: naming the operand and its shape.
+    """
+    if tensor is not None and 0 in tensor.shape:
+        raise _fail(
+            op, f"{name} has shape {list(tensor.shape)} with an empty axis (accepted: every axis >= 1)"
+        )
+
+
+def check_channel_first(op: str, x: torch.Tensor, *, convolution: bool) -> None:
+    """The zero-size rule of a channel-first input x ``(N, C, *spatial)`` (PyTorch's, as
+    ``reference.spatial_guards``): the batch N may be 0; C may not (for a convolution, C_in = 0 is
+    refused although torch returns 0 output channels instead of C_out there, dropping the bias:
+    pytorch/pytorch#56998); spatial extents may be 0 only for a convolution of an empty batch
+    (torch: "Only zero batch or zero channel inputs are supported"), never for a pool (torch:
+    "tensor with optional 0 dim batch size"). An x of rank below 3 is left to the rank checks.
+
+    Raises:
+        GuardError: naming x's shape and what is accepted.
+    """
+    if x.dim() < 3:
+        return
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    if op == "conv" and c == 0:
+        raise _fail(
+            op,
+            f"x has shape {list(x.shape)} with 0 input channels (accepted: C_in >= 1; for C_in = 0 "
+            "PyTorch returns 0 output channels instead of C_out, dropping the bias, so torchlean "
+            "refuses it)",
+        )
+    if c == 0 or (0 in spatial and (n > 0 or not convolution)):
+        accepted = (
+            "C_in >= 1 and spatial extents >= 1 unless the batch N is 0, as PyTorch convolutions"
+            if convolution
+            else "C >= 1 and spatial extents >= 1; only the batch N may be 0, as PyTorch pools"
+        )
+        raise _fail(op, f"x has shape {list(x.shape)} with an empty axis (accepted: {accepted})")
 
 
 def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum: int) -> tuple[int, ...]:

@@ -10,6 +10,13 @@ contiguous tensors that alias no input.
 Every function first calls :func:`.guards.check_launch` and :func:`.guards.check_flat_row_major`
 (the capsules' shape and layout evidence), then the extension, which repeats its own checks.
 
+Zero-size inputs (an axis of extent 0) follow torch, as the CPU profiles do
+(``tests/runtime/test_zero_size.py``): an empty result of torch's shape where torch answers (NaN
+for the mean of nothing, zeros for a sum over nothing, e.g. the gradient of a parameter that met
+an empty batch), a GuardError naming the shape where torch refuses (pools and convolutions over 0
+channels, empty convolution weights, ...). Empty work returns before any launch: CUDA refuses a
+grid with an empty dimension, and the host emulation does too.
+
 Raises (every function):
     NativeExtensionError: not a CUDA build of torch, no usable CUDA device (checked first, with
         the messages of :mod:`.extension`), no toolchain, failed build; all before any launch.
@@ -173,9 +180,12 @@ def _launch(op: str) -> Iterator[None]:
     """Translate the extension's exceptions: argument refusals (ValueError, IndexError, TypeError)
     become GuardError, anything else NativeKernelError, except ``torch.OutOfMemoryError`` (a
     ``RuntimeError``), which passes through so that the dispatcher reports it as the
-    ``KernelMemoryError`` every provider raises for a failed allocation."""
+    ``KernelMemoryError`` every provider raises for a failed allocation. A GuardError of a
+    parameter check inside the block passes through as raised (its message already names the op)."""
     try:
         yield
+    except GuardError:
+        raise
     except (ValueError, IndexError, TypeError) as error:
         raise GuardError(f"native_cuda.{op}: {error}") from error
     except torch.OutOfMemoryError:
@@ -254,8 +264,9 @@ def linear_backward(g: Tensor, x: Tensor, w: Tensor, b: Tensor | None = None, *,
 
 
 def mse_loss_forward(a: Tensor, b: Tensor) -> Tensor:
-    """Mean of ``(a - b)**2`` over all elements (a and b of one shape), a rank-0 tensor; 0 for
-    empty inputs (the original's totalised division)."""
+    """Mean of ``(a - b)**2`` over all elements (a and b of one shape), a rank-0 tensor; NaN for
+    empty inputs (a mean over nothing, as ``torch.nn.functional.mse_loss`` and the reference
+    kernel)."""
     _check("mse_loss", {"a": a, "b": b}, same_shape=(("a", "b"),))
     with _launch("mse_loss"):
         return _native.mse_loss_forward(a, b)
@@ -745,18 +756,41 @@ def _shape(op: str, shape: Sequence[int]) -> list[int]:
     return dims
 
 
+def _reshape_target(x: Tensor, shape: Sequence[int]) -> list[int]:
+    """``shape`` with its ``-1`` (at most one) inferred from x's element count, as
+    ``torch.reshape`` and the reference guard: refused beside a 0 extent, where any value would do
+    (torch: "the unspecified dimension size -1 can be any value and is ambiguous")."""
+    dims = list(shape)
+    if dims.count(-1) > 1 or any(isinstance(d, bool) or not isinstance(d, int) or d < -1 for d in dims):
+        raise GuardError(
+            f"native_cuda.reshape: shape {dims} is not accepted (accepted: ints >= 0 and at most one "
+            "-1 to infer)"
+        )
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        if known == 0 or x.numel() % known:
+            raise GuardError(
+                f"native_cuda.reshape: cannot infer the -1 extent of shape {dims} for {x.numel()} "
+                "elements (accepted: a -1 whose other extents have a nonzero product dividing the "
+                "element count; beside a 0 extent it could be any value, as torch.reshape refuses)"
+            )
+        dims[dims.index(-1)] = x.numel() // known
+    return _shape("reshape", dims)
+
+
 def reshape_forward(x: Tensor, *, shape: Sequence[int]) -> Tensor:
-    """x's elements in row-major order with shape ``shape`` (same element count)."""
+    """x's elements in row-major order with shape ``shape`` (same element count; one ``-1``
+    inferred, as ``torch.reshape``)."""
     _check("reshape", {"x": x})
     with _launch("reshape"):
-        return _native.reshape_forward(x, _shape("reshape", shape))
+        return _native.reshape_forward(x, _reshape_target(x, shape))
 
 
 def reshape_backward(g: Tensor, x: Tensor, *, out: Tensor, shape: Sequence[int]) -> Grads:
     """``(g reshaped to x's shape,)``."""
     _check("reshape", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
     with _launch("reshape"):
-        return _grads(_native.reshape_backward(g, x, out, _shape("reshape", shape)))
+        return _grads(_native.reshape_backward(g, x, out, _reshape_target(x, shape)))
 
 
 def permute_forward(x: Tensor, *, perm: Sequence[int]) -> Tensor:
@@ -1022,6 +1056,15 @@ def layer_norm_backward(
         )
 
 
+def _no_affine_without_channels(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> None:
+    """C = 0 only without weight and bias (torch raises there; the reference guard refuses too)."""
+    if x.dim() >= 2 and x.shape[1] == 0 and (weight is not None or bias is not None):
+        raise GuardError(
+            f"native_cuda.batch_norm: x has shape {list(x.shape)} with 0 channels and an affine weight "
+            "or bias (accepted: C >= 1, or C = 0 with weight and bias None, as PyTorch)"
+        )
+
+
 def _batch_stats(
     training: bool, running_mean: Tensor | None, running_var: Tensor | None
 ) -> tuple[Tensor | None, Tensor | None]:
@@ -1050,6 +1093,7 @@ def batch_norm_forward(
         {"x": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
         ranks={"x": (2, _MAX_RANK)},
     )
+    _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
         return _native.batch_norm_forward(x, weight, bias, mean, var, _positive_eps("batch_norm", eps))
@@ -1083,6 +1127,7 @@ def batch_norm_backward(
         ranks={"x": (2, _MAX_RANK)},
         **_unary_rules(),
     )
+    _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
         return _grads(
@@ -1099,6 +1144,15 @@ def _spatial(op: str, w: Tensor) -> int:
             f"native_cuda.{op}: weight has rank {w.dim()} (accepted: 3..5, i.e. 1..3 spatial axes)"
         )
     return w.dim() - 2
+
+
+def _conv_operands(op: str, x: Tensor, w: Tensor) -> int:
+    """The number of spatial axes of the weight, after the zero-size rules of x and w (PyTorch's
+    convolution rules, as ``reference.spatial_guards.check_conv``)."""
+    n = _spatial(op, w)
+    guards.check_channel_first(op, x, convolution=True)
+    guards.check_no_empty_axis(op, "w", w)
+    return n
 
 
 def _groups(op: str, groups: int) -> int:
@@ -1121,7 +1175,7 @@ def conv_forward(
     ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)`` or None; zero padding; returns
     ``(N, C_out, *out)``."""
     _check("conv", {"x": x, "w": w, "b": b})
-    n = _spatial("conv", w)
+    n = _conv_operands("conv", x, w)
     args = (
         guards.per_axis("conv", "stride", stride, n, 1),
         guards.per_axis("conv", "padding", padding, n, 0),
@@ -1145,7 +1199,7 @@ def conv_backward(
 ) -> Grads:
     """``(dx, dw, db)``; None for an absent bias."""
     _check("conv", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
-    n = _spatial("conv", w)
+    n = _conv_operands("conv", x, w)
     args = (
         guards.per_axis("conv", "stride", stride, n, 1),
         guards.per_axis("conv", "padding", padding, n, 0),
@@ -1156,10 +1210,15 @@ def conv_backward(
 
 
 def _transpose_args(
-    w: Tensor, stride: IntOrTuple, padding: IntOrTuple, output_padding: IntOrTuple, dilation: IntOrTuple
+    x: Tensor,
+    w: Tensor,
+    stride: IntOrTuple,
+    padding: IntOrTuple,
+    output_padding: IntOrTuple,
+    dilation: IntOrTuple,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     op = "conv_transpose"
-    n = _spatial(op, w)
+    n = _conv_operands(op, x, w)
     return (
         guards.per_axis(op, "stride", stride, n, 1),
         guards.per_axis(op, "padding", padding, n, 0),
@@ -1182,7 +1241,7 @@ def conv_transpose_forward(
     """N-d transpose convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
     ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None."""
     _check("conv_transpose", {"x": x, "w": w, "b": b})
-    args = _transpose_args(w, stride, padding, output_padding, dilation)
+    args = _transpose_args(x, w, stride, padding, output_padding, dilation)
     with _launch("conv_transpose"), _ieee_float32():
         return _native.conv_transpose_forward(x, w, b, *args, _groups("conv_transpose", groups))
 
@@ -1202,7 +1261,7 @@ def conv_transpose_backward(
 ) -> Grads:
     """``(dx, dw, db)``; None for an absent bias."""
     _check("conv_transpose", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
-    args = _transpose_args(w, stride, padding, output_padding, dilation)
+    args = _transpose_args(x, w, stride, padding, output_padding, dilation)
     with _launch("conv_transpose"), _ieee_float32():
         return _grads(
             _native.conv_transpose_backward(g, x, w, b, out, *args, _groups("conv_transpose", groups))
@@ -1219,6 +1278,7 @@ def _window(
         raise GuardError(
             f"native_cuda.{op}: x has rank {x.dim()} (accepted: (N, C, *spatial) with 1..3 spatial axes)"
         )
+    guards.check_channel_first(op, x, convolution=False)
     n = x.dim() - 2
     kernel = guards.per_axis(op, "kernel_size", kernel_size, n, 1)
     steps = kernel if stride is None else guards.per_axis(op, "stride", stride, n, 1)

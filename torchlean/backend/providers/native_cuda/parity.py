@@ -6,7 +6,8 @@ Oracles, all independent of the extension:
 * the reference provider's numpy kernels (``reference.kernels`` / ``reference.spatial``) run in
   float64 — parity with them is the capsules' value and VJP claim;
 * for ``fft_fno`` and ``selective_scan``, which have no reference capsule, the same maths written
-  with torch on the CPU in float64 and differentiated by ``torch.autograd``.
+  with torch on the CPU in float64 (the real DFT of ``fft_fno`` as cosine/sine matrix products,
+  no FFT library) and differentiated by ``torch.autograd``.
 
 Inputs are drawn in float64, rounded to the tested dtype, and the oracle runs on the rounded
 values, so an error measures only the kernel's arithmetic. The error of a result is
@@ -18,9 +19,11 @@ the oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights
 exact zeros at its blocked entries), NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
 and ``min`` (torch autograd's gradient rules, which the reference follows), and attention at
 the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
-(256, whose float64 backward runs on the smaller tile). On CUDA each case ends with a device
-synchronisation inside its error handling, so an asynchronous kernel fault is recorded against
-the case that caused it.
+(256, whose float64 backward runs on the smaller tile), and zero-size inputs (an empty batch,
+feature, key or time axis: torch's results — empty, the bias alone, NaN for a mean over nothing,
+zeros for a query without keys — and, on a GPU, no kernel launched on an empty grid, which CUDA
+refuses). On CUDA each case ends with a device synchronisation inside its error handling, so an
+asynchronous kernel fault is recorded against the case that caused it.
 
 Used by ``tests/cuda/test_native_parity.py`` and ``tests/cuda/test_cuda_attention.py`` (on CUDA,
 and on the CPU through :func:`.extension.host_emulation`) and by ``bench/gpu_check.py``.
@@ -115,14 +118,27 @@ class CaseResult:
 
 
 def _torch_fft_fno(x: torch.Tensor, wr: torch.Tensor, wi: torch.Tensor) -> torch.Tensor:
+    """The FNO spectral convolution with the real DFT written out as products with cosine and sine
+    matrices (no FFT library: independent of the cuFFT/MKL code the kernel calls, and defined for
+    an empty batch or channel axis, which ATen's FFT plans refuse)."""
     n = x.shape[-1]
     modes = wr.shape[0]
-    spectrum = torch.fft.rfft(x, dim=-1)[..., :modes]
-    mixed = torch.einsum("bim,mio->bom", spectrum, torch.complex(wr, wi))
-    full = torch.zeros(x.shape[0], wr.shape[2], n // 2 + 1, dtype=mixed.dtype)
-    full[..., :modes] = mixed
-    result: torch.Tensor = torch.fft.irfft(full, n=n, dim=-1)
-    return result
+    # bin m, sample t: angle 2 pi (m t mod n) / n, reduced exactly in integers
+    bins = torch.arange(modes, dtype=torch.int64)
+    samples = torch.arange(n, dtype=torch.int64)
+    angle = (torch.outer(bins, samples) % n).to(torch.float64) * (2.0 * math.pi / n)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    sin[0] = 0.0  # DC (and Nyquist below) have no imaginary part: irfft ignores it
+    weight = torch.full((modes,), 2.0, dtype=torch.float64)  # each bin stands for itself and its mirror
+    weight[0] = 1.0
+    if n % 2 == 0 and modes == n // 2 + 1:
+        sin[-1] = 0.0
+        weight[-1] = 1.0
+    xr, xi = x @ cos.T, -(x @ sin.T)  # rfft(x)[..., :modes]
+    yr = torch.einsum("bim,mio->bom", xr, wr) - torch.einsum("bim,mio->bom", xi, wi)
+    yi = torch.einsum("bim,mio->bom", xr, wi) + torch.einsum("bim,mio->bom", xi, wr)
+    # irfft of the half spectrum that is zero above ``modes``
+    return ((yr * weight) @ cos - (yi * weight) @ sin) / n
 
 
 def _torch_selective_scan(
@@ -137,7 +153,7 @@ def _torch_selective_scan(
         h = at * h + bt * x[..., t, :]
         states.append(h)
     if not states:
-        return x.new_zeros(x.shape)
+        return 0.0 * x  # no time step: x's empty shape, still differentiable (zero cotangents)
     return torch.stack(states, dim=-2)
 
 
@@ -157,8 +173,10 @@ def _oracle(
         out = out_t.detach().numpy()
         if g is None:
             return out, None
-        grads = torch.autograd.grad(out_t, leaves, torch.tensor(g, dtype=torch.float64), allow_unused=True)
-        return out, tuple(None if d is None else d.numpy() for d in grads)
+        grads = torch.autograd.grad(
+            out_t, leaves, torch.tensor(g, dtype=torch.float64), allow_unused=True, materialize_grads=True
+        )
+        return out, tuple(d.numpy() for d in grads)
     if op == ATTENTION:
         forward: Callable[..., Any] = ref.scaled_dot_product_attention
         vjp: Callable[..., Any] | None = ref.scaled_dot_product_attention_vjp
@@ -440,13 +458,13 @@ def _distinct_pair(r: np.random.Generator) -> Inputs:
     return Inputs((a, b))
 
 
-def _scan(token: bool) -> Callable[[np.random.Generator], Inputs]:
+def _scan(token: bool, batch: int = 2, steps: int = 7) -> Callable[[np.random.Generator], Inputs]:
     def make(r: np.random.Generator) -> Inputs:
-        x = _normal(r, 2, 7, 5)
+        x = _normal(r, batch, steps, 5)
         shape = x.shape if token else (5,)
         a = r.uniform(-0.95, 0.95, shape)
         b = _normal(r, *shape)
-        return Inputs((a, b, x, _normal(r, 2, 5)))
+        return Inputs((a, b, x, _normal(r, batch, 5)))
 
     return make
 
@@ -459,7 +477,11 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase("matmul", "vector-matrix", lambda r: Inputs((_normal(r, 6), _normal(r, 2, 6, 3)))),
     ParityCase("linear", "bias", lambda r: Inputs((_normal(r, 2, 3, 6), _normal(r, 4, 6), _normal(r, 4)))),
     ParityCase("linear", "no-bias", lambda r: Inputs((_normal(r, 5, 6), _normal(r, 4, 6), None))),
+    ParityCase(
+        "linear", "no-features", lambda r: Inputs((_normal(r, 3, 0), _normal(r, 4, 0), _normal(r, 4)))
+    ),
     ParityCase("mse_loss", "matrix", lambda r: Inputs((_normal(r, 4, 5), _normal(r, 4, 5)))),
+    ParityCase("mse_loss", "empty", lambda r: Inputs((_normal(r, 0, 5), _normal(r, 0, 5)))),
     *_unary("relu", _away_from_zero),
     ParityCase("relu", "special-values", lambda r: Inputs((_special_values(r, 40),))),
     *_unary("gelu"),
@@ -496,6 +518,11 @@ CASES: tuple[ParityCase, ...] = (
         "hard_masked_softmax",
         "shared-mask",
         lambda r: Inputs((_normal(r, 3, 4, 40), r.random((4, 40)) < 0.5)),
+    ),
+    ParityCase(
+        "hard_masked_softmax",
+        "empty-batch",
+        lambda r: Inputs((_normal(r, 0, 5), np.ones((0, 5), dtype=bool))),
     ),
     ParityCase(
         "hard_masked_softmax",
@@ -538,6 +565,9 @@ CASES: tuple[ParityCase, ...] = (
         lambda r: Inputs((), {"shape": (129,), "seed": (1 << 64) - 5, "counter": 9}, False),
     ),
     ParityCase(
+        "rand_uniform", "empty", lambda r: Inputs((), {"shape": (0, 3), "seed": 5, "counter": 1}, False)
+    ),
+    ParityCase(
         "bernoulli_mask",
         "seeded",
         lambda r: Inputs((), {"shape": (4, 50), "keep_prob": 0.3, "seed": 11, "counter": 2}, False),
@@ -548,6 +578,9 @@ CASES: tuple[ParityCase, ...] = (
         lambda r: Inputs((_normal(r, 3, 4, 6), _normal(r, 4, 6), _normal(r, 4, 6)), {"normalized_ndim": 2}),
     ),
     ParityCase("layer_norm", "plain", lambda r: Inputs((_normal(r, 5, 8), None, None), {"eps": 1e-3})),
+    ParityCase(
+        "layer_norm", "empty-batch", lambda r: Inputs((_normal(r, 0, 6), _normal(r, 6), _normal(r, 6)))
+    ),
     ParityCase(
         "batch_norm",
         "training",
@@ -560,6 +593,11 @@ CASES: tuple[ParityCase, ...] = (
             (_normal(r, 4, 3, 2, 2), _normal(r, 3), _normal(r, 3), _normal(r, 3), _positive(r, 3)),
             {"training": False},
         ),
+    ),
+    ParityCase(
+        "batch_norm",
+        "empty-batch",
+        lambda r: Inputs((_normal(r, 0, 3, 5), _normal(r, 3), _normal(r, 3), None, None), {"training": True}),
     ),
     ParityCase(
         "conv",
@@ -591,6 +629,7 @@ CASES: tuple[ParityCase, ...] = (
         "smooth_max_pool", "2d-positive", (2, 3, 6, 7), beta=2.5, kernel_size=3, stride=2, padding=1
     ),
     _window_case("smooth_max_pool", "1d-negative", (2, 2, 9), beta=-1.5, kernel_size=3, stride=1),
+    _window_case("smooth_max_pool", "empty-batch", (0, 2, 6, 6), beta=1.5, kernel_size=2),
     ParityCase(
         "smooth_max_pool",
         "overflow-scale",
@@ -606,8 +645,15 @@ CASES: tuple[ParityCase, ...] = (
         "odd-all-modes",
         lambda r: Inputs((_normal(r, 1, 2, 9), _normal(r, 5, 2, 3), _normal(r, 5, 2, 3))),
     ),
+    ParityCase(
+        "fft_fno",
+        "empty-batch",
+        lambda r: Inputs((_normal(r, 0, 3, 16), _normal(r, 5, 3, 4), _normal(r, 5, 3, 4))),
+    ),
     ParityCase("selective_scan", "shared", _scan(False)),
     ParityCase("selective_scan", "token", _scan(True)),
+    ParityCase("selective_scan", "shared-empty-batch", _scan(False, batch=0)),
+    ParityCase("selective_scan", "token-no-steps", _scan(True, steps=0)),
     ParityCase(ATTENTION, "unmasked", _attention((2,), 19, 23, 8, 5, masked=False)),
     ParityCase(ATTENTION, "masked-heads", _attention((2, 2), 33, 40, 16, 16, masked=True)),
     ParityCase(ATTENTION, "blocked-rows-nan", _attention((2,), 9, 12, 4, 3, masked=True, poison=True)),
@@ -626,6 +672,8 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase(ATTENTION, "head-128", _attention((2,), 45, 77, 128, 128, masked=True)),
     # the widest heads: the float64 backward needs the smaller tile even on a 227 KiB device
     ParityCase(ATTENTION, "widest-heads", _attention((1,), 9, 40, 256, 256, masked=True)),
+    ParityCase(ATTENTION, "no-keys", _attention((2,), 3, 0, 4, 5, masked=True)),
+    ParityCase(ATTENTION, "empty-batch", _attention((0, 2), 5, 6, 4, 3, masked=False)),
 )
 """Every case; each of :data:`NATIVE_OPS` and :data:`ATTENTION` has at least one."""
 
