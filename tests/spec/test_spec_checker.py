@@ -254,3 +254,21 @@ def test_command_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
         args.func(args)
     assert f"{blocker} is a file, not a directory" in str(info.value)
     assert capsys.readouterr().out == ""  # refused before the check ran
+
+
+def test_minus_inf_key_cases_hold_an_allowed_minus_inf_score_and_pass() -> None:
+    cases = [c for c in flash_check_cases(quick=True) if c.mask == "minus-inf-key" and c.shape.d > 0]
+    assert {c.precision for c in cases} == {"float64", MPMATH_50}
+    problem = checker._make_problem(cases[0])
+    scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float)
+    assert np.all(scores[..., 0] == -np.inf) and problem.mask is not None and problem.mask[..., 0, 0].all()
+    report = check_flash_attention(cases)
+    assert report.passed
+
+
+def test_scaled_error_compares_identical_non_finite_patterns_by_their_finite_entries() -> None:
+    want = np.array([np.nan, -np.inf, 2.0])
+    assert scaled_error(np.array([np.nan, -np.inf, 2.0 + 1e-15]), want, 0.0) == pytest.approx(1e-15 / 2)
+    assert scaled_error(np.array([np.nan, np.inf, 2.0]), want, 0.0) == float("inf")  # other infinity
+    assert scaled_error(np.array([0.0, -np.inf, 2.0]), want, 0.0) == float("inf")  # NaN lost
+    assert scaled_error(np.array([np.nan, -np.inf, np.nan]), want, 0.0) == float("inf")  # NaN gained

@@ -39,6 +39,7 @@ MASK_KINDS: tuple[str, ...] = (
     "random",
     "blocked-rows",
     "nan-blocked",
+    "minus-inf-key",
 )
 
 
@@ -97,8 +98,8 @@ class FlashCheckRow:
     ``forward_error`` is :func:`scaled_error` of the output, ``backward_error`` the largest
     :func:`scaled_error` over dq, dk and dv: the largest difference divided by the larger of the
     reference's largest magnitude and the magnitude the inputs imply (:func:`natural_scales`).
-    A non-finite value in either result counts as an infinite error (none of the sweep's cases
-    has a NaN at an allowed position).
+    A non-finite value in one result that the other does not hold identically counts as an
+    infinite error (the ``minus-inf-key`` cases have NaN in dq, in both results alike).
     """
 
     case: str
@@ -278,6 +279,9 @@ def _make_mask(kind: str, shape: ShapeCase, rng: np.random.Generator) -> BoolArr
     if kind == "nan-blocked":
         mask[..., :, n_k - 1] = False
         return mask
+    if kind == "minus-inf-key":
+        mask[..., 0, :] = True  # row 0 attends every key, the -inf one included
+        return mask
     raise SpecValueError(f"unknown mask kind {kind!r}; accepted: {', '.join(MASK_KINDS)}")
 
 
@@ -296,6 +300,13 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         k[..., shape.n_k - 1, :] = np.inf
         v[..., shape.n_k - 1, :] = np.nan
         d_out[..., 0, :] = np.nan
+    if case.mask == "minus-inf-key" and shape.d > 0:
+        # Key 0 scores exactly -inf for every query (k0 = [-inf, 0, ...], q[..., 0] > 0): an
+        # allowed score of -inf, in the first key tile. Softmax gives it weight 0; dq is NaN where
+        # that weight meets k0's -inf (0 * -inf), in standard attention as in flash.
+        q[..., 0] = np.abs(q[..., 0]) + 0.5
+        k[..., 0, :] = 0.0
+        k[..., 0, 0] = -np.inf
     if case.precision == MPMATH_50:
         q, k, v, d_out = (_arith.as_mpf_array(x) for x in (q, k, v, d_out))
     return _Problem(q, k, v, d_out, mask)
@@ -325,16 +336,31 @@ def natural_scales(
 
 
 def scaled_error(got: Array, reference: Array, natural_scale: float) -> float:
-    """``max|got - reference| / max(max|reference|, natural_scale)`` (denominator 1 if both are 0).
+    """``max|got - reference| / max(max|reference|, natural_scale)`` over the finite entries
+    (denominator 1 if both are 0).
 
-    A shape mismatch or a non-finite entry in either array gives ``inf``.
+    A shape mismatch gives ``inf``, and so does any non-finite entry that the other array does not
+    hold identically at the same position (the same infinity, or NaN in both).
     """
-    if got.shape != reference.shape or not (_arith.all_finite(got) and _arith.all_finite(reference)):
+    if got.shape != reference.shape:
         return float("inf")
+    finite = _arith.isfinite(reference)
+    same_pattern = np.array_equal(_arith.isfinite(got), finite)
+    if not same_pattern or not _same_non_finite(got[~finite], reference[~finite]):
+        return float("inf")
+    got, reference = got[finite], reference[finite]
     if got.size == 0:
         return 0.0
     denominator = max(float(np.max(np.abs(reference))), natural_scale) or 1.0
     return float(np.max(np.abs(got - reference))) / denominator
+
+
+def _same_non_finite(got: Array, reference: Array) -> bool:
+    """Whether two 1-d arrays of non-finite values are identical: equal infinities or both NaN."""
+    return all(
+        (bool(mpmath.isnan(a)) and bool(mpmath.isnan(b))) or a == b
+        for a, b in zip(got.tolist(), reference.tolist(), strict=True)
+    )
 
 
 def run_flash_case(case: FlashCheckCase) -> FlashCheckRow:
