@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -290,11 +291,20 @@ def _statistic(value: object, name: str, features: int) -> Array:
     return _read_only(value)
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read by setting it and restoring it at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
     uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
     folder must exist; an existing file is replaced only once the new one is completely written
-    (a temporary file beside it is renamed over it).
+    (a temporary file beside it is renamed over it, with the replaced file's permissions, else
+    those of a new file under the umask); a symbolic link is followed (the link stays, its
+    target is replaced); an existing path that is not a regular file is refused.
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, or the file cannot be
@@ -302,7 +312,12 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
-    file = Path(path)
+    file = Path(os.path.realpath(path))  # through a symbolic link: the link keeps naming the checkpoint
+    if file.exists() and not file.is_file():
+        raise CheckpointError(
+            f"cannot write checkpoint {path}: it exists and is not a regular file (a device or a pipe "
+            "would be replaced); give a file path"
+        )
     metadata = {
         "format": _FORMAT,
         "version": checkpoint.version,
@@ -338,6 +353,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         ) as handle:
             temporary = Path(handle.name)
             np.savez(handle, allow_pickle=False, **arrays)
+        # the permissions a plain write would give: the replaced file's, else 0666 less the umask
+        os.chmod(temporary, stat.S_IMODE(file.stat().st_mode) if file.exists() else 0o666 & ~_umask())
         os.replace(temporary, file)
     except OSError as error:
         if temporary is not None:

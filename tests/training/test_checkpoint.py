@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -756,3 +758,50 @@ def test_predict_takes_the_torch_thread_count(capsys, iris_checkpoint):
         assert "argument --torch-threads: expected an integer in [1, 1024], got 0" in err
     finally:
         torch.set_num_threads(before)
+
+
+
+# ------------------------------------------------------------------------- where --save writes
+
+
+def test_save_refuses_a_path_that_is_not_a_regular_file_before_training(capsys, tmp_path, iris_checkpoint):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(fifo))
+    assert (code, out) == (2, "")
+    assert err == (f"error: cannot write --save {fifo}: it exists and is not a regular file (a device or a "
+                   "pipe would be replaced); give a file path\n")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # still the pipe
+    with pytest.raises(CheckpointError, match="it exists and is not a regular file"):
+        checkpoint.save(fifo, checkpoint.load(iris_checkpoint))
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_save_follows_a_link_and_keeps_the_permissions_a_plain_write_gives(tmp_path, iris_checkpoint):
+    saved = checkpoint.load(iris_checkpoint)
+    old_mask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.npz"
+        checkpoint.save(fresh, saved)
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # 0666 less the umask (not mkstemp's 0600)
+        fresh.chmod(0o640)
+        checkpoint.save(fresh, saved)
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # the replaced file's
+        link = tmp_path / "link.npz"
+        link.symlink_to("target.npz")  # dangling until saved through
+        checkpoint.save(link, saved)
+        assert link.is_symlink() and (tmp_path / "target.npz").is_file()
+        np.testing.assert_array_equal(checkpoint.load(link).feature_mean, saved.feature_mean)
+    finally:
+        os.umask(old_mask)
+
+
+def test_a_failed_run_leaves_no_folders_its_output_checks_created(capsys, tmp_path):
+    missing = tmp_path / "missing.csv"
+    outputs = ("--save", str(tmp_path / "a" / "b" / "m.npz"), "--report-json", str(tmp_path / "r" / "x.json"))
+    code, _, err = cli(capsys, "train", "--dataset", str(missing), *outputs)
+    assert code == 2 and "dataset file not found" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "2", *outputs)
+    assert code == 0, err
+    assert (tmp_path / "a" / "b" / "m.npz").is_file() and (tmp_path / "r" / "x.json").is_file()

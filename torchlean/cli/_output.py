@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["check_distinct", "check_writable", "output_path"]
+__all__ = ["check_distinct", "check_writable", "make_parents", "output_path"]
 
 
 def output_path(text: str) -> Path:
@@ -24,29 +25,57 @@ def output_path(text: str) -> Path:
     return Path(text)
 
 
-def check_writable(path: Path, what: str) -> None:
-    """Refuse ``path`` unless a file can be written there (creating missing parent folders). A
-    file the probe had to create is removed again, so a run that fails later leaves no empty
-    file behind; an existing file is left as it is (opened for appending, nothing written).
+def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
+    """Refuse ``path`` unless a file can be written there. The probe creates the missing parent
+    folders and the file, then removes what it created, so a run that fails later leaves nothing
+    behind (the writer creates them again: :func:`make_parents`); an existing file is left as it
+    is (opened for appending, nothing written). ``regular``: the output replaces the file (a
+    checkpoint is written beside it and renamed over it), so an existing path that is not a
+    regular file (``/dev/null``, a FIFO) is refused rather than replaced.
 
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
-            a file, or the OS refuses (permissions, read-only file system).
+            a file, it is not a regular file (``regular``), or the OS refuses (permissions,
+            read-only file system).
     """
     if path.is_dir():
         raise TorchLeanError(f"cannot write {what} {path}: it is a directory")
-    for parent in path.parents:
+    target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
+    if regular and target.exists() and not target.is_file():
+        raise TorchLeanError(
+            f"cannot write {what} {path}: it exists and is not a regular file (a device or a pipe would be "
+            "replaced); give a file path"
+        )
+    missing: list[Path] = []
+    for parent in target.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise TorchLeanError(f"cannot write {what} {path}: {parent} is a file, not a directory")
             break
+        missing.append(parent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
-        with path.open("a"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        existed = target.exists()
+        with target.open("a"):
             pass
         if not existed:
-            path.unlink()
+            target.unlink()
+    except OSError as error:
+        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    finally:
+        for folder in missing:  # nearest first: each is empty once its child is gone
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def make_parents(path: Path, what: str) -> None:
+    """Create the missing parent folders of ``path`` before writing it.
+
+    Raises:
+        TorchLeanError: ``cannot write <what> <path>: <reason>``.
+    """
+    try:
+        Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)  # through a link: its target's
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
 

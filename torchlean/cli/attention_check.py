@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, output_path
+from torchlean.cli._output import check_writable, make_parents, output_path
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -67,8 +67,8 @@ def _progress(enabled: bool) -> Any:
 
 def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int) -> None:
     record = {"command": "attention-check", "quick": quick, "seed": seed, **report.to_dict()}
+    make_parents(path, "the JSON report to")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     except OSError as error:
         raise TorchLeanError(f"cannot write the JSON report to {str(path)!r}: {error.strerror}") from error

@@ -66,7 +66,7 @@ import numpy.typing as npt
 from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.cli._output import check_distinct, check_writable, output_path
+from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
 __all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
@@ -329,6 +329,7 @@ def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | 
     if output is None:
         sys.stdout.write(text.getvalue())
         return
+    make_parents(output, "--output")
     try:
         output.write_text(text.getvalue(), encoding="utf-8")
     except OSError as error:

@@ -43,7 +43,7 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_distinct, check_writable, output_path
+from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
     if args.save is not None:
-        check_writable(args.save, "--save")
+        check_writable(args.save, "--save", regular=True)
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
@@ -306,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save is not None:
         weights = trainer.model.state()
         _warn_non_finite(weights)
+        make_parents(args.save, "--save")
         checkpoint.save(args.save, checkpoint.Checkpoint(
             model=args.model,
             hidden=args.hidden,
@@ -330,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
     record["seconds"] = time.perf_counter() - started
     record["capsules"] = [_capsule_record(k) for k in selected]
     if args.report_json is not None:
+        make_parents(args.report_json, "--report-json")
         try:
             args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
         except OSError as error:
