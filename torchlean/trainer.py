@@ -622,7 +622,9 @@ class Trainer(Generic[In, Out]):
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
         """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).
 
-        ``y`` takes the forms :meth:`fit` accepts; NaN for an empty set.
+        ``y`` takes the forms :meth:`fit` accepts; NaN for an empty set. A row whose outputs are
+        not all finite (a diverged model's) predicts no class and counts as wrong (numpy's
+        ``argmax`` would name the first NaN's class), as ``torchlean predict`` counts it.
 
         Raises:
             TrainerError: bad shapes or labels (as :meth:`fit`).
@@ -632,7 +634,7 @@ class Trainer(Generic[In, Out]):
         if prediction.shape[0] == 0:
             return {"accuracy" if self.objective is Objective.CROSS_ENTROPY else "mse": math.nan}
         if self.objective is Objective.CROSS_ENTROPY:
-            hits = prediction.argmax(axis=1) == targets.argmax(axis=1)
+            hits = (prediction.argmax(axis=1) == targets.argmax(axis=1)) & np.isfinite(prediction).all(axis=1)
             return {"accuracy": float(np.mean(hits))}
         target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
         return {"mse": float(np.mean((prediction - target) ** 2))}

@@ -805,3 +805,14 @@ def test_a_failed_run_leaves_no_folders_its_output_checks_created(capsys, tmp_pa
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "2", *outputs)
     assert code == 0, err
     assert (tmp_path / "a" / "b" / "m.npz").is_file() and (tmp_path / "r" / "x.json").is_file()
+
+
+def test_a_diverged_classifier_scores_the_same_in_train_and_predict_split_test(capsys, tmp_path):
+    """NaN outputs predict no class: train's test_accuracy counts them wrong, as predict does
+    (numpy's argmax of a NaN row is 0, which once scored a third of iris as correct)."""
+    path = tmp_path / "diverged.npz"
+    out = train_and_save(capsys, path, "--dataset", "iris", "--optimizer", "sgd", "--lr", "1e30")
+    assert "test_accuracy=0.0000" in out.splitlines()
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test")
+    assert code == 0, err
+    assert "accuracy=0.0000 (0/30; 30 rows without a prediction)" in err.splitlines()
