@@ -816,3 +816,26 @@ def test_a_diverged_classifier_scores_the_same_in_train_and_predict_split_test(c
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test")
     assert code == 0, err
     assert "accuracy=0.0000 (0/30; 30 rows without a prediction)" in err.splitlines()
+
+
+@pytest.mark.parametrize("header", ["a,a,c,y", "a,y,c,y"])
+def test_a_csv_with_repeated_names_predicts_on_the_header_it_trained_on(capsys, tmp_path, labels_csv, header):
+    """train accepts repeated header names; predict reads the same layout by position."""
+    data_file = tmp_path / "repeated.csv"
+    lines = labels_csv.read_text().splitlines()
+    data_file.write_text("\n".join([header, *lines[1:]]) + "\n")
+    path = tmp_path / "repeated.npz"
+    out = train_and_save(capsys, path, "--dataset", str(data_file))
+    (test_accuracy,) = [line for line in out.splitlines() if line.startswith("test_accuracy=")]
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", str(data_file), "--split", "test")
+    assert code == 0, err
+    (accuracy,) = [line for line in err.splitlines() if line.startswith("accuracy=")]
+    assert accuracy.split()[0] == test_accuracy.replace("test_", "")
+    # the same model on the fixture's own header (a,b,c,y) predicts the same classes by position
+    code, by_position, err = cli(capsys, "predict", str(path), "--dataset", str(data_file))
+    assert code == 0, err
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text("\n".join(["p,q,r,s", *lines[1:]]) + "\n")
+    code, other, err = cli(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "s")
+    assert code == 0, err
+    assert other == by_position

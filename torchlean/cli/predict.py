@@ -14,6 +14,8 @@ on the data trained on these are the rows trained or tested on (a ``note:`` on s
 ``--dataset`` is other data). ``--torch-threads N`` is as for ``torchlean train``. A CSV file's
 columns are matched to the checkpoint's ``feature_names``:
 
+- by position when its header is the one training read (the checkpoint's feature names in their
+  order, with the checkpoint's label column at any position or absent), even if names repeat;
 - by name, in the checkpoint's order, when its header names each of them exactly once; the
   label column is ``--label-column`` when given, else the checkpoint's label column when the
   header names it, else none; other columns are ignored (a ``note:`` line names them);
@@ -227,6 +229,13 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     if table.header_note:
         print(f"note: {table.header_note}", file=sys.stderr)
     wanted = saved.feature_names
+    training_layout = _training_layout(table, saved) if args.label_column is None else None
+    if training_layout is not None:  # the header training read (repeated names included)
+        label = None if training_layout < 0 else training_layout
+        x, cells = table.columns(label)
+        columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
+        return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
+                      table.first_line)
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
@@ -251,6 +260,23 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     )
     return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
                   table.first_line, notes)
+
+
+def _training_layout(table: data.Table, saved: checkpoint.Checkpoint) -> int | None:
+    """When ``table``'s header is the one training read — the checkpoint's feature names in order,
+    with its label column at some position or absent — the label column's index (-1: absent);
+    else ``None``. Such a file is read by position even when names repeat (``a,a,c,y``), which
+    matching by name cannot do."""
+    names, wanted = table.names, saved.feature_names
+    if not table.has_header or not wanted:
+        return None
+    if names == wanted:
+        return -1
+    for index, name in enumerate(names):
+        labelled = saved.label_column in (name, table.shown(index))  # a repeated name is saved as shown
+        if labelled and names[:index] + names[index + 1 :] == wanted:
+            return index
+    return None
 
 
 def _listed(names: tuple[str, ...]) -> str:
