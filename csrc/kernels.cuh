@@ -11,8 +11,12 @@
 //   * the splitmix64 counter-based uniform and Bernoulli sources.
 //
 // Blocked (masked) positions are *selected away*: they never enter a max, a sum or a product, so a
-// NaN or infinity stored at a blocked position cannot reach any result.  All launches use the
-// stream handed in by the caller.  Host-side launch helpers live at the end of this file.
+// NaN or infinity stored at a blocked position cannot reach any result.  A row with no allowed
+// key is zero (fully blocked); a row whose allowed scores are all -inf is NaN (softmax's 0 / 0,
+// as the reference provider and torch.softmax of an all -inf row); the attention forward tells
+// the two apart by tracking whether a row has seen an allowed key separately from its running
+// max.  All launches use the stream handed in by the caller.  Host-side launch helpers live at
+// the end of this file.
 #pragma once
 
 #include <algorithm>
@@ -150,12 +154,17 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
     sQ[idx] = i < s.nq ? qb[i * d + idx % d] : T(0);
   }
 
+  // Per row: running max m, denominator l, accumulator acc, and whether any allowed key has been
+  // seen -- kept apart from m, because a row whose allowed scores are all -inf (a -inf key, or
+  // finite inputs whose product overflows) keeps m = -inf although it is not fully blocked.
   T m[ROWS];
   T l[ROWS];
   T acc[ROWS][CPL];
+  bool seen[ROWS];
   TL_UNROLL for (int r = 0; r < ROWS; ++r) {
     m[r] = neg_inf<T>();
     l[r] = T(0);
+    seen[r] = false;
     TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
   }
 
@@ -185,14 +194,17 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
     TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       const std::int64_t i = q0 + warp * ROWS + r;
       const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
-      const T sv = allowed ? score[r] * scale : neg_inf<T>();
+      const T sv = allowed ? score[r] * scale : neg_inf<T>();  // blocked: selected away
+      const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      seen[r] = seen[r] || bits != 0u;
       const T m_new = nan_max(m[r], warp_max(sv));
-      if (m_new == neg_inf<T>()) continue;  // nothing allowed so far: uniform across the warp
+      // Every allowed score so far is -inf (or none is allowed): the tile adds nothing (its
+      // weights are exp(-inf) = 0; shifting by -inf would make them NaN).  Uniform across the warp.
+      if (m_new == neg_inf<T>()) continue;
       const T alpha = tl_exp(m[r] - m_new);  // 0 when m[r] is -inf
       const T p = allowed ? tl_exp(sv - m_new) : T(0);
       l[r] = l[r] * alpha + warp_sum(p);
       TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] *= alpha;
-      const unsigned int bits = __ballot_sync(kFullMask, allowed);
       for (int jj = 0; jj < kAttnBc; ++jj) {
         if (((bits >> jj) & 1u) == 0u) continue;  // blocked keys are never read
         const T pj = __shfl_sync(kFullMask, p, jj);
@@ -209,14 +221,21 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
   TL_UNROLL for (int r = 0; r < ROWS; ++r) {
     const std::int64_t i = q0 + warp * ROWS + r;
     if (i >= s.nq) continue;
-    const bool blocked = m[r] == neg_inf<T>();  // no allowed key: the row is zero
-    const T inv = blocked ? T(0) : T(1) / l[r];
+    // No allowed key: the row is zero and its logsumexp -inf (the backward then reads nothing of
+    // it).  Allowed keys whose scores are all -inf: softmax normalises 0 by 0, so the row and its
+    // logsumexp are NaN (as the reference and torch.softmax of an all -inf row), and the backward
+    // propagates NaN from that logsumexp.
+    const bool blocked = !seen[r];
+    const bool dead = seen[r] && m[r] == neg_inf<T>();
+    const T inv = (blocked || dead) ? T(0) : T(1) / l[r];
     T* orow = out + (b * s.nq + i) * dv;
     TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
-      if (col < dv) orow[col] = blocked ? T(0) : acc[r][c] * inv;
+      if (col < dv) orow[col] = blocked ? T(0) : (dead ? quiet_nan<T>() : acc[r][c] * inv);
     }
-    if (lane == 0) lse[b * s.nq + i] = blocked ? neg_inf<T>() : m[r] + tl_log(l[r]);
+    if (lane == 0) {
+      lse[b * s.nq + i] = blocked ? neg_inf<T>() : (dead ? quiet_nan<T>() : m[r] + tl_log(l[r]));
+    }
   }
 }
 

@@ -1438,8 +1438,8 @@ void check_batch_norm(const char* op, const at::Tensor& x, const OptTensor& weig
                       const OptTensor& running_var, double eps) {
   check_float(op, "x", x);
   check_rank(op, "x", x, 2, 16);
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                    " must be finite and > 0");
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                    " must be finite and >= 0");
   TORCH_CHECK_VALUE(running_mean.has_value() == running_var.has_value(), "torchlean_native_ext.",
                     op, ": running_mean and running_var must be given together");
   const std::int64_t channels = x.size(1);

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
 
@@ -793,18 +794,51 @@ def reshape_backward(g: Tensor, x: Tensor, *, out: Tensor, shape: Sequence[int])
         return _grads(_native.reshape_backward(g, x, out, _reshape_target(x, shape)))
 
 
+def _permutation(perm: Sequence[int], rank: int) -> list[int]:
+    """``perm`` with negative axes counted from the end (``torch.permute`` and the reference guard
+    ``check_permute``), checked to hold each of ``0..rank-1`` exactly once.
+
+    Raises:
+        GuardError: an entry outside ``[-rank, rank)``, or not a permutation; its subclass
+            ``GuardTypeError`` for a non-integer entry. The message names ``perm`` and the
+            accepted values.
+    """
+    given = list(perm)
+    if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in given):
+        raise GuardTypeError(f"native_cuda.permute: perm {given!r} holds a non-integer (accepted: integers)")
+    entries = [int(a) for a in given]
+    for a in entries:
+        if not -rank <= a < rank:
+            accepted = f"an integer in [{-rank}, {rank - 1}]" if rank > 0 else "none: the input has rank 0"
+            raise GuardError(
+                f"native_cuda.permute: perm entry {a} of {entries} is out of range for a rank-{rank} "
+                f"input (accepted: {accepted})"
+            )
+    axes = [a % rank for a in entries]
+    if sorted(axes) != list(range(rank)):
+        raise GuardError(
+            f"native_cuda.permute: perm {entries} is not a permutation of the {rank} axes of x "
+            f"(accepted: each of 0..{rank - 1} exactly once, negative axes counted from the end)"
+        )
+    return axes
+
+
 def permute_forward(x: Tensor, *, perm: Sequence[int]) -> Tensor:
-    """``x.permute(perm)`` as a contiguous buffer."""
+    """``x.permute(perm)`` as a contiguous buffer; negative axes count from the end, as
+    ``torch.permute`` and the reference. Raises ``GuardError`` when ``perm`` is not a
+    permutation of x's axes."""
     _check("permute", {"x": x})
+    axes = _permutation(perm, x.dim())
     with _launch("permute"):
-        return _native.permute_forward(x, list(perm))
+        return _native.permute_forward(x, axes)
 
 
 def permute_backward(g: Tensor, x: Tensor, *, out: Tensor, perm: Sequence[int]) -> Grads:
-    """``(g permuted by the inverse permutation,)``."""
+    """``(g permuted by the inverse permutation,)``; ``perm`` as in :func:`permute_forward`."""
     _check("permute", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
+    axes = _permutation(perm, x.dim())
     with _launch("permute"):
-        return _grads(_native.permute_backward(g, x, out, list(perm)))
+        return _grads(_native.permute_backward(g, x, out, axes))
 
 
 def broadcast_forward(x: Tensor, *, shape: Sequence[int]) -> Tensor:
@@ -1065,6 +1099,32 @@ def _no_affine_without_channels(x: Tensor, weight: Tensor | None, bias: Tensor |
         )
 
 
+def _batch_norm_eps(eps: float, dtype: torch.dtype) -> float:
+    """``eps`` as the reference guard ``spatial_guards.check_batch_norm`` accepts it: a real number
+    (not a bool), finite once rounded to x's dtype and ``>= 0`` there (0 is accepted, as
+    ``torch.nn.functional.batch_norm`` and the reference). Returns the rounded value, the eps the
+    reference kernel adds to the variance.
+
+    Raises:
+        GuardError: eps not finite in x's dtype, or negative; its subclass ``GuardTypeError`` for a
+            non-real eps.
+    """
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise GuardTypeError(f"native_cuda.batch_norm: eps must be a real number, got eps={eps!r}")
+    try:
+        rounded = float(torch.tensor(float(eps), dtype=torch.float64).to(dtype))
+    except OverflowError:  # an integer beyond float64
+        rounded = math.inf
+    if not math.isfinite(rounded):
+        raise GuardError(
+            f"native_cuda.batch_norm: eps={eps!r} is not finite in {guards.dtype_name(dtype)} "
+            "(accepted: a finite real number >= 0)"
+        )
+    if rounded < 0.0:
+        raise GuardError(f"native_cuda.batch_norm: eps={eps!r} is negative (accepted: a finite eps >= 0)")
+    return rounded
+
+
 def _batch_stats(
     training: bool, running_mean: Tensor | None, running_var: Tensor | None
 ) -> tuple[Tensor | None, Tensor | None]:
@@ -1087,7 +1147,8 @@ def batch_norm_forward(
 ) -> Tensor:
     """Batch normalisation over axis 1 of x ``(N, C, *spatial)`` (``torch.nn.functional.batch_norm``):
     training uses the batch mean and biased variance and leaves the running statistics alone;
-    evaluation uses running_mean and running_var. Parameters ``(C,)`` or None."""
+    evaluation uses running_mean and running_var. Parameters ``(C,)`` or None; eps finite and
+    ``>= 0`` in x's dtype (:func:`_batch_norm_eps`, the reference guard's rule)."""
     _check(
         "batch_norm",
         {"x": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
@@ -1096,7 +1157,7 @@ def batch_norm_forward(
     _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
-        return _native.batch_norm_forward(x, weight, bias, mean, var, _positive_eps("batch_norm", eps))
+        return _native.batch_norm_forward(x, weight, bias, mean, var, _batch_norm_eps(eps, x.dtype))
 
 
 def batch_norm_backward(
@@ -1131,7 +1192,7 @@ def batch_norm_backward(
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
         return _grads(
-            _native.batch_norm_backward(g, x, weight, bias, mean, var, out, _positive_eps("batch_norm", eps))
+            _native.batch_norm_backward(g, x, weight, bias, mean, var, out, _batch_norm_eps(eps, x.dtype))
         )
 
 
@@ -1526,14 +1587,18 @@ def direct_attention_forward(
 ) -> tuple[Tensor, Tensor]:
     """Fused attention (own kernel, tiled FlashAttention-2 style with an online softmax; the score
     matrix is never materialised) with hard-mask zero-numerator semantics: blocked scores are
-    selected away (never read), a fully blocked row gives zeros.
+    selected away (never read, so a score that overflows there changes nothing), a fully blocked
+    row gives zeros, and a row whose allowed scores are all -inf (a -inf key, or finite inputs
+    whose scores overflow to -inf) gives NaN, as the reference and ``torch.softmax`` of an all
+    -inf row (0 / 0); a row with only some allowed scores -inf gives them weight 0.
 
     q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` whose leading axes broadcast
     to one batch shape ``batch`` (torch SDPA's rule; each operand is materialised to it, contiguous,
     and folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
     ``(*batch, n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
     d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse the row logsumexp of
-    the scaled allowed scores (-inf on fully blocked rows), saved for the backward.
+    the scaled allowed scores (-inf on fully blocked rows, NaN on rows whose allowed scores are
+    all -inf, so that their gradients are NaN as the reference's), saved for the backward.
 
     Tiles: each kernel (this forward, and the backward's two) takes 32 query rows (keys) per
     block, or 8 where the device's shared memory per block cannot hold the larger tile (on a
@@ -1563,8 +1628,10 @@ def direct_attention_backward(
     tile, dK/dV per key tile, deterministic): ``p = exp(scale q.k - lse)`` on allowed entries,
     ``ds = p (g.v - g.out)``, ``dq = scale ds k``, ``dk = scale ds^T q``, ``dv = p^T g``. Blocked
     entries contribute exactly 0 and a fully blocked row's (even non-finite) cotangent is never
-    read. g, out ``(*batch, n_q, d_v)`` and lse ``(*batch, n_q)`` are over the broadcast batch
-    shape; each gradient is summed back to its operand's shape over the broadcast axes (on the
+    read; a NaN lse (a row whose allowed scores are all -inf) makes that row's p NaN, so NaN
+    reaches dq of the row and dk, dv of the keys it may attend, as in the reference. g, out
+    ``(*batch, n_q, d_v)`` and lse ``(*batch, n_q)`` are over the broadcast batch shape; each
+    gradient is summed back to its operand's shape over the broadcast axes (on the
     device, in an implementation-defined order)."""
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
     nq, dv = q.shape[-2], v.shape[-1]

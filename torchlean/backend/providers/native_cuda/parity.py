@@ -16,7 +16,9 @@ dtype (float32 ``1e-5``, float64 ``1e-10``), NaN positions must be the oracle's;
 sources must match bit for bit. Cases include fully blocked rows and NaN/inf at blocked positions
 for ``hard_masked_softmax`` and attention (the native results must then also be finite and equal
 the oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights on that row,
-exact zeros at its blocked entries), NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
+exact zeros at its blocked entries), rows whose allowed scores are all -inf for
+``hard_masked_softmax`` and attention (NaN there, as the reference; finite where only some are,
+also when a key tile of -inf scores comes first), NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
 and ``min`` (torch autograd's gradient rules, which the reference follows), and attention at
 the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
 (256, whose float64 backward runs on the smaller tile), and zero-size inputs (an empty batch,
@@ -48,6 +50,7 @@ from torchlean.backend.providers.reference import spatial as ref_spatial
 
 __all__ = [
     "ATTENTION",
+    "ATTENTION_KEY_TILE",
     "CASES",
     "NATIVE_OPS",
     "SMALL_TILE_CASES",
@@ -382,6 +385,26 @@ def _masked_non_finite(r: np.random.Generator) -> Inputs:
     return Inputs((x, mask))
 
 
+def _masked_minus_inf_rows(r: np.random.Generator) -> Inputs:
+    """Rows of 33 scores (lane 0 of the one-warp-per-row kernel reads columns 0 and 32) whose
+    allowed entries are all -inf: NaN at every allowed entry, exactly 0 at the blocked ones, as
+    the reference (softmax's 0 / 0); beside rows where only some allowed entries are -inf (weight
+    exactly 0 there, the rest an ordinary softmax) and a fully blocked row (zeros)."""
+    x = _normal(r, 6, 33) * 3.0
+    mask = r.random((6, 33)) < 0.6
+    mask[:, 0] = mask[:, 32] = True
+    x[0][mask[0]] = -np.inf  # every allowed entry -inf, spread over all lanes
+    x[1] = -np.inf
+    mask[1] = False
+    mask[1, 32] = True  # a single allowed entry, -inf, in lane 0's second column
+    x[2, 0] = -np.inf  # lane 0: -inf read before its finite column 32
+    x[3][mask[3] & (np.arange(33) < 32)] = -np.inf  # only column 32 finite among the allowed
+    mask[4] = False
+    x[4] = -np.inf  # a fully blocked row of -inf
+    x[5][~mask[5]] = np.inf  # +inf at blocked entries only: a finite row
+    return Inputs((x, mask))
+
+
 def _special_values(r: np.random.Generator, *shape: int) -> Array:
     """Entries from NaN, ±inf, ±0 and a few finite values, in random order."""
     values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0, 0.25])
@@ -435,6 +458,42 @@ def _attention(
         return Inputs((q, k, v, mask), params, finite=poison)
 
     return make
+
+
+ATTENTION_KEY_TILE = 32
+"""Keys per tile of the direct attention kernel's online softmax (``kAttnBc`` in
+``csrc/kernels.cuh``)."""
+
+
+def _minus_inf_keys(r: np.random.Generator) -> Inputs:
+    """Attention over 70 keys (three key tiles) whose first tile holds only -inf keys
+    ``k_j = [-inf, 0, ...]`` (``q[..., 0] > 0``, so their scores are exactly -inf):
+
+    * query 0 is fully blocked: zeros, zero gradients;
+    * query 1 may attend -inf keys only: its allowed scores are all -inf, so its output (and its
+      logsumexp) is NaN and NaN reaches dq of the row and dk, dv of the keys it attends, as in the
+      reference (softmax's 0 / 0; torch SDPA gives 0 there, not TorchLean's convention);
+    * query 2 attends -inf keys of the first tile and finite keys of later tiles: an ordinary
+      result (the all -inf tile, seen first, adds nothing); its dq is NaN only where the weight 0
+      of a -inf key meets that key's -inf (``0 * -inf``, as the reference);
+    * query 3 attends finite keys only; the other queries random masks.
+    """
+    batch, nq, nk, d, dv = 2, 6, 70, 4, 3
+    q = _normal(r, batch, nq, d)
+    q[..., 0] = np.abs(q[..., 0]) + 0.5
+    k = _normal(r, batch, nk, d)
+    v = _normal(r, batch, nk, dv)
+    k[:, :ATTENTION_KEY_TILE, :] = 0.0
+    k[:, :ATTENTION_KEY_TILE, 0] = -np.inf
+    mask = r.random((batch, nq, nk)) < 0.5
+    minus_inf = np.arange(nk) < ATTENTION_KEY_TILE
+    mask[:, 0, :] = False
+    mask[:, 1, :] = minus_inf & mask[:, 1, :]
+    mask[:, 1, 3] = True
+    mask[:, 2, 5] = mask[:, 2, 40] = True
+    mask[:, 3, :] = ~minus_inf & mask[:, 3, :]
+    mask[:, 3, 50] = True
+    return Inputs((q, k, v, mask))
 
 
 def _window_case(
@@ -514,6 +573,7 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase("softmax", "first", lambda r: Inputs((_normal(r, 3, 4, 7) * 4.0,), {"axis": 0})),
     ParityCase("hard_masked_softmax", "blocked-rows-nan", _masked_scores),
     ParityCase("hard_masked_softmax", "allowed-non-finite", _masked_non_finite),
+    ParityCase("hard_masked_softmax", "minus-inf-rows", _masked_minus_inf_rows),
     ParityCase(
         "hard_masked_softmax",
         "shared-mask",
@@ -666,6 +726,8 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase(
         ATTENTION, "partly-blocked-inf-v", _attention((2,), 6, 7, 4, 3, masked=True, partial=("v", np.inf))
     ),
+    # rows whose allowed scores are all -inf (NaN) beside rows with some -inf scores (finite)
+    ParityCase(ATTENTION, "minus-inf-keys", _minus_inf_keys),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
     # the head widths bench/gpu_check.py times, n_q != n_k, partial tiles, a fully blocked row
     ParityCase(ATTENTION, "head-64", _attention((2,), 45, 77, 64, 64, masked=True)),

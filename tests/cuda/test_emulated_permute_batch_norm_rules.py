@@ -1,0 +1,274 @@
+"""Two parameter rules where the native CUDA provider used to refuse what the reference accepts,
+through the host emulation (csrc/ compiled for the CPU):
+
+* ``permute`` with negative axes (counted from the end, as ``torch.permute`` and
+  ``reference.guards.check_permute``): the native guard normalises them before the extension
+  (which takes axes in ``0..rank-1``) and refuses what the reference refuses (an entry out of
+  ``[-rank, rank)``, an axis named twice once normalised, a non-integer entry);
+* ``batch_norm`` with ``eps = 0`` (``torch.nn.functional.batch_norm`` accepts it; the reference
+  guard ``spatial_guards.check_batch_norm`` accepts a real eps that is finite and ``>= 0`` once
+  rounded to x's dtype): the native guard and the extension's own check used to require
+  ``eps > 0``. The native guard now applies the reference's rule and passes the rounded eps.
+
+Oracles: torch float64 (``permute``, ``batch_norm`` with autograd), the reference kernels and the
+``checked_cpu`` profile; refusals are the same error class under ``checked_cuda`` and
+``checked_cpu``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from numpy.testing import assert_allclose, assert_array_equal
+
+import torchlean as tl
+from torchlean.backend.errors import GuardError, GuardTypeError
+from torchlean.backend.providers.native_cuda import kernels
+from torchlean.backend.providers.reference import kernels as ref
+from torchlean.backend.providers.reference import spatial as ref_spatial
+
+Array = np.ndarray[Any, Any]
+
+# ------------------------------------------------------------------------------------- permute
+
+NEGATIVE_PERMS = [(-1, 0, 1), (2, -3, -2), (-3, -2, -1), (-1, -2, -3)]
+
+
+@pytest.mark.parametrize("perm", NEGATIVE_PERMS, ids=str)
+def test_permute_negative_axes_match_torch_and_the_reference_emulated(
+    perm: tuple[int, ...], emulation: ModuleType
+) -> None:
+    r = np.random.default_rng(abs(hash(perm)) % 1000)
+    x = r.standard_normal((2, 3, 4))
+    out = kernels.permute_forward(torch.tensor(x), perm=perm)
+    want = torch.tensor(x).permute(perm)
+    assert_array_equal(out.numpy(), want.numpy())
+    assert_array_equal(out.numpy(), ref.permute(x, perm=perm))
+    g = r.standard_normal(tuple(want.shape))
+    (dx,) = kernels.permute_backward(torch.tensor(g), torch.tensor(x), out=out, perm=perm)
+    assert dx is not None
+    leaf = torch.tensor(x, requires_grad=True)
+    (torch_dx,) = torch.autograd.grad(leaf.permute(perm), [leaf], torch.tensor(g))
+    assert_array_equal(dx.numpy(), torch_dx.numpy())
+    (ref_dx,) = ref.permute_vjp(g, x, out=ref.permute(x, perm=perm), perm=perm)
+    assert_array_equal(dx.numpy(), ref_dx)
+
+
+def test_permute_of_a_scalar_emulated(emulation: ModuleType) -> None:
+    out = kernels.permute_forward(torch.tensor(2.5, dtype=torch.float64), perm=())
+    assert out.shape == () and out.item() == 2.5
+
+
+@pytest.mark.parametrize(
+    ("perm", "error"),
+    [
+        ((0, 1, 3), GuardError),  # out of range
+        ((-4, 0, 1), GuardError),  # out of range from the end
+        ((0, -3, 1), GuardError),  # axis 0 twice once normalised
+        ((0, 1), GuardError),  # too few entries
+        ((0, 1.0, 2), GuardTypeError),  # not an integer
+        ((0, True, 2), GuardTypeError),  # a bool is not an axis
+    ],
+    ids=["beyond-rank", "below-minus-rank", "repeated-after-normalising", "short", "float", "bool"],
+)
+def test_permute_refuses_what_the_reference_refuses_emulated(
+    perm: tuple[Any, ...], error: type[GuardError], emulation: ModuleType
+) -> None:
+    x = np.zeros((2, 3, 4))
+    with pytest.raises(error) as native:
+        kernels.permute_forward(torch.tensor(x), perm=perm)
+    assert "native_cuda.permute" in str(native.value) and "perm" in str(native.value)
+    with pytest.raises(error):
+        kernels.permute_backward(
+            torch.zeros(4, 3, 2, dtype=torch.float64),
+            torch.tensor(x),
+            out=torch.zeros(4, 3, 2, dtype=torch.float64),
+            perm=perm,
+        )
+    with pytest.raises(error):
+        ref.permute(x, perm=perm)
+
+
+@pytest.mark.parametrize("perm", NEGATIVE_PERMS, ids=str)
+def test_permute_checked_cuda_agrees_with_checked_cpu(perm: tuple[int, ...], emulated_cuda: None) -> None:
+    r = np.random.default_rng(3)
+    x = r.standard_normal((2, 3, 4))
+    g = r.standard_normal(tuple(torch.tensor(x).permute(perm).shape))
+    results = []
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+        with tl.session(profile) as session:
+            leaf = tl.tensor(x, dtype="float64", requires_grad=True, device=device)
+            y = tl.permute(leaf, perm)
+            y.backward(g)
+            names = [kernel.capsule.name for kernel in session.selected]
+        assert leaf.grad is not None
+        results.append((y.numpy(), leaf.grad.numpy(), names))
+    (out, dx, names), (cpu_out, cpu_dx, _) = results
+    assert "native_cuda.permute" in names
+    assert_array_equal(out, cpu_out)
+    assert_array_equal(dx, cpu_dx)
+
+
+def test_permute_refusal_is_the_same_under_checked_cuda_and_checked_cpu(emulated_cuda: None) -> None:
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+        with tl.session(profile):
+            x = tl.tensor(np.zeros((2, 3)), dtype="float64", device=device)
+            with pytest.raises(GuardError):
+                tl.permute(x, (0, -2))
+            assert tl.permute(x, (-1, -2)).shape == (3, 2)
+
+
+# ----------------------------------------------------------------------------------- batch_norm
+
+
+def _batch_norm_inputs(r: np.random.Generator) -> tuple[Array, ...]:
+    x = r.standard_normal((4, 3, 5))
+    weight, bias, mean = (r.standard_normal(3) for _ in range(3))
+    var = r.uniform(0.5, 2.0, 3)
+    return x, weight, bias, mean, var
+
+
+def _torch_batch_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    running: tuple[torch.Tensor, torch.Tensor] | None,
+) -> torch.Tensor:
+    """torch float64 batch normalisation over axis 1 with eps = 0, written out (for differentiation
+    by autograd): ``torch.nn.functional.batch_norm`` itself refuses eps = 0 in training, which
+    ``reference.spatial_guards.check_batch_norm`` (and so TorchLean) accepts."""
+    if running is None:
+        mean = x.mean(dim=(0, 2), keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=(0, 2), keepdim=True)  # biased, as batch_norm
+    else:
+        mean, var = (t.to(torch.float64).reshape(1, -1, 1) for t in running)
+    return (x - mean) / torch.sqrt(var) * weight.reshape(1, -1, 1) + bias.reshape(1, -1, 1)
+
+
+def test_torch_functional_batch_norm_refuses_eps_zero_in_training() -> None:
+    """Why the oracle above is written out: torch's Python layer refuses what the reference (the
+    rule the native provider follows) accepts."""
+    x = torch.ones(4, 3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="eps"):
+        TF.batch_norm(x, None, None, training=True, eps=0.0)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["training", "eval"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_batch_norm_eps_zero_matches_torch_emulated(
+    training: bool, dtype: torch.dtype, emulation: ModuleType
+) -> None:
+    r = np.random.default_rng(int(training))
+    x, weight, bias, mean, var = (torch.tensor(a, dtype=dtype) for a in _batch_norm_inputs(r))
+    rm, rv = (None, None) if training else (mean, var)
+    out = kernels.batch_norm_forward(x, weight, bias, rm, rv, training=training, eps=0.0)
+    leaves = [t.to(torch.float64, copy=True).requires_grad_(True) for t in (x, weight, bias)]
+    want = _torch_batch_norm(leaves[0], leaves[1], leaves[2], None if training else (mean, var))
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    assert_allclose(out.to(torch.float64).numpy(), want.detach().numpy(), rtol=tolerance, atol=tolerance)
+    g = torch.tensor(r.standard_normal(tuple(x.shape)), dtype=dtype)
+    grads = kernels.batch_norm_backward(g, x, weight, bias, rm, rv, out=out, training=training, eps=0.0)
+    expected = torch.autograd.grad(want, leaves, g.to(torch.float64))
+    for mine, theirs in zip(grads[:3], expected, strict=True):
+        assert mine is not None
+        assert_allclose(
+            mine.to(torch.float64).numpy(), theirs.numpy(), rtol=10 * tolerance, atol=10 * tolerance
+        )
+    assert grads[3] is None and grads[4] is None
+
+
+@pytest.mark.parametrize(
+    ("eps", "dtype", "error"),
+    [
+        (-1e-5, torch.float64, GuardError),
+        (float("inf"), torch.float64, GuardError),
+        (float("nan"), torch.float64, GuardError),
+        (1e300, torch.float32, GuardError),  # finite in float64, not once rounded to float32
+        (True, torch.float64, GuardTypeError),
+        (-1e-50, torch.float64, GuardError),
+        (-1e-50, torch.float32, None),  # rounds to -0.0 in float32: accepted, as the reference
+        (0, torch.float64, None),
+        (1e300, torch.float64, None),
+    ],
+    ids=[
+        "negative",
+        "inf",
+        "nan",
+        "overflows-float32",
+        "bool",
+        "tiny-negative-f64",
+        "tiny-negative-f32",
+        "int-zero",
+        "huge-f64",
+    ],
+)
+def test_batch_norm_eps_rule_is_the_reference_guards_emulated(
+    eps: Any, dtype: torch.dtype, error: type[GuardError] | None, emulation: ModuleType
+) -> None:
+    r = np.random.default_rng(2)
+    x, weight, bias, _, _ = _batch_norm_inputs(r)
+    numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
+    arrays = [a.astype(numpy_dtype) for a in (x, weight, bias)]
+    xt, wt, bt = (torch.from_numpy(a) for a in arrays)
+
+    def native() -> torch.Tensor:
+        return kernels.batch_norm_forward(xt, wt, bt, None, None, training=True, eps=eps)
+
+    def native_backward() -> object:
+        out = kernels.batch_norm_forward(xt, wt, bt, None, None, training=True, eps=1e-5)
+        return kernels.batch_norm_backward(xt, xt, wt, bt, None, None, out=out, training=True, eps=eps)
+
+    def reference() -> Array:
+        return ref_spatial.batch_norm(arrays[0], arrays[1], arrays[2], None, None, training=True, eps=eps)
+
+    if error is None:
+        got, want = native().to(torch.float64).numpy(), reference().astype(np.float64)
+        tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+        assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+        native_backward()
+        return
+    for call in (native, native_backward, reference):
+        with pytest.raises(error):
+            call()
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["training", "eval"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_eps_zero_checked_cuda_agrees_with_checked_cpu(
+    training: bool, dtype: str, emulated_cuda: None
+) -> None:
+    r = np.random.default_rng(5)
+    x, weight, bias, mean, var = _batch_norm_inputs(r)
+    g = np.asarray(r.standard_normal(x.shape)).astype(dtype)
+    results = []
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+        with tl.session(profile) as session:
+            leaves = [tl.tensor(a, dtype=dtype, requires_grad=True, device=device) for a in (x, weight, bias)]
+            stats = [tl.tensor(a, dtype=dtype, device=device) for a in (mean, var)]
+            rm, rv = (None, None) if training else (stats[0], stats[1])
+            y = tl.batch_norm(leaves[0], leaves[1], leaves[2], rm, rv, training=training, eps=0.0)
+            y.backward(g)
+            names = [kernel.capsule.name for kernel in session.selected]
+        grads = []
+        for leaf in leaves:
+            assert leaf.grad is not None
+            grads.append(leaf.grad.numpy().astype(np.float64))
+        results.append((y.numpy().astype(np.float64), grads, names))
+    (out, grads, names), (cpu_out, cpu_grads, _) = results
+    assert "native_cuda.batch_norm" in names
+    tolerance = 1e-4 if dtype == "float32" else 1e-10
+    assert_allclose(out, cpu_out, rtol=tolerance, atol=tolerance)
+    for mine, theirs in zip(grads, cpu_grads, strict=True):
+        assert_allclose(mine, theirs, rtol=tolerance, atol=tolerance)
+
+
+def test_batch_norm_negative_eps_is_refused_under_both_profiles(emulated_cuda: None) -> None:
+    x = np.random.default_rng(6).standard_normal((4, 3, 2))
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+        with tl.session(profile), pytest.raises(GuardError, match="eps"):
+            tl.batch_norm(tl.tensor(x, dtype="float64", device=device), training=True, eps=-1e-3)
