@@ -242,8 +242,9 @@ class Checkpoint:
         rows.
 
         Raises:
-            CheckpointError: ``x`` is not ``[n, features]`` (naming both feature counts), or a
-                value standardises beyond ``dtype``'s range (row and column named).
+            CheckpointError: ``x`` is not ``[n, features]`` (naming both feature counts), a value
+                is NaN or infinite, or a value standardises beyond ``dtype``'s range (row and
+                column named, 1-based).
         """
         raw = np.asarray(x, dtype=np.float64)
         if raw.ndim != 2 or raw.shape[1] != self.features:
@@ -252,6 +253,9 @@ class Checkpoint:
             )
         with np.errstate(over="ignore", invalid="ignore"):
             values = ((raw - self.feature_mean) / self.feature_scale).astype(self.dtype)
+        if not np.isfinite(raw).all():
+            i, j = (int(k) for k in np.argwhere(~np.isfinite(raw))[0])
+            raise CheckpointError(f"row {i + 1}, feature {j + 1}: the value {raw[i, j]} is not a finite number")
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])

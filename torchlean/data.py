@@ -79,6 +79,9 @@ __all__ = [
 ]
 
 Task: TypeAlias = Literal["classification", "regression"]
+Lines: TypeAlias = int | Sequence[int]
+"""Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
+of each (:attr:`Table.lines`)."""
 Array: TypeAlias = npt.NDArray[Any]
 
 DATASETS: tuple[str, ...] = ("digits", "iris", "breast_cancer", "wine", "diabetes")
@@ -210,7 +213,7 @@ def load_csv(
     label = table.column(label_column)
     x, cells = table.columns(label)
     assert cells is not None  # a label column was asked for
-    y, classes, kind = _labels(table.file, table.shown(label), cells, task, table.first_line, target)
+    y, classes, kind = _labels(table.file, table.shown(label), cells, task, table.lines, target)
     feature_idx = [i for i in range(len(table.names)) if i != label]
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
@@ -227,8 +230,9 @@ class Table:
 
     ``names`` has one entry per column: the first row's cells (blanks around them stripped) when
     it is a header, else ``column_<i>``; ``first_row`` is the file's first row as read; ``rows``
-    are the data rows as read (blank rows skipped), the first of them on file line
-    ``first_line``; ``header_note`` as :attr:`Dataset.header_note`.
+    are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
+    starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
+    ``header_note`` as :attr:`Dataset.header_note`.
     """
 
     file: Path
@@ -236,8 +240,13 @@ class Table:
     has_header: bool
     first_row: tuple[str, ...]
     rows: list[list[str]]
-    first_line: int
+    lines: tuple[int, ...]
     header_note: str
+
+    @property
+    def first_line(self) -> int:
+        """The file line of the first data row."""
+        return self.lines[0]
 
     def column(self, label_column: object) -> int:
         """The index of ``label_column``: ``None`` for the last column, an integer index (Python
@@ -266,8 +275,7 @@ class Table:
         feature_idx = [i for i in range(len(self.names)) if i != label]
         x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
         cells: list[str] = []
-        for r, row in enumerate(self.rows):
-            line = self.first_line + r
+        for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
             if len(row) != len(self.names):
                 raise DataError(f"{self.file}: line {line} has {len(row)} cells, expected {len(self.names)}")
             for j, i in enumerate(feature_idx):
@@ -294,8 +302,16 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     if not file.is_file():
         raise DataError(f"dataset file not found: {file}")
     try:
+        rows: list[list[str]] = []
+        starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
+            reader = csv.reader(handle)
+            end = 0  # the last file line the reader has consumed
+            for row in reader:
+                start, end = end + 1, reader.line_num
+                if any(cell.strip() for cell in row):
+                    rows.append(row)
+                    starts.append(start)
     except UnicodeDecodeError as error:
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
     except (OSError, csv.Error) as error:
@@ -307,7 +323,8 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     body = rows[1:] if has_header else rows
     if not body:
         raise DataError(f"{file}: no data rows")
-    return Table(file, tuple(names), has_header, tuple(rows[0]), body, 2 if has_header else 1, note)
+    lines = tuple(starts[1:] if has_header else starts)
+    return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note)
 
 
 def _separator_hint(first: Sequence[str]) -> str:
@@ -431,6 +448,11 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+def _line(first_line: Lines, r: int) -> int:
+    """The file line of cell ``r`` (see :data:`Lines`)."""
+    return first_line + r if isinstance(first_line, int) else first_line[r]
+
+
 def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype[Any]) -> float:
     """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
     float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
@@ -493,10 +515,10 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
 
 
 def _labels(
-    file: Path, column: str, cells: list[str], task: Task | None, first_line: int, dtype: np.dtype[Any]
+    file: Path, column: str, cells: list[str], task: Task | None, first_line: Lines, dtype: np.dtype[Any]
 ) -> tuple[Array, tuple[str, ...], Task]:
     """The label array, class names and task of the label ``cells`` (as read, blanks around
-    them kept for messages; line ``first_line`` holds ``cells[0]``).
+    them kept for messages; ``first_line`` places them in the file, see :data:`Lines`).
 
     Raises:
         UnknownLabelError: an unknown ``task``.
@@ -514,7 +536,7 @@ def _labels(
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
         raise DataError(
-            f"{file}: line {first_line + blank}, column {column}: not a class label: {cells[blank]!r} "
+            f"{file}: line {_line(first_line, blank)}, column {column}: not a class label: {cells[blank]!r} "
             "(accepted: a number or a non-blank name)"
         )
     values = [_exact(v) for v in labels]
@@ -542,29 +564,30 @@ def _labels(
 
 
 def targets(
-    source: str | Path, column: str, cells: Sequence[str], dtype: npt.DTypeLike, *, first_line: int = 1
+    source: str | Path, column: str, cells: Sequence[str], dtype: npt.DTypeLike, *, first_line: Lines = 1
 ) -> Array:
     """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
     finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
-    name ``source``, the file line (``first_line`` holds ``cells[0]``) and ``column``.
+    name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell) and
+    ``column``.
 
     Raises:
         DataError: a cell that is not a number, not finite, or beyond ``dtype``'s range; a bad
             ``dtype``.
     """
     target = _float_dtype(dtype)
-    values = [_number(source, first_line + r, column, cell, target) for r, cell in enumerate(cells)]
+    values = [_number(source, _line(first_line, r), column, cell, target) for r, cell in enumerate(cells)]
     return np.asarray(values, dtype=np.float64)
 
 
 def class_ids(
-    source: str | Path, column: str, cells: Sequence[str], classes: Sequence[str], *, first_line: int = 1
+    source: str | Path, column: str, cells: Sequence[str], classes: Sequence[str], *, first_line: Lines = 1
 ) -> Array:
     """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
     class when it equals it once blanks around it are stripped; when every class is a number (the
     classes of numeric labels), a numeric cell names the class of equal value (``3.0`` is class
     ``3``), as training maps numeric labels by value. Messages name ``source``, the file line
-    (``first_line`` holds ``cells[0]``) and ``column``.
+    (``first_line``: the line of ``cells[0]``, or of each cell) and ``column``.
 
     Raises:
         UnknownLabelError: the first cell that names no class, naming the known classes.
@@ -580,7 +603,7 @@ def class_ids(
         found = index.get(_exact(value) if numeric and _exact(value) is not None else value)
         if found is None:
             raise UnknownLabelError(
-                f"{source}: line {first_line + r}, column {column}: unknown class label {value!r} "
+                f"{source}: line {_line(first_line, r)}, column {column}: unknown class label {value!r} "
                 f"(known: {' | '.join(map(display_name, classes))})"
             )
         ids[r] = found

@@ -538,3 +538,18 @@ def test_empty_dataset_name() -> None:
     with pytest.raises(DataError) as info:
         data.load_csv("")
     assert str(info.value) == "dataset path is empty (accepted: a path to a .csv file)"
+
+
+def test_messages_name_the_file_line_an_editor_shows(tmp_path: Path) -> None:
+    # blank lines and a header cell holding a line break: the bad cell is on line 7 of the file
+    path = _write(tmp_path, 'a,"b\nc",y\n1,2,0\n\n3,4,1\n\n5,abc,0\n')
+    assert data.read_csv(path).lines == (3, 5, 7)
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == f"{path}: line 7, column 'b\\nc': not a number: 'abc'"
+    ragged = _write(tmp_path, "a,b,y\n\n1,2,0\n1,2\n", "ragged.csv")
+    with pytest.raises(DataError, match=r": line 4 has 2 cells, expected 3$"):
+        data.load(ragged)
+    labels = _write(tmp_path, "a,y\n1,0\n\n2,\n", "blank_label.csv")
+    with pytest.raises(DataError, match=r": line 4, column y: not a class label: ''"):
+        data.load(labels)

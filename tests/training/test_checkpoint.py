@@ -260,6 +260,12 @@ def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris
     np.testing.assert_array_equal(saved.standardise(x_test), ds.x_test, strict=True)
     with pytest.raises(CheckpointError, match=r"takes 4 features per row, got an array of shape \[2, 3\]"):
         saved.standardise(np.zeros((2, 3)))
+    poisoned = np.ones((2, 4))
+    poisoned[1, 2] = np.nan
+    with pytest.raises(CheckpointError, match=r"^row 2, feature 3: the value nan is not a finite number$"):
+        saved.standardise(poisoned)
+    with pytest.raises(CheckpointError, match=r"^row 1, feature 1: the value 1e\+300 standardises beyond"):
+        saved.standardise(np.full((1, 4), 1e300))
 
 
 # ------------------------------------------------------------------------------- the API

@@ -127,14 +127,14 @@ def register(subparsers: Any) -> None:
 class _Input:
     """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
     messages name them, and the label column (its name and cells, ``None`` without one; file
-    line ``first_line`` holds the first row); ``notes`` for stderr once the data is accepted."""
+    ``lines`` holds each row's file line); ``notes`` for stderr once the data is accepted."""
 
     source: str
     x: npt.NDArray[np.float64]
     columns: tuple[str, ...]
     label: str
     cells: list[str] | None
-    first_line: int
+    lines: tuple[int, ...]
     notes: tuple[str, ...] = ()
 
 
@@ -191,7 +191,7 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
         if len(row) != len(table.names):
             raise data.DataError(
-                f"{table.file}: line {table.first_line + r} has {len(row)} cells, expected {len(table.names)}"
+                f"{table.file}: line {table.lines[r]} has {len(row)} cells, expected {len(table.names)}"
             )
     keep = features if label is None else [*features, label]
     picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
@@ -204,7 +204,7 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
         if ignored else ()
     )
     return _Input(str(table.file), x, saved.feature_names, "" if label is None else table.shown(label),
-                  cells, table.first_line, notes)
+                  cells, table.lines, notes)
 
 
 def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
@@ -224,7 +224,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
             )
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
-        return _Input(name, x, features, "target", labels, 1)
+        return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)))
     table = data.read_csv(name, header=args.header)
     if table.header_note:
         print(f"note: {table.header_note}", file=sys.stderr)
@@ -235,7 +235,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, cells = table.columns(label)
         columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
         return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                      table.first_line)
+                      table.lines)
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
@@ -259,7 +259,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         if table.has_header and wanted else ()
     )
     return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                  table.first_line, notes)
+                  table.lines, notes)
 
 
 def _training_layout(table: data.Table, saved: checkpoint.Checkpoint) -> int | None:
@@ -399,9 +399,9 @@ def run(args: argparse.Namespace) -> int:
     if source.cells is not None:
         where = (source.source, source.label, source.cells)
         truth = (
-            data.class_ids(*where, saved.classes, first_line=source.first_line)
+            data.class_ids(*where, saved.classes, first_line=source.lines)
             if classification
-            else data.targets(*where, saved.dtype, first_line=source.first_line)
+            else data.targets(*where, saved.dtype, first_line=source.lines)
         )
     chosen = _split(args, source, saved, truth)
     raw = source.x if chosen is None else source.x[chosen]
