@@ -255,7 +255,9 @@ class Checkpoint:
             values = ((raw - self.feature_mean) / self.feature_scale).astype(self.dtype)
         if not np.isfinite(raw).all():
             i, j = (int(k) for k in np.argwhere(~np.isfinite(raw))[0])
-            raise CheckpointError(f"row {i + 1}, feature {j + 1}: the value {raw[i, j]} is not a finite number")
+            raise CheckpointError(
+                f"row {i + 1}, feature {j + 1}: the value {raw[i, j]} is not a finite number"
+            )
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
