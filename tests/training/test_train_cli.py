@@ -362,7 +362,7 @@ def test_numeric_header_is_not_counted_as_data(capsys, tmp_path):
     code, out, err = train(capsys, "--dataset", str(path), "--label-column", "2", "--epochs", "1",
                            "--hidden", "4")
     assert code == 0
-    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=10 features=2 ")
+    assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=10 features=2 ")
     assert err == (
         f"note: {path}: first row 0,1,2 is all numbers equal to the column positions, so it was read "
         "as a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data\n"
@@ -371,7 +371,7 @@ def test_numeric_header_is_not_counted_as_data(capsys, tmp_path):
     code, out, err = train(capsys, "--dataset", str(path), "--label-column", "2", "--epochs", "1",
                            "--hidden", "4", "--no-header")
     assert (code, err) == (0, "")
-    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=11 features=2 ")
+    assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=11 features=2 ")
 
 
 def test_header_flag_reads_an_all_numbers_first_row_as_names(capsys, tmp_path):
@@ -379,11 +379,11 @@ def test_header_flag_reads_an_all_numbers_first_row_as_names(capsys, tmp_path):
     code, out, err = train(capsys, "--dataset", str(path), "--label-column", "30", "--header",
                            "--epochs", "1", "--hidden", "4")
     assert (code, err) == (0, "")
-    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=10 features=2 ")
+    assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=10 features=2 ")
     code, out, err = train(capsys, "--dataset", str(path), "--epochs", "1", "--hidden", "4")
     assert code == 0
     assert err.startswith(f"note: {path}: first row 10,20,30 is all numbers, so it was read as data")
-    assert out.splitlines()[0].startswith("dataset=numhdr train=40 test=11 features=2 ")
+    assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=11 features=2 ")
 
 
 def test_an_ambiguous_label_column_name_is_a_one_line_error(capsys, tmp_path):
@@ -406,7 +406,7 @@ def test_repeated_or_blank_feature_names_train(capsys, tmp_path, first, label):
     path.write_text("\n".join(rows) + "\n")
     code, out, err = train(capsys, "--dataset", str(path), *label, "--epochs", "1", "--hidden", "4")
     assert (code, err) == (0, "")
-    assert out.splitlines()[0].startswith("dataset=dup train=40 test=10 features=3 task=classification ")
+    assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=10 features=3 task=classification ")
 
 
 def test_dataset_directory_and_empty_report_path_errors(capsys, tmp_path):
@@ -776,3 +776,14 @@ def test_torch_threads_are_obeyed_beyond_the_cpu_count(tmp_path):
     record, err = _subprocess_train(tmp_path, {}, "--profile", "fast_cpu", "--torch-threads", str(asked))
     assert record["torch_threads"] == asked
     assert err == ""
+
+
+def test_a_csv_named_like_a_shipped_dataset_is_reported_by_its_path(capsys, tmp_path):
+    path = tmp_path / "iris.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i * 0.1:.1f},{i % 5},{i % 2}\n" for i in range(40)))
+    record_path = tmp_path / "run.json"
+    code, out, err = train(capsys, "--dataset", str(path), "--epochs", "1", "--hidden", "2",
+                           "--report-json", str(record_path))
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"dataset={path} train=32 test=8 ")
+    assert json.loads(record_path.read_text())["dataset"] == str(path)  # not "iris", the shipped one

@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     profile = profiles.get(args.profile)
     optimizer = optim.by_name(args.optimizer, args.lr)
     dataset = _load(args)
+    source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
     classification = dataset.task == "classification"
@@ -245,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(banner):
         trainer.open()
     print(
-        f"dataset={dataset.name} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
+        f"dataset={source} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
@@ -279,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
             )
 
     record: dict[str, Any] = {
-        "dataset": dataset.name,
+        "dataset": source,
         "model": args.model,
         "profile": profile.name,
         "execution": execution.label,
