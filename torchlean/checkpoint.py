@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_int
+from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import Task
 from torchlean.models import MODELS, build_model
@@ -132,6 +133,8 @@ class Checkpoint:
             raise CheckpointError(
                 f"feature_names must be () or {self.features} strings, got {self.feature_names!r}"
             )
+        if self.profile not in profiles.names():
+            raise CheckpointError(f"unknown profile {self.profile!r} (known: {' | '.join(profiles.names())})")
         if not isinstance(self.execution, str) or self.execution not in ExecutionMode.labels():
             raise CheckpointError(
                 f"unknown execution {self.execution!r} (known: {' | '.join(ExecutionMode.labels())})"

@@ -312,6 +312,7 @@ def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
         ({"feature_scale": np.zeros(4)}, r"feature_scale\[0\] must be > 0"),
         ({"feature_scale": np.ones(4, dtype=np.float32)}, r"feature_scale must be a float64 array of shape"),
         ({"execution": "lazy"}, r"unknown execution 'lazy' \(known: eager \| typed-graph\)"),
+        ({"profile": "nope"}, r"unknown profile 'nope' \(known: checked_cpu \| checked_cuda \|"),
         ({"weights": {}}, r"missing \['0.weight', .*\], unexpected \[\]"),
     ],
 )
@@ -845,3 +846,14 @@ def test_a_csv_with_repeated_names_predicts_on_the_header_it_trained_on(capsys, 
     code, other, err = cli(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "s")
     assert code == 0, err
     assert other == by_position
+
+
+def test_split_refuses_a_seed_train_never_used_naming_the_checkpoint(capsys, tmp_path, iris_checkpoint):
+    path = tmp_path / "big_seed.npz"
+    checkpoint.save(path, Checkpoint(**fields(checkpoint.load(iris_checkpoint), seed=2**40)))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test")
+    assert (code, out) == (2, "")
+    assert err == (f"error: --split test: checkpoint {path} has seed 1099511627776, which no torchlean train "
+                   "split used (its seeds are below 2**32); use --split all\n")
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris")
+    assert code == 0, err

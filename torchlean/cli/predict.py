@@ -319,6 +319,11 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             f"--split {args.split} needs the label column of {source.source}: torchlean train stratifies its "
             "split by class (name it with --label-column, or use --split all)"
         )
+    if saved.seed >= 2**32:  # torchlean train's seeds are below 2**32 (a numpy RandomState seed)
+        raise TorchLeanError(
+            f"--split {args.split}: checkpoint {args.checkpoint} has seed {saved.seed}, which no torchlean "
+            "train split used (its seeds are below 2**32); use --split all"
+        )
     labels = truth if truth is not None else np.zeros(source.x.shape[0])
     train, test = data.split_rows(labels, saved.task, saved.seed, TEST_FRACTION, source=source.source)
     if not _same_data(source.source, saved.dataset):
