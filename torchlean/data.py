@@ -299,7 +299,7 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
-    if not file.is_file():
+    if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
     try:
         rows: list[list[str]] = []

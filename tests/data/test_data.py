@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -553,3 +555,14 @@ def test_messages_name_the_file_line_an_editor_shows(tmp_path: Path) -> None:
     labels = _write(tmp_path, "a,y\n1,0\n\n2,\n", "blank_label.csv")
     with pytest.raises(DataError, match=r": line 4, column y: not a class label: ''"):
         data.load(labels)
+
+
+def test_a_pipe_is_read_like_a_file(tmp_path: Path) -> None:
+    """``--dataset /dev/stdin`` with piped input, or a shell's ``<(...)``: a FIFO, not a regular file."""
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=("a,y\n1,0\n2,1\n",))
+    writer.start()
+    table = data.read_csv(fifo)
+    writer.join(timeout=10)
+    assert (table.names, table.rows, table.lines) == (("a", "y"), [["1", "0"], ["2", "1"]], (2, 3))
