@@ -263,6 +263,12 @@ class Table:
         else its index (with the name when there is one: ``2 ('x')``)."""
         return _shown(self.names, index)
 
+    @property
+    def separator_hint(self) -> str:
+        """``"; the file seems to be separated by ';' ..."`` when the file read as one column
+        whose first cell holds semicolons or tabs, else ``""``."""
+        return _separator_hint(self.first_row)
+
     def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
         """Every column but ``label`` as float64 features ``[len(rows), n_features]``, and the
         cells of column ``label`` as read (``None`` when ``label`` is ``None``).

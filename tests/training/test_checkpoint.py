@@ -857,3 +857,14 @@ def test_split_refuses_a_seed_train_never_used_naming_the_checkpoint(capsys, tmp
                    "split used (its seeds are below 2**32); use --split all\n")
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris")
     assert code == 0, err
+
+
+def test_a_semicolon_separated_file_gets_the_separator_hint(capsys, tmp_path, labels_csv):
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    semi = tmp_path / "semi.csv"
+    semi.write_text(labels_csv.read_text().replace(",", ";"))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(semi))
+    assert (code, out) == (2, "")
+    assert err == (f"error: {semi}: read as 1 column, but checkpoint {path} expects 3 features; the file seems "
+                   "to be separated by ';' (accepted: comma-separated files only)\n")

@@ -226,6 +226,11 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)))
     table = data.read_csv(name, header=args.header)
+    if table.separator_hint and saved.features > 1:
+        raise TorchLeanError(
+            f"{table.file}: read as 1 column, but checkpoint {args.checkpoint} expects {saved.features} "
+            f"features{table.separator_hint}"
+        )
     if table.header_note:
         print(f"note: {table.header_note}", file=sys.stderr)
     wanted = saved.feature_names
@@ -295,8 +300,9 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
         return
     label = f"label column {source.label}" if source.cells is not None else "no label column"
     expected = f" ({_listed(saved.feature_names)})" if saved.feature_names else ""
+    columns = _listed(source.columns) or "none"
     raise TorchLeanError(
-        f"{source.source} has {count} feature columns ({_listed(source.columns)}; {label}), but checkpoint "
+        f"{source.source} has {count} feature columns ({columns}; {label}), but checkpoint "
         f"{path} expects {saved.features} features{expected}"
     )
 
