@@ -27,6 +27,7 @@ import torch
 
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.providers.reference.spatial_guards import empty_axis_fault
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -199,21 +200,10 @@ def check_channel_first(op: str, x: torch.Tensor, *, convolution: bool) -> None:
     """
     if x.dim() < 3:
         return
-    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
-    if op == "conv" and c == 0:
-        raise _fail(
-            op,
-            f"x has shape {list(x.shape)} with 0 input channels (accepted: C_in >= 1; for C_in = 0 "
-            "PyTorch returns 0 output channels instead of C_out, dropping the bias, so torchlean "
-            "refuses it)",
-        )
-    if c == 0 or (0 in spatial and (n > 0 or not convolution)):
-        accepted = (
-            "C_in >= 1 and spatial extents >= 1 unless the batch N is 0, as PyTorch convolutions"
-            if convolution
-            else "C >= 1 and spatial extents >= 1; only the batch N may be 0, as PyTorch pools"
-        )
-        raise _fail(op, f"x has shape {list(x.shape)} with an empty axis (accepted: {accepted})")
+    shape = tuple(int(d) for d in x.shape)
+    fault = empty_axis_fault(op, shape, convolution=convolution, shown=str(list(shape)))
+    if fault is not None:
+        raise _fail(op, fault)
 
 
 def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum: int) -> tuple[int, ...]:

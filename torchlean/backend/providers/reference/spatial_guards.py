@@ -139,13 +139,24 @@ def _channel_first(op: str, x: object, *, convolution: bool) -> Array:
             f"x has rank {arr.ndim} with shape {arr.shape} (accepted: rank 3, 4 or 5, "
             "i.e. (N, C, *spatial) with 1 to 3 spatial axes)",
         )
-    n, c, spatial = arr.shape[0], arr.shape[1], arr.shape[2:]
+    fault = empty_axis_fault(op, tuple(arr.shape), convolution=convolution, shown=str(arr.shape))
+    if fault is not None:
+        raise _fail(op, fault)
+    return arr
+
+
+def empty_axis_fault(op: str, shape: tuple[int, ...], *, convolution: bool, shown: str) -> str | None:
+    """What is wrong with the empty axes of a channel-first x ``(N, C, *spatial)`` (rank >= 3),
+    or ``None``: PyTorch's rule (the batch N may be 0; C may not; spatial extents may be 0 only
+    for a convolution of an empty batch), except that ``conv`` also refuses C_in = 0, where torch
+    returns 0 output channels instead of C_out (dropping the bias). ``shown`` is the shape as the
+    caller's messages print it. Shared with the native CUDA guards."""
+    n, c, spatial = shape[0], shape[1], shape[2:]
     if op == "conv" and c == 0:
-        raise _fail(
-            op,
-            f"x has shape {arr.shape} with 0 input channels (accepted: C_in >= 1; for C_in = 0 "
+        return (
+            f"x has shape {shown} with 0 input channels (accepted: C_in >= 1; for C_in = 0 "
             "PyTorch returns 0 output channels instead of C_out, dropping the bias, so torchlean "
-            "refuses it)",
+            "refuses it)"
         )
     if c == 0 or (0 in spatial and (n > 0 or not convolution)):
         accepted = (
@@ -153,8 +164,8 @@ def _channel_first(op: str, x: object, *, convolution: bool) -> Array:
             if convolution
             else "C >= 1 and spatial extents >= 1; only the batch N may be 0, as PyTorch pools"
         )
-        raise _fail(op, f"x has shape {arr.shape} with an empty axis (accepted: {accepted})")
-    return arr
+        return f"x has shape {shown} with an empty axis (accepted: {accepted})"
+    return None
 
 
 def _as_int(value: object) -> int | None:
