@@ -368,7 +368,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     except OSError as error:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
-        raise CheckpointError(f"cannot write checkpoint {file}: {error.strerror or error}") from None
+        raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:

@@ -395,7 +395,7 @@ def _shown(names: Sequence[str], index: int) -> str:
     its index (with the name when there is one: ``2 ('x')``)."""
     name = names[index]
     if name and names.count(name) == 1:
-        return display_name(name)
+        return name
     return f"{index} ({name!r})" if name else str(index)
 
 
@@ -469,19 +469,20 @@ def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype
             beyond ``dtype``'s range (``1e200`` for float32, ``1e400`` for float64), naming the
             largest magnitude ``dtype`` holds.
     """
+    where = f"{file}: line {line}, column {display_name(column)}"
     try:
         value = float(cell)
     except ValueError:
-        raise DataError(f"{file}: line {line}, column {column}: not a number: {cell!r}") from None
+        raise DataError(f"{where}: not a number: {cell!r}") from None
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
-        raise DataError(f"{file}: line {line}, column {column}: not a finite number: {cell!r}")
+        raise DataError(f"{where}: not a finite number: {cell!r}")
     with np.errstate(over="ignore"):
         fits = bool(np.isfinite(dtype.type(value)))
     if not fits:
         wider = str(np.finfo(np.float64).max)
         other = "" if dtype == np.float64 else f"; dtype float64 (CLI: --dtype float64) reads up to {wider}"
         raise DataError(
-            f"{file}: line {line}, column {column}: {cell.strip()!r} is outside the {dtype} range "
+            f"{where}: {cell.strip()!r} is outside the {dtype} range "
             f"(accepted: a number of magnitude at most {np.finfo(dtype).max!s} for dtype {dtype}{other})"
         )
     return value
@@ -542,7 +543,8 @@ def _labels(
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
         raise DataError(
-            f"{file}: line {_line(first_line, blank)}, column {column}: not a class label: {cells[blank]!r} "
+            f"{file}: line {_line(first_line, blank)}, column {display_name(column)}: not a class label: "
+            f"{cells[blank]!r} "
             "(accepted: a number or a non-blank name)"
         )
     values = [_exact(v) for v in labels]
@@ -563,7 +565,8 @@ def _labels(
         ids = [index[v] for v in labels]
     if len(classes) == 1:
         raise DataError(
-            f"{file}: label column {column}: all {len(labels)} labels are {classes[0]!r}, a single class "
+            f"{file}: label column {display_name(column)}: all {len(labels)} labels are {classes[0]!r}, "
+            "a single class "
             "(accepted: at least two classes for classification)"
         )
     return np.asarray(ids, dtype=np.int64), classes, "classification"
@@ -609,7 +612,8 @@ def class_ids(
         found = index.get(_exact(value) if numeric and _exact(value) is not None else value)
         if found is None:
             raise UnknownLabelError(
-                f"{source}: line {_line(first_line, r)}, column {column}: unknown class label {value!r} "
+                f"{source}: line {_line(first_line, r)}, column {display_name(column)}: unknown class label "
+                f"{value!r} "
                 f"(known: {' | '.join(map(display_name, classes))})"
             )
         ids[r] = found
@@ -763,7 +767,8 @@ def _split(
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
             raise DataError(
-                f"{source}: feature column {columns[j]}: the {split}-split value {raw[i, j]:.6g} "
+                f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
+                f"{raw[i, j]:.6g} "
                 f"standardises to (x - mean) / std beyond the {dtype} range, with the train split's mean "
                 f"{mean[j]:.6g} and standard deviation {scale[j]:.6g} (accepted: |x - mean| / std at most "
                 f"{np.finfo(dtype).max!s})"
@@ -796,7 +801,8 @@ def _check_statistics(source: str, columns: Sequence[str], mean: Array, std: Arr
     if bad.any():
         j = int(np.argmax(bad))
         raise DataError(
-            f"{source}: {what} {columns[j]}: standardising it overflows float64: the train split's mean "
+            f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: the train "
+            "split's mean "
             f"is {mean[j]:.6g} and its standard deviation {std[j]:.6g} (accepted: values whose mean and "
             "standard deviation are finite in float64; rescale the column)"
         )

@@ -248,7 +248,8 @@ def test_names_holding_a_newline_stay_on_one_message_line(tmp_path: Path) -> Non
         data.load(path, label_column="bad\ncol")
     assert str(info.value) == f"unknown label column 'bad\\ncol' in {path} (known: x | 'y\\nz')"
     table = data.read_csv(path)
-    assert table.shown(1) == "'y\\nz'"
+    assert table.shown(1) == "y\nz"  # the name itself: it is saved as the label column's name
+    assert data.load(path, label_column="y\nz").label_name == "y\nz"
     with pytest.raises(UnknownLabelError) as unknown:
         data.class_ids(path, "y", ["d"], ("a\nb", "c"))
     assert str(unknown.value) == f"{path}: line 1, column y: unknown class label 'd' (known: 'a\\nb' | c)"

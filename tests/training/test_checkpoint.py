@@ -866,5 +866,22 @@ def test_a_semicolon_separated_file_gets_the_separator_hint(capsys, tmp_path, la
     semi.write_text(labels_csv.read_text().replace(",", ";"))
     code, out, err = cli(capsys, "predict", str(path), "--dataset", str(semi))
     assert (code, out) == (2, "")
-    assert err == (f"error: {semi}: read as 1 column, but checkpoint {path} expects 3 features; the file seems "
-                   "to be separated by ';' (accepted: comma-separated files only)\n")
+    assert err == (f"error: {semi}: read as 1 column, but checkpoint {path} expects 3 features; the file "
+                   "seems to be separated by ';' (accepted: comma-separated files only)\n")
+
+
+def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, labels_csv):
+    """Messages print such a name as a literal, but the checkpoint keeps the name itself, so
+    predict finds the label column by name in a reordered file."""
+    lines = labels_csv.read_text().splitlines()
+    named = tmp_path / "named.csv"
+    named.write_text("\n".join(['a,b,c,"lab\nel"', *lines[1:]]) + "\n")
+    path = tmp_path / "named.npz"
+    train_and_save(capsys, path, "--dataset", str(named), "--label-column", "lab\nel")
+    assert checkpoint.load(path).label_column == "lab\nel"
+    reordered = tmp_path / "reordered.csv"
+    rows = [line.split(",") for line in lines[1:]]
+    reordered.write_text("\n".join(['"lab\nel",c,b,a', *(f"{r[3]},{r[2]},{r[1]},{r[0]}" for r in rows)]) + "\n")
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", str(reordered))
+    assert code == 0, err
+    assert any(line.startswith("accuracy=") for line in err.splitlines())

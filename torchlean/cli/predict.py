@@ -186,7 +186,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
         label = table.column(saved.label_column)
     if label is not None and label in features:
         raise TorchLeanError(
-            f"--label-column {text} is {table.shown(label)}, one of the features of checkpoint {path}"
+            f"--label-column {data.display_name(str(text))} is {data.display_name(table.shown(label))}, "
+            f"one of the features of checkpoint {path}"
         )
     for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
         if len(row) != len(table.names):
@@ -298,7 +299,9 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     count = source.x.shape[1]
     if count == saved.features:
         return
-    label = f"label column {source.label}" if source.cells is not None else "no label column"
+    label = "no label column"
+    if source.cells is not None:
+        label = f"label column {data.display_name(source.label)}"
     expected = f" ({_listed(saved.feature_names)})" if saved.feature_names else ""
     columns = _listed(source.columns) or "none"
     raise TorchLeanError(
