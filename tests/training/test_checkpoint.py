@@ -881,7 +881,8 @@ def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, lab
     assert checkpoint.load(path).label_column == "lab\nel"
     reordered = tmp_path / "reordered.csv"
     rows = [line.split(",") for line in lines[1:]]
-    reordered.write_text("\n".join(['"lab\nel",c,b,a', *(f"{r[3]},{r[2]},{r[1]},{r[0]}" for r in rows)]) + "\n")
+    body = [f"{r[3]},{r[2]},{r[1]},{r[0]}" for r in rows]
+    reordered.write_text("\n".join(['"lab\nel",c,b,a', *body]) + "\n")
     code, _, err = cli(capsys, "predict", str(path), "--dataset", str(reordered))
     assert code == 0, err
     assert any(line.startswith("accuracy=") for line in err.splitlines())
