@@ -49,6 +49,7 @@ import dataclasses
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -139,10 +140,11 @@ def load(
     """Load a shipped dataset by name, or a CSV file by path, split and standardised.
 
     ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring).
-    ``label_column`` is a column name or an integer index (Python or numpy; negative counts from
-    the end); ``header`` is ``None``, a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer
-    (Python or numpy; not a bool) in ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a
-    numpy ``RandomState``, which takes no larger seed.
+    ``label_column`` is a column name, else an integer index (Python or numpy, or a string of one
+    such as ``"2"`` that names no column; negative counts from the end); ``header`` is ``None``,
+    a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer (Python or numpy; not a bool) in
+    ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``RandomState``, which takes
+    no larger seed.
 
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
@@ -250,7 +252,8 @@ class Table:
 
     def column(self, label_column: object) -> int:
         """The index of ``label_column``: ``None`` for the last column, an integer index (Python
-        or numpy; negative counts from the end), or a header name used exactly once.
+        or numpy; negative counts from the end), or a header name used exactly once, else a
+        string of an integer (``"2"``, ``"-1"``) as that index (the CLI's ``--label-column``).
 
         Raises:
             UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
@@ -515,6 +518,8 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
                 f"column index 0..{len(names) - 1})"
             )
         return where[0]
+    if isinstance(column, str) and re.fullmatch(r"\s*-?\d+\s*", column):  # names no column: an index
+        return _label_index(file, names, int(column), has_header)
     known = (" | ".join(map(display_name, names)) if has_header
              else f"indices 0..{len(names) - 1} (the file has no header)")
     shown = display_name(column) if isinstance(column, str) else column

@@ -567,3 +567,21 @@ def test_a_pipe_is_read_like_a_file(tmp_path: Path) -> None:
     table = data.read_csv(fifo)
     writer.join(timeout=10)
     assert (table.names, table.rows, table.lines) == (("a", "y"), [["1", "0"], ["2", "1"]], (2, 3))
+
+
+def test_a_string_of_an_integer_is_an_index_unless_a_column_has_that_name(tmp_path: Path) -> None:
+    rows = "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20))
+    path = _write(tmp_path, "a,b,y\n" + rows)
+    assert data.load(path, label_column="1").label_name == "b"
+    assert data.load(path, label_column=" -1 ").label_name == "y"
+    named = _write(tmp_path, "a,2,y\n" + rows, "named.csv")
+    assert data.load(named, label_column="2").label_name == "2"  # the name wins over index 2
+    with pytest.raises(UnknownLabelError, match=r"unknown label column 7 in .* \(known: indices 0\.\.2"):
+        data.load(path, label_column="7")
+    # a pipe is read once, whatever the label column
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=("a,b,y\n" + rows,))
+    writer.start()
+    assert data.load(fifo, label_column="1").label_name == "b"
+    writer.join(timeout=10)

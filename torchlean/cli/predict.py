@@ -56,7 +56,6 @@ import dataclasses
 import io
 import math
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +66,7 @@ import numpy.typing as npt
 
 from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
@@ -138,21 +137,6 @@ class _Input:
     notes: tuple[str, ...] = ()
 
 
-def _named_column(table: data.Table, text: str) -> int:
-    """The column ``--label-column`` names: a header name, else an integer index (``0``, ``-1``),
-    as ``torchlean train`` reads it.
-
-    Raises:
-        UnknownLabelError: an unknown column; DataError: an ambiguous name.
-    """
-    try:
-        return table.column(text)
-    except UnknownLabelError:
-        if not re.fullmatch(r"-?\d+", text.strip()):
-            raise
-    return table.column(int(text))
-
-
 def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
     """The label column of ``table`` when its columns are matched by position (the module
     docstring's rule); ``text`` is ``--label-column``.
@@ -161,7 +145,7 @@ def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoi
         UnknownLabelError: an unknown column; DataError: an ambiguous name.
     """
     if text is not None:
-        return _named_column(table, text)
+        return table.column(text)  # a header name, else an index ("0", "-1")
     if len(table.names) == saved.features:
         return None
     if table.names.count(saved.label_column) == 1:
@@ -181,7 +165,7 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     features = [table.names.index(name) for name in saved.feature_names]
     label: int | None = None
     if text is not None:
-        label = _named_column(table, text)
+        label = table.column(text)
     elif saved.label_column in table.names and saved.label_column not in saved.feature_names:
         label = table.column(saved.label_column)
     if label is not None and label in features:

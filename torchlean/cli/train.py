@@ -29,7 +29,6 @@ import contextlib
 import io
 import json
 import math
-import re
 import sys
 import time
 from collections.abc import Mapping
@@ -41,7 +40,7 @@ from tqdm import tqdm
 
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
 from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import (
@@ -162,13 +161,9 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     options: dict[str, Any] = {
         "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header
     }
-    try:
-        return data.load(args.dataset, label_column=args.label_column, **options)
-    except UnknownLabelError:
-        column = args.label_column
-        if column is None or not re.fullmatch(r"-?\d+", column.strip()):
-            raise
-    return data.load(args.dataset, label_column=int(column), **options)
+    # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
+    # the file, so a pipe works)
+    return data.load(args.dataset, label_column=args.label_column, **options)
 
 
 def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], float, float]:
