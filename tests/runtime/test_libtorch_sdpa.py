@@ -413,8 +413,11 @@ def test_ordinary_inputs_take_only_the_batched_torch_call(monkeypatch: pytest.Mo
         raise AssertionError("recomputed rows of ordinary inputs")
 
     monkeypatch.setattr(sdpa, "_recompute_tainted", refuse)
+    monkeypatch.setattr(sdpa, "_explicit_attention", refuse)
     for dtype in (np.float32, np.float64):
         q, k, v = (a * 30 for a in _qkv(3, dtype=dtype, batch=(2, 3)))
+        tq, tk = torch.from_numpy(q), torch.from_numpy(k)
+        assert sdpa._scores_may_overflow(tq, tk, 0.5) is None  # min/max only
         out = sdpa.scaled_dot_product_attention(q, k, v, MASK)
         assert np.isfinite(out).all()
 
@@ -427,5 +430,5 @@ def test_overflow_bound_flags_exactly_the_rows_near_the_limit() -> None:
     k[0, 3, 1] = 1e10  # batch 0's keys are larger, but q·k stays far below the limit
     flags = sdpa._scores_may_overflow(torch.from_numpy(q), torch.from_numpy(k), 1.0).numpy()
     np.testing.assert_array_equal(flags, [[False] * 4, [False, False, True, False]])
-    empty = sdpa._scores_may_overflow(torch.zeros((2, 0)), torch.zeros((0, 0)), 1.0).numpy()
-    assert empty.shape == (2,) and not empty.any()
+    assert sdpa._scores_may_overflow(torch.zeros((2, 0)), torch.zeros((0, 0)), 1.0) is None  # no scores
+    assert sdpa._scores_may_overflow(torch.from_numpy(q[:1]), torch.from_numpy(k[:1]), 1.0) is None

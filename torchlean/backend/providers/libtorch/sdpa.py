@@ -334,32 +334,52 @@ def _recompute_tainted(
     rows = torch.nonzero(tainted.reshape(-1)).reshape(-1)
     chunk = max(1, _REPAIR_CHUNK // max(1, n_k * max(k.shape[-1], v.shape[-1])))
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
-    neg_inf = torch.full((), -math.inf, dtype=q.dtype, device=q.device)
     for start in range(0, int(rows.shape[0]), chunk):
         row = rows[start : start + chunk]
         b, i = row // n_q, row % n_q
         attend = flat_mask[b, i].unsqueeze(-2)  # (T, 1, nK)
-        scores = torch.matmul(flat_q[b, i].unsqueeze(-2), flat_k[b].transpose(-1, -2)) * scale
-        top = torch.where(attend, scores, neg_inf).amax(dim=-1, keepdim=True)
-        weights = torch.where(attend, torch.exp(torch.where(attend, scores, top) - top), zero)
-        weights = weights / weights.sum(dim=-1, keepdim=True)
         values = torch.where(attend.transpose(-1, -2), flat_v[b], zero)  # blocked rows selected away
-        repaired[b, i] = torch.matmul(weights, values).squeeze(-2)
+        rows_out = _explicit_attention(flat_q[b, i].unsqueeze(-2), flat_k[b], values, attend, scale)
+        repaired[b, i] = rows_out.squeeze(-2)
     return repaired.reshape(out.shape)
 
 
-def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
-    """``(*batch, nQ)`` bool: True for the query rows whose scores ``q k^T * scale`` might not be
-    finite (or whose products torch may form on the way, ``q * sqrt(scale)``), by the float64
-    bound ``sum_t |q_t| max_j |k_jt|`` times ``max(|scale|, 1)`` against a quarter of the dtype's
-    largest value; also True where ``q`` is not finite. Shapes: q ``(*batch, nQ, d)``, k
-    ``(*batch, nK, d)``."""
+def _explicit_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """The reference's attention by torch ops: scores ``(q k^T) * scale``, the blocked ones
+    selected away (never added to), softmax over the allowed ones (NaN when they are all -inf),
+    times ``v``, whose rows at blocked keys must be finite (their weight is exactly 0). Shapes:
+    q ``(..., nQ, d)``, k ``(..., nK, d)`` with ``nK >= 1``, v ``(..., nK, dv)``, allowed
+    broadcastable to ``(..., nQ, nK)``; returns ``(..., nQ, dv)``."""
+    import torch
+
+    zero = torch.zeros((), dtype=q.dtype, device=q.device)
+    neg_inf = torch.full((), -math.inf, dtype=q.dtype, device=q.device)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+    top = torch.where(allowed, scores, neg_inf).amax(dim=-1, keepdim=True)
+    weights = torch.where(allowed, torch.exp(torch.where(allowed, scores, top) - top), zero)
+    return torch.matmul(weights / weights.sum(dim=-1, keepdim=True), v)
+
+
+def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor | None:
+    """``None`` when no score ``q k^T * scale`` can overflow — ``d * max|q| * max|k|`` and
+    ``max(max|q|, max|k|)`` times ``max(|scale|, 1)`` below a quarter of the dtype's largest value,
+    from one min/max pass over each tensor (ordinary inputs stop here) — else ``(*batch, nQ)``
+    bool, True for the query rows whose scores (or the products torch may form on the way,
+    ``q * sqrt(scale)``) might not be finite, by the float64 bound ``sum_t |q_t| max_j |k_jt|``
+    times ``max(|scale|, 1)``; also True where ``q`` is not finite. Shapes: q
+    ``(*batch, nQ, d)``, k ``(*batch, nK, d)`` (finite)."""
     import torch
 
     if k.shape[-2] == 0 or q.shape[-1] == 0:  # no score, or every score is an empty sum (0)
-        return torch.zeros(q.shape[:-1], dtype=torch.bool, device=q.device)
+        return None
     limit = torch.finfo(q.dtype).max / 4
     factor = max(abs(scale), 1.0)
+    (q_low, q_high), (k_low, k_high) = torch.aminmax(q), torch.aminmax(k)
+    q_top, k_top = max(-float(q_low), float(q_high)), max(-float(k_low), float(k_high))  # NaN: fails below
+    if q_top * k_top * q.shape[-1] * factor < limit and max(q_top, k_top) * factor < limit:
+        return None
     q_abs, k_abs = q.abs().to(torch.float64), k.abs().to(torch.float64)
     k_max = k_abs.amax(dim=-2, keepdim=True)  # (*batch, 1, d)
     bound = (q_abs * k_max).sum(dim=-1) * factor  # (*batch, nQ)
@@ -385,19 +405,25 @@ def _masked_attention(
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
     full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
     finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
-    attends = full_mask.any(dim=-1)  # (..., nQ)
-    risky = _scores_may_overflow(q, torch.where(finite_keys.unsqueeze(-1), k, zero), scale) & attends
-    if bool(finite_keys.all()) and not bool(risky.any()):
+    blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
+    if bool(finite_keys.all()):
         out = _torch_sdpa(q, k, v, full_mask, scale)
+        risky = _scores_may_overflow(q, k, scale)
+        if risky is not None and bool((risky := risky & ~blocked_rows).any()):
+            # finite keys and values: one batched explicit pass, its rows taken where needed
+            explicit = _explicit_attention(q, k, v, full_mask, scale)
+            out = torch.where(risky.unsqueeze(-1), explicit, out)
     else:
         clean = finite_keys.unsqueeze(-1)
         clean_k = torch.where(clean, k, zero).contiguous()
         clean_v = torch.where(clean, v, zero).contiguous()
         out = _torch_sdpa(q, clean_k, clean_v, full_mask, scale)
-        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1) | risky  # (..., nQ)
+        tainted = (full_mask & ~finite_keys.unsqueeze(-2)).any(dim=-1)  # (..., nQ)
+        risky = _scores_may_overflow(q, clean_k, scale)
+        if risky is not None:
+            tainted = tainted | (risky & ~blocked_rows)
         if bool(tainted.any()):
             out = _recompute_tainted(out, q, k, v, full_mask, tainted, scale)
-    blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
     return torch.where(blocked_rows.unsqueeze(-1), zero, out).contiguous()
 
 
