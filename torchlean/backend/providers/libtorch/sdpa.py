@@ -372,7 +372,7 @@ def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torc
     ``(*batch, nQ, d)``, k ``(*batch, nK, d)`` (finite)."""
     import torch
 
-    if k.shape[-2] == 0 or q.shape[-1] == 0:  # no score, or every score is an empty sum (0)
+    if q.numel() == 0 or k.numel() == 0:  # no score, or every score is an empty sum (0)
         return None
     limit = torch.finfo(q.dtype).max / 4
     factor = max(abs(scale), 1.0)
