@@ -394,10 +394,11 @@ def _masked_attention(
     (both bridges): a fully blocked query row is zero (whatever torch returns there), a NaN or
     infinity in a key or value row reaches only the query rows that attend it, and a score that
     overflows at a blocked position never reaches the output. Non-finite key and value rows are
-    zeroed for the one batched torch call; the rows that attend one, and the rows whose scores
-    may overflow (:func:`_scores_may_overflow`: a cheap bound, so ordinary inputs take only the
-    torch call), are then recomputed with the reference's semantics (:func:`_recompute_tainted`).
-    Returns a fresh contiguous tensor."""
+    zeroed for the one batched torch call. Rows whose scores may overflow
+    (:func:`_scores_may_overflow`: one min/max pass, so ordinary inputs take only the torch call)
+    are recomputed with the reference's semantics: in one batched pass when every key and value
+    is finite (:func:`_explicit_attention`), else row by row together with the rows that attend a
+    non-finite key or value (:func:`_recompute_tainted`). Returns a fresh contiguous tensor."""
     import torch
 
     if mask is None:
@@ -409,10 +410,11 @@ def _masked_attention(
     if bool(finite_keys.all()):
         out = _torch_sdpa(q, k, v, full_mask, scale)
         risky = _scores_may_overflow(q, k, scale)
-        if risky is not None and bool((risky := risky & ~blocked_rows).any()):
-            # finite keys and values: one batched explicit pass, its rows taken where needed
-            explicit = _explicit_attention(q, k, v, full_mask, scale)
-            out = torch.where(risky.unsqueeze(-1), explicit, out)
+        if risky is not None:
+            risky = risky & ~blocked_rows
+            if bool(risky.any()):  # finite keys and values: one batched pass, its rows taken where needed
+                explicit = _explicit_attention(q, k, v, full_mask, scale)
+                out = torch.where(risky.unsqueeze(-1), explicit, out)
     else:
         clean = finite_keys.unsqueeze(-1)
         clean_k = torch.where(clean, k, zero).contiguous()
