@@ -1382,8 +1382,8 @@ void check_layer_norm(const char* op, const at::Tensor& x, const OptTensor& weig
   TORCH_CHECK_VALUE(tail == IntArrayRef(normalized_shape), "torchlean_native_ext.", op,
                     ": normalized_shape ", shape_text(normalized_shape),
                     " is not the trailing shape of x ", shape_text(x.sizes()));
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                    " must be finite and > 0");
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                    " must be finite and >= 0");
   if (weight.has_value()) {
     check_like(op, "weight", *weight, "x", x);
     TORCH_CHECK_VALUE(weight->sizes() == IntArrayRef(normalized_shape), "torchlean_native_ext.",

@@ -272,3 +272,33 @@ def test_batch_norm_negative_eps_is_refused_under_both_profiles(emulated_cuda: N
     for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
         with tl.session(profile), pytest.raises(GuardError, match="eps"):
             tl.batch_norm(tl.tensor(x, dtype="float64", device=device), training=True, eps=-1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_eps_zero_checked_cuda_agrees_with_checked_cpu(dtype: str, emulated_cuda: None) -> None:
+    """eps = 0 is accepted as by the reference guard and torch's layer_norm (it was refused:
+    "must be finite and > 0"); values and gradients agree on rows of nonzero variance."""
+    r = np.random.default_rng(8)
+    x, weight, bias = r.standard_normal((3, 4, 5)), r.standard_normal(5), r.standard_normal(5)
+    g = r.standard_normal(x.shape).astype(dtype)
+    results = []
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+        with tl.session(profile) as session:
+            leaves = [tl.tensor(a, dtype=dtype, requires_grad=True, device=device) for a in (x, weight, bias)]
+            y = tl.layer_norm(leaves[0], leaves[1], leaves[2], eps=0.0)
+            y.backward(g)
+            names = [kernel.capsule.name for kernel in session.selected]
+        grads = [np.asarray(leaf.grad.numpy(), dtype=np.float64) for leaf in leaves if leaf.grad is not None]
+        results.append((y.numpy().astype(np.float64), grads, names))
+    (out, grads, names), (cpu_out, cpu_grads, _) = results
+    assert "native_cuda.layer_norm" in names and len(grads) == len(cpu_grads) == 3
+    expected = torch.nn.functional.layer_norm(
+        torch.from_numpy(x), (5,), torch.from_numpy(weight), torch.from_numpy(bias), eps=0.0
+    ).numpy()
+    tolerance = 1e-4 if dtype == "float32" else 1e-10
+    assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+    assert_allclose(out, cpu_out, rtol=tolerance, atol=tolerance)
+    for mine, theirs in zip(grads, cpu_grads, strict=True):
+        assert_allclose(mine, theirs, rtol=tolerance, atol=tolerance)
+    with tl.session("checked_cuda"), pytest.raises(GuardError, match="eps"):
+        tl.layer_norm(tl.tensor(x, dtype=dtype, device="cuda"), eps=-1e-3)

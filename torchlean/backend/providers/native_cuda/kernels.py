@@ -1039,13 +1039,6 @@ def _normalized_shape(x: Tensor, normalized_ndim: int) -> list[int]:
     return list(x.shape[x.dim() - normalized_ndim :])
 
 
-def _positive_eps(op: str, eps: float) -> float:
-    value = guards.check_finite(op, "eps", eps)
-    if value <= 0:
-        raise GuardError(f"native_cuda.{op}: eps={eps!r} (accepted: a finite number > 0)")
-    return value
-
-
 def layer_norm_forward(
     x: Tensor,
     weight: Tensor | None = None,
@@ -1060,7 +1053,7 @@ def layer_norm_forward(
     _check("layer_norm", {"x": x, "weight": weight, "bias": bias})
     with _launch("layer_norm"):
         return _native.layer_norm_forward(
-            x, weight, bias, _normalized_shape(x, normalized_ndim), _positive_eps("layer_norm", eps)
+            x, weight, bias, _normalized_shape(x, normalized_ndim), _norm_eps("layer_norm", eps, x.dtype)
         )
 
 
@@ -1085,7 +1078,7 @@ def layer_norm_backward(
                 bias,
                 out,
                 _normalized_shape(x, normalized_ndim),
-                _positive_eps("layer_norm", eps),
+                _norm_eps("layer_norm", eps, x.dtype),
             )
         )
 
@@ -1099,29 +1092,30 @@ def _no_affine_without_channels(x: Tensor, weight: Tensor | None, bias: Tensor |
         )
 
 
-def _batch_norm_eps(eps: float, dtype: torch.dtype) -> float:
-    """``eps`` as the reference guard ``spatial_guards.check_batch_norm`` accepts it: a real number
-    (not a bool), finite once rounded to x's dtype and ``>= 0`` there (0 is accepted, as
-    ``torch.nn.functional.batch_norm`` and the reference). Returns the rounded value, the eps the
-    reference kernel adds to the variance.
+def _norm_eps(op: str, eps: float, dtype: torch.dtype) -> float:
+    """``eps`` of ``op`` (``layer_norm``, ``batch_norm``) as the reference guards
+    (``spatial_guards.check_layer_norm``/``check_batch_norm``) accept it: a real number (not a
+    bool), finite once rounded to x's dtype and ``>= 0`` there (0 is accepted, as torch's
+    functional forms and the reference). Returns the rounded value, the eps the reference kernel
+    adds to the variance.
 
     Raises:
         GuardError: eps not finite in x's dtype, or negative; its subclass ``GuardTypeError`` for a
             non-real eps.
     """
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise GuardTypeError(f"native_cuda.batch_norm: eps must be a real number, got eps={eps!r}")
+        raise GuardTypeError(f"native_cuda.{op}: eps must be a real number, got eps={eps!r}")
     try:
         rounded = float(torch.tensor(float(eps), dtype=torch.float64).to(dtype))
     except OverflowError:  # an integer beyond float64
         rounded = math.inf
     if not math.isfinite(rounded):
         raise GuardError(
-            f"native_cuda.batch_norm: eps={eps!r} is not finite in {guards.dtype_name(dtype)} "
+            f"native_cuda.{op}: eps={eps!r} is not finite in {guards.dtype_name(dtype)} "
             "(accepted: a finite real number >= 0)"
         )
     if rounded < 0.0:
-        raise GuardError(f"native_cuda.batch_norm: eps={eps!r} is negative (accepted: a finite eps >= 0)")
+        raise GuardError(f"native_cuda.{op}: eps={eps!r} is negative (accepted: a finite eps >= 0)")
     return rounded
 
 
@@ -1148,7 +1142,7 @@ def batch_norm_forward(
     """Batch normalisation over axis 1 of x ``(N, C, *spatial)`` (``torch.nn.functional.batch_norm``):
     training uses the batch mean and biased variance and leaves the running statistics alone;
     evaluation uses running_mean and running_var. Parameters ``(C,)`` or None; eps finite and
-    ``>= 0`` in x's dtype (:func:`_batch_norm_eps`, the reference guard's rule)."""
+    ``>= 0`` in x's dtype (:func:`_norm_eps`, the reference guard's rule)."""
     _check(
         "batch_norm",
         {"x": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
@@ -1157,7 +1151,7 @@ def batch_norm_forward(
     _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
-        return _native.batch_norm_forward(x, weight, bias, mean, var, _batch_norm_eps(eps, x.dtype))
+        return _native.batch_norm_forward(x, weight, bias, mean, var, _norm_eps("batch_norm", eps, x.dtype))
 
 
 def batch_norm_backward(
@@ -1192,7 +1186,9 @@ def batch_norm_backward(
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
         return _grads(
-            _native.batch_norm_backward(g, x, weight, bias, mean, var, out, _batch_norm_eps(eps, x.dtype))
+            _native.batch_norm_backward(
+                g, x, weight, bias, mean, var, out, _norm_eps("batch_norm", eps, x.dtype)
+            )
         )
 
 
