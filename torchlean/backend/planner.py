@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
 from torchlean.backend.availability import Availability
@@ -144,15 +145,27 @@ def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
     return f"no admissible kernel capsule for op {op.label} on device {policy.device.label}"
 
 
+_T = TypeVar("_T")
+
+
+def _checked(value: object, kind: type[_T], name: str, article: str = "a") -> _T:
+    """``value`` when it is a ``kind`` (checked once per planning call).
+
+    Raises:
+        BackendTypeError: ``<name> must be <article> <kind>, got None (NoneType)``.
+    """
+    if not isinstance(value, kind):
+        raise BackendTypeError(f"{name} must be {article} {kind.__name__}, got {describe(value)}")
+    return value
+
+
 def _checked_policy(policy: object) -> KernelPolicy:
-    """``policy`` when it is a :class:`KernelPolicy` (checked once per planning call).
+    """``policy`` when it is a :class:`KernelPolicy`.
 
     Raises:
         BackendTypeError: ``policy must be a KernelPolicy, got None (NoneType)``.
     """
-    if not isinstance(policy, KernelPolicy):
-        raise BackendTypeError(f"policy must be a KernelPolicy, got {describe(policy)}")
-    return policy
+    return _checked(policy, KernelPolicy, "policy")
 
 
 def _checked_registry(registry: object) -> tuple[KernelCapsule, ...]:
@@ -247,9 +260,7 @@ def _checked_availability(availability: object) -> Availability:
     Raises:
         BackendTypeError: ``availability must be an Availability, got None (NoneType)``.
     """
-    if not isinstance(availability, Availability):
-        raise BackendTypeError(f"availability must be an Availability, got {describe(availability)}")
-    return availability
+    return _checked(availability, Availability, "availability", "an")
 
 
 @dataclass(frozen=True, slots=True)
