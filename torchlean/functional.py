@@ -941,7 +941,16 @@ def batch_norm(
 ) -> Tensor:
     """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
     (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in
-    eval. The running statistics are inputs only (never updated here); records ``batch_norm``."""
+    eval. The running statistics are inputs only (never updated here); records ``batch_norm``.
+
+    Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
+    or None, in x's dtype. Returns a tensor of x's shape.
+
+    Raises:
+        GuardError: bad shapes or dtypes, eval without both running statistics, one value per
+            channel in training, or an eps that is negative, not finite in x's dtype, or not
+            positive in training (PyTorch refuses ``eps <= 0`` in training).
+    """
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),

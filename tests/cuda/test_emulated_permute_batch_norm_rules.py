@@ -5,10 +5,11 @@ through the host emulation (csrc/ compiled for the CPU):
   ``reference.guards.check_permute``): the native guard normalises them before the extension
   (which takes axes in ``0..rank-1``) and refuses what the reference refuses (an entry out of
   ``[-rank, rank)``, an axis named twice once normalised, a non-integer entry);
-* ``batch_norm`` with ``eps = 0`` (``torch.nn.functional.batch_norm`` accepts it; the reference
-  guard ``spatial_guards.check_batch_norm`` accepts a real eps that is finite and ``>= 0`` once
-  rounded to x's dtype): the native guard and the extension's own check used to require
-  ``eps > 0``. The native guard now applies the reference's rule and passes the rounded eps.
+* ``batch_norm``'s eps: PyTorch's ``torch.nn.functional.batch_norm`` refuses ``eps <= 0`` in
+  training and accepts ``eps = 0`` in eval; the reference guard ``spatial_guards.check_batch_norm``
+  and the native guard apply that rule (the native guard and the extension used to refuse eps = 0
+  in eval; ``fast_cpu`` leaked torch's ValueError for eps = 0 in training), besides eps finite and
+  ``>= 0`` once rounded to x's dtype.
 
 Oracles: torch float64 (``permute``, ``batch_norm`` with autograd), the reference kernels and the
 ``checked_cpu`` profile; refusals are the same error class under ``checked_cuda`` and
@@ -133,46 +134,28 @@ def _batch_norm_inputs(r: np.random.Generator) -> tuple[Array, ...]:
     return x, weight, bias, mean, var
 
 
-def _torch_batch_norm(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    running: tuple[torch.Tensor, torch.Tensor] | None,
-) -> torch.Tensor:
-    """torch float64 batch normalisation over axis 1 with eps = 0, written out (for differentiation
-    by autograd): ``torch.nn.functional.batch_norm`` itself refuses eps = 0 in training, which
-    ``reference.spatial_guards.check_batch_norm`` (and so TorchLean) accepts."""
-    if running is None:
-        mean = x.mean(dim=(0, 2), keepdim=True)
-        var = ((x - mean) ** 2).mean(dim=(0, 2), keepdim=True)  # biased, as batch_norm
-    else:
-        mean, var = (t.to(torch.float64).reshape(1, -1, 1) for t in running)
-    return (x - mean) / torch.sqrt(var) * weight.reshape(1, -1, 1) + bias.reshape(1, -1, 1)
-
-
-def test_torch_functional_batch_norm_refuses_eps_zero_in_training() -> None:
-    """Why the oracle above is written out: torch's Python layer refuses what the reference (the
-    rule the native provider follows) accepts."""
+def test_torch_functional_batch_norm_refuses_eps_zero_only_in_training() -> None:
+    """The rule every provider follows: torch's functional batch_norm refuses eps <= 0 in training
+    and accepts eps = 0 in eval."""
     x = torch.ones(4, 3, 2, dtype=torch.float64)
-    with pytest.raises(ValueError, match="eps"):
+    with pytest.raises(ValueError, match="eps must be positive during training"):
         TF.batch_norm(x, None, None, training=True, eps=0.0)
+    stats = torch.zeros(3, dtype=torch.float64), torch.full((3,), 4.0, dtype=torch.float64)
+    assert_allclose(TF.batch_norm(x, *stats, training=False, eps=0.0).numpy(), np.full((4, 3, 2), 0.5))
 
 
-@pytest.mark.parametrize("training", [True, False], ids=["training", "eval"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
-def test_batch_norm_eps_zero_matches_torch_emulated(
-    training: bool, dtype: torch.dtype, emulation: ModuleType
-) -> None:
-    r = np.random.default_rng(int(training))
+def test_batch_norm_eval_eps_zero_matches_torch_emulated(dtype: torch.dtype, emulation: ModuleType) -> None:
+    r = np.random.default_rng(1)
     x, weight, bias, mean, var = (torch.tensor(a, dtype=dtype) for a in _batch_norm_inputs(r))
-    rm, rv = (None, None) if training else (mean, var)
-    out = kernels.batch_norm_forward(x, weight, bias, rm, rv, training=training, eps=0.0)
+    out = kernels.batch_norm_forward(x, weight, bias, mean, var, training=False, eps=0.0)
     leaves = [t.to(torch.float64, copy=True).requires_grad_(True) for t in (x, weight, bias)]
-    want = _torch_batch_norm(leaves[0], leaves[1], leaves[2], None if training else (mean, var))
+    running = mean.to(torch.float64), var.to(torch.float64)
+    want = TF.batch_norm(leaves[0], *running, leaves[1], leaves[2], training=False, eps=0.0)
     tolerance = 1e-5 if dtype == torch.float32 else 1e-12
     assert_allclose(out.to(torch.float64).numpy(), want.detach().numpy(), rtol=tolerance, atol=tolerance)
     g = torch.tensor(r.standard_normal(tuple(x.shape)), dtype=dtype)
-    grads = kernels.batch_norm_backward(g, x, weight, bias, rm, rv, out=out, training=training, eps=0.0)
+    grads = kernels.batch_norm_backward(g, x, weight, bias, mean, var, out=out, training=False, eps=0.0)
     expected = torch.autograd.grad(want, leaves, g.to(torch.float64))
     for mine, theirs in zip(grads[:3], expected, strict=True):
         assert mine is not None
@@ -183,17 +166,20 @@ def test_batch_norm_eps_zero_matches_torch_emulated(
 
 
 @pytest.mark.parametrize(
-    ("eps", "dtype", "error"),
+    ("eps", "dtype", "training", "error"),
     [
-        (-1e-5, torch.float64, GuardError),
-        (float("inf"), torch.float64, GuardError),
-        (float("nan"), torch.float64, GuardError),
-        (1e300, torch.float32, GuardError),  # finite in float64, not once rounded to float32
-        (True, torch.float64, GuardTypeError),
-        (-1e-50, torch.float64, GuardError),
-        (-1e-50, torch.float32, None),  # rounds to -0.0 in float32: accepted, as the reference
-        (0, torch.float64, None),
-        (1e300, torch.float64, None),
+        (-1e-5, torch.float64, False, GuardError),
+        (float("inf"), torch.float64, True, GuardError),
+        (float("nan"), torch.float64, False, GuardError),
+        (1e300, torch.float32, True, GuardError),  # finite in float64, not once rounded to float32
+        (True, torch.float64, True, GuardTypeError),
+        (-1e-50, torch.float64, False, GuardError),
+        (-1e-50, torch.float32, False, None),  # rounds to -0.0 in float32: accepted in eval
+        (-1e-50, torch.float32, True, GuardError),  # but negative as given: refused in training
+        (0, torch.float64, True, GuardError),  # PyTorch: eps must be positive during training
+        (0, torch.float64, False, None),
+        (1e-50, torch.float32, True, None),  # positive as given (as PyTorch), 0 in float32
+        (1e300, torch.float64, True, None),
     ],
     ids=[
         "negative",
@@ -202,29 +188,34 @@ def test_batch_norm_eps_zero_matches_torch_emulated(
         "overflows-float32",
         "bool",
         "tiny-negative-f64",
-        "tiny-negative-f32",
-        "int-zero",
+        "tiny-negative-f32-eval",
+        "tiny-negative-f32-training",
+        "zero-training",
+        "zero-eval",
+        "tiny-positive-f32-training",
         "huge-f64",
     ],
 )
 def test_batch_norm_eps_rule_is_the_reference_guards_emulated(
-    eps: Any, dtype: torch.dtype, error: type[GuardError] | None, emulation: ModuleType
+    eps: Any, dtype: torch.dtype, training: bool, error: type[GuardError] | None, emulation: ModuleType
 ) -> None:
     r = np.random.default_rng(2)
-    x, weight, bias, _, _ = _batch_norm_inputs(r)
+    x, weight, bias, mean, var = _batch_norm_inputs(r)
     numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
-    arrays = [a.astype(numpy_dtype) for a in (x, weight, bias)]
-    xt, wt, bt = (torch.from_numpy(a) for a in arrays)
+    arrays = [a.astype(numpy_dtype) for a in (x, weight, bias, mean, var)]
+    running = (arrays[3], arrays[4]) if not training else (None, None)
+    xt, wt, bt = (torch.from_numpy(a) for a in arrays[:3])
+    rm, rv = (None, None) if training else (torch.from_numpy(arrays[3]), torch.from_numpy(arrays[4]))
 
     def native() -> torch.Tensor:
-        return kernels.batch_norm_forward(xt, wt, bt, None, None, training=True, eps=eps)
+        return kernels.batch_norm_forward(xt, wt, bt, rm, rv, training=training, eps=eps)
 
     def native_backward() -> object:
-        out = kernels.batch_norm_forward(xt, wt, bt, None, None, training=True, eps=1e-5)
-        return kernels.batch_norm_backward(xt, xt, wt, bt, None, None, out=out, training=True, eps=eps)
+        out = kernels.batch_norm_forward(xt, wt, bt, rm, rv, training=training, eps=1e-5)
+        return kernels.batch_norm_backward(xt, xt, wt, bt, rm, rv, out=out, training=training, eps=eps)
 
     def reference() -> Array:
-        return ref_spatial.batch_norm(arrays[0], arrays[1], arrays[2], None, None, training=True, eps=eps)
+        return ref_spatial.batch_norm(arrays[0], arrays[1], arrays[2], *running, training=training, eps=eps)
 
     if error is None:
         got, want = native().to(torch.float64).numpy(), reference().astype(np.float64)
@@ -237,10 +228,9 @@ def test_batch_norm_eps_rule_is_the_reference_guards_emulated(
             call()
 
 
-@pytest.mark.parametrize("training", [True, False], ids=["training", "eval"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_batch_norm_eps_zero_checked_cuda_agrees_with_checked_cpu(
-    training: bool, dtype: str, emulated_cuda: None
+def test_batch_norm_eval_eps_zero_checked_cuda_agrees_with_checked_cpu(
+    dtype: str, emulated_cuda: None
 ) -> None:
     r = np.random.default_rng(5)
     x, weight, bias, mean, var = _batch_norm_inputs(r)
@@ -249,9 +239,8 @@ def test_batch_norm_eps_zero_checked_cuda_agrees_with_checked_cpu(
     for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
         with tl.session(profile) as session:
             leaves = [tl.tensor(a, dtype=dtype, requires_grad=True, device=device) for a in (x, weight, bias)]
-            stats = [tl.tensor(a, dtype=dtype, device=device) for a in (mean, var)]
-            rm, rv = (None, None) if training else (stats[0], stats[1])
-            y = tl.batch_norm(leaves[0], leaves[1], leaves[2], rm, rv, training=training, eps=0.0)
+            rm, rv = (tl.tensor(a, dtype=dtype, device=device) for a in (mean, var))
+            y = tl.batch_norm(leaves[0], leaves[1], leaves[2], rm, rv, training=False, eps=0.0)
             y.backward(g)
             names = [kernel.capsule.name for kernel in session.selected]
         grads = []
@@ -267,11 +256,14 @@ def test_batch_norm_eps_zero_checked_cuda_agrees_with_checked_cpu(
         assert_allclose(mine, theirs, rtol=tolerance, atol=tolerance)
 
 
-def test_batch_norm_negative_eps_is_refused_under_both_profiles(emulated_cuda: None) -> None:
+@pytest.mark.parametrize("eps", [-1e-3, 0.0], ids=["negative", "zero-in-training"])
+def test_batch_norm_training_eps_refusal_is_the_same_under_every_cpu_and_cuda_profile(
+    eps: float, emulated_cuda: None
+) -> None:
     x = np.random.default_rng(6).standard_normal((4, 3, 2))
-    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu")):
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu"), ("fast_cpu", "cpu")):
         with tl.session(profile), pytest.raises(GuardError, match="eps"):
-            tl.batch_norm(tl.tensor(x, dtype="float64", device=device), training=True, eps=-1e-3)
+            tl.batch_norm(tl.tensor(x, dtype="float64", device=device), training=True, eps=eps)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

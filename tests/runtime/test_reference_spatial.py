@@ -1201,6 +1201,11 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         "batch_norm: eps=inf is not finite",
     ),
     (
+        "batch_norm-eps-zero-training",
+        lambda: S.batch_norm(XP, None, None, None, None, training=True, eps=0),
+        "batch_norm: eps=0.0 is not positive in training (accepted: eps > 0 in training, as PyTorch",
+    ),
+    (
         "batch_norm-momentum-range",
         lambda: S.batch_norm_running_stats(XP, np.zeros(2), np.ones(2), momentum=1.5),
         "batch_norm: momentum=1.5 is out of range (accepted: 0 <= momentum <= 1)",

@@ -46,6 +46,7 @@ from torch import Tensor
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
+from torchlean.backend.providers.reference.spatial_guards import training_eps_fault
 
 if TYPE_CHECKING:
     import torchlean_native_ext as _native
@@ -1092,16 +1093,17 @@ def _no_affine_without_channels(x: Tensor, weight: Tensor | None, bias: Tensor |
         )
 
 
-def _norm_eps(op: str, eps: float, dtype: torch.dtype) -> float:
+def _norm_eps(op: str, eps: float, dtype: torch.dtype, *, training: bool = False) -> float:
     """``eps`` of ``op`` (``layer_norm``, ``batch_norm``) as the reference guards
     (``spatial_guards.check_layer_norm``/``check_batch_norm``) accept it: a real number (not a
     bool), finite once rounded to x's dtype and ``>= 0`` there (0 is accepted, as torch's
-    functional forms and the reference). Returns the rounded value, the eps the reference kernel
-    adds to the variance.
+    functional forms and the reference), and ``> 0`` for batch normalisation in training
+    (``spatial_guards.training_eps_fault``, PyTorch's rule). Returns the rounded value, the eps the
+    reference kernel adds to the variance.
 
     Raises:
-        GuardError: eps not finite in x's dtype, or negative; its subclass ``GuardTypeError`` for a
-            non-real eps.
+        GuardError: eps not finite in x's dtype, negative, or not positive in training; its
+            subclass ``GuardTypeError`` for a non-real eps.
     """
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise GuardTypeError(f"native_cuda.{op}: eps must be a real number, got eps={eps!r}")
@@ -1116,6 +1118,9 @@ def _norm_eps(op: str, eps: float, dtype: torch.dtype) -> float:
         )
     if rounded < 0.0:
         raise GuardError(f"native_cuda.{op}: eps={eps!r} is negative (accepted: a finite eps >= 0)")
+    fault = training_eps_fault(float(eps)) if training else None
+    if fault is not None:
+        raise GuardError(f"native_cuda.{op}: {fault}")
     return rounded
 
 
@@ -1142,7 +1147,7 @@ def batch_norm_forward(
     """Batch normalisation over axis 1 of x ``(N, C, *spatial)`` (``torch.nn.functional.batch_norm``):
     training uses the batch mean and biased variance and leaves the running statistics alone;
     evaluation uses running_mean and running_var. Parameters ``(C,)`` or None; eps finite and
-    ``>= 0`` in x's dtype (:func:`_norm_eps`, the reference guard's rule)."""
+    ``>= 0`` in x's dtype, ``> 0`` in training (:func:`_norm_eps`, the reference guard's rule)."""
     _check(
         "batch_norm",
         {"x": x, "weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
@@ -1151,7 +1156,8 @@ def batch_norm_forward(
     _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
     with _launch("batch_norm"):
-        return _native.batch_norm_forward(x, weight, bias, mean, var, _norm_eps("batch_norm", eps, x.dtype))
+        eps_value = _norm_eps("batch_norm", eps, x.dtype, training=training)
+        return _native.batch_norm_forward(x, weight, bias, mean, var, eps_value)
 
 
 def batch_norm_backward(
@@ -1187,7 +1193,7 @@ def batch_norm_backward(
     with _launch("batch_norm"):
         return _grads(
             _native.batch_norm_backward(
-                g, x, weight, bias, mean, var, out, _norm_eps("batch_norm", eps, x.dtype)
+                g, x, weight, bias, mean, var, out, _norm_eps("batch_norm", eps, x.dtype, training=training)
             )
         )
 
