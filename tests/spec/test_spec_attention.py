@@ -22,6 +22,7 @@ from torchlean.spec import (
     SpecValueError,
     as_mpf_array,
     causal_mask,
+    flash_attention,
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
@@ -358,6 +359,33 @@ def test_input_errors() -> None:
         scaled_dot_product_attention(q, np.ones((4, 2), dtype=np.int64), v)
     with pytest.raises(SpecValueError, match=r"d_out must have the output shape \(3, 2\)"):
         scaled_dot_product_attention_backward(q, k, v, np.ones((2, 2)))
+
+
+def test_a_mask_may_not_enlarge_the_scores_as_pytorch() -> None:
+    """A mask with leading axes q, k and v lack would add batch entries: torch's SDPA refuses it
+    (its output keeps q's batch), and so do the spec (standard, tiled, backward) and the providers."""
+    q, k, v = _inputs(43, ((3, 4, 2), (3, 5, 2), (3, 5, 2)))
+    mask = np.ones((2, 3, 4, 5), dtype=bool)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        F.scaled_dot_product_attention(
+            *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(mask)
+        )
+    message = r"mask of shape \(2, 3, 4, 5\) does not broadcast to the score shape \(3, 4, 5\)"
+    calls: list[Callable[[], object]] = [
+        lambda: scaled_dot_product_attention(q, k, v, mask),
+        lambda: flash_attention(q, k, v, mask),
+        lambda: scaled_dot_product_attention_backward(q, k, v, np.ones((3, 4, 2)), mask),
+    ]
+    for call in calls:
+        with pytest.raises(SpecValueError, match=message):
+            call()
+    # a mask of the scores' own rank, or one broadcast up to them, is accepted
+    shapes = [(3, 4, 5), (1, 4, 5), (4, 5), (1, 1, 5)]
+    for shape in shapes:
+        small = np.ones(shape, dtype=bool)
+        np.testing.assert_allclose(
+            scaled_dot_product_attention(q, k, v, small), scaled_dot_product_attention(q, k, v)
+        )
 
 
 ACCEPTED_SCALE = r"\(accepted: a finite real number, or None for 1/sqrt\(d\)\)$"

@@ -32,9 +32,9 @@ class AttentionInputs:
     """Validated attention operands in the working arithmetic.
 
     ``q``, ``k``, ``v`` keep the caller's shapes (their own, possibly smaller, leading axes, so
-    gradients can be reduced back to them); ``allowed`` is the boolean mask or None; ``batch`` is
-    the broadcast of all leading axes, the mask's included; ``scale`` is a scalar of the working
-    type ``dtype``.
+    gradients can be reduced back to them); ``allowed`` is the boolean mask or None, broadcastable
+    to the scores ``(*batch, nQ, nK)`` without enlarging them; ``batch`` is the broadcast of the
+    leading axes of q, k and v; ``scale`` is a scalar of the working type ``dtype``.
     """
 
     q: Array
@@ -89,9 +89,11 @@ def prepare_attention(
     Raises:
         SpecTypeError: a non-floating q/k/v, a non-boolean mask, or a ``scale`` that is not a real
             number (a string, a bool, an array).
-        SpecValueError: rank below 2, mismatched feature or key axes, leading axes (of q, k, v
-            and the mask) that do not broadcast, a non-finite ``scale`` (see :func:`_scale`), or a
-            ragged nested sequence for q, k, v or the mask.
+        SpecValueError: rank below 2, mismatched feature or key axes, leading axes of q, k, v
+            that do not broadcast, a mask that does not broadcast to the scores
+            ``(*batch, nQ, nK)`` (or would enlarge them, which PyTorch's
+            ``scaled_dot_product_attention`` refuses too), a non-finite ``scale`` (see
+            :func:`_scale`), or a ragged nested sequence for q, k, v or the mask.
     """
     arrays = {name: _arith.as_array(name, value) for name, value in (("q", q), ("k", k), ("v", v))}
     allowed = None if mask is None else as_bool_mask(mask)
@@ -117,11 +119,12 @@ def prepare_attention(
         target = (*batch, qa.shape[-2], ka.shape[-2])
         try:
             full = np.broadcast_shapes(allowed.shape, target)
-        except ValueError as error:
+        except ValueError:
+            full = None
+        if full != target:  # a mask may not enlarge the scores (PyTorch SDPA refuses it too)
             raise SpecValueError(
                 f"mask of shape {allowed.shape} does not broadcast to the score shape {target}"
-            ) from error
-        batch = full[:-2]
+            )
     dtype = _arith.working_dtype(arrays)
     scale_value = _arith.inverse_sqrt(int(qa.shape[-1]), dtype) if scale is None else _scale(scale, dtype)
     return AttentionInputs(
