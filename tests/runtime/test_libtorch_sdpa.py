@@ -8,6 +8,7 @@ hand-built inputs for blocked rows.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -406,6 +407,43 @@ def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_the_reference
         np.testing.assert_array_equal(got.grad.numpy(), want.grad.numpy())  # NaN where the reference's
 
 
+@pytest.mark.parametrize(
+    ("q", "k", "scale", "expected"),
+    [
+        # torch scales q by sqrt(4) first: 4e38 overflows float32 and the row is NaN; the
+        # reference's scores (q k^T) * 4 are 8e28 and 0, so all weight is on v0 = 1
+        ([[2e38, 0.0]], [[1e-10, 0.0], [0.0, 1.0]], 4.0, 1.0),
+        # the reference's q k^T = ±1e40 overflows float32 before the scale: NaN, which its
+        # backward (the bridge's too) also gives; torch's pre-scaled product stays finite
+        ([[1e30]], [[1e10], [-1e10]], 1e-30, math.nan),
+    ],
+    ids=["torch-overflows", "reference-overflows"],
+)
+def test_without_a_mask_overflowing_scores_follow_the_reference(
+    q: list[list[float]], k: list[list[float]], scale: float, expected: float
+) -> None:
+    """With no mask the bridge's forward is recomputed with the reference's semantics where the
+    scores may overflow, as with a mask (it returned torch's value, which disagreed with the
+    masked call, ``checked_cpu`` and its own backward). Oracles: by hand, ``checked_cpu``."""
+    arrays = [np.array(q, np.float32), np.array(k, np.float32), np.array([[1.0], [2.0]], np.float32)]
+    results = []
+    for profile in ("libtorch_forward_cpu", "checked_cpu"):
+        leaves = [tl.tensor(a, requires_grad=True) for a in arrays]
+        with tl.session(profile) as session:
+            out = tl.scaled_dot_product_attention(*leaves, scale=scale)
+            out.backward(tl.tensor(np.ones((1, 1), np.float32)))
+        assert len(session.selected) == 1
+        results.append((session.selected[0].capsule.name, out.numpy(), [t.grad.numpy() for t in leaves]))
+    (name, out, grads), (_, ref_out, ref_grads) = results
+    assert name == "libtorch.sdpa_forward"
+    np.testing.assert_array_equal(out, [[expected]])
+    np.testing.assert_array_equal(out, ref_out)
+    for got, want in zip(grads, ref_grads, strict=True):
+        np.testing.assert_array_equal(got, want)
+    masked = sdpa.scaled_dot_product_attention(*arrays, np.ones((1, 2), dtype=bool), scale=scale)
+    np.testing.assert_array_equal(masked, out)  # an all-True mask gives the same
+
+
 def test_ordinary_inputs_take_only_the_batched_torch_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """The overflow bound is cheap and flags nothing for ordinary data (no per-row recompute)."""
 
@@ -418,8 +456,9 @@ def test_ordinary_inputs_take_only_the_batched_torch_call(monkeypatch: pytest.Mo
         q, k, v = (a * 30 for a in _qkv(3, dtype=dtype, batch=(2, 3)))
         tq, tk = torch.from_numpy(q), torch.from_numpy(k)
         assert sdpa._scores_may_overflow(tq, tk, 0.5) is None  # min/max only
-        out = sdpa.scaled_dot_product_attention(q, k, v, MASK)
-        assert np.isfinite(out).all()
+        for mask in (MASK, None):
+            out = sdpa.scaled_dot_product_attention(q, k, v, mask)
+            assert np.isfinite(out).all()
 
 
 def test_overflow_bound_flags_exactly_the_rows_near_the_limit() -> None:

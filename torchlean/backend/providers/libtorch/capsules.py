@@ -59,8 +59,8 @@ def _sdpa_forward(
             ContractClaim.value_refinement(_OP),
             "LibTorch scaled_dot_product_attention forward, with TorchLean's mask semantics applied around "
             "it by torch ops of the bridge (tested in tests/runtime/test_libtorch_sdpa.py): fully blocked "
-            "rows are zero, and rows attending a non-finite key or value row are recomputed on their own "
-            "keys.",
+            "rows are zero, and rows attending a non-finite key or value row, or whose scores may "
+            "overflow, are recomputed with the reference's semantics (masked or not).",
             boundary,
         ),
         vjp_contract=guarded(

@@ -397,12 +397,20 @@ def _masked_attention(
     zeroed for the one batched torch call. Rows whose scores may overflow
     (:func:`_scores_may_overflow`: one min/max pass, so ordinary inputs take only the torch call)
     are recomputed with the reference's semantics: in one batched pass when every key and value
-    is finite (:func:`_explicit_attention`), else row by row together with the rows that attend a
-    non-finite key or value (:func:`_recompute_tainted`). Returns a fresh contiguous tensor."""
+    is finite or there is no mask (:func:`_explicit_attention`), else row by row together with
+    the rows that attend a non-finite key or value (:func:`_recompute_tainted`). So the forward
+    agrees with the reference (and with the bridge's backward, the reference rule) where torch
+    SDPA, which scales q and k before their product, would overflow or not where the reference
+    does not or does. Returns a fresh contiguous tensor."""
     import torch
 
     if mask is None:
-        return _torch_sdpa(q, k, v, None, scale).contiguous()
+        out = _torch_sdpa(q, k, v, None, scale)
+        risky = _scores_may_overflow(q, k, scale)
+        if risky is not None and bool(risky.any()):  # every key allowed: the same batched pass
+            allowed = torch.ones((1, 1), dtype=torch.bool, device=q.device)
+            out = torch.where(risky.unsqueeze(-1), _explicit_attention(q, k, v, allowed, scale), out)
+        return out.contiguous()
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
     full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
     finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
