@@ -707,6 +707,62 @@ def test_layer_norm_value_hand_computed() -> None:
     assert_allclose(S.layer_norm(x), expected, rtol=1e-15, atol=1e-15)
 
 
+def _overflowing_rows() -> Array:
+    """float32 rows whose sum of squared deviations overflows float32 (``|x - mean|`` beyond
+    ~1.8e19) while every deviation is finite, and one ordinary row."""
+    x = _normal(31, 4, 6)
+    x[0, 2] = 1e30
+    x[1, :3] = (3e38, -3e38, 1e20)
+    x[2] *= 1e25
+    return x.astype(np.float32)
+
+
+def test_layer_norm_where_the_variance_overflows_matches_torch_float64() -> None:
+    """The float32 sum of squares overflows: the reference rescales by a power of two (it gave the
+    bias and zero gradients: 1/sqrt(inf) = 0; torch float32 gives NaN). Oracle: torch float64 on
+    the same float32 values, where nothing overflows."""
+    x = _overflowing_rows()
+    weight, bias = _normal(32, 6).astype(np.float32), _normal(33, 6).astype(np.float32)
+    out = S.layer_norm(x, weight, bias)
+    g = _cotangent(x.shape).astype(np.float32)
+    dx, dweight, dbias = S.layer_norm_vjp(g, x, weight, bias, out=out)
+    leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, weight, bias)]
+    want = F.layer_norm(leaves[0], (6,), leaves[1], leaves[2], eps=1e-5)
+    want.backward(torch.from_numpy(g.astype(np.float64)))
+    assert out.dtype == np.float32 and np.isfinite(out).all()
+    assert_allclose(out, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for mine, grad in zip((dx, dweight, dbias), leaves, strict=True):
+        assert grad.grad is not None and mine is not None
+        scale = np.abs(grad.grad.numpy()).max(axis=-1, keepdims=True)
+        assert_allclose(mine / scale, grad.grad.numpy() / scale, rtol=0, atol=1e-5)
+
+
+def test_layer_norm_where_the_float64_variance_overflows_matches_mpmath() -> None:
+    x = np.array([[1e300, -1.0, 2.5e299], [-1e200, 0.0, 1e200]])
+    out = S.layer_norm(x, eps=1e-5)
+    with mpmath.workdps(50):
+        for row, got in zip(x, out, strict=True):
+            values = [mpmath.mpf(float(v)) for v in row]
+            mean = mpmath.fsum(values) / len(values)
+            var = mpmath.fsum((v - mean) ** 2 for v in values) / len(values)
+            want = [float((v - mean) / mpmath.sqrt(var + mpmath.mpf(1e-5))) for v in values]
+            assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
+def test_batch_norm_where_the_variance_overflows_matches_torch_float64() -> None:
+    x = _overflowing_rows().reshape(2, 2, 6).transpose(0, 2, 1).copy()  # channels of 12 values
+    out = S.batch_norm(x, None, None, None, None, training=True)
+    g = _cotangent(x.shape).astype(np.float32)
+    dx = S.batch_norm_vjp(g, x, None, None, None, None, out=out, training=True)[0]
+    leaf = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    want = F.batch_norm(leaf, None, None, training=True, eps=1e-5)
+    want.backward(torch.from_numpy(g.astype(np.float64)))
+    assert leaf.grad is not None and np.isfinite(out).all()
+    assert_allclose(out, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    scale = np.abs(leaf.grad.numpy()).max(axis=(0, 2), keepdims=True)
+    assert_allclose(dx / scale, leaf.grad.numpy() / scale, rtol=0, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------- batch_norm
 
 

@@ -520,12 +520,36 @@ def smooth_max_pool_vjp(
 
 
 def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Array]:
-    """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd)."""
+    """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd).
+
+    Where the sum of squares overflows although every centred value is finite (``|x - mean|``
+    beyond about 1.8e19 in float32, 1.3e154 in float64), that group's rstd comes from
+    :func:`_rescaled_rstd` instead of ``1/sqrt(inf) = 0``, which made xhat (and the gradient) 0;
+    torch gives NaN there."""
     count = _scalar(math.prod(x.shape[a] for a in axes), x)
     centred = x - fold_sum_axes(x, axes, keepdims=True) / count
     var = fold_sum_axes(centred * centred, axes, keepdims=True) / count
-    rstd = 1 / np.sqrt(var + _scalar(eps, x))
+    eps_x = _scalar(eps, x)
+    rstd = 1 / np.sqrt(var + eps_x)
+    overflowed = np.isinf(var) & np.isfinite(centred).all(axis=axes, keepdims=True)
+    if overflowed.any():
+        rstd = np.where(overflowed, _rescaled_rstd(centred, axes, count, eps_x), rstd)
     return centred * rstd, rstd
+
+
+def _rescaled_rstd(
+    centred: Array, axes: tuple[int, ...], count: np.floating[Any], eps: np.floating[Any]
+) -> Array:
+    """``1/sqrt(var + eps)`` of each group of ``centred`` over ``axes`` computed on the values
+    scaled by a power of two ``2**-e`` that brings the group's largest magnitude below 1 (exact
+    unless a tiny value becomes subnormal): the variance of the scaled values is a left fold that
+    cannot overflow, and ``rstd = 2**-e / sqrt(var_scaled + eps * 2**(-2e))``."""
+    top = np.max(np.abs(centred), axis=axes, keepdims=True)
+    exponent = np.frexp(np.where(np.isfinite(top), top, 0))[1]
+    scaled = np.ldexp(centred, -exponent)
+    var = fold_sum_axes(scaled * scaled, axes, keepdims=True) / count
+    rstd: Array = np.ldexp(1 / np.sqrt(var + np.ldexp(eps, -2 * exponent)), -exponent)
+    return rstd
 
 
 def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]) -> Array:
@@ -551,7 +575,10 @@ def layer_norm(
 
     x float32/float64 of any rank >= normalized_ndim; weight and bias None or of shape
     ``x.shape[-normalized_ndim:]``.  Returns an array of x's shape.  Mean and variance are left
-    folds over the normalised elements in row-major order.
+    folds over the normalised elements in row-major order; where the sum of squares overflows
+    while every deviation from the mean is finite, the variance is that of the deviations scaled
+    by a power of two, so the result stays the normalised row (torch, and so ``fast_cpu``, give
+    NaN there).
     Raises GuardError (:func:`check_layer_norm`).
     """
     axes = check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
@@ -615,7 +642,9 @@ def batch_norm(
     """Batch normalisation over axis 1 of x ``(N, C, *spatial)``, ``torch.nn.functional.batch_norm``.
 
     training=True normalises with the batch mean and biased variance (left folds over
-    ``(N, *spatial)`` per channel) and does not read the running statistics; their update is
+    ``(N, *spatial)`` per channel; rescaled by a power of two where the sum of squares overflows,
+    as :func:`layer_norm`, where torch returns the bias) and does not read the running
+    statistics; their update is
     :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
     of x's shape.  Raises GuardError (:func:`check_batch_norm`).
