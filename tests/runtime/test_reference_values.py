@@ -122,6 +122,25 @@ def test_clamp_value_matches_torch(dtype: Any) -> None:
     _vs_torch(lambda a: K.clamp(a, lo=-np.inf, hi=0.0), lambda t: torch.clamp(t, max=0.0), [x], dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", [1, 7, 64])  # torch's scalar and vectorised paths
+def test_relu_and_clamp_keep_the_sign_of_zero_as_torch(dtype: Any, size: int) -> None:
+    """``relu(-0.0)`` and ``clamp(-0.0, lo=0)`` are ``-0.0`` in torch on every path (x itself
+    unless it is below the bound); the reference returned ``+0.0``."""
+    zeros = np.tile([-0.0, 0.0], size).astype(dtype)
+    t = torch.from_numpy(zeros)
+    cases = [
+        (K.relu(zeros), torch.relu(t)),
+        (K.clamp(zeros, lo=0.0, hi=1.0), torch.clamp(t, 0.0, 1.0)),
+        (K.clamp(zeros, lo=-1.0, hi=-0.0), torch.clamp(t, -1.0, -0.0)),
+        (K.clamp(zeros, lo=0.0, hi=0.0), torch.clamp(t, 0.0, 0.0)),
+    ]
+    for got, want in cases:
+        assert_array_equal(got, want.numpy())
+        assert_array_equal(np.signbit(got), np.signbit(want.numpy()))
+    assert np.signbit(K.relu(zeros)).tolist() == [True, False] * size  # by hand
+
+
 UNARY: list[tuple[str, Callable[..., Array], Callable[..., torch.Tensor], Array]] = [
     ("abs", K.abs, torch.abs, _X),
     ("sqrt", K.sqrt, torch.sqrt, np.append(_POS.ravel(), 0.0)),

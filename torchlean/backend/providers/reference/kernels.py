@@ -104,7 +104,9 @@ def mul_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
 
 @ieee
 def max(a: Array, b: Array) -> Array:  # the op label is `max`
-    """Elementwise maximum with broadcasting (``torch.maximum``; NaN propagates)."""
+    """Elementwise maximum with broadcasting (``torch.maximum``; NaN propagates). Which zero a
+    ``-0.0``/``0.0`` tie gives is unspecified, as in torch (its vectorised and scalar paths
+    differ)."""
     guards.check_max(a, b)
     return _arr(np.maximum(a, b))
 
@@ -130,7 +132,8 @@ def max_vjp(g: Array, a: Array, b: Array, *, out: Array) -> Grads:
 
 @ieee
 def min(a: Array, b: Array) -> Array:  # the op label is `min`
-    """Elementwise minimum with broadcasting (``torch.minimum``; NaN propagates)."""
+    """Elementwise minimum with broadcasting (``torch.minimum``; NaN propagates; the zero of a
+    ``-0.0``/``0.0`` tie unspecified, as :func:`max`)."""
     guards.check_min(a, b)
     return _arr(np.minimum(a, b))
 
@@ -163,9 +166,11 @@ def scale_vjp(g: Array, x: Array, *, out: Array, factor: float) -> Grads:
 
 @ieee
 def clamp(x: Array, *, lo: float, hi: float) -> Array:
-    """``min(max(x, lo), hi)`` elementwise (``torch.clamp``; NaN stays NaN). Needs ``lo <= hi``."""
+    """``min(max(x, lo), hi)`` elementwise (``torch.clamp``; NaN stays NaN; x itself on a tie
+    with a bound, so ``clamp(-0.0, lo=0)`` is ``-0.0`` as torch). Needs ``lo <= hi``."""
     guards.check_clamp(x, lo=lo, hi=hi)
-    return _arr(np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi)))
+    low, high = x.dtype.type(lo), x.dtype.type(hi)
+    return _arr(np.where(x < low, low, np.where(x > high, high, x)))
 
 
 @ieee
@@ -212,9 +217,9 @@ def sqrt_vjp(g: Array, x: Array, *, out: Array) -> Grads:
 
 @ieee
 def relu(x: Array) -> Array:
-    """``max(x, 0)`` elementwise (``torch.relu``; NaN stays NaN)."""
+    """``max(x, 0)`` elementwise (``torch.relu``; NaN stays NaN, ``-0.0`` stays ``-0.0``)."""
     guards.check_relu(x)
-    return _arr(np.where(x > 0, x, np.where(np.isnan(x), x, x.dtype.type(0))))
+    return _arr(np.where(x < 0, x.dtype.type(0), x))
 
 
 @ieee
