@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import stat
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ from sklearn.preprocessing import StandardScaler
 
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
+from torchlean.backend.errors import TorchLeanError
 from torchlean.checkpoint import Checkpoint, CheckpointError
 from torchlean.cli import main
+from torchlean.cli._output import check_writable
 from torchlean.models import build_model
 from torchlean.trainer import Objective, RunConfig, Trainer
 
@@ -766,6 +769,48 @@ def test_predict_takes_the_torch_thread_count(capsys, iris_checkpoint):
     finally:
         torch.set_num_threads(before)
 
+
+
+# ------------------------------------------------------------------------- outputs that are pipes
+
+
+def test_predict_writes_its_csv_into_a_pipe(capsys, iris_checkpoint):
+    """``--output /dev/stdout`` or a shell's ``>(...)`` names a pipe through /dev/fd: it was refused
+    ("No such file or directory": the resolved path is ``pipe:[N]``)."""
+    read_end, write_end = os.pipe()
+    try:
+        path = f"/dev/fd/{write_end}"
+        code, _, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--output", path)
+        assert code == 0, err
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, encoding="utf-8") as pipe:
+            read_end = -1
+            rows = list(csv.reader(pipe))
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    assert rows[0] == ["prediction"] and len(rows) == 151  # a header, then one row per sample
+
+
+def test_an_output_fifo_is_not_opened_by_the_check(tmp_path):
+    """The output check only asks for write permission on a FIFO: opening it would block without
+    a reader, and its close would end the data for a reader that is there (a hang, then)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def check() -> None:
+        check_writable(fifo, "--output")
+        done.set()
+
+    threading.Thread(target=check, daemon=True).start()
+    assert done.wait(timeout=30)
+    fifo.chmod(0o444)
+    if os.geteuid() != 0:  # root may write anything
+        with pytest.raises(TorchLeanError, match=f"cannot write --output {fifo}: permission denied"):
+            check_writable(fifo, "--output")
 
 
 # ------------------------------------------------------------------------- where --save writes

@@ -29,9 +29,11 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     """Refuse ``path`` unless a file can be written there. The probe creates the missing parent
     folders and the file, then removes what it created, so a run that fails later leaves nothing
     behind (the writer creates them again: :func:`make_parents`); an existing file is left as it
-    is (opened for appending, nothing written). ``regular``: the output replaces the file (a
-    checkpoint is written beside it and renamed over it), so an existing path that is not a
-    regular file (``/dev/null``, a FIFO) is refused rather than replaced.
+    is (opened for appending, nothing written). An existing device or pipe (``/dev/stdout``, a
+    FIFO, a shell's ``>(...)``) is checked for write permission only, never opened (a FIFO's
+    reader would see the probe's close as the end of the data). ``regular``: the output replaces
+    the file (a checkpoint is written beside it and renamed over it), so an existing path that is
+    not a regular file (``/dev/null``, a FIFO) is refused rather than replaced.
 
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
@@ -40,12 +42,16 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     """
     if path.is_dir():
         raise TorchLeanError(f"cannot write {what} {path}: it is a directory")
+    if path.exists() and not path.is_file():  # a device or a pipe (/dev/stdout, a FIFO, >(...))
+        if regular:
+            raise TorchLeanError(
+                f"cannot write {what} {path}: it exists and is not a regular file (a device or a pipe would "
+                "be replaced); give a file path"
+            )
+        if not os.access(path, os.W_OK):  # not opened: opening a FIFO would block or end its reader
+            raise TorchLeanError(f"cannot write {what} {path}: permission denied")
+        return
     target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
-    if regular and target.exists() and not target.is_file():
-        raise TorchLeanError(
-            f"cannot write {what} {path}: it exists and is not a regular file (a device or a pipe would be "
-            "replaced); give a file path"
-        )
     missing: list[Path] = []
     for parent in target.parents:
         if parent.exists():
@@ -74,6 +80,8 @@ def make_parents(path: Path, what: str) -> None:
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>``.
     """
+    if path.exists():  # nothing to create; a pipe's resolved path (pipe:[N]) names no folder
+        return
     try:
         Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)  # through a link: its target's
     except OSError as error:
