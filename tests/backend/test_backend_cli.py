@@ -139,6 +139,14 @@ def test_check(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
+def test_explain_exits_1_when_no_capsule_is_selected_as_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain", "--profile", "checked_cpu", "selective_scan")
+    assert status == 1
+    assert out.splitlines()[-1] == "result: no admissible kernel capsule for op selective_scan on device cpu"
+    plan_status, _, _ = run(capsys, "plan", "--profile", "checked_cpu", "selective_scan")
+    assert plan_status == 1
+
+
 def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(
         capsys, "explain", "--profile", "libtorch_forward_strict", "scaled_dot_product_attention"

@@ -163,8 +163,10 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    print(_with_device(args.profile, args.device).explain(args.op))
-    return 0
+    profile = _with_device(args.profile, args.device)
+    print(profile.explain(args.op))
+    selected = any(item.verdict.status == "selected" for item in profile.explain_verdicts(args.op))
+    return 0 if selected else 1  # as plan, check and select when the op cannot be planned
 
 
 def _add_profile(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -243,7 +245,8 @@ def register(subparsers: Any) -> None:
         description="List every registered capsule for the op with the first condition it fails "
         "(availability, forward support, contract alignment, trust, provider preference, device, VJP mode), "
         "or selected / admissible; then the shipped capsules for the op outside the profile's modules "
-        "(opt-in aten, libtorch) with the profiles that include them.",
+        "(opt-in aten, libtorch) with the profiles that include them. Exits with status 1 when no "
+        "capsule is selected, as plan.",
     )
     _add_profile(explain)
     explain.known = _KNOWN
