@@ -75,6 +75,7 @@ __all__ = [
     "locate",
     "read_csv",
     "shipped",
+    "split_note",
     "split_rows",
     "targets",
 ]
@@ -104,7 +105,8 @@ class Dataset:
     is the label column as messages name it (``target`` for shipped datasets).
     ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
     header or as data, and how to override); it is empty for shipped datasets, when ``header``
-    was given, and when the first row had a non-numeric cell.
+    was given, and when the first row had a non-numeric cell. ``split_note`` says when a
+    classification split could not be stratified by class (:func:`split_note`), else is empty.
     """
 
     name: str
@@ -120,6 +122,7 @@ class Dataset:
     feature_scale: Array
     label_name: str = "target"
     header_note: str = ""
+    split_note: str = ""
 
     @property
     def n_features(self) -> int:
@@ -673,7 +676,8 @@ def split_rows(
     split of ``n = len(y)`` samples: scikit-learn's ``train_test_split`` with ``random_state=seed``,
     shuffled, ``ceil(test_fraction * n)`` test rows, stratified by class for classification when
     every class of ``y`` (int64 class ids) has at least two samples and each split can hold a
-    sample of every class. ``torchlean predict --split`` repeats the split of ``torchlean train``
+    sample of every class (else not stratified: :func:`split_note` says why). ``torchlean predict
+    --split`` repeats the split of ``torchlean train``
     (same rows in the same order, same seed) with it.
 
     Raises:
@@ -697,17 +701,40 @@ def split_rows(
     n_test = math.ceil(float(test_fraction) * n)
     if n_test < 1 or n - n_test < 1:
         raise DataError(f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
-    stratify = None
-    if task == "classification":
-        counts = np.bincount(y)
-        n_classes = len(counts)
-        if counts.min() >= 2 and n_test >= n_classes and n - n_test >= n_classes:
-            stratify = y
+    stratify = y if task == "classification" and _unstratified_reason(y, n_test) is None else None
     train, test = train_test_split(
         np.arange(n, dtype=np.int64), test_size=float(test_fraction), random_state=int(seed), shuffle=True,
         stratify=stratify,
     )
     return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _unstratified_reason(y: Array, n_test: int) -> str | None:
+    """Why class ids ``y`` (int64) cannot be split with ``n_test`` test rows stratified by class,
+    or None: a class with fewer than two samples, or a split too small to hold every class."""
+    counts = np.bincount(y)
+    if counts.min() < 2:
+        few = int((counts < 2).sum())
+        return f"{few} of {len(counts)} classes have fewer than 2 samples"
+    n_train = len(y) - n_test
+    if min(n_test, n_train) < len(counts):
+        return f"a split of {n_train} train and {n_test} test rows cannot hold each of {len(counts)} classes"
+    return None
+
+
+def split_note(y: Array, task: Task, test_fraction: float = 0.2) -> str:
+    """The note ``torchlean train`` prints when its split of labels ``y`` (int64 class ids for
+    classification) is not stratified by class (see :func:`split_rows`), else ``""``. The
+    arguments must be valid for :func:`split_rows`."""
+    if task != "classification":
+        return ""
+    reason = _unstratified_reason(y, math.ceil(float(test_fraction) * len(y)))
+    if reason is None:
+        return ""
+    return (
+        f"the train/test split is not stratified by class: {reason} (a stratified split needs 2 samples of "
+        "each class and room for each class in both splits); some classes may be missing from a split"
+    )
 
 
 def _split(
@@ -792,6 +819,7 @@ def _split(
         feature_mean=mean,
         feature_scale=scale,
         label_name=label,
+        split_note=split_note(y, kind, test_fraction),
     )
 
 

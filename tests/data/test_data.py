@@ -61,6 +61,35 @@ def test_split_is_deterministic_by_seed_and_a_partition() -> None:
     assert rows == {tuple(np.round(r, 4)) for r in raw}
 
 
+def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
+    singletons = _write(tmp_path, "a,y\n" + "".join(f"{i},{i}\n" for i in range(100)), "singletons.csv")
+    d = data.load(singletons, seed=0)
+    assert d.split_note == (
+        "the train/test split is not stratified by class: 100 of 100 classes have fewer than 2 samples (a "
+        "stratified split needs 2 samples of each class and room for each class in both splits); some "
+        "classes may be missing from a split"
+    )
+    # ten classes of two samples: a test split of 4 rows cannot hold each of them
+    pairs = np.repeat(np.arange(10), 2)
+    assert "a split of 16 train and 4 test rows cannot hold each of 10 classes" in data.split_note(
+        pairs, "classification"
+    )
+    assert data.split_note(pairs, "classification", test_fraction=0.5) == ""  # 10 and 10: stratified
+    assert data.split_note(np.zeros(9), "regression") == ""
+    assert data.load("iris").split_note == "" and data.load("diabetes").split_note == ""
+    # the stratified split keeps the class proportions: iris's 10 test rows of each class
+    assert np.bincount(data.load("iris").y_test).tolist() == [10, 10, 10]
+
+
+def test_train_prints_the_split_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from torchlean.cli import main
+
+    singletons = _write(tmp_path, "a,y\n" + "".join(f"{i},{i % 30}\n" for i in range(40)), "few.csv")
+    assert main(["train", "--dataset", str(singletons), "--epochs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the train/test split is not stratified by class: 20 of 30 classes have fewer than 2" in err
+
+
 def test_standardisation_is_fitted_on_train_only() -> None:
     d = data.load("wine", seed=1, dtype=np.float64)
     np.testing.assert_allclose(d.x_train.mean(axis=0), 0.0, atol=1e-12)

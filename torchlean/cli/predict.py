@@ -8,7 +8,8 @@ mode (``--profile``/``--execution`` override them) and writes the predictions.
 Every row is predicted by default (a shipped dataset whole, in scikit-learn's order, training
 rows included); ``--split train|test`` takes only the rows of that side of the split ``torchlean
 train`` makes of the data (:func:`torchlean.data.split_rows` with test fraction 0.2 and the
-checkpoint's seed, stratified by class, so a classification split needs the label column), in
+checkpoint's seed, stratified by class when possible, so a classification split needs the label
+column), in
 data order, and the CSV then has a ``row`` column (the 0-based data row) before ``prediction``;
 on the data trained on these are the rows trained or tested on (a ``note:`` on stderr when
 ``--dataset`` is other data). ``--torch-threads N`` is as for ``torchlean train``. A CSV file's
@@ -110,7 +111,8 @@ def register(subparsers: Any) -> None:
                         "the report then goes to stdout")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="all: every row (default); train or test: the rows of the split torchlean train "
-                        "makes of this data (test fraction 0.2, stratified by class, the checkpoint's seed), "
+                        "makes of this data (test fraction 0.2, stratified by class when possible, the "
+                        "checkpoint's seed), "
                         "the same rows it trained or tested on when the data is the one trained on; the "
                         "predictions CSV then has a row column (0-based data row) first")
     parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
@@ -323,6 +325,9 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; --split {args.split} "
               f"takes the {args.split} rows of the split torchlean train would make of {source.source}",
               file=sys.stderr)
+    note = data.split_note(labels, saved.task, TEST_FRACTION)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return np.sort(train if args.split == "train" else test)
 
 

@@ -218,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
+    if dataset.split_note:
+        print(f"note: {dataset.split_note}", file=sys.stderr)
     classification = dataset.task == "classification"
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)
