@@ -375,17 +375,23 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
 
     Raises:
-        CheckpointError: naming ``path`` and what is wrong: no such file (or a directory); not a
-            numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive
-            that cannot be read (truncated, damaged, an entry that would need pickle); not a
-            torchlean checkpoint (no ``metadata`` entry, or metadata that is not the JSON object
-            of the format); an unsupported ``version``; a missing or wrongly typed metadata
-            field; a missing, unexpected, mis-shaped or wrongly typed array (weights,
-            statistics); non-finite statistics; any inconsistency :class:`Checkpoint` refuses.
+        CheckpointError: naming ``path`` and what is wrong: no such file (or a directory, a
+            device or a pipe); not a numpy ``.npz`` archive (another file, an empty one, a
+            ``.npy`` array) or an archive that cannot be read (truncated, damaged, an entry that
+            would need pickle); not a torchlean checkpoint (no ``metadata`` entry, or metadata
+            that is not the JSON object of the format); an unsupported ``version``; a missing or
+            wrongly typed metadata field; a missing, unexpected, mis-shaped or wrongly typed
+            array (weights, statistics); non-finite statistics; any inconsistency
+            :class:`Checkpoint` refuses.
     """
     file = Path(path)
     if file.is_dir():
         raise CheckpointError(f"checkpoint {file} is a directory, not a file")
+    if file.exists() and not file.is_file():
+        raise CheckpointError(
+            f"checkpoint {file} is not a regular file (a device or a pipe); give the path of a file "
+            "written by torchlean train --save"
+        )
     if not file.is_file():
         raise CheckpointError(f"checkpoint file not found: {file}")
     try:

@@ -368,6 +368,7 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
     return [
         (tmp_path / "missing.npz", r"checkpoint file not found: .*missing.npz"),
         (tmp_path, r"checkpoint .* is a directory, not a file"),
+        (Path(os.devnull), r"checkpoint /dev/null is not a regular file \(a device or a pipe\)"),
         (corrupt, r"corrupt.npz: not a numpy .npz archive \(not a zip file\)$"),
         (truncated, r"truncated.npz: (not a numpy .npz archive|cannot read the .npz archive)"),
         (empty, r"empty.npz: not a numpy .npz archive \(not a zip file\)$"),
