@@ -9,14 +9,13 @@ plugin (``torchlean.mypy_plugin``) loads without numpy or torch; the first use o
 the module that defines it.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from torchlean import data, functional, nn, optim, spec
     from torchlean.autograd.grad_mode import (
         enable_grad,
@@ -267,11 +266,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _MODULES:
-        module = importlib.import_module(_MODULES[name])
+        module = _importlib.import_module(_MODULES[name])
     elif name in _ATTRIBUTES:
-        module = getattr(importlib.import_module(_ATTRIBUTES[name]), name)
+        module = getattr(_importlib.import_module(_ATTRIBUTES[name]), name)
     else:
         raise AttributeError(f"module 'torchlean' has no attribute {name!r}")
     globals()[name] = module
@@ -279,18 +278,19 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``, loaded or not) and the module's dunder attributes."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """The package module. Importing the submodule ``torchlean.tensor`` must not replace the
     public function ``torchlean.tensor`` (the import system sets a package attribute named after
     each loaded submodule); the submodule stays available in ``sys.modules``."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "tensor" and isinstance(value, types.ModuleType):
+    def __setattr__(self, name: str, value: _Any) -> None:
+        if name == "tensor" and isinstance(value, _types.ModuleType):
             return
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package

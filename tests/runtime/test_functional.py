@@ -530,3 +530,14 @@ def test_cross_entropy_refuses_misfit_targets() -> None:
         tl.cross_entropy(logits, np.zeros((3, 5)))
     with pytest.raises(tl.TensorError, match="neither"):
         tl.cross_entropy(logits, np.array([True, False, True]))
+
+
+def test_the_package_namespace_is_its_public_names() -> None:
+    """``dir(torchlean)`` lists ``__all__`` (loaded or not) and dunders, not the package's own
+    imports (``sys``, ``importlib``, ``Any`` were attributes)."""
+    names = dir(tl)
+    assert set(tl.__all__) <= set(names)
+    assert [n for n in names if not n.startswith("__") and n not in tl.__all__] == []
+    for stray in ("sys", "importlib", "types", "Any", "TYPE_CHECKING", "annotations"):
+        assert not hasattr(tl, stray), stray
+    assert callable(tl.tensor) and tl.nn.__name__ == "torchlean.nn"
