@@ -40,8 +40,21 @@ Operands (one rule, checked in one place):
   refused); they are not parsed from strings.
 * Flags (``keepdims``, ``training``) must be bools (Python or numpy), as torch requires.
 
-The reference kernels never promote dtypes: float32 and float64 tensors do not mix; tensors on
-different devices do not mix either (``DeviceError``; move them with ``Tensor.to``).
+Dtypes, shapes and errors (shared by every function below, under every CPU profile; a function's
+``Raises`` lists only what it adds): tensor inputs are float32 or float64 and results keep that
+dtype. An int64 or bool tensor where a float one is expected (``relu``, but also ``reshape``,
+``concat``, ``gather`` of int64 data) is refused by the kernel guard with a ``GuardError`` (a
+``ValueError``) naming the op, the input and its dtype (``relu: input x has dtype int64; accepted:
+float32 or float64``); the only non-float inputs are boolean masks (a non-boolean mask is a
+``GuardTypeError``) and int64 indices. The kernels never promote dtypes: float32 and float64
+tensors do not mix (``GuardError``); tensors on different devices do not mix either
+(``DeviceError``; move them with ``Tensor.to``). Shapes that do not fit (operands that do not
+broadcast, contracted extents that differ, an axis out of range) are refused by the guard with a
+``GuardError`` naming the shapes and the accepted ones. Elementwise functions return a tensor of
+x's shape; the binary ones (``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum``) the
+broadcast shape of their operands (numpy/PyTorch broadcasting). Values outside a function's
+domain are not errors: they give torch's IEEE result (``log(-1)`` is NaN, ``log(0)`` and
+``inv(0)`` are ``-inf``/``inf``).
 
 Zero-size inputs (a batch, sequence or feature axis of extent 0) give torch's result under every
 CPU profile: an empty tensor, ``0`` for a sum and NaN for a mean over nothing, the bias alone
@@ -415,7 +428,12 @@ def sub(a: Operand, b: Operand) -> Tensor:
 
 
 def scale(x: Tensor, factor: float) -> Tensor:
-    """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``."""
+    """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``.
+
+    Raises:
+        GuardError: a factor that is not finite (``inf``, ``nan``; :func:`mul` handles those).
+        TensorTypeError: a factor that is not a real number (a string, a bool).
+    """
     return run_op(BackendOp.SCALE, (x,), {"factor": _real("scale", "factor", factor)})
 
 
@@ -604,19 +622,32 @@ def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``."""
+    """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``. Returns x's
+    shape; a rank-0 ``x`` gives 1, as in torch.
+
+    Raises:
+        GuardError: ``axis`` out of range for x's rank (never wrapped).
+        TensorTypeError: a non-integer ``axis``.
+    """
     return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", axis)})
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``."""
+    """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``.
+    Returns x's shape; errors as :func:`softmax`."""
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
 
 
 def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
     """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
     all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
-    ``hard_masked_softmax``."""
+    ``hard_masked_softmax``. Returns x's shape and dtype.
+
+    Raises:
+        GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask).
+        GuardError: a mask that does not broadcast to x's shape; ``axis`` out of range.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
+    """
     x = _require_tensor("hard_masked_softmax", "x", x)
     params = {"axis": _int("hard_masked_softmax", "axis", axis)}
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
@@ -627,14 +658,25 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
 
 def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``. As in
-    torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape ``()``."""
+    torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape ``()``.
+
+    ``axis`` is None, an integer or a non-empty sequence of distinct integers in ``[-ndim, ndim)``.
+    Returns x's shape without the reduced axes (kept with extent 1 when ``keepdims``); ``()`` for
+    ``axis=None``. The sum over an empty axis is 0.
+
+    Raises:
+        GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()`` (numpy
+            reduces nothing there, torch everything).
+        TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool.
+    """
     params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_SUM, (x,), params)
 
 
 def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
-    A rank-0 ``x`` takes ``axis`` 0 or -1, as in :func:`reduce_sum`."""
+    A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims``, the result's shape and the
+    errors are as in :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch."""
     params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_MEAN, (x,), params)
 
@@ -643,12 +685,23 @@ def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """Row-major reshape (one ``-1`` inferred) (``torch.reshape``); records ``reshape``."""
+    """Row-major reshape (one ``-1`` inferred) (``torch.reshape``); records ``reshape``.
+
+    Raises:
+        GuardError: an element count that differs from x's, a negative extent other than one
+            ``-1``, or a ``-1`` beside a 0 extent (torch refuses it too).
+        TensorTypeError: ``shape`` is not a sequence of integers (a bare int included).
+    """
     return run_op(BackendOp.RESHAPE, (x,), {"shape": _ints("reshape", "shape", shape)})
 
 
 def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
-    """Output axis ``i`` is input axis ``perm[i]`` (``torch.permute``); records ``permute``."""
+    """Output axis ``i`` is input axis ``perm[i]`` (``torch.permute``); records ``permute``.
+
+    Raises:
+        GuardError: ``perm`` is not a permutation of x's axes (entries in ``[-ndim, ndim)``).
+        TensorTypeError: ``perm`` is not a sequence of integers.
+    """
     return run_op(BackendOp.PERMUTE, (x,), {"perm": _ints("permute", "perm", perm)})
 
 
@@ -669,7 +722,13 @@ def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``."""
+    """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``.
+
+    Raises:
+        GuardError: x does not broadcast to ``shape`` (fewer axes than x, or a trailing extent
+            that is neither x's nor where x has 1), or a negative extent.
+        TensorTypeError: ``shape`` is not a sequence of integers.
+    """
     return run_op(BackendOp.BROADCAST, (x,), {"shape": _ints("broadcast_to", "shape", shape)})
 
 
@@ -680,7 +739,9 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     Raises:
         TensorTypeError: ``xs`` is a single Tensor (it is not iterated over its rows: ``torch.cat``
             refuses a tensor too; write ``concat([x])``), a string or not iterable (``1.5``,
-            ``None``); an entry that is not a Tensor (the operand rule).
+            ``None``); an entry that is not a Tensor (the operand rule); a non-integer ``axis``.
+        GuardError: an empty ``xs``; inputs whose ranks differ or whose extents differ outside
+            ``axis``; ``axis`` out of range (never wrapped; every axis of rank-0 inputs).
     """
     if isinstance(xs, Tensor | str | bytes) or not isinstance(xs, Iterable):
         what = "a Tensor" if isinstance(xs, Tensor) else f"{_preview(xs)} of type {type(xs).__name__}"
@@ -695,7 +756,14 @@ def slice(
     x: Tensor, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None = None
 ) -> Tensor:
     """``x[start0:stop0:step0, ...]`` with one bound per axis, ``0 <= start <= stop <= extent``,
-    ``step >= 1``; records ``slice``."""
+    ``step >= 1``; records ``slice``. ``steps`` defaults to 1 on every axis. Bounds are absolute
+    (a negative start is refused, not counted from the end, unlike Python slicing).
+
+    Raises:
+        GuardError: ``starts``/``stops``/``steps`` not of length ``x.ndim``, a bound outside
+            ``0 <= start <= stop <= extent``, or a step below 1.
+        TensorTypeError: a bound or step that is not an integer.
+    """
     params: dict[str, Any] = {
         "starts": _ints("slice", "starts", starts),
         "stops": _ints("slice", "stops", stops),
@@ -779,7 +847,18 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
-    """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``."""
+    """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``.
+
+    ``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``; the result has the
+    index's shape and x's dtype. ``index`` extents must not exceed x's on every axis but ``axis``.
+    Integer index data (a numpy array or nested lists) becomes int64.
+
+    Raises:
+        GuardError: an index value outside ``[0, x.shape[axis])`` (negative values are not counted
+            from the end, as in torch), an index of another rank or too large, a non-integer
+            index dtype, or ``axis`` out of range.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
+    """
     x = _require_tensor("gather", "x", x)
     params = {"axis": _int("gather", "axis", axis)}
     return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
@@ -787,7 +866,15 @@ def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
     """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
-    records ``scatter_add``."""
+    records ``scatter_add``. Returns a new tensor of base's shape and dtype (``base`` is not
+    written). ``index`` (int64, base's rank) has extents <= src's on every axis and <= base's on
+    every axis but ``axis``; src has base's dtype.
+
+    Raises:
+        GuardError: an index value outside ``[0, base.shape[axis])``, shapes that do not fit,
+            a src dtype other than base's, or ``axis`` out of range.
+        TensorTypeError: ``base`` or ``src`` is not a Tensor; a non-integer ``axis``.
+    """
     base = _require_tensor("scatter_add", "base", base)
     params = {"axis": _int("scatter_add", "axis", axis)}
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)
@@ -798,13 +885,24 @@ def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``torch.matmul`` (1-D promotion, broadcast batch axes), left fold over the contracted axis;
-    records ``matmul``."""
+    records ``matmul``. a ``(..., n, k)`` @ b ``(..., k, m)`` gives ``(broadcast(...), n, m)``; a
+    1-D operand's promoted axis is dropped from the result (1-D @ 1-D is rank 0).
+
+    Raises:
+        GuardError: a rank-0 operand, contracted extents that differ, or batch axes that do not
+            broadcast.
+    """
     return run_op(BackendOp.MATMUL, (a, b), {})
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias`` with x ``(..., in)``, weight ``(out, in)``, bias ``(out,)``
-    (``torch.nn.functional.linear``); records ``linear``."""
+    (``torch.nn.functional.linear``); records ``linear``. Returns ``(..., out)``.
+
+    Raises:
+        GuardError: x of rank 0, a weight that is not ``(out, in)`` for x's ``in``, or a bias that
+            is not ``(out,)``.
+    """
     return run_op(BackendOp.LINEAR, (x, weight, bias), {})
 
 
@@ -877,12 +975,16 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
     Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
     given the class axis by a numpy reshape of the index data, which carries no gradient), and
     ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities.
+    Returns a rank-0 tensor in the logits' dtype.
 
     Raises:
         GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;
             a class index outside ``[0, C)`` (``cross_entropy: target value -100 is out of range
             for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
+            A probability target Tensor of another float dtype than the logits (numpy
+            probabilities are cast to the logits' dtype).
         TensorError: a target whose shape or dtype fits neither form, or ragged nested lists.
+        TensorTypeError: ``logits`` is not a Tensor.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
@@ -924,7 +1026,16 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
-    (``torch.nn.functional.layer_norm``); records ``layer_norm``."""
+    (``torch.nn.functional.layer_norm``, biased variance); records ``layer_norm``.
+
+    Shapes: x of rank >= ``normalized_ndim`` >= 1; weight and bias (each optional) have x's
+    trailing ``normalized_ndim`` extents and x's dtype. Returns x's shape.
+
+    Raises:
+        GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
+            or dtype, or an ``eps`` that is negative or not finite in x's dtype (0 is accepted).
+        TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number.
+    """
     params = {
         "normalized_ndim": _int("layer_norm", "normalized_ndim", normalized_ndim),
         "eps": _real("layer_norm", "eps", eps),
@@ -973,7 +1084,22 @@ def conv(
     groups: int = 1,
 ) -> Tensor:
     """N-d (1-3 spatial axes) channel-first cross-correlation (``torch.nn.functional.conv1d/2d/3d``):
-    x ``(N, C_in, *spatial)``, w ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)``; records ``conv``."""
+    x ``(N, C_in, *spatial)``, w ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)``; records ``conv``.
+
+    The number of spatial axes is ``x.ndim - 2`` (there is no unbatched form: a rank-3 x is
+    ``(N, C, L)``). ``stride``, ``padding`` (zeros, >= 0) and ``dilation`` are an int or one int per
+    spatial axis. Returns ``(N, C_out, *out)`` with torch's
+    ``out = (size + 2*padding - dilation*(kernel-1) - 1) // stride + 1``.
+
+    Raises:
+        GuardError: x of rank outside 3-5, w not of x's rank, a w/b shape or dtype that does not
+            fit, ``groups`` that does not divide C_in (or is < 1), a stride/dilation < 1 or a
+            negative padding, a window parameter sequence of the wrong length, or an effective
+            kernel larger than the padded input.
+        GuardTypeError: a window parameter that is not an int or a sequence of ints (``1.0``,
+            ``"same"``).
+        TensorTypeError: a non-integer ``groups``.
+    """
     params = {
         "stride": stride,
         "padding": padding,
@@ -995,7 +1121,16 @@ def conv_transpose(
 ) -> Tensor:
     """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
     ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)``; records
-    ``conv_transpose``."""
+    ``conv_transpose``. Window parameters and x's rank as in :func:`conv`. Returns
+    ``(N, C_out, *out)`` with torch's ``out = (size - 1)*stride - 2*padding
+    + dilation*(kernel-1) + output_padding + 1``.
+
+    Raises:
+        GuardError: as :func:`conv` (w's first axis must be C_in), an ``output_padding`` not below
+            ``max(stride, dilation)`` on some axis, or an output size below 1.
+        GuardTypeError: a window parameter that is not an int or a sequence of ints.
+        TensorTypeError: a non-integer ``groups``.
+    """
     params = {
         "stride": stride,
         "padding": padding,
@@ -1014,7 +1149,19 @@ def max_pool(
     dilation: IntOrTuple = 1,
 ) -> Tensor:
     """Max pooling, floor mode (``torch.nn.functional.max_pool1d/2d/3d``); stride defaults to the
-    kernel size; records ``max_pool``."""
+    kernel size; records ``max_pool``.
+
+    x is ``(N, C, *spatial)`` with 1-3 spatial axes (no unbatched form); window parameters are an
+    int or one int per spatial axis; padded positions never win (torch's implicit ``-inf``).
+    Returns ``(N, C, *out)`` with ``out = (size + 2*padding - dilation*(kernel-1) - 1) // stride
+    + 1``.
+
+    Raises:
+        GuardError: x of rank outside 3-5, an empty C or spatial axis (only N may be 0), a kernel,
+            stride or dilation < 1, a padding above ``kernel_size // 2`` (torch's rule), a
+            parameter sequence of the wrong length, or a window larger than the padded input.
+        GuardTypeError: a window parameter that is not an int or a sequence of ints.
+    """
     params = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation}
     return run_op(BackendOp.MAX_POOL, (x,), params)
 
@@ -1023,7 +1170,9 @@ def avg_pool(
     x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0
 ) -> Tensor:
     """Average pooling, floor mode, padding counted (``torch.nn.functional.avg_pool1d/2d/3d``);
-    records ``avg_pool``."""
+    records ``avg_pool``. Stride defaults to the kernel size; shapes, the output-size rule (no
+    dilation) and errors as :func:`max_pool`, zero padding included in each window's divisor
+    (torch's ``count_include_pad=True``)."""
     params = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
     return run_op(BackendOp.AVG_POOL, (x,), params)
 
@@ -1036,7 +1185,14 @@ def smooth_max_pool(
     padding: IntOrTuple = 0,
 ) -> Tensor:
     """Smooth maximum over each window, ``log(sum(exp(beta * x))) / beta`` (finite nonzero
-    ``beta``); records ``smooth_max_pool``."""
+    ``beta``); records ``smooth_max_pool``. TorchLean's own op (torch has none). Stride defaults
+    to the kernel size; padded positions are left out of the sum. Shapes and window errors as
+    :func:`max_pool` (no dilation); a negative ``beta`` gives a smooth minimum.
+
+    Raises:
+        GuardError: as :func:`max_pool`, or a ``beta`` that is zero or not finite in x's dtype.
+        TensorTypeError: a ``beta`` that is not a real number.
+    """
     params = {
         "beta": _real("smooth_max_pool", "beta", beta),
         "kernel_size": kernel_size,
@@ -1057,7 +1213,18 @@ def scaled_dot_product_attention(
     ``(..., nK, d)``, v ``(..., nK, dv)``; scale defaults to ``1/sqrt(d)`` (1 when d == 0)
     (``torch.nn.functional.scaled_dot_product_attention``). Records
     ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
-    or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``)."""
+    or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``).
+
+    The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
+    ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
+    (0 and negative ones too).
+
+    Raises:
+        GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
+            or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
+        GuardTypeError: a non-boolean mask.
+        TensorTypeError: a ``scale`` that is not a real number.
+    """
     mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
     params: dict[str, Any] = {}
     if scale is not None:
@@ -1095,7 +1262,17 @@ def _seed(fn: str, seed: object, session_seed: object) -> int:
 def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE) -> Tensor:
     """Uniform values on the grid ``u / 2**32`` from ``keyOf(seed, counter)``, where ``counter`` is
     the session's random counter (advanced once per call; anchor-runtime.md §1.6). ``seed``
-    defaults to the session's seed. Never requires grad; records ``rand_uniform``."""
+    defaults to the session's seed. Never requires grad; records ``rand_uniform``.
+
+    Returns a tensor of ``shape`` in ``dtype`` (float32 or float64) with values in ``[0, 1]``: the
+    exact ``u / 2**32`` rounded once to ``dtype``, so float32 can round a draw within ``2**-25``
+    of 1 up to exactly 1. The same session seed replays the same stream in a new session.
+
+    Raises:
+        GuardError: a dtype other than float32/float64, a negative extent, or a seed outside
+            ``[0, 2**64 - 1]``.
+        TensorTypeError: a non-integer extent or seed.
+    """
     session = current_session()
     params = {
         "shape": _ints("rand_uniform", "shape", shape),
@@ -1111,7 +1288,14 @@ def bernoulli_mask(
 ) -> Tensor:
     """A 0/1 mask, 1 where ``keep_prob > u / 2**32`` (strict), from ``keyOf(seed, counter)`` with
     the session's random counter (advanced once per call). Never requires grad; records
-    ``bernoulli_mask``."""
+    ``bernoulli_mask``. Returns a tensor of ``shape`` in ``dtype`` (float32 or float64) holding
+    0 and 1; ``u`` is the :func:`rand_uniform` draw of the same key.
+
+    Raises:
+        GuardError: ``keep_prob`` outside ``[0, 1]`` or NaN, a dtype other than float32/float64,
+            a negative extent, or a seed outside ``[0, 2**64 - 1]``.
+        TensorTypeError: a non-integer extent or seed; a ``keep_prob`` that is not a real number.
+    """
     session = current_session()
     params = {
         "shape": _ints("bernoulli_mask", "shape", shape),
@@ -1128,9 +1312,13 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     training, ``x * mask / (1 - p)`` with ``mask = bernoulli_mask(x.shape, 1 - p)``; the realised
     mask is saved by the ``mul`` node for the backward. Identity when not training or ``p == 0``.
     Records ``bernoulli_mask``, ``mul``, ``scale`` (``p == 1``: ``bernoulli_mask``, ``mul``).
+    Returns x's shape and dtype (``x`` itself when it is the identity); the mask is drawn in x's
+    dtype with ``seed`` (default: the session's seed), as :func:`bernoulli_mask`.
 
     Raises:
-        TensorError: ``p`` outside ``[0, 1]``.
+        TensorError: ``p`` outside ``[0, 1]`` (NaN included).
+        TensorTypeError: a ``p`` that is not a real number; a ``training`` that is not a bool.
+        GuardError: in training with ``0 < p``, an x whose dtype is not float32/float64.
     """
     if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")

@@ -431,17 +431,28 @@ class Optimizer:
 
 
 def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
-    """SGD with heavy-ball momentum (``torch.optim.SGD``).
+    """SGD with heavy-ball momentum (``torch.optim.SGD``, dampening 0, no Nesterov).
+
+    Domains (the original's, anchor-runtime.md §3.1; stricter than torch, which accepts an
+    infinite ``lr`` and ``momentum >= 1``): ``lr`` finite and >= 0, ``momentum`` in ``[0, 1)``,
+    each also after rounding to binary32.
 
     Raises:
-        OptimizerError: a value that is not a real number, or out of its domain (e.g. a negative
-            learning rate, ``momentum`` outside ``[0, 1)``), as ``torch.optim.SGD`` refuses them.
+        OptimizerError: a value that is not a real number (bools and strings included), or out of
+            its domain (``optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got
+            1.0``).
     """
     return SGD(lr=lr, momentum=momentum)
 
 
 def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:
-    """Adam (``torch.optim.Adam``); values are checked as by :func:`sgd`."""
+    """Adam (``torch.optim.Adam``; Kingma & Ba 2015); values are checked as by :func:`sgd`:
+    ``lr`` finite and >= 0, ``beta1`` and ``beta2`` in ``[0, 1)``, ``eps`` finite and > 0 (torch
+    accepts ``eps == 0``), each also after rounding to binary32 (``eps=1e-50`` is refused).
+
+    Raises:
+        OptimizerError: a value that is not a real number or out of its domain.
+    """
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps)
 
 
@@ -452,17 +463,33 @@ def adamw(
     eps: float = 1e-8,
     weight_decay: float = 0.01,
 ) -> AdamW:
-    """AdamW, decoupled weight decay (``torch.optim.AdamW``); values are checked as by :func:`sgd`."""
+    """AdamW, decoupled weight decay (``torch.optim.AdamW``; Loshchilov & Hutter 2019); domains as
+    :func:`adam`, plus ``weight_decay`` finite and >= 0.
+
+    Raises:
+        OptimizerError: a value that is not a real number or out of its domain.
+    """
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
 
 
 def rmsprop(lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8) -> RMSprop:
-    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``); checked as by :func:`sgd`."""
+    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``, no momentum, not
+    centered); ``lr`` finite and >= 0, ``decay`` in ``[0, 1)`` (torch accepts 1), ``eps`` finite
+    and > 0, checked as by :func:`sgd`.
+
+    Raises:
+        OptimizerError: a value that is not a real number or out of its domain.
+    """
     return RMSprop(lr=lr, decay=decay, eps=eps)
 
 
 def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
-    """Adagrad (``torch.optim.Adagrad``); values are checked as by :func:`sgd`."""
+    """Adagrad (``torch.optim.Adagrad``; Duchi et al. 2011; no lr decay, zero initial sum);
+    ``lr`` finite and >= 0, ``eps`` finite and > 0, checked as by :func:`sgd`.
+
+    Raises:
+        OptimizerError: a value that is not a real number or out of its domain.
+    """
     return Adagrad(lr=lr, eps=eps)
 
 

@@ -908,38 +908,45 @@ class Tensor:
     # ----------------------------------------------------------------------------- method forms
 
     def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
-        """``functional.reshape``; accepts ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
+        """``functional.reshape`` (``torch.Tensor.reshape``, but always a new tensor); accepts
+        ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``. Shapes, dtypes and errors (``GuardError``
+        for another element count or an int64/bool tensor) are those of the function."""
         from torchlean import functional as F
 
         return F.reshape(self, _shape_args(shape))
 
     def permute(self, *axes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
-        """``functional.permute``; accepts ``t.permute(1, 0)`` or ``t.permute((1, 0))``."""
+        """``functional.permute`` (``torch.Tensor.permute``); accepts ``t.permute(1, 0)`` or
+        ``t.permute((1, 0))``; a ``GuardError`` when the axes are not a permutation of x's."""
         from torchlean import functional as F
 
         return F.permute(self, _shape_args(axes))
 
     def transpose(self, axis0: int, axis1: int) -> Tensor:
-        """Swap two axes (``functional.transpose``)."""
+        """Swap two axes (``functional.transpose``, ``torch.Tensor.transpose``); an axis outside
+        ``[-ndim, ndim)`` is a ``GuardError``, never wrapped."""
         from torchlean import functional as F
 
         return F.transpose(self, axis0, axis1)
 
     @property
     def T(self) -> Tensor:
-        """All axes reversed (``functional.permute``)."""
+        """All axes reversed (``functional.permute``), shape ``(2, 3, 4)`` -> ``(4, 3, 2)``, as
+        ``torch.Tensor.T`` (which torch deprecates for ranks other than 2; accepted here)."""
         from torchlean import functional as F
 
         return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """``functional.reduce_sum``."""
+        """``functional.reduce_sum`` (``torch.Tensor.sum``, with ``axis``/``keepdims`` for torch's
+        ``dim``/``keepdim``); shapes and errors as that function."""
         from torchlean import functional as F
 
         return F.reduce_sum(self, axis, keepdims=keepdims)
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """``functional.reduce_mean``."""
+        """``functional.reduce_mean`` (``torch.Tensor.mean``, with ``axis``/``keepdims`` for torch's
+        ``dim``/``keepdim``); shapes and errors as that function."""
         from torchlean import functional as F
 
         return F.reduce_mean(self, axis, keepdims=keepdims)

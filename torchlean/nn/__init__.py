@@ -10,6 +10,12 @@ record and supply defaults). Sizes must be ints (Python or numpy integers; bools
 and every refusal is a :class:`ShapeError` naming the builder, the argument and the offending
 value, e.g.
 ``linear: in_features must be an int >= 1, got 2.5``.
+
+Shapes below are per sample (the batch axis is added in front when the model runs). Whether a
+layer fits the shape it receives is checked by :meth:`Layer.output_shape`, i.e. when the model
+is built (:func:`build`, or the trainer): a misfit is a :class:`ShapeError` naming the layer and
+the shape (``linear(7, 1) expects inputs whose last axis is 7, got shape [8]``). Parameters are
+created in the dtype given to :func:`build` (float32 or float64).
 """
 
 from __future__ import annotations
@@ -72,10 +78,12 @@ __all__ = [
 
 
 def linear(in_features: int, out_features: int, *, bias: bool = True) -> Linear:
-    """Fully connected layer, weight ``[out, in]``, bias ``[out]`` (``torch.nn.Linear``).
+    """Fully connected layer, weight ``[out, in]``, bias ``[out]`` (``torch.nn.Linear``, and its
+    ``U(-1/sqrt(in), 1/sqrt(in))`` initialisation); samples ``(..., in)`` -> ``(..., out)``.
 
     Raises:
-        ShapeError: a size that is not an int >= 1, or a non-bool ``bias``.
+        ShapeError: a size that is not an int >= 1, or a non-bool ``bias``; at build, a sample
+            whose last axis is not ``in_features``.
     """
     return Linear(in_features, out_features, bias)
 
@@ -86,23 +94,24 @@ def relu() -> Activation:
 
 
 def gelu() -> Activation:
-    """GELU, exact erf form (``torch.nn.GELU()`` default)."""
+    """GELU, exact erf form (``torch.nn.GELU()`` default); shape preserving."""
     return Activation("gelu")
 
 
 def tanh() -> Activation:
-    """Hyperbolic tangent elementwise (``torch.nn.Tanh``)."""
+    """Hyperbolic tangent elementwise (``torch.nn.Tanh``); shape preserving."""
     return Activation("tanh")
 
 
 def sigmoid() -> Activation:
-    """Logistic sigmoid elementwise (``torch.nn.Sigmoid``)."""
+    """Logistic sigmoid elementwise (``torch.nn.Sigmoid``); shape preserving."""
     return Activation("sigmoid")
 
 
 def dropout(p: float) -> Dropout:
     """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``): identity in evaluation,
     ``x * mask / (1 - p)`` with a seeded mask in eager training; not lowered to typed graphs.
+    Shape preserving. Unlike torch, ``p == 1`` is refused.
 
     Raises:
         ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1)``.
@@ -112,11 +121,13 @@ def dropout(p: float) -> Dropout:
 
 def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> LayerNorm:
     """Layer normalisation over the trailing ``normalized_shape`` axes with a learned weight (ones)
-    and bias (zeros), ``torch.nn.LayerNorm(normalized_shape, eps)``.
+    and bias (zeros), each of shape ``normalized_shape``, ``torch.nn.LayerNorm(normalized_shape,
+    eps)``. Shape preserving.
 
     Raises:
         ShapeError: ``normalized_shape`` is not an int >= 1 or a non-empty tuple/list of them, or
-            ``eps`` is not a finite real number > 0.
+            ``eps`` is not a finite real number > 0 (torch accepts 0); at build, a sample whose
+            trailing axes are not ``normalized_shape``.
     """
     return LayerNorm(cast(Shape, normalized_shape), eps)
 
@@ -133,12 +144,16 @@ def conv2d(
     bias: bool = True,
 ) -> Conv2d:
     """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``); ``kernel_size``,
-    ``stride``, ``padding`` and ``dilation`` are an int or a pair (tuple/list) of ints.
+    ``stride``, ``padding`` and ``dilation`` are an int or a pair (tuple/list) of ints. Samples
+    ``(C_in, H, W)`` -> ``(C_out, H_out, W_out)`` with torch's ``(size + 2*padding -
+    dilation*(kernel-1) - 1) // stride + 1``; weight ``(C_out, C_in/groups, kh, kw)``, bias
+    ``(C_out,)``, both ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` as torch.
 
     Raises:
         ShapeError: channels or groups not an int >= 1, kernel/stride/dilation not >= 1, padding
             not >= 0, ``groups`` not dividing both channel counts, or a non-bool ``bias`` (checked
-            in argument order).
+            in argument order); at build, a sample that is not ``(in_channels, H, W)`` or smaller
+            than the dilated kernel after padding.
     """
     return Conv2d(
         in_channels,
@@ -158,10 +173,13 @@ def max_pool2d(
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> MaxPool2d:
-    """2-d max pooling; ``stride`` defaults to ``kernel_size`` (``torch.nn.MaxPool2d``).
+    """2-d max pooling; ``stride`` defaults to ``kernel_size`` (``torch.nn.MaxPool2d``, floor mode).
+    Samples ``(C, H, W)`` -> ``(C, H_out, W_out)``, ``(size + 2*padding - kernel) // stride + 1``.
 
     Raises:
-        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
+        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0; at
+            build (not here), a padding above half the kernel, a sample that is not ``(C, H, W)``
+            or a window larger than the padded sample.
     """
     window = cast(Pair, kernel_size)
     return MaxPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
@@ -173,10 +191,12 @@ def avg_pool2d(
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> AvgPool2d:
-    """2-d average pooling, zero padding counted in the divisor (``torch.nn.AvgPool2d``).
+    """2-d average pooling, zero padding counted in the divisor (``torch.nn.AvgPool2d``); shapes
+    and the stride default as :func:`max_pool2d`.
 
     Raises:
-        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0.
+        ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0; at
+            build, as :func:`max_pool2d`.
     """
     window = cast(Pair, kernel_size)
     return AvgPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
@@ -204,26 +224,29 @@ def reshape(*shape: int | Sequence[int]) -> Reshape:
 
     Raises:
         ShapeError: no dimension, a dimension that is not an int >= 1 (including ``-1``), or a
-            tuple/list mixed with other arguments.
+            tuple/list mixed with other arguments; at build, a sample with another element count.
     """
     dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     return Reshape(cast(Shape, dims))
 
 
 def mean_pool(axis: int = 0) -> MeanPool:
-    """Mean over per-sample ``axis`` (0 = the token axis of ``(tokens, features)`` samples).
+    """Mean over per-sample ``axis`` (0 = the token axis of ``(tokens, features)`` samples), as
+    ``x.mean(dim=axis + 1)`` over the batch in torch; the sample loses that axis.
 
     Raises:
-        ShapeError: ``axis`` is not an int >= 0.
+        ShapeError: ``axis`` is not an int >= 0; at build, an axis out of range for the sample.
     """
     return MeanPool(axis)
 
 
 def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:
-    """A learned position table added to ``(tokens, d_model)`` samples.
+    """A learned position table ``table`` of shape ``(tokens, d_model)``, drawn from
+    ``U(-0.1, 0.1)``, added to ``(tokens, d_model)`` samples (shape preserving).
 
     Raises:
-        ShapeError: a size that is not an int >= 1.
+        ShapeError: a size that is not an int >= 1; at build, a sample that is not
+            ``(tokens, d_model)``.
     """
     return PositionalEmbedding(tokens, d_model)
 
@@ -232,27 +255,33 @@ def sequential(*layers: Layer) -> Sequential:
     """``layers`` applied in order (``torch.nn.Sequential``); parameters are named
     ``<position>.<name>``, e.g. ``0.weight``.
 
+    With no layers it is the identity.
+
     Raises:
-        ShapeError: an argument that is not a :class:`Layer` (naming its 0-based position and type).
+        ShapeError: an argument that is not a :class:`Layer` (naming its 0-based position and type);
+            at build, the first layer that does not fit the shape it receives.
     """
     return Sequential(tuple(layers))
 
 
 def residual(body: Layer) -> Residual:
-    """``x + body(x)`` (the body must preserve the shape).
+    """``x + body(x)`` (the body must preserve the shape); parameters are named ``body.<name>``.
 
     Raises:
-        ShapeError: ``body`` is not a :class:`Layer`.
+        ShapeError: ``body`` is not a :class:`Layer`; at build, a body that changes the shape.
     """
     return Residual(body)
 
 
 def multi_head_attention(d_model: int, heads: int, *, causal: bool = False) -> MultiHeadAttention:
-    """Self-attention over ``(tokens, d_model)`` samples; see :mod:`torchlean.nn.attention`.
+    """Self-attention over ``(tokens, d_model)`` samples (shape preserving); bias-free projections
+    ``wq``, ``wk``, ``wv``, ``wo`` of shape ``(d_model, d_model)``; ``causal=True`` lets token i
+    attend to tokens j <= i. See :mod:`torchlean.nn.attention` (anchor-runtime.md §5.1).
 
     Raises:
         ShapeError: ``d_model`` or ``heads`` not an int >= 1, ``heads`` not dividing
-            ``d_model``, or a non-bool ``causal``.
+            ``d_model``, or a non-bool ``causal``; at build, a sample that is not
+            ``(tokens, d_model)``.
     """
     return MultiHeadAttention(d_model, heads, causal)
 
@@ -261,11 +290,12 @@ def transformer_block(
     d_model: int, heads: int, *, mlp_hidden: int | None = None, causal: bool = False
 ) -> TransformerBlock:
     """Pre-norm transformer block (attention + GELU MLP, layer norms, residuals); ``mlp_hidden``
-    defaults to ``4 * d_model``.
+    defaults to ``4 * d_model``. Samples ``(tokens, d_model)``, shape preserving.
 
     Raises:
         ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, ``heads`` not
-            dividing ``d_model``, or a non-bool ``causal``.
+            dividing ``d_model``, or a non-bool ``causal``; at build, as
+            :func:`multi_head_attention`.
     """
     if mlp_hidden is not None:
         return TransformerBlock(d_model, heads, mlp_hidden, causal)
