@@ -1313,13 +1313,17 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     mask is saved by the ``mul`` node for the backward. Identity when not training or ``p == 0``.
     Records ``bernoulli_mask``, ``mul``, ``scale`` (``p == 1``: ``bernoulli_mask``, ``mul``).
     Returns x's shape and dtype (``x`` itself when it is the identity); the mask is drawn in x's
-    dtype with ``seed`` (default: the session's seed), as :func:`bernoulli_mask`.
+    dtype with ``seed`` (default: the session's seed), as :func:`bernoulli_mask`: from the seed and
+    the session's random counter, which every draw advances, so two calls with one ``seed`` in a
+    session give different masks, and a new session with the same seeds replays them.
 
     Raises:
         TensorError: ``p`` outside ``[0, 1]`` (NaN included).
-        TensorTypeError: a ``p`` that is not a real number; a ``training`` that is not a bool.
+        TensorTypeError: ``x`` is not a Tensor; a ``p`` that is not a real number; a ``training``
+            that is not a bool.
         GuardError: in training with ``0 < p``, an x whose dtype is not float32/float64.
     """
+    x = _require_tensor("dropout", "x", x)
     if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
     if not _flag("dropout: training", training) or p == 0.0:

@@ -541,3 +541,22 @@ def test_the_package_namespace_is_its_public_names() -> None:
     for stray in ("sys", "importlib", "types", "Any", "TYPE_CHECKING", "annotations"):
         assert not hasattr(tl, stray), stray
     assert callable(tl.tensor) and tl.nn.__name__ == "torchlean.nn"
+
+
+def test_dropout_refuses_an_array_for_x_and_its_masks_follow_the_session_counter() -> None:
+    """``x`` must be a Tensor, as for every op (an array became a constant in training and was
+    returned unchanged in evaluation); one ``seed`` draws a new mask per call in a session (the
+    random counter advances) and a new session replays the masks."""
+    for training in (True, False):
+        with pytest.raises(tl.TensorTypeError, match="dropout: x must be a torchlean Tensor; got ndarray"):
+            tl.dropout(np.ones(3), 0.5, training=training)  # type: ignore[arg-type]
+    masks = []
+    for _ in range(2):
+        with tl.session("checked_cpu"):
+            x = tl.tensor(np.ones(64))
+            masks.append([tl.dropout(x, 0.5, seed=3).numpy() for _ in range(2)])
+    (first, second), (replay, replay_second) = masks
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(first, replay)
+    np.testing.assert_array_equal(second, replay_second)
+    assert set(np.unique(first)) <= {0.0, 2.0}

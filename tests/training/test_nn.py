@@ -357,16 +357,17 @@ NORM = "layer_norm: normalized_shape must be an int >= 1 or a non-empty tuple or
         (lambda: nn.max_pool2d(2, stride=1.5),
          f"max_pool2d: stride {PAIR1} 1.5"),
         (lambda: nn.avg_pool2d(2, padding=-1), f"avg_pool2d: padding {PAIR0} -1"),
-        (lambda: nn.dropout(1.0), "dropout probability must satisfy 0 <= p < 1, got 1.0"),
-        (lambda: nn.dropout(-0.1), "dropout probability must satisfy 0 <= p < 1, got -0.1"),
-        (lambda: nn.dropout(float("nan")), "dropout probability must satisfy 0 <= p < 1, got nan"),
+        (lambda: nn.dropout(1.5), "dropout probability must satisfy 0 <= p <= 1, got 1.5"),
+        (lambda: nn.dropout(-0.1), "dropout probability must satisfy 0 <= p <= 1, got -0.1"),
+        (lambda: nn.dropout(float("nan")), "dropout probability must satisfy 0 <= p <= 1, got nan"),
         (lambda: nn.dropout(True), "dropout probability must be a real number, got True"),
         (lambda: nn.dropout("0.5"), "dropout probability must be a real number, got '0.5'"),
         (lambda: nn.layer_norm(0), f"{NORM} 0"),
         (lambda: nn.layer_norm(()), f"{NORM} ()"),
         (lambda: nn.layer_norm(2.5), f"{NORM} 2.5"),
         (lambda: nn.layer_norm([4, False]), f"{NORM} [4, False]"),
-        (lambda: nn.layer_norm(4, eps=0.0), "layer_norm: eps must be finite and > 0, got 0.0"),
+        (lambda: nn.layer_norm(4, eps=-1e-5), "layer_norm: eps must be finite and >= 0, got -1e-05"),
+        (lambda: nn.layer_norm(4, eps=float("inf")), "layer_norm: eps must be finite and >= 0, got inf"),
         (lambda: nn.layer_norm(4, eps=True), "layer_norm: eps must be a real number, got True"),
         (lambda: nn.reshape(-1, 4), f"reshape: shape {DIMS} (-1, 4)"),
         (lambda: nn.reshape((4, 0)), f"reshape: shape {DIMS} (4, 0)"),
@@ -657,3 +658,31 @@ def test_dropout_is_identity_in_evaluation():
     x = np.ones((2, 3), dtype=np.float32)
     no_dropout = nn.build(nn.linear(3, 3), seed=0)
     np.testing.assert_array_equal(forward(model, x), forward(no_dropout, x))
+
+
+def test_dropout_of_one_drops_everything_in_training_as_torch():
+    """``p == 1`` as ``torch.nn.Dropout(1.0)``: zeros in training (and zero gradients), the
+    identity in evaluation; the functional form accepted it already."""
+    model = nn.build(nn.sequential(nn.linear(3, 3), nn.dropout(1.0)), seed=0)
+    x = np.ones((2, 3), dtype=np.float32)
+    params = [Tensor(p, requires_grad=True) for p in model.parameters]
+    with Session("checked_cpu"):
+        out = model.layer.forward(EagerOps(), params, Tensor(x), training=True)
+        out.backward(Tensor(np.ones((2, 3), dtype=np.float32)))
+    np.testing.assert_array_equal(out.numpy(), np.zeros((2, 3)))
+    for param in params:
+        assert param.grad is not None
+        np.testing.assert_array_equal(param.grad.numpy(), np.zeros(param.shape))
+    torch_out = torch.nn.Dropout(1.0).train()(torch.ones(2, 3))
+    np.testing.assert_array_equal(torch_out.numpy(), np.zeros((2, 3)))
+    no_dropout = nn.build(nn.linear(3, 3), seed=0)
+    np.testing.assert_array_equal(forward(model, x), forward(no_dropout, x))
+
+
+def test_layer_norm_with_eps_zero_matches_torch():
+    model = nn.build(nn.layer_norm(4, eps=0.0), input_shape=(4,), seed=0, dtype=np.float64)
+    randomize(model)
+    x = np.random.default_rng(3).standard_normal((5, 4))
+    s = model.state()
+    expected = TF.layer_norm(t64(x), (4,), t64(s["weight"]), t64(s["bias"]), eps=0.0)
+    np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)

@@ -110,11 +110,11 @@ def sigmoid() -> Activation:
 
 def dropout(p: float) -> Dropout:
     """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``): identity in evaluation,
-    ``x * mask / (1 - p)`` with a seeded mask in eager training; not lowered to typed graphs.
-    Shape preserving. Unlike torch, ``p == 1`` is refused.
+    ``x * mask / (1 - p)`` with a seeded mask in eager training (zeros for ``p == 1``, as torch);
+    not lowered to typed graphs. Shape preserving.
 
     Raises:
-        ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1)``.
+        ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1]``.
     """
     return Dropout(p)
 
@@ -126,7 +126,7 @@ def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> L
 
     Raises:
         ShapeError: ``normalized_shape`` is not an int >= 1 or a non-empty tuple/list of them, or
-            ``eps`` is not a finite real number > 0 (torch accepts 0); at build, a sample whose
+            ``eps`` is not a finite real number >= 0 (0 as torch); at build, a sample whose
             trailing axes are not ``normalized_shape``.
     """
     return LayerNorm(cast(Shape, normalized_shape), eps)

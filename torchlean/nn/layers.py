@@ -276,8 +276,8 @@ class Dropout(Layer):
 
     def __post_init__(self) -> None:
         p = _checked_real(self.p, "dropout probability")
-        if not (math.isfinite(p) and 0.0 <= p < 1.0):
-            raise ShapeError(f"dropout probability must satisfy 0 <= p < 1, got {p}")
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):  # p = 1 drops everything, as torch.nn.Dropout
+            raise ShapeError(f"dropout probability must satisfy 0 <= p <= 1, got {p}")
         _set(self, "p", p)
 
     def output_shape(self, input_shape: Shape) -> Shape:
@@ -304,8 +304,8 @@ class LayerNorm(Layer):
         shape = checked_dims(self.normalized_shape, "layer_norm: normalized_shape", allow_int=True)
         _set(self, "normalized_shape", shape)
         eps = _checked_real(self.eps, "layer_norm: eps")
-        if not (math.isfinite(eps) and eps > 0.0):
-            raise ShapeError(f"layer_norm: eps must be finite and > 0, got {self.eps!r}")
+        if not (math.isfinite(eps) and eps >= 0.0):  # 0 as torch.nn.LayerNorm and tl.layer_norm
+            raise ShapeError(f"layer_norm: eps must be finite and >= 0, got {self.eps!r}")
         _set(self, "eps", eps)
 
     def output_shape(self, input_shape: Shape) -> Shape:
