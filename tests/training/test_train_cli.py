@@ -790,3 +790,16 @@ def test_a_csv_named_like_a_shipped_dataset_is_reported_by_its_path(capsys, tmp_
     assert code == 0, err
     assert out.splitlines()[0].startswith(f"dataset={path} train=32 test=8 ")
     assert json.loads(record_path.read_text())["dataset"] == str(path)  # not "iris", the shipped one
+
+
+def test_a_shipped_dataset_name_that_is_also_a_file_here_gets_a_note(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "iris").write_text("a,y\n1,0\n2,1\n")
+    code, out, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4")
+    assert code == 0
+    assert out.startswith("dataset=iris train=120 test=30 ")  # the shipped one
+    assert err == ("note: --dataset iris is the shipped dataset; for the file iris here, give "
+                   "--dataset ./iris\n")
+    (tmp_path / "iris").unlink()
+    code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4")
+    assert (code, err) == (0, "")

@@ -1,11 +1,25 @@
-"""argparse ``type`` helpers shared by the ``torchlean`` subcommands and the ``bench/`` scripts."""
+"""Argument helpers shared by the ``torchlean`` subcommands (argparse ``type`` functions, also
+used by the ``bench/`` scripts, and the note on a ``--dataset`` name that is also a file)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["int_at_least"]
+__all__ = ["int_at_least", "note_shadowed_dataset"]
+
+
+def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
+    """Print a ``note:`` on stderr when ``--dataset name`` is a shipped dataset and also a file or
+    folder here: the shipped one is used; ``./name`` reads the file."""
+    if name in shipped and Path(name).exists():
+        print(
+            f"note: --dataset {name} is the shipped dataset; for the file {name} here, give "
+            f"--dataset ./{name}",
+            file=sys.stderr,
+        )
 
 
 def int_at_least(

@@ -68,6 +68,7 @@ import numpy.typing as npt
 from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._args import note_shadowed_dataset
 from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
@@ -204,6 +205,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
             :func:`torchlean.data.locate` and :func:`torchlean.data.read_csv`.
     """
     name, shipped = data.locate(args.dataset)
+    note_shadowed_dataset(name, data.DATASETS)
     if shipped:
         if args.label_column is not None or args.header is not None:
             raise TorchLeanError(

@@ -41,7 +41,7 @@ from tqdm import tqdm
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
-from torchlean.cli._args import int_at_least
+from torchlean.cli._args import int_at_least, note_shadowed_dataset
 from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
@@ -153,6 +153,7 @@ def _load(args: argparse.Namespace) -> data.Dataset:
         TorchLeanError: ``--label-column``/``--task``/``--header`` given for a shipped dataset.
     """
     csv_only = args.label_column is not None or args.task is not None or args.header is not None
+    note_shadowed_dataset(args.dataset, data.DATASETS)
     if args.dataset in data.DATASETS and csv_only:
         raise TorchLeanError(
             "--label-column, --task and --header/--no-header apply to CSV files; "
