@@ -71,25 +71,29 @@ class Checkpoint:
     """A trained model ready to be saved, rebuilt (:meth:`build`) and fed raw features.
 
     Fields: ``model`` (one of :data:`torchlean.models.MODELS`), ``hidden``, ``features`` and
-    ``outputs`` (ints >= 1, the arguments of :func:`~torchlean.models.build_model`); ``dtype``
+    ``outputs`` (Python ints >= 1, numpy integers refused, the arguments of
+    :func:`~torchlean.models.build_model`); ``dtype``
     (``"float32"`` or ``"float64"``); ``task`` (``"classification"``: ``outputs`` class logits,
-    ``classes`` names the class of each output unit, at least two, distinct; ``"regression"``:
+    ``classes`` a tuple of strings naming the class of each output unit, at least two, distinct;
+    ``"regression"``:
     one output, ``classes == ()``); ``feature_mean`` and ``feature_scale`` (float64
     ``[features]``, finite, scale > 0: the train split's ``StandardScaler`` statistics);
-    ``target_mean``/``target_scale`` (regression: the train targets' float64 mean and standard
+    ``target_mean``/``target_scale`` (regression: finite ``float`` values, ints refused, scale > 0:
+    the train targets' float64 mean and standard
     deviation, a zero deviation taken as 1, as ``torchlean train`` standardises the target; both
     ``None`` for classification); ``dataset``, ``label_column`` and ``feature_names`` (where the
     data came from; ``feature_names`` is ``()`` when unknown, else one name per feature);
     ``profile`` and ``execution`` (the backend profile name and execution-mode label trained
-    under); ``seed`` (an int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
+    under); ``seed`` (a Python int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
     array of the model's parameter shape, in ``dtype``: exactly the model's parameters).
 
-    The arrays are stored as read-only copies.
+    The arrays are stored as read-only copies (``weights`` as a read-only mapping).
 
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` other than :data:`FORMAT_VERSION`: ``unsupported
-            checkpoint version 2 (supported: 1)``; a missing, unexpected or mis-shaped weight).
+            checkpoint version 2 (supported: 1)``; a missing, unexpected or mis-shaped weight, or
+            one that is not an array of ``dtype``).
     """
 
     model: str
@@ -218,10 +222,14 @@ class Checkpoint:
         use (:meth:`~torchlean.trainer.Trainer.open`). Classification outputs are ``[n, outputs]``
         logits (the predicted class is ``classes[argmax]``); regression outputs ``[n, 1]`` are the
         standardised target (``output * target_scale + target_mean`` in float64 gives target
-        units).
+        units). A ``profile`` sets the trainer's device to the profile's (``checked_cuda`` gives
+        a ``cuda`` trainer), as :meth:`~torchlean.trainer.RunConfig.with_profile`.
 
         Raises:
             TrainerLabelError: an unknown profile name or execution label.
+            TrainerError: a ``profile``/``execution`` that is not a string (or a
+                :class:`~torchlean.backend.profiles.BackendProfile` for ``profile``), or a
+                non-bool ``show_backend``.
         """
         layer, input_shape = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
         config = RunConfig(

@@ -149,11 +149,16 @@ def load(
     ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``RandomState``, which takes
     no larger seed.
 
+    Returns a :class:`Dataset` (shapes and dtypes there): features in ``dtype``, class ids int64,
+    regression targets in ``dtype``. The split and scaling are scikit-learn's, so they match
+    ``train_test_split(..., random_state=seed, stratify=...)`` and ``StandardScaler`` bit for bit.
+
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
-            datasets; an unknown CSV label column, naming the columns.
+            datasets; an unknown CSV label column, naming the columns; an unknown ``task``.
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
-            datasets) or empty, missing file (or a directory), a file read as one column (with a
+            datasets) or empty, missing file (or a directory), a file that is not UTF-8, has no
+            rows or no data rows, a row whose cell count differs, a file read as one column (with a
             hint when it seems separated by tabs or ``;``), non-numeric or non-finite feature
             cell, a regression label beyond ``dtype``'s range or a blank label cell (line and
             column named), a single class,

@@ -36,11 +36,18 @@ def _square_side(features: int, model: str) -> int:
 def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> tuple[Layer, tuple[int, ...]]:
     """The model ``name`` for ``features`` inputs and ``outputs`` outputs, and its input shape.
 
+    Returns ``(layer, (features,))``: every family takes flat per-sample rows ``(features,)``
+    (``cnn`` and ``transformer`` reshape them to their square image inside the layer) and gives
+    per-sample outputs ``(outputs,)``; the layer is a description without weights, instantiated
+    by :func:`torchlean.nn.model.build` in float32 or float64. The layer recipes are the module
+    docstring's (this project's, used by ``torchlean train --model``).
+
     Raises:
-        UnknownLabelError: ``name`` is not one of :data:`MODELS`.
+        UnknownLabelError: ``name`` is not one of :data:`MODELS` (checked after the sizes).
         ShapeError: ``features``, ``outputs`` or ``hidden`` is not an int (Python or numpy; bools
             and floats refused, as the ``nn`` builders refuse them) >= 1, or the data do not fit
-            the model family.
+            the model family (``cnn``/``transformer``: ``features`` not a perfect square;
+            ``cnn``: an image side below 4, i.e. ``features < 16``).
     """
     features = checked_int(features, "features", 1, ShapeError)
     outputs = checked_int(outputs, "outputs", 1, ShapeError)

@@ -132,7 +132,12 @@ class ExecutionMode(LabelledEnum):
 
 
 class Objective(LabelledEnum):
-    """Training loss: mean squared error, or mean cross-entropy over class logits."""
+    """Training loss: mean squared error, or mean cross-entropy over class logits.
+
+    The minibatch loss is ``torch.nn.functional.mse_loss`` / ``cross_entropy`` with the default
+    ``reduction="mean"`` (MSE: over every output element; cross-entropy: over the rows, log-softmax
+    over the last axis), in the model dtype.
+    """
 
     MSE = "mse"
     CROSS_ENTROPY = "cross-entropy"
@@ -143,7 +148,8 @@ class Objective(LabelledEnum):
 
 
 def maintained_profile(device: Device) -> BackendProfile:
-    """The maintained profile for ``device`` (cpu → checked_cpu, cuda → checked_cuda).
+    """The maintained profile for ``device`` (cpu → checked_cpu, cuda → checked_cuda); ``device`` is
+    a :class:`Device` member (labels are parsed by :class:`RunConfig`, not here).
 
     Raises:
         TrainerError: ``device `metal` has no maintained runtime profile; provide a backend
@@ -244,8 +250,9 @@ class RunConfig:
 
         Raises:
             TrainerError: the override targets another device (``backend profile `P` targets
-                `D1`, but the runtime requested `D2```) or the device has no maintained profile.
-            UnknownLabelError: an unknown profile name.
+                `D1`, but the runtime requested `D2```) or the device has no maintained profile
+                (:func:`maintained_profile`). A profile name is checked when the config is built
+                (:class:`TrainerLabelError`), so an unknown one never reaches here.
         """
         if self.profile is None:
             return maintained_profile(self.device)
@@ -326,8 +333,13 @@ class Trainer(Generic[In, Out]):
         input_shape: per-sample input shape, a tuple, list, ``torch.Size`` or 1-d integer numpy
             array (inferred when the model starts with a linear layer).
 
+    The model is built at once (:func:`torchlean.nn.model.build`) with parameters in
+    ``config.dtype``; data given to :meth:`fit`, :meth:`predict` and :meth:`evaluate` is
+    ``(n, *input_shape)`` real numbers (bool, integer or float arrays), cast to that dtype.
+
     Raises:
-        ShapeError: the layers do not fit the input shape, or a bad ``input_shape``.
+        ShapeError: the layers do not fit the input shape, a bad ``input_shape``, or none given
+            for a model that does not start with a linear layer.
         TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, ``seed``
             is out of range (``seed must be an integer in [0, 2**64), got -1``), or
             cross-entropy on a model whose per-sample output is not a vector of class logits.
@@ -455,7 +467,10 @@ class Trainer(Generic[In, Out]):
     def batches(
         self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
     ) -> Iterator[tuple[Array, Array]]:
-        """Minibatches of ``batch_size`` (the last may be smaller), shuffled by ``(seed, epoch)``."""
+        """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller),
+        copies taken along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with
+        ``shuffle`` in the order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in
+        row order. The arguments are used as given (:meth:`fit` checks them first)."""
         n = x.shape[0]
         order = np.random.default_rng([self.seed, epoch]).permutation(n) if shuffle else np.arange(n)
         for start in range(0, x.shape[0], batch_size):
@@ -521,12 +536,17 @@ class Trainer(Generic[In, Out]):
         return [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
-        """One optimizer update on a minibatch; returns the minibatch's mean loss.
+        """One optimizer update on a minibatch; returns the minibatch's mean loss (:class:`Objective`)
+        as a Python float, computed in the model dtype before the update.
+
+        ``xb`` is ``(b, *input_shape)`` and ``yb`` takes the forms :meth:`fit` accepts; both are
+        cast to the model dtype. Opens the session on first use (:meth:`open`).
 
         Raises:
             TrainerError: bad shapes or labels (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
-                optimizer state with NaN).
+                optimizer state with NaN); the errors of :meth:`open`.
+            SessionError: as :meth:`open`.
         """
         session = self.open()
         assert self._optimizer is not None
@@ -560,11 +580,20 @@ class Trainer(Generic[In, Out]):
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
         step (progress bars hook in here).
 
+        ``x`` is ``(n, *input_shape)``; ``y`` is ``(n, *output_shape)`` for MSE (``(n,)`` too when
+        the output shape is ``(1,)``), and integer class labels ``(n,)`` in ``[0, classes)`` or
+        one-hot ``(n, classes)`` for cross-entropy. An epoch's loss is the mean of its minibatch
+        losses weighted by minibatch size, a float.
+
         Raises:
-            TrainerError: bad shapes or labels; ``epochs`` or ``batch_size`` not an int (bools
+            TrainerError: bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
+                ``got 10 inputs but 5 targets``, labels outside ``[0, classes)`` or not integers,
+                data that is not a rectangular array of real numbers); no samples (``n == 0``);
+                ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
-                (checked before any step).
+                (checked before any step); the errors of :meth:`open`.
+            SessionError: as :meth:`open`.
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
@@ -594,11 +623,15 @@ class Trainer(Generic[In, Out]):
         return history
 
     def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:
-        """Model outputs for ``x`` (evaluation mode, no gradients), ``(n, *output_shape)``.
+        """Model outputs for ``x`` ``(n, *input_shape)`` (evaluation mode: dropout off, no gradients),
+        ``(n, *output_shape)`` in the model dtype (``(0, *output_shape)`` for ``n == 0``); raw
+        logits for cross-entropy models.
 
         Raises:
-            TrainerError: inputs of the wrong shape, or ``batch_size`` not an int >= 1
-                (``batch_size must be an int >= 1, got 0``).
+            TrainerError: inputs of the wrong shape (a single unbatched sample included) or not
+                real numbers, or ``batch_size`` not an int >= 1
+                (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
+            SessionError: as :meth:`open`.
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()
@@ -622,12 +655,16 @@ class Trainer(Generic[In, Out]):
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
         """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).
 
-        ``y`` takes the forms :meth:`fit` accepts; NaN for an empty set. A row whose outputs are
+        ``x`` is ``(n, *input_shape)`` (as :meth:`predict`) and ``y`` takes the forms :meth:`fit`
+        accepts; accuracy is the fraction of rows whose logits' argmax is the label, mse the mean
+        over every output element of ``(prediction - y)**2`` in float64 (in ``y``'s units squared);
+        NaN for an empty set. A row whose outputs are
         not all finite (a diverged model's) predicts no class and counts as wrong (numpy's
         ``argmax`` would name the first NaN's class), as ``torchlean predict`` counts it.
 
         Raises:
-            TrainerError: bad shapes or labels (as :meth:`fit`).
+            TrainerError: bad shapes or labels (as :meth:`fit`); the errors of :meth:`predict`.
+            SessionError: as :meth:`open`.
         """
         prediction = self.predict(x).astype(np.float64)
         targets = self._y(y, prediction.shape[0])

@@ -200,7 +200,9 @@ class Layer(ABC):
 
     @abstractmethod
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
-        """Apply the layer to ``x`` with its parameters ``params`` (as many as ``param_specs``)."""
+        """Apply the layer to ``x`` with its parameters ``params`` (as many as ``param_specs``, in
+        their order): ``x`` is batched ``(batch, *input_shape)`` and the result is
+        ``(batch, *output_shape(input_shape))``, in ``x``'s dtype; ``training`` switches dropout on."""
 
     def describe(self) -> str:
         """A short rendering for model summaries (default: ``kind``; layers with hyper-parameters
@@ -210,7 +212,13 @@ class Layer(ABC):
 
 @dataclass(frozen=True, slots=True)
 class Linear(Layer):
-    """``y = x W^T + b`` with weight ``[out, in]`` and bias ``[out]`` (``torch.nn.Linear``)."""
+    """``y = x W^T + b`` with weight ``[out, in]`` and bias ``[out]`` (``torch.nn.Linear``): per-sample
+    ``(..., in)`` -> ``(..., out)``.
+
+    Raises:
+        ShapeError: a size not an int >= 1 or a non-bool ``bias`` (when built); an input whose last
+            axis is not ``in_features`` (:meth:`output_shape`).
+    """
 
     in_features: int
     out_features: int
@@ -246,7 +254,13 @@ class Linear(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Activation(Layer):
-    """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh`` or ``sigmoid``."""
+    """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh`` or ``sigmoid``
+    (``torch.nn.ReLU``/``GELU()``/``Tanh``/``Sigmoid``); shape preserving.
+
+    Raises:
+        ShapeError: an unknown ``kind`` (``unknown activation 'softmax' (known: relu | gelu | tanh |
+            sigmoid)``).
+    """
 
     kind: str
 
@@ -269,7 +283,12 @@ class Activation(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Dropout(Layer):
-    """Inverted dropout (``torch.nn.Dropout``): identity in evaluation, seeded masks in training."""
+    """Inverted dropout (``torch.nn.Dropout``): identity in evaluation, seeded masks in training
+    (kept values scaled by ``1 / (1 - p)``; ``p = 1`` zeroes everything); shape preserving.
+
+    Raises:
+        ShapeError: ``p`` not a real number (bools and strings refused) with ``0 <= p <= 1``.
+    """
 
     p: float
     kind = "dropout"
@@ -294,7 +313,14 @@ class Dropout(Layer):
 
 @dataclass(frozen=True, slots=True)
 class LayerNorm(Layer):
-    """Layer normalisation over the trailing ``normalized_shape`` axes (``torch.nn.LayerNorm``)."""
+    """Layer normalisation over the trailing ``normalized_shape`` axes (``torch.nn.LayerNorm``), with
+    a weight (ones) and bias (zeros) of shape ``normalized_shape``; shape preserving.
+
+    Raises:
+        ShapeError: a bad ``normalized_shape`` (an int >= 1 or a non-empty tuple/list of them), an
+            ``eps`` that is not a finite real >= 0 (when built); an input whose trailing axes are
+            not ``normalized_shape`` (:meth:`output_shape`).
+    """
 
     normalized_shape: Shape
     eps: float = 1e-5
@@ -332,7 +358,15 @@ class LayerNorm(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Conv2d(Layer):
-    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``, channel-first)."""
+    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``, channel-first): per-sample
+    ``(in_channels, H, W)`` -> ``(out_channels, H_out, W_out)`` with ``H_out = (H + 2 p - d (k - 1)
+    - 1) // s + 1`` (likewise ``W_out``), torch's formula; weight ``[out, in / groups, kH, kW]``.
+
+    Raises:
+        ShapeError: a bad size, window argument or ``bias``, or ``groups`` not dividing both
+            channel counts (when built); samples that are not ``(in_channels, H, W)`` or too small
+            for the dilated kernel (:meth:`output_shape`).
+    """
 
     in_channels: int
     out_channels: int
@@ -432,7 +466,14 @@ class _Pool2d(Layer):
 
 @dataclass(frozen=True, slots=True)
 class MaxPool2d(_Pool2d):
-    """2-d max pooling (``torch.nn.MaxPool2d``)."""
+    """2-d max pooling (``torch.nn.MaxPool2d``, floor mode, padding never wins the max): per-sample
+    ``(C, H, W)`` -> ``(C, (H + 2 p - k) // s + 1, (W + 2 p - k) // s + 1)``.
+
+    Raises:
+        ShapeError: a bad window argument (when built); samples that are not ``(C, H, W)``, a
+            padding above half the kernel (as torch refuses it), or a kernel larger than the
+            padded input (:meth:`output_shape`).
+    """
 
     kind = "max_pool2d"
 
@@ -442,7 +483,8 @@ class MaxPool2d(_Pool2d):
 
 @dataclass(frozen=True, slots=True)
 class AvgPool2d(_Pool2d):
-    """2-d average pooling; zero padding counts in the divisor (``count_include_pad=True``)."""
+    """2-d average pooling; zero padding counts in the divisor (``torch.nn.AvgPool2d`` with
+    ``count_include_pad=True``, floor mode); shapes and errors as :class:`MaxPool2d`."""
 
     kind = "avg_pool2d"
 
@@ -452,7 +494,12 @@ class AvgPool2d(_Pool2d):
 
 @dataclass(frozen=True, slots=True)
 class PositionalEmbedding(Layer):
-    """Adds a learned ``(tokens, d_model)`` position table to ``(tokens, d_model)`` samples."""
+    """Adds a learned ``(tokens, d_model)`` position table to ``(tokens, d_model)`` samples.
+
+    Raises:
+        ShapeError: a size not an int >= 1 (when built); samples not ``(tokens, d_model)``
+            (:meth:`output_shape`).
+    """
 
     tokens: int
     d_model: int
@@ -482,7 +529,13 @@ class PositionalEmbedding(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Reshape(Layer):
-    """Reshape each sample to ``shape`` (same element count; every dimension explicit and >= 1)."""
+    """Reshape each sample to ``shape`` (same element count; every dimension explicit and >= 1: no
+    ``-1`` as ``torch.reshape`` allows).
+
+    Raises:
+        ShapeError: a bad ``shape`` (when built); an element count that differs
+            (:meth:`output_shape`).
+    """
 
     shape: Shape
     kind = "reshape"
@@ -505,7 +558,7 @@ class Reshape(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Flatten(Layer):
-    """Flatten each sample to a vector (``torch.nn.Flatten``)."""
+    """Flatten each sample to a vector (``torch.nn.Flatten``): ``(C, H, W)`` -> ``(C*H*W,)``."""
 
     kind = "flatten"
 
@@ -519,7 +572,13 @@ class Flatten(Layer):
 
 @dataclass(frozen=True, slots=True)
 class MeanPool(Layer):
-    """Mean over per-sample axis ``axis`` (e.g. the token axis of a sequence model)."""
+    """Mean over per-sample axis ``axis`` (e.g. the token axis of a sequence model), which is
+    removed (``torch.mean(x, dim=axis + 1)``, the batch axis first).
+
+    Raises:
+        ShapeError: ``axis`` not an int >= 0 (when built) or not an axis of the sample
+            (:meth:`output_shape`).
+    """
 
     axis: int = 0
     kind = "mean_pool"
@@ -545,7 +604,13 @@ def _child_shapes(layers: Sequence[Layer], input_shape: Shape) -> list[Shape]:
 
 @dataclass(frozen=True, slots=True)
 class Sequential(Layer):
-    """Layers applied in order (``torch.nn.Sequential``)."""
+    """Layers applied in order (``torch.nn.Sequential``); child ``i``'s parameters are named
+    ``i.<name>``.
+
+    Raises:
+        ShapeError: ``layers`` not a tuple or list, or an item that is not a :class:`Layer` (when
+            built); a child that does not fit the shape it receives (:meth:`output_shape`).
+    """
 
     layers: tuple[Layer, ...]
     kind = "sequential"
@@ -587,7 +652,12 @@ class Sequential(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Residual(Layer):
-    """``x + f(x)``; ``f`` must preserve the shape."""
+    """``x + f(x)``; ``f`` must preserve the shape; its parameters are named ``body.<name>``.
+
+    Raises:
+        ShapeError: ``body`` not a :class:`Layer` (when built); a body that changes the shape
+            (:meth:`output_shape`).
+    """
 
     body: Layer
     kind = "residual"

@@ -40,7 +40,12 @@ class StateError(TorchLeanError, ValueError):
 
 @dataclass(slots=True, eq=False)
 class Model:
-    """A layer with its parameters; ``input_shape``/``output_shape`` are per sample."""
+    """A layer with its parameters; ``input_shape``/``output_shape`` are per sample.
+
+    ``specs`` are the layer's :meth:`~torchlean.nn.layers.Layer.param_specs` and ``parameters``
+    one array per spec, in state order, of the spec's shape and of ``dtype`` (float32 or
+    float64). Built by :func:`build`.
+    """
 
     layer: Layer
     input_shape: Shape
@@ -50,7 +55,9 @@ class Model:
     dtype: np.dtype[np.floating]
 
     def state(self) -> dict[str, Array]:
-        """A copy of every parameter, by name, in state order."""
+        """A copy of every parameter, by name (``weight``; ``0.weight`` inside a sequential), in
+        state order: arrays of the spec's shape in the model ``dtype`` (as
+        ``torch.nn.Module.state_dict``, but copies)."""
         return {spec.name: value.copy() for spec, value in zip(self.specs, self.parameters, strict=True)}
 
     def load_state(self, state: Mapping[str, npt.ArrayLike]) -> None:
@@ -137,9 +144,15 @@ def build(
     ``input_shape`` (a tuple, list or 1-d integer numpy array of ints >= 1; stored as a tuple of
     ints) may be omitted when the first layer is a linear layer. ``seed`` is an integer (Python or
     numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
+    ``dtype`` is float32 or float64 (a numpy spelling or the torch dtype). Initial values follow
+    PyTorch's default initialisation of ``nn.Linear``/``nn.Conv2d`` in distribution
+    (U(-1/sqrt(fan_in), 1/sqrt(fan_in)), :class:`~torchlean.nn.layers.ParamSpec`), not torch's
+    random stream. Returns a :class:`Model` whose ``parameters`` are in ``dtype``.
 
     Raises:
-        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``; ``seed`` not an
+        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``, or none given for a
+            model that does not start with a linear layer (``cannot infer the input shape of
+            relu; pass input_shape=``); ``seed`` not an
             integer in ``[0, 2**64)`` (``seed must be an integer in [0, 2**64), got -1``); a dtype
             other than float32/float64 (also ``None`` or a spelling numpy cannot read); or a
             layer does not fit the shape it receives.
