@@ -233,8 +233,10 @@ class Checkpoint:
         """
         layer, input_shape = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
         config = RunConfig(
-            execution=execution or self.execution, show_backend=show_backend, dtype=self.dtype
-        ).with_profile(profile or self.profile)
+            execution=self.execution if execution is None else execution,
+            show_backend=show_backend,
+            dtype=self.dtype,
+        ).with_profile(self.profile if profile is None else profile)
         trainer: Trainer[Any, Any] = Trainer(
             layer,
             objective=Objective.CROSS_ENTROPY if self.task == "classification" else Objective.MSE,
@@ -253,11 +255,21 @@ class Checkpoint:
         rows.
 
         Raises:
-            CheckpointError: ``x`` is not ``[n, features]`` (naming both feature counts), a value
-                is NaN or infinite, or a value standardises beyond ``dtype``'s range (row and
-                column named, 1-based).
+            CheckpointError: ``x`` is not a rectangular array of real numbers (strings, objects,
+                complex numbers and ragged sequences are refused, as by the trainer), not
+                ``[n, features]`` (naming both feature counts), a value is NaN or infinite, or a
+                value standardises beyond ``dtype``'s range (row and column named, 1-based).
         """
-        raw = np.asarray(x, dtype=np.float64)
+        try:
+            given = np.asarray(x)
+        except ValueError as error:  # a ragged nested sequence
+            raise CheckpointError(f"features must be a rectangular array of real numbers: {error}") from None
+        if given.dtype.kind not in "biuf":
+            raise CheckpointError(
+                "features must be real numbers (accepted: bool, integer or float arrays), got dtype "
+                f"{given.dtype}"
+            )
+        raw = np.asarray(given, dtype=np.float64)
         if raw.ndim != 2 or raw.shape[1] != self.features:
             raise CheckpointError(
                 f"the model takes {self.features} features per row, got an array of shape {list(raw.shape)}"
@@ -315,6 +327,13 @@ def _umask() -> int:
     return mask
 
 
+def _check_path(path: object) -> None:
+    """Refuse a checkpoint path that is not a ``str`` or ``os.PathLike`` (``Path`` would raise a
+    bare ``TypeError``)."""
+    if not isinstance(path, str | os.PathLike):
+        raise CheckpointError(f"a checkpoint path must be a str or os.PathLike, got {type(path).__name__}")
+
+
 def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
     uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
@@ -324,11 +343,13 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     target is replaced); an existing path that is not a regular file is refused.
 
     Raises:
-        CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, or the file cannot be
-            written (naming the path and the operating system's reason).
+        CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
+            ``os.PathLike``, or the file cannot be written (naming the path and the operating
+            system's reason).
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
+    _check_path(path)
     file = Path(os.path.realpath(path))  # through a symbolic link: the link keeps naming the checkpoint
     if file.exists() and not file.is_file():
         raise CheckpointError(
@@ -383,15 +404,16 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
 
     Raises:
-        CheckpointError: naming ``path`` and what is wrong: no such file (or a directory, a
-            device or a pipe); not a numpy ``.npz`` archive (another file, an empty one, a
-            ``.npy`` array) or an archive that cannot be read (truncated, damaged, an entry that
-            would need pickle); not a torchlean checkpoint (no ``metadata`` entry, or metadata
-            that is not the JSON object of the format); an unsupported ``version``; a missing or
-            wrongly typed metadata field; a missing, unexpected, mis-shaped or wrongly typed
-            array (weights, statistics); non-finite statistics; any inconsistency
-            :class:`Checkpoint` refuses.
+        CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``; else naming ``path`` and
+            what is wrong: no such file (or a directory, a device or a pipe); not a numpy ``.npz``
+            archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
+            read (truncated, damaged, an entry that would need pickle); not a torchlean checkpoint
+            (no ``metadata`` entry, or metadata that is not the JSON object of the format); an
+            unsupported ``version``; a missing or wrongly typed metadata field; a missing,
+            unexpected, mis-shaped or wrongly typed array (weights, statistics); non-finite
+            statistics; any inconsistency :class:`Checkpoint` refuses.
     """
+    _check_path(path)
     file = Path(path)
     if file.is_dir():
         raise CheckpointError(f"checkpoint {file} is a directory, not a file")

@@ -470,7 +470,14 @@ class Trainer(Generic[In, Out]):
         """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller),
         copies taken along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with
         ``shuffle`` in the order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in
-        row order. The arguments are used as given (:meth:`fit` checks them first)."""
+        row order. ``x`` and ``y`` are used as given (:meth:`fit` checks them first).
+
+        Raises:
+            TrainerError: ``batch_size`` not an int >= 1, or ``epoch`` not an int >= 0 (bools
+                refused), when the iteration starts.
+        """
+        batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
+        epoch = checked_int(epoch, "epoch", 0, TrainerError)
         n = x.shape[0]
         order = np.random.default_rng([self.seed, epoch]).permutation(n) if shuffle else np.arange(n)
         for start in range(0, x.shape[0], batch_size):

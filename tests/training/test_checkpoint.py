@@ -269,6 +269,29 @@ def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris
         saved.standardise(poisoned)
     with pytest.raises(CheckpointError, match=r"^row 1, feature 1: the value 1e\+300 standardises beyond"):
         saved.standardise(np.full((1, 4), 1e300))
+    # not real numbers: refused as the trainer refuses them (were a bare ValueError, or a complex
+    # array's real part with a ComplexWarning)
+    for bad, message in (
+        (np.array([["a"] * 4]), r"^features must be real numbers \(accepted: bool, integer or float"),
+        ([[1, 2], [3]], r"^features must be a rectangular array of real numbers: "),
+        (np.ones((1, 4)) * (1 + 1j), r"got dtype complex128$"),
+    ):
+        with pytest.raises(CheckpointError, match=message):
+            saved.standardise(bad)  # type: ignore[arg-type]
+    ints = saved.standardise(np.ones((1, 4), dtype=np.int64))
+    np.testing.assert_array_equal(ints, saved.standardise(np.ones((1, 4))))
+
+
+def test_paths_that_are_not_strings_and_empty_build_labels_are_refused(iris_checkpoint):
+    saved = checkpoint.load(iris_checkpoint)
+    for call in (lambda: checkpoint.load(3), lambda: checkpoint.save(3, saved)):
+        with pytest.raises(CheckpointError, match=r"checkpoint path must be a str or os\.PathLike, got int"):
+            call()  # type: ignore[arg-type]
+    # an empty label is an unknown one (it fell back to the saved value), as RunConfig refuses it
+    with pytest.raises(TorchLeanError, match="unknown execution mode"):
+        saved.build(execution="")
+    with pytest.raises(TorchLeanError, match="unknown"):
+        saved.build(profile="")
 
 
 # ------------------------------------------------------------------------------- the API

@@ -23,6 +23,7 @@ from torchlean.nn.layers import (
     Dropout,
     Linear,
     MaxPool2d,
+    ParamSpec,
     Reshape,
     Sequential,
     ShapeError,
@@ -686,3 +687,13 @@ def test_layer_norm_with_eps_zero_matches_torch():
     s = model.state()
     expected = TF.layer_norm(t64(x), (4,), t64(s["weight"]), t64(s["bias"]), eps=0.0)
     np.testing.assert_allclose(forward(model, x), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_a_parameter_spec_refuses_an_unknown_initialiser():
+    """An unknown ``init`` drew U(-0, 0), zeros, silently."""
+    message = r"parameter w: init 'normal' is unknown \(accepted: uniform \| zeros \| ones\)"
+    with pytest.raises(ShapeError, match=message):
+        ParamSpec("w", (2,), "normal")  # type: ignore[arg-type]
+    spec = ParamSpec("w", (2, 3), "uniform", bound=0.5)
+    drawn = spec.initial(np.random.default_rng(0), np.dtype(np.float64))
+    assert drawn.shape == (2, 3) and np.all(np.abs(drawn) <= 0.5) and np.unique(drawn).size == 6

@@ -718,3 +718,15 @@ def test_build_model_refuses_sizes_that_are_not_ints(kwargs, message):
         build_model("cnn", args["features"], args["outputs"], hidden=hidden)
     layer, shape = build_model("cnn", np.int64(64), np.int64(10), hidden=np.int64(8))  # numpy ints are ints
     assert shape == (64,) and isinstance(layer, nn.layers.Layer)
+
+
+def test_batches_checks_its_size_and_epoch():
+    trainer = Trainer(nn.linear(4, 2))
+    x, y = np.arange(12.0).reshape(3, 4), np.zeros((3, 2))
+    for bad, name in ((0, "batch_size"), (-1, "batch_size"), (True, "batch_size")):
+        with pytest.raises(TrainerError, match=f"{name} must be an int >= 1, got"):
+            list(trainer.batches(x, y, bad, shuffle=False, epoch=0))
+    with pytest.raises(TrainerError, match="epoch must be an int >= 0, got -1"):
+        list(trainer.batches(x, y, 2, shuffle=True, epoch=-1))
+    sizes = [len(xb) for xb, _ in trainer.batches(x, y, 2, shuffle=False, epoch=0)]
+    assert sizes == [2, 1]

@@ -20,7 +20,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, TypeGuard, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -135,6 +135,9 @@ class ParamSpec:
 
     ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
     ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant.
+
+    Raises:
+        ShapeError: an ``init`` other than ``uniform``, ``zeros`` or ``ones``.
     """
 
     name: str
@@ -142,6 +145,13 @@ class ParamSpec:
     init: InitKind
     bound: float = 0.0
     trainable: bool = True
+
+    def __post_init__(self) -> None:
+        if self.init not in get_args(InitKind):
+            raise ShapeError(
+                f"parameter {self.name}: init {self.init!r} is unknown (accepted: "
+                f"{' | '.join(get_args(InitKind))})"
+            )
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
         """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) drawn from ``rng``
