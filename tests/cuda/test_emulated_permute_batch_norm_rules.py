@@ -8,8 +8,9 @@ through the host emulation (csrc/ compiled for the CPU):
 * ``batch_norm``'s eps: PyTorch's ``torch.nn.functional.batch_norm`` refuses ``eps <= 0`` in
   training and accepts ``eps = 0`` in eval; the reference guard ``spatial_guards.check_batch_norm``
   and the native guard apply that rule (the native guard and the extension used to refuse eps = 0
-  in eval; ``fast_cpu`` leaked torch's ValueError for eps = 0 in training), besides eps finite and
-  ``>= 0`` once rounded to x's dtype.
+  in eval; ``fast_cpu`` leaked torch's ValueError for eps = 0 in training), with eps ``>= 0`` as
+  given and finite in x's dtype, and in training ``> 0`` in x's dtype (``1e-50`` rounds to 0 in
+  float32, which the kernels would add).
 
 Oracles: torch float64 (``permute``, ``batch_norm`` with autograd), the reference kernels and the
 ``checked_cpu`` profile; refusals are the same error class under ``checked_cuda`` and
@@ -174,11 +175,12 @@ def test_batch_norm_eval_eps_zero_matches_torch_emulated(dtype: torch.dtype, emu
         (1e300, torch.float32, True, GuardError),  # finite in float64, not once rounded to float32
         (True, torch.float64, True, GuardTypeError),
         (-1e-50, torch.float64, False, GuardError),
-        (-1e-50, torch.float32, False, None),  # rounds to -0.0 in float32: accepted in eval
-        (-1e-50, torch.float32, True, GuardError),  # but negative as given: refused in training
+        (-1e-50, torch.float32, False, GuardError),  # negative as given (PyTorch), -0.0 in float32
+        (-1e-50, torch.float32, True, GuardError),
         (0, torch.float64, True, GuardError),  # PyTorch: eps must be positive during training
         (0, torch.float64, False, None),
-        (1e-50, torch.float32, True, None),  # positive as given (as PyTorch), 0 in float32
+        (1e-50, torch.float32, True, GuardError),  # positive, but the kernels would add 0
+        (1e-50, torch.float32, False, None),  # eval takes 0
         (1e300, torch.float64, True, None),
     ],
     ids=[
@@ -193,6 +195,7 @@ def test_batch_norm_eval_eps_zero_matches_torch_emulated(dtype: torch.dtype, emu
         "zero-training",
         "zero-eval",
         "tiny-positive-f32-training",
+        "tiny-positive-f32-eval",
         "huge-f64",
     ],
 )
@@ -264,6 +267,26 @@ def test_batch_norm_training_eps_refusal_is_the_same_under_every_cpu_and_cuda_pr
     for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu"), ("fast_cpu", "cpu")):
         with tl.session(profile), pytest.raises(GuardError, match="eps"):
             tl.batch_norm(tl.tensor(x, dtype="float64", device=device), training=True, eps=eps)
+
+
+@pytest.mark.parametrize(
+    ("eps", "training"), [(1e-50, True), (-1e-50, False)], ids=["rounds-to-0", "tiny-negative"]
+)
+def test_float32_eps_edges_are_refused_alike_under_every_cpu_and_cuda_profile(
+    eps: float, training: bool, emulated_cuda: None
+) -> None:
+    """In float32 ``1e-50`` rounds to 0 (the kernels would add 0 in training: NaN under the
+    reference, 0 under ATen, the bias under native) and ``-1e-50`` to ``-0.0`` (torch refuses it
+    as negative: ``fast_cpu`` leaked that ``ValueError`` in eval)."""
+    x = np.random.default_rng(7).standard_normal((4, 3, 2))
+    x[:, 1] = 2.0  # a channel of zero batch variance
+    stats = (np.zeros(3), np.ones(3))
+    for profile, device in (("checked_cuda", "cuda"), ("checked_cpu", "cpu"), ("fast_cpu", "cpu")):
+        rm, rv = (None, None) if training else (tl.tensor(a, dtype="float32", device=device) for a in stats)
+        with tl.session(profile), pytest.raises(GuardError, match="eps"):
+            tl.batch_norm(
+                tl.tensor(x, dtype="float32", device=device), None, None, rm, rv, training=training, eps=eps
+            )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -1096,9 +1096,9 @@ def _no_affine_without_channels(x: Tensor, weight: Tensor | None, bias: Tensor |
 def _norm_eps(op: str, eps: float, dtype: torch.dtype, *, training: bool = False) -> float:
     """``eps`` of ``op`` (``layer_norm``, ``batch_norm``) as the reference guards
     (``spatial_guards.check_layer_norm``/``check_batch_norm``) accept it: a real number (not a
-    bool), finite once rounded to x's dtype and ``>= 0`` there (0 is accepted, as torch's
-    functional forms and the reference), and ``> 0`` for batch normalisation in training
-    (``spatial_guards.training_eps_fault``, PyTorch's rule). Returns the rounded value, the eps the
+    bool), ``>= 0`` as given and finite once rounded to x's dtype (0 is accepted, as torch's
+    functional forms and the reference), and ``> 0`` in x's dtype for batch normalisation in
+    training (``spatial_guards.training_eps_fault``, PyTorch's rule). Returns the rounded value, the eps the
     reference kernel adds to the variance.
 
     Raises:
@@ -1116,9 +1116,9 @@ def _norm_eps(op: str, eps: float, dtype: torch.dtype, *, training: bool = False
             f"native_cuda.{op}: eps={eps!r} is not finite in {guards.dtype_name(dtype)} "
             "(accepted: a finite real number >= 0)"
         )
-    if rounded < 0.0:
+    if float(eps) < 0.0:  # as given, as the reference guard and PyTorch
         raise GuardError(f"native_cuda.{op}: eps={eps!r} is negative (accepted: a finite eps >= 0)")
-    fault = training_eps_fault(float(eps)) if training else None
+    fault = training_eps_fault(float(eps), rounded, guards.dtype_name(dtype)) if training else None
     if fault is not None:
         raise GuardError(f"native_cuda.{op}: {fault}")
     return rounded

@@ -269,22 +269,32 @@ def _real_param(op: str, name: str, value: object, dtype: np.dtype[np.generic]) 
     return cast
 
 
-def _eps(op: str, eps: object, dtype: np.dtype[np.generic]) -> float:
-    """eps as given (a float), once it is a real number that is finite and ``>= 0`` in dtype."""
-    if _real_param(op, "eps", eps, dtype) < 0.0:
-        raise _fail(op, f"eps={eps!r} is negative (accepted: a finite eps >= 0)")
+def _eps(op: str, eps: object, dtype: np.dtype[np.generic]) -> tuple[float, float]:
+    """``(eps as given, eps rounded to dtype)`` (the second is the value the kernels add), once
+    eps is a real number, ``>= 0`` as given (as PyTorch, which refuses a negative eps whatever x's
+    dtype) and finite in dtype."""
+    rounded = _real_param(op, "eps", eps, dtype)
     assert isinstance(eps, numbers.Real)  # _real_param refuses the rest
-    return float(eps)
+    if float(eps) < 0.0:
+        raise _fail(op, f"eps={eps!r} is negative (accepted: a finite eps >= 0)")
+    return float(eps), rounded
 
 
-def training_eps_fault(eps: float) -> str | None:
-    """What is wrong with a ``batch_norm`` eps in training, or ``None``: PyTorch's
+def training_eps_fault(eps: float, rounded: float, dtype: str) -> str | None:
+    """What is wrong with a ``batch_norm`` eps in training, or ``None``: ``eps`` as given,
+    ``rounded`` to x's ``dtype`` (the value the kernels add). PyTorch's
     ``torch.nn.functional.batch_norm`` refuses ``eps <= 0`` in training ("batch_norm eps must be
     positive during training"), where a channel of zero batch variance would divide 0 by 0 (ATen
-    then returns the bias, the reference NaN). Evaluation accepts ``eps = 0``. Shared with the
-    native CUDA guards."""
-    if eps > 0.0:
+    then returns the bias, the reference NaN); an eps that rounds to 0 in x's dtype (``1e-50`` in
+    float32) would do the same, so it is refused too. Evaluation accepts ``eps = 0``. Shared with
+    the native CUDA guards."""
+    if rounded > 0.0:
         return None
+    if eps > 0.0:
+        return (
+            f"eps={eps!r} rounds to 0 in {dtype}, so it is not positive in training (accepted: eps > 0 "
+            f"in x's dtype in training, as PyTorch; eps >= 0 in eval)"
+        )
     return (
         f"eps={eps!r} is not positive in training (accepted: eps > 0 in training, as PyTorch; "
         "eps >= 0 in eval)"
@@ -619,8 +629,8 @@ def check_batch_norm(
     running_var None or ``(C,)`` in x's dtype; ``training`` a bool; in training not exactly 1
     value per channel (``N * prod(spatial)`` may be 0: an empty batch or spatial extent gives an
     empty result, as PyTorch); ``C = 0`` only without weight and bias (PyTorch raises there);
-    in eval both running statistics given; eps finite >= 0, and > 0 in training
-    (:func:`training_eps_fault`).
+    in eval both running statistics given; eps >= 0 and finite in x's dtype, and > 0 in x's
+    dtype in training (:func:`training_eps_fault`).
     Returns the reduced axes ``(0, 2, 3, ...)``.  Raises :class:`GuardError`.
     """
     op = "batch_norm"
@@ -644,8 +654,8 @@ def check_batch_norm(
             f"running_var={'None' if running_var is None else 'array'} (accepted: both arrays of shape "
             f"({xs.shape[1]},))",
         )
-    value = _eps(op, eps, xs.dtype)
-    fault = training_eps_fault(value) if training else None
+    given, rounded = _eps(op, eps, xs.dtype)
+    fault = training_eps_fault(given, rounded, str(xs.dtype)) if training else None
     if fault is not None:
         raise _fail(op, fault)
     return (0, *range(2, xs.ndim))
