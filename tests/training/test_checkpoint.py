@@ -13,6 +13,8 @@ import csv
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -816,6 +818,27 @@ def test_predict_writes_its_csv_into_a_pipe(capsys, iris_checkpoint):
             if fd >= 0:
                 os.close(fd)
     assert rows[0] == ["prediction"] and len(rows) == 151  # a header, then one row per sample
+
+
+def test_an_output_that_is_stdout_itself_gets_no_report_mixed_in(iris_checkpoint, tmp_path):
+    """``--output /dev/stdout`` (predict) and ``--report-json /dev/stdout`` (train): stdout carries
+    only the CSV or the JSON, the report goes to stderr (it was printed into the same stream)."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    predicted = subprocess.run(
+        [sys.executable, "-m", "torchlean", "predict", str(iris_checkpoint), "--dataset", "iris",
+         "--output", "/dev/stdout"],
+        capture_output=True, text=True, check=True, env=env,
+    )
+    rows = list(csv.reader(predicted.stdout.splitlines()))
+    assert rows[0] == ["prediction"] and len(rows) == 151
+    assert "accuracy=" in predicted.stderr
+    trained = subprocess.run(
+        [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+         "--report-json", "/dev/stdout"],
+        capture_output=True, text=True, check=True, env=env, cwd=tmp_path,
+    )
+    assert json.loads(trained.stdout)["dataset"] == "iris"
+    assert "test_accuracy=" in trained.stderr
 
 
 def test_an_output_fifo_is_not_opened_by_the_check(tmp_path):

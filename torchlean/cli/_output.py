@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["check_distinct", "check_writable", "make_parents", "output_path"]
+__all__ = ["check_distinct", "check_writable", "is_stdout", "make_parents", "output_path", "report_beside"]
 
 
 def output_path(text: str) -> Path:
@@ -123,3 +125,27 @@ def check_distinct(
                     f"{what} {path} is {input_what} {source}: writing it would destroy that input; "
                     "give another path"
                 )
+
+
+def is_stdout(path: Path | None) -> bool:
+    """Whether ``path`` names the file the process's standard output writes to (``/dev/stdout``,
+    ``/dev/fd/1``, or the very file stdout is redirected to), so a report printed to stdout would
+    be mixed into it. False when stdout has no file descriptor (a test's capture)."""
+    if path is None:
+        return False
+    try:
+        ours, theirs = os.fstat(sys.stdout.fileno()), os.stat(path)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+@contextlib.contextmanager
+def report_beside(path: Path | None) -> Iterator[None]:
+    """Print the command's report to stderr while it runs when its output file ``path`` is
+    stdout itself (:func:`is_stdout`), so that stdout carries only that file's content."""
+    if not is_stdout(path):
+        yield
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, make_parents, output_path
+from torchlean.cli._output import check_writable, make_parents, output_path, report_beside
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -75,7 +75,13 @@ def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL."""
+    """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL. With ``--json``
+    naming stdout (``/dev/stdout``), the table and verdict go to stderr."""
+    with report_beside(args.json):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_writable(args.json, "the JSON report to")
     cases = flash_check_cases(quick=args.quick, seed=args.seed)

@@ -69,7 +69,7 @@ from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import note_shadowed_dataset
-from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
+from torchlean.cli._output import check_distinct, check_writable, is_stdout, make_parents, output_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
 __all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
@@ -386,7 +386,10 @@ def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute ``torchlean predict``; returns the exit status."""
+    """Execute ``torchlean predict``; returns the exit status. ``--output`` naming stdout
+    (``/dev/stdout``) is as no ``--output``: the CSV on stdout, the report on stderr."""
+    if is_stdout(args.output):
+        args.output = None
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:

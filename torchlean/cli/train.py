@@ -42,7 +42,7 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, note_shadowed_dataset
-from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path
+from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path, report_beside
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -203,7 +203,13 @@ def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute ``torchlean train``; returns the exit status."""
+    """Execute ``torchlean train``; returns the exit status. With ``--report-json`` naming stdout
+    (``/dev/stdout``), the printed report goes to stderr so that stdout holds only the JSON."""
+    with report_beside(args.report_json):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     threads = set_torch_threads(args.torch_threads)
     training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
