@@ -60,8 +60,8 @@ Zero-size inputs (a batch, sequence or feature axis of extent 0) give torch's re
 CPU profile: an empty tensor, ``0`` for a sum and NaN for a mean over nothing, the bias alone
 for a ``linear`` with no input features, zeros for an attention row without keys; gradients
 have their inputs' shapes (zeros where an input only met empty axes, except a divisor that is
-0, ±inf or NaN: ``div`` records ``inv``, whose gradient there is NaN, where torch's ``div`` gives
-0). Where torch refuses an
+0 or NaN, or whose square underflows (``1e-30`` in float32): ``div`` records ``inv``, whose
+gradient there is NaN, where torch's ``div`` gives 0). Where torch refuses an
 empty axis (pool channels or spatial extents, a convolution's spatial extents with a non-empty
 batch, empty weights), the guard refuses it with a ``GuardError``. A few calls torch answers are
 refused too, each with torch's behaviour as evidence in ``tests/runtime/test_zero_size.py``: a
