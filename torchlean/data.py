@@ -142,7 +142,8 @@ def load(
 ) -> Dataset:
     """Load a shipped dataset by name, or a CSV file by path, split and standardised.
 
-    ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring).
+    ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring);
+    for a shipped dataset they must be None.
     ``label_column`` is a column name, else an integer index (Python or numpy, or a string of one
     such as ``"2"`` that names no column; negative counts from the end); ``header`` is ``None``,
     a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer (Python or numpy; not a bool) in
@@ -165,11 +166,19 @@ def load(
             a ``label_column`` name the header repeats (naming its columns), bad ``header``,
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
-            a column whose standardisation overflows (column named).
+            a column whose standardisation overflows (column named); ``label_column``,
+            ``header`` or ``task`` given for a shipped dataset.
     """
     target = _float_dtype(dtype)
     name, is_shipped = locate(name_or_path)
     if is_shipped:
+        given = [f"{key}={value!r}" for key, value in
+                 (("label_column", label_column), ("header", header), ("task", task)) if value is not None]
+        if given:  # silently ignored before, as the CLI refuses them
+            raise DataError(
+                f"{', '.join(given)}: label_column, header and task apply to CSV files; {name} is a shipped "
+                "dataset"
+            )
         x, y, features, classes, kind = shipped(name)
         return _split(name, x, y, kind, features, classes, seed, test_fraction, target)
     return load_csv(

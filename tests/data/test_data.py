@@ -614,3 +614,11 @@ def test_a_string_of_an_integer_is_an_index_unless_a_column_has_that_name(tmp_pa
     writer.start()
     assert data.load(fifo, label_column="1").label_name == "b"
     writer.join(timeout=10)
+
+
+def test_csv_only_options_are_refused_for_a_shipped_dataset() -> None:
+    """As the CLI refuses ``--label-column``/``--task``/``--header`` there (they were ignored)."""
+    for options in ({"task": "regression"}, {"label_column": 0}, {"header": True}):
+        with pytest.raises(DataError, match=r"apply to CSV files; iris is a shipped dataset$"):
+            data.load("iris", **options)  # type: ignore[arg-type]
+    assert data.load("iris", task=None, label_column=None, header=None).n_classes == 3
