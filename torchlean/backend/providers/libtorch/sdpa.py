@@ -362,14 +362,52 @@ def _explicit_attention(
     return torch.matmul(weights / weights.sum(dim=-1, keepdim=True), v)
 
 
+def _recompute_risky(
+    out: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    full_mask: torch.Tensor | None,
+    risky: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """``out`` with the ``risky`` query rows taken from :func:`_explicit_attention`, computed in one
+    batched pass over only the batch entries that hold such a row (a NaN or a huge value in one
+    head does not recompute every head). Shapes: q ``(*batch, nQ, d)``, k ``(*batch, nK, d)``, v
+    ``(*batch, nK, dv)`` with every key row attended finite, full_mask ``(*batch, nQ, nK)`` or
+    None (every key allowed), risky ``(*batch, nQ)``, out ``(*batch, nQ, dv)``; returns a new
+    tensor of out's shape."""
+    import torch
+
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    batch = math.prod(q.shape[:-2])  # explicit: a -1 cannot be inferred when d or dv is 0
+    flat_risky = risky.reshape(batch, n_q)
+    entries = torch.nonzero(flat_risky.any(dim=-1)).reshape(-1)
+    if full_mask is None:
+        allowed = torch.ones((1, 1), dtype=torch.bool, device=q.device)
+    else:
+        allowed = full_mask.reshape(batch, n_q, n_k)[entries]
+    explicit = _explicit_attention(
+        q.reshape(batch, n_q, q.shape[-1])[entries],
+        k.reshape(batch, n_k, k.shape[-1])[entries],
+        v.reshape(batch, n_k, v.shape[-1])[entries],
+        allowed,
+        scale,
+    )
+    repaired = out.reshape(batch, n_q, out.shape[-1]).clone()
+    repaired[entries] = torch.where(flat_risky[entries].unsqueeze(-1), explicit, repaired[entries])
+    return repaired.reshape(out.shape)
+
+
 def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor | None:
     """``None`` when no score ``q k^T * scale`` can overflow — ``d * max|q| * max|k|`` and
     ``max(max|q|, max|k|)`` times ``max(|scale|, 1)`` below a quarter of the dtype's largest value,
     from one min/max pass over each tensor (ordinary inputs stop here) — else ``(*batch, nQ)``
     bool, True for the query rows whose scores (or the products torch may form on the way,
     ``q * sqrt(scale)``) might not be finite, by the float64 bound ``sum_t |q_t| max_j |k_jt|``
-    times ``max(|scale|, 1)``; also True where ``q`` is not finite. Shapes: q
-    ``(*batch, nQ, d)``, k ``(*batch, nK, d)`` (finite)."""
+    times ``max(|scale|, 1)``; also True where ``q`` is not finite, and for every row of a batch
+    entry whose keys are not all finite (the bound is then NaN or infinite). Shapes: q
+    ``(*batch, nQ, d)``, k ``(*batch, nK, d)``."""
     import torch
 
     if q.numel() == 0 or k.numel() == 0:  # no score, or every score is an empty sum (0)
@@ -408,8 +446,7 @@ def _masked_attention(
         out = _torch_sdpa(q, k, v, None, scale)
         risky = _scores_may_overflow(q, k, scale)
         if risky is not None and bool(risky.any()):  # every key allowed: the same batched pass
-            allowed = torch.ones((1, 1), dtype=torch.bool, device=q.device)
-            out = torch.where(risky.unsqueeze(-1), _explicit_attention(q, k, v, allowed, scale), out)
+            out = _recompute_risky(out, q, k, v, None, risky, scale)
         return out.contiguous()
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
     full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
@@ -421,8 +458,7 @@ def _masked_attention(
         if risky is not None:
             risky = risky & ~blocked_rows
             if bool(risky.any()):  # finite keys and values: one batched pass, its rows taken where needed
-                explicit = _explicit_attention(q, k, v, full_mask, scale)
-                out = torch.where(risky.unsqueeze(-1), explicit, out)
+                out = _recompute_risky(out, q, k, v, full_mask, risky, scale)
     else:
         clean = finite_keys.unsqueeze(-1)
         clean_k = torch.where(clean, k, zero).contiguous()
