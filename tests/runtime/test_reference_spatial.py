@@ -749,6 +749,41 @@ def test_layer_norm_where_the_float64_variance_overflows_matches_mpmath() -> Non
             assert_allclose(got, want, rtol=1e-14, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [3, 5, 7])  # not powers of two: n * v / n can round
+def test_a_group_of_equal_values_normalises_to_zero_at_every_magnitude(dtype: Any, n: int) -> None:
+    """Equal values have variance 0: the output is the bias, the input gradient
+    ``(g*w - mean(g*w)) / sqrt(eps)`` and the weight gradient 0. The left-fold mean of equal
+    values can be off by a rounding (``3 * v / 3 != v``), which made every deviation equal and
+    nonzero: outputs up to ±1 from ~1e3 on in float32, and from 1.5e26 once the squares overflow.
+    Oracles: by hand, torch float64 on a value whose float64 mean is exact (3.0)."""
+    rng = np.random.default_rng(8 + n)
+    top = math.log(float(np.finfo(dtype).max) / 8)
+    values = np.exp(rng.uniform(math.log(1e3), top, 200)).astype(dtype)
+    weight, bias = np.arange(2, 2 + n).astype(dtype), np.arange(5, 5 + n).astype(dtype)
+    for value in values:
+        x = np.full((2, n), value, dtype=dtype)
+        assert_array_equal(S.layer_norm(x, weight, bias), np.broadcast_to(bias, (2, n)))
+    g = rng.standard_normal((2, n)).astype(dtype)
+    x = np.full((2, n), values[-1], dtype=dtype)
+    out = S.layer_norm(x, weight, bias)
+    dx, dweight, dbias = S.layer_norm_vjp(g, x, weight, bias, out=out)
+    leaves = [
+        torch.tensor(np.full((2, n), 3.0), requires_grad=True),
+        torch.tensor(weight.astype(np.float64), requires_grad=True),
+    ]
+    want = F.layer_norm(leaves[0], (n,), leaves[1], torch.tensor(bias.astype(np.float64)), eps=1e-5)
+    want.backward(torch.from_numpy(g.astype(np.float64)))
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    assert leaves[0].grad is not None and leaves[1].grad is not None
+    assert_allclose(dx, leaves[0].grad.numpy(), rtol=tolerance, atol=tolerance)
+    assert_array_equal(dweight, np.zeros(n))
+    assert_allclose(dbias, g.astype(np.float64).sum(axis=0), rtol=tolerance)
+    for value in values[:20]:
+        batch = np.full((3, 2, n), value, dtype=dtype)
+        assert_array_equal(S.batch_norm(batch, None, None, None, None, training=True), np.zeros((3, 2, n)))
+
+
 def test_batch_norm_where_the_variance_overflows_matches_torch_float64() -> None:
     x = _overflowing_rows().reshape(2, 2, 6).transpose(0, 2, 1).copy()  # channels of 12 values
     out = S.batch_norm(x, None, None, None, None, training=True)

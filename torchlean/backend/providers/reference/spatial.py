@@ -522,16 +522,27 @@ def smooth_max_pool_vjp(
 def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Array]:
     """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd).
 
-    Where the sum of squares overflows although every centred value is finite (``|x - mean|``
-    beyond about 1.8e19 in float32, 1.3e154 in float64), that group's rstd comes from
-    :func:`_rescaled_rstd` instead of ``1/sqrt(inf) = 0``, which made xhat (and the gradient) 0;
-    torch gives NaN there."""
+    A group whose values are all equal has variance 0 and xhat 0 (torch's more precise mean
+    gives that; the left-fold mean of equal values can be off by a rounding, which gave every
+    deviation the same nonzero value, so xhat up to ±1). Where the sum of squares overflows
+    although every centred value is finite (``|x - mean|`` beyond about 1.8e19 in float32,
+    1.3e154 in float64), that group's rstd comes from :func:`_rescaled_rstd` instead of
+    ``1/sqrt(inf) = 0``, which made xhat (and the gradient) 0; torch gives NaN there."""
     count = _scalar(math.prod(x.shape[a] for a in axes), x)
     centred = x - fold_sum_axes(x, axes, keepdims=True) / count
     var = fold_sum_axes(centred * centred, axes, keepdims=True) / count
     eps_x = _scalar(eps, x)
-    rstd = 1 / np.sqrt(var + eps_x)
     overflowed = np.isinf(var) & np.isfinite(centred).all(axis=axes, keepdims=True)
+    if centred.size:
+        # a group of equal values has variance 0 (its left-fold mean may be off by a rounding,
+        # which would leave every deviation equal and nonzero: xhat ±1 at large magnitudes)
+        first = centred[tuple(slice(0, 1) if a in axes else slice(None) for a in range(centred.ndim))]
+        equal = (centred == first).all(axis=axes, keepdims=True)
+        if equal.any():
+            var = np.where(equal, 0, var)
+            centred = np.where(equal, 0, centred)
+            overflowed &= ~equal
+    rstd = 1 / np.sqrt(var + eps_x)
     if overflowed.any():
         rstd = np.where(overflowed, _rescaled_rstd(centred, axes, count, eps_x), rstd)
     return centred * rstd, rstd
