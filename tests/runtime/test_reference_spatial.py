@@ -784,6 +784,23 @@ def test_a_group_of_equal_values_normalises_to_zero_at_every_magnitude(dtype: An
         assert_array_equal(S.batch_norm(batch, None, None, None, None, training=True), np.zeros((3, 2, n)))
 
 
+def test_layer_norm_where_the_sum_itself_overflows_matches_torch_float64() -> None:
+    """float32 rows whose left-fold sum overflows (``3e38 + 2e38``): the mean was inf and the row
+    NaN; now normalised from the scaled row. Oracle: torch float64 on the same values."""
+    x = np.array([[3e38, 2e38, 1e38, -5e37], [2e38, 2e38, 2e38, 2e38], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    g = _cotangent(x.shape).astype(np.float32)
+    out = S.layer_norm(x)
+    dx = S.layer_norm_vjp(g, x, out=out)[0]
+    leaf = torch.tensor(x.astype(np.float64), requires_grad=True)
+    want = F.layer_norm(leaf, (4,), eps=1e-5)
+    want.backward(torch.from_numpy(g.astype(np.float64)))
+    assert leaf.grad is not None and np.isfinite(out).all()
+    assert_allclose(out, want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    scale = np.abs(leaf.grad.numpy()).max(axis=-1, keepdims=True)
+    assert_allclose(dx / scale, leaf.grad.numpy() / scale, rtol=0, atol=1e-5)
+    assert_array_equal(out[1], np.zeros(4))  # equal values
+
+
 def test_batch_norm_where_the_variance_overflows_matches_torch_float64() -> None:
     x = _overflowing_rows().reshape(2, 2, 6).transpose(0, 2, 1).copy()  # channels of 12 values
     out = S.batch_norm(x, None, None, None, None, training=True)

@@ -520,47 +520,49 @@ def smooth_max_pool_vjp(
 
 
 def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Array]:
-    """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd).
+    """``(xhat, rstd)`` with biased statistics over ``axes`` (kept as extent-1 axes in rstd), from
+    :func:`_moments`.
 
-    A group whose values are all equal has variance 0 and xhat 0 (torch's more precise mean
-    gives that; the left-fold mean of equal values can be off by a rounding, which gave every
-    deviation the same nonzero value, so xhat up to ±1). Where the sum of squares overflows
-    although every centred value is finite (``|x - mean|`` beyond about 1.8e19 in float32,
-    1.3e154 in float64), that group's rstd comes from :func:`_rescaled_rstd` instead of
-    ``1/sqrt(inf) = 0``, which made xhat (and the gradient) 0; torch gives NaN there."""
+    A group whose statistics overflow although its values are finite (a sum beyond the dtype's
+    largest value, or squared deviations beyond it: ``|x - mean|`` above about 1.8e19 in float32,
+    1.3e154 in float64) is normalised from its values scaled by a power of two ``2**-e`` that
+    brings its largest magnitude below 1 (exact unless a tiny value becomes subnormal), where
+    nothing overflows: ``xhat = c_s / sqrt(var_s + eps * 2**(-2e))``, ``rstd = 2**-e / sqrt(...)``.
+    The unscaled formulas gave the bias and zero gradients (``1/sqrt(inf) = 0``) or NaN (an
+    overflowing sum); torch gives NaN there."""
     count = _scalar(math.prod(x.shape[a] for a in axes), x)
+    centred, var = _moments(x, axes, count)
+    eps_x = _scalar(eps, x)
+    rstd = 1 / np.sqrt(var + eps_x)
+    xhat = centred * rstd
+    overflowed = np.isinf(var) & np.isfinite(x).all(axis=axes, keepdims=True)
+    if overflowed.any():
+        top = np.max(np.abs(x), axis=axes, keepdims=True)
+        exponent = np.frexp(np.where(np.isfinite(top), top, 0))[1]
+        scaled, scaled_var = _moments(np.ldexp(x, -exponent), axes, count)
+        root = np.sqrt(scaled_var + np.ldexp(eps_x, -2 * exponent))
+        zero = root == 0  # equal values with an eps that vanishes at this scale: variance 0
+        safe = np.where(zero, 1, root)
+        plain = 1 / np.sqrt(eps_x)
+        xhat = np.where(overflowed, np.where(zero, scaled * plain, scaled / safe), xhat)
+        rstd = np.where(overflowed, np.where(zero, plain, np.ldexp(1 / safe, -exponent)), rstd)
+    return xhat, rstd
+
+
+def _moments(x: Array, axes: tuple[int, ...], count: np.floating[Any]) -> tuple[Array, Array]:
+    """``(x - mean, biased variance)`` over ``axes`` by left folds. A group of equal finite
+    deviations, which equal values give, gets 0 for both: the left-fold mean of equal values can
+    be off by a rounding (``3 * v / 3 != v``), which left every deviation equal and nonzero, so
+    xhat ±1 (torch's more precise mean gives 0)."""
     centred = x - fold_sum_axes(x, axes, keepdims=True) / count
     var = fold_sum_axes(centred * centred, axes, keepdims=True) / count
-    eps_x = _scalar(eps, x)
-    overflowed = np.isinf(var) & np.isfinite(centred).all(axis=axes, keepdims=True)
     if centred.size:
-        # a group of equal values has variance 0 (its left-fold mean may be off by a rounding,
-        # which would leave every deviation equal and nonzero: xhat ±1 at large magnitudes)
         first = centred[tuple(slice(0, 1) if a in axes else slice(None) for a in range(centred.ndim))]
-        equal = (centred == first).all(axis=axes, keepdims=True)
+        equal = (centred == first).all(axis=axes, keepdims=True) & np.isfinite(first)
         if equal.any():
-            var = np.where(equal, 0, var)
             centred = np.where(equal, 0, centred)
-            overflowed &= ~equal
-    rstd = 1 / np.sqrt(var + eps_x)
-    if overflowed.any():
-        rstd = np.where(overflowed, _rescaled_rstd(centred, axes, count, eps_x), rstd)
-    return centred * rstd, rstd
-
-
-def _rescaled_rstd(
-    centred: Array, axes: tuple[int, ...], count: np.floating[Any], eps: np.floating[Any]
-) -> Array:
-    """``1/sqrt(var + eps)`` of each group of ``centred`` over ``axes`` computed on the values
-    scaled by a power of two ``2**-e`` that brings the group's largest magnitude below 1 (exact
-    unless a tiny value becomes subnormal): the variance of the scaled values is a left fold that
-    cannot overflow, and ``rstd = 2**-e / sqrt(var_scaled + eps * 2**(-2e))``."""
-    top = np.max(np.abs(centred), axis=axes, keepdims=True)
-    exponent = np.frexp(np.where(np.isfinite(top), top, 0))[1]
-    scaled = np.ldexp(centred, -exponent)
-    var = fold_sum_axes(scaled * scaled, axes, keepdims=True) / count
-    rstd: Array = np.ldexp(1 / np.sqrt(var + np.ldexp(eps, -2 * exponent)), -exponent)
-    return rstd
+            var = np.where(equal, 0, var)
+    return centred, var
 
 
 def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]) -> Array:
@@ -586,10 +588,10 @@ def layer_norm(
 
     x float32/float64 of any rank >= normalized_ndim; weight and bias None or of shape
     ``x.shape[-normalized_ndim:]``.  Returns an array of x's shape.  Mean and variance are left
-    folds over the normalised elements in row-major order; where the sum of squares overflows
-    while every deviation from the mean is finite, the variance is that of the deviations scaled
-    by a power of two, so the result stays the normalised row (torch, and so ``fast_cpu``, give
-    NaN there).
+    folds over the normalised elements in row-major order (a row of equal values gets 0, its
+    exact variance); where the sum or the sum of squares overflows while every value is finite,
+    the statistics are those of the row scaled by a power of two, so the result stays the
+    normalised row (torch, and so ``fast_cpu``, give NaN there).
     Raises GuardError (:func:`check_layer_norm`).
     """
     axes = check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
@@ -653,8 +655,8 @@ def batch_norm(
     """Batch normalisation over axis 1 of x ``(N, C, *spatial)``, ``torch.nn.functional.batch_norm``.
 
     training=True normalises with the batch mean and biased variance (left folds over
-    ``(N, *spatial)`` per channel; rescaled by a power of two where the sum of squares overflows,
-    as :func:`layer_norm`, where torch returns the bias) and does not read the running
+    ``(N, *spatial)`` per channel; equal values and overflowing sums as in :func:`layer_norm`,
+    where torch returns the bias or NaN) and does not read the running
     statistics; their update is
     :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
