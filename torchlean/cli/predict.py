@@ -109,7 +109,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--output", type=output_path, default=None, metavar="PATH",
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
                         "are created; checked before anything runs; not the checkpoint or the input CSV); "
-                        "the report then goes to stdout")
+                        "the report then goes to stdout, unless PATH is stdout itself (/dev/stdout)")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="all: every row (default); train or test: the rows of the split torchlean train "
                         "makes of this data (test fraction 0.2, stratified by class when possible, the "
