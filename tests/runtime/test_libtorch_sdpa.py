@@ -495,3 +495,16 @@ def test_only_the_batch_entries_holding_risky_rows_are_recomputed(
     with tl.session("checked_cpu"):
         want = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), mask).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_no_keys_without_a_mask_is_zero_even_for_a_nan_query() -> None:
+    """Every row is fully blocked when there is no key: zero, as ``checked_cpu`` (torch SDPA gave
+    NaN everywhere once q held a NaN)."""
+    q = np.ones((2, 3, 2), np.float32)
+    q[0, 0, 0] = np.nan
+    k, v = np.ones((2, 0, 2), np.float32), np.ones((2, 0, 3), np.float32)
+    got = sdpa.scaled_dot_product_attention(q, k, v, None)
+    np.testing.assert_array_equal(got, np.zeros((2, 3, 3)))
+    with tl.session("checked_cpu"):
+        want = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v)).numpy()
+    np.testing.assert_array_equal(got, want)

@@ -801,6 +801,22 @@ def test_layer_norm_where_the_sum_itself_overflows_matches_torch_float64() -> No
     assert_array_equal(out[1], np.zeros(4))  # equal values
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_running_statistics_of_equal_values_are_exact(dtype: Any) -> None:
+    """A channel of equal values updates the running mean with that value and the running
+    variance with 0 (the left-fold mean was off by a rounding, the variance ~1e-11 in float32);
+    torch agrees to its own rounding. Oracles: by hand, torch float64."""
+    value = dtype(123456.789)
+    x = np.full((3, 2, 5), value, dtype=dtype)
+    mean, var = S.batch_norm_running_stats(x, np.zeros(2, dtype), np.ones(2, dtype), momentum=1.0)
+    assert_array_equal(mean, np.full(2, value))
+    assert_array_equal(var, np.zeros(2))
+    tm, tv = torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64)
+    F.batch_norm(torch.tensor(x.astype(np.float64)), tm, tv, training=True, momentum=1.0)
+    assert_allclose(mean, tm.numpy(), rtol=1e-7)
+    assert_allclose(var, tv.numpy(), rtol=0, atol=1e-15)  # torch float64 itself gives ~2e-21 here
+
+
 def test_batch_norm_where_the_variance_overflows_matches_torch_float64() -> None:
     x = _overflowing_rows().reshape(2, 2, 6).transpose(0, 2, 1).copy()  # channels of 12 values
     out = S.batch_norm(x, None, None, None, None, training=True)

@@ -841,6 +841,30 @@ def test_an_output_that_is_stdout_itself_gets_no_report_mixed_in(iris_checkpoint
     assert "test_accuracy=" in trained.stderr
 
 
+def test_outputs_work_when_the_process_has_no_stdout_and_save_over_stdout_keeps_the_report(tmp_path):
+    """Started with fd 1 closed, ``sys.stdout`` is None: the stdout check must not fail there
+    (it raised AttributeError). ``--save`` naming the file stdout goes to: the report goes to
+    stderr (it went into the file the checkpoint then replaced)."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    command = [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1",
+               "--hidden", "4"]
+    closed = subprocess.run(
+        [*command, "--report-json", str(tmp_path / "r.json")],
+        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=lambda: os.close(1),
+    )
+    assert closed.returncode == 0, closed.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["dataset"] == "iris"
+    target = tmp_path / "s.npz"
+    with target.open("w") as stdout:
+        saved = subprocess.run(
+            [*command, "--save", str(target)], stdout=stdout, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=tmp_path,
+        )
+    assert saved.returncode == 0, saved.stderr
+    assert "test_accuracy=" in saved.stderr
+    assert checkpoint.load(target).dataset == "iris"
+
+
 def test_an_output_fifo_is_not_opened_by_the_check(tmp_path):
     """The output check only asks for write permission on a FIFO: opening it would block without
     a reader, and its close would end the data for a reader that is there (a hang, then)."""

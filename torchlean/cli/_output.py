@@ -131,7 +131,7 @@ def is_stdout(path: Path | None) -> bool:
     """Whether ``path`` names the file the process's standard output writes to (``/dev/stdout``,
     ``/dev/fd/1``, or the very file stdout is redirected to), so a report printed to stdout would
     be mixed into it. False when stdout has no file descriptor (a test's capture)."""
-    if path is None:
+    if path is None or sys.stdout is None:  # no stdout at all (started with fd 1 closed)
         return False
     try:
         ours, theirs = os.fstat(sys.stdout.fileno()), os.stat(path)
@@ -141,10 +141,11 @@ def is_stdout(path: Path | None) -> bool:
 
 
 @contextlib.contextmanager
-def report_beside(path: Path | None) -> Iterator[None]:
-    """Print the command's report to stderr while it runs when its output file ``path`` is
-    stdout itself (:func:`is_stdout`), so that stdout carries only that file's content."""
-    if not is_stdout(path):
+def report_beside(*paths: Path | None) -> Iterator[None]:
+    """Print the command's report to stderr while it runs when one of its output files ``paths``
+    is stdout itself (:func:`is_stdout`), so that stdout carries only that file's content (or, for
+    a checkpoint renamed over it, the report is not lost with the replaced file)."""
+    if not any(is_stdout(path) for path in paths):
         yield
         return
     with contextlib.redirect_stdout(sys.stderr):

@@ -203,9 +203,10 @@ def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute ``torchlean train``; returns the exit status. With ``--report-json`` naming stdout
-    (``/dev/stdout``), the printed report goes to stderr so that stdout holds only the JSON."""
-    with report_beside(args.report_json):
+    """Execute ``torchlean train``; returns the exit status. With ``--report-json`` or ``--save``
+    naming stdout itself (``/dev/stdout``, or the file stdout is redirected to), the printed report
+    goes to stderr, so that stdout holds only the JSON or the checkpoint."""
+    with report_beside(args.report_json, args.save):
         return _run(args)
 
 

@@ -443,6 +443,8 @@ def _masked_attention(
     import torch
 
     if mask is None:
+        if k.shape[-2] == 0:  # no key: every row is fully blocked, zero (torch may give NaN for a NaN q)
+            return torch.zeros((*q.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)
         out = _torch_sdpa(q, k, v, None, scale)
         risky = _scores_may_overflow(q, k, scale)
         if risky is not None and bool(risky.any()):  # every key allowed: the same batched pass

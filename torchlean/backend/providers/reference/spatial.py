@@ -531,7 +531,7 @@ def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Arra
     The unscaled formulas gave the bias and zero gradients (``1/sqrt(inf) = 0``) or NaN (an
     overflowing sum); torch gives NaN there."""
     count = _scalar(math.prod(x.shape[a] for a in axes), x)
-    centred, var = _moments(x, axes, count)
+    _, centred, var = _moments(x, axes, count)
     eps_x = _scalar(eps, x)
     rstd = 1 / np.sqrt(var + eps_x)
     xhat = centred * rstd
@@ -539,7 +539,7 @@ def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Arra
     if overflowed.any():
         top = np.max(np.abs(x), axis=axes, keepdims=True)
         exponent = np.frexp(np.where(np.isfinite(top), top, 0))[1]
-        scaled, scaled_var = _moments(np.ldexp(x, -exponent), axes, count)
+        _, scaled, scaled_var = _moments(np.ldexp(x, -exponent), axes, count)
         root = np.sqrt(scaled_var + np.ldexp(eps_x, -2 * exponent))
         zero = root == 0  # equal values with an eps that vanishes at this scale: variance 0
         safe = np.where(zero, 1, root)
@@ -549,20 +549,23 @@ def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> tuple[Array, Arra
     return xhat, rstd
 
 
-def _moments(x: Array, axes: tuple[int, ...], count: np.floating[Any]) -> tuple[Array, Array]:
-    """``(x - mean, biased variance)`` over ``axes`` by left folds. A group of equal finite
-    deviations, which equal values give, gets 0 for both: the left-fold mean of equal values can
-    be off by a rounding (``3 * v / 3 != v``), which left every deviation equal and nonzero, so
-    xhat ±1 (torch's more precise mean gives 0)."""
-    centred = x - fold_sum_axes(x, axes, keepdims=True) / count
+def _moments(x: Array, axes: tuple[int, ...], count: np.floating[Any]) -> tuple[Array, Array, Array]:
+    """``(mean, x - mean, biased variance)`` over ``axes`` by left folds (mean and variance kept
+    as extent-1 axes). A group of equal finite deviations, which equal values give, gets its
+    first value as the mean and 0 deviations and variance: the left-fold mean of equal values
+    can be off by a rounding (``3 * v / 3 != v``), which left every deviation equal and nonzero,
+    so xhat ±1 (torch's more precise mean gives the value itself and 0)."""
+    mean = fold_sum_axes(x, axes, keepdims=True) / count
+    centred = x - mean
     var = fold_sum_axes(centred * centred, axes, keepdims=True) / count
     if centred.size:
-        first = centred[tuple(slice(0, 1) if a in axes else slice(None) for a in range(centred.ndim))]
-        equal = (centred == first).all(axis=axes, keepdims=True) & np.isfinite(first)
+        first = tuple(slice(0, 1) if a in axes else slice(None) for a in range(centred.ndim))
+        equal = (centred == centred[first]).all(axis=axes, keepdims=True) & np.isfinite(centred[first])
         if equal.any():
+            mean = np.where(equal, x[first], mean)
             centred = np.where(equal, 0, centred)
             var = np.where(equal, 0, var)
-    return centred, var
+    return mean, centred, var
 
 
 def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]) -> Array:
@@ -713,8 +716,7 @@ def batch_norm_running_stats(
     count = math.prod(x.shape[a] for a in axes)
     if count == 0:
         return running_mean.copy(), running_var.copy()
-    mean = fold_sum_axes(x, axes, keepdims=True) / _scalar(count, x)
-    centred = x - mean
+    mean, centred, _ = _moments(x, axes, _scalar(count, x))  # equal values: their value, variance 0
     var = fold_sum_axes(centred * centred, axes) / _scalar(count - 1, x)
     m = _scalar(momentum, x)
     keep = 1 - m
