@@ -865,6 +865,28 @@ def test_outputs_work_when_the_process_has_no_stdout_and_save_over_stdout_keeps_
     assert checkpoint.load(target).dataset == "iris"
 
 
+def test_a_dash_is_stdin_for_the_dataset_and_stdout_for_outputs(tmp_path, labels_csv):
+    """The Unix convention: ``--dataset -`` reads the CSV from standard input, ``--report-json -``
+    and ``--output -`` write to standard output (the report then on stderr)."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    base = [sys.executable, "-m", "torchlean"]
+    saved = tmp_path / "stdin.npz"
+    trained = subprocess.run(
+        [*base, "train", "--dataset", "-", "--epochs", "1", "--hidden", "4", "--report-json", "-",
+         "--save", str(saved)],
+        input=labels_csv.read_text(), capture_output=True, text=True, check=True, env=env, cwd=tmp_path,
+    )
+    record = json.loads(trained.stdout)
+    assert record["dataset"] == "/dev/stdin" and "test_accuracy=" in trained.stderr
+    predicted = subprocess.run(
+        [*base, "predict", str(saved), "--dataset", "-", "--output", "-"],
+        input=labels_csv.read_text(), capture_output=True, text=True, check=True, env=env, cwd=tmp_path,
+    )
+    rows = list(csv.reader(predicted.stdout.splitlines()))
+    assert rows[0] == ["prediction"] and len(rows) == len(labels_csv.read_text().splitlines())
+    assert "accuracy=" in predicted.stderr
+
+
 def test_an_output_fifo_is_not_opened_by_the_check(tmp_path):
     """The output check only asks for write permission on a FIFO: opening it would block without
     a reader, and its close would end the data for a reader that is there (a hang, then)."""

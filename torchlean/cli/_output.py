@@ -12,19 +12,39 @@ from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["check_distinct", "check_writable", "is_stdout", "make_parents", "output_path", "report_beside"]
+__all__ = [
+    "STDOUT",
+    "check_distinct",
+    "check_writable",
+    "input_dataset",
+    "is_stdout",
+    "make_parents",
+    "output_path",
+    "report_beside",
+]
+
+
+STDOUT = Path("/dev/stdout")
+"""What ``-`` names as an output file (the Unix convention)."""
 
 
 def output_path(text: str) -> Path:
-    """argparse ``type`` of an output-file option: the path, refusing the empty string (which
-    ``Path`` would turn into ``.``, the current directory).
+    """argparse ``type`` of an output-file option: the path, ``-`` standing for standard output
+    (:data:`STDOUT`; :func:`report_beside` then keeps the report off it), refusing the empty string
+    (which ``Path`` would turn into ``.``, the current directory).
 
     Raises:
         argparse.ArgumentTypeError: ``expected a file path, got ''``.
     """
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
-    return Path(text)
+    return STDOUT if text == "-" else Path(text)
+
+
+def input_dataset(text: str) -> str:
+    """argparse ``type`` of ``--dataset``: ``-`` stands for standard input (``/dev/stdin``, read
+    as a CSV file); anything else is kept as given."""
+    return "/dev/stdin" if text == "-" else text
 
 
 def check_writable(path: Path, what: str, *, regular: bool = False) -> None:

@@ -48,7 +48,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=_seed, default=0, help="base seed of the random inputs (default 0)")
     parser.add_argument("--json", metavar="PATH", type=output_path,
-                        help="also write the report as JSON to PATH (missing parent folders are created)")
+                        help="also write the report as JSON to PATH (- for stdout, the table then on stderr; "
+                        "missing parent folders are created)")
     parser.add_argument("--no-progress", action="store_true",
                         help="do not show the progress bar (it is shown only when stderr is a terminal)")
     parser.set_defaults(func=run)

@@ -69,7 +69,14 @@ from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import note_shadowed_dataset
-from torchlean.cli._output import check_distinct, check_writable, is_stdout, make_parents, output_path
+from torchlean.cli._output import (
+    check_distinct,
+    check_writable,
+    input_dataset,
+    is_stdout,
+    make_parents,
+    output_path,
+)
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
 __all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
@@ -90,8 +97,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
                         help="a checkpoint written by torchlean train --save")
-    parser.add_argument("--dataset", required=True,
-                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file")
+    parser.add_argument("--dataset", required=True, type=input_dataset,
+                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input")
     parser.add_argument("--label-column", default=None,
                         help="CSV label column (name or index). A CSV whose header names each of the "
                         "checkpoint's features once has its features taken by name (other columns ignored) "
@@ -109,7 +116,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--output", type=output_path, default=None, metavar="PATH",
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
                         "are created; checked before anything runs; not the checkpoint or the input CSV); "
-                        "the report then goes to stdout, unless PATH is stdout itself (/dev/stdout)")
+                        "the report then goes to stdout, unless PATH is stdout itself (- or /dev/stdout)")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="all: every row (default); train or test: the rows of the split torchlean train "
                         "makes of this data (test fraction 0.2, stratified by class when possible, the "

@@ -42,7 +42,14 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, note_shadowed_dataset
-from torchlean.cli._output import check_distinct, check_writable, make_parents, output_path, report_beside
+from torchlean.cli._output import (
+    check_distinct,
+    check_writable,
+    input_dataset,
+    make_parents,
+    output_path,
+    report_beside,
+)
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -78,8 +85,9 @@ def register(subparsers: Any) -> None:
         help="train a model on a dataset and report the kernel capsules used",
         description="Train a model on a scikit-learn dataset or a CSV file under a backend profile.",
     )
-    parser.add_argument("--dataset", default="digits",
-                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file (default: digits)")
+    parser.add_argument("--dataset", default="digits", type=input_dataset,
+                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input "
+                        "(default: digits)")
     parser.add_argument("--label-column", default=None,
                         help="CSV label column (name or index; default: last)")
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -106,9 +114,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=_seed, default=0,
                         help="initialisation, split and shuffle seed, in [0, 2**32) (default: 0)")
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
-                        help="write a JSON record of the run to PATH (missing parent folders are created; "
-                        "checked before training starts). Its losses are on the standardised target for "
-                        "regression (a non-finite loss or test_mse is null, as JSON has no NaN); "
+                        help="write a JSON record of the run to PATH (- for stdout, the report then on "
+                        "stderr; missing parent folders are created; checked before training starts). "
+                        "Its losses are on the standardised target for regression (a non-finite loss or "
+                        "test_mse is null, as JSON has no NaN); "
                         "torch_threads is the intra-op thread count torch ran with, or null when torch "
                         "was never imported (checked_cpu does not import it)")
     parser.add_argument("--save", type=output_path, default=None, metavar="PATH",
