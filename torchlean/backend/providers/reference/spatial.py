@@ -659,9 +659,8 @@ def batch_norm(
 
     training=True normalises with the batch mean and biased variance (left folds over
     ``(N, *spatial)`` per channel; equal values and overflowing sums as in :func:`layer_norm`,
-    where torch returns the bias or NaN) and does not read the running
-    statistics; their update is
-    :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
+    where torch returns the bias or NaN) and does not read the running statistics; their update
+    is :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
     of x's shape.  Raises GuardError (:func:`check_batch_norm`).
     """
