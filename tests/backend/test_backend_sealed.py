@@ -27,7 +27,7 @@ from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.providers.reference import capsules as reference
-from torchlean.backend.sealed import GATES_ATTRIBUTE, _mint, is_minted, sealed_gates
+from torchlean.backend.sealed import GATES_ATTRIBUTE, Sealable, _mint, is_minted, sealed, sealed_gates
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 CHECKED_CPU = profiles.get("checked_cpu")
@@ -64,6 +64,23 @@ def test_gates_are_recorded_for_the_mypy_plugin() -> None:
     assert sealed_gates(AcceptedGraphKernelPlan) == {"torchlean.backend.acceptance.accept_graph_kernel_plan"}
     assert sealed_gates(ExecutableKernel) == {"torchlean.backend.binding.bind"}
     assert getattr(AcceptedKernel, GATES_ATTRIBUTE) == sealed_gates(AcceptedKernel)
+
+
+@pytest.mark.parametrize("cls", [AcceptedKernel, AcceptedGraphKernelPlan, ExecutableKernel])
+def test_sealed_classes_take_their_weakref_slot_from_sealable(cls: type[Any]) -> None:
+    # dataclass(weakref_slot=True) loses the slot on a Generic subclass under CPython 3.12.3
+    # (gh-118033): ExecutableKernel could not be minted there, so no op could run.
+    assert issubclass(cls, Sealable)
+    assert getattr(cls, "__weakref__") is vars(Sealable)["__weakref__"]  # noqa: B009
+
+
+def test_sealed_refuses_a_class_without_weak_references() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class NoWeakref:
+        value: int
+
+    with pytest.raises(TypeError, match="NoWeakref must support weak references: derive it from Sealable"):
+        sealed("tests.gate")(NoWeakref)
 
 
 def test_genuine_values_are_minted_and_consumable() -> None:

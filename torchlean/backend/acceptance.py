@@ -33,6 +33,7 @@ from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.sealed import (
     _GATE,
+    Sealable,
     _GateToken,
     _mint,
     check_gate_token,
@@ -248,8 +249,8 @@ def acceptable(planned: PlannedKernel, policy: KernelPolicy) -> bool:
 
 @final
 @sealed("torchlean.backend.acceptance.accept")
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class AcceptedKernel:
+@dataclass(frozen=True, slots=True, eq=False)
+class AcceptedKernel(Sealable):
     """A planned kernel that passed the full gate under ``policy``; only :func:`accept` makes one."""
 
     op: BackendOp
@@ -321,8 +322,8 @@ def _per_group(grouped: GroupedKernelPlan, judge: Callable[[PlannedKernel], _V])
 
 @final
 @sealed("torchlean.backend.acceptance.accept_graph_kernel_plan")
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class AcceptedGraphKernelPlan:
+@dataclass(frozen=True, slots=True, eq=False)
+class AcceptedGraphKernelPlan(Sealable):
     """A graph plan whose every group passed the gate; only :func:`accept_graph_kernel_plan` makes one.
 
     ``grouped_plan`` is always ``to_coalesced_groups(graph_plan)``; ``kernels`` holds one

@@ -22,6 +22,7 @@ from torchlean.backend.errors import BindingError
 from torchlean.backend.sealed import (
     _GATE,
     BEARTYPE_CHECKS,
+    Sealable,
     _GateToken,
     _mint,
     check_gate_token,
@@ -82,8 +83,8 @@ def _is_intact_executable(kernel: object) -> bool:
 
 @final
 @sealed("torchlean.backend.binding.bind")
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class ExecutableKernel(Generic[R]):
+@dataclass(frozen=True, slots=True, eq=False)
+class ExecutableKernel(Sealable, Generic[R]):
     """An accepted kernel bound to a matching handler; only :func:`bind` makes one."""
 
     accepted: AcceptedKernel

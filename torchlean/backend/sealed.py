@@ -42,6 +42,7 @@ from torchlean.backend.errors import TorchLeanError
 __all__ = [
     "BEARTYPE_CHECKS",
     "GATES_ATTRIBUTE",
+    "Sealable",
     "UnmintedError",
     "is_minted",
     "require_minted",
@@ -64,6 +65,17 @@ class _GateToken:
 
 
 _GATE = _GateToken()
+
+
+class Sealable:
+    """Base of every sealed class: it supplies the ``__weakref__`` slot that :func:`_mint` needs.
+
+    Not ``@dataclass(weakref_slot=True)``: CPython 3.12.3 silently drops that slot from classes with
+    a ``Generic[...]`` base (gh-118033, fixed in 3.12.4), which made every ``bind`` fail there.
+    """
+
+    __slots__ = ("__weakref__",)
+
 
 # id(obj) -> (weak reference to obj, field values at minting, their ids)
 _MINTED: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], tuple[int, ...]]] = {}
@@ -107,13 +119,14 @@ def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 def sealed(*gates: str) -> Callable[[_C], _C]:
     """Class decorator: only the functions named in ``gates`` may create instances.
 
-    Apply it above ``@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)`` and below
-    ``@final``; write it literally as ``@sealed("package.module.gate")`` (the mypy plugin reads the
-    decorator call syntactically). The class must declare ``_gate: InitVar[_GateToken]`` and call
-    :func:`check_gate_token` from ``__post_init__``.
+    Apply it above ``@dataclass(frozen=True, slots=True, eq=False)`` and below ``@final``, on a
+    class derived from :class:`Sealable`; write it literally as ``@sealed("package.module.gate")``
+    (the mypy plugin reads the decorator call syntactically). The class must declare
+    ``_gate: InitVar[_GateToken]`` and call :func:`check_gate_token` from ``__post_init__``.
 
     Raises:
-        TypeError: if no gate is named or the class is not a dataclass.
+        TypeError: if no gate is named, the class is not a dataclass, or its instances cannot be
+            weakly referenced (not derived from :class:`Sealable`).
     """
     if not gates:
         raise TypeError("sealed() needs at least one gate function name")
@@ -121,6 +134,10 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
     def decorate(cls: _C) -> _C:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"sealed class {cls.__name__} must be a dataclass")
+        if not hasattr(cls, "__weakref__"):
+            raise TypeError(
+                f"sealed class {cls.__name__} must support weak references: derive it from Sealable"
+            )
         names = tuple(field.name for field in dataclasses.fields(cls))
         _FIELD_GETTERS[cls] = _field_getter(names)
         setattr(cls, GATES_ATTRIBUTE, frozenset(gates))
