@@ -87,8 +87,16 @@ def test_cases_cover_every_aten_vjp() -> None:
         assert capsule.vjp_contract.evidence.name == "tests/runtime/test_aten_gradients.py"
         assert capsule.vjp_contract.provenance[0].symbol == f"def {capsule.op.label}_vjp("
         # ATen's own backward kernels, or the reference rule written in torch ops: the summary says which
-        aten_backward = {"log_softmax", "softmax", "layer_norm", "batch_norm", "conv", "conv_transpose",
-                         "max_pool", "avg_pool"}
+        aten_backward = {
+            "log_softmax",
+            "softmax",
+            "layer_norm",
+            "batch_norm",
+            "conv",
+            "conv_transpose",
+            "max_pool",
+            "avg_pool",
+        }
         summary = capsule.vjp_contract.summary
         if capsule.op.label in aten_backward:
             assert summary.startswith(f"TorchLean tape calls ATen's own `{capsule.op.label}` backward kernel")
@@ -578,3 +586,19 @@ def test_train_fast_cpu_end_to_end(
                 "reduction=implementation-defined"
             ) in text.splitlines()
     np.testing.assert_allclose(losses["fast_cpu"], losses["checked_cpu"], rtol=1e-9)
+
+
+def test_batch_norm_calls_the_aten_op_so_the_eps_rule_is_the_guards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch 2.11's ``torch.nn.functional.batch_norm`` refuses eps = 0 in evaluation too (seen on the
+    lent GPU machine), which leaked its ValueError through ``fast_cpu``; the provider calls the ATen
+    op, so a functional form that refuses everything changes nothing. Oracle: by hand,
+    (1 - 0) / sqrt(4) = 0.5."""
+    from torchlean.backend.providers.aten import spatial
+
+    def refuses(*args: object, **kwargs: object) -> None:
+        raise ValueError("batch_norm eps must be positive, but got 0.0")
+
+    monkeypatch.setattr(torch.nn.functional, "batch_norm", refuses)
+    x = np.ones((4, 3, 2))
+    out = spatial.batch_norm(x, None, None, np.zeros(3), np.full(3, 4.0), training=False, eps=0.0)
+    assert out.tolist() == np.full((4, 3, 2), 0.5).tolist()

@@ -165,8 +165,8 @@ _VALUE: dict[BackendOp, str] = {
     _B.BROADCAST: "torch.broadcast_to made contiguous equals the reference materialised broadcast.",
     _B.LAYER_NORM: "torch.nn.functional.layer_norm agrees with the reference per-row normalization.",
     _B.BATCH_NORM: (
-        "torch.nn.functional.batch_norm (running statistics never updated) agrees with the reference "
-        "channel-first normalization."
+        "torch.batch_norm, the ATen op of torch.nn.functional.batch_norm (running statistics never "
+        "updated), agrees with the reference channel-first normalization."
     ),
     _B.CONV: "torch.nn.functional.conv1d/2d/3d agrees with the reference channel-first convolution.",
     _B.CONV_TRANSPOSE: (

@@ -418,7 +418,10 @@ def batch_norm(
     training: bool,
     eps: float = 1e-5,
 ) -> Array:
-    """``torch.nn.functional.batch_norm`` over axis 1 of x ``(N, C, *spatial)``.
+    """``torch.batch_norm`` (the ATen op behind ``torch.nn.functional.batch_norm``) over axis 1 of
+    x ``(N, C, *spatial)``. The ATen op is called directly so that the eps rule is the guard's on
+    every torch version (``torch.nn.functional.batch_norm`` of torch 2.11 also refuses eps = 0 in
+    evaluation, 2.13 only in training).
 
     training=True normalises with the batch mean and biased variance and neither reads nor updates
     the running statistics (torch gets ``None`` for them; the reference's
@@ -435,7 +438,8 @@ def batch_norm(
         stats: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)
     else:
         stats = (optional("batch_norm", running_mean), optional("batch_norm", running_var))
-    result = torch.nn.functional.batch_norm(tx, stats[0], stats[1], tw, tb, training, 0.0, float(eps))
+    cudnn = bool(torch.backends.cudnn.enabled)
+    result = torch.batch_norm(tx, tw, tb, stats[0], stats[1], training, 0.0, float(eps), cudnn)
     return host(result)
 
 

@@ -286,8 +286,9 @@ def training_eps_fault(eps: float, rounded: float, dtype: str) -> str | None:
     ``torch.nn.functional.batch_norm`` refuses ``eps <= 0`` in training ("batch_norm eps must be
     positive during training"), where a channel of zero batch variance would divide 0 by 0 (ATen
     then returns the bias, the reference NaN); an eps that rounds to 0 in x's dtype (``1e-50`` in
-    float32) would do the same, so it is refused too. Evaluation accepts ``eps = 0``. Shared with
-    the native CUDA guards."""
+    float32) would do the same, so it is refused too. Evaluation accepts ``eps = 0`` (as torch
+    2.13's ``torch.nn.functional.batch_norm``; torch 2.11's refuses it there too, so providers call
+    the ATen op ``torch.batch_norm``). Shared with the native CUDA guards."""
     if rounded > 0.0:
         return None
     if eps > 0.0:
