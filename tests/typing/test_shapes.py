@@ -77,7 +77,9 @@ def test_malformed_dimensions_are_refused_when_subscripted(dim: object) -> None:
 
 def test_unpacked_tuple_dimension_is_refused() -> None:
     """``Shape[*tuple[int, ...]]`` is not a list of dims; dims_of could not read it either."""
-    with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension \*tuple\[int, \.\.\.\]: "):
+    # the item as Python shows it: *tuple[int, ...] (3.11) or typing.Unpack[tuple[int, ...]] (3.12)
+    shown = r"(\*tuple\[int, \.\.\.\]|typing(_extensions)?\.Unpack\[tuple\[int, \.\.\.\]\])"
+    with pytest.raises(ShapeSpecError, match=rf"^invalid Shape dimension {shown}: "):
         shape(Unpack[tuple[int, ...]])
 
 
