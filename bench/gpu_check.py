@@ -25,7 +25,11 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    selected (the attention op must select ``torchlean.composed_attention``,
    ``libtorch.sdpa_forward`` and ``native_cuda.direct_attention`` respectively) and the loss
    parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
-4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
+4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
+   given a non-contiguous, an int32 and a shape-mismatched operand must raise a Python
+   ``ValueError`` (the C++ checks' ``TORCH_CHECK_VALUE``), never abort the process; each call is a
+   row, and the call a crash interrupted is named with the signal.
+5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
    forward + backward; a row fails when the two forwards differ by more than 1e-5 (relative).
@@ -57,6 +61,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -390,6 +395,91 @@ def _end_to_end(
     return records
 
 
+# -------------------------------------------------------------------------------------- refusals
+
+REFUSAL_PROBE = r"""
+import json, sys
+import torch
+from torchlean.backend.providers.native_cuda import extension
+
+device = sys.argv[1]
+ext = extension.load_host_emulation() if device == "cpu" else extension.load_extension()
+calls = {
+    "relu_forward(non-contiguous x)": lambda: ext.relu_forward(torch.ones(3, 4, device=device).t()),
+    "exp_forward(int32 x)": lambda: ext.exp_forward(torch.ones(3, dtype=torch.int32, device=device)),
+    "matmul_forward(contraction sizes differ)": lambda: ext.matmul_forward(
+        torch.ones(2, 3, device=device), torch.ones(4, 5, device=device)
+    ),
+}
+for name, call in calls.items():
+    print(json.dumps({"start": name}), flush=True)
+    try:
+        call()
+        row = {"call": name, "raised": None}
+    except Exception as error:
+        row = {"call": name, "raised": type(error).__name__, "message": str(error)[:300]}
+    print(json.dumps(row), flush=True)
+"""
+"""Run as ``python -c REFUSAL_PROBE DEVICE``: one ``{"start": call}`` line before each call and one
+result row after it, so a call that kills the process is the last one started."""
+
+REFUSAL_ERROR = "ValueError"
+
+
+def _refusals(
+    device_type: str, on_row: Callable[[dict[str, Any]], None] = lambda _: None
+) -> list[dict[str, Any]]:
+    """The :data:`REFUSAL_PROBE` rows of a child process on ``device_type`` (``"cuda"``, or
+    ``"cpu"`` for the host emulation): each passes when its call raised ``ValueError``; a call
+    that killed the child is a failed row naming the signal or exit status."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSAL_PROBE, device_type],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    rows: list[dict[str, Any]] = []
+    started: str | None = None
+    for line in done.stdout.splitlines():
+        item = json.loads(line)
+        if "start" in item:
+            started = item["start"]
+            continue
+        started = None
+        item["passed"] = item["raised"] == REFUSAL_ERROR
+        rows.append(item)
+        on_row(item)
+    if done.returncode != 0:
+        how = (
+            f"signal {signal.Signals(-done.returncode).name}"
+            if done.returncode < 0
+            else f"exit {done.returncode}"
+        )
+        row = {
+            "call": started or "(before the first call)",
+            "raised": None,
+            "passed": False,
+            "crashed": how,
+            "stderr": done.stderr[-2000:],
+        }
+        rows.append(row)
+        on_row(row)
+    return rows
+
+
+def _refusal_line(row: dict[str, Any]) -> str:
+    if "crashed" in row:
+        return f"  {row['call']:<45} CRASHED the process ({row['crashed']}) FAIL"
+    verdict = "ok" if row["passed"] else f"FAIL (expected {REFUSAL_ERROR})"
+    return f"  {row['call']:<45} raised {row['raised']} {verdict}"
+
+
 # -------------------------------------------------------------------------------------- timing
 
 
@@ -672,6 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[dict[str, Any]] = []
     e2e_failed: list[dict[str, Any]] = []
     timing_failed: list[dict[str, Any]] = []
+    refusal_failed: list[dict[str, Any]] = []
     try:
         start = time.perf_counter()
         record["parity"] = []
@@ -719,6 +810,20 @@ def main(argv: list[str] | None = None) -> int:
             }
             recorder.save()
 
+        print("refusals of the raw extension (child process; ValueError expected):", flush=True)
+        if budget.exhausted():
+            raise _OutOfTime("refusals")
+        record["refusals"] = []
+        recorder.running("refusals")
+        append_refusal = _appender(recorder, "refusals", "refusals")
+
+        def refusal(row: dict[str, Any]) -> None:
+            print(_refusal_line(row), flush=True)
+            append_refusal(row)
+
+        _refusals(device.type, refusal)
+        refusal_failed = [r for r in record["refusals"] if not r["passed"]]
+
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
         record["timing"] = []
         recorder.running("timing")
@@ -741,10 +846,15 @@ def main(argv: list[str] | None = None) -> int:
         recorder.skip(str(skipped))
     record.pop("in_progress", None)
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    ok = not (failed or e2e_failed or timing_failed or "aborted" in record or "skipped" in record)
+    ok = not (
+        failed or e2e_failed or refusal_failed or timing_failed or "aborted" in record or "skipped" in record
+    )
     record["passed"] = ok
     recorder.save()
-    counts = f"failed: parity {len(failed)}, end to end {len(e2e_failed)}, timing {len(timing_failed)}"
+    counts = (
+        f"failed: parity {len(failed)}, end to end {len(e2e_failed)}, refusals {len(refusal_failed)}, "
+        f"timing {len(timing_failed)}"
+    )
     print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} ({counts})")
     return 0 if ok else EXIT_FAILED
 

@@ -364,3 +364,71 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     assert bad["passed"] is False
     assert bad["relative_difference"] > 1e-4
     assert bad["problems"] == [f"forward differs from torch SDPA by {bad['relative_difference']:.2e} > 1e-05"]
+
+
+# ------------------------------------------------------------------------------------ refusals
+
+
+def test_refusal_probe_raises_value_errors_on_the_emulation(
+    gpu_check: ModuleType, emulation: ModuleType
+) -> None:
+    """The probe's calls, in a child process on the emulation build: each raises ValueError with
+    the C++ check's message (the process survives to report the next)."""
+    rows = gpu_check._refusals("cpu")
+    assert [r["call"] for r in rows] == [
+        "relu_forward(non-contiguous x)", "exp_forward(int32 x)", "matmul_forward(contraction sizes differ)",
+    ]  # fmt: skip
+    assert all(r["passed"] and r["raised"] == "ValueError" for r in rows)
+    assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
+    assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
+    assert "contraction sizes differ" in rows[2]["message"]
+    assert gpu_check._refusal_line(rows[0]).endswith("raised ValueError ok")
+
+
+def test_a_crash_in_the_refusal_probe_fails_the_call_it_interrupted(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As seen on the lent H200 image: the child dies of SIGSEGV inside a call. The calls before it
+    keep their rows; the interrupted one is a failed row naming the signal."""
+    probe = (
+        "import json, os, signal\n"
+        "print(json.dumps({'start': 'first'}), flush=True)\n"
+        "print(json.dumps({'call': 'first', 'raised': 'ValueError', 'message': 'm'}), flush=True)\n"
+        "print(json.dumps({'start': 'second'}), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", probe)
+    seen: list[dict[str, Any]] = []
+    rows = gpu_check._refusals("cpu", seen.append)
+    assert seen == rows
+    assert [(r["call"], r["passed"]) for r in rows] == [("first", True), ("second", False)]
+    assert rows[1]["crashed"] == "signal SIGSEGV"
+    assert gpu_check._refusal_line(rows[1]) == f"  {'second':<45} CRASHED the process (signal SIGSEGV) FAIL"
+
+
+def test_a_refusal_that_does_not_raise_fails(gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = "import json\nprint(json.dumps({'call': 'quiet', 'raised': None}), flush=True)\n"
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", probe)
+    (row,) = gpu_check._refusals("cpu")
+    assert row["passed"] is False
+    assert gpu_check._refusal_line(row).endswith("raised None FAIL (expected ValueError)")
+
+
+def test_main_records_the_refusals_and_counts_them(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The refusal phase inside ``main`` (end to end and timings stubbed out: tested above)."""
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert [r["passed"] for r in record["refusals"]] == [True, True, True]
+    assert record["passed"] is True
+    printed = capsys.readouterr().out
+    assert "refusals of the raw extension (child process; ValueError expected):" in printed
+    assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed
