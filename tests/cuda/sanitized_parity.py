@@ -6,6 +6,9 @@ preloads the sanitizer runtime, as ``test_emulation_sanitizers.py`` starts it::
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
         python tests/cuda/sanitized_parity.py hard_masked_softmax
 
+(on a machine with a GPU also ``CUDA_VISIBLE_DEVICES=``: CUDA's initialisation under ASan threw
+there, and ASan, loaded before libstdc++, aborted on the throw).
+
 Builds ``csrc/`` for the CPU with ``-fsanitize=address,undefined`` (so an out-of-bounds read or
 write of device or shared memory, or undefined arithmetic, in a kernel or a binding aborts the
 process with the sanitizer's report), then runs each parity case of the given ops in float32 and
