@@ -27,8 +27,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
 4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
    given a non-contiguous, an int32 and a shape-mismatched operand must raise a Python
-   ``ValueError`` (the C++ checks' ``TORCH_CHECK_VALUE``), never abort the process; each call is a
-   row, and the call a crash interrupted is named with the signal.
+   ``ValueError`` (the C++ checks' ``TORCH_CHECK_VALUE``), and a gather with an out-of-range index
+   through ``kernels`` (the session path, refused only by the C++ check) a ``GuardError``, never
+   abort the process; each call is a row, and the call a crash interrupted is named with the
+   signal.
 5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
@@ -398,85 +400,131 @@ def _end_to_end(
 # -------------------------------------------------------------------------------------- refusals
 
 REFUSAL_PROBE = r"""
-import json, sys
+import contextlib, json, sys
 import torch
-from torchlean.backend.providers.native_cuda import extension
+from torchlean.backend.providers.native_cuda import extension, kernels
 
 device = sys.argv[1]
-ext = extension.load_host_emulation() if device == "cpu" else extension.load_extension()
+emulated = device == "cpu"
+ext = extension.load_host_emulation() if emulated else extension.load_extension()
+
+
+def report(item):
+    print("@@refusal " + json.dumps(item), flush=True)
+
+
+def ones(*shape, **kw):
+    return torch.ones(*shape, device=device, **kw)
+
+
 calls = {
-    "relu_forward(non-contiguous x)": lambda: ext.relu_forward(torch.ones(3, 4, device=device).t()),
-    "exp_forward(int32 x)": lambda: ext.exp_forward(torch.ones(3, dtype=torch.int32, device=device)),
-    "matmul_forward(contraction sizes differ)": lambda: ext.matmul_forward(
-        torch.ones(2, 3, device=device), torch.ones(4, 5, device=device)
+    "relu_forward(non-contiguous x)": (lambda: ext.relu_forward(ones(3, 4).t()), "ValueError"),
+    "exp_forward(int32 x)": (lambda: ext.exp_forward(ones(3, dtype=torch.int32)), "ValueError"),
+    "matmul_forward(contraction sizes differ)": (
+        lambda: ext.matmul_forward(ones(2, 3), ones(4, 5)), "ValueError"
+    ),
+    "session path: gather index out of range": (
+        lambda: kernels.gather_forward(ones(1, 5), torch.tensor([[0, 9]], device=device), axis=1),
+        "GuardError",
     ),
 }
-for name, call in calls.items():
-    print(json.dumps({"start": name}), flush=True)
-    try:
-        call()
-        row = {"call": name, "raised": None}
-    except Exception as error:
-        row = {"call": name, "raised": type(error).__name__, "message": str(error)[:300]}
-    print(json.dumps(row), flush=True)
+report({"calls": {name: expected for name, (_, expected) in calls.items()}})
+for name, (call, _) in calls.items():
+    report({"start": name})
+    with extension.host_emulation() if emulated else contextlib.nullcontext():
+        try:
+            call()
+            row = {"call": name, "raised": None}
+        except Exception as error:
+            row = {"call": name, "raised": type(error).__name__, "message": str(error)[:300]}
+    report(row)
 """
-"""Run as ``python -c REFUSAL_PROBE DEVICE``: one ``{"start": call}`` line before each call and one
-result row after it, so a call that kills the process is the last one started."""
+"""Run as ``python -c REFUSAL_PROBE DEVICE``. Its protocol lines start with ``@@refusal`` (other
+output is ignored): the calls with the exception each must raise, then one ``{"start": call}``
+before each call and one result row after it, so a call that kills the process is the last one
+started. Raw extension calls must raise ``ValueError`` (``TORCH_CHECK_VALUE``); a call through
+``kernels`` (the session path) must raise ``GuardError``."""
 
-REFUSAL_ERROR = "ValueError"
+REFUSAL_MARK = "@@refusal "
+REFUSAL_TIMEOUT = 300.0
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return f"signal {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def _refusals(
-    device_type: str, on_row: Callable[[dict[str, Any]], None] = lambda _: None
+    device_type: str,
+    on_row: Callable[[dict[str, Any]], None] = lambda _: None,
+    timeout: float = REFUSAL_TIMEOUT,
 ) -> list[dict[str, Any]]:
     """The :data:`REFUSAL_PROBE` rows of a child process on ``device_type`` (``"cuda"``, or
-    ``"cpu"`` for the host emulation): each passes when its call raised ``ValueError``; a call
-    that killed the child is a failed row naming the signal or exit status."""
+    ``"cpu"`` for the host emulation). A call passes when it raised its expected exception. When
+    the child dies (a signal, an exit status, or ``timeout`` seconds) the call it was running is a
+    failed row naming how, and every call it never reached a failed row too; a child that dies
+    before naming its calls gives one failed row."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
     }
-    done = subprocess.run(
-        [sys.executable, "-c", REFUSAL_PROBE, device_type],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    rows: list[dict[str, Any]] = []
-    started: str | None = None
-    for line in done.stdout.splitlines():
-        item = json.loads(line)
-        if "start" in item:
-            started = item["start"]
-            continue
-        started = None
-        item["passed"] = item["raised"] == REFUSAL_ERROR
-        rows.append(item)
-        on_row(item)
-    if done.returncode != 0:
-        how = (
-            f"signal {signal.Signals(-done.returncode).name}"
-            if done.returncode < 0
-            else f"exit {done.returncode}"
+    command = [sys.executable, "-c", REFUSAL_PROBE, device_type]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+        stdout, stderr = done.stdout, done.stderr
+        death = (
+            None
+            if done.returncode == 0
+            else (_signal_name(done.returncode) if done.returncode < 0 else f"exit {done.returncode}")
         )
-        row = {
-            "call": started or "(before the first call)",
-            "raised": None,
-            "passed": False,
-            "crashed": how,
-            "stderr": done.stderr[-2000:],
-        }
+    except subprocess.TimeoutExpired as expired:
+        stdout, stderr = _text(expired.stdout), _text(expired.stderr)
+        death = f"timed out after {timeout:g} s"
+    rows: list[dict[str, Any]] = []
+
+    def add(row: dict[str, Any]) -> None:
         rows.append(row)
         on_row(row)
+
+    expected: dict[str, str] = {}
+    started: str | None = None
+    for line in stdout.splitlines():
+        if not line.startswith(REFUSAL_MARK):
+            continue
+        item = json.loads(line.removeprefix(REFUSAL_MARK))
+        if "calls" in item:
+            expected = item["calls"]
+        elif "start" in item:
+            started = item["start"]
+        else:
+            started = None
+            item["expected"] = expected.get(item["call"])
+            item["passed"] = item["raised"] == item["expected"]
+            add(item)
+    reported = {row["call"] for row in rows}
+    failure: dict[str, Any] = {"raised": None, "passed": False, "stderr": stderr[-2000:]}
+    if not expected:
+        add({"call": "(the probe did not start)", "crashed": death or "no calls reported", **failure})
+        return rows
+    for name in expected:
+        if name not in reported:
+            why = (death or "no result reported") if name == started else "not reached"
+            add({"call": name, "expected": expected[name], "crashed": why, **failure})
+    if death is not None and started is None:  # between calls or after the last one
+        add({"call": "(outside any call)", "crashed": death, **failure})
     return rows
 
 
 def _refusal_line(row: dict[str, Any]) -> str:
     if "crashed" in row:
-        return f"  {row['call']:<45} CRASHED the process ({row['crashed']}) FAIL"
-    verdict = "ok" if row["passed"] else f"FAIL (expected {REFUSAL_ERROR})"
+        return f"  {row['call']:<45} FAIL: {row['crashed']}"
+    verdict = "ok" if row["passed"] else f"FAIL (expected {row['expected']})"
     return f"  {row['call']:<45} raised {row['raised']} {verdict}"
 
 
@@ -810,9 +858,10 @@ def main(argv: list[str] | None = None) -> int:
             }
             recorder.save()
 
-        print("refusals of the raw extension (child process; ValueError expected):", flush=True)
         if budget.exhausted():
             raise _OutOfTime("refusals")
+        print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
+        start = time.perf_counter()
         record["refusals"] = []
         recorder.running("refusals")
         append_refusal = _appender(recorder, "refusals", "refusals")
@@ -823,6 +872,12 @@ def main(argv: list[str] | None = None) -> int:
 
         _refusals(device.type, refusal)
         refusal_failed = [r for r in record["refusals"] if not r["passed"]]
+        record["refusals_summary"] = {
+            "calls": len(record["refusals"]),
+            "failed": len(refusal_failed),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        recorder.save()
 
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
         record["timing"] = []

@@ -6,8 +6,8 @@ preloads the sanitizer runtime, as ``test_emulation_sanitizers.py`` starts it::
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
         python tests/cuda/sanitized_parity.py hard_masked_softmax
 
-(on a machine with a GPU also ``CUDA_VISIBLE_DEVICES=``: CUDA's initialisation under ASan threw
-there, and ASan, loaded before libstdc++, aborted on the throw).
+The script hides CUDA devices from itself before torch is imported: on a GPU machine CUDA's
+initialisation under ASan threw, and ASan, loaded before libstdc++, aborted on the throw.
 
 Builds ``csrc/`` for the CPU with ``-fsanitize=address,undefined`` (so an out-of-bounds read or
 write of device or shared memory, or undefined arithmetic, in a kernel or a binding aborts the
@@ -21,7 +21,10 @@ unknown ops, 3 when the instrumented build cannot be made on this machine.
 
 from __future__ import annotations
 
+import os
 import sys
+
+os.environ["CUDA_VISIBLE_DEVICES"] = ""  # host emulation only (see above); before torch starts
 
 import torch
 

@@ -135,10 +135,11 @@ def _batch_norm_inputs(r: np.random.Generator) -> tuple[Array, ...]:
     return x, weight, bias, mean, var
 
 
-def test_torch_functional_batch_norm_refuses_eps_zero_only_in_training() -> None:
-    """The rule every provider follows: torch 2.13's functional batch_norm refuses eps <= 0 in
-    training and accepts eps = 0 in eval (torch 2.11's refuses it in eval too: seen on the GPU
-    machine, whence the providers call the ATen op ``torch.batch_norm``, which checks nothing)."""
+def test_torch_batch_norm_eps_zero_rule_by_version() -> None:
+    """The rule every provider follows is torch 2.13's functional batch_norm: eps <= 0 refused in
+    training, eps = 0 accepted in eval. torch 2.11's refuses it in eval too (seen on the GPU
+    machine; 2.12 not checked), whence the providers call the ATen op ``torch.batch_norm``, which
+    has no eps check."""
     x = torch.ones(4, 3, 2, dtype=torch.float64)
     stats = torch.zeros(3, dtype=torch.float64), torch.full((3,), 4.0, dtype=torch.float64)
     if _torch_version() < (2, 13):

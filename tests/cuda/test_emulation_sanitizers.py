@@ -48,9 +48,6 @@ def _sanitizer_env() -> dict[str, str]:
         "ASAN_OPTIONS": "detect_leaks=0:detect_stack_use_after_return=0",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
         "PYTHONPATH": os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")]),
-        # the emulation runs on the host; on a GPU machine CUDA's initialisation under ASan threw
-        # from torch.cuda.device_count() and ASan, loaded before libstdc++, could not rethrow it
-        "CUDA_VISIBLE_DEVICES": "",
     }
     # the sanitizer runtime must work in this environment at all (some sandboxes refuse its
     # shadow-memory mappings): a bare interpreter under it must start and exit cleanly

@@ -368,50 +368,103 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
 
 # ------------------------------------------------------------------------------------ refusals
 
+CALLS = (
+    "relu_forward(non-contiguous x)",
+    "exp_forward(int32 x)",
+    "matmul_forward(contraction sizes differ)",
+    "session path: gather index out of range",
+)
 
-def test_refusal_probe_raises_value_errors_on_the_emulation(
-    gpu_check: ModuleType, emulation: ModuleType
-) -> None:
-    """The probe's calls, in a child process on the emulation build: each raises ValueError with
-    the C++ check's message (the process survives to report the next)."""
+
+def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation: ModuleType) -> None:
+    """The probe's calls, in a child process on the emulation build: the raw calls raise ValueError
+    with the C++ check's message, the call through ``kernels`` a GuardError; the process survives
+    each to report the next."""
     rows = gpu_check._refusals("cpu")
-    assert [r["call"] for r in rows] == [
-        "relu_forward(non-contiguous x)", "exp_forward(int32 x)", "matmul_forward(contraction sizes differ)",
-    ]  # fmt: skip
-    assert all(r["passed"] and r["raised"] == "ValueError" for r in rows)
+    assert [r["call"] for r in rows] == list(CALLS)
+    assert [r["raised"] for r in rows] == ["ValueError"] * 3 + ["GuardError"]
+    assert all(r["passed"] for r in rows)
     assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
     assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
     assert "contraction sizes differ" in rows[2]["message"]
-    assert gpu_check._refusal_line(rows[0]).endswith("raised ValueError ok")
+    assert "index value 9 is out of range" in rows[3]["message"]
+    assert gpu_check._refusal_line(rows[0]) == f"  {CALLS[0]:<45} raised ValueError ok"
 
 
-def test_a_crash_in_the_refusal_probe_fails_the_call_it_interrupted(
-    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As seen on the lent H200 image: the child dies of SIGSEGV inside a call. The calls before it
-    keep their rows; the interrupted one is a failed row naming the signal."""
-    probe = (
-        "import json, os, signal\n"
-        "print(json.dumps({'start': 'first'}), flush=True)\n"
-        "print(json.dumps({'call': 'first', 'raised': 'ValueError', 'message': 'm'}), flush=True)\n"
-        "print(json.dumps({'start': 'second'}), flush=True)\n"
-        "os.kill(os.getpid(), signal.SIGSEGV)\n"
+def _probe(*lines: str) -> str:
+    """A stand-in probe: ``lines`` of Python after three calls a, b, c expecting ValueError."""
+    head = (
+        "import json, os, signal, sys, time\n"
+        "def report(item): print('@@refusal ' + json.dumps(item), flush=True)\n"
+        "report({'calls': {'a': 'ValueError', 'b': 'ValueError', 'c': 'ValueError'}})\n"
     )
-    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", probe)
+    return head + "".join(line + "\n" for line in lines)
+
+
+def _done(name: str, raised: str | None = "ValueError") -> str:
+    return f"report({{'start': {name!r}}}); report({{'call': {name!r}, 'raised': {raised!r}}})"
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        pytest.param(  # as seen on the lent H200 image: SIGSEGV inside a call
+            (_done("a"), "report({'start': 'b'})", "os.kill(os.getpid(), signal.SIGSEGV)"),
+            [("a", True, None), ("b", False, "signal SIGSEGV"), ("c", False, "not reached")],
+            id="crash-in-a-call",
+        ),
+        pytest.param(  # torch may print warnings on stdout: not protocol lines
+            ("print('UserWarning: something', flush=True)", _done("a"), _done("b", None), _done("c")),
+            [("a", True, None), ("b", False, None), ("c", True, None)],
+            id="other-output-and-a-call-that-does-not-raise",
+        ),
+        pytest.param(
+            (_done("a"), _done("b"), _done("c"), "os.kill(os.getpid(), signal.SIGSEGV)"),
+            [
+                ("a", True, None),
+                ("b", True, None),
+                ("c", True, None),
+                ("(outside any call)", False, "signal SIGSEGV"),
+            ],
+            id="crash-after-the-last-call",
+        ),
+        pytest.param(
+            (_done("a"), "sys.exit(0)"),
+            [("a", True, None), ("b", False, "not reached"), ("c", False, "not reached")],
+            id="clean-exit-before-every-call-reported",
+        ),
+        pytest.param(
+            (_done("a"), "report({'start': 'b'})", "os.kill(os.getpid(), 40)"),
+            [("a", True, None), ("b", False, "signal 40"), ("c", False, "not reached")],
+            id="a-signal-without-a-name",
+        ),
+    ],
+)
+def test_a_dying_or_wrong_probe_fails_the_calls_it_did_not_finish(
+    gpu_check: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    lines: tuple[str, ...],
+    expected: list[tuple[str, bool, str | None]],
+) -> None:
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", _probe(*lines))
     seen: list[dict[str, Any]] = []
     rows = gpu_check._refusals("cpu", seen.append)
     assert seen == rows
-    assert [(r["call"], r["passed"]) for r in rows] == [("first", True), ("second", False)]
-    assert rows[1]["crashed"] == "signal SIGSEGV"
-    assert gpu_check._refusal_line(rows[1]) == f"  {'second':<45} CRASHED the process (signal SIGSEGV) FAIL"
+    assert [(r["call"], r["passed"], r.get("crashed")) for r in rows] == expected
 
 
-def test_a_refusal_that_does_not_raise_fails(gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    probe = "import json\nprint(json.dumps({'call': 'quiet', 'raised': None}), flush=True)\n"
-    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", probe)
+def test_a_probe_that_never_names_its_calls_or_hangs_fails(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", "import sys; sys.exit(3)")
     (row,) = gpu_check._refusals("cpu")
-    assert row["passed"] is False
-    assert gpu_check._refusal_line(row).endswith("raised None FAIL (expected ValueError)")
+    assert (row["call"], row["passed"], row["crashed"]) == ("(the probe did not start)", False, "exit 3")
+    assert gpu_check._refusal_line(row) == f"  {'(the probe did not start)':<45} FAIL: exit 3"
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", _probe("report({'start': 'a'})", "time.sleep(60)"))
+    rows = gpu_check._refusals("cpu", timeout=2)
+    assert [(r["call"], r["crashed"]) for r in rows] == [
+        ("a", "timed out after 2 s"), ("b", "not reached"), ("c", "not reached"),
+    ]  # fmt: skip
 
 
 def test_main_records_the_refusals_and_counts_them(
@@ -427,8 +480,9 @@ def test_main_records_the_refusals_and_counts_them(
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == 0
     record = json.loads(out.read_text())
-    assert [r["passed"] for r in record["refusals"]] == [True, True, True]
+    assert [r["passed"] for r in record["refusals"]] == [True] * 4
+    assert record["refusals_summary"]["calls"] == 4 and record["refusals_summary"]["failed"] == 0
     assert record["passed"] is True
     printed = capsys.readouterr().out
-    assert "refusals of the raw extension (child process; ValueError expected):" in printed
+    assert "refusals of the C++ checks (child process; each must raise, not crash):" in printed
     assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed

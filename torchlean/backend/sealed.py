@@ -125,8 +125,8 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
     ``_gate: InitVar[_GateToken]`` and call :func:`check_gate_token` from ``__post_init__``.
 
     Raises:
-        TypeError: if no gate is named, the class is not a dataclass, or its instances cannot be
-            weakly referenced (not derived from :class:`Sealable`).
+        TypeError: if no gate is named, the class is not a dataclass, or it does not derive from
+            :class:`Sealable`.
     """
     if not gates:
         raise TypeError("sealed() needs at least one gate function name")
@@ -134,9 +134,10 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
     def decorate(cls: _C) -> _C:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"sealed class {cls.__name__} must be a dataclass")
-        if not hasattr(cls, "__weakref__"):
+        if not issubclass(cls, Sealable):
             raise TypeError(
-                f"sealed class {cls.__name__} must support weak references: derive it from Sealable"
+                f"sealed class {cls.__name__} must derive from Sealable (its __weakref__ slot; "
+                "dataclass weakref_slot=True loses the slot under CPython 3.12.3)"
             )
         names = tuple(field.name for field in dataclasses.fields(cls))
         _FIELD_GETTERS[cls] = _field_getter(names)

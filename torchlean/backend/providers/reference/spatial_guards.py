@@ -287,8 +287,9 @@ def training_eps_fault(eps: float, rounded: float, dtype: str) -> str | None:
     positive during training"), where a channel of zero batch variance would divide 0 by 0 (ATen
     then returns the bias, the reference NaN); an eps that rounds to 0 in x's dtype (``1e-50`` in
     float32) would do the same, so it is refused too. Evaluation accepts ``eps = 0`` (as torch
-    2.13's ``torch.nn.functional.batch_norm``; torch 2.11's refuses it there too, so providers call
-    the ATen op ``torch.batch_norm``). Shared with the native CUDA guards."""
+    2.13's ``torch.nn.functional.batch_norm``; torch 2.11's refuses it there too, "batch_norm eps
+    must be positive, but got 0.0", so providers call the ATen op ``torch.batch_norm``). Shared
+    with the native CUDA guards."""
     if rounded > 0.0:
         return None
     if eps > 0.0:
