@@ -28,9 +28,9 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
 4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
    given a non-contiguous, an int32 and a shape-mismatched operand must raise a Python
    ``ValueError`` (the C++ checks' ``TORCH_CHECK_VALUE``), and a gather with an out-of-range index
-   through ``kernels`` (the session path, refused only by the C++ check) a ``GuardError``, never
-   abort the process; each call is a row, and the call a crash interrupted is named with the
-   signal.
+   through ``kernels`` (the session path, refused by the Python guards before C++) a
+   ``GuardError``, never abort the process; each call is a row, and the call a crash interrupted
+   is named with the signal.
 5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and

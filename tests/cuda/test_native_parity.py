@@ -146,18 +146,26 @@ def test_a_device_fault_is_recorded_against_the_case_that_caused_it(
 
 
 def test_extension_boundary_refusal_becomes_guard_error(emulation: ModuleType) -> None:
-    with pytest.raises(GuardError, match=r"contraction sizes differ"):
+    """A refusal of the C++ checks (the Python guards skipped) becomes a GuardError in ``_launch``;
+    through ``kernels`` the Python guard refuses first (a C++ refusal crashed the process on the
+    GPU machine lent for issue 7)."""
+    refusal = r"^native_cuda\.matmul: torchlean_native_ext\.matmul_forward: "
+    with pytest.raises(GuardError, match=refusal), kernels._launch("matmul"):
+        emulation.matmul_forward(torch.ones(2, 3), torch.ones(4, 5))
+    with pytest.raises(GuardError, match=r"^native_cuda\.matmul: contraction sizes differ") as refused:
         kernels.matmul_forward(torch.ones(2, 3), torch.ones(4, 5))
+    assert "torchlean_native_ext" not in str(refused.value)
 
 
 def test_extension_refuses_out_of_range_index_before_launch(emulation: ModuleType) -> None:
     index = torch.tensor([[0, 9, -1]])
-    with pytest.raises(
-        GuardError, match=r"index value 9 is out of range \(accepted: values in \[0, 5\) along dimension 1\)"
-    ):
+    accepted = r"index value 9 is out of range \(accepted: values in \[0, 5\) along dimension 1\)"
+    with pytest.raises(IndexError, match=rf"^torchlean_native_ext\.gather_forward: {accepted}"):
+        emulation.gather_forward(torch.ones(1, 5), index, 1)
+    with pytest.raises(IndexError, match=r"index value -2 is out of range"):
+        emulation.scatter_add_forward(torch.ones(1, 5), torch.tensor([[-2, 1]]), torch.ones(1, 2), 1)
+    with pytest.raises(GuardError, match=rf"^native_cuda\.gather: {accepted}"):  # Python, first
         kernels.gather_forward(torch.ones(1, 5), index, axis=1)
-    with pytest.raises(GuardError, match=r"index value -2 is out of range"):
-        kernels.scatter_add_forward(torch.ones(1, 5), torch.tensor([[-2, 1]]), torch.ones(1, 2), axis=1)
 
 
 def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> None:

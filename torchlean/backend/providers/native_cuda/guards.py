@@ -13,7 +13,8 @@ reaches the extension:
 The remaining helpers validate launch parameters (per-axis window sizes, finite scalars, output
 shapes) and the zero-size rules of the channel-first ops (:func:`check_channel_first`,
 :func:`check_no_empty_axis`), which the CPU profiles' guards (``reference.spatial_guards``)
-share. Every refusal is a :class:`~torchlean.backend.errors.GuardError` that names the op, the
+share; :mod:`.operand_guards` checks how operands relate. Every refusal is a
+:class:`~torchlean.backend.errors.GuardError` that names the op, the
 offending value and what is accepted. The C++ entry points repeat these checks (defence in depth;
 anchor-runtime.md §6.2 describes the original's boundary checks, which aborted instead of raising).
 """

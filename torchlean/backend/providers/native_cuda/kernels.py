@@ -8,7 +8,10 @@ tensors on a CUDA device, float32 or float64 (one dtype per call), contiguous; r
 contiguous tensors that alias no input.
 
 Every function first calls :func:`.guards.check_launch` and :func:`.guards.check_flat_row_major`
-(the capsules' shape and layout evidence), then the extension, which repeats its own checks.
+(the capsules' shape and layout evidence) and the rules of :mod:`.operand_guards` that tie its
+operands together (window geometry, statistics shapes, index values, axes, contraction sizes, head
+widths), then the extension, which repeats its own checks. One refusal is made in C++ only: a
+direct attention whose tiles do not fit the device's shared memory (it needs the device's limit).
 
 Zero-size inputs (an axis of extent 0) follow torch, as the CPU profiles do
 (``tests/runtime/test_zero_size.py``): an empty result of torch's shape where torch answers (NaN
@@ -20,7 +23,8 @@ grid with an empty dimension, and the host emulation does too.
 Raises (every function):
     NativeExtensionError: not a CUDA build of torch, no usable CUDA device (checked first, with
         the messages of :mod:`.extension`), no toolchain, failed build; all before any launch.
-    GuardError: refused arguments (from the guards, or from the extension's boundary checks).
+    GuardError: refused arguments (from the guards; from the extension's boundary checks only for
+        the shared-memory limit of direct attention, or when a guard misses a case).
     NativeKernelError: the extension failed while running.
 
 Own kernels (``csrc/kernels.cuh``): ``hard_masked_softmax``, ``smooth_max_pool``,
@@ -45,6 +49,7 @@ from torch import Tensor
 
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
+from torchlean.backend.providers.native_cuda import operand_guards as relations
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
 from torchlean.backend.providers.reference.spatial_guards import training_eps_fault
 
@@ -229,6 +234,7 @@ def matmul_forward(a: Tensor, b: Tensor) -> Tensor:
     """``torch.matmul``: a ``(..., m, k)``, b ``(..., k, n)`` (batch axes broadcast; 1-D operands
     promoted and squeezed as torch does), ranks 1..8."""
     _check("matmul", {"a": a, "b": b}, ranks={"a": (1, 8), "b": (1, 8)})
+    relations.check_contraction(a, b)
     with _launch("matmul"), _ieee_float32():
         return _native.matmul_forward(a, b)
 
@@ -241,6 +247,7 @@ def matmul_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
         ranks={"a": (1, 8), "b": (1, 8)},
         same_shape=(("g", "out"),),
     )
+    relations.check_contraction(a, b)
     with _launch("matmul"), _ieee_float32():
         return _grads(_native.matmul_backward(g, a, b, out))
 
@@ -865,6 +872,7 @@ def concat_forward(*xs: Tensor, axis: int = 0) -> Tensor:
     if not xs:
         raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
     _check("concat", _named(xs))
+    relations.check_concat_shapes(xs, axis)
     with _launch("concat"):
         return _native.concat_forward(list(xs), axis)
 
@@ -874,6 +882,7 @@ def concat_backward(g: Tensor, *xs: Tensor, out: Tensor, axis: int = 0) -> Grads
     if not xs:
         raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
     _check("concat", {"g": g, "out": out, **_named(xs)}, same_shape=(("g", "out"),))
+    relations.check_concat_shapes(xs, axis)
     with _launch("concat"):
         return _grads(_native.concat_backward(g, list(xs), out, axis))
 
@@ -914,6 +923,7 @@ def gather_forward(x: Tensor, index: Tensor, *, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: index int64 of x's rank; out has index's shape. Every
     index is checked to lie in ``[0, x.shape[axis])`` on the host before the launch."""
     _check("gather", {"x": x, "index": index}, indices=("index",))
+    relations.check_gather_index(x, index, axis)
     with _launch("gather"):
         return _native.gather_forward(x, index, axis)
 
@@ -923,6 +933,7 @@ def gather_backward(g: Tensor, x: Tensor, index: Tensor, *, out: Tensor, axis: i
     _check(
         "gather", {"g": g, "x": x, "index": index, "out": out}, indices=("index",), same_shape=(("g", "out"),)
     )
+    relations.check_gather_index(x, index, axis)
     with _launch("gather"):
         return _grads(_native.gather_backward(g, x, index, out, axis))
 
@@ -931,6 +942,7 @@ def scatter_add_forward(base: Tensor, index: Tensor, src: Tensor, *, axis: int) 
     """``torch.scatter_add(base, axis, index, src)`` (repeated indices accumulate, in an
     implementation-defined order)."""
     _check("scatter_add", {"base": base, "index": index, "src": src}, indices=("index",))
+    relations.check_scatter_index(base, index, src, axis)
     with _launch("scatter_add"):
         return _native.scatter_add_forward(base, index, src, axis)
 
@@ -945,6 +957,7 @@ def scatter_add_backward(
         indices=("index",),
         same_shape=(("g", "base"),),
     )
+    relations.check_scatter_index(base, index, src, axis)
     with _launch("scatter_add"):
         return _grads(_native.scatter_add_backward(g, base, index, src, out, axis))
 
@@ -1155,6 +1168,9 @@ def batch_norm_forward(
     )
     _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
+    relations.check_batch_norm_operands(
+        x, {"weight": weight, "bias": bias, "running_mean": mean, "running_var": var}, training=training
+    )
     with _launch("batch_norm"):
         eps_value = _norm_eps("batch_norm", eps, x.dtype, training=training)
         return _native.batch_norm_forward(x, weight, bias, mean, var, eps_value)
@@ -1190,6 +1206,9 @@ def batch_norm_backward(
     )
     _no_affine_without_channels(x, weight, bias)
     mean, var = _batch_stats(training, running_mean, running_var)
+    relations.check_batch_norm_operands(
+        x, {"weight": weight, "bias": bias, "running_mean": mean, "running_var": var}, training=training
+    )
     with _launch("batch_norm"):
         return _grads(
             _native.batch_norm_backward(
@@ -1224,6 +1243,20 @@ def _groups(op: str, groups: int) -> int:
     return groups
 
 
+def _conv_args(
+    x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Stride, padding and dilation per spatial axis, after the operand and window rules."""
+    n = _conv_operands("conv", x, w)
+    args = (
+        guards.per_axis("conv", "stride", stride, n, 1),
+        guards.per_axis("conv", "padding", padding, n, 0),
+        guards.per_axis("conv", "dilation", dilation, n, 1),
+    )
+    relations.check_window("conv", x, tuple(int(k) for k in w.shape[2:]), *args)
+    return args
+
+
 def conv_forward(
     x: Tensor,
     w: Tensor,
@@ -1238,12 +1271,7 @@ def conv_forward(
     ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)`` or None; zero padding; returns
     ``(N, C_out, *out)``."""
     _check("conv", {"x": x, "w": w, "b": b})
-    n = _conv_operands("conv", x, w)
-    args = (
-        guards.per_axis("conv", "stride", stride, n, 1),
-        guards.per_axis("conv", "padding", padding, n, 0),
-        guards.per_axis("conv", "dilation", dilation, n, 1),
-    )
+    args = _conv_args(x, w, stride, padding, dilation)
     with _launch("conv"), _ieee_float32():
         return _native.conv_forward(x, w, b, *args, _groups("conv", groups))
 
@@ -1262,12 +1290,7 @@ def conv_backward(
 ) -> Grads:
     """``(dx, dw, db)``; None for an absent bias."""
     _check("conv", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
-    n = _conv_operands("conv", x, w)
-    args = (
-        guards.per_axis("conv", "stride", stride, n, 1),
-        guards.per_axis("conv", "padding", padding, n, 0),
-        guards.per_axis("conv", "dilation", dilation, n, 1),
-    )
+    args = _conv_args(x, w, stride, padding, dilation)
     with _launch("conv"), _ieee_float32():
         return _grads(_native.conv_backward(g, x, w, b, out, *args, _groups("conv", groups)))
 
@@ -1335,8 +1358,15 @@ def conv_transpose_backward(
 
 
 def _window(
-    op: str, x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None, padding: IntOrTuple
-) -> tuple[list[int], list[int], list[int]]:
+    op: str,
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None,
+    padding: IntOrTuple,
+    dilation: IntOrTuple = 1,
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Kernel, stride, padding and dilation per spatial axis of a pool over x ``(N, C, *spatial)``
+    (PyTorch's pool rules; the 3-d average pool's input must hold the kernel unpadded)."""
     if not 3 <= x.dim() <= 5:
         raise GuardError(
             f"native_cuda.{op}: x has rank {x.dim()} (accepted: (N, C, *spatial) with 1..3 spatial axes)"
@@ -1351,7 +1381,11 @@ def _window(
             f"native_cuda.{op}: padding={padding!r} is more than half of kernel_size={kernel_size!r} "
             "(accepted: padding <= kernel_size // 2 on every spatial axis, as PyTorch pools)"
         )
-    return list(kernel), list(steps), list(pads)
+    dil = guards.per_axis(op, "dilation", dilation, n, 1)
+    relations.check_window(
+        op, x, kernel, steps, pads, dil, pool=True, unpadded_input=op == "avg_pool" and n == 3
+    )
+    return list(kernel), list(steps), list(pads), list(dil)
 
 
 def max_pool_forward(
@@ -1365,8 +1399,7 @@ def max_pool_forward(
     """N-d max pooling (``torch.nn.functional.max_pool1d/2d/3d``, floor mode): x ``(N, C, *spatial)``;
     stride defaults to kernel_size; padding is never selected; NaN propagates."""
     _check("max_pool", {"x": x})
-    kernel, steps, pads = _window("max_pool", x, kernel_size, stride, padding)
-    dil = list(guards.per_axis("max_pool", "dilation", dilation, len(kernel), 1))
+    kernel, steps, pads, dil = _window("max_pool", x, kernel_size, stride, padding, dilation)
     with _launch("max_pool"):
         return _native.max_pool_forward(x, kernel, steps, pads, dil)
 
@@ -1383,8 +1416,7 @@ def max_pool_backward(
 ) -> Grads:
     """``(dx,)``: each g entry routed to the element its window selected."""
     _check("max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads = _window("max_pool", x, kernel_size, stride, padding)
-    dil = list(guards.per_axis("max_pool", "dilation", dilation, len(kernel), 1))
+    kernel, steps, pads, dil = _window("max_pool", x, kernel_size, stride, padding, dilation)
     with _launch("max_pool"):
         return _grads(_native.max_pool_backward(g, x, out, kernel, steps, pads, dil))
 
@@ -1395,7 +1427,7 @@ def avg_pool_forward(
     """N-d average pooling with zero padding counted in the divisor (``count_include_pad=True``,
     anchor-runtime.md §4.3): x ``(N, C, *spatial)``; stride defaults to kernel_size."""
     _check("avg_pool", {"x": x})
-    kernel, steps, pads = _window("avg_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _ = _window("avg_pool", x, kernel_size, stride, padding)
     with _launch("avg_pool"):
         return _native.avg_pool_forward(x, kernel, steps, pads)
 
@@ -1411,7 +1443,7 @@ def avg_pool_backward(
 ) -> Grads:
     """``(dx,)``: ``g / prod(kernel_size)`` spread over each window."""
     _check("avg_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads = _window("avg_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _ = _window("avg_pool", x, kernel_size, stride, padding)
     with _launch("avg_pool"):
         return _grads(_native.avg_pool_backward(g, x, out, kernel, steps, pads))
 
@@ -1439,7 +1471,7 @@ def smooth_max_pool_forward(
     the window max (beta > 0) or min (beta < 0) as pivot, so overflow-scale inputs stay finite.
     x ``(N, C, *spatial)``; beta finite and nonzero in x's dtype; stride defaults to kernel_size."""
     _check("smooth_max_pool", {"x": x})
-    kernel, steps, pads = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _ = _window("smooth_max_pool", x, kernel_size, stride, padding)
     value = _beta(x, beta)
     with _launch("smooth_max_pool"):
         return _native.smooth_max_pool_forward(x, kernel, steps, pads, value, _stream(x))
@@ -1458,7 +1490,7 @@ def smooth_max_pool_backward(
     """``(dx,)``: g spread over each window with weights ``softmax(beta * window)``, from the
     recomputed window pivot and sum (one thread per input element, no atomics)."""
     _check("smooth_max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _ = _window("smooth_max_pool", x, kernel_size, stride, padding)
     value = _beta(x, beta)
     with _launch("smooth_max_pool"):
         return _grads(_native.smooth_max_pool_backward(g, x, out, kernel, steps, pads, value, _stream(x)))
@@ -1478,6 +1510,7 @@ def fft_fno_forward(x: Tensor, weight_real: Tensor, weight_imag: Tensor) -> Tens
         ranks={"x": (3, 3), "weight_real": (3, 3)},
         same_shape=(("weight_real", "weight_imag"),),
     )
+    relations.check_fft_fno_operands(x, weight_real)
     with _launch("fft_fno"), _ieee_float32():
         return _native.fft_fno_forward(x, weight_real, weight_imag)
 
@@ -1492,6 +1525,7 @@ def fft_fno_backward(g: Tensor, x: Tensor, weight_real: Tensor, weight_imag: Ten
         ranks={"x": (3, 3), "weight_real": (3, 3)},
         same_shape=(("weight_real", "weight_imag"), ("g", "out")),
     )
+    relations.check_fft_fno_operands(x, weight_real)
     with _launch("fft_fno"), _ieee_float32():
         return _grads(_native.fft_fno_backward(g, x, weight_real, weight_imag, out))
 
@@ -1610,6 +1644,7 @@ def direct_attention_forward(
     message names the bytes needed and allowed and the largest ``d + d_v`` that fits.
     """
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    relations.check_attention_widths(int(q.shape[-1]), int(v.shape[-1]))
     with _launch("direct_attention"):
         out, lse = _native.direct_attention_forward(fq, fk, fv, fmask, _scale(scale), _stream(q))
     return out.reshape(*lead, q.shape[-2], v.shape[-1]), lse.reshape(*lead, q.shape[-2])
@@ -1636,6 +1671,7 @@ def direct_attention_backward(
     gradient is summed back to its operand's shape over the broadcast axes (on the
     device, in an implementation-defined order)."""
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    relations.check_attention_widths(int(q.shape[-1]), int(v.shape[-1]))
     nq, dv = q.shape[-2], v.shape[-1]
     _check("direct_attention", {"g": g, "out": out, "lse": lse, "q": q}, same_shape=(("g", "out"),))
     if tuple(g.shape) != (*lead, nq, dv) or tuple(lse.shape) != (*lead, nq):

@@ -316,18 +316,42 @@ def _slide(
     check_numel(
         op, (*x.shape[:2], *(n + 2 * p for n, p in zip(spatial, padding, strict=True))), "padded input shape"
     )
-    output = []
-    for axis, (n, k, s, p, d) in enumerate(zip(spatial, kernel, stride, padding, dilation, strict=True)):
+    fault = span_fault(spatial, kernel, padding, dilation)
+    if fault is not None:
+        raise _fail(op, fault)
+    return window_of(spatial, kernel, stride, padding, dilation)
+
+
+def span_fault(
+    spatial: Sequence[int], kernel: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+) -> str | None:
+    """What is wrong with sliding ``kernel`` over the padded ``spatial`` extents, or ``None``: an
+    effective kernel ``dilation * (kernel - 1) + 1`` larger than ``input + 2 * padding`` on an
+    axis (the output would be empty; PyTorch refuses it). Shared with the native CUDA guards."""
+    for axis, (n, k, p, d) in enumerate(zip(spatial, kernel, padding, dilation, strict=True)):
         effective = d * (k - 1) + 1
         if effective > n + 2 * p:
-            raise _fail(
-                op,
+            return (
                 f"effective kernel size {effective} (dilation*(kernel-1)+1) exceeds the padded input "
                 f"size {n + 2 * p} (input {n} + 2*padding {p}) on spatial axis {axis}, so the output "
-                "would be empty (accepted: effective kernel size <= padded input size)",
+                "would be empty (accepted: effective kernel size <= padded input size)"
             )
-        output.append((n + 2 * p - effective) // s + 1)
-    return Window(kernel, stride, padding, dilation, spatial, tuple(output))
+    return None
+
+
+def window_of(
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> Window:
+    """The :class:`Window` of a geometry :func:`span_fault` accepts (floor output extents)."""
+    output = tuple(
+        (n + 2 * p - (d * (k - 1) + 1)) // s + 1
+        for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation, strict=True)
+    )
+    return Window(tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(spatial), output)
 
 
 def _groups(op: str, groups: object, c_in: int) -> int:
@@ -479,9 +503,16 @@ def _pool(
 
 
 def _every_window_reads_input(op: str, window: Window) -> None:
-    """Refuse a geometry with a window made of padding only (PyTorch's max_pool backward writes
-    outside the input there).  With padding <= kernel // 2 this needs dilation > input size, so
-    only such axes (which then have at most a few windows) are scanned."""
+    fault = padding_only_fault(window)
+    if fault is not None:
+        raise _fail(op, fault)
+
+
+def padding_only_fault(window: Window) -> str | None:
+    """What is wrong with ``window``, or ``None``: a window made of padding only (PyTorch's
+    max_pool backward writes outside the input there). With padding <= kernel // 2 this needs
+    dilation > input size, so only such axes (which then have at most a few windows) are scanned.
+    Shared with the native CUDA guards."""
     for axis, (n, k, s, p, d, size) in enumerate(
         zip(
             window.input,
@@ -497,12 +528,12 @@ def _every_window_reads_input(op: str, window: Window) -> None:
             continue
         for o in range(size):
             if not any(0 <= o * s + t * d - p < n for t in range(k)):
-                raise _fail(
-                    op,
+                return (
                     f"window {o} on spatial axis {axis} covers only padding (input size {n}, kernel {k}, "
                     f"dilation {d}, padding {p}) (accepted: geometries where every window reads an input "
-                    "element)",
+                    "element)"
                 )
+    return None
 
 
 def check_max_pool(
@@ -521,20 +552,27 @@ def check_max_pool(
 
 
 def _unpadded_input_holds_kernel(op: str, x: Array, window: Window) -> None:
-    """PyTorch's 3-d average pool rule: every unpadded spatial extent at least the kernel's
-    (``pool3d_shape_check(..., check_input_size=true)`` in ATen's ``avg_pool3d``, CPU and CUDA;
-    its message reads "input image (T: .. H: .. W: ..) smaller than kernel size").  The 1-d
-    and 2-d average pools and every max pool accept a kernel larger than the unpadded input as
-    long as it fits the padded one."""
+    fault = unpadded_input_fault(window, shown=str(x.shape))
+    if fault is not None:
+        raise _fail(op, fault)
+
+
+def unpadded_input_fault(window: Window, *, shown: str) -> str | None:
+    """PyTorch's 3-d average pool rule, for x whose shape displays as ``shown``: every unpadded
+    spatial extent at least the kernel's (``pool3d_shape_check(..., check_input_size=true)`` in
+    ATen's ``avg_pool3d``, CPU
+    and CUDA; its message reads "input image (T: .. H: .. W: ..) smaller than kernel size"). The
+    1-d and 2-d average pools and every max pool accept a kernel larger than the unpadded input
+    as long as it fits the padded one. ``None`` when it holds; shared with the native CUDA guards."""
     for axis, (n, k) in enumerate(zip(window.input, window.kernel, strict=True)):
         if n < k:
-            raise _fail(
-                op,
-                f"x of shape {x.shape} has spatial extents {window.input}, smaller than kernel_size "
+            return (
+                f"x of shape {shown} has spatial extents {window.input}, smaller than kernel_size "
                 f"{window.kernel} on spatial axis {axis} ({n} < {k}) (accepted for a 3-d average "
                 "pool: every unpadded spatial extent >= kernel_size, padding not counted, as "
-                "torch.nn.functional.avg_pool3d)",
+                "torch.nn.functional.avg_pool3d)"
             )
+    return None
 
 
 def check_avg_pool(x: object, *, kernel_size: object, stride: object = None, padding: object = 0) -> Window:
@@ -603,16 +641,23 @@ def _batch_channels(op: str, x: object, stats: Sequence[tuple[str, object]]) -> 
 
 
 def _batch_count(op: str, xs: Array) -> None:
-    """Refuse exactly one value per channel in training (PyTorch's rule: none is accepted, the
-    statistics of an empty channel are never read)."""
-    count = math.prod(xs.shape[:1] + xs.shape[2:])
+    fault = batch_count_fault(tuple(xs.shape))
+    if fault is not None:
+        raise _fail(op, fault)
+
+
+def batch_count_fault(shape: tuple[int, ...]) -> str | None:
+    """Exactly one value per channel in training, for x of ``shape`` ``(N, C, *spatial)``, is
+    refused (PyTorch's rule: none is accepted, the statistics of an empty channel are never
+    read); ``None`` otherwise. Shared with the native CUDA guards."""
+    count = math.prod(shape[:1] + shape[2:])
     if count == 1:
-        raise _fail(
-            op,
-            f"batch statistics of x with shape {xs.shape} have {count} value per channel "
+        return (
+            f"batch statistics of x with shape {shape} have {count} value per channel "
             "(accepted: N * prod(spatial) >= 2 values per channel, or 0 for an empty batch, as "
-            "PyTorch in training)",
+            "PyTorch in training)"
         )
+    return None
 
 
 def check_batch_norm(

@@ -1,0 +1,226 @@
+"""The native-cuda operand guards (``native_cuda.operand_guards``): the rules tying operands
+together, refused in Python before any launch. On the GPU machine lent for issue 7 every refusal
+raised by the extension's C++ checks crashed the process, so a session's bad input must stop here;
+these run on plain CPU tensors (the guards read shapes and, for indices, values). Oracles: torch's
+own refusals of the same calls (``torch.gather``, ``torch.matmul``, ``torch.cat``, the pools) and
+hand-written geometry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import operand_guards as og
+
+
+def _z(*shape: int) -> torch.Tensor:
+    return torch.zeros(shape, dtype=torch.float64)
+
+
+def _i(values: list[list[int]] | list[int]) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64)
+
+
+# ------------------------------------------------------------------------------------- windows
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: og.check_window("conv", _z(0, 2, 0), (1,), (1,), (0,), (1,)),
+            r"^native_cuda\.conv: effective kernel size 1 \(dilation\*\(kernel-1\)\+1\) exceeds the padded "
+            r"input size 0 \(input 0 \+ 2\*padding 0\) on spatial axis 0",
+        ),
+        (
+            lambda: og.check_window("avg_pool", _z(1, 1, 5), (6,), (1,), (0,), (1,), pool=True),
+            r"effective kernel size 6 .* exceeds the padded input size 5",
+        ),
+        (
+            lambda: og.check_window("max_pool", _z(1, 1, 2), (2,), (1,), (1,), (3,), pool=True),
+            r"^native_cuda\.max_pool: window 0 on spatial axis 0 covers only padding "
+            r"\(input size 2, kernel 2, dilation 3, padding 1\)",
+        ),
+        (
+            lambda: og.check_window(
+                "avg_pool", _z(1, 1, 1, 3, 3), (2, 1, 1), (1, 1, 1), (1, 0, 0), (1, 1, 1), pool=True,
+                unpadded_input=True,
+            ),
+            r"x of shape \[1, 1, 1, 3, 3\] has spatial extents \(1, 3, 3\), "
+            r"smaller than kernel_size \(2, 1, 1\)",
+        ),
+        (
+            lambda: og.check_window("conv", _z(1, 1, 4, 4), (2,), (1,), (0,), (1,)),
+            r"x has shape \[1, 1, 4, 4\] with 2 spatial axes but the kernel has 1",
+        ),
+    ],
+)  # fmt: skip
+def test_window_refusals(call: Callable[[], None], message: str) -> None:
+    with pytest.raises(GuardError, match=message):
+        call()
+
+
+def test_window_acceptances_match_torch() -> None:
+    """What the guard accepts torch computes: a convolution window of padding only (torch gives
+    the bias there), a 2-d average pool whose kernel exceeds the unpadded input, dilation."""
+    og.check_window("conv", _z(1, 1, 2), (2,), (1,), (1,), (3,))
+    assert TF.conv1d(_z(1, 1, 2), _z(1, 1, 2), padding=1, dilation=3).shape == (1, 1, 1)
+    og.check_window("avg_pool", _z(1, 1, 1, 3), (2, 1), (1, 1), (1, 0), (1, 1), pool=True)
+    assert TF.avg_pool2d(_z(1, 1, 1, 3), (2, 1), 1, (1, 0)).shape == (1, 1, 2, 3)
+    with pytest.raises(RuntimeError):  # torch's own rule, which unpadded_input mirrors
+        TF.avg_pool3d(_z(1, 1, 1, 3, 3), (2, 1, 1), 1, (1, 0, 0))
+
+
+# ------------------------------------------------------------------------------------ batch norm
+
+
+def test_batch_norm_operand_shapes_and_count() -> None:
+    x = _z(4, 3, 2)
+    og.check_batch_norm_operands(x, {"weight": _z(3), "bias": None}, training=True)
+    with pytest.raises(
+        GuardError, match=r"^native_cuda\.batch_norm: weight has shape \[5\] \(accepted: \(3,\)"
+    ):
+        og.check_batch_norm_operands(x, {"weight": _z(5)}, training=False)
+    with pytest.raises(GuardError, match=r"have 1 value per channel"):
+        og.check_batch_norm_operands(_z(1, 3), {}, training=True)
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel"):  # torch agrees
+        TF.batch_norm(_z(1, 3), None, None, training=True)
+    og.check_batch_norm_operands(_z(1, 3), {}, training=False)  # eval reads no batch statistics
+    og.check_batch_norm_operands(_z(0, 3), {}, training=True)  # an empty batch: an empty result
+
+
+# ------------------------------------------------------------------------------ indices and axes
+
+
+@pytest.mark.parametrize(
+    ("axis", "rank", "wrapped"), [(0, 1, 0), (-1, 1, 0), (-2, 3, 1), (0, 0, 0), (-1, 0, 0)]
+)
+def test_wrap_axis(axis: int, rank: int, wrapped: int) -> None:
+    assert og.wrap_axis("concat", axis, rank) == wrapped
+
+
+@pytest.mark.parametrize(("axis", "rank", "accepted"), [(1, 1, "-1..0"), (-3, 2, "-2..1"), (1, 0, "-1..0")])
+def test_wrap_axis_refusals(axis: int, rank: int, accepted: str) -> None:
+    with pytest.raises(
+        GuardError, match=rf"dim {axis} is out of range for rank {rank} \(accepted {accepted}\)"
+    ):
+        og.wrap_axis("concat", axis, rank)
+    with pytest.raises(GuardError, match="dim True is out of range"):
+        og.wrap_axis("concat", True, 2)  # type: ignore[arg-type]
+
+
+def test_gather_index_rules_match_torch() -> None:
+    x = _z(3, 4)
+    assert og.check_gather_index(x, _i([[0, 3], [1, 2]]), -1) == 1
+    cases = [
+        (
+            _i([[0, 9, -1]]),
+            1,
+            r"index value 9 is out of range \(accepted: values in \[0, 4\) along dimension 1\)",
+        ),
+        (_i([0, 1]), 1, r"index has rank 1 but the data has rank 2"),
+        (
+            torch.zeros((4, 1), dtype=torch.int64),
+            1,
+            r"index \[4, 1\] exceeds x \[3, 4\] along an axis other than 1",
+        ),
+        (_i([[0]]), 2, r"dim 2 is out of range for rank 2"),
+    ]
+    for index, axis, message in cases:
+        with pytest.raises(GuardError, match=message):
+            og.check_gather_index(x, index, axis)
+        with pytest.raises((RuntimeError, IndexError)):
+            torch.gather(x, axis, index)
+    og.check_gather_index(x, torch.zeros((0, 7), dtype=torch.int64), 1)  # empty: no value to check
+    assert torch.gather(x, 1, torch.zeros((0, 7), dtype=torch.int64)).shape == (0, 7)
+
+
+def test_scatter_index_rules_match_torch() -> None:
+    base, src = _z(3, 4), _z(2, 4)
+    assert og.check_scatter_index(base, _i([[0, 1], [2, 0]]), src, 0) == 0
+    cases = [
+        (_i([[0, -2]]), src, 1, r"index value -2 is out of range \(accepted: values in \[0, 4\)"),
+        (_i([[0, 1, 2]]), _z(1, 2), 1, r"index \[1, 3\] exceeds src \[1, 2\], or base \[3, 4\]"),
+        (_i([[0]]), _z(4), 0, r"src has rank 1 but base has rank 2"),
+    ]
+    for index, s, axis, message in cases:
+        with pytest.raises(GuardError, match=message):
+            og.check_scatter_index(base, index, s, axis)
+        with pytest.raises((RuntimeError, IndexError)):
+            torch.scatter_add(base, axis, index, s)
+
+
+def test_concat_shapes_match_torch() -> None:
+    assert og.check_concat_shapes([_z(2, 3), _z(4, 3)], 0) == 0
+    for xs, axis, message in (
+        (
+            [_z(2, 3), _z(2, 4)],
+            0,
+            r"xs\[1\] has shape \[2, 4\] which does not match xs\[0\] \[2, 3\] outside axis 0",
+        ),
+        ([_z(2, 3), _z(2)], 0, r"xs\[1\] has shape \[2\]"),
+    ):
+        with pytest.raises(GuardError, match=message):
+            og.check_concat_shapes(xs, axis)
+        with pytest.raises((RuntimeError, IndexError)):
+            torch.cat(xs, axis)
+    # torch skips a legacy empty 1-D tensor; torchlean refuses it, as the reference guard does
+    assert torch.cat([_z(0), _z(2, 3)], 1).shape == (2, 3)
+    with pytest.raises(GuardError, match=r"dim 1 is out of range for rank 1 \(accepted -1\.\.0\)"):
+        og.check_concat_shapes([_z(0), _z(2, 3)], 1)
+
+
+# --------------------------------------------------------------------- contraction, FFT, attention
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "refused"),
+    [
+        ((2, 3), (3, 4), False),
+        ((3,), (3, 4), False),
+        ((2, 3), (3,), False),
+        ((3,), (3,), False),
+        ((5, 2, 3), (1, 3, 4), False),
+        ((2, 3), (4, 5), True),
+        ((3,), (4,), True),
+        ((2, 2, 3), (5, 3, 4), True),
+    ],
+)
+def test_contraction_matches_torch(a: tuple[int, ...], b: tuple[int, ...], refused: bool) -> None:
+    if refused:
+        with pytest.raises(GuardError, match=r"^native_cuda\.matmul: "):
+            og.check_contraction(_z(*a), _z(*b))
+        with pytest.raises(RuntimeError):
+            torch.matmul(_z(*a), _z(*b))
+    else:
+        og.check_contraction(_z(*a), _z(*b))
+        torch.matmul(_z(*a), _z(*b))
+
+
+def test_fft_fno_operands() -> None:
+    og.check_fft_fno_operands(_z(2, 3, 8), _z(5, 3, 4))  # modes 5 = 8 // 2 + 1
+    for x, w, message in (
+        (_z(2, 3, 0), _z(1, 3, 4), r"the transform length must be positive"),
+        (_z(2, 3, 8), _z(6, 3, 4), r"6 modes requested; a length-8 grid has 5"),
+        (_z(2, 3, 8), _z(0, 3, 4), r"0 modes requested"),
+        (
+            _z(2, 2, 8),
+            _z(5, 3, 4),
+            r"x has 2 channels but the weights \(modes, in, out\) \[5, 3, 4\] expect 3",
+        ),
+    ):
+        with pytest.raises(GuardError, match=message):
+            og.check_fft_fno_operands(x, w)
+
+
+def test_attention_widths() -> None:
+    og.check_attention_widths(256, 256)
+    og.check_attention_widths(0, 0)
+    with pytest.raises(GuardError, match=r"head widths d = 300, d_v = 4 exceed the kernel limit 256"):
+        og.check_attention_widths(300, 4)
+    with pytest.raises(GuardError, match=r"d = 4, d_v = 257"):
+        og.check_attention_widths(4, 257)

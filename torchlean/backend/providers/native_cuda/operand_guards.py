@@ -1,0 +1,269 @@
+"""Guards of how the native-cuda operands relate: window geometry, statistics shapes, indices,
+axes, contraction sizes and head widths.
+
+:mod:`.guards` checks each operand on its own (device, dtype, rank, layout, element count); these
+check the rules that tie operands and parameters together, in Python, before any launch. The C++
+entry points repeat them (their messages start ``torchlean_native_ext.``), as every check of
+:mod:`.guards`. Until these existed the C++ checks were the only refusal of such input, and on the
+GPU machine lent for issue 7 (torch 2.11.0+cu130, Python 3.12.3, GCC 13.3) every refusal raised
+in C++ crashed the process instead of raising, so a session's bad input must be refused here.
+
+The window, batch-count and 3-d pool rules are ``reference.spatial_guards``'s own fault functions
+(one wording for both providers); the index and axis rules are ``torch.gather``,
+``torch.scatter_add`` and ``torch.cat``'s. Every refusal is a
+:class:`~torchlean.backend.errors.GuardError` naming the op, the offending values and what is
+accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference.spatial_guards import (
+    batch_count_fault,
+    padding_only_fault,
+    span_fault,
+    unpadded_input_fault,
+    window_of,
+)
+
+__all__ = [
+    "ATTENTION_MAX_WIDTH",
+    "check_attention_widths",
+    "check_batch_norm_operands",
+    "check_concat_shapes",
+    "check_contraction",
+    "check_fft_fno_operands",
+    "check_gather_index",
+    "check_scatter_index",
+    "check_window",
+    "wrap_axis",
+]
+
+ATTENTION_MAX_WIDTH = 256
+"""The widest head (d and d_v) the direct attention kernel takes (``kAttnMaxWidth`` in
+``csrc/kernels.cuh``: 8 columns per lane of a warp)."""
+
+
+def _fail(op: str, message: str) -> GuardError:
+    return GuardError(f"native_cuda.{op}: {message}")
+
+
+def _shape(t: torch.Tensor) -> list[int]:
+    return [int(d) for d in t.shape]
+
+
+def check_window(
+    op: str,
+    x: torch.Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    *,
+    pool: bool = False,
+    unpadded_input: bool = False,
+) -> None:
+    """The window of a convolution or pool over x ``(N, C, *spatial)``, one kernel entry per
+    spatial axis: the effective kernel fits the padded input; for a ``pool`` every window reads an
+    input element (a convolution's window may be padding only, as torch's); with
+    ``unpadded_input`` (the 3-d average pool) every unpadded extent holds the kernel.
+
+    Raises:
+        GuardError: x's spatial rank differs from the kernel's, or a rule above fails.
+    """
+    shape = tuple(int(d) for d in x.shape)
+    spatial = shape[2:]
+    if len(spatial) != len(kernel):
+        raise _fail(
+            op,
+            f"x has shape {list(shape)} with {len(spatial)} spatial axes but the kernel has "
+            f"{len(kernel)} (accepted: (N, C, *spatial) with one spatial axis per kernel entry)",
+        )
+    fault = span_fault(spatial, kernel, padding, dilation)
+    if fault is None:
+        window = window_of(spatial, kernel, stride, padding, dilation)
+        fault = padding_only_fault(window) if pool else None
+        if fault is None and unpadded_input:
+            fault = unpadded_input_fault(window, shown=str(list(shape)))
+    if fault is not None:
+        raise _fail(op, fault)
+
+
+def check_batch_norm_operands(
+    x: torch.Tensor, stats: Mapping[str, torch.Tensor | None], *, training: bool
+) -> None:
+    """Each of ``stats`` (weight, bias, running statistics; None skipped) is ``(C,)`` for x
+    ``(N, C, *spatial)``, and in training x holds more than one value per channel (PyTorch's rule).
+
+    Raises:
+        GuardError: naming the operand's shape and x's.
+    """
+    if x.dim() < 2:
+        return  # the rank check of guards.check_launch refuses it
+    channels = int(x.shape[1])
+    for name, t in stats.items():
+        if t is not None and _shape(t) != [channels]:
+            raise _fail(
+                "batch_norm",
+                f"{name} has shape {_shape(t)} (accepted: ({channels},), one value per channel of x "
+                f"{_shape(x)})",
+            )
+    fault = batch_count_fault(tuple(_shape(x))) if training else None
+    if fault is not None:
+        raise _fail("batch_norm", fault)
+
+
+def wrap_axis(op: str, axis: int, rank: int) -> int:
+    """``axis`` in ``-rank..rank-1`` (``-1..0`` for rank 0, as torch), made non-negative.
+
+    Raises:
+        GuardError: a non-int or an axis out of range, naming the accepted range.
+    """
+    lo, hi = (-1, 0) if rank == 0 else (-rank, rank - 1)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not lo <= axis <= hi:
+        raise _fail(op, f"dim {axis!r} is out of range for rank {rank} (accepted {lo}..{hi})")
+    return axis + max(rank, 1) if axis < 0 else axis
+
+
+def _index_values(op: str, index: torch.Tensor, extent: int, axis: int) -> None:
+    """Every index value in ``[0, extent)``; the first offending one (row-major order) is named.
+    Reads the index once (a device synchronisation on CUDA), as the C++ check does."""
+    if index.numel() == 0:
+        return
+    bad = (index < 0) | (index >= extent)
+    if bool(bad.any()):
+        first = int(index[bad].flatten()[0])
+        raise _fail(
+            op,
+            f"index value {first} is out of range (accepted: values in [0, {extent}) along dimension {axis})",
+        )
+
+
+def _same_rank(op: str, index: torch.Tensor, data: torch.Tensor) -> None:
+    if index.dim() != data.dim():
+        raise _fail(
+            op, f"index has rank {index.dim()} but the data has rank {data.dim()} (accepted: equal ranks)"
+        )
+
+
+def check_gather_index(x: torch.Tensor, index: torch.Tensor, axis: int) -> int:
+    """``torch.gather(x, axis, index)``'s rules: index of x's rank, no larger than x outside
+    ``axis``, values in ``[0, x.shape[axis])``. Returns the non-negative axis.
+
+    Raises:
+        GuardError: naming the shapes or the first out-of-range value.
+    """
+    op = "gather"
+    dim = wrap_axis(op, axis, x.dim())
+    _same_rank(op, index, x)
+    if any(d != dim and int(index.shape[d]) > int(x.shape[d]) for d in range(x.dim())):
+        raise _fail(op, f"index {_shape(index)} exceeds x {_shape(x)} along an axis other than {dim}")
+    _index_values(op, index, int(x.shape[dim]) if x.dim() else 1, dim)
+    return dim
+
+
+def check_scatter_index(base: torch.Tensor, index: torch.Tensor, src: torch.Tensor, axis: int) -> int:
+    """``torch.scatter_add(base, axis, index, src)``'s rules: index and src of base's rank, index
+    no larger than src on every axis and than base outside ``axis``, values in
+    ``[0, base.shape[axis])``. Returns the non-negative axis.
+
+    Raises:
+        GuardError: naming the shapes or the first out-of-range value.
+    """
+    op = "scatter_add"
+    dim = wrap_axis(op, axis, base.dim())
+    _same_rank(op, index, base)
+    if src.dim() != base.dim():
+        raise _fail(op, f"src has rank {src.dim()} but base has rank {base.dim()} (accepted: equal ranks)")
+    if any(
+        int(index.shape[d]) > int(src.shape[d]) or (d != dim and int(index.shape[d]) > int(base.shape[d]))
+        for d in range(base.dim())
+    ):
+        raise _fail(
+            op,
+            f"index {_shape(index)} exceeds src {_shape(src)}, or base {_shape(base)} along an axis "
+            f"other than {dim}",
+        )
+    _index_values(op, index, int(base.shape[dim]) if base.dim() else 1, dim)
+    return dim
+
+
+def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
+    """``torch.cat(xs, axis)``'s rules: ``axis`` in range for xs[0]'s rank, every tensor of that
+    rank and equal to xs[0] outside ``axis``. Returns the non-negative axis.
+
+    Raises:
+        GuardError: naming the first mismatching tensor's shape.
+    """
+    dim = wrap_axis("concat", axis, xs[0].dim())
+    first = _shape(xs[0])
+    for i, x in enumerate(xs[1:], start=1):
+        shape = _shape(x)
+        if len(shape) != len(first) or any(
+            d != dim and a != b for d, (a, b) in enumerate(zip(shape, first, strict=True))
+        ):
+            raise _fail(
+                "concat", f"xs[{i}] has shape {shape} which does not match xs[0] {first} outside axis {dim}"
+            )
+    return dim
+
+
+def check_contraction(a: torch.Tensor, b: torch.Tensor) -> None:
+    """``torch.matmul(a, b)``'s rules: the contracted extents agree (a 1-D operand is promoted as
+    torch does) and the batch axes broadcast.
+
+    Raises:
+        GuardError: naming both shapes.
+    """
+    k_a = int(a.shape[-1]) if a.dim() else 0
+    k_b = int(b.shape[0]) if b.dim() == 1 else int(b.shape[-2]) if b.dim() else 0
+    if k_a != k_b:
+        raise _fail("matmul", f"contraction sizes differ: a {_shape(a)} @ b {_shape(b)} ({k_a} != {k_b})")
+    batch_a, batch_b = _shape(a)[:-2], _shape(b)[:-2]
+    for sa, sb in zip(reversed(batch_a), reversed(batch_b), strict=False):  # torch's broadcasting
+        if sa != sb and 1 not in (sa, sb):
+            raise _fail("matmul", f"batch axes of a {_shape(a)} and b {_shape(b)} do not broadcast")
+
+
+def check_fft_fno_operands(x: torch.Tensor, weight_real: torch.Tensor) -> None:
+    """x ``(N, C_in, n)`` with ``n >= 1``; weights ``(modes, C_in, C_out)`` with
+    ``1 <= modes <= n // 2 + 1`` (the rfft's bins) and x's channel count.
+
+    Raises:
+        GuardError: naming the grid length, the modes or the channel counts.
+    """
+    if x.dim() != 3 or weight_real.dim() != 3:
+        return  # the rank checks of guards.check_launch refuse it
+    n, modes = int(x.shape[2]), int(weight_real.shape[0])
+    if n < 1:
+        raise _fail("fft_fno", f"x has shape {_shape(x)}: the transform length must be positive")
+    if int(weight_real.shape[1]) != int(x.shape[1]):
+        raise _fail(
+            "fft_fno",
+            f"x has {int(x.shape[1])} channels but the weights (modes, in, out) {_shape(weight_real)} "
+            f"expect {int(weight_real.shape[1])}",
+        )
+    if not 1 <= modes <= n // 2 + 1:
+        raise _fail(
+            "fft_fno",
+            f"{modes} modes requested; a length-{n} grid has {n // 2 + 1} "
+            "(accepted: 1 <= modes <= grid/2 + 1)",
+        )
+
+
+def check_attention_widths(d: int, d_v: int) -> None:
+    """Head widths within the kernel's limit (:data:`ATTENTION_MAX_WIDTH`).
+
+    Raises:
+        GuardError: naming both widths and the limit.
+    """
+    if d > ATTENTION_MAX_WIDTH or d_v > ATTENTION_MAX_WIDTH:
+        raise _fail(
+            "direct_attention",
+            f"head widths d = {d}, d_v = {d_v} exceed the kernel limit {ATTENTION_MAX_WIDTH} "
+            f"(accepted: d, d_v <= {ATTENTION_MAX_WIDTH})",
+        )
