@@ -8,12 +8,15 @@ hand-written geometry."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
 
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda import kernels
 from torchlean.backend.providers.native_cuda import operand_guards as og
 
 
@@ -109,8 +112,25 @@ def test_wrap_axis_refusals(axis: int, rank: int, accepted: str) -> None:
         GuardError, match=rf"dim {axis} is out of range for rank {rank} \(accepted {accepted}\)"
     ):
         og.wrap_axis("concat", axis, rank)
-    with pytest.raises(GuardError, match="dim True is out of range"):
-        og.wrap_axis("concat", True, 2)  # type: ignore[arg-type]
+    with pytest.raises(GuardError, match=r"dim True is not an int \(accepted: an int in -2\.\.1\)"):
+        og.wrap_axis("concat", True, 2)
+
+
+def test_wrap_axis_takes_numpy_and_torch_integers() -> None:
+    assert og.wrap_axis("gather", np.int64(-1), 2) == 1
+    assert og.wrap_axis("gather", torch.tensor(1), 2) == 1
+    with pytest.raises(GuardError, match=r"dim 1\.0 is not an int"):
+        og.wrap_axis("gather", 1.0, 2)  # type: ignore[arg-type]
+
+
+def test_gather_backward_accepts_an_empty_index_of_any_extents() -> None:
+    """The backward scatters into zeros of x's shape: an empty index writes nothing (its C++ check
+    and torch's scatter_add accept it); the forward refuses it, as the reference guard."""
+    empty = torch.zeros((0, 4), dtype=torch.int64)
+    assert og.check_gather_index(_z(3, 2), empty, 0, backward=True) == 0
+    assert torch.zeros(3, 2, dtype=torch.float64).scatter_add(0, empty, _z(0, 4)).shape == (3, 2)
+    with pytest.raises(GuardError, match=r"index \[0, 4\] exceeds x \[3, 2\]"):
+        og.check_gather_index(_z(3, 2), empty, 0)
 
 
 def test_gather_index_rules_match_torch() -> None:
@@ -224,3 +244,125 @@ def test_attention_widths() -> None:
         og.check_attention_widths(300, 4)
     with pytest.raises(GuardError, match=r"d = 4, d_v = 257"):
         og.check_attention_widths(4, 257)
+
+
+# ------------------------------------------- the wrappers call them, forward and backward (emulation)
+
+WIRED: list[tuple[str, Callable[[], object], str]] = [
+    (
+        "conv-channels",
+        lambda: kernels.conv_forward(_z(1, 2, 6), _z(4, 3, 3)),
+        r"x has 2 channels; w \[4, 3, 3\]",
+    ),
+    ("conv-bias", lambda: kernels.conv_forward(_z(1, 2, 6), _z(4, 2, 3), _z(3)), r"b has shape \[3\]"),
+    ("conv-groups", lambda: kernels.conv_forward(_z(1, 2, 6), _z(3, 1, 3), groups=2), r"groups 2 expects 2"),
+    ("conv-window", lambda: kernels.conv_forward(_z(1, 2, 2), _z(3, 2, 3)), r"effective kernel size 3"),
+    (
+        "conv-backward-g",
+        lambda: kernels.conv_backward(_z(1, 4, 5), _z(1, 2, 6), _z(4, 2, 3), out=_z(1, 4, 5)),
+        r"g has shape \[1, 4, 5\] \(accepted: the forward's output shape \[1, 4, 4\]\)",
+    ),
+    (
+        "conv_transpose-output-padding",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(2, 3, 3), output_padding=2),
+        r"output_padding\[0\] = 2 \(accepted: below stride 1 or dilation 1",
+    ),
+    (
+        "conv_transpose-channels",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(3, 3, 3)),
+        r"x has 2 channels; w \[3, 3, 3\] with groups 1 expects 3",
+    ),
+    (
+        "conv_transpose-empty-output",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 1), _z(2, 3, 1), padding=1),
+        r"spatial axis 0 would have output extent -1",
+    ),
+    (
+        "max_pool-backward-g",
+        lambda: kernels.max_pool_backward(_z(1, 2, 5), _z(1, 2, 6), out=_z(1, 2, 5), kernel_size=2),
+        r"g has shape \[1, 2, 5\] \(accepted: the forward's output shape \[1, 2, 3\]\)",
+    ),
+    (
+        "avg_pool-backward-g",
+        lambda: kernels.avg_pool_backward(_z(1, 2, 5), _z(1, 2, 6), out=_z(1, 2, 5), kernel_size=2),
+        r"output shape \[1, 2, 3\]",
+    ),
+    (
+        "smooth_max_pool-backward-g",
+        lambda: kernels.smooth_max_pool_backward(
+            _z(1, 2, 5), _z(1, 2, 6), out=_z(1, 2, 5), beta=1.0, kernel_size=2
+        ),
+        r"output shape \[1, 2, 3\]",
+    ),
+    (
+        "concat-backward-g",
+        lambda: kernels.concat_backward(_z(9, 9), _z(2, 3), _z(2, 3), out=_z(9, 9), axis=0),
+        r"output shape \[4, 3\]",
+    ),
+    ("concat-rank0", lambda: kernels.concat_forward(_z(), _z(), axis=0), r"xs\[0\] has rank 0"),
+    (
+        "gather-backward-g",
+        lambda: kernels.gather_backward(_z(1, 1), _z(3, 4), _i([[0, 1], [1, 2]]), out=_z(1, 1), axis=1),
+        r"output shape \[2, 2\]",
+    ),
+    ("gather-value", lambda: kernels.gather_forward(_z(3, 4), _i([[0, 4]]), axis=1), r"index value 4"),
+    (
+        "scatter_add-value",
+        lambda: kernels.scatter_add_forward(_z(3, 4), _i([[0, 3]]), _z(1, 2), axis=0),
+        r"index value 3 is out of range \(accepted: values in \[0, 3\)",
+    ),
+    (
+        "fft_fno-backward-g",
+        lambda: kernels.fft_fno_backward(_z(2, 7, 8), _z(2, 3, 8), _z(5, 3, 4), _z(5, 3, 4), out=_z(2, 7, 8)),
+        r"output shape \[2, 4, 8\]",
+    ),
+    ("fft_fno-modes", lambda: kernels.fft_fno_forward(_z(2, 3, 8), _z(6, 3, 4), _z(6, 3, 4)), r"6 modes"),
+    (
+        "matmul-backward-g",
+        lambda: kernels.matmul_backward(_z(2, 2), _z(2, 3), _z(3, 4), out=_z(2, 2)),
+        r"output shape \[2, 4\]",
+    ),
+    ("matmul-batch", lambda: kernels.matmul_forward(_z(2, 2, 3), _z(5, 3, 4)), r"do not broadcast"),
+    (
+        "batch_norm-backward-weight",
+        lambda: kernels.batch_norm_backward(
+            _z(4, 3), _z(4, 3), _z(5), None, None, None, out=_z(4, 3), training=True
+        ),
+        r"weight has shape \[5\]",
+    ),
+    (
+        "attention-widths",
+        lambda: kernels.direct_attention_forward(_z(1, 2, 300), _z(1, 2, 300), _z(1, 2, 4)),
+        r"head widths d = 300, d_v = 4 exceed the kernel limit 256",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), [w[1:] for w in WIRED], ids=[w[0] for w in WIRED])
+def test_the_wrappers_refuse_in_python_before_the_extension(
+    call: Callable[[], object], message: str, emulation: ModuleType
+) -> None:
+    """Each call site: a GuardError from the Python guards (``native_cuda.<op>: ...``), never the
+    C++ check's (``torchlean_native_ext.``), whose refusals crashed the GPU machine."""
+    with pytest.raises(GuardError, match=message) as refused:
+        call()
+    assert str(refused.value).startswith("native_cuda."), refused.value
+    assert "torchlean_native_ext" not in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: TF.conv1d(_z(1, 2, 6), _z(4, 3, 3)),
+        lambda: TF.conv1d(_z(1, 2, 6), _z(4, 2, 3), _z(3)),
+        lambda: TF.conv1d(_z(1, 2, 6), _z(3, 1, 3), groups=2),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), output_padding=2),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(3, 3, 3)),
+        lambda: TF.conv_transpose1d(_z(1, 2, 1), _z(2, 3, 1), padding=1),
+        lambda: torch.matmul(_z(2, 2, 3), _z(5, 3, 4)),
+    ],
+)
+def test_torch_refuses_the_forward_calls_refused_above(call: Callable[[], object]) -> None:
+    """The oracle of the forward refusals above: torch refuses the same calls."""
+    with pytest.raises(RuntimeError):
+        call()

@@ -9,9 +9,11 @@ contiguous tensors that alias no input.
 
 Every function first calls :func:`.guards.check_launch` and :func:`.guards.check_flat_row_major`
 (the capsules' shape and layout evidence) and the rules of :mod:`.operand_guards` that tie its
-operands together (window geometry, statistics shapes, index values, axes, contraction sizes, head
-widths), then the extension, which repeats its own checks. One refusal is made in C++ only: a
-direct attention whose tiles do not fit the device's shared memory (it needs the device's limit).
+operands together (window geometry, channel counts, statistics shapes, index values, axes,
+contraction sizes, cotangent shapes, head widths), then the extension, which repeats its own
+checks. In the test suites and a review's fuzzing of these wrappers, one refusal is made in C++
+only: a direct attention whose tiles do not fit the device's shared memory (it needs the device's
+limit).
 
 Zero-size inputs (an axis of extent 0) follow torch, as the CPU profiles do
 (``tests/runtime/test_zero_size.py``): an empty result of torch's shape where torch answers (NaN
@@ -248,6 +250,7 @@ def matmul_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
         same_shape=(("g", "out"),),
     )
     relations.check_contraction(a, b)
+    relations.check_cotangent("matmul", g, torch.matmul(a.to("meta"), b.to("meta")).shape)
     with _launch("matmul"), _ieee_float32():
         return _grads(_native.matmul_backward(g, a, b, out))
 
@@ -867,11 +870,15 @@ def _named(xs: Sequence[Tensor]) -> dict[str, Tensor | None]:
     return {f"xs[{i}]": x for i, x in enumerate(xs)}
 
 
+def _concat_ranks(xs: Sequence[Tensor]) -> dict[str, tuple[int, int]]:
+    return {name: (1, _MAX_RANK) for name in _named(xs)}
+
+
 def concat_forward(*xs: Tensor, axis: int = 0) -> Tensor:
     """``torch.cat(xs, axis)``: one dtype, equal shapes outside ``axis``, at least one tensor."""
     if not xs:
         raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
-    _check("concat", _named(xs))
+    _check("concat", _named(xs), ranks=_concat_ranks(xs))
     relations.check_concat_shapes(xs, axis)
     with _launch("concat"):
         return _native.concat_forward(list(xs), axis)
@@ -881,8 +888,11 @@ def concat_backward(g: Tensor, *xs: Tensor, out: Tensor, axis: int = 0) -> Grads
     """g split along ``axis`` into pieces of the inputs' extents."""
     if not xs:
         raise GuardError("native_cuda.concat: no tensors (accepted: at least one)")
-    _check("concat", {"g": g, "out": out, **_named(xs)}, same_shape=(("g", "out"),))
-    relations.check_concat_shapes(xs, axis)
+    _check("concat", {"g": g, "out": out, **_named(xs)}, ranks=_concat_ranks(xs), same_shape=(("g", "out"),))
+    dim = relations.check_concat_shapes(xs, axis)
+    shape = [int(d) for d in xs[0].shape]
+    shape[dim] = sum(int(x.shape[dim]) for x in xs)
+    relations.check_cotangent("concat", g, shape)
     with _launch("concat"):
         return _grads(_native.concat_backward(g, list(xs), out, axis))
 
@@ -922,7 +932,7 @@ def slice_backward(
 def gather_forward(x: Tensor, index: Tensor, *, axis: int) -> Tensor:
     """``torch.gather(x, axis, index)``: index int64 of x's rank; out has index's shape. Every
     index is checked to lie in ``[0, x.shape[axis])`` on the host before the launch."""
-    _check("gather", {"x": x, "index": index}, indices=("index",))
+    _check("gather", {"x": x, "index": index}, indices=("index",), ranks={"x": (1, _MAX_RANK)})
     relations.check_gather_index(x, index, axis)
     with _launch("gather"):
         return _native.gather_forward(x, index, axis)
@@ -931,9 +941,14 @@ def gather_forward(x: Tensor, index: Tensor, *, axis: int) -> Tensor:
 def gather_backward(g: Tensor, x: Tensor, index: Tensor, *, out: Tensor, axis: int) -> Grads:
     """``(zeros_like(x).scatter_add(axis, index, g), None)``."""
     _check(
-        "gather", {"g": g, "x": x, "index": index, "out": out}, indices=("index",), same_shape=(("g", "out"),)
+        "gather",
+        {"g": g, "x": x, "index": index, "out": out},
+        indices=("index",),
+        ranks={"x": (1, _MAX_RANK)},
+        same_shape=(("g", "out"),),
     )
-    relations.check_gather_index(x, index, axis)
+    relations.check_gather_index(x, index, axis, backward=True)
+    relations.check_cotangent("gather", g, index.shape)
     with _launch("gather"):
         return _grads(_native.gather_backward(g, x, index, out, axis))
 
@@ -941,7 +956,12 @@ def gather_backward(g: Tensor, x: Tensor, index: Tensor, *, out: Tensor, axis: i
 def scatter_add_forward(base: Tensor, index: Tensor, src: Tensor, *, axis: int) -> Tensor:
     """``torch.scatter_add(base, axis, index, src)`` (repeated indices accumulate, in an
     implementation-defined order)."""
-    _check("scatter_add", {"base": base, "index": index, "src": src}, indices=("index",))
+    _check(
+        "scatter_add",
+        {"base": base, "index": index, "src": src},
+        indices=("index",),
+        ranks={"base": (1, _MAX_RANK)},
+    )
     relations.check_scatter_index(base, index, src, axis)
     with _launch("scatter_add"):
         return _native.scatter_add_forward(base, index, src, axis)
@@ -955,6 +975,7 @@ def scatter_add_backward(
         "scatter_add",
         {"g": g, "base": base, "index": index, "src": src, "out": out},
         indices=("index",),
+        ranks={"base": (1, _MAX_RANK)},
         same_shape=(("g", "base"),),
     )
     relations.check_scatter_index(base, index, src, axis)
@@ -1244,17 +1265,23 @@ def _groups(op: str, groups: int) -> int:
 
 
 def _conv_args(
-    x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Stride, padding and dilation per spatial axis, after the operand and window rules."""
+    x: Tensor,
+    w: Tensor,
+    b: Tensor | None,
+    stride: IntOrTuple,
+    padding: IntOrTuple,
+    dilation: IntOrTuple,
+    groups: int,
+) -> tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], list[int]]:
+    """Stride, padding and dilation per spatial axis, and the output shape, after the operand,
+    channel and window rules."""
     n = _conv_operands("conv", x, w)
     args = (
         guards.per_axis("conv", "stride", stride, n, 1),
         guards.per_axis("conv", "padding", padding, n, 0),
         guards.per_axis("conv", "dilation", dilation, n, 1),
     )
-    relations.check_window("conv", x, tuple(int(k) for k in w.shape[2:]), *args)
-    return args
+    return args, relations.check_conv_operands(x, w, b, *args, _groups("conv", groups))
 
 
 def conv_forward(
@@ -1271,7 +1298,7 @@ def conv_forward(
     ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)`` or None; zero padding; returns
     ``(N, C_out, *out)``."""
     _check("conv", {"x": x, "w": w, "b": b})
-    args = _conv_args(x, w, stride, padding, dilation)
+    args, _ = _conv_args(x, w, b, stride, padding, dilation, groups)
     with _launch("conv"), _ieee_float32():
         return _native.conv_forward(x, w, b, *args, _groups("conv", groups))
 
@@ -1290,7 +1317,8 @@ def conv_backward(
 ) -> Grads:
     """``(dx, dw, db)``; None for an absent bias."""
     _check("conv", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
-    args = _conv_args(x, w, stride, padding, dilation)
+    args, shape = _conv_args(x, w, b, stride, padding, dilation, groups)
+    relations.check_cotangent("conv", g, shape)
     with _launch("conv"), _ieee_float32():
         return _grads(_native.conv_backward(g, x, w, b, out, *args, _groups("conv", groups)))
 
@@ -1298,19 +1326,26 @@ def conv_backward(
 def _transpose_args(
     x: Tensor,
     w: Tensor,
+    b: Tensor | None,
     stride: IntOrTuple,
     padding: IntOrTuple,
     output_padding: IntOrTuple,
     dilation: IntOrTuple,
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    groups: int,
+) -> tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]], list[int]]:
+    """Stride, padding, output_padding and dilation per spatial axis, and the output shape."""
     op = "conv_transpose"
     n = _conv_operands(op, x, w)
-    return (
+    args = (
         guards.per_axis(op, "stride", stride, n, 1),
         guards.per_axis(op, "padding", padding, n, 0),
         guards.per_axis(op, "output_padding", output_padding, n, 0),
         guards.per_axis(op, "dilation", dilation, n, 1),
     )
+    shape = relations.check_conv_operands(
+        x, w, b, args[0], args[1], args[3], _groups(op, groups), output_padding=args[2]
+    )
+    return args, shape
 
 
 def conv_transpose_forward(
@@ -1327,7 +1362,7 @@ def conv_transpose_forward(
     """N-d transpose convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
     ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None."""
     _check("conv_transpose", {"x": x, "w": w, "b": b})
-    args = _transpose_args(x, w, stride, padding, output_padding, dilation)
+    args, _ = _transpose_args(x, w, b, stride, padding, output_padding, dilation, groups)
     with _launch("conv_transpose"), _ieee_float32():
         return _native.conv_transpose_forward(x, w, b, *args, _groups("conv_transpose", groups))
 
@@ -1347,7 +1382,8 @@ def conv_transpose_backward(
 ) -> Grads:
     """``(dx, dw, db)``; None for an absent bias."""
     _check("conv_transpose", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
-    args = _transpose_args(x, w, stride, padding, output_padding, dilation)
+    args, shape = _transpose_args(x, w, b, stride, padding, output_padding, dilation, groups)
+    relations.check_cotangent("conv_transpose", g, shape)
     with _launch("conv_transpose"), _ieee_float32():
         return _grads(
             _native.conv_transpose_backward(g, x, w, b, out, *args, _groups("conv_transpose", groups))
@@ -1364,9 +1400,10 @@ def _window(
     stride: IntOrTuple | None,
     padding: IntOrTuple,
     dilation: IntOrTuple = 1,
-) -> tuple[list[int], list[int], list[int], list[int]]:
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
     """Kernel, stride, padding and dilation per spatial axis of a pool over x ``(N, C, *spatial)``
-    (PyTorch's pool rules; the 3-d average pool's input must hold the kernel unpadded)."""
+    (PyTorch's pool rules; the 3-d average pool's input must hold the kernel unpadded), and the
+    output shape."""
     if not 3 <= x.dim() <= 5:
         raise GuardError(
             f"native_cuda.{op}: x has rank {x.dim()} (accepted: (N, C, *spatial) with 1..3 spatial axes)"
@@ -1382,10 +1419,11 @@ def _window(
             "(accepted: padding <= kernel_size // 2 on every spatial axis, as PyTorch pools)"
         )
     dil = guards.per_axis(op, "dilation", dilation, n, 1)
-    relations.check_window(
+    spatial = relations.check_window(
         op, x, kernel, steps, pads, dil, pool=True, unpadded_input=op == "avg_pool" and n == 3
     )
-    return list(kernel), list(steps), list(pads), list(dil)
+    shape = [*(int(d) for d in x.shape[:2]), *spatial]
+    return list(kernel), list(steps), list(pads), list(dil), shape
 
 
 def max_pool_forward(
@@ -1399,7 +1437,7 @@ def max_pool_forward(
     """N-d max pooling (``torch.nn.functional.max_pool1d/2d/3d``, floor mode): x ``(N, C, *spatial)``;
     stride defaults to kernel_size; padding is never selected; NaN propagates."""
     _check("max_pool", {"x": x})
-    kernel, steps, pads, dil = _window("max_pool", x, kernel_size, stride, padding, dilation)
+    kernel, steps, pads, dil, _ = _window("max_pool", x, kernel_size, stride, padding, dilation)
     with _launch("max_pool"):
         return _native.max_pool_forward(x, kernel, steps, pads, dil)
 
@@ -1416,7 +1454,8 @@ def max_pool_backward(
 ) -> Grads:
     """``(dx,)``: each g entry routed to the element its window selected."""
     _check("max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads, dil = _window("max_pool", x, kernel_size, stride, padding, dilation)
+    kernel, steps, pads, dil, shape = _window("max_pool", x, kernel_size, stride, padding, dilation)
+    relations.check_cotangent("max_pool", g, shape)
     with _launch("max_pool"):
         return _grads(_native.max_pool_backward(g, x, out, kernel, steps, pads, dil))
 
@@ -1427,7 +1466,7 @@ def avg_pool_forward(
     """N-d average pooling with zero padding counted in the divisor (``count_include_pad=True``,
     anchor-runtime.md §4.3): x ``(N, C, *spatial)``; stride defaults to kernel_size."""
     _check("avg_pool", {"x": x})
-    kernel, steps, pads, _ = _window("avg_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _, _ = _window("avg_pool", x, kernel_size, stride, padding)
     with _launch("avg_pool"):
         return _native.avg_pool_forward(x, kernel, steps, pads)
 
@@ -1443,7 +1482,8 @@ def avg_pool_backward(
 ) -> Grads:
     """``(dx,)``: ``g / prod(kernel_size)`` spread over each window."""
     _check("avg_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads, _ = _window("avg_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _, shape = _window("avg_pool", x, kernel_size, stride, padding)
+    relations.check_cotangent("avg_pool", g, shape)
     with _launch("avg_pool"):
         return _grads(_native.avg_pool_backward(g, x, out, kernel, steps, pads))
 
@@ -1471,7 +1511,7 @@ def smooth_max_pool_forward(
     the window max (beta > 0) or min (beta < 0) as pivot, so overflow-scale inputs stay finite.
     x ``(N, C, *spatial)``; beta finite and nonzero in x's dtype; stride defaults to kernel_size."""
     _check("smooth_max_pool", {"x": x})
-    kernel, steps, pads, _ = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _, _ = _window("smooth_max_pool", x, kernel_size, stride, padding)
     value = _beta(x, beta)
     with _launch("smooth_max_pool"):
         return _native.smooth_max_pool_forward(x, kernel, steps, pads, value, _stream(x))
@@ -1490,7 +1530,8 @@ def smooth_max_pool_backward(
     """``(dx,)``: g spread over each window with weights ``softmax(beta * window)``, from the
     recomputed window pivot and sum (one thread per input element, no atomics)."""
     _check("smooth_max_pool", {"g": g, "x": x, "out": out}, same_shape=(("g", "out"),))
-    kernel, steps, pads, _ = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    kernel, steps, pads, _, shape = _window("smooth_max_pool", x, kernel_size, stride, padding)
+    relations.check_cotangent("smooth_max_pool", g, shape)
     value = _beta(x, beta)
     with _launch("smooth_max_pool"):
         return _grads(_native.smooth_max_pool_backward(g, x, out, kernel, steps, pads, value, _stream(x)))
@@ -1526,6 +1567,7 @@ def fft_fno_backward(g: Tensor, x: Tensor, weight_real: Tensor, weight_imag: Ten
         same_shape=(("weight_real", "weight_imag"), ("g", "out")),
     )
     relations.check_fft_fno_operands(x, weight_real)
+    relations.check_cotangent("fft_fno", g, (x.shape[0], weight_real.shape[2], x.shape[2]))
     with _launch("fft_fno"), _ieee_float32():
         return _grads(_native.fft_fno_backward(g, x, weight_real, weight_imag, out))
 
@@ -1579,6 +1621,7 @@ def _fold_attention(
         )
     nq, d = q.shape[-2], q.shape[-1]
     nk, dv = v.shape[-2], v.shape[-1]
+    relations.check_attention_widths(int(d), int(dv))  # before any operand is materialised
     if k.shape[-2] != nk or k.shape[-1] != d:
         raise GuardError(
             f"native_cuda.direct_attention: k {list(k.shape)} must be (..., n_k, d) with "
@@ -1644,7 +1687,6 @@ def direct_attention_forward(
     message names the bytes needed and allowed and the largest ``d + d_v`` that fits.
     """
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
-    relations.check_attention_widths(int(q.shape[-1]), int(v.shape[-1]))
     with _launch("direct_attention"):
         out, lse = _native.direct_attention_forward(fq, fk, fv, fmask, _scale(scale), _stream(q))
     return out.reshape(*lead, q.shape[-2], v.shape[-1]), lse.reshape(*lead, q.shape[-2])
@@ -1671,7 +1713,6 @@ def direct_attention_backward(
     gradient is summed back to its operand's shape over the broadcast axes (on the
     device, in an implementation-defined order)."""
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
-    relations.check_attention_widths(int(q.shape[-1]), int(v.shape[-1]))
     nq, dv = q.shape[-2], v.shape[-1]
     _check("direct_attention", {"g": g, "out": out, "lse": lse, "q": q}, same_shape=(("g", "out"),))
     if tuple(g.shape) != (*lead, nq, dv) or tuple(lse.shape) != (*lead, nq):

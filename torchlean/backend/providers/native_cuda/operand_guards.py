@@ -17,6 +17,7 @@ accepted.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -36,6 +37,8 @@ __all__ = [
     "check_batch_norm_operands",
     "check_concat_shapes",
     "check_contraction",
+    "check_conv_operands",
+    "check_cotangent",
     "check_fft_fno_operands",
     "check_gather_index",
     "check_scatter_index",
@@ -66,11 +69,12 @@ def check_window(
     *,
     pool: bool = False,
     unpadded_input: bool = False,
-) -> None:
+) -> tuple[int, ...]:
     """The window of a convolution or pool over x ``(N, C, *spatial)``, one kernel entry per
     spatial axis: the effective kernel fits the padded input; for a ``pool`` every window reads an
     input element (a convolution's window may be padding only, as torch's); with
-    ``unpadded_input`` (the 3-d average pool) every unpadded extent holds the kernel.
+    ``unpadded_input`` (the 3-d average pool) every unpadded extent holds the kernel. Returns the
+    output's spatial extents (floor mode).
 
     Raises:
         GuardError: x's spatial rank differs from the kernel's, or a rule above fails.
@@ -91,6 +95,87 @@ def check_window(
             fault = unpadded_input_fault(window, shown=str(list(shape)))
     if fault is not None:
         raise _fail(op, fault)
+    return window.output
+
+
+def check_cotangent(op: str, g: torch.Tensor, expected: Sequence[int]) -> None:
+    """A backward's cotangent g has the forward's output shape ``expected``.
+
+    Raises:
+        GuardError: naming g's shape and the expected one.
+    """
+    if _shape(g) != [int(d) for d in expected]:
+        raise _fail(
+            op, f"g has shape {_shape(g)} (accepted: the forward's output shape {[int(d) for d in expected]})"
+        )
+
+
+def check_conv_operands(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    *,
+    output_padding: Sequence[int] | None = None,
+) -> list[int]:
+    """``torch.nn.functional.conv{1,2,3}d`` (or, with ``output_padding``, ``conv_transpose``)
+    rules tying x ``(N, C_in, *spatial)``, w and b together: equal ranks; for a convolution w
+    ``(C_out, C_in/groups, *kernel)`` with ``groups`` dividing C_out and the window fitting the
+    padded input; for a transpose w ``(C_in, C_out/groups, *kernel)`` with ``groups`` dividing
+    C_in, each output_padding below its stride or dilation and every output extent >= 1; b
+    ``(C_out,)``. Returns the output shape ``(N, C_out, *out)``.
+
+    Raises:
+        GuardError: naming the shapes and what is accepted.
+    """
+    op = "conv" if output_padding is None else "conv_transpose"
+    if x.dim() != w.dim():
+        raise _fail(
+            op,
+            f"x has shape {_shape(x)} but w has shape {_shape(w)} (accepted: x of w's rank {w.dim()}, "
+            f"(N, C_in, {w.dim() - 2} spatial axes))",
+        )
+    kernel = tuple(int(k) for k in w.shape[2:])
+    c_in = int(x.shape[1])
+    if output_padding is None:
+        expected_in, layout = int(w.shape[1]) * groups, "(C_out, C_in/groups, *kernel), groups dividing C_out"
+    else:
+        expected_in, layout = int(w.shape[0]), "(C_in, C_out/groups, *kernel), groups dividing C_in"
+    if c_in != expected_in or int(w.shape[0]) % groups:
+        raise _fail(
+            op,
+            f"x has {c_in} channels; w {_shape(w)} with groups {groups} expects {expected_in} "
+            f"(accepted: w of shape {layout})",
+        )
+    if output_padding is None:
+        c_out = int(w.shape[0])
+        spatial = check_window(op, x, kernel, stride, padding, dilation)
+    else:
+        c_out = int(w.shape[1]) * groups
+        extents = []
+        for axis, (n, k, s, p, d, op_) in enumerate(
+            zip(x.shape[2:], kernel, stride, padding, dilation, output_padding, strict=True)
+        ):
+            if not (op_ < s or op_ < d):
+                raise _fail(
+                    op,
+                    f"output_padding[{axis}] = {op_} (accepted: below stride {s} or dilation {d}, as torch)",
+                )
+            out = (int(n) - 1) * s - 2 * p + d * (k - 1) + op_ + 1
+            if out < 1:
+                raise _fail(
+                    op,
+                    f"spatial axis {axis} would have output extent {out} (accepted: (in - 1) * stride "
+                    "- 2 * padding + dilation * (kernel - 1) + output_padding + 1 >= 1)",
+                )
+            extents.append(out)
+        spatial = tuple(extents)
+    if b is not None and _shape(b) != [c_out]:
+        raise _fail(op, f"b has shape {_shape(b)} (accepted: ({c_out},), one value per output channel)")
+    return [int(x.shape[0]), c_out, *spatial]
 
 
 def check_batch_norm_operands(
@@ -124,14 +209,20 @@ def wrap_axis(op: str, axis: int, rank: int) -> int:
         GuardError: a non-int or an axis out of range, naming the accepted range.
     """
     lo, hi = (-1, 0) if rank == 0 else (-rank, rank - 1)
-    if isinstance(axis, bool) or not isinstance(axis, int) or not lo <= axis <= hi:
-        raise _fail(op, f"dim {axis!r} is out of range for rank {rank} (accepted {lo}..{hi})")
-    return axis + max(rank, 1) if axis < 0 else axis
+    try:
+        value = None if isinstance(axis, bool) else operator.index(axis)  # ints, numpy and 0-d torch ints
+    except TypeError:
+        value = None
+    if value is None:
+        raise _fail(op, f"dim {axis!r} is not an int (accepted: an int in {lo}..{hi})")
+    if not lo <= value <= hi:
+        raise _fail(op, f"dim {value} is out of range for rank {rank} (accepted {lo}..{hi})")
+    return value + max(rank, 1) if value < 0 else value
 
 
 def _index_values(op: str, index: torch.Tensor, extent: int, axis: int) -> None:
     """Every index value in ``[0, extent)``; the first offending one (row-major order) is named.
-    Reads the index once (a device synchronisation on CUDA), as the C++ check does."""
+    One device synchronisation on CUDA (the C++ check, kept for raw calls, reads it again)."""
     if index.numel() == 0:
         return
     bad = (index < 0) | (index >= extent)
@@ -150,9 +241,10 @@ def _same_rank(op: str, index: torch.Tensor, data: torch.Tensor) -> None:
         )
 
 
-def check_gather_index(x: torch.Tensor, index: torch.Tensor, axis: int) -> int:
+def check_gather_index(x: torch.Tensor, index: torch.Tensor, axis: int, *, backward: bool = False) -> int:
     """``torch.gather(x, axis, index)``'s rules: index of x's rank, no larger than x outside
-    ``axis``, values in ``[0, x.shape[axis])``. Returns the non-negative axis.
+    ``axis``, values in ``[0, x.shape[axis])``. Returns the non-negative axis. The ``backward``
+    (a scatter into zeros of x's shape) accepts an empty index of any extents, as its C++ check.
 
     Raises:
         GuardError: naming the shapes or the first out-of-range value.
@@ -160,8 +252,13 @@ def check_gather_index(x: torch.Tensor, index: torch.Tensor, axis: int) -> int:
     op = "gather"
     dim = wrap_axis(op, axis, x.dim())
     _same_rank(op, index, x)
-    if any(d != dim and int(index.shape[d]) > int(x.shape[d]) for d in range(x.dim())):
-        raise _fail(op, f"index {_shape(index)} exceeds x {_shape(x)} along an axis other than {dim}")
+    extents = not (backward and index.numel() == 0)
+    if extents and any(d != dim and int(index.shape[d]) > int(x.shape[d]) for d in range(x.dim())):
+        raise _fail(
+            op,
+            f"index {_shape(index)} exceeds x {_shape(x)} along an axis other than {dim} "
+            f"(accepted: index.shape[d] <= x.shape[d] for d != {dim}, as torch.gather)",
+        )
     _index_values(op, index, int(x.shape[dim]) if x.dim() else 1, dim)
     return dim
 
@@ -186,7 +283,8 @@ def check_scatter_index(base: torch.Tensor, index: torch.Tensor, src: torch.Tens
         raise _fail(
             op,
             f"index {_shape(index)} exceeds src {_shape(src)}, or base {_shape(base)} along an axis "
-            f"other than {dim}",
+            f"other than {dim} (accepted: index no larger than src on every axis and than base "
+            f"off axis {dim}, as torch.scatter_add)",
         )
     _index_values(op, index, int(base.shape[dim]) if base.dim() else 1, dim)
     return dim
@@ -207,7 +305,9 @@ def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
             d != dim and a != b for d, (a, b) in enumerate(zip(shape, first, strict=True))
         ):
             raise _fail(
-                "concat", f"xs[{i}] has shape {shape} which does not match xs[0] {first} outside axis {dim}"
+                "concat",
+                f"xs[{i}] has shape {shape} which does not match xs[0] {first} outside axis {dim} "
+                "(accepted: equal ranks and extents except along the axis, as torch.cat)",
             )
     return dim
 
@@ -222,11 +322,19 @@ def check_contraction(a: torch.Tensor, b: torch.Tensor) -> None:
     k_a = int(a.shape[-1]) if a.dim() else 0
     k_b = int(b.shape[0]) if b.dim() == 1 else int(b.shape[-2]) if b.dim() else 0
     if k_a != k_b:
-        raise _fail("matmul", f"contraction sizes differ: a {_shape(a)} @ b {_shape(b)} ({k_a} != {k_b})")
+        raise _fail(
+            "matmul",
+            f"contraction sizes differ: a {_shape(a)} @ b {_shape(b)} ({k_a} != {k_b}; accepted: "
+            "a (..., m, k) @ b (..., k, n), 1-D operands promoted as torch.matmul)",
+        )
     batch_a, batch_b = _shape(a)[:-2], _shape(b)[:-2]
     for sa, sb in zip(reversed(batch_a), reversed(batch_b), strict=False):  # torch's broadcasting
         if sa != sb and 1 not in (sa, sb):
-            raise _fail("matmul", f"batch axes of a {_shape(a)} and b {_shape(b)} do not broadcast")
+            raise _fail(
+                "matmul",
+                f"batch axes of a {_shape(a)} and b {_shape(b)} do not broadcast (accepted: equal "
+                "extents or 1, aligned from the right)",
+            )
 
 
 def check_fft_fno_operands(x: torch.Tensor, weight_real: torch.Tensor) -> None:
@@ -240,12 +348,14 @@ def check_fft_fno_operands(x: torch.Tensor, weight_real: torch.Tensor) -> None:
         return  # the rank checks of guards.check_launch refuse it
     n, modes = int(x.shape[2]), int(weight_real.shape[0])
     if n < 1:
-        raise _fail("fft_fno", f"x has shape {_shape(x)}: the transform length must be positive")
+        raise _fail(
+            "fft_fno", f"x has shape {_shape(x)}: the transform length must be positive (accepted: n >= 1)"
+        )
     if int(weight_real.shape[1]) != int(x.shape[1]):
         raise _fail(
             "fft_fno",
             f"x has {int(x.shape[1])} channels but the weights (modes, in, out) {_shape(weight_real)} "
-            f"expect {int(weight_real.shape[1])}",
+            f"expect {int(weight_real.shape[1])} (accepted: equal channel counts)",
         )
     if not 1 <= modes <= n // 2 + 1:
         raise _fail(
