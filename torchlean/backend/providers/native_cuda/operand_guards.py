@@ -197,7 +197,7 @@ def check_batch_norm_operands(
                 f"{name} has shape {_shape(t)} (accepted: ({channels},), one value per channel of x "
                 f"{_shape(x)})",
             )
-    fault = batch_count_fault(tuple(_shape(x))) if training else None
+    fault = batch_count_fault(tuple(_shape(x)), shown=str(_shape(x))) if training else None
     if fault is not None:
         raise _fail("batch_norm", fault)
 

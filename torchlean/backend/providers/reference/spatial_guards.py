@@ -646,14 +646,15 @@ def _batch_count(op: str, xs: Array) -> None:
         raise _fail(op, fault)
 
 
-def batch_count_fault(shape: tuple[int, ...]) -> str | None:
+def batch_count_fault(shape: tuple[int, ...], *, shown: str | None = None) -> str | None:
     """Exactly one value per channel in training, for x of ``shape`` ``(N, C, *spatial)``, is
     refused (PyTorch's rule: none is accepted, the statistics of an empty channel are never
-    read); ``None`` otherwise. Shared with the native CUDA guards."""
+    read); ``None`` otherwise. ``shown`` displays the shape (default: the tuple). Shared with the
+    native CUDA guards."""
     count = math.prod(shape[:1] + shape[2:])
     if count == 1:
         return (
-            f"batch statistics of x with shape {shape} have {count} value per channel "
+            f"batch statistics of x with shape {shown or shape} have {count} value per channel "
             "(accepted: N * prod(spatial) >= 2 values per channel, or 0 for an empty batch, as "
             "PyTorch in training)"
         )
