@@ -123,6 +123,14 @@ def test_wrap_axis_takes_numpy_and_torch_integers() -> None:
         og.wrap_axis("gather", 1.0, 2)  # type: ignore[arg-type]
 
 
+def test_wrap_axis_refuses_tensors_that_are_not_0d_ints() -> None:
+    for axis in (torch.tensor(True), torch.tensor([1]), torch.tensor([[1]]), torch.tensor(1.0)):
+        with pytest.raises(GuardError, match=r"is not an int"):
+            og.wrap_axis("concat", axis, 2)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):  # torch.cat's dim refuses them too
+            torch.cat([_z(2, 2), _z(2, 2)], axis)  # type: ignore[call-overload]
+
+
 def test_gather_backward_accepts_an_empty_index_of_any_extents() -> None:
     """The backward scatters into zeros of x's shape: an empty index writes nothing (its C++ check
     and torch's scatter_add accept it); the forward refuses it, as the reference guard."""
@@ -255,7 +263,36 @@ WIRED: list[tuple[str, Callable[[], object], str]] = [
         r"x has 2 channels; w \[4, 3, 3\]",
     ),
     ("conv-bias", lambda: kernels.conv_forward(_z(1, 2, 6), _z(4, 2, 3), _z(3)), r"b has shape \[3\]"),
-    ("conv-groups", lambda: kernels.conv_forward(_z(1, 2, 6), _z(3, 1, 3), groups=2), r"groups 2 expects 2"),
+    (
+        "conv-groups",
+        lambda: kernels.conv_forward(_z(1, 2, 6), _z(3, 1, 3), groups=2),
+        r"groups=2 does not divide w\.shape\[0\] = 3 of w \[3, 1, 3\] \(accepted: a divisor of C_out",
+    ),
+    (
+        "conv_transpose-groups",
+        lambda: kernels.conv_transpose_forward(_z(1, 3, 6), _z(3, 2, 3), groups=2),
+        r"groups=2 does not divide w\.shape\[0\] = 3 .* \(accepted: a divisor of C_in",
+    ),
+    (
+        "conv_transpose-huge-stride",
+        lambda: kernels.conv_transpose_forward(_z(1, 1, 2), _z(1, 1, 1), stride=2**40),
+        r"stride=1099511627776 is too large \(accepted: at most 2147483647 = 2\*\*31 - 1",
+    ),
+    (
+        "conv-padding-overflows-int64",
+        lambda: kernels.conv_forward(_z(1, 1, 2), _z(1, 1, 1), padding=2**62),
+        r"padded input shape \[1, 1, 9223372036854775810\] has 9223372036854775810 elements",
+    ),
+    (
+        "conv-span-overflows-int64",
+        lambda: kernels.conv_forward(_z(1, 1, 2), _z(1, 1, 3), dilation=2**62),
+        r"window span \[9223372036854775809\]",
+    ),
+    (
+        "max_pool-huge-kernel",
+        lambda: kernels.max_pool_forward(_z(1, 1, 2), kernel_size=2**63 - 1, padding=2**62 - 1),
+        r"kernel_size=9223372036854775807 is too large",
+    ),
     ("conv-window", lambda: kernels.conv_forward(_z(1, 2, 2), _z(3, 2, 3)), r"effective kernel size 3"),
     (
         "conv-backward-g",

@@ -28,7 +28,11 @@ import torch
 
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
-from torchlean.backend.providers.reference.spatial_guards import empty_axis_fault
+from torchlean.backend.providers.reference.spatial_guards import (
+    empty_axis_fault,
+    too_large_fault,
+    window_parameter_limit,
+)
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -208,10 +212,12 @@ def check_channel_first(op: str, x: torch.Tensor, *, convolution: bool) -> None:
 
 
 def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum: int) -> tuple[int, ...]:
-    """An int or a sequence of ``axes`` ints, each >= ``minimum``, as a tuple of ``axes`` ints.
+    """An int or a sequence of ``axes`` ints, each >= ``minimum`` and at most the window parameter
+    limit of ``op`` (``reference.spatial_guards.window_parameter_limit``: int64's for ``conv``,
+    2**31 - 1 for the pools and ``conv_transpose``), as a tuple of ``axes`` ints.
 
     Raises:
-        GuardError: a wrong length, a non-int, or a value below ``minimum``.
+        GuardError: a wrong length, a non-int, or a value below ``minimum`` or above the limit.
     """
     items = [value] * axes if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(items, Sequence) or len(items) != axes:
@@ -220,6 +226,8 @@ def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum:
     for item in items:
         if isinstance(item, bool) or not isinstance(item, int) or item < minimum:
             raise _fail(op, f"{name}={value!r} (accepted: ints >= {minimum})")
+        if item > window_parameter_limit(op):
+            raise _fail(op, too_large_fault(op, name, value))
         result.append(item)
     return tuple(result)
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda.guards import check_element_count
 from torchlean.backend.providers.reference.spatial_guards import (
     batch_count_fault,
     padding_only_fault,
@@ -87,6 +88,10 @@ def check_window(
             f"x has shape {list(shape)} with {len(spatial)} spatial axes but the kernel has "
             f"{len(kernel)} (accepted: (N, C, *spatial) with one spatial axis per kernel entry)",
         )
+    check_element_count(
+        op, "padded input shape", [*shape[:2], *(n + 2 * p for n, p in zip(spatial, padding, strict=True))]
+    )
+    check_element_count(op, "window span", [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)])
     fault = span_fault(spatial, kernel, padding, dilation)
     if fault is None:
         window = window_of(spatial, kernel, stride, padding, dilation)
@@ -144,7 +149,13 @@ def check_conv_operands(
         expected_in, layout = int(w.shape[1]) * groups, "(C_out, C_in/groups, *kernel), groups dividing C_out"
     else:
         expected_in, layout = int(w.shape[0]), "(C_in, C_out/groups, *kernel), groups dividing C_in"
-    if c_in != expected_in or int(w.shape[0]) % groups:
+    if int(w.shape[0]) % groups:
+        raise _fail(
+            op,
+            f"groups={groups} does not divide w.shape[0] = {int(w.shape[0])} of w {_shape(w)} "
+            f"(accepted: a divisor of {'C_out' if output_padding is None else 'C_in'}, as torch)",
+        )
+    if c_in != expected_in:
         raise _fail(
             op,
             f"x has {c_in} channels; w {_shape(w)} with groups {groups} expects {expected_in} "
@@ -168,11 +179,13 @@ def check_conv_operands(
             if out < 1:
                 raise _fail(
                     op,
-                    f"spatial axis {axis} would have output extent {out} (accepted: (in - 1) * stride "
-                    "- 2 * padding + dilation * (kernel - 1) + output_padding + 1 >= 1)",
+                    f"spatial axis {axis} would have output extent {out} (in {int(n)}, stride {s}, "
+                    f"padding {p}, dilation {d}, kernel {k}, output_padding {op_}; accepted: (in - 1) "
+                    "* stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1 >= 1)",
                 )
             extents.append(out)
         spatial = tuple(extents)
+        check_element_count(op, "output shape", [int(x.shape[0]), c_out, *spatial])
     if b is not None and _shape(b) != [c_out]:
         raise _fail(op, f"b has shape {_shape(b)} (accepted: ({c_out},), one value per output channel)")
     return [int(x.shape[0]), c_out, *spatial]
@@ -209,10 +222,20 @@ def wrap_axis(op: str, axis: int, rank: int) -> int:
         GuardError: a non-int or an axis out of range, naming the accepted range.
     """
     lo, hi = (-1, 0) if rank == 0 else (-rank, rank - 1)
-    try:
-        value = None if isinstance(axis, bool) else operator.index(axis)  # ints, numpy and 0-d torch ints
-    except TypeError:
-        value = None
+    value: int | None = None
+    if isinstance(axis, torch.Tensor):  # a 0-d integer tensor only, as torch.cat's dim
+        if (
+            axis.dim() == 0
+            and not axis.dtype.is_floating_point
+            and not axis.is_complex()
+            and axis.dtype != torch.bool
+        ):
+            value = int(axis)
+    elif not isinstance(axis, bool):
+        try:
+            value = operator.index(axis)  # ints and numpy integers
+        except TypeError:
+            value = None
     if value is None:
         raise _fail(op, f"dim {axis!r} is not an int (accepted: an int in {lo}..{hi})")
     if not lo <= value <= hi:

@@ -200,23 +200,27 @@ def _shown(value: object) -> str:
         return f"<a {type(value).__name__} holding an integer of more than 4300 digits>"
 
 
-def _limit(op: str) -> int:
+def window_parameter_limit(op: str) -> int:
     """The largest window parameter of ``op``: int64's for ``conv`` (ATen's convolution takes
-    64-bit strides, paddings and dilations), :data:`MAX_WINDOW_PARAMETER` for the others."""
+    64-bit strides, paddings and dilations), :data:`MAX_WINDOW_PARAMETER` for the others.
+    Shared with the native CUDA guards."""
     return _INT64_MAX if op == "conv" else MAX_WINDOW_PARAMETER
 
 
-def _too_large(op: str, name: str, value: object) -> GuardError:
+def too_large_fault(op: str, name: str, value: object) -> str:
+    """The refusal of a window parameter above :func:`window_parameter_limit`. Shared with the
+    native CUDA guards."""
     if op == "conv":
-        return _fail(
-            op, f"{name}={_shown(value)} is too large (accepted: at most 2**63 - 1, int64's largest)"
-        )
-    return _fail(
-        op,
+        return f"{name}={_shown(value)} is too large (accepted: at most 2**63 - 1, int64's largest)"
+    return (
         f"{name}={_shown(value)} is too large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 "
         "on every spatial axis; ATen's pooling and transposed-convolution kernels hold window "
-        "parameters in 32-bit ints)",
+        "parameters in 32-bit ints)"
     )
+
+
+def _too_large(op: str, name: str, value: object) -> GuardError:
+    return _fail(op, too_large_fault(op, name, value))
 
 
 def _int_param(op: str, name: str, value: object, minimum: int) -> int:
@@ -225,7 +229,7 @@ def _int_param(op: str, name: str, value: object, minimum: int) -> int:
         raise _type_fail(op, f"{name} must be an int, got {name}={_shown(value)}")
     if result < minimum:
         raise _fail(op, f"{name}={_shown(result)} is out of range (accepted: {name} >= {minimum})")
-    if result > _limit(op):
+    if result > window_parameter_limit(op):
         raise _too_large(op, name, result)
     return result
 
@@ -253,7 +257,7 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
             op,
             f"{name}={_shown(value)} is out of range (accepted: {name} >= {minimum} on every spatial axis)",
         )
-    if any(v > _limit(op) for v in result):
+    if any(v > window_parameter_limit(op) for v in result):
         raise _too_large(op, name, value)
     return result
 
