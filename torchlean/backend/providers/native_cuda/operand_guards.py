@@ -93,11 +93,12 @@ def check_window(
     )
     check_element_count(op, "window span", [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)])
     fault = span_fault(spatial, kernel, padding, dilation)
-    if fault is None:
-        window = window_of(spatial, kernel, stride, padding, dilation)
-        fault = padding_only_fault(window) if pool else None
-        if fault is None and unpadded_input:
-            fault = unpadded_input_fault(window, shown=str(list(shape)))
+    if fault is not None:
+        raise _fail(op, fault)
+    window = window_of(spatial, kernel, stride, padding, dilation)
+    fault = padding_only_fault(window) if pool else None
+    if fault is None and unpadded_input:
+        fault = unpadded_input_fault(window, shown=str(list(shape)))
     if fault is not None:
         raise _fail(op, fault)
     return window.output
