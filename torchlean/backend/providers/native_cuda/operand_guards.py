@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.native_cuda.batching import broadcast_batch
 from torchlean.backend.providers.native_cuda.guards import check_element_count
 from torchlean.backend.providers.reference.spatial_guards import (
     batch_count_fault,
@@ -336,29 +337,31 @@ def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
     return dim
 
 
-def check_contraction(a: torch.Tensor, b: torch.Tensor) -> None:
+def check_contraction(a: torch.Tensor, b: torch.Tensor) -> list[int]:
     """``torch.matmul(a, b)``'s rules: the contracted extents agree (a 1-D operand is promoted as
-    torch does) and the batch axes broadcast.
+    torch does) and the batch axes broadcast. Returns the product's shape (torch's: the broadcast
+    batch, then m unless a is 1-D, then n unless b is 1-D).
 
     Raises:
         GuardError: naming both shapes.
     """
-    k_a = int(a.shape[-1]) if a.dim() else 0
-    k_b = int(b.shape[0]) if b.dim() == 1 else int(b.shape[-2]) if b.dim() else 0
+    sa, sb = _shape(a), _shape(b)
+    k_a = sa[-1] if sa else 0
+    k_b = sb[0] if len(sb) == 1 else sb[-2] if sb else 0
     if k_a != k_b:
         raise _fail(
             "matmul",
-            f"contraction sizes differ: a {_shape(a)} @ b {_shape(b)} ({k_a} != {k_b}; accepted: "
+            f"contraction sizes differ: a {sa} @ b {sb} ({k_a} != {k_b}; accepted: "
             "a (..., m, k) @ b (..., k, n), 1-D operands promoted as torch.matmul)",
         )
-    batch_a, batch_b = _shape(a)[:-2], _shape(b)[:-2]
-    for sa, sb in zip(reversed(batch_a), reversed(batch_b), strict=False):  # torch's broadcasting
-        if sa != sb and 1 not in (sa, sb):
-            raise _fail(
-                "matmul",
-                f"batch axes of a {_shape(a)} and b {_shape(b)} do not broadcast (accepted: equal "
-                "extents or 1, aligned from the right)",
-            )
+    batch = broadcast_batch((sa[:-2], sb[:-2]))
+    if batch is None:
+        raise _fail(
+            "matmul",
+            f"batch axes of a {sa} and b {sb} do not broadcast (accepted: equal extents or 1, aligned "
+            "from the right)",
+        )
+    return [*batch, *sa[-2:-1], *(sb[-1:] if len(sb) >= 2 else [])]
 
 
 def check_fft_fno_operands(x: torch.Tensor, weight_real: torch.Tensor) -> None:
