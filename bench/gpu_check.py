@@ -27,10 +27,12 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
 4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
    given a non-contiguous, an int32 and a shape-mismatched operand must raise a Python
-   ``ValueError`` (the C++ checks' ``TORCH_CHECK_VALUE``), and a gather with an out-of-range index
-   through ``kernels`` (the session path, refused by the Python guards before C++) a
-   ``GuardError``, never abort the process; each call is a row, and the call a crash interrupted
-   is named with the signal.
+   ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the bindings), and a gather with
+   an out-of-range index through ``kernels`` (the session path, refused by the Python guards
+   before C++) a ``GuardError``, never abort the process; each call is a row, and the call a crash
+   interrupted is named with the signal. When one crashed, ``bench/exception_probe.py`` runs
+   (``refusal_diagnosis`` in the record): which step of raising a C++ exception from an extension
+   kills the process there, with a native backtrace when ``gdb`` or ``cuda-gdb`` is on PATH.
 5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
@@ -82,8 +84,9 @@ EXIT_NO_NVCC = 5
 EXIT_CUDA_MISMATCH = 6
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "bench"):  # the package, and exception_probe beside this script
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 _MISSING = [name for name in ("beartype", "numpy", "torch", "tqdm", "sklearn") if _find_spec(name) is None]
 if _MISSING:
@@ -95,6 +98,7 @@ if _MISSING:
     )
     sys.exit(EXIT_PACKAGES)
 
+import exception_probe  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -442,7 +446,7 @@ for name, (call, _) in calls.items():
 """Run as ``python -c REFUSAL_PROBE DEVICE``. Its protocol lines start with ``@@refusal`` (other
 output is ignored): the calls with the exception each must raise, then one ``{"start": call}``
 before each call and one result row after it, so a call that kills the process is the last one
-started. Raw extension calls must raise ``ValueError`` (``TORCH_CHECK_VALUE``); a call through
+started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``); a call through
 ``kernels`` (the session path) must raise ``GuardError``."""
 
 REFUSAL_MARK = "@@refusal "
@@ -519,6 +523,20 @@ def _refusals(
     if death is not None and started is None:  # between calls or after the last one
         add({"call": "(outside any call)", "crashed": death, **failure})
     return rows
+
+
+def _diagnose_refusal_crash(recorder: Recorder) -> None:
+    """Run ``bench/exception_probe.py`` (its own small extension, each case in a child process)
+    and keep its record as ``refusal_diagnosis``; its reading is printed. Informational: the
+    refusal rows already failed the check."""
+    print("a refusal crashed the process; probing which step of raising a C++ exception fails:", flush=True)
+    recorder.running("refusal diagnosis")
+    diagnosis = exception_probe.probe(lambda row: print(exception_probe.line(row), flush=True))
+    recorder.record["refusal_diagnosis"] = diagnosis
+    recorder.save()
+    print(f"  reading: {diagnosis['reading']}", flush=True)
+    if "backtrace" in diagnosis:
+        print(f"  native backtrace of {diagnosis['backtrace']['case']!r}: see refusal_diagnosis", flush=True)
 
 
 def _refusal_line(row: dict[str, Any]) -> str:
@@ -878,6 +896,8 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - start, 1),
         }
         recorder.save()
+        if any("crashed" in r for r in refusal_failed):
+            _diagnose_refusal_crash(recorder)
 
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
         record["timing"] = []

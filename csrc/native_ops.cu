@@ -8,9 +8,9 @@
 // (cuBLAS, cuDNN, cuFFT underneath), so their reduction order is implementation-defined.
 //
 // Every entry point first validates its arguments (device, dtype, contiguity, ranks, sizes,
-// overflow-checked element counts, op-specific domains) with TORCH_CHECK_VALUE /
-// TORCH_CHECK_INDEX, which raise Python exceptions; nothing aborts the process.  Results are
-// fresh contiguous buffers that alias no input.
+// overflow-checked element counts, op-specific domains) with TL_CHECK_VALUE / TL_CHECK_INDEX
+// (native_ops.h), which the bindings raise as Python exceptions; nothing aborts the process.
+// Results are fresh contiguous buffers that alias no input.
 //
 // Built with TORCHLEAN_EMULATE (emu/native_ops_emu.cpp), the same file runs on the CPU: tensors
 // live on the CPU and the own kernels run in the cooperative-thread emulator.
@@ -59,30 +59,30 @@ std::string shape_text(IntArrayRef sizes) {
 std::int64_t checked_numel(const char* op, const char* what, IntArrayRef sizes) {
   std::int64_t total = 1;
   for (const std::int64_t size : sizes) {
-    TORCH_CHECK_VALUE(size >= 0, "torchlean_native_ext.", op, ": ", what, " has a negative extent ",
-                      shape_text(sizes));
-    TORCH_CHECK_VALUE(!c10::mul_overflows(total, size, &total), "torchlean_native_ext.", op, ": ",
-                      what, " element count overflows int64 for shape ", shape_text(sizes));
+    TL_CHECK_VALUE(size >= 0, "torchlean_native_ext.", op, ": ", what, " has a negative extent ",
+                   shape_text(sizes));
+    TL_CHECK_VALUE(!c10::mul_overflows(total, size, &total), "torchlean_native_ext.", op, ": ",
+                   what, " element count overflows int64 for shape ", shape_text(sizes));
   }
   return total;
 }
 
 std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::int64_t b) {
   std::int64_t out = 0;
-  TORCH_CHECK_VALUE(!c10::mul_overflows(a, b, &out), "torchlean_native_ext.", op, ": ", what,
-                    " overflows int64 (", a, " * ", b, ")");
+  TL_CHECK_VALUE(!c10::mul_overflows(a, b, &out), "torchlean_native_ext.", op, ": ", what,
+                 " overflows int64 (", a, " * ", b, ")");
   return out;
 }
 
 // Defined, on this build's device, contiguous, with a representable element count.
 void check_buffer(const char* op, const char* name, const at::Tensor& t) {
-  TORCH_CHECK_VALUE(t.defined(), "torchlean_native_ext.", op, ": ", name, " is missing");
-  TORCH_CHECK_VALUE(t.device().type() == kDeviceType, "torchlean_native_ext.", op, ": ", name,
-                    " is on device ", t.device().str(), "; this build accepts ", kDeviceName,
-                    " tensors");
-  TORCH_CHECK_VALUE(t.is_contiguous(), "torchlean_native_ext.", op, ": ", name, " of shape ",
-                    shape_text(t.sizes()),
-                    " is not contiguous (flat row-major buffers are required)");
+  TL_CHECK_VALUE(t.defined(), "torchlean_native_ext.", op, ": ", name, " is missing");
+  TL_CHECK_VALUE(t.device().type() == kDeviceType, "torchlean_native_ext.", op, ": ", name,
+                 " is on device ", t.device().str(), "; this build accepts ", kDeviceName,
+                 " tensors");
+  TL_CHECK_VALUE(t.is_contiguous(), "torchlean_native_ext.", op, ": ", name, " of shape ",
+                 shape_text(t.sizes()),
+                 " is not contiguous (flat row-major buffers are required)");
   checked_numel(op, name, t.sizes());
 }
 
@@ -90,72 +90,72 @@ void check_buffer(const char* op, const char* name, const at::Tensor& t) {
 void check_float(const char* op, const char* name, const at::Tensor& t) {
   check_buffer(op, name, t);
   const at::ScalarType dtype = t.scalar_type();
-  TORCH_CHECK_VALUE(dtype == at::kFloat || dtype == at::kDouble, "torchlean_native_ext.", op, ": ",
-                    name, " has dtype ", dtype, "; accepted: float32, float64");
+  TL_CHECK_VALUE(dtype == at::kFloat || dtype == at::kDouble, "torchlean_native_ext.", op, ": ",
+                 name, " has dtype ", dtype, "; accepted: float32, float64");
 }
 
 // A float buffer with the dtype and device of `ref`.
 void check_like(const char* op, const char* name, const at::Tensor& t, const char* ref_name,
                 const at::Tensor& ref) {
   check_float(op, name, t);
-  TORCH_CHECK_VALUE(t.scalar_type() == ref.scalar_type(), "torchlean_native_ext.", op, ": ", name,
-                    " has dtype ", t.scalar_type(), " but ", ref_name, " has dtype ",
-                    ref.scalar_type());
-  TORCH_CHECK_VALUE(t.device() == ref.device(), "torchlean_native_ext.", op, ": ", name,
-                    " is on ", t.device().str(), " but ", ref_name, " is on ",
-                    ref.device().str());
+  TL_CHECK_VALUE(t.scalar_type() == ref.scalar_type(), "torchlean_native_ext.", op, ": ", name,
+                 " has dtype ", t.scalar_type(), " but ", ref_name, " has dtype ",
+                 ref.scalar_type());
+  TL_CHECK_VALUE(t.device() == ref.device(), "torchlean_native_ext.", op, ": ", name,
+                 " is on ", t.device().str(), " but ", ref_name, " is on ",
+                 ref.device().str());
 }
 
 void check_same_shape(const char* op, const char* name, const at::Tensor& t, const char* ref_name,
                       const at::Tensor& ref) {
-  TORCH_CHECK_VALUE(t.sizes() == ref.sizes(), "torchlean_native_ext.", op, ": ", name,
-                    " has shape ", shape_text(t.sizes()), " but ", ref_name, " has shape ",
-                    shape_text(ref.sizes()));
+  TL_CHECK_VALUE(t.sizes() == ref.sizes(), "torchlean_native_ext.", op, ": ", name,
+                 " has shape ", shape_text(t.sizes()), " but ", ref_name, " has shape ",
+                 shape_text(ref.sizes()));
 }
 
 void check_rank(const char* op, const char* name, const at::Tensor& t, std::int64_t lo,
                 std::int64_t hi) {
-  TORCH_CHECK_VALUE(t.dim() >= lo && t.dim() <= hi, "torchlean_native_ext.", op, ": ", name,
-                    " has rank ", t.dim(), " (shape ", shape_text(t.sizes()), "); accepted ranks ",
-                    lo, "..", hi);
+  TL_CHECK_VALUE(t.dim() >= lo && t.dim() <= hi, "torchlean_native_ext.", op, ": ", name,
+                 " has rank ", t.dim(), " (shape ", shape_text(t.sizes()), "); accepted ranks ",
+                 lo, "..", hi);
 }
 
 void check_mask(const char* op, const char* name, const at::Tensor& mask, const at::Tensor& ref) {
   check_buffer(op, name, mask);
-  TORCH_CHECK_VALUE(mask.scalar_type() == at::kBool, "torchlean_native_ext.", op, ": ", name,
-                    " has dtype ", mask.scalar_type(),
-                    "; accepted: bool (True = allowed; an additive bias is a separate operation)");
-  TORCH_CHECK_VALUE(mask.device() == ref.device(), "torchlean_native_ext.", op, ": ", name,
-                    " is on ", mask.device().str(), " but the scores are on ",
-                    ref.device().str());
+  TL_CHECK_VALUE(mask.scalar_type() == at::kBool, "torchlean_native_ext.", op, ": ", name,
+                 " has dtype ", mask.scalar_type(),
+                 "; accepted: bool (True = allowed; an additive bias is a separate operation)");
+  TL_CHECK_VALUE(mask.device() == ref.device(), "torchlean_native_ext.", op, ": ", name,
+                 " is on ", mask.device().str(), " but the scores are on ",
+                 ref.device().str());
 }
 
 void check_index(const char* op, const at::Tensor& index, const at::Tensor& ref, std::int64_t dim,
                  std::int64_t extent) {
   check_buffer(op, "index", index);
-  TORCH_CHECK_VALUE(index.scalar_type() == at::kLong, "torchlean_native_ext.", op,
-                    ": index has dtype ", index.scalar_type(), "; accepted: int64");
-  TORCH_CHECK_VALUE(index.device() == ref.device(), "torchlean_native_ext.", op, ": index is on ",
-                    index.device().str(), " but the data is on ", ref.device().str());
-  TORCH_CHECK_VALUE(index.dim() == ref.dim(), "torchlean_native_ext.", op, ": index has rank ",
-                    index.dim(), " but the data has rank ", ref.dim());
+  TL_CHECK_VALUE(index.scalar_type() == at::kLong, "torchlean_native_ext.", op,
+                 ": index has dtype ", index.scalar_type(), "; accepted: int64");
+  TL_CHECK_VALUE(index.device() == ref.device(), "torchlean_native_ext.", op, ": index is on ",
+                 index.device().str(), " but the data is on ", ref.device().str());
+  TL_CHECK_VALUE(index.dim() == ref.dim(), "torchlean_native_ext.", op, ": index has rank ",
+                 index.dim(), " but the data has rank ", ref.dim());
   if (index.numel() == 0) return;
   // Checked on the host before launch: an out-of-range index must be an exception, never a
   // device-side assertion that poisons the CUDA context.
   const at::Tensor bad = index.lt(0).logical_or(index.ge(extent));
   if (bad.any().item<bool>()) {
     const std::int64_t first = index.masked_select(bad).flatten()[0].item<std::int64_t>();
-    TORCH_CHECK_INDEX(false, "torchlean_native_ext.", op, ": index value ", first,
-                      " is out of range (accepted: values in [0, ", extent, ") along dimension ",
-                      dim, ")");
+    TL_CHECK_INDEX(false, "torchlean_native_ext.", op, ": index value ", first,
+                   " is out of range (accepted: values in [0, ", extent, ") along dimension ",
+                   dim, ")");
   }
 }
 
 std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank) {
   const std::int64_t lo = rank == 0 ? -1 : -rank;
   const std::int64_t hi = rank == 0 ? 0 : rank - 1;
-  TORCH_CHECK_VALUE(dim >= lo && dim <= hi, "torchlean_native_ext.", op, ": dim ", dim,
-                    " is out of range for rank ", rank, " (accepted ", lo, "..", hi, ")");
+  TL_CHECK_VALUE(dim >= lo && dim <= hi, "torchlean_native_ext.", op, ": dim ", dim,
+                 " is out of range for rank ", rank, " (accepted ", lo, "..", hi, ")");
   return dim < 0 ? dim + std::max<std::int64_t>(rank, 1) : dim;
 }
 
@@ -200,9 +200,9 @@ std::vector<std::int64_t> broadcast_shape(const char* op, const at::Tensor& a,
     const std::int64_t ib = b.dim() - rank + i;
     const std::int64_t sa = ia >= 0 ? a.size(ia) : 1;
     const std::int64_t sb = ib >= 0 ? b.size(ib) : 1;
-    TORCH_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, "torchlean_native_ext.", op,
-                      ": shapes ", shape_text(a.sizes()), " and ", shape_text(b.sizes()),
-                      " do not broadcast");
+    TL_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, "torchlean_native_ext.", op,
+                   ": shapes ", shape_text(a.sizes()), " and ", shape_text(b.sizes()),
+                   " do not broadcast");
     shape[static_cast<std::size_t>(i)] = sa == 1 ? sb : sa;
   }
   checked_numel(op, "broadcast result", shape);
@@ -221,8 +221,8 @@ void check_binary_backward(const char* op, const at::Tensor& g, const at::Tensor
   check_like(op, "g", g, "a", a);
   check_like(op, "out", out, "a", a);
   const std::vector<std::int64_t> shape = broadcast_shape(op, a, b);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op, ": g has shape ",
-                    shape_text(g.sizes()), "; expected ", shape_text(shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op, ": g has shape ",
+                 shape_text(g.sizes()), "; expected ", shape_text(shape));
   check_same_shape(op, "out", out, "g", g);
 }
 
@@ -237,25 +237,25 @@ Grads one(const at::Tensor& t) { return Grads{t}; }
 
 void check_spatial_params(const char* op, std::int64_t rank, const Ints& kernel,
                           const Ints& stride, const Ints& padding, const Ints* dilation) {
-  TORCH_CHECK_VALUE(rank >= 1, "torchlean_native_ext.", op,
-                    ": kernel must name at least one spatial axis");
-  TORCH_CHECK_VALUE(static_cast<std::int64_t>(stride.size()) == rank &&
+  TL_CHECK_VALUE(rank >= 1, "torchlean_native_ext.", op,
+                 ": kernel must name at least one spatial axis");
+  TL_CHECK_VALUE(static_cast<std::int64_t>(stride.size()) == rank &&
                         static_cast<std::int64_t>(padding.size()) == rank &&
                         (dilation == nullptr ||
                          static_cast<std::int64_t>(dilation->size()) == rank),
-                    "torchlean_native_ext.", op, ": kernel, stride, padding",
-                    dilation ? ", dilation" : "", " must all have ", rank, " entries");
+                 "torchlean_native_ext.", op, ": kernel, stride, padding",
+                 dilation ? ", dilation" : "", " must all have ", rank, " entries");
   for (std::int64_t ax = 0; ax < rank; ++ax) {
     const std::size_t i = static_cast<std::size_t>(ax);
-    TORCH_CHECK_VALUE(kernel[i] >= 1, "torchlean_native_ext.", op, ": kernel[", ax, "] = ",
-                      kernel[i], " must be >= 1");
-    TORCH_CHECK_VALUE(stride[i] >= 1, "torchlean_native_ext.", op, ": stride[", ax, "] = ",
-                      stride[i], " must be >= 1");
-    TORCH_CHECK_VALUE(padding[i] >= 0, "torchlean_native_ext.", op, ": padding[", ax, "] = ",
-                      padding[i], " must be >= 0");
+    TL_CHECK_VALUE(kernel[i] >= 1, "torchlean_native_ext.", op, ": kernel[", ax, "] = ",
+                   kernel[i], " must be >= 1");
+    TL_CHECK_VALUE(stride[i] >= 1, "torchlean_native_ext.", op, ": stride[", ax, "] = ",
+                   stride[i], " must be >= 1");
+    TL_CHECK_VALUE(padding[i] >= 0, "torchlean_native_ext.", op, ": padding[", ax, "] = ",
+                   padding[i], " must be >= 0");
     if (dilation != nullptr) {
-      TORCH_CHECK_VALUE((*dilation)[i] >= 1, "torchlean_native_ext.", op, ": dilation[", ax,
-                        "] = ", (*dilation)[i], " must be >= 1");
+      TL_CHECK_VALUE((*dilation)[i] >= 1, "torchlean_native_ext.", op, ": dilation[", ax,
+                     "] = ", (*dilation)[i], " must be >= 1");
     }
   }
 }
@@ -264,9 +264,9 @@ void check_spatial_params(const char* op, std::int64_t rank, const Ints& kernel,
 std::int64_t window_out(const char* op, std::int64_t ax, std::int64_t in, std::int64_t kernel,
                         std::int64_t stride, std::int64_t pad, std::int64_t dilation) {
   const std::int64_t span = dilation * (kernel - 1) + 1;
-  TORCH_CHECK_VALUE(in + 2 * pad >= span, "torchlean_native_ext.", op, ": spatial axis ", ax,
-                    " has extent ", in, " + 2 * padding ", pad,
-                    " smaller than the window span ", span);
+  TL_CHECK_VALUE(in + 2 * pad >= span, "torchlean_native_ext.", op, ": spatial axis ", ax,
+                 " has extent ", in, " + 2 * padding ", pad,
+                 " smaller than the window span ", span);
   return (in + 2 * pad - span) / stride + 1;
 }
 
@@ -290,10 +290,10 @@ void check_windows_read_input(const char* op, std::int64_t ax, std::int64_t in, 
       const std::int64_t pos = o * stride + t * dilation - padding;
       reads = pos >= 0 && pos < in;
     }
-    TORCH_CHECK_VALUE(reads, "torchlean_native_ext.", op, ": window ", o, " on spatial axis ", ax,
-                      " covers only padding (input size ", in, ", kernel ", kernel, ", dilation ",
-                      dilation, ", padding ", padding,
-                      "); accepted: geometries where every window reads an input element");
+    TL_CHECK_VALUE(reads, "torchlean_native_ext.", op, ": window ", o, " on spatial axis ", ax,
+                   " covers only padding (input size ", in, ", kernel ", kernel, ", dilation ",
+                   dilation, ", padding ", padding,
+                   "); accepted: geometries where every window reads an input element");
   }
 }
 
@@ -302,21 +302,21 @@ void check_windows_read_input(const char* op, std::int64_t ax, std::int64_t in, 
 void check_pool_extents(const char* op, const at::Tensor& x, std::int64_t rank) {
   const std::int64_t first = x.dim() >= rank + 2 ? 1 : 0;
   for (std::int64_t i = first; i < x.dim(); ++i) {
-    TORCH_CHECK_VALUE(x.size(i) >= 1, "torchlean_native_ext.", op, ": x has shape ",
-                      shape_text(x.sizes()), " with an empty axis ", i,
-                      "; accepted: C >= 1 and spatial extents >= 1, only the batch N may be 0 (as "
-                      "torch pools)");
+    TL_CHECK_VALUE(x.size(i) >= 1, "torchlean_native_ext.", op, ": x has shape ",
+                   shape_text(x.sizes()), " with an empty axis ", i,
+                   "; accepted: C >= 1 and spatial extents >= 1, only the batch N may be 0 (as "
+                   "torch pools)");
   }
 }
 
 FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, const Ints& stride,
                      const Ints& padding, const Ints& dilation) {
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
-  TORCH_CHECK_VALUE(rank >= 1 && rank <= 3, "torchlean_native_ext.", op, ": ", rank,
-                    " spatial axes requested; accepted 1..3");
+  TL_CHECK_VALUE(rank >= 1 && rank <= 3, "torchlean_native_ext.", op, ": ", rank,
+                 " spatial axes requested; accepted 1..3");
   check_spatial_params(op, rank, kernel, stride, padding, &dilation);
-  TORCH_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
-                    "; a ", rank, "-d pool needs at least one leading (channel) axis");
+  TL_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
+                 "; a ", rank, "-d pool needs at least one leading (channel) axis");
   check_pool_extents(op, x, rank);
   FoldedPool folded;
   std::int64_t channels = 1;
@@ -340,8 +340,8 @@ FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, co
   for (std::int64_t ax = 0; ax < rank; ++ax) {
     const std::size_t i = static_cast<std::size_t>(ax);
     const std::int64_t in = x.size(x.dim() - rank + ax);
-    TORCH_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
-                      ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
+    TL_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
+                   ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
     const std::int64_t out = window_out(op, ax, in, kernel[i], stride[i], padding[i], dilation[i]);
     check_windows_read_input(op, ax, in, kernel[i], stride[i], padding[i], dilation[i], out);
     folded.out_shape.push_back(out);
@@ -355,17 +355,17 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
                                const Ints& stride, const Ints& padding,
                                std::vector<std::int64_t>& out_shape) {
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
-  TORCH_CHECK_VALUE(rank >= 1 && rank <= tl::kMaxPoolRank, "torchlean_native_ext.", op, ": ",
-                    rank, " spatial axes requested; accepted 1..", tl::kMaxPoolRank);
+  TL_CHECK_VALUE(rank >= 1 && rank <= tl::kMaxPoolRank, "torchlean_native_ext.", op, ": ",
+                 rank, " spatial axes requested; accepted 1..", tl::kMaxPoolRank);
   check_spatial_params(op, rank, kernel, stride, padding, nullptr);
-  TORCH_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
-                    "; a ", rank, "-d pool needs at least one leading (channel) axis");
+  TL_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
+                 "; a ", rank, "-d pool needs at least one leading (channel) axis");
   check_pool_extents(op, x, rank);
   for (std::int64_t ax = 0; ax < rank; ++ax) {
     const std::size_t i = static_cast<std::size_t>(ax);
     // every window then holds at least one input cell
-    TORCH_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
-                      ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
+    TL_CHECK_VALUE(padding[i] <= kernel[i] / 2, "torchlean_native_ext.", op, ": padding[",
+                   ax, "] = ", padding[i], " exceeds half the kernel size ", kernel[i]);
   }
   tl::PoolGeometry g{};
   g.rank = static_cast<int>(rank);
@@ -397,12 +397,12 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
 void check_beta(const char* op, double beta, at::ScalarType dtype) {
   const double limit = dtype == at::kFloat ? static_cast<double>(std::numeric_limits<float>::max())
                                            : std::numeric_limits<double>::max();
-  TORCH_CHECK_VALUE(std::isfinite(beta) && beta != 0.0 && std::fabs(beta) <= limit,
-                    "torchlean_native_ext.", op, ": beta = ", beta,
-                    " must be finite and nonzero in the input dtype");
+  TL_CHECK_VALUE(std::isfinite(beta) && beta != 0.0 && std::fabs(beta) <= limit,
+                 "torchlean_native_ext.", op, ": beta = ", beta,
+                 " must be finite and nonzero in the input dtype");
   if (dtype == at::kFloat) {
-    TORCH_CHECK_VALUE(static_cast<float>(beta) != 0.0f, "torchlean_native_ext.", op,
-                      ": beta = ", beta, " underflows to zero in float32");
+    TL_CHECK_VALUE(static_cast<float>(beta) != 0.0f, "torchlean_native_ext.", op,
+                   ": beta = ", beta, " underflows to zero in float32");
   }
 }
 
@@ -412,10 +412,10 @@ std::uint64_t stream_key(std::uint64_t seed, std::uint64_t counter) {
 
 at::TensorOptions source_options(const char* op, const std::string& dtype,
                                  std::int64_t device_index) {
-  TORCH_CHECK_VALUE(dtype == "float32" || dtype == "float64", "torchlean_native_ext.", op,
-                    ": dtype ", dtype, " is not accepted; accepted: float32, float64");
-  TORCH_CHECK_VALUE(device_index >= 0, "torchlean_native_ext.", op, ": device index ",
-                    device_index, " must be >= 0");
+  TL_CHECK_VALUE(dtype == "float32" || dtype == "float64", "torchlean_native_ext.", op,
+                 ": dtype ", dtype, " is not accepted; accepted: float32, float64");
+  TL_CHECK_VALUE(device_index >= 0, "torchlean_native_ext.", op, ": device index ",
+                 device_index, " must be >= 0");
   const at::ScalarType scalar = dtype == "float32" ? at::kFloat : at::kDouble;
 #ifdef TORCHLEAN_EMULATE
   return at::TensorOptions().dtype(scalar).device(at::kCPU);
@@ -441,8 +441,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   check_rank(op, "b", b, 1, 8);
   const std::int64_t ka = a.size(-1);
   const std::int64_t kb = b.dim() == 1 ? b.size(0) : b.size(-2);
-  TORCH_CHECK_VALUE(ka == kb, "torchlean_native_ext.", op, ": contraction sizes differ: a ",
-                    shape_text(a.sizes()), " @ b ", shape_text(b.sizes()));
+  TL_CHECK_VALUE(ka == kb, "torchlean_native_ext.", op, ": contraction sizes differ: a ",
+                 shape_text(a.sizes()), " @ b ", shape_text(b.sizes()));
   c10::DeviceGuard guard(a.device());
   return own(at::matmul(a, b), {a, b});
 }
@@ -480,14 +480,14 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const OptTensor& bi
   check_like(op, "weight", weight, "x", x);
   check_rank(op, "x", x, 1, 8);
   check_rank(op, "weight", weight, 2, 2);
-  TORCH_CHECK_VALUE(x.size(-1) == weight.size(1), "torchlean_native_ext.", op, ": x ",
-                    shape_text(x.sizes()), " does not match weight (out, in) ",
-                    shape_text(weight.sizes()));
+  TL_CHECK_VALUE(x.size(-1) == weight.size(1), "torchlean_native_ext.", op, ": x ",
+                 shape_text(x.sizes()), " does not match weight (out, in) ",
+                 shape_text(weight.sizes()));
   if (bias.has_value()) {
     check_like(op, "bias", *bias, "x", x);
-    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == weight.size(0), "torchlean_native_ext.",
-                      op, ": bias has shape ", shape_text(bias->sizes()), "; expected [",
-                      weight.size(0), "]");
+    TL_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == weight.size(0), "torchlean_native_ext.",
+                   op, ": bias has shape ", shape_text(bias->sizes()), "; expected [",
+                   weight.size(0), "]");
   }
   c10::DeviceGuard guard(x.device());
   return own(at::linear(x, weight, bias), {x, weight});
@@ -504,11 +504,11 @@ Grads linear_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
   check_rank(op, "weight", weight, 2, 2);
   check_same_shape(op, "g", g, "out", out);
   const IntArrayRef lead = x.sizes().slice(0, static_cast<std::size_t>(x.dim() - 1));
-  TORCH_CHECK_VALUE(g.dim() == x.dim() && g.sizes().slice(0, lead.size()) == lead &&
+  TL_CHECK_VALUE(g.dim() == x.dim() && g.sizes().slice(0, lead.size()) == lead &&
                         g.size(-1) == weight.size(0) && x.size(-1) == weight.size(1),
-                    "torchlean_native_ext.", op, ": g ", shape_text(g.sizes()), ", x ",
-                    shape_text(x.sizes()), " and weight ", shape_text(weight.sizes()),
-                    " do not agree");
+                 "torchlean_native_ext.", op, ": g ", shape_text(g.sizes()), ", x ",
+                 shape_text(x.sizes()), " and weight ", shape_text(weight.sizes()),
+                 " do not agree");
   c10::DeviceGuard guard(x.device());
   // rows counted explicitly: reshape({-1, 0}) cannot infer them when a feature extent is 0
   const std::int64_t rows = checked_numel(op, "x's leading axes", lead);
@@ -546,8 +546,8 @@ Grads mse_loss_backward(const Tensor& g, const Tensor& a, const Tensor& b, const
   check_same_shape(op, "b", b, "a", a);
   check_like(op, "g", g, "a", a);
   check_like(op, "out", out, "a", a);
-  TORCH_CHECK_VALUE(g.dim() == 0 && out.dim() == 0, "torchlean_native_ext.", op,
-                    ": g and out must be scalars (rank 0)");
+  TL_CHECK_VALUE(g.dim() == 0 && out.dim() == 0, "torchlean_native_ext.", op,
+                 ": g and out must be scalars (rank 0)");
   c10::DeviceGuard guard(a.device());
   // an empty input has empty cotangents; the guard keeps 2 / n finite for them
   const double n = a.numel() == 0 ? 1.0 : static_cast<double>(a.numel());
@@ -573,8 +573,8 @@ Grads relu_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
 }
 
 void check_gelu_mode(const char* op, const std::string& approximate) {
-  TORCH_CHECK_VALUE(approximate == "tanh" || approximate == "none", "torchlean_native_ext.", op,
-                    ": approximate = ", approximate, " is not accepted; accepted: tanh, none");
+  TL_CHECK_VALUE(approximate == "tanh" || approximate == "none", "torchlean_native_ext.", op,
+                 ": approximate = ", approximate, " is not accepted; accepted: tanh, none");
 }
 
 Tensor gelu_forward(const Tensor& x, const std::string& approximate) {
@@ -665,8 +665,8 @@ Grads sqrt_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
 }
 
 void check_clamp_bounds(const char* op, double lo, double hi) {
-  TORCH_CHECK_VALUE(!std::isnan(lo) && !std::isnan(hi) && lo <= hi, "torchlean_native_ext.", op,
-                    ": bounds [", lo, ", ", hi, "] must be ordered and not NaN");
+  TL_CHECK_VALUE(!std::isnan(lo) && !std::isnan(hi) && lo <= hi, "torchlean_native_ext.", op,
+                 ": bounds [", lo, ", ", hi, "] must be ordered and not NaN");
 }
 
 Tensor clamp_forward(const Tensor& x, double lo, double hi) {
@@ -823,8 +823,8 @@ Grads inv_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
 }
 
 void check_eps(const char* op, double eps) {
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                    " must be finite and >= 0");
+  TL_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                 " must be finite and >= 0");
 }
 
 // safe_log(x) = log(softplus(x) + eps)  (anchor-runtime.md 4.3)
@@ -888,15 +888,15 @@ void softmax_rows(const char* op, const at::Tensor& x, const at::Tensor& mask, s
   check_mask(op, "mask", mask, x);
   check_rank(op, "mask", mask, 1, x.dim());
   const IntArrayRef suffix = x.sizes().slice(static_cast<std::size_t>(x.dim() - mask.dim()));
-  TORCH_CHECK_VALUE(mask.sizes() == suffix, "torchlean_native_ext.", op, ": mask has shape ",
-                    shape_text(mask.sizes()), " which is not a suffix of the scores' shape ",
-                    shape_text(x.sizes()));
+  TL_CHECK_VALUE(mask.sizes() == suffix, "torchlean_native_ext.", op, ": mask has shape ",
+                 shape_text(mask.sizes()), " which is not a suffix of the scores' shape ",
+                 shape_text(x.sizes()));
   n = x.size(-1);
   rows = n == 0 ? 0 : x.numel() / n;
   mask_rows = n == 0 ? 0 : mask.numel() / n;
-  TORCH_CHECK_VALUE((rows + tl::kRowWarps - 1) / tl::kRowWarps <=
+  TL_CHECK_VALUE((rows + tl::kRowWarps - 1) / tl::kRowWarps <=
                         std::numeric_limits<std::int32_t>::max(),
-                    "torchlean_native_ext.", op, ": ", rows, " rows exceed the launch limit");
+                 "torchlean_native_ext.", op, ": ", rows, " rows exceed the launch limit");
 }
 
 template <class T>
@@ -970,8 +970,8 @@ std::vector<std::int64_t> reduction_axes(const char* op, const at::Tensor& x, co
   }
   for (const std::int64_t dim : dims) axes.push_back(wrap_dim(op, dim, x.dim()));
   std::sort(axes.begin(), axes.end());
-  TORCH_CHECK_VALUE(std::adjacent_find(axes.begin(), axes.end()) == axes.end(),
-                    "torchlean_native_ext.", op, ": reduction axes repeat");
+  TL_CHECK_VALUE(std::adjacent_find(axes.begin(), axes.end()) == axes.end(),
+                 "torchlean_native_ext.", op, ": reduction axes repeat");
   if (x.dim() == 0) axes.clear();
   return axes;
 }
@@ -985,8 +985,8 @@ at::Tensor expand_reduced(const char* op, const at::Tensor& g, const at::Tensor&
     const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
     if (keepdim || !reduced) expected.push_back(keepdim && reduced ? 1 : x.size(i));
   }
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(expected), "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(expected));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(expected), "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(expected));
   return g.reshape(kept).expand(x.sizes()).contiguous();
 }
 
@@ -1042,9 +1042,9 @@ Tensor reshape_forward(const Tensor& x, const Ints& shape) {
   constexpr const char* op = "reshape_forward";
   check_float(op, "x", x);
   const std::int64_t n = checked_numel(op, "target shape", shape);
-  TORCH_CHECK_VALUE(n == x.numel(), "torchlean_native_ext.", op, ": cannot reshape ",
-                    shape_text(x.sizes()), " (", x.numel(), " elements) to ", shape_text(shape),
-                    " (", n, " elements)");
+  TL_CHECK_VALUE(n == x.numel(), "torchlean_native_ext.", op, ": cannot reshape ",
+                 shape_text(x.sizes()), " (", x.numel(), " elements) to ", shape_text(shape),
+                 " (", n, " elements)");
   c10::DeviceGuard guard(x.device());
   return own(x.reshape(shape), {x});
 }
@@ -1054,22 +1054,22 @@ Grads reshape_backward(const Tensor& g, const Tensor& x, const Tensor& out, cons
   check_float(op, "x", x);
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(shape) && out.sizes() == IntArrayRef(shape),
-                    "torchlean_native_ext.", op, ": g has shape ", shape_text(g.sizes()),
-                    "; expected ", shape_text(shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(shape) && out.sizes() == IntArrayRef(shape),
+                 "torchlean_native_ext.", op, ": g has shape ", shape_text(g.sizes()),
+                 "; expected ", shape_text(shape));
   c10::DeviceGuard guard(x.device());
   return one(own(g.reshape(x.sizes()), {g}));
 }
 
 namespace {
 void check_permutation(const char* op, const at::Tensor& x, const Ints& perm) {
-  TORCH_CHECK_VALUE(static_cast<std::int64_t>(perm.size()) == x.dim(), "torchlean_native_ext.", op,
-                    ": permutation has ", perm.size(), " entries for rank ", x.dim());
+  TL_CHECK_VALUE(static_cast<std::int64_t>(perm.size()) == x.dim(), "torchlean_native_ext.", op,
+                 ": permutation has ", perm.size(), " entries for rank ", x.dim());
   std::vector<bool> seen(perm.size(), false);
   for (const std::int64_t p : perm) {
-    TORCH_CHECK_VALUE(p >= 0 && p < x.dim() && !seen[static_cast<std::size_t>(p)],
-                      "torchlean_native_ext.", op, ": ", shape_text(perm),
-                      " is not a permutation of 0..", x.dim() - 1);
+    TL_CHECK_VALUE(p >= 0 && p < x.dim() && !seen[static_cast<std::size_t>(p)],
+                   "torchlean_native_ext.", op, ": ", shape_text(perm),
+                   " is not a permutation of 0..", x.dim() - 1);
     seen[static_cast<std::size_t>(p)] = true;
   }
 }
@@ -1102,13 +1102,13 @@ namespace {
 void check_broadcast_target(const char* op, const at::Tensor& x, const Ints& shape) {
   checked_numel(op, "target shape", shape);
   const std::int64_t rank = static_cast<std::int64_t>(shape.size());
-  TORCH_CHECK_VALUE(rank >= x.dim(), "torchlean_native_ext.", op, ": cannot broadcast ",
-                    shape_text(x.sizes()), " to the lower-rank shape ", shape_text(shape));
+  TL_CHECK_VALUE(rank >= x.dim(), "torchlean_native_ext.", op, ": cannot broadcast ",
+                 shape_text(x.sizes()), " to the lower-rank shape ", shape_text(shape));
   for (std::int64_t i = 0; i < x.dim(); ++i) {
     const std::int64_t from = x.size(i);
     const std::int64_t to = shape[static_cast<std::size_t>(rank - x.dim() + i)];
-    TORCH_CHECK_VALUE(from == to || from == 1, "torchlean_native_ext.", op, ": cannot broadcast ",
-                      shape_text(x.sizes()), " to ", shape_text(shape));
+    TL_CHECK_VALUE(from == to || from == 1, "torchlean_native_ext.", op, ": cannot broadcast ",
+                   shape_text(x.sizes()), " to ", shape_text(shape));
   }
 }
 }  // namespace
@@ -1127,15 +1127,15 @@ Grads broadcast_backward(const Tensor& g, const Tensor& x, const Tensor& out, co
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   check_broadcast_target(op, x, shape);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(shape));
   c10::DeviceGuard guard(x.device());
   return one(reduce_to(g, x, g));
 }
 
 namespace {
 std::int64_t check_concat(const char* op, const std::vector<at::Tensor>& xs, std::int64_t dim) {
-  TORCH_CHECK_VALUE(!xs.empty(), "torchlean_native_ext.", op, ": needs at least one tensor");
+  TL_CHECK_VALUE(!xs.empty(), "torchlean_native_ext.", op, ": needs at least one tensor");
   check_float(op, "xs[0]", xs[0]);
   check_rank(op, "xs[0]", xs[0], 1, 16);
   const std::int64_t axis = wrap_dim(op, dim, xs[0].dim());
@@ -1146,9 +1146,9 @@ std::int64_t check_concat(const char* op, const std::vector<at::Tensor>& xs, std
     for (std::int64_t d = 0; compatible && d < xs[0].dim(); ++d) {
       compatible = d == axis || xs[i].size(d) == xs[0].size(d);
     }
-    TORCH_CHECK_VALUE(compatible, "torchlean_native_ext.", op, ": ", name, " has shape ",
-                      shape_text(xs[i].sizes()), " which does not match xs[0] ",
-                      shape_text(xs[0].sizes()), " outside axis ", axis);
+    TL_CHECK_VALUE(compatible, "torchlean_native_ext.", op, ": ", name, " has shape ",
+                   shape_text(xs[i].sizes()), " which does not match xs[0] ",
+                   shape_text(xs[0].sizes()), " outside axis ", axis);
   }
   return axis;
 }
@@ -1173,8 +1173,8 @@ Grads concat_backward(const Tensor& g, const std::vector<Tensor>& xs, const Tens
     sizes.push_back(x.size(axis));
     total += x.size(axis);
   }
-  TORCH_CHECK_VALUE(g.dim() == xs[0].dim() && g.size(axis) == total, "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), " which does not match the inputs");
+  TL_CHECK_VALUE(g.dim() == xs[0].dim() && g.size(axis) == total, "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), " which does not match the inputs");
   c10::DeviceGuard guard(g.device());
   Grads grads;
   for (const at::Tensor& piece : at::split_with_sizes(g, sizes, axis)) {
@@ -1188,17 +1188,17 @@ namespace {
 void check_slice(const char* op, const at::Tensor& x, const Ints& starts, const Ints& stops,
                  const Ints& steps) {
   const std::size_t rank = static_cast<std::size_t>(x.dim());
-  TORCH_CHECK_VALUE(starts.size() == rank && stops.size() == rank && steps.size() == rank,
-                    "torchlean_native_ext.", op,
-                    ": starts, stops and steps need one entry per axis (",
-                    rank, "); got ", starts.size(), ", ", stops.size(), ", ", steps.size());
+  TL_CHECK_VALUE(starts.size() == rank && stops.size() == rank && steps.size() == rank,
+                 "torchlean_native_ext.", op,
+                 ": starts, stops and steps need one entry per axis (",
+                 rank, "); got ", starts.size(), ", ", stops.size(), ", ", steps.size());
   for (std::size_t d = 0; d < rank; ++d) {
     const std::int64_t extent = x.size(static_cast<std::int64_t>(d));
-    TORCH_CHECK_VALUE(steps[d] >= 1, "torchlean_native_ext.", op, ": steps[", d, "] = ", steps[d],
-                      " must be >= 1");
-    TORCH_CHECK_VALUE(starts[d] >= 0 && starts[d] <= stops[d] && stops[d] <= extent,
-                      "torchlean_native_ext.", op, ": slice [", starts[d], ", ", stops[d],
-                      ") is outside 0..", extent, " of axis ", d);
+    TL_CHECK_VALUE(steps[d] >= 1, "torchlean_native_ext.", op, ": steps[", d, "] = ", steps[d],
+                   " must be >= 1");
+    TL_CHECK_VALUE(starts[d] >= 0 && starts[d] <= stops[d] && stops[d] <= extent,
+                   "torchlean_native_ext.", op, ": slice [", starts[d], ", ", stops[d],
+                   ") is outside 0..", extent, " of axis ", d);
   }
 }
 
@@ -1231,8 +1231,8 @@ Grads slice_backward(const Tensor& g, const Tensor& x, const Tensor& out, const 
   c10::DeviceGuard guard(x.device());
   at::Tensor grad = at::zeros_like(x);
   at::Tensor view = slice_view(grad, starts, stops, steps);
-  TORCH_CHECK_VALUE(g.sizes() == view.sizes(), "torchlean_native_ext.", op, ": g has shape ",
-                    shape_text(g.sizes()), "; the slice has shape ", shape_text(view.sizes()));
+  TL_CHECK_VALUE(g.sizes() == view.sizes(), "torchlean_native_ext.", op, ": g has shape ",
+                 shape_text(g.sizes()), "; the slice has shape ", shape_text(view.sizes()));
   view.copy_(g);
   return one(grad);
 }
@@ -1244,9 +1244,9 @@ Tensor gather_forward(const Tensor& x, const Tensor& index, std::int64_t dim) {
   const std::int64_t axis = wrap_dim(op, dim, x.dim());
   check_index(op, index, x, axis, x.size(axis));
   for (std::int64_t d = 0; d < x.dim(); ++d) {
-    TORCH_CHECK_VALUE(d == axis || index.size(d) <= x.size(d), "torchlean_native_ext.", op,
-                      ": index ", shape_text(index.sizes()), " exceeds x ", shape_text(x.sizes()),
-                      " along axis ", d);
+    TL_CHECK_VALUE(d == axis || index.size(d) <= x.size(d), "torchlean_native_ext.", op,
+                   ": index ", shape_text(index.sizes()), " exceeds x ", shape_text(x.sizes()),
+                   " along axis ", d);
   }
   c10::DeviceGuard guard(x.device());
   return at::gather(x, axis, index);
@@ -1274,13 +1274,13 @@ std::int64_t check_scatter(const char* op, const at::Tensor& base, const at::Ten
   check_rank(op, "base", base, 1, 16);
   const std::int64_t axis = wrap_dim(op, dim, base.dim());
   check_index(op, index, base, axis, base.size(axis));
-  TORCH_CHECK_VALUE(src.dim() == base.dim(), "torchlean_native_ext.", op, ": src has rank ",
-                    src.dim(), " but base has rank ", base.dim());
+  TL_CHECK_VALUE(src.dim() == base.dim(), "torchlean_native_ext.", op, ": src has rank ",
+                 src.dim(), " but base has rank ", base.dim());
   for (std::int64_t d = 0; d < base.dim(); ++d) {
-    TORCH_CHECK_VALUE(index.size(d) <= src.size(d) && (d == axis || index.size(d) <= base.size(d)),
-                      "torchlean_native_ext.", op, ": index ", shape_text(index.sizes()),
-                      " exceeds src ", shape_text(src.sizes()), " or base ",
-                      shape_text(base.sizes()), " along axis ", d);
+    TL_CHECK_VALUE(index.size(d) <= src.size(d) && (d == axis || index.size(d) <= base.size(d)),
+                   "torchlean_native_ext.", op, ": index ", shape_text(index.sizes()),
+                   " exceeds src ", shape_text(src.sizes()), " or base ",
+                   shape_text(base.sizes()), " along axis ", d);
   }
   return axis;
 }
@@ -1354,8 +1354,8 @@ Tensor bernoulli_mask_forward(const Ints& shape, double keep_prob, std::uint64_t
                               std::int64_t device_index, std::int64_t stream) {
   constexpr const char* op = "bernoulli_mask_forward";
   checked_numel(op, "shape", shape);
-  TORCH_CHECK_VALUE(keep_prob >= 0.0 && keep_prob <= 1.0, "torchlean_native_ext.", op,
-                    ": keep_prob = ", keep_prob, " must lie in [0, 1]");
+  TL_CHECK_VALUE(keep_prob >= 0.0 && keep_prob <= 1.0, "torchlean_native_ext.", op,
+                 ": keep_prob = ", keep_prob, " must lie in [0, 1]");
   const at::TensorOptions options = source_options(op, dtype, device_index);
   c10::DeviceGuard guard(options.device());
   at::Tensor out = at::empty(shape, options);
@@ -1376,25 +1376,25 @@ void check_layer_norm(const char* op, const at::Tensor& x, const OptTensor& weig
                       const OptTensor& bias, const Ints& normalized_shape, double eps) {
   check_float(op, "x", x);
   const std::int64_t k = static_cast<std::int64_t>(normalized_shape.size());
-  TORCH_CHECK_VALUE(k >= 1 && k <= x.dim(), "torchlean_native_ext.", op, ": normalized_shape ",
-                    shape_text(normalized_shape), " must name 1..", x.dim(), " trailing axes");
+  TL_CHECK_VALUE(k >= 1 && k <= x.dim(), "torchlean_native_ext.", op, ": normalized_shape ",
+                 shape_text(normalized_shape), " must name 1..", x.dim(), " trailing axes");
   const IntArrayRef tail = x.sizes().slice(static_cast<std::size_t>(x.dim() - k));
-  TORCH_CHECK_VALUE(tail == IntArrayRef(normalized_shape), "torchlean_native_ext.", op,
-                    ": normalized_shape ", shape_text(normalized_shape),
-                    " is not the trailing shape of x ", shape_text(x.sizes()));
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                    " must be finite and >= 0");
+  TL_CHECK_VALUE(tail == IntArrayRef(normalized_shape), "torchlean_native_ext.", op,
+                 ": normalized_shape ", shape_text(normalized_shape),
+                 " is not the trailing shape of x ", shape_text(x.sizes()));
+  TL_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                 " must be finite and >= 0");
   if (weight.has_value()) {
     check_like(op, "weight", *weight, "x", x);
-    TORCH_CHECK_VALUE(weight->sizes() == IntArrayRef(normalized_shape), "torchlean_native_ext.",
-                      op, ": weight has shape ", shape_text(weight->sizes()), "; expected ",
-                      shape_text(normalized_shape));
+    TL_CHECK_VALUE(weight->sizes() == IntArrayRef(normalized_shape), "torchlean_native_ext.",
+                   op, ": weight has shape ", shape_text(weight->sizes()), "; expected ",
+                   shape_text(normalized_shape));
   }
   if (bias.has_value()) {
     check_like(op, "bias", *bias, "x", x);
-    TORCH_CHECK_VALUE(bias->sizes() == IntArrayRef(normalized_shape), "torchlean_native_ext.", op,
-                      ": bias has shape ", shape_text(bias->sizes()), "; expected ",
-                      shape_text(normalized_shape));
+    TL_CHECK_VALUE(bias->sizes() == IntArrayRef(normalized_shape), "torchlean_native_ext.", op,
+                   ": bias has shape ", shape_text(bias->sizes()), "; expected ",
+                   shape_text(normalized_shape));
   }
 }
 }  // namespace
@@ -1438,10 +1438,10 @@ void check_batch_norm(const char* op, const at::Tensor& x, const OptTensor& weig
                       const OptTensor& running_var, double eps) {
   check_float(op, "x", x);
   check_rank(op, "x", x, 2, 16);
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                    " must be finite and >= 0");
-  TORCH_CHECK_VALUE(running_mean.has_value() == running_var.has_value(), "torchlean_native_ext.",
-                    op, ": running_mean and running_var must be given together");
+  TL_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                 " must be finite and >= 0");
+  TL_CHECK_VALUE(running_mean.has_value() == running_var.has_value(), "torchlean_native_ext.",
+                 op, ": running_mean and running_var must be given together");
   const std::int64_t channels = x.size(1);
   const std::pair<const char*, const OptTensor*> params[] = {
       {"weight", &weight}, {"bias", &bias}, {"running_mean", &running_mean},
@@ -1449,19 +1449,19 @@ void check_batch_norm(const char* op, const at::Tensor& x, const OptTensor& weig
   for (const auto& [name, param] : params) {
     if (!param->has_value()) continue;
     check_like(op, name, **param, "x", x);
-    TORCH_CHECK_VALUE((*param)->dim() == 1 && (*param)->size(0) == channels,
-                      "torchlean_native_ext.", op, ": ", name, " has shape ",
-                      shape_text((*param)->sizes()), "; expected [", channels, "]");
+    TL_CHECK_VALUE((*param)->dim() == 1 && (*param)->size(0) == channels,
+                   "torchlean_native_ext.", op, ": ", name, " has shape ",
+                   shape_text((*param)->sizes()), "; expected [", channels, "]");
   }
-  TORCH_CHECK_VALUE(channels >= 1 || (!weight.has_value() && !bias.has_value()),
-                    "torchlean_native_ext.", op, ": x has shape ", shape_text(x.sizes()),
-                    " with 0 channels and an affine weight or bias; accepted: C >= 1, or C = 0 "
-                    "with weight and bias absent (as torch)");
+  TL_CHECK_VALUE(channels >= 1 || (!weight.has_value() && !bias.has_value()),
+                 "torchlean_native_ext.", op, ": x has shape ", shape_text(x.sizes()),
+                 " with 0 channels and an affine weight or bias; accepted: C >= 1, or C = 0 "
+                 "with weight and bias absent (as torch)");
   if (!running_mean.has_value()) {
-    TORCH_CHECK_VALUE(x.numel() == 0 || x.numel() / std::max<std::int64_t>(channels, 1) > 1,
-                      "torchlean_native_ext.", op,
-                      ": batch statistics need more than one value per channel, got x ",
-                      shape_text(x.sizes()));
+    TL_CHECK_VALUE(x.numel() == 0 || x.numel() / std::max<std::int64_t>(channels, 1) > 1,
+                   "torchlean_native_ext.", op,
+                   ": batch statistics need more than one value per channel, got x ",
+                   shape_text(x.sizes()));
   }
 }
 }  // namespace
@@ -1521,55 +1521,55 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
   check_like(op, "weight", weight, "x", x);
   check_rank(op, "weight", weight, 3, 5);
   const std::int64_t spatial = weight.dim() - 2;
-  TORCH_CHECK_VALUE(x.dim() == weight.dim(), "torchlean_native_ext.", op, ": x has rank ", x.dim(),
-                    "; a ", spatial, "-d convolution takes (batch, channels, ", spatial,
-                    " spatial axes)");
+  TL_CHECK_VALUE(x.dim() == weight.dim(), "torchlean_native_ext.", op, ": x has rank ", x.dim(),
+                 "; a ", spatial, "-d convolution takes (batch, channels, ", spatial,
+                 " spatial axes)");
   // zero-size rules of torch's convolutions (as reference.spatial_guards): C_in >= 1 (a
   // convolution over 0 input channels is refused: torch returns 0 output channels instead of C_out
   // there, dropping the bias); empty spatial axes only in an empty batch; no empty weight axis
-  TORCH_CHECK_VALUE(p.transposed || x.size(1) >= 1, "torchlean_native_ext.", op, ": x has shape ",
-                    shape_text(x.sizes()),
-                    " with 0 input channels; accepted: C_in >= 1 (for C_in = 0 torch returns 0 "
-                    "output channels instead of C_out, dropping the bias)");
+  TL_CHECK_VALUE(p.transposed || x.size(1) >= 1, "torchlean_native_ext.", op, ": x has shape ",
+                 shape_text(x.sizes()),
+                 " with 0 input channels; accepted: C_in >= 1 (for C_in = 0 torch returns 0 "
+                 "output channels instead of C_out, dropping the bias)");
   bool empty_spatial = false;
   for (std::int64_t ax = 2; ax < x.dim(); ++ax) empty_spatial = empty_spatial || x.size(ax) == 0;
-  TORCH_CHECK_VALUE(x.size(1) >= 1 && (x.size(0) == 0 || !empty_spatial), "torchlean_native_ext.",
-                    op, ": x has shape ", shape_text(x.sizes()),
-                    " with an empty axis; accepted: C_in >= 1 and spatial extents >= 1 unless the "
-                    "batch N is 0 (as torch convolutions)");
-  TORCH_CHECK_VALUE(weight.numel() > 0, "torchlean_native_ext.", op, ": weight has shape ",
-                    shape_text(weight.sizes()), " with an empty axis; accepted: every axis >= 1");
+  TL_CHECK_VALUE(x.size(1) >= 1 && (x.size(0) == 0 || !empty_spatial), "torchlean_native_ext.",
+                 op, ": x has shape ", shape_text(x.sizes()),
+                 " with an empty axis; accepted: C_in >= 1 and spatial extents >= 1 unless the "
+                 "batch N is 0 (as torch convolutions)");
+  TL_CHECK_VALUE(weight.numel() > 0, "torchlean_native_ext.", op, ": weight has shape ",
+                 shape_text(weight.sizes()), " with an empty axis; accepted: every axis >= 1");
   const Ints kernel(weight.sizes().begin() + 2, weight.sizes().end());
   check_spatial_params(op, spatial, kernel, p.stride, p.padding, &p.dilation);
-  TORCH_CHECK_VALUE(p.groups >= 1, "torchlean_native_ext.", op, ": groups = ", p.groups,
-                    " must be >= 1");
+  TL_CHECK_VALUE(p.groups >= 1, "torchlean_native_ext.", op, ": groups = ", p.groups,
+                 " must be >= 1");
   std::int64_t out_channels = 0;
   if (p.transposed) {
-    TORCH_CHECK_VALUE(static_cast<std::int64_t>(p.output_padding.size()) == spatial,
-                      "torchlean_native_ext.", op, ": output_padding must have ", spatial,
-                      " entries");
-    TORCH_CHECK_VALUE(x.size(1) == weight.size(0) && weight.size(0) % p.groups == 0,
-                      "torchlean_native_ext.", op, ": x has ", x.size(1),
-                      " channels; weight (in, out/groups, ...) ", shape_text(weight.sizes()),
-                      " with groups ", p.groups, " expects ", weight.size(0));
+    TL_CHECK_VALUE(static_cast<std::int64_t>(p.output_padding.size()) == spatial,
+                   "torchlean_native_ext.", op, ": output_padding must have ", spatial,
+                   " entries");
+    TL_CHECK_VALUE(x.size(1) == weight.size(0) && weight.size(0) % p.groups == 0,
+                   "torchlean_native_ext.", op, ": x has ", x.size(1),
+                   " channels; weight (in, out/groups, ...) ", shape_text(weight.sizes()),
+                   " with groups ", p.groups, " expects ", weight.size(0));
     for (std::int64_t ax = 0; ax < spatial; ++ax) {
       const std::size_t i = static_cast<std::size_t>(ax);
-      TORCH_CHECK_VALUE(p.output_padding[i] >= 0 &&
+      TL_CHECK_VALUE(p.output_padding[i] >= 0 &&
                             (p.output_padding[i] < p.stride[i] ||
                              p.output_padding[i] < p.dilation[i]),
-                        "torchlean_native_ext.", op, ": output_padding[", ax, "] = ",
-                        p.output_padding[i], " must be >= 0 and below stride or dilation");
+                     "torchlean_native_ext.", op, ": output_padding[", ax, "] = ",
+                     p.output_padding[i], " must be >= 0 and below stride or dilation");
       const std::int64_t out = (x.size(2 + ax) - 1) * p.stride[i] - 2 * p.padding[i] +
                                p.dilation[i] * (kernel[i] - 1) + p.output_padding[i] + 1;
-      TORCH_CHECK_VALUE(out >= 1, "torchlean_native_ext.", op, ": spatial axis ", ax,
-                        " would have output extent ", out);
+      TL_CHECK_VALUE(out >= 1, "torchlean_native_ext.", op, ": spatial axis ", ax,
+                     " would have output extent ", out);
     }
     out_channels = weight.size(1) * p.groups;
   } else {
-    TORCH_CHECK_VALUE(x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0,
-                      "torchlean_native_ext.", op, ": x has ", x.size(1),
-                      " channels; weight (out, in/groups, ...) ", shape_text(weight.sizes()),
-                      " with groups ", p.groups, " expects ", weight.size(1) * p.groups);
+    TL_CHECK_VALUE(x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0,
+                   "torchlean_native_ext.", op, ": x has ", x.size(1),
+                   " channels; weight (out, in/groups, ...) ", shape_text(weight.sizes()),
+                   " with groups ", p.groups, " expects ", weight.size(1) * p.groups);
     for (std::int64_t ax = 0; ax < spatial; ++ax) {
       const std::size_t i = static_cast<std::size_t>(ax);
       window_out(op, ax, x.size(2 + ax), kernel[i], p.stride[i], p.padding[i], p.dilation[i]);
@@ -1578,9 +1578,9 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
   }
   if (bias.has_value()) {
     check_like(op, "bias", *bias, "x", x);
-    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == out_channels, "torchlean_native_ext.",
-                      op, ": bias has shape ", shape_text(bias->sizes()), "; expected [",
-                      out_channels, "]");
+    TL_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == out_channels, "torchlean_native_ext.",
+                   op, ": bias has shape ", shape_text(bias->sizes()), "; expected [",
+                   out_channels, "]");
   }
 }
 
@@ -1681,9 +1681,9 @@ Grads max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), "; expected ",
-                    shape_text(f.out_shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), "; expected ",
+                 shape_text(f.out_shape));
   c10::DeviceGuard guard(x.device());
   if (x.numel() == 0) return one(at::zeros_like(x));
   const at::Tensor indices = std::get<1>(max_pool_run(f));
@@ -1708,12 +1708,12 @@ void check_avg_pool3d_input(const char* op, const at::Tensor& x, const Ints& ker
   if (rank != 3) return;
   for (std::int64_t ax = 0; ax < rank; ++ax) {
     const std::int64_t in = x.size(x.dim() - rank + ax);
-    TORCH_CHECK_VALUE(in >= kernel[static_cast<std::size_t>(ax)], "torchlean_native_ext.", op,
-                      ": x of shape ", shape_text(x.sizes()), " has spatial extent ", in,
-                      " on spatial axis ", ax, ", smaller than kernel_size ",
-                      kernel[static_cast<std::size_t>(ax)],
-                      " (accepted for a 3-d average pool: every unpadded spatial extent >= "
-                      "kernel_size, as torch.nn.functional.avg_pool3d)");
+    TL_CHECK_VALUE(in >= kernel[static_cast<std::size_t>(ax)], "torchlean_native_ext.", op,
+                   ": x of shape ", shape_text(x.sizes()), " has spatial extent ", in,
+                   " on spatial axis ", ax, ", smaller than kernel_size ",
+                   kernel[static_cast<std::size_t>(ax)],
+                   " (accepted for a 3-d average pool: every unpadded spatial extent >= "
+                   "kernel_size, as torch.nn.functional.avg_pool3d)");
   }
 }
 }  // namespace
@@ -1744,9 +1744,9 @@ Grads avg_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   const Ints dilation(kernel.size(), 1);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
   check_avg_pool3d_input(op, x, kernel);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), "; expected ",
-                    shape_text(f.out_shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), "; expected ",
+                 shape_text(f.out_shape));
   c10::DeviceGuard guard(x.device());
   if (x.numel() == 0) return one(at::zeros_like(x));
   std::vector<std::int64_t> folded_out(f.input.sizes().begin(), f.input.sizes().end());
@@ -1820,8 +1820,8 @@ Grads smooth_max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& o
   check_beta(op, beta, x.scalar_type());
   std::vector<std::int64_t> out_shape;
   const tl::PoolGeometry geo = pool_geometry(op, x, kernel, stride, padding, out_shape);
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(out_shape), "torchlean_native_ext.", op,
-                    ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(out_shape));
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(out_shape), "torchlean_native_ext.", op,
+                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(out_shape));
   c10::DeviceGuard guard(x.device());
   at::Tensor dx = at::zeros_like(x);
   if (x.numel() == 0 || g.numel() == 0) return one(dx);
@@ -1849,13 +1849,13 @@ void check_fno(const char* op, const at::Tensor& x, const at::Tensor& wr, const 
   check_rank(op, "weight_real", wr, 3, 3);
   check_same_shape(op, "weight_imag", wi, "weight_real", wr);
   const std::int64_t n = x.size(2);
-  TORCH_CHECK_VALUE(n >= 1, "torchlean_native_ext.", op, ": transform length must be positive");
-  TORCH_CHECK_VALUE(wr.size(1) == x.size(1), "torchlean_native_ext.", op, ": x has ", x.size(1),
-                    " channels but the weights (modes, in, out) ", shape_text(wr.sizes()),
-                    " expect ", wr.size(1));
-  TORCH_CHECK_VALUE(wr.size(0) >= 1 && wr.size(0) <= n / 2 + 1, "torchlean_native_ext.", op,
-                    ": ", wr.size(0), " modes requested; a length-", n, " grid has ", n / 2 + 1,
-                    " (modes <= grid/2 + 1)");
+  TL_CHECK_VALUE(n >= 1, "torchlean_native_ext.", op, ": transform length must be positive");
+  TL_CHECK_VALUE(wr.size(1) == x.size(1), "torchlean_native_ext.", op, ": x has ", x.size(1),
+                 " channels but the weights (modes, in, out) ", shape_text(wr.sizes()),
+                 " expect ", wr.size(1));
+  TL_CHECK_VALUE(wr.size(0) >= 1 && wr.size(0) <= n / 2 + 1, "torchlean_native_ext.", op,
+                 ": ", wr.size(0), " modes requested; a length-", n, " grid has ", n / 2 + 1,
+                 " (modes <= grid/2 + 1)");
 }
 
 // An empty batch, or 0 input or output channels: no transform to run (ATen's MKL and cuFFT plans
@@ -1903,10 +1903,10 @@ Grads fft_fno_backward(const Tensor& g, const Tensor& x, const Tensor& weight_re
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   check_same_shape(op, "g", g, "out", out);
-  TORCH_CHECK_VALUE(g.dim() == 3 && g.size(0) == x.size(0) && g.size(1) == weight_real.size(2) &&
+  TL_CHECK_VALUE(g.dim() == 3 && g.size(0) == x.size(0) && g.size(1) == weight_real.size(2) &&
                         g.size(2) == x.size(2),
-                    "torchlean_native_ext.", op, ": g has shape ", shape_text(g.sizes()),
-                    "; expected [", x.size(0), ", ", weight_real.size(2), ", ", x.size(2), "]");
+                 "torchlean_native_ext.", op, ": g has shape ", shape_text(g.sizes()),
+                 "; expected [", x.size(0), ", ", weight_real.size(2), ", ", x.size(2), "]");
   c10::DeviceGuard guard(x.device());
   if (fno_is_empty(x, weight_real)) {
     return {at::zeros_like(x), at::zeros_like(weight_real), at::zeros_like(weight_imag)};
@@ -1958,19 +1958,19 @@ tl::ScanShape check_scan(const char* op, const at::Tensor& a, const at::Tensor& 
   }
   std::vector<std::int64_t> h_shape(x.sizes().begin(), x.sizes().end() - 2);
   h_shape.push_back(s.state);
-  TORCH_CHECK_VALUE(h0.sizes() == IntArrayRef(h_shape), "torchlean_native_ext.", op,
-                    ": h0 has shape ", shape_text(h0.sizes()), "; expected ",
-                    shape_text(h_shape));
+  TL_CHECK_VALUE(h0.sizes() == IntArrayRef(h_shape), "torchlean_native_ext.", op,
+                 ": h0 has shape ", shape_text(h0.sizes()), "; expected ",
+                 shape_text(h_shape));
   if (a.dim() == 1) {
-    TORCH_CHECK_VALUE(a.size(0) == s.state, "torchlean_native_ext.", op, ": shared coefficients ",
-                      shape_text(a.sizes()), " must have one entry per state channel (", s.state,
-                      ")");
+    TL_CHECK_VALUE(a.size(0) == s.state, "torchlean_native_ext.", op, ": shared coefficients ",
+                   shape_text(a.sizes()), " must have one entry per state channel (", s.state,
+                   ")");
     s.token = false;
   } else {
-    TORCH_CHECK_VALUE(a.sizes() == x.sizes(), "torchlean_native_ext.", op,
-                      ": token-dependent coefficients have shape ", shape_text(a.sizes()),
-                      "; expected x's shape ", shape_text(x.sizes()), " (or [", s.state,
-                      "] for shared coefficients)");
+    TL_CHECK_VALUE(a.sizes() == x.sizes(), "torchlean_native_ext.", op,
+                   ": token-dependent coefficients have shape ", shape_text(a.sizes()),
+                   "; expected x's shape ", shape_text(x.sizes()), " (or [", s.state,
+                   "] for shared coefficients)");
     s.token = true;
   }
   checked_mul(op, "channel count", s.batch, s.state);
@@ -2070,13 +2070,13 @@ void plan_attention_tiles(const char* op, AttentionArgs& args, const at::Tensor&
     const std::int64_t needed = std::max(
         tl::attention_backward_smem(s.d, s.dv, bytes, tl::kAttnMinRows),
         tl::attention_forward_smem(s.d, s.dv, bytes, tl::kAttnMinRows));
-    TORCH_CHECK_VALUE(false, "torchlean_native_ext.", op, ": head widths d = ", s.d, ", d_v = ", s.dv,
-                      " in ", (q.scalar_type() == at::kDouble ? "float64" : "float32"), " need ", needed,
-                      " bytes of shared memory per block for the backward (smallest tile, ",
-                      tl::attention_tile(tl::kAttnMinRows), " rows); this device allows ", limit,
-                      "; the largest d + d_v that fits is ",
-                      tl::attention_max_width_sum(bytes, limit),
-                      " (use float32 or smaller head widths)");
+    TL_CHECK_VALUE(false, "torchlean_native_ext.", op, ": head widths d = ", s.d, ", d_v = ", s.dv,
+                   " in ", (q.scalar_type() == at::kDouble ? "float64" : "float32"), " need ", needed,
+                   " bytes of shared memory per block for the backward (smallest tile, ",
+                   tl::attention_tile(tl::kAttnMinRows), " rows); this device allows ", limit,
+                   "; the largest d + d_v that fits is ",
+                   tl::attention_max_width_sum(bytes, limit),
+                   " (use float32 or smaller head widths)");
   }
 }
 
@@ -2090,11 +2090,11 @@ AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Ten
   check_rank(op, "q", q, 3, 3);
   check_rank(op, "k", k, 3, 3);
   check_rank(op, "v", v, 3, 3);
-  TORCH_CHECK_VALUE(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(2) == q.size(2) &&
+  TL_CHECK_VALUE(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(2) == q.size(2) &&
                         v.size(1) == k.size(1),
-                    "torchlean_native_ext.", op, ": q ", shape_text(q.sizes()), ", k ",
-                    shape_text(k.sizes()), ", v ", shape_text(v.sizes()),
-                    " are not (batch, n_q, d), (batch, n_k, d), (batch, n_k, d_v)");
+                 "torchlean_native_ext.", op, ": q ", shape_text(q.sizes()), ", k ",
+                 shape_text(k.sizes()), ", v ", shape_text(v.sizes()),
+                 " are not (batch, n_q, d), (batch, n_k, d), (batch, n_k, d_v)");
   AttentionArgs args{};
   args.shape.batch = q.size(0);
   args.shape.nq = q.size(1);
@@ -2102,26 +2102,26 @@ AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Ten
   args.shape.d = q.size(2);
   args.shape.dv = v.size(2);
   args.shape.mask_stride = 0;
-  TORCH_CHECK_VALUE(tl::attention_columns_per_lane(args.shape.d) > 0 &&
+  TL_CHECK_VALUE(tl::attention_columns_per_lane(args.shape.d) > 0 &&
                         tl::attention_columns_per_lane(args.shape.dv) > 0,
-                    "torchlean_native_ext.", op, ": head widths d = ", args.shape.d,
-                    ", d_v = ", args.shape.dv, " exceed the kernel limit ", tl::kAttnMaxWidth);
+                 "torchlean_native_ext.", op, ": head widths d = ", args.shape.d,
+                 ", d_v = ", args.shape.dv, " exceed the kernel limit ", tl::kAttnMaxWidth);
   if (mask.has_value()) {
     check_mask(op, "mask", *mask, q);
     check_rank(op, "mask", *mask, 2, 3);
     const bool rows_ok = mask->size(-2) == args.shape.nq && mask->size(-1) == args.shape.nk;
     const bool batch_ok = mask->dim() == 2 || mask->size(0) == 1 || mask->size(0) == q.size(0);
-    TORCH_CHECK_VALUE(rows_ok && batch_ok, "torchlean_native_ext.", op, ": mask has shape ",
-                      shape_text(mask->sizes()), "; accepted [", args.shape.nq, ", ",
-                      args.shape.nk, "] or [1 | ", q.size(0), ", ", args.shape.nq, ", ",
-                      args.shape.nk, "]");
+    TL_CHECK_VALUE(rows_ok && batch_ok, "torchlean_native_ext.", op, ": mask has shape ",
+                   shape_text(mask->sizes()), "; accepted [", args.shape.nq, ", ",
+                   args.shape.nk, "] or [1 | ", q.size(0), ", ", args.shape.nq, ", ",
+                   args.shape.nk, "]");
     if (mask->dim() == 3 && mask->size(0) == q.size(0) && q.size(0) > 1) {
       args.shape.mask_stride = checked_mul(op, "mask size", args.shape.nq, args.shape.nk);
     }
   }
   if (scale.has_value()) {
-    TORCH_CHECK_VALUE(std::isfinite(*scale), "torchlean_native_ext.", op, ": scale = ", *scale,
-                      " must be finite");
+    TL_CHECK_VALUE(std::isfinite(*scale), "torchlean_native_ext.", op, ": scale = ", *scale,
+                   " must be finite");
     args.scale = *scale;
   } else {
     args.scale = args.shape.d > 0 ? 1.0 / std::sqrt(static_cast<double>(args.shape.d)) : 1.0;
@@ -2133,16 +2133,16 @@ AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Ten
   const std::int64_t tiles_k = (args.shape.nk + tile - 1) / tile;
   const std::int64_t blocks =
       checked_mul(op, "launch grid", args.shape.batch, std::max(tiles_q, tiles_k));
-  TORCH_CHECK_VALUE(blocks <= std::numeric_limits<std::int32_t>::max(), "torchlean_native_ext.",
-                    op, ": ", blocks, " blocks exceed the launch limit");
+  TL_CHECK_VALUE(blocks <= std::numeric_limits<std::int32_t>::max(), "torchlean_native_ext.",
+                 op, ": ", blocks, " blocks exceed the launch limit");
   return args;
 }
 
 void check_smem(const char* op, std::int64_t bytes, int device) {
   const int limit = tl::max_dynamic_smem_optin(device);
-  TORCH_CHECK_VALUE(bytes <= limit, "torchlean_native_ext.", op, ": tiles need ", bytes,
-                    " bytes of shared memory; this device allows ", limit,
-                    " (use float32 or a smaller head width)");
+  TL_CHECK_VALUE(bytes <= limit, "torchlean_native_ext.", op, ": tiles need ", bytes,
+                 " bytes of shared memory; this device allows ", limit,
+                 " (use float32 or a smaller head width)");
 }
 
 template <class T, int CPL, int ROWS>
@@ -2260,12 +2260,12 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
   check_like(op, "out", out, "q", q);
   check_like(op, "lse", lse, "q", q);
   const std::vector<std::int64_t> out_shape{s.batch, s.nq, s.dv};
-  TORCH_CHECK_VALUE(g.sizes() == IntArrayRef(out_shape) && out.sizes() == IntArrayRef(out_shape),
-                    "torchlean_native_ext.", op, ": g and out must have shape ",
-                    shape_text(out_shape));
-  TORCH_CHECK_VALUE(lse.sizes() == IntArrayRef({s.batch, s.nq}), "torchlean_native_ext.", op,
-                    ": lse has shape ", shape_text(lse.sizes()), "; expected [", s.batch, ", ",
-                    s.nq, "]");
+  TL_CHECK_VALUE(g.sizes() == IntArrayRef(out_shape) && out.sizes() == IntArrayRef(out_shape),
+                 "torchlean_native_ext.", op, ": g and out must have shape ",
+                 shape_text(out_shape));
+  TL_CHECK_VALUE(lse.sizes() == IntArrayRef({s.batch, s.nq}), "torchlean_native_ext.", op,
+                 ": lse has shape ", shape_text(lse.sizes()), "; expected [", s.batch, ", ",
+                 s.nq, "]");
   c10::DeviceGuard guard(q.device());
   at::Tensor dq = at::zeros_like(q);
   at::Tensor dk = at::zeros_like(k);

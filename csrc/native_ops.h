@@ -7,17 +7,62 @@
 //     to that input's shape; an undefined tensor (None in Python) for inputs that are not
 //     differentiable (masks, indices) or absent (optional bias);
 //   * entry points that launch torchlean's own kernels take the CUDA stream handle last;
-//   * every entry point validates its arguments with TORCH_CHECK_* before any launch and raises a
-//     Python exception on failure (ValueError for refused arguments, IndexError for indices).
+//   * every entry point validates its arguments with TL_CHECK_VALUE / TL_CHECK_INDEX before any
+//     launch; a failed check throws a `Refusal`, which the bindings (bindings.cpp) raise in Python
+//     as ValueError (refused arguments) or IndexError (index values).
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/util/StringUtil.h>
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
+
+namespace torchlean_native {
+
+// A refused argument.  The checks throw this rather than c10::Error (TORCH_CHECK_VALUE): it
+// captures no C++ backtrace, and the bindings turn it into the Python exception inside this module,
+// so a refusal never passes through torch's exception translation.  On the one GPU machine seen
+// (torch 2.11.0+cu130, Python 3.12.3, GCC 13.3) every c10::Error thrown by this extension killed
+// the process with SIGSEGV; the cause was not established (issue 7).
+class Refusal : public std::exception {
+ public:
+  enum class Kind { VALUE, INDEX };
+  Refusal(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  Kind kind() const noexcept { return kind_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  Kind kind_;
+  std::string message_;
+};
+
+[[noreturn]] inline void refuse(Refusal::Kind kind, std::string message) {
+  throw Refusal(kind, std::move(message));
+}
+
+}  // namespace torchlean_native
+
+// TL_CHECK_VALUE(cond, parts...): unless `cond`, refuse with the message c10::str(parts...)
+// (Python ValueError).  TL_CHECK_INDEX: the same for an index value (Python IndexError).
+#define TL_CHECK_VALUE(cond, ...)                                                         \
+  do {                                                                                    \
+    if (C10_UNLIKELY(!(cond))) {                                                          \
+      ::torchlean_native::refuse(::torchlean_native::Refusal::Kind::VALUE,                \
+                                 ::c10::str(__VA_ARGS__));                                \
+    }                                                                                     \
+  } while (false)
+#define TL_CHECK_INDEX(cond, ...)                                                         \
+  do {                                                                                    \
+    if (C10_UNLIKELY(!(cond))) {                                                          \
+      ::torchlean_native::refuse(::torchlean_native::Refusal::Kind::INDEX,                \
+                                 ::c10::str(__VA_ARGS__));                                \
+    }                                                                                     \
+  } while (false)
 
 namespace torchlean_native {
 

@@ -486,3 +486,60 @@ def test_main_records_the_refusals_and_counts_them(
     printed = capsys.readouterr().out
     assert "refusals of the C++ checks (child process; each must raise, not crash):" in printed
     assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed
+
+
+def test_a_crashed_refusal_runs_the_exception_probe(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """When a refusal kills the child, ``bench/exception_probe.py`` runs and its record and reading
+    are kept (the probe itself: tests/bench/test_exception_probe.py); the check still fails."""
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
+    monkeypatch.setattr(
+        gpu_check,
+        "REFUSAL_PROBE",
+        _probe(_done("a"), "report({'start': 'b'})", "os.kill(os.getpid(), signal.SIGSEGV)"),
+    )
+    row = {
+        "case": "c10 out",
+        "expected": "raises ValueError",
+        "outcome": "crashed: signal SIGSEGV",
+        "passed": False,
+    }
+
+    def fake_probe(on_case: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        on_case(row)
+        return {"cases": [row], "reading": "c10 out: the reading", "passed": False}
+
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", fake_probe)
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
+    record = json.loads(out.read_text())
+    assert record["refusal_diagnosis"] == {"cases": [row], "reading": "c10 out: the reading", "passed": False}
+    assert record["passed"] is False
+    printed = capsys.readouterr().out
+    assert "a refusal crashed the process; probing which step of raising a C++ exception fails:" in printed
+    assert (
+        "  c10 out                  crashed: signal SIGSEGV      FAIL (expected raises ValueError)" in printed
+    )
+    assert "  reading: c10 out: the reading" in printed
+    assert "refusals 2," in printed
+
+
+def test_no_probe_when_the_refusals_pass_or_only_raise_the_wrong_thing(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", _probe(_done("a"), _done("b", "TypeError"), _done("c")))
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda on_case: pytest.fail("probed"))
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
+    assert "refusal_diagnosis" not in json.loads(out.read_text())

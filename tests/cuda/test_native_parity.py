@@ -14,7 +14,11 @@ provider's numpy kernels, or torch CPU float64 with torch.autograd for ``fft_fno
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -73,7 +77,7 @@ def test_native_symbols_exist_for_every_op(op: str) -> None:
     names = [f"{op}_forward"] + ([] if op in FORWARD_ONLY else [f"{op}_backward"])
     for name in names:
         assert re.search(rf"^(Tensor|Grads) {name}\(", source, re.M), f"{name} not defined in native_ops.cu"
-        assert f'm.def("{name}", &tn::{name}' in bindings, f"{name} not bound"
+        assert re.search(rf"^  TL_DEF\({name}[,)]", bindings, re.M), f"{name} not bound"
         assert callable(getattr(kernels, name))
     if op in FORWARD_ONLY:
         assert not hasattr(kernels, f"{op}_backward")
@@ -166,6 +170,55 @@ def test_extension_refuses_out_of_range_index_before_launch(emulation: ModuleTyp
         emulation.scatter_add_forward(torch.ones(1, 5), torch.tensor([[-2, 1]]), torch.ones(1, 2), 1)
     with pytest.raises(GuardError, match=rf"^native_cuda\.gather: {accepted}"):  # Python, first
         kernels.gather_forward(torch.ones(1, 5), index, axis=1)
+
+
+_REFUSAL_CHILD = r"""
+import json, torch
+from torchlean.backend.providers.native_cuda import extension
+ext = extension.load_host_emulation()
+messages = {}
+for name, call in {
+    "torch": lambda: torch.empty(-1),
+    "value": lambda: ext.relu_forward(torch.ones(3, 4).t()),
+    "index": lambda: ext.gather_forward(torch.ones(1, 5), torch.tensor([[0, 9]]), 1),
+}.items():
+    try:
+        call()
+    except Exception as error:
+        messages[name] = [type(error).__name__, str(error)]
+print(json.dumps(messages))
+"""
+
+
+def test_refusals_are_raised_inside_the_extension(emulation: ModuleType) -> None:
+    """A refusal of the C++ checks becomes its Python exception in the bindings (``Refusing``), not
+    through a ``c10::Error`` and torch's exception translation: with ``TORCH_SHOW_CPP_STACKTRACES=1``
+    torch's translator appends the C++ stack to what it raises (the control, ``torch.empty(-1)``,
+    shows it), and a refusal's message is the check's alone."""
+    env = {**os.environ, "TORCH_SHOW_CPP_STACKTRACES": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _REFUSAL_CHILD],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    messages = json.loads(done.stdout.splitlines()[-1])
+    kind, text = messages["torch"]
+    assert kind == "RuntimeError"
+    assert "Exception raised from" in text
+    assert messages["value"] == [
+        "ValueError",
+        "torchlean_native_ext.relu_forward: x of shape [4, 3] is not contiguous (flat row-major buffers "
+        "are required)",
+    ]
+    assert messages["index"] == [
+        "IndexError",
+        "torchlean_native_ext.gather_forward: index value 9 is out of range (accepted: values in [0, 5) "
+        "along dimension 1)",
+    ]
 
 
 def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> None:
@@ -390,7 +443,7 @@ def test_stub_matches_the_bindings() -> None:
     bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
     bound = {
         name: re.findall(r'py::arg\("(\w+)"\)', args)
-        for name, args in re.findall(r'm\.def\("(\w+)", &tn::\w+((?:,\s*py::arg\("\w+"\))*)\);', bindings)
+        for name, args in re.findall(r'TL_DEF\((\w+)((?:,\s*py::arg\("\w+"\))*)\);', bindings)
     }
     tree = ast.parse((ROOT / "stubs" / "torchlean_native_ext.pyi").read_text())
     typed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}

@@ -1,0 +1,337 @@
+"""Which step of raising a C++ exception out of a torch extension kills the process here?
+
+On the one GPU machine seen (issue 7: NVIDIA H200, torch 2.11.0+cu130, Python 3.12.3, GCC 13.3,
+Ubuntu 24.04) every ``c10::Error`` that ``torchlean_native_ext`` threw (``TORCH_CHECK_VALUE``)
+killed the process with SIGSEGV, in its CUDA and host-emulation builds alike; on this project's
+CPU machines the same code raises ``ValueError``. The extension now raises its refusals without a
+``c10::Error`` (``csrc/native_ops.h``: ``Refusal``; ``csrc/bindings.cpp``: ``Refusing``). This
+script narrows down the cause: it builds one small extension (``torch.utils.cpp_extension.
+load_inline``, host code, the compiler and flags torch chooses) and calls each of its functions in
+a child process of its own, so that each step can fail alone:
+
+=========================  ==========================================================  ========
+case                       what the call does                                          expected
+=========================  ==========================================================  ========
+``torch error``            ``torch.empty(-1)``: torch's own C++ error (no build)        raises RuntimeError
+``construct c10::Error``   constructs a ``c10::ValueError`` (it captures a backtrace)   returns
+                           and returns its message, throwing nothing
+``c10 caught in C++``      throws ``TORCH_CHECK_VALUE``'s error from a non-inlined       returns
+                           function and catches it in C++
+``std caught in C++``      the same with ``std::runtime_error``                         returns
+``refusal raised here``    what the extension does now: a ``std::exception`` caught in   raises ValueError
+                           the binding and raised as ``ValueError`` there
+``std out``                ``std::invalid_argument`` left to the exception translators  raises RuntimeError
+                           (torch's, registered first, makes any ``std::exception`` a
+                           RuntimeError)
+``c10 out``                ``TORCH_CHECK_VALUE`` left to torch's translation (what the   raises ValueError
+                           extension did when it crashed)
+=========================  ==========================================================  ========
+
+The ``reading`` of the record names the first step that crashed. Where a case crashed and ``gdb``
+(or ``cuda-gdb``) is on PATH, that case is run once more under it and the native backtrace kept.
+
+Usage::
+
+    python bench/exception_probe.py [OUT.json]   # default bench/results/exception_probe.json
+
+Exit status: 0 every case behaved as expected, 1 otherwise, 2 the probe extension did not build.
+``bench/gpu_check.py`` runs :func:`probe` when a refusal of its own crashed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "bench" / "results" / "exception_probe.json"
+MODULE_NAME = "torchlean_exception_probe"
+CASE_TIMEOUT = 120.0
+GDB_TIMEOUT = 180.0
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace {
+[[gnu::noinline]] void fail_c10(const std::string& what) { TORCH_CHECK_VALUE(false, what); }
+[[gnu::noinline]] void fail_std(const std::string& what) { throw std::runtime_error(what); }
+}  // namespace
+
+std::string construct_c10_error() {
+  c10::ValueError error({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                        "constructed, not thrown");
+  return error.what_without_backtrace();
+}
+
+std::string c10_caught_in_cpp() {
+  try {
+    fail_c10("thrown and caught in C++");
+  } catch (const c10::Error& error) {
+    return error.what_without_backtrace();
+  }
+  return "not thrown";
+}
+
+std::string std_caught_in_cpp() {
+  try {
+    fail_std("thrown and caught in C++");
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "not thrown";
+}
+
+void refusal_raised_here() {
+  try {
+    fail_std("raised as ValueError in the binding");
+  } catch (const std::exception& error) {
+    PyErr_SetString(PyExc_ValueError, error.what());
+    throw pybind11::error_already_set();
+  }
+}
+
+void std_out() { throw std::invalid_argument("std::invalid_argument left to the translators"); }
+
+void c10_out() { fail_c10("TORCH_CHECK_VALUE left to torch's translation"); }
+"""
+
+FUNCTIONS = (
+    "construct_c10_error",
+    "c10_caught_in_cpp",
+    "std_caught_in_cpp",
+    "refusal_raised_here",
+    "std_out",
+    "c10_out",
+)
+
+CASES: tuple[tuple[str, str, str], ...] = (
+    ("torch error", "torch.empty(-1)", "raises RuntimeError"),
+    ("construct c10::Error", "module.construct_c10_error()", "returns"),
+    ("c10 caught in C++", "module.c10_caught_in_cpp()", "returns"),
+    ("std caught in C++", "module.std_caught_in_cpp()", "returns"),
+    ("refusal raised here", "module.refusal_raised_here()", "raises ValueError"),
+    ("std out", "module.std_out()", "raises RuntimeError"),
+    ("c10 out", "module.c10_out()", "raises ValueError"),
+)
+"""(case, the Python expression a child evaluates, the outcome expected)."""
+
+CHILD = r"""
+import importlib.util, json, sys
+import torch
+name, path, expression = sys.argv[1:4]
+if path:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+try:
+    value = eval(expression)
+    outcome, message = "returns", value if isinstance(value, str) else repr(value)
+except Exception as error:
+    outcome, message = f"raises {type(error).__name__}", str(error)
+print("@@case " + json.dumps({"outcome": outcome, "message": message[:300]}), flush=True)
+"""
+CASE_MARK = "@@case "
+
+READINGS: tuple[tuple[str, str], ...] = (
+    (
+        "torch error",
+        "torch's own C++ errors crash too: the process's C++ runtime or unwinder, not the extension",
+    ),
+    ("construct c10::Error", "constructing a c10::Error crashes (it captures a backtrace with the unwinder)"),
+    ("std caught in C++", "throwing any exception crashes, even one caught in the same library"),
+    ("c10 caught in C++", "throwing a c10::Error crashes, even one caught in the same library"),
+    ("refusal raised here", "raising from the binding through error_already_set crashes"),
+    ("std out", "translating a standard exception thrown by an extension crashes"),
+    ("c10 out", "torch's translation of a c10::Error thrown by an extension crashes"),
+)
+"""The first crashed case, in this order, and what it means; a case is read only if every case
+before it ran as expected."""
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return f"signal {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _environment() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+    }
+
+
+def build() -> Path:
+    """Compile the probe extension (cached by torch across runs) and return its library's path.
+
+    Raises:
+        RuntimeError, OSError, ImportError: from ``torch.utils.cpp_extension.load_inline``.
+    """
+    from torch.utils import cpp_extension
+
+    module = cpp_extension.load_inline(
+        name=MODULE_NAME,
+        cpp_sources=[CPP_SOURCE],
+        functions=list(FUNCTIONS),
+        extra_cflags=["-O2"],
+        verbose=False,
+    )
+    return Path(str(module.__file__))
+
+
+def run_case(expression: str, library: Path | None, timeout: float = CASE_TIMEOUT) -> dict[str, Any]:
+    """Evaluate ``expression`` (``module`` is the probe extension at ``library``) in a child
+    process: ``{"outcome": "returns" | "raises <type>" | "crashed: <how>", "message": ...}``."""
+    command = [sys.executable, "-c", CHILD, MODULE_NAME, str(library or ""), expression]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=_environment(), timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"outcome": f"crashed: timed out after {timeout:g} s", "message": ""}
+    for text in done.stdout.splitlines():
+        if text.startswith(CASE_MARK):
+            result: dict[str, Any] = json.loads(text.removeprefix(CASE_MARK))
+            return result
+    how = _signal_name(done.returncode) if done.returncode < 0 else f"exit {done.returncode}"
+    return {"outcome": f"crashed: {how}", "message": "", "stderr": done.stderr[-1500:]}
+
+
+def native_backtrace(expression: str, library: Path | None, timeout: float = GDB_TIMEOUT) -> str | None:
+    """The last lines of ``gdb``'s (or ``cuda-gdb``'s) backtrace of ``expression`` run as in
+    :func:`run_case`, or ``None`` when neither debugger is on PATH."""
+    debugger = shutil.which("gdb") or shutil.which("cuda-gdb")
+    if debugger is None:
+        return None
+    command = [
+        debugger, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt",
+        "--args", sys.executable, "-c", CHILD, MODULE_NAME, str(library or ""), expression,
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=_environment(), timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return f"{Path(debugger).name} timed out after {timeout:g} s"
+    lines = (done.stdout + done.stderr).splitlines()
+    return "\n".join(lines[-60:])
+
+
+def reading(outcomes: dict[str, str]) -> str:
+    """What the outcomes (case -> outcome, as :func:`run_case` gives) say: the first step that
+    crashed, in :data:`READINGS` order, else that nothing crashed or which case misbehaved."""
+    expected = {case: outcome for case, _, outcome in CASES}
+    for case, meaning in READINGS:
+        outcome = outcomes.get(case)
+        if outcome is None or outcome == expected[case]:
+            continue
+        if outcome.startswith("crashed"):
+            return f"{case}: {meaning} ({outcome.removeprefix('crashed: ')})"
+        return f"{case}: expected {expected[case]!r}, got {outcome!r} (nothing crashed before it)"
+    return "nothing crashed: every case behaved as expected"
+
+
+def probe(on_case: Callable[[dict[str, Any]], None] = lambda _: None) -> dict[str, Any]:
+    """Build the probe extension, run every case of :data:`CASES` and read the outcomes; the first
+    crashed case is rerun under a debugger when there is one. Each case dict (``case``,
+    ``expected``, ``outcome``, ``message``, ``passed``) is passed to ``on_case`` as it finishes."""
+    import torch
+
+    record: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "libc": " ".join(platform.libc_ver()),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_built_with": [
+            line.strip() for line in torch.__config__.show().splitlines() if line.strip().startswith("- GCC")
+        ],
+        "cxx": _compiler_version(),
+    }
+    start = time.perf_counter()
+    try:
+        library: Path | None = build()
+    except (RuntimeError, OSError, ImportError) as error:
+        record["build_error"] = str(error)[-2000:]
+        library = None
+    record["build_seconds"] = round(time.perf_counter() - start, 1)
+    record["libraries"] = _runtime_libraries()
+    record["cases"] = []
+    for case, expression, expected in CASES:
+        if library is None and "module." in expression:
+            continue
+        row = {"case": case, "expected": expected, **run_case(expression, library)}
+        row["passed"] = row["outcome"] == expected
+        record["cases"].append(row)
+        on_case(row)
+    outcomes = {row["case"]: row["outcome"] for row in record["cases"]}
+    record["reading"] = reading(outcomes)
+    crashed = next((row for row in record["cases"] if row["outcome"].startswith("crashed")), None)
+    if crashed is not None:
+        expression = next(e for c, e, _ in CASES if c == crashed["case"])
+        record["backtrace"] = {"case": crashed["case"], "text": native_backtrace(expression, library)}
+    record["passed"] = library is not None and all(row["passed"] for row in record["cases"])
+    return record
+
+
+def _compiler_version() -> str:
+    compiler = os.environ.get("CXX", "c++")
+    try:
+        done = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as error:
+        return f"{compiler}: {error}"
+    return f"{compiler}: {(done.stdout.splitlines() or [''])[0]}"
+
+
+def _runtime_libraries() -> list[str]:
+    """The C/C++ runtime libraries this process has mapped (libstdc++, libgcc_s, libc, libunwind)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    names = ("libstdc++", "libgcc_s", "libc.so", "libc-", "libunwind")
+    paths = {row.split()[-1] for row in maps.splitlines() if "/" in row and any(n in row for n in names)}
+    return sorted(paths)
+
+
+def line(row: dict[str, Any]) -> str:
+    """One progress line of a case."""
+    verdict = "ok" if row["passed"] else f"FAIL (expected {row['expected']})"
+    return f"  {row['case']:<24} {row['outcome']:<28} {verdict}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    out = Path(args[0]) if args else DEFAULT_OUT
+    print(f"building {MODULE_NAME} and running {len(CASES)} cases, each in a child process:", flush=True)
+    record = probe(lambda row: print(line(row), flush=True))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    if "build_error" in record:
+        print(f"the probe extension did not build: {record['build_error'][-500:]}", file=sys.stderr)
+    print(f"reading: {record['reading']}")
+    if "backtrace" in record:
+        print(f"native backtrace of {record['backtrace']['case']!r}:\n{record['backtrace']['text']}")
+    print(f"wrote {out}")
+    if "build_error" in record:
+        return 2
+    return 0 if record["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

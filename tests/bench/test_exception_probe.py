@@ -1,0 +1,88 @@
+"""``bench/exception_probe.py``: each case runs in a child whose death is recorded, the reading
+names the first step that crashed, and on this machine (where nothing crashes) every case behaves
+as expected."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "exception_probe.py"
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_exception_probe", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _expected(probe: ModuleType) -> dict[str, str]:
+    return {case: outcome for case, _, outcome in probe.CASES}
+
+
+def test_a_child_killed_by_a_signal_is_a_crash(probe: ModuleType) -> None:
+    result = probe.run_case("__import__('os').kill(__import__('os').getpid(), 11)", None)
+    assert result["outcome"] == "crashed: signal SIGSEGV"
+    result = probe.run_case("__import__('os')._exit(7)", None)
+    assert result["outcome"] == "crashed: exit 7"
+    result = probe.run_case("__import__('time').sleep(30)", None, timeout=1)
+    assert result["outcome"] == "crashed: timed out after 1 s"
+
+
+def test_a_case_that_returns_or_raises_is_recorded_as_such(probe: ModuleType) -> None:
+    assert probe.run_case("'x' * 3", None) == {"outcome": "returns", "message": "xxx"}
+    assert probe.run_case("torch.empty(-1)", None)["outcome"] == "raises RuntimeError"
+    assert probe.run_case("int('y')", None)["outcome"] == "raises ValueError"
+
+
+def test_the_reading_names_the_first_step_that_crashed(probe: ModuleType) -> None:
+    fine = _expected(probe)
+    assert probe.reading(fine) == "nothing crashed: every case behaved as expected"
+    # the old failure: only the c10::Error that leaves the extension crashes
+    assert probe.reading({**fine, "c10 out": "crashed: signal SIGSEGV"}) == (
+        "c10 out: torch's translation of a c10::Error thrown by an extension crashes (signal SIGSEGV)"
+    )
+    # a crash at construction explains every later crash
+    later = {case: "crashed: signal SIGSEGV" for case in fine if case != "torch error"}
+    assert probe.reading({**fine, **later}).startswith(
+        "construct c10::Error: constructing a c10::Error crashes"
+    )
+    assert probe.reading({**fine, "torch error": "crashed: signal SIGABRT"}).startswith(
+        "torch error: torch's own C++ errors crash too"
+    )
+    assert probe.reading({**fine, "std caught in C++": "crashed: signal SIGSEGV"}).startswith(
+        "std caught in C++: throwing any exception crashes"
+    )
+    assert probe.reading({**fine, "std out": "raises TypeError"}) == (
+        "std out: expected 'raises RuntimeError', got 'raises TypeError' (nothing crashed before it)"
+    )
+
+
+def test_every_case_behaves_as_expected_here(probe: ModuleType, tmp_path: Path) -> None:
+    """The probe's expectations hold on a healthy stack (this machine): it builds its extension,
+    nothing crashes, and the record says so."""
+    if shutil.which("ninja") is None or shutil.which("c++") is None:
+        pytest.skip("needs a C++ compiler and ninja")
+    out = tmp_path / "probe.json"
+    assert probe.main([str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["passed"] is True
+    assert [row["case"] for row in record["cases"]] == [case for case, _, _ in probe.CASES]
+    assert all(row["outcome"] == row["expected"] for row in record["cases"])
+    assert record["reading"] == "nothing crashed: every case behaved as expected"
+    assert "backtrace" not in record
+    assert any("libstdc++" in path for path in record["libraries"])
+    messages = {row["case"]: row["message"] for row in record["cases"]}
+    assert messages["construct c10::Error"] == "constructed, not thrown"
+    assert messages["c10 caught in C++"] == "thrown and caught in C++"
+    assert messages["c10 out"] == "TORCH_CHECK_VALUE left to torch's translation"
