@@ -113,6 +113,12 @@ void check_same_shape(const char* op, const char* name, const at::Tensor& t, con
                  shape_text(ref.sizes()));
 }
 
+// A backward's cotangent g has the shape of the forward's result.
+void check_cotangent(const char* op, const at::Tensor& g, IntArrayRef shape) {
+  TL_CHECK_VALUE(g.sizes() == shape, "torchlean_native_ext.", op, ": g has shape ",
+                 shape_text(g.sizes()), "; expected ", shape_text(shape));
+}
+
 void check_rank(const char* op, const char* name, const at::Tensor& t, std::int64_t lo,
                 std::int64_t hi) {
   TL_CHECK_VALUE(t.dim() >= lo && t.dim() <= hi, "torchlean_native_ext.", op, ": ", name,
@@ -221,8 +227,7 @@ void check_binary_backward(const char* op, const at::Tensor& g, const at::Tensor
   check_like(op, "g", g, "a", a);
   check_like(op, "out", out, "a", a);
   const std::vector<std::int64_t> shape = broadcast_shape(op, a, b);
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op, ": g has shape ",
-                 shape_text(g.sizes()), "; expected ", shape_text(shape));
+  check_cotangent(op, g, shape);
   check_same_shape(op, "out", out, "g", g);
 }
 
@@ -433,16 +438,44 @@ std::string device_type() { return kDeviceName; }
 // accumulation: matmul, linear, mse_loss
 // =================================================================================================
 
-Tensor matmul_forward(const Tensor& a, const Tensor& b) {
-  constexpr const char* op = "matmul_forward";
-  check_float(op, "a", a);
-  check_like(op, "b", b, "a", a);
+namespace {
+// The shape of matmul(a, b) by torch.matmul's rules: a 1-D operand is promoted (a to a row, b to a
+// column) and the added axis dropped from the result; the batch axes (all but the last two)
+// broadcast.  Refuses ranks outside 1..8, differing contraction sizes and batch axes that do not
+// broadcast.
+std::vector<std::int64_t> matmul_shape(const char* op, const at::Tensor& a, const at::Tensor& b) {
   check_rank(op, "a", a, 1, 8);
   check_rank(op, "b", b, 1, 8);
   const std::int64_t ka = a.size(-1);
   const std::int64_t kb = b.dim() == 1 ? b.size(0) : b.size(-2);
   TL_CHECK_VALUE(ka == kb, "torchlean_native_ext.", op, ": contraction sizes differ: a ",
                  shape_text(a.sizes()), " @ b ", shape_text(b.sizes()));
+  const IntArrayRef a_batch = a.sizes().slice(0, std::max<std::int64_t>(a.dim() - 2, 0));
+  const IntArrayRef b_batch = b.sizes().slice(0, std::max<std::int64_t>(b.dim() - 2, 0));
+  const std::int64_t rank = std::max(a_batch.size(), b_batch.size());
+  std::vector<std::int64_t> shape;
+  for (std::int64_t i = 0; i < rank; ++i) {
+    const std::int64_t ia = static_cast<std::int64_t>(a_batch.size()) - rank + i;
+    const std::int64_t ib = static_cast<std::int64_t>(b_batch.size()) - rank + i;
+    const std::int64_t sa = ia >= 0 ? a_batch[ia] : 1;
+    const std::int64_t sb = ib >= 0 ? b_batch[ib] : 1;
+    TL_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, "torchlean_native_ext.", op,
+                   ": batch axes of a ", shape_text(a.sizes()), " and b ", shape_text(b.sizes()),
+                   " do not broadcast");
+    shape.push_back(sa == 1 ? sb : sa);
+  }
+  if (a.dim() >= 2) shape.push_back(a.size(-2));
+  if (b.dim() >= 2) shape.push_back(b.size(-1));
+  checked_numel(op, "the product", shape);
+  return shape;
+}
+}  // namespace
+
+Tensor matmul_forward(const Tensor& a, const Tensor& b) {
+  constexpr const char* op = "matmul_forward";
+  check_float(op, "a", a);
+  check_like(op, "b", b, "a", a);
+  matmul_shape(op, a, b);
   c10::DeviceGuard guard(a.device());
   return own(at::matmul(a, b), {a, b});
 }
@@ -453,9 +486,8 @@ Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, const T
   check_like(op, "b", b, "a", a);
   check_like(op, "g", g, "a", a);
   check_like(op, "out", out, "a", a);
-  check_rank(op, "a", a, 1, 8);
-  check_rank(op, "b", b, 1, 8);
-  check_same_shape(op, "g", g, "out", out);
+  check_cotangent(op, g, matmul_shape(op, a, b));
+  check_same_shape(op, "out", out, "g", g);
   c10::DeviceGuard guard(a.device());
   const at::Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
   const at::Tensor b2 = b.dim() == 1 ? b.unsqueeze(-1) : b;
@@ -985,8 +1017,7 @@ at::Tensor expand_reduced(const char* op, const at::Tensor& g, const at::Tensor&
     const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
     if (keepdim || !reduced) expected.push_back(keepdim && reduced ? 1 : x.size(i));
   }
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(expected), "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(expected));
+  check_cotangent(op, g, expected);
   return g.reshape(kept).expand(x.sizes()).contiguous();
 }
 
@@ -1089,7 +1120,10 @@ Grads permute_backward(const Tensor& g, const Tensor& x, const Tensor& out, cons
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   check_permutation(op, x, perm);
-  check_same_shape(op, "g", g, "out", out);
+  std::vector<std::int64_t> permuted;
+  for (const std::int64_t axis : perm) permuted.push_back(x.size(axis));
+  check_cotangent(op, g, permuted);
+  check_same_shape(op, "out", out, "g", g);
   std::vector<std::int64_t> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) {
     inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
@@ -1127,8 +1161,7 @@ Grads broadcast_backward(const Tensor& g, const Tensor& x, const Tensor& out, co
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   check_broadcast_target(op, x, shape);
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(shape), "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(shape));
+  check_cotangent(op, g, shape);
   c10::DeviceGuard guard(x.device());
   return one(reduce_to(g, x, g));
 }
@@ -1166,15 +1199,17 @@ Grads concat_backward(const Tensor& g, const std::vector<Tensor>& xs, const Tens
   const std::int64_t axis = check_concat(op, xs, dim);
   check_like(op, "g", g, "xs[0]", xs[0]);
   check_like(op, "out", out, "xs[0]", xs[0]);
-  check_same_shape(op, "g", g, "out", out);
   std::vector<std::int64_t> sizes;
   std::int64_t total = 0;
   for (const at::Tensor& x : xs) {
     sizes.push_back(x.size(axis));
-    total += x.size(axis);
+    TL_CHECK_VALUE(!c10::add_overflows(total, x.size(axis), &total), "torchlean_native_ext.", op,
+                   ": the extents along axis ", axis, " add up to more than int64 can count");
   }
-  TL_CHECK_VALUE(g.dim() == xs[0].dim() && g.size(axis) == total, "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), " which does not match the inputs");
+  std::vector<std::int64_t> joined = xs[0].sizes().vec();
+  joined[static_cast<std::size_t>(axis)] = total;
+  check_cotangent(op, g, joined);
+  check_same_shape(op, "out", out, "g", g);
   c10::DeviceGuard guard(g.device());
   Grads grads;
   for (const at::Tensor& piece : at::split_with_sizes(g, sizes, axis)) {
@@ -1515,8 +1550,9 @@ struct ConvParams {
   bool transposed;
 };
 
-void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
-                const OptTensor& bias, const ConvParams& p) {
+// Checks a (transposed) convolution's operands and parameters; returns its output's shape.
+std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
+                                     const OptTensor& bias, const ConvParams& p) {
   check_float(op, "x", x);
   check_like(op, "weight", weight, "x", x);
   check_rank(op, "weight", weight, 3, 5);
@@ -1544,6 +1580,7 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
   TL_CHECK_VALUE(p.groups >= 1, "torchlean_native_ext.", op, ": groups = ", p.groups,
                  " must be >= 1");
   std::int64_t out_channels = 0;
+  std::vector<std::int64_t> spatial_out;
   if (p.transposed) {
     TL_CHECK_VALUE(static_cast<std::int64_t>(p.output_padding.size()) == spatial,
                    "torchlean_native_ext.", op, ": output_padding must have ", spatial,
@@ -1563,6 +1600,7 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
                                p.dilation[i] * (kernel[i] - 1) + p.output_padding[i] + 1;
       TL_CHECK_VALUE(out >= 1, "torchlean_native_ext.", op, ": spatial axis ", ax,
                      " would have output extent ", out);
+      spatial_out.push_back(out);
     }
     out_channels = weight.size(1) * p.groups;
   } else {
@@ -1572,7 +1610,8 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
                    " with groups ", p.groups, " expects ", weight.size(1) * p.groups);
     for (std::int64_t ax = 0; ax < spatial; ++ax) {
       const std::size_t i = static_cast<std::size_t>(ax);
-      window_out(op, ax, x.size(2 + ax), kernel[i], p.stride[i], p.padding[i], p.dilation[i]);
+      spatial_out.push_back(
+          window_out(op, ax, x.size(2 + ax), kernel[i], p.stride[i], p.padding[i], p.dilation[i]));
     }
     out_channels = weight.size(0);
   }
@@ -1582,6 +1621,9 @@ void check_conv(const char* op, const at::Tensor& x, const at::Tensor& weight,
                    op, ": bias has shape ", shape_text(bias->sizes()), "; expected [",
                    out_channels, "]");
   }
+  std::vector<std::int64_t> shape{x.size(0), out_channels};
+  shape.insert(shape.end(), spatial_out.begin(), spatial_out.end());
+  return shape;
 }
 
 at::Tensor conv_run(const at::Tensor& x, const at::Tensor& weight, const OptTensor& bias,
@@ -1620,10 +1662,11 @@ Grads conv_backward(const Tensor& g, const Tensor& x, const Tensor& weight, cons
                     const Ints& dilation, std::int64_t groups) {
   constexpr const char* op = "conv_backward";
   const ConvParams p{stride, padding, dilation, {}, groups, false};
-  check_conv(op, x, weight, bias, p);
+  const std::vector<std::int64_t> shape = check_conv(op, x, weight, bias, p);
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
-  check_same_shape(op, "g", g, "out", out);
+  check_cotangent(op, g, shape);
+  check_same_shape(op, "out", out, "g", g);
   c10::DeviceGuard guard(x.device());
   return conv_grads(g, x, weight, bias, p);
 }
@@ -1643,10 +1686,11 @@ Grads conv_transpose_backward(const Tensor& g, const Tensor& x, const Tensor& we
                               const Ints& dilation, std::int64_t groups) {
   constexpr const char* op = "conv_transpose_backward";
   const ConvParams p{stride, padding, dilation, output_padding, groups, true};
-  check_conv(op, x, weight, bias, p);
+  const std::vector<std::int64_t> shape = check_conv(op, x, weight, bias, p);
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
-  check_same_shape(op, "g", g, "out", out);
+  check_cotangent(op, g, shape);
+  check_same_shape(op, "out", out, "g", g);
   c10::DeviceGuard guard(x.device());
   return conv_grads(g, x, weight, bias, p);
 }
@@ -1681,9 +1725,7 @@ Grads max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   check_like(op, "g", g, "x", x);
   check_like(op, "out", out, "x", x);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), "; expected ",
-                 shape_text(f.out_shape));
+  check_cotangent(op, g, f.out_shape);
   c10::DeviceGuard guard(x.device());
   if (x.numel() == 0) return one(at::zeros_like(x));
   const at::Tensor indices = std::get<1>(max_pool_run(f));
@@ -1744,9 +1786,7 @@ Grads avg_pool_backward(const Tensor& g, const Tensor& x, const Tensor& out, con
   const Ints dilation(kernel.size(), 1);
   const FoldedPool f = fold_pool(op, x, kernel, stride, padding, dilation);
   check_avg_pool3d_input(op, x, kernel);
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(f.out_shape), "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), "; expected ",
-                 shape_text(f.out_shape));
+  check_cotangent(op, g, f.out_shape);
   c10::DeviceGuard guard(x.device());
   if (x.numel() == 0) return one(at::zeros_like(x));
   std::vector<std::int64_t> folded_out(f.input.sizes().begin(), f.input.sizes().end());
@@ -1820,8 +1860,7 @@ Grads smooth_max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& o
   check_beta(op, beta, x.scalar_type());
   std::vector<std::int64_t> out_shape;
   const tl::PoolGeometry geo = pool_geometry(op, x, kernel, stride, padding, out_shape);
-  TL_CHECK_VALUE(g.sizes() == IntArrayRef(out_shape), "torchlean_native_ext.", op,
-                 ": g has shape ", shape_text(g.sizes()), "; expected ", shape_text(out_shape));
+  check_cotangent(op, g, out_shape);
   c10::DeviceGuard guard(x.device());
   at::Tensor dx = at::zeros_like(x);
   if (x.numel() == 0 || g.numel() == 0) return one(dx);

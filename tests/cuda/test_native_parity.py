@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -231,6 +232,97 @@ def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> Non
         emulation.rand_uniform_forward([1 << 40, 1 << 40], 0, 0, "float32", 0, 0)
     with pytest.raises(ValueError, match=r"beta = 0 must be finite and nonzero"):
         emulation.smooth_max_pool_forward(torch.ones(1, 1, 4), [2], [2], [0], 0.0, 0)
+
+
+def test_extension_refuses_matmul_batches_that_do_not_broadcast(emulation: ModuleType) -> None:
+    """The C++ check refuses what ``torch.matmul`` refuses, before ATen (the oracle: torch)."""
+    a, b = torch.ones(2, 2, 3), torch.ones(3, 3, 4)
+    with pytest.raises(RuntimeError):
+        torch.matmul(a, b)
+    with pytest.raises(
+        ValueError,
+        match=r"^torchlean_native_ext\.matmul_forward: batch axes of a \[2, 2, 3\] and b \[3, 3, 4\] "
+        r"do not broadcast$",
+    ):
+        emulation.matmul_forward(a, b)
+
+
+def _text(shape: tuple[int, ...]) -> str:
+    return re.escape(str(list(shape)))
+
+
+def _wrong(shape: tuple[int, ...]) -> torch.Tensor:
+    return torch.ones(shape, dtype=torch.float64)
+
+
+def _cotangent_cases() -> list[tuple[str, Callable[[ModuleType, torch.Tensor], object], tuple[int, ...]]]:
+    """(op, a raw backward call taking g (also passed as out), the forward's shape by torch)."""
+    f64 = torch.float64
+    x3, w3 = torch.ones(1, 1, 5, dtype=f64), torch.ones(1, 1, 3, dtype=f64)
+    return [
+        (
+            "matmul_backward",
+            lambda m, g: m.matmul_backward(g, torch.ones(5, 3, dtype=f64), torch.ones(3, 7, dtype=f64), g),
+            tuple(torch.matmul(torch.ones(5, 3), torch.ones(3, 7)).shape),
+        ),
+        (
+            "matmul_backward",
+            lambda m, g: m.matmul_backward(g, torch.ones(3, dtype=f64), torch.ones(2, 3, 4, dtype=f64), g),
+            tuple(torch.matmul(torch.ones(3), torch.ones(2, 3, 4)).shape),
+        ),
+        (
+            "permute_backward",
+            lambda m, g: m.permute_backward(g, torch.ones(2, 3, 4, dtype=f64), g, [2, 0, 1]),
+            tuple(torch.ones(2, 3, 4).permute(2, 0, 1).shape),
+        ),
+        (
+            "concat_backward",
+            lambda m, g: m.concat_backward(
+                g, [torch.ones(2, 3, dtype=f64), torch.ones(4, 3, dtype=f64)], g, 0
+            ),
+            tuple(torch.cat([torch.ones(2, 3), torch.ones(4, 3)], 0).shape),
+        ),
+        (
+            "conv_backward",
+            lambda m, g: m.conv_backward(g, x3, w3, None, g, [1], [0], [1], 1),
+            tuple(torch.nn.functional.conv1d(x3, w3).shape),
+        ),
+        (
+            "conv_backward",  # an empty batch
+            lambda m, g: m.conv_backward(g, x3[:0], w3, None, g, [2], [1], [1], 1),
+            tuple(torch.nn.functional.conv1d(x3[:0], w3, stride=2, padding=1).shape),
+        ),
+        (
+            "conv_transpose_backward",
+            lambda m, g: m.conv_transpose_backward(g, x3, w3, None, g, [2], [0], [1], [1], 1),
+            tuple(torch.nn.functional.conv_transpose1d(x3, w3, stride=2, output_padding=1).shape),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("variant", ["extra-last", "extra-lead", "swapped"])
+def test_raw_backwards_refuse_a_cotangent_of_another_shape(emulation: ModuleType, variant: str) -> None:
+    """Each raw backward compares g with the forward's shape (computed by torch here): matmul and
+    the convolutions once left it to ATen's errors; concat (off the axis) and permute accepted it
+    and returned gradients of the wrong shape."""
+    for op, call, shape in _cotangent_cases():
+        wrong = {
+            "extra-last": (*shape[:-1], shape[-1] + 1),
+            "extra-lead": (2, *shape),
+            "swapped": tuple(reversed(shape)) if len(set(shape)) > 1 else (*shape, 1),
+        }[variant]
+        assert wrong != shape
+        expected = rf"^torchlean_native_ext\.{op}: g has shape {_text(wrong)}; expected {_text(shape)}$"
+        with pytest.raises(ValueError, match=expected):
+            call(emulation, _wrong(wrong))
+        grads = call(emulation, _wrong(shape))  # the right shape passes
+        assert isinstance(grads, list) and grads
+
+
+def test_concat_backward_refuses_extents_whose_sum_overflows(emulation: ModuleType) -> None:
+    xs = [torch.empty(0, 2**62, dtype=torch.float64)] * 2
+    with pytest.raises(ValueError, match=r"the extents along axis 1 add up to more than int64 can count"):
+        emulation.concat_backward(_wrong((0, 1)), xs, _wrong((0, 1)), 1)
 
 
 def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> None:
