@@ -526,6 +526,39 @@ def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
         extension.load_host_emulation()
 
 
+def test_each_checkout_builds_in_its_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Builds of two source trees (checkouts) never share a directory; the same tree always maps
+    to the same one, under ``$TORCH_EXTENSIONS_DIR`` when set."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
+    assert first == extension.build_directory("torchlean_native_ext_emu", tmp_path / "b" / ".." / "a")
+    assert first != extension.build_directory("torchlean_native_ext_emu", tmp_path / "b")
+    assert first != extension.build_directory("torchlean_native_ext", tmp_path / "a")
+    assert first.parent == tmp_path / "ext"
+    assert re.fullmatch(r"torchlean_native_ext_emu-[0-9a-f]{12}", first.name)
+    assert not first.exists()  # creates nothing
+
+
+def test_the_build_uses_that_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from torch.utils import cpp_extension
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    seen: dict[str, object] = {}
+
+    def load(**kwargs: object) -> ModuleType:
+        seen.update(kwargs)
+        return ModuleType(str(kwargs["name"]))
+
+    monkeypatch.setattr(cpp_extension, "load", load)
+    module = extension._build("probe_name", ("bindings.cpp",), cuda=False)
+    assert module.__name__ == "probe_name"
+    expected = extension.build_directory("probe_name", extension.sources_dir())
+    assert seen["build_directory"] == str(expected)
+    assert expected.is_dir()
+
+
 def test_stub_matches_the_bindings() -> None:
     """stubs/torchlean_native_ext.pyi types exactly what csrc/bindings.cpp binds, argument names
     and order included (read from the source, so it runs without a compiler; stubtest cannot see

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +41,7 @@ __all__ = [
     "NativeExtensionError",
     "NativeKernelError",
     "active_module",
+    "build_directory",
     "expected_device_type",
     "host_emulation",
     "load_extension",
@@ -117,12 +120,30 @@ def _require_host_compiler() -> None:
     _require_tool("ninja", "the ninja build tool (pip install ninja)")
 
 
+def build_directory(name: str, root: Path) -> Path:
+    """Where the build ``name`` of the sources in ``root`` is compiled and cached: torch's
+    extensions directory (``$TORCH_EXTENSIONS_DIR``, else
+    ``torch.utils.cpp_extension.get_default_build_root()``) / ``<name>-<digest>``, the digest (12
+    hex digits of SHA-256) of root's resolved path, the Python version and torch's version and CUDA
+    version. So two checkouts, Pythons or torch installs never share a build: with one shared
+    directory each would rebuild over the other's whenever their source paths differ, and torch
+    imports the library after releasing its build lock, so a process could load a library that
+    another had just built from other sources. Creates nothing."""
+    import torch
+    from torch.utils import cpp_extension
+
+    base = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
+    key = "\0".join((str(root.resolve()), sys.version, torch.__version__, str(torch.version.cuda)))
+    return Path(base) / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
 def _build(
     name: str, sources: tuple[str, ...], *, cuda: bool, sanitizers: tuple[str, ...] = ()
 ) -> ModuleType:
     from torch.utils import cpp_extension
 
     root = sources_dir()
+    directory = build_directory(name, root)
     flags = ["-O3"] if cuda else ["-O2", "-DTORCHLEAN_EMULATE=1"]
     link: list[str] = []
     if sanitizers:
@@ -130,6 +151,7 @@ def _build(
         flags = [*flags, "-g", "-fno-omit-frame-pointer", sanitize]
         link = [sanitize]
     try:
+        directory.mkdir(parents=True, exist_ok=True)
         module = cpp_extension.load(
             name=name,
             sources=[str(root / source) for source in sources],
@@ -138,6 +160,7 @@ def _build(
             extra_ldflags=link,
             extra_include_paths=[str(root)],
             with_cuda=cuda,
+            build_directory=str(directory),
             verbose=False,
         )
     except (RuntimeError, OSError, ImportError) as error:
@@ -153,7 +176,7 @@ _loaded: dict[str, ModuleType] = {}
 
 def load_extension() -> ModuleType:
     """The CUDA build of ``torchlean_native_ext``, compiled on first use and cached per process
-    (torch also caches the compiled library across processes in its extensions directory).
+    (and across processes in :func:`build_directory`).
 
     Raises:
         NativeExtensionError: no CUDA (see :func:`require_cuda`), no ``nvcc``, no C++ compiler,
