@@ -26,10 +26,11 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    ``libtorch.sdpa_forward`` and ``native_cuda.direct_attention`` respectively) and the loss
    parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
 4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
-   given a non-contiguous, an int32 and a shape-mismatched operand must raise a Python
-   ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the bindings), and a gather with
-   an out-of-range index through ``kernels`` (the session path, refused by the Python guards
-   before C++) a ``GuardError``, never abort the process; each call is a row, and the call a crash
+   given a non-contiguous, an int32 and a shape-mismatched operand and a cotangent of the wrong
+   shape must raise a Python ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the
+   bindings), a raw gather with an out-of-range index ``IndexError`` (``TL_CHECK_INDEX``), and the
+   same gather through ``kernels`` (the session path, refused by the Python guards before C++) a
+   ``GuardError``, never abort the process; each call is a row, and the call a crash
    interrupted is named with the signal. When one crashed, ``bench/exception_probe.py`` runs
    (``refusal_diagnosis`` in the record): which step of raising a C++ exception from an extension
    kills the process there, with a native backtrace when ``gdb`` or ``cuda-gdb`` is on PATH.
@@ -427,6 +428,12 @@ calls = {
     "matmul_forward(contraction sizes differ)": (
         lambda: ext.matmul_forward(ones(2, 3), ones(4, 5)), "ValueError"
     ),
+    "matmul_backward(g of another shape)": (
+        lambda: ext.matmul_backward(ones(2, 5), ones(2, 3), ones(3, 4), ones(2, 5)), "ValueError"
+    ),
+    "gather_forward(index value out of range)": (
+        lambda: ext.gather_forward(ones(1, 5), torch.tensor([[0, 9]], device=device), 1), "IndexError"
+    ),
     "session path: gather index out of range": (
         lambda: kernels.gather_forward(ones(1, 5), torch.tensor([[0, 9]], device=device), axis=1),
         "GuardError",
@@ -446,7 +453,8 @@ for name, (call, _) in calls.items():
 """Run as ``python -c REFUSAL_PROBE DEVICE``. Its protocol lines start with ``@@refusal`` (other
 output is ignored): the calls with the exception each must raise, then one ``{"start": call}``
 before each call and one result row after it, so a call that kills the process is the last one
-started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``); a call through
+started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``) or ``IndexError``
+(``TL_CHECK_INDEX``); a call through
 ``kernels`` (the session path) must raise ``GuardError``."""
 
 REFUSAL_MARK = "@@refusal "

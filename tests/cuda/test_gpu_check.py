@@ -372,6 +372,8 @@ CALLS = (
     "relu_forward(non-contiguous x)",
     "exp_forward(int32 x)",
     "matmul_forward(contraction sizes differ)",
+    "matmul_backward(g of another shape)",
+    "gather_forward(index value out of range)",
     "session path: gather index out of range",
 )
 
@@ -382,12 +384,14 @@ def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation:
     each to report the next."""
     rows = gpu_check._refusals("cpu")
     assert [r["call"] for r in rows] == list(CALLS)
-    assert [r["raised"] for r in rows] == ["ValueError"] * 3 + ["GuardError"]
+    assert [r["raised"] for r in rows] == ["ValueError"] * 4 + ["IndexError", "GuardError"]
     assert all(r["passed"] for r in rows)
     assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
     assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
     assert "contraction sizes differ" in rows[2]["message"]
-    assert "index value 9 is out of range" in rows[3]["message"]
+    assert "matmul_backward: g has shape [2, 5]; expected [2, 4]" in rows[3]["message"]
+    assert rows[4]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
+    assert rows[5]["message"].startswith("native_cuda.gather: index value 9 is out of range")
     assert gpu_check._refusal_line(rows[0]) == f"  {CALLS[0]:<45} raised ValueError ok"
 
 
@@ -480,8 +484,8 @@ def test_main_records_the_refusals_and_counts_them(
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == 0
     record = json.loads(out.read_text())
-    assert [r["passed"] for r in record["refusals"]] == [True] * 4
-    assert record["refusals_summary"]["calls"] == 4 and record["refusals_summary"]["failed"] == 0
+    assert [r["passed"] for r in record["refusals"]] == [True] * len(CALLS)
+    assert record["refusals_summary"]["calls"] == len(CALLS) and record["refusals_summary"]["failed"] == 0
     assert record["passed"] is True
     printed = capsys.readouterr().out
     assert "refusals of the C++ checks (child process; each must raise, not crash):" in printed
