@@ -74,7 +74,9 @@ import time
 import traceback
 from collections.abc import Callable
 from importlib.util import find_spec as _find_spec
+from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 EXIT_FAILED = 1
@@ -85,9 +87,8 @@ EXIT_NO_NVCC = 5
 EXIT_CUDA_MISMATCH = 6
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT, ROOT / "bench"):  # the package, and exception_probe beside this script
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 _MISSING = [name for name in ("beartype", "numpy", "torch", "tqdm", "sklearn") if _find_spec(name) is None]
 if _MISSING:
@@ -99,13 +100,24 @@ if _MISSING:
     )
     sys.exit(EXIT_PACKAGES)
 
-import exception_probe  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from torchlean.backend.providers.native_cuda import extension, kernels, parity  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_check.json"
+
+
+def _sibling(name: str) -> ModuleType:
+    """The script ``bench/<name>.py`` as a module (without putting ``bench/`` on sys.path)."""
+    spec = spec_from_file_location(f"bench_{name}", Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+exception_probe = _sibling("exception_probe")
 
 E2E_TOLERANCE = 1e-4
 E2E_RUNS: tuple[tuple[str, str, str | None], ...] = (
@@ -533,16 +545,34 @@ def _refusals(
     return rows
 
 
-def _diagnose_refusal_crash(recorder: Recorder) -> None:
+def _diagnose_refusal_crash(recorder: Recorder, budget: Budget) -> None:
     """Run ``bench/exception_probe.py`` (its own small extension, each case in a child process)
-    and keep its record as ``refusal_diagnosis``; its reading is printed. Informational: the
-    refusal rows already failed the check."""
-    print("a refusal crashed the process; probing which step of raising a C++ exception fails:", flush=True)
-    recorder.running("refusal diagnosis")
-    diagnosis = exception_probe.probe(lambda row: print(exception_probe.line(row), flush=True))
+    into the record's ``refusal_diagnosis``, saved after every case; its reading is printed.
+    Informational (the refusal rows already failed the check); skipped when ``--max-seconds`` has
+    run out, and an error of the probe itself is recorded, not raised."""
+    print("a refusal did not return (its child process died or timed out); probing which step of "
+          "raising a C++ exception fails:", flush=True)  # fmt: skip
+    diagnosis: dict[str, Any] = {}
     recorder.record["refusal_diagnosis"] = diagnosis
+    if budget.exhausted():
+        diagnosis["skipped"] = "out of time (--max-seconds)"
+        recorder.save()
+        print("  skipped: out of time (--max-seconds)", flush=True)
+        return
+    recorder.running("refusal diagnosis")
+
+    def on_case(row: dict[str, Any]) -> None:
+        print(exception_probe.line(row), flush=True)
+        recorder.save()
+
+    try:
+        exception_probe.probe(on_case, diagnosis)
+    except Exception:
+        diagnosis["error"] = traceback.format_exc()
+        print(f"  the probe failed: {diagnosis['error'].strip().splitlines()[-1]}", flush=True)
     recorder.save()
-    print(f"  reading: {diagnosis['reading']}", flush=True)
+    if "reading" in diagnosis:
+        print(f"  reading: {diagnosis['reading']}", flush=True)
     if "backtrace" in diagnosis:
         print(f"  native backtrace of {diagnosis['backtrace']['case']!r}: see refusal_diagnosis", flush=True)
 
@@ -905,7 +935,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         recorder.save()
         if any("crashed" in r for r in refusal_failed):
-            _diagnose_refusal_crash(recorder)
+            _diagnose_refusal_crash(recorder, budget)
 
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
         record["timing"] = []

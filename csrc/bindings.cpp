@@ -14,10 +14,18 @@ namespace tn = torchlean_native;
 
 namespace {
 
-// Refusing<&f>::call is f, with a refusal (tn::Refusal, from TL_CHECK_VALUE / TL_CHECK_INDEX)
-// raised as Python ValueError / IndexError right here: pybind11 restores an error_already_set
-// before consulting any exception translator, so the refusal never leaves this module as a C++
-// exception (see tn::Refusal for why).  The message is the check's, unchanged.
+[[noreturn]] void raise_here(PyObject* type, const char* message) {
+  PyErr_SetString(type, message);
+  throw py::error_already_set();
+}
+
+// Refusing<&f>::call is f, with its exceptions raised as Python exceptions right here: pybind11
+// restores an error_already_set before consulting any exception translator, so no exception
+// leaves this module as a C++ exception (see tn::Refusal for why).  A refusal (tn::Refusal, from
+// TL_CHECK_VALUE / TL_CHECK_INDEX) becomes ValueError / IndexError with the check's message.
+// An error ATen raises after the checks passed (c10::Error) becomes what torch's own translation
+// would give, with the message without the C++ backtrace: torch.OutOfMemoryError, ValueError,
+// IndexError, TypeError, NotImplementedError, else RuntimeError.
 template <auto Fn>
 struct Refusing;
 
@@ -27,10 +35,21 @@ struct Refusing<Fn> {
     try {
       return Fn(std::forward<Args>(args)...);
     } catch (const tn::Refusal& refusal) {
-      PyErr_SetString(
-          refusal.kind() == tn::Refusal::Kind::INDEX ? PyExc_IndexError : PyExc_ValueError,
-          refusal.what());
-      throw py::error_already_set();
+      raise_here(refusal.kind() == tn::Refusal::Kind::INDEX ? PyExc_IndexError : PyExc_ValueError,
+                 refusal.what());
+    } catch (const c10::OutOfMemoryError& error) {
+      const py::object type = py::module_::import("torch").attr("OutOfMemoryError");
+      raise_here(type.ptr(), error.what_without_backtrace());
+    } catch (const c10::ValueError& error) {
+      raise_here(PyExc_ValueError, error.what_without_backtrace());
+    } catch (const c10::IndexError& error) {
+      raise_here(PyExc_IndexError, error.what_without_backtrace());
+    } catch (const c10::TypeError& error) {
+      raise_here(PyExc_TypeError, error.what_without_backtrace());
+    } catch (const c10::NotImplementedError& error) {
+      raise_here(PyExc_NotImplementedError, error.what_without_backtrace());
+    } catch (const c10::Error& error) {
+      raise_here(PyExc_RuntimeError, error.what_without_backtrace());
     }
   }
 };

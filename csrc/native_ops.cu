@@ -74,6 +74,25 @@ std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::
   return out;
 }
 
+// checked_numel for a result this entry point allocates: its contiguous strides (products of the
+// trailing extents, an empty extent counting as 1) and its size in bytes fit int64 too, which
+// torch would otherwise refuse with its own error.
+std::int64_t checked_result_shape(const char* op, const char* what, IntArrayRef sizes,
+                                  std::int64_t element_size) {
+  const std::int64_t numel = checked_numel(op, what, sizes);
+  std::int64_t stride = 1;
+  for (std::size_t i = sizes.size(); i-- > 1;) {
+    TL_CHECK_VALUE(!c10::mul_overflows(stride, std::max<std::int64_t>(sizes[i], 1), &stride),
+                   "torchlean_native_ext.", op, ": ", what, " ", shape_text(sizes),
+                   " has strides beyond int64");
+  }
+  std::int64_t bytes = 0;
+  TL_CHECK_VALUE(!c10::mul_overflows(numel, element_size, &bytes), "torchlean_native_ext.", op,
+                 ": ", what, " ", shape_text(sizes), " needs more than int64 bytes (",
+                 element_size, " per element)");
+  return numel;
+}
+
 // Defined, on this build's device, contiguous, with a representable element count.
 void check_buffer(const char* op, const char* name, const at::Tensor& t) {
   TL_CHECK_VALUE(t.defined(), "torchlean_native_ext.", op, ": ", name, " is missing");
@@ -211,7 +230,7 @@ std::vector<std::int64_t> broadcast_shape(const char* op, const at::Tensor& a,
                    " do not broadcast");
     shape[static_cast<std::size_t>(i)] = sa == 1 ? sb : sa;
   }
-  checked_numel(op, "broadcast result", shape);
+  checked_result_shape(op, "broadcast result", shape, a.element_size());
   return shape;
 }
 
@@ -240,8 +259,15 @@ Grads one(const at::Tensor& t) { return Grads{t}; }
 
 // ---- spatial geometry --------------------------------------------------------------------------
 
+// The largest window parameter ATen's pooling and transposed-convolution kernels take (they hold
+// them in 32-bit ints); a convolution takes any int64 (reference.spatial_guards.
+// window_parameter_limit).
+constexpr std::int64_t kInt32Window = 2147483647;
+constexpr std::int64_t kInt64Window = std::numeric_limits<std::int64_t>::max();
+
 void check_spatial_params(const char* op, std::int64_t rank, const Ints& kernel,
-                          const Ints& stride, const Ints& padding, const Ints* dilation) {
+                          const Ints& stride, const Ints& padding, const Ints* dilation,
+                          std::int64_t limit) {
   TL_CHECK_VALUE(rank >= 1, "torchlean_native_ext.", op,
                  ": kernel must name at least one spatial axis");
   TL_CHECK_VALUE(static_cast<std::int64_t>(stride.size()) == rank &&
@@ -262,15 +288,42 @@ void check_spatial_params(const char* op, std::int64_t rank, const Ints& kernel,
       TL_CHECK_VALUE((*dilation)[i] >= 1, "torchlean_native_ext.", op, ": dilation[", ax,
                      "] = ", (*dilation)[i], " must be >= 1");
     }
+    const std::int64_t largest = std::max(
+        {kernel[i], stride[i], padding[i], dilation != nullptr ? (*dilation)[i] : 1});
+    TL_CHECK_VALUE(largest <= limit, "torchlean_native_ext.", op, ": window parameter ", largest,
+                   " on spatial axis ", ax, " is too large (accepted: at most ", limit,
+                   " = 2**31 - 1; ATen's pooling and transposed-convolution kernels hold window "
+                   "parameters in 32-bit ints)");
   }
+}
+
+// dilation * (kernel - 1) + 1 and in + 2 * pad, refusing int64 overflow.
+std::int64_t window_span(const char* op, std::int64_t ax, std::int64_t kernel,
+                         std::int64_t dilation) {
+  std::int64_t span = 0;
+  TL_CHECK_VALUE(!c10::mul_overflows(dilation, kernel - 1, &span) &&
+                     !c10::add_overflows(span, std::int64_t{1}, &span),
+                 "torchlean_native_ext.", op, ": spatial axis ", ax, " has a window span ",
+                 "dilation * (kernel - 1) + 1 beyond int64 (dilation ", dilation, ", kernel ",
+                 kernel, ")");
+  return span;
+}
+
+std::int64_t padded_extent(const char* op, std::int64_t ax, std::int64_t in, std::int64_t pad) {
+  std::int64_t padded = 0;
+  TL_CHECK_VALUE(!c10::mul_overflows(pad, std::int64_t{2}, &padded) &&
+                     !c10::add_overflows(padded, in, &padded),
+                 "torchlean_native_ext.", op, ": spatial axis ", ax, " has a padded extent ", in,
+                 " + 2 * ", pad, " beyond int64");
+  return padded;
 }
 
 // Output extent of a window op along one axis (floor mode); refuses empty outputs.
 std::int64_t window_out(const char* op, std::int64_t ax, std::int64_t in, std::int64_t kernel,
                         std::int64_t stride, std::int64_t pad, std::int64_t dilation) {
-  const std::int64_t span = dilation * (kernel - 1) + 1;
-  TL_CHECK_VALUE(in + 2 * pad >= span, "torchlean_native_ext.", op, ": spatial axis ", ax,
-                 " has extent ", in, " + 2 * padding ", pad,
+  const std::int64_t span = window_span(op, ax, kernel, dilation);
+  TL_CHECK_VALUE(padded_extent(op, ax, in, pad) >= span, "torchlean_native_ext.", op,
+                 ": spatial axis ", ax, " has extent ", in, " + 2 * padding ", pad,
                  " smaller than the window span ", span);
   return (in + 2 * pad - span) / stride + 1;
 }
@@ -319,7 +372,7 @@ FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, co
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
   TL_CHECK_VALUE(rank >= 1 && rank <= 3, "torchlean_native_ext.", op, ": ", rank,
                  " spatial axes requested; accepted 1..3");
-  check_spatial_params(op, rank, kernel, stride, padding, &dilation);
+  check_spatial_params(op, rank, kernel, stride, padding, &dilation, kInt32Window);
   TL_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                  "; a ", rank, "-d pool needs at least one leading (channel) axis");
   check_pool_extents(op, x, rank);
@@ -362,7 +415,7 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
   const std::int64_t rank = static_cast<std::int64_t>(kernel.size());
   TL_CHECK_VALUE(rank >= 1 && rank <= tl::kMaxPoolRank, "torchlean_native_ext.", op, ": ",
                  rank, " spatial axes requested; accepted 1..", tl::kMaxPoolRank);
-  check_spatial_params(op, rank, kernel, stride, padding, nullptr);
+  check_spatial_params(op, rank, kernel, stride, padding, nullptr, kInt32Window);
   TL_CHECK_VALUE(x.dim() >= rank + 1, "torchlean_native_ext.", op, ": x has rank ", x.dim(),
                  "; a ", rank, "-d pool needs at least one leading (channel) axis");
   check_pool_extents(op, x, rank);
@@ -425,6 +478,13 @@ at::TensorOptions source_options(const char* op, const std::string& dtype,
 #ifdef TORCHLEAN_EMULATE
   return at::TensorOptions().dtype(scalar).device(at::kCPU);
 #else
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+    (void)cudaGetLastError();  // do not leave the error for the next launch check to report
+    devices = 0;
+  }
+  TL_CHECK_VALUE(device_index < devices, "torchlean_native_ext.", op, ": device index ",
+                 device_index, " names no CUDA device (", devices, " visible)");
   return at::TensorOptions().dtype(scalar).device(
       at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index)));
 #endif
@@ -466,7 +526,7 @@ std::vector<std::int64_t> matmul_shape(const char* op, const at::Tensor& a, cons
   }
   if (a.dim() >= 2) shape.push_back(a.size(-2));
   if (b.dim() >= 2) shape.push_back(b.size(-1));
-  checked_numel(op, "the product", shape);
+  checked_result_shape(op, "the product", shape, a.element_size());
   return shape;
 }
 }  // namespace
@@ -701,18 +761,34 @@ void check_clamp_bounds(const char* op, double lo, double hi) {
                  ": bounds [", lo, ", ", hi, "] must be ordered and not NaN");
 }
 
+// A bound rounded to x's dtype (to nearest, ties to even), a float32 overflow giving +-inf: the
+// reference's x.dtype.type(bound).  at::clamp refuses a finite bound beyond float32's range
+// instead; its comparisons (ge/le) round the same way.  Float32 rounding overflows from half an
+// ulp (2**103) above FLT_MAX on, where the tie goes to infinity.
+double bound_in(double bound, at::ScalarType dtype) {
+  if (dtype != at::kFloat || !std::isfinite(bound)) return bound;
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (std::fabs(bound) >= kMax + std::ldexp(1.0, 103)) {
+    return std::copysign(std::numeric_limits<double>::infinity(), bound);
+  }
+  if (std::fabs(bound) > kMax) return std::copysign(kMax, bound);
+  return static_cast<double>(static_cast<float>(bound));
+}
+
 Tensor clamp_forward(const Tensor& x, double lo, double hi) {
   check_unary("clamp_forward", x);
   check_clamp_bounds("clamp_forward", lo, hi);
   c10::DeviceGuard guard(x.device());
-  return at::clamp(x, lo, hi);
+  return at::clamp(x, bound_in(lo, x.scalar_type()), bound_in(hi, x.scalar_type()));
 }
 
 Grads clamp_backward(const Tensor& g, const Tensor& x, const Tensor& out, double lo, double hi) {
   check_unary_backward("clamp_backward", g, x, out);
   check_clamp_bounds("clamp_backward", lo, hi);
   c10::DeviceGuard guard(x.device());
-  return one(at::where(x.ge(lo).logical_and(x.le(hi)), g, at::zeros({}, g.options())));
+  const double low = bound_in(lo, x.scalar_type());
+  const double high = bound_in(hi, x.scalar_type());
+  return one(at::where(x.ge(low).logical_and(x.le(high)), g, at::zeros({}, g.options())));
 }
 
 // d max(a, b) (PyTorch's maximum/minimum backward): ties split g evenly, the loser gets 0 and
@@ -1072,7 +1148,7 @@ Grads reduce_mean_backward(const Tensor& g, const Tensor& x, const Tensor& out, 
 Tensor reshape_forward(const Tensor& x, const Ints& shape) {
   constexpr const char* op = "reshape_forward";
   check_float(op, "x", x);
-  const std::int64_t n = checked_numel(op, "target shape", shape);
+  const std::int64_t n = checked_result_shape(op, "target shape", shape, x.element_size());
   TL_CHECK_VALUE(n == x.numel(), "torchlean_native_ext.", op, ": cannot reshape ",
                  shape_text(x.sizes()), " (", x.numel(), " elements) to ", shape_text(shape),
                  " (", n, " elements)");
@@ -1134,7 +1210,7 @@ Grads permute_backward(const Tensor& g, const Tensor& x, const Tensor& out, cons
 
 namespace {
 void check_broadcast_target(const char* op, const at::Tensor& x, const Ints& shape) {
-  checked_numel(op, "target shape", shape);
+  checked_result_shape(op, "target shape", shape, x.element_size());
   const std::int64_t rank = static_cast<std::int64_t>(shape.size());
   TL_CHECK_VALUE(rank >= x.dim(), "torchlean_native_ext.", op, ": cannot broadcast ",
                  shape_text(x.sizes()), " to the lower-rank shape ", shape_text(shape));
@@ -1373,8 +1449,8 @@ Tensor rand_uniform_forward(const Ints& shape, std::uint64_t seed, std::uint64_t
                             const std::string& dtype, std::int64_t device_index,
                             std::int64_t stream) {
   constexpr const char* op = "rand_uniform_forward";
-  checked_numel(op, "shape", shape);
   const at::TensorOptions options = source_options(op, dtype, device_index);
+  checked_result_shape(op, "shape", shape, static_cast<std::int64_t>(options.dtype().itemsize()));
   c10::DeviceGuard guard(options.device());
   at::Tensor out = at::empty(shape, options);
   if (out.numel() == 0) return out;
@@ -1388,10 +1464,10 @@ Tensor bernoulli_mask_forward(const Ints& shape, double keep_prob, std::uint64_t
                               std::uint64_t counter, const std::string& dtype,
                               std::int64_t device_index, std::int64_t stream) {
   constexpr const char* op = "bernoulli_mask_forward";
-  checked_numel(op, "shape", shape);
   TL_CHECK_VALUE(keep_prob >= 0.0 && keep_prob <= 1.0, "torchlean_native_ext.", op,
                  ": keep_prob = ", keep_prob, " must lie in [0, 1]");
   const at::TensorOptions options = source_options(op, dtype, device_index);
+  checked_result_shape(op, "shape", shape, static_cast<std::int64_t>(options.dtype().itemsize()));
   c10::DeviceGuard guard(options.device());
   at::Tensor out = at::empty(shape, options);
   if (out.numel() == 0) return out;
@@ -1576,7 +1652,8 @@ std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const 
   TL_CHECK_VALUE(weight.numel() > 0, "torchlean_native_ext.", op, ": weight has shape ",
                  shape_text(weight.sizes()), " with an empty axis; accepted: every axis >= 1");
   const Ints kernel(weight.sizes().begin() + 2, weight.sizes().end());
-  check_spatial_params(op, spatial, kernel, p.stride, p.padding, &p.dilation);
+  check_spatial_params(op, spatial, kernel, p.stride, p.padding, &p.dilation,
+                       p.transposed ? kInt32Window : kInt64Window);
   TL_CHECK_VALUE(p.groups >= 1, "torchlean_native_ext.", op, ": groups = ", p.groups,
                  " must be >= 1");
   std::int64_t out_channels = 0;
@@ -1596,8 +1673,15 @@ std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const 
                              p.output_padding[i] < p.dilation[i]),
                      "torchlean_native_ext.", op, ": output_padding[", ax, "] = ",
                      p.output_padding[i], " must be >= 0 and below stride or dilation");
-      const std::int64_t out = (x.size(2 + ax) - 1) * p.stride[i] - 2 * p.padding[i] +
-                               p.dilation[i] * (kernel[i] - 1) + p.output_padding[i] + 1;
+      // (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1; the
+      // parameters are below 2**31, the extent is any int64
+      const std::int64_t grown =
+          checked_mul(op, "(extent - 1) * stride", x.size(2 + ax) - 1, p.stride[i]);
+      const std::int64_t rest = window_span(op, ax, kernel[i], p.dilation[i]) +
+                                p.output_padding[i] - 2 * p.padding[i];
+      std::int64_t out = 0;
+      TL_CHECK_VALUE(!c10::add_overflows(grown, rest, &out), "torchlean_native_ext.", op,
+                     ": spatial axis ", ax, " would have an output extent beyond int64");
       TL_CHECK_VALUE(out >= 1, "torchlean_native_ext.", op, ": spatial axis ", ax,
                      " would have output extent ", out);
       spatial_out.push_back(out);

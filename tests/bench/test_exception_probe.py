@@ -47,6 +47,7 @@ def test_a_case_that_returns_or_raises_is_recorded_as_such(probe: ModuleType) ->
 
 def test_the_reading_names_the_first_step_that_crashed(probe: ModuleType) -> None:
     fine = _expected(probe)
+    assert [case for case, _, _ in probe.CASES] == [case for case, _ in probe.READINGS]
     assert probe.reading(fine) == "nothing crashed: every case behaved as expected"
     # the old failure: only the c10::Error that leaves the extension crashes
     assert probe.reading({**fine, "c10 out": "crashed: signal SIGSEGV"}) == (
@@ -63,9 +64,31 @@ def test_the_reading_names_the_first_step_that_crashed(probe: ModuleType) -> Non
     assert probe.reading({**fine, "std caught in C++": "crashed: signal SIGSEGV"}).startswith(
         "std caught in C++: throwing any exception crashes"
     )
-    assert probe.reading({**fine, "std out": "raises TypeError"}) == (
-        "std out: expected 'raises RuntimeError', got 'raises TypeError' (nothing crashed before it)"
+    # a case that misbehaves without crashing does not hide a later crash
+    assert probe.reading({**fine, "std out": "raises TypeError", "c10 out": "crashed: exit 1"}).startswith(
+        "c10 out: torch's translation"
     )
+    assert probe.reading({**fine, "std out": "raises TypeError"}) == (
+        "std out: expected 'raises ValueError', got 'raises TypeError' (nothing crashed)"
+    )
+
+
+def test_the_reading_says_when_the_probe_did_not_build(probe: ModuleType) -> None:
+    control = {"torch error": "raises RuntimeError"}
+    assert probe.reading(control, built=False) == (
+        "the probe extension did not build; only the torch control ran, as expected"
+    )
+    assert probe.reading({"torch error": "crashed: signal SIGSEGV"}, built=False).startswith(
+        "torch error: torch's own C++ errors crash too"
+    )
+
+
+def test_a_library_that_does_not_load_is_not_a_crash(probe: ModuleType, tmp_path: Path) -> None:
+    library = tmp_path / "broken.so"
+    library.write_bytes(b"not a library")
+    result = probe.run_case("module.c10_out()", library)
+    assert result["outcome"] == "not run"
+    assert str(library) in result["message"]
 
 
 def test_every_case_behaves_as_expected_here(probe: ModuleType, tmp_path: Path) -> None:

@@ -500,7 +500,8 @@ def test_a_crashed_refusal_runs_the_exception_probe(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """When a refusal kills the child, ``bench/exception_probe.py`` runs and its record and reading
-    are kept (the probe itself: tests/bench/test_exception_probe.py); the check still fails."""
+    are kept, saved after each case (the probe itself: tests/bench/test_exception_probe.py); the
+    check still fails."""
     monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
     monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
     monkeypatch.setattr(
@@ -508,30 +509,54 @@ def test_a_crashed_refusal_runs_the_exception_probe(
         "REFUSAL_PROBE",
         _probe(_done("a"), "report({'start': 'b'})", "os.kill(os.getpid(), signal.SIGSEGV)"),
     )
+    out = tmp_path / "record.json"
     row = {
         "case": "c10 out",
         "expected": "raises ValueError",
         "outcome": "crashed: signal SIGSEGV",
         "passed": False,
     }
+    saved: list[dict[str, Any]] = []
 
-    def fake_probe(on_case: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    def fake_probe(on_case: Callable[[dict[str, Any]], None], record: dict[str, Any]) -> dict[str, Any]:
+        record["cases"] = [row]
         on_case(row)
-        return {"cases": [row], "reading": "c10 out: the reading", "passed": False}
+        saved.append(json.loads(out.read_text())["refusal_diagnosis"])  # on disk after the case
+        record |= {"reading": "c10 out: the reading", "passed": False}
+        return record
 
     monkeypatch.setattr(gpu_check.exception_probe, "probe", fake_probe)
-    out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
     record = json.loads(out.read_text())
+    assert saved == [{"cases": [row]}]
     assert record["refusal_diagnosis"] == {"cases": [row], "reading": "c10 out: the reading", "passed": False}
     assert record["passed"] is False
     printed = capsys.readouterr().out
-    assert "a refusal crashed the process; probing which step of raising a C++ exception fails:" in printed
+    assert "a refusal did not return (its child process died or timed out); probing which step" in printed
     assert (
         "  c10 out                  crashed: signal SIGSEGV      FAIL (expected raises ValueError)" in printed
     )
     assert "  reading: c10 out: the reading" in printed
     assert "refusals 2," in printed
+
+
+def test_the_diagnosis_keeps_to_the_time_limit_and_records_its_own_failure(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    recorder = gpu_check.Recorder(tmp_path / "r.json", {})
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args: pytest.fail("probed"))
+    gpu_check._diagnose_refusal_crash(recorder, gpu_check.Budget(1e-9))
+    assert json.loads((tmp_path / "r.json").read_text())["refusal_diagnosis"] == {
+        "skipped": "out of time (--max-seconds)"
+    }
+
+    def broken(*args: object) -> None:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", broken)
+    gpu_check._diagnose_refusal_crash(recorder, gpu_check.Budget(0))
+    diagnosis = json.loads((tmp_path / "r.json").read_text())["refusal_diagnosis"]
+    assert diagnosis["error"].strip().endswith("OSError: no space left on device")
 
 
 def test_no_probe_when_the_refusals_pass_or_only_raise_the_wrong_thing(
@@ -543,7 +568,7 @@ def test_no_probe_when_the_refusals_pass_or_only_raise_the_wrong_thing(
     monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
     monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
     monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", _probe(_done("a"), _done("b", "TypeError"), _done("c")))
-    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda on_case: pytest.fail("probed"))
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args: pytest.fail("probed"))
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
     assert "refusal_diagnosis" not in json.loads(out.read_text())

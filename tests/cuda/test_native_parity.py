@@ -182,6 +182,8 @@ for name, call in {
     "torch": lambda: torch.empty(-1),
     "value": lambda: ext.relu_forward(torch.ones(3, 4).t()),
     "index": lambda: ext.gather_forward(torch.ones(1, 5), torch.tensor([[0, 9]]), 1),
+    # past the checks: ATen's allocator fails (2**48 bytes, beyond any x86-64 user address space)
+    "aten": lambda: ext.rand_uniform_forward([2**45], 0, 0, "float64", 0, 0),
 }.items():
     try:
         call()
@@ -195,7 +197,8 @@ def test_refusals_are_raised_inside_the_extension(emulation: ModuleType) -> None
     """A refusal of the C++ checks becomes its Python exception in the bindings (``Refusing``), not
     through a ``c10::Error`` and torch's exception translation: with ``TORCH_SHOW_CPP_STACKTRACES=1``
     torch's translator appends the C++ stack to what it raises (the control, ``torch.empty(-1)``,
-    shows it), and a refusal's message is the check's alone."""
+    shows it), and a refusal's message is the check's alone. An ATen error past the checks is
+    raised in the bindings too, as the type torch's translation would give."""
     env = {**os.environ, "TORCH_SHOW_CPP_STACKTRACES": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", _REFUSAL_CHILD],
@@ -215,6 +218,10 @@ def test_refusals_are_raised_inside_the_extension(emulation: ModuleType) -> None
         "torchlean_native_ext.relu_forward: x of shape [4, 3] is not contiguous (flat row-major buffers "
         "are required)",
     ]
+    kind, text = messages["aten"]
+    assert kind == "RuntimeError"
+    assert "DefaultCPUAllocator: can't allocate memory" in text
+    assert "Exception raised from" not in text and "CapturedTraceback" not in text
     assert messages["index"] == [
         "IndexError",
         "torchlean_native_ext.gather_forward: index value 9 is out of range (accepted: values in [0, 5) "
@@ -323,6 +330,102 @@ def test_concat_backward_refuses_extents_whose_sum_overflows(emulation: ModuleTy
     xs = [torch.empty(0, 2**62, dtype=torch.float64)] * 2
     with pytest.raises(ValueError, match=r"the extents along axis 1 add up to more than int64 can count"):
         emulation.concat_backward(_wrong((0, 1)), xs, _wrong((0, 1)), 1)
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [
+        (0.5, 1e300),
+        (-1e300, 0.5),
+        (0.5, FLOAT32_MAX + 2.0**102),  # rounds to FLOAT32_MAX
+        (0.5, FLOAT32_MAX + 2.0**103),  # half an ulp above: the tie rounds to inf
+        (-FLOAT32_MAX - 2.0**103, FLOAT32_MAX + 1e31),
+        (0.1, 0.3),  # inside the range: rounded to float32 as the reference does
+    ],
+)
+def test_clamp_bounds_beyond_float32_are_rounded_as_the_reference(
+    emulation: ModuleType, lo: float, hi: float
+) -> None:
+    """``torch.clamp`` refuses a finite bound beyond float32's range for a float32 x; the reference
+    (the oracle) rounds the bound to x's dtype, an overflow giving +-inf, and so does the native
+    provider now, raw and through ``kernels``, forward and VJP."""
+    from torchlean.backend.providers.reference import kernels as reference
+
+    x = torch.tensor([float("inf"), -float("inf"), 1.0, 0.2, FLOAT32_MAX, -FLOAT32_MAX])
+    expected = reference.clamp(x.numpy(), lo=lo, hi=hi)
+    expected_vjp = reference.clamp_vjp(np.ones(6, np.float32), x.numpy(), out=expected, lo=lo, hi=hi)[0]
+    out = kernels.clamp_forward(x, lo=lo, hi=hi)
+    assert np.array_equal(out.numpy(), expected)
+    assert np.array_equal(emulation.clamp_forward(x, lo, hi).numpy(), expected)
+    (dx,) = kernels.clamp_backward(torch.ones(6), x, out=out, lo=lo, hi=hi)
+    assert dx is not None and np.array_equal(dx.numpy(), expected_vjp)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda m: m.broadcast_forward(torch.ones((), dtype=torch.float64), [1, 2**63 - 1]),
+            r"broadcast_forward: target shape \[1, 9223372036854775807\] needs more than int64 bytes "
+            r"\(8 per element\)",
+        ),
+        (
+            lambda m: m.rand_uniform_forward([1, 2**62], 0, 0, "float32", 0, 0),
+            r"rand_uniform_forward: shape \[1, 4611686018427387904\] needs more than int64 bytes",
+        ),
+        (
+            lambda m: m.bernoulli_mask_forward([2**61], 0.5, 0, 0, "float64", 0, 0),
+            r"bernoulli_mask_forward: shape \[2305843009213693952\] needs more than int64 bytes",
+        ),
+        (
+            lambda m: m.reshape_forward(torch.ones(0), [0, 2**62, 2**62]),
+            r"reshape_forward: target shape \[0, 4611686018427387904, 4611686018427387904\] has "
+            r"strides beyond int64",
+        ),
+        (
+            lambda m: m.conv_transpose_forward(
+                torch.ones(1, 1, 3), torch.ones(1, 1, 2), None, [2**40], [0], [0], [1], 1
+            ),
+            r"conv_transpose_forward: window parameter 1099511627776 on spatial axis 0 is too large "
+            r"\(accepted: at most 2147483647 = 2\*\*31 - 1",
+        ),
+        (
+            lambda m: m.max_pool_forward(torch.ones(1, 1, 4, 4), [2, 2], [2**62, 1], [0, 0], [1, 1]),
+            r"max_pool_forward: window parameter 4611686018427387904 on spatial axis 0 is too large",
+        ),
+        (
+            lambda m: m.smooth_max_pool_forward(torch.ones(1, 1, 4), [2**31], [1], [0], 1.0, 0),
+            r"smooth_max_pool_forward: window parameter 2147483648 on spatial axis 0 is too large",
+        ),
+        (
+            lambda m: m.conv_forward(torch.ones(1, 1, 5), torch.ones(1, 1, 3), None, [1], [0], [2**62], 1),
+            r"conv_forward: spatial axis 0 has a window span dilation \* \(kernel - 1\) \+ 1 beyond "
+            r"int64 \(dilation 4611686018427387904, kernel 3\)",
+        ),
+        (
+            lambda m: m.conv_forward(torch.ones(1, 1, 5), torch.ones(1, 1, 3), None, [1], [2**62], [1], 1),
+            r"conv_forward: spatial axis 0 has a padded extent 5 \+ 2 \* 4611686018427387904 beyond int64",
+        ),
+        (
+            lambda m: m.conv_transpose_forward(
+                torch.ones(0, 1, 2**62), torch.ones(1, 1, 2), None, [2], [0], [0], [1], 1
+            ),
+            r"conv_transpose_forward: spatial axis 0 would have an output extent beyond int64",
+        ),
+    ],
+)
+def test_sizes_torch_cannot_hold_are_refused_by_the_checks(
+    emulation: ModuleType, call: Callable[[ModuleType], object], message: str
+) -> None:
+    """Element counts that fit int64 but whose bytes or strides do not, window parameters above
+    what ATen's pooling and transposed-convolution kernels hold (2**31 - 1, as
+    ``reference.spatial_guards.window_parameter_limit``), and spans, padded extents and output
+    extents beyond int64: refused by the checks (``ValueError``), not by torch's own errors."""
+    with pytest.raises(ValueError, match=rf"^torchlean_native_ext\.{message}"):
+        call(emulation)
 
 
 def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> None:
