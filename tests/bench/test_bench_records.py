@@ -4,10 +4,9 @@ consistent (min <= median <= max), never compared with a time."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,16 +26,7 @@ SCRIPTS = {
 # which noise may make negative)
 RAW_TIMINGS = {"train_step", "planning", "attention", "reduction"}
 KEYS = ("name", "machine", "versions", "threads", "backend")
-
-
-def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCH))  # the scripts import their helper module ``_record``
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+Loader = Callable[[str], ModuleType]  # the bench_script fixture (tests/conftest.py)
 
 
 def summaries(value: Any) -> list[dict[str, Any]]:
@@ -52,11 +42,11 @@ def summaries(value: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", list(SCRIPTS))
-def test_script_writes_record(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     if not (BENCH / f"{name}.py").exists():
         pytest.skip(f"bench/{name}.py does not exist yet")
-    module = load(name, monkeypatch)
+    module = bench_script(name)
     assert module.main(["--smoke", "--out", str(tmp_path), *SCRIPTS[name]]) == 0
     record = json.loads((tmp_path / f"{name}.json").read_text())
     for key in KEYS:
@@ -79,10 +69,8 @@ def test_script_writes_record(name: str, tmp_path: Path, monkeypatch: pytest.Mon
     assert table.rstrip() in capsys.readouterr().out
 
 
-def test_train_step_reports_ratios_targets_and_backends(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    module = load("train_step", monkeypatch)
+def test_train_step_reports_ratios_targets_and_backends(bench_script: Loader, tmp_path: Path) -> None:
+    module = bench_script("train_step")
     module.main(["--smoke", "--out", str(tmp_path), "--models", "mlp"])
     record = json.loads((tmp_path / "train_step.json").read_text())
     (result,) = record["results"]
@@ -101,9 +89,9 @@ def test_train_step_reports_ratios_targets_and_backends(
             assert ("aten" in providers) == label.startswith("fast_cpu")
 
 
-def test_run_summary_combines_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = load("run", monkeypatch)
-    reduction = load("reduction", monkeypatch)
+def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> None:
+    run = bench_script("run")
+    reduction = bench_script("reduction")
     reduction.main(["--smoke", "--out", str(tmp_path)])
     outcomes = [run.Outcome("reduction", "ok", 1.0), run.Outcome("dispatch", "skipped", 0.0, "missing"),
                 run.Outcome("planning", "failed", 2.0, "exit status 1")]
@@ -125,12 +113,12 @@ def test_run_summary_combines_tables(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(
-    name: str, argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    bench_script: Loader, name: str, argv: list[str], message: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    module = load(name, monkeypatch)
+    module = bench_script(name)
     with pytest.raises(SystemExit) as info:
         module.main([arg.format(file=blocker) for arg in argv])
     assert info.value.code == 2
@@ -139,12 +127,12 @@ def test_bad_arguments_are_one_line_usage_errors(
 
 
 def test_dispatch_on_a_cuda_profile_without_a_device_fails_cleanly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    bench_script: Loader, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
-    module = load("dispatch", monkeypatch)
+    module = bench_script("dispatch")
     assert module.main(["--smoke", "--profile", "checked_cuda", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: torch eager session: CUDA was requested")

@@ -4,10 +4,9 @@ as expected."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -17,13 +16,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "exception_probe.py"
 
 
 @pytest.fixture
-def probe(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_exception_probe", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+def probe(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("exception_probe")
 
 
 def _expected(probe: ModuleType) -> dict[str, str]:

@@ -19,10 +19,8 @@ The device timings themselves need a GPU and run only there.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,13 +38,8 @@ KEYS = {"case", "op", "capsule", "dtype", "errors", "tolerance", "passed", "prob
 
 
 @pytest.fixture
-def gpu_check(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_gpu_check", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+def gpu_check(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("gpu_check")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
