@@ -49,17 +49,12 @@ class Refusal : public std::exception {
 
 // TL_CHECK_VALUE(cond, parts...): unless `cond`, refuse with the message c10::str(parts...)
 // (Python ValueError).  TL_CHECK_INDEX: the same for an index value (Python IndexError).
-#define TL_CHECK_VALUE(cond, ...)                                                         \
+#define TL_CHECK_VALUE(cond, ...) TL_CHECK_AS(VALUE, cond, __VA_ARGS__)
+#define TL_CHECK_INDEX(cond, ...) TL_CHECK_AS(INDEX, cond, __VA_ARGS__)
+#define TL_CHECK_AS(kind, cond, ...)                                                      \
   do {                                                                                    \
     if (C10_UNLIKELY(!(cond))) {                                                          \
-      ::torchlean_native::refuse(::torchlean_native::Refusal::Kind::VALUE,                \
-                                 ::c10::str(__VA_ARGS__));                                \
-    }                                                                                     \
-  } while (false)
-#define TL_CHECK_INDEX(cond, ...)                                                         \
-  do {                                                                                    \
-    if (C10_UNLIKELY(!(cond))) {                                                          \
-      ::torchlean_native::refuse(::torchlean_native::Refusal::Kind::INDEX,                \
+      ::torchlean_native::refuse(::torchlean_native::Refusal::Kind::kind,                 \
                                  ::c10::str(__VA_ARGS__));                                \
     }                                                                                     \
   } while (false)
