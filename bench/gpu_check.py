@@ -545,13 +545,22 @@ def _refusals(
     return rows
 
 
+def _died_in_a_call(rows: list[dict[str, Any]]) -> bool:
+    """Whether the refusal child died (or hung) inside one of its calls: not merely before its
+    first call, between calls or after the last one."""
+    return any(
+        row.get("crashed", "not reached") != "not reached" and not row["call"].startswith("(") for row in rows
+    )
+
+
 def _diagnose_refusal_crash(recorder: Recorder, budget: Budget) -> None:
     """Run ``bench/exception_probe.py`` (its own small extension, each case in a child process)
     into the record's ``refusal_diagnosis``, saved after every case; its reading is printed.
-    Informational (the refusal rows already failed the check); skipped when ``--max-seconds`` has
-    run out, and an error of the probe itself is recorded, not raised."""
-    print("a refusal did not return (its child process died or timed out); probing which step of "
-          "raising a C++ exception fails:", flush=True)  # fmt: skip
+    Informational (the refusal rows already failed the check); it starts nothing past
+    ``--max-seconds`` (the cases left are listed as skipped), and an error of the probe itself is
+    recorded, not raised."""
+    print("a refusal did not return (its child process died or hung in the call); probing which "
+          "step of raising a C++ exception fails:", flush=True)  # fmt: skip
     diagnosis: dict[str, Any] = {}
     recorder.record["refusal_diagnosis"] = diagnosis
     if budget.exhausted():
@@ -566,7 +575,7 @@ def _diagnose_refusal_crash(recorder: Recorder, budget: Budget) -> None:
         recorder.save()
 
     try:
-        exception_probe.probe(on_case, diagnosis)
+        exception_probe.probe(on_case, diagnosis, deadline=budget.deadline)
     except Exception:
         diagnosis["error"] = traceback.format_exc()
         print(f"  the probe failed: {diagnosis['error'].strip().splitlines()[-1]}", flush=True)
@@ -934,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - start, 1),
         }
         recorder.save()
-        if any("crashed" in r for r in refusal_failed):
+        if _died_in_a_call(refusal_failed):
             _diagnose_refusal_crash(recorder, budget)
 
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)

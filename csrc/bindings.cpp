@@ -3,6 +3,10 @@
 // native_ops.cu; argument names match stubs/torchlean_native_ext.pyi.
 #include <torch/extension.h>
 
+#include <new>
+#include <stdexcept>
+#include <utility>
+
 #include "native_ops.h"
 
 #ifdef TORCHLEAN_EMULATE
@@ -19,13 +23,69 @@ namespace {
   throw py::error_already_set();
 }
 
-// Refusing<&f>::call is f, with its exceptions raised as Python exceptions right here: pybind11
-// restores an error_already_set before consulting any exception translator, so no exception
-// leaves this module as a C++ exception (see tn::Refusal for why).  A refusal (tn::Refusal, from
-// TL_CHECK_VALUE / TL_CHECK_INDEX) becomes ValueError / IndexError with the check's message.
-// An error ATen raises after the checks passed (c10::Error) becomes what torch's own translation
-// would give, with the message without the C++ backtrace: torch.OutOfMemoryError, ValueError,
-// IndexError, TypeError, NotImplementedError, else RuntimeError.
+py::object torch_attr(const char* name) { return py::module_::import("torch").attr(name); }
+
+// Raises the exception being handled as a Python exception, inside this module.  A refusal
+// (tn::Refusal, from TL_CHECK_VALUE / TL_CHECK_INDEX) becomes ValueError / IndexError with the
+// check's message.  An ATen error (c10::Error) becomes the type torch's own translation gives
+// (torch/csrc/Exceptions.h: torch.OutOfMemoryError, torch.AcceleratorError with its error_code,
+// torch.linalg.LinAlgError, ValueError, IndexError, TypeError, NotImplementedError, BufferError,
+// else RuntimeError), with the message without the C++ backtrace.  A standard exception becomes
+// what pybind11 would give (MemoryError, ValueError, IndexError, OverflowError, else
+// RuntimeError).  Anything else (pybind11's own, thread cancellation) is rethrown as is.
+[[noreturn]] void raise_in_module() {
+  try {
+    throw;
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const tn::Refusal& refusal) {
+    raise_here(refusal.kind() == tn::Refusal::Kind::INDEX ? PyExc_IndexError : PyExc_ValueError,
+               refusal.what());
+  } catch (const c10::OutOfMemoryError& error) {
+    raise_here(torch_attr("OutOfMemoryError").ptr(), error.what_without_backtrace());
+  } catch (const c10::AcceleratorError& error) {
+    const py::object type = torch_attr("AcceleratorError");
+    const py::object value = type(error.what_without_backtrace(), error.get_error_code());
+    value.attr("error_code") = error.get_error_code();
+    PyErr_SetObject(type.ptr(), value.ptr());
+    throw py::error_already_set();
+  } catch (const c10::LinAlgError& error) {
+    raise_here(torch_attr("linalg").attr("LinAlgError").ptr(), error.what_without_backtrace());
+  } catch (const c10::ValueError& error) {
+    raise_here(PyExc_ValueError, error.what_without_backtrace());
+  } catch (const c10::IndexError& error) {
+    raise_here(PyExc_IndexError, error.what_without_backtrace());
+  } catch (const c10::TypeError& error) {
+    raise_here(PyExc_TypeError, error.what_without_backtrace());
+  } catch (const c10::NotImplementedError& error) {
+    raise_here(PyExc_NotImplementedError, error.what_without_backtrace());
+  } catch (const c10::BufferError& error) {
+    raise_here(PyExc_BufferError, error.what_without_backtrace());
+  } catch (const c10::Error& error) {
+    raise_here(PyExc_RuntimeError, error.what_without_backtrace());
+  } catch (const std::bad_alloc& error) {
+    raise_here(PyExc_MemoryError, error.what());
+  } catch (const std::out_of_range& error) {
+    raise_here(PyExc_IndexError, error.what());
+  } catch (const std::overflow_error& error) {
+    raise_here(PyExc_OverflowError, error.what());
+  } catch (const std::invalid_argument& error) {
+    raise_here(PyExc_ValueError, error.what());
+  } catch (const std::domain_error& error) {
+    raise_here(PyExc_ValueError, error.what());
+  } catch (const std::length_error& error) {
+    raise_here(PyExc_ValueError, error.what());
+  } catch (const std::range_error& error) {
+    raise_here(PyExc_ValueError, error.what());
+  } catch (const std::exception& error) {
+    raise_here(PyExc_RuntimeError, error.what());
+  }
+}
+
+// Refusing<&f>::call is f, with its exceptions raised as Python exceptions right here
+// (raise_in_module): pybind11 restores an error_already_set before consulting any exception
+// translator, so no refusal, ATen error or standard exception leaves this module as a C++
+// exception (see tn::Refusal for why).
 template <auto Fn>
 struct Refusing;
 
@@ -34,22 +94,8 @@ struct Refusing<Fn> {
   static R call(Args... args) {
     try {
       return Fn(std::forward<Args>(args)...);
-    } catch (const tn::Refusal& refusal) {
-      raise_here(refusal.kind() == tn::Refusal::Kind::INDEX ? PyExc_IndexError : PyExc_ValueError,
-                 refusal.what());
-    } catch (const c10::OutOfMemoryError& error) {
-      const py::object type = py::module_::import("torch").attr("OutOfMemoryError");
-      raise_here(type.ptr(), error.what_without_backtrace());
-    } catch (const c10::ValueError& error) {
-      raise_here(PyExc_ValueError, error.what_without_backtrace());
-    } catch (const c10::IndexError& error) {
-      raise_here(PyExc_IndexError, error.what_without_backtrace());
-    } catch (const c10::TypeError& error) {
-      raise_here(PyExc_TypeError, error.what_without_backtrace());
-    } catch (const c10::NotImplementedError& error) {
-      raise_here(PyExc_NotImplementedError, error.what_without_backtrace());
-    } catch (const c10::Error& error) {
-      raise_here(PyExc_RuntimeError, error.what_without_backtrace());
+    } catch (...) {
+      raise_in_module();
     }
   }
 };

@@ -261,7 +261,7 @@ Grads one(const at::Tensor& t) { return Grads{t}; }
 
 // The largest window parameter ATen's pooling and transposed-convolution kernels take (they hold
 // them in 32-bit ints); a convolution takes any int64 (reference.spatial_guards.
-// window_parameter_limit).
+// window_parameter_limit).  check_spatial_params takes one of the two as its `limit`.
 constexpr std::int64_t kInt32Window = 2147483647;
 constexpr std::int64_t kInt64Window = std::numeric_limits<std::int64_t>::max();
 
@@ -288,12 +288,17 @@ void check_spatial_params(const char* op, std::int64_t rank, const Ints& kernel,
       TL_CHECK_VALUE((*dilation)[i] >= 1, "torchlean_native_ext.", op, ": dilation[", ax,
                      "] = ", (*dilation)[i], " must be >= 1");
     }
-    const std::int64_t largest = std::max(
-        {kernel[i], stride[i], padding[i], dilation != nullptr ? (*dilation)[i] : 1});
-    TL_CHECK_VALUE(largest <= limit, "torchlean_native_ext.", op, ": window parameter ", largest,
-                   " on spatial axis ", ax, " is too large (accepted: at most ", limit,
-                   " = 2**31 - 1; ATen's pooling and transposed-convolution kernels hold window "
-                   "parameters in 32-bit ints)");
+    if (limit == kInt32Window) {
+      const std::pair<const char*, std::int64_t> params[] = {
+          {"kernel", kernel[i]}, {"stride", stride[i]}, {"padding", padding[i]},
+          {"dilation", dilation != nullptr ? (*dilation)[i] : 1}};
+      for (const auto& [name, value] : params) {
+        TL_CHECK_VALUE(value <= kInt32Window, "torchlean_native_ext.", op, ": ", name, "[", ax,
+                       "] = ", value, " is too large (accepted: at most ", kInt32Window,
+                       " = 2**31 - 1; ATen's pooling and transposed-convolution kernels hold "
+                       "window parameters in 32-bit ints)");
+      }
+    }
   }
 }
 
@@ -405,6 +410,7 @@ FoldedPool fold_pool(const char* op, const at::Tensor& x, const Ints& kernel, co
     folded.out_shape.push_back(out);
     in_shape.push_back(in);
   }
+  checked_result_shape(op, "the result", folded.out_shape, x.element_size());
   folded.input = x.reshape(in_shape);
   return folded;
 }
@@ -449,6 +455,7 @@ tl::PoolGeometry pool_geometry(const char* op, const at::Tensor& x, const Ints& 
     g.kernel_size = checked_mul(op, "kernel volume", g.kernel_size, kernel[i]);
   }
   checked_mul(op, "output element count", g.channels, g.out_size);
+  checked_result_shape(op, "the result", out_shape, x.element_size());
   return g;
 }
 
@@ -1243,7 +1250,13 @@ Grads broadcast_backward(const Tensor& g, const Tensor& x, const Tensor& out, co
 }
 
 namespace {
-std::int64_t check_concat(const char* op, const std::vector<at::Tensor>& xs, std::int64_t dim) {
+// The operands of a concatenation along `dim`, and its result's shape.
+struct Concat {
+  std::int64_t axis;
+  std::vector<std::int64_t> shape;
+};
+
+Concat check_concat(const char* op, const std::vector<at::Tensor>& xs, std::int64_t dim) {
   TL_CHECK_VALUE(!xs.empty(), "torchlean_native_ext.", op, ": needs at least one tensor");
   check_float(op, "xs[0]", xs[0]);
   check_rank(op, "xs[0]", xs[0], 1, 16);
@@ -1259,12 +1272,20 @@ std::int64_t check_concat(const char* op, const std::vector<at::Tensor>& xs, std
                    shape_text(xs[i].sizes()), " which does not match xs[0] ",
                    shape_text(xs[0].sizes()), " outside axis ", axis);
   }
-  return axis;
+  std::int64_t total = 0;
+  for (const at::Tensor& x : xs) {
+    TL_CHECK_VALUE(!c10::add_overflows(total, x.size(axis), &total), "torchlean_native_ext.", op,
+                   ": the extents along axis ", axis, " add up to more than int64 can count");
+  }
+  Concat result{axis, xs[0].sizes().vec()};
+  result.shape[static_cast<std::size_t>(axis)] = total;
+  checked_result_shape(op, "the result", result.shape, xs[0].element_size());
+  return result;
 }
 }  // namespace
 
 Tensor concat_forward(const std::vector<Tensor>& xs, std::int64_t dim) {
-  const std::int64_t axis = check_concat("concat_forward", xs, dim);
+  const std::int64_t axis = check_concat("concat_forward", xs, dim).axis;
   c10::DeviceGuard guard(xs[0].device());
   return own_list(at::cat(xs, axis), xs);
 }
@@ -1272,19 +1293,13 @@ Tensor concat_forward(const std::vector<Tensor>& xs, std::int64_t dim) {
 Grads concat_backward(const Tensor& g, const std::vector<Tensor>& xs, const Tensor& out,
                       std::int64_t dim) {
   constexpr const char* op = "concat_backward";
-  const std::int64_t axis = check_concat(op, xs, dim);
+  const Concat concat = check_concat(op, xs, dim);
+  const std::int64_t axis = concat.axis;
   check_like(op, "g", g, "xs[0]", xs[0]);
   check_like(op, "out", out, "xs[0]", xs[0]);
   std::vector<std::int64_t> sizes;
-  std::int64_t total = 0;
-  for (const at::Tensor& x : xs) {
-    sizes.push_back(x.size(axis));
-    TL_CHECK_VALUE(!c10::add_overflows(total, x.size(axis), &total), "torchlean_native_ext.", op,
-                   ": the extents along axis ", axis, " add up to more than int64 can count");
-  }
-  std::vector<std::int64_t> joined = xs[0].sizes().vec();
-  joined[static_cast<std::size_t>(axis)] = total;
-  check_cotangent(op, g, joined);
+  for (const at::Tensor& x : xs) sizes.push_back(x.size(axis));
+  check_cotangent(op, g, concat.shape);
   check_same_shape(op, "out", out, "g", g);
   c10::DeviceGuard guard(g.device());
   Grads grads;
@@ -1707,6 +1722,7 @@ std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const 
   }
   std::vector<std::int64_t> shape{x.size(0), out_channels};
   shape.insert(shape.end(), spatial_out.begin(), spatial_out.end());
+  checked_result_shape(op, "the result", shape, x.element_size());
   return shape;
 }
 

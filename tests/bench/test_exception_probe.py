@@ -103,3 +103,29 @@ def test_every_case_behaves_as_expected_here(probe: ModuleType, tmp_path: Path) 
     assert messages["construct c10::Error"] == "constructed, not thrown"
     assert messages["c10 caught in C++"] == "thrown and caught in C++"
     assert messages["c10 out"] == "TORCH_CHECK_VALUE left to torch's translation"
+
+
+def test_past_the_deadline_nothing_more_starts(probe: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_build() -> Path:
+        raise OSError("no compiler")
+
+    monkeypatch.setattr(probe, "build", no_build)
+    record = probe.probe(deadline=0.0)
+    assert record["cases"] == [] and record["skipped"] == ["torch error"]
+    assert record["build_error"] == "no compiler"
+    assert record["passed"] is False
+
+
+def test_a_crash_without_a_debugger_says_so(probe: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_build() -> Path:
+        raise OSError("no compiler")
+
+    monkeypatch.setattr(probe, "build", no_build)
+    kill = "__import__('os').kill(__import__('os').getpid(), 11)"
+    monkeypatch.setattr(probe, "CASES", (("torch error", kill, "raises RuntimeError"),))
+    monkeypatch.setattr(probe.shutil, "which", lambda name: None)
+    seen: list[dict[str, object]] = []
+    record = probe.probe(seen.append)
+    assert seen == record["cases"] and record["cases"][0]["outcome"] == "crashed: signal SIGSEGV"
+    assert record["reading"].startswith("torch error: torch's own C++ errors crash too")
+    assert record["backtrace"] == {"case": "torch error", "text": "no gdb or cuda-gdb on PATH"}

@@ -511,7 +511,9 @@ def test_a_crashed_refusal_runs_the_exception_probe(
     }
     saved: list[dict[str, Any]] = []
 
-    def fake_probe(on_case: Callable[[dict[str, Any]], None], record: dict[str, Any]) -> dict[str, Any]:
+    def fake_probe(
+        on_case: Callable[[dict[str, Any]], None], record: dict[str, Any], deadline: float
+    ) -> dict[str, Any]:
         record["cases"] = [row]
         on_case(row)
         saved.append(json.loads(out.read_text())["refusal_diagnosis"])  # on disk after the case
@@ -525,7 +527,7 @@ def test_a_crashed_refusal_runs_the_exception_probe(
     assert record["refusal_diagnosis"] == {"cases": [row], "reading": "c10 out: the reading", "passed": False}
     assert record["passed"] is False
     printed = capsys.readouterr().out
-    assert "a refusal did not return (its child process died or timed out); probing which step" in printed
+    assert "a refusal did not return (its child process died or hung in the call); probing which" in printed
     assert (
         "  c10 out                  crashed: signal SIGSEGV      FAIL (expected raises ValueError)" in printed
     )
@@ -537,13 +539,13 @@ def test_the_diagnosis_keeps_to_the_time_limit_and_records_its_own_failure(
     gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     recorder = gpu_check.Recorder(tmp_path / "r.json", {})
-    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args: pytest.fail("probed"))
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args, **kwargs: pytest.fail("probed"))
     gpu_check._diagnose_refusal_crash(recorder, gpu_check.Budget(1e-9))
     assert json.loads((tmp_path / "r.json").read_text())["refusal_diagnosis"] == {
         "skipped": "out of time (--max-seconds)"
     }
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise OSError("no space left on device")
 
     monkeypatch.setattr(gpu_check.exception_probe, "probe", broken)
@@ -561,7 +563,23 @@ def test_no_probe_when_the_refusals_pass_or_only_raise_the_wrong_thing(
     monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
     monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
     monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", _probe(_done("a"), _done("b", "TypeError"), _done("c")))
-    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args: pytest.fail("probed"))
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args, **kwargs: pytest.fail("probed"))
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
     assert "refusal_diagnosis" not in json.loads(out.read_text())
+
+
+def test_no_probe_when_the_child_dies_before_its_first_call(
+    gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A child that dies before any call (an import or build failure) says nothing about raising
+    from the extension: the refusal row fails, and no probe runs."""
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
+    monkeypatch.setattr(gpu_check, "REFUSAL_PROBE", "import sys; sys.exit(3)")
+    monkeypatch.setattr(gpu_check.exception_probe, "probe", lambda *args, **kwargs: pytest.fail("probed"))
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
+    record = json.loads(out.read_text())
+    assert [r["call"] for r in record["refusals"]] == ["(the probe did not start)"]
+    assert "refusal_diagnosis" not in record

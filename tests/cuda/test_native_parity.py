@@ -182,8 +182,8 @@ for name, call in {
     "torch": lambda: torch.empty(-1),
     "value": lambda: ext.relu_forward(torch.ones(3, 4).t()),
     "index": lambda: ext.gather_forward(torch.ones(1, 5), torch.tensor([[0, 9]]), 1),
-    # past the checks: ATen's allocator fails (2**48 bytes, beyond any x86-64 user address space)
-    "aten": lambda: ext.rand_uniform_forward([2**45], 0, 0, "float64", 0, 0),
+    # past the checks: ATen's allocator fails (2**58 bytes: beyond any x86-64 address space)
+    "aten": lambda: ext.rand_uniform_forward([2**55], 0, 0, "float64", 0, 0),
 }.items():
     try:
         call()
@@ -326,10 +326,20 @@ def test_raw_backwards_refuse_a_cotangent_of_another_shape(emulation: ModuleType
         assert isinstance(grads, list) and grads
 
 
-def test_concat_backward_refuses_extents_whose_sum_overflows(emulation: ModuleType) -> None:
+def test_concat_refuses_extents_whose_sum_overflows(emulation: ModuleType) -> None:
+    """Four (0, 2**62) pieces along axis 1 sum to 2**64: torch.cat once returned a (0, 0) result
+    here; the C++ check refuses it raw (forward and backward), the Python guard first through
+    ``kernels``."""
     xs = [torch.empty(0, 2**62, dtype=torch.float64)] * 2
     with pytest.raises(ValueError, match=r"the extents along axis 1 add up to more than int64 can count"):
         emulation.concat_backward(_wrong((0, 1)), xs, _wrong((0, 1)), 1)
+    with pytest.raises(
+        GuardError,
+        match=r"^native_cuda\.concat: the extents along axis 1 add up to 18446744073709551616, more than "
+        r"int64 can count \(accepted: at most 9223372036854775807\)$",
+    ):
+        kernels.concat_forward(*[torch.empty(0, 2**62)] * 4, axis=1)
+    assert kernels.concat_forward(*[torch.empty(0, 2**61)] * 3, axis=1).shape == (0, 3 * 2**61)
 
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -389,16 +399,16 @@ def test_clamp_bounds_beyond_float32_are_rounded_as_the_reference(
             lambda m: m.conv_transpose_forward(
                 torch.ones(1, 1, 3), torch.ones(1, 1, 2), None, [2**40], [0], [0], [1], 1
             ),
-            r"conv_transpose_forward: window parameter 1099511627776 on spatial axis 0 is too large "
+            r"conv_transpose_forward: stride\[0\] = 1099511627776 is too large "
             r"\(accepted: at most 2147483647 = 2\*\*31 - 1",
         ),
         (
             lambda m: m.max_pool_forward(torch.ones(1, 1, 4, 4), [2, 2], [2**62, 1], [0, 0], [1, 1]),
-            r"max_pool_forward: window parameter 4611686018427387904 on spatial axis 0 is too large",
+            r"max_pool_forward: stride\[0\] = 4611686018427387904 is too large",
         ),
         (
             lambda m: m.smooth_max_pool_forward(torch.ones(1, 1, 4), [2**31], [1], [0], 1.0, 0),
-            r"smooth_max_pool_forward: window parameter 2147483648 on spatial axis 0 is too large",
+            r"smooth_max_pool_forward: kernel\[0\] = 2147483648 is too large",
         ),
         (
             lambda m: m.conv_forward(torch.ones(1, 1, 5), torch.ones(1, 1, 3), None, [1], [0], [2**62], 1),
@@ -414,6 +424,20 @@ def test_clamp_bounds_beyond_float32_are_rounded_as_the_reference(
                 torch.ones(0, 1, 2**62), torch.ones(1, 1, 2), None, [2], [0], [0], [1], 1
             ),
             r"conv_transpose_forward: spatial axis 0 would have an output extent beyond int64",
+        ),
+        (  # an empty batch: no element, but 16 channels of 2**60 have strides beyond int64
+            lambda m: m.conv_forward(torch.ones(0, 1, 2**60), torch.ones(16, 1, 1), None, [1], [0], [1], 1),
+            r"conv_forward: the result \[0, 16, 1152921504606846976\] has strides beyond int64",
+        ),
+        (
+            lambda m: m.conv_transpose_forward(
+                torch.ones(0, 1, 2**40), torch.ones(1, 4, 1), None, [2**22], [0], [0], [1], 1
+            ),
+            r"conv_transpose_forward: the result \[0, 4, 4611686018423193601\] has strides beyond int64",
+        ),
+        (
+            lambda m: m.concat_forward([torch.empty(0, 2**62)] * 4, 1),
+            r"concat_forward: the extents along axis 1 add up to more than int64 can count",
         ),
     ],
 )

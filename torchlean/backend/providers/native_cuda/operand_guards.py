@@ -48,6 +48,8 @@ __all__ = [
     "wrap_axis",
 ]
 
+_INT64_MAX = 2**63 - 1
+
 ATTENTION_MAX_WIDTH = 256
 """The widest head (d and d_v) the direct attention kernel takes (``kAttnMaxWidth`` in
 ``csrc/kernels.cuh``: 8 columns per lane of a warp)."""
@@ -317,10 +319,11 @@ def check_scatter_index(base: torch.Tensor, index: torch.Tensor, src: torch.Tens
 
 def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
     """``torch.cat(xs, axis)``'s rules: ``axis`` in range for xs[0]'s rank, every tensor of that
-    rank and equal to xs[0] outside ``axis``. Returns the non-negative axis.
+    rank and equal to xs[0] outside ``axis``, and the extents along ``axis`` summing to at most
+    int64's largest. Returns the non-negative axis.
 
     Raises:
-        GuardError: naming the first mismatching tensor's shape.
+        GuardError: naming the first mismatching tensor's shape, or the overflowing sum.
     """
     dim = wrap_axis("concat", axis, xs[0].dim())
     first = _shape(xs[0])
@@ -334,6 +337,13 @@ def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
                 f"xs[{i}] has shape {shape} which does not match xs[0] {first} outside axis {dim} "
                 "(accepted: equal ranks and extents except along the axis, as torch.cat)",
             )
+    total = sum(_shape(x)[dim] for x in xs)
+    if total > _INT64_MAX:
+        raise _fail(
+            "concat",
+            f"the extents along axis {dim} add up to {total}, more than int64 can count "
+            f"(accepted: at most {_INT64_MAX})",
+        )
     return dim
 
 
