@@ -167,7 +167,11 @@ READINGS: tuple[tuple[str, str], ...] = (
 """Each case and what its crash means, in the order the reading looks for the first crash."""
 
 
-def _signal_name(returncode: int) -> str:
+def death(returncode: int) -> str:
+    """How a child process ended, from its exit status: ``signal SIGSEGV`` (or ``signal 40`` for a
+    signal without a name) when a signal killed it, else ``exit N``."""
+    if returncode >= 0:
+        return f"exit {returncode}"
     try:
         return f"signal {signal.Signals(-returncode).name}"
     except ValueError:
@@ -214,8 +218,7 @@ def run_case(expression: str, library: Path | None, timeout: float = CASE_TIMEOU
         if text.startswith(CASE_MARK):
             result: dict[str, Any] = json.loads(text.removeprefix(CASE_MARK))
             return result
-    how = _signal_name(done.returncode) if done.returncode < 0 else f"exit {done.returncode}"
-    return {"outcome": f"crashed: {how}", "message": "", "stderr": done.stderr[-1500:]}
+    return {"outcome": f"crashed: {death(done.returncode)}", "message": "", "stderr": done.stderr[-1500:]}
 
 
 def native_backtrace(expression: str, library: Path | None, timeout: float = GDB_TIMEOUT) -> str | None:

@@ -31,9 +31,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    bindings), a raw gather with an out-of-range index ``IndexError`` (``TL_CHECK_INDEX``), and the
    same gather through ``kernels`` (the session path, refused by the Python guards before C++) a
    ``GuardError``, never abort the process; each call is a row, and the call a crash
-   interrupted is named with the signal. When one crashed, ``bench/exception_probe.py`` runs
-   (``refusal_diagnosis`` in the record): which step of raising a C++ exception from an extension
-   kills the process there, with a native backtrace when ``gdb`` or ``cuda-gdb`` is on PATH.
+   interrupted is named with the signal. When the child died in a call,
+   ``bench/exception_probe.py`` runs (``refusal_diagnosis`` in the record): which step of raising
+   a C++ exception from an extension kills the process there, with a native backtrace when
+   ``gdb`` or ``cuda-gdb`` is on PATH.
 5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
@@ -66,7 +67,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -473,13 +473,6 @@ REFUSAL_MARK = "@@refusal "
 REFUSAL_TIMEOUT = 300.0
 
 
-def _signal_name(returncode: int) -> str:
-    try:
-        return f"signal {signal.Signals(-returncode).name}"
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 def _text(output: str | bytes | None) -> str:
     return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
@@ -502,11 +495,7 @@ def _refusals(
     try:
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
         stdout, stderr = done.stdout, done.stderr
-        death = (
-            None
-            if done.returncode == 0
-            else (_signal_name(done.returncode) if done.returncode < 0 else f"exit {done.returncode}")
-        )
+        death = None if done.returncode == 0 else exception_probe.death(done.returncode)
     except subprocess.TimeoutExpired as expired:
         stdout, stderr = _text(expired.stdout), _text(expired.stderr)
         death = f"timed out after {timeout:g} s"

@@ -216,22 +216,27 @@ void check_unary_backward(const char* op, const at::Tensor& g, const at::Tensor&
   check_same_shape(op, "out", out, "x", x);
 }
 
+// The broadcast of two shapes (trailing axes aligned, extents equal or 1; numpy/PyTorch rules), or
+// nothing when they do not broadcast (the caller refuses with its own message).
+std::optional<std::vector<std::int64_t>> broadcast_sizes(IntArrayRef a, IntArrayRef b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<std::int64_t> shape(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t sa = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    const std::int64_t sb = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (sa != sb && sa != 1 && sb != 1) return std::nullopt;
+    shape[i] = sa == 1 ? sb : sa;
+  }
+  return shape;
+}
+
 std::vector<std::int64_t> broadcast_shape(const char* op, const at::Tensor& a,
                                           const at::Tensor& b) {
-  const std::int64_t rank = std::max(a.dim(), b.dim());
-  std::vector<std::int64_t> shape(static_cast<std::size_t>(rank));
-  for (std::int64_t i = 0; i < rank; ++i) {
-    const std::int64_t ia = a.dim() - rank + i;
-    const std::int64_t ib = b.dim() - rank + i;
-    const std::int64_t sa = ia >= 0 ? a.size(ia) : 1;
-    const std::int64_t sb = ib >= 0 ? b.size(ib) : 1;
-    TL_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, "torchlean_native_ext.", op,
-                   ": shapes ", shape_text(a.sizes()), " and ", shape_text(b.sizes()),
-                   " do not broadcast");
-    shape[static_cast<std::size_t>(i)] = sa == 1 ? sb : sa;
-  }
-  checked_result_shape(op, "broadcast result", shape, a.element_size());
-  return shape;
+  const auto shape = broadcast_sizes(a.sizes(), b.sizes());
+  TL_CHECK_VALUE(shape.has_value(), "torchlean_native_ext.", op, ": shapes ",
+                 shape_text(a.sizes()), " and ", shape_text(b.sizes()), " do not broadcast");
+  checked_result_shape(op, "broadcast result", *shape, a.element_size());
+  return *shape;
 }
 
 void check_binary(const char* op, const at::Tensor& a, const at::Tensor& b) {
@@ -517,20 +522,12 @@ std::vector<std::int64_t> matmul_shape(const char* op, const at::Tensor& a, cons
   const std::int64_t kb = b.dim() == 1 ? b.size(0) : b.size(-2);
   TL_CHECK_VALUE(ka == kb, "torchlean_native_ext.", op, ": contraction sizes differ: a ",
                  shape_text(a.sizes()), " @ b ", shape_text(b.sizes()));
-  const IntArrayRef a_batch = a.sizes().slice(0, std::max<std::int64_t>(a.dim() - 2, 0));
-  const IntArrayRef b_batch = b.sizes().slice(0, std::max<std::int64_t>(b.dim() - 2, 0));
-  const std::int64_t rank = std::max(a_batch.size(), b_batch.size());
-  std::vector<std::int64_t> shape;
-  for (std::int64_t i = 0; i < rank; ++i) {
-    const std::int64_t ia = static_cast<std::int64_t>(a_batch.size()) - rank + i;
-    const std::int64_t ib = static_cast<std::int64_t>(b_batch.size()) - rank + i;
-    const std::int64_t sa = ia >= 0 ? a_batch[ia] : 1;
-    const std::int64_t sb = ib >= 0 ? b_batch[ib] : 1;
-    TL_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, "torchlean_native_ext.", op,
-                   ": batch axes of a ", shape_text(a.sizes()), " and b ", shape_text(b.sizes()),
-                   " do not broadcast");
-    shape.push_back(sa == 1 ? sb : sa);
-  }
+  const auto batch =
+      broadcast_sizes(a.sizes().slice(0, std::max<std::int64_t>(a.dim() - 2, 0)),
+                      b.sizes().slice(0, std::max<std::int64_t>(b.dim() - 2, 0)));
+  TL_CHECK_VALUE(batch.has_value(), "torchlean_native_ext.", op, ": batch axes of a ",
+                 shape_text(a.sizes()), " and b ", shape_text(b.sizes()), " do not broadcast");
+  std::vector<std::int64_t> shape = *batch;
   if (a.dim() >= 2) shape.push_back(a.size(-2));
   if (b.dim() >= 2) shape.push_back(b.size(-1));
   checked_result_shape(op, "the product", shape, a.element_size());

@@ -24,7 +24,7 @@ import torch
 
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch
-from torchlean.backend.providers.native_cuda.guards import check_element_count
+from torchlean.backend.providers.native_cuda.guards import INT64_MAX, check_element_count
 from torchlean.backend.providers.reference.spatial_guards import (
     batch_count_fault,
     padding_only_fault,
@@ -47,8 +47,6 @@ __all__ = [
     "check_window",
     "wrap_axis",
 ]
-
-_INT64_MAX = 2**63 - 1
 
 ATTENTION_MAX_WIDTH = 256
 """The widest head (d and d_v) the direct attention kernel takes (``kAttnMaxWidth`` in
@@ -338,11 +336,11 @@ def check_concat_shapes(xs: Sequence[torch.Tensor], axis: int) -> int:
                 "(accepted: equal ranks and extents except along the axis, as torch.cat)",
             )
     total = sum(_shape(x)[dim] for x in xs)
-    if total > _INT64_MAX:
+    if total > INT64_MAX:
         raise _fail(
             "concat",
             f"the extents along axis {dim} add up to {total}, more than int64 can count "
-            f"(accepted: at most {_INT64_MAX})",
+            f"(accepted: at most {INT64_MAX})",
         )
     return dim
 
