@@ -285,6 +285,7 @@ def probe(
             line.strip() for line in torch.__config__.show().splitlines() if line.strip().startswith("- GCC")
         ],
         "cxx": _compiler_version(),
+        "environment": _settings(),
     }
     start = time.perf_counter()
     try:
@@ -331,6 +332,24 @@ def _compiler_version() -> str:
     except OSError as error:
         return f"{compiler}: {error}"
     return f"{compiler}: {(done.stdout.splitlines() or [''])[0]}"
+
+
+def _settings() -> dict[str, str]:
+    """The environment variables that change how torch builds or loads an extension or reports its
+    errors (``TORCH_SHOW_CPP_STACKTRACES``, ``LD_PRELOAD``, compiler flags, ...)."""
+    prefixes = (
+        "TORCH_",
+        "PYTORCH_",
+        "LD_",
+        "CUDA_",
+        "CXX",
+        "CC",
+        "CFLAGS",
+        "CPPFLAGS",
+        "LDFLAGS",
+        "MAX_JOBS",
+    )
+    return {name: value for name, value in sorted(os.environ.items()) if name.startswith(prefixes)}
 
 
 def _runtime_libraries() -> list[str]:

@@ -34,7 +34,9 @@ inline void check_launch(const char* /*what*/) {}
 #else  // real CUDA build
 
 #include <cuda_runtime.h>
-#include <c10/util/Exception.h>
+
+#include <stdexcept>
+#include <string>
 
 #define TL_GLOBAL __global__
 #define TL_DEVICE __device__ __forceinline__
@@ -48,13 +50,21 @@ inline void check_launch(const char* /*what*/) {}
 #define TL_UNROLL _Pragma("unroll")
 
 namespace tl {
+// A CUDA runtime call failed.  A std::runtime_error rather than c10::Error (TORCH_CHECK): it
+// captures no C++ backtrace, and the bindings raise it as RuntimeError with this message (see
+// torchlean_native::Refusal in native_ops.h for why).
+[[noreturn]] inline void fail(const std::string& what) {
+  throw std::runtime_error("torchlean_native_ext: " + what);
+}
+
 // Largest dynamic shared memory a block may opt into on `device` (bytes).
 inline int max_dynamic_smem_optin(int device) {
   int value = 0;
   const cudaError_t err =
       cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: cannot query shared memory limit: ",
-              cudaGetErrorString(err));
+  if (err != cudaSuccess) {
+    fail(std::string("cannot query shared memory limit: ") + cudaGetErrorString(err));
+  }
   return value;
 }
 // Kernels that need more than the default 48 KiB of dynamic shared memory must opt in.
@@ -63,13 +73,16 @@ inline void allow_dynamic_smem(Kernel kernel, int bytes) {
   if (bytes <= 48 * 1024) return;
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: cannot reserve ", bytes,
-              " bytes of shared memory: ", cudaGetErrorString(err));
+  if (err != cudaSuccess) {
+    fail("cannot reserve " + std::to_string(bytes) + " bytes of shared memory: " +
+         cudaGetErrorString(err));
+  }
 }
 inline void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
-  TORCH_CHECK(err == cudaSuccess, "torchlean_native_ext: ", what,
-              " kernel launch failed: ", cudaGetErrorString(err));
+  if (err != cudaSuccess) {
+    fail(std::string(what) + " kernel launch failed: " + cudaGetErrorString(err));
+  }
 }
 }  // namespace tl
 

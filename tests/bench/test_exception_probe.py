@@ -110,8 +110,15 @@ def test_past_the_deadline_nothing_more_starts(probe: ModuleType, monkeypatch: p
         raise OSError("no compiler")
 
     monkeypatch.setattr(probe, "build", no_build)
+    monkeypatch.setenv("TORCH_SHOW_CPP_STACKTRACES", "1")
+    monkeypatch.setenv("LD_PRELOAD", "")
+    monkeypatch.setenv("HOME_OF_SOMETHING_ELSE", "x")
     record = probe.probe(deadline=0.0)
     assert record["cases"] == [] and record["skipped"] == ["torch error"]
+    # the settings that change how errors are reported are kept with the record, others are not
+    assert record["environment"]["TORCH_SHOW_CPP_STACKTRACES"] == "1"
+    assert record["environment"]["LD_PRELOAD"] == ""
+    assert "HOME_OF_SOMETHING_ELSE" not in record["environment"]
     assert record["build_error"] == "no compiler"
     assert record["passed"] is False
 
