@@ -31,7 +31,9 @@ case                       what the call does                                   
 The ``reading`` of the record names the first step that crashed (cases in the order of the
 table), else the first case that did not behave as expected. Where a case crashed and ``gdb`` (or
 ``cuda-gdb``) is on PATH, the first such case is run once more under it and the native backtrace
-kept.
+kept; then, unless it was the torch control, it is rerun on each build variant (:data:`VARIANTS`:
+``-O0``, no control-flow protection, static libgcc, static libstdc++), and ``variant_reading`` says
+which builds, if any, stop the crash.
 
 Usage::
 
@@ -52,7 +54,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,20 @@ READINGS: tuple[tuple[str, str], ...] = (
 )
 """Each case and what its crash means, in the order the reading looks for the first crash."""
 
+BASE_CFLAGS: tuple[str, ...] = ("-O2",)
+
+VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("-O0", ("-O0",), ()),
+    ("no CET", ("-fcf-protection=none",), ()),
+    ("static libgcc", (), ("-static-libgcc",)),
+    ("static libstdc++", (), ("-static-libstdc++", "-static-libgcc")),
+)
+"""Builds of the probe extension with other flags (name, compiler flags added after
+:data:`BASE_CFLAGS`, linker flags): when a case crashes, it is rerun on each, so that the record
+says which change to the build, if any, stops the crash (optimisation; the control-flow protection
+Ubuntu's GCC turns on by default; the unwinder and C++ runtime linked into the library rather than
+shared with torch)."""
+
 
 def death(returncode: int) -> str:
     """How a child process ended, from its exit status: ``signal SIGSEGV`` (or ``signal 40`` for a
@@ -185,29 +201,42 @@ def _environment() -> dict[str, str]:
     }
 
 
-def build() -> Path:
-    """Compile the probe extension (cached by torch across runs) and return its library's path.
+def build(variant: int | None = None) -> Path:
+    """Compile the probe extension (cached by torch across runs) and return its library's path:
+    with :data:`BASE_CFLAGS`, or with the flags of ``VARIANTS[variant]`` added (a module of its
+    own, ``torchlean_exception_probe_v<variant>``).
 
     Raises:
         RuntimeError, OSError, ImportError: from ``torch.utils.cpp_extension.load_inline``.
     """
     from torch.utils import cpp_extension
 
+    name, cflags = MODULE_NAME, BASE_CFLAGS
+    ldflags: tuple[str, ...] = ()
+    if variant is not None:
+        _, extra_cflags, ldflags = VARIANTS[variant]
+        name, cflags = f"{MODULE_NAME}_v{variant}", BASE_CFLAGS + extra_cflags
     module = cpp_extension.load_inline(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-        name=MODULE_NAME,
+        name=name,
         cpp_sources=[CPP_SOURCE],
         functions=list(FUNCTIONS),
-        extra_cflags=["-O2"],
+        extra_cflags=list(cflags),
+        extra_ldflags=list(ldflags),
         with_pytorch_error_handling=False,  # plain m.def, as csrc/bindings.cpp had
         verbose=False,
     )
     return Path(str(module.__file__))
 
 
+def _module_name(library: Path | None) -> str:
+    """The module name a library was built under (its file name up to the first dot)."""
+    return MODULE_NAME if library is None else library.name.split(".")[0]
+
+
 def run_case(expression: str, library: Path | None, timeout: float = CASE_TIMEOUT) -> dict[str, Any]:
     """Evaluate ``expression`` (``module`` is the probe extension at ``library``) in a child
     process: ``{"outcome": "returns" | "raises <type>" | "crashed: <how>", "message": ...}``."""
-    command = [sys.executable, "-c", CHILD, MODULE_NAME, str(library or ""), expression]
+    command = [sys.executable, "-c", CHILD, _module_name(library), str(library or ""), expression]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, env=_environment(), timeout=timeout, check=False
@@ -229,7 +258,7 @@ def native_backtrace(expression: str, library: Path | None, timeout: float = GDB
         return None
     command = [
         debugger, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt",
-        "--args", sys.executable, "-c", CHILD, MODULE_NAME, str(library or ""), expression,
+        "--args", sys.executable, "-c", CHILD, _module_name(library), str(library or ""), expression,
     ]  # fmt: skip
     try:
         done = subprocess.run(
@@ -317,10 +346,55 @@ def probe(
         else:
             text = native_backtrace(expression, library)
             record["backtrace"] = {"case": crashed["case"], "text": text or "no gdb or cuda-gdb on PATH"}
+        if crashed["case"] != CASES[0][0]:  # the torch control builds nothing: no variant to try
+            record["variants"] = []
+            for row in variants(crashed["case"], deadline, record["skipped"]):
+                record["variants"].append(row)
+                on_case(row)
+            record["variant_reading"] = variant_reading(crashed["case"], record["variants"])
     record["passed"] = (
         library is not None and not record["skipped"] and all(row["passed"] for row in record["cases"])
     )
     return record
+
+
+def variants(case: str, deadline: float, skipped: list[str]) -> Iterator[dict[str, Any]]:
+    """Rerun ``case`` on each build of :data:`VARIANTS`; yields one row per variant (as a case row,
+    with ``variant``, its flags and ``build_seconds``; ``outcome`` "not built" and ``build_error``
+    when it did not build). Past ``deadline`` the variants left are added to ``skipped``."""
+    expression, expected = next((e, o) for c, e, o in CASES if c == case)
+    for index, (name, cflags, ldflags) in enumerate(VARIANTS):
+        if time.monotonic() >= deadline:
+            skipped.append(f"variant {name}")
+            continue
+        row: dict[str, Any] = {
+            "case": f"{case} [{name}]",
+            "variant": name,
+            "cflags": list(cflags),
+            "ldflags": list(ldflags),
+            "expected": expected,
+        }
+        start = time.perf_counter()
+        try:
+            library = build(index)
+        except (RuntimeError, OSError, ImportError) as error:
+            row |= {"outcome": "not built", "message": "", "build_error": str(error)[-1000:]}
+        else:
+            row |= run_case(expression, library)
+        row["build_seconds"] = round(time.perf_counter() - start, 1)
+        row["passed"] = row["outcome"] == expected
+        yield row
+
+
+def variant_reading(case: str, rows: list[dict[str, Any]]) -> str:
+    """Which builds of :data:`VARIANTS` stop ``case`` crashing, from :func:`variants`' rows."""
+    fine = [row["variant"] for row in rows if row["passed"]]
+    crashed = [row["variant"] for row in rows if row["outcome"].startswith("crashed")]
+    if fine:
+        return f"{case} behaves as expected when built with: {', '.join(fine)}"
+    if crashed:
+        return f"{case} crashes with every build variant that ran ({', '.join(crashed)})"
+    return f"no build variant of {case} ran to an outcome"
 
 
 def _compiler_version() -> str:
@@ -379,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
     if "build_error" in record:
         print(f"the probe extension did not build: {record['build_error'][-500:]}", file=sys.stderr)
     print(f"reading: {record['reading']}")
+    if "variant_reading" in record:
+        print(f"build variants: {record['variant_reading']}")
     if "backtrace" in record:
         print(f"native backtrace of {record['backtrace']['case']!r}:\n{record['backtrace']['text']}")
     print(f"wrote {out}")

@@ -571,6 +571,8 @@ def _diagnose_refusal_crash(recorder: Recorder, budget: Budget) -> None:
     recorder.save()
     if "reading" in diagnosis:
         print(f"  reading: {diagnosis['reading']}", flush=True)
+    if "variant_reading" in diagnosis:
+        print(f"  build variants: {diagnosis['variant_reading']}", flush=True)
     if "backtrace" in diagnosis:
         print(f"  native backtrace of {diagnosis['backtrace']['case']!r}: see refusal_diagnosis", flush=True)
 

@@ -97,7 +97,7 @@ def test_every_case_behaves_as_expected_here(probe: ModuleType, tmp_path: Path) 
     assert [row["case"] for row in record["cases"]] == [case for case, _, _ in probe.CASES]
     assert all(row["outcome"] == row["expected"] for row in record["cases"])
     assert record["reading"] == "nothing crashed: every case behaved as expected"
-    assert "backtrace" not in record
+    assert "backtrace" not in record and "variants" not in record
     assert any("libstdc++" in path for path in record["libraries"])
     messages = {row["case"]: row["message"] for row in record["cases"]}
     assert messages["construct c10::Error"] == "constructed, not thrown"
@@ -106,7 +106,7 @@ def test_every_case_behaves_as_expected_here(probe: ModuleType, tmp_path: Path) 
 
 
 def test_past_the_deadline_nothing_more_starts(probe: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_build() -> Path:
+    def no_build(variant: int | None = None) -> Path:
         raise OSError("no compiler")
 
     monkeypatch.setattr(probe, "build", no_build)
@@ -124,7 +124,7 @@ def test_past_the_deadline_nothing_more_starts(probe: ModuleType, monkeypatch: p
 
 
 def test_a_crash_without_a_debugger_says_so(probe: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_build() -> Path:
+    def no_build(variant: int | None = None) -> Path:
         raise OSError("no compiler")
 
     monkeypatch.setattr(probe, "build", no_build)
@@ -136,3 +136,85 @@ def test_a_crash_without_a_debugger_says_so(probe: ModuleType, monkeypatch: pyte
     assert seen == record["cases"] and record["cases"][0]["outcome"] == "crashed: signal SIGSEGV"
     assert record["reading"].startswith("torch error: torch's own C++ errors crash too")
     assert record["backtrace"] == {"case": "torch error", "text": "no gdb or cuda-gdb on PATH"}
+
+
+def test_a_crashed_case_is_rerun_on_each_build_variant(
+    probe: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first crashed case runs again on every build of VARIANTS; the record says which builds
+    stop the crash, and the probe still fails (the default build crashed)."""
+    built: list[int | None] = []
+
+    def fake_build(variant: int | None = None) -> Path:
+        built.append(variant)
+        if variant == 0:
+            raise RuntimeError("Error building extension 'torchlean_exception_probe_v0'")
+        suffix = "" if variant is None else f"_v{variant}"
+        return Path(f"/nowhere/{probe.MODULE_NAME}{suffix}.so")
+
+    def fake_run_case(expression: str, library: Path | None) -> dict[str, str]:
+        name = probe._module_name(library)
+        if expression == "module.c10_out()" and name != f"{probe.MODULE_NAME}_v2":
+            return {"outcome": "crashed: signal SIGSEGV", "message": ""}
+        return {"outcome": dict((e, o) for _, e, o in probe.CASES)[expression], "message": name}
+
+    monkeypatch.setattr(probe, "build", fake_build)
+    monkeypatch.setattr(probe, "run_case", fake_run_case)
+    monkeypatch.setattr(probe.shutil, "which", lambda name: None)
+    seen: list[dict[str, object]] = []
+    record = probe.probe(seen.append)
+    assert built == [None, 0, 1, 2, 3]
+    assert record["reading"].startswith("c10 out: torch's translation of a c10::Error")
+    rows = {row["variant"]: row for row in record["variants"]}
+    assert list(rows) == [name for name, _, _ in probe.VARIANTS]
+    assert rows["-O0"]["outcome"] == "not built" and "Error building" in rows["-O0"]["build_error"]
+    assert rows["no CET"]["outcome"] == "crashed: signal SIGSEGV" and not rows["no CET"]["passed"]
+    assert rows["static libgcc"]["outcome"] == "raises ValueError" and rows["static libgcc"]["passed"]
+    assert rows["static libgcc"]["ldflags"] == ["-static-libgcc"]
+    assert rows["static libgcc"]["message"] == f"{probe.MODULE_NAME}_v2"
+    assert rows["static libgcc"]["case"] == "c10 out [static libgcc]"
+    assert record["variant_reading"] == "c10 out behaves as expected when built with: static libgcc"
+    assert seen == record["cases"] + record["variants"]
+    assert record["passed"] is False
+
+
+def test_the_variant_reading(probe: ModuleType) -> None:
+    def row(variant: str, outcome: str, passed: bool) -> dict[str, object]:
+        return {"variant": variant, "outcome": outcome, "passed": passed}
+
+    crashed = [row("-O0", "crashed: exit 1", False), row("no CET", "not built", False)]
+    assert (
+        probe.variant_reading("std out", crashed) == "std out crashes with every build variant that ran (-O0)"
+    )
+    assert probe.variant_reading("std out", crashed[1:]) == "no build variant of std out ran to an outcome"
+    assert probe.variant_reading("std out", []) == "no build variant of std out ran to an outcome"
+    fine = [
+        *crashed,
+        row("static libgcc", "raises ValueError", True),
+        row("static libstdc++", "raises ValueError", True),
+    ]
+    assert probe.variant_reading("std out", fine) == (
+        "std out behaves as expected when built with: static libgcc, static libstdc++"
+    )
+
+
+def test_past_the_deadline_no_variant_is_built(probe: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "build", lambda variant=None: pytest.fail("built"))
+    skipped: list[str] = []
+    assert list(probe.variants("c10 out", 0.0, skipped)) == []
+    assert skipped == [f"variant {name}" for name, _, _ in probe.VARIANTS]
+
+
+def test_a_build_variant_builds_and_behaves_here(probe: ModuleType) -> None:
+    """One variant built for real (the unwinder linked into the library): its module loads under its
+    own name and raises as expected on this machine."""
+    if shutil.which("ninja") is None or shutil.which("c++") is None:
+        pytest.skip("needs a C++ compiler and ninja")
+    index = [name for name, _, _ in probe.VARIANTS].index("static libgcc")
+    library = probe.build(index)
+    assert library.name.startswith(f"{probe.MODULE_NAME}_v{index}.")
+    result = probe.run_case("module.c10_out()", library)
+    assert result == {
+        "outcome": "raises ValueError",
+        "message": "TORCH_CHECK_VALUE left to torch's translation",
+    }

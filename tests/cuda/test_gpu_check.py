@@ -517,14 +517,23 @@ def test_a_crashed_refusal_runs_the_exception_probe(
         record["cases"] = [row]
         on_case(row)
         saved.append(json.loads(out.read_text())["refusal_diagnosis"])  # on disk after the case
-        record |= {"reading": "c10 out: the reading", "passed": False}
+        record |= {
+            "reading": "c10 out: the reading",
+            "variant_reading": "c10 out: the variants",
+            "passed": False,
+        }
         return record
 
     monkeypatch.setattr(gpu_check.exception_probe, "probe", fake_probe)
     assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
     record = json.loads(out.read_text())
     assert saved == [{"cases": [row]}]
-    assert record["refusal_diagnosis"] == {"cases": [row], "reading": "c10 out: the reading", "passed": False}
+    assert record["refusal_diagnosis"] == {
+        "cases": [row],
+        "reading": "c10 out: the reading",
+        "variant_reading": "c10 out: the variants",
+        "passed": False,
+    }
     assert record["passed"] is False
     printed = capsys.readouterr().out
     assert "a refusal did not return (its child process died or hung in the call); probing which" in printed
@@ -532,6 +541,7 @@ def test_a_crashed_refusal_runs_the_exception_probe(
         "  c10 out                  crashed: signal SIGSEGV      FAIL (expected raises ValueError)" in printed
     )
     assert "  reading: c10 out: the reading" in printed
+    assert "  build variants: c10 out: the variants" in printed
     assert "refusals 2," in printed
 
 
