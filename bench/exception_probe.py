@@ -204,7 +204,7 @@ def _environment() -> dict[str, str]:
 def build(variant: int | None = None) -> Path:
     """Compile the probe extension (cached by torch across runs) and return its library's path:
     with :data:`BASE_CFLAGS`, or with the flags of ``VARIANTS[variant]`` added (a module of its
-    own, ``torchlean_exception_probe_v<variant>``).
+    own, ``torchlean_exception_probe_variant<variant>``; torch names its rebuilds ``_v1``, ...).
 
     Raises:
         RuntimeError, OSError, ImportError: from ``torch.utils.cpp_extension.load_inline``.
@@ -215,7 +215,7 @@ def build(variant: int | None = None) -> Path:
     ldflags: tuple[str, ...] = ()
     if variant is not None:
         _, extra_cflags, ldflags = VARIANTS[variant]
-        name, cflags = f"{MODULE_NAME}_v{variant}", BASE_CFLAGS + extra_cflags
+        name, cflags = f"{MODULE_NAME}_variant{variant}", BASE_CFLAGS + extra_cflags
     module = cpp_extension.load_inline(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         name=name,
         cpp_sources=[CPP_SOURCE],

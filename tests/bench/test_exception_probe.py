@@ -149,12 +149,12 @@ def test_a_crashed_case_is_rerun_on_each_build_variant(
         built.append(variant)
         if variant == 0:
             raise RuntimeError("Error building extension 'torchlean_exception_probe_v0'")
-        suffix = "" if variant is None else f"_v{variant}"
+        suffix = "" if variant is None else f"_variant{variant}"
         return Path(f"/nowhere/{probe.MODULE_NAME}{suffix}.so")
 
     def fake_run_case(expression: str, library: Path | None) -> dict[str, str]:
         name = probe._module_name(library)
-        if expression == "module.c10_out()" and name != f"{probe.MODULE_NAME}_v2":
+        if expression == "module.c10_out()" and name != f"{probe.MODULE_NAME}_variant2":
             return {"outcome": "crashed: signal SIGSEGV", "message": ""}
         return {"outcome": dict((e, o) for _, e, o in probe.CASES)[expression], "message": name}
 
@@ -171,7 +171,7 @@ def test_a_crashed_case_is_rerun_on_each_build_variant(
     assert rows["no CET"]["outcome"] == "crashed: signal SIGSEGV" and not rows["no CET"]["passed"]
     assert rows["static libgcc"]["outcome"] == "raises ValueError" and rows["static libgcc"]["passed"]
     assert rows["static libgcc"]["ldflags"] == ["-static-libgcc"]
-    assert rows["static libgcc"]["message"] == f"{probe.MODULE_NAME}_v2"
+    assert rows["static libgcc"]["message"] == f"{probe.MODULE_NAME}_variant2"
     assert rows["static libgcc"]["case"] == "c10 out [static libgcc]"
     assert record["variant_reading"] == "c10 out behaves as expected when built with: static libgcc"
     assert seen == record["cases"] + record["variants"]
@@ -212,7 +212,7 @@ def test_a_build_variant_builds_and_behaves_here(probe: ModuleType) -> None:
         pytest.skip("needs a C++ compiler and ninja")
     index = [name for name, _, _ in probe.VARIANTS].index("static libgcc")
     library = probe.build(index)
-    assert library.name.startswith(f"{probe.MODULE_NAME}_v{index}.")
+    assert library.name.startswith(f"{probe.MODULE_NAME}_variant{index}.")
     result = probe.run_case("module.c10_out()", library)
     assert result == {
         "outcome": "raises ValueError",
