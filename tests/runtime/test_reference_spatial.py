@@ -1374,3 +1374,21 @@ def test_spatial_guards_cover_every_op_label() -> None:
     labels = {"layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool", "smooth_max_pool", "avg_pool"}
     covered = {case_id.split("-")[0] for case_id, _, _ in GUARD_CASES}
     assert covered == labels
+
+
+def test_sign_of_zero_conv_folds_from_the_first_term_conv_transpose_scatters_onto_plus_zero() -> None:
+    """reference/_fold.py: a conv entry is a left fold from its first term, so two ``-0.0`` terms
+    give ``-0.0``; conv_transpose (forward) and conv's input gradient scatter their terms onto a
+    ``+0.0`` canvas, so the same terms give ``+0.0`` there, as in torch (hand-computed: the terms
+    are ``1 * -0.0``)."""
+    x = np.ones((1, 1, 3), np.float32)
+    w = np.full((1, 1, 2), -0.0, np.float32)
+    folded = S.conv(x, w, None)
+    assert folded.shape == (1, 1, 2) and np.all(folded == 0) and np.all(np.signbit(folded))
+    scattered = S.conv_transpose(x, w, None)
+    assert scattered.shape == (1, 1, 4) and np.all(scattered == 0) and not np.any(np.signbit(scattered))
+    expected = F.conv_transpose1d(torch.from_numpy(x), torch.from_numpy(w)).numpy()
+    assert_array_equal(np.signbit(scattered), np.signbit(expected))
+    g = np.ones((1, 1, 2), np.float32)
+    dx = S.conv_vjp(g, x, w, None, out=folded)[0]
+    assert dx is not None and np.all(dx == 0) and not np.any(np.signbit(dx))

@@ -9,7 +9,11 @@ added one after another, in increasing row-major order, in the arrays' own dtype
 fixed); contractions loop over the contracted axis and stay vectorised over all other axes.
 
 A sum over zero elements is ``+0.0``; a non-empty sum starts from its first element (no ``0 +``),
-which only matters for the sign of a zero result.
+which only matters for the sign of a zero result.  The scatter-style accumulations, which are not
+reductions of one array and do not use this module, start from ``+0.0`` instead: the VJPs that add
+cotangent terms into a zero array (``gather``'s and the input gradients of the pools and
+``conv``) and ``conv_transpose``'s forward add each element's terms in a fixed order onto
+``+0.0``, as torch's ``scatter_add`` into zeros does, so there a sum of ``-0.0`` terms is ``+0.0``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ summed index, ``((t0 + t1) + t2) + ...``, in the input dtype; no numpy reduction
 Convolutions fold over the contracted ``(C_in/groups, *kernel)`` index in row-major order
 (channel, then kernel offsets) and add the bias afterwards; a pool folds over its window in
 row-major kernel-offset order; normalisation statistics fold over the normalised elements.
+``conv_transpose``'s forward and the input gradients of ``conv`` and the pools scatter their terms
+onto a zero canvas, each element receiving its terms in that row-major order after a ``+0.0``
+start (the sign of a zero result can differ from a fold that starts from its first term).
 Windows are gathered im2col-style as strided views of the padded input, one view per kernel
 offset.
 """
