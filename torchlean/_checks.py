@@ -26,6 +26,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from torchlean.backend.display import name_shown
+
 __all__ = [
     "FLOAT_DTYPES",
     "checked_int",
@@ -126,7 +128,7 @@ def dtype_shown(dtype: object) -> str:
     order)``), else the string as given or the ``repr``."""
     resolved = _read_dtype(dtype)
     if resolved is None:
-        return dtype if isinstance(dtype, str) else repr(dtype)
+        return name_shown(dtype) if isinstance(dtype, str) else repr(dtype)
     if resolved.newbyteorder("=") in FLOAT_DTYPES and resolved not in FLOAT_DTYPES:
         order = "big" if resolved.byteorder == ">" else "little"
         return f"{resolved} ({order}-endian; accepted: native byte order)"

@@ -332,6 +332,8 @@ def _check_path(path: object) -> None:
     bare ``TypeError``)."""
     if not isinstance(path, str | os.PathLike):
         raise CheckpointError(f"a checkpoint path must be a str or os.PathLike, got {type(path).__name__}")
+    if os.fspath(path) in ("", b""):
+        raise CheckpointError("a checkpoint path must name a file, got ''")
 
 
 def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:

@@ -60,6 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
@@ -539,8 +540,7 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
         return _label_index(file, names, int(column), has_header)
     known = (" | ".join(map(display_name, names)) if has_header
              else f"indices 0..{len(names) - 1} (the file has no header)")
-    shown = display_name(column) if isinstance(column, str) else column
-    raise UnknownLabelError(f"unknown label column {shown} in {file} (known: {known})")
+    raise UnknownLabelError(f"unknown label column {name_shown(column)} in {file} (known: {known})")
 
 
 def _labels(

@@ -16,6 +16,7 @@ import math
 
 from torchlean import nn
 from torchlean._checks import checked_int
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.nn.layers import Layer, ShapeError
 
@@ -92,4 +93,4 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
             nn.linear(d_model, outputs),
         )
         return layer, (features,)
-    raise UnknownLabelError(f"unknown model {name} (known: {' | '.join(MODELS)})")
+    raise UnknownLabelError(f"unknown model {name_shown(name)} (known: {' | '.join(MODELS)})")

@@ -225,6 +225,14 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             "libtorch_forward_strict_cpu | fast_cpu), OP (known: rand_uniform | ",
         ),
         (["select", "--profiles", "checked_cpu"], "select needs at least one op (known: rand_uniform | "),
+        (["select", "--profiles", "relu"], "select needs at least one profile (known: checked_cpu | "),
+        (["plan", "--profile", "checked_cpu", ""], "unknown op '' (known: rand_uniform | "),
+        (
+            ["plan", "--profile", "checked_cpu", "--device", "", "relu"],
+            "unknown device '' (known targets: cpu",
+        ),
+        (["plan", "--profile", " checked_cpu", "relu"], "unknown profile ' checked_cpu' (known: checked_cpu"),
+        (["select", "--profiles", "checked_cpu", "", "relu"], "unknown profile '' (known: checked_cpu"),
         (["explain", "--profile", "checked_cpu", "conv2d"], "unknown op conv2d"),
     ],
 )
@@ -317,3 +325,18 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
     status = main(["capsules"])
     assert status == 2
     assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
+
+
+def test_select_takes_profiles_and_ops_in_any_order_and_repeated(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every word after ``--profiles`` (which may be repeated) is a profile or an op; each is kept
+    once, in the order first given; ops may also stand before ``--profiles``."""
+    expected = "checked_cpu: reference.matmul, reference.relu\nfast_cpu: aten.matmul, aten.relu\n"
+    for argv in (
+        ["select", "--profiles", "checked_cpu", "fast_cpu", "matmul", "relu"],
+        ["select", "--profiles", "checked_cpu", "--profiles", "fast_cpu", "matmul", "relu"],
+        ["select", "--profiles", "checked_cpu", "matmul", "--profiles", "fast_cpu", "relu"],
+        ["select", "--profiles", "checked_cpu", "matmul", "fast_cpu", "relu", "checked_cpu", "matmul"],
+        ["select", "matmul", "relu", "--profiles", "checked_cpu", "fast_cpu", "relu"],
+    ):
+        status, out, err = run(capsys, *argv)
+        assert (status, out, err) == (0, expected, ""), argv

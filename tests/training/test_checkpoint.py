@@ -289,6 +289,9 @@ def test_paths_that_are_not_strings_and_empty_build_labels_are_refused(iris_chec
     for call in (lambda: checkpoint.load(3), lambda: checkpoint.save(3, saved)):
         with pytest.raises(CheckpointError, match=r"checkpoint path must be a str or os\.PathLike, got int"):
             call()  # type: ignore[arg-type]
+    for call in (lambda: checkpoint.load(""), lambda: checkpoint.save("", saved)):
+        with pytest.raises(CheckpointError, match=r"^a checkpoint path must name a file, got ''$"):
+            call()  # Path("") would be ".", the current directory
     # an empty label is an unknown one (it fell back to the saved value), as RunConfig refuses it
     with pytest.raises(TorchLeanError, match="unknown execution mode"):
         saved.build(execution="")
@@ -1024,3 +1027,13 @@ def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, lab
     code, _, err = cli(capsys, "predict", str(path), "--dataset", str(reordered))
     assert code == 0, err
     assert any(line.startswith("accuracy=") for line in err.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("path", "refusal"),
+    [("", "got ''"), ("-", "got '-' (standard input and output are not accepted here)")],
+)
+def test_predict_refuses_an_empty_or_dash_checkpoint_path(capsys, path, refusal):
+    code, out, err = cli(capsys, "predict", path, "--dataset", "iris")
+    assert (code, out) == (2, "")
+    assert err == f"error: argument CHECKPOINT: expected a file path, {refusal}\n"

@@ -328,6 +328,17 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             ["--no-such-flag"],
             "error: unrecognized arguments: --no-such-flag (torchlean train --help lists the accepted ones)",
         ),
+        # an empty or blank value is shown as its literal, so that it cannot read as a missing word
+        (["--model", ""], "error: unknown model '' (known: mlp | cnn | transformer)"),
+        (["--model", " mlp"], "error: unknown model ' mlp' (known: mlp | cnn | transformer)"),
+        (["--profile", ""], "error: unknown profile '' (known: {profiles})"),
+        (["--dtype", ""], "error: dtype must be float32 or float64, got ''"),
+        (["--save", ""], "error: argument --save: expected a file path, got ''"),
+        (
+            ["--save", "-"],
+            "error: argument --save: expected a file path, got '-' (standard input and output are not "
+            "accepted here)",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
@@ -461,7 +472,7 @@ def test_invalid_omp_num_threads_is_ignored_with_a_warning(capsys, monkeypatch, 
     assert _threads.env_threads() == 1
     assert capsys.readouterr().err == (
         f"warning: ignoring OMP_NUM_THREADS={value!r} (accepted: an integer in [1, 1024]); "
-        "using 1 torch thread (choose with --torch-threads N)\n"
+        "torch, where the run uses it, gets 1 thread (choose with --torch-threads N)\n"
     )
 
 
@@ -480,7 +491,7 @@ def test_huge_omp_num_threads_gets_our_warning_and_not_libgomps():
     assert done.returncode == 0
     assert done.stderr == (
         "warning: ignoring OMP_NUM_THREADS='100000000000000000000' (accepted: an integer in [1, 1024]); "
-        "using 1 torch thread (choose with --torch-threads N)\n"
+        "torch, where the run uses it, gets 1 thread (choose with --torch-threads N)\n"
     )
 
 
@@ -524,7 +535,7 @@ def test_invalid_omp_num_threads_warns_once_in_a_run(capsys, monkeypatch):
     assert code == 0 and "Traceback" not in out + err
     assert err == (
         "warning: ignoring OMP_NUM_THREADS='abc' (accepted: an integer in [1, 1024]); "
-        "using 1 torch thread (choose with --torch-threads N)\n"
+        "torch, where the run uses it, gets 1 thread (choose with --torch-threads N)\n"
     )
 
 

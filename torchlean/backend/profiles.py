@@ -29,6 +29,7 @@ from torchlean.backend import report
 from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_kernel_plan
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.fields import BackendTypeError, describe, instance_field, text_field, tuple_field
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
@@ -341,7 +342,8 @@ def get(name: str) -> BackendProfile:
     try:
         return _PROFILES[name]
     except KeyError:
-        raise UnknownLabelError(f"unknown profile {name} (known: {' | '.join(_PROFILES)})") from None
+        known = " | ".join(_PROFILES)
+        raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known})") from None
 
 
 def maintained_for_device(device: Device) -> BackendProfile | None:

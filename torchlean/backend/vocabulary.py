@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Self
 
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 
 __all__ = [
@@ -54,7 +55,8 @@ class LabelledEnum(enum.Enum):
         for member in cls:
             if member.label == label:
                 return member
-        raise UnknownLabelError(f"unknown {cls.kind()} {label} (known: {' | '.join(cls.labels())})")
+        known = " | ".join(cls.labels())
+        raise UnknownLabelError(f"unknown {cls.kind()} {name_shown(label)} (known: {known})")
 
     def __str__(self) -> str:
         return self.label
@@ -87,7 +89,8 @@ class Device(LabelledEnum):
         for member in cls:
             if member.label == label:
                 return member
-        raise UnknownLabelError(f"unknown device {label} (known targets: {' | '.join(cls.labels())})")
+        known = " | ".join(cls.labels())
+        raise UnknownLabelError(f"unknown device {name_shown(label)} (known targets: {known})")
 
 
 class Provider(LabelledEnum):

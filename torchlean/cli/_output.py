@@ -16,6 +16,7 @@ __all__ = [
     "STDOUT",
     "check_distinct",
     "check_writable",
+    "file_path",
     "input_dataset",
     "is_stdout",
     "make_parents",
@@ -39,6 +40,24 @@ def output_path(text: str) -> Path:
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
     return STDOUT if text == "-" else Path(text)
+
+
+def file_path(text: str) -> Path:
+    """argparse ``type`` of a path that must name a file (``train --save``, ``predict``'s
+    checkpoint): refuses the empty string (``Path`` would turn it into ``.``) and ``-`` (a
+    checkpoint is written to and read from a file, not a stream).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, saying that
+            standard input and output are not accepted there).
+    """
+    if text == "":
+        raise argparse.ArgumentTypeError("expected a file path, got ''")
+    if text == "-":
+        raise argparse.ArgumentTypeError(
+            "expected a file path, got '-' (standard input and output are not accepted here)"
+        )
+    return Path(text)
 
 
 def input_dataset(text: str) -> str:

@@ -52,7 +52,7 @@ def env_threads() -> int:
         return int(env)
     print(
         f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
-        "using 1 torch thread (choose with --torch-threads N)",
+        "torch, where the run uses it, gets 1 thread (choose with --torch-threads N)",
         file=sys.stderr,
     )
     return 1

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import KernelCapsule, admissible
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import PlanningError, UnknownLabelError
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.profiles import BackendProfile
@@ -132,21 +133,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile], list[BackendOp]]:
-    """``--profiles a b op1 op2``: profile names run until the first op label."""
+    """The words of every ``--profiles`` (``--profiles a b op1 op2 --profiles c``): each is a
+    profile name or an op label (the two sets are disjoint), in any order; each kept once, in the
+    order first given."""
     op_labels = set(BackendOp.labels())
-    split = next((i for i, token in enumerate(tokens) if token in op_labels), len(tokens))
-    for token in tokens[:split]:
-        if token not in profiles.names():
+    names, ops = [], []
+    for token in dict.fromkeys(tokens):
+        if token in op_labels:
+            ops.append(BackendOp.parse(token))
+        elif token in profiles.names():
+            names.append(token)
+        else:
             raise UnknownLabelError(
-                f"unknown profile {token} (known: {' | '.join(profiles.names())}); nor is it an op "
+                f"unknown profile {name_shown(token)} (known: {' | '.join(profiles.names())}); "
+                f"nor is it an op "
                 f"(known: {' | '.join(BackendOp.labels())})"
             )
-    return [profiles.get(name) for name in tokens[:split]], [BackendOp.parse(t) for t in tokens[split:]]
+    return [profiles.get(name) for name in names], ops
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
     selected, ops = _split_profiles_and_ops(args.profiles)
-    ops += args.ops
+    ops = list(dict.fromkeys([*args.ops, *ops]))  # ops before --profiles come first
     if not selected:
         raise UnknownLabelError(f"select needs at least one profile (known: {' | '.join(profiles.names())})")
     _require_ops("select", ops)
@@ -225,14 +233,15 @@ def register(subparsers: Any) -> None:
         "select",
         help="which capsule each profile selects for the ops",
         description="For each profile, print the capsules it selects for the ops (or why planning fails). "
-        "Write the profile names first, then the ops.",
+        "Profile names and ops may follow --profiles in any order; --profiles may be repeated.",
     )
     select.add_argument(
         "--profiles",
         nargs="+",
+        action="extend",
         required=True,
         metavar="NAME",
-        help=f"profiles, then ops: {' | '.join(profiles.names())}",
+        help=f"profiles (and ops): {' | '.join(profiles.names())}",
     )
     select.add_argument(
         "ops", nargs="*", type=_op, metavar="OP", help="backend ops (may follow the profiles)"

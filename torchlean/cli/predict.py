@@ -72,6 +72,7 @@ from torchlean.cli._args import note_shadowed_dataset
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
+    file_path,
     input_dataset,
     is_stdout,
     make_parents,
@@ -95,7 +96,7 @@ def register(subparsers: Any) -> None:
         help="predict with a checkpoint saved by train --save and report the kernel capsules used",
         description="Predict with a saved model on a scikit-learn dataset (all of it) or a CSV file.",
     )
-    parser.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+    parser.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT",
                         help="a checkpoint written by torchlean train --save")
     parser.add_argument("--dataset", required=True, type=input_dataset,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input")

@@ -45,6 +45,7 @@ from torchlean.cli._args import int_at_least, note_shadowed_dataset
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
+    file_path,
     input_dataset,
     make_parents,
     output_path,
@@ -120,7 +121,7 @@ def register(subparsers: Any) -> None:
                         "test_mse is null, as JSON has no NaN); "
                         "torch_threads is the intra-op thread count torch ran with, or null when torch "
                         "was never imported (checked_cpu does not import it)")
-    parser.add_argument("--save", type=output_path, default=None, metavar="PATH",
+    parser.add_argument("--save", type=file_path, default=None, metavar="PATH",
                         help="write the trained model, its preprocessing and labels as a checkpoint to "
                         "PATH (an .npz archive; missing parent folders are created; checked before "
                         "training starts); torchlean predict PATH uses it")
