@@ -53,7 +53,8 @@ further device work runs: ``aborted`` names the phase and the step that caused i
 ``skipped``).
 
 Exit status: 0 all passed; 1 a parity case, end-to-end run or timing check failed, a device fault
-aborted the run, or steps were skipped; 2 no CUDA device or the build failed; 3 missing Python
+aborted the run, or steps were skipped; 2 a bad argument (checked first), no CUDA device or the
+build failed; 3 missing Python
 packages; 4 no ``ninja``; 5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from
 torch's.
 """
@@ -104,6 +105,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from torchlean.backend.providers.native_cuda import extension, kernels, parity  # noqa: E402
+from torchlean.cli._args import int_at_least  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_check.json"
 
@@ -783,17 +785,45 @@ def _timing_line(row: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------- main
 
 
+_positive = int_at_least(1, "expected a positive integer, got {}")
+
+
+def _positive_list(text: str) -> str:
+    """argparse ``type`` of ``--sizes``/``--widths``: comma-separated positive integers (kept as
+    the text; :func:`main` splits it)."""
+    for part in text.split(","):
+        _positive(part)
+    return text
+
+
+def _seconds(text: str) -> float:
+    """argparse ``type`` of ``--max-seconds``: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit), got {text!r}")
+    return value
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, all checked before the device and toolchain checks (exit 2 on a bad one)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("out", nargs="?", default=str(DEFAULT_OUT), help="JSON record path")
-    parser.add_argument("--sizes", default="1024,2048,4096,8192,16384")
-    parser.add_argument("--widths", default="64,128")
-    parser.add_argument("--heads", type=int, default=4, help="folded batch x heads of the timing inputs")
-    parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--e2e-steps", type=int, default=5, help="SGD steps of each end-to-end run")
-    parser.add_argument("--e2e-batch", type=int, default=64, help="minibatch of the end-to-end runs")
+    parser.add_argument("--sizes", type=_positive_list, default="1024,2048,4096,8192,16384")
+    parser.add_argument("--widths", type=_positive_list, default="64,128")
     parser.add_argument(
-        "--max-seconds", type=float, default=0.0, help="start no step after this many seconds (0: no limit)"
+        "--heads", type=_positive, default=4, help="folded batch x heads of the timing inputs"
+    )
+    parser.add_argument("--iterations", type=_positive, default=3)
+    parser.add_argument("--e2e-steps", type=_positive, default=5, help="SGD steps of each end-to-end run")
+    parser.add_argument("--e2e-batch", type=_positive, default=64, help="minibatch of the end-to-end runs")
+    parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=0.0,
+        help="start no step after this many seconds (0: no limit)",
     )
     return parser.parse_args(argv)
 

@@ -593,3 +593,31 @@ def test_no_probe_when_the_child_dies_before_its_first_call(
     record = json.loads(out.read_text())
     assert [r["call"] for r in record["refusals"]] == ["(the probe did not start)"]
     assert "refusal_diagnosis" not in record
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--max-seconds", "-5"],
+            "argument --max-seconds: expected a number of seconds >= 0 (0: no limit), got '-5'",
+        ),
+        (
+            ["--max-seconds", "inf"],
+            "argument --max-seconds: expected a number of seconds >= 0 (0: no limit), got 'inf'",
+        ),
+        (["--sizes", "abc"], "argument --sizes: expected a positive integer, got 'abc'"),
+        (["--sizes", "1024,0"], "argument --sizes: expected a positive integer, got 0"),
+        (["--widths", "64,"], "argument --widths: expected a positive integer, got ''"),
+        (["--heads", "0"], "argument --heads: expected a positive integer, got 0"),
+        (["--e2e-batch", "x"], "argument --e2e-batch: expected a positive integer, got 'x'"),
+    ],
+)
+def test_bad_arguments_are_refused_before_the_device_check(
+    gpu_check: ModuleType, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        gpu_check.main(["record.json", *argv])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].endswith(f"error: {message}")
