@@ -98,7 +98,7 @@ def fold_matmul_where(a: Array, b: Array, allowed: Array) -> Array:
     ``a[m,k]*b[k,n]`` with ``allowed[m,k]`` false contributes nothing, even when one of its
     factors is NaN or infinite (selection with ``np.where``, not multiplication by zero): it is
     replaced by ``+0.0``, which changes no sum except the sign of a zero one (a row whose allowed
-    terms are all ``-0.0`` sums to ``+0.0`` when a blocked term precedes them).
+    terms are all ``-0.0`` sums to ``+0.0`` when any of its terms is blocked).
     This is how the hard-mask attention contractions keep values at blocked positions out of
     the result (DESIGN.md §1.9).
     """
