@@ -8,7 +8,9 @@ close finite values. The review found two rules that differed: ``relu`` (torch's
 ``checked_cpu`` and ``fast_cpu`` are checked on the review's reproduction too.
 
 Oracle: torch autograd of the torch op each kernel mirrors, run on the same inputs; the forward
-result handed to the VJP is torch's own, so only the VJP rule is compared.
+result handed to the VJP is torch's own, so only the VJP rule is compared. For ``clamp`` it is the
+autograd of ``clamp_oracle.clamp_inclusive`` (torch.clamp's rule up to torch 2.13, checked below;
+torch 2.14 gives 0 at a bound).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from clamp_oracle import TORCH_CLAMP_ZERO_AT_BOUNDS, clamp_inclusive
 from numpy.testing import assert_allclose, assert_array_equal
 
 import torchlean as tl
@@ -46,7 +49,7 @@ UNARY: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], dict[str, Any]]] 
     "cos": (torch.cos, {}),
     "inv": (torch.reciprocal, {}),
     "scale": (lambda t: t * 3.0, {"factor": 3.0}),
-    "clamp": (lambda t: torch.clamp(t, -1.0, 2.5), {"lo": -1.0, "hi": 2.5}),
+    "clamp": (lambda t: clamp_inclusive(t, -1.0, 2.5), {"lo": -1.0, "hi": 2.5}),  # clamp_oracle.py
     "safe_log": (lambda t: torch.log(F.softplus(t) + 1e-6), {"eps": 1e-6}),
 }
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -90,6 +93,24 @@ def test_unary_vjp_matches_torch_at_special_values(label: str, provider: str, dt
     (mine,) = getattr(PROVIDERS[provider], f"{label}_vjp")(g, x, out=out.detach().numpy(), **params)
     assert mine is not None and mine.dtype == dtype
     assert_same_pattern(mine, leaf.grad.numpy(), _rtol(dtype), f"{provider}.{label}_vjp")
+
+
+def test_clamp_oracle_is_torchs_rule_by_version() -> None:
+    """The clamp oracle is torch.clamp's own gradient, bit for bit at the special values, up to
+    torch 2.13; torch 2.14 differs exactly at the bounds, where it gives 0 (torchlean keeps g)."""
+    x, g = _grid(np.float64)
+    grads = []
+    for fn in (lambda t: torch.clamp(t, -1.0, 2.5), lambda t: clamp_inclusive(t, -1.0, 2.5)):
+        leaf = torch.tensor(x, requires_grad=True)
+        fn(leaf).backward(torch.tensor(g))
+        assert leaf.grad is not None
+        grads.append(leaf.grad.numpy())
+    torch_grad, oracle = grads
+    at_bound = (x == -1.0) | (x == 2.5)
+    assert_array_equal(oracle[at_bound], g[at_bound])  # g passed through, NaN and inf included
+    assert_array_equal(torch_grad[~at_bound], oracle[~at_bound])
+    expected = np.zeros(at_bound.sum()) if TORCH_CLAMP_ZERO_AT_BOUNDS else g[at_bound]
+    assert_array_equal(torch_grad[at_bound], expected)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])

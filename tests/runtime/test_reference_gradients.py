@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from clamp_oracle import clamp_inclusive
 from numpy.testing import assert_allclose, assert_array_equal
 
 from torchlean.backend.providers.reference import kernels as K
@@ -323,11 +324,11 @@ def test_scale_vjp() -> None:
 def test_clamp_vjp() -> None:
     x = _away_from(_BASE, [-0.5, 1.0])
     _check(K.clamp, K.clamp_vjp, lambda t: torch.clamp(t, -0.5, 1.0), [x], {"lo": -0.5, "hi": 1.0})
-    at_bounds = np.array([-0.5, 1.0, 0.2, -3.0, 4.0])  # torch passes g through at the bounds
+    at_bounds = np.array([-0.5, 1.0, 0.2, -3.0, 4.0])  # g passes at the bounds (clamp_oracle.py)
     _check(
         K.clamp,
         K.clamp_vjp,
-        lambda t: torch.clamp(t, -0.5, 1.0),
+        lambda t: clamp_inclusive(t, -0.5, 1.0),
         [at_bounds],
         {"lo": -0.5, "hi": 1.0},
         fd=False,

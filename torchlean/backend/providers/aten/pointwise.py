@@ -234,7 +234,8 @@ def clamp(x: Array, *, lo: float, hi: float) -> Array:
 
 
 def clamp_vjp(g: Array, x: Array, *, out: Array, lo: float, hi: float) -> Grads:
-    """VJP of :func:`clamp`: ``g`` where ``lo <= x <= hi`` (bounds inclusive, as torch), else 0."""
+    """VJP of :func:`clamp`: ``g`` where ``lo <= x <= hi`` (bounds inclusive, as torch up to 2.13;
+    torch 2.14 gives 0 at a bound), else 0 (NaN included)."""
     import torch
 
     guards.check_clamp(x, lo=lo, hi=hi)
