@@ -387,11 +387,18 @@ def variants(case: str, deadline: float, skipped: list[str]) -> Iterator[dict[st
 
 
 def variant_reading(case: str, rows: list[dict[str, Any]]) -> str:
-    """Which builds of :data:`VARIANTS` stop ``case`` crashing, from :func:`variants`' rows."""
-    fine = [row["variant"] for row in rows if row["passed"]]
+    """Which builds of :data:`VARIANTS` stop ``case`` crashing, from :func:`variants`' rows: those
+    on which it ran without crashing (with the outcome where it is not the expected one), then
+    those on which it still crashed; builds that did not build are left out."""
     crashed = [row["variant"] for row in rows if row["outcome"].startswith("crashed")]
-    if fine:
-        return f"{case} behaves as expected when built with: {', '.join(fine)}"
+    survived = [
+        row["variant"] if row["passed"] else f"{row['variant']} ({row['outcome']})"
+        for row in rows
+        if row["outcome"] not in ("not built", "not run") and not row["outcome"].startswith("crashed")
+    ]
+    if survived:
+        still = f"; it still crashes with: {', '.join(crashed)}" if crashed else ""
+        return f"{case} does not crash when built with: {', '.join(survived)}{still}"
     if crashed:
         return f"{case} crashes with every build variant that ran ({', '.join(crashed)})"
     return f"no build variant of {case} ran to an outcome"
@@ -410,7 +417,8 @@ def _compiler_version() -> str:
 
 def _settings() -> dict[str, str]:
     """The environment variables that change how torch builds or loads an extension or reports its
-    errors (``TORCH_SHOW_CPP_STACKTRACES``, ``LD_PRELOAD``, compiler flags, ...)."""
+    errors (``TORCH_SHOW_CPP_STACKTRACES``, ``LD_PRELOAD``, compiler flags, ...); a name that looks
+    like a credential (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``) is left out."""
     prefixes = (
         "TORCH_",
         "PYTORCH_",
@@ -423,7 +431,12 @@ def _settings() -> dict[str, str]:
         "LDFLAGS",
         "MAX_JOBS",
     )
-    return {name: value for name, value in sorted(os.environ.items()) if name.startswith(prefixes)}
+    secret = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(prefixes) and not any(word in name.upper() for word in secret)
+    }
 
 
 def _runtime_libraries() -> list[str]:

@@ -78,7 +78,7 @@ from importlib.util import find_spec as _find_spec
 from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_FAILED = 1
 EXIT_BUILD = 2
@@ -104,8 +104,10 @@ if _MISSING:
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from torchlean.backend.errors import TorchLeanError  # noqa: E402
 from torchlean.backend.providers.native_cuda import extension, kernels, parity  # noqa: E402
 from torchlean.cli._args import int_at_least  # noqa: E402
+from torchlean.cli._output import check_writable  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_check.json"
 
@@ -807,10 +809,32 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _record_path(text: str) -> str:
+    """argparse ``type`` of the record path: a file that can be written (replaced atomically);
+    not empty, not a directory or a device."""
+    if text == "":
+        raise argparse.ArgumentTypeError("expected a file path, got ''")
+    try:
+        check_writable(Path(text), "the record", regular=True)
+    except TorchLeanError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose refusals are one line: ``gpu_check.py: error: ...`` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    """The arguments, all checked before the device and toolchain checks (exit 2 on a bad one)."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("out", nargs="?", default=str(DEFAULT_OUT), help="JSON record path")
+    """The arguments, all checked before the device and toolchain checks (one line and exit 2 on
+    a bad one)."""
+    parser = _Parser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "out", nargs="?", type=_record_path, default=str(DEFAULT_OUT), help="JSON record path"
+    )
     parser.add_argument("--sizes", type=_positive_list, default="1024,2048,4096,8192,16384")
     parser.add_argument("--widths", type=_positive_list, default="64,128")
     parser.add_argument(

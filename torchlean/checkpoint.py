@@ -329,7 +329,7 @@ def _umask() -> int:
 
 def _check_path(path: object) -> None:
     """Refuse a checkpoint path that is not a ``str`` or ``os.PathLike`` (``Path`` would raise a
-    bare ``TypeError``)."""
+    bare ``TypeError``) or is empty (``Path`` would read it as ``.``, the current folder)."""
     if not isinstance(path, str | os.PathLike):
         raise CheckpointError(f"a checkpoint path must be a str or os.PathLike, got {type(path).__name__}")
     if os.fspath(path) in ("", b""):
@@ -346,7 +346,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
-            ``os.PathLike``, or the file cannot be written (naming the path and the operating
+            ``os.PathLike`` or is empty, or the file cannot be written (naming the path and the operating
             system's reason).
     """
     if not isinstance(checkpoint, Checkpoint):
@@ -406,7 +406,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
 
     Raises:
-        CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``; else naming ``path`` and
+        CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``, or is empty; else naming ``path`` and
             what is wrong: no such file (or a directory, a device or a pipe); not a numpy ``.npz``
             archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
             read (truncated, damaged, an entry that would need pickle); not a torchlean checkpoint

@@ -208,7 +208,7 @@ def locate(name_or_path: object) -> tuple[str, bool]:
     if name.lower().endswith(".csv") or os.sep in name or Path(name).exists():
         return name, False
     raise UnknownLabelError(
-        f"unknown dataset {name} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
+        f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
     )
 
 
@@ -405,10 +405,11 @@ def _name(value: object, what: str, empty: str, accepted: str) -> str:
 
 
 def display_name(text: str) -> str:
-    """``text`` (a column name or class label) as messages print it: itself when it is printable
-    on one line, else its Python literal (``'a\\nb'``), so that a name holding a newline or
-    a control character cannot split or garble a one-line ``error:``."""
-    return text if text.isprintable() else repr(text)
+    """``text`` (a column name or class label) as messages print it: itself when it is a
+    non-empty printable string without blanks at its ends, else its Python literal (``''``,
+    ``'a\\nb'``), so that an empty name stays visible and a name holding a newline or a control
+    character cannot split or garble a one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`)."""
+    return name_shown(text)
 
 
 def _shown(names: Sequence[str], index: int) -> str:
@@ -445,7 +446,7 @@ def shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], 
     """
     loaders = _loaders()
     if name not in loaders:
-        raise UnknownLabelError(f"unknown dataset {name} (known: {' | '.join(DATASETS)})")
+        raise UnknownLabelError(f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)})")
     loader, kind = loaders[name]
     bunch = loader()
     x = np.asarray(bunch.data, dtype=np.float64)
@@ -559,7 +560,7 @@ def _labels(
     labels = [cell.strip() for cell in cells]
     numeric = [_is_number(v) for v in labels]
     if task not in (None, "classification", "regression"):
-        raise UnknownLabelError(f"unknown task {task} (known: classification | regression)")
+        raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
     if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
         return targets(file, column, cells, dtype, first_line=first_line), (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
@@ -511,5 +512,5 @@ def by_name(name: str, lr: float) -> OptimizerConfig:
         OptimizerError: ``lr`` is not a real number or is out of its domain.
     """
     if not isinstance(name, str) or name not in OPTIMIZERS:
-        raise UnknownLabelError(f"unknown optimizer {name} (known: {' | '.join(OPTIMIZERS)})")
+        raise UnknownLabelError(f"unknown optimizer {name_shown(name)} (known: {' | '.join(OPTIMIZERS)})")
     return OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]

@@ -113,12 +113,14 @@ def test_past_the_deadline_nothing_more_starts(probe: ModuleType, monkeypatch: p
     monkeypatch.setenv("TORCH_SHOW_CPP_STACKTRACES", "1")
     monkeypatch.setenv("LD_PRELOAD", "")
     monkeypatch.setenv("HOME_OF_SOMETHING_ELSE", "x")
+    monkeypatch.setenv("TORCH_HUB_TOKEN", "not to be recorded")
     record = probe.probe(deadline=0.0)
     assert record["cases"] == [] and record["skipped"] == ["torch error"]
     # the settings that change how errors are reported are kept with the record, others are not
     assert record["environment"]["TORCH_SHOW_CPP_STACKTRACES"] == "1"
     assert record["environment"]["LD_PRELOAD"] == ""
     assert "HOME_OF_SOMETHING_ELSE" not in record["environment"]
+    assert "TORCH_HUB_TOKEN" not in record["environment"]
     assert record["build_error"] == "no compiler"
     assert record["passed"] is False
 
@@ -173,7 +175,10 @@ def test_a_crashed_case_is_rerun_on_each_build_variant(
     assert rows["static libgcc"]["ldflags"] == ["-static-libgcc"]
     assert rows["static libgcc"]["message"] == f"{probe.MODULE_NAME}_variant2"
     assert rows["static libgcc"]["case"] == "c10 out [static libgcc]"
-    assert record["variant_reading"] == "c10 out behaves as expected when built with: static libgcc"
+    assert record["variant_reading"] == (
+        "c10 out does not crash when built with: static libgcc; "
+        "it still crashes with: no CET, static libstdc++"
+    )
     assert seen == record["cases"] + record["variants"]
     assert record["passed"] is False
 
@@ -183,18 +188,27 @@ def test_the_variant_reading(probe: ModuleType) -> None:
         return {"variant": variant, "outcome": outcome, "passed": passed}
 
     crashed = [row("-O0", "crashed: exit 1", False), row("no CET", "not built", False)]
-    assert (
-        probe.variant_reading("std out", crashed) == "std out crashes with every build variant that ran (-O0)"
+    reading = probe.variant_reading
+    assert reading("std out", crashed) == "std out crashes with every build variant that ran (-O0)"
+    assert reading("std out", crashed[1:]) == "no build variant of std out ran to an outcome"
+    assert reading("std out", []) == "no build variant of std out ran to an outcome"
+    # a build on which the case ran to another outcome stopped the crash all the same
+    other = [*crashed, row("static libgcc", "raises RuntimeError", False)]
+    assert reading("std out", other) == (
+        "std out does not crash when built with: static libgcc (raises RuntimeError); "
+        "it still crashes with: -O0"
     )
-    assert probe.variant_reading("std out", crashed[1:]) == "no build variant of std out ran to an outcome"
-    assert probe.variant_reading("std out", []) == "no build variant of std out ran to an outcome"
+    assert (
+        reading("std out", other[1:])
+        == "std out does not crash when built with: static libgcc (raises RuntimeError)"
+    )
     fine = [
         *crashed,
         row("static libgcc", "raises ValueError", True),
         row("static libstdc++", "raises ValueError", True),
     ]
-    assert probe.variant_reading("std out", fine) == (
-        "std out behaves as expected when built with: static libgcc, static libstdc++"
+    assert reading("std out", fine) == (
+        "std out does not crash when built with: static libgcc, static libstdc++; it still crashes with: -O0"
     )
 
 

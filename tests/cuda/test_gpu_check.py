@@ -614,10 +614,22 @@ def test_no_probe_when_the_child_dies_before_its_first_call(
     ],
 )
 def test_bad_arguments_are_refused_before_the_device_check(
-    gpu_check: ModuleType, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    gpu_check: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
 ) -> None:
     with pytest.raises(SystemExit) as stopped:
-        gpu_check.main(["record.json", *argv])
+        gpu_check.main([str(tmp_path / "record.json"), *argv])
     assert stopped.value.code == 2
     err = capsys.readouterr().err
-    assert err.splitlines()[-1].endswith(f"error: {message}")
+    assert len(err.splitlines()) == 1 and err.endswith(f": error: {message}\n")
+
+
+def test_a_record_path_that_cannot_be_written_is_refused_first(
+    gpu_check: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for out, reason in ((str(tmp_path), "it is a directory"), ("", "expected a file path, got ''")):
+        with pytest.raises(SystemExit) as stopped:
+            gpu_check.main([out])
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and reason in err
+    assert list(tmp_path.iterdir()) == []  # no stray .partial file

@@ -1031,9 +1031,13 @@ def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, lab
 
 @pytest.mark.parametrize(
     ("path", "refusal"),
-    [("", "got ''"), ("-", "got '-' (standard input and output are not accepted here)")],
+    [
+        ("", "got ''"),
+        ("-", "got '-' (standard input and output are not accepted here; a file named - is ./-)"),
+        ("x/", "got 'x/' (it names a folder)"),
+    ],
 )
-def test_predict_refuses_an_empty_or_dash_checkpoint_path(capsys, path, refusal):
+def test_predict_refuses_an_empty_dash_or_folder_checkpoint_path(capsys, path, refusal):
     code, out, err = cli(capsys, "predict", path, "--dataset", "iris")
     assert (code, out) == (2, "")
     assert err == f"error: argument CHECKPOINT: expected a file path, {refusal}\n"

@@ -335,9 +335,13 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--dtype", ""], "error: dtype must be float32 or float64, got ''"),
         (["--save", ""], "error: argument --save: expected a file path, got ''"),
         (
+            ["--save", "models/"],
+            "error: argument --save: expected a file path, got 'models/' (it names a folder)",
+        ),
+        (
             ["--save", "-"],
             "error: argument --save: expected a file path, got '-' (standard input and output are not "
-            "accepted here)",
+            "accepted here; a file named - is ./-)",
         ),
     ],
 )

@@ -1,4 +1,5 @@
-"""How error messages print a name the user gave (an op, device, profile or model label).
+"""How error messages print a name the user gave (an op, device, profile, model, optimizer,
+dataset or dtype label, a CSV column name).
 
 This module depends on nothing else in torchlean.
 """

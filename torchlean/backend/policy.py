@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from torchlean.backend.contracts import ContractEvidence, EvidenceKind
+from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.fields import (
     BackendTypeError,
@@ -130,7 +131,7 @@ class AssurancePolicy:
         for policy in (cls.CHECKED, cls.EXTERNAL):
             if policy.label == label:
                 return policy
-        raise UnknownLabelError(f"unknown assurance policy {label} (known: checked | external)")
+        raise UnknownLabelError(f"unknown assurance policy {name_shown(label)} (known: checked | external)")
 
     @classmethod
     def coerce(cls, value: object, what: str = "assurance policy") -> AssurancePolicy:

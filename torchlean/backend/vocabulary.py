@@ -81,7 +81,8 @@ class Device(LabelledEnum):
 
     @classmethod
     def parse(cls, label: str) -> Device:
-        """Parse a device name; the error text is the original's verbatim.
+        """Parse a device name; the error text is the original's verbatim for a non-empty name
+        without blanks at its ends (others are shown as their literal, e.g. ``''``).
 
         Raises:
             UnknownLabelError: ``unknown device {value} (known targets: cpu | cuda | ...)``.

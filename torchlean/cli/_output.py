@@ -44,19 +44,23 @@ def output_path(text: str) -> Path:
 
 def file_path(text: str) -> Path:
     """argparse ``type`` of a path that must name a file (``train --save``, ``predict``'s
-    checkpoint): refuses the empty string (``Path`` would turn it into ``.``) and ``-`` (a
-    checkpoint is written to and read from a file, not a stream).
+    checkpoint): refuses the empty string (``Path`` would turn it into ``.``), ``-`` (a
+    checkpoint is written to and read from a file, not a stream; a file named ``-`` is ``./-``)
+    and a path ending in ``/`` (a folder, which ``Path`` would silently turn into a file name).
 
     Raises:
-        argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, saying that
-            standard input and output are not accepted there).
+        argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, ``'x/'``, saying
+            why).
     """
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
     if text == "-":
         raise argparse.ArgumentTypeError(
-            "expected a file path, got '-' (standard input and output are not accepted here)"
+            "expected a file path, got '-' (standard input and output are not accepted here; "
+            "a file named - is ./-)"
         )
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
     return Path(text)
 
 
