@@ -146,8 +146,7 @@ def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile]
         else:
             raise UnknownLabelError(
                 f"unknown profile {name_shown(token)} (known: {' | '.join(profiles.names())}); "
-                f"nor is it an op "
-                f"(known: {' | '.join(BackendOp.labels())})"
+                f"nor is it an op (known: {' | '.join(BackendOp.labels())})"
             )
     return [profiles.get(name) for name in names], ops
 
