@@ -107,7 +107,7 @@ import torch.nn.functional as F  # noqa: E402
 from torchlean.backend.errors import TorchLeanError  # noqa: E402
 from torchlean.backend.providers.native_cuda import extension, kernels, parity  # noqa: E402
 from torchlean.cli._args import int_at_least  # noqa: E402
-from torchlean.cli._output import check_writable  # noqa: E402
+from torchlean.cli._output import check_writable, file_path  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_check.json"
 
@@ -810,12 +810,10 @@ def _seconds(text: str) -> float:
 
 
 def _record_path(text: str) -> str:
-    """argparse ``type`` of the record path: a file that can be written (replaced atomically);
-    not empty, not a directory or a device."""
-    if text == "":
-        raise argparse.ArgumentTypeError("expected a file path, got ''")
+    """argparse ``type`` of the record path: a file path (``file_path``: not empty, ``-`` or a
+    folder) that can be written and replaced atomically (not a directory or a device)."""
     try:
-        check_writable(Path(text), "the record", regular=True)
+        check_writable(file_path(text), "the record", regular=True)
     except TorchLeanError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text

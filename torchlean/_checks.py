@@ -125,10 +125,11 @@ def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
 def dtype_shown(dtype: object) -> str:
     """How a refused dtype is named in messages: numpy's name for what numpy reads (``float16``,
     ``int32``; a float of the other byte order says so: ``>f8 (big-endian; accepted: native byte
-    order)``), else the string as given or the ``repr``."""
+    order)``), else :func:`~torchlean.backend.display.name_shown` of it (a string as given, or its
+    literal when it is empty or blank; any other value's ``repr``)."""
     resolved = _read_dtype(dtype)
     if resolved is None:
-        return name_shown(dtype) if isinstance(dtype, str) else repr(dtype)
+        return name_shown(dtype)
     if resolved.newbyteorder("=") in FLOAT_DTYPES and resolved not in FLOAT_DTYPES:
         order = "big" if resolved.byteorder == ">" else "little"
         return f"{resolved} ({order}-endian; accepted: native byte order)"
