@@ -27,7 +27,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -42,6 +42,7 @@ __all__ = [
     "NativeKernelError",
     "active_module",
     "build_directory",
+    "build_lock",
     "expected_device_type",
     "host_emulation",
     "load_extension",
@@ -137,6 +138,49 @@ def build_directory(name: str, root: Path) -> Path:
     return Path(base) / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
+def _notify_wait(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def build_lock(directory: Path, notify: Callable[[str], None] = _notify_wait) -> Iterator[None]:
+    """Hold torchlean's own inter-process lock on the build directory ``directory`` within the
+    block, and clear a build lock that a killed process left there.
+
+    torch's ``cpp_extension.load`` guards a build directory with a ``lock`` file (its
+    ``FileBaton``) that it removes when the build ends; a process killed mid-build leaves the file
+    behind, and every later load of that directory, even of a finished build, then waits for it
+    forever. Here each torchlean build of ``directory`` first takes ``fcntl.flock`` on
+    ``directory/torchlean.flock``, a lock the operating system drops when its holder dies. So a
+    ``lock`` file found while holding it belongs to no live torchlean build (the directories of
+    :func:`build_directory` are torchlean's own) and is removed, with a note on stderr. When another
+    process holds the lock, ``notify`` is called once with a line saying so, and the block waits for
+    it. Where ``fcntl`` does not exist (Windows), the block runs without either.
+
+    Raises:
+        OSError: when the lock file cannot be created or locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(directory / "torchlean.flock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notify(f"torchlean: waiting for another process building in {directory}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            stale = directory / "lock"
+            if stale.exists():
+                stale.unlink(missing_ok=True)
+                notify(f"torchlean: removed {stale}, the build lock of an interrupted build")
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _build(
     name: str, sources: tuple[str, ...], *, cuda: bool, sanitizers: tuple[str, ...] = ()
 ) -> ModuleType:
@@ -152,17 +196,18 @@ def _build(
         link = [sanitize]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        module = cpp_extension.load(
-            name=name,
-            sources=[str(root / source) for source in sources],
-            extra_cflags=flags,
-            extra_cuda_cflags=["-O3", "-lineinfo"],
-            extra_ldflags=link,
-            extra_include_paths=[str(root)],
-            with_cuda=cuda,
-            build_directory=str(directory),
-            verbose=False,
-        )
+        with build_lock(directory):
+            module = cpp_extension.load(
+                name=name,
+                sources=[str(root / source) for source in sources],
+                extra_cflags=flags,
+                extra_cuda_cflags=["-O3", "-lineinfo"],
+                extra_ldflags=link,
+                extra_include_paths=[str(root)],
+                with_cuda=cuda,
+                build_directory=str(directory),
+                verbose=False,
+            )
     except (RuntimeError, OSError, ImportError) as error:
         raise NativeExtensionError(f"building {name} from {root} failed: {error}") from error
     if not isinstance(module, ModuleType):
