@@ -44,8 +44,7 @@ def summaries(value: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    if not (BENCH / f"{name}.py").exists():
-        pytest.skip(f"bench/{name}.py does not exist yet")
+    assert (BENCH / f"{name}.py").is_file(), f"bench/{name}.py is missing"
     module = bench_script(name)
     assert module.main(["--smoke", "--out", str(tmp_path), *SCRIPTS[name]]) == 0
     record = json.loads((tmp_path / f"{name}.json").read_text())

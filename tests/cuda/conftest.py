@@ -2,7 +2,8 @@
 
 ``emulation``: the host-emulation build of ``torchlean_native_ext`` (csrc/ compiled for the CPU,
 own kernels run by the cooperative-thread emulator), built once per session; skipped, with the
-reason, where no C++ compiler or ninja is available. ``emulated_cuda``: CUDA sessions on that
+reason, only where no C++ compiler or ninja is available (a build that fails is an error of every
+test that uses it, so broken sources cannot pass as skips). ``emulated_cuda``: CUDA sessions on that
 build (the test seam documented in ``dispatch.check_devices``). ``cuda_device``: the first CUDA
 device; skipped without one (tests using it are also marked ``cuda``).
 """
@@ -24,7 +25,7 @@ from torchlean.backend.providers.native_cuda import extension
 def emulation_module() -> ModuleType:
     try:
         return extension.load_host_emulation()
-    except extension.NativeExtensionError as error:
+    except extension.NativeToolchainError as error:  # a build that ran and failed is a failure
         pytest.skip(f"host emulation build unavailable: {error}")
 
 

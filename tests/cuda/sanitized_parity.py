@@ -15,8 +15,9 @@ process with the sanitizer's report), then runs each parity case of the given op
 float64 under two emulated thread schedules (attention also on ``torchlean.composed_attention``,
 and its ``SMALL_TILE_CASES`` on an emulated device with less shared memory, which take the
 smaller tiles).
-Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails, 2 for
-unknown ops, 3 when the instrumented build cannot be made on this machine.
+Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails or the
+instrumented build fails, 2 for unknown ops, 3 when a tool the build needs (a C++ compiler,
+``ninja``) is missing on this machine.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 from torchlean.backend.providers.native_cuda import extension, parity
 
 UNAVAILABLE = 3
-"""Exit status when the instrumented build cannot be made here (no sanitizer libraries)."""
+"""Exit status when a tool the instrumented build needs is missing here."""
 
 
 def main(ops: list[str]) -> int:
@@ -43,9 +44,12 @@ def main(ops: list[str]) -> int:
     failed = total = 0
     try:
         extension.load_host_emulation(extension.SANITIZERS)
-    except extension.NativeExtensionError as error:
+    except extension.NativeToolchainError as error:
         print(f"sanitized build unavailable: {error}")
         return UNAVAILABLE
+    except extension.NativeExtensionError as error:
+        print(f"FAILED the sanitized build: {error}")
+        return 1
     with extension.host_emulation(extension.SANITIZERS) as module:
         for seed in (0, 7):
             module.emulation_set_schedule_seed(seed)

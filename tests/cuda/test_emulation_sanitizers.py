@@ -22,7 +22,7 @@ import pytest
 from torchlean.backend.providers.native_cuda import parity
 
 HERE = Path(__file__).resolve().parent
-UNAVAILABLE = 3  # sanitized_parity.py's exit status when the instrumented build cannot be made
+UNAVAILABLE = 3  # sanitized_parity.py's exit status when a tool the instrumented build needs is missing
 OWN_KERNEL_OPS = [
     "hard_masked_softmax", "smooth_max_pool", "selective_scan", "rand_uniform", "bernoulli_mask"
 ]  # fmt: skip

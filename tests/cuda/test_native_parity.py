@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -648,9 +649,32 @@ def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CXX", "no-such-compiler-torchlean")
     monkeypatch.setattr(extension, "_loaded", {})
     with pytest.raises(
-        extension.NativeExtensionError, match=r"needs a C\+\+ compiler .*`no-such-compiler-torchlean`"
+        extension.NativeToolchainError, match=r"needs a C\+\+ compiler .*`no-such-compiler-torchlean`"
     ):
         extension.load_host_emulation()
+
+
+def test_sources_that_do_not_compile_are_a_build_failure_not_a_missing_tool(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A tree whose emulation source has a syntax error fails to build with a
+    ``NativeExtensionError`` naming the compiler's error, and not its subclass
+    ``NativeToolchainError``, the only one the ``emulation`` fixture turns into a skip."""
+    if shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") is None:
+        pytest.skip("needs a C++ compiler and ninja")
+    csrc = tmp_path / "csrc"
+    (csrc / "emu").mkdir(parents=True)
+    for name in ("native_ops.cu", "native_ops.h", "kernels.cuh"):
+        (csrc / name).write_text("// not compiled by the emulation build\n")
+    (csrc / "bindings.cpp").write_text("int torchlean_test_compiles = 0;\n")
+    (csrc / "emu" / "native_ops_emu.cpp").write_text("int torchlean_test_broken(  // no closing\n")
+    monkeypatch.setenv("TORCHLEAN_CSRC", str(csrc))
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.setattr(extension, "_loaded", {})
+    failed = r"building torchlean_native_ext_emu from .* failed"
+    with pytest.raises(extension.NativeExtensionError, match=failed) as info:
+        extension.load_host_emulation()
+    assert not isinstance(info.value, extension.NativeToolchainError)
 
 
 def test_each_checkout_builds_in_its_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

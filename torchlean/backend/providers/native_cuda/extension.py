@@ -10,7 +10,8 @@ module builds nothing and needs no GPU. Every failure on the way is a
   (adapted from the original's CPU-stub probe message, anchor-runtime.md §1.7);
 * a CUDA build without a visible device: ``CUDA was requested and this is a CUDA build, but no
   usable CUDA device is visible`` (anchor-backend.md §3.1, verbatim);
-* no ``nvcc`` (no CUDA toolkit), no C++ compiler, no ``ninja``, or a failed build.
+* no ``nvcc`` (no CUDA toolkit), no C++ compiler or no ``ninja`` (a :class:`NativeToolchainError`),
+  or a failed build.
 
 :func:`host_emulation` selects, for the current context, a second build of the *same* sources
 for the CPU (``csrc/emu``): tensors stay on the CPU and torchlean's own kernels run in a
@@ -40,6 +41,7 @@ __all__ = [
     "SANITIZERS",
     "NativeExtensionError",
     "NativeKernelError",
+    "NativeToolchainError",
     "active_module",
     "build_directory",
     "build_lock",
@@ -64,6 +66,11 @@ _EMULATION_SOURCES = ("emu/native_ops_emu.cpp", "bindings.cpp")
 
 class NativeExtensionError(TorchLeanError):
     """The native extension cannot be built or loaded here (no CUDA, no toolchain, build failure)."""
+
+
+class NativeToolchainError(NativeExtensionError):
+    """A tool the build needs is missing here (``nvcc``/the CUDA toolkit, a C++ compiler,
+    ``ninja``): the sources were never compiled, unlike a build that ran and failed."""
 
 
 class NativeKernelError(TorchLeanError):
@@ -112,7 +119,7 @@ def sources_dir() -> Path:
 
 def _require_tool(tool: str, purpose: str) -> None:
     if shutil.which(tool) is None:
-        raise NativeExtensionError(f"building {EXTENSION_NAME} needs {purpose}: `{tool}` is not on PATH")
+        raise NativeToolchainError(f"building {EXTENSION_NAME} needs {purpose}: `{tool}` is not on PATH")
 
 
 def _require_host_compiler() -> None:
@@ -224,8 +231,9 @@ def load_extension() -> ModuleType:
     (and across processes in :func:`build_directory`).
 
     Raises:
-        NativeExtensionError: no CUDA (see :func:`require_cuda`), no ``nvcc``, no C++ compiler,
-            no ``ninja``, missing sources, or a failed build.
+        NativeExtensionError: no CUDA (see :func:`require_cuda`), missing sources, or a failed
+            build; its subclass :class:`NativeToolchainError` when ``nvcc``, a C++ compiler or
+            ``ninja`` is missing.
     """
     require_cuda()
     with _lock:
@@ -233,7 +241,7 @@ def load_extension() -> ModuleType:
             from torch.utils import cpp_extension
 
             if cpp_extension.CUDA_HOME is None:
-                raise NativeExtensionError(
+                raise NativeToolchainError(
                     f"building {EXTENSION_NAME} needs the CUDA toolkit: nvcc was not found "
                     "(set CUDA_HOME or put nvcc on PATH)"
                 )
@@ -255,8 +263,8 @@ def load_host_emulation(sanitizers: tuple[str, ...] = ()) -> ModuleType:
     ``LD_PRELOAD=$(gcc -print-file-name=libasan.so)``; ``tests/cuda/sanitized_parity.py`` does so.
 
     Raises:
-        NativeExtensionError: an unknown sanitizer, no C++ compiler, no ``ninja``, missing sources,
-            or a failed build.
+        NativeExtensionError: an unknown sanitizer, missing sources, or a failed build; its
+            subclass :class:`NativeToolchainError` when a C++ compiler or ``ninja`` is missing.
     """
     unknown = [name for name in sanitizers if name not in SANITIZERS]
     if unknown:
