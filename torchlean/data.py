@@ -20,7 +20,9 @@ Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`;
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
 Messages about a cell name a repeated or blank column by its index. Only comma-separated files
-are read (a first row read as one column that holds tabs or ``;`` says so). Features must be
+are read (a first row read as one column that holds tabs or ``;`` says so). A cell is a number
+when it is written with ASCII digits, an optional sign, point and exponent (``1e-3``, ``.5``;
+not ``1_000`` or other scripts' digits, which Python's ``float`` would read). Features must be
 finite float64 numbers and regression labels finite numbers within the range of ``dtype``
 (``1e200`` is refused as a float32 label, by line and column); features are standardised in
 float64, so a column beyond float32's range loads under float32 as long as each feature's (each
@@ -52,7 +54,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -468,12 +470,17 @@ def shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], 
 _FLOAT64 = np.dtype(np.float64)
 
 
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE
+)
+"""A number cell once blanks around it are stripped: ASCII decimal digits with an optional sign,
+point and exponent, or a spelling of inf or nan (refused later as not finite, by name). Narrower
+than Python's ``float``, which also reads ``1_000`` (1000), ``1_0.5`` (10.5) and other scripts'
+digits (``١٢``, 12); like pandas' and numpy's CSV readers, those are text here."""
+
+
 def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
+    return _NUMBER.fullmatch(cell.strip()) is not None
 
 
 def _line(first_line: Lines, r: int) -> int:
@@ -492,10 +499,9 @@ def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype
             largest magnitude ``dtype`` holds.
     """
     where = f"{file}: line {line}, column {display_name(column)}"
-    try:
-        value = float(cell)
-    except ValueError:
-        raise DataError(f"{where}: not a number: {cell!r}") from None
+    if not _is_number(cell):
+        raise DataError(f"{where}: not a number: {cell!r}")
+    value = float(cell)
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
         raise DataError(f"{where}: not a finite number: {cell!r}")
     with np.errstate(over="ignore"):
@@ -657,10 +663,9 @@ class names, not numbers: their exact value is not usable, and making it exact i
 def _exact(cell: str) -> Decimal | None:
     """The exact value of a finite number cell (``1e3``, ``+01``, ``0.10``, ``0e-999999999``),
     else ``None`` (text, ``nan``/``inf``, or an exponent beyond :data:`_LABEL_EXPONENT_LIMIT`)."""
-    try:
-        value = Decimal(cell.strip())
-    except InvalidOperation:
+    if not _is_number(cell):
         return None
+    value = Decimal(cell.strip())  # reads every spelling _NUMBER accepts
     if not value.is_finite():
         return None
     if value.is_zero():

@@ -259,6 +259,40 @@ def test_csv_non_numeric_cell_names_line_and_column(tmp_path: Path) -> None:
         data.load(infinite)
 
 
+@pytest.mark.parametrize("cell", ["1_000", "1_0.5", "\u0661\u0662", "\uff11", "0x10", "1e", "--1", "1.2.3"])
+def test_only_ascii_decimal_numbers_are_numbers(tmp_path: Path, cell: str) -> None:
+    """Python's ``float`` reads ``1_000`` as 1000, ``1_0.5`` as 10.5 and Arabic-Indic or
+    full-width digits as numbers; a CSV feature cell holding them is refused as not a number, as
+    pandas' ``read_csv`` leaves such cells as text."""
+    path = _write(tmp_path, f"a,b,label\n1,2,0\n3,{cell},1\n4,5,0\n6,7,1\n")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == f"{path}: line 3, column b: not a number: {cell!r}"
+
+
+@pytest.mark.parametrize("cell", ["1", "+1", "-1.", ".5", "1e3", "1E-3", "-0.0", " 2 ", "\t3"])
+def test_ascii_decimal_spellings_are_numbers(tmp_path: Path, cell: str) -> None:
+    path = _write(tmp_path, f"a,label\n{cell},0\n1,1\n2,0\n3,1\n")
+    d = data.load(path, test_fraction=0.5, seed=0)
+    assert d.n_features == 1  # read as data under the header a,label (no cell refused)
+
+
+def test_underscored_and_non_ascii_labels_are_class_names(tmp_path: Path) -> None:
+    """``1_000`` is not the number 1000 as a label either: it is a class name of its own, and
+    ``\u0661`` (Arabic-Indic one) is not the class ``1``."""
+    rows = ["1_000", "1000", "\u0661", "1"] * 3
+    path = _write(tmp_path, "a,label\n" + "".join(f"{k},{label}\n" for k, label in enumerate(rows)))
+    d = data.load(path, test_fraction=0.34, seed=0)
+    assert (d.task, d.class_names) == ("classification", ("1", "1000", "1_000", "\u0661"))
+
+
+def test_an_underscored_first_row_is_a_header(tmp_path: Path) -> None:
+    path = _write(tmp_path, "1_0,2_0\n1,0\n2,1\n3,0\n4,1\n")
+    d = data.load(path, test_fraction=0.5, seed=0)
+    assert d.feature_names == ("1_0",)
+    assert d.header_note == ""
+
+
 def test_csv_unknown_label_column(tmp_path: Path) -> None:
     path = _write(tmp_path, "a,b,label\n1,2,0\n3,4,1\n")
     with pytest.raises(UnknownLabelError) as info:

@@ -1041,3 +1041,21 @@ def test_predict_refuses_an_empty_dash_or_folder_checkpoint_path(capsys, path, r
     code, out, err = cli(capsys, "predict", path, "--dataset", "iris")
     assert (code, out) == (2, "")
     assert err == f"error: argument CHECKPOINT: expected a file path, {refusal}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--dataset", "iris", "--epochs", "1", "--report-json"],
+        ["predict", "model.npz", "--dataset", "iris", "--output"],
+        ["attention-check", "--quick", "--json"],
+    ],
+    ids=["train --report-json", "predict --output", "attention-check --json"],
+)
+def test_output_options_refuse_a_folder_path(capsys, tmp_path, monkeypatch, argv):
+    """``results/`` names a folder: refused by name before any work, as ``--save`` refuses it, rather
+    than written as a file ``results`` (``Path`` drops the slash)."""
+    monkeypatch.chdir(tmp_path)
+    err = one_line_error(capsys, *argv, "results/")
+    assert err == f"error: argument {argv[-1]}: expected a file path, got 'results/' (it names a folder)\n"
+    assert list(tmp_path.iterdir()) == []

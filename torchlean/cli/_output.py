@@ -32,14 +32,22 @@ STDOUT = Path("/dev/stdout")
 def output_path(text: str) -> Path:
     """argparse ``type`` of an output-file option: the path, ``-`` standing for standard output
     (:data:`STDOUT`; :func:`report_beside` then keeps the report off it), refusing the empty string
-    (which ``Path`` would turn into ``.``, the current directory).
+    (which ``Path`` would turn into ``.``, the current directory) and a path ending in ``/``.
 
     Raises:
-        argparse.ArgumentTypeError: ``expected a file path, got ''``.
+        argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'x/'``, saying why).
     """
+    _refuse_non_file(text)
+    return STDOUT if text == "-" else Path(text)
+
+
+def _refuse_non_file(text: str) -> None:
+    """Refuse the empty string and a path ending in ``/`` (a folder, which ``Path`` would
+    silently turn into a file name: ``Path("out/")`` is ``out``)."""
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
-    return STDOUT if text == "-" else Path(text)
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
 
 
 def file_path(text: str) -> Path:
@@ -52,15 +60,12 @@ def file_path(text: str) -> Path:
         argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, ``'x/'``, saying
             why).
     """
-    if text == "":
-        raise argparse.ArgumentTypeError("expected a file path, got ''")
     if text == "-":
         raise argparse.ArgumentTypeError(
             "expected a file path, got '-' (standard input and output are not accepted here; "
             "a file named - is ./-)"
         )
-    if text.endswith(("/", os.sep)):
-        raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
+    _refuse_non_file(text)
     return Path(text)
 
 
