@@ -543,7 +543,11 @@ def sigmoid(x: Tensor) -> Tensor:
 
 
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))`` (``torch.nn.functional.softplus``); records ``softplus``."""
+    """``log(1 + exp(x))``, computed as ``max(x, 0) + log1p(exp(-|x|))`` for every x, with
+    gradient ``sigmoid(x)``; records ``softplus``. ``torch.nn.functional.softplus`` with
+    ``beta=1``, except that it has no ``threshold``: torch returns ``x`` itself (gradient 1) for
+    ``x > 20``, where the exact value differs by ``log1p(exp(-x))`` (about 1.4e-11 at x = 25;
+    below float32's resolution of such x, visible in float64)."""
     return _unary(BackendOp.SOFTPLUS, x)
 
 

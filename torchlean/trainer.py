@@ -295,13 +295,42 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
 
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
     """``values`` as an array of ``dtype``; raises TrainerError for data that is not real numbers
-    (strings, objects, complex numbers, ragged sequences)."""
+    (strings, objects, complex numbers, ragged sequences) or holds finite values that ``dtype``
+    cannot (``1e39`` in float32, which the cast would make ``inf``)."""
     array = _rectangular(values, what)
     if array.dtype.kind not in "biuf":
         raise TrainerError(
             f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
         )
-    return np.asarray(array, dtype=dtype)
+    with np.errstate(over="ignore"):
+        cast = np.asarray(array, dtype=dtype)
+    overflowed = np.isinf(cast) & np.isfinite(array)
+    if overflowed.any():
+        largest = np.max(np.abs(array[overflowed]))
+        wider = "" if dtype == np.float64 else "; use dtype float64"
+        values = _count(int(overflowed.sum()), "value")
+        raise TrainerError(
+            f"{what} hold {values} beyond the {dtype} range (largest magnitude "
+            f"{largest:.6g}; accepted: magnitude at most {np.finfo(dtype).max}{wider})"
+        )
+    return cast
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _finite_for_training(array: Array, what: str) -> None:
+    """Refuse NaN or infinite training data: one step on it makes the loss, then every parameter
+    and the optimizer state, NaN (torch would train on it silently)."""
+    bad = ~np.isfinite(array)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        values = _count(int(bad.sum()), "NaN or infinite value")
+        raise TrainerError(
+            f"{what} hold {values} (the first in row {row}); "
+            "training on them would make every parameter NaN (accepted: finite numbers)"
+        )
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
@@ -464,6 +493,14 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
         return _real_array(array, self.model.dtype, "targets")
 
+    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Array, Array]:
+        """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite."""
+        xs = self._x(x)
+        ys = self._y(y, xs.shape[0])
+        _finite_for_training(xs, "inputs")
+        _finite_for_training(ys, "targets")
+        return xs, ys
+
     def batches(
         self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
     ) -> Iterator[tuple[Array, Array]]:
@@ -550,15 +587,15 @@ class Trainer(Generic[In, Out]):
         cast to the model dtype. Opens the session on first use (:meth:`open`).
 
         Raises:
-            TrainerError: bad shapes or labels (as :meth:`fit`); an empty minibatch (its mean loss
+            TrainerError: bad shapes or labels, or values that are not finite (as :meth:`fit`); an
+                empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); the errors of :meth:`open`.
             SessionError: as :meth:`open`.
         """
         session = self.open()
         assert self._optimizer is not None
-        x = self._x(xb)
-        y = self._y(yb, x.shape[0])
+        x, y = self._training_data(xb, yb)
         if x.shape[0] == 0:
             raise TrainerError(
                 f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
@@ -595,7 +632,10 @@ class Trainer(Generic[In, Out]):
         Raises:
             TrainerError: bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
                 ``got 10 inputs but 5 targets``, labels outside ``[0, classes)`` or not integers,
-                data that is not a rectangular array of real numbers); no samples (``n == 0``);
+                data that is not a rectangular array of real numbers); values beyond the model
+                dtype's range (``1e39`` for float32) or NaN or infinite values in ``x`` or ``y``
+                (one step on them makes every parameter NaN; refused before any step); no samples
+                (``n == 0``);
                 ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
@@ -612,8 +652,7 @@ class Trainer(Generic[In, Out]):
                 f"{type(on_batch).__name__}"
             )
         shuffle = bool(shuffle)
-        xs = self._x(x)
-        ys = self._y(y, xs.shape[0])
+        xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
         history: list[float] = []
@@ -635,8 +674,9 @@ class Trainer(Generic[In, Out]):
         logits for cross-entropy models.
 
         Raises:
-            TrainerError: inputs of the wrong shape (a single unbatched sample included) or not
-                real numbers, or ``batch_size`` not an int >= 1
+            TrainerError: inputs of the wrong shape (a single unbatched sample included), not
+                real numbers or beyond the model dtype's range (NaN and infinite inputs are
+                accepted and give NaN or infinite outputs), or ``batch_size`` not an int >= 1
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`.
         """

@@ -671,6 +671,74 @@ def test_fit_refuses_data_that_is_not_real_numbers(x, y, message):
     assert str(caught.value).startswith(message)
 
 
+def _poisoned(value: float, at: tuple[int, int]) -> np.ndarray:
+    x = np.random.default_rng(5).standard_normal((10, 4))
+    x[at] = value
+    return x
+
+
+NOT_FINITE = "training on them would make every parameter NaN (accepted: finite numbers)"
+NOT_FINITE_ROW = "NaN or infinite value (the first in row"
+
+
+@pytest.mark.parametrize("mode", [EAGER, GRAPH])
+@pytest.mark.parametrize(
+    ("x", "y", "message"),
+    [
+        (_poisoned(np.nan, (7, 2)), np.ones(10), f"inputs hold 1 {NOT_FINITE_ROW} 7); {NOT_FINITE}"),
+        (_poisoned(-np.inf, (3, 0)), np.ones(10), f"inputs hold 1 {NOT_FINITE_ROW} 3); {NOT_FINITE}"),
+        (
+            np.ones((10, 4)),
+            np.r_[np.ones(8), np.nan, np.inf],
+            f"targets hold 2 NaN or infinite values (the first in row 8); {NOT_FINITE}",
+        ),
+        (
+            _poisoned(1e39, (2, 1)) * np.r_[1, 1, 1, 1, 1, 1, 1, 1, 1, -1.0][:, None],
+            np.ones(10),
+            "inputs hold 1 value beyond the float32 range (largest magnitude 1e+39; accepted: magnitude "
+            "at most 3.4028234663852886e+38; use dtype float64)",
+        ),
+        (
+            np.ones((10, 4)),
+            np.full(10, -4e38),
+            "targets hold 10 values beyond the float32 range (largest magnitude 4e+38; accepted: magnitude "
+            "at most 3.4028234663852886e+38; use dtype float64)",
+        ),
+    ],
+)  # fmt: skip
+def test_fit_refuses_data_it_cannot_train_on_before_any_step(mode, x, y, message):
+    """NaN or infinite training data would make the loss and, after one step, every parameter NaN
+    (torch trains on it silently); finite values beyond float32 would become inf in the cast.
+    Refused by count and first row before any step: the model and epoch count are unchanged."""
+    trainer = make(nn.linear(4, 1), mode=mode)
+    before = trainer.model.state()
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(x, y, batch_size=2)
+    assert str(caught.value) == message
+    with pytest.raises(TrainerError):
+        trainer.step(x, y)
+    assert trainer.epochs_done == 0
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_float64_models_train_on_values_beyond_float32():
+    x = np.ones((4, 2)) * np.array([1e39, 1.0])
+    y = np.ones(4)
+    trainer = make(nn.linear(2, 1), dtype="float64", optimizer=optim.sgd(0.0))
+    assert trainer.fit(x, y, epochs=1)[0] >= 0.0
+
+
+def test_predict_keeps_nan_inputs_and_refuses_values_beyond_the_dtype():
+    """Prediction is not training: a NaN input row gives a NaN output row (as torch), and only
+    the others are numbers; a finite value float32 cannot hold is refused as in fit."""
+    trainer = make(nn.linear(2, 1))
+    out = trainer.predict(np.array([[1.0, np.nan], [1.0, 2.0]]))
+    assert np.isnan(out[0, 0]) and np.isfinite(out[1, 0])
+    with pytest.raises(TrainerError, match=r"^inputs hold 1 value beyond the float32 range"):
+        trainer.predict(np.array([[1.0, 1e39]]))
+
+
 @pytest.mark.parametrize("mode", [EAGER, GRAPH])
 @pytest.mark.parametrize("objective", [Objective.MSE, Objective.CROSS_ENTROPY])
 def test_step_on_an_empty_minibatch_is_refused_before_any_update(mode, objective):
