@@ -327,6 +327,25 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
     assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
 
+@pytest.mark.parametrize("where", ["build_parser", "func"])
+def test_ctrl_c_is_one_line_exit_130_while_importing_or_running(
+    where: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the commands' modules import (``build_parser``) or while a command runs."""
+    import torchlean.cli as cli
+    from torchlean.cli import backend_commands
+
+    def interrupt(*_: object) -> int:
+        raise KeyboardInterrupt
+
+    if where == "build_parser":
+        monkeypatch.setattr(cli, "build_parser", interrupt)
+    else:
+        monkeypatch.setattr(backend_commands, "all_modules", interrupt)
+    assert main(["capsules"]) == 130
+    assert capsys.readouterr() == ("", "error: interrupted\n")
+
+
 def test_select_takes_profiles_and_ops_in_any_order_and_repeated(capsys: pytest.CaptureFixture[str]) -> None:
     """Every word after ``--profiles`` (which may be repeated) is a profile or an op; each is kept
     once, in the order first given; ops may also stand before ``--profiles``."""

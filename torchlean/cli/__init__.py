@@ -95,8 +95,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     No command (``torchlean`` alone) is a usage error like any other: one line ``error: a command
     is required (choose from 'capsules', ...; torchlean --help describes them)`` on stderr, exit
-    status 2 (``torchlean --help`` prints the help, exit status 0).
+    status 2 (``torchlean --help`` prints the help, exit status 0). Ctrl-C at any point after this
+    module is imported, the commands' own imports included, is ``error: interrupted``, exit
+    status 130.
     """
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     args, extras = parser.parse_known_args(words)
@@ -121,9 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(error).splitlines() or [type(error).__name__]:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # the reader went away (``torchlean graph | head``): stop quietly, as other CLIs do
         _silence_stdout()
