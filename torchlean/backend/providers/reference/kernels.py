@@ -888,8 +888,10 @@ def scaled_dot_product_attention(
     ``q (..., nQ, d)``, ``k (..., nK, d)``, ``v (..., nK, dv)`` with broadcast leading axes;
     ``mask`` bool broadcastable to ``(..., nQ, nK)``, True = the key may be attended.  Scores
     ``q k^T * scale`` (default ``1/sqrt(d)``, 1 when ``d == 0``), row softmax (hard-masked when a
-    mask is given), output ``fold_matmul(weights, v)`` — all contractions left folds.  With a mask, blocked
-    (query, key) pairs are selected away in every contraction, so fully masked rows are zeros and
+    mask is given), output ``fold_matmul(weights, v)`` (``fold_matmul_where(weights, v, allowed)``
+    with a mask) — all contractions left folds over the contracted axis in increasing order.  With
+    a mask, blocked (query, key) pairs are selected away in every contraction (a blocked term is
+    ``+0.0``), so fully masked rows are zeros and
     NaN/inf at blocked positions never reach the output.  Mirrors
     ``torch.nn.functional.scaled_dot_product_attention`` with a boolean ``attn_mask``.
     """

@@ -16,8 +16,12 @@ Convolutions fold over the contracted ``(C_in/groups, *kernel)`` index in row-ma
 (channel, then kernel offsets) and add the bias afterwards; a pool folds over its window in
 row-major kernel-offset order; normalisation statistics fold over the normalised elements.
 ``conv_transpose``'s forward and the input gradients of ``conv`` and the pools scatter their terms
-onto a zero canvas, each element receiving its terms in that row-major order after a ``+0.0``
-start (the sign of a zero result can differ from a fold that starts from its first term).
+onto a zero canvas, each element receiving its terms in row-major order of the contracted index
+(``(C_out/groups, *kernel)`` for ``conv``'s input gradient, ``(C_in/groups, *kernel)`` for
+``conv_transpose``, the kernel offsets for a pool) after a ``+0.0`` start (the sign of a zero
+result can differ from a fold that starts from its first term).  For a pool, kernel-offset order
+is the reverse of window order: tap 0 of window ``o + k`` (stride 1) reads the element that tap
+``k`` of window ``o`` reads, so the later window's term comes first.
 Windows are gathered im2col-style as strided views of the padded input, one view per kernel
 offset.
 """
@@ -259,10 +263,12 @@ def conv_vjp(
 ) -> tuple[Array | None, Array | None, Array | None]:
     """VJP of :func:`conv`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
 
-    dx is the transpose convolution of g (each input element a left fold over its contributing
-    ``(C_out/groups, *kernel)`` terms in row-major order), dw a left fold over ``(N, *out)`` per
-    weight entry, db a left fold over ``(N, *out)`` (None for an absent b). An input marked False
-    in ``needs_input_grad`` (default all) gets ``None`` and is not computed.  Raises GuardError.
+    dx is the transpose convolution of g (each input element receives its contributing
+    ``(C_out/groups, *kernel)`` terms in row-major order, scattered onto a ``+0.0`` start), dw a
+    left fold over ``(N, *out)`` in row-major order per weight entry (padding positions included as
+    ``0 * g`` terms), db a left fold over ``(N, *out)`` in row-major order (None for an absent b).
+    An input marked False in ``needs_input_grad`` (default all) gets ``None`` and is not computed.
+    Raises GuardError.
     """
     window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
     c_out = w.shape[0]
@@ -332,8 +338,10 @@ def conv_transpose_vjp(
 ) -> tuple[Array, Array, Array | None]:
     """VJP of :func:`conv_transpose`: ``(dx, dw, db)`` for cotangent g ``(N, C_out, *out)``.
 
-    dx is the convolution of the zero-padded g (left fold over ``(C_out/groups, *kernel)``),
-    dw and db left folds over the batch and spatial positions; db None for an absent b.
+    dx is the convolution of the zero-padded g (a left fold over ``(C_out/groups, *kernel)`` in
+    row-major order); dw a left fold over x's positions ``(N, *in)`` in row-major order per weight
+    entry; db a left fold over g's positions ``(N, *out)`` in row-major order (None for an absent
+    b).
     Raises GuardError.
     """
     window = check_conv_transpose(
@@ -445,8 +453,9 @@ def avg_pool_vjp(
     stride: IntOrTuple | None = None,
     padding: IntOrTuple = 0,
 ) -> tuple[Array]:
-    """VJP of :func:`avg_pool`: ``(dx,)``, ``g / prod(kernel_size)`` spread over each window.
-    Raises GuardError."""
+    """VJP of :func:`avg_pool`: ``(dx,)``, ``g / prod(kernel_size)`` spread over each window;
+    overlapping windows accumulate in kernel-offset order from ``+0.0`` (see the module
+    docstring).  Raises GuardError."""
     window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
     check_cotangent("avg_pool", g, (*x.shape[:2], *window.output), x.dtype)
     share = g / _scalar(math.prod(window.kernel), x)
@@ -512,7 +521,9 @@ def smooth_max_pool_vjp(
     padding: IntOrTuple = 0,
 ) -> tuple[Array]:
     """VJP of :func:`smooth_max_pool`: ``(dx,)``, g spread over each window with the weights
-    ``softmax(beta * window)``.  Raises GuardError."""
+    ``softmax(beta * window)`` (each tap's ``g * (term / total)``, ``total`` the forward's window
+    fold); overlapping windows accumulate in kernel-offset order from ``+0.0`` (see the module
+    docstring).  Raises GuardError."""
     window = check_smooth_max_pool(x, beta=beta, kernel_size=kernel_size, stride=stride, padding=padding)
     check_cotangent("smooth_max_pool", g, (*x.shape[:2], *window.output), x.dtype)
     _, terms, total = _smooth_terms(x, window, beta)
@@ -572,7 +583,9 @@ def _moments(x: Array, axes: tuple[int, ...], count: np.floating[Any]) -> tuple[
 
 
 def _normalize_vjp(dxhat: Array, xhat: Array, rstd: Array, axes: tuple[int, ...]) -> Array:
-    """Cotangent of x given the cotangent of ``xhat`` from :func:`_normalize`."""
+    """Cotangent of x given the cotangent of ``xhat`` from :func:`_normalize`:
+    ``(rstd / n) * (n * dxhat - sum(dxhat) - xhat * sum(dxhat * xhat))`` over each group of ``n``
+    normalised elements, both group sums left folds in row-major order over ``axes``."""
     count = _scalar(math.prod(xhat.shape[a] for a in axes), xhat)
     total = fold_sum_axes(dxhat, axes, keepdims=True)
     projection = fold_sum_axes(dxhat * xhat, axes, keepdims=True)
@@ -619,7 +632,8 @@ def layer_norm_vjp(
     eps: float = 1e-5,
 ) -> tuple[Array, Array | None, Array | None]:
     """VJP of :func:`layer_norm`: ``(dx, dweight, dbias)`` (None for an absent weight or bias);
-    dweight and dbias are left folds over the leading axes.  Raises GuardError."""
+    dweight and dbias are left folds over the leading axes in row-major order; dx's two group
+    sums as :func:`_normalize_vjp`.  Raises GuardError."""
     axes = check_layer_norm(x, weight, bias, normalized_ndim=normalized_ndim, eps=eps)
     check_cotangent("layer_norm", g, x.shape, x.dtype)
     xhat, rstd = _normalize(x, axes, eps)
@@ -689,7 +703,9 @@ def batch_norm_vjp(
 ) -> tuple[Array, Array | None, Array | None, None, None]:
     """VJP of :func:`batch_norm`: ``(dx, dweight, dbias, None, None)``; the running statistics are
     buffers, not differentiated.  In training, dx includes the paths through the batch mean and
-    variance.  Raises GuardError."""
+    variance (its two group sums as :func:`_normalize_vjp`, over ``(N, *spatial)`` per channel);
+    dweight and dbias are left folds over ``(N, *spatial)`` in row-major order.  Raises
+    GuardError."""
     axes = check_batch_norm(x, weight, bias, running_mean, running_var, training=training, eps=eps)
     check_cotangent("batch_norm", g, x.shape, x.dtype)
     xhat, rstd = _batch_xhat(x, axes, running_mean, running_var, training=training, eps=eps)
