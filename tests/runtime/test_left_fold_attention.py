@@ -19,26 +19,14 @@ bits on the same input, so a kernel that changed the order would fail.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
+from fold_oracle import F32, Array, bits, fold
 from numpy.testing import assert_array_equal
 
 from torchlean.backend.providers.reference import kernels as K
-
-Array = np.ndarray[Any, Any]
-F32 = np.float32
-
-
-def _fold(terms: Sequence[Any], reverse: bool = False) -> Any:
-    """``((t0 + t1) + t2) + ...`` with float32 scalars, starting from the first term (from the last
-    one when ``reverse``)."""
-    items = list(terms)[::-1] if reverse else list(terms)
-    acc = items[0]
-    for item in items[1:]:
-        acc = acc + item
-    return acc
 
 
 def _contract(
@@ -48,7 +36,7 @@ def _contract(
     out = np.empty(shape, dtype=F32)
     for r in range(shape[0]):
         for c in range(shape[1]):
-            out[r, c] = _fold([term(r, c, t) for t in range(depth)], reverse)
+            out[r, c] = fold([term(r, c, t) for t in range(depth)], reverse)
     return out
 
 
@@ -77,7 +65,7 @@ def _oracle(
             continue  # a fully blocked row has zero weights
         top = max(scores[i, j] for j in keys)
         num = [np.exp(scores[i, j] - top) if allowed[i, j] else zero for j in range(n_k)]
-        den = _fold(num)
+        den = fold(num)
         for j in keys:
             w[i, j] = num[j] / den
 
@@ -85,17 +73,13 @@ def _oracle(
     d_w = _contract((n_q, n_k), d_v, lambda i, j, n: g[i, n] * v[j, n], False)
     d_s = np.zeros((n_q, n_k), dtype=F32)
     for i in range(n_q):
-        dot = _fold([masked(i, j, d_w[i, j] * w[i, j]) for j in range(n_k)])
+        dot = fold([masked(i, j, d_w[i, j] * w[i, j]) for j in range(n_k)])
         for j in range(n_k):
             d_s[i, j] = masked(i, j, w[i, j] * (d_w[i, j] - dot)) * factor
     dq = _contract((n_q, d), n_k, lambda i, t, j: masked(i, j, d_s[i, j] * k[j, t]), "dq" in reverse)
     dk = _contract((n_k, d), n_q, lambda j, t, i: masked(i, j, d_s[i, j] * q[i, t]), "dk" in reverse)
     dv = _contract((n_k, d_v), n_q, lambda j, n, i: masked(i, j, w[i, j] * g[i, n]), "dv" in reverse)
     return {"out": out, "dq": dq, "dk": dk, "dv": dv}
-
-
-def _bits(a: Array) -> Array:
-    return np.ascontiguousarray(a, dtype=F32).view(np.uint32)
 
 
 def _inputs(seed: int) -> tuple[Array, Array, Array, Array, Array]:
@@ -120,10 +104,10 @@ def test_masked_attention_forward_is_a_left_fold_over_keys_bitwise_float32() -> 
     out = K.scaled_dot_product_attention(q, k, v, allowed)
     expected = _oracle(q, k, v, allowed, g)["out"]
     assert out.dtype == F32
-    assert_array_equal(_bits(out), _bits(expected), err_msg="out")
+    assert_array_equal(bits(out), bits(expected), err_msg="out")
     assert not out[3].any()  # the fully blocked row
     reversed_keys = _oracle(q, k, v, allowed, g, reverse={"out"})["out"]
-    assert (_bits(reversed_keys) != _bits(expected)).any()
+    assert (bits(reversed_keys) != bits(expected)).any()
 
 
 def test_masked_attention_vjp_contractions_are_left_folds_bitwise_float32() -> None:
@@ -138,12 +122,12 @@ def test_masked_attention_vjp_contractions_are_left_folds_bitwise_float32() -> N
     expected = _oracle(q, k, v, allowed, g)
     for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
         assert got is not None and got.dtype == F32, name
-        assert_array_equal(_bits(got), _bits(expected[name]), err_msg=name)
+        assert_array_equal(bits(got), bits(expected[name]), err_msg=name)
     assert dq is not None and not dq[3].any()  # the fully blocked query gets no gradient
     assert dk is not None and dv is not None and not dk[7].any() and not dv[7].any()
     for name in ("dq", "dk", "dv"):
         other = _oracle(q, k, v, allowed, g, reverse={name})[name]
-        assert (_bits(other) != _bits(expected[name])).any(), name
+        assert (bits(other) != bits(expected[name])).any(), name
 
 
 def test_masked_attention_folds_in_key_and_query_order_hand_computed() -> None:
@@ -154,8 +138,8 @@ def test_masked_attention_folds_in_key_and_query_order_hand_computed() -> None:
     queries of ``W[i, j] * g[i, n]``."""
     column = np.array([1e8, 1.0, -1e8, 1.0], dtype=F32)
     quarter = [F32(0.25) * value for value in column]
-    assert _fold(quarter) == F32(0.25)
-    assert _fold(quarter, reverse=True) == F32(0.0)
+    assert fold(quarter) == F32(0.25)
+    assert fold(quarter, reverse=True) == F32(0.0)
     assert (quarter[0] + quarter[1]) + (quarter[2] + quarter[3]) == F32(0.0)
 
     q = np.zeros((4, 2), dtype=F32)

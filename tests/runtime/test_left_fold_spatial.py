@@ -24,28 +24,17 @@ helper), and every test also shows that another order of the pinned sum (reverse
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
+from fold_oracle import F32, Array, assert_bitwise, assert_differs, fold
 from numpy.testing import assert_array_equal
 
 from torchlean.backend.providers.reference import spatial as S
 
-Array = np.ndarray[Any, Any]
-F32 = np.float32
 ZERO = F32(0)
-
-
-def _fold(terms: Sequence[Any], reverse: bool = False) -> Any:
-    """``((t0 + t1) + t2) + ...`` with float32 scalars, starting from the first term (from the last
-    one when ``reverse``)."""
-    items = list(terms)[::-1] if reverse else list(terms)
-    acc = items[0]
-    for item in items[1:]:
-        acc = acc + item
-    return acc
 
 
 def _scatter_fold(terms: Sequence[Any], reverse: bool = False) -> Any:
@@ -54,19 +43,6 @@ def _scatter_fold(terms: Sequence[Any], reverse: bool = False) -> Any:
     for item in list(terms)[::-1] if reverse else terms:
         acc = acc + item
     return acc
-
-
-def _bits(a: Array) -> Array:
-    return np.ascontiguousarray(a, dtype=F32).view(np.uint32)
-
-
-def _assert_bitwise(got: Array | None, expected: Array, name: str = "") -> None:
-    assert got is not None and got.dtype == F32 and got.shape == expected.shape, name
-    assert_array_equal(_bits(got), _bits(expected), err_msg=name)
-
-
-def _assert_differs(a: Array, b: Array, name: str = "") -> None:
-    assert (_bits(a) != _bits(b)).any(), f"{name}: the other order gives the same bits on this input"
 
 
 def _mixed(rng: np.random.Generator, *shape: int, spread: float = 2.0) -> Array:
@@ -134,7 +110,7 @@ def _smooth_oracle(
             values.append(x[b_, c_, r, s] if 0 <= r < h and 0 <= s < w else pad_value)
         shift = max(values) if beta > 0 else min(values)
         terms = [np.exp(b * (value - shift)) for value in values]
-        total = _fold(terms, "sum" in reverse)
+        total = fold(terms, "sum" in reverse)
         out[b_, c_, i, j] = shift + np.log(total) / b
         for number, (p, q) in enumerate(_rows((kernel, kernel))):
             share[b_, c_, i, j, p, q] = g[b_, c_, i, j] * (terms[number] / total)
@@ -163,11 +139,11 @@ def test_smooth_max_pool_window_sum_is_a_left_fold_bitwise_float32(
     g = _mixed(rng, *out.shape)
     (dx,) = S.smooth_max_pool_vjp(g, x, out=out, **kw)
     expected_out, expected_dx = _smooth_oracle(x, g, beta, 8, stride, padding)
-    _assert_bitwise(out, expected_out, "out")
-    _assert_bitwise(dx, expected_dx, "dx")
+    assert_bitwise(out, expected_out, "out")
+    assert_bitwise(dx, expected_dx, "dx")
     other_out, other_dx = _smooth_oracle(x, g, beta, 8, stride, padding, reverse={"sum"})
-    _assert_differs(other_out, expected_out, "out, window sum reversed")
-    _assert_differs(other_dx, expected_dx, "dx, window sum reversed")
+    assert_differs(other_out, expected_out, "out, window sum reversed")
+    assert_differs(other_dx, expected_dx, "dx, window sum reversed")
 
 
 # --------------------------------------------------------------------------------- pool scatters
@@ -183,9 +159,9 @@ def test_smooth_max_pool_vjp_scatters_in_kernel_offset_order_bitwise_float32() -
     g = _mixed(rng, *out.shape, spread=3.0)
     (dx,) = S.smooth_max_pool_vjp(g, x, out=out, **kw)
     expected_out, expected_dx = _smooth_oracle(x, g, 1.0, 3, 1, 1)
-    _assert_bitwise(out, expected_out, "out")
-    _assert_bitwise(dx, expected_dx, "dx")
-    _assert_differs(_smooth_oracle(x, g, 1.0, 3, 1, 1, reverse={"scatter"})[1], expected_dx, "dx")
+    assert_bitwise(out, expected_out, "out")
+    assert_bitwise(dx, expected_dx, "dx")
+    assert_differs(_smooth_oracle(x, g, 1.0, 3, 1, 1, reverse={"scatter"})[1], expected_dx, "dx")
 
 
 def _max_pool_vjp_oracle(
@@ -227,8 +203,8 @@ def test_max_pool_vjp_overlapping_windows_accumulate_in_kernel_offset_order_bitw
     g = _mixed(rng, *out.shape, spread=3.0)
     (dx,) = S.max_pool_vjp(g, x, out=out, **kw)
     expected = _max_pool_vjp_oracle(x, g, (3, 3), 1, 1)
-    _assert_bitwise(dx, expected)
-    _assert_differs(_max_pool_vjp_oracle(x, g, (3, 3), 1, 1, reverse=True), expected)
+    assert_bitwise(dx, expected)
+    assert_differs(_max_pool_vjp_oracle(x, g, (3, 3), 1, 1, reverse=True), expected)
 
 
 def test_max_pool_vjp_accumulation_order_hand_computed() -> None:
@@ -276,8 +252,8 @@ def test_avg_pool_vjp_overlapping_windows_accumulate_in_kernel_offset_order_bitw
     g = _mixed(rng, *out.shape, spread=3.0)
     (dx,) = S.avg_pool_vjp(g, x, out=out, **kw)
     expected = _avg_pool_vjp_oracle(g, x.shape, kernel, stride, padding)
-    _assert_bitwise(dx, expected)
-    _assert_differs(_avg_pool_vjp_oracle(g, x.shape, kernel, stride, padding, reverse=True), expected)
+    assert_bitwise(dx, expected)
+    assert_differs(_avg_pool_vjp_oracle(g, x.shape, kernel, stride, padding, reverse=True), expected)
 
 
 # ---------------------------------------------------------------- conv weight and bias gradients
@@ -307,7 +283,7 @@ def _conv_dw_oracle(
             r, s = _source(i, p, stride, padding, dilation), _source(j, q, stride, padding, dilation)
             value = x[b_, ci, r, s] if 0 <= r < h and 0 <= s < w else ZERO
             terms.append(value * g[b_, co, i, j])
-        dw[co, a, p, q] = _fold(terms, reverse)
+        dw[co, a, p, q] = fold(terms, reverse)
     return dw
 
 
@@ -334,14 +310,14 @@ def _conv_transpose_dw_oracle(
             r, s = _source(i, p, stride, padding, dilation), _source(j, q, stride, padding, dilation)
             value = g[b_, co, r, s] if 0 <= r < gh and 0 <= s < gw else ZERO
             terms.append(x[b_, ci, i, j] * value)
-        dw[ci, b, p, q] = _fold(terms, reverse)
+        dw[ci, b, p, q] = fold(terms, reverse)
     return dw
 
 
 def _bias_grad_oracle(g: Array, reverse: bool = False) -> Array:
     """``db[c] = fold over (n, i, j) of g[n, c, i, j]`` in row-major order."""
     n, c, h, w = g.shape
-    return np.array([_fold([g[b_, c_, i, j] for b_, i, j in _rows((n, h, w))], reverse) for c_ in range(c)])
+    return np.array([fold([g[b_, c_, i, j] for b_, i, j in _rows((n, h, w))], reverse) for c_ in range(c)])
 
 
 CONV_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
@@ -364,15 +340,22 @@ def test_conv_weight_and_bias_gradients_are_left_folds_bitwise_float32(
     out = S.conv(x, w, bias, **kw)
     g = _mixed(rng, *out.shape)
     _, dw, db = S.conv_vjp(g, x, w, bias, out=out, **kw)
-    expected_dw = _conv_dw_oracle(x, g, w_shape, stride, padding, dilation, groups)
-    expected_db = _bias_grad_oracle(g)
-    _assert_bitwise(dw, expected_dw, "dw")
-    _assert_bitwise(db, expected_db, "db")
-    _assert_differs(
-        _conv_dw_oracle(x, g, w_shape, stride, padding, dilation, groups, reverse=True), expected_dw
-    )
-    _assert_differs(_bias_grad_oracle(g, reverse=True), expected_db, "db reversed")
-    _assert_differs(np.sum(g, axis=(0, 2, 3)), expected_db, "db by np.sum")
+    _check_weight_and_bias(dw, db, g, lambda reverse: _conv_dw_oracle(
+        x, g, w_shape, stride, padding, dilation, groups, reverse=reverse
+    ))
+
+
+def _check_weight_and_bias(
+    dw: Array | None, db: Array | None, g: Array, dw_oracle: Callable[[bool], Array]
+) -> None:
+    """dw and db equal their oracles bit for bit, and the reversed folds (and ``np.sum`` for db)
+    give other bits on this input."""
+    expected_dw, expected_db = dw_oracle(False), _bias_grad_oracle(g)
+    assert_bitwise(dw, expected_dw, "dw")
+    assert_bitwise(db, expected_db, "db")
+    assert_differs(dw_oracle(True), expected_dw, "dw reversed")
+    assert_differs(_bias_grad_oracle(g, reverse=True), expected_db, "db reversed")
+    assert_differs(np.sum(g, axis=(0, 2, 3)), expected_db, "db by np.sum")
 
 
 CONV_TRANSPOSE_CASES = [  # (x shape, w shape, stride, padding, output_padding, dilation, groups)
@@ -410,15 +393,9 @@ def test_conv_transpose_weight_and_bias_gradients_are_left_folds_bitwise_float32
     out = S.conv_transpose(x, w, bias, **kw)
     g = _mixed(rng, *out.shape)
     _, dw, db = S.conv_transpose_vjp(g, x, w, bias, out=out, **kw)
-    expected_dw = _conv_transpose_dw_oracle(x, g, w_shape, stride, padding, dilation, groups)
-    expected_db = _bias_grad_oracle(g)
-    _assert_bitwise(dw, expected_dw, "dw")
-    _assert_bitwise(db, expected_db, "db")
-    _assert_differs(
-        _conv_transpose_dw_oracle(x, g, w_shape, stride, padding, dilation, groups, reverse=True), expected_dw
-    )
-    _assert_differs(_bias_grad_oracle(g, reverse=True), expected_db, "db reversed")
-    _assert_differs(np.sum(g, axis=(0, 2, 3)), expected_db, "db by np.sum")
+    _check_weight_and_bias(dw, db, g, lambda reverse: _conv_transpose_dw_oracle(
+        x, g, w_shape, stride, padding, dilation, groups, reverse=reverse
+    ))
 
 
 # ------------------------------------------------------------------------------- normalisation
@@ -440,13 +417,13 @@ def _norm_group(
     (``mean``, ``var``, ``total``, ``projection``) to fold in reverse order.
     """
     count = F32(len(values))
-    mean = _fold(values, "mean" in reverse) / count
+    mean = fold(values, "mean" in reverse) / count
     centred = [value - mean for value in values]
-    var = _fold([c * c for c in centred], "var" in reverse) / count
+    var = fold([c * c for c in centred], "var" in reverse) / count
     rstd = F32(1) / np.sqrt(var + F32(eps))
     xhat = [c * rstd for c in centred]
-    total = _fold(dxhat, "total" in reverse)
-    projection = _fold([d * h for d, h in zip(dxhat, xhat, strict=True)], "projection" in reverse)
+    total = fold(dxhat, "total" in reverse)
+    projection = fold([d * h for d, h in zip(dxhat, xhat, strict=True)], "projection" in reverse)
     dx = [(rstd / count) * ((count * d - total) - h * projection) for d, h in zip(dxhat, xhat, strict=True)]
     return xhat, dx
 
@@ -470,10 +447,10 @@ def _layer_norm_oracle(
         xhats.append(xhat)
     lead_count = len(rows)
     dweight = [
-        _fold([g_rows[r][e] * xhats[r][e] for r in range(lead_count)], "dweight" in reverse)
+        fold([g_rows[r][e] * xhats[r][e] for r in range(lead_count)], "dweight" in reverse)
         for e in range(len(w_flat))
     ]
-    dbias = [_fold([g_rows[r][e] for r in range(lead_count)], "dbias" in reverse) for e in range(len(w_flat))]
+    dbias = [fold([g_rows[r][e] for r in range(lead_count)], "dbias" in reverse) for e in range(len(w_flat))]
     return {
         "y": np.array(y, dtype=F32).reshape(x.shape),
         "dx": np.array(dx, dtype=F32).reshape(x.shape),
@@ -506,10 +483,10 @@ def test_layer_norm_statistics_and_vjp_sums_are_left_folds_bitwise_float32(
     expected = _layer_norm_oracle(x, weight, bias, g, ndim, eps)
     got = {"y": y, "dx": dx, "dweight": dweight, "dbias": dbias}
     for name, want in expected.items():
-        _assert_bitwise(got[name], want, name)
+        assert_bitwise(got[name], want, name)
     for name, output in AFFECTS.items():
         other = _layer_norm_oracle(x, weight, bias, g, ndim, eps, reverse={name})
-        _assert_differs(other[output], expected[output], f"{name} reversed")
+        assert_differs(other[output], expected[output], f"{name} reversed")
 
 
 def _batch_norm_oracle(
@@ -534,11 +511,11 @@ def _batch_norm_oracle(
         for at, h_, d_ in zip(places, xhat, d, strict=True):
             y[at] = h_ * weight[c_] + bias[c_]
             dx[at] = d_
-        dweight[c_] = _fold([gv * h_ for gv, h_ in zip(g_values, xhat, strict=True)], "dweight" in reverse)
-        dbias[c_] = _fold(g_values, "dbias" in reverse)
+        dweight[c_] = fold([gv * h_ for gv, h_ in zip(g_values, xhat, strict=True)], "dweight" in reverse)
+        dbias[c_] = fold(g_values, "dbias" in reverse)
         count = F32(len(values))
-        mean = _fold(values, "mean" in reverse) / count
-        unbiased = _fold([(v - mean) * (v - mean) for v in values], "var" in reverse) / F32(len(values) - 1)
+        mean = fold(values, "mean" in reverse) / count
+        unbiased = fold([(v - mean) * (v - mean) for v in values], "var" in reverse) / F32(len(values) - 1)
         new_mean[c_] = keep * ZERO + m * mean
         new_var[c_] = keep * F32(1) + m * unbiased
     return {"y": y, "dx": dx, "dweight": dweight, "dbias": dbias, "mean": new_mean, "var": new_var}
@@ -561,10 +538,10 @@ def test_batch_norm_statistics_and_vjp_sums_are_left_folds_bitwise_float32() -> 
     expected = _batch_norm_oracle(x, weight, bias, g, eps, momentum)
     got = {"y": y, "dx": dx, "dweight": dweight, "dbias": dbias, "mean": running[0], "var": running[1]}
     for name, want in expected.items():
-        _assert_bitwise(got[name], want, name)
+        assert_bitwise(got[name], want, name)
     for name, output in AFFECTS.items():
         other = _batch_norm_oracle(x, weight, bias, g, eps, momentum, reverse={name})
-        _assert_differs(other[output], expected[output], f"{name} reversed")
+        assert_differs(other[output], expected[output], f"{name} reversed")
     other = _batch_norm_oracle(x, weight, bias, g, eps, momentum, reverse={"var"})
-    _assert_differs(other["var"], expected["var"], "running var: var reversed")
-    _assert_differs(np.sum(g, axis=(0, 2, 3)), expected["dbias"], "dbias by np.sum")
+    assert_differs(other["var"], expected["var"], "running var: var reversed")
+    assert_differs(np.sum(g, axis=(0, 2, 3)), expected["dbias"], "dbias by np.sum")
