@@ -471,12 +471,13 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 _NUMBER = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII
 )
-"""A number cell once blanks around it are stripped: ASCII decimal digits with an optional sign,
-point and exponent, or a spelling of inf or nan (refused later as not finite, by name). Narrower
-than Python's ``float``, which also reads ``1_000`` (1000), ``1_0.5`` (10.5) and other scripts'
-digits (``١٢``, 12); like pandas' and numpy's CSV readers, those are text here."""
+"""A number cell once blanks around it are stripped (``str.strip``; the stripped text is what is
+parsed): ASCII decimal digits with an optional sign, point and exponent, or an ASCII spelling of
+inf or nan (refused later as not finite, by name). Narrower than Python's ``float``, which also
+reads ``1_000`` (1000), ``1_0.5`` (10.5) and other scripts' digits (``١٢``, 12); like pandas'
+``read_csv`` and numpy's ``loadtxt``, those are text here."""
 
 
 def _is_number(cell: str) -> bool:
@@ -501,7 +502,7 @@ def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype
     where = f"{file}: line {line}, column {display_name(column)}"
     if not _is_number(cell):
         raise DataError(f"{where}: not a number: {cell!r}")
-    value = float(cell)
+    value = float(cell.strip())
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
         raise DataError(f"{where}: not a finite number: {cell!r}")
     with np.errstate(over="ignore"):
@@ -650,7 +651,7 @@ def class_ids(
 
 
 def _integral(cell: str) -> bool:
-    value = float(cell)
+    value = float(cell.strip())
     return math.isfinite(value) and value == int(value)
 
 

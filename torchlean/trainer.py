@@ -310,8 +310,8 @@ def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) 
         wider = "" if dtype == np.float64 else "; use dtype float64"
         values = _count(int(overflowed.sum()), "value")
         raise TrainerError(
-            f"{what} hold {values} beyond the {dtype} range (largest magnitude "
-            f"{largest:.6g}; accepted: magnitude at most {np.finfo(dtype).max}{wider})"
+            f"{what} hold {values} beyond the {dtype} range (largest magnitude {largest!s}; accepted: "
+            f"magnitude at most {np.finfo(dtype).max!s}, as numpy prints {dtype}'s largest value{wider})"
         )
     return cast
 

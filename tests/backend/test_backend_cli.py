@@ -327,6 +327,14 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
     assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
 
+def test_the_cli_module_imports_no_other_torchlean_module() -> None:
+    """What the console script imports before ``main`` runs (outside its Ctrl-C handler) is the
+    standard library only: the commands' modules load inside ``main``."""
+    code = "import sys, torchlean.cli; print(sorted(m for m in sys.modules if m.startswith('torchlean')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['torchlean', 'torchlean.cli']"
+
+
 @pytest.mark.parametrize("where", ["build_parser", "func"])
 def test_ctrl_c_is_one_line_exit_130_while_importing_or_running(
     where: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

@@ -62,7 +62,7 @@ def test_a_held_lock_is_waited_for_and_its_build_lock_kept(tmp_path: Path) -> No
     thread.join(timeout=60)
     assert entered.is_set()
     assert notes == [
-        f"torchlean: waiting for another process building in {tmp_path}",
+        f"torchlean: waiting for another process that builds or loads {tmp_path}",
         f"torchlean: removed {tmp_path / 'lock'}, the build lock of an interrupted build",
     ]
 

@@ -4,9 +4,9 @@ The emulator executes the kernel sources on the CPU, so the host toolchain's san
 global- and shared-memory access the kernels make: an out-of-bounds index that a GPU might
 silently read past (or that would corrupt a neighbouring allocation) aborts the run here. The
 parity cases run in a child process (``sanitized_parity.py``) because the sanitizer runtime must
-be preloaded before Python starts. Skipped where gcc's libasan, a C++ compiler or ninja is
-missing, where the sanitizer runtime cannot run (a bare interpreter under it fails), or where
-the instrumented build cannot be made.
+be preloaded before Python starts. Skipped where gcc's libasan, a C++ compiler, ninja or the
+Python headers are missing, or where the sanitizer runtime cannot run (a bare interpreter under it
+fails); an instrumented build that runs and fails is a failure.
 """
 
 from __future__ import annotations

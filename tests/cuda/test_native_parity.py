@@ -654,6 +654,21 @@ def test_missing_toolchain_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
         extension.load_host_emulation()
 
 
+def test_missing_python_headers_are_a_missing_tool(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without ``Python.h`` (no python3-dev) nothing is compiled: a ``NativeToolchainError`` that
+    names the file, which the ``emulation`` fixture turns into a skip."""
+    if shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") is None:
+        pytest.skip("needs a C++ compiler and ninja (checked before the headers)")
+    monkeypatch.setattr(extension.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    monkeypatch.setattr(extension, "_loaded", {})
+    with pytest.raises(extension.NativeToolchainError) as info:
+        extension.load_host_emulation()
+    assert str(info.value) == (
+        f"building torchlean_native_ext needs the Python development headers: {tmp_path / 'Python.h'} "
+        "does not exist (install your Python's headers, e.g. the python3-dev package)"
+    )
+
+
 def test_sources_that_do_not_compile_are_a_build_failure_not_a_missing_tool(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -210,7 +210,7 @@ def test_max_pool_vjp_overlapping_windows_accumulate_in_kernel_offset_order_bitw
 def test_max_pool_vjp_accumulation_order_hand_computed() -> None:
     """1-D, kernel 4, stride 1: the peak at position 3 is the maximum of the 4 windows o = 0..3;
     it reads them through taps k = 3, 2, 1, 0, so in kernel-offset order it receives
-    ``g[3], g[2], g[1], g[0]`` = ``1, -1e8, 1, 1e8``: ``((0 + 1) - 1e8) + 1) + 1e8 = 0`` in float32,
+    ``g[3], g[2], g[1], g[0]`` = ``1, -1e8, 1, 1e8``: ``(((0 + 1) - 1e8) + 1) + 1e8 = 0`` in float32,
     while window order (reversed) gives ``((1e8 + 1) - 1e8) + 1 = 1``."""
     x = np.array([[[0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0]]], dtype=F32)
     out = S.max_pool(x, kernel_size=4, stride=1)
@@ -242,9 +242,9 @@ def _avg_pool_vjp_oracle(
 def test_avg_pool_vjp_overlapping_windows_accumulate_in_kernel_offset_order_bitwise_float32(
     kernel: tuple[int, int], stride: int, padding: int
 ) -> None:
-    """Pins the scatter of ``avg_pool_vjp`` ("``g / prod(kernel_size)`` spread over each window"):
-    each input element receives its shares in row-major kernel-offset order from +0.0 (module
-    docstring; ``avg_pool_vjp``'s own docstring states no order)."""
+    """Pins the scatter of ``avg_pool_vjp`` ("``g / prod(kernel_size)`` spread over each window;
+    overlapping windows accumulate in kernel-offset order from ``+0.0``"): each input element
+    receives its shares in row-major kernel-offset order from +0.0."""
     rng = np.random.default_rng(13)
     x = rng.standard_normal((2, 2, 9, 10)).astype(F32)
     kw: dict[str, Any] = {"kernel_size": kernel, "stride": stride, "padding": padding}
@@ -330,8 +330,9 @@ CONV_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 def test_conv_weight_and_bias_gradients_are_left_folds_bitwise_float32(
     x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, dilation: int, groups: int
 ) -> None:
-    """Pins ``conv_vjp``'s docstring: "dw a left fold over ``(N, *out)`` per weight entry, db a left
-    fold over ``(N, *out)``" (row-major ``(n, i, j)``; ``_weight_contract`` and ``_bias_grad``)."""
+    """Pins ``conv_vjp``'s docstring: "dw a left fold over ``(N, *out)`` in row-major order per
+    weight entry (padding positions included as ``0 * g`` terms), db a left fold over ``(N, *out)``
+    in row-major order" (``_weight_contract`` and ``_bias_grad``)."""
     rng = np.random.default_rng(14)
     x = _mixed(rng, *x_shape)
     w = rng.standard_normal(w_shape).astype(F32)
@@ -376,9 +377,9 @@ def test_conv_transpose_weight_and_bias_gradients_are_left_folds_bitwise_float32
     dilation: int,
     groups: int,
 ) -> None:
-    """Pins ``conv_transpose_vjp``'s "dw and db left folds over the batch and spatial positions":
-    dw over ``(n, *x positions)`` (``_weight_contract`` with x as the cotangent side), db over
-    ``(n, *g positions)``, both in row-major order."""
+    """Pins ``conv_transpose_vjp``'s docstring: "dw a left fold over x's positions ``(N, *in)`` in
+    row-major order per weight entry; db a left fold over g's positions ``(N, *out)`` in row-major
+    order" (``_weight_contract`` with x as the cotangent side, and ``_bias_grad``)."""
     rng = np.random.default_rng(15)
     x = _mixed(rng, *x_shape)
     w = rng.standard_normal(w_shape).astype(F32)
@@ -469,9 +470,9 @@ def test_layer_norm_statistics_and_vjp_sums_are_left_folds_bitwise_float32(
     shape: tuple[int, ...], ndim: int
 ) -> None:
     """Pins ``layer_norm``'s docstring ("mean and variance are left folds over the normalised
-    elements in row-major order"), the VJP's two row sums (``_normalize_vjp``; its docstring
-    states no order, the module docstring's "every sum is a left fold in increasing row-major
-    order" applies), and dweight and dbias ("left folds over the leading axes", row-major)."""
+    elements in row-major order"), the VJP's two group sums (``_normalize_vjp``: "both group sums
+    left folds in row-major order over ``axes``"), and dweight and dbias ("left folds over the
+    leading axes in row-major order")."""
     rng = np.random.default_rng(16)
     eps = 1e-5
     x = _norm_input(rng, *shape)

@@ -1035,6 +1035,8 @@ def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, lab
         ("", "got ''"),
         ("-", "got '-' (standard input and output are not accepted here; a file named - is ./-)"),
         ("x/", "got 'x/' (it names a folder)"),
+        ("x/.", "got 'x/.' (it names a folder)"),
+        ("..", "got '..' (it names a folder)"),
     ],
 )
 def test_predict_refuses_an_empty_dash_or_folder_checkpoint_path(capsys, path, refusal):
@@ -1052,10 +1054,11 @@ def test_predict_refuses_an_empty_dash_or_folder_checkpoint_path(capsys, path, r
     ],
     ids=["train --report-json", "predict --output", "attention-check --json"],
 )
-def test_output_options_refuse_a_folder_path(capsys, tmp_path, monkeypatch, argv):
-    """``results/`` names a folder: refused by name before any work, as ``--save`` refuses it, rather
-    than written as a file ``results`` (``Path`` drops the slash)."""
+@pytest.mark.parametrize("path", ["results/", "results/.", "results/..", ".", ".."])
+def test_output_options_refuse_a_folder_path(capsys, tmp_path, monkeypatch, argv, path):
+    """``results/`` and ``results/.`` name a folder: refused by name before any work, as ``--save``
+    refuses them, rather than written as a file ``results`` (``Path`` drops the ``/`` and ``/.``)."""
     monkeypatch.chdir(tmp_path)
-    err = one_line_error(capsys, *argv, "results/")
-    assert err == f"error: argument {argv[-1]}: expected a file path, got 'results/' (it names a folder)\n"
+    err = one_line_error(capsys, *argv, path)
+    assert err == f"error: argument {argv[-1]}: expected a file path, got {path!r} (it names a folder)\n"
     assert list(tmp_path.iterdir()) == []

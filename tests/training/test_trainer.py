@@ -679,6 +679,9 @@ def _poisoned(value: float, at: tuple[int, int]) -> np.ndarray:
 
 NOT_FINITE = "training on them would make every parameter NaN (accepted: finite numbers)"
 NOT_FINITE_ROW = "NaN or infinite value (the first in row"
+F32_MAX = (
+    "accepted: magnitude at most 3.4028235e+38, as numpy prints float32's largest value; use dtype float64"
+)
 
 
 @pytest.mark.parametrize("mode", [EAGER, GRAPH])
@@ -695,14 +698,12 @@ NOT_FINITE_ROW = "NaN or infinite value (the first in row"
         (
             _poisoned(1e39, (2, 1)) * np.r_[1, 1, 1, 1, 1, 1, 1, 1, 1, -1.0][:, None],
             np.ones(10),
-            "inputs hold 1 value beyond the float32 range (largest magnitude 1e+39; accepted: magnitude "
-            "at most 3.4028234663852886e+38; use dtype float64)",
+            f"inputs hold 1 value beyond the float32 range (largest magnitude 1e+39; {F32_MAX})",
         ),
         (
             np.ones((10, 4)),
             np.full(10, -4e38),
-            "targets hold 10 values beyond the float32 range (largest magnitude 4e+38; accepted: magnitude "
-            "at most 3.4028234663852886e+38; use dtype float64)",
+            f"targets hold 10 values beyond the float32 range (largest magnitude 4e+38; {F32_MAX})",
         ),
     ],
 )  # fmt: skip
@@ -727,6 +728,18 @@ def test_float64_models_train_on_values_beyond_float32():
     y = np.ones(4)
     trainer = make(nn.linear(2, 1), dtype="float64", optimizer=optim.sgd(0.0))
     assert trainer.fit(x, y, epochs=1)[0] >= 0.0
+
+
+def test_the_largest_magnitude_is_shown_in_full_and_the_printed_limit_is_accepted():
+    """3.4028235e38 (float32's largest value as numpy prints it) rounds to that value and is
+    accepted; 3.40282357e38 rounds to inf and is shown as written, not shortened below the limit."""
+    trainer = make(nn.linear(2, 1))
+    assert np.isfinite(trainer.predict([[3.4028235e38, 0.0]])).shape == (1, 1)
+    with pytest.raises(TrainerError) as caught:
+        trainer.predict([[3.40282357e38, 0.0]])
+    assert str(caught.value) == (
+        f"inputs hold 1 value beyond the float32 range (largest magnitude 3.40282357e+38; {F32_MAX})"
+    )
 
 
 def test_predict_keeps_nan_inputs_and_refuses_values_beyond_the_dtype():

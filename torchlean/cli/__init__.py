@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NoReturn
 
-from torchlean.backend.errors import TorchLeanError
-
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
     "attention_check",
@@ -107,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from torchlean.backend.errors import TorchLeanError  # imported here, under main's Ctrl-C handler
+
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     args, extras = parser.parse_known_args(words)

@@ -32,7 +32,8 @@ STDOUT = Path("/dev/stdout")
 def output_path(text: str) -> Path:
     """argparse ``type`` of an output-file option: the path, ``-`` standing for standard output
     (:data:`STDOUT`; :func:`report_beside` then keeps the report off it), refusing the empty string
-    (which ``Path`` would turn into ``.``, the current directory) and a path ending in ``/``.
+    (which ``Path`` would turn into ``.``, the current directory) and a path that names a folder by
+    its spelling (``x/``, ``x/.``, ``..``).
 
     Raises:
         argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'x/'``, saying why).
@@ -42,11 +43,12 @@ def output_path(text: str) -> Path:
 
 
 def _refuse_non_file(text: str) -> None:
-    """Refuse the empty string and a path ending in ``/`` (a folder, which ``Path`` would
-    silently turn into a file name: ``Path("out/")`` is ``out``)."""
+    """Refuse the empty string and a path that names a folder by its spelling: one ending in ``/``,
+    ``/.`` or ``/..``, or ``.`` or ``..`` itself (``Path`` would silently turn ``out/`` and
+    ``out/.`` into the file name ``out``)."""
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
-    if text.endswith(("/", os.sep)):
+    if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
         raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
 
 
@@ -54,7 +56,7 @@ def file_path(text: str) -> Path:
     """argparse ``type`` of a path that must name a file (``train --save``, ``predict``'s
     checkpoint): refuses the empty string (``Path`` would turn it into ``.``), ``-`` (a
     checkpoint is written to and read from a file, not a stream; a file named ``-`` is ``./-``)
-    and a path ending in ``/`` (a folder, which ``Path`` would silently turn into a file name).
+    and a path that names a folder by its spelling (``x/``, ``x/.``, ``..``).
 
     Raises:
         argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, ``'x/'``, saying

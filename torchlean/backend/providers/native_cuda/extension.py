@@ -10,8 +10,8 @@ module builds nothing and needs no GPU. Every failure on the way is a
   (adapted from the original's CPU-stub probe message, anchor-runtime.md §1.7);
 * a CUDA build without a visible device: ``CUDA was requested and this is a CUDA build, but no
   usable CUDA device is visible`` (anchor-backend.md §3.1, verbatim);
-* no ``nvcc`` (no CUDA toolkit), no C++ compiler or no ``ninja`` (a :class:`NativeToolchainError`),
-  or a failed build.
+* no ``nvcc`` (no CUDA toolkit), no C++ compiler, no ``ninja`` or no Python headers (a
+  :class:`NativeToolchainError`), or a failed build.
 
 :func:`host_emulation` selects, for the current context, a second build of the *same* sources
 for the CPU (``csrc/emu``): tensors stay on the CPU and torchlean's own kernels run in a
@@ -27,6 +27,7 @@ import hashlib
 import os
 import shutil
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,7 +71,8 @@ class NativeExtensionError(TorchLeanError):
 
 class NativeToolchainError(NativeExtensionError):
     """A tool the build needs is missing here (``nvcc``/the CUDA toolkit, a C++ compiler,
-    ``ninja``): the sources were never compiled, unlike a build that ran and failed."""
+    ``ninja``, the Python headers): the sources were never compiled, unlike a build that ran and
+    failed."""
 
 
 class NativeKernelError(TorchLeanError):
@@ -126,6 +128,12 @@ def _require_host_compiler() -> None:
     compiler = os.environ.get("CXX", "c++")
     _require_tool(compiler, "a C++ compiler (set CXX to choose one)")
     _require_tool("ninja", "the ninja build tool (pip install ninja)")
+    headers = Path(sysconfig.get_paths()["include"])
+    if not (headers / "Python.h").is_file():
+        raise NativeToolchainError(
+            f"building {EXTENSION_NAME} needs the Python development headers: {headers / 'Python.h'} "
+            "does not exist (install your Python's headers, e.g. the python3-dev package)"
+        )
 
 
 def build_directory(name: str, root: Path) -> Path:
@@ -161,8 +169,9 @@ def build_lock(directory: Path, notify: Callable[[str], None] = _notify_wait) ->
     ``directory/torchlean.flock``, a lock the operating system drops when its holder dies. So a
     ``lock`` file found while holding it belongs to no live torchlean build (the directories of
     :func:`build_directory` are torchlean's own) and is removed, with a note on stderr. When another
-    process holds the lock, ``notify`` is called once with a line saying so, and the block waits for
-    it. Where ``fcntl`` does not exist (Windows), the block runs without either.
+    process holds the lock (building, or loading a finished build, which is quick), ``notify`` is
+    called once with a line saying so, and the block waits for it. Where ``fcntl`` does not exist
+    (Windows), the block runs without either.
 
     Raises:
         OSError: when the lock file cannot be created or locked.
@@ -176,7 +185,7 @@ def build_lock(directory: Path, notify: Callable[[str], None] = _notify_wait) ->
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            notify(f"torchlean: waiting for another process building in {directory}")
+            notify(f"torchlean: waiting for another process that builds or loads {directory}")
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             stale = directory / "lock"
@@ -232,8 +241,8 @@ def load_extension() -> ModuleType:
 
     Raises:
         NativeExtensionError: no CUDA (see :func:`require_cuda`), missing sources, or a failed
-            build; its subclass :class:`NativeToolchainError` when ``nvcc``, a C++ compiler or
-            ``ninja`` is missing.
+            build; its subclass :class:`NativeToolchainError` when ``nvcc``, a C++ compiler,
+            ``ninja`` or the Python headers are missing.
     """
     require_cuda()
     with _lock:
@@ -264,7 +273,8 @@ def load_host_emulation(sanitizers: tuple[str, ...] = ()) -> ModuleType:
 
     Raises:
         NativeExtensionError: an unknown sanitizer, missing sources, or a failed build; its
-            subclass :class:`NativeToolchainError` when a C++ compiler or ``ninja`` is missing.
+            subclass :class:`NativeToolchainError` when a C++ compiler, ``ninja`` or the Python
+            headers are missing.
     """
     unknown = [name for name in sanitizers if name not in SANITIZERS]
     if unknown:
