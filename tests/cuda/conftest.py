@@ -2,10 +2,11 @@
 
 ``emulation``: the host-emulation build of ``torchlean_native_ext`` (csrc/ compiled for the CPU,
 own kernels run by the cooperative-thread emulator), built once per session; skipped, with the
-reason, only where no C++ compiler or ninja is available (a build that fails is an error of every
-test that uses it, so broken sources cannot pass as skips). ``emulated_cuda``: CUDA sessions on that
-build (the test seam documented in ``dispatch.check_devices``). ``cuda_device``: the first CUDA
-device; skipped without one (tests using it are also marked ``cuda``).
+reason, only where a C++ compiler, ninja or the Python headers are missing (a build that fails is
+an error of every test that uses it, so broken sources cannot pass as skips). ``emulated_cuda``:
+CUDA sessions on that build (the test seam documented in ``dispatch.check_devices``).
+``cuda_device``: the first CUDA device; skipped without one (tests using it are also marked
+``cuda``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ and its ``SMALL_TILE_CASES`` on an emulated device with less shared memory, whic
 smaller tiles).
 Prints one line per failed case and ``cases <n> failed <k>``; exits 1 when a case fails or the
 instrumented build fails, 2 for unknown ops, 3 when a tool the build needs (a C++ compiler,
-``ninja``) is missing on this machine.
+``ninja``, the Python headers) is missing on this machine.
 """
 
 from __future__ import annotations

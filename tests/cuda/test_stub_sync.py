@@ -2,10 +2,10 @@
 
 The CUDA build cannot be imported without a GPU, so stubtest runs against the host-emulation build
 of the same ``csrc/bindings.cpp`` (``torchlean_native_ext_emu``, the session fixture
-``emulation_module``; skipped without a C++ compiler or ninja). The stub is copied into a temporary
-directory under the emulation module's name. The two names the emulation build adds,
-``emulation_set_schedule_seed`` and ``emulation_set_shared_memory_limit``, are the only allowlist
-entries (stubtest also fails when an entry goes unused).
+``emulation_module``; skipped without a C++ compiler, ninja or the Python headers). The stub is
+copied into a temporary directory under the emulation module's name. The two names the emulation
+build adds, ``emulation_set_schedule_seed`` and ``emulation_set_shared_memory_limit``, are the
+only allowlist entries (stubtest also fails when an entry goes unused).
 
 What stubtest can check here: pybind11 functions carry no ``__text_signature__``, so
 ``inspect.signature`` fails on them and stubtest skips every parameter comparison. What it does

@@ -285,12 +285,12 @@ def test_ascii_decimal_spellings_are_numbers(tmp_path: Path, cell: str) -> None:
 
 
 def test_underscored_and_non_ascii_labels_are_class_names(tmp_path: Path) -> None:
-    """``1_000`` is not the number 1000 as a label either: it is a class name of its own, and
-    ``\u0661`` (Arabic-Indic one) is not the class ``1``."""
-    rows = ["1_000", "1000", "\u0661", "1"] * 3
+    """``1_000`` is not the number 1000 as a label either: it is a class name of its own;
+    ``\u0661`` (Arabic-Indic one) is not the class ``1``, and ``\u0131nf`` (dotless i) is a name."""
+    rows = ["1_000", "1000", "\u0661", "1", "\u0131nf"] * 3
     path = _write(tmp_path, "a,label\n" + "".join(f"{k},{label}\n" for k, label in enumerate(rows)))
     d = data.load(path, test_fraction=0.34, seed=0)
-    assert (d.task, d.class_names) == ("classification", ("1", "1000", "1_000", "\u0661"))
+    assert (d.task, d.class_names) == ("classification", ("1", "1000", "1_000", "\u0131nf", "\u0661"))
 
 
 def test_an_underscored_first_row_is_a_header(tmp_path: Path) -> None:
