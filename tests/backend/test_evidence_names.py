@@ -5,7 +5,9 @@
   label as a whole token sequence (tokens split at ``_``, ``-``, ``[``, ``]``, ...), and the match is
   not part of a longer op label (``log`` inside ``safe_log`` or ``log_softmax``, ``max`` inside
   ``max_pool``, ``conv`` inside ``conv_transpose`` do not count). ``missing`` does not test ``sin``
-  and ``deterministic`` does not test ``min``;
+  and ``deterministic`` does not test ``min``. The item must also name the obligation: a word of
+  :data:`OBLIGATION_WORDS` (``value``, ``forward``, ``parity`` for a value claim; ``vjp``,
+  ``gradients``, ... for a VJP claim), so a suite of refusal tests is no evidence of values;
 * a ``runtimeGuard`` names an importable dotted function that is on the capsule's own kernel path:
   the guard's code is reachable from the linked kernel the runtime binds to that capsule (forward,
   VJP, VJP guard), following calls through globals, module attributes, imports inside functions,
@@ -98,9 +100,31 @@ def _collected() -> dict[str, tuple[str, ...]]:
     return {path: tuple(ids) for path, ids in items.items()}
 
 
-def suite_tests_op(suite: str, label: str) -> bool:
-    """Whether some test item collected from ``suite`` names ``label`` (:func:`ops_named_in`)."""
-    return any(label in ops_named_in(item) for item in _collected()[suite])
+OBLIGATION_WORDS: dict[ContractObligation, frozenset[str]] = {
+    ContractObligation.VALUE: frozenset({"value", "values", "forward", "parity"}),
+    ContractObligation.VJP: frozenset(
+        {"vjp", "grad", "grads", "gradient", "gradients", "backward", "parity", "autograd"}
+    ),
+}
+"""Words (whole tokens of a test item id) that make an item that names an op a test of that
+obligation: a value test compares values (``test_relu_value_matches_torch``,
+``test_native_parity_emulated[relu-float32]``, which checks both), a VJP test gradients
+(``test_vjp_matches_torch_autograd_in_float64[relu]``); a refusal test
+(``test_cpu_build_of_torch_fails_before_launch_with_a_clear_message[relu]``) is neither."""
+
+
+def item_tests(item: str, label: str, obligation: ContractObligation | None = None) -> bool:
+    """Whether the test item id ``item`` names ``label`` (:func:`ops_named_in`) and, for an
+    obligation of :data:`OBLIGATION_WORDS`, holds one of its words as a token."""
+    if label not in ops_named_in(item):
+        return False
+    words = OBLIGATION_WORDS.get(obligation) if obligation is not None else None
+    return words is None or not words.isdisjoint(re.split(r"[^a-z0-9]+", item.lower()))
+
+
+def suite_tests_op(suite: str, label: str, obligation: ContractObligation | None = None) -> bool:
+    """Whether some test item collected from ``suite`` tests ``label`` (:func:`item_tests`)."""
+    return any(item_tests(item, label, obligation) for item in _collected()[suite])
 
 
 # ----------------------------------------------------------------------------------- guards
@@ -258,8 +282,8 @@ def test_evidence_name_is_real(
             assert path.name.startswith("test_") and path.suffix == ".py", (
                 f"{where}: {evidence.name} is not a test module"
             )
-            assert suite_tests_op(evidence.name, capsule.op.label), (
-                f"{where}: {evidence.name} has no test of {capsule.op.label}"
+            assert suite_tests_op(evidence.name, capsule.op.label, obligation), (
+                f"{where}: {evidence.name} has no {obligation.label} test of {capsule.op.label}"
             )
         case EvidenceKind.RUNTIME_GUARD:
             assert evidence.name is not None
@@ -326,6 +350,28 @@ def test_a_module_that_tests_no_op_is_not_a_suite_of_it(label: str) -> None:
 
 def test_a_module_that_tests_no_op_is_a_suite_of_none() -> None:
     assert [op.label for op in BackendOp if suite_tests_op(NOT_A_SUITE, op.label)] == []
+
+
+@pytest.mark.parametrize(
+    ("item", "value", "vjp"),
+    [
+        ("test_relu_value_matches_torch", True, False),
+        ("test_vjp_matches_torch_autograd_in_float64[relu-float32]", False, True),
+        ("test_forward_matches_reference[relu]", True, False),
+        ("test_native_parity_emulated[relu-vector-float64]", True, True),
+        ("test_relu_gradients_at_zero", False, True),
+        ("test_cpu_build_of_torch_fails_before_launch_with_a_clear_message[relu]", False, False),
+        ("test_relu_refuses_an_integer_input", False, False),
+    ],
+)
+def test_only_value_and_vjp_tests_are_evidence_of_those_obligations(
+    item: str, value: bool, vjp: bool
+) -> None:
+    """A refusal test names the op but checks no value or gradient: evidence of neither."""
+    assert item_tests(item, "relu")
+    assert not item_tests(item.replace("relu", "gelu"), "relu", ContractObligation.VALUE)
+    assert item_tests(item, "relu", ContractObligation.VALUE) is value
+    assert item_tests(item, "relu", ContractObligation.VJP) is vjp
 
 
 def test_the_catalogs_suites_are_accepted_for_their_ops() -> None:
