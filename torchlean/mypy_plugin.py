@@ -204,7 +204,9 @@ def _first_arg_type(arg_types: list[list[Type]]) -> Type | None:
     return None
 
 
-def _construction_hook(ctx: FunctionContext) -> Type:
+def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:
+    """``Sealed(...)`` called by name (a function hook) or through an attribute that holds the class
+    (``Holder.cls(...)``, ``self.cls(...)``: mypy asks for a method hook named by the class)."""
     info = _sealed_instance(ctx.default_return_type)
     if info is not None:
         _check_sealed("Construction", info, ctx.api, ctx.context)
@@ -478,6 +480,8 @@ class TorchLeanPlugin(Plugin):
         if isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None:
             return _construction_hook
         target = _aliased_function(node.node)
+        if target in COPY_ROUTES:  # a module-level alias: x = copy.copy; x(kernel)
+            return _copy_hook(COPY_ROUTES[target])
         if target is not None and _is_private_sealed_name(target):
             return _private_call_hook(target)
         return None
@@ -492,6 +496,8 @@ class TorchLeanPlugin(Plugin):
             return _new_hook(display)
         if method == "__init__" and self._is_sealed_class(owner):
             return _reinit_hook
+        if self._is_sealed_class(fullname):  # the class called through an attribute holding it
+            return _construction_hook
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:

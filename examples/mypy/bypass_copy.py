@@ -37,6 +37,13 @@ def snapshot(plan: AcceptedGraphKernelPlan) -> AcceptedGraphKernelPlan:
 K = TypeVar("K", bound=AcceptedKernel)
 
 
+# Module-level aliases of the copy routes are followed.
+shallow = copy.copy
+shallow(kernel)  # E: copy.copy() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
+rebuild = dataclasses.replace
+rebuild(kernel, policy=profile.policy)  # E: dataclasses.replace() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
+
+
 def duplicate(value: K) -> K:
     return copy.copy(value)  # E: copy.copy() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_copy.duplicate)  [torchlean-sealed]
 
