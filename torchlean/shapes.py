@@ -64,11 +64,23 @@ def _subscript_dimension(item: object) -> object:
         values = typing.get_args(item)
         if len(values) == 1 and type(values[0]) is int and values[0] >= 0:
             return item
-    elif isinstance(item, SupportsIndex) and not isinstance(item, bool | type) and origin is None:
-        value = operator.index(item)
-        if value >= 0:
+    elif origin is None:
+        value = _integer(item)
+        if value is not None and value >= 0:
             return value
     raise ShapeSpecError(f"invalid Shape dimension {item!r}: {_EXPECTED}")
+
+
+def _integer(item: object) -> int | None:
+    """The int value of a non-bool ``__index__`` object with no axes (an int, a numpy or torch
+    integer scalar), else None: a float array's ``__index__`` raises, and a one-element 1-d tensor
+    is an array, not a dimension."""
+    if not isinstance(item, SupportsIndex) or isinstance(item, bool | type) or getattr(item, "ndim", 0) != 0:
+        return None
+    try:
+        return operator.index(item)
+    except Exception:  # whatever a foreign __index__ raises, it is not an int
+        return None
 
 
 _EXPECTED = "expected a non-negative int, Literal[int], Any, a TypeVar or an unpacked TypeVarTuple"
@@ -121,13 +133,9 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     one_axis = getattr(actual, "ndim", 1) == 1
     if isinstance(actual, Iterable) and not isinstance(actual, str | bytes) and one_axis:
         items = list(actual)
-        dims = [
-            operator.index(d)
-            for d in items
-            if isinstance(d, SupportsIndex) and not isinstance(d, bool | type) and type(d).__name__ != "bool"
-        ]
-        if len(dims) == len(items) and all(d >= 0 for d in dims):
-            return tuple(dims)
+        dims = [_integer(d) if type(d).__name__ != "bool" else None for d in items]
+        if all(d is not None and d >= 0 for d in dims):
+            return tuple(d for d in dims if d is not None)
     raise ShapeSpecError(
         f"{what}: actual shape {actual!r} ({type(actual).__name__}) is not a sequence of non-negative "
         "ints (accepted: a tuple, list, range or 1-d integer array, such as an array's .shape)"

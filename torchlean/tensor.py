@@ -261,7 +261,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = np.dtype(np.bool_)
     if target == np.int64:
         _require_int64_fits(raw)
-    return np.array(raw, dtype=target, order="C", copy=True)
+    with np.errstate(over="ignore"):  # 1e40 as float32 is inf, silently, as in torch.tensor
+        return np.array(raw, dtype=target, order="C", copy=True)
 
 
 def _require_int64_fits(raw: Array) -> None:
@@ -692,8 +693,10 @@ class Tensor:
         """Reverse-mode gradient of this tensor into every reachable leaf's ``.grad``.
 
         Args:
-            gradient: the cotangent of this tensor (its shape); defaults to 1 for a one-element
-                tensor, as ``torch.Tensor.backward``.
+            gradient: the cotangent of this tensor (its shape): a Tensor, array data or a torch
+                tensor (read detached; a dtype numpy lacks, such as bfloat16, widened first); cast
+                to this tensor's dtype. Defaults to 1 for a one-element tensor, as
+                ``torch.Tensor.backward``.
             retain_graph: keep the graph so that ``backward`` can run over it again.
 
         Raises:
@@ -721,14 +724,19 @@ class Tensor:
                     f"autograd: backward() got a gradient on {gradient.device} for an output on "
                     f"{self.device}; move it with .to({self.device!r})"
                 )
-            raw = storage.to_host(gradient._data) if isinstance(gradient, Tensor) else gradient
+            raw: object = gradient
+            if isinstance(gradient, Tensor):
+                raw = storage.to_host(gradient._data)
+            elif _is_torch_tensor(gradient):  # detached; bfloat16 widened, as torch casts the seed
+                raw = _from_torch_array(gradient, widen=True)
             try:
                 values = np.asarray(raw)
             except ValueError as exc:  # ragged nested sequences
                 raise TensorError(_bad_gradient(gradient, self.shape, f" ({exc})")) from exc
             if values.dtype.kind not in "biuf":
                 raise TensorError(_bad_gradient(gradient, self.shape, ""))
-            host_seed = np.array(values, dtype=self.dtype, copy=True)
+            with np.errstate(over="ignore"):  # a seed beyond float32 is inf, as in torch
+                host_seed = np.array(values, dtype=self.dtype, copy=True)
         seed = storage.like(host_seed, self._data)
         if self._node is None:
             if seed.shape != self.shape:

@@ -7,6 +7,7 @@ in float64 for random programs (hypothesis), and hand-derived gradients.
 from __future__ import annotations
 
 import gc
+import warnings
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,58 @@ def test_no_grad_records_nothing_and_enable_grad_restores() -> None:
     assert not y.requires_grad and y.is_leaf
     assert z.requires_grad and not z.is_leaf
     assert tl.is_grad_enabled()
+
+
+def test_no_grad_and_enable_grad_decorate_with_or_without_parentheses() -> None:
+    """As torch.no_grad: ``@no_grad`` and ``@no_grad()`` both run every call without recording,
+    and ``@enable_grad`` records again inside a ``no_grad`` block."""
+    x = _f64([2.0], requires_grad=True)
+
+    @tl.no_grad
+    def bare(t: tl.Tensor) -> tl.Tensor:
+        return t * t
+
+    @tl.no_grad()
+    def called(t: tl.Tensor) -> tl.Tensor:
+        return t * t
+
+    @tl.enable_grad
+    def recording(t: tl.Tensor) -> tl.Tensor:
+        return t * t
+
+    for _ in range(2):  # the decorator is reusable
+        assert not bare(x).requires_grad and not called(x).requires_grad
+    assert tl.is_grad_enabled() and (x * x).requires_grad
+    with tl.no_grad():
+        assert recording(x).requires_grad
+        assert not (x * x).requires_grad
+
+
+def test_a_torch_tensor_cotangent_is_read_detached_and_widened() -> None:
+    """torch accepts a cotangent that requires grad, or is bfloat16; so does backward here.
+    Oracle: d(sum(g * x * x))/dx = 2 * g * x, with g's bfloat16 values exact in float64."""
+    x = _f64([1.5, -2.0, 3.0], requires_grad=True)
+    g = torch.tensor([0.5, 1.25, -3.0], dtype=torch.float64, requires_grad=True)
+    (x * x).backward(g)
+    assert x.grad is not None
+    expected = 2 * np.array([0.5, 1.25, -3.0]) * np.array([1.5, -2.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    y = _f64([1.5, -2.0, 3.0], requires_grad=True)
+    (y * y).backward(torch.tensor([0.5, 1.25, -3.0], dtype=torch.bfloat16))
+    assert y.grad is not None
+    np.testing.assert_array_equal(y.grad.numpy(), x.grad.numpy())
+
+
+def test_a_cotangent_beyond_float32_is_inf_without_a_numpy_warning() -> None:
+    """1e40 is inf in float32 (as torch casts it); numpy's overflow warning is not shown."""
+    x = tl.tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (x * 3.0).backward(np.array([1e40, 1.0]))
+        big = tl.tensor([1e40, -1e40])
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), np.array([np.inf, 3.0], dtype=np.float32))
+    np.testing.assert_array_equal(big.numpy(), np.array([np.inf, -np.inf], dtype=np.float32))
 
 
 def test_second_backward_over_freed_graph_is_a_clear_error() -> None:

@@ -60,6 +60,8 @@ def test_dims_of(declared: object, dims: tuple[int | None, ...]) -> None:
         np.int64(-2),
         np.bool_(True),
         np.float64(3.0),
+        np.array(3.0),  # a float array's __index__ raises TypeError: refused by name
+        np.array([3]),  # an array with an axis is not a dimension
         TS,
     ],
     ids=repr,
@@ -97,6 +99,21 @@ def test_numpy_integers_are_their_int_value(dim: object) -> None:
     assert dims_of(declared) == (3, 2)
     assert [type(d) for d in get_args(declared)] == [int, int]
     check_dims(declared, (3, 2), what="x")
+
+
+class _BrokenIndex:
+    def __index__(self) -> int:
+        raise RuntimeError("no index")
+
+
+def test_dimensions_whose_index_fails_are_shape_spec_errors() -> None:
+    """Whatever a foreign ``__index__`` raises, the caller gets the documented ShapeSpecError."""
+    subscriptable: Any = Shape
+    with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension <"):
+        subscriptable[_BrokenIndex()]
+    with pytest.raises(ShapeSpecError, match=r"^x: actual shape \(array\(3\.\), 4\)"):
+        check_dims(shape(3, 4), (np.array(3.0), 4), what="x")  # type: ignore[arg-type]
+    check_dims(shape(3, 4), (np.int64(3), np.array(4)), what="x")  # type: ignore[arg-type]
 
 
 def test_numpy_integer_is_not_cached_as_itself() -> None:

@@ -9,9 +9,10 @@ asyncio task, and it nests.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from typing import Any, TypeVar, overload
 
 __all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
@@ -33,18 +34,29 @@ def set_grad_enabled(enabled: bool) -> Iterator[None]:
         _GRAD_ENABLED.reset(token)
 
 
-@contextmanager
-def no_grad() -> Iterator[None]:
-    """Disable gradient recording in the body (as ``torch.no_grad``).
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def no_grad() -> AbstractContextManager[None]: ...
+@overload
+def no_grad(func: _F) -> _F: ...
+def no_grad(func: _F | None = None) -> AbstractContextManager[None] | _F:
+    """Disable gradient recording in the body (as ``torch.no_grad``): ``with no_grad():``, or as a
+    decorator, ``@no_grad()`` or ``@no_grad`` (each call of the function runs under it).
 
     Ops inside record no tape nodes and are planned with policy VJP mode ``none``.
     """
-    with set_grad_enabled(False):
-        yield
+    mode = set_grad_enabled(False)
+    return mode if func is None else mode(func)
 
 
-@contextmanager
-def enable_grad() -> Iterator[None]:
-    """Re-enable gradient recording inside a ``no_grad()`` block (as ``torch.enable_grad``)."""
-    with set_grad_enabled(True):
-        yield
+@overload
+def enable_grad() -> AbstractContextManager[None]: ...
+@overload
+def enable_grad(func: _F) -> _F: ...
+def enable_grad(func: _F | None = None) -> AbstractContextManager[None] | _F:
+    """Re-enable gradient recording inside a ``no_grad()`` block (as ``torch.enable_grad``); a
+    decorator too, with or without parentheses."""
+    mode = set_grad_enabled(True)
+    return mode if func is None else mode(func)

@@ -311,7 +311,10 @@ def session(
 ) -> Session:
     """Open an eager session; use it as ``with torchlean.session(...) as s:``.
 
-    See :class:`Session` for arguments and errors.
+    The active session is a context variable, as the gradient mode is: a thread started inside the
+    block does not inherit it (its ops run in the default ``checked_cpu`` session) unless it
+    enters the session itself or runs in a copied context (``contextvars.copy_context().run``);
+    an asyncio task inherits it. See :class:`Session` for arguments and errors.
     """
     return Session(profile, show_backend=show_backend, seed=seed, stream=stream)
 
