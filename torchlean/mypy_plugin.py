@@ -439,9 +439,11 @@ def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
     else:
         result = Instance(info, [api.analyze_type(arg) for arg in kept])
     proper = get_proper_type(result)
-    if isinstance(proper, Instance) and proper.type.fullname == SHAPE_FULLNAME:
+    bare = not ctx.type.args and not ctx.type.empty_tuple_index  # ``Shape``: any shape, as at run time
+    if isinstance(proper, Instance) and proper.type.fullname == SHAPE_FULLNAME and not bare:
         for arg in proper.args:
-            if not _valid_dimension(arg):
+            # an UnboundType is an argument mypy itself reports (an unbound TypeVar, a variable)
+            if not _valid_dimension(arg) and not isinstance(get_proper_type(arg), UnboundType):
                 fail(_render_dimension(arg))
         if bad:
             return AnyType(TypeOfAny.from_error)
@@ -477,8 +479,9 @@ class TorchLeanPlugin(Plugin):
         node = self.lookup_fully_qualified(fullname)
         if node is None:
             return None
-        if isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None:
-            return _construction_hook
+        sealed = isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
+        if sealed and not (isinstance(node.node, TypeInfo) and node.node.is_newtype):
+            return _construction_hook  # a NewType of a sealed class returns its argument: no new value
         target = _aliased_function(node.node)
         if target in COPY_ROUTES:  # a module-level alias: x = copy.copy; x(kernel)
             return _copy_hook(COPY_ROUTES[target])

@@ -4,7 +4,7 @@ Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it;
 ``torchlean.trainer.Trainer`` values use the plugin's ``Shape[N]`` shorthand.
 """
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NewType, TypeAlias
 
 from torchlean import nn
 from torchlean.backend import profiles
@@ -51,3 +51,10 @@ train_iris(explicit)
 batch_of_32: Shape[32, 4] = Shape()
 any_batch: Shape[Any, 4] = batch_of_32
 scalar: Shape[()] = Shape()
+
+KernelId = NewType("KernelId", AcceptedKernel)
+
+
+def tagged(kernel: AcceptedKernel) -> KernelId:
+    """A NewType of a sealed class returns its argument: nothing new is produced."""
+    return KernelId(kernel)

@@ -5,7 +5,7 @@
 ``Shape[Literal[4]]``.
 """
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from torchlean import nn
 from torchlean.shapes import Shape
@@ -33,6 +33,10 @@ bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negativ
 bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+
+# An argument mypy itself refuses gets mypy's error only.
+Unbound = TypeVar("Unbound")
+unbound: Shape[Unbound]  # E: Type variable "shapes_mismatch.Unbound" is unbound  [valid-type] # N: (Hint: Use "Generic[Unbound]" or "Protocol[Unbound]" base class to bind "Unbound" inside a class) # N: (Hint: Use "Unbound" in function signature to bind "Unbound" inside a function)
 
 # Known limit: where Python evaluates the subscript (here an explicit type application), mypy
 # analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.
