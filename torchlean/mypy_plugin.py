@@ -479,9 +479,8 @@ class TorchLeanPlugin(Plugin):
         node = self.lookup_fully_qualified(fullname)
         if node is None:
             return None
-        sealed = isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
-        if sealed and not (isinstance(node.node, TypeInfo) and node.node.is_newtype):
-            return _construction_hook  # a NewType of a sealed class returns its argument: no new value
+        if self._constructs_sealed(fullname):
+            return _construction_hook
         target = _aliased_function(node.node)
         if target in COPY_ROUTES:  # a module-level alias: x = copy.copy; x(kernel)
             return _copy_hook(COPY_ROUTES[target])
@@ -499,13 +498,20 @@ class TorchLeanPlugin(Plugin):
             return _new_hook(display)
         if method == "__init__" and self._is_sealed_class(owner):
             return _reinit_hook
-        if self._is_sealed_class(fullname):  # the class called through an attribute holding it
+        if self._constructs_sealed(fullname):  # the class called through an attribute holding it
             return _construction_hook
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:
         owner = fullname.rpartition(".")[0]
         return _private_operand_hook if owner in self._private_object_classes() else None
+
+    def _constructs_sealed(self, fullname: str) -> bool:
+        """Whether calling ``fullname`` builds a sealed value: a sealed class, not a ``NewType`` of
+        one (which returns its argument)."""
+        node = self.lookup_fully_qualified(fullname)
+        info = node.node if node is not None else None
+        return isinstance(info, TypeInfo) and not info.is_newtype and _sealed_gates(info) is not None
 
     def _is_sealed_class(self, fullname: str) -> bool:
         node = self.lookup_fully_qualified(fullname)

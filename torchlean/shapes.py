@@ -73,9 +73,11 @@ def _subscript_dimension(item: object) -> object:
 
 def _integer(item: object) -> int | None:
     """The int value of a non-bool ``__index__`` object with no axes (an int, a numpy or torch
-    integer scalar), else None: a float array's ``__index__`` raises, and a one-element 1-d tensor
-    is an array, not a dimension."""
+    integer scalar; not a bool of any library), else None: a float array's ``__index__`` raises,
+    and a one-element 1-d tensor is an array, not a dimension."""
     if not isinstance(item, SupportsIndex) or isinstance(item, bool | type) or getattr(item, "ndim", 0) != 0:
+        return None
+    if "bool" in str(getattr(item, "dtype", "")):  # a 0-d bool array or tensor (True would be 1)
         return None
     try:
         return operator.index(item)
@@ -133,7 +135,7 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     one_axis = getattr(actual, "ndim", 1) == 1
     if isinstance(actual, Iterable) and not isinstance(actual, str | bytes) and one_axis:
         items = list(actual)
-        dims = [_integer(d) if type(d).__name__ != "bool" else None for d in items]
+        dims = [_integer(d) for d in items]
         if all(d is not None and d >= 0 for d in dims):
             return tuple(d for d in dims if d is not None)
     raise ShapeSpecError(

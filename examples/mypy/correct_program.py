@@ -6,6 +6,7 @@ Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it;
 
 from typing import Any, Literal, NewType, TypeAlias
 
+import torchlean as tl
 from torchlean import nn
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedKernel, accept
@@ -58,3 +59,25 @@ KernelId = NewType("KernelId", AcceptedKernel)
 def tagged(kernel: AcceptedKernel) -> KernelId:
     """A NewType of a sealed class returns its argument: nothing new is produced."""
     return KernelId(kernel)
+
+
+class Tags:
+    make = KernelId
+
+    def tag(self, kernel: AcceptedKernel) -> KernelId:
+        return self.make(kernel)  # also through an attribute holding the NewType
+
+
+@tl.no_grad()
+def doubled(x: tl.Tensor) -> tl.Tensor:
+    """Grad-mode decorators keep the function's type (with or without parentheses)."""
+    return x * 2.0
+
+
+@tl.no_grad
+def tripled(x: tl.Tensor) -> tl.Tensor:
+    return x * 3.0
+
+
+six: tl.Tensor = tripled(doubled(tl.tensor([1.0], requires_grad=True)))
+assert not six.requires_grad

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,41 @@ def test_no_grad_and_enable_grad_decorate_with_or_without_parentheses() -> None:
     with tl.no_grad():
         assert recording(x).requires_grad
         assert not (x * x).requires_grad
+
+
+def test_a_grad_mode_object_is_reusable_and_reentrant() -> None:
+    """As torch's: one ``no_grad()`` object may be entered again, and nested in itself."""
+    x = _f64([2.0], requires_grad=True)
+    mode = tl.no_grad()
+    for _ in range(2):
+        with mode:
+            with mode:
+                assert not (x * x).requires_grad
+            assert not tl.is_grad_enabled()
+        assert tl.is_grad_enabled()
+
+
+def test_a_decorated_generator_runs_its_body_under_the_mode() -> None:
+    """Each step of a decorated generator's body runs without recording (as torch.no_grad); the
+    caller's code between steps keeps the caller's mode."""
+    x = _f64([2.0], requires_grad=True)
+
+    @tl.no_grad
+    def squares(n: int) -> Iterator[bool]:
+        for _ in range(n):
+            sent = yield (x * x).requires_grad
+            assert sent is None
+
+    seen = []
+    for recorded in squares(3):
+        seen.append(recorded)
+        assert tl.is_grad_enabled() and (x * x).requires_grad
+    assert seen == [False, False, False]
+
+
+def test_a_grad_mode_decorates_only_callables() -> None:
+    with pytest.raises(TypeError, match=r"^a grad mode decorates a function, got 3 of type int$"):
+        tl.no_grad(3)  # type: ignore[call-overload]
 
 
 def test_a_torch_tensor_cotangent_is_read_detached_and_widened() -> None:

@@ -62,6 +62,7 @@ def test_dims_of(declared: object, dims: tuple[int | None, ...]) -> None:
         np.float64(3.0),
         np.array(3.0),  # a float array's __index__ raises TypeError: refused by name
         np.array([3]),  # an array with an axis is not a dimension
+        np.array(True),  # a 0-d bool array is not the dimension 1
         TS,
     ],
     ids=repr,
@@ -114,6 +115,12 @@ def test_dimensions_whose_index_fails_are_shape_spec_errors() -> None:
     with pytest.raises(ShapeSpecError, match=r"^x: actual shape \(array\(3\.\), 4\)"):
         check_dims(shape(3, 4), (np.array(3.0), 4), what="x")  # type: ignore[arg-type]
     check_dims(shape(3, 4), (np.int64(3), np.array(4)), what="x")  # type: ignore[arg-type]
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ShapeSpecError, match=r"^invalid Shape dimension tensor\(True\)"):
+        subscriptable[torch.tensor(True)]
+    with pytest.raises(ShapeSpecError, match=r"^x: actual shape tensor\(\[ True, False\]\)"):
+        check_dims(shape(1, 0), torch.tensor([True, False]), what="x")
+    check_dims(shape(1, 0), torch.tensor([1, 0]), what="x")
 
 
 def test_numpy_integer_is_not_cached_as_itself() -> None:

@@ -9,12 +9,14 @@ asyncio task, and it nests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar, overload
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Generator
+from contextvars import ContextVar, Token
+from typing import Any, TypeVar, cast, overload
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["GradMode", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 _GRAD_ENABLED: ContextVar[bool] = ContextVar("torchlean_grad_enabled", default=True)
 
@@ -24,39 +26,110 @@ def is_grad_enabled() -> bool:
     return _GRAD_ENABLED.get()
 
 
-@contextmanager
-def set_grad_enabled(enabled: bool) -> Iterator[None]:
-    """Run the body with gradient recording switched to ``enabled``; restores the previous mode."""
-    token = _GRAD_ENABLED.set(bool(enabled))
-    try:
-        yield
-    finally:
-        _GRAD_ENABLED.reset(token)
-
-
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+class GradMode:
+    """A gradient mode to enter (``with``) or to decorate a function with, as torch's grad-mode
+    context managers: reusable and re-entrant (each entry restores what it found, per thread and
+    asyncio task), and a decorated function runs each call under the mode (a generator function,
+    each step of its body, as ``torch.no_grad`` runs it)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = bool(enabled)
+        self._local = threading.local()
+
+    def _tokens(self) -> list[Token[bool]]:
+        tokens: list[Token[bool]] | None = getattr(self._local, "tokens", None)
+        if tokens is None:
+            tokens = self._local.tokens = []
+        return tokens
+
+    def __enter__(self) -> None:
+        self._tokens().append(_GRAD_ENABLED.set(self._enabled))
+
+    def __exit__(self, *exc: object) -> None:
+        _GRAD_ENABLED.reset(self._tokens().pop())
+
+    def __call__(self, func: _F) -> _F:
+        if not callable(func):
+            raise TypeError(f"a grad mode decorates a function, got {func!r} of type {type(func).__name__}")
+        enabled = self._enabled
+        if inspect.isgeneratorfunction(func):
+            return cast(_F, _generator_under(func, enabled))
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with GradMode(enabled):
+                return func(*args, **kwargs)
+
+        return cast(_F, wrapper)
+
+
+def _generator_under(func: Callable[..., Generator[Any, Any, Any]], enabled: bool) -> Callable[..., Any]:
+    """``func`` (a generator function) whose body runs under the mode ``enabled`` at every step,
+    while the caller's code between steps runs under its own mode."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        with GradMode(enabled):
+            generator = func(*args, **kwargs)
+        try:
+            with GradMode(enabled):
+                response = generator.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with GradMode(enabled):
+                        generator.close()
+                    raise
+                except BaseException as error:
+                    with GradMode(enabled):
+                        response = generator.throw(error)
+                else:
+                    with GradMode(enabled):
+                        response = generator.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return wrapper
+
+
+def set_grad_enabled(enabled: bool) -> GradMode:
+    """Gradient recording switched to ``enabled`` within a ``with`` block (or a decorated function);
+    restores the previous mode."""
+    return GradMode(enabled)
+
+
 @overload
-def no_grad() -> AbstractContextManager[None]: ...
+def no_grad() -> GradMode: ...
 @overload
 def no_grad(func: _F) -> _F: ...
-def no_grad(func: _F | None = None) -> AbstractContextManager[None] | _F:
+def no_grad(func: _F | None = None) -> GradMode | _F:
     """Disable gradient recording in the body (as ``torch.no_grad``): ``with no_grad():``, or as a
-    decorator, ``@no_grad()`` or ``@no_grad`` (each call of the function runs under it).
+    decorator, ``@no_grad()`` or ``@no_grad`` (each call of the function runs under it; each step of
+    a generator function's body).
 
     Ops inside record no tape nodes and are planned with policy VJP mode ``none``.
+
+    Raises:
+        TypeError: ``func`` given and not callable.
     """
-    mode = set_grad_enabled(False)
+    mode = GradMode(False)
     return mode if func is None else mode(func)
 
 
 @overload
-def enable_grad() -> AbstractContextManager[None]: ...
+def enable_grad() -> GradMode: ...
 @overload
 def enable_grad(func: _F) -> _F: ...
-def enable_grad(func: _F | None = None) -> AbstractContextManager[None] | _F:
+def enable_grad(func: _F | None = None) -> GradMode | _F:
     """Re-enable gradient recording inside a ``no_grad()`` block (as ``torch.enable_grad``); a
-    decorator too, with or without parentheses."""
-    mode = set_grad_enabled(True)
+    decorator too, with or without parentheses.
+
+    Raises:
+        TypeError: ``func`` given and not callable.
+    """
+    mode = GradMode(True)
     return mode if func is None else mode(func)
