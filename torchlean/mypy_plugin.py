@@ -506,16 +506,20 @@ class TorchLeanPlugin(Plugin):
         owner = fullname.rpartition(".")[0]
         return _private_operand_hook if owner in self._private_object_classes() else None
 
+    def _sealed_class(self, fullname: str) -> TypeInfo | None:
+        """The sealed class (or ``NewType`` of one) named ``fullname``, else None."""
+        node = self.lookup_fully_qualified(fullname)
+        info = node.node if node is not None else None
+        return info if isinstance(info, TypeInfo) and _sealed_gates(info) is not None else None
+
+    def _is_sealed_class(self, fullname: str) -> bool:
+        return self._sealed_class(fullname) is not None
+
     def _constructs_sealed(self, fullname: str) -> bool:
         """Whether calling ``fullname`` builds a sealed value: a sealed class, not a ``NewType`` of
         one (which returns its argument)."""
-        node = self.lookup_fully_qualified(fullname)
-        info = node.node if node is not None else None
-        return isinstance(info, TypeInfo) and not info.is_newtype and _sealed_gates(info) is not None
-
-    def _is_sealed_class(self, fullname: str) -> bool:
-        node = self.lookup_fully_qualified(fullname)
-        return node is not None and isinstance(node.node, TypeInfo) and _sealed_gates(node.node) is not None
+        info = self._sealed_class(fullname)
+        return info is not None and not info.is_newtype
 
     def _private_object_bases(self) -> frozenset[str]:
         """The short names of the private objects' classes and of their bases (``dict``,
