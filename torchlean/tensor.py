@@ -197,6 +197,17 @@ def _is_torch_tensor(value: object) -> bool:
     return torch_module is not None and isinstance(value, torch_module.Tensor)
 
 
+def _gradient_device(gradient: object) -> str | None:
+    """The device of a ``backward`` gradient that has one: a torchlean ``Tensor``'s, or a dense
+    torch tensor's (``"cpu"``, ``"cuda:N"``); None for array data (and for meta tensors, which
+    :func:`_from_torch_array` refuses by kind)."""
+    if isinstance(gradient, Tensor):
+        return gradient.device
+    if _is_torch_tensor(gradient) and gradient.device.type != "meta":  # type: ignore[attr-defined]
+        return str(gradient.device)  # type: ignore[attr-defined]
+    return None
+
+
 def _from_torch_array(t: Any, *, widen: bool = False) -> Array:
     """The values of the torch tensor ``t`` as a numpy array (a view of CPU storage, else a host
     copy), detached, with conjugate and negative bits resolved. With ``widen`` (an explicit dtype
@@ -719,9 +730,10 @@ class Tensor:
                 )
             host_seed: Array = np.ones(self.shape, dtype=self.dtype)
         else:
-            if isinstance(gradient, Tensor) and gradient.device != self.device:
+            given = _gradient_device(gradient)
+            if given is not None and given != self.device:  # torch refuses it too
                 raise DeviceError(
-                    f"autograd: backward() got a gradient on {gradient.device} for an output on "
+                    f"autograd: backward() got a gradient on {given} for an output on "
                     f"{self.device}; move it with .to({self.device!r})"
                 )
             raw: object = gradient

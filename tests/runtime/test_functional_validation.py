@@ -26,7 +26,7 @@ from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.native_cuda import guards as native_guards
 from torchlean.backend.providers.reference import guards
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.tensor import TensorError, TensorTypeError
+from torchlean.tensor import DeviceError, TensorError, TensorTypeError
 
 F32 = np.float32
 
@@ -251,6 +251,24 @@ def test_backward_refuses_a_non_numeric_seed(gradient: object, match: str) -> No
     y.backward(gradient=[1, 0, 1])  # the graph is intact: integers are numeric
     assert leaf.grad is not None
     np.testing.assert_array_equal(leaf.grad.numpy(), [2.0, 0.0, 2.0])
+
+def test_backward_refuses_a_torch_gradient_on_another_device() -> None:
+    """As torch refuses ``y.backward(g)`` for ``g`` on another device ("invalid gradient ... expected
+    device"), a torch cotangent is not copied across devices; a meta-storage output stands for a
+    device other than the host here (there is no GPU)."""
+    leaf = tl.Tensor._make(torch.zeros(3, device="meta"))
+    leaf.requires_grad = True
+    wrong_device = r"^autograd: backward\(\) got a gradient on cpu for an output on meta"
+    with pytest.raises(DeviceError, match=wrong_device):
+        leaf.backward(gradient=torch.ones(3))
+    assert leaf.grad is None
+    host = tl.tensor(np.array([1.0, 2.0, 3.0], dtype=F32), requires_grad=True)
+    with pytest.raises(DeviceError, match=r"got a gradient on meta for an output on cpu; move it"):
+        (host * 2.0).backward(gradient=tl.Tensor._make(torch.ones(3, device="meta")))
+    with pytest.raises(TensorError, match=r"cannot copy a meta torch tensor"):
+        (host * 2.0).backward(gradient=torch.ones(3, device="meta"))
+    assert host.grad is None
+
 
 
 # --------------------------------------------------------------- 4. integer and real parameters
