@@ -573,6 +573,15 @@ def test_window_parameters_are_checked() -> None:
         guards.per_axis("conv", "stride", (1, 2), 3, 1)
     with pytest.raises(GuardError, match=r"stride=0 \(accepted: ints >= 1\)"):
         guards.per_axis("conv", "stride", 0, 2, 1)
+    # numpy integers are integers, as the reference guards take them; bools and floats are not
+    stride = guards.per_axis("max_pool", "stride", np.int64(2), 2, 1)
+    assert stride == (2, 2) and all(type(s) is int for s in stride)
+    assert guards.per_axis("conv", "padding", (np.int32(0), 1), 2, 0) == (0, 1)
+    for bad in (True, (1, np.bool_(True)), 2.0, (1, np.float64(1.0))):
+        with pytest.raises(GuardError, match=r"\(accepted: ints >= 1\)|\(accepted: an int or 2 ints\)"):
+            guards.per_axis("conv", "stride", bad, 2, 1)
+    with pytest.raises(GuardError, match=r"stride=np.int64\(0\) \(accepted: ints >= 1\)"):
+        guards.per_axis("conv", "stride", np.int64(0), 2, 1)
     with pytest.raises(GuardError, match=r"beta=0 \(accepted: a finite nonzero number\)"):
         guards.check_finite("smooth_max_pool", "beta", 0, nonzero=True)
     with pytest.raises(GuardError, match=r"scale=nan"):

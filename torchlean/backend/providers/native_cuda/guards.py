@@ -22,6 +22,7 @@ anchor-runtime.md §6.2 describes the original's boundary checks, which aborted 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Collection, Mapping, Sequence
 
 import torch
@@ -219,17 +220,22 @@ def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum:
     Raises:
         GuardError: a wrong length, a non-int, or a value below ``minimum`` or above the limit.
     """
-    items = [value] * axes if isinstance(value, int) and not isinstance(value, bool) else value
+    items = [value] * axes if _is_integer(value) else value
     if not isinstance(items, Sequence) or len(items) != axes:
         raise _fail(op, f"{name}={value!r} (accepted: an int or {axes} ints)")
     result: list[int] = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or item < minimum:
+        if not _is_integer(item) or int(item) < minimum:
             raise _fail(op, f"{name}={value!r} (accepted: ints >= {minimum})")
-        if item > window_parameter_limit(op):
+        if int(item) > window_parameter_limit(op):
             raise _fail(op, too_large_fault(op, name, value))
-        result.append(item)
+        result.append(int(item))
     return tuple(result)
+
+
+def _is_integer(value: object) -> bool:
+    """An integer (a Python or numpy int, as the reference guards accept), bool excluded."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_finite(op: str, name: str, value: float, *, nonzero: bool = False) -> float:

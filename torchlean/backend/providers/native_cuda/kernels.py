@@ -1258,9 +1258,9 @@ def _conv_operands(op: str, x: Tensor, w: Tensor) -> int:
 
 
 def _groups(op: str, groups: int) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
         raise GuardError(f"native_cuda.{op}: groups={groups!r} (accepted: an int >= 1)")
-    return groups
+    return int(groups)
 
 
 def _conv_args(
