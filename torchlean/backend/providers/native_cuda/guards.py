@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Collection, Mapping, Sequence
+from typing import TypeGuard
 
 import torch
 
@@ -233,7 +234,7 @@ def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum:
     return tuple(result)
 
 
-def _is_integer(value: object) -> bool:
+def _is_integer(value: object) -> TypeGuard[numbers.Integral]:
     """An integer (a Python or numpy int, as the reference guards accept), bool excluded."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
