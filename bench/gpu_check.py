@@ -5,7 +5,8 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
     python bench/gpu_check.py [OUT.json] [--sizes 1024,2048,...] [--heads 4] [--iterations 3]
                               [--max-seconds S]
 
-0. Pre-checks, before anything is built: the Python packages, a CUDA build of torch with a
+0. Pre-checks, before anything is built: the Python packages (beartype, numpy, torch; ninja is
+   checked as a program, and scikit-learn only decides whether step 3 runs), a CUDA build of torch with a
    visible device, ``ninja`` on PATH and ``nvcc`` (``CUDA_HOME``, else PATH — what
    ``torch.utils.cpp_extension`` uses) whose major version equals ``torch.version.cuda``'s. Each
    failure is one line on stderr and its own exit status (below).
@@ -24,8 +25,16 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
    selected (the attention op must select ``torchlean.composed_attention``,
    ``libtorch.sdpa_forward`` and ``native_cuda.direct_attention`` respectively) and the loss
-   parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4).
-4. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
+   parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4). Without
+   scikit-learn (the digits data) this step is recorded under ``not_run`` and skipped.
+4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
+   against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
+   n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
+   forward + backward; a row fails when the two forwards differ by more than 1e-5 (relative).
+   Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
+   kernel (float32) against SDPA's autograd in float64 (relative error <= 1e-5), with SDPA's own
+   float32 gradients recorded beside them.
+5. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
    given a non-contiguous, an int32 and a shape-mismatched operand and a cotangent of the wrong
    shape must raise a Python ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the
    bindings), a raw gather with an out-of-range index ``IndexError`` (``TL_CHECK_INDEX``), and the
@@ -34,14 +43,9 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    interrupted is named with the signal. When the child died in a call,
    ``bench/exception_probe.py`` runs (``refusal_diagnosis`` in the record): which step of raising
    a C++ exception from an extension kills the process there, with a native backtrace when
-   ``gdb`` or ``cuda-gdb`` is on PATH.
-5. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
-   against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
-   n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
-   forward + backward; a row fails when the two forwards differ by more than 1e-5 (relative).
-   Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
-   kernel (float32) against SDPA's autograd in float64 (relative error <= 1e-5), with SDPA's own
-   float32 gradients recorded beside them.
+   ``gdb`` or ``cuda-gdb`` is on PATH. Refusals and their diagnosis come last: a diagnosis
+   builds small extensions and may use what is left of ``--max-seconds``, and the child gets at
+   most that time too (at least 60 s).
 
 The JSON record (default ``bench/results/gpu_check.json``) is rewritten, atomically, after the
 build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
@@ -91,15 +95,18 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-_MISSING = [name for name in ("beartype", "numpy", "torch", "tqdm", "sklearn") if _find_spec(name) is None]
+_MISSING = [name for name in ("beartype", "numpy", "torch") if _find_spec(name) is None]
 if _MISSING:
     print(
-        f"gpu_check: missing Python packages {_MISSING}; install them first (the H200 image lacks "
-        "beartype: `pip download beartype --no-deps -d gpu_wheels` here, carry `gpu_wheels`, and run "
-        "`pip install --no-index gpu_wheels/*.whl` there)",
+        f"gpu_check: missing Python packages {_MISSING}; install them first (on a machine without "
+        "a package index: `pip download --no-deps -d gpu_wheels beartype ninja` elsewhere, carry "
+        "`gpu_wheels`, and run `pip install --no-index --no-deps gpu_wheels/*.whl` there)",
         file=sys.stderr,
     )
     sys.exit(EXIT_PACKAGES)
+HAS_SKLEARN = _find_spec("sklearn") is not None
+"""The end-to-end phase trains on scikit-learn's bundled digits; without it that phase is
+recorded as not run (``not_run``) and the other phases run."""
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -223,7 +230,12 @@ def toolchain(torch_cuda: str | None) -> tuple[dict[str, Any], tuple[int, str] |
     """What the build needs besides torch: ``ninja`` on PATH and an ``nvcc`` whose CUDA major
     version equals torch's (``torch.utils.cpp_extension`` refuses to build across major versions).
     Returns what was found and, when something is missing, ``(exit status, one-line message)``."""
-    info: dict[str, Any] = {"torch_cuda": torch_cuda, "CUDA_HOME": os.environ.get("CUDA_HOME")}
+    info: dict[str, Any] = {
+        "torch_cuda": torch_cuda,
+        "CUDA_HOME": os.environ.get("CUDA_HOME"),
+        # unset: torch builds for the visible devices' architectures; a list multiplies device code
+        "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST"),
+    }
     ninja = shutil.which("ninja")
     info["ninja"] = ninja
     if ninja is None:
@@ -475,6 +487,7 @@ started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``) or `
 
 REFUSAL_MARK = "@@refusal "
 REFUSAL_TIMEOUT = 300.0
+REFUSAL_MINIMUM = 60.0
 
 
 def _text(output: str | bytes | None) -> str:
@@ -536,6 +549,13 @@ def _refusals(
     if death is not None and started is None:  # between calls or after the last one
         add({"call": "(outside any call)", "crashed": death, **failure})
     return rows
+
+
+def _refusal_timeout(budget: Budget) -> float:
+    """How long the refusal child may run: :data:`REFUSAL_TIMEOUT`, or what is left of
+    ``--max-seconds`` when that is less (but at least :data:`REFUSAL_MINIMUM` s, what a child
+    needs to import torch and load the cached build)."""
+    return min(REFUSAL_TIMEOUT, max(REFUSAL_MINIMUM, budget.deadline - time.monotonic()))
 
 
 def _died_in_a_call(rows: list[dict[str, Any]]) -> bool:
@@ -945,49 +965,32 @@ def main(argv: list[str] | None = None) -> int:
         for r in failed:
             print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
 
-        print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):", flush=True)
-        start = time.perf_counter()
-        record["end_to_end"] = []
-        recorder.running("end to end")
-        try:
-            _end_to_end(
-                args.e2e_steps,
-                args.e2e_batch,
-                _appender(recorder, "end_to_end", "end to end"),
-                device,
-                budget,
-            )
-        finally:
-            e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
-            record["end_to_end_summary"] = {
-                "runs": len(record["end_to_end"]),
-                "failed": len(e2e_failed),
-                "seconds": round(time.perf_counter() - start, 1),
-            }
+        if HAS_SKLEARN:
+            print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):", flush=True)
+            start = time.perf_counter()
+            record["end_to_end"] = []
+            recorder.running("end to end")
+            try:
+                _end_to_end(
+                    args.e2e_steps,
+                    args.e2e_batch,
+                    _appender(recorder, "end_to_end", "end to end"),
+                    device,
+                    budget,
+                )
+            finally:
+                e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
+                record["end_to_end_summary"] = {
+                    "runs": len(record["end_to_end"]),
+                    "failed": len(e2e_failed),
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+                recorder.save()
+        else:
+            why = "scikit-learn is not installed (it provides the digits data)"
+            record.setdefault("not_run", {})["end_to_end"] = why
             recorder.save()
-
-        if budget.exhausted():
-            raise _OutOfTime("refusals")
-        print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
-        start = time.perf_counter()
-        record["refusals"] = []
-        recorder.running("refusals")
-        append_refusal = _appender(recorder, "refusals", "refusals")
-
-        def refusal(row: dict[str, Any]) -> None:
-            print(_refusal_line(row), flush=True)
-            append_refusal(row)
-
-        _refusals(device.type, refusal)
-        refusal_failed = [r for r in record["refusals"] if not r["passed"]]
-        record["refusals_summary"] = {
-            "calls": len(record["refusals"]),
-            "failed": len(refusal_failed),
-            "seconds": round(time.perf_counter() - start, 1),
-        }
-        recorder.save()
-        if _died_in_a_call(refusal_failed):
-            _diagnose_refusal_crash(recorder, budget)
+            print(f"end to end: not run ({why})", flush=True)
 
         print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
         record["timing"] = []
@@ -1004,6 +1007,29 @@ def main(argv: list[str] | None = None) -> int:
             )
         finally:
             timing_failed = [r for r in record["timing"] if not r["passed"]]
+
+        if budget.exhausted():
+            raise _OutOfTime("refusals")
+        print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
+        start = time.perf_counter()
+        record["refusals"] = []
+        recorder.running("refusals")
+        append_refusal = _appender(recorder, "refusals", "refusals")
+
+        def refusal(row: dict[str, Any]) -> None:
+            print(_refusal_line(row), flush=True)
+            append_refusal(row)
+
+        _refusals(device.type, refusal, _refusal_timeout(budget))
+        refusal_failed = [r for r in record["refusals"] if not r["passed"]]
+        record["refusals_summary"] = {
+            "calls": len(record["refusals"]),
+            "failed": len(refusal_failed),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        recorder.save()
+        if _died_in_a_call(refusal_failed):
+            _diagnose_refusal_crash(recorder, budget)
     except DeviceFault as fault:
         record["aborted"] = {"phase": fault.phase, "step": fault.where, "error": fault.error}
         print(f"ABORTED: the device is unusable after {fault.phase} {fault.where}: {fault.error}", flush=True)
@@ -1020,7 +1046,8 @@ def main(argv: list[str] | None = None) -> int:
         f"failed: parity {len(failed)}, end to end {len(e2e_failed)}, refusals {len(refusal_failed)}, "
         f"timing {len(timing_failed)}"
     )
-    print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} ({counts})")
+    not_run = "".join(f"; not run: {phase} ({why})" for phase, why in record.get("not_run", {}).items())
+    print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} ({counts}){not_run}")
     return 0 if ok else EXIT_FAILED
 
 

@@ -485,6 +485,52 @@ def test_main_records_the_refusals_and_counts_them(
     assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed
 
 
+def test_timing_runs_before_the_refusals_and_the_refusal_child_keeps_to_the_time_left(
+    gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A refusal crash's diagnosis (small extension builds) may use the rest of ``--max-seconds``;
+    the timings, the only n = 16k run, come first so that it cannot starve them."""
+    phases: list[str] = []
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: phases.append("end to end") or [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: phases.append("timing") or [])
+
+    def refusals(device_type: str, on_row: Callable[[dict[str, Any]], None], timeout: float) -> list[Any]:
+        phases.append(f"refusals within {timeout:g} s")
+        return []
+
+    monkeypatch.setattr(gpu_check, "_refusals", refusals)
+    assert gpu_check.main([str(tmp_path / "record.json")]) == 0
+    assert phases == ["end to end", "timing", f"refusals within {gpu_check.REFUSAL_TIMEOUT:g} s"]
+    later = gpu_check.Budget(100.0)
+    assert 99.0 < gpu_check._refusal_timeout(later) <= 100.0
+    assert gpu_check._refusal_timeout(gpu_check.Budget(1e-9)) == gpu_check.REFUSAL_MINIMUM == 60.0
+    assert gpu_check._refusal_timeout(gpu_check.Budget(0)) == gpu_check.REFUSAL_TIMEOUT  # no limit
+
+
+def test_without_scikit_learn_the_end_to_end_phase_is_recorded_as_not_run(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The digits data come from scikit-learn; a GPU image without it still runs parity, timing
+    and refusals, and the record and the last line say what did not run."""
+    monkeypatch.setattr(gpu_check, "HAS_SKLEARN", False)
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: pytest.fail("trained without sklearn"))
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: [])
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == 0
+    record = json.loads(out.read_text())
+    why = "scikit-learn is not installed (it provides the digits data)"
+    assert record["not_run"] == {"end_to_end": why}
+    assert "end_to_end" not in record and record["parity_summary"]["failed"] == 0
+    assert record["refusals_summary"]["failed"] == 0 and record["passed"] is True
+    printed = capsys.readouterr().out
+    assert f"end to end: not run ({why})" in printed
+    assert printed.rstrip().endswith(f"timing 0); not run: end_to_end ({why})")
+
+
 def test_a_crashed_refusal_runs_the_exception_probe(
     gpu_check: ModuleType,
     gpu_machine: None,
