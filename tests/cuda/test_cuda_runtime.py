@@ -447,6 +447,7 @@ def test_cuda_attention_keeps_non_finite_blocked_keys_out(emulation: ModuleType,
 
 
 def _train(model: str, profile: str, steps: int) -> tuple[list[float], list[np.ndarray], list[str]]:
+    pytest.importorskip("sklearn", reason="the digits data (a GPU image may lack scikit-learn)")
     digits = data.load("digits", seed=0, dtype=np.float64)
     x = digits.x_train[:, :16]  # 4 x 4 "images": small enough for the emulator
     layer, shape = build_model(model, 16, digits.n_classes, hidden=8)
