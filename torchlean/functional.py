@@ -32,9 +32,10 @@ Operands (one rule, checked in one place):
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
   or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
   (the kernel guards apply the same rule to the window parameters they receive unconverted,
-  refusing with a ``GuardTypeError``, also a ``TypeError``, and refusing a window parameter above
-  ``2**31 - 1`` with a ``GuardError``: see
-  :data:`~torchlean.backend.providers.reference.spatial_guards.MAX_WINDOW_PARAMETER`).
+  refusing with a ``GuardTypeError``, also a ``TypeError``, and refusing with a ``GuardError`` a
+  window parameter above ``2**31 - 1`` for the pools and ``conv_transpose``, above ``2**63 - 1``
+  for ``conv``, as torch: see
+  :func:`~torchlean.backend.providers.reference.spatial_guards.window_parameter_limit`).
   Axes are refused when out of range, never wrapped; seeds must be below ``2**64``.
   Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
   refused); they are not parsed from strings.
@@ -1273,8 +1274,10 @@ def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike
     of 1 up to exactly 1. The same session seed replays the same stream in a new session.
 
     Raises:
-        GuardError: a dtype other than float32/float64, a negative extent, or a seed outside
-            ``[0, 2**64 - 1]``.
+        GuardError: a tensor dtype other than float32/float64 (int64, bool), a negative extent,
+            or a seed outside ``[0, 2**64 - 1]``.
+        TensorError: a dtype torchlean tensors do not hold (``float16``, ``complex64``, an
+            unknown name: :func:`~torchlean.tensor.resolve_dtype`).
         TensorTypeError: a non-integer extent or seed.
     """
     session = current_session()
@@ -1296,8 +1299,10 @@ def bernoulli_mask(
     0 and 1; ``u`` is the :func:`rand_uniform` draw of the same key.
 
     Raises:
-        GuardError: ``keep_prob`` outside ``[0, 1]`` or NaN, a dtype other than float32/float64,
-            a negative extent, or a seed outside ``[0, 2**64 - 1]``.
+        GuardError: ``keep_prob`` outside ``[0, 1]`` or NaN, a tensor dtype other than
+            float32/float64 (int64, bool), a negative extent, or a seed outside ``[0, 2**64 - 1]``.
+        TensorError: a dtype torchlean tensors do not hold (``float16``, ``complex64``, an
+            unknown name: :func:`~torchlean.tensor.resolve_dtype`).
         TensorTypeError: a non-integer extent or seed; a ``keep_prob`` that is not a real number.
     """
     session = current_session()

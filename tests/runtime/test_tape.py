@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import torchlean as tl
+from torchlean.autograd import set_grad_enabled
 from torchlean.autograd.tape import AutogradError, Node, SavedArray, VersionCounter, run_backward
 
 
@@ -187,6 +188,22 @@ def test_a_decorated_generator_runs_its_body_under_the_mode() -> None:
 def test_a_grad_mode_decorates_only_callables() -> None:
     with pytest.raises(TypeError, match=r"^a grad mode decorates a function, got 3 of type int$"):
         tl.no_grad(3)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("enabled", ["False", 0, None, np.bool_(True)], ids=repr)
+def test_set_grad_enabled_takes_only_a_bool(enabled: object) -> None:
+    """As torch's ``set_grad_enabled`` (``"False"`` would otherwise read as true)."""
+    with pytest.raises(TypeError, match=r"^set_grad_enabled: enabled must be a bool; got .* of type"):
+        set_grad_enabled(enabled)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"must be bool"):
+        torch.set_grad_enabled(enabled)  # type: ignore[arg-type]
+    assert tl.is_grad_enabled()
+    x = tl.tensor([1.0], requires_grad=True)
+    with set_grad_enabled(False):
+        assert not tl.is_grad_enabled() and not (x * 2.0).requires_grad
+        with set_grad_enabled(True):
+            assert (x * 2.0).requires_grad
+    assert tl.is_grad_enabled()
 
 
 def test_a_torch_tensor_cotangent_is_read_detached_and_widened() -> None:

@@ -98,7 +98,17 @@ def _generator_under(func: Callable[..., Generator[Any, Any, Any]], enabled: boo
 
 def set_grad_enabled(enabled: bool) -> GradMode:
     """Gradient recording switched to ``enabled`` within a ``with`` block (or a decorated function);
-    restores the previous mode."""
+    restores the previous mode (as ``torch.set_grad_enabled``).
+
+    Raises:
+        TypeError: ``enabled`` not a Python bool (``"False"`` would read as true; torch refuses
+            non-bools too, numpy bools included).
+    """
+    if type(enabled) is not bool:
+        raise TypeError(
+            f"set_grad_enabled: enabled must be a bool; got {enabled!r:.60} of type "
+            f"{type(enabled).__name__} (accepted: True or False; other values are not converted)"
+        )
     return GradMode(enabled)
 
 

@@ -11,7 +11,8 @@ not numpy float32/float64 arrays, dtype mismatches between operands, wrong ranks
 ``(N, C, *spatial)`` with 1 to 3 spatial axes), the empty axes PyTorch refuses (see below),
 channel counts that ``groups`` does not divide, window parameters out of range (stride < 1,
 padding < 0, dilation < 1, output_padding not below stride or dilation, pool padding above half
-the kernel, any window parameter or ``groups`` above :data:`MAX_WINDOW_PARAMETER`), kernels
+the kernel, any window parameter or ``groups`` above :func:`window_parameter_limit`: int64's
+largest for ``conv``, :data:`MAX_WINDOW_PARAMETER` for the pools and ``conv_transpose``), kernels
 larger than the padded input (for the 3-d ``avg_pool``, as torch's ``avg_pool3d``: larger than
 the unpadded input), pool windows that read padding only, element counts that overflow
 int64 (computed with Python ints), non-finite or zero smooth-max ``beta``,
