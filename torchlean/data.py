@@ -224,7 +224,12 @@ def load_csv(
     test_fraction: float = 0.2,
     dtype: npt.DTypeLike = np.float32,
 ) -> Dataset:
-    """Load a CSV file (features + one label column); see :func:`load` and the module docstring."""
+    """Load a CSV file (features + one label column): what :func:`load` does for a path, with the
+    same arguments, result and errors; the module docstring gives the CSV rules.
+
+    Raises:
+        DataError, UnknownLabelError: as :func:`load` lists them for a CSV file.
+    """
     target = _float_dtype(dtype)
     table = read_csv(path, header=header)
     if len(table.names) < 2:

@@ -1068,6 +1068,7 @@ def batch_norm(
         GuardError: bad shapes or dtypes, eval without both running statistics, one value per
             channel in training, or an eps that is negative, not finite in x's dtype, or not
             positive in training (PyTorch refuses ``eps <= 0`` in training).
+        TensorTypeError: ``training`` not a bool, or ``eps`` not a real number.
     """
     return run_op(
         BackendOp.BATCH_NORM,

@@ -432,7 +432,9 @@ class Optimizer:
 
 
 def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
-    """SGD with heavy-ball momentum (``torch.optim.SGD``, dampening 0, no Nesterov).
+    """SGD with heavy-ball momentum (``torch.optim.SGD``, dampening 0, no Nesterov). The default
+    ``lr=0.01`` is the original's (anchor-runtime.md §3.1: ``learningRate := 0.01``); torch's
+    ``SGD`` defaults to ``lr=0.001``.
 
     Domains (the original's, anchor-runtime.md §3.1; stricter than torch, which accepts an
     infinite ``lr`` and ``momentum >= 1``): ``lr`` finite and >= 0, ``momentum`` in ``[0, 1)``,

@@ -104,7 +104,8 @@ def dims_of(shape: object) -> tuple[int | None, ...]:
 
     Raises:
         ShapeSpecError: ``shape`` is not a subscripted ``Shape``, or a dimension is negative, a
-            ``bool``, not an int (for example ``"a"`` or ``1.5``) or an unpacked tuple.
+            ``bool``, not an int (for example ``"a"`` or ``1.5``), a ``TypeVar`` (a generic
+            ``Shape[T]`` has no dimensions to read) or an unpacked tuple.
     """
     if typing.get_origin(shape) is not Shape:
         raise ShapeSpecError(f"expected a subscripted Shape[...] type such as Shape[4, 3], got {shape!r}")

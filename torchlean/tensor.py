@@ -1067,7 +1067,10 @@ def tensor(
     """Create a tensor from nested lists, a scalar, a numpy array, a Tensor or a torch tensor.
 
     The data is always copied. With ``dtype=None`` Python floats become float32, numpy/torch
-    float32 and float64 arrays keep their dtype, integers become int64 and booleans bool.
+    float32 and float64 arrays (and numpy scalars) keep their dtype, integers become int64 and
+    booleans bool. Nested sequences are read as numbers whatever their items' types: a list of
+    numpy float64 scalars or 0-d arrays becomes float32, where ``torch.tensor`` keeps float64
+    (pass ``dtype="float64"``, or ``np.asarray`` the list first).
     ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
     ``"cuda:N"`` (torch storage on that CUDA device).
 

@@ -320,7 +320,16 @@ def session(
 
 
 def run_op(op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
-    """Run ``op`` in the current session (the entry point of :mod:`torchlean.functional`)."""
+    """Run ``op`` in the current session (the entry point of :mod:`torchlean.functional`): the
+    kernel its plan bound for the current grad mode, on ``inputs`` (None for an absent optional
+    input) and the kernel ``params``.
+
+    Raises:
+        SessionError: no kernel can be selected, validated or bound for ``op`` under the session's
+            profile (:meth:`Session.resolve`), or the bound kernel belongs to another op.
+        GuardError, DeviceError, ...: whatever the bound kernel's guards and dispatch raise for
+            these inputs.
+    """
     active = _CURRENT.get()
     s = active if active is not None else default_session()
     bound = s._resolved.get((op, is_grad_enabled()))

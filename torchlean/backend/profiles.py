@@ -149,7 +149,7 @@ class BackendProfile:
 
         ``ops`` is a sequence of :class:`BackendOp` members or op labels (``["matmul", "relu"]``).
         A bare string is refused, not taken as one op: ``plan_ops("relu")`` raises and says to
-        write ``["relu"]`` (:func:`torchlean.backend.planner.requested_ops`).
+        write ``['relu']`` (:func:`torchlean.backend.planner.requested_ops`).
 
         Raises:
             BackendTypeError: ``ops`` is a string, a single op or not iterable, or an entry is

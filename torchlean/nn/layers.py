@@ -304,9 +304,9 @@ class Dropout(Layer):
     kind = "dropout"
 
     def __post_init__(self) -> None:
-        p = _checked_real(self.p, "dropout probability")
+        p = _checked_real(self.p, "dropout: p")
         if not (math.isfinite(p) and 0.0 <= p <= 1.0):  # p = 1 drops everything, as torch.nn.Dropout
-            raise ShapeError(f"dropout probability must satisfy 0 <= p <= 1, got {p}")
+            raise ShapeError(f"dropout: p must satisfy 0 <= p <= 1, got {p}")
         _set(self, "p", p)
 
     def output_shape(self, input_shape: Shape) -> Shape:
