@@ -128,6 +128,7 @@ class ExecutionMode(LabelledEnum):
 
     @classmethod
     def kind(cls) -> str:
+        """``"execution mode"``: the vocabulary's name in error messages."""
         return "execution mode"
 
 
@@ -144,6 +145,7 @@ class Objective(LabelledEnum):
 
     @classmethod
     def kind(cls) -> str:
+        """``"objective"``: the vocabulary's name in error messages."""
         return "objective"
 
 

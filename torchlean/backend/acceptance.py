@@ -85,6 +85,8 @@ class AcceptanceFailure(ABC):
 
 @dataclass(frozen=True, slots=True)
 class OperationMismatch(AcceptanceFailure):
+    """The capsule implements another op than the one planned."""
+
     kind: ClassVar[str] = "operationMismatch"
     planned: BackendOp
     capsule: BackendOp
@@ -96,6 +98,8 @@ class OperationMismatch(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class ForwardUnsupported(AcceptanceFailure):
+    """The capsule has no forward implementation for the op (``supports_forward`` false)."""
+
     kind: ClassVar[str] = "forwardUnsupported"
     op: BackendOp
     capsule_name: str
@@ -107,6 +111,9 @@ class ForwardUnsupported(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class ContractsMisaligned(AcceptanceFailure):
+    """A contract claim stands in the wrong obligation field, or names another op or VJP mode than
+    the capsule (:func:`~torchlean.backend.capsule.contracts_aligned`)."""
+
     kind: ClassVar[str] = "contractsMisaligned"
     op: BackendOp
     capsule_name: str
@@ -118,6 +125,8 @@ class ContractsMisaligned(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class TrustRejected(AcceptanceFailure):
+    """The policy does not accept the capsule's trust level (``trusted-external`` under ``checked``)."""
+
     kind: ClassVar[str] = "trustRejected"
     op: BackendOp
     capsule_name: str
@@ -130,6 +139,8 @@ class TrustRejected(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class ProviderRejected(AcceptanceFailure):
+    """The policy's provider preference excludes the capsule's provider."""
+
     kind: ClassVar[str] = "providerRejected"
     op: BackendOp
     capsule_name: str
@@ -142,6 +153,8 @@ class ProviderRejected(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class DeviceMismatch(AcceptanceFailure):
+    """The capsule runs on another device than the one requested."""
+
     kind: ClassVar[str] = "deviceMismatch"
     op: BackendOp
     capsule_name: str
@@ -158,6 +171,8 @@ class DeviceMismatch(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class VJPMismatch(AcceptanceFailure):
+    """The capsule offers another VJP mode than the policy requests."""
+
     kind: ClassVar[str] = "vjpMismatch"
     op: BackendOp
     capsule_name: str
@@ -174,6 +189,8 @@ class VJPMismatch(AcceptanceFailure):
 
 @dataclass(frozen=True, slots=True)
 class EvidenceRejected(AcceptanceFailure):
+    """One obligation's evidence is not accepted by the policy (``report`` names it)."""
+
     kind: ClassVar[str] = "evidenceRejected"
     report: ObligationReport
 
@@ -269,6 +286,7 @@ class AcceptedKernel(Sealable):
         return f"AcceptedKernel({op.label}, {capsule.name})"
 
     def audit(self) -> KernelAudit:
+        """The accepted kernel's audit row: its op and the capsule's contract labels."""
         return KernelAudit.of(self.op, self.capsule)
 
 
@@ -347,6 +365,7 @@ class AcceptedGraphKernelPlan(Sealable):
 
     @property
     def node_ids(self) -> tuple[int, ...]:
+        """The graph node ids the plan covers, group by group."""
         return self.grouped_plan.node_ids
 
     @property
@@ -355,6 +374,7 @@ class AcceptedGraphKernelPlan(Sealable):
         return self.grouped_plan.capsule_names
 
     def audit(self) -> KernelPlanAudit:
+        """One audit row per group, in group order."""
         return self.grouped_plan.to_kernel_plan().audit()
 
 
@@ -372,6 +392,7 @@ class GraphKernelPlanResult:
 
     @property
     def accepted(self) -> bool:
+        """True when every group passed the gate (``plan`` is set)."""
         return self.plan is not None
 
 

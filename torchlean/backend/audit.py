@@ -97,6 +97,7 @@ class ContractCheck:
 
     @property
     def accepted(self) -> bool:
+        """True when no obligation was rejected under ``policy``."""
         return not self.rejected
 
 
@@ -108,6 +109,7 @@ class KernelPlanAudit:
 
     @property
     def capsule_names(self) -> tuple[str, ...]:
+        """The capsule name of each row, in plan order."""
         return tuple(row.capsule_name for row in self.kernels)
 
     @property
@@ -120,6 +122,7 @@ class KernelPlanAudit:
 
     @property
     def has_trusted_external(self) -> bool:
+        """Whether :attr:`trusted_external_ops` is non-empty."""
         return bool(self.trusted_external_ops)
 
     def obligation_reports(self) -> tuple[ObligationReport, ...]:

@@ -103,10 +103,12 @@ class ExecutableKernel(Sealable, Generic[R]):
 
     @property
     def capsule(self) -> KernelCapsule:
+        """The accepted capsule this kernel's handler implements."""
         return self.accepted.capsule
 
     @property
     def op(self) -> BackendOp:
+        """The op the kernel was accepted for."""
         return self.accepted.op
 
     def run(self, *args: Any) -> R:

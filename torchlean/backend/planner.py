@@ -68,6 +68,7 @@ class PlannedKernel:
         instance_field(self, "capsule", KernelCapsule)
 
     def audit(self) -> KernelAudit:
+        """This kernel's audit row: the planned op and the capsule's contract labels."""
         return KernelAudit.of(self.op, self.capsule)
 
 
@@ -87,17 +88,22 @@ class KernelPlan:
 
     @property
     def capsule_names(self) -> tuple[str, ...]:
+        """The selected capsules' names, one per planned kernel, in plan order."""
         return tuple(kernel.capsule.name for kernel in self.kernels)
 
     def audit(self) -> KernelPlanAudit:
+        """One audit row per planned kernel, in plan order (:class:`KernelPlanAudit`)."""
         return KernelPlanAudit(tuple(kernel.audit() for kernel in self.kernels))
 
     @property
     def has_trusted_external(self) -> bool:
+        """Whether a selected capsule is labelled ``trusted-external`` (see
+        :attr:`KernelPlanAudit.trusted_external_ops`)."""
         return self.audit().has_trusted_external
 
     @property
     def trusted_external_ops(self) -> tuple[str, ...]:
+        """The labels of the ops whose selected capsule is ``trusted-external``, in plan order."""
         return self.audit().trusted_external_ops
 
     def check_contracts(self, policy: AssurancePolicy | str) -> ContractCheck:
@@ -276,11 +282,15 @@ class Verdict:
 
     @property
     def text(self) -> str:
+        """``"status: detail"``, or the bare status when there is no detail (as ``explain``
+        prints it)."""
         return f"{self.status}: {self.detail}" if self.detail else self.status
 
 
 @dataclass(frozen=True, slots=True)
 class CapsuleVerdict:
+    """One row of an explanation: a registered capsule of the op and its :class:`Verdict`."""
+
     capsule: KernelCapsule
     verdict: Verdict
 

@@ -326,6 +326,7 @@ def names() -> tuple[str, ...]:
 
 
 def profiles() -> tuple[BackendProfile, ...]:
+    """The built-in profiles, in table order (the order of :func:`names`)."""
     return tuple(_PROFILES.values())
 
 
