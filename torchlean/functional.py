@@ -1223,7 +1223,16 @@ def scaled_dot_product_attention(
 
     The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
     ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
-    (0 and negative ones too).
+    (0 and negative ones too). Under CUDA profiles the capsules' contracts narrow the shapes:
+    ``torchlean.composed_attention`` (``checked_cuda``) takes q, k, v of rank 3 or 4 only (the
+    original's ``(batch, heads, n, d)``, batch optional: give a single head an axis with
+    ``reshape``), ``native_cuda.direct_attention`` ``d, dv <= 256``.
+
+    Order of operations (every provider, as the original): the scores ``q kᵀ`` are formed in
+    q's dtype and then multiplied by ``scale``, where torch's SDPA scales q and k first. So a
+    score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (its row
+    turns NaN where torch stays finite), and a ``scale`` the dtype cannot hold (``1e39`` in
+    float32) is inf and gives NaN rows, as in torch.
 
     Raises:
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes

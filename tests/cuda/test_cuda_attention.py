@@ -322,6 +322,25 @@ def _assert_matches_torch(d: int, dv: int, dtype: torch.dtype, seed: int) -> Non
         assert error <= tolerance
 
 
+@pytest.mark.parametrize("mask_shape", [(37,), ()], ids=["key-mask", "scalar-mask"])
+def test_direct_attention_takes_a_key_mask_and_a_scalar_mask(
+    emulation: ModuleType, mask_shape: tuple[int, ...]
+) -> None:
+    """A mask of rank 1 ``(n_k,)`` (or rank 0) broadcasts to the scores as in torch SDPA and
+    every other provider; the oracle is torch's float64 SDPA with the same mask."""
+    generator = torch.Generator().manual_seed(5)
+    q, k, v, g = (torch.randn(*s, generator=generator, dtype=torch.float64) for s in
+                  ((2, 7, 4), (2, 37, 4), (2, 37, 3), (2, 7, 3)))  # fmt: skip
+    mask = torch.rand(mask_shape, generator=generator) < 0.6
+    mask.reshape(-1)[0] = True  # some key is allowed (torch gives NaN on fully blocked rows)
+    want = _torch_float64_attention(q, k, v, mask, g)
+    out, lse = kernels.direct_attention_forward(q, k, v, mask)
+    grads = kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)
+    for got, expected in zip((out, *grads[:3]), want, strict=True):
+        assert got is not None
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
+
+
 def test_widest_float64_heads_run_the_backward_on_a_227_kib_device(emulation: ModuleType) -> None:
     """d = d_v = 256 in float64: the default tile's backward needs 263168 bytes of shared memory,
     more than an H100/H200 (the emulation's default) allows; the smaller tile runs it."""
@@ -436,8 +455,9 @@ def test_composed_attention_shape_guard() -> None:
         attention_kernels.check_composed_attention(q, q, q, torch.ones(3, 3))
     with pytest.raises(GuardError, match=r"mask of shape \[2, 3\] does not broadcast to \[2, 3, 3\]"):
         attention_kernels.check_composed_attention(q, q, q, torch.ones(2, 3, dtype=torch.bool))
-    with pytest.raises(GuardError, match=r"scale=inf"):
-        attention_kernels.check_composed_attention(q, q, q, scale=math.inf)
+    for scale in (math.inf, math.nan, True, "0.5"):  # the capsule's own name, never native_cuda's
+        with pytest.raises(GuardError, match=r"^torchlean\.composed_attention: scale=.* \(accepted: a fin"):
+            attention_kernels.check_composed_attention(q, q, q, scale=scale)  # type: ignore[arg-type]
     dims = attention_kernels.check_composed_attention(
         torch.ones(2, 5, 3, 4),
         torch.ones(2, 5, 6, 4),

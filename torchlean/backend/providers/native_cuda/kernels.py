@@ -1616,7 +1616,7 @@ def _fold_attention(
     )
     if mask is not None:
         guards.check_launch(
-            "direct_attention", {"q": q, "mask": mask}, masks=("mask",), ranks={"mask": (2, _MAX_RANK)}
+            "direct_attention", {"q": q, "mask": mask}, masks=("mask",), ranks={"mask": (0, _MAX_RANK)}
         )
     nq, d = q.shape[-2], q.shape[-1]
     nk, dv = v.shape[-2], v.shape[-1]
