@@ -208,6 +208,11 @@ def scaled_dot_product_attention(
         PyTorch ``scaled_dot_product_attention`` with a boolean ``attn_mask`` (PyTorch >= 2.5
         fully-masked-row convention).
 
+    The scores ``q kᵀ`` are numpy's ``@`` (BLAS: no fixed order, fused multiply-adds), so near the
+    working dtype's overflow threshold this spec and a fixed-left kernel can disagree on which
+    scores are finite (a sum whose partial product overflows); compare such inputs in float64 or
+    with mpmath arrays.
+
     Raises:
         SpecTypeError, SpecValueError: see :func:`prepare_attention` (a non-finite ``scale`` is a
             SpecValueError naming it).
