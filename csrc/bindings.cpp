@@ -100,6 +100,20 @@ struct Refusing<Fn> {
   }
 };
 
+#ifdef TORCHLEAN_EMULATE
+void emulation_noop_kernel() {}
+
+// Test seam of the emulator's shared-memory opt-in (tl_emu::opt_in_shared_memory): a launch above
+// 48 KiB needs one, as cudaFuncSetAttribute on a GPU.  `opt_in` 0 launches without any.
+void emulation_launch_with_shared_memory(std::int64_t bytes, std::int64_t opt_in) {
+  if (bytes < 0 || opt_in < 0) throw std::invalid_argument("bytes and opt_in must be >= 0");
+  const void* kernel = reinterpret_cast<const void*>(&emulation_noop_kernel);
+  tl_emu::forget_shared_memory_opt_in(kernel);
+  if (opt_in > 0) tl_emu::opt_in_shared_memory(kernel, static_cast<std::size_t>(opt_in));
+  tl_emu::launch(kernel, dim3(1), dim3(32), static_cast<std::size_t>(bytes), [] { emulation_noop_kernel(); });
+}
+#endif
+
 }  // namespace
 
 // TL_DEF(name, extra...): binds tn::name as `name` through Refusing; `extra` are pybind11's
@@ -250,6 +264,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          py::arg("g"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("out"),
          py::arg("lse"), py::arg("scale"), py::arg("stream"));
 #ifdef TORCHLEAN_EMULATE
+  m.def("emulation_launch_with_shared_memory", &emulation_launch_with_shared_memory,
+        py::arg("bytes"), py::arg("opt_in"),
+        "Launch a kernel that does nothing with `bytes` of dynamic shared memory after opting it "
+        "into `opt_in` bytes (0: no opt-in), as a GPU accepts or refuses such a launch.");
   m.def("emulation_set_schedule_seed", &tl_emu::set_schedule_seed, py::arg("seed"),
         "Permute the emulator's thread and block order (0 = index order).");
   m.def("emulation_set_shared_memory_limit", &tl_emu::set_shared_memory_limit, py::arg("bytes"),

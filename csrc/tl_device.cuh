@@ -18,16 +18,22 @@
 #define TL_DEVICE inline
 #define TL_HOST_DEVICE inline
 #define TL_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::tl_emu::shared_memory())
-#define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                   \
-  ::tl_emu::launch((grid), (block), (smem_bytes), [&]() { kernel(__VA_ARGS__); })
+#define TL_LAUNCH(kernel, grid, block, smem_bytes, stream, ...)                       \
+  ::tl_emu::launch(reinterpret_cast<const void*>(kernel), (grid), (block), (smem_bytes), \
+                   [&]() { kernel(__VA_ARGS__); })
 #define TL_UNROLL
 
 namespace tl {
 // The emulated device's opt-in limit (227 KiB, an H100/H200's, unless a test sets another with
 // tl_emu::set_shared_memory_limit); launches above it fail as on a GPU.
 inline int max_dynamic_smem_optin(int /*device*/) { return ::tl_emu::shared_memory_limit(); }
+// As on a GPU: above 48 KiB a kernel's launches need this opt-in (the emulator refuses them
+// without it, as cudaLaunchKernel does).
 template <class Kernel>
-inline void allow_dynamic_smem(Kernel /*kernel*/, int /*bytes*/) {}
+inline void allow_dynamic_smem(Kernel kernel, int bytes) {
+  if (bytes <= 48 * 1024) return;
+  ::tl_emu::opt_in_shared_memory(reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(bytes));
+}
 inline void check_launch(const char* /*what*/) {}
 }  // namespace tl
 

@@ -23,7 +23,9 @@
 #include <exception>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -96,6 +98,48 @@ inline int set_shared_memory_limit(int bytes) {
   const int previous = shared_memory_limit_slot();
   shared_memory_limit_slot() = bytes == 0 ? kDefaultSharedMemoryLimit : bytes;
   return previous;
+}
+
+// Dynamic shared memory a launch may use without opting in (cudaFuncSetAttribute).
+constexpr std::size_t kDefaultDynamicSharedMemory = 48 * 1024;
+
+struct SharedMemoryOptIns {
+  std::mutex mutex;
+  std::map<const void*, std::size_t> bytes;  // kernel -> cudaFuncAttributeMaxDynamicSharedMemorySize
+};
+
+inline SharedMemoryOptIns& shared_memory_opt_ins() {
+  static SharedMemoryOptIns opt_ins;
+  return opt_ins;
+}
+
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): a GPU refuses
+// more than its opt-in limit; the attribute then holds for every later launch of that kernel.
+inline void opt_in_shared_memory(const void* kernel, std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(shared_memory_limit())) {
+    throw std::runtime_error("tl_emu: cannot reserve " + std::to_string(bytes) +
+                             " bytes of shared memory; the emulated device allows " +
+                             std::to_string(shared_memory_limit()));
+  }
+  SharedMemoryOptIns& opt_ins = shared_memory_opt_ins();
+  std::lock_guard<std::mutex> lock(opt_ins.mutex);
+  opt_ins.bytes[kernel] = bytes;
+}
+
+// Undo opt_in_shared_memory (test seam: a kernel as it is before its first opt-in).
+inline void forget_shared_memory_opt_in(const void* kernel) {
+  SharedMemoryOptIns& opt_ins = shared_memory_opt_ins();
+  std::lock_guard<std::mutex> lock(opt_ins.mutex);
+  opt_ins.bytes.erase(kernel);
+}
+
+// The bytes a launch of `kernel` may request: 48 KiB, or what it opted into.
+inline std::size_t shared_memory_allowed(const void* kernel) {
+  SharedMemoryOptIns& opt_ins = shared_memory_opt_ins();
+  std::lock_guard<std::mutex> lock(opt_ins.mutex);
+  const auto found = opt_ins.bytes.find(kernel);
+  return found == opt_ins.bytes.end() ? kDefaultDynamicSharedMemory
+                                      : std::max(found->second, kDefaultDynamicSharedMemory);
 }
 
 inline Block& require_block() {
@@ -233,9 +277,10 @@ inline void run_block(Block& block, std::mt19937_64* rng) {
   }
 }
 
-// Run `body` once per thread of a (grid, block) launch with `shared_bytes` of dynamic shared
-// memory.  Blocks run one after another; the calling thread's exceptions propagate.
-inline void launch(dim3 grid, dim3 block_dim, std::size_t shared_bytes,
+// Run `body` (a launch of `kernel`) once per thread of a (grid, block) launch with `shared_bytes`
+// of dynamic shared memory.  Blocks run one after another; the calling thread's exceptions
+// propagate.
+inline void launch(const void* kernel, dim3 grid, dim3 block_dim, std::size_t shared_bytes,
                    const std::function<void()>& body) {
   const std::size_t threads =
       static_cast<std::size_t>(block_dim.x) * block_dim.y * block_dim.z;
@@ -248,6 +293,14 @@ inline void launch(dim3 grid, dim3 block_dim, std::size_t shared_bytes,
     throw std::runtime_error("tl_emu: the launch requests " + std::to_string(shared_bytes) +
                              " bytes of dynamic shared memory; the emulated device allows " +
                              std::to_string(shared_memory_limit()));
+  }
+  if (shared_bytes > shared_memory_allowed(kernel)) {
+    // a GPU refuses it too (cudaErrorInvalidValue): above 48 KiB a kernel must opt in first
+    throw std::runtime_error("tl_emu: invalid argument: the launch requests " +
+                             std::to_string(shared_bytes) +
+                             " bytes of dynamic shared memory, more than the kernel opted into "
+                             "with cudaFuncSetAttribute (" +
+                             std::to_string(shared_memory_allowed(kernel)) + " bytes)");
   }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) {
     // a GPU refuses an empty grid (cudaErrorInvalidConfiguration, "invalid configuration

@@ -291,6 +291,21 @@ def smaller_device(emulation: ModuleType) -> Iterator[ModuleType]:
     emulation.emulation_set_shared_memory_limit(0)
 
 
+def test_the_emulator_refuses_shared_memory_beyond_48_kib_without_an_opt_in(emulation: ModuleType) -> None:
+    """As a GPU: a launch may use 48 KiB of dynamic shared memory; above that only after
+    ``cudaFuncSetAttribute`` raised the kernel's limit (``tl::allow_dynamic_smem``), and never above
+    the device's opt-in limit. The float32 d = 128 forward needs 49280 bytes, so its parity cases
+    pass only because the kernel opts in."""
+    emulation.emulation_launch_with_shared_memory(48 * 1024, 0)
+    with pytest.raises(RuntimeError, match=r"invalid argument: the launch requests 49153 bytes .* opted"):
+        emulation.emulation_launch_with_shared_memory(48 * 1024 + 1, 0)
+    emulation.emulation_launch_with_shared_memory(49280, 49280)
+    with pytest.raises(RuntimeError, match=r"requests 49281 bytes .* \(49280 bytes\)"):
+        emulation.emulation_launch_with_shared_memory(49281, 49280)
+    with pytest.raises(RuntimeError, match=r"cannot reserve 232449 bytes of shared memory"):
+        emulation.emulation_launch_with_shared_memory(1024, 227 * 1024 + 1)
+
+
 def _torch_float64_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, g: torch.Tensor
 ) -> tuple[torch.Tensor, ...]:

@@ -535,7 +535,6 @@ def test_check_launch_refuses_bad_dtypes_ranks_and_shapes(no_build: None, cpu_is
 
 def test_check_launch_passes_and_reports_the_dtype(cpu_is_the_device: None) -> None:
     assert guards.check_launch("add", {"a": torch.ones(2), "b": torch.ones(2), "c": None}) == torch.float32
-    assert guards.check_launch("rand_uniform", {}) is None
 
 
 def test_check_flat_row_major_refuses_strided_buffers() -> None:
@@ -550,6 +549,20 @@ def test_element_counts_are_overflow_checked() -> None:
         guards.check_element_count("reshape", "shape", [1 << 32, 1 << 32])
     with pytest.raises(GuardError, match=r"has extent -1 \(accepted: ints >= 0\)"):
         guards.check_element_count("reshape", "shape", [2, -1])
+
+
+@pytest.mark.parametrize("source", ["rand_uniform", "bernoulli_mask"])
+def test_the_random_sources_check_their_shape_before_anything_else(source: str) -> None:
+    """Their shape guard (``check_element_count``, the capsules' shape evidence) refuses before
+    the device is looked at, so it runs here without CUDA."""
+    forward = getattr(kernels, f"{source}_forward")
+    extra = {"keep_prob": 0.5} if source == "bernoulli_mask" else {}
+    with pytest.raises(GuardError, match=rf"^native_cuda\.{source}: shape \[2, -1\] has extent -1"):
+        forward(shape=[2, -1], seed=1, counter=0, **extra)
+    with pytest.raises(GuardError, match=r"more than int64 can count"):
+        forward(shape=[1 << 32, 1 << 32], seed=1, counter=0, **extra)
+    capsule = next(c for c in capsules.CAPSULES if c.name == f"native_cuda.{source}")
+    assert capsule.shape_contract.evidence.label.endswith("native_cuda.guards.check_element_count")
 
 
 def test_zero_element_shapes_whose_other_extents_overflow_are_refused() -> None:

@@ -3,9 +3,9 @@
 The CUDA build cannot be imported without a GPU, so stubtest runs against the host-emulation build
 of the same ``csrc/bindings.cpp`` (``torchlean_native_ext_emu``, the session fixture
 ``emulation_module``; skipped without a C++ compiler, ninja or the Python headers). The stub is
-copied into a temporary directory under the emulation module's name. The two names the emulation
-build adds, ``emulation_set_schedule_seed`` and ``emulation_set_shared_memory_limit``, are the
-only allowlist entries (stubtest also fails when an entry goes unused).
+copied into a temporary directory under the emulation module's name. The three names the
+emulation build adds (:data:`EMULATION_ONLY`) are the only allowlist entries (stubtest also fails
+when an entry goes unused).
 
 What stubtest can check here: pybind11 functions carry no ``__text_signature__``, so
 ``inspect.signature`` fails on them and stubtest skips every parameter comparison. What it does
@@ -33,7 +33,11 @@ from mypy import stubtest
 from torchlean.backend.providers.native_cuda import extension
 
 STUB = Path(__file__).resolve().parents[2] / "stubs" / "torchlean_native_ext.pyi"
-EMULATION_ONLY = ("emulation_set_schedule_seed", "emulation_set_shared_memory_limit")
+EMULATION_ONLY = (
+    "emulation_launch_with_shared_memory",
+    "emulation_set_schedule_seed",
+    "emulation_set_shared_memory_limit",
+)
 
 
 def _stubtest(

@@ -20,7 +20,9 @@ Evidence names are real (what runs on the kernel path of ``aten/kernels.py``, ``
 * shape: the reference guard, ``reference.guards.check_<op>`` or
   ``reference.spatial_guards.check_<op>`` for the six channel-first ops, called first by both the
   forward and the VJP;
-* layout: ``aten.guards.check_aten_layout`` (canonical numpy arrays handed to torch zero-copy);
+* layout: ``reference.guards.check_canonical_layout``, which the reference guard runs on every
+  operand (the cotangent too) before ``aten.guards.check_aten_layout`` hands the canonical numpy
+  arrays to torch zero-copy (its own refusals only back it up: they cannot fire after it);
 * value: the differential suite ``tests/runtime/test_aten_differential.py`` (aten forward against
   the reference forward), provenance the forward ``def <op>(``;
 * vjp: the gradient suite ``tests/runtime/test_aten_gradients.py`` (aten VJP against the reference
@@ -50,7 +52,10 @@ __all__ = ["ATEN_OPS", "CAPSULES", "DIFFERENTIAL_SUITE", "GRADIENT_SUITE", "MODU
 
 GUARDS = "torchlean.backend.providers.reference.guards"
 SPATIAL_GUARDS = "torchlean.backend.providers.reference.spatial_guards"
-LAYOUT_GUARD = "torchlean.backend.providers.aten.guards.check_aten_layout"
+LAYOUT_GUARD = f"{GUARDS}.check_canonical_layout"
+"""The guard that refuses a non-canonical operand on every aten path: each forward and VJP runs
+the op's reference guard, which checks every operand's layout (``check_cotangent`` included)
+before :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` converts it."""
 KERNELS_PATH = "torchlean/backend/providers/aten/kernels.py"
 POINTWISE_PATH = "torchlean/backend/providers/aten/pointwise.py"
 SPATIAL_PATH = "torchlean/backend/providers/aten/spatial.py"

@@ -1,8 +1,10 @@
-"""The layout guard of the ``aten`` kernels (the capsules' layout ``runtimeGuard`` evidence).
+"""The hand-over of the ``aten`` kernels' operands to torch.
 
 Every forward and VJP in ``aten/kernels.py``, ``aten/pointwise.py`` and ``aten/spatial.py`` runs
-its shape guard (the reference guard of the op) and then hands its array operands to torch through
-:func:`check_aten_layout`, the only place where numpy storage becomes torch tensors. Source: the
+its shape guard (the reference guard of the op, whose ``check_canonical_layout`` is the capsules'
+layout ``runtimeGuard`` evidence: it refuses a non-canonical operand first) and then hands its
+array operands to torch through :func:`check_aten_layout`, the only place where numpy storage
+becomes torch tensors; its own refusals keep a direct call from handing torch other layouts. Source: the
 ``canonical-tensor`` layout obligation (anchor-backend.md §1.10) and ``torch.from_numpy``'s rules
 (native byte order, element-aligned strides).
 """

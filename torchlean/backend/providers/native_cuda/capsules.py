@@ -4,7 +4,8 @@ Source: anchor-backend.md §4.1 (native CUDA template) and §4.3 (catalog order 
 summaries are the original's, with what computes the op added where ATen does (every op but the
 five of :data:`OWN_KERNELS`); VJP summaries name the suite that checks them; evidence names are
 real (DESIGN.md §1.3): the shape guard
-``native_cuda.guards.check_launch``, the layout guard ``native_cuda.guards.check_flat_row_major``,
+``native_cuda.guards.check_launch`` (``check_element_count`` of the requested shape for the two
+random sources, which have no tensor operands), the layout guard ``native_cuda.guards.check_flat_row_major``,
 the parity suite ``tests/cuda/test_native_parity.py``, and value provenance
 ``csrc/native_ops.cu`` / ``<op>_forward`` built into ``torchlean_native_ext``. Capsules exist and
 plan on every machine; execution needs CUDA. This module is data only.
@@ -36,6 +37,7 @@ from torchlean.backend.vocabulary import (
 __all__ = [
     "ATEN_NOTE",
     "CAPSULES",
+    "CHECK_ELEMENT_COUNT",
     "CHECK_FLAT_ROW_MAJOR",
     "CHECK_LAUNCH",
     "EXTENSION",
@@ -45,6 +47,9 @@ __all__ = [
 ]
 
 CHECK_LAUNCH = "torchlean.backend.providers.native_cuda.guards.check_launch"
+CHECK_ELEMENT_COUNT = "torchlean.backend.providers.native_cuda.guards.check_element_count"
+SOURCES = frozenset({BackendOp.RAND_UNIFORM, BackendOp.BERNOULLI_MASK})
+"""The ops without tensor operands: their shape guard is the output shape's element count."""
 CHECK_FLAT_ROW_MAJOR = "torchlean.backend.providers.native_cuda.guards.check_flat_row_major"
 PARITY_SUITE = "tests/cuda/test_native_parity.py"
 SOURCE = "csrc/native_ops.cu"
@@ -94,7 +99,7 @@ def _capsule(
         shape_contract=guarded(
             ContractClaim.shape_safety(op),
             "Ranks, sizes, dtypes and overflow-checked element counts are checked before launch.",
-            CHECK_LAUNCH,
+            CHECK_ELEMENT_COUNT if op in SOURCES else CHECK_LAUNCH,
         ),
         layout_contract=guarded(
             ContractClaim.layout_compatibility(op, TensorLayout.FLAT_ROW_MAJOR),

@@ -1020,7 +1020,6 @@ def rand_uniform_forward(
     ``keyOf(seed, counter) = splitmix64(seed + counter)`` mod 2**64 — the reference provider's
     schedule. Forward only; device None = the current CUDA device."""
     dims = _shape("rand_uniform", shape)
-    guards.check_launch("rand_uniform", {})
     name, index = _source_target("rand_uniform", dtype, device)
     seed64, counter64 = _u64("rand_uniform", "seed", seed), _u64("rand_uniform", "counter", counter)
     stream = extension.stream_handle(index)
@@ -1042,7 +1041,6 @@ def bernoulli_mask_forward(
     """Seeded keep mask: element ``i`` is 1 if ``keep_prob > u_i`` (strict, both in ``dtype``) else
     0, ``u_i`` the :func:`rand_uniform_forward` draw of the same key. Forward only."""
     dims = _shape("bernoulli_mask", shape)
-    guards.check_launch("bernoulli_mask", {})
     keep = guards.check_finite("bernoulli_mask", "keep_prob", keep_prob)
     if not 0.0 <= keep <= 1.0:
         raise GuardError(
