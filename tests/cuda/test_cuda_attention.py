@@ -456,6 +456,16 @@ def test_vjp_reuses_the_logsumexp_for_the_same_inputs(
 # ------------------------------------------------------------------------------ guards (anywhere)
 
 
+def test_composed_attention_runs_its_shape_guard(emulation: ModuleType) -> None:
+    """The capsule's shape evidence on its own path: without ``check_composed_attention`` an
+    infinite scale would give NaN rows silently."""
+    q = torch.ones(2, 3, 4, dtype=torch.float64)
+    with pytest.raises(GuardError, match=r"^torchlean\.composed_attention: scale=inf \(accepted: a finite"):
+        attention_kernels.composed_attention_forward(q, q, q, scale=math.inf)
+    with pytest.raises(GuardError, match=r"^torchlean\.composed_attention: q has shape \[3, 4\]"):
+        attention_kernels.composed_attention_forward(q[0], q, q)
+
+
 def test_composed_attention_shape_guard() -> None:
     q = torch.ones(2, 3, 4)
     with pytest.raises(

@@ -230,6 +230,14 @@ def test_refusals_are_raised_inside_the_extension(emulation: ModuleType) -> None
     ]
 
 
+def test_the_layout_guard_refuses_a_strided_operand_on_the_kernel_path(emulation: ModuleType) -> None:
+    """The capsules' layout evidence, ``check_flat_row_major``, refuses through ``kernels`` with
+    its own message before the C++ check (below) could."""
+    refusal = r"^native_cuda\.relu: x of shape \[4, 3\] has strides \[1, 4\], not a flat row-major"
+    with pytest.raises(GuardError, match=refusal):
+        kernels.relu_forward(torch.ones(3, 4).t())
+
+
 def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> None:
     """Called directly, the C++ entry point refuses what the Python guard would have refused."""
     with pytest.raises(ValueError, match=r"is not contiguous"):

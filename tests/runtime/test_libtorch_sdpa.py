@@ -335,6 +335,18 @@ def test_check_libtorch_view_wraps_contiguous_arrays_without_copy() -> None:
         sdpa.check_libtorch_view([a.T])
 
 
+def test_the_bridge_refuses_a_strided_operand_through_its_layout_guard() -> None:
+    """The capsule's layout evidence on its own path: a transposed q at the batch shape reaches
+    ``check_libtorch_view`` (sessions hand over contiguous storage, so only a direct call does)."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 4, 3)).transpose(0, 2, 1)  # (2, 3, 4), not C-contiguous
+    k, v = rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 4))
+    with pytest.raises(GuardError, match=r"operand 0 is not a C-contiguous"):
+        sdpa.scaled_dot_product_attention(q, k, v)
+    want = sdpa.scaled_dot_product_attention(np.ascontiguousarray(q), k, v)
+    assert want.shape == (2, 3, 4)
+
+
 def test_require_torchlean_tape_refuses_backend_vjp_sessions() -> None:
     sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(device=Device.CPU))
     sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(vjp_mode=VJPMode.NONE))

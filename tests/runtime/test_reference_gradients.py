@@ -84,7 +84,7 @@ def _check(
         for grad, t, d in zip(grads, tensors, differentiable, strict=True):
             if d:
                 expected = np.zeros(t.shape) if t.grad is None else t.grad.numpy()
-                assert_allclose(grad, expected, rtol=1e-6, atol=1e-12)
+                assert_allclose(grad, expected, rtol=1e-10, atol=1e-12)  # float64 against float64
     if fd:
         for i, d in enumerate(differentiable):
             if d:
