@@ -56,11 +56,11 @@ further device work runs: ``aborted`` names the phase and the step that caused i
 ``--max-seconds`` skips the steps that would start after that many seconds (recorded under
 ``skipped``).
 
-Exit status: 0 all passed; 1 a parity case, end-to-end run or timing check failed, a device fault
-aborted the run, or steps were skipped; 2 a bad argument (checked first), no CUDA device or the
-build failed; 3 missing Python
-packages; 4 no ``ninja``; 5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from
-torch's.
+Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is
+named on the last line but does not fail the check); 1 a parity case, end-to-end run, timing
+check or refusal failed, a device fault aborted the run, or steps were skipped; 2 a bad argument
+(checked first), no CUDA device or the build failed; 3 missing Python packages; 4 no ``ninja``;
+5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from torch's.
 """
 
 from __future__ import annotations

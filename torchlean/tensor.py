@@ -197,6 +197,11 @@ def _is_torch_tensor(value: object) -> bool:
     return torch_module is not None and isinstance(value, torch_module.Tensor)
 
 
+def _ndim(data: object) -> int:
+    """The number of axes of a Tensor or torch tensor (``-1`` for anything else)."""
+    return int(getattr(data, "ndim", -1))
+
+
 def _gradient_device(gradient: object) -> str | None:
     """The device of a ``backward`` gradient that has one: a torchlean ``Tensor``'s, or a dense
     torch tensor's (``"cpu"``, ``"cuda:N"``); None for array data (and for meta tensors, which
@@ -715,7 +720,8 @@ class Tensor:
                 output; seed shape mismatch; a freed graph; a saved tensor modified in place.
             TensorTypeError: ``retain_graph`` is not a bool.
             TensorError: a ``gradient`` that is not numeric array data (a string, ragged lists).
-            DeviceError: a ``gradient`` tensor on another device.
+            DeviceError: a ``gradient`` tensor with axes on another device (a 0-d one is moved to
+                the output's device, as torch moves it).
         """
         retain_graph = _flag("backward(): retain_graph", retain_graph)
         if not self._requires_grad:
@@ -731,7 +737,8 @@ class Tensor:
             host_seed: Array = np.ones(self.shape, dtype=self.dtype)
         else:
             given = _gradient_device(gradient)
-            if given is not None and given != self.device:  # torch refuses it too
+            if given is not None and given != self.device and _ndim(gradient) != 0:
+                # torch refuses it too, and moves a 0-d gradient to the output's device
                 raise DeviceError(
                     f"autograd: backward() got a gradient on {given} for an output on "
                     f"{self.device}; move it with .to({self.device!r})"
@@ -1069,8 +1076,8 @@ def tensor(
     The data is always copied. With ``dtype=None`` Python floats become float32, numpy/torch
     float32 and float64 arrays (and numpy scalars) keep their dtype, integers become int64 and
     booleans bool. Nested sequences are read as numbers whatever their items' types: a list of
-    numpy float64 scalars or 0-d arrays becomes float32, where ``torch.tensor`` keeps float64
-    (pass ``dtype="float64"``, or ``np.asarray`` the list first).
+    numpy float64 scalars becomes float32, where ``torch.tensor`` keeps float64 (pass
+    ``dtype="float64"``, or ``np.asarray`` the list first).
     ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
     ``"cuda:N"`` (torch storage on that CUDA device).
 

@@ -341,13 +341,14 @@ def _assert_matches_torch(d: int, dv: int, dtype: torch.dtype, seed: int) -> Non
 def test_direct_attention_takes_a_key_mask_and_a_scalar_mask(
     emulation: ModuleType, mask_shape: tuple[int, ...]
 ) -> None:
-    """A mask of rank 1 ``(n_k,)`` (or rank 0) broadcasts to the scores as in torch SDPA and
-    every other provider; the oracle is torch's float64 SDPA with the same mask."""
+    """A mask of rank 1 ``(n_k,)`` (or rank 0) broadcasts to the scores as every other provider
+    takes it; the oracle is torch's float64 SDPA with the same mask (which torch 2.13 accepts for
+    these rank-3 operands; for rank-4 ones it raises IndexError)."""
     generator = torch.Generator().manual_seed(5)
     q, k, v, g = (torch.randn(*s, generator=generator, dtype=torch.float64) for s in
                   ((2, 7, 4), (2, 37, 4), (2, 37, 3), (2, 7, 3)))  # fmt: skip
     mask = torch.rand(mask_shape, generator=generator) < 0.6
-    mask.reshape(-1)[0] = True  # some key is allowed (torch gives NaN on fully blocked rows)
+    mask.reshape(-1)[0] = True  # every query row has an allowed key
     want = _torch_float64_attention(q, k, v, mask, g)
     out, lse = kernels.direct_attention_forward(q, k, v, mask)
     grads = kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)

@@ -76,6 +76,7 @@ def test_parity_sweep_records_every_case_on_the_emulation(
 def test_end_to_end_runs_select_the_expected_capsules_on_the_emulation(
     gpu_check: ModuleType, emulated_cuda: None
 ) -> None:
+    pytest.importorskip("sklearn", reason="the digits data (a GPU image may lack scikit-learn)")
     rows: list[dict[str, Any]] = gpu_check._end_to_end(steps=2, batch=8)
     assert [(r["model"], r["profile"]) for r in rows] == [(m, p) for m, p, _ in gpu_check.E2E_RUNS]
     for row, (_, _, attention) in zip(rows, gpu_check.E2E_RUNS, strict=True):
@@ -491,6 +492,7 @@ def test_timing_runs_before_the_refusals_and_the_refusal_child_keeps_to_the_time
     """A refusal crash's diagnosis (small extension builds) may use the rest of ``--max-seconds``;
     the timings, the only n = 16k run, come first so that it cannot starve them."""
     phases: list[str] = []
+    monkeypatch.setattr(gpu_check, "HAS_SKLEARN", True)  # the end-to-end phase is stubbed out
     monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: phases.append("end to end") or [])
     monkeypatch.setattr(gpu_check, "_timings", lambda *args: phases.append("timing") or [])
 

@@ -603,6 +603,15 @@ def test_window_parameters_are_checked() -> None:
             guards.per_axis("conv", "stride", bad, 2, 1)
     with pytest.raises(GuardError, match=r"stride=np.int64\(0\) \(accepted: ints >= 1\)"):
         guards.per_axis("conv", "stride", np.int64(0), 2, 1)
+    assert kernels._groups("conv", np.int64(2)) == 2 and type(kernels._groups("conv", np.int64(2))) is int
+    with pytest.raises(GuardError, match=r"groups=np.int64\(0\) \(accepted: an int >= 1\)"):
+        kernels._groups("conv", np.int64(0))
+    # an integer too long for Python to print is described, not a ValueError from repr
+    huge = r"<a (tuple|int) holding an integer of more than 4300 digits>"
+    with pytest.raises(GuardError, match=rf"stride={huge} \(accepted: ints >= 1\)"):
+        guards.per_axis("conv", "stride", (-(10**5000), 1), 2, 1)
+    with pytest.raises(GuardError, match=rf"scale={huge} \(accepted: a finite number\)"):
+        guards.check_finite("direct_attention", "scale", 10**5000)
     with pytest.raises(GuardError, match=r"beta=0 \(accepted: a finite nonzero number\)"):
         guards.check_finite("smooth_max_pool", "beta", 0, nonzero=True)
     with pytest.raises(GuardError, match=r"scale=nan"):

@@ -495,7 +495,28 @@ def test_plan_report_names_the_aten_capsule() -> None:
         assert (
             f"  {label}: aten.{label} provider=aten trust=checked vjp=torchlean-tape reduction={reduction}"
         ) in lines
-    assert "guarded at runtime by torchlean.backend.providers.aten.guards.check_aten_layout" in text
+    # the layout evidence is the guard that refuses on the aten path (check_aten_layout only converts)
+    assert "guarded at runtime by torchlean.backend.providers.reference.guards.check_canonical_layout" in text
+    assert "check_aten_layout" not in text
+
+
+@pytest.mark.parametrize(
+    ("call", "refusal"),
+    [
+        (lambda: aten.softmax(np.ones(3, dtype=np.dtype(">f8")), axis=0), r"softmax: input x has dtype >f8"),
+        (
+            lambda: aten_spatial.max_pool(np.ones((1, 1, 4), dtype=np.dtype(">f4")), kernel_size=2),
+            r"max_pool: .*x has dtype >f4",
+        ),
+    ],
+    ids=["softmax", "max_pool"],
+)
+def test_the_reference_layout_guard_refuses_before_the_hand_over_to_torch(call: Any, refusal: str) -> None:
+    """A byte-swapped operand on an aten path is refused by ``check_canonical_layout`` (the
+    capsules' layout evidence), never reaching ``check_aten_layout``'s own refusal."""
+    with pytest.raises(GuardError, match=refusal) as refused:
+        call()
+    assert "native-byte-order" not in str(refused.value)  # check_aten_layout's wording
 
 
 def test_every_aten_capsule_has_one_linked_kernel_with_a_vjp() -> None:

@@ -268,6 +268,16 @@ def test_backward_refuses_a_torch_gradient_on_another_device() -> None:
     with pytest.raises(TensorError, match=r"cannot copy a meta torch tensor"):
         (host * 2.0).backward(gradient=torch.ones(3, device="meta"))
     assert host.grad is None
+    # a 0-d gradient is moved to the output's device, as torch moves it (and torch agrees)
+    scalar = tl.Tensor._make(torch.zeros((), device="meta"))
+    scalar.requires_grad = True
+    scalar.backward(gradient=torch.tensor(2.0))
+    assert scalar.grad is not None and scalar.grad.device == "meta" and scalar.grad.shape == ()
+    torch_leaf = torch.zeros((), device="meta", requires_grad=True)
+    torch_leaf.backward(torch.tensor(2.0))
+    assert torch_leaf.grad is not None and torch_leaf.grad.device.type == "meta"
+    with pytest.raises(RuntimeError, match=r"invalid gradient"):
+        torch.zeros(3, device="meta", requires_grad=True).backward(torch.ones(3))
 
 
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import torchlean as tl
 from torchlean.autograd import set_grad_enabled
+from torchlean.autograd.grad_mode import GradMode
 from torchlean.autograd.tape import AutogradError, Node, SavedArray, VersionCounter, run_backward
 
 
@@ -190,11 +191,16 @@ def test_a_grad_mode_decorates_only_callables() -> None:
         tl.no_grad(3)  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("enabled", ["False", 0, None, np.bool_(True)], ids=repr)
+@pytest.mark.parametrize(
+    "enabled", ["False", 0, None, np.bool_(True), 10**5000], ids=lambda v: type(v).__name__
+)
 def test_set_grad_enabled_takes_only_a_bool(enabled: object) -> None:
     """As torch's ``set_grad_enabled`` (``"False"`` would otherwise read as true)."""
-    with pytest.raises(TypeError, match=r"^set_grad_enabled: enabled must be a bool; got .* of type"):
+    refusal = rf"^set_grad_enabled: enabled must be a bool; got a value of type {type(enabled).__name__} "
+    with pytest.raises(TypeError, match=refusal):
         set_grad_enabled(enabled)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=refusal):
+        GradMode(enabled)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"must be bool"):
         torch.set_grad_enabled(enabled)  # type: ignore[arg-type]
     assert tl.is_grad_enabled()

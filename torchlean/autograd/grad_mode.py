@@ -36,7 +36,12 @@ class GradMode:
     each step of its body, as ``torch.no_grad`` runs it)."""
 
     def __init__(self, enabled: bool) -> None:
-        self._enabled = bool(enabled)
+        if type(enabled) is not bool:  # "False" would read as true; torch refuses non-bools too
+            raise TypeError(
+                f"set_grad_enabled: enabled must be a bool; got a value of type {type(enabled).__name__} "
+                "(accepted: True or False; other values are not converted)"
+            )
+        self._enabled = enabled
         self._local = threading.local()
 
     def _tokens(self) -> list[Token[bool]]:
@@ -98,17 +103,14 @@ def _generator_under(func: Callable[..., Generator[Any, Any, Any]], enabled: boo
 
 def set_grad_enabled(enabled: bool) -> GradMode:
     """Gradient recording switched to ``enabled`` within a ``with`` block (or a decorated function);
-    restores the previous mode (as ``torch.set_grad_enabled``).
+    restores the previous mode (as ``torch.set_grad_enabled`` used as a context manager or
+    decorator). Unlike torch's, a bare call outside ``with`` changes nothing: the mode is per
+    context (thread, asyncio task) and lives only as long as the block.
 
     Raises:
         TypeError: ``enabled`` not a Python bool (``"False"`` would read as true; torch refuses
             non-bools too, numpy bools included).
     """
-    if type(enabled) is not bool:
-        raise TypeError(
-            f"set_grad_enabled: enabled must be a bool; got {enabled!r:.60} of type "
-            f"{type(enabled).__name__} (accepted: True or False; other values are not converted)"
-        )
     return GradMode(enabled)
 
 

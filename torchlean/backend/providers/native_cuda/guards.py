@@ -32,6 +32,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.reference.spatial_guards import (
     empty_axis_fault,
+    shown_value,
     too_large_fault,
     window_parameter_limit,
 )
@@ -223,11 +224,11 @@ def per_axis(op: str, name: str, value: int | Sequence[int], axes: int, minimum:
     """
     items = [value] * axes if _is_integer(value) else value
     if not isinstance(items, Sequence) or len(items) != axes:
-        raise _fail(op, f"{name}={value!r} (accepted: an int or {axes} ints)")
+        raise _fail(op, f"{name}={shown_value(value)} (accepted: an int or {axes} ints)")
     result: list[int] = []
     for item in items:
         if not _is_integer(item) or int(item) < minimum:
-            raise _fail(op, f"{name}={value!r} (accepted: ints >= {minimum})")
+            raise _fail(op, f"{name}={shown_value(value)} (accepted: ints >= {minimum})")
         if int(item) > window_parameter_limit(op):
             raise _fail(op, too_large_fault(op, name, value))
         result.append(int(item))
@@ -245,8 +246,17 @@ def check_finite(op: str, name: str, value: float, *, nonzero: bool = False) -> 
     Raises:
         GuardError: a non-number, NaN, infinity, or zero where nonzero is required.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(op, f"{name}={value!r} (accepted: a finite number{', not 0' if nonzero else ''})")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite_float(value):
+        accepted = "a finite number" + (", not 0" if nonzero else "")
+        raise _fail(op, f"{name}={shown_value(value)} (accepted: {accepted})")
     if nonzero and value == 0:
         raise _fail(op, f"{name}={value!r} (accepted: a finite nonzero number)")
     return float(value)
+
+
+def _finite_float(value: int | float) -> bool:
+    """Whether ``value`` is finite as a float (an int beyond float64's range is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

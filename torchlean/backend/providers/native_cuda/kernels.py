@@ -53,7 +53,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
 from torchlean.backend.providers.native_cuda import operand_guards as relations
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
-from torchlean.backend.providers.reference.spatial_guards import training_eps_fault
+from torchlean.backend.providers.reference.spatial_guards import shown_value, training_eps_fault
 
 if TYPE_CHECKING:
     import torchlean_native_ext as _native
@@ -1257,7 +1257,7 @@ def _conv_operands(op: str, x: Tensor, w: Tensor) -> int:
 
 def _groups(op: str, groups: int) -> int:
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise GuardError(f"native_cuda.{op}: groups={groups!r} (accepted: an int >= 1)")
+        raise GuardError(f"native_cuda.{op}: groups={shown_value(groups)} (accepted: an int >= 1)")
     return int(groups)
 
 

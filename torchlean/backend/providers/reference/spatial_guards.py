@@ -46,8 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchlean.backend.errors import GuardError, GuardTypeError
+from torchlean.backend.providers.reference import guards as reference_guards
 from torchlean.backend.providers.reference._fold import Array
-from torchlean.backend.providers.reference.guards import check_canonical_layout, check_numel
+from torchlean.backend.providers.reference.guards import check_numel
 
 IntOrTuple = int | Sequence[int]
 """A window parameter: one int for every spatial axis, or one int per spatial axis."""
@@ -88,7 +89,8 @@ def _type_fail(op: str, message: str) -> GuardTypeError:
 
 def _array(op: str, name: str, value: object) -> Array:
     """An array operand in the canonical layout, of any shape (empty axes included)."""
-    return check_canonical_layout(value, op=op, name=name)
+    # through the module, so that the layout evidence it stands behind is one function everywhere
+    return reference_guards.check_canonical_layout(value, op=op, name=name)
 
 
 def _full(op: str, name: str, value: object) -> Array:
@@ -192,7 +194,7 @@ is refused with a
 ``OverflowError`` and torch ``TypeError``)."""
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
     """``repr(value)`` for messages; a value holding an integer too long for Python to print
     (more than 4300 digits) is described instead."""
     try:
@@ -212,9 +214,9 @@ def too_large_fault(op: str, name: str, value: object) -> str:
     """The refusal of a window parameter above :func:`window_parameter_limit`. Shared with the
     native CUDA guards."""
     if op == "conv":
-        return f"{name}={_shown(value)} is too large (accepted: at most 2**63 - 1, int64's largest)"
+        return f"{name}={shown_value(value)} is too large (accepted: at most 2**63 - 1, int64's largest)"
     return (
-        f"{name}={_shown(value)} is too large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 "
+        f"{name}={shown_value(value)} is too large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 "
         "on every spatial axis; ATen's pooling and transposed-convolution kernels hold window "
         "parameters in 32-bit ints)"
     )
@@ -227,9 +229,9 @@ def _too_large(op: str, name: str, value: object) -> GuardError:
 def _int_param(op: str, name: str, value: object, minimum: int) -> int:
     result = _as_int(value)
     if result is None:
-        raise _type_fail(op, f"{name} must be an int, got {name}={_shown(value)}")
+        raise _type_fail(op, f"{name} must be an int, got {name}={shown_value(value)}")
     if result < minimum:
-        raise _fail(op, f"{name}={_shown(result)} is out of range (accepted: {name} >= {minimum})")
+        raise _fail(op, f"{name}={shown_value(result)} is out of range (accepted: {name} >= {minimum})")
     if result > window_parameter_limit(op):
         raise _too_large(op, name, result)
     return result
@@ -256,7 +258,8 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
     if any(v < minimum for v in result):
         raise _fail(
             op,
-            f"{name}={_shown(value)} is out of range (accepted: {name} >= {minimum} on every spatial axis)",
+            f"{name}={shown_value(value)} is out of range "
+            f"(accepted: {name} >= {minimum} on every spatial axis)",
         )
     if any(v > window_parameter_limit(op) for v in result):
         raise _too_large(op, name, value)
