@@ -481,7 +481,7 @@ def test_composed_attention_shape_guard() -> None:
         attention_kernels.check_composed_attention(q, q, q, torch.ones(3, 3))
     with pytest.raises(GuardError, match=r"mask of shape \[2, 3\] does not broadcast to \[2, 3, 3\]"):
         attention_kernels.check_composed_attention(q, q, q, torch.ones(2, 3, dtype=torch.bool))
-    for scale in (math.inf, math.nan, True, "0.5"):  # the capsule's own name, never native_cuda's
+    for scale in (math.inf, math.nan, True, "0.5", 10**400, 10**5000):  # the capsule's own name
         with pytest.raises(GuardError, match=r"^torchlean\.composed_attention: scale=.* \(accepted: a fin"):
             attention_kernels.check_composed_attention(q, q, q, scale=scale)  # type: ignore[arg-type]
     dims = attention_kernels.check_composed_attention(

@@ -43,7 +43,8 @@ from torchlean.backend.providers.masked_attention import (
 )
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
-from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, dtype_name
+from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, dtype_name, is_finite_real
+from torchlean.backend.providers.reference.spatial_guards import shown_value
 
 __all__ = [
     "ComposedAttentionSaved",
@@ -164,10 +165,8 @@ def check_composed_attention(
         )
         if not fits:
             raise _fail(f"mask of shape {list(shape)} does not broadcast to {list(target)}")
-    if scale is not None and (
-        isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale)
-    ):
-        raise _fail(f"scale={scale!r} (accepted: a finite number)")
+    if scale is not None and not is_finite_real(scale):
+        raise _fail(f"scale={shown_value(scale)} (accepted: a finite number)")
     return AttentionDims(
         lead, math.prod(lead), n_q, n_k, d, d_v, tuple(q.shape), tuple(k.shape), tuple(v.shape)
     )

@@ -47,6 +47,7 @@ __all__ = [
     "check_launch",
     "check_no_empty_axis",
     "dtype_name",
+    "is_finite_real",
     "per_axis",
 ]
 
@@ -246,7 +247,7 @@ def check_finite(op: str, name: str, value: float, *, nonzero: bool = False) -> 
     Raises:
         GuardError: a non-number, NaN, infinity, or zero where nonzero is required.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite_float(value):
+    if not is_finite_real(value):
         accepted = "a finite number" + (", not 0" if nonzero else "")
         raise _fail(op, f"{name}={shown_value(value)} (accepted: {accepted})")
     if nonzero and value == 0:
@@ -254,8 +255,11 @@ def check_finite(op: str, name: str, value: float, *, nonzero: bool = False) -> 
     return float(value)
 
 
-def _finite_float(value: int | float) -> bool:
-    """Whether ``value`` is finite as a float (an int beyond float64's range is not)."""
+def is_finite_real(value: object) -> bool:
+    """Whether ``value`` is an int or float (bool excluded) that is finite as a float64 (an int
+    beyond float64's range is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
     try:
         return math.isfinite(value)
     except OverflowError:
