@@ -52,7 +52,8 @@ build, after every parity case, end-to-end run and timing row, so a crash, a han
 leaves everything measured so far on disk (``in_progress`` says which phase was running and how
 many of its rows had finished; the progress lines, flushed as each step starts, name the step).
 After a device fault that leaves the CUDA context unusable (an illegal address is sticky), no
-further device work runs: ``aborted`` names the phase and the step that caused it.
+further device work runs in this process (``aborted`` names the phase and the step that caused
+it); the refusals still run, in their child process with a context of its own.
 ``--max-seconds`` skips the steps that would start after that many seconds (recorded under
 ``skipped``).
 
@@ -551,6 +552,33 @@ def _refusals(
     return rows
 
 
+def _refusal_phase(recorder: Recorder, device_type: str, budget: Budget) -> list[dict[str, Any]]:
+    """The refusal rows of :func:`_refusals` into the record (``refusals``, ``refusals_summary``),
+    then, when the child died in a call, :func:`_diagnose_refusal_crash`; returns the failed rows."""
+    record = recorder.record
+    print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
+    start = time.perf_counter()
+    record["refusals"] = []
+    recorder.running("refusals")
+    append_refusal = _appender(recorder, "refusals", "refusals")
+
+    def refusal(row: dict[str, Any]) -> None:
+        print(_refusal_line(row), flush=True)
+        append_refusal(row)
+
+    _refusals(device_type, refusal, _refusal_timeout(budget))
+    failed = [r for r in record["refusals"] if not r["passed"]]
+    record["refusals_summary"] = {
+        "calls": len(record["refusals"]),
+        "failed": len(failed),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    recorder.save()
+    if _died_in_a_call(failed):
+        _diagnose_refusal_crash(recorder, budget)
+    return failed
+
+
 def _refusal_timeout(budget: Budget) -> float:
     """How long the refusal child may run: :data:`REFUSAL_TIMEOUT`, or what is left of
     ``--max-seconds`` when that is less (but at least :data:`REFUSAL_MINIMUM` s, what a child
@@ -1007,34 +1035,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         finally:
             timing_failed = [r for r in record["timing"] if not r["passed"]]
-
-        if budget.exhausted():
-            raise _OutOfTime("refusals")
-        print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
-        start = time.perf_counter()
-        record["refusals"] = []
-        recorder.running("refusals")
-        append_refusal = _appender(recorder, "refusals", "refusals")
-
-        def refusal(row: dict[str, Any]) -> None:
-            print(_refusal_line(row), flush=True)
-            append_refusal(row)
-
-        _refusals(device.type, refusal, _refusal_timeout(budget))
-        refusal_failed = [r for r in record["refusals"] if not r["passed"]]
-        record["refusals_summary"] = {
-            "calls": len(record["refusals"]),
-            "failed": len(refusal_failed),
-            "seconds": round(time.perf_counter() - start, 1),
-        }
-        recorder.save()
-        if _died_in_a_call(refusal_failed):
-            _diagnose_refusal_crash(recorder, budget)
     except DeviceFault as fault:
         record["aborted"] = {"phase": fault.phase, "step": fault.where, "error": fault.error}
         print(f"ABORTED: the device is unusable after {fault.phase} {fault.where}: {fault.error}", flush=True)
     except _OutOfTime as skipped:
         recorder.skip(str(skipped))
+    if budget.exhausted():
+        recorder.skip("refusals")
+    else:  # a child process with a CUDA context of its own: it runs after a fault here too
+        refusal_failed = _refusal_phase(recorder, device.type, budget)
     record.pop("in_progress", None)
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     ok = not (

@@ -280,10 +280,18 @@ def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     def not_after_a_fault(*args: object, **kwargs: object) -> list[dict[str, Any]]:
         raise AssertionError("device work after a sticky fault")
 
+    def refusals_in_a_child(
+        device_type: str, on_row: Callable[[dict[str, Any]], None], timeout: float
+    ) -> list[dict[str, Any]]:
+        row = {"call": "relu_forward(strided)", "raised": "ValueError", "passed": True}
+        on_row(row)
+        return [row]
+
     _wrap_run_case(monkeypatch, faulting)
     monkeypatch.setattr(gpu_check, "_device_fault", lambda device: fault)
     monkeypatch.setattr(gpu_check, "_end_to_end", not_after_a_fault)
     monkeypatch.setattr(gpu_check, "_timings", not_after_a_fault)
+    monkeypatch.setattr(gpu_check, "_refusals", refusals_in_a_child)
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out)]) == 1
     record = json.loads(out.read_text())
@@ -292,6 +300,8 @@ def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     assert len(record["parity"]) == 2 * before + 2 and record["parity"][-1]["case"] == "exp/vector"
     assert record["parity_summary"]["failed"] == 1
     assert "end_to_end" not in record and "timing" not in record and "in_progress" not in record
+    # the refusals run in a child process, whose CUDA context the fault here does not reach
+    assert [r["call"] for r in record["refusals"]] == ["relu_forward(strided)"]
     assert record["passed"] is False
     printed = capsys.readouterr().out
     assert "exp/vector [float64]" in printed and "FAIL" in printed
@@ -304,7 +314,8 @@ def test_max_seconds_skips_what_would_start_too_late(
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out), "--max-seconds", "1e-9"]) == 1
     record = json.loads(out.read_text())
-    assert record["skipped"] == ["parity from relu/vector [float32]"]
+    assert record["skipped"] == ["parity from relu/vector [float32]", "refusals"]
+    assert "refusals" not in record
     assert record["parity"] == [] and record["passed"] is False
 
 
