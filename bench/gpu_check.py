@@ -567,13 +567,7 @@ def _refusal_phase(recorder: Recorder, device_type: str, budget: Budget) -> list
         append_refusal(row)
 
     _refusals(device_type, refusal, _refusal_timeout(budget))
-    failed = [r for r in record["refusals"] if not r["passed"]]
-    record["refusals_summary"] = {
-        "calls": len(record["refusals"]),
-        "failed": len(failed),
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    recorder.save()
+    failed = _summarise(recorder, "refusals", "calls", start)
     if _died_in_a_call(failed):
         _diagnose_refusal_crash(recorder, budget)
     return failed
@@ -934,6 +928,21 @@ def _build(recorder: Recorder) -> int | None:
     return None
 
 
+def _summarise(recorder: Recorder, key: str, count: str, start: float, **extra: Any) -> list[dict[str, Any]]:
+    """Save ``record[key + "_summary"]`` (``count``: the number of rows, ``failed``, ``extra``,
+    ``seconds`` since ``start``) and return the failed rows of ``record[key]``."""
+    rows = recorder.record[key]
+    failed = [r for r in rows if not r["passed"]]
+    recorder.record[f"{key}_summary"] = {
+        count: len(rows),
+        "failed": len(failed),
+        **extra,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    recorder.save()
+    return failed
+
+
 def _appender(recorder: Recorder, key: str, phase: str) -> Callable[[dict[str, Any]], None]:
     """A callback that appends a finished row to ``record[key]`` and saves the record."""
     rows: list[dict[str, Any]] = recorder.record.setdefault(key, [])
@@ -978,14 +987,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # the sweep itself broke: record it, count as failure
             record["parity"].append({"case": "sweep", "passed": False, "problems": [traceback.format_exc()]})
         finally:
-            failed = [r for r in record["parity"] if not r["passed"]]
-            record["parity_summary"] = {
-                "cases": len(record["parity"]),
-                "failed": len(failed),
-                "ops": sorted({r["op"] for r in record["parity"] if "op" in r}),
-                "seconds": round(time.perf_counter() - start, 1),
-            }
-            recorder.save()
+            ops = sorted({r["op"] for r in record["parity"] if "op" in r})
+            failed = _summarise(recorder, "parity", "cases", start, ops=ops)
         print(
             f"parity: {len(record['parity']) - len(failed)}/{len(record['parity'])} passed "
             f"({len(record['parity_summary']['ops'])} ops) in {record['parity_summary']['seconds']} s"
@@ -1007,13 +1010,7 @@ def main(argv: list[str] | None = None) -> int:
                     budget,
                 )
             finally:
-                e2e_failed = [r for r in record["end_to_end"] if not r["passed"]]
-                record["end_to_end_summary"] = {
-                    "runs": len(record["end_to_end"]),
-                    "failed": len(e2e_failed),
-                    "seconds": round(time.perf_counter() - start, 1),
-                }
-                recorder.save()
+                e2e_failed = _summarise(recorder, "end_to_end", "runs", start)
         else:
             why = "scikit-learn is not installed (it provides the digits data)"
             record.setdefault("not_run", {})["end_to_end"] = why
