@@ -119,6 +119,21 @@ TL_DEVICE bool attention_allowed(const unsigned char* mask, std::int64_t i, std:
   return i < nq && j < nk && (mask == nullptr || mask[i * nk + j] != 0);
 }
 
+// A block-wide vote, which is also the barrier before a shared tile is reused: whether any
+// (query, key) pair of rows [i0, i0 + rows) x keys [j0, j0 + cols) is allowed.  A tile with none
+// adds nothing to any result (its weights, score cotangents and products are all selected away),
+// so the kernels skip it: a causal mask skips about half of the tiles.  Every thread of the block
+// must call it with the same arguments.  Without a mask every tile in range counts as allowed.
+TL_DEVICE bool attention_tile_allowed(const unsigned char* mask, std::int64_t i0, std::int64_t rows,
+                                      std::int64_t j0, std::int64_t cols, std::int64_t nq,
+                                      std::int64_t nk) {
+  int any = mask == nullptr ? 1 : 0;
+  for (std::int64_t idx = threadIdx.x; idx < rows * cols && any == 0; idx += kAttnThreads) {
+    any = attention_allowed(mask, i0 + idx / cols, j0 + idx % cols, nq, nk) ? 1 : 0;
+  }
+  return __syncthreads_or(any) != 0;
+}
+
 // Forward.  One block per (batch entry, tile of kBr query rows); warp w owns rows
 // [w * ROWS, (w + 1) * ROWS) of the tile; lane j scores key k0 + j of each key tile.
 // Lane owns value columns lane + 32 * c for c < CPL.
@@ -169,7 +184,8 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
   }
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
-    __syncthreads();  // the previous tile is no longer read
+    // the previous tile is no longer read; a tile of blocked pairs only is skipped
+    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s.nq, s.nk)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t col = idx % d;
@@ -294,7 +310,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
   }
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
-    __syncthreads();
+    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s.nq, s.nk)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t j = k0 + row;
@@ -409,7 +425,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
   }
 
   for (std::int64_t q0 = 0; q0 < s.nq; q0 += kAttnBc) {
-    __syncthreads();
+    if (!attention_tile_allowed(mb, q0, kAttnBc, k0, kBr, s.nq, s.nk)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t i = q0 + row;

@@ -1,9 +1,9 @@
 // A small, deterministic CUDA execution emulator for torchlean's own kernels.
 //
 // Every CUDA thread of a block runs as a cooperative fiber (ucontext) on the calling host
-// thread.  Fibers run until they reach a synchronisation point (__syncthreads or a warp
-// collective) and the scheduler releases a barrier only when every participant has arrived, so
-// barriers, shuffles and ballots have their CUDA meaning.  The emulator also reports what the
+// thread.  Fibers run until they reach a synchronisation point (__syncthreads, __syncthreads_or
+// or a warp collective) and the scheduler releases a barrier only when every participant has
+// arrived, so barriers, votes, shuffles and ballots have their CUDA meaning.  The emulator also reports what the
 // hardware leaves undefined:
 //   * a warp collective that not all 32 lanes of the warp reach (divergent shuffle),
 //   * a block whose threads can make no progress (deadlock, e.g. a divergent __syncthreads),
@@ -358,6 +358,20 @@ inline void launch(const void* kernel, dim3 grid, dim3 block_dim, std::size_t sh
 #define gridDim (::tl_emu::require_block().grid_dim)
 
 inline void __syncthreads() { ::tl_emu::yield_at(::tl_emu::State::BlockBarrier); }
+
+// A block barrier that also returns whether `predicate` is nonzero for any thread of the block.
+inline int __syncthreads_or(int predicate) {
+  ::tl_emu::Block& block = ::tl_emu::require_block();
+  block.slots[block.current->linear] = predicate != 0 ? 1u : 0u;
+  ::tl_emu::yield_at(::tl_emu::State::BlockBarrier);
+  ::tl_emu::Block& arrived = ::tl_emu::require_block();
+  int any = 0;
+  for (const std::uint64_t slot : arrived.slots) any |= static_cast<int>(slot & 1u);
+  // a second barrier: no thread may overwrite its slot (a later vote or collective) before every
+  // thread has read them all
+  ::tl_emu::yield_at(::tl_emu::State::BlockBarrier);
+  return any;
+}
 
 template <class T>
 inline T __shfl_sync(unsigned int mask, T value, int source) {

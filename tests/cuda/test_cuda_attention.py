@@ -51,6 +51,7 @@ def test_every_scaled_dot_product_attention_case_is_named() -> None:
         "partly-blocked-nan-v",
         "partly-blocked-inf-v",
         "minus-inf-keys",
+        "causal-blocked-tiles",
         "wide-heads",
         "head-64",
         "head-128",

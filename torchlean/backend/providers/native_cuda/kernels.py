@@ -1679,9 +1679,11 @@ def direct_attention_forward(
     Tiles: each kernel (this forward, and the backward's two) takes 32 query rows (keys) per
     block, or 8 where the device's shared memory per block cannot hold the larger tile (on a
     227 KiB H100/H200 only the float64 backward with ``d + d_v > 452`` needs it; smaller GPUs
-    sooner). Raises ``GuardError`` (before any launch) when even the smaller tile of the
-    *backward* does not fit, so that a forward is never accepted whose backward cannot run; the
-    message names the bytes needed and allowed and the largest ``d + d_v`` that fits.
+    sooner), and skips every tile of 32 keys (queries) in which the mask allows no pair (a causal
+    mask: about half of them); such a tile adds nothing to any result. Raises ``GuardError``
+    (before any launch) when even the smaller tile of the *backward* does not fit, so that a
+    forward is never accepted whose backward cannot run; the message names the bytes needed and
+    allowed and the largest ``d + d_v`` that fits.
     """
     fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
     with _launch("direct_attention"):

@@ -465,6 +465,24 @@ ATTENTION_KEY_TILE = 32
 ``csrc/kernels.cuh``)."""
 
 
+def _causal_blocked_tiles(r: np.random.Generator) -> Inputs:
+    """Causal attention over 100 queries and keys (four tiles of each), with whole tiles of
+    blocked pairs, which the direct kernel skips: the upper-right tiles of the causal mask, the
+    last keys (90..99), which no query may attend and which hold NaN (k) and inf (v), and the last
+    queries (96..99), fully blocked, whose q holds NaN. Results are finite."""
+    batch, n, d, dv = 2, 100, 16, 8
+    q = _normal(r, batch, n, d)
+    k = _normal(r, batch, n, d)
+    v = _normal(r, batch, n, dv)
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    mask[:, 90:] = False
+    mask[96:, :] = False
+    k[:, 90:, :] = np.nan
+    v[:, 90:, :] = np.inf
+    q[:, 96:, :] = np.nan
+    return Inputs((q, k, v, np.broadcast_to(mask, (batch, n, n)).copy()), finite=True)
+
+
 def _minus_inf_keys(r: np.random.Generator) -> Inputs:
     """Attention over 70 keys (three key tiles) whose first tile holds only -inf keys
     ``k_j = [-inf, 0, ...]`` (``q[..., 0] > 0``, so their scores are exactly -inf):
@@ -728,6 +746,7 @@ CASES: tuple[ParityCase, ...] = (
     ),
     # rows whose allowed scores are all -inf (NaN) beside rows with some -inf scores (finite)
     ParityCase(ATTENTION, "minus-inf-keys", _minus_inf_keys),
+    ParityCase(ATTENTION, "causal-blocked-tiles", _causal_blocked_tiles),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
     # the head widths bench/gpu_check.py times, n_q != n_k, partial tiles, a fully blocked row
     ParityCase(ATTENTION, "head-64", _attention((2,), 45, 77, 64, 64, masked=True)),
