@@ -12,7 +12,10 @@ arithmetic in each parameter's dtype (no reductions, so no summation order is in
 the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
 with their default flags (no Nesterov, no amsgrad, no centering), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
-multiply and an add, so the last bit can differ): Adam divides ``sqrt(v)`` by
+multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
+and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
+``eps`` that float16 rounds to 0, such as Adam's default ``1e-8``, gives NaN for an exactly zero
+gradient, as in torch): Adam divides ``sqrt(v)`` by
 ``sqrt(1 - beta2^t)``, so its denominator stays finite, as torch's does, for gradients large
 enough (``|g|`` above about 1.8e19 in float32) that ``v / (1 - beta2^t)`` overflows.
 """

@@ -11,7 +11,9 @@ follow the original (anchor-backend.md §7). Minibatches are real vectorised bat
   canonical IR, planned and accepted by ``profile.accept_graph``, and every step executes the
   accepted kernels in graph order (:class:`~torchlean.autograd.typed_graph.GraphProgram`); the
   backward pass is the tape over the same nodes, in the schedule's reverse order. Same seed, same
-  data: bit-identical to eager.
+  data: bit-identical to eager. Training a model with dropout (``p > 0``) is refused with
+  ``IRError`` at the first step, before any update: dropout's eager random schedule is not the
+  graph's. Prediction and evaluation (dropout off) run.
 
 Devices: parameters and optimizer state stay numpy arrays on the host; each step wraps the
 parameters as leaf tensors (views of the arrays on the host — the optimizer returns new arrays, so
@@ -594,6 +596,8 @@ class Trainer(Generic[In, Out]):
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); the errors of :meth:`open`.
             SessionError: as :meth:`open`.
+            IRError: typed-graph execution of a model with dropout (``p > 0``) or a layer the
+                IR cannot express (before any update).
         """
         session = self.open()
         assert self._optimizer is not None
@@ -643,6 +647,7 @@ class Trainer(Generic[In, Out]):
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
                 (checked before any step); the errors of :meth:`open`.
             SessionError: as :meth:`open`.
+            IRError: as :meth:`step` (typed-graph training of a model with dropout).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)

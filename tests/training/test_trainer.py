@@ -174,8 +174,16 @@ def test_dropout_model_trains_eagerly_and_is_refused_by_the_typed_graph():
     layer = nn.sequential(nn.linear(3, 8), nn.relu(), nn.dropout(0.5), nn.linear(8, 1))
     x, y = np.ones((4, 3)), np.ones(4)
     make(layer).fit(x, y, epochs=1)
+    graph = make(layer, mode=GRAPH)
+    before = [p.copy() for p in graph.model.parameters]
     with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
-        make(layer, mode=GRAPH).fit(x, y, epochs=1)
+        graph.fit(x, y, epochs=1)
+    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
+        graph.step(x, y)
+    # refused before any update; prediction (dropout off) runs from the graph
+    assert graph.epochs_done == 0
+    assert all(np.array_equal(a, b) for a, b in zip(before, graph.model.parameters, strict=True))
+    np.testing.assert_array_equal(graph.predict(x), make(layer).predict(x))
 
 
 # ------------------------------------------------------------------------------ RunConfig
