@@ -124,6 +124,8 @@ def _listed(what: str, value: object) -> list[Any]:
         OptimizerError: ``optimizer: parameters must be a sequence of numpy arrays (one per
             parameter), got numpy.ndarray``.
     """
+    if isinstance(value, list | tuple):
+        return list(value)
     if isinstance(value, np.ndarray | str | bytes | Mapping) or not isinstance(value, Iterable):
         raise OptimizerError(
             f"optimizer: {what} must be a sequence of numpy arrays (one per parameter), "
@@ -421,16 +423,16 @@ class Optimizer:
                 _require_like("gradient", index, grad, state, f"parameter {index} has")
         self.steps += 1
         out: list[Array] = []
-        for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
-            if grad is None:
-                out.append(param)
-                continue
-            self.param_steps[index] += 1
-            with np.errstate(all="ignore"):  # a diverging run overflows to inf silently, as torch.optim
+        with np.errstate(all="ignore"):  # a diverging run overflows to inf silently, as torch.optim
+            for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
+                if grad is None:
+                    out.append(param)
+                    continue
+                self.param_steps[index] += 1
                 new = self.config.update(
                     self.param_steps[index], param, grad, self.first[index], self.second[index]
                 )
-            out.append(np.asarray(new, dtype=param.dtype))
+                out.append(np.asarray(new, dtype=param.dtype))
         return out
 
 

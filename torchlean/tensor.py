@@ -277,6 +277,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = np.dtype(np.bool_)
     if target == np.int64:
         _require_int64_fits(raw)
+    if raw.dtype.kind != "f" or raw.dtype.itemsize <= target.itemsize:  # no cast can overflow
+        return np.array(raw, dtype=target, order="C", copy=True)
     with np.errstate(over="ignore"):  # 1e40 as float32 is inf, silently, as in torch.tensor
         return np.array(raw, dtype=target, order="C", copy=True)
 

@@ -306,6 +306,8 @@ def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) 
         raise TrainerError(
             f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
         )
+    if array.dtype == dtype:  # nothing to cast (a training step's batch, already cast by fit)
+        return array
     with np.errstate(over="ignore"):
         cast = np.asarray(array, dtype=dtype)
     overflowed = np.isinf(cast) & np.isfinite(array)
@@ -327,14 +329,16 @@ def _count(n: int, noun: str) -> str:
 def _finite_for_training(array: Array, what: str) -> None:
     """Refuse NaN or infinite training data: one step on it makes the loss, then every parameter
     and the optimizer state, NaN (torch would train on it silently)."""
-    bad = ~np.isfinite(array)
-    if bad.any():
-        row = int(np.argwhere(bad)[0][0])
-        values = _count(int(bad.sum()), "NaN or infinite value")
-        raise TrainerError(
-            f"{what} hold {values} (the first in row {row}); "
-            "training on them would make every parameter NaN (accepted: finite numbers)"
-        )
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    bad = ~finite
+    row = int(np.argwhere(bad)[0][0])
+    values = _count(int(bad.sum()), "NaN or infinite value")
+    raise TrainerError(
+        f"{what} hold {values} (the first in row {row}); "
+        "training on them would make every parameter NaN (accepted: finite numbers)"
+    )
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
@@ -599,13 +603,19 @@ class Trainer(Generic[In, Out]):
             IRError: typed-graph execution of a model with dropout (``p > 0``) or a layer the
                 IR cannot express (before any update).
         """
-        session = self.open()
-        assert self._optimizer is not None
+        self.open()
         x, y = self._training_data(xb, yb)
         if x.shape[0] == 0:
             raise TrainerError(
                 f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
             )
+        return self._update(x, y)
+
+    def _update(self, x: Array, y: Array) -> float:
+        """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data` (inputs
+        and targets in the model dtype, targets in the objective's form, at least one row)."""
+        session = self.open()
+        assert self._optimizer is not None
         with session:
             device = self.config.device.label
             params = self._leaf_parameters(device)
@@ -666,7 +676,7 @@ class Trainer(Generic[In, Out]):
         for epoch in range(self.epochs_done, self.epochs_done + epochs):
             total, count = 0.0, 0
             for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
-                loss = self.step(xb, yb)
+                loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
                 total += loss * xb.shape[0]
                 count += xb.shape[0]
                 if on_batch is not None:
