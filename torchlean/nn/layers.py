@@ -58,6 +58,7 @@ __all__ = [
 Shape = tuple[int, ...]
 ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
 InitKind = Literal["uniform", "zeros", "ones"]
+_INIT_KINDS: tuple[str, ...] = get_args(InitKind)
 _MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
 
 
@@ -147,10 +148,10 @@ class ParamSpec:
     trainable: bool = True
 
     def __post_init__(self) -> None:
-        if self.init not in get_args(InitKind):
+        if self.init not in _INIT_KINDS:
             raise ShapeError(
                 f"parameter {self.name}: init {self.init!r} is unknown (accepted: "
-                f"{' | '.join(get_args(InitKind))})"
+                f"{' | '.join(_INIT_KINDS)})"
             )
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
