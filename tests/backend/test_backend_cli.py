@@ -231,6 +231,10 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             ["plan", "--profile", "checked_cpu", "--device", "", "relu"],
             "unknown device '' (known targets: cpu",
         ),
+        (["plan", "--profile", "checked_cpu", "--device", "cuda:x", "relu"], "unknown device cuda:x"),
+        (["plan", "--profile", "checked_cpu", "--device", "cuda:-1", "relu"], "unknown device cuda:-1"),
+        (["plan", "--profile", "checked_cpu", "--device", "cuda:\u0661", "relu"], "unknown device"),
+        (["plan", "--profile", "checked_cpu", "--device", "cpu:0", "relu"], "unknown device cpu:0"),
         (["plan", "--profile", " checked_cpu", "relu"], "unknown profile ' checked_cpu' (known: checked_cpu"),
         (["select", "--profiles", "checked_cpu", "", "relu"], "unknown profile '' (known: checked_cpu"),
         (["explain", "--profile", "checked_cpu", "conv2d"], "unknown op conv2d"),
@@ -314,6 +318,41 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
     assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
 
 
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        # argparse sets the unknown option aside and reads its value as the op
+        (["select", "--profiles", "checked_cpu", "--device", "cuda", "matmul"], "--device (torchlean select"),
+        (["explain", "--profile", "checked_cpu", "--format", "json", "relu"], "--format (torchlean explain"),
+    ],
+)
+def test_an_unknown_option_whose_value_would_be_read_as_an_op_is_named(
+    capsys: pytest.CaptureFixture[str], argv: list[str], want: str
+) -> None:
+    status, out, err = run(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err == f"error: unrecognized arguments: {want} --help lists the accepted ones)\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        # a unique prefix is an option argparse accepts: the op is the mistake
+        (["plan", "--prof", "checked_cpu", "nope"], "error: argument OP: unknown op nope (known: "),
+        # the command name is the mistake, not an option of the command meant
+        (["trian", "--epochs", "3"], "error: argument COMMAND: invalid choice: 'trian'"),
+        # a bad value of a known option is named before an unknown option
+        (["train", "--epochs", "abc", "--foo"], "error: argument --epochs: expected a positive integer"),
+    ],
+)
+def test_other_usage_errors_keep_their_message(
+    capsys: pytest.CaptureFixture[str], argv: list[str], want: str
+) -> None:
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert err.startswith(want)
+
+
 def test_an_output_that_cannot_be_written_is_a_one_line_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -367,3 +406,15 @@ def test_select_takes_profiles_and_ops_in_any_order_and_repeated(capsys: pytest.
     ):
         status, out, err = run(capsys, *argv)
         assert (status, out, err) == (0, expected, ""), argv
+
+
+@pytest.mark.parametrize("spelling", ["cuda", "cuda:0", "cuda:3"])
+def test_a_cuda_device_index_names_the_cuda_target(capsys: pytest.CaptureFixture[str], spelling: str) -> None:
+    """``cuda:N`` (torchlean.tensor's spelling) plans for the ``cuda`` target, as ``cuda`` does."""
+    status, out, _ = run(capsys, "plan", "--profile", "checked_cuda", "--device", spelling, "matmul")
+    assert status == 0
+    assert out.splitlines()[0] == "profile=checked_cuda device=cuda assurance=checked vjp=torchlean-tape"
+    assert "native_cuda.matmul" in out
+    status, out, _ = run(capsys, "capsules", "--device", spelling)
+    assert status == 0
+    assert out.splitlines()[0].startswith("catalog for device cuda: ")

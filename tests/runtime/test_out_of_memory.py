@@ -163,3 +163,18 @@ def test_the_cli_keeps_its_out_of_memory_hint_for_a_kernel_memory_error(
     assert main(["train", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: out of memory ({message}); try smaller sizes\n"
+
+
+def test_the_cli_names_an_out_of_memory_error_without_text(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's own MemoryError (a list that cannot grow, a file read whole) carries no text."""
+    from torchlean.cli import main
+    from torchlean.cli import train as train_command
+
+    def failing(args: Any) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(train_command, "run", failing)
+    assert main(["train", "--dataset", "iris"]) == 2
+    assert capsys.readouterr().err == "error: out of memory (allocation failed); try smaller sizes\n"

@@ -38,7 +38,38 @@ class _Parser(argparse.ArgumentParser):
     """Accepted values per required argument's metavar (``{"OP": "relu | matmul | ..."}``), named
     when that argument is missing (argparse names only the metavar)."""
 
+    words: tuple[str, ...] = ()
+    """The words this parser was last asked to parse (its command's part of the command line)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.words = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_option(self) -> str | None:
+        """The first ``--option`` among :attr:`words` that this command's parser does not define
+        and that is followed by a word argparse then reads as a positional (its value)."""
+        if self.commands:  # the top-level parser: its words include the command's options
+            return None
+        for word, following in zip(self.words, self.words[1:], strict=False):
+            if word == "--":
+                return None
+            if (
+                word.startswith("--")
+                and "=" not in word
+                and not any(option.startswith(word) for option in self._option_string_actions)
+                and not following.startswith("-")  # (argparse takes unique prefixes of options)
+            ):
+                return word
+        return None
+
     def error(self, message: str) -> NoReturn:
+        unknown = self._unknown_option()
+        if unknown is not None and re.match(r"argument [^-\s]\S*: ", message):
+            # argparse sets an unknown option aside and reads its value as the next positional
+            # (``select ... --device cuda relu``: "unknown op cuda"); the option is the mistake
+            message = f"unrecognized arguments: {unknown} ({self.prog} --help lists the accepted ones)"
         missing = re.fullmatch(r"the following arguments are required: (.*)", message)
         if missing is not None:
             names = missing[1].split(", ")
@@ -125,7 +156,8 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         return func(args)
     except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
-        print(f"error: out of memory ({error or 'allocation failed'}); try smaller sizes", file=sys.stderr)
+        text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
+        print(f"error: out of memory ({text}); try smaller sizes", file=sys.stderr)
         return 2
     except TorchLeanError as error:
         for line in str(error).splitlines() or [type(error).__name__]:

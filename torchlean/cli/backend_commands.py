@@ -56,7 +56,23 @@ def _parsing(parse: Callable[[str], _T]) -> Callable[[str], _T]:
 
 
 _op = _parsing(BackendOp.parse)
-_device = _parsing(Device.parse)
+
+
+def _device_target(text: str) -> Device:
+    """A device target label, or ``cuda:N`` (as ``torchlean.tensor`` spells a CUDA device) for the
+    ``cuda`` target: planning is per device kind, so the index selects nothing here.
+
+    Raises:
+        UnknownLabelError: an unknown target (``unknown device gpu (known targets: cpu | cuda |
+            ...)``).
+    """
+    kind, sep, index = text.partition(":")
+    if sep and kind == Device.CUDA.label and index.isascii() and index.isdigit():
+        return Device.CUDA
+    return Device.parse(text)
+
+
+_device = _parsing(_device_target)
 _profile = _parsing(profiles.get)
 _KNOWN = {"OP": " | ".join(BackendOp.labels()), "--profile": " | ".join(profiles.names())}
 
@@ -188,7 +204,8 @@ def _add_profile(parser: argparse.ArgumentParser, *, required: bool = True) -> N
         "--device",
         type=_device,
         metavar="DEVICE",
-        help="request this device instead of the profile's (availability unchanged)",
+        help="request this device target instead of the profile's (availability unchanged): cpu, cuda "
+        "(cuda:N names the same target), or another target of the vocabulary",
     )
 
 
