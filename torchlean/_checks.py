@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
@@ -42,6 +43,19 @@ __all__ = [
 FLOAT_DTYPES: tuple[np.dtype[np.floating], ...] = (np.dtype(np.float32), np.dtype(np.float64))
 """The floating dtypes of tensors, models and datasets: float32 (the default) and float64."""
 
+
+DECIMAL_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII
+)
+"""A number as CSV cells and command-line options spell it (match the text with blanks around it
+stripped): ASCII decimal digits with an optional sign, point and exponent, or an ASCII spelling of
+inf or nan. Narrower than Python's ``float``, which also reads ``1_000`` (1000), ``1_0.5`` (10.5)
+and other scripts' digits (``١٢``, 12); like pandas' ``read_csv`` and numpy's ``loadtxt``, those
+are text here."""
+
+DECIMAL_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+"""An integer as command-line options spell it (blanks around it stripped): ASCII decimal digits
+with an optional sign; not ``1_000`` or other scripts' digits, which Python's ``int`` reads."""
 
 def is_int(value: object) -> TypeGuard[numbers.Integral]:
     """True for Python and numpy integers (any ``numbers.Integral``); False for bools."""

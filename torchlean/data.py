@@ -61,7 +61,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
+from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
@@ -475,18 +475,8 @@ def shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], 
 _FLOAT64 = np.dtype(np.float64)
 
 
-_NUMBER = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII
-)
-"""A number cell once blanks around it are stripped (``str.strip``; the stripped text is what is
-parsed): ASCII decimal digits with an optional sign, point and exponent, or an ASCII spelling of
-inf or nan (refused later as not finite, by name). Narrower than Python's ``float``, which also
-reads ``1_000`` (1000), ``1_0.5`` (10.5) and other scripts' digits (``١٢``, 12); like pandas'
-``read_csv`` and numpy's ``loadtxt``, those are text here."""
-
-
 def _is_number(cell: str) -> bool:
-    return _NUMBER.fullmatch(cell.strip()) is not None
+    return DECIMAL_NUMBER.fullmatch(cell.strip()) is not None
 
 
 def _line(first_line: Lines, r: int) -> int:
@@ -671,7 +661,7 @@ def _exact(cell: str) -> Decimal | None:
     else ``None`` (text, ``nan``/``inf``, or an exponent beyond :data:`_LABEL_EXPONENT_LIMIT`)."""
     if not _is_number(cell):
         return None
-    value = Decimal(cell.strip())  # reads every spelling _NUMBER accepts
+    value = Decimal(cell.strip())  # reads every spelling DECIMAL_NUMBER accepts
     if not value.is_finite():
         return None
     if value.is_zero():

@@ -4,6 +4,7 @@ report per profile, and one-line errors for bad arguments. The two full default 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -319,6 +320,17 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--torch-threads", "1025"], f"{THREADS_REFUSAL} 1025"),
         (["--torch-threads", "0"], f"{THREADS_REFUSAL} 0"),
         (["--torch-threads", "2.0"], f"{THREADS_REFUSAL} '2.0'"),
+        # numbers are spelled as CSV cells are: not Python's underscores or other scripts' digits
+        (["--epochs", "1_0"], "error: argument --epochs: expected a positive integer, got '1_0'"),
+        (["--epochs", "\u0661"], "error: argument --epochs: expected a positive integer, got '\u0661'"),
+        (
+            ["--seed", "\uff11"],
+            "error: argument --seed: expected an integer in [0, 2**32) (the data split's scikit-learn "
+            "train_test_split seeds a numpy RandomState, which takes no larger seed), got '\uff11'",
+        ),
+        (["--lr", "1_0"], "error: argument --lr: expected a number, got '1_0'"),
+        (["--lr", "\u0661e-3"], "error: argument --lr: expected a number, got '\u0661e-3'"),
+        (["--lr", "0x10"], "error: argument --lr: expected a number, got '0x10'"),
         (
             ["--dataset", ""],
             "error: dataset name is empty (accepted: a shipped dataset name (digits | iris | breast_cancer | "
@@ -503,7 +515,9 @@ def test_seed_and_torch_threads_accept_their_bounds():
     from torchlean.cli import train as train_cli
 
     assert train_cli.MAX_TORCH_THREADS == 1024
-    assert [_threads.torch_threads(text) for text in ("1", " 1024 ", "1_0")] == [1, 1024, 10]
+    assert [_threads.torch_threads(text) for text in ("1", " 1024 ", "+8")] == [1, 1024, 8]
+    with pytest.raises(argparse.ArgumentTypeError, match="got '1_0'"):  # as a CSV cell, not int()
+        _threads.torch_threads("1_0")
     assert [train_cli._seed(text) for text in ("0", "4294967295")] == [0, 2**32 - 1]
 
 

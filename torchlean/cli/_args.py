@@ -8,7 +8,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["int_at_least", "note_shadowed_dataset"]
+from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
+
+__all__ = ["int_at_least", "note_shadowed_dataset", "number"]
 
 
 def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
@@ -26,8 +28,9 @@ def int_at_least(
     minimum: int, refusal: str, *, not_int: str | None = None, below: int | None = None
 ) -> Callable[[str], int]:
     """An argparse ``type`` reading an integer ``>= minimum`` and, when ``below`` is given,
-    ``< below`` (``int(text)``: blanks around it and underscores between digits allowed, as Python
-    reads integers).
+    ``< below``: ASCII decimal digits with an optional sign and blanks around them
+    (:data:`~torchlean._checks.DECIMAL_INTEGER`; not ``1_000`` or other scripts' digits, which
+    Python's ``int`` reads, as CSV cells are read).
 
     ``refusal`` is the message, with ``{}`` standing for what was given: the repr of the text when
     it is not an integer, the integer when it is out of range; ``not_int``, when given, is the
@@ -40,12 +43,24 @@ def int_at_least(
     """
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError((not_int or refusal).format(repr(text))) from None
+        if DECIMAL_INTEGER.fullmatch(text.strip()) is None:
+            raise argparse.ArgumentTypeError((not_int or refusal).format(repr(text)))
+        value = int(text)
         if value < minimum or (below is not None and value >= below):
             raise argparse.ArgumentTypeError(refusal.format(value))
         return value
 
     return parse
+
+
+def number(text: str) -> float:
+    """An argparse ``type`` reading a real number spelled as a CSV cell is
+    (:data:`~torchlean._checks.DECIMAL_NUMBER`: ASCII digits, sign, point, exponent, ``inf``,
+    ``nan``; blanks around it allowed); the option's own checks refuse what it cannot take.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number, got '1_0'``.
+    """
+    if DECIMAL_NUMBER.fullmatch(text.strip()) is None:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return float(text)

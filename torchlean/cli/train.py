@@ -41,7 +41,7 @@ from tqdm import tqdm
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
-from torchlean.cli._args import int_at_least, note_shadowed_dataset
+from torchlean.cli._args import int_at_least, note_shadowed_dataset, number
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
@@ -72,13 +72,6 @@ _seed = int_at_least(
 )
 
 
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def register(subparsers: Any) -> None:
     """Add the ``train`` subcommand to ``subparsers``."""
     parser = subparsers.add_parser(
@@ -105,7 +98,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
     parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="minibatch size (default: 32)")
-    parser.add_argument("--lr", type=_float, default=0.005, help="learning rate (default: 0.005)")
+    parser.add_argument("--lr", type=number, default=0.005, help="learning rate (default: 0.005)")
     parser.add_argument("--optimizer", default="adam",
                         help=f"{' | '.join(optim.OPTIMIZERS)} (default: adam)")
     parser.add_argument("--profile", default="checked_cpu",
