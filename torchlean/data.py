@@ -731,7 +731,7 @@ def _unstratified_reason(y: Array, n_test: int) -> str | None:
     counts = np.bincount(y)
     if counts.min() < 2:
         few = int((counts < 2).sum())
-        return f"{few} of {len(counts)} classes have fewer than 2 samples"
+        return f"{few} of {len(counts)} classes {'has' if few == 1 else 'have'} fewer than 2 samples"
     n_train = len(y) - n_test
     if min(n_test, n_train) < len(counts):
         return f"a split of {n_train} train and {n_test} test rows cannot hold each of {len(counts)} classes"

@@ -75,6 +75,8 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
         pairs, "classification"
     )
     assert data.split_note(pairs, "classification", test_fraction=0.5) == ""  # 10 and 10: stratified
+    one_single = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2])
+    assert "1 of 3 classes has fewer than 2 samples" in data.split_note(one_single, "classification")
     assert data.split_note(np.zeros(9), "regression") == ""
     assert data.load("iris").split_note == "" and data.load("diabetes").split_note == ""
     # the stratified split keeps the class proportions: iris's 10 test rows of each class

@@ -1062,3 +1062,11 @@ def test_output_options_refuse_a_folder_path(capsys, tmp_path, monkeypatch, argv
     err = one_line_error(capsys, *argv, path)
     assert err == f"error: argument {argv[-1]}: expected a file path, got {path!r} (it names a folder)\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_feature_column_is_singular(capsys, iris_checkpoint, tmp_path):
+    one = tmp_path / "one.csv"
+    one.write_text("x,label\n1.0,setosa\n2.0,versicolor\n")
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(one))
+    assert f"{one} has 1 feature column (x; label column label), but checkpoint" in err
+    assert "expects 4 features (" in err

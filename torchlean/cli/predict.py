@@ -301,8 +301,9 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     expected = f" ({_listed(saved.feature_names)})" if saved.feature_names else ""
     columns = _listed(source.columns) or "none"
     raise TorchLeanError(
-        f"{source.source} has {count} feature columns ({columns}; {label}), but checkpoint "
-        f"{path} expects {saved.features} features{expected}"
+        f"{source.source} has {count} feature column{'' if count == 1 else 's'} ({columns}; {label}), "
+        f"but checkpoint {path} expects {saved.features} feature{'' if saved.features == 1 else 's'}"
+        f"{expected}"
     )
 
 
