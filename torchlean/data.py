@@ -327,20 +327,23 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file or a
-            directory, a file that is not UTF-8 or cannot be read, a file without rows or without
-            data rows, a bad ``header``.
+            directory, a file that is not UTF-8 or cannot be read, malformed quoting (a quote left
+            open at the end of the file, text after a closing quote: Python's ``csv`` in strict
+            mode, naming the line), a file without rows or without data rows, a bad ``header``.
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
+    end = 0  # the last file line the reader has consumed
     try:
         rows: list[list[str]] = []
         starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
-            end = 0  # the last file line the reader has consumed
+            # strict: a quote left open at the end of the file, or text after a closing quote
+            # (``"2"3``), is an error rather than a cell read some other way
+            reader = csv.reader(handle, strict=True)
             for row in reader:
                 start, end = end + 1, reader.line_num
                 if any(cell.strip() for cell in row):
@@ -348,7 +351,12 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
                     starts.append(start)
     except UnicodeDecodeError as error:
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
-    except (OSError, csv.Error) as error:
+    except csv.Error as error:
+        raise DataError(
+            f"{file}: line {end + 1}: not valid CSV: {error} (a quoted cell must close its quote and "
+            "end there; write a quote inside one as two)"
+        ) from None
+    except OSError as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
     if not rows:
         raise DataError(f"{file}: the file has no rows")

@@ -665,3 +665,29 @@ def test_csv_only_options_are_refused_for_a_shipped_dataset() -> None:
         with pytest.raises(DataError, match=r"apply to CSV files; iris is a shipped dataset$"):
             data.load("iris", **options)  # type: ignore[arg-type]
     assert data.load("iris", task=None, label_column=None, header=None).n_classes == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ('a,b,y\n1,2,0\n3,4,"1\n', 3, "unexpected end of data"),  # a quote never closed
+        ('a,b,y\n1,"2"3,0\n3,4,1\n', 2, "',' expected after '\"'"),  # text after the closing quote
+        ('a,b,y\n1,"2\n5",0\n3,4,"1\n', 4, "unexpected end of data"),  # after a two-line quoted cell
+    ],
+)
+def test_malformed_quoting_is_refused_with_its_line(tmp_path: Path, text: str, line: int, reason: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as caught:
+        data.read_csv(path)
+    assert str(caught.value) == (
+        f"{path}: line {line}: not valid CSV: {reason} (a quoted cell must close its quote and end "
+        "there; write a quote inside one as two)"
+    )
+
+
+def test_quoted_cells_read_as_csv_defines_them(tmp_path: Path) -> None:
+    """Quotes that open and close (a doubled quote inside, a line break inside) are plain CSV."""
+    path = _write(tmp_path, 'a,"b ""x""",y\n1,"2.5",0\n3,4,"1"\n')
+    table = data.read_csv(path)
+    assert table.names == ("a", 'b "x"', "y")
+    assert table.rows == [["1", "2.5", "0"], ["3", "4", "1"]]
