@@ -675,7 +675,9 @@ def test_csv_only_options_are_refused_for_a_shipped_dataset() -> None:
         ('a,b,y\n1,"2\n5",0\n3,4,"1\n', 4, "unexpected end of data"),  # after a two-line quoted cell
     ],
 )
-def test_malformed_quoting_is_refused_with_its_line(tmp_path: Path, text: str, line: int, reason: str) -> None:
+def test_malformed_quoting_is_refused_with_its_line(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(DataError) as caught:
         data.read_csv(path)

@@ -398,7 +398,7 @@ def test_numeric_header_is_not_counted_as_data(capsys, tmp_path):
     # is a class of one sample, so the split cannot be stratified, which a note says
     code, out, err = train(capsys, "--dataset", str(path), "--label-column", "2", "--epochs", "1",
                            "--hidden", "4", "--no-header")
-    assert (code, err) == (0, "note: the train/test split is not stratified by class: 1 of 3 classes have "
+    assert (code, err) == (0, "note: the train/test split is not stratified by class: 1 of 3 classes has "
                            "fewer than 2 samples (a stratified split needs 2 samples of each class and room "
                            "for each class in both splits); some classes may be missing from a split\n")
     assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=11 features=2 ")
