@@ -112,6 +112,49 @@ void emulation_launch_with_shared_memory(std::int64_t bytes, std::int64_t opt_in
   if (opt_in > 0) tl_emu::opt_in_shared_memory(kernel, static_cast<std::size_t>(opt_in));
   tl_emu::launch(kernel, dim3(1), dim3(32), static_cast<std::size_t>(bytes), [] { emulation_noop_kernel(); });
 }
+
+void emulation_vote_kernel(const std::int64_t* votes, std::int64_t live, bool diverge,
+                           std::int64_t* out) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (static_cast<std::int64_t>(threadIdx.x) >= live && diverge) {
+    // undefined on a GPU: these threads meet the vote's barriers with plain ones
+    __syncthreads();
+    __syncthreads();
+    out[t] = -1;
+    return;
+  }
+  if (static_cast<std::int64_t>(threadIdx.x) >= live) {
+    // whole warps exchange 1 through their slots, then exit: a later vote must not count them
+    out[t] = -static_cast<std::int64_t>(__shfl_sync(0xffffffffu, 1, 0));
+    return;
+  }
+  out[t] = __syncthreads_or(static_cast<int>(votes[t]));
+  __syncthreads_or(1);  // every slot written again before the next block (and vote) reads them
+}
+
+// Test seam of the emulator's block vote (__syncthreads_or): `blocks` blocks of votes.size() /
+// blocks threads (a multiple of 32); thread i of a block votes votes[...] if i < live (a multiple
+// of 32), else its warp exchanges 1 with a shuffle and exits (with `diverge`: calls __syncthreads
+// twice instead, which the emulator reports).  Returns each thread's vote result (-1 for the
+// others).
+std::vector<std::int64_t> emulation_block_vote(const std::vector<std::int64_t>& votes,
+                                               std::int64_t live, std::int64_t blocks,
+                                               bool diverge) {
+  if (blocks < 1 || votes.size() % static_cast<std::size_t>(blocks) != 0) {
+    throw std::invalid_argument(
+        "votes must hold the same number of threads for each of `blocks` >= 1");
+  }
+  const std::int64_t threads = static_cast<std::int64_t>(votes.size()) / blocks;
+  if (threads % 32 != 0 || live % 32 != 0 || live < 0 || live > threads) {
+    throw std::invalid_argument("threads and live must be multiples of 32 with live <= threads");
+  }
+  std::vector<std::int64_t> out(votes.size(), 0);
+  const void* kernel = reinterpret_cast<const void*>(&emulation_vote_kernel);
+  tl_emu::launch(kernel, dim3(static_cast<unsigned int>(blocks)),
+                 dim3(static_cast<unsigned int>(threads)), 0,
+                 [&] { emulation_vote_kernel(votes.data(), live, diverge, out.data()); });
+  return out;
+}
 #endif
 
 }  // namespace
@@ -268,6 +311,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("bytes"), py::arg("opt_in"),
         "Launch a kernel that does nothing with `bytes` of dynamic shared memory after opting it "
         "into `opt_in` bytes (0: no opt-in), as a GPU accepts or refuses such a launch.");
+  m.def("emulation_block_vote", &emulation_block_vote, py::arg("votes"), py::arg("live"),
+        py::arg("blocks"), py::arg("diverge") = false,
+        "Each thread's __syncthreads_or of `votes` in `blocks` blocks, threads from `live` on "
+        "exiting first (-1), or with `diverge` meeting the vote at plain barriers.");
   m.def("emulation_set_schedule_seed", &tl_emu::set_schedule_seed, py::arg("seed"),
         "Permute the emulator's thread and block order (0 = index order).");
   m.def("emulation_set_shared_memory_limit", &tl_emu::set_shared_memory_limit, py::arg("bytes"),

@@ -272,7 +272,8 @@ class Checkpoint:
         raw = np.asarray(given, dtype=np.float64)
         if raw.ndim != 2 or raw.shape[1] != self.features:
             raise CheckpointError(
-                f"the model takes {self.features} features per row, got an array of shape {list(raw.shape)}"
+                f"the model takes {self.features} feature{'' if self.features == 1 else 's'} per row, got an "
+                f"array of shape {list(raw.shape)}"
             )
         with np.errstate(over="ignore", invalid="ignore"):
             values = ((raw - self.feature_mean) / self.feature_scale).astype(self.dtype)

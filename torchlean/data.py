@@ -51,7 +51,6 @@ import dataclasses
 import math
 import numbers
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -61,7 +60,14 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype, is_builtin_or_numpy_int, shown
+from torchlean._checks import (
+    DECIMAL_INTEGER,
+    DECIMAL_NUMBER,
+    dtype_shown,
+    float_dtype,
+    is_builtin_or_numpy_int,
+    shown,
+)
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
@@ -311,7 +317,10 @@ class Table:
         cells: list[str] = []
         for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
             if len(row) != len(self.names):
-                raise DataError(f"{self.file}: line {line} has {len(row)} cells, expected {len(self.names)}")
+                raise DataError(
+                    f"{self.file}: line {line} has {len(row)} cell{'' if len(row) == 1 else 's'}, "
+                    f"expected {len(self.names)}"
+                )
             for j, i in enumerate(feature_idx):
                 # features are read and standardised in float64; the standardised values are checked
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
@@ -327,23 +336,24 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file or a
-            directory, a file that is not UTF-8 or cannot be read, malformed quoting (a quote left
-            open at the end of the file, text after a closing quote: Python's ``csv`` in strict
-            mode, naming the line), a file without rows or without data rows, a bad ``header``.
+            directory, a file that is not UTF-8 or cannot be read, a file without rows or without
+            data rows, a bad ``header``.
+
+    Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
+    closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
+    stripped anyway; a quote left open at the end of the file quotes the rest of the file.
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
-    end = 0  # the last file line the reader has consumed
     try:
         rows: list[list[str]] = []
         starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            # strict: a quote left open at the end of the file, or text after a closing quote
-            # (``"2"3``), is an error rather than a cell read some other way
-            reader = csv.reader(handle, strict=True)
+            reader = csv.reader(handle)
+            end = 0  # the last file line the reader has consumed
             for row in reader:
                 start, end = end + 1, reader.line_num
                 if any(cell.strip() for cell in row):
@@ -351,12 +361,7 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
                     starts.append(start)
     except UnicodeDecodeError as error:
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
-    except csv.Error as error:
-        raise DataError(
-            f"{file}: line {end + 1}: not valid CSV: {error} (a quoted cell must close its quote and "
-            "end there; write a quote inside one as two)"
-        ) from None
-    except OSError as error:
+    except (OSError, csv.Error) as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
     if not rows:
         raise DataError(f"{file}: the file has no rows")
@@ -547,7 +552,7 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
                 f"column index 0..{len(names) - 1})"
             )
         return where[0]
-    if isinstance(column, str) and re.fullmatch(r"\s*-?\d+\s*", column):  # names no column: an index
+    if isinstance(column, str) and DECIMAL_INTEGER.fullmatch(column.strip()):  # names no column: an index
         return _label_index(file, names, int(column), has_header)
     known = (" | ".join(map(display_name, names)) if has_header
              else f"indices 0..{len(names) - 1} (the file has no header)")

@@ -3,10 +3,11 @@
 // Every CUDA thread of a block runs as a cooperative fiber (ucontext) on the calling host
 // thread.  Fibers run until they reach a synchronisation point (__syncthreads, __syncthreads_or
 // or a warp collective) and the scheduler releases a barrier only when every participant has
-// arrived, so barriers, votes, shuffles and ballots have their CUDA meaning.  The emulator also reports what the
-// hardware leaves undefined:
+// arrived, so barriers, votes, shuffles and ballots have their CUDA meaning.  The emulator also
+// reports what the hardware leaves undefined:
 //   * a warp collective that not all 32 lanes of the warp reach (divergent shuffle),
 //   * a block whose threads can make no progress (deadlock, e.g. a divergent __syncthreads),
+//   * a block whose threads meet at different barriers (__syncthreads_or and __syncthreads),
 //   * a block size that is not a whole number of warps,
 //   * a grid with an empty dimension (a GPU refuses it: "invalid configuration argument").
 // The schedule seed (set_schedule_seed) permutes the order in which runnable fibers and blocks
@@ -49,6 +50,7 @@ struct Fiber {
   dim3 thread_idx;
   unsigned int linear = 0;
   State state = State::Runnable;
+  bool at_vote = false;  // at a BlockBarrier: inside __syncthreads_or rather than __syncthreads
 };
 
 struct Block {
@@ -239,6 +241,18 @@ inline void release_barriers(Block& block) {
     at_barrier += fiber.state == State::BlockBarrier ? 1 : 0;
   }
   if (live > 0 && at_barrier == live) {
+    std::size_t votes = 0;
+    for (const Fiber& fiber : block.fibers) {
+      votes += fiber.state == State::BlockBarrier && fiber.at_vote ? 1 : 0;
+    }
+    if (votes != 0 && votes != at_barrier) {
+      // undefined on a GPU: the block's threads must all reach the same barrier
+      throw std::logic_error("tl_emu: divergent block barriers in block (" +
+                             std::to_string(block.block_idx.x) + ", " +
+                             std::to_string(block.block_idx.y) + "): " + std::to_string(votes) +
+                             " threads at __syncthreads_or, " + std::to_string(at_barrier - votes) +
+                             " at __syncthreads");
+    }
     for (Fiber& fiber : block.fibers) {
       if (fiber.state == State::BlockBarrier) fiber.state = State::Runnable;
     }
@@ -357,16 +371,25 @@ inline void launch(const void* kernel, dim3 grid, dim3 block_dim, std::size_t sh
 #define blockDim (::tl_emu::require_block().block_dim)
 #define gridDim (::tl_emu::require_block().grid_dim)
 
-inline void __syncthreads() { ::tl_emu::yield_at(::tl_emu::State::BlockBarrier); }
+inline void __syncthreads() {
+  ::tl_emu::require_block().current->at_vote = false;
+  ::tl_emu::yield_at(::tl_emu::State::BlockBarrier);
+}
 
-// A block barrier that also returns whether `predicate` is nonzero for any thread of the block.
+// A block barrier that also returns whether `predicate` is nonzero for any thread of the block
+// that has not exited (an exited thread's slot still holds what it last exchanged).
 inline int __syncthreads_or(int predicate) {
   ::tl_emu::Block& block = ::tl_emu::require_block();
   block.slots[block.current->linear] = predicate != 0 ? 1u : 0u;
+  block.current->at_vote = true;  // both of its barriers (a thread at __syncthreads is divergent)
   ::tl_emu::yield_at(::tl_emu::State::BlockBarrier);
   ::tl_emu::Block& arrived = ::tl_emu::require_block();
   int any = 0;
-  for (const std::uint64_t slot : arrived.slots) any |= static_cast<int>(slot & 1u);
+  for (std::size_t i = 0; i < arrived.fibers.size(); ++i) {
+    if (arrived.fibers[i].state != ::tl_emu::State::Done) {
+      any |= static_cast<int>(arrived.slots[i] & 1u);
+    }
+  }
   // a second barrier: no thread may overwrite its slot (a later vote or collective) before every
   // thread has read them all
   ::tl_emu::yield_at(::tl_emu::State::BlockBarrier);

@@ -324,6 +324,11 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
         # argparse sets the unknown option aside and reads its value as the op
         (["select", "--profiles", "checked_cpu", "--device", "cuda", "matmul"], "--device (torchlean select"),
         (["explain", "--profile", "checked_cpu", "--format", "json", "relu"], "--format (torchlean explain"),
+        (["explain", "--profile", "checked_cpu", "-d", "cuda", "relu"], "-d (torchlean explain"),
+        (["explain", "--profile", "checked_cpu", "-device", "cuda", "relu"], "-device (torchlean explain"),
+        # a negative number is a positional to argparse: the unknown option's value
+        (["explain", "--profile", "checked_cpu", "--scale", "-0.5", "relu"], "--scale (torchlean explain"),
+        (["explain", "--profile", "checked_cpu", "--bogus", "-1", "relu"], "--bogus (torchlean explain"),
     ],
 )
 def test_an_unknown_option_whose_value_would_be_read_as_an_op_is_named(
@@ -343,6 +348,11 @@ def test_an_unknown_option_whose_value_would_be_read_as_an_op_is_named(
         (["trian", "--epochs", "3"], "error: argument COMMAND: invalid choice: 'trian'"),
         # a bad value of a known option is named before an unknown option
         (["train", "--epochs", "abc", "--foo"], "error: argument --epochs: expected a positive integer"),
+        # the op refused is not the unknown option's value: the op is named
+        (
+            ["explain", "--profile", "checked_cpu", "relux", "--bogus", "x"],
+            "error: argument OP: unknown op relux",
+        ),
     ],
 )
 def test_other_usage_errors_keep_their_message(

@@ -307,6 +307,30 @@ def test_the_emulator_refuses_shared_memory_beyond_48_kib_without_an_opt_in(emul
         emulation.emulation_launch_with_shared_memory(1024, 227 * 1024 + 1)
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_emulated_block_vote_is_an_or_over_threads_that_have_not_exited(
+    emulation: ModuleType, seed: int
+) -> None:
+    """``__syncthreads_or``, the attention kernels' tile vote, as on a GPU: 1 for every thread when
+    any live thread votes nonzero, else 0; a thread that exited (its slot still holding 1 from a
+    shuffle) and the previous block's votes do not count."""
+    emulation.emulation_set_schedule_seed(seed)
+    threads, live = 128, 64
+    block0 = [0] * threads
+    block0[37] = 1  # one live thread votes 1
+    block1 = [0] * threads  # no live thread does; block 0's slots hold 1s
+    block2 = [0] * live + [1] * (threads - live)  # only exiting threads would
+    results = emulation.emulation_block_vote(block0 + block1 + block2, live, 3)
+    want = ([1] * live + [-1] * (threads - live)) + ([0] * live + [-1] * (threads - live)) * 2
+    assert results == want
+    everyone = emulation.emulation_block_vote([0] * 31 + [1] + [0] * 32, 64, 1)
+    assert everyone == [1] * 64
+    # threads meeting the vote at __syncthreads: undefined on a GPU, reported by the emulator
+    divergent = r"divergent block barriers .*: 32 threads at __syncthreads_or, 32 at __syncthreads"
+    with pytest.raises(RuntimeError, match=divergent):
+        emulation.emulation_block_vote([0] * 64, 32, 1, True)
+
+
 def _torch_float64_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, g: torch.Tensor
 ) -> tuple[torch.Tensor, ...]:

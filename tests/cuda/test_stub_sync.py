@@ -34,6 +34,7 @@ from torchlean.backend.providers.native_cuda import extension
 
 STUB = Path(__file__).resolve().parents[2] / "stubs" / "torchlean_native_ext.pyi"
 EMULATION_ONLY = (
+    "emulation_block_vote",
     "emulation_launch_with_shared_memory",
     "emulation_set_schedule_seed",
     "emulation_set_shared_memory_limit",

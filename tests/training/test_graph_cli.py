@@ -101,6 +101,9 @@ WIDTHS = "error: argument --mlp:"
         (["--mlp", "4"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4'"),
         (["--mlp", "4,0,1"], f"{WIDTHS} expected at least two positive widths like 4,8,1, got '4,0,1'"),
         (["--mlp", ""], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got ''"),
+        # spelled as CSV cells: not Python int()'s underscores or other scripts' digits
+        (["--mlp", "1_0,3"], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got '1_0,3'"),
+        (["--mlp", "4,\u0663"], f"{WIDTHS} expected comma-separated layer widths like 4,8,1, got '4,\u0663'"),
         (["--relu-chain", "0"], "error: argument --relu-chain: expected an integer in [1, 1000000], got 0"),
         (
             ["--relu-chain", "1000001"],

@@ -28,6 +28,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+_NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
+"""What argparse reads as a negative number (a positional) rather than as an option."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse parser whose usage errors are one line, exit status 2."""
 
@@ -47,26 +51,32 @@ class _Parser(argparse.ArgumentParser):
         self.words = tuple(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def _unknown_option(self) -> str | None:
-        """The first ``--option`` among :attr:`words` that this command's parser does not define
-        and that is followed by a word argparse then reads as a positional (its value)."""
-        if self.commands:  # the top-level parser: its words include the command's options
-            return None
+    def _misread_option(self, message: str) -> str | None:
+        """The unknown option whose value argparse read as the positional that ``message``
+        refuses: the first word of :attr:`words` that looks like an option (``--device``, ``-d``,
+        not a negative number) this command's parser does not define (argparse also takes unique
+        prefixes of its options), followed by a word argparse reads as a positional (one that
+        does not start with ``-``, or a negative number) that ``message`` names."""
+        if self.commands or not re.match(r"argument [^-\s]\S*: ", message):
+            return None  # the top-level parser (its words hold the command's options), or no positional
         for word, following in zip(self.words, self.words[1:], strict=False):
             if word == "--":
                 return None
             if (
-                word.startswith("--")
+                word.startswith("-")
+                and len(word) > 1
                 and "=" not in word
+                and not _NEGATIVE_NUMBER.fullmatch(word)
                 and not any(option.startswith(word) for option in self._option_string_actions)
-                and not following.startswith("-")  # (argparse takes unique prefixes of options)
+                and (not following.startswith("-") or _NEGATIVE_NUMBER.fullmatch(following))
+                and re.search(rf"(?<![\w.-]){re.escape(following)}(?![\w.-])", message)
             ):
                 return word
         return None
 
     def error(self, message: str) -> NoReturn:
-        unknown = self._unknown_option()
-        if unknown is not None and re.match(r"argument [^-\s]\S*: ", message):
+        unknown = self._misread_option(message)
+        if unknown is not None:
             # argparse sets an unknown option aside and reads its value as the next positional
             # (``select ... --device cuda relu``: "unknown op cuda"); the option is the mistake
             message = f"unrecognized arguments: {unknown} ({self.prog} --help lists the accepted ones)"

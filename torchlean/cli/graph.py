@@ -12,6 +12,7 @@ import itertools
 from typing import Any
 
 from torchlean import nn
+from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles, report
 from torchlean.backend.graph import to_coalesced_groups
 from torchlean.cli._args import int_at_least
@@ -26,12 +27,10 @@ MAX_CHAIN = 1_000_000
 
 
 def _widths(text: str) -> list[int]:
-    try:
-        widths = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated layer widths like 4,8,1, got {text!r}"
-        ) from None
+    parts = text.split(",")
+    if not all(DECIMAL_INTEGER.fullmatch(part.strip()) for part in parts):  # as CSV cells: not 1_0
+        raise argparse.ArgumentTypeError(f"expected comma-separated layer widths like 4,8,1, got {text!r}")
+    widths = [int(part) for part in parts]
     if len(widths) < 2 or min(widths) < 1:
         raise argparse.ArgumentTypeError(f"expected at least two positive widths like 4,8,1, got {text!r}")
     return widths

@@ -187,7 +187,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
         if len(row) != len(table.names):
             raise data.DataError(
-                f"{table.file}: line {table.lines[r]} has {len(row)} cells, expected {len(table.names)}"
+                f"{table.file}: line {table.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}, "
+                f"expected {len(table.names)}"
             )
     keep = features if label is None else [*features, label]
     picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
