@@ -73,6 +73,7 @@ from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
     "DATASETS",
+    "STDIN",
     "DataError",
     "Dataset",
     "Table",
@@ -335,9 +336,10 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     skipped), deciding whether its first row is a header by the module docstring's rule.
 
     Raises:
-        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file or a
-            directory, a file that is not UTF-8 or cannot be read, a file without rows or without
-            data rows, a bad ``header``.
+        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
+            directory or a device other than a terminal or :data:`STDIN` (``/dev/zero`` would be
+            read until memory runs out; pipes and standard input are read), a file that is not
+            UTF-8 or cannot be read, a file without rows or without data rows, a bad ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
@@ -348,6 +350,15 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
+    if str(file) != STDIN and (
+        (file.is_char_device() and not _is_terminal(file)) or file.is_block_device()
+    ):
+        # /dev/zero or a disk would be read until memory runs out; a terminal is typed into, and
+        # standard input (``-``) is what the user redirected into it
+        raise DataError(
+            f"dataset path {file} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+            "input as -)"
+        )
     try:
         rows: list[list[str]] = []
         starts: list[int] = []
@@ -372,6 +383,19 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
     return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note)
+
+
+STDIN = "/dev/stdin"
+"""The path ``--dataset -`` reads (standard input)."""
+
+
+def _is_terminal(file: Path) -> bool:
+    """Whether the character device ``file`` is a terminal (``--dataset -`` typed in)."""
+    try:
+        with file.open("rb") as handle:
+            return handle.isatty()
+    except OSError:
+        return False  # refused as a device; reading it would fail anyway
 
 
 def _separator_hint(first: Sequence[str]) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -691,3 +693,23 @@ def test_a_blank_after_a_closing_quote_is_kept_as_spreadsheets_write_it(tmp_path
         data.load(_write(tmp_path, "a,b,y\n1\n3,4,1\n", "short.csv"))
     loaded = data.load(path, test_fraction=0.5)
     assert loaded.class_names == ("setosa", "virginica")
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_is_refused_before_it_is_read(device: str) -> None:
+    """``/dev/zero`` would be read until memory runs out (a checkpoint path refuses devices too)."""
+    with pytest.raises(DataError) as caught:
+        data.read_csv(device)
+    assert str(caught.value) == (
+        f"dataset path {device} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+        "input as -)"
+    )
+
+
+def test_standard_input_is_read_whatever_it_was_redirected_from() -> None:
+    """``--dataset -`` from ``/dev/null`` (a device) is an empty input, not a refused device."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from torchlean import data; data.read_csv(data.STDIN)"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+    )
+    assert "DataError: /dev/stdin: the file has no rows" in done.stderr

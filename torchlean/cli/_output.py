@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from torchlean.backend.errors import TorchLeanError
+from torchlean.data import STDIN
 
 __all__ = [
     "STDOUT",
@@ -74,7 +75,7 @@ def file_path(text: str) -> Path:
 def input_dataset(text: str) -> str:
     """argparse ``type`` of ``--dataset``: ``-`` stands for standard input (``/dev/stdin``, read
     as a CSV file); anything else is kept as given."""
-    return "/dev/stdin" if text == "-" else text
+    return STDIN if text == "-" else text
 
 
 def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
