@@ -1,6 +1,7 @@
 """Argument predicates shared by the runtime, ``nn``, the trainer and the data loaders.
 
-What counts as an integer and what as a float dtype, written once. Each caller keeps the
+What counts as an integer and what as a float dtype, and how numbers and CUDA devices are spelled
+in text (CSV cells, command-line options), written once. Each caller keeps the
 accepted set it documents, so there are three integer predicates, from widest to narrowest:
 
 * :func:`is_int`: any ``numbers.Integral`` (Python ints, numpy integers and other registered
@@ -56,6 +57,11 @@ are text here."""
 DECIMAL_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 """An integer as command-line options spell it (blanks around it stripped): ASCII decimal digits
 with an optional sign; not ``1_000`` or other scripts' digits, which Python's ``int`` reads."""
+
+CUDA_DEVICE = re.compile(r"cuda(?::([0-9]+))?", re.ASCII)
+"""A CUDA device as torch spells it (match the whole text): ``cuda`` (the current device) or
+``cuda:N``, N in ASCII digits (group 1, or None)."""
+
 
 def is_int(value: object) -> TypeGuard[numbers.Integral]:
     """True for Python and numpy integers (any ``numbers.Integral``); False for bools."""

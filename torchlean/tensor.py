@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import FLOAT_DTYPES, shown
+from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, shown
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -128,10 +128,10 @@ def resolve_device(device: DeviceLike) -> str:
             visible``), or an index beyond the visible devices.
     """
     spelled = str(device)
-    kind, sep, index = spelled.partition(":")
     if spelled == storage.HOST:
         return storage.HOST
-    if kind != "cuda" or (sep and not index.isdigit()):
+    cuda = CUDA_DEVICE.fullmatch(spelled)
+    if cuda is None:
         raise DeviceError(f"unknown tensor device {device!r} (accepted: cpu | cuda | cuda:N)")
     from torchlean.backend.providers.native_cuda import extension
 
@@ -142,7 +142,7 @@ def resolve_device(device: DeviceLike) -> str:
     import torch
 
     count = torch.cuda.device_count()
-    number = int(index) if sep else torch.cuda.current_device()
+    number = int(cuda[1]) if cuda[1] is not None else torch.cuda.current_device()
     if number >= count:
         raise DeviceError(f"cannot place a tensor on {spelled}: only {count} CUDA device(s) are visible")
     return f"cuda:{number}"

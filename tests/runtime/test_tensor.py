@@ -646,7 +646,7 @@ def test_to_without_a_device_names_the_accepted_ones() -> None:
         tl.tensor([1.0]).to()
 
 
-@pytest.mark.parametrize("spelling", ["metal", "gpu", "cpu:0", "cuda:x"])
+@pytest.mark.parametrize("spelling", ["metal", "gpu", "cpu:0", "cuda:x", "cuda:", "cuda:-1", "cuda:\u0661"])
 def test_to_with_an_unknown_device_is_still_a_device_error(spelling: str) -> None:
     accepted = r"\(accepted: cpu \| cuda \| cuda:N\)"
     with pytest.raises(DeviceError, match=rf"unknown tensor device .* {accepted}") as info:

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from torchlean._checks import CUDA_DEVICE
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import KernelCapsule, admissible
 from torchlean.backend.display import name_shown
@@ -66,10 +67,7 @@ def _device_target(text: str) -> Device:
         UnknownLabelError: an unknown target (``unknown device gpu (known targets: cpu | cuda |
             ...)``).
     """
-    kind, sep, index = text.partition(":")
-    if sep and kind == Device.CUDA.label and index.isascii() and index.isdigit():
-        return Device.CUDA
-    return Device.parse(text)
+    return Device.CUDA if CUDA_DEVICE.fullmatch(text) else Device.parse(text)
 
 
 _device = _parsing(_device_target)
