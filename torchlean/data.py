@@ -99,6 +99,9 @@ Array: TypeAlias = npt.NDArray[Any]
 DATASETS: tuple[str, ...] = ("digits", "iris", "breast_cancer", "wine", "diabetes")
 """Names of the shipped datasets, in the order error messages list them."""
 
+STDIN = "/dev/stdin"
+"""The path ``--dataset -`` reads (standard input)."""
+
 
 class DataError(TorchLeanError, ValueError):
     """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
@@ -337,9 +340,10 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
-            directory or a device other than a terminal or :data:`STDIN` (``/dev/zero`` would be
-            read until memory runs out; pipes and standard input are read), a file that is not
-            UTF-8 or cannot be read, a file without rows or without data rows, a bad ``header``.
+            directory or a device other than :data:`STDIN` (``/dev/zero`` would be read until
+            memory runs out; pipes and standard input, a terminal too, are read), a file that is
+            not UTF-8 or cannot be read, a file without rows or without data rows, a bad
+            ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
@@ -350,11 +354,9 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
-    if str(file) != STDIN and (
-        (file.is_char_device() and not _is_terminal(file)) or file.is_block_device()
-    ):
-        # /dev/zero or a disk would be read until memory runs out; a terminal is typed into, and
-        # standard input (``-``) is what the user redirected into it
+    if str(file) != STDIN and (file.is_char_device() or file.is_block_device()):
+        # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
+        # terminal too) is what the user redirected into it
         raise DataError(
             f"dataset path {file} is a device, not a CSV file (accepted: a file, a pipe, or standard "
             "input as -)"
@@ -383,19 +385,6 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
     return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note)
-
-
-STDIN = "/dev/stdin"
-"""The path ``--dataset -`` reads (standard input)."""
-
-
-def _is_terminal(file: Path) -> bool:
-    """Whether the character device ``file`` is a terminal (``--dataset -`` typed in)."""
-    try:
-        with file.open("rb") as handle:
-            return handle.isatty()
-    except OSError:
-        return False  # refused as a device; reading it would fail anyway
 
 
 def _separator_hint(first: Sequence[str]) -> str:
