@@ -306,7 +306,7 @@ def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) 
         raise TrainerError(
             f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
         )
-    if array.dtype == dtype:  # nothing to cast (a training step's batch, already cast by fit)
+    if array.dtype == dtype:  # nothing to cast (no overflow to check)
         return array
     with np.errstate(over="ignore"):
         cast = np.asarray(array, dtype=dtype)
