@@ -76,6 +76,7 @@ __all__ = [
     "STDIN",
     "DataError",
     "Dataset",
+    "Place",
     "Table",
     "Task",
     "class_ids",
@@ -94,6 +95,9 @@ Task: TypeAlias = Literal["classification", "regression"]
 Lines: TypeAlias = int | Sequence[int]
 """Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
 of each (:attr:`Table.lines`)."""
+Place: TypeAlias = Literal["line", "row"]
+"""What the numbers of :data:`Lines` count in messages: file lines (a CSV file), or rows from 1 (a
+shipped dataset, which has no file lines)."""
 Array: TypeAlias = npt.NDArray[Any]
 
 DATASETS: tuple[str, ...] = ("digits", "iris", "breast_cancer", "wine", "diabetes")
@@ -510,7 +514,9 @@ def _line(first_line: Lines, r: int) -> int:
     return first_line + r if isinstance(first_line, int) else first_line[r]
 
 
-def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype[Any]) -> float:
+def _number(
+    file: str | Path, line: int, column: str, cell: str, dtype: np.dtype[Any], place: Place = "line"
+) -> float:
     """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
     float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
     prints it, fits float32).
@@ -520,7 +526,7 @@ def _number(file: str | Path, line: int, column: str, cell: str, dtype: np.dtype
             beyond ``dtype``'s range (``1e200`` for float32, ``1e400`` for float64), naming the
             largest magnitude ``dtype`` holds.
     """
-    where = f"{file}: line {line}, column {display_name(column)}"
+    where = f"{file}: {place} {line}, column {display_name(column)}"
     if not _is_number(cell):
         raise DataError(f"{where}: not a number: {cell!r}")
     value = float(cell.strip())
@@ -624,30 +630,45 @@ def _labels(
 
 
 def targets(
-    source: str | Path, column: str, cells: Sequence[str], dtype: npt.DTypeLike, *, first_line: Lines = 1
+    source: str | Path,
+    column: str,
+    cells: Sequence[str],
+    dtype: npt.DTypeLike,
+    *,
+    first_line: Lines = 1,
+    place: Place = "line",
 ) -> Array:
     """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
     finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
-    name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell) and
-    ``column``.
+    name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell;
+    ``place="row"``: rows of a shipped dataset instead) and ``column``.
 
     Raises:
         DataError: a cell that is not a number, not finite, or beyond ``dtype``'s range; a bad
             ``dtype``.
     """
     target = _float_dtype(dtype)
-    values = [_number(source, _line(first_line, r), column, cell, target) for r, cell in enumerate(cells)]
+    values = [
+        _number(source, _line(first_line, r), column, cell, target, place) for r, cell in enumerate(cells)
+    ]
     return np.asarray(values, dtype=np.float64)
 
 
 def class_ids(
-    source: str | Path, column: str, cells: Sequence[str], classes: Sequence[str], *, first_line: Lines = 1
+    source: str | Path,
+    column: str,
+    cells: Sequence[str],
+    classes: Sequence[str],
+    *,
+    first_line: Lines = 1,
+    place: Place = "line",
 ) -> Array:
     """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
     class when it equals it once blanks around it are stripped; when every class is a number (the
     classes of numeric labels), a numeric cell names the class of equal value (``3.0`` is class
     ``3``), as training maps numeric labels by value. Messages name ``source``, the file line
-    (``first_line``: the line of ``cells[0]``, or of each cell) and ``column``.
+    (``first_line``: the line of ``cells[0]``, or of each cell; ``place="row"``: rows of a shipped
+    dataset instead) and ``column``.
 
     Raises:
         UnknownLabelError: the first cell that names no class, naming the known classes.
@@ -663,8 +684,8 @@ def class_ids(
         found = index.get(_exact(value) if numeric and _exact(value) is not None else value)
         if found is None:
             raise UnknownLabelError(
-                f"{source}: line {_line(first_line, r)}, column {display_name(column)}: unknown class label "
-                f"{value!r} "
+                f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "
+                f"unknown class label {value!r} "
                 f"(known: {' | '.join(map(display_name, classes))})"
             )
         ids[r] = found

@@ -462,6 +462,22 @@ def test_unknown_class_names_the_value_and_the_known_classes(capsys, tmp_path, l
     assert err == f"error: {unknown}: line 4, column y: unknown class label '9' (known: 3 | 5 | 7)\n"
 
 
+def test_an_unknown_class_of_a_shipped_dataset_is_named_by_its_row(capsys, tmp_path):
+    """A shipped dataset has rows, not file lines: row 1 is its first sample."""
+    iris = load_iris()
+    csv_path = tmp_path / "two_classes.csv"
+    pairs = zip(iris.data[:100].tolist(), iris.target[:100].tolist(), strict=True)
+    rows = [",".join(map(str, [*x, y])) for x, y in pairs]
+    csv_path.write_text("\n".join(["a,b,c,d,y", *rows]) + "\n")
+    path = tmp_path / "two.npz"
+    argv = ["train", "--dataset", str(csv_path), "--epochs", "1", "--hidden", "4", "--save", str(path)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    err = one_line_error(capsys, "predict", str(path), "--dataset", "iris")
+    assert iris.target_names[iris.target[0]] == "setosa"
+    assert err == "error: iris: row 1, column target: unknown class label 'setosa' (known: 0 | 1)\n"
+
+
 def test_csv_problems_use_the_readers_messages(capsys, tmp_path, iris_checkpoint):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,c,d\n1,2,3,4\n1,x,3,4\n")

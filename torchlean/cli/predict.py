@@ -136,8 +136,9 @@ def register(subparsers: Any) -> None:
 @dataclass(frozen=True, slots=True, eq=False)
 class _Input:
     """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
-    messages name them, and the label column (its name and cells, ``None`` without one; file
-    ``lines`` holds each row's file line); ``notes`` for stderr once the data is accepted."""
+    messages name them, and the label column (its name and cells, ``None`` without one;
+    ``lines`` holds each row's file line, or its row number from 1 for a shipped dataset, as
+    ``place`` says); ``notes`` for stderr once the data is accepted."""
 
     source: str
     x: npt.NDArray[np.float64]
@@ -146,6 +147,7 @@ class _Input:
     cells: list[str] | None
     lines: tuple[int, ...]
     notes: tuple[str, ...] = ()
+    place: data.Place = "line"
 
 
 def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
@@ -222,7 +224,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
             )
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
-        return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)))
+        return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
     table = data.read_csv(name, header=args.header)
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
@@ -417,9 +419,9 @@ def run(args: argparse.Namespace) -> int:
     if source.cells is not None:
         where = (source.source, source.label, source.cells)
         truth = (
-            data.class_ids(*where, saved.classes, first_line=source.lines)
+            data.class_ids(*where, saved.classes, first_line=source.lines, place=source.place)
             if classification
-            else data.targets(*where, saved.dtype, first_line=source.lines)
+            else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place)
         )
     chosen = _split(args, source, saved, truth)
     raw = source.x if chosen is None else source.x[chosen]
