@@ -37,8 +37,17 @@ IMPLEMENTATIONS = ["native_cuda.direct_attention", "torchlean.composed_attention
 def _assert_case(
     case: parity.ParityCase, dtype: torch.dtype, device: torch.device, implementation: str
 ) -> None:
-    result = parity.run_case(case, dtype, device, composed=implementation == IMPLEMENTATIONS[1])
-    assert result.passed, "; ".join(result.problems)
+    composed = implementation == IMPLEMENTATIONS[1]
+    result = parity.run_case(case, dtype, device, composed=composed)
+    if not result.passed:
+        # the same inputs again: tells a transient fault (seen twice, once per ~20 full runs, for
+        # composed:masked-heads in float32 right after an emulation build) from a deterministic one
+        again = parity.run_case(case, dtype, device, composed=composed)
+        rerun = "passed" if again.passed else "; ".join(again.problems)
+        raise AssertionError(
+            f"{'; '.join(result.problems)} (errors {result.errors}; torch threads "
+            f"{torch.get_num_threads()}; the same case run again: {rerun}, errors {again.errors})"
+        )
 
 
 def test_every_scaled_dot_product_attention_case_is_named() -> None:
