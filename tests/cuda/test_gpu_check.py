@@ -260,6 +260,42 @@ def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
     assert record["in_progress"] == "parity: 3 rows done, the next one running"
 
 
+def test_a_failing_case_runs_again_and_the_record_says_whether_it_repeats(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """relu/vector float32 fails on its first run only (as a race would), exp/vector float64 on
+    every run: both fail the sweep, each row holds its rerun, and no other case runs twice."""
+    calls: list[tuple[str, torch.dtype]] = []
+    wrong = "forward error 3e-05 > 1e-05"
+
+    def failing(
+        case: parity.ParityCase, dtype: torch.dtype, run: Callable[[], parity.CaseResult]
+    ) -> parity.CaseResult:
+        calls.append((case.id, dtype))
+        result = run()
+        once = (case.id, dtype) == ("relu/vector", torch.float32) and calls.count(calls[-1]) == 1
+        always = (case.id, dtype) == ("exp/vector", torch.float64)
+        return dataclasses.replace(result, problems=(wrong,)) if once or always else result
+
+    _wrap_run_case(monkeypatch, failing)
+    records = gpu_check._parity(torch.device("cpu"))
+    by_case = {(r["case"], r["dtype"]): r for r in records}
+    assert len(by_case) == len(records) == 2 * len(parity.CASES)
+    transient, persistent = by_case[("relu/vector", "float32")], by_case[("exp/vector", "float64")]
+    assert (transient["passed"], transient["problems"]) == (False, [wrong])
+    assert transient["rerun"]["passed"] is True and transient["rerun"]["problems"] == []
+    assert (persistent["passed"], persistent["rerun"]["passed"]) == (False, False)
+    assert persistent["rerun"]["problems"] == [wrong]
+    assert set(persistent["rerun"]["errors"]) == {"forward", "d0"}
+    assert [r for r in records if "rerun" in r] == [transient, persistent]
+    assert len(calls) == len(records) + 2
+    printed = capsys.readouterr().out
+    assert "FAIL (run again: ok)" in printed and "FAIL (run again: FAIL)" in printed
+
+
 def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     gpu_check: ModuleType,
     gpu_machine: None,
