@@ -40,8 +40,9 @@ def _assert_case(
     composed = implementation == IMPLEMENTATIONS[1]
     result = parity.run_case(case, dtype, device, composed=composed)
     if not result.passed:
-        # the same inputs again: tells a transient fault (seen twice, once per ~20 full runs, for
-        # composed:masked-heads in float32 right after an emulation build) from a deterministic one
+        # the same inputs again: tells a transient fault from a deterministic one (composed:masked-heads
+        # in float32 failed twice right after an emulation build, cause unknown, and not in the
+        # 47 runs of this file after a fresh build since)
         again = parity.run_case(case, dtype, device, composed=composed)
         rerun = "passed" if again.passed else "; ".join(again.problems)
         raise AssertionError(
