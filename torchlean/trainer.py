@@ -341,13 +341,27 @@ def _finite_for_training(array: Array, what: str) -> None:
     )
 
 
+def _loss_operand(objective: Objective, y: Array) -> Array:
+    """The target operand :func:`_loss` takes for minibatch targets ``y`` (model dtype, at least one
+    row): ``y`` itself for MSE; for cross-entropy the per-entry weights ``y * (-1/n)`` of the ``(n,
+    classes)`` one-hot (or probability) rows, ``-1/n`` rounded to ``y.dtype`` first (as ``scale``
+    rounds its factor), so ``1/n`` and the sign are folded into the constant target instead of
+    costing a ``scale`` op and its VJP on the tape each step."""
+    if objective is Objective.MSE:
+        return y
+    return y * np.asarray(-1.0 / y.shape[0], dtype=y.dtype)
+
+
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
-    """The objective as ops: ``mse_loss``, or cross-entropy ``-(1/n) * sum(log_softmax(z) * onehot)``
-    over all ``n`` rows and classes (one left-fold sum under ``checked_cpu``, then one scale)."""
+    """The objective as ops, ``target`` being :func:`_loss_operand`'s: ``mse_loss``, or the mean
+    cross-entropy ``sum(log_softmax(z) * w)`` with ``w = -onehot/n`` over all ``n`` rows and classes
+    (one left-fold sum under ``checked_cpu``). Its gradient with respect to ``log_softmax(z)`` is
+    ``w``, bit for bit what ``scale(sum(log_softmax(z) * onehot), -1/n)`` gives; the loss value
+    differs from that form by rounding only (one product per entry instead of one final scale)."""
     if objective is Objective.MSE:
         return ops.mse_loss(prediction, target)
     log_p = ops.log_softmax(prediction, len(ops.shape(prediction)) - 1)
-    return ops.scale(ops.sum(ops.mul(log_p, target)), -1.0 / ops.shape(prediction)[0])
+    return ops.sum(ops.mul(log_p, target))
 
 
 @dataclass(slots=True)
@@ -569,13 +583,14 @@ class Trainer(Generic[In, Out]):
 
     def _loss_and_gradients(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``."""
+        target = _loss_operand(self.objective, yb)
         if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)
-            return step.program.run_and_backward([Tensor(xb), Tensor(yb)], params, step.output)
+            return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output)
         ops = EagerOps()
         device = self.config.device.label
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
-        loss = _loss(ops, self.objective, out, Tensor(yb, device=device))
+        loss = _loss(ops, self.objective, out, Tensor(target, device=device))
         loss.backward()
         return loss
 

@@ -125,7 +125,6 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "reference.log_softmax",
         "reference.mul",
         "reference.reduce_sum",
-        "reference.scale",
     ]
     for capsule, audit in zip(record["capsules"], parts["audits"], strict=True):
         assert set(capsule) == CAPSULE_KEYS
