@@ -346,12 +346,14 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
             directory or a device other than :data:`STDIN` (``/dev/zero`` would be read until
             memory runs out; pipes and standard input, a terminal too, are read), a file that is
-            not UTF-8 or cannot be read, a file without rows or without data rows, a bad
-            ``header``.
+            not UTF-8 or cannot be read, a quote left open, a file without rows or without data
+            rows, a bad ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
-    stripped anyway; a quote left open at the end of the file quotes the rest of the file.
+    stripped anyway; a quoted cell may span lines (a class label ``"a\nb"``), but a quote left
+    open (the last row spans lines and holds an odd number of quotes) is refused: it would read the
+    rest of the file into one cell.
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
@@ -369,17 +371,24 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         rows: list[list[str]] = []
         starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
-            end = 0  # the last file line the reader has consumed
-            for row in reader:
-                start, end = end + 1, reader.line_num
-                if any(cell.strip() for cell in row):
-                    rows.append(row)
-                    starts.append(start)
+            physical = list(handle)  # lines split at \n, \r or \r\n, as the reader counts them
+        reader = csv.reader(physical)
+        start = end = 0  # the first and last file line of the record just read
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if any(cell.strip() for cell in row):
+                rows.append(row)
+                starts.append(start)
     except UnicodeDecodeError as error:
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
     except (OSError, csv.Error) as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
+    if end > start and "".join(physical[start - 1 :]).count('"') % 2:
+        raise DataError(
+            f"{file}: line {start}: a quote opened in the row that starts here is never closed, so "
+            f"the rest of the file (lines {start}-{end}) would be read into one cell (accepted: every "
+            "quoted cell closed by a quote)"
+        )
     if not rows:
         raise DataError(f"{file}: the file has no rows")
     has_header, note = _header(file, rows[0], header)

@@ -347,6 +347,50 @@ def test_csv_ragged_and_empty(tmp_path: Path) -> None:
         data.load(_write(tmp_path, "\n\n", "empty.csv"))
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "last"),
+    [
+        ('a,b,label\n1,2,x\n3,4,"y\n5,6,x\n7,8,y\n', 3, 5),  # a label's quote left open
+        ('a,b,label\r\n1,"2,x\r\n3,4,y\r\n5,6,x', 2, 4),  # a feature's, CRLF lines, no final newline
+        ('a,b,label\n1,2,x\n3,4,"y""\n5,6,x\n', 3, 4),  # an escaped quote inside the open one
+    ],
+    ids=["label", "feature-crlf", "escaped-quote"],
+)
+def test_a_quote_left_open_is_refused_by_the_line_its_row_starts(
+    tmp_path: Path, text: str, line: int, last: int
+) -> None:
+    """Without the refusal the rest of the file is one cell: a new class label made of rows (the
+    label case trained on two samples), or a number that is not one."""
+    path = _write(tmp_path, text)
+    expected = (
+        f"{path}: line {line}: a quote opened in the row that starts here is never closed, so the rest "
+        f"of the file (lines {line}-{last}) would be read into one cell (accepted: every quoted cell "
+        "closed by a quote)"
+    )
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "rows", "classes"),
+    [
+        ('a,b,label\n1,2,"x\ny"\n3,4,z\n5,6,"x\ny"\n7,8,z\n9,9,"x\ny"\n', 5, ("x\ny", "z")),
+        ('a,b,label\n1,2,"x ""q"" y"\n3,4,z\n5,6,"x ""q"" y"\n7,8,z\n', 4, ('x "q" y', "z")),
+        ('a,b,label\n1,2,x\n3,4,z\n5,6,x\n7,8,"z', 4, ("x", "z")),
+    ],
+    ids=["closed-multiline-last", "escaped", "open-on-last-line"],
+)
+def test_closed_quotes_and_a_quote_open_only_on_the_last_line_load(
+    tmp_path: Path, text: str, rows: int, classes: tuple[str, ...]
+) -> None:
+    """A closed quoted cell may span lines (the last row's too); a quote opened on the last line
+    holds only the rest of that line (Python's csv), so nothing is lost and it loads."""
+    d = data.load(_write(tmp_path, text), test_fraction=0.5, seed=0)
+    assert d.x_train.shape[0] + d.x_test.shape[0] == rows
+    assert d.class_names == classes
+
+
 def test_dataset_is_frozen() -> None:
     d = data.load("iris")
     assert isinstance(d, Dataset)
