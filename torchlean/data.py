@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import itertools
 import math
 import numbers
 import os
@@ -346,14 +347,14 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
             directory or a device other than :data:`STDIN` (``/dev/zero`` would be read until
             memory runs out; pipes and standard input, a terminal too, are read), a file that is
-            not UTF-8 or cannot be read, a quote left open, a file without rows or without data
-            rows, a bad ``header``.
+            not UTF-8 or cannot be read, a quote left open or a cell spanning lines that holds a
+            comma, a file without rows or without data rows, a bad ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
-    stripped anyway; a quoted cell may span lines (a class label ``"a\nb"``), but a quote left
-    open (the last row spans lines and holds an odd number of quotes) is refused: it would read the
-    rest of the file into one cell.
+    stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but one that holds a
+    line break and a comma is refused (rows read into one cell: a quote misplaced), and so is a
+    quote left open at the end of the file (the rest of the file read into one cell).
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
@@ -371,24 +372,28 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         rows: list[list[str]] = []
         starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            physical = list(handle)  # lines split at \n, \r or \r\n, as the reader counts them
-        reader = csv.reader(physical)
-        start = end = 0  # the first and last file line of the record just read
-        for row in reader:
-            start, end = end + 1, reader.line_num
-            if any(cell.strip() for cell in row):
-                rows.append(row)
-                starts.append(start)
+            reader = csv.reader(itertools.chain(handle, [_END_OF_FILE + "\n"]))
+            start = end = 0  # the first and last file line of the record just read
+            for row in reader:
+                start, end = end + 1, reader.line_num
+                if row == [_END_OF_FILE]:
+                    break
+                if row and _END_OF_FILE in row[-1]:
+                    _refuse_open_quote(file, start, end - 1)
+                if end > start:
+                    _refuse_rows_in_a_cell(file, start, end, row)
+                if any(cell.strip() for cell in row):
+                    rows.append(row)
+                    starts.append(start)
     except UnicodeDecodeError as error:
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
-    except (OSError, csv.Error) as error:
+    except OSError as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
-    if end > start and "".join(physical[start - 1 :]).count('"') % 2:
+    except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
         raise DataError(
-            f"{file}: line {start}: a quote opened in the row that starts here is never closed, so "
-            f"the rest of the file (lines {start}-{end}) would be read into one cell (accepted: every "
-            "quoted cell closed by a quote)"
-        )
+            f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
+            "left open? (accepted: every quoted cell closed by a quote)"
+        ) from None
     if not rows:
         raise DataError(f"{file}: the file has no rows")
     has_header, note = _header(file, rows[0], header)
@@ -398,6 +403,46 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
     return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note)
+
+
+_END_OF_FILE = "\x1etorchlean: end of file\x1e"
+"""The text of one line :func:`read_csv` reads after the file's last: a row of its own, unless a
+quote left open reads it into its cell."""
+
+
+def _refuse_open_quote(file: Path, start: int, end: int) -> None:
+    """Refuse the quote left open in the row read from file lines ``start..end`` (the last)."""
+    where = (
+        "on this line is never closed" if end == start else
+        f"in the row that starts here is never closed, so the rest of the file (lines {start}-{end}) "
+        "would be read into one cell"
+    )
+    raise DataError(
+        f"{file}: line {start}: a quote opened {where} (accepted: every quoted cell closed by a quote)"
+    )
+
+
+def _refuse_rows_in_a_cell(file: Path, start: int, end: int, row: Sequence[str]) -> None:
+    """Refuse a row read from file lines ``start..end`` (``end > start``) whose quoted cell holds
+    a line break and a comma: rows of the file read into one cell (a quote misplaced; a number or
+    a class label holds neither)."""
+    for position, cell in enumerate(row, start=1):
+        if ("\n" in cell or "\r" in cell) and "," in cell:
+            raise DataError(
+                f"{file}: line {start}, cell {position}: a quoted cell runs over lines {start}-{end} "
+                f"and holds commas, as if rows were read into it: {_cell_shown(cell)}; is a quote "
+                "misplaced? (accepted: a quote closed on its row, or a cell spanning lines without "
+                "commas)"
+            )
+
+
+def _cell_shown(cell: str, limit: int = 60) -> str:
+    """A CSV cell as messages quote it: its Python literal, cut after ``limit`` characters with
+    the cell's length (``'4\\n5,6,7\\nx...' (45064 characters)``), so a huge cell cannot flood an
+    ``error:`` line."""
+    if len(cell) <= limit:
+        return repr(cell)
+    return f"{cell[:limit]!r}... ({len(cell)} characters)"
 
 
 def _separator_hint(first: Sequence[str]) -> str:
@@ -537,17 +582,17 @@ def _number(
     """
     where = f"{file}: {place} {line}, column {display_name(column)}"
     if not _is_number(cell):
-        raise DataError(f"{where}: not a number: {cell!r}")
+        raise DataError(f"{where}: not a number: {_cell_shown(cell)}")
     value = float(cell.strip())
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
-        raise DataError(f"{where}: not a finite number: {cell!r}")
+        raise DataError(f"{where}: not a finite number: {_cell_shown(cell)}")
     with np.errstate(over="ignore"):
         fits = bool(np.isfinite(dtype.type(value)))
     if not fits:
         wider = str(np.finfo(np.float64).max)
         other = "" if dtype == np.float64 else f"; dtype float64 (CLI: --dtype float64) reads up to {wider}"
         raise DataError(
-            f"{where}: {cell.strip()!r} is outside the {dtype} range "
+            f"{where}: {_cell_shown(cell.strip())} is outside the {dtype} range "
             f"(accepted: a number of magnitude at most {np.finfo(dtype).max!s} for dtype {dtype}{other})"
         )
     return value
@@ -694,7 +739,7 @@ def class_ids(
         if found is None:
             raise UnknownLabelError(
                 f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "
-                f"unknown class label {value!r} "
+                f"unknown class label {_cell_shown(value)} "
                 f"(known: {' | '.join(map(display_name, classes))})"
             )
         ids[r] = found

@@ -347,14 +347,19 @@ def test_csv_ragged_and_empty(tmp_path: Path) -> None:
         data.load(_write(tmp_path, "\n\n", "empty.csv"))
 
 
+OPEN_QUOTE = "(accepted: every quoted cell closed by a quote)"
+
+
 @pytest.mark.parametrize(
     ("text", "line", "last"),
     [
         ('a,b,label\n1,2,x\n3,4,"y\n5,6,x\n7,8,y\n', 3, 5),  # a label's quote left open
         ('a,b,label\r\n1,"2,x\r\n3,4,y\r\n5,6,x', 2, 4),  # a feature's, CRLF lines, no final newline
         ('a,b,label\n1,2,x\n3,4,"y""\n5,6,x\n', 3, 4),  # an escaped quote inside the open one
+        ('label,a,b\nx,1,2\nq"r,3,"4\n5,6,7\nx,8,9\n', 3, 5),  # a literal quote earlier in the row
+        ('a,b,label\n1,2,x\n3,4,z\n5,6,"x\n   \n', 4, 5),  # only a blank line after it
     ],
-    ids=["label", "feature-crlf", "escaped-quote"],
+    ids=["label", "feature-crlf", "escaped-quote", "literal-quote-before", "blank-line-after"],
 )
 def test_a_quote_left_open_is_refused_by_the_line_its_row_starts(
     tmp_path: Path, text: str, line: int, last: int
@@ -362,14 +367,46 @@ def test_a_quote_left_open_is_refused_by_the_line_its_row_starts(
     """Without the refusal the rest of the file is one cell: a new class label made of rows (the
     label case trained on two samples), or a number that is not one."""
     path = _write(tmp_path, text)
-    expected = (
-        f"{path}: line {line}: a quote opened in the row that starts here is never closed, so the rest "
-        f"of the file (lines {line}-{last}) would be read into one cell (accepted: every quoted cell "
-        "closed by a quote)"
-    )
     with pytest.raises(DataError) as info:
         data.load(path)
-    assert str(info.value) == expected
+    assert str(info.value) == (
+        f"{path}: line {line}: a quote opened in the row that starts here is never closed, so the rest "
+        f"of the file (lines {line}-{last}) would be read into one cell {OPEN_QUOTE}"
+    )
+
+
+@pytest.mark.parametrize("ending", ["", "\n", "\r\n"])
+def test_a_quote_left_open_on_the_last_line_is_refused(tmp_path: Path, ending: str) -> None:
+    path = _write(tmp_path, 'a,b,label\n1,2,x\n3,4,z\n5,6,x\n7,8,"z' + ending)
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == f"{path}: line 5: a quote opened on this line is never closed {OPEN_QUOTE}"
+
+
+def test_a_quote_left_open_before_a_cell_over_the_csv_size_limit_names_its_line(tmp_path: Path) -> None:
+    """Past 131072 characters Python's csv stops the cell first; the message still names the line."""
+    rows = "".join(f"{i},{i % 7},{'xz'[i % 2]}\n" for i in range(20000))
+    path = _write(tmp_path, 'a,b,label\n1,2,x\n3,4,"y\n' + rows)
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == (
+        f"{path}: line 3: cannot read the row that starts here: field larger than field limit "
+        f"(131072); is a quote left open? {OPEN_QUOTE}"
+    )
+
+
+def test_rows_read_into_a_quoted_cell_between_two_stray_quotes_are_refused(tmp_path: Path) -> None:
+    """The quote opened on line 3 closes on line 5: rows 4-5 would be one class label (the last
+    rows still train, so nothing else would say so)."""
+    text = 'a,b,label\n1,2,x\n3,4,"y\n5,6,x\n7,8,y"\n' + "".join(f"{i},{i},{'xy'[i % 2]}\n" for i in range(8))
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == (
+        f"{path}: line 3, cell 3: a quoted cell runs over lines 3-5 and holds commas, as if rows were "
+        "read into it: 'y\\n5,6,x\\n7,8,y'; is a quote misplaced? (accepted: a quote closed on its "
+        "row, or a cell spanning lines without commas)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -377,18 +414,24 @@ def test_a_quote_left_open_is_refused_by_the_line_its_row_starts(
     [
         ('a,b,label\n1,2,"x\ny"\n3,4,z\n5,6,"x\ny"\n7,8,z\n9,9,"x\ny"\n', 5, ("x\ny", "z")),
         ('a,b,label\n1,2,"x ""q"" y"\n3,4,z\n5,6,"x ""q"" y"\n7,8,z\n', 4, ('x "q" y', "z")),
-        ('a,b,label\n1,2,x\n3,4,z\n5,6,x\n7,8,"z', 4, ("x", "z")),
+        # text after a closing quote stays in the cell (Python's csv, not strict), on the last row too
+        ('a,b,label\n1,2,z\n3,4,"x\ny"z"\n5,6,z\n7,8,"x\ny"z"\n', 4, ('x\nyz"', "z")),
+        ('a,b,label\n1,2,x\n3,4,z\n5,6,x\n7,8,z\n\n  \n', 4, ("x", "z")),  # blank lines at the end
     ],
-    ids=["closed-multiline-last", "escaped", "open-on-last-line"],
+    ids=["closed-multiline-last", "escaped", "literal-after-closing-quote", "blank-lines-last"],
 )
-def test_closed_quotes_and_a_quote_open_only_on_the_last_line_load(
-    tmp_path: Path, text: str, rows: int, classes: tuple[str, ...]
-) -> None:
-    """A closed quoted cell may span lines (the last row's too); a quote opened on the last line
-    holds only the rest of that line (Python's csv), so nothing is lost and it loads."""
+def test_closed_quotes_load(tmp_path: Path, text: str, rows: int, classes: tuple[str, ...]) -> None:
+    """A closed quoted cell may span lines (the last row's too) when it holds no comma."""
     d = data.load(_write(tmp_path, text), test_fraction=0.5, seed=0)
     assert d.x_train.shape[0] + d.x_test.shape[0] == rows
     assert d.class_names == classes
+
+
+def test_a_long_cell_is_cut_short_in_messages(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,label\n1,2,x\n3," + "9" * 100 + "z,y\n")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == f"{path}: line 3, column b: not a number: {'9' * 60!r}... (101 characters)"
 
 
 def test_dataset_is_frozen() -> None:

@@ -15,8 +15,9 @@ have exactly one parent, the activation.
 
 torchlean extensions (``extension = True``; not in the original's IR, which has no IR source for
 these backend ops): ``gelu``, ``log_softmax(axis)``, ``scale(factor)`` and
-``scaled_dot_product_attention(mask, causal, scale)``. They let the trainer lower GELU, cross
-entropy, constant scaling and attention layers to the IR with the same kernels eager execution uses.
+``scaled_dot_product_attention(mask, causal, scale)``. They let GELU, the trainer's cross entropy
+(``log_softmax``), constant scaling (``Ops.scale``, in a layer of your own) and attention layers lower
+to the IR with the same kernels eager execution uses.
 """
 
 from __future__ import annotations
