@@ -967,9 +967,13 @@ def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
         )
 
 
-def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
+def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
+
+    ``axis`` defaults to torch's class axis: 1 for logits of rank >= 2 (``(N, C)``, ``(N, C, d1,
+    ...)``), 0 for unbatched rank-1 logits ``(C,)``; pass it for classes elsewhere (``axis=-1``
+    for ``(N, L, C)``).
 
     ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
     class axis, every value a class id in ``[0, C)``) or class probabilities (a float tensor of the
@@ -992,6 +996,8 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
         TensorTypeError: ``logits`` is not a Tensor.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
+    if axis is None:
+        axis = 1 if logits.ndim >= 2 else 0
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     raw: npt.NDArray[Any] = (
         target.numpy() if isinstance(target, Tensor) else _array_like("cross_entropy", "target", target)
@@ -1001,7 +1007,8 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int = -1
         if raw.shape != expected:
             raise TensorError(
                 f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
-                f"{logits.shape} (expected {expected})"
+                f"{logits.shape} with classes along axis {ax} (expected {expected}; pass axis= for "
+                "another class axis)"
             )
         _check_class_ids(raw, logits.shape[ax], ax)
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)

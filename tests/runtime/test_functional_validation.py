@@ -537,6 +537,34 @@ def test_cross_entropy_axes_match_torch_in_range_and_are_refused_outside() -> No
             tl.cross_entropy(logits, columns, axis=axis)
 
 
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (2, 3, 5), (2, 4, 4, 4)], ids=str)
+def test_cross_entropy_defaults_to_torchs_class_axis(shape: tuple[int, ...]) -> None:
+    """Classes on axis 1 (axis 0 unbatched) by default, as torch: (2, 4, 4, 4) logits with (2, 4, 4)
+    indices fit the last axis too, and probabilities fit any axis, so only the values can tell."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(shape)
+    class_axis = 1 if len(shape) >= 2 else 0
+    indices = rng.integers(0, shape[class_axis], size=shape[:class_axis] + shape[class_axis + 1 :])
+    probabilities = rng.random(shape)
+    probabilities /= probabilities.sum(axis=class_axis, keepdims=True)
+    for target in (indices, probabilities):
+        want = torch.nn.functional.cross_entropy(torch.from_numpy(x), torch.from_numpy(target)).item()
+        assert tl.cross_entropy(tl.tensor(x), target).item() == pytest.approx(want, rel=1e-13)
+
+
+def test_cross_entropy_index_misfit_names_the_class_axis() -> None:
+    """Indices laid out for classes on the last axis (torchlean's default before) say which axis
+    the classes are read from and how to choose another."""
+    with pytest.raises(tl.TensorError) as info:
+        tl.cross_entropy(tl.tensor(np.zeros((2, 5, 7))), np.zeros((2, 5), dtype=np.int64))
+    assert str(info.value) == (
+        "cross_entropy: class indices of shape (2, 5) do not fit logits of shape (2, 5, 7) with classes "
+        "along axis 1 (expected (2, 7); pass axis= for another class axis)"
+    )
+    last = tl.cross_entropy(tl.tensor(np.zeros((2, 5, 7))), np.zeros((2, 5), dtype=np.int64), axis=-1)
+    assert last.item() == pytest.approx(np.log(7.0), rel=1e-15)  # uniform over 7 classes
+
+
 # --------------------------------------------------------------- 7. non-finite and huge Python factors
 
 
