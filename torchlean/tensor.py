@@ -25,7 +25,8 @@ Copies and views (documented once, relied on everywhere):
   ``x[:]``, ``x[...]``, ``x[0:n]``; :func:`torchlean.functional.getitem`) return new tensors where
   torch returns views, so an in-place write through a result never changes its input, nor a write
   into the input an earlier result. Only ``detach()`` and ``numpy()`` share storage.
-* In-place writes (``copy_``, ``zero_``, ``t[idx] = v``) bump the storage's version counter; a
+* In-place writes (``copy_``, ``zero_``, ``t[idx] = v``, ``t += o`` and ``-=``, ``*=``, ``/=``:
+  :meth:`Tensor._update_in_place`) bump the storage's version counter; a
   later ``backward`` through an op that saved the written tensor (as an input or its output) is
   refused, whether or not that op's VJP reads the values — more conservative than torch, which
   refuses only when the VJP needs them (``y = w + 1`` then a write into ``w`` is refused here,
@@ -59,7 +60,7 @@ import contextlib
 import numbers
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
@@ -909,6 +910,51 @@ class Tensor:
         from torchlean import functional as F
 
         return F.div(other, self)
+
+    def __iadd__(self, other: Tensor | float) -> Tensor:
+        return self._update_in_place("+=", self.__add__, other)
+
+    def __isub__(self, other: Tensor | float) -> Tensor:
+        return self._update_in_place("-=", self.__sub__, other)
+
+    def __imul__(self, other: Tensor | float) -> Tensor:
+        return self._update_in_place("*=", self.__mul__, other)
+
+    def __itruediv__(self, other: Tensor | float) -> Tensor:
+        return self._update_in_place("/=", self.__truediv__, other)
+
+    def _update_in_place(
+        self, spelling: str, op: Callable[[Tensor | float], Tensor], other: Tensor | float
+    ) -> Tensor:
+        """``t += o`` (and ``-=``, ``*=``, ``/=``): the op runs on the session's accepted kernel,
+        then its result is written into this tensor's storage as :meth:`copy_` writes, so every
+        name bound to ``t`` (a parameter list's entry too) sees it, as in torch. Like torch, the
+        update keeps this tensor's shape (``o`` may only broadcast to it) and is refused on a tensor
+        that requires grad while gradients are recorded (update parameters under
+        ``torchlean.no_grad()``). An in-place update records no tape node, so it is also refused
+        while gradients are recorded when ``o`` requires grad (its gradient would be lost; torch
+        would record one): write ``t = t + o`` there.
+
+        Raises:
+            AutogradError: as above.
+            TensorError: a result of another shape than this tensor's; read-only storage.
+            the op's errors (a dtype mismatch, devices, a non-float tensor: ``GuardError`` ...).
+        """
+        what = f"in-place {spelling}"
+        self._check_writable(what)
+        if isinstance(other, Tensor) and other._requires_grad and is_grad_enabled():
+            raise AutogradError(
+                f"autograd: {what} with an operand that requires grad while gradients are recorded: "
+                f"an in-place update records no tape node, so that gradient would be lost; write "
+                f"t = t {spelling[0]} other (a new tensor on the tape), or update under torchlean.no_grad()"
+            )
+        result = op(other)
+        if result.shape != self.shape:
+            raise TensorError(
+                f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
+                f"tensor's shape {self.shape} (accepted: an operand that broadcasts to {self.shape})"
+            )
+        return self.copy_(result)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         from torchlean import functional as F

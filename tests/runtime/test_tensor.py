@@ -226,6 +226,83 @@ def test_inplace_refusal_lists_the_remedy() -> None:
         x[0] = 2.0
 
 
+AUGMENTED = [
+    ("+=", operator.iadd, np.add),
+    ("-=", operator.isub, np.subtract),
+    ("*=", operator.imul, np.multiply),
+    ("/=", operator.itruediv, np.divide),
+]
+
+
+@pytest.mark.parametrize(("spelling", "update", "oracle"), AUGMENTED, ids=[a[0] for a in AUGMENTED])
+def test_augmented_assignment_writes_in_place_as_in_torch(
+    spelling: str, update: Callable[[Any, Any], Any], oracle: Callable[[Any, Any], Any]
+) -> None:
+    """Every name bound to the tensor sees the update (torch's aliasing), the operand broadcasts
+    to the tensor's shape, the version is bumped, and the op runs on the session's kernel."""
+    base, other = np.array([[1.0, 2.0], [4.0, 8.0]]), np.array([2.0, 0.5])
+    t = tl.tensor(base)
+    alias, version = t, t._version.value
+    with tl.Session("checked_cpu") as session:
+        result = update(t, tl.tensor(other))
+    assert result is t is alias
+    np.testing.assert_array_equal(alias.numpy(), oracle(base, other))
+    assert t._version.value == version + 1
+    ops = {"+=": ["add"], "-=": ["sub"], "*=": ["mul"], "/=": ["inv", "mul"]}[spelling]  # a / b = a * inv(b)
+    assert [k.capsule.name for k in session.selected] == [f"reference.{op}" for op in ops]
+    twin = torch.tensor(base)
+    np.testing.assert_array_equal(update(twin, torch.tensor(other)).numpy(), t.numpy())  # torch agrees
+
+
+def test_a_manual_sgd_step_with_minus_equals_matches_torch() -> None:
+    """``p -= lr * p.grad`` under no_grad updates the parameter a list holds (it rebound the name
+    and left the parameter unchanged before)."""
+    x, w0 = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.5, 1.0])
+    params, twins = [tl.tensor(w0, requires_grad=True)], [torch.tensor(w0, requires_grad=True)]
+    for _ in range(3):
+        loss = tl.reduce_sum((tl.tensor(x) * params[0] - 1.0) * (tl.tensor(x) * params[0] - 1.0))
+        loss.backward()
+        want = ((torch.tensor(x) * twins[0] - 1.0) ** 2).sum()
+        want.backward()  # type: ignore[no-untyped-call]
+        assert loss.item() == pytest.approx(want.item(), rel=1e-15)
+        with tl.no_grad(), torch.no_grad():
+            for p, q in zip(params, twins, strict=True):
+                assert p.grad is not None and q.grad is not None
+                p -= 0.1 * p.grad
+                q -= 0.1 * q.grad
+                p.grad, q.grad = None, None
+        np.testing.assert_allclose(params[0].numpy(), twins[0].detach().numpy(), rtol=1e-15)
+
+
+def test_augmented_assignment_refusals() -> None:
+    w = tl.tensor([1.0], requires_grad=True)
+    with pytest.raises(AutogradError, match=r"in-place -= on a tensor that requires grad while gradients"):
+        w -= 1.0
+    a = tl.tensor([1.0, 2.0])
+    lost = r"in-place \+= with an operand that requires grad .* write t = t \+ other"
+    with pytest.raises(AutogradError, match=lost):
+        a += tl.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(tl.TensorError) as info:
+        a *= tl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert str(info.value) == (
+        "in-place *=: the result has shape (2, 2), but an in-place update keeps this tensor's shape "
+        "(2,) (accepted: an operand that broadcasts to (2,))"
+    )
+    np.testing.assert_array_equal(a.numpy(), [1.0, 2.0])  # nothing written by a refusal
+    with tl.no_grad():
+        a += tl.tensor([1.0, 2.0], requires_grad=True)  # no tape: nothing to lose
+    np.testing.assert_array_equal(a.numpy(), [2.0, 4.0])
+
+
+def test_a_saved_tensor_updated_in_place_refuses_backward() -> None:
+    w = tl.tensor([2.0], requires_grad=True)
+    x = tl.tensor([3.0])
+    y = w * x  # saves x
+    x += 1.0
+    with pytest.raises(AutogradError, match="modified"):
+        y.backward(np.ones(1))
+
+
 # ------------------------------------------------------------------- .grad assignment (as torch)
 
 
