@@ -37,7 +37,8 @@ Copies and views (documented once, relied on everywhere):
   ``2**63``), as ``torchlean.tensor(data, dtype="int64")`` does; ``copy_`` writes no floats into it.
 
 Operators ``+ - * / @``, unary ``-``, ``abs(t)`` and basic indexing run the ops of
-:mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules. The inputs of
+:mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules; ``**`` is
+refused (the catalog has no power op; the message names ``t * t``, ``tl.sqrt``, ``tl.inv``). The inputs of
 one op must all live on one device, the device of the capsule the session selected
 (:class:`DeviceError` otherwise; nothing is moved implicitly).
 
@@ -910,6 +911,26 @@ class Tensor:
         from torchlean import functional as F
 
         return F.div(other, self)
+
+    def __pow__(self, other: object) -> Tensor:
+        """Refused: the backend catalog has no power op, so ``t ** p`` cannot run on an accepted
+        kernel; the message names the ops that spell the usual powers.
+
+        Raises:
+            TensorTypeError: always.
+        """
+        raise TensorTypeError(
+            f"`**` ({_preview(other) if not isinstance(other, Tensor) else 'a Tensor'} as the exponent) is "
+            "not an op of the backend catalog, so it cannot run on an accepted kernel; write t * t "
+            "for t ** 2, tl.sqrt(t) for t ** 0.5, tl.inv(t) for t ** -1, tl.exp(p * tl.log(t)) for t ** p"
+        )
+
+    def __rpow__(self, other: object) -> Tensor:
+        """Refused like :meth:`__pow__` (``2 ** t``)."""
+        raise TensorTypeError(
+            "`**` with a Tensor exponent is not an op of the backend catalog, so it cannot run on an "
+            "accepted kernel; write tl.exp(t * math.log(b)) for b ** t"
+        )
 
     def __iadd__(self, other: Tensor | float) -> Tensor:
         return self._update_in_place("+=", self.__add__, other)

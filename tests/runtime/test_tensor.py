@@ -294,6 +294,20 @@ def test_augmented_assignment_refusals() -> None:
     np.testing.assert_array_equal(a.numpy(), [2.0, 4.0])
 
 
+def test_power_is_refused_with_the_ops_that_spell_it() -> None:
+    """The catalog has no power op: ``**`` names the ops that do the usual powers (torch would
+    compute them), and those give the values torch gives."""
+    x = tl.tensor([1.0, 4.0])
+    for power in (lambda: x**2, lambda: x**x, lambda: np.float64(2.0) ** x, lambda: 2**x):
+        with pytest.raises(TensorTypeError, match=r"`\*\*` .*not an op of the backend catalog"):
+            power()
+    with pytest.raises(TensorTypeError) as info:
+        x**0.5
+    assert "tl.sqrt(t) for t ** 0.5" in str(info.value) and "t * t for t ** 2" in str(info.value)
+    np.testing.assert_array_equal(tl.sqrt(x).numpy(), (torch.tensor([1.0, 4.0]) ** 0.5).numpy())
+    np.testing.assert_array_equal(tl.inv(x).numpy(), (torch.tensor([1.0, 4.0]) ** -1).numpy())
+
+
 def test_a_saved_tensor_updated_in_place_refuses_backward() -> None:
     w = tl.tensor([2.0], requires_grad=True)
     x = tl.tensor([3.0])
