@@ -1020,6 +1020,12 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
                 f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
                 f"{logits.shape}"
             )
+        if isinstance(target, Tensor) and target.dtype != logits.dtype:
+            raise GuardError(
+                f"cross_entropy: the class probabilities have dtype {target.dtype} but the logits "
+                f"{logits.dtype} (accepted: a probability Tensor of the logits' dtype, or numpy "
+                "probabilities, which are cast to it)"
+            )
         probs = target if isinstance(target, Tensor) else _constant(raw, logits)
         return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
     raise TensorError(

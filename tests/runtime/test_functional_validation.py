@@ -565,6 +565,21 @@ def test_cross_entropy_index_misfit_names_the_class_axis() -> None:
     assert last.item() == pytest.approx(np.log(7.0), rel=1e-15)  # uniform over 7 classes
 
 
+def test_cross_entropy_probabilities_of_another_dtype_are_named_as_the_target() -> None:
+    """A float32 probability Tensor against float64 logits is refused as the target's dtype (it
+    read as the inner ``mul``'s operands, seemingly blaming the logits); numpy probabilities are
+    cast."""
+    logits = tl.tensor(np.zeros((2, 3)))
+    with pytest.raises(GuardError) as info:
+        tl.cross_entropy(logits, tl.tensor(np.full((2, 3), 1 / 3, dtype=np.float32)))
+    assert str(info.value) == (
+        "cross_entropy: the class probabilities have dtype float32 but the logits float64 (accepted: a "
+        "probability Tensor of the logits' dtype, or numpy probabilities, which are cast to it)"
+    )
+    cast = tl.cross_entropy(logits, np.full((2, 3), 1 / 3, dtype=np.float32)).item()
+    assert cast == pytest.approx(np.log(3.0), rel=1e-7)  # uniform logits: log 3 (float32 1/3 in the target)
+
+
 # --------------------------------------------------------------- 7. non-finite and huge Python factors
 
 
