@@ -317,9 +317,9 @@ class Table:
         cells of column ``label`` as read (``None`` when ``label`` is ``None``).
 
         Raises:
-            DataError: a row whose cell count differs from the column count, or a feature cell
-                that is not a finite float64 number (line and column named); rows are checked in
-                file order.
+            DataError: a row whose cell count differs from the column count, a feature cell
+                that is not a finite float64 number, or a label cell spanning lines that holds a
+                comma (line and column named); rows are checked in file order.
         """
         feature_idx = [i for i in range(len(self.names)) if i != label]
         x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
@@ -330,12 +330,13 @@ class Table:
                     f"{self.file}: line {line} has {len(row)} cell{'' if len(row) == 1 else 's'}, "
                     f"expected {len(self.names)}"
                 )
+            if label is not None:  # first: rows read into a label are the cause of what follows
+                _refuse_rows_in_a_label(self.file, line, self.shown(label), row[label])
+                cells.append(row[label])
             for j, i in enumerate(feature_idx):
                 # features are read and standardised in float64; the standardised values are checked
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
                 x[r, j] = _number(self.file, line, self.shown(i), row[i], _FLOAT64)
-            if label is not None:
-                cells.append(row[label])
         return x, None if label is None else cells
 
 
@@ -347,14 +348,15 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
             directory or a device other than :data:`STDIN` (``/dev/zero`` would be read until
             memory runs out; pipes and standard input, a terminal too, are read), a file that is
-            not UTF-8 or cannot be read, a quote left open or a cell spanning lines that holds a
-            comma, a file without rows or without data rows, a bad ``header``.
+            not UTF-8 or cannot be read, a quote left open, a file without rows or without data
+            rows, a bad ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
-    stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but one that holds a
-    line break and a comma is refused (rows read into one cell: a quote misplaced), and so is a
-    quote left open at the end of the file (the rest of the file read into one cell).
+    stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but a quote left open
+    at the end of the file is refused (the rest of the file would be read into one cell); so is a
+    label cell spanning lines that holds a comma, when :meth:`Table.columns` reads it (rows read into
+    it between two misplaced quotes).
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     if file.is_dir():
@@ -380,8 +382,6 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
                     break
                 if row and _END_OF_FILE in row[-1]:
                     _refuse_open_quote(file, start, end - 1)
-                if end > start:
-                    _refuse_rows_in_a_cell(file, start, end, row)
                 if any(cell.strip() for cell in row):
                     rows.append(row)
                     starts.append(start)
@@ -422,18 +422,22 @@ def _refuse_open_quote(file: Path, start: int, end: int) -> None:
     )
 
 
-def _refuse_rows_in_a_cell(file: Path, start: int, end: int, row: Sequence[str]) -> None:
-    """Refuse a row read from file lines ``start..end`` (``end > start``) whose quoted cell holds
-    a line break and a comma: rows of the file read into one cell (a quote misplaced; a number or
-    a class label holds neither)."""
-    for position, cell in enumerate(row, start=1):
-        if ("\n" in cell or "\r" in cell) and "," in cell:
-            raise DataError(
-                f"{file}: line {start}, cell {position}: a quoted cell runs over lines {start}-{end} "
-                f"and holds commas, as if rows were read into it: {_cell_shown(cell)}; is a quote "
-                "misplaced? (accepted: a quote closed on its row, or a cell spanning lines without "
-                "commas)"
-            )
+def _line_breaks(cell: str) -> int:
+    """How many line breaks ``cell`` holds (``\r\n`` is one, as the file's lines count it)."""
+    return cell.count("\n") + cell.count("\r") - cell.count("\r\n")
+
+
+def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str) -> None:
+    """Refuse a class-label cell (from file line ``line``) that holds a line break and a comma:
+    rows of the file read into one cell by a misplaced quote (a class label holds neither)."""
+    breaks = _line_breaks(cell)
+    if breaks and "," in cell:
+        raise DataError(
+            f"{file}: line {line}, column {display_name(column)}: a quoted cell runs over lines "
+            f"{line}-{line + breaks} and holds commas, as if rows were read into it: {_cell_shown(cell)}; "
+            "is a quote misplaced? (accepted: a label quoted on its row, or spanning lines without "
+            "commas)"
+        )
 
 
 def _cell_shown(cell: str, limit: int = 60) -> str:

@@ -395,7 +395,7 @@ def test_a_quote_left_open_before_a_cell_over_the_csv_size_limit_names_its_line(
     )
 
 
-def test_rows_read_into_a_quoted_cell_between_two_stray_quotes_are_refused(tmp_path: Path) -> None:
+def test_rows_read_into_a_label_between_two_stray_quotes_are_refused(tmp_path: Path) -> None:
     """The quote opened on line 3 closes on line 5: rows 4-5 would be one class label (the last
     rows still train, so nothing else would say so)."""
     text = 'a,b,label\n1,2,x\n3,4,"y\n5,6,x\n7,8,y"\n' + "".join(f"{i},{i},{'xy'[i % 2]}\n" for i in range(8))
@@ -403,10 +403,21 @@ def test_rows_read_into_a_quoted_cell_between_two_stray_quotes_are_refused(tmp_p
     with pytest.raises(DataError) as info:
         data.load(path)
     assert str(info.value) == (
-        f"{path}: line 3, cell 3: a quoted cell runs over lines 3-5 and holds commas, as if rows were "
-        "read into it: 'y\\n5,6,x\\n7,8,y'; is a quote misplaced? (accepted: a quote closed on its "
-        "row, or a cell spanning lines without commas)"
+        f"{path}: line 3, column label: a quoted cell runs over lines 3-5 and holds commas, as if rows "
+        "were read into it: 'y\\n5,6,x\\n7,8,y'; is a quote misplaced? (accepted: a label quoted on "
+        "its row, or spanning lines without commas)"
     )
+
+
+def test_a_multi_line_cell_with_commas_outside_the_label_is_read_as_written(tmp_path: Path) -> None:
+    """Only label cells are checked for rows read into them: a notes column a spreadsheet wrote
+    with line breaks and commas reads as one cell (``predict`` ignores columns it does not use)."""
+    path = _write(tmp_path, 'a,notes,label\n1,"first, line\r\nsecond",x\n2,plain,y\n')
+    table = data.read_csv(path)
+    assert table.rows == [["1", "first, line\r\nsecond", "x"], ["2", "plain", "y"]]
+    assert table.lines == (2, 4)
+    with pytest.raises(DataError, match=r"line 2, column notes: a quoted cell runs over lines 2-3 and holds"):
+        table.columns(1)
 
 
 @pytest.mark.parametrize(
