@@ -973,7 +973,8 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
 
     ``axis`` defaults to torch's class axis: 1 for logits of rank >= 2 (``(N, C)``, ``(N, C, d1,
     ...)``), 0 for unbatched rank-1 logits ``(C,)``; pass it for classes elsewhere (``axis=-1``
-    for ``(N, L, C)``).
+    for ``(N, L, C)``). Until 2026-12-01 the default was the last axis, which differs from torch's
+    for logits of rank 3 or more: code written against that default passes ``axis=-1``.
 
     ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
     class axis, every value a class id in ``[0, C)``) or class probabilities (a float tensor of the

@@ -774,11 +774,17 @@ class Tensor:
         run_backward(self._node, seed, retain_graph=retain_graph)
 
     def _accumulate_grad(self, total: Storage) -> None:
-        """Add ``total`` (storage on this tensor's device) to ``.grad`` (a new array or device
-        tensor; never aliases an array of the traversal)."""
+        """Add ``total`` (storage on this tensor's device) to ``.grad``: the first gradient is a
+        copy (it never aliases an array of the traversal); later ones are added into the ``.grad``
+        tensor's storage in place and its version bumped, as torch's ``AccumulateGrad`` does, so a
+        handle to ``.grad`` (or a tensor assigned to it) sees the sum. A ``.grad`` with read-only
+        storage is replaced by a new tensor instead."""
         grad = self._grad
         if grad is None:
             self._grad = Tensor._make(storage.copy_storage(total))
+            return
+        if storage.add_into(grad._data, total):
+            grad._version.bump()
         else:
             self._grad = Tensor._make(storage.add(grad._data, total))
 
@@ -950,32 +956,37 @@ class Tensor:
         """``t += o`` (and ``-=``, ``*=``, ``/=``): the op runs on the session's accepted kernel,
         then its result is written into this tensor's storage as :meth:`copy_` writes, so every
         name bound to ``t`` (a parameter list's entry too) sees it, as in torch. Like torch, the
-        update keeps this tensor's shape (``o`` may only broadcast to it) and is refused on a tensor
+        update keeps this tensor's shape (``o`` may only broadcast to it) and is refused on a leaf
         that requires grad while gradients are recorded (update parameters under
-        ``torchlean.no_grad()``). An in-place update records no tape node, so it is also refused
-        while gradients are recorded when ``o`` requires grad (its gradient would be lost; torch
-        would record one): write ``t = t + o`` there.
+        ``torchlean.no_grad()``).
+
+        While gradients are recorded, an update that belongs on the tape — ``t`` has a history (a
+        non-leaf: ``out += x``, ``loss += reg``) or ``o`` requires grad — is made out of place:
+        the result is a new tensor on the tape and the name is rebound to it, so gradients are
+        torch's but other references to ``t`` keep its old value (torch records an in-place node
+        on ``t`` itself; torchlean's tape saves the storage it read, which a write would
+        invalidate).
 
         Raises:
-            AutogradError: as above.
+            AutogradError: a leaf that requires grad, while gradients are recorded.
             TensorError: a result of another shape than this tensor's; read-only storage.
             the op's errors (a dtype mismatch, devices, a non-float tensor: ``GuardError`` ...).
         """
         what = f"in-place {spelling}"
-        self._check_writable(what)
-        if isinstance(other, Tensor) and other._requires_grad and is_grad_enabled():
-            raise AutogradError(
-                f"autograd: {what} with an operand that requires grad while gradients are recorded: "
-                f"an in-place update records no tape node, so that gradient would be lost; write "
-                f"t = t {spelling[0]} other (a new tensor on the tape), or update under torchlean.no_grad()"
-            )
+        recorded = is_grad_enabled() and (
+            self._node is not None or (isinstance(other, Tensor) and other._requires_grad)
+        )
+        if not recorded:
+            self._check_writable(what)
+        elif self._node is None and self._requires_grad:
+            self._check_writable(what)  # a leaf that requires grad: refused, as torch refuses it
         result = op(other)
         if result.shape != self.shape:
             raise TensorError(
                 f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
                 f"tensor's shape {self.shape} (accepted: an operand that broadcasts to {self.shape})"
             )
-        return self.copy_(result)
+        return result if recorded else self.copy_(result)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         from torchlean import functional as F

@@ -33,6 +33,7 @@ __all__ = [
     "HOST",
     "Storage",
     "add",
+    "add_into",
     "copy_storage",
     "device_of",
     "device_type",
@@ -143,3 +144,20 @@ def add(a: Storage, b: Storage) -> Storage:
     """
     total = a + b
     return np.asarray(total) if isinstance(total, np.generic) else total
+
+
+def add_into(a: Storage, b: Storage) -> bool:
+    """``a += b`` elementwise in ``a``'s storage (``.grad``'s accumulation after the first, as
+    torch's ``AccumulateGrad``); ``b`` is storage of the same kind, shape and dtype. Returns False,
+    writing nothing, when ``a`` is read-only numpy storage."""
+    if isinstance(a, np.ndarray):
+        if not a.flags.writeable:
+            return False
+        np.add(a, b, out=a)
+        return True
+    import torch
+
+    assert isinstance(b, torch.Tensor), "add_into: torch storage takes torch storage"
+    a.add_(b)
+    return True
+
