@@ -993,10 +993,16 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
             for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
             A probability target Tensor of another float dtype than the logits (numpy
             probabilities are cast to the logits' dtype).
-        TensorError: a target whose shape or dtype fits neither form, or ragged nested lists.
+        TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
+            nested lists.
         TensorTypeError: ``logits`` is not a Tensor.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
+    if logits.ndim == 0:
+        raise TensorError(
+            "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
+            "(N, C, d1, ...)); got a 0-d tensor"
+        )
     if axis is None:
         axis = 1 if logits.ndim >= 2 else 0
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)

@@ -928,14 +928,15 @@ class Tensor:
         raise TensorTypeError(
             f"`**` ({_preview(other) if not isinstance(other, Tensor) else 'a Tensor'} as the exponent) is "
             "not an op of the backend catalog, so it cannot run on an accepted kernel; write t * t "
-            "for t ** 2, tl.sqrt(t) for t ** 0.5, tl.inv(t) for t ** -1, tl.exp(p * tl.log(t)) for t ** p"
+            "for t ** 2, tl.sqrt(t) for t ** 0.5, tl.inv(t) for t ** -1, tl.exp(p * tl.log(t)) for t ** p "
+            "with t > 0"
         )
 
     def __rpow__(self, other: object) -> Tensor:
         """Refused like :meth:`__pow__` (``2 ** t``)."""
         raise TensorTypeError(
             "`**` with a Tensor exponent is not an op of the backend catalog, so it cannot run on an "
-            "accepted kernel; write tl.exp(t * math.log(b)) for b ** t"
+            "accepted kernel; write tl.exp(t * np.log(b)) for b ** t with b > 0"
         )
 
     def __iadd__(self, other: Tensor | float) -> Tensor:

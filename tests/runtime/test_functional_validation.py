@@ -565,6 +565,17 @@ def test_cross_entropy_index_misfit_names_the_class_axis() -> None:
     assert last.item() == pytest.approx(np.log(7.0), rel=1e-15)  # uniform over 7 classes
 
 
+def test_cross_entropy_of_0d_logits_says_they_need_a_class_axis() -> None:
+    with pytest.raises(IndexError, match="no dimensions"):  # torch refuses 0-d logits too
+        torch.nn.functional.cross_entropy(torch.tensor(1.0), torch.tensor(0.5))
+    with pytest.raises(tl.TensorError) as info:
+        tl.cross_entropy(tl.tensor(1.0), np.array(0))
+    assert str(info.value) == (
+        "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
+        "(N, C, d1, ...)); got a 0-d tensor"
+    )
+
+
 def test_cross_entropy_probabilities_of_another_dtype_are_named_as_the_target() -> None:
     """A float32 probability Tensor against float64 logits is refused as the target's dtype (it
     read as the inner ``mul``'s operands, seemingly blaming the logits); numpy probabilities are
