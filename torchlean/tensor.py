@@ -24,7 +24,9 @@ Copies and views (documented once, relied on everywhere):
   ``aten`` kernels of ``fast_cpu`` copy too) and basic indexing (``x[0]``, ``x[1:]``, and also
   ``x[:]``, ``x[...]``, ``x[0:n]``; :func:`torchlean.functional.getitem`) return new tensors where
   torch returns views, so an in-place write through a result never changes its input, nor a write
-  into the input an earlier result. Only ``detach()`` and ``numpy()`` share storage.
+  into the input an earlier result. Only ``detach()`` and ``numpy()`` share storage, and, as in
+  torch, ``to()`` onto the tensor's own device and a dropout that is the identity (``p = 0`` or not
+  training) return the tensor itself, so an in-place write through their result reaches it.
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``, ``t += o`` and ``-=``, ``*=``, ``/=``:
   :meth:`Tensor._update_in_place`) bump the storage's version counter; a
   later ``backward`` through an op that saved the written tensor (as an input or its output) is
