@@ -28,14 +28,16 @@ Copies and views (documented once, relied on everywhere):
   torch, ``to()`` onto the tensor's own device and a dropout that is the identity (``p = 0`` or not
   training) return the tensor itself, so an in-place write through their result reaches it.
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``, ``t += o`` and ``-=``, ``*=``, ``/=``:
-  :meth:`Tensor._update_in_place`) bump the storage's version counter; a
+  :meth:`Tensor._update_in_place`; and ``.grad``'s accumulation) bump the storage's version counter; a
   later ``backward`` through an op that saved the written tensor (as an input or its output) is
   refused, whether or not that op's VJP reads the values — more conservative than torch, which
   refuses only when the VJP needs them (``y = w + 1`` then a write into ``w`` is refused here,
   accepted by torch; :mod:`torchlean.autograd.tape`). They are refused on a
   tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,
-  as optimizers do), and on read-only storage. Item assignment into an int64 tensor truncates a
-  float toward zero, as torch does, and refuses a value int64 cannot hold (NaN, ``±inf``, ``1e30``,
+  as optimizers do; ``+=`` and the others are also refused then with an operand that requires
+  grad: the tape records no in-place op), and on read-only storage. Item assignment into an
+  int64 tensor truncates a float toward zero, as torch does, and refuses a value int64 cannot
+  hold (NaN, ``±inf``, ``1e30``,
   ``2**63``), as ``torchlean.tensor(data, dtype="int64")`` does; ``copy_`` writes no floats into it.
 
 Operators ``+ - * / @``, unary ``-``, ``abs(t)`` and basic indexing run the ops of
@@ -450,12 +452,17 @@ class Tensor:
 
         Raises:
             TensorTypeError: ``value`` is neither ``None`` nor a Tensor (e.g. a numpy array).
-            TensorError: a Tensor of another shape or dtype.
+            TensorError: a Tensor of another shape or dtype; the tensor itself.
             DeviceError: a Tensor on another device.
         """
         if value is None:
             self._grad = None
             return
+        if value is self:
+            raise TensorError(
+                "cannot assign a tensor as its own .grad (backward would add its gradient into the "
+                "tensor itself; torch refuses this too); assign a copy, e.g. torchlean.tensor(t.numpy())"
+            )
         expected = f"shape {self.shape}, dtype {self.dtype}, device {self.device}"
         if not isinstance(value, Tensor):
             raise TensorTypeError(
@@ -963,33 +970,40 @@ class Tensor:
         that requires grad while gradients are recorded (update parameters under
         ``torchlean.no_grad()``).
 
-        While gradients are recorded, an update that belongs on the tape — ``t`` has a history (a
-        non-leaf: ``out += x``, ``loss += reg``) or ``o`` requires grad — is made out of place:
-        the result is a new tensor on the tape and the name is rebound to it, so gradients are
-        torch's but other references to ``t`` keep its old value (torch records an in-place node
-        on ``t`` itself; torchlean's tape saves the storage it read, which a write would
-        invalidate).
+        torchlean's tape records no in-place op, so while gradients are recorded an update that
+        torch would record is refused, never made silently out of place: on a tensor with a tape
+        history (``out += x``, ``loss += reg``; write ``out = out + x``) and with an operand that
+        requires grad. (Rebinding the name instead would give torch's gradients only when no
+        other reference to ``t`` is used afterwards: a list of activations updated in a loop
+        would silently keep the old values.)
 
         Raises:
-            AutogradError: a leaf that requires grad, while gradients are recorded.
+            AutogradError: as above, naming the rewrite.
             TensorError: a result of another shape than this tensor's; read-only storage.
             the op's errors (a dtype mismatch, devices, a non-float tensor: ``GuardError`` ...).
         """
         what = f"in-place {spelling}"
-        recorded = is_grad_enabled() and (
-            self._node is not None or (isinstance(other, Tensor) and other._requires_grad)
-        )
-        if not recorded:
-            self._check_writable(what)
-        elif self._node is None and self._requires_grad:
-            self._check_writable(what)  # a leaf that requires grad: refused, as torch refuses it
+        rewrite = f"write t = t {spelling[0]} other (a new tensor on the tape)"
+        if is_grad_enabled() and self._node is not None:
+            raise AutogradError(
+                f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) while "
+                f"gradients are recorded: torchlean's tape records no in-place op (torch records "
+                f"one); {rewrite}"
+            )
+        self._check_writable(what)
+        if is_grad_enabled() and isinstance(other, Tensor) and other._requires_grad:
+            raise AutogradError(
+                f"autograd: {what} with an operand that requires grad while gradients are recorded: "
+                f"torchlean's tape records no in-place op, so that gradient would be lost; {rewrite}, "
+                "or update under torchlean.no_grad()"
+            )
         result = op(other)
         if result.shape != self.shape:
             raise TensorError(
                 f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
                 f"tensor's shape {self.shape} (accepted: an operand that broadcasts to {self.shape})"
             )
-        return result if recorded else self.copy_(result)
+        return self.copy_(result)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         from torchlean import functional as F

@@ -492,6 +492,11 @@ def test_gradients_on_device_storage_accumulate_on_the_device(emulated_cuda: Non
     expected = 2 * np.array([[1.0, -2.0], [3.0, 0.5]]) + 3.0 * (np.array([[1.0, -2.0], [3.0, 0.5]]) > 0)
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-15)
     assert y.item() == pytest.approx(1 + 4 + 9 + 0.25 + 3 * (1 + 3 + 0.5))
+    held = x.grad
+    with tl.session("checked_cuda"):
+        tl.reduce_sum(x * x + tl.relu(x) * 3.0).backward()  # a second pass adds into .grad in place
+    assert x.grad is held and isinstance(held._data, torch.Tensor) and held._version.value == 1
+    np.testing.assert_allclose(held.numpy(), 2 * expected, rtol=1e-15)
 
 
 def test_moving_a_recorded_result_is_refused(emulated_cuda: None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -281,43 +282,50 @@ def test_augmented_assignment_refusals() -> None:
     w = tl.tensor([1.0], requires_grad=True)
     with pytest.raises(AutogradError, match=r"in-place -= on a tensor that requires grad while gradients"):
         w -= 1.0  # a leaf: torch refuses it too
-    with pytest.raises(AutogradError, match=r"in-place \+= on a tensor that requires grad"):
-        w += tl.tensor([1.0], requires_grad=True)
     a = tl.tensor([1.0, 2.0])
+    with pytest.raises(AutogradError) as lost:
+        a += tl.tensor([1.0, 2.0], requires_grad=True)
+    assert str(lost.value) == (
+        "autograd: in-place += with an operand that requires grad while gradients are recorded: "
+        "torchlean's tape records no in-place op, so that gradient would be lost; write t = t + other "
+        "(a new tensor on the tape), or update under torchlean.no_grad()"
+    )
     with pytest.raises(tl.TensorError) as info:
         a *= tl.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert str(info.value) == (
         "in-place *=: the result has shape (2, 2), but an in-place update keeps this tensor's shape "
         "(2,) (accepted: an operand that broadcasts to (2,))"
     )
-    with pytest.raises(tl.TensorError, match=r"in-place \+=: the result has shape \(2, 2\)"):
-        a += tl.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)  # recorded, still refused
     np.testing.assert_array_equal(a.numpy(), [1.0, 2.0])  # nothing written by a refusal
     with tl.no_grad():
         a += tl.tensor([1.0, 2.0], requires_grad=True)  # no tape: in place
     np.testing.assert_array_equal(a.numpy(), [2.0, 4.0])
 
 
-def test_an_update_that_belongs_on_the_tape_is_out_of_place_with_torchs_gradients() -> None:
-    """``out += w`` on a non-leaf (a residual) and ``a += b`` with ``b`` requiring grad give torch's
-    gradients: the name is rebound to a new tensor on the tape (torch records an in-place node);
-    other references keep the old value."""
+def test_an_update_torch_would_record_on_the_tape_is_refused_with_the_rewrite() -> None:
+    """torch records ``out += w`` on a non-leaf as an in-place node, which every reference to
+    ``out`` sees; torchlean's tape has no in-place op, and rebinding only the name would silently
+    keep the old value in other references (a list of activations updated in a loop), so it is
+    refused; the rewrite it names gives torch's gradient."""
     w, tw = tl.tensor([1.0, -2.0], requires_grad=True), torch.tensor([1.0, -2.0], requires_grad=True)
-    out, tout = w * 3.0, tw * 3.0
-    before = out
-    out += w
-    tout += tw
-    tl.reduce_sum(tl.relu(out)).backward()
-    torch.relu(tout).sum().backward()
+    hs = [w * 1.0, w * 2.0]
+    with pytest.raises(AutogradError) as info:
+        for h in hs:
+            h += w
+    assert str(info.value) == (
+        "autograd: in-place += on a tensor with a tape history (made by `scale`) while gradients are "
+        "recorded: torchlean's tape records no in-place op (torch records one); write t = t + other "
+        "(a new tensor on the tape)"
+    )
+    np.testing.assert_array_equal(hs[0].numpy(), [1.0, -2.0])  # nothing written
+    hs = [h + w for h in hs]
+    ths = [tw * 1.0, tw * 2.0]
+    for th in ths:
+        th += tw
+    tl.reduce_sum(hs[0] * hs[1]).backward()
+    (ths[0] * ths[1]).sum().backward()
     assert w.grad is not None and tw.grad is not None
-    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())  # [4, 0]
-    np.testing.assert_array_equal(before.numpy(), [3.0, -6.0])  # the old tensor is untouched
-    a, b = tl.tensor([1.0, 2.0]), tl.tensor([1.0, 1.0], requires_grad=True)
-    a *= b
-    assert a.requires_grad and not a.is_leaf
-    tl.reduce_sum(a).backward()
-    assert b.grad is not None
-    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
 
 
 def test_gradients_accumulate_into_the_grad_tensor_so_a_handle_sees_them() -> None:
@@ -436,6 +444,29 @@ def test_assigned_grads_accumulate_and_none_resets_as_in_torch() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
     with pytest.raises(TensorTypeError):
         x.grad = [1.0, 2.0]
+
+
+def test_a_tensor_cannot_be_its_own_grad_as_in_torch() -> None:
+    x, tx = _leaf_and_torch_twin()
+    with pytest.raises(RuntimeError, match="own grad"):
+        tx.grad = tx
+    with pytest.raises(tl.TensorError, match=r"cannot assign a tensor as its own \.grad"):
+        x.grad = x
+    assert x.grad is None
+
+
+def test_gradient_accumulation_overflows_to_inf_without_a_numpy_warning() -> None:
+    """float32 overflow in ``.grad``'s in-place accumulation gives inf as torch, with no numpy
+    RuntimeWarning (which ``-W error`` would raise half-way through the accumulation)."""
+    x = tl.tensor(np.array([1.0], dtype=np.float32), requires_grad=True)
+    y = tl.reduce_sum(x * 3e38)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y.backward(retain_graph=True)
+        y.backward(retain_graph=True)
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), np.array([np.inf], dtype=np.float32))
+    assert x.grad._version.value == 1
 
 
 # ------------------------------------------------------------------- truth values and comparisons

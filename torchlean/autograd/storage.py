@@ -142,7 +142,8 @@ def add(a: Storage, b: Storage) -> Storage:
     numpy returns a scalar, not an array, for the sum of two 0-d arrays; that scalar is turned back
     into a 0-d array so that a 0-d gradient stays storage.
     """
-    total = a + b
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / nan as torch, no warning
+        total = a + b
     return np.asarray(total) if isinstance(total, np.generic) else total
 
 
@@ -153,7 +154,8 @@ def add_into(a: Storage, b: Storage) -> bool:
     if isinstance(a, np.ndarray):
         if not a.flags.writeable:
             return False
-        np.add(a, b, out=a)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / nan as torch, no warning
+            np.add(a, b, out=a)
         return True
     import torch
 
