@@ -15,7 +15,9 @@ Copies and views (documented once, relied on everywhere):
 * ``torchlean.tensor(data)``, ``Tensor(data)``, ``from_torch(t)`` and ``to_torch()`` copy.
 * ``numpy()`` returns a **read-only view** of the storage (no copy). It reflects later in-place
   writes made through the tensor; copy it (``np.array(t.numpy())``) to keep a snapshot. On a CUDA
-  tensor it returns a read-only host **copy**.
+  tensor it returns a read-only host **copy**. numpy's implicit conversion (``np.asarray(t)``,
+  ``np.dot(t, u)``: ``__array__``) copies, and is refused for a tensor that requires grad, as in
+  torch (the result would silently drop the tape history).
 * ``to(device)`` copies to another device (see :meth:`Tensor.to`; the copy is a new leaf, never a
   tape node); ``torchlean.tensor(data, device="cuda")`` creates a tensor on a CUDA device.
 * ``detach()`` shares the storage and its version counter (as ``torch.Tensor.detach``).
@@ -572,6 +574,21 @@ class Tensor:
         return self._data.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        """A copy of the values for numpy's implicit conversions (``np.asarray(t)``, ``np.dot(t,
+        u)``).
+
+        Raises:
+            TensorError: the tensor requires grad (as torch's ``__array__`` refuses): numpy would
+                compute on the values and silently drop the tape history; :meth:`numpy` (an
+                explicit read-only view) or :meth:`detach` say that no gradient is wanted.
+        """
+        if self._requires_grad:
+            raise TensorError(
+                f"numpy cannot convert a tensor that requires grad (shape {self.shape}) implicitly "
+                "(np.asarray, np.dot, ...): its result would silently drop the tape history, as torch "
+                "refuses too; call t.numpy() or t.detach() to say no gradient is wanted, or compute "
+                "with torchlean ops (tl.matmul, tl.reduce_sum, ...)"
+            )
         return np.array(storage.to_host(self._data), dtype=dtype, copy=True)
 
     def detach(self) -> Tensor:

@@ -102,6 +102,22 @@ def test_numpy_is_a_read_only_view_that_sees_in_place_writes() -> None:
     np.testing.assert_array_equal(view, [7.0, 8.0])
 
 
+def test_numpy_refuses_to_convert_a_tensor_that_requires_grad_implicitly_as_torch() -> None:
+    """``np.dot(w, w)`` would return plain numbers and silently drop the tape history; torch's
+    ``__array__`` refuses it too. The explicit routes (``numpy()``, ``detach()``) say no gradient is
+    wanted and work."""
+    w, tw = tl.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13's own __array__ signature
+        np.dot(tw, tw)
+    for implicit in (lambda: np.dot(w, w), lambda: np.asarray(w), lambda: np.array([w, w])):
+        with pytest.raises(tl.TensorError, match=r"numpy cannot convert a tensor that requires grad \(shape"):
+            implicit()
+    assert np.dot(w.numpy(), w.numpy()) == 5.0
+    np.testing.assert_array_equal(np.asarray(w.detach()), [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(tl.tensor([3.0])), [3.0])  # no gradient: converts
+
+
 def test_torch_round_trip_copies_and_keeps_dtype() -> None:
     source = torch.tensor([[1.0, 2.0]], dtype=torch.float64, requires_grad=True)
     t = tl.from_torch(source, requires_grad=True)
