@@ -162,4 +162,3 @@ def add_into(a: Storage, b: Storage) -> bool:
     assert isinstance(b, torch.Tensor), "add_into: torch storage takes torch storage"
     a.add_(b)
     return True
-
