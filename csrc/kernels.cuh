@@ -687,10 +687,16 @@ TL_DEVICE bool window_cell(const T* xc, const PoolGeometry& g, const std::int64_
   return true;
 }
 
-// pivot = max (beta > 0) or min (beta < 0) of the window's input cells, replaced by 0 when it is
-// infinite (as torch.logsumexp does, so inf - inf never arises);
-// sum = sum over those cells of exp(beta (v - pivot)) (>= 1 for a finite pivot: the pivot cell
-// contributes 1; inf or 0 for an infinite one, giving the formula's +-inf).
+// The shift of a window whose max or min is `pivot`: the pivot, or 0 when it is infinite (as
+// torch.logsumexp does, so inf - inf never arises).
+template <class T>
+TL_DEVICE T smooth_shift(T pivot) {
+  return (pivot == neg_inf<T>() || pivot == -neg_inf<T>()) ? T(0) : pivot;
+}
+
+// pivot = max (beta > 0) or min (beta < 0) of the window's input cells (NaN if one is NaN);
+// sum = sum over those cells of exp(beta (v - smooth_shift(pivot))) (>= 1 for a finite pivot: the
+// pivot cell contributes 1; inf or 0 for an infinite one, giving the formula's +-inf).
 template <class T>
 TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std::int64_t* opos,
                                    T beta, T& pivot, T& sum) {
@@ -700,10 +706,10 @@ TL_DEVICE void smooth_window_stats(const T* xc, const PoolGeometry& g, const std
     if (!window_cell(xc, g, opos, cell, value)) continue;
     pivot = beta > T(0) ? nan_max(pivot, value) : nan_min(pivot, value);
   }
-  if (pivot == neg_inf<T>() || pivot == -neg_inf<T>()) pivot = T(0);
+  const T shift = smooth_shift(pivot);
   sum = T(0);
   for (std::int64_t cell = 0; cell < g.kernel_size; ++cell) {
-    if (window_cell(xc, g, opos, cell, value)) sum += tl_exp(beta * (value - pivot));
+    if (window_cell(xc, g, opos, cell, value)) sum += tl_exp(beta * (value - shift));
   }
 }
 
@@ -715,7 +721,7 @@ TL_DEVICE void unflatten(std::int64_t flat, const std::int64_t* dims, int rank,
   }
 }
 
-// One thread per output element: out = pivot + log(sum) / beta; also stores the statistics
+// One thread per output element: out = shift + log(sum) / beta; also stores the statistics
 // when `stats` is given (pivot, sum per output element), for the backward.
 template <class T>
 TL_GLOBAL void smooth_max_pool_forward_kernel(const T* __restrict__ x, T* __restrict__ out,
@@ -729,7 +735,7 @@ TL_GLOBAL void smooth_max_pool_forward_kernel(const T* __restrict__ x, T* __rest
     T pivot;
     T sum;
     smooth_window_stats(x + c * g.in_size, g, opos, beta, pivot, sum);
-    if (out != nullptr) out[idx] = pivot + tl_log(sum) / beta;
+    if (out != nullptr) out[idx] = smooth_shift(pivot) + tl_log(sum) / beta;
     if (stats != nullptr) {
       stats[2 * idx] = pivot;
       stats[2 * idx + 1] = sum;
@@ -738,7 +744,9 @@ TL_GLOBAL void smooth_max_pool_forward_kernel(const T* __restrict__ x, T* __rest
 }
 
 // One thread per input element: dx_i = sum over windows o containing i of
-// g_o exp(beta (x_i - pivot_o)) / sum_o.
+// g_o exp(beta (x_i - pivot_o)) / sum_o; a window with an infinite pivot takes torch.logsumexp's
+// weights exp(beta (x_i - out_o)) instead: NaN when x_i is that infinity, else 0 (the quotient
+// would be inf / inf at a finite x_i whose term overflows).
 template <class T>
 TL_GLOBAL void smooth_max_pool_backward_kernel(const T* __restrict__ x, const T* __restrict__ g,
                                                const T* __restrict__ stats, T* __restrict__ dx,
@@ -775,7 +783,12 @@ TL_GLOBAL void smooth_max_pool_backward_kernel(const T* __restrict__ x, const T*
       }
       for (int ax = 0; ax < geo.rank; ++ax) oflat = oflat * geo.out[ax] + ocoord[ax];
       const std::int64_t o = c * geo.out_size + oflat;
-      acc += g[o] * tl_exp(beta * (value - stats[2 * o])) / stats[2 * o + 1];
+      const T pivot = stats[2 * o];
+      if (pivot == neg_inf<T>() || pivot == -neg_inf<T>()) {
+        acc += g[o] * (value == pivot ? quiet_nan<T>() : T(0));
+      } else {
+        acc += g[o] * tl_exp(beta * (value - pivot)) / stats[2 * o + 1];
+      }
     }
     dx[idx] = acc;
   }

@@ -476,15 +476,16 @@ def test_smooth_max_pool_is_stable_at_overflow_scale(emulation: ModuleType) -> N
 def test_smooth_max_pool_with_infinite_windows_is_the_formula(emulation: ModuleType, beta: float) -> None:
     """An infinite window max/min is replaced by 0 (as ``torch.logsumexp`` does): the value is
     ``+-inf`` as the formula gives, not ``inf - inf = NaN``; the gradient is torch's (NaN at the
-    infinite winner, 0 elsewhere). Oracle: ``torch.logsumexp`` in float64 and its autograd."""
+    infinite winner, 0 elsewhere, also at a finite element whose ``exp(beta * v)`` overflows).
+    Oracle: ``torch.logsumexp`` in float64 and its autograd."""
     inf, nan = float("inf"), float("nan")
-    row = [inf, 0.0, -inf, -inf, -inf, 1.0, nan, 2.0]
+    row = [inf, 0.0, -inf, -inf, -inf, 1.0, nan, 2.0, 800.0, inf, -800.0, -inf]
     x = torch.tensor([[row]], dtype=torch.float64)
     out = kernels.smooth_max_pool_forward(x, beta=beta, kernel_size=2)
     (dx,) = kernels.smooth_max_pool_backward(torch.ones_like(out), x, out=out, beta=beta, kernel_size=2)
     assert dx is not None
     tx = x.clone().requires_grad_(True)
-    expected = torch.logsumexp(beta * tx.reshape(1, 1, 4, 2), dim=-1) / beta
+    expected = torch.logsumexp(beta * tx.reshape(1, 1, 6, 2), dim=-1) / beta
     expected.sum().backward()
     assert tx.grad is not None
     torch.testing.assert_close(out, expected.detach(), equal_nan=True)

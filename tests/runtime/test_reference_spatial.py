@@ -648,6 +648,8 @@ def test_smooth_max_pool_overflow_scale_matches_mpmath(beta: float) -> None:
 SMOOTH_INFINITE_ROWS = [  # windows of 2 (stride 2), one more of 3 with padding 1
     [math.inf, 0.0, -math.inf, -math.inf, -math.inf, 1.0, math.inf, math.inf],
     [-math.inf, math.inf, 2.0, -math.inf, math.nan, 0.0, math.inf, -math.inf],
+    # finite elements whose exp(beta * v) overflows beside an infinite max or min (review17 F1)
+    [800.0, math.inf, -800.0, -math.inf, math.inf, -800.0, 800.0, -math.inf],
 ]
 
 
@@ -660,7 +662,8 @@ def test_smooth_max_pool_with_infinite_windows_matches_torch_logsumexp(
     """A window holding ``+-inf`` has an infinite max or min: the value is the formula's
     ``log(sum(exp(beta * v))) / beta`` (``+-inf``, as ``torch.logsumexp`` gives), never the
     ``inf - inf = NaN`` of a naive shift; NaN still propagates. Gradients as torch autograd of
-    the logsumexp composition (NaN where it gives NaN)."""
+    the logsumexp composition (NaN where it gives NaN): 0 at a finite element beside the
+    infinity even where its ``exp(beta * v)`` overflows (the weight was ``inf / inf = NaN``)."""
     x = np.array([SMOOTH_INFINITE_ROWS], dtype=dtype)
     params: dict[str, Any] = {"beta": beta, "kernel_size": 2 + padding, "stride": 2, "padding": padding}
     with np.errstate(all="raise"):  # the kernel keeps numpy quiet on these inputs

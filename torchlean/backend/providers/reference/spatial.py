@@ -32,7 +32,7 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from types import EllipsisType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -462,8 +462,24 @@ def avg_pool_vjp(
     return (_scatter_taps(window, x.shape[:2], x.dtype, itertools.repeat(share, math.prod(window.kernel))),)
 
 
-def _smooth_terms(x: Array, window: Window, beta: float) -> tuple[Array, list[Array], Array]:
-    """Shift, the terms ``exp(beta*(v - shift))`` per tap (0 at padding) and their left-fold sum.
+class _SmoothWindows(NamedTuple):
+    """Per-window quantities of smooth max pooling, each of the output's shape (see
+    :func:`_smooth_windows`)."""
+
+    views: list[Array]  # each tap's values, padding as ``-inf * sign(beta)``
+    extreme: Array  # the window max (beta > 0) or min (beta < 0); NaN if the window holds one
+    terms: list[Array]  # ``exp(beta * (v - shift))`` per tap, 0 at padding
+    total: Array  # left fold of ``terms``
+
+
+def _finite_shift(extreme: Array) -> Array:
+    """The shift of :func:`_smooth_windows`: the window extreme, 0 where it is infinite."""
+    shifted: Array = np.where(np.isinf(extreme), _scalar(0, extreme), extreme)
+    return shifted
+
+
+def _smooth_windows(x: Array, window: Window, beta: float) -> _SmoothWindows:
+    """Views, extremes, the terms ``exp(beta*(v - shift))`` per tap and their left-fold sum.
 
     The shift is the window max (beta > 0) or min (beta < 0), so the sum is >= 1 (the shift
     element contributes 1); an infinite shift is replaced by 0, as ``torch.logsumexp`` does, so
@@ -474,13 +490,13 @@ def _smooth_terms(x: Array, window: Window, beta: float) -> tuple[Array, list[Ar
     b = _scalar(beta, x)
     padded = _pad(x, window, -np.inf if beta > 0 else np.inf)
     views = [padded[_tap(window, offset)] for offset in _taps(window)]
-    extreme = np.maximum if beta > 0 else np.minimum
-    shift = views[0]
+    pick = np.maximum if beta > 0 else np.minimum
+    extreme = views[0]
     for view in views[1:]:
-        shift = extreme(shift, view)
-    shift = np.where(np.isinf(shift), _scalar(0, x), shift)
+        extreme = pick(extreme, view)
+    shift = _finite_shift(extreme)
     terms = [np.exp(b * (view - shift)) for view in views]
-    return shift, terms, _left_fold(terms)
+    return _SmoothWindows(views, extreme, terms, _left_fold(terms))
 
 
 @ieee
@@ -504,8 +520,8 @@ def smooth_max_pool(
     Raises GuardError (:func:`check_smooth_max_pool`).
     """
     window = check_smooth_max_pool(x, beta=beta, kernel_size=kernel_size, stride=stride, padding=padding)
-    shift, _, total = _smooth_terms(x, window, beta)
-    result: Array = shift + np.log(total) / _scalar(beta, x)
+    stats = _smooth_windows(x, window, beta)
+    result: Array = _finite_shift(stats.extreme) + np.log(stats.total) / _scalar(beta, x)
     return result
 
 
@@ -523,11 +539,23 @@ def smooth_max_pool_vjp(
     """VJP of :func:`smooth_max_pool`: ``(dx,)``, g spread over each window with the weights
     ``softmax(beta * window)`` (each tap's ``g * (term / total)``, ``total`` the forward's window
     fold); overlapping windows accumulate in kernel-offset order from ``+0.0`` (see the module
-    docstring).  Raises GuardError."""
+    docstring).  A window whose max (beta > 0) or min (beta < 0) is infinite takes
+    ``torch.logsumexp``'s weights ``exp(beta * (v - out))``: 0 at its finite elements, NaN at the
+    infinite ones.  Raises GuardError."""
     window = check_smooth_max_pool(x, beta=beta, kernel_size=kernel_size, stride=stride, padding=padding)
     check_cotangent("smooth_max_pool", g, (*x.shape[:2], *window.output), x.dtype)
-    _, terms, total = _smooth_terms(x, window, beta)
-    return (_scatter_taps(window, x.shape[:2], x.dtype, (g * (term / total) for term in terms)),)
+    stats = _smooth_windows(x, window, beta)
+    infinite = np.isinf(stats.extreme)
+    weights = (term / stats.total for term in stats.terms)
+    if infinite.any():
+        # torch.logsumexp's weights exp(v - out) with out = +-inf: 0 at every finite element, NaN
+        # at the infinite ones (term / total would be inf / inf at an overflowing finite term)
+        nan, zero = _scalar(np.nan, x), _scalar(0, x)
+        weights = (
+            np.where(infinite, np.where(view == stats.extreme, nan, zero), weight)
+            for view, weight in zip(stats.views, weights, strict=True)
+        )
+    return (_scatter_taps(window, x.shape[:2], x.dtype, (g * weight for weight in weights)),)
 
 
 # ------------------------------------------------------------------------------- normalisation
