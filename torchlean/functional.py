@@ -28,7 +28,10 @@ Operands (one rule, checked in one place):
   the input position and the type received. ``None`` stands for an absent bias, affine weight,
   running statistic or attention mask (``dispatch.OPTIONAL_INPUTS``).
 * A constant must be numeric: ``None``, strings, objects and complex numbers are refused with a
-  ``TensorTypeError``, ragged nested lists with a ``TensorError``.
+  ``TensorTypeError``, ragged nested lists with a ``TensorError``. A ``torch.Tensor`` is data like
+  a numpy array (its values copied, cast to the other operand's dtype); one that requires grad is
+  refused with a ``TensorTypeError``, since torch's autograd history cannot reach torchlean's tape
+  (torch itself refuses to turn such a tensor into numpy).
 * Integer parameters (axes, shapes, permutations, slice bounds, ``groups``, seeds) must be Python
   or numpy integers; floats and bools are refused with a ``TensorTypeError`` rather than truncated
   (the kernel guards apply the same rule to the window parameters they receive unconverted,
@@ -66,7 +69,9 @@ gradient there is NaN, where torch's ``div`` gives 0). Where torch refuses an
 empty axis (pool channels or spatial extents, a convolution's spatial extents with a non-empty
 batch, empty weights), the guard refuses it with a ``GuardError``. A few calls torch answers are
 refused too, each with torch's behaviour as evidence in ``tests/runtime/test_zero_size.py``: a
-convolution input with 0 channels (torch returns 0 output channels), and mis-shaped operands
+convolution input with 0 channels (torch returns 0 output channels), a transposed convolution
+of an empty batch whose output size would be 0 (torch returns shape ``(0, C_out, 0)``), and
+mis-shaped operands
 that torch accepts only because they are empty (an empty ``gather``/``scatter_add`` index that
 does not fit, a 1-D empty tensor in ``concat``, a ``batch_norm`` weight of the wrong length).
 
@@ -98,7 +103,9 @@ import numpy.typing as npt
 
 from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int, shown
 from torchlean.autograd import storage
+from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import current_session, run_op
+from torchlean.autograd.tape import AutogradError
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import axis_in_range, index_out_of_range
 from torchlean.backend.vocabulary import BackendOp
@@ -109,6 +116,8 @@ from torchlean.tensor import (
     TensorError,
     TensorTypeError,
     _flag,
+    _from_torch_array,
+    _is_torch_tensor,
     _preview,
     _require_int64_fits,
     resolve_dtype,
@@ -187,11 +196,23 @@ def _constant(value: object, like: Tensor) -> Tensor:
     object) are accepted when they fit ``like``'s dtype (:func:`_check_int_fits`).
 
     Raises:
-        TensorTypeError: non-numeric data (``None``, strings, objects, complex numbers).
-        TensorError: ragged nested sequences, an integer that does not fit ``like``'s dtype, or
+        TensorTypeError: non-numeric data (``None``, strings, objects, complex numbers); a
+            ``torch.Tensor`` that requires grad (its gradient would be lost).
+        TensorError: ragged nested sequences, a meta, sparse or nested torch tensor or one of a
+            dtype numpy cannot hold, an integer that does not fit ``like``'s dtype, or
             for an int64 ``like`` a value int64 cannot hold (NaN, ``±inf``, ``1e30``;
             :func:`torchlean.tensor._require_int64_fits`).
     """
+    if _is_torch_tensor(value):
+        t: Any = value
+        if t.requires_grad:
+            raise TensorTypeError(
+                f"cannot use a torch tensor that requires grad (shape {tuple(t.shape)}) as a "
+                "constant operand: torch's autograd history does not reach torchlean's tape, so its "
+                "gradient would be lost (accepted: t.detach() as a constant, or "
+                "torchlean.from_torch(t.detach(), requires_grad=True) as a torchlean leaf)"
+            )
+        value = _from_torch_array(t)
     try:
         raw = np.asarray(value)
     except ValueError as exc:
@@ -1079,7 +1100,9 @@ def batch_norm(
 ) -> Tensor:
     """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
     (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in
-    eval. The running statistics are inputs only (never updated here); records ``batch_norm``.
+    eval. The running statistics are inputs only (never updated here) and are not differentiated:
+    one that requires grad is refused while gradients are recorded, as torch refuses it (its
+    gradient would silently stay None); records ``batch_norm``.
 
     Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
     or None, in x's dtype. Returns a tensor of x's shape.
@@ -1089,7 +1112,16 @@ def batch_norm(
             channel in training, or an eps that is negative, not finite in x's dtype, or not
             positive in training (PyTorch refuses ``eps <= 0`` in training).
         TensorTypeError: ``training`` not a bool, or ``eps`` not a real number.
+        AutogradError: ``running_mean`` or ``running_var`` requires grad while gradients are
+            recorded (pass ``.detach()``, or compute a learnable shift with ordinary ops).
     """
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+        if isinstance(stat, Tensor) and stat.requires_grad and is_grad_enabled():
+            raise AutogradError(
+                f"batch_norm: {name} requires grad, but batch_norm is not differentiable with respect "
+                f"to the running statistics (as torch); pass {name}.detach(), or write a learnable "
+                "shift and scale with ordinary ops"
+            )
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),
@@ -1153,7 +1185,8 @@ def conv_transpose(
 
     Raises:
         GuardError: as :func:`conv` (w's first axis must be C_in), an ``output_padding`` not below
-            ``max(stride, dilation)`` on some axis, or an output size below 1.
+            ``max(stride, dilation)`` on some axis, or an output size below 1 (also for an empty
+            batch, where torch returns an empty result).
         GuardTypeError: a window parameter that is not an int or a sequence of ints.
         TensorTypeError: a non-integer ``groups``.
     """
@@ -1185,7 +1218,9 @@ def max_pool(
     Raises:
         GuardError: x of rank outside 3-5, an empty C or spatial axis (only N may be 0), a kernel,
             stride or dilation < 1, a padding above ``kernel_size // 2`` (torch's rule), a
-            parameter sequence of the wrong length, or a window larger than the padded input.
+            parameter sequence of the wrong length, a window larger than the padded input, or a
+            window whose taps all fall in the padding (a dilation beyond the input; torch returns
+            ``-inf`` there and its backward writes outside the input).
         GuardTypeError: a window parameter that is not an int or a sequence of ints.
     """
     params = {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation}

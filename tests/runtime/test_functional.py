@@ -9,6 +9,7 @@ the same with ``torch.autograd``. Float64: forward to 1e-10 and gradients to 1e-
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -560,3 +561,55 @@ def test_dropout_refuses_an_array_for_x_and_its_masks_follow_the_session_counter
     np.testing.assert_array_equal(first, replay)
     np.testing.assert_array_equal(second, replay_second)
     assert set(np.unique(first)) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("stat", ["running_mean", "running_var"])
+def test_batch_norm_refuses_running_statistics_that_require_grad(training: bool, stat: str) -> None:
+    """The running statistics are not differentiated; one that requires grad is refused while
+    gradients are recorded, as torch refuses it (its ``.grad`` silently stayed None, so a
+    "learnable" statistic trained nothing). Under ``no_grad`` it is an ordinary input; detached,
+    the eval output is torch's (float64 oracle)."""
+    r = np.random.default_rng(4)
+    x_np, mean_np, var_np = r.normal(size=(2, 3)), r.normal(size=3), r.uniform(0.5, 2.0, size=3)
+    stats = {
+        "running_mean": tl.tensor(mean_np, requires_grad=stat == "running_mean"),
+        "running_var": tl.tensor(var_np, requires_grad=stat == "running_var"),
+    }
+    x = tl.tensor(x_np, requires_grad=True)
+    with pytest.raises(tl.AutogradError, match=rf"^batch_norm: {stat} requires grad, but batch_norm is not "):
+        tl.batch_norm(x, None, None, stats["running_mean"], stats["running_var"], training=training)
+    with torch.no_grad():
+        t_mean = torch.tensor(mean_np, requires_grad=stat == "running_mean")
+        t_var = torch.tensor(var_np, requires_grad=stat == "running_var")
+    with pytest.raises(RuntimeError, match=f"not differentiable with respect to argument '{stat}'"):
+        TF.batch_norm(torch.tensor(x_np, requires_grad=True), t_mean, t_var, training=training)
+    expected = TF.batch_norm(torch.tensor(x_np), torch.tensor(mean_np), torch.tensor(var_np), training=False)
+    with tl.no_grad():
+        got = tl.batch_norm(x, None, None, stats["running_mean"], stats["running_var"], training=False)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    detached = tl.batch_norm(
+        x, None, None, stats["running_mean"].detach(), stats["running_var"].detach(), training=False
+    )
+    np.testing.assert_allclose(detached.numpy(), expected.numpy(), rtol=1e-12)
+    assert detached.requires_grad
+
+
+def test_a_torch_tensor_operand_is_a_constant_and_refused_when_it_requires_grad() -> None:
+    """A torch tensor beside a torchlean Tensor is data, as a numpy array is (values copied, cast
+    to the tensor's dtype; oracle: the same numbers as a numpy constant); one that requires grad
+    is refused by torchlean, naming the fix (torch's bare ``Can't call numpy()`` came out before,
+    from either side of the operator and from mse_loss)."""
+    x = tl.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    w = torch.full((2, 3), 0.1, dtype=torch.float32, requires_grad=True)
+    refused = "cannot use a torch tensor that requires grad (shape (2, 3)) as a constant operand"
+    for call in (lambda: x * w, lambda: w * x, lambda: tl.add(x, w), lambda: tl.mse_loss(x, w)):
+        with pytest.raises(tl.TensorTypeError, match=re.escape(refused)):
+            call()
+    got = x * w.detach()
+    expected = x * np.full((2, 3), 0.1, dtype=np.float32)
+    assert got.dtype == np.float64 and got.requires_grad
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    np.testing.assert_array_equal((w.detach() + x).numpy(), (np.float32(0.1) + x).numpy())
+    with pytest.raises(tl.TensorError, match=r"unsupported tensor dtype torch\.bfloat16"):
+        x + torch.ones(3, dtype=torch.bfloat16)
