@@ -610,14 +610,15 @@ class Trainer(Generic[In, Out]):
         cast to the model dtype. Opens the session on first use (:meth:`open`).
 
         Raises:
-            TrainerError: bad shapes or labels, or values that are not finite (as :meth:`fit`); an
-                empty minibatch (its mean loss
+            TrainerError: a model without parameters; bad shapes or labels, or values that are not
+                finite (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); the errors of :meth:`open`.
             SessionError: as :meth:`open`.
             IRError: typed-graph execution of a model with dropout (``p > 0``) or a layer the
                 IR cannot express (before any update).
         """
+        self._require_parameters()
         self.open()
         x, y = self._training_data(xb, yb)
         if x.shape[0] == 0:
@@ -625,6 +626,15 @@ class Trainer(Generic[In, Out]):
                 f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
             )
         return self._update(x, y)
+
+    def _require_parameters(self) -> None:
+        """Training needs a parameter (torch's optimizers refuse an empty parameter list); the
+        backward pass of a model without one failed with an autograd error about the loss."""
+        if not self.model.parameters:
+            raise TrainerError(
+                f"the model has no parameters to train ({self.model.layer.describe()}); add a layer "
+                "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
+            )
 
     def _update(self, x: Array, y: Array) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data` (inputs
@@ -661,7 +671,8 @@ class Trainer(Generic[In, Out]):
         losses weighted by minibatch size, a float.
 
         Raises:
-            TrainerError: bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
+            TrainerError: a model without parameters (``the model has no parameters to train
+                (...)``); bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
                 ``got 10 inputs but 5 targets``, labels outside ``[0, classes)`` or not integers,
                 data that is not a rectangular array of real numbers); values beyond the model
                 dtype's range (``1e39`` for float32) or NaN or infinite values in ``x`` or ``y``
@@ -684,6 +695,7 @@ class Trainer(Generic[In, Out]):
                 f"{type(on_batch).__name__}"
             )
         shuffle = bool(shuffle)
+        self._require_parameters()
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")

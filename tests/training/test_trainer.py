@@ -868,3 +868,27 @@ def test_batches_checks_its_size_and_epoch():
         list(trainer.batches(x, y, 2, shuffle=True, epoch=-1))
     sizes = [len(xb) for xb, _ in trainer.batches(x, y, 2, shuffle=False, epoch=0)]
     assert sizes == [2, 1]
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+@pytest.mark.parametrize(
+    "layer, described",
+    [
+        (nn.sequential(nn.mean_pool(0)), "sequential(mean_pool)"),
+        (nn.residual(nn.sequential()), "residual(sequential())"),
+    ],
+)
+def test_training_a_model_without_parameters_is_refused_but_predict_works(execution, layer, described):
+    """fit and step on a model with nothing to train say so (they failed in the backward pass with
+    an autograd error about the loss; torch's optimizers refuse an empty parameter list); predict
+    still runs: mean over the token axis, by hand."""
+    x = np.arange(30, dtype=np.float64).reshape(2, 5, 3)
+    trainer = Trainer(layer, input_shape=(5, 3), config=RunConfig(execution=execution))
+    message = re.escape(f"the model has no parameters to train ({described}); add a layer with weights")
+    with pytest.raises(TrainerError, match=message):
+        trainer.fit(x, np.zeros((2, 3)), epochs=1)
+    with pytest.raises(TrainerError, match=message):
+        trainer.step(x, np.zeros((2, 3)))
+    assert trainer.epochs_done == 0
+    if described.startswith("sequential"):
+        np.testing.assert_allclose(trainer.predict(x), [[6.0, 7.0, 8.0], [21.0, 22.0, 23.0]])
