@@ -302,6 +302,12 @@ def test_state_error_messages():
             (4, 6),
             "multi_head_attention expects (tokens, 8) samples, got [4, 6]",
         ),
+        (  # named as written, not as the attention inside it (review17 F7)
+            nn.transformer_block(8, 2),
+            (5, 6),
+            "transformer_block expects (tokens, 8) samples, got [5, 6]",
+        ),
+        (nn.transformer_block(8, 2), (5,), "transformer_block expects (tokens, 8) samples, got [5]"),
         (
             nn.residual(nn.linear(4, 3)),
             (4,),

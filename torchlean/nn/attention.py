@@ -44,6 +44,14 @@ def _checked_heads(kind: str, d_model: object, heads: object) -> tuple[int, int]
     return width, count
 
 
+def _token_samples(kind: str, d_model: int, input_shape: Shape) -> Shape:
+    """``input_shape`` when it is ``(tokens, d_model)`` (the layer's output shape too), else a
+    :class:`ShapeError` naming the layer the user wrote (``kind``)."""
+    if len(input_shape) != 2 or input_shape[1] != d_model:
+        raise ShapeError(f"{kind} expects (tokens, {d_model}) samples, got {list(input_shape)}")
+    return input_shape
+
+
 @dataclass(frozen=True, slots=True)
 class MultiHeadAttention(Layer):
     """Self-attention over ``(tokens, d_model)`` samples with ``heads`` heads of ``d_model/heads``.
@@ -67,11 +75,7 @@ class MultiHeadAttention(Layer):
         object.__setattr__(self, "causal", checked_bool(self.causal, "multi_head_attention: causal"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
-        if len(input_shape) != 2 or input_shape[1] != self.d_model:
-            raise ShapeError(
-                f"multi_head_attention expects (tokens, {self.d_model}) samples, got {list(input_shape)}"
-            )
-        return input_shape
+        return _token_samples(self.kind, self.d_model, input_shape)
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
         bound = 1.0 / math.sqrt(self.d_model)
@@ -130,7 +134,7 @@ class TransformerBlock(Layer):
         )
 
     def output_shape(self, input_shape: Shape) -> Shape:
-        return self._parts()[1].output_shape(input_shape)
+        return _token_samples(self.kind, self.d_model, input_shape)
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
         specs: list[ParamSpec] = []
