@@ -1338,6 +1338,11 @@ def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike
     exact ``u / 2**32`` rounded once to ``dtype``, so float32 can round a draw within ``2**-25``
     of 1 up to exactly 1. The same session seed replays the same stream in a new session.
 
+    Seeds are not mixed before the counter is added (``keyOf(seed, counter) = splitmix64(seed +
+    counter)``, the original's schedule, so streams match it): seed ``s + 1`` draws at counter ``k``
+    what seed ``s`` draws at ``k + 1``. For independent streams (runs, layers) use seeds far apart,
+    e.g. multiples of ``2**32``, not ``0, 1, 2``.
+
     Raises:
         GuardError: a tensor dtype other than float32/float64 (int64, bool), a negative extent,
             or a seed outside ``[0, 2**64 - 1]``.
@@ -1361,7 +1366,8 @@ def bernoulli_mask(
     """A 0/1 mask, 1 where ``keep_prob > u / 2**32`` (strict), from ``keyOf(seed, counter)`` with
     the session's random counter (advanced once per call). Never requires grad; records
     ``bernoulli_mask``. Returns a tensor of ``shape`` in ``dtype`` (float32 or float64) holding
-    0 and 1; ``u`` is the :func:`rand_uniform` draw of the same key.
+    0 and 1; ``u`` is the :func:`rand_uniform` draw of the same key (so neighbouring seeds overlap
+    one draw apart, as there).
 
     Raises:
         GuardError: ``keep_prob`` outside ``[0, 1]`` or NaN, a tensor dtype other than
@@ -1390,6 +1396,8 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     dtype with ``seed`` (default: the session's seed), as :func:`bernoulli_mask`: from the seed and
     the session's random counter, which every draw advances, so two calls with one ``seed`` in a
     session give different masks, and a new session with the same seeds replays them.
+    Seeds ``s`` and ``s + 1`` give the same masks one draw apart (see :func:`rand_uniform`): give
+    two dropout layers or two runs seeds far apart.
 
     Raises:
         TensorError: ``p`` outside ``[0, 1]`` (NaN included).

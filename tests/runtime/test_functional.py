@@ -613,3 +613,18 @@ def test_a_torch_tensor_operand_is_a_constant_and_refused_when_it_requires_grad(
     np.testing.assert_array_equal((w.detach() + x).numpy(), (np.float32(0.1) + x).numpy())
     with pytest.raises(tl.TensorError, match=r"unsupported tensor dtype torch\.bfloat16"):
         x + torch.ones(3, dtype=torch.bfloat16)
+
+
+def test_neighbouring_seeds_draw_the_same_stream_one_call_apart_as_documented() -> None:
+    """``keyOf(seed, counter) = splitmix64(seed + counter)`` (anchor-runtime.md §1.6): seed 1's
+    first draw is seed 0's second, as the rand_uniform and dropout docstrings warn; seeds 2**32
+    apart do not meet within a session's first draws."""
+    with tl.session("checked_cpu"):
+        zero = [tl.rand_uniform((16,), seed=0).numpy() for _ in range(3)]
+    with tl.session("checked_cpu"):
+        one = [tl.rand_uniform((16,), seed=1).numpy() for _ in range(2)]
+    with tl.session("checked_cpu"):
+        far = [tl.rand_uniform((16,), seed=2**32).numpy() for _ in range(3)]
+    np.testing.assert_array_equal(one[0], zero[1])
+    np.testing.assert_array_equal(one[1], zero[2])
+    assert not any(np.array_equal(a, b) for a in zero for b in far)

@@ -132,7 +132,9 @@ class Session:
     Args:
         profile: a profile name (``torchlean.backend.profiles.names()``) or a ``BackendProfile``.
         show_backend: print the banner now and each newly selected capsule's report lines.
-        seed: the default seed of random ops called without one (dropout).
+        seed: the default seed of random ops called without one (dropout). Seeds ``s`` and
+            ``s + 1`` give the same draws one call apart (``torchlean.functional.rand_uniform``);
+            use seeds far apart for independent runs.
         stream: where ``show_backend`` prints (default: ``sys.stdout`` at print time).
 
     Raises:
