@@ -168,6 +168,97 @@ def _forward_only_relu() -> KernelCapsule:
     )
 
 
+GUARD_CALLS: list[str] = []
+
+
+def count_guard_call(*args: Any, **kwargs: Any) -> None:
+    """A runtime guard that records each call (never called: its capsule is refused first)."""
+    GUARD_CALLS.append("called")
+
+
+def test_a_capsule_claiming_another_guard_than_its_handler_runs_is_refused_before_launch() -> None:
+    """A downstream capsule runs on the built-in handler of its (op, provider, device); one that
+    names a guard that handler never calls would be a false record (review17 D1: the record said
+    the guard ran; it was called 0 times and the reference matmul computed the value)."""
+    ref = _reference(BackendOp.MATMUL)
+    evidence = dataclasses.replace(ref.shape_contract.evidence, name=f"{__name__}.count_guard_call")
+    claimed = dataclasses.replace(
+        ref, name="mylib.matmul", shape_contract=dataclasses.replace(ref.shape_contract, evidence=evidence)
+    )
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (claimed,))])
+    GUARD_CALLS.clear()
+    with tl.session(profile), pytest.raises(SessionError) as info:
+        tl.tensor(np.ones((2, 3))) @ tl.tensor(np.ones((3, 2)))
+    assert str(info.value) == (
+        "torch: `matmul` selected capsule `mylib.matmul` (reference/cpu), whose claims are not those "
+        "of the code it would run: handler `TorchLean reference CPU` implements capsule "
+        "`reference.matmul`; shape contract: shape safety for matmul; guarded at runtime by "
+        f"{__name__}.count_guard_call (the handler's capsule reference.matmul: shape safety for "
+        "matmul; guarded at runtime by torchlean.backend.providers.reference.guards.check_matmul). "
+        "A capsule run on a linked handler may rename that handler's capsule or make it "
+        "forward-only, not change what it claims"
+    )
+    assert GUARD_CALLS == []
+
+
+def test_a_relabelled_reduction_order_is_refused_and_a_renamed_copy_runs() -> None:
+    """``aten.matmul`` relabelled fixed-left would record a left fold for torch's matmul; refused.
+    A copy that only renames the
+    capsule runs on that handler and is recorded under its name, with torch's product (oracle:
+    numpy matmul in float64)."""
+    from torchlean.backend.contracts import NumericalPolicy, ReductionPolicy
+    from torchlean.backend.registry import aten_module
+
+    aten = next(c for c in aten_module().capsules if c.op is BackendOp.MATMUL)
+    availability = Availability(devices=(Device.CPU,), providers=(Provider.REFERENCE, Provider.ATEN))
+
+    def profile_with(capsule: KernelCapsule) -> BackendProfile:
+        extended = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (capsule,))])
+        return dataclasses.replace(extended, name="mine", availability=availability)
+
+    relabelled = dataclasses.replace(
+        aten, name="mylib.fixed_left_matmul", numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
+    )
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2) / 7
+    with tl.session(profile_with(relabelled)), pytest.raises(SessionError) as info:
+        tl.tensor(a) @ tl.tensor(b)
+    assert str(info.value).endswith(
+        "handler `TorchLean ATen CPU` implements capsule `aten.matmul`; numerical policy: reduction "
+        "fixed-left (the handler's capsule aten.matmul: reduction implementation-defined). A capsule "
+        "run on a linked handler may rename that handler's capsule or make it forward-only, not "
+        "change what it claims"
+    )
+    renamed = dataclasses.replace(aten, name="mylib.matmul")
+    with tl.session(profile_with(renamed)) as s:
+        out = tl.tensor(a) @ tl.tensor(b)
+    np.testing.assert_allclose(out.numpy(), a @ b, rtol=1e-15)
+    assert [k.capsule.name for k in s.selected] == ["mylib.matmul"]
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_trainer_refuses_a_capsule_whose_claims_its_handler_does_not_meet(execution: str) -> None:
+    """The trainer binds through the same selection in both execution modes: a ``linear`` capsule
+    naming another guard is refused before any update (the weights stay the seeded ones)."""
+    from torchlean import nn
+    from torchlean.trainer import RunConfig, Trainer
+
+    ref = _reference(BackendOp.LINEAR)
+    evidence = dataclasses.replace(ref.shape_contract.evidence, name=f"{__name__}.count_guard_call")
+    claimed = dataclasses.replace(
+        ref, name="mylib.linear", shape_contract=dataclasses.replace(ref.shape_contract, evidence=evidence)
+    )
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (claimed,))])
+    trainer = Trainer(nn.linear(4, 3), config=RunConfig(execution=execution).with_profile(profile))
+    before = [p.copy() for p in trainer.model.parameters]
+    GUARD_CALLS.clear()
+    refused = r"selected capsule `mylib\.linear` \(reference/cpu\), whose claims"
+    with pytest.raises(SessionError, match=refused):
+        trainer.fit(np.ones((8, 4)), np.ones((8, 3)), epochs=1)
+    assert GUARD_CALLS == []
+    for old, new in zip(before, trainer.model.parameters, strict=True):
+        np.testing.assert_array_equal(old, new)
+
+
 def test_forward_only_capsule_is_refused_in_training() -> None:
     profile = profiles.get("checked_cpu").with_capsule_modules(
         [CapsuleModule("reference", (_forward_only_relu(),))]

@@ -40,6 +40,7 @@ __all__ = [
     "allowed_by",
     "choose_capsule",
     "contracts_aligned",
+    "first_claim_difference",
     "first_failed_condition",
     "matches_device",
     "matches_obligation",
@@ -110,6 +111,59 @@ class KernelCapsule:
     def contracts_aligned(self) -> bool:
         """Whether each claim belongs in its field (see :func:`contracts_aligned`)."""
         return contracts_aligned(self)
+
+
+_CLAIM_FIELDS = (
+    "trust_level",
+    "supports_forward",
+    "vjp_mode",
+    "shape_contract",
+    "layout_contract",
+    "value_contract",
+    "vjp_contract",
+    "numerical_policy",
+)
+"""The fields of a capsule that describe the code behind it (all but its identity)."""
+
+
+def _claim_text(value: object) -> str:
+    """A claim field as reports print it: a contract's claim and evidence, a policy's reduction,
+    a member's label."""
+    if isinstance(value, ContractDescriptor):
+        return f"{value.claim.label}; {value.evidence.label}"
+    if isinstance(value, NumericalPolicy):
+        return f"reduction {value.reduction.label}"
+    if isinstance(value, LabelledEnum):
+        return value.label
+    return repr(value)
+
+
+def first_claim_difference(capsule: KernelCapsule, own: KernelCapsule) -> str | None:
+    """How ``capsule`` claims something about the code ``own`` describes that ``own`` does not
+    claim, or None when its claims are ``own``'s.
+
+    ``own`` is the built-in capsule of a linked handler; ``capsule`` one selected to run on that
+    handler (same op, provider and device). It may have another name, and it may be forward-only
+    (VJP mode ``none`` with its ``vjpUnavailable`` contract: it claims less). Any other field that
+    differs — trust, a contract's claim, summary, evidence or provenance, the reduction order —
+    would be a record of code that did not run. Returns e.g. ``numerical policy: reduction
+    fixed-left (the handler's capsule aten.matmul: reduction implementation-defined)``.
+    """
+    forward_only = capsule.vjp_mode is VJPMode.NONE
+    for field in _CLAIM_FIELDS:
+        if forward_only and field in ("vjp_mode", "vjp_contract"):
+            continue
+        mine, theirs = getattr(capsule, field), getattr(own, field)
+        if mine == theirs:
+            continue
+        shown, own_shown = _claim_text(mine), _claim_text(theirs)
+        if shown == own_shown and isinstance(mine, ContractDescriptor):
+            shown, own_shown = repr(mine.summary), repr(theirs.summary)
+            if shown == own_shown:
+                shown, own_shown = f"provenance {mine.provenance}", f"provenance {theirs.provenance}"
+        what = field.replace("_", " ")
+        return f"{what}: {shown} (the handler's capsule {own.name}: {own_shown})"
+    return None
 
 
 def matches_obligation(
