@@ -527,3 +527,26 @@ def test_profile_repr_is_short_and_names_the_policy() -> None:
         "BackendProfile(name='checked_cuda', device=cuda, assurance=checked, vjp=torchlean-tape, "
         "modules=[attention, native-cuda, reference])"
     )
+
+
+def test_availability_takes_members_or_labels_and_refuses_anything_else() -> None:
+    """``Availability(devices=("cpu",), providers=("reference",))`` was stored unparsed: planning
+    then found no capsule for relu on cpu and ``explain`` raised an ``AttributeError`` (review17
+    audit D2). Labels are parsed as every other record parses them; a lone string, an unknown
+    label or a non-label item is refused naming the field."""
+    from torchlean.backend.availability import Availability
+    from torchlean.backend.fields import BackendLabelError
+    from torchlean.backend.profiles import BackendProfile
+
+    labelled = Availability(devices=["cpu"], providers=("reference", "torchlean"))
+    assert labelled == Availability.cpu()
+    profile = BackendProfile("labels", KernelPolicy(), labelled, profiles.get("checked_cpu").capsule_modules)
+    assert [p.capsule.name for p in profile.plan_ops(["relu"]).kernels] == ["reference.relu"]
+    assert "reference.relu" in profile.explain("relu")
+    with pytest.raises(BackendTypeError) as lone:
+        Availability(devices="cpu")  # type: ignore[arg-type]
+    assert str(lone.value) == "Availability.devices must be a tuple of Device members or labels, got 'cpu' (str)"
+    with pytest.raises(BackendLabelError, match=r"^Availability\.devices\[1\]: unknown device gpu \(known"):
+        Availability(devices=("cpu", "gpu"))  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError, match=r"^Availability\.providers\[0\] must be a Provider or one"):
+        Availability(providers=(1,))  # type: ignore[arg-type]

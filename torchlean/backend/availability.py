@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.fields import enum_tuple_field
 from torchlean.backend.vocabulary import Device, Provider
 
 __all__ = ["Availability"]
@@ -18,10 +19,24 @@ __all__ = ["Availability"]
 
 @dataclass(frozen=True, slots=True)
 class Availability:
-    """Devices and providers a profile declares (defaults: the CPU declaration)."""
+    """Devices and providers a profile declares (defaults: the CPU declaration).
+
+    Each is a tuple (a list is converted) of members or their labels (``("cpu",)``, stored as
+    members).
+
+    Raises:
+        BackendTypeError: not a tuple or list (a lone ``"cpu"`` included), or an item that is
+            neither a member nor a string.
+        BackendLabelError: an unknown label (``Availability.devices[0]: unknown device gpu
+            (known: ...)``).
+    """
 
     devices: tuple[Device, ...] = (Device.CPU,)
     providers: tuple[Provider, ...] = (Provider.REFERENCE, Provider.TORCHLEAN)
+
+    def __post_init__(self) -> None:
+        enum_tuple_field(self, "devices", Device)
+        enum_tuple_field(self, "providers", Provider)
 
     @classmethod
     def cpu(cls) -> Availability:

@@ -108,6 +108,31 @@ def enum_field(record: object, name: str, cls: type[LabelledEnum], *, optional: 
     raise BackendTypeError(f"{where} must be {accepted}, got {describe(value)}")
 
 
+def enum_tuple_field(record: object, name: str, cls: type[LabelledEnum]) -> None:
+    """Check ``record.name`` is a tuple (a list is converted) of members of ``cls``; labels are
+    parsed and stored as their members.
+
+    Raises:
+        BackendTypeError: not a tuple or list (a lone string or member included), or an item that
+            is neither a member nor a string (by index).
+        BackendLabelError: an item that is no label of ``cls`` (``Availability.devices[0]:
+            unknown device gpu (known: ...)``).
+    """
+    value = getattr(record, name)
+    where = _field(record, name)
+    if not isinstance(value, tuple | list):
+        raise BackendTypeError(
+            f"{where} must be a tuple of {cls.__name__} members or labels, got {describe(value)}"
+        )
+    members = []
+    for index, item in enumerate(value):
+        try:
+            members.append(parse_member(cls, item, f"{where}[{index}]"))
+        except UnknownLabelError as error:
+            raise BackendLabelError(f"{where}[{index}]: {error}") from None
+    object.__setattr__(record, name, tuple(members))
+
+
 def text_field(record: object, name: str, *, optional: bool = False) -> None:
     """Check ``record.name`` is a non-empty, non-blank string (or ``None`` when ``optional``).
 
