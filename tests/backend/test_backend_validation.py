@@ -545,7 +545,9 @@ def test_availability_takes_members_or_labels_and_refuses_anything_else() -> Non
     assert "reference.relu" in profile.explain("relu")
     with pytest.raises(BackendTypeError) as lone:
         Availability(devices="cpu")  # type: ignore[arg-type]
-    assert str(lone.value) == "Availability.devices must be a tuple of Device members or labels, got 'cpu' (str)"
+    assert str(lone.value) == (
+        "Availability.devices must be a tuple of Device members or labels, got 'cpu' (str)"
+    )
     with pytest.raises(BackendLabelError, match=r"^Availability\.devices\[1\]: unknown device gpu \(known"):
         Availability(devices=("cpu", "gpu"))  # type: ignore[arg-type]
     with pytest.raises(BackendTypeError, match=r"^Availability\.providers\[0\] must be a Provider or one"):
