@@ -225,6 +225,12 @@ class Checkpoint:
         units). A ``profile`` sets the trainer's device to the profile's (``checked_cuda`` gives
         a ``cuda`` trainer), as :meth:`~torchlean.trainer.RunConfig.with_profile`.
 
+        A checkpoint keeps the weights, not the training state: the optimizer, its moments and the
+        epoch count are not saved, so ``fit`` on the built trainer starts a new run from these
+        weights (``RunConfig``'s default optimizer, SGD with ``lr=0.01``; epoch 0's shuffle), not
+        a resumed one. To fine-tune, build a ``Trainer`` with the optimizer you want and copy the
+        weights in (``trainer.model.load_state(built.model.state())``).
+
         Raises:
             TrainerLabelError: an unknown profile name or execution label.
             TrainerError: a ``profile``/``execution`` that is not a string (or a
