@@ -529,6 +529,14 @@ def test_profile_repr_is_short_and_names_the_policy() -> None:
     )
 
 
+def test_planned_kernel_repr_names_the_op_and_capsule() -> None:
+    """As ``AcceptedKernel``'s; the dataclass repr printed the whole capsule (about 3 KB)."""
+    from torchlean.backend import profiles
+
+    (planned,) = profiles.get("checked_cpu").plan_ops(["matmul"]).kernels
+    assert repr(planned) == "PlannedKernel(matmul, reference.matmul)"
+
+
 def test_availability_takes_members_or_labels_and_refuses_anything_else() -> None:
     """``Availability(devices=("cpu",), providers=("reference",))`` was stored unparsed: planning
     then found no capsule for relu on cpu and ``explain`` raised an ``AttributeError`` (review17

@@ -67,6 +67,11 @@ class PlannedKernel:
         enum_field(self, "op", BackendOp)
         instance_field(self, "capsule", KernelCapsule)
 
+    def __repr__(self) -> str:
+        """``PlannedKernel(matmul, reference.matmul)``, as ``AcceptedKernel``'s (the dataclass repr
+        printed the whole capsule, about 3 KB); :meth:`audit` gives the labels."""
+        return f"PlannedKernel({self.op.label}, {self.capsule.name})"
+
     def audit(self) -> KernelAudit:
         """This kernel's audit row: the planned op and the capsule's contract labels."""
         return KernelAudit.of(self.op, self.capsule)
