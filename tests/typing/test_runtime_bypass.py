@@ -189,6 +189,28 @@ def test_copies_through_any_are_refused_at_the_source(
         duplicate(bind(kernel, handler))
 
 
+def test_dunder_replace_is_refused_at_the_source(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
+    """``copy.replace`` (Python 3.13+) calls ``type(x).__replace__(x, **changes)``; a dataclass's
+    own ``__replace__`` would build an unminted copy. Called directly, so it runs on 3.11 too."""
+    anything: Any = kernel
+    message = (
+        r"^AcceptedKernel cannot be copied; run its gate again \(torchlean\.backend\.acceptance\.accept\)$"
+    )
+    with pytest.raises(TypeError, match=message):
+        anything.__replace__(_gate=sealed._GATE)
+    with pytest.raises(TypeError, match=message):
+        type(anything).__replace__(anything, policy=kernel.policy)
+    with pytest.raises(TypeError, match=message):
+        anything.__replace__()
+    executable: Any = bind(kernel, handler)
+    bound = r"^ExecutableKernel cannot be copied; run its gate again \(torchlean\.backend\.binding\.bind\)$"
+    with pytest.raises(TypeError, match=bound):
+        executable.__replace__()
+    if sys.version_info >= (3, 13):
+        with pytest.raises(TypeError, match=message):
+            copy.replace(anything)
+
+
 def test_replace_through_any_is_refused(kernel: AcceptedKernel) -> None:
     anything: Any = kernel
     with pytest.raises(ValueError, match="_gate"):

@@ -17,8 +17,8 @@ Python the same guarantee is layered:
   when Python runs optimised (``python -O``, ``PYTHONOPTIMIZE``): its decorator is then the
   identity. :data:`BEARTYPE_CHECKS` records, at import, whether it checks; when it does not, the
   same APIs call :func:`require_minted` themselves and raise :class:`UnmintedError`;
-* ``copy.copy``, ``copy.deepcopy`` and ``pickle`` raise ``TypeError`` at the source, and
-  subclassing raises ``TypeError``.
+* ``copy.copy``, ``copy.deepcopy``, ``copy.replace`` (``__replace__``, Python 3.13+) and
+  ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError``.
 
 Honest limit (typing-notes.md §2.1): code in the same process can still reach the private
 helpers; this stops accidents and casual misuse, not a hostile caller.
@@ -86,6 +86,11 @@ def _refuse_copy(self: object, *args: object) -> NoReturn:
     raise TypeError(f"{type(self).__name__} cannot be copied; run its gate again ({_gates_text(type(self))})")
 
 
+def _refuse_replace(self: object, /, **changes: object) -> NoReturn:
+    """``__replace__`` (``copy.replace``, Python 3.13+) builds a changed copy outside the gate."""
+    raise TypeError(f"{type(self).__name__} cannot be copied; run its gate again ({_gates_text(type(self))})")
+
+
 def _refuse_pickle(self: object, *args: object) -> NoReturn:
     raise TypeError(
         f"{type(self).__name__} cannot be pickled; accepted values cannot cross process boundaries, "
@@ -145,6 +150,7 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
         for name, refusal in (
             ("__copy__", _refuse_copy),
             ("__deepcopy__", _refuse_copy),
+            ("__replace__", _refuse_replace),
             ("__reduce_ex__", _refuse_pickle),
             ("__reduce__", _refuse_pickle),
         ):
