@@ -12,7 +12,9 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   see is an error with code ``torchlean-sealed``: a constructor call (also through an alias,
   ``type(x)(...)`` or a ``type[...]`` variable), ``Cls.__new__(...)``, ``object.__new__(Cls)``,
   ``super(C, C).__new__(Cls)``, ``Cls.__init__(existing, ...)`` (which rewrites a value in place),
-  ``copy.copy``, ``copy.deepcopy`` and ``dataclasses.replace`` on an instance. The message names
+  ``copy.copy``, ``copy.deepcopy``, ``dataclasses.replace``, ``copy.replace`` and
+  ``value.__replace__`` (Python 3.13+) on an instance; the copy routes also through a module-level
+  alias of the same module, annotated or not. The message names
   the class, the allowed gates and the caller. The "caller" is the enclosing top-level function
   (a method counts under its own ``module.Class.method`` name); nested functions and lambdas
   inside a gate belong to the gate.
@@ -23,7 +25,10 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   name passed to one of those calls, to a sealed constructor or ``__init__``, or to a copy route.
   mypy has no plugin hook for import statements or a bare name, so ``from ... import _GATE`` and
   ``token = _GATE`` are not reported. Methods of the private objects' classes (``builtins.dict``)
-  get a method *signature* hook; a plugin listed after this one cannot hook those as well.
+  get a method *signature* hook; a plugin listed after this one cannot hook those as well (the
+  same holds for the copy routes and ``__new__`` of ``object``, ``Sealable`` and the sealed
+  classes: mypy's plugin chain takes the first hook it finds; README says to list this plugin
+  last). ``__new__`` of any other class is left alone.
 * **Shapes.** ``torchlean.shapes.Shape[4, 3]`` is read as ``Shape[Literal[4], Literal[3]]``.
   Dimensions must be non-negative int literals, ``Any`` (an unknown size), a ``TypeVar`` or an
   unpacked ``TypeVarTuple``; anything else is a ``torchlean-shape`` error.
@@ -49,6 +54,7 @@ from typing import Final
 from mypy.checker import TypeChecker
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
+    AssignmentStmt,
     CallExpr,
     ComparisonExpr,
     Context,
@@ -57,6 +63,7 @@ from mypy.nodes import (
     LambdaExpr,
     MemberExpr,
     MypyFile,
+    NameExpr,
     OperatorAssignmentStmt,
     OpExpr,
     RefExpr,
@@ -100,6 +107,8 @@ SEALED_MODULE: Final = "torchlean.backend.sealed"
 SHAPE_FULLNAME: Final = "torchlean.shapes.Shape"
 METADATA_KEY: Final = "torchlean.sealed"
 PACKAGE: Final = "torchlean"
+OBJECT: Final = "builtins.object"
+SEALABLE: Final = "torchlean.backend.sealed.Sealable"  # the base every sealed class must have
 SUPER_NEW_PREFIX: Final = "__new__ of "  # how mypy names ``super(...).__new__`` (no full name)
 UNBOUND_METHOD: Final = re.compile(r"(?P<method>\S+) of (?P<owner>\S+)")
 """How mypy names a method called through its class (``dict.update(obj, ...)``: ``update of
@@ -259,6 +268,16 @@ def _reinit_hook(ctx: MethodContext) -> Type:
     info = _sealed_class_object(ctx.type) or _sealed_instance(ctx.type)
     if info is not None:
         _check_sealed(f"{info.name}.__init__()", info, ctx.api, ctx.context)
+    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+    return ctx.default_return_type
+
+
+def _replace_method_hook(ctx: MethodContext) -> Type:
+    """``value.__replace__(...)`` (what ``copy.replace`` calls; mypy's dataclass plugin adds it
+    when checking for Python 3.13 or later) builds a changed copy outside the gate."""
+    info = _sealed_instance(ctx.type) or _sealed_class_object(ctx.type)  # value.__ or Cls.__replace__
+    if info is not None:
+        _check_sealed(f"{info.name}.__replace__()", info, ctx.api, ctx.context)
     _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
     return ctx.default_return_type
 
@@ -481,7 +500,7 @@ class TorchLeanPlugin(Plugin):
             return None
         if self._constructs_sealed(fullname):
             return _construction_hook
-        target = _aliased_function(node.node)
+        target = _aliased_function(node.node, self._module_table)
         if target in COPY_ROUTES:  # a module-level alias: x = copy.copy; x(kernel)
             return _copy_hook(COPY_ROUTES[target])
         if target is not None and _is_private_sealed_name(target):
@@ -493,11 +512,13 @@ class TorchLeanPlugin(Plugin):
         if unbound is not None and unbound["owner"] in self._private_object_bases():
             return _unbound_method_hook
         owner, _, method = fullname.rpartition(".")
-        if method == "__new__" and owner:
-            display = "object" if owner == "builtins.object" else owner.rpartition(".")[2]
+        if method == "__new__" and self._new_owner(owner):
+            display = "object" if owner == OBJECT else owner.rpartition(".")[2]
             return _new_hook(display)
         if method == "__init__" and self._is_sealed_class(owner):
             return _reinit_hook
+        if method == "__replace__" and self._is_sealed_class(owner):  # Python 3.13 dataclasses
+            return _replace_method_hook
         if self._constructs_sealed(fullname):  # the class called through an attribute holding it
             return _construction_hook
         return None
@@ -514,6 +535,13 @@ class TorchLeanPlugin(Plugin):
 
     def _is_sealed_class(self, fullname: str) -> bool:
         return self._sealed_class(fullname) is not None
+
+    def _new_owner(self, fullname: str) -> bool:
+        """Whether ``<fullname>.__new__`` gets the ``__new__`` hook: ``object``, a sealed class, or
+        a class in a sealed class's MRO (``Sealable``, which the runtime requires as a base). Any
+        other owner is left to the plugins listed after this one (mypy's chain takes the first
+        hook it finds)."""
+        return fullname in (OBJECT, SEALABLE) or self._is_sealed_class(fullname)
 
     def _constructs_sealed(self, fullname: str) -> bool:
         """Whether calling ``fullname`` builds a sealed value: a sealed class, not a ``NewType`` of
@@ -560,13 +588,37 @@ class TorchLeanPlugin(Plugin):
         return result
 
 
-def _aliased_function(node: object) -> str | None:
-    """The function a module-level variable holds (``mint = _mint``), else None."""
+def _aliased_function(node: object, modules: dict[str, MypyFile]) -> str | None:
+    """The function a module-level variable holds (``mint = _mint``), else None.
+
+    An inferred alias carries the function in its type; a declared one
+    (``mint: Callable[[Any], None] = _mint``) has only the declared ``Callable``, so the name is
+    read from the assignment itself, at the top level of the variable's module.
+    """
     if not isinstance(node, Var) or node.type is None:
         return None
     proper = get_proper_type(node.type)
     if isinstance(proper, CallableType) and proper.definition is not None:
         return proper.definition.fullname
+    if not node.is_inferred:
+        return _assigned_name(node, modules)
+    return None
+
+
+def _assigned_name(var: Var, modules: dict[str, MypyFile]) -> str | None:
+    """The full name assigned to the module-level variable ``var`` (``x: T = copy.copy``), if it is
+    assigned exactly once at its module's top level and that value is a name, else None."""
+    module = modules.get(var.fullname.rpartition(".")[0])
+    if module is None:
+        return None
+    assigned = [
+        statement.rvalue
+        for statement in module.defs
+        if isinstance(statement, AssignmentStmt)
+        and any(isinstance(target, NameExpr) and target.node is var for target in statement.lvalues)
+    ]
+    if len(assigned) == 1 and isinstance(assigned[0], RefExpr) and assigned[0].fullname:
+        return assigned[0].fullname
     return None
 
 

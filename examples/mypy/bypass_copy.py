@@ -2,6 +2,7 @@
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from typing import TypeVar
 
 from torchlean.backend import profiles
@@ -42,6 +43,9 @@ shallow = copy.copy
 shallow(kernel)  # E: copy.copy() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
 rebuild = dataclasses.replace
 rebuild(kernel, policy=profile.policy)  # E: dataclasses.replace() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
+# An annotated alias too: its declared Callable type does not name the function, the assignment does.
+declared_shallow: Callable[[AcceptedKernel], AcceptedKernel] = copy.copy
+declared_shallow(kernel)  # E: copy.copy() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
 
 
 def duplicate(value: K) -> K:

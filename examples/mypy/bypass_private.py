@@ -10,6 +10,7 @@ private name passed as an argument to one of those calls or to a sealed construc
 """
 
 import weakref
+from collections.abc import Callable
 from typing import cast
 
 import torchlean.backend.sealed as sealed_module
@@ -23,6 +24,8 @@ sealed._mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchl
 sealed_module._mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 mint = _mint
 mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
+declared_mint: Callable[[object], None] = _mint  # an annotated alias: the assigned name is read
+declared_mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 sealed._GateToken()  # E: "torchlean.backend.sealed._GateToken" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 
 # Writing the mint registry directly would make a forgery pass the runtime check.

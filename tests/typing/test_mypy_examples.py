@@ -74,10 +74,16 @@ def expected_reports(files: list[Path]) -> set[Report]:
     return expected
 
 
-def run_mypy(files: list[Path], workdir: Path) -> tuple[set[Report], list[str]]:
-    """Run mypy once over ``files``; return the parsed reports and any unparsable output lines."""
+def run_mypy(
+    files: list[Path], workdir: Path, *, plugins: str = str(PLUGIN), extra: str = ""
+) -> tuple[set[Report], list[str]]:
+    """Run mypy once over ``files``; return the parsed reports and any unparsable output lines.
+
+    ``plugins`` replaces the plugin list (comma-separated) and ``extra`` adds lines to the
+    ``[mypy]`` section of the configuration."""
     config = workdir / "mypy.ini"
-    config.write_text(CONFIG.format(plugin=PLUGIN, stubs=REPO / "stubs", repo=REPO))
+    text = CONFIG.format(plugin=plugins, stubs=REPO / "stubs", repo=REPO)
+    config.write_text(text.replace("[mypy]\n", f"[mypy]\n{extra}", 1))
     stdout, stderr, _status = api.run(
         [
             "--config-file",
@@ -265,3 +271,99 @@ def test_plugin_imports_neither_torch_nor_numpy() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+OTHER_PLUGIN = """\
+from mypy.plugin import MethodContext, Plugin
+from mypy.types import Type
+
+
+def hook(ctx: MethodContext) -> Type:
+    ctx.api.fail("otherplug saw Thing.__new__", ctx.context)
+    return ctx.default_return_type
+
+
+class Other(Plugin):
+    def get_method_hook(self, fullname: str):  # type: ignore[no-untyped-def]
+        return hook if fullname == "thing_lib.Thing.__new__" else None
+
+
+def plugin(version: str) -> type[Plugin]:
+    return Other
+"""
+
+CHAINED_SOURCES = {
+    "thing_lib.py": "class Thing:\n    pass\n",
+    "thing_use.py": (
+        "from thing_lib import Thing\n"
+        "from torchlean.backend.acceptance import AcceptedKernel\n"
+        "Thing.__new__(Thing)\n"
+        "object.__new__(AcceptedKernel)\n"
+    ),
+    "replace313.py": (
+        "from torchlean.backend import profiles\n"
+        "from torchlean.backend.acceptance import AcceptedKernel, accept\n"
+        "from torchlean.backend.sealed import _GATE\n"
+        "from torchlean.backend.vocabulary import BackendOp\n"
+        "profile = profiles.get('checked_cpu')\n"
+        "kernel = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)\n"
+        "kernel.__replace__(policy=profile.policy, _gate=_GATE)\n"
+        "type(kernel).__replace__(kernel)\n"
+        "AcceptedKernel.__replace__(kernel)\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def chained_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """One mypy run for Python 3.13 with torchlean's plugin listed *before* another plugin that
+    hooks ``thing_lib.Thing.__new__``; reports by file name, ``line: severity: message``."""
+    workdir = tmp_path_factory.mktemp("mypy-chained")
+    other = workdir / "otherplug.py"
+    other.write_text(OTHER_PLUGIN)
+    files = []
+    for name, source in CHAINED_SOURCES.items():
+        files.append(workdir / name)
+        files[-1].write_text(source)
+    actual, stray = run_mypy(files, workdir, plugins=f"{PLUGIN}, {other}", extra="python_version = 3.13\n")
+    assert stray == []
+    by_file: dict[str, list[str]] = {}
+    for report in sorted(actual):
+        line = f"{report.line}: {report.severity}: {report.message}"
+        by_file.setdefault(Path(report.path).name, []).append(line)
+    return by_file
+
+
+def test_a_later_plugin_still_sees_other_classes_new(chained_run: dict[str, list[str]]) -> None:
+    """torchlean hooks ``__new__`` only of ``object``, ``Sealable`` and the sealed classes; mypy's
+    plugin chain takes the first hook it finds, so hooking every ``X.__new__`` hid later plugins'."""
+    assert chained_run["thing_use.py"] == [
+        "3: error: otherplug saw Thing.__new__  [misc]",
+        '4: error: object.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: '
+        "torchlean.backend.acceptance.accept; caller: module thing_use)  [torchlean-sealed]",
+    ]
+
+
+def test_dunder_replace_is_reported_for_python_313(chained_run: dict[str, list[str]]) -> None:
+    """mypy's dataclass plugin gives sealed dataclasses ``__replace__`` when checking for 3.13+."""
+    route = (
+        '{line}: error: AcceptedKernel.__replace__() of sealed type "AcceptedKernel" outside its gate '
+        "(allowed only in: torchlean.backend.acceptance.accept; caller: module replace313)  "
+        "[torchlean-sealed]"
+    )
+    gate = (
+        '7: error: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from '
+        "their gates (caller: module replace313)  [torchlean-sealed]"
+    )
+    missing_gate = (
+        '{line}: error: Missing named argument "_gate" for "__replace__" of "AcceptedKernel"  [call-arg]'
+    )
+    assert chained_run["replace313.py"] == [
+        gate,
+        route.format(line=7),
+        route.format(line=8),
+        missing_gate.format(line=8),
+        route.format(line=9),
+        missing_gate.format(line=9),
+    ]
+
