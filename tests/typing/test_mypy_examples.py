@@ -367,3 +367,22 @@ def test_dunder_replace_is_reported_for_python_313(chained_run: dict[str, list[s
         missing_gate.format(line=9),
     ]
 
+
+README = REPO / "README.md"
+
+
+def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
+    """The README's "A training loop of your own" block (with the imports
+    tests/training/test_readme_python.py prepends) is clean under strict mypy with the plugin."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Python\n") :]
+    section = section[: section.index("\n## ", 1)]
+    loop = re.findall(r"```python\n(.*?)```", section, re.S)[1]
+    assert "loss.backward()" in loop
+    readme_dir = workdir / "readme"
+    readme_dir.mkdir()
+    source = readme_dir / "readme_loop.py"
+    source.write_text("import numpy as np\nimport torchlean as tl\nfrom torchlean import optim\n\n" + loop)
+    actual, stray = run_mypy([source], readme_dir)
+    assert stray == []
+    assert [r.render() for r in sorted(actual)] == []
