@@ -8,17 +8,39 @@ run time (``Shape[Any, 4]``); a bare ``int`` is not, because PEP 646 type-variab
 invariant (reference/typing-notes.md §3).
 
 Nothing checks type arguments at run time (beartype ignores the arguments of user generics),
-so code that must refuse wrong data calls :func:`check_dims` with the declared shape type.
+so code that must refuse wrong data calls :func:`check_dims` with the declared shape type. The
+``Shape[4]`` shorthand works only where mypy reads a type (annotations); a ``Shape`` passed as a
+call argument is an expression, so write ``check_dims(Shape[Literal[2], Literal[3]], x.shape,
+what="x")`` there.
 """
 
 from __future__ import annotations
 
 import operator
 import typing
-from collections.abc import Iterable
-from typing import Any, Generic, Literal, SupportsIndex, TypeVar, TypeVarTuple, Unpack
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    SupportsIndex,
+    TypeAlias,
+    TypeVar,
+    TypeVarTuple,
+    Unpack,
+)
 
 from torchlean.backend.errors import TorchLeanError
+
+if TYPE_CHECKING:  # annotations only: this module imports neither numpy nor torch
+    import numpy as np
+    import numpy.typing as npt
+    import torch
+
+ActualDims: TypeAlias = "Sequence[SupportsIndex] | npt.NDArray[np.integer[Any]] | torch.Tensor"
+"""What :func:`check_dims` accepts as the actual shape: a tuple, list or range of ints (Python or
+numpy ints), such as an array's ``.shape``, or a 1-d integer numpy array or torch tensor."""
 
 Dims = TypeVarTuple("Dims")
 
@@ -99,8 +121,10 @@ class ShapeMismatchError(TorchLeanError, ValueError):
 def dims_of(shape: object) -> tuple[int | None, ...]:
     """The dimensions declared by a ``Shape[...]`` type; ``None`` marks an ``Any`` wildcard.
 
-    ``dims_of(Shape[4, 3]) == (4, 3)``, ``dims_of(Shape[Literal[2], Any]) == (2, None)``,
-    ``dims_of(Shape[()]) == ()``.
+    ``dims_of(Shape[Literal[4], Literal[3]]) == (4, 3)``, ``dims_of(Shape[Literal[2], Any]) ==
+    (2, None)``, ``dims_of(Shape[()]) == ()``. At run time ``Shape[4, 3]`` works too, but mypy
+    reads a call argument as an expression, where the plugin's ``Shape[4]`` shorthand does not
+    apply (``Invalid type: try using Literal[4] instead?``): spell ``Literal`` in calls.
 
     Raises:
         ShapeSpecError: ``shape`` is not a subscripted ``Shape``, or a dimension is negative, a
@@ -132,9 +156,16 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     Raises:
         ShapeSpecError: ``x: actual shape 3 (int) is not a sequence of non-negative ints ...``.
     """
-    # a tuple, list or range, or a 1-d integer array (numpy's, without importing numpy here)
+    # a tuple, list or range, or a 1-d integer array (numpy's, without importing numpy here); not
+    # a mapping (its keys), a set (hash order) or a one-shot iterator (consumed by the check)
     one_axis = getattr(actual, "ndim", 1) == 1
-    if isinstance(actual, Iterable) and not isinstance(actual, str | bytes) and one_axis:
+    unordered_or_once = isinstance(actual, Mapping | Set | Iterator)
+    if (
+        isinstance(actual, Iterable)
+        and not isinstance(actual, str | bytes)
+        and not unordered_or_once
+        and one_axis
+    ):
         items = list(actual)
         dims = [_integer(d) for d in items]
         if all(d is not None and d >= 0 for d in dims):
@@ -145,16 +176,21 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     )
 
 
-def check_dims(shape: object, actual: tuple[int, ...], *, what: str) -> None:
+def check_dims(shape: object, actual: ActualDims, *, what: str) -> None:
     """Refuse ``actual`` unless it matches the declared ``Shape[...]`` type ``shape``.
 
     Ranks must be equal; each declared int must equal the actual size; ``Any`` matches every
     size. ``what`` names the checked value in the message (for example ``"input batch row"``).
+    Under mypy spell the dimensions with ``Literal`` (a call argument is an expression, where the
+    plugin's ``Shape[2, 3]`` shorthand does not apply)::
+
+        check_dims(Shape[Literal[2], Literal[3]], x.shape, what="x")
 
     Raises:
         ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`), or ``actual`` is not a
-            tuple or list of non-negative ints (Python or numpy ints; bools refused), e.g. the
-            bare size ``3``.
+            tuple, list or range of non-negative ints (Python or numpy ints; bools refused) or a
+            1-d integer array or tensor: e.g. the bare size ``3``, a mapping, a set or a one-shot
+            iterator such as a generator.
         ShapeMismatchError: the rank or a size differs, naming the actual and declared dims.
     """
     declared = dims_of(shape)

@@ -8,7 +8,7 @@
 from typing import Any, Literal, TypeVar
 
 from torchlean import nn
-from torchlean.shapes import Shape
+from torchlean.shapes import Shape, check_dims
 from torchlean.trainer import ExecutionMode, RunConfig, Trainer
 
 
@@ -41,3 +41,11 @@ unbound: Shape[Unbound]  # E: Type variable "shapes_mismatch.Unbound" is unbound
 # Known limit: where Python evaluates the subscript (here an explicit type application), mypy
 # analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.
 unquoted = Trainer[Shape[3], Shape[1]](nn.linear(3, 1))  # E: Invalid type: try using Literal[3] instead?  [valid-type] # E: Invalid type: try using Literal[1] instead?  [valid-type]
+
+# The same holds for a Shape passed to check_dims (a call argument is an expression): spell Literal
+# there. The actual shape may be a tuple (an array's .shape), a list or a range of ints.
+check_dims(Shape[2, 3], (2, 3), what="x")  # E: Invalid type: try using Literal[2] instead?  [valid-type] # E: Invalid type: try using Literal[3] instead?  [valid-type]
+check_dims(Shape[Literal[2], Literal[3]], (2, 3), what="x")
+check_dims(Shape[Literal[2], Literal[3]], [2, 3], what="x")
+check_dims(Shape[Literal[2], Literal[3]], range(2, 4), what="x")
+check_dims(Shape[Literal[2], Any], [2, 7], what="x")

@@ -396,14 +396,44 @@ def test_check_dims_refuses_an_actual_that_is_not_a_shape(actual: object) -> Non
 
 
 def test_check_dims_still_accepts_lists_and_numpy_ints() -> None:
-    check_dims(Shape[Literal[3], Literal[2]], [3, 2], what="x")  # type: ignore[arg-type]
-    check_dims(Shape[Literal[3], Literal[2]], (np.int64(3), 2), what="x")  # type: ignore[arg-type]
+    check_dims(Shape[Literal[3], Literal[2]], [3, 2], what="x")
+    check_dims(Shape[Literal[3], Literal[2]], (np.int64(3), 2), what="x")
 
 
 def test_check_dims_accepts_ranges_and_1d_integer_arrays_as_before() -> None:
     # the old code took any sequence of ints (Trainer documents a 1-d int array as input_shape)
-    check_dims(Shape[Literal[3], Literal[4]], np.array([3, 4]), what="x")  # type: ignore[arg-type]
-    check_dims(Shape[Literal[3], Literal[4]], range(3, 5), what="x")  # type: ignore[arg-type]
+    check_dims(Shape[Literal[3], Literal[4]], np.array([3, 4]), what="x")
+    check_dims(Shape[Literal[3], Literal[4]], range(3, 5), what="x")
     for bad in (np.array([[3, 4]]), np.array([True, True]), np.array([3.0, 4.0])):
         with pytest.raises(ShapeSpecError, match=r"is not a sequence of non-negative ints"):
             check_dims(Shape[Literal[3], Literal[4]], bad, what="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("actual", "shown"),
+    [
+        ({3: 0, 4: 0}, r"\{3: 0, 4: 0\} \(dict\)"),
+        ({3, 4}, r"\{3, 4\} \(set\)"),
+        (frozenset({3, 4}), r"frozenset\(\{3, 4\}\) \(frozenset\)"),
+        ({3: 0, 4: 0}.keys(), r"dict_keys\(\[3, 4\]\) \(dict_keys\)"),
+        (iter((3, 4)), r"<tuple_iterator object at 0x[0-9a-f]+> \(tuple_iterator\)"),
+        ((d for d in (3, 4)), r"<generator object .*> \(generator\)"),
+    ],
+    ids=["dict", "set", "frozenset", "dict-keys", "iterator", "generator"],
+)
+def test_check_dims_refuses_mappings_sets_and_one_shot_iterators(actual: Any, shown: str) -> None:
+    """A dict would be read as its keys, a set in hash order, an iterator consumed by the check: each
+    matches Shape[3, 4] element for element, yet none is a shape (review17 F8)."""
+    with pytest.raises(ShapeSpecError) as error:
+        check_dims(Shape[Literal[3], Literal[4]], actual, what="x")
+    assert re.fullmatch(
+        rf"x: actual shape {shown} is not a sequence of non-negative ints \(accepted: a tuple, list, "
+        r"range or 1-d integer array, such as an array's \.shape\)",
+        str(error.value),
+    ), str(error.value)
+
+
+def test_check_dims_accepts_the_values_of_a_dict_and_a_tensor() -> None:
+    """Re-iterable, ordered, one axis: still shapes (control for the refusals above)."""
+    check_dims(Shape[Literal[3], Literal[4]], {"a": 3, "b": 4}.values(), what="x")  # type: ignore[arg-type]
+    check_dims(Shape[Literal[3], Literal[4]], torch.tensor([3, 4]), what="x")
