@@ -4,6 +4,8 @@ schedule; predict/evaluate against independent computations."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 
 import numpy as np
@@ -892,3 +894,33 @@ def test_training_a_model_without_parameters_is_refused_but_predict_works(execut
     assert trainer.epochs_done == 0
     if described.startswith("sequential"):
         np.testing.assert_allclose(trainer.predict(x), [[6.0, 7.0, 8.0], [21.0, 22.0, 23.0]])
+
+
+# ------------------------------------------------------------------- copies (review17 F10)
+
+NOT_COPIED = (
+    r"^Trainer cannot be copied or pickled \(its session holds accepted kernels\); keep the weights "
+    r"with state = trainer\.model\.state\(\) and restore them with trainer\.model\.load_state\(state\), "
+    r"or save a checkpoint \(torchlean\.checkpoint\.save\)$"
+)
+
+
+@pytest.mark.parametrize("mode", [EAGER, GRAPH], ids=["eager", "typed-graph"])
+@pytest.mark.parametrize("fitted", [False, True], ids=["new", "fitted"])
+def test_a_trainer_refuses_copies_and_pickle_naming_model_state(mode, fitted):
+    """Before this, deepcopy after fit failed deep inside: "AcceptedKernel cannot be copied" (eager)
+    or "cannot pickle '_thread._local' object" (typed graph)."""
+    trainer = make(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1)), mode=mode)
+    rng = np.random.default_rng(0)
+    if fitted:
+        trainer.fit(rng.random((16, 4)), rng.random((16, 1)), epochs=1)
+    for duplicate in (copy.deepcopy, copy.copy, pickle.dumps):
+        with pytest.raises(TypeError, match=NOT_COPIED):
+            duplicate(trainer)
+    # the way the message names keeps the best weights and restores them
+    best = trainer.model.state()
+    before = [p.copy() for p in trainer.model.parameters]
+    trainer.fit(rng.random((16, 4)), rng.random((16, 1)), epochs=1)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, trainer.model.parameters, strict=True))
+    trainer.model.load_state(best)
+    assert all(np.array_equal(a, b) for a, b in zip(before, trainer.model.parameters, strict=True))
