@@ -376,6 +376,30 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
     assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["capsules"],
+        ["explain", "--profile", "checked_cpu", "matmul"],
+        ["plan", "--profile", "checked_cpu", "--format", "json", "matmul"],
+        ["check", "--profile", "checked_cpu", "matmul"],
+        ["select", "--profiles", "checked_cpu", "matmul"],
+        ["graph"],
+        ["attention-check", "--quick"],
+    ],
+)
+def test_a_closed_stdout_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """Started with fd 1 closed (``>&-``), ``sys.stdout`` is None and print() writes nothing: the
+    commands exited 0 having printed nothing. They now refuse to run, as for ``> /dev/full``."""
+    monkeypatch.setattr(sys, "stdout", None)
+    status = main(argv)
+    monkeypatch.undo()
+    assert status == 2
+    assert capsys.readouterr().err == "error: cannot write the output: standard output is closed\n"
+
+
 def test_the_cli_module_imports_no_other_torchlean_module() -> None:
     """What the console script imports before ``main`` runs (outside its Ctrl-C handler) is the
     standard library only: the commands' modules load inside ``main``."""

@@ -860,19 +860,28 @@ def test_an_output_that_is_stdout_itself_gets_no_report_mixed_in(iris_checkpoint
     assert "test_accuracy=" in trained.stderr
 
 
-def test_outputs_work_when_the_process_has_no_stdout_and_save_over_stdout_keeps_the_report(tmp_path):
-    """Started with fd 1 closed, ``sys.stdout`` is None: the stdout check must not fail there
-    (it raised AttributeError). ``--save`` naming the file stdout goes to: the report goes to
-    stderr (it went into the file the checkpoint then replaced)."""
+def test_a_closed_stdout_is_a_one_line_error_and_save_over_stdout_keeps_the_report(tmp_path, iris_checkpoint):
+    """Started with fd 1 closed (``>&-``), ``sys.stdout`` is None: print() drops every line
+    silently, and predict's CSV write raised AttributeError (a traceback). Every command, whose
+    report or CSV goes to stdout, now stops before any work with one line, exit status 2, and
+    writes no file. ``--save`` naming the file stdout goes to: the report goes to stderr (it went
+    into the file the checkpoint then replaced)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     command = [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1",
                "--hidden", "4"]
-    closed = subprocess.run(
+    for argv in (
         [*command, "--report-json", str(tmp_path / "r.json")],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=lambda: os.close(1),
-    )
-    assert closed.returncode == 0, closed.stderr
-    assert json.loads((tmp_path / "r.json").read_text())["dataset"] == "iris"
+        [sys.executable, "-m", "torchlean", "predict", str(iris_checkpoint), "--dataset", "iris"],
+        [sys.executable, "-m", "torchlean", "predict", str(iris_checkpoint), "--dataset", "iris", "--output",
+         str(tmp_path / "p.csv")],
+    ):
+        closed = subprocess.run(
+            argv, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=lambda: os.close(1),
+        )
+        assert (closed.returncode, closed.stderr) == (
+            2, "error: cannot write the output: standard output is closed\n"
+        ), argv
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
     target = tmp_path / "s.npz"
     with target.open("w") as stdout:
         saved = subprocess.run(

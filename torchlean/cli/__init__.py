@@ -136,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     is required (choose from 'capsules', ...; torchlean --help describes them)`` on stderr, exit
     status 2 (``torchlean --help`` prints the help, exit status 0). Ctrl-C at any point after this
     module is imported, the commands' own imports included, is ``error: interrupted``, exit
-    status 130.
+    status 130. An output that cannot take the writes (``> /dev/full``, or standard output closed,
+    ``>&-``, checked before the command runs) is ``error: cannot write the output: <reason>``,
+    exit status 2.
     """
     try:
         return _run(argv)
@@ -163,6 +165,10 @@ def _run(argv: Sequence[str] | None) -> int:
             f"a command is required (choose from {', '.join(map(repr, parser.commands))}; "
             "torchlean --help describes them)"
         )
+    if sys.stdout is None:
+        # started with file descriptor 1 closed (``>&-``): print() would drop every line silently
+        print("error: cannot write the output: standard output is closed", file=sys.stderr)
+        return 2
     try:
         return func(args)
     except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
