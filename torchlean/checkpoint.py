@@ -414,8 +414,9 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
 
     Raises:
         CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``, or is empty; else naming ``path`` and
-            what is wrong: no such file (or a directory, a device or a pipe); not a numpy ``.npz``
-            archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
+            what is wrong: no such file (or a directory, a device or a pipe); a file that cannot be
+            read (``cannot read checkpoint <path>: <reason>``: a name too long, an I/O error); not a
+            numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
             read (truncated, damaged, an entry that would need pickle); not a torchlean checkpoint
             (no ``metadata`` entry, or metadata that is not the JSON object of the format); an
             unsupported ``version``; a missing or wrongly typed metadata field; a missing,
@@ -424,14 +425,18 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """
     _check_path(path)
     file = Path(path)
-    if file.is_dir():
+    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
+        is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
+    except OSError as error:
+        raise CheckpointError(f"cannot read checkpoint {file}: {error.strerror or error}") from None
+    if is_dir:
         raise CheckpointError(f"checkpoint {file} is a directory, not a file")
-    if file.exists() and not file.is_file():
+    if exists and not is_file:
         raise CheckpointError(
             f"checkpoint {file} is not a regular file (a device or a pipe); give the path of a file "
             "written by torchlean train --save"
         )
-    if not file.is_file():
+    if not is_file:
         raise CheckpointError(f"checkpoint file not found: {file}")
     try:
         with file.open("rb") as handle:

@@ -222,7 +222,7 @@ def locate(name_or_path: object) -> tuple[str, bool]:
     name = _name(name_or_path, "dataset", "dataset name", accepted)
     if name in DATASETS:
         return name, True
-    if name.lower().endswith(".csv") or os.sep in name or Path(name).exists():
+    if name.lower().endswith(".csv") or os.sep in name or os.path.exists(name):  # False for a name too long
         return name, False
     raise UnknownLabelError(
         f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
@@ -359,11 +359,16 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     it between two misplaced quotes).
     """
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
-    if file.is_dir():
+    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
+        is_dir, exists = file.is_dir(), file.exists()
+        device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
+    except OSError as error:
+        raise DataError(f"{file}: cannot read the file: {error.strerror or error}") from None
+    if is_dir:
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
-    if not file.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
+    if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         raise DataError(f"dataset file not found: {file}")
-    if str(file) != STDIN and (file.is_char_device() or file.is_block_device()):
+    if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
         # terminal too) is what the user redirected into it
         raise DataError(

@@ -1095,3 +1095,38 @@ def test_one_feature_column_is_singular(capsys, iris_checkpoint, tmp_path):
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(one))
     assert f"{one} has 1 feature column (x; label column label), but checkpoint" in err
     assert "expects 4 features (" in err
+
+
+def test_an_over_long_path_is_an_input_that_cannot_be_read_or_the_output_option_that_cannot_be_written(
+    capsys, tmp_path, iris_checkpoint
+):
+    """A file name over the system's limit (ENAMETOOLONG, which ``Path.is_dir()``/``exists()``
+    raise where they return False for a missing file): every command said ``cannot write the
+    output``, inputs included. An input now cannot be read, an output names its option."""
+    long = str(tmp_path / ("e" * 300))
+    ckpt = str(iris_checkpoint)
+    train = ["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4"]
+    for argv, want in (
+        (["predict", f"{long}.npz", "--dataset", "iris"], f"cannot read checkpoint {long}.npz"),
+        (["predict", ckpt, "--dataset", f"{long}.csv"], f"{long}.csv: cannot read the file"),
+        (["predict", ckpt, "--dataset", f"{long}.csv", "--output", str(tmp_path / "p.csv")],
+         f"{long}.csv: cannot read the file"),
+        (["predict", ckpt, "--dataset", "iris", "--output", f"{long}.csv"],
+         f"cannot write --output {long}.csv"),
+        (["predict", ckpt, "--dataset", "iris", "--output", f"{long}/p.csv"],
+         f"cannot write --output {long}/p.csv"),
+        ([*train[:2], f"{long}.csv"], f"{long}.csv: cannot read the file"),
+        ([*train, "--report-json", f"{long}.json"], f"cannot write --report-json {long}.json"),
+        ([*train, "--save", f"{long}.npz"], f"cannot write --save {long}.npz"),
+        (["attention-check", "--quick", "--json", f"{long}.json"],
+         f"cannot write the JSON report to {long}.json"),
+    ):
+        assert cli(capsys, *argv) == (2, "", f"error: {want}: File name too long\n"), argv
+    name = "f" * 300  # no path separator, no .csv: neither a shipped dataset nor an existing file
+    known = f"{' | '.join(data.DATASETS)}, or a path to a .csv file"
+    assert cli(capsys, "predict", ckpt, "--dataset", name) == (
+        2, "", f"error: unknown dataset {name} (known: {known})\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(CheckpointError, match=r"^cannot read checkpoint .*e\.npz: File name too long$"):
+        checkpoint.load(f"{long}.npz")

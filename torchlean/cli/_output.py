@@ -91,11 +91,15 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
             a file, it is not a regular file (``regular``), or the OS refuses (permissions,
-            read-only file system).
+            read-only file system, a name too long).
     """
-    if path.is_dir():
+    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
+        is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
+    except OSError as error:
+        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    if is_dir:
         raise TorchLeanError(f"cannot write {what} {path}: it is a directory")
-    if path.exists() and not path.is_file():  # a device or a pipe (/dev/stdout, a FIFO, >(...))
+    if exists and not is_file:  # a device or a pipe (/dev/stdout, a FIFO, >(...))
         if regular:
             raise TorchLeanError(
                 f"cannot write {what} {path}: it exists and is not a regular file (a device or a pipe would "
@@ -107,7 +111,7 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
     missing: list[Path] = []
     for parent in target.parents:
-        if parent.exists():
+        if os.path.exists(parent):  # False for a name too long (the probe below reports it)
             if not parent.is_dir():
                 raise TorchLeanError(f"cannot write {what} {path}: {parent} is a file, not a directory")
             break
@@ -133,7 +137,7 @@ def make_parents(path: Path, what: str) -> None:
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>``.
     """
-    if path.exists():  # nothing to create; a pipe's resolved path (pipe:[N]) names no folder
+    if os.path.exists(path):  # nothing to create; a pipe's resolved path (pipe:[N]) names no folder
         return
     try:
         Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)  # through a link: its target's
@@ -171,7 +175,7 @@ def check_distinct(
                     f"{other_what} {other} and {what} {path} name the same file; give them different paths"
                 )
         for input_what, source in inputs:
-            if source.exists() and _same_file(path, source):
+            if os.path.exists(source) and _same_file(path, source):  # False for a name too long
                 raise TorchLeanError(
                     f"{what} {path} is {input_what} {source}: writing it would destroy that input; "
                     "give another path"
