@@ -1130,3 +1130,60 @@ def test_an_over_long_path_is_an_input_that_cannot_be_read_or_the_output_option_
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(CheckpointError, match=r"^cannot read checkpoint .*e\.npz: File name too long$"):
         checkpoint.load(f"{long}.npz")
+
+
+def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path, labels_csv):
+    """A file name holding the byte 0xfd (Python's ``\\udcfd``) with stdout encoded strictly
+    (``PYTHONIOENCODING=utf-8``): the ``wrote``/``saved:`` lines, and the report's ``dataset=``,
+    ``checkpoint=`` and ``trained_on=``, raised UnicodeEncodeError (a traceback, exit 1) after the
+    files were written. They now print the byte as Python prints it on stderr, ``\\udcfd``. A
+    character the encoding lacks elsewhere (``PYTHONIOENCODING=ascii``) is a one-line error."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    base = [sys.executable, "-m", "torchlean"]
+    odd = os.fsdecode(b"\xfd")
+    data_in, saved, record, predictions = (tmp_path / f"{odd}.{ext}" for ext in ("csv", "npz", "json", "out"))
+    data_in.write_bytes(labels_csv.read_bytes())
+    shown = {path: f"{tmp_path}/\\udcfd.{path.suffix[1:]}" for path in (data_in, saved, record, predictions)}
+    trained = subprocess.run(
+        [*base, "train", "--dataset", str(data_in), "--epochs", "1", "--hidden", "4", "--save", str(saved),
+         "--report-json", str(record)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    assert trained.returncode == 0, trained.stderr
+    lines = trained.stdout.splitlines()
+    assert lines[0].startswith(f"dataset={shown[data_in]} train=48 test=12 ")
+    assert lines[-2:] == [f"wrote {shown[record]}", f"saved: {shown[saved]}"]
+    predicted = subprocess.run(
+        [*base, "predict", str(saved), "--dataset", str(data_in), "--output", str(predictions)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    assert predicted.returncode == 0, predicted.stderr
+    lines = predicted.stdout.splitlines()
+    assert lines[0] == (f"checkpoint={shown[saved]} model=mlp task=classification features=3 dtype=float32 "
+                        f"trained_on={shown[data_in]}")
+    assert lines[1] == f"dataset={shown[data_in]} rows=60 profile=checked_cpu execution=eager"
+    assert lines[-1] == f"wrote {shown[predictions]}"
+    checked = subprocess.run(
+        [*base, "attention-check", "--quick", "--no-progress", "--json", str(record)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.splitlines()[-2:] == [f"wrote {shown[record]}", "verdict: PASS (280 cases)"]
+    missing = subprocess.run(  # stderr always escapes (Python's backslashreplace), even when asked strict
+        [*base, "predict", str(tmp_path / f"{odd}.gone"), "--dataset", "iris"],
+        capture_output=True, text=True, env={**env, "PYTHONIOENCODING": "utf-8:strict"}, cwd=tmp_path,
+    )
+    assert (missing.returncode, missing.stderr) == (
+        2, f"error: checkpoint file not found: {tmp_path}/\\udcfd.gone\n"
+    )
+    umlaut = tmp_path / "\u00fc.csv"
+    umlaut.write_bytes(labels_csv.read_bytes())
+    ascii_out = subprocess.run(
+        [*base, "train", "--dataset", str(umlaut), "--epochs", "1", "--hidden", "4"],
+        capture_output=True, text=True, env={**env, "PYTHONIOENCODING": "ascii"}, cwd=tmp_path,
+    )
+    position = len(f"dataset={tmp_path}/")
+    assert (ascii_out.returncode, ascii_out.stdout, ascii_out.stderr) == (
+        2, "", f"error: cannot write the output: 'ascii' codec can't encode character '\\xfc' in position "
+        f"{position}: ordinal not in range(128)\n"
+    )

@@ -137,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 2 (``torchlean --help`` prints the help, exit status 0). Ctrl-C at any point after this
     module is imported, the commands' own imports included, is ``error: interrupted``, exit
     status 130. An output that cannot take the writes (``> /dev/full``, or standard output closed,
-    ``>&-``, checked before the command runs) is ``error: cannot write the output: <reason>``,
-    exit status 2.
+    ``>&-``, checked before the command runs; a character its encoding cannot write) is
+    ``error: cannot write the output: <reason>``, exit status 2.
     """
     try:
         return _run(argv)
@@ -187,6 +187,9 @@ def _run(argv: Sequence[str] | None) -> int:
         where = f" ({error.filename})" if error.filename else ""
         print(f"error: cannot write the output: {error.strerror or error}{where}", file=sys.stderr)
         _silence_stdout()
+        return 2
+    except UnicodeEncodeError as error:  # a character stdout's strict encoding lacks (PYTHONIOENCODING=ascii)
+        print(f"error: cannot write the output: {error}", file=sys.stderr)
         return 2
 
 

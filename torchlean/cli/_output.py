@@ -23,6 +23,7 @@ __all__ = [
     "make_parents",
     "output_path",
     "report_beside",
+    "shown_path",
 ]
 
 
@@ -180,6 +181,15 @@ def check_distinct(
                     f"{what} {path} is {input_what} {source}: writing it would destroy that input; "
                     "give another path"
                 )
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a line of the report prints it: as given, except that a byte of a file name
+    that is not UTF-8 (which Python holds as a lone surrogate, ``\\udcfd`` for the byte 0xfd)
+    is written as that escape, as Python writes it on stderr. Printed as is, the surrogate
+    raised ``UnicodeEncodeError`` on a stdout with a strict encoding (``PYTHONIOENCODING=utf-8``)
+    after the command's work was done."""
+    return os.fspath(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def is_stdout(path: Path | None) -> bool:

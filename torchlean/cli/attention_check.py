@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, make_parents, output_path, report_beside
+from torchlean.cli._output import check_writable, make_parents, output_path, report_beside, shown_path
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -94,6 +94,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"worst {precision}: forward {forward:.3e}, backward {backward:.3e} (limit {limit:.0e})")
     if args.json is not None:
         _write_json(args.json, report, quick=args.quick, seed=args.seed)
-        print(f"wrote {args.json}")
+        print(f"wrote {shown_path(args.json)}")
     print(report.verdict())
     return 0 if report.passed else 1

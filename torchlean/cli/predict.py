@@ -77,6 +77,7 @@ from torchlean.cli._output import (
     is_stdout,
     make_parents,
     output_path,
+    shown_path,
 )
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 
@@ -438,10 +439,10 @@ def run(args: argparse.Namespace) -> int:
     banner = io.StringIO()
     with contextlib.redirect_stdout(banner):
         trainer.open()
-    print(f"checkpoint={args.checkpoint} model={saved.model} task={saved.task} features={saved.features} "
-          f"dtype={saved.dtype} trained_on={saved.dataset}", file=out)
+    print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model} task={saved.task} "
+          f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)}", file=out)
     split = "" if chosen is None else f" split={args.split}"
-    print(f"dataset={source.source} rows={x.shape[0]}{split} profile={trainer.profile.name} "
+    print(f"dataset={shown_path(source.source)} rows={x.shape[0]}{split} profile={trainer.profile.name} "
           f"execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
@@ -480,5 +481,5 @@ def run(args: argparse.Namespace) -> int:
     for kernel in selected:
         print(report.audit_line(kernel.audit()), file=out)
     if args.output is not None:
-        print(f"wrote {args.output}", file=out)
+        print(f"wrote {shown_path(args.output)}", file=out)
     return 0

@@ -50,6 +50,7 @@ from torchlean.cli._output import (
     make_parents,
     output_path,
     report_beside,
+    shown_path,
 )
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
@@ -254,7 +255,7 @@ def _run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(banner):
         trainer.open()
     print(
-        f"dataset={source} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
+        f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
@@ -345,7 +346,7 @@ def _run(args: argparse.Namespace) -> int:
             args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
-        print(f"wrote {args.report_json}")
+        print(f"wrote {shown_path(args.report_json)}")
     if args.save is not None:
-        print(f"saved: {args.save}")
+        print(f"saved: {shown_path(args.save)}")
     return 0
