@@ -224,6 +224,17 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             "libtorch_forward_cuda | libtorch_forward_strict | libtorch_forward_cpu | "
             "libtorch_forward_strict_cpu | fast_cpu), OP (known: rand_uniform | ",
         ),
+        (
+            ["select", "matmul"],
+            "error: the following arguments are required: --profiles (known: checked_cpu | checked_cuda | "
+            "libtorch_forward_cuda | libtorch_forward_strict | libtorch_forward_cpu | "
+            "libtorch_forward_strict_cpu | fast_cpu)\n",
+        ),
+        (
+            ["predict", "models/iris.npz"],
+            "error: the following arguments are required: --dataset (known: digits | iris | breast_cancer | "
+            "wine | diabetes, or a path to a .csv file)\n",
+        ),
         (["select", "--profiles", "checked_cpu"], "select needs at least one op (known: rand_uniform | "),
         (["select", "--profiles", "relu"], "select needs at least one profile (known: checked_cpu | "),
         (["plan", "--profile", "checked_cpu", ""], "unknown op '' (known: rand_uniform | "),

@@ -249,6 +249,7 @@ def register(subparsers: Any) -> None:
         description="For each profile, print the capsules it selects for the ops (or why planning fails). "
         "Profile names and ops may follow --profiles in any order; --profiles may be repeated.",
     )
+    select.known = {"--profiles": _KNOWN["--profile"]}
     select.add_argument(
         "--profiles",
         nargs="+",
