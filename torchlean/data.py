@@ -340,16 +340,25 @@ class Table:
         return x, None if label is None else cells
 
 
+def _stdin_closed() -> bool:
+    """Whether the process has no standard input (file descriptor 0 closed)."""
+    try:
+        os.fstat(0)
+    except OSError:
+        return True
+    return False
+
+
 def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Table:
     """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark; blank rows
     skipped), deciding whether its first row is a header by the module docstring's rule.
 
     Raises:
-        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file, a
-            directory or a device other than :data:`STDIN` (``/dev/zero`` would be read until
-            memory runs out; pipes and standard input, a terminal too, are read), a file that is
-            not UTF-8 or cannot be read, a quote left open, a file without rows or without data
-            rows, a bad ``header``.
+        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
+            :data:`STDIN` when standard input is closed), a directory or a device other than
+            :data:`STDIN` (``/dev/zero`` would be read until memory runs out; pipes and standard
+            input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
+            quote left open, a file without rows or without data rows, a bad ``header``.
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
@@ -367,6 +376,8 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     if is_dir:
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
+        if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
+            raise DataError("standard input is closed (--dataset - reads the CSV from it)")
         raise DataError(f"dataset file not found: {file}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a

@@ -1187,3 +1187,16 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
         2, "", f"error: cannot write the output: 'ascii' codec can't encode character '\\xfc' in position "
         f"{position}: ordinal not in range(128)\n"
     )
+
+
+def test_a_dash_dataset_with_stdin_closed_says_so(tmp_path, iris_checkpoint):
+    """``--dataset -`` started with ``<&-``: /dev/stdin names nothing, and the message was
+    ``dataset file not found: /dev/stdin``."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    base = [sys.executable, "-m", "torchlean"]
+    for argv in (["train", "--dataset", "-"], ["predict", str(iris_checkpoint), "--dataset", "-"]):
+        done = subprocess.run([*base, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              preexec_fn=lambda: os.close(0))
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2, "", "error: standard input is closed (--dataset - reads the CSV from it)\n"
+        ), argv
