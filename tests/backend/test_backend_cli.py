@@ -81,7 +81,78 @@ def test_plan_failure_lists_every_missing_op(capsys: pytest.CaptureFixture[str])
     assert err.splitlines() == [
         "no admissible kernel capsule for op selective_scan on device cpu",
         "no admissible kernel capsule for op fft_fno on device cpu",
+        "note: torchlean explain --profile checked_cpu selective_scan says why",
+        "note: torchlean explain --profile checked_cpu fft_fno says why",
     ]
+
+
+def test_plan_and_check_failures_name_the_explain_command_per_missing_op(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reason an op cannot be planned (here: the profile declares only cpu) is only in
+    ``explain``: a failed plan or check now names that command, ``--device`` included when given."""
+    for command in ("plan", "check"):
+        status, out, err = run(
+            capsys, command, "--profile", "checked_cpu", "--device", "cuda", "matmul", "relu", "matmul"
+        )
+        assert (status, out) == (1, "")
+        assert err == (
+            "no admissible kernel capsule for op matmul on device cuda\n"
+            "no admissible kernel capsule for op relu on device cuda\n"
+            "note: torchlean explain --profile checked_cpu --device cuda matmul says why\n"
+            "note: torchlean explain --profile checked_cpu --device cuda relu says why\n"
+        ), command
+    status, out, _ = run(capsys, "explain", "--profile", "checked_cpu", "--device", "cuda", "matmul")
+    assert status == 1
+    assert "device" in out and "result: no admissible kernel capsule for op matmul on device cuda" in out
+
+
+@pytest.mark.parametrize(
+    ("profile", "device", "note"),
+    [
+        (
+            "checked_cpu",
+            "cuda",
+            "profile checked_cpu declares devices cpu only: none of its 48 capsules for device cuda is "
+            "available (torchlean explain --profile checked_cpu --device cuda OP says why, per op)",
+        ),
+        (
+            "fast_cpu",
+            "tpu",
+            "no capsule of profile fast_cpu's modules targets device tpu (torchlean explain --profile "
+            "fast_cpu --device tpu OP says why, per op)",
+        ),
+    ],
+)
+def test_capsules_selecting_nothing_say_why_on_stderr(
+    capsys: pytest.CaptureFixture[str], profile: str, device: str, note: str
+) -> None:
+    """An empty table (``0 capsules``) for a profile and device came with no word on why."""
+    status, out, err = run(capsys, "capsules", "--profile", profile, "--device", device)
+    assert status == 0
+    assert out.splitlines()[0].endswith(": 0 capsules") and len(out.splitlines()) == 2
+    assert err == f"note: {note}\n"
+    status, out, err = run(capsys, "capsules", "--profile", profile)
+    assert (status, err) == (0, "")
+
+
+def test_capsules_note_names_a_policy_that_admits_no_available_capsule() -> None:
+    import dataclasses
+
+    from torchlean.backend import profiles
+    from torchlean.backend.policy import ProviderPreference
+    from torchlean.backend.vocabulary import Provider
+    from torchlean.cli.backend_commands import _empty_selection_note
+
+    checked = profiles.get("checked_cpu")
+    only_cuda = dataclasses.replace(
+        checked,
+        policy=dataclasses.replace(checked.policy, provider=ProviderPreference.only(Provider.NATIVE_CUDA)),
+    )
+    assert _empty_selection_note(only_cuda, None) == (
+        "note: none of profile checked_cpu's 45 available capsules for device cpu is admissible under its "
+        "policy (torchlean explain --profile checked_cpu OP says why, per op)"
+    )
 
 
 def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,7 +168,7 @@ def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFix
             "no admissible kernel capsule for op fft_fno on device cpu",
         ],
     }
-    assert len(err.splitlines()) == 2  # the same lines on stderr, as for the other formats
+    assert len(err.splitlines()) == 4  # the same lines on stderr, as for the other formats
 
 
 def test_select(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,14 +3,18 @@
 All of them are pure planning: they work on a machine without CUDA (DESIGN.md §3).
 
 * ``torchlean capsules [--profile NAME] [--device D]``: the catalog as an aligned table, or only
-  the capsules a profile can select (available and admissible under its policy).
+  the capsules a profile can select (available and admissible under its policy); a profile that
+  selects none gets a ``note:`` on stderr saying why (no capsule for the device, the device or the
+  providers not declared, or the policy) and naming ``torchlean explain``.
 * ``torchlean plan --profile NAME [--device D] [--format report|rows|json] OP...``: the plan report
   (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
-  prints one ``no admissible kernel capsule ...`` line per missing op on stderr, exit status 1
+  prints one ``no admissible kernel capsule ...`` line per missing op on stderr, then per missing
+  op ``note: torchlean explain --profile NAME [--device D] OP says why``, exit status 1
   (with ``--format json`` also ``{"profile": ..., "planned": false, "errors": [...]}`` on stdout; a
   planned document carries ``"planned": true``).
 * ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
-  ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``).
+  ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
+  once the plan exists, whatever the verdicts; a failed plan as for ``plan``.
 * ``torchlean select --profiles NAME... OP...``: which capsules each profile selects.
 * ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
   first admissibility condition it fails, or ``selected`` / ``admissible``; then the shipped
@@ -82,10 +86,49 @@ def _with_device(profile: BackendProfile, device: Device | None) -> BackendProfi
     return dataclasses.replace(profile, policy=dataclasses.replace(profile.policy, device=device))
 
 
-def _print_planning_failure(error: PlanningError) -> int:
+def _explain_command(profile: BackendProfile, device: Device | None, op: str) -> str:
+    """The ``torchlean explain`` command line for ``op`` under ``profile`` (``--device`` when the
+    command was given one)."""
+    option = "" if device is None else f" --device {device.label}"
+    return f"torchlean explain --profile {profile.name}{option} {op}"
+
+
+def _print_planning_failure(
+    error: PlanningError, profile: BackendProfile, device: Device | None, ops: Sequence[BackendOp]
+) -> int:
+    """Print each message of ``error`` on stderr, then for each op of ``ops`` that no capsule is
+    selected for a ``note:`` naming the ``explain`` command that says why; returns 1."""
     for message in error.messages:
         print(message, file=sys.stderr)
+    for op in dict.fromkeys(ops):
+        if not any(item.verdict.status == "selected" for item in profile.explain_verdicts(op)):
+            print(f"note: {_explain_command(profile, device, op.label)} says why", file=sys.stderr)
     return 1
+
+
+def _empty_selection_note(profile: BackendProfile, device: Device | None) -> str:
+    """Why ``profile`` (requesting ``device``) can select no capsule at all, and where to look."""
+    target = profile.policy.device
+    capsules = [c for m in profile.capsule_modules for c in m.capsules if c.device is target]
+    available = [c for c in capsules if profile.availability.admits_capsule(c)]
+    if not capsules:
+        why = f"no capsule of profile {profile.name}'s modules targets device {target.label}"
+    elif not available:
+        declared = (
+            f"devices {', '.join(d.label for d in profile.availability.devices)}"
+            if target not in profile.availability.devices
+            else f"providers {', '.join(p.label for p in profile.availability.providers)}"
+        )
+        why = (
+            f"profile {profile.name} declares {declared} only: none of its {len(capsules)} capsules for "
+            f"device {target.label} is available"
+        )
+    else:
+        why = (
+            f"none of profile {profile.name}'s {len(available)} available capsules for device {target.label} "
+            "is admissible under its policy"
+        )
+    return f"note: {why} ({_explain_command(profile, device, 'OP')} says why, per op)"
 
 
 def _cmd_capsules(args: argparse.Namespace) -> int:
@@ -106,6 +149,9 @@ def _cmd_capsules(args: argparse.Namespace) -> int:
     print(f"{title}: {len(entries)} capsules")
     for line in report.capsule_table(entries):
         print(line)
+    if args.profile is not None and not entries:
+        sys.stdout.flush()  # the note follows the empty table on a terminal
+        print(_empty_selection_note(profile, args.device), file=sys.stderr)
     return 0
 
 
@@ -124,7 +170,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if args.format == "json":  # a JSON reader still gets a document: what failed, per op
             failed = {"profile": profile.name, "planned": False, "errors": list(error.messages)}
             print(json.dumps(failed, indent=2))
-        return _print_planning_failure(error)
+        return _print_planning_failure(error, profile, args.device, args.ops)
     if args.format == "rows":
         print("\n".join(report.rows_lines(plan.audit())))
     elif args.format == "json":
@@ -140,7 +186,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
-        return _print_planning_failure(error)
+        return _print_planning_failure(error, profile, args.device, args.ops)
     for policy in (AssurancePolicy.CHECKED, AssurancePolicy.EXTERNAL):
         print("\n".join(report.check_lines(plan.check_contracts(policy))))
     return 0
