@@ -22,8 +22,8 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_readme_python_section_has_its_two_examples() -> None:
-    assert len(_python_blocks()) == 2
+def test_the_readme_python_section_has_its_three_examples() -> None:
+    assert len(_python_blocks()) == 3
 
 
 def test_the_session_and_trainer_example_runs(capsys: Any) -> None:
@@ -47,3 +47,20 @@ def test_the_own_training_loop_example_lowers_the_loss() -> None:
     final = -float(np.mean(log_p[np.arange(32), labels]))  # numpy oracle of the trained model's loss
     assert final < math.log(3) - 0.1
     assert w.grad is None and b.grad is None  # the loop resets them
+
+
+def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys: Any) -> None:
+    """The ``aten_only`` profile plans matmul and relu to the aten capsules, explains that
+    smooth_max_pool has no admissible capsule, and its session records what the comment says."""
+    namespace: dict[str, Any] = {}
+    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[2], "README.md", "exec"),
+         namespace)
+    out = capsys.readouterr().out
+    assert (
+        "  matmul: aten.matmul provider=aten trust=checked vjp=torchlean-tape "
+        "reduction=implementation-defined"
+    ) in out
+    assert "  relu: aten.relu provider=aten" in out
+    assert "result: no admissible kernel capsule for op smooth_max_pool on device cpu" in out
+    assert out.rstrip().endswith("['aten.matmul', 'aten.relu']")
+    np.testing.assert_array_equal(namespace["y"].numpy(), np.full((2, 2), 3.0))

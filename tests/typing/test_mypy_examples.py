@@ -386,3 +386,21 @@ def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) 
     actual, stray = run_mypy([source], readme_dir)
     assert stray == []
     assert [r.render() for r in sorted(actual)] == []
+
+
+def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
+    """The README's "A profile of your own" block (with the imports test_readme_python.py
+    prepends) is clean under strict mypy with the plugin: it spells devices, providers and the
+    assurance as members."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Python\n") :]
+    section = section[: section.index("\n## ", 1)]
+    block = re.findall(r"```python\n(.*?)```", section, re.S)[2]
+    assert "BackendProfile(" in block
+    readme_dir = workdir / "readme_profile"
+    readme_dir.mkdir()
+    source = readme_dir / "readme_profile.py"
+    source.write_text("import numpy as np\nimport torchlean as tl\n\n" + block)
+    actual, stray = run_mypy([source], readme_dir)
+    assert stray == []
+    assert [r.render() for r in sorted(actual)] == []
