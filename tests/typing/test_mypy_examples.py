@@ -371,36 +371,39 @@ def test_dunder_replace_is_reported_for_python_313(chained_run: dict[str, list[s
 README = REPO / "README.md"
 
 
-def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
-    """The README's "A training loop of your own" block (with the imports
-    tests/training/test_readme_python.py prepends) is clean under strict mypy with the plugin."""
+def _readme_python_block(index: int) -> str:
+    """The README's ``## Python`` code block number ``index`` (as test_readme_python.py reads them)."""
     text = README.read_text(encoding="utf-8")
     section = text[text.index("\n## Python\n") :]
     section = section[: section.index("\n## ", 1)]
-    loop = re.findall(r"```python\n(.*?)```", section, re.S)[1]
-    assert "loss.backward()" in loop
-    readme_dir = workdir / "readme"
-    readme_dir.mkdir()
-    source = readme_dir / "readme_loop.py"
-    source.write_text("import numpy as np\nimport torchlean as tl\nfrom torchlean import optim\n\n" + loop)
-    actual, stray = run_mypy([source], readme_dir)
+    return str(re.findall(r"```python\n(.*?)```", section, re.S)[index])
+
+
+def _strict_mypy_errors(workdir: Path, name: str, source_text: str) -> list[str]:
+    """mypy's errors (strict, with the plugin) for ``source_text`` checked as ``name``.py."""
+    folder = workdir / name
+    folder.mkdir()
+    source = folder / f"{name}.py"
+    source.write_text(source_text)
+    actual, stray = run_mypy([source], folder)
     assert stray == []
-    assert [r.render() for r in sorted(actual)] == []
+    return [r.render() for r in sorted(actual)]
+
+
+def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
+    """The README's "A training loop of your own" block (with the imports
+    tests/training/test_readme_python.py prepends) is clean under strict mypy with the plugin."""
+    loop = _readme_python_block(1)
+    assert "loss.backward()" in loop
+    prelude = "import numpy as np\nimport torchlean as tl\nfrom torchlean import optim\n\n"
+    assert _strict_mypy_errors(workdir, "readme_loop", prelude + loop) == []
 
 
 def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
     """The README's "A profile of your own" block (with the imports test_readme_python.py
     prepends) is clean under strict mypy with the plugin: it spells devices, providers and the
     assurance as members."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n") :]
-    section = section[: section.index("\n## ", 1)]
-    block = re.findall(r"```python\n(.*?)```", section, re.S)[2]
+    block = _readme_python_block(2)
     assert "BackendProfile(" in block
-    readme_dir = workdir / "readme_profile"
-    readme_dir.mkdir()
-    source = readme_dir / "readme_profile.py"
-    source.write_text("import numpy as np\nimport torchlean as tl\n\n" + block)
-    actual, stray = run_mypy([source], readme_dir)
-    assert stray == []
-    assert [r.render() for r in sorted(actual)] == []
+    prelude = "import numpy as np\nimport torchlean as tl\n\n"
+    assert _strict_mypy_errors(workdir, "readme_profile", prelude + block) == []
