@@ -42,6 +42,34 @@ def test_default_is_digits() -> None:
     assert d.name == "digits" and d.x_train.shape[1] == 64
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_regression_target_statistics_are_the_train_split_mean_and_deviation(dtype: type) -> None:
+    """Oracle: sklearn's StandardScaler on the train targets (population deviation, float64).
+    ``torchlean train`` trains on these (``standardised_targets``) and saves them in its
+    checkpoint; a Python run had no way to get them and trained diabetes to NaN (review17 P1)."""
+    from sklearn.preprocessing import StandardScaler
+
+    d = data.load("diabetes", dtype=dtype)
+    scaler = StandardScaler().fit(d.y_train.astype(np.float64).reshape(-1, 1))
+    mean, scale = d.target_statistics()
+    assert mean == pytest.approx(float(scaler.mean_[0]), rel=1e-12)
+    assert scale == pytest.approx(float(scaler.scale_[0]), rel=1e-12)
+    train, test = d.standardised_targets()
+    assert train.dtype == dtype and test.dtype == dtype
+    assert train.shape == d.y_train.shape and test.shape == d.y_test.shape
+    expected = scaler.transform(d.y_test.astype(np.float64).reshape(-1, 1)).ravel()
+    np.testing.assert_allclose(test, expected, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    assert abs(float(np.mean(train.astype(np.float64)))) < 1e-6
+
+
+def test_target_statistics_are_refused_for_classification() -> None:
+    with pytest.raises(DataError) as info:
+        data.load("iris").target_statistics()
+    assert str(info.value) == (
+        "iris: target statistics are for regression; this dataset's targets are 3 class ids"
+    )
+
+
 def test_diabetes_is_regression() -> None:
     d = data.load("diabetes", dtype=np.float64)
     assert (d.task, d.n_classes, d.class_names) == ("regression", 0, ())

@@ -171,18 +171,6 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     return data.load(args.dataset, label_column=args.label_column, **options)
 
 
-def _standardised_target(dataset: data.Dataset) -> tuple[np.ndarray[Any, Any], float, float]:
-    """Regression: the train targets standardised with their mean and standard deviation (float64,
-    a zero deviation taken as 1), in the features' dtype, with that mean and deviation.
-    :func:`torchlean.data.load` has refused targets whose mean or deviation is not finite, so
-    the float64 arithmetic here does not overflow; the standardised values lie within
-    ``sqrt(n_train)`` of 0."""
-    target = dataset.y_train.astype(np.float64)
-    mean = float(np.mean(target))
-    scale = float(np.std(target)) or 1.0
-    return ((target - mean) / scale).astype(dataset.x_train.dtype), mean, scale
-
-
 def _strict_json(value: Any) -> Any:
     """``value`` with every non-finite float (a diverged run's losses or ``test_mse``) replaced by
     ``None``, so the record is standard JSON (``null``; Python's ``NaN`` token is not JSON and
@@ -247,7 +235,8 @@ def _run(args: argparse.Namespace) -> int:
     y_train: np.ndarray[Any, Any] = dataset.y_train
     y_mean, y_scale = 0.0, 1.0
     if not classification:
-        y_train, y_mean, y_scale = _standardised_target(dataset)
+        y_mean, y_scale = dataset.target_statistics()
+        y_train = dataset.standardised_targets()[0]
 
     # Open the session first, so a profile that cannot run here fails before any output, but
     # hold what it prints (the --show-backend banner) until the header lines are out.
