@@ -580,7 +580,7 @@ def test_train_fast_cpu_end_to_end(
                 c["reduction"] == ("n/a" if c["op"] in unreduced else "implementation-defined")
                 for c in aten_rows
             )
-            assert all(c["name"] == f"aten.{c['op']}" for c in aten_rows)
+            assert all(c["capsule"] == f"aten.{c['op']}" for c in aten_rows)
             assert (
                 "  linear: aten.linear provider=aten trust=checked vjp=torchlean-tape "
                 "reduction=implementation-defined"

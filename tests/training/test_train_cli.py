@@ -26,7 +26,7 @@ AUDIT_LINE = re.compile(
     r"^  (?P<op>\w+): (?P<name>[\w.]+) provider=(?P<provider>[\w-]+) trust=(?P<trust>[\w-]+) "
     r"vjp=(?P<vjp>[\w-]+) reduction=(?P<reduction>[\w/-]+)$"
 )
-CAPSULE_KEYS = {"op", "name", "provider", "device", "trust", "vjp", "reduction", "evidence"}
+CAPSULE_KEYS = {"op", "capsule", "provider", "device", "trust", "vjp", "reduction", "contracts"}
 
 
 def train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -96,8 +96,14 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert set(record) == {
         "dataset",
         "model",
+        "hidden",
         "profile",
+        "device",
+        "assurance",
         "execution",
+        "dtype",
+        "optimizer",
+        "batch_size",
         "seed",
         "epochs",
         "torch_threads",
@@ -113,13 +119,22 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "eager",
     )
     assert (record["seed"], record["epochs"]) == (0, 2)
+    # the settings that reproduce the run, as the header line prints them
+    assert (record["hidden"], record["device"], record["assurance"], record["dtype"]) == (
+        8,
+        "cpu",
+        "checked",
+        "float32",
+    )
+    assert f"optimizer={record['optimizer']} " in lines[1]
+    assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]
     assert all(isinstance(loss, float) for loss in record["losses"])
     assert f"test_accuracy={record['test_accuracy']:.4f}" == lines[4]
     assert 0.0 < record["seconds"] < 600
-    assert [c["name"] for c in record["capsules"]] == [a["name"] for a in parts["audits"]]
-    assert [c["name"] for c in record["capsules"]] == [
+    assert [c["capsule"] for c in record["capsules"]] == [a["name"] for a in parts["audits"]]
+    assert [c["capsule"] for c in record["capsules"]] == [
         "reference.linear",
         "reference.relu",
         "reference.log_softmax",
@@ -128,15 +143,21 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     ]
     for capsule, audit in zip(record["capsules"], parts["audits"], strict=True):
         assert set(capsule) == CAPSULE_KEYS
-        assert {k: capsule[k] for k in ("op", "name", "provider", "trust", "vjp", "reduction")} == audit
+        fields = ("op", "capsule", "provider", "trust", "vjp", "reduction")
+        assert dict(zip(("op", "name", "provider", "trust", "vjp", "reduction"),
+                        (capsule[k] for k in fields), strict=True)) == audit
         assert capsule["device"] == "cpu"
-        evidence = capsule["evidence"]
-        assert list(evidence) == ["shape", "layout", "value", "vjp"]
-        for key, line in evidence.items():
-            assert line.startswith(f"{key}: ") and capsule["op"] in line
-        assert "guarded at runtime by torchlean.backend.providers.reference" in evidence["shape"]
-        assert "covered by test suite tests/runtime/" in evidence["value"]
-    assert {c["name"]: c["reduction"] for c in record["capsules"]}["reference.linear"] == "fixed-left"
+        # the schema of `torchlean plan --format json` (report.audit_to_json): structured evidence
+        contracts = capsule["contracts"]
+        assert list(contracts) == ["shape", "layout", "value", "vjp"]
+        for contract in contracts.values():
+            assert capsule["op"] in contract["claim"]["label"]
+            assert set(contract["evidence"]) == {"kind", "name", "label"}
+        shape, value = contracts["shape"]["evidence"], contracts["value"]["evidence"]
+        assert shape["kind"] == "runtimeGuard"
+        assert shape["name"].startswith("torchlean.backend.providers.reference.guards.check_")
+        assert value["kind"] == "testSuite" and value["name"].startswith("tests/runtime/")
+    assert {c["capsule"]: c["reduction"] for c in record["capsules"]}["reference.linear"] == "fixed-left"
 
 
 def test_diabetes_prints_test_mse(capsys, tmp_path):
@@ -156,7 +177,7 @@ def test_diabetes_prints_test_mse(capsys, tmp_path):
     assert f"test_mse={record['test_mse']:.4f}" == line
     # the target's variance (~5900 in its units) bounds a sane one-epoch fit from above
     assert record["test_mse"] < 3e4
-    assert [c["name"] for c in record["capsules"]][-1] == "reference.mse_loss"
+    assert [c["capsule"] for c in record["capsules"]][-1] == "reference.mse_loss"
 
 
 @pytest.mark.parametrize(

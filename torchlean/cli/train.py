@@ -130,26 +130,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _capsule_record(kernel: Any) -> dict[str, Any]:
-    row = kernel.audit()
-    lines = report.detailed_report_lines(row)
-    return {
-        "op": row.op.label,
-        "name": row.capsule_name,
-        "provider": row.provider.label,
-        "device": row.device.label,
-        "trust": row.trust_level.label,
-        "vjp": row.vjp_mode.label,
-        "reduction": row.numerical_policy.reduction.label,
-        "evidence": {
-            "shape": lines[1].strip(),
-            "layout": lines[2].strip(),
-            "value": lines[3].strip(),
-            "vjp": lines[4].strip(),
-        },
-    }
-
-
 def _load(args: argparse.Namespace) -> data.Dataset:
     """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``).
 
@@ -280,8 +260,14 @@ def _run(args: argparse.Namespace) -> int:
     record: dict[str, Any] = {
         "dataset": source,
         "model": args.model,
+        "hidden": args.hidden,
         "profile": profile.name,
+        "device": profile.policy.device.label,
+        "assurance": profile.policy.assurance.label,
         "execution": execution.label,
+        "dtype": config.dtype,
+        "optimizer": optimizer.describe(),
+        "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,
         "torch_threads": torch_threads_in_use(),
@@ -328,7 +314,7 @@ def _run(args: argparse.Namespace) -> int:
         ))
         record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started
-    record["capsules"] = [_capsule_record(k) for k in selected]
+    record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
     if args.report_json is not None:
         make_parents(args.report_json, "--report-json")
         try:
