@@ -71,8 +71,7 @@ class Checkpoint:
     """A trained model ready to be saved, rebuilt (:meth:`build`) and fed raw features.
 
     Fields: ``model`` (one of :data:`torchlean.models.MODELS`), ``hidden``, ``features`` and
-    ``outputs`` (Python ints >= 1, numpy integers refused, the arguments of
-    :func:`~torchlean.models.build_model`); ``dtype``
+    ``outputs`` (ints >= 1, the arguments of :func:`~torchlean.models.build_model`); ``dtype``
     (``"float32"`` or ``"float64"``); ``task`` (``"classification"``: ``outputs`` class logits,
     ``classes`` a tuple of strings naming the class of each output unit, at least two, distinct;
     ``"regression"``:
@@ -87,7 +86,11 @@ class Checkpoint:
     under); ``seed`` (a Python int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
     array of the model's parameter shape, in ``dtype``: exactly the model's parameters).
 
-    The arrays are stored as read-only copies (``weights`` as a read-only mapping).
+    The arrays are stored as read-only copies (``weights`` as a read-only mapping). The values the
+    rest of the API hands out are taken in the stored spelling: numpy integers as ``int`` (bools
+    refused), a numpy dtype or scalar type (``np.float32``) as its name, an ``ExecutionMode`` as
+    its label, a maintained ``BackendProfile`` as its name (a modified one is refused), lists of class or
+    feature names as tuples.
 
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
@@ -121,6 +124,7 @@ class Checkpoint:
             raise CheckpointError(
                 f"unsupported checkpoint version {self.version!r} (supported: {FORMAT_VERSION})"
             )
+        self._coerce()
         if self.model not in MODELS:
             raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
         for name in ("hidden", "features", "outputs"):
@@ -151,6 +155,34 @@ class Checkpoint:
             j = int(np.argmin(self.feature_scale > 0))
             raise CheckpointError(f"feature_scale[{j}] must be > 0, got {float(self.feature_scale[j])}")
         object.__setattr__(self, "weights", self._checked_weights())
+
+    def _coerce(self) -> None:
+        """Store the API's other spellings of a field as this record's (see the class docstring);
+        anything else is left for the checks to refuse."""
+        for name in ("hidden", "features", "outputs", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, np.integer):
+                object.__setattr__(self, name, int(value))
+        if self.dtype is not None and not isinstance(self.dtype, str):
+            try:
+                dtype_name = np.dtype(self.dtype).name
+            except TypeError:
+                dtype_name = None
+            if dtype_name in ("float32", "float64"):
+                object.__setattr__(self, "dtype", dtype_name)
+        if isinstance(self.execution, ExecutionMode):
+            object.__setattr__(self, "execution", self.execution.label)
+        if isinstance(self.profile, profiles.BackendProfile):
+            name = self.profile.name
+            if name not in profiles.names() or profiles.get(name) != self.profile:
+                raise CheckpointError(
+                    f"profile {name!r} is not a maintained profile as shipped (a checkpoint names one "
+                    f"that predict can rebuild: {' | '.join(profiles.names())})"
+                )
+            object.__setattr__(self, "profile", name)
+        for name in ("classes", "feature_names"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def _check_task(self) -> None:
         if self.task == "classification":

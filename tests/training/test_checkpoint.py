@@ -352,6 +352,49 @@ def test_checkpoint_refuses_inconsistent_fields(iris_checkpoint, changes, messag
         Checkpoint(**fields(checkpoint.load(iris_checkpoint), **changes))
 
 
+def test_checkpoint_takes_the_values_the_api_hands_out(iris_checkpoint):
+    """numpy integers (build_model accepts them), ``np.float32`` (RunConfig accepts it), an
+    ExecutionMode member, a list of class names and a maintained BackendProfile are stored in the
+    record's spelling (each was refused, the member as an "unknown execution"); the result equals
+    the loaded checkpoint field for field and predicts the same (review17 audit P2)."""
+    from torchlean.backend.registry import CapsuleModule
+    from torchlean.trainer import ExecutionMode
+
+    saved = checkpoint.load(iris_checkpoint)
+    given = fields(
+        saved,
+        outputs=np.int64(3),
+        hidden=np.int32(saved.hidden),
+        seed=np.uint64(saved.seed),
+        dtype=np.dtype(saved.dtype).type,
+        execution=ExecutionMode(saved.execution),
+        classes=list(saved.classes),
+        feature_names=list(saved.feature_names),
+        profile=profiles.get(saved.profile),
+    )
+    rebuilt = Checkpoint(**given)
+    for name in Checkpoint.__slots__:
+        mine, theirs = getattr(rebuilt, name), getattr(saved, name)
+        if name == "weights":
+            assert list(mine) == list(theirs)
+        elif isinstance(theirs, np.ndarray):
+            np.testing.assert_array_equal(mine, theirs)
+        else:
+            assert (mine, type(mine)) == (theirs, type(theirs)), name
+    x = np.random.default_rng(0).normal(size=(5, 4))
+    np.testing.assert_array_equal(rebuilt.build().predict(x), saved.build().predict(x))
+    # a modified profile keeps the maintained name but would be rebuilt as the maintained one
+    relu = next(c for c in profiles.get("checked_cpu").registry() if c.name == "reference.relu")
+    modified = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mine", (relu,))])
+    refused = r"^profile 'checked_cpu' is not a maintained profile as shipped"
+    with pytest.raises(CheckpointError, match=refused):
+        Checkpoint(**fields(saved, profile=modified))
+    with pytest.raises(CheckpointError, match="hidden must be an int >= 1, got True"):
+        Checkpoint(**fields(saved, hidden=True))
+    with pytest.raises(CheckpointError, match="dtype must be float32 or float64, got <class 'numpy.int64'>"):
+        Checkpoint(**fields(saved, dtype=np.int64))
+
+
 def test_checkpoint_refuses_mis_shaped_and_mistyped_weights(iris_checkpoint):
     saved = checkpoint.load(iris_checkpoint)
     weights = dict(saved.weights)
