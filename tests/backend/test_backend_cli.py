@@ -162,6 +162,10 @@ def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFix
     assert status == 1
     assert json.loads(out) == {
         "profile": "checked_cpu",
+        "device": "cpu",
+        "provider": "auto",
+        "assurance": "checked",
+        "vjp": "torchlean-tape",
         "planned": False,
         "errors": [
             "no admissible kernel capsule for op selective_scan on device cpu",

@@ -10,7 +10,8 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
   prints one ``no admissible kernel capsule ...`` line per missing op on stderr, then per missing
   op ``note: torchlean explain --profile NAME [--device D] OP says why``, exit status 1
-  (with ``--format json`` also ``{"profile": ..., "planned": false, "errors": [...]}`` on stdout; a
+  (with ``--format json`` also ``{"profile": ..., "device": ..., "provider": ..., "assurance": ...,
+  "vjp": ..., "planned": false, "errors": [...]}`` on stdout, the success document's header; a
   planned document carries ``"planned": true``).
 * ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
@@ -168,7 +169,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
         if args.format == "json":  # a JSON reader still gets a document: what failed, per op
-            failed = {"profile": profile.name, "planned": False, "errors": list(error.messages)}
+            policy = profile.policy  # the success document's header, so a reader finds the device
+            failed = {
+                "profile": profile.name,
+                "device": policy.device.label,
+                "provider": policy.provider.label,
+                "assurance": policy.assurance.label,
+                "vjp": policy.vjp_mode.label,
+                "planned": False,
+                "errors": list(error.messages),
+            }
             print(json.dumps(failed, indent=2))
         return _print_planning_failure(error, profile, args.device, args.ops)
     if args.format == "rows":
