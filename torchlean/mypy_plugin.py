@@ -400,6 +400,8 @@ def _render_dimension(arg: Type) -> str:
     if isinstance(proper, UnboundType) and proper.original_str_expr is not None:
         return f'"{proper.original_str_expr}"'
     if isinstance(proper, LiteralType):
+        if proper.is_enum_literal():  # value holds the member's name
+            return f"Literal[{proper.fallback.type.name}.{proper.value}]"
         return f"Literal[{proper.value!r}]"
     if isinstance(proper, Instance):
         return proper.type.name

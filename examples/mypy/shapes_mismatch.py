@@ -5,11 +5,16 @@
 ``Shape[Literal[4]]``.
 """
 
+from enum import IntEnum
 from typing import Any, Literal, TypeVar
 
 from torchlean import nn
 from torchlean.shapes import Shape, check_dims
 from torchlean.trainer import ExecutionMode, RunConfig, Trainer
+
+
+class Color(IntEnum):
+    RED = 1
 
 
 def train_iris(trainer: Trainer[Shape[3], Shape[1]]) -> None:
@@ -32,6 +37,7 @@ bad_float: Shape[1.5]  # E: Invalid Shape dimension (an expression that is not a
 bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_enum: Shape[Literal[Color.RED]]  # E: Invalid Shape dimension Literal[Color.RED]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 
 # An argument mypy itself refuses gets mypy's error only.
