@@ -195,8 +195,8 @@ def test_a_capsule_claiming_another_guard_than_its_handler_runs_is_refused_befor
         "`reference.matmul`; shape contract: shape safety for matmul; guarded at runtime by "
         f"{__name__}.count_guard_call (the handler's capsule reference.matmul: shape safety for "
         "matmul; guarded at runtime by torchlean.backend.providers.reference.guards.check_matmul). "
-        "A capsule run on a linked handler may rename that handler's capsule or make it "
-        "forward-only, not change what it claims"
+        "A capsule run on a linked handler may rename that handler's capsule, make it forward-only "
+        "or lower its trust to trusted-external, not change what it claims"
     )
     assert GUARD_CALLS == []
 
@@ -225,14 +225,71 @@ def test_a_relabelled_reduction_order_is_refused_and_a_renamed_copy_runs() -> No
     assert str(info.value).endswith(
         "handler `TorchLean ATen CPU` implements capsule `aten.matmul`; numerical policy: reduction "
         "fixed-left (the handler's capsule aten.matmul: reduction implementation-defined). A capsule "
-        "run on a linked handler may rename that handler's capsule or make it forward-only, not "
-        "change what it claims"
+        "run on a linked handler may rename that handler's capsule, make it forward-only or lower "
+        "its trust to trusted-external, not change what it claims"
     )
     renamed = dataclasses.replace(aten, name="mylib.matmul")
     with tl.session(profile_with(renamed)) as s:
         out = tl.tensor(a) @ tl.tensor(b)
     np.testing.assert_allclose(out.numpy(), a @ b, rtol=1e-15)
     assert [k.capsule.name for k in s.selected] == ["mylib.matmul"]
+
+
+def test_a_capsule_may_claim_less_but_a_forward_only_one_may_not_name_vjp_evidence() -> None:
+    """Claiming less runs: forward-only with notApplicable VJP evidence, or trusted-external where
+    the handler's capsule is checked (under a policy that admits it). A forward-only capsule whose
+    vjpUnavailable contract names a guard is refused (review17 diff F1: it ran and was recorded).
+    Oracle: relu by hand."""
+    from torchlean.backend.contracts import ContractDescriptor, ContractEvidence
+    from torchlean.backend.vocabulary import TrustLevel
+
+    relu = _reference(BackendOp.RELU)
+    x = np.array([-1.0, 2.0])
+    external = dataclasses.replace(relu, name="mylib.relu", trust_level=TrustLevel.TRUSTED_EXTERNAL)
+    lenient = dataclasses.replace(profiles.get("libtorch_forward_cpu"), name="lenient")
+    for capsule, profile in ((_forward_only_relu(), profiles.get("checked_cpu")), (external, lenient)):
+        extended = profile.with_capsule_modules([CapsuleModule("mylib", (capsule,))])
+        with tl.no_grad(), tl.session(extended) as s:
+            out = tl.relu(tl.tensor(x))
+        np.testing.assert_array_equal(out.numpy(), [0.0, 2.0])
+        assert [k.capsule.name for k in s.selected] == [capsule.name]
+    guarded_vjp = ContractDescriptor(
+        vjp_unavailable(BackendOp.RELU, "unused").claim,
+        "relu's missing VJP is checked by a guard",
+        ContractEvidence.runtime_guard("torchlean.backend.providers.reference.guards.check_matmul"),
+    )
+    claimed = dataclasses.replace(_forward_only_relu(), vjp_contract=guarded_vjp)
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (claimed,))])
+    with tl.no_grad(), tl.session(profile), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor(x))
+    assert (
+        "implements capsule `reference.relu`; vjp contract: relu has no VJP in this capsule; guarded at "
+        "runtime by "
+        "torchlean.backend.providers.reference.guards.check_matmul (a forward-only capsule's VJP "
+        "contract has notApplicable evidence and no provenance)"
+    ) in str(info.value)
+
+
+def test_explain_notes_a_selected_capsule_a_session_would_refuse() -> None:
+    """explain, the tool that says why, names the mismatch the session refuses (review17 diff F2);
+    a shipped profile has no such note."""
+    from torchlean.backend.contracts import NumericalPolicy, ReductionPolicy
+    from torchlean.backend.registry import aten_module
+
+    aten = next(c for c in aten_module().capsules if c.op is BackendOp.MATMUL)
+    relabelled = dataclasses.replace(
+        aten, name="mylib.matmul", numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
+    )
+    profile = profiles.get("fast_cpu").with_capsule_modules([CapsuleModule("mylib", (relabelled,))])
+    lines = profile.explain("matmul").splitlines()
+    assert lines[-2:] == [
+        "  note: mylib.matmul would run on the handler of aten.matmul but claims otherwise (numerical "
+        "policy: reduction fixed-left (the handler's capsule aten.matmul: reduction "
+        "implementation-defined)); a session refuses it before matmul runs",
+        "result: matmul -> mylib.matmul",
+    ]
+    for name in profiles.names():
+        assert "note:" not in profiles.get(name).explain("matmul")
 
 
 @pytest.mark.parametrize("execution", ["eager", "typed-graph"])

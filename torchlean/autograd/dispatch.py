@@ -56,12 +56,12 @@ from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.tape import Array, LocalRule, Node, SavedArray, VersionCounter
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
-from torchlean.backend.capsule import KernelCapsule, first_claim_difference
+from torchlean.backend.capsule import CLAIMS_RULE, KernelCapsule
 from torchlean.backend.errors import BindingError, SessionError, TorchLeanError
 from torchlean.backend.providers.linked import LinkedKernel, VJPFn
 from torchlean.backend.providers.native_cuda import extension
-from torchlean.backend.registry import all_modules
-from torchlean.backend.vocabulary import BackendOp, Device, Provider
+from torchlean.backend.registry import built_in_claims_difference
+from torchlean.backend.vocabulary import BackendOp, Device
 from torchlean.tensor import DeviceError, Tensor, TensorTypeError
 
 __all__ = [
@@ -121,25 +121,15 @@ def no_handler_message(op: BackendOp, capsule: KernelCapsule, available: Sequenc
     return message
 
 
-_BUILT_IN: dict[tuple[BackendOp, Provider, Device], KernelCapsule] | None = None
-
-
-def _built_in_capsule(kernel: LinkedKernel) -> KernelCapsule | None:
-    """The capsule this build ships for ``kernel``'s ``(op, provider, device)`` (one each)."""
-    global _BUILT_IN
-    if _BUILT_IN is None:
-        _BUILT_IN = {(c.op, c.provider, c.device): c for m in all_modules() for c in m.capsules}
-    return _BUILT_IN.get((kernel.op, kernel.provider, kernel.device))
-
-
 def select_linked(op: BackendOp, capsule: KernelCapsule, available: Sequence[LinkedKernel]) -> LinkedKernel:
     """The first linked kernel with the capsule's op, provider and device, when the capsule's
     claims are those of the built-in capsule that kernel implements.
 
     A capsule added with ``BackendProfile.with_capsule_modules`` runs on the handler of its
-    ``(op, provider, device)``, as in the original; beyond it, it may rename that handler's
-    capsule or make it forward-only, but not claim other guards, tests, trust or a reduction order
-    for that code (:func:`~torchlean.backend.capsule.first_claim_difference`): the record would
+    ``(op, provider, device)``, as in the original; beyond it, it may claim less than that
+    handler's capsule (:data:`~torchlean.backend.capsule.CLAIMS_RULE`), but not other guards,
+    tests, summaries, provenance or a reduction order
+    for that code (:func:`~torchlean.backend.registry.built_in_claims_difference`): the record would
     name a guard that never ran or an order the code does not follow.
 
     Raises:
@@ -154,15 +144,14 @@ def select_linked(op: BackendOp, capsule: KernelCapsule, available: Sequence[Lin
             and kernel.provider is capsule.provider
             and kernel.device is capsule.device
         ):
-            own = _built_in_capsule(kernel)
-            difference = None if own is None or own == capsule else first_claim_difference(capsule, own)
-            if own is not None and difference is not None:
+            mismatch = built_in_claims_difference(capsule)
+            if mismatch is not None:
+                own, difference = mismatch
                 raise SessionError(
                     f"torch: `{op.label}` selected capsule `{capsule.name}` "
                     f"({capsule.provider.label}/{capsule.device.label}), whose claims are not those of "
                     f"the code it would run: handler `{kernel.name}` implements capsule `{own.name}`; "
-                    f"{difference}. A capsule run on a linked handler may rename that handler's capsule "
-                    "or make it forward-only, not change what it claims"
+                    f"{difference}. {CLAIMS_RULE}"
                 )
             return kernel
     raise SessionError(no_handler_message(op, capsule, available))

@@ -18,6 +18,7 @@ from torchlean.backend.contracts import (
     ClaimKind,
     ContractClaim,
     ContractDescriptor,
+    EvidenceKind,
     NumericalPolicy,
     obligation_order,
 )
@@ -34,6 +35,7 @@ from torchlean.backend.vocabulary import (
 )
 
 __all__ = [
+    "CLAIMS_RULE",
     "Condition",
     "KernelCapsule",
     "admissible",
@@ -138,22 +140,40 @@ def _claim_text(value: object) -> str:
     return repr(value)
 
 
+CLAIMS_RULE = (
+    "A capsule run on a linked handler may rename that handler's capsule, make it forward-only or "
+    "lower its trust to trusted-external, not change what it claims"
+)
+"""What a downstream capsule may change of the shipped capsule whose handler it runs on."""
+
+
 def first_claim_difference(capsule: KernelCapsule, own: KernelCapsule) -> str | None:
     """How ``capsule`` claims something about the code ``own`` describes that ``own`` does not
     claim, or None when its claims are ``own``'s.
 
     ``own`` is the built-in capsule of a linked handler; ``capsule`` one selected to run on that
-    handler (same op, provider and device). It may have another name, and it may be forward-only
-    (VJP mode ``none`` with its ``vjpUnavailable`` contract: it claims less). Any other field that
-    differs — trust, a contract's claim, summary, evidence or provenance, the reduction order —
-    would be a record of code that did not run. Returns e.g. ``numerical policy: reduction
-    fixed-left (the handler's capsule aten.matmul: reduction implementation-defined)``.
+    handler (same op, provider and device). It may claim less (:data:`CLAIMS_RULE`): have another
+    name, be forward-only (VJP mode ``none``; its ``vjpUnavailable`` contract then has
+    ``notApplicable`` evidence and no provenance, as every shipped forward-only capsule's) or be
+    ``trusted-external`` where ``own`` is ``checked``. Any other field that differs — a
+    contract's claim, summary, evidence or provenance, the reduction order — would be a record of
+    code that did not run. Returns e.g. ``numerical policy: reduction fixed-left (the handler's
+    capsule aten.matmul: reduction implementation-defined)``.
     """
-    forward_only = capsule.vjp_mode is VJPMode.NONE
+    forward_only = capsule.vjp_mode is VJPMode.NONE and own.vjp_mode is not VJPMode.NONE
     for field in _CLAIM_FIELDS:
-        if forward_only and field in ("vjp_mode", "vjp_contract"):
-            continue
         mine, theirs = getattr(capsule, field), getattr(own, field)
+        if forward_only and field == "vjp_mode":
+            continue
+        if forward_only and field == "vjp_contract":
+            if mine.evidence.kind is EvidenceKind.NOT_APPLICABLE and not mine.provenance:
+                continue
+            return (
+                f"vjp contract: {_claim_text(mine)} (a forward-only capsule's VJP contract has "
+                "notApplicable evidence and no provenance)"
+            )
+        if field == "trust_level" and mine is TrustLevel.TRUSTED_EXTERNAL:
+            continue
         if mine == theirs:
             continue
         shown, own_shown = _claim_text(mine), _claim_text(theirs)

@@ -46,6 +46,7 @@ from torchlean.backend.registry import (
     CapsuleModule,
     all_modules,
     aten_module,
+    built_in_claims_difference,
     check_guards,
     flatten,
     libtorch_module,
@@ -173,18 +174,29 @@ class BackendProfile:
     def explain(self, op: BackendOp | str) -> str:
         """Why each registered capsule for ``op`` is (not) selected; a registry error comes first.
         Shipped capsules for ``op`` outside this profile's modules (``aten.*``, ``libtorch.*``) follow,
-        each naming the profiles that include its module, then the result line.
+        each naming the profiles that include its module, then a note when the selected capsule
+        claims what the handler it would run on does not (a session refuses it:
+        :func:`~torchlean.backend.registry.built_in_claims_difference`), then the result line.
 
         Raises:
             UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
                 :class:`BackendOp` nor a string (e.g. ``None``).
         """
         op = requested_op(op)
-        lines = report.explain_lines(self.name, self.policy, op, self.explain_verdicts(op))
+        verdicts = self.explain_verdicts(op)
+        lines = report.explain_lines(self.name, self.policy, op, verdicts)
         error = module_validation_error(self.capsule_modules)
         if error is not None:
             lines.insert(1, f"  registry invalid: {error}")
         lines[-1:-1] = self._outside_lines(op)
+        for item in verdicts:
+            mismatch = built_in_claims_difference(item.capsule)
+            if item.verdict.status == "selected" and mismatch is not None:
+                lines.insert(
+                    -1,
+                    f"  note: {item.capsule.name} would run on the handler of {mismatch[0].name} but "
+                    f"claims otherwise ({mismatch[1]}); a session refuses it before {op.label} runs",
+                )
         return "\n".join(lines)
 
     def _outside_lines(self, op: BackendOp) -> list[str]:

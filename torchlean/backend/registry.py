@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.capsule import KernelCapsule, first_claim_difference
 from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.errors import PlanningError
 from torchlean.backend.fields import describe, text_field, tuple_field
@@ -27,6 +27,7 @@ __all__ = [
     "CapsuleModule",
     "RegistryError",
     "aten_module",
+    "built_in_claims_difference",
     "check_guards",
     "first_duplicate_capsule_name",
     "first_duplicate_module_name",
@@ -179,3 +180,23 @@ def aten_module() -> CapsuleModule:
 def all_modules() -> tuple[CapsuleModule, ...]:
     """Every module this build ships: the maintained ones, then the opt-in ``libtorch`` and ``aten``."""
     return (*maintained_modules(), libtorch_module(), aten_module())
+
+
+@functools.cache
+def _built_in_by_identity() -> dict[tuple[object, object, object], KernelCapsule]:
+    """Every shipped capsule by ``(op, provider, device)`` (one each: each is what one linked
+    handler implements)."""
+    return {(c.op, c.provider, c.device): c for m in all_modules() for c in m.capsules}
+
+
+def built_in_claims_difference(capsule: KernelCapsule) -> tuple[KernelCapsule, str] | None:
+    """The shipped capsule of ``capsule``'s op, provider and device, and how ``capsule`` claims
+    something about that code the shipped one does not
+    (:func:`~torchlean.backend.capsule.first_claim_difference`); None when none is shipped for
+    that triple or the claims agree. A capsule runs on the handler of its triple, so a difference
+    means its record would describe code that does not run as it says."""
+    own = _built_in_by_identity().get((capsule.op, capsule.provider, capsule.device))
+    if own is None or own == capsule:
+        return None
+    difference = first_claim_difference(capsule, own)
+    return None if difference is None else (own, difference)
