@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, NoReturn, SupportsIndex
+from typing import Any, Generic
 
 import numpy as np
 import numpy.typing as npt
@@ -430,35 +430,25 @@ class Trainer(Generic[In, Out]):
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
 
-    # A trainer holds its session, optimizer state and accepted kernels (which are never copied:
-    # torchlean.backend.sealed), so a copy would fail deep inside with a message about a value the
-    # caller never touched; refuse it here and name the supported ways to keep the weights.
-    _NOT_COPIED = (
-        "Trainer cannot be copied or pickled (its session holds accepted kernels); keep the weights "
-        "with state = trainer.model.state() and restore them with trainer.model.load_state(state), "
-        "or save a checkpoint (torchlean.checkpoint.save)"
-    )
-
-    def __copy__(self) -> NoReturn:
-        """Refused: see :meth:`__deepcopy__`."""
-        raise TypeError(self._NOT_COPIED)
-
-    def __deepcopy__(self, memo: dict[int, object]) -> NoReturn:
-        """Refused, before or after :meth:`fit` (``copy.deepcopy(trainer)`` to keep the best model is
-        a torch habit): ``trainer.model.state()`` returns copies of the weights.
+    def __getstate__(self) -> dict[str, Any]:
+        """A trainer that has not run copies and pickles as a plain object (a template cloned for a
+        sweep, sent to a worker process); once it has opened its session it is refused: the
+        session and the typed-graph plans hold accepted kernels, which are never copied
+        (``torchlean.backend.sealed``), and the copy failed deep inside on one of them
+        (``copy.deepcopy(trainer)`` to keep the best model is a torch habit).
+        ``trainer.model.state()`` returns copies of the weights.
 
         Raises:
-            TypeError: ``Trainer cannot be copied or pickled (...); keep the weights with ...``.
+            TypeError: ``Trainer cannot be copied or pickled once it has run (...); keep the
+                weights with ...``.
         """
-        raise TypeError(self._NOT_COPIED)
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
-        """Refused (``pickle``): see :meth:`__deepcopy__`."""
-        raise TypeError(self._NOT_COPIED)
-
-    def __reduce__(self) -> NoReturn:
-        """Refused (``pickle``): see :meth:`__deepcopy__`."""
-        raise TypeError(self._NOT_COPIED)
+        if self._session is not None or self._graphs or self._graph_kernels:
+            raise TypeError(
+                "Trainer cannot be copied or pickled once it has run (its session holds accepted "
+                "kernels); keep the weights with state = trainer.model.state() and restore them "
+                "with trainer.model.load_state(state), in this trainer or a new one"
+            )
+        return dict(self.__dict__)
 
     # ------------------------------------------------------------------------------ lifecycle
 
