@@ -184,12 +184,14 @@ def check_distinct(
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
-    """``path`` as a line of the report prints it: as given, except that a byte of a file name
-    that is not UTF-8 (which Python holds as a lone surrogate, ``\\udcfd`` for the byte 0xfd)
-    is written as that escape, as Python writes it on stderr. Printed as is, the surrogate
-    raised ``UnicodeEncodeError`` on a stdout with a strict encoding (``PYTHONIOENCODING=utf-8``)
-    after the command's work was done."""
-    return os.fspath(path).encode("utf-8", "backslashreplace").decode("utf-8")
+    """``path`` as a line of the report prints it: as given, except that what standard output's
+    encoding cannot write is written as Python's backslash escape, as Python writes it on stderr:
+    a byte of a file name that is not UTF-8 (held as a lone surrogate: ``\\udcfd`` for the byte
+    0xfd), or under an ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character
+    (``\\xe9`` for ``é``). Printed as is, they raised ``UnicodeEncodeError`` after the command's
+    work was done (the checkpoint saved, the run reported as failed)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return os.fspath(path).encode(encoding, "backslashreplace").decode(encoding)
 
 
 def is_stdout(path: Path | None) -> bool:
