@@ -38,9 +38,13 @@ if TYPE_CHECKING:  # annotations only: this module imports neither numpy nor tor
     import numpy.typing as npt
     import torch
 
-ActualDims: TypeAlias = "Sequence[SupportsIndex] | npt.NDArray[np.integer[Any]] | torch.Tensor"
+    ActualDims: TypeAlias = Sequence[SupportsIndex] | npt.NDArray[np.integer[Any]] | torch.Tensor
+else:  # what typing.get_type_hints (beartype, Sphinx) resolves at run time, without numpy or torch
+    ActualDims: TypeAlias = Sequence[SupportsIndex] | Any
 """What :func:`check_dims` accepts as the actual shape: a tuple, list or range of ints (Python or
-numpy ints), such as an array's ``.shape``, or a 1-d integer numpy array or torch tensor."""
+numpy ints), such as an array's ``.shape``, or a 1-d integer numpy array or torch tensor. At run
+time any other re-iterable, ordered collection of ints (a dict's ``.values()``) is accepted too;
+the annotation leaves those out."""
 
 Dims = TypeVarTuple("Dims")
 

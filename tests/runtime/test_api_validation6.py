@@ -437,3 +437,15 @@ def test_check_dims_accepts_the_values_of_a_dict_and_a_tensor() -> None:
     """Re-iterable, ordered, one axis: still shapes (control for the refusals above)."""
     check_dims(Shape[Literal[3], Literal[4]], {"a": 3, "b": 4}.values(), what="x")  # type: ignore[arg-type]
     check_dims(Shape[Literal[3], Literal[4]], torch.tensor([3, 4]), what="x")
+
+
+def test_check_dims_type_hints_resolve_at_run_time() -> None:
+    """``typing.get_type_hints`` (beartype, pydantic, Sphinx) raised ``NameError: name 'npt' is not
+    defined`` once the annotation named numpy and torch types imported only for mypy (review17
+    diff F7); it resolves without importing either."""
+    import typing
+
+    from torchlean import shapes
+
+    hints = typing.get_type_hints(shapes.check_dims)
+    assert set(hints) == {"shape", "actual", "what", "return"} and hints["what"] is str
