@@ -410,7 +410,7 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         raise DataError(f"dataset path is a directory, not a CSV file: {file}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
-            raise DataError("standard input is closed (--dataset - reads the CSV from it)")
+            raise DataError("standard input is closed (the dataset - reads the CSV from it)")
         raise DataError(f"dataset file not found: {file}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a

@@ -1243,5 +1243,5 @@ def test_a_dash_dataset_with_stdin_closed_says_so(tmp_path, iris_checkpoint):
         done = subprocess.run([*base, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
                               preexec_fn=lambda: os.close(0))
         assert (done.returncode, done.stdout, done.stderr) == (
-            2, "", "error: standard input is closed (--dataset - reads the CSV from it)\n"
+            2, "", "error: standard input is closed (the dataset - reads the CSV from it)\n"
         ), argv
