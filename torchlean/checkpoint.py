@@ -73,7 +73,8 @@ class Checkpoint:
     Fields: ``model`` (one of :data:`torchlean.models.MODELS`), ``hidden``, ``features`` and
     ``outputs`` (ints >= 1, the arguments of :func:`~torchlean.models.build_model`); ``dtype``
     (``"float32"`` or ``"float64"``); ``task`` (``"classification"``: ``outputs`` class logits,
-    ``classes`` a tuple of strings naming the class of each output unit, at least two, distinct;
+    ``classes`` a tuple of strings naming the class of each output unit, at least two, distinct,
+    not blank;
     ``"regression"``:
     one output, ``classes == ()``); ``feature_mean`` and ``feature_scale`` (float64
     ``[features]``, finite, scale > 0: the train split's ``StandardScaler`` statistics);
@@ -186,8 +187,12 @@ class Checkpoint:
 
     def _check_task(self) -> None:
         if self.task == "classification":
-            if not _strings(self.classes) or len(set(self.classes)) != len(self.classes):
-                raise CheckpointError(f"classes must be distinct strings, got {self.classes!r}")
+            if (
+                not _strings(self.classes)
+                or len(set(self.classes)) != len(self.classes)
+                or not all(name.strip() for name in self.classes)
+            ):  # a blank name would print as predict's empty "no prediction" cell
+                raise CheckpointError(f"classes must be distinct, non-blank strings, got {self.classes!r}")
             if len(self.classes) < 2 or len(self.classes) != self.outputs:
                 raise CheckpointError(
                     f"a classifier needs one class per output unit ({self.outputs}), at least two; "
@@ -234,9 +239,12 @@ class Checkpoint:
         checked: dict[str, Array] = {}
         for spec in specs:
             value = self.weights[spec.name]
-            if not isinstance(value, np.ndarray) or value.dtype != np.dtype(self.dtype):
-                found = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
-                raise CheckpointError(f"weight {spec.name} has dtype {found}, expected {self.dtype}")
+            if not isinstance(value, np.ndarray):
+                raise CheckpointError(
+                    f"weight {spec.name} is a {type(value).__name__}, expected a numpy array of {self.dtype}"
+                )
+            if value.dtype != np.dtype(self.dtype):
+                raise CheckpointError(f"weight {spec.name} has dtype {value.dtype}, expected {self.dtype}")
             if value.shape != tuple(spec.shape):
                 raise CheckpointError(
                     f"weight {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"

@@ -29,7 +29,7 @@ def _square_side(features: int, model: str) -> int:
     side = math.isqrt(features)
     if side * side != features:
         raise ShapeError(
-            f"--model {model} needs square single-channel images; {features} features is not a square"
+            f"model {model} needs square single-channel images; {features} features is not a square"
         )
     return side
 
@@ -66,7 +66,7 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
         side = _square_side(features, name)
         pooled = side // 4
         if pooled < 1:
-            raise ShapeError(f"--model cnn needs images of side >= 4, got {side}")
+            raise ShapeError(f"model cnn needs images of side >= 4, got {side}")
         layer = nn.sequential(
             nn.reshape(1, side, side),
             nn.conv2d(1, 16, 3, padding=1),

@@ -527,9 +527,11 @@ class Trainer(Generic[In, Out]):
             if array.ndim == 1 and self.model.output_shape == (1,):
                 array = array.reshape(-1, 1)
             else:
+                ids = array.ndim == 1 and array.dtype.kind in "iu" and len(self.model.output_shape) == 1
+                hint = "; class ids (n,) need objective='cross-entropy'" if ids else ""
                 raise TrainerError(
                     f"targets must have shape (n, {', '.join(map(str, self.model.output_shape))}), "
-                    f"got {tuple(array.shape)}"
+                    f"got {tuple(array.shape)}{hint}"
                 )
         if array.shape[0] != n:
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")

@@ -337,7 +337,8 @@ def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
         ({"version": 2}, r"unsupported checkpoint version 2 \(supported: 1\)"),
         ({"model": "rnn"}, r"unknown model 'rnn' \(known: mlp \| cnn \| transformer\)"),
         ({"classes": ("a", "b")}, r"one class per output unit \(3\)"),
-        ({"classes": ("a", "a", "b")}, r"classes must be distinct strings"),
+        ({"classes": ("a", "a", "b")}, r"classes must be distinct, non-blank strings"),
+        ({"classes": ("a", " ", "b")}, r"classes must be distinct, non-blank strings, got \('a', ' ', 'b'\)"),
         ({"target_mean": 1.0}, r"must be None for classification"),
         ({"feature_mean": np.array([0.0, np.nan, 0.0, 0.0])}, r"feature_mean\[1\] is not finite: nan"),
         ({"feature_scale": np.zeros(4)}, r"feature_scale\[0\] must be > 0"),
@@ -389,6 +390,10 @@ def test_checkpoint_takes_the_values_the_api_hands_out(iris_checkpoint):
     refused = r"^profile 'checked_cpu' is not a maintained profile as shipped"
     with pytest.raises(CheckpointError, match=refused):
         Checkpoint(**fields(saved, profile=modified))
+    listed = {name: value.tolist() for name, value in saved.weights.items()}
+    listed_refused = r"^weight 0\.weight is a list, expected a numpy array of float32$"
+    with pytest.raises(CheckpointError, match=listed_refused):
+        Checkpoint(**fields(saved, weights=listed))
     with pytest.raises(CheckpointError, match="hidden must be an int >= 1, got True"):
         Checkpoint(**fields(saved, hidden=True))
     with pytest.raises(CheckpointError, match=r"dtype must be float32 or float64, got <class 'numpy\.int"):

@@ -64,3 +64,34 @@ def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys:
     assert "result: no admissible kernel capsule for op smooth_max_pool on device cpu" in out
     assert out.rstrip().endswith("['aten.matmul', 'aten.relu']")
     np.testing.assert_array_equal(namespace["y"].numpy(), np.full((2, 2), 3.0))
+
+
+def _section_blocks(title: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(f"\n## {title}\n") :]
+    section = section[: section.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeypatch: Any) -> None:
+    """"Saving and predicting": the Python save block writes a checkpoint the load block reads (as
+    the transcript's models/iris.npz), and the loaded model predicts what the trainer predicts
+    on the same standardised features, bit for bit; the block's own `labels` are class names."""
+    from torchlean import checkpoint
+
+    save, load = _section_blocks("Saving and predicting")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    namespace: dict[str, Any] = {}
+    exec(compile(save, "README.md", "exec"), namespace)
+    original, ds = namespace["trainer"], namespace["ds"]  # the load block rebinds `trainer`
+    (tmp_path / "models" / "iris_py.npz").rename(tmp_path / "models" / "iris.npz")
+    exec(compile(load, "README.md", "exec"), namespace)
+    saved = namespace["saved"]
+    assert namespace["trainer"] is not original
+    np.testing.assert_array_equal(
+        namespace["logits"], original.predict(saved.standardise(namespace["load_iris"]().data))
+    )
+    np.testing.assert_array_equal(saved.build().predict(ds.x_test), original.predict(ds.x_test))
+    assert set(namespace["labels"]) <= set(ds.class_names) and len(namespace["labels"]) == 150
+    assert isinstance(saved, checkpoint.Checkpoint) and saved.execution == "eager"

@@ -295,14 +295,14 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--hidden", "x"], "error: argument --hidden: expected a positive integer, got 'x'"),
         (["--dataset", MISSING], f"error: dataset file not found: {MISSING}"),
         (["--dtype", "float16"], "error: dtype must be float32 or float64, got float16"),
-        (["--model", "cnn", "--dataset", "iris"], "error: --model cnn needs images of side >= 4, got 2"),
+        (["--model", "cnn", "--dataset", "iris"], "error: model cnn needs images of side >= 4, got 2"),
         (
             ["--model", "cnn", "--dataset", "wine"],
-            "error: --model cnn needs square single-channel images; 13 features is not a square",
+            "error: model cnn needs square single-channel images; 13 features is not a square",
         ),
         (
             ["--model", "transformer", "--dataset", "breast_cancer"],
-            "error: --model transformer needs square single-channel images; 30 features is not a square",
+            "error: model transformer needs square single-channel images; 30 features is not a square",
         ),
         (
             ["--execution", "typed-graph", "--profile", "checked_cuda"],

@@ -514,6 +514,21 @@ def test_regression_data_validation(x, y, message):
     assert str(caught.value) == message
 
 
+def test_class_ids_under_mse_get_a_hint_to_use_cross_entropy():
+    """A classifier's integer labels with the default MSE objective (review17 user F7): the shape
+    message names the objective that reads them; float targets of the wrong shape get none."""
+    model = nn.linear(3, 3)
+    with pytest.raises(TrainerError) as caught:
+        make(model).fit(np.zeros((4, 3)), np.array([0, 1, 2, 1]))
+    assert str(caught.value) == (
+        "targets must have shape (n, 3), got (4,); class ids (n,) need objective='cross-entropy'"
+    )
+    with pytest.raises(TrainerError) as caught:
+        make(model).fit(np.zeros((4, 3)), np.zeros(4))
+    assert str(caught.value) == "targets must have shape (n, 3), got (4,)"
+    assert make(model, objective=Objective.CROSS_ENTROPY).fit(np.zeros((4, 3)), np.array([0, 1, 2, 1]))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
