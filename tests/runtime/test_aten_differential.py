@@ -335,6 +335,27 @@ def test_layout_guard_refuses_non_canonical_operands() -> None:
         aten_guards.check_aten_layout("softmax", np.ones(3, dtype=np.dtype(">f8")))
 
 
+def test_aten_shape_ops_move_int64_data_as_the_reference_does() -> None:
+    """aten.reshape, aten.permute and aten.broadcast take the int64 data the reference guards
+    admit (a label tensor); equal to the reference kernels element for element, values near
+    2**62 included. The layout guard admits int64 only where a shape op asks for it."""
+    from torchlean.backend.providers.reference import kernels as reference
+
+    x = np.random.default_rng(3).integers(-(2**62), 2**62, size=(2, 1, 4), dtype=np.int64)
+    pairs = [
+        (aten.reshape(x, shape=(4, -1)), reference.reshape(x, shape=(4, -1))),
+        (aten.permute(x, perm=(2, 0, 1)), reference.permute(x, perm=(2, 0, 1))),
+        (aten.broadcast(x, shape=(3, 2, 5, 4)), reference.broadcast(x, shape=(3, 2, 5, 4))),
+    ]
+    for ours, theirs in pairs:
+        assert ours.dtype == np.int64
+        np.testing.assert_array_equal(ours, theirs)
+    (tensor,) = aten_guards.check_aten_layout("reshape", x, int64=True)
+    assert str(tensor.dtype) == "torch.int64"
+    with pytest.raises(GuardError, match=r"accepted: native-byte-order float32, float64 or bool$"):
+        aten_guards.check_aten_layout("softmax", x)
+
+
 def test_layout_guard_copies_views_and_shares_contiguous_storage() -> None:
     base = np.arange(12.0).reshape(3, 4)
     view = base.T

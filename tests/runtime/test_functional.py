@@ -628,3 +628,30 @@ def test_neighbouring_seeds_draw_the_same_stream_one_call_apart_as_documented() 
     np.testing.assert_array_equal(one[0], zero[1])
     np.testing.assert_array_equal(one[1], zero[2])
     assert not any(np.array_equal(a, b) for a in zero for b in far)
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_an_int64_label_tensor_is_sliced_reshaped_and_stacked_but_not_computed_with(profile: str) -> None:
+    """Shape ops move int64 data (``labels[:2]`` failed inside ``slice``; review17 ops, review16
+    api F5): the values are torch's, and cross-entropy on the sliced labels equals torch's in
+    float64. Arithmetic on int64 stays refused (no catalog op computes on it)."""
+    labels_np = np.array([2, 0, 1, 1, 0])
+    logits_np = np.random.default_rng(5).normal(size=(5, 3))
+    with tl.session(profile):
+        labels = tl.tensor(labels_np)
+        assert labels[:2].numpy().tolist() == [2, 0] and int(labels[-1]) == 0
+        assert labels[::2].numpy().tolist() == labels_np[::2].tolist()
+        assert labels.reshape(5, 1).T.numpy().tolist() == [labels_np.tolist()]
+        assert tl.concat([labels, labels[:1]]).numpy().tolist() == [2, 0, 1, 1, 0, 2]
+        assert tl.broadcast_to(labels[:1], (3,)).numpy().tolist() == [2, 2, 2]
+        logits = tl.tensor(logits_np, requires_grad=True)
+        loss = tl.cross_entropy(logits[:3], labels[:3])
+        loss.backward()
+        with pytest.raises(GuardError, match="input x has dtype int64; accepted: float32 or float64"):
+            labels * 2
+    t_logits = torch.tensor(logits_np, requires_grad=True)
+    expected = TF.cross_entropy(t_logits[:3], torch.tensor(labels_np[:3]))
+    expected.backward()
+    np.testing.assert_allclose(float(loss), expected.item(), rtol=1e-12)
+    assert logits.grad is not None and t_logits.grad is not None
+    np.testing.assert_allclose(logits.grad.numpy(), t_logits.grad.numpy(), rtol=1e-12, atol=1e-15)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_allclose, assert_array_equal
 
+from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference import kernels as K
 
 Array = np.ndarray[Any, Any]
@@ -453,6 +454,30 @@ def test_slice_value_matches_torch_slicing(dtype: Any) -> None:
         lambda a: K.slice(a, starts=(1, 0), stops=(5, 6), steps=(2, 3)), lambda t: t[1:5:2, 0:6:3], [x], dtype
     )
     assert K.slice(x.astype(dtype), starts=(2, 2), stops=(2, 6)).shape == (0, 4)
+
+
+def test_shape_ops_move_int64_data_exactly_as_torch() -> None:
+    """reshape, permute, broadcast, concat and slice take int64 data (a label tensor sliced or
+    stacked), which moves without arithmetic: equal to torch's int64 results element for
+    element, values near 2**62 included (a float round trip would change them); other dtypes
+    of data stay refused (the shape ops' data role: float32, float64 or int64)."""
+    r = _rng(31)
+    x = r.integers(-(2**62), 2**62, size=(2, 3, 4), dtype=np.int64)
+    t = torch.from_numpy(x.copy())
+    cases = [
+        (K.reshape(x, shape=(4, -1)), t.reshape(4, -1)),
+        (K.permute(x, perm=(2, 0, 1)), t.permute(2, 0, 1)),
+        (K.broadcast(x[:, :1], shape=(5, 2, 3, 4)), torch.broadcast_to(t[:, :1], (5, 2, 3, 4))),
+        (K.concat(x, x[:, :0], x[:, 1:], axis=1), torch.cat([t, t[:, :0], t[:, 1:]], dim=1)),
+        (K.slice(x, starts=(0, 1, 0), stops=(2, 3, 4), steps=(1, 1, 3)), t[0:2, 1:3, 0:4:3]),
+    ]
+    for ours, ref in cases:
+        assert ours.dtype == np.int64 and ours.flags.c_contiguous
+        assert_array_equal(ours, ref.numpy())
+    for bad in (x.astype(np.int32), x > 0):
+        refused = f"reshape: input x has dtype {bad.dtype}; accepted: float32, float64 or int64"
+        with pytest.raises(GuardError, match=refused):
+            K.reshape(bad, shape=(-1,))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

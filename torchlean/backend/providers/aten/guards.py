@@ -26,15 +26,17 @@ __all__ = ["check_aten_layout"]
 Array = npt.NDArray[Any]
 
 _ACCEPTED = frozenset({np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)})
+_ACCEPTED_DATA = _ACCEPTED | {np.dtype(np.int64)}
 
 
-def check_aten_layout(op: str, *arrays: Array) -> list[torch.Tensor]:
+def check_aten_layout(op: str, *arrays: Array, int64: bool = False) -> list[torch.Tensor]:
     """Refuse operands outside TorchLean's canonical CPU layout; wrap the others as torch tensors.
 
     Args:
         op: the op label (the error message starts with it).
         arrays: numpy arrays of dtype float32, float64 (data) or bool (masks), any shape and
             strides (an absent optional operand is not passed: kernels keep ``None`` themselves).
+        int64: also accept int64 data (the shape ops, whose reference guards admit it).
 
     Returns:
         One CPU tensor per operand with the operand's shape, dtype and values, never recorded by
@@ -48,17 +50,19 @@ def check_aten_layout(op: str, *arrays: Array) -> list[torch.Tensor]:
     import torch
 
     from_numpy = torch.from_numpy
+    accepted = _ACCEPTED_DATA if int64 else _ACCEPTED
+    kinds = "float32, float64, int64 or bool" if int64 else "float32, float64 or bool"
     tensors: list[torch.Tensor] = []
     for position, arr in enumerate(arrays):
         if not isinstance(arr, np.ndarray):
             raise GuardError(
                 f"{op}: operand {position} must be a numpy.ndarray in TorchLean's canonical tensor layout; "
-                f"got {type(arr).__name__} (accepted: numpy.ndarray of float32, float64 or bool)"
+                f"got {type(arr).__name__} (accepted: numpy.ndarray of {kinds})"
             )
-        if arr.dtype not in _ACCEPTED:  # a byte-swapped dtype compares unequal to the native one
+        if arr.dtype not in accepted:  # a byte-swapped dtype compares unequal to the native one
             raise GuardError(
                 f"{op}: operand {position} has dtype {arr.dtype} (byte order {arr.dtype.byteorder!r}); "
-                "accepted: native-byte-order float32, float64 or bool"
+                f"accepted: native-byte-order {kinds}"
             )
         if not arr.flags.carray:  # C-contiguous, aligned and writeable
             arr = np.array(arr, order="C", copy=True)

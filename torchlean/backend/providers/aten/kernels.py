@@ -289,7 +289,7 @@ def reshape(x: Array, *, shape: Sequence[int]) -> Array:
     import torch
 
     target = guards.check_reshape(x, shape=shape)
-    (tx,) = aten_guards.check_aten_layout("reshape", x)
+    (tx,) = aten_guards.check_aten_layout("reshape", x, int64=True)
     return host(tx.reshape(target).clone(memory_format=torch.contiguous_format))
 
 
@@ -309,7 +309,7 @@ def permute(x: Array, *, perm: Sequence[int]) -> Array:
     import torch
 
     axes = guards.check_permute(x, perm=perm)
-    (tx,) = aten_guards.check_aten_layout("permute", x)
+    (tx,) = aten_guards.check_aten_layout("permute", x, int64=True)
     return host(tx.permute(axes).clone(memory_format=torch.contiguous_format))
 
 
@@ -332,7 +332,7 @@ def broadcast(x: Array, *, shape: Sequence[int]) -> Array:
     import torch
 
     target = guards.check_broadcast(x, shape=shape)
-    (tx,) = aten_guards.check_aten_layout("broadcast", x)
+    (tx,) = aten_guards.check_aten_layout("broadcast", x, int64=True)
     return host(tx.expand(target).clone(memory_format=torch.contiguous_format))
 
 

@@ -30,12 +30,20 @@ import numpy.typing as npt
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference._fold import Array
 
-Role = Literal["float", "index", "mask"]
-"""What an array input is: float data (float32/float64), int64 indices, or a boolean mask."""
+Role = Literal["float", "data", "index", "mask"]
+"""What an array input is: float data (float32/float64), data any tensor may hold (float32,
+float64 or int64: the shape ops, which move values without arithmetic), int64 indices, or a
+boolean mask."""
 
 INT64_MAX = 2**63 - 1
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_ACCEPTED = {"float": "float32 or float64", "index": "int64", "mask": "bool"}
+_DATA_DTYPES = (*_FLOAT_DTYPES, np.dtype(np.int64))
+_ACCEPTED = {
+    "float": "float32 or float64",
+    "data": "float32, float64 or int64",
+    "index": "int64",
+    "mask": "bool",
+}
 
 Shape = tuple[int, ...]
 
@@ -51,8 +59,9 @@ def _shape_text(shape: Sequence[int]) -> str:
 def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float") -> Array:
     """Refuse an array input that is not in TorchLean's canonical CPU tensor layout.
 
-    Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for data
-    (``role="float"``), int64 for indices (``role="index"``), bool for masks (``role="mask"``).
+    Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for float data
+    (``role="float"``), also int64 for the shape ops' data (``role="data"``), int64 for indices
+    (``role="index"``), bool for masks (``role="mask"``).
     A float 0/1 mask is refused with the hint that it is an additive bias, not a mask.
     Returns ``x`` unchanged.  Raises :class:`GuardError`; for a mask of another dtype, its
     subclass :class:`GuardTypeError` (also a ``TypeError``, as the specification's refusal).
@@ -66,6 +75,8 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     dtype = x.dtype
     if role == "float":
         ok = dtype in _FLOAT_DTYPES
+    elif role == "data":
+        ok = dtype in _DATA_DTYPES
     elif role == "index":
         ok = dtype == np.dtype(np.int64)
     else:
@@ -89,8 +100,8 @@ def _same_dtype(op: str, arrays: Sequence[tuple[str, Array]]) -> None:
             raise _fail(
                 op,
                 f"{name} has dtype {arr.dtype} but {first_name} has dtype {first.dtype}; "
-                "torchlean kernels do not promote dtypes, whatever the provider (accepted: all float "
-                "operands float32, or all float64)",
+                "torchlean kernels do not promote dtypes, whatever the provider (accepted: operands "
+                f"of one dtype; convert a copy with torchlean.tensor(t.numpy(), dtype={str(first.dtype)!r}))",
             )
 
 
@@ -184,6 +195,11 @@ def _shape_param(op: str, name: str, shape: object) -> Shape:
 
 def _float_input(op: str, name: str, x: object) -> Array:
     return check_canonical_layout(x, op=op, name=name, role="float")
+
+
+def _data_input(op: str, name: str, x: object) -> Array:
+    """An input of a shape op: float32, float64 or int64 (a label tensor may be sliced)."""
+    return check_canonical_layout(x, op=op, name=name, role="data")
 
 
 def check_cotangent(
@@ -464,11 +480,12 @@ def check_mse_loss(a: object, b: object) -> Shape:
 
 
 def check_reshape(x: object, *, shape: object) -> Shape:
-    """Guard of ``reshape``: a float array and a target shape of non-negative ints with at most
-    one ``-1`` (inferred, as in ``torch.reshape``) and the same element count.
+    """Guard of ``reshape``: a float32, float64 or int64 array and a target shape of
+    non-negative ints with at most one ``-1`` (inferred, as in ``torch.reshape``) and the same
+    element count.
     Returns the resolved target shape."""
     op = "reshape"
-    arr = _float_input(op, "input x", x)
+    arr = _data_input(op, "input x", x)
     if not isinstance(shape, Sequence) or isinstance(shape, str):
         raise _fail(op, f"shape must be a sequence of integers; got {shape!r}")
     dims = [_int(op, "shape entry", s) for s in shape]
@@ -502,10 +519,10 @@ def check_reshape(x: object, *, shape: object) -> Shape:
 
 
 def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
-    """Guard of ``permute``: a float array and a permutation of its axes (negative axes allowed).
-    Returns the normalised permutation."""
+    """Guard of ``permute``: a float32, float64 or int64 array and a permutation of its axes
+    (negative axes allowed).  Returns the normalised permutation."""
     op = "permute"
-    arr = _float_input(op, "input x", x)
+    arr = _data_input(op, "input x", x)
     if not isinstance(perm, Sequence) or isinstance(perm, str):
         raise _fail(op, f"perm must be a sequence of axes; got {perm!r}")
     axes = tuple(_axis(op, a, arr.ndim, name="perm entry") for a in perm)
@@ -519,10 +536,11 @@ def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
 
 
 def check_broadcast(x: object, *, shape: object) -> Shape:
-    """Guard of ``broadcast``: a float array whose shape broadcasts to ``shape`` (numpy rules:
-    right-aligned, each input extent equal to the target's or 1).  Returns the target shape."""
+    """Guard of ``broadcast``: a float32, float64 or int64 array whose shape broadcasts to
+    ``shape`` (numpy rules: right-aligned, each input extent equal to the target's or 1).
+    Returns the target shape."""
     op = "broadcast"
-    arr = _float_input(op, "input x", x)
+    arr = _data_input(op, "input x", x)
     target = _shape_param(op, "shape", shape)
     ok = arr.ndim <= len(target) and all(
         s in (1, t) for s, t in zip(arr.shape[::-1], target[::-1], strict=False)
@@ -538,12 +556,12 @@ def check_broadcast(x: object, *, shape: object) -> Shape:
 
 
 def check_concat(*xs: object, axis: object) -> Shape:
-    """Guard of ``concat``: at least one float array, equal dtype and rank, equal extents except
-    along ``axis``.  Returns the output shape."""
+    """Guard of ``concat``: at least one float32, float64 or int64 array, equal dtype and
+    rank, equal extents except along ``axis``.  Returns the output shape."""
     op = "concat"
     if not xs:
         raise _fail(op, "no inputs (accepted: at least one array)")
-    arrays = [_float_input(op, f"input {i}", x) for i, x in enumerate(xs)]
+    arrays = [_data_input(op, f"input {i}", x) for i, x in enumerate(xs)]
     _same_dtype(op, [(f"input {i}", a) for i, a in enumerate(arrays)])
     first = arrays[0]
     ax = _axis(op, axis, first.ndim)
@@ -570,7 +588,7 @@ def check_slice(
     """Guard of ``slice``: one ``start``, ``stop`` (and ``step``, default 1) per axis with
     ``0 <= start <= stop <= extent`` and ``step >= 1``.  Returns ``(start, stop, step)`` per axis."""
     op = "slice"
-    arr = _float_input(op, "input x", x)
+    arr = _data_input(op, "input x", x)
     step_list: object = [1] * arr.ndim if steps is None else steps
     bounds = []
     for name, value in (("starts", starts), ("stops", stops), ("steps", step_list)):
