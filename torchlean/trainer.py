@@ -45,7 +45,7 @@ from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
-from torchlean.nn.model import SEED_RANGE, Model, build, is_seed
+from torchlean.nn.model import SEED_RANGE, Model, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
 from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig
 from torchlean.tensor import Tensor
@@ -407,9 +407,7 @@ class Trainer(Generic[In, Out]):
         input_shape: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(layer, Layer):
-            raise TrainerError(
-                f"layer must be a Layer (e.g. nn.linear(4, 1)), got {type(layer).__name__} {layer!r}"
-            )
+            raise TrainerError(not_a_layer(layer))
         if config is not None and not isinstance(config, RunConfig):
             raise TrainerError(f"config must be a RunConfig or None, got {config!r}")
         if not is_seed(seed):

@@ -80,12 +80,12 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
     from torchlean import checkpoint
 
     save, load = _section_blocks("Saving and predicting")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "models").mkdir()
+    monkeypatch.chdir(tmp_path)  # an empty directory: the save block needs none made for it
     namespace: dict[str, Any] = {}
     exec(compile(save, "README.md", "exec"), namespace)
     original, ds = namespace["trainer"], namespace["ds"]  # the load block rebinds `trainer`
-    (tmp_path / "models" / "iris_py.npz").rename(tmp_path / "models" / "iris.npz")
+    (tmp_path / "models").mkdir()  # where the CLI transcript saved the model the load block reads
+    (tmp_path / "iris_py.npz").rename(tmp_path / "models" / "iris.npz")
     exec(compile(load, "README.md", "exec"), namespace)
     saved = namespace["saved"]
     assert namespace["trainer"] is not original

@@ -950,3 +950,19 @@ def test_a_trainer_that_has_run_refuses_copies_and_pickle_naming_model_state(mod
     assert any(not np.array_equal(a, b) for a, b in zip(before, trainer.model.parameters, strict=True))
     trainer.model.load_state(best)
     assert all(np.array_equal(a, b) for a, b in zip(before, trainer.model.parameters, strict=True))
+
+
+def test_a_built_model_given_as_the_layer_is_named_briefly():
+    """``Trainer(trainer.model)`` printed every weight in its message (hundreds of lines); the
+    repr is cut and the message says to pass the model's layer (review17 int64 review F6)."""
+    built = make(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1))).model
+    with pytest.raises(TrainerError) as caught:
+        Trainer(built)
+    message = str(caught.value)
+    assert message.startswith("layer must be a Layer (e.g. nn.linear(4, 1)), got Model Model(layer=")
+    assert message.endswith(
+        "...; a built Model: pass model.layer, then copy its weights with load_state(model.state())"
+    )
+    assert len(message) < 260
+    with pytest.raises(nn.ShapeError, match=r"^build: layer must be a Layer .*got Model Model\(layer="):
+        nn.build(built)

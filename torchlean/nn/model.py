@@ -26,7 +26,7 @@ from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, Sha
 _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
 
-__all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed"]
+__all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed", "not_a_layer"]
 
 SEED_RANGE = "[0, 2**64)"
 """The accepted seeds, as error messages render them."""
@@ -132,6 +132,18 @@ def _infer_input_shape(layer: Layer) -> Shape:
     raise ShapeError(f"cannot infer the input shape of {layer.describe()}; pass input_shape=")
 
 
+def not_a_layer(value: object) -> str:
+    """The refusal of ``value`` where a :class:`Layer` is expected, its repr cut to 80 characters
+    (a built :class:`Model`'s repr holds every weight); a Model is told to pass its layer."""
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    message = f"layer must be a Layer (e.g. nn.linear(4, 1)), got {type(value).__name__} {shown}"
+    if isinstance(value, Model):
+        message += "; a built Model: pass model.layer, then copy its weights with load_state(model.state())"
+    return message
+
+
 def build(
     layer: Layer,
     *,
@@ -158,9 +170,7 @@ def build(
             layer does not fit the shape it receives.
     """
     if not isinstance(layer, Layer):
-        raise ShapeError(
-            f"build: layer must be a Layer (e.g. nn.linear(4, 1)), got {type(layer).__name__} {layer!r}"
-        )
+        raise ShapeError("build: " + not_a_layer(layer))
     if not is_seed(seed):
         raise ShapeError(f"seed must be an integer in {SEED_RANGE}, got {seed!r}")
     shape = (

@@ -10,10 +10,11 @@ the same label (:mod:`torchlean.backend.providers.reference.kernels`):
    refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
    torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
    C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion) and returns the torch result as a numpy array without a copy. Every result is
-   freshly allocated and aliases no input, ``reshape``, ``permute`` and ``broadcast`` included
-   (torch would return views there; the reference and native-cuda providers copy, and a program's
-   values must not depend on the profile it runs under — e.g. through an in-place write).
+   promotion; ``reshape``, ``permute`` and ``broadcast`` also move int64 data) and returns the
+   torch result as a numpy array without a copy. Every result is freshly allocated and aliases
+   no input, ``reshape``, ``permute`` and ``broadcast`` included (torch would return views there;
+   the reference and native-cuda providers copy, and a program's values must not depend on the
+   profile it runs under — e.g. through an in-place write).
 2. ``<op>_vjp(g, *inputs, out, **params)`` runs the same guard, checks ``g`` and ``out`` as the
    reference VJP does, and evaluates TorchLean's backward rule (the reference's) with torch
    kernels inside it: matmul ``g @ b^T``, ``a^T @ g`` by ``torch.matmul``; softmax and log-softmax

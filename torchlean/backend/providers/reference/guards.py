@@ -31,9 +31,9 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference._fold import Array
 
 Role = Literal["float", "data", "index", "mask"]
-"""What an array input is: float data (float32/float64), data any tensor may hold (float32,
-float64 or int64: the shape ops, which move values without arithmetic), int64 indices, or a
-boolean mask."""
+"""What an array input is: float data (float32/float64), the data of the shape ops (float32,
+float64 or int64: they move values without arithmetic; bool is not admitted), int64 indices, or
+a boolean mask."""
 
 INT64_MAX = 2**63 - 1
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -101,7 +101,7 @@ def _same_dtype(op: str, arrays: Sequence[tuple[str, Array]]) -> None:
                 op,
                 f"{name} has dtype {arr.dtype} but {first_name} has dtype {first.dtype}; "
                 "torchlean kernels do not promote dtypes, whatever the provider (accepted: operands "
-                f"of one dtype; convert a copy with torchlean.tensor(t.numpy(), dtype={str(first.dtype)!r}))",
+                "of one dtype)",
             )
 
 

@@ -6,7 +6,8 @@ Convention (team brief): for a reference op label ``<op>`` the forward is
 input (``None`` for masks and indices), already reduced to that input's shape.  ``out`` is the
 forward's result (keyword-only).  Every kernel first calls its guard
 ``torchlean.backend.providers.reference.guards.check_<op>`` (which calls ``check_canonical_layout``
-on each array input), works in the inputs' dtype (float32 or float64, never promoted), returns
+on each array input), works in the inputs' dtype (float32 or float64, never promoted; the shape
+ops also move int64 data), returns
 fresh C-contiguous arrays that never alias an input, and follows IEEE semantics silently (NaN
 and inf propagate as in PyTorch; no numpy warnings).
 
