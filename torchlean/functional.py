@@ -50,9 +50,9 @@ dtype. An int64 or bool tensor where a float one is expected (``relu``, ``matmul
 int64 data) is refused by the kernel guard with a ``GuardError`` (a ``ValueError``) naming the op,
 the input and its dtype (``relu: input x has dtype int64; accepted: float32 or float64``); the
 only non-float inputs are boolean masks (a non-boolean mask is a ``GuardTypeError``), int64
-indices, and int64 data of the shape ops ``reshape``, ``permute``/``transpose``,
+indices, and int64 or bool data of the shape ops ``reshape``, ``permute``/``transpose``,
 ``broadcast_to``, ``concat`` and slicing on ``cpu`` (they move values without arithmetic: a label
-tensor may be sliced). The kernels never promote dtypes: float32, float64 and int64 tensors do
+tensor or a mask may be sliced). The kernels never promote dtypes: float32, float64 and int64 tensors do
 not mix (``GuardError``); tensors on different devices do not mix either
 (``DeviceError``; move them with ``Tensor.to``). Shapes that do not fit (operands that do not
 broadcast, contracted extents that differ, an axis out of range) are refused by the guard with a

@@ -1053,8 +1053,8 @@ class Tensor:
     def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
         """``functional.reshape`` (``torch.Tensor.reshape``, but always a new tensor); accepts
         ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``. Shapes, dtypes and errors (``GuardError``
-        for another element count or a bool tensor; int64 data is moved on ``cpu``) are those of
-        the function."""
+        for another element count; int64 and bool data are moved on ``cpu``) are those of the
+        function."""
         from torchlean import functional as F
 
         return F.reshape(self, _shape_args(shape))

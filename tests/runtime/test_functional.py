@@ -644,6 +644,8 @@ def test_an_int64_label_tensor_is_sliced_reshaped_and_stacked_but_not_computed_w
         assert labels.reshape(5, 1).T.numpy().tolist() == [labels_np.tolist()]
         assert tl.concat([labels, labels[:1]]).numpy().tolist() == [2, 0, 1, 1, 0, 2]
         assert tl.broadcast_to(labels[:1], (3,)).numpy().tolist() == [2, 2, 2]
+        mask = tl.tensor(labels_np > 0)  # a mask moves the same way
+        assert mask[1:3].numpy().tolist() == [False, True] and mask.reshape(1, 5).T.shape == (5, 1)
         logits = tl.tensor(logits_np, requires_grad=True)
         loss = tl.cross_entropy(logits[:3], labels[:3])
         loss.backward()

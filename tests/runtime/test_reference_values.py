@@ -458,9 +458,9 @@ def test_slice_value_matches_torch_slicing(dtype: Any) -> None:
 
 def test_shape_ops_move_int64_data_exactly_as_torch() -> None:
     """reshape, permute, broadcast, concat and slice take int64 data (a label tensor sliced or
-    stacked), which moves without arithmetic: equal to torch's int64 results element for
-    element, values near 2**62 included (a float round trip would change them); other dtypes
-    of data stay refused (the shape ops' data role: float32, float64 or int64)."""
+    stacked) and bool data (a mask), which move without arithmetic: equal to torch's results
+    element for element, values near 2**62 included (a float round trip would change them);
+    other dtypes stay refused (the shape ops' data role: float32, float64, int64 or bool)."""
     r = _rng(31)
     x = r.integers(-(2**62), 2**62, size=(2, 3, 4), dtype=np.int64)
     t = torch.from_numpy(x.copy())
@@ -474,8 +474,12 @@ def test_shape_ops_move_int64_data_exactly_as_torch() -> None:
     for ours, ref in cases:
         assert ours.dtype == np.int64 and ours.flags.c_contiguous
         assert_array_equal(ours, ref.numpy())
-    for bad in (x.astype(np.int32), x > 0):
-        refused = f"reshape: input x has dtype {bad.dtype}; accepted: float32, float64 or int64"
+    mask = x > 0  # a boolean mask moves the same way
+    moved = K.permute(K.reshape(mask, shape=(4, -1)), perm=(1, 0))
+    assert_array_equal(moved, (t > 0).reshape(4, -1).T.numpy())
+    assert K.slice(mask, starts=(1, 0, 0), stops=(2, 3, 4)).dtype == np.bool_
+    for bad in (x.astype(np.int32), np.ones(3, dtype=np.float16)):
+        refused = f"reshape: input x has dtype {bad.dtype}; accepted: float32, float64, int64 or bool"
         with pytest.raises(GuardError, match=refused):
             K.reshape(bad, shape=(-1,))
 

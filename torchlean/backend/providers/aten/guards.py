@@ -36,7 +36,8 @@ def check_aten_layout(op: str, *arrays: Array, int64: bool = False) -> list[torc
         op: the op label (the error message starts with it).
         arrays: numpy arrays of dtype float32, float64 (data) or bool (masks), any shape and
             strides (an absent optional operand is not passed: kernels keep ``None`` themselves).
-        int64: also accept int64 data (the shape ops, whose reference guards admit it).
+        int64: also accept int64 data (the shape ops, whose reference guards admit it; bool is
+            always accepted, as masks and the shape ops' data).
 
     Returns:
         One CPU tensor per operand with the operand's shape, dtype and values, never recorded by

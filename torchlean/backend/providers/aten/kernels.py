@@ -10,7 +10,7 @@ the same label (:mod:`torchlean.backend.providers.reference.kernels`):
    refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
    torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
    C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion; ``reshape``, ``permute`` and ``broadcast`` also move int64 data) and returns the
+   promotion; ``reshape``, ``permute`` and ``broadcast`` also move int64 and bool data) and returns the
    torch result as a numpy array without a copy. Every result is freshly allocated and aliases
    no input, ``reshape``, ``permute`` and ``broadcast`` included (torch would return views there;
    the reference and native-cuda providers copy, and a program's values must not depend on the

@@ -32,15 +32,14 @@ from torchlean.backend.providers.reference._fold import Array
 
 Role = Literal["float", "data", "index", "mask"]
 """What an array input is: float data (float32/float64), the data of the shape ops (float32,
-float64 or int64: they move values without arithmetic; bool is not admitted), int64 indices, or
-a boolean mask."""
+float64, int64 or bool: they move values without arithmetic), int64 indices, or a boolean mask."""
 
 INT64_MAX = 2**63 - 1
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_DATA_DTYPES = (*_FLOAT_DTYPES, np.dtype(np.int64))
+_DATA_DTYPES = (*_FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
 _ACCEPTED = {
     "float": "float32 or float64",
-    "data": "float32, float64 or int64",
+    "data": "float32, float64, int64 or bool",
     "index": "int64",
     "mask": "bool",
 }
@@ -60,7 +59,7 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     """Refuse an array input that is not in TorchLean's canonical CPU tensor layout.
 
     Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for float data
-    (``role="float"``), also int64 for the shape ops' data (``role="data"``), int64 for indices
+    (``role="float"``), also int64 and bool for the shape ops' data (``role="data"``), int64 for indices
     (``role="index"``), bool for masks (``role="mask"``).
     A float 0/1 mask is refused with the hint that it is an additive bias, not a mask.
     Returns ``x`` unchanged.  Raises :class:`GuardError`; for a mask of another dtype, its
@@ -198,7 +197,8 @@ def _float_input(op: str, name: str, x: object) -> Array:
 
 
 def _data_input(op: str, name: str, x: object) -> Array:
-    """An input of a shape op: float32, float64 or int64 (a label tensor may be sliced)."""
+    """An input of a shape op: float32, float64, int64 or bool (a label tensor or a mask may be
+    sliced)."""
     return check_canonical_layout(x, op=op, name=name, role="data")
 
 
@@ -480,7 +480,7 @@ def check_mse_loss(a: object, b: object) -> Shape:
 
 
 def check_reshape(x: object, *, shape: object) -> Shape:
-    """Guard of ``reshape``: a float32, float64 or int64 array and a target shape of
+    """Guard of ``reshape``: a float32, float64, int64 or bool array and a target shape of
     non-negative ints with at most one ``-1`` (inferred, as in ``torch.reshape``) and the same
     element count.
     Returns the resolved target shape."""
@@ -519,7 +519,7 @@ def check_reshape(x: object, *, shape: object) -> Shape:
 
 
 def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
-    """Guard of ``permute``: a float32, float64 or int64 array and a permutation of its axes
+    """Guard of ``permute``: a float32, float64, int64 or bool array and a permutation of its axes
     (negative axes allowed).  Returns the normalised permutation."""
     op = "permute"
     arr = _data_input(op, "input x", x)
@@ -536,7 +536,7 @@ def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
 
 
 def check_broadcast(x: object, *, shape: object) -> Shape:
-    """Guard of ``broadcast``: a float32, float64 or int64 array whose shape broadcasts to
+    """Guard of ``broadcast``: a float32, float64, int64 or bool array whose shape broadcasts to
     ``shape`` (numpy rules: right-aligned, each input extent equal to the target's or 1).
     Returns the target shape."""
     op = "broadcast"
@@ -556,7 +556,7 @@ def check_broadcast(x: object, *, shape: object) -> Shape:
 
 
 def check_concat(*xs: object, axis: object) -> Shape:
-    """Guard of ``concat``: at least one float32, float64 or int64 array, equal dtype and
+    """Guard of ``concat``: at least one float32, float64, int64 or bool array, equal dtype and
     rank, equal extents except along ``axis``.  Returns the output shape."""
     op = "concat"
     if not xs:

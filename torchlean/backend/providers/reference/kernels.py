@@ -7,7 +7,7 @@ input (``None`` for masks and indices), already reduced to that input's shape.  
 forward's result (keyword-only).  Every kernel first calls its guard
 ``torchlean.backend.providers.reference.guards.check_<op>`` (which calls ``check_canonical_layout``
 on each array input), works in the inputs' dtype (float32 or float64, never promoted; the shape
-ops also move int64 data), returns
+ops also move int64 and bool data), returns
 fresh C-contiguous arrays that never alias an input, and follows IEEE semantics silently (NaN
 and inf propagate as in PyTorch; no numpy warnings).
 
