@@ -22,6 +22,7 @@ from torchlean.backend.capsule import KernelCapsule, first_claim_difference
 from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.errors import PlanningError
 from torchlean.backend.fields import describe, text_field, tuple_field
+from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 __all__ = [
     "CapsuleModule",
@@ -183,7 +184,7 @@ def all_modules() -> tuple[CapsuleModule, ...]:
 
 
 @functools.cache
-def _built_in_by_identity() -> dict[tuple[object, object, object], KernelCapsule]:
+def _built_in_by_identity() -> dict[tuple[BackendOp, Provider, Device], KernelCapsule]:
     """Every shipped capsule by ``(op, provider, device)`` (one each: each is what one linked
     handler implements)."""
     return {(c.op, c.provider, c.device): c for m in all_modules() for c in m.capsules}
