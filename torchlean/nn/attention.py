@@ -140,7 +140,7 @@ class TransformerBlock(Layer):
         specs: list[ParamSpec] = []
         for name, part in zip(("ln1", "attn", "ln2", "fc1", "fc2"), self._parts(), strict=True):
             specs.extend(
-                ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.bound, s.trainable)
+                ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.bound)
                 for s in part.param_specs()
             )
         return tuple(specs)

@@ -135,7 +135,9 @@ class ParamSpec:
     """A parameter a layer needs: name, shape and initialiser.
 
     ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
-    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant.
+    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant. Every parameter
+    is trained (each gets a gradient and an optimizer update); a value a layer must not train is
+    a constant of its program (``ops.constant``), not a parameter.
 
     Raises:
         ShapeError: an ``init`` other than ``uniform``, ``zeros`` or ``ones``.
@@ -145,7 +147,6 @@ class ParamSpec:
     shape: Shape
     init: InitKind
     bound: float = 0.0
-    trainable: bool = True
 
     def __post_init__(self) -> None:
         if self.init not in _INIT_KINDS:
@@ -644,7 +645,7 @@ class Sequential(Layer):
         specs: list[ParamSpec] = []
         for index, layer in enumerate(self.layers):
             specs.extend(
-                ParamSpec(f"{index}.{s.name}", s.shape, s.init, s.bound, s.trainable)
+                ParamSpec(f"{index}.{s.name}", s.shape, s.init, s.bound)
                 for s in layer.param_specs()
             )
         return tuple(specs)
@@ -690,7 +691,7 @@ class Residual(Layer):
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
         return tuple(
-            ParamSpec(f"body.{s.name}", s.shape, s.init, s.bound, s.trainable)
+            ParamSpec(f"body.{s.name}", s.shape, s.init, s.bound)
             for s in self.body.param_specs()
         )
 
