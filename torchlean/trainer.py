@@ -58,6 +58,7 @@ __all__ = [
     "TrainerError",
     "TrainerLabelError",
     "maintained_profile",
+    "session_seed",
 ]
 
 # Unparameterised ``Trainer(...)`` means ``Trainer[Any, Any]`` (PEP 696 defaults), so an
@@ -288,6 +289,25 @@ def _dtype_name(dtype: object) -> str:
     return found.name
 
 
+# The spawn key of the session seed's stream: parameters draw from ``[seed, i]`` and shuffling
+# from ``[seed, epoch]`` (entropy), the session seed from a child of ``seed`` (a spawn key).
+_SESSION_STREAM = 0x5E5510
+
+
+def session_seed(seed: int) -> int:
+    """The seed of the session a :class:`Trainer` with ``seed`` opens: 64 bits drawn from
+    ``np.random.SeedSequence(seed, spawn_key=(0x5E5510,))``, an integer in ``[0, 2**64)``.
+
+    A session's random ops key their draws by ``splitmix64(session seed + counter)`` (the seed
+    chapter's ``keyOf``), so the sessions of seeds ``s`` and ``s + 1`` share one stream a draw
+    apart; a seed sweep of trainers (``seed in range(5)``) would reuse its dropout masks one step
+    late. Hashing the trainer seed first gives each trainer seed its own stream; a session opened
+    directly (``torchlean.session(seed=...)``) keeps the original's keys.
+    """
+    sequence = np.random.SeedSequence(seed, spawn_key=(_SESSION_STREAM,))
+    return int(sequence.generate_state(1, dtype=np.uint64)[0])
+
+
 def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     """``np.asarray(values)``; raises TrainerError for ragged nested sequences (numpy's bare
     ``ValueError``), naming ``what`` (``inputs``, ``targets``)."""
@@ -379,8 +399,11 @@ class Trainer(Generic[In, Out]):
             ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``);
             a label (``"mse"``, ``"cross-entropy"``) is parsed.
         config: runtime settings (``None``: ``RunConfig()``).
-        seed: parameter initialisation and shuffling seed, an integer (Python or numpy; not a
-            bool) in ``[0, 2**64)``, the seeds of ``torchlean.session``.
+        seed: the run's seed, an integer (Python or numpy; not a bool) in ``[0, 2**64)``: it draws
+            the initial parameters, the shuffling order and, through :func:`session_seed`, the
+            seed of the session whose random ops (dropout masks) it runs. Consecutive seeds give
+            unrelated dropout streams (the session's own seeds ``s`` and ``s + 1`` share one
+            stream a draw apart).
         input_shape: per-sample input shape, a tuple, list, ``torch.Size`` or 1-d integer numpy
             array (inferred when the model starts with a linear layer).
 
@@ -466,7 +489,8 @@ class Trainer(Generic[In, Out]):
                     f"`{self.config.device.label}`"
                 )
             optimizer = self.config.optimizer.create(self.model.parameters)
-            self._session = Session(profile, show_backend=self.config.show_backend, seed=self.seed)
+            self._session = Session(profile, show_backend=self.config.show_backend,
+                                    seed=session_seed(self.seed))
             self._optimizer = optimizer
         return self._session
 

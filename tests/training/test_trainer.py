@@ -29,6 +29,7 @@ from torchlean.trainer import (
     Trainer,
     TrainerError,
     maintained_profile,
+    session_seed,
 )
 
 EAGER, GRAPH = ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH
@@ -416,7 +417,35 @@ def test_trainer_big_seeds_are_reproducible(seed):
     order = np.random.default_rng([int(seed), 0]).permutation(12)
     first = next(xb for xb, _ in a.batches(x, y, 5, shuffle=True, epoch=0))
     np.testing.assert_array_equal(first, x[order[:5]])
-    assert a.open().seed == int(seed)
+    assert a.open().seed == session_seed(int(seed))
+
+
+def test_consecutive_trainer_seeds_draw_unrelated_dropout_masks():
+    """A session's seeds ``s`` and ``s + 1`` share one stream a draw apart (the original's keyOf);
+    a trainer opens its session with ``session_seed(seed)``, a SeedSequence child of its seed, so
+    trainer seeds 0 and 1 (a seed sweep) draw unrelated masks, and each replays its own."""
+    seeds = [session_seed(s) for s in range(4)]
+    assert len(set(seeds)) == 4 and all(0 <= s < 2**64 for s in seeds)
+    assert seeds[0] == int(np.random.SeedSequence(0, spawn_key=(0x5E5510,)).generate_state(1, np.uint64)[0])
+    assert min(abs(a - b) for a in seeds for b in seeds if a != b) > 2**32
+    zero, one = (
+        _session_masks(Trainer(nn.dropout(0.5), seed=s, input_shape=(16,)).open(), 4) for s in (0, 1)
+    )
+    assert not any(np.array_equal(one[k], zero[k + 1]) for k in range(3))
+    assert not any(np.array_equal(one[k], zero[k]) for k in range(4))
+    again = _session_masks(Trainer(nn.dropout(0.5), seed=0, input_shape=(16,)).open(), 4)
+    assert all(np.array_equal(a, b) for a, b in zip(zero, again, strict=True))
+    # the original's schedule, kept for a session opened directly: one draw apart
+    direct = [_session_masks(Session(profiles.get("checked_cpu"), seed=s), 4) for s in (0, 1)]
+    assert all(np.array_equal(direct[1][k], direct[0][k + 1]) for k in range(3))
+
+
+def _session_masks(session: Session, steps: int) -> list[np.ndarray]:
+    """The masks of ``steps`` dropout calls (p = 0.5, the session's seed) in ``session``."""
+    from torchlean import functional as F
+
+    with session:
+        return [F.dropout(Tensor(np.ones((4, 16))), 0.5).numpy() != 0 for _ in range(steps)]
 
 
 def test_trainer_seed_edges():
