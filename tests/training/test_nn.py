@@ -226,6 +226,58 @@ def test_load_state_casts_object_arrays_of_real_numbers():
     np.testing.assert_array_equal(model.state()["2.bias"], np.array([float(v) for v in exact], np.float32))
 
 
+def test_load_state_refuses_finite_values_beyond_the_model_dtype():
+    """A finite 1e39 would become inf in a float32 model (numpy's cast, with a RuntimeWarning only):
+    refused as the trainer refuses such data; NaN and infinities load as they are (torch's
+    load_state_dict copies them too)."""
+    model = nn.build(_mlp(), seed=0)
+    state = model.state()
+    before = model.state()
+    shape = state["0.weight"].shape
+    size = state["0.weight"].size
+    huge = np.full(shape, 1e39)
+    huge[0, 0] = -3e39
+    with pytest.raises(
+        StateError,
+        match=rf"^state entry 0.weight holds {size} finite values beyond the float32 range \(largest "
+        r"magnitude 3e\+39; accepted: magnitude at most 3.4028235e\+38; build the model in float64\)$",
+    ):
+        model.load_state({**state, "0.weight": huge})
+    for name, value in model.state().items():  # unchanged
+        np.testing.assert_array_equal(value, before[name])
+    special = np.array([np.nan, np.inf, -np.inf] + [0.5] * (size - 3)).reshape(shape)
+    model.load_state({**state, "0.weight": special})
+    np.testing.assert_array_equal(model.state()["0.weight"], special.astype(np.float32))
+    wide = nn.build(_mlp(), seed=0, dtype=np.float64)
+    wide.load_state({**wide.state(), "0.weight": huge})
+    np.testing.assert_array_equal(wide.state()["0.weight"], huge)
+
+
+def test_load_state_refuses_tensors_that_require_grad_by_name():
+    """torch's ``named_parameters()`` (parameters require grad) and a torchlean tensor that requires
+    grad are refused as a StateError naming the fix, before any parameter changes; torch's
+    ``state_dict()`` (detached) loads."""
+    torch = pytest.importorskip("torch")
+    from torchlean.tensor import Tensor
+
+    layer = torch.nn.Linear(3, 2)
+    model = nn.build(nn.linear(3, 2), seed=0)
+    before = model.state()
+    for state, kind in (
+        (dict(layer.named_parameters()), "Parameter"),
+        ({"weight": Tensor(before["weight"], requires_grad=True), "bias": before["bias"]}, "Tensor"),
+    ):
+        with pytest.raises(
+            StateError,
+            match=rf"^state entry weight is a {kind} that requires grad \(accepted: arrays of its values, "
+            r"e.g. its .detach\(\), or torch's state_dict\(\) entries\)$",
+        ):
+            model.load_state(state)
+        np.testing.assert_array_equal(model.state()["weight"], before["weight"])
+    model.load_state(layer.state_dict())
+    np.testing.assert_array_equal(model.state()["weight"], layer.weight.detach().numpy())
+
+
 def test_state_error_messages():
     model = nn.build(_mlp(), seed=0)
     state = model.state()

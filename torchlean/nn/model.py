@@ -68,7 +68,10 @@ class Model:
                 entry, or an entry that is not a rectangular array of real numbers (accepted: bool,
                 integer or float arrays, or object arrays of real numbers such as ``Fraction``
                 and ``Decimal``; refused: strings, other objects, complex values,
-                datetime64/timedelta64 values, ragged lists), before any parameter changes.
+                datetime64/timedelta64 values, ragged lists), a tensor that requires grad (torch's
+                ``named_parameters()``: pass ``state_dict()`` or ``.detach()``), or a finite value the
+                model dtype cannot hold (``1e39`` in a float32 model; NaN and infinities load as
+                they are), before any parameter changes.
         """
         if not isinstance(state, Mapping):
             raise StateError(
@@ -82,8 +85,14 @@ class Model:
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}")
         values: list[Array] = []
         for spec in self.specs:
+            entry = state[spec.name]
+            if getattr(entry, "requires_grad", False) is True:  # a torch or torchlean tensor
+                raise StateError(
+                    f"state entry {spec.name} is a {type(entry).__name__} that requires grad (accepted: "
+                    "arrays of its values, e.g. its .detach(), or torch's state_dict() entries)"
+                )
             try:
-                raw = np.asarray(state[spec.name])
+                raw = np.asarray(entry)
             except ValueError as error:  # ragged nested lists
                 raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
             refusal = (
@@ -100,9 +109,19 @@ class Model:
                 if others:
                     raise StateError(f"{refusal}: it holds {others[0]!r} of type {type(others[0]).__name__}")
             try:  # an object array of reals (Fraction, Decimal, Python floats) casts as numpy casts it
-                value = np.array(raw, dtype=self.dtype)
+                with np.errstate(over="ignore"):
+                    value = np.array(raw, dtype=self.dtype)
+                    source = np.asarray(raw, dtype=np.float64)
             except (TypeError, ValueError, OverflowError) as error:
                 raise StateError(f"{refusal}: {error}") from None
+            overflowed = np.isinf(value) & np.isfinite(source)
+            if overflowed.any():
+                largest = np.max(np.abs(source[overflowed]))
+                raise StateError(
+                    f"state entry {spec.name} holds {int(overflowed.sum())} finite values beyond the "
+                    f"{self.dtype} range (largest magnitude {largest!s}; accepted: magnitude at most "
+                    f"{np.finfo(self.dtype).max!s}; build the model in float64)"
+                )
             if value.shape != spec.shape:
                 raise StateError(
                     f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
