@@ -449,6 +449,13 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
 
 
+# The metadata fields of format version 1, in the order ``save`` writes them.
+_METADATA_FIELDS = (
+    "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
+    "label_column", "feature_names", "profile", "execution", "seed",
+)
+
+
 def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
 
@@ -459,7 +466,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
             read (truncated, damaged, an entry that would need pickle); not a torchlean checkpoint
             (no ``metadata`` entry, or metadata that is not the JSON object of the format); an
-            unsupported ``version``; a missing or wrongly typed metadata field; a missing,
+            unsupported ``version``; a missing, unknown or wrongly typed metadata field; a missing,
             unexpected, mis-shaped or wrongly typed array (weights, statistics); non-finite
             statistics; any inconsistency :class:`Checkpoint` refuses.
     """
@@ -528,6 +535,13 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
     version = meta.get("version")
     if not is_builtin_int(version) or version != FORMAT_VERSION:
         raise CheckpointError(f"unsupported checkpoint version {version!r} (supported: {FORMAT_VERSION})")
+
+    unknown = [name for name in meta if name not in _METADATA_FIELDS]
+    if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
+        raise CheckpointError(
+            f"unexpected metadata fields: {', '.join(map(repr, unknown))} (version {FORMAT_VERSION} "
+            f"writes: {', '.join(_METADATA_FIELDS)})"
+        )
 
     def field(name: str, kind: type) -> Any:
         if name not in meta:

@@ -457,6 +457,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
          r"format.npz: not a torchlean checkpoint: the metadata has no \"format\""),
         (rewrite(good, tmp_path / "v2.npz", metadata=metadata(good, version=2)),
          r"v2.npz: unsupported checkpoint version 2 \(supported: 1\)"),
+        (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
+         r"unknown.npz: unexpected metadata fields: 'seeds' \(version 1 writes: format, version, model, "
+         r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
+         r"execution, seed\)$"),
         (rewrite(good, tmp_path / "field.npz", metadata=metadata(good, hidden="4")),
          r"field.npz: metadata field 'hidden' must be of type int, got '4'"),
         (rewrite(good, tmp_path / "nomean.npz", drop="feature_mean"),
@@ -469,6 +473,12 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
         (rewrite(good, tmp_path / "extra.npz", other=np.zeros(1)),
          r"extra.npz: unexpected archive entries: other"),
     ]
+
+
+def test_save_writes_exactly_the_metadata_fields_load_accepts(iris_checkpoint):
+    with np.load(iris_checkpoint, allow_pickle=False) as archive:
+        written = list(json.loads(str(archive["metadata"])))
+    assert written == list(checkpoint._METADATA_FIELDS)
 
 
 def test_load_names_the_file_and_the_fault(tmp_path, iris_checkpoint, capsys):
