@@ -393,7 +393,8 @@ class Optimizer:
     steps: int = field(default=0)
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
-        """Return updated parameters (new arrays); a ``None`` gradient leaves the parameter as is.
+        """Return updated parameters (new arrays); for a ``None`` gradient the parameter itself (the
+        same array object, unchanged).
 
         ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
         and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of

@@ -255,7 +255,10 @@ def sequential(*layers: Layer) -> Sequential:
     """``layers`` applied in order (``torch.nn.Sequential``); parameters are named
     ``<position>.<name>``, e.g. ``0.weight``.
 
-    With no layers it is the identity.
+    With no layers it is the identity. A layer is a description, not a module holding weights:
+    one layer object given twice (``sequential(shared, relu(), shared)``) gets two independent
+    parameter sets, ``0.*`` and ``2.*`` (torch would tie them). Tied weights are one custom layer
+    whose forward program uses its parameter twice.
 
     Raises:
         ShapeError: an argument that is not a :class:`Layer` (naming its 0-based position and type);
