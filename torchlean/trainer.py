@@ -38,7 +38,7 @@ from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
-from torchlean.backend.errors import SessionError, TorchLeanError, UnknownLabelError
+from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
@@ -288,6 +288,10 @@ def _dtype_name(dtype: object) -> str:
         raise TrainerError(f"dtype must be float32 or float64, got {dtype_shown(dtype)}")
     return found.name
 
+
+# Typed-graph programs a trainer keeps (per batch shape, with or without the loss): a training
+# run uses two or three (full batches, the last partial batch, predict).
+GRAPH_CACHE_SIZE = 8
 
 # The spawn key of the session seed's stream: parameters draw from ``[seed, i]`` and shuffling
 # from ``[seed, epoch]`` (entropy), the session seed from a child of ``seed`` (a spawn key).
@@ -590,9 +594,14 @@ class Trainer(Generic[In, Out]):
     # ----------------------------------------------------------------------------- execution
 
     def _graph(self, batch_shape: tuple[int, ...], *, with_loss: bool) -> _GraphStep:
+        """The accepted program for ``batch_shape`` (with the loss when training). The last
+        ``GRAPH_CACHE_SIZE`` programs used are kept: each holds a lowered copy of the weights, so a
+        serving loop predicting on many batch lengths would otherwise grow without bound."""
         key = (batch_shape, with_loss)
-        step = self._graphs.get(key)
-        if step is None:
+        step = self._graphs.pop(key, None)
+        if step is not None:
+            self._graphs[key] = step  # most recently used last
+        else:
             ops = GraphOps(fuse_linear=True)
             x: Ref = ops.input(batch_shape)
             params: list[Ref] = list(ops.params(self.model))
@@ -601,13 +610,20 @@ class Trainer(Generic[In, Out]):
                 target: Ref = ops.input((batch_shape[0], *self.model.output_shape))
                 out = _loss(ops, self.objective, out, target)
             lowered = ops.lowered(out)
-            result = self.profile.accept_graph(lowered.built.graph)
+            try:
+                result = self.profile.accept_graph(lowered.built.graph)
+            except PlanningError as error:  # an op no capsule covers: a SessionError, as in eager mode
+                raise SessionError(
+                    f"typed graph rejected by profile {self.profile.name}: {'; '.join(error.messages)}"
+                ) from None
             if result.plan is None:
                 reasons = "; ".join(f.message for f in result.failures)
                 raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
                                    lowered.param_nodes, lowered.payload_params)
             step = _GraphStep(program, lowered.output)
+            if len(self._graphs) >= GRAPH_CACHE_SIZE:
+                del self._graphs[next(iter(self._graphs))]  # the least recently used
             self._graphs[key] = step
             self._record_graph_kernels(result.plan.kernels)
         return step
@@ -658,7 +674,8 @@ class Trainer(Generic[In, Out]):
                 finite (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); the errors of :meth:`open`.
-            SessionError: as :meth:`open`.
+            SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
+                capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: typed-graph execution of a model with dropout (``p > 0``) or a layer the
                 IR cannot express (before any update).
         """
@@ -726,7 +743,8 @@ class Trainer(Generic[In, Out]):
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
                 (checked before any step); the errors of :meth:`open`.
-            SessionError: as :meth:`open`.
+            SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
+                capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: as :meth:`step` (typed-graph training of a model with dropout).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
@@ -766,7 +784,8 @@ class Trainer(Generic[In, Out]):
                 real numbers or beyond the model dtype's range (NaN and infinite inputs are
                 accepted and give NaN or infinite outputs), or ``batch_size`` not an int >= 1
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
-            SessionError: as :meth:`open`.
+            SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
+                capsule for: eager at the op's first use, typed graph when its graph is accepted).
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()
@@ -799,7 +818,8 @@ class Trainer(Generic[In, Out]):
 
         Raises:
             TrainerError: bad shapes or labels (as :meth:`fit`); the errors of :meth:`predict`.
-            SessionError: as :meth:`open`.
+            SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
+                capsule for: eager at the op's first use, typed graph when its graph is accepted).
         """
         prediction = self.predict(x).astype(np.float64)
         targets = self._y(y, prediction.shape[0])

@@ -995,3 +995,48 @@ def test_a_built_model_given_as_the_layer_is_named_briefly():
     assert len(message) < 260
     with pytest.raises(nn.ShapeError, match=r"^build: layer must be a Layer .*got Model Model\(layer="):
         nn.build(built)
+
+
+def test_typed_graph_programs_are_kept_for_the_last_batch_shapes_only():
+    """A serving loop predicting on many batch lengths keeps at most GRAPH_CACHE_SIZE programs
+    (each holds a lowered copy of the weights; memory grew with every new length), the most
+    recently used; an evicted shape is lowered again and predicts as eager does, bit for bit."""
+    from torchlean.trainer import GRAPH_CACHE_SIZE
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((20, 3))
+    graph = make(nn.sequential(nn.linear(3, 5), nn.tanh(), nn.linear(5, 2)), mode=GRAPH)
+    eager = make(nn.sequential(nn.linear(3, 5), nn.tanh(), nn.linear(5, 2)), mode=EAGER)
+    for n in [*range(1, 13), 1, 12]:
+        np.testing.assert_array_equal(graph.predict(x[:n]), eager.predict(x[:n]), strict=True)
+        assert len(graph._graphs) <= GRAPH_CACHE_SIZE
+    assert GRAPH_CACHE_SIZE == 8
+    # the most recent first-use order: 12 was used last, 1 just before it (lowered again)
+    assert [shape for shape, _ in graph._graphs] == [(n, 3) for n in (6, 7, 8, 9, 10, 11, 1, 12)]
+
+
+def test_an_unplannable_model_is_a_session_error_in_both_execution_modes():
+    """Under a profile that selects no capsule for the model's ops, eager execution refuses at
+    the first op and typed-graph execution when it accepts the graph, both as a SessionError
+    (typed graph raised the planner's PlanningError, which code catching SessionError missed)."""
+    from torchlean.backend.availability import Availability
+    from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
+    from torchlean.backend.profiles import BackendProfile
+
+    libtorch_only = BackendProfile(
+        "libtorch_only",
+        KernelPolicy(Device.CPU, ProviderPreference.only(Provider.LIBTORCH), AssurancePolicy.EXTERNAL),
+        Availability(devices=(Device.CPU,), providers=(Provider.LIBTORCH,)),
+        profiles.get("libtorch_forward_cpu").capsule_modules,
+    )
+    x, y = np.ones((4, 3)), np.array([0, 1, 0, 1])
+    messages = {}
+    for mode in (EAGER, GRAPH):
+        trainer = make(nn.sequential(nn.linear(3, 2)), mode=mode, objective=Objective.CROSS_ENTROPY,
+                       profile=libtorch_only)
+        with pytest.raises(SessionError) as caught:
+            trainer.predict(x) if mode is GRAPH else trainer.fit(x, y)
+        messages[mode] = str(caught.value)
+    missing = "no admissible kernel capsule for op linear on device cpu"
+    assert messages[EAGER] == f"torch: kernel selection failed for `linear`: {missing}"
+    assert messages[GRAPH] == f"typed graph rejected by profile libtorch_only: {missing}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from beartype.roar import BeartypeCallHintViolation
@@ -70,3 +71,86 @@ def test_each_planned_node_runs_on_its_groups_kernel() -> None:
     table = node_kernels(plan)
     assert sorted(table) == [1, 3, 4, 6, 7, 8, 9, 10, 12, 13, 15, 16, 17]
     assert {node: k.capsule.name for node, k in table.items()}[9] == "reference.relu"
+
+
+def _accepted_program(built):
+    plan = profiles.get("checked_cpu").accept_graph(built.graph).plan
+    assert plan is not None
+    return GraphProgram(built.graph, built.payloads, plan, {}, {})
+
+
+@pytest.mark.parametrize(
+    ("config", "shape", "got"),
+    [
+        # asymmetric padding: the kernel pads symmetrically, so the value would not have the
+        # declared [1, 1, 6, 5] (it ran and returned [1, 1, 4, 4] before)
+        ({"padding": (0, 0), "padding_after": (2, 1), "channel_axis": 1}, [1, 1, 6, 6],
+         "channel_axis 1, padding [0, 0], padding_after [2, 1]"),
+        ({"padding": (1, 1), "channel_axis": 0}, [1, 6, 6],
+         "channel_axis 0, padding [1, 1], padding_after [1, 1]"),
+    ],
+)
+def test_conv_layouts_the_kernel_does_not_take_are_refused_at_construction(config, shape, got) -> None:
+    import numpy as np
+
+    from torchlean.ir import ConvConfig
+
+    builder = GraphBuilder()
+    weight = np.ones((1, 1, 3, 3))
+    builder.sum(builder.conv(builder.input(shape), ConvConfig(1, 1, (3, 3), **config), weight))
+    with pytest.raises(
+        SessionError,
+        match=rf"^typed graph: node 1 \(conv .*\) is not executable: the conv kernel takes "
+        rf"\(N, C, \*spatial\) inputs with symmetric padding \(accepted: channel_axis 1 and "
+        rf"padding_after = padding, got {re.escape(got)}\); torchlean.ir.evaluate runs it$",
+    ):
+        _accepted_program(builder.build())
+
+
+@pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
+@pytest.mark.parametrize(("shape", "rank"), [([3, 6, 6], 3), ([2, 2, 3, 6, 6], 5)])
+def test_pools_over_other_than_batched_channel_first_inputs_are_refused(kind, shape, rank) -> None:
+    from torchlean.ir import WindowConfig
+
+    builder = GraphBuilder()
+    getattr(builder, kind)(builder.input(shape), WindowConfig((2, 2), (2, 2), (0, 0)))
+    with pytest.raises(
+        SessionError,
+        match=rf"^typed graph: node 1 \({kind} .*\) is not executable: the pooling kernels take "
+        rf"\(N, C, \*spatial\) inputs \(accepted: rank 4 for 2 spatial axes, got shape "
+        rf"{re.escape(str(shape))}\); torchlean.ir.evaluate runs it$",
+    ):
+        _accepted_program(builder.build())
+
+
+def test_a_graph_declaring_a_shape_its_node_does_not_produce_is_refused() -> None:
+    from torchlean.ir.errors import IRError
+    from torchlean.ir.graph import Graph, Node
+
+    graph = _chain("relu")
+    nodes = list(graph.nodes)
+    nodes[1] = Node(1, nodes[1].parents, nodes[1].kind, (5,))  # relu of a [4] declared [5]
+    wrong = Graph(tuple(nodes))
+    plan = profiles.get("checked_cpu").accept_graph(wrong).plan
+    assert plan is not None  # planning looks at kinds only
+    with pytest.raises(IRError, match=r"node 1: outShape mismatch: inferred=\[4\], declared=\[5\]"):
+        GraphProgram(wrong, {}, plan, {}, {})
+
+
+def test_a_kernel_refusal_names_the_graph_node() -> None:
+    """A guard's refusal while running (a float64 const added to a float32 input) carries the
+    node it came from as a note, as ``evaluate`` prefixes ``node i (kind)``."""
+    import numpy as np
+
+    import torchlean as tl
+    from torchlean.backend.errors import GuardError
+    from torchlean.tensor import Tensor
+
+    builder = GraphBuilder()
+    x = builder.input([3])
+    builder.add(x, builder.const(np.ones(3, dtype=np.float64)))
+    program = _accepted_program(builder.build())
+    refused = pytest.raises(GuardError, match="operand b has dtype float64")
+    with tl.session(profile="checked_cpu"), refused as caught:
+        program.run([Tensor(np.ones(3, dtype=np.float32))], [], 2)
+    assert caught.value.__notes__ == ["typed graph: at node 2 (add)"]

@@ -31,9 +31,10 @@ from torchlean.autograd import storage
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.tape import AutogradError, run_backward
 from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
-from torchlean.backend.errors import SessionError
+from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.sealed import require_minted
 from torchlean.ir.graph import Graph, Node
+from torchlean.ir.infer import check_shapes
 from torchlean.ir.ops import (
     AvgPool,
     BroadcastTo,
@@ -85,6 +86,14 @@ _PLAIN = frozenset(
         "mse_loss",
     }
 )
+
+# Every kind the executor runs: the plain kinds, those ``GraphProgram._call`` matches, and the
+# kinds that need no kernel.
+_EXECUTABLE = _PLAIN | {
+    "input", "const", "detach", "reshape", "transpose", "permute", "broadcast_to", "scale", "softmax",
+    "log_softmax", "reduce_sum", "reduce_mean", "sum", "layernorm", "linear", "conv", "max_pool",
+    "avg_pool", "scaled_dot_product_attention",
+}
 
 
 @beartype
@@ -168,7 +177,8 @@ class GraphProgram:
     kernel parameters are resolved from the graph's static shapes.
 
     Args:
-        graph: the canonical IR graph (already well-formed and shape-checked).
+        graph: the canonical IR graph; it is shape-checked here (``check_shapes``), so each node's
+            declared shape is the one its kernel produces.
         payloads: const values and layer parameters by node id.
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
         param_nodes: ``const`` node id → index of the model parameter it holds.
@@ -176,9 +186,13 @@ class GraphProgram:
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
+        IRError: the graph is not well formed or declares a shape its node does not produce.
         SessionError: ``plan`` does not cover exactly this graph's kernel nodes, was made for a
             graph of another size, runs another op at one of them, a node has no accepted kernel or
-            no linked implementation, or a node kind is not executable.
+            no linked implementation, or a node is not executable here: a kind the executor does
+            not run (``concat``, ``flatten``, ``batch_norm_eval``, ...), a conv whose channel axis
+            is not 1 or whose padding is asymmetric, a pool over inputs other than
+            ``(N, C, *spatial)`` (the kernels' layouts; :func:`torchlean.ir.evaluate` runs these).
     """
 
     def __init__(
@@ -190,6 +204,7 @@ class GraphProgram:
         payload_params: Mapping[int, tuple[int | None, int | None]],
     ) -> None:
         self.kernels = node_kernels(plan)
+        check_shapes(graph)
         kernel_nodes = tuple(n.id for n in graph.nodes if n.kind.backend_op is not None)
         if tuple(plan.node_ids) != kernel_nodes:
             raise SessionError(
@@ -304,7 +319,12 @@ class GraphProgram:
                         operands.append(Tensor(np.array(fixed)))
                     else:
                         operands.append(None)
-                values[step.node_id] = execute_bound(step.bound, operands, step.params)
+                try:
+                    values[step.node_id] = execute_bound(step.bound, operands, step.params)
+                except TorchLeanError as error:  # a guard's refusal: say which node of the graph
+                    node = self.graph.nodes[step.node_id]
+                    error.add_note(f"typed graph: at node {node.id} ({node.kind.describe()})")
+                    raise
             elif kind is StepKind.PARAM:
                 assert step.param_index is not None
                 values[step.node_id] = params[step.param_index]
@@ -416,6 +436,15 @@ class GraphProgram:
             case Conv(config=config):
                 if not isinstance(self.payloads.get(node.id), ConvParams):
                     raise SessionError(f"typed graph: conv node {node.id} has no weight payload")
+                if config.channel_axis != 1 or config.padding_after != config.padding:
+                    raise SessionError(
+                        f"typed graph: node {node.id} ({kind.describe()}) is not executable: the conv "
+                        f"kernel takes (N, C, *spatial) inputs with symmetric padding (accepted: "
+                        f"channel_axis 1 and padding_after = padding, got channel_axis "
+                        f"{config.channel_axis}, padding {list(config.padding)}, padding_after "
+                        f"{list(config.padding_after)}); "
+                        "torchlean.ir.evaluate runs it"
+                    )
                 w, b = self._weights(node)
                 return [x, w, b], {
                     "stride": tuple(config.stride),
@@ -423,6 +452,13 @@ class GraphProgram:
                     "dilation": tuple(config.dilation),
                     "groups": int(config.groups),
                 }
+            case MaxPool(config=config) | AvgPool(config=config) if ndim != len(config.kernel) + 2:
+                raise SessionError(
+                    f"typed graph: node {node.id} ({kind.describe()}) is not executable: the pooling "
+                    f"kernels take (N, C, *spatial) inputs (accepted: rank {len(config.kernel) + 2} for "
+                    f"{len(config.kernel)} spatial axes, got shape {list(shapes[0])}); "
+                    "torchlean.ir.evaluate runs it"
+                )
             case MaxPool(config=config):
                 return [x], {
                     "kernel_size": tuple(config.kernel),
@@ -447,7 +483,8 @@ class GraphProgram:
         if kind.tag in _PLAIN:
             return parents, {}
         raise SessionError(
-            f"typed graph: node {node.id} ({kind.describe()}) is not supported by the typed-graph executor"
+            f"typed graph: node {node.id} ({kind.describe()}) is not supported by the typed-graph executor "
+            f"(accepted kinds: {', '.join(sorted(_EXECUTABLE))}); torchlean.ir.evaluate runs it"
         )
 
 
