@@ -4,13 +4,16 @@ Runs wherever ``nvcc`` is on PATH (no GPU needed; skipped otherwise), once per C
 ``torch.utils.cpp_extension`` builds with: ``-std=c++17`` (torch 2.11, the GPU machine's; skipped
 where the installed torch's ``ATen/ATen.h`` requires C++20, as from torch 2.14) and ``-std=c++20``
 (torch 2.13 on). Other flags: the defines and ``--expt-relaxed-constexpr`` that
-``torch.utils.cpp_extension`` passes to nvcc, torch's include paths and ``csrc``. Besides
-succeeding, the compile must not warn about our own files (warnings from torch's headers are
-theirs).
+``torch.utils.cpp_extension`` passes to nvcc, torch's include paths and ``csrc``, and the code of
+the GPU the device checks run on (sm_90, an H200; nvcc's default would be sm_75) with ptxas's
+resource report. Besides succeeding, the compile must not warn about our own files (warnings from
+torch's headers are theirs), and no kernel may spill registers to local memory (the tiled
+attention kernels are sized to fit 256 threads' registers).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +23,7 @@ from torch.utils import cpp_extension
 
 CSRC = Path(__file__).resolve().parents[2] / "csrc"
 SOURCES = sorted(CSRC.rglob("*.cu"))
+SPILL_FREE = re.compile(r"\b0 bytes spill stores, 0 bytes spill loads")
 
 
 def headers_need_cpp20() -> bool:
@@ -49,6 +53,8 @@ def test_nvcc_compiles(source: Path, standard: str, tmp_path: Path) -> None:
         f"-std={standard}",
         *cpp_extension.COMMON_NVCC_FLAGS,
         *includes,
+        "-gencode=arch=compute_90,code=sm_90",
+        "-Xptxas=-v",
         "-Xcompiler",
         "-Wall",
         str(source),
@@ -60,4 +66,8 @@ def test_nvcc_compiles(source: Path, standard: str, tmp_path: Path) -> None:
     assert done.returncode == 0, log[-8000:]
     ours = [line for line in log.splitlines() if "warning" in line and str(CSRC) in line]
     assert not ours, "\n".join(ours)
+    usage = [line for line in log.splitlines() if "spill stores" in line]
+    assert usage, log[-4000:]  # ptxas reported each kernel's resources
+    spills = [line.strip() for line in usage if not SPILL_FREE.search(line)]
+    assert not spills, "\n".join(spills)
     assert (tmp_path / f"{source.stem}.o").stat().st_size > 0
