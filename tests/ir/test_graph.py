@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from torchlean.backend.errors import TorchLeanError
@@ -145,3 +146,65 @@ def test_nodes_and_graphs_are_frozen() -> None:
         graph.nodes = ()  # type: ignore[misc]
     assert isinstance(graph.nodes, tuple)
     assert Node(0, [1], ops.Relu(), [4]).parents == (1,)  # type: ignore[arg-type]
+
+
+# ------------------------------------------- malformed hand-built nodes (review 18, F4)
+
+_KIND_ACCEPTED = "(accepted: an instance of an OpKind subclass of torchlean.ir.ops, e.g. Relu())"
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown"),
+    [
+        ("relu", "'relu' (str)"),
+        (ops.Relu, "<class 'torchlean.ir.ops.Relu'> (type)"),
+        (None, "None (NoneType)"),
+    ],
+)
+def test_kind_that_is_not_an_op_kind_instance(kind: object, shown: str) -> None:
+    graph = Graph((Node(0, (), ops.Input(), (3,)), Node(1, (0,), kind, (3,))))  # type: ignore[arg-type]
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == f"IR graph: node 1: kind {shown} is not an OpKind instance {_KIND_ACCEPTED}"
+
+
+@pytest.mark.parametrize(
+    ("parent", "shown"),
+    [
+        (0.5, "0.5 (float)"),
+        (0.0, "0.0 (float)"),
+        ("0", "'0' (str)"),
+        (True, "True (bool)"),
+        (None, "None (NoneType)"),
+    ],
+)
+def test_parent_id_that_is_not_an_integer(parent: object, shown: str) -> None:
+    graph = Graph((Node(0, (), ops.Input(), (3,)), Node(1, (parent,), ops.Relu(), (3,))))  # type: ignore[arg-type]
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        f"IR graph: node 1: parent id {shown} is not an integer (accepted: an int in 0..0) "
+        f"(parents=({parent!r},), kind=relu)"
+    )
+
+
+def test_parent_id_of_node_zero_that_is_not_an_integer() -> None:
+    graph = Graph((Node(0, (1.5,), ops.Relu(), (3,)),))  # type: ignore[arg-type]
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 0: parent id 1.5 (float) is not an integer "
+        "(accepted: none, node 0 has no earlier node) (parents=(1.5,), kind=relu)"
+    )
+
+
+def test_numpy_integer_ids_and_parents_are_integers() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (3,)), Node(np.int64(1), (np.int32(0),), ops.Relu(), (3,))))
+    graph.check_well_formed()
+
+
+def test_bool_node_id_breaks_id_discipline() -> None:
+    graph = Graph((Node(0, (), ops.Input(), (3,)), Node(True, (0,), ops.Relu(), (3,))))
+    with pytest.raises(IRError) as info:
+        graph.check_well_formed()
+    assert str(info.value) == "IR graph: id discipline violated at index 1: nodes[1].id = True"

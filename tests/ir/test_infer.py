@@ -283,3 +283,15 @@ def test_conv_and_pool_shapes_agree_with_torch(
                 _infer(ops.AvgPool(window), (1, 2, *size))
         else:
             assert _infer(ops.AvgPool(window), (1, 2, *size)) == pooled
+
+
+@pytest.mark.parametrize("check", [check_shapes, infer_shapes])
+def test_a_graph_that_is_not_a_graph_is_refused(check: object) -> None:
+    nodes = [Node(0, (), ops.Input(), (3,))]
+    name = check.__name__  # type: ignore[attr-defined]
+    with pytest.raises(IRError) as info:
+        check(nodes)  # type: ignore[operator]
+    assert str(info.value) == (
+        f"{name}: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or Graph(nodes)), "
+        "got [Node(id=0, parents=(), kind=Input(), out_shape=(3,))] (list)"
+    )

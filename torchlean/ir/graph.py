@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from torchlean._checks import is_builtin_or_numpy_int
+from torchlean.backend.fields import describe
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import OpKind, Shape, render_shape
 
-__all__ = ["Graph", "Node"]
+__all__ = ["Graph", "Node", "require_graph"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +87,35 @@ class Graph:
               ``IR graph: node i: parent id p is not < i (Node(...))``; a negative parent id
               (impossible in the original, whose ids are naturals) gives
               ``IR graph: node i: parent id p is negative (accepted: 0..i-1) (Node(...))``
-              (``accepted: none, node 0 has no earlier node`` for node 0).
+              (``accepted: none, node 0 has no earlier node`` for node 0). torchlean's own, checked
+              before arity and order: a kind that is not an :class:`OpKind` instance (a string, the
+              class itself) gives ``IR graph: node i: kind 'relu' (str) is not an OpKind instance
+              (accepted: an instance of an OpKind subclass of torchlean.ir.ops, e.g. Relu())``; a
+              parent id that is not a Python or numpy integer (a bool, float or string) gives
+              ``IR graph: node i: parent id 0.5 (float) is not an integer (accepted: an int in
+              0..i-1) (parents=(0.5,), kind=relu)``; an id that is not an integer gives the id
+              discipline message (``nodes[1].id = True``).
         """
         for index, node in enumerate(self.nodes):
             if not isinstance(node, Node):
                 raise IRError(f"IR graph: internal error: missing node at index {index}")
-            if node.id != index:
+            if not is_builtin_or_numpy_int(node.id) or node.id != index:
+                shown = node.id if is_builtin_or_numpy_int(node.id) else repr(node.id)
                 raise IRError(
-                    f"IR graph: id discipline violated at index {index}: nodes[{index}].id = {node.id}"
+                    f"IR graph: id discipline violated at index {index}: nodes[{index}].id = {shown}"
                 )
+            if not isinstance(node.kind, OpKind):
+                raise IRError(
+                    f"IR graph: node {index}: kind {describe(node.kind)} is not an OpKind instance "
+                    "(accepted: an instance of an OpKind subclass of torchlean.ir.ops, e.g. Relu())"
+                )
+            for parent in node.parents:
+                if not is_builtin_or_numpy_int(parent):
+                    accepted = f"an int in 0..{index - 1}" if index else "none, node 0 has no earlier node"
+                    raise IRError(
+                        f"IR graph: node {index}: parent id {describe(parent)} is not an integer "
+                        f"(accepted: {accepted}) (parents={node.parents!r}, kind={node.kind.describe()})"
+                    )
             arity = node.arity_error()
             if arity is not None:
                 raise IRError(f"IR graph: node {index}: {arity} ({node.summary()})")
@@ -133,3 +155,18 @@ class Graph:
             f"{n.id} {n.kind.describe()} <- {render_shape(n.parents)} : {render_shape(n.out_shape)}"
             for n in self.nodes
         ]
+
+
+def require_graph(graph: object, where: str) -> Graph:
+    """``graph`` itself when it is a :class:`Graph`.
+
+    Raises:
+        IRError: ``<where>: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or
+            Graph(nodes)), got [...] (list)``.
+    """
+    if not isinstance(graph, Graph):
+        raise IRError(
+            f"{where}: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or "
+            f"Graph(nodes)), got {describe(graph)}"
+        )
+    return graph

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
-from torchlean.ir.graph import Graph, Node
+from torchlean.ir.graph import Graph, Node, require_graph
 from torchlean.ir.ops import (
     Abs,
     Add,
@@ -350,8 +350,10 @@ def infer_shapes(graph: Graph) -> list[Shape]:
     well-formedness messages; for each node in order, a declared extent that is not an integer
     >= 0 (``IR graph: node i: outShape extent -4 is negative (accepted: integers >= 0)
     (Node(...))``, or ``... extent 2.5 is not an integer ...``); node-local messages; or
-    ``IR graph: node i: outShape mismatch: inferred=[..], declared=[..] (Node(...))``.
+    ``IR graph: node i: outShape mismatch: inferred=[..], declared=[..] (Node(...))``; a ``graph``
+    that is not a :class:`Graph` gives ``infer_shapes: graph must be a torchlean.ir Graph ...``.
     """
+    require_graph(graph, "infer_shapes")
     graph.check_well_formed()
     inferred: list[Shape] = []
     for index, node in enumerate(graph.nodes):
@@ -386,5 +388,11 @@ def _check_declared_extents(index: int, node: Node) -> None:
 
 
 def check_shapes(graph: Graph) -> None:
-    """:func:`infer_shapes` without the result: raises :class:`IRError` or returns None."""
+    """:func:`infer_shapes` without the result: raises :class:`IRError` or returns None.
+
+    A ``graph`` that is not a :class:`Graph` (a list of nodes, say) gives
+    ``check_shapes: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or
+    Graph(nodes)), got [...] (list)``.
+    """
+    require_graph(graph, "check_shapes")
     infer_shapes(graph)
