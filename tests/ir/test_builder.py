@@ -8,8 +8,9 @@ import pytest
 from torchlean.ir import ops
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param
 from torchlean.ir.errors import IRError
+from torchlean.ir.evaluate import evaluate
 from torchlean.ir.infer import check_shapes
-from torchlean.ir.payloads import LinearParams
+from torchlean.ir.payloads import LayerNormParams, LinearParams
 
 # The table of anchor-runtime.md §4.2: (id, kind, out shape).
 MLP_TABLE = [
@@ -220,7 +221,96 @@ def test_negative_concat_axis_and_out_of_range_negative_axes() -> None:
     with pytest.raises(IRError, match=out_of_range):
         b.reduce_sum(x, -3)
     scalar = b.input([])
-    with pytest.raises(IRError, match=r"^softmax: axis -1 out of range for shape \[\] \(accepted: none: a"):
-        b.softmax(scalar, -1)
+    with pytest.raises(IRError, match=r"^transpose: axis -1 out of range for shape \[\] \(accepted: none: a"):
+        b.transpose(scalar, -1, 0)
+    with pytest.raises(
+        IRError, match=r"^softmax: axis -2 out of range for shape \[\] \(accepted: -1\.\.0\)$"
+    ):
+        b.softmax(scalar, -2)
     with pytest.raises(IRError, match=r"^reduce_sum axis: expected a non-negative integer, got True$"):
         b.reduce_sum(x, True)
+
+
+# ---------------------------------------------------------------- review 18: F2, F7, F8, F9
+
+
+def test_layernorm_with_bad_params_appends_nothing() -> None:
+    b = GraphBuilder()
+    x = b.input([2, 3])
+    deferred = b.param(np.ones((2, 3)), name="x2")
+    before = b.build().graph
+    with pytest.raises(IRError) as info:
+        b.layernorm(x, 1, LayerNormParams(np.ones(5), None))
+    assert str(info.value) == "layernorm: weight [5] does not match the normalised shape [3]"
+    with pytest.raises(IRError) as info:
+        b.layernorm(deferred, -1, LayerNormParams(None, np.ones((2, 3))))
+    assert str(info.value) == "layernorm: bias [2, 3] does not match the normalised shape [3]"
+    with pytest.raises(IRError) as info:
+        b.layernorm(x, 1, LinearParams(np.ones((3, 3)), None))  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        "layernorm: params must be a LayerNormParams or None, got LinearParams("
+    )
+    assert str(info.value).endswith(" (LinearParams)")
+    built = b.build()
+    assert built.graph == before  # no layernorm node, and the deferred parameter was not emitted
+    assert dict(built.payloads) == {}
+
+
+def test_batch_norm_eval_refuses_params_of_another_type() -> None:
+    b = GraphBuilder()
+    x = b.input([2, 3])
+    with pytest.raises(IRError) as info:
+        b.batch_norm_eval(x, 1, LayerNormParams())  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "batch_norm_eval: params must be a BatchNormParams, got "
+        "LayerNormParams(weight=None, bias=None, eps=1e-05) (LayerNormParams)"
+    )
+    assert len(b.build().graph) == 1
+
+
+def test_layernorm_negative_axis_counts_from_the_end() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((2, 3, 4))
+    w, bias = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    for axis in (-2, 1):
+        b = GraphBuilder()
+        node = b.layernorm(b.input(x.shape), axis, LayerNormParams(w, bias))
+        built = b.build()
+        assert built.graph.nodes[node].kind == ops.LayerNorm(1)
+        out = evaluate(built.graph, {0: x}, built.payloads)[node]
+        expected = torch.nn.functional.layer_norm(
+            torch.from_numpy(x), (3, 4), torch.from_numpy(w), torch.from_numpy(bias), 1e-5
+        )
+        np.testing.assert_allclose(out, expected.numpy(), rtol=1e-12, atol=1e-12)
+    b = GraphBuilder()
+    x_id = b.input([2, 3])
+    with pytest.raises(IRError) as info:
+        b.layernorm(x_id, -3)
+    assert str(info.value) == "layernorm: axis -3 out of range for shape [2, 3] (accepted: -2..1)"
+    with pytest.raises(IRError) as info:
+        b.layernorm(x_id, 2)
+    assert str(info.value) == "layernorm: axis 2 out of range for shape [2, 3]"
+    assert len(b.build().graph) == 1
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_softmax_and_reductions_of_a_scalar_as_torch(axis: int) -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(3.0, dtype=torch.float64)
+    cases = [
+        ("softmax", torch.softmax(t, axis)),
+        ("log_softmax", torch.log_softmax(t, axis)),
+        ("reduce_sum", t.sum(axis)),
+        ("reduce_mean", t.mean(axis)),
+    ]
+    for method, expected in cases:
+        b = GraphBuilder()
+        node = getattr(b, method)(b.input([]), axis)
+        assert b.build().graph.nodes[node].out_shape == ()
+        out = evaluate(b.build().graph, {0: np.array(3.0)})[node]
+        assert out.shape == () and float(out) == float(expected), method
+    b = GraphBuilder()
+    with pytest.raises(IRError) as info:
+        b.softmax(b.input([]), -2)
+    assert str(info.value) == "softmax: axis -2 out of range for shape [] (accepted: -1..0)"

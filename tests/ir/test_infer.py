@@ -295,3 +295,14 @@ def test_a_graph_that_is_not_a_graph_is_refused(check: object) -> None:
         f"{name}: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or Graph(nodes)), "
         "got [Node(id=0, parents=(), kind=Input(), out_shape=(3,))] (list)"
     )
+
+
+def test_softmax_of_a_scalar_over_axis_0_as_torch() -> None:
+    # torch.softmax(torch.tensor(3.), 0) has shape []; axis 1 is out of range there too.
+    assert tuple(torch.softmax(torch.tensor(3.0), 0).shape) == ()
+    assert infer_node_shape(Node(1, (0,), ops.Softmax(0), ()), [()]) == ()
+    assert infer_node_shape(Node(1, (0,), ops.LogSoftmax(0), ()), [()]) == ()
+    with pytest.raises(IRError, match=r"^softmax: axis 1 out of range for shape \[\]$"):
+        infer_node_shape(Node(1, (0,), ops.Softmax(1), ()), [()])
+    with pytest.raises(IRError, match=r"^layernorm: axis 0 out of range for shape \[\]$"):
+        infer_node_shape(Node(1, (0,), ops.LayerNorm(0), ()), [()])

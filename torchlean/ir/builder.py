@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int
+from torchlean.backend.fields import describe
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import infer_node_shape
@@ -223,10 +224,11 @@ class GraphBuilder:
 
     # ------------------------------------------------------------------------------------ views
 
-    def _axis(self, op: str, x: Ref, axis: int) -> int:
+    def _axis(self, op: str, x: Ref, axis: int, *, scalar_axis: bool = False) -> int:
         """``axis`` of ``x`` with a negative integer counted from the end (as torch and the eager
         ops); anything else unchanged, for the payload's own check (the IR stores natural-number
-        axes, as the original).
+        axes, as the original). ``scalar_axis``: the op takes axis 0 of a scalar as torch does
+        (the scalar itself; softmax, log_softmax, reduce_sum, reduce_mean), so -1 is 0 there too.
 
         Raises:
             IRError: a negative axis below ``-rank``, naming ``op``, the shape and the range.
@@ -234,12 +236,13 @@ class GraphBuilder:
         if not is_builtin_or_numpy_int(axis) or axis >= 0:
             return axis
         shape = self.shape(x)
-        if int(axis) < -len(shape):
-            accepted = f"{-len(shape)}..{len(shape) - 1}" if shape else "none: a scalar has no axes"
+        rank = max(len(shape), 1) if scalar_axis else len(shape)
+        if int(axis) < -rank:
+            accepted = f"{-rank}..{rank - 1}" if rank else "none: a scalar has no axes"
             raise IRError(
                 f"{op}: axis {int(axis)} out of range for shape {render_shape(shape)} (accepted: {accepted})"
             )
-        return int(axis) + len(shape)
+        return int(axis) + rank
 
     def permute(self, x: Ref, perm: Sequence[int]) -> int:
         """``perm`` may hold negative axes (counted from the end)."""
@@ -332,12 +335,14 @@ class GraphBuilder:
     # ------------------------------------------------------------------------------- reductions
 
     def reduce_sum(self, x: Ref, axis: int) -> int:
-        """Sum over ``axis`` (negative: counted from the end)."""
-        return self.node(ReduceSum(self._axis("reduce_sum", x, axis)), x)
+        """Sum over ``axis`` (negative: counted from the end; a scalar's axis 0 or -1 is the scalar
+        itself, as in torch)."""
+        return self.node(ReduceSum(self._axis("reduce_sum", x, axis, scalar_axis=True)), x)
 
     def reduce_mean(self, x: Ref, axis: int) -> int:
-        """Mean over ``axis`` (negative: counted from the end)."""
-        return self.node(ReduceMean(self._axis("reduce_mean", x, axis)), x)
+        """Mean over ``axis`` (negative: counted from the end; a scalar's axis 0 or -1 is the
+        scalar itself, as in torch)."""
+        return self.node(ReduceMean(self._axis("reduce_mean", x, axis, scalar_axis=True)), x)
 
     def sum(self, x: Ref) -> int:
         return self.node(Sum(), x)
@@ -393,7 +398,15 @@ class GraphBuilder:
     # ---------------------------------------------------------------------------- normalisation
 
     def batch_norm_eval(self, x: Ref, channel_axis: int, params: BatchNormParams) -> int:
-        """``batch_norm_eval channel_axis channels`` with running statistics ``params``."""
+        """``batch_norm_eval channel_axis channels`` with running statistics ``params``.
+
+        Raises:
+            IRError: ``batch_norm_eval: params must be a BatchNormParams, got ... (LinearParams)``;
+                ``batch_norm_eval: mean, var, weight and bias must be vectors of one length``;
+                the shape checker's message. Nothing is appended on failure.
+        """
+        if not isinstance(params, BatchNormParams):
+            raise IRError(f"batch_norm_eval: params must be a BatchNormParams, got {describe(params)}")
         channels = int(np.shape(params.mean)[0]) if np.ndim(params.mean) == 1 else -1
         if channels < 0 or any(
             a is not None and np.shape(a) != (channels,) for a in (params.var, params.weight, params.bias)
@@ -404,26 +417,43 @@ class GraphBuilder:
         return node
 
     def layernorm(self, x: Ref, axis: int, params: LayerNormParams | None = None) -> int:
-        """``layernorm axis``; optional affine parameters of the normalised suffix's shape."""
-        node = self.node(LayerNorm(axis), x)
+        """``layernorm axis``: normalise the axes from ``axis`` on (negative: counted from the
+        end, as the other ops); optional affine parameters of the normalised suffix's shape.
+
+        Raises:
+            IRError: ``layernorm: axis -3 out of range for shape [2, 3] (accepted: -2..1)``;
+                ``layernorm: axis 2 out of range for shape [2, 3]``;
+                ``layernorm: params must be a LayerNormParams or None, got ...``;
+                ``layernorm: weight [5] does not match the normalised shape [3]``. Each is checked
+                before anything is appended (a deferred parameter ``x`` is not emitted either).
+        """
+        kind = LayerNorm(self._axis("layernorm", x, axis))
+        shape = self.shape(x)
+        infer_node_shape(Node(len(self._nodes), (0,), kind, ()), [shape])  # the axis fits x
         if params is not None:
-            suffix = self._nodes[node].out_shape[axis:]
+            if not isinstance(params, LayerNormParams):
+                raise IRError(f"layernorm: params must be a LayerNormParams or None, got {describe(params)}")
+            suffix = shape[kind.axis :]
             for name, a in (("weight", params.weight), ("bias", params.bias)):
                 if a is not None and np.shape(a) != suffix:
                     raise IRError(
                         f"layernorm: {name} {render_shape(np.shape(a))} does not match the normalised "
                         f"shape {render_shape(suffix)}"
                     )
+        node = self.node(kind, x)
+        if params is not None:
             self._payloads[node] = params
         return node
 
     def softmax(self, x: Ref, axis: int) -> int:
-        """Softmax over ``axis`` (negative: counted from the end)."""
-        return self.node(Softmax(self._axis("softmax", x, axis)), x)
+        """Softmax over ``axis`` (negative: counted from the end). A scalar takes axis 0 or -1 and
+        gives 1, as ``torch.softmax(torch.tensor(3.), 0)``."""
+        return self.node(Softmax(self._axis("softmax", x, axis, scalar_axis=True)), x)
 
     def log_softmax(self, x: Ref, axis: int) -> int:
-        """Log-softmax over ``axis`` (negative: counted from the end)."""
-        return self.node(LogSoftmax(self._axis("log_softmax", x, axis)), x)
+        """Log-softmax over ``axis`` (negative: counted from the end). A scalar takes axis 0 or -1
+        and gives 0, as torch."""
+        return self.node(LogSoftmax(self._axis("log_softmax", x, axis, scalar_axis=True)), x)
 
     def hard_masked_softmax(self, x: Ref, mask: HardMask | npt.ArrayLike) -> int:
         """Last-axis softmax over the allowed entries of a static boolean ``mask``."""

@@ -267,7 +267,12 @@ def _infer_unary(kind: OpKind, s: Shape, declared: Shape) -> Shape:
             if s[axis] != channels:
                 raise IRError(f"batch_norm_eval: expected {channels} channels at axis {axis}, got {_r(s)}")
             return s
-        case Softmax(axis=axis) | LogSoftmax(axis=axis) | LayerNorm(axis=axis):
+        case Softmax(axis=axis) | LogSoftmax(axis=axis):
+            if not s and axis == 0:
+                return ()  # torch: torch.softmax(torch.tensor(3.), 0) is 1 (log_softmax: 0), as the kernels
+            _check_axis(tag, axis, s)
+            return s
+        case LayerNorm(axis=axis):
             _check_axis(tag, axis, s)
             return s
         case HardMaskedSoftmax(mask=mask):
