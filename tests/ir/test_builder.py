@@ -314,3 +314,28 @@ def test_softmax_and_reductions_of_a_scalar_as_torch(axis: int) -> None:
     with pytest.raises(IRError) as info:
         b.softmax(b.input([]), -2)
     assert str(info.value) == "softmax: axis -2 out of range for shape [] (accepted: -1..0)"
+
+
+def test_numpy_integer_node_references_are_node_ids() -> None:
+    b = GraphBuilder()
+    x = b.input([2])
+    y = b.add(np.int64(x), np.int32(x))
+    z = b.relu(np.uint8(y))
+    graph = b.build().graph
+    assert graph.nodes[y].parents == (0, 0) and graph.nodes[z].parents == (1,)
+    assert all(type(p) is int for n in graph.nodes for p in n.parents)
+    with pytest.raises(IRError) as info:
+        b.relu(np.int64(7))
+    assert str(info.value) == "builder: unknown node reference np.int64(7) (nodes 0..2)"
+    with pytest.raises(IRError) as info:
+        b.relu(np.bool_(True))  # type: ignore[arg-type]
+    assert str(info.value) == "builder: unknown node reference np.True_ (nodes 0..2)"
+
+
+def test_empty_builder_has_no_nodes_yet() -> None:
+    with pytest.raises(IRError) as info:
+        GraphBuilder().relu(5)
+    assert str(info.value) == "builder: unknown node reference 5 (no nodes yet)"
+    with pytest.raises(IRError) as info:
+        GraphBuilder().relu(0)
+    assert str(info.value) == "builder: unknown node reference 0 (no nodes yet)"

@@ -112,7 +112,8 @@ class Param:
 
 
 Ref = int | Param
-"""A node reference: an existing node id, or a deferred constant."""
+"""A node reference: an existing node id (a Python int, or a numpy integer read as one), or a
+deferred constant."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,16 +168,25 @@ class GraphBuilder:
         return draft.id
 
     def resolve(self, ref: Ref) -> int:
-        """The node id of ``ref``, emitting a deferred parameter's ``const`` node on first use."""
+        """The node id of ``ref``, emitting a deferred parameter's ``const`` node on first use.
+
+        A node id is a Python or numpy integer (returned as a Python int); bools are refused.
+
+        Raises:
+            IRError: ``builder: parameter w was declared to another builder``;
+                ``builder: unknown node reference 5 (nodes 0..1)`` for anything else that is not an
+                existing node's id (``(no nodes yet)`` on an empty builder).
+        """
         if isinstance(ref, Param):
             if self._declared.get(ref.key) is not ref:
                 raise IRError(f"builder: parameter {ref.name or ref.key} was declared to another builder")
             if ref.key not in self._emitted:
                 self._emitted[ref.key] = self.const(ref.value)
             return self._emitted[ref.key]
-        if isinstance(ref, bool) or not isinstance(ref, int) or not 0 <= ref < len(self._nodes):
-            raise IRError(f"builder: unknown node reference {ref!r} (nodes 0..{len(self._nodes) - 1})")
-        return ref
+        if not is_builtin_or_numpy_int(ref) or not 0 <= ref < len(self._nodes):
+            known = f"nodes 0..{len(self._nodes) - 1}" if self._nodes else "no nodes yet"
+            raise IRError(f"builder: unknown node reference {ref!r} ({known})")
+        return int(ref)
 
     def shape(self, ref: Ref) -> Shape:
         """The output shape of ``ref`` (a deferred parameter's value shape; emits nothing)."""
