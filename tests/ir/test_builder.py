@@ -339,3 +339,40 @@ def test_empty_builder_has_no_nodes_yet() -> None:
     with pytest.raises(IRError) as info:
         GraphBuilder().relu(0)
     assert str(info.value) == "builder: unknown node reference 0 (no nodes yet)"
+
+
+_NOT_REAL = "(accepted: a bool, int or float array, or numbers numpy turns into one)"
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [(["a"], "<U1"), (object(), "object"), ([1 + 2j], "complex128"), (b"x", "|S1")],
+)
+def test_const_and_param_refuse_data_that_is_not_real(value: object, dtype: str) -> None:
+    b = GraphBuilder()
+    b.input([2])
+    with pytest.raises(IRError) as info:
+        b.const(value)  # type: ignore[arg-type]
+    assert (
+        str(info.value)
+        == f"const: expected bool, integer or floating-point data, got dtype {dtype} {_NOT_REAL}"
+    )
+    with pytest.raises(IRError) as info:
+        b.param(value)  # type: ignore[arg-type]
+    assert (
+        str(info.value)
+        == f"param: expected bool, integer or floating-point data, got dtype {dtype} {_NOT_REAL}"
+    )
+    assert len(b.build().graph) == 1
+
+
+def test_const_of_bool_int_and_float_data_evaluates_to_it() -> None:
+    b = GraphBuilder()
+    values = [np.array([True, False]), np.array([[1, 2]], dtype=np.int64), [0.5, 1.5], 3]
+    ids = [b.const(v) for v in values]
+    built = b.build()
+    out = evaluate(built.graph, {}, built.payloads)
+    for node, value in zip(ids, values, strict=True):
+        expected = np.asarray(value)
+        assert out[node].dtype == expected.dtype
+        np.testing.assert_array_equal(out[node], expected)

@@ -343,9 +343,13 @@ def test_input_errors() -> None:
 
 def test_kernel_guard_refusals_name_the_node() -> None:
     b = GraphBuilder()
-    b.max_pool(b.input((1, 1, 4, 4)), ops.WindowConfig((2, 2), (2, 2), (2, 2)))
-    with pytest.raises(IRError, match=r"^IR eval: node 1 \(max_pool \{kernel=\[2, 2\], .*\): .*padding"):
-        evaluate(b.build().graph, {0: np.zeros((1, 1, 4, 4))})
+    b.add(b.input((2,)), b.const(np.ones(2, dtype=np.float64)))
+    built = b.build()
+    with pytest.raises(IRError) as info:
+        evaluate(built.graph, {0: np.zeros(2, dtype=np.float32)}, built.payloads)
+    assert str(info.value).startswith(
+        "IR eval: node 2 (add): add: operand b has dtype float64 but operand a has dtype float32"
+    )
 
 
 def test_evaluation_checks_shapes_first() -> None:

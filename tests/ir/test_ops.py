@@ -186,3 +186,71 @@ def test_hard_mask_round_trip() -> None:
     mask = ops.HardMask.from_array(array)
     assert mask.shape == (2, 3)
     assert np.array_equal(mask.to_array(), array)
+
+
+# ------------------------------- refused up front with the kernels' wording (review 18, F7)
+
+_PAD = "(accepted: padding <= kernel // 2 on every spatial axis, as PyTorch pools)"
+
+
+@pytest.mark.parametrize(
+    ("kernel", "padding", "message"),
+    [
+        ((2, 2), (2, 2), f"window config: padding=[2, 2] is more than half of kernel=[2, 2] {_PAD}"),
+        ((3, 2), (1, 2), f"window config: padding=[1, 2] is more than half of kernel=[3, 2] {_PAD}"),
+        ((1,), (1,), f"window config: padding=[1] is more than half of kernel=[1] {_PAD}"),
+    ],
+)
+def test_window_padding_over_half_the_kernel_is_refused(
+    kernel: tuple[int, ...], padding: tuple[int, ...], message: str
+) -> None:
+    with pytest.raises(IRError) as info:
+        ops.WindowConfig(kernel, kernel, padding)
+    assert str(info.value) == message
+
+
+def test_window_padding_of_half_the_kernel_is_accepted_as_torch() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(1, 1, 5, 5)
+    for kernel, padding in (((2, 2), (1, 1)), ((3, 2), (1, 0)), ((5, 3), (2, 1))):
+        window = ops.WindowConfig(kernel, (1, 1), padding)
+        assert window.padding == padding
+        torch.nn.functional.max_pool2d(x, kernel, 1, padding)  # torch accepts the same
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        torch.nn.functional.max_pool2d(x, (2, 2), 1, (2, 2))
+
+
+@pytest.mark.parametrize(
+    ("factor", "shown"),
+    [
+        (float("nan"), "nan"),
+        (float("inf"), "inf"),
+        (-float("inf"), "-inf"),
+        (np.float32("nan"), "nan"),
+        (10**400, "inf"),
+    ],
+)
+def test_scale_refuses_a_factor_that_is_not_finite(factor: float, shown: str) -> None:
+    with pytest.raises(IRError) as info:
+        ops.Scale(factor)
+    assert str(info.value) == f"scale: factor = {shown} is not accepted (accepted: a finite real number)"
+
+
+def test_scale_refusal_is_the_kernels_wording() -> None:
+    from torchlean.backend.errors import GuardError
+    from torchlean.backend.providers.reference import kernels
+
+    with pytest.raises(GuardError) as kernel:
+        kernels.scale(np.ones(2), factor=float("nan"))
+    with pytest.raises(IRError) as ir:
+        ops.Scale(float("nan"))
+    assert str(ir.value) == str(kernel.value)
+    assert ops.Scale(np.int64(3)).factor == 3.0
+
+
+def test_attention_refuses_a_scale_that_is_not_finite() -> None:
+    with pytest.raises(IRError) as info:
+        ops.ScaledDotProductAttention(scale=float("inf"))
+    assert str(info.value) == (
+        "scaled_dot_product_attention: scale = inf is not accepted (accepted: a finite real number)"
+    )

@@ -97,6 +97,24 @@ from torchlean.ir.payloads import (
 
 __all__ = ["BuiltGraph", "GraphBuilder", "Param", "Ref"]
 
+_REAL_KINDS = "biuf"  # numpy dtype kinds: bool, signed and unsigned integers, floating point
+
+
+def _real_array(value: npt.ArrayLike, what: str) -> Array:
+    """``as_array(value)`` when numpy makes a bool, integer or floating-point array of it.
+
+    Raises:
+        IRError: ``<what>: expected bool, integer or floating-point data, got dtype <U1 (accepted:
+            a bool, int or float array, or numbers numpy turns into one)``.
+    """
+    array = as_array(value)
+    if array.dtype.kind not in _REAL_KINDS:
+        raise IRError(
+            f"{what}: expected bool, integer or floating-point data, got dtype {array.dtype} "
+            "(accepted: a bool, int or float array, or numbers numpy turns into one)"
+        )
+    return array
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
@@ -212,15 +230,28 @@ class GraphBuilder:
         return self.node(Input(), out_shape=shape)
 
     def const(self, value: npt.ArrayLike) -> int:
-        """A ``const`` node emitted now; the value (copied, read-only) goes to the payload store."""
-        array = as_array(value)
+        """A ``const`` node emitted now; the value (copied, read-only) goes to the payload store.
+
+        ``value`` is real data: anything numpy turns into a bool, integer or floating-point array
+        (the kernels then compute on float32/float64 and move int64/bool through the shape ops).
+
+        Raises:
+            IRError: ``const: expected bool, integer or floating-point data, got dtype <U1
+                (accepted: ...)`` for strings, objects, complex numbers and the like.
+        """
+        array = _real_array(value, "const")
         node = self.node(Const(tuple(int(d) for d in array.shape)))
         self._payloads[node] = array
         return node
 
     def param(self, value: npt.ArrayLike, name: str = "") -> Param:
-        """Declare a constant emitted as a ``const`` node at its first use (same node afterwards)."""
-        param = Param(next(self._keys), as_array(value), name)
+        """Declare a constant emitted as a ``const`` node at its first use (same node afterwards).
+
+        Raises:
+            IRError: as :meth:`const`, at declaration, for data that is not real
+                (``param: expected bool, integer or floating-point data, ...``).
+        """
+        param = Param(next(self._keys), _real_array(value, "param"), name)
         self._declared[param.key] = param
         return param
 

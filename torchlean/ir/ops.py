@@ -122,6 +122,22 @@ def checked_dims(value: object, what: str) -> Shape:
     return tuple(_nat(v, what) for v in value)
 
 
+def _finite(op: str, name: str, value: int | float | np.integer | np.floating) -> float:
+    """``value`` as a finite float, refused as the kernels' guards refuse it.
+
+    Raises:
+        IRError: ``<op>: <name> = nan is not accepted (accepted: a finite real number)`` (also
+            ``inf``, ``-inf`` and an int too large for a float).
+    """
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf if value > 0 else -math.inf
+    if not math.isfinite(result):
+        raise IRError(f"{op}: {name} = {result!r} is not accepted (accepted: a finite real number)")
+    return result
+
+
 def _set(obj: object, name: str, value: object) -> None:
     """Normalise a field of a frozen dataclass inside ``__post_init__``."""
     object.__setattr__(obj, name, value)
@@ -132,7 +148,10 @@ class WindowConfig:
     """Pooling window over the last ``spatial_rank`` axes (``WindowConfig`` of the original).
 
     ``kernel``, ``stride`` and ``padding`` have one entry per spatial axis; kernel and stride are
-    positive; padding is symmetric zero padding. Raises :class:`IRError` on bad parameters.
+    positive; padding is symmetric zero padding of at most half the kernel on every axis
+    (``padding <= kernel // 2``, as PyTorch pools and the pooling kernels require). Raises
+    :class:`IRError` on bad parameters, e.g. ``window config: padding=[2, 2] is more than half of
+    kernel=[2, 2] (accepted: padding <= kernel // 2 on every spatial axis, as PyTorch pools)``.
     """
 
     kernel: Shape
@@ -153,6 +172,12 @@ class WindowConfig:
             raise IRError(
                 f"window config: kernel and stride must be positive, got kernel={render_shape(kernel)}, "
                 f"stride={render_shape(stride)}"
+            )
+        if any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):
+            raise IRError(
+                f"window config: padding={render_shape(padding)} is more than half of "
+                f"kernel={render_shape(kernel)} (accepted: padding <= kernel // 2 on every spatial axis, "
+                "as PyTorch pools)"
             )
         _set(self, "kernel", kernel)
         _set(self, "stride", stride)
@@ -591,14 +616,20 @@ class Gelu(OpKind, tag="gelu", arity=1, op=BackendOp.GELU, extension=True):
 
 @dataclass(frozen=True, slots=True)
 class Scale(OpKind, tag="scale", arity=1, op=BackendOp.SCALE, extension=True):
-    """torchlean extension: multiply by the constant ``factor``."""
+    """torchlean extension: multiply by the constant ``factor``, a finite real number.
+
+    Raises :class:`IRError`: ``scale: expected a real factor, got '2'`` (also for a bool), or
+    ``scale: factor = nan is not accepted (accepted: a finite real number)`` (the kernel's refusal,
+    up front; likewise ``inf``).
+    """
 
     factor: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.factor, bool) or not isinstance(self.factor, int | float | np.floating):
+        real = int | float | np.integer | np.floating
+        if isinstance(self.factor, bool) or not isinstance(self.factor, real):
             raise IRError(f"scale: expected a real factor, got {self.factor!r}")
-        _set(self, "factor", float(self.factor))
+        _set(self, "factor", _finite("scale", "factor", self.factor))
 
     def _args(self) -> tuple[str, ...]:
         return (repr(self.factor),)
@@ -766,7 +797,8 @@ class ScaledDotProductAttention(
     q ``[..., nQ, d]``, k ``[..., nK, d]``, v ``[..., nK, dv]`` -> ``[..., nQ, dv]`` (equal
     leading axes). ``mask`` (a static :class:`HardMask` broadcasting to ``[..., nQ, nK]``) and
     ``causal`` (``"upper_left"`` or ``"lower_right"`` alignment, or None) combine by AND.
-    ``scale`` None means ``1/sqrt(d)`` (1 when ``d == 0``). Fully blocked rows are zeros.
+    ``scale`` None means ``1/sqrt(d)`` (1 when ``d == 0``), else a finite real number (NaN and
+    +-inf are refused, as the kernel refuses them). Fully blocked rows are zeros.
     """
 
     mask: HardMask | None = None
@@ -782,7 +814,7 @@ class ScaledDotProductAttention(
         if self.scale is not None:
             if isinstance(self.scale, bool) or not isinstance(self.scale, int | float | np.floating):
                 raise IRError(f"scaled_dot_product_attention: expected a real scale, got {self.scale!r}")
-            _set(self, "scale", float(self.scale))
+            _set(self, "scale", _finite("scaled_dot_product_attention", "scale", self.scale))
 
     def _args(self) -> tuple[str, ...]:
         mask = "none" if self.mask is None else self.mask.describe()
