@@ -14,7 +14,7 @@ from torchlean.ir.builder import GraphBuilder
 from torchlean.ir.errors import IRError
 from torchlean.ir.evaluate import LOG_DOMAIN_MESSAGE, evaluate
 from torchlean.ir.graph import Graph, Node
-from torchlean.ir.payloads import BatchNormParams, LayerNormParams, LinearParams
+from torchlean.ir.payloads import BatchNormParams, ConvParams, LayerNormParams, LinearParams
 
 from .test_builder import build_mlp
 
@@ -323,7 +323,9 @@ def test_payload_errors() -> None:
     linear = Graph((Node(0, (), ops.Input(), (4,)), Node(1, (0,), ops.Linear(), (2,))))
     with pytest.raises(IRError, match=r"^IR eval: missing linear payload for node 1$"):
         evaluate(linear, {0: np.zeros(4)})
-    with pytest.raises(IRError, match=r"^IR eval: missing linear payload for node 1$"):
+    with pytest.raises(
+        IRError, match=r"^IR eval: node 1 \(linear\): payload must be a LinearParams, got ndarray$"
+    ):
         evaluate(linear, {0: np.zeros(4)}, {1: np.zeros(3)})
     out = evaluate(linear, {0: np.ones(4)}, {1: LinearParams(np.ones((2, 4)), None)})[1]
     assert out.tolist() == [4.0, 4.0]
@@ -336,9 +338,10 @@ def test_input_errors() -> None:
     with pytest.raises(IRError, match=r"^IR eval: input 0: shape mismatch: expected \[2\], got \[3\]$"):
         evaluate(graph, {0: np.zeros(3)})
     with pytest.raises(
-        IRError, match=r"^IR eval: input 0: expected a float32 or float64 array, got dtype int64$"
+        IRError,
+        match=r"^IR eval: input 0: expected a float32, float64, int64 or bool array, got dtype int32$",
     ):
-        evaluate(graph, {0: np.zeros(2, dtype=np.int64)})
+        evaluate(graph, {0: np.zeros(2, dtype=np.int32)})
 
 
 def test_kernel_guard_refusals_name_the_node() -> None:
@@ -365,3 +368,173 @@ def test_float32_stays_float32() -> None:
     built = build_mlp(params)
     values = evaluate(built.graph, {0: RNG.standard_normal(4).astype(np.float32)}, built.payloads)
     assert all(v.dtype == np.float32 for v in values)
+
+
+# --------------------------------------------------- int64 and bool inputs (review 18, F6)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_])
+def test_int64_and_bool_inputs_move_through_the_shape_ops(dtype: type) -> None:
+    x = (np.arange(6).reshape(2, 3) % 4).astype(dtype)
+    b = GraphBuilder()
+    i = b.input([2, 3])
+    reshaped = b.reshape(i, [3, 2])
+    permuted = b.permute(i, [1, 0])
+    transposed = b.transpose(i, 0, 1)
+    broadcast = b.broadcast_to(b.reshape(i, [1, 2, 3]), [2, 2, 3])
+    joined = b.concat([i, i], 1)
+    flat = b.flatten(i)
+    detached = b.detach(i)
+    built = b.build()
+    out = evaluate(built.graph, {i: x}, built.payloads)
+    expected = {
+        reshaped: x.reshape(3, 2),
+        permuted: x.T,
+        transposed: x.T,
+        broadcast: np.broadcast_to(x, (2, 2, 3)),
+        joined: np.concatenate([x, x], axis=1),
+        flat: x.ravel(),
+        detached: x,
+    }
+    for node, want in expected.items():
+        assert out[node].dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(out[node], want)
+
+
+@pytest.mark.parametrize(("dtype", "name"), [(np.int64, "int64"), (np.bool_, "bool")])
+def test_kernels_that_compute_refuse_int64_and_bool_by_node(dtype: type, name: str) -> None:
+    for build, label, message in (
+        (lambda b, x: b.relu(x), "relu", f"relu: input x has dtype {name}; accepted: float32 or float64"),
+        (lambda b, x: b.log(x), "log", f"log: input x has dtype {name}; accepted: float32 or float64"),
+    ):
+        b = GraphBuilder()
+        build(b, b.input([2]))
+        with pytest.raises(IRError) as info:
+            evaluate(b.build().graph, {0: np.array([-1, 0]).astype(dtype)})
+        assert str(info.value) == f"IR eval: node 1 ({label}): {message}"
+
+
+def test_float_log_domain_error_is_unchanged_and_lists_become_arrays() -> None:
+    b = GraphBuilder()
+    b.log(b.input([2]))
+    graph = b.build().graph
+    with pytest.raises(IRError) as info:
+        evaluate(graph, {0: [1.0, -2.0]})
+    assert str(info.value) == LOG_DOMAIN_MESSAGE
+    with pytest.raises(IRError) as info:
+        evaluate(graph, {0: [1, -2]})  # a list of ints is an int64 array: the kernel's dtype refusal
+    assert (
+        str(info.value) == "IR eval: node 1 (log): log: input x has dtype int64; accepted: float32 or float64"
+    )
+    assert evaluate(graph, {0: [1.0, 4.0]})[1].tolist() == [0.0, float(np.log(4.0))]
+
+
+# -------------------------------------------------------- argument handling (review 18, F10)
+
+
+def _relu_graph() -> Graph:
+    b = GraphBuilder()
+    b.relu(b.input([2]))
+    b.rand_uniform(0, [2])
+    return b.build().graph
+
+
+def test_a_graph_that_is_not_a_graph_is_refused() -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(list(_relu_graph().nodes), {0: np.ones(2)})  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        "evaluate: graph must be a torchlean.ir Graph (from GraphBuilder.build().graph or Graph(nodes)), "
+        "got [Node(id=0, "
+    )
+    assert str(info.value).endswith(" (list)")
+
+
+def test_inputs_as_a_list_is_refused() -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(_relu_graph(), [np.ones(2)])  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "IR eval: inputs must be a mapping from input node id to array (input ids: [0]), "
+        "got [array([1., 1.])] (list)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stray"),
+    [
+        ({0: np.ones(2), 1: np.zeros(2), 7: np.ones(2)}, "[1, 7]"),
+        ({0: np.ones(2), "0": np.ones(2)}, "['0']"),
+        ({True: np.ones(2)}, "[True]"),
+        ({0.0: np.ones(2)}, "[0.0]"),
+    ],
+)
+def test_keys_that_are_not_input_ids_are_refused(inputs: dict[object, object], stray: str) -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(_relu_graph(), inputs)  # type: ignore[arg-type]
+    assert (
+        str(info.value) == f"IR eval: inputs has keys that are not input node ids: {stray} (input ids: [0])"
+    )
+
+
+def test_numpy_integer_input_keys_are_accepted() -> None:
+    out = evaluate(_relu_graph(), {np.int64(0): np.array([-1.0, 2.0])})  # type: ignore[dict-item]
+    assert out[1].tolist() == [0.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", ["bogus", 5])
+def test_draw_dtype_that_is_not_a_dtype_is_refused(dtype: object) -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(_relu_graph(), {0: np.ones(2)}, dtype=dtype)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"IR eval: dtype {dtype!r} is not a numpy dtype (accepted: float32 or float64, the dtype of "
+        "rand_uniform draws)"
+    )
+
+
+@pytest.mark.parametrize(("dtype", "name"), [(np.int64, "int64"), (np.float16, "float16")])
+def test_draw_dtype_outside_float32_and_float64_is_refused_where_it_draws(dtype: type, name: str) -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(_relu_graph(), {0: np.ones(2)}, dtype=dtype)
+    assert str(info.value) == (
+        f"IR eval: node 2 (rand_uniform 0): rand_uniform: dtype dtype('{name}') is not accepted "
+        "(accepted: float32 or float64)"
+    )
+    # without a rand_uniform node the draw dtype is unused: dtype=x.dtype works for int64 data
+    b = GraphBuilder()
+    b.reshape(b.input([2, 2]), [4])
+    x = np.arange(4, dtype=np.int64).reshape(2, 2)
+    assert evaluate(b.build().graph, {0: x}, dtype=x.dtype)[1].tolist() == [0, 1, 2, 3]
+
+
+def test_draw_dtype_float64_draws_float64() -> None:
+    assert evaluate(_relu_graph(), {0: np.ones(2)}, dtype="float64")[2].dtype == np.float64
+
+
+def test_payload_of_the_wrong_type_is_refused_at_every_payload_taking_node() -> None:
+    x = np.arange(6.0).reshape(1, 3, 2)
+    b = GraphBuilder()
+    i = b.input([1, 3, 2])
+    ln = b.layernorm(i, 2)
+    bn = b.batch_norm_eval(i, 1, BatchNormParams(np.zeros(3), np.ones(3)))
+    lin = b.linear(i, np.ones((4, 2)))
+    conv = b.conv(i, ops.ConvConfig(3, 1, (1,), channel_axis=1), np.ones((1, 3, 1)))
+    const = b.const(np.ones(2))
+    built = b.build()
+    wrong = LinearParams(np.ones((2, 2)), None)
+    for node, label, accepted in (
+        (ln, "layernorm 2", "a LayerNormParams or none"),
+        (bn, "batch_norm_eval 1 3", "a BatchNormParams"),
+        (lin, "linear", "a LinearParams"),
+        (conv, None, "a ConvParams"),
+        (const, "const [2]", "a numpy array"),
+    ):
+        payloads = dict(built.payloads)
+        payloads[node] = wrong if node != lin else ConvParams(np.ones((4, 2)), None)
+        with pytest.raises(IRError) as info:
+            evaluate(built.graph, {i: x}, payloads)
+        got = "ConvParams" if node == lin else "LinearParams"
+        shown = label or built.graph.nodes[node].kind.describe()
+        assert str(info.value) == f"IR eval: node {node} ({shown}): payload must be {accepted}, got {got}"
+    # and a layernorm without a payload is still the no-affine layer norm (torch's, eps 1e-5)
+    out = evaluate(built.graph, {i: x}, built.payloads)[ln]
+    expected = F.layer_norm(_t(x), (2,), eps=1e-5)
+    _close(out, expected)

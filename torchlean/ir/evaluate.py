@@ -21,10 +21,12 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.errors import GuardError
+from torchlean.backend.fields import describe
 from torchlean.backend.providers.reference import kernels, spatial
 from torchlean.ir.errors import IRError
-from torchlean.ir.graph import Graph, Node
+from torchlean.ir.graph import Graph, Node, require_graph
 from torchlean.ir.infer import check_shapes
 from torchlean.ir.ops import (
     Abs,
@@ -85,6 +87,7 @@ LOG_DOMAIN_MESSAGE = (
 )
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INPUT_DTYPES = (*_FLOATS, np.dtype(np.int64), np.dtype(np.bool_))
 _P = TypeVar("_P", LinearParams, ConvParams, BatchNormParams, LayerNormParams)
 
 _UNARY = {
@@ -118,22 +121,42 @@ def evaluate(
 ) -> list[Array]:
     """Compute every node's value, in graph order; ``result[i]`` is node ``i``'s array.
 
-    ``inputs`` maps each ``input`` node id to a float32/float64 array of the node's shape;
-    ``payloads`` holds const values and layer parameters by node id (:mod:`torchlean.ir.payloads`);
-    ``dtype`` is the dtype of ``rand_uniform`` draws (a ``bernoulli_mask`` takes its keep
-    probability's dtype). The graph is shape-checked first.
+    ``inputs`` is a mapping from each ``input`` node id to an array (or array-like) of the node's
+    shape, of dtype float32, float64, int64 or bool. As in eager execution and the typed-graph
+    executor, int64 and bool values move through ``reshape``, ``flatten``, ``permute``,
+    ``transpose``, ``broadcast_to``, ``concat`` and ``detach``; every kernel that computes refuses
+    them with its guard's message (below). ``payloads`` holds const values and layer parameters
+    by node id (:mod:`torchlean.ir.payloads`): a numpy array at a ``const`` node,
+    :class:`LinearParams` at ``linear``, :class:`ConvParams` at ``conv``, :class:`BatchNormParams`
+    at ``batch_norm_eval``, and at ``layernorm`` a :class:`LayerNormParams` or nothing (no affine,
+    eps 1e-5). ``dtype`` (float32 or float64) is the dtype of ``rand_uniform`` draws (a
+    ``bernoulli_mask`` takes its keep probability's dtype); another numpy dtype is refused by the
+    first ``rand_uniform`` node, and unused without one. The graph is shape-checked first.
+    ``log`` refuses values <= 0 or NaN (the typed-graph executor computes NaN/-inf there, as eager).
 
     Raises:
-        IRError: the shape checker's messages; ``IR eval: missing input value for node i``;
-            ``IR eval: input i: ...`` (dtype or shape); ``IR eval: missing const payload for node i``;
-            ``IR eval: const i: flat length mismatch: have a, expected b``;
-            ``IR eval: missing linear payload for node i`` (likewise conv, batch_norm_eval);
-            the log domain error :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal as
-            ``IR eval: node i (<kind>): <guard message>``.
+        IRError: ``evaluate: graph must be a torchlean.ir Graph ...`` for another object; the
+            shape checker's messages; ``IR eval: inputs must be a mapping from input node id to
+            array (input ids: [0]), got [...] (list)``; ``IR eval: inputs has keys that are not
+            input node ids: [1, 7] (input ids: [0])``; ``IR eval: dtype 'bogus' is not a numpy
+            dtype (accepted: float32 or float64, the dtype of rand_uniform draws)`` (a numpy dtype
+            other than those: ``IR eval: node i (rand_uniform 0): rand_uniform: dtype ... is not
+            accepted (accepted: float32 or float64)``);
+            ``IR eval: missing input value for node i``; ``IR eval: input i: ...`` (dtype or
+            shape); ``IR eval: missing const payload for node i``; ``IR eval: const i: flat
+            length mismatch: have a, expected b``; ``IR eval: missing linear payload for node i``
+            (likewise conv, batch_norm_eval); ``IR eval: node i (<kind>): payload must be a
+            LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
+            (``... a LayerNormParams or none`` at ``layernorm``, ``... a numpy array`` at
+            ``const``); the log domain error :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal
+            as ``IR eval: node i (<kind>): <guard message>`` (e.g. ``relu: input x has dtype
+            int64; accepted: float32 or float64``).
     """
+    require_graph(graph, "evaluate")
     check_shapes(graph)
+    _check_inputs(graph, inputs)
+    draw_dtype = _draw_dtype(dtype)
     store: Payloads = payloads if payloads is not None else {}
-    draw_dtype = np.dtype(dtype)
     values: list[Array] = []
     for node in graph.nodes:
         args = [values[p] for p in node.parents]
@@ -169,8 +192,10 @@ def _eval_node(
             return _input(node, inputs)
         case Const(value_shape=shape):
             value = payloads.get(node.id)
-            if not isinstance(value, np.ndarray):
+            if value is None:
                 raise IRError(f"IR eval: missing const payload for node {node.id}")
+            if not isinstance(value, np.ndarray):
+                raise _wrong_payload(node, "a numpy array", value)
             if value.size != math.prod(shape):
                 raise IRError(
                     f"IR eval: const {node.id}: flat length mismatch: have {value.size}, "
@@ -187,7 +212,7 @@ def _eval_node(
                 shape=node.out_shape, keep_prob=float(keep), seed=seed, counter=node.id, dtype=keep.dtype
             )
         case Log():
-            if not bool(np.all(args[0] > 0)):
+            if args[0].dtype in _FLOATS and not bool(np.all(args[0] > 0)):
                 raise IRError(LOG_DOMAIN_MESSAGE)
             return kernels.log(args[0])
         case SafeLog():
@@ -265,18 +290,58 @@ def _eval_layer(node: Node, x: Array, payloads: Payloads) -> Array:
             return out.reshape(x.shape)
         case LayerNorm(axis=axis):
             found = payloads.get(node.id)
-            ln = found if isinstance(found, LayerNormParams) else LayerNormParams()
+            if found is not None and not isinstance(found, LayerNormParams):
+                raise _wrong_payload(node, "a LayerNormParams or none", found)
+            ln = found if found is not None else LayerNormParams()
             return spatial.layer_norm(x, ln.weight, ln.bias, normalized_ndim=x.ndim - axis, eps=ln.eps)
     raise IRError(f"IR eval: node {node.id}: no evaluation rule for {node.kind.describe()}")
+
+
+def _check_inputs(graph: Graph, inputs: object) -> None:
+    """Refuse ``inputs`` that is not a mapping, or has keys that are not input node ids."""
+    ids = graph.input_ids()
+    if not isinstance(inputs, Mapping):
+        raise IRError(
+            f"IR eval: inputs must be a mapping from input node id to array (input ids: "
+            f"{render_shape(ids)}), got {describe(inputs)}"
+        )
+    known = set(ids)
+    stray = [k for k in inputs if not is_builtin_or_numpy_int(k) or k not in known]
+    if stray:
+        shown = ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray)
+        raise IRError(
+            f"IR eval: inputs has keys that are not input node ids: [{shown}] "
+            f"(input ids: {render_shape(ids)})"
+        )
+
+
+def _draw_dtype(dtype: object) -> np.dtype[Any]:
+    """``dtype`` as a numpy dtype; the ``rand_uniform`` kernel refuses one other than float32 or
+    float64 at the node that draws (a graph without one never uses it)."""
+    try:
+        return np.dtype(dtype)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
+        raise IRError(
+            f"IR eval: dtype {dtype!r} is not a numpy dtype (accepted: float32 or float64, the dtype "
+            "of rand_uniform draws)"
+        ) from None
+
+
+def _wrong_payload(node: Node, accepted: str, found: object) -> IRError:
+    return IRError(
+        f"IR eval: node {node.id} ({node.kind.describe()}): payload must be {accepted}, "
+        f"got {type(found).__name__}"
+    )
 
 
 def _input(node: Node, inputs: Mapping[int, npt.ArrayLike]) -> Array:
     if node.id not in inputs:
         raise IRError(f"IR eval: missing input value for node {node.id}")
     value = np.asarray(inputs[node.id])
-    if value.dtype not in _FLOATS:
+    if value.dtype not in _INPUT_DTYPES:
         raise IRError(
-            f"IR eval: input {node.id}: expected a float32 or float64 array, got dtype {value.dtype}"
+            f"IR eval: input {node.id}: expected a float32, float64, int64 or bool array, "
+            f"got dtype {value.dtype}"
         )
     if value.shape != node.out_shape:
         raise IRError(
@@ -288,8 +353,10 @@ def _input(node: Node, inputs: Mapping[int, npt.ArrayLike]) -> Array:
 
 def _payload(payloads: Payloads, node: Node, cls: type[_P], what: str) -> _P:
     value = payloads.get(node.id)
-    if not isinstance(value, cls):
+    if value is None:
         raise IRError(f"IR eval: missing {what} payload for node {node.id}")
+    if not isinstance(value, cls):
+        raise _wrong_payload(node, f"a {cls.__name__}", value)
     return value
 
 

@@ -586,7 +586,13 @@ class Exp(OpKind, tag="exp", arity=1, op=BackendOp.EXP):
 
 @dataclass(frozen=True, slots=True)
 class Log(OpKind, tag="log", arity=1, op=BackendOp.LOG):
-    """Elementwise natural logarithm; evaluation refuses values <= 0 or NaN (use ``safe_log``)."""
+    """Elementwise natural logarithm.
+
+    :func:`torchlean.ir.evaluate` refuses an input with values <= 0 or NaN
+    (:data:`torchlean.ir.evaluate.LOG_DOMAIN_MESSAGE`; use ``safe_log``). The typed-graph executor
+    (``torchlean.autograd.typed_graph.GraphProgram``) does not check: it computes them as the eager
+    ``log`` and torch do (NaN for negative values and NaN, ``-inf`` for 0).
+    """
 
 
 @dataclass(frozen=True, slots=True)
