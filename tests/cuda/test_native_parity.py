@@ -736,12 +736,17 @@ def test_each_checkout_builds_in_its_own_directory(monkeypatch: pytest.MonkeyPat
     """Builds of two source trees (checkouts) never share a directory; the same tree always maps
     to the same one, under ``$TORCH_EXTENSIONS_DIR`` when set."""
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first = extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
     assert first == extension.build_directory("torchlean_native_ext_emu", tmp_path / "b" / ".." / "a")
     assert first != extension.build_directory("torchlean_native_ext_emu", tmp_path / "b")
     assert first != extension.build_directory("torchlean_native_ext", tmp_path / "a")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")  # another GPU architecture list: another build
+    assert first != extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST")
+    assert first == extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
     assert first.parent == tmp_path / "ext"
     assert re.fullmatch(r"torchlean_native_ext_emu-[0-9a-f]{12}", first.name)
     assert not first.exists()  # creates nothing

@@ -140,8 +140,10 @@ def build_directory(name: str, root: Path) -> Path:
     """Where the build ``name`` of the sources in ``root`` is compiled and cached: torch's
     extensions directory (``$TORCH_EXTENSIONS_DIR``, else
     ``torch.utils.cpp_extension.get_default_build_root()``) / ``<name>-<digest>``, the digest (12
-    hex digits of SHA-256) of root's resolved path, the Python version and torch's version and CUDA
-    version. So two checkouts, Pythons or torch installs never share a build: with one shared
+    hex digits of SHA-256) of root's resolved path, the Python version, torch's version and CUDA
+    version, and ``$TORCH_CUDA_ARCH_LIST`` (torch's own build versioning ignores it, so a build for
+    other GPU architectures would be reused and fail at launch with "no kernel image is
+    available"). So two checkouts, Pythons or torch installs never share a build: with one shared
     directory each would rebuild over the other's whenever their source paths differ, and torch
     imports the library after releasing its build lock, so a process could load a library that
     another had just built from other sources. Creates nothing."""
@@ -149,7 +151,10 @@ def build_directory(name: str, root: Path) -> Path:
     from torch.utils import cpp_extension
 
     base = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
-    key = "\0".join((str(root.resolve()), sys.version, torch.__version__, str(torch.version.cuda)))
+    architectures = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    key = "\0".join(
+        (str(root.resolve()), sys.version, torch.__version__, str(torch.version.cuda), architectures)
+    )
     return Path(base) / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
