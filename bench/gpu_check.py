@@ -57,7 +57,8 @@ After a device fault that leaves the CUDA context unusable (an illegal address i
 further device work runs in this process (``aborted`` names the phase and the step that caused
 it); the refusals still run, in their child process with a context of its own.
 ``--max-seconds`` skips the steps that would start after that many seconds (recorded under
-``skipped``).
+``skipped``); a step still running 120 s past it prints every thread's Python stack on stderr
+(and again every 120 s), so that a hang killed by an outer ``timeout`` says where it was.
 
 Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is
 named on the last line but does not fail the check); 1 a parity case, end-to-end run, timing
@@ -69,6 +70,7 @@ check or refusal failed, a device fault aborted the run, or steps were skipped; 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import math
 import os
@@ -182,8 +184,10 @@ class Recorder:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def save(self) -> None:
+        """Write strict JSON: a non-finite float (a timing difference or a loss of a failed run)
+        is written as its text, ``"nan"`` or ``"inf"`` (a bare ``NaN`` token is not JSON)."""
         partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(self.record, indent=1, default=str))
+        partial.write_text(json.dumps(_strict_json(self.record), indent=1, default=str, allow_nan=False))
         os.replace(partial, self.path)
 
     def running(self, step: str | None) -> None:
@@ -272,7 +276,31 @@ def toolchain(torch_cuda: str | None) -> tuple[dict[str, Any], tuple[int, str] |
             f"gpu_check: nvcc {info['nvcc_version']} ({nvcc}) does not match torch's CUDA {torch_cuda} "
             f"(torch {torch.__version__}); put a CUDA {torch_major} nvcc first on PATH or set CUDA_HOME",
         )
+    dropped = _architectures_before_turing(info["TORCH_CUDA_ARCH_LIST"] or "")
+    if dropped and int(found.group(1)) >= 13:  # checked here, not a minute into the build
+        return info, (
+            EXIT_NO_NVCC,
+            f"gpu_check: TORCH_CUDA_ARCH_LIST={info['TORCH_CUDA_ARCH_LIST']!r} lists {', '.join(dropped)}, "
+            f"which nvcc {info['nvcc_version']} cannot build for (CUDA 13 dropped sm_50 to sm_72; accepted: "
+            "7.5 or later, or unset the variable to build for the visible GPU)",
+        )
     return info, None
+
+
+# torch's names of GPU generations older than Turing (sm_75)
+_PRE_TURING_NAMES = frozenset({"kepler", "kepler+tesla", "maxwell", "pascal", "volta"})
+
+
+def _architectures_before_turing(listed: str) -> list[str]:
+    """The entries of a ``TORCH_CUDA_ARCH_LIST`` (``"8.0;9.0+PTX"``, spaces also separate; torch's
+    generation names too) older than compute capability 7.5."""
+    old = []
+    for entry in re.split(r"[;\s]+", listed.strip()):
+        number = re.fullmatch(r"(\d+)\.(\d+)(\+PTX)?", entry)
+        numbered = number is not None and (int(number.group(1)), int(number.group(2))) < (7, 5)
+        if numbered or entry.lower() in _PRE_TURING_NAMES:
+            old.append(entry)
+    return old
 
 
 def _device() -> torch.device:
@@ -299,6 +327,17 @@ def _machine() -> dict[str, Any]:
 
 def _finite_or_text(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
+
+
+def _strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float, at any depth, replaced by its text."""
+    if isinstance(value, float):
+        return _finite_or_text(value)
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(item) for item in value]
+    return value
 
 
 def _parity(
@@ -502,6 +541,9 @@ started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``) or `
 REFUSAL_MARK = "@@refusal "
 REFUSAL_TIMEOUT = 300.0
 REFUSAL_MINIMUM = 60.0
+# seconds past --max-seconds after which a still-running step prints its stacks (and every
+# as many seconds again)
+HANG_REPORT_AFTER = 120.0
 
 
 def _text(output: str | bytes | None) -> str:
@@ -1070,5 +1112,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else EXIT_FAILED
 
 
+def _report_hangs(argv: list[str]) -> None:
+    """In the script's process only (not in a caller of :func:`main`): with ``--max-seconds``, a
+    step still running :data:`HANG_REPORT_AFTER` s past it (a kernel, the build) prints every
+    thread's stack on stderr, again every as many seconds, from faulthandler's own thread."""
+    limit = _parse(argv).max_seconds
+    if limit > 0:
+        faulthandler.dump_traceback_later(limit + HANG_REPORT_AFTER, repeat=True)
+
+
 if __name__ == "__main__":
+    _report_hangs(sys.argv[1:])
     sys.exit(main())

@@ -191,6 +191,36 @@ def test_a_matching_toolchain_passes_the_pre_check(
     assert info["nvcc"] == str(nvcc) and info["nvcc_version"] == "13.0"
 
 
+@pytest.mark.parametrize(
+    ("listed", "dropped"),
+    [
+        ("7.0;8.0;9.0", "7.0"),
+        ("6.1 9.0+PTX", "6.1"),
+        ("Volta;Hopper", "Volta"),
+        ("5.2+PTX;7.2", "5.2+PTX, 7.2"),
+    ],
+)
+def test_an_architecture_list_nvcc_13_cannot_build_stops_before_the_build(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, listed: str, dropped: str
+) -> None:
+    """CUDA 13's nvcc dropped sm_50 to sm_72: such an exported list failed the build a minute in,
+    after every pre-check had passed."""
+    if shutil.which("ninja") is None:
+        pytest.skip("needs ninja on PATH")
+    _fake_nvcc(tmp_path / "cuda", "13.0")
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", listed)
+    assert gpu_check.toolchain("13.0")[1] == (
+        5,
+        f"gpu_check: TORCH_CUDA_ARCH_LIST={listed!r} lists {dropped}, which nvcc 13.0 cannot build for "
+        "(CUDA 13 dropped sm_50 to sm_72; accepted: 7.5 or later, or unset the variable to build for the "
+        "visible GPU)",
+    )
+    for accepted in ("7.5;8.0;9.0+PTX", "9.0", "Turing Hopper", ""):
+        monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", accepted)
+        assert gpu_check.toolchain("13.0")[1] is None
+
+
 # ------------------------------------------------------------------------ main, as on a GPU machine
 
 
@@ -728,3 +758,36 @@ def test_a_record_path_that_cannot_be_written_is_refused_first(
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and reason in err
     assert list(tmp_path.iterdir()) == []  # no stray .partial file
+
+
+def test_the_record_is_strict_json_with_non_finite_values_as_text(
+    gpu_check: ModuleType, tmp_path: Path
+) -> None:
+    """A NaN timing difference or loss (a failed run) is written as ``"nan"``: a bare ``NaN`` token
+    is not JSON, and jq and most readers other than Python's refuse the file."""
+    path = tmp_path / "r.json"
+    record = {
+        "timings": [{"relative_difference": float("nan")}],
+        "losses": (1.5, float("inf"), -float("inf")),
+    }
+    gpu_check.Recorder(path, record).save()
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    loaded = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-JSON token {token}"))
+    assert loaded == {"timings": [{"relative_difference": "nan"}], "losses": [1.5, "inf", "-inf"]}
+
+
+def test_the_script_reports_a_hang_past_the_time_limit(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as a script with ``--max-seconds S``, faulthandler prints the stacks from S + 120 s on
+    (a hung kernel blocks the main thread, so only its own thread can say where); without a
+    limit, nothing is armed."""
+    armed: list[tuple[float, bool]] = []
+    monkeypatch.setattr(
+        gpu_check.faulthandler, "dump_traceback_later", lambda after, repeat: armed.append((after, repeat))
+    )
+    gpu_check._report_hangs(["out.json"])
+    assert armed == []
+    gpu_check._report_hangs(["out.json", "--max-seconds", "300"])
+    assert armed == [(420.0, True)]
