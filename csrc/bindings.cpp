@@ -301,11 +301,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          py::arg("g"), py::arg("a"), py::arg("b"), py::arg("x"), py::arg("h0"), py::arg("out"),
          py::arg("stream"));
   TL_DEF(direct_attention_forward,
-         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("scale"),
-         py::arg("stream"));
+         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("mask_layout"),
+         py::arg("scale"), py::arg("stream"));
   TL_DEF(direct_attention_backward,
-         py::arg("g"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("out"),
-         py::arg("lse"), py::arg("scale"), py::arg("stream"));
+         py::arg("g"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"),
+         py::arg("mask_layout"), py::arg("out"), py::arg("lse"), py::arg("scale"),
+         py::arg("stream"));
 #ifdef TORCHLEAN_EMULATE
   m.def("emulation_launch_with_shared_memory", &emulation_launch_with_shared_memory,
         py::arg("bytes"), py::arg("opt_in"),

@@ -99,8 +99,21 @@ struct AttentionShape {
   std::int64_t nk;           // keys per batch entry
   std::int64_t d;            // query/key width
   std::int64_t dv;           // value width
-  std::int64_t mask_stride;  // elements between mask batch entries (0: one mask for all)
+  // Mask layout (a broadcast mask is never copied per (batch, head)): batch entry b's mask starts
+  // at element sum over t < 2 of ((b / mask_div[t]) % mask_mod[t]) * mask_stride[t] (two runs of
+  // the batch axes along which the mask varies; an unused run is div 1, mod 1, stride 0); its
+  // row i starts mask_row_stride elements after row i - 1 (0: one row for every query) and its
+  // keys are contiguous.
+  std::int64_t mask_div[2];
+  std::int64_t mask_mod[2];
+  std::int64_t mask_stride[2];
+  std::int64_t mask_row_stride;
 };
+
+TL_DEVICE std::int64_t attention_mask_offset(const AttentionShape& s, std::int64_t b) {
+  return ((b / s.mask_div[0]) % s.mask_mod[0]) * s.mask_stride[0] +
+         ((b / s.mask_div[1]) % s.mask_mod[1]) * s.mask_stride[1];
+}
 
 // Tiles: a block of kAttnWarps warps owns ROWS rows (or keys) per warp, kAttnWarps * ROWS per
 // block tile (32 with the default ROWS = kAttnRows, 8 with kAttnMinRows); the other operand
@@ -115,8 +128,8 @@ constexpr int kAttnThreads = kAttnWarps * kWarpSize;
 constexpr int kAttnMaxWidth = 256;                 // d and dv limit (8 columns per lane)
 
 TL_DEVICE bool attention_allowed(const unsigned char* mask, std::int64_t i, std::int64_t j,
-                                 std::int64_t nq, std::int64_t nk) {
-  return i < nq && j < nk && (mask == nullptr || mask[i * nk + j] != 0);
+                                 const AttentionShape& s) {
+  return i < s.nq && j < s.nk && (mask == nullptr || mask[i * s.mask_row_stride + j] != 0);
 }
 
 // A block-wide vote, which is also the barrier before a shared tile is reused: whether any
@@ -125,11 +138,10 @@ TL_DEVICE bool attention_allowed(const unsigned char* mask, std::int64_t i, std:
 // so the kernels skip it: a causal mask skips about half of the tiles.  Every thread of the block
 // must call it with the same arguments.  Without a mask every tile in range counts as allowed.
 TL_DEVICE bool attention_tile_allowed(const unsigned char* mask, std::int64_t i0, std::int64_t rows,
-                                      std::int64_t j0, std::int64_t cols, std::int64_t nq,
-                                      std::int64_t nk) {
+                                      std::int64_t j0, std::int64_t cols, const AttentionShape& s) {
   int any = mask == nullptr ? 1 : 0;
   for (std::int64_t idx = threadIdx.x; idx < rows * cols && any == 0; idx += kAttnThreads) {
-    any = attention_allowed(mask, i0 + idx / cols, j0 + idx % cols, nq, nk) ? 1 : 0;
+    any = attention_allowed(mask, i0 + idx / cols, j0 + idx % cols, s) ? 1 : 0;
   }
   return __syncthreads_or(any) != 0;
 }
@@ -162,7 +174,7 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
   const T* qb = q + b * s.nq * d;
   const T* kb = k + b * s.nk * d;
   const T* vb = v + b * s.nk * dv;
-  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + attention_mask_offset(s, b);
 
   for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t i = q0 + idx / d;
@@ -185,7 +197,7 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
     // the previous tile is no longer read; a tile of blocked pairs only is skipped
-    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s.nq, s.nk)) continue;
+    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t col = idx % d;
@@ -209,7 +221,7 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
 
     TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       const std::int64_t i = q0 + warp * ROWS + r;
-      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const bool allowed = attention_allowed(mb, i, j, s);
       const T sv = allowed ? score[r] * scale : neg_inf<T>();  // blocked: selected away
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
       seen[r] = seen[r] || bits != 0u;
@@ -288,7 +300,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
   const T* kb = k + b * s.nk * d;
   const T* vb = v + b * s.nk * dv;
   const T* gb = dout + b * s.nq * dv;
-  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + attention_mask_offset(s, b);
 
   for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t i = q0 + idx / d;
@@ -310,7 +322,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
   }
 
   for (std::int64_t k0 = 0; k0 < s.nk; k0 += kAttnBc) {
-    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s.nq, s.nk)) continue;
+    if (!attention_tile_allowed(mb, q0, kBr, k0, kAttnBc, s)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t j = k0 + row;
@@ -343,7 +355,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
 
     TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       const std::int64_t i = q0 + warp * ROWS + r;
-      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const bool allowed = attention_allowed(mb, i, j, s);
       const T p = allowed ? tl_exp(score[r] * scale - row_lse[r]) : T(0);
       const T ds = allowed ? p * (dp[r] - row_delta[r]) : T(0);
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
@@ -404,7 +416,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
   const T* kb = k + b * s.nk * d;
   const T* vb = v + b * s.nk * dv;
   const T* gb = dout + b * s.nq * dv;
-  const unsigned char* mb = mask == nullptr ? nullptr : mask + b * s.mask_stride;
+  const unsigned char* mb = mask == nullptr ? nullptr : mask + attention_mask_offset(s, b);
 
   for (std::int64_t idx = tid; idx < kBr * d; idx += kAttnThreads) {
     const std::int64_t j = k0 + idx / d;
@@ -425,7 +437,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
   }
 
   for (std::int64_t q0 = 0; q0 < s.nq; q0 += kAttnBc) {
-    if (!attention_tile_allowed(mb, q0, kAttnBc, k0, kBr, s.nq, s.nk)) continue;
+    if (!attention_tile_allowed(mb, q0, kAttnBc, k0, kBr, s)) continue;
     for (std::int64_t idx = tid; idx < kAttnBc * d; idx += kAttnThreads) {
       const std::int64_t row = idx / d;
       const std::int64_t i = q0 + row;
@@ -463,7 +475,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
 
     TL_UNROLL for (int r = 0; r < ROWS; ++r) {
       const std::int64_t j = k0 + warp * ROWS + r;
-      const bool allowed = attention_allowed(mb, i, j, s.nq, s.nk);
+      const bool allowed = attention_allowed(mb, i, j, s);
       const T p = allowed ? tl_exp(score[r] * scale - sL[lane]) : T(0);
       const T ds = allowed ? p * (dp[r] - sD[lane]) : T(0);
       const unsigned int bits = __ballot_sync(kFullMask, allowed);

@@ -74,6 +74,13 @@ std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::
   return out;
 }
 
+std::int64_t checked_add(const char* op, const char* what, std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  TL_CHECK_VALUE(!c10::add_overflows(a, b, &out), "torchlean_native_ext.", op, ": ", what,
+                 " overflows int64 (", a, " + ", b, ")");
+  return out;
+}
+
 // checked_numel for a result this entry point allocates: its contiguous strides (products of the
 // trailing extents, an empty extent counting as 1) and its size in bytes fit int64 too, which
 // torch would otherwise refuse with its own error.
@@ -2216,10 +2223,43 @@ void plan_attention_tiles(const char* op, AttentionArgs& args, const at::Tensor&
   }
 }
 
-// q [BH, nq, d], k [BH, nk, d], v [BH, nk, dv]; mask bool [nq, nk] or [1 | BH, nq, nk].
+// The mask layout of tl::AttentionShape from `layout` = [div0, mod0, stride0, div1, mod1, stride1,
+// row_stride] (see there): divisors and moduli >= 1, strides >= 0, and every element any batch
+// entry, row and key reads lies inside `mask`.
+void check_mask_layout(const char* op, const at::Tensor& mask, const Ints& layout,
+                       tl::AttentionShape& s) {
+  TL_CHECK_VALUE(layout.size() == 7, "torchlean_native_ext.", op, ": mask_layout has ",
+                 layout.size(), " entries; accepted: 7 (div0, mod0, stride0, div1, mod1, stride1, ",
+                 "row_stride)");
+  std::int64_t last = 0;  // the largest element offset read
+  for (int t = 0; t < 2; ++t) {
+    const std::int64_t div = layout[3 * t], mod = layout[3 * t + 1], stride = layout[3 * t + 2];
+    TL_CHECK_VALUE(div >= 1 && mod >= 1 && stride >= 0, "torchlean_native_ext.", op,
+                   ": mask_layout run ", t, " is div ", div, ", mod ", mod, ", stride ", stride,
+                   "; accepted: div >= 1, mod >= 1, stride >= 0");
+    s.mask_div[t] = div;
+    s.mask_mod[t] = mod;
+    s.mask_stride[t] = stride;
+    last = checked_add(op, "mask extent", last, checked_mul(op, "mask extent", mod - 1, stride));
+  }
+  const std::int64_t row = layout[6];
+  TL_CHECK_VALUE(row >= 0, "torchlean_native_ext.", op, ": mask_layout row_stride ", row,
+                 " is negative");
+  s.mask_row_stride = row;
+  if (s.batch == 0 || s.nq == 0 || s.nk == 0) return;  // nothing is read
+  last = checked_add(op, "mask extent", last, checked_mul(op, "mask extent", s.nq - 1, row));
+  last = checked_add(op, "mask extent", last, s.nk - 1);
+  TL_CHECK_VALUE(last < mask.numel(), "torchlean_native_ext.", op, ": mask of shape ",
+                 shape_text(mask.sizes()), " has ", mask.numel(),
+                 " elements, but its layout reads element ", last, " (n_q = ", s.nq, ", n_k = ",
+                 s.nk, ")");
+}
+
+// q [BH, nq, d], k [BH, nk, d], v [BH, nk, dv]; mask bool, any shape, read through
+// `mask_layout` (check_mask_layout).
 AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Tensor& k,
                               const at::Tensor& v, const OptTensor& mask,
-                              std::optional<double> scale) {
+                              const Ints& mask_layout, std::optional<double> scale) {
   check_float(op, "q", q);
   check_like(op, "k", k, "q", q);
   check_like(op, "v", v, "q", q);
@@ -2237,23 +2277,19 @@ AttentionArgs check_attention(const char* op, const at::Tensor& q, const at::Ten
   args.shape.nk = k.size(1);
   args.shape.d = q.size(2);
   args.shape.dv = v.size(2);
-  args.shape.mask_stride = 0;
+  for (int t = 0; t < 2; ++t) {
+    args.shape.mask_div[t] = 1;
+    args.shape.mask_mod[t] = 1;
+    args.shape.mask_stride[t] = 0;
+  }
+  args.shape.mask_row_stride = 0;
   TL_CHECK_VALUE(tl::attention_columns_per_lane(args.shape.d) > 0 &&
                         tl::attention_columns_per_lane(args.shape.dv) > 0,
                  "torchlean_native_ext.", op, ": head widths d = ", args.shape.d,
                  ", d_v = ", args.shape.dv, " exceed the kernel limit ", tl::kAttnMaxWidth);
   if (mask.has_value()) {
     check_mask(op, "mask", *mask, q);
-    check_rank(op, "mask", *mask, 2, 3);
-    const bool rows_ok = mask->size(-2) == args.shape.nq && mask->size(-1) == args.shape.nk;
-    const bool batch_ok = mask->dim() == 2 || mask->size(0) == 1 || mask->size(0) == q.size(0);
-    TL_CHECK_VALUE(rows_ok && batch_ok, "torchlean_native_ext.", op, ": mask has shape ",
-                   shape_text(mask->sizes()), "; accepted [", args.shape.nq, ", ",
-                   args.shape.nk, "] or [1 | ", q.size(0), ", ", args.shape.nq, ", ",
-                   args.shape.nk, "]");
-    if (mask->dim() == 3 && mask->size(0) == q.size(0) && q.size(0) > 1) {
-      args.shape.mask_stride = checked_mul(op, "mask size", args.shape.nq, args.shape.nk);
-    }
+    check_mask_layout(op, *mask, mask_layout, args.shape);
   }
   if (scale.has_value()) {
     TL_CHECK_VALUE(std::isfinite(*scale), "torchlean_native_ext.", op, ": scale = ", *scale,
@@ -2367,10 +2403,11 @@ void with_attention_tile(const tl::AttentionShape& s, int rows, Fn&& fn) {
 
 std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tensor& k,
                                                     const Tensor& v, const OptTensor& mask,
+                                                    const Ints& mask_layout,
                                                     std::optional<double> scale,
                                                     std::int64_t stream) {
   constexpr const char* op = "direct_attention_forward";
-  const AttentionArgs args = check_attention(op, q, k, v, mask, scale);
+  const AttentionArgs args = check_attention(op, q, k, v, mask, mask_layout, scale);
   const tl::AttentionShape& s = args.shape;
   c10::DeviceGuard guard(q.device());
   at::Tensor out = at::zeros({s.batch, s.nq, s.dv}, q.options());
@@ -2386,11 +2423,11 @@ std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tenso
 }
 
 Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
-                                const Tensor& v, const OptTensor& mask, const Tensor& out,
-                                const Tensor& lse, std::optional<double> scale,
+                                const Tensor& v, const OptTensor& mask, const Ints& mask_layout,
+                                const Tensor& out, const Tensor& lse, std::optional<double> scale,
                                 std::int64_t stream) {
   constexpr const char* op = "direct_attention_backward";
-  const AttentionArgs args = check_attention(op, q, k, v, mask, scale);
+  const AttentionArgs args = check_attention(op, q, k, v, mask, mask_layout, scale);
   const tl::AttentionShape& s = args.shape;
   check_like(op, "g", g, "q", q);
   check_like(op, "out", out, "q", q);

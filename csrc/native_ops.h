@@ -216,13 +216,16 @@ Grads selective_scan_backward(const Tensor& g, const Tensor& a, const Tensor& b,
                               const Tensor& h0, const Tensor& out, std::int64_t stream);
 
 // attention module: native_cuda.direct_attention
+// mask_layout: [div0, mod0, stride0, div1, mod1, stride1, row_stride], how batch entry b and
+// query row i index the (compact, broadcast-free) mask: see tl::AttentionShape.
 std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tensor& k,
                                                     const Tensor& v, const OptTensor& mask,
+                                                    const Ints& mask_layout,
                                                     std::optional<double> scale,
                                                     std::int64_t stream);
 Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
-                                const Tensor& v, const OptTensor& mask, const Tensor& out,
-                                const Tensor& lse, std::optional<double> scale,
+                                const Tensor& v, const OptTensor& mask, const Ints& mask_layout,
+                                const Tensor& out, const Tensor& lse, std::optional<double> scale,
                                 std::int64_t stream);
 
 }  // namespace torchlean_native

@@ -284,6 +284,7 @@ def direct_attention_forward(
     k: Tensor,
     v: Tensor,
     mask: Tensor | None,
+    mask_layout: Sequence[int],
     scale: float | None,
     stream: int,
 ) -> tuple[Tensor, Tensor]: ...
@@ -293,6 +294,7 @@ def direct_attention_backward(
     k: Tensor,
     v: Tensor,
     mask: Tensor | None,
+    mask_layout: Sequence[int],
     out: Tensor,
     lse: Tensor,
     scale: float | None,

@@ -15,6 +15,7 @@ repeat it on a real device (skipped without one).
 from __future__ import annotations
 
 import math
+import re
 from types import ModuleType
 from typing import Any
 
@@ -92,7 +93,9 @@ def _assert_matches_reference(
     got = _host(out)
     assert got.shape == expected.shape and got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10, err_msg="forward")
-    assert mask is None or bool(np.all(got[..., 1, :] == 0.0)), "the fully blocked row is not zeros"
+    if mask is not None:  # fully blocked rows are zeros
+        blocked = ~np.broadcast_to(mask, (*expected.shape[:-1], k.shape[-2])).any(axis=-1)
+        assert bool(np.all(got[blocked] == 0.0)), "a fully blocked row is not zeros"
     g = rng.standard_normal(expected.shape)
     want = reference.scaled_dot_product_attention_vjp(g, q, k, v, mask, out=expected, **params)
     assert linked.vjp is not None
@@ -201,6 +204,92 @@ def test_random_broadcast_shapes_match_the_reference(
         _assert_matches_reference(
             capsule_name, _inputs(rng, shapes, mask_shape), {}, rng, torch.device("cpu")
         )
+
+
+# ------------------------------------------------------------------- the mask's layout (no copies)
+
+# (q, k, v shapes, mask shape): masks the kernel reads at their own size through two runs of
+# batch axes and a row stride; the last case varies along three separated runs and is
+# materialised to the whole batch, one run
+LAYOUT_CASES = {
+    "key-padding": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (2, 1, 1, 6)),
+    "per-batch": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (2, 1, 5, 6)),
+    "per-head": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (3, 5, 6)),
+    "per-batch-and-head": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (2, 3, 5, 6)),
+    "one-key-column": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (2, 1, 5, 1)),
+    "one-row-shared": (((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 2)), (6,)),
+    "outer-and-inner-runs": (((2, 3, 2, 5, 4), (2, 3, 2, 6, 4), (2, 3, 2, 6, 2)), (2, 1, 2, 1, 6)),
+    "unit-axes-inside-a-run": (((2, 1, 3, 5, 4), (2, 1, 3, 6, 4), (2, 1, 3, 6, 2)), (2, 1, 3, 5, 6)),
+    "three-runs": (((2, 2, 2, 2, 2, 3, 2), (2, 2, 2, 2, 2, 4, 2), (1, 4, 2)), (2, 1, 2, 1, 2, 3, 4)),
+}
+LAYOUTS = {  # (compact mask elements, layout (div0, mod0, stride0, div1, mod1, stride1, row_stride))
+    "key-padding": (12, (3, 2, 6, 1, 1, 0, 0)),
+    "per-batch": (60, (3, 2, 30, 1, 1, 0, 6)),
+    "per-head": (90, (1, 3, 30, 1, 1, 0, 6)),
+    "per-batch-and-head": (180, (1, 6, 30, 1, 1, 0, 6)),
+    "one-key-column": (60, (3, 2, 30, 1, 1, 0, 6)),
+    "one-row-shared": (6, (1, 1, 0, 1, 1, 0, 0)),
+    "outer-and-inner-runs": (24, (6, 2, 12, 1, 2, 6, 0)),
+    "unit-axes-inside-a-run": (180, (1, 6, 30, 1, 1, 0, 6)),
+    "three-runs": (384, (1, 32, 12, 1, 1, 0, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_CASES))
+def test_a_broadcast_mask_is_read_at_its_own_size(name: str) -> None:
+    """A key-padding mask (B, 1, 1, n_k) over (B, H) heads is B * n_k bytes for the kernel (it was
+    copied to B * H * n_q * n_k, 16 GiB at n = 16k with 64 heads, in the forward and again in the
+    backward); the layout is what csrc/kernels.cuh's attention_mask_offset reads."""
+    from torchlean.backend.providers.native_cuda import kernels
+
+    (q_shape, _, _), mask_shape = LAYOUT_CASES[name]
+    lead, nq, nk = tuple(q_shape[:-2]), q_shape[-2], LAYOUT_CASES[name][0][1][-2]
+    mask = torch.ones(mask_shape, dtype=torch.bool)
+    compact, layout = kernels._mask_layout(mask, lead, nq, nk)
+    assert (compact.numel(), layout) == LAYOUTS[name]
+    assert compact.is_contiguous() and compact.dtype == torch.bool
+    # the layout addresses exactly the broadcast mask: batch entry b, row i, key j
+    full = torch.broadcast_to(torch.arange(mask.numel()).reshape(mask_shape), (*lead, nq, nk))
+    numbered, _ = kernels._mask_layout(torch.arange(mask.numel()).reshape(mask_shape), lead, nq, nk)
+    flat = numbered.reshape(-1)
+    div0, mod0, stride0, div1, mod1, stride1, row = layout
+    for b, entry in enumerate(full.reshape(-1, nq, nk)):
+        start = (b // div0) % mod0 * stride0 + (b // div1) % mod1 * stride1
+        for i in range(nq):
+            assert torch.equal(flat[start + i * row : start + i * row + nk], entry[i]), (b, i)
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_CASES))
+def test_broadcast_mask_layouts_match_the_reference(emulation: ModuleType, name: str) -> None:
+    shapes, mask_shape = LAYOUT_CASES[name]
+    rng = np.random.default_rng([31, len(name)])
+    q, k, v = (rng.standard_normal(shape) for shape in shapes)
+    mask = rng.random(mask_shape) < 0.6
+    if len(mask_shape) >= 2 and mask_shape[-2] > 1:
+        mask[..., 1, :] = False  # a fully blocked row
+    _assert_matches_reference("native_cuda.direct_attention", (q, k, v, mask), {}, rng, torch.device("cpu"))
+
+
+def test_the_extension_refuses_a_mask_layout_reading_past_the_mask(emulation: ModuleType) -> None:
+    """The C++ entry point checks the layout against the mask's size (overflow-checked) before
+    any launch: a Python ValueError, never an out-of-bounds read."""
+    q = torch.ones(4, 5, 3, dtype=torch.float64)
+    k = torch.ones(4, 6, 3, dtype=torch.float64)
+    v = torch.ones(4, 6, 2, dtype=torch.float64)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    good = (2, 2, 6, 1, 1, 0, 0)
+    out, _ = emulation.direct_attention_forward(q, k, v, mask, good, None, 0)
+    assert out.shape == (4, 5, 2)
+    for layout, message in [
+        ((2, 3, 6, 1, 1, 0, 0), "has 12 elements, but its layout reads element 17 (n_q = 5, n_k = 6)"),
+        ((2, 2, 6, 1, 1, 0, 1), "has 12 elements, but its layout reads element 15"),
+        ((0, 2, 6, 1, 1, 0, 0), "mask_layout run 0 is div 0, mod 2, stride 6; accepted: div >= 1"),
+        ((1, 1, 0, 1, 1, -6, 0), "mask_layout run 1 is div 1, mod 1, stride -6"),
+        ((2, 3, 2**62, 1, 1, 0, 0), "mask extent overflows int64"),
+        ((2, 2, 6), "mask_layout has 3 entries; accepted: 7"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            emulation.direct_attention_forward(q, k, v, mask, layout, None, 0)
 
 
 # ------------------------------------------------------------------------------ through a session

@@ -1601,12 +1601,63 @@ def selective_scan_backward(g: Tensor, a: Tensor, b: Tensor, x: Tensor, h0: Tens
 # ------------------------------------------------------------------------ direct attention (own)
 
 
+MaskLayout = tuple[int, int, int, int, int, int, int]
+"""How the kernel reads a mask (``tl::AttentionShape`` in ``csrc/kernels.cuh``): batch entry ``b``
+of the folded batch axis starts at ``sum_t ((b // div_t) % mod_t) * stride_t`` over two runs
+``(div_t, mod_t, stride_t)``, its query row ``i`` at ``i * row_stride``; keys are contiguous."""
+
+_NO_MASK_LAYOUT: MaskLayout = (1, 1, 0, 1, 1, 0, 0)
+
+
+def _mask_layout(mask: Tensor, lead: tuple[int, ...], nq: int, nk: int) -> tuple[Tensor, MaskLayout]:
+    """The mask as the kernel reads it without copying it per (batch, head): ``mask`` (bool,
+    broadcastable to ``(*lead, nq, nk)``) contiguous at its own size, and its layout.
+
+    The batch axes along which the mask varies (its extent equals the batch extent > 1) form
+    runs of consecutive axes (axes of batch extent 1 continue a run; those the mask broadcasts
+    over end it); a run's batch index is ``(b // div) % mod`` with ``div`` the batch extents after
+    the run and ``mod`` its own, and its stride that of its last axis in the contiguous mask. A
+    key-padding mask ``(B, 1, 1, n_k)`` over heads ``(B, H)`` is one run and row stride 0: ``B *
+    n_k`` bytes, where materialising it was ``B * H * n_q * n_k``. A mask over the keys' axis
+    broadcast (extent 1) is expanded along the keys only; a mask varying along three or more
+    separated runs (rare) is materialised to the whole batch, one run."""
+    rank = len(lead) + 2
+    view = mask.reshape((1,) * (rank - mask.dim()) + tuple(mask.shape))
+    if view.shape[-1] != nk:
+        view = view.expand(*view.shape[:-1], nk)
+    view = view.contiguous()
+    runs: list[tuple[int, int, int]] = []
+    axis = 0
+    while axis < len(lead):
+        if lead[axis] == 1 or view.shape[axis] == 1:
+            axis += 1
+            continue
+        extent = 1
+        last = axis
+        while axis < len(lead) and (lead[axis] == 1 or view.shape[axis] == lead[axis]):
+            extent *= lead[axis]
+            if lead[axis] > 1:
+                last = axis
+            axis += 1
+        runs.append((math.prod(lead[last + 1 :]), extent, view.stride(last)))
+    row_stride = nk if view.shape[-2] == nq and nq > 1 else 0
+    if len(runs) > 2:
+        batch = math.prod(lead)
+        view = torch.broadcast_to(view, (*lead, *view.shape[-2:])).reshape(batch, *view.shape[-2:])
+        view = view.contiguous()
+        runs = [(1, batch, view.stride(0))]
+    runs += [(1, 1, 0)] * (2 - len(runs))
+    (div0, mod0, stride0), (div1, mod1, stride1) = runs
+    return view, (div0, mod0, stride0, div1, mod1, stride1, row_stride)
+
+
 def _fold_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor | None, tuple[int, ...]]:
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None, MaskLayout, tuple[int, ...]]:
     """Broadcast the leading axes of q, k, v to one batch shape (torch SDPA's rule), materialise
-    each operand to it (contiguous) and fold it into the kernel's batch axis; broadcast the mask
-    over it. Returns the folded operands and the batch shape."""
+    each operand to it (contiguous) and fold it into the kernel's batch axis; the mask keeps its
+    own size, read through its layout (:func:`_mask_layout`). Returns the folded operands, the
+    mask and its layout, and the batch shape."""
     _check(
         "direct_attention",
         {"q": q, "k": k, "v": v},
@@ -1638,18 +1689,16 @@ def _fold_attention(
         guards.check_element_count("direct_attention", f"{name} broadcast to", (*lead, *tail))
     batch = math.prod(lead)
     folded_mask: Tensor | None = None
+    layout = _NO_MASK_LAYOUT
     if mask is not None:
         _require_broadcast("direct_attention", "mask", tuple(mask.shape), (*lead, nq, nk))
-        if math.prod(mask.shape[:-2]) == 1:
-            folded_mask = torch.broadcast_to(mask, (*([1] * max(mask.dim() - 2, 0)), nq, nk)).reshape(nq, nk)
-        else:
-            folded_mask = torch.broadcast_to(mask, (*lead, nq, nk)).reshape(batch, nq, nk)
-        folded_mask = folded_mask.contiguous()
+        folded_mask, layout = _mask_layout(mask, lead, nq, nk)
     return (
         expand_to_batch(q, lead).reshape(batch, nq, d),
         expand_to_batch(k, lead).reshape(batch, nk, d),
         expand_to_batch(v, lead).reshape(batch, nk, dv),
         folded_mask,
+        layout,
         lead,
     )
 
@@ -1671,7 +1720,8 @@ def direct_attention_forward(
     q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` whose leading axes broadcast
     to one batch shape ``batch`` (torch SDPA's rule; each operand is materialised to it, contiguous,
     and folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
-    ``(*batch, n_q, n_k)`` (True = allowed) or None; scale finite, default ``1/sqrt(d)`` (1 when
+    ``(*batch, n_q, n_k)`` (True = allowed; read at its own size, never copied per batch entry:
+    a key-padding mask ``(B, 1, 1, n_k)`` stays ``B * n_k`` bytes) or None; scale finite, default ``1/sqrt(d)`` (1 when
     d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse the row logsumexp of
     the scaled allowed scores (-inf on fully blocked rows, NaN on rows whose allowed scores are
     all -inf, so that their gradients are NaN as the reference's), saved for the backward.
@@ -1685,9 +1735,9 @@ def direct_attention_forward(
     forward is never accepted whose backward cannot run; the message names the bytes needed and
     allowed and the largest ``d + d_v`` that fits.
     """
-    fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    fq, fk, fv, fmask, layout, lead = _fold_attention(q, k, v, mask)
     with _launch("direct_attention"):
-        out, lse = _native.direct_attention_forward(fq, fk, fv, fmask, _scale(scale), _stream(q))
+        out, lse = _native.direct_attention_forward(fq, fk, fv, fmask, layout, _scale(scale), _stream(q))
     return out.reshape(*lead, q.shape[-2], v.shape[-1]), lse.reshape(*lead, q.shape[-2])
 
 
@@ -1711,7 +1761,7 @@ def direct_attention_backward(
     ``(*batch, n_q, d_v)`` and lse ``(*batch, n_q)`` are over the broadcast batch shape; each
     gradient is summed back to its operand's shape over the broadcast axes (on the
     device, in an implementation-defined order)."""
-    fq, fk, fv, fmask, lead = _fold_attention(q, k, v, mask)
+    fq, fk, fv, fmask, layout, lead = _fold_attention(q, k, v, mask)
     nq, dv = q.shape[-2], v.shape[-1]
     _check("direct_attention", {"g": g, "out": out, "lse": lse, "q": q}, same_shape=(("g", "out"),))
     if tuple(g.shape) != (*lead, nq, dv) or tuple(lse.shape) != (*lead, nq):
@@ -1727,6 +1777,7 @@ def direct_attention_backward(
             fk,
             fv,
             fmask,
+            layout,
             out.reshape(batch, nq, dv),
             lse.reshape(batch, nq),
             _scale(scale),
