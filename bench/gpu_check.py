@@ -288,7 +288,9 @@ def toolchain(torch_cuda: str | None) -> tuple[dict[str, Any], tuple[int, str] |
 
 
 # torch's names of GPU generations older than Turing (sm_75)
-_PRE_TURING_NAMES = frozenset({"kepler", "kepler+tesla", "maxwell", "pascal", "volta"})
+_PRE_TURING_NAMES = frozenset(
+    {"kepler", "kepler+tesla", "maxwell", "maxwell+tegra", "pascal", "volta", "volta+tegra"}
+)
 
 
 def _architectures_before_turing(listed: str) -> list[str]:

@@ -270,6 +270,25 @@ def test_broadcast_mask_layouts_match_the_reference(emulation: ModuleType, name:
     _assert_matches_reference("native_cuda.direct_attention", (q, k, v, mask), {}, rng, torch.device("cpu"))
 
 
+@pytest.mark.parametrize(
+    ("lead", "mask_shape"),
+    [((2, 0), (2, 1, 5, 6)), ((0, 3), (0, 1, 5, 6)), ((0,), (0, 5, 6)), ((2, 0), (2, 0, 5, 6))],
+)
+def test_an_empty_batch_with_a_varying_mask_gives_empty_results(
+    emulation: ModuleType, lead: tuple[int, ...], mask_shape: tuple[int, ...]
+) -> None:
+    """As torch SDPA: an empty output and empty gradients (the layout of a run over an empty axis
+    had modulus 0, which the extension refused)."""
+    from torchlean.backend.providers.native_cuda import kernels
+
+    q, k, v = torch.ones(*lead, 5, 4), torch.ones(*lead, 6, 4), torch.ones(*lead, 6, 2)
+    mask = torch.ones(mask_shape, dtype=torch.bool)
+    out, lse = kernels.direct_attention_forward(q, k, v, mask)
+    assert out.shape == (*lead, 5, 2) and lse.shape == (*lead, 5)
+    grads = kernels.direct_attention_backward(torch.ones_like(out), q, k, v, mask, out=out, lse=lse)
+    assert [tuple(g.shape) for g in grads[:3]] == [tuple(x.shape) for x in (q, k, v)] and grads[3] is None
+
+
 def test_the_extension_refuses_a_mask_layout_reading_past_the_mask(emulation: ModuleType) -> None:
     """The C++ entry point checks the layout against the mask's size (overflow-checked) before
     any launch: a Python ValueError, never an out-of-bounds read."""

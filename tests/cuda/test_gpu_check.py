@@ -198,6 +198,7 @@ def test_a_matching_toolchain_passes_the_pre_check(
         ("6.1 9.0+PTX", "6.1"),
         ("Volta;Hopper", "Volta"),
         ("5.2+PTX;7.2", "5.2+PTX, 7.2"),
+        ("Maxwell+Tegra;Volta+Tegra;Ampere+Tegra", "Maxwell+Tegra, Volta+Tegra"),
     ],
 )
 def test_an_architecture_list_nvcc_13_cannot_build_stops_before_the_build(

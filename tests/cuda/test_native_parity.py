@@ -747,6 +747,16 @@ def test_each_checkout_builds_in_its_own_directory(monkeypatch: pytest.MonkeyPat
     assert first != extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
     monkeypatch.delenv("TORCH_CUDA_ARCH_LIST")
     assert first == extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
+    # unset, torch builds for the visible GPUs: another GPU, another build
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    for capabilities, same in (({0: (9, 0), 1: (9, 0)}, False), ({0: (8, 0), 1: (9, 0)}, False)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index, c=capabilities: c[index])
+        assert (first == extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")) is same
+    mixed = extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0")  # the list the visible GPUs give
+    assert mixed == extension.build_directory("torchlean_native_ext_emu", tmp_path / "a")
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST")
     assert first.parent == tmp_path / "ext"
     assert re.fullmatch(r"torchlean_native_ext_emu-[0-9a-f]{12}", first.name)
     assert not first.exists()  # creates nothing

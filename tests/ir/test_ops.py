@@ -254,3 +254,10 @@ def test_attention_refuses_a_scale_that_is_not_finite() -> None:
     assert str(info.value) == (
         "scaled_dot_product_attention: scale = inf is not accepted (accepted: a finite real number)"
     )
+
+
+def test_attention_takes_a_numpy_integer_scale_as_scale_does() -> None:
+    assert ops.ScaledDotProductAttention(scale=np.int64(2)).scale == 2.0
+    assert type(ops.ScaledDotProductAttention(scale=np.int64(2)).scale) is float
+    with pytest.raises(IRError, match=r"^scaled_dot_product_attention: expected a real scale, got np.True_$"):
+        ops.ScaledDotProductAttention(scale=np.True_)  # type: ignore[arg-type]

@@ -251,6 +251,19 @@ def test_load_state_refuses_finite_values_beyond_the_model_dtype():
     wide = nn.build(_mlp(), seed=0, dtype=np.float64)
     wide.load_state({**wide.state(), "0.weight": huge})
     np.testing.assert_array_equal(wide.state()["0.weight"], huge)
+    # beyond float64 too: judged on the values themselves, not on a float64 copy (already inf)
+    from decimal import Decimal
+
+    for beyond, shown in ((Decimal("1e400"), "1E+400"), (np.longdouble("1e4000"), "1e+4000")):
+        entry = np.full(shape, beyond, dtype=object if isinstance(beyond, Decimal) else np.longdouble)
+        for target, hint in ((model, "; build the model in float64"), (wide, "")):
+            with pytest.raises(StateError, match=rf"holds {size} finite values beyond the {target.dtype} "
+                               rf"range \(largest magnitude {re.escape(shown)}; accepted: magnitude at most "
+                               rf"{re.escape(str(np.finfo(target.dtype).max))}{re.escape(hint)}\)$"):
+                target.load_state({**target.state(), "0.weight": entry})
+    for special in (Decimal("NaN"), Decimal("-Infinity"), float("inf"), np.float32("-inf")):  # loaded as is
+        wide.load_state({**wide.state(), "0.weight": np.full(shape, special, dtype=object)})
+        assert not np.isfinite(wide.state()["0.weight"]).any()
 
 
 def test_load_state_refuses_tensors_that_require_grad_by_name():

@@ -444,7 +444,8 @@ class GraphBuilder:
         Raises:
             IRError: ``batch_norm_eval: params must be a BatchNormParams, got ... (LinearParams)``;
                 ``batch_norm_eval: mean, var, weight and bias must be vectors of one length``;
-                the shape checker's message. Nothing is appended on failure.
+                the shape checker's message. On failure nothing is appended but the constant of a
+                deferred parameter ``x`` (emitted before the shape check, as for every op).
         """
         if not isinstance(params, BatchNormParams):
             raise IRError(f"batch_norm_eval: params must be a BatchNormParams, got {describe(params)}")

@@ -818,7 +818,8 @@ class ScaledDotProductAttention(
                 "(accepted: upper_left | lower_right)"
             )
         if self.scale is not None:
-            if isinstance(self.scale, bool) or not isinstance(self.scale, int | float | np.floating):
+            real = int | float | np.integer | np.floating
+            if isinstance(self.scale, bool) or not isinstance(self.scale, real):
                 raise IRError(f"scaled_dot_product_attention: expected a real scale, got {self.scale!r}")
             _set(self, "scale", _finite("scaled_dot_product_attention", "scale", self.scale))
 

@@ -10,11 +10,12 @@ keeps ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``Random
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -111,16 +112,16 @@ class Model:
             try:  # an object array of reals (Fraction, Decimal, Python floats) casts as numpy casts it
                 with np.errstate(over="ignore"):
                     value = np.array(raw, dtype=self.dtype)
-                    source = np.asarray(raw, dtype=np.float64)
             except (TypeError, ValueError, OverflowError) as error:
                 raise StateError(f"{refusal}: {error}") from None
-            overflowed = np.isinf(value) & np.isfinite(source)
+            overflowed = np.isinf(value) & _finite_entries(raw)
             if overflowed.any():
-                largest = np.max(np.abs(source[overflowed]))
+                largest = max(abs(item) for item in raw[overflowed].flat)
+                wider = "" if self.dtype == np.float64 else "; build the model in float64"
                 raise StateError(
                     f"state entry {spec.name} holds {int(overflowed.sum())} finite values beyond the "
                     f"{self.dtype} range (largest magnitude {largest!s}; accepted: magnitude at most "
-                    f"{np.finfo(self.dtype).max!s}; build the model in float64)"
+                    f"{np.finfo(self.dtype).max!s}{wider})"
                 )
             if value.shape != spec.shape:
                 raise StateError(
@@ -135,6 +136,25 @@ class Model:
         count = sum(int(np.prod(s.shape)) for s in self.specs)
         shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
         return f"{self.layer.describe()}: {shapes}, {count} parameters"
+
+
+def _finite_entries(raw: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """Which entries of a bool, integer, float (longdouble too) or object array of reals are
+    finite, judged on the values themselves (a float64 copy would already have turned
+    ``Decimal('1e400')`` or a longdouble ``1e4000`` into inf)."""
+    if raw.dtype.kind == "f":
+        return np.asarray(np.isfinite(raw), dtype=bool)
+    if raw.dtype.kind != "O":
+        return np.ones(raw.shape, dtype=bool)
+
+    def finite(item: object) -> bool:
+        if isinstance(item, Decimal):
+            return item.is_finite()
+        if isinstance(item, np.floating):  # np.float32 is no float; a longdouble would round
+            return bool(np.isfinite(item))
+        return not isinstance(item, float) or math.isfinite(item)  # ints and Fractions are finite
+
+    return np.asarray(np.frompyfunc(finite, 1, 1)(raw), dtype=bool)
 
 
 def is_seed(seed: object) -> TypeGuard[int]:

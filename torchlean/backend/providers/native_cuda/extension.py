@@ -141,8 +141,10 @@ def build_directory(name: str, root: Path) -> Path:
     extensions directory (``$TORCH_EXTENSIONS_DIR``, else
     ``torch.utils.cpp_extension.get_default_build_root()``) / ``<name>-<digest>``, the digest (12
     hex digits of SHA-256) of root's resolved path, the Python version, torch's version and CUDA
-    version, and ``$TORCH_CUDA_ARCH_LIST`` (torch's own build versioning ignores it, so a build for
-    other GPU architectures would be reused and fail at launch with "no kernel image is
+    version, and the GPU architectures the build targets: ``$TORCH_CUDA_ARCH_LIST``, or when it
+    is unset the compute capabilities of the visible devices, which torch then builds for (its
+    own build versioning ignores both, so a build for other GPU architectures, in a shared
+    extensions directory, would be reused and fail at launch with "no kernel image is
     available"). So two checkouts, Pythons or torch installs never share a build: with one shared
     directory each would rebuild over the other's whenever their source paths differ, and torch
     imports the library after releasing its build lock, so a process could load a library that
@@ -151,11 +153,22 @@ def build_directory(name: str, root: Path) -> Path:
     from torch.utils import cpp_extension
 
     base = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
-    architectures = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    architectures = os.environ.get("TORCH_CUDA_ARCH_LIST") or _visible_architectures()
     key = "\0".join(
         (str(root.resolve()), sys.version, torch.__version__, str(torch.version.cuda), architectures)
     )
     return Path(base) / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def _visible_architectures() -> str:
+    """The compute capabilities of the visible CUDA devices (``"8.0;9.0"``), what torch builds for
+    without ``$TORCH_CUDA_ARCH_LIST``; empty without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ""
+    found = {torch.cuda.get_device_capability(index) for index in range(torch.cuda.device_count())}
+    return ";".join(f"{major}.{minor}" for major, minor in sorted(found))
 
 
 def _notify_wait(message: str) -> None:

@@ -1626,6 +1626,8 @@ def _mask_layout(mask: Tensor, lead: tuple[int, ...], nq: int, nk: int) -> tuple
     if view.shape[-1] != nk:
         view = view.expand(*view.shape[:-1], nk)
     view = view.contiguous()
+    if math.prod(lead) == 0 or nq == 0 or nk == 0:  # nothing is read (a run over an empty axis has mod 0)
+        return view, _NO_MASK_LAYOUT
     runs: list[tuple[int, int, int]] = []
     axis = 0
     while axis < len(lead):
@@ -1721,10 +1723,11 @@ def direct_attention_forward(
     to one batch shape ``batch`` (torch SDPA's rule; each operand is materialised to it, contiguous,
     and folded into the kernel's batch axis), ``d, d_v <= 256``; mask bool broadcastable to
     ``(*batch, n_q, n_k)`` (True = allowed; read at its own size, never copied per batch entry:
-    a key-padding mask ``(B, 1, 1, n_k)`` stays ``B * n_k`` bytes) or None; scale finite, default ``1/sqrt(d)`` (1 when
-    d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse the row logsumexp of
-    the scaled allowed scores (-inf on fully blocked rows, NaN on rows whose allowed scores are
-    all -inf, so that their gradients are NaN as the reference's), saved for the backward.
+    a key-padding mask ``(B, 1, 1, n_k)`` stays ``B * n_k`` bytes) or None; scale finite, default
+    ``1/sqrt(d)`` (1 when d = 0). Returns ``(out (*batch, n_q, d_v), lse (*batch, n_q))`` with lse
+    the row logsumexp of the scaled allowed scores (-inf on fully blocked rows, NaN on rows whose
+    allowed scores are all -inf, so that their gradients are NaN as the reference's), saved for
+    the backward.
 
     Tiles: each kernel (this forward, and the backward's two) takes 32 query rows (keys) per
     block, or 8 where the device's shared memory per block cannot hold the larger tile (on a
