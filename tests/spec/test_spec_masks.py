@@ -241,3 +241,20 @@ def test_hard_mask_properties(scores: np.ndarray, data: st.DataObject) -> None:
         torch.from_numpy(scores).masked_fill(~torch.from_numpy(mask), float("-inf")), dim=-1
     ).numpy()
     np.testing.assert_allclose(weights[has_any], reference[has_any], rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("score", [2.0, -1e30, float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_zero_rank_score_is_a_one_element_row(score: float, dtype: type) -> None:
+    """As torch.softmax of a 0-d tensor and the spec's own one-element rows: 1 when allowed and
+    finite, NaN for an allowed NaN or infinite score (exp(s - s)), 0 when blocked whatever it holds;
+    the mpmath path agrees."""
+    value = np.asarray(score, dtype=dtype)
+    allowed = hard_masked_softmax(value, True)
+    expected = torch.softmax(torch.tensor(value), 0).item()
+    assert allowed.shape == () and allowed.dtype == dtype
+    np.testing.assert_array_equal(allowed, np.asarray(expected, dtype=dtype))
+    np.testing.assert_array_equal(allowed, hard_masked_softmax(value.reshape(1), np.array([True]))[0])
+    assert hard_masked_softmax(value, False) == 0.0
+    exact = hard_masked_softmax(np.array(mpmath.mpf(float(value)), dtype=object), True)
+    assert (mpmath.isnan(exact[()]) and math.isnan(expected)) or exact[()] == expected

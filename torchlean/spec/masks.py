@@ -10,7 +10,7 @@ score biases are a separate operation: a float 0/1 array is refused as a mask.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -120,7 +120,8 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = 
         Array of the broadcast shape of ``scores`` and ``mask``: allowed entries
         ``exp(s - m) / sum(exp(s' - m))`` with ``m`` the maximum over the allowed entries of the
         row, blocked entries exactly 0 (selected, so NaN/inf there never reach the result), rows
-        with no allowed entry all zeros. On a 0-rank input the result is 1 if allowed else 0.
+        with no allowed entry all zeros. A 0-rank input is a one-element row: 1 if allowed (NaN
+        for an allowed NaN or infinite score, as ``torch.softmax`` of a 0-d tensor) else 0.
         Source: seed chapter "Boolean Attention Masks"; anchor-runtime.md §5.2 (``hardMaskedSoftmaxSpec``).
 
     Raises:
@@ -147,9 +148,8 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = 
         ) from error
     values = np.broadcast_to(values, shape)
     allowed = np.broadcast_to(allowed, shape)
-    if values.ndim == 0:
-        one: Any = _arith.scalar(1, dtype)
-        return np.asarray(one if bool(allowed) else _arith.zero(dtype), dtype=dtype)
+    if values.ndim == 0:  # a one-element row: 1 when allowed and finite, NaN for a NaN or infinite score
+        return masked_softmax_last_axis(values.reshape(1), allowed.reshape(1)).reshape(())
     if not -values.ndim <= axis < values.ndim:
         raise SpecValueError(f"axis {axis} is out of range for scores of rank {values.ndim}")
     moved = masked_softmax_last_axis(np.moveaxis(values, axis, -1), np.moveaxis(allowed, axis, -1))
