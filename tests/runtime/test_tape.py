@@ -196,11 +196,14 @@ def test_a_grad_mode_decorates_only_callables() -> None:
 )
 def test_set_grad_enabled_takes_only_a_bool(enabled: object) -> None:
     """As torch's ``set_grad_enabled`` (``"False"`` would otherwise read as true)."""
-    refusal = rf"^set_grad_enabled: enabled must be a bool; got a value of type {type(enabled).__name__} "
+    kind = type(enabled)  # qualified outside builtins: numpy 2 names np.bool_ "bool"
+    named = kind.__name__ if kind.__module__ == "builtins" else f"numpy.{kind.__name__}"
+    refusal = rf"^set_grad_enabled: enabled must be a bool; got a value of type {named} "
     with pytest.raises(TypeError, match=refusal):
         set_grad_enabled(enabled)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=refusal):
         GradMode(enabled)  # type: ignore[arg-type]
+    assert isinstance(enabled, np.bool_) == (named == "numpy.bool")
     with pytest.raises(TypeError, match=r"must be bool"):
         torch.set_grad_enabled(enabled)  # type: ignore[arg-type]
     assert tl.is_grad_enabled()

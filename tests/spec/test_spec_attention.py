@@ -431,6 +431,8 @@ def test_scale_of_the_wrong_kind_or_beyond_the_dtype_is_refused() -> None:
         scaled_dot_product_attention(q32, k32, v32, scale=1e300)
     with pytest.raises(SpecValueError, match=rf"^scale = {2**200} overflows the working dtype float32 "):
         scaled_dot_product_attention(q32, k32, v32, scale=2**200)
+    with pytest.raises(SpecValueError, match=r"^scale = an integer of about 401 digits overflows the "):
+        scaled_dot_product_attention(q, k, v, scale=10**400)  # named by its size, not its 401 digits
     # finite values of every real kind are still accepted, and equal to the float scale
     want = scaled_dot_product_attention(q, k, v, scale=0.5)
     for ok in (np.float32(0.5), np.float64(0.5), mpmath.mpf("0.5")):
@@ -442,3 +444,36 @@ def test_scale_of_the_wrong_kind_or_beyond_the_dtype_is_refused() -> None:
 
 def _all_finite_mpf(array: np.ndarray) -> bool:
     return all(mpmath.isfinite(x) for x in array.ravel())
+
+
+def test_longdouble_lifts_exactly_to_the_mpmath_path() -> None:
+    """``as_mpf_array`` converts float data exactly: a longdouble too (mpmath refuses its scalars),
+    keeping the bits float64 would drop; NaN and infinities convert as floats'. An mpmath operand
+    may then meet a longdouble one."""
+    if np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("longdouble is float64 on this platform")
+    tiny = np.longdouble(2) ** -62
+    values = np.array([1 + tiny, np.nan, -np.inf, -3.5], dtype=np.longdouble)
+    with mpmath.workdps(50):
+        lifted = as_mpf_array(values)
+        assert lifted[0] == 1 + mpmath.mpf(2) ** -62 and lifted[0] != 1
+        assert mpmath.isnan(lifted[1]) and lifted[2] == mpmath.mpf("-inf") and lifted[3] == -3.5
+        q = np.array([[1.0, 0.0]], dtype=np.longdouble)
+        out = scaled_dot_product_attention(as_mpf_array(q), q, q.astype(np.longdouble))
+        assert out.dtype == object and out[0, 0] == 1
+
+
+def test_a_fraction_scale_is_exact_on_the_mpmath_path() -> None:
+    """mpmath refuses a Fraction (a bare TypeError before); it becomes numerator / denominator at
+    the working precision, so 1/3 is exact to 50 digits, and agrees with the float path."""
+    from fractions import Fraction
+
+    q, k, v = _inputs(45, ((3, 2), (4, 2), (4, 2)))
+    floats = scaled_dot_product_attention(q, k, v, scale=Fraction(1, 3))
+    np.testing.assert_allclose(floats, scaled_dot_product_attention(q, k, v, scale=1 / 3), rtol=1e-15)
+    with mpmath.workdps(50):
+        mq, mk, mv = (as_mpf_array(a) for a in (q, k, v))
+        exact = scaled_dot_product_attention(mq, mk, mv, scale=Fraction(1, 3))
+        third = scaled_dot_product_attention(mq, mk, mv, scale=mpmath.mpf(1) / 3)
+        assert all(a == b for a, b in zip(exact.flat, third.flat, strict=True))
+    np.testing.assert_allclose(exact.astype(float), floats, rtol=1e-14)

@@ -258,3 +258,12 @@ def test_a_zero_rank_score_is_a_one_element_row(score: float, dtype: type) -> No
     assert hard_masked_softmax(value, False) == 0.0
     exact = hard_masked_softmax(np.array(mpmath.mpf(float(value)), dtype=object), True)
     assert (mpmath.isnan(exact[()]) and math.isnan(expected)) or exact[()] == expected
+
+
+def test_a_none_mask_allows_every_entry() -> None:
+    """As ``mask=None`` in the attention specifications: the stable softmax (torch.softmax)."""
+    scores = np.array([[1.0, 2.0, 3.0], [1e300, -1e300, 0.0]])
+    np.testing.assert_allclose(
+        hard_masked_softmax(scores, None), torch.softmax(torch.from_numpy(scores), -1).numpy(), rtol=1e-15
+    )
+    np.testing.assert_array_equal(hard_masked_softmax(scores, None), hard_masked_softmax(scores, np.True_))

@@ -37,8 +37,12 @@ class GradMode:
 
     def __init__(self, enabled: bool) -> None:
         if type(enabled) is not bool:  # "False" would read as true; torch refuses non-bools too
+            kind = type(enabled)  # numpy.bool, not "bool" (numpy 2's name for np.bool_)
+            named = kind.__qualname__
+            if kind.__module__ != "builtins":
+                named = f"{kind.__module__}.{named}"
             raise TypeError(
-                f"set_grad_enabled: enabled must be a bool; got a value of type {type(enabled).__name__} "
+                f"set_grad_enabled: enabled must be a bool; got a value of type {named} "
                 "(accepted: True or False; other values are not converted)"
             )
         self._enabled = enabled

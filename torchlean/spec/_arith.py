@@ -34,7 +34,20 @@ OBJECT = np.dtype(object)
 _mp_exp = np.frompyfunc(mpmath.exp, 1, 1)
 _mp_log = np.frompyfunc(mpmath.log, 1, 1)
 _mp_isfinite = np.frompyfunc(mpmath.isfinite, 1, 1)
-_to_mpf = np.frompyfunc(mpmath.mpf, 1, 1)
+
+
+def _mpf_of(value: Any) -> Any:
+    """``mpmath.mpf(value)``, exact for a ``np.longdouble`` too (mpmath refuses those scalars):
+    through its integer ratio, whose denominator is a power of two."""
+    if isinstance(value, np.longdouble) and np.isfinite(value):
+        numerator, denominator = value.as_integer_ratio()
+        return mpmath.mpf(numerator) / denominator
+    if isinstance(value, np.longdouble):  # NaN and the infinities are floats' too
+        return mpmath.mpf(float(value))
+    return mpmath.mpf(value)
+
+
+_to_mpf = np.frompyfunc(_mpf_of, 1, 1)
 
 
 def is_multiprecision(dtype: np.dtype[Any]) -> bool:
@@ -113,8 +126,12 @@ def to_working(array: Array, dtype: np.dtype[Any]) -> Array:
 
 
 def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
-    """A scalar of the working type: ``dtype.type(value)`` or ``mpmath.mpf(value)``."""
+    """A scalar of the working type: ``dtype.type(value)`` or ``mpmath.mpf(value)`` (a
+    ``Fraction``, which mpmath refuses, as its numerator over its denominator, rounded once at
+    the working precision)."""
     if is_multiprecision(dtype):
+        if isinstance(value, numbers.Rational) and not isinstance(value, int):
+            return mpmath.mpf(value.numerator) / value.denominator
         return mpmath.mpf(value)
     return dtype.type(value)
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown
 from torchlean.backend.providers.reference.ieee import ieee
 from torchlean.spec import _arith
 from torchlean.spec._arith import Array, BoolArray
@@ -165,7 +166,7 @@ def _scale(scale: object, dtype: np.dtype[Any]) -> Any:
     except OverflowError:  # a Python int beyond the float range
         value = None
     if value is None or not _arith.is_finite_scalar(value):
-        raise SpecValueError(f"scale = {scale} overflows the working dtype {dtype} {accepted}")
+        raise SpecValueError(f"scale = {shown(scale)} overflows the working dtype {dtype} {accepted}")
     return value
 
 

@@ -107,13 +107,14 @@ def masked_softmax_last_axis(scores: Array, allowed: BoolArray | None) -> Array:
 
 
 @ieee
-def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = -1) -> Array:
+def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike | None, axis: int = -1) -> Array:
     """Softmax of ``scores`` along ``axis`` in which blocked entries are exactly zero.
 
     Args:
         scores: floating array (float16/32/64, computed in its dtype) or object array of
             ``mpmath.mpf`` (computed at mpmath's working precision), any shape.
-        mask: bool array broadcastable with ``scores``; True = allowed.
+        mask: bool array broadcastable with ``scores``; True = allowed. None allows every entry
+            (the stable softmax), as ``mask=None`` in the attention specifications.
         axis: the normalised axis.
 
     Returns:
@@ -136,7 +137,7 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike, axis: int = 
             f"axis must be an int, got {axis!r} of type {type(axis).__name__} (accepted: a Python or "
             "numpy integer; floats, strings and bools are refused)"
         )
-    allowed = as_bool_mask(mask)
+    allowed = np.ones((), dtype=bool) if mask is None else as_bool_mask(mask)
     values = _arith.as_array("scores", scores)
     dtype = _arith.working_dtype({"scores": values})
     values = _arith.to_working(values, dtype)
