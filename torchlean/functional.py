@@ -1289,7 +1289,9 @@ def scaled_dot_product_attention(
     q's dtype and then multiplied by ``scale``, where torch's SDPA scales q and k first. So a
     score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (its row
     turns NaN where torch stays finite), and a ``scale`` the dtype cannot hold (``1e39`` in
-    float32) is inf and gives NaN rows, as in torch.
+    float32) is inf and gives NaN rows, as in torch. A row whose allowed scores are all -inf
+    (not a blocked row) is NaN in forward and backward, the softmax of all -inf, in every
+    provider; torch's SDPA with a boolean mask returns zeros there.
 
     Raises:
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes

@@ -259,9 +259,20 @@ def test_command_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
 def test_minus_inf_key_cases_hold_an_allowed_minus_inf_score_and_pass() -> None:
     cases = [c for c in flash_check_cases(quick=True) if c.mask == "minus-inf-key" and c.shape.d > 0]
     assert {c.precision for c in cases} == {"float64", MPMATH_50}
-    problem = checker._make_problem(cases[0])
-    scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float)
-    assert np.all(scores[..., 0] == -np.inf) and problem.mask is not None and problem.mask[..., 0, 0].all()
+    positions = []
+    for case in cases:
+        problem = checker._make_problem(case)
+        scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float)
+        (minus_inf_keys,) = np.nonzero(np.all(scores == -np.inf, axis=tuple(range(scores.ndim - 1))))
+        assert len(minus_inf_keys) == 1 and problem.mask is not None
+        key = int(minus_inf_keys[0])
+        assert problem.mask[..., 0, key].all()  # allowed for row 0
+        tile = case.config.block_k or case.shape.n_k  # 0: one tile over every key
+        positions.append((key, case.shape.n_k, tile))
+    # over the quick sweep the -inf key falls in the first key tile, in a later one, and last
+    assert any(key < block for key, _, block in positions)
+    assert any(key >= block for key, _, block in positions)
+    assert any(key == n - 1 and n > 1 for key, n, _ in positions)
     report = check_flash_attention(cases)
     assert report.passed
 

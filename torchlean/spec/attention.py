@@ -8,7 +8,9 @@ compute in their (common) dtype, object arrays of ``mpmath.mpf`` at mpmath's wor
 
 Source: anchor-runtime.md §5.1 (``scaledDotProductAttention`` and its backward), seed chapter
 "The Attention Specification Theorem" and "Boolean Attention Masks"; fully masked rows are zeros
-in forward and backward as in PyTorch >= 2.5 (peers.md §1.7).
+in forward and backward as in PyTorch >= 2.5 (peers.md §1.7). A row whose allowed scores are all
+-inf is not masked: it is the softmax of all -inf, NaN in forward and backward (torch's SDPA with
+a boolean mask returns zeros there).
 """
 
 from __future__ import annotations

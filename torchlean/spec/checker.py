@@ -301,12 +301,15 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         v[..., shape.n_k - 1, :] = np.nan
         d_out[..., 0, :] = np.nan
     if case.mask == "minus-inf-key" and shape.d > 0:
-        # Key 0 scores exactly -inf for every query (k0 = [-inf, 0, ...], q[..., 0] > 0): an
-        # allowed score of -inf, in the first key tile. Softmax gives it weight 0; dq is NaN where
-        # that weight meets k0's -inf (0 * -inf), in standard attention as in flash.
+        # Key j scores exactly -inf for every query (k_j = [-inf, 0, ...], q[..., 0] > 0): an
+        # allowed score of -inf. Softmax gives it weight 0; dq is NaN where that weight meets k_j's
+        # -inf (0 * -inf), in standard attention as in flash. j is drawn per case, so over the
+        # sweep it falls in the first key tile (a tile whose allowed scores may all be -inf, then
+        # rescaled from a -inf running maximum), in later ones and in the last.
+        j = int(rng.integers(shape.n_k)) if shape.n_k > 0 else 0
         q[..., 0] = np.abs(q[..., 0]) + 0.5
-        k[..., 0, :] = 0.0
-        k[..., 0, 0] = -np.inf
+        k[..., j, :] = 0.0
+        k[..., j, 0] = -np.inf
     if case.precision == MPMATH_50:
         q, k, v, d_out = (_arith.as_mpf_array(x) for x in (q, k, v, d_out))
     return _Problem(q, k, v, d_out, mask)
