@@ -128,13 +128,19 @@ def _read_dtype(dtype: object) -> np.dtype[Any] | None:
         return None
 
 
+def is_ambiguous_float(dtype: object) -> bool:
+    """The string ``"float"``: numpy reads it as float64, torch's ``torch.float`` is float32."""
+    return isinstance(dtype, str) and dtype.strip() == "float"
+
+
 def float_dtype(dtype: object) -> np.dtype[np.floating] | None:
     """The member of :data:`FLOAT_DTYPES` that ``dtype`` spells (``"float32"``, ``np.float64``,
     ``np.dtype("f8")``, ``torch.float64``, ...), else ``None``: another dtype, a spelling numpy
-    cannot read, or ``None`` (which numpy would read as float64). Each caller words its own
+    cannot read, ``None`` (which numpy would read as float64) or the string ``"float"`` (float64 to
+    numpy, float32 to torch: a torch user would silently get float64). Each caller words its own
     refusal, naming the value by :func:`dtype_shown`."""
     resolved = _read_dtype(dtype)
-    if resolved is None:  # not ``== candidate``: numpy reads None as float64 there too
+    if resolved is None or is_ambiguous_float(dtype):  # not ``== candidate``: numpy reads None as float64
         return None
     for candidate in FLOAT_DTYPES:
         if resolved == candidate:
@@ -147,6 +153,8 @@ def dtype_shown(dtype: object) -> str:
     ``int32``; a float of the other byte order says so: ``>f8 (big-endian; accepted: native byte
     order)``), else :func:`~torchlean.backend.display.name_shown` of it (a string as given, or its
     literal when it is empty or blank; any other value's ``repr``)."""
+    if is_ambiguous_float(dtype):
+        return "'float' (ambiguous: numpy reads it as float64, torch as float32)"
     resolved = _read_dtype(dtype)
     if resolved is None:
         return name_shown(dtype)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import fractions
+import re
 
 import numpy as np
 import pytest
@@ -70,6 +71,30 @@ def test_float_dtype_reads_spellings_and_torch_dtypes_and_refuses_the_rest() -> 
     # None is refused although numpy reads it as float64 (np.dtype("float64") == None is True)
     for refused in (None, "bogus", 5, torch.bfloat16, torch.int64, other_order, "float16"):
         assert float_dtype(refused) is None
+
+
+def test_the_string_float_is_refused_as_ambiguous_everywhere() -> None:
+    """numpy reads "float" as float64, torch's torch.float is float32: a torch user's
+    ``dtype="float"`` silently trained in float64. Refused by name; "double" and the Python
+    ``float`` type (float64 in both) still read."""
+    from torchlean import data, nn
+    from torchlean.tensor import TensorError, tensor
+    from torchlean.trainer import RunConfig, TrainerError
+
+    ambiguous = "'float' (ambiguous: numpy reads it as float64, torch as float32)"
+    assert float_dtype("float") is None and float_dtype(" float ") is None
+    assert dtype_shown("float") == ambiguous
+    assert float_dtype("double") is FLOAT_DTYPES[1] and float_dtype(float) is FLOAT_DTYPES[1]
+    refusal = rf"^dtype must be float32 or float64, got {re.escape(ambiguous)}$"
+    with pytest.raises(TrainerError, match=refusal):
+        RunConfig(dtype="float")
+    with pytest.raises(data.DataError, match=re.escape(ambiguous)):
+        data.load("iris", dtype="float")
+    with pytest.raises(nn.ShapeError, match=re.escape(ambiguous)):
+        nn.build(nn.linear(2, 1), dtype="float")
+    with pytest.raises(TensorError, match=r"^unsupported tensor dtype 'float' \(ambiguous: "):
+        tensor([1.0], dtype="float")
+    assert tensor([1.0], dtype=float).dtype == np.float64
 
 
 @pytest.mark.parametrize(
