@@ -15,7 +15,9 @@ column). Header rule (``header=None``, the default): the first row is a header w
 cells is not a number, or when its cells are exactly the column positions ``0,1,...,n-1`` (the
 header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
 ``label_column="2"`` and ``label_column=2`` agree); any other all-numbers first row is data.
-Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`; ``header=True``
+Either all-numbers decision is a guess, reported in :attr:`Dataset.header_note`, and so is a
+header read from a row with one text cell among numbers (``1,2,3,4,setosa``: the first sample of a
+headerless file with text labels, or a header); ``header=True``
 / ``header=False`` decide explicitly (and leave the note empty). Column names may repeat or be
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
@@ -518,9 +520,16 @@ def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool
             raise DataError(f"header must be True, False or None, got {header!r}")
         return bool(header), ""
     cells = [c.strip() for c in first]
-    if not all(_is_number(c) for c in cells):
-        return True, ""
     shown = ",".join(cells) if len(cells) <= 6 else f"{','.join(cells[:3])},...,{cells[-1]}"
+    texts = [c for c in cells if not _is_number(c)]
+    if len(texts) == 1 and len(cells) > 1 and texts[0]:  # a header, or a row with a text label
+        return True, (
+            f"{file}: first row {shown} was read as a header, as its cell {texts[0]!r} is not a number "
+            "(its other cells are); pass header=False (CLI: --no-header) if it is a data row with a "
+            "text label"
+        )
+    if texts:
+        return True, ""
     if cells == [str(i) for i in range(len(cells))]:
         return True, (
             f"{file}: first row {shown} is all numbers equal to the column positions, so it was read as "

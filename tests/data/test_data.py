@@ -532,6 +532,26 @@ def test_a_non_numeric_first_row_is_a_header_without_a_note(tmp_path: Path) -> N
     assert data.load("iris").header_note == ""
 
 
+def test_a_first_row_with_one_text_cell_is_a_header_and_says_so(tmp_path: Path) -> None:
+    """``1,2,setosa`` is the first sample of a headerless file with text labels as often as a
+    header: it is read as a header (the rule), with a note naming --no-header; the other rows
+    carry text labels too, so header=False keeps every sample."""
+    rows = ["5.5,6.5,setosa"] + [f"{i * 0.1:.1f},{i * 0.2:.1f},{'ab'[i % 2]}" for i in range(50)]
+    path = _write(tmp_path, "\n".join(rows) + "\n", "text.csv")
+    d = data.load(path, seed=0)
+    assert d.x_train.shape[0] + d.x_test.shape[0] == 50 and d.feature_names == ("5.5", "6.5")
+    assert d.header_note == (
+        f"{path}: first row 5.5,6.5,setosa was read as a header, as its cell 'setosa' is not a number "
+        "(its other cells are); pass header=False (CLI: --no-header) if it is a data row with a text label"
+    )
+    kept = data.load(path, header=False, seed=0)
+    assert kept.x_train.shape[0] + kept.x_test.shape[0] == 51 and "setosa" in kept.class_names
+    assert kept.header_note == ""
+    # two text cells, or a blank one (a pandas index header ",0,1"), read as headers without a note
+    assert data.load(_numbered(tmp_path, "x,6.5,y"), seed=0).header_note == ""
+    assert data.load(_numbered(tmp_path, ",0,1"), seed=0).header_note == ""
+
+
 def test_header_must_be_a_bool_or_none(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"^header must be True, False or None, got 'yes'$"):
         data.load(_numbered(tmp_path, "a,b,y"), header="yes")  # type: ignore[arg-type]
