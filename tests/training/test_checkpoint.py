@@ -500,6 +500,28 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return err
 
 
+def test_a_typed_graph_checkpoint_under_a_cuda_profile_says_where_the_mode_came_from(capsys, tmp_path):
+    """The execution mode came from the checkpoint, not the command line: the refusal says so
+    and names the accepted ways out (before, the trainer's bare "typed graph execution currently
+    supports device `cpu`")."""
+    path = tmp_path / "tg.npz"
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--execution",
+                 "typed-graph", "--save", str(path)]) == 0
+    capsys.readouterr()
+    err = one_line_error(capsys, "predict", str(path), "--dataset", "iris", "--profile", "checked_cuda")
+    assert err == (
+        f"error: checkpoint {path} was saved with execution typed-graph, which runs on cpu only, and "
+        "profile checked_cuda targets cuda (accepted: --execution eager with that profile, or a cpu "
+        "profile)\n"
+    )
+    if torch.cuda.is_available():
+        return
+    # with --execution eager the CUDA session is what refuses (no CUDA on this machine)
+    err = one_line_error(capsys, "predict", str(path), "--dataset", "iris", "--profile", "checked_cuda",
+                         "--execution", "eager")
+    assert "typed-graph" not in err and "CUDA" in err
+
+
 def test_wrong_feature_count_names_both(capsys, iris_checkpoint):
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "wine")
     assert load_wine().data.shape[1] == 13

@@ -438,6 +438,13 @@ def run(args: argparse.Namespace) -> int:
     # Open the session first, so a profile that cannot run here fails before any output; the
     # session's --show-backend banner follows the header lines, on the report's stream.
     banner = io.StringIO()
+    config = trainer.config
+    if args.execution is None and config.execution.label == "typed-graph" and config.device.label != "cpu":
+        raise TorchLeanError(  # the mode came from the checkpoint, not from the command line
+            f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which runs on "
+            f"cpu only, and profile {trainer.config.resolve_profile().name} targets {config.device.label} "
+            "(accepted: --execution eager with that profile, or a cpu profile)"
+        )
     with contextlib.redirect_stdout(banner):
         trainer.open()
     print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model} task={saved.task} "
