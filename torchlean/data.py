@@ -124,9 +124,12 @@ class Dataset:
     ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``). ``label_name``
     is the label column as messages name it (``target`` for shipped datasets).
     ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
-    header or as data, and how to override); it is empty for shipped datasets, when ``header``
-    was given, and when the first row had a non-numeric cell. ``split_note`` says when a
-    classification split could not be stratified by class (:func:`split_note`), else is empty.
+    header or as data, and how to override) or from a first row with one text cell among numbers
+    (read as a header); it is empty for shipped datasets, when ``header`` was given, and when the
+    first row had several non-numeric cells. ``split_note`` says when a classification split could
+    not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
+    whole-number labels of under 4 samples each, it adds that ``task='regression'`` exists), else
+    is empty.
     """
 
     name: str
@@ -297,6 +300,14 @@ def load_csv(
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
         label=table.shown(label),
     )
+    many = len(classes) > 10 and 4 * len(classes) > len(y)  # over 10 classes, under 4 samples each
+    if task is None and dataset.split_note and many and all(_is_number(name) for name in classes):
+        # many whole-number classes with a sample or two each: often a quantity read as classes
+        dataset = dataclasses.replace(dataset, split_note=(
+            f"{dataset.split_note}; the labels are whole numbers ({len(classes)} distinct), so the task "
+            "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "
+            "quantity"
+        ))
     note = table.header_note
     return dataclasses.replace(dataset, header_note=note) if note else dataset
 

@@ -97,8 +97,13 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
     assert d.split_note == (
         "the train/test split is not stratified by class: 100 of 100 classes have fewer than 2 samples (a "
         "stratified split needs 2 samples of each class and room for each class in both splits); some "
-        "classes may be missing from a split"
+        "classes may be missing from a split; the labels are whole numbers (100 distinct), so the task "
+        "classification was inferred: pass task='regression' (CLI: --task regression) if they are a quantity"
     )
+    # the hint is for many whole-number classes with few samples each, and only when task was inferred
+    assert data.load(singletons, seed=0, task="classification").split_note.endswith("missing from a split")
+    words = _write(tmp_path, "a,y\n" + "".join(f"{i},c{i}\n" for i in range(100)), "words.csv")
+    assert data.load(words, seed=0).split_note.endswith("missing from a split")
     # ten classes of two samples: a test split of 4 rows cannot hold each of them
     pairs = np.repeat(np.arange(10), 2)
     assert "a split of 16 train and 4 test rows cannot hold each of 10 classes" in data.split_note(
