@@ -33,11 +33,11 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
-from torchlean.data import Task
+from torchlean.data import Task, display_name
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "load", "save"]
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "FeatureValueError", "load", "save"]
 
 FORMAT_VERSION = 1
 """The checkpoint format this version of torchlean writes and reads."""
@@ -64,6 +64,19 @@ Array = npt.NDArray[Any]
 class CheckpointError(TorchLeanError, ValueError):
     """A checkpoint could not be written or read, or its contents are inconsistent (the message
     names the file and what is wrong)."""
+
+
+class FeatureValueError(CheckpointError):
+    """A feature value :meth:`Checkpoint.standardise` refuses: ``x[row, feature] (feature NAME):
+    DETAIL``, with the 0-based ``row`` and ``feature`` (numpy's indices) and the ``detail`` as
+    attributes, so a caller reading a file can name the cell its own way (``torchlean predict``:
+    the CSV line and column)."""
+
+    def __init__(self, row: int, feature: int, name: str, detail: str) -> None:
+        super().__init__(f"x[{row}, {feature}] (feature {name}): {detail}")
+        self.row = row
+        self.feature = feature
+        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -303,8 +316,9 @@ class Checkpoint:
         Raises:
             CheckpointError: ``x`` is not a rectangular array of real numbers (strings, objects,
                 complex numbers and ragged sequences are refused, as by the trainer), not
-                ``[n, features]`` (naming both feature counts), a value is NaN or infinite, or a
-                value standardises beyond ``dtype``'s range (row and column named, 1-based).
+                ``[n, features]`` (naming both feature counts); :class:`FeatureValueError` (a
+                CheckpointError): a value is NaN or infinite, or standardises beyond ``dtype``'s
+                range (``x[0, 0] (feature alcohol): ...``, numpy's 0-based indices).
         """
         try:
             given = np.asarray(x)
@@ -325,16 +339,16 @@ class Checkpoint:
             values = ((raw - self.feature_mean) / self.feature_scale).astype(self.dtype)
         if not np.isfinite(raw).all():
             i, j = (int(k) for k in np.argwhere(~np.isfinite(raw))[0])
-            raise CheckpointError(
-                f"row {i + 1}, feature {j + 1}: the value {raw[i, j]} is not a finite number"
+            raise FeatureValueError(
+                i, j, display_name(self.feature_names[j]), f"the value {raw[i, j]} is not a finite number"
             )
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
-            raise CheckpointError(
-                f"row {i + 1}, feature {j + 1}: the value {raw[i, j]:.6g} standardises beyond the "
-                f"{self.dtype} range (training's mean {self.feature_mean[j]:.6g}, standard deviation "
-                f"{self.feature_scale[j]:.6g})"
+            raise FeatureValueError(
+                i, j, display_name(self.feature_names[j]),
+                f"the value {raw[i, j]:.6g} standardises beyond the {self.dtype} range (training's mean "
+                f"{self.feature_mean[j]:.6g}, standard deviation {self.feature_scale[j]:.6g})",
             )
         return values
 

@@ -267,9 +267,15 @@ def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris
         saved.standardise(np.zeros((2, 3)))
     poisoned = np.ones((2, 4))
     poisoned[1, 2] = np.nan
-    with pytest.raises(CheckpointError, match=r"^row 2, feature 3: the value nan is not a finite number$"):
+    # numpy's 0-based indices, with the feature's name (1-based "row 2, feature 3" read as x[2])
+    with pytest.raises(
+        checkpoint.FeatureValueError,
+        match=r"^x\[1, 2\] \(feature petal length \(cm\)\): the value nan is not a finite number$",
+    ) as caught:
         saved.standardise(poisoned)
-    with pytest.raises(CheckpointError, match=r"^row 1, feature 1: the value 1e\+300 standardises beyond"):
+    assert (caught.value.row, caught.value.feature) == (1, 2) and isinstance(caught.value, CheckpointError)
+    with pytest.raises(CheckpointError, match=r"^x\[0, 0\] \(feature sepal length \(cm\)\): the value "
+                       r"1e\+300 standardises beyond"):
         saved.standardise(np.full((1, 4), 1e300))
     # not real numbers: refused as the trainer refuses them (were a bare ValueError, or a complex
     # array's real part with a ComplexWarning)
@@ -520,6 +526,35 @@ def test_a_typed_graph_checkpoint_under_a_cuda_profile_says_where_the_mode_came_
     err = one_line_error(capsys, "predict", str(path), "--dataset", "iris", "--profile", "checked_cuda",
                          "--execution", "eager")
     assert "typed-graph" not in err and "CUDA" in err
+
+
+def test_a_value_beyond_the_dtype_after_standardising_names_the_csv_line_and_column(
+    capsys, tmp_path, iris_checkpoint
+):
+    """As the CSV reader names a cell (``line N, column NAME``), also with --split (the row of the
+    split mapped back to its file line); the checkpoint's own message uses numpy's indices."""
+    x, y = load_iris(return_X_y=True)
+    x = x.copy()
+    x[3, 1] = 1e39  # file line 5 (the header is line 1)
+    names = ["sepal length (cm)", "sepal width (cm)", "petal length (cm)", "petal width (cm)", "target"]
+    path = tmp_path / "huge.csv"
+    path.write_text(",".join(names) + "\n" + "".join(
+        ",".join(repr(float(v)) for v in row) + f",{['setosa', 'versicolor', 'virginica'][t]}\n"
+        for row, t in zip(x, y, strict=True)
+    ))
+    message = (f"error: {path}: line 5, column sepal width (cm): the value 1e+39 standardises beyond the "
+               "float32 range (training's mean ")
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(path), "--output",
+                         str(tmp_path / "p.csv"))
+    assert err.startswith(message), err
+    refused = []  # row 3 is in one of the two splits: that one is refused, by its file line
+    for split in ("train", "test"):
+        code, _, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", str(path), "--output",
+                           str(tmp_path / "p.csv"), "--split", split)
+        if code != 0:
+            assert code == 2 and err.splitlines()[-1].startswith(message), err
+            refused.append(split)
+    assert len(refused) == 1
 
 
 def test_wrong_feature_count_names_both(capsys, iris_checkpoint):

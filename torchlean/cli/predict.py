@@ -431,6 +431,12 @@ def run(args: argparse.Namespace) -> int:
         truth = truth[chosen]
     try:
         x = saved.standardise(raw)
+    except checkpoint.FeatureValueError as error:  # the cell as the data's other messages name it
+        row = error.row if chosen is None else int(chosen[error.row])
+        raise TorchLeanError(
+            f"{source.source}: {source.place} {source.lines[row]}, column {source.columns[error.feature]}: "
+            f"{error.detail}"
+        ) from None
     except checkpoint.CheckpointError as error:
         raise TorchLeanError(f"{source.source}: {error}") from None
     trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
