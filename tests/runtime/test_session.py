@@ -325,6 +325,11 @@ def test_forward_only_capsule_is_refused_in_training() -> None:
     assert str(info.value) == (
         "torch: kernel selection failed for `relu`: no admissible kernel capsule for op relu on device cpu"
     )
+    # the original's message names neither the profile nor where to look: a note does
+    assert info.value.__notes__ == [
+        "under profile checked_cpu; profile.explain('relu') (CLI: torchlean explain --profile NAME relu) "
+        "says why each capsule was not admissible"
+    ]
 
 
 def test_forward_only_capsule_serves_inference() -> None:

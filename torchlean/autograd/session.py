@@ -263,7 +263,12 @@ class Session:
         try:
             accepted = self.plan_backend_op(op, grad)
         except (PlanningError, SessionError) as exc:
-            raise SessionError(f"torch: kernel selection failed for `{op.label}`: {exc}") from exc
+            failed = SessionError(f"torch: kernel selection failed for `{op.label}`: {exc}")
+            failed.add_note(  # the original's message names neither; a traceback shows this note
+                f"under profile {self.profile.name}; profile.explain({op.label!r}) (CLI: torchlean explain "
+                f"--profile NAME {op.label}) says why each capsule was not admissible"
+            )
+            raise failed from exc
         try:
             validate_eager_request(accepted.capsule, op, self.profile.policy.device)
         except BindingError as exc:
