@@ -332,6 +332,48 @@ def test_forward_only_capsule_is_refused_in_training() -> None:
     ]
 
 
+@pytest.mark.parametrize("execution", ["session", "eager", "typed-graph"])
+def test_a_forward_only_capsule_never_owns_a_gradient(execution: str) -> None:
+    """A profile whose policy asks for no VJP admits forward-only capsules also with gradients on;
+    their record says no backward exists, so a gradient through them would come from the handler's
+    VJP behind the record's back (review18 core F1: the trainer trained on it). Refused before the
+    kernel runs, in a session and in both trainer modes; under no_grad the capsule serves."""
+    from torchlean import nn
+    from torchlean.trainer import RunConfig, Trainer
+
+    linear = _reference(BackendOp.LINEAR)
+    forward_only = dataclasses.replace(
+        linear, name="mylib.linear", vjp_mode=VJPMode.NONE,
+        vjp_contract=vjp_unavailable(BackendOp.LINEAR, "No VJP is registered for this capsule."),
+    )
+    profile = (
+        profiles.get("checked_cpu")
+        .with_capsule_modules([CapsuleModule("mylib", (forward_only,))])
+        .with_vjp_mode(VJPMode.NONE)
+    )
+    refused = (
+        r"^torch: `linear` selected the forward-only capsule `mylib\.linear` \(vjp none\), but an input "
+        r"requires a gradient; run it under torchlean.no_grad\(\), or with a profile whose VJP mode owns "
+        r"a backward \(torchlean-tape or backend-vjp\)(\ntyped graph: at node \d+ \(linear\))?$"
+    )  # pytest matches the notes too: the typed graph names its node
+    x, w, b = np.ones((2, 4)), np.full((3, 4), 0.5), np.zeros(3)
+    if execution == "session":
+        with tl.session(profile) as session:
+            with tl.no_grad():  # inference: served by the forward-only capsule
+                out = tl.linear(tl.tensor(x), tl.tensor(w, requires_grad=True), tl.tensor(b))
+            np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
+            with pytest.raises(SessionError, match=refused):
+                tl.linear(tl.tensor(x), tl.tensor(w, requires_grad=True), tl.tensor(b))
+            assert [k.capsule.name for k in session.selected] == ["mylib.linear"]
+        return
+    trainer = Trainer(nn.linear(4, 3), config=RunConfig(execution=execution).with_profile(profile))
+    before = [p.copy() for p in trainer.model.parameters]
+    with pytest.raises(SessionError, match=refused):
+        trainer.fit(np.ones((8, 4)), np.ones((8, 3)), epochs=1)
+    for old, new in zip(before, trainer.model.parameters, strict=True):
+        np.testing.assert_array_equal(old, new)
+
+
 def test_forward_only_capsule_serves_inference() -> None:
     profile = profiles.get("checked_cpu").with_capsule_modules(
         [CapsuleModule("reference", (_forward_only_relu(),))]

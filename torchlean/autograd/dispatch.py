@@ -61,7 +61,7 @@ from torchlean.backend.errors import BindingError, SessionError, TorchLeanError
 from torchlean.backend.providers.linked import LinkedKernel, VJPFn
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.registry import built_in_claims_difference
-from torchlean.backend.vocabulary import BackendOp, Device
+from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
 from torchlean.tensor import DeviceError, Tensor, TensorTypeError
 
 __all__ = [
@@ -387,7 +387,8 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         DeviceError: inputs on different devices, or not on the capsule's device
             (:func:`check_devices`).
         GuardError: the kernel's guard refused the inputs.
-        SessionError: an input requires a gradient but the linked kernel has no VJP.
+        SessionError: an input requires a gradient but the capsule is forward-only (VJP mode none)
+            or its linked kernel has no VJP, before the kernel runs.
         KernelMemoryError: the kernel could not allocate memory (also a ``MemoryError``, on every
             provider: ``torch: `broadcast` forward on capsule `aten.broadcast` (aten/cpu) could
             not allocate memory: <the allocator's text>``); its VJP raises the same (``VJP``
@@ -405,31 +406,54 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     linked = bound.linked
     if linked.vjp_guard is not None:
         linked.vjp_guard(capsule, accepted.policy)
+    # which inputs need a cotangent, as a list of bools (``True in`` compares bools in C; a
+    # Tensor's == is not an identity test); decided before the kernel runs, so a capsule that
+    # cannot own this op's backward is refused before it computes anything
+    needs = None
+    if bound.differentiable and is_grad_enabled():
+        needs = [t is not None and t._requires_grad for t in inputs]
+        if True not in needs:
+            needs = None
+        else:
+            _require_backward(accepted.op.label, capsule, linked)
     try:
         out: Array = bound.executable.run(tuple(arrays), params)
     except (MemoryError, RuntimeError) as exc:
         _raise_if_allocation_failure(capsule, "forward", exc)
         raise
     version = _view_version(out, inputs)
-    if not (bound.differentiable and is_grad_enabled()):
-        return Tensor._make(out, False, None, version)
-    # which inputs need a cotangent, as a list of bools (``True in`` compares bools in C; a
-    # Tensor's == is not an identity test)
-    needs = [t is not None and t._requires_grad for t in inputs]
-    if True not in needs:
+    if needs is None:
         return Tensor._make(out, False, None, version)
     parents = tuple([t if need else None for t, need in zip(inputs, needs, strict=True)])
     vjp = linked.vjp
-    if vjp is None:
-        raise SessionError(
-            f"torch: `{accepted.op.label}` ran on capsule `{capsule.name}`, whose linked kernel "
-            f"`{linked.name}` has no VJP, but an input requires a gradient"
-        )
+    assert vjp is not None  # _require_backward
     counter = VersionCounter() if version is None else version
     saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
     rule = _local_rule(linked, vjp, capsule, needs, params)
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
     return Tensor._make(out, True, node, counter)
+
+
+def _require_backward(op: str, capsule: KernelCapsule, linked: LinkedKernel) -> None:
+    """Refuse, before the kernel runs, recording a tape node for ``capsule``: a forward-only
+    capsule (VJP mode ``none``) does not own a backward, so a gradient through it would come from
+    code its record says does not exist (a profile whose policy asks for no VJP admits such
+    capsules, also with gradients on); a linked kernel without a VJP cannot give one.
+
+    Raises:
+        SessionError: naming the op, the capsule and the way out.
+    """
+    if capsule.vjp_mode is VJPMode.NONE:
+        raise SessionError(
+            f"torch: `{op}` selected the forward-only capsule `{capsule.name}` (vjp none), but an input "
+            "requires a gradient; run it under torchlean.no_grad(), or with a profile whose VJP mode "
+            "owns a backward (torchlean-tape or backend-vjp)"
+        )
+    if linked.vjp is None:
+        raise SessionError(
+            f"torch: `{op}` selected capsule `{capsule.name}`, whose linked kernel `{linked.name}` has "
+            "no VJP, but an input requires a gradient"
+        )
 
 
 def _local_rule(
