@@ -489,6 +489,44 @@ def test_binding_refuses_a_forged_accepted_kernel() -> None:
         _bind_as_the_graph_executor_does(forged)
 
 
+def test_a_bound_kernel_whose_fields_disagree_is_refused() -> None:
+    """``execute_bound`` runs ``executable`` but takes the record, VJP and device rules from the
+    other fields: a hand-built BoundKernel pairing matmul with the mul kernel's VJP gave wrong
+    gradients recorded as reference.matmul (review18 core F3). Each disagreement is named."""
+    policy = profiles.get("checked_cpu").policy
+    matmul = accept(PlannedKernel(BackendOp.MATMUL, _reference(BackendOp.MATMUL)), policy)
+    good = _bind_as_the_graph_executor_does(matmul)
+    mul_kernel = select_linked(BackendOp.MUL, _reference(BackendOp.MUL), linked_kernels(BackendOp.MUL))
+    mul = accept(PlannedKernel(BackendOp.MUL, _reference(BackendOp.MUL)), policy)
+    other = _bind_as_the_graph_executor_does(mul)
+    for fields, problem in (
+        ({"linked": mul_kernel}, "executable's handler is not linked kernel TorchLean reference CPU's "),
+        ({"differentiable": False}, "differentiable=False, but op matmul says True"),
+        ({"host": False}, "host=False for a capsule on cpu"),
+        ({"executable": other.executable}, "executable was bound to another accepted kernel"),
+    ):
+        refusal = rf"^torch: inconsistent BoundKernel for `matmul`: .*{problem}"
+        with pytest.raises(SessionError, match=refusal):
+            dataclasses.replace(good, **fields)
+    assert dataclasses.replace(good).executable is good.executable  # a consistent one builds
+
+
+def test_bind_linked_applies_the_claims_rule_as_select_linked_does() -> None:
+    """``accept`` then ``bind_linked`` (both public) minted an executable for an aten capsule
+    claiming a left fold the aten handler does not do (review18 core F4)."""
+    from torchlean.backend.contracts import NumericalPolicy, ReductionPolicy
+    from torchlean.backend.providers.aten import capsules as aten_capsules
+
+    aten = next(c for c in aten_capsules.CAPSULES if c.op is BackendOp.MATMUL)
+    claimed = dataclasses.replace(
+        aten, name="mylib.matmul", numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
+    )
+    accepted = accept(PlannedKernel(BackendOp.MATMUL, claimed), profiles.get("fast_cpu").policy)
+    kernel = next(k for k in linked_kernels(BackendOp.MATMUL) if k.provider is Provider.ATEN)
+    with pytest.raises(SessionError, match=r"selected capsule `mylib\.matmul` \(aten/cpu\), whose claims"):
+        bind_linked(accepted, kernel)
+
+
 # ------------------------------------------------------------------------------------ MLP training
 
 

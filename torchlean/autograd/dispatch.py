@@ -144,17 +144,23 @@ def select_linked(op: BackendOp, capsule: KernelCapsule, available: Sequence[Lin
             and kernel.provider is capsule.provider
             and kernel.device is capsule.device
         ):
-            mismatch = built_in_claims_difference(capsule)
-            if mismatch is not None:
-                own, difference = mismatch
-                raise SessionError(
-                    f"torch: `{op.label}` selected capsule `{capsule.name}` "
-                    f"({capsule.provider.label}/{capsule.device.label}), whose claims are not those of "
-                    f"the code it would run: handler `{kernel.name}` implements capsule `{own.name}`; "
-                    f"{difference}. {CLAIMS_RULE}"
-                )
+            _require_own_claims(op, capsule, kernel)
             return kernel
     raise SessionError(no_handler_message(op, capsule, available))
+
+
+def _require_own_claims(op: BackendOp, capsule: KernelCapsule, kernel: LinkedKernel) -> None:
+    """Refuse running ``kernel`` under ``capsule`` when the capsule claims what the kernel's own
+    built-in capsule does not (:func:`~torchlean.backend.registry.built_in_claims_difference`)."""
+    mismatch = built_in_claims_difference(capsule)
+    if mismatch is not None:
+        own, difference = mismatch
+        raise SessionError(
+            f"torch: `{op.label}` selected capsule `{capsule.name}` "
+            f"({capsule.provider.label}/{capsule.device.label}), whose claims are not those of "
+            f"the code it would run: handler `{kernel.name}` implements capsule `{own.name}`; "
+            f"{difference}. {CLAIMS_RULE}"
+        )
 
 
 def _view_version(out: Array, inputs: Sequence[Tensor | None]) -> VersionCounter | None:
@@ -338,14 +344,42 @@ class BoundKernel:
     differentiable: bool
     host: bool
 
+    def __post_init__(self) -> None:
+        """Refuse a record whose fields disagree: :func:`execute_bound` runs ``executable`` but
+        takes the record, the VJP and the device rules from the other fields, so a hand-built
+        ``BoundKernel`` pairing a matmul with a mul kernel's VJP gave wrong gradients recorded as
+        the matmul capsule's (review18 core F3). :func:`bind_linked` builds consistent ones.
+
+        Raises:
+            SessionError: naming the field that disagrees.
+        """
+        executable, accepted, linked = self.executable, self.accepted, self.linked
+        problems = []
+        if getattr(executable, "accepted", None) is not accepted:
+            problems.append("executable was bound to another accepted kernel")
+        handler = getattr(executable, "handler", None)
+        if handler is None or handler.execute is not linked.forward or handler.name != linked.name:
+            problems.append(f"executable's handler is not linked kernel {linked.name}'s forward")
+        if self.differentiable is not accepted.op.requires_vjp:
+            problems.append(f"differentiable={self.differentiable}, but op {accepted.op.label} says "
+                            f"{accepted.op.requires_vjp}")
+        if self.host is not (accepted.capsule.device is Device.CPU):
+            problems.append(f"host={self.host} for a capsule on {accepted.capsule.device.label}")
+        if problems:
+            raise SessionError(f"torch: inconsistent BoundKernel for `{accepted.op.label}`: "
+                               f"{'; '.join(problems)} (build one with bind_linked)")
+
 
 def bind_linked(accepted: AcceptedKernel, linked: LinkedKernel) -> BoundKernel:
-    """Bind ``accepted`` to ``linked`` once (op, then provider, then device).
+    """Bind ``accepted`` to ``linked`` once (op, then provider, then device), when the accepted
+    capsule's claims are those of the code ``linked`` runs (as :func:`select_linked` requires).
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``accepted`` was not minted by the gate.
-        SessionError: ``torch: invalid executable backend binding: <binding error>``.
+        SessionError: ``torch: invalid executable backend binding: <binding error>``; the claims
+            refusal of :func:`select_linked`.
     """
+    _require_own_claims(accepted.op, accepted.capsule, linked)
     handler: KernelHandler[Array] = KernelHandler(
         linked.name, linked.op, linked.provider, linked.device, linked.forward
     )

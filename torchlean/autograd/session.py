@@ -209,7 +209,10 @@ class Session:
     def selected(self) -> list[AcceptedKernel]:
         """The accepted kernels this session selected, in first-selection order (a copy). As in
         the original, a kernel is listed when selected: one whose first call was then refused by
-        its guard stays listed."""
+        its guard stays listed. Each capsule is listed once, with the policy of its first
+        selection: a capsule first used under ``no_grad`` shows ``policy.vjp_mode`` none although
+        later calls with gradients ran it under the session's VJP mode (its capsule fields, which
+        the reports print, are the same either way)."""
         return list(self._selected)
 
     @property

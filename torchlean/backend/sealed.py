@@ -21,7 +21,10 @@ Python the same guarantee is layered:
   ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError``.
 
 Honest limit (typing-notes.md §2.1): code in the same process can still reach the private
-helpers; this stops accidents and casual misuse, not a hostile caller.
+helpers, and the fingerprint covers a sealed value's own fields by identity, not the records they
+point to (a capsule, policy or handler, or a shipped catalog capsule, rebound with
+``object.__setattr__`` is not noticed); this stops accidents and casual misuse, not a hostile
+caller.
 """
 
 from __future__ import annotations
