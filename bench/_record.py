@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
@@ -220,16 +221,34 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
-def base_record(name: str, quick: bool) -> dict[str, Any]:
-    """The keys every record starts with (``name``, ``machine``, ``versions``, ``threads``)."""
+def base_record(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The keys every record starts with: ``name``, ``quick`` and ``smoke`` (the run's sizes: a
+    smoke record's numbers mean nothing), ``created``, ``commit`` (the checkout measured),
+    ``machine``, ``versions``, ``threads``."""
     return {
         "name": name,
-        "quick": quick,
+        "quick": bool(args.quick),
+        "smoke": bool(args.smoke),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "commit": commit(),
         "machine": machine(),
         "versions": versions(),
         "threads": threads(),
     }
+
+
+def commit() -> dict[str, Any]:
+    """The git commit of this checkout and whether it has uncommitted changes (``{"id":
+    "unknown"}`` outside a git checkout or without git)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"id": "unknown"}
+    return {"id": head, "dirty": bool(status.strip())}
 
 
 def write(out: Path, record: dict[str, Any], markdown: str) -> Path:

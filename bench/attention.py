@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             if "skipped" not in row:
                 row["peak_bytes"] = peak.measure(by_name[row["impl"]].call(inputs(row["n"], dtype)))
         memory_method = _record.MEMORY_METHOD if peak.available else peak.reason
-    record = _record.base_record(NAME, args.quick)
+    record = _record.base_record(NAME, args)
     record.update({
         "unit": "seconds (forward_s, backward_s, total_s); bytes (peak_bytes)",
         "d": D,

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         _record.target(timings["overhead_grad"]["median"], OVERHEAD_LIMIT_US,
                        "eager dispatch overhead with tape record (µs per op after first use)"),
     ]
-    record = _record.base_record(NAME, args.quick)
+    record = _record.base_record(NAME, args)
     record.update({
         "op": OP.label,
         "profile": args.profile,

@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in names if p not in profiles.names()]
     if unknown:
         parser.error(f"unknown profile {unknown[0]} (known: {' | '.join(profiles.names())})")
+    if not names:
+        parser.error(f"--profiles names no profile (known: {' | '.join(profiles.names())})")
     _record.set_threads(args.threads)
     sizes = {100: 14, 1_000: 143} if args.smoke else SIZES
     rows: list[dict[str, Any]] = []
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names
         for g in growth([r for r in rows if r["profile"] == name])
     ]
-    record = _record.base_record(NAME, args.quick)
+    record = _record.base_record(NAME, args)
     record.update({
         "unit": "seconds",
         "model": "blocks of linear(8, 8) + relu, input (4, 8), lowered by torchlean.nn.lowering.lower_model",

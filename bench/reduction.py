@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     progress = tqdm(cases, desc="cases", leave=False, file=sys.stderr, disable=None)
     rows = [measure(n, dtype, repeats) for n, dtype in progress]
     capsule = profiles.get("checked_cpu").plan_ops([BackendOp.MATMUL]).kernels[0].capsule
-    record = _record.base_record(NAME, args.quick)
+    record = _record.base_record(NAME, args)
     record.update({
         "unit": "seconds",
         "kernel": "torchlean.backend.providers.reference.kernels.matmul (called directly)",

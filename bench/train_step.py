@@ -252,11 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m not in PLANS]
     if unknown:
         parser.error(f"unknown model {unknown[0]} (known: mlp | cnn)")
+    if not models:
+        parser.error("--models names no model (known: mlp | cnn)")
     level = 2 if args.smoke else 1 if args.quick else 0
     batches = digits_batches(8 if args.smoke else 22)
     _record.set_threads(args.threads)  # after the data load, which loads more native libraries
     results = [bench_model(model, PLANS[model][level], batches) for model in models]
-    record = _record.base_record(NAME, args.quick)
+    record = _record.base_record(NAME, args)
     record.update({
         "unit": "milliseconds per step (wall; cpu_ms_per_step: process CPU time)",
         "dataset": "digits (seed 0, float32)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,7 @@ SCRIPTS = {
 # scripts whose every summary is of raw timings (dispatch also summarises differences of timings,
 # which noise may make negative)
 RAW_TIMINGS = {"train_step", "planning", "attention", "reduction"}
-KEYS = ("name", "machine", "versions", "threads", "backend")
+KEYS = ("name", "quick", "smoke", "commit", "machine", "versions", "threads", "backend")
 Loader = Callable[[str], ModuleType]  # the bench_script fixture (tests/conftest.py)
 
 
@@ -51,6 +52,10 @@ def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
     for key in KEYS:
         assert key in record, key
     assert record["name"] == name
+    assert (record["quick"], record["smoke"]) == (False, True)  # a smoke record says so
+    commit = subprocess.run(["git", "-C", str(BENCH.parent), "rev-parse", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    assert record["commit"]["id"] == (commit or "unknown")  # the checkout measured
     assert record["machine"]["cpu_count"] >= 1
     assert set(record["versions"]) >= {"python", "numpy", "torch", "torchlean"}
     assert record["threads"]["torch_intra_op"] >= 1
@@ -109,6 +114,8 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("dispatch", ["--smoke", "--profile", "nosuch"], "argument --profile: unknown profile nosuch"),
         ("attention", ["--smoke", "--case-budget", "nan"], "must be a finite number of seconds > 0"),
         ("attention", ["--smoke", "--case-budget", "-1"], "must be a finite number of seconds > 0"),
+        ("train_step", ["--smoke", "--models", ""], "--models names no model (known: mlp | cnn)"),
+        ("planning", ["--smoke", "--profiles", ","], "--profiles names no profile (known: checked_cpu"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(

@@ -132,7 +132,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]
     assert all(isinstance(loss, float) for loss in record["losses"])
     assert f"test_accuracy={record['test_accuracy']:.4f}" == lines[4]
-    assert 0.0 < record["seconds"] < 600
+    assert isinstance(record["seconds"], float) and record["seconds"] > 0.0  # a duration, not a speed check
     assert [c["capsule"] for c in record["capsules"]] == [a["name"] for a in parts["audits"]]
     assert [c["capsule"] for c in record["capsules"]] == [
         "reference.linear",
