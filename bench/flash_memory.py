@@ -42,7 +42,7 @@ from torchlean.spec import (
     scaled_dot_product_attention_backward,
 )
 
-DEFAULT_PATH = Path("bench/results/flash_memory.json")
+DEFAULT_PATH = _record.DEFAULT_OUT / "flash_memory.json"  # beside the other records, from any directory
 
 
 def peak_extra_bytes(call: Callable[[], object]) -> int:
@@ -159,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         "block_q": args.block,
         "block_k": args.block,
         "sizes": args.sizes,
+        "seed": args.seed,
+        "dtype": "float64",
         "rows": rows,
         "fits": fits,
+        "commit": _record.commit(),
         "machine": _record.machine(),
         "versions": _record.versions(),
     }

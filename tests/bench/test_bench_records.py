@@ -142,3 +142,17 @@ def test_dispatch_on_a_cuda_profile_without_a_device_fails_cleanly(
     module = bench_script("dispatch")
     assert module.main(["--smoke", "--profile", "checked_cuda", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: torch eager session: CUDA was requested")
+
+
+def test_flash_memory_writes_its_record(bench_script: Loader, tmp_path: Path) -> None:
+    """The separate memory study (not run by run.py) writes its record, beside the others by
+    default, naming the seed, the dtype and the commit measured."""
+    module = bench_script("flash_memory")
+    assert module.DEFAULT_PATH == BENCH / "results" / "flash_memory.json"
+    path = tmp_path / "fm.json"
+    assert module.main([str(path), "--sizes", "64,128,256", "--seed", "3"]) == 0
+    record = json.loads(path.read_text())
+    assert (record["name"], record["seed"], record["dtype"], record["sizes"]) == (
+        "flash_memory", 3, "float64", [64, 128, 256]
+    )
+    assert record["commit"]["id"] and record["machine"]["cpu_count"] >= 1 and record["rows"]
