@@ -87,12 +87,14 @@ _PLAIN = frozenset(
     }
 )
 
-# Every kind the executor runs: the plain kinds, those ``GraphProgram._call`` matches, and the
-# kinds that need no kernel.
+# Every kind the executor runs, for its refusal message: the plain kinds, the kinds that need no
+# kernel (``GraphProgram._step``) and those ``GraphProgram._call`` matches by class.
 _EXECUTABLE = _PLAIN | {
-    "input", "const", "detach", "reshape", "transpose", "permute", "broadcast_to", "scale", "softmax",
-    "log_softmax", "reduce_sum", "reduce_mean", "sum", "layernorm", "linear", "conv", "max_pool",
-    "avg_pool", "scaled_dot_product_attention",
+    kind.tag
+    for kind in (
+        Input, Const, Detach, Reshape, Transpose, Permute, BroadcastTo, Scale, Softmax, LogSoftmax,
+        ReduceSum, ReduceMean, Sum, LayerNorm, Linear, Conv, MaxPool, AvgPool, ScaledDotProductAttention,
+    )
 }
 
 
