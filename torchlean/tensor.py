@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, is_ambiguous_float, shown
+from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, dtype_shown, is_ambiguous_float, shown
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -177,10 +177,7 @@ def resolve_dtype(dtype: DTypeLike) -> np.dtype[Any]:
             also for the string ``"float"`` (float64 to numpy, float32 to torch).
     """
     if is_ambiguous_float(dtype):
-        raise TensorError(
-            "unsupported tensor dtype 'float' (ambiguous: numpy reads it as float64, torch as float32; "
-            "supported: float32 | float64 | int64 | bool)"
-        )
+        raise TensorError(_unsupported(dtype_shown(dtype)))
     spelled = dtype
     if type(dtype).__module__ == "torch":
         spelled = str(dtype).removeprefix("torch.")

@@ -68,6 +68,7 @@ import numpy.typing as npt
 from torchlean import checkpoint, data
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import Device
 from torchlean.cli._args import note_shadowed_dataset
 from torchlean.cli._output import (
     check_distinct,
@@ -80,6 +81,7 @@ from torchlean.cli._output import (
     shown_path,
 )
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
+from torchlean.trainer import ExecutionMode
 
 __all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
 
@@ -445,10 +447,11 @@ def run(args: argparse.Namespace) -> int:
     # session's --show-backend banner follows the header lines, on the report's stream.
     banner = io.StringIO()
     config = trainer.config
-    if args.execution is None and config.execution.label == "typed-graph" and config.device.label != "cpu":
+    typed_graph = config.execution is ExecutionMode.TYPED_GRAPH
+    if args.execution is None and typed_graph and config.device is not Device.CPU:
         raise TorchLeanError(  # the mode came from the checkpoint, not from the command line
             f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which runs on "
-            f"cpu only, and profile {trainer.config.resolve_profile().name} targets {config.device.label} "
+            f"cpu only, and profile {config.resolve_profile().name} targets {config.device.label} "
             "(accepted: --execution eager with that profile, or a cpu profile)"
         )
     with contextlib.redirect_stdout(banner):
