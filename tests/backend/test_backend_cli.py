@@ -160,12 +160,16 @@ def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFix
         capsys, "plan", "--profile", "checked_cpu", "--format", "json", "relu", "selective_scan", "fft_fno"
     )
     assert status == 1
-    assert json.loads(out) == {
+    document = json.loads(out)
+    relu = document.pop("kernels")  # the ops that plan on their own, as in a planned document
+    assert [(row["op"], row["capsule"]) for row in relu] == [("relu", "reference.relu")]
+    assert document == {
         "profile": "checked_cpu",
         "device": "cpu",
         "provider": "auto",
         "assurance": "checked",
         "vjp": "torchlean-tape",
+        "trusted_external_ops": [],
         "planned": False,
         "errors": [
             "no admissible kernel capsule for op selective_scan on device cpu",
@@ -173,6 +177,13 @@ def test_plan_failure_in_json_is_still_a_json_document(capsys: pytest.CaptureFix
         ],
     }
     assert len(err.splitlines()) == 4  # the same lines on stderr, as for the other formats
+
+
+def test_a_plan_failure_in_json_lists_no_kernel_when_no_op_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "plan", "--profile", "checked_cpu", "--format", "json", "fft_fno")
+    assert status == 1
+    document = json.loads(out)
+    assert (document["kernels"], document["planned"]) == ([], False)
 
 
 def test_select(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,9 +10,9 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
   prints one ``no admissible kernel capsule ...`` line per missing op on stderr, then per missing
   op ``note: torchlean explain --profile NAME [--device D] OP says why``, exit status 1
-  (with ``--format json`` also ``{"profile": ..., "device": ..., "provider": ..., "assurance": ...,
-  "vjp": ..., "planned": false, "errors": [...]}`` on stdout, the success document's header; a
-  planned document carries ``"planned": true``).
+  (with ``--format json`` also the success document on stdout for the ops that plan on their
+  own, its ``kernels`` listing those, with ``"planned": false`` and ``"errors": [...]``; a planned
+  document carries ``"planned": true``).
 * ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
   once the plan exists, whatever the verdicts; a failed plan as for ``plan``.
@@ -168,14 +168,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     try:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
-        if args.format == "json":  # a JSON reader still gets a document: what failed, per op
-            policy = profile.policy  # the success document's header, so a reader finds the device
+        if args.format == "json":  # a JSON reader still gets a document: what planned, what failed
+            partial = profile.plan_ops(_plannable_ops(profile, args.ops))
             failed = {
-                "profile": profile.name,
-                "device": policy.device.label,
-                "provider": policy.provider.label,
-                "assurance": policy.assurance.label,
-                "vjp": policy.vjp_mode.label,
+                **report.plan_to_json(profile.name, profile.policy, partial),
                 "planned": False,
                 "errors": list(error.messages),
             }
@@ -189,6 +185,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(report.plan_report(profile.name, profile.policy, plan))
     return 0
+
+
+def _plannable_ops(profile: profiles.BackendProfile, ops: Sequence[BackendOp]) -> list[BackendOp]:
+    """The ops of a failed plan that plan on their own under ``profile``, in request order."""
+    plannable = []
+    for op in ops:
+        try:
+            profile.plan_ops([op])
+        except PlanningError:
+            continue
+        plannable.append(op)
+    return plannable
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
