@@ -538,3 +538,43 @@ def test_payload_of_the_wrong_type_is_refused_at_every_payload_taking_node() -> 
     out = evaluate(built.graph, {i: x}, built.payloads)[ln]
     expected = F.layer_norm(_t(x), (2,), eps=1e-5)
     _close(out, expected)
+
+
+def _layernorm_graph() -> Graph:
+    b = GraphBuilder()
+    b.layernorm(b.relu(b.input([2, 3])), 1)
+    return b.build().graph
+
+
+@pytest.mark.parametrize(
+    ("payloads", "stray"),
+    [
+        ({1: LinearParams(np.ones((3, 3)), None)}, "[1]"),  # the relu node: would be ignored
+        ({0: LayerNormParams(), 9: LayerNormParams()}, "[0, 9]"),
+        ({"2": LayerNormParams()}, "['2']"),
+    ],
+)
+def test_payloads_keyed_at_nodes_taking_none_are_refused(payloads: dict[object, object], stray: str) -> None:
+    with pytest.raises(IRError) as info:
+        evaluate(_layernorm_graph(), {0: np.ones((2, 3))}, payloads)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"IR eval: payloads has keys that are not nodes taking a payload: {stray} (nodes taking one: "
+        "[2]; kinds const, linear, conv, batch_norm_eval, layernorm)"
+    )
+
+
+def test_payloads_as_a_list_is_refused() -> None:
+    with pytest.raises(
+        IRError, match=r"^IR eval: payloads must be a mapping from node id to payload, got \["
+    ):
+        evaluate(_layernorm_graph(), {0: np.ones((2, 3))}, [LayerNormParams()])  # type: ignore[arg-type]
+
+
+def test_a_layernorm_payload_at_its_node_is_used() -> None:
+    x = np.arange(6.0).reshape(2, 3) - 2.0
+    weight, bias = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.0, -0.5])
+    out = evaluate(_layernorm_graph(), {0: x}, {np.int64(2): LayerNormParams(weight, bias, 1e-3)})  # type: ignore[dict-item]
+    expected = F.layer_norm(
+        torch.relu(torch.from_numpy(x)), (3,), torch.from_numpy(weight), torch.from_numpy(bias), 1e-3
+    )
+    np.testing.assert_allclose(out[2], expected.numpy(), rtol=1e-12, atol=1e-12)

@@ -148,7 +148,8 @@ def evaluate(
             (likewise conv, batch_norm_eval); ``IR eval: node i (<kind>): payload must be a
             LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
             (``... a LayerNormParams or none`` at ``layernorm``, ``... a numpy array`` at
-            ``const``); the log domain error :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal
+            ``const``); ``IR eval: payloads has keys that are not nodes taking a payload: [...]``
+            for a payload keyed at another node (it would be ignored); the log domain error :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal
             as ``IR eval: node i (<kind>): <guard message>`` (e.g. ``relu: input x has dtype
             int64; accepted: float32 or float64``).
     """
@@ -157,6 +158,7 @@ def evaluate(
     _check_inputs(graph, inputs)
     draw_dtype = _draw_dtype(dtype)
     store: Payloads = payloads if payloads is not None else {}
+    _check_payload_keys(graph, store)
     values: list[Array] = []
     for node in graph.nodes:
         args = [values[p] for p in node.parents]
@@ -312,6 +314,27 @@ def _check_inputs(graph: Graph, inputs: object) -> None:
         raise IRError(
             f"IR eval: inputs has keys that are not input node ids: [{shown}] "
             f"(input ids: {render_shape(ids)})"
+        )
+
+
+_PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, LayerNorm)
+
+
+def _check_payload_keys(graph: Graph, payloads: object) -> None:
+    """Refuse ``payloads`` that is not a mapping, or keyed at a node that takes no payload (a
+    payload there would be ignored)."""
+    if not isinstance(payloads, Mapping):
+        raise IRError(
+            f"IR eval: payloads must be a mapping from node id to payload, got {describe(payloads)}"
+        )
+    takers = [node.id for node in graph.nodes if isinstance(node.kind, _PAYLOAD_KINDS)]
+    stray = [k for k in payloads if not is_builtin_or_numpy_int(k) or k not in takers]
+    if stray:
+        shown = ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray)
+        kinds = ", ".join(cls.tag for cls in _PAYLOAD_KINDS)
+        raise IRError(
+            f"IR eval: payloads has keys that are not nodes taking a payload: [{shown}] (nodes "
+            f"taking one: {render_shape(takers)}; kinds {kinds})"
         )
 
 
