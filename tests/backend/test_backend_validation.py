@@ -34,7 +34,7 @@ from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError
 from torchlean.backend.fields import BackendTypeError, BackendValueError, describe
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, PreferenceKind, ProviderPreference
 from torchlean.backend.providers.reference import capsules as reference
-from torchlean.backend.registry import CapsuleModule, RegistryError, all_modules
+from torchlean.backend.registry import CapsuleModule, RegistryError, all_modules, maintained_modules
 from torchlean.backend.vocabulary import (
     BackendOp,
     Device,
@@ -195,12 +195,18 @@ def test_a_guard_name_that_is_no_callable_is_refused_when_the_module_is_register
                                     "`check_nothing`"),
     ],
 )  # fmt: skip
-def test_a_guard_name_that_does_not_resolve_is_refused(guard: str, reason: str) -> None:
+@pytest.mark.parametrize("route", ["with_capsule_modules", "BackendProfile"])
+def test_a_guard_name_that_does_not_resolve_is_refused(guard: str, reason: str, route: str) -> None:
     capsule = dataclasses.replace(
         RELU, name="x.relu", layout_contract=guarded(RELU.layout_contract.claim, "Layout.", guard)
     )
+    module = CapsuleModule("x", (capsule,))
     with pytest.raises(RegistryError) as info:
-        CHECKED_CPU.with_capsule_modules([CapsuleModule("x", (capsule,))])
+        if route == "with_capsule_modules":
+            CHECKED_CPU.with_capsule_modules([module])
+        else:  # a profile built directly: its plan report would cite the guard
+            modules = (module, *maintained_modules())
+            profiles.BackendProfile("mine", CHECKED_CPU.policy, CHECKED_CPU.availability, modules)
     assert str(info.value) == f"capsule module `x`: capsule `x.relu` layout evidence: {reason}"
 
 

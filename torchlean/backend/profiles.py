@@ -78,9 +78,15 @@ class BackendProfile:
 
     Ops may be given as :class:`BackendOp` members or op labels wherever a method takes them.
 
+    Every ``runtimeGuard`` evidence of a module other than the shipped ones must name a
+    callable (DESIGN.md §1.3), as in :meth:`with_capsule_modules`: its module is imported here, so
+    a plan report never cites a guard that does not exist.
+
     Raises:
         BackendTypeError: a field of the wrong type (``capsule_modules`` must be a tuple or list of
             :class:`CapsuleModule`; a list is stored as a tuple). BackendValueError: an empty name.
+        RegistryError: a runtime guard name that does not resolve to a callable
+            (:func:`torchlean.backend.registry.check_guards`).
     """
 
     name: str
@@ -93,6 +99,10 @@ class BackendProfile:
         instance_field(self, "policy", KernelPolicy)
         instance_field(self, "availability", Availability)
         tuple_field(self, "capsule_modules", CapsuleModule)
+        shipped = all_modules()
+        for module in self.capsule_modules:
+            if not any(module is known for known in shipped):  # those are checked by a test
+                check_guards(module)
 
     def __repr__(self) -> str:
         """Short: the name, the policy's device, assurance and VJP mode, and the module names (the
@@ -135,8 +145,6 @@ class BackendProfile:
                 raise BackendTypeError(
                     f"with_capsule_modules: modules[{index}] must be a CapsuleModule, got {describe(module)}"
                 )
-        for module in new:
-            check_guards(module)
         new_names = {module.name for module in new}
         kept = tuple(module for module in self.capsule_modules if module.name not in new_names)
         return dataclasses.replace(self, capsule_modules=new + kept)
