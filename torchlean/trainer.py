@@ -158,7 +158,10 @@ def maintained_profile(device: Device) -> BackendProfile:
 
     Raises:
         TrainerError: ``device `metal` has no maintained runtime profile; provide a backend
-            profile with executable capsules`` (anchor-backend.md §3.1).
+            profile with executable capsules`` (anchor-backend.md §3.1 and the runtime ``Config`` of
+            anchor-runtime.md §1.7; the original's trainer ``RunConfig.withDevice`` ends "provide an
+            explicit backend profile" instead: torchlean has one ``RunConfig`` and keeps the
+            runtime ``Config`` wording).
     """
     found = profiles.maintained_for_device(device)
     if found is None:
