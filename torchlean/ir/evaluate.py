@@ -149,9 +149,10 @@ def evaluate(
             LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
             (``... a LayerNormParams or none`` at ``layernorm``, ``... a numpy array`` at
             ``const``); ``IR eval: payloads has keys that are not nodes taking a payload: [...]``
-            for a payload keyed at another node (it would be ignored); the log domain error :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal
-            as ``IR eval: node i (<kind>): <guard message>`` (e.g. ``relu: input x has dtype
-            int64; accepted: float32 or float64``).
+            for a payload keyed at another node (it would be ignored); the log domain error
+            :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal as ``IR eval: node i (<kind>):
+            <guard message>`` (e.g. ``relu: input x has dtype int64; accepted: float32 or
+            float64``).
     """
     require_graph(graph, "evaluate")
     check_shapes(graph)

@@ -2,11 +2,11 @@
 
 Source: anchor-backend.md §4.1 (reference template) and §4.2 (catalog order and texts). Value, VJP
 and layout summaries are the original's verbatim; the shape summaries are reworded, as the
-original's ("Shapes are checked in Lean before entering the portable runtime path") would be
-false here: a guard checks them before the kernel runs. Evidence names are real (DESIGN.md §1.3): shape guards are
-``reference.guards.check_<op>`` (``reference.spatial_guards.check_<op>`` for the seven spatial
-ops), the layout guard is ``reference.guards.check_canonical_layout``, and test suites are test
-modules of this repository. This module is data only: it imports no numpy.
+original's ("Shapes are checked in Lean before entering the portable runtime path") would be false
+here: a guard checks them before the kernel runs. Evidence names are real (DESIGN.md §1.3): shape
+guards are ``reference.guards.check_<op>`` (``reference.spatial_guards.check_<op>`` for the seven
+spatial ops), the layout guard is ``reference.guards.check_canonical_layout``, and test suites are
+test modules of this repository. This module is data only: it imports no numpy.
 """
 
 from __future__ import annotations
