@@ -1,7 +1,10 @@
 """Attention forward + backward: seconds and peak memory for n = 256 .. 4096, d = 64, one head.
 
 Implementations (q, k, v of shape (n, 64), the same values and the same output cotangent for
-all; float32 unless ``--dtype float64``; no mask, default scale 1/sqrt(d)):
+all; float32 unless ``--dtype float64``; no mask unless ``--mask causal`` (a boolean ``(n, n)``
+causal mask, upper-left aligned, given to every implementation, torch's as ``attn_mask``: a
+masked call takes another path in torchlean's kernels, which select the allowed entries);
+default scale 1/sqrt(d)):
 
 * ``reference``: a torchlean eager session under ``checked_cpu``:
   ``F.scaled_dot_product_attention`` then ``out.backward(gradient=d_out)`` (capsule
@@ -21,7 +24,8 @@ extrapolated quadratically in n from the previous size, would exceed ``--case-bu
 over its repeats, is skipped and recorded with the reason. Memory is measured after all timings
 (one more call per case).
 
-Usage: ``python bench/attention.py [--quick] [--out DIR] [--dtype float32] [--case-budget S]``.
+Usage: ``python bench/attention.py [--quick] [--out DIR] [--dtype float32] [--mask none|causal]
+[--case-budget S]``; the record is ``attention.json`` (``attention_causal.json`` with a mask).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from tqdm import tqdm
 import torchlean as tl
 from torchlean import functional as tlf
 from torchlean.spec import FlashAttentionConfig, flash_attention_backward, flash_attention_forward
+from torchlean.spec.masks import causal_mask
 
 NAME = "attention"
 D = 64
@@ -61,6 +66,7 @@ class Inputs:
     k: Array
     v: Array
     d_out: Array
+    mask: Array | None  # boolean (n, n), True = allowed
 
 
 class Impl(abc.ABC):
@@ -89,8 +95,9 @@ class SessionImpl(Impl):
             with self.session:
                 q, k, v = (tl.tensor(a, requires_grad=True) for a in (x.q, x.k, x.v))
                 d_out = tl.tensor(x.d_out)
+                mask = None if x.mask is None else tl.tensor(x.mask)
                 started = time.perf_counter()
-                out = tlf.scaled_dot_product_attention(q, k, v)
+                out = tlf.scaled_dot_product_attention(q, k, v, mask)
                 middle = time.perf_counter()
                 out.backward(gradient=d_out)
                 return middle - started, time.perf_counter() - middle
@@ -111,9 +118,9 @@ class FlashImpl(Impl):
     def call(self, x: Inputs) -> Call:
         def run() -> tuple[float, float]:
             started = time.perf_counter()
-            out, lse = flash_attention_forward(x.q, x.k, x.v, config=self.config)
+            out, lse = flash_attention_forward(x.q, x.k, x.v, x.mask, config=self.config)
             middle = time.perf_counter()
-            flash_attention_backward(x.q, x.k, x.v, out, lse, x.d_out, config=self.config)
+            flash_attention_backward(x.q, x.k, x.v, out, lse, x.d_out, x.mask, config=self.config)
             return middle - started, time.perf_counter() - middle
 
         return run
@@ -134,8 +141,9 @@ class TorchImpl(Impl):
         def run() -> tuple[float, float]:
             q, k, v = (torch.from_numpy(a).requires_grad_(True) for a in (x.q, x.k, x.v))
             d_out = torch.from_numpy(x.d_out)
+            mask = None if x.mask is None else torch.from_numpy(x.mask)
             started = time.perf_counter()
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             middle = time.perf_counter()
             out.backward(d_out)  # type: ignore[no-untyped-call]
             return middle - started, time.perf_counter() - middle
@@ -151,10 +159,10 @@ class TorchImpl(Impl):
         }]
 
 
-def inputs(n: int, dtype: np.dtype[Any], seed: int = 0) -> Inputs:
+def inputs(n: int, dtype: np.dtype[Any], mask: str = "none", seed: int = 0) -> Inputs:
     rng = np.random.default_rng(seed)
     q, k, v, g = (rng.standard_normal((n, D)).astype(dtype) for _ in range(4))
-    return Inputs(q, k, v, g)
+    return Inputs(q, k, v, g, causal_mask(n) if mask == "causal" else None)
 
 
 def skip_reason(previous: dict[str, Any] | None, n: int, repeats: int, budget: float) -> str | None:
@@ -197,7 +205,8 @@ def markdown(record: dict[str, Any]) -> str:
                      f"{t['min'] * 1e3:.2f}-{t['max'] * 1e3:.2f} (n={t['repeats']})",
                      f"{r['forward_s']['median'] * 1e3:.2f} / {r['backward_s']['median'] * 1e3:.2f}", mib))
     return (
-        f"### attention: forward+backward, d={D}, one head, {record['dtype']} "
+        f"### {record['name']}: forward+backward, d={D}, one head, {record['dtype']}, "
+        f"{'no' if record['mask'] is None else record['mask']} mask "
         "(ms, median; min-max; peak extra RSS MiB)\n\n"
         + _record.table(("n", "implementation", "fwd+bwd ms", "spread", "fwd / bwd ms", "peak MiB"), rows)
     )
@@ -206,6 +215,8 @@ def markdown(record: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--mask", choices=("none", "causal"), default="none",
+                        help="attention mask given to every implementation (default none)")
     parser.add_argument("--case-budget", type=_record.positive_seconds, default=None,
                         help="seconds one (implementation, n) case may take (default 120; quick 30)")
     args = parser.parse_args(argv)
@@ -223,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
     for n in tqdm(sizes, desc="n", leave=False, file=sys.stderr, disable=None):
-        x = inputs(n, dtype)
+        x = inputs(n, dtype, args.mask)
         for impl in impls:
             reason = skip_reason(last.get(impl.name), n, repeats, budget)
             row: dict[str, Any] = {"n": n, "impl": impl.name}
@@ -238,15 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     with _record.PeakRSS() as peak:
         for row in tqdm(rows, desc="peak memory", leave=False, file=sys.stderr, disable=None):
             if "skipped" not in row:
-                row["peak_bytes"] = peak.measure(by_name[row["impl"]].call(inputs(row["n"], dtype)))
+                call = by_name[row["impl"]].call(inputs(row["n"], dtype, args.mask))
+                row["peak_bytes"] = peak.measure(call)
         memory_method = _record.MEMORY_METHOD if peak.available else peak.reason
-    record = _record.base_record(NAME, args)
+    record = _record.base_record(NAME if args.mask == "none" else f"{NAME}_{args.mask}", args)
     record.update({
         "unit": "seconds (forward_s, backward_s, total_s); bytes (peak_bytes)",
         "d": D,
         "heads": 1,
         "dtype": args.dtype,
-        "mask": None,
+        "mask": None if args.mask == "none" else f"{args.mask} (n, n), upper-left aligned",
         "flash_tiles": [BLOCK, BLOCK],
         "case_budget_s": budget,
         "memory_method": memory_method,

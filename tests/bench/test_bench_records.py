@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -156,3 +157,17 @@ def test_flash_memory_writes_its_record(bench_script: Loader, tmp_path: Path) ->
         "flash_memory", 3, "float64", [64, 128, 256]
     )
     assert record["commit"]["id"] and record["machine"]["cpu_count"] >= 1 and record["rows"]
+
+
+def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader, tmp_path: Path) -> None:
+    """``--mask causal`` times the masked path (a separate record, so it does not replace the
+    unmasked one) and gives the mask to each implementation."""
+    module = bench_script("attention")
+    assert module.main(["--smoke", "--out", str(tmp_path), "--mask", "causal"]) == 0
+    record = json.loads((tmp_path / "attention_causal.json").read_text())
+    assert not (tmp_path / "attention.json").exists()
+    assert record["mask"] == "causal (n, n), upper-left aligned"
+    assert (tmp_path / "attention_causal.md").read_text().startswith("### attention_causal: ")
+    x = module.inputs(5, np.dtype(np.float64), "causal")
+    assert x.mask is not None and x.mask.tolist() == [[j <= i for j in range(5)] for i in range(5)]
+    assert module.inputs(5, np.dtype(np.float64)).mask is None
