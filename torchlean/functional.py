@@ -1269,14 +1269,26 @@ def smooth_max_pool(
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | npt.ArrayLike | None = None, scale: float | None = None
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | npt.ArrayLike | None = None,
+    *,
+    scale: float | None = None,
 ) -> Tensor:
     """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked
     entries contribute exactly 0, a fully blocked row gives zeros); q ``(..., nQ, d)``, k
     ``(..., nK, d)``, v ``(..., nK, dv)``; scale defaults to ``1/sqrt(d)`` (1 when d == 0)
     (``torch.nn.functional.scaled_dot_product_attention``). Records
-    ``scaled_dot_product_attention`` on whichever capsule the session selected (``reference.attention``,
-    or ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``).
+    ``scaled_dot_product_attention`` on whichever capsule the session selected
+    (``reference.attention`` under ``checked_cpu``, ``aten.scaled_dot_product_attention`` under
+    ``fast_cpu``, ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``).
+
+    ``scale`` is keyword-only, as in torch, where the fifth positional slot is ``dropout_p``: a
+    call ported from torch that passes a dropout probability there is a ``TypeError``, not a
+    scale. There is no ``dropout_p`` or ``is_causal``: give a causal mask as ``mask``
+    (``torchlean.spec.causal_mask(n_q, n_k)``, upper-left aligned as torch's ``is_causal``;
+    ``align="lower_right"`` for the other alignment).
 
     The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
     ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
@@ -1298,6 +1310,7 @@ def scaled_dot_product_attention(
             or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
         GuardTypeError: a non-boolean mask.
         TensorTypeError: a ``scale`` that is not a real number.
+        TensorError: a ``scale`` beyond the float64 range (``10**400``).
     """
     mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
     params: dict[str, Any] = {}

@@ -438,6 +438,17 @@ def test_attention_fully_blocked_row_gives_zero_output_and_zero_gradients() -> N
     assert np.all(q.grad.numpy()[1] == 0.0)
 
 
+def test_attention_scale_is_keyword_only_as_in_torch() -> None:
+    """torch's fifth positional slot is ``dropout_p``: a ported ``sdpa(q, k, v, mask, 0.0)`` must
+    not run as ``scale=0`` (uniform attention, ``v.mean``)."""
+    rng = np.random.default_rng(7)
+    q, k, v = (tl.tensor(_n(rng, *shape), dtype=np.float64) for shape in ((3, 4), (5, 4), (5, 2)))
+    with pytest.raises(TypeError, match="positional argument"):
+        tl.scaled_dot_product_attention(q, k, v, None, 0.0)  # type: ignore[call-arg]
+    out = tl.scaled_dot_product_attention(q, k, v, None, scale=0.0)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(v.numpy().mean(axis=0), (3, 2)), rtol=1e-15)
+
+
 def test_hard_masked_softmax_nan_at_blocked_position_does_not_leak() -> None:
     scores = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, np.nan]])
     mask = np.array([[True, False, True], [False, False, False]])

@@ -1,11 +1,12 @@
 """Multi-head attention and a pre-norm transformer block built from :class:`Ops`.
 
 The attention core is one ``scaled_dot_product_attention`` operation (so the planner selects a
-capsule for it: ``reference.attention`` on checked_cpu, ``libtorch.sdpa_forward`` under
-libtorch_forward_cpu); projections, head split and merge are ordinary matmul/reshape/permute
-operations. Masks are boolean (True = may attend); ``causal=True`` uses the upper-left causal
-mask of the seed chapter (query i attends to keys j <= i). Projections have no biases, as in the
-original's multi-head specification (anchor-runtime.md §5.1).
+capsule for it: ``reference.attention`` on checked_cpu, ``aten.scaled_dot_product_attention`` on
+fast_cpu, ``libtorch.sdpa_forward`` under libtorch_forward_cpu); projections, head split and merge
+are ordinary matmul/reshape/permute operations. Masks are boolean (True = may attend);
+``causal=True`` uses the upper-left causal mask of the seed chapter (query i attends to keys j <=
+i). Projections have no biases, as in the original's multi-head specification (anchor-runtime.md
+§5.1).
 """
 
 from __future__ import annotations
