@@ -379,21 +379,26 @@ def test_session_still_accepts_names_and_profiles() -> None:
 FLOAT_MASK = np.ones((2, 2), dtype=F32)
 
 
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu", "libtorch_forward_cpu"])
 @pytest.mark.parametrize(
-    ("profile", "message"),
+    ("mask", "message"),
     [
-        ("checked_cpu", r"scaled_dot_product_attention: mask has dtype float32; accepted: bool; a mask must"),
-        ("fast_cpu", r"scaled_dot_product_attention: mask has dtype float32; accepted: bool; a mask must"),
-        (
-            "libtorch_forward_cpu",
-            r"LibTorch SDPA: the mask must be a boolean array \(True = attend\); got array",
-        ),
+        (FLOAT_MASK, "mask has dtype float32; accepted: bool; a mask must be boolean (True = allowed, "
+         "False = blocked): a float 0/1 array is an additive bias, not a mask (convert it with "
+         "mask.astype(bool) or add it to the scores)"),
+        (np.ones((2, 2), dtype=np.int64), "mask has dtype int64; accepted: bool; a mask must be boolean "
+         "(True = allowed, False = blocked; convert 0/1 integers with mask.astype(bool))"),
     ],
-)
-def test_a_float_attention_mask_is_a_type_error_in_eager_execution(profile: str, message: str) -> None:
+)  # fmt: skip
+def test_a_non_boolean_attention_mask_is_a_type_error_in_every_cpu_profile(
+    profile: str, mask: np.ndarray, message: str
+) -> None:
+    """The same words in every CPU profile: the LibTorch bridge runs ``reference.attention``'s
+    guard on numpy operands first."""
     x = _x()
-    with tl.session(profile), pytest.raises(GuardTypeError, match=message) as info:
-        tl.scaled_dot_product_attention(x, x, x, mask=FLOAT_MASK)
+    with tl.session(profile), pytest.raises(GuardTypeError) as info:
+        tl.scaled_dot_product_attention(x, x, x, mask=mask)
+    assert str(info.value) == f"scaled_dot_product_attention: {message}"
     assert isinstance(info.value, TypeError) and isinstance(info.value, GuardError)
 
 
@@ -421,9 +426,11 @@ def test_every_mask_guard_refuses_with_a_guard_type_error(monkeypatch: pytest.Mo
     with pytest.raises(GuardError) as not_a_mask:  # other dtype refusals stay plain GuardErrors
         guards.check_canonical_layout(np.ones(3, dtype=np.int64), op="op", name="x", role="float")
     assert not isinstance(not_a_mask.value, TypeError)
-    with pytest.raises(GuardTypeError, match=r"the mask must be a boolean array"):
-        sdpa.check_sdpa_inputs(q, q, q, np.ones((3, 3), dtype=F32))
+    with pytest.raises(GuardTypeError, match=r"^scaled_dot_product_attention: mask has dtype float32"):
+        sdpa.check_sdpa_inputs(q, q, q, np.ones((3, 3), dtype=F32))  # numpy: reference.attention's guard
     t = torch.ones(2, 3, 4)
+    with pytest.raises(GuardTypeError, match=r"^LibTorch SDPA: the mask must be a boolean array"):
+        sdpa.check_sdpa_inputs(t, t, t, torch.ones(3, 3))  # torch tensors (the CUDA bridge)
     with pytest.raises(GuardTypeError, match=r"mask has dtype float32 \(accepted: bool, True = allowed"):
         attention_kernels.check_composed_attention(t, t, t, torch.ones(3, 3))
     monkeypatch.setattr(extension, "expected_device_type", lambda: "cpu")  # CPU tensors pass as the device

@@ -9,6 +9,7 @@ hand-built inputs for blocked rows.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -240,11 +241,18 @@ def test_bridge_broadcasts_leading_axes_like_torch_float64(mask_name: str) -> No
         np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
 
 
-def test_check_sdpa_inputs_returns_the_broadcast_batch_shape() -> None:
-    q, k, v = (np.ones(shape) for shape in ((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 2)))
-    assert sdpa.check_sdpa_inputs(q, k, v, np.ones((3, 1, 6), dtype=bool)) == (2, 3)
-    with pytest.raises(GuardError, match=r"mask shape \(2, 2, 5, 6\) does not broadcast to \(2, 3, 5, 6\)"):
-        sdpa.check_sdpa_inputs(q, k, v, np.ones((2, 2, 5, 6), dtype=bool))
+@pytest.mark.parametrize("storage", ["numpy", "torch"])
+def test_check_sdpa_inputs_returns_the_broadcast_batch_shape(storage: str) -> None:
+    convert = torch.from_numpy if storage == "torch" else np.asarray
+    q, k, v = (convert(np.ones(shape)) for shape in ((2, 1, 5, 4), (1, 3, 6, 4), (3, 6, 2)))
+    assert sdpa.check_sdpa_inputs(q, k, v, convert(np.ones((3, 1, 6), dtype=bool))) == (2, 3)
+    message = (
+        r"mask shape \(2, 2, 5, 6\) does not broadcast to \(2, 3, 5, 6\)"
+        if storage == "torch"
+        else r"shapes are not broadcastable: scores \(2, 3, 5, 6\), mask \(2, 2, 5, 6\)"
+    )
+    with pytest.raises(GuardError, match=message):
+        sdpa.check_sdpa_inputs(q, k, v, convert(np.ones((2, 2, 5, 6), dtype=bool)))
 
 
 # ----------------------------------------------------------------- the bridge's own blocked-row zeroing
@@ -302,28 +310,45 @@ def test_bridge_zeroes_fully_blocked_rows_whatever_torch_returns(monkeypatch: py
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "torch_message", "numpy_message"),
     [
-        (lambda q, k, v, m: (np.concatenate([q, q[:1]]), k, v, m), "leading axes .* do not broadcast"),
-        (lambda q, k, v, m: (q, k[..., :3], v, m), "feature width"),
-        (lambda q, k, v, m: (q, k, v[:, :4], m), "keys but V has"),
-        (lambda q, k, v, m: (q.astype(np.float64), k, v, m), "dtypes differ"),
-        (lambda q, k, v, m: (q.astype(np.float16), k, v, m), "not float32 or float64"),
-        (lambda q, k, v, m: (q, k, v, m.astype(np.float32)), "boolean array"),
-        (lambda q, k, v, m: (q, k, v, m[:, :4]), "does not broadcast"),
-        (lambda q, k, v, m: (np.ones(4, dtype=np.float32), k, v, m), "rank >= 2"),
+        (lambda q, k, v, m: (np.concatenate([q, q[:1]]), k, v, m), "leading axes .* do not broadcast",
+         r"shapes are not broadcastable: q batch \(3,\), k batch \(2,\)"),
+        (lambda q, k, v, m: (q, k[..., :3], v, m), "feature width", "do not fit"),
+        (lambda q, k, v, m: (q, k, v[:, :4], m), "keys but V has", "do not fit"),
+        (lambda q, k, v, m: (q.astype(np.float64), k, v, m), "dtypes differ", "do not promote dtypes"),
+        (lambda q, k, v, m: (q.astype(np.float16), k, v, m), "not float32 or float64",
+         "query q has dtype float16"),
+        (lambda q, k, v, m: (q, k, v, m.astype(np.float32)), "boolean array", "mask has dtype float32"),
+        (lambda q, k, v, m: (q, k, v, m[:, :4]), "does not broadcast", "shapes are not broadcastable"),
+        (lambda q, k, v, m: (np.ones(4, dtype=np.float32), k, v, m), "rank >= 2", "rank below 2"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("storage", ["numpy", "torch"])
+def test_check_sdpa_inputs_refuses(change: Any, torch_message: str, numpy_message: str, storage: str) -> None:
+    """Numpy operands (the CPU bridge) get ``reference.attention``'s guard and words first; torch
+    tensors (the CUDA bridge) the bridge's own."""
+    args = change(*_qkv(9), MASK)
+    if storage == "torch":
+        args = [torch.from_numpy(a) for a in args]
+    with pytest.raises(GuardError, match=torch_message if storage == "torch" else numpy_message) as info:
+        sdpa.check_sdpa_inputs(*args)
+    prefix = "LibTorch SDPA: " if storage == "torch" else "scaled_dot_product_attention: "
+    assert str(info.value).startswith(prefix)
+
+
+@pytest.mark.parametrize(
+    ("storage", "message"),
+    [
+        ("numpy", "scale = inf is not accepted (accepted: a finite real number)"),
+        ("torch", "scale must be finite"),
     ],
 )
-def test_check_sdpa_inputs_refuses(change: Any, message: str) -> None:
+def test_check_sdpa_inputs_refuses_non_finite_scale(storage: str, message: str) -> None:
     q, k, v = _qkv(9)
-    args = change(q, k, v, MASK)
-    with pytest.raises(GuardError, match=message):
-        sdpa.check_sdpa_inputs(*args)
-
-
-def test_check_sdpa_inputs_refuses_non_finite_scale() -> None:
-    q, k, v = _qkv(9)
-    with pytest.raises(GuardError, match="scale must be finite"):
+    if storage == "torch":
+        q, k, v = (torch.from_numpy(a) for a in (q, k, v))
+    with pytest.raises(GuardError, match=re.escape(message)):
         sdpa.check_sdpa_inputs(q, k, v, None, scale=float("inf"))
 
 

@@ -44,6 +44,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.providers.linked import Array as Storage
 from torchlean.backend.providers.linked import LinkedKernel
+from torchlean.backend.providers.reference.guards import check_scaled_dot_product_attention
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 
 if TYPE_CHECKING:
@@ -114,10 +115,16 @@ def check_sdpa_inputs(
     of the operands broadcast to the batch shape included, fits int64. Operands are numpy arrays
     (CPU bridge) or torch tensors (CUDA bridge). Returns the batch shape.
 
+    Numpy operands (the CPU bridge) are first checked by ``reference.attention``'s guard
+    (:func:`~torchlean.backend.providers.reference.guards.check_scaled_dot_product_attention`), so
+    a call refused under ``checked_cpu`` is refused here in the same words.
+
     Raises:
         GuardError: naming the offending operand and the accepted form; a mask that is not a
             boolean array raises its subclass ``GuardTypeError`` (also a ``TypeError``).
     """
+    if all(x is None or isinstance(x, np.ndarray) for x in (q, k, v, mask)):
+        check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
     for name, x in (("Q", q), ("K", k), ("V", v)):
         if not _is_buffer(x) or x.ndim < 2:
             raise GuardError(

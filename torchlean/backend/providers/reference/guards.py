@@ -61,9 +61,10 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for float data
     (``role="float"``), also int64 and bool for the shape ops' data (``role="data"``), int64 for indices
     (``role="index"``), bool for masks (``role="mask"``).
-    A float 0/1 mask is refused with the hint that it is an additive bias, not a mask.
-    Returns ``x`` unchanged.  Raises :class:`GuardError`; for a mask of another dtype, its
-    subclass :class:`GuardTypeError` (also a ``TypeError``, as the specification's refusal).
+    A float 0/1 mask is refused with the hint that it is an additive bias, not a mask; another
+    non-boolean mask with the hint to convert it. Returns ``x`` unchanged. Raises
+    :class:`GuardError`; for a mask of another dtype, its subclass :class:`GuardTypeError` (also a
+    ``TypeError``, as the specification's refusal).
     """
     if not isinstance(x, np.ndarray):
         raise _fail(
@@ -82,11 +83,16 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
         ok = dtype == np.dtype(np.bool_)
     if not ok:
         message = f"{op}: {name} has dtype {dtype}; accepted: {_ACCEPTED[role]}"
-        if role == "mask":
+        if role == "mask" and dtype.kind == "f":
             raise GuardTypeError(
                 message + "; a mask must be boolean (True = allowed, False = blocked): a float 0/1 "
                 "array is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
                 "to the scores)"
+            )
+        if role == "mask":
+            raise GuardTypeError(
+                message + "; a mask must be boolean (True = allowed, False = blocked; convert 0/1 "
+                "integers with mask.astype(bool))"
             )
         raise GuardError(message)
     return x
