@@ -973,6 +973,7 @@ def test_an_output_that_is_stdout_itself_gets_no_report_mixed_in(iris_checkpoint
     )
     assert json.loads(trained.stdout)["dataset"] == "iris"
     assert "test_accuracy=" in trained.stderr
+    assert "wrote" not in predicted.stderr + trained.stderr  # no "wrote /dev/stdout": the output is there
 
 
 def test_a_closed_stdout_is_a_one_line_error_and_save_over_stdout_keeps_the_report(tmp_path, iris_checkpoint):

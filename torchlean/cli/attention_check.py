@@ -19,7 +19,14 @@ from tqdm import tqdm
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, make_parents, output_path, report_beside, shown_path
+from torchlean.cli._output import (
+    check_writable,
+    is_stdout,
+    make_parents,
+    output_path,
+    report_beside,
+    shown_path,
+)
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -78,11 +85,12 @@ def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int)
 def run(args: argparse.Namespace) -> int:
     """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL. With ``--json``
     naming stdout (``/dev/stdout``), the table and verdict go to stderr."""
+    json_on_stdout = is_stdout(args.json)  # before report_beside moves sys.stdout
     with report_beside(args.json):
-        return _run(args)
+        return _run(args, json_on_stdout)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if args.json is not None:
         check_writable(args.json, "the JSON report to")
     cases = flash_check_cases(quick=args.quick, seed=args.seed)
@@ -94,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"worst {precision}: forward {forward:.3e}, backward {backward:.3e} (limit {limit:.0e})")
     if args.json is not None:
         _write_json(args.json, report, quick=args.quick, seed=args.seed)
-        print(f"wrote {shown_path(args.json)}")
+        if not json_on_stdout:  # as predict: stdout carries the record itself
+            print(f"wrote {shown_path(args.json)}")
     print(report.verdict())
     return 0 if report.passed else 1

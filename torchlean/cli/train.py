@@ -47,6 +47,7 @@ from torchlean.cli._output import (
     check_writable,
     file_path,
     input_dataset,
+    is_stdout,
     make_parents,
     output_path,
     report_beside,
@@ -178,11 +179,12 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status. With ``--report-json`` or ``--save``
     naming stdout itself (``/dev/stdout``, or the file stdout is redirected to), the printed report
     goes to stderr, so that stdout holds only the JSON or the checkpoint."""
+    json_on_stdout = is_stdout(args.report_json)  # before report_beside moves sys.stdout
     with report_beside(args.report_json, args.save):
-        return _run(args)
+        return _run(args, json_on_stdout)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     started = time.perf_counter()
     threads = set_torch_threads(args.torch_threads)
     training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
@@ -321,7 +323,8 @@ def _run(args: argparse.Namespace) -> int:
             args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
-        print(f"wrote {shown_path(args.report_json)}")
+        if not json_on_stdout:  # as predict: stdout carries the record itself
+            print(f"wrote {shown_path(args.report_json)}")
     if args.save is not None:
         print(f"saved: {shown_path(args.save)}")
     return 0
