@@ -205,12 +205,13 @@ def test_select(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_select_reports_failures_per_profile(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(capsys, "select", "--profiles", "checked_cpu", "checked_cuda", "selective_scan")
+    status, out, err = run(capsys, "select", "--profiles", "checked_cpu", "checked_cuda", "selective_scan")
     assert status == 1
     assert out.splitlines() == [
         "checked_cpu: no admissible kernel capsule for op selective_scan on device cpu",
         "checked_cuda: native_cuda.selective_scan",
     ]
+    assert err.splitlines() == ["note: torchlean explain --profile checked_cpu selective_scan says why"]
 
 
 def test_check(capsys: pytest.CaptureFixture[str]) -> None:

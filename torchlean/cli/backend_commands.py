@@ -16,7 +16,9 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
 * ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
   once the plan exists, whatever the verdicts; a failed plan as for ``plan``.
-* ``torchlean select --profiles NAME... OP...``: which capsules each profile selects.
+* ``torchlean select --profiles NAME... OP...``: which capsules each profile selects; a profile
+  that cannot plan the ops gets its refusals on its line and, per missing op, the ``explain`` note
+  on stderr.
 * ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
   first admissibility condition it fails, or ``selected`` / ``admissible``; then the shipped
   capsules for the op that the profile's modules leave out, with the profiles that include them.
@@ -101,10 +103,16 @@ def _print_planning_failure(
     selected for a ``note:`` naming the ``explain`` command that says why; returns 1."""
     for message in error.messages:
         print(message, file=sys.stderr)
+    _print_explain_notes(profile, device, ops)
+    return 1
+
+
+def _print_explain_notes(profile: BackendProfile, device: Device | None, ops: Sequence[BackendOp]) -> None:
+    """For each op of ``ops`` that no capsule is selected for, a ``note:`` on stderr naming the
+    ``explain`` command that says why."""
     for op in dict.fromkeys(ops):
         if not any(item.verdict.status == "selected" for item in profile.explain_verdicts(op)):
             print(f"note: {_explain_command(profile, device, op.label)} says why", file=sys.stderr)
-    return 1
 
 
 def _empty_selection_note(profile: BackendProfile, device: Device | None) -> str:
@@ -241,6 +249,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
             names = profile.plan_ops(ops).capsule_names
         except PlanningError as error:
             print(f"{profile.name}: {'; '.join(error.messages)}")
+            sys.stdout.flush()  # the notes follow their line on a terminal
+            _print_explain_notes(profile, None, ops)
             status = 1
         else:
             print(f"{profile.name}: {', '.join(names)}")
