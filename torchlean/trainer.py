@@ -511,12 +511,13 @@ class Trainer(Generic[In, Out]):
         """Accepted kernels that computed this trainer's values, in first-use order.
 
         Eager: the session's selections. Typed graph: the distinct kernels of the accepted
-        graph plans (then any eager selections, e.g. none on the default path).
+        graph plans (then any eager selections, e.g. none on the default path). Empty before the
+        trainer has run anything (reading it opens no session, so it never raises).
         """
-        session = self.open()
+        eager = [] if self._session is None else self._session.selected
         chosen: list[AcceptedKernel] = []
         seen: set[tuple[str, BackendOp, Provider, Device]] = set()
-        for kernel in [*self._graph_kernels, *session.selected]:
+        for kernel in [*self._graph_kernels, *eager]:
             if kernel.capsule.identity not in seen:
                 seen.add(kernel.capsule.identity)
                 chosen.append(kernel)

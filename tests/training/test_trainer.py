@@ -722,6 +722,18 @@ def test_epoch_loss_is_the_sample_weighted_mean_of_batch_losses():
 # ---------------------------------------------------------------------- predict, evaluate
 
 
+def test_selected_before_any_run_is_empty_and_opens_no_session():
+    """On a CUDA profile on a machine without CUDA, opening the session raises; reading which
+    kernels ran before anything ran must not."""
+    trainer = make(nn.sequential(nn.linear(3, 2)), device=Device.CUDA)
+    assert trainer.selected == []
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(SessionError):  # the session itself still refuses, when it is opened
+            trainer.open()
+
+
 @pytest.mark.parametrize("mode", [EAGER, GRAPH])
 def test_predict_and_evaluate(mode):
     trainer = make(nn.linear(2, 3), mode=mode, objective=Objective.CROSS_ENTROPY, dtype="float64")
