@@ -22,8 +22,8 @@ from torchlean.autograd.dispatch import bind_linked, execute_bound, linked_kerne
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel, accept
 from torchlean.backend.availability import Availability
-from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.contracts import ContractClaim, trusted, vjp_unavailable
+from torchlean.backend.capsule import KernelCapsule, first_claim_difference
+from torchlean.backend.contracts import ContractClaim, NativeSymbolRef, trusted, vjp_unavailable
 from torchlean.backend.errors import SessionError, SessionTypeError, UnknownLabelError
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
@@ -216,18 +216,19 @@ def test_a_relabelled_reduction_order_is_refused_and_a_renamed_copy_runs() -> No
         extended = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (capsule,))])
         return dataclasses.replace(extended, name="mine", availability=availability)
 
-    relabelled = dataclasses.replace(
-        aten, name="mylib.fixed_left_matmul", numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
-    )
     a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2) / 7
-    with tl.session(profile_with(relabelled)), pytest.raises(SessionError) as info:
-        tl.tensor(a) @ tl.tensor(b)
-    assert str(info.value).endswith(
-        "handler `TorchLean ATen CPU` implements capsule `aten.matmul`; numerical policy: reduction "
-        "fixed-left (the handler's capsule aten.matmul: reduction implementation-defined). A capsule "
-        "run on a linked handler may rename that handler's capsule, make it forward-only or lower "
-        "its trust to trusted-external, not change what it claims"
-    )
+    for name in ("mylib.fixed_left_matmul", "aten.matmul"):  # keeping the shipped name changes nothing
+        relabelled = dataclasses.replace(
+            aten, name=name, numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
+        )
+        with tl.session(profile_with(relabelled)), pytest.raises(SessionError) as info:
+            tl.tensor(a) @ tl.tensor(b)
+        assert str(info.value).endswith(
+            "handler `TorchLean ATen CPU` implements capsule `aten.matmul`; numerical policy: reduction "
+            "fixed-left (the handler's capsule aten.matmul: reduction implementation-defined). A capsule "
+            "run on a linked handler may rename that handler's capsule, make it forward-only or lower "
+            "its trust to trusted-external, not change what it claims"
+        ), name
     renamed = dataclasses.replace(aten, name="mylib.matmul")
     with tl.session(profile_with(renamed)) as s:
         out = tl.tensor(a) @ tl.tensor(b)
@@ -266,8 +267,38 @@ def test_a_capsule_may_claim_less_but_a_forward_only_one_may_not_name_vjp_eviden
         "implements capsule `reference.relu`; vjp contract: relu has no VJP in this capsule; guarded at "
         "runtime by "
         "torchlean.backend.providers.reference.guards.check_matmul (a forward-only capsule's VJP "
-        "contract has notApplicable evidence and no provenance)"
+        "contract has notApplicable evidence: no backward code runs)"
     ) in str(info.value)
+    symbol = NativeSymbolRef("torchlean/backend/providers/reference/kernels.py", "def relu_vjp(")
+    traced = dataclasses.replace(
+        _forward_only_relu(), vjp_contract=vjp_unavailable(BackendOp.RELU, "No VJP here.", (symbol,))
+    )
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (traced,))])
+    with tl.no_grad(), tl.session(profile), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor(x))
+    assert (
+        f"implements capsule `reference.relu`; vjp contract: provenance ({symbol!r},) (a forward-only "
+        "capsule's VJP contract names no provenance: no backward code runs)"
+    ) in str(info.value)
+
+
+def test_a_forward_only_copy_words_its_missing_vjp_freely_whether_or_not_the_handler_has_one() -> None:
+    """One rule for every forward-only copy: notApplicable evidence, no provenance, its own words
+    (the copy of an already forward-only shipped capsule had to match its summary verbatim)."""
+    shipped = _reference(BackendOp.RAND_UNIFORM)
+    assert shipped.vjp_mode is VJPMode.NONE
+    reworded = dataclasses.replace(
+        shipped,
+        name="mylib.rand_uniform",
+        vjp_contract=vjp_unavailable(BackendOp.RAND_UNIFORM, "Random draws have no VJP; see mylib docs."),
+    )
+    assert first_claim_difference(reworded, shipped) is None
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (reworded,))])
+    with tl.session(profile, seed=3) as s:
+        draw = tl.rand_uniform([4])
+    with tl.session("checked_cpu", seed=3):
+        np.testing.assert_array_equal(draw.numpy(), tl.rand_uniform([4]).numpy())
+    assert [k.capsule.name for k in s.selected] == ["mylib.rand_uniform"]
 
 
 def test_explain_notes_a_selected_capsule_a_session_would_refuse() -> None:
@@ -330,6 +361,39 @@ def test_forward_only_capsule_is_refused_in_training() -> None:
         "under profile checked_cpu; profile.explain('relu') (CLI: torchlean explain --profile NAME relu) "
         "says why each capsule was not admissible"
     ]
+
+
+def test_a_linked_kernel_without_a_vjp_is_refused_before_it_runs_when_a_gradient_is_needed() -> None:
+    """Bound by hand (``bind_linked``) to a capsule that claims the tape VJP, code linked without a
+    VJP must not run under a gradient: a SessionError naming the kernel, before its forward
+    (without the refusal: an assert, or under ``python -O`` a forward and then a failed backward)."""
+    from torchlean.backend.providers.linked import convention_kernel
+    from torchlean.backend.providers.reference import kernels as reference_kernels
+
+    relu = _reference(BackendOp.RELU)
+    accepted = accept(PlannedKernel(BackendOp.RELU, relu), profiles.get("checked_cpu").policy)
+    calls: list[int] = []
+
+    def forward(x: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return reference_kernels.relu(x)
+
+    code = convention_kernel(
+        "mylib relu (no vjp)", BackendOp.RELU, Provider.REFERENCE, Device.CPU, forward, None
+    )
+    bound = bind_linked(accepted, code)
+    with tl.session("checked_cpu"):
+        with pytest.raises(SessionError) as info:
+            execute_bound(bound, [tl.tensor(np.array([-1.0, 2.0]), requires_grad=True)], {})
+        assert calls == []
+        assert str(info.value) == (
+            "torch: `relu` selected capsule `reference.relu`, whose linked kernel `mylib relu (no vjp)` has "
+            "no VJP, but an input requires a gradient"
+        )
+        with tl.no_grad():  # no gradient needed: the forward serves
+            out = execute_bound(bound, [tl.tensor(np.array([-1.0, 2.0]), requires_grad=True)], {})
+    np.testing.assert_array_equal(out.numpy(), [0.0, 2.0])
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("execution", ["session", "eager", "typed-graph"])

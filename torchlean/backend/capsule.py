@@ -154,24 +154,30 @@ def first_claim_difference(capsule: KernelCapsule, own: KernelCapsule) -> str | 
     ``own`` is the built-in capsule of a linked handler; ``capsule`` one selected to run on that
     handler (same op, provider and device). It may claim less (:data:`CLAIMS_RULE`): have another
     name, be forward-only (VJP mode ``none``; its ``vjpUnavailable`` contract then has
-    ``notApplicable`` evidence and no provenance, as every shipped forward-only capsule's) or be
-    ``trusted-external`` where ``own`` is ``checked``. Any other field that differs — a
-    contract's claim, summary, evidence or provenance, the reduction order — would be a record of
-    code that did not run. Returns e.g. ``numerical policy: reduction fixed-left (the handler's
-    capsule aten.matmul: reduction implementation-defined)``.
+    ``notApplicable`` evidence and no provenance, as every shipped forward-only capsule's, its
+    summary in its own words, whether or not ``own`` has a VJP) or be ``trusted-external`` where
+    ``own`` is ``checked``. Any other field that differs — a contract's claim, summary, evidence
+    or provenance, the reduction order — would be a record of code that did not run. Returns e.g.
+    ``numerical policy: reduction fixed-left (the handler's capsule aten.matmul: reduction
+    implementation-defined)``.
     """
-    forward_only = capsule.vjp_mode is VJPMode.NONE and own.vjp_mode is not VJPMode.NONE
+    forward_only = capsule.vjp_mode is VJPMode.NONE
     for field in _CLAIM_FIELDS:
         mine, theirs = getattr(capsule, field), getattr(own, field)
         if forward_only and field == "vjp_mode":
             continue
         if forward_only and field == "vjp_contract":
-            if mine.evidence.kind is EvidenceKind.NOT_APPLICABLE and not mine.provenance:
-                continue
-            return (
-                f"vjp contract: {_claim_text(mine)} (a forward-only capsule's VJP contract has "
-                "notApplicable evidence and no provenance)"
-            )
+            if mine.evidence.kind is not EvidenceKind.NOT_APPLICABLE:
+                return (
+                    f"vjp contract: {_claim_text(mine)} (a forward-only capsule's VJP contract has "
+                    "notApplicable evidence: no backward code runs)"
+                )
+            if mine.provenance:
+                return (
+                    f"vjp contract: provenance {mine.provenance} (a forward-only capsule's VJP "
+                    "contract names no provenance: no backward code runs)"
+                )
+            continue
         if field == "trust_level" and mine is TrustLevel.TRUSTED_EXTERNAL:
             continue
         if mine == theirs:
