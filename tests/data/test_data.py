@@ -104,6 +104,18 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
     assert data.load(singletons, seed=0, task="classification").split_note.endswith("missing from a split")
     words = _write(tmp_path, "a,y\n" + "".join(f"{i},c{i}\n" for i in range(100)), "words.csv")
     assert data.load(words, seed=0).split_note.endswith("missing from a split")
+    # the boundary: over 10 classes with under 4 samples each (10 or 11 classes of 2 samples and one of 1)
+    for n_classes, hinted in ((10, False), (11, True)):
+        rows = [i % n_classes for i in range(2 * n_classes - 1)]
+        text = "a,y\n" + "".join(f"{i},{c}\n" for i, c in enumerate(rows))
+        note = data.load(_write(tmp_path, text, f"few{n_classes}.csv"), seed=0).split_note
+        assert note.startswith("the train/test split is not stratified")
+        assert ("task='regression'" in note) is hinted, note
+    # under 4 samples each on average: 11 classes of 4 (44 rows; a 9-row test split cannot hold
+    # them all) get no hint, 43 rows would
+    text = "a,y\n" + "".join(f"{i},{i % 11}\n" for i in range(44))
+    note = data.load(_write(tmp_path, text, "four.csv"), seed=0).split_note
+    assert note and "task='regression'" not in note, note
     # ten classes of two samples: a test split of 4 rows cannot hold each of them
     pairs = np.repeat(np.arange(10), 2)
     assert "a split of 16 train and 4 test rows cannot hold each of 10 classes" in data.split_note(
@@ -846,15 +858,29 @@ def test_a_blank_after_a_closing_quote_is_kept_as_spreadsheets_write_it(tmp_path
     assert loaded.class_names == ("setosa", "virginica")
 
 
-@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/zero"])
 def test_a_device_is_refused_before_it_is_read(device: str) -> None:
-    """``/dev/zero`` would be read until memory runs out (a checkpoint path refuses devices too)."""
-    with pytest.raises(DataError) as caught:
-        data.read_csv(device)
-    assert str(caught.value) == (
-        f"dataset path {device} is a device, not a CSV file (accepted: a file, a pipe, or standard "
-        "input as -)"
+    """``/dev/zero`` would be read until memory runs out (a checkpoint path refuses devices too).
+    Run in a child with its address space capped at 8 GiB and a timeout, so that a regression
+    fails here instead of taking the machine's memory."""
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))\n"
+        "from torchlean import data\n"
+        "try:\n"
+        f"    data.read_csv({device!r})\n"
+        "except data.DataError as error:\n"
+        "    print(error)\n"
+        "else:\n"
+        "    print('read without refusal')\n"
     )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"dataset path {device} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+        "input as -)\n",
+    ), done.stderr[-2000:]
 
 
 def test_standard_input_is_read_whatever_it_was_redirected_from() -> None:

@@ -265,8 +265,8 @@ def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris
     np.testing.assert_array_equal(saved.standardise(x_test), ds.x_test, strict=True)
     with pytest.raises(CheckpointError, match=r"takes 4 features per row, got an array of shape \[2, 3\]"):
         saved.standardise(np.zeros((2, 3)))
-    poisoned = np.ones((2, 4))
-    poisoned[1, 2] = np.nan
+    poisoned = np.ones((3, 4))
+    poisoned[1, 2], poisoned[1, 3], poisoned[2, 0] = np.nan, np.inf, np.nan  # the first in row order
     # numpy's 0-based indices, with the feature's name (1-based "row 2, feature 3" read as x[2])
     with pytest.raises(
         checkpoint.FeatureValueError,
@@ -274,9 +274,11 @@ def test_standardise_reproduces_the_training_features_bit_for_bit(tmp_path, iris
     ) as caught:
         saved.standardise(poisoned)
     assert (caught.value.row, caught.value.feature) == (1, 2) and isinstance(caught.value, CheckpointError)
-    with pytest.raises(CheckpointError, match=r"^x\[0, 0\] \(feature sepal length \(cm\)\): the value "
+    beyond = np.ones((3, 4))
+    beyond[1, 1], beyond[1, 3], beyond[2, 0] = 1e300, -1e300, 1e300  # the first in row order
+    with pytest.raises(CheckpointError, match=r"^x\[1, 1\] \(feature sepal width \(cm\)\): the value "
                        r"1e\+300 standardises beyond"):
-        saved.standardise(np.full((1, 4), 1e300))
+        saved.standardise(beyond)
     # not real numbers: refused as the trainer refuses them (were a bare ValueError, or a complex
     # array's real part with a ComplexWarning)
     for bad, message in (
