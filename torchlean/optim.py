@@ -18,6 +18,17 @@ and torch computes in float32 and rounds once, a step can differ by many float16
 gradient, as in torch): Adam divides ``sqrt(v)`` by
 ``sqrt(1 - beta2^t)``, so its denominator stays finite, as torch's does, for gradients large
 enough (``|g|`` above about 1.8e19 in float32) that ``v / (1 - beta2^t)`` overflows.
+
+The updates, for a parameter ``p`` with gradient ``g`` at step ``t = 1, 2, ...`` (state ``m``, ``v``
+starts at zero; the bias corrections in Python floats):
+
+* SGD: ``m = g`` at ``t = 1``, else ``m = momentum * m + g`` (without momentum ``m = g``);
+  ``p = p - lr * m``.
+* Adam: ``m = lerp(m, g, 1 - beta1)``; ``v = beta2 * v + (1 - beta2) * g * g``;
+  ``p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+* AdamW: Adam's step from the decayed parameter ``p * (1 - lr * weight_decay)``.
+* RMSprop: ``v = decay * v + (1 - decay) * g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
+* Adagrad: ``v = v + g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
 """
 
 from __future__ import annotations

@@ -176,7 +176,8 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
             return tuple(d for d in dims if d is not None)
     raise ShapeSpecError(
         f"{what}: actual shape {actual!r} ({type(actual).__name__}) is not a sequence of non-negative "
-        "ints (accepted: a tuple, list, range or 1-d integer array, such as an array's .shape)"
+        "ints (accepted: a tuple, list, range or 1-d integer numpy array or torch tensor, such as an "
+        "array's .shape)"
     )
 
 
@@ -193,8 +194,8 @@ def check_dims(shape: object, actual: ActualDims, *, what: str) -> None:
     Raises:
         ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`), or ``actual`` is not a
             tuple, list or range of non-negative ints (Python or numpy ints; bools refused) or a
-            1-d integer array or tensor: e.g. the bare size ``3``, a mapping, a set or a one-shot
-            iterator such as a generator.
+            1-d integer numpy array or torch tensor (a torchlean tensor: pass its ``.shape``):
+            e.g. the bare size ``3``, a mapping, a set or a one-shot iterator such as a generator.
         ShapeMismatchError: the rank or a size differs, naming the actual and declared dims.
     """
     declared = dims_of(shape)

@@ -428,7 +428,7 @@ def test_check_dims_refuses_mappings_sets_and_one_shot_iterators(actual: Any, sh
         check_dims(Shape[Literal[3], Literal[4]], actual, what="x")
     assert re.fullmatch(
         rf"x: actual shape {shown} is not a sequence of non-negative ints \(accepted: a tuple, list, "
-        r"range or 1-d integer array, such as an array's \.shape\)",
+        r"range or 1-d integer numpy array or torch tensor, such as an array's \.shape\)",
         str(error.value),
     ), str(error.value)
 

@@ -371,10 +371,11 @@ def test_dunder_replace_is_reported_for_python_313(chained_run: dict[str, list[s
 README = REPO / "README.md"
 
 
-def _readme_python_block(index: int) -> str:
-    """The README's ``## Python`` code block number ``index`` (as test_readme_python.py reads them)."""
+def _readme_python_block(index: int, title: str = "Python") -> str:
+    """The README's code block number ``index`` of section ``## title`` (as
+    test_readme_python.py reads them)."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n") :]
+    section = text[text.index(f"\n## {title}\n") :]
     section = section[: section.index("\n## ", 1)]
     return str(re.findall(r"```python\n(.*?)```", section, re.S)[index])
 
@@ -407,3 +408,13 @@ def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: 
     assert "BackendProfile(" in block
     prelude = "import numpy as np\nimport torchlean as tl\n\n"
     assert _strict_mypy_errors(workdir, "readme_profile", prelude + block) == []
+
+
+def test_readme_saving_block_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
+    """The README's "Saving and predicting" save block is clean under strict mypy with the plugin:
+    the checkpoint takes the profile's name and the execution mode's label (it passed the objects,
+    which run but are not the declared ``str``). The load block calls numpy methods, which this
+    harness types as unknown (numpy is skipped here for speed)."""
+    save = _readme_python_block(0, "Saving and predicting")
+    assert "checkpoint.save(" in save
+    assert _strict_mypy_errors(workdir, "readme_saving", save) == []
