@@ -21,6 +21,7 @@ import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import (
     TYPE_CHECKING,
+    Annotated,
     Any,
     Generic,
     Literal,
@@ -79,10 +80,13 @@ class Shape(Generic[*Dims]):
 
 
 def _subscript_dimension(item: object) -> object:
-    """One ``Shape[...]`` argument as it is stored (ints normalised to ``int``), or ShapeSpecError."""
+    """One ``Shape[...]`` argument as it is stored (ints normalised to ``int``; ``Annotated[d, ...]``
+    as ``d``, its metadata dropped, as mypy reads it), or ShapeSpecError."""
     if item is Any or isinstance(item, TypeVar):
         return item
     origin = typing.get_origin(item)
+    if origin is Annotated:  # an axis name such as Annotated[Literal[3], "rows"]
+        return _subscript_dimension(typing.get_args(item)[0])
     if origin is Unpack:
         if all(isinstance(inner, TypeVarTuple) for inner in typing.get_args(item)):
             return item

@@ -203,6 +203,16 @@ def test_mutation_after_minting_is_refused() -> None:
         bind(accepted, HANDLER)
 
 
+def test_a_field_deleted_after_minting_is_unminted_not_an_attribute_error() -> None:
+    """``object.__delattr__`` on a field: the documented violation (beartype, or UnmintedError
+    under -O), not an AttributeError from inside the validator."""
+    accepted = _accepted()
+    object.__delattr__(accepted, "policy")
+    assert not is_minted(accepted)
+    with pytest.raises(BeartypeCallHintViolation):
+        bind(accepted, HANDLER)
+
+
 def test_rebinding_to_an_equal_value_is_also_refused() -> None:
     accepted = _accepted()
     object.__setattr__(accepted, "capsule", dataclasses.replace(REF_RELU))

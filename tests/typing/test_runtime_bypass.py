@@ -265,6 +265,9 @@ executable = bind(kernel, handler)
 evil = KernelHandler("x", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c, x: ("evil", x))
 object.__setattr__(executable, "handler", evil)
 attempt("run", lambda: executable.run(1))
+deleted = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)
+object.__delattr__(deleted, "policy")
+attempt("deleted", lambda: bind(deleted, handler))
 builder = GraphBuilder()
 builder.relu(builder.input([4]))
 graph = builder.build().graph
@@ -294,7 +297,7 @@ def test_optimised_python_still_refuses_forgeries(flag: str, tmp_path: Path) -> 
     assert lines[0] == "checks False False"
     assert lines[1] == "genuine ('ran', 1)"
     refused = {line.split()[0]: line for line in lines[2:]}
-    assert set(refused) == {"bind", "run", "node_kernels", "graph", "report"}
+    assert set(refused) == {"bind", "run", "deleted", "node_kernels", "graph", "report"}
     for name, line in refused.items():
         assert line.startswith(f"{name} refused "), line
     assert (

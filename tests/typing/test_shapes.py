@@ -7,7 +7,7 @@ expression as a type application (see examples/mypy/shapes_mismatch.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack, get_args
+from typing import Annotated, Any, Literal, TypeVar, TypeVarTuple, Unpack, get_args
 
 import numpy as np
 import pytest
@@ -84,6 +84,18 @@ def test_unpacked_tuple_dimension_is_refused() -> None:
     shown = r"(\*tuple\[int, \.\.\.\]|typing(_extensions)?\.Unpack\[tuple\[int, \.\.\.\]\])"
     with pytest.raises(ShapeSpecError, match=rf"^invalid Shape dimension {shown}: "):
         shape(Unpack[tuple[int, ...]])
+
+
+def test_an_annotated_dimension_is_its_dimension_as_mypy_reads_it() -> None:
+    """``Annotated[Literal[3], "rows"]`` names an axis; mypy reads it as ``Literal[3]``, and so
+    does the runtime (it was refused there)."""
+    rows = Annotated[Literal[3], "rows"]
+    assert Shape[rows, Literal[4]] == Shape[Literal[3], Literal[4]]
+    assert dims_of(Shape[rows, Annotated[Any, "batch"]]) == (3, None)
+    with pytest.raises(ShapeMismatchError, match=r"^x has shape \[4\], but Shape\[3\] is declared$"):
+        check_dims(Shape[rows], (4,), what="x")
+    with pytest.raises(ShapeSpecError, match=r"invalid Shape dimension typing.Literal\[-1\]"):
+        Shape[Annotated[Literal[-1], "rows"]]
 
 
 def test_type_variables_are_kept() -> None:

@@ -203,7 +203,7 @@ def _mint(obj: object) -> None:
 
 
 def is_minted(obj: object) -> bool:
-    """Whether ``obj`` was minted by its gate and no field has been rebound since.
+    """Whether ``obj`` was minted by its gate and no field has been rebound or deleted since.
 
     This is the validator of the ``Annotated[X, Is[is_minted]]`` hints (about 0.5 µs a call).
     """
@@ -211,7 +211,13 @@ def is_minted(obj: object) -> bool:
     if entry is None or entry[0]() is not obj:
         return False
     getter = _FIELD_GETTERS.get(type(obj))
-    return getter is not None and tuple(map(id, getter(obj))) == entry[2]
+    if getter is None:
+        return False
+    try:
+        values = getter(obj)
+    except AttributeError:  # a field deleted with object.__delattr__
+        return False
+    return tuple(map(id, values)) == entry[2]
 
 
 class UnmintedError(TorchLeanError, TypeError):
