@@ -552,7 +552,9 @@ def relu(x: Tensor) -> Tensor:
 
 
 def gelu(x: Tensor) -> Tensor:
-    """Exact (erf) GELU (``torch.nn.functional.gelu``); records ``gelu``."""
+    """Exact (erf) GELU (``torch.nn.functional.gelu``), computed as ``x * erfc(-x / sqrt(2)) / 2``:
+    below about x = -8, where torch's ``x * (1 + erf(x / sqrt(2))) / 2`` cancels to -0.0 (and its
+    gradient loses the ``Phi(x)`` term), this keeps the tiny negative values. Records ``gelu``."""
     return _unary(BackendOp.GELU, x)
 
 
