@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 
 import pytest
 from backend_builders import make_capsule, mlp_graph
@@ -208,6 +210,25 @@ def test_a_guard_name_that_does_not_resolve_is_refused(guard: str, reason: str, 
             modules = (module, *maintained_modules())
             profiles.BackendProfile("mine", CHECKED_CPU.policy, CHECKED_CPU.availability, modules)
     assert str(info.value) == f"capsule module `x`: capsule `x.relu` layout evidence: {reason}"
+
+
+def test_a_copied_shipped_profile_checks_no_shipped_guard_and_imports_no_torch() -> None:
+    """A deep-copied or unpickled ``checked_cpu`` holds copies of the shipped modules: building
+    profiles from it (every session does) must not resolve their guards again, which imported
+    the native guards and torch into a numpy-only run."""
+    code = (
+        "import copy, pickle, sys\n"
+        "import numpy as np\n"
+        "import torchlean as tl\n"
+        "from torchlean.backend import profiles\n"
+        "for profile in (copy.deepcopy(profiles.get('checked_cpu')),\n"
+        "                pickle.loads(pickle.dumps(profiles.get('checked_cpu')))):\n"
+        "    with tl.session(profile):\n"
+        "        tl.relu(tl.tensor(np.ones(3)))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (0, "False\n"), done.stderr
 
 
 def test_every_shipped_module_registers() -> None:

@@ -153,9 +153,10 @@ class ContractEvidence:
     or the reason (trusted boundary); it is ``None`` exactly for ``not applicable``. ``kind`` takes
     an :class:`EvidenceKind` or its label (``"trustedBoundary"`` is stored as
     ``EvidenceKind.TRUSTED_BOUNDARY``, so a policy judges it as the trusted boundary it is).
-    Whether a guard name resolves to a callable is checked when a module is added to a profile
-    with :meth:`torchlean.backend.profiles.BackendProfile.with_capsule_modules` (not for modules
-    passed to the ``BackendProfile`` constructor directly, whose planning imports nothing).
+    Whether a guard name resolves to a callable is checked when a profile is built with the
+    module (:class:`torchlean.backend.profiles.BackendProfile`, also through
+    ``with_capsule_modules``), for capsules other than the shipped ones: the guard's module is
+    imported then.
 
     Raises:
         BackendTypeError: a kind that is no evidence kind, a name that is not a string, a name on

@@ -102,7 +102,7 @@ class BackendProfile:
         shipped = all_modules()
         for module in self.capsule_modules:
             if not any(module is known for known in shipped):  # those are checked by a test
-                check_guards(module)
+                check_guards(module)  # skips capsules equal to shipped ones (a copied profile)
 
     def __repr__(self) -> str:
         """Short: the name, the policy's device, assurance and VJP mode, and the module names (the
