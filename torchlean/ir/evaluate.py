@@ -15,7 +15,7 @@ Randomness: ``rand_uniform seed`` and ``bernoulli_mask seed`` at node ``i`` draw
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -308,14 +308,21 @@ def _check_inputs(graph: Graph, inputs: object) -> None:
             f"IR eval: inputs must be a mapping from input node id to array (input ids: "
             f"{render_shape(ids)}), got {describe(inputs)}"
         )
-    known = set(ids)
-    stray = [k for k in inputs if not is_builtin_or_numpy_int(k) or k not in known]
+    stray = _stray_keys(inputs, ids)
     if stray:
-        shown = ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray)
         raise IRError(
-            f"IR eval: inputs has keys that are not input node ids: [{shown}] "
+            f"IR eval: inputs has keys that are not input node ids: {stray} "
             f"(input ids: {render_shape(ids)})"
         )
+
+
+def _stray_keys(mapping: Mapping[Any, object], ids: Sequence[int]) -> str:
+    """The keys of ``mapping`` that are not integers among ``ids`` as ``[k, ...]``, or ``""``."""
+    known = set(ids)
+    stray = [k for k in mapping if not is_builtin_or_numpy_int(k) or k not in known]
+    if not stray:
+        return ""
+    return "[" + ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray) + "]"
 
 
 _PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, LayerNorm)
@@ -329,12 +336,11 @@ def _check_payload_keys(graph: Graph, payloads: object) -> None:
             f"IR eval: payloads must be a mapping from node id to payload, got {describe(payloads)}"
         )
     takers = [node.id for node in graph.nodes if isinstance(node.kind, _PAYLOAD_KINDS)]
-    stray = [k for k in payloads if not is_builtin_or_numpy_int(k) or k not in takers]
+    stray = _stray_keys(payloads, takers)
     if stray:
-        shown = ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray)
         kinds = ", ".join(cls.tag for cls in _PAYLOAD_KINDS)
         raise IRError(
-            f"IR eval: payloads has keys that are not nodes taking a payload: [{shown}] (nodes "
+            f"IR eval: payloads has keys that are not nodes taking a payload: {stray} (nodes "
             f"taking one: {render_shape(takers)}; kinds {kinds})"
         )
 
