@@ -171,3 +171,36 @@ def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader
     x = module.inputs(5, np.dtype(np.float64), "causal")
     assert x.mask is not None and x.mask.tolist() == [[j <= i for j in range(5)] for i in range(5)]
     assert module.inputs(5, np.dtype(np.float64)).mask is None
+
+
+def test_each_attention_implementation_is_given_the_mask(bench_script: Loader, monkeypatch: Any) -> None:
+    """Each of the four timed calls receives the causal mask (spied at the function it calls)."""
+    import torch
+
+    from torchlean import functional
+
+    module = bench_script("attention")
+    seen: dict[str, Any] = {}
+
+    def spy(name: str, real: Any, position: int, keyword: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen[name] = kwargs.get(keyword, args[position] if len(args) > position else None)
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(module.tlf, "scaled_dot_product_attention",
+                        spy("session", functional.scaled_dot_product_attention, 3, "mask"))
+    monkeypatch.setattr(module, "flash_attention_forward",
+                        spy("flash forward", module.flash_attention_forward, 3, "mask"))
+    monkeypatch.setattr(module, "flash_attention_backward",
+                        spy("flash backward", module.flash_attention_backward, 6, "mask"))
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        spy("torch", torch.nn.functional.scaled_dot_product_attention, 3, "attn_mask"))
+    x = module.inputs(6, np.dtype(np.float64), "causal")
+    for impl in (module.SessionImpl("reference", "checked_cpu"), module.FlashImpl(), module.TorchImpl()):
+        impl.call(x)()
+    assert set(seen) == {"session", "flash forward", "flash backward", "torch"}
+    for name, mask in seen.items():
+        as_array = mask.numpy() if hasattr(mask, "numpy") else np.asarray(mask)
+        np.testing.assert_array_equal(as_array, x.mask, err_msg=name)

@@ -111,11 +111,12 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
         note = data.load(_write(tmp_path, text, f"few{n_classes}.csv"), seed=0).split_note
         assert note.startswith("the train/test split is not stratified")
         assert ("task='regression'" in note) is hinted, note
-    # under 4 samples each on average: 11 classes of 4 (44 rows; a 9-row test split cannot hold
-    # them all) get no hint, 43 rows would
-    text = "a,y\n" + "".join(f"{i},{i % 11}\n" for i in range(44))
-    note = data.load(_write(tmp_path, text, "four.csv"), seed=0).split_note
-    assert note and "task='regression'" not in note, note
+    # under 4 samples each on average: 11 classes in 43 rows get the hint, in 44 rows (4 each; a
+    # 9-row test split still cannot hold them all) not
+    for rows, hinted in ((43, True), (44, False)):
+        text = "a,y\n" + "".join(f"{i},{i % 11}\n" for i in range(rows))
+        note = data.load(_write(tmp_path, text, f"rows{rows}.csv"), seed=0).split_note
+        assert note and ("task='regression'" in note) is hinted, note
     # ten classes of two samples: a test split of 4 rows cannot hold each of them
     pairs = np.repeat(np.arange(10), 2)
     assert "a split of 16 train and 4 test rows cannot hold each of 10 classes" in data.split_note(

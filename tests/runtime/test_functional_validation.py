@@ -428,9 +428,17 @@ def test_every_mask_guard_refuses_with_a_guard_type_error(monkeypatch: pytest.Mo
     assert not isinstance(not_a_mask.value, TypeError)
     with pytest.raises(GuardTypeError, match=r"^scaled_dot_product_attention: mask has dtype float32"):
         sdpa.check_sdpa_inputs(q, q, q, np.ones((3, 3), dtype=F32))  # numpy: reference.attention's guard
+    with pytest.raises(GuardTypeError) as text_mask:  # no conversion hint: '0'.astype(bool) is True
+        guards.check_canonical_layout(np.array(["0", "1"]), op="op", name="mask", role="mask")
+    assert str(text_mask.value) == (
+        "op: mask has dtype <U1; accepted: bool; a mask must be boolean (True = allowed, False = blocked)"
+    )
     t = torch.ones(2, 3, 4)
     with pytest.raises(GuardTypeError, match=r"^LibTorch SDPA: the mask must be a boolean array"):
         sdpa.check_sdpa_inputs(t, t, t, torch.ones(3, 3))  # torch tensors (the CUDA bridge)
+    with pytest.raises(GuardTypeError) as int_mask:  # an integer mask is no additive bias
+        sdpa.check_sdpa_inputs(t, t, t, torch.ones(3, 3, dtype=torch.int64))
+    assert str(int_mask.value).endswith("got tensor of shape (3, 3) and dtype int64 on cpu")
     with pytest.raises(GuardTypeError, match=r"mask has dtype float32 \(accepted: bool, True = allowed"):
         attention_kernels.check_composed_attention(t, t, t, torch.ones(3, 3))
     monkeypatch.setattr(extension, "expected_device_type", lambda: "cpu")  # CPU tensors pass as the device

@@ -727,6 +727,7 @@ def test_selected_before_any_run_is_empty_and_opens_no_session():
     kernels ran before anything ran must not."""
     trainer = make(nn.sequential(nn.linear(3, 2)), device=Device.CUDA)
     assert trainer.selected == []
+    assert copy.deepcopy(trainer).selected == []  # reading it did not make the trainer one that ran
     import torch
 
     if not torch.cuda.is_available():

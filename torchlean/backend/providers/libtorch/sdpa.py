@@ -155,9 +155,10 @@ def check_sdpa_inputs(
     target = (*batch, qs[-2], ks[-2])
     if mask is not None:
         if not _is_buffer(mask) or _dtype_name(mask) != "bool":
+            floating = _is_buffer(mask) and "float" in _dtype_name(mask)
             raise GuardTypeError(
-                f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)} "
-                "(a float 0/1 array is an additive bias, not a mask)"
+                f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)}"
+                + (" (a float 0/1 array is an additive bias, not a mask)" if floating else "")
             )
         try:
             broadcast = np.broadcast_shapes(_shape(mask), target)

@@ -61,8 +61,8 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
     Accepted: a ``numpy.ndarray`` (any strides) whose dtype is float32 or float64 for float data
     (``role="float"``), also int64 and bool for the shape ops' data (``role="data"``), int64 for indices
     (``role="index"``), bool for masks (``role="mask"``).
-    A float 0/1 mask is refused with the hint that it is an additive bias, not a mask; another
-    non-boolean mask with the hint to convert it. Returns ``x`` unchanged. Raises
+    A float 0/1 mask is refused with the hint that it is an additive bias, not a mask; an integer
+    one with the hint to convert it. Returns ``x`` unchanged. Raises
     :class:`GuardError`; for a mask of another dtype, its subclass :class:`GuardTypeError` (also a
     ``TypeError``, as the specification's refusal).
     """
@@ -89,11 +89,13 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
                 "array is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
                 "to the scores)"
             )
-        if role == "mask":
+        if role == "mask" and dtype.kind in "iu":
             raise GuardTypeError(
                 message + "; a mask must be boolean (True = allowed, False = blocked; convert 0/1 "
                 "integers with mask.astype(bool))"
             )
+        if role == "mask":
+            raise GuardTypeError(message + "; a mask must be boolean (True = allowed, False = blocked)")
         raise GuardError(message)
     return x
 
