@@ -150,10 +150,18 @@ class Node:
         if rule is None or out is None:
             self._raise_freed()
             raise AssertionError("unreachable")
-        inputs = tuple(
-            None if s is None else s.unpack(self.name, f"input {i}") for i, s in enumerate(self._saved)
-        )
-        return rule(g, inputs, out.unpack(self.name, "output"))
+        # the version checks of SavedArray.unpack, inline: its message (and the f-string naming
+        # the input) is built only for an array that was modified in place
+        inputs: list[Array | None] = []
+        for saved in self._saved:
+            if saved is None:
+                inputs.append(None)
+            elif saved.counter.value == saved.version:
+                inputs.append(saved.array)
+            else:
+                inputs.append(saved.unpack(self.name, f"input {len(inputs)}"))
+        output = out.array if out.counter.value == out.version else out.unpack(self.name, "output")
+        return rule(g, tuple(inputs), output)
 
     def free(self) -> None:
         """Release saved arrays, the rule and the parent edges."""
@@ -250,7 +258,7 @@ def run_backward(
                 f"for {len(node.parents)} inputs"
             )
         for parent, c in zip(node.parents, contributions, strict=True):
-            if parent is None or c is None or not parent.requires_grad:
+            if parent is None or c is None or not parent._requires_grad:
                 continue
             _check_contribution(node, parent, c)
             pnode = parent._node
