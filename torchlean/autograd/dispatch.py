@@ -443,9 +443,12 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     # which inputs need a cotangent, as a list of bools (``True in`` compares bools in C; a
     # Tensor's == is not an identity test); decided before the kernel runs, so a capsule that
     # cannot own this op's backward is refused before it computes anything
-    needs = None
+    needs: list[bool] | None = None
+    parents: tuple[Tensor | None, ...] | None = None
     if bound.differentiable and is_grad_enabled():
-        needs = [t is not None and t._requires_grad for t in inputs]
+        # the parents (an input that requires a gradient, else None) first: needs is read off them
+        parents = tuple([t if t is not None and t._requires_grad else None for t in inputs])
+        needs = [p is not None for p in parents]
         if True not in needs:
             needs = None
         else:
@@ -458,7 +461,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     version = _view_version(out, inputs)
     if needs is None:
         return Tensor._make(out, False, None, version)
-    parents = tuple([t if need else None for t, need in zip(inputs, needs, strict=True)])
+    assert parents is not None
     vjp = linked.vjp
     assert vjp is not None  # _require_backward
     counter = VersionCounter() if version is None else version
