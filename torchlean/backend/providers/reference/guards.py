@@ -238,8 +238,13 @@ def _check_unary(op: str, x: object) -> Shape:
 def _check_binary(op: str, a: object, b: object) -> Shape:
     left = _float_input(op, "operand a", a)
     right = _float_input(op, "operand b", b)
-    _same_dtype(op, [("operand a", left), ("operand b", right)])
-    return _broadcast(op, [("a", left.shape), ("b", right.shape)])
+    if left.dtype is not right.dtype:  # one dtype object is one dtype; else compare them
+        _same_dtype(op, [("operand a", left), ("operand b", right)])
+    shape = left.shape
+    if shape == right.shape:  # _broadcast's equal-shape case, without building its list
+        check_numel(op, shape, "broadcast result shape")
+        return shape
+    return _broadcast(op, [("a", shape), ("b", right.shape)])
 
 
 def check_add(a: object, b: object) -> Shape:
@@ -737,11 +742,13 @@ def check_linear(x: object, w: object, b: object = None) -> Shape:
     op = "linear"
     xs = _float_input(op, "input x", x)
     ws = _float_input(op, "weight w", w)
-    named = [("input x", xs), ("weight w", ws)]
     bs = None if b is None else _float_input(op, "bias b", b)
-    if bs is not None:
-        named.append(("bias b", bs))
-    _same_dtype(op, named)
+    if ws.dtype is not xs.dtype or (bs is not None and bs.dtype is not xs.dtype):
+        # one dtype object is one dtype; else compare them (and name the first that differs)
+        named = [("input x", xs), ("weight w", ws)]
+        if bs is not None:
+            named.append(("bias b", bs))
+        _same_dtype(op, named)
     if xs.ndim < 1 or ws.ndim != 2 or xs.shape[-1] != ws.shape[1]:
         raise _fail(
             op,
