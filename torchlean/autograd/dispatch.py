@@ -452,7 +452,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         if True not in needs:
             needs = None
         else:
-            _require_backward(accepted.op.label, capsule, linked)
+            _require_backward(accepted.op, capsule, linked)
     try:
         out: Array = bound.executable.run(tuple(arrays), params)
     except (MemoryError, RuntimeError) as exc:
@@ -471,24 +471,25 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     return Tensor._make(out, True, node, counter)
 
 
-def _require_backward(op: str, capsule: KernelCapsule, linked: LinkedKernel) -> None:
+def _require_backward(op: BackendOp, capsule: KernelCapsule, linked: LinkedKernel) -> None:
     """Refuse, before the kernel runs, recording a tape node for ``capsule``: a forward-only
     capsule (VJP mode ``none``) does not own a backward, so a gradient through it would come from
     code its record says does not exist (a profile whose policy asks for no VJP admits such
     capsules, also with gradients on); a linked kernel without a VJP cannot give one.
 
     Raises:
-        SessionError: naming the op, the capsule and the way out.
+        SessionError: naming the op, the capsule and the way out (the op's label is read only
+            then: this runs once per recorded op).
     """
     if capsule.vjp_mode is VJPMode.NONE:
         raise SessionError(
-            f"torch: `{op}` selected the forward-only capsule `{capsule.name}` (vjp none), but an input "
-            "requires a gradient; run it under torchlean.no_grad(), or with a profile whose VJP mode "
+            f"torch: `{op.label}` selected the forward-only capsule `{capsule.name}` (vjp none), but an "
+            "input requires a gradient; run it under torchlean.no_grad(), or with a profile whose VJP mode "
             "owns a backward (torchlean-tape or backend-vjp)"
         )
     if linked.vjp is None:
         raise SessionError(
-            f"torch: `{op}` selected capsule `{capsule.name}`, whose linked kernel `{linked.name}` has "
+            f"torch: `{op.label}` selected capsule `{capsule.name}`, whose linked kernel `{linked.name}` has "
             "no VJP, but an input requires a gradient"
         )
 
