@@ -32,7 +32,7 @@ class LabelledEnum(enum.Enum):
 
     @property
     def label(self) -> str:
-        value = self.value
+        value = self._value_  # the member's value; ``self.value`` is a slower enum property
         assert isinstance(value, str)
         return value
 
