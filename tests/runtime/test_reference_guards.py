@@ -457,3 +457,20 @@ def test_check_bernoulli_mask_refuses_keep_prob_outside_unit_interval() -> None:
 def test_guard_messages_start_with_the_op_label() -> None:
     message = _refused(lambda: K.log(np.ones(2, dtype=np.int8)), "log: ")
     assert re.match(r"^log: input x has dtype int8", message)
+
+
+@pytest.mark.parametrize(
+    ("w_dtype", "b_dtype", "named"),
+    [(np.float32, np.float64, "weight w"), (np.float64, np.float32, "bias b")],
+)
+def test_linear_names_the_operand_whose_dtype_differs_also_when_only_the_bias_does(
+    w_dtype: type, b_dtype: type, named: str
+) -> None:
+    """The guard's same-dtype fast path must still compare the bias when the weight matches x."""
+    x, w, b = np.ones((2, 3)), np.ones((4, 3), dtype=w_dtype), np.ones(4, dtype=b_dtype)
+    with pytest.raises(GuardError) as info:
+        guards.check_linear(x, w, b)
+    assert str(info.value) == (
+        f"linear: {named} has dtype float32 but input x has dtype float64; torchlean kernels do not "
+        "promote dtypes, whatever the provider (accepted: operands of one dtype)"
+    )

@@ -271,6 +271,30 @@ def test_in_place_mutation_of_a_saved_tensor_is_refused_at_backward() -> None:
     assert w.grad is None
 
 
+def test_each_saved_array_is_named_by_its_place_when_modified_in_place() -> None:
+    """The version check of every saved array, named by its operand index (absent operands
+    counted) or as the output: a write to a saved output would otherwise give exp's gradient
+    from zeros, silently."""
+    x = _f64([1.0, 2.0, 3.0], requires_grad=True)
+    y = tl.exp(x)
+    with tl.no_grad():
+        y.zero_()
+    with pytest.raises(AutogradError, match=r"^autograd: the output saved by `exp` for backward was"):
+        y.backward(np.ones(3))
+    assert x.grad is None
+    c = _f64([2.0, 3.0])
+    loss = tl.reduce_sum(_f64([1.0, 1.0], requires_grad=True) * c)
+    c.copy_(np.zeros(2))
+    with pytest.raises(AutogradError, match=r"^autograd: the input 1 saved by `mul` for backward"):
+        loss.backward()
+    xs = _f64([[1.0, 2.0, 4.0]], requires_grad=True)
+    bias = _f64([0.5, 0.0, -0.5])
+    normed = tl.layer_norm(xs, None, bias)  # the absent weight is operand 1: the bias is input 2
+    bias.copy_(np.zeros(3))
+    with pytest.raises(AutogradError, match=r"^autograd: the input 2 saved by `layer_norm` for backward"):
+        normed.backward(np.ones((1, 3)))
+
+
 def test_in_place_write_through_a_detached_view_is_detected() -> None:
     w = _f64([3.0, 4.0], requires_grad=True)
     h = w * w
