@@ -115,9 +115,11 @@ def check_sdpa_inputs(
     of the operands broadcast to the batch shape included, fits int64. Operands are numpy arrays
     (CPU bridge) or torch tensors (CUDA bridge). Returns the batch shape.
 
-    Numpy operands (the CPU bridge) are first checked by ``reference.attention``'s guard
+    Numpy operands (the CPU bridge) are checked by ``reference.attention``'s guard
     (:func:`~torchlean.backend.providers.reference.guards.check_scaled_dot_product_attention`), so
-    a call refused under ``checked_cpu`` is refused here in the same words.
+    a call refused under ``checked_cpu`` is refused here in the same words; torch tensors (the
+    CUDA bridge) by the bridge's own checks. Then, for both, the element counts of what the bridge
+    materialises.
 
     Raises:
         GuardError: naming the offending operand and the accepted form; a mask that is not a
@@ -125,6 +127,21 @@ def check_sdpa_inputs(
     """
     if all(x is None or isinstance(x, np.ndarray) for x in (q, k, v, mask)):
         check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    else:
+        _check_tensor_operands(q, k, v, mask, scale)
+    qs, ks, vs = _shape(q), _shape(k), _shape(v)
+    batch = tuple(int(e) for e in np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2]))
+    for name, shape in (("Q", qs), ("K", ks), ("V", vs)):  # what the bridge materialises
+        _elements(f"{name} broadcast to the batch shape", (*batch, *shape[-2:]))
+    _elements("output", (*batch, qs[-2], vs[-1]))
+    if mask is not None:
+        _elements("mask", (*batch, qs[-2], ks[-2]))
+    return batch
+
+
+def _check_tensor_operands(q: Buffer, k: Buffer, v: Buffer, mask: Buffer | None, scale: float | None) -> None:
+    """The checks of :func:`check_sdpa_inputs` for torch tensors (the CUDA bridge), which
+    ``reference.attention``'s numpy guard cannot take, in the bridge's own words."""
     for name, x in (("Q", q), ("K", k), ("V", v)):
         if not _is_buffer(x) or x.ndim < 2:
             raise GuardError(
@@ -149,10 +166,6 @@ def check_sdpa_inputs(
         raise GuardError(f"LibTorch SDPA: Q feature width {qs[-1]} differs from K's {ks[-1]}")
     if ks[-2] != vs[-2]:
         raise GuardError(f"LibTorch SDPA: K has {ks[-2]} keys but V has {vs[-2]}")
-    for name, shape in (("Q", qs), ("K", ks), ("V", vs)):
-        _elements(f"{name} broadcast to the batch shape", (*batch, *shape[-2:]))
-    _elements("output", (*batch, qs[-2], vs[-1]))
-    target = (*batch, qs[-2], ks[-2])
     if mask is not None:
         if not _is_buffer(mask) or _dtype_name(mask) != "bool":
             floating = _is_buffer(mask) and "float" in _dtype_name(mask)
@@ -160,16 +173,15 @@ def check_sdpa_inputs(
                 f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)}"
                 + (" (a float 0/1 array is an additive bias, not a mask)" if floating else "")
             )
+        target = (*batch, qs[-2], ks[-2])
         try:
             broadcast = np.broadcast_shapes(_shape(mask), target)
         except ValueError:
             broadcast = None
         if broadcast != target:
             raise GuardError(f"LibTorch SDPA: mask shape {_shape(mask)} does not broadcast to {target}")
-        _elements("mask", target)
     if scale is not None and not math.isfinite(scale):
         raise GuardError(f"LibTorch SDPA: scale must be finite; got {scale}")
-    return batch
 
 
 def _expand(x: Array, batch: tuple[int, ...]) -> Array:
