@@ -17,7 +17,8 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   alias of the same module, annotated or not. The message names
   the class, the allowed gates and the caller. The "caller" is the enclosing top-level function
   (a method counts under its own ``module.Class.method`` name); nested functions and lambdas
-  inside a gate belong to the gate.
+  inside a gate belong to the gate. A class with two stacked ``@sealed`` decorators is an error
+  too (the runtime refuses the second): its gates belong in one call.
 * **Private names.** Outside the ``torchlean`` package, a private name of
   ``torchlean.backend.sealed`` (``_mint``, ``_GATE``, ``_MINTED`` ...) is reported where a hook sees
   it: a call of a private function or class (also through the module or a module-level alias), a
@@ -380,6 +381,21 @@ def _sealed_decorator_hook(ctx: ClassDefContext) -> bool:
             code=SEALED,
         )
         return True
+    sealed_decorators = [
+        decorator
+        for decorator in ctx.cls.decorators
+        if isinstance(decorator, CallExpr)
+        and isinstance(decorator.callee, RefExpr)
+        and decorator.callee.fullname == SEALED_DECORATOR
+    ]
+    # stacked decorators are refused at run time; reported once, at the first of them
+    if len(sealed_decorators) > 1 and ctx.reason is sealed_decorators[0]:
+        ctx.api.fail(
+            f'"{ctx.cls.name}" has {len(sealed_decorators)} @sealed decorators: name all its '
+            "gate functions in one @sealed(...)",
+            ctx.reason,
+            code=SEALED,
+        )
     gates = [arg.value for arg in args if isinstance(arg, StrExpr)]
     ctx.cls.info.metadata[METADATA_KEY] = {"gates": gates}
     if not ctx.cls.info.is_final:

@@ -88,6 +88,22 @@ def test_sealed_refuses_a_class_not_derived_from_sealable() -> None:
             sealed("tests.gate")(cls)
 
 
+def test_sealed_refuses_a_second_stacked_decorator() -> None:
+    # each decorator would overwrite the gate list, and the mypy plugin keeps another one
+    @dataclasses.dataclass(frozen=True, slots=True, eq=False)
+    class Token(Sealable):
+        value: int
+
+    sealed("tests.make_one")(Token)
+    with pytest.raises(
+        TypeError,
+        match=r"^sealed class Token is sealed twice \(gates tests\.make_one and tests\.make_two\): "
+        r"name all its gate functions in one @sealed\(\.\.\.\)$",
+    ):
+        sealed("tests.make_two")(Token)
+    assert sealed_gates(Token) == {"tests.make_one"}
+
+
 def test_genuine_values_are_minted_and_consumable() -> None:
     accepted = _accepted()
     assert is_minted(accepted)

@@ -221,6 +221,49 @@ def test_package_modules_using_private_helpers_are_clean(workdir: Path) -> None:
     assert sum("_mint(" in path.read_text() for path in files) >= 2  # the check above saw real uses
 
 
+USER_SEALED = """\
+from dataclasses import InitVar, dataclass
+from typing import final
+
+from torchlean.backend.sealed import Sealable, sealed
+
+
+@final
+@sealed("user_sealed.make_one"){second}
+@dataclass(frozen=True, slots=True, eq=False)
+class Token(Sealable):
+    value: int
+    _gate: InitVar[object]
+"""
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_stacked_sealed_decorators_are_reported_once(workdir: Path, stacked: bool) -> None:
+    """Two stacked ``@sealed`` would keep two gate lists (the runtime refuses the second one,
+    tests/backend/test_backend_sealed.py): the plugin reports them, once, at the first; a single
+    ``@sealed`` on a user class is clean (the control)."""
+    own = workdir / f"user_sealed_{stacked}"
+    own.mkdir()
+    path = own / "user_sealed.py"
+    path.write_text(USER_SEALED.format(second='\n@sealed("user_sealed.make_two")' if stacked else ""))
+    actual, stray = run_mypy([path], own)
+    assert stray == []
+    expected = (
+        {
+            Report(
+                str(path),
+                8,
+                "error",
+                '"Token" has 2 @sealed decorators: name all its gate functions in one @sealed(...)'
+                "  [torchlean-sealed]",
+            )
+        }
+        if stacked
+        else set()
+    )
+    assert actual == expected
+
+
 def test_altered_copy_reports_every_difference(workdir: Path) -> None:
     """Unmarking a bypass, adding an unmarked bypass, and marking a clean line are all caught."""
     source = EXAMPLES / "bypass_copy.py"

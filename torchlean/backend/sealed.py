@@ -133,8 +133,8 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
     ``_gate: InitVar[_GateToken]`` and call :func:`check_gate_token` from ``__post_init__``.
 
     Raises:
-        TypeError: if no gate is named, the class is not a dataclass, or it does not derive from
-            :class:`Sealable`.
+        TypeError: if no gate is named, the class is not a dataclass, it does not derive from
+            :class:`Sealable`, or it is sealed already (a second, stacked ``@sealed``).
     """
     if not gates:
         raise TypeError("sealed() needs at least one gate function name")
@@ -146,6 +146,11 @@ def sealed(*gates: str) -> Callable[[_C], _C]:
             raise TypeError(
                 f"sealed class {cls.__name__} must derive from Sealable (its __weakref__ slot; "
                 "dataclass weakref_slot=True loses the slot under CPython 3.12.3)"
+            )
+        if GATES_ATTRIBUTE in vars(cls):
+            raise TypeError(
+                f"sealed class {cls.__name__} is sealed twice (gates {_gates_text(cls)} and "
+                f"{', '.join(sorted(gates))}): name all its gate functions in one @sealed(...)"
             )
         names = tuple(field.name for field in dataclasses.fields(cls))
         _FIELD_GETTERS[cls] = _field_getter(names)
