@@ -199,8 +199,10 @@ def _check_sealed(route: str, info: TypeInfo, api: CheckerPluginInterface, conte
     where, function = _caller(api)
     if function is not None and function in gates:
         return
+    owner = next((base for base in info.mro if METADATA_KEY in base.metadata), info)
+    named = f'"{info.name}"' if owner is info else f'"{owner.name}" (as "{info.name}")'  # a NewType
     api.fail(
-        f'{route} of sealed type "{info.name}" outside its gate '
+        f"{route} of sealed type {named} outside its gate "
         f"(allowed only in: {', '.join(gates)}; caller: {where})",
         context,
         code=SEALED,

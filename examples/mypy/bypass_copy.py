@@ -3,7 +3,7 @@
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NewType, TypeVar
 
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, accept
@@ -54,3 +54,8 @@ def duplicate(value: K) -> K:
 
 def blank(cls: type[K]) -> K:
     return object.__new__(cls)  # E: object.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: bypass_copy.blank)  [torchlean-sealed]
+
+
+# A NewType of a sealed class is named with the class it stands for.
+KernelId = NewType("KernelId", AcceptedKernel)
+copy.copy(KernelId(kernel))  # E: copy.copy() of sealed type "AcceptedKernel" (as "KernelId") outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_copy)  [torchlean-sealed]
