@@ -84,6 +84,9 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
     namespace: dict[str, Any] = {}
     exec(compile(save, "README.md", "exec"), namespace)
     original, ds = namespace["trainer"], namespace["ds"]  # the load block rebinds `trainer`
+    # the block's printed comment and the CLI transcript's test_accuracy (29 of 30 test rows)
+    assert original.evaluate(ds.x_test, ds.y_test) == {"accuracy": 29 / 30}
+    assert "{'accuracy': 0.9666666666666667}" in save
     (tmp_path / "models").mkdir()  # where the CLI transcript saved the model the load block reads
     (tmp_path / "iris_py.npz").rename(tmp_path / "models" / "iris.npz")
     exec(compile(load, "README.md", "exec"), namespace)
