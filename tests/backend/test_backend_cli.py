@@ -214,6 +214,22 @@ def test_select_reports_failures_per_profile(capsys: pytest.CaptureFixture[str])
     assert err.splitlines() == ["note: torchlean explain --profile checked_cpu selective_scan says why"]
 
 
+def test_select_failure_keeps_the_capsules_of_the_ops_that_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    """The line names what the planned ops would use, not only what is missing (review20 user F3)."""
+    status, out, err = run(
+        capsys, "select", "--profiles", "checked_cpu", "fast_cpu", "matmul", "fft_fno", "relu",
+        "selective_scan",
+    )
+    assert status == 1
+    missing = "no admissible kernel capsule for op {} on device cpu"
+    assert out.splitlines() == [
+        f"checked_cpu: reference.matmul, reference.relu; {missing.format('fft_fno')}; "
+        f"{missing.format('selective_scan')}",
+        f"fast_cpu: aten.matmul, aten.relu; {missing.format('fft_fno')}; {missing.format('selective_scan')}",
+    ]
+    assert len(err.splitlines()) == 4
+
+
 def test_check(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(
         capsys, "check", "--profile", "libtorch_forward_cuda", "scaled_dot_product_attention"

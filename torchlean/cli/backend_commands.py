@@ -17,8 +17,8 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
   once the plan exists, whatever the verdicts; a failed plan as for ``plan``.
 * ``torchlean select --profiles NAME... OP...``: which capsules each profile selects; a profile
-  that cannot plan the ops gets its refusals on its line and, per missing op, the ``explain`` note
-  on stderr.
+  that cannot plan the ops gets on its line the capsules of the ops that plan on their own, then
+  its refusals, and, per missing op, the ``explain`` note on stderr.
 * ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
   first admissibility condition it fails, or ``selected`` / ``admissible``; then the shipped
   capsules for the op that the profile's modules leave out, with the profiles that include them.
@@ -248,7 +248,9 @@ def _cmd_select(args: argparse.Namespace) -> int:
         try:
             names = profile.plan_ops(ops).capsule_names
         except PlanningError as error:
-            print(f"{profile.name}: {'; '.join(error.messages)}")
+            partial = profile.plan_ops(_plannable_ops(profile, ops)).capsule_names
+            parts = ([", ".join(partial)] if partial else []) + list(error.messages)
+            print(f"{profile.name}: {'; '.join(parts)}")
             sys.stdout.flush()  # the notes follow their line on a terminal
             _print_explain_notes(profile, None, ops)
             status = 1
