@@ -94,3 +94,54 @@ def test_capsules_outside_the_profile_are_named_with_the_profiles_that_include_t
     ]
     names = [line.split()[0] for line in profiles.get("fast_cpu").explain(B.MATMUL).splitlines()[1:-1]]
     assert names == ["native_cuda.matmul", "reference.matmul", "aten.matmul"]  # nothing outside
+
+
+STRICT_NOTE = (
+    "scaled_dot_product_attention: {name} prefers provider libtorch, but libtorch.sdpa_forward is "
+    "refused (trust: trusted-external is rejected by assurance checked); {chosen} runs instead"
+)
+
+
+def test_preference_notes_of_the_shipped_profiles() -> None:
+    """Only the two strict profiles fall back from their preferred provider, for attention alone:
+    their checked policy refuses the trusted-external LibTorch bridge (explain says the same)."""
+    notes = {name: profiles.get(name).preference_notes(list(BackendOp)) for name in profiles.names()}
+    assert notes == {
+        "checked_cpu": (),
+        "checked_cuda": (),
+        "libtorch_forward_cuda": (),
+        "libtorch_forward_strict": (
+            STRICT_NOTE.format(name="libtorch_forward_strict", chosen="native_cuda.direct_attention"),
+        ),
+        "libtorch_forward_cpu": (),
+        "libtorch_forward_strict_cpu": (
+            STRICT_NOTE.format(name="libtorch_forward_strict_cpu", chosen="reference.attention"),
+        ),
+        "fast_cpu": (),  # its fallbacks to reference are ops without an aten capsule: nothing refused
+    }
+    strict = profiles.get("libtorch_forward_strict_cpu")
+    explained = strict.explain("scaled_dot_product_attention")
+    refusal = "libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance checked"
+    assert refusal in explained
+
+
+def test_preference_notes_name_each_op_once_and_skip_unplannable_ops() -> None:
+    strict = profiles.get("libtorch_forward_strict_cpu")
+    attention = BackendOp.SCALED_DOT_PRODUCT_ATTENTION
+    assert strict.preference_notes([attention, "relu", "selective_scan", attention.label]) == (
+        STRICT_NOTE.format(name="libtorch_forward_strict_cpu", chosen="reference.attention"),
+    )
+    assert strict.preference_notes([]) == ()
+
+
+def test_preference_notes_when_the_preferred_provider_is_not_available() -> None:
+    fast = profiles.get("fast_cpu")
+    hidden = dataclasses.replace(fast, availability=Availability((Device.CPU,), (Provider.REFERENCE,)))
+    assert hidden.preference_notes(["relu", "smooth_max_pool"]) == (
+        "relu: fast_cpu prefers provider aten, but aten.relu is refused (availability: provider aten is "
+        "not declared by the profile (declared: reference)); reference.relu runs instead",
+    )
+    only = dataclasses.replace(
+        fast, policy=dataclasses.replace(fast.policy, provider=ProviderPreference.only(Provider.ATEN))
+    )
+    assert only.preference_notes(["relu"]) == ()  # under only, nothing else could run

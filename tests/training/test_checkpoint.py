@@ -1320,3 +1320,24 @@ def test_a_dash_dataset_with_stdin_closed_says_so(tmp_path, iris_checkpoint):
         assert (done.returncode, done.stdout, done.stderr) == (
             2, "", "error: standard input is closed (the dataset - reads the CSV from it)\n"
         ), argv
+
+
+def test_predict_says_when_the_preferred_provider_was_refused(capsys, tmp_path):
+    """The strict LibTorch profile's checked policy refuses the LibTorch bridge: predict's audit is
+    followed by the same ``note:`` as train's (tests/backend/test_backend_explain.py)."""
+    x = np.random.default_rng(3).standard_normal((40, 16))  # 4x4 "images" for the transformer
+    images = tmp_path / "images.csv"
+    rows = [",".join(f"{v:.5f}" for v in row) + f",{int(np.argmax(row[:2]))}" for row in x]
+    images.write_text("\n".join([",".join(f"p{i}" for i in range(16)) + ",y", *rows]) + "\n")
+    path = tmp_path / "t.npz"
+    train_and_save(capsys, path, "--dataset", str(images), "--model", "transformer")
+    strict = ("libtorch_forward_strict_cpu", ["scaled_dot_product_attention"])
+    for profile, notes in (("checked_cpu", []), strict):
+        code, out, err = cli(capsys, "predict", str(path), "--dataset", str(images), "--profile", profile,
+                             "--output", str(tmp_path / "p.csv"))
+        assert code == 0, err
+        assert "  scaled_dot_product_attention: reference.attention provider=reference" in out
+        noted = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("note:")]
+        assert noted == notes, err
+        if notes:
+            assert "libtorch_forward_strict_cpu prefers provider libtorch, but libtorch.sdpa_forward" in err

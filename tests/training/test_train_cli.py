@@ -180,22 +180,32 @@ def test_diabetes_prints_test_mse(capsys, tmp_path):
     assert [c["capsule"] for c in record["capsules"]][-1] == "reference.mse_loss"
 
 
+REFERENCE_ATTENTION = (
+    "  scaled_dot_product_attention: reference.attention provider=reference trust=checked "
+    "vjp=torchlean-tape reduction=fixed-left"
+)
+
+
 @pytest.mark.parametrize(
-    ("profile", "attention"),
+    ("profile", "attention", "note"),
     [
-        (
-            "checked_cpu",
-            "  scaled_dot_product_attention: reference.attention provider=reference trust=checked "
-            "vjp=torchlean-tape reduction=fixed-left",
-        ),
+        ("checked_cpu", REFERENCE_ATTENTION, ""),
         (
             "libtorch_forward_cpu",
             "  scaled_dot_product_attention: libtorch.sdpa_forward provider=libtorch "
             "trust=trusted-external vjp=torchlean-tape reduction=implementation-defined",
+            "",
+        ),
+        (  # prefers LibTorch, whose trusted-external capsule its checked policy refuses: said aloud
+            "libtorch_forward_strict_cpu",
+            REFERENCE_ATTENTION,
+            "note: scaled_dot_product_attention: libtorch_forward_strict_cpu prefers provider libtorch, "
+            "but libtorch.sdpa_forward is refused (trust: trusted-external is rejected by assurance "
+            "checked); reference.attention runs instead\n",
         ),
     ],
 )
-def test_transformer_report_names_the_attention_capsule(capsys, images_csv, profile, attention):
+def test_transformer_report_names_the_attention_capsule(capsys, images_csv, profile, attention, note):
     code, out, err = train(
         capsys,
         "--dataset",
@@ -211,7 +221,7 @@ def test_transformer_report_names_the_attention_capsule(capsys, images_csv, prof
         "--profile",
         profile,
     )
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, note)
     assert f"profile={profile} execution=eager" in out
     assert attention in out.splitlines()
     audits = parse(out)["audits"]

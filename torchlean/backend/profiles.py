@@ -41,7 +41,7 @@ from torchlean.backend.planner import (
     requested_op,
     requested_ops,
 )
-from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
+from torchlean.backend.policy import AssurancePolicy, KernelPolicy, PreferenceKind, ProviderPreference
 from torchlean.backend.registry import (
     CapsuleModule,
     all_modules,
@@ -178,6 +178,49 @@ class BackendProfile:
             UnknownLabelError, BackendTypeError: as :func:`torchlean.backend.planner.requested_op`.
         """
         return explain_op(self.policy, self.availability, self.registry(), requested_op(op))
+
+    def preference_notes(self, ops: Iterable[BackendOp | str]) -> tuple[str, ...]:
+        """One line per op of ``ops`` (first occurrence order) whose selected capsule is not of the
+        provider this profile prefers although a capsule of that provider for the op, on the
+        profile's device, is registered: it was refused (by the policy, or not available). For
+        ``libtorch_forward_strict_cpu``, attention:
+        ``scaled_dot_product_attention: libtorch_forward_strict_cpu prefers provider libtorch, but
+        libtorch.sdpa_forward is refused (trust: trusted-external is rejected by assurance checked);
+        reference.attention runs instead``. Empty for ``auto`` and ``only`` preferences (under
+        ``only`` nothing else can run) and for ops no capsule is selected for.
+
+        A fallback that the preference allows is not an error; this says it aloud (PyTorch SDPA's
+        users ask for it: reference/peers.md §5).
+
+        Raises:
+            as :meth:`explain_verdicts`.
+        """
+        preference = self.policy.provider
+        preferred = preference.provider
+        if preference.kind is not PreferenceKind.PREFER or preferred is None:
+            return ()
+        notes: list[str] = []
+        for op in dict.fromkeys(requested_op(op) for op in ops):
+            verdicts = self.explain_verdicts(op)
+            chosen = next((item.capsule for item in verdicts if item.verdict.status == "selected"), None)
+            if chosen is None or chosen.provider is preferred:
+                continue
+            refused = next(
+                (
+                    item
+                    for item in verdicts
+                    if item.capsule.provider is preferred
+                    and item.capsule.device is self.policy.device
+                    and item.verdict.status not in ("selected", "admissible")
+                ),
+                None,
+            )
+            if refused is not None:
+                notes.append(
+                    f"{op.label}: {self.name} prefers provider {preferred.label}, but "
+                    f"{refused.capsule.name} is refused ({refused.verdict.text}); {chosen.name} runs instead"
+                )
+        return tuple(notes)
 
     def explain(self, op: BackendOp | str) -> str:
         """Why each registered capsule for ``op`` is (not) selected; a registry error comes first.

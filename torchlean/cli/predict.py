@@ -44,8 +44,9 @@ contract report as it is first selected; when the data has the label column,
 150 rows without a prediction)``) or ``mse=<value>`` (in the target's units, against the targets
 rounded to the checkpoint's dtype, as ``test_mse``; over the rows with a prediction, the others
 counted: ``(140/150 rows; 10 rows without a prediction excluded)``); then one audit line per
-backend capsule used, as ``torchlean train`` prints them; ``wrote PATH`` with ``--output``. A
-``note:`` line on stderr says how a CSV header was guessed from an all-numbers first row.
+backend capsule used, as ``torchlean train`` prints them (with its ``note:`` lines on stderr for a
+preferred provider's refused capsule); ``wrote PATH`` with ``--output``. A ``note:`` line on
+stderr says how a CSV header was guessed from an all-numbers first row.
 """
 
 from __future__ import annotations
@@ -66,10 +67,11 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import checkpoint, data
-from torchlean.backend import profiles, report
+from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
 from torchlean.cli._args import note_shadowed_dataset
+from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
@@ -494,9 +496,7 @@ def run(args: argparse.Namespace) -> int:
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected
-    print(f"backend capsules used ({len(selected)}, first-use order):", file=out)
-    for kernel in selected:
-        print(report.audit_line(kernel.audit()), file=out)
+    print_capsules_used(selected, trainer.profile, out)
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
     return 0

@@ -15,8 +15,10 @@ path, when ``--save`` is given); its
 imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
 
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
-``--header``); a ``warning:`` line when ``OMP_NUM_THREADS`` is not an integer in
-``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
+``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
+prefers because that provider's capsule was refused
+(:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line when
+``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
 loss is not finite (the run goes on and exits 0), and one when ``--save`` saves weights that are
 not finite. ``--save`` and ``--report-json`` naming one file, or either naming the training CSV,
 is refused before any work.
@@ -42,6 +44,7 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, note_shadowed_dataset, number
+from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
@@ -287,9 +290,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         record["test_mse"] = mse
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected
-    print(f"backend capsules used ({len(selected)}, first-use order):")
-    for kernel in selected:
-        print(report.audit_line(kernel.audit()))
+    print_capsules_used(selected, profile, sys.stdout)
     if args.save is not None:
         weights = trainer.model.state()
         _warn_non_finite(weights)
