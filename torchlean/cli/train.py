@@ -18,10 +18,10 @@ On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers fi
 ``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
 prefers because that provider's capsule was refused
 (:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line when
-``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a ``warning:`` line the first time an epoch's
-loss is not finite (the run goes on and exits 0), and one when ``--save`` saves weights that are
-not finite. ``--save`` and ``--report-json`` naming one file, or either naming the training CSV,
-is refused before any work.
+``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
+``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
+one when ``--save`` saves weights that are not finite. ``--save`` and ``--report-json`` naming one
+file, or either naming the training CSV, is refused before any work.
 """
 
 from __future__ import annotations
