@@ -29,9 +29,17 @@ def _square_side(features: int, model: str) -> int:
     side = math.isqrt(features)
     if side * side != features:
         raise ShapeError(
-            f"model {model} needs square single-channel images; {features} features is not a square"
+            f"model {model} reads the features of a row as one square single-channel image (side s: "
+            f"s*s features); {features} features is not a square (accepted: {_squares(model)}; "
+            "model mlp takes any number)"
         )
     return side
+
+
+def _squares(model: str) -> str:
+    """The feature counts ``model`` takes, as its refusals name them."""
+    first = 4 if model == "cnn" else 1
+    return ", ".join(str(side * side) for side in range(first, first + 4)) + ", ..."
 
 
 def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> tuple[Layer, tuple[int, ...]]:
@@ -66,7 +74,11 @@ def build_model(name: str, features: int, outputs: int, *, hidden: int = 64) -> 
         side = _square_side(features, name)
         pooled = side // 4
         if pooled < 1:
-            raise ShapeError(f"model cnn needs images of side >= 4, got {side}")
+            raise ShapeError(
+                f"model cnn reads the features of a row as one square single-channel image of side >= 4; "
+                f"{features} features is a {side}x{side} image (accepted: {_squares(name)}; model mlp "
+                "takes any number)"
+            )
         layer = nn.sequential(
             nn.reshape(1, side, side),
             nn.conv2d(1, 16, 3, padding=1),

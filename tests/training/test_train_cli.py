@@ -305,14 +305,22 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--hidden", "x"], "error: argument --hidden: expected a positive integer, got 'x'"),
         (["--dataset", MISSING], f"error: dataset file not found: {MISSING}"),
         (["--dtype", "float16"], "error: dtype must be float32 or float64, got float16"),
-        (["--model", "cnn", "--dataset", "iris"], "error: model cnn needs images of side >= 4, got 2"),
+        (
+            ["--model", "cnn", "--dataset", "iris"],
+            "error: model cnn reads the features of a row as one square single-channel image of side "
+            ">= 4; 4 features is a 2x2 image (accepted: 16, 25, 36, 49, ...; model mlp takes any number)",
+        ),
         (
             ["--model", "cnn", "--dataset", "wine"],
-            "error: model cnn needs square single-channel images; 13 features is not a square",
+            "error: model cnn reads the features of a row as one square single-channel image (side s: "
+            "s*s features); 13 features is not a square (accepted: 16, 25, 36, 49, ...; model mlp takes "
+            "any number)",
         ),
         (
             ["--model", "transformer", "--dataset", "breast_cancer"],
-            "error: model transformer needs square single-channel images; 30 features is not a square",
+            "error: model transformer reads the features of a row as one square single-channel image "
+            "(side s: s*s features); 30 features is not a square (accepted: 1, 4, 9, 16, ...; model mlp "
+            "takes any number)",
         ),
         (
             ["--execution", "typed-graph", "--profile", "checked_cuda"],

@@ -99,7 +99,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
                         "(integer labels are read as classes)")
-    parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp)")
+    parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp); cnn and "
+                        "transformer read each row's features as a square image (s*s features; s >= 4 "
+                        "for cnn)")
     parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
     parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="minibatch size (default: 32)")
