@@ -128,7 +128,7 @@ class Dataset:
     (read as a header); it is empty for shipped datasets, when ``header`` was given, and when the
     first row had several non-numeric cells. ``split_note`` says when a classification split could
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
-    whole-number labels of under 4 samples each, it adds that ``task='regression'`` exists), else
+    whole-number labels, it adds that ``task='regression'`` exists), else
     is empty.
     """
 
@@ -300,9 +300,9 @@ def load_csv(
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
         label=table.shown(label),
     )
-    many = len(classes) > 10 and 4 * len(classes) > len(y)  # over 10 classes, under 4 samples each
-    if task is None and dataset.split_note and many and all(_is_number(name) for name in classes):
-        # many whole-number classes with a sample or two each: often a quantity read as classes
+    whole_numbers = all(_is_number(name) for name in classes)
+    if task is None and dataset.split_note and len(classes) > 10 and whole_numbers:
+        # over 10 whole-number classes, too few samples to stratify: often a quantity read as classes
         dataset = dataclasses.replace(dataset, split_note=(
             f"{dataset.split_note}; the labels are whole numbers ({len(classes)} distinct), so the task "
             "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "

@@ -104,19 +104,21 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
     assert data.load(singletons, seed=0, task="classification").split_note.endswith("missing from a split")
     words = _write(tmp_path, "a,y\n" + "".join(f"{i},c{i}\n" for i in range(100)), "words.csv")
     assert data.load(words, seed=0).split_note.endswith("missing from a split")
-    # the boundary: over 10 classes with under 4 samples each (10 or 11 classes of 2 samples and one of 1)
+    # the boundary: over 10 classes (10 or 11 classes of 2 samples and one of 1)
     for n_classes, hinted in ((10, False), (11, True)):
         rows = [i % n_classes for i in range(2 * n_classes - 1)]
         text = "a,y\n" + "".join(f"{i},{c}\n" for i, c in enumerate(rows))
         note = data.load(_write(tmp_path, text, f"few{n_classes}.csv"), seed=0).split_note
         assert note.startswith("the train/test split is not stratified")
         assert ("task='regression'" in note) is hinted, note
-    # under 4 samples each on average: 11 classes in 43 rows get the hint, in 44 rows (4 each; a
-    # 9-row test split still cannot hold them all) not
-    for rows, hinted in ((43, True), (44, False)):
+    # however many samples each: 11 classes in 44 rows (4 each; a 9-row test split cannot hold them
+    # all) get the hint (review20 user F8: 42 classes in 200 rows had none); 11 classes in 110 rows
+    # are stratified, so there is no note at all
+    for rows, hinted in ((44, True), (110, False)):
         text = "a,y\n" + "".join(f"{i},{i % 11}\n" for i in range(rows))
         note = data.load(_write(tmp_path, text, f"rows{rows}.csv"), seed=0).split_note
-        assert note and ("task='regression'" in note) is hinted, note
+        assert ("task='regression'" in note) is hinted, note
+        assert bool(note) is hinted
     # ten classes of two samples: a test split of 4 rows cannot hold each of them
     pairs = np.repeat(np.arange(10), 2)
     assert "a split of 16 train and 4 test rows cannot hold each of 10 classes" in data.split_note(
