@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
             "Compare torchlean.spec.flash_attention (online softmax over tiles) with standard "
             "scaled dot-product attention, forward and backward, over shapes, boolean masks and "
             "tile sizes, in float64 (limit 1e-12) and at 50 significant digits with mpmath "
-            "(limit 1e-40)."
+            "(limit 1e-40). The tiles column is block_q x block_k; 0 is one tile spanning the axis."
         ),
     )
     parser.add_argument(

@@ -82,7 +82,8 @@ class FlashCheckCase:
 
     @property
     def tiles(self) -> str:
-        """Tile sizes as ``block_qxblock_k``, e.g. ``4x8``."""
+        """Tile sizes as ``block_qxblock_k``, e.g. ``4x8``; ``0`` is one tile spanning the axis
+        (:class:`~torchlean.spec.flash.FlashAttentionConfig`)."""
         return f"{self.config.block_q}x{self.config.block_k}"
 
     @property
