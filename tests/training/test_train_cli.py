@@ -870,3 +870,41 @@ def test_a_shipped_dataset_name_that_is_also_a_file_here_gets_a_note(capsys, tmp
     (tmp_path / "iris").unlink()
     code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4")
     assert (code, err) == (0, "")
+
+
+def _train_into_a_reader_that_leaves(*argv: str) -> tuple[int, str]:
+    """Run ``torchlean train ... | head -0``: the reader closes the pipe before reading anything
+    (so the first flush fails whatever the timing), then wait."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "3", "--hidden", "4",
+         *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    err = child.stderr.read()
+    return child.wait(timeout=300), err
+
+
+def test_a_reader_that_leaves_does_not_cost_the_saved_model(tmp_path):
+    """``train --save m.npz | head -1`` writes m.npz and the record (review20 user F7: an epoch
+    line killed the run before --save), and says so on stderr; the checkpoint is whole."""
+    from torchlean import checkpoint
+
+    saved, record = tmp_path / "m.npz", tmp_path / "run.json"
+    status, err = _train_into_a_reader_that_leaves("--save", str(saved), "--report-json", str(record))
+    assert (status, err) == (
+        0,
+        f"note: the reader of standard output went away; the run went on to write {saved} and {record}\n",
+    )
+    assert checkpoint.load(saved).hidden == 4
+    assert json.loads(record.read_text())["checkpoint"] == str(saved)
+
+
+def test_a_reader_that_leaves_stops_a_run_without_files():
+    """Nothing to keep: the run stops quietly at the first write that fails, exit status 141
+    (128 + SIGPIPE, what a shell reports for a command killed by it)."""
+    status, err = _train_into_a_reader_that_leaves()
+    assert (status, err) == (141, "")

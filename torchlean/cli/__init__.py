@@ -9,15 +9,14 @@ device, bad numbers) are reported as one ``error: ...`` line on stderr with exit
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import io
-import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NoReturn
+
+from torchlean.cli._stdout import silence_stdout
 
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
@@ -181,23 +180,16 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     except BrokenPipeError:
         # the reader went away (``torchlean graph | head``): stop quietly, as other CLIs do
-        _silence_stdout()
+        silence_stdout()
         return 141
     except OSError as error:  # an output that cannot take the writes (``> /dev/full``)
         where = f" ({error.filename})" if error.filename else ""
         print(f"error: cannot write the output: {error.strerror or error}{where}", file=sys.stderr)
-        _silence_stdout()
+        silence_stdout()
         return 2
     except UnicodeEncodeError as error:  # a character stdout's strict encoding lacks (PYTHONIOENCODING=ascii)
         print(f"error: cannot write the output: {error}", file=sys.stderr)
         return 2
-
-
-def _silence_stdout() -> None:
-    """Point the stdout file descriptor at the null device, so the interpreter's final flush of
-    what stdout still buffers cannot fail again (and print a traceback) after the command ended."""
-    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

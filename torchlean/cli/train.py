@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -56,6 +56,7 @@ from torchlean.cli._output import (
     report_beside,
     shown_path,
 )
+from torchlean.cli._stdout import ReaderMayLeave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -183,10 +184,25 @@ def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean train``; returns the exit status. With ``--report-json`` or ``--save``
     naming stdout itself (``/dev/stdout``, or the file stdout is redirected to), the printed report
-    goes to stderr, so that stdout holds only the JSON or the checkpoint."""
+    goes to stderr, so that stdout holds only the JSON or the checkpoint. With ``--save`` or
+    ``--report-json`` naming a file, a reader of stdout that goes away (``| head -3``) does not stop
+    the run: the rest of the report is dropped, the files are written, a ``note:`` on stderr says
+    so, and the exit status is the run's."""
     json_on_stdout = is_stdout(args.report_json)  # before report_beside moves sys.stdout
-    with report_beside(args.report_json, args.save):
-        return _run(args, json_on_stdout)
+    outputs = (args.save, args.report_json)
+    files = [shown_path(path) for path in outputs if path is not None and not is_stdout(path)]
+    stdout = ReaderMayLeave(sys.stdout)
+    # with files to write, a reader that leaves (``| head``) does not stop the run before them
+    with (
+        contextlib.redirect_stdout(cast(TextIO, stdout) if files else sys.stdout),
+        report_beside(args.report_json, args.save),
+    ):
+        status = _run(args, json_on_stdout)
+    if stdout.gone:
+        written = " and ".join(files)
+        print(f"note: the reader of standard output went away; the run went on to write {written}",
+              file=sys.stderr)
+    return status
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
