@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NoReturn
 
-from torchlean.cli._stdout import silence_stdout
-
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
     "attention_check",
@@ -148,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     from torchlean.backend.errors import TorchLeanError  # imported here, under main's Ctrl-C handler
+    from torchlean.cli._stdout import silence_stdout
 
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
