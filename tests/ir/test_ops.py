@@ -261,3 +261,16 @@ def test_attention_takes_a_numpy_integer_scale_as_scale_does() -> None:
     assert type(ops.ScaledDotProductAttention(scale=np.int64(2)).scale) is float
     with pytest.raises(IRError, match=r"^scaled_dot_product_attention: expected a real scale, got np.True_$"):
         ops.ScaledDotProductAttention(scale=np.True_)  # type: ignore[arg-type]
+
+
+def test_conv_config_refuses_out_channels_that_groups_does_not_divide() -> None:
+    """As ``torch.nn.Conv1d(2, 3, 1, groups=2)`` (review20 mut I2: only the in_channels half was tested)."""
+    import torch
+
+    from torchlean.ir.errors import IRError
+    from torchlean.ir.ops import ConvConfig
+
+    with pytest.raises(ValueError, match="out_channels must be divisible by groups"):
+        torch.nn.Conv1d(2, 3, 1, groups=2)
+    with pytest.raises(IRError, match="divide in_channels=2 and out_channels=3"):
+        ConvConfig(2, 3, (1,), groups=2)

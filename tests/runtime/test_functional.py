@@ -668,3 +668,46 @@ def test_an_int64_label_tensor_is_sliced_reshaped_and_stacked_but_not_computed_w
     np.testing.assert_allclose(float(loss), expected.item(), rtol=1e-12)
     assert logits.grad is not None and t_logits.grad is not None
     np.testing.assert_allclose(logits.grad.numpy(), t_logits.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("index", [3, (0, 3), (Ellipsis, 3)])
+def test_getitem_index_equal_to_the_extent_is_refused(index: Any) -> None:
+    """``-extent <= i < extent``, as numpy and torch (IndexError at i == extent); the refusal test
+    above uses an index past the extent, not at it (review20 mut F3: ``<=`` returned ``x[0]``)."""
+    a = np.arange(9.0).reshape(3, 3)
+    with pytest.raises(IndexError):
+        a[index]
+    with pytest.raises(tl.TensorError, match="index 3 is out of range for axis"):
+        tl.tensor(a)[index]
+
+
+@pytest.mark.parametrize("axis", [-1, -2])
+def test_concat_negative_axis_gradient_matches_torch(axis: int) -> None:
+    """The VJP slices along ``axis % ndim`` (review20 mut K20: a negative axis raised)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    w = rng.standard_normal((4, 3) if axis == -2 else (2, 6))
+    ta, tb = tl.tensor(a, requires_grad=True), tl.tensor(b, requires_grad=True)
+    tl.reduce_sum(tl.concat([ta, tb], axis=axis) * tl.tensor(w)).backward()
+    xa, xb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (torch.cat([xa, xb], dim=axis) * torch.tensor(w)).sum().backward()
+    assert ta.grad is not None and tb.grad is not None and xa.grad is not None and xb.grad is not None
+    np.testing.assert_array_equal(ta.grad.numpy(), xa.grad.numpy())
+    np.testing.assert_array_equal(tb.grad.numpy(), xb.grad.numpy())
+
+
+def test_conv_transpose_with_an_empty_output_is_refused_as_torch() -> None:
+    """Output size ``(2 - 1) * 1 - 2 * 1 + 0 + 1 = 0`` is refused, as torch refuses it
+    (review20 mut SG10)."""
+    x, w = np.ones((1, 1, 2)), np.ones((1, 1, 1))
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        TF.conv_transpose1d(torch.tensor(x), torch.tensor(w), padding=1)
+    with pytest.raises(GuardError, match=r"output size 0 on spatial axis 0 .*accepted: output size >= 1"):
+        tl.conv_transpose(tl.tensor(x), tl.tensor(w), padding=1)
+
+
+def test_safe_log_eps_zero_names_the_domain_not_a_rounding() -> None:
+    """eps = 0 is outside the domain as given; it does not "round to 0" (review20 mut G11)."""
+    message = r"^safe_log: eps = 0.0 is not accepted \(accepted: a finite eps > 0\)$"
+    with pytest.raises(GuardError, match=message):
+        tl.safe_log(tl.tensor(np.zeros(2)), eps=0.0)

@@ -155,3 +155,16 @@ def test_masked_attention_folds_in_key_and_query_order_hand_computed() -> None:
     _, _, dv, _ = K.scaled_dot_product_attention_vjp(g, q, k, v, allowed, out=out)
     assert dv is not None
     assert_array_equal(dv, np.array([[0.25]] * 4 + [[0.0]], dtype=F32))
+
+
+def test_unmasked_attention_vjp_is_a_left_fold_bitwise_float32() -> None:
+    """``mask=None`` runs ``fold_matmul`` rather than ``fold_matmul_where``: pinned by the same
+    scalar oracle with every pair allowed (review20 mut K30: an extra rounding of dk passed)."""
+    q, k, v, allowed, g = _inputs(1)
+    out = K.scaled_dot_product_attention(q, k, v)
+    dq, dk, dv = K.scaled_dot_product_attention_vjp(g, q, k, v, out=out)[:3]
+    expected = _oracle(q, k, v, np.ones_like(allowed), g)
+    assert_array_equal(bits(out), bits(expected["out"]))
+    for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
+        assert got is not None
+        assert_array_equal(bits(got), bits(expected[name]), err_msg=name)

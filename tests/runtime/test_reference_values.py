@@ -623,3 +623,12 @@ def test_bernoulli_mask_value_matches_python_int_schedule(dtype: Any) -> None:
     assert set(np.unique(out)) <= {0.0, 1.0}
     assert_array_equal(K.bernoulli_mask(shape=(50,), keep_prob=0.0, seed=1, counter=0, dtype=dtype), 0.0)
     assert_array_equal(K.bernoulli_mask(shape=(50,), keep_prob=1.0, seed=1, counter=0, dtype=np.float64), 1.0)
+
+
+def test_bernoulli_mask_keeps_only_draws_strictly_below_keep_prob() -> None:
+    """Keep iff ``keep_prob > u`` (strict): a keep_prob equal to a draw drops that element
+    (review20 mut K27: ``>=`` passed)."""
+    u = K.rand_uniform(shape=(8,), seed=5, counter=2, dtype=np.float64)
+    m = K.bernoulli_mask(shape=(8,), keep_prob=float(u[3]), seed=5, counter=2, dtype=np.float64)
+    assert_array_equal(m, (u < u[3]).astype(np.float64))
+    assert m[3] == 0.0

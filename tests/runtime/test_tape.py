@@ -427,3 +427,25 @@ def test_random_programs_with_reuse_match_torch_autograd(
             continue
         assert leaf.grad is not None
         np.testing.assert_allclose(leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_backward_without_gradient_on_an_empty_output_is_refused() -> None:
+    """Only a one-element output gets the implicit seed 1; torch refuses a (0, 3) output too
+    ("grad can be implicitly created only for scalar outputs") (review20 mut X5)."""
+    x = tl.tensor(np.zeros((0, 3)), requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        (torch.zeros((0, 3), requires_grad=True) * 2.0).backward()
+    with pytest.raises(AutogradError, match=r"needs a one-element output \(got shape \(0, 3\)\)"):
+        (x * 2.0).backward()
+
+
+def test_leaf_backward_with_a_gradient_of_another_shape_is_refused() -> None:
+    """A leaf's seed must have its shape, as torch's "Mismatch in shape" (review20 mut X6: the
+    wrong-shaped seed became ``.grad``)."""
+    leaf = tl.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        torch.tensor([1.0, 2.0, 3.0], requires_grad=True).backward(gradient=torch.ones(2))
+    message = r"seed gradient shape mismatch for output \(seed \(2,\), output \(3,\)\)"
+    with pytest.raises(AutogradError, match=message):
+        leaf.backward(gradient=np.ones(2))
+    assert leaf.grad is None

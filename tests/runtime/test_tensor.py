@@ -837,3 +837,11 @@ def test_to_with_an_unknown_device_is_still_a_device_error(spelling: str) -> Non
     with pytest.raises(DeviceError, match=rf"unknown tensor device .* {accepted}") as info:
         tl.tensor([1.0]).to(spelling)
     assert not isinstance(info.value, TypeError)
+
+
+def test_T_reverses_every_axis_of_a_rank_3_tensor() -> None:
+    """``(2, 3, 4) -> (4, 3, 2)``, numpy's ``.T`` (review20 mut X4b: swapping the last two axes
+    only, right for rank 0-2, passed)."""
+    a = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tl.tensor(a).T.numpy(), a.T)
+    assert tl.tensor(a).T.shape == (4, 3, 2)

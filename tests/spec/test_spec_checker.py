@@ -283,3 +283,15 @@ def test_scaled_error_compares_identical_non_finite_patterns_by_their_finite_ent
     assert scaled_error(np.array([np.nan, np.inf, 2.0]), want, 0.0) == float("inf")  # other infinity
     assert scaled_error(np.array([0.0, -np.inf, 2.0]), want, 0.0) == float("inf")  # NaN lost
     assert scaled_error(np.array([np.nan, -np.inf, np.nan]), want, 0.0) == float("inf")  # NaN gained
+
+
+def test_scaled_error_and_natural_scales_hand_values() -> None:
+    """Relative comparisons without ``pytest.approx``'s default ``abs=1e-12``, which made the
+    small expected values above unfalsifiable (review20 mut C3, C4)."""
+    from torchlean.spec.checker import natural_scales, scaled_error
+
+    want = np.array([1e-4, -2e-4])
+    assert scaled_error(want + 1e-16, want, 0.0) == pytest.approx(1e-16 / 2e-4, rel=1e-3, abs=0)
+    assert scaled_error(np.array([2.0]), np.array([1.0]), 0.5) == 1.0
+    q, k, v, d_out = (np.full((1, 2), c) for c in (3.0, 5.0, 7.0, 11.0))
+    assert natural_scales(q, k, v, d_out, 0.5) == (7.0, 0.5 * 11 * 7 * 5, 0.5 * 11 * 7 * 3, 11.0)

@@ -354,3 +354,20 @@ def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_standard_atte
     grads = flash_attention_backward(q, k, v, out=out, lse=lse, d_out=np.ones((1, 1)), scale=1.0,
                                      config=config)
     assert all(np.isnan(g).all() for g in grads)
+
+
+@pytest.mark.parametrize("block_k", [0, 1, 2])
+def test_flash_forward_row_far_below_exp_range_matches_torch(block_k: int) -> None:
+    """Scores all below -709 (``exp`` underflows to 0): the online softmax's first rescale is
+    selected away, so the row is torch's finite value (review20 mut FL1: NaN without it)."""
+    import torch
+
+    from torchlean.spec.flash import FlashAttentionConfig, flash_attention_forward
+
+    q, k, v = np.array([[1.0]]), np.array([[-1000.0], [-1001.0], [-1003.0]]), np.array([[1.0], [2.0], [3.0]])
+    config = FlashAttentionConfig(block_q=1, block_k=block_k)
+    out, lse = flash_attention_forward(q, k, v, scale=1.0, config=config)
+    tq, tk, tv = (torch.tensor(a)[None] for a in (q, k, v))
+    expected = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1.0)[0].numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+    np.testing.assert_allclose(lse, torch.logsumexp(torch.tensor(q @ k.T), -1).numpy(), rtol=1e-13)

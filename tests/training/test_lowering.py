@@ -479,3 +479,26 @@ def test_a_computed_conv_or_layer_norm_weight_is_refused_by_name(op, computed):
     ):
         lower_model(model, (2, *sample))
     assert eager(model, np.ones((2, *sample))).shape == (2, *model.output_shape)
+
+
+def test_layer_norm_over_two_axes_lowers_to_the_torch_value() -> None:
+    """The IR layer norm's first axis is ``rank - normalized_ndim`` (review20 mut W1: every other
+    lowering test normalises one axis)."""
+    from torchlean.nn.lowering import lower_model
+
+    model = nn.build(nn.sequential(nn.layer_norm((3, 4))), input_shape=(3, 4), seed=0, dtype=np.float64)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    lowered = lower_model(model, x.shape)
+    out = evaluate(lowered.built.graph, {0: x}, lowered.built.payloads, dtype=np.float64)[lowered.output]
+    expected = torch.nn.functional.layer_norm(torch.tensor(x), (3, 4)).numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_lower_model_refuses_an_empty_batch_for_a_model_that_needs_one() -> None:
+    """``(batch, *sample)`` needs batch >= 1 when a layer reads axis 0 as the batch (review20 mut W2)."""
+    from torchlean.nn.lowering import lower_model
+
+    layers = nn.sequential(nn.conv2d(1, 2, 3), nn.flatten(), nn.linear(8, 3))
+    model = nn.build(layers, input_shape=(1, 4, 4), seed=0)
+    with pytest.raises(ShapeError, match="with batch an int >= 1"):
+        lower_model(model, (0, 1, 4, 4))

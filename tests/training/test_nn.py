@@ -771,3 +771,12 @@ def test_a_parameter_spec_refuses_an_unknown_initialiser():
     spec = ParamSpec("w", (2, 3), "uniform", bound=0.5)
     drawn = spec.initial(np.random.default_rng(0), np.dtype(np.float64))
     assert drawn.shape == (2, 3) and np.all(np.abs(drawn) <= 0.5) and np.unique(drawn).size == 6
+
+
+def test_grouped_conv_init_bound_uses_the_per_group_fan_in() -> None:
+    """torch's default bound is ``1/sqrt(in_channels/groups * kh * kw)`` (review20 mut L2: only
+    ``groups=1`` was tested)."""
+    weight, bias = nn.conv2d(4, 4, 3, groups=2).param_specs()
+    fan_in = torch.nn.init._calculate_fan_in_and_fan_out(torch.nn.Conv2d(4, 4, 3, groups=2).weight)[0]
+    assert fan_in == 18
+    assert weight.bound == bias.bound == pytest.approx(1 / np.sqrt(fan_in), rel=1e-15, abs=0)

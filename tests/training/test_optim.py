@@ -588,3 +588,15 @@ def test_any_iterable_of_arrays_is_accepted_like_a_list() -> None:
     by_iter = optim.sgd(lr).create(p for p in [np.ones(2)]).step((np.ones(2),), iter([np.full(2, 0.5)]))
     np.testing.assert_array_equal(by_list[0], [0.75, 0.75])  # 1 - 0.5 * 0.5
     np.testing.assert_array_equal(by_iter[0], by_list[0])
+
+
+def test_adamw_float32_decay_is_torchs_single_rounding_bitwise() -> None:
+    """``param * float32(1 - lr*wd)``: lr = wd = 0.3 is a pair where ``float32(1) - float32(lr*wd)``
+    differs (review20 mut O1: every other AdamW test runs in float64)."""
+    p0 = np.float32([1.0, -3.0, 7.5])
+    (ours,) = optim.adamw(lr=0.3, weight_decay=0.3).create([p0]).step([p0], [np.zeros(3, np.float32)])
+    t = torch.tensor(p0, requires_grad=True)
+    opt = torch.optim.AdamW([t], lr=0.3, weight_decay=0.3, foreach=False)
+    t.grad = torch.zeros(3)
+    opt.step()
+    assert ours.tobytes() == t.detach().numpy().tobytes()

@@ -1053,3 +1053,13 @@ def test_an_unplannable_model_is_a_session_error_in_both_execution_modes():
     missing = "no admissible kernel capsule for op linear on device cpu"
     assert messages[EAGER] == f"torch: kernel selection failed for `linear`: {missing}"
     assert messages[GRAPH] == f"typed graph rejected by profile libtorch_only: {missing}"
+
+
+def test_evaluate_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_label() -> None:
+    """numpy's argmax of a NaN row is 0; with label 0 it still counts as wrong (review20 mut T3:
+    only a checkpoint test caught this)."""
+    trainer = Trainer(nn.linear(2, 3), objective=Objective.CROSS_ENTROPY,
+                      config=RunConfig(optimizer=optim.adam(0.01), dtype="float64"))
+    weight = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    trainer.model.load_state({"weight": weight, "bias": np.zeros(3)})
+    assert trainer.evaluate(np.array([[2.0, 0.0], [np.nan, 0.0]]), np.array([0, 0])) == {"accuracy": 0.5}
