@@ -277,6 +277,20 @@ def test_minus_inf_key_cases_hold_an_allowed_minus_inf_score_and_pass() -> None:
     assert report.passed
 
 
+def test_far_scores_cases_put_every_score_below_exps_range_and_pass() -> None:
+    """Every score below -709 underflows ``exp`` in float64: the online softmax's first rescale
+    must not compute ``exp(-maximum)`` (review20 mut FL1 gave NaN there and the sweep passed)."""
+    cases = [c for c in flash_check_cases(quick=True) if c.mask == "far-scores" and c.shape.d > 0]
+    assert {c.precision for c in cases} == {"float64", MPMATH_50}
+    for case in cases:
+        problem = checker._make_problem(case)
+        scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float) / np.sqrt(case.shape.d)
+        assert scores.size and scores.max() < -1000.0
+        assert np.exp(scores).max() == 0.0  # the premise: all of them underflow
+    report = check_flash_attention(cases)
+    assert report.passed, report.table()
+
+
 def test_scaled_error_compares_identical_non_finite_patterns_by_their_finite_entries() -> None:
     want = np.array([np.nan, -np.inf, 2.0])
     # 2 + 1e-15 is stored as 2 + 2 ulp = 2 + 8.88e-16, over the scale 2 (the earlier expected 5e-16

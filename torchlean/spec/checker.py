@@ -40,6 +40,7 @@ MASK_KINDS: tuple[str, ...] = (
     "blocked-rows",
     "nan-blocked",
     "minus-inf-key",
+    "far-scores",
 )
 
 
@@ -271,7 +272,7 @@ def _make_mask(kind: str, shape: ShapeCase, rng: np.random.Generator) -> BoolArr
         return causal_mask(n_q, n_k, align="lower_right")
     full = (*shape.batch, n_q, n_k)
     mask = rng.random(full) < 0.6
-    if kind == "random":
+    if kind in ("random", "far-scores"):
         return mask
     mask[..., 0, :] = False
     if kind == "blocked-rows":
@@ -311,6 +312,12 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         q[..., 0] = np.abs(q[..., 0]) + 0.5
         k[..., j, :] = 0.0
         k[..., j, 0] = -np.inf
+    if case.mask == "far-scores" and shape.d > 0:
+        # Every score of every row lies below -1000, where exp underflows to 0 in float64: the
+        # online softmax must rescale from its first tile's maximum without exp(-maximum), which
+        # overflows (softmax is shift-invariant, so standard attention is unaffected).
+        q[..., 0] = np.abs(q[..., 0]) + 1.0
+        k[..., 0] -= 1000.0 * math.sqrt(shape.d)
     if case.precision == MPMATH_50:
         q, k, v, d_out = (_arith.as_mpf_array(x) for x in (q, k, v, d_out))
     return _Problem(q, k, v, d_out, mask)
