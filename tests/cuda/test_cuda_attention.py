@@ -62,6 +62,7 @@ def test_every_scaled_dot_product_attention_case_is_named() -> None:
         "partly-blocked-inf-v",
         "minus-inf-keys",
         "causal-blocked-tiles",
+        "far-scores",
         "wide-heads",
         "head-64",
         "head-128",

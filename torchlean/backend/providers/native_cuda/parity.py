@@ -18,7 +18,8 @@ for ``hard_masked_softmax`` and attention (the native results must then also be 
 the oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights on that row,
 exact zeros at its blocked entries), rows whose allowed scores are all -inf for
 ``hard_masked_softmax`` and attention (NaN there, as the reference; finite where only some are,
-also when a key tile of -inf scores comes first), NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
+also when a key tile of -inf scores comes first), attention rows whose scores all lie below
+float32's ``exp`` range, NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
 and ``min`` (torch autograd's gradient rules, which the reference follows), and attention at
 the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
 (256, whose float64 backward runs on the smaller tile), and zero-size inputs (an empty batch,
@@ -514,6 +515,25 @@ def _minus_inf_keys(r: np.random.Generator) -> Inputs:
     return Inputs((q, k, v, mask))
 
 
+def _far_scores(r: np.random.Generator) -> Inputs:
+    """Every score between -123 and -117, below float32's ``exp`` range (``exp(117)`` overflows,
+    ``exp(-117)`` is below the normal range): an online softmax must rescale from its first key
+    tile's maximum without ``exp(-maximum)``. The scores are exact integers in float32 (q, k hold
+    -1, 0, 1 but ``q[..., 0] = -120``, ``k[..., 0] = 1``, scale 1), so the error measures the
+    kernel, not the rounding of the scores; 70 keys span three key tiles; a random mask with a
+    fully blocked row. (The shift sits in q: in k it would make ``dq[..., 0] = -120 * sum_j dS_ij``,
+    a sum that is 0 in exact arithmetic and whose float32 rounding alone exceeds the tolerance.)"""
+    batch, nq, nk, d, dv = 2, 9, 70, 4, 3
+    q = r.integers(-1, 2, (batch, nq, d)).astype(np.float64)
+    k = r.integers(-1, 2, (batch, nk, d)).astype(np.float64)
+    q[..., 0] = -120.0
+    k[..., 0] = 1.0
+    v = _normal(r, batch, nk, dv)
+    mask = r.random((batch, nq, nk)) < 0.6
+    mask[:, 0, :] = False
+    return Inputs((q, k, v, mask), {"scale": 1.0})
+
+
 def _window_case(
     op: str, name: str, shape: tuple[int, ...], draw: Callable[..., Array] = _normal, **params: Any
 ) -> ParityCase:
@@ -747,6 +767,7 @@ CASES: tuple[ParityCase, ...] = (
     # rows whose allowed scores are all -inf (NaN) beside rows with some -inf scores (finite)
     ParityCase(ATTENTION, "minus-inf-keys", _minus_inf_keys),
     ParityCase(ATTENTION, "causal-blocked-tiles", _causal_blocked_tiles),
+    ParityCase(ATTENTION, "far-scores", _far_scores),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
     # the head widths bench/gpu_check.py times, n_q != n_k, partial tiles, a fully blocked row
     ParityCase(ATTENTION, "head-64", _attention((2,), 45, 77, 64, 64, masked=True)),
