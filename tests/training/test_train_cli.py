@@ -111,7 +111,9 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "test_accuracy",
         "seconds",
         "capsules",
+        "preference_notes",
     }
+    assert record["preference_notes"] == []  # checked_cpu prefers no provider
     assert (record["dataset"], record["model"], record["profile"], record["execution"]) == (
         "iris",
         "mlp",
@@ -205,7 +207,9 @@ REFERENCE_ATTENTION = (
         ),
     ],
 )
-def test_transformer_report_names_the_attention_capsule(capsys, images_csv, profile, attention, note):
+def test_transformer_report_names_the_attention_capsule(
+    capsys, tmp_path, images_csv, profile, attention, note
+):
     code, out, err = train(
         capsys,
         "--dataset",
@@ -220,8 +224,12 @@ def test_transformer_report_names_the_attention_capsule(capsys, images_csv, prof
         "8",
         "--profile",
         profile,
+        "--report-json",
+        str(tmp_path / "run.json"),
     )
     assert (code, err) == (0, note)
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["preference_notes"] == ([note.removeprefix("note: ").rstrip("\n")] if note else [])
     assert f"profile={profile} execution=eager" in out
     assert attention in out.splitlines()
     audits = parse(out)["audits"]

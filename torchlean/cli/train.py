@@ -308,7 +308,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         record["test_mse"] = mse
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected
-    print_capsules_used(selected, profile, sys.stdout)
+    preference_notes = print_capsules_used(selected, profile, sys.stdout)
     if args.save is not None:
         weights = trainer.model.state()
         _warn_non_finite(weights)
@@ -336,6 +336,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started
     record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
+    record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
         make_parents(args.report_json, "--report-json")
         try:
