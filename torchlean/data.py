@@ -402,11 +402,13 @@ def _well_formed_features(
     (tested in tests/data/test_csv_fast_path.py); ``float`` refuses some that it accepts (it does
     not strip ``\x1c``-``\x1f``). Any other column goes cell by cell, which decides.
     """
+    if not rows:  # a Table built by hand (read_csv refuses a file without data rows)
+        return np.empty((0, len(feature_idx)), dtype=np.float64)
     if any(len(row) != n_columns for row in rows):
         return None
     if label is not None and any("\n" in row[label] or "\r" in row[label] for row in rows):
         return None  # _refuse_rows_in_a_label decides
-    columns = list(zip(*rows, strict=True)) if rows else []
+    columns = list(zip(*rows, strict=True))
     x = np.empty((len(rows), len(feature_idx)), dtype=np.float64)
     for j, i in enumerate(feature_idx):
         text = "".join(columns[i])

@@ -112,3 +112,16 @@ def test_refusals_still_come_from_the_cell_reader(tmp_path: Path, body: str, mes
     with pytest.raises(DataError) as info:
         data.read_csv(path).columns(2)
     assert message in str(info.value)
+
+
+def test_a_table_without_rows_has_empty_columns(tmp_path: Path) -> None:
+    """read_csv refuses a file without data rows, but a Table built by hand may have none: empty
+    features and labels, as the cell-by-cell reader gave (review20 diff F1: IndexError)."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n1,2,x\n")
+    table = data.read_csv(path)
+    empty = data.Table(table.file, table.names, True, table.first_row, [], (), "")
+    x, labels = empty.columns(2)
+    assert (x.shape, x.dtype, labels) == ((0, 2), np.float64, [])
+    assert empty.columns(None)[0].shape == (0, 3)
+

@@ -285,7 +285,7 @@ def test_far_scores_cases_put_every_score_below_exps_range_and_pass() -> None:
     for case in cases:
         problem = checker._make_problem(case)
         scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float) / np.sqrt(case.shape.d)
-        assert scores.size and scores.max() < -1000.0
+        assert scores.size and scores.max() < -990.0  # -1000 q0 (q0 >= 1) plus a small q.k term
         assert np.exp(scores).max() == 0.0  # the premise: all of them underflow
     report = check_flash_attention(cases)
     assert report.passed, report.table()

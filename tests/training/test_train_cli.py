@@ -911,8 +911,29 @@ def test_a_reader_that_leaves_does_not_cost_the_saved_model(tmp_path):
     assert json.loads(record.read_text())["checkpoint"] == str(saved)
 
 
-def test_a_reader_that_leaves_stops_a_run_without_files():
+@pytest.mark.parametrize("argv", [(), ("--report-json", "-")])
+def test_a_reader_that_leaves_stops_a_run_without_files(argv):
     """Nothing to keep: the run stops quietly at the first write that fails, exit status 141
-    (128 + SIGPIPE, what a shell reports for a command killed by it)."""
-    status, err = _train_into_a_reader_that_leaves()
-    assert (status, err) == (141, "")
+    (128 + SIGPIPE, what a shell reports for a command killed by it), also when that write is
+    the JSON record on stdout (it said "cannot write --report-json /dev/stdout: Broken pipe")."""
+    status, err = _train_into_a_reader_that_leaves(*argv)
+    assert status == 141
+    if argv:  # the human report went to stderr, the JSON to stdout
+        assert err.splitlines()[0].startswith("dataset=iris ")
+        assert not [line for line in err.splitlines() if line.startswith(("error:", "note:"))], err
+    else:
+        assert err == ""
+
+
+def test_attention_check_json_to_a_reader_that_leaves_exits_141_quietly():
+    child = subprocess.Popen(
+        [sys.executable, "-m", "torchlean", "attention-check", "--quick", "--no-progress", "--json", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    err = child.stderr.read()
+    assert child.wait(timeout=300) == 141
+    assert not [line for line in err.splitlines() if line.startswith("error:")], err

@@ -6,9 +6,10 @@ import contextlib
 import io
 import os
 import sys
-from typing import Any, TextIO
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO, cast
 
-__all__ = ["ReaderMayLeave", "silence_stdout"]
+__all__ = ["ReaderMayLeave", "reader_may_leave", "silence_stdout"]
 
 
 def silence_stdout() -> None:
@@ -48,3 +49,23 @@ class ReaderMayLeave:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding ... of the stream
         return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def reader_may_leave(files: Sequence[str]) -> Iterator[None]:
+    """For a command with ``files`` to write (their names as shown; none: nothing changes): within
+    the block stdout is a :class:`ReaderMayLeave`, so a reader that goes away (``| head -3``) does
+    not stop the command before it writes them; when that happened, a ``note:`` on stderr after a
+    block that ended without an exception names them."""
+    if not files:
+        yield
+        return
+    stdout = ReaderMayLeave(sys.stdout)
+    with contextlib.redirect_stdout(cast(TextIO, stdout)):
+        yield
+    if stdout.gone:
+        print(
+            f"note: the reader of standard output went away; the run went on to write {' and '.join(files)}",
+            file=sys.stderr,
+        )
+

@@ -78,6 +78,8 @@ def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int)
     make_parents(path, "the JSON report to")
     try:
         path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
+        raise
     except OSError as error:
         raise TorchLeanError(f"cannot write the JSON report to {str(path)!r}: {error.strerror}") from error
 

@@ -82,6 +82,7 @@ from torchlean.cli._output import (
     output_path,
     shown_path,
 )
+from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 from torchlean.trainer import ExecutionMode
 
@@ -381,6 +382,8 @@ def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | 
     make_parents(output, "--output")
     try:
         output.write_text(text.getvalue(), encoding="utf-8")
+    except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
+        raise
     except OSError as error:
         raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
 
@@ -405,9 +408,16 @@ def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean predict``; returns the exit status. ``--output`` naming stdout
-    (``/dev/stdout``) is as no ``--output``: the CSV on stdout, the report on stderr."""
+    (``/dev/stdout``) is as no ``--output``: the CSV on stdout, the report on stderr. With
+    ``--output`` naming a file, a reader of the report on stdout that goes away (``| head -3``) does
+    not stop the command before it writes the file (a ``note:`` on stderr says so)."""
     if is_stdout(args.output):
         args.output = None
+    with reader_may_leave([] if args.output is None else [shown_path(args.output)]):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:

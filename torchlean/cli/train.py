@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -56,7 +56,7 @@ from torchlean.cli._output import (
     report_beside,
     shown_path,
 )
-from torchlean.cli._stdout import ReaderMayLeave
+from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -191,18 +191,8 @@ def run(args: argparse.Namespace) -> int:
     json_on_stdout = is_stdout(args.report_json)  # before report_beside moves sys.stdout
     outputs = (args.save, args.report_json)
     files = [shown_path(path) for path in outputs if path is not None and not is_stdout(path)]
-    stdout = ReaderMayLeave(sys.stdout)
-    # with files to write, a reader that leaves (``| head``) does not stop the run before them
-    with (
-        contextlib.redirect_stdout(cast(TextIO, stdout) if files else sys.stdout),
-        report_beside(args.report_json, args.save),
-    ):
-        status = _run(args, json_on_stdout)
-    if stdout.gone:
-        written = " and ".join(files)
-        print(f"note: the reader of standard output went away; the run went on to write {written}",
-              file=sys.stderr)
-    return status
+    with reader_may_leave(files), report_beside(args.report_json, args.save):
+        return _run(args, json_on_stdout)
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
@@ -341,6 +331,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         make_parents(args.report_json, "--report-json")
         try:
             args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
+        except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
+            raise
         except OSError as error:
             raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
         if not json_on_stdout:  # as predict: stdout carries the record itself

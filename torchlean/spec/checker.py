@@ -313,7 +313,8 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         k[..., j, :] = 0.0
         k[..., j, 0] = -np.inf
     if case.mask == "far-scores" and shape.d > 0:
-        # Every score of every row lies below -1000, where exp underflows to 0 in float64: the
+        # Every score of every row lies near -1000 or lower (-1000 q0 plus a small q.k term),
+        # far below -709, where exp underflows to 0 in float64: the
         # online softmax must rescale from its first tile's maximum without exp(-maximum), which
         # overflows (softmax is shift-invariant, so standard attention is unaffected).
         q[..., 0] = np.abs(q[..., 0]) + 1.0
