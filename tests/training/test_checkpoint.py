@@ -1348,18 +1348,12 @@ def test_predict_says_when_the_preferred_provider_was_refused(capsys, tmp_path):
 def test_predict_writes_its_output_when_the_report_reader_leaves(tmp_path, iris_checkpoint):
     """``predict --output p.csv | head -0``: the report's reader goes away before the CSV is
     written; the CSV is still written, whole, and a note says so (review20 diff F3)."""
+    from reader_gone import run_with_stdout_reader_gone
+
     output = tmp_path / "p.csv"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "torchlean", "predict", str(iris_checkpoint), "--dataset", "iris",
-         "--output", str(output)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stderr is not None
-    child.stdout.close()
-    err = child.stderr.read()
-    assert (child.wait(timeout=300), err) == (
+    argv = ("predict", str(iris_checkpoint), "--dataset", "iris", "--output", str(output))
+    status, err = run_with_stdout_reader_gone(*argv)
+    assert (status, err) == (
         0,
         f"note: the reader of standard output went away; the run went on to write {output}\n",
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from reader_gone import run_with_stdout_reader_gone
 
 from torchlean.backend import profiles
 from torchlean.cli import _threads, main
@@ -881,19 +882,7 @@ def test_a_shipped_dataset_name_that_is_also_a_file_here_gets_a_note(capsys, tmp
 
 
 def _train_into_a_reader_that_leaves(*argv: str) -> tuple[int, str]:
-    """Run ``torchlean train ... | head -0``: the reader closes the pipe before reading anything
-    (so the first flush fails whatever the timing), then wait."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "3", "--hidden", "4",
-         *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stderr is not None
-    child.stdout.close()
-    err = child.stderr.read()
-    return child.wait(timeout=300), err
+    return run_with_stdout_reader_gone("train", "--dataset", "iris", "--epochs", "3", "--hidden", "4", *argv)
 
 
 def test_a_reader_that_leaves_does_not_cost_the_saved_model(tmp_path):
@@ -926,14 +915,6 @@ def test_a_reader_that_leaves_stops_a_run_without_files(argv):
 
 
 def test_attention_check_json_to_a_reader_that_leaves_exits_141_quietly():
-    child = subprocess.Popen(
-        [sys.executable, "-m", "torchlean", "attention-check", "--quick", "--no-progress", "--json", "-"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stderr is not None
-    child.stdout.close()
-    err = child.stderr.read()
-    assert child.wait(timeout=300) == 141
+    status, err = run_with_stdout_reader_gone("attention-check", "--quick", "--no-progress", "--json", "-")
+    assert status == 141
     assert not [line for line in err.splitlines() if line.startswith("error:")], err
