@@ -566,3 +566,15 @@ def test_a_cuda_device_index_names_the_cuda_target(capsys: pytest.CaptureFixture
     status, out, _ = run(capsys, "capsules", "--device", spelling)
     assert status == 0
     assert out.splitlines()[0].startswith("catalog for device cuda: ")
+
+
+def test_capsule_table_lines_carry_no_trailing_spaces():
+    # review21 mut R4; oracle: hand rule — an aligned table pads between columns, never after the last one
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "torchlean", "capsules"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert len(lines) > 3
+    assert [line for line in lines if line != line.rstrip()] == []

@@ -587,3 +587,25 @@ def test_availability_takes_members_or_labels_and_refuses_anything_else() -> Non
         Availability(devices=("cpu", "gpu"))  # type: ignore[arg-type]
     with pytest.raises(BackendTypeError, match=r"^Availability\.providers\[0\] must be a Provider or one"):
         Availability(providers=(1,))  # type: ignore[arg-type]
+
+
+def test_a_layout_claim_needs_its_layout():
+    # review21 mut C2; oracle: ContractClaim's documented Raises ("a layout/mode on a claim kind without
+    # one"),
+    # and the message the symmetric check gives
+    from torchlean.backend.contracts import ClaimKind, ContractClaim
+    from torchlean.backend.fields import BackendTypeError
+    from torchlean.backend.vocabulary import BackendOp
+
+    with pytest.raises(BackendTypeError, match="carries a layout only for layout compatibility"):
+        ContractClaim(ClaimKind.LAYOUT_COMPATIBILITY, BackendOp.RELU)
+
+
+@pytest.mark.parametrize("kind", ["prefer", "only"])
+def test_prefer_and_only_need_a_provider(kind):
+    # review21 mut PO3; oracle: ProviderPreference's documented Raises ("none with prefer/only")
+    from torchlean.backend.fields import BackendTypeError
+    from torchlean.backend.policy import PreferenceKind, ProviderPreference
+
+    with pytest.raises(BackendTypeError, match="names a provider exactly when it is prefer or only"):
+        ProviderPreference(PreferenceKind.parse(kind))

@@ -376,3 +376,29 @@ def test_const_of_bool_int_and_float_data_evaluates_to_it() -> None:
         expected = np.asarray(value)
         assert out[node].dtype == expected.dtype
         np.testing.assert_array_equal(out[node], expected)
+
+
+def test_a_linear_bias_of_the_wrong_length_is_refused_when_built():
+    # review21 mut BU4; oracle: the builder's documented linear rule (W [out, in] and b [out]) and its message
+    from torchlean.ir import IRError
+    from torchlean.ir.builder import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input((2, 4))
+    with pytest.raises(IRError, match=r"linear: weight \[3, 4\] and bias \[2\] do not fit input \[2, 4\]"):
+        b.linear(x, np.ones((3, 4)), np.ones(2))
+    assert len(b.build().graph.nodes) == 1
+
+
+def test_batch_norm_statistics_must_be_vectors():
+    # review21 mut BU7; oracle: batch_norm_eval's documented Raises ("mean, var, weight and bias must be
+    # vectors of one length")
+    from torchlean.ir import IRError
+    from torchlean.ir.builder import GraphBuilder
+    from torchlean.ir.payloads import BatchNormParams
+
+    b = GraphBuilder()
+    x = b.input((2, 3, 5))
+    message = "batch_norm_eval: mean, var, weight and bias must be vectors of one length"
+    with pytest.raises(IRError, match=message):
+        b.batch_norm_eval(x, 1, BatchNormParams(np.zeros((3, 1)), None))

@@ -101,3 +101,20 @@ def test_reciprocal_overflow_mask_agrees_on_numpy_and_torch_storage(dtype: type[
     ints = np.array([0, 1, -3])
     assert not storage.reciprocal_overflows(ints).any()
     assert not storage.reciprocal_overflows(torch.from_numpy(ints)).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_division_by_the_largest_divisor_whose_reciprocal_overflows(dtype):
+    # the largest positive value whose reciprocal overflows (a subnormal near 1/finfo.max);
+    # review21 mut ST1; oracle: torch's division of that value by itself is 1
+    x = dtype(1) / np.finfo(dtype).max
+    with np.errstate(all="ignore"):
+        while not np.isinf(np.reciprocal(x)):
+            x = np.nextafter(x, dtype(0))
+        while np.isinf(np.reciprocal(np.nextafter(x, dtype(1)))):
+            x = np.nextafter(x, dtype(1))
+    a = np.array([x, -x], dtype=dtype)
+    expected = (torch.from_numpy(a) / torch.from_numpy(a)).numpy()
+    assert expected.tolist() == [1.0, 1.0]
+    got = tl.div(tl.tensor(a), tl.tensor(a)).numpy()
+    assert got.tolist() == [1.0, 1.0]

@@ -449,3 +449,68 @@ def test_leaf_backward_with_a_gradient_of_another_shape_is_refused() -> None:
     with pytest.raises(AutogradError, match=message):
         leaf.backward(gradient=np.ones(2))
     assert leaf.grad is None
+
+
+def test_a_leaf_that_stopped_requiring_grad_gets_no_gradient():
+    # review21 mut T7; oracle: torch — a leaf whose requires_grad is switched off after use gets no .grad
+    x = tl.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = (x * x).sum()
+    x.requires_grad = False
+    y.backward()
+    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    yt = (xt * xt).sum()
+    xt.requires_grad_(False)
+    yt.backward()
+    assert xt.grad is None
+    assert x.grad is None
+
+
+def test_a_contribution_of_another_dtype_is_refused():
+    # review21 mut T11; oracle: run_backward's documented Raises ("a contribution whose shape or dtype
+    # differs")
+    from torchlean.autograd.tape import AutogradError, Node, SavedArray, VersionCounter, run_backward
+
+    x = tl.tensor(np.array([1.0, 2.0]), requires_grad=True)  # float64 leaf
+    rule = lambda g, ins, o: (np.ones(2, dtype=np.float32),)  # noqa: E731 — a rule giving float32
+    saved = (SavedArray(x._data, x._version),)
+    node = Node("bad", (x,), saved, SavedArray(np.array(3.0), VersionCounter()), rule)
+    with pytest.raises(AutogradError, match="wrong dtype for parent"):
+        run_backward(node, np.array(1.0))
+    assert x.grad is None
+
+
+def test_an_op_on_inputs_that_need_no_gradient_records_nothing():
+    # review21 mut D4; oracle: torch — the product of two tensors without requires_grad is a leaf without
+    # grad_fn
+    yt = torch.tensor([1.0, 2.0]) * torch.tensor([3.0, 4.0])
+    y = tl.tensor(np.array([1.0, 2.0])) * tl.tensor(np.array([3.0, 4.0]))
+    expected = (yt.requires_grad, yt.grad_fn, yt.is_leaf)
+    assert (y.requires_grad, y.grad_fn, y.is_leaf) == expected == (False, None, True)
+
+
+def test_an_exception_thrown_into_a_decorated_generator_is_handled_under_its_mode():
+    # review21 mut G3; oracle: torch.no_grad on a generator function runs every step of the body under the
+    # mode,
+    # generator.throw included
+    @tl.no_grad
+    def tl_gen():
+        while True:
+            try:
+                yield "sent", tl.is_grad_enabled()
+            except ValueError:
+                yield "thrown", tl.is_grad_enabled()
+
+    @torch.no_grad()
+    def torch_gen():
+        while True:
+            try:
+                yield "sent", torch.is_grad_enabled()
+            except ValueError:
+                yield "thrown", torch.is_grad_enabled()
+
+    t = torch_gen()
+    next(t)
+    assert t.throw(ValueError("x")) == ("thrown", False)
+    g = tl_gen()
+    next(g)
+    assert g.throw(ValueError("x")) == ("thrown", False)

@@ -845,3 +845,15 @@ def test_T_reverses_every_axis_of_a_rank_3_tensor() -> None:
     a = np.arange(24.0).reshape(2, 3, 4)
     np.testing.assert_array_equal(tl.tensor(a).T.numpy(), a.T)
     assert tl.tensor(a).T.shape == (4, 3, 2)
+
+
+def test_inputs_on_two_devices_are_a_device_error():
+    # review21 mut D3; oracle: the documented DeviceError of check_devices; CPU torch storage is the
+    # documented
+    # stand-in for CUDA storage (the host-emulation seam), refused next to numpy storage
+    a = tl.tensor(np.array([1.0, 2.0]))
+    b = tl.tensor(np.array([3.0, 4.0]))
+    b._data = torch.tensor([3.0, 4.0], dtype=torch.float64)
+    message = "got inputs on different devices: input 0 is on cpu and input 1"
+    with pytest.raises(tl.DeviceError, match=message):
+        tl.add(a, b)

@@ -918,3 +918,13 @@ def test_attention_check_json_to_a_reader_that_leaves_exits_141_quietly():
     status, err = run_with_stdout_reader_gone("attention-check", "--quick", "--no-progress", "--json", "-")
     assert status == 141
     assert not [line for line in err.splitlines() if line.startswith("error:")], err
+
+
+def test_a_missing_training_file_is_not_called_an_input_that_would_be_destroyed(tmp_path, capsys):
+    # review21 mut O6; oracle: check_distinct's documented rule (an output naming an *existing* input file)
+    from torchlean.cli import main
+
+    missing = tmp_path / "nope.csv"
+    assert main(["train", "--dataset", str(missing), "--save", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert "would destroy" not in err and "nope.csv" in err

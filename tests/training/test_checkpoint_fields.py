@@ -1,0 +1,144 @@
+"""Checkpoint fields, the predict CLI's layouts and notes: the gaps review21's mutation testing
+found (each test failed on its mutant). Oracles: the documented rules and messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torchlean import checkpoint as _ckpt
+from torchlean.checkpoint import Checkpoint, CheckpointError
+
+
+@pytest.fixture(scope="module")
+def _iris(tmp_path_factory):
+    from torchlean.cli import main
+
+    path = tmp_path_factory.mktemp("r21") / "iris.npz"
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def _diabetes(tmp_path_factory):
+    from torchlean.cli import main
+
+    path = tmp_path_factory.mktemp("r21") / "diabetes.npz"
+    assert (
+        main(["train", "--dataset", "diabetes", "--epochs", "1", "--hidden", "4", "--save", str(path)]) == 0
+    )
+    return path
+
+
+def _fields(saved, **changes):
+    values = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    values.update(changes)
+    return values
+
+
+def test_a_newer_format_is_named_as_such_before_its_fields_are_read(_iris, tmp_path):
+    # review21 mut CK2; oracle: load's documented Raises ("an unsupported version"): a version-2 file that
+    # also
+    # writes a field version 1 does not know is refused for its version, not for the field
+    import json
+    import zipfile
+
+    src = zipfile.ZipFile(_iris)
+    arrays = {name[:-4]: np.load(src.open(name)) for name in src.namelist()}
+    meta = json.loads(str(arrays["metadata"][()]))
+    meta["version"] = 2
+    meta["calibration"] = "platt"  # a field of the imagined version 2
+    arrays["metadata"] = np.array(json.dumps(meta))
+    path = tmp_path / "v2.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(CheckpointError, match=r"unsupported checkpoint version 2 \(supported: 1\)"):
+        _ckpt.load(path)
+
+
+def test_sizes_must_be_at_least_one(_iris):
+    # review21 mut CK3; oracle: Checkpoint's documented field rule (``hidden``, ``features``, ``outputs``:
+    # ints >= 1)
+    with pytest.raises(CheckpointError, match=r"^hidden must be an int >= 1, got 0$"):
+        Checkpoint(**_fields(_ckpt.load(_iris), hidden=0))
+
+
+def test_a_classifier_has_at_least_two_classes(_iris):
+    # review21 mut CK4; oracle: the documented rule (classification: ``outputs`` class logits, two or more)
+    saved = _ckpt.load(_iris)
+    with pytest.raises(
+        CheckpointError, match=r"a classifier needs one class per output unit \(1\), at least two"
+    ):
+        Checkpoint(**_fields(saved, outputs=1, classes=("only",), weights={}))
+
+
+def test_a_regression_target_scale_of_zero_is_refused(_diabetes):
+    # review21 mut CK5; oracle: the documented rule (target_scale > 0)
+    with pytest.raises(CheckpointError, match=r"target_scale must be > 0, got 0.0"):
+        Checkpoint(**_fields(_ckpt.load(_diabetes), target_scale=0.0))
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3, 4)])
+def test_standardise_takes_rows_of_features_only(_iris, shape):
+    # review21 mut CK10; oracle: standardise's documented Raises (an array that is not [rows, features])
+    saved = _ckpt.load(_iris)
+    assert saved.features == 4
+    with pytest.raises(CheckpointError, match=r"the model takes 4 features per row, got an array of shape"):
+        saved.standardise(np.zeros(shape))
+
+
+def _write_repeated(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = ["a,a,c,y"] + [
+        f"{a:.3f},{b:.3f},{c:.3f},{i % 2}" for i, (a, b, c) in enumerate(rng.random((40, 3)))
+    ]
+    (tmp_path / "rep.csv").write_text("\n".join(rows) + "\n")
+    rows = ["a,a,c"] + [f"{a:.3f},{b:.3f},{c:.3f}" for a, b, c in rng.random((5, 3))]
+    (tmp_path / "rep_nolabel.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_a_header_that_is_the_trained_features_is_read_by_position_even_with_repeated_names(tmp_path, capsys):
+    # review21 mut PR1; oracle: predict's documented rule ("Such a file is read by position even when names
+    # repeat
+    # (a,a,c,y)"), here without the label column: one prediction per row
+    from torchlean.cli import main
+
+    _write_repeated(tmp_path)
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                str(tmp_path / "rep.csv"),
+                "--epochs",
+                "1",
+                "--save",
+                str(tmp_path / "rep.npz"),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "rep.npz"), "--dataset", str(tmp_path / "rep_nolabel.csv")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0] == "prediction" and len(lines[1:6]) == 5 and all(cell in ("0", "1") for cell in lines[1:6])
+    )
+
+
+def test_a_seed_of_2_to_the_32_has_no_train_split(_iris, tmp_path, capsys):
+    # review21 mut PR2; oracle: the documented refusal (train's seeds are below 2**32, so 2**32 itself made
+    # no split)
+    from torchlean.cli import main
+
+    path = tmp_path / "seed.npz"
+    _ckpt.save(path, Checkpoint(**_fields(_ckpt.load(_iris), seed=2**32)))
+    assert main(["predict", str(path), "--dataset", "iris", "--split", "test"]) == 2
+    assert "which no torchlean train split used (its seeds are below 2**32)" in capsys.readouterr().err
+
+
+def test_no_other_data_note_when_predicting_on_the_shipped_dataset_trained_on(_iris, capsys):
+    # review21 mut PR4; oracle: the documented note appears only when --dataset is not the data trained on
+    from torchlean.cli import main
+
+    assert main(["predict", str(_iris), "--dataset", "iris", "--split", "test"]) == 0
+    assert "was trained on" not in capsys.readouterr().err
