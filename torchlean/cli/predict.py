@@ -34,7 +34,8 @@ units (the float64 ``output * target_scale + target_mean``, as ``torchlean train
 ``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout. A
 row whose model outputs (or target value) are not all finite, as a diverged model's are, gets an
 empty cell, and a ``warning:`` line on stderr counts such rows and says whether the checkpoint's
-weights, the inputs, or neither (an overflow) are not finite. ``--output`` naming the checkpoint
+weights are not finite or the outputs overflow (the standardised inputs are finite: the
+checkpoint's ``standardise`` refuses any that are not). ``--output`` naming the checkpoint
 or the input CSV is refused before any work.
 
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
@@ -388,18 +389,16 @@ def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | 
         raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
 
 
-def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint, x: npt.NDArray[Any],
-                           bad: npt.NDArray[np.bool_]) -> str:
-    """The ``warning:`` line for ``missing`` of ``rows`` rows without a prediction (``bad``),
-    naming the cause: the checkpoint's weights, the rows' standardised inputs ``x``, or neither."""
+def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint) -> str:
+    """The ``warning:`` line for ``missing`` of ``rows`` rows without a prediction, naming the
+    cause: the checkpoint's weights, or neither (the inputs are finite: ``standardise`` refuses
+    non-finite ones and standardisations that overflow)."""
     weights = saved.weights.values()
     not_finite = sum(int(np.count_nonzero(~np.isfinite(w))) for w in weights)
     if not_finite:
         total = sum(int(w.size) for w in weights)
         cause = (f"the checkpoint's weights are not finite ({not_finite} of {total} values; the training "
                  "diverged)")
-    elif not np.isfinite(x[bad]).all():
-        cause = "their standardised inputs are not finite"
     else:
         cause = f"the weights and inputs are finite, but the model's outputs overflow {saved.dtype}"
     return (f"warning: {missing} of {rows} rows have no prediction (an empty cell): their model outputs are "
@@ -501,7 +500,7 @@ def _run(args: argparse.Namespace) -> int:
                 summary = f"mse={mse:.4f}{kept if missing else ''}"
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
-        print(_no_prediction_warning(missing, count, saved, x, ~finite), file=sys.stderr)
+        print(_no_prediction_warning(missing, count, saved), file=sys.stderr)
     _write(rows, args.output, chosen)
     if summary is not None:
         print(summary, file=out)
