@@ -63,6 +63,8 @@ def test_every_scaled_dot_product_attention_case_is_named() -> None:
         "minus-inf-keys",
         "causal-blocked-tiles",
         "far-scores",
+        "falling-tile-maximum",
+        "tile-corners",
         "wide-heads",
         "head-64",
         "head-128",

@@ -13,20 +13,25 @@ Inputs are drawn in float64, rounded to the tested dtype, and the oracle runs on
 values, so an error measures only the kernel's arithmetic. The error of a result is
 ``max|native - oracle| / max(max|oracle|, 1)``; a result passes below :data:`TOLERANCE` for its
 dtype (float32 ``1e-5``, float64 ``1e-10``), NaN positions must be the oracle's; the seeded
-sources must match bit for bit. Cases include fully blocked rows and NaN/inf at blocked positions
-for ``hard_masked_softmax`` and attention (the native results must then also be finite and equal
-the oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights on that row,
-exact zeros at its blocked entries), rows whose allowed scores are all -inf for
+sources must match bit for bit. Direct attention's saved row logsumexp is compared too (with
+one written in numpy: -inf on fully blocked rows, NaN on all -inf rows).
+
+Cases include fully blocked rows and NaN/inf at blocked positions for ``hard_masked_softmax``
+and attention, also in the cotangent (the native results must then also be finite and equal the
+oracle's), NaN/±inf at allowed ``hard_masked_softmax`` entries (NaN weights on that row, exact
+zeros at its blocked entries), rows whose allowed scores are all -inf for
 ``hard_masked_softmax`` and attention (NaN there, as the reference; finite where only some are,
 also when a key tile of -inf scores comes first), attention rows whose scores all lie below
-float32's ``exp`` range, NaN/±inf/±0 inputs of ``relu``, ``abs``, ``inv``, ``max``
-and ``min`` (torch autograd's gradient rules, which the reference follows), and attention at
-the head widths that ``bench/gpu_check.py`` times (d = d_v = 64 and 128) and at the widest
-(256, whose float64 backward runs on the smaller tile), and zero-size inputs (an empty batch,
-feature, key or time axis: torch's results — empty, the bias alone, NaN for a mean over nothing,
-zeros for a query without keys — and, on a GPU, no kernel launched on an empty grid, which CUDA
-refuses). On CUDA each case ends with a device synchronisation inside its error handling, so an
-asynchronous kernel fault is recorded against the case that caused it.
+float32's ``exp`` range or fall by more than that range from one key tile to the next, masks
+whose only allowed pair in a tile sits at its corner (the tile-skipping votes), NaN/±inf/±0
+inputs of ``relu``, ``abs``, ``inv``, ``max`` and ``min`` (torch autograd's gradient rules,
+which the reference follows), and attention at the head widths that ``bench/gpu_check.py``
+times (d = d_v = 64 and 128) and at the widest (256, whose float64 backward runs on the smaller
+tile), and zero-size inputs (an empty batch, feature, key or time axis: torch's results —
+empty, the bias alone, NaN for a mean over nothing, zeros for a query without keys — and, on a
+GPU, no kernel launched on an empty grid, which CUDA refuses). On CUDA each case ends with a
+device synchronisation inside its error handling, so an asynchronous kernel fault is recorded
+against the case that caused it.
 
 Used by ``tests/cuda/test_native_parity.py`` and ``tests/cuda/test_cuda_attention.py`` (on CUDA,
 and on the CPU through :func:`.extension.host_emulation`) and by ``bench/gpu_check.py``.
@@ -103,8 +108,9 @@ class ParityCase:
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    """Errors of one case in one dtype: ``errors`` maps ``forward`` and ``d<i>`` (cotangent of
-    input i) to the relative error; ``problems`` lists failures in words."""
+    """Errors of one case in one dtype: ``errors`` maps ``forward``, ``d<i>`` (cotangent of
+    input i) and, for ``native_cuda.direct_attention``, ``lse`` (the row logsumexp its forward
+    saves for the backward) to the relative error; ``problems`` lists failures in words."""
 
     case: str
     op: str
@@ -196,6 +202,29 @@ def _oracle(
     return out, tuple(vjp(g, *arrays, out=out, **params))
 
 
+def _attention_logsumexp(arrays: tuple[Array | None, ...], params: Mapping[str, Any]) -> Array:
+    """The row logsumexp of the scaled allowed scores, written directly in numpy float64: -inf
+    on a row without an allowed key, NaN on a row whose allowed scores are all -inf (or where one
+    is NaN); values at blocked pairs are selected away before they are read."""
+    q, k, _, mask = arrays
+    assert q is not None and k is not None
+    d = q.shape[-1]
+    scale = params.get("scale")
+    scale = (1.0 / math.sqrt(d) if d > 0 else 1.0) if scale is None else float(scale)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        raw = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+        allowed = np.ones(raw.shape, dtype=bool) if mask is None else np.broadcast_to(mask, raw.shape)
+        scores = np.where(allowed, raw, -np.inf)
+        if scores.shape[-1] == 0:
+            return np.full(scores.shape[:-1], -np.inf)
+        top = np.max(scores, axis=-1, keepdims=True)
+        shifted = np.where(allowed, np.exp(scores - top), 0.0)
+        lse = top[..., 0] + np.log(np.sum(shifted, axis=-1))
+    lse = np.where(np.isneginf(top[..., 0]), np.nan, lse)
+    result: Array = np.where(allowed.any(axis=-1), lse, -np.inf)
+    return result
+
+
 # ---------------------------------------------------------------------------------------- running
 
 
@@ -279,6 +308,12 @@ def run_case(
                 g64 = _poison_blocked_cotangent(case.op, g64, spec)
         out_o, grads_o = _oracle(case.op, rounded, spec.params, g64)
         errors["forward"] = _error(out_n, out_o)
+        if case.op == ATTENTION and not composed:
+            # the row logsumexp the backward reads (blocked rows -inf, all -inf rows NaN)
+            q_n, k_n, v_n, mask_n = natives
+            assert q_n is not None and k_n is not None and v_n is not None
+            lse_n = kernels.direct_attention_forward(q_n, k_n, v_n, mask_n, **spec.params)[1]
+            errors["lse"] = _error(lse_n, _attention_logsumexp(rounded, spec.params))
         if spec.finite and not bool(torch.isfinite(out_n).all()):
             problems.append("forward has non-finite values (a blocked position leaked)")
         if g64 is not None and backward is not None and grads_o is not None:
@@ -312,20 +347,20 @@ def _synchronize(device: torch.device) -> None:
 
 
 def _poison_blocked_cotangent(op: str, g: Array | None, spec: Inputs) -> Array | None:
-    """Put NaN into the cotangent on fully blocked rows: it must be selected away."""
+    """Put NaN into the cotangent where it must be selected away: at every blocked entry of
+    ``hard_masked_softmax`` (also in rows with allowed entries, whose gradient reads the row's
+    allowed entries only), and on the fully blocked query rows of attention."""
     if g is None:
         return None
     mask = spec.arrays[3] if op == ATTENTION else spec.arrays[1]
     if mask is None:
         return g
-    full = (
-        np.broadcast_to(mask, (*g.shape[:-1], mask.shape[-1]))
-        if op == ATTENTION
-        else np.broadcast_to(mask, g.shape)
-    )
-    blocked_rows = ~full.any(axis=-1)
     poisoned = g.copy()
-    poisoned[blocked_rows] = np.nan
+    if op == ATTENTION:
+        full = np.broadcast_to(mask, (*g.shape[:-1], mask.shape[-1]))
+        poisoned[~full.any(axis=-1)] = np.nan
+    else:
+        poisoned[~np.broadcast_to(mask, g.shape)] = np.nan
     return poisoned
 
 
@@ -532,6 +567,57 @@ def _far_scores(r: np.random.Generator) -> Inputs:
     mask = r.random((batch, nq, nk)) < 0.6
     mask[:, 0, :] = False
     return Inputs((q, k, v, mask), {"scale": 1.0})
+
+
+def _falling_tile_maximum(r: np.random.Generator) -> Inputs:
+    """Scores between -3 and 3 in the first key tile and between -123 and -117 in the second: the
+    online softmax's running maximum must stay the first tile's (a maximum taken over the current
+    tile alone would rescale by ``exp(120)``, which overflows float32). The scores are exact
+    integers (q, k hold -1, 0, 1 but ``q[..., 0] = 1``, ``k[..., 0]`` 0 in the first tile and -120
+    in the second, scale 1), so the error measures the kernel; every row but the fully blocked
+    row 0 attends keys of both tiles. (With ``k[..., 0] = +-60`` instead, ``dq[..., 0]`` would be
+    60 times a sum of ``dS`` that is 0 in exact arithmetic, and its float32 rounding alone would
+    exceed the tolerance.)"""
+    batch, nq, nk, d, dv = 2, 5, 64, 4, 3
+    q = r.integers(-1, 2, (batch, nq, d)).astype(np.float64)
+    k = r.integers(-1, 2, (batch, nk, d)).astype(np.float64)
+    q[..., 0] = 1.0
+    k[:, :ATTENTION_KEY_TILE, 0] = 0.0
+    k[:, ATTENTION_KEY_TILE:, 0] = -120.0
+    v = _normal(r, batch, nk, dv)
+    mask = r.random((batch, nq, nk)) < 0.8
+    mask[:, :, 0] = mask[:, :, ATTENTION_KEY_TILE + 8] = True
+    mask[:, 0, :] = False
+    return Inputs((q, k, v, mask), {"scale": 1.0})
+
+
+def _tile_corners(r: np.random.Generator) -> Inputs:
+    """Key tiles (and query tiles, of 32 rows on the default tile) whose only allowed pair sits at
+    a corner, which a tile-skipping vote must not miss: batch entry 0 allows, in the first 32 x 32
+    tile, only its last pair (31, 31); entry 1 allows, for every query, keys 0..4 and key 32, the
+    first key of the second key tile and its only allowed one. Elsewhere random masks; query rows
+    32.. of entry 0 attend at random, rows without an allowed key are zero."""
+    batch, n, d, dv = 2, 40, 8, 5
+    q = _normal(r, batch, n, d)
+    k = _normal(r, batch, n, d)
+    v = _normal(r, batch, n, dv)
+    mask = r.random((batch, n, n)) < 0.7
+    tile = ATTENTION_KEY_TILE
+    mask[0, :tile, :tile] = False
+    mask[0, tile - 1, tile - 1] = True
+    mask[1] = False
+    mask[1, :, :5] = True
+    mask[1, :, tile] = True
+    return Inputs((q, k, v, mask))
+
+
+def _causal_small_tile(r: np.random.Generator) -> Inputs:
+    """Causal attention with d = d_v = 128 over 45 queries and keys: on the smaller tile (8 rows)
+    the dK/dV pass's key tiles 1..5 have allowed queries only from their first key on, so its
+    vote over (32 queries x 8 keys) must not be taken over (8 x 32)."""
+    batch, n, d = 2, 45, 128
+    mask = np.broadcast_to(np.tril(np.ones((n, n), dtype=bool)), (batch, n, n)).copy()
+    return Inputs((_normal(r, batch, n, d), _normal(r, batch, n, d), _normal(r, batch, n, d), mask))
 
 
 def _window_case(
@@ -768,6 +854,8 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase(ATTENTION, "minus-inf-keys", _minus_inf_keys),
     ParityCase(ATTENTION, "causal-blocked-tiles", _causal_blocked_tiles),
     ParityCase(ATTENTION, "far-scores", _far_scores),
+    ParityCase(ATTENTION, "falling-tile-maximum", _falling_tile_maximum),
+    ParityCase(ATTENTION, "tile-corners", _tile_corners),
     ParityCase(ATTENTION, "wide-heads", _attention((1,), 5, 70, 130, 70, masked=True, scale=0.3)),
     # the head widths bench/gpu_check.py times, n_q != n_k, partial tiles, a fully blocked row
     ParityCase(ATTENTION, "head-64", _attention((2,), 45, 77, 64, 64, masked=True)),
@@ -797,6 +885,8 @@ SMALL_TILE_CASES: tuple[tuple[ParityCase, torch.dtype], ...] = (
     ),
     # d + d_v = 313, the widest float64 heads that fit 99 KiB: both passes take the smaller tile
     (ParityCase(ATTENTION, "small-tile-both", _attention((2,), 9, 37, 157, 156, masked=True)), torch.float64),
+    # float64 d = 128 takes the smaller tile in the backward: its key tiles' votes over a causal mask
+    (ParityCase(ATTENTION, "small-tile-causal", _causal_small_tile), torch.float64),
 )
 """Attention cases (with their dtype) whose passes need the smaller tile on a device with
 :data:`SMALL_TILE_SHARED_MEMORY` per block; ``tests/cuda`` runs them on the emulation set to that
