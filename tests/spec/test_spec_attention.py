@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -477,3 +478,50 @@ def test_a_fraction_scale_is_exact_on_the_mpmath_path() -> None:
         third = scaled_dot_product_attention(mq, mk, mv, scale=mpmath.mpf(1) / 3)
         assert all(a == b for a, b in zip(exact.flat, third.flat, strict=True))
     np.testing.assert_allclose(exact.astype(float), floats, rtol=1e-14)
+
+
+# A key that wins by a margin of 1 in q k^T, times a scale of about 1e400, takes all the weight:
+# the output is that key's value row (by hand: softmax of [1e400, 0] is [1, 0]).
+HUGE_Q = np.array([[1.0, 0.0]])
+HUGE_K = np.array([[1.0, 0.0], [0.0, 1.0]])
+HUGE_V = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_a_fraction_scale_beyond_the_float_range_overflows_or_is_exact_on_the_mpmath_path() -> None:
+    """A Fraction is finite at any size: beyond float64 it is refused as overflowing the working
+    dtype (a bare OverflowError from ``float`` before), named by its size; on the mpmath path it
+    is accepted, as the integer 10**400 is."""
+    big = Fraction(10**400, 3)
+    overflow = r"^scale = a fraction of about 401 digits over 1 digits overflows the working dtype "
+    for dtype in (np.float64, np.float32):
+        q, k, v = (a.astype(dtype) for a in (HUGE_Q, HUGE_K, HUGE_V))
+        with pytest.raises(SpecValueError, match=overflow + np.dtype(dtype).name + " " + ACCEPTED_SCALE):
+            scaled_dot_product_attention(q, k, v, scale=big)
+        with pytest.raises(SpecValueError, match=overflow + np.dtype(dtype).name + " "):
+            scaled_dot_product_attention_backward(q, k, v, np.ones((1, 2), dtype), scale=big)
+    mq, mk, mv = (as_mpf_array(a) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(mq, mk, mv, scale=big)
+    assert out.dtype == object and [float(x) for x in out[0]] == [1.0, 2.0]
+    as_int = scaled_dot_product_attention(mq, mk, mv, scale=10**400)
+    assert all(a == b for a, b in zip(out.flat, as_int.flat, strict=True))
+
+
+def test_a_longdouble_scale_beyond_float64_is_finite() -> None:
+    """np.longdouble('1e400') is a finite longdouble (80-bit x87 here): accepted on the
+    longdouble and mpmath paths (it was refused as ``scale = inf``, judged through float), and
+    refused on float64 as overflowing it, showing its own value."""
+    if np.finfo(np.longdouble).maxexp <= np.finfo(np.float64).maxexp:
+        pytest.skip("longdouble has float64's range on this platform")
+    big = np.longdouble("1e400")
+    assert np.isfinite(big)
+    q, k, v = (a.astype(np.longdouble) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(q, k, v, scale=big)
+    assert out.dtype == np.longdouble and out.tolist() == [[1.0, 2.0]]
+    mq, mk, mv = (as_mpf_array(a) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(mq, mk, mv, scale=big)
+    assert out.dtype == object and [float(x) for x in out[0]] == [1.0, 2.0]
+    with pytest.raises(
+        SpecValueError,
+        match=r"^scale = np\.longdouble\('1e\+400'\) overflows the working dtype float64 " + ACCEPTED_SCALE,
+    ):
+        scaled_dot_product_attention(HUGE_Q, HUGE_K, HUGE_V, scale=big)

@@ -128,11 +128,12 @@ def to_working(array: Array, dtype: np.dtype[Any]) -> Array:
 def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
     """A scalar of the working type: ``dtype.type(value)`` or ``mpmath.mpf(value)`` (a
     ``Fraction``, which mpmath refuses, as its numerator over its denominator, rounded once at
-    the working precision)."""
+    the working precision; a ``np.longdouble``, which mpmath refuses too, exactly through its
+    integer ratio, as ``as_mpf_array`` converts longdouble elements)."""
     if is_multiprecision(dtype):
         if isinstance(value, numbers.Rational) and not isinstance(value, int):
             return mpmath.mpf(value.numerator) / value.denominator
-        return mpmath.mpf(value)
+        return _mpf_of(value)
     return dtype.type(value)
 
 
@@ -182,11 +183,16 @@ def isfinite(array: Array) -> BoolArray:
 
 
 def is_finite_scalar(value: Any) -> bool:
-    """Finiteness of one real scalar: ``mpmath.mpf`` (any exponent) or a float/integer kind."""
+    """Finiteness of one real scalar, judged in its own type, never through ``float``: an
+    ``mpmath.mpf`` (any exponent), an integer or ``Fraction`` (always finite, of any size;
+    ``float`` would overflow converting them), a numpy floating scalar (``np.isfinite``: a
+    ``longdouble`` above float64's range is finite), else a float kind."""
     if isinstance(value, mpmath.mpf):
         return bool(mpmath.isfinite(value))
-    if isinstance(value, numbers.Integral):
-        return True  # Python ints of any size; np.isfinite would overflow converting them
+    if isinstance(value, numbers.Rational):
+        return True  # ints and Fractions of any size; np.isfinite would overflow converting them
+    if isinstance(value, np.floating):
+        return bool(np.isfinite(value))
     return math.isfinite(float(value))
 
 
