@@ -7,6 +7,7 @@ float32 (1e-5), central finite differences in float64, and mpmath at 50 digits.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from fractions import Fraction
@@ -18,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
+from torchlean.spec import _arith
 from torchlean.spec import (
     SpecTypeError,
     SpecValueError,
@@ -525,3 +527,44 @@ def test_a_longdouble_scale_beyond_float64_is_finite() -> None:
         match=r"^scale = np\.longdouble\('1e\+400'\) overflows the working dtype float64 " + ACCEPTED_SCALE,
     ):
         scaled_dot_product_attention(HUGE_Q, HUGE_K, HUGE_V, scale=big)
+
+
+def test_complex_operands_are_refused_naming_their_dtype() -> None:
+    q, k, v = _inputs(46, ((3, 2), (4, 2), (4, 2)))
+    with pytest.raises(SpecTypeError, match=r"^q has dtype complex128; accepted: a floating dtype"):
+        scaled_dot_product_attention(q.astype(complex), k, v)
+
+
+def test_mixed_float_operands_compute_in_numpys_result_type() -> None:
+    """The module docstring: floating inputs compute in their common dtype (numpy.result_type):
+    a float32 q with float64 k/v computes in float64, agreeing with torch in float64 on the
+    exactly widened q."""
+    q, k, v = _inputs(47, ((3, 5), (4, 5), (4, 3)))
+    d_out = np.random.default_rng(47).normal(size=(3, 3))
+    q32 = q.astype(np.float32)
+    for args in ((q32, k, v), (k[:3].astype(np.float32), q32, v[:3])):
+        assert scaled_dot_product_attention(*args).dtype == np.result_type(*(a.dtype for a in args))
+    out = scaled_dot_product_attention(q32, k, v)
+    assert out.dtype == np.float64
+    want, _ = torch_sdpa(q32.astype(np.float64), k, v, d_out)
+    close64(out, want)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 7, 10, 17, 64, 100])
+def test_the_default_float32_scale_is_one_over_sqrt_d_rounded_once(d: int) -> None:
+    """Mirrors torch's SDPA (aten ``sdp::calculate_scale``: ``1 / sqrt(d)`` in double, then the
+    kernel's float) and the reference provider (``q.dtype.type(1.0 / math.sqrt(d))``): the
+    correctly rounded float32 of 1/sqrt(d), checked at 40 digits. ``np.float32(1) /
+    np.sqrt(np.float32(d))`` is 1 ulp off it for d = 7 and 17."""
+    got = _arith.inverse_sqrt(d, np.dtype(np.float32))
+    assert got.dtype == np.float32 and got == np.float32(1.0 / math.sqrt(d))
+    with mpmath.workdps(40):
+        exact = 1 / mpmath.sqrt(d)
+        ulp = float(np.spacing(got))
+        assert abs(mpmath.mpf(float(got)) - exact) <= ulp / 2
+    if np.finfo(np.longdouble).nmant > 52:  # longdouble keeps its own precision, not float64's
+        wide = _arith.inverse_sqrt(d, np.dtype(np.longdouble))
+        assert wide == np.longdouble(1) / np.sqrt(np.longdouble(d))
+        top, bottom = wide.as_integer_ratio()
+        with mpmath.workdps(40):  # a few longdouble ulps (2**-63), far inside float64's 2**-53
+            assert abs(mpmath.mpf(top) / bottom - exact) <= mpmath.mpf(2) ** -61 * exact

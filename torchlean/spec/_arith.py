@@ -153,11 +153,20 @@ def zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
 
 
 def inverse_sqrt(n: int, dtype: np.dtype[Any]) -> Any:
-    """``1/sqrt(n)`` in the working type, or 1 when ``n == 0`` (anchor ``attentionScaleDenom``)."""
+    """``1/sqrt(n)`` in the working type, or 1 when ``n == 0`` (anchor ``attentionScaleDenom``).
+
+    float16/float32/float64 take the float64 value ``1.0 / math.sqrt(n)`` rounded once into
+    ``dtype``, as torch's SDPA computes its default scale (``sdp::calculate_scale``, in double)
+    and as the reference provider does (``_attention_scale``: ``q.dtype.type(1.0 /
+    math.sqrt(d))``; ``masked_attention.default_scale`` is that float64 value): ``1 / sqrt``
+    computed in float32 is 1 ulp off the correctly rounded value for d = 7 and 17. A
+    ``longdouble`` computes in its own precision, which float64 would cut."""
     if n == 0:
         return scalar(1, dtype)
     if is_multiprecision(dtype):
         return 1 / mpmath.sqrt(n)
+    if np.finfo(dtype).nmant <= np.finfo(np.float64).nmant:
+        return dtype.type(1.0 / math.sqrt(n))
     return dtype.type(1) / np.sqrt(dtype.type(n))
 
 
