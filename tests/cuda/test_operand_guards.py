@@ -304,6 +304,16 @@ WIRED: list[tuple[str, Callable[[], object], str]] = [
         r"output_padding\[0\] = 2 \(accepted: below stride 1 or dilation 1",
     ),
     (
+        "conv_transpose-output-padding-equals-stride",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(2, 3, 3), stride=2, output_padding=2),
+        r"output_padding\[0\] = 2 \(accepted: below stride 2 or dilation 1, as torch\)",
+    ),
+    (
+        "conv_transpose-output-extent-zero",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 2), _z(2, 3, 1), padding=1),
+        r"spatial axis 0 would have output extent 0",
+    ),
+    (
         "conv_transpose-channels",
         lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(3, 3, 3)),
         r"x has 2 channels; w \[3, 3, 3\] with groups 1 expects 3",
@@ -395,6 +405,8 @@ def test_the_wrappers_refuse_in_python_before_the_extension(
         lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), output_padding=2),
         lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(3, 3, 3)),
         lambda: TF.conv_transpose1d(_z(1, 2, 1), _z(2, 3, 1), padding=1),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), stride=2, output_padding=2),
+        lambda: TF.conv_transpose1d(_z(1, 2, 2), _z(2, 3, 1), padding=1),
         lambda: torch.matmul(_z(2, 2, 3), _z(5, 3, 4)),
     ],
 )
