@@ -155,7 +155,10 @@ def test_no_preference_note_when_a_capsule_of_the_preferred_provider_is_selected
 
     relu = next(c for c in aten_module().capsules if c.op is BackendOp.RELU)
     copy = dataclasses.replace(
-        relu, name="mylib.relu", vjp_mode=VJPMode.NONE, vjp_contract=vjp_unavailable(BackendOp.RELU, "Forward only.")
+        relu,
+        name="mylib.relu",
+        vjp_mode=VJPMode.NONE,
+        vjp_contract=vjp_unavailable(BackendOp.RELU, "Forward only."),
     )
     profile = profiles.get("fast_cpu").with_capsule_modules([CapsuleModule("mylib", (copy,))])
     assert profile.plan_ops(["relu"]).capsule_names == ("aten.relu",)

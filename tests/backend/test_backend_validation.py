@@ -623,7 +623,11 @@ def test_describe_keeps_an_80_character_repr_whole_and_shortens_81() -> None:
     ("parse", "label", "message"),
     [
         (BackendOp.parse, "RELU", rf"^unknown op RELU \(known: {re.escape(OPS)}\)$"),
-        (TrustLevel.parse, "Checked", r"^unknown trust level Checked \(known: checked \| trusted-external\)$"),
+        (
+            TrustLevel.parse,
+            "Checked",
+            r"^unknown trust level Checked \(known: checked \| trusted-external\)$",
+        ),
         (Device.parse, "CPU", rf"^unknown device CPU \(known targets: {re.escape(DEVICES)}\)$"),
         (Provider.parse, "cuda-graphs", r"^unknown provider cuda-graphs \(known: reference \| "),
         (Provider.parse, "ATEN", r"^unknown provider ATEN \(known: "),

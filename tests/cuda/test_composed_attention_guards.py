@@ -85,7 +85,9 @@ def test_the_guard_and_the_forward_refuse(
             forward(*operands)
 
 
-@pytest.mark.parametrize("operands", [case[1] for case in FORWARD_REFUSALS], ids=[case[0] for case in FORWARD_REFUSALS])
+@pytest.mark.parametrize(
+    "operands", [case[1] for case in FORWARD_REFUSALS], ids=[case[0] for case in FORWARD_REFUSALS]
+)
 def test_torch_sdpa_refuses_the_same_forward_calls(operands: tuple[torch.Tensor, ...]) -> None:
     """The oracle: mixed dtypes, k/v key counts that differ, a mask that would enlarge the scores
     and an integer mask are refused by torch's SDPA too."""
@@ -136,7 +138,10 @@ def test_the_same_calls_with_the_accepted_operands_run(emulation: ModuleType) ->
     """The refusals above are about the one operand each names: fixed, each call runs and agrees
     with torch's SDPA and autograd."""
     generator = torch.Generator().manual_seed(22)
-    q, k, v = (torch.randn(shape, dtype=torch.float64, generator=generator) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 4)))
+    q, k, v = (
+        torch.randn(shape, dtype=torch.float64, generator=generator)
+        for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 4))
+    )
     mask = torch.rand(3, 5, generator=generator) < 0.7
     mask[:, 0] = True
     g = torch.randn(2, 3, 4, dtype=torch.float64, generator=generator)

@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
-from torchlean.spec import _arith
 from torchlean.spec import (
     SpecTypeError,
     SpecValueError,
+    _arith,
     as_mpf_array,
     causal_mask,
     flash_attention,

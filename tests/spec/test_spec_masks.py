@@ -280,7 +280,8 @@ def test_complex_scores_are_refused_naming_their_dtype() -> None:
 
 def test_a_long_ragged_mask_is_shown_shortened_in_the_refusal() -> None:
     ragged = [[True] * 50, [True]]
-    with pytest.raises(SpecValueError, match=r"^mask \[\[True, True, .*\.\.\. is not a rectangular array: ") as info:
+    refusal = r"^mask \[\[True, True, .*\.\.\. is not a rectangular array: "
+    with pytest.raises(SpecValueError, match=refusal) as info:
         hard_masked_softmax(np.zeros((2, 50)), ragged)
     shown = str(info.value).split(" is not a rectangular array")[0]
     assert len(shown) == len("mask ") + 80 and shown.endswith("...")
