@@ -249,3 +249,31 @@ def test_gate_arguments_of_the_wrong_type_are_backend_type_errors(call: object, 
         call(planned, profile.policy)  # type: ignore[operator]
     assert str(caught.value).startswith(message)
     assert isinstance(caught.value, TorchLeanError) and isinstance(caught.value, TypeError)
+
+
+def test_a_forged_plan_keeps_its_planned_op_in_the_audit() -> None:
+    """A PlannedKernel pairing relu with reference.add audits as relu (the planned op), not add."""
+    from torchlean.backend.planner import KernelPlan
+
+    add = next(c for c in profiles.CHECKED_CPU.registry() if c.name == "reference.add")
+    audit = KernelPlan((PlannedKernel(BackendOp.RELU, add),)).audit()
+    assert audit.kernels[0].op is BackendOp.RELU
+    assert {report.op for report in audit.obligation_reports()} == {BackendOp.RELU}
+
+
+def test_trusted_external_ops_keep_order_and_duplicates() -> None:
+    plan = profiles.LIBTORCH_FORWARD_CPU.plan_ops(
+        ["scaled_dot_product_attention", "relu", "scaled_dot_product_attention"]
+    )
+    assert plan.capsule_names == ("libtorch.sdpa_forward", "reference.relu", "libtorch.sdpa_forward")
+    attention = "scaled_dot_product_attention"
+    assert plan.audit().trusted_external_ops == (attention, attention)
+
+
+def test_check_contracts_refuses_a_plan_in_place_of_its_audit() -> None:
+    from torchlean.backend import audit
+
+    plan = profiles.CHECKED_CPU.plan_ops(["relu"])
+    with pytest.raises(BackendTypeError, match=r"^audit must be a KernelPlanAudit, got KernelPlan\("):
+        audit.check_contracts("checked", plan)  # type: ignore[arg-type]
+    assert audit.check_contracts("checked", plan.audit()).accepted

@@ -287,3 +287,55 @@ def test_backend_and_capsule_data_import_neither_numpy_nor_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+# By hand, from the aten module docstring: the unary pointwise ops, reshape and permute reduce
+# nothing; every other aten op sums in its forward or VJP (the binary pointwise ops max/min too:
+# their VJP sums the cotangent over broadcast axes).
+ATEN_NO_REDUCTION = {
+    "relu", "gelu", "scale", "abs", "sqrt", "clamp", "sigmoid", "tanh", "softplus", "exp", "log",
+    "sin", "cos", "inv", "safe_log", "reshape", "permute",
+}  # fmt: skip
+
+# The aten VJPs that are ATen's own backward kernel, each with the kernel its VJP function calls.
+ATEN_OWN_BACKWARD = {
+    "log_softmax": ("kernels", "_log_softmax_backward_data"),
+    "softmax": ("kernels", "_softmax_backward_data"),
+    "layer_norm": ("spatial", "native_layer_norm_backward"),
+    "batch_norm": ("spatial", "_batch_norm_backward"),
+    "conv": ("spatial", "convolution_backward"),
+    "conv_transpose": ("spatial", "convolution_backward"),
+    "max_pool": ("spatial", "_pool2d_with_indices_backward"),
+    "avg_pool": ("spatial", "avg_pool2d_backward"),
+}
+
+
+def test_aten_reduction_claims_follow_what_each_op_sums() -> None:
+    from torchlean.backend.providers.aten import capsules as aten
+
+    assert len(aten.CAPSULES) == 37
+    for capsule in aten.CAPSULES:
+        sums = capsule.op.label not in ATEN_NO_REDUCTION
+        want = ReductionPolicy.IMPLEMENTATION_DEFINED if sums else ReductionPolicy.NOT_APPLICABLE
+        assert capsule.numerical_policy.reduction is want, capsule.name
+        order = "reduction order implementation-defined" if sums else "no reduction"
+        assert capsule.vjp_contract.summary.endswith(f"; {order}."), capsule.name
+
+
+def test_aten_vjp_summaries_name_atens_own_backward_kernel_where_it_runs() -> None:
+    import inspect
+
+    from torchlean.backend.providers.aten import capsules as aten
+    from torchlean.backend.providers.aten import kernels, spatial
+
+    sources = {"kernels": kernels, "spatial": spatial}
+    for capsule in aten.CAPSULES:
+        label = capsule.op.label
+        own = f"TorchLean tape calls ATen's own `{label}` backward kernel ("
+        rule = f"TorchLean tape applies the reference `{label}` VJP rule, evaluated with torch CPU kernels ("
+        if label in ATEN_OWN_BACKWARD:
+            assert capsule.vjp_contract.summary.startswith(own), capsule.name
+            module, called = ATEN_OWN_BACKWARD[label]
+            assert called in inspect.getsource(getattr(sources[module], f"{label}_vjp")), label
+        else:
+            assert capsule.vjp_contract.summary.startswith(rule), capsule.name

@@ -145,3 +145,37 @@ def test_preference_notes_when_the_preferred_provider_is_not_available() -> None
         fast, policy=dataclasses.replace(fast.policy, provider=ProviderPreference.only(Provider.ATEN))
     )
     assert only.preference_notes(["relu"]) == ()  # under only, nothing else could run
+
+
+def test_no_preference_note_when_a_capsule_of_the_preferred_provider_is_selected() -> None:
+    """fast_cpu prefers aten; a forward-only copy of aten.relu (another capsule of aten, refused
+    under torchlean-tape) does not make a note: aten.relu, of the preferred provider, runs."""
+    from torchlean.backend.contracts import vjp_unavailable
+    from torchlean.backend.registry import aten_module
+
+    relu = next(c for c in aten_module().capsules if c.op is BackendOp.RELU)
+    copy = dataclasses.replace(
+        relu,
+        name="mylib.relu",
+        vjp_mode=VJPMode.NONE,
+        vjp_contract=vjp_unavailable(BackendOp.RELU, "Forward only."),
+    )
+    profile = profiles.get("fast_cpu").with_capsule_modules([CapsuleModule("mylib", (copy,))])
+    assert profile.plan_ops(["relu"]).capsule_names == ("aten.relu",)
+    assert profile.preference_notes(["relu"]) == ()
+
+
+def test_explain_notes_no_claims_mismatch_for_a_capsule_that_is_not_selected() -> None:
+    """A relabelled copy of aten.matmul in checked_cpu (aten is unavailable there, so the copy is
+    never selected; reference.matmul runs): explain names no mismatch, as a session never runs it."""
+    from torchlean.backend.contracts import NumericalPolicy, ReductionPolicy
+    from torchlean.backend.registry import aten_module
+
+    matmul = next(c for c in aten_module().capsules if c.op is BackendOp.MATMUL)
+    relabelled = dataclasses.replace(
+        matmul, name="mylib.matmul", numerical_policy=NumericalPolicy(ReductionPolicy.FIXED_LEFT)
+    )
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (relabelled,))])
+    text = profile.explain("matmul")
+    assert "result: matmul -> reference.matmul" in text
+    assert "note:" not in text and "claims otherwise" not in text, text

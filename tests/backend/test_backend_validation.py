@@ -13,6 +13,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 from backend_builders import make_capsule, mlp_graph
@@ -43,6 +44,7 @@ from torchlean.backend.vocabulary import (
     Provider,
     ReductionPolicy,
     TensorLayout,
+    TrustLevel,
     VJPMode,
 )
 
@@ -609,3 +611,47 @@ def test_prefer_and_only_need_a_provider(kind):
 
     with pytest.raises(BackendTypeError, match="names a provider exactly when it is prefer or only"):
         ProviderPreference(PreferenceKind.parse(kind))
+
+
+def test_describe_keeps_an_80_character_repr_whole_and_shortens_81() -> None:
+    eighty, eighty_one = "x" * 78, "x" * 79  # reprs of 80 and 81 characters (with the quotes)
+    assert describe(eighty) == f"'{eighty}' (str)"
+    assert describe(eighty_one) == "'" + "x" * 76 + "... (str)"
+
+
+@pytest.mark.parametrize(
+    ("parse", "label", "message"),
+    [
+        (BackendOp.parse, "RELU", rf"^unknown op RELU \(known: {re.escape(OPS)}\)$"),
+        (
+            TrustLevel.parse,
+            "Checked",
+            r"^unknown trust level Checked \(known: checked \| trusted-external\)$",
+        ),
+        (Device.parse, "CPU", rf"^unknown device CPU \(known targets: {re.escape(DEVICES)}\)$"),
+        (Provider.parse, "cuda-graphs", r"^unknown provider cuda-graphs \(known: reference \| "),
+        (Provider.parse, "ATEN", r"^unknown provider ATEN \(known: "),
+        (VJPMode.parse, "NONE", r"^unknown vjp mode NONE \(known: "),
+    ],
+    ids=["op", "trust-level", "device", "provider", "provider-in-capitals", "vjp-mode"],
+)
+def test_labels_parse_case_sensitively_and_name_their_vocabulary(
+    parse: Callable[[str], object], label: str, message: str
+) -> None:
+    """LabelledEnum.parse: "the member whose label is exactly label (case-sensitive)"."""
+    with pytest.raises(UnknownLabelError, match=message):
+        parse(label)
+
+
+def test_an_op_label_in_another_case_is_not_planned() -> None:
+    with pytest.raises(UnknownLabelError, match=r"^unknown op RELU "):
+        CHECKED_CPU.plan_ops(["RELU"])
+    assert CHECKED_CPU.plan_ops(["relu"]).capsule_names == ("reference.relu",)
+
+
+def test_a_vocabulary_member_prints_as_its_label() -> None:
+    assert str(BackendOp.SCALED_DOT_PRODUCT_ATTENTION) == "scaled_dot_product_attention"
+    assert f"{Device.CUDA}" == "cuda" and f"{TrustLevel.TRUSTED_EXTERNAL}" == "trusted-external"
+    for vocabulary in (BackendOp, Device, Provider, TrustLevel, VJPMode, TensorLayout, ReductionPolicy):
+        for member in vocabulary:
+            assert str(member) == f"{member}" == member.label == member.value

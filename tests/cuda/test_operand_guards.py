@@ -304,6 +304,16 @@ WIRED: list[tuple[str, Callable[[], object], str]] = [
         r"output_padding\[0\] = 2 \(accepted: below stride 1 or dilation 1",
     ),
     (
+        "conv_transpose-output-padding-equals-stride",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(2, 3, 3), stride=2, output_padding=2),
+        r"output_padding\[0\] = 2 \(accepted: below stride 2 or dilation 1, as torch\)",
+    ),
+    (
+        "conv_transpose-output-extent-zero",
+        lambda: kernels.conv_transpose_forward(_z(1, 2, 2), _z(2, 3, 1), padding=1),
+        r"spatial axis 0 would have output extent 0",
+    ),
+    (
         "conv_transpose-channels",
         lambda: kernels.conv_transpose_forward(_z(1, 2, 5), _z(3, 3, 3)),
         r"x has 2 channels; w \[3, 3, 3\] with groups 1 expects 3",
@@ -395,6 +405,8 @@ def test_the_wrappers_refuse_in_python_before_the_extension(
         lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), output_padding=2),
         lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(3, 3, 3)),
         lambda: TF.conv_transpose1d(_z(1, 2, 1), _z(2, 3, 1), padding=1),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), stride=2, output_padding=2),
+        lambda: TF.conv_transpose1d(_z(1, 2, 2), _z(2, 3, 1), padding=1),
         lambda: torch.matmul(_z(2, 2, 3), _z(5, 3, 4)),
     ],
 )
@@ -402,3 +414,77 @@ def test_torch_refuses_the_forward_calls_refused_above(call: Callable[[], object
     """The oracle of the forward refusals above: torch refuses the same calls."""
     with pytest.raises(RuntimeError):
         call()
+
+
+# ------------------------------------------ what torch accepts, the guards accept (and agree on)
+
+CONV_ACCEPTED: list[tuple[str, Callable[[], object], Callable[[], torch.Tensor]]] = [
+    (
+        "conv-groups-2",
+        lambda: og.check_conv_operands(_z(1, 4, 6), _z(4, 2, 3), _z(4), (1,), (0,), (1,), 2),
+        lambda: TF.conv1d(_z(1, 4, 6), _z(4, 2, 3), _z(4), groups=2),
+    ),
+    (
+        "conv_transpose-groups-2",
+        lambda: og.check_conv_operands(
+            _z(1, 4, 5), _z(4, 3, 3), _z(6), (1,), (0,), (1,), 2, output_padding=(0,)
+        ),
+        lambda: TF.conv_transpose1d(_z(1, 4, 5), _z(4, 3, 3), _z(6), groups=2),
+    ),
+    (
+        "conv_transpose-stride-2-output-padding-1",
+        lambda: og.check_conv_operands(
+            _z(1, 2, 5), _z(2, 3, 3), None, (2,), (0,), (1,), 1, output_padding=(1,)
+        ),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), stride=2, output_padding=1),
+    ),
+    (
+        "conv_transpose-output-padding-below-dilation",
+        lambda: og.check_conv_operands(
+            _z(1, 2, 5), _z(2, 3, 3), None, (1,), (0,), (2,), 1, output_padding=(1,)
+        ),
+        lambda: TF.conv_transpose1d(_z(1, 2, 5), _z(2, 3, 3), dilation=2, output_padding=1),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("guard", "oracle"), [c[1:] for c in CONV_ACCEPTED], ids=[c[0] for c in CONV_ACCEPTED]
+)
+def test_the_conv_guard_accepts_what_torch_accepts_with_its_output_shape(
+    guard: Callable[[], object], oracle: Callable[[], torch.Tensor]
+) -> None:
+    assert guard() == list(oracle().shape)
+
+
+def test_the_index_guards_accept_what_torch_accepts() -> None:
+    x, index = _z(3, 4), _i([[0, 3], [1, 2], [2, 2]])  # index (3, 2): x's extent off the axis
+    assert torch.gather(x, 1, index).shape == (3, 2)
+    assert og.check_gather_index(x, index, 1) == 1
+    assert og.check_gather_index(x, index, -1) == 1
+    base, src, rows = _z(2, 4), _z(3, 4), _i([[0, 1], [1, 0], [1, 1]])  # 3 source rows into 2
+    assert torch.scatter_add(base, 0, rows, src).shape == (2, 4)
+    assert og.check_scatter_index(base, rows, src, 0) == 0
+
+
+def test_concat_refuses_extents_whose_sum_overflows_int64() -> None:
+    """By hand: 2 * 2**62 = 2**63, one more than int64's largest value (torch cannot be asked:
+    it would allocate). Stride-0 views carry the extents without storage."""
+    big = torch.zeros(1).expand(2**62)
+    with pytest.raises(
+        GuardError, match=r"the extents along axis 0 add up to 9223372036854775808, more than int64"
+    ):
+        og.check_concat_shapes([big, big], 0)
+    assert og.check_concat_shapes([big, torch.zeros(1).expand(2**62 - 1)], 0) == 0  # 2**63 - 1: fits
+
+
+def test_the_conv_guard_refuses_x_and_w_of_different_ranks_in_its_own_words() -> None:
+    """torch refuses a 3-d x with a 4-d w too (the oracle); the guard says which ranks."""
+    with pytest.raises(RuntimeError):
+        TF.conv1d(_z(1, 2, 6), _z(4, 2, 3, 3))
+    with pytest.raises(
+        GuardError,
+        match=r"^native_cuda\.conv: x has shape \[1, 2, 6\] but w has shape \[4, 2, 3, 3\] "
+        r"\(accepted: x of w's rank 4, \(N, C_in, 2 spatial axes\)\)$",
+    ):
+        og.check_conv_operands(_z(1, 2, 6), _z(4, 2, 3, 3), None, (1,), (0,), (1,), 1)

@@ -123,3 +123,18 @@ def test_aten_attention_with_an_empty_key_set_is_zero_in_value_and_gradient(dtyp
         assert dq is not None and dk is not None and dv is not None and dmask is None
         assert dq.shape == q.shape and not dq.any()
         assert dk.shape == k.shape and dv.shape == v.shape
+
+
+def test_a_zero_scale_is_a_scale_not_the_default() -> None:
+    """scale=0.0 gives all-zero scores, so uniform weights over the allowed keys (the mean of their
+    values), as torch's SDPA; it must not fall back to 1/sqrt(d)."""
+    rng = np.random.default_rng(22)
+    q, k, v = (rng.standard_normal(shape) for shape in ((1, 3, 4), (1, 5, 4), (1, 5, 2)))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v), scale=0.0
+    ).numpy()
+    np.testing.assert_allclose(want, np.broadcast_to(v.mean(axis=1, keepdims=True), (1, 3, 2)), rtol=1e-14)
+    got = aten.scaled_dot_product_attention(q, k, v, None, scale=0.0)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    assert masked_attention.default_scale(4, 0.0) == 0.0
+    assert masked_attention.default_scale(4, None) == 0.5

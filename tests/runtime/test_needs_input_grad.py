@@ -114,3 +114,48 @@ def test_all_inputs_needed_uses_the_plain_rule() -> None:
         tl.reduce_sum(y).backward()
     assert x.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), np.tile(w.numpy().sum(0), (5, 1)), rtol=1e-12)
+
+
+def _torch_grads(op: BackendOp, inputs: tuple[Any, ...], g: Any, params: dict[str, Any]) -> list[Any]:
+    """The oracle: torch autograd's gradient of ``sum(g * op(inputs))`` for each input."""
+    import torch
+    import torch.nn.functional as F
+
+    leaves = [torch.tensor(a, requires_grad=True) for a in inputs]
+    if op is BackendOp.MATMUL:
+        out = torch.matmul(*leaves)
+    elif op is BackendOp.LINEAR:
+        out = F.linear(*leaves)
+    else:
+        out = F.conv2d(*leaves, **params)
+    return [t.numpy() for t in torch.autograd.grad(out, leaves, torch.tensor(g))]
+
+
+LINKED_CASES: list[tuple[BackendOp, tuple[Any, ...], dict[str, Any]]] = [
+    (BackendOp.MATMUL, (_f64(2, 3, 4), _f64(4, 5)), {}),
+    (BackendOp.LINEAR, (_f64(6, 4), _f64(3, 4), _f64(3)), {}),
+    (BackendOp.CONV, (_f64(2, 4, 5, 5), _f64(6, 2, 3, 3), _f64(6)), {"stride": 2, "padding": 1, "groups": 2}),
+]
+
+
+@pytest.mark.parametrize("provider", [Provider.REFERENCE, Provider.ATEN], ids=["reference", "aten"])
+@pytest.mark.parametrize(("op", "inputs", "params"), LINKED_CASES, ids=[c[0].label for c in LINKED_CASES])
+def test_the_linked_kernel_passes_the_mask_to_the_rule(
+    provider: Provider, op: BackendOp, inputs: tuple[Any, ...], params: dict[str, Any]
+) -> None:
+    """``LinkedKernel.vjp_needs`` (the convention kernel of linked.py) hands the tape's mask to
+    the rule: an input that needs no gradient gets None, the others torch autograd's gradient."""
+    (kernel,) = [k for k in dispatch.linked_kernels(op) if k.provider is provider]
+    assert kernel.vjp_needs is not None
+    out = kernel.forward(None, inputs, params)  # type: ignore[arg-type]
+    g = RNG.standard_normal(np.shape(out))
+    want = _torch_grads(op, inputs, g, params)
+    for mask in itertools.product((True, False), repeat=len(inputs)):
+        got = kernel.vjp_needs(None, g, inputs, out, params, mask)  # type: ignore[arg-type]
+        assert len(got) == len(inputs)
+        for need, cotangent, expected in zip(mask, got, want, strict=True):
+            if need:
+                assert cotangent is not None
+                np.testing.assert_allclose(cotangent, expected, rtol=1e-10, atol=1e-12)
+            else:
+                assert cotangent is None, mask

@@ -7,8 +7,10 @@ float32 (1e-5), central finite differences in float64, and mpmath at 50 digits.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -20,6 +22,7 @@ from torch.nn.attention.bias import causal_lower_right
 from torchlean.spec import (
     SpecTypeError,
     SpecValueError,
+    _arith,
     as_mpf_array,
     causal_mask,
     flash_attention,
@@ -477,3 +480,91 @@ def test_a_fraction_scale_is_exact_on_the_mpmath_path() -> None:
         third = scaled_dot_product_attention(mq, mk, mv, scale=mpmath.mpf(1) / 3)
         assert all(a == b for a, b in zip(exact.flat, third.flat, strict=True))
     np.testing.assert_allclose(exact.astype(float), floats, rtol=1e-14)
+
+
+# A key that wins by a margin of 1 in q k^T, times a scale of about 1e400, takes all the weight:
+# the output is that key's value row (by hand: softmax of [1e400, 0] is [1, 0]).
+HUGE_Q = np.array([[1.0, 0.0]])
+HUGE_K = np.array([[1.0, 0.0], [0.0, 1.0]])
+HUGE_V = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_a_fraction_scale_beyond_the_float_range_overflows_or_is_exact_on_the_mpmath_path() -> None:
+    """A Fraction is finite at any size: beyond float64 it is refused as overflowing the working
+    dtype (a bare OverflowError from ``float`` before), named by its size; on the mpmath path it
+    is accepted, as the integer 10**400 is."""
+    big = Fraction(10**400, 3)
+    overflow = r"^scale = a fraction of about 401 digits over 1 digits overflows the working dtype "
+    for dtype in (np.float64, np.float32):
+        q, k, v = (a.astype(dtype) for a in (HUGE_Q, HUGE_K, HUGE_V))
+        with pytest.raises(SpecValueError, match=overflow + np.dtype(dtype).name + " " + ACCEPTED_SCALE):
+            scaled_dot_product_attention(q, k, v, scale=big)
+        with pytest.raises(SpecValueError, match=overflow + np.dtype(dtype).name + " "):
+            scaled_dot_product_attention_backward(q, k, v, np.ones((1, 2), dtype), scale=big)
+    mq, mk, mv = (as_mpf_array(a) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(mq, mk, mv, scale=big)
+    assert out.dtype == object and [float(x) for x in out[0]] == [1.0, 2.0]
+    as_int = scaled_dot_product_attention(mq, mk, mv, scale=10**400)
+    assert all(a == b for a, b in zip(out.flat, as_int.flat, strict=True))
+
+
+def test_a_longdouble_scale_beyond_float64_is_finite() -> None:
+    """np.longdouble('1e400') is a finite longdouble (80-bit x87 here): accepted on the
+    longdouble and mpmath paths (it was refused as ``scale = inf``, judged through float), and
+    refused on float64 as overflowing it, showing its own value."""
+    if np.finfo(np.longdouble).maxexp <= np.finfo(np.float64).maxexp:
+        pytest.skip("longdouble has float64's range on this platform")
+    big = np.longdouble("1e400")
+    assert np.isfinite(big)
+    q, k, v = (a.astype(np.longdouble) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(q, k, v, scale=big)
+    assert out.dtype == np.longdouble and out.tolist() == [[1.0, 2.0]]
+    mq, mk, mv = (as_mpf_array(a) for a in (HUGE_Q, HUGE_K, HUGE_V))
+    out = scaled_dot_product_attention(mq, mk, mv, scale=big)
+    assert out.dtype == object and [float(x) for x in out[0]] == [1.0, 2.0]
+    with pytest.raises(
+        SpecValueError,
+        match=r"^scale = np\.longdouble\('1e\+400'\) overflows the working dtype float64 " + ACCEPTED_SCALE,
+    ):
+        scaled_dot_product_attention(HUGE_Q, HUGE_K, HUGE_V, scale=big)
+
+
+def test_complex_operands_are_refused_naming_their_dtype() -> None:
+    q, k, v = _inputs(46, ((3, 2), (4, 2), (4, 2)))
+    with pytest.raises(SpecTypeError, match=r"^q has dtype complex128; accepted: a floating dtype"):
+        scaled_dot_product_attention(q.astype(complex), k, v)
+
+
+def test_mixed_float_operands_compute_in_numpys_result_type() -> None:
+    """The module docstring: floating inputs compute in their common dtype (numpy.result_type):
+    a float32 q with float64 k/v computes in float64, agreeing with torch in float64 on the
+    exactly widened q."""
+    q, k, v = _inputs(47, ((3, 5), (4, 5), (4, 3)))
+    d_out = np.random.default_rng(47).normal(size=(3, 3))
+    q32 = q.astype(np.float32)
+    for args in ((q32, k, v), (k[:3].astype(np.float32), q32, v[:3])):
+        assert scaled_dot_product_attention(*args).dtype == np.result_type(*(a.dtype for a in args))
+    out = scaled_dot_product_attention(q32, k, v)
+    assert out.dtype == np.float64
+    want, _ = torch_sdpa(q32.astype(np.float64), k, v, d_out)
+    close64(out, want)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 7, 10, 17, 64, 100])
+def test_the_default_float32_scale_is_one_over_sqrt_d_rounded_once(d: int) -> None:
+    """Mirrors torch's SDPA (aten ``sdp::calculate_scale``: ``1 / sqrt(d)`` in double, then the
+    kernel's float) and the reference provider (``q.dtype.type(1.0 / math.sqrt(d))``): the
+    correctly rounded float32 of 1/sqrt(d), checked at 40 digits. ``np.float32(1) /
+    np.sqrt(np.float32(d))`` is 1 ulp off it for d = 7 and 17."""
+    got = _arith.inverse_sqrt(d, np.dtype(np.float32))
+    assert got.dtype == np.float32 and got == np.float32(1.0 / math.sqrt(d))
+    with mpmath.workdps(40):
+        exact = 1 / mpmath.sqrt(d)
+        ulp = float(np.spacing(got))
+        assert abs(mpmath.mpf(float(got)) - exact) <= ulp / 2
+    if np.finfo(np.longdouble).nmant > 52:  # longdouble keeps its own precision, not float64's
+        wide = _arith.inverse_sqrt(d, np.dtype(np.longdouble))
+        assert wide == np.longdouble(1) / np.sqrt(np.longdouble(d))
+        top, bottom = wide.as_integer_ratio()
+        with mpmath.workdps(40):  # a few longdouble ulps (2**-63), far inside float64's 2**-53
+            assert abs(mpmath.mpf(top) / bottom - exact) <= mpmath.mpf(2) ** -61 * exact

@@ -267,3 +267,22 @@ def test_a_none_mask_allows_every_entry() -> None:
         hard_masked_softmax(scores, None), torch.softmax(torch.from_numpy(scores), -1).numpy(), rtol=1e-15
     )
     np.testing.assert_array_equal(hard_masked_softmax(scores, None), hard_masked_softmax(scores, np.True_))
+
+
+def test_complex_scores_are_refused_naming_their_dtype() -> None:
+    """Only real floating (or mpmath) scores: a complex softmax has no ordering of scores
+    (torch's softmax accepts complex, so it is no oracle here; the spec's documented refusal is)."""
+    with pytest.raises(SpecTypeError, match=r"^scores has dtype complex128; accepted: a floating dtype"):
+        hard_masked_softmax(np.array([1 + 0j, 2 + 0j]), None)
+    with pytest.raises(SpecTypeError, match=r"^scores has dtype complex64; accepted: a floating dtype"):
+        hard_masked_softmax(np.array([1, 2], dtype=np.complex64), np.ones(2, dtype=bool))
+
+
+def test_a_long_ragged_mask_is_shown_shortened_in_the_refusal() -> None:
+    ragged = [[True] * 50, [True]]
+    refusal = r"^mask \[\[True, True, .*\.\.\. is not a rectangular array: "
+    with pytest.raises(SpecValueError, match=refusal) as info:
+        hard_masked_softmax(np.zeros((2, 50)), ragged)
+    shown = str(info.value).split(" is not a rectangular array")[0]
+    assert len(shown) == len("mask ") + 80 and shown.endswith("...")
+    assert repr(ragged)[:77] in shown

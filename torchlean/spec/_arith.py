@@ -128,11 +128,12 @@ def to_working(array: Array, dtype: np.dtype[Any]) -> Array:
 def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
     """A scalar of the working type: ``dtype.type(value)`` or ``mpmath.mpf(value)`` (a
     ``Fraction``, which mpmath refuses, as its numerator over its denominator, rounded once at
-    the working precision)."""
+    the working precision; a ``np.longdouble``, which mpmath refuses too, exactly through its
+    integer ratio, as ``as_mpf_array`` converts longdouble elements)."""
     if is_multiprecision(dtype):
         if isinstance(value, numbers.Rational) and not isinstance(value, int):
             return mpmath.mpf(value.numerator) / value.denominator
-        return mpmath.mpf(value)
+        return _mpf_of(value)
     return dtype.type(value)
 
 
@@ -152,11 +153,20 @@ def zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
 
 
 def inverse_sqrt(n: int, dtype: np.dtype[Any]) -> Any:
-    """``1/sqrt(n)`` in the working type, or 1 when ``n == 0`` (anchor ``attentionScaleDenom``)."""
+    """``1/sqrt(n)`` in the working type, or 1 when ``n == 0`` (anchor ``attentionScaleDenom``).
+
+    float16/float32/float64 take the float64 value ``1.0 / math.sqrt(n)`` rounded once into
+    ``dtype``, as torch's SDPA computes its default scale (``sdp::calculate_scale``, in double)
+    and as the reference provider does (``_attention_scale``: ``q.dtype.type(1.0 /
+    math.sqrt(d))``; ``masked_attention.default_scale`` is that float64 value): ``1 / sqrt``
+    computed in float32 is 1 ulp off the correctly rounded value for d = 7 and 17. A
+    ``longdouble`` computes in its own precision, which float64 would cut."""
     if n == 0:
         return scalar(1, dtype)
     if is_multiprecision(dtype):
         return 1 / mpmath.sqrt(n)
+    if np.finfo(dtype).nmant <= np.finfo(np.float64).nmant:
+        return dtype.type(1.0 / math.sqrt(n))
     return dtype.type(1) / np.sqrt(dtype.type(n))
 
 
@@ -182,11 +192,16 @@ def isfinite(array: Array) -> BoolArray:
 
 
 def is_finite_scalar(value: Any) -> bool:
-    """Finiteness of one real scalar: ``mpmath.mpf`` (any exponent) or a float/integer kind."""
+    """Finiteness of one real scalar, judged in its own type, never through ``float``: an
+    ``mpmath.mpf`` (any exponent), an integer or ``Fraction`` (always finite, of any size;
+    ``float`` would overflow converting them), a numpy floating scalar (``np.isfinite``: a
+    ``longdouble`` above float64's range is finite), else a float kind."""
     if isinstance(value, mpmath.mpf):
         return bool(mpmath.isfinite(value))
-    if isinstance(value, numbers.Integral):
-        return True  # Python ints of any size; np.isfinite would overflow converting them
+    if isinstance(value, numbers.Rational):
+        return True  # ints and Fractions of any size; np.isfinite would overflow converting them
+    if isinstance(value, np.floating):
+        return bool(np.isfinite(value))
     return math.isfinite(float(value))
 
 

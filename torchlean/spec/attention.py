@@ -154,6 +154,13 @@ def _scale(scale: object, dtype: np.dtype[Any]) -> Any:
         SpecValueError: ``scale`` is NaN or infinite (``scale = nan is not accepted (accepted: a
             finite real number, or None for 1/sqrt(d))``), or overflows ``dtype`` (``scale = 1e+300
             overflows the working dtype float32 (accepted: ...)``).
+
+    Finiteness is judged in the scale's own type (``_arith.is_finite_scalar``): an int or a
+    ``Fraction`` of any size is finite, and so is a ``np.longdouble`` above float64's range. Such
+    a scale is accepted where the working dtype holds it (the mpmath path; ``longdouble``) and
+    otherwise refused as overflowing, naming its own value (``scale = np.longdouble('1e+400')
+    overflows the working dtype float64``; ``scale = a fraction of about 401 digits over 1
+    digits overflows ...``).
     """
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise SpecTypeError(
