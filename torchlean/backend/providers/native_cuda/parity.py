@@ -25,7 +25,8 @@ also when a key tile of -inf scores comes first), attention rows whose scores al
 float32's ``exp`` range or fall by more than that range from one key tile to the next, masks
 whose only allowed pair in a tile sits at its corner (the tile-skipping votes), NaN/±inf/±0
 inputs of ``relu``, ``abs``, ``inv``, ``max`` and ``min`` (torch autograd's gradient rules,
-which the reference follows), and attention at the head widths that ``bench/gpu_check.py``
+which the reference follows), ``smooth_max_pool`` windows whose maximum is infinite (as
+``torch.logsumexp``), and attention at the head widths that ``bench/gpu_check.py``
 times (d = d_v = 64 and 128) and at the widest (256, whose float64 backward runs on the smaller
 tile), and zero-size inputs (an empty batch, feature, key or time axis: torch's results —
 empty, the bias alone, NaN for a mean over nothing, zeros for a query without keys — and, on a
@@ -620,6 +621,13 @@ def _causal_small_tile(r: np.random.Generator) -> Inputs:
     return Inputs((_normal(r, batch, n, d), _normal(r, batch, n, d), _normal(r, batch, n, d), mask))
 
 
+def _infinite_windows(_: np.random.Generator, *shape: int) -> Array:
+    """Fixed pairs (no draw): an infinite winner, both infinite, a NaN, an overflowing exp."""
+    inf = np.inf
+    row = np.array([inf, 0.0, -inf, -inf, -inf, 1.0, np.nan, 2.0, 800.0, inf, -800.0, -inf])
+    return row.reshape(shape)
+
+
 def _window_case(
     op: str, name: str, shape: tuple[int, ...], draw: Callable[..., Array] = _normal, **params: Any
 ) -> ParityCase:
@@ -819,6 +827,11 @@ CASES: tuple[ParityCase, ...] = (
         "overflow-scale",
         lambda r: Inputs((_normal(r, 1, 2, 6, 6) * 1e30,), {"beta": 1.0, "kernel_size": 2}),
     ),
+    # windows whose maximum (beta > 0) or minimum (beta < 0) is infinite, a NaN, and a finite
+    # element whose exp(beta * v) overflows: +-inf as the formula (not inf - inf), NaN gradients at
+    # an infinite winner (the reference follows torch.logsumexp)
+    _window_case("smooth_max_pool", "infinite-max", (1, 1, 12), _infinite_windows, beta=1.0, kernel_size=2),
+    _window_case("smooth_max_pool", "infinite-min", (1, 1, 12), _infinite_windows, beta=-1.0, kernel_size=2),
     _window_case("avg_pool", "2d", (2, 3, 7, 6), kernel_size=3, stride=2, padding=1),
     _window_case("avg_pool", "1d", (2, 2, 9), kernel_size=2),
     ParityCase(
