@@ -1875,6 +1875,15 @@ def direct_attention(
     return out
 
 
+def saved_logsumexp(
+    out: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+) -> Tensor | None:
+    """The row logsumexp ``(*batch, n_q)`` that :func:`direct_attention` saved with ``out`` for
+    these very ``q``, ``k``, ``v``, ``mask`` objects (unchanged since) and ``scale`` — the tensor
+    :func:`direct_attention_vjp` reads — or None when ``out`` did not come from there with them."""
+    return _row_statistics.get(out, (q, k, v, mask), scale)
+
+
 def direct_attention_vjp(
     g: Tensor,
     q: Tensor,

@@ -313,8 +313,11 @@ def run_case(
             # the row logsumexp the backward reads (blocked rows -inf, all -inf rows NaN)
             q_n, k_n, v_n, mask_n = natives
             assert q_n is not None and k_n is not None and v_n is not None
-            lse_n = kernels.direct_attention_forward(q_n, k_n, v_n, mask_n, **spec.params)[1]
-            errors["lse"] = _error(lse_n, _attention_logsumexp(rounded, spec.params))
+            lse_n = kernels.saved_logsumexp(out_n, q_n, k_n, v_n, mask_n, **spec.params)
+            if lse_n is None:
+                problems.append("direct_attention saved no logsumexp with its output")
+            else:
+                errors["lse"] = _error(lse_n, _attention_logsumexp(rounded, spec.params))
         if spec.finite and not bool(torch.isfinite(out_n).all()):
             problems.append("forward has non-finite values (a blocked position leaked)")
         if g64 is not None and backward is not None and grads_o is not None:
