@@ -1898,7 +1898,7 @@ def direct_attention_vjp(
     with ``out`` by :func:`direct_attention` when ``out`` came from there with these very ``q``,
     ``k``, ``v``, ``mask`` objects (unchanged since: same version counters) and this ``scale``;
     otherwise recomputes it by running the forward kernel on the given inputs."""
-    lse = _row_statistics.get(out, (q, k, v, mask), scale)
+    lse = saved_logsumexp(out, q, k, v, mask, scale=scale)
     if lse is None:
         lse = direct_attention_forward(q, k, v, mask, scale=scale)[1]
     return direct_attention_backward(g, q, k, v, mask, out=out, lse=lse, scale=scale)
