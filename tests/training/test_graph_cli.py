@@ -73,6 +73,39 @@ def test_relu_chain_groups_into_one(capsys):
     assert lines[6:] == ["accepted under checked", "1 rows, distinct capsules:", "  reference.relu"]
 
 
+def test_long_relu_chain_shows_progress_on_a_terminal(capsys, monkeypatch):
+    """A chain of PROGRESS_FROM nodes or more shows a bar while it is built and says that it plans
+    next, on stderr and only on a terminal; stdout is the same report (review20 user F11)."""
+    import sys
+
+    from torchlean.cli import graph
+
+    monkeypatch.setattr(graph, "PROGRESS_FROM", 3)
+    _, quiet_out, quiet_err = run(capsys, "--relu-chain", "3")  # not a terminal: nothing on stderr
+    assert quiet_err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = run(capsys, "--relu-chain", "3")
+    assert (code, out) == (0, quiet_out)
+    assert err.startswith("\rbuilding relu chain:   0%") and "/3.00 [" in err  # the total, unit-scaled
+    assert err.endswith("planning and accepting 4 nodes ...\n")
+    _, _, short_err = run(capsys, "--relu-chain", "2")  # below PROGRESS_FROM: no bar
+    assert short_err == ""
+
+
+def test_relu_chain_graph_passes_its_nodes_through_progress():
+    from torchlean.cli.graph import relu_chain_graph
+
+    seen: list[range] = []
+
+    def record(nodes: range) -> range:
+        seen.append(nodes)
+        return nodes
+
+    graph = relu_chain_graph(5, record)
+    assert seen == [range(5)]
+    assert len(graph.nodes) == 6
+
+
 def test_deeper_mlp(capsys):
     code, out, _ = run(capsys, "--mlp", "3,5,5,2")
     assert code == 0

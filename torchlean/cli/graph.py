@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from tqdm import tqdm
 
 from torchlean import nn
 from torchlean._checks import DECIMAL_INTEGER
@@ -20,7 +24,7 @@ from torchlean.ir.builder import GraphBuilder
 from torchlean.ir.graph import Graph
 from torchlean.nn.lowering import lower_model
 
-__all__ = ["MAX_CHAIN", "register", "run"]
+__all__ = ["MAX_CHAIN", "PROGRESS_FROM", "register", "run"]
 
 MAX_CHAIN = 1_000_000
 """The longest ``--relu-chain`` (its report prints a line per node; 100k nodes plan in ~0.2 s)."""
@@ -67,20 +71,41 @@ def mlp_graph(widths: list[int]) -> Graph:
     return lower_model(model, (widths[0],)).built.graph
 
 
-def relu_chain_graph(n: int) -> Graph:
-    """The hand-written chain ``input [4] -> relu x n`` of anchor-backend.md §6.10."""
+def relu_chain_graph(n: int, progress: Callable[[range], Iterable[int]] = iter) -> Graph:
+    """The hand-written chain ``input [4] -> relu x n`` of anchor-backend.md §6.10.
+
+    ``progress`` wraps the ``range(n)`` of relu nodes added (e.g. a tqdm progress bar); building
+    a million nodes takes several seconds.
+    """
     builder = GraphBuilder()
     x = builder.input([4])
-    for _ in range(n):
+    for _ in progress(range(n)):
         x = builder.relu(x)
     return builder.build().graph
+
+
+PROGRESS_FROM = 100_000
+"""The shortest ``--relu-chain`` whose build shows a progress bar (on a terminal, as ``train``)."""
+
+
+def _chain_progress(nodes: range) -> Iterable[int]:
+    # disable=None: tqdm draws only when stderr is a terminal
+    bar: Iterable[int] = tqdm(nodes, desc="building relu chain", unit="node", unit_scale=True,
+                              leave=False, file=sys.stderr, disable=None)
+    return bar
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean graph``; returns 0 when the plan is accepted, 1 otherwise."""
     profile = profiles.get(args.profile)
     chain = args.relu_chain is not None
-    graph = relu_chain_graph(args.relu_chain) if chain else mlp_graph(args.mlp or [4, 8, 1])
+    if chain:
+        long_chain = args.relu_chain >= PROGRESS_FROM
+        graph = relu_chain_graph(args.relu_chain, _chain_progress if long_chain else iter)
+        if long_chain and sys.stderr.isatty():
+            print(f"planning and accepting {args.relu_chain + 1} nodes ...", file=sys.stderr, flush=True)
+    else:
+        graph = mlp_graph(args.mlp or [4, 8, 1])
     plan = profile.plan_graph(graph)
     for line in report.graph_plan_lines(plan):
         print(line)
