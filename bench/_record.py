@@ -184,8 +184,9 @@ def time_calls(
 
 
 def backend_rows(selected: Iterable[Any]) -> list[dict[str, str]]:
-    """What ran: op, capsule name, provider and reduction policy of each accepted kernel
-    (``Trainer.selected``, ``Session.selected``, ``AcceptedGraphKernelPlan.kernels``), once each."""
+    """Op, capsule name, provider and reduction policy of each accepted kernel, once each: what
+    ran for ``Trainer.selected`` and ``Session.selected``; what the plan would run for
+    ``AcceptedGraphKernelPlan.kernels`` (the planning benchmark executes no kernel)."""
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
     for kernel in selected:

@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": [r["target"] for r in rows if r["target"] is not None]
         + [g["target"] for g in growth_rows],
         "backend": {f"{r['profile']} {r['nodes']} nodes": r["backend"] for r in rows},
+        "backend_note": "the capsules each accepted plan selects; this benchmark executes no kernel",
     })
     _record.write(args.out, record, markdown(record))
     return 0

@@ -193,7 +193,14 @@ class TrustLevel(LabelledEnum):
 
 
 class VJPMode(LabelledEnum):
-    """Who owns a capsule's local VJP (seed chapter, "Forward And Backward Ownership")."""
+    """Who owns a capsule's local VJP (seed chapter, "Forward And Backward Ownership").
+
+    The tape drives every backward traversal; the mode says where the local rule is written.
+    ``torchlean-tape``: in torchlean's Python, whatever kernels evaluate it (numpy under
+    ``reference``; torch ops, ATen backward kernels such as ``convolution_backward`` among them,
+    under ``aten``). ``backend-vjp``: in the backend, as ``native-cuda``'s C++ ``<op>_backward``
+    entry points (some of which call the same ATen backward kernels). ``none``: no VJP.
+    """
 
     NONE = "none"
     TORCHLEAN_TAPE = "torchlean-tape"

@@ -98,8 +98,8 @@ COMPOSED_ATTENTION = KernelCapsule(
     ),
     vjp_contract=tested(
         ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
-        "TorchLean tape VJP through the composed expression, summing shared weight gradients over the "
-        "leading batch.",
+        "TorchLean tape VJP: one hand-written rule that recomputes the composed expression's probabilities, "
+        "summing shared weight gradients over the leading batch.",
         ATTENTION_SUITE,
     ),
     numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),

@@ -20,8 +20,10 @@ materialised (contiguous, on its device) to the common batch shape before the ba
 and the VJP sums each gradient back to its operand's shape (:mod:`.native_cuda.batching`; the
 order of those sums is implementation-defined, as the capsule declares).
 
-The forward keeps the probabilities (:class:`ComposedAttentionSaved`) so the backward never
-recomputes ``q k^T`` or the softmax. ``torch.autograd`` is not used. Under
+:func:`composed_attention_forward` returns the probabilities (:class:`ComposedAttentionSaved`) so
+that :func:`composed_attention_backward` need not recompute ``q k^T`` or the softmax; the
+capsule's VJP (:func:`composed_attention_vjp`) keeps nothing from the forward and recomputes them.
+``torch.autograd`` is not used. Under
 :func:`.native_cuda.extension.host_emulation` the same functions accept CPU tensors (the test
 suite's path on machines without a GPU).
 """

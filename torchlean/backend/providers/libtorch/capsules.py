@@ -45,8 +45,8 @@ def _sdpa_forward(
         vjp_mode=VJPMode.TORCHLEAN_TAPE,
         shape_contract=guarded(
             ContractClaim.shape_safety(_OP),
-            "Q/K/V are checked after folding batch and head axes; the optional mask is broadcast over that "
-            "folded axis.",
+            "Q/K/V are checked with their leading (batch, head) axes unfolded, which broadcast to one batch "
+            "shape; the optional boolean mask broadcasts to (*batch, nQ, nK).",
             f"{SDPA}.check_sdpa_inputs",
         ),
         layout_contract=guarded(

@@ -135,7 +135,7 @@ CAPSULES: tuple[KernelCapsule, ...] = (
     _capsule(
         _B.MATMUL,
         "Matrix products agree with the row-major runtime contract.",
-        "Backward products are checked through autograd/runtime parity.",
+        "Backward products are checked against the reference VJP by the native parity suite.",
         IMPL_DEFINED,
     ),
     _capsule(

@@ -155,7 +155,8 @@ CAPSULES: tuple[KernelCapsule, ...] = (
     _capsule(_B.RELU, "Reference ReLU follows pointwise tensor semantics.", TAPE_VJP, NO_REDUCTION),
     _capsule(
         _B.GELU,
-        "Reference GELU follows the documented runtime approximation contract.",
+        "Reference GELU is the exact erf form x * Phi(x) (torch's approximate='none'), not the tanh "
+        "approximation.",
         TAPE_VJP,
         NO_REDUCTION,
     ),
