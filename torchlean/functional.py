@@ -489,16 +489,20 @@ def inv(x: Tensor) -> Tensor:
 
 def div(a: Operand, b: Operand) -> Tensor:
     """``a / b`` with broadcasting; records ``inv`` then ``mul`` (the catalog has no division), or
-    ``scale`` by ``1/b`` when ``b`` is a Python number whose value and reciprocal are finite in
-    ``a``'s dtype. Results may differ from ``torch.div`` in the last bit (``a * (1/b)`` rounds
-    twice). Division by any other number (0, ``±inf``, ``nan``, or one that overflows the dtype)
-    records ``inv`` of the constant then ``mul`` (``±inf``, or ``nan`` for ``0/0``, ``x/nan`` and
-    ``inf/inf``, as ``torch.div``). When some nonzero divisor is so small that its reciprocal
-    overflows the dtype (a float32 below about 2.9e-39, a float64 below about 5.6e-309: the
-    subnormals), the quotient is ``(a * s) * inv(b * s)`` with ``s`` a constant power of two
-    (``2**64`` for float32, ``2**512`` for float64) at those divisors and 1 elsewhere, so it stays
-    finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``); the products by ``s``
-    are exact, and ``mul`` is recorded three times. Gradients are those of the recorded ops: the
+    ``scale`` by ``1/b`` when ``b`` is a Python number whose value is finite and whose reciprocal
+    is normal in ``a``'s dtype. Results may differ from ``torch.div`` in the last bit
+    (``a * (1/b)`` rounds twice). Division by any other number (0, ``±inf``, ``nan``, or one that
+    overflows the dtype) records ``inv`` of the constant then ``mul`` (``±inf``, or ``nan`` for
+    ``0/0``, ``x/nan`` and ``inf/inf``, as ``torch.div``). When some nonzero divisor is so small
+    that its reciprocal overflows the dtype (a float32 below about 2.9e-39, a float64 below about
+    5.6e-309: the subnormals), or so large that its reciprocal is subnormal and keeps fewer bits
+    (a float32 above ``2**126``, about 8.5e37; a float64 above ``2**1022``, about 4.5e307: up to 4
+    ulp off otherwise, ``3e38 / 3e38`` was ``0.99999994``), the quotient is
+    ``(a * s) * inv(b * s)`` with ``s`` a constant power of two at those divisors (``2**64`` or
+    ``2**-64`` for float32, ``2**512`` or ``2**-512`` for float64) and 1 elsewhere, so it stays
+    finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``) and within 2 ulp of it; the
+    products by ``s`` are exact (where ``a * 2**-64`` rounds, the quotient underflows to 0 either
+    way), and ``mul`` is recorded three times. Gradients are those of the recorded ops: the
     divisor's (``-a/b**2``) goes through ``inv``'s VJP ``-(g*a*s)/(b*s)**2``, so where
     ``(b*s)**2`` underflows it is ``±inf``, or NaN where ``g*a*s`` is 0 (``a == 0``, or a product
     that underflows), as for ``x * torch.reciprocal(b)``; torch's ``div`` may be finite there. Checking
@@ -509,7 +513,7 @@ def div(a: Operand, b: Operand) -> Tensor:
     """
     if isinstance(a, Tensor) and _is_number(b):
         divisor = _factor(b, a)
-        if divisor != 0 and _finite_in(divisor, a) and _finite_in(1.0 / divisor, a):
+        if divisor != 0 and _finite_in(divisor, a) and _normal_in(1.0 / divisor, a):
             return scale(a, 1.0 / divisor)
     x, y = _pair(a, b)
     rescale = _reciprocal_rescale(y)
@@ -519,22 +523,32 @@ def div(a: Operand, b: Operand) -> Tensor:
 
 
 def _reciprocal_rescale(y: Tensor) -> Tensor | None:
-    """For :func:`div`: ``None`` when no nonzero entry of ``y`` has a reciprocal that overflows
-    its dtype (always for integer dtypes), else a constant of ``y``'s shape, dtype and device
-    holding ``2**(maxexp // 2)`` (``2**64`` for float32, ``2**512`` for float64) at those
-    entries and 1 elsewhere: multiplying by it is exact and brings each such divisor into the
-    range whose reciprocal is finite."""
+    """For :func:`div`: ``None`` when every entry of ``y`` has a reciprocal that is normal, 0 or
+    infinite in its dtype (always for integer dtypes), else a constant of ``y``'s shape, dtype and
+    device holding ``s = 2**(maxexp // 2)`` (``2**64`` for float32, ``2**512`` for float64) where
+    the reciprocal overflows (nonzero subnormal divisors), ``1 / s`` where it is subnormal (finite
+    divisors above ``1 / finfo.tiny``) and 1 elsewhere: multiplying by a power of two is exact and
+    brings each such divisor into the range whose reciprocal is normal."""
     overflows = storage.reciprocal_overflows(y._data)
-    if not overflows.any():
+    subnormal = storage.reciprocal_subnormal(y._data)
+    if not (overflows.any() or subnormal.any()):
         return None
     factor = 2.0 ** (np.finfo(y.dtype).maxexp // 2)
-    return _constant(np.where(overflows, factor, 1.0).astype(y.dtype), y)
+    return _constant(np.where(overflows, factor, np.where(subnormal, 1 / factor, 1.0)).astype(y.dtype), y)
 
 
 def _finite_in(value: float, like: Tensor) -> bool:
     """Whether ``value`` stays finite when rounded to ``like``'s dtype."""
     with np.errstate(over="ignore"):
         return bool(np.isfinite(like.dtype.type(value)))
+
+
+def _normal_in(value: float, like: Tensor) -> bool:
+    """Whether ``value`` is finite and normal (or 0) when rounded to ``like``'s dtype: the scalar
+    path of :func:`div` multiplies by a reciprocal that keeps every significant bit."""
+    with np.errstate(over="ignore", under="ignore"):
+        rounded = like.dtype.type(value)
+    return bool(np.isfinite(rounded)) and (rounded == 0 or np.abs(rounded) >= np.finfo(like.dtype).tiny)
 
 
 def neg(x: Tensor) -> Tensor:

@@ -118,3 +118,79 @@ def test_division_by_the_largest_divisor_whose_reciprocal_overflows(dtype):
     assert expected.tolist() == [1.0, 1.0]
     got = tl.div(tl.tensor(a), tl.tensor(a)).numpy()
     assert got.tolist() == [1.0, 1.0]
+
+
+# ----------------------------------------------- divisors whose reciprocal is subnormal (review23 fuzz F1)
+
+
+def _large_divisor_pairs(dtype: type[np.floating]) -> tuple[np.ndarray, np.ndarray]:
+    """Divisors above 1 / finfo.tiny (reciprocal subnormal), numerators spread over the range."""
+    info = np.finfo(dtype)
+    big = float(info.max)
+    rng = np.random.default_rng(23)
+    b = (rng.uniform(0.3, 1.0, 200) * big).astype(dtype)
+    b[:3] = [big, -big, np.nextafter(dtype(1 / float(info.tiny)), dtype(np.inf))]
+    a = (rng.uniform(-1.0, 1.0, 200) * big).astype(dtype)
+    a[:6] = [big, 1.0, -3.0, 0.0, np.inf, float(info.tiny)]
+    return a, b
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_quotients_by_divisors_with_subnormal_reciprocals_follow_torch(
+    profile: str, dtype: type[np.floating]
+) -> None:
+    a, b = _large_divisor_pairs(dtype)
+    assert storage.reciprocal_subnormal(b).all()
+    expected = (torch.from_numpy(a) / torch.from_numpy(b)).numpy()  # correctly rounded in the dtype
+    eps = float(np.finfo(dtype).eps)
+    with tl.session(profile):
+        got = (tl.tensor(a) / tl.tensor(b)).numpy()
+        scalar = (tl.tensor(a) / float(b[0])).numpy()
+    for value, oracle in ((got, expected), (scalar, (torch.from_numpy(a) / float(b[0])).numpy())):
+        np.testing.assert_array_equal(np.isinf(value), np.isinf(oracle))
+        normal = np.isfinite(oracle) & (np.abs(oracle) >= np.finfo(dtype).tiny)
+        # a * (1/b) rounds twice: within 2 ulp (it was up to 4 with a subnormal reciprocal)
+        np.testing.assert_allclose(value[normal], oracle[normal], rtol=2 * eps, atol=0)
+        tiny = np.isfinite(oracle) & ~normal  # subnormal quotients: within 2 of their ulps
+        ulp = float(np.finfo(dtype).smallest_subnormal)
+        np.testing.assert_allclose(value[tiny], oracle[tiny], rtol=0, atol=2 * ulp)
+    assert got[0] == 1.0 and got[1] == expected[1]  # max / max; 1 / max is subnormal, exact here
+
+
+def test_three_e38_over_itself_is_one() -> None:
+    x = np.float32(3e38)
+    with tl.session("checked_cpu"):
+        assert (tl.tensor([x]) / tl.tensor([x])).numpy().tolist() == [1.0]
+        assert (tl.tensor([x]) / 3e38).numpy().tolist() == [1.0]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_gradients_through_a_divisor_with_a_subnormal_reciprocal(profile: str) -> None:
+    a = np.array([3.0e307, -1.0e300, 2.0])
+    b = np.array([1.5e308, 9.0e307, 6.0e307])  # reciprocals below 2**-1022
+    with tl.session(profile):
+        x, y = tl.tensor(a, requires_grad=True), tl.tensor(b, requires_grad=True)
+        (x / y).sum().backward()
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (tx / ty).sum().backward()
+    assert x.grad is not None and y.grad is not None and tx.grad is not None and ty.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=4.5e-16, atol=0)  # 1/b, subnormal
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-15, atol=1e-323)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_reciprocal_subnormal_mask_agrees_on_numpy_and_torch_storage(dtype: type[np.floating]) -> None:
+    info = np.finfo(dtype)
+    bound = dtype(1 / float(info.tiny))
+    values = np.array(
+        [bound, np.nextafter(bound, dtype(np.inf)), -info.max, info.max, np.inf, -np.inf, np.nan, 0.0, 1.0],
+        dtype=dtype,
+    )
+    expected = np.array([False, True, True, True, False, False, False, False, False])
+    with np.errstate(under="ignore"):
+        reciprocal = np.reciprocal(values[:4])
+    assert (reciprocal[0] == info.tiny) and (np.abs(reciprocal[1:]) < info.tiny).all()  # the bound is exact
+    np.testing.assert_array_equal(storage.reciprocal_subnormal(values), expected)
+    np.testing.assert_array_equal(storage.reciprocal_subnormal(torch.from_numpy(values)), expected)
+    assert not storage.reciprocal_subnormal(np.array([2**62, -3])).any()

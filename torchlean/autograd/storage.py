@@ -42,6 +42,7 @@ __all__ = [
     "like",
     "numpy_dtype",
     "reciprocal_overflows",
+    "reciprocal_subnormal",
     "to_host",
 ]
 
@@ -107,6 +108,26 @@ def reciprocal_overflows(data: Storage) -> npt.NDArray[np.bool_]:
     if not data.dtype.is_floating_point:
         return np.zeros(tuple(data.shape), dtype=np.bool_)
     return to_host(torch.isinf(torch.reciprocal(data)) & (data != 0))
+
+
+def reciprocal_subnormal(data: Storage) -> npt.NDArray[np.bool_]:
+    """A host bool array of ``data``'s shape: True at the finite entries whose reciprocal is
+    subnormal in their floating dtype (``|v| > 1 / finfo.tiny``: above ``2**126`` in float32,
+    ``2**1022`` in float64), so it keeps fewer significant bits; all False for integer storage.
+    For torch storage the test runs on its device and only the mask is copied."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind != "f":
+            return np.zeros(data.shape, dtype=np.bool_)
+        bound = 1 / float(np.finfo(data.dtype).tiny)  # a power of two: exact in the dtype
+        with np.errstate(invalid="ignore"):
+            mask: npt.NDArray[np.bool_] = np.isfinite(data) & (np.abs(data) > bound)
+        return mask
+    import torch
+
+    if not data.dtype.is_floating_point:
+        return np.zeros(tuple(data.shape), dtype=np.bool_)
+    bound = 1 / float(torch.finfo(data.dtype).tiny)
+    return to_host(torch.isfinite(data) & (data.abs() > bound))
 
 
 def host_tensor(array: npt.NDArray[Any]) -> torch.Tensor:
