@@ -309,6 +309,10 @@ def test_the_extension_refuses_a_mask_layout_reading_past_the_mask(emulation: Mo
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             emulation.direct_attention_forward(q, k, v, mask, layout, None, 0)
+    # the good layout over a mask one element short reads one past its end (review23 kmut C07: a
+    # bound of <= instead of < passed the reads far past the end above)
+    with pytest.raises(ValueError, match=re.escape("has 11 elements, but its layout reads element 11")):
+        emulation.direct_attention_forward(q, k, v, torch.ones(11, dtype=torch.bool), good, None, 0)
 
 
 # ------------------------------------------------------------------------------ through a session

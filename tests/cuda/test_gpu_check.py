@@ -60,8 +60,11 @@ def test_parity_sweep_records_every_case_on_the_emulation(
     cases = parity.cases_for(chosen)
     monkeypatch.setattr(parity, "CASES", cases)
     records: list[dict[str, Any]] = gpu_check._parity(torch.device("cpu"))
-    attention_cases = [case for case in cases if case.op == parity.ATTENTION]
-    assert len(records) == 2 * (len(cases) + len(attention_cases))
+    composed = [case for case in cases if case.op == parity.ATTENTION and case.composed]
+    assert len(records) == 2 * (len(cases) + len(composed))
+    direct_only = {case.id for case in cases if not case.composed}
+    assert direct_only and direct_only <= {r["case"] for r in records}  # on direct attention alone
+    assert not {f"composed:{case}" for case in direct_only} & {r["case"] for r in records}
     assert {r["op"] for r in records} == set(chosen)
     for r in records:
         assert set(r) == KEYS

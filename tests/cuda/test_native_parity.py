@@ -174,6 +174,30 @@ def test_extension_refuses_out_of_range_index_before_launch(emulation: ModuleTyp
         kernels.gather_forward(torch.ones(1, 5), index, axis=1)
 
 
+def test_extension_refuses_selective_scan_shapes_before_launch(emulation: ModuleType) -> None:
+    """The C++ checks of selective_scan repeat the Python guards (review23 kmut C04-C06: with any of
+    them removed the kernel read a, b or h0 out of bounds and no test noticed)."""
+    x, h0 = torch.randn(2, 3, 4), torch.zeros(2, 4)
+    ones = torch.ones(4)
+    assert emulation.selective_scan_forward(ones, ones, x, h0, 0).shape == (2, 3, 4)
+    prefix = "torchlean_native_ext.selective_scan_forward: "
+    for (a, b, h), message in (
+        ((ones, ones, torch.zeros(4)), "h0 has shape [4]; expected [2, 4]"),
+        (
+            (torch.ones(2), torch.ones(2), h0),
+            "shared coefficients [2] must have one entry per state channel (4)",
+        ),
+        (
+            (torch.ones(3, 4), torch.ones(3, 4), h0),
+            "token-dependent coefficients have shape [3, 4]; expected x's shape [2, 3, 4] (or [4] for "
+            "shared coefficients)",
+        ),
+        ((torch.ones(2, 3, 4), ones, h0), "b has shape [4] but a has shape [2, 3, 4]"),
+    ):
+        with pytest.raises(ValueError, match="^" + re.escape(prefix + message)):
+            emulation.selective_scan_forward(a, b, x, h, 0)
+
+
 _REFUSAL_CHILD = r"""
 import json, torch
 from torchlean.backend.providers.native_cuda import extension

@@ -244,6 +244,33 @@ def test_fft_fno_operands() -> None:
             og.check_fft_fno_operands(x, w)
 
 
+def test_selective_scan_operands() -> None:
+    """By hand (anchor-runtime.md §8.2): x (..., L, S), h0 (..., S), coefficients (S,) or x's shape."""
+    x = _z(2, 3, 4)
+    for a, h0 in ((_z(4), _z(2, 4)), (_z(2, 3, 4), _z(2, 4)), (_z(4), _z(2, 4))):
+        og.check_selective_scan_operands(a, x, h0)
+    og.check_selective_scan_operands(_z(4), _z(3, 4), _z(4))  # no leading axes: h0 (S,)
+    og.check_selective_scan_operands(_z(0), _z(2, 3, 0), _z(2, 0))  # no state channels
+    for a, h0, message in (
+        (_z(4), _z(4), r"h0 has shape \[4\]; x \[2, 3, 4\] needs \[2, 4\]"),
+        (_z(4), _z(2, 3, 4), r"h0 has shape \[2, 3, 4\]; x \[2, 3, 4\] needs \[2, 4\]"),
+        (_z(4), _z(1, 4), r"h0 has shape \[1, 4\]"),  # no broadcasting
+        (
+            _z(2),
+            _z(2, 4),
+            r"coefficients a and b have shape \[2\]; x \[2, 3, 4\] accepts \[4\] \(shared",
+        ),
+        (
+            _z(3, 4),
+            _z(2, 4),
+            r"coefficients a and b have shape \[3, 4\]; .* or \[2, 3, 4\] \(token-dependent\)",
+        ),
+        (_z(1, 3, 4), _z(2, 4), r"coefficients a and b have shape \[1, 3, 4\]"),
+    ):
+        with pytest.raises(GuardError, match=r"^native_cuda\.selective_scan: " + message):
+            og.check_selective_scan_operands(a, x, h0)
+
+
 def test_attention_widths() -> None:
     og.check_attention_widths(256, 256)
     og.check_attention_widths(0, 0)
@@ -375,6 +402,28 @@ WIRED: list[tuple[str, Callable[[], object], str]] = [
             _z(4, 3), _z(4, 3), _z(5), None, None, None, out=_z(4, 3), training=True
         ),
         r"weight has shape \[5\]",
+    ),
+    (
+        "selective_scan-h0",
+        lambda: kernels.selective_scan_forward(_z(4), _z(4), _z(2, 3, 4), _z(4)),
+        r"h0 has shape \[4\]; x \[2, 3, 4\] needs \[2, 4\]",
+    ),
+    (
+        "selective_scan-shared-length",
+        lambda: kernels.selective_scan_forward(_z(2), _z(2), _z(2, 3, 4), _z(2, 4)),
+        r"coefficients a and b have shape \[2\]",
+    ),
+    (
+        "selective_scan-token-shape",
+        lambda: kernels.selective_scan_forward(_z(3, 4), _z(3, 4), _z(2, 3, 4), _z(2, 4)),
+        r"coefficients a and b have shape \[3, 4\]",
+    ),
+    (
+        "selective_scan-backward-h0",
+        lambda: kernels.selective_scan_backward(
+            _z(2, 3, 4), _z(4), _z(4), _z(2, 3, 4), _z(3, 4), out=_z(2, 3, 4)
+        ),
+        r"h0 has shape \[3, 4\]",
     ),
     (
         "attention-widths",

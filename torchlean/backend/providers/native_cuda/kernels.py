@@ -1580,6 +1580,7 @@ def selective_scan_forward(a: Tensor, b: Tensor, x: Tensor, h0: Tensor) -> Tenso
         ranks={"x": (2, _MAX_RANK)},
         same_shape=(("a", "b"),),
     )
+    relations.check_selective_scan_operands(a, x, h0)
     with _launch("selective_scan"):
         return _native.selective_scan_forward(a, b, x, h0, _stream(x))
 
@@ -1594,6 +1595,7 @@ def selective_scan_backward(g: Tensor, a: Tensor, b: Tensor, x: Tensor, h0: Tens
         ranks={"x": (2, _MAX_RANK)},
         same_shape=(("a", "b"), ("g", "x"), ("out", "x")),
     )
+    relations.check_selective_scan_operands(a, x, h0)
     with _launch("selective_scan"):
         return _grads(_native.selective_scan_backward(g, a, b, x, h0, out, _stream(x)))
 

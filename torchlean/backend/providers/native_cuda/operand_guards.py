@@ -44,6 +44,7 @@ __all__ = [
     "check_fft_fno_operands",
     "check_gather_index",
     "check_scatter_index",
+    "check_selective_scan_operands",
     "check_window",
     "wrap_axis",
 ]
@@ -397,6 +398,32 @@ def check_fft_fno_operands(x: torch.Tensor, weight_real: torch.Tensor) -> None:
             "fft_fno",
             f"{modes} modes requested; a length-{n} grid has {n // 2 + 1} "
             "(accepted: 1 <= modes <= grid/2 + 1)",
+        )
+
+
+def check_selective_scan_operands(a: torch.Tensor, x: torch.Tensor, h0: torch.Tensor) -> None:
+    """x ``(..., L, S)``; h0 ``(..., S)`` (x's leading axes and state channels); the coefficients
+    (``a``, of ``b``'s shape) either shared, ``(S,)``, or token-dependent, x's shape.
+
+    Raises:
+        GuardError: naming the offending shape and the accepted ones.
+    """
+    if x.dim() < 2:
+        return  # the rank checks of guards.check_launch refuse it
+    xs = _shape(x)
+    state = xs[-1]
+    expected_h0 = [*xs[:-2], state]
+    if _shape(h0) != expected_h0:
+        raise _fail(
+            "selective_scan",
+            f"h0 has shape {_shape(h0)}; x {xs} needs {expected_h0} (accepted: x's leading axes and "
+            "its state channels)",
+        )
+    if _shape(a) not in ([state], xs):
+        raise _fail(
+            "selective_scan",
+            f"coefficients a and b have shape {_shape(a)}; x {xs} accepts [{state}] (shared, one "
+            f"entry per state channel) or {xs} (token-dependent)",
         )
 
 

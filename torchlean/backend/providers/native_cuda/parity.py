@@ -96,11 +96,14 @@ class Inputs:
 
 @dataclass(frozen=True, slots=True)
 class ParityCase:
-    """A named case of one op: ``make(rng)`` draws its inputs."""
+    """A named case of one op: ``make(rng)`` draws its inputs. ``composed``: an attention case
+    that ``torchlean.composed_attention`` takes too (it accepts ``(batch, heads, n, d)`` or
+    ``(heads, n, d)`` operands; ``native_cuda.direct_attention`` any number of batch axes)."""
 
     op: str
     name: str
     make: Callable[[np.random.Generator], Inputs]
+    composed: bool = True
 
     @property
     def id(self) -> str:
@@ -500,6 +503,17 @@ def _attention(
     return make
 
 
+def _broadcast_mask_runs(r: np.random.Generator) -> Inputs:
+    """A mask ``(2, 1, 2, 1, 6)`` over heads ``(2, 3, 2)``: the kernels read it at its own size
+    through a layout of two runs of batch axes (the middle axis broadcast between them) and a
+    query axis of stride 0, forward and backward."""
+    batch = (2, 3, 2)
+    q, k, v = _normal(r, *batch, 5, 4), _normal(r, *batch, 6, 4), _normal(r, *batch, 6, 2)
+    mask = r.random((2, 1, 2, 1, 6)) < 0.6
+    mask[0, 0, 1, 0, :] = False  # every query row of heads (0, *, 1) fully blocked
+    return Inputs((q, k, v, mask))
+
+
 ATTENTION_KEY_TILE = 32
 """Keys per tile of the direct attention kernel's online softmax (``kAttnBc`` in
 ``csrc/kernels.cuh``)."""
@@ -625,10 +639,28 @@ def _causal_small_tile(r: np.random.Generator) -> Inputs:
 
 
 def _infinite_windows(_: np.random.Generator, *shape: int) -> Array:
-    """Fixed pairs (no draw): an infinite winner, both infinite, a NaN, an overflowing exp."""
-    inf = np.inf
-    row = np.array([inf, 0.0, -inf, -inf, -inf, 1.0, np.nan, 2.0, 800.0, inf, -800.0, -inf])
+    """Fixed pairs (no draw): an infinite winner, both infinite, a NaN, an overflowing exp, and a
+    NaN beside an infinity or a NaN (NaN gradients at every cell of the window, as the reference
+    and ``torch.logsumexp``; a pivot taken by a comparison that skips NaN gives 0 there)."""
+    inf, nan = np.inf, np.nan
+    row = np.array([
+        inf, 0.0, -inf, -inf, -inf, 1.0, nan, 2.0, 800.0, inf, -800.0, -inf,
+        nan, inf, inf, nan, nan, -inf, -inf, nan, nan, nan,
+    ])  # fmt: skip
     return row.reshape(shape)
+
+
+def _bernoulli_at_a_draw(*, nudge: bool) -> Inputs:
+    """``keep_prob`` at one of the draws ``u_i`` (no rng: the draws are the key's). Equal to
+    ``u_5``: element 5 is dropped in both dtypes (``keep_prob > u_i`` is strict). With ``nudge``,
+    one float64 ulp above a draw that float32 rounds down: kept in float64, where ``keep_prob``
+    must stay float64; dropped in float32, where both round to the same value."""
+    params: dict[str, Any] = {"shape": (64,), "seed": 123, "counter": 4}
+    u = ref.rand_uniform(shape=(64,), seed=123, counter=4, dtype=np.float64)
+    if not nudge:
+        return Inputs((), {**params, "keep_prob": float(u[5])}, False)
+    i = next(i for i in range(u.size) if float(np.float32(u[i])) < float(u[i]))
+    return Inputs((), {**params, "keep_prob": float(np.nextafter(u[i], 1.0))}, False)
 
 
 def _window_case(
@@ -767,6 +799,8 @@ CASES: tuple[ParityCase, ...] = (
         "seeded",
         lambda r: Inputs((), {"shape": (4, 50), "keep_prob": 0.3, "seed": 11, "counter": 2}, False),
     ),
+    ParityCase("bernoulli_mask", "keep-equals-a-draw", lambda r: _bernoulli_at_a_draw(nudge=False)),
+    ParityCase("bernoulli_mask", "keep-one-float64-ulp-above", lambda r: _bernoulli_at_a_draw(nudge=True)),
     ParityCase(
         "layer_norm",
         "affine",
@@ -833,8 +867,8 @@ CASES: tuple[ParityCase, ...] = (
     # windows whose maximum (beta > 0) or minimum (beta < 0) is infinite, a NaN, and a finite
     # element whose exp(beta * v) overflows: +-inf as the formula (not inf - inf), NaN gradients at
     # an infinite winner (the reference follows torch.logsumexp)
-    _window_case("smooth_max_pool", "infinite-max", (1, 1, 12), _infinite_windows, beta=1.0, kernel_size=2),
-    _window_case("smooth_max_pool", "infinite-min", (1, 1, 12), _infinite_windows, beta=-1.0, kernel_size=2),
+    _window_case("smooth_max_pool", "infinite-max", (1, 1, 22), _infinite_windows, beta=1.0, kernel_size=2),
+    _window_case("smooth_max_pool", "infinite-min", (1, 1, 22), _infinite_windows, beta=-1.0, kernel_size=2),
     _window_case("avg_pool", "2d", (2, 3, 7, 6), kernel_size=3, stride=2, padding=1),
     _window_case("avg_pool", "1d", (2, 2, 9), kernel_size=2),
     ParityCase(
@@ -856,6 +890,7 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase("selective_scan", "token-no-steps", _scan(True, steps=0)),
     ParityCase(ATTENTION, "unmasked", _attention((2,), 19, 23, 8, 5, masked=False)),
     ParityCase(ATTENTION, "masked-heads", _attention((2, 2), 33, 40, 16, 16, masked=True)),
+    ParityCase(ATTENTION, "broadcast-mask-runs", _broadcast_mask_runs, composed=False),
     ParityCase(ATTENTION, "blocked-rows-nan", _attention((2,), 9, 12, 4, 3, masked=True, poison=True)),
     ParityCase(
         ATTENTION, "partly-blocked-nan-k", _attention((2,), 6, 7, 4, 3, masked=True, partial=("k", np.nan))
