@@ -680,11 +680,17 @@ void check_gelu_mode(const char* op, const std::string& approximate) {
                  ": approximate = ", approximate, " is not accepted; accepted: tanh, none");
 }
 
+// Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF without the cancellation of
+// (1 + erf(x / sqrt 2)) / 2 for negative x (below about -8 at::gelu's "none" form is -0.0 and its
+// gradient loses the Phi term); the reference's and the aten provider's form.
+Tensor normal_cdf(const Tensor& x) { return at::erfc(x * -M_SQRT1_2) * 0.5; }
+
 Tensor gelu_forward(const Tensor& x, const std::string& approximate) {
   check_unary("gelu_forward", x);
   check_gelu_mode("gelu_forward", approximate);
   c10::DeviceGuard guard(x.device());
-  return at::gelu(x, approximate);
+  if (approximate == "tanh") return at::gelu(x, approximate);
+  return x * normal_cdf(x);
 }
 
 Grads gelu_backward(const Tensor& g, const Tensor& x, const Tensor& out,
@@ -692,7 +698,10 @@ Grads gelu_backward(const Tensor& g, const Tensor& x, const Tensor& out,
   check_unary_backward("gelu_backward", g, x, out);
   check_gelu_mode("gelu_backward", approximate);
   c10::DeviceGuard guard(x.device());
-  return one(at::gelu_backward(g, x, approximate));
+  if (approximate == "tanh") return one(at::gelu_backward(g, x, approximate));
+  // g * (Phi(x) + x * phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+  const Tensor pdf = at::exp(x * x * -0.5) * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  return one(g * (pdf * x + normal_cdf(x)));
 }
 
 Tensor add_forward(const Tensor& a, const Tensor& b) {
@@ -941,9 +950,10 @@ Grads inv_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
   return one(-g * (out * out));  // torch's grouping: 0 * (out^2 = inf) is NaN, as torch
 }
 
+// safe_log's eps (the Python guard also refuses one that rounds to 0 or inf in x's dtype)
 void check_eps(const char* op, double eps) {
-  TL_CHECK_VALUE(std::isfinite(eps) && eps >= 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
-                 " must be finite and >= 0");
+  TL_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "torchlean_native_ext.", op, ": eps = ", eps,
+                 " must be finite and > 0");
 }
 
 // safe_log(x) = log(softplus(x) + eps)  (anchor-runtime.md 4.3)

@@ -230,3 +230,70 @@ def test_random_pool_geometries_agree_between_checked_cuda_and_checked_cpu(emula
             assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14, err_msg=label)
         outcomes["ok"] += 1
     assert min(outcomes.values()) > 50
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-50, 1e39, -1e-3])
+def test_safe_log_eps_rule_agrees_under_checked_cuda_and_checked_cpu(emulated_cuda: None, eps: float) -> None:
+    """review23 fuzz F2: native_cuda.safe_log took eps = 0 and an eps that rounds to 0 or inf in
+    float32 (-inf values, NaN gradients) where the CPU providers refuse it. The same words now."""
+    x = np.array([-200.0, 0.0, 3.0], np.float32)
+    messages = []
+    for profile, device in (("checked_cpu", "cpu"), ("fast_cpu", "cpu"), ("checked_cuda", "cuda")):
+        with tl.session(profile), pytest.raises(GuardError) as refused:
+            tl.safe_log(tl.tensor(x, device=device), eps)
+        messages.append(str(refused.value))
+    fault = messages[0].removeprefix("safe_log: ")
+    assert fault.startswith(f"eps = {eps!r} ")
+    assert messages == [f"safe_log: {fault}", f"safe_log: {fault}", f"native_cuda.safe_log: {fault}"]
+
+
+def test_safe_log_eps_that_float64_keeps_is_accepted_under_checked_cuda(emulated_cuda: None) -> None:
+    with tl.session("checked_cuda"):
+        x = tl.tensor(np.array([-800.0, 0.0]), device="cuda", requires_grad=True)
+        out = tl.safe_log(x, 1e-50)
+        out.sum().backward()
+        values = out.to("cpu").numpy()
+        assert x.grad is not None
+        grad = x.grad.to("cpu").numpy()
+    # oracle, by hand: softplus(-800) = exp(-800) underflows to 0 in float64, so log(1e-50); log(log 2)
+    np.testing.assert_allclose(values, [np.log(1e-50), np.log(np.log(2.0))], rtol=1e-15)
+    assert np.isfinite(grad).all()
+
+
+def test_the_extension_refuses_a_safe_log_eps_of_zero(emulation: ModuleType) -> None:
+    refusal = r"^torchlean_native_ext\.safe_log_forward: eps = 0 must be finite and > 0"
+    with pytest.raises(ValueError, match=refusal):
+        emulation.safe_log_forward(torch.ones(3), 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_native_gelu_keeps_the_far_negative_tail(emulation: ModuleType, dtype: type[np.floating]) -> None:
+    """review23 fuzz F3: ATen's exact gelu is x * (1 + erf(x / sqrt 2)) / 2, which cancels (17 %
+    off at x = -5 in float32, -0.0 from about -6); native_cuda.gelu is x * erfc(-x / sqrt 2) / 2 as
+    the reference. Oracle: mpmath at 50 digits, elementwise, within a few ulps times the condition
+    number ~ 1 + x**2 of the tail (rounding x / sqrt 2 in the dtype costs that much in any form)."""
+    import mpmath
+
+    xs = [-40.0, -30.0, -10.0, -6.0, -5.5, -5.0, -1.0, -1e-30, 0.0, 0.5, 3.0, 30.0]
+    if dtype == np.float32:
+        xs = [x for x in xs if x > -13.0]  # below, gelu underflows float32 (|gelu(-13)| ~ 8e-38)
+    mpmath.mp.dps = 50
+
+    def phi(v: float) -> Any:
+        return mpmath.erfc(-mpmath.mpf(v) / mpmath.sqrt(2)) / 2
+
+    def pdf(v: float) -> Any:
+        return mpmath.exp(-mpmath.mpf(v) ** 2 / 2) / mpmath.sqrt(2 * mpmath.pi)
+
+    x = torch.tensor(xs, dtype=torch.float32 if dtype == np.float32 else torch.float64)
+    g = torch.ones_like(x)
+    with kernels._launch("gelu"):
+        out = emulation.gelu_forward(x, "none")
+        (dx,) = emulation.gelu_backward(g, x, out, "none")
+    want = np.array([float(mpmath.mpf(v) * phi(v)) for v in xs], dtype=dtype)
+    want_dx = np.array([float(phi(v) + mpmath.mpf(v) * pdf(v)) for v in xs], dtype=dtype)
+    bound = 4 * float(np.finfo(dtype).eps) * (1 + np.array(xs) ** 2)
+    for got, expected in ((out.numpy(), want), (dx.numpy(), want_dx)):
+        error = np.abs(got.astype(np.float64) - expected) / np.maximum(np.abs(expected), np.finfo(dtype).tiny)
+        assert (error <= bound).all(), (xs, error / bound)
+    assert_array_equal(np.signbit(out.numpy()), np.signbit(want))  # no -0.0 for the tail

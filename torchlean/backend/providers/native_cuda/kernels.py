@@ -53,6 +53,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
 from torchlean.backend.providers.native_cuda import operand_guards as relations
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
+from torchlean.backend.providers.reference.guards import safe_log_eps_fault
 from torchlean.backend.providers.reference.spatial_guards import shown_value, training_eps_fault
 
 if TYPE_CHECKING:
@@ -320,8 +321,9 @@ def _gelu_mode(approximate: str) -> str:
 
 
 def gelu_forward(x: Tensor, *, approximate: str = "none") -> Tensor:
-    """GELU, ``torch.nn.functional.gelu``: exact ``x * Phi(x)`` by default (as ``reference.gelu``),
-    or the tanh approximation with ``approximate="tanh"``."""
+    """GELU, ``torch.nn.functional.gelu``: exact ``x * Phi(x)`` by default, with
+    ``Phi(x) = erfc(-x / sqrt 2) / 2`` as ``reference.gelu`` (ATen's ``gelu`` cancels to -0.0 below
+    about x = -8), or ATen's tanh approximation with ``approximate="tanh"``."""
     _check("gelu", {"x": x})
     with _launch("gelu"):
         return _native.gelu_forward(x, _gelu_mode(approximate))
@@ -591,25 +593,29 @@ def inv_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
         return _grads(_native.inv_backward(g, x, out))
 
 
-def _eps(eps: float) -> float:
+def _eps(eps: float, x: Tensor) -> float:
+    """``safe_log``'s eps as the reference guard (``check_safe_log``) accepts it: finite, > 0,
+    and positive and finite once rounded to x's dtype (``1e-50`` is 0 in float32, where the
+    result would be ``-inf`` once ``softplus(x)`` underflows)."""
     value = guards.check_finite("safe_log", "eps", eps)
-    if value < 0:
-        raise GuardError(f"native_cuda.safe_log: eps={eps!r} (accepted: a finite number >= 0)")
+    fault = safe_log_eps_fault(value, guards.dtype_name(x.dtype))  # x: float32 or float64 (_check)
+    if fault is not None:
+        raise GuardError(f"native_cuda.safe_log: {fault}")
     return value
 
 
 def safe_log_forward(x: Tensor, *, eps: float) -> Tensor:
-    """``log(softplus(x) + eps)`` (anchor-runtime.md §4.3), eps finite and >= 0."""
+    """``log(softplus(x) + eps)`` (anchor-runtime.md §4.3), eps finite and > 0 in x's dtype."""
     _check("safe_log", {"x": x})
     with _launch("safe_log"):
-        return _native.safe_log_forward(x, _eps(eps))
+        return _native.safe_log_forward(x, _eps(eps, x))
 
 
 def safe_log_backward(g: Tensor, x: Tensor, *, out: Tensor, eps: float) -> Grads:
     """``g * sigmoid(x) / (softplus(x) + eps)``."""
     _check("safe_log", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("safe_log"):
-        return _grads(_native.safe_log_backward(g, x, out, _eps(eps)))
+        return _grads(_native.safe_log_backward(g, x, out, _eps(eps, x)))
 
 
 # ------------------------------------------------------------------------------- softmax family

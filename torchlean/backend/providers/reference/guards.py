@@ -356,19 +356,29 @@ def check_safe_log(x: object, *, eps: object) -> Shape:
     ``inf``). Returns the output shape."""
     arr = _float_input("safe_log", "input x", x)
     value = _real("safe_log", "eps", eps, finite=True)
-    if value <= 0.0:
-        raise _fail("safe_log", f"eps = {value!r} is not accepted (accepted: a finite eps > 0)")
-    with np.errstate(over="ignore", under="ignore"):
-        cast = float(arr.dtype.type(value))
-    if not 0.0 < cast < math.inf:
-        info = np.finfo(arr.dtype)
-        raise _fail(
-            "safe_log",
-            f"eps = {value!r} rounds to {cast!r} in x's dtype {arr.dtype} (accepted: a finite eps > 0 "
-            f"that stays positive and finite in {arr.dtype}: about "
-            f"[{float(info.smallest_subnormal):.7g}, {float(info.max):.7g}])",
-        )
+    fault = safe_log_eps_fault(value, arr.dtype)
+    if fault is not None:
+        raise _fail("safe_log", fault)
     return tuple(arr.shape)
+
+
+def safe_log_eps_fault(value: float, dtype: npt.DTypeLike) -> str | None:
+    """What is wrong with a finite ``safe_log`` eps for x of ``dtype``, or ``None``: it must be
+    positive as given and stay positive and finite once rounded to ``dtype`` (the value the
+    kernels add). Shared with the native CUDA guards."""
+    if value <= 0.0:
+        return f"eps = {value!r} is not accepted (accepted: a finite eps > 0)"
+    kind = np.dtype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        cast = float(kind.type(value))
+    if 0.0 < cast < math.inf:
+        return None
+    info = np.finfo(kind)
+    return (
+        f"eps = {value!r} rounds to {cast!r} in x's dtype {kind} (accepted: a finite eps > 0 "
+        f"that stays positive and finite in {kind}: about "
+        f"[{float(info.smallest_subnormal):.7g}, {float(info.max):.7g}])"
+    )
 
 
 # ------------------------------------------------------------------------ normalisations (axis)
