@@ -506,6 +506,13 @@ def ones(*shape, **kw):
     return torch.ones(*shape, device=device, **kw)
 
 
+def attention_backward_with_short_lse():
+    # a lse of fewer rows than the batch: without the check the dQ kernel reads past it
+    q, k, v = (ones(2, n, w, dtype=torch.float64) for n, w in ((3, 4), (5, 4), (5, 3)))
+    out, lse = ext.direct_attention_forward(q, k, v, None, [], None, 0)
+    return ext.direct_attention_backward(torch.ones_like(out), q, k, v, None, [], out, lse[:1], None, 0)
+
+
 calls = {
     "relu_forward(non-contiguous x)": (lambda: ext.relu_forward(ones(3, 4).t()), "ValueError"),
     "exp_forward(int32 x)": (lambda: ext.exp_forward(ones(3, dtype=torch.int32)), "ValueError"),
@@ -515,6 +522,14 @@ calls = {
     "matmul_backward(g of another shape)": (
         lambda: ext.matmul_backward(ones(2, 5), ones(2, 3), ones(3, 4), ones(2, 5)), "ValueError"
     ),
+    "direct_attention_forward(v with fewer keys than k)": (
+        lambda: ext.direct_attention_forward(
+            ones(1, 3, 4, dtype=torch.float64), ones(1, 5, 4, dtype=torch.float64),
+            ones(1, 2, 3, dtype=torch.float64), None, [], None, 0,
+        ),
+        "ValueError",
+    ),
+    "direct_attention_backward(lse of another shape)": (attention_backward_with_short_lse, "ValueError"),
     "gather_forward(index value out of range)": (
         lambda: ext.gather_forward(ones(1, 5), torch.tensor([[0, 9]], device=device), 1), "IndexError"
     ),

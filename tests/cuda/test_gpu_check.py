@@ -448,6 +448,8 @@ CALLS = (
     "exp_forward(int32 x)",
     "matmul_forward(contraction sizes differ)",
     "matmul_backward(g of another shape)",
+    "direct_attention_forward(v with fewer keys than k)",
+    "direct_attention_backward(lse of another shape)",
     "gather_forward(index value out of range)",
     "session path: gather index out of range",
 )
@@ -459,14 +461,16 @@ def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation:
     each to report the next."""
     rows = gpu_check._refusals("cpu")
     assert [r["call"] for r in rows] == list(CALLS)
-    assert [r["raised"] for r in rows] == ["ValueError"] * 4 + ["IndexError", "GuardError"]
+    assert [r["raised"] for r in rows] == ["ValueError"] * 6 + ["IndexError", "GuardError"]
     assert all(r["passed"] for r in rows)
     assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
     assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
     assert "contraction sizes differ" in rows[2]["message"]
     assert "matmul_backward: g has shape [2, 5]; expected [2, 4]" in rows[3]["message"]
-    assert rows[4]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
-    assert rows[5]["message"].startswith("native_cuda.gather: index value 9 is out of range")
+    assert "v [1, 2, 3] are not (batch, n_q, d), (batch, n_k, d), (batch, n_k, d_v)" in rows[4]["message"]
+    assert "direct_attention_backward: lse has shape [1, 3]; expected [2, 3]" in rows[5]["message"]
+    assert rows[6]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
+    assert rows[7]["message"].startswith("native_cuda.gather: index value 9 is out of range")
     assert gpu_check._refusal_line(rows[0]) == f"  {CALLS[0]:<45} raised ValueError ok"
 
 

@@ -274,6 +274,83 @@ def test_extension_checks_repeat_the_python_guards(emulation: ModuleType) -> Non
         emulation.smooth_max_pool_forward(torch.ones(1, 1, 4), [2], [2], [0], 0.0, 0)
 
 
+def _direct_checks(m: ModuleType) -> list[tuple[str, Callable[[], object], str]]:
+    """C++ checks whose input the Python guards refuse first (review23 kmut-b C08-C18): without
+    C09, C14 or C15 the kernels divide by zero or read past a buffer."""
+    f32, f64 = torch.float32, torch.float64
+    q, k, v = (torch.randn(2, n, w, dtype=f64) for n, w in ((3, 4), (5, 4), (5, 3)))
+    x3 = torch.randn(3, 4, dtype=f64)
+
+    def short_lse() -> object:
+        out, lse = m.direct_attention_forward(q, k, v, None, [], None, 0)
+        return m.direct_attention_backward(torch.ones_like(out), q, k, v, None, [], out, lse[:1], None, 0)
+
+    pool = torch.ones(1, 1, 4)
+    return [
+        (
+            "hard_masked_softmax_forward",
+            lambda: m.hard_masked_softmax_forward(
+                torch.randn(3, 4, 6, dtype=f64), torch.ones(2, 6, dtype=torch.bool), 0
+            ),
+            "mask has shape [2, 6] which is not a suffix of the scores' shape [3, 4, 6]",
+        ),
+        (
+            "hard_masked_softmax_forward",
+            lambda: m.hard_masked_softmax_forward(x3, torch.tensor(True), 0),
+            "mask has rank 0 (shape []); accepted ranks 1..2",
+        ),
+        (
+            "hard_masked_softmax_forward",
+            lambda: m.hard_masked_softmax_forward(x3, torch.ones(3, 4, dtype=torch.uint8), 0),
+            "mask has dtype Byte; accepted: bool (True = allowed; an additive bias is a separate operation)",
+        ),
+        (
+            "smooth_max_pool_forward",
+            lambda: m.smooth_max_pool_forward(pool, [2], [2], [0], 1e-50, 0),
+            "beta = 1e-50 underflows to zero in float32",
+        ),
+        (
+            "smooth_max_pool_forward",
+            lambda: m.smooth_max_pool_forward(pool, [2], [2], [0], 1e39, 0),
+            "beta = 1e+39 must be finite and nonzero in the input dtype",
+        ),
+        (
+            "smooth_max_pool_forward",
+            lambda: m.smooth_max_pool_forward(pool.to(f64), [2], [1], [2], 1.0, 0),
+            "padding[0] = 2 exceeds half the kernel size 2",
+        ),
+        (
+            "bernoulli_mask_forward",
+            lambda: m.bernoulli_mask_forward([4], 1.5, 0, 0, "float32", 0, 0),
+            "keep_prob = 1.5 must lie in [0, 1]",
+        ),
+        (
+            "direct_attention_forward",
+            lambda: m.direct_attention_forward(
+                *(torch.ones(1, n, w, dtype=f64) for n, w in ((3, 4), (5, 4), (2, 3))), None, [], None, 0
+            ),
+            "q [1, 3, 4], k [1, 5, 4], v [1, 2, 3] are not (batch, n_q, d), (batch, n_k, d), "
+            "(batch, n_k, d_v)",
+        ),
+        ("direct_attention_backward", short_lse, "lse has shape [1, 3]; expected [2, 3]"),
+        (
+            "selective_scan_forward",
+            lambda: m.selective_scan_forward(
+                torch.ones(4, dtype=f64), torch.ones(4, dtype=f64), torch.randn(2, 3, 4, dtype=f64),
+                torch.zeros(2, 4, dtype=f32), 0,
+            ),
+            "h0 has dtype Float but x has dtype Double",
+        ),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_extension_checks_behind_the_python_guards_refuse(emulation: ModuleType, index: int) -> None:
+    entry, call, message = _direct_checks(emulation)[index]
+    with pytest.raises(ValueError, match="^" + re.escape(f"torchlean_native_ext.{entry}: {message}") + "$"):
+        call()
+
+
 def test_extension_refuses_matmul_batches_that_do_not_broadcast(emulation: ModuleType) -> None:
     """The C++ check refuses what ``torch.matmul`` refuses, before ATen (the oracle: torch)."""
     a, b = torch.ones(2, 2, 3), torch.ones(3, 3, 4)
