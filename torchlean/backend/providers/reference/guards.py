@@ -370,7 +370,7 @@ def safe_log_eps_fault(value: float, dtype: npt.DTypeLike) -> str | None:
         return f"eps = {value!r} is not accepted (accepted: a finite eps > 0)"
     kind = np.dtype(dtype)
     with np.errstate(over="ignore", under="ignore"):
-        cast = float(kind.type(value))
+        cast = float(np.asarray(value, dtype=kind))
     if 0.0 < cast < math.inf:
         return None
     info = np.finfo(kind)
