@@ -682,8 +682,11 @@ void check_gelu_mode(const char* op, const std::string& approximate) {
 
 // Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF without the cancellation of
 // (1 + erf(x / sqrt 2)) / 2 for negative x (below about -8 at::gelu's "none" form is -0.0 and its
-// gradient loses the Phi term); the reference's and the aten provider's form.
-Tensor normal_cdf(const Tensor& x) { return at::erfc(x * -M_SQRT1_2) * 0.5; }
+// gradient loses the Phi term). As the reference, erfc is evaluated in float64 and rounded to x's
+// dtype (in float32, erfc of the rounded -x / sqrt 2 is up to ~150 ulp off near x = -13).
+Tensor normal_cdf(const Tensor& x) {
+  return at::erfc(x.to(at::kDouble) * -M_SQRT1_2).to(x.scalar_type()) * 0.5;
+}
 
 Tensor gelu_forward(const Tensor& x, const std::string& approximate) {
   check_unary("gelu_forward", x);

@@ -502,11 +502,14 @@ def div(a: Operand, b: Operand) -> Tensor:
     ``2**-64`` for float32, ``2**512`` or ``2**-512`` for float64) and 1 elsewhere, so it stays
     finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``) and within 2 ulp of it; the
     products by ``s`` are exact (where ``a * 2**-64`` rounds, the quotient underflows to 0 either
-    way), and ``mul`` is recorded three times. Gradients are those of the recorded ops: the
-    divisor's (``-a/b**2``) goes through ``inv``'s VJP ``-(g*a*s)/(b*s)**2``, so where
-    ``(b*s)**2`` underflows it is ``±inf``, or NaN where ``g*a*s`` is 0 (``a == 0``, or a product
-    that underflows), as for ``x * torch.reciprocal(b)``; torch's ``div`` may be finite there. Checking
-    the divisors reads them (for CUDA storage, a mask copied to the host per division).
+    way), and ``mul`` is recorded three times. Gradients are those of the recorded ops, as for
+    ``x * torch.reciprocal(b)`` in torch: the divisor's (``-a/b**2``) is ``inv``'s VJP
+    ``-(g*a*s) * r**2`` with ``r = 1/(b*s)`` (``s = 1`` at ordinary divisors), so where ``r**2``
+    underflows (``|b*s|`` above about ``2**75`` in float32, ``2**537`` in float64; it loses bits
+    from ``2**63``, ``2**511``) it is ``±0``, or NaN where ``g*a*s`` is infinite, and where ``r``
+    overflows it is ``±inf``, or NaN where ``g*a*s`` is 0; ``torch.div``'s own gradient may be
+    finite and nonzero there (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
+    Checking the divisors reads them (for CUDA storage, a mask copied to the host per division).
 
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x / 10**400``).
@@ -538,14 +541,20 @@ def _reciprocal_rescale(y: Tensor) -> Tensor | None:
 
 
 def _finite_in(value: float, like: Tensor) -> bool:
-    """Whether ``value`` stays finite when rounded to ``like``'s dtype."""
+    """Whether ``value`` stays finite when rounded to ``like``'s dtype; True for a dtype that is
+    not floating (the op refuses it, naming the accepted dtypes)."""
+    if like.dtype.kind != "f":
+        return True
     with np.errstate(over="ignore"):
         return bool(np.isfinite(like.dtype.type(value)))
 
 
 def _normal_in(value: float, like: Tensor) -> bool:
     """Whether ``value`` is finite and normal (or 0) when rounded to ``like``'s dtype: the scalar
-    path of :func:`div` multiplies by a reciprocal that keeps every significant bit."""
+    path of :func:`div` multiplies by a reciprocal that keeps every significant bit; True for a
+    dtype that is not floating (``scale`` refuses it, naming the accepted dtypes)."""
+    if like.dtype.kind != "f":
+        return True
     with np.errstate(over="ignore", under="ignore"):
         rounded = like.dtype.type(value)
     return bool(np.isfinite(rounded)) and (rounded == 0 or np.abs(rounded) >= np.finfo(like.dtype).tiny)

@@ -194,3 +194,18 @@ def test_reciprocal_subnormal_mask_agrees_on_numpy_and_torch_storage(dtype: type
     np.testing.assert_array_equal(storage.reciprocal_subnormal(values), expected)
     np.testing.assert_array_equal(storage.reciprocal_subnormal(torch.from_numpy(values)), expected)
     assert not storage.reciprocal_subnormal(np.array([2**62, -3])).any()
+
+
+@pytest.mark.parametrize("values", [np.array([7, -3]), np.array([True, False])], ids=["int64", "bool"])
+@pytest.mark.parametrize("divisor", [0.5, 3, 1e-300, 3e38, 0, float("inf")])
+def test_a_tensor_that_is_not_floating_divided_by_a_number_is_refused_by_name(
+    values: np.ndarray, divisor: float
+) -> None:
+    """review23 diff D1: the reciprocal checks of the scalar path read the dtype's float limits;
+    an int64 or bool tensor raised numpy's ``ValueError: data type int64 not inexact`` (and
+    ``/ 1e-300`` an OverflowError) instead of the op's refusal naming the accepted dtypes."""
+    from torchlean.backend.errors import TorchLeanError
+
+    refusal = rf"input x has dtype {values.dtype}; accepted: float32 or float64"
+    with pytest.raises(TorchLeanError, match=refusal):
+        tl.tensor(values) / divisor

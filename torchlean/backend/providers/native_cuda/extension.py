@@ -229,7 +229,8 @@ def _build(
         # -O1 -g1 (ASan's advice; minimal debug info): the build takes about half the time of
         # -O2 -g, the suite's longest step. Reports keep function names and the launch's file:line
         # (a kernel frame may lack its own line).
-        flags = ["-O1", "-g1", "-DTORCHLEAN_EMULATE=1", "-fno-omit-frame-pointer", sanitize]
+        flags = [*(flag for flag in flags if not flag.startswith("-O")), "-O1", "-g1"]
+        flags += ["-fno-omit-frame-pointer", sanitize]
         link = [sanitize]
     try:
         directory.mkdir(parents=True, exist_ok=True)
