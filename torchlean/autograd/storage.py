@@ -119,8 +119,9 @@ def reciprocal_subnormal(data: Storage) -> npt.NDArray[np.bool_]:
         if data.dtype.kind != "f":
             return np.zeros(data.shape, dtype=np.bool_)
         bound = 1 / float(np.finfo(data.dtype).tiny)  # a power of two: exact in the dtype
-        with np.errstate(invalid="ignore"):
-            mask: npt.NDArray[np.bool_] = np.isfinite(data) & (np.abs(data) > bound)
+        mask: npt.NDArray[np.bool_] = np.abs(data) > bound  # one pass; NaN compares False
+        if mask.any():
+            mask &= np.isfinite(data)  # inf's reciprocal is 0, not subnormal
         return mask
     import torch
 
