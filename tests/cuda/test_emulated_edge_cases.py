@@ -299,3 +299,21 @@ def test_native_gelu_keeps_the_far_negative_tail(emulation: ModuleType, dtype: t
         error = np.abs(got.astype(np.float64) - expected) / np.maximum(np.abs(expected), np.finfo(dtype).tiny)
         assert (error <= bound).all(), (xs, error / bound)
     assert_array_equal(np.signbit(out.numpy()), np.signbit(want))  # no -0.0 for the tail
+
+
+
+@pytest.mark.parametrize("eps", [True, "0.1", None])
+def test_safe_log_kernels_refuse_an_eps_of_another_type_alike(emulation: ModuleType, eps: object) -> None:
+    """review23 diff N2: called directly, native_cuda's safe_log raised a GuardError where the
+    reference raises its subclass GuardTypeError (also a TypeError), in other words. (The public
+    ``tl.safe_log`` refuses such an eps before either.)"""
+    from torchlean.backend.errors import GuardTypeError
+    from torchlean.backend.providers.reference import kernels as ref
+
+    with pytest.raises(GuardTypeError) as reference:
+        ref.safe_log(np.array([1.0, 2.0]), eps=eps)  # type: ignore[arg-type]
+    with pytest.raises(GuardTypeError) as native:
+        kernels.safe_log_forward(torch.tensor([1.0, 2.0], dtype=torch.float64), eps=eps)  # type: ignore[arg-type]
+    shown = f"{eps!r} of type {type(eps).__name__}"
+    assert str(reference.value) == f"safe_log: eps must be a real number; got {shown}"
+    assert str(native.value) == f"native_cuda.{reference.value}"

@@ -596,7 +596,12 @@ def inv_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
 def _eps(eps: float, x: Tensor) -> float:
     """``safe_log``'s eps as the reference guard (``check_safe_log``) accepts it: finite, > 0,
     and positive and finite once rounded to x's dtype (``1e-50`` is 0 in float32, where the
-    result would be ``-inf`` once ``softplus(x)`` underflows)."""
+    result would be ``-inf`` once ``softplus(x)`` underflows); a bool or a non-number is a
+    ``GuardTypeError`` in the reference's words."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise GuardTypeError(
+            f"native_cuda.safe_log: eps must be a real number; got {eps!r} of type {type(eps).__name__}"
+        )
     value = guards.check_finite("safe_log", "eps", eps)
     fault = safe_log_eps_fault(value, guards.dtype_name(x.dtype))  # x: float32 or float64 (_check)
     if fault is not None:
