@@ -593,15 +593,20 @@ def inv_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
         return _grads(_native.inv_backward(g, x, out))
 
 
+def _require_real_eps(op: str, eps: object) -> None:
+    """A bool or a non-number eps is a ``GuardTypeError`` in the reference guards' words."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise GuardTypeError(
+            f"native_cuda.{op}: eps must be a real number; got {eps!r} of type {type(eps).__name__}"
+        )
+
+
 def _eps(eps: float, x: Tensor) -> float:
     """``safe_log``'s eps as the reference guard (``check_safe_log``) accepts it: finite, > 0,
     and positive and finite once rounded to x's dtype (``1e-50`` is 0 in float32, where the
     result would be ``-inf`` once ``softplus(x)`` underflows); a bool or a non-number is a
     ``GuardTypeError`` in the reference's words."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise GuardTypeError(
-            f"native_cuda.safe_log: eps must be a real number; got {eps!r} of type {type(eps).__name__}"
-        )
+    _require_real_eps("safe_log", eps)
     value = guards.check_finite("safe_log", "eps", eps)
     fault = safe_log_eps_fault(value, guards.dtype_name(x.dtype))  # x: float32 or float64 (_check)
     if fault is not None:
@@ -1147,8 +1152,7 @@ def _norm_eps(op: str, eps: float, dtype: torch.dtype, *, training: bool = False
         GuardError: eps not finite in x's dtype, negative, or not positive in training; its
             subclass ``GuardTypeError`` for a non-real eps.
     """
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise GuardTypeError(f"native_cuda.{op}: eps must be a real number, got eps={eps!r}")
+    _require_real_eps(op, eps)
     try:
         rounded = float(torch.tensor(float(eps), dtype=torch.float64).to(dtype))
     except OverflowError:  # an integer beyond float64

@@ -655,8 +655,9 @@ def _bernoulli_at_a_draw(*, nudge: bool) -> Inputs:
     ``u_5``: element 5 is dropped in both dtypes (``keep_prob > u_i`` is strict). With ``nudge``,
     one float64 ulp above a draw that float32 rounds down: kept in float64, where ``keep_prob``
     must stay float64; dropped in float32, where both round to the same value."""
-    params: dict[str, Any] = {"shape": (64,), "seed": 123, "counter": 4}
-    u = ref.rand_uniform(shape=(64,), seed=123, counter=4, dtype=np.float64)
+    shape, seed, counter = (64,), 123, 4
+    params = {"shape": shape, "seed": seed, "counter": counter}
+    u = ref.rand_uniform(shape=shape, seed=seed, counter=counter, dtype=np.float64)
     if not nudge:
         return Inputs((), {**params, "keep_prob": float(u[5])}, False)
     i = next(i for i in range(u.size) if float(np.float32(u[i])) < float(u[i]))
