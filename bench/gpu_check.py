@@ -516,6 +516,12 @@ def attention_backward_with_short_lse():
 calls = {
     "relu_forward(non-contiguous x)": (lambda: ext.relu_forward(ones(3, 4).t()), "ValueError"),
     "exp_forward(int32 x)": (lambda: ext.exp_forward(ones(3, dtype=torch.int32)), "ValueError"),
+    "rand_uniform_forward(count beyond int64)": (
+        lambda: ext.rand_uniform_forward([1 << 40, 1 << 40], 0, 0, "float32", 0, 0), "ValueError"
+    ),
+    "rand_uniform_forward(bytes beyond int64)": (
+        lambda: ext.rand_uniform_forward([1, 1 << 62], 0, 0, "float32", 0, 0), "ValueError"
+    ),
     "matmul_forward(contraction sizes differ)": (
         lambda: ext.matmul_forward(ones(2, 3), ones(4, 5)), "ValueError"
     ),

@@ -446,6 +446,8 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
 CALLS = (
     "relu_forward(non-contiguous x)",
     "exp_forward(int32 x)",
+    "rand_uniform_forward(count beyond int64)",
+    "rand_uniform_forward(bytes beyond int64)",
     "matmul_forward(contraction sizes differ)",
     "matmul_backward(g of another shape)",
     "direct_attention_forward(v with fewer keys than k)",
@@ -461,16 +463,18 @@ def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation:
     each to report the next."""
     rows = gpu_check._refusals("cpu")
     assert [r["call"] for r in rows] == list(CALLS)
-    assert [r["raised"] for r in rows] == ["ValueError"] * 6 + ["IndexError", "GuardError"]
+    assert [r["raised"] for r in rows] == ["ValueError"] * 8 + ["IndexError", "GuardError"]
     assert all(r["passed"] for r in rows)
     assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
     assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
-    assert "contraction sizes differ" in rows[2]["message"]
-    assert "matmul_backward: g has shape [2, 5]; expected [2, 4]" in rows[3]["message"]
-    assert "v [1, 2, 3] are not (batch, n_q, d), (batch, n_k, d), (batch, n_k, d_v)" in rows[4]["message"]
-    assert "direct_attention_backward: lse has shape [1, 3]; expected [2, 3]" in rows[5]["message"]
-    assert rows[6]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
-    assert rows[7]["message"].startswith("native_cuda.gather: index value 9 is out of range")
+    assert "element count overflows int64 for shape [1099511627776, 1099511627776]" in rows[2]["message"]
+    assert "shape [1, 4611686018427387904] needs more than int64 bytes (4 per element)" in rows[3]["message"]
+    assert "contraction sizes differ" in rows[4]["message"]
+    assert "matmul_backward: g has shape [2, 5]; expected [2, 4]" in rows[5]["message"]
+    assert "v [1, 2, 3] are not (batch, n_q, d), (batch, n_k, d), (batch, n_k, d_v)" in rows[6]["message"]
+    assert "direct_attention_backward: lse has shape [1, 3]; expected [2, 3]" in rows[7]["message"]
+    assert rows[8]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
+    assert rows[9]["message"].startswith("native_cuda.gather: index value 9 is out of range")
     assert gpu_check._refusal_line(rows[0]) == f"  {CALLS[0]:<45} raised ValueError ok"
 
 

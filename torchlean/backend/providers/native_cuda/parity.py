@@ -887,6 +887,9 @@ CASES: tuple[ParityCase, ...] = (
     ),
     ParityCase("selective_scan", "shared", _scan(False)),
     ParityCase("selective_scan", "token", _scan(True)),
+    # a second shared-coefficient case (a longer sum of shared dA per channel): the shared backward
+    # was pinned by one case only (review23 kmut-b S14, a float accumulator in the float64 kernel)
+    ParityCase("selective_scan", "shared-long", _scan(False, batch=3, steps=96)),
     ParityCase("selective_scan", "shared-empty-batch", _scan(False, batch=0)),
     ParityCase("selective_scan", "token-no-steps", _scan(True, steps=0)),
     ParityCase(ATTENTION, "unmasked", _attention((2,), 19, 23, 8, 5, masked=False)),
