@@ -359,8 +359,13 @@ def test_forward_only_capsule_is_refused_in_training() -> None:
     # the original's message names neither the profile nor where to look: a note does
     assert info.value.__notes__ == [
         "under profile checked_cpu; profile.explain('relu') (CLI: torchlean explain --profile NAME relu) "
-        "says why each capsule was not admissible"
+        "says why each capsule was not admissible",
+        profile.explain("relu"),
     ]
+    # ... and the reasons themselves, so a traceback says why without another call
+    assert "  forward_only.relu (reference/cpu): VJP mode: offers none, not requested torchlean-tape" in (
+        info.value.__notes__[1].splitlines()
+    )
 
 
 def test_a_linked_kernel_without_a_vjp_is_refused_before_it_runs_when_a_gradient_is_needed() -> None:

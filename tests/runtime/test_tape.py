@@ -62,6 +62,32 @@ def test_leaf_gradients_accumulate_across_backward_calls() -> None:
 
 
 @pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("through_a_node", [False, True], ids=["leaf", "non-leaf"])
+@pytest.mark.parametrize(
+    "coefficients", [(1e8, 1.0, -1e8), (1.0, 1e8, -1e8), (1e8, -1e8, 1.0)], ids=["a", "b", "c"]
+)
+def test_gradient_contributions_are_a_left_fold_in_reverse_recording_order(
+    profile: str, through_a_node: bool, coefficients: tuple[float, float, float]
+) -> None:
+    """A tensor read by three ``mul``s receives ``((g2 + g1) + g0)``: the tape module's stated
+    order (the last-recorded consumer first). In float32 the three orders give 0 or 1 (the exact
+    sum is 1), so the expected value is the hand fold, and one arrangement tells the stated order
+    from the recording order."""
+    f32 = np.float32
+    with tl.session(profile):
+        leaf = tl.tensor(np.ones(1, f32), requires_grad=True)
+        x = leaf * 1.0 if through_a_node else leaf  # a node's cotangent slot, or the leaf's sum
+        c0, c1, c2 = (tl.tensor(np.full(1, c, f32)) for c in coefficients)
+        loss = tl.reduce_sum(x * c0) + tl.reduce_sum(x * c1) + tl.reduce_sum(x * c2)
+        loss.backward()
+    g0, g1, g2 = (f32(c) for c in coefficients)
+    assert leaf.grad is not None
+    np.testing.assert_array_equal(leaf.grad.numpy(), [(g2 + g1) + g0])
+    if coefficients == (1.0, 1e8, -1e8):  # recording order would give (1 + 1e8) - 1e8 = 0
+        assert leaf.grad.numpy()[0] == 1.0 and (g0 + g1) + g2 == 0.0
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
 def test_zero_dim_leaf_accumulates_within_and_across_backward_calls(profile: str) -> None:
     """numpy adds two 0-d arrays to a scalar; the gradient must stay a 0-d tensor (hand values:
     d(x*x)/dx = 2x = 6 at x = 3, plus d(x*x*x)/dx = 3x^2 = 27 from a second backward)."""

@@ -197,10 +197,12 @@ def test_predict_under_another_execution_and_profile_gives_the_same_classes(caps
     assert lines[2] == "[TorchLean] backend capsules used:"  # --show-backend: each capsule's report
     assert ("    shape: shape safety for linear; guarded at runtime by "
             "torchlean.backend.providers.reference.guards.check_linear") in lines
-    # fast_cpu: aten capsules are named in the audit
+    # fast_cpu: aten capsules are named in the audit, and the report keeps the training profile
     code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--profile", "fast_cpu")
     assert code == 0, err
     assert "  linear: aten.linear provider=aten" in err
+    assert err.splitlines()[0].endswith(" trained_on=iris trained_under=checked_cpu")
+    assert err.splitlines()[1] == "dataset=iris rows=150 profile=fast_cpu execution=eager"
 
 
 def test_csv_classification_prints_the_original_labels(capsys, tmp_path, labels_csv):
@@ -650,7 +652,7 @@ def test_predict_prints_the_report_to_stdout_only_with_output(capsys, tmp_path, 
     assert code == 0
     assert len(out.splitlines()) == 151 and "accuracy=" not in out and "accuracy=" in err
     assert err.splitlines()[0] == (f"checkpoint={iris_checkpoint} model=mlp task=classification features=4 "
-                                   "dtype=float32 trained_on=iris")
+                                   "dtype=float32 trained_on=iris trained_under=checked_cpu")
 
 
 # ------------------------------------------------------------------- CSV columns by header name
@@ -1280,7 +1282,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     assert predicted.returncode == 0, predicted.stderr
     lines = predicted.stdout.splitlines()
     assert lines[0] == (f"checkpoint={shown[saved]} model=mlp task=classification features=3 dtype=float32 "
-                        f"trained_on={shown[data_in]}")
+                        f"trained_on={shown[data_in]} trained_under=checked_cpu")
     assert lines[1] == f"dataset={shown[data_in]} rows=60 profile=checked_cpu execution=eager"
     assert lines[-1] == f"wrote {shown[predictions]}"
     checked = subprocess.run(

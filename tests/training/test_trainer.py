@@ -1043,16 +1043,23 @@ def test_an_unplannable_model_is_a_session_error_in_both_execution_modes():
         profiles.get("libtorch_forward_cpu").capsule_modules,
     )
     x, y = np.ones((4, 3)), np.array([0, 1, 0, 1])
-    messages = {}
+    messages, notes = {}, {}
     for mode in (EAGER, GRAPH):
         trainer = make(nn.sequential(nn.linear(3, 2)), mode=mode, objective=Objective.CROSS_ENTROPY,
                        profile=libtorch_only)
         with pytest.raises(SessionError) as caught:
             trainer.predict(x) if mode is GRAPH else trainer.fit(x, y)
         messages[mode] = str(caught.value)
+        notes[mode] = caught.value.__notes__
     missing = "no admissible kernel capsule for op linear on device cpu"
     assert messages[EAGER] == f"torch: kernel selection failed for `linear`: {missing}"
     assert messages[GRAPH] == f"typed graph rejected by profile libtorch_only: {missing}"
+    # both say why each linear capsule was refused (the typed graph once per uncovered op: linear,
+    # not log_softmax, mul or reduce_sum, which it never reaches in predict)
+    explained = libtorch_only.explain("linear")
+    assert "  reference.linear (reference/cpu): availability: provider reference is not declared" in explained
+    assert notes[EAGER][-1] == explained
+    assert notes[GRAPH] == [explained]
 
 
 def test_evaluate_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_label() -> None:

@@ -271,6 +271,8 @@ class Session:
                 f"under profile {self.profile.name}; profile.explain({op.label!r}) (CLI: torchlean explain "
                 f"--profile NAME {op.label}) says why each capsule was not admissible"
             )
+            if isinstance(exc, PlanningError):  # no capsule: each candidate's reason, as explain gives
+                failed.add_note(self.effective_profile(grad).explain(op))
             raise failed from exc
         try:
             validate_eager_request(accepted.capsule, op, self.profile.policy.device)

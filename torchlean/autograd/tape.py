@@ -11,13 +11,18 @@ nodes behind the output. The traversal is a loop, never recursion, so depth is b
 only (a 100 000-node chain is tested).
 
 Gradient accumulation (anchor-runtime.md §1.2): one cotangent slot per reached node; the first
-contribution is stored, later ones are added elementwise (``e + g``, exact per element, no
-reduction order involved). Arrays are tensor storage (:mod:`torchlean.autograd.storage`): numpy
-arrays for CPU tensors, torch tensors for CUDA tensors, where ``e + g`` is a torch op on the
-device; a contribution must have its parent's shape, dtype and device. Contributions for parents
-that do not require a gradient are dropped. Leaves (tensors with ``requires_grad=True`` and no
-node) receive the sum of their contributions added to ``.grad`` once the traversal ends, as
-``torch.Tensor.backward`` accumulates.
+contribution is stored, later ones are added elementwise (``e + g``). A tensor read by ``k`` ops
+(or ``k`` times by one, as ``x * x``) so receives a left fold of its ``k`` contributions in the
+order the traversal reaches its consumers: decreasing sequence number (the typed-graph schedule's
+reverse order, the same order), and input position order within one node. The order is fixed, so
+a backward repeats bit for bit, but from three contributions on it is a float sum whose order
+matters (float32 contributions ``1e8``, ``1``, ``-1e8`` sum to 0, not 1). This accumulation is
+the tape's, under every profile, outside any kernel capsule. Arrays are tensor storage
+(:mod:`torchlean.autograd.storage`): numpy arrays for CPU tensors, torch tensors for CUDA tensors,
+where ``e + g`` is a torch op on the device; a contribution must have its parent's shape, dtype
+and device. Contributions for parents that do not require a gradient are dropped. Leaves (tensors
+with ``requires_grad=True`` and no node) receive the sum of their contributions (the same fold)
+added to ``.grad`` once the traversal ends, as ``torch.Tensor.backward`` accumulates.
 
 After ``backward`` the traversed nodes are freed (their saved arrays and parents are released)
 unless ``retain_graph=True``; reaching a freed node raises :class:`AutogradError`. Saved arrays

@@ -39,7 +39,9 @@ checkpoint's ``standardise`` refuses any that are not). ``--output`` naming the 
 or the input CSV is refused before any work.
 
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
-CSV): ``checkpoint=...`` and ``dataset=...`` lines; with ``--show-backend`` each capsule's
+CSV): ``checkpoint=...`` (with ``trained_under=``, the profile the weights were trained under,
+which ``--profile`` does not change) and ``dataset=...`` (with ``profile=``, the one predicting)
+lines; with ``--show-backend`` each capsule's
 contract report as it is first selected; when the data has the label column,
 ``accuracy=<value> (<correct>/<rows>)`` (a row without a prediction counts as wrong: ``(0/150;
 150 rows without a prediction)``) or ``mse=<value>`` (in the target's units, against the targets
@@ -468,7 +470,8 @@ def _run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(banner):
         trainer.open()
     print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model} task={saved.task} "
-          f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)}", file=out)
+          f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)} "
+          f"trained_under={saved.profile}", file=out)
     split = "" if chosen is None else f" split={args.split}"
     print(f"dataset={shown_path(source.source)} rows={x.shape[0]}{split} profile={trainer.profile.name} "
           f"execution={trainer.config.execution.label}", file=out)
