@@ -29,7 +29,7 @@ from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.providers.reference import capsules as reference_capsules
-from torchlean.backend.registry import CapsuleModule
+from torchlean.backend.registry import CapsuleModule, all_modules
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 
 
@@ -156,6 +156,23 @@ def test_selected_capsule_without_linked_handler_fails_verbatim() -> None:
         "(aten/cpu), TorchLean native CUDA (native-cuda/cuda)"
     )
     assert [k.capsule.name for k in s.selected] == ["custom.relu"]
+    # explain says so before any session: the capsule is selected, but nothing can run it
+    explained = _with_relu(custom).explain("relu").splitlines()
+    assert "  custom.relu (torchlean/cpu): selected" in explained
+    assert explained[-2:] == [
+        "  note: no handler of this build implements relu for provider torchlean on cpu, so custom.relu "
+        "cannot run; a session refuses it before relu runs",
+        "result: relu -> custom.relu",
+    ]
+
+
+def test_the_shipped_capsules_and_the_linked_handlers_have_the_same_triples() -> None:
+    """``registry.has_built_in_handler`` (explain's no-handler note) reads the shipped capsules'
+    (op, provider, device) triples as the ones a handler is linked for."""
+    shipped = {(c.op, c.provider, c.device) for m in all_modules() for c in m.capsules}
+    linked = {(k.op, k.provider, k.device) for op in BackendOp for k in linked_kernels(op)}
+    assert shipped == linked
+    assert len(shipped) == 132
 
 
 def _forward_only_relu() -> KernelCapsule:

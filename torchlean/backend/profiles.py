@@ -49,6 +49,7 @@ from torchlean.backend.registry import (
     built_in_claims_difference,
     check_guards,
     flatten,
+    has_built_in_handler,
     libtorch_module,
     maintained_modules,
     module_validation_error,
@@ -225,9 +226,11 @@ class BackendProfile:
     def explain(self, op: BackendOp | str) -> str:
         """Why each registered capsule for ``op`` is (not) selected; a registry error comes first.
         Shipped capsules for ``op`` outside this profile's modules (``aten.*``, ``libtorch.*``) follow,
-        each naming the profiles that include its module, then a note when the selected capsule
-        claims what the handler it would run on does not (a session refuses it:
-        :func:`~torchlean.backend.registry.built_in_claims_difference`), then the result line.
+        each naming the profiles that include its module, then a note when a session would refuse
+        the selected capsule before it runs: no handler of this build has its op, provider and
+        device (:func:`~torchlean.backend.registry.has_built_in_handler`), or it claims what the
+        handler it would run on does not
+        (:func:`~torchlean.backend.registry.built_in_claims_difference`); then the result line.
 
         Raises:
             UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
@@ -241,11 +244,21 @@ class BackendProfile:
             lines.insert(1, f"  registry invalid: {error}")
         lines[-1:-1] = self._outside_lines(op)
         for item in verdicts:
-            mismatch = built_in_claims_difference(item.capsule)
-            if item.verdict.status == "selected" and mismatch is not None:
+            if item.verdict.status != "selected":
+                continue
+            capsule = item.capsule
+            mismatch = built_in_claims_difference(capsule)
+            if not has_built_in_handler(capsule):
                 lines.insert(
                     -1,
-                    f"  note: {item.capsule.name} would run on the handler of {mismatch[0].name} but "
+                    f"  note: no handler of this build implements {op.label} for provider "
+                    f"{capsule.provider.label} on {capsule.device.label}, so {capsule.name} cannot run; "
+                    f"a session refuses it before {op.label} runs",
+                )
+            elif mismatch is not None:
+                lines.insert(
+                    -1,
+                    f"  note: {capsule.name} would run on the handler of {mismatch[0].name} but "
                     f"claims otherwise ({mismatch[1]}); a session refuses it before {op.label} runs",
                 )
         return "\n".join(lines)

@@ -194,6 +194,13 @@ def _built_in_by_identity() -> dict[tuple[BackendOp, Provider, Device], KernelCa
     return {(c.op, c.provider, c.device): c for m in all_modules() for c in m.capsules}
 
 
+def has_built_in_handler(capsule: KernelCapsule) -> bool:
+    """Whether a shipped capsule has ``capsule``'s op, provider and device: the triples this build
+    links a handler for (``tests/runtime/test_session.py`` holds the two sets equal), so a session
+    refuses a capsule without one ("no matching executable handler is linked")."""
+    return (capsule.op, capsule.provider, capsule.device) in _built_in_by_identity()
+
+
 def _is_shipped(capsule: KernelCapsule) -> bool:
     """Whether ``capsule`` is (or equals) the shipped capsule of its op, provider and device."""
     own = _built_in_by_identity().get((capsule.op, capsule.provider, capsule.device))
