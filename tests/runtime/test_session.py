@@ -723,3 +723,35 @@ def test_session_show_backend_must_be_a_bool() -> None:
 
 def test_session_show_backend_takes_a_numpy_bool() -> None:
     assert tl.session("checked_cpu", show_backend=np.False_).show_backend is False
+
+
+def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -> None:
+    """Beyond the original's session check (a capsule for the device): an availability that admits
+    none of the profile's capsules there, or an ``only`` preference for a provider it admits none
+    of, is refused before any op runs, naming the contradiction (review24 audit F7); before, every
+    op failed at its first use with ``no admissible kernel capsule``."""
+    from torchlean.backend.policy import ProviderPreference
+
+    base = profiles.get("checked_cpu")
+    only = dataclasses.replace(base.policy, provider=ProviderPreference.only(Provider.ATEN))
+    only_aten = dataclasses.replace(base, name="only_aten", policy=only)
+    no_provider = dataclasses.replace(base, name="no_provider", availability=Availability((Device.CPU,), ()))
+    opened = []
+    for profile, reason in (
+        (only_aten, "backend profile `only_aten` accepts only provider `aten`, but its availability admits "
+                    "no aten capsule for device `cpu` (admitted providers there: reference)"),
+        (no_provider, "backend profile `no_provider`'s availability admits none of its capsules for device "
+                      "`cpu` (declared devices: cpu; providers: none; its capsules there are of providers "
+                      "reference)"),
+    ):
+        assert profile.selection_fault() == reason
+        with pytest.raises(SessionError) as info, tl.session(profile):
+            opened.append(profile.name)
+        assert str(info.value) == f"torch eager session: {reason}"
+    assert opened == []
+    # the same preference with aten's module admitted selects aten capsules: no fault
+    with_aten = dataclasses.replace(profiles.get("fast_cpu"), policy=only)
+    assert with_aten.selection_fault() is None
+    with tl.session(with_aten) as s:
+        tl.relu(tl.tensor([1.0]))
+    assert [k.capsule.name for k in s.selected] == ["aten.relu"]

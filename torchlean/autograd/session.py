@@ -88,12 +88,16 @@ def validate_for_execution(profile: BackendProfile) -> None:
 
     The profile must register a capsule for its device; ``cpu`` then always executes; ``cuda``
     needs a CUDA build of torch with a visible device; every other device has no linked runtime.
+    Then (beyond the original) the profile must be able to select some capsule on its device:
+    :meth:`~torchlean.backend.profiles.BackendProfile.selection_fault`.
 
     Raises:
         SessionError: ``torch eager session: backend profile `P` has no capsule for device `D```,
             ``torch eager session: device `metal` has no linked TorchLean execution runtime``,
             ``torch eager session: CUDA was requested and this is a CUDA build, but no usable CUDA
-            device is visible``, or the CPU-only-build message (:func:`_cuda_probe`); raised when
+            device is visible``, or the CPU-only-build message (:func:`_cuda_probe`), or
+            ``torch eager session: backend profile `P` accepts only provider `aten`, but ...``
+            (:meth:`~torchlean.backend.profiles.BackendProfile.selection_fault`); raised when
             the session opens, before anything is planned, built or launched.
     """
     device = profile.policy.device
@@ -105,6 +109,8 @@ def validate_for_execution(profile: BackendProfile) -> None:
         reason = _cuda_probe()
     else:
         reason = f"device `{device.label}` has no linked TorchLean execution runtime"
+    if reason is None:  # beyond the original: a profile under which no op can be planned
+        reason = profile.selection_fault()
     if reason is not None:
         raise SessionError(f"torch eager session: {reason}")
 

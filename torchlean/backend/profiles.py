@@ -318,6 +318,40 @@ class BackendProfile:
         """Whether any capsule of the unfiltered catalog targets the policy's device."""
         return any(capsule.device is self.policy.device for capsule in self.registry())
 
+    def selection_fault(self) -> str | None:
+        """Why this profile selects no capsule for any op on its device, or None: its
+        availability admits none of its capsules for that device, or its provider preference is
+        ``only`` a provider none of those has. A session refuses such a profile when it opens
+        (every op would fail at its first use with ``no admissible kernel capsule``). Pure; the
+        catalog's own check (:meth:`has_device_capsule`) comes first.
+        ``backend profile `aten_only` accepts only provider `aten`, but its availability admits no
+        aten capsule for device `cpu` (admitted providers there: reference)``.
+        """
+        device = self.policy.device
+        on_device = [capsule for capsule in self.registry() if capsule.device is device]
+        admitted = self.availability.filter_capsules(on_device)
+        if on_device and not admitted:
+            declared = self.availability
+            return (
+                f"backend profile `{self.name}`'s availability admits none of its capsules for device "
+                f"`{device.label}` (declared devices: {_labels(declared.devices)}; providers: "
+                f"{_labels(declared.providers)}; its capsules there are of providers "
+                f"{_labels(dict.fromkeys(capsule.provider for capsule in on_device))})"
+            )
+        preference = self.policy.provider
+        only = preference.provider if preference.kind is PreferenceKind.ONLY else None
+        if admitted and only is not None and all(capsule.provider is not only for capsule in admitted):
+            return (
+                f"backend profile `{self.name}` accepts only provider `{only.label}`, but its "
+                f"availability admits no {only.label} capsule for device `{device.label}` (admitted "
+                f"providers there: {_labels(dict.fromkeys(capsule.provider for capsule in admitted))})"
+            )
+        return None
+
+
+def _labels(members: Iterable[Device] | Iterable[Provider]) -> str:
+    return ", ".join(member.label for member in members) or "none"
+
 
 def _check_graph(graph: object) -> None:
     """Refuse an object that does not follow :class:`~torchlean.backend.graph.GraphLike`."""
