@@ -655,3 +655,31 @@ def test_a_vocabulary_member_prints_as_its_label() -> None:
     for vocabulary in (BackendOp, Device, Provider, TrustLevel, VJPMode, TensorLayout, ReductionPolicy):
         for member in vocabulary:
             assert str(member) == f"{member}" == member.label == member.value
+
+
+def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None:
+    """Reports lead with the capsule's name: a copy of ``aten.reduce_sum`` renamed
+    ``reference.reduce_sum`` would read as the reference kernel while running aten's (review24
+    audit F8). A copy keeping its own op, provider and device may keep the name; a new name is
+    always free."""
+    fast = profiles.get("fast_cpu")
+    aten_sum = next(c for m in all_modules() for c in m.capsules if c.name == "aten.reduce_sum")
+    impostor = dataclasses.replace(aten_sum, name="reference.reduce_sum")
+    refusal = (
+        "capsule module `mylib`: capsule `reference.reduce_sum` (aten/cpu, op reduce_sum) takes the "
+        "name of the shipped capsule for reference/cpu, op reduce_sum; give it a name of its own"
+    )
+    with pytest.raises(RegistryError, match=f"^{re.escape(refusal)}$"):
+        fast.with_capsule_modules([CapsuleModule("mylib", (impostor,))])
+    with pytest.raises(RegistryError, match=re.escape("takes the name of the shipped capsule for")):
+        profiles.BackendProfile("p", fast.policy, fast.availability, (CapsuleModule("mylib", (impostor,)),))
+    # a name shipped for two devices (libtorch.sdpa_forward: cpu and cuda) is free on either, not
+    # on a third
+    sdpa = next(c for m in all_modules() for c in m.capsules if c.name == "libtorch.sdpa_forward")
+    for device in (Device.CPU, Device.CUDA):
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(sdpa, device=device),))])
+    with pytest.raises(RegistryError, match=re.escape("for libtorch/cuda, op scaled_dot_product_attention, "
+                                                      "libtorch/cpu, op scaled_dot_product_attention;")):
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(sdpa, device=Device.METAL),))])
+    renamed = dataclasses.replace(aten_sum, name="mylib.reduce_sum")
+    fast.with_capsule_modules([CapsuleModule("own", (renamed,))])

@@ -48,6 +48,7 @@ from torchlean.backend.registry import (
     aten_module,
     built_in_claims_difference,
     check_guards,
+    check_names,
     flatten,
     has_built_in_handler,
     libtorch_module,
@@ -87,7 +88,8 @@ class BackendProfile:
         BackendTypeError: a field of the wrong type (``capsule_modules`` must be a tuple or list of
             :class:`CapsuleModule`; a list is stored as a tuple). BackendValueError: an empty name.
         RegistryError: a runtime guard name that does not resolve to a callable
-            (:func:`torchlean.backend.registry.check_guards`).
+            (:func:`torchlean.backend.registry.check_guards`); a capsule named like a shipped one
+            of another op, provider or device (:func:`torchlean.backend.registry.check_names`).
     """
 
     name: str
@@ -104,6 +106,7 @@ class BackendProfile:
         for module in self.capsule_modules:
             if not any(module is known for known in shipped):  # those are checked by a test
                 check_guards(module)  # skips capsules equal to shipped ones (a copied profile)
+                check_names(module)
 
     def __repr__(self) -> str:
         """Short: the name, the policy's device, assurance and VJP mode, and the module names (the
@@ -130,7 +133,8 @@ class BackendProfile:
             BackendTypeError: ``modules`` is a single module, a string or not iterable, or an entry
                 is not a :class:`CapsuleModule` (a module's own entries are checked when it is built).
             RegistryError: a runtime guard name that does not resolve to a callable
-                (:func:`torchlean.backend.registry.check_guards`).
+                (:func:`torchlean.backend.registry.check_guards`); a capsule named like a shipped
+                one of another op, provider or device (:func:`torchlean.backend.registry.check_names`).
         """
         accepted = "an iterable of CapsuleModule"
         if isinstance(modules, CapsuleModule):

@@ -156,6 +156,41 @@ def check_guards(module: CapsuleModule) -> None:
                 ) from None
 
 
+def check_names(module: CapsuleModule) -> None:
+    """Refuse a capsule of ``module`` that takes a shipped capsule's name for another op, provider
+    or device (beyond the original, whose identities are name, op, provider and device): reports,
+    audits and ``explain`` lead with the name, so ``reference.reduce_sum`` running the ``aten``
+    handler would read as the reference kernel. A copy with the shipped capsule's op, provider and
+    device may keep the name (it runs that capsule's handler, under the claims rule).
+
+    Raises:
+        RegistryError: ``capsule module `{module}`: capsule `{name}` ({provider}/{device}, op {op})
+            takes the name of the shipped capsule for ...; give it a name of its own``.
+    """
+    shipped = _built_in_triples_by_name()
+    for capsule in module.capsules:
+        triples = shipped.get(capsule.name)
+        if triples is None or (capsule.op, capsule.provider, capsule.device) in triples:
+            continue
+        owners = ", ".join(f"{p.label}/{d.label}, op {o.label}" for o, p, d in triples)
+        raise RegistryError(
+            f"capsule module `{module.name}`: capsule `{capsule.name}` ({capsule.provider.label}/"
+            f"{capsule.device.label}, op {capsule.op.label}) takes the name of the shipped capsule "
+            f"for {owners}; give it a name of its own"
+        )
+
+
+@functools.cache
+def _built_in_triples_by_name() -> dict[str, tuple[tuple[BackendOp, Provider, Device], ...]]:
+    """The ``(op, provider, device)`` of each shipped capsule name (``libtorch.sdpa_forward`` has
+    two: cpu and cuda)."""
+    table: dict[str, list[tuple[BackendOp, Provider, Device]]] = {}
+    for module in all_modules():
+        for c in module.capsules:
+            table.setdefault(c.name, []).append((c.op, c.provider, c.device))
+    return {name: tuple(triples) for name, triples in table.items()}
+
+
 @functools.cache
 def maintained_modules() -> tuple[CapsuleModule, ...]:
     """``attention``, ``native-cuda``, ``reference``, in this order (93 capsules)."""
