@@ -61,6 +61,10 @@ def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
     assert set(record["versions"]) >= {"python", "numpy", "torch", "torchlean"}
     assert record["threads"]["torch_intra_op"] >= 1
     assert record["backend"]
+    if name == "planning":  # its backend rows are planned, not run (review23 claims; pmut B01)
+        assert record["backend_note"] == (
+            "the capsules each accepted plan selects; this benchmark executes no kernel"
+        )
     stats = summaries(record)
     assert stats
     for s in stats:

@@ -113,6 +113,19 @@ def test_scaled_dot_product_attention_parity_emulated(
     _assert_case(case, dtype, torch.device("cpu"), implementation)
 
 
+def test_the_parity_harness_fails_a_direct_attention_that_saved_no_logsumexp(
+    emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpu_check's sweep is the only check on a GPU: a saved logsumexp that cannot be found is a
+    failed case there, not a skipped comparison (review24 pmut A02)."""
+    case = next(case for case in CASES if case.name == "unmasked")
+    assert parity.run_case(case, torch.float64, torch.device("cpu")).passed
+    monkeypatch.setattr(kernels, "saved_logsumexp", lambda *args, **kwargs: None)
+    result = parity.run_case(case, torch.float64, torch.device("cpu"))
+    assert result.problems == ("direct_attention saved no logsumexp with its output",)
+    assert "lse" not in result.errors
+
+
 # ------------------------------------------------------------------------- hand-computed values
 
 Q = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]

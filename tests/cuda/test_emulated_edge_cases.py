@@ -19,6 +19,7 @@ Oracles: ``torchlean.spec`` and torch float64 autograd; hand values.
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 from typing import Any
 
@@ -300,6 +301,42 @@ def test_native_gelu_keeps_the_far_negative_tail(emulation: ModuleType, dtype: t
         assert (error <= bound).all(), (xs, error / bound)
     assert_array_equal(np.signbit(out.numpy()), np.signbit(want))  # no -0.0 for the tail
 
+
+
+@pytest.mark.parametrize(("eps", "rounds_to"), [(1e-50, "0.0"), (1e39, "inf")])
+def test_safe_log_backward_refuses_an_eps_that_x_dtype_cannot_hold(
+    emulation: ModuleType, eps: float, rounds_to: str
+) -> None:
+    """The backward wrapper checks eps as the forward does (review24 pmut F1: without it,
+    ``sigmoid(-200) / (softplus(-200) + 0)`` is 0/0 = NaN in float32; the C++ check sees eps as a
+    double and takes it)."""
+    x = torch.tensor([-200.0, 0.0, 3.0])
+    refusal = f"native_cuda.safe_log: eps = {eps!r} rounds to {rounds_to} in x's dtype float32 (accepted: "
+    with pytest.raises(GuardError, match=f"^{re.escape(refusal)}"):
+        kernels.safe_log_backward(torch.ones(3), x, out=torch.zeros(3), eps=eps)
+
+
+def test_native_gelu_tanh_mode_is_torchs(emulation: ModuleType) -> None:
+    """``approximate="tanh"`` (direct ``kernels`` calls only: no capsule passes it) is ATen's tanh
+    GELU, forward and backward (review24 pmut F3: no test ran it). Oracle: torch's float64
+    ``gelu(approximate="tanh")`` and its autograd; the exact form differs by 1.5e-4 at x = 1."""
+    x = torch.tensor([1.0, -2.0, 0.0, 5.0, -7.5], dtype=torch.float64)
+    g = torch.tensor([1.0, 0.5, -2.0, 1.0, 3.0], dtype=torch.float64)
+    out = kernels.gelu_forward(x, approximate="tanh")
+    (dx,) = kernels.gelu_backward(g, x, out=out, approximate="tanh")
+    tx = x.clone().requires_grad_(True)
+    expected = torch.nn.functional.gelu(tx, approximate="tanh")
+    expected.backward(g)
+    torch.testing.assert_close(out, expected.detach(), rtol=1e-15, atol=0.0)
+    torch.testing.assert_close(dx, tx.grad, rtol=1e-14, atol=0.0)
+    assert abs(out[0].item() - kernels.gelu_forward(x)[0].item()) > 1e-4  # not the exact form
+    mode = r"^native_cuda\.gelu: approximate='erf' \(accepted: 'none', 'tanh'\)"
+    with pytest.raises(GuardError, match=mode):
+        kernels.gelu_forward(x, approximate="erf")
+    # the Python check refuses another dtype first, in the guards' words (pmut K08)
+    dtype = r"^native_cuda\.gelu: x has dtype int32 \(accepted: float32, float64\)"
+    with pytest.raises(GuardError, match=dtype):
+        kernels.gelu_forward(torch.ones(3, dtype=torch.int32))
 
 
 @pytest.mark.parametrize("eps", [True, "0.1", None])

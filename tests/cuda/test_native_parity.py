@@ -68,6 +68,26 @@ def test_every_op_has_parity_cases(op: str) -> None:
     assert parity.cases_for([op])
 
 
+def test_the_bernoulli_boundary_cases_sit_where_they_say() -> None:
+    """The two cases test the strict ``keep_prob > u_i`` and that keep_prob stays float64: their
+    inputs must sit on a draw, and one float64 ulp above a draw float32 rounds down (review24 pmut
+    Q02: without the nudge the case passed and tested nothing). Oracle: the reference's draws."""
+    from torchlean.backend.providers.reference import kernels as ref
+
+    cases = {c.name: c for c in parity.CASES if c.op == "bernoulli_mask"}
+    rng = np.random.default_rng(0)
+    at = cases["keep-equals-a-draw"].make(rng).params
+    above = cases["keep-one-float64-ulp-above"].make(rng).params
+    draws = {k: at[k] for k in ("shape", "seed", "counter")}
+    assert draws == {k: above[k] for k in ("shape", "seed", "counter")}
+    u = ref.rand_uniform(**draws, dtype=np.float64)
+    assert at["keep_prob"] in set(u.tolist())
+    below = [x for x in u.tolist() if x < above["keep_prob"]]
+    nearest = max(below)
+    assert above["keep_prob"] == np.nextafter(nearest, 1.0)  # one float64 ulp above a draw
+    assert np.float32(above["keep_prob"]) == np.float32(nearest)  # which float32 cannot tell apart
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_native_symbols_exist_for_every_op(op: str) -> None:
     """Provenance ``csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is defined there,

@@ -269,6 +269,15 @@ def test_selective_scan_operands() -> None:
     ):
         with pytest.raises(GuardError, match=r"^native_cuda\.selective_scan: " + message):
             og.check_selective_scan_operands(a, x, h0)
+    # a rank-2 x (no leading axes), and h0 with x's leading axes but other state channels (review24
+    # pmut O01, O02: the C++ checks refused these too, in the extension's words)
+    for a, x2, h0, message in (
+        (_z(4), _z(3, 4), _z(2, 4), r"h0 has shape \[2, 4\]; x \[3, 4\] needs \[4\]"),
+        (_z(3), _z(3, 4), _z(4), r"coefficients a and b have shape \[3\]; x \[3, 4\] accepts \[4\]"),
+        (_z(4), x, _z(2, 5), r"h0 has shape \[2, 5\]; x \[2, 3, 4\] needs \[2, 4\]"),
+    ):
+        with pytest.raises(GuardError, match=r"^native_cuda\.selective_scan: " + message):
+            og.check_selective_scan_operands(a, x2, h0)
 
 
 def test_attention_widths() -> None:

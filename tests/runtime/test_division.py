@@ -193,7 +193,9 @@ def test_reciprocal_subnormal_mask_agrees_on_numpy_and_torch_storage(dtype: type
     assert (reciprocal[0] == info.tiny) and (np.abs(reciprocal[1:]) < info.tiny).all()  # the bound is exact
     np.testing.assert_array_equal(storage.reciprocal_subnormal(values), expected)
     np.testing.assert_array_equal(storage.reciprocal_subnormal(torch.from_numpy(values)), expected)
-    assert not storage.reciprocal_subnormal(np.array([2**62, -3])).any()
+    ints = np.array([2**62, -3])
+    assert not storage.reciprocal_subnormal(ints).any()
+    assert not storage.reciprocal_subnormal(torch.from_numpy(ints)).any()  # review24 pmut S07
 
 
 @pytest.mark.parametrize("values", [np.array([7, -3]), np.array([True, False])], ids=["int64", "bool"])
@@ -209,3 +211,25 @@ def test_a_tensor_that_is_not_floating_divided_by_a_number_is_refused_by_name(
     refusal = rf"input x has dtype {values.dtype}; accepted: float32 or float64"
     with pytest.raises(TorchLeanError, match=refusal):
         tl.tensor(values) / divisor
+
+
+@pytest.mark.parametrize(
+    ("dtype", "divisor", "ops"),
+    [
+        (np.float32, float("inf"), ["inv", "mul"]),  # not finite: inv of the constant, then mul
+        (np.float32, -float("inf"), ["inv", "mul"]),
+        (np.float32, 1e300, ["inv", "mul"]),  # overflows float32
+        (np.float32, 0.0, ["inv", "mul"]),
+        (np.float32, 2.0**126, ["scale"]),  # its reciprocal 2**-126 is normal (the smallest)
+        (np.float64, 2.0**1022, ["scale"]),
+        (np.float32, 2.0**127, ["mul", "inv"]),  # 2**-127 is subnormal: (x * s) * inv(b * s), mul first
+        (np.float32, 3.0, ["scale"]),
+    ],
+)
+def test_division_by_a_number_records_the_ops_its_docstring_states(dtype, divisor, ops) -> None:
+    """``div``'s docstring: ``scale`` by ``1/b`` when ``b`` is finite in the dtype and its
+    reciprocal normal, else ``inv`` of the constant then ``mul`` (review24 pmut D03, N01: values
+    are equal either way, the recorded ops are not)."""
+    with tl.session("checked_cpu") as s:
+        tl.tensor(np.array([1.0, -2.0], dtype=dtype)) / divisor
+    assert [k.capsule.op.label for k in s.selected] == ops

@@ -218,8 +218,9 @@ def test_check_clamp_refuses_inverted_or_nan_bounds() -> None:
 
 
 def test_check_safe_log_refuses_non_positive_eps() -> None:
-    _refused(lambda: K.safe_log(np.ones(2), eps=0.0), "safe_log: eps = 0.0", "eps > 0")
-    _refused(lambda: K.safe_log(np.ones(2), eps=-1e-3), "safe_log: eps = -0.001", "eps > 0")
+    for eps in (0.0, -0.0, -1e-3):  # refused as given, before any rounding (review24 pmut G01)
+        message = _refused(lambda eps=eps: K.safe_log(np.ones(2), eps=eps))
+        assert message == f"safe_log: eps = {eps!r} is not accepted (accepted: a finite eps > 0)"
 
 
 # -------------------------------------------------------------------------------------------- axes
