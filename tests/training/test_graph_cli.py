@@ -88,6 +88,8 @@ def test_long_relu_chain_shows_progress_on_a_terminal(capsys, monkeypatch):
     assert (code, out) == (0, quiet_out)
     assert err.startswith("\rbuilding relu chain:   0%") and "/3.00 [" in err  # the total, unit-scaled
     assert err.endswith("planning and accepting 4 nodes ...\n")
+    cleared, after = err.rsplit("\r", 1)  # the finished bar is wiped before that line (pmut P06)
+    assert after == "planning and accepting 4 nodes ...\n" and cleared.rsplit("\r", 1)[1].strip() == ""
     _, _, short_err = run(capsys, "--relu-chain", "2")  # below PROGRESS_FROM: no bar
     assert short_err == ""
 
