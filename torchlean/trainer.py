@@ -40,6 +40,7 @@ from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
+from torchlean.backend.registry import RegistryError
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.ir.graph import Graph
@@ -621,8 +622,9 @@ class Trainer(Generic[In, Out]):
                 rejected = SessionError(
                     f"typed graph rejected by profile {self.profile.name}: {'; '.join(error.messages)}"
                 )
-                for op in self._uncovered_ops(lowered.built.graph):  # each candidate's reason
-                    rejected.add_note(self.profile.explain(op))
+                if not isinstance(error, RegistryError):  # (that error is the whole registry's)
+                    for op in self._uncovered_ops(lowered.built.graph):  # each candidate's reason
+                        rejected.add_note(self.profile.explain(op))
                 raise rejected from None
             if result.plan is None:
                 reasons = "; ".join(f.message for f in result.failures)

@@ -673,6 +673,11 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
         fast.with_capsule_modules([CapsuleModule("mylib", (impostor,))])
     with pytest.raises(RegistryError, match=re.escape("takes the name of the shipped capsule for")):
         profiles.BackendProfile("p", fast.policy, fast.availability, (CapsuleModule("mylib", (impostor,)),))
+    for shown_alike in (" reference.reduce_sum", "reference.reduce_sum\t", "Reference.Reduce_Sum"):  # diff F3
+        alike = dataclasses.replace(aten_sum, name=shown_alike)
+        refusal = re.escape(f"capsule `{shown_alike}` (aten/cpu, op reduce_sum) takes the name")
+        with pytest.raises(RegistryError, match=refusal):
+            fast.with_capsule_modules([CapsuleModule("mylib", (alike,))])
     # a name shipped for two devices (libtorch.sdpa_forward: cpu and cuda) is free on either, not
     # on a third
     sdpa = next(c for m in all_modules() for c in m.capsules if c.name == "libtorch.sdpa_forward")

@@ -736,10 +736,17 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
     only = dataclasses.replace(base.policy, provider=ProviderPreference.only(Provider.ATEN))
     only_aten = dataclasses.replace(base, name="only_aten", policy=only)
     no_provider = dataclasses.replace(base, name="no_provider", availability=Availability((Device.CPU,), ()))
+    strict = profiles.get("libtorch_forward_strict_cpu")
+    # its one libtorch capsule is trusted-external, which assurance checked refuses (review24 diff F2)
+    libtorch_policy = dataclasses.replace(strict.policy, provider=ProviderPreference.only("libtorch"))
+    only_libtorch = dataclasses.replace(strict, name="only_libtorch", policy=libtorch_policy)
     opened = []
     for profile, reason in (
-        (only_aten, "backend profile `only_aten` accepts only provider `aten`, but its availability admits "
-                    "no aten capsule for device `cpu` (admitted providers there: reference)"),
+        (only_aten, "backend profile `only_aten` refuses every capsule its availability admits for device "
+                    "`cpu` (provider preference: provider reference is excluded by only aten)"),
+        (only_libtorch, "backend profile `only_libtorch` refuses every capsule its availability admits for "
+                        "device `cpu` (provider preference: provider reference is excluded by only libtorch; "
+                        "trust: trusted-external is rejected by assurance checked)"),
         (no_provider, "backend profile `no_provider`'s availability admits none of its capsules for device "
                       "`cpu` (declared devices: cpu; providers: none; its capsules there are of providers "
                       "reference)"),
@@ -749,6 +756,12 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
             opened.append(profile.name)
         assert str(info.value) == f"torch eager session: {reason}"
     assert opened == []
+    # a profile that can select for inference only (backend-vjp on cpu: no cpu capsule offers
+    # one) opens: under no_grad its ops run
+    backend_vjp = dataclasses.replace(base, policy=dataclasses.replace(base.policy, vjp_mode="backend-vjp"))
+    assert backend_vjp.selection_fault() is None
+    with tl.session(backend_vjp), tl.no_grad():
+        assert tl.relu(tl.tensor([-1.0, 2.0])).numpy().tolist() == [0.0, 2.0]
     # the same preference with aten's module admitted selects aten capsules: no fault
     with_aten = dataclasses.replace(profiles.get("fast_cpu"), policy=only)
     assert with_aten.selection_fault() is None

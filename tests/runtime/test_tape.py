@@ -88,6 +88,20 @@ def test_gradient_contributions_are_a_left_fold_in_reverse_recording_order(
 
 
 @pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_one_nodes_contributions_to_a_repeated_parent_fold_in_input_position_order(profile: str) -> None:
+    """``concat([x, x, x])`` hands ``x`` three contributions from one node: ``((g0 + g1) + g2)``,
+    input position order (review24 diff F4). With float32 cotangents 1, 1e8, -1e8 that is 0; the
+    reverse order would give 1. Oracle: the hand fold."""
+    f32 = np.float32
+    with tl.session(profile):
+        x = tl.tensor(np.ones(1, f32), requires_grad=True)
+        tl.reduce_sum(tl.concat([x, x, x]) * tl.tensor(np.array([1.0, 1e8, -1e8], f32))).backward()
+    assert x.grad is not None
+    assert x.grad.numpy().tolist() == [float((f32(1) + f32(1e8)) + f32(-1e8))] == [0.0]
+    assert (f32(-1e8) + f32(1e8)) + f32(1) == 1.0  # the order it is not
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
 def test_zero_dim_leaf_accumulates_within_and_across_backward_calls(profile: str) -> None:
     """numpy adds two 0-d arrays to a scalar; the gradient must stay a 0-d tensor (hand values:
     d(x*x)/dx = 2x = 6 at x = 3, plus d(x*x*x)/dx = 3x^2 = 27 from a second backward)."""

@@ -1062,6 +1062,22 @@ def test_an_unplannable_model_is_a_session_error_in_both_execution_modes():
     assert notes[GRAPH] == [explained]
 
 
+def test_a_typed_graph_notes_only_the_ops_no_capsule_covers() -> None:
+    """Of linear and relu, a profile without a linear capsule is explained for linear alone
+    (review24 diff F4: the test above has one op)."""
+    from torchlean.backend.registry import CapsuleModule, maintained_modules
+
+    reference = next(m for m in maintained_modules() if m.name == "reference")
+    no_linear = profiles.get("checked_cpu").with_capsule_modules(
+        [CapsuleModule("reference", tuple(c for c in reference.capsules if c.op.label != "linear"))]
+    )
+    trainer = make(nn.sequential(nn.linear(3, 2), nn.relu()), mode=GRAPH, objective=Objective.CROSS_ENTROPY,
+                   profile=no_linear)
+    with pytest.raises(SessionError) as caught:
+        trainer.predict(np.ones((4, 3)))
+    assert caught.value.__notes__ == [no_linear.explain("linear")]
+
+
 def test_evaluate_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_label() -> None:
     """numpy's argmax of a NaN row is 0; with label 0 it still counts as wrong (review20 mut T3:
     only a checkpoint test caught this)."""

@@ -96,7 +96,8 @@ def validate_for_execution(profile: BackendProfile) -> None:
             ``torch eager session: device `metal` has no linked TorchLean execution runtime``,
             ``torch eager session: CUDA was requested and this is a CUDA build, but no usable CUDA
             device is visible``, or the CPU-only-build message (:func:`_cuda_probe`), or
-            ``torch eager session: backend profile `P` accepts only provider `aten`, but ...``
+            ``torch eager session: backend profile `P` refuses every capsule its availability
+            admits for device `cpu` (trust: ...)``
             (:meth:`~torchlean.backend.profiles.BackendProfile.selection_fault`); raised when
             the session opens, before anything is planned, built or launched.
     """

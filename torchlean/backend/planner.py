@@ -344,6 +344,14 @@ def _condition_verdict(policy: KernelPolicy, capsule: KernelCapsule, condition: 
     return Verdict(condition.label, detail)
 
 
+def policy_verdict(policy: KernelPolicy, capsule: KernelCapsule) -> Verdict | None:
+    """The verdict of the first admissibility condition ``capsule`` fails under ``policy`` (as
+    ``explain`` words it: ``trust: trusted-external is rejected by assurance checked``), or
+    ``None`` when it is admissible. Availability is not considered."""
+    condition = first_failed_condition(policy, capsule)
+    return None if condition is None else _condition_verdict(policy, capsule, condition)
+
+
 def explain_op(
     policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], op: BackendOp | str
 ) -> tuple[CapsuleVerdict, ...]:
@@ -365,14 +373,8 @@ def explain_op(
     for capsule in registry:
         if capsule.op is not op:
             continue
-        verdict = _availability_verdict(availability, capsule)
+        verdict = _availability_verdict(availability, capsule) or policy_verdict(policy, capsule)
         if verdict is None:
-            condition = first_failed_condition(policy, capsule)
-            if condition is not None:
-                verdict = _condition_verdict(policy, capsule, condition)
-            elif capsule is chosen:
-                verdict = Verdict("selected")
-            else:
-                verdict = Verdict("admissible")
+            verdict = Verdict("selected") if capsule is chosen else Verdict("admissible")
         verdicts.append(CapsuleVerdict(capsule, verdict))
     return tuple(verdicts)

@@ -38,6 +38,7 @@ from torchlean.backend.planner import (
     KernelPlan,
     explain_op,
     plan_ops_available,
+    policy_verdict,
     requested_op,
     requested_ops,
 )
@@ -323,13 +324,14 @@ class BackendProfile:
         return any(capsule.device is self.policy.device for capsule in self.registry())
 
     def selection_fault(self) -> str | None:
-        """Why this profile selects no capsule for any op on its device, or None: its
-        availability admits none of its capsules for that device, or its provider preference is
-        ``only`` a provider none of those has. A session refuses such a profile when it opens
-        (every op would fail at its first use with ``no admissible kernel capsule``). Pure; the
-        catalog's own check (:meth:`has_device_capsule`) comes first.
-        ``backend profile `aten_only` accepts only provider `aten`, but its availability admits no
-        aten capsule for device `cpu` (admitted providers there: reference)``.
+        """Why this profile can select no capsule for any op on its device, even for inference,
+        or None: its availability admits none of its capsules for that device, or its policy
+        (assurance, provider preference; the VJP mode aside, which inference does not ask) refuses
+        every one it admits. A session refuses such a profile when it opens (every op would fail
+        at its first use with ``no admissible kernel capsule``). Pure; the catalog's own check
+        (:meth:`has_device_capsule`) comes first.
+        ``backend profile `strict` refuses every capsule its availability admits for device `cpu`
+        (trust: trusted-external is rejected by assurance checked)``.
         """
         device = self.policy.device
         on_device = [capsule for capsule in self.registry() if capsule.device is device]
@@ -342,15 +344,21 @@ class BackendProfile:
                 f"{_labels(declared.providers)}; its capsules there are of providers "
                 f"{_labels(dict.fromkeys(capsule.provider for capsule in on_device))})"
             )
-        preference = self.policy.provider
-        only = preference.provider if preference.kind is PreferenceKind.ONLY else None
-        if admitted and only is not None and all(capsule.provider is not only for capsule in admitted):
-            return (
-                f"backend profile `{self.name}` accepts only provider `{only.label}`, but its "
-                f"availability admits no {only.label} capsule for device `{device.label}` (admitted "
-                f"providers there: {_labels(dict.fromkeys(capsule.provider for capsule in admitted))})"
-            )
-        return None
+        inference = dataclasses.replace(self.policy, vjp_mode=VJPMode.NONE)
+        reasons: dict[str, None] = {}
+        for capsule in admitted:
+            verdict = policy_verdict(inference, capsule)
+            if verdict is None:
+                return None
+            reasons[verdict.text] = None
+        if not reasons:
+            return None
+        shown = list(reasons)
+        more = f"; and {len(shown) - 3} more" if len(shown) > 3 else ""
+        return (
+            f"backend profile `{self.name}` refuses every capsule its availability admits for device "
+            f"`{device.label}` ({'; '.join(shown[:3])}{more})"
+        )
 
 
 def _labels(members: Iterable[Device] | Iterable[Provider]) -> str:

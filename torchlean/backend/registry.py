@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -161,7 +162,9 @@ def check_names(module: CapsuleModule) -> None:
     or device (beyond the original, whose identities are name, op, provider and device): reports,
     audits and ``explain`` lead with the name, so ``reference.reduce_sum`` running the ``aten``
     handler would read as the reference kernel. A copy with the shipped capsule's op, provider and
-    device may keep the name (it runs that capsule's handler, under the claims rule).
+    device may keep the name (it runs that capsule's handler, under the claims rule). Names are
+    compared as a reader would match them: Unicode NFKC, surrounding whitespace dropped, case
+    folded (``" Reference.reduce_sum"`` is refused too).
 
     Raises:
         RegistryError: ``capsule module `{module}`: capsule `{name}` ({provider}/{device}, op {op})
@@ -169,7 +172,7 @@ def check_names(module: CapsuleModule) -> None:
     """
     shipped = _built_in_triples_by_name()
     for capsule in module.capsules:
-        triples = shipped.get(capsule.name)
+        triples = shipped.get(_shown_name(capsule.name))
         if triples is None or (capsule.op, capsule.provider, capsule.device) in triples:
             continue
         owners = ", ".join(f"{p.label}/{d.label}, op {o.label}" for o, p, d in triples)
@@ -182,13 +185,18 @@ def check_names(module: CapsuleModule) -> None:
 
 @functools.cache
 def _built_in_triples_by_name() -> dict[str, tuple[tuple[BackendOp, Provider, Device], ...]]:
-    """The ``(op, provider, device)`` of each shipped capsule name (``libtorch.sdpa_forward`` has
-    two: cpu and cuda)."""
+    """The ``(op, provider, device)`` of each shipped capsule name, by :func:`_shown_name`
+    (``libtorch.sdpa_forward`` has two: cpu and cuda)."""
     table: dict[str, list[tuple[BackendOp, Provider, Device]]] = {}
     for module in all_modules():
         for c in module.capsules:
-            table.setdefault(c.name, []).append((c.op, c.provider, c.device))
+            table.setdefault(_shown_name(c.name), []).append((c.op, c.provider, c.device))
     return {name: tuple(triples) for name, triples in table.items()}
+
+
+def _shown_name(name: str) -> str:
+    """``name`` as a reader would match it (:func:`check_names`)."""
+    return unicodedata.normalize("NFKC", name).strip().casefold()
 
 
 @functools.cache
