@@ -37,7 +37,9 @@ from torchlean.data import Task, display_name
 from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "FeatureValueError", "load", "save"]
+__all__ = [
+    "FORMAT_VERSION", "Checkpoint", "CheckpointError", "FeatureValueError", "load", "profile_name", "save",
+]
 
 FORMAT_VERSION = 1
 """The checkpoint format this version of torchlean writes and reads."""
@@ -78,6 +80,25 @@ class FeatureValueError(CheckpointError):
         self.feature = feature
         self.detail = detail
 
+
+
+def profile_name(profile: profiles.BackendProfile) -> str:
+    """The name a :class:`Checkpoint` records for ``profile`` (``Checkpoint(profile=...)``):
+    a maintained profile as shipped, one ``predict`` can rebuild. A profile of your own, including
+    ``with_capsule_modules`` of a shipped one (which keeps that one's name), is refused rather than
+    recorded under a shipped profile's name.
+
+    Raises:
+        CheckpointError: ``profile 'checked_cpu' is not a maintained profile as shipped (a
+            checkpoint names one that predict can rebuild: checked_cpu | ...)``.
+    """
+    name = profile.name
+    if name not in profiles.names() or profiles.get(name) != profile:
+        raise CheckpointError(
+            f"profile {name!r} is not a maintained profile as shipped (a checkpoint names one "
+            f"that predict can rebuild: {' | '.join(profiles.names())})"
+        )
+    return name
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Checkpoint:
@@ -187,13 +208,7 @@ class Checkpoint:
         if isinstance(self.execution, ExecutionMode):
             object.__setattr__(self, "execution", self.execution.label)
         if isinstance(self.profile, profiles.BackendProfile):
-            name = self.profile.name
-            if name not in profiles.names() or profiles.get(name) != self.profile:
-                raise CheckpointError(
-                    f"profile {name!r} is not a maintained profile as shipped (a checkpoint names one "
-                    f"that predict can rebuild: {' | '.join(profiles.names())})"
-                )
-            object.__setattr__(self, "profile", name)
+            object.__setattr__(self, "profile", profile_name(self.profile))
         for name in ("classes", "feature_names"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))

@@ -98,7 +98,7 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
     np.testing.assert_array_equal(saved.build().predict(ds.x_test), original.predict(ds.x_test))
     assert set(namespace["labels"]) <= set(ds.class_names) and len(namespace["labels"]) == 150
     assert isinstance(saved, checkpoint.Checkpoint) and saved.execution == "eager"
-    assert saved.profile == "checked_cpu" and "profile=trainer.profile," in save
+    assert saved.profile == "checked_cpu" and "profile=checkpoint.profile_name(trainer.profile)," in save
     # the paragraph after the block: a profile of your own keeps the shipped name it came from,
     # and a checkpoint refuses it rather than record that name (review24 diff F1)
     import dataclasses
@@ -113,4 +113,6 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
     assert own.name == "checked_cpu"
     refusal = r"^profile 'checked_cpu' is not a maintained profile as shipped"
     with pytest.raises(checkpoint.CheckpointError, match=refusal):
-        dataclasses.replace(saved, profile=own)
+        checkpoint.profile_name(own)
+    with pytest.raises(checkpoint.CheckpointError, match=refusal):
+        dataclasses.replace(saved, profile=own)  # the object given to Checkpoint: the same check

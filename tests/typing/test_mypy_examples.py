@@ -455,8 +455,9 @@ def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: 
 
 def test_readme_saving_block_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
     """The README's "Saving and predicting" save block is clean under strict mypy with the plugin:
-    the checkpoint takes the profile's name and the execution mode's label (it passed the objects,
-    which run but are not the declared ``str``). The load block calls numpy methods, which this
+    the checkpoint takes the profile's name (``checkpoint.profile_name``, which refuses a profile
+    of your own) and the execution mode's label (it passed the objects, which run but are not the
+    declared ``str``). The load block calls numpy methods, which this
     harness types as unknown (numpy is skipped here for speed)."""
     save = _readme_python_block(0, "Saving and predicting")
     assert "checkpoint.save(" in save
