@@ -45,6 +45,7 @@ Exit status: 0 every case behaved as expected, 1 otherwise, 2 the probe extensio
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -457,8 +458,13 @@ def line(row: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else DEFAULT_OUT
+    parser = argparse.ArgumentParser(
+        description="Build a small torch extension and find which step of raising a C++ exception "
+        "kills the process (each case in a child process).",
+    )
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT,
+                        help=f"the JSON record to write (default: {DEFAULT_OUT.relative_to(ROOT)})")
+    out: Path = parser.parse_args(argv).out
     print(f"building {MODULE_NAME} and running {len(CASES)} cases, each in a child process:", flush=True)
     record = probe(lambda row: print(line(row), flush=True))
     out.parent.mkdir(parents=True, exist_ok=True)

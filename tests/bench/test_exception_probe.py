@@ -232,3 +232,15 @@ def test_a_build_variant_builds_and_behaves_here(probe: ModuleType) -> None:
         "outcome": "raises ValueError",
         "message": "TORCH_CHECK_VALUE left to torch's translation",
     }
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["--help"], 0), (["a.json", "b.json"], 2), (["--out"], 2)])
+def test_options_are_parsed_before_anything_is_built(
+    probe: ModuleType, monkeypatch: pytest.MonkeyPatch, argv: list[str], status: int
+) -> None:
+    """``--help`` prints usage and a bad argument is refused, before the build (review24 docs F7:
+    ``--help`` was taken as the output path after a build)."""
+    monkeypatch.setattr(probe, "probe", lambda *args, **kwargs: pytest.fail("built"))
+    with pytest.raises(SystemExit) as exited:
+        probe.main(argv)
+    assert exited.value.code == status
