@@ -81,7 +81,6 @@ class FeatureValueError(CheckpointError):
         self.detail = detail
 
 
-
 def profile_name(profile: profiles.BackendProfile) -> str:
     """The name a :class:`Checkpoint` records for ``profile`` (``Checkpoint(profile=...)``):
     a maintained profile as shipped, one ``predict`` can rebuild. A profile of your own, including

@@ -252,7 +252,6 @@ class BackendProfile:
             if item.verdict.status != "selected":
                 continue
             capsule = item.capsule
-            mismatch = built_in_claims_difference(capsule)
             if not has_built_in_handler(capsule):
                 lines.insert(
                     -1,
@@ -260,7 +259,7 @@ class BackendProfile:
                     f"{capsule.provider.label} on {capsule.device.label}, so {capsule.name} cannot run; "
                     f"a session refuses it before {op.label} runs",
                 )
-            elif mismatch is not None:
+            elif (mismatch := built_in_claims_difference(capsule)) is not None:
                 lines.insert(
                     -1,
                     f"  note: {capsule.name} would run on the handler of {mismatch[0].name} but "
@@ -335,8 +334,10 @@ class BackendProfile:
         """
         device = self.policy.device
         on_device = [capsule for capsule in self.registry() if capsule.device is device]
+        if not on_device:
+            return None  # has_device_capsule's refusal
         admitted = self.availability.filter_capsules(on_device)
-        if on_device and not admitted:
+        if not admitted:
             declared = self.availability
             return (
                 f"backend profile `{self.name}`'s availability admits none of its capsules for device "
@@ -351,8 +352,6 @@ class BackendProfile:
             if verdict is None:
                 return None
             reasons[verdict.text] = None
-        if not reasons:
-            return None
         shown = list(reasons)
         more = f"; and {len(shown) - 3} more" if len(shown) > 3 else ""
         return (
