@@ -278,8 +278,12 @@ def residual(body: Layer) -> Residual:
 
 def multi_head_attention(d_model: int, heads: int, *, causal: bool = False) -> MultiHeadAttention:
     """Self-attention over ``(tokens, d_model)`` samples (shape preserving); bias-free projections
-    ``wq``, ``wk``, ``wv``, ``wo`` of shape ``(d_model, d_model)``; ``causal=True`` lets token i
-    attend to tokens j <= i. See :mod:`torchlean.nn.attention` (anchor-runtime.md §5.1).
+    ``wq``, ``wk``, ``wv``, ``wo`` of shape ``(d_model, d_model)`` (applied as ``linear``,
+    ``x @ w.T``), each initialised ``U(-1/sqrt(d_model), 1/sqrt(d_model))``; ``causal=True`` lets
+    token i attend to tokens j <= i. See :mod:`torchlean.nn.attention` (anchor-runtime.md §5.1).
+    PyTorch's ``nn.MultiheadAttention(batch_first=True)`` computes the same with its biases at
+    zero and ``in_proj_weight`` the concatenation ``[wq; wk; wv]`` (``out_proj.weight`` = ``wo``);
+    it initialises that packed weight Xavier-uniform (bound ``sqrt(6 / (4 d_model))``).
 
     Raises:
         ShapeError: ``d_model`` or ``heads`` not an int >= 1, ``heads`` not dividing
@@ -293,7 +297,11 @@ def transformer_block(
     d_model: int, heads: int, *, mlp_hidden: int | None = None, causal: bool = False
 ) -> TransformerBlock:
     """Pre-norm transformer block (attention + GELU MLP, layer norms, residuals); ``mlp_hidden``
-    defaults to ``4 * d_model``. Samples ``(tokens, d_model)``, shape preserving.
+    defaults to ``4 * d_model``. Samples ``(tokens, d_model)``, shape preserving. PyTorch's
+    equivalent is ``nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=mlp_hidden,
+    dropout=0.0, activation="gelu", norm_first=True, batch_first=True)`` with its attention biases
+    at zero (``src_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1)`` for ``causal``); its
+    defaults differ (post-norm, ReLU, dropout 0.1).
 
     Raises:
         ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, ``heads`` not
