@@ -727,9 +727,10 @@ def test_session_show_backend_takes_a_numpy_bool() -> None:
 
 def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -> None:
     """Beyond the original's session check (a capsule for the device): an availability that admits
-    none of the profile's capsules there, or an ``only`` preference for a provider it admits none
-    of, is refused before any op runs, naming the contradiction (review24 audit F7); before, every
-    op failed at its first use with ``no admissible kernel capsule``."""
+    none of the profile's capsules there, or a policy that refuses every one it admits (an ``only``
+    preference for a provider it admits none of; trust), is refused before any op runs, naming the
+    contradiction (review24 audit F7, diff F2); before, every op failed at its first use with
+    ``no admissible kernel capsule``."""
     from torchlean.backend.policy import ProviderPreference
 
     base = profiles.get("checked_cpu")
