@@ -498,17 +498,22 @@ def div(a: Operand, b: Operand) -> Tensor:
     5.6e-309: the subnormals), or so large that its reciprocal is subnormal and keeps fewer bits
     (a float32 above ``2**126``, about 8.5e37; a float64 above ``2**1022``, about 4.5e307: up to 4
     ulp off otherwise, ``3e38 / 3e38`` was ``0.99999994``), the quotient is
-    ``(a * s) * inv(b * s)`` with ``s`` a constant power of two at those divisors (``2**64`` or
-    ``2**-64`` for float32, ``2**512`` or ``2**-512`` for float64) and 1 elsewhere, so it stays
+    ``(a * s) * inv(b * s)`` with ``s`` a constant power of two at those divisors (``2**96`` or
+    ``2**-96`` for float32, ``2**768`` or ``2**-768`` for float64) and 1 elsewhere, so it stays
     finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``) and within 2 ulp of it; the
-    products by ``s`` are exact (where ``a * 2**-64`` rounds, the quotient underflows to 0 either
-    way), and ``mul`` is recorded three times. Gradients are those of the recorded ops, as for
-    ``x * torch.reciprocal(b)`` in torch: the divisor's (``-a/b**2``) is ``inv``'s VJP
-    ``-(g*a*s) * r**2`` with ``r = 1/(b*s)`` (``s = 1`` at ordinary divisors), so where ``r**2``
-    underflows (``|b*s|`` above about ``2**75`` in float32, ``2**537`` in float64; it loses bits
-    from ``2**63``, ``2**511``) it is ``±0``, or NaN where ``g*a*s`` is infinite, and where ``r``
-    overflows it is ``±inf``, or NaN where ``g*a*s`` is 0; ``torch.div``'s own gradient may be
-    finite and nonzero there (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
+    products by ``s`` are exact except where the quotient overflows or underflows to 0 either way
+    (``a * 2**96`` overflows only for ``|a| >= 2**32``, whose quotient by such a divisor is above
+    ``2**160``; ``a * 2**-96`` rounds only for ``|a| < 2**-30``, whose quotient is below
+    ``2**-156``), and ``mul`` is recorded three times. Gradients are those of the recorded ops, as
+    for ``x * torch.reciprocal(b)`` in torch: the divisor's (``-a/b**2``) is
+    ``-(g*a*s) * r**2 * s`` with ``r = 1/(b*s)`` (``inv``'s VJP, then ``mul``'s; ``s = 1`` at
+    ordinary divisors). Rescaled divisors keep ``r**2`` normal (``|b*s|`` between ``2**-53`` and
+    ``2**32`` in float32, ``2**-306`` and ``2**256`` in float64), so at ordinary divisors only,
+    where ``r**2`` underflows (``|b|`` above about ``2**75`` in float32, ``2**537`` in float64; it
+    loses bits from ``2**63``, ``2**511``) the gradient is ``±0``, or NaN where ``g*a`` is
+    infinite, and where ``r**2`` overflows (``|b|`` below ``2**-64``, ``2**-512``) it is ``±inf``,
+    or NaN where ``g*a`` is 0; ``torch.div``'s own gradient may be finite and nonzero there
+    (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
     Checking the divisors reads them (for CUDA storage, a mask copied to the host per division).
 
     Raises:
@@ -528,15 +533,18 @@ def div(a: Operand, b: Operand) -> Tensor:
 def _reciprocal_rescale(y: Tensor) -> Tensor | None:
     """For :func:`div`: ``None`` when every entry of ``y`` has a reciprocal that is normal, 0 or
     infinite in its dtype (always for integer dtypes), else a constant of ``y``'s shape, dtype and
-    device holding ``s = 2**(maxexp // 2)`` (``2**64`` for float32, ``2**512`` for float64) where
-    the reciprocal overflows (nonzero subnormal divisors), ``1 / s`` where it is subnormal (finite
-    divisors above ``1 / finfo.tiny``) and 1 elsewhere: multiplying by a power of two is exact and
-    brings each such divisor into the range whose reciprocal is normal."""
+    device holding ``s = 2**(3 * maxexp // 4)`` (``2**96`` for float32, ``2**768`` for float64)
+    where the reciprocal overflows (nonzero divisors below ``1 / finfo.max``), ``1 / s`` where it
+    is subnormal (finite divisors above ``1 / finfo.tiny``) and 1 elsewhere: multiplying by a power
+    of two is exact and brings each such divisor where its reciprocal and that reciprocal's square
+    (the divisor gradient's factor) are normal. The exponent meets both sides' bounds: float32
+    needs 86..102 (squares normal from 86; above 102, ``a * 2**-k`` would round where the quotient
+    stays nonzero), float64 563..969."""
     overflows = storage.reciprocal_overflows(y._data)
     subnormal = storage.reciprocal_subnormal(y._data)
     if not (overflows.any() or subnormal.any()):
         return None
-    factor = 2.0 ** (np.finfo(y.dtype).maxexp // 2)
+    factor = 2.0 ** (3 * np.finfo(y.dtype).maxexp // 4)
     return _constant(np.where(overflows, factor, np.where(subnormal, 1 / factor, 1.0)).astype(y.dtype), y)
 
 

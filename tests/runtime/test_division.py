@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -177,6 +179,39 @@ def test_gradients_through_a_divisor_with_a_subnormal_reciprocal(profile: str) -
     assert x.grad is not None and y.grad is not None and tx.grad is not None and ty.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=4.5e-16, atol=0)  # 1/b, subnormal
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-15, atol=1e-323)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "a", "b"),
+    [
+        (np.float32, 2.0**-149, 2.0**-128),  # -a/b**2 = -2**107
+        (np.float32, -3.0 * 2.0**-149, 1.5 * 2.0**-135),  # 4/3 * 2**121
+        (np.float32, 2.0**127, 1.5 * 2.0**127),  # subnormal gradient, exact to the last bit
+        (np.float64, 2.0**-1074, 2.0**-1025),  # -2**976
+        (np.float64, 2.0**1000, 1.25 * 2.0**1023),
+    ],
+)
+def test_divisor_gradients_at_rescaled_divisors_are_torchs(dtype, a, b) -> None:
+    """Rescaled by ``2**(3*maxexp//4)``, a divisor's reciprocal and its square stay normal, so the
+    divisor's gradient ``-a/b**2`` is finite and torch's wherever torch's is (review24 pmut F7:
+    with ``2**(maxexp//2)`` the square overflowed, ``-inf`` at ``2**-149 / 2**-128`` where torch
+    gives ``-1.6225928e32``). Oracles: torch's autograd of ``a / b`` in the same dtype, and the
+    exact ``-a/b**2`` in rational arithmetic, rounded to the dtype."""
+    with tl.session("checked_cpu"):
+        x = tl.tensor(np.array([a], dtype=dtype), requires_grad=True)
+        y = tl.tensor(np.array([b], dtype=dtype), requires_grad=True)
+        (x / y).sum().backward()
+    tx = torch.tensor([a], dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, requires_grad=True)
+    ty = torch.tensor([b], dtype=tx.dtype, requires_grad=True)
+    (tx / ty).sum().backward()
+    assert y.grad is not None and ty.grad is not None and x.grad is not None and tx.grad is not None
+    got, want = y.grad.numpy()[0], ty.grad.numpy()[0]
+    assert np.isfinite(got) and np.isfinite(want) and want != 0
+    spacing = np.spacing(np.abs(dtype(want)))
+    assert abs(float(got) - float(want)) <= 2 * float(spacing), (got, want)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=2 * float(np.finfo(dtype).eps))
+    exact = dtype(float(-Fraction(a) / Fraction(b) ** 2))  # correctly rounded to the dtype
+    assert abs(float(got) - float(exact)) <= 2 * float(np.spacing(np.abs(exact))), (got, exact)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
