@@ -538,8 +538,8 @@ def _reciprocal_rescale(y: Tensor) -> Tensor | None:
     is subnormal (finite divisors above ``1 / finfo.tiny``) and 1 elsewhere: multiplying by a power
     of two is exact and brings each such divisor where its reciprocal and that reciprocal's square
     (the divisor gradient's factor) are normal. The exponent meets both sides' bounds: float32
-    needs 86..102 (squares normal from 86; above 102, ``a * 2**-k`` would round where the quotient
-    stays nonzero), float64 563..969."""
+    needs 86..102 (from 86 the squares stay finite; above 102, ``a * 2**-k`` would round where
+    the quotient stays nonzero), float64 563..969."""
     overflows = storage.reciprocal_overflows(y._data)
     subnormal = storage.reciprocal_subnormal(y._data)
     if not (overflows.any() or subnormal.any()):
