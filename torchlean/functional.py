@@ -502,8 +502,8 @@ def div(a: Operand, b: Operand) -> Tensor:
     ``2**-96`` for float32, ``2**768`` or ``2**-768`` for float64) and 1 elsewhere, so it stays
     finite where torch's is (``1e-39 / 2e-39 == 0.5``, ``0 / b == 0``) and within 2 ulp of it; the
     products by ``s`` are exact except where the quotient overflows or underflows to 0 either way
-    (``a * 2**96`` overflows only for ``|a| >= 2**32``, whose quotient by such a divisor is above
-    ``2**160``; ``a * 2**-96`` rounds only for ``|a| < 2**-30``, whose quotient is below
+    (``a * 2**96`` overflows only for ``|a| >= 2**32``, whose quotient by such a divisor is at
+    least ``2**160``; ``a * 2**-96`` rounds only for ``|a| < 2**-30``, whose quotient is below
     ``2**-156``), and ``mul`` is recorded three times. Gradients are those of the recorded ops, as
     for ``x * torch.reciprocal(b)`` in torch: the divisor's (``-a/b**2``) is
     ``-(g*a*s) * r**2 * s`` with ``r = 1/(b*s)`` (``inv``'s VJP, then ``mul``'s; ``s = 1`` at
@@ -511,7 +511,7 @@ def div(a: Operand, b: Operand) -> Tensor:
     ``2**32`` in float32, ``2**-306`` and ``2**256`` in float64), so at ordinary divisors only,
     where ``r**2`` underflows (``|b|`` above about ``2**75`` in float32, ``2**537`` in float64; it
     loses bits from ``2**63``, ``2**511``) the gradient is ``±0``, or NaN where ``g*a`` is
-    infinite, and where ``r**2`` overflows (``|b|`` below ``2**-64``, ``2**-512``) it is ``±inf``,
+    infinite, and where ``r**2`` overflows (``|b|`` at or below ``2**-64``, ``2**-512``) it is ``±inf``,
     or NaN where ``g*a`` is 0; ``torch.div``'s own gradient may be finite and nonzero there
     (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
     Checking the divisors reads them (for CUDA storage, a mask copied to the host per division).
