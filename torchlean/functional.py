@@ -508,12 +508,14 @@ def div(a: Operand, b: Operand) -> Tensor:
     for ``x * torch.reciprocal(b)`` in torch: the divisor's (``-a/b**2``) is
     ``-(g*a*s) * r**2 * s`` with ``r = 1/(b*s)`` (``inv``'s VJP, then ``mul``'s; ``s = 1`` at
     ordinary divisors). Rescaled divisors keep ``r**2`` normal (``|b*s|`` between ``2**-53`` and
-    ``2**32`` in float32, ``2**-306`` and ``2**256`` in float64), so at ordinary divisors only,
-    where ``r**2`` underflows (``|b|`` above about ``2**75`` in float32, ``2**537`` in float64; it
-    loses bits from ``2**63``, ``2**511``) the gradient is ``±0``, or NaN where ``g*a`` is
-    infinite, and where ``r**2`` overflows (``|b|`` at or below ``2**-64``, ``2**-512``) it is ``±inf``,
-    or NaN where ``g*a`` is 0; ``torch.div``'s own gradient may be finite and nonzero there
-    (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
+    ``2**32`` in float32, ``2**-306`` and ``2**256`` in float64). At ordinary divisors, where
+    ``r**2`` underflows (``|b|`` above about ``2**75`` in float32, ``2**537`` in float64; it loses
+    bits from ``2**63``, ``2**511``) the gradient is ``±0``, or NaN where ``g*a`` is infinite, and
+    where ``r**2`` overflows (``|b|`` at or below ``2**-64``, ``2**-512``) it is ``±inf``, or NaN
+    where ``g*a`` is 0; at any divisor, a cotangent so extreme that ``g*a*s`` itself under- or
+    overflows does the same (float32 ``|g*a|`` below about ``2**-246`` at a subnormal divisor:
+    ``-0.0``; it loses bits from ``2**-222``). ``torch.div``'s own gradient may be finite and
+    nonzero there (float32 ``1e38 / 1e23``: ``-0.0`` here, ``-1e-8`` from torch).
     Checking the divisors reads them (for CUDA storage, a mask copied to the host per division).
 
     Raises:
