@@ -560,14 +560,15 @@ def _finite_in(value: float, like: Tensor) -> bool:
 
 
 def _normal_in(value: float, like: Tensor) -> bool:
-    """Whether ``value`` is finite and normal (or 0) when rounded to ``like``'s dtype: the scalar
-    path of :func:`div` multiplies by a reciprocal that keeps every significant bit; True for a
-    dtype that is not floating (``scale`` refuses it, naming the accepted dtypes)."""
+    """Whether ``value`` is finite and normal when rounded to ``like``'s dtype: the scalar path of
+    :func:`div` multiplies by a reciprocal that keeps every significant bit (the reciprocal of a
+    divisor finite in the dtype is at least ``1 / finfo.max``, never 0); True for a dtype that is
+    not floating (``scale`` refuses it, naming the accepted dtypes)."""
     if like.dtype.kind != "f":
         return True
     with np.errstate(over="ignore", under="ignore"):
         rounded = like.dtype.type(value)
-    return bool(np.isfinite(rounded)) and (rounded == 0 or np.abs(rounded) >= np.finfo(like.dtype).tiny)
+    return bool(np.isfinite(rounded)) and bool(np.abs(rounded) >= np.finfo(like.dtype).tiny)
 
 
 def neg(x: Tensor) -> Tensor:
