@@ -40,10 +40,8 @@ from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.registry import RegistryError
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
-from torchlean.ir.graph import Graph
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
@@ -622,9 +620,8 @@ class Trainer(Generic[In, Out]):
                 rejected = SessionError(
                     f"typed graph rejected by profile {self.profile.name}: {'; '.join(error.messages)}"
                 )
-                if not isinstance(error, RegistryError):  # (that error is the whole registry's)
-                    for op in self._uncovered_ops(lowered.built.graph):  # each candidate's reason
-                        rejected.add_note(self.profile.explain(op))
+                for op in error.missing_ops:  # each candidate's reason (none for a registry error)
+                    rejected.add_note(self.profile.explain(op))
                 raise rejected from None
             if result.plan is None:
                 reasons = "; ".join(f.message for f in result.failures)
@@ -637,20 +634,6 @@ class Trainer(Generic[In, Out]):
             self._graphs[key] = step
             self._record_graph_kernels(result.plan.kernels)
         return step
-
-    def _uncovered_ops(self, graph: Graph) -> list[BackendOp]:
-        """The distinct ops of ``graph``'s nodes (first-use order) for which the profile plans no
-        capsule."""
-        ops = dict.fromkeys(node.kind.backend_op for node in graph.nodes)
-        uncovered: list[BackendOp] = []
-        for op in ops:
-            if op is None:
-                continue
-            try:
-                self.profile.plan_ops([op])
-            except PlanningError:
-                uncovered.append(op)
-        return uncovered
 
     def _record_graph_kernels(self, kernels: Sequence[AcceptedKernel]) -> None:
         """Remember newly used graph kernels; with ``show_backend``, print each one's five report

@@ -525,8 +525,41 @@ def test_labels_and_members_plan_alike(request: list[tuple[BackendOp, bool]]) ->
         with pytest.raises(PlanningError) as info:
             CHECKED_CPU.plan_ops(mixed)
         assert info.value.messages == error.messages
+        # the ops no capsule covers, once each in request order, and exactly those: each fails on
+        # its own, every other op plans on its own
+        assert list(error.missing_ops) == list(dict.fromkeys(op for op in members if not _plans(op)))
     else:
         assert CHECKED_CPU.plan_ops(mixed) == expected
+
+
+def _plans(op: BackendOp) -> bool:
+    available = CHECKED_CPU.availability.filter_capsules(CHECKED_CPU.registry())
+    try:
+        planner.plan_op(CHECKED_CPU.policy, available, op)
+    except PlanningError as error:
+        assert error.missing_ops == (op,)
+        return False
+    return True
+
+
+def test_a_graph_plan_and_a_registry_error_name_their_missing_ops() -> None:
+    """``PlanningError.missing_ops``: the graph planner's distinct missing ops; none for an
+    invalid registry (its message is the registry's, not an op's)."""
+    from torchlean.backend.errors import PlanningError as Error
+    from torchlean.backend.registry import RegistryError
+
+    graph = mlp_graph()
+    reference = next(m for m in maintained_modules() if m.name == "reference")
+    kept = tuple(c for c in reference.capsules if c.op.label not in ("matmul", "add"))
+    profile = CHECKED_CPU.with_capsule_modules([CapsuleModule("reference", kept)])
+    with pytest.raises(Error) as info:
+        profile.plan_graph(graph)
+    assert [op.label for op in info.value.missing_ops] == ["matmul", "add"]
+    assert len(info.value.messages) == 2
+    twice = CHECKED_CPU.with_capsule_modules([CapsuleModule("m", ()), CapsuleModule("m", ())])
+    with pytest.raises(RegistryError) as registry:
+        twice.plan_ops(["relu"])
+    assert registry.value.missing_ops == ()
 
 
 def test_builder_capsules_still_register() -> None:

@@ -7,6 +7,12 @@ This module depends on nothing else in torchlean.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for annotations only: the vocabulary imports this module
+    from torchlean.backend.vocabulary import BackendOp
+
 
 class TorchLeanError(Exception):
     """Base class of every error torchlean raises deliberately."""
@@ -23,11 +29,13 @@ class PlanningError(TorchLeanError):
     """Planning found no admissible capsule, or the registry is invalid.
 
     ``messages`` holds one message per failure (a plan reports every missing op at once);
-    ``str(error)`` joins them with newlines.
+    ``str(error)`` joins them with newlines. ``missing_ops`` names the ops no capsule was found
+    for, in request order (empty for a registry error).
     """
 
-    def __init__(self, messages: str | list[str]) -> None:
+    def __init__(self, messages: str | list[str], missing_ops: Sequence[BackendOp] = ()) -> None:
         self.messages: list[str] = [messages] if isinstance(messages, str) else list(messages)
+        self.missing_ops: tuple[BackendOp, ...] = tuple(missing_ops)
         super().__init__("\n".join(self.messages))
 
 

@@ -189,7 +189,7 @@ def plan_graph(
         else:
             kernels.append(PlannedNodeKernel(node.id, kind, op, capsule))
     if missing:
-        raise PlanningError([missing_op_message(policy, op) for op in missing])
+        raise PlanningError([missing_op_message(policy, op) for op in missing], missing)
     return GraphKernelPlan(len(graph.nodes), tuple(kernels))
 
 

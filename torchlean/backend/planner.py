@@ -210,7 +210,7 @@ def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: Backend
     policy = _checked_policy(policy)
     capsule = choose_capsule(policy, op, _checked_registry(registry))
     if capsule is None:
-        raise PlanningError(missing_op_message(policy, op))
+        raise PlanningError(missing_op_message(policy, op), (op,))
     return PlannedKernel(op, capsule)
 
 
@@ -243,7 +243,7 @@ def _plan_checked(
         else:
             kernels.append(PlannedKernel(op, capsule))
     if missing:
-        raise PlanningError([missing_op_message(policy, op) for op in missing])
+        raise PlanningError([missing_op_message(policy, op) for op in missing], missing)
     return KernelPlan(tuple(kernels))
 
 

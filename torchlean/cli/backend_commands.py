@@ -96,23 +96,20 @@ def _explain_command(profile: BackendProfile, device: Device | None, op: str) ->
     return f"torchlean explain --profile {profile.name}{option} {op}"
 
 
-def _print_planning_failure(
-    error: PlanningError, profile: BackendProfile, device: Device | None, ops: Sequence[BackendOp]
-) -> int:
-    """Print each message of ``error`` on stderr, then for each op of ``ops`` that no capsule is
-    selected for a ``note:`` naming the ``explain`` command that says why; returns 1."""
+def _print_planning_failure(error: PlanningError, profile: BackendProfile, device: Device | None) -> int:
+    """Print each message of ``error`` on stderr, then for each of its missing ops a ``note:``
+    naming the ``explain`` command that says why; returns 1."""
     for message in error.messages:
         print(message, file=sys.stderr)
-    _print_explain_notes(profile, device, ops)
+    _print_explain_notes(error, profile, device)
     return 1
 
 
-def _print_explain_notes(profile: BackendProfile, device: Device | None, ops: Sequence[BackendOp]) -> None:
-    """For each op of ``ops`` that no capsule is selected for, a ``note:`` on stderr naming the
-    ``explain`` command that says why."""
-    for op in dict.fromkeys(ops):
-        if not any(item.verdict.status == "selected" for item in profile.explain_verdicts(op)):
-            print(f"note: {_explain_command(profile, device, op.label)} says why", file=sys.stderr)
+def _print_explain_notes(error: PlanningError, profile: BackendProfile, device: Device | None) -> None:
+    """For each op no capsule was found for (``error.missing_ops``), a ``note:`` on stderr naming
+    the ``explain`` command that says why."""
+    for op in error.missing_ops:
+        print(f"note: {_explain_command(profile, device, op.label)} says why", file=sys.stderr)
 
 
 def _empty_selection_note(profile: BackendProfile, device: Device | None) -> str:
@@ -177,14 +174,14 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
         if args.format == "json":  # a JSON reader still gets a document: what planned, what failed
-            partial = profile.plan_ops(_plannable_ops(profile, args.ops))
+            partial = profile.plan_ops(_plannable_ops(error, args.ops))
             failed = {
                 **report.plan_to_json(profile.name, profile.policy, partial),
                 "planned": False,
                 "errors": list(error.messages),
             }
             print(json.dumps(failed, indent=2))
-        return _print_planning_failure(error, profile, args.device, args.ops)
+        return _print_planning_failure(error, profile, args.device)
     if args.format == "rows":
         print("\n".join(report.rows_lines(plan.audit())))
     elif args.format == "json":
@@ -195,16 +192,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plannable_ops(profile: profiles.BackendProfile, ops: Sequence[BackendOp]) -> list[BackendOp]:
-    """The ops of a failed plan that plan on their own under ``profile``, in request order."""
-    plannable = []
-    for op in ops:
-        try:
-            profile.plan_ops([op])
-        except PlanningError:
-            continue
-        plannable.append(op)
-    return plannable
+def _plannable_ops(error: PlanningError, ops: Sequence[BackendOp]) -> list[BackendOp]:
+    """The ops of a failed plan that plan on their own (not among ``error.missing_ops``), in
+    request order."""
+    return [op for op in ops if op not in error.missing_ops]
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -212,7 +203,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
-        return _print_planning_failure(error, profile, args.device, args.ops)
+        return _print_planning_failure(error, profile, args.device)
     for policy in (AssurancePolicy.CHECKED, AssurancePolicy.EXTERNAL):
         print("\n".join(report.check_lines(plan.check_contracts(policy))))
     return 0
@@ -248,11 +239,11 @@ def _cmd_select(args: argparse.Namespace) -> int:
         try:
             names = profile.plan_ops(ops).capsule_names
         except PlanningError as error:
-            partial = profile.plan_ops(_plannable_ops(profile, ops)).capsule_names
+            partial = profile.plan_ops(_plannable_ops(error, ops)).capsule_names
             parts = ([", ".join(partial)] if partial else []) + list(error.messages)
             print(f"{profile.name}: {'; '.join(parts)}")
             sys.stdout.flush()  # the notes follow their line on a terminal
-            _print_explain_notes(profile, None, ops)
+            _print_explain_notes(error, profile, None)
             status = 1
         else:
             print(f"{profile.name}: {', '.join(names)}")
