@@ -113,8 +113,10 @@ def test_plan_and_check_failures_name_the_explain_command_per_missing_op(
         (
             "checked_cpu",
             "cuda",
-            "profile checked_cpu declares devices cpu only: none of its 48 capsules for device cuda is "
-            "available (torchlean explain --profile checked_cpu --device cuda OP says why, per op)",
+            "backend profile `checked_cpu`'s availability admits none of its capsules for device `cuda` "
+            "(declared devices: cpu; providers: reference, torchlean; its capsules there are of providers "
+            "native-cuda, torchlean) (torchlean explain --profile checked_cpu --device cuda OP says why, "
+            "per op)",
         ),
         (
             "fast_cpu",
@@ -150,8 +152,22 @@ def test_capsules_note_names_a_policy_that_admits_no_available_capsule() -> None
         policy=dataclasses.replace(checked.policy, provider=ProviderPreference.only(Provider.NATIVE_CUDA)),
     )
     assert _empty_selection_note(only_cuda, None) == (
-        "note: none of profile checked_cpu's 45 available capsules for device cpu is admissible under its "
-        "policy (torchlean explain --profile checked_cpu OP says why, per op)"
+        "note: backend profile `checked_cpu` refuses every capsule its availability admits for device `cpu` "
+        "(provider preference: provider reference is excluded by only native-cuda) (torchlean explain "
+        "--profile checked_cpu OP says why, per op)"
+    )  # the reason itself, as a session opening that profile gives it (BackendProfile.selection_fault)
+    # a profile whose only capsule serves inference but not the VJP mode it asks: named
+    from torchlean.backend.registry import CapsuleModule, maintained_modules
+
+    relu = next(c for m in maintained_modules() for c in m.capsules if c.name == "reference.relu")
+    backend_vjp = profiles.BackendProfile(
+        "checked_cpu", dataclasses.replace(checked.policy, vjp_mode="backend-vjp"), checked.availability,
+        (CapsuleModule("mine", (relu,)),),
+    )
+    assert backend_vjp.selection_fault() is None  # inference could still run relu
+    assert _empty_selection_note(backend_vjp, None) == (
+        "note: backend profile `checked_cpu` asks VJP mode backend-vjp, which none of the capsules it admits "
+        "for device `cpu` offers (torchlean explain --profile checked_cpu OP says why, per op)"
     )
 
 

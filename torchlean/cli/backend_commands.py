@@ -113,26 +113,16 @@ def _print_explain_notes(error: PlanningError, profile: BackendProfile, device: 
 
 
 def _empty_selection_note(profile: BackendProfile, device: Device | None) -> str:
-    """Why ``profile`` (requesting ``device``) can select no capsule at all, and where to look."""
+    """Why ``profile`` (requesting ``device``) can select no capsule at all, and where to look:
+    no capsule for the device, else :meth:`~torchlean.backend.profiles.BackendProfile.selection_fault`
+    (availability, assurance, provider preference), else the VJP mode the profile asks."""
     target = profile.policy.device
-    capsules = [c for m in profile.capsule_modules for c in m.capsules if c.device is target]
-    available = [c for c in capsules if profile.availability.admits_capsule(c)]
-    if not capsules:
+    if not profile.has_device_capsule():
         why = f"no capsule of profile {profile.name}'s modules targets device {target.label}"
-    elif not available:
-        declared = (
-            f"devices {', '.join(d.label for d in profile.availability.devices)}"
-            if target not in profile.availability.devices
-            else f"providers {', '.join(p.label for p in profile.availability.providers)}"
-        )
-        why = (
-            f"profile {profile.name} declares {declared} only: none of its {len(capsules)} capsules for "
-            f"device {target.label} is available"
-        )
     else:
-        why = (
-            f"none of profile {profile.name}'s {len(available)} available capsules for device {target.label} "
-            "is admissible under its policy"
+        why = profile.selection_fault() or (
+            f"backend profile `{profile.name}` asks VJP mode {profile.policy.vjp_mode.label}, which none "
+            f"of the capsules it admits for device `{target.label}` offers"
         )
     return f"note: {why} ({_explain_command(profile, device, 'OP')} says why, per op)"
 
