@@ -13,7 +13,12 @@ follow the original (anchor-backend.md §7). Minibatches are real vectorised bat
   backward pass is the tape over the same nodes, in the schedule's reverse order. Same seed, same
   data: bit-identical to eager. Training a model with dropout (``p > 0``) is refused with
   ``IRError`` at the first step, before any update: dropout's eager random schedule is not the
-  graph's. Prediction and evaluation (dropout off) run.
+  graph's. Prediction and evaluation (dropout off) run. Models with batch norm layers are refused
+  for training and prediction alike (their running statistics are updated eagerly).
+
+Buffers (parameters whose ``ParamSpec.trainable`` is false: batch norm's running statistics) are
+wrapped as tensors that require no gradient; the optimizer skips them, and after its update
+each takes the value the eager forward program computed for it (``EagerOps.buffer_updates``).
 
 Devices: parameters and optimizer state stay numpy arrays on the host; each step wraps the
 parameters as leaf tensors (views of the arrays on the host — the optimizer returns new arrays, so
@@ -43,7 +48,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, is_bool
+from torchlean.nn.layers import Layer, batch_norm_needing_pairs, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
@@ -648,26 +653,55 @@ class Trainer(Generic[In, Out]):
                 for line in report.detailed_report_lines(kernel.audit()):
                     print(line)
 
-    def _loss_and_gradients(self, params: list[Tensor], xb: Array, yb: Array) -> Tensor:
-        """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``."""
+    def _loss_and_gradients(
+        self, params: list[Tensor], xb: Array, yb: Array
+    ) -> tuple[Tensor, dict[int, Array]]:
+        """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
+        next values of the buffers the forward program changed, by parameter index."""
         target = _loss_operand(self.objective, yb)
-        if self.config.execution is ExecutionMode.TYPED_GRAPH:
+        if self.config.execution is ExecutionMode.TYPED_GRAPH:  # lowering refuses layers with buffers
             step = self._graph(tuple(xb.shape), with_loss=True)
-            return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output)
+            return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
         ops = EagerOps()
         device = self.config.device.label
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
         loss = _loss(ops, self.objective, out, Tensor(target, device=device))
         loss.backward()
-        return loss
+        return loss, self._buffer_values(params, ops.buffer_updates)
+
+    def _buffer_values(
+        self, params: list[Tensor], updates: Sequence[tuple[Tensor, Tensor]]
+    ) -> dict[int, Array]:
+        """``EagerOps.buffer_updates`` as host arrays in the model dtype, by parameter index.
+
+        Raises:
+            TrainerError: an update of a tensor that is not one of the model's buffers (a custom
+                layer passing a computed value or a trainable parameter as running statistics).
+        """
+        index = {id(param): position for position, param in enumerate(params)}
+        values: dict[int, Array] = {}
+        for buffer, value in updates:
+            position = index.get(id(buffer))
+            if position is None or self.model.specs[position].trainable:
+                what = (
+                    "a computed tensor" if position is None
+                    else f"the trainable parameter {self.model.specs[position].name}"
+                )
+                raise TrainerError(
+                    f"a layer updated {what} as a buffer (accepted: a parameter whose ParamSpec has "
+                    "trainable=False, passed unchanged from the forward program's params)"
+                )
+            values[position] = np.array(value.numpy(), dtype=self.model.dtype)
+        return values
 
     def _leaf_parameters(self, device: str) -> list[Tensor]:
-        """The model parameters as leaf tensors that require gradients: on the host, views of the
-        parameter arrays (the optimizer returns new arrays, so nothing writes through them); on a
-        device, copies there."""
+        """The model parameters as leaf tensors, trainable ones requiring gradients: on the host,
+        views of the parameter arrays (the optimizer returns new arrays and buffers get new ones, so
+        nothing writes through them); on a device, copies there."""
+        pairs = zip(self.model.parameters, (spec.trainable for spec in self.model.specs), strict=True)
         if device == "cpu":
-            return [Tensor._make(np.ascontiguousarray(p), True) for p in self.model.parameters]
-        return [Tensor(p, requires_grad=True, device=device) for p in self.model.parameters]
+            return [Tensor._make(np.ascontiguousarray(p), trainable) for p, trainable in pairs]
+        return [Tensor(p, requires_grad=trainable, device=device) for p, trainable in pairs]
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
         """One optimizer update on a minibatch; returns the minibatch's mean loss (:class:`Objective`)
@@ -683,8 +717,8 @@ class Trainer(Generic[In, Out]):
                 optimizer state with NaN); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph execution of a model with dropout (``p > 0``) or a layer the
-                IR cannot express (before any update).
+            IRError: typed-graph execution of a model with dropout (``p > 0``), with batch norm,
+                or with a layer the IR cannot express (before any update).
         """
         self._require_parameters()
         self.open()
@@ -698,7 +732,7 @@ class Trainer(Generic[In, Out]):
     def _require_parameters(self) -> None:
         """Training needs a parameter (torch's optimizers refuse an empty parameter list); the
         backward pass of a model without one failed with an autograd error about the loss."""
-        if not self.model.parameters:
+        if not any(spec.trainable for spec in self.model.specs):
             raise TrainerError(
                 f"the model has no parameters to train ({self.model.layer.describe()}); add a layer "
                 "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
@@ -712,9 +746,12 @@ class Trainer(Generic[In, Out]):
         with session:
             device = self.config.device.label
             params = self._leaf_parameters(device)
-            loss = self._loss_and_gradients(params, x, y)
+            loss, buffers = self._loss_and_gradients(params, x, y)
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
-        self.model.parameters = self._optimizer.step(self.model.parameters, grads)
+        updated = self._optimizer.step(self.model.parameters, grads)
+        for position, value in buffers.items():
+            updated[position] = value
+        self.model.parameters = updated
         return float(loss.numpy())
 
     def fit(
@@ -745,14 +782,16 @@ class Trainer(Generic[In, Out]):
                 data that is not a rectangular array of real numbers); values beyond the model
                 dtype's range (``1e39`` for float32) or NaN or infinite values in ``x`` or ``y``
                 (one step on them makes every parameter NaN; refused before any step); no samples
-                (``n == 0``);
+                (``n == 0``); a batch norm layer with one value per channel per sample
+                (``nn.batch_norm1d`` on ``(C,)`` samples) and a minibatch of one sample (``batch_size=1``,
+                or ``n % batch_size == 1``: torch refuses such a step too);
                 ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
                 (checked before any step); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: as :meth:`step` (typed-graph training of a model with dropout).
+            IRError: as :meth:`step` (typed-graph training of a model with dropout or batch norm).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
@@ -768,6 +807,7 @@ class Trainer(Generic[In, Out]):
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
+        self._refuse_single_sample_batches(xs.shape[0], batch_size)
         history: list[float] = []
         for epoch in range(self.epochs_done, self.epochs_done + epochs):
             total, count = 0.0, 0
@@ -781,6 +821,22 @@ class Trainer(Generic[In, Out]):
             self.epochs_done = epoch + 1
         return history
 
+    def _refuse_single_sample_batches(self, n: int, batch_size: int) -> None:
+        """Before any step of :meth:`fit`: a batch norm layer with one value per channel per sample
+        cannot train on a minibatch of one sample, which ``n`` samples in minibatches of
+        ``batch_size`` would reach (the step would fail mid-epoch, after earlier updates)."""
+        layer = batch_norm_needing_pairs(self.model.layer, self.model.input_shape)
+        if layer is None or (batch_size > 1 and n % batch_size != 1):
+            return
+        detail = "batch_size=1" if batch_size == 1 else (
+            f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
+        )
+        raise TrainerError(
+            f"{layer.describe()} trains on each minibatch's statistics and needs at least 2 samples in "
+            f"every minibatch (as torch); {detail} (accepted: a batch_size >= 2 that does not leave "
+            "one sample over, or one sample fewer)"
+        )
+
     def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:
         """Model outputs for ``x`` ``(n, *input_shape)`` (evaluation mode: dropout off, no gradients),
         ``(n, *output_shape)`` in the model dtype (``(0, *output_shape)`` for ``n == 0``); raw
@@ -793,6 +849,7 @@ class Trainer(Generic[In, Out]):
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
+            IRError: typed-graph execution of a model with batch norm.
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()

@@ -28,6 +28,7 @@ from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.layers import (
     Activation,
     AvgPool2d,
+    BatchNorm,
     Conv2d,
     Dropout,
     Flatten,
@@ -56,6 +57,8 @@ __all__ = [
     "ShapeError",
     "StateError",
     "avg_pool2d",
+    "batch_norm1d",
+    "batch_norm2d",
     "build",
     "conv2d",
     "dropout",
@@ -130,6 +133,42 @@ def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> L
             trailing axes are not ``normalized_shape``.
     """
     return LayerNorm(cast(Shape, normalized_shape), eps)
+
+
+def batch_norm1d(
+    num_features: int, *, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+) -> BatchNorm:
+    """Batch normalisation of ``(C,)`` or ``(C, L)`` samples over the batch (and length) axes,
+    ``torch.nn.BatchNorm1d(num_features, eps, momentum, affine)``: a weight (ones) and bias (zeros)
+    ``(C,)`` when ``affine``, and the buffers ``running_mean`` (zeros) and ``running_var`` (ones)
+    ``(C,)``. Training normalises with the batch mean and biased variance and updates the running
+    statistics (``(1 - momentum) * running + momentum * batch``, unbiased batch variance);
+    evaluation (``predict``) normalises with them. Eager execution only (typed-graph lowering raises
+    ``IRError``). Shape preserving.
+
+    Raises:
+        ShapeError: ``num_features`` not an int >= 1, ``eps`` not a finite real > 0, ``momentum``
+            not a real in ``[0, 1]`` (torch's ``None`` is not offered), ``affine`` not a bool; at
+            build, a sample that is not ``(num_features,)`` or ``(num_features, L)``.
+        GuardError: training on one value per channel (a batch of one ``(C,)`` sample), which
+            torch refuses too.
+    """
+    return BatchNorm(num_features, 1, eps, momentum, affine)
+
+
+def batch_norm2d(
+    num_features: int, *, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+) -> BatchNorm:
+    """Batch normalisation of ``(C, H, W)`` samples over the batch and spatial axes,
+    ``torch.nn.BatchNorm2d(num_features, eps, momentum, affine)``; parameters, buffers, training
+    and evaluation as :func:`batch_norm1d`.
+
+    Raises:
+        ShapeError: as :func:`batch_norm1d`; at build, a sample that is not
+            ``(num_features, H, W)``.
+        GuardError: training on one value per channel (a batch of one ``(C, 1, 1)`` sample).
+    """
+    return BatchNorm(num_features, 2, eps, momentum, affine)
 
 
 def conv2d(

@@ -140,10 +140,7 @@ class TransformerBlock(Layer):
     def param_specs(self) -> tuple[ParamSpec, ...]:
         specs: list[ParamSpec] = []
         for name, part in zip(("ln1", "attn", "ln2", "fc1", "fc2"), self._parts(), strict=True):
-            specs.extend(
-                ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.bound)
-                for s in part.param_specs()
-            )
+            specs.extend(s.prefixed(name) for s in part.param_specs())
         return tuple(specs)
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:

@@ -7,19 +7,30 @@ a tape node (anchor-runtime.md §1.8).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean import functional as F
+from torchlean.autograd.grad_mode import no_grad
 from torchlean.tensor import Tensor
 
 __all__ = ["EagerOps"]
 
 
 class EagerOps:
-    """:class:`~torchlean.nn.ops.Ops` over :class:`~torchlean.tensor.Tensor` values."""
+    """:class:`~torchlean.nn.ops.Ops` over :class:`~torchlean.tensor.Tensor` values.
+
+    ``buffer_updates`` lists, in call order, ``(buffer, next value)`` for each buffer a training
+    forward program changed (batch norm's running statistics): the buffer is the tensor the
+    program received, the value a new tensor computed without gradient. Applying them is the
+    caller's job (:class:`~torchlean.trainer.Trainer` does, after the optimizer step).
+    """
+
+    def __init__(self) -> None:
+        self.buffer_updates: list[tuple[Tensor, Tensor]] = []
 
     def shape(self, x: Tensor) -> tuple[int, ...]:
         return tuple(x.shape)
@@ -114,6 +125,43 @@ class EagerOps:
 
     def dropout(self, x: Tensor, p: float) -> Tensor:
         return F.dropout(x, p, training=True)
+
+    def batch_norm(
+        self,
+        x: Tensor,
+        weight: Tensor | None,
+        bias: Tensor | None,
+        running_mean: Tensor,
+        running_var: Tensor,
+        *,
+        training: bool,
+        eps: float,
+        momentum: float,
+    ) -> Tensor:
+        """:func:`torchlean.functional.batch_norm`; in training it normalises with the batch's
+        statistics and appends the running statistics' next values to :attr:`buffer_updates`,
+        computed without gradient by capsules of their own (``reduce_mean``, ``sub``, ``mul``,
+        ``reduce_sum``, ``scale``, ``reshape``, ``add``) as torch updates them:
+        ``(1 - momentum) * running + momentum * batch``, with the batch mean and the unbiased
+        batch variance (divisor ``n - 1``, ``n`` the values per channel). An empty batch leaves
+        them as they are (as torch)."""
+        if not training:
+            return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
+        out = F.batch_norm(x, weight, bias, training=True, eps=eps)  # refuses n == 1 per channel
+        axes = (0, *range(2, x.ndim))
+        count = math.prod(x.shape[axis] for axis in axes)
+        if count == 0:
+            return out
+        with no_grad():
+            mean = F.reduce_mean(x, axes, keepdims=True)
+            centred = F.sub(x, mean)
+            variance = F.scale(F.reduce_sum(F.mul(centred, centred), axes), 1.0 / (count - 1))
+            batch = (F.reshape(mean, tuple(running_mean.shape)), variance)
+            for buffer, value in zip((running_mean, running_var), batch, strict=True):
+                self.buffer_updates.append(
+                    (buffer, F.add(F.scale(buffer, 1.0 - momentum), F.scale(value, momentum)))
+                )
+        return out
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, mask: npt.NDArray[np.bool_] | None) -> Tensor:
         return F.scaled_dot_product_attention(q, k, v, mask)

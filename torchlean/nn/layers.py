@@ -19,7 +19,7 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeGuard, get_args
 
 import numpy as np
@@ -33,6 +33,7 @@ from torchlean.nn.ops import Ops, T
 __all__ = [
     "Activation",
     "AvgPool2d",
+    "BatchNorm",
     "Conv2d",
     "Dropout",
     "Flatten",
@@ -47,6 +48,7 @@ __all__ = [
     "Residual",
     "Sequential",
     "ShapeError",
+    "batch_norm_needing_pairs",
     "checked_bool",
     "checked_dims",
     "checked_int",
@@ -135,9 +137,12 @@ class ParamSpec:
     """A parameter a layer needs: name, shape and initialiser.
 
     ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
-    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant. Every parameter
-    is trained (each gets a gradient and an optimizer update); a value a layer must not train is
-    a constant of its program (``ops.constant``), not a parameter.
+    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant. A trainable
+    parameter gets a gradient and an optimizer update. ``trainable=False`` makes it a buffer
+    (``torch.nn.Module.register_buffer``), such as batch norm's running statistics: it is in the
+    model state and checkpoints, never differentiated nor given to the optimizer, and only its
+    layer's forward program changes it in training (``ops.batch_norm``). A value a layer never
+    changes is a constant of its program (``ops.constant``).
 
     Raises:
         ShapeError: an ``init`` other than ``uniform``, ``zeros`` or ``ones``.
@@ -147,6 +152,7 @@ class ParamSpec:
     shape: Shape
     init: InitKind
     bound: float = 0.0
+    trainable: bool = True
 
     def __post_init__(self) -> None:
         if self.init not in _INIT_KINDS:
@@ -154,6 +160,7 @@ class ParamSpec:
                 f"parameter {self.name}: init {self.init!r} is unknown (accepted: "
                 f"{' | '.join(_INIT_KINDS)})"
             )
+        _set(self, "trainable", checked_bool(self.trainable, f"parameter {self.name}: trainable"))
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
         """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) drawn from ``rng``
@@ -175,6 +182,10 @@ class ParamSpec:
         if self.init == "ones":
             return np.ones(self.shape, dtype=dtype)
         return rng.uniform(-self.bound, self.bound, size=self.shape).astype(dtype)
+
+    def prefixed(self, prefix: str) -> ParamSpec:
+        """This spec named ``<prefix>.<name>`` (a child's parameter inside a container layer)."""
+        return replace(self, name=f"{prefix}.{self.name}")
 
 
 def pair(value: int | Sequence[int], name: str, *, minimum: int) -> tuple[int, int]:
@@ -366,6 +377,90 @@ class LayerNorm(Layer):
 
     def describe(self) -> str:
         return f"layer_norm({list(self.normalized_shape)})"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchNorm(Layer):
+    """Batch normalisation over the channel axis of ``(C,)``/``(C, L)`` samples (``spatial_ndim`` 1,
+    ``torch.nn.BatchNorm1d``) or ``(C, H, W)`` samples (``spatial_ndim`` 2, ``torch.nn.BatchNorm2d``),
+    with running statistics; shape preserving.
+
+    Parameters, in state order: ``weight`` (ones) and ``bias`` (zeros), each ``(C,)``, when
+    ``affine``; then the buffers (``ParamSpec.trainable`` false) ``running_mean`` (zeros) and
+    ``running_var`` (ones), each ``(C,)``, as torch's ``state_dict`` names them (torch's
+    ``num_batches_tracked`` counter is not kept: it only serves ``momentum=None``, which is not
+    offered). Training normalises with the batch's statistics and updates the running ones
+    (``ops.batch_norm``); evaluation normalises with the running statistics.
+
+    Raises:
+        ShapeError: ``num_features`` not an int >= 1, ``spatial_ndim`` other than 1 or 2, ``eps``
+            not a finite real > 0 (torch refuses ``eps <= 0`` in training), ``momentum`` not a real
+            in ``[0, 1]`` (``None``, torch's cumulative average, included) or ``affine`` not a bool
+            (when built); a sample that is not ``(num_features, ...)`` of the accepted rank
+            (:meth:`output_shape`).
+    """
+
+    num_features: int
+    spatial_ndim: int
+    eps: float = 1e-5
+    momentum: float = 0.1
+    affine: bool = True
+    kind = "batch_norm"
+
+    def __post_init__(self) -> None:
+        if not is_int(self.spatial_ndim) or int(self.spatial_ndim) not in (1, 2):
+            raise ShapeError(f"batch_norm: spatial_ndim must be 1 or 2, got {self.spatial_ndim!r}")
+        _set(self, "spatial_ndim", int(self.spatial_ndim))
+        name = self._name()
+        _set(self, "num_features", checked_int(self.num_features, f"{name}: num_features", 1))
+        eps = _checked_real(self.eps, f"{name}: eps")
+        if not (math.isfinite(eps) and eps > 0.0):
+            raise ShapeError(f"{name}: eps must be finite and > 0, got {self.eps!r}")
+        _set(self, "eps", eps)
+        if self.momentum is None:
+            raise ShapeError(
+                f"{name}: momentum must be a real number in [0, 1], got None (torch's cumulative "
+                "moving average is not offered; pass a fixed momentum such as 0.1)"
+            )
+        momentum = _checked_real(self.momentum, f"{name}: momentum")
+        if not 0.0 <= momentum <= 1.0:
+            raise ShapeError(f"{name}: momentum must be a real number in [0, 1], got {self.momentum!r}")
+        _set(self, "momentum", momentum)
+        _set(self, "affine", checked_bool(self.affine, f"{name}: affine"))
+
+    def _name(self) -> str:
+        return "batch_norm2d" if self.spatial_ndim == 2 else "batch_norm1d"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        c = self.num_features
+        ranks: tuple[int, ...]
+        if self.spatial_ndim == 2:
+            ranks, expected = (3,), f"({c}, H, W)"
+        else:
+            ranks, expected = (1, 2), f"({c},) or ({c}, L)"
+        if len(input_shape) not in ranks or input_shape[0] != c:
+            raise ShapeError(
+                f"{self.describe()} expects samples of shape {expected}, got shape {list(input_shape)}"
+            )
+        return input_shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        shape = (self.num_features,)
+        affine = (ParamSpec("weight", shape, "ones"), ParamSpec("bias", shape, "zeros"))
+        return (
+            *(affine if self.affine else ()),
+            ParamSpec("running_mean", shape, "zeros", trainable=False),
+            ParamSpec("running_var", shape, "ones", trainable=False),
+        )
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        weight, bias = (params[0], params[1]) if self.affine else (None, None)
+        return ops.batch_norm(
+            x, weight, bias, params[-2], params[-1], training=training, eps=self.eps, momentum=self.momentum
+        )
+
+    def describe(self) -> str:
+        return f"{self._name()}({self.num_features})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,6 +702,24 @@ class MeanPool(Layer):
         return ops.reduce_mean(x, self.axis + 1)
 
 
+def batch_norm_needing_pairs(layer: Layer, input_shape: Shape) -> BatchNorm | None:
+    """The first :class:`BatchNorm` of ``layer`` (itself, or inside :class:`Sequential` and
+    :class:`Residual`) whose samples hold one value per channel (``(C,)``, ``(C, 1)``,
+    ``(C, 1, 1)``), so training it on a minibatch of one sample is refused (as torch: "Expected
+    more than 1 value per channel when training"); ``None`` when there is none. ``input_shape``
+    must fit ``layer`` (:meth:`Layer.output_shape`)."""
+    if isinstance(layer, BatchNorm):
+        return layer if math.prod(input_shape[1:]) == 1 else None
+    if isinstance(layer, Residual):
+        return batch_norm_needing_pairs(layer.body, input_shape)
+    if isinstance(layer, Sequential):
+        for child, shape in zip(layer.layers, _child_shapes(layer.layers, input_shape), strict=False):
+            found = batch_norm_needing_pairs(child, shape)
+            if found is not None:
+                return found
+    return None
+
+
 def _child_shapes(layers: Sequence[Layer], input_shape: Shape) -> list[Shape]:
     shapes = [input_shape]
     for layer in layers:
@@ -644,10 +757,7 @@ class Sequential(Layer):
     def param_specs(self) -> tuple[ParamSpec, ...]:
         specs: list[ParamSpec] = []
         for index, layer in enumerate(self.layers):
-            specs.extend(
-                ParamSpec(f"{index}.{s.name}", s.shape, s.init, s.bound)
-                for s in layer.param_specs()
-            )
+            specs.extend(s.prefixed(str(index)) for s in layer.param_specs())
         return tuple(specs)
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
@@ -690,10 +800,7 @@ class Residual(Layer):
         return out
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
-        return tuple(
-            ParamSpec(f"body.{s.name}", s.shape, s.init, s.bound)
-            for s in self.body.param_specs()
-        )
+        return tuple(s.prefixed("body") for s in self.body.param_specs())
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         return ops.add(x, self.body.forward(ops, params, x, training=training))

@@ -274,6 +274,25 @@ class GraphOps:
             "differs from the graph's (node index); train models with dropout in eager mode"
         )
 
+    def batch_norm(
+        self,
+        x: Ref,
+        weight: Ref | None,
+        bias: Ref | None,
+        running_mean: Ref,
+        running_var: Ref,
+        *,
+        training: bool,
+        eps: float,
+        momentum: float,
+    ) -> int:
+        """Refused: raises :class:`~torchlean.ir.errors.IRError` (batch norm layers stay eager)."""
+        raise IRError(
+            "batch_norm layers are not lowered to the typed graph: training updates their running "
+            "statistics, which a typed-graph program does not return, and a lowered program would keep "
+            "stale copies of them for evaluation; train and predict models with batch norm in eager mode"
+        )
+
     def attention(self, q: Ref, k: Ref, v: Ref, mask: npt.NDArray[np.bool_] | None) -> int:
         return self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask)
 

@@ -56,9 +56,9 @@ class Model:
     dtype: np.dtype[np.floating]
 
     def state(self) -> dict[str, Array]:
-        """A copy of every parameter, by name (``weight``; ``0.weight`` inside a sequential), in
-        state order: arrays of the spec's shape in the model ``dtype`` (as
-        ``torch.nn.Module.state_dict``, but copies)."""
+        """A copy of every parameter, buffers included (``running_mean``), by name (``weight``;
+        ``0.weight`` inside a sequential), in state order: arrays of the spec's shape in the model
+        ``dtype`` (as ``torch.nn.Module.state_dict``, but copies)."""
         return {spec.name: value.copy() for spec, value in zip(self.specs, self.parameters, strict=True)}
 
     def load_state(self, state: Mapping[str, npt.ArrayLike]) -> None:
@@ -83,7 +83,12 @@ class Model:
         missing = [n for n in names if n not in state]
         extra = [n for n in state if n not in names]
         if missing or extra:
-            raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}")
+            counters = [n for n in extra if isinstance(n, str) and n.endswith("num_batches_tracked")]
+            hint = (
+                f"; torch's batch norm counters ({', '.join(counters)}) are not kept (they serve only "
+                "momentum=None), drop them" if counters else ""
+            )
+            raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}{hint}")
         values: list[Array] = []
         for spec in self.specs:
             entry = state[spec.name]
@@ -131,11 +136,16 @@ class Model:
         self.parameters = values
 
     def describe(self) -> str:
-        """One line: the layer, per-sample shapes and the parameter count, e.g.
-        ``linear(4, 8): [4] -> [8], 40 parameters``."""
-        count = sum(int(np.prod(s.shape)) for s in self.specs)
+        """One line: the layer, per-sample shapes and the trainable parameter count (torch's
+        ``sum(p.numel() for p in parameters())``), then the buffer values if any, e.g.
+        ``linear(4, 8): [4] -> [8], 40 parameters`` or
+        ``batch_norm1d(4): [4] -> [4], 8 parameters, 8 buffer values``."""
+        counts = [0, 0]  # trainable, buffer
+        for spec in self.specs:
+            counts[not spec.trainable] += math.prod(spec.shape)
         shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
-        return f"{self.layer.describe()}: {shapes}, {count} parameters"
+        buffers = f", {counts[1]} buffer values" if counts[1] else ""
+        return f"{self.layer.describe()}: {shapes}, {counts[0]} parameters{buffers}"
 
 
 def _finite_entries(raw: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:

@@ -102,5 +102,23 @@ class Ops(Protocol[T]):
     def dropout(self, x: T, p: float) -> T:
         """Inverted dropout with keep probability ``1 - p`` (training only)."""
 
+    def batch_norm(
+        self,
+        x: T,
+        weight: T | None,
+        bias: T | None,
+        running_mean: T,
+        running_var: T,
+        *,
+        training: bool,
+        eps: float,
+        momentum: float,
+    ) -> T:
+        """Batch normalisation over axis 1 of ``x (N, C, *spatial)`` (``torch.nn.BatchNorm1d/2d``);
+        ``weight``, ``bias`` (or neither) and the running statistics ``(C,)``. In training, the
+        batch's statistics normalise and the interpretation records the running statistics'
+        next values, ``(1 - momentum) * running + momentum * batch`` with the batch's unbiased
+        variance (torch's update); in evaluation the running statistics normalise."""
+
     def attention(self, q: T, k: T, v: T, mask: npt.NDArray[np.bool_] | None) -> T:
         """Scaled dot-product attention with a static boolean mask (True = may attend)."""

@@ -1,0 +1,391 @@
+"""``nn.batch_norm1d``/``nn.batch_norm2d``: layers with running statistics (buffers).
+
+Oracles: ``torch.nn.BatchNorm1d``/``BatchNorm2d`` in float64 trained on the same data from the same
+weights (torch's own update of the running statistics), and hand computations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import nn, optim
+from torchlean.autograd.session import Session
+from torchlean.backend.errors import GuardError
+from torchlean.ir.errors import IRError
+from torchlean.nn import ShapeError, StateError
+from torchlean.nn.eager import EagerOps
+from torchlean.nn.layers import BatchNorm, Layer, ParamSpec
+from torchlean.tensor import Tensor
+from torchlean.trainer import RunConfig, Trainer, TrainerError
+
+# (torchlean layer, torch module, per-sample input shape)
+CASES = {
+    "1d-vector": (
+        lambda **kw: nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4, **kw), nn.relu(), nn.linear(4, 2)),
+        lambda **kw: torch.nn.Sequential(
+            torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4, **kw), torch.nn.ReLU(), torch.nn.Linear(4, 2)
+        ),
+        (3,),
+    ),
+    "1d-sequence": (
+        lambda **kw: nn.sequential(nn.batch_norm1d(3, **kw), nn.flatten(), nn.linear(15, 2)),
+        lambda **kw: torch.nn.Sequential(
+            torch.nn.BatchNorm1d(3, **kw), torch.nn.Flatten(), torch.nn.Linear(15, 2)
+        ),
+        (3, 5),
+    ),
+    "2d": (
+        lambda **kw: nn.sequential(
+            nn.conv2d(2, 3, 3, padding=1), nn.batch_norm2d(3, **kw), nn.relu(), nn.flatten(), nn.linear(48, 2)
+        ),
+        lambda **kw: torch.nn.Sequential(
+            torch.nn.Conv2d(2, 3, 3, padding=1),
+            torch.nn.BatchNorm2d(3, **kw),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(48, 2),
+        ),
+        (2, 4, 4),
+    ),
+}
+
+
+def torch_copy(trainer: Trainer, make_torch, **kw) -> torch.nn.Module:
+    """The torch model of ``make_torch`` holding ``trainer``'s current parameters and buffers."""
+    module = make_torch(**kw).double()
+    state = {name: torch.tensor(value) for name, value in trainer.model.state().items()}
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    assert unexpected == [] and all(name.endswith("num_batches_tracked") for name in missing)
+    return module
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("affine", [True, False])
+def test_training_and_evaluation_match_torch_float64(case, profile, affine):
+    """Three SGD steps (losses, every parameter and both running statistics after each) and
+    evaluation with the running statistics equal torch's within 1e-12."""
+    make_layer, make_torch, shape = CASES[case]
+    kw = {"momentum": 0.3, "eps": 1e-3, "affine": affine}
+    config = RunConfig(optimizer=optim.sgd(lr=0.1), dtype="float64", profile=profile)
+    trainer = Trainer(make_layer(**kw), config=config, seed=4, input_shape=shape)
+    module = torch_copy(trainer, make_torch, **kw)
+    sgd = torch.optim.SGD(module.parameters(), lr=0.1)
+    rng = np.random.default_rng(8)
+    for step in range(3):
+        x = rng.standard_normal((6, *shape)) * (step + 1) + step
+        y = rng.standard_normal((6, 2))
+        loss = trainer.step(x, y)
+        sgd.zero_grad()
+        expected = torch.nn.functional.mse_loss(module.train()(torch.tensor(x)), torch.tensor(y))
+        expected.backward()
+        sgd.step()
+        assert loss == pytest.approx(expected.item(), rel=1e-12, abs=0)
+        theirs = module.state_dict()
+        for name, value in trainer.model.state().items():
+            np.testing.assert_allclose(value, theirs[name].numpy(), rtol=1e-12, atol=1e-14, err_msg=name)
+    x = rng.standard_normal((5, *shape))
+    with torch.no_grad():
+        expected_out = module.eval()(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(trainer.predict(x), expected_out, rtol=1e-12, atol=1e-14)
+
+
+def test_float32_training_stays_close_to_torch():
+    make_layer, make_torch, shape = CASES["2d"]
+    trainer = Trainer(make_layer(), config=RunConfig(optimizer=optim.sgd(lr=0.05)), seed=1, input_shape=shape)
+    module = torch_copy(trainer, make_torch)
+    sgd = torch.optim.SGD(module.parameters(), lr=0.05)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x, y = rng.standard_normal((8, *shape)), rng.standard_normal((8, 2))
+        trainer.step(x, y)
+        sgd.zero_grad()
+        torch.nn.functional.mse_loss(module.train()(torch.tensor(x)), torch.tensor(y)).backward()
+        sgd.step()
+    for name, value in trainer.model.state().items():
+        assert value.dtype == np.float32
+        np.testing.assert_allclose(
+            value, module.state_dict()[name].numpy(), rtol=2e-5, atol=2e-6, err_msg=name
+        )
+
+
+def test_running_statistics_by_hand():
+    """x = [1, 2, 3, 6] in one channel: batch mean 3, biased variance 14/4 normalises, unbiased
+    variance 14/3 enters the running variance; momentum 0.5 from (0, 1)."""
+    ops = EagerOps()
+    x = np.array([[1.0], [2.0], [3.0], [6.0]])
+    with Session("checked_cpu"):
+        mean, var = Tensor(np.zeros(1)), Tensor(np.ones(1))
+        out = ops.batch_norm(Tensor(x), None, None, mean, var, training=True, eps=1e-5, momentum=0.5)
+    np.testing.assert_allclose(out.numpy(), (x - 3.0) / math.sqrt(3.5 + 1e-5), rtol=1e-15)
+    (old_mean, new_mean), (old_var, new_var) = ops.buffer_updates
+    assert old_mean is mean and old_var is var
+    assert new_mean.numpy().tolist() == [1.5]
+    assert new_var.numpy()[0] == pytest.approx(0.5 + 0.5 * 14 / 3, rel=1e-15)
+    assert mean.numpy().tolist() == [0.0] and var.numpy().tolist() == [1.0]  # the update is not applied
+
+
+def test_evaluation_uses_the_running_statistics_and_records_no_update():
+    ops = EagerOps()
+    x = np.array([[1.0, 4.0], [3.0, 8.0]])
+    with Session("checked_cpu"):
+        out = ops.batch_norm(
+            Tensor(x),
+            Tensor(np.array([2.0, 1.0])),
+            Tensor(np.array([0.5, 0.0])),
+            Tensor(np.array([1.0, 4.0])),
+            Tensor(np.array([4.0, 16.0])),
+            training=False,
+            eps=0.0,
+            momentum=0.1,
+        )
+    np.testing.assert_array_equal(out.numpy(), [[0.5, 0.0], [2.5, 1.0]])  # (x - mean) / sqrt(var) * w + b
+    assert ops.buffer_updates == []
+
+
+def test_an_empty_batch_leaves_the_running_statistics_alone():
+    """As torch (``BatchNorm1d(4)(torch.empty(0, 4))`` keeps its running statistics)."""
+    ops = EagerOps()
+    with Session("checked_cpu"):
+        out = ops.batch_norm(
+            Tensor(np.zeros((0, 4))),
+            None,
+            None,
+            Tensor(np.zeros(4)),
+            Tensor(np.ones(4)),
+            training=True,
+            eps=1e-5,
+            momentum=0.1,
+        )
+    assert out.shape == (0, 4) and ops.buffer_updates == []
+
+
+@pytest.mark.parametrize(("momentum", "expected_mean"), [(0.0, [0.0, 0.0]), (1.0, [2.0, 5.0])])
+def test_momentum_edges(momentum, expected_mean):
+    """Momentum 0 keeps the running statistics, 1 replaces them by the batch's (exactly)."""
+    trainer = Trainer(
+        nn.sequential(nn.linear(2, 2), nn.batch_norm1d(2, momentum=momentum)),
+        config=RunConfig(optimizer=optim.sgd(lr=0.0), dtype="float64"),
+    )
+    trainer.model.load_state({**trainer.model.state(), "0.weight": np.eye(2), "0.bias": np.zeros(2)})
+    trainer.step(np.array([[1.0, 4.0], [3.0, 6.0]]), np.zeros((2, 2)))
+    state = trainer.model.state()
+    assert state["1.running_mean"].tolist() == expected_mean
+    assert state["1.running_var"].tolist() == ([1.0, 1.0] if momentum == 0.0 else [2.0, 2.0])
+
+
+def test_buffers_get_no_gradient_and_no_optimizer_update():
+    """Under Adam with momentum 0 the running statistics stay exactly at their initial values
+    while every trainable parameter moves: no gradient step touches them (an Adam step of any
+    nonzero gradient moves a value by about lr)."""
+    trainer = Trainer(
+        nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4, momentum=0.0)),
+        config=RunConfig(optimizer=optim.adam(0.1)),
+    )
+    before = trainer.model.state()
+    rng = np.random.default_rng(0)
+    trainer.fit(rng.standard_normal((16, 3)), rng.standard_normal((16, 4)), epochs=2, batch_size=4)
+    after = trainer.model.state()
+    assert after["1.running_mean"].tolist() == [0.0] * 4 and after["1.running_var"].tolist() == [1.0] * 4
+    for name in ("0.weight", "0.bias", "1.weight", "1.bias"):
+        assert not np.array_equal(before[name], after[name]), name
+    assert [spec.trainable for spec in trainer.model.specs] == [True, True, True, True, False, False]
+
+
+def test_running_statistics_are_computed_by_accepted_capsules():
+    """The update is no hidden numpy arithmetic: its ops are selected under the profile."""
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
+    trainer.step(np.ones((4, 3)) * np.arange(4)[:, None], np.zeros((4, 4)))
+    ops = {kernel.capsule.op.label for kernel in trainer.selected}
+    assert {"batch_norm", "reduce_mean", "sub", "mul", "reduce_sum", "scale", "reshape", "add"} <= ops
+
+
+def test_typed_graph_refuses_batch_norm_for_training_and_prediction():
+    trainer = Trainer(
+        nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)), config=RunConfig(execution="typed-graph")
+    )
+    before = trainer.model.state()
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    for run in (lambda: trainer.fit(x, np.zeros((5, 4))), lambda: trainer.predict(x)):
+        with pytest.raises(IRError, match=r"batch_norm layers are not lowered to the typed graph.*eager"):
+            run()
+    assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
+
+
+def test_training_on_one_value_per_channel_is_refused_before_any_update():
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
+    before = trainer.model.state()
+    with pytest.raises(GuardError, match="1 value per channel"):
+        trainer.step(np.ones((1, 3)), np.ones((1, 4)))
+    assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
+    assert trainer.predict(np.ones((1, 3))).shape == (1, 4)  # evaluation needs no batch statistics
+
+
+def test_a_model_with_buffers_only_has_nothing_to_train():
+    trainer = Trainer(nn.batch_norm1d(3, affine=False), input_shape=(3,))
+    with pytest.raises(TrainerError, match="the model has no parameters to train"):
+        trainer.step(np.ones((2, 3)), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("trainable", [True, None])
+def test_a_custom_layer_updating_a_non_buffer_is_refused(trainable):
+    """A layer passing a trainable parameter (or a computed tensor) as running statistics."""
+
+    class Odd(Layer):
+        def output_shape(self, input_shape):
+            return input_shape
+
+        def param_specs(self):
+            return (ParamSpec("shift", (2,), "zeros"), ParamSpec("var", (2,), "ones", trainable=False))
+
+        def forward(self, ops, params, x, *, training):
+            mean = params[0] if trainable else ops.add(params[0], params[0])
+            out = ops.batch_norm(x, None, None, mean, params[1], training=training, eps=1e-5, momentum=0.1)
+            return ops.add(out, params[0])
+
+    trainer = Trainer(Odd(), input_shape=(2,))
+    what = "the trainable parameter shift" if trainable else "a computed tensor"
+    with pytest.raises(TrainerError, match=f"a layer updated {what} as a buffer"):
+        trainer.step(np.arange(6.0).reshape(3, 2), np.zeros((3, 2)))
+
+
+def test_state_names_and_describe():
+    model = nn.build(CASES["2d"][0](), input_shape=(2, 4, 4))
+    assert list(model.state()) == [
+        "0.weight",
+        "0.bias",
+        "1.weight",
+        "1.bias",
+        "1.running_mean",
+        "1.running_var",
+        "4.weight",
+        "4.bias",
+    ]
+    assert model.state()["1.running_var"].tolist() == [1.0, 1.0, 1.0]
+    assert model.describe().endswith("[2, 4, 4] -> [2], 161 parameters, 6 buffer values")
+    assert nn.build(nn.linear(4, 8)).describe() == "linear(4, 8): [4] -> [8], 40 parameters"
+
+
+def test_load_state_from_torch_names_the_counter_to_drop():
+    model = nn.build(nn.batch_norm2d(2), input_shape=(2, 3, 3))
+    state = torch.nn.BatchNorm2d(2).state_dict()
+    with pytest.raises(
+        StateError, match=r"unexpected \['num_batches_tracked'\]; torch's batch norm counters"
+    ):
+        model.load_state(state)
+    state.pop("num_batches_tracked")
+    state["running_mean"] = torch.tensor([0.25, -1.0])
+    model.load_state(state)
+    assert model.state()["running_mean"].tolist() == [0.25, -1.0]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: nn.batch_norm1d(0), "batch_norm1d: num_features must be an int >= 1, got 0"),
+        (lambda: nn.batch_norm2d(2.0), "batch_norm2d: num_features must be an int >= 1, got 2.0"),
+        (lambda: nn.batch_norm2d(2, eps=0), "batch_norm2d: eps must be finite and > 0, got 0"),
+        (lambda: nn.batch_norm1d(2, eps=math.inf), "batch_norm1d: eps must be finite and > 0, got inf"),
+        (lambda: nn.batch_norm1d(2, eps="1"), "batch_norm1d: eps must be a real number, got '1'"),
+        (
+            lambda: nn.batch_norm1d(2, momentum=1.5),
+            "batch_norm1d: momentum must be a real number in [0, 1], got 1.5",
+        ),
+        (
+            lambda: nn.batch_norm1d(2, momentum=math.nan),
+            "batch_norm1d: momentum must be a real number in [0, 1], got nan",
+        ),
+        (
+            lambda: nn.batch_norm1d(2, momentum=None),
+            "batch_norm1d: momentum must be a real number in [0, 1], got None",
+        ),
+        (lambda: nn.batch_norm2d(2, affine=1), "batch_norm2d: affine must be a bool, got 1"),
+        (lambda: BatchNorm(2, 3), "batch_norm: spatial_ndim must be 1 or 2, got 3"),
+        (
+            lambda: ParamSpec("w", (2,), "ones", trainable="no"),
+            "parameter w: trainable must be a bool, got 'no'",
+        ),
+    ],
+)
+def test_argument_errors(make, message):
+    with pytest.raises(ShapeError) as caught:
+        make()
+    assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("layer", "shape", "message"),
+    [
+        (nn.batch_norm1d(4), (3,), "batch_norm1d(4) expects samples of shape (4,) or (4, L), got shape [3]"),
+        (
+            nn.batch_norm1d(4),
+            (4, 2, 2),
+            "batch_norm1d(4) expects samples of shape (4,) or (4, L), got shape [4, 2, 2]",
+        ),
+        (nn.batch_norm2d(4), (4, 5), "batch_norm2d(4) expects samples of shape (4, H, W), got shape [4, 5]"),
+        (
+            nn.batch_norm2d(4),
+            (3, 5, 5),
+            "batch_norm2d(4) expects samples of shape (4, H, W), got shape [3, 5, 5]",
+        ),
+    ],
+)
+def test_shape_misfits(layer, shape, message):
+    with pytest.raises(ShapeError, match=re_escape(message)):
+        nn.build(layer, input_shape=shape)
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return "^" + re.escape(text) + "$"
+
+
+@pytest.mark.parametrize(
+    ("n", "batch_size", "detail"),
+    [(9, 4, "9 samples in minibatches of 4 leave a last minibatch of 1"), (6, 1, "batch_size=1")],
+)
+def test_fit_refuses_a_one_sample_minibatch_before_any_step(n, batch_size, detail):
+    """torch refuses training batch norm on one value per channel; fit says so before its first
+    step instead of failing mid-epoch after earlier updates."""
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.residual(nn.batch_norm1d(4))))
+    before = trainer.model.state()
+    rng = np.random.default_rng(1)
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(rng.standard_normal((n, 3)), rng.standard_normal((n, 4)), batch_size=batch_size)
+    assert str(caught.value).startswith(
+        f"batch_norm1d(4) trains on each minibatch's statistics and needs at least 2 samples in every "
+        f"minibatch (as torch); {detail}"
+    )
+    assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
+    assert trainer.epochs_done == 0
+
+
+@pytest.mark.parametrize(
+    ("layer", "shape"),
+    [(nn.batch_norm1d(2), (2, 3)), (nn.batch_norm2d(2), (2, 1, 2)), (nn.linear(3, 2), (3,))],
+)
+def test_fit_trains_one_sample_minibatches_with_several_values_per_channel(layer, shape):
+    """(C, L) and (C, H, W) samples with L, H*W >= 2 give batch statistics from one sample (torch
+    accepts them), so no refusal."""
+    trainer = Trainer(
+        nn.sequential(layer, nn.flatten(), nn.linear(math.prod(layer.output_shape(shape)), 1)),
+        input_shape=shape,
+    )
+    rng = np.random.default_rng(2)
+    history = trainer.fit(rng.standard_normal((5, *shape)), rng.standard_normal((5, 1)), batch_size=2)
+    assert len(history) == 1 and math.isfinite(history[0])
+
+
+def test_needing_pairs_finds_batch_norm_on_single_values_through_containers():
+    from torchlean.nn.layers import batch_norm_needing_pairs
+
+    bn = nn.batch_norm2d(3)
+    assert batch_norm_needing_pairs(nn.sequential(nn.conv2d(1, 3, 2), nn.residual(bn)), (1, 2, 2)) is bn
+    assert batch_norm_needing_pairs(nn.sequential(nn.conv2d(1, 3, 2), bn), (1, 3, 2)) is None
+    assert batch_norm_needing_pairs(nn.batch_norm1d(4), (4, 1)) is not None
+    assert batch_norm_needing_pairs(nn.sequential(nn.linear(2, 2), nn.relu()), (2,)) is None
