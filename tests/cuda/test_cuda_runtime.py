@@ -483,6 +483,32 @@ def _train_on_cpu(model: str) -> tuple[list[float], list[np.ndarray], list[str]]
     return _train(model, "checked_cpu", steps=2)
 
 
+def _train_batch_norm(profile: str) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+    layer = tl.nn.sequential(
+        tl.nn.conv2d(1, 2, 2), tl.nn.batch_norm2d(2, momentum=0.4), tl.nn.relu(), tl.nn.flatten(),
+        tl.nn.linear(18, 3), tl.nn.batch_norm1d(3),
+    )
+    config = RunConfig(optimizer=optim.sgd(0.1), dtype="float64").with_profile(profile)
+    trainer = Trainer(layer, config=config, seed=3, input_shape=(1, 4, 4))
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        trainer.step(rng.standard_normal((4, 1, 4, 4)), rng.standard_normal((4, 3)))
+    prediction = trainer.predict(rng.standard_normal((3, 1, 4, 4)))
+    return trainer.model.state(), prediction, [k.capsule.name for k in trainer.selected]
+
+
+def test_batch_norm_running_statistics_on_cuda_agree_with_checked_cpu(emulated_cuda: None) -> None:
+    """The running statistics' update runs on native_cuda capsules and comes back to the host."""
+    state, prediction, selected = _train_batch_norm("checked_cuda")
+    cpu_state, cpu_prediction, _ = _train_batch_norm("checked_cpu")
+    for name, value in state.items():
+        np.testing.assert_allclose(value, cpu_state[name], rtol=1e-10, atol=1e-12, err_msg=name)
+    assert not np.array_equal(state["1.running_mean"], np.zeros(2))
+    np.testing.assert_allclose(prediction, cpu_prediction, rtol=1e-10, atol=1e-12)
+    assert {"native_cuda.batch_norm", "native_cuda.reduce_mean", "native_cuda.sub"} <= set(selected)
+    assert all(name.startswith("native_cuda.") for name in selected)
+
+
 def test_gradients_on_device_storage_accumulate_on_the_device(emulated_cuda: None) -> None:
     with tl.session("checked_cuda"):
         x = tl.tensor([[1.0, -2.0], [3.0, 0.5]], dtype="float64", requires_grad=True, device="cuda")
