@@ -425,7 +425,9 @@ class Trainer(Generic[In, Out]):
 
     Raises:
         ShapeError: the layers do not fit the input shape, a bad ``input_shape``, or none given
-            for a model that does not start with a linear layer.
+            for a model that does not start with a linear layer; a layer that cannot run in the
+            config's dtype (a normalisation ``eps`` it rounds to infinity, or a batch norm ``eps``
+            it rounds to 0: :func:`~torchlean.nn.model.build`).
         TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, ``seed``
             is out of range (``seed must be an integer in [0, 2**64), got -1``), or
             cross-entropy on a model whose per-sample output is not a vector of class logits.
@@ -714,7 +716,8 @@ class Trainer(Generic[In, Out]):
             TrainerError: a model without parameters; bad shapes or labels, or values that are not
                 finite (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
-                optimizer state with NaN); the errors of :meth:`open`.
+                optimizer state with NaN); a minibatch of one sample for a batch norm layer that
+                sees one value per channel (as :meth:`fit`); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: typed-graph execution of a model with dropout (``p > 0``), with batch norm,
@@ -727,6 +730,7 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(
                 f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
             )
+        self._refuse_single_sample_batches(x.shape[0], x.shape[0], data="the minibatch holds")
         return self._update(x, y)
 
     def _require_parameters(self) -> None:
@@ -782,9 +786,10 @@ class Trainer(Generic[In, Out]):
                 data that is not a rectangular array of real numbers); values beyond the model
                 dtype's range (``1e39`` for float32) or NaN or infinite values in ``x`` or ``y``
                 (one step on them makes every parameter NaN; refused before any step); no samples
-                (``n == 0``); a batch norm layer with one value per channel per sample
-                (``nn.batch_norm1d`` on ``(C,)`` samples) and a minibatch of one sample (``batch_size=1``,
-                or ``n % batch_size == 1``: torch refuses such a step too);
+                (``n == 0``); a batch norm layer that sees one value per channel per sample
+                (``nn.batch_norm1d`` on ``(C,)`` or ``(C, 1)`` samples, ``nn.batch_norm2d`` on
+                ``(C, 1, 1)``) and a minibatch of one sample (``batch_size=1``, or
+                ``n % batch_size == 1``: torch refuses such a step too);
                 ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
                 neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
@@ -821,20 +826,24 @@ class Trainer(Generic[In, Out]):
             self.epochs_done = epoch + 1
         return history
 
-    def _refuse_single_sample_batches(self, n: int, batch_size: int) -> None:
-        """Before any step of :meth:`fit`: a batch norm layer with one value per channel per sample
-        cannot train on a minibatch of one sample, which ``n`` samples in minibatches of
-        ``batch_size`` would reach (the step would fail mid-epoch, after earlier updates)."""
+    def _refuse_single_sample_batches(self, n: int, batch_size: int, *, data: str = "the data hold") -> None:
+        """Before any step: a batch norm layer that sees one value per channel per sample cannot
+        train on a minibatch of one sample, which ``n`` samples in minibatches of ``batch_size``
+        would reach (in :meth:`fit`, mid-epoch, after earlier updates; torch refuses such a step
+        too, "Expected more than 1 value per channel when training")."""
         layer = batch_norm_needing_pairs(self.model.layer, self.model.input_shape)
         if layer is None or (batch_size > 1 and n % batch_size != 1):
             return
-        detail = "batch_size=1" if batch_size == 1 else (
-            f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
-        )
+        if n == 1:
+            detail, accepted = f"{data} 1 sample", "at least 2 samples"
+        else:
+            detail = "batch_size=1" if batch_size == 1 else (
+                f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
+            )
+            accepted = "a batch_size >= 2 that leaves no sample over alone, or one sample fewer"
         raise TrainerError(
             f"{layer.describe()} trains on each minibatch's statistics and needs at least 2 samples in "
-            f"every minibatch (as torch); {detail} (accepted: a batch_size >= 2 that does not leave "
-            "one sample over, or one sample fewer)"
+            f"every minibatch (as torch); {detail} (accepted: {accepted})"
         )
 
     def predict(self, x: npt.ArrayLike, *, batch_size: int = 256) -> Array:

@@ -201,7 +201,17 @@ def test_running_statistics_are_computed_by_accepted_capsules():
     trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
     trainer.step(np.ones((4, 3)) * np.arange(4)[:, None], np.zeros((4, 4)))
     ops = {kernel.capsule.op.label for kernel in trainer.selected}
-    assert {"batch_norm", "reduce_mean", "sub", "mul", "reduce_sum", "scale", "reshape", "add"} <= ops
+    assert {
+        "batch_norm",
+        "slice",
+        "sub",
+        "reduce_mean",
+        "mul",
+        "reduce_sum",
+        "scale",
+        "add",
+        "reshape",
+    } <= ops
 
 
 def test_typed_graph_refuses_batch_norm_for_training_and_prediction():
@@ -217,12 +227,29 @@ def test_typed_graph_refuses_batch_norm_for_training_and_prediction():
 
 
 def test_training_on_one_value_per_channel_is_refused_before_any_update():
+    """step refuses a one-sample minibatch up front with a TrainerError (review25 F3: the
+    capsule's GuardError came from inside the step); the capsule refuses it too."""
     trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
     before = trainer.model.state()
-    with pytest.raises(GuardError, match="1 value per channel"):
+    with pytest.raises(TrainerError) as caught:
         trainer.step(np.ones((1, 3)), np.ones((1, 4)))
+    assert str(caught.value) == (
+        "batch_norm1d(4) trains on each minibatch's statistics and needs at least 2 samples in every "
+        "minibatch (as torch); the minibatch holds 1 sample (accepted: at least 2 samples)"
+    )
     assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
     assert trainer.predict(np.ones((1, 3))).shape == (1, 4)  # evaluation needs no batch statistics
+    with Session("checked_cpu"), pytest.raises(GuardError, match="1 value per channel"):
+        EagerOps().batch_norm(
+            Tensor(np.ones((1, 4))),
+            None,
+            None,
+            Tensor(np.zeros(4)),
+            Tensor(np.ones(4)),
+            training=True,
+            eps=1e-5,
+            momentum=0.1,
+        )
 
 
 def test_a_model_with_buffers_only_has_nothing_to_train():
@@ -347,7 +374,11 @@ def re_escape(text: str) -> str:
 
 @pytest.mark.parametrize(
     ("n", "batch_size", "detail"),
-    [(9, 4, "9 samples in minibatches of 4 leave a last minibatch of 1"), (6, 1, "batch_size=1")],
+    [
+        (9, 4, "9 samples in minibatches of 4 leave a last minibatch of 1 (accepted: a batch_size >= 2"),
+        (6, 1, "batch_size=1 (accepted: a batch_size >= 2 that leaves no sample over alone, or one"),
+        (1, 32, "the data hold 1 sample (accepted: at least 2 samples)"),
+    ],
 )
 def test_fit_refuses_a_one_sample_minibatch_before_any_step(n, batch_size, detail):
     """torch refuses training batch norm on one value per channel; fit says so before its first
@@ -389,3 +420,87 @@ def test_needing_pairs_finds_batch_norm_on_single_values_through_containers():
     assert batch_norm_needing_pairs(nn.sequential(nn.conv2d(1, 3, 2), bn), (1, 3, 2)) is None
     assert batch_norm_needing_pairs(nn.batch_norm1d(4), (4, 1)) is not None
     assert batch_norm_needing_pairs(nn.sequential(nn.linear(2, 2), nn.relu()), (2,)) is None
+
+
+def _running_after_one_step(x: np.ndarray, momentum: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The running statistics after one training step from torch's initial (0, 1)."""
+    ops = EagerOps()
+    channels = x.shape[1]
+    with Session("checked_cpu"):
+        zeros, ones = Tensor(np.zeros(channels, dtype=x.dtype)), Tensor(np.ones(channels, dtype=x.dtype))
+        ops.batch_norm(Tensor(x), None, None, zeros, ones, training=True, eps=1e-5, momentum=momentum)
+    (_, mean), (_, var) = ops.buffer_updates
+    return mean.numpy(), var.numpy()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("value", [1e7 + 0.3, -3.3e10, 1e20, 2.5e-40])
+def test_a_channel_of_equal_values_gets_exactly_its_value_and_variance_zero(dtype, value):
+    """A constant channel's batch variance is 0, so its running variance is exactly the kept
+    share of the old one; a plain left-fold mean of equal float32 values 1e7 is off by a rounding,
+    which made it 1 % off (review25 F1; torch float64 is off too, 7e6 for 0.7e20)."""
+    x = np.full((7, 2, 3), value, dtype=dtype)
+    x[:, 1] = dtype(-0.7) * x[:, 1]
+    mean, var = _running_after_one_step(x)
+    assert mean.tolist() == [float(dtype(value)), float(dtype(-0.7) * dtype(value))]
+    assert var.tolist() == [0.0, 0.0]
+    mean, var = _running_after_one_step(x, momentum=0.1)
+    assert var.tolist() == [float(dtype(0.9))] * 2
+    assert mean.tolist() == [float(dtype(0.1) * m) for m in x[0, :, 0]]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3, 1e5])
+def test_float32_batch_statistics_stay_accurate_far_from_zero(offset):
+    """Mean and unbiased variance of float32 data with a large offset and unit spread, against
+    the same values in float64 (numpy's two-pass ``var(ddof=1)``): the mean within 1e-6 of the
+    mean magnitude, the variance within 3e-6 relative (measured: 3e-7 and 7e-7)."""
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        x = (rng.standard_normal((64, 3)) + offset).astype(np.float32)
+        mean, var = _running_after_one_step(x)
+        exact = x.astype(np.float64)
+        np.testing.assert_allclose(var, exact.var(axis=0, ddof=1), rtol=3e-6)
+        assert np.all(np.abs(mean - exact.mean(axis=0)) <= 1e-6 * np.abs(exact).mean(axis=0))
+
+
+@pytest.mark.parametrize(
+    ("layer", "dtype", "message"),
+    [
+        (
+            nn.batch_norm1d(3, eps=1e-50),
+            "float32",
+            "batch_norm1d(3): eps=1e-50 rounds to 0 in float32, where the kernels add it (accepted: a "
+            "positive eps that float32 holds as a finite nonzero number; or build the model in float64)",
+        ),
+        (
+            nn.sequential(nn.linear(3, 3), nn.residual(nn.batch_norm1d(3, eps=1e39))),
+            "float32",
+            "batch_norm1d(3): eps=1e+39 is not finite in float32, where the kernels add it",
+        ),
+        (
+            nn.layer_norm(3, eps=1e39),
+            "float32",
+            "layer_norm([3]): eps=1e+39 is not finite in float32, where the kernels add it (accepted: an "
+            "eps that float32 holds as a finite number; or build the model in float64)",
+        ),
+    ],
+)
+def test_an_eps_the_model_dtype_cannot_hold_is_refused_when_built(layer, dtype, message):
+    """Before, it built and the first training step raised GuardError (review25 F2)."""
+    for make in (
+        lambda: nn.build(layer, input_shape=(3,), dtype=dtype),
+        lambda: Trainer(layer, input_shape=(3,), config=RunConfig(dtype=dtype)),
+    ):
+        with pytest.raises(ShapeError) as caught:
+            make()
+        assert str(caught.value).startswith(message)
+    assert nn.build(layer, input_shape=(3,), dtype="float64").dtype == np.float64
+
+
+def test_layer_norm_keeps_a_tiny_eps_and_batch_norm_a_subnormal_one():
+    """layer_norm accepts eps 0 (as torch), so one rounding to 0 is fine; batch norm needs it
+    nonzero in the dtype, which a float32 subnormal 1e-44 is."""
+    for eps in (1e-44, 1e-50):
+        assert nn.build(nn.layer_norm(3, eps=eps), input_shape=(3,)).dtype == np.float32
+    trainer = Trainer(nn.sequential(nn.linear(3, 3), nn.batch_norm1d(3, eps=1e-44)))
+    assert math.isfinite(trainer.step(np.eye(3), np.eye(3)))

@@ -149,9 +149,11 @@ def batch_norm1d(
     Raises:
         ShapeError: ``num_features`` not an int >= 1, ``eps`` not a finite real > 0, ``momentum``
             not a real in ``[0, 1]`` (torch's ``None`` is not offered), ``affine`` not a bool; at
-            build, a sample that is not ``(num_features,)`` or ``(num_features, L)``.
+            build, a sample that is not ``(num_features,)`` or ``(num_features, L)``, or an
+            ``eps`` the model dtype rounds to 0 or to infinity.
         GuardError: training on one value per channel (a batch of one ``(C,)`` sample), which
-            torch refuses too.
+            torch refuses too (``Trainer.fit`` and ``step`` refuse it up front with
+            ``TrainerError``).
     """
     return BatchNorm(num_features, 1, eps, momentum, affine)
 
@@ -166,7 +168,8 @@ def batch_norm2d(
     Raises:
         ShapeError: as :func:`batch_norm1d`; at build, a sample that is not
             ``(num_features, H, W)``.
-        GuardError: training on one value per channel (a batch of one ``(C, 1, 1)`` sample).
+        GuardError: training on one value per channel (a batch of one ``(C, 1, 1)`` sample; as
+            :func:`batch_norm1d`).
     """
     return BatchNorm(num_features, 2, eps, momentum, affine)
 

@@ -140,11 +140,14 @@ class EagerOps:
     ) -> Tensor:
         """:func:`torchlean.functional.batch_norm`; in training it normalises with the batch's
         statistics and appends the running statistics' next values to :attr:`buffer_updates`,
-        computed without gradient by capsules of their own (``reduce_mean``, ``sub``, ``mul``,
-        ``reduce_sum``, ``scale``, ``reshape``, ``add``) as torch updates them:
+        computed without gradient by capsules of their own (``slice``, ``sub``, ``reduce_mean``,
+        ``mul``, ``reduce_sum``, ``scale``, ``add``, ``reshape``) as torch updates them:
         ``(1 - momentum) * running + momentum * batch``, with the batch mean and the unbiased
-        batch variance (divisor ``n - 1``, ``n`` the values per channel). An empty batch leaves
-        them as they are (as torch)."""
+        batch variance (divisor ``n - 1``, ``n`` the values per channel). Both are taken of the
+        values shifted by each channel's first value ``k`` (mean ``k + mean(x - k)``, variance
+        by two passes over ``x - k``), so a channel of equal values gets exactly its value and
+        variance 0, as torch's, whatever their magnitude. An empty batch leaves them as they are
+        (as torch)."""
         if not training:
             return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
         out = F.batch_norm(x, weight, bias, training=True, eps=eps)  # refuses n == 1 per channel
@@ -153,11 +156,13 @@ class EagerOps:
         if count == 0:
             return out
         with no_grad():
-            mean = F.reduce_mean(x, axes, keepdims=True)
-            centred = F.sub(x, mean)
+            first = F.slice(x, [0] * x.ndim, [1 if axis in axes else x.shape[axis] for axis in range(x.ndim)])
+            shifted = F.sub(x, first)
+            shifted_mean = F.reduce_mean(shifted, axes, keepdims=True)
+            centred = F.sub(shifted, shifted_mean)
             variance = F.scale(F.reduce_sum(F.mul(centred, centred), axes), 1.0 / (count - 1))
-            batch = (F.reshape(mean, tuple(running_mean.shape)), variance)
-            for buffer, value in zip((running_mean, running_var), batch, strict=True):
+            mean = F.reshape(F.add(first, shifted_mean), tuple(running_mean.shape))
+            for buffer, value in zip((running_mean, running_var), (mean, variance), strict=True):
                 self.buffer_updates.append(
                     (buffer, F.add(F.scale(buffer, 1.0 - momentum), F.scale(value, momentum)))
                 )

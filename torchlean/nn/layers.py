@@ -232,6 +232,12 @@ class Layer(ABC):
         add them, e.g. ``linear(4, 8)``)."""
         return self.kind
 
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        """Why this layer cannot run in the model ``dtype`` (a hyper-parameter its kernels would
+        round to an unusable value, e.g. an ``eps`` of ``1e-50`` in float32), or ``None`` (the
+        default). :func:`~torchlean.nn.model.build` refuses a model with such a layer."""
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Linear(Layer):
@@ -375,6 +381,9 @@ class LayerNorm(Layer):
         return ops.layer_norm(x, params[0], params[1], normalized_ndim=len(self.normalized_shape),
                               eps=self.eps)
 
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        return _eps_fault(self.describe(), self.eps, dtype, positive=False)
+
     def describe(self) -> str:
         return f"layer_norm({list(self.normalized_shape)})"
 
@@ -461,6 +470,25 @@ class BatchNorm(Layer):
 
     def describe(self) -> str:
         return f"{self._name()}({self.num_features})"
+
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        return _eps_fault(self.describe(), self.eps, dtype, positive=True)
+
+
+def _eps_fault(layer: str, eps: float, dtype: np.dtype[np.floating], *, positive: bool) -> str | None:
+    """An ``eps`` the normalisation kernels, which add it in x's ``dtype``, refuse: not finite
+    there, or (``positive``: batch norm in training, as PyTorch) rounded to 0."""
+    with np.errstate(over="ignore", under="ignore"):
+        rounded = float(dtype.type(eps))
+    if math.isfinite(rounded) and (rounded > 0.0 or not positive):
+        return None
+    problem = "is not finite" if not math.isfinite(rounded) else "rounds to 0"
+    accepted = "a positive eps" if positive else "an eps"
+    return (
+        f"{layer}: eps={eps!r} {problem} in {dtype}, where the kernels add it (accepted: {accepted} "
+        f"that {dtype} holds as a finite{' nonzero' if positive else ''} number; or build the model in "
+        "float64)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -771,6 +799,9 @@ class Sequential(Layer):
     def describe(self) -> str:
         return "sequential(" + ", ".join(layer.describe() for layer in self.layers) + ")"
 
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        return next((f for f in (layer.dtype_fault(dtype) for layer in self.layers) if f is not None), None)
+
 
 @dataclass(frozen=True, slots=True)
 class Residual(Layer):
@@ -807,4 +838,7 @@ class Residual(Layer):
 
     def describe(self) -> str:
         return f"residual({self.body.describe()})"
+
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        return self.body.dtype_fault(dtype)
 

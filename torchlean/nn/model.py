@@ -215,8 +215,10 @@ def build(
             model that does not start with a linear layer (``cannot infer the input shape of
             relu; pass input_shape=``); ``seed`` not an
             integer in ``[0, 2**64)`` (``seed must be an integer in [0, 2**64), got -1``); a dtype
-            other than float32/float64 (also ``None`` or a spelling numpy cannot read); or a
-            layer does not fit the shape it receives.
+            other than float32/float64 (also ``None`` or a spelling numpy cannot read); a layer
+            does not fit the shape it receives; or a layer cannot run in ``dtype``
+            (:meth:`~torchlean.nn.layers.Layer.dtype_fault`: a normalisation ``eps`` of ``1e39``
+            in float32, or a batch norm ``eps`` of ``1e-50``, which rounds to 0 there).
     """
     if not isinstance(layer, Layer):
         raise ShapeError("build: " + not_a_layer(layer))
@@ -231,6 +233,9 @@ def build(
     if resolved is None:
         raise ShapeError(f"model dtype must be float32 or float64, got {dtype_shown(dtype)}")
     output_shape = layer.output_shape(shape)
+    fault = layer.dtype_fault(resolved)
+    if fault is not None:
+        raise ShapeError(fault)
     specs = layer.param_specs()
     parameters = [
         spec.initial(np.random.default_rng([int(seed), index]), resolved) for index, spec in enumerate(specs)
