@@ -10,7 +10,8 @@ value is rounded to binary32, with the suffix `` after conversion to binary32``)
 turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
-with their default flags (no Nesterov, no amsgrad, no centering), in the order of operations of
+with their default flags (Nesterov, dampening and L2 weight decay for SGD, no amsgrad, no
+centering), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
 multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
 and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
@@ -22,8 +23,9 @@ enough (``|g|`` above about 1.8e19 in float32) that ``v / (1 - beta2^t)`` overfl
 The updates, for a parameter ``p`` with gradient ``g`` at step ``t = 1, 2, ...`` (state ``m``, ``v``
 starts at zero; the bias corrections in Python floats):
 
-* SGD: ``m = g`` at ``t = 1``, else ``m = momentum * m + g`` (without momentum ``m = g``);
-  ``p = p - lr * m``.
+* SGD: ``g = g + weight_decay * p`` (L2, when ``weight_decay`` is nonzero); ``m = g`` at
+  ``t = 1``, else ``m = momentum * m + (1 - dampening) * g``; the step direction is ``m``, or
+  ``g + momentum * m`` with Nesterov (without momentum, ``g``); ``p = p - lr * direction``.
 * Adam: ``m = lerp(m, g, 1 - beta1)``; ``v = beta2 * v + (1 - beta2) * g * g``;
   ``p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
 * AdamW: Adam's step from the decayed parameter ``p * (1 - lr * weight_decay)``.
@@ -89,6 +91,8 @@ def _validate_both(checks: Sequence[tuple[float, str, str]]) -> None:
                 ok = math.isfinite(v) and v > 0.0
             elif kind == "unit":
                 ok = math.isfinite(v) and 0.0 <= v < 1.0
+            elif kind == "closed_unit":
+                ok = math.isfinite(v) and 0.0 <= v <= 1.0
             else:  # pragma: no cover - internal table
                 raise AssertionError(kind)
             if not ok:
@@ -182,6 +186,11 @@ class OptimizerConfig(ABC):
         """
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
+            if f.type == "bool":  # a flag (SGD's nesterov): a bool or numpy.bool_, stored as bool
+                if not isinstance(value, (bool, np.bool_)):
+                    raise OptimizerError(f"optimizer: {f.name} must be a bool, got {value!r}")
+                object.__setattr__(self, f.name, bool(value))
+                continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
                 raise OptimizerError(f"optimizer: {word} must be a real number (int or float), got {value!r}")
@@ -237,24 +246,54 @@ class OptimizerConfig(ABC):
 
 @dataclass(frozen=True, slots=True)
 class SGD(OptimizerConfig):
-    """Stochastic gradient descent with heavy-ball momentum (``torch.optim.SGD``, dampening 0)."""
+    """Stochastic gradient descent with heavy-ball or Nesterov momentum, dampening and L2 weight
+    decay (``torch.optim.SGD``)."""
 
     lr: float = 0.01
     momentum: float = 0.0
+    dampening: float = 0.0
+    weight_decay: float = 0.0
+    nesterov: bool = False
     name = "sgd"
 
     def checks(self) -> list[tuple[float, str, str]]:
-        return [_lr_check(self.lr), _unit_check(self.momentum, "momentum")]
+        return [
+            _lr_check(self.lr),
+            _unit_check(self.momentum, "momentum"),
+            (self.dampening, "closed_unit", "dampening must be finite and satisfy 0 <= dampening <= 1"),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
+        ]
+
+    def validate(self) -> None:
+        """The domain checks, then torch's rule for Nesterov momentum.
+
+        Raises:
+            OptimizerError: as :meth:`OptimizerConfig.validate`; ``nesterov`` with no momentum or
+                a nonzero dampening (torch's ``Nesterov momentum requires a momentum and zero
+                dampening``).
+        """
+        OptimizerConfig.validate(self)
+        if self.nesterov and (self.momentum == 0.0 or self.dampening != 0.0):
+            raise OptimizerError(
+                "optimizer: Nesterov momentum requires a momentum and zero dampening, got "
+                f"momentum={self.momentum!r}, dampening={self.dampening!r}"
+            )
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        # torch.optim.sgd._single_tensor_sgd: g = g.add(param, alpha=weight_decay); buf = clone(g) at
+        # the first step, else buf.mul_(momentum).add_(g, alpha=1 - dampening); g = g.add(buf,
+        # alpha=momentum) with Nesterov, else buf; param.add_(g, alpha=-lr).
         dt = param.dtype.type
+        if self.weight_decay != 0.0:
+            grad = grad + dt(self.weight_decay) * param
         if self.momentum != 0.0:
             if step == 1:
                 m[...] = grad
-            else:
+            elif self.dampening == 0.0:
                 m[...] = dt(self.momentum) * m + grad
-            grad = m
-        # torch.optim.sgd._single_tensor_sgd: buf.mul_(momentum).add_(g); param.add_(buf, alpha=-lr).
+            else:
+                m[...] = dt(self.momentum) * m + dt(1.0 - self.dampening) * grad
+            grad = grad + dt(self.momentum) * m if self.nesterov else m
         return param + dt(-self.lr) * grad
 
 
@@ -448,21 +487,33 @@ class Optimizer:
         return out
 
 
-def sgd(lr: float = 0.01, momentum: float = 0.0) -> SGD:
-    """SGD with heavy-ball momentum (``torch.optim.SGD``, dampening 0, no Nesterov). The default
-    ``lr=0.01`` is the original's (anchor-runtime.md §3.1: ``learningRate := 0.01``); torch's
-    ``SGD`` defaults to ``lr=0.001``.
+def sgd(
+    lr: float = 0.01,
+    momentum: float = 0.0,
+    *,
+    dampening: float = 0.0,
+    weight_decay: float = 0.0,
+    nesterov: bool = False,
+) -> SGD:
+    """SGD with heavy-ball momentum, or Nesterov's with ``nesterov=True``, ``dampening`` of the
+    momentum and L2 ``weight_decay`` added to the gradient (``torch.optim.SGD``, whose update rule
+    and order of operations this follows; ``maximize`` is not offered). The default ``lr=0.01`` is
+    the original's (anchor-runtime.md §3.1: ``learningRate := 0.01``); torch's ``SGD`` defaults to
+    ``lr=0.001``.
 
     Domains (the original's, anchor-runtime.md §3.1; stricter than torch, which accepts an
-    infinite ``lr`` and ``momentum >= 1``): ``lr`` finite and >= 0, ``momentum`` in ``[0, 1)``,
-    each also after rounding to binary32.
+    infinite ``lr``, ``momentum >= 1`` and any dampening): ``lr`` finite and >= 0, ``momentum`` in
+    ``[0, 1)``, ``dampening`` in ``[0, 1]``, ``weight_decay`` finite and >= 0, each also after
+    rounding to binary32; ``nesterov`` a bool, and only with a momentum and zero dampening (as
+    torch).
 
     Raises:
-        OptimizerError: a value that is not a real number (bools and strings included), or out of
-            its domain (``optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got
-            1.0``).
+        OptimizerError: a value that is not a real number (bools and strings included; for
+            ``nesterov``, anything but a bool), or out of its domain (``optimizer: momentum must be
+            finite and satisfy 0 <= momentum < 1, got 1.0``); ``nesterov=True`` without momentum or
+            with dampening.
     """
-    return SGD(lr=lr, momentum=momentum)
+    return SGD(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
 
 
 def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:

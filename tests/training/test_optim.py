@@ -30,6 +30,15 @@ def _torch_trajectory(make, params0, grads_seq):
 CASES = [
     (optim.sgd(lr=0.1), lambda ps: torch.optim.SGD(ps, lr=0.1)),
     (optim.sgd(lr=0.05, momentum=0.9), lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9)),
+    (
+        optim.sgd(lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4),
+        lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4),
+    ),
+    (
+        optim.sgd(lr=0.05, momentum=0.5, dampening=0.3, weight_decay=0.1),
+        lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.5, dampening=0.3, weight_decay=0.1),
+    ),
+    (optim.sgd(lr=0.1, weight_decay=0.2), lambda ps: torch.optim.SGD(ps, lr=0.1, weight_decay=0.2)),
     (optim.adam(lr=0.01), lambda ps: torch.optim.Adam(ps, lr=0.01)),
     (optim.adamw(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
     (optim.rmsprop(lr=0.01, decay=0.9), lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9)),
@@ -167,7 +176,9 @@ def test_numbers_are_stored_as_floats():
     assert (config.lr, config.beta1, config.beta2, config.eps) == (1.0, 0.5, 0.25, 1.0)
     assert all(type(v) is float for v in (config.lr, config.beta1, config.beta2, config.eps))
     assert config == optim.adam(lr=1.0, beta1=0.5, beta2=0.25, eps=1.0)
-    assert optim.sgd(2).describe() == "optim.sgd(lr=2.0, momentum=0.0)"
+    assert optim.sgd(2).describe() == (
+        "optim.sgd(lr=2.0, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)"
+    )
 
 
 def test_describe_reads_back():
@@ -249,6 +260,14 @@ MAGNITUDES = {
 
 TRAJECTORY_CASES = [
     (optim.sgd(lr=0.05, momentum=0.9), partial(torch.optim.SGD, lr=0.05, momentum=0.9)),
+    (
+        optim.sgd(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+        partial(torch.optim.SGD, lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+    ),
+    (
+        optim.sgd(lr=0.05, momentum=0.5, dampening=0.25),
+        partial(torch.optim.SGD, lr=0.05, momentum=0.5, dampening=0.25),
+    ),
     (optim.adam(lr=0.01), partial(torch.optim.Adam, lr=0.01)),
     (optim.adam(lr=0.01, beta1=0.3, beta2=0.5), partial(torch.optim.Adam, lr=0.01, betas=(0.3, 0.5))),
     (optim.adamw(lr=0.01, weight_decay=0.1), partial(torch.optim.AdamW, lr=0.01, weight_decay=0.1)),
@@ -272,7 +291,8 @@ def _same_dtype_trajectory(make, params0, grads_seq):
 @pytest.mark.parametrize(
     ("config", "make"),
     TRAJECTORY_CASES,
-    ids=["sgd-momentum", "adam", "adam-low-betas", "adamw", "rmsprop", "adagrad"],
+    ids=["sgd-momentum", "sgd-nesterov-decay", "sgd-dampening", "adam", "adam-low-betas", "adamw", "rmsprop",
+         "adagrad"],
 )
 def test_trajectories_at_tiny_and_huge_gradients_match_torch_optim(config, make, dtype):
     """Ten steps at each gradient scale of MAGNITUDES from parameters of order 1, against
@@ -600,3 +620,55 @@ def test_adamw_float32_decay_is_torchs_single_rounding_bitwise() -> None:
     t.grad = torch.zeros(3)
     opt.step()
     assert ours.tobytes() == t.detach().numpy().tobytes()
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: optim.sgd(0.1, nesterov=True), "optimizer: Nesterov momentum requires a momentum and zero "
+         "dampening, got momentum=0.0, dampening=0.0"),
+        (lambda: optim.sgd(0.1, 0.9, nesterov=True, dampening=0.5), "optimizer: Nesterov momentum requires a "
+         "momentum and zero dampening, got momentum=0.9, dampening=0.5"),
+        (lambda: optim.sgd(0.1, dampening=1.5), "optimizer: dampening must be finite and satisfy 0 <= "
+         "dampening <= 1, got 1.5"),
+        (lambda: optim.sgd(0.1, dampening=-0.0001), "optimizer: dampening must be finite and satisfy 0 <= "
+         "dampening <= 1, got -0.0001"),
+        (lambda: optim.sgd(0.1, weight_decay=float("inf")), "optimizer: weight decay must be finite and "
+         "nonnegative, got inf"),
+        (lambda: optim.sgd(0.1, weight_decay=1e39), "optimizer: weight decay must be finite and nonnegative "
+         "after conversion to binary32, got 1e+39 (inf in binary32)"),
+        (lambda: optim.sgd(0.1, 0.9, nesterov=1), "optimizer: nesterov must be a bool, got 1"),
+        (lambda: optim.sgd(0.1, 0.9, nesterov="yes"), "optimizer: nesterov must be a bool, got 'yes'"),
+        (lambda: optim.sgd(0.1, dampening=True), "optimizer: dampening must be a real number (int or float), "
+         "got True"),
+    ],
+)
+def test_sgd_option_validation(build, message):
+    """torch refuses Nesterov without momentum or with dampening ("Nesterov momentum requires a
+    momentum and zero dampening") and a negative weight decay; dampening outside [0, 1] and a
+    non-bool nesterov are refused here too."""
+    with pytest.raises(OptimizerError) as info:
+        build()
+    assert str(info.value) == message
+
+
+def test_sgd_nesterov_accepts_numpy_bools_and_full_dampening_freezes_the_momentum():
+    """``numpy.bool_`` is stored as ``bool``; with dampening 1 the momentum buffer keeps the first
+    gradient times momentum**t (torch: ``buf.mul_(momentum).add_(g, alpha=0)``)."""
+    assert optim.sgd(0.1, 0.9, nesterov=np.True_).nesterov is True
+    opt = optim.sgd(lr=1.0, momentum=0.5, dampening=1.0).create([np.zeros(1)])
+    params = [np.zeros(1)]
+    for grad in (4.0, 100.0, 100.0):
+        params = opt.step(params, [np.array([grad])])
+    assert params[0].tolist() == [-(4.0 + 2.0 + 1.0)]
+
+
+def test_sgd_weight_decay_by_hand():
+    """One step from p = 2 with g = 1, weight decay 0.5, lr 0.1: p - 0.1 * (1 + 0.5 * 2) = 1.8;
+    Nesterov at the first step moves by g + momentum * g."""
+    opt = optim.sgd(lr=0.1, weight_decay=0.5).create([np.array([2.0])])
+    (p,) = opt.step([np.array([2.0])], [np.array([1.0])])
+    assert p.tolist() == [2.0 - 0.1 * 2.0]
+    opt = optim.sgd(lr=0.1, momentum=0.5, nesterov=True).create([np.array([2.0])])
+    (p,) = opt.step([np.array([2.0])], [np.array([1.0])])
+    assert p.tolist() == [2.0 - 0.1 * 1.5]
