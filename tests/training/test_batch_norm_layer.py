@@ -504,3 +504,35 @@ def test_layer_norm_keeps_a_tiny_eps_and_batch_norm_a_subnormal_one():
         assert nn.build(nn.layer_norm(3, eps=eps), input_shape=(3,)).dtype == np.float32
     trainer = Trainer(nn.sequential(nn.linear(3, 3), nn.batch_norm1d(3, eps=1e-44)))
     assert math.isfinite(trainer.step(np.eye(3), np.eye(3)))
+
+
+def test_a_buffer_updated_twice_in_one_step_chains_as_torch():
+    """A custom layer normalising two halves of its input with the same statistics: torch
+    updates a BatchNorm1d called twice from the first update's result."""
+
+    class TwoCalls(Layer):
+        def output_shape(self, input_shape):
+            return input_shape
+
+        def param_specs(self):
+            return (
+                ParamSpec("weight", (2,), "ones"),
+                ParamSpec("bias", (2,), "zeros"),
+                ParamSpec("running_mean", (2,), "zeros", trainable=False),
+                ParamSpec("running_var", (2,), "ones", trainable=False),
+            )
+
+        def forward(self, ops, params, x, *, training):
+            first = ops.batch_norm(x, *params, training=training, eps=1e-5, momentum=0.3)
+            return ops.batch_norm(ops.mul(first, x), *params, training=training, eps=1e-5, momentum=0.3)
+
+    trainer = Trainer(
+        TwoCalls(), input_shape=(2,), config=RunConfig(optimizer=optim.sgd(0.0), dtype="float64")
+    )
+    x = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 4.0]])
+    trainer.step(x, np.zeros((3, 2)))
+    module = torch.nn.BatchNorm1d(2, momentum=0.3).double()
+    module(module(torch.tensor(x)) * torch.tensor(x))
+    state = trainer.model.state()
+    np.testing.assert_allclose(state["running_mean"], module.running_mean.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(state["running_var"], module.running_var.numpy(), rtol=1e-14)

@@ -25,8 +25,11 @@ class EagerOps:
 
     ``buffer_updates`` lists, in call order, ``(buffer, next value)`` for each buffer a training
     forward program changed (batch norm's running statistics): the buffer is the tensor the
-    program received, the value a new tensor computed without gradient. Applying them is the
-    caller's job (:class:`~torchlean.trainer.Trainer` does, after the optimizer step).
+    program received, the value a new tensor computed without gradient. A buffer updated twice
+    in one program (a layer normalising two inputs with the same statistics) is updated from its
+    pending value, as torch updates a module called twice, so its last entry is its next value.
+    Applying them is the caller's job (:class:`~torchlean.trainer.Trainer` does, after the
+    optimizer step).
     """
 
     def __init__(self) -> None:
@@ -163,10 +166,15 @@ class EagerOps:
             variance = F.scale(F.reduce_sum(F.mul(centred, centred), axes), 1.0 / (count - 1))
             mean = F.reshape(F.add(first, shifted_mean), tuple(running_mean.shape))
             for buffer, value in zip((running_mean, running_var), (mean, variance), strict=True):
+                current = self._pending(buffer)
                 self.buffer_updates.append(
-                    (buffer, F.add(F.scale(buffer, 1.0 - momentum), F.scale(value, momentum)))
+                    (buffer, F.add(F.scale(current, 1.0 - momentum), F.scale(value, momentum)))
                 )
         return out
+
+    def _pending(self, buffer: Tensor) -> Tensor:
+        """``buffer``'s latest value in :attr:`buffer_updates`, or the buffer itself."""
+        return next((value for old, value in reversed(self.buffer_updates) if old is buffer), buffer)
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, mask: npt.NDArray[np.bool_] | None) -> Tensor:
         return F.scaled_dot_product_attention(q, k, v, mask)
