@@ -39,7 +39,7 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -441,6 +441,18 @@ class Optimizer:
     second: list[Array]
     param_steps: list[int]
     steps: int = field(default=0)
+
+    def set_lr(self, lr: float) -> None:
+        """Use learning rate ``lr`` from the next :meth:`step` on, keeping the state (torch's
+        ``param_group["lr"] = lr``, which its LR schedulers set); ``config`` becomes the record
+        with this ``lr``.
+
+        Raises:
+            OptimizerError: ``lr`` not a real number or out of the record's domain (as when the
+                record is built: ``optimizer: learning rate must be finite and nonnegative, got
+                -0.1``); the optimizer is unchanged.
+        """
+        self.config = replace(self.config, lr=lr)  # type: ignore[type-var]
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
         """Return updated parameters (new arrays); for a ``None`` gradient the parameter itself (the

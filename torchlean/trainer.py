@@ -29,6 +29,7 @@ nothing writes through them — and copies on the profile's device, ``cuda`` und
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
@@ -52,7 +53,7 @@ from torchlean.nn.layers import Layer, batch_norm_needing_pairs, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
-from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig
+from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig, OptimizerError
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -767,12 +768,16 @@ class Trainer(Generic[In, Out]):
         batch_size: int = 32,
         shuffle: bool = True,
         on_batch: Callable[[int, float], None] | None = None,
+        lr_schedule: Callable[[int], float] | None = None,
     ) -> list[float]:
         """Train for ``epochs`` more epochs; returns the mean training loss of each epoch.
 
         Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
-        step (progress bars hook in here).
+        step (progress bars hook in here). ``lr_schedule(e)``, when given, is the learning rate
+        of epoch ``e``, set before its first step (an epoch-wise scheduler, as torch's
+        ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``);
+        without it, and after ``fit`` returns or fails, the optimizer's own ``lr`` applies.
 
         ``x`` is ``(n, *input_shape)``; ``y`` is ``(n, *output_shape)`` for MSE (``(n,)`` too when
         the output shape is ``(1,)``), and integer class labels ``(n,)`` in ``[0, classes)`` or
@@ -792,8 +797,10 @@ class Trainer(Generic[In, Out]):
                 ``n % batch_size == 1``: torch refuses such a step too);
                 ``epochs`` or ``batch_size`` not an int (bools
                 refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
-                neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` that is not callable
-                (checked before any step); the errors of :meth:`open`.
+                neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` or ``lr_schedule`` that is
+                not callable (checked before any step); a learning rate from ``lr_schedule`` that is
+                not a real number or that the optimizer refuses (before that epoch's first step;
+                earlier epochs' updates stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: as :meth:`step` (typed-graph training of a model with dropout or batch norm).
@@ -807,24 +814,50 @@ class Trainer(Generic[In, Out]):
                 f"on_batch must be a callable on_batch(epoch, loss) or None, got {on_batch!r} of type "
                 f"{type(on_batch).__name__}"
             )
+        if lr_schedule is not None and not callable(lr_schedule):
+            raise TrainerError(
+                f"lr_schedule must be a callable lr_schedule(epoch) -> learning rate or None, got "
+                f"{lr_schedule!r} of type {type(lr_schedule).__name__}"
+            )
         shuffle = bool(shuffle)
         self._require_parameters()
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
         self._refuse_single_sample_batches(xs.shape[0], batch_size)
+        self.open()
+        assert self._optimizer is not None
+        base_lr = self._optimizer.config.lr
         history: list[float] = []
-        for epoch in range(self.epochs_done, self.epochs_done + epochs):
-            total, count = 0.0, 0
-            for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
-                loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
-                total += loss * xb.shape[0]
-                count += xb.shape[0]
-                if on_batch is not None:
-                    on_batch(epoch, loss)
-            history.append(total / count)
-            self.epochs_done = epoch + 1
+        try:
+            for epoch in range(self.epochs_done, self.epochs_done + epochs):
+                if lr_schedule is not None:
+                    self._set_scheduled_lr(lr_schedule, epoch)
+                total, count = 0.0, 0
+                for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
+                    loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
+                    total += loss * xb.shape[0]
+                    count += xb.shape[0]
+                    if on_batch is not None:
+                        on_batch(epoch, loss)
+                history.append(total / count)
+                self.epochs_done = epoch + 1
+        finally:
+            self._optimizer.set_lr(base_lr)
         return history
+
+    def _set_scheduled_lr(self, lr_schedule: Callable[[int], float], epoch: int) -> None:
+        """The optimizer's learning rate for ``epoch``: ``lr_schedule(epoch)``, checked."""
+        assert self._optimizer is not None
+        lr = lr_schedule(epoch)
+        try:
+            if is_bool(lr) or not isinstance(lr, numbers.Real):
+                raise OptimizerError(f"a learning rate must be a real number, got type {type(lr).__name__}")
+            self._optimizer.set_lr(lr)
+        except OptimizerError as error:
+            raise TrainerError(
+                f"lr_schedule({epoch}) gave {lr!r}, which the optimizer refuses: {error}"
+            ) from None
 
     def _refuse_single_sample_batches(self, n: int, batch_size: int, *, data: str = "the data hold") -> None:
         """Before any step: a batch norm layer that sees one value per channel per sample cannot

@@ -1,0 +1,146 @@
+"""``Trainer.fit(lr_schedule=...)`` against torch's epoch-wise LR schedulers (torch.optim in float64)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import nn, optim
+from torchlean.trainer import RunConfig, Trainer, TrainerError
+
+
+def _torch_fit(weights, x, y, make_optimizer, make_scheduler, epochs, batch_size):
+    """torch's loop: one scheduler step per epoch, minibatches in row order, mean MSE."""
+    w, b = (torch.tensor(p, requires_grad=True) for p in weights)
+    opt = make_optimizer([w, b])
+    scheduler = make_scheduler(opt)
+    for _ in range(epochs):
+        for start in range(0, len(x), batch_size):
+            xb, yb = torch.tensor(x[start : start + batch_size]), torch.tensor(y[start : start + batch_size])
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(xb @ w.T + b, yb).backward()
+            opt.step()
+        scheduler.step()
+    return [w.detach().numpy(), b.detach().numpy()]
+
+
+def _torch_lrs(base_lr, make_scheduler, epochs):
+    """The learning rate torch's scheduler gives each epoch (read before the epoch's steps)."""
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=base_lr)
+    scheduler = make_scheduler(opt)
+    lrs = []
+    for _ in range(epochs):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        scheduler.step()
+    return lrs
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "make_scheduler"),
+    [
+        (
+            optim.sgd(0.1, 0.9),
+            lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+            lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+        ),
+        (
+            optim.adam(0.05),
+            lambda ps: torch.optim.Adam(ps, lr=0.05),
+            lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5, eta_min=0.001),
+        ),
+    ],
+    ids=["sgd-steplr", "adam-cosine"],
+)
+def test_scheduled_training_matches_torch(ours, theirs, make_scheduler):
+    """Six epochs split over two fit calls (epochs count over the trainer's lifetime)."""
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((12, 3)), rng.standard_normal((12, 2))
+    trainer = Trainer(nn.linear(3, 2), config=RunConfig(optimizer=ours, dtype="float64"))
+    weights = [p.copy() for p in trainer.model.parameters]
+    lrs = _torch_lrs(ours.lr, make_scheduler, 6)
+    assert len(set(lrs)) > 2
+    seen = []
+
+    def schedule(epoch):
+        seen.append(epoch)
+        return lrs[epoch]
+
+    trainer.fit(x, y, epochs=2, batch_size=5, shuffle=False, lr_schedule=schedule)
+    trainer.fit(x, y, epochs=4, batch_size=5, shuffle=False, lr_schedule=schedule)
+    assert seen == [0, 1, 2, 3, 4, 5]
+    expected = _torch_fit(weights, x, y, theirs, make_scheduler, 6, 5)
+    for mine, torch_value in zip(trainer.model.parameters, expected, strict=True):
+        np.testing.assert_allclose(mine, torch_value, rtol=1e-12, atol=1e-14)
+
+
+def test_the_optimizer_lr_applies_again_after_fit():
+    """After a scheduled fit, step uses the optimizer's own lr: SGD with lr 0.1 moves by
+    0.1 * gradient, not by the last scheduled lr."""
+    trainer = Trainer(
+        nn.linear(1, 1, bias=False), config=RunConfig(optimizer=optim.sgd(0.1), dtype="float64")
+    )
+    x, y = np.array([[1.0]]), np.array([[0.0]])
+    trainer.fit(x, y, epochs=2, lr_schedule=lambda e: 1e-3)
+    (w,) = trainer.model.parameters
+    before = float(w[0, 0])
+    trainer.step(x, y)
+    assert float(trainer.model.parameters[0][0, 0]) == pytest.approx(before - 0.1 * 2 * before, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        (
+            lambda e: 0.1 if e == 0 else -0.5,
+            "lr_schedule(1) gave -0.5, which the optimizer refuses: optimizer: "
+            "learning rate must be finite and nonnegative, got -0.5",
+        ),
+        (lambda e: 0.1 if e == 0 else math.nan, "lr_schedule(1) gave nan, which the optimizer refuses"),
+        (
+            lambda e: 0.1 if e == 0 else 1e39,
+            "lr_schedule(1) gave 1e+39, which the optimizer refuses: optimizer: "
+            "learning rate must be finite and nonnegative after conversion to binary32",
+        ),
+        (
+            lambda e: 0.1 if e == 0 else "0.1",
+            "lr_schedule(1) gave '0.1', which the optimizer refuses: a learning "
+            "rate must be a real number, got type str",
+        ),
+        (lambda e: 0.1 if e == 0 else None, "lr_schedule(1) gave None, which the optimizer refuses"),
+        (lambda e: 0.1 if e == 0 else True, "lr_schedule(1) gave True"),
+    ],
+)
+def test_a_refused_learning_rate_stops_before_that_epoch(schedule, message):
+    """Epoch 0 trains; epoch 1's learning rate is refused before its first step; the optimizer's
+    own lr is back afterwards."""
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(0.2)))
+    x, y = np.ones((4, 2)), np.zeros((4, 1))
+    start = trainer.model.state()
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(x, y, epochs=3, lr_schedule=schedule)
+    assert str(caught.value).startswith(message)
+    assert trainer.epochs_done == 1
+    assert not np.array_equal(trainer.model.state()["weight"], start["weight"])
+    assert trainer._optimizer is not None and trainer._optimizer.config.lr == 0.2
+
+
+def test_lr_schedule_must_be_callable():
+    trainer = Trainer(nn.linear(2, 1))
+    with pytest.raises(TrainerError, match=r"^lr_schedule must be a callable lr_schedule\(epoch\)"):
+        trainer.fit(np.ones((2, 2)), np.ones((2, 1)), lr_schedule=0.1)
+    assert trainer.epochs_done == 0
+
+
+def test_optimizer_set_lr_keeps_the_state_and_validates():
+    opt = optim.adam(0.1).create([np.zeros(2)])
+    opt.step([np.zeros(2)], [np.ones(2)])
+    first = opt.first[0].copy()
+    opt.set_lr(0.5)
+    assert opt.config == optim.adam(0.5) and np.array_equal(opt.first[0], first) and opt.param_steps == [1]
+    with pytest.raises(optim.OptimizerError, match="learning rate must be finite and nonnegative, got -1"):
+        opt.set_lr(-1)
+    assert opt.config.lr == 0.5
