@@ -1,17 +1,18 @@
 """Optimizers: validated configuration records and their numpy update rules.
 
 An optimizer is built from a frozen record (``optim.sgd(lr=0.01, momentum=0.9)``). Building the
-record refuses a hyper-parameter that is not a real number (bools and strings included), stores
-every value as a ``float`` and runs the domain checks, as ``torch.optim`` refuses a bad value at
-construction (the original checks later, when the trainer opens), with the original TorchLean
+record refuses a hyper-parameter that is not a real number (bools and strings included; SGD's
+``nesterov`` flag takes a bool), stores every number as a ``float`` and runs the domain checks, as
+``torch.optim`` refuses a bad value at construction (the original checks later, when the trainer
+opens), with the original TorchLean
 messages followed by the offending value (anchor-runtime.md §3.1; each check is repeated after the
 value is rounded to binary32, with the suffix `` after conversion to binary32``):
 ``optimizer: learning rate must be finite and nonnegative, got -1.0``. :meth:`OptimizerConfig.create`
 turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
-the PyTorch update rules of ``torch.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad``
-with their default flags (Nesterov, dampening and L2 weight decay for SGD, no amsgrad, no
-centering), in the order of operations of
+the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
+options), ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad`` (with their default flags: no amsgrad,
+no centering, no momentum), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
 multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
 and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
@@ -289,9 +290,7 @@ class SGD(OptimizerConfig):
         if self.momentum != 0.0:
             if step == 1:
                 m[...] = grad
-            elif self.dampening == 0.0:
-                m[...] = dt(self.momentum) * m + grad
-            else:
+            else:  # dampening 0 multiplies by 1.0, exactly
                 m[...] = dt(self.momentum) * m + dt(1.0 - self.dampening) * grad
             grad = grad + dt(self.momentum) * m if self.nesterov else m
         return param + dt(-self.lr) * grad

@@ -49,7 +49,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, batch_norm_needing_pairs, is_bool
+from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
@@ -864,16 +864,16 @@ class Trainer(Generic[In, Out]):
         train on a minibatch of one sample, which ``n`` samples in minibatches of ``batch_size``
         would reach (in :meth:`fit`, mid-epoch, after earlier updates; torch refuses such a step
         too, "Expected more than 1 value per channel when training")."""
-        layer = batch_norm_needing_pairs(self.model.layer, self.model.input_shape)
+        layer = self.model.layer.needs_paired_samples(self.model.input_shape)
         if layer is None or (batch_size > 1 and n % batch_size != 1):
             return
         if n == 1:
             detail, accepted = f"{data} 1 sample", "at least 2 samples"
+        elif batch_size == 1:
+            detail, accepted = "batch_size=1", "a batch_size >= 2 that leaves no sample over alone"
         else:
-            detail = "batch_size=1" if batch_size == 1 else (
-                f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
-            )
-            accepted = "a batch_size >= 2 that leaves no sample over alone, or one sample fewer"
+            detail = f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
+            accepted = "a batch_size that leaves no sample over alone, or one sample fewer"
         raise TrainerError(
             f"{layer.describe()} trains on each minibatch's statistics and needs at least 2 samples in "
             f"every minibatch (as torch); {detail} (accepted: {accepted})"

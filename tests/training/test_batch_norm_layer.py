@@ -375,8 +375,13 @@ def re_escape(text: str) -> str:
 @pytest.mark.parametrize(
     ("n", "batch_size", "detail"),
     [
-        (9, 4, "9 samples in minibatches of 4 leave a last minibatch of 1 (accepted: a batch_size >= 2"),
-        (6, 1, "batch_size=1 (accepted: a batch_size >= 2 that leaves no sample over alone, or one"),
+        (
+            9,
+            4,
+            "9 samples in minibatches of 4 leave a last minibatch of 1 (accepted: a batch_size that leaves "
+            "no sample over alone, or one sample fewer)",
+        ),
+        (6, 1, "batch_size=1 (accepted: a batch_size >= 2 that leaves no sample over alone)"),
         (1, 32, "the data hold 1 sample (accepted: at least 2 samples)"),
     ],
 )
@@ -413,13 +418,11 @@ def test_fit_trains_one_sample_minibatches_with_several_values_per_channel(layer
 
 
 def test_needing_pairs_finds_batch_norm_on_single_values_through_containers():
-    from torchlean.nn.layers import batch_norm_needing_pairs
-
     bn = nn.batch_norm2d(3)
-    assert batch_norm_needing_pairs(nn.sequential(nn.conv2d(1, 3, 2), nn.residual(bn)), (1, 2, 2)) is bn
-    assert batch_norm_needing_pairs(nn.sequential(nn.conv2d(1, 3, 2), bn), (1, 3, 2)) is None
-    assert batch_norm_needing_pairs(nn.batch_norm1d(4), (4, 1)) is not None
-    assert batch_norm_needing_pairs(nn.sequential(nn.linear(2, 2), nn.relu()), (2,)) is None
+    assert nn.sequential(nn.conv2d(1, 3, 2), nn.residual(bn)).needs_paired_samples((1, 2, 2)) is bn
+    assert nn.sequential(nn.conv2d(1, 3, 2), bn).needs_paired_samples((1, 3, 2)) is None
+    assert nn.batch_norm1d(4).needs_paired_samples((4, 1)) is not None
+    assert nn.sequential(nn.linear(2, 2), nn.relu()).needs_paired_samples((2,)) is None
 
 
 def _running_after_one_step(x: np.ndarray, momentum: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -506,9 +509,9 @@ def test_layer_norm_keeps_a_tiny_eps_and_batch_norm_a_subnormal_one():
     assert math.isfinite(trainer.step(np.eye(3), np.eye(3)))
 
 
-def test_a_buffer_updated_twice_in_one_step_chains_as_torch():
-    """A custom layer normalising two halves of its input with the same statistics: torch
-    updates a BatchNorm1d called twice from the first update's result."""
+def test_a_buffer_updated_three_times_in_one_step_chains_as_torch():
+    """A custom layer normalising three values with the same statistics: torch updates a
+    BatchNorm1d called three times, each time from the previous update's result."""
 
     class TwoCalls(Layer):
         def output_shape(self, input_shape):
@@ -524,7 +527,8 @@ def test_a_buffer_updated_twice_in_one_step_chains_as_torch():
 
         def forward(self, ops, params, x, *, training):
             first = ops.batch_norm(x, *params, training=training, eps=1e-5, momentum=0.3)
-            return ops.batch_norm(ops.mul(first, x), *params, training=training, eps=1e-5, momentum=0.3)
+            second = ops.batch_norm(ops.mul(first, x), *params, training=training, eps=1e-5, momentum=0.3)
+            return ops.batch_norm(ops.add(second, x), *params, training=training, eps=1e-5, momentum=0.3)
 
     trainer = Trainer(
         TwoCalls(), input_shape=(2,), config=RunConfig(optimizer=optim.sgd(0.0), dtype="float64")
@@ -532,7 +536,78 @@ def test_a_buffer_updated_twice_in_one_step_chains_as_torch():
     x = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 4.0]])
     trainer.step(x, np.zeros((3, 2)))
     module = torch.nn.BatchNorm1d(2, momentum=0.3).double()
-    module(module(torch.tensor(x)) * torch.tensor(x))
+    t = torch.tensor(x)
+    module(module(module(t) * t) + t)
     state = trainer.model.state()
     np.testing.assert_allclose(state["running_mean"], module.running_mean.numpy(), rtol=1e-14)
     np.testing.assert_allclose(state["running_var"], module.running_var.numpy(), rtol=1e-14)
+
+
+def test_torch_counters_inside_a_model_get_the_hint():
+    model = nn.build(nn.sequential(nn.linear(3, 2), nn.batch_norm1d(2)), input_shape=(3,))
+    state = {**model.state(), "1.num_batches_tracked": torch.tensor(4)}
+    with pytest.raises(
+        StateError, match=r"torch's batch norm counters \(1\.num_batches_tracked\) are not kept"
+    ):
+        model.load_state(state)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_buffer_in_a_differentiable_path_stays_fixed(execution):
+    """A frozen projection (trainable=False) used by ops.linear: the loss depends on it, yet no
+    optimizer update moves it, in eager and typed-graph training (torch: a buffer, or a
+    parameter with requires_grad=False)."""
+
+    class Frozen(Layer):
+        def output_shape(self, input_shape):
+            return (2,)
+
+        def param_specs(self):
+            return (
+                ParamSpec("projection", (2, 3), "uniform", 1.0, trainable=False),
+                ParamSpec("head", (2, 2), "uniform", 0.5),
+            )
+
+        def forward(self, ops, params, x, *, training):
+            return ops.linear(ops.linear(x, params[0], None), params[1], None)
+
+    trainer = Trainer(
+        Frozen(), input_shape=(3,), config=RunConfig(optimizer=optim.adam(0.1), execution=execution)
+    )
+    before = trainer.model.state()
+    rng = np.random.default_rng(3)
+    trainer.fit(rng.standard_normal((8, 3)), rng.standard_normal((8, 2)), epochs=3, batch_size=4)
+    after = trainer.model.state()
+    assert np.array_equal(after["projection"], before["projection"])
+    assert not np.array_equal(after["head"], before["head"])
+
+
+def test_a_container_of_your_own_forwards_the_checks():
+    """The up-front refusals ask the layer (Layer.needs_paired_samples, Layer.dtype_fault): a
+    container of your own that forwards them gets them (review25 diff F2)."""
+
+    class Twice(Layer):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def output_shape(self, input_shape):
+            return self.inner.output_shape(input_shape)
+
+        def param_specs(self):
+            return self.inner.param_specs()
+
+        def forward(self, ops, params, x, *, training):
+            return self.inner.forward(ops, params, x, training=training)
+
+        def needs_paired_samples(self, input_shape):
+            return self.inner.needs_paired_samples(input_shape)
+
+        def dtype_fault(self, dtype):
+            return self.inner.dtype_fault(dtype)
+
+    trainer = Trainer(Twice(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4))), input_shape=(3,))
+    with pytest.raises(TrainerError, match="batch_norm1d\\(4\\) trains on each minibatch's statistics"):
+        trainer.fit(np.ones((9, 3)), np.ones((9, 4)), batch_size=4)
+    assert trainer.epochs_done == 0
+    with pytest.raises(ShapeError, match="eps=1e-50 rounds to 0 in float32"):
+        Trainer(Twice(nn.batch_norm1d(3, eps=1e-50)), input_shape=(3,))

@@ -48,7 +48,6 @@ __all__ = [
     "Residual",
     "Sequential",
     "ShapeError",
-    "batch_norm_needing_pairs",
     "checked_bool",
     "checked_dims",
     "checked_int",
@@ -235,7 +234,19 @@ class Layer(ABC):
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
         """Why this layer cannot run in the model ``dtype`` (a hyper-parameter its kernels would
         round to an unusable value, e.g. an ``eps`` of ``1e-50`` in float32), or ``None`` (the
-        default). :func:`~torchlean.nn.model.build` refuses a model with such a layer."""
+        default). :func:`~torchlean.nn.model.build` refuses a model with such a layer; a layer
+        of your own that holds others should return the first of their faults, as
+        :class:`Sequential` does."""
+        return None
+
+    def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
+        """The first layer of this one (itself or a child) that trains on statistics over the
+        minibatch with one value per channel per sample for ``input_shape`` (a batch norm of
+        ``(C,)``, ``(C, 1)`` or ``(C, 1, 1)`` samples), so a minibatch of one sample cannot train
+        it (torch: "Expected more than 1 value per channel when training"); ``None`` (the default)
+        when there is none. ``input_shape`` fits this layer (:meth:`output_shape`). The trainer
+        refuses such minibatches before any step; a layer of your own that holds others should
+        ask them, as :class:`Sequential` does."""
         return None
 
 
@@ -473,6 +484,9 @@ class BatchNorm(Layer):
 
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
         return _eps_fault(self.describe(), self.eps, dtype, positive=True)
+
+    def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
+        return self if math.prod(input_shape[1:]) == 1 else None
 
 
 def _eps_fault(layer: str, eps: float, dtype: np.dtype[np.floating], *, positive: bool) -> str | None:
@@ -730,24 +744,6 @@ class MeanPool(Layer):
         return ops.reduce_mean(x, self.axis + 1)
 
 
-def batch_norm_needing_pairs(layer: Layer, input_shape: Shape) -> BatchNorm | None:
-    """The first :class:`BatchNorm` of ``layer`` (itself, or inside :class:`Sequential` and
-    :class:`Residual`) whose samples hold one value per channel (``(C,)``, ``(C, 1)``,
-    ``(C, 1, 1)``), so training it on a minibatch of one sample is refused (as torch: "Expected
-    more than 1 value per channel when training"); ``None`` when there is none. ``input_shape``
-    must fit ``layer`` (:meth:`Layer.output_shape`)."""
-    if isinstance(layer, BatchNorm):
-        return layer if math.prod(input_shape[1:]) == 1 else None
-    if isinstance(layer, Residual):
-        return batch_norm_needing_pairs(layer.body, input_shape)
-    if isinstance(layer, Sequential):
-        for child, shape in zip(layer.layers, _child_shapes(layer.layers, input_shape), strict=False):
-            found = batch_norm_needing_pairs(child, shape)
-            if found is not None:
-                return found
-    return None
-
-
 def _child_shapes(layers: Sequence[Layer], input_shape: Shape) -> list[Shape]:
     shapes = [input_shape]
     for layer in layers:
@@ -802,6 +798,10 @@ class Sequential(Layer):
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
         return next((f for f in (layer.dtype_fault(dtype) for layer in self.layers) if f is not None), None)
 
+    def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
+        pairs = zip(self.layers, _child_shapes(self.layers, input_shape), strict=False)
+        return next((f for f in (layer.needs_paired_samples(s) for layer, s in pairs) if f is not None), None)
+
 
 @dataclass(frozen=True, slots=True)
 class Residual(Layer):
@@ -841,4 +841,7 @@ class Residual(Layer):
 
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
         return self.body.dtype_fault(dtype)
+
+    def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
+        return self.body.needs_paired_samples(input_shape)
 
