@@ -150,18 +150,17 @@ def test_evaluation_uses_the_running_statistics_and_records_no_update():
 def test_an_empty_batch_leaves_the_running_statistics_alone():
     """As torch (``BatchNorm1d(4)(torch.empty(0, 4))`` keeps its running statistics)."""
     ops = EagerOps()
-    with Session("checked_cpu"):
-        out = ops.batch_norm(
-            Tensor(np.zeros((0, 4))),
-            None,
-            None,
-            Tensor(np.zeros(4)),
-            Tensor(np.ones(4)),
-            training=True,
-            eps=1e-5,
-            momentum=0.1,
-        )
+    out = _batch_norm_training(ops, np.zeros((0, 4)))
     assert out.shape == (0, 4) and ops.buffer_updates == []
+
+
+def _batch_norm_training(ops: EagerOps, x: np.ndarray, momentum: float = 0.1) -> Tensor:
+    """``ops.batch_norm`` in training on ``x`` without affine parameters, from torch's initial
+    running statistics (zeros and ones), under checked_cpu."""
+    channels = x.shape[1]
+    with Session("checked_cpu"):
+        zeros, ones = Tensor(np.zeros(channels, dtype=x.dtype)), Tensor(np.ones(channels, dtype=x.dtype))
+        return ops.batch_norm(Tensor(x), None, None, zeros, ones, training=True, eps=1e-5, momentum=momentum)
 
 
 @pytest.mark.parametrize(("momentum", "expected_mean"), [(0.0, [0.0, 0.0]), (1.0, [2.0, 5.0])])
@@ -239,17 +238,8 @@ def test_training_on_one_value_per_channel_is_refused_before_any_update():
     )
     assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
     assert trainer.predict(np.ones((1, 3))).shape == (1, 4)  # evaluation needs no batch statistics
-    with Session("checked_cpu"), pytest.raises(GuardError, match="1 value per channel"):
-        EagerOps().batch_norm(
-            Tensor(np.ones((1, 4))),
-            None,
-            None,
-            Tensor(np.zeros(4)),
-            Tensor(np.ones(4)),
-            training=True,
-            eps=1e-5,
-            momentum=0.1,
-        )
+    with pytest.raises(GuardError, match="1 value per channel"):
+        _batch_norm_training(EagerOps(), np.ones((1, 4)))
 
 
 def test_a_model_with_buffers_only_has_nothing_to_train():
@@ -428,10 +418,7 @@ def test_needing_pairs_finds_batch_norm_on_single_values_through_containers():
 def _running_after_one_step(x: np.ndarray, momentum: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The running statistics after one training step from torch's initial (0, 1)."""
     ops = EagerOps()
-    channels = x.shape[1]
-    with Session("checked_cpu"):
-        zeros, ones = Tensor(np.zeros(channels, dtype=x.dtype)), Tensor(np.ones(channels, dtype=x.dtype))
-        ops.batch_norm(Tensor(x), None, None, zeros, ones, training=True, eps=1e-5, momentum=momentum)
+    _batch_norm_training(ops, x, momentum)
     (_, mean), (_, var) = ops.buffer_updates
     return mean.numpy(), var.numpy()
 
