@@ -567,6 +567,18 @@ def test_training_steps_on_the_device_agree_with_checked_cpu(
         np.testing.assert_allclose(p, c, rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.cuda
+def test_batch_norm_running_statistics_on_the_device_agree_with_checked_cpu(
+    cuda_device: torch.device,
+) -> None:
+    state, prediction, selected = _train_batch_norm("checked_cuda")
+    cpu_state, cpu_prediction, _ = _train_batch_norm("checked_cpu")
+    for name, value in state.items():
+        np.testing.assert_allclose(value, cpu_state[name], rtol=1e-8, atol=1e-10, err_msg=name)
+    np.testing.assert_allclose(prediction, cpu_prediction, rtol=1e-8, atol=1e-10)
+    assert all(name.startswith("native_cuda.") for name in selected)
+
+
 def test_readme_quotes_the_cpu_only_build_message() -> None:
     """The README's CUDA section shows the message a CPU-only build prints (as of its torch pin)."""
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
