@@ -29,7 +29,6 @@ nothing writes through them — and copies on the profile's device, ``cuda`` und
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
@@ -515,6 +514,13 @@ class Trainer(Generic[In, Out]):
         return self.open().profile
 
     @property
+    def lr(self) -> float:
+        """The learning rate the next update uses: inside :meth:`fit` with an ``lr_schedule`` (read
+        from ``on_batch``), the current epoch's; otherwise the optimizer's own
+        (``config.optimizer.lr``)."""
+        return (self.config.optimizer if self._optimizer is None else self._optimizer.config).lr
+
+    @property
     def selected(self) -> list[AcceptedKernel]:
         """Accepted kernels that computed this trainer's values, in first-use order.
 
@@ -776,8 +782,16 @@ class Trainer(Generic[In, Out]):
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
         step (progress bars hook in here). ``lr_schedule(e)``, when given, is the learning rate
         of epoch ``e``, set before its first step (an epoch-wise scheduler, as torch's
-        ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``);
-        without it, and after ``fit`` returns or fails, the optimizer's own ``lr`` applies.
+        ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``),
+        checked as the optimizer's ``lr`` (finite, >= 0, also in binary32: the original's rule,
+        so ``1e300`` is refused for a float64 model too); :attr:`lr` reads it. Without it, and
+        after ``fit`` returns or fails, the optimizer's own ``lr`` applies.
+
+        An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit``
+        that stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the
+        updates it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts
+        that epoch again with its number (its shuffle order and scheduled learning rate), as a
+        restarted torch loop over the same epoch range would.
 
         ``x`` is ``(n, *input_shape)``; ``y`` is ``(n, *output_shape)`` for MSE (``(n,)`` too when
         the output shape is ``(1,)``), and integer class labels ``(n,)`` in ``[0, classes)`` or
@@ -851,8 +865,6 @@ class Trainer(Generic[In, Out]):
         assert self._optimizer is not None
         lr = lr_schedule(epoch)
         try:
-            if is_bool(lr) or not isinstance(lr, numbers.Real):
-                raise OptimizerError(f"a learning rate must be a real number, got type {type(lr).__name__}")
             self._optimizer.set_lr(lr)
         except OptimizerError as error:
             raise TrainerError(
@@ -873,7 +885,7 @@ class Trainer(Generic[In, Out]):
             detail, accepted = "batch_size=1", "a batch_size >= 2 that leaves no sample over alone"
         else:
             detail = f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
-            accepted = "a batch_size that leaves no sample over alone, or one sample fewer"
+            accepted = "a batch_size that leaves no sample over alone, or drop one sample"
         raise TrainerError(
             f"{layer.describe()} trains on each minibatch's statistics and needs at least 2 samples in "
             f"every minibatch (as torch); {detail} (accepted: {accepted})"

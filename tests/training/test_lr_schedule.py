@@ -107,8 +107,8 @@ def test_the_optimizer_lr_applies_again_after_fit():
         ),
         (
             lambda e: 0.1 if e == 0 else "0.1",
-            "lr_schedule(1) gave '0.1', which the optimizer refuses: a learning "
-            "rate must be a real number, got type str",
+            "lr_schedule(1) gave '0.1', which the optimizer refuses: optimizer: "
+            "learning rate must be a real number (int or float), got '0.1'",
         ),
         (lambda e: 0.1 if e == 0 else None, "lr_schedule(1) gave None, which the optimizer refuses"),
         (lambda e: 0.1 if e == 0 else True, "lr_schedule(1) gave True"),
@@ -144,3 +144,42 @@ def test_optimizer_set_lr_keeps_the_state_and_validates():
     with pytest.raises(optim.OptimizerError, match="learning rate must be finite and nonnegative, got -1"):
         opt.set_lr(-1)
     assert opt.config.lr == 0.5
+
+
+def test_trainer_lr_reads_the_scheduled_rate_inside_fit():
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(0.2)))
+    assert trainer.lr == 0.2  # before the optimizer exists
+    seen = []
+    x, y = np.ones((4, 2)), np.zeros((4, 1))
+    trainer.fit(
+        x,
+        y,
+        epochs=3,
+        batch_size=2,
+        lr_schedule=lambda e: 0.1 / (e + 1),
+        on_batch=lambda epoch, loss: seen.append((epoch, trainer.lr)),
+    )
+    assert seen == [(0, 0.1), (0, 0.1), (1, 0.05), (1, 0.05), (2, 0.1 / 3), (2, 0.1 / 3)]
+    assert trainer.lr == 0.2
+
+
+def test_an_interrupted_fit_restores_the_lr_and_repeats_the_epoch():
+    """on_batch raising mid-epoch: its exception propagates, the first update stays, epochs_done
+    counts whole epochs, so the next fit asks the schedule for that epoch again."""
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(0.2)))
+    x, y = np.ones((4, 2)), np.zeros((4, 1))
+    asked = []
+
+    def stop(epoch, loss):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    def schedule(epoch):
+        asked.append(epoch)
+        return 0.01
+
+    with pytest.raises(KeyboardInterrupt):
+        trainer.fit(x, y, epochs=3, batch_size=2, lr_schedule=schedule, on_batch=stop)
+    assert trainer.epochs_done == 1 and trainer.lr == 0.2
+    trainer.fit(x, y, epochs=1, lr_schedule=schedule)
+    assert asked == [0, 1, 1] and trainer.epochs_done == 2

@@ -144,13 +144,15 @@ class EagerOps:
         """:func:`torchlean.functional.batch_norm`; in training it normalises with the batch's
         statistics and appends the running statistics' next values to :attr:`buffer_updates`,
         computed without gradient by capsules of their own (``slice``, ``sub``, ``reduce_mean``,
-        ``mul``, ``reduce_sum``, ``scale``, ``add``, ``reshape``) as torch updates them:
+        ``add``, ``reshape``, ``mul``, ``reduce_sum``, ``scale``) as torch updates them:
         ``(1 - momentum) * running + momentum * batch``, with the batch mean and the unbiased
-        batch variance (divisor ``n - 1``, ``n`` the values per channel). Both are taken of the
-        values shifted by each channel's first value ``k`` (mean ``k + mean(x - k)``, variance
-        by two passes over ``x - k``), so a channel of equal values gets exactly its value and
-        variance 0, whatever their magnitude (torch's float64 kernel does not always: 7e7 for
-        seven values of -0.7e20). An empty batch leaves them as they are
+        batch variance (divisor ``n - 1``, ``n`` the values per channel). With ``k`` each
+        channel's first value, ``d = x - k``, ``c = d - mean(d)``: the mean is
+        ``(k + mean(d)) + mean(c)`` (the last term corrects the rounding of ``mean(d)``, which an
+        outlying first value makes large) and the variance ``sum(c**2) / (n - 1)``. So a channel
+        of equal values gets exactly its value and variance 0, whatever their magnitude (torch's
+        float64 kernel does not always: 7e7 for seven values of -0.7e20), and values far from 0
+        keep their spread's precision. An empty batch leaves them as they are
         (as torch)."""
         if not training:
             return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
@@ -164,8 +166,10 @@ class EagerOps:
             shifted = F.sub(x, first)
             shifted_mean = F.reduce_mean(shifted, axes, keepdims=True)
             centred = F.sub(shifted, shifted_mean)
+            correction = F.reduce_mean(centred, axes, keepdims=True)  # shifted_mean's rounding error
+            mean = F.add(F.add(first, shifted_mean), correction)
+            mean = F.reshape(mean, tuple(running_mean.shape))
             variance = F.scale(F.reduce_sum(F.mul(centred, centred), axes), 1.0 / (count - 1))
-            mean = F.reshape(F.add(first, shifted_mean), tuple(running_mean.shape))
             for buffer, value in zip((running_mean, running_var), (mean, variance), strict=True):
                 current = self._pending(buffer)
                 self.buffer_updates.append(
