@@ -27,14 +27,17 @@ from torchlean._checks import is_int
 from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.layers import (
     Activation,
+    AvgPool1d,
     AvgPool2d,
     BatchNorm,
+    Conv1d,
     Conv2d,
     Dropout,
     Flatten,
     Layer,
     LayerNorm,
     Linear,
+    MaxPool1d,
     MaxPool2d,
     MeanPool,
     ParamSpec,
@@ -48,7 +51,12 @@ from torchlean.nn.layers import (
 from torchlean.nn.model import Model, StateError, build
 
 Pair = tuple[int, int]
-"""The stored form of a window argument (the records normalise an int or a list to it)."""
+"""The stored form of a 2-d window argument (the records normalise an int or a list to it)."""
+
+
+def _axes(value: int | Sequence[int]) -> tuple[int, ...]:
+    """A window argument as the records take it (they check and normalise it when built)."""
+    return cast(tuple[int, ...], value)
 
 __all__ = [
     "Layer",
@@ -56,16 +64,19 @@ __all__ = [
     "ParamSpec",
     "ShapeError",
     "StateError",
+    "avg_pool1d",
     "avg_pool2d",
     "batch_norm1d",
     "batch_norm2d",
     "build",
+    "conv1d",
     "conv2d",
     "dropout",
     "flatten",
     "gelu",
     "layer_norm",
     "linear",
+    "max_pool1d",
     "max_pool2d",
     "mean_pool",
     "multi_head_attention",
@@ -174,6 +185,31 @@ def batch_norm2d(
     return BatchNorm(num_features, 2, eps, momentum, affine)
 
 
+def conv1d(
+    in_channels: int,
+    out_channels: int,
+    kernel_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    bias: bool = True,
+) -> Conv1d:
+    """1-d convolution over ``(C, L)`` samples (``torch.nn.Conv1d``); ``kernel_size``, ``stride``,
+    ``padding`` and ``dilation`` are an int or a one-int tuple/list. Samples ``(C_in, L)`` ->
+    ``(C_out, L_out)`` with torch's ``(L + 2*padding - dilation*(kernel-1) - 1) // stride + 1``;
+    weight ``(C_out, C_in/groups, k)``, bias ``(C_out,)``, both ``U(-1/sqrt(fan_in),
+    1/sqrt(fan_in))`` as torch. Records ``conv`` (one spatial axis).
+
+    Raises:
+        ShapeError: as :func:`conv2d`; at build, a sample that is not ``(in_channels, L)`` or
+            shorter than the dilated kernel after padding.
+    """
+    windows = (_axes(kernel_size), _axes(stride), _axes(padding), _axes(dilation))
+    return Conv1d(in_channels, out_channels, *windows, groups, bias)
+
+
 def conv2d(
     in_channels: int,
     out_channels: int,
@@ -207,6 +243,39 @@ def conv2d(
         groups,
         bias,
     )
+
+
+def max_pool1d(
+    kernel_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+) -> MaxPool1d:
+    """1-d max pooling of ``(C, L)`` samples; ``stride`` defaults to ``kernel_size``
+    (``torch.nn.MaxPool1d``, floor mode): ``(C, L)`` -> ``(C, (L + 2*padding - kernel) // stride +
+    1)``; window arguments an int or a one-int tuple/list.
+
+    Raises:
+        ShapeError: as :func:`max_pool2d`, for ``(C, L)`` samples.
+    """
+    kernel = _axes(kernel_size)
+    return MaxPool1d(kernel, kernel if stride is None else _axes(stride), _axes(padding))
+
+
+def avg_pool1d(
+    kernel_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+) -> AvgPool1d:
+    """1-d average pooling of ``(C, L)`` samples, zero padding counted in the divisor
+    (``torch.nn.AvgPool1d``); shapes and the stride default as :func:`max_pool1d`.
+
+    Raises:
+        ShapeError: as :func:`max_pool2d`, for ``(C, L)`` samples.
+    """
+    kernel = _axes(kernel_size)
+    return AvgPool1d(kernel, kernel if stride is None else _axes(stride), _axes(padding))
 
 
 def max_pool2d(

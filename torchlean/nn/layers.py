@@ -20,7 +20,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -32,14 +32,17 @@ from torchlean.nn.ops import Ops, T
 
 __all__ = [
     "Activation",
+    "AvgPool1d",
     "AvgPool2d",
     "BatchNorm",
+    "Conv1d",
     "Conv2d",
     "Dropout",
     "Flatten",
     "Layer",
     "LayerNorm",
     "Linear",
+    "MaxPool1d",
     "MaxPool2d",
     "MeanPool",
     "ParamSpec",
@@ -54,6 +57,7 @@ __all__ = [
     "is_bool",
     "is_int",
     "pair",
+    "window",
 ]
 
 Shape = tuple[int, ...]
@@ -187,22 +191,39 @@ class ParamSpec:
         return replace(self, name=f"{prefix}.{self.name}")
 
 
+def window(value: int | Sequence[int], name: str, *, n: int, minimum: int) -> tuple[int, ...]:
+    """``value`` as ``n`` ints >= ``minimum``, one per spatial axis: one int (used for every axis)
+    or a tuple/list of ``n``, as ``torch.nn.Conv1d``/``Conv2d`` and the pooling layers accept;
+    bools are refused.
+
+    Raises:
+        ShapeError: ``<name> must be an int >= <minimum> or a pair of them, got <value!r>`` (``a
+            tuple of one of them`` for ``n == 1``).
+    """
+    items: Sequence[object] = ()
+    if is_int(value):
+        items = (value,) * n
+    elif isinstance(value, (tuple, list)):
+        items = value
+    ints = [int(v) for v in items if is_int(v) and int(v) >= minimum]
+    if len(items) != n or len(ints) != n:
+        several = "a pair of them" if n == 2 else "a tuple of one of them" if n == 1 else f"a tuple of {n}"
+        raise ShapeError(f"{name} must be an int >= {minimum} or {several}, got {value!r}")
+    return tuple(ints)
+
+
 def pair(value: int | Sequence[int], name: str, *, minimum: int) -> tuple[int, int]:
-    """``value`` as a pair of ints >= ``minimum``: one int (used for both axes) or a tuple/list of
-    two, as ``torch.nn.Conv2d``/``MaxPool2d`` accept; bools are refused.
+    """:func:`window` for two spatial axes.
 
     Raises:
         ShapeError: ``<name> must be an int >= <minimum> or a pair of them, got <value!r>``.
     """
-    items: Sequence[object] = ()
-    if is_int(value):
-        items = (value, value)
-    elif isinstance(value, (tuple, list)):
-        items = value
-    ints = [int(v) for v in items if is_int(v) and int(v) >= minimum]
-    if len(items) != 2 or len(ints) != 2:
-        raise ShapeError(f"{name} must be an int >= {minimum} or a pair of them, got {value!r}")
-    return (ints[0], ints[1])
+    first, second = window(value, name, n=2, minimum=minimum)
+    return (first, second)
+
+
+_AXES = {1: "L", 2: "H, W"}
+"""The spatial axes of 1-d and 2-d samples, as messages name them."""
 
 
 class Layer(ABC):
@@ -506,44 +527,41 @@ def _eps_fault(layer: str, eps: float, dtype: np.dtype[np.floating], *, positive
 
 
 @dataclass(frozen=True, slots=True)
-class Conv2d(Layer):
-    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``, channel-first): per-sample
-    ``(in_channels, H, W)`` -> ``(out_channels, H_out, W_out)`` with ``H_out = (H + 2 p - d (k - 1)
-    - 1) // s + 1`` (likewise ``W_out``), torch's formula; weight ``[out, in / groups, kH, kW]``.
-
-    Raises:
-        ShapeError: a bad size, window argument or ``bias``, or ``groups`` not dividing both
-            channel counts (when built); samples that are not ``(in_channels, H, W)`` or too small
-            for the dilated kernel (:meth:`output_shape`).
-    """
+class _Conv(Layer):
+    """Convolution over ``(C, *spatial)`` samples with ``spatial_ndim`` spatial axes (channel
+    first, torch's ``ConvNd``): per-sample ``(in_channels, *size)`` -> ``(out_channels, *out)``
+    with ``out = (size + 2 p - d (k - 1) - 1) // s + 1`` per axis, torch's formula; weight
+    ``[out, in / groups, *kernel]``; window arguments an int or one int per spatial axis."""
 
     in_channels: int
     out_channels: int
-    kernel_size: tuple[int, int]
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int] = (0, 0)
-    dilation: tuple[int, int] = (1, 1)
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0,)
+    dilation: tuple[int, ...] = (1,)
     groups: int = 1
     bias: bool = True
-    kind = "conv2d"
+    spatial_ndim: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         for name in ("in_channels", "out_channels"):
-            _set(self, name, checked_int(getattr(self, name), f"conv2d: {name}", 1))
+            _set(self, name, checked_int(getattr(self, name), f"{self.kind}: {name}", 1))
         for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
-            _set(self, name, pair(getattr(self, name), f"conv2d: {name}", minimum=minimum))
-        _set(self, "groups", checked_int(self.groups, "conv2d: groups", 1))
+            value = window(getattr(self, name), f"{self.kind}: {name}", n=self.spatial_ndim, minimum=minimum)
+            _set(self, name, value)
+        _set(self, "groups", checked_int(self.groups, f"{self.kind}: groups", 1))
         if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ShapeError(  # refused when built, as torch.nn.Conv2d refuses at construction
-                f"conv2d: groups={self.groups} must divide in_channels={self.in_channels} and "
+            raise ShapeError(  # refused when built, as torch.nn.ConvNd refuses at construction
+                f"{self.kind}: groups={self.groups} must divide in_channels={self.in_channels} and "
                 f"out_channels={self.out_channels}"
             )
-        _set(self, "bias", checked_bool(self.bias, "conv2d: bias"))
+        _set(self, "bias", checked_bool(self.bias, f"{self.kind}: bias"))
 
     def output_shape(self, input_shape: Shape) -> Shape:
-        if len(input_shape) != 3 or input_shape[0] != self.in_channels:
+        if len(input_shape) != 1 + self.spatial_ndim or input_shape[0] != self.in_channels:
             raise ShapeError(
-                f"conv2d expects (C={self.in_channels}, H, W) samples, got shape {list(input_shape)}"
+                f"{self.kind} expects (C={self.in_channels}, {_AXES[self.spatial_ndim]}) samples, got shape "
+                f"{list(input_shape)}"
             )
         spatial = []
         for size, k, s, p, d in zip(input_shape[1:], self.kernel_size, self.stride, self.padding,
@@ -551,14 +569,14 @@ class Conv2d(Layer):
             out = (size + 2 * p - d * (k - 1) - 1) // s + 1
             if out < 1:
                 raise ShapeError(
-                    f"conv2d kernel {list(self.kernel_size)} (dilation {list(self.dilation)}) does not fit "
-                    f"input {list(input_shape)} with padding {list(self.padding)}"
+                    f"{self.kind} kernel {list(self.kernel_size)} (dilation {list(self.dilation)}) does not "
+                    f"fit input {list(input_shape)} with padding {list(self.padding)}"
                 )
             spatial.append(out)
         return (self.out_channels, *spatial)
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
-        fan_in = (self.in_channels // self.groups) * self.kernel_size[0] * self.kernel_size[1]
+        fan_in = (self.in_channels // self.groups) * math.prod(self.kernel_size)
         bound = 1.0 / math.sqrt(fan_in)
         shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
         weight = ParamSpec("weight", shape, "uniform", bound)
@@ -578,22 +596,65 @@ class Conv2d(Layer):
         )
 
     def describe(self) -> str:
-        return f"conv2d({self.in_channels}, {self.out_channels}, {list(self.kernel_size)})"
+        return f"{self.kind}({self.in_channels}, {self.out_channels}, {list(self.kernel_size)})"
 
 
 @dataclass(frozen=True, slots=True)
-class _Pool2d(Layer):
-    kernel_size: tuple[int, int]
-    stride: tuple[int, int]
-    padding: tuple[int, int] = (0, 0)
+class Conv1d(_Conv):
+    """1-d convolution over ``(C, L)`` samples (``torch.nn.Conv1d``, channel-first): per-sample
+    ``(in_channels, L)`` -> ``(out_channels, (L + 2 p - d (k - 1) - 1) // s + 1)``; weight
+    ``[out, in / groups, k]``.
+
+    Raises:
+        ShapeError: a bad size, window argument or ``bias``, or ``groups`` not dividing both
+            channel counts (when built); samples that are not ``(in_channels, L)`` or too short
+            for the dilated kernel (:meth:`output_shape`).
+    """
+
+    kind = "conv1d"
+
+
+@dataclass(frozen=True, slots=True)
+class Conv2d(_Conv):
+    """2-d convolution over ``(C, H, W)`` samples (``torch.nn.Conv2d``, channel-first): per-sample
+    ``(in_channels, H, W)`` -> ``(out_channels, H_out, W_out)`` with ``H_out = (H + 2 p - d (k - 1)
+    - 1) // s + 1`` (likewise ``W_out``), torch's formula; weight ``[out, in / groups, kH, kW]``.
+
+    Raises:
+        ShapeError: a bad size, window argument or ``bias``, or ``groups`` not dividing both
+            channel counts (when built); samples that are not ``(in_channels, H, W)`` or too small
+            for the dilated kernel (:meth:`output_shape`).
+    """
+
+    stride: tuple[int, ...] = (1, 1)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1, 1)
+    kind = "conv2d"
+    spatial_ndim: ClassVar[int] = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool(Layer):
+    """Max or average pooling (``pooling``) over ``(C, *spatial)`` samples with ``spatial_ndim``
+    spatial axes, floor mode: per-sample ``(C, *size)`` -> ``(C, *out)``,
+    ``out = (size + 2 p - k) // s + 1`` per axis."""
+
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...] = (0,)
+    spatial_ndim: ClassVar[int] = 1
+    pooling: ClassVar[str] = "max"
 
     def __post_init__(self) -> None:
         for name, minimum in (("kernel_size", 1), ("stride", 1), ("padding", 0)):
-            _set(self, name, pair(getattr(self, name), f"{self.kind}: {name}", minimum=minimum))
+            value = window(getattr(self, name), f"{self.kind}: {name}", n=self.spatial_ndim, minimum=minimum)
+            _set(self, name, value)
 
     def output_shape(self, input_shape: Shape) -> Shape:
-        if len(input_shape) != 3:
-            raise ShapeError(f"{self.kind} expects (C, H, W) samples, got shape {list(input_shape)}")
+        if len(input_shape) != 1 + self.spatial_ndim:
+            raise ShapeError(
+                f"{self.kind} expects (C, {_AXES[self.spatial_ndim]}) samples, got shape {list(input_shape)}"
+            )
         if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
             raise ShapeError(
                 f"{self.kind}: padding {list(self.padding)} must be at most half of kernel "
@@ -609,12 +670,33 @@ class _Pool2d(Layer):
             spatial.append(out)
         return (input_shape[0], *spatial)
 
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        pool = ops.max_pool if self.pooling == "max" else ops.avg_pool
+        return pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+
     def describe(self) -> str:
         return f"{self.kind}({list(self.kernel_size)})"
 
 
 @dataclass(frozen=True, slots=True)
-class MaxPool2d(_Pool2d):
+class MaxPool1d(_Pool):
+    """1-d max pooling (``torch.nn.MaxPool1d``, floor mode, padding never wins the max):
+    per-sample ``(C, L)`` -> ``(C, (L + 2 p - k) // s + 1)``; errors as :class:`MaxPool2d`."""
+
+    kind = "max_pool1d"
+
+
+@dataclass(frozen=True, slots=True)
+class AvgPool1d(_Pool):
+    """1-d average pooling; zero padding counts in the divisor (``torch.nn.AvgPool1d`` with
+    ``count_include_pad=True``, floor mode); shapes and errors as :class:`MaxPool1d`."""
+
+    kind = "avg_pool1d"
+    pooling: ClassVar[str] = "avg"
+
+
+@dataclass(frozen=True, slots=True)
+class MaxPool2d(_Pool):
     """2-d max pooling (``torch.nn.MaxPool2d``, floor mode, padding never wins the max): per-sample
     ``(C, H, W)`` -> ``(C, (H + 2 p - k) // s + 1, (W + 2 p - k) // s + 1)``.
 
@@ -624,21 +706,20 @@ class MaxPool2d(_Pool2d):
             padded input (:meth:`output_shape`).
     """
 
+    padding: tuple[int, ...] = (0, 0)
     kind = "max_pool2d"
-
-    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
-        return ops.max_pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+    spatial_ndim: ClassVar[int] = 2
 
 
 @dataclass(frozen=True, slots=True)
-class AvgPool2d(_Pool2d):
+class AvgPool2d(_Pool):
     """2-d average pooling; zero padding counts in the divisor (``torch.nn.AvgPool2d`` with
     ``count_include_pad=True``, floor mode); shapes and errors as :class:`MaxPool2d`."""
 
+    padding: tuple[int, ...] = (0, 0)
     kind = "avg_pool2d"
-
-    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
-        return ops.avg_pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+    spatial_ndim: ClassVar[int] = 2
+    pooling: ClassVar[str] = "avg"
 
 
 @dataclass(frozen=True, slots=True)

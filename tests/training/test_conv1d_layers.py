@@ -1,0 +1,184 @@
+"""``nn.conv1d``, ``nn.max_pool1d``, ``nn.avg_pool1d``: against ``torch.nn.Conv1d``/``MaxPool1d``/
+``AvgPool1d`` in float64 trained on the same data from the same weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import nn, optim
+from torchlean.nn import ShapeError
+from torchlean.trainer import RunConfig, Trainer
+
+MODELS = {
+    "grouped-strided": (
+        lambda: nn.sequential(
+            nn.conv1d(2, 4, 3, stride=2, padding=1, groups=2),
+            nn.relu(),
+            nn.max_pool1d(2, padding=1),
+            nn.avg_pool1d(2, stride=1),
+            nn.flatten(),
+            nn.linear(12, 2),
+        ),
+        lambda: torch.nn.Sequential(
+            torch.nn.Conv1d(2, 4, 3, stride=2, padding=1, groups=2),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool1d(2, padding=1),
+            torch.nn.AvgPool1d(2, stride=1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(12, 2),
+        ),
+    ),
+    "dilated-no-bias": (
+        lambda: nn.sequential(
+            nn.conv1d(2, 3, (2,), dilation=3, bias=False),
+            nn.tanh(),
+            nn.avg_pool1d([3], padding=1),
+            nn.flatten(),
+            nn.linear(9, 2),
+        ),
+        lambda: torch.nn.Sequential(
+            torch.nn.Conv1d(2, 3, 2, dilation=3, bias=False),
+            torch.nn.Tanh(),
+            torch.nn.AvgPool1d(3, padding=1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(9, 2),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_training_matches_torch_float64(model, profile, execution):
+    """Three SGD steps on (2, 11) samples: the loss and every parameter after each within 1e-12."""
+    make_layer, make_torch = MODELS[model]
+    config = RunConfig(optimizer=optim.sgd(0.1, 0.5), dtype="float64", profile=profile, execution=execution)
+    trainer = Trainer(make_layer(), config=config, seed=2, input_shape=(2, 11))
+    module = make_torch().double()
+    module.load_state_dict({name: torch.tensor(value) for name, value in trainer.model.state().items()})
+    sgd = torch.optim.SGD(module.parameters(), lr=0.1, momentum=0.5)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        x, y = rng.standard_normal((5, 2, 11)), rng.standard_normal((5, 2))
+        loss = trainer.step(x, y)
+        sgd.zero_grad()
+        expected = torch.nn.functional.mse_loss(module(torch.tensor(x)), torch.tensor(y))
+        expected.backward()
+        sgd.step()
+        assert loss == pytest.approx(expected.item(), rel=1e-12, abs=0)
+        for name, value in trainer.model.state().items():
+            np.testing.assert_allclose(value, module.state_dict()[name].numpy(), rtol=1e-12, atol=1e-14)
+    x = rng.standard_normal((4, 2, 11))
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            trainer.predict(x), module(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-14
+        )
+
+
+def test_conv1d_with_batch_norm1d_on_sequences_matches_torch():
+    """The usual 1-d block: conv1d, batch_norm1d over (C, L), relu, max_pool1d (eager)."""
+    layer = nn.sequential(
+        nn.conv1d(3, 4, 3, padding=1),
+        nn.batch_norm1d(4),
+        nn.relu(),
+        nn.max_pool1d(2),
+        nn.flatten(),
+        nn.linear(16, 1),
+    )
+    trainer = Trainer(layer, config=RunConfig(optimizer=optim.sgd(0.05), dtype="float64"), input_shape=(3, 8))
+    module = torch.nn.Sequential(
+        torch.nn.Conv1d(3, 4, 3, padding=1),
+        torch.nn.BatchNorm1d(4),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool1d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 1),
+    ).double()
+    module.load_state_dict({k: torch.tensor(v) for k, v in trainer.model.state().items()}, strict=False)
+    sgd = torch.optim.SGD(module.parameters(), lr=0.05)
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        x, y = rng.standard_normal((6, 3, 8)), rng.standard_normal((6, 1))
+        trainer.step(x, y)
+        sgd.zero_grad()
+        torch.nn.functional.mse_loss(module.train()(torch.tensor(x)), torch.tensor(y)).backward()
+        sgd.step()
+    for name, value in trainer.model.state().items():
+        np.testing.assert_allclose(value, module.state_dict()[name].numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_conv1d_initialisation_bound_and_shapes():
+    """torch's default bound 1/sqrt(in/groups * k) for weight and bias."""
+    weight, bias = nn.conv1d(4, 6, 5, groups=2).param_specs()
+    assert weight.shape == (6, 2, 5) and bias.shape == (6,)
+    assert weight.bound == bias.bound == pytest.approx(1 / np.sqrt(2 * 5), rel=1e-15)
+    model = nn.build(nn.sequential(nn.conv1d(4, 6, 5, groups=2), nn.max_pool1d(2)), input_shape=(4, 20))
+    assert model.output_shape == (6, 8)
+    assert (
+        model.describe() == "sequential(conv1d(4, 6, [5]), max_pool1d([2])): [4, 20] -> [6, 8], 66 parameters"
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: nn.conv1d(3, 4, (3, 3)),
+            "conv1d: kernel_size must be an int >= 1 or a tuple of one of them, got (3, 3)",
+        ),
+        (
+            lambda: nn.conv1d(3, 4, 3, stride=0),
+            "conv1d: stride must be an int >= 1 or a tuple of one of them, got 0",
+        ),
+        (
+            lambda: nn.conv1d(3, 4, 3, padding=-1),
+            "conv1d: padding must be an int >= 0 or a tuple of one of them, got -1",
+        ),
+        (
+            lambda: nn.conv1d(3, 4, 3, groups=2),
+            "conv1d: groups=2 must divide in_channels=3 and out_channels=4",
+        ),
+        (
+            lambda: nn.conv1d(3, 4, True),
+            "conv1d: kernel_size must be an int >= 1 or a tuple of one of them, got True",
+        ),
+        (lambda: nn.conv1d(0, 4, 3), "conv1d: in_channels must be an int >= 1, got 0"),
+        (lambda: nn.conv1d(3, 4, 3, bias=1), "conv1d: bias must be a bool, got 1"),
+        (
+            lambda: nn.max_pool1d([2, 2]),
+            "max_pool1d: kernel_size must be an int >= 1 or a tuple of one of them, got [2, 2]",
+        ),
+        (
+            lambda: nn.avg_pool1d(2, stride=2.0),
+            "avg_pool1d: stride must be an int >= 1 or a tuple of one of them, got 2.0",
+        ),
+    ],
+)
+def test_argument_errors(make, message):
+    with pytest.raises(ShapeError) as caught:
+        make()
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("layer", "shape", "message"),
+    [
+        (nn.conv1d(3, 4, 3), (3, 8, 8), "conv1d expects (C=3, L) samples, got shape [3, 8, 8]"),
+        (nn.conv1d(3, 4, 3), (2, 8), "conv1d expects (C=3, L) samples, got shape [2, 8]"),
+        (
+            nn.conv1d(3, 4, 5, dilation=2),
+            (3, 8),
+            "conv1d kernel [5] (dilation [2]) does not fit input [3, 8] with padding [0]",
+        ),
+        (nn.max_pool1d(2), (3,), "max_pool1d expects (C, L) samples, got shape [3]"),
+        (nn.avg_pool1d(4, padding=3), (3, 8), "avg_pool1d: padding [3] must be at most half of kernel [4]"),
+        (nn.max_pool1d(9), (3, 8), "max_pool1d kernel [9] does not fit [3, 8]"),
+    ],
+)
+def test_shape_misfits(layer, shape, message):
+    with pytest.raises(ShapeError) as caught:
+        nn.build(layer, input_shape=shape)
+    assert str(caught.value) == message
