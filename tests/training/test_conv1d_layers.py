@@ -182,3 +182,22 @@ def test_shape_misfits(layer, shape, message):
     with pytest.raises(ShapeError) as caught:
         nn.build(layer, input_shape=shape)
     assert str(caught.value) == message
+
+
+def test_window_arguments_of_the_wrong_length_are_refused_whatever_they_hold():
+    """An extra item that is not an int must not be dropped before the length is counted."""
+    with pytest.raises(ShapeError, match=r"^conv2d: kernel_size must be an int >= 1 or a pair of them"):
+        nn.conv2d(1, 2, (3, 3, "x"))
+    with pytest.raises(ShapeError, match=r"^conv1d: stride must be an int >= 1 or a tuple of one of them"):
+        nn.conv1d(1, 2, 3, stride=(1, None))
+
+
+def test_records_built_directly_take_one_default_per_spatial_axis():
+    from torchlean.nn.layers import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+
+    assert MaxPool2d((2, 2), (2, 2)).padding == AvgPool2d((2, 2), (2, 2)).padding == (0, 0)
+    assert MaxPool1d((2,), (2,)).padding == AvgPool1d((2,), (2,)).padding == (0,)
+    conv2 = Conv2d(1, 2, (3, 3))
+    assert (conv2.stride, conv2.padding, conv2.dilation) == ((1, 1), (0, 0), (1, 1))
+    conv1 = Conv1d(1, 2, 3)
+    assert (conv1.kernel_size, conv1.stride, conv1.padding, conv1.dilation) == ((3,), (1,), (0,), (1,))

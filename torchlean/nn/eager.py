@@ -151,9 +151,9 @@ class EagerOps:
         ``(k + mean(d)) + mean(c)`` (the last term corrects the rounding of ``mean(d)``, which an
         outlying first value makes large) and the variance ``sum(c**2) / (n - 1)``. So a channel
         of equal values gets exactly its value and variance 0, whatever their magnitude (torch's
-        float64 kernel does not always: 7e7 for seven values of -0.7e20), and values far from 0
-        keep their spread's precision. An empty batch leaves them as they are
-        (as torch)."""
+        float64 kernel does not always: a batch variance of 7.0e7 for 21 values of
+        ``-0.7 * 1e20``), and values far from 0 keep their spread's precision. An empty batch
+        leaves them as they are (as torch)."""
         if not training:
             return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
         out = F.batch_norm(x, weight, bias, training=True, eps=eps)  # refuses n == 1 per channel

@@ -56,7 +56,6 @@ __all__ = [
     "checked_int",
     "is_bool",
     "is_int",
-    "pair",
     "window",
 ]
 
@@ -210,16 +209,6 @@ def window(value: int | Sequence[int], name: str, *, n: int, minimum: int) -> tu
         several = "a pair of them" if n == 2 else "a tuple of one of them" if n == 1 else f"a tuple of {n}"
         raise ShapeError(f"{name} must be an int >= {minimum} or {several}, got {value!r}")
     return tuple(ints)
-
-
-def pair(value: int | Sequence[int], name: str, *, minimum: int) -> tuple[int, int]:
-    """:func:`window` for two spatial axes.
-
-    Raises:
-        ShapeError: ``<name> must be an int >= <minimum> or a pair of them, got <value!r>``.
-    """
-    first, second = window(value, name, n=2, minimum=minimum)
-    return (first, second)
 
 
 _AXES = {1: "L", 2: "H, W"}
