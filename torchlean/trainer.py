@@ -590,22 +590,26 @@ class Trainer(Generic[In, Out]):
         return xs, ys
 
     def batches(
-        self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int
+        self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int, drop_last: bool = False
     ) -> Iterator[tuple[Array, Array]]:
-        """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller),
-        copies taken along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with
-        ``shuffle`` in the order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in
-        row order. ``x`` and ``y`` are used as given (:meth:`fit` checks them first).
+        """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller;
+        with ``drop_last`` it is left out, as torch's ``DataLoader(drop_last=True)``), copies taken
+        along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with ``shuffle`` in the
+        order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in row order. ``x`` and
+        ``y`` are used as given (:meth:`fit` checks them first).
 
         Raises:
             TrainerError: ``batch_size`` not an int >= 1, or ``epoch`` not an int >= 0 (bools
-                refused), when the iteration starts.
+                refused), or ``drop_last`` not a bool, when the iteration starts.
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         epoch = checked_int(epoch, "epoch", 0, TrainerError)
+        if not is_bool(drop_last):
+            raise TrainerError(f"drop_last must be a bool, got {drop_last!r}")
         n = x.shape[0]
         order = np.random.default_rng([self.seed, epoch]).permutation(n) if shuffle else np.arange(n)
-        for start in range(0, x.shape[0], batch_size):
+        stop = n - n % batch_size if drop_last else n
+        for start in range(0, stop, batch_size):
             index = order[start : start + batch_size]
             yield x[index], y[index]
 
@@ -773,6 +777,7 @@ class Trainer(Generic[In, Out]):
         epochs: int = 1,
         batch_size: int = 32,
         shuffle: bool = True,
+        drop_last: bool = False,
         on_batch: Callable[[int, float], None] | None = None,
         lr_schedule: Callable[[int], float] | None = None,
     ) -> list[float]:
@@ -780,7 +785,10 @@ class Trainer(Generic[In, Out]):
 
         Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
-        step (progress bars hook in here). ``lr_schedule(e)``, when given, is the learning rate
+        step (progress bars hook in here). ``drop_last`` leaves out each epoch's last minibatch
+        when it holds fewer than ``batch_size`` samples (torch's ``DataLoader(drop_last=True)``;
+        those samples still take part in later epochs when shuffled); an epoch's loss is then the
+        mean over the samples it trained on. ``lr_schedule(e)``, when given, is the learning rate
         of epoch ``e``, set before its first step (an epoch-wise scheduler, as torch's
         ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``),
         checked as the optimizer's ``lr`` (finite, >= 0, also in binary32: the original's rule,
@@ -808,13 +816,14 @@ class Trainer(Generic[In, Out]):
                 (``n == 0``); a batch norm layer that sees one value per channel per sample
                 (``nn.batch_norm1d`` on ``(C,)`` or ``(C, 1)`` samples, ``nn.batch_norm2d`` on
                 ``(C, 1, 1)``) and a minibatch of one sample (``batch_size=1``, or
-                ``n % batch_size == 1``: torch refuses such a step too);
-                ``epochs`` or ``batch_size`` not an int (bools
-                refused) >= 1 (``epochs must be an int >= 1, got 1.5``); a ``shuffle`` that is
-                neither a ``bool`` nor a ``numpy.bool_``; an ``on_batch`` or ``lr_schedule`` that is
-                not callable (checked before any step); a learning rate from ``lr_schedule`` that is
-                not a real number or that the optimizer refuses (before that epoch's first step;
-                earlier epochs' updates stay); the errors of :meth:`open`.
+                ``n % batch_size == 1`` without ``drop_last``: torch refuses such a step too);
+                ``epochs`` or ``batch_size`` not an int (bools refused) >= 1 (``epochs must be an
+                int >= 1, got 1.5``); a ``shuffle`` or ``drop_last`` that is neither a ``bool`` nor
+                a ``numpy.bool_``; ``drop_last`` with fewer samples than ``batch_size`` (no
+                minibatch); an ``on_batch`` or ``lr_schedule`` that is not callable (checked before
+                any step); a learning rate from ``lr_schedule`` that is not a real number or that
+                the optimizer refuses (before that epoch's first step; earlier epochs' updates
+                stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: as :meth:`step` (typed-graph training of a model with dropout or batch norm).
@@ -823,6 +832,8 @@ class Trainer(Generic[In, Out]):
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         if not is_bool(shuffle):
             raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
+        if not is_bool(drop_last):
+            raise TrainerError(f"drop_last must be a bool, got {drop_last!r}")
         if on_batch is not None and not callable(on_batch):
             raise TrainerError(
                 f"on_batch must be a callable on_batch(epoch, loss) or None, got {on_batch!r} of type "
@@ -833,12 +844,18 @@ class Trainer(Generic[In, Out]):
                 f"lr_schedule must be a callable lr_schedule(epoch) -> learning rate or None, got "
                 f"{lr_schedule!r} of type {type(lr_schedule).__name__}"
             )
-        shuffle = bool(shuffle)
+        shuffle, drop_last = bool(shuffle), bool(drop_last)
         self._require_parameters()
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
-        self._refuse_single_sample_batches(xs.shape[0], batch_size)
+        if drop_last and xs.shape[0] < batch_size:
+            raise TrainerError(
+                f"drop_last=True with batch_size={batch_size} leaves no minibatch of the {xs.shape[0]} "
+                "samples (accepted: a batch_size at most the sample count, or drop_last=False)"
+            )
+        trained = xs.shape[0] - xs.shape[0] % batch_size if drop_last else xs.shape[0]
+        self._refuse_single_sample_batches(trained, batch_size)
         self.open()
         assert self._optimizer is not None
         base_lr = self._optimizer.config.lr
@@ -848,7 +865,9 @@ class Trainer(Generic[In, Out]):
                 if lr_schedule is not None:
                     self._set_scheduled_lr(lr_schedule, epoch)
                 total, count = 0.0, 0
-                for xb, yb in self.batches(xs, ys, batch_size, shuffle=shuffle, epoch=epoch):
+                for xb, yb in self.batches(
+                    xs, ys, batch_size, shuffle=shuffle, epoch=epoch, drop_last=drop_last
+                ):
                     loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
                     total += loss * xb.shape[0]
                     count += xb.shape[0]
@@ -885,7 +904,7 @@ class Trainer(Generic[In, Out]):
             detail, accepted = "batch_size=1", "a batch_size >= 2 that leaves no sample over alone"
         else:
             detail = f"{n} samples in minibatches of {batch_size} leave a last minibatch of 1"
-            accepted = "a batch_size that leaves no sample over alone, or drop one sample"
+            accepted = "a batch_size that leaves no sample over alone, drop_last=True, or drop one sample"
         raise TrainerError(
             f"{layer.describe()} trains on each minibatch's statistics and needs at least 2 samples in "
             f"every minibatch (as torch); {detail} (accepted: {accepted})"

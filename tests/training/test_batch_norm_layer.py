@@ -370,7 +370,7 @@ def re_escape(text: str) -> str:
             9,
             4,
             "9 samples in minibatches of 4 leave a last minibatch of 1 (accepted: a batch_size that leaves "
-            "no sample over alone, or drop one sample)",
+            "no sample over alone, drop_last=True, or drop one sample)",
         ),
         (6, 1, "batch_size=1 (accepted: a batch_size >= 2 that leaves no sample over alone)"),
         (1, 32, "the data hold 1 sample (accepted: at least 2 samples)"),
@@ -623,3 +623,60 @@ def test_an_outlying_first_value_costs_the_mean_no_precision(dtype):
         unit = math.sqrt(exact_var) * eps + float(np.spacing(dtype(abs(float(exact_mean)))))
         assert float(abs(Fraction(float(mean[0])) - exact_mean)) <= 2 * unit
         assert float(abs(Fraction(float(var[0])) - exact_var) / exact_var) <= (n + 4) * eps  # fold of n
+
+
+def test_drop_last_trains_what_fit_refused_and_matches_torch():
+    """9 samples in minibatches of 4 left one alone; drop_last leaves it out, as torch's
+    DataLoader(drop_last=True), and the epoch loss is the mean over the 8 samples trained on."""
+    make_layer, make_torch, shape = CASES["1d-vector"]
+    config = RunConfig(optimizer=optim.sgd(lr=0.1), dtype="float64")
+    trainer = Trainer(make_layer(), config=config, seed=4, input_shape=shape)
+    module = torch_copy(trainer, make_torch)
+    sgd = torch.optim.SGD(module.parameters(), lr=0.1)
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((9, 3)), rng.standard_normal((9, 2))
+    (loss,) = trainer.fit(x, y, batch_size=4, shuffle=False, drop_last=True)
+    losses = []
+    for start in (0, 4):
+        sgd.zero_grad()
+        batch = torch.nn.functional.mse_loss(
+            module.train()(torch.tensor(x[start : start + 4])), torch.tensor(y[start : start + 4])
+        )
+        batch.backward()
+        sgd.step()
+        losses.append(batch.item())
+    assert loss == pytest.approx(sum(losses) / 2, rel=1e-12)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_allclose(
+            value, module.state_dict()[name].numpy(), rtol=1e-12, atol=1e-14, err_msg=name
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"batch_size": 16, "drop_last": True},
+            "drop_last=True with batch_size=16 leaves no minibatch of the 9 "
+            "samples (accepted: a batch_size at most the sample count, or drop_last=False)",
+        ),
+        ({"batch_size": 1, "drop_last": True}, "batch_norm1d(4) trains on each minibatch's statistics"),
+        ({"drop_last": 1}, "drop_last must be a bool, got 1"),
+    ],
+)
+def test_drop_last_refusals(kwargs, message):
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(np.ones((9, 3)), np.ones((9, 4)), **kwargs)
+    assert str(caught.value).startswith(message)
+    assert trainer.epochs_done == 0
+
+
+def test_batches_drop_last_sizes():
+    trainer = Trainer(nn.linear(2, 1))
+    x, y = np.zeros((10, 2)), np.zeros((10, 1))
+    assert [len(b) for b, _ in trainer.batches(x, y, 4, shuffle=True, epoch=0, drop_last=True)] == [4, 4]
+    assert [len(b) for b, _ in trainer.batches(x, y, 5, shuffle=False, epoch=0, drop_last=True)] == [5, 5]
+    assert [len(b) for b, _ in trainer.batches(x, y, 4, shuffle=False, epoch=0)] == [4, 4, 2]
+    with pytest.raises(TrainerError, match="drop_last must be a bool, got 'yes'"):
+        list(trainer.batches(x, y, 4, shuffle=False, epoch=0, drop_last="yes"))
