@@ -600,7 +600,8 @@ class Trainer(Generic[In, Out]):
 
         Raises:
             TrainerError: ``batch_size`` not an int >= 1, or ``epoch`` not an int >= 0 (bools
-                refused), or ``drop_last`` not a bool, when the iteration starts.
+                refused), or ``drop_last`` neither a ``bool`` nor a ``numpy.bool_``, when the
+                iteration starts.
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         epoch = checked_int(epoch, "epoch", 0, TrainerError)
@@ -787,7 +788,7 @@ class Trainer(Generic[In, Out]):
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
         step (progress bars hook in here). ``drop_last`` leaves out each epoch's last minibatch
         when it holds fewer than ``batch_size`` samples (torch's ``DataLoader(drop_last=True)``;
-        those samples still take part in later epochs when shuffled); an epoch's loss is then the
+        with shuffling, those samples may take part in later epochs); an epoch's loss is then the
         mean over the samples it trained on. ``lr_schedule(e)``, when given, is the learning rate
         of epoch ``e``, set before its first step (an epoch-wise scheduler, as torch's
         ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``),
@@ -849,10 +850,13 @@ class Trainer(Generic[In, Out]):
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
+        if xs.shape[0] == 1:  # a batch norm model's refusal says what is wrong: one sample
+            self._refuse_single_sample_batches(1, batch_size)
         if drop_last and xs.shape[0] < batch_size:
             raise TrainerError(
                 f"drop_last=True with batch_size={batch_size} leaves no minibatch of the {xs.shape[0]} "
-                "samples (accepted: a batch_size at most the sample count, or drop_last=False)"
+                f"sample{'s' if xs.shape[0] > 1 else ''} (accepted: a batch_size of at most "
+                f"{xs.shape[0]}, or drop_last=False)"
             )
         trained = xs.shape[0] - xs.shape[0] % batch_size if drop_last else xs.shape[0]
         self._refuse_single_sample_batches(trained, batch_size)

@@ -658,7 +658,7 @@ def test_drop_last_trains_what_fit_refused_and_matches_torch():
         (
             {"batch_size": 16, "drop_last": True},
             "drop_last=True with batch_size=16 leaves no minibatch of the 9 "
-            "samples (accepted: a batch_size at most the sample count, or drop_last=False)",
+            "samples (accepted: a batch_size of at most 9, or drop_last=False)",
         ),
         ({"batch_size": 1, "drop_last": True}, "batch_norm1d(4) trains on each minibatch's statistics"),
         ({"drop_last": 1}, "drop_last must be a bool, got 1"),
@@ -680,3 +680,27 @@ def test_batches_drop_last_sizes():
     assert [len(b) for b, _ in trainer.batches(x, y, 4, shuffle=False, epoch=0)] == [4, 4, 2]
     with pytest.raises(TrainerError, match="drop_last must be a bool, got 'yes'"):
         list(trainer.batches(x, y, 4, shuffle=False, epoch=0, drop_last="yes"))
+
+
+@pytest.mark.parametrize(("n", "batch_size", "steps"), [(4, 4, 1), (9, 4, 2)])
+def test_drop_last_at_its_boundaries_and_as_a_numpy_bool(n, batch_size, steps):
+    """batch_size == n trains one minibatch (as torch); numpy.bool_ True drops (review25 droplast
+    M7, M12)."""
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
+    seen = []
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((n, 3)), rng.standard_normal((n, 4))
+    trainer.fit(x, y, batch_size=batch_size, drop_last=np.True_, on_batch=lambda e, loss: seen.append(e))
+    assert seen == [0] * steps
+
+
+def test_one_sample_with_drop_last_names_the_sample_count():
+    """The batch norm refusal comes first for one sample: no batch_size or drop_last helps."""
+    trainer = Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)))
+    with pytest.raises(TrainerError, match=r"the data hold 1 sample \(accepted: at least 2 samples\)$"):
+        trainer.fit(np.ones((1, 3)), np.ones((1, 4)), batch_size=2, drop_last=True)
+    plain = Trainer(nn.linear(3, 4))
+    with pytest.raises(
+        TrainerError, match=r"leaves no minibatch of the 1 sample \(accepted: a batch_size of at most 1"
+    ):
+        plain.fit(np.ones((1, 3)), np.ones((1, 4)), batch_size=2, drop_last=True)
