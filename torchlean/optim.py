@@ -11,8 +11,8 @@ value is rounded to binary32, with the suffix `` after conversion to binary32``)
 turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
-options), ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad`` (with their default flags: no amsgrad,
-no centering, no momentum), in the order of operations of
+options), ``Adam`` (with its L2 weight decay), ``AdamW``, ``RMSprop`` and ``Adagrad`` (with their
+default flags: no amsgrad, no centering, no momentum), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
 multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
 and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
@@ -27,7 +27,8 @@ starts at zero; the bias corrections in Python floats):
 * SGD: ``g = g + weight_decay * p`` (L2, when ``weight_decay`` is nonzero); ``m = g`` at
   ``t = 1``, else ``m = momentum * m + (1 - dampening) * g``; the step direction is ``m``, or
   ``g + momentum * m`` with Nesterov (without momentum, ``g``); ``p = p - lr * direction``.
-* Adam: ``m = lerp(m, g, 1 - beta1)``; ``v = beta2 * v + (1 - beta2) * g * g``;
+* Adam: ``g = g + weight_decay * p`` (L2, when nonzero); ``m = lerp(m, g, 1 - beta1)``;
+  ``v = beta2 * v + (1 - beta2) * g * g``;
   ``p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
 * AdamW: Adam's step from the decayed parameter ``p * (1 - lr * weight_decay)``.
 * RMSprop: ``v = decay * v + (1 - decay) * g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
@@ -298,12 +299,14 @@ class SGD(OptimizerConfig):
 
 @dataclass(frozen=True, slots=True)
 class Adam(OptimizerConfig):
-    """Adam (Kingma & Ba 2015) with bias correction, as ``torch.optim.Adam``."""
+    """Adam (Kingma & Ba 2015) with bias correction and L2 ``weight_decay`` added to the gradient,
+    as ``torch.optim.Adam``."""
 
     lr: float = 0.001
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-8
+    weight_decay: float = 0.0
     name = "adam"
 
     def checks(self) -> list[tuple[float, str, str]]:
@@ -312,9 +315,13 @@ class Adam(OptimizerConfig):
             _unit_check(self.beta1, "beta1"),
             _unit_check(self.beta2, "beta2"),
             _eps_check(self.eps),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
     def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+        # torch.optim.adam._single_tensor_adam: grad = grad.add(param, alpha=weight_decay) first.
+        if self.weight_decay != 0.0:
+            grad = grad + param.dtype.type(self.weight_decay) * param
         return _adam_step(self, step, param, grad, m, v)
 
 
@@ -527,15 +534,19 @@ def sgd(
     return SGD(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
 
 
-def adam(lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> Adam:
-    """Adam (``torch.optim.Adam``; Kingma & Ba 2015); values are checked as by :func:`sgd`:
-    ``lr`` finite and >= 0, ``beta1`` and ``beta2`` in ``[0, 1)``, ``eps`` finite and > 0 (torch
-    accepts ``eps == 0``), each also after rounding to binary32 (``eps=1e-50`` is refused).
+def adam(
+    lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0
+) -> Adam:
+    """Adam (``torch.optim.Adam``; Kingma & Ba 2015), ``weight_decay`` the L2 penalty torch adds to
+    the gradient (:func:`adamw` decouples it); values are checked as by :func:`sgd`: ``lr`` finite
+    and >= 0, ``beta1`` and ``beta2`` in ``[0, 1)``, ``eps`` finite and > 0 (torch accepts
+    ``eps == 0``), ``weight_decay`` finite and >= 0, each also after rounding to binary32
+    (``eps=1e-50`` is refused). ``amsgrad`` is not offered.
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain.
     """
-    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps)
+    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
 
 
 def adamw(

@@ -40,6 +40,7 @@ CASES = [
     ),
     (optim.sgd(lr=0.1, weight_decay=0.2), lambda ps: torch.optim.SGD(ps, lr=0.1, weight_decay=0.2)),
     (optim.adam(lr=0.01), lambda ps: torch.optim.Adam(ps, lr=0.01)),
+    (optim.adam(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1)),
     (optim.adamw(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
     (optim.rmsprop(lr=0.01, decay=0.9), lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9)),
     (optim.adagrad(lr=0.1), lambda ps: torch.optim.Adagrad(ps, lr=0.1)),
@@ -269,6 +270,7 @@ TRAJECTORY_CASES = [
         partial(torch.optim.SGD, lr=0.05, momentum=0.5, dampening=0.25),
     ),
     (optim.adam(lr=0.01), partial(torch.optim.Adam, lr=0.01)),
+    (optim.adam(lr=0.01, weight_decay=0.05), partial(torch.optim.Adam, lr=0.01, weight_decay=0.05)),
     (optim.adam(lr=0.01, beta1=0.3, beta2=0.5), partial(torch.optim.Adam, lr=0.01, betas=(0.3, 0.5))),
     (optim.adamw(lr=0.01, weight_decay=0.1), partial(torch.optim.AdamW, lr=0.01, weight_decay=0.1)),
     (optim.rmsprop(lr=0.01, decay=0.9), partial(torch.optim.RMSprop, lr=0.01, alpha=0.9)),
@@ -291,8 +293,8 @@ def _same_dtype_trajectory(make, params0, grads_seq):
 @pytest.mark.parametrize(
     ("config", "make"),
     TRAJECTORY_CASES,
-    ids=["sgd-momentum", "sgd-nesterov-decay", "sgd-dampening", "adam", "adam-low-betas", "adamw", "rmsprop",
-         "adagrad"],
+    ids=["sgd-momentum", "sgd-nesterov-decay", "sgd-dampening", "adam", "adam-l2", "adam-low-betas", "adamw",
+         "rmsprop", "adagrad"],
 )
 def test_trajectories_at_tiny_and_huge_gradients_match_torch_optim(config, make, dtype):
     """Ten steps at each gradient scale of MAGNITUDES from parameters of order 1, against
@@ -672,3 +674,12 @@ def test_sgd_weight_decay_by_hand():
     opt = optim.sgd(lr=0.1, momentum=0.5, nesterov=True).create([np.array([2.0])])
     (p,) = opt.step([np.array([2.0])], [np.array([1.0])])
     assert p.tolist() == [2.0 - 0.1 * 1.5]
+
+
+def test_adam_weight_decay_validation_and_describe():
+    with pytest.raises(OptimizerError) as info:
+        optim.adam(0.1, weight_decay=-0.5)
+    assert str(info.value) == "optimizer: weight decay must be finite and nonnegative, got -0.5"
+    config = optim.adam(0.1, weight_decay=0.01)
+    assert config.describe() == "optim.adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01)"
+    assert eval(config.describe(), {"optim": optim}) == config
