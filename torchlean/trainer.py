@@ -850,16 +850,13 @@ class Trainer(Generic[In, Out]):
         xs, ys = self._training_data(x, y)
         if xs.shape[0] == 0:
             raise TrainerError("no training samples; check the dataset and batch size")
-        if xs.shape[0] == 1:  # a batch norm model's refusal says what is wrong: one sample
-            self._refuse_single_sample_batches(1, batch_size)
+        self._refuse_single_sample_batches(xs.shape[0], batch_size, drop_last=drop_last)
         if drop_last and xs.shape[0] < batch_size:
             raise TrainerError(
                 f"drop_last=True with batch_size={batch_size} leaves no minibatch of the {xs.shape[0]} "
                 f"sample{'s' if xs.shape[0] > 1 else ''} (accepted: a batch_size of at most "
                 f"{xs.shape[0]}, or drop_last=False)"
             )
-        trained = xs.shape[0] - xs.shape[0] % batch_size if drop_last else xs.shape[0]
-        self._refuse_single_sample_batches(trained, batch_size)
         self.open()
         assert self._optimizer is not None
         base_lr = self._optimizer.config.lr
@@ -894,13 +891,17 @@ class Trainer(Generic[In, Out]):
                 f"lr_schedule({epoch}) gave {lr!r}, which the optimizer refuses: {error}"
             ) from None
 
-    def _refuse_single_sample_batches(self, n: int, batch_size: int, *, data: str = "the data hold") -> None:
+    def _refuse_single_sample_batches(
+        self, n: int, batch_size: int, *, drop_last: bool = False, data: str = "the data hold"
+    ) -> None:
         """Before any step: a batch norm layer that sees one value per channel per sample cannot
         train on a minibatch of one sample, which ``n`` samples in minibatches of ``batch_size``
         would reach (in :meth:`fit`, mid-epoch, after earlier updates; torch refuses such a step
-        too, "Expected more than 1 value per channel when training")."""
+        too, "Expected more than 1 value per channel when training"); ``drop_last`` leaves the
+        last incomplete minibatch out (one sample alone is refused as such)."""
         layer = self.model.layer.needs_paired_samples(self.model.input_shape)
-        if layer is None or (batch_size > 1 and n % batch_size != 1):
+        trained = n - n % batch_size if drop_last and n > 1 else n
+        if layer is None or (batch_size > 1 and trained % batch_size != 1):
             return
         if n == 1:
             detail, accepted = f"{data} 1 sample", "at least 2 samples"

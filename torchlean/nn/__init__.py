@@ -21,7 +21,7 @@ created in the dtype given to :func:`build` (float32 or float64).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast, overload
+from typing import TypeVar, cast, overload
 
 from torchlean._checks import is_int
 from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
@@ -50,13 +50,22 @@ from torchlean.nn.layers import (
 )
 from torchlean.nn.model import Model, StateError, build
 
-Pair = tuple[int, int]
-"""The stored form of a 2-d window argument (the records normalise an int or a list to it)."""
-
 
 def _axes(value: int | Sequence[int]) -> tuple[int, ...]:
     """A window argument as the records take it (they check and normalise it when built)."""
     return cast(tuple[int, ...], value)
+
+
+PoolT = TypeVar("PoolT", MaxPool1d, AvgPool1d, MaxPool2d, AvgPool2d)
+
+
+def _pool(
+    record: type[PoolT], kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
+    padding: int | Sequence[int],
+) -> PoolT:
+    """A pooling record; ``stride`` defaults to ``kernel_size`` (as torch)."""
+    kernel = _axes(kernel_size)
+    return record(kernel, kernel if stride is None else _axes(stride), _axes(padding))
 
 __all__ = [
     "Layer",
@@ -236,10 +245,10 @@ def conv2d(
     return Conv2d(
         in_channels,
         out_channels,
-        cast(Pair, kernel_size),
-        cast(Pair, stride),
-        cast(Pair, padding),
-        cast(Pair, dilation),
+        _axes(kernel_size),
+        _axes(stride),
+        _axes(padding),
+        _axes(dilation),
         groups,
         bias,
     )
@@ -258,8 +267,7 @@ def max_pool1d(
     Raises:
         ShapeError: as :func:`max_pool2d`, for ``(C, L)`` samples.
     """
-    kernel = _axes(kernel_size)
-    return MaxPool1d(kernel, kernel if stride is None else _axes(stride), _axes(padding))
+    return _pool(MaxPool1d, kernel_size, stride, padding)
 
 
 def avg_pool1d(
@@ -274,8 +282,7 @@ def avg_pool1d(
     Raises:
         ShapeError: as :func:`max_pool2d`, for ``(C, L)`` samples.
     """
-    kernel = _axes(kernel_size)
-    return AvgPool1d(kernel, kernel if stride is None else _axes(stride), _axes(padding))
+    return _pool(AvgPool1d, kernel_size, stride, padding)
 
 
 def max_pool2d(
@@ -292,8 +299,7 @@ def max_pool2d(
             build (not here), a padding above half the kernel, a sample that is not ``(C, H, W)``
             or a window larger than the padded sample.
     """
-    window = cast(Pair, kernel_size)
-    return MaxPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
+    return _pool(MaxPool2d, kernel_size, stride, padding)
 
 
 def avg_pool2d(
@@ -309,8 +315,7 @@ def avg_pool2d(
         ShapeError: kernel or stride not an int >= 1 or a pair of them; padding not >= 0; at
             build, as :func:`max_pool2d`.
     """
-    window = cast(Pair, kernel_size)
-    return AvgPool2d(window, window if stride is None else cast(Pair, stride), cast(Pair, padding))
+    return _pool(AvgPool2d, kernel_size, stride, padding)
 
 
 def flatten() -> Flatten:

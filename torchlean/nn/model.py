@@ -140,12 +140,11 @@ class Model:
         ``sum(p.numel() for p in parameters())``), then the buffer values if any, e.g.
         ``linear(4, 8): [4] -> [8], 40 parameters`` or
         ``batch_norm1d(4): [4] -> [4], 8 parameters, 8 buffer values``."""
-        counts = [0, 0]  # trainable, buffer
-        for spec in self.specs:
-            counts[not spec.trainable] += math.prod(spec.shape)
+        trainable = sum(math.prod(spec.shape) for spec in self.specs if spec.trainable)
+        buffered = sum(math.prod(spec.shape) for spec in self.specs if not spec.trainable)
         shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
-        buffers = f", {counts[1]} buffer values" if counts[1] else ""
-        return f"{self.layer.describe()}: {shapes}, {counts[0]} parameters{buffers}"
+        buffers = f", {buffered} buffer values" if buffered else ""
+        return f"{self.layer.describe()}: {shapes}, {trainable} parameters{buffers}"
 
 
 def _finite_entries(raw: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
