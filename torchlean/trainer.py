@@ -50,7 +50,7 @@ from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
-from torchlean.nn.model import SEED_RANGE, Model, build, is_seed, not_a_layer
+from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
 from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig, OptimizerError
 from torchlean.tensor import Tensor
@@ -692,21 +692,12 @@ class Trainer(Generic[In, Out]):
             TrainerError: an update of a tensor that is not one of the model's buffers (a custom
                 layer passing a computed value or a trainable parameter as running statistics).
         """
-        index = {id(param): position for position, param in enumerate(params)}
-        values: dict[int, Array] = {}
-        for buffer, value in updates:
-            position = index.get(id(buffer))
-            if position is None or self.model.specs[position].trainable:
-                what = (
-                    "a computed tensor" if position is None
-                    else f"the trainable parameter {self.model.specs[position].name}"
-                )
-                raise TrainerError(
-                    f"a layer updated {what} as a buffer (accepted: a parameter whose ParamSpec has "
-                    "trainable=False, passed unchanged from the forward program's params)"
-                )
-            values[position] = np.array(value.numpy(), dtype=self.model.dtype)
-        return values
+        try:
+            positions = self.model.buffer_positions(params, updates)
+        except StateError as error:
+            raise TrainerError(str(error)) from None
+        dtype = self.model.dtype
+        return {position: np.array(value.numpy(), dtype=dtype) for position, value in positions.items()}
 
     def _leaf_parameters(self, device: str) -> list[Tensor]:
         """The model parameters as leaf tensors, trainable ones requiring gradients: on the host,

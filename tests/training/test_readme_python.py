@@ -22,8 +22,8 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_readme_python_section_has_its_three_examples() -> None:
-    assert len(_python_blocks()) == 3
+def test_the_readme_python_section_has_its_four_examples() -> None:
+    assert len(_python_blocks()) == 4
 
 
 def test_the_session_and_trainer_example_runs(capsys: Any) -> None:
@@ -49,11 +49,43 @@ def test_the_own_training_loop_example_lowers_the_loss() -> None:
     assert w.grad is None and b.grad is None  # the loop resets them
 
 
+def _eval_cross_entropy(state: dict[str, Any], x: Any, labels: Any) -> tuple[float, Any]:
+    """A numpy oracle of the README's batch norm MLP in evaluation mode: its mean cross-entropy on
+    ``x`` and its logits (float64 from the float32 state)."""
+    s = {name: value.astype(np.float64) for name, value in state.items()}
+    h = x.astype(np.float64) @ s["0.weight"].T + s["0.bias"]
+    h = (h - s["1.running_mean"]) / np.sqrt(s["1.running_var"] + 1e-5) * s["1.weight"] + s["1.bias"]
+    logits = np.maximum(h, 0.0) @ s["3.weight"].T + s["3.bias"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return -float(np.mean(log_p[np.arange(len(labels)), labels])), logits
+
+
+def test_the_model_loop_example_trains_the_model_and_its_statistics() -> None:
+    """The loop around a built model lowers the evaluation-mode cross-entropy (a numpy oracle of
+    the model's forward program) below the untrained model's, moves the running statistics off
+    their initial (0, 1), and its ``predicted`` is the oracle's argmax."""
+    from torchlean import nn
+
+    np.random.seed(0)
+    namespace: dict[str, Any] = {}
+    exec(compile("import numpy as np\nimport torchlean as tl\nfrom torchlean import nn, optim\n"
+                 + _python_blocks()[2], "README.md", "exec"), namespace)
+    model, x, labels = namespace["model"], namespace["x"], namespace["labels"]
+    untrained = nn.build(namespace["layer"], seed=0).state()
+    before, _ = _eval_cross_entropy(untrained, x, labels)
+    after, logits = _eval_cross_entropy(model.state(), x, labels)
+    assert after < before - 0.05
+    assert not np.allclose(model.state()["1.running_mean"], 0.0)
+    assert not np.allclose(model.state()["1.running_var"], 1.0)
+    np.testing.assert_array_equal(namespace["predicted"], logits.argmax(axis=1))
+
+
 def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys: Any) -> None:
     """The ``aten_only`` profile plans matmul and relu to the aten capsules, explains that
     smooth_max_pool has no admissible capsule, and its session records what the comment says."""
     namespace: dict[str, Any] = {}
-    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[2], "README.md", "exec"),
+    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[3], "README.md", "exec"),
          namespace)
     out = capsys.readouterr().out
     assert (

@@ -443,11 +443,20 @@ def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) 
     assert _strict_mypy_errors(workdir, "readme_loop", prelude + loop) == []
 
 
+def test_readme_model_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
+    """The README's loop around a built model (with the imports test_readme_python.py prepends)
+    is clean under strict mypy with the plugin."""
+    loop = _readme_python_block(2)
+    assert "model.load_tensors(params)" in loop
+    prelude = "import numpy as np\nimport torchlean as tl\nfrom torchlean import nn, optim\n\n"
+    assert _strict_mypy_errors(workdir, "readme_model_loop", prelude + loop) == []
+
+
 def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
     """The README's "A profile of your own" block (with the imports test_readme_python.py
     prepends) is clean under strict mypy with the plugin: it spells devices, providers and the
     assurance as members."""
-    block = _readme_python_block(2)
+    block = _readme_python_block(3)
     assert "BackendProfile(" in block
     prelude = "import numpy as np\nimport torchlean as tl\n\n"
     assert _strict_mypy_errors(workdir, "readme_profile", prelude + block) == []

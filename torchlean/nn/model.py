@@ -21,8 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import dtype_shown, float_dtype, is_int
+from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
+from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims
+from torchlean.tensor import DeviceLike, Tensor
 
 _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
@@ -145,6 +148,140 @@ class Model:
         shapes = f"{list(self.input_shape)} -> {list(self.output_shape)}"
         buffers = f", {buffered} buffer values" if buffered else ""
         return f"{self.layer.describe()}: {shapes}, {trainable} parameters{buffers}"
+
+    def tensors(self, *, device: DeviceLike = "cpu") -> list[Tensor]:
+        """The parameters as new leaf tensors on ``device``, in state order (torch's
+        ``parameters()`` and buffers together): copies of the values in the model dtype, the
+        trainable ones with ``requires_grad=True``, the buffers (batch norm's running statistics)
+        without. Pass them to :meth:`forward` in a training loop of your own and write the updated
+        values back with :meth:`load_tensors`; changing them does not change the model until then.
+
+        Raises:
+            DeviceError: an unknown device or a CUDA device while CUDA is unusable here
+                (:func:`torchlean.tensor.resolve_device`).
+        """
+        return [
+            Tensor(value, requires_grad=spec.trainable, device=device)
+            for spec, value in zip(self.specs, self.parameters, strict=True)
+        ]
+
+    def forward(self, x: Tensor, params: Sequence[Tensor] | None = None, *, training: bool = False) -> Tensor:
+        """The layer's forward program on a batch, eager, in the current session (``tl.session``;
+        each op planned, accepted and recorded on the tape as :mod:`torchlean.functional` does):
+        ``x`` of shape ``(b, *input_shape)`` in the model dtype gives ``(b, *output_shape)``.
+
+        ``params`` are the parameter values to use, one tensor per spec in state order (as
+        :meth:`tensors` makes them; ``loss.backward()`` then fills the trainable ones' ``.grad``),
+        or ``None`` for the model's own values without gradient. ``training=True`` is torch's
+        ``module.train()``: dropout draws masks from the session, and batch norm normalises with
+        the batch's statistics and updates its running statistics during the forward pass, as
+        torch does: into the buffer tensors of ``params`` (in place, without gradient), or, with
+        ``params=None``, into the model's own values (so ``with tl.no_grad():
+        model.forward(x, training=True)`` recalibrates them). ``training=False`` is torch's
+        ``module.eval()``, as :meth:`~torchlean.trainer.Trainer.predict` runs it.
+
+        Raises:
+            ShapeError: ``x`` is not a Tensor, or not of the model dtype and shape
+                ``(b, *input_shape)`` (``x`` has shape [3, 5], expected (b, 4)); ``training`` not
+                a bool.
+            StateError: ``params`` does not hold one tensor per parameter, of its shape, of the
+                model dtype and on ``x``'s device; a layer updated a tensor that is not one of the
+                buffers of ``params`` (:meth:`buffer_positions`).
+            SessionError, GuardError: as the ops it runs (an op the profile selects no capsule
+                for; a batch norm seeing one value per channel in training).
+        """
+        if not isinstance(x, Tensor):
+            raise ShapeError(
+                f"model.forward: x must be a Tensor (tl.tensor(values, dtype=...)), got {type(x).__name__}"
+            )
+        if x.ndim != len(self.input_shape) + 1 or x.shape[1:] != self.input_shape or x.dtype != self.dtype:
+            raise ShapeError(
+                f"model.forward: x has shape {list(x.shape)} and dtype {x.dtype}, expected shape "
+                f"(b, {', '.join(map(str, self.input_shape))}) and dtype {self.dtype}"
+            )
+        if not isinstance(training, bool | np.bool_):
+            raise ShapeError(f"model.forward: training must be a bool, got {training!r}")
+        own = params is None
+        values = (
+            [Tensor(value, device=x.device) for value in self.parameters]
+            if own
+            else self._checked_params(params, "model.forward", x.device)
+        )
+        ops = EagerOps()
+        out = self.layer.forward(ops, values, x, training=bool(training))
+        updates = self.buffer_positions(values, ops.buffer_updates)
+        with no_grad():
+            for position, update in updates.items():
+                if own:
+                    self.parameters[position] = np.array(update.numpy(), dtype=self.dtype)
+                else:
+                    values[position].copy_(update)
+        return out
+
+    def _checked_params(self, params: object, caller: str, device: str | None) -> list[Tensor]:
+        """``params`` as a list after checking it against the specs: one Tensor per spec, of its
+        shape and of the model dtype, on ``device`` unless that is ``None``."""
+        if isinstance(params, Tensor) or not isinstance(params, Sequence):
+            raise StateError(
+                f"{caller}: params must be a sequence of tensors (model.tensors()), got "
+                f"{type(params).__name__}"
+            )
+        if len(params) != len(self.specs):
+            raise StateError(
+                f"{caller}: params holds {len(params)} tensors, the model has {len(self.specs)} "
+                f"parameters ({', '.join(spec.name for spec in self.specs)})"
+            )
+        for spec, value in zip(self.specs, params, strict=True):
+            if not isinstance(value, Tensor):
+                raise StateError(
+                    f"{caller}: params entry {spec.name} is a {type(value).__name__}, not a Tensor"
+                )
+            if value.shape != spec.shape or value.dtype != self.dtype or device not in (None, value.device):
+                where = "" if device is None else f" on {device} (x's device)"
+                raise StateError(
+                    f"{caller}: params entry {spec.name} has shape {list(value.shape)}, dtype "
+                    f"{value.dtype} on {value.device}; expected shape {list(spec.shape)}, dtype "
+                    f"{self.dtype}{where}"
+                )
+        return list(params)
+
+    def buffer_positions(
+        self, params: Sequence[Tensor], updates: Sequence[tuple[Tensor, Tensor]]
+    ) -> dict[int, Tensor]:
+        """:attr:`~torchlean.nn.eager.EagerOps.buffer_updates` of a forward program run on
+        ``params``, by parameter index: each buffer's last (so its next) value.
+
+        Raises:
+            StateError: an update of a tensor that is not one of the buffers of ``params`` (a
+                custom layer passing a computed value or a trainable parameter as running
+                statistics).
+        """
+        index = {id(param): position for position, param in enumerate(params)}
+        positions: dict[int, Tensor] = {}
+        for buffer, value in updates:
+            position = index.get(id(buffer))
+            if position is None or self.specs[position].trainable:
+                what = (
+                    "a computed tensor" if position is None
+                    else f"the trainable parameter {self.specs[position].name}"
+                )
+                raise StateError(
+                    f"a layer updated {what} as a buffer (accepted: a parameter whose ParamSpec has "
+                    "trainable=False, passed unchanged from the forward program's params)"
+                )
+            positions[position] = value
+        return positions
+
+    def load_tensors(self, params: Sequence[Tensor]) -> None:
+        """Replace the parameters by the values of ``params`` (as :meth:`tensors` made them, after
+        your optimizer updated them): host copies, in state order.
+
+        Raises:
+            StateError: ``params`` is not a sequence of one tensor per parameter, of its shape and
+                of the model dtype (on any device), before any parameter changes.
+        """
+        values = self._checked_params(params, "load_tensors", None)
+        self.parameters = [np.array(value.numpy(), dtype=self.dtype) for value in values]
 
 
 def _finite_entries(raw: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:

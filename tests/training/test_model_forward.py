@@ -1,0 +1,269 @@
+"""``Model.tensors``/``forward``/``load_tensors``: a training loop of one's own around a built model.
+
+Oracles: torch in float64 running the same loop on a module holding the same weights (its
+gradients after each backward, its running statistics after each forward, its weights after each
+step), and hand-made refusals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean import nn, optim
+from torchlean.nn import ShapeError, StateError
+from torchlean.nn.layers import Layer, ParamSpec
+from torchlean.trainer import RunConfig, Trainer
+
+
+def _layer() -> Layer:
+    return nn.sequential(nn.linear(3, 5), nn.batch_norm1d(5, momentum=0.3), nn.relu(), nn.linear(5, 4))
+
+
+def _torch_module(model: nn.Model) -> torch.nn.Module:
+    module = torch.nn.Sequential(
+        torch.nn.Linear(3, 5), torch.nn.BatchNorm1d(5, momentum=0.3), torch.nn.ReLU(), torch.nn.Linear(5, 4)
+    ).double()
+    state = {name: torch.tensor(value) for name, value in model.state().items()}
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    assert unexpected == [] and set(missing) <= {"1.num_batches_tracked"}
+    return module
+
+
+def _close(model_values: dict[str, np.ndarray], theirs: dict[str, torch.Tensor], what: str) -> None:
+    for name, value in model_values.items():
+        np.testing.assert_allclose(
+            value, theirs[name].detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=f"{what}: {name}"
+        )
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_own_loop_matches_torch_float64(profile):
+    """Three steps of forward, cross-entropy, backward and SGD with momentum: torch's gradients
+    after each backward, its running statistics after each forward (torch updates them there)
+    and its weights after load_tensors, within 1e-12."""
+    model = nn.build(_layer(), input_shape=[3], seed=5, dtype="float64")
+    initial = model.state()
+    module = _torch_module(model)
+    sgd = torch.optim.SGD(module.parameters(), lr=0.2, momentum=0.9)
+    params = model.tensors()
+    names = [spec.name for spec in model.specs]
+    ours = optim.sgd(0.2, 0.9).create([p.numpy() for p in params])
+    rng = np.random.default_rng(2)
+    with tl.session(profile=profile):
+        for step in range(3):
+            x = rng.standard_normal((6, 3)) * (step + 1) + step
+            labels = rng.integers(0, 4, size=6)
+            loss = tl.cross_entropy(model.forward(tl.tensor(x), params, training=True), labels)
+            loss.backward()
+            sgd.zero_grad()
+            expected = torch.nn.functional.cross_entropy(
+                module.train()(torch.tensor(x)), torch.tensor(labels)
+            )
+            expected.backward()
+            assert float(loss.numpy()) == pytest.approx(expected.item(), rel=1e-12, abs=0)
+            buffers = {
+                n: p.numpy() for n, p, s in zip(names, params, model.specs, strict=True) if not s.trainable
+            }
+            _close(buffers, module.state_dict(), f"running statistics after forward {step}")
+            grads = {n: p.grad.numpy() for n, p in zip(names, params, strict=True) if p.grad is not None}
+            assert sorted(grads) == sorted(n for n, _ in module.named_parameters())
+            _close(grads, {n: p.grad for n, p in module.named_parameters()}, f"gradients of step {step}")
+            sgd.step()
+            new = ours.step(
+                [p.numpy() for p in params], [None if p.grad is None else p.grad.numpy() for p in params]
+            )
+            with tl.no_grad():
+                for p, value in zip(params, new, strict=True):
+                    p.copy_(value)
+                    p.grad = None
+    for name, value in model.state().items():  # the model changes only at load_tensors
+        np.testing.assert_array_equal(value, initial[name], err_msg=name)
+    model.load_tensors(params)
+    _close(model.state(), module.state_dict(), "weights after load_tensors")
+    x = rng.standard_normal((4, 3))
+    with torch.no_grad():
+        expected_eval = module.eval()(torch.tensor(x)).numpy()
+    with tl.session(profile=profile):
+        out = model.forward(tl.tensor(x))
+    assert not out.requires_grad
+    np.testing.assert_allclose(out.numpy(), expected_eval, rtol=1e-12, atol=1e-14)
+
+
+def test_own_loop_equals_trainer_fit():
+    """The README's loop (forward, cross_entropy, backward, optimizer, copy back) trains exactly as
+    Trainer.fit without shuffling does, in float32 with Adam."""
+    trainer = Trainer(
+        _layer(), objective="cross-entropy", config=RunConfig(optimizer=optim.adam(lr=0.05)), seed=7
+    )
+    model = nn.build(_layer(), seed=7)
+    rng = np.random.default_rng(0)
+    x, labels = rng.standard_normal((10, 3)), rng.integers(0, 4, size=10)
+    trainer.fit(x, labels, epochs=2, batch_size=5, shuffle=False)
+    params = model.tensors()
+    adam = optim.adam(lr=0.05).create([p.numpy() for p in params])
+    with tl.session():
+        for _ in range(2):
+            for start in (0, 5):
+                xb = tl.tensor(x[start : start + 5], dtype="float32")
+                tl.cross_entropy(
+                    model.forward(xb, params, training=True), labels[start : start + 5]
+                ).backward()
+                new = adam.step(
+                    [p.numpy() for p in params], [None if p.grad is None else p.grad.numpy() for p in params]
+                )
+                with tl.no_grad():
+                    for p, value in zip(params, new, strict=True):
+                        p.copy_(value)
+                        p.grad = None
+    model.load_tensors(params)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(model.state()[name], value, err_msg=name)
+
+
+def test_model_called_twice_accumulates_as_torch():
+    """A model applied to two batches in one loss (a siamese pair): gradients add up and the running
+    statistics take both updates in call order, as a torch module called twice."""
+    model = nn.build(_layer(), input_shape=[3], seed=1, dtype="float64")
+    module = _torch_module(model)
+    params = model.tensors()
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)) + 2.0
+    with tl.session():
+        loss = tl.reduce_sum(model.forward(tl.tensor(a), params, training=True)) + tl.reduce_mean(
+            model.forward(tl.tensor(b), params, training=True)
+        )
+        loss.backward()
+    module.train()
+    expected = module(torch.tensor(a)).sum() + module(torch.tensor(b)).mean()
+    expected.backward()
+    assert float(loss.numpy()) == pytest.approx(expected.item(), rel=1e-12)
+    names = [spec.name for spec in model.specs]
+    _close(
+        {n: p.numpy() for n, p in zip(names, params, strict=True) if "running" in n},
+        module.state_dict(),
+        "stats",
+    )
+    _close(
+        {n: p.grad.numpy() for n, p in zip(names, params, strict=True) if p.grad is not None},
+        {n: p.grad for n, p in module.named_parameters()},
+        "gradients",
+    )
+
+
+def test_forward_without_params_updates_the_models_own_statistics():
+    """params=None, training=True under no_grad recalibrates the running statistics in the model
+    itself (as torch's module.train()(x) under no_grad); the weights stay, no tape is recorded."""
+    model = nn.build(_layer(), input_shape=[3], seed=3, dtype="float64")
+    module = _torch_module(model)
+    weights = model.state()
+    x = np.random.default_rng(1).standard_normal((8, 3)) * 3.0 + 1.0
+    with tl.no_grad():
+        out = model.forward(tl.tensor(x), training=True)
+    assert not out.requires_grad
+    with torch.no_grad():
+        expected = module.train()(torch.tensor(x))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12, atol=1e-14)
+    _close(model.state(), module.state_dict(), "after recalibration")
+    for name in ("0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias"):
+        np.testing.assert_array_equal(model.state()[name], weights[name])
+    assert not np.array_equal(model.state()["1.running_mean"], weights["1.running_mean"])
+
+
+def test_eval_forward_equals_predict_and_ignores_dropout():
+    layer = nn.sequential(
+        nn.conv2d(1, 2, 3, padding=1), nn.relu(), nn.dropout(0.5), nn.flatten(), nn.linear(32, 3)
+    )
+    trainer = Trainer(layer, seed=2, input_shape=(1, 4, 4))
+    x = np.random.default_rng(0).standard_normal((3, 1, 4, 4)).astype(np.float32)
+    out = trainer.model.forward(tl.tensor(x))
+    np.testing.assert_array_equal(out.numpy(), trainer.predict(x))
+    assert out.shape == (3, 3) and out.dtype == np.float32
+
+
+def test_tensors_are_independent_leaf_copies():
+    model = nn.build(_layer(), input_shape=[3], seed=0)
+    params = model.tensors()
+    assert [p.requires_grad for p in params] == [s.trainable for s in model.specs]
+    assert [p.requires_grad for p in params].count(False) == 2  # running_mean, running_var
+    assert all(p.is_leaf and p.dtype == np.float32 and p.device == "cpu" for p in params)
+    before = model.state()["0.weight"]
+    with tl.no_grad():
+        params[0].copy_(np.zeros(params[0].shape))
+    np.testing.assert_array_equal(model.state()["0.weight"], before)
+
+
+def test_zero_and_one_sample_batches():
+    model = nn.build(nn.sequential(nn.linear(2, 3), nn.tanh()), seed=0, dtype="float64")
+    empty = model.forward(tl.tensor(np.zeros((0, 2))))
+    assert empty.shape == (0, 3)
+    x = np.array([[0.5, -1.0]])
+    weight, bias = model.state()["0.weight"], model.state()["0.bias"]
+    np.testing.assert_allclose(model.forward(tl.tensor(x)).numpy(), np.tanh(x @ weight.T + bias), rtol=1e-15)
+
+
+def test_bad_inputs_are_refused_with_the_accepted_form():
+    model = nn.build(_layer(), input_shape=[3], seed=0)
+    x = tl.tensor(np.zeros((2, 3)), dtype="float32")
+    with pytest.raises(ShapeError, match=r"x must be a Tensor .*got ndarray"):
+        model.forward(np.zeros((2, 3), dtype=np.float32))  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match=r"x has shape \[2, 4\] and dtype float32, expected shape \(b, 3\)"):
+        model.forward(tl.tensor(np.zeros((2, 4)), dtype="float32"))
+    with pytest.raises(ShapeError, match=r"x has shape \[3\]"):  # one unbatched sample
+        model.forward(tl.tensor(np.zeros(3), dtype="float32"))
+    with pytest.raises(ShapeError, match=r"dtype float64, expected shape .* and dtype float32"):
+        model.forward(tl.tensor(np.zeros((2, 3))))
+    with pytest.raises(ShapeError, match="training must be a bool, got 1"):
+        model.forward(x, training=1)  # type: ignore[arg-type]
+    params = model.tensors()
+    with pytest.raises(StateError, match=r"params must be a sequence of tensors .*got Tensor"):
+        model.forward(x, params[0])  # type: ignore[arg-type]
+    with pytest.raises(StateError, match=r"params holds 7 tensors, the model has 8 parameters \(0.weight"):
+        model.forward(x, params[:7])
+    wrong = [*params[:2], tl.tensor(np.zeros(4), dtype="float32"), *params[3:]]
+    with pytest.raises(
+        StateError, match=r"entry 1.weight has shape \[4\], dtype float32 on cpu; expected shape \[5\]"
+    ):
+        model.forward(x, wrong)
+    wrong = [*params[:2], tl.tensor(np.zeros(5)), *params[3:]]
+    with pytest.raises(StateError, match=r"entry 1.weight has .* dtype float64 .* expected .* dtype float32"):
+        model.forward(x, wrong)
+    with pytest.raises(StateError, match=r"params entry 0.bias is a ndarray, not a Tensor"):
+        model.forward(x, [params[0], np.zeros(5), *params[2:]])  # type: ignore[list-item]
+    state = model.state()
+    with pytest.raises(StateError, match="load_tensors: params holds 2 tensors"):
+        model.load_tensors(params[:2])
+    with pytest.raises(StateError, match=r"load_tensors: params entry 3.bias has shape \[3\]"):
+        model.load_tensors([*params[:-1], tl.tensor(np.zeros(3), dtype="float32")])
+    for name, value in model.state().items():
+        np.testing.assert_array_equal(value, state[name])
+
+
+class _Shifted(Layer):
+    """Batch norm whose running statistics are a computed tensor (a broken custom layer)."""
+
+    def describe(self) -> str:
+        return "shifted"
+
+    def output_shape(self, input_shape):
+        return input_shape
+
+    def param_specs(self):
+        return (
+            ParamSpec("mean", (2,), "zeros", trainable=False),
+            ParamSpec("var", (2,), "ones", trainable=False),
+        )
+
+    def forward(self, ops, params, x, *, training):
+        mean, var = params
+        return ops.batch_norm(
+            x, None, None, ops.add(mean, mean), var, training=training, eps=1e-5, momentum=0.1
+        )
+
+
+def test_a_layer_updating_a_computed_tensor_is_refused():
+    model = nn.build(_Shifted(), input_shape=[2], seed=0)
+    with pytest.raises(StateError, match="a layer updated a computed tensor as a buffer"):
+        model.forward(tl.tensor(np.ones((3, 2)), dtype="float32"), model.tensors(), training=True)
