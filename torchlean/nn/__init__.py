@@ -34,8 +34,10 @@ from torchlean.nn.layers import (
     Conv2d,
     Dropout,
     Flatten,
+    Identity,
     Layer,
     LayerNorm,
+    LeakyReLU,
     Linear,
     MaxPool1d,
     MaxPool2d,
@@ -83,7 +85,9 @@ __all__ = [
     "dropout",
     "flatten",
     "gelu",
+    "identity",
     "layer_norm",
+    "leaky_relu",
     "linear",
     "max_pool1d",
     "max_pool2d",
@@ -95,6 +99,8 @@ __all__ = [
     "residual",
     "sequential",
     "sigmoid",
+    "silu",
+    "softplus",
     "tanh",
     "transformer_block",
 ]
@@ -129,6 +135,35 @@ def tanh() -> Activation:
 def sigmoid() -> Activation:
     """Logistic sigmoid elementwise (``torch.nn.Sigmoid``); shape preserving."""
     return Activation("sigmoid")
+
+
+def silu() -> Activation:
+    """``x * sigmoid(x)`` elementwise (``torch.nn.SiLU``, also called swish), recorded as the ops
+    ``sigmoid`` and ``mul`` (its gradient is the product rule over them); shape preserving."""
+    return Activation("silu")
+
+
+def softplus() -> Activation:
+    """``log(1 + exp(x))`` elementwise (``torch.nn.Softplus()`` with its default ``beta=1``; no
+    ``threshold``: :func:`torchlean.functional.softplus` says where that differs); shape
+    preserving."""
+    return Activation("softplus")
+
+
+def leaky_relu(negative_slope: float = 0.01) -> LeakyReLU:
+    """``x`` for ``x > 0``, else ``negative_slope * x`` (``torch.nn.LeakyReLU``); shape
+    preserving. The gradient at exactly ``x == 0`` is 0, where torch's is ``negative_slope``
+    (:class:`~torchlean.nn.layers.LeakyReLU`).
+
+    Raises:
+        ShapeError: ``negative_slope`` not a finite real number.
+    """
+    return LeakyReLU(negative_slope)
+
+
+def identity() -> Identity:
+    """The input unchanged (``torch.nn.Identity``); records no op."""
+    return Identity()
 
 
 def dropout(p: float) -> Dropout:

@@ -80,6 +80,9 @@ class EagerOps:
     def sigmoid(self, x: Tensor) -> Tensor:
         return F.sigmoid(x)
 
+    def softplus(self, x: Tensor) -> Tensor:
+        return F.softplus(x)
+
     def softmax(self, x: Tensor, axis: int) -> Tensor:
         return F.softmax(x, axis)
 

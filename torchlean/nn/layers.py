@@ -39,8 +39,10 @@ __all__ = [
     "Conv2d",
     "Dropout",
     "Flatten",
+    "Identity",
     "Layer",
     "LayerNorm",
+    "LeakyReLU",
     "Linear",
     "MaxPool1d",
     "MaxPool2d",
@@ -60,7 +62,7 @@ __all__ = [
 ]
 
 Shape = tuple[int, ...]
-ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
+ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid", "silu", "softplus")
 InitKind = Literal["uniform", "zeros", "ones"]
 _INIT_KINDS: tuple[str, ...] = get_args(InitKind)
 _MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
@@ -304,8 +306,10 @@ class Linear(Layer):
 
 @dataclass(frozen=True, slots=True)
 class Activation(Layer):
-    """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh`` or ``sigmoid``
-    (``torch.nn.ReLU``/``GELU()``/``Tanh``/``Sigmoid``); shape preserving.
+    """A pointwise activation: ``relu``, ``gelu`` (exact erf form), ``tanh``, ``sigmoid``, ``silu``
+    (``x * sigmoid(x)``, recorded as ``sigmoid`` and ``mul``) or ``softplus`` (``log(1 + exp(x))``;
+    :func:`torchlean.functional.softplus`) (``torch.nn.ReLU``/``GELU()``/``Tanh``/``Sigmoid``/
+    ``SiLU``/``Softplus()``); shape preserving.
 
     Raises:
         ShapeError: an unknown ``kind`` (``unknown activation 'softmax' (known: relu | gelu | tanh |
@@ -328,7 +332,58 @@ class Activation(Layer):
             return ops.gelu(x)
         if self.kind == "tanh":
             return ops.tanh(x)
+        if self.kind == "silu":
+            return ops.mul(x, ops.sigmoid(x))
+        if self.kind == "softplus":
+            return ops.softplus(x)
         return ops.sigmoid(x)
+
+
+@dataclass(frozen=True, slots=True)
+class LeakyReLU(Layer):
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (``torch.nn.LeakyReLU``), computed as
+    ``relu(x) + (-negative_slope) * relu(-x)`` (``relu``, ``scale``, ``relu``, ``scale``, ``add``),
+    whose values are torch's bit for bit (one of the two terms is an exact zero), but for the sign
+    of a zero result (``-0.0`` gives ``0.0``), and whose gradient is 1 for ``x > 0`` and
+    ``negative_slope`` for ``x < 0``; at ``x == 0`` it is 0 (both relus' gradient there, torch's
+    convention for relu), where torch's is ``negative_slope``. Shape preserving.
+
+    Raises:
+        ShapeError: ``negative_slope`` not a finite real number (bools and strings refused).
+    """
+
+    negative_slope: float = 0.01
+    kind = "leaky_relu"
+
+    def __post_init__(self) -> None:
+        slope = _checked_real(self.negative_slope, "leaky_relu: negative_slope")
+        if not math.isfinite(slope):
+            raise ShapeError(f"leaky_relu: negative_slope must be finite, got {slope}")
+        _set(self, "negative_slope", slope)
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return input_shape
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        negative = ops.scale(ops.relu(ops.scale(x, -1.0)), -self.negative_slope)
+        return ops.add(ops.relu(x), negative)
+
+    def describe(self) -> str:
+        return f"leaky_relu({self.negative_slope})"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity(Layer):
+    """Its input, unchanged and without an op (``torch.nn.Identity``): a placeholder, e.g. a
+    layer switched off in a configurable model."""
+
+    kind = "identity"
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return input_shape
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return x
 
 
 @dataclass(frozen=True, slots=True)

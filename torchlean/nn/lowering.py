@@ -191,6 +191,9 @@ class GraphOps:
     def sigmoid(self, x: Ref) -> int:
         return self.builder.sigmoid(self._ref(x))
 
+    def softplus(self, x: Ref) -> int:
+        return self.builder.softplus(self._ref(x))
+
     def softmax(self, x: Ref, axis: int) -> int:
         return self.builder.softmax(self._ref(x), axis)
 
