@@ -487,7 +487,10 @@ def test_builder_argument_errors(make, message):
     ("make", "message"),
     [
         (lambda: Linear(2.5, 3), f"linear: in_features {INT1} 2.5"),
-        (lambda: Activation("swish"), "unknown activation 'swish' (known: relu | gelu | tanh | sigmoid | silu | softplus)"),
+        (
+            lambda: Activation("swish"),
+            "unknown activation 'swish' (known: relu | gelu | tanh | sigmoid | silu | softplus)",
+        ),
         (lambda: Conv2d(1, 2, (3, 3), groups=0), f"conv2d: groups {INT1} 0"),
         (lambda: MaxPool2d((2, 2), (0, 1)), f"max_pool2d: stride {PAIR1} (0, 1)"),
         (lambda: Reshape((4, -1)), f"reshape: shape {DIMS} (4, -1)"),
