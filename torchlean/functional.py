@@ -140,6 +140,7 @@ __all__ = [
     "cross_entropy",
     "div",
     "dropout",
+    "embedding",
     "exp",
     "gather",
     "gelu",
@@ -1098,6 +1099,49 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
         f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
     )
 
+
+
+def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor) -> Tensor:
+    """Rows of ``weight`` picked by ``ids`` (``torch.nn.functional.embedding(ids, weight)``; no
+    ``padding_idx``, ``max_norm`` or ``sparse``): integer ``ids`` of any shape and a ``(V, D)``
+    float ``weight`` give ``(*ids.shape, D)`` in the weight's dtype, ``out[..., :] =
+    weight[ids[...], :]``, exactly (no arithmetic).
+
+    Records ``gather`` along axis 0 of the weight (with the ids as a ``(n, D)`` index, made by
+    numpy and carrying no gradient) and ``reshape``; the gradient of ``weight`` is ``gather``'s
+    VJP, ``scatter_add``: an id used several times receives the sum of its rows' gradients, in
+    index order, as torch's dense embedding backward.
+
+    Raises:
+        GuardError: an id outside ``[0, V)`` (torch raises ``IndexError``; negative ids are not
+            counted from the end), naming the value: ``embedding: id 7 is out of range for 5
+            embeddings (accepted: ids in [0, 5))``; ids that are not integers (a float tensor or
+            array: torch refuses them too), or a ``weight`` that is not 2-d.
+        TensorError: ragged nested ids.
+        TensorTypeError: ``weight`` is not a Tensor.
+    """
+    weight = _require_tensor("embedding", "weight", weight)
+    if weight.ndim != 2:
+        raise GuardError(
+            f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got shape {list(weight.shape)}"
+        )
+    raw: npt.NDArray[Any] = ids.numpy() if isinstance(ids, Tensor) else _array_like("embedding", "ids", ids)
+    if raw.dtype.kind not in "iu":
+        raise GuardError(
+            f"embedding: ids have dtype {raw.dtype} (accepted: integers, as torch's Long/Int indices; "
+            "cast them with .astype(np.int64))"
+        )
+    count, dim = weight.shape
+    if raw.size:
+        low, high = int(raw.min()), int(raw.max())
+        if low < 0 or high >= count:
+            raise GuardError(
+                f"embedding: id {low if low < 0 else high} is out of range for {count} embeddings "
+                f"(accepted: ids in [0, {count}))"
+            )
+    index = np.ascontiguousarray(np.broadcast_to(raw.astype(np.int64).reshape(-1, 1), (raw.size, dim)))
+    rows = gather(weight, _on_device_of(index, weight), 0)
+    return reshape(rows, (*raw.shape, dim))
 
 # ------------------------------------------------------------------------------ normalisation layers
 

@@ -71,6 +71,9 @@ __all__ = [
 In = TypeVar("In", default=Any)
 Out = TypeVar("Out", default=Any)
 Array = npt.NDArray[np.floating]
+Inputs = npt.NDArray[Any]
+"""Model inputs as the trainer holds them: real values in the model dtype, or int64 ids for a
+model that takes ids (:meth:`~torchlean.nn.layers.Layer.index_count`)."""
 
 
 class TrainerError(TorchLeanError, ValueError):
@@ -354,6 +357,30 @@ def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) 
     return cast
 
 
+def _id_array(values: npt.ArrayLike, count: int) -> Inputs:
+    """``values`` as int64 ids in ``[0, count)`` for a model whose first layer takes ids (an
+    embedding of ``count`` rows).
+
+    Raises:
+        TrainerError: data that is not integers (floats, bools, strings: torch's embedding takes
+            Long/Int indices only) or an id outside ``[0, count)``, naming the value.
+    """
+    array = _rectangular(values, "inputs")
+    if array.dtype.kind not in "iu":
+        raise TrainerError(
+            f"inputs must be ids, integers in [0, {count}), for this model (its first layer looks them "
+            f"up: an embedding of {count} rows); got dtype {array.dtype} (cast them with .astype(np.int64))"
+        )
+    if array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= count:
+            raise TrainerError(
+                f"inputs hold the id {low if low < 0 else high}, out of range for the model's first "
+                f"layer (accepted: ids in [0, {count}))"
+            )
+    return array.astype(np.int64)
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -539,8 +566,13 @@ class Trainer(Generic[In, Out]):
 
     # --------------------------------------------------------------------------------- data
 
-    def _x(self, x: npt.ArrayLike) -> Array:
-        array = _real_array(x, self.model.dtype, "inputs")
+    def _x(self, x: npt.ArrayLike) -> Inputs:
+        count = self.model.layer.index_count()
+        array = (
+            _real_array(x, self.model.dtype, "inputs")
+            if count is None
+            else _id_array(x, count)
+        )
         if array.shape[1:] != self.model.input_shape:
             raise TrainerError(
                 f"inputs must have shape (n, {', '.join(map(str, self.model.input_shape))}), "
@@ -581,7 +613,7 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
         return _real_array(array, self.model.dtype, "targets")
 
-    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Array, Array]:
+    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Inputs, Array]:
         """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite."""
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])
@@ -590,8 +622,8 @@ class Trainer(Generic[In, Out]):
         return xs, ys
 
     def batches(
-        self, x: Array, y: Array, batch_size: int, *, shuffle: bool, epoch: int, drop_last: bool = False
-    ) -> Iterator[tuple[Array, Array]]:
+        self, x: Inputs, y: Array, batch_size: int, *, shuffle: bool, epoch: int, drop_last: bool = False
+    ) -> Iterator[tuple[Inputs, Array]]:
         """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller;
         with ``drop_last`` it is left out, as torch's ``DataLoader(drop_last=True)``), copies taken
         along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with ``shuffle`` in the
@@ -668,7 +700,7 @@ class Trainer(Generic[In, Out]):
                     print(line)
 
     def _loss_and_gradients(
-        self, params: list[Tensor], xb: Array, yb: Array
+        self, params: list[Tensor], xb: Inputs, yb: Array
     ) -> tuple[Tensor, dict[int, Array]]:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
         next values of the buffers the forward program changed, by parameter index."""
@@ -745,7 +777,7 @@ class Trainer(Generic[In, Out]):
                 "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
             )
 
-    def _update(self, x: Array, y: Array) -> float:
+    def _update(self, x: Inputs, y: Array) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data` (inputs
         and targets in the model dtype, targets in the objective's form, at least one row)."""
         session = self.open()

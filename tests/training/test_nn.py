@@ -768,9 +768,9 @@ def test_layer_norm_with_eps_zero_matches_torch():
 
 def test_a_parameter_spec_refuses_an_unknown_initialiser():
     """An unknown ``init`` drew U(-0, 0), zeros, silently."""
-    message = r"parameter w: init 'normal' is unknown \(accepted: uniform \| zeros \| ones\)"
+    message = r"parameter w: init 'gauss' is unknown \(accepted: uniform \| normal \| zeros \| ones\)"
     with pytest.raises(ShapeError, match=message):
-        ParamSpec("w", (2,), "normal")  # type: ignore[arg-type]
+        ParamSpec("w", (2,), "gauss")  # type: ignore[arg-type]
     spec = ParamSpec("w", (2, 3), "uniform", bound=0.5)
     drawn = spec.initial(np.random.default_rng(0), np.dtype(np.float64))
     assert drawn.shape == (2, 3) and np.all(np.abs(drawn) <= 0.5) and np.unique(drawn).size == 6

@@ -33,6 +33,7 @@ from torchlean.nn.layers import (
     Conv1d,
     Conv2d,
     Dropout,
+    Embedding,
     Flatten,
     Identity,
     Layer,
@@ -83,6 +84,7 @@ __all__ = [
     "conv1d",
     "conv2d",
     "dropout",
+    "embedding",
     "flatten",
     "gelu",
     "identity",
@@ -389,6 +391,18 @@ def mean_pool(axis: int = 0) -> MeanPool:
         ShapeError: ``axis`` is not an int >= 0; at build, an axis out of range for the sample.
     """
     return MeanPool(axis)
+
+
+def embedding(num_embeddings: int, embedding_dim: int) -> Embedding:
+    """A table of ``num_embeddings`` learned vectors of size ``embedding_dim`` looked up by integer
+    ids (``torch.nn.Embedding``, N(0, 1) initialisation): samples of ids ``(tokens,)`` give
+    ``(tokens, embedding_dim)``. A model starting with it takes integer inputs (ids in
+    ``[0, num_embeddings)``); it runs in eager mode only.
+
+    Raises:
+        ShapeError: a size that is not an int >= 1.
+    """
+    return Embedding(num_embeddings, embedding_dim)
 
 
 def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:

@@ -83,6 +83,9 @@ class EagerOps:
     def softplus(self, x: Tensor) -> Tensor:
         return F.softplus(x)
 
+    def embedding(self, ids: Tensor, weight: Tensor) -> Tensor:
+        return F.embedding(ids, weight)
+
     def softmax(self, x: Tensor, axis: int) -> Tensor:
         return F.softmax(x, axis)
 

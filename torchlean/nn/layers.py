@@ -38,6 +38,7 @@ __all__ = [
     "Conv1d",
     "Conv2d",
     "Dropout",
+    "Embedding",
     "Flatten",
     "Identity",
     "Layer",
@@ -63,7 +64,7 @@ __all__ = [
 
 Shape = tuple[int, ...]
 ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid", "silu", "softplus")
-InitKind = Literal["uniform", "zeros", "ones"]
+InitKind = Literal["uniform", "normal", "zeros", "ones"]
 _INIT_KINDS: tuple[str, ...] = get_args(InitKind)
 _MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
 
@@ -141,7 +142,8 @@ class ParamSpec:
     """A parameter a layer needs: name, shape and initialiser.
 
     ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
-    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``zeros``/``ones`` are constant. A trainable
+    ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``normal`` from N(0, bound**2) (``bound`` is
+    the standard deviation: 1 for ``nn.Embedding``, as torch); ``zeros``/``ones`` are constant. A trainable
     parameter gets a gradient and an optimizer update. ``trainable=False`` makes it a buffer
     (``torch.nn.Module.register_buffer``), such as batch norm's running statistics: it is in the
     model state and checkpoints, never differentiated nor given to the optimizer, and only its
@@ -149,7 +151,7 @@ class ParamSpec:
     changes is a constant of its program (``ops.constant``).
 
     Raises:
-        ShapeError: an ``init`` other than ``uniform``, ``zeros`` or ``ones``.
+        ShapeError: an ``init`` other than ``uniform``, ``normal``, ``zeros`` or ``ones``.
     """
 
     name: str
@@ -167,8 +169,8 @@ class ParamSpec:
         _set(self, "trainable", checked_bool(self.trainable, f"parameter {self.name}: trainable"))
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
-        """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) drawn from ``rng``
-        in float64 and then cast.
+        """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) or
+        N(0, bound**2) drawn from ``rng`` in float64 and then cast.
 
         Raises:
             ShapeError: more elements than one float64 array can hold (before any allocation;
@@ -185,6 +187,8 @@ class ParamSpec:
             return np.zeros(self.shape, dtype=dtype)
         if self.init == "ones":
             return np.ones(self.shape, dtype=dtype)
+        if self.init == "normal":
+            return (rng.standard_normal(size=self.shape) * self.bound).astype(dtype)
         return rng.uniform(-self.bound, self.bound, size=self.shape).astype(dtype)
 
     def prefixed(self, prefix: str) -> ParamSpec:
@@ -248,6 +252,14 @@ class Layer(ABC):
         round to an unusable value, e.g. an ``eps`` of ``1e-50`` in float32), or ``None`` (the
         default). :func:`~torchlean.nn.model.build` refuses a model with such a layer; a layer
         of your own that holds others should return the first of their faults, as
+        :class:`Sequential` does."""
+        return None
+
+    def index_count(self) -> int | None:
+        """How many ids this layer's input may hold when it takes integer ids instead of real
+        values (an embedding of ``V`` rows: ids in ``[0, V)``), else ``None`` (the default).
+        :class:`~torchlean.nn.model.Model` and the trainer read a model's inputs as ids by it; a
+        layer of your own that holds others should return its first child's, as
         :class:`Sequential` does."""
         return None
 
@@ -767,6 +779,42 @@ class AvgPool2d(_Pool):
 
 
 @dataclass(frozen=True, slots=True)
+class Embedding(Layer):
+    """A ``(num_embeddings, embedding_dim)`` table whose rows the integer ids of each sample pick
+    (``torch.nn.Embedding``, its N(0, 1) initialisation; no ``padding_idx``, ``max_norm`` or
+    ``sparse``): samples of ids ``(...)``, e.g. ``(tokens,)``, give ``(..., embedding_dim)``. One
+    ``embedding`` op (:func:`torchlean.functional.embedding`); eager only (the typed graph has no
+    gather).
+
+    Raises:
+        ShapeError: a size not an int >= 1 (when built).
+    """
+
+    num_embeddings: int
+    embedding_dim: int
+    kind = "embedding"
+
+    def __post_init__(self) -> None:
+        _set(self, "num_embeddings", checked_int(self.num_embeddings, "embedding: num_embeddings", 1))
+        _set(self, "embedding_dim", checked_int(self.embedding_dim, "embedding: embedding_dim", 1))
+
+    def output_shape(self, input_shape: Shape) -> Shape:
+        return (*input_shape, self.embedding_dim)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("weight", (self.num_embeddings, self.embedding_dim), "normal", 1.0),)
+
+    def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
+        return ops.embedding(x, params[0])
+
+    def index_count(self) -> int | None:
+        return self.num_embeddings
+
+    def describe(self) -> str:
+        return f"embedding({self.num_embeddings}, {self.embedding_dim})"
+
+
+@dataclass(frozen=True, slots=True)
 class PositionalEmbedding(Layer):
     """Adds a learned ``(tokens, d_model)`` position table to ``(tokens, d_model)`` samples.
 
@@ -922,6 +970,9 @@ class Sequential(Layer):
 
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
         return next((f for f in (layer.dtype_fault(dtype) for layer in self.layers) if f is not None), None)
+
+    def index_count(self) -> int | None:
+        return self.layers[0].index_count() if self.layers else None
 
     def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
         pairs = zip(self.layers, _child_shapes(self.layers, input_shape), strict=False)

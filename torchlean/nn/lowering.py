@@ -194,6 +194,14 @@ class GraphOps:
     def softplus(self, x: Ref) -> int:
         return self.builder.softplus(self._ref(x))
 
+    def embedding(self, ids: Ref, weight: Ref) -> int:
+        """Refused: raises :class:`~torchlean.ir.errors.IRError` (the IR has no gather, and its
+        inputs are real-valued)."""
+        raise IRError(
+            "embedding layers are not lowered to the typed graph: it has no gather op and takes "
+            "real-valued inputs only; train and predict models with an embedding in eager mode"
+        )
+
     def softmax(self, x: Ref, axis: int) -> int:
         return self.builder.softmax(self._ref(x), axis)
 

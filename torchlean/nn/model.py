@@ -178,10 +178,12 @@ class Model:
         torch does: into the buffer tensors of ``params`` (in place, without gradient), or, with
         ``params=None``, into the model's own values (so ``with tl.no_grad():
         model.forward(x, training=True)`` recalibrates them). ``training=False`` is torch's
-        ``module.eval()``, as :meth:`~torchlean.trainer.Trainer.predict` runs it.
+        ``module.eval()``, as :meth:`~torchlean.trainer.Trainer.predict` runs it. A model whose
+        first layer looks up ids (``nn.embedding``; :meth:`~torchlean.nn.layers.Layer.index_count`)
+        takes int64 ids ``x`` instead (an id out of range is refused by the lookup).
 
         Raises:
-            ShapeError: ``x`` is not a Tensor, or not of the model dtype and shape
+            ShapeError: ``x`` is not a Tensor, or not of the model dtype (int64 for ids) and shape
                 ``(b, *input_shape)`` (``x`` has shape [3, 5], expected (b, 4)); ``training`` not
                 a bool.
             StateError: ``params`` does not hold one tensor per parameter, of its shape, of the
@@ -194,10 +196,12 @@ class Model:
             raise ShapeError(
                 f"model.forward: x must be a Tensor (tl.tensor(values, dtype=...)), got {type(x).__name__}"
             )
-        if x.ndim != len(self.input_shape) + 1 or x.shape[1:] != self.input_shape or x.dtype != self.dtype:
+        dtype = self.dtype if self.layer.index_count() is None else np.dtype(np.int64)
+        if x.ndim != len(self.input_shape) + 1 or x.shape[1:] != self.input_shape or x.dtype != dtype:
+            ids = "" if dtype == self.dtype else " (ids: the model's first layer looks them up)"
             raise ShapeError(
                 f"model.forward: x has shape {list(x.shape)} and dtype {x.dtype}, expected shape "
-                f"(b, {', '.join(map(str, self.input_shape))}) and dtype {self.dtype}"
+                f"(b, {', '.join(map(str, self.input_shape))}) and dtype {dtype}{ids}"
             )
         if not isinstance(training, bool | np.bool_):
             raise ShapeError(f"model.forward: training must be a bool, got {training!r}")
