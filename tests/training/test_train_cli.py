@@ -104,6 +104,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "execution",
         "dtype",
         "optimizer",
+        "lr_schedule",
         "batch_size",
         "seed",
         "epochs",
@@ -130,6 +131,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "float32",
     )
     assert f"optimizer={record['optimizer']} " in lines[1]
+    assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]

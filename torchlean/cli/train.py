@@ -1,6 +1,7 @@
 """``torchlean train``: train a model on real data and report the capsules that computed it.
 
-Prints two header lines (data and model; profile and optimiser; with ``--show-backend`` the
+Prints two header lines (data and model; profile and optimiser, then ``lr_schedule=SPEC`` when
+``--lr-schedule`` is not ``constant``; with ``--show-backend`` the
 session's ``[TorchLean] backend capsules used:`` banner follows them, then each capsule's report
 as it is first selected), one line per epoch with the mean training loss (a tqdm progress bar
 per epoch on a terminal) - ``loss=`` for classification (cross-entropy), ``loss(standardised
@@ -9,8 +10,8 @@ mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
 ``test_mse=<value>`` (regression, in the target's units), then one audit line per backend
 capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
-``--report-json PATH`` writes the same facts as a JSON record (with ``checkpoint``: the saved
-path, when ``--save`` is given); its
+``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
+spec, ``constant`` by default; ``checkpoint``: the saved path, when ``--save`` is given); its
 ``torch_threads`` is the intra-op thread count torch ran with, or ``null`` when torch was never
 imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
 
@@ -21,7 +22,9 @@ prefers because that provider's capsule was refused
 ``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
 ``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
 one when ``--save`` saves weights that are not finite. ``--save`` and ``--report-json`` naming one
-file, or either naming the training CSV, is refused before any work.
+file, or either naming the training CSV, is refused before any work, as are ``--momentum`` and
+``--nesterov`` with an optimizer other than sgd, ``--weight-decay`` with rmsprop or adagrad, and a
+``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,7 @@ from torchlean.cli._output import (
     report_beside,
     shown_path,
 )
+from torchlean.cli._schedule import LRSchedule, lr_schedule
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
@@ -109,6 +113,21 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--lr", type=number, default=0.005, help="learning rate (default: 0.005)")
     parser.add_argument("--optimizer", default="adam",
                         help=f"{' | '.join(optim.OPTIMIZERS)} (default: adam)")
+    parser.add_argument("--momentum", type=number, default=None, metavar="M",
+                        help="SGD momentum, in [0, 1) (default: 0; --optimizer sgd only)")
+    parser.add_argument("--nesterov", action="store_true",
+                        help="Nesterov momentum, as torch.optim.SGD(nesterov=True) (needs a --momentum "
+                        "above 0; --optimizer sgd only)")
+    parser.add_argument("--weight-decay", type=number, default=None, metavar="W",
+                        help="weight decay, finite and >= 0: an L2 term added to the gradient for sgd "
+                        "and adam, decoupled for adamw (default: 0, for adamw 0.01; rmsprop and adagrad "
+                        "take none)")
+    parser.add_argument("--lr-schedule", type=lr_schedule, default=LRSchedule(), metavar="SPEC",
+                        help="the learning rate of epoch e (from 0): constant: --lr; cosine: --lr * (1 + "
+                        "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
+                        "eta_min=0, stepped once per epoch); step:N:G: --lr * G ** (e // N) (torch's "
+                        "StepLR(step_size=N, gamma=G)), N a positive integer, G a finite number >= 0 "
+                        "(default: constant)")
     parser.add_argument("--profile", default="checked_cpu",
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
@@ -156,6 +175,78 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
     # the file, so a pipe works)
     return data.load(args.dataset, label_column=args.label_column, **options)
+
+
+_TAKES_WEIGHT_DECAY = ("sgd", "adam", "adamw")
+
+
+def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
+    """The optimizer of ``--optimizer`` and ``--lr``, with ``--momentum`` and ``--nesterov``
+    (sgd: ``optim.sgd(lr, momentum, weight_decay=, nesterov=)``, as ``torch.optim.SGD``) and
+    ``--weight-decay`` (sgd and adam: L2 on the gradient; adamw: decoupled, 0.01 when not given,
+    as ``optim.adamw`` and ``torch.optim.AdamW``). Defaults: momentum 0, no Nesterov, weight
+    decay 0.
+
+    Raises:
+        UnknownLabelError: an unknown ``--optimizer`` (``optim.by_name``).
+        TorchLeanError: ``--momentum`` or ``--nesterov`` with an optimizer other than sgd;
+            ``--weight-decay`` with rmsprop or adagrad; ``--nesterov`` without a nonzero
+            ``--momentum`` (torch's rule).
+        OptimizerError: a value out of the optimizer's domain, with its own message
+            (``optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0``).
+    """
+    name = args.optimizer
+    optimizer = optim.by_name(name, args.lr)  # an unknown name or a bad --lr first
+    for option, given in (("--momentum", args.momentum is not None), ("--nesterov", args.nesterov)):
+        if given and name != "sgd":
+            raise TorchLeanError(f"{option} applies to --optimizer sgd only, got --optimizer {name}")
+    if args.weight_decay is not None and name not in _TAKES_WEIGHT_DECAY:
+        raise TorchLeanError(
+            f"--weight-decay applies to --optimizer {', '.join(_TAKES_WEIGHT_DECAY[:-1])} or "
+            f"{_TAKES_WEIGHT_DECAY[-1]}, got --optimizer {name} (which takes no weight decay)"
+        )
+    decay = {} if args.weight_decay is None else {"weight_decay": args.weight_decay}
+    if name == "sgd":
+        momentum = 0.0 if args.momentum is None else args.momentum
+        if args.nesterov and momentum == 0.0:
+            given = "no --momentum (default 0)" if args.momentum is None else f"--momentum {momentum!r}"
+            raise TorchLeanError(
+                f"--nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a "
+                f"momentum, as in torch.optim.SGD), got {given}"
+            )
+        return optim.sgd(args.lr, momentum, nesterov=args.nesterov, **decay)
+    if name == "adam":
+        return optim.adam(args.lr, **decay)
+    if name == "adamw":
+        return optim.adamw(args.lr, **decay)
+    return optimizer
+
+
+def _checked_schedule(
+    schedule: LRSchedule, optimizer: optim.OptimizerConfig, epochs: int
+) -> Callable[[int], float] | None:
+    """``Trainer.fit``'s ``lr_schedule`` for ``--lr-schedule`` (``None`` for constant), its
+    rates checked before any work as fit checks them (``Optimizer.set_lr``). Each schedule is
+    monotone in the epoch, so its first and last epochs bound the others: only ``step`` with
+    ``G > 1`` can leave the optimizer's domain.
+
+    Raises:
+        TorchLeanError: ``--lr-schedule step:1:10 gives epoch 40/40 the learning rate 5e+36,
+            which the optimizer refuses: optimizer: learning rate must be ...``.
+    """
+    scheduled = schedule.function(optimizer.lr, epochs)
+    if scheduled is not None:
+        state = optimizer.create([])
+        for epoch in sorted({0, epochs - 1}):
+            rate = scheduled(epoch)
+            try:
+                state.set_lr(rate)
+            except optim.OptimizerError as error:
+                raise TorchLeanError(
+                    f"--lr-schedule {schedule.spec} gives epoch {epoch + 1}/{epochs} the learning rate "
+                    f"{rate!r}, which the optimizer refuses: {error}"
+                ) from None
+    return scheduled
 
 
 def _strict_json(value: Any) -> Any:
@@ -206,7 +297,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         check_writable(args.save, "--save", regular=True)
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
-    optimizer = optim.by_name(args.optimizer, args.lr)
+    optimizer = _optimizer(args)
+    schedule: LRSchedule = args.lr_schedule
+    scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     dataset = _load(args)
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
@@ -241,8 +334,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
-    print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()} "
-          f"epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
+    shown_schedule = "" if scheduled is None else f" lr_schedule={schedule.spec}"
+    print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
+          f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)
     loss_name = "loss" if classification else "loss(standardised y)"
@@ -257,8 +351,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
                 bar.update(1)
                 obey_torch_threads(threads)
 
+            # one epoch per call: fit numbers epochs over the trainer's lifetime, so the schedule
+            # gets this loop's epoch
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
-                                  on_batch=advance)
+                                  on_batch=advance, lr_schedule=scheduled)
         losses.append(loss)
         print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}", flush=True)
         if not warned and not math.isfinite(loss):
@@ -280,6 +376,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "execution": execution.label,
         "dtype": config.dtype,
         "optimizer": optimizer.describe(),
+        "lr_schedule": schedule.spec,
         "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,

@@ -1,0 +1,87 @@
+"""``torchlean train --lr-schedule``: the epoch-wise learning-rate schedules the command offers,
+as torch's schedulers stepped once per epoch compute them (their closed forms)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
+
+__all__ = ["ACCEPTED", "LRSchedule", "lr_schedule"]
+
+ACCEPTED = "constant, cosine or step:N:G (N a positive integer, G a finite number >= 0)"
+"""The accepted spellings, as the refusals name them."""
+
+
+@dataclass(frozen=True, slots=True)
+class LRSchedule:
+    """An epoch-wise learning-rate schedule: ``constant``, ``cosine``, or ``step`` with its
+    ``step_size`` (epochs per decay, >= 1) and ``gamma`` (the decay factor, finite, >= 0)."""
+
+    kind: str = "constant"
+    step_size: int = 1
+    gamma: float = 1.0
+
+    @property
+    def spec(self) -> str:
+        """The schedule as ``--lr-schedule`` spells it, which parses back to it: ``constant``,
+        ``cosine``, ``step:10:0.5`` (G as Python writes the float)."""
+        return f"step:{self.step_size}:{self.gamma!r}" if self.kind == "step" else self.kind
+
+    def rate(self, lr: float, epochs: int, epoch: int) -> float:
+        """The learning rate of ``epoch`` (from 0) of a run of ``epochs`` epochs with base rate
+        ``lr``: ``lr`` (constant); ``lr * (1 + cos(pi * epoch / epochs)) / 2`` (torch's
+        ``CosineAnnealingLR(T_max=epochs, eta_min=0)``); ``lr * gamma ** (epoch // step_size)``
+        (torch's ``StepLR(step_size, gamma)``), ``inf`` where that power overflows. These are
+        torch's closed forms; its schedulers' ``step()`` computes the rate from the previous one,
+        which can differ in the last bits."""
+        if self.kind == "cosine":
+            return lr * (1.0 + math.cos(math.pi * epoch / epochs)) / 2.0
+        if self.kind == "step":
+            try:
+                return lr * self.gamma ** (epoch // self.step_size)
+            except OverflowError:  # a float power beyond the float range (gamma > 1)
+                return math.inf
+        return lr
+
+    def function(self, lr: float, epochs: int) -> Callable[[int], float] | None:
+        """``Trainer.fit``'s ``lr_schedule`` for a run of ``epochs`` epochs at base rate ``lr``
+        (epoch ``e`` gets :meth:`rate`), or ``None`` for ``constant`` (fit then keeps ``lr``)."""
+        if self.kind == "constant":
+            return None
+        return lambda epoch: self.rate(lr, epochs, epoch)
+
+
+def lr_schedule(text: str) -> LRSchedule:
+    """An argparse ``type`` reading ``constant``, ``cosine`` or ``step:N:G``: N spelled as
+    :data:`~torchlean._checks.DECIMAL_INTEGER`, G as :data:`~torchlean._checks.DECIMAL_NUMBER`
+    (blanks around each allowed).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected constant, cosine or step:N:G (...), got 'step:3'``;
+            ``expected step:N:G with N a positive integer (epochs per decay), got 'step:0:0.5'``;
+            ``expected step:N:G with G a finite number >= 0 (the decay factor), got 'step:2:nan'``;
+            ``cosine:5`` (cosine anneals over ``--epochs`` and takes no parameters).
+    """
+    parts = text.strip().split(":")
+    if parts in (["constant"], ["cosine"]):
+        return LRSchedule(parts[0])
+    if parts[0] == "cosine":
+        raise argparse.ArgumentTypeError(
+            f"expected {ACCEPTED}, got {text!r} (cosine anneals over --epochs and takes no parameters)"
+        )
+    if parts[0] != "step" or len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected {ACCEPTED}, got {text!r}")
+    step, gamma = parts[1].strip(), parts[2].strip()
+    if DECIMAL_INTEGER.fullmatch(step) is None or int(step) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected step:N:G with N a positive integer (epochs per decay), got {text!r}"
+        )
+    if DECIMAL_NUMBER.fullmatch(gamma) is None or not (math.isfinite(float(gamma)) and float(gamma) >= 0.0):
+        raise argparse.ArgumentTypeError(
+            f"expected step:N:G with G a finite number >= 0 (the decay factor), got {text!r}"
+        )
+    return LRSchedule("step", int(step), float(gamma) + 0.0)  # + 0.0: -0 is 0
