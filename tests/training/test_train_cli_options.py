@@ -1,0 +1,299 @@
+"""``torchlean train --momentum/--nesterov/--weight-decay/--lr-schedule``: the options reach the
+optimizer (its ``describe()`` in the header and the record; the run equals a ``Trainer`` run with
+the same ``optim`` record), each epoch's learning rate is what torch's ``CosineAnnealingLR`` and
+``StepLR`` give when stepped once per epoch, and bad values are one-line errors (exit 2). Every run
+is iris with a tiny MLP and a few epochs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import checkpoint, data, optim
+from torchlean.cli import main
+from torchlean.cli import train as train_module
+from torchlean.models import build_model
+from torchlean.trainer import Objective, RunConfig, Trainer
+
+HIDDEN = 4
+BASE = ("--dataset", "iris", "--hidden", str(HIDDEN), "--batch-size", "64", "--dtype", "float64")
+"""Two minibatches an epoch (120 training rows); float64 so that a learning rate off in its last
+bits shows only far below the tolerances used here."""
+
+
+def train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``torchlean train ARGV`` in-process; argparse's own exits count as return codes."""
+    try:
+        code = main(["train", *argv])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> tuple[list[str], dict[str, Any]]:
+    """A successful tiny run: its output lines and its JSON record."""
+    record = tmp_path / "run.json"
+    code, out, err = train(capsys, *BASE, "--report-json", str(record), *argv)
+    assert (code, err) == (0, "")
+    return out.splitlines(), json.loads(record.read_text())
+
+
+def oracle(
+    optimizer: optim.OptimizerConfig, epochs: int, lrs: list[float] | None = None
+) -> tuple[list[float], dict[str, np.ndarray[Any, Any]]]:
+    """The losses and final weights of a ``Trainer`` set up as ``torchlean train`` sets it up
+    (iris, mlp, seed 0, float64, batch size 64), trained in one ``fit`` call with ``lrs[e]`` as
+    epoch ``e``'s learning rate."""
+    ds = data.load("iris", seed=0, dtype="float64")
+    layer, shape = build_model("mlp", ds.n_features, ds.n_classes, hidden=HIDDEN)
+    config = RunConfig(optimizer=optimizer, dtype="float64").with_profile("checked_cpu")
+    trainer: Trainer[Any, Any] = Trainer(
+        layer, objective=Objective.CROSS_ENTROPY, config=config, seed=0, input_shape=shape
+    )
+    schedule = None if lrs is None else lrs.__getitem__
+    losses = trainer.fit(ds.x_train, ds.y_train, epochs=epochs, batch_size=64, lr_schedule=schedule)
+    return losses, trainer.model.state()
+
+
+def torch_lrs(lr: float, make_scheduler: Any, epochs: int) -> list[float]:
+    """The learning rate of each epoch under torch's scheduler on a dummy optimizer, stepped once
+    per epoch (read before the epoch's steps)."""
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
+    scheduler = make_scheduler(opt)
+    rates = []
+    for _ in range(epochs):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        scheduler.step()
+    return rates
+
+
+SCHEDULES = [
+    ("cosine", lambda epochs: lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)),
+    ("step:2:0.5", lambda epochs: lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)),
+    ("step:3:0.7", lambda epochs: lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.7)),
+]
+
+
+# ------------------------------------------------------------------------ the schedule
+
+
+@pytest.mark.parametrize(("spec", "scheduler"), SCHEDULES, ids=[s for s, _ in SCHEDULES])
+def test_each_epoch_runs_at_torchs_scheduled_rate(capsys, tmp_path, monkeypatch, spec, scheduler):
+    """The rate in effect at every step (``Trainer.lr`` read from ``on_batch``) is torch's for that
+    epoch, for a run of 7 epochs (fit is called once per epoch for the progress bars)."""
+    epochs, lr = 7, 0.2
+    seen: dict[int, set[float]] = {}
+
+    class Recording(Trainer[Any, Any]):
+        def fit(self, *args: Any, on_batch: Any = None, **kwargs: Any) -> list[float]:
+            def hook(epoch: int, loss: float) -> None:
+                seen.setdefault(epoch, set()).add(self.lr)
+                if on_batch is not None:
+                    on_batch(epoch, loss)
+
+            return super().fit(*args, on_batch=hook, **kwargs)
+
+    monkeypatch.setattr(train_module, "Trainer", Recording)
+    lines, record = run(capsys, tmp_path, "--optimizer", "sgd", "--lr", str(lr), "--epochs", str(epochs),
+                        "--lr-schedule", spec)
+    expected = torch_lrs(lr, scheduler(epochs), epochs)
+    assert len(set(expected)) >= 3  # the schedule does move
+    assert sorted(seen) == list(range(epochs))
+    assert all(len(rates) == 1 for rates in seen.values())  # one rate an epoch, both steps
+    # torch's scheduler.step() derives each rate from the previous one; ours is its closed form
+    np.testing.assert_allclose([seen[e].pop() for e in range(epochs)], expected, rtol=1e-14, atol=0)
+    assert f" lr_schedule={spec} epochs={epochs} " in lines[1]
+    assert record["lr_schedule"] == spec
+
+
+@pytest.mark.parametrize(("spec", "scheduler"), SCHEDULES[:2], ids=[s for s, _ in SCHEDULES[:2]])
+def test_a_scheduled_run_equals_a_trainer_given_torchs_rates(capsys, tmp_path, spec, scheduler):
+    """Losses and weights of the command equal a ``Trainer.fit`` given torch's per-epoch rates
+    (and differ from the unscheduled run, so the comparison can tell)."""
+    epochs, lr = 5, 0.3
+    _, record = run(capsys, tmp_path, "--optimizer", "sgd", "--lr", str(lr), "--momentum", "0.5",
+                    "--epochs", str(epochs), "--lr-schedule", spec, "--save", str(tmp_path / "m.npz"))
+    rates = torch_lrs(lr, scheduler(epochs), epochs)
+    losses, weights = oracle(optim.sgd(lr, 0.5), epochs, rates)
+    np.testing.assert_allclose(record["losses"], losses, rtol=1e-12, atol=0)
+    saved = checkpoint.load(tmp_path / "m.npz").weights
+    assert list(saved) == list(weights)
+    for name, value in weights.items():
+        np.testing.assert_allclose(saved[name], value, rtol=1e-10, atol=1e-13)
+    constant, _ = oracle(optim.sgd(lr, 0.5), epochs)
+    assert record["losses"][0] == pytest.approx(constant[0], rel=1e-12)  # epoch 0 runs at --lr
+    assert abs(record["losses"][-1] - constant[-1]) > 1e-6
+
+
+def test_the_default_schedule_is_constant_and_not_shown(capsys, tmp_path):
+    """Without --lr-schedule the header line is as before (the README's) and the record says
+    constant; the explicit ``--lr-schedule constant`` is the same run."""
+    lines, record = run(capsys, tmp_path, "--epochs", "2")
+    assert lines[1] == (
+        "profile=checked_cpu execution=eager optimizer=optim.adam(lr=0.005, beta1=0.9, beta2=0.999, "
+        "eps=1e-08, weight_decay=0.0) epochs=2 batch_size=64 seed=0"
+    )
+    assert record["lr_schedule"] == "constant"
+    again, explicit = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "constant")
+    assert again[1] == lines[1] and explicit["losses"] == record["losses"]
+    assert explicit["lr_schedule"] == "constant"
+
+
+def test_the_schedule_is_shown_in_its_canonical_spelling(capsys, tmp_path):
+    lines, record = run(capsys, tmp_path, "--epochs", "1", "--lr-schedule", " step: 02 :.5 ")
+    assert " lr_schedule=step:2:0.5 epochs=1 " in lines[1]
+    assert record["lr_schedule"] == "step:2:0.5"
+
+
+# ------------------------------------------------------------------ the optimizer options
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9", "--weight-decay", "0.01"],
+            optim.sgd(0.1, 0.9, weight_decay=0.01),
+        ),
+        (
+            ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.8", "--nesterov"],
+            optim.sgd(0.1, 0.8, nesterov=True),
+        ),
+        (["--optimizer", "adam", "--lr", "0.01", "--weight-decay", "0.5"],
+         optim.adam(0.01, weight_decay=0.5)),
+        (["--optimizer", "adamw", "--lr", "0.01", "--weight-decay", "0.5"],
+         optim.adamw(0.01, weight_decay=0.5)),
+        (["--optimizer", "adamw", "--lr", "0.01"], optim.adamw(0.01, weight_decay=0.01)),
+    ],
+    ids=["sgd-momentum-decay", "sgd-nesterov", "adam-l2", "adamw-decoupled", "adamw-default-decay"],
+)
+def test_the_options_reach_the_optimizer(capsys, tmp_path, argv, expected):
+    """The header and record show the optimizer with the options, and the run is bit for bit a
+    ``Trainer`` run with that ``optim`` record."""
+    lines, record = run(capsys, tmp_path, "--epochs", "3", *argv)
+    assert f" optimizer={expected.describe()} epochs=3 " in lines[1]
+    assert record["optimizer"] == expected.describe()
+    losses, _ = oracle(expected, 3)
+    assert record["losses"] == losses
+
+
+def test_momentum_and_weight_decay_change_the_run(capsys, tmp_path):
+    """The oracle comparison above can fail: plain SGD trains to other losses than SGD with
+    momentum and weight decay."""
+    _, plain = run(capsys, tmp_path, "--epochs", "3", "--optimizer", "sgd", "--lr", "0.1")
+    _, tuned = run(capsys, tmp_path, "--epochs", "3", "--optimizer", "sgd", "--lr", "0.1",
+                   "--momentum", "0.9", "--weight-decay", "0.01")
+    assert abs(plain["losses"][-1] - tuned["losses"][-1]) > 1e-4
+    assert plain["losses"] == oracle(optim.sgd(0.1), 3)[0]
+
+
+# ------------------------------------------------------------------------------ refusals
+
+SCHEDULE_FORMS = "constant, cosine or step:N:G (N a positive integer, G a finite number >= 0)"
+
+
+def malformed(spec: str) -> str:
+    """The refusal of a --lr-schedule that is none of the accepted forms."""
+    return f"error: argument --lr-schedule: expected {SCHEDULE_FORMS}, got {spec!r}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--optimizer", "adam", "--momentum", "0.9"],
+         "error: --momentum applies to --optimizer sgd only, got --optimizer adam"),
+        (["--optimizer", "rmsprop", "--momentum", "0"],
+         "error: --momentum applies to --optimizer sgd only, got --optimizer rmsprop"),
+        (["--optimizer", "adamw", "--nesterov"],
+         "error: --nesterov applies to --optimizer sgd only, got --optimizer adamw"),
+        (["--momentum", "0.9"], "error: --momentum applies to --optimizer sgd only, got --optimizer adam"),
+        (["--optimizer", "rmsprop", "--weight-decay", "0.1"],
+         "error: --weight-decay applies to --optimizer sgd, adam or adamw, got --optimizer rmsprop "
+         "(which takes no weight decay)"),
+        (["--optimizer", "adagrad", "--weight-decay", "0"],
+         "error: --weight-decay applies to --optimizer sgd, adam or adamw, got --optimizer adagrad "
+         "(which takes no weight decay)"),
+        (["--optimizer", "sgd", "--nesterov"],
+         "error: --nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, "
+         "as in torch.optim.SGD), got no --momentum (default 0)"),
+        (["--optimizer", "sgd", "--nesterov", "--momentum", "0"],
+         "error: --nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, "
+         "as in torch.optim.SGD), got --momentum 0.0"),
+        (["--optimizer", "sgd", "--momentum", "1"],
+         "error: optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0"),
+        (["--optimizer", "sgd", "--momentum", "-0.5"],
+         "error: optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got -0.5"),
+        (["--optimizer", "sgd", "--momentum", "nan", "--nesterov"],
+         "error: optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got nan"),
+        (["--optimizer", "sgd", "--momentum", "fast"],
+         "error: argument --momentum: expected a number, got 'fast'"),
+        (["--weight-decay", "-1"], "error: optimizer: weight decay must be finite and nonnegative, got -1.0"),
+        (["--optimizer", "sgd", "--weight-decay", "nan"],
+         "error: optimizer: weight decay must be finite and nonnegative, got nan"),
+        (["--optimizer", "adamw", "--weight-decay", "inf"],
+         "error: optimizer: weight decay must be finite and nonnegative, got inf"),
+        (["--weight-decay", "1_0"], "error: argument --weight-decay: expected a number, got '1_0'"),
+        (["--optimizer", "lbfgs", "--momentum", "0.9"],
+         "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)"),
+        (["--lr-schedule", "step:0:0.5"],
+         "error: argument --lr-schedule: expected step:N:G with N a positive integer (epochs per decay), "
+         "got 'step:0:0.5'"),
+        (["--lr-schedule", "step:1.5:0.5"],
+         "error: argument --lr-schedule: expected step:N:G with N a positive integer (epochs per decay), "
+         "got 'step:1.5:0.5'"),
+        (["--lr-schedule", "step:3"], malformed("step:3")),
+        (["--lr-schedule", "step:3:0.5:1"], malformed("step:3:0.5:1")),
+        (["--lr-schedule", "cosine:5"],
+         malformed("cosine:5") + " (cosine anneals over --epochs and takes no parameters)"),
+        (["--lr-schedule", "Cosine"], malformed("Cosine")),
+        (["--lr-schedule", "linear"], malformed("linear")),
+        (["--lr-schedule", ""], malformed("")),
+        (["--lr-schedule", "step:2:-0.5"],
+         "error: argument --lr-schedule: expected step:N:G with G a finite number >= 0 (the decay factor), "
+         "got 'step:2:-0.5'"),
+        (["--lr-schedule", "step:2:nan"],
+         "error: argument --lr-schedule: expected step:N:G with G a finite number >= 0 (the decay factor), "
+         "got 'step:2:nan'"),
+        (["--lr-schedule", "step:2:1e400"],
+         "error: argument --lr-schedule: expected step:N:G with G a finite number >= 0 (the decay factor), "
+         "got 'step:2:1e400'"),
+        # a growing step schedule whose last epoch's rate the optimizer refuses: before any work
+        (["--lr-schedule", "step:1:10", "--epochs", "50", "--lr", "0.1"],
+         "error: --lr-schedule step:1:10.0 gives epoch 50/50 the learning rate 1e+48, which the optimizer "
+         "refuses: optimizer: learning rate must be finite and nonnegative after conversion to binary32, "
+         "got 1e+48 (inf in binary32)"),
+        (["--lr-schedule", "step:1:1e300", "--epochs", "3"],
+         "error: --lr-schedule step:1:1e+300 gives epoch 3/3 the learning rate inf, which the optimizer "
+         "refuses: optimizer: learning rate must be finite and nonnegative, got inf"),
+    ],
+)
+def test_bad_options_are_one_line_errors(capsys, argv, message):
+    code, out, err = train(capsys, "--dataset", "iris", *argv)
+    assert code == 2
+    assert (out, err) == ("", message + "\n")
+
+
+def test_a_step_schedule_growing_within_range_runs(capsys, tmp_path):
+    """G > 1 is torch's StepLR too; refused only where a rate leaves the optimizer's domain."""
+    lines, record = run(capsys, tmp_path, "--epochs", "3", "--lr", "0.001", "--lr-schedule", "step:1:2")
+    assert record["lr_schedule"] == "step:1:2.0" and len(record["losses"]) == 3
+    assert all(math.isfinite(loss) for loss in record["losses"])
+    assert " lr_schedule=step:1:2.0 " in lines[1]
+
+
+def test_typed_graph_execution_follows_the_schedule_too(capsys, tmp_path):
+    """The typed-graph run gives the eager run's losses bit for bit under a schedule (both step
+    the same optimizer, whose rate the schedule sets)."""
+    argv = ("--epochs", "4", "--optimizer", "sgd", "--lr", "0.3", "--lr-schedule", "step:1:0.5")
+    _, eager = run(capsys, tmp_path, *argv)
+    _, graph = run(capsys, tmp_path, *argv, "--execution", "typed-graph")
+    assert graph["losses"] == eager["losses"]
+    assert graph["losses"] != run(capsys, tmp_path, *argv[:6], "--execution", "typed-graph")[1]["losses"]
