@@ -65,6 +65,7 @@ __all__ = [
     "adam",
     "adamw",
     "by_name",
+    "clip_grad_norm",
     "rmsprop",
     "sgd",
 ]
@@ -584,6 +585,75 @@ def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
         OptimizerError: a value that is not a real number or out of its domain.
     """
     return Adagrad(lr=lr, eps=eps)
+
+
+def clip_grad_norm(
+    grads: Sequence[Array | None], max_norm: float, *, norm_type: float = 2.0
+) -> tuple[list[Array | None], float]:
+    """Scale the gradients so that their total norm is at most ``max_norm``
+    (``torch.nn.utils.clip_grad_norm_``): returns the clipped gradients (new arrays; ``None``
+    entries stay ``None``, as torch skips parameters without a gradient) and the total norm before
+    clipping, as a Python float.
+
+    As torch computes it: each gradient's ``norm_type``-norm (``inf``: the largest magnitude), the
+    same norm of those norms (``0.0`` when every entry is ``None``, and for empty gradients, where
+    torch's infinity norm raises), ``coef = max_norm / (total + 1e-6)`` (evaluated as torch does,
+    ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
+    ``coef`` (by 1.0 under the limit: values unchanged). The norms accumulate in float64 and are
+    rounded to the gradients' dtype, in which ``coef`` and the products are computed (torch's
+    float32 norms, accumulated otherwise, may differ from these by an ulp or two). A NaN or infinite total (torch's default
+    ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the gradients become NaN or zeros
+    (NaN where infinite), as in torch.
+
+    Raises:
+        OptimizerError: ``max_norm`` not a real number or negative or NaN (torch accepts a negative
+            one and then flips every gradient's sign), ``norm_type`` not ``inf`` or a finite
+            number > 0; gradients that are not numpy float arrays of one dtype, or not a sequence
+            (as :meth:`Optimizer.step`).
+    """
+    if isinstance(max_norm, (bool, np.bool_)) or not isinstance(max_norm, numbers.Real):
+        raise OptimizerError(f"clip_grad_norm: max_norm must be a real number, got {max_norm!r}")
+    if not float(max_norm) >= 0.0:
+        raise OptimizerError(f"clip_grad_norm: max_norm must be >= 0 (inf allowed), got {max_norm!r}")
+    if isinstance(norm_type, (bool, np.bool_)) or not isinstance(norm_type, numbers.Real):
+        raise OptimizerError(f"clip_grad_norm: norm_type must be a real number, got {norm_type!r}")
+    p = float(norm_type)
+    if not (p > 0.0 and (math.isfinite(p) or p == math.inf)):
+        raise OptimizerError(
+            f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"
+        )
+    grads = _listed("gradients", grads)
+    present = [(index, grad) for index, grad in enumerate(grads) if grad is not None]
+    for index, grad in present:
+        if not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES:
+            raise OptimizerError(_not_a_float_array("gradient", index, grad))
+    dtypes = {grad.dtype for _, grad in present}
+    if len(dtypes) > 1:
+        raise OptimizerError(
+            f"clip_grad_norm: the gradients have dtypes {sorted(str(d) for d in dtypes)} (accepted: "
+            "one dtype)"
+        )
+    if not present:
+        return list(grads), 0.0
+    dtype = present[0][1].dtype
+
+    def norm(values: npt.NDArray[Any]) -> Any:
+        wide = np.abs(values.astype(np.float64).ravel())
+        if wide.size == 0:
+            return dtype.type(0.0)
+        with np.errstate(over="ignore"):
+            value = wide.max() if p == math.inf else np.sum(wide**p) ** (1.0 / p)
+            return dtype.type(value)
+
+    with np.errstate(all="ignore"):
+        total = norm(np.array([norm(grad) for _, grad in present], dtype=dtype))
+        # torch's max_norm / (total + 1e-6) is Tensor.__rtruediv__: reciprocal(total + 1e-6) * max_norm
+        coef = (dtype.type(1.0) / (total + dtype.type(1e-6))) * dtype.type(max_norm)
+        coef = np.minimum(coef, dtype.type(1.0))
+        clipped = list(grads)
+        for index, grad in present:
+            clipped[index] = np.asarray(grad * coef, dtype=dtype)
+    return clipped, float(total)
 
 
 OPTIMIZERS: dict[str, type[OptimizerConfig]] = {

@@ -29,6 +29,7 @@ nothing writes through them — and copies on the profile's device, ``cuda`` und
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
@@ -52,7 +53,7 @@ from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
-from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig, OptimizerError
+from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig, OptimizerError, clip_grad_norm
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -180,6 +181,19 @@ def maintained_profile(device: Device) -> BackendProfile:
     return found
 
 
+def _max_grad_norm(value: object) -> float | None:
+    """``RunConfig.max_grad_norm`` checked: ``None`` or a real number >= 0 (``inf`` allowed).
+
+    Raises:
+        TrainerError: ``max_grad_norm must be None or a real number >= 0 (inf allowed), got -1.0``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real) and float(value) >= 0.0:
+        return float(value)
+    raise TrainerError(f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {value!r}")
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class RunConfig:
     """Runtime settings (anchor-runtime.md §3.1 ``RunConfig``).
@@ -193,12 +207,18 @@ class RunConfig:
     built-in profile name or a :class:`BackendProfile`; ``show_backend`` is a ``bool`` or a
     ``numpy.bool_`` (stored as a ``bool``); ``dtype`` is anything ``np.dtype`` resolves to float32
     or float64 (``"float32"``, ``np.float64``, ``np.dtype("float64")``, ``"f8"``) or a torch
-    dtype of those two, stored as the string ``"float32"`` or ``"float64"``.
+    dtype of those two, stored as the string ``"float32"`` or ``"float64"``. ``max_grad_norm``
+    (``None``, the default, or a real number >= 0, ``inf`` included, stored as a float) clips
+    each step's gradients to that total 2-norm before the optimizer update, as
+    ``torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`` between ``backward()`` and
+    ``optimizer.step()`` (:func:`torchlean.optim.clip_grad_norm`; not part of the original's
+    config).
 
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
             ``optim.sgd(...)`` etc. or ``optim.by_name``), ``execution``/``device``/``profile`` of
-            the wrong type, a non-bool ``show_backend``, or a bad ``dtype``
+            the wrong type, a non-bool ``show_backend``, a ``max_grad_norm`` that is not ``None`` or a
+            real number >= 0, or a bad ``dtype``
             (``dtype must be float32 or float64, got float16``; ``None`` is refused rather than
             read as numpy's default float64).
         TrainerLabelError: an unknown execution-mode, device or profile label.
@@ -210,6 +230,7 @@ class RunConfig:
     profile: str | BackendProfile | None
     show_backend: bool
     dtype: str
+    max_grad_norm: float | None
 
     def __init__(
         self,
@@ -219,6 +240,7 @@ class RunConfig:
         profile: str | BackendProfile | None = None,
         show_backend: bool = False,
         dtype: npt.DTypeLike = "float32",
+        max_grad_norm: float | None = None,
     ) -> None:
         if not isinstance(optimizer, OptimizerConfig):
             known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
@@ -232,6 +254,7 @@ class RunConfig:
             "profile": _profile(profile),
             "show_backend": bool(show_backend),
             "dtype": _dtype_name(dtype),
+            "max_grad_norm": _max_grad_norm(max_grad_norm),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -488,6 +511,9 @@ class Trainer(Generic[In, Out]):
             )
         self._session: Session | None = None
         self._optimizer: Optimizer | None = None
+        self.grad_norm: float | None = None
+        """The total 2-norm of the last step's gradients before clipping, when ``config`` has a
+        ``max_grad_norm`` (``inf`` logs it without clipping), else ``None``."""
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
@@ -787,6 +813,8 @@ class Trainer(Generic[In, Out]):
             params = self._leaf_parameters(device)
             loss, buffers = self._loss_and_gradients(params, x, y)
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
+        if self.config.max_grad_norm is not None:
+            grads, self.grad_norm = clip_grad_norm(grads, self.config.max_grad_norm)
         updated = self._optimizer.step(self.model.parameters, grads)
         for position, value in buffers.items():
             updated[position] = value

@@ -1,0 +1,174 @@
+"""``optim.clip_grad_norm`` and ``RunConfig(max_grad_norm=)``: gradient clipping by total norm.
+
+Oracles: ``torch.nn.utils.clip_grad_norm_`` on the same gradients (float32 and float64), torch
+training loops that clip between ``backward()`` and ``step()``, and hand computations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import nn, optim
+from torchlean.optim import OptimizerError
+from torchlean.trainer import RunConfig, Trainer, TrainerError
+
+SHAPES = [(3, 4), (5,), (2, 2, 2), ()]
+
+
+def _torch_clip(grads: list[np.ndarray], max_norm: float, norm_type: float) -> tuple[list[np.ndarray], float]:
+    params = []
+    for grad in grads:
+        param = torch.nn.Parameter(torch.zeros(grad.shape, dtype=torch.from_numpy(grad).dtype))
+        param.grad = torch.tensor(grad)
+        params.append(param)
+    total = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=norm_type, foreach=False)
+    return [p.grad.numpy() for p in params], float(total)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-4, 0.3, 50.0])
+@pytest.mark.parametrize("max_norm", [0.0, 0.5, 1.0, 7.0])
+def test_two_norm_matches_torch(dtype, scale, max_norm):
+    """The 2-norm within 2 ulps of torch's total (float32 and float64: the accumulation orders
+    differ), the clipped gradients within 4."""
+    rng = np.random.default_rng(int(scale * 10) + int(max_norm))
+    grads = [np.asarray(rng.standard_normal(shape) * scale, dtype=dtype) for shape in SHAPES]
+    ours, total = optim.clip_grad_norm([*grads, None], max_norm)
+    theirs, expected = _torch_clip(grads, max_norm, 2.0)
+    assert ours[-1] is None and len(ours) == len(grads) + 1
+    rtol = float(np.finfo(dtype).eps)
+    assert total == pytest.approx(expected, rel=2 * rtol, abs=0)
+    for mine, other in zip(ours, theirs, strict=False):
+        assert mine is not None and mine.dtype == dtype
+        np.testing.assert_allclose(mine, other, rtol=4 * rtol, atol=0)
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 3.0, math.inf])
+def test_other_norms_match_torch_float64(norm_type):
+    rng = np.random.default_rng(7)
+    grads = [np.asarray(rng.standard_normal(shape) * 3.0) for shape in SHAPES]
+    ours, total = optim.clip_grad_norm(grads, 2.0, norm_type=norm_type)
+    theirs, expected = _torch_clip(grads, 2.0, norm_type)
+    assert total == pytest.approx(expected, rel=1e-14)
+    for mine, other in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine, other, rtol=1e-14, atol=0)
+
+
+def test_by_hand_and_inputs_untouched():
+    """Gradients (3, 4) and (0, 0): total 5; max_norm 1 scales by 1 / (5 + 1e-6); under the limit
+    the values stay as they are; the inputs are never written."""
+    a, b = np.array([3.0, 4.0]), np.array([0.0, 0.0])
+    (ca, cb), total = optim.clip_grad_norm([a, b], 1.0)
+    assert total == 5.0
+    np.testing.assert_allclose(ca, a * (1.0 / (5.0 + 1e-6)), rtol=1e-15)
+    np.testing.assert_array_equal(cb, 0.0)
+    np.testing.assert_array_equal(a, [3.0, 4.0])
+    (same,), total = optim.clip_grad_norm([a], 10.0)
+    np.testing.assert_array_equal(same, a)
+    assert same is not a and total == 5.0
+    (_,), total = optim.clip_grad_norm([a], 1.0, norm_type=math.inf)
+    assert total == 4.0
+    assert optim.clip_grad_norm([None, None], 1.0) == ([None, None], 0.0)
+    (empty,), total = optim.clip_grad_norm([np.zeros((0, 3))], 1.0, norm_type=math.inf)
+    assert total == 0.0 and empty.shape == (0, 3)
+
+
+def test_non_finite_totals_behave_as_torchs():
+    grads = [np.array([np.inf, 1.0]), np.array([2.0])]
+    ours, total = optim.clip_grad_norm(grads, 1.0)
+    theirs, expected = _torch_clip(grads, 1.0, 2.0)
+    assert total == expected == math.inf
+    for mine, other in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(mine, other)  # NaN where infinite, zeros elsewhere
+    ours, total = optim.clip_grad_norm([np.array([np.nan, 1.0])], 1.0)
+    assert math.isnan(total) and np.isnan(ours[0]).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_norm": -1.0}, r"max_norm must be >= 0 \(inf allowed\), got -1.0"),
+        ({"max_norm": float("nan")}, "max_norm must be >= 0"),
+        ({"max_norm": True}, "max_norm must be a real number, got True"),
+        ({"max_norm": "1"}, "max_norm must be a real number, got '1'"),
+        ({"max_norm": 1.0, "norm_type": 0.0}, r"norm_type must be inf or a finite number > 0, got 0.0"),
+        ({"max_norm": 1.0, "norm_type": -math.inf}, "norm_type must be inf or a finite number > 0"),
+        ({"max_norm": 1.0, "norm_type": "fro"}, "norm_type must be a real number, got 'fro'"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs, message):
+    with pytest.raises(OptimizerError, match=f"clip_grad_norm: {message}"):
+        optim.clip_grad_norm([np.ones(2)], **kwargs)
+
+
+def test_bad_gradients_are_refused():
+    with pytest.raises(OptimizerError, match=r"the gradients have dtypes \['float32', 'float64'\]"):
+        optim.clip_grad_norm([np.ones(2), np.ones(2, dtype=np.float32)], 1.0)
+    with pytest.raises(OptimizerError, match=r"gradient 1 must be a numpy float array .* got list"):
+        optim.clip_grad_norm([np.ones(2), [1.0]], 1.0)  # type: ignore[list-item]
+    with pytest.raises(OptimizerError, match="gradients must be a sequence of numpy arrays"):
+        optim.clip_grad_norm(np.ones(2), 1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_trainer_clips_as_a_torch_loop(execution, optimizer):
+    """Four steps with max_grad_norm 0.5 (large targets, so every step clips): the loss, the
+    reported norm and every parameter match torch clipping between backward and step, float64."""
+    ours = optim.sgd(0.1, 0.9) if optimizer == "sgd" else optim.adam(lr=0.05)
+    config = RunConfig(optimizer=ours, dtype="float64", execution=execution, max_grad_norm=0.5)
+    trainer = Trainer(nn.sequential(nn.linear(3, 5), nn.tanh(), nn.linear(5, 2)), config=config, seed=1)
+    assert trainer.grad_norm is None
+    module = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2)).double()
+    module.load_state_dict({k: torch.tensor(v) for k, v in trainer.model.state().items()})
+    if optimizer == "sgd":
+        theirs: torch.optim.Optimizer = torch.optim.SGD(module.parameters(), lr=0.1, momentum=0.9)
+    else:
+        theirs = torch.optim.Adam(module.parameters(), lr=0.05)
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        x, y = rng.standard_normal((6, 3)), rng.standard_normal((6, 2)) * 20.0
+        loss = trainer.step(x, y)
+        theirs.zero_grad()
+        expected = torch.nn.functional.mse_loss(module(torch.tensor(x)), torch.tensor(y))
+        expected.backward()
+        norm = torch.nn.utils.clip_grad_norm_(module.parameters(), 0.5)
+        theirs.step()
+        assert loss == pytest.approx(expected.item(), rel=1e-12)
+        assert trainer.grad_norm == pytest.approx(float(norm), rel=1e-12)
+        assert trainer.grad_norm > 0.5
+        for key, value in trainer.model.state().items():
+            np.testing.assert_allclose(value, module.state_dict()[key].numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_infinite_limit_logs_the_norm_without_clipping():
+    data = np.random.default_rng(0).standard_normal((8, 3)), np.random.default_rng(1).standard_normal((8, 1))
+    runs = []
+    for limit in (None, math.inf):
+        config = RunConfig(optimizer=optim.adam(lr=0.01), dtype="float64", max_grad_norm=limit)
+        trainer = Trainer(nn.sequential(nn.linear(3, 1)), config=config, seed=0)
+        trainer.fit(*data, epochs=2, batch_size=4, shuffle=False)
+        runs.append((trainer.model.state(), trainer.grad_norm))
+    (plain, none_norm), (logged, norm) = runs
+    assert none_norm is None and norm is not None and norm > 0
+    for key, value in plain.items():
+        np.testing.assert_array_equal(logged[key], value)
+
+
+@pytest.mark.parametrize("value", [-0.1, float("nan"), "1", True, [1.0]])
+def test_run_config_refuses_bad_limits(value):
+    with pytest.raises(
+        TrainerError, match=r"max_grad_norm must be None or a real number >= 0 \(inf allowed\)"
+    ):
+        RunConfig(max_grad_norm=value)
+
+
+def test_run_config_keeps_the_limit_through_its_copies():
+    config = RunConfig(max_grad_norm=2)
+    assert config.max_grad_norm == 2.0 and isinstance(config.max_grad_norm, float)
+    assert config.with_profile("fast_cpu").max_grad_norm == 2.0
+    assert RunConfig().max_grad_norm is None
