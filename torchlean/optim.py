@@ -48,8 +48,10 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown
+from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.tensor import Tensor
 
 __all__ = [
     "OPTIMIZERS",
@@ -461,6 +463,40 @@ class Optimizer:
         """
         self.config = replace(self.config, lr=lr)  # type: ignore[type-var]
 
+    def step_(self, params: Sequence[Tensor], *, max_grad_norm: float | None = None) -> float | None:
+        """Update the tensors ``params`` in place from their ``.grad`` and then set every ``.grad``
+        to ``None``: torch's ``optimizer.step()`` followed by ``optimizer.zero_grad()`` (with
+        ``max_grad_norm``, ``clip_grad_norm_`` first). A tensor whose ``.grad`` is ``None`` is
+        skipped, as in :meth:`step` (buffers, frozen parameters). Returns the total gradient norm
+        before clipping when ``max_grad_norm`` is given (:func:`clip_grad_norm`), else ``None``.
+
+        ``params`` are the tensors this optimizer was created for, in the same order (for a model,
+        ``model.tensors()``, created from ``model.parameters``); the writes happen under
+        ``no_grad``, so leaf tensors that require grad can be updated.
+
+        Raises:
+            OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`
+                and :func:`clip_grad_norm` (shapes, dtypes, counts), before any tensor changes.
+        """
+        tensors = _listed("parameters", params)
+        for index, tensor in enumerate(tensors):
+            if not isinstance(tensor, Tensor):
+                raise OptimizerError(
+                    f"optimizer: step_ takes torchlean Tensors; parameter {index} is a {_type_name(tensor)} "
+                    "(for numpy arrays use step(params, grads))"
+                )
+        grads: list[Array | None] = [None if t.grad is None else t.grad.numpy() for t in tensors]
+        norm = None
+        if max_grad_norm is not None:
+            grads, norm = clip_grad_norm(grads, max_grad_norm)
+        updated = self.step([t.numpy() for t in tensors], grads)
+        with no_grad():
+            for tensor, value, grad in zip(tensors, updated, grads, strict=True):
+                if grad is not None:
+                    tensor.copy_(value)
+                tensor.grad = None
+        return norm
+
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
         """Return updated parameters (new arrays); for a ``None`` gradient the parameter itself (the
         same array object, unchanged).
@@ -601,9 +637,9 @@ def clip_grad_norm(
     ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
     ``coef`` (by 1.0 under the limit: values unchanged). The norms accumulate in float64 and are
     rounded to the gradients' dtype, in which ``coef`` and the products are computed (torch's
-    float32 norms, accumulated otherwise, may differ from these by an ulp or two). A NaN or infinite total (torch's default
-    ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the gradients become NaN or zeros
-    (NaN where infinite), as in torch.
+    float32 norms, accumulated otherwise, may differ from these by an ulp or two). A NaN or
+    infinite total (torch's default ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the
+    gradients become NaN or zeros (NaN where infinite), as in torch.
 
     Raises:
         OptimizerError: ``max_norm`` not a real number or negative or NaN (torch accepts a negative

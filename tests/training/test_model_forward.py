@@ -207,7 +207,7 @@ def test_zero_and_one_sample_batches():
 def test_bad_inputs_are_refused_with_the_accepted_form():
     model = nn.build(_layer(), input_shape=[3], seed=0)
     x = tl.tensor(np.zeros((2, 3)), dtype="float32")
-    with pytest.raises(ShapeError, match=r"x must be a Tensor .*got ndarray"):
+    with pytest.raises(ShapeError, match=r"x must be a torchlean Tensor .*got ndarray"):
         model.forward(np.zeros((2, 3), dtype=np.float32))  # type: ignore[arg-type]
     with pytest.raises(ShapeError, match=r"x has shape \[2, 4\] and dtype float32, expected shape \(b, 3\)"):
         model.forward(tl.tensor(np.zeros((2, 4)), dtype="float32"))
@@ -230,7 +230,7 @@ def test_bad_inputs_are_refused_with_the_accepted_form():
     wrong = [*params[:2], tl.tensor(np.zeros(5)), *params[3:]]
     with pytest.raises(StateError, match=r"entry 1.weight has .* dtype float64 .* expected .* dtype float32"):
         model.forward(x, wrong)
-    with pytest.raises(StateError, match=r"params entry 0.bias is a ndarray, not a Tensor"):
+    with pytest.raises(StateError, match=r"params entry 0.bias is a ndarray, not a torchlean Tensor"):
         model.forward(x, [params[0], np.zeros(5), *params[2:]])  # type: ignore[list-item]
     state = model.state()
     with pytest.raises(StateError, match="load_tensors: params holds 2 tensors"):
@@ -267,3 +267,126 @@ def test_a_layer_updating_a_computed_tensor_is_refused():
     model = nn.build(_Shifted(), input_shape=[2], seed=0)
     with pytest.raises(StateError, match="a layer updated a computed tensor as a buffer"):
         model.forward(tl.tensor(np.ones((3, 2)), dtype="float32"), model.tensors(), training=True)
+
+
+def test_step_in_place_equals_step_and_clears_gradients():
+    """Optimizer.step_ writes what step returns into the tensors, skips those without a gradient
+    (buffers), sets every .grad to None, and with max_grad_norm clips as clip_grad_norm does."""
+    model = nn.build(_layer(), input_shape=[3], seed=2, dtype="float64")
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    runs = []
+    for in_place in (True, False):
+        params = model.tensors()
+        adam = optim.adam(lr=0.1).create(model.parameters)
+        norms = []
+        for _ in range(2):
+            tl.reduce_sum(model(tl.tensor(x), params, training=True)).backward()
+            if in_place:
+                norms.append(adam.step_(params, max_grad_norm=0.5))
+                assert all(p.grad is None for p in params)
+                continue
+            grads = [None if p.grad is None else p.grad.numpy() for p in params]
+            grads, norm = optim.clip_grad_norm(grads, 0.5)
+            norms.append(norm)
+            new = adam.step([p.numpy() for p in params], grads)
+            with tl.no_grad():
+                for p, value, grad in zip(params, new, grads, strict=True):
+                    if grad is not None:
+                        p.copy_(value)
+                    p.grad = None
+        runs.append(([p.numpy().copy() for p in params], norms))
+    (mine, my_norms), (theirs, their_norms) = runs
+    assert my_norms == their_norms and all(n is not None and n > 0.5 for n in my_norms)
+    for a, b in zip(mine, theirs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(mine[0], model.parameters[0])
+    assert optim.sgd(0.1).create(model.parameters).step_(model.tensors()) is None  # no grads: nothing moves
+
+
+def test_step_in_place_refuses_arrays():
+    model = nn.build(nn.linear(2, 1), seed=0)
+    sgd = optim.sgd(0.1).create(model.parameters)
+    with pytest.raises(
+        optim.OptimizerError, match=r"step_ takes torchlean Tensors; parameter 0 is a numpy.ndarray"
+    ):
+        sgd.step_(model.parameters)  # type: ignore[arg-type]
+    with pytest.raises(optim.OptimizerError, match="expected 2 parameters, got 1"):
+        sgd.step_(model.tensors()[:1])
+
+
+def test_dropout_loop_equals_trainer_with_the_trainers_session_seed():
+    from torchlean.trainer import session_seed
+
+    layer = nn.sequential(nn.linear(3, 8), nn.relu(), nn.dropout(0.5), nn.linear(8, 2))
+    trainer = Trainer(layer, config=RunConfig(optimizer=optim.sgd(0.1), dtype="float64"), seed=9)
+    model = nn.build(layer, input_shape=[3], seed=9, dtype="float64")
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((8, 3)), rng.standard_normal((8, 2))
+    trainer.fit(x, y, epochs=2, batch_size=4, shuffle=False)
+    params = model.tensors()
+    sgd = optim.sgd(0.1).create(model.parameters)
+    with tl.session(seed=session_seed(9)):
+        for _ in range(2):
+            for start in (0, 4):
+                out = model(tl.tensor(x[start : start + 4]), params, training=True)
+                tl.mse_loss(out, tl.tensor(y[start : start + 4])).backward()
+                sgd.step_(params)
+    model.load_tensors(params)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(model.state()[name], value, err_msg=name)
+
+
+def test_call_is_forward():
+    model = nn.build(_layer(), input_shape=[3], seed=0, dtype="float64")
+    x = tl.tensor(np.random.default_rng(0).standard_normal((4, 3)))
+    np.testing.assert_array_equal(model(x).numpy(), model.forward(x).numpy())
+    params = model.tensors()
+    out = model(x, params, training=True)
+    assert out.requires_grad
+    mean = [spec.name for spec in model.specs].index("1.running_mean")
+    assert not np.array_equal(params[mean].numpy(), model.parameters[mean])  # updated in params only
+
+
+def test_buffers_that_require_grad_are_refused_in_both_modes():
+    model = nn.build(_layer(), input_shape=[3], seed=0, dtype="float64")
+    params = [tl.tensor(value, requires_grad=True) for value in model.parameters]
+    x = tl.tensor(np.zeros((2, 3)))
+    for training in (False, True):
+        with pytest.raises(
+            StateError, match=r"params entry 1.running_mean is a buffer and must not require grad"
+        ):
+            model(x, params, training=training)
+
+
+def test_torch_tensors_and_strings_are_named_in_refusals():
+    model = nn.build(nn.linear(3, 2), seed=0)
+    with pytest.raises(ShapeError, match=r"x must be a torchlean Tensor .*got torch.Tensor"):
+        model(torch.ones(2, 3))  # type: ignore[arg-type]
+    with pytest.raises(StateError, match=r"params entry weight is a torch.Tensor, not a torchlean Tensor"):
+        model(tl.tensor(np.ones((2, 3)), dtype="float32"), [torch.ones(2, 3), torch.ones(2)])  # type: ignore[list-item]
+    for text in ("ab", b"ab"):
+        with pytest.raises(StateError, match=r"params must be a sequence of tensors .*got (str|bytes)"):
+            model(tl.tensor(np.ones((2, 3)), dtype="float32"), text)  # type: ignore[arg-type]
+        with pytest.raises(StateError, match="load_tensors: params must be a sequence"):
+            model.load_tensors(text)  # type: ignore[arg-type]
+
+
+def test_eval_then_train_in_one_graph_is_refused_at_backward_and_no_grad_avoids_it():
+    """The training call updates the buffers the evaluation call saved: backward refuses (torch
+    would return a wrong gradient); under no_grad the evaluation call saves nothing."""
+    from torchlean.autograd.tape import AutogradError
+
+    model = nn.build(_layer(), input_shape=[3], seed=0, dtype="float64")
+    rng = np.random.default_rng(0)
+    a, b = tl.tensor(rng.standard_normal((4, 3))), tl.tensor(rng.standard_normal((4, 3)))
+    params = model.tensors()
+    evaluated = model(a, params)
+    trained = model(b, params, training=True)
+    with pytest.raises(AutogradError, match="modified in place"):
+        (tl.reduce_sum(evaluated) + tl.reduce_sum(trained)).backward()
+    params = model.tensors()
+    with tl.no_grad():
+        target = model(a, params)
+    loss = tl.reduce_sum(model(b, params, training=True)) + tl.reduce_sum(target)
+    loss.backward()
+    assert params[0].grad is not None

@@ -194,7 +194,7 @@ class Model:
         """
         if not isinstance(x, Tensor):
             raise ShapeError(
-                f"model.forward: x must be a Tensor (tl.tensor(values, dtype=...)), got {type(x).__name__}"
+                f"model.forward: x must be a torchlean Tensor (tl.tensor(values, dtype=...)), got {_kind(x)}"
             )
         dtype = self.dtype if self.layer.index_count() is None else np.dtype(np.int64)
         if x.ndim != len(self.input_shape) + 1 or x.shape[1:] != self.input_shape or x.dtype != dtype:
@@ -222,13 +222,19 @@ class Model:
                     values[position].copy_(update)
         return out
 
+    def __call__(self, x: Tensor, params: Sequence[Tensor] | None = None, *, training: bool = False) -> Tensor:
+        """:meth:`forward`: ``model(x)`` as for a torch module (evaluation mode unless
+        ``training=True``)."""
+        return self.forward(x, params, training=training)
+
     def _checked_params(self, params: object, caller: str, device: str | None) -> list[Tensor]:
         """``params`` as a list after checking it against the specs: one Tensor per spec, of its
-        shape and of the model dtype, on ``device`` unless that is ``None``."""
-        if isinstance(params, Tensor) or not isinstance(params, Sequence):
+        shape and of the model dtype, on ``device`` unless that is ``None`` (for :meth:`forward`:
+        then buffers must not require grad, as torch's batch norm refuses such running
+        statistics)."""
+        if isinstance(params, Tensor | str | bytes) or not isinstance(params, Sequence):
             raise StateError(
-                f"{caller}: params must be a sequence of tensors (model.tensors()), got "
-                f"{type(params).__name__}"
+                f"{caller}: params must be a sequence of tensors (model.tensors()), got {_kind(params)}"
             )
         if len(params) != len(self.specs):
             raise StateError(
@@ -238,7 +244,8 @@ class Model:
         for spec, value in zip(self.specs, params, strict=True):
             if not isinstance(value, Tensor):
                 raise StateError(
-                    f"{caller}: params entry {spec.name} is a {type(value).__name__}, not a Tensor"
+                    f"{caller}: params entry {spec.name} is a {_kind(value)}, not a torchlean Tensor "
+                    "(model.tensors() makes them; tl.tensor(values) converts data)"
                 )
             if value.shape != spec.shape or value.dtype != self.dtype or device not in (None, value.device):
                 where = "" if device is None else f" on {device} (x's device)"
@@ -246,6 +253,11 @@ class Model:
                     f"{caller}: params entry {spec.name} has shape {list(value.shape)}, dtype "
                     f"{value.dtype} on {value.device}; expected shape {list(spec.shape)}, dtype "
                     f"{self.dtype}{where}"
+                )
+            if device is not None and not spec.trainable and value.requires_grad:
+                raise StateError(
+                    f"{caller}: params entry {spec.name} is a buffer and must not require grad (as "
+                    "model.tensors() makes it; torch refuses running statistics that require grad)"
                 )
         return list(params)
 
@@ -286,6 +298,13 @@ class Model:
         """
         values = self._checked_params(params, "load_tensors", None)
         self.parameters = [np.array(value.numpy(), dtype=self.dtype) for value in values]
+
+
+def _kind(value: object) -> str:
+    """``value``'s type as messages name it: ``torch.Tensor`` for torch's, else the class name."""
+    cls = type(value)
+    from_torch = cls.__module__ == "torch" or cls.__module__.startswith("torch.")
+    return f"torch.{cls.__name__}" if from_torch else cls.__name__
 
 
 def _finite_entries(raw: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
