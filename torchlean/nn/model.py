@@ -222,7 +222,9 @@ class Model:
                     values[position].copy_(update)
         return out
 
-    def __call__(self, x: Tensor, params: Sequence[Tensor] | None = None, *, training: bool = False) -> Tensor:
+    def __call__(
+        self, x: Tensor, params: Sequence[Tensor] | None = None, *, training: bool = False
+    ) -> Tensor:
         """:meth:`forward`: ``model(x)`` as for a torch module (evaluation mode unless
         ``training=True``)."""
         return self.forward(x, params, training=training)
