@@ -35,6 +35,7 @@ __all__ = [
     "checked_int",
     "dtype_shown",
     "float_dtype",
+    "id_outside",
     "is_builtin_int",
     "is_builtin_or_numpy_int",
     "is_int",
@@ -113,6 +114,15 @@ def checked_int(value: object, what: str, minimum: int, error: Callable[[str], E
     if not is_int(value) or int(value) < minimum:
         raise error(f"{what} must be an int >= {minimum}, got {shown(value)}")
     return int(value)
+
+
+def id_outside(ids: np.ndarray[Any, Any], count: int) -> int | None:
+    """The id of integer array ``ids`` outside ``[0, count)`` that a refusal names (the most
+    negative one, else the largest), or ``None`` when every id is in range (or there is none)."""
+    if ids.size == 0:
+        return None
+    low, high = int(ids.min()), int(ids.max())
+    return low if low < 0 else high if high >= count else None
 
 
 def _read_dtype(dtype: object) -> np.dtype[Any] | None:

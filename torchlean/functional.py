@@ -103,7 +103,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_int, is_builtin_or_numpy_int, is_int, shown
+from torchlean._checks import id_outside, is_builtin_int, is_builtin_or_numpy_int, is_int, shown
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import current_session, run_op
@@ -1016,12 +1016,10 @@ def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
         GuardError: ``cross_entropy: target value 3 is out of range for 3 classes along axis 1
             (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``.
     """
-    if raw.size == 0:
-        return
-    low, high = int(raw.min()), int(raw.max())
-    if low < 0 or high >= classes:
+    outside = id_outside(raw, classes)
+    if outside is not None:
         raise GuardError(
-            f"cross_entropy: target value {low if low < 0 else high} is out of range for {classes} "
+            f"cross_entropy: target value {outside} is out of range for {classes} "
             f"classes along axis {axis} (accepted: class ids in [0, {classes}); torch's "
             "ignore_index=-100 is not supported)"
         )
@@ -1132,13 +1130,11 @@ def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor) -> Tensor:
             "cast them with .astype(np.int64))"
         )
     count, dim = weight.shape
-    if raw.size:
-        low, high = int(raw.min()), int(raw.max())
-        if low < 0 or high >= count:
-            raise GuardError(
-                f"embedding: id {low if low < 0 else high} is out of range for {count} embeddings "
-                f"(accepted: ids in [0, {count}))"
-            )
+    outside = id_outside(raw, count)
+    if outside is not None:
+        raise GuardError(
+            f"embedding: id {outside} is out of range for {count} embeddings (accepted: ids in [0, {count}))"
+        )
     index = np.ascontiguousarray(np.broadcast_to(raw.astype(np.int64).reshape(-1, 1), (raw.size, dim)))
     rows = gather(weight, _on_device_of(index, weight), 0)
     return reshape(rows, (*raw.shape, dim))

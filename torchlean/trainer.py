@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVar
 
-from torchlean._checks import checked_int, dtype_shown, float_dtype
+from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -394,13 +394,12 @@ def _id_array(values: npt.ArrayLike, count: int) -> Inputs:
             f"inputs must be ids, integers in [0, {count}), for this model (its first layer looks them "
             f"up: an embedding of {count} rows); got dtype {array.dtype} (cast them with .astype(np.int64))"
         )
-    if array.size:
-        low, high = int(array.min()), int(array.max())
-        if low < 0 or high >= count:
-            raise TrainerError(
-                f"inputs hold the id {low if low < 0 else high}, out of range for the model's first "
-                f"layer (accepted: ids in [0, {count}))"
-            )
+    outside = id_outside(array, count)
+    if outside is not None:
+        raise TrainerError(
+            f"inputs hold the id {outside}, out of range for the model's first layer (accepted: ids in "
+            f"[0, {count}))"
+        )
     return array.astype(np.int64)
 
 
