@@ -1127,7 +1127,8 @@ def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor) -> Tensor:
     if raw.dtype.kind not in "iu":
         raise GuardError(
             f"embedding: ids have dtype {raw.dtype} (accepted: integers, as torch's Long/Int indices; "
-            "cast them with .astype(np.int64))"
+            "integral values can be cast with .astype(np.int64); in a model, an embedding must be the "
+            "first layer, the one that receives the ids)"
         )
     count, dim = weight.shape
     outside = id_outside(raw, count)

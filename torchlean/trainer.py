@@ -392,7 +392,8 @@ def _id_array(values: npt.ArrayLike, count: int) -> Inputs:
     if array.dtype.kind not in "iu":
         raise TrainerError(
             f"inputs must be ids, integers in [0, {count}), for this model (its first layer looks them "
-            f"up: an embedding of {count} rows); got dtype {array.dtype} (cast them with .astype(np.int64))"
+            f"up: an embedding of {count} rows); got dtype {array.dtype} (integral values can be cast with "
+            ".astype(np.int64))"
         )
     outside = id_outside(array, count)
     if outside is not None:

@@ -159,3 +159,16 @@ def test_bad_slopes_are_refused(slope):
     with pytest.raises(ShapeError, match="leaky_relu: negative_slope must be"):
         nn.leaky_relu(slope)  # type: ignore[arg-type]
 
+
+def test_a_slope_the_model_dtype_cannot_hold_is_refused_at_build():
+    with pytest.raises(ShapeError, match=r"leaky_relu: negative_slope 3.5e\+38 is beyond the float32 range"):
+        nn.build(nn.leaky_relu(3.5e38), input_shape=[2])
+    model = nn.build(nn.leaky_relu(3.5e38), input_shape=[2], dtype="float64")
+    np.testing.assert_array_equal(model(tl.tensor(np.array([[-1.0, 2.0]]))).numpy(), [[-3.5e38, 2.0]])
+
+
+def test_a_slope_beyond_the_float_range_is_a_shape_error():
+    with pytest.raises(
+        ShapeError, match=r"leaky_relu: negative_slope must be finite, got .* \(beyond the float range\)"
+    ):
+        nn.leaky_relu(2**1100)

@@ -230,3 +230,21 @@ def test_bad_sizes_are_refused(args):
     with pytest.raises(ShapeError, match=r"embedding: (num_embeddings|embedding_dim)"):
         nn.embedding(*args)
 
+
+@pytest.mark.parametrize(
+    "layers",
+    [
+        lambda: (nn.linear(3, 3), nn.embedding(5, 2)),
+        lambda: (nn.identity(), nn.embedding(5, 2)),
+        lambda: (nn.embedding(5, 2), nn.embedding(5, 2)),
+    ],
+)
+def test_an_embedding_after_another_layer_is_refused_at_build(layers):
+    """torchlean's ids reach the first layer only (torch would run identity -> embedding)."""
+    with pytest.raises(ShapeError, match=r"sequential: embedding\(5, 2\) at position 1 looks up integer ids"):
+        nn.build(nn.sequential(*layers()), input_shape=(3,), seed=0)
+
+
+def test_a_float_id_refusal_names_the_first_layer_rule():
+    with pytest.raises(GuardError, match="an embedding must be the first layer"):
+        tl.embedding(np.array([0.5]), tl.tensor(np.zeros((2, 2))))

@@ -126,10 +126,14 @@ def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
 
 
 def _checked_real(value: object, what: str) -> float:
-    """``value`` as a float if it is a real number (not a bool)."""
+    """``value`` as a float if it is a real number (not a bool) that a float can hold."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ShapeError(f"{what} must be a real number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond the float range
+        message = f"{what} must be finite, got {_checks.shown(value)} (beyond the float range)"
+        raise ShapeError(message) from None
 
 
 def _set(record: Any, name: str, value: object) -> None:
@@ -358,10 +362,13 @@ class LeakyReLU(Layer):
     whose values are torch's bit for bit (one of the two terms is an exact zero), but for the sign
     of a zero result (``-0.0`` gives ``0.0``), and whose gradient is 1 for ``x > 0`` and
     ``negative_slope`` for ``x < 0``; at ``x == 0`` it is 0 (both relus' gradient there, torch's
-    convention for relu), where torch's is ``negative_slope``. Shape preserving.
+    convention for relu), where torch's is ``negative_slope``, and at a NaN input ``1 +
+    negative_slope`` (torch: ``negative_slope``). Shape preserving.
 
     Raises:
-        ShapeError: ``negative_slope`` not a finite real number (bools and strings refused).
+        ShapeError: ``negative_slope`` not a finite real number (bools and strings refused); at
+            build, a slope the model dtype cannot hold (``3.5e38`` in float32,
+            :meth:`dtype_fault`).
     """
 
     negative_slope: float = 0.01
@@ -375,6 +382,16 @@ class LeakyReLU(Layer):
 
     def output_shape(self, input_shape: Shape) -> Shape:
         return input_shape
+
+    def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
+        with np.errstate(over="ignore"):
+            held = np.isfinite(dtype.type(self.negative_slope))
+        if held:
+            return None
+        return (
+            f"leaky_relu: negative_slope {self.negative_slope!r} is beyond the {dtype} range (accepted: "
+            f"magnitude at most {np.finfo(dtype).max!s}; build the model in float64)"
+        )
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         negative = ops.scale(ops.relu(ops.scale(x, -1.0)), -self.negative_slope)
@@ -949,6 +966,13 @@ class Sequential(Layer):
         _set(self, "layers", tuple(self.layers))
 
     def output_shape(self, input_shape: Shape) -> Shape:
+        for position, layer in enumerate(self.layers[1:], start=1):
+            if layer.index_count() is not None:
+                raise ShapeError(
+                    f"sequential: {layer.describe()} at position {position} looks up integer ids, which "
+                    f"only the first layer receives (it would get the real-valued output of "
+                    f"{self.layers[position - 1].describe()}); put it first"
+                )
         return _child_shapes(self.layers, input_shape)[-1]
 
     def param_specs(self) -> tuple[ParamSpec, ...]:

@@ -367,9 +367,10 @@ def build(
     ints) may be omitted when the first layer is a linear layer. ``seed`` is an integer (Python or
     numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
     ``dtype`` is float32 or float64 (a numpy spelling or the torch dtype). Initial values follow
-    PyTorch's default initialisation of ``nn.Linear``/``nn.Conv2d`` in distribution
-    (U(-1/sqrt(fan_in), 1/sqrt(fan_in)), :class:`~torchlean.nn.layers.ParamSpec`), not torch's
-    random stream. Returns a :class:`Model` whose ``parameters`` are in ``dtype``.
+    PyTorch's default initialisation in distribution (``nn.Linear``/``nn.Conv2d``:
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)); ``nn.Embedding``: N(0, 1);
+    :class:`~torchlean.nn.layers.ParamSpec`), not torch's random stream. Returns a :class:`Model`
+    whose ``parameters`` are in ``dtype``.
 
     Raises:
         ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``, or none given for a
