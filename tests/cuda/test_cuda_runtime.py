@@ -509,6 +509,35 @@ def test_batch_norm_running_statistics_on_cuda_agree_with_checked_cpu(emulated_c
     assert all(name.startswith("native_cuda.") for name in selected)
 
 
+def _train_token_model(profile: str) -> tuple[dict[str, np.ndarray], np.ndarray, list[str], float]:
+    """An embedding model with the newer activations, clipped, two Adam steps."""
+    layer = tl.nn.sequential(
+        tl.nn.embedding(7, 4), tl.nn.silu(), tl.nn.mean_pool(0), tl.nn.linear(4, 5), tl.nn.leaky_relu(0.1),
+        tl.nn.softplus(), tl.nn.linear(5, 3),
+    )
+    config = RunConfig(optimizer=optim.adam(lr=0.05), dtype="float64", max_grad_norm=0.1)
+    config = config.with_profile(profile)
+    trainer = Trainer(layer, objective=Objective.CROSS_ENTROPY, config=config, seed=2, input_shape=(6,))
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        trainer.step(rng.integers(0, 7, size=(4, 6)), rng.integers(0, 3, size=4))
+    prediction = trainer.predict(rng.integers(0, 7, size=(3, 6)))
+    assert trainer.grad_norm is not None
+    return trainer.model.state(), prediction, [k.capsule.name for k in trainer.selected], trainer.grad_norm
+
+
+def test_embedding_models_on_cuda_agree_with_checked_cpu(emulated_cuda: None) -> None:
+    """The lookup (gather of int64 ids on device storage), silu/softplus/leaky_relu and clipping."""
+    state, prediction, selected, norm = _train_token_model("checked_cuda")
+    cpu_state, cpu_prediction, _, cpu_norm = _train_token_model("checked_cpu")
+    for name, value in state.items():
+        np.testing.assert_allclose(value, cpu_state[name], rtol=1e-10, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(prediction, cpu_prediction, rtol=1e-10, atol=1e-12)
+    assert norm == pytest.approx(cpu_norm, rel=1e-10) and norm > 0.1
+    assert {"native_cuda.gather", "native_cuda.softplus", "native_cuda.sigmoid"} <= set(selected)
+    assert all(name.startswith("native_cuda.") for name in selected)
+
+
 def test_gradients_on_device_storage_accumulate_on_the_device(emulated_cuda: None) -> None:
     with tl.session("checked_cuda"):
         x = tl.tensor([[1.0, -2.0], [3.0, 0.5]], dtype="float64", requires_grad=True, device="cuda")
@@ -576,6 +605,17 @@ def test_batch_norm_running_statistics_on_the_device_agree_with_checked_cpu(
     for name, value in state.items():
         np.testing.assert_allclose(value, cpu_state[name], rtol=1e-8, atol=1e-10, err_msg=name)
     np.testing.assert_allclose(prediction, cpu_prediction, rtol=1e-8, atol=1e-10)
+    assert all(name.startswith("native_cuda.") for name in selected)
+
+
+@pytest.mark.cuda
+def test_embedding_models_on_the_device_agree_with_checked_cpu(cuda_device: torch.device) -> None:
+    state, prediction, selected, norm = _train_token_model("checked_cuda")
+    cpu_state, cpu_prediction, _, cpu_norm = _train_token_model("checked_cpu")
+    for name, value in state.items():
+        np.testing.assert_allclose(value, cpu_state[name], rtol=1e-8, atol=1e-10, err_msg=name)
+    np.testing.assert_allclose(prediction, cpu_prediction, rtol=1e-8, atol=1e-10)
+    assert norm == pytest.approx(cpu_norm, rel=1e-8)
     assert all(name.startswith("native_cuda.") for name in selected)
 
 
