@@ -148,8 +148,11 @@ class Objective(LabelledEnum):
     """Training loss: mean squared error, or mean cross-entropy over class logits.
 
     The minibatch loss is ``torch.nn.functional.mse_loss`` / ``cross_entropy`` with the default
-    ``reduction="mean"`` (MSE: over every output element; cross-entropy: over the rows, log-softmax
-    over the last axis), in the model dtype.
+    ``reduction="mean"`` (MSE: over every output element; cross-entropy: log-softmax over the last
+    axis, the classes, and the mean over every prediction: the rows of ``(classes,)`` outputs, or
+    every position of ``(..., classes)`` outputs such as a language model's ``(tokens, vocab)``,
+    as torch's ``cross_entropy(logits.reshape(-1, classes), labels.reshape(-1))``), in the model
+    dtype.
     """
 
     MSE = "mse"
@@ -404,6 +407,16 @@ def _id_array(values: npt.ArrayLike, count: int) -> Inputs:
     return array.astype(np.int64)
 
 
+def _target_forms(output_shape: tuple[int, ...], got: tuple[int, ...]) -> str:
+    """The refusal of cross-entropy targets of shape ``got`` for per-sample ``output_shape``."""
+    *positions, classes = output_shape
+    labels = ", ".join(["n", *map(str, positions)])
+    return (
+        f"cross-entropy targets must be labels ({labels}{',' if not positions else ''}) or one-hot "
+        f"({labels}, {classes}), got {got}"
+    )
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -426,12 +439,14 @@ def _finite_for_training(array: Array, what: str) -> None:
 def _loss_operand(objective: Objective, y: Array) -> Array:
     """The target operand :func:`_loss` takes for minibatch targets ``y`` (model dtype, at least one
     row): ``y`` itself for MSE; for cross-entropy the per-entry weights ``y * (-1/n)`` of the ``(n,
-    classes)`` one-hot (or probability) rows, ``-1/n`` rounded to ``y.dtype`` first (as ``scale``
-    rounds its factor), so ``1/n`` and the sign are folded into the constant target instead of
-    costing a ``scale`` op and its VJP on the tape each step."""
+    ..., classes)`` one-hot (or probability) rows, ``n`` the number of predictions (rows times
+    positions), ``-1/n`` rounded to ``y.dtype`` first (as ``scale`` rounds its factor), so ``1/n``
+    and the sign are folded into the constant target instead of costing a ``scale`` op and its VJP
+    on the tape each step."""
     if objective is Objective.MSE:
         return y
-    return y * np.asarray(-1.0 / y.shape[0], dtype=y.dtype)
+    predictions = y.size // y.shape[-1]  # the rows, or rows x positions of (n, ..., classes)
+    return y * np.asarray(-1.0 / predictions, dtype=y.dtype)
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
@@ -504,11 +519,6 @@ class Trainer(Generic[In, Out]):
         self.seed = int(seed)
         self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                   dtype=self.config.numpy_dtype())
-        if self.objective is Objective.CROSS_ENTROPY and len(self.model.output_shape) != 1:
-            raise TrainerError(
-                "cross-entropy needs per-sample outputs (classes,), got "
-                f"{list(self.model.output_shape)}"
-            )
         self._session: Session | None = None
         self._optimizer: Optimizer | None = None
         self.grad_norm: float | None = None
@@ -609,8 +619,8 @@ class Trainer(Generic[In, Out]):
     def _y(self, y: npt.ArrayLike, n: int) -> Array:
         array = _rectangular(y, "targets")
         if self.objective is Objective.CROSS_ENTROPY:
-            classes = self.model.output_shape[-1]
-            if array.ndim == 1:
+            *positions, classes = self.model.output_shape
+            if array.ndim == len(positions) + 1:
                 integral = array.dtype.kind in "iu"
                 if not integral or (array.size and (array.min() < 0 or array.max() >= classes)):
                     span = f" with range [{array.min()}, {array.max()}]" if integral else ""
@@ -618,13 +628,11 @@ class Trainer(Generic[In, Out]):
                         f"cross-entropy labels must be integers in [0, {classes}), "
                         f"got dtype {array.dtype}{span}"
                     )
-                onehot = np.zeros((array.shape[0], classes), dtype=self.model.dtype)
-                onehot[np.arange(array.shape[0]), array] = 1
-                array = onehot
-            elif array.shape[1:] != (classes,):
-                raise TrainerError(
-                    f"cross-entropy targets must be labels (n,) or one-hot (n, {classes}), got {array.shape}"
-                )
+                if array.shape[1:] != tuple(positions):
+                    raise TrainerError(_target_forms(self.model.output_shape, array.shape))
+                array = np.eye(classes, dtype=self.model.dtype)[array]  # one-hot rows
+            elif array.shape[1:] != self.model.output_shape:
+                raise TrainerError(_target_forms(self.model.output_shape, array.shape))
         elif array.shape[1:] != self.model.output_shape:
             if array.ndim == 1 and self.model.output_shape == (1,):
                 array = array.reshape(-1, 1)
@@ -1003,7 +1011,8 @@ class Trainer(Generic[In, Out]):
         """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).
 
         ``x`` is ``(n, *input_shape)`` (as :meth:`predict`) and ``y`` takes the forms :meth:`fit`
-        accepts; accuracy is the fraction of rows whose logits' argmax is the label, mse the mean
+        accepts; accuracy is the fraction of predictions (rows, or every position of ``(...,
+        classes)`` outputs) whose logits' argmax is the label, mse the mean
         over every output element of ``(prediction - y)**2`` in float64 (in ``y``'s units squared);
         NaN for an empty set. A row whose outputs are
         not all finite (a diverged model's) predicts no class and counts as wrong (numpy's
@@ -1019,7 +1028,8 @@ class Trainer(Generic[In, Out]):
         if prediction.shape[0] == 0:
             return {"accuracy" if self.objective is Objective.CROSS_ENTROPY else "mse": math.nan}
         if self.objective is Objective.CROSS_ENTROPY:
-            hits = (prediction.argmax(axis=1) == targets.argmax(axis=1)) & np.isfinite(prediction).all(axis=1)
+            finite = np.isfinite(prediction).all(axis=-1)
+            hits = (prediction.argmax(axis=-1) == targets.argmax(axis=-1)) & finite
             return {"accuracy": float(np.mean(hits))}
         target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
         return {"mse": float(np.mean((prediction - target) ** 2))}

@@ -610,10 +610,16 @@ def test_fit_accepts_numpy_integer_counts():
     assert steps == [0, 0, 0, 1, 1, 1]  # two epochs of three steps
 
 
-def test_cross_entropy_needs_vector_logits():
-    with pytest.raises(TrainerError) as caught:
-        Trainer(nn.linear(4, 3), objective=Objective.CROSS_ENTROPY, input_shape=(2, 4))
-    assert str(caught.value) == "cross-entropy needs per-sample outputs (classes,), got [2, 3]"
+def test_cross_entropy_targets_of_per_position_outputs_name_both_forms():
+    """(2, 3) logits per sample (a class per position; tests/training/test_per_position_targets.py
+    trains them): labels (n, 2) or one-hot (n, 2, 3), nothing else."""
+    trainer = Trainer(nn.linear(4, 3), objective=Objective.CROSS_ENTROPY, input_shape=(2, 4))
+    x = np.zeros((5, 2, 4))
+    for labels in (np.zeros(5, dtype=np.int64), np.zeros((5, 3), dtype=np.int64), np.zeros((5, 3, 3))):
+        with pytest.raises(TrainerError) as caught:
+            trainer.fit(x, labels)
+        forms = "labels (n, 2) or one-hot (n, 2, 3)"
+        assert str(caught.value) == f"cross-entropy targets must be {forms}, got {labels.shape}"
 
 
 def test_trainer_errors_are_torchlean_errors():
