@@ -1,4 +1,4 @@
-"""Built models: a layer description plus seeded parameter values.
+"""Built models: a layer description plus seeded parameter values, and their forward pass.
 
 ``build(layer, input_shape=..., seed=...)`` creates every parameter from its
 :class:`~torchlean.nn.layers.ParamSpec` with a generator seeded by ``(seed, parameter index)``,
@@ -6,6 +6,10 @@ so the same seed always gives the same weights, independent of the other paramet
 integers (Python or numpy; not bools) in ``[0, 2**64)``, the seeds of ``torchlean.session`` (numpy's
 ``default_rng`` takes any nonnegative int). :mod:`torchlean.data`, and so the CLI's ``--seed``,
 keeps ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``RandomState``.
+
+A training loop of one's own runs a model as a torch module: ``params = model.tensors()``,
+``model(x, params, training=True)`` (eager, in the current session), an optimizer's ``step_``,
+then ``model.load_tensors(params)``; :class:`~torchlean.trainer.Trainer` does all of it for you.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from torchlean._checks import dtype_shown, float_dtype, is_int
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims
+from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims, is_bool
 from torchlean.tensor import DeviceLike, Tensor
 
 _REALS = (numbers.Real, Decimal)
@@ -184,8 +188,8 @@ class Model:
 
         Raises:
             ShapeError: ``x`` is not a Tensor, or not of the model dtype (int64 for ids) and shape
-                ``(b, *input_shape)`` (``x`` has shape [3, 5], expected (b, 4)); ``training`` not
-                a bool.
+                ``(b, *input_shape)`` (``x has shape [3, 5] and dtype float32, expected shape (b,
+                4) and dtype float32``); ``training`` not a bool.
             StateError: ``params`` does not hold one tensor per parameter, of its shape, of the
                 model dtype and on ``x``'s device; a layer updated a tensor that is not one of the
                 buffers of ``params`` (:meth:`buffer_positions`).
@@ -203,7 +207,7 @@ class Model:
                 f"model.forward: x has shape {list(x.shape)} and dtype {x.dtype}, expected shape "
                 f"(b, {', '.join(map(str, self.input_shape))}) and dtype {dtype}{ids}"
             )
-        if not isinstance(training, bool | np.bool_):
+        if not is_bool(training):
             raise ShapeError(f"model.forward: training must be a bool, got {training!r}")
         own = params is None
         values = (
