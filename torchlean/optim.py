@@ -206,7 +206,7 @@ class OptimizerConfig(ABC):
                 beyond = shown(value)
                 message = f"optimizer: {word} must be finite, got {beyond} (beyond the float range)"
                 raise OptimizerError(message) from None
-            object.__setattr__(self, f.name, number)
+            object.__setattr__(self, f.name, number + 0.0)  # + 0.0: -0.0 is stored as 0.0
         self.validate()
 
     @abstractmethod
@@ -239,7 +239,9 @@ class OptimizerConfig(ABC):
         params = _listed("parameters", params)
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
-                raise OptimizerError(_not_a_float_array("parameter", index, param))
+                tensor = isinstance(param, Tensor)
+                hint = " (pass tensor.numpy(); for a model, model.parameters)" if tensor else ""
+                raise OptimizerError(_not_a_float_array("parameter", index, param) + hint)
         return Optimizer(
             self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params], [0] * len(params)
         )
@@ -472,12 +474,19 @@ class Optimizer:
 
         ``params`` are the tensors this optimizer was created for, in the same order (for a model,
         ``model.tensors()``, created from ``model.parameters``); the writes happen under
-        ``no_grad``, so leaf tensors that require grad can be updated.
+        ``no_grad``, so leaf tensors that require grad can be updated. A tensor listed at several
+        positions (weights tied by passing one tensor twice) is one parameter, as in torch: its
+        gradient counts once in the clipping norm, and each position computes the same update
+        from the same value.
 
         Raises:
             OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`
                 and :func:`clip_grad_norm` (shapes, dtypes, counts), before any tensor changes.
         """
+        if isinstance(params, Tensor):
+            raise OptimizerError(
+                "optimizer: step_ takes a sequence of tensors (one per parameter), got one Tensor"
+            )
         tensors = _listed("parameters", params)
         for index, tensor in enumerate(tensors):
             if not isinstance(tensor, Tensor):
@@ -487,8 +496,14 @@ class Optimizer:
                 )
         grads: list[Array | None] = [None if t.grad is None else t.grad.numpy() for t in tensors]
         norm = None
-        if max_grad_norm is not None:
-            grads, norm = clip_grad_norm(grads, max_grad_norm)
+        if max_grad_norm is not None:  # a tensor listed twice (tied weights) is one parameter
+            positions: dict[int, int] = {}
+            for index, tensor in enumerate(tensors):
+                positions.setdefault(id(tensor), index)
+            first = list(positions.values())
+            clipped, norm = clip_grad_norm([grads[index] for index in first], max_grad_norm)
+            by_tensor = {id(tensors[index]): grad for index, grad in zip(first, clipped, strict=True)}
+            grads = [by_tensor[id(t)] for t in tensors]
         updated = self.step([t.numpy() for t in tensors], grads)
         with no_grad():
             for tensor, value, grad in zip(tensors, updated, grads, strict=True):
@@ -623,6 +638,18 @@ def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
     return Adagrad(lr=lr, eps=eps)
 
 
+def _real(name: str, value: object) -> float:
+    """``value`` as a float for :func:`clip_grad_norm`: a real number (bools refused); one beyond
+    the float range (``10**400``) is refused rather than raising ``OverflowError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise OptimizerError(f"clip_grad_norm: {name} must be a real number, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        message = f"clip_grad_norm: {name} must be a float, got {shown(value)} (beyond the float range)"
+        raise OptimizerError(message) from None
+
+
 def clip_grad_norm(
     grads: Sequence[Array | None], max_norm: float, *, norm_type: float = 2.0
 ) -> tuple[list[Array | None], float]:
@@ -642,18 +669,15 @@ def clip_grad_norm(
     gradients become NaN or zeros (NaN where infinite), as in torch.
 
     Raises:
-        OptimizerError: ``max_norm`` not a real number or negative or NaN (torch accepts a negative
+        OptimizerError: ``max_norm`` not a real number (or beyond the float range, as ``10**400``),
+            or negative or NaN (torch accepts a negative
             one and then flips every gradient's sign), ``norm_type`` not ``inf`` or a finite
             number > 0; gradients that are not numpy float arrays of one dtype, or not a sequence
             (as :meth:`Optimizer.step`).
     """
-    if isinstance(max_norm, (bool, np.bool_)) or not isinstance(max_norm, numbers.Real):
-        raise OptimizerError(f"clip_grad_norm: max_norm must be a real number, got {max_norm!r}")
-    if not float(max_norm) >= 0.0:
+    limit, p = _real("max_norm", max_norm), _real("norm_type", norm_type)
+    if not limit >= 0.0:
         raise OptimizerError(f"clip_grad_norm: max_norm must be >= 0 (inf allowed), got {max_norm!r}")
-    if isinstance(norm_type, (bool, np.bool_)) or not isinstance(norm_type, numbers.Real):
-        raise OptimizerError(f"clip_grad_norm: norm_type must be a real number, got {norm_type!r}")
-    p = float(norm_type)
     if not (p > 0.0 and (math.isfinite(p) or p == math.inf)):
         raise OptimizerError(
             f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"
@@ -684,7 +708,7 @@ def clip_grad_norm(
     with np.errstate(all="ignore"):
         total = norm(np.array([norm(grad) for _, grad in present], dtype=dtype))
         # torch's max_norm / (total + 1e-6) is Tensor.__rtruediv__: reciprocal(total + 1e-6) * max_norm
-        coef = (dtype.type(1.0) / (total + dtype.type(1e-6))) * dtype.type(max_norm)
+        coef = (dtype.type(1.0) / (total + dtype.type(1e-6))) * dtype.type(limit)
         coef = np.minimum(coef, dtype.type(1.0))
         clipped = list(grads)
         for index, grad in present:

@@ -28,6 +28,7 @@ nothing writes through them — and copies on the profile's device, ``cuda`` und
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
@@ -38,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVar
 
-from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside
+from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -192,9 +193,12 @@ def _max_grad_norm(value: object) -> float | None:
     """
     if value is None:
         return None
-    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real) and float(value) >= 0.0:
-        return float(value)
-    raise TrainerError(f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {value!r}")
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
+        with contextlib.suppress(OverflowError):  # 10**400 is no float: refused below
+            if float(value) >= 0.0:
+                return float(value)
+    shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
+    raise TrainerError(f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {shown_value}")
 
 
 @dataclass(frozen=True, slots=True, init=False)

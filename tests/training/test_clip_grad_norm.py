@@ -172,3 +172,16 @@ def test_run_config_keeps_the_limit_through_its_copies():
     assert config.max_grad_norm == 2.0 and isinstance(config.max_grad_norm, float)
     assert config.with_profile("fast_cpu").max_grad_norm == 2.0
     assert RunConfig().max_grad_norm is None
+
+
+def test_limits_beyond_the_float_range_are_refused():
+    with pytest.raises(
+        OptimizerError, match=r"clip_grad_norm: max_norm must be a float, got an integer of about 401 digits"
+    ):
+        optim.clip_grad_norm([np.ones(2)], 10**400)
+    with pytest.raises(OptimizerError, match="clip_grad_norm: norm_type must be a float"):
+        optim.clip_grad_norm([np.ones(2)], 1.0, norm_type=10**400)
+    with pytest.raises(
+        TrainerError, match=r"max_grad_norm must be None .* got an integer of about 401 digits"
+    ):
+        RunConfig(max_grad_norm=10**400)

@@ -248,3 +248,8 @@ def test_an_embedding_after_another_layer_is_refused_at_build(layers):
 def test_a_float_id_refusal_names_the_first_layer_rule():
     with pytest.raises(GuardError, match="an embedding must be the first layer"):
         tl.embedding(np.array([0.5]), tl.tensor(np.zeros((2, 2))))
+
+
+def test_an_embedding_in_a_residual_body_is_refused_at_build():
+    with pytest.raises(ShapeError, match=r"residual: its body embedding\(5, 1\) looks up integer ids"):
+        nn.build(nn.residual(nn.embedding(5, 1)), input_shape=(3,), seed=0)

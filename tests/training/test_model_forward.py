@@ -390,3 +390,35 @@ def test_eval_then_train_in_one_graph_is_refused_at_backward_and_no_grad_avoids_
     loss = tl.reduce_sum(model(b, params, training=True)) + tl.reduce_sum(target)
     loss.backward()
     assert params[0].grad is not None
+
+
+def test_tied_weights_are_one_parameter_when_step_clips():
+    """One linear applied twice by passing its tensors at both positions: the gradient counts once
+    in the clipping norm and the update equals torch's shared module, clipped, with Adam."""
+    model = nn.build(nn.sequential(nn.linear(3, 3), nn.tanh(), nn.linear(3, 3)), seed=4, dtype="float64")
+    params = model.tensors()
+    tied = [params[0], params[1], params[2], params[3]]
+    tied[2:] = tied[:2]
+    adam = optim.adam(lr=0.1).create(model.parameters)
+    shared = torch.nn.Linear(3, 3).double()
+    shared.load_state_dict(
+        {"weight": torch.tensor(model.parameters[0]), "bias": torch.tensor(model.parameters[1])}
+    )
+    torch_adam = torch.optim.Adam(shared.parameters(), lr=0.1)
+    x = np.random.default_rng(0).standard_normal((4, 3)) * 5.0
+    for _ in range(2):
+        tl.reduce_sum(model(tl.tensor(x), tied)).backward()
+        norm = adam.step_(tied, max_grad_norm=0.5)
+        torch_adam.zero_grad()
+        shared(torch.tanh(shared(torch.tensor(x)))).sum().backward()
+        expected = torch.nn.utils.clip_grad_norm_(shared.parameters(), 0.5)
+        torch_adam.step()
+        assert norm == pytest.approx(float(expected), rel=1e-12)
+        np.testing.assert_allclose(tied[0].numpy(), shared.weight.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(tied[1].numpy(), shared.bias.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_step_in_place_refuses_a_single_tensor():
+    sgd = optim.sgd(0.1).create([np.zeros((2, 2))])
+    with pytest.raises(optim.OptimizerError, match=r"step_ takes a sequence of tensors .*got one Tensor"):
+        sgd.step_(tl.tensor(np.zeros((2, 2)), requires_grad=True))  # type: ignore[arg-type]

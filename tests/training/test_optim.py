@@ -528,7 +528,10 @@ ACCEPTED = "must be a numpy float array (numpy.ndarray of dtype float16, float32
 @pytest.mark.parametrize(
     ("param", "got"),
     [
-        (lambda: torchlean.tensor(np.ones(2)), "torchlean.tensor.Tensor"),
+        (
+            lambda: torchlean.tensor(np.ones(2)),
+            "torchlean.tensor.Tensor (pass tensor.numpy(); for a model, model.parameters)",
+        ),
         (lambda: [1.0, 2.0], "list"),
         (lambda: np.ones(2, dtype=np.int64), "numpy.ndarray of dtype int64"),
         (lambda: np.float64(1.0), "numpy.float64"),

@@ -297,3 +297,32 @@ def test_typed_graph_execution_follows_the_schedule_too(capsys, tmp_path):
     _, graph = run(capsys, tmp_path, *argv, "--execution", "typed-graph")
     assert graph["losses"] == eager["losses"]
     assert graph["losses"] != run(capsys, tmp_path, *argv[:6], "--execution", "typed-graph")[1]["losses"]
+
+
+def test_a_step_count_beyond_pythons_int_digits_names_the_accepted_form(capsys):
+    spec = "step:" + "7" * 5000 + ":0.5"
+    code, out, err = train(capsys, "--dataset", "iris", "--lr-schedule", spec)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: argument --lr-schedule: expected step:N:G with N a positive integer")
+
+
+def test_a_zero_rate_stays_zero_where_the_step_power_overflows(capsys, tmp_path):
+    """torch's StepLR multiplies the previous rate, so a zero rate stays 0.0 (gamma**k overflows)."""
+    _, record = run(capsys, tmp_path, "--epochs", "3", "--lr", "0", "--lr-schedule", "step:1:1e300")
+    assert record["lr_schedule"] == "step:1:1e+300" and len(record["losses"]) == 3
+    assert record["losses"][0] == pytest.approx(record["losses"][2], rel=1e-12)  # nothing moved
+
+
+def test_negative_zero_options_are_shown_as_zero(capsys, tmp_path):
+    argv = ("--epochs", "1", "--optimizer", "sgd", "--lr", "-0", "--momentum", "-0", "--weight-decay", "-0")
+    _, record = run(capsys, tmp_path, *argv)
+    assert record["optimizer"] == (
+        "optim.sgd(lr=0.0, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)"
+    )
+
+
+def test_the_divergence_warning_names_the_scheduled_rate(capsys):
+    argv = ("--epochs", "2", "--optimizer", "sgd", "--lr", "1e30", "--lr-schedule", "step:1:10")
+    code, _, err = train(capsys, "--dataset", "iris", *argv)
+    assert code == 0
+    assert "lower --lr (now 1e+30, 1e+30 in this epoch by --lr-schedule step:1:10.0)" in err

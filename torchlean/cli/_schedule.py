@@ -37,14 +37,14 @@ class LRSchedule:
         ``CosineAnnealingLR(T_max=epochs, eta_min=0)``); ``lr * gamma ** (epoch // step_size)``
         (torch's ``StepLR(step_size, gamma)``), ``inf`` where that power overflows. These are
         torch's closed forms; its schedulers' ``step()`` computes the rate from the previous one,
-        which can differ in the last bits."""
+        which can differ in the last bits (``lr == 0`` stays 0, also where the power overflows)."""
         if self.kind == "cosine":
             return lr * (1.0 + math.cos(math.pi * epoch / epochs)) / 2.0
         if self.kind == "step":
             try:
                 return lr * self.gamma ** (epoch // self.step_size)
             except OverflowError:  # a float power beyond the float range (gamma > 1)
-                return math.inf
+                return 0.0 if lr == 0.0 else math.inf  # torch's repeated products keep a zero rate
         return lr
 
     def function(self, lr: float, epochs: int) -> Callable[[int], float] | None:
@@ -53,6 +53,15 @@ class LRSchedule:
         if self.kind == "constant":
             return None
         return lambda epoch: self.rate(lr, epochs, epoch)
+
+
+def _too_long(digits: str) -> bool:
+    """Whether Python's ``int`` refuses ``digits`` (more than ``sys.get_int_max_str_digits()``)."""
+    try:
+        int(digits)
+    except ValueError:
+        return True
+    return False
 
 
 def lr_schedule(text: str) -> LRSchedule:
@@ -76,7 +85,7 @@ def lr_schedule(text: str) -> LRSchedule:
     if parts[0] != "step" or len(parts) != 3:
         raise argparse.ArgumentTypeError(f"expected {ACCEPTED}, got {text!r}")
     step, gamma = parts[1].strip(), parts[2].strip()
-    if DECIMAL_INTEGER.fullmatch(step) is None or int(step) < 1:
+    if DECIMAL_INTEGER.fullmatch(step) is None or _too_long(step) or int(step) < 1:
         raise argparse.ArgumentTypeError(
             f"expected step:N:G with N a positive integer (epochs per decay), got {text!r}"
         )

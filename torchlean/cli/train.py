@@ -231,8 +231,9 @@ def _checked_schedule(
     ``G > 1`` can leave the optimizer's domain.
 
     Raises:
-        TorchLeanError: ``--lr-schedule step:1:10 gives epoch 40/40 the learning rate 5e+36,
-            which the optimizer refuses: optimizer: learning rate must be ...``.
+        TorchLeanError: ``--lr-schedule step:1:10.0 gives epoch 45/45 the learning rate 5e+41,
+            which the optimizer refuses: optimizer: learning rate must be ...`` (with ``--lr``
+            0.005 and 45 epochs: 5e+41 is beyond binary32).
     """
     scheduled = schedule.function(optimizer.lr, epochs)
     if scheduled is not None:
@@ -359,9 +360,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}", flush=True)
         if not warned and not math.isfinite(loss):
             warned = True
+            rate = (
+                "" if scheduled is None
+                else f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
+            )
             print(
                 f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
-                f"(now {args.lr:g}) or try another --optimizer (now {args.optimizer})",
+                f"(now {args.lr:g}{rate}) or try another --optimizer (now {args.optimizer})",
                 file=sys.stderr,
                 flush=True,
             )

@@ -1023,6 +1023,11 @@ class Residual(Layer):
             )
 
     def output_shape(self, input_shape: Shape) -> Shape:
+        if self.body.index_count() is not None:
+            raise ShapeError(
+                f"residual: its body {self.body.describe()} looks up integer ids, but a residual adds "
+                "its input to the body's output (put the embedding before the residual)"
+            )
         out = self.body.output_shape(input_shape)
         if out != input_shape:
             raise ShapeError(
