@@ -326,3 +326,33 @@ def test_the_divergence_warning_names_the_scheduled_rate(capsys):
     code, _, err = train(capsys, "--dataset", "iris", *argv)
     assert code == 0
     assert "lower --lr (now 1e+30, 1e+30 in this epoch by --lr-schedule step:1:10.0)" in err
+
+
+def test_max_grad_norm_clips_as_a_trainer_with_that_limit(capsys, tmp_path):
+    """The CLI run equals a Trainer with RunConfig(max_grad_norm=0.05) on the same split; the
+    header shows the limit, each epoch line the last step's norm, and clipping changes the run."""
+    argv = ("--epochs", "2", "--optimizer", "sgd", "--lr", "0.5", "--seed", "3")
+    lines, record = run(capsys, tmp_path, *argv, "--max-grad-norm", "0.05")
+    assert record["max_grad_norm"] == 0.05 and " max_grad_norm=0.05 " in lines[1]
+    dataset = data.load("iris", seed=3, dtype="float64")
+    layer, shape = build_model("mlp", dataset.n_features, dataset.n_classes, hidden=HIDDEN)
+    config = RunConfig(optimizer=optim.sgd(0.5), dtype="float64", max_grad_norm=0.05)
+    trainer = Trainer(layer, objective="cross-entropy", config=config, seed=3, input_shape=shape)
+    losses, norms = [], []
+    for _ in range(2):
+        losses += trainer.fit(dataset.x_train, dataset.y_train, epochs=1, batch_size=64)
+        norms.append(trainer.grad_norm)
+    assert record["losses"] == losses
+    epoch_lines = [line for line in lines if line.startswith("epoch ")]
+    assert [line.rsplit("grad_norm=", 1)[1] for line in epoch_lines] == [f"{n:.6g}" for n in norms]
+    assert all(n is not None and n > 0.05 for n in norms)  # every step clipped
+    _, unclipped = run(capsys, tmp_path, *argv)
+    assert unclipped["losses"] != losses and unclipped["max_grad_norm"] is None
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "x"])
+def test_bad_max_grad_norms_are_one_line_errors(capsys, value):
+    code, out, err = train(capsys, "--dataset", "iris", "--max-grad-norm", value)
+    assert (code, out) == (2, "")
+    expected = "expected a number" if value == "x" else "expected a finite number >= 0"
+    assert err == f"error: argument --max-grad-norm: {expected}, got {value!r}\n"

@@ -1,12 +1,13 @@
 """``torchlean train``: train a model on real data and report the capsules that computed it.
 
 Prints two header lines (data and model; profile and optimiser, then ``lr_schedule=SPEC`` when
-``--lr-schedule`` is not ``constant``; with ``--show-backend`` the
-session's ``[TorchLean] backend capsules used:`` banner follows them, then each capsule's report
-as it is first selected), one line per epoch with the mean training loss (a tqdm progress bar
-per epoch on a terminal) - ``loss=`` for classification (cross-entropy), ``loss(standardised
-y)=`` for regression, whose model is trained on the target standardised with the train split's
-mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
+``--lr-schedule`` is not ``constant`` and ``max_grad_norm=N`` with ``--max-grad-norm``; with
+``--show-backend`` the session's ``[TorchLean] backend capsules used:`` banner follows them, then
+each capsule's report as it is first selected), one line per epoch with the mean training loss
+(and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
+clipping; a tqdm progress bar per epoch on a terminal) - ``loss=`` for classification
+(cross-entropy), ``loss(standardised y)=`` for regression, whose model is trained on the target
+standardised with the train split's mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
 ``test_mse=<value>`` (regression, in the target's units), then one audit line per backend
 capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
@@ -128,6 +129,10 @@ def register(subparsers: Any) -> None:
                         "eta_min=0, stepped once per epoch); step:N:G: --lr * G ** (e // N) (torch's "
                         "StepLR(step_size=N, gamma=G)), N a positive integer, G a finite number >= 0 "
                         "(default: constant)")
+    parser.add_argument("--max-grad-norm", type=_grad_limit, default=None, metavar="N",
+                        help="clip each step's gradients to total 2-norm N before the update, as "
+                        "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
+                        "each epoch's line then ends with its last step's norm before clipping")
     parser.add_argument("--profile", default="checked_cpu",
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
@@ -154,6 +159,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     parser.set_defaults(func=run)
+
+
+def _grad_limit(text: str) -> float:
+    """``--max-grad-norm``: a finite number >= 0 (``RunConfig.max_grad_norm``; its ``inf``, which
+    only logs the norm, is refused here, where the norm is printed anyway when clipping).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a finite number >= 0, got '-1'``.
+    """
+    value = number(text)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value + 0.0  # -0 is 0
 
 
 def _load(args: argparse.Namespace) -> data.Dataset:
@@ -311,7 +329,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
-                       dtype=args.dtype).with_profile(profile)
+                       dtype=args.dtype, max_grad_norm=args.max_grad_norm).with_profile(profile)
     trainer: Trainer[Any, Any] = Trainer(
         layer,
         objective=Objective.CROSS_ENTROPY if classification else Objective.MSE,
@@ -336,6 +354,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
     shown_schedule = "" if scheduled is None else f" lr_schedule={schedule.spec}"
+    if args.max_grad_norm is not None:
+        shown_schedule += f" max_grad_norm={args.max_grad_norm!r}"
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
@@ -357,7 +377,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance, lr_schedule=scheduled)
         losses.append(loss)
-        print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}", flush=True)
+        norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
+        print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
         if not warned and not math.isfinite(loss):
             warned = True
             rate = (
@@ -382,6 +403,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "dtype": config.dtype,
         "optimizer": optimizer.describe(),
         "lr_schedule": schedule.spec,
+        "max_grad_norm": args.max_grad_norm,
         "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,
