@@ -7,9 +7,9 @@ each capsule's report as it is first selected), one line per epoch with the mean
 (and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
 clipping; a tqdm progress bar per epoch on a terminal) - ``loss=`` for classification
 (cross-entropy), ``loss(standardised y)=`` for regression, whose model is trained on the target
-standardised with the train split's mean and standard deviation - then ``test_accuracy=<value>`` (classification) or
-``test_mse=<value>`` (regression, in the target's units), then one audit line per backend
-capsule used. ``--save PATH`` then writes the trained model as a checkpoint
+standardised with the train split's mean and standard deviation - then ``test_accuracy=<value>``
+(classification) or ``test_mse=<value>`` (regression, in the target's units), then one audit line
+per backend capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
 spec, ``constant`` by default; ``checkpoint``: the saved path, when ``--save`` is given); its
