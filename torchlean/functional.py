@@ -1114,14 +1114,15 @@ def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor) -> Tensor:
         GuardError: an id outside ``[0, V)`` (torch raises ``IndexError``; negative ids are not
             counted from the end), naming the value: ``embedding: id 7 is out of range for 5
             embeddings (accepted: ids in [0, 5))``; ids that are not integers (a float tensor or
-            array: torch refuses them too), or a ``weight`` that is not 2-d.
+            array: torch refuses them too), or a ``weight`` that is not a 2-d float table.
         TensorError: ragged nested ids.
         TensorTypeError: ``weight`` is not a Tensor.
     """
     weight = _require_tensor("embedding", "weight", weight)
-    if weight.ndim != 2:
+    if weight.ndim != 2 or weight.dtype.kind != "f":
         raise GuardError(
-            f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got shape {list(weight.shape)}"
+            f"embedding: weight must be a 2-d float32 or float64 table (num_embeddings, embedding_dim), "
+            f"got shape {list(weight.shape)} and dtype {weight.dtype}"
         )
     raw: npt.NDArray[Any] = ids.numpy() if isinstance(ids, Tensor) else _array_like("embedding", "ids", ids)
     if raw.dtype.kind not in "iu":

@@ -8,7 +8,10 @@ opens), with the original TorchLean
 messages followed by the offending value (anchor-runtime.md §3.1; each check is repeated after the
 value is rounded to binary32, with the suffix `` after conversion to binary32``):
 ``optimizer: learning rate must be finite and nonnegative, got -1.0``. :meth:`OptimizerConfig.create`
-turns a valid record into a stateful :class:`Optimizer`. Updates are elementwise numpy
+turns a valid record into a stateful :class:`Optimizer`, whose :meth:`Optimizer.step` takes numpy
+arrays and returns new ones and whose :meth:`Optimizer.step_` updates torchlean tensors in place
+from their ``.grad`` (torch's ``step()`` + ``zero_grad()``); :func:`clip_grad_norm` is torch's
+``clip_grad_norm_`` (a reduction: its norms are sums). Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
 options), ``Adam`` (with its L2 weight decay), ``AdamW``, ``RMSprop`` and ``Adagrad`` (with their
@@ -127,16 +130,16 @@ def _type_name(value: object) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _not_a_float_array(what: str, index: int, value: object) -> str:
+def _not_a_float_array(what: str, index: int, value: object, caller: str = "optimizer") -> str:
     """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
     got = f"numpy.ndarray of dtype {value.dtype}" if isinstance(value, np.ndarray) else _type_name(value)
     return (
-        f"optimizer: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
+        f"{caller}: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
         f"float32 or float64), got {got}"
     )
 
 
-def _listed(what: str, value: object) -> list[Any]:
+def _listed(what: str, value: object, caller: str = "optimizer") -> list[Any]:
     """``value`` (the parameters or gradients of ``create``/``step``) as a list: any iterable but
     a single array, a string or a mapping (as ``torch.optim`` refuses a single tensor).
 
@@ -148,7 +151,7 @@ def _listed(what: str, value: object) -> list[Any]:
         return list(value)
     if isinstance(value, np.ndarray | str | bytes | Mapping) or not isinstance(value, Iterable):
         raise OptimizerError(
-            f"optimizer: {what} must be a sequence of numpy arrays (one per parameter), "
+            f"{caller}: {what} must be a sequence of numpy arrays (one per parameter), "
             f"got {_type_name(value)}"
         )
     return list(value)
@@ -662,11 +665,12 @@ def clip_grad_norm(
     same norm of those norms (``0.0`` when every entry is ``None``, and for empty gradients, where
     torch's infinity norm raises), ``coef = max_norm / (total + 1e-6)`` (evaluated as torch does,
     ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
-    ``coef`` (by 1.0 under the limit: values unchanged). The norms accumulate in float64 and are
-    rounded to the gradients' dtype, in which ``coef`` and the products are computed (torch's
-    float32 norms, accumulated otherwise, may differ from these by an ulp or two). A NaN or
-    infinite total (torch's default ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the
-    gradients become NaN or zeros (NaN where infinite), as in torch.
+    ``coef`` (by 1.0 under the limit: values unchanged). The norms are computed in the gradients'
+    dtype (float16 ones in float32), as torch's, so they overflow where torch's do (float32
+    gradients whose squares pass about 3.4e38); torch sums in another order, so a norm may differ
+    from torch's by an ulp or two. A NaN or infinite total (torch's default
+    ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the gradients become NaN or zeros (NaN
+    where infinite), as in torch: an overflowed norm skips the update.
 
     Raises:
         OptimizerError: ``max_norm`` not a real number (or beyond the float range, as ``10**400``),
@@ -682,11 +686,11 @@ def clip_grad_norm(
         raise OptimizerError(
             f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"
         )
-    grads = _listed("gradients", grads)
+    grads = _listed("gradients", grads, "clip_grad_norm")
     present = [(index, grad) for index, grad in enumerate(grads) if grad is not None]
     for index, grad in present:
         if not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES:
-            raise OptimizerError(_not_a_float_array("gradient", index, grad))
+            raise OptimizerError(_not_a_float_array("gradient", index, grad, "clip_grad_norm"))
     dtypes = {grad.dtype for _, grad in present}
     if len(dtypes) > 1:
         raise OptimizerError(
@@ -696,14 +700,17 @@ def clip_grad_norm(
     if not present:
         return list(grads), 0.0
     dtype = present[0][1].dtype
+    work = np.promote_types(dtype, np.float32)  # torch computes float16 norms in float32
 
     def norm(values: npt.NDArray[Any]) -> Any:
-        wide = np.abs(values.astype(np.float64).ravel())
-        if wide.size == 0:
+        magnitudes = np.abs(values.astype(work).ravel())
+        if magnitudes.size == 0:
             return dtype.type(0.0)
-        with np.errstate(over="ignore"):
-            value = wide.max() if p == math.inf else np.sum(wide**p) ** (1.0 / p)
-            return dtype.type(value)
+        if p == math.inf:
+            return dtype.type(magnitudes.max())
+        if p == 2.0:
+            return dtype.type(np.sqrt(np.sum(magnitudes * magnitudes)))
+        return dtype.type(np.sum(magnitudes ** work.type(p)) ** work.type(1.0 / p))
 
     with np.errstate(all="ignore"):
         total = norm(np.array([norm(grad) for _, grad in present], dtype=dtype))

@@ -477,8 +477,10 @@ class Trainer(Generic[In, Out]):
     Args:
         layer: the model description (``nn.sequential(...)``).
         objective: ``Objective.MSE`` (targets shaped like outputs) or
-            ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``);
-            a label (``"mse"``, ``"cross-entropy"``) is parsed.
+            ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``;
+            for ``(..., classes)`` outputs, labels ``(n, ...)`` or one-hot ``(n, ..., classes)``,
+            the classes on the output's last axis); a label (``"mse"``, ``"cross-entropy"``) is
+            parsed.
         config: runtime settings (``None``: ``RunConfig()``).
         seed: the run's seed, an integer (Python or numpy; not a bool) in ``[0, 2**64)``: it draws
             the initial parameters, the shuffling order and, through :func:`session_seed`, the
@@ -490,16 +492,16 @@ class Trainer(Generic[In, Out]):
 
     The model is built at once (:func:`torchlean.nn.model.build`) with parameters in
     ``config.dtype``; data given to :meth:`fit`, :meth:`predict` and :meth:`evaluate` is
-    ``(n, *input_shape)`` real numbers (bool, integer or float arrays), cast to that dtype.
+    ``(n, *input_shape)`` real numbers (bool, integer or float arrays), cast to that dtype, or,
+    for a model whose first layer looks up ids (``nn.embedding``), integer ids kept as int64.
 
     Raises:
         ShapeError: the layers do not fit the input shape, a bad ``input_shape``, or none given
             for a model that does not start with a linear layer; a layer that cannot run in the
             config's dtype (a normalisation ``eps`` it rounds to infinity, or a batch norm ``eps``
             it rounds to 0: :func:`~torchlean.nn.model.build`).
-        TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, ``seed``
-            is out of range (``seed must be an integer in [0, 2**64), got -1``), or
-            cross-entropy on a model whose per-sample output is not a vector of class logits.
+        TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, or
+            ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``).
         TrainerLabelError: an unknown objective label.
     """
 
@@ -527,7 +529,8 @@ class Trainer(Generic[In, Out]):
         self._optimizer: Optimizer | None = None
         self.grad_norm: float | None = None
         """The total 2-norm of the last step's gradients before clipping, when ``config`` has a
-        ``max_grad_norm`` (``inf`` logs it without clipping), else ``None``."""
+        ``max_grad_norm`` (``inf`` logs it without clipping, unless the norm itself is not finite,
+        which makes every gradient NaN, as in torch), else ``None``."""
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
@@ -634,7 +637,9 @@ class Trainer(Generic[In, Out]):
                     )
                 if array.shape[1:] != tuple(positions):
                     raise TrainerError(_target_forms(self.model.output_shape, array.shape))
-                array = np.eye(classes, dtype=self.model.dtype)[array]  # one-hot rows
+                onehot = np.zeros((*array.shape, classes), dtype=self.model.dtype)
+                np.put_along_axis(onehot, array.astype(np.intp)[..., None], 1, axis=-1)
+                array = onehot
             elif array.shape[1:] != self.model.output_shape:
                 raise TrainerError(_target_forms(self.model.output_shape, array.shape))
         elif array.shape[1:] != self.model.output_shape:
@@ -865,9 +870,11 @@ class Trainer(Generic[In, Out]):
         that epoch again with its number (its shuffle order and scheduled learning rate), as a
         restarted torch loop over the same epoch range would.
 
-        ``x`` is ``(n, *input_shape)``; ``y`` is ``(n, *output_shape)`` for MSE (``(n,)`` too when
-        the output shape is ``(1,)``), and integer class labels ``(n,)`` in ``[0, classes)`` or
-        one-hot ``(n, classes)`` for cross-entropy. An epoch's loss is the mean of its minibatch
+        ``x`` is ``(n, *input_shape)`` (integer ids for a model starting with an embedding); ``y`` is
+        ``(n, *output_shape)`` for MSE (``(n,)`` too when the output shape is ``(1,)``), and integer
+        class labels ``(n,)`` in ``[0, classes)`` or one-hot ``(n, classes)`` for cross-entropy
+        (for ``(..., classes)`` outputs, labels ``(n, ...)`` or one-hot ``(n, ..., classes)``, the
+        loss the mean over every position). An epoch's loss is the mean of its minibatch
         losses weighted by minibatch size, a float.
 
         Raises:
@@ -986,7 +993,8 @@ class Trainer(Generic[In, Out]):
         Raises:
             TrainerError: inputs of the wrong shape (a single unbatched sample included), not
                 real numbers or beyond the model dtype's range (NaN and infinite inputs are
-                accepted and give NaN or infinite outputs), or ``batch_size`` not an int >= 1
+                accepted and give NaN or infinite outputs; for a model that looks up ids, inputs
+                that are not integers or hold an id out of range), or ``batch_size`` not an int >= 1
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).

@@ -185,3 +185,51 @@ def test_limits_beyond_the_float_range_are_refused():
         TrainerError, match=r"max_grad_norm must be None .* got an integer of about 401 digits"
     ):
         RunConfig(max_grad_norm=10**400)
+
+
+def test_float32_norms_overflow_where_torchs_do():
+    """Squares beyond float32's range: torch's norm is inf, every gradient becomes 0, and an SGD
+    step leaves the weights as they are; a float64 accumulation would have clipped instead."""
+    for grads in ([np.full(2, 3e20, dtype=np.float32)], [np.full(1000, 1e18, dtype=np.float32)]):
+        ours, total = optim.clip_grad_norm(grads, 1.0)
+        theirs, expected = _torch_clip(grads, 1.0, 2.0)
+        assert total == expected == math.inf
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        np.testing.assert_array_equal(ours[0], 0.0)
+
+
+def test_the_coefficient_is_torchs_reciprocal_times_max_norm():
+    """torch evaluates max_norm / (total + 1e-6) as reciprocal(total + 1e-6) * max_norm; float32
+    cases where the two roundings differ keep torch's bit for bit."""
+    rng = np.random.default_rng(0)
+    differs = 0
+    for _ in range(300):
+        g = (rng.standard_normal(5) * 3.0).astype(np.float32)
+        limit = float(rng.uniform(0.1, 2.0))
+        (ours,), total = optim.clip_grad_norm([g], limit)
+        (theirs,), expected = _torch_clip([g], limit, 2.0)
+        if total != expected:  # the summation orders differ by an ulp now and then
+            continue
+        np.testing.assert_array_equal(ours, theirs)
+        t = np.float32(total) + np.float32(1e-6)
+        differs += (np.float32(1.0) / t) * np.float32(limit) != np.float32(limit) / t
+    assert differs > 0  # the cases that tell the two forms apart were met
+
+
+def test_a_zero_limit_zeroes_the_update_as_torch():
+    """torch's clip_grad_norm_(..., 0.0) zeroes every gradient: SGD leaves the weights unchanged."""
+    trainer = Trainer(
+        nn.sequential(nn.linear(3, 2)), config=RunConfig(optimizer=optim.sgd(0.5), max_grad_norm=0)
+    )
+    before = [p.copy() for p in trainer.model.parameters]
+    trainer.step(np.ones((4, 3)), np.zeros((4, 2)))
+    assert trainer.grad_norm is not None and trainer.grad_norm > 0
+    for new, old in zip(trainer.model.parameters, before, strict=True):
+        np.testing.assert_array_equal(new, old)
+
+
+def test_messages_name_clip_grad_norm():
+    with pytest.raises(OptimizerError, match=r"^clip_grad_norm: gradients must be a sequence"):
+        optim.clip_grad_norm(np.ones(3), 1.0)  # type: ignore[arg-type]
+    with pytest.raises(OptimizerError, match=r"^clip_grad_norm: gradient 0 must be a numpy float array"):
+        optim.clip_grad_norm([[1.0]], 1.0)  # type: ignore[list-item]

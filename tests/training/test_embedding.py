@@ -69,7 +69,9 @@ def test_bad_ids_and_tables_are_refused():
     with pytest.raises(GuardError, match="ids have dtype bool"):
         tl.embedding(np.array([True]), weight)
     with pytest.raises(
-        GuardError, match=r"weight must be 2-d \(num_embeddings, embedding_dim\), got shape \[5\]"
+        GuardError,
+        match=r"weight must be a 2-d float32 or float64 table \(num_embeddings, embedding_dim\), "
+        r"got shape \[5\] and dtype float64",
     ):
         tl.embedding([0], tl.tensor(np.zeros(5)))
     with pytest.raises(TensorError, match="embedding: ids"):
@@ -253,3 +255,27 @@ def test_a_float_id_refusal_names_the_first_layer_rule():
 def test_an_embedding_in_a_residual_body_is_refused_at_build():
     with pytest.raises(ShapeError, match=r"residual: its body embedding\(5, 1\) looks up integer ids"):
         nn.build(nn.residual(nn.embedding(5, 1)), input_shape=(3,), seed=0)
+
+
+def test_an_integer_table_is_refused_as_embeddings_weight():
+    with pytest.raises(
+        GuardError, match=r"embedding: weight must be a 2-d float32 or float64 table .* dtype int64"
+    ):
+        tl.embedding([0], tl.tensor(np.ones((3, 2), dtype=np.int64)))
+
+
+def test_the_most_negative_id_is_named_first():
+    from torchlean import _checks
+
+    assert _checks.id_outside(np.array([7, -2, 9, -1]), 5) == -2
+    assert _checks.id_outside(np.array([7, 2, 9]), 5) == 9
+    assert _checks.id_outside(np.array([0, 4]), 5) is None
+    with pytest.raises(GuardError, match="id -2 is out of range"):
+        tl.embedding(np.array([9, -2]), tl.tensor(np.ones((5, 2))))
+
+
+def test_normal_init_uses_its_bound_as_standard_deviation():
+    from torchlean.nn.layers import ParamSpec
+
+    values = ParamSpec("w", (20000,), "normal", 0.02).initial(np.random.default_rng(0), np.dtype(np.float64))
+    assert values.std() == pytest.approx(0.02, rel=0.03) and abs(values.mean()) < 0.001

@@ -422,3 +422,30 @@ def test_step_in_place_refuses_a_single_tensor():
     sgd = optim.sgd(0.1).create([np.zeros((2, 2))])
     with pytest.raises(optim.OptimizerError, match=r"step_ takes a sequence of tensors .*got one Tensor"):
         sgd.step_(tl.tensor(np.zeros((2, 2)), requires_grad=True))  # type: ignore[arg-type]
+
+
+def test_load_tensors_copies_so_later_updates_do_not_show_through():
+    model = nn.build(nn.sequential(nn.linear(2, 2)), seed=0, dtype="float64")
+    params = model.tensors()
+    model.load_tensors(params)
+    before = [p.copy() for p in model.parameters]
+    assert all(p.flags.writeable for p in model.parameters)
+    with tl.no_grad():
+        params[0].copy_(np.full((2, 2), 5.0))
+    np.testing.assert_array_equal(model.parameters[0], before[0])
+
+
+def test_step_in_place_leaves_tensors_without_gradient_untouched():
+    """torch's optimizer.step skips parameters without grad: a graph that saved a buffer before
+    step_ still runs backward after it (a write would bump the buffer's version)."""
+    m = nn.build(nn.sequential(nn.linear(2, 3), nn.batch_norm1d(3)), seed=0, dtype="float64")
+    params = m.tensors()
+    other = [tl.tensor(p.numpy(), requires_grad=True) if p.requires_grad else p for p in params]
+    opt = optim.sgd(0.1).create(m.parameters)
+    x = tl.tensor(np.random.default_rng(0).standard_normal((4, 2)))
+    first = tl.reduce_sum(m(x, other))  # eval: saves the shared running statistics
+    out = m(x, params)
+    tl.reduce_sum(out * out).backward()
+    opt.step_(params)
+    first.backward()
+    assert other[0].grad is not None

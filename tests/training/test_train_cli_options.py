@@ -356,3 +356,9 @@ def test_bad_max_grad_norms_are_one_line_errors(capsys, value):
     assert (code, out) == (2, "")
     expected = "expected a number" if value == "x" else "expected a finite number >= 0"
     assert err == f"error: argument --max-grad-norm: {expected}, got {value!r}\n"
+
+
+def test_a_zero_step_gamma_is_accepted_and_negative_zero_shown_as_zero(capsys, tmp_path):
+    """torch's StepLR takes gamma=0 (every later epoch at rate 0); -0 is spelled 0.0."""
+    _, record = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "step:1:-0")
+    assert record["lr_schedule"] == "step:1:0.0"

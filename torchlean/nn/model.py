@@ -201,7 +201,7 @@ class Model:
                 f"model.forward: x must be a torchlean Tensor (tl.tensor(values, dtype=...)), got {_kind(x)}"
             )
         dtype = self.dtype if self.layer.index_count() is None else np.dtype(np.int64)
-        if x.ndim != len(self.input_shape) + 1 or x.shape[1:] != self.input_shape or x.dtype != dtype:
+        if x.shape[1:] != self.input_shape or x.dtype != dtype:  # shape[1:] of a 0-d x is ()
             ids = "" if dtype == self.dtype else " (ids: the model's first layer looks them up)"
             raise ShapeError(
                 f"model.forward: x has shape {list(x.shape)} and dtype {x.dtype}, expected shape "
