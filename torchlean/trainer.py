@@ -76,6 +76,10 @@ Array = npt.NDArray[np.floating]
 Inputs = npt.NDArray[Any]
 """Model inputs as the trainer holds them: real values in the model dtype, or int64 ids for a
 model that takes ids (:meth:`~torchlean.nn.layers.Layer.index_count`)."""
+Targets = npt.NDArray[Any]
+"""Targets as the trainer holds them: values in the model dtype (MSE targets, one-hot or
+probability rows), or int64 class labels ``(n, ...)`` for cross-entropy, made one-hot per
+minibatch (:func:`_loss_operand`), so a large vocabulary costs one minibatch of one-hot rows."""
 
 
 class TrainerError(TorchLeanError, ValueError):
@@ -440,17 +444,21 @@ def _finite_for_training(array: Array, what: str) -> None:
     )
 
 
-def _loss_operand(objective: Objective, y: Array) -> Array:
-    """The target operand :func:`_loss` takes for minibatch targets ``y`` (model dtype, at least one
-    row): ``y`` itself for MSE; for cross-entropy the per-entry weights ``y * (-1/n)`` of the ``(n,
-    ..., classes)`` one-hot (or probability) rows, ``n`` the number of predictions (rows times
-    positions), ``-1/n`` rounded to ``y.dtype`` first (as ``scale`` rounds its factor), so ``1/n``
-    and the sign are folded into the constant target instead of costing a ``scale`` op and its VJP
-    on the tape each step."""
+def _loss_operand(objective: Objective, y: Targets, classes: int, dtype: np.dtype[np.floating]) -> Array:
+    """The target operand :func:`_loss` takes for minibatch targets ``y`` (:data:`Targets`, at
+    least one row): ``y`` itself for MSE; for cross-entropy the per-entry weights ``y * (-1/n)``
+    of the ``(n, ..., classes)`` one-hot (or probability) rows, made here from int64 labels,
+    ``n`` the number of predictions (rows times positions), ``-1/n`` rounded to ``dtype`` first
+    (as ``scale`` rounds its factor), so ``1/n`` and the sign are folded into the constant target
+    instead of costing a ``scale`` op and its VJP on the tape each step."""
     if objective is Objective.MSE:
         return y
+    if y.dtype.kind in "iu":  # class labels
+        onehot = np.zeros((*y.shape, classes), dtype=dtype)
+        np.put_along_axis(onehot, y.astype(np.intp)[..., None], 1, axis=-1)
+        y = onehot
     predictions = y.size // y.shape[-1]  # the rows, or rows x positions of (n, ..., classes)
-    return y * np.asarray(-1.0 / predictions, dtype=y.dtype)
+    return y * np.asarray(-1.0 / predictions, dtype=dtype)
 
 
 def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
@@ -623,7 +631,7 @@ class Trainer(Generic[In, Out]):
             )
         return array
 
-    def _y(self, y: npt.ArrayLike, n: int) -> Array:
+    def _y(self, y: npt.ArrayLike, n: int) -> Targets:
         array = _rectangular(y, "targets")
         if self.objective is Objective.CROSS_ENTROPY:
             *positions, classes = self.model.output_shape
@@ -637,9 +645,9 @@ class Trainer(Generic[In, Out]):
                     )
                 if array.shape[1:] != tuple(positions):
                     raise TrainerError(_target_forms(self.model.output_shape, array.shape))
-                onehot = np.zeros((*array.shape, classes), dtype=self.model.dtype)
-                np.put_along_axis(onehot, array.astype(np.intp)[..., None], 1, axis=-1)
-                array = onehot
+                if array.shape[0] != n:
+                    raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
+                return array.astype(np.int64)
             elif array.shape[1:] != self.model.output_shape:
                 raise TrainerError(_target_forms(self.model.output_shape, array.shape))
         elif array.shape[1:] != self.model.output_shape:
@@ -656,7 +664,7 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
         return _real_array(array, self.model.dtype, "targets")
 
-    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Inputs, Array]:
+    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Inputs, Targets]:
         """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite."""
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])
@@ -665,8 +673,8 @@ class Trainer(Generic[In, Out]):
         return xs, ys
 
     def batches(
-        self, x: Inputs, y: Array, batch_size: int, *, shuffle: bool, epoch: int, drop_last: bool = False
-    ) -> Iterator[tuple[Inputs, Array]]:
+        self, x: Inputs, y: Targets, batch_size: int, *, shuffle: bool, epoch: int, drop_last: bool = False
+    ) -> Iterator[tuple[Inputs, Targets]]:
         """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller;
         with ``drop_last`` it is left out, as torch's ``DataLoader(drop_last=True)``), copies taken
         along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with ``shuffle`` in the
@@ -743,11 +751,11 @@ class Trainer(Generic[In, Out]):
                     print(line)
 
     def _loss_and_gradients(
-        self, params: list[Tensor], xb: Inputs, yb: Array
+        self, params: list[Tensor], xb: Inputs, yb: Targets
     ) -> tuple[Tensor, dict[int, Array]]:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
         next values of the buffers the forward program changed, by parameter index."""
-        target = _loss_operand(self.objective, yb)
+        target = _loss_operand(self.objective, yb, self.model.output_shape[-1], self.model.dtype)
         if self.config.execution is ExecutionMode.TYPED_GRAPH:  # lowering refuses layers with buffers
             step = self._graph(tuple(xb.shape), with_loss=True)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
@@ -820,7 +828,7 @@ class Trainer(Generic[In, Out]):
                 "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
             )
 
-    def _update(self, x: Inputs, y: Array) -> float:
+    def _update(self, x: Inputs, y: Targets) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data` (inputs
         and targets in the model dtype, targets in the objective's form, at least one row)."""
         session = self.open()
@@ -1041,7 +1049,8 @@ class Trainer(Generic[In, Out]):
             return {"accuracy" if self.objective is Objective.CROSS_ENTROPY else "mse": math.nan}
         if self.objective is Objective.CROSS_ENTROPY:
             finite = np.isfinite(prediction).all(axis=-1)
-            hits = (prediction.argmax(axis=-1) == targets.argmax(axis=-1)) & finite
+            labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
+            hits = (prediction.argmax(axis=-1) == labels) & finite
             return {"accuracy": float(np.mean(hits))}
         target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
         return {"mse": float(np.mean((prediction - target) ** 2))}

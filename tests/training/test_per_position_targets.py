@@ -93,3 +93,18 @@ def test_labels_out_of_range_are_refused_before_any_update():
         trainer.fit(np.zeros((2, 2, 4)), np.array([[0, 1], [2, 3]]))
     for key, value in trainer.model.state().items():
         np.testing.assert_array_equal(value, before[key])
+
+
+def test_labels_stay_labels_until_their_minibatch():
+    """fit holds (n, ...) int64 labels, not (n, ..., vocab) one-hot rows: a vocabulary of 50000
+    costs one minibatch of one-hot rows."""
+    trainer = Trainer(
+        nn.sequential(nn.embedding(50000, 2), nn.linear(2, 50000)),
+        objective="cross-entropy",
+        input_shape=(3,),
+    )
+    ids = np.random.default_rng(0).integers(0, 50000, size=(40, 3))
+    _, targets = trainer._training_data(ids, ids)
+    assert targets.dtype == np.int64 and targets.shape == (40, 3)
+    losses = trainer.fit(ids, ids, epochs=1, batch_size=4)
+    assert len(losses) == 1 and np.isfinite(losses[0])

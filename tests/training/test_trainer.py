@@ -695,11 +695,17 @@ def test_cross_entropy_gradient_equals_the_scaled_sum_form_bit_for_bit(dtype):
 
     rng = np.random.default_rng(6)
     z0 = rng.standard_normal((7, 5)).astype(dtype)
-    onehot = np.eye(5, dtype=dtype)[rng.integers(0, 5, size=7)]
+    labels = rng.integers(0, 5, size=7)
+    onehot = np.eye(5, dtype=dtype)[labels]
+    np.testing.assert_array_equal(  # int64 labels are made one-hot there: the same operand
+        _loss_operand(Objective.CROSS_ENTROPY, labels, 5, np.dtype(dtype)),
+        _loss_operand(Objective.CROSS_ENTROPY, onehot, 5, np.dtype(dtype)),
+        strict=True,
+    )
     ops = EagerOps()
     with Session("checked_cpu"):
         z_new = Tensor(z0, requires_grad=True)
-        weights = Tensor(_loss_operand(Objective.CROSS_ENTROPY, onehot))
+        weights = Tensor(_loss_operand(Objective.CROSS_ENTROPY, labels, 5, np.dtype(dtype)))
         new = _loss(ops, Objective.CROSS_ENTROPY, z_new, weights)
         new.backward()
         z_old = Tensor(z0, requires_grad=True)
