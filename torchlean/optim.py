@@ -668,9 +668,11 @@ def clip_grad_norm(
     ``coef`` (by 1.0 under the limit: values unchanged). The norms are computed in the gradients'
     dtype (float16 ones in float32), as torch's, so they overflow where torch's do (float32
     gradients whose squares pass about 3.4e38); torch sums in another order, so a norm may differ
-    from torch's by an ulp or two. A NaN or infinite total (torch's default
-    ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the gradients become NaN or zeros (NaN
-    where infinite), as in torch: an overflowed norm skips the update.
+    from torch's by a few ulps, and by more for gradients of millions of entries, where torch's
+    float32 sum drifts (numpy's pairwise sum stays within about an ulp of the exact norm). A NaN or
+    infinite total (torch's default ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the
+    gradients become NaN or zeros (NaN where infinite), as in torch: an overflowed norm skips the
+    update.
 
     Raises:
         OptimizerError: ``max_norm`` not a real number (or beyond the float range, as ``10**400``),

@@ -200,7 +200,7 @@ def _max_grad_norm(value: object) -> float | None:
     if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
         with contextlib.suppress(OverflowError):  # 10**400 is no float: refused below
             if float(value) >= 0.0:
-                return float(value)
+                return float(value) + 0.0  # -0.0 is stored as 0.0
     shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
     raise TrainerError(f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {shown_value}")
 
@@ -796,7 +796,8 @@ class Trainer(Generic[In, Out]):
         as a Python float, computed in the model dtype before the update.
 
         ``xb`` is ``(b, *input_shape)`` and ``yb`` takes the forms :meth:`fit` accepts; both are
-        cast to the model dtype. Opens the session on first use (:meth:`open`).
+        cast to the model dtype (ids and cross-entropy class labels are kept as int64). Opens the
+        session on first use (:meth:`open`).
 
         Raises:
             TrainerError: a model without parameters; bad shapes or labels, or values that are not
@@ -829,8 +830,8 @@ class Trainer(Generic[In, Out]):
             )
 
     def _update(self, x: Inputs, y: Targets) -> float:
-        """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data` (inputs
-        and targets in the model dtype, targets in the objective's form, at least one row)."""
+        """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data`
+        (:data:`Inputs` and :data:`Targets`, at least one row)."""
         session = self.open()
         assert self._optimizer is not None
         with session:

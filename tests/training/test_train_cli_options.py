@@ -345,6 +345,7 @@ def test_max_grad_norm_clips_as_a_trainer_with_that_limit(capsys, tmp_path):
     assert record["losses"] == losses
     epoch_lines = [line for line in lines if line.startswith("epoch ")]
     assert [line.rsplit("grad_norm=", 1)[1] for line in epoch_lines] == [f"{n:.6g}" for n in norms]
+    assert record["grad_norms"] == norms
     assert all(n is not None and n > 0.05 for n in norms)  # every step clipped
     _, unclipped = run(capsys, tmp_path, *argv)
     assert unclipped["losses"] != losses and unclipped["max_grad_norm"] is None

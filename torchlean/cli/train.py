@@ -12,7 +12,8 @@ standardised with the train split's mean and standard deviation - then ``test_ac
 per backend capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
-spec, ``constant`` by default; ``checkpoint``: the saved path, when ``--save`` is given); its
+spec, ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without
+``--max-grad-norm``; ``checkpoint``: the saved path, when ``--save`` is given); its
 ``torch_threads`` is the intra-op thread count torch ran with, or ``null`` when torch was never
 imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
 
@@ -363,6 +364,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
+    grad_norms: list[float | None] = []
     for epoch in range(args.epochs):
         with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
                   disable=None, file=sys.stderr) as bar:
@@ -377,6 +379,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance, lr_schedule=scheduled)
         losses.append(loss)
+        grad_norms.append(trainer.grad_norm)
         norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
         print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
         if not warned and not math.isfinite(loss):
@@ -404,6 +407,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "optimizer": optimizer.describe(),
         "lr_schedule": schedule.spec,
         "max_grad_norm": args.max_grad_norm,
+        "grad_norms": grad_norms if args.max_grad_norm is not None else None,
         "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,
