@@ -76,6 +76,8 @@ Array = npt.NDArray[np.floating]
 Inputs = npt.NDArray[Any]
 """Model inputs as the trainer holds them: real values in the model dtype, or int64 ids for a
 model that takes ids (:meth:`~torchlean.nn.layers.Layer.index_count`)."""
+_EVALUATION_CHUNK = 256
+"""Rows of logits :meth:`Trainer.evaluate` holds at a time for cross-entropy (predict's batch)."""
 Targets = npt.NDArray[Any]
 """Targets as the trainer holds them: values in the model dtype (MSE targets, one-hot or
 probability rows), or int64 class labels ``(n, ...)`` for cross-entropy, made one-hot per
@@ -1044,14 +1046,19 @@ class Trainer(Generic[In, Out]):
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
         """
+        if self.objective is Objective.CROSS_ENTROPY:  # a chunk of logits at a time (a vocabulary's)
+            xs = self._x(x)
+            targets = self._y(y, xs.shape[0])
+            labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
+            hits = 0
+            for start in range(0, xs.shape[0], _EVALUATION_CHUNK):
+                logits = self.predict(xs[start : start + _EVALUATION_CHUNK])
+                right = logits.argmax(axis=-1) == labels[start : start + _EVALUATION_CHUNK]
+                hits += int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+            return {"accuracy": hits / labels.size if labels.size else math.nan}
         prediction = self.predict(x).astype(np.float64)
         targets = self._y(y, prediction.shape[0])
         if prediction.shape[0] == 0:
-            return {"accuracy" if self.objective is Objective.CROSS_ENTROPY else "mse": math.nan}
-        if self.objective is Objective.CROSS_ENTROPY:
-            finite = np.isfinite(prediction).all(axis=-1)
-            labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
-            hits = (prediction.argmax(axis=-1) == labels) & finite
-            return {"accuracy": float(np.mean(hits))}
+            return {"mse": math.nan}
         target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
         return {"mse": float(np.mean((prediction - target) ** 2))}

@@ -108,3 +108,17 @@ def test_labels_stay_labels_until_their_minibatch():
     assert targets.dtype == np.int64 and targets.shape == (40, 3)
     losses = trainer.fit(ids, ids, epochs=1, batch_size=4)
     assert len(losses) == 1 and np.isfinite(losses[0])
+
+
+def test_evaluate_counts_positions_across_its_chunks():
+    """600 samples (three chunks of logits): the accuracy is numpy's count over predict's logits,
+    a sample whose logits are not finite counting as wrong."""
+    trainer = Trainer(nn.linear(4, 3), objective="cross-entropy", input_shape=(2, 4), seed=1)
+    rng = np.random.default_rng(2)
+    x, labels = rng.standard_normal((600, 2, 4)), rng.integers(0, 3, size=(600, 2))
+    x[300, 1, 0] = np.nan
+    logits = trainer.predict(x)
+    right = (logits.argmax(axis=-1) == labels) & np.isfinite(logits).all(axis=-1)
+    assert not right[300, 1]
+    assert trainer.evaluate(x, labels) == {"accuracy": float(np.mean(right))}
+    assert trainer.evaluate(x, np.eye(3)[labels]) == {"accuracy": float(np.mean(right))}
