@@ -1025,7 +1025,9 @@ def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
         )
 
 
-def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None) -> Tensor:
+def cross_entropy(
+    logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None, *, label_smoothing: float = 0.0
+) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
 
@@ -1040,10 +1042,16 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
     ``ignore_index=-100`` (skip that target) is not supported, so ``-100`` is refused like any
     other value outside ``[0, C)``.
 
+    ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
+    distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
+    mean(-sum_c log_softmax)`` (torch's ``cross_entropy_loss_label_smoothing``); for
+    probabilities, the target ``p * (1 - s) + s / C`` (computed in the logits' dtype).
+
     Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
     given the class axis by a numpy reshape of the index data, which carries no gradient), and
-    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities.
-    Returns a rank-0 tensor in the logits' dtype.
+    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities; with
+    smoothing, indices add ``reduce_sum``, ``reduce_mean``, ``scale`` and ``add`` (a probability
+    Tensor target adds ``scale`` and ``add``). Returns a rank-0 tensor in the logits' dtype.
 
     Raises:
         GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;
@@ -1052,10 +1060,15 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
             A probability target Tensor of another float dtype than the logits (numpy
             probabilities are cast to the logits' dtype).
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
-            nested lists.
-        TensorTypeError: ``logits`` is not a Tensor.
+            nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's rule).
+        TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
+    smoothing = _real("cross_entropy", "label_smoothing", label_smoothing)
+    if not 0.0 <= smoothing <= 1.0:
+        raise TensorError(
+            f"cross_entropy: label_smoothing must be in [0, 1] (as torch), got {label_smoothing!r}"
+        )
     if logits.ndim == 0:
         raise TensorError(
             "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
@@ -1077,8 +1090,12 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
             )
         _check_class_ids(raw, logits.shape[ax], ax)
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
-        picked = gather(log_softmax(logits, ax), index, ax)
-        return neg(reduce_mean(picked))
+        log_p = log_softmax(logits, ax)
+        nll = neg(reduce_mean(gather(log_p, index, ax)))
+        if smoothing == 0.0:
+            return nll
+        uniform = neg(reduce_mean(reduce_sum(log_p, ax)))  # mean over positions of -sum_c log p_c
+        return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
     if raw.dtype.kind == "f":
         if raw.shape != logits.shape:
             raise TensorError(
@@ -1091,7 +1108,17 @@ def cross_entropy(logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | No
                 f"{logits.dtype} (accepted: a probability Tensor of the logits' dtype, or numpy "
                 "probabilities, which are cast to it)"
             )
-        probs = target if isinstance(target, Tensor) else _constant(raw, logits)
+        classes = logits.shape[ax]
+        if isinstance(target, Tensor):
+            probs = target
+            if smoothing != 0.0:
+                probs = add(scale(target, 1.0 - smoothing), smoothing / classes)
+        else:
+            dt = logits.dtype.type
+            values = np.asarray(raw, dtype=logits.dtype)
+            if smoothing != 0.0:  # torch: target * (1 - s) + s / C, two roundings in the dtype
+                values = values * dt(1.0 - smoothing) + dt(smoothing / classes)
+            probs = _constant(values, logits)
         return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
     raise TensorError(
         f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"

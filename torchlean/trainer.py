@@ -446,19 +446,44 @@ def _finite_for_training(array: Array, what: str) -> None:
     )
 
 
-def _loss_operand(objective: Objective, y: Targets, classes: int, dtype: np.dtype[np.floating]) -> Array:
+def _label_smoothing(value: object, objective: Objective) -> float:
+    """``Trainer``'s ``label_smoothing`` checked: a real number in ``[0, 1]``, nonzero only for
+    cross-entropy.
+
+    Raises:
+        TrainerError: ``label_smoothing must be a real number in [0, 1] (as torch), got 1.5``;
+            ``label_smoothing applies to objective cross-entropy, got mse``.
+    """
+    number = None
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
+        with contextlib.suppress(OverflowError):
+            number = float(value) + 0.0
+    if number is None or not 0.0 <= number <= 1.0:
+        shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
+        raise TrainerError(f"label_smoothing must be a real number in [0, 1] (as torch), got {shown_value}")
+    if number != 0.0 and objective is not Objective.CROSS_ENTROPY:
+        raise TrainerError(f"label_smoothing applies to objective cross-entropy, got {objective.label}")
+    return number
+
+
+def _loss_operand(
+    objective: Objective, y: Targets, classes: int, dtype: np.dtype[np.floating], smoothing: float = 0.0
+) -> Array:
     """The target operand :func:`_loss` takes for minibatch targets ``y`` (:data:`Targets`, at
     least one row): ``y`` itself for MSE; for cross-entropy the per-entry weights ``y * (-1/n)``
     of the ``(n, ..., classes)`` one-hot (or probability) rows, made here from int64 labels,
     ``n`` the number of predictions (rows times positions), ``-1/n`` rounded to ``dtype`` first
     (as ``scale`` rounds its factor), so ``1/n`` and the sign are folded into the constant target
-    instead of costing a ``scale`` op and its VJP on the tape each step."""
+    instead of costing a ``scale`` op and its VJP on the tape each step. With ``smoothing`` the
+    rows are first ``y * (1 - s) + s / classes`` in ``dtype`` (torch's smoothed target)."""
     if objective is Objective.MSE:
         return y
     if y.dtype.kind in "iu":  # class labels
         onehot = np.zeros((*y.shape, classes), dtype=dtype)
         np.put_along_axis(onehot, y.astype(np.intp)[..., None], 1, axis=-1)
         y = onehot
+    if smoothing != 0.0:
+        y = y * dtype.type(1.0 - smoothing) + dtype.type(smoothing / classes)
     predictions = y.size // y.shape[-1]  # the rows, or rows x positions of (n, ..., classes)
     return y * np.asarray(-1.0 / predictions, dtype=dtype)
 
@@ -499,6 +524,9 @@ class Trainer(Generic[In, Out]):
             stream a draw apart).
         input_shape: per-sample input shape, a tuple, list, ``torch.Size`` or 1-d integer numpy
             array (inferred when the model starts with a linear layer).
+        label_smoothing: cross-entropy's target mixed with the uniform distribution over the
+            classes, ``(1 - s) * target + s / classes`` (torch's ``cross_entropy(...,
+            label_smoothing=s)``), a real number in ``[0, 1]``; 0 (the default) for none.
 
     The model is built at once (:func:`torchlean.nn.model.build`) with parameters in
     ``config.dtype``; data given to :meth:`fit`, :meth:`predict` and :meth:`evaluate` is
@@ -510,8 +538,9 @@ class Trainer(Generic[In, Out]):
             for a model that does not start with a linear layer; a layer that cannot run in the
             config's dtype (a normalisation ``eps`` it rounds to infinity, or a batch norm ``eps``
             it rounds to 0: :func:`~torchlean.nn.model.build`).
-        TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`, or
-            ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``).
+        TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`,
+            ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``), or
+            ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE.
         TrainerLabelError: an unknown objective label.
     """
 
@@ -523,6 +552,7 @@ class Trainer(Generic[In, Out]):
         config: RunConfig | None = None,
         seed: int = 0,
         input_shape: Sequence[int] | None = None,
+        label_smoothing: float = 0.0,
     ) -> None:
         if not isinstance(layer, Layer):
             raise TrainerError(not_a_layer(layer))
@@ -532,6 +562,7 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"seed must be an integer in {SEED_RANGE}, got {seed!r}")
         self.config = config if config is not None else RunConfig()
         self.objective = _member(Objective, objective, "objective")
+        self.label_smoothing = _label_smoothing(label_smoothing, self.objective)
         self.seed = int(seed)
         self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                   dtype=self.config.numpy_dtype())
@@ -757,7 +788,9 @@ class Trainer(Generic[In, Out]):
     ) -> tuple[Tensor, dict[int, Array]]:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
         next values of the buffers the forward program changed, by parameter index."""
-        target = _loss_operand(self.objective, yb, self.model.output_shape[-1], self.model.dtype)
+        target = _loss_operand(
+            self.objective, yb, self.model.output_shape[-1], self.model.dtype, self.label_smoothing
+        )
         if self.config.execution is ExecutionMode.TYPED_GRAPH:  # lowering refuses layers with buffers
             step = self._graph(tuple(xb.shape), with_loss=True)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}

@@ -107,6 +107,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "lr_schedule",
         "max_grad_norm",
         "grad_norms",
+        "label_smoothing",
         "batch_size",
         "seed",
         "epochs",
@@ -135,7 +136,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert f"optimizer={record['optimizer']} " in lines[1]
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
-    assert record["grad_norms"] is None
+    assert record["grad_norms"] is None and record["label_smoothing"] == 0.0
     assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]

@@ -363,3 +363,36 @@ def test_a_zero_step_gamma_is_accepted_and_negative_zero_shown_as_zero(capsys, t
     """torch's StepLR takes gamma=0 (every later epoch at rate 0); -0 is spelled 0.0."""
     _, record = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "step:1:-0")
     assert record["lr_schedule"] == "step:1:0.0"
+
+
+def test_label_smoothing_reaches_the_trainer(capsys, tmp_path):
+    """The CLI run equals a Trainer with label_smoothing=0.2 on the same split; shown in the header."""
+    argv = ("--epochs", "2", "--optimizer", "sgd", "--lr", "0.5")
+    lines, record = run(capsys, tmp_path, *argv, "--label-smoothing", "0.2")
+    assert record["label_smoothing"] == 0.2 and " label_smoothing=0.2 " in lines[1]
+    dataset = data.load("iris", seed=0, dtype="float64")
+    layer, shape = build_model("mlp", dataset.n_features, dataset.n_classes, hidden=HIDDEN)
+    config = RunConfig(optimizer=optim.sgd(0.5), dtype="float64")
+    trainer = Trainer(
+        layer, objective="cross-entropy", config=config, seed=0, input_shape=shape, label_smoothing=0.2
+    )
+    assert record["losses"] == trainer.fit(dataset.x_train, dataset.y_train, epochs=2, batch_size=64)
+    plain_lines, plain = run(capsys, tmp_path, *argv)
+    assert plain["losses"] != record["losses"] and "label_smoothing" not in plain_lines[1]
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
+def test_bad_label_smoothing_is_a_one_line_error(capsys, value):
+    code, out, err = train(capsys, "--dataset", "iris", "--label-smoothing", value)
+    assert (code, out) == (2, "")
+    expected = "expected a number" if value == "x" else "expected a number in [0, 1]"
+    assert err == f"error: argument --label-smoothing: {expected}, got {value!r}\n"
+
+
+def test_label_smoothing_on_a_regression_task_is_refused(capsys):
+    code, out, err = train(capsys, "--dataset", "diabetes", "--label-smoothing", "0.1")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: --label-smoothing applies to classification; diabetes is a regression task (its model "
+        "is trained on mse)\n"
+    )

@@ -1,7 +1,8 @@
 """``torchlean train``: train a model on real data and report the capsules that computed it.
 
 Prints two header lines (data and model; profile and optimiser, then ``lr_schedule=SPEC`` when
-``--lr-schedule`` is not ``constant`` and ``max_grad_norm=N`` with ``--max-grad-norm``; with
+``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
+``label_smoothing=S`` with a nonzero ``--label-smoothing``; with
 ``--show-backend`` the session's ``[TorchLean] backend capsules used:`` banner follows them, then
 each capsule's report as it is first selected), one line per epoch with the mean training loss
 (and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
@@ -13,9 +14,10 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
 spec, ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without
-``--max-grad-norm``; ``checkpoint``: the saved path, when ``--save`` is given); its
-``torch_threads`` is the intra-op thread count torch ran with, or ``null`` when torch was never
-imported (a ``checked_cpu`` run does not import it, so its thread setting is never used).
+``--max-grad-norm``; ``label_smoothing``, 0.0 by default; ``checkpoint``: the saved path, when
+``--save`` is given); its ``torch_threads`` is the intra-op thread count torch ran with, or
+``null`` when torch was never imported (a ``checked_cpu`` run does not import it, so its thread
+setting is never used).
 
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
@@ -134,6 +136,10 @@ def register(subparsers: Any) -> None:
                         help="clip each step's gradients to total 2-norm N before the update, as "
                         "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
                         "each epoch's line then ends with its last step's norm before clipping")
+    parser.add_argument("--label-smoothing", type=_smoothing, default=0.0, metavar="S",
+                        help="classification only: mix each target with the uniform distribution over "
+                        "the classes, (1 - S) * target + S / classes, as torch's cross_entropy("
+                        "label_smoothing=S); S in [0, 1] (default: 0)")
     parser.add_argument("--profile", default="checked_cpu",
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
@@ -172,6 +178,18 @@ def _grad_limit(text: str) -> float:
     value = number(text)
     if not (math.isfinite(value) and value >= 0.0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value + 0.0  # -0 is 0
+
+
+def _smoothing(text: str) -> float:
+    """``--label-smoothing``: a number in ``[0, 1]`` (torch's rule).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number in [0, 1], got '1.5'``.
+    """
+    value = number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
     return value + 0.0  # -0 is 0
 
 
@@ -327,6 +345,11 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if dataset.split_note:
         print(f"note: {dataset.split_note}", file=sys.stderr)
     classification = dataset.task == "classification"
+    if args.label_smoothing != 0.0 and not classification:
+        raise TorchLeanError(
+            f"--label-smoothing applies to classification; {shown_path(args.dataset)} is a regression task "
+            "(its model is trained on mse)"
+        )
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
@@ -337,6 +360,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         config=config,
         seed=args.seed,
         input_shape=input_shape,
+        label_smoothing=args.label_smoothing,
     )
     y_train: np.ndarray[Any, Any] = dataset.y_train
     y_mean, y_scale = 0.0, 1.0
@@ -357,6 +381,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     shown_schedule = "" if scheduled is None else f" lr_schedule={schedule.spec}"
     if args.max_grad_norm is not None:
         shown_schedule += f" max_grad_norm={args.max_grad_norm!r}"
+    if args.label_smoothing != 0.0:
+        shown_schedule += f" label_smoothing={args.label_smoothing!r}"
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
@@ -408,6 +434,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "lr_schedule": schedule.spec,
         "max_grad_norm": args.max_grad_norm,
         "grad_norms": grad_norms if args.max_grad_norm is not None else None,
+        "label_smoothing": args.label_smoothing,
         "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,
