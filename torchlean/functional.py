@@ -1064,11 +1064,18 @@ def cross_entropy(
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
-    smoothing = _real("cross_entropy", "label_smoothing", label_smoothing)
+    outside = TensorError(
+        f"cross_entropy: label_smoothing must be in [0, 1] (torch's documented range), got "
+        f"{shown(label_smoothing)}"
+    )
+    try:
+        smoothing = _real("cross_entropy", "label_smoothing", label_smoothing)
+    except TensorTypeError:
+        raise
+    except TensorError:  # beyond the float range (10**400)
+        raise outside from None
     if not 0.0 <= smoothing <= 1.0:
-        raise TensorError(
-            f"cross_entropy: label_smoothing must be in [0, 1] (as torch), got {label_smoothing!r}"
-        )
+        raise outside
     if logits.ndim == 0:
         raise TensorError(
             "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "

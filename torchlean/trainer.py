@@ -451,7 +451,8 @@ def _label_smoothing(value: object, objective: Objective) -> float:
     cross-entropy.
 
     Raises:
-        TrainerError: ``label_smoothing must be a real number in [0, 1] (as torch), got 1.5``;
+        TrainerError: ``label_smoothing must be a real number in [0, 1] (torch's documented range),
+            got 1.5``;
             ``label_smoothing applies to objective cross-entropy, got mse``.
     """
     number = None
@@ -460,7 +461,9 @@ def _label_smoothing(value: object, objective: Objective) -> float:
             number = float(value) + 0.0
     if number is None or not 0.0 <= number <= 1.0:
         shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
-        raise TrainerError(f"label_smoothing must be a real number in [0, 1] (as torch), got {shown_value}")
+        raise TrainerError(
+            f"label_smoothing must be a real number in [0, 1] (torch's documented range), got {shown_value}"
+        )
     if number != 0.0 and objective is not Objective.CROSS_ENTROPY:
         raise TrainerError(f"label_smoothing applies to objective cross-entropy, got {objective.label}")
     return number
@@ -1046,8 +1049,14 @@ class Trainer(Generic[In, Out]):
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()
-        xs = self._x(x)
-        outputs: list[Array] = []
+        outputs = list(self._outputs(session, self._x(x), batch_size))
+        if not outputs:
+            return np.zeros((0, *self.model.output_shape), dtype=self.model.dtype)
+        return np.concatenate(outputs)
+
+    def _outputs(self, session: Session, xs: Inputs, batch_size: int) -> Iterator[Array]:
+        """The model's evaluation-mode outputs for checked inputs ``xs``, ``batch_size`` rows at a
+        time, the parameters wrapped (uploaded, on a device) once for all of them."""
         with session, no_grad():
             params = [Tensor(p, device=self.config.device.label) for p in self.model.parameters]
             for start in range(0, xs.shape[0], batch_size):
@@ -1058,10 +1067,7 @@ class Trainer(Generic[In, Out]):
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)
                     out = self.model.layer.forward(EagerOps(), params, x_t, training=False)
-                outputs.append(out.numpy())
-        if not outputs:
-            return np.zeros((0, *self.model.output_shape), dtype=self.model.dtype)
-        return np.concatenate(outputs)
+                yield out.numpy()
 
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
         """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).
@@ -1080,14 +1086,15 @@ class Trainer(Generic[In, Out]):
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
         """
         if self.objective is Objective.CROSS_ENTROPY:  # a chunk of logits at a time (a vocabulary's)
+            session = self.open()  # its errors first, as predict's
             xs = self._x(x)
             targets = self._y(y, xs.shape[0])
             labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
-            hits = 0
-            for start in range(0, xs.shape[0], _EVALUATION_CHUNK):
-                logits = self.predict(xs[start : start + _EVALUATION_CHUNK])
-                right = logits.argmax(axis=-1) == labels[start : start + _EVALUATION_CHUNK]
+            hits, start = 0, 0
+            for logits in self._outputs(session, xs, _EVALUATION_CHUNK):
+                right = logits.argmax(axis=-1) == labels[start : start + logits.shape[0]]
                 hits += int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+                start += logits.shape[0]
             return {"accuracy": hits / labels.size if labels.size else math.nan}
         prediction = self.predict(x).astype(np.float64)
         targets = self._y(y, prediction.shape[0])

@@ -122,3 +122,16 @@ def test_evaluate_counts_positions_across_its_chunks():
     assert not right[300, 1]
     assert trainer.evaluate(x, labels) == {"accuracy": float(np.mean(right))}
     assert trainer.evaluate(x, np.eye(3)[labels]) == {"accuracy": float(np.mean(right))}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the session opens where CUDA is usable")
+def test_evaluate_opens_the_session_first_as_predict():
+    """A trainer that cannot open its session (cuda on this build) reports that before looking at
+    the data, in evaluate as in predict."""
+    from torchlean.backend.errors import TorchLeanError
+
+    config = RunConfig().with_profile("checked_cuda")
+    trainer = Trainer(nn.linear(4, 3), objective="cross-entropy", config=config, input_shape=(4,))
+    for call in (lambda: trainer.predict(np.zeros((0, 4))), lambda: trainer.evaluate(np.zeros((0, 4)), [])):
+        with pytest.raises(TorchLeanError, match="CUDA"):
+            call()
