@@ -199,12 +199,27 @@ def _max_grad_norm(value: object) -> float | None:
     """
     if value is None:
         return None
-    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
-        with contextlib.suppress(OverflowError):  # 10**400 is no float: refused below
-            if float(value) >= 0.0:
-                return float(value) + 0.0  # -0.0 is stored as 0.0
-    shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
-    raise TrainerError(f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {shown_value}")
+    number = _float_or_none(value)
+    if number is not None and number >= 0.0:
+        return number
+    raise TrainerError(
+        f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {_value_shown(value)}"
+    )
+
+
+def _float_or_none(value: object) -> float | None:
+    """``value`` as a float (``-0.0`` as ``0.0``) when it is a real number a float can hold (bools
+    and ``10**400`` are not), else ``None``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None
+    with contextlib.suppress(OverflowError):
+        return float(value) + 0.0
+    return None
+
+
+def _value_shown(value: object) -> str:
+    """A refused setting as its message shows it (a huge integer by its digit count)."""
+    return shown(value) if isinstance(value, numbers.Real) else repr(value)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -455,14 +470,11 @@ def _label_smoothing(value: object, objective: Objective) -> float:
             got 1.5``;
             ``label_smoothing applies to objective cross-entropy, got mse``.
     """
-    number = None
-    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
-        with contextlib.suppress(OverflowError):
-            number = float(value) + 0.0
+    number = _float_or_none(value)
     if number is None or not 0.0 <= number <= 1.0:
-        shown_value = shown(value) if isinstance(value, numbers.Real) else repr(value)
         raise TrainerError(
-            f"label_smoothing must be a real number in [0, 1] (torch's documented range), got {shown_value}"
+            f"label_smoothing must be a real number in [0, 1] (torch's documented range), got "
+            f"{_value_shown(value)}"
         )
     if number != 0.0 and objective is not Objective.CROSS_ENTROPY:
         raise TrainerError(f"label_smoothing applies to objective cross-entropy, got {objective.label}")
