@@ -1025,6 +1025,26 @@ def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
         )
 
 
+def _label_smoothing(value: object) -> float:
+    """``cross_entropy``'s ``label_smoothing`` as a float in ``[0, 1]``.
+
+    Raises:
+        TensorTypeError: not a real number (:func:`_real`).
+        TensorError: outside ``[0, 1]``, NaN, or beyond the float range (``10**400``).
+    """
+    try:
+        smoothing = _real("cross_entropy", "label_smoothing", value)
+    except TensorTypeError:
+        raise
+    except TensorError:  # beyond the float range: refused below with the accepted range
+        smoothing = math.nan
+    if not 0.0 <= smoothing <= 1.0:
+        raise TensorError(
+            f"cross_entropy: label_smoothing must be in [0, 1] (torch's documented range), got {shown(value)}"
+        )
+    return smoothing
+
+
 def cross_entropy(
     logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None, *, label_smoothing: float = 0.0
 ) -> Tensor:
@@ -1064,18 +1084,7 @@ def cross_entropy(
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
-    outside = TensorError(
-        f"cross_entropy: label_smoothing must be in [0, 1] (torch's documented range), got "
-        f"{shown(label_smoothing)}"
-    )
-    try:
-        smoothing = _real("cross_entropy", "label_smoothing", label_smoothing)
-    except TensorTypeError:
-        raise
-    except TensorError:  # beyond the float range (10**400)
-        raise outside from None
-    if not 0.0 <= smoothing <= 1.0:
-        raise outside
+    smoothing = _label_smoothing(label_smoothing)
     if logits.ndim == 0:
         raise TensorError(
             "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
