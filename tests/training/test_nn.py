@@ -783,3 +783,23 @@ def test_grouped_conv_init_bound_uses_the_per_group_fan_in() -> None:
     fan_in = torch.nn.init._calculate_fan_in_and_fan_out(torch.nn.Conv2d(4, 4, 3, groups=2).weight)[0]
     assert fan_in == 18
     assert weight.bound == bias.bound == pytest.approx(1 / np.sqrt(fan_in), rel=1e-15, abs=0)
+
+
+def test_builders_take_torchs_positional_arguments():
+    """A torch constructor call ports as it is: the positional form builds the keyword form's
+    record, and torch reads the same arguments the same way."""
+    assert nn.linear(4, 2, False) == nn.linear(4, 2, bias=False)
+    assert torch.nn.Linear(4, 2, False).bias is None
+    conv = nn.conv2d(3, 8, 3, 2, 1, 1, 1, False)
+    assert conv == nn.conv2d(3, 8, 3, stride=2, padding=1, dilation=1, groups=1, bias=False)
+    theirs = torch.nn.Conv2d(3, 8, 3, 2, 1, 1, 1, False)
+    assert (theirs.stride, theirs.padding, theirs.bias) == ((2, 2), (1, 1), None)
+    assert nn.conv1d(2, 4, 3, 2, 1) == nn.conv1d(2, 4, 3, stride=2, padding=1)
+    assert nn.max_pool2d(2, 1, 1) == nn.max_pool2d(2, stride=1, padding=1)
+    assert nn.avg_pool1d(3, 2) == nn.avg_pool1d(3, stride=2)
+    keywords = nn.batch_norm1d(16, eps=1e-3, momentum=0.05, affine=False)
+    assert nn.batch_norm1d(16, 1e-3, 0.05, False) == keywords
+    theirs_bn = torch.nn.BatchNorm1d(16, 1e-3, 0.05, False)
+    assert (theirs_bn.eps, theirs_bn.momentum, theirs_bn.affine) == (1e-3, 0.05, False)
+    assert nn.layer_norm(4, 1e-6) == nn.layer_norm(4, eps=1e-6)
+    assert nn.dropout().p == torch.nn.Dropout().p == 0.5

@@ -108,7 +108,7 @@ __all__ = [
 ]
 
 
-def linear(in_features: int, out_features: int, *, bias: bool = True) -> Linear:
+def linear(in_features: int, out_features: int, bias: bool = True) -> Linear:
     """Fully connected layer, weight ``[out, in]``, bias ``[out]`` (``torch.nn.Linear``, and its
     ``U(-1/sqrt(in), 1/sqrt(in))`` initialisation); samples ``(..., in)`` -> ``(..., out)``.
 
@@ -168,8 +168,9 @@ def identity() -> Identity:
     return Identity()
 
 
-def dropout(p: float) -> Dropout:
-    """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``): identity in evaluation,
+def dropout(p: float = 0.5) -> Dropout:
+    """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``, whose default 0.5 this
+    keeps): identity in evaluation,
     ``x * mask / (1 - p)`` with a seeded mask in eager training (zeros for ``p == 1``, as torch);
     not lowered to typed graphs. Shape preserving.
 
@@ -179,7 +180,7 @@ def dropout(p: float) -> Dropout:
     return Dropout(p)
 
 
-def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> LayerNorm:
+def layer_norm(normalized_shape: int | Sequence[int], eps: float = 1e-5) -> LayerNorm:
     """Layer normalisation over the trailing ``normalized_shape`` axes with a learned weight (ones)
     and bias (zeros), each of shape ``normalized_shape``, ``torch.nn.LayerNorm(normalized_shape,
     eps)``. Shape preserving.
@@ -193,7 +194,7 @@ def layer_norm(normalized_shape: int | Sequence[int], *, eps: float = 1e-5) -> L
 
 
 def batch_norm1d(
-    num_features: int, *, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+    num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
 ) -> BatchNorm:
     """Batch normalisation of ``(C,)`` or ``(C, L)`` samples over the batch (and length) axes,
     ``torch.nn.BatchNorm1d(num_features, eps, momentum, affine)``: a weight (ones) and bias (zeros)
@@ -216,7 +217,7 @@ def batch_norm1d(
 
 
 def batch_norm2d(
-    num_features: int, *, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+    num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
 ) -> BatchNorm:
     """Batch normalisation of ``(C, H, W)`` samples over the batch and spatial axes,
     ``torch.nn.BatchNorm2d(num_features, eps, momentum, affine)``; parameters, buffers, training
@@ -235,7 +236,6 @@ def conv1d(
     in_channels: int,
     out_channels: int,
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
@@ -260,7 +260,6 @@ def conv2d(
     in_channels: int,
     out_channels: int,
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
@@ -293,7 +292,6 @@ def conv2d(
 
 def max_pool1d(
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> MaxPool1d:
@@ -309,7 +307,6 @@ def max_pool1d(
 
 def avg_pool1d(
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> AvgPool1d:
@@ -324,7 +321,6 @@ def avg_pool1d(
 
 def max_pool2d(
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> MaxPool2d:
@@ -341,7 +337,6 @@ def max_pool2d(
 
 def avg_pool2d(
     kernel_size: int | Sequence[int],
-    *,
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
 ) -> AvgPool2d:
