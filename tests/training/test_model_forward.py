@@ -449,3 +449,27 @@ def test_step_in_place_leaves_tensors_without_gradient_untouched():
     opt.step_(params)
     first.backward()
     assert other[0].grad is not None
+
+
+def test_the_readme_loop_with_clipping_equals_trainer_fit():
+    """step_(params, max_grad_norm=) trains exactly as Trainer.fit with RunConfig(max_grad_norm=)
+    and the same optimizer, without shuffling (every step clipped here)."""
+    config = RunConfig(optimizer=optim.sgd(0.1, 0.9), max_grad_norm=0.05)
+    trainer = Trainer(_layer(), objective="cross-entropy", config=config, seed=5)
+    model = nn.build(_layer(), seed=5)
+    rng = np.random.default_rng(8)
+    x, labels = rng.standard_normal((12, 3)).astype(np.float32), rng.integers(0, 4, size=12)
+    trainer.fit(x, labels, epochs=2, batch_size=4, shuffle=False)
+    params = model.tensors()
+    sgd = optim.sgd(0.1, 0.9).create(model.parameters)
+    norms = []
+    with tl.session():
+        for _ in range(2):
+            for start in (0, 4, 8):
+                out = model(tl.tensor(x[start : start + 4]), params, training=True)
+                tl.cross_entropy(out, labels[start : start + 4]).backward()
+                norms.append(sgd.step_(params, max_grad_norm=0.05))
+    model.load_tensors(params)
+    assert norms[-1] == trainer.grad_norm and all(n is not None and n > 0.05 for n in norms)
+    for name, value in trainer.model.state().items():
+        np.testing.assert_array_equal(model.state()[name], value, err_msg=name)
