@@ -589,18 +589,46 @@ def sgd(
     return SGD(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
 
 
+def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
+    """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed).
+
+    Raises:
+        OptimizerError: ``betas`` not a pair, or given with ``beta1``/``beta2`` other than their
+            defaults (the two spellings of one setting).
+    """
+    if betas is None:
+        return beta1, beta2
+    if not isinstance(betas, tuple | list) or len(betas) != 2:
+        raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
+    if (beta1, beta2) != (0.9, 0.999):
+        raise OptimizerError(
+            f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, beta1={beta1!r}, "
+            f"beta2={beta2!r})"
+        )
+    return betas[0], betas[1]
+
+
 def adam(
-    lr: float = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0
+    lr: float = 0.001,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    *,
+    betas: tuple[float, float] | None = None,
 ) -> Adam:
     """Adam (``torch.optim.Adam``; Kingma & Ba 2015), ``weight_decay`` the L2 penalty torch adds to
     the gradient (:func:`adamw` decouples it); values are checked as by :func:`sgd`: ``lr`` finite
     and >= 0, ``beta1`` and ``beta2`` in ``[0, 1)``, ``eps`` finite and > 0 (torch accepts
     ``eps == 0``), ``weight_decay`` finite and >= 0, each also after rounding to binary32
-    (``eps=1e-50`` is refused). ``amsgrad`` is not offered.
+    (``eps=1e-50`` is refused). ``betas=(beta1, beta2)`` is torch's spelling of the two, so
+    ``optim.adam(lr=3e-4, betas=(0.9, 0.95))`` ports as it is. ``amsgrad`` is not offered.
 
     Raises:
-        OptimizerError: a value that is not a real number or out of its domain.
+        OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
+            not a pair, or given together with ``beta1``/``beta2``.
     """
+    beta1, beta2 = _betas(betas, beta1, beta2)
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
 
 
@@ -610,24 +638,38 @@ def adamw(
     beta2: float = 0.999,
     eps: float = 1e-8,
     weight_decay: float = 0.01,
+    *,
+    betas: tuple[float, float] | None = None,
 ) -> AdamW:
     """AdamW, decoupled weight decay (``torch.optim.AdamW``; Loshchilov & Hutter 2019); domains as
-    :func:`adam`, plus ``weight_decay`` finite and >= 0.
+    :func:`adam`, plus ``weight_decay`` finite and >= 0; ``betas=(beta1, beta2)`` as in
+    :func:`adam` (``optim.adamw(lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)``).
 
     Raises:
-        OptimizerError: a value that is not a real number or out of its domain.
+        OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
+            not a pair, or given together with ``beta1``/``beta2``.
     """
+    beta1, beta2 = _betas(betas, beta1, beta2)
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
 
 
-def rmsprop(lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8) -> RMSprop:
+def rmsprop(
+    lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8, *, alpha: float | None = None
+) -> RMSprop:
     """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``, no momentum, not
-    centered); ``lr`` finite and >= 0, ``decay`` in ``[0, 1)`` (torch accepts 1), ``eps`` finite
-    and > 0, checked as by :func:`sgd`.
+    centered; ``alpha=`` is accepted as torch spells it); ``lr`` finite and >= 0, ``decay`` in
+    ``[0, 1)`` (torch accepts 1), ``eps`` finite and > 0, checked as by :func:`sgd`.
 
     Raises:
-        OptimizerError: a value that is not a real number or out of its domain.
+        OptimizerError: a value that is not a real number or out of its domain; ``alpha`` given
+            together with a ``decay`` other than its default.
     """
+    if alpha is not None:
+        if decay != 0.99:
+            raise OptimizerError(
+                f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, decay={decay!r})"
+            )
+        decay = alpha
     return RMSprop(lr=lr, decay=decay, eps=eps)
 
 

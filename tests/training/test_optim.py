@@ -686,3 +686,21 @@ def test_adam_weight_decay_validation_and_describe():
     config = optim.adam(0.1, weight_decay=0.01)
     assert config.describe() == "optim.adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01)"
     assert eval(config.describe(), {"optim": optim}) == config
+
+
+def test_torchs_betas_and_alpha_spellings():
+    """optim.adam(lr=3e-4, betas=(0.9, 0.95)) ports torch's call as it is; rmsprop takes alpha."""
+    assert optim.adam(3e-4, betas=(0.9, 0.95)) == optim.adam(3e-4, 0.9, 0.95)
+    expected = optim.adamw(3e-4, 0.8, 0.99, weight_decay=0.1)
+    assert optim.adamw(3e-4, betas=[0.8, 0.99], weight_decay=0.1) == expected  # type: ignore[arg-type]
+    assert optim.rmsprop(0.01, alpha=0.9) == optim.rmsprop(0.01, 0.9)
+    theirs = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=3e-4, betas=(0.9, 0.95))
+    assert theirs.param_groups[0]["betas"] == (0.9, 0.95)
+    with pytest.raises(OptimizerError, match=r"betas must be a pair \(beta1, beta2\), as torch's, got 0.9"):
+        optim.adam(betas=0.9)  # type: ignore[arg-type]
+    with pytest.raises(OptimizerError, match="pass betas or beta1/beta2, not both"):
+        optim.adam(beta1=0.8, betas=(0.9, 0.95))
+    with pytest.raises(OptimizerError, match=r"beta2 must be finite and satisfy 0 <= beta2 < 1, got 1.5"):
+        optim.adamw(betas=(0.9, 1.5))
+    with pytest.raises(OptimizerError, match="pass alpha or decay, not both"):
+        optim.rmsprop(decay=0.5, alpha=0.9)
