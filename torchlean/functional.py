@@ -1080,7 +1080,8 @@ def cross_entropy(
             A probability target Tensor of another float dtype than the logits (numpy
             probabilities are cast to the logits' dtype).
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
-            nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's rule).
+            nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's documented range; torch 2.13
+            itself takes a negative or NaN value silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)

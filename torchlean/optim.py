@@ -590,7 +590,8 @@ def sgd(
 
 
 def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
-    """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed).
+    """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed); a
+    ``beta1``/``beta2`` left at its default is overridden by ``betas``.
 
     Raises:
         OptimizerError: ``betas`` not a pair, or given with ``beta1``/``beta2`` other than their
@@ -626,7 +627,7 @@ def adam(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with ``beta1``/``beta2``.
+            not a pair, or given together with a ``beta1``/``beta2`` other than its default.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
@@ -647,7 +648,7 @@ def adamw(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with ``beta1``/``beta2``.
+            not a pair, or given together with a ``beta1``/``beta2`` other than its default.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
