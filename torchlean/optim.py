@@ -14,8 +14,8 @@ from their ``.grad`` (torch's ``step()`` + ``zero_grad()``); :func:`clip_grad_no
 ``clip_grad_norm_`` (a reduction: its norms are sums). Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
-options), ``Adam`` (with its L2 weight decay), ``AdamW``, ``RMSprop`` and ``Adagrad`` (with their
-default flags: no amsgrad, no centering, no momentum), in the order of operations of
+options), ``Adam`` (with its L2 weight decay and ``amsgrad``), ``AdamW``, ``RMSprop`` and ``Adagrad``
+(with their default flags: no centering, no momentum), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
 multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
 and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
@@ -33,17 +33,23 @@ starts at zero; the bias corrections in Python floats):
 * Adam: ``g = g + weight_decay * p`` (L2, when nonzero); ``m = lerp(m, g, 1 - beta1)``;
   ``v = beta2 * v + (1 - beta2) * g * g``;
   ``p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+  With ``amsgrad``, ``v_max = maximum(v_max, v)`` takes ``v``'s place in the denominator.
 * AdamW: Adam's step from the decayed parameter ``p * (1 - lr * weight_decay)``.
 * RMSprop: ``v = decay * v + (1 - decay) * g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
 * Adagrad: ``v = v + g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
+
+Parameter groups (:func:`group`, torch's ``param_groups``) give the parameters they select by
+name other values of these hyper-parameters and a multiple of the learning rate
+(``create(params, names=model.names, groups=[optim.group("bias", weight_decay=0.0)])``).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -65,12 +71,14 @@ __all__ = [
     "Optimizer",
     "OptimizerConfig",
     "OptimizerError",
+    "ParamGroup",
     "RMSprop",
     "adagrad",
     "adam",
     "adamw",
     "by_name",
     "clip_grad_norm",
+    "group",
     "rmsprop",
     "sgd",
 ]
@@ -225,7 +233,13 @@ class OptimizerConfig(ABC):
         parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)]  # type: ignore[arg-type]
         return f"optim.{self.name}({', '.join(parts)})"
 
-    def create(self, params: Sequence[Array]) -> Optimizer:
+    def create(
+        self,
+        params: Sequence[Array],
+        *,
+        names: Sequence[str] | None = None,
+        groups: Sequence[ParamGroup] = (),
+    ) -> Optimizer:
         """A fresh optimizer for parameters shaped like ``params`` (the record was validated when
         it was built).
 
@@ -234,10 +248,21 @@ class OptimizerConfig(ABC):
         then requires. A torchlean ``Tensor`` is refused (pass ``tensor.numpy()``): the optimizer
         returns new numpy arrays, so it works on host arrays only.
 
+        ``groups`` (:func:`group`) give the parameters they select other hyper-parameters, as
+        torch's parameter groups do; they select by the parameters' ``names`` (one string per
+        parameter: for a model, ``model.names``), so ``names`` is required with them. A parameter
+        no group selects takes this record. Everything is checked here, before any step: each
+        parameter selected by at most one group, each group selecting at least one, each
+        group's hyper-parameters in their domains (:meth:`Optimizer.config_of` gives the record
+        a parameter runs on).
+
         Raises:
             OptimizerError: ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
                 float16, float32 or float64), got torchlean.tensor.Tensor``; ``params`` that is a
-                single array, a string, a mapping or not iterable (:func:`_listed`).
+                single array, a string, a mapping or not iterable (:func:`_listed`); ``groups``
+                without ``names``, ``names`` not one string per parameter, a group that selects
+                no parameter or a parameter two groups select, an override this optimizer does
+                not take or out of its domain (:func:`_group_config`).
         """
         params = _listed("parameters", params)
         for index, param in enumerate(params):
@@ -245,13 +270,33 @@ class OptimizerConfig(ABC):
                 tensor = isinstance(param, Tensor)
                 hint = " (pass tensor.numpy(); for a model, model.parameters)" if tensor else ""
                 raise OptimizerError(_not_a_float_array("parameter", index, param) + hint)
+        groups = tuple(_listed_groups(groups))
+        shown_names = _checked_names(names, len(params), bool(groups))
+        shapes = [p.shape for p in params]
+        membership = _membership(groups, shown_names, shapes) if groups else (None,) * len(params)
+        group_configs = [_group_config(self, g) for g in groups]
+        configs = [self if member is None else group_configs[member] for member in membership]
         return Optimizer(
-            self, [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params], [0] * len(params)
+            self,
+            [np.zeros_like(p) for p in params],
+            [np.zeros_like(p) for p in params],
+            [0] * len(params),
+            v_max=[
+                np.zeros_like(p) if getattr(c, "amsgrad", False) else None
+                for p, c in zip(params, configs, strict=True)
+            ],
+            groups=groups,
+            names=shown_names,
+            membership=membership,
+            group_configs=group_configs,
         )
 
     @abstractmethod
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
-        """Return the new parameter; ``m``/``v`` are this parameter's state, updated in place."""
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
+        """Return the new parameter; ``m``/``v`` are this parameter's state, updated in place, and
+        ``v_max`` the running maximum of ``v`` that Adam's ``amsgrad`` keeps (``None`` otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +334,9 @@ class SGD(OptimizerConfig):
                 f"momentum={self.momentum!r}, dampening={self.dampening!r}"
             )
 
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
         # torch.optim.sgd._single_tensor_sgd: g = g.add(param, alpha=weight_decay); buf = clone(g) at
         # the first step, else buf.mul_(momentum).add_(g, alpha=1 - dampening); g = g.add(buf,
         # alpha=momentum) with Nesterov, else buf; param.add_(g, alpha=-lr).
@@ -308,13 +355,14 @@ class SGD(OptimizerConfig):
 @dataclass(frozen=True, slots=True)
 class Adam(OptimizerConfig):
     """Adam (Kingma & Ba 2015) with bias correction and L2 ``weight_decay`` added to the gradient,
-    as ``torch.optim.Adam``."""
+    and the AMSGrad variant (Reddi et al. 2018) with ``amsgrad``, as ``torch.optim.Adam``."""
 
     lr: float = 0.001
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-8
     weight_decay: float = 0.0
+    amsgrad: bool = False
     name = "adam"
 
     def checks(self) -> list[tuple[float, str, str]]:
@@ -326,22 +374,26 @@ class Adam(OptimizerConfig):
             (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
         # torch.optim.adam._single_tensor_adam: grad = grad.add(param, alpha=weight_decay) first.
         if self.weight_decay != 0.0:
             grad = grad + param.dtype.type(self.weight_decay) * param
-        return _adam_step(self, step, param, grad, m, v)
+        return _adam_step(self, step, param, grad, m, v, v_max)
 
 
 @dataclass(frozen=True, slots=True)
 class AdamW(OptimizerConfig):
-    """Adam with decoupled weight decay (Loshchilov & Hutter 2019), as ``torch.optim.AdamW``."""
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019), with ``amsgrad`` as
+    :class:`Adam`'s, as ``torch.optim.AdamW``."""
 
     lr: float = 0.001
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-8
     weight_decay: float = 0.01
+    amsgrad: bool = False
     name = "adamw"
 
     def checks(self) -> list[tuple[float, str, str]]:
@@ -353,19 +405,26 @@ class AdamW(OptimizerConfig):
             (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
         decayed = param * param.dtype.type(1.0 - self.lr * self.weight_decay)
-        return _adam_step(self, step, decayed, grad, m, v)
+        return _adam_step(self, step, decayed, grad, m, v, v_max)
 
 
-def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Array, v: Array) -> Array:
+def _adam_step(
+    config: Adam | AdamW, step: int, start: Array, grad: Array, m: Array, v: Array, v_max: Array | None
+) -> Array:
     """Update the moments ``m`` and ``v`` in place; return ``start - lr / (1 - b1^t) * m / denom``
-    with ``denom = sqrt(v) / sqrt(1 - b2^t) + eps``.
+    with ``denom = sqrt(v) / sqrt(1 - b2^t) + eps``; with ``amsgrad``, ``v_max`` becomes
+    ``maximum(v_max, v)`` in place (NaN propagating, as ``torch.maximum``) and takes ``v``'s
+    place in ``denom``.
 
-    The order of operations is ``torch.optim.adam._single_tensor_adam``'s (the CPU path, no
-    amsgrad): ``m.lerp_(g, 1 - b1)``; ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``; the bias
+    The order of operations is ``torch.optim.adam._single_tensor_adam``'s (the CPU path):
+    ``m.lerp_(g, 1 - b1)``; ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``; the bias
     corrections, the step size ``lr / (1 - b1^t)`` and ``sqrt(1 - b2^t)`` in Python floats;
-    ``denom = v.sqrt() / sqrt(1 - b2^t) + eps``; ``start.addcdiv_(m, denom, value=-step_size)``.
+    ``denom = v.sqrt() / sqrt(1 - b2^t) + eps`` (``torch.maximum(v_max, v, out=v_max)`` first
+    and ``v_max.sqrt()`` with amsgrad); ``start.addcdiv_(m, denom, value=-step_size)``.
     Taking the square root of ``v`` before dividing by the bias correction keeps ``denom`` finite
     wherever ``v`` is: ``sqrt(v / (1 - b2^t))`` overflows once ``|g|`` passes about 1.8e19 in
     float32, and the update would then be exactly 0. The arithmetic is in ``start``'s dtype (the
@@ -391,6 +450,11 @@ def _adam_step(config: Adam | AdamW, step: int, start: Array, grad: Array, m: Ar
     v += term
     step_size = config.lr / (1.0 - config.beta1**step)
     bias2_sqrt = (1.0 - config.beta2**step) ** 0.5
+    if config.amsgrad:
+        if v_max is None:  # pragma: no cover - create allocates it for every amsgrad parameter
+            raise AssertionError("amsgrad needs its v_max buffer")
+        np.maximum(v_max, v, out=v_max)
+        v = v_max
     denom = np.asarray(np.sqrt(v))
     denom /= dt(bias2_sqrt)
     denom += dt(config.eps)
@@ -413,7 +477,9 @@ class RMSprop(OptimizerConfig):
     def checks(self) -> list[tuple[float, str, str]]:
         return [_lr_check(self.lr), _unit_check(self.decay, "decay"), _eps_check(self.eps)]
 
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
         dt = param.dtype.type
         # torch.optim.rmsprop._single_tensor_rmsprop: v.mul_(alpha).addcmul_(g, g, value=1 - alpha);
         # param.addcdiv_(g, v.sqrt().add_(eps), value=-lr).
@@ -432,7 +498,9 @@ class Adagrad(OptimizerConfig):
     def checks(self) -> list[tuple[float, str, str]]:
         return [_lr_check(self.lr), _eps_check(self.eps)]
 
-    def update(self, step: int, param: Array, grad: Array, m: Array, v: Array) -> Array:
+    def update(
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+    ) -> Array:
         dt = param.dtype.type
         # torch.optim.adagrad._single_tensor_adagrad (lr_decay 0): sum.addcmul_(g, g, value=1);
         # param.addcdiv_(g, sum.sqrt().add_(eps), value=-lr).
@@ -455,18 +523,36 @@ class Optimizer:
     second: list[Array]
     param_steps: list[int]
     steps: int = field(default=0)
+    v_max: list[Array | None] = field(default_factory=list)
+    """Per parameter, AMSGrad's running maximum of ``second`` (``None`` without ``amsgrad``)."""
+    groups: tuple[ParamGroup, ...] = ()
+    names: tuple[str, ...] = ()
+    """The parameters' names given to ``create`` (empty when none were)."""
+    membership: tuple[int | None, ...] = ()
+    """Per parameter, the index of the group that selects it, or ``None``."""
+    group_configs: list[OptimizerConfig] = field(default_factory=list)
+    """Per group, the record its parameters run on (:func:`_group_config` of ``config``)."""
+
+    def config_of(self, index: int) -> OptimizerConfig:
+        """The record parameter ``index`` is updated with: its group's (``config`` with the
+        group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
+        member = self.membership[index] if self.membership else None
+        return self.config if member is None else self.group_configs[member]
 
     def set_lr(self, lr: float) -> None:
         """Use learning rate ``lr`` from the next :meth:`step` on, keeping the state (torch's
         ``param_group["lr"] = lr``, which its LR schedulers set); ``config`` becomes the record
-        with this ``lr``.
+        with this ``lr``, and each group's rate ``lr * lr_scale`` (torch's schedulers scale every
+        group's rate by the same factor).
 
         Raises:
             OptimizerError: ``lr`` not a real number or out of the record's domain (as when the
                 record is built: ``optimizer: learning rate must be finite and nonnegative, got
-                -0.1``); the optimizer is unchanged.
+                -0.1``), or a group's scaled rate out of it; the optimizer is unchanged.
         """
-        self.config = replace(self.config, lr=lr)  # type: ignore[type-var]
+        config = replace(self.config, lr=lr)  # type: ignore[type-var]
+        group_configs = [_group_config(config, g) for g in self.groups]
+        self.config, self.group_configs = config, group_configs
 
     def step_(self, params: Sequence[Tensor], *, max_grad_norm: float | None = None) -> float | None:
         """Update the tensors ``params`` in place from their ``.grad`` and then set every ``.grad``
@@ -553,8 +639,9 @@ class Optimizer:
                     out.append(param)
                     continue
                 self.param_steps[index] += 1
-                new = self.config.update(
-                    self.param_steps[index], param, grad, self.first[index], self.second[index]
+                new = self.config_of(index).update(
+                    self.param_steps[index], param, grad, self.first[index], self.second[index],
+                    self.v_max[index],
                 )
                 out.append(np.asarray(new, dtype=param.dtype))
         return out
@@ -615,6 +702,7 @@ def adam(
     beta2: float = 0.999,
     eps: float = 1e-8,
     weight_decay: float = 0.0,
+    amsgrad: bool = False,
     *,
     betas: tuple[float, float] | None = None,
 ) -> Adam:
@@ -623,14 +711,16 @@ def adam(
     and >= 0, ``beta1`` and ``beta2`` in ``[0, 1)``, ``eps`` finite and > 0 (torch accepts
     ``eps == 0``), ``weight_decay`` finite and >= 0, each also after rounding to binary32
     (``eps=1e-50`` is refused). ``betas=(beta1, beta2)`` is torch's spelling of the two, so
-    ``optim.adam(lr=3e-4, betas=(0.9, 0.95))`` ports as it is. ``amsgrad`` is not offered.
+    ``optim.adam(lr=3e-4, betas=(0.9, 0.95))`` ports as it is. ``amsgrad=True`` is torch's AMSGrad
+    (Reddi et al. 2018): the denominator takes the running maximum of the second moment (one
+    more state buffer per parameter), in torch's order of operations.
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
             not a pair, or given together with a ``beta1``/``beta2`` other than its default.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
-    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
+    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
 def adamw(
@@ -639,19 +729,20 @@ def adamw(
     beta2: float = 0.999,
     eps: float = 1e-8,
     weight_decay: float = 0.01,
+    amsgrad: bool = False,
     *,
     betas: tuple[float, float] | None = None,
 ) -> AdamW:
     """AdamW, decoupled weight decay (``torch.optim.AdamW``; Loshchilov & Hutter 2019); domains as
-    :func:`adam`, plus ``weight_decay`` finite and >= 0; ``betas=(beta1, beta2)`` as in
-    :func:`adam` (``optim.adamw(lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)``).
+    :func:`adam`, plus ``weight_decay`` finite and >= 0; ``betas=(beta1, beta2)`` and ``amsgrad``
+    as in :func:`adam` (``optim.adamw(lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)``).
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
             not a pair, or given together with a ``beta1``/``beta2`` other than its default.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
-    return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
+    return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
 def rmsprop(
@@ -682,6 +773,239 @@ def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
         OptimizerError: a value that is not a real number or out of its domain.
     """
     return Adagrad(lr=lr, eps=eps)
+
+
+Selector = Callable[[str, tuple[int, ...]], bool]
+"""A group's selection function: ``(name, shape) -> bool`` for each parameter."""
+
+_SHOWN_NAMES = 12
+"""How many parameter names a refusal lists."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParamGroup:
+    r"""Other hyper-parameters for the parameters a group selects: torch's parameter groups
+    (``torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}])``),
+    selected by name. Build one with :func:`group`; :meth:`OptimizerConfig.create` (``groups=``)
+    and ``RunConfig(param_groups=...)`` take them.
+
+    ``match`` is a regular expression searched in each parameter's name (``re.search``: ``"bias"``
+    selects ``0.bias`` and ``2.bias``, ``r"^0\."`` the first layer's) or a function ``(name,
+    shape) -> bool`` (nanoGPT's rule, no decay for biases and norm scales:
+    ``lambda name, shape: len(shape) < 2``). ``overrides`` are ``(field, value)`` pairs of the
+    optimizer record (``weight_decay``, ``beta1``, ``momentum``, ``amsgrad``, ...) and
+    ``lr_scale``: the group's learning rate is the optimizer's times ``lr_scale`` (torch's groups
+    hold a rate of their own, which its schedulers scale with the others; a scale states that).
+
+    Raises:
+        OptimizerError: ``match`` neither a string that compiles as a regular expression nor
+            callable; an override named ``lr`` (use ``lr_scale``), a name that is not a string,
+            a value that is neither a bool nor a real number, ``lr_scale`` not finite and >= 0.
+    """
+
+    match: str | Selector
+    overrides: tuple[tuple[str, float | bool], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.match, str):
+            try:
+                re.compile(self.match)
+            except re.error as error:
+                raise OptimizerError(
+                    f"optimizer: group pattern {self.match!r} is not a regular expression ({error})"
+                ) from None
+        elif not callable(self.match):
+            raise OptimizerError(
+                "optimizer: a group selects by a regular expression (str) or a function (name, shape) "
+                f"-> bool, got {self.match!r}"
+            )
+        overrides: list[tuple[str, float | bool]] = []
+        for key, value in _listed_pairs(self.overrides):
+            if not isinstance(key, str):
+                raise OptimizerError(f"optimizer: a group override is named by a string, got {key!r}")
+            if key == "lr":
+                raise OptimizerError(
+                    f"optimizer: a group takes lr_scale, not lr (its rate is the optimizer's lr times "
+                    f"lr_scale, so schedules scale every group), got lr={value!r}"
+                )
+            overrides.append((key, _override_value(key, value)))
+        object.__setattr__(self, "overrides", tuple(overrides))
+
+    @property
+    def lr_scale(self) -> float:
+        """The factor of the optimizer's learning rate this group runs at (1.0 unless set)."""
+        return float(dict(self.overrides).get("lr_scale", 1.0))
+
+    def selects(self, name: str, shape: tuple[int, ...]) -> bool:
+        """Whether this group selects the parameter ``name`` of ``shape``.
+
+        Raises:
+            OptimizerError: the selection function returns something other than a bool.
+        """
+        if isinstance(self.match, str):
+            return re.search(self.match, name) is not None
+        chosen = self.match(name, shape)
+        if not isinstance(chosen, (bool, np.bool_)):
+            raise OptimizerError(
+                f"optimizer: {self.describe()} must return a bool for each parameter, got {chosen!r} "
+                f"for {name!r}"
+            )
+        return bool(chosen)
+
+    def describe(self) -> str:
+        """``optim.group('bias', weight_decay=0.0)``: the group as :func:`group` builds it (a
+        function shown by its name)."""
+        match = self.match if isinstance(self.match, str) else None
+        shown_match = repr(match) if match is not None else getattr(self.match, "__qualname__", "function")
+        parts = [shown_match, *(f"{key}={value!r}" for key, value in self.overrides)]
+        return f"optim.group({', '.join(parts)})"
+
+
+def _listed_pairs(overrides: object) -> list[tuple[object, object]]:
+    """``overrides`` as ``(key, value)`` pairs (a mapping's items, or a sequence of pairs)."""
+    items = overrides.items() if isinstance(overrides, Mapping) else overrides
+    if not isinstance(items, Iterable) or isinstance(items, str | bytes):
+        raise OptimizerError(f"optimizer: group overrides must be (name, value) pairs, got {overrides!r}")
+    pairs = [tuple(item) if isinstance(item, tuple | list) else item for item in items]
+    if any(not isinstance(pair, tuple) or len(pair) != 2 for pair in pairs):
+        raise OptimizerError(f"optimizer: group overrides must be (name, value) pairs, got {overrides!r}")
+    return pairs
+
+
+def _override_value(key: str, value: object) -> float | bool:
+    """A group override's value: a bool stays a bool (``amsgrad``, ``nesterov``), a real number
+    becomes a float (its domain is the record's, checked by :func:`_group_config`); ``lr_scale``
+    must be finite and >= 0."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if not isinstance(value, numbers.Real):
+        raise OptimizerError(
+            f"optimizer: group override {key} must be a bool or a real number, got {value!r}"
+        )
+    try:
+        number = float(value) + 0.0
+    except OverflowError:
+        raise OptimizerError(
+            f"optimizer: group override {key} must be finite, got {shown(value)} (beyond the float range)"
+        ) from None
+    if key == "lr_scale" and not (math.isfinite(number) and number >= 0.0):
+        raise OptimizerError(f"optimizer: lr_scale must be finite and nonnegative, got {value!r}")
+    return number
+
+
+def group(
+    match: str | Selector, /, *, betas: tuple[float, float] | None = None, **overrides: float | bool
+) -> ParamGroup:
+    """A parameter group (:class:`ParamGroup`): the parameters ``match`` selects by name (a
+    regular expression searched in the name, or a function ``(name, shape) -> bool``) take the
+    ``overrides`` of the optimizer's hyper-parameters, and ``lr_scale`` times its rate. torch's
+
+        AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-4, weight_decay=0.1)
+
+    is ``optim.adamw(3e-4, weight_decay=0.1)`` with ``groups=[optim.group("bias|norm",
+    weight_decay=0.0)]`` (or ``optim.group(lambda name, shape: len(shape) < 2, weight_decay=0.0)``).
+    ``betas=(b1, b2)`` is torch's spelling of ``beta1``/``beta2``. Which overrides the optimizer
+    takes and their domains are checked when the optimizer is created.
+
+    Raises:
+        OptimizerError: as :class:`ParamGroup`; ``betas`` not a pair, or given with ``beta1``/``beta2``.
+    """
+    if betas is not None:
+        if not isinstance(betas, tuple | list) or len(betas) != 2:
+            raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
+        if "beta1" in overrides or "beta2" in overrides:
+            raise OptimizerError("optimizer: pass betas or beta1/beta2, not both")
+        overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
+    return ParamGroup(match, tuple(overrides.items()))
+
+
+def _listed_groups(groups: object) -> list[ParamGroup]:
+    """``groups`` as a list of :class:`ParamGroup` (any sequence of them).
+
+    Raises:
+        OptimizerError: not a sequence (one group alone included), or an entry that is not a group.
+    """
+    single = isinstance(groups, ParamGroup | str | bytes | Mapping)
+    if single or not isinstance(groups, Iterable):
+        raise OptimizerError(
+            f"optimizer: groups must be a sequence of optim.group(...) records, got {_type_name(groups)}"
+        )
+    listed = list(groups)
+    for index, entry in enumerate(listed):
+        if not isinstance(entry, ParamGroup):
+            raise OptimizerError(
+                f"optimizer: group {index} must be an optim.group(...) record, got {_type_name(entry)}"
+            )
+    return listed
+
+
+def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]:
+    """The parameters' names for ``create``: one string per parameter, or none at all.
+
+    Raises:
+        OptimizerError: groups without names; names that are not a sequence of ``count`` strings.
+    """
+    if names is None:
+        if required:
+            raise OptimizerError(
+                "optimizer: groups select parameters by name: pass names= (for a model, model.names)"
+            )
+        return ()
+    if isinstance(names, str | bytes | Mapping) or not isinstance(names, Iterable):
+        raise OptimizerError(f"optimizer: names must be a sequence of strings, got {_type_name(names)}")
+    listed = list(names)
+    others = [name for name in listed if not isinstance(name, str)]
+    if others:
+        raise OptimizerError(f"optimizer: names must be strings, got {others[0]!r}")
+    if len(listed) != count:
+        raise OptimizerError(f"optimizer: expected {count} names (one per parameter), got {len(listed)}")
+    return tuple(listed)
+
+
+def _membership(
+    groups: Sequence[ParamGroup], names: Sequence[str], shapes: Sequence[tuple[int, ...]]
+) -> tuple[int | None, ...]:
+    """Per parameter, the index of the one group that selects it, or ``None``.
+
+    Raises:
+        OptimizerError: a parameter two groups select (torch refuses a parameter in two groups),
+            a group that selects none (a misspelt pattern), naming the parameters.
+    """
+    membership: list[int | None] = []
+    for name, shape in zip(names, shapes, strict=True):
+        hits = [index for index, g in enumerate(groups) if g.selects(name, tuple(shape))]
+        if len(hits) > 1:
+            raise OptimizerError(
+                f"optimizer: parameter {name!r} is selected by {groups[hits[0]].describe()} and "
+                f"{groups[hits[1]].describe()} (a parameter belongs to one group, as in torch)"
+            )
+        membership.append(hits[0] if hits else None)
+    for index, g in enumerate(groups):
+        if index not in membership:
+            shown_names = ", ".join(names[:_SHOWN_NAMES]) + (", ..." if len(names) > _SHOWN_NAMES else "")
+            raise OptimizerError(f"optimizer: {g.describe()} selects no parameter (names: {shown_names})")
+    return tuple(membership)
+
+
+def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
+    """``config`` with ``g``'s overrides and its learning rate times ``g.lr_scale``, validated.
+
+    Raises:
+        OptimizerError: an override ``config`` has no field for, or out of its domain (the
+            record's message, then ``(in optim.group(...))``).
+    """
+    accepted = [f.name for f in fields(config) if f.name != "lr"]  # type: ignore[arg-type]
+    changes = {key: value for key, value in g.overrides if key != "lr_scale"}
+    unknown = [key for key in changes if key not in accepted]
+    if unknown:
+        raise OptimizerError(
+            f"optimizer: {g.describe()} sets {unknown[0]}, which optim.{config.name} does not take "
+            f"(accepted: {', '.join([*accepted, 'lr_scale'])})"
+        )
+    try:
+        return replace(config, lr=config.lr * g.lr_scale, **changes)  # type: ignore[type-var]
+    except OptimizerError as error:
+        raise OptimizerError(f"{error} (in {g.describe()})") from None
 
 
 def _real(name: str, value: object) -> float:

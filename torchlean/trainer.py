@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
 
@@ -54,7 +54,15 @@ from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import GraphOps
 from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
-from torchlean.optim import OPTIMIZERS, SGD, Optimizer, OptimizerConfig, OptimizerError, clip_grad_norm
+from torchlean.optim import (
+    OPTIMIZERS,
+    SGD,
+    Optimizer,
+    OptimizerConfig,
+    OptimizerError,
+    ParamGroup,
+    clip_grad_norm,
+)
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -191,6 +199,21 @@ def maintained_profile(device: Device) -> BackendProfile:
     return found
 
 
+def _param_groups(value: object) -> tuple[ParamGroup, ...]:
+    """``RunConfig.param_groups`` checked: a sequence of :func:`torchlean.optim.group` records.
+
+    Raises:
+        TrainerError: ``param_groups must be a sequence of optim.group(...) records, got ...``.
+    """
+    single = isinstance(value, ParamGroup | str | bytes | Mapping)
+    listed = None if single or not isinstance(value, Iterable) else list(value)
+    if listed is None or not all(isinstance(entry, ParamGroup) for entry in listed):
+        raise TrainerError(
+            f"param_groups must be a sequence of optim.group(...) records, got {_value_shown(value)}"
+        )
+    return tuple(listed)
+
+
 def _max_grad_norm(value: object) -> float | None:
     """``RunConfig.max_grad_norm`` checked: ``None`` or a real number >= 0 (``inf`` allowed).
 
@@ -240,13 +263,17 @@ class RunConfig:
     each step's gradients to that total 2-norm before the optimizer update, as
     ``torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`` between ``backward()`` and
     ``optimizer.step()`` (:func:`torchlean.optim.clip_grad_norm`; not part of the original's
-    config).
+    config). ``param_groups`` (a sequence of :func:`torchlean.optim.group` records, stored as a
+    tuple) give the parameters they select by name (``model.names``) other hyper-parameters of
+    ``optimizer``, as torch's parameter groups (``RunConfig(optim.adamw(3e-4, weight_decay=0.1),
+    param_groups=[optim.group("bias", weight_decay=0.0)])``); the trainer checks them against its
+    model when it is built.
 
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
             ``optim.sgd(...)`` etc. or ``optim.by_name``), ``execution``/``device``/``profile`` of
             the wrong type, a non-bool ``show_backend``, a ``max_grad_norm`` that is not ``None`` or a
-            real number >= 0, or a bad ``dtype``
+            real number >= 0, ``param_groups`` that is not a sequence of groups, or a bad ``dtype``
             (``dtype must be float32 or float64, got float16``; ``None`` is refused rather than
             read as numpy's default float64).
         TrainerLabelError: an unknown execution-mode, device or profile label.
@@ -259,6 +286,7 @@ class RunConfig:
     show_backend: bool
     dtype: str
     max_grad_norm: float | None
+    param_groups: tuple[ParamGroup, ...]
 
     def __init__(
         self,
@@ -269,6 +297,7 @@ class RunConfig:
         show_backend: bool = False,
         dtype: npt.DTypeLike = "float32",
         max_grad_norm: float | None = None,
+        param_groups: Sequence[ParamGroup] = (),
     ) -> None:
         if not isinstance(optimizer, OptimizerConfig):
             known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
@@ -283,6 +312,7 @@ class RunConfig:
             "show_backend": bool(show_backend),
             "dtype": _dtype_name(dtype),
             "max_grad_norm": _max_grad_norm(max_grad_norm),
+            "param_groups": _param_groups(param_groups),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -557,6 +587,9 @@ class Trainer(Generic[In, Out]):
             ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``), or
             ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE.
         TrainerLabelError: an unknown objective label.
+        OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
+            parameter or one another group selects, an override the optimizer does not take
+            (:meth:`torchlean.optim.OptimizerConfig.create`).
     """
 
     def __init__(
@@ -590,6 +623,8 @@ class Trainer(Generic[In, Out]):
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
+        if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
+            self._create_optimizer()
 
     def __getstate__(self) -> dict[str, Any]:
         """A trainer that has not run copies and pickles as a plain object (a template cloned for a
@@ -628,11 +663,22 @@ class Trainer(Generic[In, Out]):
                     "typed graph execution currently supports device `cpu`; requested "
                     f"`{self.config.device.label}`"
                 )
-            optimizer = self.config.optimizer.create(self.model.parameters)
+            optimizer = self._create_optimizer()
             self._session = Session(profile, show_backend=self.config.show_backend,
                                     seed=session_seed(self.seed))
             self._optimizer = optimizer
         return self._session
+
+    def _create_optimizer(self) -> Optimizer:
+        """A fresh optimizer of ``config`` for the model's parameters, with its ``param_groups``.
+
+        Raises:
+            OptimizerError: a group that selects no parameter of the model or one another group
+                selects, or an override the optimizer does not take (:meth:`OptimizerConfig.create`).
+        """
+        return self.config.optimizer.create(
+            self.model.parameters, names=self.model.names, groups=self.config.param_groups
+        )
 
     @property
     def profile(self) -> BackendProfile:

@@ -184,7 +184,9 @@ def test_numbers_are_stored_as_floats():
 
 def test_describe_reads_back():
     text = optim.adamw(lr=1e-5, weight_decay=0.02).describe()
-    assert text == "optim.adamw(lr=1e-05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.02)"
+    assert text == (
+        "optim.adamw(lr=1e-05, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.02, amsgrad=False)"
+    )
 
 
 def test_unknown_optimizer_names_the_accepted_ones():
@@ -228,7 +230,7 @@ def test_adam_in_place_step_is_bitwise_torchs_order_of_operations(dtype, shape, 
     for step in range(1, 25):
         g = np.asarray(rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 3), dtype=dtype)
         p1 = np.asarray(_torch_order_adam(config, step, p1, g, m1, v1), dtype=dtype)
-        p2 = np.asarray(optim._adam_step(config, step, p2, g, m2, v2), dtype=dtype)
+        p2 = np.asarray(optim._adam_step(config, step, p2, g, m2, v2, None), dtype=dtype)
         assert p1.tobytes() == p2.tobytes()
         assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
 
@@ -684,7 +686,9 @@ def test_adam_weight_decay_validation_and_describe():
         optim.adam(0.1, weight_decay=-0.5)
     assert str(info.value) == "optimizer: weight decay must be finite and nonnegative, got -0.5"
     config = optim.adam(0.1, weight_decay=0.01)
-    assert config.describe() == "optim.adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01)"
+    assert config.describe() == (
+        "optim.adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.01, amsgrad=False)"
+    )
     assert eval(config.describe(), {"optim": optim}) == config
 
 

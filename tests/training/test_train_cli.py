@@ -85,7 +85,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert lines[0].startswith("dataset=iris train=120 test=30 features=4 task=classification model=mlp ")
     assert lines[1] == (
         "profile=checked_cpu execution=eager optimizer=optim.adam(lr=0.005, beta1=0.9, beta2=0.999, "
-        "eps=1e-08, weight_decay=0.0) epochs=2 batch_size=32 seed=0"
+        "eps=1e-08, weight_decay=0.0, amsgrad=False) epochs=2 batch_size=32 seed=0"
     )
     assert [EPOCH_LINE.match(line).group(1, 2) for line in lines[2:4]] == [("1", "2"), ("2", "2")]
     assert re.fullmatch(r"test_accuracy=\d\.\d{4}", lines[4])
@@ -108,6 +108,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "max_grad_norm",
         "grad_norms",
         "label_smoothing",
+        "no_decay",
         "batch_size",
         "seed",
         "epochs",
@@ -136,7 +137,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert f"optimizer={record['optimizer']} " in lines[1]
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
-    assert record["grad_norms"] is None and record["label_smoothing"] == 0.0
+    assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
     assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]

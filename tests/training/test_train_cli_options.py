@@ -1,8 +1,8 @@
-"""``torchlean train --momentum/--nesterov/--weight-decay/--lr-schedule``: the options reach the
-optimizer (its ``describe()`` in the header and the record; the run equals a ``Trainer`` run with
-the same ``optim`` record), each epoch's learning rate is what torch's ``CosineAnnealingLR`` and
-``StepLR`` give when stepped once per epoch, and bad values are one-line errors (exit 2). Every run
-is iris with a tiny MLP and a few epochs."""
+"""``torchlean train --momentum/--nesterov/--weight-decay/--lr-schedule/--amsgrad/--no-decay``: the
+options reach the optimizer (its ``describe()`` in the header and the record; the run equals a
+``Trainer`` run with the same ``optim`` record and groups), each epoch's learning rate is what
+torch's ``CosineAnnealingLR`` and ``StepLR`` give when stepped once per epoch, and bad values are
+one-line errors (exit 2). Every run is iris with a tiny MLP and a few epochs."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_the_default_schedule_is_constant_and_not_shown(capsys, tmp_path):
     lines, record = run(capsys, tmp_path, "--epochs", "2")
     assert lines[1] == (
         "profile=checked_cpu execution=eager optimizer=optim.adam(lr=0.005, beta1=0.9, beta2=0.999, "
-        "eps=1e-08, weight_decay=0.0) epochs=2 batch_size=64 seed=0"
+        "eps=1e-08, weight_decay=0.0, amsgrad=False) epochs=2 batch_size=64 seed=0"
     )
     assert record["lr_schedule"] == "constant"
     again, explicit = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "constant")
@@ -396,3 +396,52 @@ def test_label_smoothing_on_a_regression_task_is_refused(capsys):
         "error: --label-smoothing applies to classification; diabetes is a regression task (its model "
         "is trained on mse)\n"
     )
+
+
+# ------------------------------------------------------------------ --amsgrad and --no-decay
+
+
+def test_amsgrad_and_no_decay_reach_the_trainer(capsys, tmp_path):
+    """``--optimizer adamw --amsgrad --no-decay bias``: the header and record show them, and the
+    run equals a Trainer with ``optim.adamw(amsgrad=True)`` and the group ``optim.group("bias",
+    weight_decay=0.0)``; without the group the run differs (the oracle can fail)."""
+    argv = ("--epochs", "2", "--optimizer", "adamw", "--lr", "0.05", "--weight-decay", "0.5", "--amsgrad")
+    lines, record = run(capsys, tmp_path, *argv, "--no-decay", "bias")
+    expected = optim.adamw(0.05, weight_decay=0.5, amsgrad=True)
+    assert f" optimizer={expected.describe()} no_decay='bias' epochs=2 " in lines[1]
+    assert record["no_decay"] == {"pattern": "bias", "parameters": ["0.bias", "2.bias", "4.bias"]}
+    dataset = data.load("iris", seed=0, dtype="float64")
+    layer, shape = build_model("mlp", dataset.n_features, dataset.n_classes, hidden=HIDDEN)
+    groups = [optim.group("bias", weight_decay=0.0)]
+    config = RunConfig(optimizer=expected, dtype="float64", param_groups=groups)
+    trainer = Trainer(layer, objective="cross-entropy", config=config, seed=0, input_shape=shape)
+    assert record["losses"] == trainer.fit(dataset.x_train, dataset.y_train, epochs=2, batch_size=64)
+    plain_lines, plain = run(capsys, tmp_path, *argv)
+    assert plain["losses"] != record["losses"] and plain["no_decay"] is None
+    assert "no_decay" not in plain_lines[1]
+    assert plain["losses"] == oracle(expected, 2)[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--amsgrad", "--optimizer", "sgd"],
+         "--amsgrad applies to --optimizer adam or adamw, got --optimizer sgd"),
+        (["--no-decay", "bias", "--optimizer", "rmsprop"],
+         "--no-decay applies to --optimizer sgd, adam or adamw, got --optimizer rmsprop (which takes no "
+         "weight decay)"),
+        (["--no-decay", "bias"],
+         "--no-decay exempts parameters from weight decay, but --optimizer adam decays nothing here: give "
+         "a --weight-decay above 0"),
+        (["--no-decay", "(", "--optimizer", "adamw"],
+         "argument --no-decay: group pattern '(' is not a regular expression (missing ), unterminated "
+         "subpattern at position 0)"),
+        (["--no-decay", "bais", "--optimizer", "adamw", "--hidden", "4"],
+         "optimizer: optim.group('bais', weight_decay=0.0) selects no parameter (names: 0.weight, 0.bias, "
+         "2.weight, 2.bias, 4.weight, 4.bias)"),
+    ],
+    ids=["amsgrad-sgd", "no-decay-rmsprop", "no-decay-no-decay", "bad-regex", "no-match"],
+)
+def test_bad_amsgrad_and_no_decay_are_one_line_errors(capsys, argv, message):
+    code, out, err = train(capsys, "--dataset", "iris", *argv)
+    assert (code, out, err) == (2, "", f"error: {message}\n")

@@ -2,7 +2,8 @@
 
 Prints two header lines (data and model; profile and optimiser, then ``lr_schedule=SPEC`` when
 ``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
-``label_smoothing=S`` with a nonzero ``--label-smoothing``; with
+``label_smoothing=S`` with a nonzero ``--label-smoothing``, ``no_decay='REGEX'`` with
+``--no-decay``; with
 ``--show-backend`` the session's ``[TorchLean] backend capsules used:`` banner follows them, then
 each capsule's report as it is first selected), one line per epoch with the mean training loss
 (and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
@@ -14,7 +15,8 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
 spec, ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without
-``--max-grad-norm``; ``label_smoothing``, 0.0 by default; ``checkpoint``: the saved path, when
+``--max-grad-norm``; ``label_smoothing``, 0.0 by default; ``no_decay``: ``{"pattern": REGEX,
+"parameters": [names]}`` with ``--no-decay``, else ``null``; ``checkpoint``: the saved path, when
 ``--save`` is given); its ``torch_threads`` is the intra-op thread count torch ran with, or
 ``null`` when torch was never imported (a ``checked_cpu`` run does not import it, so its thread
 setting is never used).
@@ -27,7 +29,9 @@ prefers because that provider's capsule was refused
 ``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
 one when ``--save`` saves weights that are not finite. ``--save`` and ``--report-json`` naming one
 file, or either naming the training CSV, is refused before any work, as are ``--momentum`` and
-``--nesterov`` with an optimizer other than sgd, ``--weight-decay`` with rmsprop or adagrad, and a
+``--nesterov`` with an optimizer other than sgd, ``--amsgrad`` with one other than adam or adamw,
+``--weight-decay`` with rmsprop or adagrad, ``--no-decay`` with those or without a weight decay
+(or matching no parameter, or a bad expression), and a
 ``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses.
 """
 
@@ -73,6 +77,7 @@ from torchlean.cli._threads import (
     torch_threads_in_use,
 )
 from torchlean.models import MODELS, build_model
+from torchlean.nn.model import Model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = ["MAX_TORCH_THREADS", "register", "run"]
@@ -126,6 +131,13 @@ def register(subparsers: Any) -> None:
                         help="weight decay, finite and >= 0: an L2 term added to the gradient for sgd "
                         "and adam, decoupled for adamw (default: 0, for adamw 0.01; rmsprop and adagrad "
                         "take none)")
+    parser.add_argument("--amsgrad", action="store_true",
+                        help="AMSGrad, as torch.optim.Adam(amsgrad=True) (--optimizer adam or adamw only)")
+    parser.add_argument("--no-decay", type=_no_decay, default=None, metavar="REGEX",
+                        help="parameters whose name matches the regular expression REGEX (re.search; "
+                        "e.g. 'bias|ln' for the transformer's biases and layer norms) take no weight "
+                        "decay, as a torch parameter group with weight_decay=0 (--optimizer sgd, adam "
+                        "or adamw; default: every parameter decays)")
     parser.add_argument("--lr-schedule", type=lr_schedule, default=LRSchedule(), metavar="SPEC",
                         help="the learning rate of epoch e (from 0): constant: --lr; cosine: --lr * (1 + "
                         "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
@@ -237,6 +249,8 @@ def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
     for option, given in (("--momentum", args.momentum is not None), ("--nesterov", args.nesterov)):
         if given and name != "sgd":
             raise TorchLeanError(f"{option} applies to --optimizer sgd only, got --optimizer {name}")
+    if args.amsgrad and name not in ("adam", "adamw"):
+        raise TorchLeanError(f"--amsgrad applies to --optimizer adam or adamw, got --optimizer {name}")
     if args.weight_decay is not None and name not in _TAKES_WEIGHT_DECAY:
         raise TorchLeanError(
             f"--weight-decay applies to --optimizer {', '.join(_TAKES_WEIGHT_DECAY[:-1])} or "
@@ -253,10 +267,53 @@ def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
             )
         return optim.sgd(args.lr, momentum, nesterov=args.nesterov, **decay)
     if name == "adam":
-        return optim.adam(args.lr, **decay)
+        return optim.adam(args.lr, amsgrad=args.amsgrad, **decay)
     if name == "adamw":
-        return optim.adamw(args.lr, **decay)
+        return optim.adamw(args.lr, amsgrad=args.amsgrad, **decay)
     return optimizer
+
+
+def _no_decay(text: str) -> optim.ParamGroup:
+    """An argparse ``type`` for ``--no-decay``: the group of parameters whose name matches the
+    regular expression ``text``, with weight decay 0.
+
+    Raises:
+        argparse.ArgumentTypeError: ``group pattern '(' is not a regular expression (missing ),
+            unterminated subpattern at position 0)``.
+    """
+    try:
+        return optim.group(text, weight_decay=0.0)
+    except optim.OptimizerError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("optimizer: ")) from None
+
+
+def _no_decay_record(group: optim.ParamGroup, model: Model) -> dict[str, Any]:
+    """The JSON record's ``no_decay``: the pattern and the names of the parameters it exempts."""
+    pairs = zip(model.names, model.parameters, strict=True)
+    names = [name for name, value in pairs if group.selects(name, value.shape)]
+    return {"pattern": group.match, "parameters": names}
+
+
+def _param_groups(args: argparse.Namespace, optimizer: optim.OptimizerConfig) -> tuple[optim.ParamGroup, ...]:
+    """``RunConfig.param_groups`` of ``--no-decay`` (none without it).
+
+    Raises:
+        TorchLeanError: ``--no-decay`` with an optimizer that takes no weight decay, or with no
+            weight decay to exempt from (sgd and adam without ``--weight-decay``).
+    """
+    if args.no_decay is None:
+        return ()
+    if args.optimizer not in _TAKES_WEIGHT_DECAY:
+        raise TorchLeanError(
+            f"--no-decay applies to --optimizer {', '.join(_TAKES_WEIGHT_DECAY[:-1])} or "
+            f"{_TAKES_WEIGHT_DECAY[-1]}, got --optimizer {args.optimizer} (which takes no weight decay)"
+        )
+    if getattr(optimizer, "weight_decay", 0.0) == 0.0:
+        raise TorchLeanError(
+            f"--no-decay exempts parameters from weight decay, but --optimizer {args.optimizer} decays "
+            "nothing here: give a --weight-decay above 0"
+        )
+    return (args.no_decay,)
 
 
 def _checked_schedule(
@@ -353,7 +410,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
-                       dtype=args.dtype, max_grad_norm=args.max_grad_norm).with_profile(profile)
+                       dtype=args.dtype, max_grad_norm=args.max_grad_norm,
+                       param_groups=_param_groups(args, optimizer)).with_profile(profile)
     trainer: Trainer[Any, Any] = Trainer(
         layer,
         objective=Objective.CROSS_ENTROPY if classification else Objective.MSE,
@@ -383,6 +441,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         shown_schedule += f" max_grad_norm={args.max_grad_norm!r}"
     if args.label_smoothing != 0.0:
         shown_schedule += f" label_smoothing={args.label_smoothing!r}"
+    if config.param_groups:
+        shown_schedule += f" no_decay={args.no_decay.match!r}"
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
@@ -435,6 +495,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "max_grad_norm": args.max_grad_norm,
         "grad_norms": grad_norms if args.max_grad_norm is not None else None,
         "label_smoothing": args.label_smoothing,
+        "no_decay": _no_decay_record(args.no_decay, trainer.model) if config.param_groups else None,
         "batch_size": args.batch_size,
         "seed": args.seed,
         "epochs": args.epochs,

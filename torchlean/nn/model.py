@@ -62,6 +62,14 @@ class Model:
     parameters: list[Array]
     dtype: np.dtype[np.floating]
 
+    @property
+    def names(self) -> list[str]:
+        """The parameters' names in state order, buffers included (``weight``; ``0.weight`` inside a
+        sequential): the keys of :meth:`state`, torch's ``named_parameters()`` and
+        ``named_buffers()`` names, which optimizer groups select by
+        (``optim.OptimizerConfig.create(model.parameters, names=model.names, groups=...)``)."""
+        return [spec.name for spec in self.specs]
+
     def state(self) -> dict[str, Array]:
         """A copy of every parameter, buffers included (``running_mean``), by name (``weight``;
         ``0.weight`` inside a sequential), in state order: arrays of the spec's shape in the model
