@@ -56,6 +56,11 @@ elementwise result cannot run on an accepted kernel, and identity would silently
 for equal values. Compare values with numpy (``np.array_equal(a.numpy(), b.numpy())``) and
 identity with ``is``; hashing is by identity, and ``t == None`` is ``False`` as in torch.
 
+Shape queries are torch's (:meth:`Tensor.size`, :meth:`Tensor.numel`, :meth:`Tensor.dim`):
+``t.size()`` is the shape tuple and ``t.size(d)`` one axis, ``t.numel()`` the element count
+(numpy's ``ndarray.size``, which is not an attribute here), ``t.dim()`` the rank; ``t.shape`` and
+``t.ndim`` as in both libraries.
+
 ``.grad`` is assignable with ``None`` or a tensor of the same shape, dtype and device only (as
 torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requires_grad``,
 ``retain_graph``) must be bools.
@@ -68,12 +73,19 @@ import numbers
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, dtype_shown, is_ambiguous_float, shown
+from torchlean._checks import (
+    CUDA_DEVICE,
+    FLOAT_DTYPES,
+    dtype_shown,
+    is_ambiguous_float,
+    is_builtin_or_numpy_int,
+    shown,
+)
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -89,6 +101,7 @@ __all__ = [
     "DTypeLike",
     "DeviceError",
     "DeviceLike",
+    "DimensionError",
     "Tensor",
     "TensorError",
     "TensorTypeError",
@@ -123,6 +136,11 @@ class TensorTypeError(TensorError, TypeError):
 
 class DeviceError(TensorError):
     """A device is unknown or unusable here, or one operation got tensors on different devices."""
+
+
+class DimensionError(TorchLeanError, IndexError):
+    """:meth:`Tensor.size` was asked for an axis the tensor does not have (also an ``IndexError``,
+    as torch raises)."""
 
 
 def resolve_device(device: DeviceLike) -> str:
@@ -403,11 +421,62 @@ class Tensor:
         """Number of axes (0 for a scalar), as ``torch.Tensor.ndim``."""
         return self._data.ndim
 
-    @property
-    def size(self) -> int:
-        """Number of elements."""
+    @overload
+    def size(self, dim: None = None) -> tuple[int, ...]: ...
+
+    @overload
+    def size(self, dim: int | np.integer[Any]) -> int: ...
+
+    def size(self, dim: int | np.integer[Any] | None = None) -> tuple[int, ...] | int:
+        """The shape, or the extent of one axis, as ``torch.Tensor.size``.
+
+        ``t.size()`` (or ``t.size(None)``) is :attr:`shape`: a plain tuple of ints (``()`` for a
+        0-d tensor), where torch returns ``torch.Size``, a tuple subclass that compares equal to
+        it. ``t.size(dim)`` is the int ``shape[dim]``; a negative ``dim`` counts from the end
+        (``-1`` is the last axis). Unlike numpy's ``ndarray.size`` this is not the element count:
+        that is :meth:`numel`.
+
+        Raises:
+            DimensionError: (an ``IndexError``, as torch raises) ``dim`` outside ``[-ndim, ndim)``,
+                in torch's words: ``Dimension out of range (expected to be in range of [-3, 2], but
+                got 3)``, and for a 0-d tensor ``Dimension specified as 0 but tensor has no
+                dimensions``. (torch raises ``ValueError: Overflow when unpacking long long`` for a
+                Python int beyond int64; here that is out of range too.)
+            TensorTypeError: (a ``TypeError``, as torch raises) ``dim`` is not an int or a numpy
+                integer: a bool, a float (``1.0`` is not truncated), a string, a tensor.
+        """
+        if dim is None:
+            return self.shape
+        if not is_builtin_or_numpy_int(dim):
+            raise TensorTypeError(
+                f"size(): argument 'dim' (position 1) must be int, not {_type_name(dim)} (got "
+                f"{_preview(dim)}; accepted: an int or a numpy integer, negative counting from the "
+                "end, or None for the whole shape)"
+            )
+        shape = self.shape
+        axis, ndim = int(dim), len(shape)
+        if ndim == 0:
+            raise DimensionError(f"Dimension specified as {shown(axis)} but tensor has no dimensions")
+        if not -ndim <= axis < ndim:
+            raise DimensionError(
+                f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got "
+                f"{shown(axis)})"
+            )
+        return shape[axis]
+
+    def numel(self) -> int:
+        """The number of elements, the product of :attr:`shape` (``1`` for a 0-d tensor, ``0`` when
+        an axis is empty), as ``torch.Tensor.numel`` (numpy's ``ndarray.size``)."""
         data = self._data
         return int(data.size) if isinstance(data, np.ndarray) else int(data.numel())
+
+    def nelement(self) -> int:
+        """:meth:`numel` (``torch.Tensor.nelement`` is its alias)."""
+        return self.numel()
+
+    def dim(self) -> int:
+        """The number of axes, :attr:`ndim` (``0`` for a 0-d tensor), as ``torch.Tensor.dim``."""
+        return self._data.ndim
 
     @property
     def device(self) -> str:
@@ -567,7 +636,7 @@ class Tensor:
         Raises:
             TensorError: when the tensor has more than one element.
         """
-        if self.size != 1:
+        if self.numel() != 1:
             raise TensorError(f"item() needs a tensor with one element (got shape {self.shape})")
         value: float | int | bool = self._data.reshape(()).item()
         return value
@@ -617,7 +686,8 @@ class Tensor:
 
     def _count(self) -> str:
         """``"no values"`` or ``"3 values"``, for the messages of the one-element conversions."""
-        return "no values" if self.size == 0 else f"{self.size} values"
+        count = self.numel()
+        return "no values" if count == 0 else f"{count} values"
 
     def __bool__(self) -> bool:
         """The truth value of a one-element tensor, ``bool(t.item())`` (as ``torch.Tensor``).
@@ -626,7 +696,7 @@ class Tensor:
             TensorError: the tensor has no elements or more than one (torch: "Boolean value of
                 Tensor with more than one value is ambiguous").
         """
-        if self.size != 1:
+        if self.numel() != 1:
             raise TensorError(
                 f"the truth value of a tensor with {self._count()} (shape {self.shape}) is ambiguous "
                 "(accepted: a tensor with exactly one element; for more, test t.numpy().any() or "
@@ -642,7 +712,7 @@ class Tensor:
             TensorError: the tensor has no elements or more than one (also a ``ValueError``, as
                 torch's "only one element tensors can be converted to Python scalars").
         """
-        if self.size != 1:
+        if self.numel() != 1:
             raise TensorError(self._not_one("float()"))
         return float(self._data.reshape(()).item())
 
@@ -658,7 +728,7 @@ class Tensor:
             ValueError: a NaN value; OverflowError: an infinite value (Python's ``int(float)``,
                 as torch).
         """
-        if self.size != 1:
+        if self.numel() != 1:
             raise TensorError(self._not_one("int()"))
         return int(self._data.reshape(()).item())
 
@@ -764,7 +834,7 @@ class Tensor:
                 "autograd: backward() on a tensor that does not require grad (no recorded node)"
             )
         if gradient is None:
-            if self.size != 1:
+            if self.numel() != 1:
                 raise AutogradError(
                     f"autograd: backward() without a gradient needs a one-element output (got shape "
                     f"{self.shape}); pass gradient= with the output's shape"
@@ -1115,6 +1185,12 @@ def _preview(value: object, limit: int = 60) -> str:
     except ValueError:
         text = shown(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_name(value: object) -> str:
+    """A type's name as torch's argument parser prints it: ``bool``, ``float``, ``numpy.bool``."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _to_refusal(argument: str) -> str:

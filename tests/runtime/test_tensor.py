@@ -150,7 +150,9 @@ def test_torch_tensors_without_dense_values_are_refused(source: torch.Tensor, ki
 
 def test_metadata_and_item() -> None:
     t = tl.tensor(np.zeros((2, 3, 4)))
-    assert (t.shape, t.ndim, t.size, t.device, len(t)) == ((2, 3, 4), 3, 24, "cpu", 2)
+    assert (t.shape, t.ndim, t.size(), t.numel(), t.dim(), t.device, len(t)) == (
+        (2, 3, 4), 3, (2, 3, 4), 24, 3, "cpu", 2
+    )
     assert tl.tensor([4.0]).item() == 4.0
     with pytest.raises(tl.TensorError, match="one element"):
         t.item()
