@@ -93,6 +93,7 @@ if _TYPE_CHECKING:
     )
     from torchlean.tensor import (
         DeviceError,
+        DimensionError,
         Tensor,
         TensorError,
         TensorTypeError,
@@ -117,6 +118,7 @@ _MODULES: dict[str, str] = {
 _ATTRIBUTES: dict[str, str] = {
     "AutogradError": "torchlean.autograd.tape",
     "DeviceError": "torchlean.tensor",
+    "DimensionError": "torchlean.tensor",
     "ExecutionMode": "torchlean.trainer",
     "Objective": "torchlean.trainer",
     "RunConfig": "torchlean.trainer",
@@ -191,6 +193,7 @@ _ATTRIBUTES: dict[str, str] = {
 __all__ = [
     "AutogradError",
     "DeviceError",
+    "DimensionError",
     "ExecutionMode",
     "Objective",
     "RunConfig",
