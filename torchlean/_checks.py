@@ -39,6 +39,7 @@ __all__ = [
     "is_builtin_int",
     "is_builtin_or_numpy_int",
     "is_int",
+    "padding_index",
     "shown",
 ]
 
@@ -123,6 +124,42 @@ def id_outside(ids: np.ndarray[Any, Any], count: int) -> int | None:
         return None
     low, high = int(ids.min()), int(ids.max())
     return low if low < 0 else high if high >= count else None
+
+
+def padding_index(
+    value: object,
+    count: int,
+    what: str,
+    type_error: Callable[[str], Exception],
+    range_error: Callable[[str], Exception],
+) -> int:
+    """``value``, an embedding's ``padding_idx`` for a table of ``count`` rows, as a row index in
+    ``[0, count)``: an integer (:func:`is_int`) in ``[-count, count)``, a negative one counted
+    from the end (``-1`` is row ``count - 1``), as ``torch.nn.Embedding`` normalises it.
+
+    Raises:
+        the ``type_error`` class given: ``value`` is not an integer (a float, even ``2.0``, a
+            bool, a string), naming it and its type;
+        the ``range_error`` class given: an integer outside ``[-count, count)`` (torch:
+            ``Padding_idx must be within num_embeddings``), naming it and the accepted range.
+    """
+    accepted = (
+        f"None or an int in [-{count}, {count}), a negative one counting from the end"
+        if count
+        else "None, as the table has no rows"
+    )
+    if not is_int(value):
+        raise type_error(
+            f"{what}: padding_idx must be None or an integer, got {shown(value)} of type "
+            f"{type(value).__name__} (accepted: {accepted}; floats are not truncated and bools are refused)"
+        )
+    index = int(value)
+    if not -count <= index < count:
+        raise range_error(
+            f"{what}: padding_idx {shown(index)} is out of range for {count} embeddings "
+            f"(accepted: {accepted})"
+        )
+    return index % count
 
 
 def _read_dtype(dtype: object) -> np.dtype[Any] | None:

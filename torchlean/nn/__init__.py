@@ -388,16 +388,24 @@ def mean_pool(axis: int = 0) -> MeanPool:
     return MeanPool(axis)
 
 
-def embedding(num_embeddings: int, embedding_dim: int) -> Embedding:
+def embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | None = None) -> Embedding:
     """A table of ``num_embeddings`` learned vectors of size ``embedding_dim`` looked up by integer
-    ids (``torch.nn.Embedding``, N(0, 1) initialisation): samples of ids ``(tokens,)`` give
-    ``(tokens, embedding_dim)``. A model starting with it takes integer inputs (ids in
-    ``[0, num_embeddings)``); it runs in eager mode only.
+    ids (``torch.nn.Embedding``, N(0, 1) initialisation, ``padding_idx`` positionally too, as
+    torch's: ``nn.embedding(10, 4, 0)``): samples of ids ``(tokens,)`` give ``(tokens,
+    embedding_dim)``. A model starting with it takes integer inputs (ids in ``[0,
+    num_embeddings)``); it runs in eager mode only.
+
+    ``padding_idx`` (torch.nn.Embedding's ``padding_idx``), an int in ``[-num_embeddings,
+    num_embeddings)`` (negative: counted from the end, stored as the row it names), makes that
+    row start as zeros and get a zero gradient; ids equal to it still look up its current value
+    (:class:`~torchlean.nn.layers.Embedding`).
 
     Raises:
-        ShapeError: a size that is not an int >= 1.
+        ShapeError: a size that is not an int >= 1; a ``padding_idx`` that is not ``None`` or an
+            int in ``[-num_embeddings, num_embeddings)`` (bools and floats refused), naming it and
+            the range.
     """
-    return Embedding(num_embeddings, embedding_dim)
+    return Embedding(num_embeddings, embedding_dim, padding_idx)
 
 
 def positional_embedding(tokens: int, d_model: int) -> PositionalEmbedding:

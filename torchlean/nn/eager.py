@@ -83,8 +83,8 @@ class EagerOps:
     def softplus(self, x: Tensor) -> Tensor:
         return F.softplus(x)
 
-    def embedding(self, ids: Tensor, weight: Tensor) -> Tensor:
-        return F.embedding(ids, weight)
+    def embedding(self, ids: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+        return F.embedding(ids, weight, padding_idx)
 
     def softmax(self, x: Tensor, axis: int) -> Tensor:
         return F.softmax(x, axis)

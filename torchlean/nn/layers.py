@@ -147,7 +147,10 @@ class ParamSpec:
 
     ``uniform`` draws from U(-bound, bound) — PyTorch's default for ``nn.Linear`` and
     ``nn.ConvNd`` is ``bound = 1 / sqrt(fan_in)``; ``normal`` from N(0, bound**2) (``bound`` is
-    the standard deviation: 1 for ``nn.Embedding``, as torch); ``zeros``/``ones`` are constant. A trainable
+    the standard deviation: 1 for ``nn.Embedding``, as torch); ``zeros``/``ones`` are constant.
+    ``zero_row`` (``None`` by default), an index on axis 0, is set to zeros after the draw, the
+    other rows keeping their values (``nn.Embedding``'s ``padding_idx`` row, as torch's
+    ``_fill_padding_idx_with_zero`` after ``normal_``). A trainable
     parameter gets a gradient and an optimizer update. ``trainable=False`` makes it a buffer
     (``torch.nn.Module.register_buffer``), such as batch norm's running statistics: it is in the
     model state and checkpoints, never differentiated nor given to the optimizer, and only its
@@ -155,7 +158,8 @@ class ParamSpec:
     changes is a constant of its program (``ops.constant``).
 
     Raises:
-        ShapeError: an ``init`` other than ``uniform``, ``normal``, ``zeros`` or ``ones``.
+        ShapeError: an ``init`` other than ``uniform``, ``normal``, ``zeros`` or ``ones``; a
+            ``zero_row`` that is not an int in ``[0, shape[0])``.
     """
 
     name: str
@@ -163,6 +167,7 @@ class ParamSpec:
     init: InitKind
     bound: float = 0.0
     trainable: bool = True
+    zero_row: int | None = None
 
     def __post_init__(self) -> None:
         if self.init not in _INIT_KINDS:
@@ -171,10 +176,19 @@ class ParamSpec:
                 f"{' | '.join(_INIT_KINDS)})"
             )
         _set(self, "trainable", checked_bool(self.trainable, f"parameter {self.name}: trainable"))
+        if self.zero_row is not None:
+            rows = self.shape[0] if self.shape else 0
+            if not is_int(self.zero_row) or not 0 <= int(self.zero_row) < rows:
+                raise ShapeError(
+                    f"parameter {self.name}: zero_row must be None or an int in [0, {rows}) (a row of "
+                    f"shape {list(self.shape)}), got {_checks.shown(self.zero_row)}"
+                )
+            _set(self, "zero_row", int(self.zero_row))
 
     def initial(self, rng: np.random.Generator, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
         """A fresh array of ``shape`` in ``dtype``: zeros, ones, or U(-bound, bound) or
-        N(0, bound**2) drawn from ``rng`` in float64 and then cast.
+        N(0, bound**2) drawn from ``rng`` in float64 and then cast; row ``zero_row``, if any, is
+        then zeros.
 
         Raises:
             ShapeError: more elements than one float64 array can hold (before any allocation;
@@ -188,12 +202,16 @@ class ParamSpec:
                 "parameter as random initial values are drawn in float64 whatever the model dtype)"
             )
         if self.init == "zeros":
-            return np.zeros(self.shape, dtype=dtype)
-        if self.init == "ones":
-            return np.ones(self.shape, dtype=dtype)
-        if self.init == "normal":
-            return (rng.standard_normal(size=self.shape) * self.bound).astype(dtype)
-        return rng.uniform(-self.bound, self.bound, size=self.shape).astype(dtype)
+            values = np.zeros(self.shape, dtype=dtype)
+        elif self.init == "ones":
+            values = np.ones(self.shape, dtype=dtype)
+        elif self.init == "normal":
+            values = (rng.standard_normal(size=self.shape) * self.bound).astype(dtype)
+        else:
+            values = rng.uniform(-self.bound, self.bound, size=self.shape).astype(dtype)
+        if self.zero_row is not None:
+            values[self.zero_row] = 0
+        return values
 
     def prefixed(self, prefix: str) -> ParamSpec:
         """This spec named ``<prefix>.<name>`` (a child's parameter inside a container layer)."""
@@ -798,37 +816,53 @@ class AvgPool2d(_Pool):
 @dataclass(frozen=True, slots=True)
 class Embedding(Layer):
     """A ``(num_embeddings, embedding_dim)`` table whose rows the integer ids of each sample pick
-    (``torch.nn.Embedding``, its N(0, 1) initialisation; no ``padding_idx``, ``max_norm`` or
-    ``sparse``): samples of ids ``(...)``, e.g. ``(tokens,)``, give ``(..., embedding_dim)``. One
-    ``embedding`` op (:func:`torchlean.functional.embedding`); eager only (the typed graph has no
-    gather).
+    (``torch.nn.Embedding``, its N(0, 1) initialisation and its ``padding_idx``; no ``max_norm``
+    or ``sparse``): samples of ids ``(...)``, e.g. ``(tokens,)``, give ``(..., embedding_dim)``.
+    One ``embedding`` op (:func:`torchlean.functional.embedding`); eager only (the typed graph
+    has no gather).
+
+    ``padding_idx`` (torch.nn.Embedding's ``padding_idx``; ``None`` for none) is an int in
+    ``[-num_embeddings, num_embeddings)``, stored normalised to ``[0, num_embeddings)`` (``-1``
+    is the last row), as torch stores it. That row starts as zeros (the others are drawn as
+    without it) and gets a zero gradient, so SGD and Adam without weight decay never change it
+    (with weight decay, or AdamW, it decays as in torch); ids equal to it look it up like any
+    other row (its current value, zero unless changed).
 
     Raises:
-        ShapeError: a size not an int >= 1 (when built).
+        ShapeError: a size not an int >= 1, or a ``padding_idx`` that is not ``None`` or an int
+            in ``[-num_embeddings, num_embeddings)`` (when built; bools and floats refused),
+            naming the value and the range.
     """
 
     num_embeddings: int
     embedding_dim: int
+    padding_idx: int | None = None
     kind = "embedding"
 
     def __post_init__(self) -> None:
         _set(self, "num_embeddings", checked_int(self.num_embeddings, "embedding: num_embeddings", 1))
         _set(self, "embedding_dim", checked_int(self.embedding_dim, "embedding: embedding_dim", 1))
+        if self.padding_idx is not None:
+            count, error = self.num_embeddings, ShapeError
+            pad = _checks.padding_index(self.padding_idx, count, "embedding", error, error)
+            _set(self, "padding_idx", pad)
 
     def output_shape(self, input_shape: Shape) -> Shape:
         return (*input_shape, self.embedding_dim)
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
-        return (ParamSpec("weight", (self.num_embeddings, self.embedding_dim), "normal", 1.0),)
+        shape = (self.num_embeddings, self.embedding_dim)
+        return (ParamSpec("weight", shape, "normal", 1.0, zero_row=self.padding_idx),)
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
-        return ops.embedding(x, params[0])
+        return ops.embedding(x, params[0], self.padding_idx)
 
     def index_count(self) -> int | None:
         return self.num_embeddings
 
     def describe(self) -> str:
-        return f"embedding({self.num_embeddings}, {self.embedding_dim})"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"embedding({self.num_embeddings}, {self.embedding_dim}{pad})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,7 +194,7 @@ class GraphOps:
     def softplus(self, x: Ref) -> int:
         return self.builder.softplus(self._ref(x))
 
-    def embedding(self, ids: Ref, weight: Ref) -> int:
+    def embedding(self, ids: Ref, weight: Ref, padding_idx: int | None = None) -> int:
         """Refused: raises :class:`~torchlean.ir.errors.IRError` (the IR has no gather, and its
         inputs are real-valued)."""
         raise IRError(

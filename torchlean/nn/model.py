@@ -380,7 +380,7 @@ def build(
     numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
     ``dtype`` is float32 or float64 (a numpy spelling or the torch dtype). Initial values follow
     PyTorch's default initialisation in distribution (``nn.Linear``/``nn.Conv2d``:
-    U(-1/sqrt(fan_in), 1/sqrt(fan_in)); ``nn.Embedding``: N(0, 1);
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)); ``nn.Embedding``: N(0, 1), its ``padding_idx`` row zeros;
     :class:`~torchlean.nn.layers.ParamSpec`), not torch's random stream. Returns a :class:`Model`
     whose ``parameters`` are in ``dtype``.
 
