@@ -60,6 +60,7 @@ from torchlean._checks import shown
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.lr_schedules import ScheduleError, warmup_cosine
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "OptimizerError",
     "ParamGroup",
     "RMSprop",
+    "ScheduleError",
     "adagrad",
     "adam",
     "adamw",
@@ -81,6 +83,7 @@ __all__ = [
     "group",
     "rmsprop",
     "sgd",
+    "warmup_cosine",
 ]
 
 Array = npt.NDArray[np.floating]

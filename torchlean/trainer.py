@@ -688,9 +688,15 @@ class Trainer(Generic[In, Out]):
     @property
     def lr(self) -> float:
         """The learning rate the next update uses: inside :meth:`fit` with an ``lr_schedule`` (read
-        from ``on_batch``), the current epoch's; otherwise the optimizer's own
-        (``config.optimizer.lr``)."""
+        from ``on_batch``), the current epoch's (or, by step, the last step's); otherwise the
+        optimizer's own (``config.optimizer.lr``)."""
         return (self.config.optimizer if self._optimizer is None else self._optimizer.config).lr
+
+    @property
+    def steps_done(self) -> int:
+        """Optimizer updates made so far (by :meth:`fit` and :meth:`step`), the index a
+        ``schedule_by="step"`` schedule gets for the next one."""
+        return 0 if self._optimizer is None else self._optimizer.steps
 
     @property
     def selected(self) -> list[AcceptedKernel]:
@@ -954,6 +960,7 @@ class Trainer(Generic[In, Out]):
         drop_last: bool = False,
         on_batch: Callable[[int, float], None] | None = None,
         lr_schedule: Callable[[int], float] | None = None,
+        schedule_by: str = "epoch",
     ) -> list[float]:
         """Train for ``epochs`` more epochs; returns the mean training loss of each epoch.
 
@@ -967,7 +974,11 @@ class Trainer(Generic[In, Out]):
         ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``),
         checked as the optimizer's ``lr`` (finite, >= 0, also in binary32: the original's rule,
         so ``1e300`` is refused for a float64 model too); :attr:`lr` reads it. Without it, and
-        after ``fit`` returns or fails, the optimizer's own ``lr`` applies.
+        after ``fit`` returns or fails, the optimizer's own ``lr`` applies. With
+        ``schedule_by="step"``, ``lr_schedule(t)`` is instead the rate of optimizer step ``t``
+        (from 0, counted over the trainer's lifetime: :attr:`steps_done`), set before each step,
+        as a torch scheduler stepped after every ``optimizer.step()`` (``LambdaLR``, the warmup
+        and cosine schedules of transformer training: :func:`torchlean.optim.warmup_cosine`).
 
         An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit``
         that stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the
@@ -996,10 +1007,11 @@ class Trainer(Generic[In, Out]):
                 ``epochs`` or ``batch_size`` not an int (bools refused) >= 1 (``epochs must be an
                 int >= 1, got 1.5``); a ``shuffle`` or ``drop_last`` that is neither a ``bool`` nor
                 a ``numpy.bool_``; ``drop_last`` with fewer samples than ``batch_size`` (no
-                minibatch); an ``on_batch`` or ``lr_schedule`` that is not callable (checked before
-                any step); a learning rate from ``lr_schedule`` that is not a real number or that
-                the optimizer refuses (before that epoch's first step; earlier epochs' updates
-                stay); the errors of :meth:`open`.
+                minibatch); an ``on_batch`` or ``lr_schedule`` that is not callable, a
+                ``schedule_by`` other than ``"epoch"`` or ``"step"`` (checked before any step); a
+                learning rate from ``lr_schedule`` that is not a real number or that
+                the optimizer refuses (before that epoch's, or step's, first update; earlier
+                updates stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: as :meth:`step` (typed-graph training of a model with dropout or batch norm).
@@ -1020,6 +1032,10 @@ class Trainer(Generic[In, Out]):
                 f"lr_schedule must be a callable lr_schedule(epoch) -> learning rate or None, got "
                 f"{lr_schedule!r} of type {type(lr_schedule).__name__}"
             )
+        if schedule_by not in ("epoch", "step"):
+            raise TrainerError(f"schedule_by must be 'epoch' or 'step', got {schedule_by!r}")
+        per_step = lr_schedule if schedule_by == "step" else None
+        per_epoch = lr_schedule if schedule_by == "epoch" else None
         shuffle, drop_last = bool(shuffle), bool(drop_last)
         self._require_parameters()
         xs, ys = self._training_data(x, y)
@@ -1038,12 +1054,14 @@ class Trainer(Generic[In, Out]):
         history: list[float] = []
         try:
             for epoch in range(self.epochs_done, self.epochs_done + epochs):
-                if lr_schedule is not None:
-                    self._set_scheduled_lr(lr_schedule, epoch)
+                if per_epoch is not None:
+                    self._set_scheduled_lr(per_epoch, epoch)
                 total, count = 0.0, 0
                 for xb, yb in self.batches(
                     xs, ys, batch_size, shuffle=shuffle, epoch=epoch, drop_last=drop_last
                 ):
+                    if per_step is not None:
+                        self._set_scheduled_lr(per_step, self._optimizer.steps)
                     loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
                     total += loss * xb.shape[0]
                     count += xb.shape[0]
@@ -1055,15 +1073,15 @@ class Trainer(Generic[In, Out]):
             self._optimizer.set_lr(base_lr)
         return history
 
-    def _set_scheduled_lr(self, lr_schedule: Callable[[int], float], epoch: int) -> None:
-        """The optimizer's learning rate for ``epoch``: ``lr_schedule(epoch)``, checked."""
+    def _set_scheduled_lr(self, lr_schedule: Callable[[int], float], when: int) -> None:
+        """The optimizer's learning rate for epoch or step ``when``: ``lr_schedule(when)``, checked."""
         assert self._optimizer is not None
-        lr = lr_schedule(epoch)
+        lr = lr_schedule(when)
         try:
             self._optimizer.set_lr(lr)
         except OptimizerError as error:
             raise TrainerError(
-                f"lr_schedule({epoch}) gave {lr!r}, which the optimizer refuses: {error}"
+                f"lr_schedule({when}) gave {lr!r}, which the optimizer refuses: {error}"
             ) from None
 
     def _refuse_single_sample_batches(

@@ -183,3 +183,108 @@ def test_an_interrupted_fit_restores_the_lr_and_repeats_the_epoch():
     assert trainer.epochs_done == 1 and trainer.lr == 0.2
     trainer.fit(x, y, epochs=1, lr_schedule=schedule)
     assert asked == [0, 1, 1] and trainer.epochs_done == 2
+
+
+# ------------------------------------------------------------------ per-step schedules
+
+
+def _torch_fit_per_step(weights, x, y, make_optimizer, rates, epochs, batch_size):
+    """torch's loop with the rate of step t written into the param group before step t."""
+    w, b = (torch.tensor(p, requires_grad=True) for p in weights)
+    opt = make_optimizer([w, b])
+    step = 0
+    for _ in range(epochs):
+        for start in range(0, len(x), batch_size):
+            for group in opt.param_groups:
+                group["lr"] = rates[step]
+            xb, yb = torch.tensor(x[start : start + batch_size]), torch.tensor(y[start : start + batch_size])
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(xb @ w.T + b, yb).backward()
+            opt.step()
+            step += 1
+    return [w.detach().numpy(), b.detach().numpy()]
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (optim.sgd(0.1, 0.9), lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)),
+        (optim.adamw(0.05, weight_decay=0.1), lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1)),
+    ],
+    ids=["sgd", "adamw"],
+)
+def test_a_per_step_schedule_matches_torch(ours, theirs):
+    """schedule_by="step": three steps an epoch (12 rows, batch 5), five epochs over two fit calls;
+    step t runs at warmup_cosine's rate t, as a torch loop setting that rate before each step."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((12, 3)), rng.standard_normal((12, 2))
+    trainer = Trainer(nn.linear(3, 2), config=RunConfig(optimizer=ours, dtype="float64"))
+    weights = [p.copy() for p in trainer.model.parameters]
+    schedule = optim.warmup_cosine(ours.lr, 4, 15, min_lr=ours.lr / 10)
+    seen: list[tuple[int, float]] = []
+
+    def logged(step):
+        seen.append((step, trainer.steps_done))
+        return schedule(step)
+
+    rates_read: list[float] = []
+    trainer.fit(x, y, epochs=2, batch_size=5, shuffle=False, lr_schedule=logged, schedule_by="step",
+                on_batch=lambda epoch, loss: rates_read.append(trainer.lr))
+    assert trainer.steps_done == 6
+    trainer.fit(x, y, epochs=3, batch_size=5, shuffle=False, lr_schedule=logged, schedule_by="step")
+    assert seen == [(t, t) for t in range(15)]
+    assert rates_read == [schedule(t) for t in range(6)]
+    assert trainer.lr == ours.lr  # the optimizer's own rate after fit
+    expected = _torch_fit_per_step(weights, x, y, theirs, [schedule(t) for t in range(15)], 5, 5)
+    for mine, torch_value in zip(trainer.model.parameters, expected, strict=True):
+        np.testing.assert_allclose(mine, torch_value, rtol=1e-12, atol=1e-14)
+    constant = Trainer(nn.linear(3, 2), config=RunConfig(optimizer=ours, dtype="float64"))
+    constant.fit(x, y, epochs=5, batch_size=5, shuffle=False)
+    assert not np.allclose(constant.model.parameters[0], trainer.model.parameters[0])
+
+
+def test_a_per_step_rate_the_optimizer_refuses_stops_before_that_step():
+    trainer = Trainer(nn.linear(2, 1), config=RunConfig(optimizer=optim.sgd(0.1)))
+    x, y = np.ones((6, 2)), np.ones((6, 1))
+    with pytest.raises(TrainerError, match=r"^lr_schedule\(2\) gave -0.1, which the optimizer refuses"):
+        trainer.fit(x, y, epochs=2, batch_size=2, lr_schedule=lambda t: 0.1 if t < 2 else -0.1,
+                    schedule_by="step")
+    assert trainer.steps_done == 2 and trainer.epochs_done == 0 and trainer.lr == 0.1
+
+
+@pytest.mark.parametrize("value", ["steps", "Epoch", None, 1])
+def test_schedule_by_must_be_epoch_or_step(value):
+    trainer = Trainer(nn.linear(2, 1))
+    with pytest.raises(TrainerError, match=r"^schedule_by must be 'epoch' or 'step', got "):
+        trainer.fit(np.ones((2, 2)), np.ones((2, 1)), lr_schedule=lambda t: 0.1, schedule_by=value)
+    assert trainer.steps_done == 0
+
+
+def test_warmup_cosine_by_hand():
+    """Warmup 4 steps to 1.0, cosine over 8 more to 0.2, then 0.2: values worked out by hand."""
+    f = optim.warmup_cosine(1.0, 4, 12, min_lr=0.2)
+    assert [f(t) for t in range(5)] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert f(8) == pytest.approx(0.6, rel=1e-15)  # halfway: cos(pi / 2) = 0
+    assert f(6) == pytest.approx(0.2 + 0.8 * (1 + math.sqrt(0.5)) / 2, rel=1e-15)  # a quarter: cos(pi/4)
+    assert [f(t) for t in (12, 13, 1000)] == [0.2, 0.2, 0.2]
+    g = optim.warmup_cosine(3e-4, 0, 10)
+    assert g(0) == 3e-4 and g(10) == 0.0 and g(5) == pytest.approx(1.5e-4, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((-1.0, 1, 2), {}, "lr must be finite and >= 0, got -1.0"),
+        ((math.nan, 1, 2), {}, "lr must be finite and >= 0, got nan"),
+        ((True, 1, 2), {}, "lr must be a real number, got True"),
+        ((10**400, 1, 2), {}, "lr must be finite and >= 0"),
+        ((0.1, 1, 2), {"min_lr": 0.2}, r"min_lr must be at most lr \(0.1\), got 0.2"),
+        ((0.1, -1, 2), {}, "warmup_steps must be an int >= 0, got -1"),
+        ((0.1, 1.5, 2), {}, "warmup_steps must be an int >= 0, got 1.5"),
+        ((0.1, 2, 2), {}, r"total_steps must be an int greater than warmup_steps \(2\), got 2"),
+        ((0.1, 0, True), {}, "total_steps must be an int greater than warmup_steps"),
+    ],
+)
+def test_warmup_cosine_refusals(args, kwargs, message):
+    with pytest.raises(optim.ScheduleError, match=message):
+        optim.warmup_cosine(*args, **kwargs)
