@@ -197,7 +197,10 @@ def test_momentum_and_weight_decay_change_the_run(capsys, tmp_path):
 
 # ------------------------------------------------------------------------------ refusals
 
-SCHEDULE_FORMS = "constant, cosine or step:N:G (N a positive integer, G a finite number >= 0)"
+SCHEDULE_FORMS = (
+    "constant, cosine, step:N:G or warmup_cosine:W (N a positive integer, G a finite number >= 0, W "
+    "warmup steps, an integer >= 0)"
+)
 
 
 def malformed(spec: str) -> str:
@@ -445,3 +448,44 @@ def test_amsgrad_and_no_decay_reach_the_trainer(capsys, tmp_path):
 def test_bad_amsgrad_and_no_decay_are_one_line_errors(capsys, argv, message):
     code, out, err = train(capsys, "--dataset", "iris", *argv)
     assert (code, out, err) == (2, "", f"error: {message}\n")
+
+
+# ------------------------------------------------------------------ --lr-schedule warmup_cosine:W
+
+
+def test_warmup_cosine_runs_per_step_as_a_trainer_with_that_schedule(capsys, tmp_path):
+    """``warmup_cosine:3`` over 3 epochs of 2 steps: the run equals a Trainer fitted with
+    ``optim.warmup_cosine(lr, 3, 6)`` by step, and differs from a constant rate."""
+    lines, record = run(capsys, tmp_path, "--epochs", "3", "--lr", "0.05", "--lr-schedule", "warmup_cosine:3")
+    assert " lr_schedule=warmup_cosine:3 " in lines[1] and record["lr_schedule"] == "warmup_cosine:3"
+    dataset = data.load("iris", seed=0, dtype="float64")
+    layer, shape = build_model("mlp", dataset.n_features, dataset.n_classes, hidden=HIDDEN)
+    config = RunConfig(optimizer=optim.adam(0.05), dtype="float64")
+    trainer = Trainer(layer, objective="cross-entropy", config=config, seed=0, input_shape=shape)
+    rates: list[float] = []
+    schedule = optim.warmup_cosine(0.05, 3, 6)
+    losses = trainer.fit(dataset.x_train, dataset.y_train, epochs=3, batch_size=64,
+                         lr_schedule=lambda t: rates.append(schedule(t)) or schedule(t), schedule_by="step")
+    assert record["losses"] == losses and len(rates) == 6 and rates[0] == 0.0
+    _, constant = run(capsys, tmp_path, "--epochs", "3", "--lr", "0.05")
+    assert constant["losses"] != record["losses"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "epochs", "message"),
+    [
+        ("warmup_cosine:6", "3",
+         "error: --lr-schedule warmup_cosine:6 warms up over 6 steps, but the run has 6 (3 epochs of 2 "
+         "steps); accepted: fewer warmup steps than the run's steps"),
+        ("warmup_cosine:-1", "3",
+         "error: argument --lr-schedule: expected warmup_cosine:W with W an integer >= 0 (warmup steps), "
+         "got 'warmup_cosine:-1'"),
+        ("warmup_cosine:1.5", "3",
+         "error: argument --lr-schedule: expected warmup_cosine:W with W an integer >= 0 (warmup steps), "
+         "got 'warmup_cosine:1.5'"),
+        ("warmup_cosine", "3", malformed("warmup_cosine")),
+    ],
+)
+def test_bad_warmup_cosine_is_a_one_line_error(capsys, spec, epochs, message):
+    code, out, err = train(capsys, *BASE, "--epochs", epochs, "--lr-schedule", spec)
+    assert (code, out, err) == (2, "", message + "\n")

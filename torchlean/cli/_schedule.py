@@ -1,5 +1,6 @@
-"""``torchlean train --lr-schedule``: the epoch-wise learning-rate schedules the command offers,
-as torch's schedulers stepped once per epoch compute them (their closed forms)."""
+"""``torchlean train --lr-schedule``: the learning-rate schedules the command offers: epoch-wise
+ones as torch's schedulers stepped once per epoch compute them (their closed forms), and the
+per-step linear-warmup cosine schedule of transformer training (:func:`torchlean.optim.warmup_cosine`)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,51 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from torchlean import optim
 from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
 
 __all__ = ["ACCEPTED", "LRSchedule", "lr_schedule"]
 
-ACCEPTED = "constant, cosine or step:N:G (N a positive integer, G a finite number >= 0)"
+ACCEPTED = (
+    "constant, cosine, step:N:G or warmup_cosine:W (N a positive integer, G a finite number >= 0, W "
+    "warmup steps, an integer >= 0)"
+)
 """The accepted spellings, as the refusals name them."""
 
 
 @dataclass(frozen=True, slots=True)
 class LRSchedule:
-    """An epoch-wise learning-rate schedule: ``constant``, ``cosine``, or ``step`` with its
-    ``step_size`` (epochs per decay, >= 1) and ``gamma`` (the decay factor, finite, >= 0)."""
+    """A learning-rate schedule: epoch-wise ``constant``, ``cosine``, or ``step`` with its
+    ``step_size`` (epochs per decay, >= 1) and ``gamma`` (the decay factor, finite, >= 0); or
+    per-step ``warmup_cosine`` with its ``warmup`` steps (>= 0)."""
 
     kind: str = "constant"
     step_size: int = 1
     gamma: float = 1.0
+    warmup: int = 0
 
     @property
     def spec(self) -> str:
         """The schedule as ``--lr-schedule`` spells it, which parses back to it: ``constant``,
-        ``cosine``, ``step:10:0.5`` (G as Python writes the float)."""
-        return f"step:{self.step_size}:{self.gamma!r}" if self.kind == "step" else self.kind
+        ``cosine``, ``step:10:0.5`` (G as Python writes the float), ``warmup_cosine:100``."""
+        if self.kind == "step":
+            return f"step:{self.step_size}:{self.gamma!r}"
+        return f"warmup_cosine:{self.warmup}" if self.kind == "warmup_cosine" else self.kind
+
+    @property
+    def by_step(self) -> bool:
+        """Whether the schedule gives each optimizer step its rate (``Trainer.fit``'s
+        ``schedule_by="step"``) rather than each epoch."""
+        return self.kind == "warmup_cosine"
+
+    def step_function(self, lr: float, total_steps: int) -> Callable[[int], float]:
+        """``warmup_cosine``'s rate of step ``t`` of a run of ``total_steps`` optimizer steps at
+        peak rate ``lr``: :func:`torchlean.optim.warmup_cosine` to 0 at the last step.
+
+        Raises:
+            ScheduleError: ``total_steps`` not greater than ``warmup`` (the caller words it).
+        """
+        return optim.warmup_cosine(lr, self.warmup, total_steps)
 
     def rate(self, lr: float, epochs: int, epoch: int) -> float:
         """The learning rate of ``epoch`` (from 0) of a run of ``epochs`` epochs with base rate
@@ -49,8 +73,9 @@ class LRSchedule:
 
     def function(self, lr: float, epochs: int) -> Callable[[int], float] | None:
         """``Trainer.fit``'s ``lr_schedule`` for a run of ``epochs`` epochs at base rate ``lr``
-        (epoch ``e`` gets :meth:`rate`), or ``None`` for ``constant`` (fit then keeps ``lr``)."""
-        if self.kind == "constant":
+        (epoch ``e`` gets :meth:`rate`), or ``None`` for ``constant`` (fit then keeps ``lr``) and
+        for the per-step ``warmup_cosine`` (:meth:`step_function`)."""
+        if self.kind in ("constant", "warmup_cosine"):
             return None
         return lambda epoch: self.rate(lr, epochs, epoch)
 
@@ -65,7 +90,8 @@ def _too_long(digits: str) -> bool:
 
 
 def lr_schedule(text: str) -> LRSchedule:
-    """An argparse ``type`` reading ``constant``, ``cosine`` or ``step:N:G``: N spelled as
+    """An argparse ``type`` reading ``constant``, ``cosine``, ``step:N:G`` or ``warmup_cosine:W``
+    (W spelled as N): N spelled as
     :data:`~torchlean._checks.DECIMAL_INTEGER`, G as :data:`~torchlean._checks.DECIMAL_NUMBER`
     (blanks around each allowed).
 
@@ -78,6 +104,13 @@ def lr_schedule(text: str) -> LRSchedule:
     parts = text.strip().split(":")
     if parts in (["constant"], ["cosine"]):
         return LRSchedule(parts[0])
+    if parts[0] == "warmup_cosine" and len(parts) == 2:
+        warmup = parts[1].strip()
+        if DECIMAL_INTEGER.fullmatch(warmup) is None or _too_long(warmup) or int(warmup) < 0:
+            raise argparse.ArgumentTypeError(
+                f"expected warmup_cosine:W with W an integer >= 0 (warmup steps), got {text!r}"
+            )
+        return LRSchedule("warmup_cosine", warmup=int(warmup) + 0)
     if parts[0] == "cosine":
         raise argparse.ArgumentTypeError(
             f"expected {ACCEPTED}, got {text!r} (cosine anneals over --epochs and takes no parameters)"

@@ -142,8 +142,9 @@ def register(subparsers: Any) -> None:
                         help="the learning rate of epoch e (from 0): constant: --lr; cosine: --lr * (1 + "
                         "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
                         "eta_min=0, stepped once per epoch); step:N:G: --lr * G ** (e // N) (torch's "
-                        "StepLR(step_size=N, gamma=G)), N a positive integer, G a finite number >= 0 "
-                        "(default: constant)")
+                        "StepLR(step_size=N, gamma=G)), N a positive integer, G a finite number >= 0; "
+                        "warmup_cosine:W: per optimizer step, linear warmup from 0 to --lr over W steps, "
+                        "then cosine to 0 at the run's last step (optim.warmup_cosine) (default: constant)")
     parser.add_argument("--max-grad-norm", type=_grad_limit, default=None, metavar="N",
                         help="clip each step's gradients to total 2-norm N before the update, as "
                         "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
@@ -344,6 +345,27 @@ def _checked_schedule(
     return scheduled
 
 
+def _step_schedule(
+    schedule: LRSchedule, optimizer: optim.OptimizerConfig, epochs: int, steps_per_epoch: int
+) -> Callable[[int], float]:
+    """``Trainer.fit``'s per-step ``lr_schedule`` for ``--lr-schedule warmup_cosine:W`` over the
+    run's ``epochs * steps_per_epoch`` optimizer steps (its rates lie in ``[0, --lr]``, so the
+    optimizer takes each).
+
+    Raises:
+        TorchLeanError: ``--lr-schedule warmup_cosine:500 warms up over 500 steps, but the run
+            has 40 (10 epochs of 4 steps); ...``.
+    """
+    total = epochs * steps_per_epoch
+    if schedule.warmup >= total:
+        raise TorchLeanError(
+            f"--lr-schedule {schedule.spec} warms up over {schedule.warmup} steps, but the run has {total} "
+            f"({epochs} epoch{'s' if epochs > 1 else ''} of {steps_per_epoch} step"
+            f"{'s' if steps_per_epoch > 1 else ''}); accepted: fewer warmup steps than the run's steps"
+        )
+    return schedule.step_function(optimizer.lr, total)
+
+
 def _strict_json(value: Any) -> Any:
     """``value`` with every non-finite float (a diverged run's losses or ``test_mse``) replaced by
     ``None``, so the record is standard JSON (``null``; Python's ``NaN`` token is not JSON and
@@ -420,6 +442,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         input_shape=input_shape,
         label_smoothing=args.label_smoothing,
     )
+    steps = -(-dataset.x_train.shape[0] // args.batch_size)  # optimizer steps per epoch
+    if schedule.by_step:
+        scheduled = _step_schedule(schedule, optimizer, args.epochs, steps)
     y_train: np.ndarray[Any, Any] = dataset.y_train
     y_mean, y_scale = 0.0, 1.0
     if not classification:
@@ -446,7 +471,6 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
-    steps = -(-dataset.x_train.shape[0] // args.batch_size)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
@@ -463,17 +487,21 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             # one epoch per call: fit numbers epochs over the trainer's lifetime, so the schedule
             # gets this loop's epoch
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
-                                  on_batch=advance, lr_schedule=scheduled)
+                                  on_batch=advance, lr_schedule=scheduled,
+                                  schedule_by="step" if schedule.by_step else "epoch")
         losses.append(loss)
         grad_norms.append(trainer.grad_norm)
         norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
         print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
         if not warned and not math.isfinite(loss):
             warned = True
-            rate = (
-                "" if scheduled is None
-                else f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
-            )
+            if scheduled is None:
+                rate = ""
+            elif schedule.by_step:
+                last = scheduled(trainer.steps_done - 1)
+                rate = f", {last:g} at its last step by --lr-schedule {schedule.spec}"
+            else:
+                rate = f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
             print(
                 f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
                 f"(now {args.lr:g}{rate}) or try another --optimizer (now {args.optimizer})",
