@@ -14,8 +14,9 @@ from their ``.grad`` (torch's ``step()`` + ``zero_grad()``); :func:`clip_grad_no
 ``clip_grad_norm_`` (a reduction: its norms are sums). Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
-options), ``Adam`` (with its L2 weight decay and ``amsgrad``), ``AdamW``, ``RMSprop`` and ``Adagrad``
-(with their default flags: no centering, no momentum), in the order of operations of
+options), ``Adam`` (with its L2 weight decay and ``amsgrad``), ``AdamW``, ``RMSprop`` (with its weight
+decay, momentum and centering) and ``Adagrad`` (with its lr decay, weight decay and initial
+accumulator), in the order of operations of
 their single-tensor CPU implementations (``_single_tensor_adam`` and the like; torch may fuse a
 multiply and an add, so the last bit can differ; in float16, where numpy rounds every operation
 and torch computes in float32 and rounds once, a step can differ by many float16 ulps, and an
@@ -35,8 +36,11 @@ starts at zero; the bias corrections in Python floats):
   ``p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
   With ``amsgrad``, ``v_max = maximum(v_max, v)`` takes ``v``'s place in the denominator.
 * AdamW: Adam's step from the decayed parameter ``p * (1 - lr * weight_decay)``.
-* RMSprop: ``v = decay * v + (1 - decay) * g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
-* Adagrad: ``v = v + g * g``; ``p = p - lr * g / (sqrt(v) + eps)``.
+* RMSprop: ``g = g + weight_decay * p`` (when nonzero); ``v = decay * v + (1 - decay) * g * g``;
+  ``avg = sqrt(v) + eps`` (centered: ``sqrt(v - a * a) + eps`` with ``a = lerp(a, g, 1 - decay)``);
+  ``p = p - lr * g / avg``, or with momentum ``m = momentum * m + g / avg``, ``p = p - lr * m``.
+* Adagrad: ``g = g + weight_decay * p`` (when nonzero); ``v = v + g * g`` (``v`` starts at
+  ``initial_accumulator_value``); ``p = p - lr / (1 + (t - 1) * lr_decay) * g / (sqrt(v) + eps)``.
 
 Parameter groups (:func:`group`, torch's ``param_groups``) give the parameters they select by
 name other values of these hyper-parameters and a multiple of the learning rate
@@ -282,12 +286,9 @@ class OptimizerConfig(ABC):
         return Optimizer(
             self,
             [np.zeros_like(p) for p in params],
-            [np.zeros_like(p) for p in params],
+            [c.initial_second(p) for p, c in zip(params, configs, strict=True)],
             [0] * len(params),
-            v_max=[
-                np.zeros_like(p) if getattr(c, "amsgrad", False) else None
-                for p, c in zip(params, configs, strict=True)
-            ],
+            third=[np.zeros_like(p) if c.has_third() else None for p, c in zip(params, configs, strict=True)],
             groups=groups,
             names=shown_names,
             membership=membership,
@@ -296,10 +297,20 @@ class OptimizerConfig(ABC):
 
     @abstractmethod
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
         """Return the new parameter; ``m``/``v`` are this parameter's state, updated in place, and
-        ``v_max`` the running maximum of ``v`` that Adam's ``amsgrad`` keeps (``None`` otherwise)."""
+        ``third`` its third buffer where :meth:`has_third` (Adam's ``amsgrad``: the running maximum
+        of ``v``; RMSprop's ``centered``: the gradient average), else ``None``."""
+
+    def has_third(self) -> bool:
+        """Whether the update keeps a third state buffer per parameter (none by default)."""
+        return False
+
+    def initial_second(self, param: Array) -> Array:
+        """The second state buffer a parameter starts with: zeros of its shape and dtype (Adagrad
+        starts its sum at ``initial_accumulator_value``)."""
+        return np.zeros_like(param)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +349,7 @@ class SGD(OptimizerConfig):
             )
 
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
         # torch.optim.sgd._single_tensor_sgd: g = g.add(param, alpha=weight_decay); buf = clone(g) at
         # the first step, else buf.mul_(momentum).add_(g, alpha=1 - dampening); g = g.add(buf,
@@ -377,13 +388,16 @@ class Adam(OptimizerConfig):
             (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
+    def has_third(self) -> bool:
+        return self.amsgrad
+
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
         # torch.optim.adam._single_tensor_adam: grad = grad.add(param, alpha=weight_decay) first.
         if self.weight_decay != 0.0:
             grad = grad + param.dtype.type(self.weight_decay) * param
-        return _adam_step(self, step, param, grad, m, v, v_max)
+        return _adam_step(self, step, param, grad, m, v, third)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,11 +422,28 @@ class AdamW(OptimizerConfig):
             (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
+    def has_third(self) -> bool:
+        return self.amsgrad
+
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
         decayed = param * param.dtype.type(1.0 - self.lr * self.weight_decay)
-        return _adam_step(self, step, decayed, grad, m, v, v_max)
+        return _adam_step(self, step, decayed, grad, m, v, third)
+
+
+def _lerp_(m: Array, grad: Array, weight: np.floating[Any]) -> None:
+    """``m.lerp_(grad, weight)`` in place, by torch's scalar rule: ``m + weight * (grad - m)`` for
+    ``|weight| < 0.5``, else ``grad - (grad - m) * (1 - weight)``. A ufunc on 0-d operands returns
+    a numpy scalar, which cannot be written through ``out=``: ``np.asarray`` makes it a 0-d array
+    (and returns any other result as it is)."""
+    diff = np.asarray(np.subtract(grad, m))
+    if abs(weight) < 0.5:
+        diff *= weight
+        m += diff
+    else:
+        diff *= weight.dtype.type(1.0) - weight
+        np.subtract(grad, diff, out=m)
 
 
 def _adam_step(
@@ -435,17 +466,7 @@ def _adam_step(
     may fuse a multiply and an add, so its last bit can differ).
     """
     dt = start.dtype.type
-    # m.lerp_(g, w) with w = 1 - b1: torch's scalar rule, m + w*(g - m) for |w| < 0.5, else
-    # g - (g - m)*(1 - w). In place; a ufunc on 0-d operands returns a numpy scalar, which cannot
-    # be written through ``out=``: np.asarray makes it a 0-d array (and returns any other result).
-    weight = dt(1.0 - config.beta1)
-    diff = np.asarray(np.subtract(grad, m))
-    if abs(weight) < 0.5:
-        diff *= weight
-        m += diff
-    else:
-        diff *= dt(1.0) - weight
-        np.subtract(grad, diff, out=m)
+    _lerp_(m, grad, dt(1.0 - config.beta1))
     # v.mul_(b2).addcmul_(g, g, value=1 - b2): v*b2 + ((1 - b2)*g)*g.
     term = np.asarray(np.multiply(grad, dt(1.0 - config.beta2)))
     term *= grad
@@ -470,45 +491,94 @@ def _adam_step(
 
 @dataclass(frozen=True, slots=True)
 class RMSprop(OptimizerConfig):
-    """RMSprop (Hinton 2012) as ``torch.optim.RMSprop`` (alpha = decay, no momentum)."""
+    """RMSprop (Hinton 2012) as ``torch.optim.RMSprop`` (``decay`` is torch's ``alpha``), with its
+    L2 ``weight_decay``, ``momentum`` and ``centered`` options."""
 
     lr: float = 0.01
     decay: float = 0.99
     eps: float = 1e-8
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+    centered: bool = False
     name = "rmsprop"
 
     def checks(self) -> list[tuple[float, str, str]]:
-        return [_lr_check(self.lr), _unit_check(self.decay, "decay"), _eps_check(self.eps)]
+        return [
+            _lr_check(self.lr),
+            _unit_check(self.decay, "decay"),
+            _eps_check(self.eps),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
+            _unit_check(self.momentum, "momentum"),
+        ]
+
+    def has_third(self) -> bool:
+        return self.centered
 
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
+        # torch.optim.rmsprop._single_tensor_rmsprop: g = g.add(param, alpha=weight_decay);
+        # v.mul_(alpha).addcmul_(g, g, value=1 - alpha); centered: grad_avg.lerp_(g, 1 - alpha),
+        # avg = v.addcmul(grad_avg, grad_avg, value=-1).sqrt_(), else v.sqrt(); avg.add_(eps);
+        # momentum: buf.mul_(momentum).addcdiv_(g, avg), param.add_(buf, alpha=-lr); else
+        # param.addcdiv_(g, avg, value=-lr).
         dt = param.dtype.type
-        # torch.optim.rmsprop._single_tensor_rmsprop: v.mul_(alpha).addcmul_(g, g, value=1 - alpha);
-        # param.addcdiv_(g, v.sqrt().add_(eps), value=-lr).
+        if self.weight_decay != 0.0:
+            grad = grad + dt(self.weight_decay) * param
         v[...] = dt(self.decay) * v + dt(1.0 - self.decay) * grad * grad
-        return param + dt(-self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+        if self.centered:
+            if third is None:  # pragma: no cover - create allocates it for every centered parameter
+                raise AssertionError("centered RMSprop needs its gradient-average buffer")
+            _lerp_(third, grad, dt(1.0 - self.decay))
+            avg = np.sqrt(v + dt(-1.0) * third * third) + dt(self.eps)
+        else:
+            avg = np.sqrt(v) + dt(self.eps)
+        if self.momentum != 0.0:
+            m[...] = m * dt(self.momentum) + grad / avg
+            return param + dt(-self.lr) * m
+        return param + dt(-self.lr) * grad / avg
 
 
 @dataclass(frozen=True, slots=True)
 class Adagrad(OptimizerConfig):
-    """Adagrad (Duchi et al. 2011) as ``torch.optim.Adagrad`` (no lr decay, zero initial sum)."""
+    """Adagrad (Duchi et al. 2011) as ``torch.optim.Adagrad``, with its ``lr_decay``, L2
+    ``weight_decay`` and ``initial_accumulator_value``."""
 
     lr: float = 0.01
+    lr_decay: float = 0.0
+    weight_decay: float = 0.0
+    initial_accumulator_value: float = 0.0
     eps: float = 1e-10
     name = "adagrad"
 
     def checks(self) -> list[tuple[float, str, str]]:
-        return [_lr_check(self.lr), _eps_check(self.eps)]
+        return [
+            _lr_check(self.lr),
+            (self.lr_decay, "nonneg", "lr_decay must be finite and nonnegative"),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
+            (
+                self.initial_accumulator_value,
+                "nonneg",
+                "initial_accumulator_value must be finite and nonnegative",
+            ),
+            _eps_check(self.eps),
+        ]
+
+    def initial_second(self, param: Array) -> Array:
+        return np.full_like(param, self.initial_accumulator_value)
 
     def update(
-        self, step: int, param: Array, grad: Array, m: Array, v: Array, v_max: Array | None = None
+        self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
+        # torch.optim.adagrad._single_tensor_adagrad: g = g.add(param, alpha=weight_decay);
+        # clr = lr / (1 + (step - 1) * lr_decay) (Python floats); sum.addcmul_(g, g, value=1);
+        # param.addcdiv_(g, sum.sqrt().add_(eps), value=-clr).
         dt = param.dtype.type
-        # torch.optim.adagrad._single_tensor_adagrad (lr_decay 0): sum.addcmul_(g, g, value=1);
-        # param.addcdiv_(g, sum.sqrt().add_(eps), value=-lr).
+        if self.weight_decay != 0.0:
+            grad = grad + dt(self.weight_decay) * param
+        clr = self.lr / (1 + (step - 1) * self.lr_decay)
         v[...] = v + grad * grad
-        return param + dt(-self.lr) * grad / (np.sqrt(v) + dt(self.eps))
+        return param + dt(-clr) * grad / (np.sqrt(v) + dt(self.eps))
 
 
 @dataclass(slots=True)
@@ -526,8 +596,9 @@ class Optimizer:
     second: list[Array]
     param_steps: list[int]
     steps: int = field(default=0)
-    v_max: list[Array | None] = field(default_factory=list)
-    """Per parameter, AMSGrad's running maximum of ``second`` (``None`` without ``amsgrad``)."""
+    third: list[Array | None] = field(default_factory=list)
+    """Per parameter, the third state buffer of records that keep one (AMSGrad's running maximum
+    of ``second``, centered RMSprop's gradient average), else ``None``."""
     groups: tuple[ParamGroup, ...] = ()
     names: tuple[str, ...] = ()
     """The parameters' names given to ``create`` (empty when none were)."""
@@ -644,7 +715,7 @@ class Optimizer:
                 self.param_steps[index] += 1
                 new = self.config_of(index).update(
                     self.param_steps[index], param, grad, self.first[index], self.second[index],
-                    self.v_max[index],
+                    self.third[index],
                 )
                 out.append(np.asarray(new, dtype=param.dtype))
         return out
@@ -749,15 +820,26 @@ def adamw(
 
 
 def rmsprop(
-    lr: float = 0.01, decay: float = 0.99, eps: float = 1e-8, *, alpha: float | None = None
+    lr: float = 0.01,
+    decay: float = 0.99,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    centered: bool = False,
+    *,
+    alpha: float | None = None,
 ) -> RMSprop:
-    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``, no momentum, not
-    centered; ``alpha=`` is accepted as torch spells it); ``lr`` finite and >= 0, ``decay`` in
-    ``[0, 1)`` (torch accepts 1), ``eps`` finite and > 0, checked as by :func:`sgd`.
+    """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``, its arguments in its
+    order; ``alpha=`` is accepted as torch spells it): L2 ``weight_decay`` added to the gradient,
+    ``momentum`` on the scaled step and ``centered`` (the denominator uses the variance estimate
+    ``v - mean(g)**2``, one more state buffer per parameter), in torch's order of operations.
+    ``lr`` finite and >= 0, ``decay`` and ``momentum`` in ``[0, 1)`` (torch accepts 1 and any
+    momentum >= 0), ``eps`` finite and > 0, ``weight_decay`` finite and >= 0, checked as by
+    :func:`sgd`; ``centered`` a bool.
 
     Raises:
-        OptimizerError: a value that is not a real number or out of its domain; ``alpha`` given
-            together with a ``decay`` other than its default.
+        OptimizerError: a value that is not a real number (or a bool, for ``centered``) or out of
+            its domain; ``alpha`` given together with a ``decay`` other than its default.
     """
     if alpha is not None:
         if decay != 0.99:
@@ -765,17 +847,33 @@ def rmsprop(
                 f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, decay={decay!r})"
             )
         decay = alpha
-    return RMSprop(lr=lr, decay=decay, eps=eps)
+    return RMSprop(
+        lr=lr, decay=decay, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered
+    )
 
 
-def adagrad(lr: float = 0.01, eps: float = 1e-10) -> Adagrad:
-    """Adagrad (``torch.optim.Adagrad``; Duchi et al. 2011; no lr decay, zero initial sum);
-    ``lr`` finite and >= 0, ``eps`` finite and > 0, checked as by :func:`sgd`.
+def adagrad(
+    lr: float = 0.01,
+    lr_decay: float = 0.0,
+    weight_decay: float = 0.0,
+    initial_accumulator_value: float = 0.0,
+    eps: float = 1e-10,
+) -> Adagrad:
+    """Adagrad (``torch.optim.Adagrad``, its arguments in its order; Duchi et al. 2011): step ``t``
+    runs at ``lr / (1 + (t - 1) * lr_decay)``, L2 ``weight_decay`` is added to the gradient, and the
+    sum of squared gradients starts at ``initial_accumulator_value``. ``lr`` finite and >= 0,
+    ``eps`` finite and > 0, the others finite and >= 0, checked as by :func:`sgd`.
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain.
     """
-    return Adagrad(lr=lr, eps=eps)
+    return Adagrad(
+        lr=lr,
+        lr_decay=lr_decay,
+        weight_decay=weight_decay,
+        initial_accumulator_value=initial_accumulator_value,
+        eps=eps,
+    )
 
 
 Selector = Callable[[str, tuple[int, ...]], bool]

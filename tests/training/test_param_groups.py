@@ -119,9 +119,9 @@ def test_amsgrad_matches_torch(cls, dtype):
         theirs.step()
         tolerance = 1e-12 if dtype == np.float64 else 2e-6
         np.testing.assert_allclose(param, t.detach().numpy(), rtol=tolerance, atol=tolerance)
-    assert ours.v_max[0] is not None and np.all(ours.v_max[0] >= ours.second[0])
+    assert ours.third[0] is not None and np.all(ours.third[0] >= ours.second[0])
     assert not np.allclose(param, plain_param)  # the maximum changed the steps
-    assert plain.v_max == [None]
+    assert plain.third == [None]
 
 
 def test_amsgrad_nan_propagates_as_torch_maximum():
@@ -132,7 +132,7 @@ def test_amsgrad_nan_propagates_as_torch_maximum():
     t.grad = torch.tensor([math.nan, 1.0], dtype=torch.float64)
     theirs.step()
     np.testing.assert_array_equal(param, t.detach().numpy())
-    assert np.isnan(ours.v_max[0][0])
+    assert np.isnan(ours.third[0][0])
 
 
 def test_describe_shows_amsgrad_and_groups():

@@ -172,8 +172,15 @@ def test_the_schedule_is_shown_in_its_canonical_spelling(capsys, tmp_path):
         (["--optimizer", "adamw", "--lr", "0.01", "--weight-decay", "0.5"],
          optim.adamw(0.01, weight_decay=0.5)),
         (["--optimizer", "adamw", "--lr", "0.01"], optim.adamw(0.01, weight_decay=0.01)),
+        (["--optimizer", "rmsprop", "--lr", "0.01", "--momentum", "0.5", "--centered",
+          "--weight-decay", "0.1"],
+         optim.rmsprop(0.01, weight_decay=0.1, momentum=0.5, centered=True)),
+        (["--optimizer", "adagrad", "--lr", "0.1", "--weight-decay", "0.2"],
+         optim.adagrad(0.1, weight_decay=0.2)),
+        (["--optimizer", "adam", "--lr", "0.01", "--amsgrad"], optim.adam(0.01, amsgrad=True)),
     ],
-    ids=["sgd-momentum-decay", "sgd-nesterov", "adam-l2", "adamw-decoupled", "adamw-default-decay"],
+    ids=["sgd-momentum-decay", "sgd-nesterov", "adam-l2", "adamw-decoupled", "adamw-default-decay",
+         "rmsprop-options", "adagrad-decay", "adam-amsgrad"],
 )
 def test_the_options_reach_the_optimizer(capsys, tmp_path, argv, expected):
     """The header and record show the optimizer with the options, and the run is bit for bit a
@@ -212,18 +219,21 @@ def malformed(spec: str) -> str:
     ("argv", "message"),
     [
         (["--optimizer", "adam", "--momentum", "0.9"],
-         "error: --momentum applies to --optimizer sgd only, got --optimizer adam"),
-        (["--optimizer", "rmsprop", "--momentum", "0"],
-         "error: --momentum applies to --optimizer sgd only, got --optimizer rmsprop"),
+         "error: --momentum applies to --optimizer sgd or rmsprop, got --optimizer adam"),
+        (["--optimizer", "adagrad", "--momentum", "0"],
+         "error: --momentum applies to --optimizer sgd or rmsprop, got --optimizer adagrad"),
+        (["--optimizer", "rmsprop", "--nesterov", "--momentum", "0.9"],
+         "error: --nesterov applies to --optimizer sgd only, got --optimizer rmsprop"),
+        (["--optimizer", "sgd", "--centered"],
+         "error: --centered applies to --optimizer rmsprop only, got --optimizer sgd"),
+        (["--optimizer", "rmsprop", "--momentum", "1"],
+         "error: optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0"),
         (["--optimizer", "adamw", "--nesterov"],
          "error: --nesterov applies to --optimizer sgd only, got --optimizer adamw"),
-        (["--momentum", "0.9"], "error: --momentum applies to --optimizer sgd only, got --optimizer adam"),
-        (["--optimizer", "rmsprop", "--weight-decay", "0.1"],
-         "error: --weight-decay applies to --optimizer sgd, adam or adamw, got --optimizer rmsprop "
-         "(which takes no weight decay)"),
-        (["--optimizer", "adagrad", "--weight-decay", "0"],
-         "error: --weight-decay applies to --optimizer sgd, adam or adamw, got --optimizer adagrad "
-         "(which takes no weight decay)"),
+        (["--momentum", "0.9"],
+         "error: --momentum applies to --optimizer sgd or rmsprop, got --optimizer adam"),
+        (["--optimizer", "adagrad", "--weight-decay", "-1"],
+         "error: optimizer: weight decay must be finite and nonnegative, got -1.0"),
         (["--optimizer", "sgd", "--nesterov"],
          "error: --nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, "
          "as in torch.optim.SGD), got no --momentum (default 0)"),
@@ -431,8 +441,8 @@ def test_amsgrad_and_no_decay_reach_the_trainer(capsys, tmp_path):
         (["--amsgrad", "--optimizer", "sgd"],
          "--amsgrad applies to --optimizer adam or adamw, got --optimizer sgd"),
         (["--no-decay", "bias", "--optimizer", "rmsprop"],
-         "--no-decay applies to --optimizer sgd, adam or adamw, got --optimizer rmsprop (which takes no "
-         "weight decay)"),
+         "--no-decay exempts parameters from weight decay, but --optimizer rmsprop decays nothing here: "
+         "give a --weight-decay above 0"),
         (["--no-decay", "bias"],
          "--no-decay exempts parameters from weight decay, but --optimizer adam decays nothing here: give "
          "a --weight-decay above 0"),

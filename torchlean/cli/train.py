@@ -28,10 +28,10 @@ prefers because that provider's capsule was refused
 ``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
 ``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
 one when ``--save`` saves weights that are not finite. ``--save`` and ``--report-json`` naming one
-file, or either naming the training CSV, is refused before any work, as are ``--momentum`` and
-``--nesterov`` with an optimizer other than sgd, ``--amsgrad`` with one other than adam or adamw,
-``--weight-decay`` with rmsprop or adagrad, ``--no-decay`` with those or without a weight decay
-(or matching no parameter, or a bad expression), and a
+file, or either naming the training CSV, is refused before any work, as are options the optimizer does
+not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: rmsprop;
+``--amsgrad``: adam and adamw), ``--no-decay`` without
+a weight decay (or matching no parameter, or a bad expression), and a
 ``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses.
 """
 
@@ -123,21 +123,23 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--optimizer", default="adam",
                         help=f"{' | '.join(optim.OPTIMIZERS)} (default: adam)")
     parser.add_argument("--momentum", type=number, default=None, metavar="M",
-                        help="SGD momentum, in [0, 1) (default: 0; --optimizer sgd only)")
+                        help="momentum, in [0, 1) (default: 0; --optimizer sgd or rmsprop)")
     parser.add_argument("--nesterov", action="store_true",
                         help="Nesterov momentum, as torch.optim.SGD(nesterov=True) (needs a --momentum "
                         "above 0; --optimizer sgd only)")
     parser.add_argument("--weight-decay", type=number, default=None, metavar="W",
-                        help="weight decay, finite and >= 0: an L2 term added to the gradient for sgd "
-                        "and adam, decoupled for adamw (default: 0, for adamw 0.01; rmsprop and adagrad "
-                        "take none)")
+                        help="weight decay, finite and >= 0: an L2 term added to the gradient, decoupled "
+                        "for adamw (default: 0, for adamw 0.01)")
+    parser.add_argument("--centered", action="store_true",
+                        help="centered RMSprop, as torch.optim.RMSprop(centered=True) (--optimizer "
+                        "rmsprop only)")
     parser.add_argument("--amsgrad", action="store_true",
                         help="AMSGrad, as torch.optim.Adam(amsgrad=True) (--optimizer adam or adamw only)")
     parser.add_argument("--no-decay", type=_no_decay, default=None, metavar="REGEX",
                         help="parameters whose name matches the regular expression REGEX (re.search; "
                         "e.g. 'bias|ln' for the transformer's biases and layer norms) take no weight "
-                        "decay, as a torch parameter group with weight_decay=0 (--optimizer sgd, adam "
-                        "or adamw; default: every parameter decays)")
+                        "decay, as a torch parameter group with weight_decay=0 (needs a weight decay; "
+                        "default: every parameter decays)")
     parser.add_argument("--lr-schedule", type=lr_schedule, default=LRSchedule(), metavar="SPEC",
                         help="the learning rate of epoch e (from 0): constant: --lr; cosine: --lr * (1 + "
                         "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
@@ -227,51 +229,56 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     return data.load(args.dataset, label_column=args.label_column, **options)
 
 
-_TAKES_WEIGHT_DECAY = ("sgd", "adam", "adamw")
+_TAKES_MOMENTUM = ("sgd", "rmsprop")
 
 
 def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
-    """The optimizer of ``--optimizer`` and ``--lr``, with ``--momentum`` and ``--nesterov``
-    (sgd: ``optim.sgd(lr, momentum, weight_decay=, nesterov=)``, as ``torch.optim.SGD``) and
-    ``--weight-decay`` (sgd and adam: L2 on the gradient; adamw: decoupled, 0.01 when not given,
-    as ``optim.adamw`` and ``torch.optim.AdamW``). Defaults: momentum 0, no Nesterov, weight
-    decay 0.
+    """The optimizer of ``--optimizer`` and ``--lr``, with ``--momentum`` (sgd, rmsprop),
+    ``--nesterov`` (sgd: ``optim.sgd(lr, momentum, weight_decay=, nesterov=)``, as
+    ``torch.optim.SGD``), ``--centered`` (rmsprop), ``--amsgrad`` (adam, adamw) and
+    ``--weight-decay`` (L2 on the gradient; adamw: decoupled, 0.01 when not given, as
+    ``optim.adamw`` and ``torch.optim.AdamW``). Defaults: momentum 0, no Nesterov, not
+    centered, no AMSGrad, weight decay 0.
 
     Raises:
         UnknownLabelError: an unknown ``--optimizer`` (``optim.by_name``).
-        TorchLeanError: ``--momentum`` or ``--nesterov`` with an optimizer other than sgd;
-            ``--weight-decay`` with rmsprop or adagrad; ``--nesterov`` without a nonzero
-            ``--momentum`` (torch's rule).
+        TorchLeanError: an option the optimizer does not take (``--momentum`` with adam,
+            ``--nesterov`` with rmsprop, ``--centered`` with sgd, ``--amsgrad`` with adagrad);
+            ``--nesterov`` without a nonzero ``--momentum`` (torch's rule).
         OptimizerError: a value out of the optimizer's domain, with its own message
             (``optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0``).
     """
     name = args.optimizer
     optimizer = optim.by_name(name, args.lr)  # an unknown name or a bad --lr first
-    for option, given in (("--momentum", args.momentum is not None), ("--nesterov", args.nesterov)):
-        if given and name != "sgd":
-            raise TorchLeanError(f"{option} applies to --optimizer sgd only, got --optimizer {name}")
-    if args.amsgrad and name not in ("adam", "adamw"):
-        raise TorchLeanError(f"--amsgrad applies to --optimizer adam or adamw, got --optimizer {name}")
-    if args.weight_decay is not None and name not in _TAKES_WEIGHT_DECAY:
-        raise TorchLeanError(
-            f"--weight-decay applies to --optimizer {', '.join(_TAKES_WEIGHT_DECAY[:-1])} or "
-            f"{_TAKES_WEIGHT_DECAY[-1]}, got --optimizer {name} (which takes no weight decay)"
-        )
-    decay = {} if args.weight_decay is None else {"weight_decay": args.weight_decay}
+    takes = {
+        "--momentum": (args.momentum is not None, _TAKES_MOMENTUM),
+        "--nesterov": (args.nesterov, ("sgd",)),
+        "--centered": (args.centered, ("rmsprop",)),
+        "--amsgrad": (args.amsgrad, ("adam", "adamw")),
+    }
+    for option, (given, names) in takes.items():
+        if given and name not in names:
+            accepted = " or ".join(names) if len(names) > 1 else f"{names[0]} only"
+            raise TorchLeanError(f"{option} applies to --optimizer {accepted}, got --optimizer {name}")
+    options: dict[str, Any] = {} if args.weight_decay is None else {"weight_decay": args.weight_decay}
+    if args.momentum is not None:
+        options["momentum"] = args.momentum
     if name == "sgd":
-        momentum = 0.0 if args.momentum is None else args.momentum
+        momentum = options.get("momentum", 0.0)
         if args.nesterov and momentum == 0.0:
             given = "no --momentum (default 0)" if args.momentum is None else f"--momentum {momentum!r}"
             raise TorchLeanError(
                 f"--nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a "
                 f"momentum, as in torch.optim.SGD), got {given}"
             )
-        return optim.sgd(args.lr, momentum, nesterov=args.nesterov, **decay)
+        return optim.sgd(args.lr, nesterov=args.nesterov, **options)
     if name == "adam":
-        return optim.adam(args.lr, amsgrad=args.amsgrad, **decay)
+        return optim.adam(args.lr, amsgrad=args.amsgrad, **options)
     if name == "adamw":
-        return optim.adamw(args.lr, amsgrad=args.amsgrad, **decay)
-    return optimizer
+        return optim.adamw(args.lr, amsgrad=args.amsgrad, **options)
+    if name == "rmsprop":
+        return optim.rmsprop(args.lr, centered=args.centered, **options)
+    return optim.adagrad(args.lr, **options) if options else optimizer
 
 
 def _no_decay(text: str) -> optim.ParamGroup:
@@ -299,16 +306,11 @@ def _param_groups(args: argparse.Namespace, optimizer: optim.OptimizerConfig) ->
     """``RunConfig.param_groups`` of ``--no-decay`` (none without it).
 
     Raises:
-        TorchLeanError: ``--no-decay`` with an optimizer that takes no weight decay, or with no
-            weight decay to exempt from (sgd and adam without ``--weight-decay``).
+        TorchLeanError: ``--no-decay`` with no weight decay to exempt from (an optimizer other
+            than adamw without ``--weight-decay``).
     """
     if args.no_decay is None:
         return ()
-    if args.optimizer not in _TAKES_WEIGHT_DECAY:
-        raise TorchLeanError(
-            f"--no-decay applies to --optimizer {', '.join(_TAKES_WEIGHT_DECAY[:-1])} or "
-            f"{_TAKES_WEIGHT_DECAY[-1]}, got --optimizer {args.optimizer} (which takes no weight decay)"
-        )
     if getattr(optimizer, "weight_decay", 0.0) == 0.0:
         raise TorchLeanError(
             f"--no-decay exempts parameters from weight decay, but --optimizer {args.optimizer} decays "
