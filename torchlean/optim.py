@@ -73,6 +73,7 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "GroupSelectionError",
     "Optimizer",
     "OptimizerConfig",
     "OptimizerError",
@@ -95,6 +96,24 @@ Array = npt.NDArray[np.floating]
 
 class OptimizerError(TorchLeanError, ValueError):
     """An optimizer hyper-parameter is out of its domain (message names the parameter)."""
+
+
+class GroupSelectionError(OptimizerError):
+    """A parameter group selects no parameter (``group``: the group; ``names``: every parameter's
+    name, which the message lists)."""
+
+    def __init__(self, message: str, group: ParamGroup, names: Sequence[str]) -> None:
+        super().__init__(message)
+        self.group = group
+        self.names = tuple(names)
+
+
+def names_shown(names: Sequence[str], limit: int = 40) -> str:
+    """``names`` joined by commas for a message: all of them up to ``limit``, else the first
+    ``limit // 2`` and how many more."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[: limit // 2])}, ... ({len(names) - limit // 2} more)"
 
 
 def _as_binary32(value: float) -> float:
@@ -607,6 +626,12 @@ class Optimizer:
     group_configs: list[OptimizerConfig] = field(default_factory=list)
     """Per group, the record its parameters run on (:func:`_group_config` of ``config``)."""
 
+    def __post_init__(self) -> None:
+        """An optimizer built directly (not by ``create``) gets no third buffers and no groups."""
+        if not self.third:
+            self.third = [None] * len(self.first)
+        if not self.membership:
+            self.membership = (None,) * len(self.first)
     def config_of(self, index: int) -> OptimizerConfig:
         """The record parameter ``index`` is updated with: its group's (``config`` with the
         group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
@@ -879,10 +904,6 @@ def adagrad(
 Selector = Callable[[str, tuple[int, ...]], bool]
 """A group's selection function: ``(name, shape) -> bool`` for each parameter."""
 
-_SHOWN_NAMES = 12
-"""How many parameter names a refusal lists."""
-
-
 @dataclass(frozen=True, slots=True)
 class ParamGroup:
     r"""Other hyper-parameters for the parameters a group selects: torch's parameter groups
@@ -890,25 +911,32 @@ class ParamGroup:
     selected by name. Build one with :func:`group`; :meth:`OptimizerConfig.create` (``groups=``)
     and ``RunConfig(param_groups=...)`` take them.
 
-    ``match`` is a regular expression searched in each parameter's name (``re.search``: ``"bias"``
-    selects ``0.bias`` and ``2.bias``, ``r"^0\."`` the first layer's) or a function ``(name,
-    shape) -> bool`` (nanoGPT's rule, no decay for biases and norm scales:
-    ``lambda name, shape: len(shape) < 2``). ``overrides`` are ``(field, value)`` pairs of the
-    optimizer record (``weight_decay``, ``beta1``, ``momentum``, ``amsgrad``, ...) and
-    ``lr_scale``: the group's learning rate is the optimizer's times ``lr_scale`` (torch's groups
-    hold a rate of their own, which its schedulers scale with the others; a scale states that).
+    ``match`` is a regular expression (a string or a compiled ``re.Pattern``) searched in each
+    parameter's name (``re.search``: ``r"bias$"`` selects ``0.bias`` and ``2.bias``, ``r"^0\."``
+    the first layer's; a layer norm's scale is ``1.weight`` or ``3.ln1.weight``, named by its
+    position, not by its kind) or a function ``(name, shape) -> bool`` (nanoGPT's rule, no decay
+    for biases and norm scales: ``lambda name, shape: len(shape) < 2``; a lambda or a local
+    function cannot be pickled, so a ``RunConfig`` or an unrun ``Trainer`` holding one deep-copies
+    but does not pickle: use a module-level function to send it to another process).
+    ``overrides`` are ``(field, value)`` pairs of the optimizer record (``weight_decay``,
+    ``beta1``, ``momentum``, ``amsgrad``, ...) and ``lr_scale``: the group's learning rate is the
+    optimizer's times ``lr_scale`` (torch's groups hold a rate of their own, which its schedulers
+    scale with the others; a scale states that).
 
     Raises:
-        OptimizerError: ``match`` neither a string that compiles as a regular expression nor
-            callable; an override named ``lr`` (use ``lr_scale``), a name that is not a string,
-            a value that is neither a bool nor a real number, ``lr_scale`` not finite and >= 0.
+        OptimizerError: ``match`` neither a regular expression nor callable; an override named
+            ``lr`` (use ``lr_scale``), a name that is not a string, a value that is neither a bool
+            nor a real number, ``lr_scale`` not a finite real number >= 0 (bools refused).
     """
 
-    match: str | Selector
+    match: str | re.Pattern[str] | Selector
     overrides: tuple[tuple[str, float | bool], ...] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.match, str):
+        if isinstance(self.match, re.Pattern):
+            if not isinstance(self.match.pattern, str):
+                raise OptimizerError(f"optimizer: a group pattern must match text, got {self.match!r}")
+        elif isinstance(self.match, str):
             try:
                 re.compile(self.match)
             except re.error as error:
@@ -945,6 +973,8 @@ class ParamGroup:
         """
         if isinstance(self.match, str):
             return re.search(self.match, name) is not None
+        if isinstance(self.match, re.Pattern):
+            return self.match.search(name) is not None
         chosen = self.match(name, shape)
         if not isinstance(chosen, (bool, np.bool_)):
             raise OptimizerError(
@@ -956,8 +986,10 @@ class ParamGroup:
     def describe(self) -> str:
         """``optim.group('bias', weight_decay=0.0)``: the group as :func:`group` builds it (a
         function shown by its name)."""
-        match = self.match if isinstance(self.match, str) else None
-        shown_match = repr(match) if match is not None else getattr(self.match, "__qualname__", "function")
+        if isinstance(self.match, str | re.Pattern):
+            shown_match = repr(self.match)
+        else:
+            shown_match = getattr(self.match, "__qualname__", "function")
         parts = [shown_match, *(f"{key}={value!r}" for key, value in self.overrides)]
         return f"optim.group({', '.join(parts)})"
 
@@ -974,10 +1006,13 @@ def _listed_pairs(overrides: object) -> list[tuple[object, object]]:
 
 
 def _override_value(key: str, value: object) -> float | bool:
-    """A group override's value: a bool stays a bool (``amsgrad``, ``nesterov``), a real number
-    becomes a float (its domain is the record's, checked by :func:`_group_config`); ``lr_scale``
-    must be finite and >= 0."""
+    """A group override's value: a bool stays a bool (``amsgrad``, ``nesterov``), an int stays an
+    int (so a bool field's refusal shows what was written), another real number becomes a float
+    (its domain is the record's, checked by :func:`_group_config`); ``lr_scale`` must be a real
+    number (not a bool), finite and >= 0."""
     if isinstance(value, (bool, np.bool_)):
+        if key == "lr_scale":
+            raise OptimizerError(f"optimizer: lr_scale must be a real number, got {value!r}")
         return bool(value)
     if not isinstance(value, numbers.Real):
         raise OptimizerError(
@@ -991,11 +1026,16 @@ def _override_value(key: str, value: object) -> float | bool:
         ) from None
     if key == "lr_scale" and not (math.isfinite(number) and number >= 0.0):
         raise OptimizerError(f"optimizer: lr_scale must be finite and nonnegative, got {value!r}")
-    return number
+    return int(value) if isinstance(value, int | np.integer) and key != "lr_scale" else number
 
 
 def group(
-    match: str | Selector, /, *, betas: tuple[float, float] | None = None, **overrides: float | bool
+    match: str | re.Pattern[str] | Selector,
+    /,
+    *,
+    betas: tuple[float, float] | None = None,
+    alpha: float | None = None,
+    **overrides: float | bool,
 ) -> ParamGroup:
     """A parameter group (:class:`ParamGroup`): the parameters ``match`` selects by name (a
     regular expression searched in the name, or a function ``(name, shape) -> bool``) take the
@@ -1003,14 +1043,20 @@ def group(
 
         AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-4, weight_decay=0.1)
 
-    is ``optim.adamw(3e-4, weight_decay=0.1)`` with ``groups=[optim.group("bias|norm",
-    weight_decay=0.0)]`` (or ``optim.group(lambda name, shape: len(shape) < 2, weight_decay=0.0)``).
-    ``betas=(b1, b2)`` is torch's spelling of ``beta1``/``beta2``. Which overrides the optimizer
-    takes and their domains are checked when the optimizer is created.
+    is ``optim.adamw(3e-4, weight_decay=0.1)`` with ``groups=[optim.group(lambda name, shape:
+    len(shape) < 2, weight_decay=0.0)]`` (biases and norm scales; ``optim.group(r"bias$",
+    weight_decay=0.0)`` for the biases alone). ``betas=(b1, b2)`` is torch's spelling of
+    ``beta1``/``beta2`` and ``alpha`` RMSprop's of ``decay``. Which overrides the optimizer takes
+    and their domains are checked when the optimizer is created.
 
     Raises:
-        OptimizerError: as :class:`ParamGroup`; ``betas`` not a pair, or given with ``beta1``/``beta2``.
+        OptimizerError: as :class:`ParamGroup`; ``betas`` not a pair, or given with
+            ``beta1``/``beta2``; ``alpha`` given with ``decay``.
     """
+    if alpha is not None:
+        if "decay" in overrides:
+            raise OptimizerError("optimizer: pass alpha or decay, not both")
+        overrides = {**overrides, "decay": alpha}
     if betas is not None:
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
@@ -1069,8 +1115,9 @@ def _membership(
     """Per parameter, the index of the one group that selects it, or ``None``.
 
     Raises:
-        OptimizerError: a parameter two groups select (torch refuses a parameter in two groups),
-            a group that selects none (a misspelt pattern), naming the parameters.
+        OptimizerError: a parameter two groups select (torch refuses a parameter in two groups).
+        GroupSelectionError: a group that selects none (a misspelt pattern), naming the
+            parameters.
     """
     membership: list[int | None] = []
     for name, shape in zip(names, shapes, strict=True):
@@ -1083,8 +1130,8 @@ def _membership(
         membership.append(hits[0] if hits else None)
     for index, g in enumerate(groups):
         if index not in membership:
-            shown_names = ", ".join(names[:_SHOWN_NAMES]) + (", ..." if len(names) > _SHOWN_NAMES else "")
-            raise OptimizerError(f"optimizer: {g.describe()} selects no parameter (names: {shown_names})")
+            message = f"optimizer: {g.describe()} selects no parameter (names: {names_shown(names)})"
+            raise GroupSelectionError(message, g, names)
     return tuple(membership)
 
 

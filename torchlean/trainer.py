@@ -588,7 +588,8 @@ class Trainer(Generic[In, Out]):
             ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE.
         TrainerLabelError: an unknown objective label.
         OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
-            parameter or one another group selects, an override the optimizer does not take
+            parameter, only buffers, or one another group selects, an override the optimizer does
+            not take
             (:meth:`torchlean.optim.OptimizerConfig.create`).
     """
 
@@ -673,12 +674,22 @@ class Trainer(Generic[In, Out]):
         """A fresh optimizer of ``config`` for the model's parameters, with its ``param_groups``.
 
         Raises:
-            OptimizerError: a group that selects no parameter of the model or one another group
-                selects, or an override the optimizer does not take (:meth:`OptimizerConfig.create`).
+            OptimizerError: a group that selects no parameter of the model (``GroupSelectionError``),
+                only buffers, or one another group selects, or an override the optimizer does not
+                take (:meth:`OptimizerConfig.create`).
         """
-        return self.config.optimizer.create(
+        optimizer = self.config.optimizer.create(
             self.model.parameters, names=self.model.names, groups=self.config.param_groups
         )
+        for index, group in enumerate(self.config.param_groups):
+            members = [i for i, member in enumerate(optimizer.membership) if member == index]
+            if not any(self.model.specs[i].trainable for i in members):
+                buffers = ", ".join(self.model.names[i] for i in members)
+                raise OptimizerError(
+                    f"optimizer: {group.describe()} selects only buffers ({buffers}), which have no "
+                    "gradient and are never updated (a group selects trainable parameters)"
+                )
+        return optimizer
 
     @property
     def profile(self) -> BackendProfile:

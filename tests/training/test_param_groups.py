@@ -6,7 +6,9 @@ Oracles: torch's optimizers in float64 given the same parameter groups (``[{"par
 
 from __future__ import annotations
 
+import copy
 import math
+import re
 
 import numpy as np
 import pytest
@@ -140,7 +142,10 @@ def test_describe_shows_amsgrad_and_groups():
         "optim.adam(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0.0, amsgrad=True)"
     )
     assert optim.group("bias", weight_decay=0, lr_scale=2).describe() == (
-        "optim.group('bias', weight_decay=0.0, lr_scale=2.0)"
+        "optim.group('bias', weight_decay=0, lr_scale=2.0)"
+    )
+    assert optim.group(re.compile("b", re.I), alpha=0.5).describe() == (
+        "optim.group(re.compile('b', re.IGNORECASE), decay=0.5)"
     )
 
     def no_decay(name, shape):
@@ -240,6 +245,9 @@ def test_trainer_refuses_groups_at_construction():
         (lambda: optim.group("bias", weight_decay=10**400), "beyond the float range"),
         (lambda: optim.group("bias", betas=(0.9,)), "betas must be a pair"),
         (lambda: optim.group("bias", betas=(0.9, 0.99), beta1=0.8), "not both"),
+        (lambda: optim.group("bias", lr_scale=False), "lr_scale must be a real number, got False"),
+        (lambda: optim.group("bias", alpha=0.9, decay=0.8), "pass alpha or decay, not both"),
+        (lambda: optim.group(re.compile(b"bias")), "must match text"),
     ],
 )
 def test_group_refusals(build, message):
@@ -261,7 +269,8 @@ def test_group_refusals(build, message):
         ([optim.group("bias", weight_decay=-1.0)], NAMES,
          r"nonnegative, got -1.0 \(in optim.group\('bias', weight_decay=-1.0\)\)"),
         ([optim.group("bias", lr_scale=1e300)], NAMES, "learning rate must be finite"),
-        ([optim.group("bias", amsgrad=1.0)], NAMES, "amsgrad must be a bool"),
+        ([optim.group("bias", amsgrad=1.0)], NAMES, "amsgrad must be a bool, got 1.0"),
+        ([optim.group("bias", amsgrad=1)], NAMES, r"amsgrad must be a bool, got 1 \("),
         ([optim.group(lambda name, shape: 1)], NAMES, "must return a bool"),
     ],
 )
@@ -284,3 +293,43 @@ def test_no_groups_keeps_one_record():
     ours = optim.adam(0.1).create(_arrays(0), names=NAMES)
     assert all(ours.config_of(i) is ours.config for i in range(4)) and ours.names == tuple(NAMES)
     assert optim.adam(0.1).create(_arrays(0)).names == ()
+
+
+def test_a_compiled_pattern_and_alpha_select_and_override():
+    groups = [optim.group(re.compile(r"^2\."), alpha=0.5)]
+    state = optim.rmsprop(0.1).create(_arrays(0), names=NAMES, groups=groups)
+    assert state.membership == (None, None, 0, 0) and state.config_of(2).decay == 0.5
+
+
+def test_a_group_selecting_only_buffers_is_refused_by_the_trainer():
+    layer = nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4), nn.linear(4, 2))
+    config = RunConfig(optim.sgd(0.1), param_groups=[optim.group("running", lr_scale=0.5)])
+    with pytest.raises(OptimizerError, match=r"selects only buffers \(1.running_mean, 1.running_var\)"):
+        Trainer(layer, config=config)
+    config = RunConfig(optim.sgd(0.1), param_groups=[optim.group("^1", lr_scale=0.5)])  # weight, bias too
+    assert Trainer(layer, config=config).model.names[:6] == [
+        "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"
+    ]
+
+
+def test_the_refusal_names_every_parameter_up_to_forty():
+    names = [f"{i}.weight" for i in range(50)]
+    with pytest.raises(optim.GroupSelectionError) as info:
+        optim.sgd().create([np.zeros(1)] * 50, names=names, groups=[optim.group("bias")])
+    assert info.value.names == tuple(names) and str(info.value).endswith("19.weight, ... (30 more))")
+    assert optim.names_shown(names[:40]) == ", ".join(names[:40])
+
+
+def test_an_optimizer_built_directly_steps():
+    """Review27 F7: Optimizer(config, first, second, steps) without create's extra fields."""
+    state = optim.Optimizer(optim.sgd(0.5), [np.zeros(2)], [np.zeros(2)], [0])
+    (value,) = state.step([np.ones(2)], [np.ones(2)])
+    np.testing.assert_array_equal(value, [0.5, 0.5])
+
+
+def test_an_unrun_trainer_with_a_lambda_group_deep_copies():
+    layer = nn.sequential(nn.linear(3, 2))
+    groups = [optim.group(lambda n, s: len(s) < 2)]
+    trainer = Trainer(layer, config=RunConfig(optim.adamw(), param_groups=groups))
+    clone = copy.deepcopy(trainer)
+    assert clone.config.param_groups[0].selects("0.bias", (2,))

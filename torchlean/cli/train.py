@@ -295,6 +295,24 @@ def _no_decay(text: str) -> optim.ParamGroup:
         raise argparse.ArgumentTypeError(str(error).removeprefix("optimizer: ")) from None
 
 
+def _check_not_everything(group: optim.ParamGroup, model: Model) -> None:
+    """``--no-decay`` must leave some trainable parameter decaying.
+
+    Raises:
+        TorchLeanError: ``--no-decay '.' matches every trainable parameter of the model; for no
+            weight decay at all give --weight-decay 0``.
+    """
+    trainable = [
+        (name, value) for name, value, spec in zip(model.names, model.parameters, model.specs, strict=True)
+        if spec.trainable
+    ]
+    if all(group.selects(name, value.shape) for name, value in trainable):
+        raise TorchLeanError(
+            f"--no-decay {group.match!r} matches every trainable parameter of the model; for no weight "
+            "decay at all give --weight-decay 0"
+        )
+
+
 def _no_decay_record(group: optim.ParamGroup, model: Model) -> dict[str, Any]:
     """The JSON record's ``no_decay``: the pattern and the names of the parameters it exempts."""
     pairs = zip(model.names, model.parameters, strict=True)
@@ -436,14 +454,22 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,
                        param_groups=_param_groups(args, optimizer)).with_profile(profile)
-    trainer: Trainer[Any, Any] = Trainer(
-        layer,
-        objective=Objective.CROSS_ENTROPY if classification else Objective.MSE,
-        config=config,
-        seed=args.seed,
-        input_shape=input_shape,
-        label_smoothing=args.label_smoothing,
-    )
+    try:
+        trainer: Trainer[Any, Any] = Trainer(
+            layer,
+            objective=Objective.CROSS_ENTROPY if classification else Objective.MSE,
+            config=config,
+            seed=args.seed,
+            input_shape=input_shape,
+            label_smoothing=args.label_smoothing,
+        )
+    except optim.GroupSelectionError as error:
+        raise TorchLeanError(
+            f"--no-decay {args.no_decay.match!r} matches no parameter of --model {args.model} (names: "
+            f"{optim.names_shown(error.names)})"
+        ) from None
+    if config.param_groups:
+        _check_not_everything(args.no_decay, trainer.model)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)  # optimizer steps per epoch
     if schedule.by_step:
         scheduled = _step_schedule(schedule, optimizer, args.epochs, steps)
