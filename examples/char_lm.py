@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
+import importlib
+import io
 import math
 import sys
 from typing import Any
 
 import numpy as np
-import this  # noqa: F401 - the module prints the Zen once on import; its text is this.s (rot13)
 from tqdm import tqdm
 
 from torchlean import nn, optim
+from torchlean.backend import report
 from torchlean.trainer import Objective, RunConfig, Trainer
 
 CONTEXT = 32
@@ -29,7 +32,9 @@ CONTEXT = 32
 
 
 def corpus() -> str:
-    """The Zen of Python, decoded from ``this.s``."""
+    """The Zen of Python, decoded from ``this.s`` (importing ``this`` prints it: silenced)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        this = importlib.import_module("this")
     return codecs.decode(this.s, "rot13")
 
 
@@ -51,14 +56,20 @@ def model(vocab: int, d_model: int = 48, heads: int = 4, blocks: int = 2) -> nn.
     )
 
 
+EMBEDDINGS = ("0.weight", "1.table")
+"""The token and position tables of :func:`model` (layers 0 and 1)."""
+
+
 def no_decay(name: str, shape: tuple[int, ...]) -> bool:
-    """nanoGPT's rule, extended to the tables: vectors (biases, norm scales) and embeddings."""
-    return len(shape) < 2 or name.endswith(("table", "0.weight"))
+    """Vectors (biases, norm scales: nanoGPT's rule) and the embedding tables take no weight decay."""
+    return len(shape) < 2 or name in EMBEDDINGS
 
 
-def train(steps: int, profile: str, seed: int = 0, batch_size: int = 32) -> tuple[Trainer[Any, Any], str, list[float]]:
-    """Train for about ``steps`` optimizer steps; returns the trainer, the alphabet and the loss
-    of each 50-step chunk."""
+def train(
+    steps: int, profile: str, seed: int = 0, batch_size: int = 32, chunk: int = 50
+) -> tuple[Trainer[Any, Any], str, list[tuple[int, int, float]]]:
+    """Train for ``steps`` optimizer steps or a little more (whole epochs); returns the trainer,
+    the alphabet and ``(first step, last step, mean loss)`` of each ``chunk`` steps."""
     text = corpus()
     alphabet = "".join(sorted(set(text)))
     ids = np.array([alphabet.index(c) for c in text], dtype=np.int64)
@@ -75,7 +86,7 @@ def train(steps: int, profile: str, seed: int = 0, batch_size: int = 32) -> tupl
         input_shape=(CONTEXT,),
     )
     schedule = optim.warmup_cosine(3e-3, min(30, epochs * per_epoch - 1), epochs * per_epoch, min_lr=3e-4)
-    losses: list[float] = []
+    losses: list[tuple[int, int, float]] = []
     window: list[float] = []
     with tqdm(total=epochs * per_epoch, desc="training", unit="step", disable=None, file=sys.stderr) as bar:
 
@@ -83,14 +94,14 @@ def train(steps: int, profile: str, seed: int = 0, batch_size: int = 32) -> tupl
             window.append(loss)
             bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
             bar.update(1)
-            if len(window) == 50:
-                losses.append(sum(window) / len(window))
+            if len(window) == chunk:
+                losses.append((trainer.steps_done - chunk + 1, trainer.steps_done, sum(window) / chunk))
                 window.clear()
 
         trainer.fit(x, y, epochs=epochs, batch_size=batch_size, on_batch=logged, lr_schedule=schedule,
                     schedule_by="step")
     if window:
-        losses.append(sum(window) / len(window))
+        losses.append((trainer.steps_done - len(window) + 1, trainer.steps_done, sum(window) / len(window)))
     return trainer, alphabet, losses
 
 
@@ -112,13 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="checked_cpu", help="backend profile (default: checked_cpu)")
     args = parser.parse_args(argv)
     trainer, alphabet, losses = train(args.steps, args.profile)
-    for index, loss in enumerate(losses):
-        print(f"steps {50 * index + 1:>4}-{50 * (index + 1):<4} loss={loss:.4f}")
+    for first, last, loss in losses:
+        print(f"steps {first:>4}-{last:<4} loss={loss:.4f}")
     print(f"uniform guess: loss={math.log(len(alphabet)):.4f} ({len(alphabet)} characters)")
     print(repr(complete(trainer, alphabet, "Beautiful is better than ", 40)))
-    print("backend capsules used:")
+    print(f"backend capsules used ({len(trainer.selected)}, first-use order):")
     for kernel in trainer.selected:
-        print(f"  {kernel.op}: {kernel.capsule.name} provider={kernel.capsule.provider.label}")
+        print(report.audit_line(kernel.audit()))
     return 0
 
 
