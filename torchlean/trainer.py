@@ -609,10 +609,10 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"config must be a RunConfig or None, got {config!r}")
         if not is_seed(seed):
             raise TrainerError(f"seed must be an integer in {SEED_RANGE}, got {seed!r}")
-        self.config = config if config is not None else RunConfig()
-        self.objective = _member(Objective, objective, "objective")
-        self.label_smoothing = _label_smoothing(label_smoothing, self.objective)
-        self.seed = int(seed)
+        self._config = config if config is not None else RunConfig()
+        self._objective = _member(Objective, objective, "objective")
+        self._label_smoothing = _label_smoothing(label_smoothing, self._objective)
+        self._seed = int(seed)
         self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                   dtype=self.config.numpy_dtype())
         self._session: Session | None = None
@@ -669,6 +669,30 @@ class Trainer(Generic[In, Out]):
                                     seed=session_seed(self.seed))
             self._optimizer = optimizer
         return self._session
+
+    # The settings are read-only: checked once, at construction, and fixed in the session, the
+    # optimizer and the graphs the trainer builds from them (review26_ls F4).
+
+    @property
+    def config(self) -> RunConfig:
+        """The runtime settings (read-only: build a new ``Trainer`` for others, and carry the
+        weights over with ``model.state()``/``load_state``)."""
+        return self._config
+
+    @property
+    def objective(self) -> Objective:
+        """The training objective (read-only)."""
+        return self._objective
+
+    @property
+    def label_smoothing(self) -> float:
+        """Cross-entropy's label smoothing, 0.0 for none (read-only)."""
+        return self._label_smoothing
+
+    @property
+    def seed(self) -> int:
+        """The run's seed (read-only)."""
+        return self._seed
 
     def _create_optimizer(self) -> Optimizer:
         """A fresh optimizer of ``config`` for the model's parameters, with its ``param_groups``.

@@ -1098,3 +1098,14 @@ def test_evaluate_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_l
     weight = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
     trainer.model.load_state({"weight": weight, "bias": np.zeros(3)})
     assert trainer.evaluate(np.array([[2.0, 0.0], [np.nan, 0.0]]), np.array([0, 0])) == {"accuracy": 0.5}
+
+
+@pytest.mark.parametrize("name", ["config", "objective", "label_smoothing", "seed"])
+def test_the_settings_are_read_only(name):
+    """review26_ls F4: a setting changed after construction bypassed its checks (and the session,
+    optimizer and graphs already built from it); they are read-only properties now."""
+    trainer = Trainer(nn.linear(2, 1), objective="cross-entropy", label_smoothing=0.1, seed=3)
+    before = getattr(trainer, name)
+    with pytest.raises(AttributeError, match=f"property '{name}' of 'Trainer' object has no setter"):
+        setattr(trainer, name, before)
+    assert (trainer.seed, trainer.label_smoothing, trainer.objective) == (3, 0.1, Objective.CROSS_ENTROPY)
