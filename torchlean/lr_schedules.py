@@ -44,7 +44,10 @@ def warmup_cosine(
 
     This is Hugging Face's ``get_cosine_schedule_with_warmup`` (``num_cycles=0.5``) with a floor
     ``min_lr``, as nanoGPT's ``get_lr`` has; unlike Hugging Face's, the rate stays at ``min_lr``
-    after ``total_steps`` instead of rising again. Use it with ``Trainer.fit(...,
+    after ``total_steps`` instead of rising again. As in Hugging Face's, step 0 runs at rate 0
+    (with a warmup: the first update moves nothing, though Adam's moments take it in) and
+    ``min_lr`` is reached at step ``total_steps``, one past a run of ``total_steps`` steps, whose
+    last step runs just above it. Use it with ``Trainer.fit(...,
     lr_schedule=optim.warmup_cosine(3e-4, 100, steps), schedule_by="step")`` (``steps`` the
     number of optimizer steps of the run, ``epochs * ceil(n / batch_size)``), or call it in a loop
     of your own. Rates are Python floats.
@@ -52,7 +55,8 @@ def warmup_cosine(
     Raises:
         ScheduleError: ``lr`` or ``min_lr`` not a finite real number >= 0, ``min_lr > lr``,
             ``warmup_steps`` not an int >= 0, ``total_steps`` not an int greater than
-            ``warmup_steps`` (bools refused).
+            ``warmup_steps`` (bools refused); the returned function, a step that is not an int
+            >= 0.
     """
     peak, floor = _rate("lr", lr), _rate("min_lr", min_lr)
     if floor > peak:
@@ -68,9 +72,12 @@ def warmup_cosine(
     decay = int(total_steps) - warmup
 
     def rate(step: int) -> float:
-        if step < warmup:
-            return peak * step / warmup
-        progress = min(1.0, (step - warmup) / decay)
+        if not is_int(step) or int(step) < 0:
+            raise ScheduleError(f"warmup_cosine: a step is an int >= 0, got {step!r}")
+        t = int(step)
+        if t < warmup:
+            return peak * (t / warmup)
+        progress = min(1.0, (t - warmup) / decay)
         return floor + (peak - floor) * (1.0 + math.cos(math.pi * progress)) / 2.0
 
     return rate

@@ -627,11 +627,15 @@ class Optimizer:
     """Per group, the record its parameters run on (:func:`_group_config` of ``config``)."""
 
     def __post_init__(self) -> None:
-        """An optimizer built directly (not by ``create``) gets no third buffers and no groups."""
-        if not self.third:
-            self.third = [None] * len(self.first)
+        """An optimizer built directly (not by ``create``) gets no groups and, where ``config``
+        keeps one, zero third buffers."""
         if not self.membership:
             self.membership = (None,) * len(self.first)
+        if not self.third:
+            self.third = [
+                np.zeros_like(m) if self.config_of(i).has_third() else None for i, m in enumerate(self.first)
+            ]
+
     def config_of(self, index: int) -> OptimizerConfig:
         """The record parameter ``index`` is updated with: its group's (``config`` with the
         group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
@@ -1135,6 +1139,11 @@ def _membership(
     return tuple(membership)
 
 
+_NOT_PER_GROUP = ("lr", "initial_accumulator_value")
+"""Fields a group does not override: the rate (``lr_scale`` scales it) and Adagrad's starting sum
+(torch's Adagrad initialises every group's state from the constructor's value)."""
+
+
 def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
     """``config`` with ``g``'s overrides and its learning rate times ``g.lr_scale``, validated.
 
@@ -1142,8 +1151,13 @@ def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
         OptimizerError: an override ``config`` has no field for, or out of its domain (the
             record's message, then ``(in optim.group(...))``).
     """
-    accepted = [f.name for f in fields(config) if f.name != "lr"]  # type: ignore[arg-type]
+    accepted = [f.name for f in fields(config) if f.name not in _NOT_PER_GROUP]  # type: ignore[arg-type]
     changes = {key: value for key, value in g.overrides if key != "lr_scale"}
+    if "initial_accumulator_value" in changes:
+        raise OptimizerError(
+            f"optimizer: {g.describe()} sets initial_accumulator_value, which torch's Adagrad takes "
+            "from the optimizer only (it ignores a group's): set it in optim.adagrad(...)"
+        )
     unknown = [key for key in changes if key not in accepted]
     if unknown:
         raise OptimizerError(

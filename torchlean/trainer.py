@@ -722,9 +722,10 @@ class Trainer(Generic[In, Out]):
 
     @property
     def lr(self) -> float:
-        """The learning rate the next update uses: inside :meth:`fit` with an ``lr_schedule`` (read
-        from ``on_batch``), the current epoch's (or, by step, the last step's); otherwise the
-        optimizer's own (``config.optimizer.lr``)."""
+        """The learning rate in effect: inside :meth:`fit` with an ``lr_schedule`` (read from
+        ``on_batch``), the current epoch's, or with ``schedule_by="step"`` the rate of the step just
+        taken; otherwise the optimizer's own (``config.optimizer.lr``), which the next update
+        outside a scheduled ``fit`` uses."""
         return (self.config.optimizer if self._optimizer is None else self._optimizer.config).lr
 
     @property
@@ -1043,7 +1044,8 @@ class Trainer(Generic[In, Out]):
                 int >= 1, got 1.5``); a ``shuffle`` or ``drop_last`` that is neither a ``bool`` nor
                 a ``numpy.bool_``; ``drop_last`` with fewer samples than ``batch_size`` (no
                 minibatch); an ``on_batch`` or ``lr_schedule`` that is not callable, a
-                ``schedule_by`` other than ``"epoch"`` or ``"step"`` (checked before any step); a
+                ``schedule_by`` other than ``"epoch"`` or ``"step"``, or ``"step"`` without an
+                ``lr_schedule`` (checked before any step); a
                 learning rate from ``lr_schedule`` that is not a real number or that
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
                 updates stay); the errors of :meth:`open`.
@@ -1064,11 +1066,13 @@ class Trainer(Generic[In, Out]):
             )
         if lr_schedule is not None and not callable(lr_schedule):
             raise TrainerError(
-                f"lr_schedule must be a callable lr_schedule(epoch) -> learning rate or None, got "
+                f"lr_schedule must be a callable lr_schedule(epoch or step) -> learning rate or None, got "
                 f"{lr_schedule!r} of type {type(lr_schedule).__name__}"
             )
         if schedule_by not in ("epoch", "step"):
             raise TrainerError(f"schedule_by must be 'epoch' or 'step', got {schedule_by!r}")
+        if schedule_by == "step" and lr_schedule is None:
+            raise TrainerError("schedule_by='step' schedules nothing without an lr_schedule")
         per_step = lr_schedule if schedule_by == "step" else None
         per_epoch = lr_schedule if schedule_by == "epoch" else None
         shuffle, drop_last = bool(shuffle), bool(drop_last)

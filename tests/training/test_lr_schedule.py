@@ -130,7 +130,7 @@ def test_a_refused_learning_rate_stops_before_that_epoch(schedule, message):
 
 def test_lr_schedule_must_be_callable():
     trainer = Trainer(nn.linear(2, 1))
-    with pytest.raises(TrainerError, match=r"^lr_schedule must be a callable lr_schedule\(epoch\)"):
+    with pytest.raises(TrainerError, match=r"^lr_schedule must be a callable lr_schedule\(epoch or step\)"):
         trainer.fit(np.ones((2, 2)), np.ones((2, 1)), lr_schedule=0.1)
     assert trainer.epochs_done == 0
 
@@ -288,3 +288,19 @@ def test_warmup_cosine_by_hand():
 def test_warmup_cosine_refusals(args, kwargs, message):
     with pytest.raises(optim.ScheduleError, match=message):
         optim.warmup_cosine(*args, **kwargs)
+
+
+def test_warmup_cosine_steps_are_ints_from_zero():
+    f = optim.warmup_cosine(0.1, 2, 4)
+    assert type(f(np.int64(1))) is float and f(np.int64(1)) == 0.05
+    for bad in (-1, 1.5, True):
+        with pytest.raises(optim.ScheduleError, match=r"a step is an int >= 0, got "):
+            f(bad)
+    huge = optim.warmup_cosine(1e308, 3, 4)
+    assert huge(2) == pytest.approx(1e308 * (2 / 3))  # no overflow in the warmup
+
+
+def test_schedule_by_step_without_a_schedule_is_refused():
+    trainer = Trainer(nn.linear(2, 1))
+    with pytest.raises(TrainerError, match=r"^schedule_by='step' schedules nothing without an lr_schedule"):
+        trainer.fit(np.ones((2, 2)), np.ones((2, 1)), schedule_by="step")

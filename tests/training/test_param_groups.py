@@ -333,3 +333,28 @@ def test_an_unrun_trainer_with_a_lambda_group_deep_copies():
     trainer = Trainer(layer, config=RunConfig(optim.adamw(), param_groups=groups))
     clone = copy.deepcopy(trainer)
     assert clone.config.param_groups[0].selects("0.bias", (2,))
+
+
+@pytest.mark.parametrize(
+    ("config", "cls", "options"),
+    [(optim.adam(0.1, amsgrad=True), torch.optim.Adam, {"amsgrad": True}),
+     (optim.rmsprop(0.1, centered=True), torch.optim.RMSprop, {"centered": True})],
+)
+def test_an_optimizer_built_directly_keeps_its_third_buffer(config, cls, options):
+    """Review27_sched F2: a directly built AMSGrad or centered RMSprop optimizer steps as torch's."""
+    state = optim.Optimizer(config, [np.zeros(2)], [np.zeros(2)], [0])
+    t = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    reference = cls([t], lr=0.1, foreach=False, **options)
+    param = np.zeros(2)
+    for g in ([1.0, -2.0], [0.1, 0.3], [3.0, 0.0]):
+        (param,) = state.step([param], [np.array(g)])
+        t.grad = torch.tensor(g, dtype=torch.float64)
+        reference.step()
+    np.testing.assert_allclose(param, t.detach().numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_a_group_cannot_set_adagrads_starting_sum():
+    """torch's Adagrad starts every group's sum at the constructor's value (review27_sched F3)."""
+    with pytest.raises(OptimizerError, match="takes from the optimizer only"):
+        groups = [optim.group("bias", initial_accumulator_value=1.0)]
+        optim.adagrad(0.1).create(_arrays(0), names=NAMES, groups=groups)

@@ -48,7 +48,8 @@ class LRSchedule:
 
     def step_function(self, lr: float, total_steps: int) -> Callable[[int], float]:
         """``warmup_cosine``'s rate of step ``t`` of a run of ``total_steps`` optimizer steps at
-        peak rate ``lr``: :func:`torchlean.optim.warmup_cosine` to 0 at the last step.
+        peak rate ``lr``: :func:`torchlean.optim.warmup_cosine` toward 0, which it reaches one
+        step past the run (Hugging Face's schedule).
 
         Raises:
             ScheduleError: ``total_steps`` not greater than ``warmup`` (the caller words it).
@@ -61,7 +62,10 @@ class LRSchedule:
         ``CosineAnnealingLR(T_max=epochs, eta_min=0)``); ``lr * gamma ** (epoch // step_size)``
         (torch's ``StepLR(step_size, gamma)``), ``inf`` where that power overflows. These are
         torch's closed forms; its schedulers' ``step()`` computes the rate from the previous one,
-        which can differ in the last bits (``lr == 0`` stays 0, also where the power overflows)."""
+        which can differ in the last bits (``lr == 0`` stays 0, also where the power overflows).
+        ``warmup_cosine`` has no epoch rate (:meth:`step_function`): ``ValueError``."""
+        if self.by_step:
+            raise ValueError(f"{self.spec} gives each step its rate, not each epoch (step_function)")
         if self.kind == "cosine":
             return lr * (1.0 + math.cos(math.pi * epoch / epochs)) / 2.0
         if self.kind == "step":
@@ -110,7 +114,7 @@ def lr_schedule(text: str) -> LRSchedule:
             raise argparse.ArgumentTypeError(
                 f"expected warmup_cosine:W with W an integer >= 0 (warmup steps), got {text!r}"
             )
-        return LRSchedule("warmup_cosine", warmup=int(warmup) + 0)
+        return LRSchedule("warmup_cosine", warmup=int(warmup))
     if parts[0] == "cosine":
         raise argparse.ArgumentTypeError(
             f"expected {ACCEPTED}, got {text!r} (cosine anneals over --epochs and takes no parameters)"

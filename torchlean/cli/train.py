@@ -31,8 +31,9 @@ one when ``--save`` saves weights that are not finite. ``--save`` and ``--report
 file, or either naming the training CSV, is refused before any work, as are options the optimizer does
 not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: rmsprop;
 ``--amsgrad``: adam and adamw), ``--no-decay`` without
-a weight decay (or matching no parameter, or a bad expression), and a
-``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses.
+a weight decay (or matching no parameter or every one, or a bad expression), a
+``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses, and a
+``warmup_cosine:W`` whose W is not less than the run's optimizer steps.
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ def register(subparsers: Any) -> None:
                         "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
                         "eta_min=0, stepped once per epoch); step:N:G: --lr * G ** (e // N) (torch's "
                         "StepLR(step_size=N, gamma=G)), N a positive integer, G a finite number >= 0; "
-                        "warmup_cosine:W: per optimizer step, linear warmup from 0 to --lr over W steps, "
-                        "then cosine to 0 at the run's last step (optim.warmup_cosine) (default: constant)")
+                        "warmup_cosine:W: per optimizer step, linear warmup from 0 to --lr over W steps "
+                        "(W less than the run's steps), then cosine toward 0, reached one step past the "
+                        "run (optim.warmup_cosine, Hugging Face's schedule) (default: constant)")
     parser.add_argument("--max-grad-norm", type=_grad_limit, default=None, metavar="N",
                         help="clip each step's gradients to total 2-norm N before the update, as "
                         "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
