@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+import torchlean as tl
 from torchlean import nn, optim
 from torchlean.autograd.session import Session
 from torchlean.backend.errors import GuardError
@@ -704,3 +705,39 @@ def test_one_sample_with_drop_last_names_the_sample_count():
         TrainerError, match=r"leaves no minibatch of the 1 sample \(accepted: a batch_size of at most 1"
     ):
         plain.fit(np.ones((1, 3)), np.ones((1, 4)), batch_size=2, drop_last=True)
+
+
+def test_a_torch_state_dict_loads_with_strict_false():
+    """torch's ``load_state_dict(strict=False)``: a torch BatchNorm model's state_dict (tensors,
+    with its num_batches_tracked counter) loads as it is; the counter is reported as unexpected,
+    and the model then computes torch's eval outputs in float64."""
+    layers = (torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    module = torch.nn.Sequential(*layers).double()
+    module.train()
+    module(torch.randn(8, 3, dtype=torch.float64))  # move the running statistics off their start
+    module.eval()
+    model = nn.build(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4), nn.linear(4, 2)), dtype="float64")
+    result = model.load_state(module.state_dict(), strict=False)
+    assert result == ([], ["1.num_batches_tracked"])
+    assert result.missing_keys == [] and result.unexpected_keys == ["1.num_batches_tracked"]
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    np.testing.assert_allclose(
+        model(tl.tensor(x)).numpy(), module(torch.tensor(x)).detach().numpy(), rtol=1e-12, atol=1e-14
+    )
+
+
+def test_strict_false_keeps_the_missing_parameters():
+    model = nn.build(nn.sequential(nn.linear(3, 2), nn.batch_norm1d(2)), input_shape=(3,), seed=1)
+    before = model.state()
+    result = model.load_state({"0.weight": np.ones((2, 3)), "extra": 1.0}, strict=False)
+    assert result.missing_keys == ["0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"]
+    assert result.unexpected_keys == ["extra"]
+    after = model.state()
+    np.testing.assert_array_equal(after["0.weight"], np.ones((2, 3)))
+    for name in result.missing_keys:
+        np.testing.assert_array_equal(after[name], before[name])
+    assert model.load_state(after) == ([], [])  # strict: nothing left out
+    with pytest.raises(StateError, match="strict must be a bool, got 'no'"):
+        model.load_state(after, strict="no")
+    with pytest.raises(StateError, match=r"state entry 0\.weight has shape \[3, 2\], expected \[2, 3\]"):
+        model.load_state({"0.weight": np.ones((3, 2))}, strict=False)  # shapes are still checked

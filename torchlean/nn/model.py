@@ -19,7 +19,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -34,12 +34,21 @@ from torchlean.tensor import DeviceLike, Tensor
 _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
 
-__all__ = ["SEED_RANGE", "Model", "StateError", "build", "is_seed", "not_a_layer"]
+__all__ = ["SEED_RANGE", "IncompatibleKeys", "Model", "StateError", "build", "is_seed", "not_a_layer"]
 
 SEED_RANGE = "[0, 2**64)"
 """The accepted seeds, as error messages render them."""
 
 Array = npt.NDArray[np.floating]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What :meth:`Model.load_state` with ``strict=False`` left out (torch's
+    ``_IncompatibleKeys``): the model's parameters the state lacked (they kept their values)
+    and the state's entries the model has no parameter for (ignored)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
 
 class StateError(TorchLeanError, ValueError):
@@ -76,36 +85,48 @@ class Model:
         ``dtype`` (as ``torch.nn.Module.state_dict``, but copies)."""
         return {spec.name: value.copy() for spec, value in zip(self.specs, self.parameters, strict=True)}
 
-    def load_state(self, state: Mapping[str, npt.ArrayLike]) -> None:
-        """Replace the parameters by ``state`` (same names and shapes; cast to the model dtype).
+    def load_state(self, state: Mapping[str, npt.ArrayLike], strict: bool = True) -> IncompatibleKeys:
+        """Replace the parameters by ``state`` (same names and shapes; cast to the model dtype), as
+        ``torch.nn.Module.load_state_dict``: ``state`` may be a torch ``state_dict()`` (its tensors
+        are read as arrays). With ``strict=False`` (torch's), entries the model lacks are ignored
+        and parameters ``state`` lacks keep their values (torch's batch norm
+        ``num_batches_tracked`` counters, which torchlean does not keep, are such entries); the
+        result names both, as torch's ``(missing_keys, unexpected_keys)`` (empty lists when
+        ``strict``).
 
         Raises:
-            StateError: ``state`` is not a mapping; naming the missing, unexpected or mis-shaped
-                entry, or an entry that is not a rectangular array of real numbers (accepted: bool,
-                integer or float arrays, or object arrays of real numbers such as ``Fraction``
-                and ``Decimal``; refused: strings, other objects, complex values,
-                datetime64/timedelta64 values, ragged lists), a tensor that requires grad (torch's
-                ``named_parameters()``: pass ``state_dict()`` or ``.detach()``), or a finite value the
-                model dtype cannot hold (``1e39`` in a float32 model; NaN and infinities load as
-                they are), before any parameter changes.
+            StateError: ``state`` is not a mapping, ``strict`` not a bool; with ``strict``, naming
+                the missing or unexpected entries; naming a mis-shaped entry, or an entry that is
+                not a rectangular array of real numbers (accepted: bool, integer or float arrays,
+                or object arrays of real numbers such as ``Fraction`` and ``Decimal``; refused:
+                strings, other objects, complex values, datetime64/timedelta64 values, ragged
+                lists), a tensor that requires grad (torch's ``named_parameters()``: pass
+                ``state_dict()`` or ``.detach()``), or a finite value the model dtype cannot hold
+                (``1e39`` in a float32 model; NaN and infinities load as they are), before any
+                parameter changes.
         """
         if not isinstance(state, Mapping):
             raise StateError(
                 f"state must be a mapping of parameter names to arrays (as Model.state() returns), got "
                 f"{type(state).__name__}"
             )
+        if not isinstance(strict, (bool, np.bool_)):
+            raise StateError(f"strict must be a bool, got {strict!r}")
         names = [spec.name for spec in self.specs]
         missing = [n for n in names if n not in state]
         extra = [n for n in state if n not in names]
-        if missing or extra:
+        if strict and (missing or extra):
             counters = [n for n in extra if isinstance(n, str) and n.endswith("num_batches_tracked")]
             hint = (
                 f"; torch's batch norm counters ({', '.join(counters)}) are not kept (they serve only "
-                "momentum=None), drop them" if counters else ""
+                "momentum=None), drop them or pass strict=False" if counters else ""
             )
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}{hint}")
         values: list[Array] = []
-        for spec in self.specs:
+        for spec, current in zip(self.specs, self.parameters, strict=True):
+            if spec.name not in state:  # strict=False: the parameter keeps its value
+                values.append(current)
+                continue
             entry = state[spec.name]
             if getattr(entry, "requires_grad", False) is True:  # a torch or torchlean tensor
                 raise StateError(
@@ -149,6 +170,9 @@ class Model:
                 )
             values.append(value)
         self.parameters = values
+        if strict:
+            return IncompatibleKeys([], [])
+        return IncompatibleKeys(missing, [n if isinstance(n, str) else repr(n) for n in extra])
 
     def describe(self) -> str:
         """One line: the layer, per-sample shapes and the trainable parameter count (torch's
