@@ -61,6 +61,14 @@ Shape queries are torch's (:meth:`Tensor.size`, :meth:`Tensor.numel`, :meth:`Ten
 (numpy's ``ndarray.size``, which is not an attribute here), ``t.dim()`` the rank; ``t.shape`` and
 ``t.ndim`` as in both libraries.
 
+Method forms of torch (each delegates to the :mod:`torchlean.functional` op its docstring names,
+with that op's values, recorded op and errors): ``exp``, ``log``, ``sqrt``, ``abs``, ``neg``,
+``relu``, ``tanh``, ``sigmoid``, ``clamp``/``clip``, ``softmax(dim)``, ``log_softmax(dim)``,
+``matmul``, ``sum``/``mean`` (``dim=``/``keepdim=`` or ``axis=``/``keepdims=``), and the shape
+methods ``reshape``, ``permute``, ``transpose``, ``T``, ``flatten``, ``unsqueeze``, ``squeeze``,
+``t``, ``expand``, ``clone`` (each a new tensor) and ``contiguous`` (the tensor itself: every
+tensor is contiguous). ``view`` is refused, pointing to ``reshape``.
+
 ``.grad`` is assignable with ``None`` or a tensor of the same shape, dtype and device only (as
 torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requires_grad``,
 ``retain_graph``) must be bools.
@@ -69,11 +77,13 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 from __future__ import annotations
 
 import contextlib
+import enum
+import math
 import numbers
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, SupportsIndex, overload
+from typing import TYPE_CHECKING, Any, Final, NoReturn, SupportsIndex, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -90,7 +100,7 @@ from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
 from torchlean.autograd.tape import AutogradError, Node, VersionCounter, run_backward
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import GuardError, TorchLeanError
 
 if TYPE_CHECKING:
     import torch
@@ -347,6 +357,20 @@ def _require_int64_fits(raw: Array) -> None:
                 f"value {value!r} does not fit the int64 tensor dtype (accepted: finite numbers in "
                 "[-2**63, 2**63), truncated toward zero)"
             )
+
+
+class _Unset(enum.Enum):
+    """The default of an argument that has two spellings (torch's ``dim`` and numpy's ``axis``),
+    so that "not given" differs from an explicit ``None``."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Final = _Unset.UNSET
+_V = TypeVar("_V")
 
 
 class Tensor:
@@ -1154,19 +1178,389 @@ class Tensor:
 
         return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """``functional.reduce_sum`` (``torch.Tensor.sum``, with ``axis``/``keepdims`` for torch's
-        ``dim``/``keepdim``); shapes and errors as that function."""
+    def sum(
+        self,
+        axis: int | Sequence[int] | _Unset | None = _UNSET,
+        keepdims: bool | _Unset = _UNSET,
+        *,
+        dim: int | Sequence[int] | _Unset | None = _UNSET,
+        keepdim: bool | _Unset = _UNSET,
+    ) -> Tensor:
+        """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
+        ``t.sum(dim=(0, 1), keepdim=True)``, or numpy's ``axis=``/``keepdims=``, which torch also
+        accepts. ``dim`` (or ``axis``) is None (every axis), an int or a sequence of distinct ints
+        in ``[-ndim, ndim)``; the result has x's shape without the reduced axes (kept with extent 1
+        when ``keepdim``), the tensor's dtype (no ``dtype=`` argument: torchlean never promotes).
+
+        Raises:
+            TensorTypeError: both spellings of one argument (``dim`` and ``axis``, ``keepdim`` and
+                ``keepdims``; torch: "got an unexpected keyword argument"); a non-integer axis, a
+                non-bool ``keepdim``.
+            GuardError: an axis out of range or repeated, ``dim=()`` (the function's errors).
+
+        Apart from the first, the messages are the function's: they name ``reduce_sum``, ``axis``
+        and ``keepdims`` whichever spelling was used.
+        """
         from torchlean import functional as F
 
-        return F.reduce_sum(self, axis, keepdims=keepdims)
+        axes = _one_spelling("sum", "dim", dim, "axis", axis, None)
+        keep = _one_spelling("sum", "keepdim", keepdim, "keepdims", keepdims, False)
+        return F.reduce_sum(self, axes, keepdims=keep)
 
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
-        """``functional.reduce_mean`` (``torch.Tensor.mean``, with ``axis``/``keepdims`` for torch's
-        ``dim``/``keepdim``); shapes and errors as that function."""
+    def mean(
+        self,
+        axis: int | Sequence[int] | _Unset | None = _UNSET,
+        keepdims: bool | _Unset = _UNSET,
+        *,
+        dim: int | Sequence[int] | _Unset | None = _UNSET,
+        keepdim: bool | _Unset = _UNSET,
+    ) -> Tensor:
+        """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as
+        :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``). The mean over an empty axis is
+        NaN, as in torch."""
         from torchlean import functional as F
 
-        return F.reduce_mean(self, axis, keepdims=keepdims)
+        axes = _one_spelling("mean", "dim", dim, "axis", axis, None)
+        keep = _one_spelling("mean", "keepdim", keepdim, "keepdims", keepdims, False)
+        return F.reduce_mean(self, axes, keepdims=keep)
+
+    # ------------------------------------------------------------ torch.Tensor methods (pointwise)
+    # Each delegates to the function of torchlean.functional named in its docstring: the same
+    # recorded op, values and errors (``t.exp()`` is ``F.exp(t)`` bit for bit). Inputs are float32
+    # or float64 and results keep that dtype and x's shape; an int64 or bool tensor is refused by
+    # the kernel guard with a ``GuardError`` (torch would compute in float or refuse).
+
+    def exp(self) -> Tensor:
+        """``functional.exp`` (``torch.Tensor.exp``); records ``exp``."""
+        from torchlean import functional as F
+
+        return F.exp(self)
+
+    def log(self) -> Tensor:
+        """``functional.log`` (``torch.Tensor.log``; ``log(0)`` is ``-inf``, ``log(-1)`` NaN);
+        records ``log``."""
+        from torchlean import functional as F
+
+        return F.log(self)
+
+    def sqrt(self) -> Tensor:
+        """``functional.sqrt`` (``torch.Tensor.sqrt``; NaN below 0); records ``sqrt``."""
+        from torchlean import functional as F
+
+        return F.sqrt(self)
+
+    def abs(self) -> Tensor:
+        """``functional.abs`` (``torch.Tensor.abs``, also ``abs(t)``); records ``abs``."""
+        from torchlean import functional as F
+
+        return F.abs(self)
+
+    def neg(self) -> Tensor:
+        """``functional.neg`` (``torch.Tensor.neg``, also ``-t``); records ``scale`` by -1 (exact;
+        ``-0.0`` for ``0.0`` as in torch)."""
+        from torchlean import functional as F
+
+        return F.neg(self)
+
+    def relu(self) -> Tensor:
+        """``functional.relu`` (``torch.Tensor.relu``); records ``relu``."""
+        from torchlean import functional as F
+
+        return F.relu(self)
+
+    def tanh(self) -> Tensor:
+        """``functional.tanh`` (``torch.Tensor.tanh``); records ``tanh``."""
+        from torchlean import functional as F
+
+        return F.tanh(self)
+
+    def sigmoid(self) -> Tensor:
+        """``functional.sigmoid`` (``torch.Tensor.sigmoid``); records ``sigmoid``."""
+        from torchlean import functional as F
+
+        return F.sigmoid(self)
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """``functional.clamp(t, lo=min, hi=max)`` (``torch.Tensor.clamp``: ``t.clamp(0)``,
+        ``t.clamp(min=-1, max=1)``, ``t.clamp(max=6)``); records ``clamp``. The bounds are real
+        numbers; a tensor bound (which torch accepts) is refused.
+
+        Deviations from torch (the function's): ``min > max`` and a NaN bound are refused (torch
+        returns ``max`` everywhere, or NaN); a bool bound is refused (torch takes it as 0 or 1).
+
+        Raises:
+            TensorTypeError: neither bound given (torch refuses that too: "At least one of 'min'
+                or 'max' must not be None"); a bound that is not a real number.
+            GuardError: ``min > max`` or a NaN bound (the function's).
+        """
+        from torchlean import functional as F
+
+        if min is None and max is None:
+            raise TensorTypeError(
+                "clamp: at least one of min or max must be given, as torch.clamp requires "
+                "(accepted: t.clamp(min), t.clamp(min=lo, max=hi), t.clamp(max=hi))"
+            )
+        return F.clamp(self, min, max)
+
+    def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """:meth:`clamp` (``torch.Tensor.clip`` is its alias); arguments and errors as there."""
+        return self.clamp(min, max)
+
+    def softmax(self, dim: int) -> Tensor:
+        """``functional.softmax(t, axis=dim)`` (``torch.Tensor.softmax``: ``dim`` is required,
+        positional or keyword, in ``[-ndim, ndim)``; a rank-0 tensor takes 0 or -1 and gives 1);
+        records ``softmax``. No ``dtype=`` argument: the result keeps the tensor's dtype.
+
+        Raises:
+            GuardError: ``dim`` out of range (torch: ``IndexError``), never wrapped.
+            TensorTypeError: ``dim`` is not an integer (a bool, a float: as torch refuses them).
+        """
+        from torchlean import functional as F
+
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        """``functional.log_softmax(t, axis=dim)`` (``torch.Tensor.log_softmax``); records
+        ``log_softmax``; ``dim`` and errors as :meth:`softmax`."""
+        from torchlean import functional as F
+
+        return F.log_softmax(self, dim)
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """``functional.matmul(t, other)`` (``torch.Tensor.matmul``, also ``t @ other``): 1-D
+        operands promoted and their axis dropped, batch axes broadcast; records ``matmul``.
+
+        Raises:
+            GuardError: a rank-0 operand, contracted extents that differ, batch axes that do not
+                broadcast, dtypes that differ (no promotion).
+            TensorTypeError: ``other`` is not a Tensor.
+        """
+        from torchlean import functional as F
+
+        return F.matmul(self, other)
+
+    # ---------------------------------------------------------------- torch.Tensor methods (shape)
+    # No views: each returns a new tensor (``contiguous`` excepted) recording ``reshape``,
+    # ``permute`` or ``broadcast``, so gradients flow to the input; int64 and bool tensors are
+    # moved too on ``cpu``. A dim is an int (Python or numpy; bools and floats are refused with a
+    # ``TensorTypeError``, as torch refuses them) in torch's range, never wrapped: out of range is
+    # a ``GuardError`` naming the range (torch raises an ``IndexError``).
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes ``start_dim`` to ``end_dim`` (inclusive) merged into one, as
+        ``torch.Tensor.flatten``: shape ``(2, 3, 4)`` gives ``(24,)``, ``flatten(1)`` gives
+        ``(2, 12)``; a rank-0 tensor gives shape ``(1,)`` (its dims are 0 and -1, as torch's).
+        Records ``reshape`` (``functional.reshape``); always a new tensor (torch returns the
+        tensor itself when nothing is merged).
+
+        Raises:
+            GuardError: a dim out of range; ``start_dim`` after ``end_dim`` (once normalised; torch
+                refuses it too).
+            TensorTypeError: a dim that is not an integer.
+        """
+        from torchlean import functional as F
+
+        shape = self.shape
+        start = _dim("flatten", "start_dim", start_dim, len(shape), max(len(shape), 1))
+        end = _dim("flatten", "end_dim", end_dim, len(shape), max(len(shape), 1))
+        if start > end:
+            raise GuardError(
+                f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a rank-"
+                f"{len(shape)} input (accepted: start_dim <= end_dim once negative dims count from "
+                "the end)"
+            )
+        if not shape:
+            return F.reshape(self, (1,))
+        merged = (*shape[:start], math.prod(shape[start : end + 1]), *shape[end + 1 :])
+        return F.reshape(self, merged)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A new axis of extent 1 at position ``dim`` of the result, as ``torch.Tensor.unsqueeze``:
+        ``dim`` in ``[-ndim - 1, ndim]`` (``-1`` appends), shape ``(2, 3)`` with ``dim=1`` gives
+        ``(2, 1, 3)``. Records ``reshape``; a new tensor, not a view.
+
+        Raises:
+            GuardError: ``dim`` out of range. TensorTypeError: ``dim`` is not an integer.
+        """
+        from torchlean import functional as F
+
+        shape = self.shape
+        at = _dim("unsqueeze", "dim", dim, len(shape), len(shape) + 1)
+        return F.reshape(self, (*shape[:at], 1, *shape[at:]))
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Axes of extent 1 removed, as ``torch.Tensor.squeeze``: every one for ``dim=None``, else
+        those among ``dim`` (an int or, as torch 2.x, a sequence of ints); a named axis whose
+        extent is not 1 is left alone, as torch leaves it. Dims are in ``[-ndim, ndim)`` (0 and -1
+        for a rank-0 tensor, which stays rank 0). Records ``reshape``; a new tensor, not a view.
+        Unlike torch, ``dim=None`` may be spelled out (torch 2.13 refuses the keyword None);
+        several dims are one sequence (``squeeze((0, 2))``), not separate arguments (which torch's
+        parser also takes); a bool in the sequence is refused (torch takes it as 0 or 1, though it
+        refuses a bool dim alone).
+
+        Raises:
+            GuardError: a dim out of range; a sequence naming one axis twice (torch: "dim 0
+                appears multiple times in the list of dims").
+            TensorTypeError: a dim that is not an integer, or ``dim`` neither None, an int nor a
+                sequence of ints.
+        """
+        from torchlean import functional as F
+
+        shape = self.shape
+        extent = max(len(shape), 1)
+        if dim is None:
+            axes = set(range(len(shape)))
+        elif isinstance(dim, Sequence) and not isinstance(dim, str | bytes):
+            axes = set()
+            for i, d in enumerate(dim):
+                axis = _dim("squeeze", f"dim[{i}]", d, len(shape), extent)
+                if axis in axes:
+                    raise GuardError(
+                        f"squeeze: dim {_preview(dim)} names axis {axis} more than once for a rank-"
+                        f"{len(shape)} input (accepted: distinct axes)"
+                    )
+                axes.add(axis)
+        else:
+            axes = {_dim("squeeze", "dim", dim, len(shape), extent)}
+        return F.reshape(self, tuple(n for i, n in enumerate(shape) if not (i in axes and n == 1)))
+
+    def t(self) -> Tensor:
+        """The transpose of a rank-2 tensor, as ``torch.Tensor.t``: shape ``(2, 3)`` gives
+        ``(3, 2)``; a rank-0 or rank-1 tensor keeps its shape (a copy: torch returns a view).
+        Records ``permute`` (``functional.permute``).
+
+        Raises:
+            GuardError: rank 3 or more (torch refuses it too: "t() expects a tensor with <= 2
+                dimensions"); use :meth:`transpose` or :meth:`permute` there.
+        """
+        from torchlean import functional as F
+
+        if self.ndim > 2:
+            raise GuardError(
+                f"t: expects a tensor with <= 2 dimensions, but this one has shape {self.shape} "
+                "(accepted: rank 0, 1 or 2; for more axes, transpose(dim0, dim1) or permute(...))"
+            )
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    def expand(self, *sizes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+        """The tensor broadcast to ``sizes``, as ``torch.Tensor.expand``: ``t.expand(3, 4)`` or
+        ``t.expand((3, 4))``; ``-1`` keeps the size of an existing axis (``(3, 1)`` with
+        ``expand(-1, 4)`` gives ``(3, 4)``), new axes go in front (no ``size=`` keyword).
+        Records ``broadcast`` (``functional.broadcast_to``): the values are materialised, a new
+        tensor and not a view, so writing into it is allowed and never reaches the input; the
+        gradient sums over the broadcast axes (a left fold: within rounding of torch's sum).
+
+        Raises:
+            TensorTypeError: no sizes (torch: missing "size"); a size that is not an integer (a
+                bool too, which torch takes as 0 or 1).
+            GuardError: fewer sizes than axes; ``-1`` for a new leading axis (torch refuses both);
+                any other negative size; a size that is neither the axis's nor a broadcast of
+                extent 1 (the function's error).
+        """
+        from torchlean import functional as F
+
+        if not sizes:
+            raise TensorTypeError(
+                "expand: sizes missing (accepted: t.expand(3, 4) or t.expand((3, 4)); -1 keeps an "
+                "axis's size)"
+            )
+        target = list(F._ints("expand", "size", _shape_args(sizes)))
+        shape = self.shape
+        new = len(target) - len(shape)
+        if new < 0:
+            counted = f"{len(target)} size{'' if len(target) == 1 else 's'} {tuple(target)}"
+            raise GuardError(
+                f"expand: {counted} for a rank-{len(shape)} input of shape {shape} (accepted: at "
+                f"least {len(shape)} sizes, one per axis and any new ones in front)"
+            )
+        for i, size in enumerate(target):
+            if size == -1:
+                if i < new:
+                    raise GuardError(
+                        f"expand: size -1 at position {i} of {tuple(target)} is a new leading axis "
+                        f"for the input of shape {shape}, which has no size to keep (accepted: -1 "
+                        "only for an existing axis)"
+                    )
+                target[i] = shape[i - new]
+        return F.broadcast_to(self, target)
+
+    def clone(self) -> Tensor:
+        """A new tensor with the same values, shape and dtype, as ``torch.Tensor.clone``: its own
+        storage, and on the tape when gradients are recorded (the gradient flows to this tensor
+        unchanged). Records ``reshape`` to the same shape (``functional.reshape``; the catalog has
+        no copy op), so ``grad_fn`` is ``reshape`` where torch says ``CloneBackward0``. No
+        ``memory_format=`` argument: every torchlean tensor is contiguous. int64 and bool tensors
+        are cloned on ``cpu`` too."""
+        from torchlean import functional as F
+
+        return F.reshape(self, self.shape)
+
+    def contiguous(self) -> Tensor:
+        """This tensor itself, as ``torch.Tensor.contiguous`` returns a tensor that is already
+        contiguous: every torchlean tensor is C-contiguous and there are no views. So, as in torch
+        for a contiguous input, a write through the result reaches this tensor; use :meth:`clone`
+        for a copy. Records nothing."""
+        return self
+
+    def view(self, *shape: object) -> NoReturn:
+        """Refused: torchlean has no views (every op result is a new tensor), so a ``view`` that
+        shares storage with this tensor cannot exist; :meth:`reshape` gives the same values and
+        gradients as a new tensor (torch's ``view`` differs only in sharing storage, which code
+        that writes in place through the view relies on).
+
+        Raises:
+            TensorTypeError: always, naming :meth:`reshape`.
+        """
+        spelled = ", ".join(_preview(d) for d in shape)
+        raise TensorTypeError(
+            f"view({spelled if len(spelled) <= 60 else spelled[:57] + '...'}): torchlean has no views, "
+            "so a tensor sharing this one's storage cannot be made; use t.reshape(...) (same values "
+            "and gradients, a new tensor; an in-place write through it does not reach t)"
+        )
+
+
+def _one_spelling(
+    method: str,
+    torch_name: str,
+    torch_value: _V | _Unset,
+    numpy_name: str,
+    numpy_value: _V | _Unset,
+    default: _V,
+) -> _V:
+    """The value of an argument given as ``torch_name`` or ``numpy_name`` (or ``default``).
+
+    Raises:
+        TensorTypeError: both were given (torch: "got an unexpected keyword argument").
+    """
+    if torch_value is _UNSET:
+        return default if numpy_value is _UNSET else numpy_value
+    if numpy_value is not _UNSET:
+        raise TensorTypeError(
+            f"{method}: got both {torch_name}={_preview(torch_value)} and {numpy_name}="
+            f"{_preview(numpy_value)}; they are one argument (torch's and numpy's spelling), give "
+            f"one of them"
+        )
+    return torch_value
+
+
+def _dim(method: str, name: str, value: object, ndim: int, extent: int) -> int:
+    """``value`` as a dim for ``method`` of a rank-``ndim`` tensor, in torch's range
+    ``[-extent, extent)`` (``extent`` is ``max(ndim, 1)`` for a dim of the tensor, ``ndim + 1``
+    for a new one), normalised to ``[0, extent)``; never wrapped.
+
+    Raises:
+        TensorTypeError: not a Python or numpy integer (``functional``'s check and wording).
+        GuardError: out of range, naming the accepted range.
+    """
+    from torchlean import functional as F
+
+    axis = F._int(method, name, value)
+    if not -extent <= axis < extent:
+        raise GuardError(
+            f"{method}: {name} {shown(axis)} is out of range for a rank-{ndim} input (accepted: an "
+            f"integer in [{-extent}, {extent - 1}])"
+        )
+    return axis % extent
 
 
 def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Sequence[Any]:

@@ -40,6 +40,14 @@ SHAPE_OPS: dict[str, Callable[[Tensor], Tensor]] = {
     "T": lambda x: x.T,
     "broadcast_to": lambda x: tl.broadcast_to(x, (2, 3)),
     "broadcast_to-same": lambda x: tl.broadcast_to(x, (3,)),
+    # torch.Tensor-style methods (torch returns views, or the tensor itself for flatten of a 1-D one)
+    "flatten": lambda x: x.flatten(),
+    "unsqueeze": lambda x: x.unsqueeze(0),
+    "squeeze-nothing": lambda x: x.squeeze(),
+    "t": lambda x: x.t(),
+    "expand": lambda x: x.expand(2, 3),
+    "expand-same": lambda x: x.expand(-1),
+    "clone": lambda x: x.clone(),
 }
 
 

@@ -1,0 +1,46 @@
+"""torch-style Tensor methods type as torch's: each returns a ``Tensor``; ``sum``/``mean`` take
+torch's ``dim=``/``keepdim=`` and numpy's ``axis=``/``keepdims=``; ``softmax`` needs its ``dim``
+as torch's does; ``view`` never returns (it is refused: torchlean has no views).
+
+The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
+compares them); the unmarked lines are clean.
+"""
+
+from typing import NoReturn, assert_type
+
+import numpy as np
+
+import torchlean as tl
+from torchlean import Tensor
+
+x = tl.tensor(np.zeros((1, 3, 4)))
+w = tl.tensor(np.zeros((4, 2)))
+assert_type(x.exp().log().sqrt().abs().neg().relu().tanh().sigmoid(), Tensor)
+assert_type(x.clamp(min=0.0), Tensor)
+assert_type(x.clip(-1.0, 1.0), Tensor)
+assert_type(x.softmax(-1), Tensor)
+assert_type(x.log_softmax(dim=1), Tensor)
+assert_type(x.matmul(w), Tensor)
+assert_type(x.flatten(1), Tensor)
+assert_type(x.flatten(start_dim=0, end_dim=-2), Tensor)
+assert_type(x.unsqueeze(0), Tensor)
+assert_type(x.squeeze(), Tensor)
+assert_type(x.squeeze((0, 2)), Tensor)
+assert_type(x.t() if x.ndim <= 2 else x, Tensor)
+assert_type(x.expand(2, -1, -1, -1), Tensor)
+assert_type(x.expand((2, 1, 3, 4)), Tensor)
+assert_type(x.clone(), Tensor)
+assert_type(x.contiguous(), Tensor)
+assert_type(x.sum(dim=1, keepdim=True), Tensor)
+assert_type(x.sum(1), Tensor)
+assert_type(x.mean(axis=(0, 2), keepdims=True), Tensor)
+assert_type(x.mean(dim=-1), Tensor)
+
+
+def reshaped(t: Tensor) -> NoReturn:  # clean only because view is typed as never returning
+    t.view(-1)
+
+
+x.softmax()  # E: Missing positional argument "dim" in call to "softmax" of "Tensor"  [call-arg]
+x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "float"; expected "int | Sequence[int] | _Unset | None"  [arg-type]
+x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | None"  [arg-type]
