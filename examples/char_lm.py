@@ -131,7 +131,10 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Train a character-level language model on the Zen of Python, print a greedy "
+        "continuation and the capsules that computed it."
+    )
     parser.add_argument("--steps", type=_positive, default=300,
                         help="optimizer steps at least: whole epochs of 26 steps are run (default: 300)")
     parser.add_argument("--profile", default="checked_cpu", help="backend profile (default: checked_cpu)")

@@ -129,6 +129,7 @@ from torchlean.tensor import (
     _is_torch_tensor,
     _preview,
     _require_int64_fits,
+    operand_type,
     resolve_dtype,
 )
 
@@ -373,7 +374,7 @@ def _require_tensor(fn: str, name: str, value: object) -> Tensor:
     if isinstance(value, Tensor):
         return value
     raise TensorTypeError(
-        f"{fn}: {name} must be a torchlean Tensor; got {type(value).__name__} (convert data with "
+        f"{fn}: {name} must be a torchlean Tensor; got {operand_type(value)} (convert data with "
         "torchlean.tensor(...))"
     )
 

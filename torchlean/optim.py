@@ -65,7 +65,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.lr_schedules import ScheduleError, warmup_cosine
-from torchlean.tensor import Tensor
+from torchlean.tensor import Tensor, _preview
 
 __all__ = [
     "OPTIMIZERS",
@@ -943,9 +943,10 @@ class ParamGroup:
         elif isinstance(self.match, str):
             try:
                 re.compile(self.match)
-            except re.error as error:
+            except (re.error, OverflowError, RecursionError) as error:  # a{99999999999}, deep nesting
                 raise OptimizerError(
-                    f"optimizer: group pattern {self.match!r} is not a regular expression ({error})"
+                    f"optimizer: group pattern {_preview(self.match, 80)} is not a regular expression "
+                    f"Python compiles ({type(error).__name__}: {error})"
                 ) from None
         elif not callable(self.match):
             raise OptimizerError(

@@ -1062,6 +1062,45 @@ class Tensor:
             "accepted kernel; write tl.exp(t * np.log(b)) for b ** t with b > 0"
         )
 
+    def add(self, other: Tensor | float) -> Tensor:
+        """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``."""
+        return self + other
+
+    def sub(self, other: Tensor | float) -> Tensor:
+        """``self - other`` (``torch.Tensor.sub`` without ``alpha``); records ``sub``."""
+        return self - other
+
+    def mul(self, other: Tensor | float) -> Tensor:
+        """``self * other`` (``torch.Tensor.mul``); records ``mul``."""
+        return self * other
+
+    def div(self, other: Tensor | float) -> Tensor:
+        """``self / other`` (``torch.Tensor.div`` without ``rounding_mode``): ``self * inv(other)``,
+        as ``/`` computes it."""
+        return self / other
+
+    def square(self) -> Tensor:
+        """``self * self`` (``torch.Tensor.square``; exact as torch's: one rounding); records ``mul``."""
+        return self * self
+
+    def pow(self, exponent: object) -> Tensor:
+        """Refused as ``**`` is (:meth:`__pow__`): the catalog has no power op; the message names
+        the ops that spell the usual powers (``t.square()`` for 2).
+
+        Raises:
+            TensorTypeError: always.
+        """
+        return self.__pow__(exponent)
+
+    if not TYPE_CHECKING:  # mypy keeps reporting unknown attributes; at run time they get a hint
+
+        def __getattr__(self, name: str) -> NoReturn:
+            """An attribute ``Tensor`` lacks: ``AttributeError``, with the way to write it for the
+            torch methods ported code reaches for most (:data:`_TORCH_METHOD_HINTS`)."""
+            hint = _TORCH_METHOD_HINTS.get(name)
+            message = f"'Tensor' object has no attribute {name!r}"
+            raise AttributeError(message if hint is None else f"{message}: {hint}")
+
     def __iadd__(self, other: Tensor | float) -> Tensor:
         return self._update_in_place("+=", self.__add__, other)
 
@@ -1686,6 +1725,46 @@ def tensor(
             (:func:`resolve_device`).
     """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+_NO_REDUCTION = (
+    "the backend catalog has no {op} reduction, so it cannot carry a gradient; for values use "
+    "np.{op}(t.numpy(), axis)"
+)
+_NO_DTYPE_OP = (
+    "a dtype change is not an op of the backend catalog; make a converted copy with "
+    "torchlean.tensor(t.numpy(), dtype={dtype!r})"
+)
+
+_TORCH_METHOD_HINTS: Final[dict[str, str]] = {
+    "max": _NO_REDUCTION.format(op="max"),
+    "min": _NO_REDUCTION.format(op="min"),
+    "amax": _NO_REDUCTION.format(op="amax"),
+    "amin": _NO_REDUCTION.format(op="amin"),
+    "argmax": "an index has no gradient and the catalog has no argmax; use np.argmax(t.numpy(), axis)",
+    "argmin": "an index has no gradient and the catalog has no argmin; use np.argmin(t.numpy(), axis)",
+    "norm": "compose it from catalog ops: (t * t).sum().sqrt() for the 2-norm",
+    "float": _NO_DTYPE_OP.format(dtype="float32"),
+    "double": _NO_DTYPE_OP.format(dtype="float64"),
+    "half": _NO_DTYPE_OP.format(dtype="float16") + " (torchlean computes in float32 and float64)",
+    "long": _NO_DTYPE_OP.format(dtype="int64"),
+    "mT": "use t.transpose(-2, -1)",
+    "var": "compose it: ((t - t.mean(dim, keepdim=True)).square()).mean(dim) (the biased variance)",
+    "std": "compose it from var (see var) and sqrt()",
+    "view_as": "torchlean has no views: use t.reshape(other.shape)",
+}
+"""Hints for torch ``Tensor`` attributes torchlean's ``Tensor`` lacks, by name."""
+
+
+def operand_type(value: object) -> str:
+    """The type of ``value`` given where a torchlean Tensor is required, for messages: a torch
+    tensor's full class name with the conversion to use (``torch.Tensor (a torch tensor: convert
+    it with torchlean.from_torch(t))``), else the class name."""
+    cls = type(value)
+    if cls.__module__.split(".")[0] == "torch":
+        hint = "a torch tensor: convert it with torchlean.from_torch(t)"
+        return f"{cls.__module__}.{cls.__qualname__} ({hint})"
+    return cls.__name__
 
 
 def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:

@@ -79,7 +79,7 @@ def test_non_tensor_operands_are_refused_naming_op_position_and_type(
         call()
     message = str(info.value)
     assert f"`{op}` input {position} must be a torchlean Tensor; got {kind}" in message
-    assert "accepted: a Tensor" in message and "torchlean.tensor(" in message
+    assert "accepted: a torchlean Tensor" in message and "torchlean.tensor(" in message
     assert isinstance(info.value, TensorError) and isinstance(info.value, TypeError)
 
 
@@ -780,3 +780,13 @@ def test_flags_accept_only_bools(call: Callable[[tl.Tensor], object], match: str
     x = _x()  # numpy bools are bools
     assert tl.reduce_sum(x, 0, keepdims=np.True_).shape == (1, 2)  # type: ignore[arg-type]
     assert tl.dropout(x, 0.5, training=np.False_) is x  # type: ignore[arg-type]
+
+
+def test_a_torch_tensor_operand_is_named_with_its_conversion():
+    """review27_user F3: 'got Tensor (accepted: a Tensor ...)' contradicted itself for a torch tensor."""
+    x = tl.tensor(np.ones((2, 3)))
+    with pytest.raises(tl.TensorTypeError, match=r"got torch\.Tensor \(a torch tensor: convert it with "
+                       r"torchlean\.from_torch\(t\)\) \(accepted: a torchlean Tensor"):
+        tl.matmul(x, torch.ones(3, dtype=torch.float64))
+    with pytest.raises(tl.TensorTypeError, match=r"x must be a torchlean Tensor; got torch\.Tensor \(a "):
+        tl.transpose(torch.ones(2, 2), 0, 1)

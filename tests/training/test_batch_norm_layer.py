@@ -741,3 +741,12 @@ def test_strict_false_keeps_the_missing_parameters():
         model.load_state(after, strict="no")
     with pytest.raises(StateError, match=r"state entry 0\.weight has shape \[3, 2\], expected \[2, 3\]"):
         model.load_state({"0.weight": np.ones((3, 2))}, strict=False)  # shapes are still checked
+
+
+def test_a_bfloat16_torch_state_dict_loads():
+    """review27_user F2: numpy has no bfloat16, so a bf16 state_dict failed with numpy's TypeError;
+    its values are widened to float64 exactly, then cast to the model dtype."""
+    module = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    model = nn.build(nn.linear(3, 2), dtype="float64")
+    model.load_state(module.state_dict())
+    np.testing.assert_array_equal(model.state()["weight"], module.weight.double().detach().numpy())

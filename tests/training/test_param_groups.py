@@ -358,3 +358,10 @@ def test_a_group_cannot_set_adagrads_starting_sum():
     with pytest.raises(OptimizerError, match="takes from the optimizer only"):
         groups = [optim.group("bias", initial_accumulator_value=1.0)]
         optim.adagrad(0.1).create(_arrays(0), names=NAMES, groups=groups)
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 5000 + ")" * 5000])
+def test_a_pattern_python_cannot_compile_is_refused(pattern):
+    """review27_user F1: OverflowError and RecursionError from re.compile escaped as tracebacks."""
+    with pytest.raises(OptimizerError, match="is not a regular expression Python compiles"):
+        optim.group(pattern)

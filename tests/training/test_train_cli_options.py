@@ -456,12 +456,15 @@ def test_amsgrad_and_no_decay_reach_the_trainer(capsys, tmp_path):
          "--no-decay 'xyz' matches no parameter of --model transformer (names: 1.weight, 1.bias, 2.table, "
          "3.ln1.weight, 3.ln1.bias, 3.attn.wq, 3.attn.wk, 3.attn.wv, 3.attn.wo, 3.ln2.weight, 3.ln2.bias, "
          "3.fc1.weight, 3.fc1.bias, 3.fc2.weight, 3.fc2.bias, 5.weight, 5.bias)"),
+        (["--no-decay", "a{99999999999}", "--optimizer", "adamw"],
+         "argument --no-decay: group pattern 'a{99999999999}' is not a regular expression Python "
+         "compiles (OverflowError: the repetition number is too large)"),
         (["--no-decay", "", "--optimizer", "adamw"],
          "--no-decay '' matches every trainable parameter of the model; for no weight decay at all give "
          "--weight-decay 0"),
     ],
     ids=["amsgrad-sgd", "no-decay-rmsprop", "no-decay-no-decay", "bad-regex", "no-match", "no-match-names",
-         "everything"],
+         "overflowing-regex", "everything"],
 )
 def test_bad_amsgrad_and_no_decay_are_one_line_errors(capsys, argv, message):
     code, out, err = train(capsys, "--dataset", "iris", *argv)

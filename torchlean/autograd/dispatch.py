@@ -62,7 +62,7 @@ from torchlean.backend.providers.linked import LinkedKernel, VJPFn
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.registry import built_in_claims_difference
 from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
-from torchlean.tensor import DeviceError, Tensor, TensorTypeError
+from torchlean.tensor import DeviceError, Tensor, TensorTypeError, operand_type
 
 __all__ = [
     "HANDLER_MODULES",
@@ -227,7 +227,7 @@ def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
         optional = ", or None for an absent optional input" if position in OPTIONAL_INPUTS.get(op, ()) else ""
         raise TensorTypeError(
             f"torch: `{op.label}` input {position} must be a torchlean Tensor; got "
-            f"{type(value).__name__} (accepted: a Tensor{optional}; "
+            f"{operand_type(value)} (accepted: a torchlean Tensor{optional}; "
             "convert data with torchlean.tensor(...); Python numbers and arrays mix with tensors only "
             "as operands of add, sub, mul, div, maximum, minimum and mse_loss, and as masks and "
             "index arrays)"

@@ -134,7 +134,7 @@ class Model:
                     "arrays of its values, e.g. its .detach(), or torch's state_dict() entries)"
                 )
             try:
-                raw = np.asarray(entry)
+                raw = np.asarray(_wide_torch(entry))
             except ValueError as error:  # ragged nested lists
                 raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
             refusal = (
@@ -336,6 +336,15 @@ class Model:
         """
         values = self._checked_params(params, "load_tensors", None)
         self.parameters = [np.array(value.numpy(), dtype=self.dtype) for value in values]
+
+
+def _wide_torch(entry: object) -> object:
+    """A torch tensor of a dtype numpy has no type for (bfloat16, a state_dict's half-precision
+    weights) widened to float64, which holds each of its values exactly; anything else as it is."""
+    dtype = getattr(entry, "dtype", None)
+    if type(entry).__module__.split(".")[0] == "torch" and str(dtype) == "torch.bfloat16":
+        return entry.detach().cpu().double()  # type: ignore[attr-defined]
+    return entry
 
 
 def _kind(value: object) -> str:
