@@ -944,9 +944,10 @@ class ParamGroup:
             try:
                 re.compile(self.match)
             except (re.error, OverflowError, RecursionError) as error:  # a{99999999999}, deep nesting
+                detail = str(error) if isinstance(error, re.error) else f"{type(error).__name__}: {error}"
                 raise OptimizerError(
                     f"optimizer: group pattern {_preview(self.match, 80)} is not a regular expression "
-                    f"Python compiles ({type(error).__name__}: {error})"
+                    f"Python compiles ({detail})"
                 ) from None
         elif not callable(self.match):
             raise OptimizerError(

@@ -447,8 +447,8 @@ def test_amsgrad_and_no_decay_reach_the_trainer(capsys, tmp_path):
          "--no-decay exempts parameters from weight decay, but --optimizer adam decays nothing here: give "
          "a --weight-decay above 0"),
         (["--no-decay", "(", "--optimizer", "adamw"],
-         "argument --no-decay: group pattern '(' is not a regular expression (missing ), unterminated "
-         "subpattern at position 0)"),
+         "argument --no-decay: group pattern '(' is not a regular expression Python compiles (missing ), "
+         "unterminated subpattern at position 0)"),
         (["--no-decay", "bais", "--optimizer", "adamw", "--hidden", "4"],
          "--no-decay 'bais' matches no parameter of --model mlp (names: 0.weight, 0.bias, 2.weight, "
          "2.bias, 4.weight, 4.bias)"),
