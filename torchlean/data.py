@@ -73,6 +73,7 @@ from torchlean._checks import (
 )
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.batches import minibatches
 
 __all__ = [
     "DATASETS",
@@ -87,6 +88,7 @@ __all__ = [
     "load",
     "load_csv",
     "locate",
+    "minibatches",
     "read_csv",
     "shipped",
     "split_note",

@@ -48,6 +48,7 @@ from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
+from torchlean.batches import order
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
@@ -814,8 +815,10 @@ class Trainer(Generic[In, Out]):
         """Minibatches ``(x[index], y[index])`` of ``batch_size`` rows (the last may be smaller;
         with ``drop_last`` it is left out, as torch's ``DataLoader(drop_last=True)``), copies taken
         along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with ``shuffle`` in the
-        order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in row order. ``x`` and
-        ``y`` are used as given (:meth:`fit` checks them first).
+        order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in row order
+        (:func:`torchlean.batches.order`; :func:`torchlean.batches.minibatches` gives a loop of
+        your own the same minibatches). ``x`` and ``y`` are used as given (:meth:`fit` checks
+        them first).
 
         Raises:
             TrainerError: ``batch_size`` not an int >= 1, or ``epoch`` not an int >= 0 (bools
@@ -827,10 +830,10 @@ class Trainer(Generic[In, Out]):
         if not is_bool(drop_last):
             raise TrainerError(f"drop_last must be a bool, got {drop_last!r}")
         n = x.shape[0]
-        order = np.random.default_rng([self.seed, epoch]).permutation(n) if shuffle else np.arange(n)
+        rows = order(n, shuffle=shuffle, seed=self.seed, epoch=epoch)
         stop = n - n % batch_size if drop_last else n
         for start in range(0, stop, batch_size):
-            index = order[start : start + batch_size]
+            index = rows[start : start + batch_size]
             yield x[index], y[index]
 
     # ----------------------------------------------------------------------------- execution
