@@ -639,7 +639,7 @@ class Optimizer:
     def config_of(self, index: int) -> OptimizerConfig:
         """The record parameter ``index`` is updated with: its group's (``config`` with the
         group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
-        member = self.membership[index] if self.membership else None
+        member = self.membership[index]
         return self.config if member is None else self.group_configs[member]
 
     def set_lr(self, lr: float) -> None:
@@ -1061,13 +1061,19 @@ def group(
     """
     if alpha is not None:
         if "decay" in overrides:
-            raise OptimizerError("optimizer: pass alpha or decay, not both")
+            raise OptimizerError(
+                f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, "
+                f"decay={overrides['decay']!r})"
+            )
         overrides = {**overrides, "decay": alpha}
     if betas is not None:
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
         if "beta1" in overrides or "beta2" in overrides:
-            raise OptimizerError("optimizer: pass betas or beta1/beta2, not both")
+            given = {k: overrides[k] for k in ("beta1", "beta2") if k in overrides}
+            raise OptimizerError(
+                f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, {given})"
+            )
         overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
     return ParamGroup(match, tuple(overrides.items()))
 

@@ -1749,7 +1749,10 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
     "half": _NO_DTYPE_OP.format(dtype="float16") + " (torchlean computes in float32 and float64)",
     "long": _NO_DTYPE_OP.format(dtype="int64"),
     "mT": "use t.transpose(-2, -1)",
-    "var": "compose it: ((t - t.mean(dim, keepdim=True)).square()).mean(dim) (the biased variance)",
+    "var": (
+        "compose it: ((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1), torch's default "
+        "unbiased variance over n values (divide by n for correction=0)"
+    ),
     "std": "compose it from var (see var) and sqrt()",
     "view_as": "torchlean has no views: use t.reshape(other.shape)",
 }

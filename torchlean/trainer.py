@@ -48,7 +48,7 @@ from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
-from torchlean.batches import order
+from torchlean.batches import minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
@@ -626,7 +626,7 @@ class Trainer(Generic[In, Out]):
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
         if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
-            self._create_optimizer()
+            self._optimizer = self._create_optimizer()  # kept: a selection function runs once
 
     def __getstate__(self) -> dict[str, Any]:
         """A trainer that has not run copies and pickles as a plain object (a template cloned for a
@@ -665,7 +665,7 @@ class Trainer(Generic[In, Out]):
                     "typed graph execution currently supports device `cpu`; requested "
                     f"`{self.config.device.label}`"
                 )
-            optimizer = self._create_optimizer()
+            optimizer = self._optimizer if self._optimizer is not None else self._create_optimizer()
             self._session = Session(profile, show_backend=self.config.show_backend,
                                     seed=session_seed(self.seed))
             self._optimizer = optimizer
@@ -816,25 +816,26 @@ class Trainer(Generic[In, Out]):
         with ``drop_last`` it is left out, as torch's ``DataLoader(drop_last=True)``), copies taken
         along the first axis of ``x`` ``(n, ...)`` and ``y`` ``(n, ...)``; with ``shuffle`` in the
         order ``np.random.default_rng([seed, epoch]).permutation(n)``, else in row order
-        (:func:`torchlean.batches.order`; :func:`torchlean.batches.minibatches` gives a loop of
-        your own the same minibatches). ``x`` and ``y`` are used as given (:meth:`fit` checks
+        (:func:`torchlean.batches.minibatches`, which gives a loop of your own the same
+        minibatches). ``x`` and ``y`` are used as given (:meth:`fit` checks
         them first).
 
         Raises:
             TrainerError: ``batch_size`` not an int >= 1, or ``epoch`` not an int >= 0 (bools
-                refused), or ``drop_last`` neither a ``bool`` nor a ``numpy.bool_``, when the
-                iteration starts.
+                refused), or ``shuffle`` or ``drop_last`` neither a ``bool`` nor a ``numpy.bool_``,
+                when the iteration starts.
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         epoch = checked_int(epoch, "epoch", 0, TrainerError)
-        if not is_bool(drop_last):
-            raise TrainerError(f"drop_last must be a bool, got {drop_last!r}")
-        n = x.shape[0]
-        rows = order(n, shuffle=shuffle, seed=self.seed, epoch=epoch)
-        stop = n - n % batch_size if drop_last else n
-        for start in range(0, stop, batch_size):
-            index = rows[start : start + batch_size]
-            yield x[index], y[index]
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+            if not is_bool(flag):
+                raise TrainerError(f"{name} must be a bool, got {flag!r}")
+        batches = minibatches(
+            x, y, batch_size=batch_size, shuffle=shuffle, seed=self.seed, epoch=epoch,
+            drop_last=bool(drop_last),
+        )
+        for xb, yb in batches:  # noqa: UP028 - unpacked: minibatches yields tuples of any length
+            yield xb, yb
 
     # ----------------------------------------------------------------------------- execution
 

@@ -251,7 +251,7 @@ def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
             (``optimizer: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0``).
     """
     name = args.optimizer
-    optimizer = optim.by_name(name, args.lr)  # an unknown name or a bad --lr first
+    optim.by_name(name, args.lr)  # an unknown name or a bad --lr first
     takes = {
         "--momentum": (args.momentum is not None, _TAKES_MOMENTUM),
         "--nesterov": (args.nesterov, ("sgd",)),
@@ -280,7 +280,7 @@ def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
         return optim.adamw(args.lr, amsgrad=args.amsgrad, **options)
     if name == "rmsprop":
         return optim.rmsprop(args.lr, centered=args.centered, **options)
-    return optim.adagrad(args.lr, **options) if options else optimizer
+    return optim.adagrad(args.lr, **options)
 
 
 def _no_decay(text: str) -> optim.ParamGroup:

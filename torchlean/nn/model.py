@@ -169,9 +169,7 @@ class Model:
                     f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
                 )
             values.append(value)
-        self.parameters = values
-        if strict:
-            return IncompatibleKeys([], [])
+        self.parameters = values  # with strict, nothing was missing or unexpected: two empty lists
         return IncompatibleKeys(missing, [n if isinstance(n, str) else repr(n) for n in extra])
 
     def describe(self) -> str:
@@ -338,11 +336,16 @@ class Model:
         self.parameters = [np.array(value.numpy(), dtype=self.dtype) for value in values]
 
 
+_NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
+"""The torch floating dtypes numpy has a type for."""
+
+
 def _wide_torch(entry: object) -> object:
-    """A torch tensor of a dtype numpy has no type for (bfloat16, a state_dict's half-precision
-    weights) widened to float64, which holds each of its values exactly; anything else as it is."""
+    """A torch floating tensor of a dtype numpy has no type for (bfloat16, the float8 types)
+    widened to float64, which holds each of its values exactly; anything else as it is."""
     dtype = getattr(entry, "dtype", None)
-    if type(entry).__module__.split(".")[0] == "torch" and str(dtype) == "torch.bfloat16":
+    floating = getattr(dtype, "is_floating_point", False) is True
+    if type(entry).__module__.split(".")[0] == "torch" and floating and str(dtype) not in _NUMPY_FLOATS:
         return entry.detach().cpu().double()  # type: ignore[attr-defined]
     return entry
 
