@@ -15,6 +15,7 @@ from hypothesis.extra.numpy import array_shapes
 import torchlean
 from torchlean import optim
 from torchlean.optim import OptimizerError
+from torchlean.optim._records import _adam_step
 
 
 def _torch_trajectory(make, params0, grads_seq):
@@ -230,7 +231,7 @@ def test_adam_in_place_step_is_bitwise_torchs_order_of_operations(dtype, shape, 
     for step in range(1, 25):
         g = np.asarray(rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 3), dtype=dtype)
         p1 = np.asarray(_torch_order_adam(config, step, p1, g, m1, v1), dtype=dtype)
-        p2 = np.asarray(optim._adam_step(config, step, p2, g, m2, v2, None), dtype=dtype)
+        p2 = np.asarray(_adam_step(config, step, p2, g, m2, v2, None), dtype=dtype)
         assert p1.tobytes() == p2.tobytes()
         assert (m1.tobytes(), v1.tobytes()) == (m2.tobytes(), v2.tobytes())
 

@@ -1,0 +1,98 @@
+"""Gradient clipping: torch's ``clip_grad_norm_`` on numpy gradients."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean._checks import shown
+from torchlean.optim._common import _FLOAT_DTYPES, Array, OptimizerError, _listed, _not_a_float_array
+
+
+def _real(name: str, value: object) -> float:
+    """``value`` as a float for :func:`clip_grad_norm`: a real number (bools refused); one beyond
+    the float range (``10**400``) is refused rather than raising ``OverflowError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise OptimizerError(f"clip_grad_norm: {name} must be a real number, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        message = f"clip_grad_norm: {name} must be a float, got {shown(value)} (beyond the float range)"
+        raise OptimizerError(message) from None
+
+
+def clip_grad_norm(
+    grads: Sequence[Array | None], max_norm: float, *, norm_type: float = 2.0
+) -> tuple[list[Array | None], float]:
+    """Scale the gradients so that their total norm is at most ``max_norm``
+    (``torch.nn.utils.clip_grad_norm_``): returns the clipped gradients (new arrays; ``None``
+    entries stay ``None``, as torch skips parameters without a gradient) and the total norm before
+    clipping, as a Python float.
+
+    As torch computes it: each gradient's ``norm_type``-norm (``inf``: the largest magnitude), the
+    same norm of those norms (``0.0`` when every entry is ``None``, and for empty gradients, where
+    torch's infinity norm raises), ``coef = max_norm / (total + 1e-6)`` (evaluated as torch does,
+    ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
+    ``coef`` (by 1.0 under the limit: values unchanged). The norms are computed in the gradients'
+    dtype (float16 ones in float32), as torch's, so they overflow where torch's do (float32
+    gradients whose squares pass about 3.4e38); torch sums in another order, so a norm may differ
+    from torch's by a few ulps, and by more for gradients of millions of entries, where torch's
+    float32 sum drifts (numpy's pairwise sum stays within about an ulp of the exact norm). A NaN or
+    infinite total (torch's default ``error_if_nonfinite=False``) makes ``coef`` NaN or 0, so the
+    gradients become NaN or zeros (NaN where infinite), as in torch: an overflowed norm skips the
+    update.
+
+    Raises:
+        OptimizerError: ``max_norm`` not a real number (or beyond the float range, as ``10**400``),
+            or negative or NaN (torch accepts a negative
+            one and then flips every gradient's sign), ``norm_type`` not ``inf`` or a finite
+            number > 0; gradients that are not numpy float arrays of one dtype, or not a sequence
+            (as :meth:`Optimizer.step`).
+    """
+    limit, p = _real("max_norm", max_norm), _real("norm_type", norm_type)
+    if not limit >= 0.0:
+        raise OptimizerError(f"clip_grad_norm: max_norm must be >= 0 (inf allowed), got {max_norm!r}")
+    if not (p > 0.0 and (math.isfinite(p) or p == math.inf)):
+        raise OptimizerError(
+            f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"
+        )
+    grads = _listed("gradients", grads, "clip_grad_norm")
+    present = [(index, grad) for index, grad in enumerate(grads) if grad is not None]
+    for index, grad in present:
+        if not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES:
+            raise OptimizerError(_not_a_float_array("gradient", index, grad, "clip_grad_norm"))
+    dtypes = {grad.dtype for _, grad in present}
+    if len(dtypes) > 1:
+        raise OptimizerError(
+            f"clip_grad_norm: the gradients have dtypes {sorted(str(d) for d in dtypes)} (accepted: "
+            "one dtype)"
+        )
+    if not present:
+        return list(grads), 0.0
+    dtype = present[0][1].dtype
+    work = np.promote_types(dtype, np.float32)  # torch computes float16 norms in float32
+
+    def norm(values: npt.NDArray[Any]) -> Any:
+        magnitudes = np.abs(values.astype(work).ravel())
+        if magnitudes.size == 0:
+            return dtype.type(0.0)
+        if p == math.inf:
+            return dtype.type(magnitudes.max())
+        if p == 2.0:
+            return dtype.type(np.sqrt(np.sum(magnitudes * magnitudes)))
+        return dtype.type(np.sum(magnitudes ** work.type(p)) ** work.type(1.0 / p))
+
+    with np.errstate(all="ignore"):
+        total = norm(np.array([norm(grad) for _, grad in present], dtype=dtype))
+        # torch's max_norm / (total + 1e-6) is Tensor.__rtruediv__: reciprocal(total + 1e-6) * max_norm
+        coef = (dtype.type(1.0) / (total + dtype.type(1e-6))) * dtype.type(limit)
+        coef = np.minimum(coef, dtype.type(1.0))
+        clipped = list(grads)
+        for index, grad in present:
+            clipped[index] = np.asarray(grad * coef, dtype=dtype)
+    return clipped, float(total)

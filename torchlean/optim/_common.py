@@ -1,0 +1,111 @@
+"""Shared pieces of the optimizers: the error type, the domain checks (the original's messages,
+also after rounding to binary32) and the checks of parameter and gradient arrays."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend.errors import TorchLeanError
+
+Array = npt.NDArray[np.floating]
+
+
+class OptimizerError(TorchLeanError, ValueError):
+    """An optimizer hyper-parameter is out of its domain (message names the parameter)."""
+
+
+def _as_binary32(value: float) -> float:
+    with np.errstate(over="ignore"):  # an overflow to inf is reported by the domain check
+        return float(np.float32(value))
+
+
+def _validate_both(checks: Sequence[tuple[float, str, str]]) -> None:
+    """Run each (value, kind, message) check on the value and on its binary32 rounding; the error
+    appends ``, got <value>`` (and the rounded value when only that fails)."""
+    for suffix, convert in (("", float), (" after conversion to binary32", _as_binary32)):
+        for value, kind, message in checks:
+            v = convert(value)
+            if kind == "nonneg":
+                ok = math.isfinite(v) and v >= 0.0
+            elif kind == "positive":
+                ok = math.isfinite(v) and v > 0.0
+            elif kind == "unit":
+                ok = math.isfinite(v) and 0.0 <= v < 1.0
+            elif kind == "closed_unit":
+                ok = math.isfinite(v) and 0.0 <= v <= 1.0
+            else:  # pragma: no cover - internal table
+                raise AssertionError(kind)
+            if not ok:
+                got = f"{value!r}" if not suffix else f"{value!r} ({v!r} in binary32)"
+                raise OptimizerError(f"optimizer: {message}{suffix}, got {got}")
+
+
+def _lr_check(lr: float) -> tuple[float, str, str]:
+    return (lr, "nonneg", "learning rate must be finite and nonnegative")
+
+
+def _unit_check(value: float, name: str) -> tuple[float, str, str]:
+    return (value, "unit", f"{name} must be finite and satisfy 0 <= {name} < 1")
+
+
+def _eps_check(eps: float) -> tuple[float, str, str]:
+    return (eps, "positive", "epsilon must be finite and positive")
+
+
+_FLOAT_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+"""The parameter dtypes an optimizer accepts."""
+
+
+def _type_name(value: object) -> str:
+    """``value``'s class as messages name it (``list``, ``numpy.ndarray``, ``torchlean.tensor.Tensor``)."""
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _not_a_float_array(what: str, index: int, value: object, caller: str = "optimizer") -> str:
+    """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
+    got = f"numpy.ndarray of dtype {value.dtype}" if isinstance(value, np.ndarray) else _type_name(value)
+    return (
+        f"{caller}: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
+        f"float32 or float64), got {got}"
+    )
+
+
+def _listed(what: str, value: object, caller: str = "optimizer") -> list[Any]:
+    """``value`` (the parameters or gradients of ``create``/``step``) as a list: any iterable but
+    a single array, a string or a mapping (as ``torch.optim`` refuses a single tensor).
+
+    Raises:
+        OptimizerError: ``optimizer: parameters must be a sequence of numpy arrays (one per
+            parameter), got numpy.ndarray``.
+    """
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, np.ndarray | str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise OptimizerError(
+            f"{caller}: {what} must be a sequence of numpy arrays (one per parameter), "
+            f"got {_type_name(value)}"
+        )
+    return list(value)
+
+
+def _require_like(what: str, index: int, value: object, like: Array, owner: str) -> None:
+    """``value`` is a numpy array of ``like``'s shape and dtype.
+
+    Raises:
+        OptimizerError: ``optimizer: gradient 0 has shape (3,) and dtype float64, but parameter 0
+            has shape (2,) and dtype float64`` (``owner`` words the second half), or the refusal
+            of a value that is not a numpy array (:func:`_not_a_float_array`).
+    """
+    if not isinstance(value, np.ndarray):
+        raise OptimizerError(_not_a_float_array(what, index, value))
+    if value.shape != like.shape or value.dtype != like.dtype:
+        raise OptimizerError(
+            f"optimizer: {what} {index} has shape {value.shape} and dtype {value.dtype}, but {owner} "
+            f"shape {like.shape} and dtype {like.dtype}"
+        )

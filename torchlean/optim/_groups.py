@@ -1,0 +1,310 @@
+"""Parameter groups: torch's ``param_groups``, selected by parameter name (:func:`group`)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from torchlean._checks import shown
+from torchlean.optim._common import OptimizerError, _type_name
+from torchlean.tensor import _preview
+
+if TYPE_CHECKING:
+    from torchlean.optim._records import OptimizerConfig
+
+
+class GroupSelectionError(OptimizerError):
+    """A parameter group selects no parameter (``group``: the group; ``names``: every parameter's
+    name, which the message lists)."""
+
+    def __init__(self, message: str, group: ParamGroup, names: Sequence[str]) -> None:
+        super().__init__(message)
+        self.group = group
+        self.names = tuple(names)
+
+
+def names_shown(names: Sequence[str], limit: int = 40) -> str:
+    """``names`` joined by commas for a message: all of them up to ``limit``, else the first
+    ``limit // 2`` and how many more."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[: limit // 2])}, ... ({len(names) - limit // 2} more)"
+
+
+Selector = Callable[[str, tuple[int, ...]], bool]
+"""A group's selection function: ``(name, shape) -> bool`` for each parameter."""
+
+@dataclass(frozen=True, slots=True)
+class ParamGroup:
+    r"""Other hyper-parameters for the parameters a group selects: torch's parameter groups
+    (``torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}])``),
+    selected by name. Build one with :func:`group`; :meth:`OptimizerConfig.create` (``groups=``)
+    and ``RunConfig(param_groups=...)`` take them.
+
+    ``match`` is a regular expression (a string or a compiled ``re.Pattern``) searched in each
+    parameter's name (``re.search``: ``r"bias$"`` selects ``0.bias`` and ``2.bias``, ``r"^0\."``
+    the first layer's; a layer norm's scale is ``1.weight`` or ``3.ln1.weight``, named by its
+    position, not by its kind) or a function ``(name, shape) -> bool`` (nanoGPT's rule, no decay
+    for biases and norm scales: ``lambda name, shape: len(shape) < 2``; a lambda or a local
+    function cannot be pickled, so a ``RunConfig`` or an unrun ``Trainer`` holding one deep-copies
+    but does not pickle: use a module-level function to send it to another process).
+    ``overrides`` are ``(field, value)`` pairs of the optimizer record (``weight_decay``,
+    ``beta1``, ``momentum``, ``amsgrad``, ...) and ``lr_scale``: the group's learning rate is the
+    optimizer's times ``lr_scale`` (torch's groups hold a rate of their own, which its schedulers
+    scale with the others; a scale states that).
+
+    Raises:
+        OptimizerError: ``match`` neither a regular expression nor callable; an override named
+            ``lr`` (use ``lr_scale``), a name that is not a string, a value that is neither a bool
+            nor a real number, ``lr_scale`` not a finite real number >= 0 (bools refused).
+    """
+
+    match: str | re.Pattern[str] | Selector
+    overrides: tuple[tuple[str, float | bool], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.match, re.Pattern):
+            if not isinstance(self.match.pattern, str):
+                raise OptimizerError(f"optimizer: a group pattern must match text, got {self.match!r}")
+        elif isinstance(self.match, str):
+            try:
+                re.compile(self.match)
+            except (re.error, OverflowError, RecursionError) as error:  # a{99999999999}, deep nesting
+                detail = str(error) if isinstance(error, re.error) else f"{type(error).__name__}: {error}"
+                raise OptimizerError(
+                    f"optimizer: group pattern {_preview(self.match, 80)} is not a regular expression "
+                    f"Python compiles ({detail})"
+                ) from None
+        elif not callable(self.match):
+            raise OptimizerError(
+                "optimizer: a group selects by a regular expression (str) or a function (name, shape) "
+                f"-> bool, got {self.match!r}"
+            )
+        overrides: list[tuple[str, float | bool]] = []
+        for key, value in _listed_pairs(self.overrides):
+            if not isinstance(key, str):
+                raise OptimizerError(f"optimizer: a group override is named by a string, got {key!r}")
+            if key == "lr":
+                raise OptimizerError(
+                    f"optimizer: a group takes lr_scale, not lr (its rate is the optimizer's lr times "
+                    f"lr_scale, so schedules scale every group), got lr={value!r}"
+                )
+            overrides.append((key, _override_value(key, value)))
+        object.__setattr__(self, "overrides", tuple(overrides))
+
+    @property
+    def lr_scale(self) -> float:
+        """The factor of the optimizer's learning rate this group runs at (1.0 unless set)."""
+        return float(dict(self.overrides).get("lr_scale", 1.0))
+
+    def selects(self, name: str, shape: tuple[int, ...]) -> bool:
+        """Whether this group selects the parameter ``name`` of ``shape``.
+
+        Raises:
+            OptimizerError: the selection function returns something other than a bool.
+        """
+        if isinstance(self.match, str):
+            return re.search(self.match, name) is not None
+        if isinstance(self.match, re.Pattern):
+            return self.match.search(name) is not None
+        chosen = self.match(name, shape)
+        if not isinstance(chosen, (bool, np.bool_)):
+            raise OptimizerError(
+                f"optimizer: {self.describe()} must return a bool for each parameter, got {chosen!r} "
+                f"for {name!r}"
+            )
+        return bool(chosen)
+
+    def describe(self) -> str:
+        """``optim.group('bias', weight_decay=0.0)``: the group as :func:`group` builds it (a
+        function shown by its name)."""
+        if isinstance(self.match, str | re.Pattern):
+            shown_match = repr(self.match)
+        else:
+            shown_match = getattr(self.match, "__qualname__", "function")
+        parts = [shown_match, *(f"{key}={value!r}" for key, value in self.overrides)]
+        return f"optim.group({', '.join(parts)})"
+
+
+def _listed_pairs(overrides: object) -> list[tuple[object, object]]:
+    """``overrides`` as ``(key, value)`` pairs (a mapping's items, or a sequence of pairs)."""
+    items = overrides.items() if isinstance(overrides, Mapping) else overrides
+    if not isinstance(items, Iterable) or isinstance(items, str | bytes):
+        raise OptimizerError(f"optimizer: group overrides must be (name, value) pairs, got {overrides!r}")
+    pairs = [tuple(item) if isinstance(item, tuple | list) else item for item in items]
+    if any(not isinstance(pair, tuple) or len(pair) != 2 for pair in pairs):
+        raise OptimizerError(f"optimizer: group overrides must be (name, value) pairs, got {overrides!r}")
+    return pairs
+
+
+def _override_value(key: str, value: object) -> float | bool:
+    """A group override's value: a bool stays a bool (``amsgrad``, ``nesterov``), an int stays an
+    int (so a bool field's refusal shows what was written), another real number becomes a float
+    (its domain is the record's, checked by :func:`_group_config`); ``lr_scale`` must be a real
+    number (not a bool), finite and >= 0."""
+    if isinstance(value, (bool, np.bool_)):
+        if key == "lr_scale":
+            raise OptimizerError(f"optimizer: lr_scale must be a real number, got {value!r}")
+        return bool(value)
+    if not isinstance(value, numbers.Real):
+        raise OptimizerError(
+            f"optimizer: group override {key} must be a bool or a real number, got {value!r}"
+        )
+    try:
+        number = float(value) + 0.0
+    except OverflowError:
+        raise OptimizerError(
+            f"optimizer: group override {key} must be finite, got {shown(value)} (beyond the float range)"
+        ) from None
+    if key == "lr_scale" and not (math.isfinite(number) and number >= 0.0):
+        raise OptimizerError(f"optimizer: lr_scale must be finite and nonnegative, got {value!r}")
+    return int(value) if isinstance(value, int | np.integer) and key != "lr_scale" else number
+
+
+def group(
+    match: str | re.Pattern[str] | Selector,
+    /,
+    *,
+    betas: tuple[float, float] | None = None,
+    alpha: float | None = None,
+    **overrides: float | bool,
+) -> ParamGroup:
+    """A parameter group (:class:`ParamGroup`): the parameters ``match`` selects by name (a
+    regular expression searched in the name, or a function ``(name, shape) -> bool``) take the
+    ``overrides`` of the optimizer's hyper-parameters, and ``lr_scale`` times its rate. torch's
+
+        AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-4, weight_decay=0.1)
+
+    is ``optim.adamw(3e-4, weight_decay=0.1)`` with ``groups=[optim.group(lambda name, shape:
+    len(shape) < 2, weight_decay=0.0)]`` (biases and norm scales; ``optim.group(r"bias$",
+    weight_decay=0.0)`` for the biases alone). ``betas=(b1, b2)`` is torch's spelling of
+    ``beta1``/``beta2`` and ``alpha`` RMSprop's of ``decay``. Which overrides the optimizer takes
+    and their domains are checked when the optimizer is created.
+
+    Raises:
+        OptimizerError: as :class:`ParamGroup`; ``betas`` not a pair, or given with
+            ``beta1``/``beta2``; ``alpha`` given with ``decay``.
+    """
+    if alpha is not None:
+        if "decay" in overrides:
+            raise OptimizerError(
+                f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, "
+                f"decay={overrides['decay']!r})"
+            )
+        overrides = {**overrides, "decay": alpha}
+    if betas is not None:
+        if not isinstance(betas, tuple | list) or len(betas) != 2:
+            raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
+        if "beta1" in overrides or "beta2" in overrides:
+            given = {k: overrides[k] for k in ("beta1", "beta2") if k in overrides}
+            raise OptimizerError(
+                f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, {given})"
+            )
+        overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
+    return ParamGroup(match, tuple(overrides.items()))
+
+
+def _listed_groups(groups: object) -> list[ParamGroup]:
+    """``groups`` as a list of :class:`ParamGroup` (any sequence of them).
+
+    Raises:
+        OptimizerError: not a sequence (one group alone included), or an entry that is not a group.
+    """
+    single = isinstance(groups, ParamGroup | str | bytes | Mapping)
+    if single or not isinstance(groups, Iterable):
+        raise OptimizerError(
+            f"optimizer: groups must be a sequence of optim.group(...) records, got {_type_name(groups)}"
+        )
+    listed = list(groups)
+    for index, entry in enumerate(listed):
+        if not isinstance(entry, ParamGroup):
+            raise OptimizerError(
+                f"optimizer: group {index} must be an optim.group(...) record, got {_type_name(entry)}"
+            )
+    return listed
+
+
+def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]:
+    """The parameters' names for ``create``: one string per parameter, or none at all.
+
+    Raises:
+        OptimizerError: groups without names; names that are not a sequence of ``count`` strings.
+    """
+    if names is None:
+        if required:
+            raise OptimizerError(
+                "optimizer: groups select parameters by name: pass names= (for a model, model.names)"
+            )
+        return ()
+    if isinstance(names, str | bytes | Mapping) or not isinstance(names, Iterable):
+        raise OptimizerError(f"optimizer: names must be a sequence of strings, got {_type_name(names)}")
+    listed = list(names)
+    others = [name for name in listed if not isinstance(name, str)]
+    if others:
+        raise OptimizerError(f"optimizer: names must be strings, got {others[0]!r}")
+    if len(listed) != count:
+        raise OptimizerError(f"optimizer: expected {count} names (one per parameter), got {len(listed)}")
+    return tuple(listed)
+
+
+def _membership(
+    groups: Sequence[ParamGroup], names: Sequence[str], shapes: Sequence[tuple[int, ...]]
+) -> tuple[int | None, ...]:
+    """Per parameter, the index of the one group that selects it, or ``None``.
+
+    Raises:
+        OptimizerError: a parameter two groups select (torch refuses a parameter in two groups).
+        GroupSelectionError: a group that selects none (a misspelt pattern), naming the
+            parameters.
+    """
+    membership: list[int | None] = []
+    for name, shape in zip(names, shapes, strict=True):
+        hits = [index for index, g in enumerate(groups) if g.selects(name, tuple(shape))]
+        if len(hits) > 1:
+            raise OptimizerError(
+                f"optimizer: parameter {name!r} is selected by {groups[hits[0]].describe()} and "
+                f"{groups[hits[1]].describe()} (a parameter belongs to one group, as in torch)"
+            )
+        membership.append(hits[0] if hits else None)
+    for index, g in enumerate(groups):
+        if index not in membership:
+            message = f"optimizer: {g.describe()} selects no parameter (names: {names_shown(names)})"
+            raise GroupSelectionError(message, g, names)
+    return tuple(membership)
+
+
+_NOT_PER_GROUP = ("lr", "initial_accumulator_value")
+"""Fields a group does not override: the rate (``lr_scale`` scales it) and Adagrad's starting sum
+(torch's Adagrad initialises every group's state from the constructor's value)."""
+
+
+def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
+    """``config`` with ``g``'s overrides and its learning rate times ``g.lr_scale``, validated.
+
+    Raises:
+        OptimizerError: an override ``config`` has no field for, or out of its domain (the
+            record's message, then ``(in optim.group(...))``).
+    """
+    accepted = [f.name for f in fields(config) if f.name not in _NOT_PER_GROUP]  # type: ignore[arg-type]
+    changes = {key: value for key, value in g.overrides if key != "lr_scale"}
+    if "initial_accumulator_value" in changes:
+        raise OptimizerError(
+            f"optimizer: {g.describe()} sets initial_accumulator_value, which torch's Adagrad takes "
+            "from the optimizer only (it ignores a group's): set it in optim.adagrad(...)"
+        )
+    unknown = [key for key in changes if key not in accepted]
+    if unknown:
+        raise OptimizerError(
+            f"optimizer: {g.describe()} sets {unknown[0]}, which optim.{config.name} does not take "
+            f"(accepted: {', '.join([*accepted, 'lr_scale'])})"
+        )
+    try:
+        return replace(config, lr=config.lr * g.lr_scale, **changes)  # type: ignore[type-var]
+    except OptimizerError as error:
+        raise OptimizerError(f"{error} (in {g.describe()})") from None
