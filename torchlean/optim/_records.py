@@ -215,8 +215,32 @@ class SGD(OptimizerConfig):
         return param + dt(-self.lr) * grad
 
 
+class _AdamFamily(OptimizerConfig):
+    """Adam's and AdamW's shared domain checks and AMSGrad buffer (their fields are the
+    dataclasses')."""
+
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float
+    amsgrad: bool
+
+    def checks(self) -> list[tuple[float, str, str]]:
+        return [
+            _lr_check(self.lr),
+            _unit_check(self.beta1, "beta1"),
+            _unit_check(self.beta2, "beta2"),
+            _eps_check(self.eps),
+            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
+        ]
+
+    def has_third(self) -> bool:
+        return self.amsgrad
+
+
 @dataclass(frozen=True, slots=True)
-class Adam(OptimizerConfig):
+class Adam(_AdamFamily):
     """Adam (Kingma & Ba 2015) with bias correction and L2 ``weight_decay`` added to the gradient,
     and the AMSGrad variant (Reddi et al. 2018) with ``amsgrad``, as ``torch.optim.Adam``."""
 
@@ -228,18 +252,6 @@ class Adam(OptimizerConfig):
     amsgrad: bool = False
     name = "adam"
 
-    def checks(self) -> list[tuple[float, str, str]]:
-        return [
-            _lr_check(self.lr),
-            _unit_check(self.beta1, "beta1"),
-            _unit_check(self.beta2, "beta2"),
-            _eps_check(self.eps),
-            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
-        ]
-
-    def has_third(self) -> bool:
-        return self.amsgrad
-
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
     ) -> Array:
@@ -250,7 +262,7 @@ class Adam(OptimizerConfig):
 
 
 @dataclass(frozen=True, slots=True)
-class AdamW(OptimizerConfig):
+class AdamW(_AdamFamily):
     """Adam with decoupled weight decay (Loshchilov & Hutter 2019), with ``amsgrad`` as
     :class:`Adam`'s, as ``torch.optim.AdamW``."""
 
@@ -261,18 +273,6 @@ class AdamW(OptimizerConfig):
     weight_decay: float = 0.01
     amsgrad: bool = False
     name = "adamw"
-
-    def checks(self) -> list[tuple[float, str, str]]:
-        return [
-            _lr_check(self.lr),
-            _unit_check(self.beta1, "beta1"),
-            _unit_check(self.beta2, "beta2"),
-            _eps_check(self.eps),
-            (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
-        ]
-
-    def has_third(self) -> bool:
-        return self.amsgrad
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
@@ -296,7 +296,7 @@ def _lerp_(m: Array, grad: Array, weight: np.floating[Any]) -> None:
 
 
 def _adam_step(
-    config: Adam | AdamW, step: int, start: Array, grad: Array, m: Array, v: Array, v_max: Array | None
+    config: _AdamFamily, step: int, start: Array, grad: Array, m: Array, v: Array, v_max: Array | None
 ) -> Array:
     """Update the moments ``m`` and ``v`` in place; return ``start - lr / (1 - b1^t) * m / denom``
     with ``denom = sqrt(v) / sqrt(1 - b2^t) + eps``; with ``amsgrad``, ``v_max`` becomes
