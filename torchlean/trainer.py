@@ -590,8 +590,7 @@ class Trainer(Generic[In, Out]):
         TrainerLabelError: an unknown objective label.
         OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
             parameter, only buffers, or one another group selects, an override the optimizer does
-            not take
-            (:meth:`torchlean.optim.OptimizerConfig.create`).
+            not take (:meth:`torchlean.optim.OptimizerConfig.create`).
     """
 
     def __init__(
