@@ -288,8 +288,8 @@ def _no_decay(text: str) -> optim.ParamGroup:
     regular expression ``text``, with weight decay 0.
 
     Raises:
-        argparse.ArgumentTypeError: ``group pattern '(' is not a regular expression (missing ),
-            unterminated subpattern at position 0)``.
+        argparse.ArgumentTypeError: ``group pattern '(' is not a regular expression Python
+            compiles (missing ), unterminated subpattern at position 0)``.
     """
     try:
         return optim.group(text, weight_decay=0.0)
