@@ -45,6 +45,10 @@ starts at zero; the bias corrections in Python floats):
 Parameter groups (:func:`group`, torch's ``param_groups``) give the parameters they select by
 name other values of these hyper-parameters and a multiple of the learning rate
 (``create(params, names=model.names, groups=[optim.group("bias", weight_decay=0.0)])``).
+
+Modules: ``_records`` (the records, their update rules, :class:`Optimizer` and the builders),
+``_groups`` (parameter groups), ``_clip`` (:func:`clip_grad_norm`), ``_common`` (the error type
+and the checks); the schedules are :mod:`torchlean.lr_schedules`'s.
 """
 
 from torchlean.lr_schedules import ScheduleError, warmup_cosine
