@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from torchlean import optim
 from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
+from torchlean.tensor import _preview
 
 __all__ = ["ACCEPTED", "LRSchedule", "lr_schedule"]
 
@@ -112,22 +113,23 @@ def lr_schedule(text: str) -> LRSchedule:
         warmup = parts[1].strip()
         if DECIMAL_INTEGER.fullmatch(warmup) is None or _too_long(warmup) or int(warmup) < 0:
             raise argparse.ArgumentTypeError(
-                f"expected warmup_cosine:W with W an integer >= 0 (warmup steps), got {text!r}"
+                f"expected warmup_cosine:W with W an integer >= 0 (warmup steps), got {_preview(text, 80)}"
             )
         return LRSchedule("warmup_cosine", warmup=int(warmup))
     if parts[0] == "cosine":
         raise argparse.ArgumentTypeError(
-            f"expected {ACCEPTED}, got {text!r} (cosine anneals over --epochs and takes no parameters)"
+            f"expected {ACCEPTED}, got {_preview(text, 80)} (cosine anneals over --epochs and takes no "
+            "parameters)"
         )
     if parts[0] != "step" or len(parts) != 3:
-        raise argparse.ArgumentTypeError(f"expected {ACCEPTED}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {ACCEPTED}, got {_preview(text, 80)}")
     step, gamma = parts[1].strip(), parts[2].strip()
     if DECIMAL_INTEGER.fullmatch(step) is None or _too_long(step) or int(step) < 1:
         raise argparse.ArgumentTypeError(
-            f"expected step:N:G with N a positive integer (epochs per decay), got {text!r}"
+            f"expected step:N:G with N a positive integer (epochs per decay), got {_preview(text, 80)}"
         )
     if DECIMAL_NUMBER.fullmatch(gamma) is None or not (math.isfinite(float(gamma)) and float(gamma) >= 0.0):
         raise argparse.ArgumentTypeError(
-            f"expected step:N:G with G a finite number >= 0 (the decay factor), got {text!r}"
+            f"expected step:N:G with G a finite number >= 0 (the decay factor), got {_preview(text, 80)}"
         )
     return LRSchedule("step", int(step), float(gamma) + 0.0)  # + 0.0: -0 is 0
