@@ -729,6 +729,19 @@ class Trainer(Generic[In, Out]):
         return (self.config.optimizer if self._optimizer is None else self._optimizer.config).lr
 
     @property
+    def optimizer(self) -> Optimizer:
+        """The trainer's stateful optimizer (created from ``config`` on first use, without opening
+        the session): ``trainer.optimizer.state_dict()`` and ``load_state_dict`` save and restore
+        its moments and step counts with the weights (``model.state()``), to resume a run.
+
+        Raises:
+            OptimizerError: as :meth:`OptimizerConfig.create` (``config.param_groups``).
+        """
+        if self._optimizer is None:
+            self._optimizer = self._create_optimizer()
+        return self._optimizer
+
+    @property
     def steps_done(self) -> int:
         """Optimizer updates made so far (by :meth:`fit` and :meth:`step`), the index a
         ``schedule_by="step"`` schedule gets for the next one."""

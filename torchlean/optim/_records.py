@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from torchlean._checks import shown
 from torchlean.autograd.grad_mode import no_grad
@@ -471,6 +472,74 @@ class Optimizer:
         group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
         member = self.membership[index]
         return self.config if member is None else self.group_configs[member]
+
+    def state_dict(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The optimizer's state as a flat mapping of numpy arrays (copies), so that
+        ``np.savez(path, **optimizer.state_dict())`` saves it and :meth:`load_state_dict` resumes
+        from ``np.load(path)`` (torch's ``optimizer.state_dict()``): ``steps`` (0-d int64),
+        ``param_steps`` (int64, one per parameter), and per parameter ``i`` its buffers
+        ``first.i``, ``second.i`` and, where the record keeps one, ``third.i``. The
+        hyper-parameters are not in it: they are the record's (``config``), which builds the
+        optimizer the state is loaded into."""
+        state: dict[str, np.ndarray[Any, Any]] = {
+            "steps": np.array(self.steps, dtype=np.int64),
+            "param_steps": np.array(self.param_steps, dtype=np.int64),
+        }
+        for index, (first, second, third) in enumerate(zip(self.first, self.second, self.third, strict=True)):
+            state[f"first.{index}"] = first.copy()
+            state[f"second.{index}"] = second.copy()
+            if third is not None:
+                state[f"third.{index}"] = third.copy()
+        return state
+
+    def load_state_dict(self, state: Mapping[str, npt.ArrayLike]) -> None:
+        """Resume from :meth:`state_dict`'s mapping (torch's ``load_state_dict``): the step counts
+        and every buffer, copied. The optimizer must have been created for the same parameters
+        with a record of the same kind (the same buffers: AMSGrad's or centered RMSprop's third
+        one included); everything is checked before anything changes.
+
+        Raises:
+            OptimizerError: ``state`` not a mapping; missing or unexpected entries (named); a
+                buffer whose shape or dtype is not the parameter's; step counts that are not
+                nonnegative integers of the right length.
+        """
+        if not isinstance(state, Mapping):
+            raise OptimizerError(
+                f"optimizer: state must be a mapping (as state_dict() returns), got {_type_name(state)}"
+            )
+        expected = set(self.state_dict())
+        missing = sorted(expected - set(state))
+        extra = sorted(str(key) for key in set(state) - expected)
+        if missing or extra:
+            raise OptimizerError(
+                f"optimizer: state does not match this optimizer: missing {missing}, unexpected {extra} "
+                "(create the optimizer from the same record and parameters the state was saved from)"
+            )
+        count = len(self.first)
+        steps = np.asarray(state["steps"])
+        param_steps = np.asarray(state["param_steps"])
+        if steps.shape != () or steps.dtype.kind not in "iu" or int(steps) < 0:
+            raise OptimizerError(f"optimizer: state entry steps must be an integer >= 0, got {steps!r}")
+        if param_steps.shape != (count,) or param_steps.dtype.kind not in "iu" or (param_steps < 0).any():
+            raise OptimizerError(
+                f"optimizer: state entry param_steps must be {count} integers >= 0, got {param_steps!r}"
+            )
+        buffers: dict[str, np.ndarray[Any, Any]] = {}
+        for key in expected - {"steps", "param_steps"}:
+            kind, index = key.split(".")
+            like = getattr(self, kind)[int(index)]
+            value = np.asarray(state[key])
+            if value.shape != like.shape or value.dtype != like.dtype:
+                raise OptimizerError(
+                    f"optimizer: state entry {key} has shape {value.shape} and dtype {value.dtype}, but "
+                    f"parameter {index} has shape {like.shape} and dtype {like.dtype}"
+                )
+            buffers[key] = value.copy()
+        self.steps = int(steps)
+        self.param_steps = [int(n) for n in param_steps]
+        for key, value in buffers.items():
+            kind, index = key.split(".")
+            getattr(self, kind)[int(index)] = value
 
     def set_lr(self, lr: float) -> None:
         """Use learning rate ``lr`` from the next :meth:`step` on, keeping the state (torch's

@@ -1,0 +1,88 @@
+"""``Optimizer.state_dict``/``load_state_dict`` and ``Trainer.optimizer``: a run saved halfway
+(weights and optimizer state through an ``.npz`` file) and resumed equals the uninterrupted run
+bit for bit; mismatched states are refused before anything changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torchlean import nn, optim
+from torchlean.optim import OptimizerError
+from torchlean.trainer import RunConfig, Trainer
+
+LAYER = nn.sequential(nn.linear(3, 4), nn.tanh(), nn.linear(4, 2))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [optim.adam(0.05, amsgrad=True), optim.sgd(0.1, 0.9, nesterov=True), optim.rmsprop(0.01, centered=True,
+                                                                                       momentum=0.5)],
+    ids=["adam-amsgrad", "sgd-nesterov", "rmsprop-centered"],
+)
+def test_a_resumed_run_equals_the_uninterrupted_one(config, tmp_path):
+    rng = np.random.default_rng(0)
+    x, labels = rng.standard_normal((10, 3)), rng.integers(0, 2, size=10)
+    run = RunConfig(config, dtype="float64", param_groups=[optim.group("bias", lr_scale=0.5)])
+    whole = Trainer(LAYER, objective="cross-entropy", config=run, seed=3)
+    whole.fit(x, labels, epochs=4, batch_size=4, shuffle=False)
+
+    first = Trainer(LAYER, objective="cross-entropy", config=run, seed=3)
+    first.fit(x, labels, epochs=2, batch_size=4, shuffle=False)
+    np.savez(tmp_path / "weights.npz", **first.model.state())
+    np.savez(tmp_path / "optimizer.npz", **first.optimizer.state_dict())
+
+    resumed = Trainer(LAYER, objective="cross-entropy", config=run, seed=99)  # other initial weights
+    resumed.model.load_state(np.load(tmp_path / "weights.npz"))
+    resumed.optimizer.load_state_dict(np.load(tmp_path / "optimizer.npz"))
+    assert resumed.steps_done == 6
+    resumed.fit(x, labels, epochs=2, batch_size=4, shuffle=False)
+    for name, value in whole.model.state().items():
+        assert np.array_equal(value, resumed.model.state()[name]), name
+    fresh = Trainer(LAYER, objective="cross-entropy", config=run, seed=3)
+    fresh.model.load_state(np.load(tmp_path / "weights.npz"))
+    fresh.fit(x, labels, epochs=2, batch_size=4, shuffle=False)  # the state matters: moments lost
+    assert not np.array_equal(fresh.model.state()["0.weight"], whole.model.state()["0.weight"])
+
+
+def test_the_state_holds_copies_of_every_buffer():
+    state = optim.adam(0.1, amsgrad=True).create([np.zeros(2), np.zeros((1, 2))])
+    state.step([np.zeros(2), np.zeros((1, 2))], [np.ones(2), None])
+    saved = state.state_dict()
+    assert sorted(saved) == ["first.0", "first.1", "param_steps", "second.0", "second.1", "steps",
+                             "third.0", "third.1"]
+    assert int(saved["steps"]) == 1 and saved["param_steps"].tolist() == [1, 0]
+    saved["first.0"][...] = 7.0
+    assert not (state.first[0] == 7.0).any()  # a copy
+    assert "third.0" not in optim.adam(0.1).create([np.zeros(2)]).state_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s.pop("third.0"), r"missing \['third\.0'\]"),
+        (lambda s: s.update({"extra": np.zeros(1)}), r"unexpected \['extra'\]"),
+        (lambda s: s.update({"first.0": np.zeros(3)}), r"first\.0 has shape \(3,\) and dtype float64, but"),
+        (lambda s: s.update({"second.0": np.zeros(2, np.float32)}), "dtype float32"),
+        (lambda s: s.update({"steps": np.array(-1)}), "steps must be an integer >= 0"),
+        (lambda s: s.update({"steps": np.array(1.5)}), "steps must be an integer >= 0"),
+        (lambda s: s.update({"param_steps": np.array([1, 2])}), "param_steps must be 1 integers >= 0"),
+    ],
+)
+def test_mismatched_states_are_refused_before_anything_changes(change, message):
+    source = optim.adam(0.1, amsgrad=True).create([np.zeros(2)])
+    source.step([np.zeros(2)], [np.ones(2)])
+    state = source.state_dict()
+    change(state)
+    target = optim.adam(0.1, amsgrad=True).create([np.zeros(2)])
+    with pytest.raises(OptimizerError, match=message):
+        target.load_state_dict(state)
+    assert target.steps == 0 and not target.first[0].any()
+    with pytest.raises(OptimizerError, match="must be a mapping"):
+        target.load_state_dict([("steps", 0)])
+
+
+def test_a_plain_adam_state_does_not_fit_amsgrad():
+    plain = optim.adam(0.1).create([np.zeros(2)]).state_dict()
+    with pytest.raises(OptimizerError, match=r"missing \['third\.0'\]"):
+        optim.adam(0.1, amsgrad=True).create([np.zeros(2)]).load_state_dict(plain)
