@@ -86,3 +86,22 @@ def test_a_plain_adam_state_does_not_fit_amsgrad():
     plain = optim.adam(0.1).create([np.zeros(2)]).state_dict()
     with pytest.raises(OptimizerError, match=r"missing \['third\.0'\]"):
         optim.adam(0.1, amsgrad=True).create([np.zeros(2)]).load_state_dict(plain)
+
+
+def test_a_shuffled_run_resumes_with_its_epoch_count(tmp_path):
+    """With shuffling (and epoch schedules), the resumed trainer continues the epoch numbering:
+    epochs_done set to the epochs already run gives the uninterrupted run's order and rates."""
+    rng = np.random.default_rng(1)
+    x, labels = rng.standard_normal((10, 3)), rng.integers(0, 2, size=10)
+    run = RunConfig(optim.adamw(0.05), dtype="float64")
+    whole = Trainer(LAYER, objective="cross-entropy", config=run, seed=5)
+    whole.fit(x, labels, epochs=4, batch_size=4, lr_schedule=lambda e: 0.05 / (e + 1))
+    first = Trainer(LAYER, objective="cross-entropy", config=run, seed=5)
+    first.fit(x, labels, epochs=2, batch_size=4, lr_schedule=lambda e: 0.05 / (e + 1))
+    resumed = Trainer(LAYER, objective="cross-entropy", config=run, seed=5)
+    resumed.model.load_state(first.model.state())
+    resumed.optimizer.load_state_dict(first.optimizer.state_dict())
+    resumed.epochs_done = first.epochs_done
+    resumed.fit(x, labels, epochs=2, batch_size=4, lr_schedule=lambda e: 0.05 / (e + 1))
+    for name, value in whole.model.state().items():
+        assert np.array_equal(value, resumed.model.state()[name]), name
