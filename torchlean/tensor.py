@@ -1097,6 +1097,8 @@ class Tensor:
         def __getattr__(self, name: str) -> NoReturn:
             """An attribute ``Tensor`` lacks: ``AttributeError``, with the way to write it for the
             torch methods ported code reaches for most (:data:`_TORCH_METHOD_HINTS`)."""
+            if name.startswith("__"):  # protocol probes (np.asarray's __array_interface__): no hint
+                raise AttributeError(name)
             hint = _TORCH_METHOD_HINTS.get(name)
             message = f"'Tensor' object has no attribute {name!r}"
             raise AttributeError(message if hint is None else f"{message}: {hint}")
@@ -1764,7 +1766,7 @@ def operand_type(value: object) -> str:
     tensor's full class name with the conversion to use (``torch.Tensor (a torch tensor: convert
     it with torchlean.from_torch(t))``), else the class name."""
     cls = type(value)
-    if cls.__module__.split(".")[0] == "torch":
+    if _is_torch_tensor(value):
         hint = "a torch tensor: convert it with torchlean.from_torch(t)"
         return f"{cls.__module__}.{cls.__qualname__} ({hint})"
     return cls.__name__

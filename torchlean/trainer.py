@@ -48,7 +48,7 @@ from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
-from torchlean.batches import minibatches
+from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
@@ -664,10 +664,10 @@ class Trainer(Generic[In, Out]):
                     "typed graph execution currently supports device `cpu`; requested "
                     f"`{self.config.device.label}`"
                 )
-            optimizer = self._optimizer if self._optimizer is not None else self._create_optimizer()
+            if self._optimizer is None:  # param_groups create it at construction
+                self._optimizer = self._create_optimizer()
             self._session = Session(profile, show_backend=self.config.show_backend,
                                     seed=session_seed(self.seed))
-            self._optimizer = optimizer
         return self._session
 
     # The settings are read-only: checked once, at construction, and fixed in the session, the
@@ -837,15 +837,12 @@ class Trainer(Generic[In, Out]):
                 refused), or ``shuffle`` or ``drop_last`` neither a ``bool`` nor a ``numpy.bool_``,
                 when the iteration starts.
         """
-        batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
-        epoch = checked_int(epoch, "epoch", 0, TrainerError)
-        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
-            if not is_bool(flag):
-                raise TrainerError(f"{name} must be a bool, got {flag!r}")
-        batches = minibatches(
-            x, y, batch_size=batch_size, shuffle=shuffle, seed=self.seed, epoch=epoch,
-            drop_last=bool(drop_last),
-        )
+        try:  # minibatches checks the settings; the trainer's callers expect its error type
+            batches = minibatches(
+                x, y, batch_size=batch_size, shuffle=shuffle, seed=self.seed, epoch=epoch, drop_last=drop_last
+            )
+        except BatchError as error:
+            raise TrainerError(str(error)) from None
         for xb, yb in batches:  # noqa: UP028 - unpacked: minibatches yields tuples of any length
             yield xb, yb
 

@@ -29,7 +29,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims, is_bool
-from torchlean.tensor import DeviceLike, Tensor
+from torchlean.tensor import DeviceLike, Tensor, _is_torch_tensor
 
 _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
@@ -343,10 +343,11 @@ _NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
 def _wide_torch(entry: object) -> object:
     """A torch floating tensor of a dtype numpy has no type for (bfloat16, the float8 types)
     widened to float64, which holds each of its values exactly; anything else as it is."""
-    dtype = getattr(entry, "dtype", None)
-    floating = getattr(dtype, "is_floating_point", False) is True
-    if type(entry).__module__.split(".")[0] == "torch" and floating and str(dtype) not in _NUMPY_FLOATS:
-        return entry.detach().cpu().double()  # type: ignore[attr-defined]
+    if not _is_torch_tensor(entry):
+        return entry
+    tensor: Any = entry
+    if tensor.is_floating_point() and str(tensor.dtype) not in _NUMPY_FLOATS:
+        return tensor.detach().cpu().double()
     return entry
 
 
