@@ -17,6 +17,7 @@ from typing import Any as _Any
 
 if _TYPE_CHECKING:
     from torchlean import data, functional, nn, optim, spec
+    from torchlean.autograd import profiler
     from torchlean.autograd.grad_mode import (
         enable_grad,
         is_grad_enabled,
@@ -112,6 +113,7 @@ _MODULES: dict[str, str] = {
     "functional": "torchlean.functional",
     "nn": "torchlean.nn",
     "optim": "torchlean.optim",
+    "profiler": "torchlean.autograd.profiler",
     "profiles": "torchlean.backend.profiles",
     "spec": "torchlean.spec",
 }
@@ -246,6 +248,7 @@ __all__ = [
     "no_grad",
     "optim",
     "permute",
+    "profiler",
     "profiles",
     "rand_uniform",
     "reduce_mean",

@@ -619,6 +619,36 @@ def test_embedding_models_on_the_device_agree_with_checked_cpu(cuda_device: torc
     assert all(name.startswith("native_cuda.") for name in selected)
 
 
+def _profiled_cuda_steps() -> dict[str, tuple[str, int, int]]:
+    """Two training steps of a batch norm model under checked_cuda, profiled after the first."""
+    layer = tl.nn.sequential(tl.nn.linear(4, 6), tl.nn.batch_norm1d(6), tl.nn.tanh(), tl.nn.linear(6, 2))
+    config = RunConfig(optimizer=optim.sgd(0.1), dtype="float64").with_profile("checked_cuda")
+    trainer = Trainer(layer, config=config, seed=0, input_shape=(4,))
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+    trainer.step(x, y)
+    with tl.profiler.profile() as prof:
+        trainer.step(x, y)
+    return {k.capsule: (k.device, k.forward_calls, k.vjp_calls) for k in prof.kernels}
+
+
+def _check_profiled_cuda_steps(calls: dict[str, tuple[str, int, int]]) -> None:
+    assert calls["native_cuda.linear"] == ("cuda", 2, 2)
+    assert calls["native_cuda.tanh"] == ("cuda", 1, 1)
+    assert calls["native_cuda.batch_norm"] == ("cuda", 1, 1)
+    assert all(name.startswith("native_cuda.") and device == "cuda" for name, (device, _, _) in calls.items())
+
+
+def test_kernel_profiles_count_cuda_capsules(emulated_cuda: None) -> None:
+    _check_profiled_cuda_steps(_profiled_cuda_steps())
+
+
+@pytest.mark.cuda
+def test_kernel_profiles_count_cuda_capsules_on_the_device(cuda_device: torch.device) -> None:
+    """On a device the profiler synchronises around each kernel: same counts as the emulation."""
+    _check_profiled_cuda_steps(_profiled_cuda_steps())
+
+
 def test_readme_quotes_the_cpu_only_build_message() -> None:
     """The README's CUDA section shows the message a CPU-only build prints (as of its torch pin)."""
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())

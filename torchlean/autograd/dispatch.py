@@ -32,7 +32,8 @@ call, with :func:`execute_bound`):
    is the linked kernel's VJP, evaluated at the saved inputs and output. An allocation failure of
    the forward or the VJP (numpy's ``MemoryError``, torch's CPU allocator error or
    ``torch.OutOfMemoryError``) becomes a :class:`KernelMemoryError`, a ``MemoryError`` under
-   every profile.
+   every profile. While a kernel profile is open (:mod:`torchlean.autograd.profiler`), the
+   kernel's time, and later its VJP's, are added to it under the capsule's name.
 
 Linked kernels come from the provider modules in :data:`HANDLER_MODULES` (each exports
 ``LINKED_KERNELS``); a module that does not exist in this build (for example CUDA handlers) is
@@ -44,6 +45,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -51,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from torchlean.autograd import storage
+from torchlean.autograd import profiler, storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.tape import Array, LocalRule, Node, SavedArray, VersionCounter
 from torchlean.backend.acceptance import AcceptedKernel
@@ -453,8 +455,12 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
             needs = None
         else:
             _require_backward(accepted.op, capsule, linked)
+    profiles = profiler.active()
     try:
-        out: Array = bound.executable.run(tuple(arrays), params)
+        if profiles:
+            out: Array = _timed_forward(bound, tuple(arrays), params, profiles)
+        else:
+            out = bound.executable.run(tuple(arrays), params)
     except (MemoryError, RuntimeError) as exc:
         _raise_if_allocation_failure(capsule, "forward", exc)
         raise
@@ -467,8 +473,57 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     counter = VersionCounter() if version is None else version
     saved = tuple([None if t is None else SavedArray(t._data, t._version) for t in inputs])
     rule = _local_rule(linked, vjp, capsule, needs, params)
+    if profiles:
+        rule = _timed_rule(rule, capsule, profiles)
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
     return Tensor._make(out, True, node, counter)
+
+
+def _timed_forward(
+    bound: BoundKernel,
+    arrays: tuple[Array | None, ...],
+    params: Mapping[str, Any],
+    profiles: tuple[profiler.KernelProfile, ...],
+) -> Array:
+    """``bound.executable.run(arrays, params)``, its time added to each open profile (a ``cuda``
+    capsule's device synchronised before and after)."""
+    capsule = bound.accepted.capsule
+    sync = profiler.synchronizer(capsule)
+    if sync is not None:
+        sync()
+    started = time.perf_counter()
+    out: Array = bound.executable.run(arrays, params)
+    if sync is not None:
+        sync()
+    seconds = time.perf_counter() - started
+    for profile in profiles:
+        profile.add(capsule, seconds, vjp=False)
+    return out
+
+
+def _timed_rule(
+    rule: LocalRule, capsule: KernelCapsule, profiles: tuple[profiler.KernelProfile, ...]
+) -> LocalRule:
+    """``rule``, its time added to each of ``profiles`` (those open when the node was recorded)
+    that is still open when the backward pass runs it."""
+    sync = profiler.synchronizer(capsule)
+
+    def timed(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
+        still_open = [profile for profile in profiles if profile.is_open]
+        if not still_open:
+            return rule(g, ins, o)
+        if sync is not None:
+            sync()
+        started = time.perf_counter()
+        grads = rule(g, ins, o)
+        if sync is not None:
+            sync()
+        seconds = time.perf_counter() - started
+        for profile in still_open:
+            profile.add(capsule, seconds, vjp=True)
+        return grads
+
+    return timed
 
 
 def _require_backward(op: BackendOp, capsule: KernelCapsule, linked: LinkedKernel) -> None:

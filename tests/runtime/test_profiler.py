@@ -1,0 +1,188 @@
+"""Kernel profiles (torchlean.profiler): which capsule ran how many times, forward and VJP.
+
+Oracles: hand counts of the kernels a small program runs (one forward per op call, one VJP per
+tape node that backward reaches), the session's own record of selected capsules, and the clock's
+bounds (every counted second lies inside the block). No test asserts a duration.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import torchlean as tl
+from torchlean import nn, optim
+from torchlean.autograd import profiler
+from torchlean.backend.errors import GuardError, TorchLeanError
+from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
+
+
+def _calls(prof: profiler.KernelProfile) -> dict[str, tuple[int, int]]:
+    return {k.capsule: (k.forward_calls, k.vjp_calls) for k in prof.kernels}
+
+
+def _program(x: tl.Tensor, w: tl.Tensor) -> tl.Tensor:
+    """relu(x @ w) * x summed: matmul, relu, mul, reduce_sum, one call each."""
+    return tl.reduce_sum(tl.relu(tl.matmul(x, w)) * x)
+
+
+def test_counts_one_forward_per_call_and_one_vjp_per_node_reached() -> None:
+    x = tl.tensor(np.arange(6.0).reshape(2, 3) - 2.0)
+    w = tl.tensor(np.eye(3) * 0.5, requires_grad=True)
+    with tl.session(), profiler.profile() as prof:
+        _program(x, w).backward()
+        _program(x, w)  # a second forward without backward: forward calls only
+    assert _calls(prof) == {
+        "reference.matmul": (2, 1),
+        "reference.relu": (2, 1),
+        "reference.mul": (2, 1),
+        "reference.reduce_sum": (2, 1),
+    }
+    assert {(k.op, k.provider, k.device) for k in prof.kernels} == {
+        ("matmul", "reference", "cpu"), ("relu", "reference", "cpu"), ("mul", "reference", "cpu"),
+        ("reduce_sum", "reference", "cpu"),
+    }
+    assert w.grad is not None
+
+
+def test_no_vjp_is_recorded_without_gradients() -> None:
+    x = tl.tensor(np.array([[1.0, -2.0]]))
+    w = tl.tensor(np.array([[1.0], [3.0]]), requires_grad=True)
+    with profiler.profile() as prof, tl.no_grad():
+        tl.reduce_sum(tl.relu(tl.matmul(x, w)))
+    assert _calls(prof) == {"reference.matmul": (1, 0), "reference.relu": (1, 0), "reference.reduce_sum": (1, 0)}
+
+
+def test_vjps_count_only_inside_the_block_that_recorded_their_nodes() -> None:
+    x = tl.tensor(np.array([[1.0, -2.0, 0.5]]))
+    w = tl.tensor(np.ones((3, 3)), requires_grad=True)
+    with profiler.profile() as forward_only:
+        loss = _program(x, w)
+    with profiler.profile() as backward_only:
+        loss.backward()  # nodes recorded before this block: their VJPs are not this block's
+    assert _calls(forward_only) == {
+        "reference.matmul": (1, 0), "reference.relu": (1, 0), "reference.mul": (1, 0),
+        "reference.reduce_sum": (1, 0),
+    }
+    assert backward_only.kernels == ()
+    assert backward_only.kernel_seconds == 0.0
+
+
+def test_nested_profiles_each_count_what_ran_inside_them() -> None:
+    x = tl.tensor(np.array([[2.0, -1.0]]))
+    w = tl.tensor(np.array([[1.0, 0.0], [0.0, 1.0]]), requires_grad=True)
+    with profiler.profile() as outer:
+        tl.relu(x)
+        with profiler.profile() as inner:
+            loss = tl.reduce_sum(tl.matmul(x, w))
+        loss.backward()  # the inner profile is closed: the outer one alone times the VJPs
+    assert _calls(inner) == {"reference.matmul": (1, 0), "reference.reduce_sum": (1, 0)}
+    assert _calls(outer) == {"reference.relu": (1, 0), "reference.matmul": (1, 1), "reference.reduce_sum": (1, 1)}
+    assert profiler.active() == ()
+
+
+def test_seconds_lie_inside_the_block_and_sum_to_kernel_seconds() -> None:
+    rng = np.random.default_rng(0)
+    x = tl.tensor(rng.standard_normal((64, 32)))
+    w = tl.tensor(rng.standard_normal((32, 32)), requires_grad=True)
+    with profiler.profile() as prof:
+        for _ in range(5):
+            _program(x, w).backward()
+    records = prof.kernels
+    assert all(k.forward_seconds >= 0.0 and k.vjp_seconds >= 0.0 for k in records)
+    assert prof.kernel_seconds == pytest.approx(sum(k.forward_seconds + k.vjp_seconds for k in records))
+    assert 0.0 < prof.kernel_seconds <= prof.wall_seconds
+    totals = [k.total_seconds for k in records]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_a_kernel_that_raises_is_not_counted() -> None:
+    table = tl.tensor(np.ones((3, 2)))
+    with tl.session() as s, profiler.profile() as prof:
+        with pytest.raises(GuardError):
+            tl.gather(table, np.array([0, 7]), axis=0)
+        tl.relu(table)
+    assert "reference.gather" in [k.capsule.name for k in s.selected]
+    assert _calls(prof) == {"reference.relu": (1, 0)}
+
+
+def _trainer(execution: ExecutionMode) -> Trainer[object, object]:
+    layer = nn.sequential(nn.linear(4, 8), nn.tanh(), nn.linear(8, 3))
+    config = RunConfig(optimizer=optim.sgd(lr=0.1), execution=execution)
+    return Trainer(layer, objective=Objective.CROSS_ENTROPY, config=config, seed=0)
+
+
+def test_eager_and_typed_graph_steps_run_the_same_kernels() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((10, 4))
+    y = rng.integers(0, 3, 10)
+    counts = {}
+    for execution in (ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH):
+        trainer = _trainer(execution)
+        trainer.step(x, y)  # planning and acceptance happen here, outside the profile
+        with profiler.profile() as prof:
+            trainer.step(x, y)
+            trainer.step(x, y)
+        counts[execution] = _calls(prof)
+    assert counts[ExecutionMode.EAGER] == counts[ExecutionMode.TYPED_GRAPH]
+    calls = counts[ExecutionMode.EAGER]
+    assert calls["reference.linear"] == (4, 4)  # two layers, two steps, each with its VJP
+    assert calls["reference.tanh"] == (2, 2)
+
+
+def test_fit_counts_every_minibatch() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((25, 4))
+    y = rng.integers(0, 3, 25)
+    trainer = _trainer(ExecutionMode.EAGER)
+    with profiler.profile() as prof:
+        trainer.fit(x, y, epochs=2, batch_size=10)  # 3 minibatches per epoch
+    assert _calls(prof)["reference.tanh"] == (6, 6)
+    assert _calls(prof)["reference.linear"] == (12, 12)
+
+
+def test_reading_an_open_profile_or_entering_twice_is_refused() -> None:
+    prof = profiler.profile()
+    with prof:
+        with pytest.raises(profiler.ProfilerError, match="after its `with` block ends"):
+            prof.kernels
+        with pytest.raises(profiler.ProfilerError, match="after its `with` block ends"):
+            prof.table()
+    with pytest.raises(profiler.ProfilerError, match="entered once"):
+        with prof:
+            pass
+    assert isinstance(profiler.ProfilerError("x"), TorchLeanError)
+
+
+def test_table_and_json() -> None:
+    x = tl.tensor(np.array([[1.0, -2.0, 0.5]]))
+    w = tl.tensor(np.ones((3, 3)), requires_grad=True)
+    with profiler.profile() as prof:
+        _program(x, w).backward()
+    lines = prof.table().splitlines()
+    assert lines[0].split() == ["capsule", "device", "forward", "calls", "forward", "s", "vjp", "calls", "vjp",
+                                "s", "total", "s", "share"]
+    assert sorted(line.split()[0] for line in lines[1:5]) == [
+        "reference.matmul", "reference.mul", "reference.reduce_sum", "reference.relu"
+    ]
+    assert lines[-1].startswith("kernels ") and " s wall (" in lines[-1]
+    short = prof.table(limit=1).splitlines()
+    assert len(short) == 4 and short[2].startswith("(3 more capsules)")
+    assert short[2].split()[3:5] == ["3", "3"]  # the three capsules' forward and VJP calls
+    shares = [float(line.split()[-1].rstrip("%")) for line in lines[1:5]]
+    assert sum(shares) == pytest.approx(100.0, abs=0.3)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="limit must be an int >= 1 or None"):
+            prof.table(limit=bad)  # type: ignore[arg-type]
+    record = json.loads(json.dumps([k.to_json() for k in prof.kernels]))
+    assert {r["capsule"] for r in record} == {
+        "reference.matmul", "reference.mul", "reference.reduce_sum", "reference.relu"
+    }
+    assert all(r["total_seconds"] == pytest.approx(r["forward_seconds"] + r["vjp_seconds"]) for r in record)
+
+
+def test_the_module_is_reachable_from_the_package() -> None:
+    assert tl.profiler is profiler
+    assert tl.profiler.profile is profiler.profile
