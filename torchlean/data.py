@@ -4,7 +4,11 @@
 seeded train/test split (scikit-learn ``train_test_split``; stratified by class for classification
 whenever every class has at least two samples and both splits can hold every class) and features
 standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``;
-a zero-variance feature gets scale 1, so it becomes 0 instead of NaN).
+a zero-variance feature gets scale 1, so it becomes 0 instead of NaN). With ``val_fraction=F``
+a validation part is held out of the train split (:func:`validation_rows`: ``train_test_split`` of
+the train split's rows with the same seed, stratified by class for classification) and the
+statistics are fitted on the rest of the train split only, the part trained on, so that nothing
+of the validation (or test) rows leaks into the features the model is trained on.
 
 Shipped datasets (scikit-learn ``load_*``): ``digits`` (default; 1797 x 64, 10 classes),
 ``iris`` (150 x 4, 3), ``breast_cancer`` (569 x 30, 2), ``wine`` (178 x 13, 3) — classification
@@ -94,6 +98,7 @@ __all__ = [
     "split_note",
     "split_rows",
     "targets",
+    "validation_rows",
 ]
 
 Task: TypeAlias = Literal["classification", "regression"]
@@ -132,6 +137,12 @@ class Dataset:
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
     whole-number labels, it adds that ``task='regression'`` exists), else
     is empty.
+
+    With :func:`load`'s ``val_fraction``, ``x_val`` ``[n_val, n_features]`` and ``y_val``
+    ``[n_val]`` (same dtypes) are the validation part held out of the train split, and
+    ``x_train``/``y_train`` are the rest of it (the part trained on), whose statistics standardise
+    all three parts (``feature_mean``/``feature_scale``, and :meth:`target_statistics`); without
+    it both are ``None``.
     """
 
     name: str
@@ -148,6 +159,8 @@ class Dataset:
     label_name: str = "target"
     header_note: str = ""
     split_note: str = ""
+    x_val: Array | None = None
+    y_val: Array | None = None
 
     @property
     def n_features(self) -> int:
@@ -183,9 +196,23 @@ class Dataset:
             DataError: a classification dataset.
         """
         mean, scale = self.target_statistics()
-        train = ((self.y_train.astype(np.float64) - mean) / scale).astype(self.x_train.dtype)
-        test = ((self.y_test.astype(np.float64) - mean) / scale).astype(self.x_train.dtype)
-        return train, test
+        return self._standardised(self.y_train, mean, scale), self._standardised(self.y_test, mean, scale)
+
+    def standardised_val_targets(self) -> Array:
+        """Regression with a validation part: ``y_val`` as ``(y - mean) / scale`` with
+        :meth:`target_statistics` (the part trained on), as :meth:`standardised_targets` computes
+        the others.
+
+        Raises:
+            DataError: a classification dataset, or one loaded without ``val_fraction``.
+        """
+        mean, scale = self.target_statistics()
+        if self.y_val is None:
+            raise DataError(f"{self.name}: no validation part (load it with val_fraction=...)")
+        return self._standardised(self.y_val, mean, scale)
+
+    def _standardised(self, y: Array, mean: float, scale: float) -> Array:
+        return ((y.astype(np.float64) - mean) / scale).astype(self.x_train.dtype)
 
 
 def load(
@@ -197,6 +224,7 @@ def load(
     label_column: str | int | None = None,
     header: bool | None = None,
     task: Task | None = None,
+    val_fraction: float | None = None,
 ) -> Dataset:
     """Load a shipped dataset by name, or a CSV file by path, split and standardised.
 
@@ -211,6 +239,10 @@ def load(
     Returns a :class:`Dataset` (shapes and dtypes there): features in ``dtype``, class ids int64,
     regression targets in ``dtype``. The split and scaling are scikit-learn's, so they match
     ``train_test_split(..., random_state=seed, stratify=...)`` and ``StandardScaler`` bit for bit.
+    ``val_fraction`` (``None``, the default, or a real number in ``(0, 1)``) holds that fraction
+    of the train split out as :attr:`Dataset.x_val`/``y_val`` (:func:`validation_rows`), the
+    statistics then fitted on the rest (Keras' ``validation_split`` takes the last rows unshuffled
+    instead; this is scikit-learn's seeded, stratified split applied once more).
 
     Raises:
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
@@ -225,7 +257,8 @@ def load(
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
             a column whose standardisation overflows (column named); ``label_column``,
-            ``header`` or ``task`` given for a shipped dataset.
+            ``header`` or ``task`` given for a shipped dataset; a bad ``val_fraction`` or a
+            validation split it cannot make (:func:`validation_rows`).
     """
     target = _float_dtype(dtype)
     name, is_shipped = locate(name_or_path)
@@ -238,7 +271,9 @@ def load(
                 "dataset"
             )
         x, y, features, classes, kind = shipped(name)
-        return _split(name, x, y, kind, features, classes, seed, test_fraction, target)
+        return _split(
+            name, x, y, kind, features, classes, seed, test_fraction, target, val_fraction=val_fraction
+        )
     return load_csv(
         name,
         label_column=label_column,
@@ -247,6 +282,7 @@ def load(
         seed=seed,
         test_fraction=test_fraction,
         dtype=target,
+        val_fraction=val_fraction,
     )
 
 
@@ -278,6 +314,7 @@ def load_csv(
     seed: int = 0,
     test_fraction: float = 0.2,
     dtype: npt.DTypeLike = np.float32,
+    val_fraction: float | None = None,
 ) -> Dataset:
     """Load a CSV file (features + one label column): what :func:`load` does for a path, with the
     same arguments, result and errors; the module docstring gives the CSV rules.
@@ -300,7 +337,7 @@ def load_csv(
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
-        label=table.shown(label),
+        label=table.shown(label), val_fraction=val_fraction,
     )
     whole_numbers = all(_is_number(name) for name in classes)
     if task is None and dataset.split_note and len(classes) > 10 and whole_numbers:
@@ -918,12 +955,7 @@ def split_rows(
             f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
             f"RandomState), got {shown(seed)}"
         )
-    if isinstance(test_fraction, bool | np.bool_) or not isinstance(test_fraction, numbers.Real):
-        raise DataError(
-            f"test_fraction must be a real number (int or float) in (0, 1), got {shown(test_fraction)}"
-        )
-    if not 0 < test_fraction < 1:
-        raise DataError(f"test_fraction must be in (0, 1), got {shown(test_fraction)}")
+    _check_fraction(test_fraction, "test_fraction")
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)
     if n_test < 1 or n - n_test < 1:
@@ -934,6 +966,96 @@ def split_rows(
         stratify=stratify,
     )
     return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _check_fraction(fraction: object, what: str) -> None:
+    """Refuse a ``test_fraction`` or ``val_fraction`` that is not a real number in ``(0, 1)``.
+
+    Raises:
+        DataError: ``test_fraction must be a real number (int or float) in (0, 1), got 'a'``;
+            ``val_fraction must be in (0, 1), got 1.5``.
+    """
+    if isinstance(fraction, bool | np.bool_) or not isinstance(fraction, numbers.Real):
+        raise DataError(f"{what} must be a real number (int or float) in (0, 1), got {shown(fraction)}")
+    if not 0 < float(fraction) < 1:
+        raise DataError(f"{what} must be in (0, 1), got {shown(fraction)}")
+
+
+def validation_rows(
+    y_train: Array,
+    task: Task,
+    seed: int,
+    val_fraction: float,
+    *,
+    source: str = "the data",
+    classes: Sequence[str] = (),
+) -> tuple[Array, Array]:
+    """The positions (int64, into the train split, each in the order of the split) of the part
+    trained on and of the validation part that :func:`load`'s ``val_fraction`` holds out of the
+    train split whose labels are ``y_train`` (int64 class ids for classification):
+    scikit-learn's ``train_test_split(np.arange(n), test_size=val_fraction, random_state=seed,
+    shuffle=True, stratify=y_train)`` (``stratify=None`` for regression), so
+    ``ceil(val_fraction * n)`` validation rows. A classification split must leave every class of
+    the train split at least one sample in each part (the validation loss and accuracy then
+    cover every class the model is trained on); ``classes`` name the class ids in messages.
+
+    Raises:
+        DataError: ``val_fraction`` not a real number in ``(0, 1)``; a part left empty; for
+            classification, a class with fewer than 2 train-split samples, a part too small to
+            hold one sample of each class, or a class the stratified split leaves out of a part
+            (scikit-learn allots each class a whole number of samples, so a rare class can get
+            none of a small part): each names ``source``, the class and what is accepted.
+    """
+    from sklearn.model_selection import train_test_split
+
+    _check_fraction(val_fraction, "val_fraction")
+    n = len(y_train)
+    n_val = math.ceil(float(val_fraction) * n)
+    parts = f"{n_val} validation and {n - n_val} to train on"
+    if n_val < 1 or n - n_val < 1:
+        raise DataError(
+            f"{source}: a validation fraction of {val_fraction} of the {n} train-split samples leaves an "
+            f"empty part ({parts}; accepted: a fraction that leaves at least one sample in each)"
+        )
+    stratify = None
+    if task == "classification":
+        present, counts = np.unique(y_train, return_counts=True)
+
+        def name(class_id: object) -> str:
+            index = int(class_id)  # type: ignore[call-overload]
+            return repr(classes[index]) if index < len(classes) else str(index)
+
+        if counts.min() < 2:
+            rare = present[counts < 2]
+            raise DataError(
+                f"{source}: class {name(rare[0])} has 1 sample in the train split, but a validation split "
+                "needs 2 of each class, one to train on and one to validate (accepted: at least 2 samples "
+                "of every class in the train split; add samples or drop the validation split)"
+            )
+        if min(n_val, n - n_val) < len(present):
+            raise DataError(
+                f"{source}: a validation fraction of {val_fraction} of the {n} train-split samples gives "
+                f"{parts}, too few for one sample of each of the {len(present)} classes in both parts "
+                "(accepted: a fraction that leaves each part at least one sample of every class)"
+            )
+        stratify = y_train
+    fit, val = train_test_split(
+        np.arange(n, dtype=np.int64), test_size=float(val_fraction), random_state=int(seed), shuffle=True,
+        stratify=stratify,
+    )
+    fit, val = np.asarray(fit, dtype=np.int64), np.asarray(val, dtype=np.int64)
+    if stratify is not None:
+        for part, rows in (("validation part", val), ("part trained on", fit)):
+            missing = np.setdiff1d(present, y_train[rows])
+            if missing.size:
+                count = int(counts[np.searchsorted(present, missing[0])])
+                raise DataError(
+                    f"{source}: the stratified validation split (fraction {val_fraction}, seed {seed}) "
+                    f"leaves class {name(missing[0])} ({count} train-split samples) no sample in the {part} "
+                    "(accepted: a split with every class in both parts; try a larger fraction or another "
+                    "seed)"
+                )
+    return fit, val
 
 
 def _unstratified_reason(y: Array, n_test: int) -> str | None:
@@ -978,8 +1100,11 @@ def _split(
     source: str | None = None,
     columns: tuple[str, ...] | None = None,
     label: str = "target",
+    val_fraction: float | None = None,
 ) -> Dataset:
-    """Split ``x`` ``[n, n_features]`` (float64) and ``y`` ``[n]`` and standardise the features.
+    """Split ``x`` ``[n, n_features]`` (float64) and ``y`` ``[n]`` and standardise the features;
+    with ``val_fraction``, hold a validation part out of the train split
+    (:func:`validation_rows`) and standardise with the rest's statistics.
 
     Messages name the data ``source`` (default ``name``; a CSV file's path as given), the feature
     ``columns`` as messages show them (default ``features``) and the ``label`` column.
@@ -989,21 +1114,27 @@ def _split(
             a classification train split holding a single class; a feature whose train-split mean
             or standard deviation is not finite in float64, or whose standardised values are not
             finite in ``dtype``; a regression target whose train-split mean or standard deviation
-            is not finite in float64 (``torchlean train`` standardises it).
+            is not finite in float64 (``torchlean train`` standardises it); a bad
+            ``val_fraction`` or a validation split it cannot make.
     """
     from sklearn.preprocessing import StandardScaler
 
     source = name if source is None else source
     columns = features if columns is None else columns
     train_rows, test_rows = split_rows(y, kind, seed, test_fraction, source=source)
-    x_train, x_test, y_train, y_test = x[train_rows], x[test_rows], y[train_rows], y[test_rows]
     n = len(y)
-    if kind == "classification" and len(np.unique(y_train)) < 2:
+    if kind == "classification" and len(np.unique(y[train_rows])) < 2:
         raise DataError(
-            f"{source}: the train split holds only class {classes[int(y_train[0])]!r}: the other classes of "
-            f"the {n} samples fell in the test split (accepted: at least two classes in the train split; "
+            f"{source}: the train split holds only class {classes[int(y[train_rows][0])]!r}: the other "
+            f"classes of the {n} samples fell in the test split (accepted: at least two classes in the train "
+            "split; "
             "add samples of each class or change the seed)"
         )
+    val_rows = None
+    if val_fraction is not None:
+        fit, val = validation_rows(y[train_rows], kind, seed, val_fraction, source=source, classes=classes)
+        train_rows, val_rows = train_rows[fit], train_rows[val]
+    x_train, x_test, y_train, y_test = x[train_rows], x[test_rows], y[train_rows], y[test_rows]
     # Overflow is detected from the results (a non-finite mean, deviation or value), named by column;
     # numpy's RuntimeWarnings on the way there would only repeat it without the column.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -1021,7 +1152,13 @@ def _split(
             )
         standardised_train = np.asarray(scaler.transform(x_train), dtype=dtype)
         standardised_test = np.asarray(scaler.transform(x_test), dtype=dtype)
-    for split, raw, values in (("train", x_train, standardised_train), ("test", x_test, standardised_test)):
+        standardised_val = (
+            None if val_rows is None else np.asarray(scaler.transform(x[val_rows]), dtype=dtype)
+        )
+    parts = [("train", x_train, standardised_train), ("test", x_test, standardised_test)]
+    if val_rows is not None and standardised_val is not None:
+        parts.insert(1, ("validation", x[val_rows], standardised_val))
+    for split, raw, values in parts:
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
@@ -1047,6 +1184,8 @@ def _split(
         feature_scale=scale,
         label_name=label,
         split_note=split_note(y, kind, test_fraction),
+        x_val=standardised_val,
+        y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
     )
 
 

@@ -65,6 +65,7 @@ from torchlean.optim import (
     clip_grad_norm,
 )
 from torchlean.tensor import Tensor
+from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_entropy_terms, squared_errors
 
 __all__ = [
     "ExecutionMode",
@@ -239,6 +240,11 @@ def _float_or_none(value: object) -> float | None:
     with contextlib.suppress(OverflowError):
         return float(value) + 0.0
     return None
+
+
+def _pair_shown(values: Sequence[object]) -> str:
+    """A refused ``validation`` sequence as its message shows it: its type and length."""
+    return f"a {type(values).__name__} of {len(values)} item{'' if len(values) == 1 else 's'}"
 
 
 def _value_shown(value: object) -> str:
@@ -546,6 +552,16 @@ def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
     return ops.sum(ops.mul(log_p, target))
 
 
+@dataclass(frozen=True, slots=True)
+class _Validation:
+    """Validation data checked by :meth:`Trainer._validation_data`: inputs as the model takes
+    them, and targets as the metrics read them (int64 labels, else float64 values of the
+    targets as given, shaped as :meth:`Trainer._y` shapes them)."""
+
+    x: Inputs
+    y: npt.NDArray[Any]
+
+
 @dataclass(slots=True)
 class _GraphStep:
     program: GraphProgram
@@ -624,6 +640,11 @@ class Trainer(Generic[In, Out]):
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
         self.epochs_done = 0
+        self.history: History | None = None
+        """What the last :meth:`fit` call trained and measured (epoch losses, and with
+        ``validation`` each epoch's validation loss and metric, the best epoch, where early
+        stopping stopped), set when it returns or fails (then up to its last whole epoch);
+        ``None`` before the first. Keras' ``model.fit(...).history``."""
         if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
             self._optimizer = self._create_optimizer()  # kept: a selection function runs once
 
@@ -1010,8 +1031,11 @@ class Trainer(Generic[In, Out]):
         on_batch: Callable[[int, float], None] | None = None,
         lr_schedule: Callable[[int], float] | None = None,
         schedule_by: str = "epoch",
+        validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+        early_stopping: EarlyStopping | None = None,
     ) -> list[float]:
-        """Train for ``epochs`` more epochs; returns the mean training loss of each epoch.
+        """Train for ``epochs`` more epochs; returns the mean training loss of each epoch (of the
+        epochs it ran, when early stopping ends it sooner).
 
         Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
@@ -1028,6 +1052,25 @@ class Trainer(Generic[In, Out]):
         (from 0, counted over the trainer's lifetime: :attr:`steps_done`), set before each step,
         as a torch scheduler stepped after every ``optimizer.step()`` (``LambdaLR``, the warmup
         and cosine schedules of transformer training: :func:`torchlean.optim.warmup_cosine`).
+
+        ``validation=(x_val, y_val)`` (Keras' ``validation_data``; the forms :meth:`evaluate`
+        takes, checked as ``x`` and ``y`` are, finiteness included, before any step) is evaluated
+        after each epoch, in evaluation mode (dropout off, batch norm's running statistics used and
+        left unchanged, no gradients, no random draws), outside the training path: the
+        optimizer, its learning rate, the shuffle order and the session's random stream are
+        untouched, so the training losses and weights are bit for bit those of a ``fit`` without
+        it. Each epoch's validation loss is the training objective (``label_smoothing``
+        included, as Keras' ``val_loss`` uses the compiled loss) computed in float64 from the
+        model's outputs over the whole validation set (the mean over every prediction, or every
+        output element for MSE), and its metric is :meth:`evaluate`'s (``accuracy``, or ``mse``
+        in ``y_val``'s units); :attr:`history` holds them (a :class:`~torchlean.validation.History`).
+        ``early_stopping`` (an :class:`~torchlean.validation.EarlyStopping`, which needs
+        ``validation``) ends the fit after the epoch that makes ``patience`` consecutive epochs
+        without a strictly lower validation loss and, with ``restore_best_weights`` (its
+        default), leaves the model with the weights of the best epoch, whether or not it stopped
+        early (Keras 3's ``EarlyStopping(restore_best_weights=True)``; the optimizer state,
+        :attr:`epochs_done` and :attr:`steps_done` stay those of the last epoch run). Its state
+        lives for this call: a later ``fit`` starts counting afresh, as a Keras callback does.
 
         An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit``
         that stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the
@@ -1058,7 +1101,11 @@ class Trainer(Generic[In, Out]):
                 a ``numpy.bool_``; ``drop_last`` with fewer samples than ``batch_size`` (no
                 minibatch); an ``on_batch`` or ``lr_schedule`` that is not callable, a
                 ``schedule_by`` other than ``"epoch"`` or ``"step"``, or ``"step"`` without an
-                ``lr_schedule`` (checked before any step); a
+                ``lr_schedule`` (checked before any step); a ``validation`` that is not a pair
+                ``(x_val, y_val)`` or whose data would be refused as training data (``validation
+                data: inputs must have shape (n, 4), got (10, 5)``), or holds no sample; an
+                ``early_stopping`` that is not an ``EarlyStopping`` or ``None``, or given without
+                ``validation``; a
                 learning rate from ``lr_schedule`` that is not a real number or that
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
                 updates stay); the errors of :meth:`open`.
@@ -1100,10 +1147,24 @@ class Trainer(Generic[In, Out]):
                 f"sample{'s' if xs.shape[0] > 1 else ''} (accepted: a batch_size of at most "
                 f"{xs.shape[0]}, or drop_last=False)"
             )
+        held_out = None if validation is None else self._validation_data(validation)
+        if early_stopping is not None and not isinstance(early_stopping, EarlyStopping):
+            raise TrainerError(
+                f"early_stopping must be a validation.EarlyStopping(patience=...) or None, got "
+                f"{early_stopping!r}"
+            )
+        if early_stopping is not None and held_out is None:
+            raise TrainerError(
+                "early_stopping monitors the validation loss: give validation=(x_val, y_val) too"
+            )
         self.open()
         assert self._optimizer is not None
         base_lr = self._optimizer.config.lr
         history: list[float] = []
+        epochs_run: list[int] = []
+        monitor = ValLossMonitor.of(early_stopping)
+        metrics: list[float] = []
+        stopped: int | None = None
         try:
             for epoch in range(self.epochs_done, self.epochs_done + epochs):
                 if per_epoch is not None:
@@ -1120,10 +1181,96 @@ class Trainer(Generic[In, Out]):
                     if on_batch is not None:
                         on_batch(epoch, loss)
                 history.append(total / count)
+                epochs_run.append(epoch)
                 self.epochs_done = epoch + 1
+                if held_out is not None:
+                    val_loss, metric = self._validate(held_out)
+                    monitor.update(val_loss, self.model.state)
+                    metrics.append(metric)
+                    if monitor.should_stop:
+                        stopped = epoch
+                        break
         finally:
             self._optimizer.set_lr(base_lr)
+            self.history = self._fit_history(epochs_run, history, held_out, monitor, metrics, stopped, None)
+        best = monitor.best_weights
+        if best is not None and monitor.best is not None:
+            self.model.load_state(best)
+            self.history = self._fit_history(
+                epochs_run, history, held_out, monitor, metrics, stopped, epochs_run[monitor.best]
+            )
         return history
+
+    def _fit_history(
+        self,
+        epochs: list[int],
+        losses: list[float],
+        held_out: _Validation | None,
+        monitor: ValLossMonitor,
+        metrics: list[float],
+        stopped: int | None,
+        restored: int | None,
+    ) -> History:
+        """:attr:`history` of a fit that ran ``epochs`` (lifetime numbers) with these results."""
+        if held_out is None:
+            return History(tuple(epochs), tuple(losses))
+        accuracy = self.objective is Objective.CROSS_ENTROPY
+        return History(
+            tuple(epochs),
+            tuple(losses),
+            val_loss=monitor.losses,
+            val_accuracy=tuple(metrics) if accuracy else None,
+            val_mse=None if accuracy else tuple(metrics),
+            best_epoch=None if monitor.best is None else epochs[monitor.best],
+            stopped_epoch=stopped,
+            restored_epoch=restored,
+        )
+
+    def _validation_data(self, validation: object) -> _Validation:
+        """``fit``'s ``validation`` checked as training data is (:meth:`_training_data`).
+
+        Raises:
+            TrainerError: not a pair ``(x_val, y_val)``; the refusals of :meth:`_training_data`,
+                prefixed ``validation data: ``; no samples.
+        """
+        if not isinstance(validation, tuple | list) or len(validation) != 2:
+            got = _value_shown(validation)
+            if isinstance(validation, tuple | list):
+                got = _pair_shown(validation)
+            raise TrainerError(
+                "validation must be a pair (x_val, y_val) of inputs and targets, as fit's x and y, or None, "
+                f"got {got}"
+            )
+        x, y = validation
+        try:
+            xs, ys = self._training_data(x, y)
+        except TrainerError as error:
+            raise TrainerError(f"validation data: {error}") from None
+        if xs.shape[0] == 0:
+            raise TrainerError("validation data: no samples (accepted: at least one)")
+        if ys.dtype.kind in "iu":
+            return _Validation(xs, ys)
+        return _Validation(xs, np.asarray(y, dtype=np.float64).reshape(ys.shape))
+
+    def _validate(self, held_out: _Validation) -> tuple[float, float]:
+        """The validation loss and metric (accuracy or mse, as :meth:`evaluate`) of ``held_out``
+        in evaluation mode, float64, from one pass over it in chunks of :data:`_EVALUATION_CHUNK`."""
+        session = self.open()
+        chunks = self._outputs(session, held_out.x, _EVALUATION_CHUNK)
+        if self.objective is Objective.MSE:  # evaluate's mse, bit for bit: one mean over every element
+            mse = float(np.mean(squared_errors(np.concatenate(list(chunks)), held_out.y)))
+            return mse, mse
+        total, hits, start = 0.0, 0, 0
+        for logits in chunks:  # a chunk of logits at a time (a vocabulary's), as evaluate
+            target = held_out.y[start : start + logits.shape[0]]
+            start += logits.shape[0]
+            total += float(np.sum(cross_entropy_terms(logits, target, self.label_smoothing)))
+            labels = target if target.dtype.kind in "iu" else target.argmax(axis=-1)
+            right = logits.argmax(axis=-1) == labels
+            hits += int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+        labelled = held_out.y.dtype.kind in "iu"
+        predictions = held_out.y.size if labelled else held_out.y.size // held_out.y.shape[-1]
+        return total / predictions, hits / predictions
 
     def _set_scheduled_lr(self, lr_schedule: Callable[[int], float], when: int) -> None:
         """The optimizer's learning rate for epoch or step ``when``: ``lr_schedule(when)``, checked."""

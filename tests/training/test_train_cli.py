@@ -114,6 +114,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "epochs",
         "torch_threads",
         "losses",
+        "validation",
         "test_accuracy",
         "seconds",
         "capsules",
@@ -138,6 +139,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
     assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
+    assert record["validation"] is None  # no --val-fraction
     assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]

@@ -77,6 +77,7 @@ from torchlean.cli._threads import (
     torch_threads,
     torch_threads_in_use,
 )
+from torchlean.cli._validation import Validation, add_options, check_options, target_mse
 from torchlean.models import MODELS, build_model
 from torchlean.nn.model import Model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
@@ -182,6 +183,7 @@ def register(subparsers: Any) -> None:
                              "one-line warning on stderr, as torch and OpenMP ignore it")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
+    add_options(parser)  # --val-fraction, --early-stopping
     parser.set_defaults(func=run)
 
 
@@ -224,7 +226,8 @@ def _load(args: argparse.Namespace) -> data.Dataset:
             f"{args.dataset} is a shipped dataset"
         )
     options: dict[str, Any] = {
-        "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header
+        "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header,
+        "val_fraction": args.val_fraction,
     }
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
     # the file, so a pipe works)
@@ -434,6 +437,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         check_writable(args.report_json, "--report-json")
     if args.save is not None:
         check_writable(args.save, "--save", regular=True)
+    check_options(args)
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
     optimizer = _optimizer(args)
@@ -480,6 +484,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if not classification:
         y_mean, y_scale = dataset.target_statistics()
         y_train = dataset.standardised_targets()[0]
+    held_out = None if args.val_fraction is None else Validation(
+        args, dataset, None if classification else (y_mean, y_scale)
+    )
 
     # Open the session first, so a profile that cannot run here fails before any output, but
     # hold what it prints (the --show-backend banner) until the header lines are out.
@@ -487,7 +494,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     with contextlib.redirect_stdout(banner):
         trainer.open()
     print(
-        f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} test={dataset.x_test.shape[0]} "
+        f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} "
+        f"{'' if held_out is None else f'val={held_out.x.shape[0]} '}test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
@@ -498,6 +506,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         shown_schedule += f" label_smoothing={args.label_smoothing!r}"
     if config.param_groups:
         shown_schedule += f" no_decay={args.no_decay.match!r}"
+    if held_out is not None:
+        shown_schedule += held_out.settings()
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
     print(banner.getvalue(), end="", flush=True)
@@ -518,10 +528,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             # gets this loop's epoch
             (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
                                   on_batch=advance, lr_schedule=scheduled,
-                                  schedule_by="step" if schedule.by_step else "epoch")
+                                  schedule_by="step" if schedule.by_step else "epoch",
+                                  validation=None if held_out is None else held_out.data)
         losses.append(loss)
         grad_norms.append(trainer.grad_norm)
         norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
+        if held_out is not None:
+            norm += held_out.after_epoch(trainer, epoch)
         print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
         if not warned and not math.isfinite(loss):
             warned = True
@@ -538,6 +551,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+        if held_out is not None and held_out.stop:
+            break
+    if held_out is not None:
+        print(held_out.finish(trainer, args.epochs))
 
     record: dict[str, Any] = {
         "dataset": source,
@@ -559,16 +576,14 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "epochs": args.epochs,
         "torch_threads": torch_threads_in_use(),
         "losses": losses,
+        "validation": None if held_out is None else held_out.record(classification),
     }
     if classification:
         accuracy = trainer.evaluate(dataset.x_test, dataset.y_test)["accuracy"]
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
     else:
-        standardised = trainer.predict(dataset.x_test).astype(np.float64).reshape(-1)
-        with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is the result
-            prediction = standardised * y_scale + y_mean
-            mse = float(np.mean((prediction - dataset.y_test.astype(np.float64)) ** 2))
+        mse = target_mse(trainer, dataset.x_test, dataset.y_test, y_mean, y_scale)
         record["test_mse"] = mse
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected
