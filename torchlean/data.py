@@ -62,7 +62,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -977,7 +977,7 @@ def _check_fraction(fraction: object, what: str) -> None:
     """
     if isinstance(fraction, bool | np.bool_) or not isinstance(fraction, numbers.Real):
         raise DataError(f"{what} must be a real number (int or float) in (0, 1), got {shown(fraction)}")
-    if not 0 < float(fraction) < 1:
+    if not 0 < cast(float, fraction) < 1:  # an int of 400 digits too, which float() refuses
         raise DataError(f"{what} must be in (0, 1), got {shown(fraction)}")
 
 
