@@ -21,6 +21,11 @@ spec, ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` wi
 ``null`` when torch was never imported (a ``checked_cpu`` run does not import it, so its thread
 setting is never used).
 
+``--val-fraction F`` and ``--early-stopping P`` (:mod:`torchlean.cli._validation`): a validation part
+held out of the train split, ``val=`` in the header, each epoch's validation loss and metric on its
+line, a line on the best epoch (and where early stopping stopped, its weights restored) before the
+test metric, and the record's ``validation`` (``null`` without them).
+
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
 prefers because that provider's capsule was refused
