@@ -503,6 +503,24 @@ def test_cli_regression_reports_val_mse_in_target_units(
         )
 
 
+def test_cli_diverged_run_has_no_best_epoch_and_a_strict_json_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    record_path = tmp_path / "run.json"
+    code, out, err = train(capsys, "--dataset", "diabetes", "--lr", "1e30", "--epochs", "4", "--val-fraction",
+                           "0.2", "--early-stopping", "2", "--report-json", str(record_path))
+    assert code == 0 and "warning: the training loss is not finite (nan) at epoch 1" in err
+    lines = out.splitlines()
+    assert lines[2].endswith("  val_loss(standardised y)=nan  val_mse=nan")
+    assert lines[4] == ("early stopping at epoch 2/4: no epoch had a val_loss below +inf; the last epoch's "
+                        "weights are kept")
+    record = json.loads(record_path.read_text())  # strict JSON: NaN written as null
+    assert record["validation"] == {
+        "fraction": 0.2, "n": 71, "losses": [None, None], "mse": [None, None], "best_epoch": None,
+        "patience": 2, "stopped_epoch": 2, "restored_epoch": None,
+    }
+
+
 def test_cli_csv_with_validation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=(50, 2)).round(3)
