@@ -12,6 +12,10 @@ Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``form
 ``"torchlean-checkpoint"``, ``version`` and the scalar fields), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
+Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
+a ``training`` metadata object (``epochs_done``, ``epochs``, ``settings``) and one
+``optimizer/<key>`` array per entry of the optimizer's ``state_dict()``. Version 1 files (no
+training state) are still read.
 """
 
 from __future__ import annotations
@@ -38,14 +42,19 @@ from torchlean.models import MODELS, build_model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
-    "FORMAT_VERSION", "Checkpoint", "CheckpointError", "FeatureValueError", "load", "profile_name", "save",
+    "FORMAT_VERSION", "SUPPORTED_VERSIONS", "Checkpoint", "CheckpointError", "FeatureValueError",
+    "TrainingState", "load", "profile_name", "save",
 ]
 
-FORMAT_VERSION = 1
-"""The checkpoint format this version of torchlean writes and reads."""
+FORMAT_VERSION = 2
+"""The checkpoint format this version of torchlean writes (by default)."""
+
+SUPPORTED_VERSIONS = (1, 2)
+"""The checkpoint formats this version of torchlean reads: 1 (no training state) and 2."""
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
+_OPTIMIZER = "optimizer/"
 _ARCHIVE_ERRORS = (
     OSError,
     ValueError,
@@ -100,6 +109,73 @@ def profile_name(profile: profiles.BackendProfile) -> str:
     return name
 
 @dataclass(frozen=True, slots=True, eq=False)
+class TrainingState:
+    """What a run needs to continue where it stopped (``torchlean train --resume``), beside a
+    :class:`Checkpoint`'s weights: torch's habit of saving ``optimizer.state_dict()`` and the epoch
+    with the model's.
+
+    Fields: ``epochs_done`` (an int >= 0, the whole epochs trained: :attr:`Trainer.epochs_done
+    <torchlean.trainer.Trainer.epochs_done>`); ``epochs`` (an int >= 1 and >= ``epochs_done``,
+    the run's planned total, which a schedule annealing over the run depends on); ``optimizer``
+    (:meth:`Optimizer.state_dict <torchlean.optim.Optimizer.state_dict>`: names to numeric arrays,
+    stored as read-only copies; checked against the optimizer only when loaded into one);
+    ``settings`` (names to ``str``, ``bool`` or ``None``: the options of the run, as the
+    writer spells them, so a reader can rebuild the run; ``torchlean train`` writes its options'
+    command-line texts and a digest of its data), stored as a read-only mapping. numpy integers
+    are taken as ``int`` (bools refused).
+
+    Raises:
+        CheckpointError: a field outside what is stated above, naming it.
+    """
+
+    epochs_done: int
+    epochs: int
+    optimizer: Mapping[str, Array]
+    settings: Mapping[str, str | bool | None]
+
+    def __post_init__(self) -> None:
+        for name in ("epochs_done", "epochs"):
+            if isinstance(getattr(self, name), np.integer):
+                object.__setattr__(self, name, int(getattr(self, name)))
+        if not is_builtin_int(self.epochs_done) or self.epochs_done < 0:
+            raise CheckpointError(f"training epochs_done must be an int >= 0, got {self.epochs_done!r}")
+        if not is_builtin_int(self.epochs) or self.epochs < max(1, self.epochs_done):
+            raise CheckpointError(
+                f"training epochs (the run's total) must be an int >= 1 and >= epochs_done "
+                f"({self.epochs_done}), got {self.epochs!r}"
+            )
+        if not isinstance(self.optimizer, Mapping):
+            raise CheckpointError(
+                f"training optimizer must be a mapping of names to arrays (Optimizer.state_dict()), got "
+                f"{type(self.optimizer).__name__}"
+            )
+        state: dict[str, Array] = {}
+        for key, value in self.optimizer.items():
+            if not isinstance(key, str) or not key:
+                raise CheckpointError(
+                    f"training optimizer entry names must be non-empty strings, got {key!r}"
+                )
+            if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+                shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+                raise CheckpointError(
+                    f"training optimizer entry {key} must be a numeric numpy array, got {shown}"
+                )
+            state[key] = _read_only(value)
+        object.__setattr__(self, "optimizer", MappingProxyType(state))
+        if not isinstance(self.settings, Mapping):
+            raise CheckpointError(
+                f"training settings must be a mapping of names to str, bool or None, got "
+                f"{type(self.settings).__name__}"
+            )
+        for key, setting in self.settings.items():
+            if not isinstance(key, str) or not (setting is None or isinstance(setting, str | bool)):
+                raise CheckpointError(
+                    f"training settings must map names to str, bool or None, got {key!r}: {setting!r}"
+                )
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Checkpoint:
     """A trained model ready to be saved, rebuilt (:meth:`build`) and fed raw features.
 
@@ -118,7 +194,10 @@ class Checkpoint:
     data came from; ``feature_names`` is ``()`` when unknown, else one name per feature);
     ``profile`` and ``execution`` (the backend profile name and execution-mode label trained
     under); ``seed`` (a Python int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
-    array of the model's parameter shape, in ``dtype``: exactly the model's parameters).
+    array of the model's parameter shape, in ``dtype``: exactly the model's parameters);
+    ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
+    ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
+    holds no training state).
 
     The arrays are stored as read-only copies (``weights`` as a read-only mapping). The values the
     rest of the API hands out are taken in the stored spelling: numpy integers as ``int`` (bools
@@ -128,9 +207,10 @@ class Checkpoint:
 
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
-            accepted values (``version`` other than :data:`FORMAT_VERSION`: ``unsupported
-            checkpoint version 2 (supported: 1)``; a missing, unexpected or mis-shaped weight, or
-            one that is not an array of ``dtype``).
+            accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
+            checkpoint version 3 (supported: 1, 2)``; a missing, unexpected or mis-shaped weight, or
+            one that is not an array of ``dtype``; a ``training`` that is not a
+            :class:`TrainingState` or ``None``, or one with ``version`` 1).
     """
 
     model: str
@@ -151,13 +231,18 @@ class Checkpoint:
     execution: str
     seed: int
     weights: Mapping[str, Array]
+    training: TrainingState | None = None
     version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
-        if not is_builtin_int(self.version) or self.version != FORMAT_VERSION:
-            raise CheckpointError(
-                f"unsupported checkpoint version {self.version!r} (supported: {FORMAT_VERSION})"
-            )
+        _check_version(self.version)
+        if self.training is not None:
+            if not isinstance(self.training, TrainingState):
+                raise CheckpointError(
+                    f"training must be a TrainingState or None, got {type(self.training).__name__}"
+                )
+            if self.version == 1:
+                raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
         self._coerce()
         if self.model not in MODELS:
             raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
@@ -292,11 +377,11 @@ class Checkpoint:
         units). A ``profile`` sets the trainer's device to the profile's (``checked_cuda`` gives
         a ``cuda`` trainer), as :meth:`~torchlean.trainer.RunConfig.with_profile`.
 
-        A checkpoint keeps the weights, not the training state: the optimizer, its moments and the
-        epoch count are not saved, so ``fit`` on the built trainer starts a new run from these
-        weights (``RunConfig``'s default optimizer, SGD with ``lr=0.01``; epoch 0's shuffle), not
-        a resumed one. To fine-tune, build a ``Trainer`` with the optimizer you want and copy the
-        weights in (``trainer.model.load_state(built.model.state())``).
+        The trainer gets the weights, not the :attr:`training` state: ``fit`` on it starts a new
+        run from these weights (``RunConfig``'s default optimizer, SGD with ``lr=0.01``; epoch 0's
+        shuffle), not a resumed one (``torchlean train --resume`` rebuilds the run with its
+        optimizer and position). To fine-tune, build a ``Trainer`` with the optimizer you want and
+        copy the weights in (``trainer.model.load_state(built.model.state())``).
 
         Raises:
             TrainerLabelError: an unknown profile name or execution label.
@@ -365,6 +450,14 @@ class Checkpoint:
                 f"{self.feature_mean[j]:.6g}, standard deviation {self.feature_scale[j]:.6g})",
             )
         return values
+
+
+def _check_version(version: object) -> int:
+    """``version``, refused when not in :data:`SUPPORTED_VERSIONS` (bools and floats too)."""
+    if not is_builtin_int(version) or version not in SUPPORTED_VERSIONS:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise CheckpointError(f"unsupported checkpoint version {version!r} (supported: {supported})")
+    return version
 
 
 def _strings(values: object) -> bool:
@@ -450,6 +543,13 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         "execution": checkpoint.execution,
         "seed": checkpoint.seed,
     }
+    training = checkpoint.training
+    if training is not None:
+        metadata["training"] = {
+            "epochs_done": training.epochs_done,
+            "epochs": training.epochs,
+            "settings": dict(training.settings),
+        }
     # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
     arrays: dict[str, Any] = {
         "metadata": np.array(json.dumps(metadata)),
@@ -459,6 +559,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     if checkpoint.target_mean is not None and checkpoint.target_scale is not None:
         arrays["target_statistics"] = np.array([checkpoint.target_mean, checkpoint.target_scale])
     arrays.update({_WEIGHTS + name: value for name, value in checkpoint.weights.items()})
+    if training is not None:
+        arrays.update({_OPTIMIZER + name: value for name, value in training.optimizer.items()})
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
     temporary: Path | None = None
@@ -477,11 +579,14 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
 
 
-# The metadata fields of format version 1, in the order ``save`` writes them.
-_METADATA_FIELDS = (
+# The metadata fields of each format version, in the order ``save`` writes them (``training``
+# only with a training state).
+_V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
+_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training")}
+_TRAINING_FIELDS = ("epochs_done", "epochs", "settings")
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
@@ -560,15 +665,13 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise CheckpointError(f"not a torchlean checkpoint: the metadata has no \"format\": \"{_FORMAT}\"")
-    version = meta.get("version")
-    if not is_builtin_int(version) or version != FORMAT_VERSION:
-        raise CheckpointError(f"unsupported checkpoint version {version!r} (supported: {FORMAT_VERSION})")
-
-    unknown = [name for name in meta if name not in _METADATA_FIELDS]
+    version = _check_version(meta.get("version"))
+    known = _METADATA_FIELDS[version]
+    unknown = [name for name in meta if name not in known]
     if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
         raise CheckpointError(
-            f"unexpected metadata fields: {', '.join(map(repr, unknown))} (version {FORMAT_VERSION} "
-            f"writes: {', '.join(_METADATA_FIELDS)})"
+            f"unexpected metadata fields: {', '.join(map(repr, unknown))} (version {version} "
+            f"writes: {', '.join(known)})"
         )
 
     def field(name: str, kind: type) -> Any:
@@ -598,6 +701,12 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
     feature_mean = array("feature_mean")
     feature_scale = array("feature_scale")
     weights = {name[len(_WEIGHTS) :]: arrays.pop(name) for name in list(arrays) if name.startswith(_WEIGHTS)}
+    training = None
+    if "training" in meta:
+        optimizer = {
+            name[len(_OPTIMIZER) :]: arrays.pop(name) for name in list(arrays) if name.startswith(_OPTIMIZER)
+        }
+        training = _training(meta["training"], optimizer)
     if arrays:
         raise CheckpointError(f"unexpected archive entries: {', '.join(arrays)}")
     return Checkpoint(
@@ -619,5 +728,23 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         execution=field("execution", str),
         seed=field("seed", int),
         weights=weights,
+        training=training,
         version=version,
+    )
+
+
+def _training(meta: object, optimizer: dict[str, Array]) -> TrainingState:
+    """The training state of a version 2 archive: its ``training`` metadata object and its
+    ``optimizer/`` entries (named without the prefix)."""
+    if not isinstance(meta, dict) or sorted(meta) != sorted(_TRAINING_FIELDS):
+        shown = sorted(meta) if isinstance(meta, dict) else meta
+        raise CheckpointError(
+            f"metadata field 'training' must be an object with the fields {', '.join(_TRAINING_FIELDS)}, "
+            f"got {shown!r}"
+        )
+    for name in ("epochs_done", "epochs"):
+        if not is_builtin_int(meta[name]):
+            raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
+    return TrainingState(
+        epochs_done=meta["epochs_done"], epochs=meta["epochs"], optimizer=optimizer, settings=meta["settings"]
     )

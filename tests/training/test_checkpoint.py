@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
-from torchlean.checkpoint import Checkpoint, CheckpointError
+from torchlean.checkpoint import Checkpoint, CheckpointError, TrainingState
 from torchlean.cli import main
 from torchlean.cli._output import check_writable
 from torchlean.models import build_model
@@ -326,6 +326,11 @@ def test_save_load_round_trip_keeps_every_field(tmp_path, iris_checkpoint):
             assert list(a) == list(b)
             for key in a:
                 np.testing.assert_array_equal(a[key], b[key], strict=True)
+        elif name == "training":  # torchlean train --save writes one
+            assert (a.epochs_done, a.epochs, dict(a.settings)) == (b.epochs_done, b.epochs, dict(b.settings))
+            assert list(a.optimizer) == list(b.optimizer) and "steps" in a.optimizer
+            for key in a.optimizer:
+                np.testing.assert_array_equal(a.optimizer[key], b.optimizer[key], strict=True)
         else:
             assert a == b, name
     with zipfile.ZipFile(copy) as archive:  # nothing pickled: plain .npy members
@@ -334,6 +339,9 @@ def test_save_load_round_trip_keeps_every_field(tmp_path, iris_checkpoint):
     trainer = saved.build()
     assert trainer.profile.name == "checked_cpu" and trainer.config.dtype == "float32"
     np.testing.assert_array_equal(trainer.model.parameters[0], saved.weights["0.weight"], strict=True)
+
+
+TRAINING = TrainingState(epochs_done=1, epochs=2, optimizer={"steps": np.array(4)}, settings={})
 
 
 def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
@@ -345,7 +353,9 @@ def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"version": 2}, r"unsupported checkpoint version 2 \(supported: 1\)"),
+        ({"version": 3}, r"unsupported checkpoint version 3 \(supported: 1, 2\)"),
+        ({"version": 1, "training": TRAINING}, r"a version 1 checkpoint holds no training state"),
+        ({"training": {"epochs_done": 1}}, r"training must be a TrainingState or None, got dict"),
         ({"model": "rnn"}, r"unknown model 'rnn' \(known: mlp \| cnn \| transformer\)"),
         ({"classes": ("a", "b")}, r"one class per output unit \(3\)"),
         ({"classes": ("a", "a", "b")}, r"classes must be distinct, non-blank strings"),
@@ -466,10 +476,14 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
          r"json.npz: not a torchlean checkpoint: the metadata is not JSON"),
         (rewrite(good, tmp_path / "format.npz", metadata=metadata(good, format="other")),
          r"format.npz: not a torchlean checkpoint: the metadata has no \"format\""),
-        (rewrite(good, tmp_path / "v2.npz", metadata=metadata(good, version=2)),
-         r"v2.npz: unsupported checkpoint version 2 \(supported: 1\)"),
+        (rewrite(good, tmp_path / "v3.npz", metadata=metadata(good, version=3)),
+         r"v3.npz: unsupported checkpoint version 3 \(supported: 1, 2\)"),
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
-         r"unknown.npz: unexpected metadata fields: 'seeds' \(version 1 writes: format, version, model, "
+         r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
+         r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
+         r"execution, seed, training\)$"),
+        (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
+         r"v1train.npz: unexpected metadata fields: 'training' \(version 1 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
          r"execution, seed\)$"),
         (rewrite(good, tmp_path / "field.npz", metadata=metadata(good, hidden="4")),
@@ -489,7 +503,7 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
 def test_save_writes_exactly_the_metadata_fields_load_accepts(iris_checkpoint):
     with np.load(iris_checkpoint, allow_pickle=False) as archive:
         written = list(json.loads(str(archive["metadata"])))
-    assert written == list(checkpoint._METADATA_FIELDS)
+    assert written == list(checkpoint._METADATA_FIELDS[checkpoint.FORMAT_VERSION])  # training included
 
 
 def test_load_names_the_file_and_the_fault(tmp_path, iris_checkpoint, capsys):

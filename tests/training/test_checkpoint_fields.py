@@ -37,21 +37,20 @@ def _fields(saved, **changes):
 
 
 def test_a_newer_format_is_named_as_such_before_its_fields_are_read(_iris, tmp_path):
-    # review21 mut CK2; oracle: load's documented Raises ("an unsupported version"): a version-2 file that
-    # also
-    # writes a field version 1 does not know is refused for its version, not for the field
+    # review21 mut CK2; oracle: load's documented Raises ("an unsupported version"): a version-3 file that
+    # also writes a field version 2 does not know is refused for its version, not for the field
     import json
     import zipfile
 
     src = zipfile.ZipFile(_iris)
     arrays = {name[:-4]: np.load(src.open(name)) for name in src.namelist()}
     meta = json.loads(str(arrays["metadata"][()]))
-    meta["version"] = 2
-    meta["calibration"] = "platt"  # a field of the imagined version 2
+    meta["version"] = 3
+    meta["calibration"] = "platt"  # a field of the imagined version 3
     arrays["metadata"] = np.array(json.dumps(meta))
-    path = tmp_path / "v2.npz"
+    path = tmp_path / "v3.npz"
     np.savez(path, **arrays)
-    with pytest.raises(CheckpointError, match=r"unsupported checkpoint version 2 \(supported: 1\)"):
+    with pytest.raises(CheckpointError, match=r"unsupported checkpoint version 3 \(supported: 1, 2\)"):
         _ckpt.load(path)
 
 
