@@ -60,6 +60,7 @@ from tqdm import tqdm
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli import _resume
 from torchlean.cli._args import int_at_least, note_shadowed_dataset, number
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
@@ -189,6 +190,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
     add_options(parser)  # --val-fraction, --early-stopping
+    _resume.register(parser)
     parser.set_defaults(func=run)
 
 
@@ -429,13 +431,15 @@ def run(args: argparse.Namespace) -> int:
     json_on_stdout = is_stdout(args.report_json)  # before report_beside moves sys.stdout
     outputs = (args.save, args.report_json)
     files = [shown_path(path) for path in outputs if path is not None and not is_stdout(path)]
-    with reader_may_leave(files), report_beside(args.report_json, args.save):
-        return _run(args, json_on_stdout)
+    with reader_may_leave(files), report_beside(args.report_json, args.save), \
+            _resume.interruptible(args.save is not None) as stop:
+        return _run(args, json_on_stdout, stop)
 
 
-def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
+def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:
     started = time.perf_counter()
     threads = set_torch_threads(args.torch_threads)
+    resumed = _resume.prepare(args)  # --resume: the checkpoint's settings in args
     training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
     check_distinct([("--report-json", args.report_json), ("--save", args.save)], training)
     if args.report_json is not None:
@@ -481,6 +485,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         ) from None
     if config.param_groups:
         _check_not_everything(args.no_decay, trainer.model)
+    _resume.restore(resumed, trainer, dataset, source)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)  # optimizer steps per epoch
     if schedule.by_step:
         scheduled = _step_schedule(schedule, optimizer, args.epochs, steps)
@@ -515,12 +520,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         shown_schedule += held_out.settings()
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
-    print(banner.getvalue(), end="", flush=True)
+    print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
     grad_norms: list[float | None] = []
-    for epoch in range(args.epochs):
+    stop.arm()  # with --save, Ctrl-C stops at the end of the epoch
+    for epoch in range(trainer.epochs_done, args.epochs):  # resumed: from the epoch after the saved ones
         with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
                   disable=None, file=sys.stderr) as bar:
 
@@ -556,8 +562,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        if held_out is not None and held_out.stop:
+        if (held_out is not None and held_out.stop) or stop.requested:
             break
+    stop.disarm()
     if held_out is not None:
         print(held_out.finish(trainer, args.epochs))
 
@@ -582,6 +589,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         "torch_threads": torch_threads_in_use(),
         "losses": losses,
         "validation": None if held_out is None else held_out.record(classification),
+        **_resume.record(resumed, stop),
     }
     if classification:
         accuracy = trainer.evaluate(dataset.x_test, dataset.y_test)["accuracy"]
@@ -616,6 +624,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             execution=execution.label,
             seed=args.seed,
             weights=weights,
+            training=_resume.training_state(args, trainer, dataset),
         ))
         record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started
@@ -633,4 +642,4 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             print(f"wrote {shown_path(args.report_json)}")
     if args.save is not None:
         print(f"saved: {shown_path(args.save)}")
-    return 0
+    return stop.status(args, trainer.epochs_done)

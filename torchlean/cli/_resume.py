@@ -1,0 +1,406 @@
+"""``torchlean train --resume CKPT``: continue a run from the checkpoint its ``--save`` wrote, bit
+for bit as if it had not stopped; and Ctrl-C under ``--save``, which stops a run at the end of the
+epoch it is in and saves it so.
+
+``--save`` records the run's training state in the checkpoint
+(:class:`torchlean.checkpoint.TrainingState`): the optimizer's ``state_dict()`` (every buffer and
+step count), the epochs done and the run's planned total (``--epochs``), and its settings: every
+option of ``torchlean train`` but :data:`FREE`, as the text its parser reads back to the same value
+(``--lr 0.005`` as ``"0.005"``, ``--lr-schedule`` as its spec, a flag as a bool, an option not
+given and without a default as ``None``), plus a SHA-256 digest of the split data
+(:func:`data_digest`).
+
+``--resume`` loads it, refuses an option given on the command line whose value differs from the
+checkpoint's (all of them at once, naming both values; the options of :data:`FREE` excepted, and
+``--dataset`` naming another CSV file, whose data must then hash as the run's did: a moved file),
+puts the checkpoint's settings in place of the others, and, once the trainer is built, loads the
+weights and the optimizer state and sets :attr:`Trainer.epochs_done
+<torchlean.trainer.Trainer.epochs_done>`, so epoch numbering, shuffling (seeded by the epoch),
+epoch-wise and per-step schedules, clipping and parameter groups continue exactly.
+``--epochs N`` is the run's total (torch Lightning's ``max_epochs``), by default the checkpoint's
+total; it must exceed the epochs done. ``cosine`` and ``warmup_cosine`` anneal over the run's
+total, so for them a resumed run keeps the checkpoint's total: another ``N`` would change the
+rates of the remaining epochs (and not of those already run), a run no uninterrupted one equals.
+
+A setting the checkpoint lacks takes the option's default (an option newer than the
+checkpoint); one this torchlean does not know is refused. The sessions' random ops (dropout) are
+not part of the state; the models ``torchlean train`` builds have none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from torchlean import checkpoint, data, optim
+from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._output import check_distinct, file_path, shown_path
+from torchlean.cli._schedule import LRSchedule
+from torchlean.trainer import Trainer
+
+__all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
+
+FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "resume")
+"""The options of ``torchlean train`` that are not the run's settings: a resumed run takes them
+from its own command line (``--epochs``: the new total)."""
+
+_PARSER = "train_parser"
+"""The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
+_DIGEST = "data_sha256"
+_ANNEALING = ("cosine", "warmup_cosine")
+_NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    """Add ``--resume CKPT`` to the ``train`` parser, and keep the parser in the parsed namespace
+    (to tell the options given on the command line from the defaults)."""
+    parser.add_argument("--resume", type=file_path, default=None, metavar="CKPT",
+                        help="continue the run saved in CKPT by torchlean train --save (its weights, "
+                        "optimizer state, epoch count and settings) up to --epochs epochs in all (default: "
+                        "the run's own --epochs), bit for bit as if it had not stopped; other options "
+                        "given must agree with the checkpoint's, except --epochs, --save, --report-json, "
+                        "--torch-threads and --show-backend")
+    parser.set_defaults(**{_PARSER: parser})
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A run being resumed: the checkpoint's ``path`` as given, the checkpoint and its training
+    state (``training``), and the data digest it recorded."""
+
+    path: Path
+    saved: checkpoint.Checkpoint
+    training: checkpoint.TrainingState
+    digest: str
+
+    @property
+    def epochs_before(self) -> int:
+        """The epochs the run had done when it was saved."""
+        return self.training.epochs_done
+
+
+def _settings(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The actions of the run's settings: every option but ``--help`` and :data:`FREE`."""
+    return {
+        action.dest: action for action in parser._actions
+        if action.option_strings and action.dest not in FREE and action.dest != "help"
+    }
+
+
+def _option(action: argparse.Action) -> str:
+    """The option as a message names it: ``--lr``, ``--header/--no-header``."""
+    return "/".join(action.option_strings)
+
+
+def _encode(value: object) -> str | bool | None:
+    """A setting's value as the checkpoint records it: the text the option's parser reads back
+    to ``value`` (a float by its repr, which reads back exactly), a bool or ``None``."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, LRSchedule):
+        return value.spec
+    if isinstance(value, optim.ParamGroup) and isinstance(value.match, str):
+        return value.match
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot record a setting of type {type(value).__name__}: {value!r}")
+
+
+def _shown(value: str | bool | None) -> str:
+    """A recorded value in a message: its text, ``on``/``off`` for a flag, ``not given`` for
+    ``None``."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "not given" if value is None else value
+
+
+def _decode(action: argparse.Action, value: object, path: Path) -> Any:
+    """The option's value from its recorded ``value``, read by the option's own parser type.
+
+    Raises:
+        TorchLeanError: a value of the wrong kind, or one the option refuses.
+    """
+    where = f"checkpoint {shown_path(path)}: its setting {_option(action)}"
+    if value is None:
+        return None
+    if action.nargs == 0:  # a flag
+        if not isinstance(value, bool):
+            raise TorchLeanError(f"{where} must be true, false or null, got {value!r}")
+        return value
+    if not isinstance(value, str):
+        raise TorchLeanError(f"{where} must be a string or null, got {value!r}")
+    try:
+        parsed = value if action.type is None else action.type(value)  # type: ignore[operator]
+    except (argparse.ArgumentTypeError, TypeError, ValueError) as error:
+        raise TorchLeanError(f"{where} {value!r} is refused: {error}") from None
+    if action.choices is not None and parsed not in action.choices:
+        raise TorchLeanError(f"{where} {value!r} is not one of {', '.join(map(str, action.choices))}")
+    return parsed
+
+
+def _given(parser: argparse.ArgumentParser) -> set[str]:
+    """The destinations of the options on the command line the parser last read (its ``words``;
+    ``--opt=value`` and argparse's unique prefixes of long options included; words after ``--``
+    and values, which never start with ``-`` but as negative numbers, are not options)."""
+    words: tuple[str, ...] = getattr(parser, "words", ())
+    known = parser._option_string_actions
+    given: set[str] = set()
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-" or _NEGATIVE_NUMBER.fullmatch(word):
+            continue
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        if name in known:
+            given.add(known[name].dest)
+            continue
+        matches = {known[key].dest for key in known if key.startswith("--") and key.startswith(name)}
+        if len(matches) == 1:
+            given.update(matches)
+    return given
+
+
+def _default_value(dest: str, settings: dict[str, Any]) -> str | None:
+    """What an option recorded as not given amounts to, where its default depends on another:
+    ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw, else 0."""
+    if dest == "momentum" and settings.get("optimizer") in ("sgd", "rmsprop"):
+        return repr(0.0)
+    if dest == "weight_decay":
+        return repr(0.01 if settings.get("optimizer") == "adamw" else 0.0)
+    return None
+
+
+def prepare(args: argparse.Namespace) -> Resumed | None:
+    """With ``--resume CKPT``: load the checkpoint, check the command line against it and put
+    its settings and ``--epochs`` in ``args``; ``None`` (``args`` untouched) without ``--resume``.
+
+    Raises:
+        CheckpointError: the file is not a readable checkpoint (naming it and why).
+        TorchLeanError: a checkpoint without training state; a setting it records that this
+            torchlean does not know or refuses; options given that differ from the checkpoint's
+            (``--lr 0.01 differs from the checkpoint's '0.005'``, every one at once);
+            ``--epochs N`` not above the epochs done, or another total than the checkpoint's
+            with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
+            ``--report-json`` naming the checkpoint.
+    """
+    path: Path | None = args.resume
+    if path is None:
+        return None
+    parser: argparse.ArgumentParser = getattr(args, _PARSER)
+    check_distinct([("--report-json", args.report_json)], [("the checkpoint --resume", path)])
+    saved = checkpoint.load(path)
+    training = saved.training
+    shown = shown_path(path)
+    if training is None:
+        raise TorchLeanError(
+            f"checkpoint {shown} holds no training state (version {saved.version}; written by an older "
+            "torchlean or built in Python): --resume continues a run saved by torchlean train --save; "
+            "torchlean predict still reads it"
+        )
+    actions = _settings(parser)
+    recorded = dict(training.settings)
+    digest = recorded.pop(_DIGEST, None)
+    if not isinstance(digest, str):
+        raise TorchLeanError(f"checkpoint {shown}: its training settings lack the data digest {_DIGEST!r}")
+    unknown = sorted(set(recorded) - set(actions))
+    if unknown:
+        raise TorchLeanError(
+            f"checkpoint {shown} records settings this torchlean does not know: {', '.join(unknown)} "
+            "(written by a newer torchlean?)"
+        )
+    for dest, action in actions.items():
+        if dest not in recorded:  # an option newer than the checkpoint: its default
+            recorded[dest] = _encode(action.default)
+    values = {dest: _decode(actions[dest], value, path) for dest, value in recorded.items()}
+    recorded = {dest: _encode(value) for dest, value in values.items()}  # canonical spellings
+    given = _given(parser)
+    conflicts = []
+    for dest in sorted(given & set(actions), key=list(actions).index):
+        mine, theirs = _encode(getattr(args, dest)), recorded[dest]
+        if dest == "dataset" and mine not in data.DATASETS and theirs not in data.DATASETS:
+            values[dest] = getattr(args, dest)  # the run's CSV file, moved: the digest checks it
+            continue
+        if mine != theirs and not (theirs is None and mine == _default_value(dest, recorded)):
+            option = _option(actions[dest])
+            conflicts.append(f"{option} {_shown(mine)} differs from the checkpoint's {_shown(theirs)}")
+    if conflicts:
+        raise TorchLeanError(
+            f"--resume {shown} continues the run with the checkpoint's settings; "
+            f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
+        )
+    for dest, value in values.items():
+        setattr(args, dest, value)
+    args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
+    return Resumed(path, saved, training, digest)
+
+
+def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRSchedule, shown: str) -> int:
+    """The resumed run's total epochs: ``--epochs`` when given, else the checkpoint's total.
+
+    Raises:
+        TorchLeanError: not more than the epochs done; another total than the checkpoint's under
+            a schedule annealing over the run (``cosine``, ``warmup_cosine``).
+    """
+    done, total = training.epochs_done, training.epochs
+    if given is None:
+        if total <= done:
+            raise TorchLeanError(
+                f"the run in {shown} is complete ({done} of {total} epochs): give --epochs N with N above "
+                f"{done} (--epochs is the run's total) to train on"
+            )
+        return total
+    if given <= done:
+        raise TorchLeanError(
+            f"--epochs {given} is not above the {done} epochs the run in {shown} has done: --epochs is "
+            f"the run's total, as torch Lightning's max_epochs; give more than {done}"
+        )
+    if schedule.kind in _ANNEALING and given != total:
+        raise TorchLeanError(
+            f"--lr-schedule {schedule.spec} anneals over the run's total of {total} epochs (the "
+            f"checkpoint's --epochs), and its first {done} epochs ran on that curve; --epochs {given} would "
+            f"change the rates of the rest, a run no uninterrupted one equals: resume with --epochs {total} "
+            "(or leave it out), or train a new run"
+        )
+    return given
+
+
+def data_digest(dataset: data.Dataset) -> str:
+    """SHA-256 (hex) of the split data ``torchlean train`` trains and tests on: the dtype, shape
+    and bytes of ``x_train``, ``y_train``, ``x_test``, ``y_test``, and the class names."""
+    digest = hashlib.sha256()
+    for array in (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test):
+        contiguous = np.ascontiguousarray(array)
+        digest.update(f"{contiguous.dtype.str}{contiguous.shape};".encode())
+        digest.update(contiguous.tobytes())
+    digest.update(repr(dataset.class_names).encode())
+    return digest.hexdigest()
+
+
+def restore(resumed: Resumed | None, trainer: Trainer[Any, Any], dataset: data.Dataset, source: str) -> None:
+    """Put the saved run's weights, optimizer state and epoch count in ``trainer`` (nothing
+    without ``--resume``), after checking that ``dataset`` is the run's.
+
+    Raises:
+        TorchLeanError: the data differ from the run's (``source`` names them); weights or
+            optimizer state that do not fit the rebuilt model or optimizer (a hand-edited file).
+    """
+    if resumed is None:
+        return
+    shown = shown_path(resumed.path)
+    if data_digest(dataset) != resumed.digest:
+        raise TorchLeanError(
+            f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
+            "(the file or its split changed): resume with the data it was trained on"
+        )
+    try:
+        trainer.model.load_state(resumed.saved.weights)
+        trainer.optimizer.load_state_dict(resumed.training.optimizer)
+    except TorchLeanError as error:
+        raise TorchLeanError(f"checkpoint {shown}: {error}") from None
+    trainer.epochs_done = resumed.training.epochs_done
+
+
+def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
+    """The header line of a resumed run: ``resumed_from=PATH epochs_before=4 steps_before=16``
+    ("" without ``--resume``)."""
+    if resumed is None:
+        return ""
+    return (
+        f"resumed_from={shown_path(resumed.path)} epochs_before={resumed.epochs_before} "
+        f"steps_before={trainer.steps_done}\n"
+    )
+
+
+def training_state(
+    args: argparse.Namespace, trainer: Trainer[Any, Any], dataset: data.Dataset
+) -> checkpoint.TrainingState:
+    """The training state ``--save`` records: the trainer's optimizer state and epochs done, the
+    run's total ``--epochs``, its settings and the data digest."""
+    settings = {dest: _encode(getattr(args, dest)) for dest in _settings(getattr(args, _PARSER))}
+    settings[_DIGEST] = data_digest(dataset)
+    return checkpoint.TrainingState(
+        epochs_done=trainer.epochs_done,
+        epochs=args.epochs,
+        optimizer=trainer.optimizer.state_dict(),
+        settings=settings,
+    )
+
+
+def record(resumed: Resumed | None, stop: Stop) -> dict[str, Any]:
+    """The JSON record's fields of this module: ``resumed_from`` (the checkpoint's path) and
+    ``epochs_before`` when resumed, ``interrupted: true`` when Ctrl-C stopped the run."""
+    fields: dict[str, Any] = {}
+    if resumed is not None:
+        fields.update(resumed_from=str(resumed.path), epochs_before=resumed.epochs_before)
+    if stop.requested:
+        fields["interrupted"] = True
+    return fields
+
+
+class Stop:
+    """Ctrl-C while a run with ``--save`` trains (:meth:`arm`ed): the first one asks the run to
+    stop at the end of the epoch (:attr:`requested`; a ``note:`` on stderr says so); a second
+    one, or one while not armed, interrupts at once (``KeyboardInterrupt``: ``error:
+    interrupted``, exit status 130, nothing saved)."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.armed = False
+        self.requested = False
+
+    def arm(self) -> None:
+        """From now, the first Ctrl-C stops the run at the end of its epoch."""
+        self.armed = self.active
+
+    def disarm(self) -> None:
+        """From now, Ctrl-C interrupts at once."""
+        self.armed = False
+
+    def handle(self, _signum: int, _frame: FrameType | None) -> None:
+        """The SIGINT handler."""
+        if not self.armed or self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; "
+              "Ctrl-C again stops at once, saving nothing", file=sys.stderr, flush=True)
+
+    def status(self, args: argparse.Namespace, epochs_done: int) -> int:
+        """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run."""
+        if not self.requested:
+            return 0
+        print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "
+              f"--resume {shown_path(args.save)}", file=sys.stderr)
+        return 130
+
+
+@contextlib.contextmanager
+def interruptible(active: bool) -> Iterator[Stop]:
+    """A :class:`Stop` whose handler takes SIGINT for the duration (``active``: the run saves a
+    checkpoint; and only in the main thread, where Python delivers signals), the previous handler
+    restored after."""
+    stop = Stop(active and threading.current_thread() is threading.main_thread())
+    if not stop.active:
+        yield stop
+        return
+    previous = signal.signal(signal.SIGINT, stop.handle)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
