@@ -1,0 +1,459 @@
+"""``torchlean train --resume CKPT``: a run saved after 4 epochs (``--epochs 4 --save``, or a
+7-epoch run stopped by Ctrl-C after epoch 4) and resumed to 7 equals the uninterrupted 7-epoch
+run bit for bit - its saved weights and optimizer state, its epoch losses, its grad norms and its
+test metric - across optimizers, schedules, clipping, parameter groups, datasets and execution
+modes (every CLI run shuffles, seeded by the epoch). The oracle is the uninterrupted run of the
+same command. Then the refusals: each a one-line ``error:``, exit status 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import signal
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import checkpoint
+from torchlean.checkpoint import CheckpointError, TrainingState
+from torchlean.cli import main
+from torchlean.trainer import Trainer
+
+SMALL = ("--dataset", "iris", "--hidden", "8")
+"""120 training rows: 4 minibatches of 32 an epoch."""
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``torchlean ARGV`` in-process; argparse's own exits count as return codes."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    code, out, err = cli(capsys, "train", *argv)
+    assert (code, err) == (0, ""), err
+    return out.splitlines()
+
+
+def arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
+    """Every array of a checkpoint file but its metadata (weights, statistics, optimizer state)."""
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files if name != "metadata"}
+
+
+def metadata(path: Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as archive:
+        return dict(json.loads(str(archive["metadata"])))
+
+
+def interrupt_during_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int, times: int = 1) -> None:
+    """Send this process SIGINT ``times`` times as epoch ``epoch`` (from 1) starts: the CLI calls
+    ``Trainer.fit`` once per epoch."""
+    original = Trainer.fit
+
+    def fit(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> list[float]:
+        if self.epochs_done == epoch - 1:
+            for _ in range(times):
+                signal.raise_signal(signal.SIGINT)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit)
+
+
+def assert_same_run(whole: Path, resumed: Path, **moved: str) -> None:
+    """Two checkpoints of a finished 7-epoch run hold the same bits: weights, statistics, every
+    optimizer buffer and step count, and the same training state (``moved``: settings that
+    name where the resumed run found its data)."""
+    a, b = arrays(whole), arrays(resumed)
+    assert sorted(a) == sorted(b)
+    assert any(name.startswith("optimizer/third.") for name in a) or "optimizer/steps" in a
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], strict=True, err_msg=name)
+    ta, tb = metadata(whole)["training"], metadata(resumed)["training"]
+    assert (ta["epochs_done"], ta["epochs"]) == (tb["epochs_done"], tb["epochs"]) == (7, 7)
+    assert {**ta["settings"], **moved} == tb["settings"]
+
+
+CASES = {
+    "adam": (*SMALL,),
+    "adam-amsgrad-float64-smoothing": (*SMALL, "--amsgrad", "--dtype", "float64", "--label-smoothing", "0.1"),
+    "sgd-momentum-nesterov": (*SMALL, "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9",
+                              "--nesterov"),
+    "adamw-no-decay": (*SMALL, "--optimizer", "adamw", "--weight-decay", "0.05", "--no-decay", "bias"),
+    "rmsprop-centered": (*SMALL, "--optimizer", "rmsprop", "--centered", "--momentum", "0.5", "--lr",
+                         "0.002"),
+    "adagrad-step-schedule": (*SMALL, "--optimizer", "adagrad", "--lr-schedule", "step:2:0.5"),
+    "clipped": (*SMALL, "--max-grad-norm", "0.05"),
+    "diabetes-regression": ("--dataset", "diabetes", "--hidden", "8", "--batch-size", "64"),
+    "typed-graph": (*SMALL, "--execution", "typed-graph", "--optimizer", "sgd", "--momentum", "0.5"),
+    "transformer-fast-cpu": ("--dataset", "digits", "--model", "transformer", "--hidden", "8", "--batch-size",
+                             "256", "--profile", "fast_cpu", "--no-decay", "ln", "--optimizer", "adamw"),
+}
+
+
+@pytest.mark.parametrize("argv", CASES.values(), ids=CASES.keys())
+def test_a_run_saved_after_4_epochs_and_resumed_to_7_equals_the_7_epoch_run(capsys, tmp_path, argv):
+    whole, first, resumed = tmp_path / "whole.npz", tmp_path / "first.npz", tmp_path / "resumed.npz"
+    whole_lines = ok(capsys, *argv, "--epochs", "7", "--save", str(whole),
+                     "--report-json", str(tmp_path / "w.json"))
+    ok(capsys, *argv, "--epochs", "4", "--save", str(first))
+    assert metadata(first)["training"]["epochs_done"] == 4
+    lines = ok(capsys, "--resume", str(first), "--epochs", "7", "--save", str(resumed),
+               "--report-json", str(tmp_path / "r.json"))
+    assert_same_run(whole, resumed)
+    w, r = (json.loads((tmp_path / name).read_text()) for name in ("w.json", "r.json"))
+    assert r["losses"] == w["losses"][4:] and len(r["losses"]) == 3
+    metric = "test_mse" if "diabetes" in argv else "test_accuracy"
+    assert r[metric] == w[metric]
+    if "--max-grad-norm" in argv:
+        assert r["grad_norms"] == w["grad_norms"][4:]
+    assert (r["resumed_from"], r["epochs_before"], r["epochs"]) == (str(first), 4, 7)
+    assert "resumed_from" not in w and "interrupted" not in w
+    # the header says where the run resumed; the epoch lines go on numbering, as the whole run's
+    assert lines[2] == f"resumed_from={first} epochs_before=4 steps_before={4 * steps(argv)}"
+    assert [line for line in lines if line.startswith("epoch ")] == [
+        line for line in whole_lines if line.startswith(("epoch   5/", "epoch   6/", "epoch   7/"))
+    ]
+    assert lines[:2] == whole_lines[:2]  # the same settings (epochs=7)
+
+
+def steps(argv: tuple[str, ...]) -> int:
+    """Optimizer steps per epoch of a case (iris: 120 rows; diabetes: 353; digits: 1437)."""
+    rows = {"iris": 120, "diabetes": 353, "digits": 1437}[argv[argv.index("--dataset") + 1]]
+    batch = int(argv[argv.index("--batch-size") + 1]) if "--batch-size" in argv else 32
+    return -(-rows // batch)
+
+
+def test_a_csv_run_resumes_and_a_moved_file_is_found_by_its_data(capsys, tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((50, 5))
+    labels = np.array(["low", "high"])[(x[:, 0] + x[:, 1] > 0).astype(int)]
+    path = tmp_path / "rows.csv"
+    path.write_text("kind," + ",".join(f"f{i}" for i in range(5)) + "\n" + "".join(
+        f"{label}," + ",".join(f"{v:.5f}" for v in row) + "\n" for label, row in zip(labels, x, strict=True)
+    ))
+    argv = ("--dataset", str(path), "--label-column", "kind", "--hidden", "6", "--batch-size", "8")
+    whole, first, resumed = tmp_path / "whole.npz", tmp_path / "first.npz", tmp_path / "resumed.npz"
+    ok(capsys, *argv, "--epochs", "7", "--save", str(whole))
+    ok(capsys, *argv, "--epochs", "4", "--save", str(first))
+    moved = path.rename(tmp_path / "moved.csv")  # the recorded path no longer exists
+    code, _, err = cli(capsys, "train", "--resume", str(first), "--epochs", "7")
+    assert code == 2 and err.startswith("error: ") and "rows.csv" in err and "Traceback" not in err
+    # the same settings given again (other spellings of the same values) are no conflict
+    ok(capsys, "--resume", str(first), "--epochs", "7", "--save", str(resumed), "--dataset", str(moved),
+       "--label-column", "kind", "--hid=6", "--batch-size", "08", "--lr", "5e-3")
+    assert_same_run(whole, resumed, dataset=str(moved))  # the new checkpoint names the file as moved
+    # another file of that shape is not the run's data
+    moved.write_text(moved.read_text().replace("0.", "1.", 1))
+    code, _, err = cli(capsys, "train", "--resume", str(first), "--epochs", "7", "--dataset", str(moved))
+    assert code == 2
+    assert err == (f"error: the data of --dataset {moved} differ from those the run in {first} trained on "
+                   "(the file or its split changed): resume with the data it was trained on\n")
+
+
+def test_a_run_resumes_twice_and_in_place(capsys, tmp_path):
+    whole, ckpt = tmp_path / "whole.npz", tmp_path / "run.npz"
+    ok(capsys, *SMALL, "--epochs", "7", "--save", str(whole))
+    ok(capsys, *SMALL, "--epochs", "2", "--save", str(ckpt))
+    ok(capsys, "--resume", str(ckpt), "--epochs", "5", "--save", str(ckpt))  # overwrites what it read
+    lines = ok(capsys, "--resume", str(ckpt), "--epochs", "7", "--save", str(ckpt))
+    assert lines[2].startswith(f"resumed_from={ckpt} epochs_before=5 ")
+    assert_same_run(whole, ckpt)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "warmup_cosine:5"])
+def test_ctrl_c_saves_the_run_that_resumes_under_an_annealing_schedule(
+    capsys, tmp_path, monkeypatch, schedule
+):
+    argv = (*SMALL, "--lr-schedule", schedule, "--epochs", "7", "--max-grad-norm", "1.0")
+    whole, stopped, resumed = tmp_path / "whole.npz", tmp_path / "stopped.npz", tmp_path / "resumed.npz"
+    ok(capsys, *argv, "--save", str(whole), "--report-json", str(tmp_path / "w.json"))
+    with monkeypatch.context() as patch:
+        interrupt_during_epoch(patch, 4)
+        code, out, err = cli(capsys, "train", *argv, "--save", str(stopped),
+                             "--report-json", str(tmp_path / "s.json"))
+    assert code == 130
+    assert err == (
+        "note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; Ctrl-C again "
+        "stops at once, saving nothing\n"
+        f"note: interrupted after epoch 4/7; continue with: torchlean train --resume {stopped}\n"
+    )
+    epochs = [line.split()[1] for line in out.splitlines() if line.startswith("epoch ")]
+    assert epochs == ["1/7", "2/7", "3/7", "4/7"]
+    assert out.splitlines()[-1] == f"saved: {stopped}"
+    stopped_record = json.loads((tmp_path / "s.json").read_text())
+    assert stopped_record["interrupted"] is True and len(stopped_record["losses"]) == 4
+    assert (metadata(stopped)["training"]["epochs_done"], metadata(stopped)["training"]["epochs"]) == (4, 7)
+    # another total would bend the curve the first 4 epochs ran on
+    code, _, err = cli(capsys, "train", "--resume", str(stopped), "--epochs", "9")
+    assert code == 2
+    assert err == (
+        f"error: --lr-schedule {schedule} anneals over the run's total of 7 epochs (the checkpoint's "
+        "--epochs), and its first 4 epochs ran on that curve; --epochs 9 would change the rates of the "
+        "rest, a run no uninterrupted one equals: resume with --epochs 7 (or leave it out), or train a new "
+        "run\n"
+    )
+    lines = ok(capsys, "--resume", str(stopped), "--save", str(resumed),
+               "--report-json", str(tmp_path / "r.json"))
+    assert lines[1].endswith(f"lr_schedule={schedule} max_grad_norm=1.0 epochs=7 batch_size=32 seed=0")
+    assert_same_run(whole, resumed)
+    w, s, r = (json.loads((tmp_path / n).read_text()) for n in ("w.json", "s.json", "r.json"))
+    assert s["losses"] + r["losses"] == w["losses"] and s["grad_norms"] + r["grad_norms"] == w["grad_norms"]
+    assert r["test_accuracy"] == w["test_accuracy"]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monkeypatch):
+    interrupt_during_epoch(monkeypatch, 2, times=2)
+    code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))
+    assert code == 130 and err.endswith("error: interrupted\n") and "saved:" not in out
+    assert not (tmp_path / "x.npz").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_ctrl_c_without_save_stops_at_once(capsys, monkeypatch):
+    interrupt_during_epoch(monkeypatch, 2)
+    code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4")
+    assert (code, err) == (130, "error: interrupted\n") and "epoch   2/4" not in out
+
+
+def test_a_resumed_run_can_go_past_its_planned_total_under_a_step_schedule(capsys, tmp_path):
+    whole, first, resumed = tmp_path / "whole.npz", tmp_path / "first.npz", tmp_path / "resumed.npz"
+    argv = (*SMALL, "--lr-schedule", "step:3:0.5")
+    ok(capsys, *argv, "--epochs", "7", "--save", str(whole))
+    ok(capsys, *argv, "--epochs", "4", "--save", str(first))
+    code, _, err = cli(capsys, "train", "--resume", str(first))  # the planned 4 are done
+    assert (code, err) == (2, f"error: the run in {first} is complete (4 of 4 epochs): give --epochs N "
+                               "with N above 4 (--epochs is the run's total) to train on\n")
+    ok(capsys, "--resume", str(first), "--epochs", "7", "--save", str(resumed))
+    assert_same_run(whole, resumed)
+
+
+# ------------------------------------------------------------------------------ refusals
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An iris run of 3 epochs with sgd, momentum and clipping."""
+    path = tmp_path_factory.mktemp("resume") / "run.npz"
+    assert main(["train", *SMALL, "--epochs", "3", "--optimizer", "sgd", "--momentum", "0.9",
+                 "--max-grad-norm", "2", "--save", str(path)]) == 0
+    return path
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = cli(capsys, "train", *argv)
+    assert code == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1, (code, out, err)
+    assert "Traceback" not in err
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+@pytest.mark.parametrize("epochs", ["3", "2", "1"])
+def test_a_total_not_above_the_epochs_done_is_refused(capsys, saved, epochs):
+    assert refused(capsys, "--resume", str(saved), "--epochs", epochs) == (
+        f"--epochs {epochs} is not above the 3 epochs the run in {saved} has done: --epochs is the run's "
+        "total, as torch Lightning's max_epochs; give more than 3"
+    )
+
+
+def test_conflicting_settings_are_refused_naming_both_values(capsys, saved):
+    message = refused(capsys, "--resume", str(saved), "--epochs", "5", "--lr", "0.01", "--nesterov",
+                      "--max-grad-norm=3", "--dataset", "wine", "--weight-decay", "0.1", "--momentum", "0.9")
+    assert message == (
+        f"--resume {saved} continues the run with the checkpoint's settings; --dataset wine differs from the "
+        "checkpoint's iris; --lr 0.01 differs from the checkpoint's 0.005; --nesterov on differs from the "
+        "checkpoint's off; --weight-decay 0.1 differs from the checkpoint's not given; --max-grad-norm 3.0 "
+        "differs from the checkpoint's 2.0 (leave out the option, or train a new run without --resume)"
+    )  # --momentum 0.9 is the checkpoint's
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (("--execution", "typed-graph"), "--execution typed-graph differs from the checkpoint's eager"),
+        (("--dtype", "float64"), "--dtype float64 differs from the checkpoint's float32"),
+        (("--seed", "1"), "--seed 1 differs from the checkpoint's 0"),
+        (("--batch", "16"), "--batch-size 16 differs from the checkpoint's 32"),  # a prefix argparse takes
+        (("--lr-schedule", "cosine"), "--lr-schedule cosine differs from the checkpoint's constant"),
+        (("--header",), "--header/--no-header on differs from the checkpoint's not given"),
+        (("--profile", "fast_cpu"), "--profile fast_cpu differs from the checkpoint's checked_cpu"),
+        (("--model", "cnn"), "--model cnn differs from the checkpoint's mlp"),
+    ],
+)
+def test_each_setting_is_checked(capsys, saved, argv, shown):
+    assert f"; {shown} (leave out" in refused(capsys, "--resume", str(saved), "--epochs", "4", *argv)
+
+
+def test_the_free_options_and_defaults_spelt_out_are_taken(capsys, saved, tmp_path):
+    lines = ok(capsys, "--resume", str(saved), "--epochs", "4", "--weight-decay", "0", "--torch-threads", "1",
+               "--report-json", str(tmp_path / "r.json"))
+    assert lines[2].startswith(f"resumed_from={saved} epochs_before=3 ")
+    assert lines[3].startswith("epoch   4/4 ")
+
+
+def test_a_checkpoint_without_training_state_is_refused_but_predicts(capsys, saved, tmp_path):
+    old = checkpoint.load(saved)
+    bare = tmp_path / "bare.npz"
+    fields = {name: getattr(old, name) for name in checkpoint.Checkpoint.__slots__ if name != "training"}
+    checkpoint.save(bare, checkpoint.Checkpoint(**fields))  # as built in Python
+    assert refused(capsys, "--resume", str(bare)) == (
+        f"checkpoint {bare} holds no training state (version 2; written by an older torchlean or built in "
+        "Python): --resume continues a run saved by torchlean train --save; torchlean predict still reads it"
+    )
+    assert cli(capsys, "predict", str(bare), "--dataset", "iris")[0] == 0
+
+
+def version_1_file(source: Path, target: Path) -> Path:
+    """``source`` as torchlean wrote checkpoints before format 2: version 1 metadata without the
+    ``training`` field and no ``optimizer/`` entries (numpy writes the archive, not torchlean)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files if not name.startswith("optimizer/")}
+    meta = json.loads(str(entries["metadata"]))
+    del meta["training"]
+    meta["version"] = 1
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_a_version_1_checkpoint_still_predicts_and_is_refused_for_resume(capsys, saved, tmp_path):
+    old = version_1_file(saved, tmp_path / "v1.npz")
+    with zipfile.ZipFile(old) as archive:
+        assert not any("optimizer" in name for name in archive.namelist())
+    loaded = checkpoint.load(old)
+    assert (loaded.version, loaded.training) == (1, None)
+    code, v1_out, err = cli(capsys, "predict", str(old), "--dataset", "iris")
+    assert code == 0, err
+    code, v2_out, _ = cli(capsys, "predict", str(saved), "--dataset", "iris")
+    assert code == 0 and v1_out == v2_out and v1_out
+    message = refused(capsys, "--resume", str(old))
+    assert message.startswith(f"checkpoint {old} holds no training state (version 1;")
+    again = tmp_path / "again.npz"
+    checkpoint.save(again, loaded)  # a version 1 checkpoint is written back as version 1
+    assert metadata(again)["version"] == 1 and "training" not in metadata(again)
+
+
+def test_files_that_are_not_checkpoints_are_refused_without_a_traceback(capsys, saved, tmp_path):
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(saved.read_bytes()[:300])
+    text = tmp_path / "notes.txt"
+    text.write_text("epochs: 4\n")
+    assert refused(capsys, "--resume", str(text)) == f"{text}: not a numpy .npz archive (not a zip file)"
+    assert refused(capsys, "--resume", str(corrupt)).startswith(f"{corrupt}: ")
+    missing = tmp_path / "none.npz"
+    assert refused(capsys, "--resume", str(missing)) == f"checkpoint file not found: {missing}"
+    assert refused(capsys, "--resume", str(saved), "--report-json", str(saved)) == (
+        f"--report-json {saved} is the checkpoint --resume {saved}: writing it would destroy that input; "
+        "give another path"
+    )
+    assert saved.stat().st_size > 300  # untouched
+
+
+def rewrite_training(source: Path, target: Path, **changes: Any) -> Path:
+    """``source`` with its training metadata's settings changed (``None`` removes one)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    for name, value in changes.items():
+        if value is None:
+            del meta["training"]["settings"][name]
+        else:
+            meta["training"]["settings"][name] = value
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_path):
+    bad = rewrite_training(saved, tmp_path / "bad.npz", batch_size="0")
+    assert refused(capsys, "--resume", str(bad), "--epochs", "4") == (
+        f"checkpoint {bad}: its setting --batch-size '0' is refused: expected a positive integer, got 0"
+    )
+    flag = rewrite_training(saved, tmp_path / "flag.npz", nesterov="yes")
+    assert refused(capsys, "--resume", str(flag), "--epochs", "4") == (
+        f"checkpoint {flag}: its setting --nesterov must be true, false or null, got 'yes'"
+    )
+    newer = rewrite_training(saved, tmp_path / "newer.npz", val_fraction="0.2")
+    assert refused(capsys, "--resume", str(newer), "--epochs", "4") == (
+        f"checkpoint {newer} records settings this torchlean does not know: val_fraction (written by a newer "
+        "torchlean?)"
+    )
+    nodigest = rewrite_training(saved, tmp_path / "nodigest.npz", data_sha256=None)
+    assert "lack the data digest" in refused(capsys, "--resume", str(nodigest), "--epochs", "4")
+    # an option the checkpoint does not record (newer than it) takes its default
+    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None)
+    ok(capsys, "--resume", str(older), "--epochs", "4")
+
+
+def test_a_mismatched_optimizer_state_is_refused(capsys, saved, tmp_path):
+    # a hand edit: AMSGrad keeps a third buffer the saved sgd state lacks (sgd and plain adam keep
+    # buffers of the same names and shapes, which state_dict does not tell apart)
+    adam = rewrite_training(saved, tmp_path / "adam.npz", optimizer="adam", momentum=None, amsgrad=True)
+    message = refused(capsys, "--resume", str(adam), "--epochs", "4")
+    assert message.startswith(
+        f"checkpoint {adam}: optimizer: state does not match this optimizer: missing ['third.0', "
+    )
+
+
+# ------------------------------------------------------------------------ TrainingState
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"epochs_done": -1}, r"training epochs_done must be an int >= 0, got -1"),
+        ({"epochs_done": True}, r"training epochs_done must be an int >= 0, got True"),
+        ({"epochs": 2}, r"must be an int >= 1 and >= epochs_done \(3\), got 2"),
+        ({"epochs": 0, "epochs_done": 0}, r"must be an int >= 1 and >= epochs_done \(0\), got 0"),
+        ({"optimizer": [("steps", 1)]}, r"training optimizer must be a mapping of names to arrays"),
+        ({"optimizer": {"steps": 1}}, r"optimizer entry steps must be a numeric numpy array, got int"),
+        ({"optimizer": {"s": np.array(["a"])}}, r"entry s must be a numeric numpy array, got <U1"),
+        ({"optimizer": {"": np.zeros(1)}}, r"entry names must be non-empty strings, got ''"),
+        ({"settings": {"lr": 0.1}}, r"training settings must map names to str, bool or None, got 'lr': 0.1"),
+        ({"settings": None}, r"training settings must be a mapping"),
+    ],
+)
+def test_training_state_refuses_bad_fields(changes, message):
+    values: dict[str, Any] = {"epochs_done": 3, "epochs": 5, "optimizer": {"steps": np.array(9)},
+                              "settings": {}}
+    values.update(changes)
+    with pytest.raises(CheckpointError, match=message):
+        TrainingState(**values)
+
+
+def test_training_state_holds_read_only_copies():
+    buffer = np.zeros(3)
+    settings = {"lr": "0.1"}
+    state = TrainingState(epochs_done=np.int64(2), epochs=2, optimizer={"first.0": buffer}, settings=settings)
+    buffer[0], settings["lr"] = 5.0, "9"
+    assert state.optimizer["first.0"][0] == 0.0 and not state.optimizer["first.0"].flags.writeable
+    assert state.settings["lr"] == "0.1" and type(state.epochs_done) is int
+    with pytest.raises(TypeError):
+        state.settings["lr"] = "1"  # type: ignore[index]
+
+
+def test_a_bad_training_object_in_a_file_is_named(capsys, saved, tmp_path):
+    with np.load(saved, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"]["epochs"] = "5"
+    entries["metadata"] = np.array(json.dumps(meta))
+    path = tmp_path / "field.npz"
+    with path.open("wb") as handle:
+        np.savez(handle, **entries)
+    with pytest.raises(CheckpointError, match=r"field.npz: training epochs must be an int, got '5'"):
+        checkpoint.load(path)
+    del meta["training"]["settings"]
+    entries["metadata"] = np.array(json.dumps(meta))
+    with path.open("wb") as handle:
+        np.savez(handle, **entries)
+    with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done"):
+        checkpoint.load(path)
+    assert "Traceback" not in refused(capsys, "--resume", str(path))
