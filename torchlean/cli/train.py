@@ -39,6 +39,12 @@ not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: 
 a weight decay (or matching no parameter or every one, or a bad expression), a
 ``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses, and a
 ``warmup_cosine:W`` whose W is not less than the run's optimizer steps.
+
+``--save`` also records the run's training state, and ``--resume CKPT`` continues it (a third
+header line ``resumed_from=CKPT epochs_before=E steps_before=S``, the epoch lines numbered on;
+the record's ``resumed_from`` and ``epochs_before``); with ``--save``, a first Ctrl-C stops the
+run at the end of its epoch, tests and saves it (``interrupted: true`` in the record, a
+``note:`` naming the ``--resume`` command, exit status 130): :mod:`torchlean.cli._resume`.
 """
 
 from __future__ import annotations
