@@ -194,7 +194,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
         TorchLeanError: a checkpoint without training state; a setting it records that this
             torchlean does not know or refuses; options given that differ from the checkpoint's
-            (``--lr 0.01 differs from the checkpoint's '0.005'``, every one at once);
+            (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's
             with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
             ``--report-json`` naming the checkpoint.
