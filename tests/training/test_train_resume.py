@@ -380,9 +380,9 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     assert refused(capsys, "--resume", str(flag), "--epochs", "4") == (
         f"checkpoint {flag}: its setting --nesterov must be true, false or null, got 'yes'"
     )
-    newer = rewrite_training(saved, tmp_path / "newer.npz", val_fraction="0.2")
+    newer = rewrite_training(saved, tmp_path / "newer.npz", dropout="0.2")
     assert refused(capsys, "--resume", str(newer), "--epochs", "4") == (
-        f"checkpoint {newer} records settings this torchlean does not know: val_fraction (written by a newer "
+        f"checkpoint {newer} records settings this torchlean does not know: dropout (written by a newer "
         "torchlean?)"
     )
     nodigest = rewrite_training(saved, tmp_path / "nodigest.npz", data_sha256=None)
@@ -457,3 +457,16 @@ def test_a_bad_training_object_in_a_file_is_named(capsys, saved, tmp_path):
     with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done"):
         checkpoint.load(path)
     assert "Traceback" not in refused(capsys, "--resume", str(path))
+
+
+@pytest.mark.parametrize("stopping", [(), ("--early-stopping", "2")])
+def test_a_run_with_a_validation_part_is_not_resumed_yet(capsys, tmp_path, stopping):
+    path = tmp_path / "val.npz"
+    ok(capsys, *SMALL, "--epochs", "3", "--val-fraction", "0.25", *stopping, "--save", str(path))
+    assert metadata(path)["training"]["settings"]["val_fraction"] == "0.25"
+    assert refused(capsys, "--resume", str(path), "--epochs", "5") == (
+        f"the run in {path} held out a validation part (--val-fraction): --resume does not continue such "
+        "runs yet (the validation history that picks the best epoch, and --early-stopping's best weights, "
+        "are not saved); train a new run (its weights: torchlean predict)"
+    )
+    assert cli(capsys, "predict", str(path), "--dataset", "iris")[0] == 0

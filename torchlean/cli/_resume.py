@@ -24,7 +24,9 @@ rates of the remaining epochs (and not of those already run), a run no uninterru
 
 A setting the checkpoint lacks takes the option's default (an option newer than the
 checkpoint); one this torchlean does not know is refused. The sessions' random ops (dropout) are
-not part of the state; the models ``torchlean train`` builds have none.
+not part of the state; the models ``torchlean train`` builds have none. A run with
+``--val-fraction`` is not resumed yet: its validation history (the best epoch, numbered from the
+run's first) and ``--early-stopping``'s best weights are not part of the state.
 """
 
 from __future__ import annotations
@@ -244,6 +246,12 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"--resume {shown} continues the run with the checkpoint's settings; "
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
+    if values.get("val_fraction") is not None:
+        raise TorchLeanError(
+            f"the run in {shown} held out a validation part (--val-fraction): --resume does not continue "
+            "such runs yet (the validation history that picks the best epoch, and --early-stopping's "
+            "best weights, are not saved); train a new run (its weights: torchlean predict)"
+        )
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
@@ -281,10 +289,12 @@ def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRS
 
 
 def data_digest(dataset: data.Dataset) -> str:
-    """SHA-256 (hex) of the split data ``torchlean train`` trains and tests on: the dtype, shape
-    and bytes of ``x_train``, ``y_train``, ``x_test``, ``y_test``, and the class names."""
+    """SHA-256 (hex) of the split data ``torchlean train`` trains, validates and tests on: the
+    dtype, shape and bytes of ``x_train``, ``y_train``, ``x_test``, ``y_test`` (and ``x_val``,
+    ``y_val`` with ``--val-fraction``), and the class names."""
     digest = hashlib.sha256()
-    for array in (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test):
+    parts = (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test, dataset.x_val, dataset.y_val)
+    for array in (part for part in parts if part is not None):
         contiguous = np.ascontiguousarray(array)
         digest.update(f"{contiguous.dtype.str}{contiguous.shape};".encode())
         digest.update(contiguous.tobytes())
