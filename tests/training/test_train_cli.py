@@ -115,6 +115,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "torch_threads",
         "losses",
         "validation",
+        "kernel_times",
         "test_accuracy",
         "seconds",
         "capsules",
@@ -140,6 +141,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
     assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
     assert record["validation"] is None  # no --val-fraction
+    assert record["kernel_times"] is None and "kernel times" not in out  # no --kernel-times
     assert f"batch_size={record['batch_size']} " in lines[1]
     assert record["torch_threads"] == int(os.environ.get("OMP_NUM_THREADS") or 1)
     assert [round(loss, 6) for loss in record["losses"]] == parts["losses"]
@@ -271,6 +273,34 @@ def test_cnn_and_typed_graph_on_csv_agree(capsys, images_csv):
         assert (code, err) == (0, "")
         runs[execution] = out.splitlines()[2:]
     assert runs["eager"] == runs["typed-graph"]  # epoch losses, accuracy and capsules, line for line
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_kernel_times_count_every_training_kernel(capsys, tmp_path, execution):
+    """--kernel-times: per capsule, one forward and one VJP per layer use and minibatch (iris: 120
+    training rows in minibatches of 32, 4 per epoch; the MLP has three linear layers and two
+    relus; the loss is log_softmax, mul, reduce_sum), in the table and the record."""
+    record_path = tmp_path / "run.json"
+    code, out, err = train(capsys, "--dataset", "iris", "--epochs", "3", "--hidden", "8", "--kernel-times",
+                           "--execution", execution, "--report-json", str(record_path))
+    assert (code, err) == (0, "")
+    steps = 3 * 4
+    expected = {"reference.linear": 3 * steps, "reference.relu": 2 * steps, "reference.log_softmax": steps,
+                "reference.mul": steps, "reference.reduce_sum": steps}
+    times = json.loads(record_path.read_text())["kernel_times"]
+    assert {k["capsule"]: (k["forward_calls"], k["vjp_calls"]) for k in times["kernels"]} == {
+        name: (calls, calls) for name, calls in expected.items()
+    }
+    assert 0.0 < times["kernel_seconds"] <= times["wall_seconds"]
+    assert times["kernel_seconds"] == pytest.approx(sum(k["total_seconds"] for k in times["kernels"]))
+    lines = out.splitlines()
+    start = lines.index("kernel times of the training epochs (5 capsules, most time first):")
+    table = lines[start + 1 : start + 8]
+    assert table[0].split()[:4] == ["capsule", "device", "forward", "calls"]
+    rows = {row.split()[0]: int(row.split()[2]) for row in table[1:6]}
+    assert rows == expected
+    assert table[6].startswith("  kernels ") and "s wall" in table[6]
+    assert lines[-1] == f"wrote {record_path}"
 
 
 def test_show_backend_prints_each_capsule_report(capsys):

@@ -291,9 +291,10 @@ def test_each_setting_is_checked(capsys, saved, argv, shown):
 
 def test_the_free_options_and_defaults_spelt_out_are_taken(capsys, saved, tmp_path):
     lines = ok(capsys, "--resume", str(saved), "--epochs", "4", "--weight-decay", "0", "--torch-threads", "1",
-               "--report-json", str(tmp_path / "r.json"))
+               "--report-json", str(tmp_path / "r.json"), "--kernel-times")
     assert lines[2].startswith(f"resumed_from={saved} epochs_before=3 ")
     assert lines[3].startswith("epoch   4/4 ")
+    assert "kernel times of the training epochs (5 capsules, most time first):" in lines
 
 
 def test_a_checkpoint_without_training_state_is_refused_but_predicts(capsys, saved, tmp_path):

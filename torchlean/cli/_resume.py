@@ -54,7 +54,7 @@ from torchlean.trainer import Trainer
 
 __all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
 
-FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "resume")
+FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
 """The options of ``torchlean train`` that are not the run's settings: a resumed run takes them
 from its own command line (``--epochs``: the new total)."""
 
@@ -73,7 +73,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "optimizer state, epoch count and settings) up to --epochs epochs in all (default: "
                         "the run's own --epochs), bit for bit as if it had not stopped; other options "
                         "given must agree with the checkpoint's, except --epochs, --save, --report-json, "
-                        "--torch-threads and --show-backend")
+                        "--torch-threads, --show-backend and --kernel-times")
     parser.set_defaults(**{_PARSER: parser})
 
 

@@ -55,6 +55,7 @@ import io
 import json
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -64,6 +65,7 @@ import numpy as np
 from tqdm import tqdm
 
 from torchlean import checkpoint, data, optim
+from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _resume
@@ -195,9 +197,23 @@ def register(subparsers: Any) -> None:
                              "one-line warning on stderr, as torch and OpenMP ignore it")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
+    parser.add_argument("--kernel-times", action="store_true",
+                        help="time every capsule's kernels (forward and VJP) during the training epochs "
+                        "and print a table after the capsule list, most time first "
+                        "(torchlean.profiler; the record's kernel_times)")
     add_options(parser)  # --val-fraction, --early-stopping
     _resume.register(parser)
     parser.set_defaults(func=run)
+
+
+def _kernel_times_record(kernel_times: profiler.KernelProfile) -> dict[str, Any]:
+    """The record's ``kernel_times``: the epochs' wall time, the kernels' share, one entry per
+    capsule (:meth:`~torchlean.autograd.profiler.KernelTime.to_json`), most time first."""
+    return {
+        "wall_seconds": kernel_times.wall_seconds,
+        "kernel_seconds": kernel_times.kernel_seconds,
+        "kernels": [k.to_json() for k in kernel_times.kernels],
+    }
 
 
 def _grad_limit(text: str) -> float:
@@ -532,44 +548,46 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     losses: list[float] = []
     grad_norms: list[float | None] = []
     stop.arm()  # with --save, Ctrl-C stops at the end of the epoch
-    for epoch in range(trainer.epochs_done, args.epochs):  # resumed: from the epoch after the saved ones
-        with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
-                  disable=None, file=sys.stderr) as bar:
+    kernel_times = profiler.profile() if args.kernel_times else None
+    with contextlib.nullcontext() if kernel_times is None else kernel_times:  # --kernel-times
+        for epoch in range(trainer.epochs_done, args.epochs):  # resumed: from the epoch after the saved ones
+            with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
+                      disable=None, file=sys.stderr) as bar:
 
-            def advance(_epoch: int, loss: float, bar: Any = bar) -> None:
-                bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
-                bar.update(1)
-                obey_torch_threads(threads)
+                def advance(_epoch: int, loss: float, bar: Any = bar) -> None:
+                    bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+                    bar.update(1)
+                    obey_torch_threads(threads)
 
-            # one epoch per call: fit numbers epochs over the trainer's lifetime, so the schedule
-            # gets this loop's epoch
-            (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
-                                  on_batch=advance, lr_schedule=scheduled,
-                                  schedule_by="step" if schedule.by_step else "epoch",
-                                  validation=None if held_out is None else held_out.data)
-        losses.append(loss)
-        grad_norms.append(trainer.grad_norm)
-        norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
-        if held_out is not None:
-            norm += held_out.after_epoch(trainer, epoch)
-        print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
-        if not warned and not math.isfinite(loss):
-            warned = True
-            if scheduled is None:
-                rate = ""
-            elif schedule.by_step:
-                last = scheduled(trainer.steps_done - 1)
-                rate = f", {last:g} at its last step by --lr-schedule {schedule.spec}"
-            else:
-                rate = f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
-            print(
-                f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
-                f"(now {args.lr:g}{rate}) or try another --optimizer (now {args.optimizer})",
-                file=sys.stderr,
-                flush=True,
-            )
-        if (held_out is not None and held_out.stop) or stop.requested:
-            break
+                # one epoch per call: fit numbers epochs over the trainer's lifetime, so the schedule
+                # gets this loop's epoch
+                (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
+                                      on_batch=advance, lr_schedule=scheduled,
+                                      schedule_by="step" if schedule.by_step else "epoch",
+                                      validation=None if held_out is None else held_out.data)
+            losses.append(loss)
+            grad_norms.append(trainer.grad_norm)
+            norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
+            if held_out is not None:
+                norm += held_out.after_epoch(trainer, epoch)
+            print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
+            if not warned and not math.isfinite(loss):
+                warned = True
+                if scheduled is None:
+                    rate = ""
+                elif schedule.by_step:
+                    last = scheduled(trainer.steps_done - 1)
+                    rate = f", {last:g} at its last step by --lr-schedule {schedule.spec}"
+                else:
+                    rate = f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
+                print(
+                    f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
+                    f"(now {args.lr:g}{rate}) or try another --optimizer (now {args.optimizer})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if (held_out is not None and held_out.stop) or stop.requested:
+                break
     stop.disarm()
     if held_out is not None:
         print(held_out.finish(trainer, args.epochs))
@@ -595,6 +613,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "torch_threads": torch_threads_in_use(),
         "losses": losses,
         "validation": None if held_out is None else held_out.record(classification),
+        "kernel_times": None if kernel_times is None else _kernel_times_record(kernel_times),
         **_resume.record(resumed, stop),
     }
     if classification:
@@ -607,6 +626,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected
     preference_notes = print_capsules_used(selected, profile, sys.stdout)
+    if kernel_times is not None:
+        print(f"kernel times of the training epochs ({len(kernel_times.kernels)} capsules, most time first):")
+        print(textwrap.indent(kernel_times.table(), "  "))
     if args.save is not None:
         weights = trainer.model.state()
         _warn_non_finite(weights)
