@@ -26,6 +26,10 @@ held out of the train split, ``val=`` in the header, each epoch's validation los
 line, a line on the best epoch (and where early stopping stopped, its weights restored) before the
 test metric, and the record's ``validation`` (``null`` without them).
 
+``--kernel-times``: each capsule's kernels (forward and VJP calls and seconds) over the training
+epochs, validation passes included, as a table after the audit lines and the record's
+``kernel_times`` (:mod:`torchlean.autograd.profiler`; ``null`` without it).
+
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
 prefers because that provider's capsule was refused
