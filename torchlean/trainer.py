@@ -11,10 +11,12 @@ follow the original (anchor-backend.md §7). Minibatches are real vectorised bat
   canonical IR, planned and accepted by ``profile.accept_graph``, and every step executes the
   accepted kernels in graph order (:class:`~torchlean.autograd.typed_graph.GraphProgram`); the
   backward pass is the tape over the same nodes, in the schedule's reverse order. Same seed, same
-  data: bit-identical to eager. Training a model with dropout (``p > 0``) is refused with
-  ``IRError`` at the first step, before any update: dropout's eager random schedule is not the
-  graph's. Prediction and evaluation (dropout off) run. Models with batch norm layers are refused
-  for training and prediction alike (their running statistics are updated eagerly).
+  data: bit-identical to eager. A training dropout's mask is an input of the graph, drawn each
+  step by the session's ``bernoulli_mask`` capsule in the order eager execution draws it (so the
+  same session counters give the same masks); a training batch norm is a ``batch_norm_train``
+  node, and its running statistics are updated after the step by the eager update
+  (``EagerOps.update_running_statistics``) on the graph's value of the batch norm's input. In
+  evaluation the ``batch_norm_eval`` node reads the running statistics' current values each run.
 
 Buffers (parameters whose ``ParamSpec.trainable`` is false: batch norm's running statistics) are
 wrapped as tensors that require no gradient; the optimizer skips them, and after its update
@@ -39,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVar
 
+from torchlean import functional as F
 from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
@@ -52,7 +55,7 @@ from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
-from torchlean.nn.lowering import GraphOps
+from torchlean.nn.lowering import DropoutMask, GraphOps, RunningUpdate
 from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
 from torchlean.optim import (
@@ -564,8 +567,13 @@ class _Validation:
 
 @dataclass(slots=True)
 class _GraphStep:
+    """An accepted program, its output node, and (training) the dropout masks it takes as inputs
+    and the batch norm updates to apply after it runs (:class:`~torchlean.nn.lowering.Lowered`)."""
+
     program: GraphProgram
     output: int
+    masks: tuple[DropoutMask, ...] = ()
+    updates: tuple[RunningUpdate, ...] = ()
 
 
 class Trainer(Generic[In, Out]):
@@ -899,8 +907,8 @@ class Trainer(Generic[In, Out]):
                 reasons = "; ".join(f.message for f in result.failures)
                 raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
-                                   lowered.param_nodes, lowered.payload_params)
-            step = _GraphStep(program, lowered.output)
+                                   lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
+            step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates)
             if len(self._graphs) >= GRAPH_CACHE_SIZE:
                 del self._graphs[next(iter(self._graphs))]  # the least recently used
             self._graphs[key] = step
@@ -928,14 +936,38 @@ class Trainer(Generic[In, Out]):
         target = _loss_operand(
             self.objective, yb, self.model.output_shape[-1], self.model.dtype, self.label_smoothing
         )
-        if self.config.execution is ExecutionMode.TYPED_GRAPH:  # lowering refuses layers with buffers
+        if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)
+            if step.masks or step.updates:
+                return self._graph_loss_with_masks_and_buffers(step, params, xb, target)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
         ops = EagerOps()
         device = self.config.device.label
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
         loss = _loss(ops, self.objective, out, Tensor(target, device=device))
         loss.backward()
+        return loss, self._buffer_values(params, ops.buffer_updates)
+
+    def _graph_loss_with_masks_and_buffers(
+        self, step: _GraphStep, params: list[Tensor], xb: Inputs, target: Array
+    ) -> tuple[Tensor, dict[int, Array]]:
+        """:meth:`_loss_and_gradients` for a typed graph with dropout masks or batch norm updates.
+
+        The masks are drawn first, in forward order, by the session's ``bernoulli_mask`` (the
+        capsule and session counters eager dropout uses, as nothing else in a step draws), then
+        the program runs forward and backward; each batch norm's running statistics are then
+        updated as eager execution updates them (:meth:`EagerOps.update_running_statistics`, in
+        forward order) from the graph's value of the batch norm's input."""
+        dtype = self.model.dtype
+        masks = [F.bernoulli_mask(mask.shape, mask.keep_prob, dtype=dtype) for mask in step.masks]
+        inputs = [Tensor(xb), *masks, Tensor(target)]  # the lowering's input order
+        keep = tuple(update.node for update in step.updates)
+        loss, kept = step.program.run_and_backward_keeping(inputs, params, step.output, keep)
+        ops = EagerOps()
+        for update, x in zip(step.updates, kept, strict=True):
+            ops.update_running_statistics(
+                x, params[update.running_mean], params[update.running_var], momentum=update.momentum
+            )
         return loss, self._buffer_values(params, ops.buffer_updates)
 
     def _buffer_values(
@@ -979,8 +1011,8 @@ class Trainer(Generic[In, Out]):
                 sees one value per channel (as :meth:`fit`); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph execution of a model with dropout (``p > 0``), with batch norm,
-                or with a layer the IR cannot express (before any update).
+            IRError: typed-graph execution of a model with a layer the IR cannot express (an
+                embedding), before any update.
         """
         self._require_parameters()
         self.open()
@@ -1111,7 +1143,8 @@ class Trainer(Generic[In, Out]):
                 updates stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: as :meth:`step` (typed-graph training of a model with dropout or batch norm).
+            IRError: as :meth:`step` (typed-graph training of a model with a layer the IR cannot
+                express).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
@@ -1320,7 +1353,8 @@ class Trainer(Generic[In, Out]):
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph execution of a model with batch norm.
+            IRError: typed-graph execution of a model with a layer the IR cannot express (an
+                embedding).
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()

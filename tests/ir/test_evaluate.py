@@ -559,7 +559,7 @@ def test_payloads_keyed_at_nodes_taking_none_are_refused(payloads: dict[object, 
         evaluate(_layernorm_graph(), {0: np.ones((2, 3))}, payloads)  # type: ignore[arg-type]
     assert str(info.value) == (
         f"IR eval: payloads has keys that are not nodes taking a payload: {stray} (nodes taking one: "
-        "[2]; kinds const, linear, conv, batch_norm_eval, layernorm)"
+        "[2]; kinds const, linear, conv, batch_norm_eval, batch_norm_train, layernorm)"
     )
 
 

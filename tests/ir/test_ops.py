@@ -66,8 +66,9 @@ TABLE: list[tuple[ops.OpKind, str, tuple[int, int | None], BackendOp | None]] = 
         (3, 3),
         BackendOp.SCALED_DOT_PRODUCT_ATTENTION,
     ),
+    (ops.BatchNormTrain(1, 4), "batch_norm_train", (1, 1), BackendOp.BATCH_NORM),
 ]
-EXTENSIONS = {"gelu", "log_softmax", "scale", "scaled_dot_product_attention"}
+EXTENSIONS = {"gelu", "log_softmax", "scale", "scaled_dot_product_attention", "batch_norm_train"}
 
 
 @pytest.mark.parametrize(("kind", "tag", "arity", "op"), TABLE, ids=[row[1] for row in TABLE])
@@ -100,6 +101,7 @@ def test_table_covers_every_kind() -> None:
         (ops.Permute((2, 0, 1)), "permute [2, 0, 1]"),
         (ops.RandUniform(7), "rand_uniform 7"),
         (ops.BatchNormEval(1, 16), "batch_norm_eval 1 16"),
+        (ops.BatchNormTrain(1, 16), "batch_norm_train 1 16"),
         (ops.Softmax(2), "softmax 2"),
         (ops.Flatten((2, 3)), "flatten [2, 3]"),
         (ops.Concat(1), "concat 1"),

@@ -17,7 +17,6 @@ import torchlean as tl
 from torchlean import nn, optim
 from torchlean.autograd.session import Session
 from torchlean.backend.errors import GuardError
-from torchlean.ir.errors import IRError
 from torchlean.nn import ShapeError, StateError
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import BatchNorm, Layer, ParamSpec
@@ -215,16 +214,21 @@ def test_running_statistics_are_computed_by_accepted_capsules():
     } <= ops
 
 
-def test_typed_graph_refuses_batch_norm_for_training_and_prediction():
-    trainer = Trainer(
-        nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)), config=RunConfig(execution="typed-graph")
-    )
-    before = trainer.model.state()
+def test_typed_graph_trains_and_predicts_batch_norm_as_eagerly():
+    """The typed graph lowers training batch norm to batch_norm_train and updates the running
+    statistics with the eager update; prediction reads them fresh (more cases:
+    tests/training/test_typed_graph_dropout_bn.py)."""
     x = np.random.default_rng(0).standard_normal((5, 3))
-    for run in (lambda: trainer.fit(x, np.zeros((5, 4))), lambda: trainer.predict(x)):
-        with pytest.raises(IRError, match=r"batch_norm layers are not lowered to the typed graph.*eager"):
-            run()
-    assert all(np.array_equal(v, before[k]) for k, v in trainer.model.state().items())
+    trainers = [
+        Trainer(nn.sequential(nn.linear(3, 4), nn.batch_norm1d(4)), config=RunConfig(execution=mode))
+        for mode in ("eager", "typed-graph")
+    ]
+    for trainer in trainers:
+        trainer.fit(x, np.zeros((5, 4)), batch_size=5)
+    states = [trainer.model.state() for trainer in trainers]
+    assert all(np.array_equal(states[0][k], states[1][k]) for k in states[0])
+    assert not np.array_equal(states[1]["1.running_mean"], np.zeros(4))  # updated
+    np.testing.assert_array_equal(trainers[0].predict(x), trainers[1].predict(x))
 
 
 def test_training_on_one_value_per_channel_is_refused_before_any_update():

@@ -20,7 +20,6 @@ from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.graph import to_coalesced_groups
-from torchlean.ir.errors import IRError
 from torchlean.ir.evaluate import evaluate
 from torchlean.ir.ops import Const
 from torchlean.nn.eager import EagerOps
@@ -197,13 +196,27 @@ def test_conv_and_layer_norm_parameters_are_payloads():
     assert sorted(lowered.param_nodes.values()) == [4, 5]
 
 
-def test_dropout_is_refused_when_lowering_for_training():
-    model = nn.build(nn.sequential(nn.linear(3, 3), nn.dropout(0.25)), seed=0)
-    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
-        lower_model(model, (2, 3), training=True)
+def test_training_dropout_lowers_to_a_mask_input_mul_and_scale():
+    """A training dropout's mask is an input node the caller feeds (the IR's bernoulli_mask keys
+    its draw by node index, not by eager's session counter); evaluation lowers nothing."""
+    from torchlean.nn.lowering import DropoutMask
+
+    model = nn.build(nn.sequential(nn.linear(3, 3), nn.dropout(0.25), nn.dropout(1.0)), seed=0)
+    lowered = lower_model(model, (2, 3), training=True)
+    nodes = lowered.built.graph.nodes
+    first, second = lowered.dropout_masks
+    assert first == DropoutMask(first.node, (2, 3), 0.75)
+    assert second == DropoutMask(second.node, (2, 3), 0.0)
+    assert lowered.inputs == (0, first.node, second.node)
+    assert all(nodes[m.node].kind.tag == "input" for m in (first, second))
+    tags = [n.kind.tag for n in nodes[first.node :]]
+    assert tags == ["input", "mul_elem", "scale", "input", "mul_elem"]  # p = 1: no scale, as eager
+    assert nodes[first.node + 2].kind.describe() == f"scale {1 / 0.75!r}"
+    assert not any(n.kind.tag in ("bernoulli_mask", "rand_uniform") for n in nodes)
     # evaluation mode: dropout is the identity and lowers to nothing
-    graph = lower_model(model, (2, 3)).built.graph
-    assert [n.kind.tag for n in graph.nodes][-1] == "add"
+    evaluation = lower_model(model, (2, 3))
+    assert [n.kind.tag for n in evaluation.built.graph.nodes][-1] == "add"
+    assert evaluation.dropout_masks == () and evaluation.inputs == (0,)
 
 
 def test_fused_lowering_gives_one_linear_node_per_layer_and_agrees_with_eager():

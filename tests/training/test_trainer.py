@@ -174,20 +174,16 @@ def test_typed_graph_runs_from_the_accepted_graph_plan(capsys):
     )
 
 
-def test_dropout_model_trains_eagerly_and_is_refused_by_the_typed_graph():
+def test_dropout_model_trains_from_the_typed_graph_as_eagerly():
+    """A training dropout's mask is a graph input drawn by the session's bernoulli_mask, in eager's
+    order (tests/training/test_typed_graph_dropout_bn.py covers many more models)."""
     layer = nn.sequential(nn.linear(3, 8), nn.relu(), nn.dropout(0.5), nn.linear(8, 1))
-    x, y = np.ones((4, 3)), np.ones(4)
-    make(layer).fit(x, y, epochs=1)
-    graph = make(layer, mode=GRAPH)
-    before = [p.copy() for p in graph.model.parameters]
-    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
-        graph.fit(x, y, epochs=1)
-    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
-        graph.step(x, y)
-    # refused before any update; prediction (dropout off) runs from the graph
-    assert graph.epochs_done == 0
-    assert all(np.array_equal(a, b) for a, b in zip(before, graph.model.parameters, strict=True))
-    np.testing.assert_array_equal(graph.predict(x), make(layer).predict(x))
+    x, y = np.random.default_rng(2).standard_normal((6, 3)), np.ones(6)
+    runs = [make(layer, mode=mode) for mode in (EAGER, GRAPH)]
+    histories = [trainer.fit(x, y, epochs=2, batch_size=4) for trainer in runs]
+    assert histories[0] == histories[1]
+    assert all(np.array_equal(a, b) for a, b in zip(*(t.model.parameters for t in runs), strict=True))
+    np.testing.assert_array_equal(runs[0].predict(x), runs[1].predict(x))
 
 
 # ------------------------------------------------------------------------------ RunConfig
@@ -282,12 +278,12 @@ def test_run_config_accepts_labels():
 
 
 def test_typed_graph_label_really_selects_the_typed_graph():
-    """The label is not silently eager: the typed graph refuses dropout and CUDA, eager does not."""
-    layer = nn.sequential(nn.linear(3, 8), nn.dropout(0.5), nn.linear(8, 1))
-    x, y = np.ones((4, 3)), np.ones(4)
-    with pytest.raises(IRError, match="dropout is not lowered to the typed graph"):
-        Trainer(layer, config=RunConfig(execution="typed-graph")).fit(x, y)
-    Trainer(layer, config=RunConfig(execution="eager")).fit(x, y)
+    """The label is not silently eager: the typed graph refuses an embedding and CUDA, eager does not."""
+    layer = nn.sequential(nn.embedding(5, 3), nn.flatten(), nn.linear(6, 1))
+    x, y = np.array([[0, 1], [2, 4], [3, 3], [1, 0]]), np.ones(4)
+    with pytest.raises(IRError, match="embedding layers are not lowered to the typed graph"):
+        Trainer(layer, config=RunConfig(execution="typed-graph"), input_shape=(2,)).fit(x, y)
+    Trainer(layer, config=RunConfig(execution="eager"), input_shape=(2,)).fit(x, y)
     with pytest.raises(TrainerError) as caught:
         Trainer(nn.linear(2, 1), config=RunConfig(execution="typed-graph", device="cuda")).open()
     assert str(caught.value) == "typed graph execution currently supports device `cpu`; requested `cuda`"

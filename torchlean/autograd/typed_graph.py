@@ -14,6 +14,12 @@ their order are those of eager execution, eager and typed-graph runs give bit-id
 the backward pass is the tape over the nodes the schedule recorded, traversed by
 :meth:`GraphProgram.run_and_backward` in the precomputed reverse schedule order (no search of the
 graph behind the loss), with the same local rules and accumulation as ``Tensor.backward``.
+
+Batch norm runs as eager runs it: ``batch_norm_train`` with the batch's statistics (the running
+statistics' update is the caller's, on the value :meth:`GraphProgram.run_and_backward_keeping`
+returns for its input), ``batch_norm_eval`` with running statistics fed from the parameters given
+to each run (``statistic_params``). A training dropout's mask is an ordinary input the caller
+draws (:mod:`torchlean.nn.lowering`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import check_shapes
 from torchlean.ir.ops import (
     AvgPool,
+    BatchNormEval,
+    BatchNormTrain,
     BroadcastTo,
     Const,
     Conv,
@@ -56,7 +64,14 @@ from torchlean.ir.ops import (
     Sum,
     Transpose,
 )
-from torchlean.ir.payloads import ConvParams, LayerNormParams, LinearParams, Payloads
+from torchlean.ir.payloads import (
+    BatchNormParams,
+    BatchNormTrainParams,
+    ConvParams,
+    LayerNormParams,
+    LinearParams,
+    Payloads,
+)
 from torchlean.spec.masks import causal_mask
 from torchlean.tensor import Tensor
 
@@ -94,6 +109,7 @@ _EXECUTABLE = _PLAIN | {
     for kind in (
         Input, Const, Detach, Reshape, Transpose, Permute, BroadcastTo, Scale, Softmax, LogSoftmax,
         ReduceSum, ReduceMean, Sum, LayerNorm, Linear, Conv, MaxPool, AvgPool, ScaledDotProductAttention,
+        BatchNormEval, BatchNormTrain,
     )
 }
 
@@ -185,6 +201,9 @@ class GraphProgram:
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
         param_nodes: ``const`` node id → index of the model parameter it holds.
         payload_params: payload node id → (weight index, bias index) of its parameters.
+        statistic_params: ``batch_norm_eval`` node id → (running mean index, running variance
+            index): the model parameters (buffers) fed as its statistics at each run, in place of
+            the payload's copies (``None``: none; a node without an entry uses its payload's).
 
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
@@ -192,9 +211,10 @@ class GraphProgram:
         SessionError: ``plan`` does not cover exactly this graph's kernel nodes, was made for a
             graph of another size, runs another op at one of them, a node has no accepted kernel or
             no linked implementation, or a node is not executable here: a kind the executor does
-            not run (``concat``, ``flatten``, ``batch_norm_eval``, ...), a conv whose channel axis
-            is not 1 or whose padding is asymmetric, a pool over inputs other than
-            ``(N, C, *spatial)`` (the kernels' layouts; :func:`torchlean.ir.evaluate` runs these).
+            not run (``concat``, ``flatten``, ``rand_uniform``, ...), a conv or batch norm whose
+            channel axis is not 1, a conv whose padding is asymmetric, a pool over inputs other
+            than ``(N, C, *spatial)`` (the kernels' layouts; :func:`torchlean.ir.evaluate` runs
+            these).
     """
 
     def __init__(
@@ -204,6 +224,7 @@ class GraphProgram:
         plan: AcceptedGraphKernelPlan,
         param_nodes: Mapping[int, int],
         payload_params: Mapping[int, tuple[int | None, int | None]],
+        statistic_params: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
         self.kernels = node_kernels(plan)
         check_shapes(graph)
@@ -231,9 +252,12 @@ class GraphProgram:
         self.plan = plan
         self.param_nodes = dict(param_nodes)
         self.payload_params = dict(payload_params)
+        self.statistic_params = dict(statistic_params or {})
         self.input_ids = tuple(n.id for n in graph.nodes if isinstance(n.kind, Input))
         self.input_shapes = tuple(graph.nodes[i].out_shape for i in self.input_ids)
-        self.param_shapes = _param_shapes(graph, payloads, self.param_nodes, self.payload_params)
+        self.param_shapes = _param_shapes(
+            graph, payloads, self.param_nodes, self.payload_params, self.statistic_params
+        )
         self.param_count = max(self.param_shapes, default=-1) + 1
         self._param_checks = tuple(sorted(self.param_shapes.items()))
         bound: dict[int, BoundKernel] = {}
@@ -263,6 +287,38 @@ class GraphProgram:
             AutogradError: the loss is not a scalar that requires a gradient.
         """
         values = self._execute(inputs, params, output)
+        return self._backward(values, inputs, params, output)
+
+    def run_and_backward_keeping(
+        self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int, keep: Sequence[int]
+    ) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """:meth:`run_and_backward`, and the values of the nodes ``keep`` (node ids up to
+        ``output``) as the forward pass computed them, in ``keep``'s order: the trainer reads the
+        input of each ``batch_norm_train`` node to update its running statistics.
+
+        Raises:
+            SessionError: as :meth:`run`; a ``keep`` entry that is not a node id in
+                ``0..output``.
+            AutogradError: as :meth:`run_and_backward`.
+        """
+        self._check_call(inputs, params, output)
+        for node_id in keep:
+            if not is_builtin_or_numpy_int(node_id) or not 0 <= node_id <= output:
+                raise SessionError(
+                    f"typed graph: keep must hold node ids in 0..{output} (the output's), got {node_id!r}"
+                )
+        values = self._execute(inputs, params, output)
+        kept = []
+        for node_id in keep:
+            value = values[node_id]
+            assert value is not None
+            kept.append(value)
+        return self._backward(values, inputs, params, output), tuple(kept)
+
+    def _backward(
+        self, values: list[Tensor | None], inputs: Sequence[Tensor], params: Sequence[Tensor], output: int
+    ) -> Tensor:
+        """Backpropagate from ``values[output]`` as :meth:`run_and_backward` describes."""
         loss = values[output]
         assert loss is not None
         node = loss._node
@@ -433,6 +489,28 @@ class GraphProgram:
                 eps = payload.eps if isinstance(payload, LayerNormParams) else 1e-5
                 w, b = self._weights(node)
                 return [x, w, b], {"normalized_ndim": ndim - axis, "eps": float(eps)}
+            case BatchNormEval(channel_axis=axis) | BatchNormTrain(channel_axis=axis) if axis != 1:
+                raise SessionError(
+                    f"typed graph: node {node.id} ({kind.describe()}) is not executable: the batch_norm "
+                    f"kernel takes (N, C, *spatial) inputs (accepted: channel_axis 1, got {axis}); "
+                    "torchlean.ir.evaluate runs it"
+                )
+            case BatchNormTrain():
+                trained = self.payloads.get(node.id)
+                if not isinstance(trained, BatchNormTrainParams):
+                    raise SessionError(f"typed graph: batch_norm_train node {node.id} has no payload")
+                w, b = self._weights(node)
+                # as functional.batch_norm(x, weight, bias, training=True, eps=eps) passes them
+                return [x, w, b, _NO_OPERAND, _NO_OPERAND], {"training": True, "eps": float(trained.eps)}
+            case BatchNormEval():
+                running = self.payloads.get(node.id)
+                if not isinstance(running, BatchNormParams):
+                    raise SessionError(f"typed graph: batch_norm_eval node {node.id} has no payload")
+                w, b = self._weights(node)
+                mean_index, var_index = self.statistic_params.get(node.id, (None, None))
+                mean = _param_or_fixed(mean_index, running.mean)
+                var = _param_or_fixed(var_index, running.var)
+                return [x, w, b, mean, var], {"training": False, "eps": float(running.eps)}
             case Linear():
                 if not isinstance(self.payloads.get(node.id), LinearParams):
                     raise SessionError(f"typed graph: linear node {node.id} has no weight payload")
@@ -498,10 +576,11 @@ def _param_shapes(
     payloads: Payloads,
     param_nodes: Mapping[int, int],
     payload_params: Mapping[int, tuple[int | None, int | None]],
+    statistic_params: Mapping[int, tuple[int, int]],
 ) -> dict[int, tuple[int, ...]]:
     """The shape the graph was lowered with for each model parameter it reads: a ``const``
-    node's declared shape, or the shape of the payload array a conv/linear/layernorm parameter
-    replaces."""
+    node's declared shape, or the shape of the payload array a conv/linear/layernorm/batch norm
+    parameter (or a ``batch_norm_eval`` running statistic) replaces."""
     shapes: dict[int, tuple[int, ...]] = {}
     for node_id, index in param_nodes.items():
         shapes[index] = graph.nodes[node_id].out_shape
@@ -510,6 +589,12 @@ def _param_shapes(
         for param, name in zip(indices, ("weight", "bias"), strict=True):
             value = getattr(payload, name, None)
             if param is not None and value is not None:
+                shapes[param] = tuple(int(d) for d in np.shape(value))
+    for node_id, (mean, var) in statistic_params.items():
+        payload = payloads.get(node_id)
+        for param, name in ((mean, "mean"), (var, "var")):
+            value = getattr(payload, name, None)
+            if value is not None:
                 shapes[param] = tuple(int(d) for d in np.shape(value))
     return shapes
 

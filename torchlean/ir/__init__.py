@@ -18,6 +18,7 @@ from torchlean.ir.infer import check_shapes, infer_node_shape, infer_shapes
 from torchlean.ir.ops import ConvConfig, HardMask, OpKind, Shape, WindowConfig
 from torchlean.ir.payloads import (
     BatchNormParams,
+    BatchNormTrainParams,
     ConvParams,
     LayerNormParams,
     LinearParams,
@@ -27,6 +28,7 @@ from torchlean.ir.payloads import (
 
 __all__ = [
     "BatchNormParams",
+    "BatchNormTrainParams",
     "BuiltGraph",
     "ConvConfig",
     "ConvParams",

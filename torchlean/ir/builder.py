@@ -36,6 +36,7 @@ from torchlean.ir.ops import (
     Add,
     AvgPool,
     BatchNormEval,
+    BatchNormTrain,
     BernoulliMask,
     BroadcastTo,
     Concat,
@@ -88,6 +89,7 @@ from torchlean.ir.ops import (
 from torchlean.ir.payloads import (
     Array,
     BatchNormParams,
+    BatchNormTrainParams,
     ConvParams,
     LayerNormParams,
     LinearParams,
@@ -455,6 +457,35 @@ class GraphBuilder:
         ):
             raise IRError("batch_norm_eval: mean, var, weight and bias must be vectors of one length")
         node = self.node(BatchNormEval(channel_axis, channels), x)
+        self._payloads[node] = params
+        return node
+
+    def batch_norm_train(self, x: Ref, channel_axis: int, params: BatchNormTrainParams) -> int:
+        """``batch_norm_train channel_axis channels`` (torchlean extension): normalise with the
+        batch's statistics; ``params`` holds the affine weight and bias (``[channels]`` each, or
+        absent) and eps, the channel count is ``x``'s extent at ``channel_axis``.
+
+        Raises:
+            IRError: ``batch_norm_train: params must be a BatchNormTrainParams, got ...``;
+                ``batch_norm_train: weight [5] does not match the 4 channels at axis 1 of [2, 4]``;
+                an axis out of range for ``x`` (the shape checker's message). On failure nothing
+                is appended but the constant of a deferred parameter ``x`` (emitted before the
+                shape check, as for every op).
+        """
+        if not isinstance(params, BatchNormTrainParams):
+            raise IRError(f"batch_norm_train: params must be a BatchNormTrainParams, got {describe(params)}")
+        shape = self.shape(x)
+        axis = self._axis("batch_norm_train", x, channel_axis)
+        in_range = is_builtin_or_numpy_int(axis) and 0 <= axis < len(shape)
+        kind = BatchNormTrain(axis, shape[axis] if in_range else 0)
+        infer_node_shape(Node(len(self._nodes), (0,), kind, ()), [shape])  # the axis fits x
+        for name, a in (("weight", params.weight), ("bias", params.bias)):
+            if a is not None and np.shape(a) != (kind.channels,):
+                raise IRError(
+                    f"batch_norm_train: {name} {render_shape(np.shape(a))} does not match the "
+                    f"{kind.channels} channels at axis {axis} of {render_shape(shape)}"
+                )
+        node = self.node(kind, x)
         self._payloads[node] = params
         return node
 

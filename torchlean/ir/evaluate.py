@@ -4,9 +4,9 @@ Every node is computed by the same numpy **reference kernels** eager execution u
 (``torchlean.backend.providers.reference.kernels`` and ``.spatial``), so a graph evaluates to the
 bits the eager runtime computes on the ``reference`` provider. Layout adapters are pure views:
 pooling over ``[..., C, *spatial]`` folds the leading axes into the kernel's batch axis, a conv
-with ``channel_axis`` 0 gets a batch axis of 1, ``batch_norm_eval`` views its input as
-``[N, C, rest]``; an asymmetric conv padding is applied as explicit zeros before a convolution
-without padding.
+with ``channel_axis`` 0 gets a batch axis of 1, ``batch_norm_eval`` (and ``batch_norm_train``
+with a channel axis other than 1) views its input as ``[N, C, rest]``; an asymmetric conv padding
+is applied as explicit zeros before a convolution without padding.
 
 Randomness: ``rand_uniform seed`` and ``bernoulli_mask seed`` at node ``i`` draw with key
 ``keyOf(seed, i)`` (the node index, not the eager session's counter; anchor-runtime.md §1.6).
@@ -33,6 +33,7 @@ from torchlean.ir.ops import (
     Add,
     AvgPool,
     BatchNormEval,
+    BatchNormTrain,
     BernoulliMask,
     BroadcastTo,
     Concat,
@@ -77,7 +78,15 @@ from torchlean.ir.ops import (
     WindowConfig,
     render_shape,
 )
-from torchlean.ir.payloads import Array, BatchNormParams, ConvParams, LayerNormParams, LinearParams, Payloads
+from torchlean.ir.payloads import (
+    Array,
+    BatchNormParams,
+    BatchNormTrainParams,
+    ConvParams,
+    LayerNormParams,
+    LinearParams,
+    Payloads,
+)
 from torchlean.spec.masks import causal_mask
 
 __all__ = ["LOG_DOMAIN_MESSAGE", "evaluate"]
@@ -88,7 +97,7 @@ LOG_DOMAIN_MESSAGE = (
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _INPUT_DTYPES = (*_FLOATS, np.dtype(np.int64), np.dtype(np.bool_))
-_P = TypeVar("_P", LinearParams, ConvParams, BatchNormParams, LayerNormParams)
+_P = TypeVar("_P", LinearParams, ConvParams, BatchNormParams, BatchNormTrainParams, LayerNormParams)
 
 _UNARY = {
     Abs: kernels.abs,
@@ -128,10 +137,12 @@ def evaluate(
     them with its guard's message (below). ``payloads`` holds const values and layer parameters
     by node id (:mod:`torchlean.ir.payloads`): a numpy array at a ``const`` node,
     :class:`LinearParams` at ``linear``, :class:`ConvParams` at ``conv``, :class:`BatchNormParams`
-    at ``batch_norm_eval``, and at ``layernorm`` a :class:`LayerNormParams` or nothing (no affine,
-    eps 1e-5). ``dtype`` (float32 or float64) is the dtype of ``rand_uniform`` draws (a
-    ``bernoulli_mask`` takes its keep probability's dtype); another numpy dtype is refused by the
-    first ``rand_uniform`` node, and unused without one. The graph is shape-checked first.
+    at ``batch_norm_eval``, :class:`BatchNormTrainParams` at ``batch_norm_train`` (which
+    normalises with the batch's statistics and updates nothing), and at ``layernorm`` a
+    :class:`LayerNormParams` or nothing (no affine, eps 1e-5). ``dtype`` (float32 or float64) is
+    the dtype of ``rand_uniform`` draws (a ``bernoulli_mask`` takes its keep probability's dtype);
+    another numpy dtype is refused by the first ``rand_uniform`` node, and unused without one.
+    The graph is shape-checked first.
     ``log`` refuses values <= 0 or NaN (the typed-graph executor computes NaN/-inf there, as eager).
 
     Raises:
@@ -145,7 +156,7 @@ def evaluate(
             ``IR eval: missing input value for node i``; ``IR eval: input i: ...`` (dtype or
             shape); ``IR eval: missing const payload for node i``; ``IR eval: const i: flat
             length mismatch: have a, expected b``; ``IR eval: missing linear payload for node i``
-            (likewise conv, batch_norm_eval); ``IR eval: node i (<kind>): payload must be a
+            (likewise conv, batch_norm_eval, batch_norm_train); ``IR eval: node i (<kind>): payload must be a
             LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
             (``... a LayerNormParams or none`` at ``layernorm``, ``... a numpy array`` at
             ``const``); ``IR eval: payloads has keys that are not nodes taking a payload: [...]``
@@ -291,6 +302,13 @@ def _eval_layer(node: Node, x: Array, payloads: Payloads) -> Array:
             view = x.reshape((math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1 :])))
             out = spatial.batch_norm(view, bn.weight, bn.bias, bn.mean, bn.var, training=False, eps=bn.eps)
             return out.reshape(x.shape)
+        case BatchNormTrain(channel_axis=axis):
+            bt = _payload(payloads, node, BatchNormTrainParams, "batch_norm_train")
+            if axis == 1:  # the kernel's own layout, as eager execution runs it
+                return spatial.batch_norm(x, bt.weight, bt.bias, None, None, training=True, eps=bt.eps)
+            view = x.reshape((math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1 :])))
+            out = spatial.batch_norm(view, bt.weight, bt.bias, None, None, training=True, eps=bt.eps)
+            return out.reshape(x.shape)
         case LayerNorm(axis=axis):
             found = payloads.get(node.id)
             if found is not None and not isinstance(found, LayerNormParams):
@@ -325,7 +343,7 @@ def _stray_keys(mapping: Mapping[Any, object], ids: Sequence[int]) -> str:
     return "[" + ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray) + "]"
 
 
-_PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, LayerNorm)
+_PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, BatchNormTrain, LayerNorm)
 
 
 def _check_payload_keys(graph: Graph, payloads: object) -> None:

@@ -20,6 +20,7 @@ from torchlean.ir.ops import (
     Add,
     AvgPool,
     BatchNormEval,
+    BatchNormTrain,
     BernoulliMask,
     BroadcastTo,
     Concat,
@@ -262,10 +263,12 @@ def _infer_unary(kind: OpKind, s: Shape, declared: Shape) -> Shape:
             return conv_out_shape(config, s)
         case MaxPool(config=config) | AvgPool(config=config):
             return pool_out_shape(tag, config, s)
-        case BatchNormEval(channel_axis=axis, channels=channels):
+        case BatchNormEval(channel_axis=axis, channels=channels) | BatchNormTrain(
+            channel_axis=axis, channels=channels
+        ):
             _check_axis(tag, axis, s)
             if s[axis] != channels:
-                raise IRError(f"batch_norm_eval: expected {channels} channels at axis {axis}, got {_r(s)}")
+                raise IRError(f"{tag}: expected {channels} channels at axis {axis}, got {_r(s)}")
             return s
         case Softmax(axis=axis) | LogSoftmax(axis=axis):
             if not s and axis == 0:

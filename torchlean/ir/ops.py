@@ -14,10 +14,11 @@ store keyed by node id (:mod:`torchlean.ir.payloads`), so ``linear``, ``conv``, 
 have exactly one parent, the activation.
 
 torchlean extensions (``extension = True``; not in the original's IR, which has no IR source for
-these backend ops): ``gelu``, ``log_softmax(axis)``, ``scale(factor)`` and
-``scaled_dot_product_attention(mask, causal, scale)``. They let GELU, the trainer's cross entropy
-(``log_softmax``), constant scaling (``Ops.scale``, in a layer of your own) and attention layers lower
-to the IR with the same kernels eager execution uses.
+these backend ops): ``gelu``, ``log_softmax(axis)``, ``scale(factor)``,
+``scaled_dot_product_attention(mask, causal, scale)`` and ``batch_norm_train(channel_axis,
+channels)``. They let GELU, the trainer's cross entropy (``log_softmax``), constant scaling
+(``Ops.scale``, in a layer of your own), attention layers and training-mode batch norm (batch
+statistics) lower to the IR with the same kernels eager execution uses.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "Add",
     "AvgPool",
     "BatchNormEval",
+    "BatchNormTrain",
     "BernoulliMask",
     "BroadcastTo",
     "Concat",
@@ -736,6 +738,26 @@ class BatchNormEval(OpKind, tag="batch_norm_eval", arity=1, op=BackendOp.BATCH_N
     def __post_init__(self) -> None:
         _set(self, "channel_axis", _nat(self.channel_axis, "batch_norm_eval channel_axis"))
         _set(self, "channels", _nat(self.channels, "batch_norm_eval channels"))
+
+    def _args(self) -> tuple[str, ...]:
+        return (str(self.channel_axis), str(self.channels))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchNormTrain(OpKind, tag="batch_norm_train", arity=1, op=BackendOp.BATCH_NORM, extension=True):
+    """torchlean extension: training-mode batch normalisation over ``channel_axis`` with the
+    batch's statistics (mean and biased variance over every other axis, as
+    ``torch.nn.functional.batch_norm(..., training=True)``); the affine weight and bias and eps in
+    the payload (:class:`~torchlean.ir.payloads.BatchNormTrainParams`). The node computes the
+    output only: the running statistics' update is the caller's (the trainer runs it eagerly on
+    the node's input, as ``EagerOps.buffer_updates`` does)."""
+
+    channel_axis: int
+    channels: int
+
+    def __post_init__(self) -> None:
+        _set(self, "channel_axis", _nat(self.channel_axis, "batch_norm_train channel_axis"))
+        _set(self, "channels", _nat(self.channels, "batch_norm_train channels"))
 
     def _args(self) -> tuple[str, ...]:
         return (str(self.channel_axis), str(self.channels))

@@ -6,6 +6,7 @@
 * ``conv`` node → :class:`ConvParams` (W ``[out_channels, in_channels // groups, *kernel]``,
   b ``[out_channels]`` or None);
 * ``batch_norm_eval`` node → :class:`BatchNormParams` (running mean/var, optional affine, eps);
+* ``batch_norm_train`` node → :class:`BatchNormTrainParams` (optional affine, eps);
 * ``layernorm`` node → optional :class:`LayerNormParams` (absent: no affine, eps ``1e-5``).
 """
 
@@ -21,6 +22,7 @@ import numpy.typing as npt
 __all__ = [
     "Array",
     "BatchNormParams",
+    "BatchNormTrainParams",
     "ConvParams",
     "LayerNormParams",
     "LinearParams",
@@ -61,6 +63,16 @@ class BatchNormParams:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class BatchNormTrainParams:
+    """Affine parameters (each ``[channels]``, or absent) and epsilon of a ``batch_norm_train``
+    node; it normalises with the batch's statistics, so it holds no running statistics."""
+
+    weight: Array | None = None
+    bias: Array | None = None
+    eps: float = 1e-5
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class LayerNormParams:
     """Affine parameters (shape of the normalised suffix) and epsilon of a ``layernorm`` node."""
 
@@ -69,7 +81,9 @@ class LayerNormParams:
     eps: float = 1e-5
 
 
-Payload: TypeAlias = Array | LinearParams | ConvParams | BatchNormParams | LayerNormParams
+Payload: TypeAlias = (
+    Array | LinearParams | ConvParams | BatchNormParams | BatchNormTrainParams | LayerNormParams
+)
 Payloads: TypeAlias = Mapping[int, Payload]
 
 

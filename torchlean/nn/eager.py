@@ -163,10 +163,21 @@ class EagerOps:
         if not training:
             return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
         out = F.batch_norm(x, weight, bias, training=True, eps=eps)  # refuses n == 1 per channel
+        self.update_running_statistics(x, running_mean, running_var, momentum=momentum)
+        return out
+
+    def update_running_statistics(
+        self, x: Tensor, running_mean: Tensor, running_var: Tensor, *, momentum: float
+    ) -> None:
+        """Append the next values of ``running_mean`` and ``running_var`` ``(C,)`` after a
+        training-mode batch norm of ``x (N, C, *spatial)`` to :attr:`buffer_updates`, computed
+        without gradient as :meth:`batch_norm` describes (nothing for an empty batch). The
+        typed-graph trainer calls it on the graph's value of a ``batch_norm_train`` node's input,
+        after the step, so both execution modes run the same capsules on the same values."""
         axes = (0, *range(2, x.ndim))
         count = math.prod(x.shape[axis] for axis in axes)
         if count == 0:
-            return out
+            return
         with no_grad():
             first = F.slice(x, [0] * x.ndim, [1 if axis in axes else x.shape[axis] for axis in range(x.ndim)])
             shifted = F.sub(x, first)
@@ -181,7 +192,6 @@ class EagerOps:
                 self.buffer_updates.append(
                     (buffer, F.add(F.scale(current, 1.0 - momentum), F.scale(value, momentum)))
                 )
-        return out
 
     def _pending(self, buffer: Tensor) -> Tensor:
         """``buffer``'s latest value in :attr:`buffer_updates`, or the buffer itself."""

@@ -5,7 +5,24 @@ Running a layer's forward program with :class:`GraphOps` appends one IR node per
 ``const`` nodes at their first use, as the original lowers models (anchor-runtime.md §4.2), so
 ``linear 4 -> 8 -> relu -> linear 8 -> 1`` on a vector gives the 18-node graph of the seed
 chapter. :class:`Lowered` remembers which ``const`` and payload nodes hold which model
-parameter, so a typed-graph executor can feed the *current* parameter values each step.
+parameter (batch norm's running statistics included), so a typed-graph executor can feed the
+*current* parameter values each step.
+
+Two training-mode layers lower to graphs that need their caller:
+
+* dropout (``p > 0``) lowers to ``mul_elem(x, mask)`` (then ``scale(1 / (1 - p))`` when
+  ``p < 1``), as :func:`torchlean.functional.dropout` computes it, with ``mask`` an extra
+  ``input`` node (:class:`DropoutMask`): the caller draws each mask with the session's
+  ``bernoulli_mask`` in :attr:`Lowered.dropout_masks` order, which is the order eager execution
+  draws them in, so both consume the session's random counter alike. The IR's own
+  ``bernoulli_mask`` node keys its draw by node index (anchor-runtime.md §1.6), not by the
+  session counter, so it would not reproduce eager masks and is not used.
+* batch norm lowers to ``batch_norm_train`` (batch statistics; affine payload); the running
+  statistics' update is recorded as a :class:`RunningUpdate` (the node whose value is the batch
+  norm input, the buffers, the momentum), which the caller applies as
+  :meth:`~torchlean.nn.eager.EagerOps.update_running_statistics` does in eager execution. In
+  evaluation batch norm lowers to ``batch_norm_eval``, its running statistics recorded in
+  :attr:`Lowered.statistic_params` so they are fed from the model's current buffers.
 
 Layer programs treat axis 0 as the batch axis (``reshape``/``flatten`` keep it, ``mean_pool``
 reduces the axis after it, attention unpacks ``(batch, tokens, d_model)``), so
@@ -25,7 +42,7 @@ from torchlean._checks import is_int
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
-from torchlean.ir.payloads import LayerNormParams
+from torchlean.ir.payloads import BatchNormParams, BatchNormTrainParams, LayerNormParams
 from torchlean.nn.layers import (
     Activation,
     Dropout,
@@ -39,7 +56,15 @@ from torchlean.nn.layers import (
 )
 from torchlean.nn.model import Model
 
-__all__ = ["GraphOps", "Lowered", "LoweringTypeError", "lower_model", "unbatched_refusal"]
+__all__ = [
+    "DropoutMask",
+    "GraphOps",
+    "Lowered",
+    "LoweringTypeError",
+    "RunningUpdate",
+    "lower_model",
+    "unbatched_refusal",
+]
 
 
 class LoweringTypeError(IRError, TypeError):
@@ -49,13 +74,47 @@ class LoweringTypeError(IRError, TypeError):
 
 
 @dataclass(frozen=True, slots=True)
+class DropoutMask:
+    """A training-mode dropout's mask, an ``input`` node of the lowered graph.
+
+    ``node`` is the input node id, ``shape`` its shape (the dropout input's), ``keep_prob`` is
+    ``1 - p``. Its value is the 0/1 mask ``torchlean.functional.bernoulli_mask(shape, keep_prob,
+    dtype=...)`` draws in the session, in the model dtype (what eager dropout draws).
+    """
+
+    node: int
+    shape: tuple[int, ...]
+    keep_prob: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunningUpdate:
+    """A training-mode batch norm's running-statistics update, for the caller to apply.
+
+    ``node`` is the graph node whose value is the batch norm's input ``x``; ``running_mean`` and
+    ``running_var`` are the model parameter indices of the buffers; ``momentum`` the layer's.
+    The next values are ``(1 - momentum) * running + momentum * batch`` as
+    :meth:`~torchlean.nn.eager.EagerOps.update_running_statistics` computes them from ``x``.
+    """
+
+    node: int
+    running_mean: int
+    running_var: int
+    momentum: float
+
+
+@dataclass(frozen=True, slots=True)
 class Lowered:
     """A lowered model: the graph, its payloads and where each model parameter enters.
 
     ``param_nodes`` maps a ``const`` node id to the model parameter index it holds;
-    ``payload_params`` maps a payload-carrying node (conv, layernorm) to the indices of its
-    weight and bias parameters (``None`` for an absent bias). ``inputs`` are the input node ids
-    in creation order; ``output`` is the result node.
+    ``payload_params`` maps a payload-carrying node (linear, conv, layernorm, batch norm) to the
+    indices of its weight and bias parameters (``None`` for an absent one);
+    ``statistic_params`` maps a ``batch_norm_eval`` node to the indices of its running mean and
+    variance. ``inputs`` are the input node ids in creation order (the model input first, then
+    any dropout masks, in forward order); ``output`` is the result node. ``dropout_masks`` and
+    ``running_updates`` (training only) list, in forward order, the masks the caller feeds and
+    the batch norm updates it applies (module docstring).
     """
 
     built: BuiltGraph
@@ -63,6 +122,9 @@ class Lowered:
     output: int
     param_nodes: dict[int, int]
     payload_params: dict[int, tuple[int | None, int | None]]
+    statistic_params: dict[int, tuple[int, int]] = field(default_factory=dict)
+    dropout_masks: tuple[DropoutMask, ...] = ()
+    running_updates: tuple[RunningUpdate, ...] = ()
 
 
 @dataclass(slots=True)
@@ -73,7 +135,10 @@ class GraphOps:
     param_index: dict[int, int] = field(default_factory=dict)
     param_nodes: dict[int, int] = field(default_factory=dict)
     payload_params: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    statistic_params: dict[int, tuple[int, int]] = field(default_factory=dict)
     inputs: list[int] = field(default_factory=list)
+    dropout_masks: list[DropoutMask] = field(default_factory=list)
+    running_updates: list[RunningUpdate] = field(default_factory=list)
     fuse_linear: bool = False
     """Lower ``ops.linear`` to one IR ``linear`` node (the trainer's typed graph) instead of the
     original's matmul/transpose/broadcast/add form (``lower_model``, ``torchlean graph``)."""
@@ -122,7 +187,8 @@ class GraphOps:
     def lowered(self, output: Ref) -> Lowered:
         out = self._ref(output)
         return Lowered(self.builder.build(), tuple(self.inputs), out, dict(self.param_nodes),
-                       dict(self.payload_params))
+                       dict(self.payload_params), dict(self.statistic_params),
+                       tuple(self.dropout_masks), tuple(self.running_updates))
 
     # ------------------------------------------------------------------------------------ ops
 
@@ -279,11 +345,22 @@ class GraphOps:
         return self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding))
 
     def dropout(self, x: Ref, p: float) -> int:
-        """Refused: raises :class:`~torchlean.ir.errors.IRError` (dropout stays eager)."""
-        raise IRError(
-            "dropout is not lowered to the typed graph: its eager random schedule (session counter) "
-            "differs from the graph's (node index); train models with dropout in eager mode"
-        )
+        """Training-mode dropout (``0 < p <= 1``; the layer skips ``p == 0``) as
+        :func:`torchlean.functional.dropout` computes it: ``mul_elem(x, mask)``, then
+        ``scale(1 / (1 - p))`` when ``p < 1``, with ``mask`` a new ``input`` node of ``x``'s shape
+        recorded as a :class:`DropoutMask` (keep probability ``1 - p``) for the caller to feed.
+
+        Raises:
+            IRError: ``p`` outside ``[0, 1]`` (``dropout: p must satisfy 0 <= p <= 1, got 1.5``).
+        """
+        if not 0.0 <= p <= 1.0:
+            raise IRError(f"dropout: p must satisfy 0 <= p <= 1, got {p!r}")
+        node = self._ref(x)
+        shape = self.shape(node)
+        mask = self.input(shape)
+        self.dropout_masks.append(DropoutMask(mask, shape, 1.0 - p))
+        kept = self.builder.mul_elem(node, mask)
+        return kept if p == 1.0 else self.builder.scale(kept, 1.0 / (1.0 - p))
 
     def batch_norm(
         self,
@@ -297,12 +374,35 @@ class GraphOps:
         eps: float,
         momentum: float,
     ) -> int:
-        """Refused: raises :class:`~torchlean.ir.errors.IRError` (batch norm layers stay eager)."""
-        raise IRError(
-            "batch_norm layers are not lowered to the typed graph: training updates their running "
-            "statistics, which a typed-graph program does not return, and a lowered program would keep "
-            "stale copies of them for evaluation; train and predict models with batch norm in eager mode"
-        )
+        """Batch normalisation over axis 1 of ``x (N, C, *spatial)``. In training one
+        ``batch_norm_train`` node (batch statistics; payload: the affine ``weight`` and ``bias``
+        and ``eps``) and a :class:`RunningUpdate` of the running statistics for the caller; in
+        evaluation one ``batch_norm_eval`` node whose payload holds the running statistics too,
+        recorded in :attr:`statistic_params` so an executor feeds their current values.
+
+        Raises:
+            LoweringTypeError: ``weight``, ``bias``, ``running_mean`` or ``running_var`` is not a
+                model parameter (a computed node).
+        """
+        w = self._payload_param(weight, "batch_norm", "weight")
+        b = self._payload_param(bias, "batch_norm", "bias")
+        mean = self._payload_param(running_mean, "batch_norm", "running mean")
+        var = self._payload_param(running_var, "batch_norm", "running variance")
+        assert mean is not None and var is not None
+        mean_index, var_index = self.param_index[mean.key], self.param_index[var.key]
+        node_x = self._ref(x)
+        weight_value = None if w is None else w.value
+        bias_value = None if b is None else b.value
+        if training:
+            trained = BatchNormTrainParams(weight_value, bias_value, eps)
+            node = self.builder.batch_norm_train(node_x, 1, trained)
+            self.running_updates.append(RunningUpdate(node_x, mean_index, var_index, momentum))
+        else:
+            params = BatchNormParams(mean.value, var.value, weight_value, bias_value, eps)
+            node = self.builder.batch_norm_eval(node_x, 1, params)
+            self.statistic_params[node] = (mean_index, var_index)
+        self.payload_params[node] = (self._param_of(w), self._param_of(b))
+        return node
 
     def attention(self, q: Ref, k: Ref, v: Ref, mask: npt.NDArray[np.bool_] | None) -> int:
         return self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask)
@@ -314,7 +414,8 @@ def unbatched_refusal(layer: Layer) -> Layer | None:
 
     Accepted unbatched: ``linear`` (a vector is lowered as the original does, reshaped to
     ``[1, n]``; a higher-rank sample is a plain matmul over its last axis), the pointwise
-    activations, ``dropout`` (the identity in evaluation; training is refused anyway),
+    activations, ``dropout`` (the identity in evaluation; in training a mask of the sample's
+    shape),
     ``layer_norm`` (normalises the trailing axes), ``positional_embedding`` (adds a table of the
     sample's shape) and ``sequential``/``residual`` of these. Every other layer (``reshape``,
     ``flatten``, ``mean_pool``, convolutions, pooling, attention and custom layers) treats axis 0
@@ -407,7 +508,12 @@ def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = Fa
         ShapeError: any other ``input_shape``, naming it and the accepted shapes (e.g. an
             unbatched sample for a model with ``reshape``/``flatten``/``mean_pool``/conv/attention,
             or a batch of samples of another shape).
-        IRError: dropout with ``training=True``, or a layer the IR cannot express.
+        IRError: a layer the IR cannot express (an embedding).
+
+    With ``training=True`` a dropout's mask becomes an extra input node and a batch norm records
+    its running-statistics update (:attr:`Lowered.dropout_masks`, :attr:`Lowered.running_updates`;
+    the module docstring); evaluation lowers neither (dropout is the identity, batch norm reads the
+    running statistics).
     """
     if not isinstance(model, Model):
         raise LoweringTypeError(
