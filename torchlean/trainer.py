@@ -55,7 +55,7 @@ from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
 from torchlean.nn.layers import Layer, is_bool
-from torchlean.nn.lowering import DropoutMask, GraphOps, RunningUpdate
+from torchlean.nn.lowering import DropoutMask, EmbeddingIndex, GraphOps, RunningUpdate
 from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
 from torchlean.optim import (
@@ -574,6 +574,24 @@ class _GraphStep:
     output: int
     masks: tuple[DropoutMask, ...] = ()
     updates: tuple[RunningUpdate, ...] = ()
+    indices: tuple[EmbeddingIndex, ...] = ()
+
+    def inputs(self, xb: Inputs, target: Array | None, dtype: np.dtype[np.floating]) -> list[Tensor]:
+        """The program's inputs in node order: the minibatch, each embedding's int64 row index
+        (made from the ids as ``functional.embedding`` makes it), each dropout mask (drawn now by
+        the session's ``bernoulli_mask``, in forward order: eager's draws) and, when training, the
+        loss target."""
+        program = self.program
+        feeds: dict[int, Tensor] = {program.input_ids[0]: Tensor(xb)}
+        for index in self.indices:
+            flat = xb.astype(np.int64).reshape(-1)
+            rows = np.ascontiguousarray(np.broadcast_to(flat.reshape(-1, 1), (flat.size, index.dim)))
+            feeds[index.node] = Tensor(rows)
+        for mask in self.masks:
+            feeds[mask.node] = F.bernoulli_mask(mask.shape, mask.keep_prob, dtype=dtype)
+        if target is not None:
+            feeds[program.input_ids[-1]] = Tensor(target)
+        return [feeds[node] for node in program.input_ids]
 
 
 class Trainer(Generic[In, Out]):
@@ -886,7 +904,7 @@ class Trainer(Generic[In, Out]):
         if step is not None:
             self._graphs[key] = step  # most recently used last
         else:
-            ops = GraphOps(fuse_linear=True)
+            ops = GraphOps(fuse_linear=True, training=with_loss)
             x: Ref = ops.input(batch_shape)
             params: list[Ref] = list(ops.params(self.model))
             out = self.model.layer.forward(ops, params, x, training=with_loss)
@@ -908,7 +926,8 @@ class Trainer(Generic[In, Out]):
                 raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
-            step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates)
+            step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
+                              lowered.embedding_indices)
             if len(self._graphs) >= GRAPH_CACHE_SIZE:
                 del self._graphs[next(iter(self._graphs))]  # the least recently used
             self._graphs[key] = step
@@ -938,7 +957,7 @@ class Trainer(Generic[In, Out]):
         )
         if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)
-            if step.masks or step.updates:
+            if step.masks or step.updates or step.indices:
                 return self._graph_loss_with_masks_and_buffers(step, params, xb, target)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
         ops = EagerOps()
@@ -951,16 +970,15 @@ class Trainer(Generic[In, Out]):
     def _graph_loss_with_masks_and_buffers(
         self, step: _GraphStep, params: list[Tensor], xb: Inputs, target: Array
     ) -> tuple[Tensor, dict[int, Array]]:
-        """:meth:`_loss_and_gradients` for a typed graph with dropout masks or batch norm updates.
+        """:meth:`_loss_and_gradients` for a typed graph with dropout masks, batch norm updates or
+        embedding indices.
 
         The masks are drawn first, in forward order, by the session's ``bernoulli_mask`` (the
         capsule and session counters eager dropout uses, as nothing else in a step draws), then
         the program runs forward and backward; each batch norm's running statistics are then
         updated as eager execution updates them (:meth:`EagerOps.update_running_statistics`, in
         forward order) from the graph's value of the batch norm's input."""
-        dtype = self.model.dtype
-        masks = [F.bernoulli_mask(mask.shape, mask.keep_prob, dtype=dtype) for mask in step.masks]
-        inputs = [Tensor(xb), *masks, Tensor(target)]  # the lowering's input order
+        inputs = step.inputs(xb, target, self.model.dtype)
         keep = tuple(update.node for update in step.updates)
         loss, kept = step.program.run_and_backward_keeping(inputs, params, step.output, keep)
         ops = EagerOps()
@@ -1372,7 +1390,8 @@ class Trainer(Generic[In, Out]):
                 xb = xs[start : start + batch_size]
                 if self.config.execution is ExecutionMode.TYPED_GRAPH:
                     step = self._graph(tuple(xb.shape), with_loss=False)
-                    out = step.program.run([Tensor(xb)], params, step.output)
+                    feeds = step.inputs(xb, None, self.model.dtype) if step.indices else [Tensor(xb)]
+                    out = step.program.run(feeds, params, step.output)
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)
                     out = self.model.layer.forward(EagerOps(), params, x_t, training=False)

@@ -67,8 +67,9 @@ TABLE: list[tuple[ops.OpKind, str, tuple[int, int | None], BackendOp | None]] = 
         BackendOp.SCALED_DOT_PRODUCT_ATTENTION,
     ),
     (ops.BatchNormTrain(1, 4), "batch_norm_train", (1, 1), BackendOp.BATCH_NORM),
+    (ops.Gather(0), "gather", (2, 2), BackendOp.GATHER),
 ]
-EXTENSIONS = {"gelu", "log_softmax", "scale", "scaled_dot_product_attention", "batch_norm_train"}
+EXTENSIONS = {"gelu", "log_softmax", "scale", "scaled_dot_product_attention", "batch_norm_train", "gather"}
 
 
 @pytest.mark.parametrize(("kind", "tag", "arity", "op"), TABLE, ids=[row[1] for row in TABLE])
@@ -102,6 +103,7 @@ def test_table_covers_every_kind() -> None:
         (ops.RandUniform(7), "rand_uniform 7"),
         (ops.BatchNormEval(1, 16), "batch_norm_eval 1 16"),
         (ops.BatchNormTrain(1, 16), "batch_norm_train 1 16"),
+        (ops.Gather(1), "gather 1"),
         (ops.Softmax(2), "softmax 2"),
         (ops.Flatten((2, 3)), "flatten [2, 3]"),
         (ops.Concat(1), "concat 1"),

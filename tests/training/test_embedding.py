@@ -14,7 +14,6 @@ import torch
 import torchlean as tl
 from torchlean import nn, optim
 from torchlean.backend.errors import GuardError
-from torchlean.ir.errors import IRError
 from torchlean.nn import ShapeError
 from torchlean.tensor import TensorError
 from torchlean.trainer import RunConfig, Trainer, TrainerError
@@ -155,16 +154,21 @@ def test_trainer_refuses_ids_it_cannot_look_up_before_any_update():
         np.testing.assert_array_equal(value, before[name])
 
 
-def test_typed_graph_refuses_embedding_models():
-    config = RunConfig(execution="typed-graph")
-    trainer = Trainer(_classifier(), objective="cross-entropy", config=config, input_shape=(6,), seed=0)
-    before = trainer.model.state()
-    with pytest.raises(IRError, match="embedding layers are not lowered to the typed graph"):
-        trainer.fit(np.zeros((4, 6), dtype=np.int64), np.zeros(4, dtype=np.int64))
-    with pytest.raises(IRError, match="train and predict models with an embedding in eager mode"):
-        trainer.predict(np.zeros((1, 6), dtype=np.int64))
-    for name, value in trainer.model.state().items():
-        np.testing.assert_array_equal(value, before[name])
+def test_typed_graph_trains_embedding_models_as_eagerly():
+    """The lookup lowers to gather + reshape with an int64 row index input (more cases:
+    tests/training/test_typed_graph_dropout_bn.py)."""
+    ids = np.random.default_rng(4).integers(0, 9, size=(8, 6))
+    labels = np.arange(8) % 3
+    runs = []
+    for mode in ("eager", "typed-graph"):
+        trainer = Trainer(_classifier(), objective="cross-entropy", config=RunConfig(execution=mode),
+                          input_shape=(6,), seed=0)
+        runs.append((trainer, trainer.fit(ids, labels, epochs=2, batch_size=3)))
+    (eager, eager_losses), (graph, graph_losses) = runs
+    assert eager_losses == graph_losses
+    for name, value in eager.model.state().items():
+        np.testing.assert_array_equal(value, graph.model.state()[name])
+    np.testing.assert_array_equal(eager.predict(ids), graph.predict(ids))
 
 
 def test_own_loop_language_model_matches_torch_float64():

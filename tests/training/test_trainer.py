@@ -278,10 +278,11 @@ def test_run_config_accepts_labels():
 
 
 def test_typed_graph_label_really_selects_the_typed_graph():
-    """The label is not silently eager: the typed graph refuses an embedding and CUDA, eager does not."""
-    layer = nn.sequential(nn.embedding(5, 3), nn.flatten(), nn.linear(6, 1))
+    """The label is not silently eager: the typed graph refuses to train an embedding with a
+    padding_idx, and CUDA; eager does not."""
+    layer = nn.sequential(nn.embedding(5, 3, padding_idx=0), nn.flatten(), nn.linear(6, 1))
     x, y = np.array([[0, 1], [2, 4], [3, 3], [1, 0]]), np.ones(4)
-    with pytest.raises(IRError, match="embedding layers are not lowered to the typed graph"):
+    with pytest.raises(IRError, match="embedding with padding_idx=0 is not lowered for training"):
         Trainer(layer, config=RunConfig(execution="typed-graph"), input_shape=(2,)).fit(x, y)
     Trainer(layer, config=RunConfig(execution="eager"), input_shape=(2,)).fit(x, y)
     with pytest.raises(TrainerError) as caught:

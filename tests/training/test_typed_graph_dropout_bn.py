@@ -504,3 +504,107 @@ def test_the_graph_plan_report_shows_the_training_lowering() -> None:
     ]
     assert graph.nodes[8].kind.tag == "input"
     assert profile.accept_graph(graph).plan is not None
+
+
+# ------------------------------------------------------------------------------- embeddings
+
+EMBEDDING_MODELS: dict[str, tuple[LayerFn, int, int]] = {  # name -> (layer, tokens, vocabulary)
+    "bag_of_embeddings": (lambda: nn.sequential(nn.embedding(9, 4), nn.mean_pool(0), nn.linear(4, 3)), 5, 9),
+    "embedding_dropout_bn": (
+        lambda: nn.sequential(
+            nn.embedding(9, 4), nn.dropout(0.3), nn.flatten(), nn.linear(20, 6), nn.batch_norm1d(6),
+            nn.relu(), nn.linear(6, 3),
+        ),
+        5,
+        9,
+    ),
+    "language_model": (  # per-position cross-entropy over the vocabulary, as examples/char_lm.py
+        lambda: nn.sequential(
+            nn.embedding(9, 8), nn.positional_embedding(5, 8), nn.transformer_block(8, 2, mlp_hidden=16),
+            nn.linear(8, 9),
+        ),
+        5,
+        9,
+    ),
+}
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(EMBEDDING_MODELS))
+def test_embedding_models_train_and_predict_as_eagerly(name: str, dtype: str, profile: str) -> None:
+    layer, tokens, vocabulary = EMBEDDING_MODELS[name]
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, vocabulary, size=(11, tokens))
+    labels = rng.integers(0, vocabulary, size=(11, tokens)) if name == "language_model" else np.arange(11) % 3
+    trainers = [
+        Trainer(layer(), objective="cross-entropy", seed=2, input_shape=(tokens,),
+                config=RunConfig(optim.adamw(0.01), execution=mode, profile=profile, dtype=dtype))
+        for mode in ("eager", "typed-graph")
+    ]
+    losses = [t.fit(ids, labels, epochs=2, batch_size=4) for t in trainers]
+    assert losses[0] == losses[1]
+    _assert_same_state(*trainers)
+    assert np.array_equal(trainers[0].predict(ids, batch_size=3), trainers[1].predict(ids, batch_size=3))
+    assert trainers[0].evaluate(ids, labels) == trainers[1].evaluate(ids, labels)
+    names = {kernel.capsule.name.split(".")[1] for kernel in trainers[1].selected}
+    assert "gather" in names
+
+
+def test_embedding_lowering_gathers_by_an_index_input() -> None:
+    from torchlean.nn.lowering import EmbeddingIndex
+
+    model = nn.build(nn.sequential(nn.embedding(9, 4), nn.flatten()), input_shape=(5,), seed=0)
+    lowered = lower_model(model, (3, 5), training=True)
+    nodes = lowered.built.graph.nodes
+    assert [n.kind.describe() for n in nodes] == [
+        "input",
+        "input",
+        "const [9, 4]",
+        "gather 0",
+        "reshape [15, 4] [3, 5, 4]",
+        "reshape [3, 5, 4] [3, 20]",
+    ]
+    assert lowered.embedding_indices == (EmbeddingIndex(1, 0, 4),)
+    assert nodes[1].out_shape == (15, 4) and lowered.param_nodes == {2: 0}
+    ids = np.arange(15).reshape(3, 5) % 9
+    index = np.broadcast_to(ids.reshape(-1, 1), (15, 4)).astype(np.int64)
+    out = evaluate(lowered.built.graph, {0: ids, 1: index}, lowered.built.payloads)[lowered.output]
+    assert np.array_equal(out, model.parameters[0][ids].reshape(3, 20))  # the table's rows exactly
+
+
+def test_embedding_ids_computed_in_the_graph_are_refused() -> None:
+    class Shifted(Layer):
+        def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+            return (*input_shape, 2)
+
+        def param_specs(self):  # type: ignore[no-untyped-def]
+            return (ParamSpec("table", (4, 2), "normal", 1.0),)
+
+        def index_count(self):  # type: ignore[no-untyped-def]
+            return 4
+
+        def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+            return ops.embedding(ops.reshape(x, ops.shape(x)), params[0])
+
+    model = nn.build(Shifted(), input_shape=(3,), seed=0)
+    with pytest.raises(IRError, match=r"the ids must be an input of the graph .* got node 1 \(reshape"):
+        lower_model(model, (2, 3))
+
+
+def test_gather_node_shape_rule_and_executor() -> None:
+    builder = GraphBuilder()
+    x = builder.input((3, 4))
+    with pytest.raises(IRError, match=r"gather: index \[2, 5\] does not fit input \[3, 4\] along axis 0"):
+        builder.gather(x, builder.input((2, 5)), 0)
+    with pytest.raises(IRError, match=r"gather: axis 2 out of range for shape \[3, 4\]"):
+        builder.gather(x, builder.input((2, 4)), 2)
+    builder = GraphBuilder()
+    x = builder.input((3, 4))
+    out = builder.gather(x, builder.input((2, 4)), -2)
+    program = _program(builder)
+    values = np.arange(12.0).reshape(3, 4)
+    index = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])
+    with Session(profiles.get("checked_cpu")):
+        got = program.run([Tensor(values), Tensor(index)], [], out)
+    assert np.array_equal(got.numpy(), np.take_along_axis(values, index, axis=0))

@@ -49,6 +49,7 @@ from torchlean.ir.ops import (
     Const,
     Conv,
     Detach,
+    Gather,
     Input,
     LayerNorm,
     Linear,
@@ -109,7 +110,7 @@ _EXECUTABLE = _PLAIN | {
     for kind in (
         Input, Const, Detach, Reshape, Transpose, Permute, BroadcastTo, Scale, Softmax, LogSoftmax,
         ReduceSum, ReduceMean, Sum, LayerNorm, Linear, Conv, MaxPool, AvgPool, ScaledDotProductAttention,
-        BatchNormEval, BatchNormTrain,
+        BatchNormEval, BatchNormTrain, Gather,
     )
 }
 
@@ -480,6 +481,8 @@ class GraphProgram:
                 return [x], {"factor": float(factor)}
             case Softmax(axis=axis) | LogSoftmax(axis=axis):
                 return [x], {"axis": int(axis)}
+            case Gather(axis=axis):
+                return parents, {"axis": int(axis)}
             case ReduceSum(axis=axis) | ReduceMean(axis=axis):
                 return [x], {"axis": int(axis), "keepdims": False}
             case Sum():

@@ -47,6 +47,7 @@ from torchlean.ir.ops import (
     Detach,
     Exp,
     Flatten,
+    Gather,
     Gelu,
     HardMask,
     HardMaskedSoftmax,
@@ -322,6 +323,17 @@ class GraphBuilder:
 
     def sub(self, a: Ref, b: Ref) -> int:
         return self.node(Sub(), a, b)
+
+    def gather(self, x: Ref, index: Ref, axis: int) -> int:
+        """``gather axis`` (torchlean extension, ``torch.gather(x, axis, index)``): ``index`` is an
+        int64 node of ``x``'s rank (an ``input`` node: the IR computes no integers); negative
+        ``axis`` counted from the end of ``x``'s axes.
+
+        Raises:
+            IRError: an axis out of range, or an index of another rank or larger than ``x`` on an
+                axis other than ``axis`` (the shape checker's message).
+        """
+        return self.node(Gather(self._axis("gather", x, axis)), x, index)
 
     def mul_elem(self, a: Ref, b: Ref) -> int:
         return self.node(MulElem(), a, b)

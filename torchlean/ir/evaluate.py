@@ -43,6 +43,7 @@ from torchlean.ir.ops import (
     Detach,
     Exp,
     Flatten,
+    Gather,
     Gelu,
     HardMaskedSoftmax,
     Input,
@@ -247,6 +248,8 @@ def _eval_node(
             return kernels.reshape(args[0], shape=(args[0].size,))
         case Concat(axis=axis):
             return kernels.concat(*args, axis=axis)
+        case Gather(axis=axis):
+            return kernels.gather(args[0], args[1], axis=axis)
         case ReduceSum(axis=axis):
             return kernels.reduce_sum(args[0], axis=axis)
         case ReduceMean(axis=axis):

@@ -31,6 +31,7 @@ from torchlean.ir.ops import (
     Detach,
     Exp,
     Flatten,
+    Gather,
     Gelu,
     HardMask,
     HardMaskedSoftmax,
@@ -335,9 +336,23 @@ def infer_node_shape(node: Node, parent_shapes: Sequence[Shape]) -> Shape:
             return matmul_out_shape(shapes[0], shapes[1])
         case Concat(axis=axis):
             return _concat_shape(axis, shapes)
+        case Gather(axis=axis):
+            return _gather_shape(axis, shapes[0], shapes[1])
         case ScaledDotProductAttention():
             return _attention_shape(kind, shapes[0], shapes[1], shapes[2])
     return _infer_unary(kind, shapes[0], node.out_shape)
+
+
+def _gather_shape(axis: int, x: Shape, index: Shape) -> Shape:
+    """``torch.gather``'s rule: the index has x's rank and extents at most x's on every axis but
+    ``axis``; the output is the index's shape."""
+    _check_axis("gather", axis, x)
+    if len(index) != len(x) or any(i > d for a, (i, d) in enumerate(zip(index, x, strict=True)) if a != axis):
+        raise IRError(
+            f"gather: index {_r(index)} does not fit input {_r(x)} along axis {axis} (accepted: the "
+            "input's rank, extents at most the input's on every other axis)"
+        )
+    return index
 
 
 def _concat_shape(axis: int, shapes: list[Shape]) -> Shape:

@@ -15,10 +15,11 @@ have exactly one parent, the activation.
 
 torchlean extensions (``extension = True``; not in the original's IR, which has no IR source for
 these backend ops): ``gelu``, ``log_softmax(axis)``, ``scale(factor)``,
-``scaled_dot_product_attention(mask, causal, scale)`` and ``batch_norm_train(channel_axis,
-channels)``. They let GELU, the trainer's cross entropy (``log_softmax``), constant scaling
-(``Ops.scale``, in a layer of your own), attention layers and training-mode batch norm (batch
-statistics) lower to the IR with the same kernels eager execution uses.
+``scaled_dot_product_attention(mask, causal, scale)``, ``batch_norm_train(channel_axis,
+channels)`` and ``gather(axis)``. They let GELU, the trainer's cross entropy (``log_softmax``),
+constant scaling (``Ops.scale``, in a layer of your own), attention layers, training-mode batch
+norm (batch statistics) and embedding lookups (``gather`` of table rows by an int64 index input)
+lower to the IR with the same kernels eager execution uses.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "Detach",
     "Exp",
     "Flatten",
+    "Gather",
     "Gelu",
     "HardMask",
     "HardMaskedSoftmax",
@@ -518,6 +520,21 @@ class Concat(OpKind, tag="concat", arity=(2, None), op=BackendOp.CONCAT):
 
     def __post_init__(self) -> None:
         _set(self, "axis", _nat(self.axis, "concat axis"))
+
+    def _args(self) -> tuple[str, ...]:
+        return (str(self.axis),)
+
+
+@dataclass(frozen=True, slots=True)
+class Gather(OpKind, tag="gather", arity=2, op=BackendOp.GATHER, extension=True):
+    """torchlean extension: ``torch.gather(x, axis, index)``; parents ``x`` and ``index`` (int64,
+    of x's rank, extents at most x's on every axis but ``axis``); the output has the index's
+    shape: ``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``."""
+
+    axis: int
+
+    def __post_init__(self) -> None:
+        _set(self, "axis", _nat(self.axis, "gather axis"))
 
     def _args(self) -> tuple[str, ...]:
         return (str(self.axis),)

@@ -17,6 +17,11 @@ Two training-mode layers lower to graphs that need their caller:
   draws them in, so both consume the session's random counter alike. The IR's own
   ``bernoulli_mask`` node keys its draw by node index (anchor-runtime.md §1.6), not by the
   session counter, so it would not reproduce eager masks and is not used.
+* an embedding (the model's first layer, which receives int64 ids) lowers to ``gather 0`` of the
+  table by an int64 ``(ids, dim)`` index, then ``reshape`` to ``(*ids.shape, dim)``, as
+  :func:`torchlean.functional.embedding` computes it; the index is an extra ``input`` node
+  (:class:`EmbeddingIndex`) the caller makes from the ids (the IR computes no integers). A
+  ``padding_idx`` in training is refused: eager's op sequence then depends on the ids.
 * batch norm lowers to ``batch_norm_train`` (batch statistics; affine payload); the running
   statistics' update is recorded as a :class:`RunningUpdate` (the node whose value is the batch
   norm input, the buffers, the momentum), which the caller applies as
@@ -32,6 +37,7 @@ computes the same values either way (:func:`unbatched_refusal`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -58,6 +64,7 @@ from torchlean.nn.model import Model
 
 __all__ = [
     "DropoutMask",
+    "EmbeddingIndex",
     "GraphOps",
     "Lowered",
     "LoweringTypeError",
@@ -88,6 +95,22 @@ class DropoutMask:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingIndex:
+    """An embedding lookup's row index, an ``input`` node of the lowered graph.
+
+    ``node`` is the int64 input node ``(n, dim)``; ``ids`` the input node holding the ids (the
+    model input), ``n`` their count and ``dim`` the table's row length. Its value is the ids
+    flattened, one per row, repeated across ``dim`` columns:
+    ``np.broadcast_to(ids.reshape(-1, 1), (n, dim))`` as int64 (the index eager ``embedding``
+    gathers with).
+    """
+
+    node: int
+    ids: int
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunningUpdate:
     """A training-mode batch norm's running-statistics update, for the caller to apply.
 
@@ -114,7 +137,8 @@ class Lowered:
     variance. ``inputs`` are the input node ids in creation order (the model input first, then
     any dropout masks, in forward order); ``output`` is the result node. ``dropout_masks`` and
     ``running_updates`` (training only) list, in forward order, the masks the caller feeds and
-    the batch norm updates it applies (module docstring).
+    the batch norm updates it applies; ``embedding_indices`` the int64 index inputs of embedding
+    lookups (module docstring).
     """
 
     built: BuiltGraph
@@ -125,6 +149,7 @@ class Lowered:
     statistic_params: dict[int, tuple[int, int]] = field(default_factory=dict)
     dropout_masks: tuple[DropoutMask, ...] = ()
     running_updates: tuple[RunningUpdate, ...] = ()
+    embedding_indices: tuple[EmbeddingIndex, ...] = ()
 
 
 @dataclass(slots=True)
@@ -139,9 +164,13 @@ class GraphOps:
     inputs: list[int] = field(default_factory=list)
     dropout_masks: list[DropoutMask] = field(default_factory=list)
     running_updates: list[RunningUpdate] = field(default_factory=list)
+    embedding_indices: list[EmbeddingIndex] = field(default_factory=list)
     fuse_linear: bool = False
     """Lower ``ops.linear`` to one IR ``linear`` node (the trainer's typed graph) instead of the
     original's matmul/transpose/broadcast/add form (``lower_model``, ``torchlean graph``)."""
+    training: bool = False
+    """The program is lowered for a training step, whose gradients the tape records (an embedding
+    with a ``padding_idx`` is then refused)."""
 
     # ------------------------------------------------------------------------------- sources
 
@@ -188,7 +217,8 @@ class GraphOps:
         out = self._ref(output)
         return Lowered(self.builder.build(), tuple(self.inputs), out, dict(self.param_nodes),
                        dict(self.payload_params), dict(self.statistic_params),
-                       tuple(self.dropout_masks), tuple(self.running_updates))
+                       tuple(self.dropout_masks), tuple(self.running_updates),
+                       tuple(self.embedding_indices))
 
     # ------------------------------------------------------------------------------------ ops
 
@@ -261,12 +291,39 @@ class GraphOps:
         return self.builder.softplus(self._ref(x))
 
     def embedding(self, ids: Ref, weight: Ref, padding_idx: int | None = None) -> int:
-        """Refused: raises :class:`~torchlean.ir.errors.IRError` (the IR has no gather, and its
-        inputs are real-valued)."""
-        raise IRError(
-            "embedding layers are not lowered to the typed graph: it has no gather op and takes "
-            "real-valued inputs only; train and predict models with an embedding in eager mode"
-        )
+        """Rows of the ``(V, D)`` table ``weight`` (a model parameter) picked by the ids, an
+        ``input`` node of the graph (the model's input): ``gather 0`` of the table by a new int64
+        index input ``(n, D)`` (:class:`EmbeddingIndex`), then ``reshape`` to ``(*ids, D)``, the
+        ops :func:`torchlean.functional.embedding` records. A ``padding_idx`` is accepted in
+        evaluation (eager's lookup is then the same) and refused in training.
+
+        Raises:
+            IRError: ``ids`` is not an input node (ids computed in the graph: the IR computes no
+                integers); a ``padding_idx`` when :attr:`training`.
+            LoweringTypeError: ``weight`` is not a model parameter.
+        """
+        table = self._payload_param(weight, "embedding", "table")
+        assert table is not None
+        node_ids = self._ref(ids)
+        if node_ids not in self.inputs:
+            raise IRError(
+                f"embedding: the ids must be an input of the graph (the model's input, int64 ids), got "
+                f"node {node_ids} ({self.builder.build().graph.nodes[node_ids].kind.describe()}); the IR "
+                "computes no integers"
+            )
+        if padding_idx is not None and self.training:
+            raise IRError(
+                f"embedding with padding_idx={padding_idx} is not lowered for training: eager's lookup "
+                "then depends on whether the ids hold the padding row (its gradient is cut there); "
+                "train it in eager mode (prediction and evaluation lower it)"
+            )
+        shape = self.shape(node_ids)
+        dim = table.shape[1]
+        count = math.prod(shape)
+        index = self.input((count, dim))
+        self.embedding_indices.append(EmbeddingIndex(index, node_ids, dim))
+        rows = self.builder.gather(self._ref(table), index, 0)
+        return self.builder.reshape(rows, (*shape, dim))
 
     def softmax(self, x: Ref, axis: int) -> int:
         return self.builder.softmax(self._ref(x), axis)
@@ -508,12 +565,14 @@ def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = Fa
         ShapeError: any other ``input_shape``, naming it and the accepted shapes (e.g. an
             unbatched sample for a model with ``reshape``/``flatten``/``mean_pool``/conv/attention,
             or a batch of samples of another shape).
-        IRError: a layer the IR cannot express (an embedding).
+        IRError: with ``training=True``, an embedding with a ``padding_idx``; a layer program the
+            IR cannot express (ids computed in the graph).
 
     With ``training=True`` a dropout's mask becomes an extra input node and a batch norm records
     its running-statistics update (:attr:`Lowered.dropout_masks`, :attr:`Lowered.running_updates`;
     the module docstring); evaluation lowers neither (dropout is the identity, batch norm reads the
-    running statistics).
+    running statistics). An embedding's row index is an int64 input node in either mode
+    (:attr:`Lowered.embedding_indices`).
     """
     if not isinstance(model, Model):
         raise LoweringTypeError(
@@ -521,7 +580,7 @@ def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = Fa
             f"{type(model).__name__} {model!r}"
         )
     shape = _checked_input_shape(model, input_shape)
-    ops = GraphOps()
+    ops = GraphOps(training=training)
     x: Ref = ops.input(shape)
     params: list[Ref] = list(ops.params(model))
     out = model.layer.forward(ops, params, x, training=training)
