@@ -1029,8 +1029,8 @@ class Trainer(Generic[In, Out]):
                 sees one value per channel (as :meth:`fit`); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph execution of a model with a layer the IR cannot express (an
-                embedding), before any update.
+            IRError: typed-graph training of an embedding with a ``padding_idx`` (eager's lookup
+                then depends on the ids), before any update.
         """
         self._require_parameters()
         self.open()
@@ -1161,8 +1161,8 @@ class Trainer(Generic[In, Out]):
                 updates stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: as :meth:`step` (typed-graph training of a model with a layer the IR cannot
-                express).
+            IRError: as :meth:`step` (typed-graph training of an embedding with a
+                ``padding_idx``).
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
@@ -1371,8 +1371,7 @@ class Trainer(Generic[In, Out]):
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph execution of a model with a layer the IR cannot express (an
-                embedding).
+            IRError: a layer the typed graph cannot lower (a custom layer whose ops the IR lacks).
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
         session = self.open()
