@@ -46,10 +46,10 @@ import importlib
 import importlib.util
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -79,6 +79,8 @@ __all__ = [
     "no_handler_message",
     "select_linked",
 ]
+
+R = TypeVar("R")
 
 HANDLER_MODULES: tuple[str, ...] = (
     "torchlean.backend.providers.reference.handlers",
@@ -485,20 +487,10 @@ def _timed_forward(
     params: Mapping[str, Any],
     profiles: tuple[profiler.KernelProfile, ...],
 ) -> Array:
-    """``bound.executable.run(arrays, params)``, its time added to each open profile (a ``cuda``
-    capsule's device synchronised before and after)."""
+    """``bound.executable.run(arrays, params)``, its time added to each open profile."""
     capsule = bound.accepted.capsule
-    sync = profiler.synchronizer(capsule)
-    if sync is not None:
-        sync()
-    started = time.perf_counter()
-    out: Array = bound.executable.run(arrays, params)
-    if sync is not None:
-        sync()
-    seconds = time.perf_counter() - started
-    for profile in profiles:
-        profile.add(capsule, seconds, vjp=False)
-    return out
+    return _timed(lambda: bound.executable.run(arrays, params), capsule, profiler.synchronizer(capsule),
+                  profiles, vjp=False)
 
 
 def _timed_rule(
@@ -509,21 +501,34 @@ def _timed_rule(
     sync = profiler.synchronizer(capsule)
 
     def timed(g: Array, ins: tuple[Array | None, ...], o: Array) -> Sequence[Array | None]:
-        still_open = [profile for profile in profiles if profile.is_open]
+        still_open = tuple(profile for profile in profiles if profile.is_open)
         if not still_open:
             return rule(g, ins, o)
-        if sync is not None:
-            sync()
-        started = time.perf_counter()
-        grads = rule(g, ins, o)
-        if sync is not None:
-            sync()
-        seconds = time.perf_counter() - started
-        for profile in still_open:
-            profile.add(capsule, seconds, vjp=True)
-        return grads
+        return _timed(lambda: rule(g, ins, o), capsule, sync, still_open, vjp=True)
 
     return timed
+
+
+def _timed(
+    call: Callable[[], R],
+    capsule: KernelCapsule,
+    sync: Callable[[], None] | None,
+    profiles: tuple[profiler.KernelProfile, ...],
+    *,
+    vjp: bool,
+) -> R:
+    """``call()``, its wall time (``sync``, a device synchronisation, before and after) added to
+    each of ``profiles`` as a forward kernel or a VJP of ``capsule``; nothing when it raises."""
+    if sync is not None:
+        sync()
+    started = time.perf_counter()
+    result = call()
+    if sync is not None:
+        sync()
+    seconds = time.perf_counter() - started
+    for profile in profiles:
+        profile.add(capsule, seconds, vjp=vjp)
+    return result
 
 
 def _require_backward(op: BackendOp, capsule: KernelCapsule, linked: LinkedKernel) -> None:
