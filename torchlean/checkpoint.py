@@ -14,8 +14,13 @@ Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``form
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
 a ``training`` metadata object (``epochs_done``, ``epochs``, ``settings``) and one
-``optimizer/<key>`` array per entry of the optimizer's ``state_dict()``. Version 1 files (no
-training state) are still read.
+``optimizer/<key>`` array per entry of the optimizer's ``state_dict()``. Version 3 (written since
+``--resume`` continues runs with a validation part) adds two flags to that object,
+``validation`` and ``last_weights``: with the first, the entries ``validation/losses`` and
+``validation/metrics`` (float64 ``[epochs_done]``: each epoch's validation loss and metric); with
+the second, one ``last_weights/<parameter name>`` array per parameter, in the model dtype (the
+last epoch's weights, when ``weights`` are another epoch's). Versions 1 (no training state) and 2
+(no validation history) are still read, and written back as they are.
 """
 
 from __future__ import annotations
@@ -46,15 +51,19 @@ __all__ = [
     "TrainingState", "load", "profile_name", "save",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The checkpoint format this version of torchlean writes (by default)."""
 
-SUPPORTED_VERSIONS = (1, 2)
-"""The checkpoint formats this version of torchlean reads: 1 (no training state) and 2."""
+SUPPORTED_VERSIONS = (1, 2, 3)
+"""The checkpoint formats this version of torchlean reads: 1 (no training state), 2 (a training
+state without validation history) and 3."""
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
 _OPTIMIZER = "optimizer/"
+_LAST_WEIGHTS = "last_weights/"
+_VAL_LOSSES = "validation/losses"
+_VAL_METRICS = "validation/metrics"
 _ARCHIVE_ERRORS = (
     OSError,
     ValueError,
@@ -124,6 +133,16 @@ class TrainingState:
     command-line texts and a digest of its data), stored as a read-only mapping. numpy integers
     are taken as ``int`` (bools refused).
 
+    A run with a validation part also keeps its history (version 3): ``val_losses`` and
+    ``val_metrics`` (each epoch's validation loss and metric, the first epoch first, one per epoch
+    done: float sequences or float arrays, stored as tuples of ``float``; NaN and infinities
+    kept; ``torchlean train`` records ``val_accuracy`` or, for regression, ``val_mse`` as the
+    metric), both ``None`` without one; and ``last_weights``, the last epoch's weights when the
+    checkpoint's ``weights`` are another epoch's (Keras' ``restore_best_weights`` put the best
+    epoch's there, for ``predict``; training goes on from the last), else ``None``: names to
+    float arrays, stored as a read-only mapping of read-only copies, checked against the model
+    by :class:`Checkpoint`.
+
     Raises:
         CheckpointError: a field outside what is stated above, naming it.
     """
@@ -132,6 +151,9 @@ class TrainingState:
     epochs: int
     optimizer: Mapping[str, Array]
     settings: Mapping[str, str | bool | None]
+    val_losses: tuple[float, ...] | None = None
+    val_metrics: tuple[float, ...] | None = None
+    last_weights: Mapping[str, Array] | None = None
 
     def __post_init__(self) -> None:
         for name in ("epochs_done", "epochs"):
@@ -173,6 +195,34 @@ class TrainingState:
                     f"training settings must map names to str, bool or None, got {key!r}: {setting!r}"
                 )
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        if (self.val_losses is None) != (self.val_metrics is None):
+            raise CheckpointError(
+                "training val_losses and val_metrics must be given together (a validation history) or "
+                f"both be None, got {'None' if self.val_losses is None else 'losses'} and "
+                f"{'None' if self.val_metrics is None else 'metrics'}"
+            )
+        for name in ("val_losses", "val_metrics"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _history(getattr(self, name), name, self.epochs_done))
+        if self.last_weights is not None:
+            if not isinstance(self.last_weights, Mapping):
+                raise CheckpointError(
+                    f"training last_weights must be a mapping of names to arrays or None, got "
+                    f"{type(self.last_weights).__name__}"
+                )
+            for key, value in self.last_weights.items():
+                if not isinstance(key, str) or not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+                    shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+                    raise CheckpointError(
+                        f"training last_weights must map names to float arrays, got {key!r}: {shown}"
+                    )
+            last = {key: _read_only(value) for key, value in self.last_weights.items()}
+            object.__setattr__(self, "last_weights", MappingProxyType(last))
+
+    @property
+    def has_validation(self) -> bool:
+        """Whether the state holds a validation history or last weights (format version 3)."""
+        return self.val_losses is not None or self.last_weights is not None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -197,7 +247,7 @@ class Checkpoint:
     array of the model's parameter shape, in ``dtype``: exactly the model's parameters);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
-    holds no training state).
+    holds no training state; 2, one without validation history or last weights).
 
     The arrays are stored as read-only copies (``weights`` as a read-only mapping). The values the
     rest of the API hands out are taken in the stored spelling: numpy integers as ``int`` (bools
@@ -208,9 +258,11 @@ class Checkpoint:
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
-            checkpoint version 3 (supported: 1, 2)``; a missing, unexpected or mis-shaped weight, or
-            one that is not an array of ``dtype``; a ``training`` that is not a
-            :class:`TrainingState` or ``None``, or one with ``version`` 1).
+            checkpoint version 4 (supported: 1, 2, 3)``; a missing, unexpected or mis-shaped weight, or
+            one that is not an array of ``dtype``, and the same for the training state's
+            ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, one
+            with ``version`` 1, or one with a validation history or last weights with ``version``
+            2).
     """
 
     model: str
@@ -243,6 +295,11 @@ class Checkpoint:
                 )
             if self.version == 1:
                 raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
+            if self.version == 2 and self.training.has_validation:
+                raise CheckpointError(
+                    "a version 2 checkpoint holds no validation history or last weights in its training "
+                    "state (version 3 does)"
+                )
         self._coerce()
         if self.model not in MODELS:
             raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
@@ -273,7 +330,9 @@ class Checkpoint:
         if not bool(np.all(self.feature_scale > 0)):
             j = int(np.argmin(self.feature_scale > 0))
             raise CheckpointError(f"feature_scale[{j}] must be > 0, got {float(self.feature_scale[j])}")
-        object.__setattr__(self, "weights", self._checked_weights())
+        object.__setattr__(self, "weights", self._checked_weights(self.weights, "weight"))
+        if self.training is not None and self.training.last_weights is not None:
+            self._checked_weights(self.training.last_weights, "last_weights entry")  # checked, kept as given
 
     def _coerce(self) -> None:
         """Store the API's other spellings of a field as this record's (see the class docstring);
@@ -328,12 +387,13 @@ class Checkpoint:
         else:
             raise CheckpointError(f"unknown task {self.task!r} (known: classification | regression)")
 
-    def _checked_weights(self) -> Mapping[str, Array]:
-        """``weights`` as read-only copies, in the model's parameter order, after checking that
-        they are exactly the model's parameters (names, shapes, ``dtype``)."""
-        if not isinstance(self.weights, Mapping):
+    def _checked_weights(self, weights: object, what: str) -> Mapping[str, Array]:
+        """``weights`` (the ``weights`` field, or the training state's ``last_weights``: ``what``
+        names one of them in messages) as read-only copies, in the model's parameter order, after
+        checking that they are exactly the model's parameters (names, shapes, ``dtype``)."""
+        if not isinstance(weights, Mapping):
             raise CheckpointError(
-                f"weights must be a mapping of names to arrays, got {type(self.weights).__name__}"
+                f"weights must be a mapping of names to arrays, got {type(weights).__name__}"
             )
         try:
             layer, _ = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
@@ -341,25 +401,26 @@ class Checkpoint:
             raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
         specs = layer.param_specs()
         names = [spec.name for spec in specs]
-        missing = [name for name in names if name not in self.weights]
-        extra = [name for name in self.weights if name not in names]
+        missing = [name for name in names if name not in weights]
+        extra = [name for name in weights if name not in names]
         if missing or extra:
+            which = "weights" if what == "weight" else "training last_weights"
             raise CheckpointError(
-                f"the weights do not match model {self.model} (features {self.features}, outputs "
+                f"the {which} do not match model {self.model} (features {self.features}, outputs "
                 f"{self.outputs}, hidden {self.hidden}): missing {missing}, unexpected {extra}"
             )
         checked: dict[str, Array] = {}
         for spec in specs:
-            value = self.weights[spec.name]
+            value = weights[spec.name]
             if not isinstance(value, np.ndarray):
                 raise CheckpointError(
-                    f"weight {spec.name} is a {type(value).__name__}, expected a numpy array of {self.dtype}"
+                    f"{what} {spec.name} is a {type(value).__name__}, expected a numpy array of {self.dtype}"
                 )
             if value.dtype != np.dtype(self.dtype):
-                raise CheckpointError(f"weight {spec.name} has dtype {value.dtype}, expected {self.dtype}")
+                raise CheckpointError(f"{what} {spec.name} has dtype {value.dtype}, expected {self.dtype}")
             if value.shape != tuple(spec.shape):
                 raise CheckpointError(
-                    f"weight {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
+                    f"{what} {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
                 )
             checked[spec.name] = _read_only(value)
         return MappingProxyType(checked)
@@ -460,6 +521,33 @@ def _check_version(version: object) -> int:
     return version
 
 
+def _history(values: object, name: str, epochs_done: int) -> tuple[float, ...]:
+    """A validation history as a tuple of ``float``, one per epoch done.
+
+    Raises:
+        CheckpointError: not a sequence or 1-d array of floats (bools, ints and strings
+            refused), or not ``epochs_done`` long.
+    """
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1 or values.dtype.kind != "f":
+            raise CheckpointError(
+                f"training {name} must be a 1-d float array, got dtype {values.dtype}, shape "
+                f"{list(values.shape)}"
+            )
+        found = tuple(float(v) for v in values)
+    elif isinstance(values, list | tuple) and all(isinstance(v, float | np.floating) for v in values):
+        found = tuple(float(v) for v in values)
+    else:
+        raise CheckpointError(
+            f"training {name} must be a sequence of floats (one per epoch done), got {values!r}"
+        )
+    if len(found) != epochs_done:
+        raise CheckpointError(
+            f"training {name} must hold one value per epoch done ({epochs_done}), got {len(found)}"
+        )
+    return found
+
+
 def _strings(values: object) -> bool:
     return isinstance(values, tuple) and all(isinstance(v, str) for v in values)
 
@@ -545,11 +633,15 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     }
     training = checkpoint.training
     if training is not None:
-        metadata["training"] = {
+        state: dict[str, object] = {
             "epochs_done": training.epochs_done,
             "epochs": training.epochs,
             "settings": dict(training.settings),
         }
+        if checkpoint.version >= 3:
+            state["validation"] = training.val_losses is not None
+            state["last_weights"] = training.last_weights is not None
+        metadata["training"] = state
     # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
     arrays: dict[str, Any] = {
         "metadata": np.array(json.dumps(metadata)),
@@ -561,6 +653,11 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     arrays.update({_WEIGHTS + name: value for name, value in checkpoint.weights.items()})
     if training is not None:
         arrays.update({_OPTIMIZER + name: value for name, value in training.optimizer.items()})
+        if training.val_losses is not None and training.val_metrics is not None:
+            arrays[_VAL_LOSSES] = np.array(training.val_losses, dtype=np.float64)
+            arrays[_VAL_METRICS] = np.array(training.val_metrics, dtype=np.float64)
+        if training.last_weights is not None:
+            arrays.update({_LAST_WEIGHTS + name: value for name, value in training.last_weights.items()})
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
     temporary: Path | None = None
@@ -585,8 +682,9 @@ _V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
-_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training")}
-_TRAINING_FIELDS = ("epochs_done", "epochs", "settings")
+_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training"), 3: (*_V1_FIELDS, "training")}
+_V2_TRAINING_FIELDS = ("epochs_done", "epochs", "settings")
+_TRAINING_FIELDS = {2: _V2_TRAINING_FIELDS, 3: (*_V2_TRAINING_FIELDS, "validation", "last_weights")}
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
@@ -706,7 +804,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         optimizer = {
             name[len(_OPTIMIZER) :]: arrays.pop(name) for name in list(arrays) if name.startswith(_OPTIMIZER)
         }
-        training = _training(meta["training"], optimizer)
+        training = _training(meta["training"], version, optimizer, arrays)
     if arrays:
         raise CheckpointError(f"unexpected archive entries: {', '.join(arrays)}")
     return Checkpoint(
@@ -733,18 +831,39 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
     )
 
 
-def _training(meta: object, optimizer: dict[str, Array]) -> TrainingState:
-    """The training state of a version 2 archive: its ``training`` metadata object and its
-    ``optimizer/`` entries (named without the prefix)."""
-    if not isinstance(meta, dict) or sorted(meta) != sorted(_TRAINING_FIELDS):
+def _training(
+    meta: object, version: int, optimizer: dict[str, Array], arrays: dict[str, Array]
+) -> TrainingState:
+    """The training state of a version 2 or 3 archive: its ``training`` metadata object, its
+    ``optimizer/`` entries (named without the prefix) and, for version 3, the ``validation/`` and
+    ``last_weights/`` entries its flags announce (taken out of ``arrays``)."""
+    fields = _TRAINING_FIELDS[version]
+    if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
         shown = sorted(meta) if isinstance(meta, dict) else meta
         raise CheckpointError(
-            f"metadata field 'training' must be an object with the fields {', '.join(_TRAINING_FIELDS)}, "
+            f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
             f"got {shown!r}"
         )
     for name in ("epochs_done", "epochs"):
         if not is_builtin_int(meta[name]):
             raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
+    for name in fields[len(_V2_TRAINING_FIELDS) :]:
+        if not isinstance(meta[name], bool):
+            raise CheckpointError(f"training {name} must be true or false, got {meta[name]!r}")
+    losses = metrics = last = None
+    if meta.get("validation"):
+        for name in (_VAL_LOSSES, _VAL_METRICS):
+            if name not in arrays:
+                raise CheckpointError(
+                    f"the training state has a validation history, but the archive has no {name} entry"
+                )
+        # as lists of Python numbers: a float array gives floats, which TrainingState takes; another gives
+        # ints, bools or nested lists, which it refuses
+        losses, metrics = arrays.pop(_VAL_LOSSES).tolist(), arrays.pop(_VAL_METRICS).tolist()
+    if meta.get("last_weights"):
+        names = [name for name in arrays if name.startswith(_LAST_WEIGHTS)]
+        last = {name[len(_LAST_WEIGHTS) :]: arrays.pop(name) for name in names}
     return TrainingState(
-        epochs_done=meta["epochs_done"], epochs=meta["epochs"], optimizer=optimizer, settings=meta["settings"]
+        epochs_done=meta["epochs_done"], epochs=meta["epochs"], optimizer=optimizer,
+        settings=meta["settings"], val_losses=losses, val_metrics=metrics, last_weights=last,
     )

@@ -21,7 +21,7 @@ improved (every loss NaN), the last epoch's weights stay.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +107,33 @@ class ValLossMonitor:
             self._best = len(self._losses) - 1
             if self._keep and weights is not None:
                 self._best_weights = dict(weights())
+
+    def resume(self, losses: Sequence[float], best_weights: Weights | None = None) -> None:
+        """Continue a run from its saved history: record ``losses`` (the validation losses of its
+        epochs so far, the first first) as :meth:`update` would have, and take ``best_weights`` as
+        the weights of the best epoch they give (with ``keep_best_weights``, when one improved;
+        else they are not needed and ignored). The monitor then stands where the run's own stood:
+        :attr:`best`, :attr:`waited` and :attr:`should_stop` count from the run's first epoch.
+
+        Raises:
+            EarlyStoppingError: the monitor has recorded an epoch already; ``best_weights`` is
+                ``None`` where the history has a best epoch and best weights are kept.
+        """
+        if self._losses:
+            raise EarlyStoppingError(
+                f"resume continues a run from its history; this monitor has recorded {len(self._losses)} "
+                "epochs already"
+            )
+        replay = ValLossMonitor(self._patience)
+        for loss in losses:
+            replay.update(loss)
+        if self._keep and replay.best is not None:
+            if best_weights is None:
+                raise EarlyStoppingError(
+                    f"the history's best epoch ({replay.best}) needs its weights (best_weights), got None"
+                )
+            self._best_weights = dict(best_weights)
+        self._losses, self._best = replay._losses, replay.best
 
     @property
     def losses(self) -> tuple[float, ...]:

@@ -303,7 +303,7 @@ def test_a_checkpoint_without_training_state_is_refused_but_predicts(capsys, sav
     fields = {name: getattr(old, name) for name in checkpoint.Checkpoint.__slots__ if name != "training"}
     checkpoint.save(bare, checkpoint.Checkpoint(**fields))  # as built in Python
     assert refused(capsys, "--resume", str(bare)) == (
-        f"checkpoint {bare} holds no training state (version 2; written by an older torchlean or built in "
+        f"checkpoint {bare} holds no training state (version 3; written by an older torchlean or built in "
         "Python): --resume continues a run saved by torchlean train --save; torchlean predict still reads it"
     )
     assert cli(capsys, "predict", str(bare), "--dataset", "iris")[0] == 0
@@ -458,16 +458,3 @@ def test_a_bad_training_object_in_a_file_is_named(capsys, saved, tmp_path):
     with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done"):
         checkpoint.load(path)
     assert "Traceback" not in refused(capsys, "--resume", str(path))
-
-
-@pytest.mark.parametrize("stopping", [(), ("--early-stopping", "2")])
-def test_a_run_with_a_validation_part_is_not_resumed_yet(capsys, tmp_path, stopping):
-    path = tmp_path / "val.npz"
-    ok(capsys, *SMALL, "--epochs", "3", "--val-fraction", "0.25", *stopping, "--save", str(path))
-    assert metadata(path)["training"]["settings"]["val_fraction"] == "0.25"
-    assert refused(capsys, "--resume", str(path), "--epochs", "5") == (
-        f"the run in {path} held out a validation part (--val-fraction): --resume does not continue such "
-        "runs yet (the validation history that picks the best epoch, and --early-stopping's best weights, "
-        "are not saved); train a new run (its weights: torchlean predict)"
-    )
-    assert cli(capsys, "predict", str(path), "--dataset", "iris")[0] == 0

@@ -24,9 +24,20 @@ rates of the remaining epochs (and not of those already run), a run no uninterru
 
 A setting the checkpoint lacks takes the option's default (an option newer than the
 checkpoint); one this torchlean does not know is refused. The sessions' random ops (dropout) are
-not part of the state; the models ``torchlean train`` builds have none. A run with
-``--val-fraction`` is not resumed yet: its validation history (the best epoch, numbered from the
-run's first) and ``--early-stopping``'s best weights are not part of the state.
+not part of the state; the models ``torchlean train`` builds have none.
+
+A run with ``--val-fraction`` also saves its validation history (each epoch's validation loss
+and metric, from the run's first epoch) and, when ``--early-stopping`` restored the best epoch's
+weights into the checkpoint's ``weights`` (which ``torchlean predict`` uses), the last epoch's
+as ``last_weights`` (format version 3). ``--resume`` trains on from the last epoch's weights,
+gives the monitor the history and the checkpoint's weights as the best epoch's, so the best
+epoch, the patience count, the stop and the ``best_epoch=``/``early stopping at epoch S/N`` line
+are the uninterrupted run's, and the record's ``validation`` covers the whole run (its epochs
+from 1, as the uninterrupted run's; ``losses`` only those of this invocation). A run that early
+stopping ended is complete and refused (a resumed one would stop there again), as is a
+``--val-fraction`` run saved without its history (an older torchlean's). With ``--save``, a
+Ctrl-C in the epoch after which early stopping ends the run leaves a complete run: a ``note:``
+says so and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -50,7 +61,9 @@ from torchlean import checkpoint, data, optim
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, shown_path
 from torchlean.cli._schedule import LRSchedule
+from torchlean.cli._validation import Validation
 from torchlean.trainer import Trainer
+from torchlean.validation import ValLossMonitor
 
 __all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
 
@@ -199,7 +212,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's
             with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
-            ``--report-json`` naming the checkpoint.
+            ``--report-json`` naming the checkpoint; a run that early stopping ended; a
+            ``--val-fraction`` run whose checkpoint lacks its validation history, or a history
+            without ``--val-fraction``.
     """
     path: Path | None = args.resume
     if path is None:
@@ -246,16 +261,52 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"--resume {shown} continues the run with the checkpoint's settings; "
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
-    if values.get("val_fraction") is not None:
-        raise TorchLeanError(
-            f"the run in {shown} held out a validation part (--val-fraction): --resume does not continue "
-            "such runs yet (the validation history that picks the best epoch, and --early-stopping's "
-            "best weights, are not saved); train a new run (its weights: torchlean predict)"
-        )
+    _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown)
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
     return Resumed(path, saved, training, digest)
+
+
+def _check_validation(
+    training: checkpoint.TrainingState, fraction: float | None, patience: int | None, shown: str
+) -> None:
+    """Refuse a run with a validation part whose checkpoint lacks its history, and one that early
+    stopping ended (replayed from its history by the rule that ended it).
+
+    Raises:
+        TorchLeanError: a ``--val-fraction`` run saved without its validation history (a version 2
+            checkpoint); a history without ``--val-fraction`` (a hand edit); a run early stopping
+            ended: it is complete.
+    """
+    if fraction is None:
+        if training.has_validation:
+            raise TorchLeanError(
+                f"checkpoint {shown} records a validation history, but its run held out no validation part "
+                "(its setting --val-fraction is not given): a checkpoint edited by hand?"
+            )
+        return
+    if training.val_losses is None:
+        raise TorchLeanError(
+            f"the run in {shown} held out a validation part (--val-fraction), but its checkpoint lacks the "
+            "validation history that picks the best epoch (written by an older torchlean): --resume cannot "
+            "continue it; train a new run (its weights: torchlean predict)"
+        )
+    if patience is None:
+        return
+    monitor = ValLossMonitor(patience)
+    monitor.resume(training.val_losses)
+    if monitor.should_stop:
+        kept = (
+            "no epoch had a val_loss below +inf; it holds the last epoch's weights" if monitor.best is None
+            else f"it holds its best epoch's weights, epoch {monitor.best + 1}'s"
+        )
+        raise TorchLeanError(
+            f"the run in {shown} is complete: early stopping ended it after epoch {training.epochs_done} "
+            f"(val_loss did not improve for {patience} epoch{'s' if patience > 1 else ''}; {kept}, which "
+            "torchlean predict uses), and a resumed run would stop there again, whatever --epochs: to train "
+            "on, train a new run (without --resume)"
+        )
 
 
 def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRSchedule, shown: str) -> int:
@@ -302,9 +353,18 @@ def data_digest(dataset: data.Dataset) -> str:
     return digest.hexdigest()
 
 
-def restore(resumed: Resumed | None, trainer: Trainer[Any, Any], dataset: data.Dataset, source: str) -> None:
+def restore(
+    resumed: Resumed | None,
+    trainer: Trainer[Any, Any],
+    dataset: data.Dataset,
+    source: str,
+    held_out: Validation | None = None,
+) -> None:
     """Put the saved run's weights, optimizer state and epoch count in ``trainer`` (nothing
-    without ``--resume``), after checking that ``dataset`` is the run's.
+    without ``--resume``), after checking that ``dataset`` is the run's; with a validation part
+    (``held_out``), its history in ``held_out``. The weights trained on are the last epoch's:
+    the training state's ``last_weights`` when the checkpoint's weights are the best epoch's
+    (early stopping restored them), which then become the monitor's best.
 
     Raises:
         TorchLeanError: the data differ from the run's (``source`` names them); weights or
@@ -318,12 +378,17 @@ def restore(resumed: Resumed | None, trainer: Trainer[Any, Any], dataset: data.D
             f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
             "(the file or its split changed): resume with the data it was trained on"
         )
+    training = resumed.training
+    last = resumed.saved.weights if training.last_weights is None else training.last_weights
     try:
-        trainer.model.load_state(resumed.saved.weights)
-        trainer.optimizer.load_state_dict(resumed.training.optimizer)
+        trainer.model.load_state(last)
+        trainer.optimizer.load_state_dict(training.optimizer)
     except TorchLeanError as error:
         raise TorchLeanError(f"checkpoint {shown}: {error}") from None
-    trainer.epochs_done = resumed.training.epochs_done
+    trainer.epochs_done = training.epochs_done
+    if held_out is not None:
+        assert training.val_losses is not None and training.val_metrics is not None  # checked by prepare
+        held_out.resume(training.val_losses, training.val_metrics, resumed.saved.weights)
 
 
 def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
@@ -338,10 +403,16 @@ def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
 
 
 def training_state(
-    args: argparse.Namespace, trainer: Trainer[Any, Any], dataset: data.Dataset
+    args: argparse.Namespace,
+    trainer: Trainer[Any, Any],
+    dataset: data.Dataset,
+    held_out: Validation | None = None,
 ) -> checkpoint.TrainingState:
     """The training state ``--save`` records: the trainer's optimizer state and epochs done, the
-    run's total ``--epochs``, its settings and the data digest."""
+    run's total ``--epochs``, its settings and the data digest; with a validation part
+    (``held_out``, after :meth:`~torchlean.cli._validation.Validation.finish`), the whole run's
+    validation losses and metrics, and the last epoch's weights when early stopping restored
+    another's."""
     settings = {dest: _encode(getattr(args, dest)) for dest in _settings(getattr(args, _PARSER))}
     settings[_DIGEST] = data_digest(dataset)
     return checkpoint.TrainingState(
@@ -349,6 +420,9 @@ def training_state(
         epochs=args.epochs,
         optimizer=trainer.optimizer.state_dict(),
         settings=settings,
+        val_losses=None if held_out is None else held_out.monitor.losses,
+        val_metrics=None if held_out is None else tuple(held_out.metrics),
+        last_weights=None if held_out is None else held_out.last_weights,
     )
 
 
@@ -358,7 +432,7 @@ def record(resumed: Resumed | None, stop: Stop) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if resumed is not None:
         fields.update(resumed_from=str(resumed.path), epochs_before=resumed.epochs_before)
-    if stop.requested:
+    if stop.interrupted:
         fields["interrupted"] = True
     return fields
 
@@ -367,12 +441,26 @@ class Stop:
     """Ctrl-C while a run with ``--save`` trains (:meth:`arm`ed): the first one asks the run to
     stop at the end of the epoch (:attr:`requested`; a ``note:`` on stderr says so); a second
     one, or one while not armed, interrupts at once (``KeyboardInterrupt``: ``error:
-    interrupted``, exit status 130, nothing saved)."""
+    interrupted``, exit status 130, nothing saved). A run that ends by itself in the epoch the
+    first one came in (:meth:`complete`) is complete, not :attr:`interrupted`."""
 
     def __init__(self, active: bool) -> None:
         self.active = active
         self.armed = False
         self.requested = False
+        self.ended: tuple[int, int] | None = None
+
+    def complete(self, epoch: int, epochs: int) -> None:
+        """The run ended by itself after ``epoch`` of ``epochs`` (early stopping), the epoch a
+        Ctrl-C came in (if one did): the run is complete, not interrupted (:meth:`status` says
+        so and returns 0, the record has no ``interrupted``)."""
+        if self.requested:
+            self.ended = (epoch, epochs)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a Ctrl-C stopped the run before its end: it can be resumed."""
+        return self.requested and self.ended is None
 
     def arm(self) -> None:
         """From now, the first Ctrl-C stops the run at the end of its epoch."""
@@ -391,7 +479,12 @@ class Stop:
               "Ctrl-C again stops at once, saving nothing", file=sys.stderr, flush=True)
 
     def status(self, args: argparse.Namespace, epochs_done: int) -> int:
-        """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run."""
+        """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run
+        (0 and a ``note:`` that the run is complete when it ended by itself in the Ctrl-C's epoch)."""
+        if self.ended is not None:
+            print(f"note: Ctrl-C came in epoch {self.ended[0]}/{self.ended[1]}, after which early stopping "
+                  "ended the run: it is complete (nothing to resume)", file=sys.stderr)
+            return 0
         if not self.requested:
             return 0
         print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "

@@ -12,11 +12,17 @@ consecutive epochs without a strictly lower ``val_loss`` and ends with the best 
 (Keras' ``EarlyStopping(patience=P, restore_best_weights=True)``), which ``test_*`` and
 ``--save`` then use; a line before the test metric says where it stopped (or that it did not),
 the best epoch and that its weights were restored.
+
+``--resume`` (:mod:`torchlean.cli._resume`) continues such a run: :meth:`Validation.resume` takes
+the saved history, so the epochs, the best epoch and the record count from the run's first
+epoch; :attr:`Validation.last_weights` are the last epoch's weights, which ``--save`` keeps
+beside the restored best ones.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,6 +110,21 @@ class Validation:
         self.metrics: list[float] = []
         self.stopped: int | None = None
         self.restored: int | None = None
+        self.last_weights: dict[str, np.ndarray[Any, Any]] | None = None
+
+    def resume(
+        self,
+        losses: Sequence[float],
+        metrics: Sequence[float],
+        best_weights: Mapping[str, np.ndarray[Any, Any]],
+    ) -> None:
+        """Continue a saved run (``--resume``): its epochs' validation ``losses`` and ``metrics``
+        (the first epoch first) become this run's first, and ``best_weights`` (the checkpoint's
+        weights: the best epoch's under early stopping, which restored them) the monitor's best,
+        so the best epoch, the patience count, the stop and the record are the uninterrupted
+        run's."""
+        self.monitor.resume(losses, best_weights)
+        self.metrics = list(metrics)
 
     @property
     def data(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -137,8 +158,9 @@ class Validation:
         return self.monitor.should_stop
 
     def finish(self, trainer: Trainer[Any, Any], epochs: int) -> str:
-        """After the last epoch run: restore the best weights under early stopping; the line that
-        says so (or, without early stopping, which epoch was best and that the last is kept)."""
+        """After the last epoch run: restore the best weights under early stopping (keeping the
+        last epoch's in :attr:`last_weights` when they differ, for ``--save``); the line that says
+        so (or, without early stopping, which epoch was best and that the last is kept)."""
         ran = len(self.monitor.losses)
         best = self.monitor.best
         if best is None:
@@ -153,6 +175,8 @@ class Validation:
             return f"{shown}; the weights are the last epoch's ({ran})"
         weights = self.monitor.best_weights
         assert weights is not None
+        if best + 1 != ran:  # --save keeps the last epoch's too: a resumed run trains on from them
+            self.last_weights = trainer.model.state()
         trainer.model.load_state(weights)
         self.restored = best + 1
         if self.stop:
@@ -162,7 +186,8 @@ class Validation:
         return f"early stopping did not stop (patience {self.patience}); {shown}; restored its weights"
 
     def record(self, classification: bool) -> dict[str, Any]:
-        """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines)."""
+        """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed
+        run's cover the whole run, the epochs before the resume included)."""
         best = self.monitor.best
         return {
             "fraction": self.fraction,

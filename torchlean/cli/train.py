@@ -48,7 +48,9 @@ a weight decay (or matching no parameter or every one, or a bad expression), a
 header line ``resumed_from=CKPT epochs_before=E steps_before=S``, the epoch lines numbered on;
 the record's ``resumed_from`` and ``epochs_before``); with ``--save``, a first Ctrl-C stops the
 run at the end of its epoch, tests and saves it (``interrupted: true`` in the record, a
-``note:`` naming the ``--resume`` command, exit status 130): :mod:`torchlean.cli._resume`.
+``note:`` naming the ``--resume`` command, exit status 130): :mod:`torchlean.cli._resume`. A
+``--val-fraction`` run resumes with its validation history (the record's ``validation`` then
+covers the whole run); one that early stopping ended is complete.
 """
 
 from __future__ import annotations
@@ -511,7 +513,6 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         ) from None
     if config.param_groups:
         _check_not_everything(args.no_decay, trainer.model)
-    _resume.restore(resumed, trainer, dataset, source)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)  # optimizer steps per epoch
     if schedule.by_step:
         scheduled = _step_schedule(schedule, optimizer, args.epochs, steps)
@@ -523,6 +524,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     held_out = None if args.val_fraction is None else Validation(
         args, dataset, None if classification else (y_mean, y_scale)
     )
+    _resume.restore(resumed, trainer, dataset, source, held_out)  # the weights, optimizer, history
 
     # Open the session first, so a profile that cannot run here fails before any output, but
     # hold what it prints (the --show-backend banner) until the header lines are out.
@@ -595,6 +597,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     stop.disarm()
     if held_out is not None:
         print(held_out.finish(trainer, args.epochs))
+        if held_out.stopped is not None:  # complete, even if a Ctrl-C came in its last epoch
+            stop.complete(held_out.stopped, args.epochs)
 
     record: dict[str, Any] = {
         "dataset": source,
@@ -656,7 +660,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             execution=execution.label,
             seed=args.seed,
             weights=weights,
-            training=_resume.training_state(args, trainer, dataset),
+            training=_resume.training_state(args, trainer, dataset, held_out),
         ))
         record["checkpoint"] = str(args.save)
     record["seconds"] = time.perf_counter() - started

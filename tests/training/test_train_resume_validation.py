@@ -1,0 +1,544 @@
+"""``torchlean train --resume`` of runs with a validation part (``--val-fraction``, with and
+without ``--early-stopping``): the resumed run equals the uninterrupted one bit for bit - its epoch
+lines, its best-epoch (or early stopping) line, its test metric and capsule lines, every array of
+its checkpoint (weights, optimizer state, validation history, last weights) and its JSON record
+(``validation`` included, which covers the whole run) - eager and typed-graph, classification
+(iris) and regression (diabetes). The oracle is the uninterrupted run of the same command.
+
+The cases, from the runs' own validation losses (printed by the oracle runs; the tests check
+where each one stops, so a change of numerics shows as a failed premise, not a silent pass):
+iris at ``--lr 0.05`` with ``--early-stopping 2`` improves last at epoch 14 and stops after
+epoch 16; diabetes at ``--lr 0.01`` improves last at epoch 6 and stops after epoch 8. Then the
+refusals: a run early stopping ended, a run saved by an older torchlean without its validation
+history, a history without ``--val-fraction``; and the checkpoint format's new fields.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import checkpoint
+from torchlean.checkpoint import CheckpointError, TrainingState
+from torchlean.cli import main
+from torchlean.trainer import Trainer
+from torchlean.validation import EarlyStoppingError, ValLossMonitor
+
+IRIS = ("--dataset", "iris", "--hidden", "8", "--lr", "0.05", "--val-fraction", "0.2")
+DIABETES = ("--dataset", "diabetes", "--hidden", "8", "--lr", "0.01", "--batch-size", "64",
+            "--val-fraction", "0.25")
+DATA = {"iris": IRIS, "diabetes": DIABETES}
+EXECUTIONS = ("eager", "typed-graph")
+
+# (best epoch, stopped epoch) of each dataset's run with --early-stopping 2 (epochs from 1)
+STOPS = {"iris": (14, 16), "diabetes": (6, 8)}
+TOTAL = 40
+"""The early-stopping runs' --epochs: more than they run."""
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    code, out, err = cli(capsys, "train", *argv)
+    assert (code, err) == (0, ""), err
+    return out.splitlines()
+
+
+def arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files if name != "metadata"}
+
+
+def metadata(path: Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as archive:
+        return dict(json.loads(str(archive["metadata"])))
+
+
+def interrupt_during_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
+    """SIGINT to this process as epoch ``epoch`` (from 1) starts (the CLI calls ``fit`` once per
+    epoch)."""
+    original = Trainer.fit
+
+    def fit(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> list[float]:
+        if self.epochs_done == epoch - 1:
+            signal.raise_signal(signal.SIGINT)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit)
+
+
+class Run:
+    """One finished CLI run: its stdout lines, JSON record and checkpoint."""
+
+    def __init__(self, lines: list[str], record: dict[str, Any], saved: Path) -> None:
+        self.lines = lines
+        self.record = record
+        self.saved = saved
+
+    def report(self, header: int) -> list[str]:
+        """The lines after the ``header`` lines, but those naming this run's files."""
+        return [line for line in self.lines[header:] if not line.startswith(("wrote ", "saved: "))]
+
+
+def run(capsys: pytest.CaptureFixture[str], folder: Path, name: str, *argv: str) -> Run:
+    saved, record = folder / f"{name}.npz", folder / f"{name}.json"
+    lines = ok(capsys, *argv, "--save", str(saved), "--report-json", str(record))
+    return Run(lines, json.loads(record.read_text()), saved)
+
+
+@pytest.fixture(scope="module")
+def oracles() -> dict[tuple[str, ...], Run]:
+    """The uninterrupted runs, by command line (several tests share one)."""
+    return {}
+
+
+@pytest.fixture
+def whole(capsys, tmp_path_factory, oracles):
+    def get(*argv: str) -> Run:
+        if argv not in oracles:
+            oracles[argv] = run(capsys, tmp_path_factory.mktemp("whole"), "whole", *argv)
+        return oracles[argv]
+
+    return get
+
+
+RUN_DEPENDENT = {
+    "seconds", "losses", "grad_norms", "resumed_from", "epochs_before", "checkpoint", "interrupted",
+}
+"""The record's fields that differ between a resumed run and the uninterrupted one by design."""
+
+
+def assert_resumed_equals_whole(whole: Run, resumed: Run, epochs_before: int) -> None:
+    """The resumed run (saved after ``epochs_before`` epochs) printed, recorded and saved what
+    the uninterrupted run did, for the epochs it ran."""
+    # settings lines, then the epoch lines on from epochs_before, the best-epoch line, the test
+    # metric and the capsules: the whole run's from its epoch epochs_before + 1
+    assert resumed.lines[:2] == whole.lines[:2]
+    assert resumed.lines[2].startswith(f"resumed_from={resumed.record['resumed_from']} "
+                                       f"epochs_before={epochs_before} ")
+    assert resumed.report(3) == whole.report(2 + epochs_before)
+    assert resumed.report(3)[0].startswith(f"epoch {epochs_before + 1:>3}/")
+    # the checkpoint: every array (weights, statistics, optimizer state, validation history, last
+    # weights) and the training metadata
+    a, b = arrays(whole.saved), arrays(resumed.saved)
+    assert sorted(a) == sorted(b)
+    assert "validation/losses" in a
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], strict=True, err_msg=name)
+    assert metadata(whole.saved)["training"] == metadata(resumed.saved)["training"]
+    # the record: validation over the whole run, losses of this run's epochs
+    w, r = whole.record, resumed.record
+    assert r["validation"] == w["validation"]
+    assert len(r["validation"]["losses"]) == len(w["losses"])
+    assert r["losses"] == w["losses"][epochs_before:] and r["losses"]
+    assert {k: v for k, v in r.items() if k not in RUN_DEPENDENT} == {
+        k: v for k, v in w.items() if k not in RUN_DEPENDENT
+    }
+    assert r["epochs_before"] == epochs_before and "interrupted" not in r
+
+
+def case(dataset: str, execution: str, *more: str) -> tuple[str, ...]:
+    return (*DATA[dataset], "--execution", execution, *more)
+
+
+@pytest.mark.parametrize("execution", EXECUTIONS)
+@pytest.mark.parametrize("dataset", DATA)
+def test_a_validation_run_resumes_as_the_uninterrupted_run(capsys, tmp_path, whole, dataset, execution):
+    argv = case(dataset, execution)
+    oracle = whole(*argv, "--epochs", "7")
+    run(capsys, tmp_path, "first", *argv, "--epochs", "4")
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(tmp_path / "first.npz"), "--epochs", "7")
+    assert_resumed_equals_whole(oracle, resumed, 4)
+    validation = resumed.record["validation"]
+    assert validation["patience"] is None and validation["stopped_epoch"] is None
+    best = validation["best_epoch"]
+    assert resumed.report(3)[3] == (f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); the "
+                                    "weights are the last epoch's (7)")
+    assert "last_weights/0.weight" not in arrays(resumed.saved)  # the weights are the last epoch's
+
+
+@pytest.mark.parametrize("execution", EXECUTIONS)
+@pytest.mark.parametrize("dataset", DATA)
+def test_early_stopping_after_the_resume_point_with_the_best_epoch_before_it(
+    capsys, tmp_path, whole, dataset, execution
+):
+    best, stopped = STOPS[dataset]
+    argv = case(dataset, execution, "--early-stopping", "2")
+    oracle = whole(*argv, "--epochs", str(TOTAL))
+    validation = oracle.record["validation"]
+    assert (validation["best_epoch"], validation["stopped_epoch"]) == (best, stopped)  # the premise
+    # saved one epoch after the best: its weights the best epoch's, its last weights the next
+    first = run(capsys, tmp_path, "first", *argv, "--epochs", str(stopped - 1))
+    assert first.record["validation"]["restored_epoch"] == best
+    saved = arrays(first.saved)
+    assert any(not np.array_equal(saved[f"weights/{n}"], saved[f"last_weights/{n}"]) for n in ("0.weight",))
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(first.saved), "--epochs", str(TOTAL))
+    assert_resumed_equals_whole(oracle, resumed, stopped - 1)
+    assert resumed.report(3)[1] == (
+        f"early stopping at epoch {stopped}/{TOTAL}: val_loss did not improve for 2 epochs; "
+        f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); restored its weights"
+    )
+    # the weights tested and saved are the best epoch's, which the first part's checkpoint held
+    for name, value in checkpoint.load(first.saved).weights.items():
+        np.testing.assert_array_equal(arrays(resumed.saved)[f"weights/{name}"], value, strict=True)
+
+
+@pytest.mark.parametrize("execution", EXECUTIONS)
+@pytest.mark.parametrize("dataset", DATA)
+def test_ctrl_c_before_early_stopping_saves_a_run_that_resumes_to_the_stop(
+    capsys, tmp_path, monkeypatch, whole, dataset, execution
+):
+    best, _ = STOPS[dataset]
+    argv = case(dataset, execution, "--early-stopping", "2", "--epochs", str(TOTAL))
+    oracle = whole(*argv)
+    at = best - 2  # before the best epoch: the resumed part improves, then stops
+    path = tmp_path / "stopped.npz"
+    with monkeypatch.context() as patch:
+        interrupt_during_epoch(patch, at)
+        code, out, err = cli(capsys, "train", *argv, "--save", str(path),
+                             "--report-json", str(tmp_path / "s.json"))
+    assert code == 130
+    assert err.endswith(
+        f"note: interrupted after epoch {at}/{TOTAL}; continue with: torchlean train --resume {path}\n"
+    )
+    lines = out.splitlines()
+    assert lines[2 + at].startswith("early stopping did not stop (patience 2); ")
+    interrupted = json.loads((tmp_path / "s.json").read_text())
+    assert interrupted["interrupted"] is True
+    assert interrupted["validation"]["losses"] == oracle.record["validation"]["losses"][:at]
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(path))
+    assert_resumed_equals_whole(oracle, resumed, at)
+    assert interrupted["losses"] + resumed.record["losses"] == oracle.record["losses"]
+
+
+@pytest.mark.parametrize("execution", EXECUTIONS)
+@pytest.mark.parametrize("dataset", DATA)
+def test_early_stopping_that_never_stops_resumes_and_extends(capsys, tmp_path, whole, dataset, execution):
+    best, stopped = STOPS[dataset]
+    argv = case(dataset, execution, "--early-stopping", "2")
+    oracle = whole(*argv, "--epochs", str(stopped - 1))  # one epoch short of the stop
+    validation = oracle.record["validation"]
+    assert (validation["best_epoch"], validation["stopped_epoch"], validation["restored_epoch"]) == (
+        best, None, best)
+    first = run(capsys, tmp_path, "first", *argv, "--epochs", str(best - 3))
+    code, _, err = cli(capsys, "train", "--resume", str(first.saved))  # all its epochs are done
+    assert code == 2 and err.startswith(f"error: the run in {first.saved} is complete ({best - 3} of ")
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(first.saved), "--epochs", str(stopped - 1))
+    assert_resumed_equals_whole(oracle, resumed, best - 3)
+    assert any(line.startswith(f"early stopping did not stop (patience 2); best_epoch={best} ")
+               for line in resumed.lines)
+    # and on from the resumed run's checkpoint to where the uninterrupted run stops
+    again = run(capsys, tmp_path, "again", "--resume", str(resumed.saved), "--epochs", str(TOTAL))
+    assert_resumed_equals_whole(whole(*argv, "--epochs", str(TOTAL)), again, stopped - 1)
+
+
+# ------------------------------------------------------------------------------ Ctrl-C at the stop
+
+
+def test_ctrl_c_in_the_epoch_early_stopping_ends_leaves_a_complete_run(capsys, tmp_path, monkeypatch, whole):
+    _, stopped = STOPS["iris"]
+    argv = case("iris", "eager", "--early-stopping", "2", "--epochs", str(TOTAL))
+    oracle = whole(*argv)
+    path = tmp_path / "run.npz"
+    with monkeypatch.context() as patch:
+        interrupt_during_epoch(patch, stopped)
+        code, out, err = cli(capsys, "train", *argv, "--save", str(path),
+                             "--report-json", str(tmp_path / "r.json"))
+    assert code == 0
+    assert err.endswith(f"note: Ctrl-C came in epoch {stopped}/{TOTAL}, after which early stopping ended the "
+                        "run: it is complete (nothing to resume)\n")
+    assert "--resume" not in err
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert "interrupted" not in record and record["validation"] == oracle.record["validation"]
+    assert [line for line in out.splitlines() if not line.startswith(("wrote ", "saved: "))] == \
+        oracle.lines[:2] + oracle.report(2)
+    refused(capsys, "--resume", str(path))
+
+
+# ------------------------------------------------------------------------------------- refusals
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = cli(capsys, "train", *argv)
+    assert code == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1, (code, out, err)
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+@pytest.mark.parametrize("epochs", [None, "50"])
+def test_a_run_early_stopping_ended_is_refused(capsys, whole, epochs):
+    best, stopped = STOPS["iris"]
+    oracle = whole(*case("iris", "eager", "--early-stopping", "2"), "--epochs", str(TOTAL))
+    more = () if epochs is None else ("--epochs", epochs)
+    assert refused(capsys, "--resume", str(oracle.saved), *more) == (
+        f"the run in {oracle.saved} is complete: early stopping ended it after epoch {stopped} (val_loss did "
+        f"not improve for 2 epochs; it holds its best epoch's weights, epoch {best}'s, which torchlean "
+        "predict uses), and a resumed run would stop there again, whatever --epochs: to train on, train a "
+        "new run (without --resume)"
+    )
+    assert cli(capsys, "predict", str(oracle.saved), "--dataset", "iris")[0] == 0
+
+
+def test_a_diverged_run_early_stopping_ended_is_refused(capsys, tmp_path):
+    path = tmp_path / "nan.npz"
+    code, _, err = cli(capsys, "train", "--dataset", "diabetes", "--lr", "1e30", "--epochs", "4",
+                       "--val-fraction", "0.2", "--early-stopping", "2", "--save", str(path))
+    assert code == 0 and "not finite" in err
+    assert np.isnan(arrays(path)["validation/losses"]).all()
+    assert refused(capsys, "--resume", str(path)).startswith(
+        f"the run in {path} is complete: early stopping ended it after epoch 2 (val_loss did not improve for "
+        "2 epochs; no epoch had a val_loss below +inf; it holds the last epoch's weights, which torchlean "
+        "predict uses)"
+    )
+
+
+def as_version_2(source: Path, target: Path) -> Path:
+    """``source`` as torchlean wrote it before format 3: version 2 metadata without the training
+    flags, no ``validation/`` or ``last_weights/`` entries (numpy writes the archive)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files
+                   if not name.startswith(("validation/", "last_weights/"))}
+    meta = json.loads(str(entries["metadata"]))
+    meta["version"] = 2
+    del meta["training"]["validation"], meta["training"]["last_weights"]
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+@pytest.mark.parametrize("stopping", [(), ("--early-stopping", "2")])
+def test_an_older_validation_run_without_history_is_refused_but_predicts(capsys, tmp_path, stopping):
+    path = tmp_path / "val.npz"
+    ok(capsys, *IRIS, "--epochs", "3", *stopping, "--save", str(path))
+    old = as_version_2(path, tmp_path / "v2.npz")
+    assert checkpoint.load(old).version == 2
+    assert refused(capsys, "--resume", str(old), "--epochs", "5") == (
+        f"the run in {old} held out a validation part (--val-fraction), but its checkpoint lacks the "
+        "validation history that picks the best epoch (written by an older torchlean): --resume cannot "
+        "continue it; train a new run (its weights: torchlean predict)"
+    )
+    code, out, _ = cli(capsys, "predict", str(old), "--dataset", "iris")
+    assert code == 0 and out == cli(capsys, "predict", str(path), "--dataset", "iris")[1]
+
+
+def test_a_version_2_run_without_validation_still_resumes(capsys, tmp_path):
+    plain = ("--dataset", "iris", "--hidden", "8")
+    whole_path, first = tmp_path / "whole.npz", tmp_path / "first.npz"
+    ok(capsys, *plain, "--epochs", "5", "--save", str(whole_path))
+    ok(capsys, *plain, "--epochs", "3", "--save", str(first))
+    old = as_version_2(first, tmp_path / "v2.npz")
+    loaded = checkpoint.load(old)
+    assert loaded.version == 2 and loaded.training is not None and loaded.training.val_losses is None
+    ok(capsys, "--resume", str(old), "--epochs", "5", "--save", str(tmp_path / "resumed.npz"))
+    a, b = arrays(whole_path), arrays(tmp_path / "resumed.npz")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], strict=True, err_msg=name)
+    assert metadata(tmp_path / "resumed.npz")["version"] == 3
+    again = tmp_path / "again.npz"
+    checkpoint.save(again, loaded)  # written back as version 2
+    assert metadata(again)["version"] == 2 and sorted(metadata(again)["training"]) == [
+        "epochs", "epochs_done", "settings"]
+
+
+def test_a_history_without_a_validation_part_is_refused(capsys, tmp_path):
+    path = tmp_path / "val.npz"
+    ok(capsys, *IRIS, "--epochs", "3", "--save", str(path))
+    with np.load(path, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"]["settings"]["val_fraction"] = None
+    entries["metadata"] = np.array(json.dumps(meta))
+    edited = tmp_path / "edited.npz"
+    with edited.open("wb") as handle:
+        np.savez(handle, **entries)
+    assert refused(capsys, "--resume", str(edited), "--epochs", "5") == (
+        f"checkpoint {edited} records a validation history, but its run held out no validation part (its "
+        "setting --val-fraction is not given): a checkpoint edited by hand?"
+    )
+
+
+# ------------------------------------------------------------------------ the checkpoint format
+
+
+STATE: dict[str, Any] = {"epochs_done": 2, "epochs": 5, "optimizer": {"steps": np.array(8)}, "settings": {}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"val_losses": (0.5, 0.4)},
+         r"val_losses and val_metrics must be given together .* got losses and None"),
+        ({"val_metrics": (0.5, 0.4)}, r"must be given together .* got None and metrics"),
+        ({"val_losses": (0.5,), "val_metrics": (0.5,)},
+         r"training val_losses must hold one value per epoch done \(2\), got 1"),
+        ({"val_losses": (0.5, 1), "val_metrics": (0.5, 0.4)},
+         r"training val_losses must be a sequence of floats \(one per epoch done\), got \(0.5, 1\)"),
+        ({"val_losses": np.array([1, 2]), "val_metrics": (0.5, 0.4)},
+         r"training val_losses must be a 1-d float array, got dtype int64, shape \[2\]"),
+        ({"val_losses": (0.5, 0.4), "val_metrics": np.zeros((2, 1))},
+         r"training val_metrics must be a 1-d float array, got dtype float64, shape \[2, 1\]"),
+        ({"val_losses": "ab", "val_metrics": (0.5, 0.4)}, r"val_losses must be a sequence of floats"),
+        ({"last_weights": [("w", np.zeros(2))]},
+         r"training last_weights must be a mapping of names to arrays or None, got list"),
+        ({"last_weights": {"w": np.zeros(2, dtype=int)}}, r"last_weights must map names to float arrays, got "
+                                                         r"'w': int64"),
+        ({"last_weights": {"w": [0.0]}}, r"last_weights must map names to float arrays, got 'w': list"),
+    ],
+)
+def test_training_state_refuses_bad_validation_fields(changes, message):
+    with pytest.raises(CheckpointError, match=message):
+        TrainingState(**{**STATE, **changes})
+
+
+def test_training_state_keeps_the_history_as_floats_and_read_only_weights():
+    weights = {"w": np.zeros(2)}
+    state = TrainingState(**STATE, val_losses=np.array([0.5, math.nan]), val_metrics=[np.float32(0.25), 1.0],
+                          last_weights=weights)
+    weights["w"][0] = 3.0
+    assert state.val_losses is not None and state.val_metrics == (0.25, 1.0)
+    assert state.val_losses[0] == 0.5 and math.isnan(state.val_losses[1])
+    assert all(type(v) is float for v in (*state.val_losses, *state.val_metrics))
+    assert state.last_weights is not None and state.last_weights["w"][0] == 0.0
+    assert not state.last_weights["w"].flags.writeable and state.has_validation
+    assert not TrainingState(**STATE).has_validation
+
+
+@pytest.fixture(scope="module")
+def stopped_early(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An iris run saved one epoch after its best (weights: the best epoch's; last weights)."""
+    path = tmp_path_factory.mktemp("format") / "es.npz"
+    best, _ = STOPS["iris"]
+    argv = ["train", *IRIS, "--early-stopping", "2", "--epochs", str(best + 1), "--save", str(path)]
+    assert main(argv) == 0
+    return path
+
+
+def test_the_checkpoint_checks_last_weights_against_the_model(stopped_early):
+    saved = checkpoint.load(stopped_early)
+    assert saved.training is not None and saved.training.last_weights is not None
+    fields = {name: getattr(saved, name) for name in checkpoint.Checkpoint.__slots__}
+
+    def with_last(last: dict[str, Any], **more: Any) -> dict[str, Any]:
+        assert saved.training is not None
+        state = {name: getattr(saved.training, name) for name in TrainingState.__slots__}
+        return {**fields, "training": TrainingState(**{**state, "last_weights": last}), **more}
+
+    last = dict(saved.training.last_weights)
+    with pytest.raises(CheckpointError, match=r"the training last_weights do not match model mlp .*: missing "
+                       r"\['4.bias'\], unexpected \[\]"):
+        checkpoint.Checkpoint(**with_last({k: v for k, v in last.items() if k != "4.bias"}))
+    with pytest.raises(CheckpointError, match=r"last_weights entry 0.weight has shape \[8\], expected \[8"):
+        checkpoint.Checkpoint(**with_last({**last, "0.weight": np.zeros(8, dtype=np.float32)}))
+    with pytest.raises(CheckpointError, match=r"last_weights entry 0.bias has dtype float64, expected float"):
+        checkpoint.Checkpoint(**with_last({**last, "0.bias": np.zeros(8)}))
+    with pytest.raises(CheckpointError, match=r"a version 2 checkpoint holds no validation history or last "
+                       r"weights in its training state \(version 3 does\)"):
+        checkpoint.Checkpoint(**{**fields, "version": 2})
+
+
+def rewrite(source: Path, target: Path, training: dict[str, Any] | None = None, drop: str = "") -> Path:
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files if not (drop and name.startswith(drop))}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"].update(training or {})
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_load_names_a_bad_validation_history(stopped_early, tmp_path):
+    cases = [
+        (rewrite(stopped_early, tmp_path / "nolosses.npz", drop="validation/losses"),
+         r"nolosses.npz: the training state has a validation history, but the archive has no "
+         r"validation/losses entry"),
+        (rewrite(stopped_early, tmp_path / "flag.npz", {"validation": 1}),
+         r"flag.npz: training validation must be true or false, got 1"),
+        (rewrite(stopped_early, tmp_path / "noflag.npz", {"validation": False}),
+         r"noflag.npz: unexpected archive entries: validation/losses, validation/metrics"),
+        (rewrite(stopped_early, tmp_path / "nolast.npz", drop="last_weights/"),
+         r"nolast.npz: the training last_weights do not match model mlp .*: missing \['0.weight', "),
+        (rewrite(stopped_early, tmp_path / "lastflag.npz", {"last_weights": False}),
+         r"lastflag.npz: unexpected archive entries: last_weights/0.weight, "),
+        (rewrite(stopped_early, tmp_path / "epochs.npz", {"epochs_done": 14, "epochs": 15}),
+         r"epochs.npz: training val_losses must hold one value per epoch done \(14\), got 15"),
+    ]
+    with np.load(stopped_early, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    entries["validation/metrics"] = entries["validation/metrics"].astype(np.int64)
+    ints = tmp_path / "ints.npz"
+    with ints.open("wb") as handle:
+        np.savez(handle, **entries)
+    cases.append((ints, r"ints.npz: training val_metrics must be a sequence of floats"))
+    for path, message in cases:
+        with pytest.raises(CheckpointError, match=message):
+            checkpoint.load(path)
+
+
+def test_a_checkpoint_round_trips_its_validation_history(stopped_early, tmp_path):
+    saved = checkpoint.load(stopped_early)
+    copy = tmp_path / "copy.npz"
+    checkpoint.save(copy, saved)
+    a, b = arrays(stopped_early), arrays(copy)
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[n], b[n]) for n in a)
+    assert metadata(copy) == metadata(stopped_early)
+    losses = a["validation/losses"]
+    assert losses.dtype == np.float64 and losses.shape == (STOPS["iris"][0] + 1,)
+
+
+# --------------------------------------------------------------------------- ValLossMonitor.resume
+
+
+def test_a_resumed_monitor_stands_where_the_uninterrupted_one_did():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        losses = [float(v) for v in rng.integers(0, 6, size=int(rng.integers(1, 12)))]
+        if rng.random() < 0.2:
+            losses[int(rng.integers(len(losses)))] = math.nan
+        patience = int(rng.integers(1, 4))
+        split = int(rng.integers(0, len(losses) + 1))
+        whole = ValLossMonitor(patience, keep_best_weights=True)
+        for epoch, loss in enumerate(losses):
+            whole.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
+        resumed = ValLossMonitor(patience, keep_best_weights=True)
+        before = ValLossMonitor(patience, keep_best_weights=True)
+        for epoch, loss in enumerate(losses[:split]):
+            before.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
+        resumed.resume(losses[:split], before.best_weights)
+        for epoch, loss in enumerate(losses[split:], start=split):
+            resumed.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
+        assert resumed.losses == whole.losses or math.isnan(sum(losses))
+        assert (resumed.best, resumed.waited) == (whole.best, whole.waited)
+        assert resumed.should_stop == whole.should_stop
+        assert (resumed.best_weights is None) == (whole.best_weights is None)
+        if whole.best_weights is not None:
+            assert resumed.best_weights is not None
+            assert resumed.best_weights["w"][0] == whole.best_weights["w"][0] == whole.best
+
+
+def test_monitor_resume_refusals():
+    monitor = ValLossMonitor(2, keep_best_weights=True)
+    with pytest.raises(EarlyStoppingError, match=r"the history's best epoch \(1\) needs its weights"):
+        monitor.resume([0.5, 0.25, 0.3])
+    assert monitor.losses == () and monitor.best is None  # refused before any change
+    used = ValLossMonitor(2)
+    used.update(0.5)
+    with pytest.raises(EarlyStoppingError, match=r"this monitor has recorded 1 epochs already"):
+        used.resume([0.4])
+    nan = ValLossMonitor(1, keep_best_weights=True)
+    nan.resume([math.nan, math.nan])  # no best epoch: no weights needed
+    assert (nan.best, nan.should_stop, nan.best_weights) == (None, True, None)
