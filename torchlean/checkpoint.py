@@ -13,14 +13,13 @@ Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``form
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
-a ``training`` metadata object (``epochs_done``, ``epochs``, ``settings``) and one
-``optimizer/<key>`` array per entry of the optimizer's ``state_dict()``. Version 3 (written since
-``--resume`` continues runs with a validation part) adds two flags to that object,
-``validation`` and ``last_weights``: with the first, the entries ``validation/losses`` and
+a ``training`` metadata object (``epochs_done``, ``epochs``, ``settings`` and two flags,
+``validation`` and ``last_weights``), one ``optimizer/<key>`` array per entry of the optimizer's
+``state_dict()`` and, with the flags, the entries ``validation/losses`` and
 ``validation/metrics`` (float64 ``[epochs_done]``: each epoch's validation loss and metric); with
 the second, one ``last_weights/<parameter name>`` array per parameter, in the model dtype (the
-last epoch's weights, when ``weights`` are another epoch's). Versions 1 (no training state) and 2
-(no validation history) are still read, and written back as they are.
+last epoch's weights, when ``weights`` are another epoch's). Version 1 files (no training state)
+are still read, and written back as version 1.
 """
 
 from __future__ import annotations
@@ -51,12 +50,11 @@ __all__ = [
     "TrainingState", "load", "profile_name", "save",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 2
 """The checkpoint format this version of torchlean writes (by default)."""
 
-SUPPORTED_VERSIONS = (1, 2, 3)
-"""The checkpoint formats this version of torchlean reads: 1 (no training state), 2 (a training
-state without validation history) and 3."""
+SUPPORTED_VERSIONS = (1, 2)
+"""The checkpoint formats this version of torchlean reads: 1 (no training state) and 2."""
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
@@ -133,7 +131,7 @@ class TrainingState:
     command-line texts and a digest of its data), stored as a read-only mapping. numpy integers
     are taken as ``int`` (bools refused).
 
-    A run with a validation part also keeps its history (version 3): ``val_losses`` and
+    A run with a validation part also keeps its history: ``val_losses`` and
     ``val_metrics`` (each epoch's validation loss and metric, the first epoch first, one per epoch
     done: float sequences or float arrays, stored as tuples of ``float``; NaN and infinities
     kept; ``torchlean train`` records ``val_accuracy`` or, for regression, ``val_mse`` as the
@@ -221,7 +219,7 @@ class TrainingState:
 
     @property
     def has_validation(self) -> bool:
-        """Whether the state holds a validation history or last weights (format version 3)."""
+        """Whether the state holds a validation history or last weights."""
         return self.val_losses is not None or self.last_weights is not None
 
 
@@ -247,7 +245,7 @@ class Checkpoint:
     array of the model's parameter shape, in ``dtype``: exactly the model's parameters);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
-    holds no training state; 2, one without validation history or last weights).
+    holds no training state).
 
     The arrays are stored as read-only copies (``weights`` as a read-only mapping). The values the
     rest of the API hands out are taken in the stored spelling: numpy integers as ``int`` (bools
@@ -258,11 +256,10 @@ class Checkpoint:
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
-            checkpoint version 4 (supported: 1, 2, 3)``; a missing, unexpected or mis-shaped weight, or
+            checkpoint version 3 (supported: 1, 2)``; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
-            ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, one
-            with ``version`` 1, or one with a validation history or last weights with ``version``
-            2).
+            ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
+            one with ``version`` 1).
     """
 
     model: str
@@ -295,11 +292,6 @@ class Checkpoint:
                 )
             if self.version == 1:
                 raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
-            if self.version == 2 and self.training.has_validation:
-                raise CheckpointError(
-                    "a version 2 checkpoint holds no validation history or last weights in its training "
-                    "state (version 3 does)"
-                )
         self._coerce()
         if self.model not in MODELS:
             raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
@@ -633,15 +625,13 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     }
     training = checkpoint.training
     if training is not None:
-        state: dict[str, object] = {
+        metadata["training"] = {
             "epochs_done": training.epochs_done,
             "epochs": training.epochs,
             "settings": dict(training.settings),
+            "validation": training.val_losses is not None,
+            "last_weights": training.last_weights is not None,
         }
-        if checkpoint.version >= 3:
-            state["validation"] = training.val_losses is not None
-            state["last_weights"] = training.last_weights is not None
-        metadata["training"] = state
     # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
     arrays: dict[str, Any] = {
         "metadata": np.array(json.dumps(metadata)),
@@ -682,9 +672,9 @@ _V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
-_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training"), 3: (*_V1_FIELDS, "training")}
-_V2_TRAINING_FIELDS = ("epochs_done", "epochs", "settings")
-_TRAINING_FIELDS = {2: _V2_TRAINING_FIELDS, 3: (*_V2_TRAINING_FIELDS, "validation", "last_weights")}
+_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training")}
+_TRAINING_FIELDS = ("epochs_done", "epochs", "settings", "validation", "last_weights")
+_TRAINING_FLAGS = ("validation", "last_weights")
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
@@ -804,7 +794,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         optimizer = {
             name[len(_OPTIMIZER) :]: arrays.pop(name) for name in list(arrays) if name.startswith(_OPTIMIZER)
         }
-        training = _training(meta["training"], version, optimizer, arrays)
+        training = _training(meta["training"], optimizer, arrays)
     if arrays:
         raise CheckpointError(f"unexpected archive entries: {', '.join(arrays)}")
     return Checkpoint(
@@ -831,13 +821,11 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
     )
 
 
-def _training(
-    meta: object, version: int, optimizer: dict[str, Array], arrays: dict[str, Array]
-) -> TrainingState:
-    """The training state of a version 2 or 3 archive: its ``training`` metadata object, its
-    ``optimizer/`` entries (named without the prefix) and, for version 3, the ``validation/`` and
+def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array]) -> TrainingState:
+    """The training state of a version 2 archive: its ``training`` metadata object, its
+    ``optimizer/`` entries (named without the prefix) and the ``validation/`` and
     ``last_weights/`` entries its flags announce (taken out of ``arrays``)."""
-    fields = _TRAINING_FIELDS[version]
+    fields = _TRAINING_FIELDS
     if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
         shown = sorted(meta) if isinstance(meta, dict) else meta
         raise CheckpointError(
@@ -847,11 +835,11 @@ def _training(
     for name in ("epochs_done", "epochs"):
         if not is_builtin_int(meta[name]):
             raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
-    for name in fields[len(_V2_TRAINING_FIELDS) :]:
+    for name in _TRAINING_FLAGS:
         if not isinstance(meta[name], bool):
             raise CheckpointError(f"training {name} must be true or false, got {meta[name]!r}")
     losses = metrics = last = None
-    if meta.get("validation"):
+    if meta["validation"]:
         for name in (_VAL_LOSSES, _VAL_METRICS):
             if name not in arrays:
                 raise CheckpointError(
@@ -860,7 +848,7 @@ def _training(
         # as lists of Python numbers: a float array gives floats, which TrainingState takes; another gives
         # ints, bools or nested lists, which it refuses
         losses, metrics = arrays.pop(_VAL_LOSSES).tolist(), arrays.pop(_VAL_METRICS).tolist()
-    if meta.get("last_weights"):
+    if meta["last_weights"]:
         names = [name for name in arrays if name.startswith(_LAST_WEIGHTS)]
         last = {name[len(_LAST_WEIGHTS) :]: arrays.pop(name) for name in names}
     return TrainingState(

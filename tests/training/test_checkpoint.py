@@ -353,7 +353,7 @@ def fields(saved: Checkpoint, **changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"version": 4}, r"unsupported checkpoint version 4 \(supported: 1, 2, 3\)"),
+        ({"version": 3}, r"unsupported checkpoint version 3 \(supported: 1, 2\)"),
         ({"version": 1, "training": TRAINING}, r"a version 1 checkpoint holds no training state"),
         ({"training": {"epochs_done": 1}}, r"training must be a TrainingState or None, got dict"),
         ({"model": "rnn"}, r"unknown model 'rnn' \(known: mlp \| cnn \| transformer\)"),
@@ -476,10 +476,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
          r"json.npz: not a torchlean checkpoint: the metadata is not JSON"),
         (rewrite(good, tmp_path / "format.npz", metadata=metadata(good, format="other")),
          r"format.npz: not a torchlean checkpoint: the metadata has no \"format\""),
-        (rewrite(good, tmp_path / "v4.npz", metadata=metadata(good, version=4)),
-         r"v4.npz: unsupported checkpoint version 4 \(supported: 1, 2, 3\)"),
+        (rewrite(good, tmp_path / "v3.npz", metadata=metadata(good, version=3)),
+         r"v3.npz: unsupported checkpoint version 3 \(supported: 1, 2\)"),
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
-         r"unknown.npz: unexpected metadata fields: 'seeds' \(version 3 writes: format, version, model, "
+         r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
          r"execution, seed, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),

@@ -37,20 +37,20 @@ def _fields(saved, **changes):
 
 
 def test_a_newer_format_is_named_as_such_before_its_fields_are_read(_iris, tmp_path):
-    # review21 mut CK2; oracle: load's documented Raises ("an unsupported version"): a version-4 file that
-    # also writes a field version 3 does not know is refused for its version, not for the field
+    # review21 mut CK2; oracle: load's documented Raises ("an unsupported version"): a version-3 file that
+    # also writes a field version 2 does not know is refused for its version, not for the field
     import json
     import zipfile
 
     src = zipfile.ZipFile(_iris)
     arrays = {name[:-4]: np.load(src.open(name)) for name in src.namelist()}
     meta = json.loads(str(arrays["metadata"][()]))
-    meta["version"] = 4
-    meta["calibration"] = "platt"  # a field of the imagined version 4
+    meta["version"] = 3
+    meta["calibration"] = "platt"  # a field of the imagined version 3
     arrays["metadata"] = np.array(json.dumps(meta))
-    path = tmp_path / "v4.npz"
+    path = tmp_path / "v3.npz"
     np.savez(path, **arrays)
-    with pytest.raises(CheckpointError, match=r"unsupported checkpoint version 4 \(supported: 1, 2, 3\)"):
+    with pytest.raises(CheckpointError, match=r"unsupported checkpoint version 3 \(supported: 1, 2\)"):
         _ckpt.load(path)
 
 

@@ -303,7 +303,7 @@ def test_a_checkpoint_without_training_state_is_refused_but_predicts(capsys, sav
     fields = {name: getattr(old, name) for name in checkpoint.Checkpoint.__slots__ if name != "training"}
     checkpoint.save(bare, checkpoint.Checkpoint(**fields))  # as built in Python
     assert refused(capsys, "--resume", str(bare)) == (
-        f"checkpoint {bare} holds no training state (version 3; written by an older torchlean or built in "
+        f"checkpoint {bare} holds no training state (version 2; written by an older torchlean or built in "
         "Python): --resume continues a run saved by torchlean train --save; torchlean predict still reads it"
     )
     assert cli(capsys, "predict", str(bare), "--dataset", "iris")[0] == 0

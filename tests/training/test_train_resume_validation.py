@@ -304,15 +304,14 @@ def test_a_diverged_run_early_stopping_ended_is_refused(capsys, tmp_path):
     )
 
 
-def as_version_2(source: Path, target: Path) -> Path:
-    """``source`` as torchlean wrote it before format 3: version 2 metadata without the training
-    flags, no ``validation/`` or ``last_weights/`` entries (numpy writes the archive)."""
+def without_history(source: Path, target: Path) -> Path:
+    """``source`` with its validation history and last weights removed (a hand edit: the flags
+    false, no ``validation/`` or ``last_weights/`` entries; numpy writes the archive)."""
     with np.load(source, allow_pickle=False) as archive:
         entries = {name: archive[name] for name in archive.files
                    if not name.startswith(("validation/", "last_weights/"))}
     meta = json.loads(str(entries["metadata"]))
-    meta["version"] = 2
-    del meta["training"]["validation"], meta["training"]["last_weights"]
+    meta["training"]["validation"] = meta["training"]["last_weights"] = False
     entries["metadata"] = np.array(json.dumps(meta))
     with target.open("wb") as handle:
         np.savez(handle, **entries)
@@ -320,38 +319,18 @@ def as_version_2(source: Path, target: Path) -> Path:
 
 
 @pytest.mark.parametrize("stopping", [(), ("--early-stopping", "2")])
-def test_an_older_validation_run_without_history_is_refused_but_predicts(capsys, tmp_path, stopping):
+def test_a_validation_run_without_its_history_is_refused_but_predicts(capsys, tmp_path, stopping):
     path = tmp_path / "val.npz"
     ok(capsys, *IRIS, "--epochs", "3", *stopping, "--save", str(path))
-    old = as_version_2(path, tmp_path / "v2.npz")
-    assert checkpoint.load(old).version == 2
-    assert refused(capsys, "--resume", str(old), "--epochs", "5") == (
-        f"the run in {old} held out a validation part (--val-fraction), but its checkpoint lacks the "
-        "validation history that picks the best epoch (written by an older torchlean): --resume cannot "
+    edited = without_history(path, tmp_path / "edited.npz")
+    assert checkpoint.load(edited).training.val_losses is None
+    assert refused(capsys, "--resume", str(edited), "--epochs", "5") == (
+        f"the run in {edited} held out a validation part (--val-fraction), but its checkpoint lacks the "
+        "validation history that picks the best epoch (a checkpoint edited by hand?): --resume cannot "
         "continue it; train a new run (its weights: torchlean predict)"
     )
-    code, out, _ = cli(capsys, "predict", str(old), "--dataset", "iris")
+    code, out, _ = cli(capsys, "predict", str(edited), "--dataset", "iris")
     assert code == 0 and out == cli(capsys, "predict", str(path), "--dataset", "iris")[1]
-
-
-def test_a_version_2_run_without_validation_still_resumes(capsys, tmp_path):
-    plain = ("--dataset", "iris", "--hidden", "8")
-    whole_path, first = tmp_path / "whole.npz", tmp_path / "first.npz"
-    ok(capsys, *plain, "--epochs", "5", "--save", str(whole_path))
-    ok(capsys, *plain, "--epochs", "3", "--save", str(first))
-    old = as_version_2(first, tmp_path / "v2.npz")
-    loaded = checkpoint.load(old)
-    assert loaded.version == 2 and loaded.training is not None and loaded.training.val_losses is None
-    ok(capsys, "--resume", str(old), "--epochs", "5", "--save", str(tmp_path / "resumed.npz"))
-    a, b = arrays(whole_path), arrays(tmp_path / "resumed.npz")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], strict=True, err_msg=name)
-    assert metadata(tmp_path / "resumed.npz")["version"] == 3
-    again = tmp_path / "again.npz"
-    checkpoint.save(again, loaded)  # written back as version 2
-    assert metadata(again)["version"] == 2 and sorted(metadata(again)["training"]) == [
-        "epochs", "epochs_done", "settings"]
 
 
 def test_a_history_without_a_validation_part_is_refused(capsys, tmp_path):
@@ -445,9 +424,8 @@ def test_the_checkpoint_checks_last_weights_against_the_model(stopped_early):
         checkpoint.Checkpoint(**with_last({**last, "0.weight": np.zeros(8, dtype=np.float32)}))
     with pytest.raises(CheckpointError, match=r"last_weights entry 0.bias has dtype float64, expected float"):
         checkpoint.Checkpoint(**with_last({**last, "0.bias": np.zeros(8)}))
-    with pytest.raises(CheckpointError, match=r"a version 2 checkpoint holds no validation history or last "
-                       r"weights in its training state \(version 3 does\)"):
-        checkpoint.Checkpoint(**{**fields, "version": 2})
+    with pytest.raises(CheckpointError, match=r"a version 1 checkpoint holds no training state"):
+        checkpoint.Checkpoint(**{**fields, "version": 1})
 
 
 def rewrite(source: Path, target: Path, training: dict[str, Any] | None = None, drop: str = "") -> Path:

@@ -29,13 +29,13 @@ not part of the state; the models ``torchlean train`` builds have none.
 A run with ``--val-fraction`` also saves its validation history (each epoch's validation loss
 and metric, from the run's first epoch) and, when ``--early-stopping`` restored the best epoch's
 weights into the checkpoint's ``weights`` (which ``torchlean predict`` uses), the last epoch's
-as ``last_weights`` (format version 3). ``--resume`` trains on from the last epoch's weights,
+as ``last_weights``. ``--resume`` trains on from the last epoch's weights,
 gives the monitor the history and the checkpoint's weights as the best epoch's, so the best
 epoch, the patience count, the stop and the ``best_epoch=``/``early stopping at epoch S/N`` line
 are the uninterrupted run's, and the record's ``validation`` covers the whole run (its epochs
 from 1, as the uninterrupted run's; ``losses`` only those of this invocation). A run that early
 stopping ended is complete and refused (a resumed one would stop there again), as is a
-``--val-fraction`` run saved without its history (an older torchlean's). With ``--save``, a
+``--val-fraction`` run whose checkpoint lacks its history (a hand edit). With ``--save``, a
 Ctrl-C in the epoch after which early stopping ends the run leaves a complete run: a ``note:``
 says so and the exit status is 0.
 """
@@ -275,9 +275,9 @@ def _check_validation(
     stopping ended (replayed from its history by the rule that ended it).
 
     Raises:
-        TorchLeanError: a ``--val-fraction`` run saved without its validation history (a version 2
-            checkpoint); a history without ``--val-fraction`` (a hand edit); a run early stopping
-            ended: it is complete.
+        TorchLeanError: a ``--val-fraction`` run whose checkpoint lacks its validation history, or a
+            history without ``--val-fraction`` (hand edits); a run early stopping ended: it is
+            complete.
     """
     if fraction is None:
         if training.has_validation:
@@ -289,7 +289,7 @@ def _check_validation(
     if training.val_losses is None:
         raise TorchLeanError(
             f"the run in {shown} held out a validation part (--val-fraction), but its checkpoint lacks the "
-            "validation history that picks the best epoch (written by an older torchlean): --resume cannot "
+            "validation history that picks the best epoch (a checkpoint edited by hand?): --resume cannot "
             "continue it; train a new run (its weights: torchlean predict)"
         )
     if patience is None:
