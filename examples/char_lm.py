@@ -68,10 +68,11 @@ def no_decay(name: str, shape: tuple[int, ...]) -> bool:
 
 
 def train(
-    steps: int, profile: str, seed: int = 0, batch_size: int = 32, chunk: int = 50
+    steps: int, profile: str, seed: int = 0, batch_size: int = 32, chunk: int = 50, execution: str = "eager"
 ) -> tuple[Trainer[Any, Any], str, list[tuple[int, int, float]]]:
-    """Train for ``steps`` optimizer steps or a little more (whole epochs); returns the trainer,
-    the alphabet and ``(first step, last step, mean loss)`` of each ``chunk`` steps."""
+    """Train for ``steps`` optimizer steps or a little more (whole epochs) under ``execution``
+    (``"eager"`` or ``"typed-graph"``: the same bits); returns the trainer, the alphabet and
+    ``(first step, last step, mean loss)`` of each ``chunk`` steps."""
     text = corpus()
     alphabet = "".join(sorted(set(text)))
     ids = np.array([alphabet.index(c) for c in text], dtype=np.int64)
@@ -82,6 +83,7 @@ def train(
         optim.adamw(3e-3, betas=(0.9, 0.95), weight_decay=0.1),
         param_groups=[optim.group(no_decay, weight_decay=0.0)],
         max_grad_norm=1.0,
+        execution=execution,
     ).with_profile(profile)
     trainer: Trainer[Any, Any] = Trainer(
         model(len(alphabet)), objective=Objective.CROSS_ENTROPY, config=config, seed=seed,
@@ -138,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=_positive, default=300,
                         help="optimizer steps at least: whole epochs of 26 steps are run (default: 300)")
     parser.add_argument("--profile", default="checked_cpu", help="backend profile (default: checked_cpu)")
+    parser.add_argument("--execution", default="eager", choices=("eager", "typed-graph"),
+                        help="eager, or typed-graph: the model and loss planned and accepted as one graph "
+                        "before any kernel runs, with the same bits (default: eager)")
     args = parser.parse_args(argv)
-    trainer, alphabet, losses = train(args.steps, args.profile)
+    trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
     for first, last, loss in losses:
         print(f"steps {first:>4}-{last:<4} loss={loss:.4f}")
     print(f"uniform guess: loss={math.log(len(alphabet)):.4f} ({len(alphabet)} characters)")

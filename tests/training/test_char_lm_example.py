@@ -38,8 +38,13 @@ def test_windows_are_next_character_targets(char_lm):
     np.testing.assert_array_equal(y, x + 1)
 
 
-def test_a_short_run_trains(char_lm):
-    trainer, alphabet, losses = char_lm.train(40, "checked_cpu", chunk=13)
+@pytest.fixture(scope="module")
+def short_run(char_lm):
+    return char_lm.train(40, "checked_cpu", chunk=13)
+
+
+def test_a_short_run_trains(char_lm, short_run):
+    trainer, alphabet, losses = short_run
     assert [(first, last) for first, last, _ in losses] == [(1, 13), (14, 26), (27, 39), (40, 52)]
     assert trainer.steps_done == 52  # two epochs of 26 windows of 32
     uniform = math.log(len(alphabet))
@@ -50,3 +55,15 @@ def test_a_short_run_trains(char_lm):
     assert not {"5.weight", "2.attn.wq", "3.fc2.weight"} & set(exempt)
     text = char_lm.complete(trainer, alphabet, "Beautiful is ", 10)
     assert text.startswith("Beautiful is ") and len(text) == 23 and set(text) <= set(alphabet)
+
+
+def test_the_typed_graph_trains_the_same_bits(char_lm, short_run):
+    """The language model (embedding, causal attention, GELU, layer norm, per-position
+    cross-entropy, AdamW with a no-decay group, clipping, warmup-cosine by step) as one accepted
+    graph: the losses and every weight equal eager execution's."""
+    eager, _, eager_losses = short_run
+    graph, _, graph_losses = char_lm.train(40, "checked_cpu", chunk=13, execution="typed-graph")
+    assert graph.config.execution.label == "typed-graph"
+    assert graph_losses == eager_losses
+    for name, value in eager.model.state().items():
+        np.testing.assert_array_equal(graph.model.state()[name], value, strict=True, err_msg=name)
