@@ -208,6 +208,36 @@ def test_ctrl_c_saves_the_run_that_resumes_under_an_annealing_schedule(
     assert r["test_accuracy"] == w["test_accuracy"]
 
 
+def test_ctrl_c_in_the_last_epoch_leaves_a_complete_run(capsys, tmp_path, monkeypatch):
+    """review28 F1: the run ends by itself after the epoch the Ctrl-C came in: exit 0, no
+    --resume hint (it would be refused), no ``interrupted`` in the record; the same bits as a run
+    without the Ctrl-C."""
+    whole, stopped = tmp_path / "whole.npz", tmp_path / "stopped.npz"
+    ok(capsys, *SMALL, "--epochs", "3", "--save", str(whole))
+    with monkeypatch.context() as patch:
+        interrupt_during_epoch(patch, 3)
+        code, out, err = cli(capsys, "train", *SMALL, "--epochs", "3", "--save", str(stopped),
+                             "--report-json", str(tmp_path / "s.json"))
+    assert code == 0 and out.splitlines()[-1] == f"saved: {stopped}"
+    assert err.endswith("note: Ctrl-C came in epoch 3/3, the run's last: the run is complete (nothing to "
+                        "resume)\n")
+    assert "interrupted" not in json.loads((tmp_path / "s.json").read_text())
+    for name, value in arrays(whole).items():
+        np.testing.assert_array_equal(arrays(stopped)[name], value, strict=True, err_msg=name)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "warmup_cosine:5"])
+def test_a_complete_run_under_an_annealing_schedule_is_not_extended(capsys, tmp_path, schedule):
+    """review28 F2: the advice names the way that works (a new run), not two refused ones."""
+    path = tmp_path / "c.npz"
+    ok(capsys, *SMALL, "--lr-schedule", schedule, "--epochs", "2", "--save", str(path))
+    assert refused(capsys, "--resume", str(path), "--epochs", "6") == (
+        f"the run in {path} is complete (2 of 2 epochs) and its --lr-schedule {schedule} annealed over "
+        "those 2 epochs: a longer run would need another curve from its first epoch, which no resumed run "
+        "follows; train a new run with --epochs 6"
+    )
+
+
 def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monkeypatch):
     interrupt_during_epoch(monkeypatch, 2, times=2)
     code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))

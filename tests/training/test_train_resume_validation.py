@@ -259,7 +259,7 @@ def test_ctrl_c_in_the_epoch_early_stopping_ends_leaves_a_complete_run(capsys, t
                              "--report-json", str(tmp_path / "r.json"))
     assert code == 0
     assert err.endswith(f"note: Ctrl-C came in epoch {stopped}/{TOTAL}, after which early stopping ended the "
-                        "run: it is complete (nothing to resume)\n")
+                        "run: the run is complete (nothing to resume)\n")
     assert "--resume" not in err
     record = json.loads((tmp_path / "r.json").read_text())
     assert "interrupted" not in record and record["validation"] == oracle.record["validation"]

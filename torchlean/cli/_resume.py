@@ -36,8 +36,8 @@ are the uninterrupted run's, and the record's ``validation`` covers the whole ru
 from 1, as the uninterrupted run's; ``losses`` only those of this invocation). A run that early
 stopping ended is complete and refused (a resumed one would stop there again), as is a
 ``--val-fraction`` run whose checkpoint lacks its history (a hand edit). With ``--save``, a
-Ctrl-C in the epoch after which early stopping ends the run leaves a complete run: a ``note:``
-says so and the exit status is 0.
+Ctrl-C in the run's last epoch, or in the one after which early stopping ends it, leaves a
+complete run: a ``note:`` says so and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -329,6 +329,12 @@ def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRS
             f"--epochs {given} is not above the {done} epochs the run in {shown} has done: --epochs is "
             f"the run's total, as torch Lightning's max_epochs; give more than {done}"
         )
+    if schedule.kind in _ANNEALING and given != total and done == total:
+        raise TorchLeanError(
+            f"the run in {shown} is complete ({done} of {total} epochs) and its --lr-schedule "
+            f"{schedule.spec} annealed over those {total} epochs: a longer run would need another curve "
+            f"from its first epoch, which no resumed run follows; train a new run with --epochs {given}"
+        )
     if schedule.kind in _ANNEALING and given != total:
         raise TorchLeanError(
             f"--lr-schedule {schedule.spec} anneals over the run's total of {total} epochs (the "
@@ -442,20 +448,22 @@ class Stop:
     stop at the end of the epoch (:attr:`requested`; a ``note:`` on stderr says so); a second
     one, or one while not armed, interrupts at once (``KeyboardInterrupt``: ``error:
     interrupted``, exit status 130, nothing saved). A run that ends by itself in the epoch the
-    first one came in (:meth:`complete`) is complete, not :attr:`interrupted`."""
+    first one came in (its last epoch, or the one after which early stopping ends it:
+    :meth:`complete`) is complete, not :attr:`interrupted`."""
 
     def __init__(self, active: bool) -> None:
         self.active = active
         self.armed = False
         self.requested = False
-        self.ended: tuple[int, int] | None = None
+        self.ended: str | None = None
 
-    def complete(self, epoch: int, epochs: int) -> None:
-        """The run ended by itself after ``epoch`` of ``epochs`` (early stopping), the epoch a
-        Ctrl-C came in (if one did): the run is complete, not interrupted (:meth:`status` says
-        so and returns 0, the record has no ``interrupted``)."""
+    def complete(self, epoch: int, epochs: int, why: str) -> None:
+        """The run ended by itself after ``epoch`` of ``epochs`` (``why``: ``"its last"``, or
+        ``"after which early stopping ended the run"``), the epoch a Ctrl-C came in (if one did):
+        the run is complete, not interrupted (:meth:`status` says so and returns 0, the record
+        has no ``interrupted``)."""
         if self.requested:
-            self.ended = (epoch, epochs)
+            self.ended = f"epoch {epoch}/{epochs}, {why}"
 
     @property
     def interrupted(self) -> bool:
@@ -482,8 +490,8 @@ class Stop:
         """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run
         (0 and a ``note:`` that the run is complete when it ended by itself in the Ctrl-C's epoch)."""
         if self.ended is not None:
-            print(f"note: Ctrl-C came in epoch {self.ended[0]}/{self.ended[1]}, after which early stopping "
-                  "ended the run: it is complete (nothing to resume)", file=sys.stderr)
+            print(f"note: Ctrl-C came in {self.ended}: the run is complete (nothing to resume)",
+                  file=sys.stderr)
             return 0
         if not self.requested:
             return 0

@@ -597,8 +597,11 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     stop.disarm()
     if held_out is not None:
         print(held_out.finish(trainer, args.epochs))
-        if held_out.stopped is not None:  # complete, even if a Ctrl-C came in its last epoch
-            stop.complete(held_out.stopped, args.epochs)
+    # complete, even if a Ctrl-C came in its last epoch
+    if held_out is not None and held_out.stopped is not None:
+        stop.complete(held_out.stopped, args.epochs, "after which early stopping ended the run")
+    elif trainer.epochs_done == args.epochs:
+        stop.complete(args.epochs, args.epochs, "the run's last")
 
     record: dict[str, Any] = {
         "dataset": source,
