@@ -1285,9 +1285,14 @@ class Trainer(Generic[In, Out]):
                 prefixed ``validation data: ``; no samples.
         """
         if not isinstance(validation, tuple | list) or len(validation) != 2:
-            got = _value_shown(validation)
             if isinstance(validation, tuple | list):
                 got = _pair_shown(validation)
+            elif isinstance(validation, np.ndarray):  # its shape, not its repr (review28 F6)
+                got = f"an array of shape {validation.shape}"
+            elif isinstance(validation, Mapping):
+                got = f"a {type(validation).__name__} with keys {', '.join(map(repr, list(validation)[:5]))}"
+            else:
+                got = _value_shown(validation)
             raise TrainerError(
                 "validation must be a pair (x_val, y_val) of inputs and targets, as fit's x and y, or None, "
                 f"got {got}"

@@ -16,6 +16,11 @@ without improvement. With ``restore_best_weights`` the model ends with the weigh
 running statistics included) it had after the best epoch, the one that last improved, whether or
 not the run stopped early (Keras 3 restores at the end of training either way); when no epoch
 improved (every loss NaN), the last epoch's weights stay.
+
+Where it differs from Keras 3, only on losses that are not finite: Keras never stops after the
+first epoch (``epoch > 0``), so with ``patience=1`` a NaN or +inf first loss stops a run here and
+not there; and when no epoch improved, Keras restores the first epoch's weights, while here the
+last epoch's stay. Lightning (``check_finite=True``, its default) stops at the first NaN loss.
 """
 
 from __future__ import annotations
@@ -175,7 +180,8 @@ class History:
     metric as :meth:`Trainer.evaluate` computes it; else those are ``None``. ``best_epoch`` is
     the lifetime number of the epoch with the lowest validation loss (its first occurrence;
     ``None`` without validation or when no loss was below +inf); ``stopped_epoch`` the one after
-    which early stopping ended the fit, ``None`` when it ran every epoch; ``restored_epoch`` the
+    which patience ran out (the fit's last epoch, which may be the last it was asked for, as
+    Keras' ``stopped_epoch``), ``None`` when it never did; ``restored_epoch`` the
     epoch whose weights early stopping restored (``restore_best_weights``), else ``None``.
     """
 

@@ -87,6 +87,21 @@ def test_nested_profiles_each_count_what_ran_inside_them() -> None:
     assert profiler.active() == ()
 
 
+def test_a_profile_ended_out_of_order_stops_counting() -> None:
+    """review28 F8: ending the outer profile first (an ExitStack, hand-written enter/exit) leaves
+    the inner one open and the outer one closed for good."""
+    outer, inner = profiler.profile(), profiler.profile()
+    outer.__enter__()
+    inner.__enter__()
+    outer.__exit__(None, None, None)
+    tl.relu(tl.tensor(np.ones(3)))
+    inner.__exit__(None, None, None)
+    assert profiler.active() == ()
+    tl.relu(tl.tensor(np.ones(3)))
+    assert outer.kernels == ()
+    assert _calls(inner) == {"reference.relu": (1, 0)}
+
+
 def test_seconds_lie_inside_the_block_and_sum_to_kernel_seconds() -> None:
     rng = np.random.default_rng(0)
     x = tl.tensor(rng.standard_normal((64, 32)))

@@ -411,6 +411,17 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     assert refused(capsys, "--resume", str(flag), "--epochs", "4") == (
         f"checkpoint {flag}: its setting --nesterov must be true, false or null, got 'yes'"
     )
+    # names the train parser takes as any text, checked later: refused here, naming the checkpoint
+    names = (("optimizer", "lbfgs", "sgd, adam, adamw, rmsprop, adagrad"),
+             ("execution", "lazy", "eager, typed-graph"), ("dtype", "f16", "float32, float64"))
+    for dest, value, accepted in names:
+        named = rewrite_training(saved, tmp_path / f"{dest}.npz", **{dest: value})
+        assert refused(capsys, "--resume", str(named), "--epochs", "4") == (
+            f"checkpoint {named}: its setting --{dest} {value!r} is not one of {accepted}"
+        )
+    assert "its setting --profile 'nope' is not one of checked_cpu, " in refused(
+        capsys, "--resume", str(rewrite_training(saved, tmp_path / "p.npz", profile="nope")), "--epochs", "4"
+    )
     newer = rewrite_training(saved, tmp_path / "newer.npz", dropout="0.2")
     assert refused(capsys, "--resume", str(newer), "--epochs", "4") == (
         f"checkpoint {newer} records settings this torchlean does not know: dropout (written by a newer "

@@ -33,7 +33,10 @@ Array = np.ndarray[Any, Any]
 
 def keras_stop(losses: list[float], patience: int) -> tuple[int | None, int | None]:
     """Keras' ``EarlyStopping(monitor="val_loss", patience=P, min_delta=0)`` over ``losses``, written
-    independently: ``(best epoch, stopped epoch)``, epochs from 0, ``None`` for none."""
+    independently: ``(best epoch, stopped epoch)``, epochs from 0, ``None`` for none; without
+    Keras' ``epoch > 0`` condition, which torchlean leaves out on purpose (``torchlean.validation``:
+    a NaN or +inf first loss counts toward patience; with finite losses the first epoch always
+    improves, so the condition never matters)."""
     best, best_epoch, wait = math.inf, None, 0
     for epoch, loss in enumerate(losses):
         if np.less(loss, best):
@@ -360,6 +363,8 @@ def test_early_stopping_settings_are_checked() -> None:
     ("xy", None, "validation must be a pair (x_val, y_val) of inputs and targets, as fit's x and y, or None, "
                  "got 'xy'"),
     ((1, 2, 3), None, "got a tuple of 3 items"),
+    (np.zeros((1000, 4)), None, "got an array of shape (1000, 4)"),  # its shape, not 1000 rows (review28 F6)
+    ({"x": 1, "y": 2}, None, "got a dict with keys 'x', 'y'"),
     ((np.zeros((4, 5)), np.zeros(4, dtype=np.int64)), None,
      "validation data: inputs must have shape (n, 4), got (4, 5)"),
     ((np.zeros((4, 4)), np.array([0, 1, 2, 3])), None,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -98,29 +98,32 @@ class KernelProfile:
         self._times: dict[_Key, list[float]] = {}
         self._started: float | None = None
         self._wall: float | None = None
-        self._token: Token[tuple[KernelProfile, ...]] | None = None
+        self._open = False
 
     def __enter__(self) -> KernelProfile:
         if self._started is not None:
             raise ProfilerError(
                 "a kernel profile can be entered once; open a new torchlean.profiler.profile()"
             )
-        self._token = _ACTIVE.set((*_ACTIVE.get(), self))
+        _ACTIVE.set((*_ACTIVE.get(), self))
+        self._open = True
         self._started = time.perf_counter()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        assert self._started is not None and self._token is not None
+        assert self._started is not None and self._open
         self._wall = time.perf_counter() - self._started
-        _ACTIVE.reset(self._token)
-        self._token = None
+        # this profile leaves the open ones, whatever order the blocks end in (an ExitStack, or
+        # hand-written enter/exit, may end an outer one first: review28 F8)
+        _ACTIVE.set(tuple(profile for profile in _ACTIVE.get() if profile is not self))
+        self._open = False
 
     @property
     def is_open(self) -> bool:
         """Whether the block is running (entered, not yet exited)."""
-        return self._token is not None
+        return self._open
 
     def add(self, capsule: KernelCapsule, seconds: float, *, vjp: bool) -> None:
         """Count one forward kernel (or VJP, ``vjp=True``) of ``capsule`` taking ``seconds``."""

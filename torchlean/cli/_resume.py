@@ -49,7 +49,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -58,11 +58,12 @@ from typing import Any
 import numpy as np
 
 from torchlean import checkpoint, data, optim
+from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation
-from torchlean.trainer import Trainer
+from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import ValLossMonitor
 
 __all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
@@ -164,9 +165,20 @@ def _decode(action: argparse.Action, value: object, path: Path) -> Any:
         parsed = value if action.type is None else action.type(value)  # type: ignore[operator]
     except (argparse.ArgumentTypeError, TypeError, ValueError) as error:
         raise TorchLeanError(f"{where} {value!r} is refused: {error}") from None
-    if action.choices is not None and parsed not in action.choices:
-        raise TorchLeanError(f"{where} {value!r} is not one of {', '.join(map(str, action.choices))}")
+    choices = action.choices if action.choices is not None else _NAMES.get(action.dest, lambda: None)()
+    if choices is not None and parsed not in choices:
+        raise TorchLeanError(f"{where} {value!r} is not one of {', '.join(map(str, choices))}")
     return parsed
+
+
+_NAMES: dict[str, Callable[[], Sequence[str] | None]] = {
+    "optimizer": lambda: tuple(optim.OPTIMIZERS),
+    "profile": profiles.names,
+    "execution": ExecutionMode.labels,
+    "dtype": lambda: ("float32", "float64"),
+}
+"""The options whose parser takes any text, checked later by name: a name recorded in a
+checkpoint is checked here, so its refusal names the checkpoint (review28 F9)."""
 
 
 def _given(parser: argparse.ArgumentParser) -> set[str]:

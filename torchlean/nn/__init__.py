@@ -171,8 +171,9 @@ def identity() -> Identity:
 def dropout(p: float = 0.5) -> Dropout:
     """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``, whose default 0.5 this
     keeps): identity in evaluation,
-    ``x * mask / (1 - p)`` with a seeded mask in eager training (zeros for ``p == 1``, as torch);
-    not lowered to typed graphs. Shape preserving.
+    ``x * mask / (1 - p)`` with a seeded mask in training (zeros for ``p == 1``, as torch); in a
+    typed graph the mask is a graph input drawn by the session as eager draws it (the same
+    bits). Shape preserving.
 
     Raises:
         ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1]``.
@@ -201,8 +202,9 @@ def batch_norm1d(
     ``(C,)`` when ``affine``, and the buffers ``running_mean`` (zeros) and ``running_var`` (ones)
     ``(C,)``. Training normalises with the batch mean and biased variance and updates the running
     statistics (``(1 - momentum) * running + momentum * batch``, unbiased batch variance);
-    evaluation (``predict``) normalises with them. Eager execution only (typed-graph lowering raises
-    ``IRError``). Shape preserving.
+    evaluation (``predict``) normalises with them. Eager and typed-graph execution give the same
+    bits (the typed graph runs the same running-statistics update after each step). Shape
+    preserving.
 
     Raises:
         ShapeError: ``num_features`` not an int >= 1, ``eps`` not a finite real > 0, ``momentum``
@@ -394,7 +396,7 @@ def embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | None =
     torch's: ``nn.embedding(10, 4, 0)``): samples of ids ``(tokens,)`` give ``(tokens,
     embedding_dim)``. A model starting with it takes integer inputs (ids in ``[0,
     num_embeddings)``); it runs eagerly and in the typed graph (a ``gather`` node), except that
-    training with a ``padding_idx`` stays eager.
+    typed-graph training with a ``padding_idx`` is refused (``IRError``: train it eagerly).
 
     ``padding_idx`` (torch.nn.Embedding's ``padding_idx``), an int in ``[-num_embeddings,
     num_embeddings)`` (negative: counted from the end, stored as the row it names), makes that
