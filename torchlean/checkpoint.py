@@ -9,17 +9,18 @@ execution mode it was trained under, and the weights (:meth:`torchlean.nn.model.
 :func:`save` writes it as an uncompressed numpy ``.npz`` archive and :func:`load` reads it back
 with ``allow_pickle=False``: nothing in a checkpoint is pickled, so loading one runs no code.
 Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``format`` =
-``"torchlean-checkpoint"``, ``version`` and the scalar fields), ``feature_mean`` and
+``"torchlean-checkpoint"``, ``version`` and the scalar fields; version 2 also ``dropout``, the
+model's drop probability, which version 1 files lack and read as 0.0), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
-a ``training`` metadata object (``epochs_done``, ``epochs``, ``settings`` and two flags,
-``validation`` and ``last_weights``), one ``optimizer/<key>`` array per entry of the optimizer's
+a ``training`` metadata object (``epochs_done``, ``epochs``, ``random_counter``, ``settings`` and
+two flags, ``validation`` and ``last_weights``), one ``optimizer/<key>`` array per entry of the optimizer's
 ``state_dict()`` and, with the flags, the entries ``validation/losses`` and
 ``validation/metrics`` (float64 ``[epochs_done]``: each epoch's validation loss and metric); with
 the second, one ``last_weights/<parameter name>`` array per parameter, in the model dtype (the
 last epoch's weights, when ``weights`` are another epoch's). Version 1 files (no training state)
-are still read, and written back as version 1.
+are still read (with ``dropout`` 0.0), and written back as version 1.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from torchlean._checks import is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import Task, display_name
-from torchlean.models import MODELS, build_model
+from torchlean.models import MODELS, build_model, checked_dropout
+from torchlean.nn.layers import ShapeError
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
@@ -123,7 +125,10 @@ class TrainingState:
 
     Fields: ``epochs_done`` (an int >= 0, the whole epochs trained: :attr:`Trainer.epochs_done
     <torchlean.trainer.Trainer.epochs_done>`); ``epochs`` (an int >= 1 and >= ``epochs_done``,
-    the run's planned total, which a schedule annealing over the run depends on); ``optimizer``
+    the run's planned total, which a schedule annealing over the run depends on);
+    ``random_counter`` (an int in ``[0, 2**64)``, 0 by default: :attr:`Trainer.random_counter
+    <torchlean.trainer.Trainer.random_counter>`, the random-op invocations the trainer's session
+    served, so a resumed run's dropout masks go on where the run's stopped); ``optimizer``
     (:meth:`Optimizer.state_dict <torchlean.optim.Optimizer.state_dict>`: names to numeric arrays,
     stored as read-only copies; checked against the optimizer only when loaded into one);
     ``settings`` (names to ``str``, ``bool`` or ``None``: the options of the run, as the
@@ -152,9 +157,10 @@ class TrainingState:
     val_losses: tuple[float, ...] | None = None
     val_metrics: tuple[float, ...] | None = None
     last_weights: Mapping[str, Array] | None = None
+    random_counter: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("epochs_done", "epochs"):
+        for name in ("epochs_done", "epochs", "random_counter"):
             if isinstance(getattr(self, name), np.integer):
                 object.__setattr__(self, name, int(getattr(self, name)))
         if not is_builtin_int(self.epochs_done) or self.epochs_done < 0:
@@ -163,6 +169,10 @@ class TrainingState:
             raise CheckpointError(
                 f"training epochs (the run's total) must be an int >= 1 and >= epochs_done "
                 f"({self.epochs_done}), got {self.epochs!r}"
+            )
+        if not is_builtin_int(self.random_counter) or not 0 <= self.random_counter < 2**64:
+            raise CheckpointError(
+                f"training random_counter must be an int in [0, 2**64), got {self.random_counter!r}"
             )
         if not isinstance(self.optimizer, Mapping):
             raise CheckpointError(
@@ -241,8 +251,12 @@ class Checkpoint:
     ``None`` for classification); ``dataset``, ``label_column`` and ``feature_names`` (where the
     data came from; ``feature_names`` is ``()`` when unknown, else one name per feature);
     ``profile`` and ``execution`` (the backend profile name and execution-mode label trained
-    under); ``seed`` (a Python int in ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name ->
-    array of the model's parameter shape, in ``dtype``: exactly the model's parameters);
+    under); ``dropout`` (the ``dropout`` of :func:`~torchlean.models.build_model`, a float in
+    ``[0, 1)``, 0.0 by default; numpy floats and Python ints taken as ``float``, bools refused;
+    version 1 holds only 0.0: its files have no such field); ``seed`` (a Python int in
+    ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name -> array of the model's
+    parameter shape, in ``dtype``: exactly the model's parameters, named as the model with its
+    ``dropout`` layers names them);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -256,7 +270,8 @@ class Checkpoint:
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
-            checkpoint version 3 (supported: 1, 2)``; a missing, unexpected or mis-shaped weight, or
+            checkpoint version 3 (supported: 1, 2)``; a ``dropout`` outside ``[0, 1)`` or nonzero
+            with ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
             one with ``version`` 1).
@@ -282,6 +297,7 @@ class Checkpoint:
     weights: Mapping[str, Array]
     training: TrainingState | None = None
     version: int = FORMAT_VERSION
+    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         _check_version(self.version)
@@ -299,6 +315,14 @@ class Checkpoint:
             value = getattr(self, name)
             if not is_builtin_int(value) or value < 1:
                 raise CheckpointError(f"{name} must be an int >= 1, got {value!r}")
+        try:
+            object.__setattr__(self, "dropout", checked_dropout(self.dropout))
+        except ShapeError as error:
+            raise CheckpointError(str(error)) from None
+        if self.version == 1 and self.dropout != 0.0:
+            raise CheckpointError(
+                f"a version 1 checkpoint has no dropout (version 2 does), got dropout {self.dropout!r}"
+            )
         if self.dtype not in ("float32", "float64"):
             raise CheckpointError(f"dtype must be float32 or float64, got {self.dtype!r}")
         self._check_task()
@@ -388,7 +412,9 @@ class Checkpoint:
                 f"weights must be a mapping of names to arrays, got {type(weights).__name__}"
             )
         try:
-            layer, _ = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
+            layer, _ = build_model(
+                self.model, self.features, self.outputs, hidden=self.hidden, dropout=self.dropout
+            )
         except TorchLeanError as error:
             raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
         specs = layer.param_specs()
@@ -396,10 +422,11 @@ class Checkpoint:
         missing = [name for name in names if name not in weights]
         extra = [name for name in weights if name not in names]
         if missing or extra:
+            dropout = f", dropout {self.dropout!r}" if self.dropout else ""
             which = "weights" if what == "weight" else "training last_weights"
             raise CheckpointError(
                 f"the {which} do not match model {self.model} (features {self.features}, outputs "
-                f"{self.outputs}, hidden {self.hidden}): missing {missing}, unexpected {extra}"
+                f"{self.outputs}, hidden {self.hidden}{dropout}): missing {missing}, unexpected {extra}"
             )
         checked: dict[str, Array] = {}
         for spec in specs:
@@ -423,6 +450,8 @@ class Checkpoint:
         """A trainer holding this model with its saved weights, ready for
         :meth:`~torchlean.trainer.Trainer.predict` on standardised features (:meth:`standardise`).
 
+        The model has the saved ``dropout`` layers (the saved weights' names are theirs), which
+        :meth:`~torchlean.trainer.Trainer.predict` runs in evaluation mode: as the identity.
         ``profile`` and ``execution`` default to the ones saved; the session is opened on first
         use (:meth:`~torchlean.trainer.Trainer.open`). Classification outputs are ``[n, outputs]``
         logits (the predicted class is ``classes[argmax]``); regression outputs ``[n, 1]`` are the
@@ -442,7 +471,9 @@ class Checkpoint:
                 :class:`~torchlean.backend.profiles.BackendProfile` for ``profile``), or a
                 non-bool ``show_backend``.
         """
-        layer, input_shape = build_model(self.model, self.features, self.outputs, hidden=self.hidden)
+        layer, input_shape = build_model(
+            self.model, self.features, self.outputs, hidden=self.hidden, dropout=self.dropout
+        )
         config = RunConfig(
             execution=self.execution if execution is None else execution,
             show_backend=show_backend,
@@ -623,11 +654,14 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         "execution": checkpoint.execution,
         "seed": checkpoint.seed,
     }
+    if checkpoint.version >= 2:
+        metadata["dropout"] = checkpoint.dropout
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
             "epochs_done": training.epochs_done,
             "epochs": training.epochs,
+            "random_counter": training.random_counter,
             "settings": dict(training.settings),
             "validation": training.val_losses is not None,
             "last_weights": training.last_weights is not None,
@@ -672,8 +706,8 @@ _V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
-_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "training")}
-_TRAINING_FIELDS = ("epochs_done", "epochs", "settings", "validation", "last_weights")
+_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "dropout", "training")}
+_TRAINING_FIELDS = ("epochs_done", "epochs", "random_counter", "settings", "validation", "last_weights")
 _TRAINING_FLAGS = ("validation", "last_weights")
 
 
@@ -818,6 +852,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         weights=weights,
         training=training,
         version=version,
+        dropout=0.0 if version == 1 else _dropout_field(meta),
     )
 
 
@@ -832,7 +867,7 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
             f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
             f"got {shown!r}"
         )
-    for name in ("epochs_done", "epochs"):
+    for name in ("epochs_done", "epochs", "random_counter"):
         if not is_builtin_int(meta[name]):
             raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
     for name in _TRAINING_FLAGS:
@@ -854,4 +889,20 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
     return TrainingState(
         epochs_done=meta["epochs_done"], epochs=meta["epochs"], optimizer=optimizer,
         settings=meta["settings"], val_losses=losses, val_metrics=metrics, last_weights=last,
+        random_counter=meta["random_counter"],
     )
+
+
+def _dropout_field(meta: dict[str, Any]) -> float:
+    """A version 2 archive's ``dropout`` metadata field: a JSON number (``0.2``; an integral one,
+    ``0``, a hand edit, is taken), checked by :class:`Checkpoint`.
+
+    Raises:
+        CheckpointError: the field is missing or not a number.
+    """
+    if "dropout" not in meta:
+        raise CheckpointError("metadata field 'dropout' is missing")
+    value = meta["dropout"]
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise CheckpointError(f"metadata field 'dropout' must be a number, got {value!r}")
+    return value

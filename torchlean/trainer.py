@@ -658,6 +658,7 @@ class Trainer(Generic[In, Out]):
         self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                   dtype=self.config.numpy_dtype())
         self._session: Session | None = None
+        self._random_counter = 0  # the session's, until it opens (random_counter)
         self._optimizer: Optimizer | None = None
         self.grad_norm: float | None = None
         """The total 2-norm of the last step's gradients before clipping, when ``config`` has a
@@ -715,7 +716,37 @@ class Trainer(Generic[In, Out]):
                 self._optimizer = self._create_optimizer()
             self._session = Session(profile, show_backend=self.config.show_backend,
                                     seed=session_seed(self.seed))
+            self._session.random_counter = self._random_counter
         return self._session
+
+    @property
+    def random_counter(self) -> int:
+        """The position in the trainer's random stream: the random-op invocations (dropout masks,
+        eager or typed-graph, one per dropout layer and training step) its session has served,
+        :attr:`Session.random_counter <torchlean.autograd.session.Session.random_counter>`; 0
+        before it opens. Evaluation (``predict``, ``evaluate``, ``fit``'s ``validation``) draws
+        nothing.
+
+        Settable, before or after the session opens (reading or setting it opens nothing), to
+        resume a run: with the saved run's weights, optimizer state
+        (``optimizer.load_state_dict``), :attr:`epochs_done` and this counter, a new trainer of the
+        same seed and layers draws the masks the run would have drawn next (``torchlean train
+        --resume`` restores it from :class:`~torchlean.checkpoint.TrainingState`), as torch's
+        ``torch.set_rng_state`` continues a generator.
+
+        Raises:
+            TrainerError: (on setting) not an integer (Python or numpy; bools refused) in
+                ``[0, 2**64)``.
+        """
+        return self._random_counter if self._session is None else self._session.random_counter
+
+    @random_counter.setter
+    def random_counter(self, counter: int) -> None:
+        if not is_seed(counter):
+            raise TrainerError(f"random_counter must be an integer in {SEED_RANGE}, got {counter!r}")
+        if self._session is not None:
+            self._session.random_counter = int(counter)
+        self._random_counter = int(counter)
 
     # The settings are read-only: checked once, at construction, and fixed in the session, the
     # optimizer and the graphs the trainer builds from them (review26_ls F4).

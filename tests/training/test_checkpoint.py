@@ -327,7 +327,9 @@ def test_save_load_round_trip_keeps_every_field(tmp_path, iris_checkpoint):
             for key in a:
                 np.testing.assert_array_equal(a[key], b[key], strict=True)
         elif name == "training":  # torchlean train --save writes one
-            assert (a.epochs_done, a.epochs, dict(a.settings)) == (b.epochs_done, b.epochs, dict(b.settings))
+            assert (a.epochs_done, a.epochs, a.random_counter, dict(a.settings)) == (
+                b.epochs_done, b.epochs, b.random_counter, dict(b.settings)
+            )
             assert list(a.optimizer) == list(b.optimizer) and "steps" in a.optimizer
             for key in a.optimizer:
                 np.testing.assert_array_equal(a.optimizer[key], b.optimizer[key], strict=True)
@@ -481,11 +483,11 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
-         r"execution, seed, training\)$"),
+         r"execution, seed, dropout, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
-         r"v1train.npz: unexpected metadata fields: 'training' \(version 1 writes: format, version, model, "
-         r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
-         r"execution, seed\)$"),
+         r"v1train.npz: unexpected metadata fields: 'dropout', 'training' \(version 1 writes: format, "
+         r"version, model, hidden, features, outputs, dtype, task, classes, dataset, label_column, "
+         r"feature_names, profile, execution, seed\)$"),
         (rewrite(good, tmp_path / "field.npz", metadata=metadata(good, hidden="4")),
          r"field.npz: metadata field 'hidden' must be of type int, got '4'"),
         (rewrite(good, tmp_path / "nomean.npz", drop="feature_mean"),

@@ -422,15 +422,15 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     assert "its setting --profile 'nope' is not one of checked_cpu, " in refused(
         capsys, "--resume", str(rewrite_training(saved, tmp_path / "p.npz", profile="nope")), "--epochs", "4"
     )
-    newer = rewrite_training(saved, tmp_path / "newer.npz", dropout="0.2")
+    newer = rewrite_training(saved, tmp_path / "newer.npz", mixup="0.2")
     assert refused(capsys, "--resume", str(newer), "--epochs", "4") == (
-        f"checkpoint {newer} records settings this torchlean does not know: dropout (written by a newer "
+        f"checkpoint {newer} records settings this torchlean does not know: mixup (written by a newer "
         "torchlean?)"
     )
     nodigest = rewrite_training(saved, tmp_path / "nodigest.npz", data_sha256=None)
     assert "lack the data digest" in refused(capsys, "--resume", str(nodigest), "--epochs", "4")
     # an option the checkpoint does not record (newer than it) takes its default
-    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None)
+    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None, dropout=None)
     ok(capsys, "--resume", str(older), "--epochs", "4")
 
 

@@ -224,8 +224,27 @@ class Session:
 
     @property
     def random_counter(self) -> int:
-        """How many random-op invocations this session has served."""
+        """How many random-op invocations this session has served: the counter the next one
+        draws with (its key is ``splitmix64(seed + counter)``).
+
+        Settable, to continue a saved run's random stream (``torchlean train --resume``): a
+        session given the counter another session of the same seed had reached draws what that
+        one would have drawn next, as torch's ``Generator.set_state`` does.
+
+        Raises:
+            SessionTypeError: (on setting) not an integer (Python or numpy; bools refused) in
+                ``[0, 2**64)``.
+        """
         return self._random_counter
+
+    @random_counter.setter
+    def random_counter(self, counter: int) -> None:
+        if not is_builtin_or_numpy_int(counter) or not 0 <= int(counter) < 2**64:
+            raise SessionTypeError(
+                f"torch eager session: random_counter {counter!r} is not accepted (accepted: an integer "
+                "in [0, 2**64 - 1])"
+            )
+        self._random_counter = int(counter)
 
     def next_random_counter(self) -> int:
         """The counter for the next random op invocation; advances it by one."""

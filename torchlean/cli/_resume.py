@@ -23,8 +23,10 @@ total, so for them a resumed run keeps the checkpoint's total: another ``N`` wou
 rates of the remaining epochs (and not of those already run), a run no uninterrupted one equals.
 
 A setting the checkpoint lacks takes the option's default (an option newer than the
-checkpoint); one this torchlean does not know is refused. The sessions' random ops (dropout) are
-not part of the state; the models ``torchlean train`` builds have none.
+checkpoint); one this torchlean does not know is refused. The trainer session's random counter
+(:attr:`Trainer.random_counter <torchlean.trainer.Trainer.random_counter>`: the dropout masks
+drawn so far, ``--dropout``) is part of the state and restored, so a resumed run draws the masks
+the uninterrupted one draws (validation and the test metric draw none).
 
 A run with ``--val-fraction`` also saves its validation history (each epoch's validation loss
 and metric, from the run's first epoch) and, when ``--early-stopping`` restored the best epoch's
@@ -378,11 +380,11 @@ def restore(
     source: str,
     held_out: Validation | None = None,
 ) -> None:
-    """Put the saved run's weights, optimizer state and epoch count in ``trainer`` (nothing
-    without ``--resume``), after checking that ``dataset`` is the run's; with a validation part
-    (``held_out``), its history in ``held_out``. The weights trained on are the last epoch's:
-    the training state's ``last_weights`` when the checkpoint's weights are the best epoch's
-    (early stopping restored them), which then become the monitor's best.
+    """Put the saved run's weights, optimizer state, epoch count and random counter in ``trainer``
+    (nothing without ``--resume``), after checking that ``dataset`` is the run's; with a validation
+    part (``held_out``), its history in ``held_out``. The weights trained on are the last epoch's:
+    the training state's ``last_weights`` when the checkpoint's weights are the best epoch's (early
+    stopping restored them), which then become the monitor's best.
 
     Raises:
         TorchLeanError: the data differ from the run's (``source`` names them); weights or
@@ -404,6 +406,7 @@ def restore(
     except TorchLeanError as error:
         raise TorchLeanError(f"checkpoint {shown}: {error}") from None
     trainer.epochs_done = training.epochs_done
+    trainer.random_counter = training.random_counter  # dropout masks go on where the run's stopped
     if held_out is not None:
         assert training.val_losses is not None and training.val_metrics is not None  # checked by prepare
         held_out.resume(training.val_losses, training.val_metrics, resumed.saved.weights)
@@ -426,8 +429,8 @@ def training_state(
     dataset: data.Dataset,
     held_out: Validation | None = None,
 ) -> checkpoint.TrainingState:
-    """The training state ``--save`` records: the trainer's optimizer state and epochs done, the
-    run's total ``--epochs``, its settings and the data digest; with a validation part
+    """The training state ``--save`` records: the trainer's optimizer state, epochs done and random
+    counter, the run's total ``--epochs``, its settings and the data digest; with a validation part
     (``held_out``, after :meth:`~torchlean.cli._validation.Validation.finish`), the whole run's
     validation losses and metrics, and the last epoch's weights when early stopping restored
     another's."""
@@ -436,6 +439,7 @@ def training_state(
     return checkpoint.TrainingState(
         epochs_done=trainer.epochs_done,
         epochs=args.epochs,
+        random_counter=trainer.random_counter,
         optimizer=trainer.optimizer.state_dict(),
         settings=settings,
         val_losses=None if held_out is None else held_out.monitor.losses,

@@ -40,7 +40,9 @@ or the input CSV is refused before any work.
 
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
 CSV): ``checkpoint=...`` (with ``trained_under=``, the profile the weights were trained under,
-which ``--profile`` does not change) and ``dataset=...`` (with ``profile=``, the one predicting)
+which ``--profile`` does not change, and ``dropout=P`` after ``model=`` for a model trained with
+``--dropout``, whose dropout layers predict as the identity, as ``torch.nn.Dropout`` in
+``eval()``) and ``dataset=...`` (with ``profile=``, the one predicting)
 lines; with ``--show-backend`` each capsule's
 contract report as it is first selected; when the data has the label column,
 ``accuracy=<value> (<correct>/<rows>)`` (a row without a prediction counts as wrong: ``(0/150;
@@ -469,7 +471,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     with contextlib.redirect_stdout(banner):
         trainer.open()
-    print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model} task={saved.task} "
+    dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
+    print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
           f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)} "
           f"trained_under={saved.profile}", file=out)
     split = "" if chosen is None else f" split={args.split}"

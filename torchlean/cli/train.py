@@ -1,6 +1,7 @@
 """``torchlean train``: train a model on real data and report the capsules that computed it.
 
-Prints two header lines (data and model; profile and optimiser, then ``lr_schedule=SPEC`` when
+Prints two header lines (data and model, with ``dropout=P`` after ``model=`` for a nonzero
+``--dropout``; profile and optimiser, then ``lr_schedule=SPEC`` when
 ``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
 ``label_smoothing=S`` with a nonzero ``--label-smoothing``, ``no_decay='REGEX'`` with
 ``--no-decay``; with
@@ -13,13 +14,13 @@ standardised with the train split's mean and standard deviation - then ``test_ac
 (classification) or ``test_mse=<value>`` (regression, in the target's units), then one audit line
 per backend capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
-``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's
-spec, ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without
-``--max-grad-norm``; ``label_smoothing``, 0.0 by default; ``no_decay``: ``{"pattern": REGEX,
+``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's spec,
+``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
+``label_smoothing`` and ``dropout``, 0.0 by default; ``no_decay``: ``{"pattern": REGEX,
 "parameters": [names]}`` with ``--no-decay``, else ``null``; ``checkpoint``: the saved path, when
-``--save`` is given); its ``torch_threads`` is the intra-op thread count torch ran with, or
-``null`` when torch was never imported (a ``checked_cpu`` run does not import it, so its thread
-setting is never used).
+``--save`` is given); its ``torch_threads`` is the intra-op thread count torch ran with, or ``null``
+when torch was never imported (a ``checked_cpu`` run does not import it, so its thread setting is
+never used).
 
 ``--val-fraction F`` and ``--early-stopping P`` (:mod:`torchlean.cli._validation`): a validation part
 held out of the train split, ``val=`` in the header, each epoch's validation loss and metric on its
@@ -98,7 +99,8 @@ from torchlean.cli._threads import (
     torch_threads_in_use,
 )
 from torchlean.cli._validation import Validation, add_options, check_options, target_mse
-from torchlean.models import MODELS, build_model
+from torchlean.models import MODELS, build_model, checked_dropout
+from torchlean.nn.layers import ShapeError
 from torchlean.nn.model import Model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -139,6 +141,12 @@ def register(subparsers: Any) -> None:
                         "transformer read each row's features as a square image (s*s features; s >= 4 "
                         "for cnn)")
     parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
+    parser.add_argument("--dropout", type=_dropout, default=0.0, metavar="P",
+                        help="drop probability P in [0, 1) of dropout layers added to the model, as "
+                        "torch.nn.Dropout (mlp: after each hidden ReLU; cnn: after the classifier's "
+                        "hidden ReLU; transformer: after the learned positions and after the mean over "
+                        "tokens); training only: validation, the test metric and torchlean predict run "
+                        "without it (default: 0, no dropout layers)")
     parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="minibatch size (default: 32)")
     parser.add_argument("--lr", type=number, default=0.005, help="learning rate (default: 0.005)")
@@ -245,6 +253,24 @@ def _smoothing(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
     return value + 0.0  # -0 is 0
+
+
+def _dropout(text: str) -> float:
+    """``--dropout``: a number in ``[0, 1)`` (:func:`torchlean.models.checked_dropout`; 1, which
+    torch takes, drops everything and is refused).
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number in [0, 1), got '1' (p = 1 drops every
+            value: nothing before the dropout would train)``.
+    """
+    value = number(text)
+    try:
+        return checked_dropout(value)
+    except ShapeError as error:
+        why = str(error).partition(" (")[2]
+        raise argparse.ArgumentTypeError(
+            f"expected a number in [0, 1), got {text!r}" + (f" ({why}" if why else "")
+        ) from None
 
 
 def _load(args: argparse.Namespace) -> data.Dataset:
@@ -493,7 +519,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             "(its model is trained on mse)"
         )
     outputs = dataset.n_classes if classification else 1
-    layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden)
+    layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden,
+                                     dropout=args.dropout)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,
                        param_groups=_param_groups(args, optimizer)).with_profile(profile)
@@ -535,6 +562,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} "
         f"{'' if held_out is None else f'val={held_out.x.shape[0]} '}test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
+        f"{f'dropout={args.dropout!r} ' if args.dropout else ''}"
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
     shown_schedule = "" if scheduled is None else f" lr_schedule={schedule.spec}"
@@ -607,6 +635,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "dataset": source,
         "model": args.model,
         "hidden": args.hidden,
+        "dropout": args.dropout,
         "profile": profile.name,
         "device": profile.policy.device.label,
         "assurance": profile.policy.assurance.label,
@@ -647,6 +676,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         checkpoint.save(args.save, checkpoint.Checkpoint(
             model=args.model,
             hidden=args.hidden,
+            dropout=args.dropout,
             features=dataset.n_features,
             outputs=outputs,
             dtype=config.dtype,
