@@ -98,6 +98,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "dataset",
         "model",
         "hidden",
+        "dropout",
         "profile",
         "device",
         "assurance",
@@ -140,6 +141,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
     assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
+    assert record["dropout"] == 0.0 and "dropout" not in lines[0]  # no --dropout
     assert record["validation"] is None  # no --val-fraction
     assert record["kernel_times"] is None and "kernel times" not in out  # no --kernel-times
     assert f"batch_size={record['batch_size']} " in lines[1]
