@@ -236,6 +236,10 @@ def test_a_complete_run_under_an_annealing_schedule_is_not_extended(capsys, tmp_
         "those 2 epochs: a longer run would need another curve from its first epoch, which no resumed run "
         "follows; train a new run with --epochs 6"
     )
+    assert refused(capsys, "--resume", str(path)) == (  # review29 F2: without --epochs too
+        f"the run in {path} is complete (2 of 2 epochs) and its --lr-schedule {schedule} annealed over "
+        "those 2 epochs, so it is not extended: train a new run"
+    )
 
 
 def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monkeypatch):

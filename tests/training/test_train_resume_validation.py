@@ -520,3 +520,22 @@ def test_monitor_resume_refusals():
     nan = ValLossMonitor(1, keep_best_weights=True)
     nan.resume([math.nan, math.nan])  # no best epoch: no weights needed
     assert (nan.best, nan.should_stop, nan.best_weights) == (None, True, None)
+
+
+def test_an_early_stopping_checkpoint_without_its_last_weights_is_refused(capsys, tmp_path):
+    """review29 F1: best epoch before the last, but no last_weights (a hand edit): training on
+    from the best weights with the last epoch's optimizer state would not be the run."""
+    path = tmp_path / "es.npz"
+    ok(capsys, *IRIS, "--epochs", "15", "--early-stopping", "5", "--save", str(path))
+    with np.load(path, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    assert any(name.startswith("last_weights/") for name in entries)  # the premise: best is not last
+    entries = {name: value for name, value in entries.items() if not name.startswith("last_weights/")}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"]["last_weights"] = False
+    entries["metadata"] = np.array(json.dumps(meta))
+    edited = tmp_path / "edited.npz"
+    with edited.open("wb") as handle:
+        np.savez(handle, **entries)
+    message = refused(capsys, "--resume", str(edited), "--epochs", "20")
+    assert message.startswith(f"checkpoint {edited}: its best epoch (") and "holds no last_weights" in message

@@ -321,6 +321,13 @@ def _check_validation(
             "torchlean predict uses), and a resumed run would stop there again, whatever --epochs: to train "
             "on, train a new run (without --resume)"
         )
+    ran = len(training.val_losses)
+    if monitor.best is not None and monitor.best + 1 != ran and training.last_weights is None:
+        raise TorchLeanError(  # review29 F1
+            f"checkpoint {shown}: its best epoch ({monitor.best + 1}) is not its last ({ran}), so early "
+            "stopping saved the best weights for predict and the last epoch's as last_weights, but it holds "
+            "no last_weights (a checkpoint edited by hand?): --resume cannot continue it; train a new run"
+        )
 
 
 def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRSchedule, shown: str) -> int:
@@ -332,6 +339,11 @@ def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRS
     """
     done, total = training.epochs_done, training.epochs
     if given is None:
+        if total <= done and schedule.kind in _ANNEALING:
+            raise TorchLeanError(
+                f"the run in {shown} is complete ({done} of {total} epochs) and its --lr-schedule "
+                f"{schedule.spec} annealed over those {total} epochs, so it is not extended: train a new run"
+            )
         if total <= done:
             raise TorchLeanError(
                 f"the run in {shown} is complete ({done} of {total} epochs): give --epochs N with N above "
