@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_runs import arrays, cli, metadata, ok
 
 from torchlean import checkpoint
 from torchlean.checkpoint import CheckpointError, TrainingState
@@ -25,31 +26,8 @@ SMALL = ("--dataset", "iris", "--hidden", "8")
 """120 training rows: 4 minibatches of 32 an epoch."""
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run ``torchlean ARGV`` in-process; argparse's own exits count as return codes."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
-    code, out, err = cli(capsys, "train", *argv)
-    assert (code, err) == (0, ""), err
-    return out.splitlines()
-
-
-def arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
-    """Every array of a checkpoint file but its metadata (weights, statistics, optimizer state)."""
-    with np.load(path, allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files if name != "metadata"}
-
-
-def metadata(path: Path) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as archive:
-        return dict(json.loads(str(archive["metadata"])))
 
 
 def interrupt_during_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int, times: int = 1) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_runs import arrays, cli, metadata, ok
 
 from torchlean import checkpoint
 from torchlean.checkpoint import CheckpointError, TrainingState
@@ -42,29 +43,8 @@ TOTAL = 40
 """The early-stopping runs' --epochs: more than they run."""
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
-    code, out, err = cli(capsys, "train", *argv)
-    assert (code, err) == (0, ""), err
-    return out.splitlines()
-
-
-def arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
-    with np.load(path, allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files if name != "metadata"}
-
-
-def metadata(path: Path) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as archive:
-        return dict(json.loads(str(archive["metadata"])))
 
 
 def interrupt_during_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:

@@ -1,0 +1,42 @@
+"""Running ``torchlean`` in-process and reading the checkpoints it writes: the helpers the
+train/resume/dropout CLI tests share."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean.cli import main
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``torchlean ARGV`` in-process; argparse's own exits count as return codes."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    """``torchlean train ARGV``, which must succeed with nothing on stderr; its stdout lines."""
+    code, out, err = cli(capsys, "train", *argv)
+    assert (code, err) == (0, ""), err
+    return out.splitlines()
+
+
+def arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
+    """Every array of a checkpoint file but its metadata (weights, statistics, optimizer state)."""
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files if name != "metadata"}
+
+
+def metadata(path: Path) -> dict[str, Any]:
+    """A checkpoint file's metadata object."""
+    with np.load(path, allow_pickle=False) as archive:
+        return dict(json.loads(str(archive["metadata"])))
