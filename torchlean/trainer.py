@@ -584,9 +584,7 @@ class _GraphStep:
         program = self.program
         feeds: dict[int, Tensor] = {program.input_ids[0]: Tensor(xb)}
         for index in self.indices:
-            flat = xb.astype(np.int64).reshape(-1)
-            rows = np.ascontiguousarray(np.broadcast_to(flat.reshape(-1, 1), (flat.size, index.dim)))
-            feeds[index.node] = Tensor(rows)
+            feeds[index.node] = Tensor(index.rows(xb))
         for mask in self.masks:
             feeds[mask.node] = F.bernoulli_mask(mask.shape, mask.keep_prob, dtype=dtype)
         if target is not None:
@@ -1060,8 +1058,8 @@ class Trainer(Generic[In, Out]):
                 sees one value per channel (as :meth:`fit`); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: typed-graph training of an embedding with a ``padding_idx`` (eager's lookup
-                then depends on the ids), before any update.
+            IRError: typed graph: a layer it cannot lower (a custom layer whose ops the IR lacks),
+                before any update.
         """
         self._require_parameters()
         self.open()
@@ -1192,8 +1190,7 @@ class Trainer(Generic[In, Out]):
                 updates stay); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
-            IRError: as :meth:`step` (typed-graph training of an embedding with a
-                ``padding_idx``).
+            IRError: as :meth:`step`.
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)

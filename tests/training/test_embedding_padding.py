@@ -18,7 +18,6 @@ import torchlean as tl
 from torchlean import nn, optim
 from torchlean.autograd.grad_mode import set_grad_enabled
 from torchlean.backend.errors import GuardError
-from torchlean.ir.errors import IRError
 from torchlean.nn import ShapeError
 from torchlean.nn.layers import Embedding, ParamSpec
 from torchlean.tensor import TensorTypeError
@@ -207,19 +206,75 @@ def test_param_spec_zero_row_is_checked():
             ParamSpec("w", (3, 2), "normal", 1.0, zero_row=bad)
 
 
-def test_typed_graph_still_refuses_an_embedding_with_padding_idx():
-    config = RunConfig(execution="typed-graph")
-    layer = nn.sequential(nn.embedding(V, D, 0), nn.flatten(), nn.linear(TOKENS * D, CLASSES))
-    trainer = Trainer(layer, objective="cross-entropy", config=config, input_shape=(TOKENS,), seed=0)
-    before = trainer.model.state()
-    with pytest.raises(IRError, match="embedding with padding_idx=0 is not lowered for training"):
-        trainer.fit(np.zeros((2, TOKENS), dtype=np.int64), np.zeros(2, dtype=np.int64))
-    for name, value in trainer.model.state().items():
-        np.testing.assert_array_equal(value, before[name])
-    # prediction (no gradient: eager looks the rows up without the padding split) is lowered
-    ids = np.array([[0, 1, 2, 0], [3, 0, 0, 1]])[:, :TOKENS]
-    eager = Trainer(layer, objective="cross-entropy", input_shape=(TOKENS,), seed=0)
-    np.testing.assert_array_equal(trainer.predict(ids), eager.predict(ids))
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("padding_idx", [0, 5, -1])
+def test_typed_graph_trains_a_padding_row_bit_for_bit_as_eagerly(padding_idx, dtype, profile):
+    """Typed-graph training with a padding_idx (a gather from [table, detach table]) gives eager's
+    losses, weights, predictions and metric exactly; some minibatches hold the padding id (eager
+    splits the lookup), others do not (eager's plain gather). The padding row starts nonzero and
+    Adam (no decay) must leave it exactly as it is in both."""
+    rng = np.random.default_rng(7)
+    pad = padding_idx % V
+    ids = rng.integers(0, V, size=(12, TOKENS))
+    ids[ids == pad] = (pad + 1) % V
+    ids[:5, 1] = pad  # the first five samples hold the padding id, the others never do
+    labels = rng.integers(0, CLASSES, size=12)
+    trainers = [
+        Trainer(_layer(padding_idx), objective="cross-entropy", seed=3, input_shape=(TOKENS,),
+                config=RunConfig(optim.adam(0.05), execution=mode, dtype=dtype, profile=profile))
+        for mode in ("eager", "typed-graph")
+    ]
+    for trainer in trainers:
+        state = trainer.model.state()
+        state["0.weight"][pad] = [0.5, -1.5, 2.0]
+        trainer.model.load_state(state)
+    before = trainers[0].model.state()["0.weight"]
+    losses = [trainer.fit(ids, labels, epochs=3, batch_size=5) for trainer in trainers]
+    assert losses[0] == losses[1]
+    eager, graph = (trainer.model.state() for trainer in trainers)
+    assert eager.keys() == graph.keys()
+    for name in eager:
+        np.testing.assert_array_equal(graph[name], eager[name])
+    np.testing.assert_array_equal(graph["0.weight"][pad], np.array([0.5, -1.5, 2.0], dtype=dtype))
+    moved = np.any(graph["0.weight"] != before, axis=1)
+    assert moved.tolist() == [row != pad for row in range(V)]  # every other row was looked up and trained
+    np.testing.assert_array_equal(trainers[1].predict(ids), trainers[0].predict(ids))
+    assert trainers[1].evaluate(ids, labels) == trainers[0].evaluate(ids, labels)
+
+
+def test_typed_graph_padding_lookup_gathers_from_the_table_and_its_detached_copy():
+    """The training lowering: concat [table, detach table], an index sending the padding ids to
+    row id + V, values the table's rows exactly (numpy indexing); evaluation lowers the plain
+    gather."""
+    from torchlean.ir import evaluate
+    from torchlean.nn.lowering import EmbeddingIndex, lower_model
+
+    model = nn.build(nn.sequential(nn.embedding(V, D, -2), nn.flatten()), input_shape=(TOKENS,), seed=0)
+    lowered = lower_model(model, (2, TOKENS), training=True)
+    nodes = lowered.built.graph.nodes
+    assert [n.kind.describe() for n in nodes] == [
+        "input",
+        "input",
+        "const [7, 3]",
+        "detach",
+        "concat 0",
+        "gather 0",
+        "reshape [8, 3] [2, 4, 3]",
+        "reshape [2, 4, 3] [2, 12]",
+    ]
+    index = lowered.embedding_indices[0]
+    assert index == EmbeddingIndex(1, 0, D, (V - 2, V))
+    ids = np.array([[5, 0, 5, 6], [1, 5, 2, 3]])
+    rows = index.rows(ids)
+    assert rows.dtype == np.int64 and rows.shape == (8, D) and rows.flags.c_contiguous
+    np.testing.assert_array_equal(rows[:, 0], [12, 0, 12, 6, 1, 12, 2, 3])
+    table = model.parameters[0]
+    out = evaluate(lowered.built.graph, {0: ids, 1: rows}, lowered.built.payloads)[lowered.output]
+    np.testing.assert_array_equal(out, table[ids].reshape(2, TOKENS * D))
+    predicting = lower_model(model, (2, TOKENS), training=False)
+    assert "concat 0" not in [n.kind.describe() for n in predicting.built.graph.nodes]
+    assert predicting.embedding_indices[0].padding is None
 
 
 # ------------------------------------------------------------------------------------ training
@@ -298,14 +353,15 @@ def _check(ours: dict[str, np.ndarray], module: _TorchModel, pad: int, unchanged
         assert not np.array_equal(ours["0.weight"][pad], [0.5, -1.5, 2.0])
 
 
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
 @pytest.mark.parametrize("padding_idx", [5, 5 - V])
 @pytest.mark.parametrize("name", list(_OPTIMIZERS))
-def test_trainer_matches_torch_float64(name, padding_idx):
+def test_trainer_matches_torch_float64(name, padding_idx, execution):
     """Trainer.step with a padding row that starts nonzero: losses and every parameter within 1e-12
     of torch after each step; the padding row exactly unchanged under SGD and Adam, decayed as
-    torch's under weight decay and AdamW."""
+    torch's under weight decay and AdamW; eagerly and as a typed graph."""
     config_of, torch_of, unchanged = _OPTIMIZERS[name]
-    config = RunConfig(optimizer=config_of(), dtype="float64")
+    config = RunConfig(optimizer=config_of(), dtype="float64", execution=execution)
     layer = _layer(padding_idx)
     trainer = Trainer(layer, objective="cross-entropy", config=config, seed=3, input_shape=(TOKENS,))
     state, module = _start(trainer.model.state(), 5, padding_idx)

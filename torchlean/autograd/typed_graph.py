@@ -46,6 +46,7 @@ from torchlean.ir.ops import (
     BatchNormEval,
     BatchNormTrain,
     BroadcastTo,
+    Concat,
     Const,
     Conv,
     Detach,
@@ -110,7 +111,7 @@ _EXECUTABLE = _PLAIN | {
     for kind in (
         Input, Const, Detach, Reshape, Transpose, Permute, BroadcastTo, Scale, Softmax, LogSoftmax,
         ReduceSum, ReduceMean, Sum, LayerNorm, Linear, Conv, MaxPool, AvgPool, ScaledDotProductAttention,
-        BatchNormEval, BatchNormTrain, Gather,
+        BatchNormEval, BatchNormTrain, Gather, Concat,
     )
 }
 
@@ -212,7 +213,7 @@ class GraphProgram:
         SessionError: ``plan`` does not cover exactly this graph's kernel nodes, was made for a
             graph of another size, runs another op at one of them, a node has no accepted kernel or
             no linked implementation, or a node is not executable here: a kind the executor does
-            not run (``concat``, ``flatten``, ``rand_uniform``, ...), a conv or batch norm whose
+            not run (``flatten``, ``rand_uniform``, ...), a conv or batch norm whose
             channel axis is not 1, a conv whose padding is asymmetric, a pool over inputs other
             than ``(N, C, *spatial)`` (the kernels' layouts; :func:`torchlean.ir.evaluate` runs
             these).
@@ -481,7 +482,7 @@ class GraphProgram:
                 return [x], {"factor": float(factor)}
             case Softmax(axis=axis) | LogSoftmax(axis=axis):
                 return [x], {"axis": int(axis)}
-            case Gather(axis=axis):
+            case Gather(axis=axis) | Concat(axis=axis):
                 return parents, {"axis": int(axis)}
             case ReduceSum(axis=axis) | ReduceMean(axis=axis):
                 return [x], {"axis": int(axis), "keepdims": False}

@@ -395,8 +395,8 @@ def embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | None =
     ids (``torch.nn.Embedding``, N(0, 1) initialisation, ``padding_idx`` positionally too, as
     torch's: ``nn.embedding(10, 4, 0)``): samples of ids ``(tokens,)`` give ``(tokens,
     embedding_dim)``. A model starting with it takes integer inputs (ids in ``[0,
-    num_embeddings)``); it runs eagerly and in the typed graph (a ``gather`` node), except that
-    typed-graph training with a ``padding_idx`` is refused (``IRError``: train it eagerly).
+    num_embeddings)``); it runs eagerly and in the typed graph (a ``gather`` node; training with a
+    ``padding_idx`` gathers from the table and its detached copy, with eager's bits).
 
     ``padding_idx`` (torch.nn.Embedding's ``padding_idx``), an int in ``[-num_embeddings,
     num_embeddings)`` (negative: counted from the end, stored as the row it names), makes that

@@ -819,8 +819,8 @@ class Embedding(Layer):
     (``torch.nn.Embedding``, its N(0, 1) initialisation and its ``padding_idx``; no ``max_norm``
     or ``sparse``): samples of ids ``(...)``, e.g. ``(tokens,)``, give ``(..., embedding_dim)``.
     One ``embedding`` op (:func:`torchlean.functional.embedding`); in a typed graph a ``gather``
-    by an int64 index input and a ``reshape`` (typed-graph training with a ``padding_idx`` is
-    refused: :meth:`torchlean.nn.lowering.GraphOps.embedding`).
+    by an int64 index input and a ``reshape`` (training with a ``padding_idx`` gathers from the
+    table and its detached copy: :meth:`torchlean.nn.lowering.GraphOps.embedding`).
 
     ``padding_idx`` (torch.nn.Embedding's ``padding_idx``; ``None`` for none) is an int in
     ``[-num_embeddings, num_embeddings)``, stored normalised to ``[0, num_embeddings)`` (``-1``

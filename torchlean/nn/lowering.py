@@ -20,8 +20,12 @@ Two training-mode layers lower to graphs that need their caller:
 * an embedding (the model's first layer, which receives int64 ids) lowers to ``gather 0`` of the
   table by an int64 ``(ids, dim)`` index, then ``reshape`` to ``(*ids.shape, dim)``, as
   :func:`torchlean.functional.embedding` computes it; the index is an extra ``input`` node
-  (:class:`EmbeddingIndex`) the caller makes from the ids (the IR computes no integers). A
-  ``padding_idx`` in training is refused: eager's op sequence then depends on the ids.
+  (:class:`EmbeddingIndex`) the caller makes from the ids (the IR computes no integers). In
+  training, a ``padding_idx`` lowers to ``gather 0`` of ``concat [table, detach table]``, the
+  index sending each id equal to the padding row to its detached copy (row ``id + V``): the
+  values are the table's rows exactly and the padding positions send no gradient, the other
+  positions' gradients summed in index order, so weights and gradients are eager's (whose
+  lookup splits the ids instead, an op sequence that depends on the ids).
 * batch norm lowers to ``batch_norm_train`` (batch statistics; affine payload); the running
   statistics' update is recorded as a :class:`RunningUpdate` (the node whose value is the batch
   norm input, the buffers, the momentum), which the caller applies as
@@ -40,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -102,12 +107,25 @@ class EmbeddingIndex:
     model input), ``n`` their count and ``dim`` the table's row length. Its value is the ids
     flattened, one per row, repeated across ``dim`` columns:
     ``np.broadcast_to(ids.reshape(-1, 1), (n, dim))`` as int64 (the index eager ``embedding``
-    gathers with).
+    gathers with). ``padding`` is ``None``, or (a training lookup with a ``padding_idx``) the
+    pair ``(padding_idx, num_embeddings)``: the graph then gathers from ``concat [table, detach
+    table]`` and an id equal to ``padding_idx`` is sent to row ``id + num_embeddings``, the
+    detached copy (:meth:`rows`).
     """
 
     node: int
     ids: int
     dim: int
+    padding: tuple[int, int] | None = None
+
+    def rows(self, ids: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """The index input's value for the integer ``ids`` (any shape): ``(ids.size, dim)`` int64,
+        C-contiguous."""
+        flat = ids.astype(np.int64).reshape(-1)
+        if self.padding is not None:
+            pad, count = self.padding
+            flat = flat + count * (flat == pad)
+        return np.ascontiguousarray(np.broadcast_to(flat.reshape(-1, 1), (flat.size, self.dim)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +188,7 @@ class GraphOps:
     original's matmul/transpose/broadcast/add form (``lower_model``, ``torchlean graph``)."""
     training: bool = False
     """The program is lowered for a training step, whose gradients the tape records (an embedding
-    with a ``padding_idx`` is then refused)."""
+    with a ``padding_idx`` then gathers from the table and its detached copy)."""
 
     # ------------------------------------------------------------------------------- sources
 
@@ -294,12 +312,14 @@ class GraphOps:
         """Rows of the ``(V, D)`` table ``weight`` (a model parameter) picked by the ids, an
         ``input`` node of the graph (the model's input): ``gather 0`` of the table by a new int64
         index input ``(n, D)`` (:class:`EmbeddingIndex`), then ``reshape`` to ``(*ids, D)``, the
-        ops :func:`torchlean.functional.embedding` records. A ``padding_idx`` is accepted in
-        evaluation (eager's lookup is then the same) and refused in training.
+        ops :func:`torchlean.functional.embedding` records. With a ``padding_idx`` (a row in
+        ``[0, V)``, as the layer stores it) in :attr:`training`, the gather reads ``concat
+        [table, detach table]`` and the index sends the padding ids to the detached copy, so they
+        send no gradient (the module docstring); in evaluation eager's lookup is the plain one.
 
         Raises:
             IRError: ``ids`` is not an input node (ids computed in the graph: the IR computes no
-                integers); a ``padding_idx`` when :attr:`training`.
+                integers).
             LoweringTypeError: ``weight`` is not a model parameter.
         """
         table = self._payload_param(weight, "embedding", "table")
@@ -311,18 +331,16 @@ class GraphOps:
                 f"node {node_ids} ({self.builder.build().graph.nodes[node_ids].kind.describe()}); the IR "
                 "computes no integers"
             )
-        if padding_idx is not None and self.training:
-            raise IRError(
-                f"embedding with padding_idx={padding_idx} is not lowered for training: eager's lookup "
-                "then depends on whether the ids hold the padding row (its gradient is cut there); "
-                "train it in eager mode (prediction and evaluation lower it)"
-            )
         shape = self.shape(node_ids)
-        dim = table.shape[1]
-        count = math.prod(shape)
-        index = self.input((count, dim))
-        self.embedding_indices.append(EmbeddingIndex(index, node_ids, dim))
-        rows = self.builder.gather(self._ref(table), index, 0)
+        count, dim = table.shape
+        index = self.input((math.prod(shape), dim))
+        source = self._ref(table)
+        padding = None
+        if padding_idx is not None and self.training:
+            padding = (padding_idx, count)
+            source = self.builder.concat([source, self.builder.detach(source)], 0)
+        self.embedding_indices.append(EmbeddingIndex(index, node_ids, dim, padding))
+        rows = self.builder.gather(source, index, 0)
         return self.builder.reshape(rows, (*shape, dim))
 
     def softmax(self, x: Ref, axis: int) -> int:
@@ -565,8 +583,7 @@ def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = Fa
         ShapeError: any other ``input_shape``, naming it and the accepted shapes (e.g. an
             unbatched sample for a model with ``reshape``/``flatten``/``mean_pool``/conv/attention,
             or a batch of samples of another shape).
-        IRError: with ``training=True``, an embedding with a ``padding_idx``; a layer program the
-            IR cannot express (ids computed in the graph).
+        IRError: a layer program the IR cannot express (ids computed in the graph).
 
     With ``training=True`` a dropout's mask becomes an extra input node and a batch norm records
     its running-statistics update (:attr:`Lowered.dropout_masks`, :attr:`Lowered.running_updates`;
