@@ -670,6 +670,15 @@ class Trainer(Generic[In, Out]):
         ``validation`` each epoch's validation loss and metric, the best epoch, where early
         stopping stopped), set when it returns or fails (then up to its last whole epoch);
         ``None`` before the first. Keras' ``model.fit(...).history``."""
+        self.val_outputs: Array | None = None
+        """MSE: the model's outputs for ``x_val`` from the last validation of :meth:`fit`,
+        ``(n_val, *output_shape)`` in the model dtype, bit for bit what :meth:`predict` (its
+        default ``batch_size``) gives for ``x_val`` with the weights of the last epoch validated
+        (not the best epoch's that early stopping may restore after it): the outputs of its last
+        ``val_loss``, so another metric of them (``torchlean train``'s ``val_mse`` in the target's
+        units) needs no second pass over ``x_val``. ``None`` before, for a ``fit`` without
+        ``validation`` (each ``fit`` resets it) and for cross-entropy, whose logits are read a
+        chunk at a time and not kept."""
         if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
             self._optimizer = self._create_optimizer()  # kept: a selection function runs once
 
@@ -1142,7 +1151,8 @@ class Trainer(Generic[In, Out]):
         included, as Keras' ``val_loss`` uses the compiled loss) computed in float64 from the
         model's outputs over the whole validation set (the mean over every prediction, or every
         output element for MSE), and its metric is :meth:`evaluate`'s (``accuracy``, or ``mse``
-        in ``y_val``'s units); :attr:`history` holds them (a :class:`~torchlean.validation.History`).
+        in ``y_val``'s units); :attr:`history` holds them (a :class:`~torchlean.validation.History`),
+        and for MSE :attr:`val_outputs` the last epoch's outputs for ``x_val``.
         ``early_stopping`` (an :class:`~torchlean.validation.EarlyStopping`, which needs
         ``validation``) ends the fit after the epoch that makes ``patience`` consecutive epochs
         without a strictly lower validation loss and, with ``restore_best_weights`` (its
@@ -1243,6 +1253,7 @@ class Trainer(Generic[In, Out]):
         epochs_run: list[int] = []
         monitor = ValLossMonitor.of(early_stopping)
         metrics: list[float] = []
+        self.val_outputs = None
         stopped: int | None = None
         try:
             for epoch in range(self.epochs_done, self.epochs_done + epochs):
@@ -1338,11 +1349,13 @@ class Trainer(Generic[In, Out]):
 
     def _validate(self, held_out: _Validation) -> tuple[float, float]:
         """The validation loss and metric (accuracy or mse, as :meth:`evaluate`) of ``held_out``
-        in evaluation mode, float64, from one pass over it in chunks of :data:`_EVALUATION_CHUNK`."""
+        in evaluation mode, float64, from one pass over it in chunks of :data:`_EVALUATION_CHUNK`
+        (predict's batch); for MSE the outputs are kept in :attr:`val_outputs`."""
         session = self.open()
         chunks = self._outputs(session, held_out.x, _EVALUATION_CHUNK)
         if self.objective is Objective.MSE:  # evaluate's mse, bit for bit: one mean over every element
-            mse = float(np.mean(squared_errors(np.concatenate(list(chunks)), held_out.y)))
+            self.val_outputs = np.concatenate(list(chunks))
+            mse = float(np.mean(squared_errors(self.val_outputs, held_out.y)))
             return mse, mse
         total, hits, start = 0.0, 0, 0
         for logits in chunks:  # a chunk of logits at a time (a vocabulary's), as evaluate

@@ -23,6 +23,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from torchlean import checkpoint, data, nn, optim
+from torchlean.autograd import profiler
 from torchlean.cli import main
 from torchlean.models import build_model
 from torchlean.trainer import Objective, RunConfig, Trainer, TrainerError
@@ -222,6 +223,38 @@ def test_regression_validation_mse_equals_evaluate() -> None:
         prediction = oracle.predict(ds.x_val).astype(np.float64)[:, 0]
         expected = np.mean((prediction - y_val.astype(np.float64)) ** 2)
         assert history.val_mse[epoch] == pytest.approx(float(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_val_outputs_are_the_one_validation_pass_per_epoch(execution: str) -> None:
+    """review28 F7: MSE's ``val_outputs`` are the outputs the last epoch's ``val_loss`` came from,
+    bit for bit ``predict(x_val)`` of an oracle trained as far, from one pass over ``x_val`` per
+    epoch (kernel counts: 282 training rows in minibatches of 32 are 9 steps, 71 validation rows
+    one chunk; three linear layers); ``None`` without validation and for cross-entropy."""
+    ds = data.load("diabetes", seed=0, val_fraction=0.2)
+    assert ds.x_val is not None and ds.x_val.shape[0] == 71
+    y_train, y_val = ds.standardised_targets()[0], ds.standardised_val_targets()
+    layer = nn.sequential(nn.linear(10, 8), nn.relu(), nn.linear(8, 8), nn.relu(), nn.linear(8, 1))
+    trainer = _trainer(layer, execution=execution, objective=Objective.MSE, features=10, lr=0.01)
+    assert trainer.val_outputs is None
+    with profiler.profile() as prof:
+        trainer.fit(ds.x_train, y_train, epochs=2, validation=(ds.x_val, y_val))
+    calls = {k.capsule: (k.forward_calls, k.vjp_calls) for k in prof.kernels}
+    assert calls["reference.linear"] == (3 * 9 * 2 + 3 * 1 * 2, 3 * 9 * 2)  # one validation pass per epoch
+    outputs, history = trainer.val_outputs, trainer.history
+    assert outputs is not None and history is not None and history.val_mse is not None
+    assert outputs.shape == (71, 1) and outputs.dtype == np.float32
+    oracle = _trainer(layer, execution=execution, objective=Objective.MSE, features=10, lr=0.01)
+    oracle.fit(ds.x_train, y_train, epochs=2)
+    np.testing.assert_array_equal(outputs, oracle.predict(ds.x_val), strict=True)
+    expected = torch.mean((torch.tensor(outputs, dtype=torch.float64)[:, 0] - torch.tensor(y_val)) ** 2)
+    assert history.val_mse[-1] == pytest.approx(expected.item(), rel=1e-12, abs=0)
+    trainer.fit(ds.x_train, y_train, epochs=1)  # each fit resets it
+    assert trainer.val_outputs is None
+    classifier = _trainer(execution=execution)
+    iris = _iris()
+    classifier.fit(iris.x_train, iris.y_train, epochs=1, validation=(iris.x_val, iris.y_val))
+    assert classifier.val_outputs is None
 
 
 def test_fit_without_validation_records_only_its_losses() -> None:
@@ -506,6 +539,44 @@ def test_cli_regression_reports_val_mse_in_target_units(
         assert lines[2 + epoch].endswith(
             f"  val_loss(standardised y)={validation['losses'][epoch]:.6f}  val_mse={mse:.4f}"
         )
+
+
+@pytest.mark.parametrize(("fraction", "epochs", "steps", "chunks"), [
+    ("0.25", 1, 9, 1),   # the review's run: 264 training rows (9 minibatches), 89 validation rows
+    ("0.9", 2, 2, 2),    # 35 training rows (2 minibatches), 318 validation rows (2 chunks of <= 256)
+])
+def test_cli_regression_runs_the_model_once_over_the_validation_part(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fraction: str, epochs: int, steps: int, chunks: int
+) -> None:
+    """review28 F7: val_loss and val_mse come from one pass per epoch (--kernel-times: the mlp's
+    three linear layers run once per minibatch and once per validation chunk; two passes gave
+    33 for the first case), and val_mse is the oracle's: the same weights' predictions in float64
+    (bit for bit) and torch's float64 mean (to the last bits)."""
+    record_path = tmp_path / "run.json"
+    code, out, err = train(capsys, "--dataset", "diabetes", "--hidden", "8", "--lr", "0.05", "--epochs",
+                           str(epochs), "--val-fraction", fraction, "--kernel-times",
+                           "--report-json", str(record_path))
+    assert (code, err) == (0, "")
+    record = json.loads(record_path.read_text())
+    linear = {k["capsule"]: k for k in record["kernel_times"]["kernels"]}["reference.linear"]
+    assert (linear["forward_calls"], linear["vjp_calls"]) == (3 * steps * epochs + 3 * chunks * epochs,
+                                                              3 * steps * epochs)
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("reference.linear "))
+    assert int(row.split()[2]) == 3 * (steps + chunks) * epochs
+    ds = data.load("diabetes", seed=0, val_fraction=float(fraction))
+    assert ds.x_val is not None and ds.y_val is not None
+    assert (-(-ds.x_train.shape[0] // 32), -(-ds.x_val.shape[0] // 256)) == (steps, chunks)  # the premise
+    mean, scale = ds.target_statistics()
+    oracle = _cli_trainer(ds)
+    for epoch in range(epochs):
+        oracle.fit(ds.x_train, ds.standardised_targets()[0], epochs=1)
+        outputs = oracle.predict(ds.x_val)
+        prediction = outputs.astype(np.float64)[:, 0] * scale + mean
+        mse = float(np.mean((prediction - ds.y_val.astype(np.float64)) ** 2))
+        assert record["validation"]["mse"][epoch] == mse
+        in_torch = torch.tensor(outputs, dtype=torch.float64)[:, 0] * scale + mean
+        expected = torch.mean((in_torch - torch.tensor(ds.y_val, dtype=torch.float64)) ** 2).item()
+        assert record["validation"]["mse"][epoch] == pytest.approx(expected, rel=1e-13, abs=0)
 
 
 def test_cli_diverged_run_has_no_best_epoch_and_a_strict_json_record(

@@ -80,13 +80,13 @@ def check_options(args: argparse.Namespace) -> None:
         )
 
 
-def target_mse(
-    trainer: Trainer[Any, Any], x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: float, scale: float
-) -> float:
-    """Regression: the MSE in the target's units of the model trained on ``(y - mean) / scale``,
-    its predictions for ``x`` mapped back as ``p * scale + mean`` (float64; a diverged model's
-    inf or NaN is the result)."""
-    standardised = trainer.predict(x).astype(np.float64).reshape(-1)
+def target_mse(outputs: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: float, scale: float) -> float:
+    """Regression: the MSE in the target's units of a model trained on ``(y - mean) / scale``,
+    from its ``outputs`` ``(n, 1)`` (``trainer.predict(x)``, or :attr:`Trainer.val_outputs
+    <torchlean.trainer.Trainer.val_outputs>` for the validation part: no second pass) for the
+    targets ``y`` ``(n,)``, mapped back as ``p * scale + mean`` (float64; a diverged model's inf
+    or NaN is the result)."""
+    standardised = outputs.astype(np.float64).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         prediction = standardised * scale + mean
         return float(np.mean((prediction - y.astype(np.float64)) ** 2))
@@ -148,7 +148,8 @@ class Validation:
             metric = history.val_accuracy[-1]
             self.metrics.append(metric)
             return f"  val_loss={loss:.6f}  val_accuracy={metric:.4f}"
-        mse = target_mse(trainer, self.x, self.y, *self.target)
+        assert trainer.val_outputs is not None  # fit's validation pass over self.x (regression: MSE)
+        mse = target_mse(trainer.val_outputs, self.y, *self.target)
         self.metrics.append(mse)
         return f"  val_loss(standardised y)={loss:.6f}  val_mse={mse:.4f}"
 
