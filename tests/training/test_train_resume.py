@@ -279,9 +279,85 @@ def test_conflicting_settings_are_refused_naming_both_values(capsys, saved):
     assert message == (
         f"--resume {saved} continues the run with the checkpoint's settings; --dataset wine differs from the "
         "checkpoint's iris; --lr 0.01 differs from the checkpoint's 0.005; --nesterov on differs from the "
-        "checkpoint's off; --weight-decay 0.1 differs from the checkpoint's not given; --max-grad-norm 3.0 "
-        "differs from the checkpoint's 2.0 (leave out the option, or train a new run without --resume)"
+        "checkpoint's off; --weight-decay 0.1 differs from the checkpoint's 0.0 (not given: the default); "
+        "--max-grad-norm 3.0 differs from the checkpoint's 2.0 (leave out the option, or train a new run "
+        "without --resume)"
     )  # --momentum 0.9 is the checkpoint's
+
+
+@pytest.fixture(scope="module")
+def adam(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An iris run of 1 epoch with adam (the default optimizer)."""
+    path = tmp_path_factory.mktemp("resume") / "adam.npz"
+    assert main(["train", *SMALL, "--epochs", "1", "--save", str(path)]) == 0
+    return path
+
+
+def test_an_option_the_checkpoints_optimizer_does_not_take_is_refused_as_in_a_fresh_run(capsys, adam):
+    """review28 F10: ``--momentum 0`` with an adam run is refused as a fresh run refuses it (adam
+    takes no momentum), not as differing from a momentum the checkpoint did "not give"; so are
+    the other options adam does not take, each named as a fresh run names it; one it takes
+    (``--amsgrad``) differs from the checkpoint's as before."""
+    message = refused(capsys, "--resume", str(adam), "--epochs", "8", "--momentum", "0")
+    assert message == (
+        f"--resume {adam} continues the run with the checkpoint's settings; --momentum applies to "
+        "--optimizer sgd or rmsprop, and the checkpoint's --optimizer is adam (leave out the option, or "
+        "train a new run without --resume)"
+    )
+    message = refused(capsys, "--resume", str(adam), "--epochs", "8", "--nesterov", "--centered", "--amsgrad",
+                      "--momentum", "0.5")
+    clauses = message.split("; ", 1)[1].removesuffix(" (leave out the option, or train a new run without "
+                                                       "--resume)").split("; ")
+    assert clauses == [
+        "--momentum applies to --optimizer sgd or rmsprop, and the checkpoint's --optimizer is adam",
+        "--nesterov applies to --optimizer sgd only, and the checkpoint's --optimizer is adam",
+        "--centered applies to --optimizer rmsprop only, and the checkpoint's --optimizer is adam",
+        "--amsgrad on differs from the checkpoint's off",
+    ]
+    given = (("--momentum", "0.5"), ("--nesterov",), ("--centered",))
+    for argv, clause in zip(given, clauses, strict=False):
+        fresh = refused(capsys, *SMALL, "--epochs", "1", *argv)
+        assert fresh == clause.replace(", and the checkpoint's --optimizer is adam", ", got --optimizer adam")
+
+
+def with_arrays(source: Path, target: Path, changes: dict[str, Any]) -> Path:
+    """``source`` with some of its arrays replaced (a hand edit; numpy writes the archive)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    assert set(changes) <= set(entries)
+    entries.update(changes)
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_a_checkpoint_whose_state_is_not_finite_resumes_with_a_warning_naming_it(capsys, adam, tmp_path):
+    """review28 F10: NaN Adam moments (or NaN or infinite weights) resume, as --save saves such
+    weights, but not silently: a warning names each array (as the archive does) and its count."""
+    saved = arrays(adam)
+    second = np.full_like(saved["optimizer/second.0"], np.nan)
+    weight = saved["weights/4.bias"].copy()  # the output layer's 3 biases
+    weight[1] = np.inf
+    edited = with_arrays(adam, tmp_path / "nan.npz", {"optimizer/second.0": second, "weights/4.bias": weight})
+    code, out, err = cli(capsys, "train", "--resume", str(edited), "--epochs", "2")
+    assert code == 0 and out.splitlines()[2].startswith(f"resumed_from={edited} ")
+    assert err.splitlines()[0] == (
+        f"warning: checkpoint {edited} holds values that are not finite (NaN or infinite) in weights/4.bias "
+        f"(1 of 3 values), optimizer/second.0 ({second.size} of {second.size} values): the run it saved "
+        "diverged, or the file was edited; the resumed run trains on from them, and its losses will likely "
+        "not be finite"
+    )
+    many = {f"optimizer/{kind}.{i}": np.full_like(saved[f"optimizer/{kind}.{i}"], np.nan)
+            for kind in ("first", "second") for i in range(6)}
+    edited = with_arrays(adam, tmp_path / "many.npz", many)
+    code, _, err = cli(capsys, "train", "--resume", str(edited), "--epochs", "2")
+    first = err.splitlines()[0]
+    assert code == 0 and first.startswith(
+        f"warning: checkpoint {edited} holds values that are not finite (NaN or infinite) in "
+        "optimizer/first.0 (32 of 32 values), optimizer/second.0 (32 of 32 values), optimizer/first.1 "
+        "(8 of 8 values) and 9 more arrays: the run it saved diverged"
+    )
+    assert err.count("warning: checkpoint ") == 1
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import re
 import signal
@@ -215,6 +216,23 @@ def _default_value(dest: str, settings: dict[str, Any]) -> str | None:
     return None
 
 
+def _not_taken(option: str, dest: str, optimizer: object) -> str | None:
+    """Why ``option`` cannot be given to resume a run of ``optimizer`` (the checkpoint's), when it
+    sets a hyper-parameter other optimizers take and this one has not (``--momentum`` with adam;
+    review28 F10), as a fresh run refuses it: ``--momentum applies to --optimizer sgd or rmsprop,
+    and the checkpoint's --optimizer is adam``; else ``None`` (the optimizers' records, by their
+    fields, say which takes what)."""
+    fields = {
+        name: {f.name for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+        for name, record in optim.OPTIMIZERS.items()
+    }
+    takes = [name for name, names in fields.items() if dest in names]
+    if not takes or optimizer not in fields or dest in fields[str(optimizer)]:
+        return None
+    accepted = " or ".join(takes) if len(takes) > 1 else f"{takes[0]} only"
+    return f"{option} applies to --optimizer {accepted}, and the checkpoint's --optimizer is {optimizer}"
+
+
 def prepare(args: argparse.Namespace) -> Resumed | None:
     """With ``--resume CKPT``: load the checkpoint, check the command line against it and put
     its settings and ``--epochs`` in ``args``; ``None`` (``args`` untouched) without ``--resume``.
@@ -223,7 +241,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
         TorchLeanError: a checkpoint without training state; a setting it records that this
             torchlean does not know or refuses; options given that differ from the checkpoint's
-            (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once);
+            (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; an option
+            the checkpoint's optimizer does not take named as a fresh run names it,
+            :func:`_not_taken`);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's
             with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
             ``--report-json`` naming the checkpoint; a run that early stopping ended; a
@@ -267,9 +287,12 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         if dest == "dataset" and mine not in data.DATASETS and theirs not in data.DATASETS:
             values[dest] = getattr(args, dest)  # the run's CSV file, moved: the digest checks it
             continue
-        if mine != theirs and not (theirs is None and mine == _default_value(dest, recorded)):
+        default = _default_value(dest, recorded) if theirs is None else None
+        if mine != theirs and not (default is not None and mine == default):
             option = _option(actions[dest])
-            conflicts.append(f"{option} {_shown(mine)} differs from the checkpoint's {_shown(theirs)}")
+            recorded_shown = _shown(theirs) if default is None else f"{default} (not given: the default)"
+            conflicts.append(_not_taken(option, dest, recorded.get("optimizer"))
+                             or f"{option} {_shown(mine)} differs from the checkpoint's {recorded_shown}")
     if conflicts:
         raise TorchLeanError(
             f"--resume {shown} continues the run with the checkpoint's settings; "
@@ -411,6 +434,7 @@ def restore(
             "(the file or its split changed): resume with the data it was trained on"
         )
     training = resumed.training
+    _warn_not_finite(resumed)
     last = resumed.saved.weights if training.last_weights is None else training.last_weights
     try:
         trainer.model.load_state(last)
@@ -422,6 +446,31 @@ def restore(
     if held_out is not None:
         assert training.val_losses is not None and training.val_metrics is not None  # checked by prepare
         held_out.resume(training.val_losses, training.val_metrics, resumed.saved.weights)
+
+
+def _warn_not_finite(resumed: Resumed) -> None:
+    """A ``warning:`` line on stderr when arrays of the checkpoint the run resumes from hold NaN or
+    infinite values (a diverged run's weights and optimizer state, Adam's moments, or a hand
+    edit's), naming them as the archive does (``optimizer/second.0``, ``weights/0.weight``,
+    ``last_weights/...``): as ``--save`` warns of such weights and the run goes on, the resumed
+    run trains on from them, and its losses will likely not be finite (not a matter of ``--lr``)."""
+    groups = (
+        ("weights/", resumed.saved.weights),
+        ("last_weights/", resumed.training.last_weights or {}),
+        ("optimizer/", resumed.training.optimizer),
+    )
+    bad = [
+        f"{prefix}{name} ({count} of {array.size} values)"
+        for prefix, arrays in groups
+        for name, array in arrays.items()
+        if (count := int(np.count_nonzero(~np.isfinite(array))))
+    ]
+    if bad:
+        more = f" and {len(bad) - 3} more arrays" if len(bad) > 3 else ""
+        print(f"warning: checkpoint {shown_path(resumed.path)} holds values that are not finite (NaN or "
+              f"infinite) in {', '.join(bad[:3])}{more}: the run it saved diverged, or the file was edited; "
+              "the resumed run trains on from them, and its losses will likely not be finite",
+              file=sys.stderr, flush=True)
 
 
 def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
