@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from cli_runs import cli
 from reader_gone import run_with_stdout_reader_gone
 
 from torchlean.backend import profiles
@@ -451,6 +452,35 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     assert code == 2
     assert err == message.format(profiles=" | ".join(profiles.names())) + "\n"
     assert "Traceback" not in out + err
+
+
+def _flags(command: str) -> list[argparse.Action]:
+    """The options of ``torchlean COMMAND`` that take no value (store_true, --header/--no-header,
+    --help)."""
+    from torchlean.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return [action for action in sub._actions if action.option_strings and action.nargs == 0]
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_a_flag_given_a_value_says_it_takes_none(capsys, command):
+    """review28 F10: ``--kernel-times=yes`` was argparse's "ignored explicit argument 'yes'"; every
+    flag of train and predict now says that a flag takes no value and how to write it."""
+    flags = _flags(command)
+    assert {"--show-backend", "--header"} <= {name for action in flags for name in action.option_strings}
+    for action in flags:
+        for name in action.option_strings:
+            code, out, err = cli(capsys, command, f"{name}=yes")
+            shown = "/".join(action.option_strings)
+            assert (code, out) == (2, ""), name
+            assert err == (f"error: argument {shown}: a flag takes no value, got 'yes' (write "
+                           f"{' or '.join(action.option_strings)} alone, without =VALUE)\n")
+    assert cli(capsys, "train", "--kernel=")[2] == (  # a prefix, an empty value
+        "error: argument --kernel-times: a flag takes no value, got '' (write --kernel-times alone, without "
+        "=VALUE)\n"
+    )
 
 
 def test_bad_csv_label_column(capsys, images_csv):

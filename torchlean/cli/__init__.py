@@ -83,6 +83,11 @@ class _Parser(argparse.ArgumentParser):
             message = "the following arguments are required: " + ", ".join(
                 f"{name} (known: {self.known[name]})" if name in self.known else name for name in names
             )
+        elif (flag := re.fullmatch(r"argument (-\S+): ignored explicit argument (.*)", message)) is not None:
+            # ``--kernel-times=yes``: argparse's words do not say that the option takes no value
+            names = " or ".join(flag[1].split("/"))
+            message = (f"argument {flag[1]}: a flag takes no value, got {flag[2]} (write {names} alone, "
+                       "without =VALUE)")
         elif re.fullmatch(r"argument (-\S+): expected one argument", message):
             # argparse reads a value that starts with '-' (``--lr -inf``, ``--lr -1e-3``) as an option
             option = message.split()[1].rstrip(":")
