@@ -194,9 +194,14 @@ def test_ctrl_c_before_early_stopping_saves_a_run_that_resumes_to_the_stop(
     assert err.endswith(
         f"note: interrupted after epoch {at}/{TOTAL}; continue with: torchlean train --resume {path}\n"
     )
-    lines = out.splitlines()
-    assert lines[2 + at].startswith("early stopping did not stop (patience 2); ")
     interrupted = json.loads((tmp_path / "s.json").read_text())
+    so_far = interrupted["validation"]
+    # review29 F3: not "did not stop": the run has not ended, and may still stop when resumed
+    assert out.splitlines()[2 + at] == (
+        f"early stopping has not stopped by epoch {at}/{TOTAL} (interrupted; patience 2); best_epoch="
+        f"{so_far['best_epoch']} (val_loss={so_far['losses'][so_far['best_epoch'] - 1]:.6f}); its weights "
+        "are tested and saved"
+    )
     assert interrupted["interrupted"] is True
     assert interrupted["validation"]["losses"] == oracle.record["validation"]["losses"][:at]
     resumed = run(capsys, tmp_path, "resumed", "--resume", str(path))
@@ -218,11 +223,31 @@ def test_early_stopping_that_never_stops_resumes_and_extends(capsys, tmp_path, w
     assert code == 2 and err.startswith(f"error: the run in {first.saved} is complete ({best - 3} of ")
     resumed = run(capsys, tmp_path, "resumed", "--resume", str(first.saved), "--epochs", str(stopped - 1))
     assert_resumed_equals_whole(oracle, resumed, best - 3)
-    assert any(line.startswith(f"early stopping did not stop (patience 2); best_epoch={best} ")
-               for line in resumed.lines)
+    assert resumed.report(3)[stopped - 1 - (best - 3)] == (  # the epochs all ran: complete, no stop
+        f"early stopping did not stop by the last epoch ({stopped - 1}/{stopped - 1}; patience 2); "
+        f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); restored its weights"
+    )
     # and on from the resumed run's checkpoint to where the uninterrupted run stops
     again = run(capsys, tmp_path, "again", "--resume", str(resumed.saved), "--epochs", str(TOTAL))
     assert_resumed_equals_whole(whole(*argv, "--epochs", str(TOTAL)), again, stopped - 1)
+
+
+def test_a_diverged_run_not_stopped_yet_says_whether_it_was_interrupted(capsys, tmp_path, monkeypatch):
+    """review29 F3 where no epoch improved: all epochs run (complete) or Ctrl-C before them."""
+    argv = ("--dataset", "diabetes", "--lr", "1e30", "--val-fraction", "0.2", "--early-stopping", "3")
+    code, out, _ = cli(capsys, "train", *argv, "--epochs", "2")
+    assert code == 0 and out.splitlines()[4] == (
+        "early stopping did not stop by the last epoch (2/2; patience 3): no epoch had a val_loss below "
+        "+inf; the last epoch's weights are kept"
+    )
+    with monkeypatch.context() as patch:
+        interrupt_during_epoch(patch, 2)
+        code, out, err = cli(capsys, "train", *argv, "--epochs", "6", "--save", str(tmp_path / "d.npz"))
+    assert code == 130 and "note: interrupted after epoch 2/6" in err
+    assert out.splitlines()[4] == (
+        "early stopping has not stopped by epoch 2/6 (interrupted; patience 3): no epoch had a val_loss "
+        "below +inf; the last epoch's weights are kept"
+    )
 
 
 # ------------------------------------------------------------------------------ Ctrl-C at the stop

@@ -161,7 +161,8 @@ class Validation:
     def finish(self, trainer: Trainer[Any, Any], epochs: int) -> str:
         """After the last epoch run: restore the best weights under early stopping (keeping the
         last epoch's in :attr:`last_weights` when they differ, for ``--save``); the line that says
-        so (or, without early stopping, which epoch was best and that the last is kept)."""
+        so (or, without early stopping, which epoch was best and that the last is kept; or that
+        early stopping has not stopped yet, when a Ctrl-C ended the run before ``epochs``)."""
         ran = len(self.monitor.losses)
         best = self.monitor.best
         if best is None:
@@ -169,7 +170,7 @@ class Validation:
             if self.patience is None:
                 return f"best_epoch=none ({kept})"
             self.stopped = ran if self.stop else None
-            where = f"early stopping at epoch {ran}/{epochs}" if self.stop else "early stopping did not stop"
+            where = f"early stopping at epoch {ran}/{epochs}" if self.stop else self._not_stopped(ran, epochs)
             return f"{where}: {kept}"
         shown = f"best_epoch={best + 1} (val_loss={self.monitor.losses[best]:.6f})"
         if self.patience is None:
@@ -184,7 +185,18 @@ class Validation:
             self.stopped = ran
             return (f"early stopping at epoch {ran}/{epochs}: val_loss did not improve for {self.patience} "
                     f"epoch{'s' if self.patience > 1 else ''}; {shown}; restored its weights")
-        return f"early stopping did not stop (patience {self.patience}); {shown}; restored its weights"
+        if ran < epochs:  # review29 F3: an interrupted run's weights are the best so far
+            return f"{self._not_stopped(ran, epochs)}; {shown}; its weights are tested and saved"
+        return f"{self._not_stopped(ran, epochs)}; {shown}; restored its weights"
+
+    def _not_stopped(self, ran: int, epochs: int) -> str:
+        """Early stopping did not end a run of ``ran`` epochs out of ``epochs``: it ran them all,
+        or a Ctrl-C under ``--save`` (the only other way the loop ends) stopped it before, when it
+        can be resumed and may still stop (review29 F3)."""
+        patience = f"patience {self.patience}"
+        if ran < epochs:
+            return f"early stopping has not stopped by epoch {ran}/{epochs} (interrupted; {patience})"
+        return f"early stopping did not stop by the last epoch ({ran}/{epochs}; {patience})"
 
     def record(self, classification: bool) -> dict[str, Any]:
         """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed
