@@ -527,6 +527,31 @@ def test_monitor_resume_refusals():
     assert (nan.best, nan.should_stop, nan.best_weights) == (None, True, None)
 
 
+@pytest.mark.parametrize("given", [(), ("--early-stopping", "3")])
+def test_early_stopping_without_a_validation_part_in_a_checkpoint_names_its_settings(capsys, tmp_path, given):
+    """review29 F4: settings with early_stopping but val_fraction null (a hand edit, history
+    removed) were told to give --val-fraction, which the resume then refuses as a conflict; the
+    message names the checkpoint's settings and says they are inconsistent."""
+    path = tmp_path / "es.npz"
+    ok(capsys, *IRIS, "--epochs", "3", "--early-stopping", "3", "--save", str(path))
+    edited = without_history(path, tmp_path / "edited.npz")
+    with np.load(edited, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"]["settings"]["val_fraction"] = None
+    assert meta["training"]["settings"]["early_stopping"] == "3"
+    entries["metadata"] = np.array(json.dumps(meta))
+    with edited.open("wb") as handle:
+        np.savez(handle, **entries)
+    assert refused(capsys, "--resume", str(edited), "--epochs", "5", *given) == (
+        f"checkpoint {edited}: its setting --early-stopping 3 monitors the validation loss, but its setting "
+        "--val-fraction is not given (no validation part): its settings are inconsistent (a checkpoint "
+        "edited by hand?), and --resume cannot continue it; train a new run"
+    )
+    assert "differs from the checkpoint's not given" in refused(  # --val-fraction is not the way out
+        capsys, "--resume", str(edited), "--epochs", "5", "--val-fraction", "0.2")
+
+
 def test_an_early_stopping_checkpoint_without_its_last_weights_is_refused(capsys, tmp_path):
     """review29 F1: best epoch before the last, but no last_weights (a hand edit): training on
     from the best weights with the last epoch's optimizer state would not be the run."""

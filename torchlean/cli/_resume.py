@@ -313,14 +313,21 @@ def _check_validation(
 
     Raises:
         TorchLeanError: a ``--val-fraction`` run whose checkpoint lacks its validation history, or a
-            history without ``--val-fraction`` (hand edits); a run early stopping ended: it is
-            complete.
+            history or ``--early-stopping`` without ``--val-fraction`` (hand edits); a run early
+            stopping ended: it is complete.
     """
     if fraction is None:
         if training.has_validation:
             raise TorchLeanError(
                 f"checkpoint {shown} records a validation history, but its run held out no validation part "
                 "(its setting --val-fraction is not given): a checkpoint edited by hand?"
+            )
+        if patience is not None:  # review29 F4: not "give --val-fraction", which would conflict
+            raise TorchLeanError(
+                f"checkpoint {shown}: its setting --early-stopping {patience} monitors the validation loss, "
+                "but its setting --val-fraction is not given (no validation part): its settings are "
+                "inconsistent (a checkpoint edited by hand?), and --resume cannot continue it; train a new "
+                "run"
             )
         return
     if training.val_losses is None:
