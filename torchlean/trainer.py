@@ -91,6 +91,9 @@ Inputs = npt.NDArray[Any]
 model that takes ids (:meth:`~torchlean.nn.layers.Layer.index_count`)."""
 _EVALUATION_CHUNK = 256
 """Rows of logits :meth:`Trainer.evaluate` holds at a time for cross-entropy (predict's batch)."""
+_WATCHED = {"val_loss": "the validation loss", "val_accuracy": "the validation accuracy (val_accuracy)",
+            "val_mse": "the validation MSE (val_mse)"}
+"""Early stopping's monitored quantities as the refusal of ``fit`` without ``validation`` names them."""
 Targets = npt.NDArray[Any]
 """Targets as the trainer holds them: values in the model dtype (MSE targets, one-hot or
 probability rows), or int64 class labels ``(n, ...)`` for cross-entropy, made one-hot per
@@ -1155,7 +1158,10 @@ class Trainer(Generic[In, Out]):
         and for MSE :attr:`val_outputs` the last epoch's outputs for ``x_val``.
         ``early_stopping`` (an :class:`~torchlean.validation.EarlyStopping`, which needs
         ``validation``) ends the fit after the epoch that makes ``patience`` consecutive epochs
-        without a strictly lower validation loss and, with ``restore_best_weights`` (its
+        without an improvement of its ``monitor`` (``val_loss``: strictly lower, by more than its
+        ``min_delta``; ``val_accuracy``, cross-entropy only: higher by more than ``min_delta``;
+        ``val_mse``, MSE only: as ``val_loss``, which it equals; Keras 3's rule, in
+        :mod:`torchlean.validation`) and, with ``restore_best_weights`` (its
         default), leaves the model with the weights of the best epoch, whether or not it stopped
         early (Keras 3's ``EarlyStopping(restore_best_weights=True)``; the optimizer state,
         :attr:`epochs_done` and :attr:`steps_done` stay those of the last epoch run). Its state
@@ -1193,8 +1199,9 @@ class Trainer(Generic[In, Out]):
                 ``lr_schedule`` (checked before any step); a ``validation`` that is not a pair
                 ``(x_val, y_val)`` or whose data would be refused as training data (``validation
                 data: inputs must have shape (n, 4), got (10, 5)``), or holds no sample; an
-                ``early_stopping`` that is not an ``EarlyStopping`` or ``None``, or given without
-                ``validation``; a
+                ``early_stopping`` that is not an ``EarlyStopping`` or ``None``, given without
+                ``validation``, or monitoring a quantity the objective does not produce
+                (``val_accuracy`` for MSE, ``val_mse`` for cross-entropy); a
                 learning rate from ``lr_schedule`` that is not a real number or that
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
                 updates stay); the errors of :meth:`open`.
@@ -1243,8 +1250,13 @@ class Trainer(Generic[In, Out]):
                 f"{early_stopping!r}"
             )
         if early_stopping is not None and held_out is None:
+            watched = _WATCHED[early_stopping.monitor]
+            raise TrainerError(f"early_stopping monitors {watched}: give validation=(x_val, y_val) too")
+        if early_stopping is not None and early_stopping.monitor not in self._monitors():
+            accepted = ", ".join(map(repr, self._monitors()))
             raise TrainerError(
-                "early_stopping monitors the validation loss: give validation=(x_val, y_val) too"
+                f"early_stopping monitors {early_stopping.monitor!r}, which this fit's objective "
+                f"({self.objective.value}) does not produce (accepted: {accepted})"
             )
         self.open()
         assert self._optimizer is not None
@@ -1252,6 +1264,8 @@ class Trainer(Generic[In, Out]):
         history: list[float] = []
         epochs_run: list[int] = []
         monitor = ValLossMonitor.of(early_stopping)
+        on_loss = early_stopping is None or early_stopping.monitor == "val_loss"
+        val_losses: list[float] = []
         metrics: list[float] = []
         self.val_outputs = None
         stopped: int | None = None
@@ -1275,19 +1289,23 @@ class Trainer(Generic[In, Out]):
                 self.epochs_done = epoch + 1
                 if held_out is not None:
                     val_loss, metric = self._validate(held_out)
-                    monitor.update(val_loss, self.model.state)
+                    monitor.update(val_loss if on_loss else metric, self.model.state)
+                    val_losses.append(val_loss)
                     metrics.append(metric)
                     if monitor.should_stop:
                         stopped = epoch
                         break
         finally:
             self._optimizer.set_lr(base_lr)
-            self.history = self._fit_history(epochs_run, history, held_out, monitor, metrics, stopped, None)
+            self.history = self._fit_history(
+                epochs_run, history, held_out, monitor, (val_losses, metrics), stopped, None
+            )
         best = monitor.best_weights
         if best is not None and monitor.best is not None:
             self.model.load_state(best)
+            restored = epochs_run[monitor.best]
             self.history = self._fit_history(
-                epochs_run, history, held_out, monitor, metrics, stopped, epochs_run[monitor.best]
+                epochs_run, history, held_out, monitor, (val_losses, metrics), stopped, restored
             )
         return history
 
@@ -1297,24 +1315,31 @@ class Trainer(Generic[In, Out]):
         losses: list[float],
         held_out: _Validation | None,
         monitor: ValLossMonitor,
-        metrics: list[float],
+        measured: tuple[list[float], list[float]],
         stopped: int | None,
         restored: int | None,
     ) -> History:
-        """:attr:`history` of a fit that ran ``epochs`` (lifetime numbers) with these results."""
+        """:attr:`history` of a fit that ran ``epochs`` (lifetime numbers) with these results
+        (``measured``: the validation losses and metrics; ``monitor``: the best epoch's)."""
         if held_out is None:
             return History(tuple(epochs), tuple(losses))
         accuracy = self.objective is Objective.CROSS_ENTROPY
+        val_losses, metrics = measured
         return History(
             tuple(epochs),
             tuple(losses),
-            val_loss=monitor.losses,
+            val_loss=tuple(val_losses),
             val_accuracy=tuple(metrics) if accuracy else None,
             val_mse=None if accuracy else tuple(metrics),
             best_epoch=None if monitor.best is None else epochs[monitor.best],
             stopped_epoch=stopped,
             restored_epoch=restored,
         )
+
+    def _monitors(self) -> tuple[str, ...]:
+        """The quantities early stopping can monitor in a fit of this objective."""
+        metric = "val_accuracy" if self.objective is Objective.CROSS_ENTROPY else "val_mse"
+        return ("val_loss", metric)
 
     def _validation_data(self, validation: object) -> _Validation:
         """``fit``'s ``validation`` checked as training data is (:meth:`_training_data`).

@@ -2,30 +2,49 @@
 validation loss of model outputs.
 
 :class:`EarlyStopping` is the setting (Keras' ``EarlyStopping(monitor="val_loss", patience=P,
-restore_best_weights=True)``); :class:`ValLossMonitor` follows the validation losses epoch by
-epoch and applies it (``Trainer.fit`` uses one per call, ``torchlean train`` one per run, as it
-calls ``fit`` once per epoch); :class:`History` is what a ``fit`` trained and measured
-(``Trainer.history``, Keras' ``History``). :func:`cross_entropy_terms` and :func:`squared_errors`
-are the validation loss's per-prediction terms, in float64, from the model's outputs.
+min_delta=0, restore_best_weights=True)``); :class:`ValLossMonitor` follows the monitored
+quantity epoch by epoch and applies it (``Trainer.fit`` uses one per call, ``torchlean train``
+one per run, as it calls ``fit`` once per epoch); :class:`History` is what a ``fit`` trained and
+measured (``Trainer.history``, Keras' ``History``). :func:`cross_entropy_terms` and
+:func:`squared_errors` are the validation loss's per-prediction terms, in float64, from the
+model's outputs.
 
-The rule, as Keras' (``min_delta=0``, ``mode="min"``) and Lightning's ``EarlyStopping``: an epoch
-improves when its validation loss is strictly lower than every earlier one of the run (the first
-epoch improves on +inf; a NaN or +inf loss never improves, so a diverged epoch counts as one
-without improvement); training stops after the epoch that makes ``patience`` consecutive epochs
-without improvement. With ``restore_best_weights`` the model ends with the weights (batch norm's
-running statistics included) it had after the best epoch, the one that last improved, whether or
-not the run stopped early (Keras 3 restores at the end of training either way); when no epoch
-improved (every loss NaN), the last epoch's weights stay.
+The monitored quantity is one of :data:`MONITORS`: ``val_loss`` (the default), ``val_accuracy``
+(cross-entropy fits only) or ``val_mse`` (MSE fits only); as Keras' ``mode="auto"``, its name
+gives the direction: accuracy is better higher (``"max"``), a loss or an MSE lower (``"min"``).
 
-Where it differs from Keras 3, only on losses that are not finite: Keras never stops after the
-first epoch (``epoch > 0``), so with ``patience=1`` a NaN or +inf first loss stops a run here and
-not there; and when no epoch improved, Keras restores the first epoch's weights, while here the
-last epoch's stay. Lightning (``check_finite=True``, its default) stops at the first NaN loss.
+The rule is Keras 3's ``EarlyStopping`` (``baseline=None``, ``start_from_epoch=0``): an epoch
+improves when its value ``v`` beats the reference ``best`` by more than ``min_delta`` (>= 0),
+``v + min_delta < best`` in min mode, ``v - min_delta > best`` in max mode (Keras' own
+expressions, mathematically ``v < best - min_delta`` and ``v > best + min_delta``). ``best`` is
+the value of the epoch that last improved (+inf in min mode, -inf in max mode before one has):
+with ``min_delta > 0`` a gain of at most ``min_delta`` does not count and does not move the
+reference, so small gains add up: the first epoch more than ``min_delta`` better than the last
+improvement improves. A tie never improves, nor does a NaN (every comparison with NaN is
+false), nor +inf in min mode. Training stops after the epoch that
+makes ``patience`` consecutive epochs without improvement. With ``restore_best_weights`` the model
+ends with the weights (batch norm's running statistics included) it had after the best epoch, the
+one that last improved, whether or not the run stopped early (Keras 3 restores at the end of
+training either way); when no epoch improved (every value NaN or +inf), the last epoch's weights
+stay. With the default ``monitor="val_loss"`` and ``min_delta=0`` this is, bit for bit, the rule of the
+versions before ``monitor`` and ``min_delta`` existed (an epoch improves when its validation
+loss is strictly lower than every earlier one's).
+
+Where it differs from Keras 3: only on values that are not finite, and only for ``val_loss`` and
+``val_mse`` (``val_accuracy`` is always finite, in [0, 1], a prediction from logits that are not
+finite counting as wrong, so its first epoch always improves and neither difference applies):
+Keras never stops after the first epoch (``epoch > 0``), so with ``patience=1`` a NaN or +inf
+first value stops a run here and not there; and when no epoch improved, Keras restores the first
+epoch's weights, while here the last epoch's stay. Keras also takes ``abs(min_delta)``, where a
+negative ``min_delta`` is refused here, and compares in its backend's float type (float32 by
+default: two values equal in float32 tie there), where the values are compared in float64 here.
+Lightning (``check_finite=True``, its default) stops at the first NaN loss.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,11 +52,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import checked_int
+from torchlean._checks import checked_int, shown
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.layers import is_bool
 
 __all__ = [
+    "MONITORS",
     "EarlyStopping",
     "EarlyStoppingError",
     "History",
@@ -49,26 +69,71 @@ __all__ = [
 Array = npt.NDArray[Any]
 Weights = Mapping[str, Array]
 
+MONITORS: Mapping[str, str] = {"val_loss": "min", "val_accuracy": "max", "val_mse": "min"}
+"""The quantities early stopping can monitor, each with its mode (Keras' ``mode="auto"``:
+``"max"``, higher is better, for accuracy; ``"min"`` for a loss or an MSE). ``val_accuracy`` is
+produced by cross-entropy fits only, ``val_mse`` by MSE fits only."""
+
 
 class EarlyStoppingError(TorchLeanError, ValueError):
     """A bad :class:`EarlyStopping` setting (the message names the value and what is accepted)."""
 
 
+def _checked_min_delta(value: object) -> float:
+    """``min_delta`` as a float: a real number (bools refused), finite and >= 0.
+
+    Raises:
+        EarlyStoppingError: ``min_delta must be a finite number >= 0 (...), got -0.1``.
+    """
+    if not isinstance(value, bool | np.bool_) and isinstance(value, numbers.Real):
+        try:
+            delta = float(value)
+        except OverflowError:  # an int beyond the float range
+            delta = math.inf
+        if math.isfinite(delta) and delta >= 0.0:
+            return delta + 0.0  # -0.0 as 0.0
+    raise EarlyStoppingError(
+        "min_delta must be a finite number >= 0 (the change of the monitored quantity that an epoch "
+        f"must exceed to count as an improvement), got {shown(value)}"
+    )
+
+
+def _checked_monitor(value: object) -> str:
+    """``monitor`` as one of :data:`MONITORS`.
+
+    Raises:
+        EarlyStoppingError: ``monitor must be one of 'val_loss', 'val_accuracy', 'val_mse', got 'loss'``.
+    """
+    if isinstance(value, str) and value in MONITORS:
+        return value
+    accepted = ", ".join(map(repr, MONITORS))
+    raise EarlyStoppingError(f"monitor must be one of {accepted}, got {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class EarlyStopping:
-    """Stop a ``fit`` when its validation loss has not improved for ``patience`` epochs.
+    """Stop a ``fit`` when the monitored validation quantity has not improved for ``patience``
+    epochs (Keras 3's ``EarlyStopping``; the rule is the module docstring's).
 
     ``patience`` is an int >= 1 (bools refused); ``restore_best_weights`` (a ``bool`` or
     ``numpy.bool_``, default ``True``; Keras' default is ``False``) makes the model end with the
-    best epoch's weights. The rule is the module docstring's.
+    best epoch's weights. ``monitor`` is one of :data:`MONITORS` (default ``"val_loss"``;
+    ``"val_accuracy"`` for a cross-entropy fit, ``"val_mse"`` for an MSE fit, where it equals
+    ``val_loss``; ``Trainer.fit`` refuses one its objective does not produce); its name gives
+    :attr:`mode`. ``min_delta`` (a real number, finite and >= 0, default 0; stored as a float) is
+    the change an epoch must exceed to improve, in the monitored quantity's units.
 
     Raises:
         EarlyStoppingError: ``patience must be an int >= 1, got 0``; a ``restore_best_weights``
-            that is not a bool.
+            that is not a bool; ``monitor must be one of 'val_loss', 'val_accuracy', 'val_mse',
+            got 'loss'``; ``min_delta must be a finite number >= 0 (...), got -0.1`` (NaN, inf,
+            bools and non-numbers too).
     """
 
     patience: int
     restore_best_weights: bool = True
+    monitor: str = "val_loss"
+    min_delta: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "patience", checked_int(self.patience, "patience", 1, EarlyStoppingError))
@@ -77,44 +142,83 @@ class EarlyStopping:
                 f"restore_best_weights must be a bool, got {self.restore_best_weights!r}"
             )
         object.__setattr__(self, "restore_best_weights", bool(self.restore_best_weights))
+        object.__setattr__(self, "monitor", _checked_monitor(self.monitor))
+        object.__setattr__(self, "min_delta", _checked_min_delta(self.min_delta))
+
+    @property
+    def mode(self) -> str:
+        """``"max"`` for ``val_accuracy`` (higher is better), else ``"min"``."""
+        return MONITORS[self.monitor]
 
 
 class ValLossMonitor:
-    """The validation losses of one run, epoch by epoch, and early stopping's view of them.
+    """The monitored validation quantity of one run, epoch by epoch, and early stopping's view of
+    it (the name is from when it was always the validation loss, still the default).
 
     ``patience`` (``None``: never stop) and ``keep_best_weights`` (snapshot the weights each time
     an epoch improves) come from an :class:`EarlyStopping`, or are given for a run without one
-    (``ValLossMonitor()`` only finds the best epoch). Epochs are counted from 0 in the order
-    :meth:`update` is called.
+    (``ValLossMonitor()`` only finds the best epoch); ``mode`` (``"min"``, the default, or
+    ``"max"``) and ``min_delta`` (finite, >= 0, default 0) are the rule's, as
+    :class:`EarlyStopping` takes them. Epochs are counted from 0 in the order :meth:`update` is
+    called.
+
+    Raises:
+        EarlyStoppingError: a ``mode`` other than ``"min"`` or ``"max"``; a bad ``min_delta``
+            (as :class:`EarlyStopping`).
     """
 
-    def __init__(self, patience: int | None = None, *, keep_best_weights: bool = False) -> None:
+    def __init__(
+        self,
+        patience: int | None = None,
+        *,
+        keep_best_weights: bool = False,
+        mode: str = "min",
+        min_delta: float = 0.0,
+    ) -> None:
+        if mode not in ("min", "max"):
+            raise EarlyStoppingError(f"mode must be 'min' or 'max', got {mode!r}")
         self._patience = patience
         self._keep = keep_best_weights
-        self._losses: list[float] = []
+        self._mode = mode
+        self._min_delta = _checked_min_delta(min_delta)
+        self._values: list[float] = []
         self._best: int | None = None
         self._best_weights: dict[str, Array] | None = None
 
     @classmethod
     def of(cls, rule: EarlyStopping | None) -> ValLossMonitor:
-        """The monitor that applies ``rule`` (``None``: one that never stops)."""
+        """The monitor that applies ``rule`` (``None``: one that never stops, on the validation
+        loss with ``min_delta=0``)."""
         if rule is None:
             return cls()
-        return cls(rule.patience, keep_best_weights=rule.restore_best_weights)
+        return cls(rule.patience, keep_best_weights=rule.restore_best_weights, mode=rule.mode,
+                   min_delta=rule.min_delta)
 
-    def update(self, val_loss: float, weights: Callable[[], Weights] | None = None) -> None:
-        """Record the next epoch's validation loss; when it improves and best weights are kept,
-        ``weights()`` is kept as the best (``trainer.model.state``, which returns copies: the
-        dict is kept as given, not copied again)."""
-        improved = val_loss < (math.inf if self._best is None else self._losses[self._best])
-        self._losses.append(float(val_loss))
+    def improves(self, value: float) -> bool:
+        """Whether an epoch with ``value`` would improve now: Keras 3's ``_is_improvement``,
+        ``value + min_delta < best`` (min mode) or ``value - min_delta > best`` (max mode), in
+        float64, ``best`` the value of the epoch that last improved (+inf, or -inf in max mode,
+        before one has). False for NaN."""
+        value = float(value)
+        if self._mode == "min":
+            reference = math.inf if self._best is None else self._values[self._best]
+            return value + self._min_delta < reference
+        reference = -math.inf if self._best is None else self._values[self._best]
+        return value - self._min_delta > reference
+
+    def update(self, value: float, weights: Callable[[], Weights] | None = None) -> None:
+        """Record the next epoch's value of the monitored quantity; when it improves and best
+        weights are kept, ``weights()`` is kept as the best (``trainer.model.state``, which returns
+        copies: the dict is kept as given, not copied again)."""
+        improved = self.improves(value)
+        self._values.append(float(value))
         if improved:
-            self._best = len(self._losses) - 1
+            self._best = len(self._values) - 1
             if self._keep and weights is not None:
                 self._best_weights = dict(weights())
 
-    def resume(self, losses: Sequence[float], best_weights: Weights | None = None) -> None:
-        """Continue a run from its saved history: record ``losses`` (the validation losses of its
+    def resume(self, values: Sequence[float], best_weights: Weights | None = None) -> None:
+        """Continue a run from its saved history: record ``values`` (the monitored quantity of its
         epochs so far, the first first) as :meth:`update` would have, and take ``best_weights`` as
         the weights of the best epoch they give (with ``keep_best_weights``, when one improved;
         else they are not needed and ignored). The monitor then stands where the run's own stood:
@@ -124,37 +228,54 @@ class ValLossMonitor:
             EarlyStoppingError: the monitor has recorded an epoch already; ``best_weights`` is
                 ``None`` where the history has a best epoch and best weights are kept.
         """
-        if self._losses:
+        if self._values:
             raise EarlyStoppingError(
-                f"resume continues a run from its history; this monitor has recorded {len(self._losses)} "
+                f"resume continues a run from its history; this monitor has recorded {len(self._values)} "
                 "epochs already"
             )
-        replay = ValLossMonitor(self._patience)
-        for loss in losses:
-            replay.update(loss)
+        replay = ValLossMonitor(self._patience, mode=self._mode, min_delta=self._min_delta)
+        for value in values:
+            replay.update(value)
         if self._keep and replay.best is not None:
             if best_weights is None:
                 raise EarlyStoppingError(
                     f"the history's best epoch ({replay.best}) needs its weights (best_weights), got None"
                 )
             self._best_weights = dict(best_weights)
-        self._losses, self._best = replay._losses, replay.best
+        self._values, self._best = replay._values, replay.best
+
+    @property
+    def mode(self) -> str:
+        """``"min"`` or ``"max"``."""
+        return self._mode
+
+    @property
+    def min_delta(self) -> float:
+        """The change an epoch must exceed to improve."""
+        return self._min_delta
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The recorded values of the monitored quantity, epoch 0 first."""
+        return tuple(self._values)
 
     @property
     def losses(self) -> tuple[float, ...]:
-        """The recorded validation losses, epoch 0 first."""
-        return tuple(self._losses)
+        """:attr:`values` (named for the default monitored quantity, the validation loss)."""
+        return self.values
 
     @property
     def best(self) -> int | None:
-        """The epoch that last improved (the lowest loss, its first occurrence), or ``None``
-        before one has (no epochs, or only NaN or +inf losses)."""
+        """The epoch that last improved, or ``None`` before one has (no epochs, or only NaN or
+        +inf values in min mode). With ``min_delta=0``, the best value's first occurrence (the
+        lowest, or in max mode the highest); with ``min_delta > 0``, a later epoch whose value is
+        better by at most ``min_delta`` is not it."""
         return self._best
 
     @property
     def waited(self) -> int:
         """Epochs since the best one (since the start when none improved)."""
-        return len(self._losses) - 1 - (-1 if self._best is None else self._best)
+        return len(self._values) - 1 - (-1 if self._best is None else self._best)
 
     @property
     def should_stop(self) -> bool:
@@ -178,11 +299,16 @@ class History:
     loss (the training objective, label smoothing included, in float64 over the whole validation
     set) and ``val_accuracy`` (cross-entropy) or ``val_mse`` (MSE; equal to ``val_loss``) its
     metric as :meth:`Trainer.evaluate` computes it; else those are ``None``. ``best_epoch`` is
-    the lifetime number of the epoch with the lowest validation loss (its first occurrence;
-    ``None`` without validation or when no loss was below +inf); ``stopped_epoch`` the one after
-    which patience ran out (the fit's last epoch, which may be the last it was asked for, as
-    Keras' ``stopped_epoch``), ``None`` when it never did; ``restored_epoch`` the
-    epoch whose weights early stopping restored (``restore_best_weights``), else ``None``.
+    the lifetime number of the best epoch of the quantity early stopping monitors, by its rule:
+    the epoch that last improved (with ``min_delta > 0`` not necessarily the best value: a later
+    epoch better by at most ``min_delta`` does not take its place), whose weights
+    ``restore_best_weights`` restores; without early stopping, and with its default
+    ``monitor="val_loss", min_delta=0``, the epoch with the lowest validation loss (its first
+    occurrence). It is ``None`` without validation or when no epoch improved (every value NaN or
+    +inf). ``stopped_epoch`` is the epoch after which patience ran out (the fit's last epoch,
+    which may be the last it was asked for, as Keras' ``stopped_epoch``), ``None`` when it never
+    did; ``restored_epoch`` the epoch whose weights early stopping restored
+    (``restore_best_weights``), else ``None``.
     """
 
     epochs: tuple[int, ...]

@@ -466,7 +466,8 @@ def test_cli_prints_and_records_each_epochs_validation(
         "fraction": 0.2, "n": 24, "losses": list(history.val_loss or ()),
         "accuracy": list(history.val_accuracy),
         "best_epoch": history.best_epoch + 1 if history.best_epoch is not None else None,
-        "patience": None, "stopped_epoch": None, "restored_epoch": None,
+        "patience": None, "monitor": "val_loss", "min_delta": 0.0, "stopped_epoch": None,
+        "restored_epoch": None,
     }
     for epoch in range(3):
         assert lines[2 + epoch] == (
@@ -522,8 +523,8 @@ def test_cli_regression_reports_val_mse_in_target_units(
     assert (code, err) == (0, "")
     record = json.loads(record_path.read_text())
     validation = record["validation"]
-    assert set(validation) == {"fraction", "n", "losses", "mse", "best_epoch", "patience", "stopped_epoch",
-                               "restored_epoch"}
+    assert set(validation) == {"fraction", "n", "losses", "mse", "best_epoch", "patience", "monitor",
+                               "min_delta", "stopped_epoch", "restored_epoch"}
     ds = data.load("diabetes", seed=0, val_fraction=0.25)
     assert ds.x_val is not None and ds.y_val is not None
     mean, scale = ds.target_statistics()
@@ -593,7 +594,7 @@ def test_cli_diverged_run_has_no_best_epoch_and_a_strict_json_record(
     record = json.loads(record_path.read_text())  # strict JSON: NaN written as null
     assert record["validation"] == {
         "fraction": 0.2, "n": 71, "losses": [None, None], "mse": [None, None], "best_epoch": None,
-        "patience": 2, "stopped_epoch": 2, "restored_epoch": None,
+        "patience": 2, "monitor": "val_loss", "min_delta": 0.0, "stopped_epoch": 2, "restored_epoch": None,
     }
 
 

@@ -65,9 +65,9 @@ from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, shown_path
 from torchlean.cli._schedule import LRSchedule
-from torchlean.cli._validation import Validation
+from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.trainer import ExecutionMode, Trainer
-from torchlean.validation import ValLossMonitor
+from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
 
@@ -208,7 +208,11 @@ def _given(parser: argparse.ArgumentParser) -> set[str]:
 
 def _default_value(dest: str, settings: dict[str, Any]) -> str | None:
     """What an option recorded as not given amounts to, where its default depends on another:
-    ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw, else 0."""
+    ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw, else 0; with
+    ``--early-stopping``, ``--monitor`` val_loss and ``--min-delta`` 0 (as in a checkpoint written
+    before they existed)."""
+    if settings.get("early_stopping") is not None and dest in ("monitor", "min_delta"):
+        return "val_loss" if dest == "monitor" else repr(0.0)
     if dest == "momentum" and settings.get("optimizer") in ("sgd", "rmsprop"):
         return repr(0.0)
     if dest == "weight_decay":
@@ -298,7 +302,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"--resume {shown} continues the run with the checkpoint's settings; "
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
-    _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown)
+    _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown,
+                      values.get("monitor"), values.get("min_delta"))
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
@@ -306,7 +311,12 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
 
 
 def _check_validation(
-    training: checkpoint.TrainingState, fraction: float | None, patience: int | None, shown: str
+    training: checkpoint.TrainingState,
+    fraction: float | None,
+    patience: int | None,
+    shown: str,
+    name: str | None = None,
+    min_delta: float | None = None,
 ) -> None:
     """Refuse a run with a validation part whose checkpoint lacks its history, and one that early
     stopping ended (replayed from its history by the rule that ended it).
@@ -338,16 +348,19 @@ def _check_validation(
         )
     if patience is None:
         return
-    monitor = ValLossMonitor(patience)
-    monitor.resume(training.val_losses)
+    name = "val_loss" if name is None else name
+    min_delta = 0.0 if min_delta is None else min_delta
+    monitor = ValLossMonitor(patience, mode=MONITORS[name], min_delta=min_delta)
+    assert training.val_metrics is not None  # given with the losses (TrainingState)
+    monitor.resume(monitored(name, training.val_losses, training.val_metrics))
     if monitor.should_stop:
         kept = (
-            "no epoch had a val_loss below +inf; it holds the last epoch's weights" if monitor.best is None
+            f"no epoch had a {name} below +inf; it holds the last epoch's weights" if monitor.best is None
             else f"it holds its best epoch's weights, epoch {monitor.best + 1}'s"
         )
         raise TorchLeanError(
             f"the run in {shown} is complete: early stopping ended it after epoch {training.epochs_done} "
-            f"(val_loss did not improve for {patience} epoch{'s' if patience > 1 else ''}; {kept}, which "
+            f"({stalled(name, patience, min_delta)}; {kept}, which "
             "torchlean predict uses), and a resumed run would stop there again, whatever --epochs: to train "
             "on, train a new run (without --resume)"
         )
@@ -510,7 +523,7 @@ def training_state(
         random_counter=trainer.random_counter,
         optimizer=trainer.optimizer.state_dict(),
         settings=settings,
-        val_losses=None if held_out is None else held_out.monitor.losses,
+        val_losses=None if held_out is None else tuple(held_out.losses),
         val_metrics=None if held_out is None else tuple(held_out.metrics),
         last_weights=None if held_out is None else held_out.last_weights,
     )

@@ -8,10 +8,14 @@ evaluates it (:attr:`torchlean.trainer.Trainer.history`); the epoch line gains
 ``val_loss=`` (regression: ``val_loss(standardised y)=``, the training objective on the
 standardised target) and ``val_accuracy=`` (regression: ``val_mse=``, in the target's units as
 ``test_mse=``). With ``--early-stopping P`` the run stops after the epoch that makes P
-consecutive epochs without a strictly lower ``val_loss`` and ends with the best epoch's weights
-(Keras' ``EarlyStopping(patience=P, restore_best_weights=True)``), which ``test_*`` and
-``--save`` then use; a line before the test metric says where it stopped (or that it did not),
-the best epoch and that its weights were restored.
+consecutive epochs without an improvement of the monitored quantity (``--monitor``: ``val_loss``,
+the default, strictly lower; ``val_accuracy``, classification, higher; ``val_mse``, regression,
+in the target's units, lower; by more than ``--min-delta D``, default 0: Keras 3's rule,
+:mod:`torchlean.validation`) and ends with the best epoch's weights (Keras'
+``EarlyStopping(monitor=..., min_delta=D, patience=P, restore_best_weights=True)``), which
+``test_*`` and ``--save`` then use; a line before the test metric says where it stopped (or that
+it did not), the best epoch and that its weights were restored. ``--monitor`` and
+``--min-delta`` need ``--early-stopping``; without it the best epoch is ``val_loss``'s.
 
 ``--resume`` (:mod:`torchlean.cli._resume`) continues such a run: :meth:`Validation.resume` takes
 the saved history, so the epochs, the best epoch and the record count from the run's first
@@ -22,6 +26,7 @@ beside the restored best ones.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,9 +36,9 @@ from torchlean import data
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, number
 from torchlean.trainer import Trainer
-from torchlean.validation import ValLossMonitor
+from torchlean.validation import MONITORS, ValLossMonitor
 
-__all__ = ["Validation", "add_options", "check_options", "target_mse"]
+__all__ = ["Validation", "add_options", "check_options", "monitored", "stalled", "target_mse"]
 
 _patience = int_at_least(1, "expected an integer >= 1 (epochs without improvement), got {}")
 
@@ -50,8 +55,35 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _monitor(text: str) -> str:
+    """``--monitor``: one of :data:`~torchlean.validation.MONITORS`.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected one of val_loss, val_accuracy (classification),
+            val_mse (regression), got 'loss'``.
+    """
+    if text not in MONITORS:
+        raise argparse.ArgumentTypeError(
+            f"expected one of val_loss, val_accuracy (classification), val_mse (regression), got {text!r}"
+        )
+    return text
+
+
+def _min_delta(text: str) -> float:
+    """``--min-delta``: a finite number >= 0.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a finite number >= 0, got '-0.1'``.
+    """
+    value = number(text)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value + 0.0  # -0 as 0
+
+
 def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--val-fraction`` and ``--early-stopping`` to ``torchlean train``'s parser."""
+    """Add ``--val-fraction``, ``--early-stopping``, ``--monitor`` and ``--min-delta`` to
+    ``torchlean train``'s parser."""
     parser.add_argument("--val-fraction", type=_fraction, default=None, metavar="F",
                         help="hold out the fraction F (0 < F < 1) of the train split as a validation part "
                         "(seeded by --seed, stratified by class for classification, as scikit-learn's "
@@ -60,19 +92,40 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         "(regression: val_mse=, in the target's units) on each epoch line "
                         "(default: no validation part)")
     parser.add_argument("--early-stopping", type=_patience, default=None, metavar="P",
-                        help="stop when val_loss has not improved (strictly lower) for P consecutive "
-                        "epochs, P an integer >= 1, and end with the best epoch's weights (Keras' "
-                        "EarlyStopping(patience=P, restore_best_weights=True)), which the test metric "
-                        "and --save use; needs --val-fraction (default: train every epoch)")
+                        help="stop when the monitored quantity (--monitor, default val_loss) has not "
+                        "improved (by more than --min-delta, default 0: val_loss strictly lower) for P "
+                        "consecutive epochs, P an integer >= 1, and end with the best epoch's weights "
+                        "(Keras' EarlyStopping(patience=P, restore_best_weights=True)), which the test "
+                        "metric and --save use; needs --val-fraction (default: train every epoch)")
+    parser.add_argument("--monitor", type=_monitor, default=None, metavar="NAME",
+                        help="the quantity --early-stopping monitors: val_loss (lower is better), "
+                        "val_accuracy (classification; higher is better) or val_mse (regression, in the "
+                        "target's units; lower is better), as Keras' EarlyStopping(monitor=NAME); needs "
+                        "--early-stopping (default: val_loss)")
+    parser.add_argument("--min-delta", type=_min_delta, default=None, metavar="D",
+                        help="the change of the monitored quantity an epoch must exceed to count as an "
+                        "improvement, a finite number >= 0 (Keras' min_delta: the reference is the value of "
+                        "the last improvement, so smaller gains add up), in the quantity's units: "
+                        "val_accuracy's fraction (0.01 is one point), val_mse's target units squared, "
+                        "val_loss's loss (for regression, on the standardised target); needs "
+                        "--early-stopping (default: 0)")
 
 
 def check_options(args: argparse.Namespace) -> None:
-    """Refuse ``--early-stopping`` without ``--val-fraction``, before any work.
+    """Refuse ``--early-stopping`` without ``--val-fraction``, and ``--monitor`` or
+    ``--min-delta`` without ``--early-stopping``, before any work.
 
     Raises:
         TorchLeanError: ``--early-stopping 3 monitors the validation loss, but no validation part
-            is held out: give --val-fraction F too (e.g. --val-fraction 0.2)``.
+            is held out: give --val-fraction F too (e.g. --val-fraction 0.2)``; ``--monitor
+            val_accuracy chooses what --early-stopping monitors: give --early-stopping P too``.
     """
+    for option, value in (("--monitor", args.monitor), ("--min-delta", args.min_delta)):
+        if value is not None and args.early_stopping is None:
+            raise TorchLeanError(
+                f"{option} {value} chooses how --early-stopping monitors the validation part, but no "
+                "--early-stopping is given: give --early-stopping P too (e.g. --early-stopping 3)"
+            )
     if args.early_stopping is not None and args.val_fraction is None:
         raise TorchLeanError(
             f"--early-stopping {args.early_stopping} monitors the validation loss, but no validation part "
@@ -92,8 +145,31 @@ def target_mse(outputs: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: flo
         return float(np.mean((prediction - y.astype(np.float64)) ** 2))
 
 
+_SHOWN = {"val_loss": ".6f", "val_accuracy": ".4f", "val_mse": ".4f"}
+"""How the lines show each monitored quantity's value (as the epoch lines do)."""
+
+
+def monitored(name: str, losses: Sequence[float], metrics: Sequence[float]) -> Sequence[float]:
+    """The values of the monitored quantity ``name`` in a run's validation history: its
+    ``losses`` for ``val_loss``, else its ``metrics`` (``val_accuracy``, or regression's
+    ``val_mse`` in the target's units)."""
+    return losses if name == "val_loss" else metrics
+
+
+def stalled(name: str, patience: int, min_delta: float) -> str:
+    """Why early stopping ended a run: ``val_loss did not improve for 2 epochs``, or with a
+    ``min_delta``, ``val_accuracy did not improve by more than 0.01 for 1 epoch``."""
+    by = f" by more than {min_delta!r}" if min_delta else ""
+    return f"{name} did not improve{by} for {patience} epoch{'s' if patience > 1 else ''}"
+
+
 class Validation:
-    """One run's validation part and early stopping (``--val-fraction`` given)."""
+    """One run's validation part and early stopping (``--val-fraction`` given).
+
+    Raises:
+        TorchLeanError: a ``--monitor`` the task does not produce (``val_accuracy`` for
+            regression, ``val_mse`` for classification), naming the accepted ones.
+    """
 
     def __init__(
         self, args: argparse.Namespace, dataset: data.Dataset, target: tuple[float, float] | None
@@ -106,7 +182,18 @@ class Validation:
         self.y = dataset.y_val
         self.target = target
         self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
-        self.monitor = ValLossMonitor(self.patience, keep_best_weights=self.patience is not None)
+        self.monitored: str = "val_loss" if args.monitor is None else args.monitor
+        self.min_delta: float = 0.0 if args.min_delta is None else args.min_delta
+        accepted = ("val_loss", "val_accuracy") if target is None else ("val_loss", "val_mse")
+        if self.monitored not in accepted:
+            task = "classification" if target is None else "regression"
+            raise TorchLeanError(
+                f"--monitor {self.monitored}: a {task} run has no {self.monitored} (accepted for {task}: "
+                f"{', '.join(accepted)})"
+            )
+        self.monitor = ValLossMonitor(self.patience, keep_best_weights=self.patience is not None,
+                                      mode=MONITORS[self.monitored], min_delta=self.min_delta)
+        self.losses: list[float] = []
         self.metrics: list[float] = []
         self.stopped: int | None = None
         self.restored: int | None = None
@@ -123,7 +210,8 @@ class Validation:
         weights: the best epoch's under early stopping, which restored them) the monitor's best,
         so the best epoch, the patience count, the stop and the record are the uninterrupted
         run's."""
-        self.monitor.resume(losses, best_weights)
+        self.monitor.resume(monitored(self.monitored, losses, metrics), best_weights)
+        self.losses = list(losses)
         self.metrics = list(metrics)
 
     @property
@@ -132,17 +220,28 @@ class Validation:
         return self.x, self.fit_targets
 
     def settings(self) -> str:
-        """The second header line's addition: `` val_fraction=F`` and `` early_stopping=P``."""
+        """The second header line's addition: `` val_fraction=F`` and `` early_stopping=P``, then
+        `` monitor=NAME`` and `` min_delta=D`` unless they are the defaults (val_loss, 0)."""
         stopping = "" if self.patience is None else f" early_stopping={self.patience}"
+        if self.monitored != "val_loss":
+            stopping += f" monitor={self.monitored}"
+        if self.min_delta:
+            stopping += f" min_delta={self.min_delta!r}"
         return f" val_fraction={self.fraction!r}{stopping}"
 
     def after_epoch(self, trainer: Trainer[Any, Any], epoch: int) -> str:
         """Record the epoch ``fit`` just ran (``epoch`` from 0 in this run) and return its line's
         suffix; :attr:`stop` then says whether early stopping ends the run after it."""
+        suffix = self._measure(trainer)
+        self.monitor.update(monitored(self.monitored, self.losses, self.metrics)[-1], trainer.model.state)
+        return suffix
+
+    def _measure(self, trainer: Trainer[Any, Any]) -> str:
+        """Record the epoch's validation loss and metric; its line's suffix."""
         history = trainer.history
         assert history is not None and history.val_loss is not None
         loss = history.val_loss[-1]
-        self.monitor.update(loss, trainer.model.state)
+        self.losses.append(loss)
         if self.target is None:
             assert history.val_accuracy is not None
             metric = history.val_accuracy[-1]
@@ -166,13 +265,13 @@ class Validation:
         ran = len(self.monitor.losses)
         best = self.monitor.best
         if best is None:
-            kept = "no epoch had a val_loss below +inf; the last epoch's weights are kept"
+            kept = f"no epoch had a {self.monitored} below +inf; the last epoch's weights are kept"
             if self.patience is None:
                 return f"best_epoch=none ({kept})"
             self.stopped = ran if self.stop else None
             where = f"early stopping at epoch {ran}/{epochs}" if self.stop else self._not_stopped(ran, epochs)
             return f"{where}: {kept}"
-        shown = f"best_epoch={best + 1} (val_loss={self.monitor.losses[best]:.6f})"
+        shown = f"best_epoch={best + 1} ({self._value(best)})"
         if self.patience is None:
             return f"{shown}; the weights are the last epoch's ({ran})"
         weights = self.monitor.best_weights
@@ -183,8 +282,8 @@ class Validation:
         self.restored = best + 1
         if self.stop:
             self.stopped = ran
-            return (f"early stopping at epoch {ran}/{epochs}: val_loss did not improve for {self.patience} "
-                    f"epoch{'s' if self.patience > 1 else ''}; {shown}; restored its weights")
+            why = stalled(self.monitored, self.patience, self.min_delta)
+            return f"early stopping at epoch {ran}/{epochs}: {why}; {shown}; restored its weights"
         if ran < epochs:  # review29 F3: an interrupted run's weights are the best so far
             return f"{self._not_stopped(ran, epochs)}; {shown}; its weights are tested and saved"
         return f"{self._not_stopped(ran, epochs)}; {shown}; restored its weights"
@@ -198,17 +297,26 @@ class Validation:
             return f"early stopping has not stopped by epoch {ran}/{epochs} (interrupted; {patience})"
         return f"early stopping did not stop by the last epoch ({ran}/{epochs}; {patience})"
 
+    def _value(self, epoch: int) -> str:
+        """``val_loss=0.123456`` (``val_accuracy=0.9333``, ``val_mse=0.1234``): the monitored
+        quantity at ``epoch`` (from 0), as the lines show it."""
+        return f"{self.monitored}={self.monitor.values[epoch]:{_SHOWN[self.monitored]}}"
+
     def record(self, classification: bool) -> dict[str, Any]:
         """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed
-        run's cover the whole run, the epochs before the resume included)."""
+        run's cover the whole run, the epochs before the resume included); ``monitor`` and
+        ``min_delta`` are early stopping's (without it, ``val_loss`` and 0: what ``best_epoch``
+        is the best of)."""
         best = self.monitor.best
         return {
             "fraction": self.fraction,
             "n": int(self.x.shape[0]),
-            "losses": list(self.monitor.losses),
+            "losses": list(self.losses),
             "accuracy" if classification else "mse": list(self.metrics),
             "best_epoch": None if best is None else best + 1,
             "patience": self.patience,
+            "monitor": self.monitored,
+            "min_delta": self.min_delta,
             "stopped_epoch": self.stopped,
             "restored_epoch": self.restored,
         }
