@@ -10,8 +10,11 @@ written here (where it stops), and the same training without validation (bit for
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +35,47 @@ from torchlean.validation import EarlyStopping, EarlyStoppingError, History, Val
 Array = np.ndarray[Any, Any]
 
 
-def keras_stop(losses: list[float], patience: int) -> tuple[int | None, int | None]:
-    """Keras' ``EarlyStopping(monitor="val_loss", patience=P, min_delta=0)`` over ``losses``, written
-    independently: ``(best epoch, stopped epoch)``, epochs from 0, ``None`` for none; without
+def keras_stop(
+    values: list[float], patience: int, mode: str = "min", min_delta: float = 0.0
+) -> tuple[int | None, int | None]:
+    """Keras 3's ``EarlyStopping(monitor=..., mode=mode, min_delta=min_delta, patience=P)`` over
+    ``values``, written independently in Keras' own form (a ``wait`` counter bumped every epoch
+    and reset on improvement; ``min_delta`` negated in min mode; improvement iff
+    ``op(current - min_delta, best)``, ``op`` ``<`` or ``>``, ``best`` the value of the last
+    improvement): ``(best epoch, stopped epoch)``, epochs from 0, ``None`` for none; without
     Keras' ``epoch > 0`` condition, which torchlean leaves out on purpose (``torchlean.validation``:
-    a NaN or +inf first loss counts toward patience; with finite losses the first epoch always
+    a NaN or +inf first value counts toward patience; with finite values the first epoch always
     improves, so the condition never matters)."""
+    compare = operator.lt if mode == "min" else operator.gt
+    delta = -min_delta if mode == "min" else min_delta
+    best, best_epoch, wait = (math.inf if mode == "min" else -math.inf), None, 0
+    for epoch, current in enumerate(values):
+        wait += 1
+        if compare(current - delta, best):
+            best, best_epoch, wait = current, epoch, 0
+            continue
+        if wait >= patience:
+            return best_epoch, epoch
+    return best_epoch, None
+
+
+def moving_reference_stop(
+    values: list[float], patience: int, mode: str = "min", min_delta: float = 0.0
+) -> tuple[int | None, int | None]:
+    """A rule that is *not* Keras': the reference is the best value seen so far, improvement or
+    not (a gain of at most ``min_delta`` moves it). Used only to show that a case tells the two
+    apart (a premise), so a test on it fails if torchlean moved the reference."""
+    sign = 1.0 if mode == "min" else -1.0
     best, best_epoch, wait = math.inf, None, 0
-    for epoch, loss in enumerate(losses):
-        if np.less(loss, best):
-            best, best_epoch, wait = loss, epoch, 0
-        else:
-            wait += 1
-            if wait >= patience:
-                return best_epoch, epoch
+    for epoch, current in enumerate(values):
+        improved = sign * current + min_delta < best
+        best = min(best, sign * current)
+        if improved:
+            best_epoch, wait = epoch, 0
+            continue
+        wait += 1
+        if wait >= patience:
+            return best_epoch, epoch
     return best_epoch, None
 
 
@@ -310,6 +340,98 @@ def test_monitor_agrees_with_keras_on_random_sequences() -> None:
         assert (stopped, monitor.best if stopped is not None else best) == (stop, best)
 
 
+def _watch(values: list[float], patience: int, mode: str = "min", min_delta: float = 0.0) -> tuple[
+    int | None, int | None
+]:
+    """``(best, stopped)`` of a :class:`ValLossMonitor` fed ``values`` until it says stop."""
+    monitor = ValLossMonitor(patience, mode=mode, min_delta=min_delta)
+    for epoch, value in enumerate(values):
+        monitor.update(value)
+        if monitor.should_stop:
+            return monitor.best, epoch
+    return monitor.best, None
+
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.mark.parametrize(("values", "patience", "mode", "min_delta", "best", "stop"), [
+    # min mode, min_delta 0.5: 9.75 and 9.5 gain at most 0.5 (9.5 exactly 0.5: not more) and leave
+    # the reference at 10, so 9.25 improves on 10 (a moving reference, 9.5, would not count it)
+    ([10, 9.75, 9.5, 9.25, 9.0, 8.875, 9.5], 3, "min", 0.5, 3, 6),
+    ([10, 9.75, 9.5, 9.25, 9.0, 8.875, 9.5], 4, "min", 0.5, 3, None),
+    ([10, 9.75, 9.5, 9.25], 2, "min", 0.5, 0, 2),
+    ([10, 9.75, 9.5, 9.25], 2, "min", 0.0, 3, None),   # min_delta 0: every gain counts
+    # max mode (accuracy): ties never improve
+    ([0.5, 0.625, 0.625, 0.75, 0.6875, 0.75, 0.8125], 2, "max", 0.0, 3, 5),
+    ([0.5, 0.625, 0.625, 0.75, 0.6875, 0.75, 0.8125], 3, "max", 0.0, 6, None),
+    # max mode, min_delta 0.125: 0.5625 and 0.625 (exactly 0.125 more) do not count; 0.6875 does
+    ([0.5, 0.5625, 0.625, 0.6875, 0.75], 3, "max", 0.125, 3, None),
+    ([0.5, 0.5625, 0.625, 0.6875, 0.75], 2, "max", 0.125, 0, 2),
+    ([0.5, 0.5625, 0.625, 0.6875, 0.75], 2, "min", 0.125, 0, 2),  # the same values minimised
+    # NaN never improves, in either mode, with or without min_delta
+    ([NAN, 0.5, NAN, NAN], 2, "max", 0.0, 1, 3),
+    ([NAN, 2, NAN, 1.5], 2, "min", 0.25, 3, None),
+    ([NAN, NAN, 3, 2], 2, "max", 0.25, None, 1),
+    ([INF, 3, INF, 4, 2], 2, "min", 0.5, 1, 3),        # +inf does not improve in min mode
+    # patience 1: the first epoch without improvement stops
+    ([1, 1], 1, "min", 0.0, 0, 1),
+    ([0.5, 0.5], 1, "max", 0.0, 0, 1),
+    ([3, 2.875], 1, "min", 0.25, 0, 1),
+    ([0.25, 0.5, 0.5], 1, "max", 0.0, 1, 2),
+    ([NAN], 1, "max", 0.0, None, 0),                   # Keras would not stop at epoch 0 (documented)
+])
+def test_monitor_modes_and_min_delta_stop_where_keras_does(
+    values: list[float], patience: int, mode: str, min_delta: float, best: int | None, stop: int | None
+) -> None:
+    assert keras_stop(values, patience, mode, min_delta) == (best, stop)  # the hand values are Keras'
+    assert _watch(values, patience, mode, min_delta) == (best, stop)
+
+
+def test_the_reference_is_the_last_improvement_not_the_best_value() -> None:
+    """min_delta > 0: the case the moving-reference rule gets wrong, and the monitor's best epoch
+    is not the one with the best value (9.75 is lower than 10 but did not count)."""
+    values = [10, 9.75, 9.5, 9.25, 9.0, 8.875, 9.5]
+    assert moving_reference_stop(values, 3, "min", 0.5) == (0, 3) != keras_stop(values, 3, "min", 0.5)
+    accuracies = [0.5, 0.5625, 0.625, 0.6875, 0.75]
+    assert moving_reference_stop(accuracies, 3, "max", 0.125) == (0, 3)
+    monitor = ValLossMonitor(3, mode="max", min_delta=0.125)
+    for value in accuracies[:3]:
+        monitor.update(value)
+    assert monitor.best == 0 and monitor.values == (0.5, 0.5625, 0.625) and monitor.waited == 2
+    assert not monitor.improves(0.625) and monitor.improves(0.6875)  # 0.625 is exactly 0.5 + 0.125
+
+
+@pytest.mark.parametrize("mode", ["min", "max"])
+@pytest.mark.parametrize("min_delta", [0.0, 0.5, 1.0, 2.5])
+def test_monitor_agrees_with_keras_on_random_sequences_in_both_modes(mode: str, min_delta: float) -> None:
+    rng = np.random.default_rng(int(min_delta * 10) + (mode == "max"))
+    for _ in range(300):
+        values = [float(v) for v in rng.integers(0, 8, size=int(rng.integers(1, 14)))]  # many ties
+        if rng.random() < 0.3:
+            values[int(rng.integers(len(values)))] = math.nan
+        patience = int(rng.integers(1, 5))
+        assert _watch(values, patience, mode, min_delta) == keras_stop(values, patience, mode, min_delta), (
+            values, patience)
+
+
+def test_default_monitor_is_the_old_rule_bit_for_bit() -> None:
+    """val_loss with min_delta 0 is the rule before monitor and min_delta existed: an epoch
+    improves when strictly lower than every earlier one (np.less against the running minimum)."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        values = list(rng.normal(size=int(rng.integers(1, 12))).round(1))
+        if rng.random() < 0.3:
+            values[int(rng.integers(len(values)))] = math.nan
+        monitor = ValLossMonitor.of(EarlyStopping(2))
+        lowest, best = math.inf, None
+        for epoch, value in enumerate(values):
+            monitor.update(value)
+            if np.less(value, lowest):
+                lowest, best = value, epoch
+            assert monitor.best == best
+
+
 def _reference_run(epochs: int, execution: str = "eager") -> tuple[list[float], list[dict[str, Array]]]:
     """An uninterrupted run, one epoch a call: its validation losses and its weights after each."""
     ds = _iris()
@@ -345,6 +467,80 @@ def test_early_stopping_restores_the_best_epochs_weights(execution: str) -> None
              early_stopping=EarlyStopping(patience, restore_best_weights=False))
     assert keep.history is not None and keep.history.restored_epoch is None
     assert same_state(keep.model.state(), states[stop])
+
+
+@pytest.fixture(scope="module")
+def iris_epochs() -> tuple[list[float], list[float], list[dict[str, Array]]]:
+    """An uninterrupted iris run of 16 epochs, one epoch a call: its validation losses and
+    accuracies and its weights after each epoch."""
+    ds = _iris()
+    trainer = _trainer()
+    losses, accuracies, states = [], [], []
+    for _ in range(16):
+        trainer.fit(ds.x_train, ds.y_train, epochs=1, validation=(ds.x_val, ds.y_val))
+        history = trainer.history
+        assert history is not None and history.val_loss is not None and history.val_accuracy is not None
+        losses.append(history.val_loss[0])
+        accuracies.append(history.val_accuracy[0])
+        states.append(trainer.model.state())
+    return losses, accuracies, states
+
+
+@pytest.mark.parametrize(("patience", "min_delta", "premise"), [
+    (2, 0.0, "the monitor"), (2, 0.05, "min_delta"), (4, 0.05, "the reference"),
+])
+def test_early_stopping_on_val_accuracy_stops_where_keras_does(
+    iris_epochs: tuple[list[float], list[float], list[dict[str, Array]]],
+    patience: int,
+    min_delta: float,
+    premise: str,
+) -> None:
+    """Monitoring val_accuracy (max mode) on the run's real accuracies (24 validation rows: steps
+    of 1/24; 0.05 is more than one row, less than two): the oracle says where it stops, and each
+    case's premise shows what it tells apart - another outcome for the val_loss rule (the
+    monitor), for min_delta 0 (min_delta), or for a rule whose reference moves with a gain that
+    does not count (the reference: 23/24 at epoch 2 leaves it at 22/24, so 24/24 counts)."""
+    losses, accuracies, states = iris_epochs
+    best, stop = keras_stop(accuracies, patience, "max", min_delta)
+    assert stop is not None and best is not None and stop < len(accuracies) - 1  # premise: it stops
+    other = {
+        "the monitor": keras_stop(losses, patience, "min", min_delta),
+        "min_delta": keras_stop(accuracies, patience, "max", 0.0),
+        "the reference": moving_reference_stop(accuracies, patience, "max", min_delta),
+    }[premise]
+    assert other != (best, stop)  # premise
+    ds = _iris()
+    trainer = _trainer()
+    rule = EarlyStopping(patience, monitor="val_accuracy", min_delta=min_delta)
+    fit_losses = trainer.fit(ds.x_train, ds.y_train, epochs=16, validation=(ds.x_val, ds.y_val),
+                             early_stopping=rule)
+    history = trainer.history
+    assert history is not None and len(fit_losses) == stop + 1
+    assert (history.best_epoch, history.stopped_epoch, history.restored_epoch) == (best, stop, best)
+    assert list(history.val_accuracy or ()) == accuracies[: stop + 1]
+    assert list(history.val_loss or ()) == losses[: stop + 1]  # the losses are still the losses
+    assert same_state(trainer.model.state(), states[best])
+
+
+def test_early_stopping_on_val_mse_is_val_loss_in_a_regression_fit() -> None:
+    """An MSE fit's val_mse equals its val_loss: monitoring either with the same min_delta stops
+    at the same epoch, where the oracle says (on the run's own values)."""
+    ds = data.load("diabetes", seed=0, val_fraction=0.25)
+    assert ds.x_val is not None
+    y_train, y_val = ds.standardised_targets()[0], ds.standardised_val_targets()
+    runs = {}
+    for monitor in ("val_loss", "val_mse"):
+        trainer = _trainer(objective=Objective.MSE, outputs=1, features=10, lr=0.01)
+        trainer.fit(ds.x_train, y_train, epochs=30, batch_size=64, validation=(ds.x_val, y_val),
+                    early_stopping=EarlyStopping(2, monitor=monitor, min_delta=0.02))
+        assert trainer.history is not None and trainer.history.val_mse is not None
+        runs[monitor] = trainer.history
+    assert runs["val_loss"] == runs["val_mse"]
+    history = runs["val_mse"]
+    assert history.val_mse is not None
+    best, stop = keras_stop(list(history.val_mse), 2, "min", 0.02)
+    assert stop is not None and (history.best_epoch, history.stopped_epoch) == (best, stop)
+    assert keras_stop(list(history.val_mse), 2) != (best, stop)  # premise: min_delta matters here
 
 
 def test_early_stopping_follows_a_hand_built_loss_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -383,6 +579,34 @@ def test_early_stopping_that_never_stops_still_restores_the_best(monkeypatch: py
 # ----------------------------------------------------------------------------------- refusals
 
 
+def test_early_stopping_monitor_and_min_delta_are_checked() -> None:
+    for bad in ("loss", "val_acc", "VAL_LOSS", None, 3):
+        with pytest.raises(EarlyStoppingError) as caught:
+            EarlyStopping(2, monitor=bad)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"monitor must be one of 'val_loss', 'val_accuracy', 'val_mse', got {bad!r}"
+        )
+    for bad in (-0.1, -1, math.nan, math.inf, -math.inf, True, np.bool_(False), "0.1", None, 10**400):
+        with pytest.raises(EarlyStoppingError) as caught:
+            EarlyStopping(2, min_delta=bad)  # type: ignore[arg-type]
+        assert str(caught.value).startswith(
+            "min_delta must be a finite number >= 0 (the change of the monitored quantity that an epoch must "
+            "exceed to count as an improvement), got "
+        )
+    with pytest.raises(EarlyStoppingError, match="got an integer of about 401 digits"):
+        EarlyStopping(2, min_delta=10**400)
+    rule = EarlyStopping(2, monitor="val_accuracy", min_delta=np.float32(0.25))  # type: ignore[arg-type]
+    assert (rule.monitor, rule.min_delta, rule.mode) == ("val_accuracy", 0.25, "max")
+    assert type(rule.min_delta) is float and type(EarlyStopping(2, min_delta=1).min_delta) is float
+    assert math.copysign(1.0, EarlyStopping(2, min_delta=-0.0).min_delta) == 1.0
+    assert EarlyStopping(2) == EarlyStopping(2, True, "val_loss", 0.0)
+    assert (EarlyStopping(2).mode, EarlyStopping(2, monitor="val_mse").mode) == ("min", "min")
+    with pytest.raises(EarlyStoppingError, match="mode must be 'min' or 'max', got 'auto'"):
+        ValLossMonitor(2, mode="auto")
+    with pytest.raises(EarlyStoppingError, match="min_delta must be a finite number >= 0"):
+        ValLossMonitor(2, min_delta=-1.0)
+
+
 def test_early_stopping_settings_are_checked() -> None:
     for bad in (0, -1, 1.5, True, "3", None):
         with pytest.raises(EarlyStoppingError, match="patience must be an int >= 1"):
@@ -408,6 +632,11 @@ def test_early_stopping_settings_are_checked() -> None:
     ((np.zeros((0, 4)), np.zeros(0, dtype=np.int64)), None, "validation data: no samples"),
     (None, EarlyStopping(2),
      "early_stopping monitors the validation loss: give validation=(x_val, y_val) too"),
+    (None, EarlyStopping(2, monitor="val_accuracy"),
+     "early_stopping monitors the validation accuracy (val_accuracy): give validation=(x_val, y_val) too"),
+    ((np.zeros((4, 4)), np.zeros(4, dtype=np.int64)), EarlyStopping(2, monitor="val_mse"),
+     "early_stopping monitors 'val_mse', which this fit's objective (cross-entropy) does not produce "
+     "(accepted: 'val_loss', 'val_accuracy')"),
     ((np.zeros((4, 4)), np.zeros(4, dtype=np.int64)), 2, "early_stopping must be a validation.EarlyStopping"),
 ])
 def test_bad_validation_is_refused_before_any_step(validation: Any, early: Any, message: str) -> None:
@@ -417,6 +646,19 @@ def test_bad_validation_is_refused_before_any_step(validation: Any, early: Any, 
     with pytest.raises(TrainerError) as caught:
         trainer.fit(ds.x_train, ds.y_train, epochs=1, validation=validation, early_stopping=early)
     assert message in str(caught.value)
+    assert trainer.steps_done == 0 and same_state(trainer.model.state(), before)
+
+
+def test_a_regression_fit_refuses_val_accuracy_before_any_step() -> None:
+    trainer = _trainer(objective=Objective.MSE, outputs=1)
+    x, y = np.zeros((6, 4), dtype=np.float32), np.zeros((6, 1), dtype=np.float32)
+    before = trainer.model.state()
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(x, y, validation=(x, y), early_stopping=EarlyStopping(1, monitor="val_accuracy"))
+    assert str(caught.value) == (
+        "early_stopping monitors 'val_accuracy', which this fit's objective (mse) does not produce "
+        "(accepted: 'val_loss', 'val_mse')"
+    )
     assert trainer.steps_done == 0 and same_state(trainer.model.state(), before)
 
 
@@ -512,6 +754,86 @@ def test_cli_early_stopping_saves_and_tests_the_best_weights(
     # the saved statistics are those of the part trained on
     np.testing.assert_array_equal(loaded.feature_mean, ds.feature_mean)
     assert not np.array_equal(loaded.feature_mean, data.load("iris", seed=0).feature_mean)
+
+
+def test_cli_early_stopping_on_val_accuracy_with_min_delta(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--monitor val_accuracy --min-delta 0.05 (24 validation rows: a gain of one row, 0.0417, does
+    not count): the run stops where the oracle says on its own accuracies, and its best epoch is
+    not the one with the highest accuracy (a later one gained a row only)."""
+    record_path, saved = tmp_path / "run.json", tmp_path / "best.npz"
+    code, out, err = train(capsys, *IRIS, "--epochs", "40", "--val-fraction", "0.2", "--early-stopping", "3",
+                           "--monitor", "val_accuracy", "--min-delta", "0.05",
+                           "--report-json", str(record_path), "--save", str(saved))
+    assert (code, err) == (0, "")
+    record = json.loads(record_path.read_text())
+    validation = record["validation"]
+    accuracies = validation["accuracy"]
+    best, stop = keras_stop(accuracies, 3, "max", 0.05)
+    assert best is not None and stop is not None and stop < 39
+    assert max(accuracies[: stop + 1]) > accuracies[best]  # premise: a higher accuracy that did not count
+    assert keras_stop(accuracies, 3, "max") != (best, stop)  # premise: min_delta matters
+    assert keras_stop(validation["losses"], 3, "min", 0.05) != (best, stop)  # premise: the monitor matters
+    assert (validation["best_epoch"], validation["stopped_epoch"], validation["restored_epoch"]) == (
+        best + 1, stop + 1, best + 1)
+    assert (validation["monitor"], validation["min_delta"], validation["patience"]) == (
+        "val_accuracy", 0.05, 3)
+    assert len(record["losses"]) == len(validation["losses"]) == stop + 1
+    lines = out.splitlines()
+    assert " val_fraction=0.2 early_stopping=3 monitor=val_accuracy min_delta=0.05 epochs=40 " in lines[1]
+    assert lines[2 + stop + 1] == (
+        f"early stopping at epoch {stop + 1}/40: val_accuracy did not improve by more than 0.05 for 3 "
+        f"epochs; best_epoch={best + 1} (val_accuracy={accuracies[best]:.4f}); restored its weights"
+    )
+    ds = _iris()
+    oracle = _cli_trainer(ds)
+    oracle.fit(ds.x_train, ds.y_train, epochs=best + 1)
+    assert same_state(dict(checkpoint.load(saved).weights), oracle.model.state())
+    assert lines[2 + stop + 2] == f"test_accuracy={oracle.evaluate(ds.x_test, ds.y_test)['accuracy']:.4f}"
+
+
+def test_cli_regression_early_stopping_on_val_mse_takes_min_delta_in_target_units(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--monitor val_mse --min-delta 150: 150 in the target's units squared (diabetes' val_mse is
+    in the thousands), where the same number on the standardised val_loss (below 1) would stop
+    after the first epoch."""
+    record_path = tmp_path / "run.json"
+    code, out, err = train(capsys, "--dataset", "diabetes", "--hidden", "8", "--lr", "0.01",
+                           "--batch-size", "64", "--epochs", "30", "--val-fraction", "0.25",
+                           "--early-stopping", "3", "--monitor", "val_mse", "--min-delta", "150",
+                           "--report-json", str(record_path))
+    assert (code, err) == (0, "")
+    validation = json.loads(record_path.read_text())["validation"]
+    best, stop = keras_stop(validation["mse"], 3, "min", 150.0)
+    assert best is not None and stop is not None and stop < 29
+    assert keras_stop(validation["mse"], 3) != (best, stop)  # premise: min_delta matters
+    assert keras_stop(validation["losses"], 3, "min", 150.0) == (0, 3) != (best, stop)  # premise: units
+    assert (validation["best_epoch"], validation["stopped_epoch"], validation["restored_epoch"]) == (
+        best + 1, stop + 1, best + 1)
+    assert (validation["monitor"], validation["min_delta"]) == ("val_mse", 150.0)
+    lines = out.splitlines()
+    assert " val_fraction=0.25 early_stopping=3 monitor=val_mse min_delta=150.0 epochs=30 " in lines[1]
+    assert lines[2 + stop + 1] == (
+        f"early stopping at epoch {stop + 1}/30: val_mse did not improve by more than 150.0 for 3 epochs; "
+        f"best_epoch={best + 1} (val_mse={validation['mse'][best]:.4f}); restored its weights"
+    )
+
+
+def test_cli_help_says_which_units_min_delta_has() -> None:
+    text = " ".join(train_parser_help().split())
+    assert ("in the quantity's units: for val_accuracy a fraction (0.01: one percentage point), for val_mse "
+            "the target's units squared, for val_loss the loss's (regression: on the standardised target, a "
+            "fraction of the target's variance); needs --early-stopping (default: 0)") in text
+    assert "--monitor NAME the quantity --early-stopping monitors: val_loss (lower is better)" in text
+
+
+def train_parser_help() -> str:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), pytest.raises(SystemExit):
+        main(["train", "--help"])
+    return buffer.getvalue()
 
 
 def test_cli_regression_reports_val_mse_in_target_units(
@@ -629,6 +951,28 @@ def test_cli_csv_with_validation(capsys: pytest.CaptureFixture[str], tmp_path: P
     (["--early-stopping", "2"],
      "error: --early-stopping 2 monitors the validation loss, but no validation part is held out: give "
      "--val-fraction F too (e.g. --val-fraction 0.2)"),
+    (["--monitor", "loss"],
+     "error: argument --monitor: expected one of val_loss, val_accuracy (classification), val_mse "
+     "(regression), got 'loss'"),
+    (["--min-delta", "-1"], "error: argument --min-delta: expected a finite number >= 0, got '-1'"),
+    (["--min-delta", "nan"], "error: argument --min-delta: expected a finite number >= 0, got 'nan'"),
+    (["--min-delta", "inf"], "error: argument --min-delta: expected a finite number >= 0, got 'inf'"),
+    (["--min-delta", "0.1x"], "error: argument --min-delta: expected a number, got '0.1x'"),
+    (["--val-fraction", "0.2", "--monitor", "val_accuracy"],
+     "error: --monitor val_accuracy chooses how --early-stopping monitors the validation part, but no "
+     "--early-stopping is given: give --early-stopping P too (e.g. --early-stopping 3)"),
+    (["--val-fraction", "0.2", "--min-delta", "0"],
+     "error: --min-delta 0.0 chooses how --early-stopping monitors the validation part, but no "
+     "--early-stopping is given: give --early-stopping P too (e.g. --early-stopping 3)"),
+    (["--early-stopping", "2", "--monitor", "val_accuracy"],
+     "error: --early-stopping 2 monitors val_accuracy, but no validation part is held out: give "
+     "--val-fraction F too (e.g. --val-fraction 0.2)"),
+    (["--dataset", "diabetes", "--val-fraction", "0.2", "--early-stopping", "2", "--monitor", "val_accuracy"],
+     "error: --monitor val_accuracy: a regression run has no val_accuracy (accepted for regression: "
+     "val_loss, val_mse)"),
+    (["--dataset", "iris", "--val-fraction", "0.2", "--early-stopping", "2", "--monitor", "val_mse"],
+     "error: --monitor val_mse: a classification run has no val_mse (accepted for classification: val_loss, "
+     "val_accuracy)"),
     (["--val-fraction", "0.2", "--early-stopping", "0"],
      "error: argument --early-stopping: expected an integer >= 1 (epochs without improvement), got 0"),
     (["--val-fraction", "0.2", "--early-stopping", "1.5"],

@@ -105,10 +105,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-delta", type=_min_delta, default=None, metavar="D",
                         help="the change of the monitored quantity an epoch must exceed to count as an "
                         "improvement, a finite number >= 0 (Keras' min_delta: the reference is the value of "
-                        "the last improvement, so smaller gains add up), in the quantity's units: "
-                        "val_accuracy's fraction (0.01 is one point), val_mse's target units squared, "
-                        "val_loss's loss (for regression, on the standardised target); needs "
-                        "--early-stopping (default: 0)")
+                        "the last improvement, so smaller gains add up), in the quantity's units: for "
+                        "val_accuracy a fraction (0.01: one percentage point), for val_mse the target's "
+                        "units squared, for val_loss the loss's (regression: on the standardised target, a "
+                        "fraction of the target's variance); needs --early-stopping (default: 0)")
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -127,8 +127,9 @@ def check_options(args: argparse.Namespace) -> None:
                 "--early-stopping is given: give --early-stopping P too (e.g. --early-stopping 3)"
             )
     if args.early_stopping is not None and args.val_fraction is None:
+        watched = "the validation loss" if args.monitor in (None, "val_loss") else args.monitor
         raise TorchLeanError(
-            f"--early-stopping {args.early_stopping} monitors the validation loss, but no validation part "
+            f"--early-stopping {args.early_stopping} monitors {watched}, but no validation part "
             "is held out: give --val-fraction F too (e.g. --val-fraction 0.2)"
         )
 
