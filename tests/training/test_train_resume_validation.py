@@ -483,10 +483,168 @@ def test_a_checkpoint_round_trips_its_validation_history(stopped_early, tmp_path
     assert losses.dtype == np.float64 and losses.shape == (STOPS["iris"][0] + 1,)
 
 
+# ----------------------------------------------------------------------- --monitor and --min-delta
+
+
+def keras_stop(values, patience, mode, min_delta):
+    """Keras 3's EarlyStopping over ``values`` (its wait counter, its signed min_delta, ``best``
+    the value of the last improvement): (best epoch, stopped epoch), from 1, ``None`` for none."""
+    sign = -1.0 if mode == "min" else 1.0
+    best, best_epoch, wait = -sign * math.inf, None, 0
+    for epoch, current in enumerate(values, start=1):
+        wait += 1
+        if sign * (current - sign * min_delta) > sign * best:
+            best, best_epoch, wait = current, epoch, 0
+        elif wait >= patience:
+            return best_epoch, epoch
+    return best_epoch, None
+
+
+def moving_reference_stop(values, patience, mode, min_delta):
+    """Not Keras' rule: the reference is the best value so far, a gain that does not count moving
+    it too (what a resume that rebuilt the reference from the history's best value would do)."""
+    sign = 1.0 if mode == "min" else -1.0
+    best, best_epoch, wait = math.inf, None, 0
+    for epoch, current in enumerate(values, start=1):
+        improved = sign * current + min_delta < best
+        best = min(best, sign * current)
+        if improved:
+            best_epoch, wait = epoch, 0
+        else:
+            wait += 1
+            if wait >= patience:
+                return best_epoch, epoch
+    return best_epoch, None
+
+
+# name: (options, (best, stopped) from 1, the epochs the first part runs, what the case tells apart
+# from Keras' rule: min_delta 0, a moving reference). iris' validation part has
+# 24 rows (accuracy in steps of 1/24 = 0.0417); its accuracies (x24) run 16, 19, 16, 16, 23, 23,
+# 24, 24, 23, ... and its losses 0.8415, 0.534, 0.4461, 0.425, 0.3277, ...
+MONITORED = {
+    # a one-row gain (epoch 7's 24/24) does not count: the best epoch is 5, not the highest accuracy
+    "accuracy": (("--early-stopping", "3", "--monitor", "val_accuracy", "--min-delta", "0.05"), (5, 8),
+                 (4, 7), ("min_delta", "not the best value")),
+    # 19/24 and 23/24 gain at most 0.3 over 16/24 and leave the reference there, so 24/24 (epoch 7)
+    # improves on 16/24; the first part stops after epoch 5's 23/24, so the resumed run must rebuild
+    # the reference from the history (a reference at 23/24 would stop after epoch 7 instead)
+    "reference": (("--early-stopping", "6", "--monitor", "val_accuracy", "--min-delta", "0.3"), (7, 13),
+                  (5, 6), ("reference",)),
+    # val_loss, min_delta 0.1: epoch 3 (0.4461) gains 0.088 over 0.534 and does not count, epoch 4
+    # (0.425) gains 0.109 over it and does: the first part stops after epoch 3
+    "loss": (("--early-stopping", "3", "--min-delta", "0.1"), (8, 11), (3,), ("min_delta", "reference")),
+}
+
+
+def _rule(options):
+    monitor = options[options.index("--monitor") + 1] if "--monitor" in options else "val_loss"
+    return (monitor, int(options[options.index("--early-stopping") + 1]),
+            float(options[options.index("--min-delta") + 1]))
+
+
+@pytest.mark.parametrize("name", MONITORED)
+def test_a_run_with_monitor_and_min_delta_resumes_to_the_same_stop(capsys, tmp_path, whole, name):
+    options, (best, stopped), splits, premises = MONITORED[name]
+    monitor, patience, min_delta = _rule(options)
+    argv = case("iris", "eager", *options)
+    oracle = whole(*argv, "--epochs", str(TOTAL))
+    validation = oracle.record["validation"]
+    values = validation["losses" if monitor == "val_loss" else "accuracy"]
+    mode = "min" if monitor == "val_loss" else "max"
+    # the premises: the oracle's run stops where Keras' rule says, and the case tells rules apart
+    assert (validation["best_epoch"], validation["stopped_epoch"]) == (best, stopped)
+    assert keras_stop(values, patience, mode, min_delta) == (best, stopped)
+    if "min_delta" in premises:
+        assert keras_stop(values, patience, mode, 0.0) != (best, stopped)
+    if "reference" in premises:
+        assert moving_reference_stop(values, patience, mode, min_delta) != (best, stopped)
+    if "not the best value" in premises:
+        assert max(values[:stopped]) > values[best - 1]
+    assert (validation["monitor"], validation["min_delta"]) == (monitor, min_delta)
+    shown = f"{values[best - 1]:.6f}" if monitor == "val_loss" else f"{values[best - 1]:.4f}"
+    stop_line = (f"early stopping at epoch {stopped}/{TOTAL}: {monitor} did not improve by more than "
+                 f"{min_delta!r} for {patience} epochs; best_epoch={best} ({monitor}={shown}); restored its "
+                 "weights")
+    assert stop_line in oracle.lines
+    for split in splits:
+        first = run(capsys, tmp_path, f"first{split}", *argv, "--epochs", str(split))
+        resumed = run(capsys, tmp_path, f"resumed{split}", "--resume", str(first.saved),
+                      "--epochs", str(TOTAL))
+        assert_resumed_equals_whole(oracle, resumed, split)
+        assert stop_line in resumed.lines
+
+
+def test_monitor_and_min_delta_are_settings_of_the_run(capsys, tmp_path, whole):
+    options, (best, stopped), _, _ = MONITORED["accuracy"]
+    argv = case("iris", "eager", *options)
+    oracle = whole(*argv, "--epochs", str(TOTAL))
+    first = run(capsys, tmp_path, "first", *argv, "--epochs", "4")
+    assert metadata(first.saved)["training"]["settings"]["monitor"] == "val_accuracy"
+    assert metadata(first.saved)["training"]["settings"]["min_delta"] == "0.05"
+    assert refused(capsys, "--resume", str(first.saved), "--monitor", "val_loss", "--min-delta", "0.1") == (
+        f"--resume {first.saved} continues the run with the checkpoint's settings; --monitor val_loss "
+        "differs from the checkpoint's val_accuracy; --min-delta 0.1 differs from the checkpoint's 0.05 "
+        "(leave out the option, or train a new run without --resume)"
+    )
+    # the same values given again are no conflict
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(first.saved), "--monitor", "val_accuracy",
+                  "--min-delta", "5e-2", "--epochs", str(TOTAL))
+    assert_resumed_equals_whole(oracle, resumed, 4)
+    # the run early stopping ended is complete, by the rule that ended it
+    assert refused(capsys, "--resume", str(oracle.saved)) == (
+        f"the run in {oracle.saved} is complete: early stopping ended it after epoch {stopped} "
+        f"(val_accuracy did not improve by more than 0.05 for 3 epochs; it holds its best epoch's weights, "
+        f"epoch {best}'s, which torchlean predict uses), and a resumed run would stop there again, whatever "
+        "--epochs: to train on, train a new run (without --resume)"
+    )
+
+
+def without_settings(source: Path, target: Path, *names: str) -> Path:
+    """``source`` with the training settings ``names`` removed (a checkpoint written before they
+    existed)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    for name in names:
+        del meta["training"]["settings"][name]
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_a_checkpoint_without_monitor_and_min_delta_resumes_as_val_loss_and_0(capsys, tmp_path, whole):
+    """A checkpoint written before --monitor and --min-delta (its settings lack them) resumes as
+    the run it was, monitor val_loss and min_delta 0, bit for bit; giving those values again is
+    no conflict, another value is."""
+    best, stopped = STOPS["iris"]
+    argv = case("iris", "eager", "--early-stopping", "2")
+    oracle = whole(*argv, "--epochs", str(TOTAL))
+    first = run(capsys, tmp_path, "first", *argv, "--epochs", str(best - 2))
+    assert metadata(first.saved)["training"]["settings"]["monitor"] is None  # not given: None
+    older = without_settings(first.saved, tmp_path / "older.npz", "monitor", "min_delta")
+    resumed = run(capsys, tmp_path, "resumed", "--resume", str(older), "--epochs", str(TOTAL))
+    assert_resumed_equals_whole(oracle, resumed, best - 2)
+    assert resumed.record["validation"]["stopped_epoch"] == stopped
+    again = run(capsys, tmp_path, "again", "--resume", str(older), "--monitor", "val_loss",
+                "--min-delta", "0", "--epochs", str(TOTAL))
+    assert_resumed_equals_whole(oracle, again, best - 2)
+    assert refused(capsys, "--resume", str(older), "--monitor", "val_accuracy") == (
+        f"--resume {older} continues the run with the checkpoint's settings; --monitor val_accuracy differs "
+        "from the checkpoint's not given (leave out the option, or train a new run without --resume)"
+    )
+    plain = run(capsys, tmp_path, "plain", *IRIS, "--epochs", "2")  # no early stopping: --monitor is not its
+    assert refused(capsys, "--resume", str(plain.saved), "--monitor", "val_loss", "--epochs", "3") == (
+        f"--resume {plain.saved} continues the run with the checkpoint's settings; --monitor val_loss "
+        "differs from the checkpoint's not given (leave out the option, or train a new run without --resume)"
+    )
+
+
 # --------------------------------------------------------------------------- ValLossMonitor.resume
 
 
-def test_a_resumed_monitor_stands_where_the_uninterrupted_one_did():
+@pytest.mark.parametrize(("mode", "min_delta"), [("min", 0.0), ("min", 1.5), ("max", 0.0), ("max", 1.0)])
+def test_a_resumed_monitor_stands_where_the_uninterrupted_one_did(mode, min_delta):
     rng = np.random.default_rng(11)
     for _ in range(200):
         losses = [float(v) for v in rng.integers(0, 6, size=int(rng.integers(1, 12)))]
@@ -494,11 +652,12 @@ def test_a_resumed_monitor_stands_where_the_uninterrupted_one_did():
             losses[int(rng.integers(len(losses)))] = math.nan
         patience = int(rng.integers(1, 4))
         split = int(rng.integers(0, len(losses) + 1))
-        whole = ValLossMonitor(patience, keep_best_weights=True)
+        rule = {"keep_best_weights": True, "mode": mode, "min_delta": min_delta}
+        whole = ValLossMonitor(patience, **rule)
         for epoch, loss in enumerate(losses):
             whole.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
-        resumed = ValLossMonitor(patience, keep_best_weights=True)
-        before = ValLossMonitor(patience, keep_best_weights=True)
+        resumed = ValLossMonitor(patience, **rule)
+        before = ValLossMonitor(patience, **rule)
         for epoch, loss in enumerate(losses[:split]):
             before.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
         resumed.resume(losses[:split], before.best_weights)
