@@ -20,24 +20,26 @@ expressions, mathematically ``v < best - min_delta`` and ``v > best + min_delta`
 the value of the epoch that last improved (+inf in min mode, -inf in max mode before one has):
 with ``min_delta > 0`` a gain of at most ``min_delta`` does not count and does not move the
 reference, so small gains add up: the first epoch more than ``min_delta`` better than the last
-improvement improves. A tie never improves, nor does a NaN (every comparison with NaN is
-false), nor +inf in min mode. Training stops after the epoch that
-makes ``patience`` consecutive epochs without improvement. With ``restore_best_weights`` the model
-ends with the weights (batch norm's running statistics included) it had after the best epoch, the
-one that last improved, whether or not the run stopped early (Keras 3 restores at the end of
-training either way); when no epoch improved (every value NaN or +inf), the last epoch's weights
-stay. With the default ``monitor="val_loss"`` and ``min_delta=0`` this is, bit for bit, the rule of the
-versions before ``monitor`` and ``min_delta`` existed (an epoch improves when its validation
-loss is strictly lower than every earlier one's).
+improvement improves. A tie never improves, nor does a NaN (every comparison with NaN is false),
+nor +inf in min mode. Training stops after the epoch that makes ``patience`` consecutive epochs
+without improvement. With ``restore_best_weights`` the model ends with the weights (batch norm's
+running statistics included) it had after the best epoch, the one that last improved, whether or
+not the run stopped early (Keras 3 restores at the end of training either way); when no epoch
+improved (every value NaN or +inf), the last epoch's weights stay. With the default
+``monitor="val_loss"`` and ``min_delta=0`` this is, bit for bit, the rule of the versions before
+``monitor`` and ``min_delta`` existed (an epoch improves when its validation loss is strictly
+lower than every earlier one's).
 
-Where it differs from Keras 3: only on values that are not finite, and only for ``val_loss`` and
-``val_mse`` (``val_accuracy`` is always finite, in [0, 1], a prediction from logits that are not
-finite counting as wrong, so its first epoch always improves and neither difference applies):
-Keras never stops after the first epoch (``epoch > 0``), so with ``patience=1`` a NaN or +inf
-first value stops a run here and not there; and when no epoch improved, Keras restores the first
-epoch's weights, while here the last epoch's stay. Keras also takes ``abs(min_delta)``, where a
-negative ``min_delta`` is refused here, and compares in its backend's float type (float32 by
-default: two values equal in float32 tie there), where the values are compared in float64 here.
+Where it differs from Keras 3 on values that are not finite, which only ``val_loss`` and
+``val_mse`` can take (``val_accuracy`` is always finite, in [0, 1], a prediction from logits that
+are not finite counting as wrong, so its first epoch always improves and neither difference
+applies): Keras never stops after the first epoch (``epoch > 0``), so with ``patience=1`` a NaN
+or +inf first value stops a run here and not there; and when no epoch improved, Keras restores
+the first epoch's weights, while here the last epoch's stay. Two more differences: Keras takes
+``abs(min_delta)``, where a negative ``min_delta`` is refused here; and Keras compares through its
+backend's ``ops.less``/``ops.greater``, which (on the torch backend, for one) read a Python float
+as its ``floatx``, float32 by default, so values equal in float32 tie there, where they are
+compared in float64 here.
 Lightning (``check_finite=True``, its default) stops at the first NaN loss.
 """
 
