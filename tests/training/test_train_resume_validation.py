@@ -640,6 +640,33 @@ def test_a_checkpoint_without_monitor_and_min_delta_resumes_as_val_loss_and_0(ca
     )
 
 
+def test_a_checkpoint_with_monitor_but_no_early_stopping_is_refused_naming_its_settings(capsys, tmp_path):
+    """A hand edit: --monitor (or --min-delta) recorded without --early-stopping. The refusal names
+    the checkpoint's setting; it does not ask for --early-stopping, which would then conflict."""
+    path = tmp_path / "val.npz"
+    ok(capsys, *IRIS, "--epochs", "2", "--save", str(path))
+    for dest, value, shown in (("monitor", "val_accuracy", "--monitor val_accuracy"),
+                               ("min_delta", "0.1", "--min-delta 0.1")):
+        edited = rewrite_settings(path, tmp_path / f"{dest}.npz", **{dest: value})
+        assert refused(capsys, "--resume", str(edited), "--epochs", "3") == (
+            f"checkpoint {edited}: its setting {shown} chooses how --early-stopping monitors the "
+            "validation part, but its setting --early-stopping is not given: its settings are inconsistent "
+            "(a checkpoint edited by hand?), and --resume cannot continue it; train a new run"
+        )
+
+
+def rewrite_settings(source: Path, target: Path, **settings: str) -> Path:
+    """``source`` with these training settings set."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    meta["training"]["settings"].update(settings)
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
 # --------------------------------------------------------------------------- ValLossMonitor.resume
 
 

@@ -302,6 +302,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"--resume {shown} continues the run with the checkpoint's settings; "
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
+    _check_monitor(values, shown)
     _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown,
                       values.get("monitor"), values.get("min_delta"))
     for dest, value in values.items():
@@ -371,6 +372,25 @@ def _check_validation(
             "stopping saved the best weights for predict and the last epoch's as last_weights, but it holds "
             "no last_weights (a checkpoint edited by hand?): --resume cannot continue it; train a new run"
         )
+
+
+def _check_monitor(values: dict[str, Any], shown: str) -> None:
+    """Refuse a checkpoint whose settings give ``--monitor`` or ``--min-delta`` but no
+    ``--early-stopping`` (a hand edit: giving ``--early-stopping`` would conflict with them).
+
+    Raises:
+        TorchLeanError: naming the setting and that the settings are inconsistent.
+    """
+    if values.get("early_stopping") is not None:
+        return
+    for dest, option in (("monitor", "--monitor"), ("min_delta", "--min-delta")):
+        if values.get(dest) is not None:
+            raise TorchLeanError(
+                f"checkpoint {shown}: its setting {option} {values[dest]} chooses how --early-stopping "
+                "monitors the validation part, but its setting --early-stopping is not given: its settings "
+                "are inconsistent (a checkpoint edited by hand?), and --resume cannot continue it; train a "
+                "new run"
+            )
 
 
 def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRSchedule, shown: str) -> int:
