@@ -631,7 +631,8 @@ def test_a_checkpoint_without_monitor_and_min_delta_resumes_as_val_loss_and_0(ca
     assert_resumed_equals_whole(oracle, again, best - 2)
     assert refused(capsys, "--resume", str(older), "--monitor", "val_accuracy") == (
         f"--resume {older} continues the run with the checkpoint's settings; --monitor val_accuracy differs "
-        "from the checkpoint's not given (leave out the option, or train a new run without --resume)"
+        "from the checkpoint's val_loss (not given: the default) (leave out the option, or train a new run "
+        "without --resume)"
     )
     plain = run(capsys, tmp_path, "plain", *IRIS, "--epochs", "2")  # no early stopping: --monitor is not its
     assert refused(capsys, "--resume", str(plain.saved), "--monitor", "val_loss", "--epochs", "3") == (
