@@ -105,6 +105,8 @@ from torchlean.backend.errors import GuardError, TorchLeanError
 if TYPE_CHECKING:
     import torch
 
+    from torchlean.backend.acceptance import AcceptedKernel
+
 __all__ = [
     "DEFAULT_DTYPE",
     "FLOAT_DTYPES",
@@ -379,7 +381,9 @@ class Tensor:
     ``Tensor(data, requires_grad=False, dtype=None, device=None)`` is the same as :func:`tensor`.
     """
 
-    __slots__ = ("__weakref__", "_data", "_grad", "_node", "_requires_grad", "_version")
+    __slots__ = (
+        "__weakref__", "_data", "_grad", "_node", "_produced_at", "_producer", "_requires_grad", "_version"
+    )
 
     # numpy must hand mixed expressions (``array + tensor``) to the Tensor operators.
     __array_ufunc__ = None
@@ -389,6 +393,8 @@ class Tensor:
     _requires_grad: bool
     _version: VersionCounter
     _grad: Tensor | None
+    _producer: AcceptedKernel | None
+    _produced_at: int
 
     def __init__(
         self,
@@ -412,6 +418,8 @@ class Tensor:
         self._node = node
         self._version = version
         self._grad = None
+        self._producer = None
+        self._produced_at = 0
 
     @classmethod
     def _make(
@@ -420,11 +428,24 @@ class Tensor:
         requires_grad: bool = False,
         node: Node | None = None,
         version: VersionCounter | None = None,
+        producer: AcceptedKernel | None = None,
     ) -> Tensor:
-        """Wrap ``data`` without copying (internal: kernel results, views, gradients)."""
+        """Wrap ``data`` without copying (internal: kernel results, views, gradients);
+        ``producer`` is the accepted kernel whose forward computed ``data`` (:attr:`produced_by`)."""
         t = cls.__new__(cls)
         t._init(data, requires_grad, node, VersionCounter() if version is None else version)
+        if producer is not None:
+            t._producer = producer
+            t._produced_at = t._version.value
         return t
+
+    def _keep_producer(self, source: Tensor) -> Tensor:
+        """Give this tensor ``source``'s :attr:`produced_by` (a copy or view of its values)."""
+        producer = source.produced_by
+        if producer is not None:
+            self._producer = producer
+            self._produced_at = self._version.value
+        return self
 
     # ----------------------------------------------------------------------------- metadata
 
@@ -597,6 +618,28 @@ class Tensor:
         """Name of the op whose tape node produced this tensor, or None for leaves."""
         return None if self._node is None else self._node.name
 
+    @property
+    def produced_by(self) -> AcceptedKernel | None:
+        """The accepted kernel whose forward computed these values, or ``None``.
+
+        Every op's result (eager, or a typed-graph step) records the
+        :class:`~torchlean.backend.acceptance.AcceptedKernel` that ran it, with or without a
+        tape and whatever session is open when it is read: ``t.produced_by.capsule.name`` is
+        the implementation, ``t.produced_by.audit()`` its contract labels (provider, trust, VJP
+        mode and so the owner of its backward, reduction order, evidence), ``.policy`` the
+        policy that accepted it. :meth:`detach` and :meth:`to` keep it (the same values);
+        ``t += o`` (and ``-=``, ``*=``, ``/=``) takes the op's kernel. It is ``None`` for a
+        tensor made from data (:func:`tensor`, ``.grad``, a model's parameters) and once the
+        storage is written by anything but a kernel result (``copy_``, ``zero_``, item
+        assignment, an optimizer's update), through this tensor or a view sharing its storage,
+        as the values are then no longer that kernel's. torch has no counterpart (``grad_fn``
+        names the backward node, not the kernel).
+        """
+        producer = self._producer
+        if producer is None or self._version.value != self._produced_at:
+            return None
+        return producer
+
     # ----------------------------------------------------------------------------- conversion
 
     def numpy(self) -> Array:
@@ -652,7 +695,7 @@ class Tensor:
                 "(a device copy is not recorded); move its leaf inputs instead, or call .detach() first"
             )
         moved = _place(np.array(storage.to_host(self._data), copy=True), target)
-        return Tensor._make(moved, self._requires_grad and self._node is None)
+        return Tensor._make(moved, self._requires_grad and self._node is None)._keep_producer(self)
 
     def item(self) -> float | int | bool:
         """The single element as a Python scalar.
@@ -688,8 +731,9 @@ class Tensor:
         return np.array(storage.to_host(self._data), dtype=dtype, copy=True)
 
     def detach(self) -> Tensor:
-        """A tensor sharing this storage (and its version counter) that is cut from the tape."""
-        return Tensor._make(self._data, False, None, self._version)
+        """A tensor sharing this storage (and its version counter) that is cut from the tape
+        (keeping :attr:`produced_by`)."""
+        return Tensor._make(self._data, False, None, self._version)._keep_producer(self)
 
     def __repr__(self) -> str:
         body = np.array2string(storage.to_host(self._data), separator=", ", prefix="Tensor(")
@@ -1158,7 +1202,7 @@ class Tensor:
                 f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
                 f"tensor's shape {self.shape} (accepted: an operand that broadcasts to {self.shape})"
             )
-        return self.copy_(result)
+        return self.copy_(result)._keep_producer(result)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         from torchlean import functional as F

@@ -468,7 +468,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         raise
     version = _view_version(out, inputs)
     if needs is None:
-        return Tensor._make(out, False, None, version)
+        return Tensor._make(out, False, None, version, accepted)
     assert parents is not None
     vjp = linked.vjp
     assert vjp is not None  # _require_backward
@@ -478,7 +478,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     if profiles:
         rule = _timed_rule(rule, capsule, profiles)
     node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
-    return Tensor._make(out, True, node, counter)
+    return Tensor._make(out, True, node, counter, accepted)
 
 
 def _timed_forward(
