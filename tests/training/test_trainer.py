@@ -17,7 +17,6 @@ from torchlean.autograd.session import BANNER, Session
 from torchlean.backend import profiles
 from torchlean.backend.errors import SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.vocabulary import Device, Provider
-from torchlean.ir.errors import IRError
 from torchlean.models import build_model
 from torchlean.nn.eager import EagerOps
 from torchlean.optim import OptimizerError
@@ -278,13 +277,18 @@ def test_run_config_accepts_labels():
 
 
 def test_typed_graph_label_really_selects_the_typed_graph():
-    """The label is not silently eager: the typed graph refuses to train an embedding with a
-    padding_idx, and CUDA; eager does not."""
+    """The label is not silently eager: with ids that never hold the padding row, eager looks an
+    embedding with a padding_idx up by one gather, while the typed graph (fixed for every
+    minibatch) gathers from concat [table, detach table]; and the typed graph refuses CUDA."""
     layer = nn.sequential(nn.embedding(5, 3, padding_idx=0), nn.flatten(), nn.linear(6, 1))
-    x, y = np.array([[0, 1], [2, 4], [3, 3], [1, 0]]), np.ones(4)
-    with pytest.raises(IRError, match="embedding with padding_idx=0 is not lowered for training"):
-        Trainer(layer, config=RunConfig(execution="typed-graph"), input_shape=(2,)).fit(x, y)
-    Trainer(layer, config=RunConfig(execution="eager"), input_shape=(2,)).fit(x, y)
+    x, y = np.array([[1, 2], [2, 4], [3, 3], [1, 4]]), np.ones(4)
+    ops = {}
+    for mode in ("eager", "typed-graph"):
+        trainer = Trainer(layer, config=RunConfig(execution=mode), input_shape=(2,))
+        trainer.fit(x, y)
+        ops[mode] = {kernel.op.label for kernel in trainer.selected}
+    assert "gather" in ops["eager"] and "concat" not in ops["eager"]
+    assert "concat" in ops["typed-graph"]
     with pytest.raises(TrainerError) as caught:
         Trainer(nn.linear(2, 1), config=RunConfig(execution="typed-graph", device="cuda")).open()
     assert str(caught.value) == "typed graph execution currently supports device `cpu`; requested `cuda`"
