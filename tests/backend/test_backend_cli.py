@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -436,9 +437,16 @@ def test_version_names_torchlean_numpy_and_torch(capsys: pytest.CaptureFixture[s
 def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status, out, err = run(capsys, "explain", "--profile", "checked_cpu", "relu", "matmul")
+    status, out, err = run(capsys, "capsules", "--profile", "checked_cpu", "relu", "matmul")
     assert (status, out) == (2, "")
-    assert err == "error: unrecognized arguments: matmul (torchlean explain --help lists the accepted ones)\n"
+    assert err == (
+        "error: unrecognized arguments: relu matmul (torchlean capsules --help lists the accepted ones)\n"
+    )
+    status, out, err = run(capsys, "explain", "--profile", "checked_cpu", "relu", "--bogus")
+    assert (status, out) == (2, "")
+    assert err == (
+        "error: unrecognized arguments: --bogus (torchlean explain --help lists the accepted ones)\n"
+    )
     status, out, err = run(capsys, "--bogus")
     assert (status, out) == (2, "")
     assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
@@ -446,6 +454,40 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
     status, out, err = run(capsys, "--bogus", "plan", "relu", "--profile", "checked_cpu")
     assert (status, out) == (2, "")
     assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
+
+
+@pytest.mark.parametrize(
+    ("options", "ops"),
+    [
+        (["--profile", "checked_cpu"], ["relu", "matmul"]),
+        (["--profile", "fast_cpu", "--device", "cuda"], ["relu", "matmul", "gelu"]),
+    ],
+)
+def test_explain_of_several_ops_says_it_takes_one_and_how_to_explain_each(
+    capsys: pytest.CaptureFixture[str], options: list[str], ops: list[str]
+) -> None:
+    """review30 F9: ``explain --profile checked_cpu relu matmul`` was ``unrecognized arguments:
+    matmul``. The refusal says that explain takes one op, and its loop and plan command run."""
+    import shlex
+
+    for argv in (["explain", *options, *ops], ["explain", ops[0], *options, *ops[1:]]):
+        status, out, err = run(capsys, *argv)
+        assert (status, out) == (2, "")
+        spelled = " ".join(ops)
+        refusal = f"error: explain takes one op, got {len(ops)} ({spelled}); explain each in turn, "
+        assert err.startswith(refusal)
+        assert err.count("\n") == 1
+        pattern = r"e\.g\. for op in (.*); do (torchlean explain .*) \"\$op\"; done \((.*) plans them"
+        loop = re.search(pattern, err)
+        assert loop is not None, err
+        assert loop[1] == spelled
+        assert shlex.split(loop[2])[1:] == ["explain", *options]
+        assert shlex.split(loop[3])[1:] == ["plan", *options, *ops]
+    for op in ops:  # the loop's commands explain each op, as one explain does
+        alone = run(capsys, "explain", *options, op)
+        assert alone[1].startswith(f"explain {op} under profile=")
+    status, out, _ = run(capsys, "plan", *options, *ops)  # the plan command runs (and says why not)
+    assert status in (0, 1) and status == (1 if "--device" in options else 0)
 
 
 @pytest.mark.parametrize(

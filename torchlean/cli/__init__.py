@@ -2,7 +2,10 @@
 
 Each subcommand lives in its own module of this package and exposes
 ``register(subparsers) -> None``; the parser it registers sets ``func`` to a callable taking the
-parsed namespace and returning the exit status. Errors a user can cause (unknown op, profile,
+parsed namespace and returning the exit status; it may also set ``refuse_extras``, a callable
+taking the namespace and the words argparse did not recognize after the command and returning the
+command's own one-line refusal of them (or ``None`` for the generic ``unrecognized arguments``).
+Errors a user can cause (unknown op, profile,
 device, bad numbers) are reported as one ``error: ...`` line on stderr with exit status 2.
 """
 
@@ -161,6 +164,12 @@ def _run(argv: Sequence[str] | None) -> int:
         where = "torchlean --help"
         if _after_command(words, command, extras[0]):
             where = f"torchlean {command} --help"
+            refuse: Callable[[argparse.Namespace, list[str]], str | None] | None = getattr(
+                args, "refuse_extras", None
+            )
+            own = None if refuse is None else refuse(args, extras)
+            if own is not None:  # the command words the refusal itself (``explain`` of two ops)
+                parser.error(own)
         parser.error(f"unrecognized arguments: {' '.join(extras)} ({where} lists the accepted ones)")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:

@@ -247,6 +247,23 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0 if selected else 1  # as plan, check and select when the op cannot be planned
 
 
+def _explain_extras(args: argparse.Namespace, extras: list[str]) -> str | None:
+    """The refusal of ``torchlean explain`` given more than one op (``explain --profile P relu
+    matmul``): explain takes one op; the message gives a shell loop that explains each in turn and
+    the ``plan`` command that plans them together. ``None`` (argparse's generic ``unrecognized
+    arguments``) when an extra word looks like an option."""
+    if any(word.startswith("-") for word in extras):
+        return None
+    ops = " ".join([args.op.label, *extras])
+    each = _explain_command(args.profile, args.device, '"$op"')
+    loop = f"for op in {ops}; do {each}; done"
+    device = "" if args.device is None else f" --device {args.device.label}"
+    return (
+        f"explain takes one op, got {1 + len(extras)} ({ops}); explain each in turn, e.g. {loop} "
+        f"(torchlean plan --profile {args.profile.name}{device} {ops} plans them together)"
+    )
+
+
 def _add_profile(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     parser.add_argument(
         "--profile",
@@ -331,5 +348,6 @@ def register(subparsers: Any) -> None:
     )
     _add_profile(explain)
     explain.known = _KNOWN
-    explain.add_argument("op", type=_op, metavar="OP", help="one backend op")
-    explain.set_defaults(func=_cmd_explain)
+    explain.add_argument("op", type=_op, metavar="OP",
+                         help="one backend op (for several, run explain once per op)")
+    explain.set_defaults(func=_cmd_explain, refuse_extras=_explain_extras)
