@@ -73,6 +73,31 @@ def test_relu_chain_groups_into_one(capsys):
     assert lines[6:] == ["accepted under checked", "1 rows, distinct capsules:", "  reference.relu"]
 
 
+def test_group_lines_follow_the_mode_not_the_group_size_as_the_original(capsys):
+    """review30 F6 read ``[1] reshape`` (no capsule) against ``[1, 2] relu reference.relu`` as a
+    rule by group size: it is the original's two reports, ``bsGroups`` for the MLP (op only) and
+    ``bsChain`` for the chain (op and capsule), kept verbatim with its ``1 rows`` (anchor-backend.md
+    §3, §6.10–6.11); ``--help`` says so."""
+    code, out, _ = run(capsys, "--relu-chain", "1")
+    assert code == 0
+    assert out.splitlines()[2:] == [
+        "kernels 1, groups 1",
+        "  [1] relu reference.relu",  # a group of one, with its capsule
+        "accepted under checked",
+        "1 rows, distinct capsules:",
+        "  reference.relu",
+    ]
+    groups = MLP_TRANSCRIPT.split("kernels 13, groups 13\n")[1].split("accepted under")[0].splitlines()
+    assert all(line.count(" ") == 3 and "." not in line for line in groups)  # "  [n] op": no capsule
+    with pytest.raises(SystemExit) as caught:
+        main(["graph", "--help"])
+    assert caught.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("with --mlp a group prints as [ids] op (its capsule is on its nodes' plan lines), with "
+            "--relu-chain as [ids] op capsule, whatever the group's size") in help_text
+    assert "'N rows, distinct capsules:' for every N, 1 included" in help_text
+
+
 def test_long_relu_chain_shows_progress_on_a_terminal(capsys, monkeypatch):
     """A chain of PROGRESS_FROM nodes or more shows a bar while it is built and says that it plans
     next, on stderr and only on a terminal; stdout is the same report (review20 user F11)."""

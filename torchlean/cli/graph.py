@@ -3,6 +3,8 @@
 ``torchlean graph --profile checked_cpu --mlp 4,8,1`` prints the graph plan of the seed
 chapter's "Graph Kernel Planning" section (``nodes 18, planned 13`` ...), the groups and the
 acceptance result. ``--relu-chain N`` plans a hand-written chain ``input -> relu x N`` instead.
+The lines are the original's, verbatim (:data:`GROUPS_NOTE`): an ``--mlp`` group line carries no
+capsule, a ``--relu-chain`` one does, and one accepted row is ``1 rows``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from torchlean.ir.builder import GraphBuilder
 from torchlean.ir.graph import Graph
 from torchlean.nn.lowering import lower_model
 
-__all__ = ["MAX_CHAIN", "PROGRESS_FROM", "register", "run"]
+__all__ = ["GROUPS_NOTE", "MAX_CHAIN", "PROGRESS_FROM", "register", "run"]
 
 MAX_CHAIN = 1_000_000
 """The longest ``--relu-chain`` (its report prints a line per node; 100k nodes plan in ~0.2 s)."""
@@ -43,12 +45,23 @@ def _widths(text: str) -> list[int]:
 _chain = int_at_least(1, f"expected an integer in [1, {MAX_CHAIN}], got {{}}", below=MAX_CHAIN + 1)
 
 
+GROUPS_NOTE = (
+    "The lines are the original's reports, verbatim: with --mlp a group prints as [ids] op (its "
+    "capsule is on its nodes' plan lines), with --relu-chain as [ids] op capsule, whatever the "
+    "group's size; the acceptance counts 'N rows, distinct capsules:' for every N, 1 included."
+)
+"""The ``graph --help`` epilog: why an ``--mlp`` group line has no capsule and ``1 rows`` is
+plural (anchor-backend.md §3 and §6.10–6.11: ``bsGroups``/``bsChain``, ``bsAcceptGraph``;
+DESIGN.md §1.2 keeps library strings verbatim)."""
+
+
 def register(subparsers: Any) -> None:
     """Add the ``graph`` subcommand to ``subparsers``."""
     parser = subparsers.add_parser(
         "graph",
         help="plan, group and accept a model's canonical IR graph",
         description="Lower a model to the canonical IR and show its kernel plan, groups and acceptance.",
+        epilog=GROUPS_NOTE,
     )
     parser.add_argument("--profile", default="checked_cpu",
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
