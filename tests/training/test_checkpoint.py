@@ -595,7 +595,8 @@ def test_unknown_class_names_the_value_and_the_known_classes(capsys, tmp_path, l
     lines = labels_csv.read_text().splitlines()
     unknown.write_text("\n".join([*lines[:3], lines[3].rsplit(",", 1)[0] + ",9", *lines[4:]]) + "\n")
     err = one_line_error(capsys, "predict", str(path), "--dataset", str(unknown))
-    assert err == f"error: {unknown}: line 4, column y: unknown class label '9' (known: 3 | 5 | 7)\n"
+    assert err == (f"error: {unknown}: line 4, column y: unknown class label '9' (known: 3 | 5 | 7); "
+                   "--ignore-labels predicts without reading the labels (no accuracy)\n")
 
 
 def test_an_unknown_class_of_a_shipped_dataset_is_named_by_its_row(capsys, tmp_path):
@@ -611,7 +612,85 @@ def test_an_unknown_class_of_a_shipped_dataset_is_named_by_its_row(capsys, tmp_p
     capsys.readouterr()
     err = one_line_error(capsys, "predict", str(path), "--dataset", "iris")
     assert iris.target_names[iris.target[0]] == "setosa"
-    assert err == "error: iris: row 1, column target: unknown class label 'setosa' (known: 0 | 1)\n"
+    assert err == ("error: iris: row 1, column target: unknown class label 'setosa' (known: 0 | 1); "
+                   "--ignore-labels predicts without reading the labels (no accuracy)\n")
+
+
+def test_ignore_labels_predicts_on_labels_in_another_encoding(capsys, tmp_path, labels_csv):
+    """review30 F7: a label column in another encoding than the checkpoint's classes (0/1/2 for
+    3/5/7) was refused with no way to predict but deleting the column. ``--ignore-labels`` leaves
+    the column out of the features unread: the predictions are those of the features alone, with no
+    accuracy; a ``note:`` names the column. The refusal without it says so."""
+    path = tmp_path / "labels.npz"
+    train_and_save(capsys, path, "--dataset", str(labels_csv))
+    lines = labels_csv.read_text().splitlines()
+    features_only = tmp_path / "features.csv"
+    features_only.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
+    code, expected, err = cli(capsys, "predict", str(path), "--dataset", str(features_only))
+    assert code == 0, err
+    recoded = tmp_path / "recoded.csv"
+    codes = {"3": "0", "5": "1", "7": "2"}
+    recoded.write_text("\n".join([lines[0], *(f"{ln.rsplit(',', 1)[0]},{codes[ln.rsplit(',', 1)[1]]}"
+                                                  for ln in lines[1:])]) + "\n")
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(recoded))
+    assert err == (f"error: {recoded}: line 2, column y: unknown class label "
+                   f"'{codes[lines[1].rsplit(',', 1)[1]]}' (known: 3 | 5 | 7); --ignore-labels predicts "
+                   "without reading the labels (no accuracy)\n")
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(recoded), "--ignore-labels")
+    assert (code, out) == (0, expected), err
+    assert "accuracy=" not in err
+    assert (f"note: --ignore-labels: {recoded}'s label column y is left out of the features and not read "
+            "(no accuracy)") in err.splitlines()
+    # text labels, the label column first and named: its cells are never read
+    named = tmp_path / "named.csv"
+    named.write_text("".join(f"{'y' if i == 0 else 'label ' + str(i)},{ln.rsplit(',', 1)[0]}\n"
+                             for i, ln in enumerate(lines)))
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(named), "--label-column", "0",
+                         "--ignore-labels")
+    assert (code, out) == (0, expected), err
+    # on the data trained on it only drops the accuracy line; the predictions are the same
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(labels_csv), "--ignore-labels")
+    assert (code, out) == (0, expected), err
+    assert "accuracy=" not in err
+    # a file without a label column: nothing to ignore, no note
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(features_only), "--ignore-labels")
+    assert (code, out) == (0, expected) and "note:" not in err
+    # a classifier's split is stratified by the labels: refused before any output, one line
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(recoded), "--ignore-labels",
+                         "--split", "test")
+    assert err == (f"error: --split test needs the labels of {recoded}, which --ignore-labels leaves "
+                   "unread: torchlean train stratifies its split by class (drop --ignore-labels, or use "
+                   "--split all)\n")
+
+
+def test_ignore_labels_of_regression_data_and_of_a_shipped_dataset(capsys, tmp_path, regression_csv,
+                                                                   iris_checkpoint):
+    path = tmp_path / "reg.npz"
+    train_and_save(capsys, path, "--dataset", str(regression_csv))
+    code, expected, err = cli(capsys, "predict", str(path), "--dataset", str(regression_csv))
+    assert code == 0 and any(line.startswith("mse=") for line in err.splitlines())
+    lines = regression_csv.read_text().splitlines()
+    unknown = tmp_path / "unknown_targets.csv"
+    unknown.write_text("\n".join([lines[0], *(ln.rsplit(",", 1)[0] + ",n/a" for ln in lines[1:])]) + "\n")
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(unknown))
+    assert err.startswith(f"error: {unknown}: line 2, column target: ")
+    assert err.endswith("; --ignore-labels predicts without reading the labels (no mse)\n")
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(unknown), "--ignore-labels")
+    assert (code, out) == (0, expected), err
+    assert "mse=" not in err
+    # regression's split needs no labels: the same rows as with them
+    with_labels = cli(capsys, "predict", str(path), "--dataset", str(regression_csv), "--split", "test")
+    code, out, err = cli(capsys, "predict", str(path), "--dataset", str(unknown), "--split", "test",
+                         "--ignore-labels")
+    assert (code, out) == (0, with_labels[1]), err
+    # a shipped dataset: the same predictions, no accuracy
+    code, expected, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", "iris")
+    assert code == 0 and any(line.startswith("accuracy=") for line in err.splitlines())
+    code, out, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--ignore-labels")
+    assert (code, out) == (0, expected), err
+    assert "accuracy=" not in err
+    assert "note: --ignore-labels: iris's label column target is left out of the features and not read " \
+        "(no accuracy)" in err.splitlines()
 
 
 def test_csv_problems_use_the_readers_messages(capsys, tmp_path, iris_checkpoint):

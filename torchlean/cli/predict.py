@@ -28,6 +28,14 @@ columns are matched to the checkpoint's ``feature_names``:
   label column (a header name, or ``column_<i>`` without a header) when the file has one, else
   the last column.
 
+``--ignore-labels`` predicts only: the label column is found as above and left out of the
+features, but its cells are never read (a ``note:`` names it), so labels in another encoding than
+the checkpoint's classes, or targets that are not numbers, are no error; no ``accuracy=`` or
+``mse=`` is reported, and ``--split train|test`` of a classifier, whose split is stratified by
+class, is refused. Without it such labels are refused, the message ending with that option (as
+Keras' ``predict`` takes no labels where ``evaluate`` scores them, the labels are read only to
+score).
+
 Predictions: a CSV with the header ``prediction`` and one row per input row, in input order —
 the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
 units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
@@ -119,6 +127,12 @@ def register(subparsers: Any) -> None:
                         "some is refused; otherwise columns are matched by position and the default is none "
                         "when the file has exactly the model's feature count of columns, else the "
                         "checkpoint's label column when the file names it, else the last column")
+    parser.add_argument("--ignore-labels", action="store_true",
+                        help="predict only: the label column is still found (as above) and left out of the "
+                        "features, but its cells are not read, so labels in another encoding than the "
+                        "checkpoint's classes (0/1/2 for setosa/versicolor/virginica) are no error; no "
+                        "accuracy or mse is reported, and --split train|test of a classifier is refused "
+                        "(its split is stratified by the labels)")
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header); default: guessed as torchlean train guesses it")
@@ -335,6 +349,11 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     """
     if args.split == "all":
         return None
+    if saved.task == "classification" and truth is None and args.ignore_labels and source.cells is not None:
+        raise TorchLeanError(
+            f"--split {args.split} needs the labels of {source.source}, which --ignore-labels leaves unread: "
+            "torchlean train stratifies its split by class (drop --ignore-labels, or use --split all)"
+        )
     if saved.task == "classification" and truth is None:
         raise TorchLeanError(
             f"--split {args.split} needs the label column of {source.source}: torchlean train stratifies its "
@@ -435,14 +454,24 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     classification = saved.task == "classification"
     truth: npt.NDArray[Any] | None = None
-    if source.cells is not None:
+    if source.cells is not None and not args.ignore_labels:
         where = (source.source, source.label, source.cells)
-        truth = (
-            data.class_ids(*where, saved.classes, first_line=source.lines, place=source.place)
-            if classification
-            else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place)
-        )
+        try:
+            truth = (
+                data.class_ids(*where, saved.classes, first_line=source.lines, place=source.place)
+                if classification
+                else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place)
+            )
+        except TorchLeanError as error:  # labels the checkpoint cannot score: say how to predict anyway
+            raise TorchLeanError(
+                f"{error}; --ignore-labels predicts without reading the labels (no "
+                f"{'accuracy' if classification else 'mse'})"
+            ) from None
     chosen = _split(args, source, saved, truth)
+    if source.cells is not None and args.ignore_labels:
+        print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
+              f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
+              file=sys.stderr)
     raw = source.x if chosen is None else source.x[chosen]
     if chosen is not None and truth is not None:
         truth = truth[chosen]
