@@ -554,6 +554,34 @@ class Tensor:
             _check_grad_dtype(self.dtype)
         self._requires_grad = flag
 
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set :attr:`requires_grad` in place and return this tensor, as
+        ``torch.Tensor.requires_grad_`` (``x = tl.tensor(data).requires_grad_()``).
+
+        torch's rules: on a leaf the flag is set (only float32/float64 tensors can require
+        gradients); on a tensor a recorded op produced, which requires grad already,
+        ``requires_grad_()`` and ``requires_grad_(True)`` change nothing and
+        ``requires_grad_(False)`` is refused (torch: "you can only change requires_grad flags of
+        leaf variables"; use :meth:`detach`). Unlike torch, a numpy bool is accepted, as the
+        :attr:`requires_grad` setter accepts it.
+
+        Raises:
+            TensorTypeError: ``requires_grad`` is not a bool (torch refuses ints, floats, None).
+            TensorError: ``False`` on a tensor with a tape history; ``True`` on an integer/bool
+                tensor.
+        """
+        flag = _flag("requires_grad", requires_grad)
+        if self._node is not None:
+            if not flag:
+                raise TensorError(
+                    f"requires_grad_(False) on a tensor produced by `{self._node.name}`: only a leaf's "
+                    "flag can be changed, as in torch (accepted: t.detach(), a tensor cut from the tape "
+                    "that does not require grad)"
+                )
+            return self
+        self.requires_grad = flag
+        return self
+
     @property
     def grad(self) -> Tensor | None:
         """The gradient ``backward`` accumulated into this tensor (``None`` until then).
@@ -1365,6 +1393,25 @@ class Tensor:
 
         return F.sigmoid(self)
 
+    def sin(self) -> Tensor:
+        """``functional.sin`` (``torch.Tensor.sin``; NaN at ``±inf``); records ``sin``."""
+        from torchlean import functional as F
+
+        return F.sin(self)
+
+    def cos(self) -> Tensor:
+        """``functional.cos`` (``torch.Tensor.cos``; NaN at ``±inf``); records ``cos``."""
+        from torchlean import functional as F
+
+        return F.cos(self)
+
+    def reciprocal(self) -> Tensor:
+        """``functional.inv``, ``1 / t`` elementwise (``torch.Tensor.reciprocal``: ``±inf`` at
+        ``±0``, ``±0`` at ``±inf``); records ``inv``."""
+        from torchlean import functional as F
+
+        return F.inv(self)
+
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
         """``functional.clamp(t, lo=min, hi=max)`` (``torch.Tensor.clamp``: ``t.clamp(0)``,
         ``t.clamp(min=-1, max=1)``, ``t.clamp(max=6)``); records ``clamp``. The bounds are real
@@ -1423,6 +1470,39 @@ class Tensor:
         from torchlean import functional as F
 
         return F.matmul(self, other)
+
+    def gather(self, dim: int, index: Tensor | npt.ArrayLike) -> Tensor:
+        """``functional.gather(t, index, axis=dim)`` (``torch.Tensor.gather(dim, index)``, without
+        ``sparse_grad``): ``out[..., i, ...] = t[..., index[..., i, ...], ...]`` along ``dim``;
+        ``index`` is int64 (a Tensor, or integer numpy data or lists) of t's rank whose extents do
+        not exceed t's on every axis but ``dim``; the result has the index's shape and t's dtype.
+        Records ``gather`` (the gradient adds into the gathered positions).
+
+        Raises:
+            GuardError: an index value outside ``[0, t.shape[dim])`` (negative values are not
+                counted from the end, as in torch), an index of another rank or too large, a
+                non-integer index, ``dim`` out of range (the function's).
+            TensorTypeError: ``dim`` is not an integer.
+        """
+        from torchlean import functional as F
+
+        return F.gather(self, index, dim)
+
+    def scatter_add(self, dim: int, index: Tensor | npt.ArrayLike, src: Tensor) -> Tensor:
+        """``functional.scatter_add(t, index, src, axis=dim)`` (``torch.Tensor.scatter_add(dim,
+        index, src)``, out of place): a new tensor of t's shape and dtype, ``src`` added at
+        ``index`` along ``dim``, repeated indices accumulating in index order; ``index`` (int64,
+        t's rank) has extents at most src's on every axis and t's on every axis but ``dim``.
+        Records ``scatter_add``.
+
+        Raises:
+            GuardError: an index value outside ``[0, t.shape[dim])``, shapes that do not fit, a
+                src dtype other than t's, ``dim`` out of range (the function's).
+            TensorTypeError: ``src`` is not a Tensor; ``dim`` is not an integer.
+        """
+        from torchlean import functional as F
+
+        return F.scatter_add(self, index, src, dim)
 
     # ---------------------------------------------------------------- torch.Tensor methods (shape)
     # No views: each returns a new tensor (``contiguous`` excepted) recording ``reshape``,
@@ -1569,6 +1649,26 @@ class Tensor:
                 target[i] = shape[i - new]
         return F.broadcast_to(self, target)
 
+    def expand_as(self, other: Tensor) -> Tensor:
+        """:meth:`expand` to ``other``'s shape, as ``torch.Tensor.expand_as`` (``t.expand(*other.shape)``);
+        records ``broadcast``. ``other`` only gives the shape.
+
+        Raises:
+            TensorTypeError: ``other`` is not a Tensor (torch refuses that too).
+            GuardError: t does not broadcast to that shape (:meth:`expand`'s errors).
+        """
+        return self.expand(_shape_of("expand_as", other))
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """:meth:`reshape` to ``other``'s shape, as ``torch.Tensor.reshape_as``; records
+        ``reshape`` (a new tensor). ``other`` only gives the shape.
+
+        Raises:
+            TensorTypeError: ``other`` is not a Tensor (torch refuses that too).
+            GuardError: another element count (:meth:`reshape`'s errors).
+        """
+        return self.reshape(_shape_of("reshape_as", other))
+
     def clone(self) -> Tensor:
         """A new tensor with the same values, shape and dtype, as ``torch.Tensor.clone``: its own
         storage, and on the tape when gradients are recorded (the gradient flows to this tensor
@@ -1646,6 +1746,20 @@ def _dim(method: str, name: str, value: object, ndim: int, extent: int) -> int:
             f"integer in [{-extent}, {extent - 1}])"
         )
     return axis % extent
+
+
+def _shape_of(method: str, other: object) -> tuple[int, ...]:
+    """``other.shape`` for ``expand_as``/``reshape_as``.
+
+    Raises:
+        TensorTypeError: ``other`` is not a Tensor, naming it and the accepted spelling.
+    """
+    if not isinstance(other, Tensor):
+        raise TensorTypeError(
+            f"{method}() needs a torchlean Tensor as other; got a value of type {operand_type(other)} "
+            f"(accepted: a Tensor; for a shape, t.{method.split('_')[0]}(shape))"
+        )
+    return other.shape
 
 
 def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Sequence[Any]:
@@ -1782,27 +1896,170 @@ _NO_DTYPE_OP = (
     "torchlean.tensor(t.numpy(), dtype={dtype!r})"
 )
 
+_IN_PLACE_ARITHMETIC = (
+    "in-place arithmetic is the operator here: t {op}= other (as in torch, under torchlean.no_grad() "
+    "for a leaf that requires grad, e.g. a parameter; on a tensor with a tape history, whose in-place "
+    "update torchlean's tape does not record, write t = t {op} other)"
+)
+_IN_PLACE_METHOD = (
+    "torchlean's tape records no in-place op: write t = t.{call} (a new tensor), or t.copy_(t.{call}) to "
+    "write into t's storage (under torchlean.no_grad() when t requires grad)"
+)
+_NO_SELECT = "the backend catalog has no select op"
+_VALUES_ONLY = (
+    "the backend catalog has no {op} (its gradient is 0 almost everywhere); for values, "
+    "torchlean.tensor(np.{op}(t.numpy()))"
+)
+_NO_TEST = "a test is not an op of the backend catalog; for values, np.{op}(t.numpy())"
+_NO_COMPARISON = (
+    "elementwise comparison is not an op of the backend catalog; compare the values: "
+    "t.numpy() {symbol} other.numpy()"
+)
+_NEW_TENSOR = "torchlean.tensor({data}, dtype=t.dtype, device=t.device)"
+_SLICES = "[t[i:i + size] for i in range(0, len(t), size)]"
+
 _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
+    # reductions and indices the catalog lacks
     "max": _NO_REDUCTION.format(op="max"),
     "min": _NO_REDUCTION.format(op="min"),
     "amax": _NO_REDUCTION.format(op="amax"),
     "amin": _NO_REDUCTION.format(op="amin"),
     "argmax": "an index has no gradient and the catalog has no argmax; use np.argmax(t.numpy(), axis)",
     "argmin": "an index has no gradient and the catalog has no argmin; use np.argmin(t.numpy(), axis)",
+    "argsort": "an index has no gradient and the catalog has no sort; use np.argsort(t.numpy(), axis)",
+    "sort": "the backend catalog has no sort op; for values, np.sort(t.numpy(), axis)",
+    "topk": (
+        "the backend catalog has no sort op; the indices of the k largest along the last axis are "
+        "np.argsort(-t.numpy(), axis=-1)[..., :k]"
+    ),
     "norm": "compose it from catalog ops: (t * t).sum().sqrt() for the 2-norm",
-    "float": _NO_DTYPE_OP.format(dtype="float32"),
-    "double": _NO_DTYPE_OP.format(dtype="float64"),
-    "half": _NO_DTYPE_OP.format(dtype="float16") + " (torchlean computes in float32 and float64)",
-    "long": _NO_DTYPE_OP.format(dtype="int64"),
-    "mT": "use t.transpose(-2, -1)",
     "var": (
         "compose it: ((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1), torch's default "
         "unbiased variance over n values (divide by n for correction=0)"
     ),
-    "std": "compose it from var (see var) and sqrt()",
+    "std": (
+        "compose it: (((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1)).sqrt(), torch's "
+        "default unbiased standard deviation over n values"
+    ),
+    "prod": (
+        "the backend catalog has no product reduction; for values, np.prod(t.numpy(), axis); for t > 0, "
+        "t.log().sum(dim).exp() carries a gradient"
+    ),
+    "cumsum": (
+        "the backend catalog has no cumsum; along the last axis, "
+        "t @ torchlean.tensor(np.triu(np.ones((t.shape[-1], t.shape[-1]))), dtype=t.dtype) is a matmul "
+        "that carries a gradient (finite t); for values, np.cumsum(t.numpy(), axis)"
+    ),
+    "all": _NO_TEST.format(op="all"),
+    "any": _NO_TEST.format(op="any"),
+    "isnan": _NO_TEST.format(op="isnan"),
+    "isinf": _NO_TEST.format(op="isinf"),
+    "isfinite": _NO_TEST.format(op="isfinite"),
+    **{
+        name: _NO_COMPARISON.format(symbol=symbol)
+        for name, symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
+    },
+    **{name: _VALUES_ONLY.format(op=name) for name in ("floor", "ceil", "round", "trunc", "sign")},
+    # math the catalog composes
+    "maximum": "use the function torchlean.maximum(t, other) (torch.maximum)",
+    "minimum": "use the function torchlean.minimum(t, other) (torch.minimum)",
+    "log1p": (
+        "the backend catalog has no log1p: (1 + t).log() loses precision for small |t| (1 + t "
+        "rounds); for t > 0, torchlean.softplus(t.log()) is accurate"
+    ),
+    "rsqrt": "use t.sqrt().reciprocal() (two roundings)",
+    "tan": "use t.sin() / t.cos()",
+    "mm": "use t @ other (t.matmul(other); mm is its case of two 2-D tensors)",
+    "bmm": "use t @ other (t.matmul(other); bmm is its case of two 3-D tensors)",
+    "mT": "use t.transpose(-2, -1)",
     "view_as": "torchlean has no views: use t.reshape(other.shape)",
+    # selections
+    "where": (
+        f"{_NO_SELECT}; as torch.where(condition, t, other) for finite t and other: "
+        "t * keep + other * (1 - keep) with keep = torchlean.tensor(condition, dtype=t.dtype) "
+        "(condition a numpy bool array)"
+    ),
+    "masked_fill": (
+        f"{_NO_SELECT}; before a softmax, masked_fill(mask, float('-inf')).softmax(dim) is "
+        "torchlean.hard_masked_softmax(t, ~mask, dim) (a row masked whole gives zeros where torch gives "
+        "NaN); for finite t and value, t * keep + value * (1 - keep) with "
+        "keep = torchlean.tensor(~mask, dtype=t.dtype) (mask a numpy bool array, True where filled)"
+    ),
+    "index_select": (
+        "for rows (dim 0) of a 2-D t, torchlean.embedding(index, t) is t[index], gradients included; "
+        "for values along any dim, np.take(t.numpy(), index, axis=dim)"
+    ),
+    "unbind": (
+        "list(t) gives the slices along axis 0 (each t[i] on the tape); along axis 1, "
+        "[t[:, i] for i in range(t.shape[1])]"
+    ),
+    "split": f"slice it along axis 0: {_SLICES} (each slice on the tape)",
+    "chunk": f"slice it along axis 0: {_SLICES} with size = -(-len(t) // chunks) (each slice on the tape)",
+    "repeat": (
+        "torchlean.concat([t] * n, axis) repeats t n times along axis (torch's repeat takes a count "
+        "per axis)"
+    ),
+    # dtypes, devices, flags
+    "float": _NO_DTYPE_OP.format(dtype="float32"),
+    "double": _NO_DTYPE_OP.format(dtype="float64"),
+    "half": (
+        "float16 is not a torchlean dtype (it computes in float32 and float64); the nearest is "
+        "torchlean.tensor(t.numpy(), dtype='float32')"
+    ),
+    "long": _NO_DTYPE_OP.format(dtype="int64"),
+    "int": _NO_DTYPE_OP.format(dtype="int64") + " (torchlean's integer dtype; torch's int() gives int32)",
+    "bool": _NO_DTYPE_OP.format(dtype="bool"),
+    "type_as": (
+        "a dtype change is not an op of the backend catalog; make a converted copy with "
+        "torchlean.tensor(t.numpy(), dtype=other.dtype)"
+    ),
+    "cpu": "a device copy is t.to('cpu') (t itself when it is on cpu already)",
+    "cuda": "a device copy is t.to('cuda') (or 'cuda:N'; t itself when it is there already)",
+    "is_cuda": "use t.device.startswith('cuda') (t.device is 'cpu' or 'cuda:N')",
+    "is_floating_point": (
+        "use t.dtype.kind == 'f' (t.dtype is a numpy dtype: float32, float64, int64 or bool)"
+    ),
+    "is_contiguous": "every torchlean tensor is C-contiguous, so it is True (t.contiguous() is t)",
+    "data": "t.detach() is the same storage cut from the tape, as torch's .data",
+    "detach_": "rebind instead: t = t.detach() (there is no in-place detach)",
+    # new tensors
+    "new_zeros": "use " + _NEW_TENSOR.format(data="np.zeros(shape)"),
+    "new_ones": "use " + _NEW_TENSOR.format(data="np.ones(shape)"),
+    "new_full": "use " + _NEW_TENSOR.format(data="np.full(shape, value)"),
+    "new_tensor": "use " + _NEW_TENSOR.format(data="data"),
+    # in-place updates
+    **{
+        name: _IN_PLACE_ARITHMETIC.format(op=op)
+        for name, op in (("add_", "+"), ("sub_", "-"), ("mul_", "*"), ("div_", "/"))
+    },
+    **{
+        f"{name}_": _IN_PLACE_METHOD.format(call=f"{name}()")
+        for name in (
+            "relu", "exp", "log", "sqrt", "abs", "neg", "tanh", "sigmoid", "sin", "cos", "reciprocal"
+        )
+    },
+    "clamp_": _IN_PLACE_METHOD.format(call="clamp(lo, hi)"),
+    "clip_": _IN_PLACE_METHOD.format(call="clamp(lo, hi)"),
+    "fill_": (
+        "copy_ writes a value, broadcast: t.copy_(value) (under torchlean.no_grad() when t requires grad)"
+    ),
+    "normal_": (
+        "draw with numpy and write with copy_: t.copy_(np.random.default_rng(0).normal(0.0, 1.0, t.shape)) "
+        "(mean 0, std 1; under torchlean.no_grad() when t requires grad)"
+    ),
+    "uniform_": (
+        "draw with numpy and write with copy_: t.copy_(np.random.default_rng(0).uniform(-1.0, 1.0, t.shape)) "
+        "(from -1 to 1; under torchlean.no_grad() when t requires grad)"
+    ),
+    "masked_fill_": (
+        "write by index: t[mask] = value (mask a numpy bool array of t's shape, True where filled; under "
+        "torchlean.no_grad() when t requires grad)"
+    ),
 }
-"""Hints for torch ``Tensor`` attributes torchlean's ``Tensor`` lacks, by name."""
+"""Hints for the torch ``Tensor`` attributes torchlean's ``Tensor`` lacks that ported code reaches
+for most, by name: each names code that runs here (tests/runtime/test_tensor_method_hints.py runs
+every one). Families: reductions, sorts and tests the catalog lacks; math and selections composed
+from catalog ops; dtype and device conversions and flags; new tensors; in-place updates."""
 
 
 def operand_type(value: object) -> str:

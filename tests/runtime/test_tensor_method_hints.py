@@ -78,3 +78,204 @@ def test_other_attributes_stay_plain_and_copies_work():
     assert not hasattr(x, "__array_interface__")
     assert np.array_equal(copy.deepcopy(x).numpy(), x.numpy())
     assert np.array_equal(pickle.loads(pickle.dumps(x)).numpy(), x.numpy())
+
+
+# ------------------------------------------------ every hint names code that runs (review30 F2)
+
+MASK = np.array([[True, False, True], [False, False, True]])
+SLICES = "[t[i:i + size] for i in range(0, len(t), size)]"
+
+
+def _namespace() -> dict[str, object]:
+    """The names the hints' code uses: ``t`` and ``other`` positive float64 (2, 3) tensors (so
+    ``log``/``sqrt`` stay real), ``mask``/``condition`` numpy bool arrays of their shape, ..."""
+    rng = np.random.default_rng(0)
+    return {
+        "np": np, "torchlean": tl,
+        "t": tl.tensor(rng.uniform(0.5, 2.0, (2, 3))), "other": tl.tensor(rng.uniform(0.5, 2.0, (2, 3))),
+        "axis": 1, "dim": 1, "value": 0.5, "k": 2, "n": 3, "size": 1, "chunks": 2, "shape": (2, 2),
+        "data": [[1.0, 2.0]], "lo": 0.7, "hi": 1.5, "mask": MASK, "condition": MASK,
+        "index": np.array([1, 0, 1]),
+    }  # fmt: skip
+
+
+def _in_place_arithmetic(op: str) -> list[str]:
+    return [f"t {op}= other", f"t = t {op} other"]
+
+
+def _in_place_method(call: str) -> list[str]:
+    return [f"t = t.{call}", f"t.copy_(t.{call})"]
+
+
+def _dtype_copy(dtype: str) -> list[str]:
+    return [f"torchlean.tensor(t.numpy(), dtype={dtype!r})"]
+
+
+# name -> (setup run first, not in the message; the code the message names, run in this order)
+HINTED: dict[str, tuple[str, list[str]]] = {
+    "max": ("", ["np.max(t.numpy(), axis)"]),
+    "min": ("", ["np.min(t.numpy(), axis)"]),
+    "amax": ("", ["np.amax(t.numpy(), axis)"]),
+    "amin": ("", ["np.amin(t.numpy(), axis)"]),
+    "argmax": ("", ["np.argmax(t.numpy(), axis)"]),
+    "argmin": ("", ["np.argmin(t.numpy(), axis)"]),
+    "argsort": ("", ["np.argsort(t.numpy(), axis)"]),
+    "sort": ("", ["np.sort(t.numpy(), axis)"]),
+    "topk": ("", ["np.argsort(-t.numpy(), axis=-1)[..., :k]"]),
+    "norm": ("", ["(t * t).sum().sqrt()"]),
+    "var": ("", ["((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1)"]),
+    "std": ("", ["(((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1)).sqrt()"]),
+    "prod": ("", ["np.prod(t.numpy(), axis)", "t.log().sum(dim).exp()"]),
+    "cumsum": ("", [
+        "t @ torchlean.tensor(np.triu(np.ones((t.shape[-1], t.shape[-1]))), dtype=t.dtype)",
+        "np.cumsum(t.numpy(), axis)",
+    ]),
+    **{name: ("", [f"np.{name}(t.numpy())"]) for name in ("all", "any", "isnan", "isinf", "isfinite")},
+    **{
+        name: ("", [f"t.numpy() {symbol} other.numpy()"])
+        for name, symbol in (
+            ("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")
+        )
+    },
+    **{
+        name: ("", [f"torchlean.tensor(np.{name}(t.numpy()))"])
+        for name in ("floor", "ceil", "round", "trunc", "sign")
+    },
+    "maximum": ("", ["torchlean.maximum(t, other)"]),
+    "minimum": ("", ["torchlean.minimum(t, other)"]),
+    "log1p": ("", ["(1 + t).log()", "torchlean.softplus(t.log())"]),
+    "rsqrt": ("", ["t.sqrt().reciprocal()"]),
+    "tan": ("", ["t.sin() / t.cos()"]),
+    "mm": ("other = torchlean.tensor(np.ones((3, 4)))", ["t @ other", "t.matmul(other)"]),
+    "bmm": ("t = torchlean.tensor(np.ones((2, 2, 3))); other = torchlean.tensor(np.ones((2, 3, 4)))",
+            ["t @ other", "t.matmul(other)"]),
+    "mT": ("", ["t.transpose(-2, -1)"]),
+    "view_as": ("", ["t.reshape(other.shape)"]),
+    "where": ("", ["keep = torchlean.tensor(condition, dtype=t.dtype)", "t * keep + other * (1 - keep)"]),
+    "masked_fill": ("", [
+        "torchlean.hard_masked_softmax(t, ~mask, dim)",
+        "keep = torchlean.tensor(~mask, dtype=t.dtype)",
+        "t * keep + value * (1 - keep)",
+    ]),
+    "index_select": ("", ["torchlean.embedding(index, t)", "np.take(t.numpy(), index, axis=dim)"]),
+    "unbind": ("", ["list(t)", "[t[:, i] for i in range(t.shape[1])]"]),
+    "split": ("", [SLICES]),
+    "chunk": ("", ["size = -(-len(t) // chunks)", SLICES]),
+    "repeat": ("", ["torchlean.concat([t] * n, axis)"]),
+    "float": ("", _dtype_copy("float32")),
+    "double": ("", _dtype_copy("float64")),
+    "half": ("", _dtype_copy("float32")),
+    "long": ("", _dtype_copy("int64")),
+    "int": ("", _dtype_copy("int64")),
+    "bool": ("", _dtype_copy("bool")),
+    "type_as": ("", ["torchlean.tensor(t.numpy(), dtype=other.dtype)"]),
+    "cpu": ("", ["t.to('cpu')"]),
+    "cuda": ("", ["t.to('cuda')"]),
+    "is_cuda": ("", ["t.device.startswith('cuda')"]),
+    "is_floating_point": ("", ["t.dtype.kind == 'f'"]),
+    "is_contiguous": ("", ["t.contiguous() is t"]),
+    "data": ("", ["t.detach()"]),
+    "detach_": ("", ["t = t.detach()"]),
+    "new_zeros": ("", ["torchlean.tensor(np.zeros(shape), dtype=t.dtype, device=t.device)"]),
+    "new_ones": ("", ["torchlean.tensor(np.ones(shape), dtype=t.dtype, device=t.device)"]),
+    "new_full": ("", ["torchlean.tensor(np.full(shape, value), dtype=t.dtype, device=t.device)"]),
+    "new_tensor": ("", ["torchlean.tensor(data, dtype=t.dtype, device=t.device)"]),
+    "add_": ("", _in_place_arithmetic("+")),
+    "sub_": ("", _in_place_arithmetic("-")),
+    "mul_": ("", _in_place_arithmetic("*")),
+    "div_": ("", _in_place_arithmetic("/")),
+    **{
+        f"{name}_": ("", _in_place_method(f"{name}()"))
+        for name in (
+            "relu", "exp", "log", "sqrt", "abs", "neg", "tanh", "sigmoid", "sin", "cos", "reciprocal"
+        )
+    },
+    "clamp_": ("", _in_place_method("clamp(lo, hi)")),
+    "clip_": ("", _in_place_method("clamp(lo, hi)")),
+    "fill_": ("", ["t.copy_(value)"]),
+    "normal_": ("", ["t.copy_(np.random.default_rng(0).normal(0.0, 1.0, t.shape))"]),
+    "uniform_": ("", ["t.copy_(np.random.default_rng(0).uniform(-1.0, 1.0, t.shape))"]),
+    "masked_fill_": ("", ["t[mask] = value"]),
+}  # fmt: skip
+
+
+def test_every_hinted_attribute_is_tested_and_absent() -> None:
+    """The table here and the library's agree, so a new hint needs its code run below; and no hinted
+    name is an attribute of Tensor (a method added later would leave its hint dead)."""
+    from torchlean.tensor import _TORCH_METHOD_HINTS, Tensor
+
+    assert set(HINTED) == set(_TORCH_METHOD_HINTS)
+    assert not [name for name in HINTED if hasattr(Tensor, name)]
+
+
+@pytest.mark.parametrize("name", sorted(HINTED))
+def test_the_hint_names_code_that_runs(name: str) -> None:
+    setup, snippets = HINTED[name]
+    namespace = _namespace()
+    with pytest.raises(AttributeError) as caught:
+        getattr(namespace["t"], name)
+    message = str(caught.value)
+    assert message.startswith(f"'Tensor' object has no attribute '{name}': ")
+    for code in snippets:
+        assert code in message, (code, message)
+    exec(setup, namespace)
+    for code in snippets:
+        if name == "cuda" and not torch.cuda.is_available():
+            with pytest.raises(tl.DeviceError, match="CUDA"):  # the code is right; this machine has no CUDA
+                exec(code, namespace)
+            continue
+        exec(code, namespace)
+
+
+def test_the_hinted_compositions_are_torchs_values() -> None:
+    """Where a hint says its code is torch's op (``where``, ``masked_fill``, ``cumsum``, ``var``,
+    ``std``, ``log1p``, ``topk``, ``index_select``, ``prod``), float64 values against torch."""
+    namespace = _namespace()
+    t, other = namespace["t"], namespace["other"]
+    assert isinstance(t, tl.Tensor) and isinstance(other, tl.Tensor)
+    pt, po = torch.tensor(t.numpy()), torch.tensor(other.numpy())
+    tm = torch.tensor(MASK)
+
+    def run(code: str) -> np.ndarray:
+        value = eval(code, dict(namespace))
+        return value.numpy() if isinstance(value, tl.Tensor) else np.asarray(value)
+
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)  # noqa: E731
+    keep, not_mask = "torchlean.tensor(condition, dtype=t.dtype)", "torchlean.tensor(~mask, dtype=t.dtype)"
+    close(run(f"t * {keep} + other * (1 - {keep})"), torch.where(tm, pt, po).numpy())
+    close(run(f"t * {not_mask} + value * (1 - {not_mask})"), pt.masked_fill(tm, 0.5).numpy())
+    softmaxed = pt.masked_fill(tm, float("-inf")).softmax(1).numpy()
+    close(run("torchlean.hard_masked_softmax(t, ~mask, dim)"), softmaxed)
+    cumsum = "t @ torchlean.tensor(np.triu(np.ones((t.shape[-1], t.shape[-1]))), dtype=t.dtype)"
+    close(run(cumsum), pt.cumsum(-1).numpy())
+    close(run("((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1)"), pt.var(1).numpy())
+    close(run("(((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1)).sqrt()"), pt.std(1).numpy())
+    close(run("torchlean.softplus(t.log())"), pt.log1p().numpy())
+    close(run("(1 + t).log()"), pt.log1p().numpy())
+    close(run("t.log().sum(dim).exp()"), pt.prod(1).numpy())
+    close(run("t.sqrt().reciprocal()"), pt.rsqrt().numpy())
+    close(run("t.sin() / t.cos()"), pt.tan().numpy())
+    np.testing.assert_array_equal(run("np.argsort(-t.numpy(), axis=-1)[..., :k]"), pt.topk(2).indices.numpy())
+    index = torch.tensor(namespace["index"])
+    rows, columns = pt.index_select(0, index).numpy(), pt.index_select(1, index).numpy()
+    np.testing.assert_array_equal(run("torchlean.embedding(index, t)"), rows)
+    np.testing.assert_array_equal(run("np.take(t.numpy(), index, axis=dim)"), columns)
+    tiny = tl.tensor(np.array([1e-12, 3e-9]))  # where (1 + t).log() rounds: the accurate spelling
+    np.testing.assert_allclose(tl.softplus(tiny.log()).numpy(), np.log1p(tiny.numpy()), rtol=4e-15)
+    rounded = (1 + tiny).log().numpy()
+    assert abs(rounded[0] / np.log1p(1e-12) - 1) > 1e-5  # "loses precision for small |t|", as said
+
+
+def test_in_place_hints_are_refused_as_they_say_on_a_tensor_that_requires_grad() -> None:
+    """The in-place hints say "under torchlean.no_grad() when t requires grad": without it the
+    write is refused, with it it runs."""
+    p = tl.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(tl.AutogradError):
+        p.copy_(p.relu())
+    with pytest.raises(tl.AutogradError):
+        p += tl.tensor(np.ones(3))
+    with tl.no_grad():
+        p.copy_(p.relu())
+        p += tl.tensor(np.ones(3))
+        p[np.array([True, False, True])] = 0.5
+    np.testing.assert_array_equal(p.numpy(), [0.5, 2.0, 0.5])

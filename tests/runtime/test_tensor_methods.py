@@ -66,6 +66,23 @@ def _two(a: tuple[int, ...], b: tuple[int, ...]) -> Make:
     return lambda r: [r.standard_normal(a), r.standard_normal(b)]
 
 
+def _like(x: Any, data: Array) -> Any:
+    """``data`` as the kind of ``x``: a torch tensor for torch (an index: int64), else as is
+    (numpy data, which torchlean's methods take), so one lambda serves both libraries."""
+    return torch.tensor(data) if isinstance(x, torch.Tensor) else data
+
+
+def _shape_donor(x: Any, shape: tuple[int, ...]) -> Any:
+    """A tensor of ``shape`` of x's kind (for ``expand_as``/``reshape_as``), not a leaf of the case."""
+    zeros = np.zeros(shape)
+    return torch.tensor(zeros) if isinstance(x, torch.Tensor) else tl.tensor(zeros)
+
+
+GATHER_1 = np.array([[0, 3, 3], [1, 0, 2]])  # (2, 3) into a (2, 4) input along dim 1, repeats
+GATHER_0 = np.array([[1, 0], [1, 1], [0, 0]])  # (3, 2) into a (2, 4) input along dim 0
+SCATTER_0 = np.array([[0, 2, 2, 1], [2, 2, 0, 1]])  # (2, 4) into (3, 4) along dim 0, duplicates
+
+
 # shapes of the pointwise cases: ordinary, zero-size, one-element rank 1, rank 0
 POINTWISE_SHAPES = [(2, 3), (0, 4), (1,), ()]
 
@@ -78,6 +95,9 @@ POINTWISE: list[tuple[str, Callable[..., Any], Callable[..., Tensor], Callable[.
     ("relu", lambda x: x.relu(), F.relu, _away),
     ("tanh", lambda x: x.tanh(), F.tanh, _n),
     ("sigmoid", lambda x: x.sigmoid(), F.sigmoid, _n),
+    ("sin", lambda x: x.sin(), F.sin, _n),
+    ("cos", lambda x: x.cos(), F.cos, _n),
+    ("reciprocal", lambda x: x.reciprocal(), F.inv, _away),
     ("clamp_both", lambda x: x.clamp(-0.5, 0.7), lambda x: F.clamp(x, -0.5, 0.7), _grid),
     ("clamp_min_kw", lambda x: x.clamp(min=0.1), lambda x: F.clamp(x, lo=0.1), _grid),
     ("clamp_max_kw", lambda x: x.clamp(max=-0.2), lambda x: F.clamp(x, hi=-0.2), _grid),
@@ -113,6 +133,30 @@ CASES: list[Case] = [
     Case("matmul_one_element", lambda a, b: a.matmul(b), F.matmul, _two((1, 1), (1, 1))),
     Case("matmul_zero_contraction", lambda a, b: a.matmul(b), F.matmul, _two((3, 0), (0, 2))),
     Case("matmul_zero_rows", lambda a, b: a.matmul(b), F.matmul, _two((0, 4), (4, 2))),
+    # ---------------------------------------------------------------------- gather, scatter_add
+    Case("gather_1", lambda x: x.gather(1, _like(x, GATHER_1)), lambda x: F.gather(x, GATHER_1, 1),
+         _n(2, 4), True, sums=True),
+    Case("gather_0_kw", lambda x: x.gather(dim=0, index=_like(x, GATHER_0)),
+         lambda x: F.gather(x, GATHER_0, 0), _n(2, 4), True, sums=True),
+    Case("gather_neg_dim", lambda x: x.gather(-1, _like(x, GATHER_1)), lambda x: F.gather(x, GATHER_1, -1),
+         _n(2, 4), True, sums=True),
+    Case("gather_empty_index", lambda x: x.gather(1, _like(x, np.zeros((2, 0), np.int64))),
+         lambda x: F.gather(x, np.zeros((2, 0), np.int64), 1), _n(2, 4), True),
+    Case("scatter_add_0", lambda b, s: b.scatter_add(0, _like(b, SCATTER_0), s),
+         lambda b, s: F.scatter_add(b, SCATTER_0, s, 0), _two((3, 4), (2, 4))),
+    Case("scatter_add_kw_neg", lambda b, s: b.scatter_add(dim=-1, index=_like(b, SCATTER_0[:, :3]), src=s),
+         lambda b, s: F.scatter_add(b, SCATTER_0[:, :3], s, -1), _two((2, 4), (2, 3))),
+    # ------------------------------------------------------------------- expand_as, reshape_as
+    Case("expand_as", lambda x: x.expand_as(_shape_donor(x, (2, 3, 4))),
+         lambda x: F.broadcast_to(x, (2, 3, 4)), _n(3, 1), True, sums=True),
+    Case("expand_as_same", lambda x: x.expand_as(_shape_donor(x, (3, 1))),
+         lambda x: F.broadcast_to(x, (3, 1)), _n(3, 1), True),
+    Case("expand_as_rank0", lambda x: x.expand_as(_shape_donor(x, (2,))),
+         lambda x: F.broadcast_to(x, (2,)), _n(), True, sums=True),
+    Case("reshape_as", lambda x: x.reshape_as(_shape_donor(x, (3, 2))),
+         lambda x: F.reshape(x, (3, 2)), _n(2, 3), True),
+    Case("reshape_as_rank0", lambda x: x.reshape_as(_shape_donor(x, ())),
+         lambda x: F.reshape(x, ()), _n(1, 1), True),
     # ------------------------------------------------------------------------- flatten (exact)
     Case("flatten", lambda x: x.flatten(), lambda x: F.reshape(x, (24,)), _n(2, 3, 4), True),
     Case("flatten_1", lambda x: x.flatten(1), lambda x: F.reshape(x, (2, 12)), _n(2, 3, 4), True),
@@ -367,8 +411,82 @@ def test_the_recorded_ops_are_the_ones_the_docstrings_name() -> None:
     }
     for op, out in recorded.items():
         assert out.grad_fn == op
-    for out in (x.flatten(), x.unsqueeze(0), x.squeeze()):
+    for out in (x.flatten(), x.unsqueeze(0), x.squeeze(), x.reshape_as(x)):
         assert out.grad_fn == "reshape"
+    more = {
+        "sin": x.sin(),
+        "cos": x.cos(),
+        "inv": x.reciprocal(),
+        "gather": x.gather(1, np.array([[2, 0]])),
+        "scatter_add": x.scatter_add(0, np.array([[0, 0, 0]]), x),
+        "broadcast": x.expand_as(tl.tensor(np.zeros((2, 3)))),
+    }
+    for op, out in more.items():
+        assert out.grad_fn == op
+
+
+# --------------------------------------------------------------------------------- requires_grad_
+
+
+def test_requires_grad_underscore_follows_torchs_rules() -> None:
+    """``t.requires_grad_(flag)`` (review30 F2) against ``torch.Tensor.requires_grad_``: sets a
+    leaf's flag and returns the tensor; a non-leaf takes True (no change) and refuses False; an
+    integer tensor refuses True and takes False; non-bools are refused."""
+    data = np.array([1.0, -2.0, 3.0])
+    x = tl.tensor(data)
+    assert x.requires_grad_() is x and x.requires_grad and x.is_leaf
+    assert x.requires_grad_(False) is x and not x.requires_grad
+    assert x.requires_grad_(requires_grad=True) is x and x.requires_grad
+    theirs = torch.tensor(data).requires_grad_()
+    (x * x).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert x.grad is not None and theirs.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), theirs.grad.numpy())
+
+    y, ty = x * 2.0, theirs * 2.0
+    assert y.requires_grad_() is y and y.requires_grad and not y.is_leaf
+    assert ty.requires_grad_() is ty  # torch: True on a non-leaf is no change
+    with pytest.raises(tl.TensorError, match=r"^requires_grad_\(False\) on a tensor produced by `scale`: "
+                       r"only a leaf's flag can be changed, as in torch \(accepted: t\.detach\(\)"):
+        y.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
+        ty.requires_grad_(False)
+    assert y.requires_grad and not y.detach().requires_grad
+
+    ints, tints = tl.tensor(np.arange(3)), torch.arange(3)
+    with pytest.raises(tl.TensorError, match=r"only float32 and float64 tensors can require gradients"):
+        ints.requires_grad_()
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        tints.requires_grad_()
+    assert ints.requires_grad_(False) is ints and not tints.requires_grad_(False).requires_grad
+    for bad in (1, 0.0, None, "yes"):
+        with pytest.raises(TensorTypeError, match=r"^requires_grad must be a bool; got"):
+            x.requires_grad_(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="must be bool"):
+            torch.zeros(2).requires_grad_(bad)
+    with tl.no_grad():  # a result under no_grad is a leaf, in torch too
+        z = x * 2.0
+    assert z.is_leaf and z.requires_grad_() is z and z.requires_grad
+
+
+@pytest.mark.parametrize("method", ["sin", "cos", "reciprocal"])
+def test_new_pointwise_methods_at_special_values_match_torch(method: str) -> None:
+    """Values and gradients at ±0, ±inf, NaN, subnormals and huge arguments, bit for bit (NaN as
+    NaN) in float64, checked_cpu and fast_cpu."""
+    values = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310, 1e300, 1e22, -800.0, 0.3])
+    theirs = torch.tensor(values, requires_grad=True)
+    expected = getattr(theirs, method)()
+    expected.backward(torch.ones_like(theirs))
+    assert theirs.grad is not None
+    for profile in ("checked_cpu", "fast_cpu"):
+        with tl.session(profile=profile):
+            x = tl.tensor(values, requires_grad=True)
+            out = getattr(x, method)()
+            out.backward(np.ones_like(values))
+        assert x.grad is not None
+        np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())  # NaN equals NaN here
+        np.testing.assert_array_equal(np.signbit(out.numpy()), np.signbit(expected.detach().numpy()))
+        np.testing.assert_array_equal(x.grad.numpy(), theirs.grad.numpy())
 
 
 # ----------------------------------------------------------------- contiguous, clone, view, no views
@@ -528,6 +646,30 @@ REFUSALS: list[tuple[str, Callable[[Any], Any], Array, type[Exception], str]] = 
      r"^mean: got both keepdim=True and keepdims=False"),
     ("mean_keepdim_not_bool", lambda x: x.mean(dim=0, keepdim=1), RANK2, TensorTypeError,
      r"^reduce_mean: keepdims must be a bool; got 1 of type int"),
+    ("gather_index_out_of_range", lambda x: x.gather(1, _like(x, np.array([[0, 3]]))), RANK2, GuardError,
+     r"^gather: index value 3 is out of range for extent 3 along axis 1 \(accepted: 0 <= index < 3\)$"),
+    ("gather_negative_index", lambda x: x.gather(1, _like(x, np.array([[-1, 0]]))), RANK2, GuardError,
+     r"^gather: index value -1 is out of range"),
+    ("gather_dim_out_of_range", lambda x: x.gather(2, _like(x, np.array([[0]]))), RANK2, GuardError,
+     r"^gather: axis 2 is out of range for a rank-2 input"),
+    ("gather_float_index", lambda x: x.gather(1, _like(x, np.array([[0.0]]))), RANK2, GuardError,
+     r"^gather: index has dtype float64; accepted: int64$"),
+    ("gather_other_rank", lambda x: x.gather(1, _like(x, np.array([0]))), RANK2, GuardError,
+     r"^gather: index \(1,\) does not fit input x \(2, 3\)"),
+    ("gather_float_dim", lambda x: x.gather(1.0, _like(x, np.array([[0]]))), RANK2, TensorTypeError,
+     r"^gather: axis must be an integer; got 1\.0 of type float"),
+    ("scatter_add_index_out_of_range",
+     lambda x: x.scatter_add(0, _like(x, np.array([[0, 1, 2]])), _shape_donor(x, (1, 3))), RANK2, GuardError,
+     r"^scatter_add: index value 2 is out of range for extent 2 along axis 0"),
+    ("expand_as_array", lambda x: x.expand_as(np.zeros((2, 3))), RANK2, TensorTypeError,
+     r"^expand_as\(\) needs a torchlean Tensor as other; got a value of type ndarray \(accepted: a Tensor; "
+     r"for a shape, t\.expand\(shape\)\)$"),
+    ("expand_as_mismatch", lambda x: x.expand_as(_shape_donor(x, (4,))), RANK2, GuardError,
+     r"^expand: 1 size \(4,\) for a rank-2 input of shape \(2, 3\)"),
+    ("reshape_as_tuple", lambda x: x.reshape_as((3, 2)), RANK2, TensorTypeError,
+     r"^reshape_as\(\) needs a torchlean Tensor as other; got a value of type tuple"),
+    ("reshape_as_count", lambda x: x.reshape_as(_shape_donor(x, (5,))), RANK2, GuardError,
+     r"^reshape: shape \[5\] has 5 elements but input x \(2, 3\) has 6"),
     ("matmul_rank0", lambda x: x.matmul(x), np.float64(1.0), GuardError, r"^matmul: .*rank-0 operands"),
     ("matmul_mismatch", lambda x: x.matmul(x), RANK2, GuardError, r"^matmul: "),
 ]  # fmt: skip
