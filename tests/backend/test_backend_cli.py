@@ -286,11 +286,39 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
+@pytest.mark.parametrize(("label", "reduction"), [("gather", "implementation-defined"), ("slice", "n/a")])
+def test_fast_cpu_runs_embedding_lookups_and_slices_on_aten(
+    capsys: pytest.CaptureFixture[str], label: str, reduction: str
+) -> None:
+    """review30 F1: ``gather`` (embeddings) and ``slice`` (batch norm's running statistics) have
+    aten capsules, which fast_cpu selects over the admissible reference ones; the catalog and the
+    fast_cpu listing show them with their reduction claim."""
+    status, out, _ = run(capsys, "explain", "--profile", "fast_cpu", label)
+    assert status == 0
+    assert out.splitlines() == [
+        f"explain {label} under profile=fast_cpu device=cpu assurance=checked vjp=torchlean-tape "
+        "provider=prefer aten",
+        f"  native_cuda.{label} (native-cuda/cuda): availability: device cuda is not declared by the "
+        "profile (declared: cpu)",
+        f"  reference.{label} (reference/cpu): admissible",
+        f"  aten.{label} (aten/cpu): selected",
+        f"result: {label} -> aten.{label}",
+    ]
+    for argv in (("capsules",), ("capsules", "--profile", "fast_cpu")):
+        status, out, _ = run(capsys, *argv)
+        assert status == 0
+        (row,) = [line.split() for line in out.splitlines() if line.startswith(f"aten.{label} ")]
+        assert row[:8] == [
+            f"aten.{label}", "aten", label, "aten", "cpu", "checked", "torchlean-tape", reduction,
+        ]  # fmt: skip
+    assert out.splitlines()[0].endswith(": 84 capsules")  # fast_cpu: 45 reference + 39 aten
+
+
 def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "capsules")
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "catalog: 132 capsules"  # 93 maintained + 2 libtorch + 37 aten
+    assert lines[0] == "catalog: 134 capsules"  # 93 maintained + 2 libtorch + 39 aten
     assert lines[1].split() == [
         "capsule", "module", "op", "provider", "device", "trust", "vjp", "reduction", "value", "evidence",
     ]  # fmt: skip

@@ -51,6 +51,28 @@ def _binary(shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> Builder:
     return lambda r, t: ((normal(r, t, *shape_a), normal(r, t, *shape_b)), {})
 
 
+def _gather(shape: tuple[int, ...], index_shape: tuple[int, ...], *, axis: int, repeats: bool) -> Builder:
+    """A float ``x`` of ``shape`` and an int64 index of ``index_shape`` along ``axis``: uniform
+    draws in ``[0, shape[axis])`` (repeated values likely) or, without ``repeats``, a permutation
+    of ``range(index_shape[axis])`` along each line (no value twice: the VJP sums nothing)."""
+
+    def build(r: np.random.Generator, t: type) -> tuple[Inputs, dict[str, Any]]:
+        if repeats:
+            index = r.integers(0, max(shape[axis], 1), size=index_shape, dtype=np.int64)
+        else:
+            index = np.argsort(r.random(index_shape), axis=axis).astype(np.int64)
+        return (normal(r, t, *shape), index), {"axis": axis}
+
+    return build
+
+
+def _embedding_lookup(rows: int, width: int, ids: tuple[int, ...]) -> Builder:
+    """``tl.embedding``'s gather: table ``(rows, width)``, index ``(len(ids), width)`` whose line
+    ``i`` is ``ids[i]`` repeated (repeated ids: the table's gradient sums their cotangents)."""
+    index = np.repeat(np.array(ids, dtype=np.int64)[:, None], width, axis=1)
+    return lambda r, t: ((normal(r, t, rows, width), index.copy()), {"axis": 0})
+
+
 _n = normal
 
 # One row per case: (id, op label, builder). Builders give the kernel-convention inputs and params.
@@ -115,6 +137,18 @@ CASE_ROWS: list[tuple[str, str, Builder]] = [
     ("permute-identity", "permute", _unary(normal, 2, 3, perm=(0, -1))),
     ("broadcast", "broadcast", _unary(normal, 3, 1, shape=(2, 3, 4))),
     ("broadcast-identity", "broadcast", _unary(normal, 2, 3, shape=(2, 3))),
+    ("slice-steps", "slice", _unary(normal, 5, 4, 3, starts=(1, 0, 0), stops=(5, 4, 2), steps=(2, 3, 1))),
+    ("slice-batch-norm-first", "slice", _unary(normal, 4, 3, 2, starts=(0, 0, 0), stops=(1, 3, 1))),
+    ("slice-zero-size", "slice", _unary(normal, 3, 4, starts=(3, 2), stops=(3, 4))),
+    ("slice-step-beyond-extent", "slice", _unary(normal, 2, 3, starts=(0, 0), stops=(2, 3), steps=(5, 1))),
+    ("slice-rank0", "slice", _unary(normal, starts=(), stops=())),
+    ("gather-repeated-rows", "gather", _gather((4, 3), (6, 3), axis=0, repeats=True)),
+    ("gather-embedding-index", "gather", _embedding_lookup(5, 3, (2, 2, 0, 4, 2, 2))),
+    ("gather-partial-last-axis", "gather", _gather((3, 4, 5), (2, 3, 7), axis=-1, repeats=True)),
+    ("gather-permutation", "gather", _gather((4, 3), (4, 3), axis=0, repeats=False)),
+    ("gather-one-element", "gather", _gather((1,), (1,), axis=0, repeats=False)),
+    ("gather-empty-index", "gather", _gather((3, 2), (0, 2), axis=0, repeats=True)),
+    ("gather-empty-axis", "gather", _gather((0, 2), (0, 2), axis=0, repeats=True)),
     # ------------------------------------------------------------------------ channel-first
     (
         "layer_norm-affine",

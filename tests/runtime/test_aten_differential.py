@@ -1,6 +1,6 @@
 """The ``aten`` forwards (torch CPU kernels) against the ``reference`` forwards, op by op.
 
-This is the value evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 37 ops
+This is the value evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 39 ops
 (the cases of ``aten_cases.py``, checked below to cover ``ATEN_OPS`` exactly):
 
 * the aten forward equals the reference forward (numpy left folds, an implementation independent
@@ -10,7 +10,9 @@ This is the value evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For
 * no result aliases an input, ``reshape``/``permute``/``broadcast`` included (they copy, as the
   reference and native-cuda kernels do), so an in-place write gives the same values under
   ``fast_cpu`` as under ``checked_cpu``;
-* IEEE-exact elementwise ops and data movement are bit-identical to the reference, special values
+* IEEE-exact elementwise ops and data movement (``slice`` and ``gather`` included: selections
+  bit for bit, duplicate indices, zero-size and one-element inputs, int64 and bool data moved by
+  ``slice``) are bit-identical to the reference, special values
   (NaN, +-inf, +-0) propagate as in the reference, zero-size, one-element and rank-0 inputs work;
 * the shape guards refuse bad input with the reference's GuardError and message, and the named
   guards (shape and layout) run on every kernel path;
@@ -62,8 +64,8 @@ COVERED_LABELS = (
     "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
     "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",
     "safe_log", "log_softmax", "softmax", "reduce_sum", "reduce_mean", "reshape", "permute",
-    "broadcast", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool", "avg_pool",
-    "scaled_dot_product_attention",
+    "broadcast", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
+    "avg_pool", "scaled_dot_product_attention",
 )  # fmt: skip
 
 
@@ -98,7 +100,7 @@ def test_forward_matches_reference(case_id: str, op: BackendOp, build: Builder, 
 
 BIT_EXACT = [c for c in CASES if c[1].label in {
     "add", "sub", "mul", "scale", "abs", "clamp", "max", "min", "relu", "inv",
-    "reshape", "permute", "broadcast", "max_pool",
+    "reshape", "permute", "broadcast", "slice", "gather", "max_pool",
 }]  # fmt: skip
 
 
@@ -263,6 +265,8 @@ BAD_CALLS: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ("reshape", "kernels", (np.ones((2, 3)),), {"shape": (4, 2)}),
     ("permute", "kernels", (np.ones((2, 3)),), {"perm": (0, 0)}),
     ("broadcast", "kernels", (np.ones(3),), {"shape": (4,)}),
+    ("slice", "kernels", (np.ones((2, 3)),), {"starts": (0, 2), "stops": (2, 1)}),
+    ("gather", "kernels", (np.ones((3, 2)), np.array([[0, 3]])), {"axis": 0}),
     ("layer_norm", "spatial", (np.ones((2, 3)), np.ones(2), None), {}),
     ("batch_norm", "spatial", (np.ones((2, 3)), None, None, None, None), {"training": False}),
     ("conv", "spatial", (np.ones((1, 3, 5)), np.ones((2, 2, 3))), {"groups": 2}),
@@ -295,6 +299,154 @@ def test_guards_refuse_bad_input_like_the_reference(
 
 def test_bad_calls_cover_every_aten_op() -> None:
     assert {label for label, _, _, _ in BAD_CALLS} == set(COVERED_LABELS)
+
+
+# ------------------------------------------------------------------------ slice and gather
+
+_BYTE_SWAPPED = np.arange(6.0).reshape(2, 3).astype(np.dtype(">f8"))
+
+SLICE_GATHER_REFUSALS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("slice", (np.ones((2, 3)),), {"starts": (-1, 0), "stops": (2, 3)}),  # negative start
+    ("slice", (np.ones((2, 3)),), {"starts": (0, 0), "stops": (2, 4)}),  # stop past the extent
+    ("slice", (np.ones((2, 3)),), {"starts": (0, 0), "stops": (2, -1)}),  # negative stop
+    ("slice", (np.ones((2, 3)),), {"starts": (0, 0), "stops": (2, 3), "steps": (1, 0)}),
+    ("slice", (np.ones((2, 3)),), {"starts": (0, 0), "stops": (2, 3), "steps": (-1, 1)}),
+    ("slice", (np.ones((2, 3)),), {"starts": (0,), "stops": (2, 3)}),  # one bound short
+    ("slice", (np.ones((2, 3)),), {"starts": (0, 0.5), "stops": (2, 3)}),  # GuardTypeError
+    ("slice", (np.ones((2, 3)),), {"starts": (0, True), "stops": (2, 3)}),  # GuardTypeError
+    ("slice", (np.ones((2, 3)),), {"starts": "00", "stops": (2, 3)}),
+    ("slice", (np.ones(3, np.float16),), {"starts": (0,), "stops": (1,)}),
+    ("slice", (_BYTE_SWAPPED,), {"starts": (0, 0), "stops": (1, 1)}),
+    ("slice", ([1.0, 2.0],), {"starts": (0,), "stops": (1,)}),
+    ("slice", (np.array(1.0),), {"starts": (0,), "stops": (1,)}),  # rank 0 takes no bounds
+    ("gather", (np.ones((3, 2)), np.array([[-1, 0]])), {"axis": 0}),  # negative index
+    ("gather", (np.ones((3, 2)), np.array([[0, 3]])), {"axis": 0}),  # index == extent
+    ("gather", (np.ones((3, 2)), np.array([[0, 2**62]])), {"axis": 0}),
+    ("gather", (np.ones((0, 2)), np.zeros((1, 2), np.int64)), {"axis": 0}),  # empty axis
+    ("gather", (np.ones((3, 2)), np.array([[0.0, 1.0]])), {"axis": 0}),  # float index
+    ("gather", (np.ones((3, 2)), np.array([[0, 1]], np.int32)), {"axis": 0}),  # int32 index
+    ("gather", (np.ones((3, 2)), np.array([[0, 1]], np.uint64)), {"axis": 0}),
+    ("gather", (np.ones((3, 2)), np.array([0, 1])), {"axis": 0}),  # rank mismatch
+    ("gather", (np.ones((3, 2)), np.zeros((1, 3), np.int64)), {"axis": 0}),  # too wide off-axis
+    ("gather", (np.ones((3, 2)), np.zeros((1, 2), np.int64)), {"axis": 2}),  # axis out of range
+    ("gather", (np.ones((3, 2)), np.zeros((1, 2), np.int64)), {"axis": -3}),
+    ("gather", (np.ones((3, 2)), np.zeros((1, 2), np.int64)), {"axis": 0.0}),  # GuardTypeError
+    ("gather", (np.arange(6).reshape(3, 2), np.zeros((1, 2), np.int64)), {"axis": 0}),  # int64 x
+    ("gather", (np.array(1.0), np.array(0)), {"axis": 0}),  # rank 0
+    ("gather", (_BYTE_SWAPPED, np.zeros((1, 3), np.int64)), {"axis": 0}),
+    ("gather", (np.ones((3, 2)), [[0, 1]]), {"axis": 0}),  # a list index
+    ("gather", (np.ones((3, 2), np.float32), np.zeros((1, 2), np.int64).astype(">i8")), {"axis": 0}),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "inputs", "params"),
+    SLICE_GATHER_REFUSALS,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(SLICE_GATHER_REFUSALS)],
+)
+def test_slice_and_gather_refuse_bad_operands_like_the_reference(
+    label: str, inputs: tuple[Any, ...], params: dict[str, Any]
+) -> None:
+    """Out-of-range and negative bounds and indices, bad dtypes, ranks and axes: aten.slice and
+    aten.gather raise the reference's error (same type, same message), before torch sees them."""
+    with pytest.raises(GuardError) as refused:
+        getattr(reference, label)(*inputs, **params)
+    with pytest.raises(GuardError) as also_refused:
+        getattr(aten, label)(*inputs, **params)
+    assert type(also_refused.value) is type(refused.value)
+    assert str(also_refused.value) == str(refused.value)
+    assert str(refused.value).startswith(f"{label}: ")
+
+
+def test_slice_and_gather_refusal_messages_name_the_value_and_the_accepted_range() -> None:
+    with pytest.raises(
+        GuardError,
+        match=r"^slice: axis 1: start 0, stop 4 out of range for extent 3 "
+        r"\(accepted: 0 <= start <= stop <= 3\)$",
+    ):
+        aten.slice(np.ones((2, 3)), starts=(0, 0), stops=(2, 4))
+    with pytest.raises(
+        GuardError,
+        match=r"^gather: index value -1 is out of range for extent 3 along "
+        r"axis 0 \(accepted: 0 <= index < 3\)$",
+    ):
+        aten.gather(np.ones((3, 2)), np.array([[-1, 0]]), axis=0)
+    with pytest.raises(GuardError, match=r"^gather: index has dtype int32; accepted: int64$"):
+        aten.gather(np.ones((3, 2)), np.array([[0, 1]], np.int32), axis=0)
+
+
+def _same_bits(got: Array, want: Array) -> None:
+    """Equal shape, dtype and bytes: -0.0 is not +0.0 and a NaN keeps its payload."""
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+def test_slice_and_gather_move_special_values_bit_for_bit() -> None:
+    payload = np.array([0x7FF8_0000_0000_1234], np.uint64).view(np.float64)[0]  # a NaN with a payload
+    x = np.array([[payload, -0.0, np.inf], [-np.inf, 0.0, 5e-324], [1.0, -1.0, np.nan]])
+    got = aten.slice(x, starts=(0, 0), stops=(3, 3), steps=(1, 1))
+    _same_bits(got, x)
+    _same_bits(aten.slice(x, starts=(0, 1), stops=(3, 2)), np.array([[-0.0], [0.0], [-1.0]]))
+    index = np.array([[0, 0, 2], [1, 2, 0], [0, 1, 1]])
+    _same_bits(aten.gather(x, index, axis=0), reference.gather(x, index, axis=0))
+    _same_bits(aten.gather(x, index, axis=1), reference.gather(x, index, axis=1))
+    assert np.signbit(aten.gather(x, index, axis=0)[0, 1])  # x[0, 1] is -0.0
+    assert aten.gather(x, index, axis=0).view(np.uint64)[0, 0] == 0x7FF8_0000_0000_1234
+
+
+def test_slice_and_gather_by_hand() -> None:
+    """Hand oracles: torch basic slicing and ``torch.gather``'s definition."""
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(
+        aten.slice(x, starts=(1, 0, 1), stops=(2, 3, 4), steps=(1, 2, 2)), [[[13.0, 15.0], [21.0, 23.0]]]
+    )
+    table = np.array([[0.5, 1.5], [2.5, 3.5], [4.5, 5.5]], np.float32)
+    ids = np.array([2, 0, 2, 2])
+    out = aten.gather(table, np.repeat(ids[:, None], 2, axis=1), axis=0)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[4.5, 5.5], [0.5, 1.5], [4.5, 5.5], [4.5, 5.5]])
+    # out[i][j] = x[i][index[i][j]] along axis 1, an index shorter than x on axis 0
+    np.testing.assert_array_equal(aten.gather(x[0], np.array([[3, 3, 0]]), axis=-1), [[3.0, 3.0, 0.0]])
+    one = np.array([7.25])
+    np.testing.assert_array_equal(aten.gather(one, np.array([0, 0, 0]), axis=0), [7.25, 7.25, 7.25])
+    assert aten.gather(np.ones((3, 2)), np.zeros((0, 2), np.int64), axis=0).shape == (0, 2)
+    assert aten.gather(np.ones((3, 0)), np.zeros((5, 0), np.int64), axis=0).shape == (5, 0)
+    scalar = aten.slice(np.array(2.5), starts=(), stops=())
+    assert scalar.shape == () and scalar == 2.5
+
+
+def test_slice_moves_int64_and_bool_data_like_the_reference() -> None:
+    x = np.random.default_rng(4).integers(-(2**62), 2**62, size=(3, 4), dtype=np.int64)
+    got = aten.slice(x, starts=(1, 0), stops=(3, 4), steps=(1, 3))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, reference.slice(x, starts=(1, 0), stops=(3, 4), steps=(1, 3)))
+    mask = x > 0
+    got_mask = aten.slice(mask, starts=(0, 1), stops=(2, 4))
+    assert got_mask.dtype == np.bool_
+    np.testing.assert_array_equal(got_mask, mask[0:2, 1:4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_gather_and_slice_property_bit_identical_to_the_reference(
+    shape: list[int], data: st.DataObject, dtype: type
+) -> None:
+    rng = np.random.default_rng(sum(shape) + len(shape))
+    x = normal(rng, dtype, *shape)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    index_shape = [data.draw(st.integers(0, s)) for s in shape]
+    index_shape[axis] = data.draw(st.integers(0, 5)) if shape[axis] else 0
+    index = rng.integers(0, max(shape[axis], 1), size=index_shape, dtype=np.int64)
+    _same_bits(aten.gather(x, index, axis=axis), reference.gather(x, index, axis=axis))
+    starts = [data.draw(st.integers(0, s)) for s in shape]
+    stops = [data.draw(st.integers(a, s)) for a, s in zip(starts, shape, strict=True)]
+    steps = [data.draw(st.integers(1, 4)) for _ in shape]
+    bounds = {"starts": starts, "stops": stops, "steps": steps}
+    _same_bits(aten.slice(x, **bounds), reference.slice(x, **bounds))
 
 
 def _resolve(dotted: str) -> tuple[Any, str]:
@@ -397,6 +549,7 @@ def test_scalar_parameters_are_rounded_to_the_dtype_first() -> None:
         ("reshape", lambda t: tl.reshape(t, (4,))),
         ("permute", lambda t: tl.permute(t, (0, 1))),
         ("broadcast", lambda t: tl.broadcast_to(t, (2, 2))),
+        ("slice", lambda t: t[0:2, 1:]),
     ],
 )
 def test_view_ops_copy_under_every_cpu_profile(name: str, view: Callable[[tl.Tensor], tl.Tensor]) -> None:
@@ -476,7 +629,7 @@ UNREDUCED = frozenset(
     BackendOp.parse(label)
     for label in (
         "relu", "gelu", "scale", "abs", "sqrt", "clamp", "sigmoid", "tanh", "softplus", "exp", "log", "sin",
-        "cos", "inv", "safe_log", "reshape", "permute",
+        "cos", "inv", "safe_log", "reshape", "permute", "slice",
     )
 )  # fmt: skip
 """The aten ops whose forward and VJP sum nothing (checked by reading aten/pointwise.py and
@@ -555,7 +708,7 @@ def test_importing_the_aten_handlers_does_not_import_torch() -> None:
 
     code = (
         "import sys; import torchlean.backend.providers.aten.handlers as h; "
-        "assert len(h.LINKED_KERNELS) == 37; print('torch' in sys.modules)"
+        "assert len(h.LINKED_KERNELS) == 39; print('torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

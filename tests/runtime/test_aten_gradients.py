@@ -1,6 +1,6 @@
 """The ``aten`` VJPs (TorchLean's rules evaluated with torch CPU kernels) against two oracles.
 
-This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 37 ops
+This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 39 ops
 (the cases of ``aten_cases.py``, checked below to cover ``ATEN_OPS`` exactly):
 
 * the aten VJP equals the reference VJP (numpy left folds, torch-free) at the same inputs, output
@@ -16,6 +16,10 @@ This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For e
   conventions (max/min ``g/2``, relu/abs gradient 0 at 0, inclusive clamp bounds, max_pool's first
   maximum) and NaN propagation are the reference's, and bad cotangents are refused with the
   reference's GuardError;
+* ``slice``'s VJP (a copy into zeros) and ``gather``'s where no index repeats are bit for bit the
+  reference's; gather's repeated indices add their cotangents (hand values, the reference's
+  left fold and torch autograd agree; the order of those additions is torch's
+  ``scatter_add_``'s, declared implementation-defined);
 * through the TorchLean tape, ``fast_cpu`` gradients equal ``checked_cpu`` gradients, the tape
   applies the aten VJP, and small MLP/CNN/transformer models trained a few steps under the two
   profiles agree, with every covered op computed by its ``aten.*`` capsule.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,8 +80,8 @@ COVERED_LABELS = (
     "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
     "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",
     "safe_log", "log_softmax", "softmax", "reduce_sum", "reduce_mean", "reshape", "permute",
-    "broadcast", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool", "avg_pool",
-    "scaled_dot_product_attention",
+    "broadcast", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
+    "avg_pool", "scaled_dot_product_attention",
 )  # fmt: skip
 
 
@@ -102,6 +107,11 @@ def test_cases_cover_every_aten_vjp() -> None:
             assert summary.startswith(f"TorchLean tape calls ATen's own `{capsule.op.label}` backward kernel")
         else:
             assert "evaluated with torch CPU kernels" in summary
+
+
+def _differentiable(x: Array) -> bool:
+    """A float input gets a gradient; a mask (bool) or an index (int64) does not."""
+    return bool(np.issubdtype(x.dtype, np.floating))
 
 
 def _cotangent(rng: np.random.Generator, out: Array) -> Array:
@@ -225,6 +235,10 @@ TORCH: dict[str, TorchFn] = {
     "reshape": lambda x, *, shape: x.reshape(shape),
     "permute": lambda x, *, perm: x.permute(perm),
     "broadcast": lambda x, *, shape: x.expand(shape),
+    "slice": lambda x, *, starts, stops, steps=None: x[
+        tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps or [1] * x.dim(), strict=True))
+    ],
+    "gather": lambda x, index, *, axis: torch.gather(x, axis, index),
     "layer_norm": lambda x, w, b, *, normalized_ndim, eps: F.layer_norm(
         x, x.shape[x.dim() - normalized_ndim :], w, b, eps
     ),
@@ -245,7 +259,7 @@ def test_vjp_matches_torch_autograd_in_float64(case_id: str, op: BackendOp, buil
     rng = np.random.default_rng(300 + len(case_id))
     inputs, params = build(rng, np.float64)
     leaves = [
-        None if x is None else torch.tensor(x, requires_grad=x.dtype != np.bool_ and x.size > 0)
+        None if x is None else torch.tensor(x, requires_grad=_differentiable(x) and x.size > 0)
         for x in inputs
     ]
     with torch.enable_grad():
@@ -365,6 +379,117 @@ def test_special_values_in_gradients_like_the_reference(label: str, dtype: type)
     assert_close(mine, theirs, 8 * float(np.finfo(dtype).eps), label)
 
 
+# --------------------------------------------------------------------------- slice and gather
+
+
+def _same_bits(got: Array | None, want: Array | None) -> None:
+    """Equal shape, dtype and bytes: -0.0 is not +0.0 and a NaN keeps its payload."""
+    assert got is not None and want is not None
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+_PAYLOAD_NAN = np.array([0x7FF8_0000_0000_1234], np.uint64).view(np.float64)[0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_slice_vjp_is_bit_identical_to_the_reference(dtype: type) -> None:
+    """The cotangent is copied, never added: NaN payloads, -0.0 and infinities reach the sliced
+    positions as they are, and every other position is +0.0, as the reference's."""
+    x = normal(np.random.default_rng(21), dtype, 5, 6)
+    bounds = {"starts": (1, 0), "stops": (5, 6), "steps": (2, 4)}
+    out = reference.slice(x, **bounds)
+    g = np.array([[_PAYLOAD_NAN, -0.0], [np.inf, -np.inf]], dtype=dtype)
+    (mine,) = aten.slice_vjp(g, x, out=out, **bounds)
+    (theirs,) = reference.slice_vjp(g, x, out=out, **bounds)
+    _same_bits(mine, theirs)
+    assert mine is not None and np.signbit(mine[1, 4]) and not np.signbit(mine[0, 1])
+    want = np.zeros((5, 6), dtype)
+    want[1:5:2, 0:6:4] = g
+    _same_bits(mine, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_gather_vjp_without_repeated_indices_is_bit_identical_to_the_reference(dtype: type) -> None:
+    rng = np.random.default_rng(22)
+    x = normal(rng, dtype, 4, 3)
+    index = np.argsort(rng.random((4, 3)), axis=0).astype(np.int64)  # a permutation per column
+    out = reference.gather(x, index, axis=0)
+    g = normal(rng, dtype, 4, 3)
+    g[0, 0], g[1, 1], g[2, 2] = _PAYLOAD_NAN, np.inf, -0.0
+    mine = aten.gather_vjp(g, x, index, out=out, axis=0)
+    theirs = reference.gather_vjp(g, x, index, out=out, axis=0)
+    assert mine[1] is None and theirs[1] is None
+    _same_bits(mine[0], theirs[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_gather_vjp_adds_the_cotangents_of_repeated_indices_by_hand(dtype: type) -> None:
+    """An embedding's lookup (ids 2, 0, 2, 2 of a 3-row table) and an axis-1 gather: a row or
+    entry read k times gets the sum of its k cotangents (integers: exact in any order); a row
+    never read gets +0."""
+    table = np.zeros((3, 2), dtype)
+    index = np.repeat(np.array([2, 0, 2, 2])[:, None], 2, axis=1)
+    g = np.array([[1.0, 10.0], [2.0, 20.0], [4.0, 40.0], [8.0, 80.0]], dtype)
+    out = aten.gather(table, index, axis=0)
+    grad, none = aten.gather_vjp(g, table, index, out=out, axis=0)
+    assert none is None and grad is not None and grad.dtype == dtype
+    np.testing.assert_array_equal(grad, [[2.0, 20.0], [0.0, 0.0], [13.0, 130.0]])
+    assert not np.signbit(grad[1]).any()
+    x = np.zeros((2, 4), dtype)
+    index = np.array([[3, 3, 3], [0, 1, 0]])
+    g = np.array([[1.0, 2.0, 4.0], [16.0, 32.0, 64.0]], dtype)
+    grad, _ = aten.gather_vjp(g, x, index, out=aten.gather(x, index, axis=1), axis=1)
+    np.testing.assert_array_equal(grad, [[0.0, 0.0, 0.0, 7.0], [80.0, 32.0, 0.0, 0.0]])
+
+
+def test_gather_vjp_of_repeated_indices_matches_torch_autograd_and_the_reference_left_fold() -> None:
+    """Many repeats of non-integer cotangents, where the order of the additions shows in the
+    last bits: aten agrees with torch autograd of ``torch.gather`` (float64) and with the
+    reference's left fold to rounding, not necessarily bit for bit (implementation-defined)."""
+    rng = np.random.default_rng(23)
+    x = normal(rng, np.float64, 3, 5)
+    index = rng.integers(0, 3, size=(400, 5), dtype=np.int64)
+    g = normal(rng, np.float64, 400, 5) * 1e3
+    out = aten.gather(x, index, axis=0)
+    (mine, _) = aten.gather_vjp(g, x, index, out=out, axis=0)
+    (theirs, _) = reference.gather_vjp(g, x, index, out=out, axis=0)
+    leaf = torch.tensor(x, requires_grad=True)
+    with torch.enable_grad():
+        (want,) = torch.autograd.grad(
+            torch.gather(leaf, 0, torch.from_numpy(index)), leaf, torch.from_numpy(g)
+        )
+    assert mine is not None and theirs is not None
+    assert_close(mine, want.numpy(), 1e-12, "gather VJP vs torch autograd")
+    assert_close(mine, theirs, 1e-12, "gather VJP vs the reference")
+    by_hand = np.array([[math.fsum(g[index[:, c] == r, c]) for c in range(5)] for r in range(3)])
+    assert_close(mine, by_hand, 1e-12, "gather VJP vs an exactly rounded sum")
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data())
+def test_slice_and_gather_vjps_property_match_the_reference(shape: list[int], data: st.DataObject) -> None:
+    rng = np.random.default_rng(sum(shape) * 3 + len(shape))
+    x = normal(rng, np.float64, *shape)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    index_shape = [data.draw(st.integers(0, s)) for s in shape]
+    index_shape[axis] = data.draw(st.integers(0, 6)) if shape[axis] else 0
+    index = rng.integers(0, max(shape[axis], 1), size=index_shape, dtype=np.int64)
+    out = reference.gather(x, index, axis=axis)
+    g = _cotangent(rng, out)
+    mine = aten.gather_vjp(g, x, index, out=out, axis=axis)
+    theirs = reference.gather_vjp(g, x, index, out=out, axis=axis)
+    assert mine[1] is None and mine[0] is not None and theirs[0] is not None
+    assert_close(mine[0], theirs[0], 1e-12, "gather VJP")
+    _assert_fresh(tuple(mine), g, out, x, index)
+    starts = [data.draw(st.integers(0, s)) for s in shape]
+    stops = [data.draw(st.integers(a, s)) for a, s in zip(starts, shape, strict=True)]
+    bounds = {"starts": starts, "stops": stops, "steps": [data.draw(st.integers(1, 3)) for _ in shape]}
+    out = reference.slice(x, **bounds)
+    g = _cotangent(rng, out)
+    _same_bits(aten.slice_vjp(g, x, out=out, **bounds)[0], reference.slice_vjp(g, x, out=out, **bounds)[0])
+
+
 # ------------------------------------------------------------------------------------ guards
 
 
@@ -417,7 +542,7 @@ def test_named_guards_run_on_the_vjp_path(
 def _tape_gradients(
     profile: str, op: BackendOp, inputs: Inputs, params: dict[str, Any], seed: int
 ) -> tuple[Array, list[Array | None], str]:
-    tensors = [None if x is None else tl.tensor(x, requires_grad=x.dtype != np.bool_) for x in inputs]
+    tensors = [None if x is None else tl.tensor(x, requires_grad=_differentiable(x)) for x in inputs]
     with tl.session(profile) as s:
         out = run_op(op, tensors, params)
         cotangent = np.asarray(np.random.default_rng(seed).standard_normal(out.shape))

@@ -1,27 +1,29 @@
 """Contraction, normalisation, reduction, view and attention kernels of the ``aten`` provider.
 
 Forwards and VJPs of matmul, linear, mse_loss, log_softmax, softmax, reduce_sum, reduce_mean,
-reshape, permute, broadcast and scaled_dot_product_attention, evaluated with torch CPU kernels on
-TorchLean's numpy storage (the pointwise ops are in ``aten/pointwise.py``, the channel-first ops
-in ``aten/spatial.py``). Each has the signature, the guard and the rule of the reference kernel of
-the same label (:mod:`torchlean.backend.providers.reference.kernels`):
+reshape, permute, broadcast, slice, gather and scaled_dot_product_attention, evaluated with torch
+CPU kernels on TorchLean's numpy storage (the pointwise ops are in ``aten/pointwise.py``, the
+channel-first ops in ``aten/spatial.py``). Each has the signature, the guard and the rule of the
+reference kernel of the same label (:mod:`torchlean.backend.providers.reference.kernels`):
 
 1. ``<op>(*inputs, **params)`` calls the reference guard ``reference.guards.check_<op>`` (same
    refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
    torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
    C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion; ``reshape``, ``permute`` and ``broadcast`` also move int64 and bool data) and returns the
-   torch result as a numpy array without a copy. Every result is freshly allocated and aliases
-   no input, ``reshape``, ``permute`` and ``broadcast`` included (torch would return views there;
-   the reference and native-cuda providers copy, and a program's values must not depend on the
-   profile it runs under — e.g. through an in-place write).
+   promotion; ``reshape``, ``permute``, ``broadcast`` and ``slice`` also move int64 and bool data,
+   ``gather`` reads an int64 index) and returns the torch result as a numpy array without a copy.
+   Every result is freshly allocated and aliases no input, ``reshape``, ``permute``,
+   ``broadcast`` and ``slice`` included (torch would return views there; the reference and
+   native-cuda providers copy, and a program's values must not depend on the profile it runs
+   under — e.g. through an in-place write).
 2. ``<op>_vjp(g, *inputs, out, **params)`` runs the same guard, checks ``g`` and ``out`` as the
    reference VJP does, and evaluates TorchLean's backward rule (the reference's) with torch
    kernels inside it: matmul ``g @ b^T``, ``a^T @ g`` by ``torch.matmul``; softmax and log-softmax
    by ``torch._softmax_backward_data`` / ``_log_softmax_backward_data`` (the same formulas); sums
-   over broadcast or reduced axes by ``torch.sum``. One cotangent per input (``None`` for a mask
-   or an absent bias), reduced to that input's shape and dtype, each a fresh C-contiguous array
-   that aliases no input, no ``g`` and no other cotangent.
+   over broadcast or reduced axes by ``torch.sum``; gather's scatter-add of the cotangent by
+   ``Tensor.scatter_add_``. One cotangent per input (``None`` for a mask, an index or an absent
+   bias), reduced to that input's shape and dtype, each a fresh C-contiguous array that aliases
+   no input, no ``g`` and no other cotangent.
 
 torch autograd never records: operands come from ``torch.from_numpy`` and never require a
 gradient. Reductions and contractions run in whatever order torch's CPU kernels choose (BLAS,
@@ -33,6 +35,7 @@ attention keeps the hard-mask rules of DESIGN.md §1.9 in value and gradient.
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = [
     "broadcast",
     "broadcast_vjp",
+    "gather",
+    "gather_vjp",
     "linear",
     "linear_vjp",
     "log_softmax",
@@ -67,6 +72,8 @@ __all__ = [
     "reshape_vjp",
     "scaled_dot_product_attention",
     "scaled_dot_product_attention_vjp",
+    "slice",
+    "slice_vjp",
     "softmax",
     "softmax_vjp",
 ]
@@ -344,6 +351,81 @@ def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Gr
     (tg,) = aten_guards.check_aten_layout("broadcast", g)
     reduced = reduce_to(tg, x.shape)
     return (host(reduced.clone() if reduced is tg else reduced),)
+
+
+def _slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[builtins.slice, ...]:
+    return tuple(builtins.slice(start, stop, step) for start, stop, step in bounds)
+
+
+def slice(
+    x: Array,
+    *,
+    starts: Sequence[int],
+    stops: Sequence[int],  # the op label is `slice`
+    steps: Sequence[int] | None = None,
+) -> Array:
+    """``x[start0:stop0:step0, start1:stop1:step1, ...]`` by torch basic slicing, one bound per
+    axis with ``0 <= start <= stop <= extent`` and ``step >= 1`` (default 1), copied: a fresh
+    array, as the reference's (guard ``check_slice``). float32, float64, int64 or bool ``x``
+    (torch would return a view); a rank-0 ``x`` (no bounds) gives a rank-0 copy. No arithmetic:
+    the elements are the reference's bit for bit."""
+    import torch
+
+    bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
+    (tx,) = aten_guards.check_aten_layout("slice", x, int64=True)
+    return host(tx[_slice_index(bounds)].clone(memory_format=torch.contiguous_format))
+
+
+def slice_vjp(
+    g: Array,
+    x: Array,
+    *,
+    out: Array,
+    starts: Sequence[int],
+    stops: Sequence[int],
+    steps: Sequence[int] | None = None,
+) -> Grads:
+    """VJP of :func:`slice`: ``g`` copied into torch zeros of ``x.shape`` at the sliced positions
+    (distinct positions: nothing is summed); every other entry is +0."""
+    import torch
+
+    bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
+    sliced = tuple(len(range(start, stop, step)) for start, stop, step in bounds)
+    check_vjp("slice", g, out, sliced, x.dtype)
+    (tg,) = aten_guards.check_aten_layout("slice", g)
+    grad = torch.zeros(tuple(x.shape), dtype=tg.dtype)
+    grad[_slice_index(bounds)] = tg
+    return (host(grad),)
+
+
+def gather(x: Array, index: Array, *, axis: int) -> Array:
+    """``torch.gather(x, axis, index)``: ``out[i][j][k] = x[i][index[i][j][k]][k]`` (axis 1).
+
+    ``x`` float32 or float64 of rank >= 1; ``index`` int64 of ``x``'s rank with
+    ``index.shape[d] <= x.shape[d]`` for ``d != axis`` and values in ``[0, x.shape[axis])``; the
+    output has ``index``'s shape and ``x``'s dtype (guard ``check_gather``: the reference's
+    refusals and messages). A selection, no arithmetic: bit for bit the reference's.
+    """
+    import torch
+
+    guards.check_gather(x, index, axis=axis)
+    tx, tindex = aten_guards.check_aten_layout("gather", x, index, int64=True)
+    return host(torch.gather(tx, int(axis) % x.ndim, tindex))
+
+
+def gather_vjp(g: Array, x: Array, index: Array, *, out: Array, axis: int) -> Grads:
+    """VJP of :func:`gather`: ``(zeros(x.shape).scatter_add_(axis, index, g), None)``, torch's own
+    ``gather_backward`` (dense). Repeated indices add their cotangents in the order torch's CPU
+    ``scatter_add_`` kernel chooses: the capsule declares it implementation-defined (the
+    reference adds them in index order; a target that no index reaches gets +0)."""
+    import torch
+
+    shape = guards.check_gather(x, index, axis=axis)
+    check_vjp("gather", g, out, shape, x.dtype)
+    tg, tindex = aten_guards.check_aten_layout("gather", g, index, int64=True)
+    grad = torch.zeros(tuple(x.shape), dtype=tg.dtype)
+    grad.scatter_add_(int(axis) % x.ndim, tindex, tg)
+    return host(grad), None
 
 
 # ==================================================================================== attention
