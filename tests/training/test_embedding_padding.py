@@ -243,6 +243,23 @@ def test_typed_graph_trains_a_padding_row_bit_for_bit_as_eagerly(padding_idx, dt
     assert trainers[1].evaluate(ids, labels) == trainers[0].evaluate(ids, labels)
 
 
+@pytest.mark.parametrize("mode", ["eager", "typed-graph"])
+def test_fast_cpu_runs_a_padding_lookup_on_aten_but_its_concat(mode):
+    """Under ``fast_cpu`` a padding_idx embedding's gathers run on ``aten.gather``; training's
+    ``concat`` (the table and its detached copy) has no aten capsule and runs on
+    ``reference.concat``, the one fallback besides dropout's masks (README, Profiles)."""
+    rng = np.random.default_rng(8)
+    ids = rng.integers(0, V, size=(10, TOKENS))
+    ids[:4, 0] = 2  # some minibatches hold the padding id
+    trainer = Trainer(_layer(2), objective="cross-entropy", seed=3, input_shape=(TOKENS,),
+                      config=RunConfig(optim.adam(0.05), execution=mode, profile="fast_cpu"))
+    trainer.fit(ids, rng.integers(0, CLASSES, size=10), epochs=1, batch_size=5)
+    by_op = {kernel.op.label: kernel.capsule.name for kernel in trainer.selected}
+    assert by_op["gather"] == "aten.gather"
+    assert by_op["concat"] == "reference.concat"
+    assert {name for name in by_op.values() if not name.startswith("aten.")} == {"reference.concat"}
+
+
 def test_typed_graph_padding_lookup_gathers_from_the_table_and_its_detached_copy():
     """The training lowering: concat [table, detach table], an index sending the padding ids to
     row id + V, values the table's rows exactly (numpy indexing); evaluation lowers the plain

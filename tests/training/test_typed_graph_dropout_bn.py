@@ -551,6 +551,43 @@ def test_embedding_models_train_and_predict_as_eagerly(name: str, dtype: str, pr
     assert "gather" in names
 
 
+_WITH_DROPOUT = {"mlp_dropout", "dropout_and_bn", "conv_bn2d_dropout", "embedding_dropout_bn"}
+_WITH_BATCH_NORM = {name for name in MODELS if "bn" in name} | {"embedding_dropout_bn"}
+
+
+@pytest.mark.parametrize("mode", ["eager", "typed-graph"])
+@pytest.mark.parametrize("name", [*MODELS, *EMBEDDING_MODELS])
+def test_fast_cpu_runs_every_op_on_aten_but_the_dropout_masks(name: str, mode: str) -> None:
+    """review30 F1: a ``fast_cpu`` trainer (fit, predict, evaluate) lists an ``aten.*`` capsule for
+    every op it ran but dropout's ``bernoulli_mask``: batch norm's running-statistics update
+    (``aten.slice`` first) and embedding lookups (``aten.gather``) included, eagerly and as a
+    typed graph. (An embedding with a ``padding_idx`` adds ``reference.concat`` in training:
+    tests/training/test_embedding_padding.py.)"""
+    if name in MODELS:
+        layer, shape, outputs = MODELS[name]
+        x, y = _data(shape, outputs)
+        objective, batch_size = "mse", 5
+    else:
+        layer, tokens, vocabulary = EMBEDDING_MODELS[name]
+        rng = np.random.default_rng(5)
+        shape = (tokens,)
+        x = rng.integers(0, vocabulary, size=(11, tokens))
+        y = rng.integers(0, vocabulary, size=(11, tokens)) if name == "language_model" else np.arange(11) % 3
+        objective, batch_size = "cross-entropy", 4
+    config = RunConfig(optim.adam(0.02), execution=mode, profile="fast_cpu")
+    trainer = Trainer(layer(), objective=objective, config=config, seed=7, input_shape=shape)
+    trainer.fit(x, y, epochs=1, batch_size=batch_size)
+    trainer.predict(x)
+    trainer.evaluate(x, y)
+    names = {kernel.capsule.name for kernel in trainer.selected}
+    fallbacks = {n for n in names if not n.startswith("aten.")}
+    assert fallbacks == ({"reference.bernoulli_mask"} if name in _WITH_DROPOUT else set()), names
+    assert ("aten.slice" in names) == (name in _WITH_BATCH_NORM)
+    assert ("aten.gather" in names) == (name in EMBEDDING_MODELS)
+    assert all(kernel.capsule.name == f"aten.{kernel.op.label}" for kernel in trainer.selected
+               if kernel.op.label != "bernoulli_mask")
+
+
 def test_embedding_lowering_gathers_by_an_index_input() -> None:
     from torchlean.nn.lowering import EmbeddingIndex
 
