@@ -1159,8 +1159,10 @@ def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor, padding_idx: int | No
 
     Records ``gather`` along axis 0 of the weight (with the ids as a ``(n, D)`` index, made by
     numpy and carrying no gradient) and ``reshape``; the gradient of ``weight`` is ``gather``'s
-    VJP, ``scatter_add``: an id used several times receives the sum of its rows' gradients, in
-    index order, as torch's dense embedding backward.
+    VJP, ``scatter_add``: an id used several times receives the sum of its rows' gradients, as
+    torch's dense embedding backward, added in index order by ``reference.gather`` (``fixed-left``)
+    and in the order of torch's ``scatter_add_`` by ``aten.gather`` (``fast_cpu``; declared
+    ``implementation-defined``).
 
     ``padding_idx`` (torch's ``padding_idx``; ``None``, the default, for none) is a row of the
     table, an int in ``[-V, V)``, a negative one counting from the end (``-1`` is row ``V - 1``).

@@ -24,8 +24,11 @@ Two training-mode layers lower to graphs that need their caller:
   training, a ``padding_idx`` lowers to ``gather 0`` of ``concat [table, detach table]``, the
   index sending each id equal to the padding row to its detached copy (row ``id + V``): the
   values are the table's rows exactly and the padding positions send no gradient, the other
-  positions' gradients summed in index order, so weights and gradients are eager's (whose
-  lookup splits the ids instead, an op sequence that depends on the ids).
+  positions' gradients summed by the gather VJP in index order (``reference.gather``; under
+  ``fast_cpu``, ``aten.gather``'s torch ``scatter_add_``, whose order is implementation-defined:
+  tests/training/test_embedding_padding.py checks the bits against eager's), so weights and
+  gradients are eager's (whose lookup splits the ids instead, an op sequence that depends on the
+  ids).
 * batch norm lowers to ``batch_norm_train`` (batch statistics; affine payload); the running
   statistics' update is recorded as a :class:`RunningUpdate` (the node whose value is the batch
   norm input, the buffers, the momentum), which the caller applies as
