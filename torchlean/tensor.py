@@ -439,6 +439,33 @@ class Tensor:
             t._produced_at = t._version.value
         return t
 
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        """The slots to pickle or copy, without :attr:`produced_by`'s kernel: an
+        ``AcceptedKernel`` is never pickled (it is minted by the gate of this process), so an
+        unpickled tensor has none; :meth:`__copy__` and :meth:`__deepcopy__` keep it."""
+        state = {name: getattr(self, name) for name in Tensor.__slots__ if name != "__weakref__"}
+        state["_producer"], state["_produced_at"] = None, 0
+        return None, state
+
+    def __copy__(self) -> Tensor:
+        """``copy.copy``: a tensor sharing this one's storage, version counter and tape node (the
+        default for the slots) and keeping :attr:`produced_by`."""
+        clone = Tensor.__new__(Tensor)
+        for name, value in self.__getstate__()[1].items():
+            setattr(clone, name, value)
+        return clone._keep_producer(self)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Tensor:
+        """``copy.deepcopy``: the slots deep-copied (the default), keeping :attr:`produced_by`
+        (the same values, computed by the same kernel, which is not copied)."""
+        import copy
+
+        clone = Tensor.__new__(Tensor)
+        memo[id(self)] = clone
+        for name, value in copy.deepcopy(self.__getstate__()[1], memo).items():
+            setattr(clone, name, value)
+        return clone._keep_producer(self)
+
     def _keep_producer(self, source: Tensor) -> Tensor:
         """Give this tensor ``source``'s :attr:`produced_by` (a copy or view of its values)."""
         producer = source.produced_by
@@ -674,9 +701,12 @@ class Tensor:
         """A read-only view of the storage (no copy; later in-place writes show through); for a
         CUDA tensor, a read-only host copy."""
         data = self._data
-        view = data.view() if isinstance(data, np.ndarray) else storage.to_host(data)
-        view.flags.writeable = False
-        return view
+        if isinstance(data, np.ndarray):  # on a read-only buffer: flags.writeable cannot be set again
+            view: Array = np.asarray(data.data.toreadonly())
+            return view
+        host = storage.to_host(data)
+        host.flags.writeable = False
+        return host
 
     def to_torch(self) -> torch.Tensor:
         """A new ``torch.Tensor`` on this tensor's device (same dtype, a copy, not requiring grad)."""

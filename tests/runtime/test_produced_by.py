@@ -8,6 +8,9 @@ storage rules of in-place writes (a write by anything but a kernel result makes 
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -122,3 +125,38 @@ def test_a_backward_in_another_session_runs_the_recorded_kernels_vjps() -> None:
     assert y.produced_by.audit().vjp_mode.label == "torchlean-tape"
     assert x.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]), rtol=1e-15)
+
+
+def test_copies_keep_it_and_pickling_drops_it() -> None:
+    """copy.copy and copy.deepcopy keep the kernel (same values; the sealed kernel itself is not
+    copied); a pickled tensor arrives without one (kernels are minted per process) but with its
+    values (review31 F1: the sealed kernel made both fail)."""
+    with tl.session("checked_cpu") as session:
+        x = tl.tensor(np.arange(3.0), requires_grad=True)
+        recorded = tl.exp(x)
+        plain = tl.exp(x.detach())
+    exp = _selected(session, "exp")
+    for tensor in (recorded, plain):
+        for clone in (copy.copy(tensor), copy.deepcopy(tensor)):
+            assert clone is not tensor and clone.produced_by is exp
+            np.testing.assert_array_equal(clone.numpy(), np.exp(np.arange(3.0)))
+    deep = copy.deepcopy(plain)
+    with tl.no_grad():
+        deep.zero_()  # its own storage: the original keeps its values and its kernel
+    assert deep.produced_by is None and plain.produced_by is exp
+    unpickled = pickle.loads(pickle.dumps(plain))
+    assert unpickled.produced_by is None and plain.produced_by is exp
+    np.testing.assert_array_equal(unpickled.numpy(), plain.numpy())
+
+
+def test_numpy_views_cannot_be_made_writable_behind_its_back() -> None:
+    """numpy() is a view on a read-only buffer: numpy refuses flags.writeable = True on it, so the
+    values cannot change while produced_by still names the kernel (review31 F2)."""
+    with tl.session("checked_cpu"):
+        y = tl.exp(tl.tensor(np.arange(6.0).reshape(2, 3)))
+    for view in (y.numpy(), y.numpy()[:, ::2], y.numpy().T):
+        assert not view.flags.writeable
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            view.flags.writeable = True
+    assert np.shares_memory(y.numpy(), y.numpy())  # still a view, no copy
+    assert y.produced_by is not None
