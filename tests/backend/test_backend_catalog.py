@@ -289,12 +289,12 @@ def test_backend_and_capsule_data_import_neither_numpy_nor_torch() -> None:
     assert done.stdout.strip() == ""
 
 
-# By hand, from the aten module docstring: the unary pointwise ops, reshape, permute and slice
-# reduce nothing; every other aten op sums in its forward or VJP (the binary pointwise ops max/min
+# By hand, from the aten module docstring: the unary pointwise ops, reshape, permute, concat and
+# slice reduce nothing; every other aten op sums in its forward or VJP (the binary pointwise ops max/min
 # too: their VJP sums the cotangent over broadcast axes; gather's VJP adds repeated indices).
 ATEN_NO_REDUCTION = {
     "relu", "gelu", "scale", "abs", "sqrt", "clamp", "sigmoid", "tanh", "softplus", "exp", "log",
-    "sin", "cos", "inv", "safe_log", "reshape", "permute", "slice",
+    "sin", "cos", "inv", "safe_log", "reshape", "permute", "concat", "slice",
 }  # fmt: skip
 
 # The aten VJPs that are ATen's own backward kernel, each with the kernel its VJP function calls.
@@ -313,7 +313,7 @@ ATEN_OWN_BACKWARD = {
 def test_aten_reduction_claims_follow_what_each_op_sums() -> None:
     from torchlean.backend.providers.aten import capsules as aten
 
-    assert len(aten.CAPSULES) == 39
+    assert len(aten.CAPSULES) == 40
     for capsule in aten.CAPSULES:
         sums = capsule.op.label not in ATEN_NO_REDUCTION
         want = ReductionPolicy.IMPLEMENTATION_DEFINED if sums else ReductionPolicy.NOT_APPLICABLE

@@ -286,13 +286,16 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
-@pytest.mark.parametrize(("label", "reduction"), [("gather", "implementation-defined"), ("slice", "n/a")])
+@pytest.mark.parametrize(
+    ("label", "reduction"), [("gather", "implementation-defined"), ("slice", "n/a"), ("concat", "n/a")]
+)
 def test_fast_cpu_runs_embedding_lookups_and_slices_on_aten(
     capsys: pytest.CaptureFixture[str], label: str, reduction: str
 ) -> None:
-    """review30 F1: ``gather`` (embeddings) and ``slice`` (batch norm's running statistics) have
-    aten capsules, which fast_cpu selects over the admissible reference ones; the catalog and the
-    fast_cpu listing show them with their reduction claim."""
+    """review30 F1: ``gather`` (embeddings), ``slice`` (batch norm's running statistics) and
+    ``concat`` (``tl.concat``; a ``padding_idx`` embedding's training lookup) have aten capsules,
+    which fast_cpu selects over the admissible reference ones; the catalog and the fast_cpu
+    listing show them with their reduction claim."""
     status, out, _ = run(capsys, "explain", "--profile", "fast_cpu", label)
     assert status == 0
     assert out.splitlines() == [
@@ -311,14 +314,14 @@ def test_fast_cpu_runs_embedding_lookups_and_slices_on_aten(
         assert row[:8] == [
             f"aten.{label}", "aten", label, "aten", "cpu", "checked", "torchlean-tape", reduction,
         ]  # fmt: skip
-    assert out.splitlines()[0].endswith(": 84 capsules")  # fast_cpu: 45 reference + 39 aten
+    assert out.splitlines()[0].endswith(": 85 capsules")  # fast_cpu: 45 reference + 40 aten
 
 
 def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "capsules")
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "catalog: 134 capsules"  # 93 maintained + 2 libtorch + 39 aten
+    assert lines[0] == "catalog: 135 capsules"  # 93 maintained + 2 libtorch + 40 aten
     assert lines[1].split() == [
         "capsule", "module", "op", "provider", "device", "trust", "vjp", "reduction", "value", "evidence",
     ]  # fmt: skip

@@ -73,6 +73,21 @@ def _embedding_lookup(rows: int, width: int, ids: tuple[int, ...]) -> Builder:
     return lambda r, t: ((normal(r, t, rows, width), index.copy()), {"axis": 0})
 
 
+def _concat(*shapes: tuple[int, ...], axis: int) -> Builder:
+    """Float operands of ``shapes`` (one rank; equal extents off ``axis``) for ``concat``."""
+    return lambda r, t: (tuple(normal(r, t, *shape) for shape in shapes), {"axis": axis})
+
+
+def _concat_same(shape: tuple[int, ...], *, axis: int) -> Builder:
+    """``concat([x, x])``: one array passed twice (each operand gets its own cotangent)."""
+
+    def build(r: np.random.Generator, t: type) -> tuple[Inputs, dict[str, Any]]:
+        x = normal(r, t, *shape)
+        return (x, x), {"axis": axis}
+
+    return build
+
+
 _n = normal
 
 # One row per case: (id, op label, builder). Builders give the kernel-convention inputs and params.
@@ -137,6 +152,15 @@ CASE_ROWS: list[tuple[str, str, Builder]] = [
     ("permute-identity", "permute", _unary(normal, 2, 3, perm=(0, -1))),
     ("broadcast", "broadcast", _unary(normal, 3, 1, shape=(2, 3, 4))),
     ("broadcast-identity", "broadcast", _unary(normal, 2, 3, shape=(2, 3))),
+    ("concat-several-axis0", "concat", _concat((2, 3), (4, 3), (1, 3), axis=0)),
+    ("concat-negative-last-axis", "concat", _concat((2, 3, 1), (2, 3, 4), axis=-1)),
+    ("concat-middle-axis", "concat", _concat((2, 1, 3), (2, 2, 3), (2, 3, 3), (2, 1, 3), axis=1)),
+    ("concat-one-operand", "concat", _concat((3, 4), axis=1)),
+    ("concat-zero-size-operands", "concat", _concat((0, 3), (2, 3), (0, 3), axis=0)),
+    ("concat-all-zero-size", "concat", _concat((2, 0), (2, 0), axis=1)),
+    ("concat-empty-off-axis", "concat", _concat((0, 2), (0, 3), axis=1)),
+    ("concat-rank1", "concat", _concat((1,), (5,), axis=0)),
+    ("concat-same-array-twice", "concat", _concat_same((3, 2), axis=0)),
     ("slice-steps", "slice", _unary(normal, 5, 4, 3, starts=(1, 0, 0), stops=(5, 4, 2), steps=(2, 3, 1))),
     ("slice-batch-norm-first", "slice", _unary(normal, 4, 3, 2, starts=(0, 0, 0), stops=(1, 3, 1))),
     ("slice-zero-size", "slice", _unary(normal, 3, 4, starts=(3, 2), stops=(3, 4))),

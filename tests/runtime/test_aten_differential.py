@@ -1,18 +1,20 @@
 """The ``aten`` forwards (torch CPU kernels) against the ``reference`` forwards, op by op.
 
-This is the value evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 39 ops
+This is the value evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 40 ops
 (the cases of ``aten_cases.py``, checked below to cover ``ATEN_OPS`` exactly):
 
 * the aten forward equals the reference forward (numpy left folds, an implementation independent
   of torch) to 1e-10 relative in float64 and 1e-5 in float32 (max-norm, relative to the largest
   reference entry), NaN at the same places, with the same shape and dtype (float32 stays
   float32), in a C-contiguous array; the inputs are never written;
-* no result aliases an input, ``reshape``/``permute``/``broadcast`` included (they copy, as the
+* no result aliases an input, ``reshape``/``permute``/``broadcast``/``concat``/``slice`` included
+  (they copy, as the
   reference and native-cuda kernels do), so an in-place write gives the same values under
   ``fast_cpu`` as under ``checked_cpu``;
-* IEEE-exact elementwise ops and data movement (``slice`` and ``gather`` included: selections
-  bit for bit, duplicate indices, zero-size and one-element inputs, int64 and bool data moved by
-  ``slice``) are bit-identical to the reference, special values
+* IEEE-exact elementwise ops and data movement (``concat``, ``slice`` and ``gather`` included:
+  copies and selections bit for bit, one or several operands, zero-size operands, one array
+  passed twice, duplicate indices, zero-size and one-element inputs, int64 and bool data moved
+  by ``concat`` and ``slice``) are bit-identical to the reference, special values
   (NaN, +-inf, +-0) propagate as in the reference, zero-size, one-element and rank-0 inputs work;
 * the shape guards refuse bad input with the reference's GuardError and message, and the named
   guards (shape and layout) run on every kernel path;
@@ -64,8 +66,8 @@ COVERED_LABELS = (
     "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
     "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",
     "safe_log", "log_softmax", "softmax", "reduce_sum", "reduce_mean", "reshape", "permute",
-    "broadcast", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
-    "avg_pool", "scaled_dot_product_attention",
+    "broadcast", "concat", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose",
+    "max_pool", "avg_pool", "scaled_dot_product_attention",
 )  # fmt: skip
 
 
@@ -100,7 +102,7 @@ def test_forward_matches_reference(case_id: str, op: BackendOp, build: Builder, 
 
 BIT_EXACT = [c for c in CASES if c[1].label in {
     "add", "sub", "mul", "scale", "abs", "clamp", "max", "min", "relu", "inv",
-    "reshape", "permute", "broadcast", "slice", "gather", "max_pool",
+    "reshape", "permute", "broadcast", "concat", "slice", "gather", "max_pool",
 }]  # fmt: skip
 
 
@@ -265,6 +267,7 @@ BAD_CALLS: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ("reshape", "kernels", (np.ones((2, 3)),), {"shape": (4, 2)}),
     ("permute", "kernels", (np.ones((2, 3)),), {"perm": (0, 0)}),
     ("broadcast", "kernels", (np.ones(3),), {"shape": (4,)}),
+    ("concat", "kernels", (np.ones((2, 3)), np.ones((2, 4))), {"axis": 0}),
     ("slice", "kernels", (np.ones((2, 3)),), {"starts": (0, 2), "stops": (2, 1)}),
     ("gather", "kernels", (np.ones((3, 2)), np.array([[0, 3]])), {"axis": 0}),
     ("layer_norm", "spatial", (np.ones((2, 3)), np.ones(2), None), {}),
@@ -449,6 +452,166 @@ def test_gather_and_slice_property_bit_identical_to_the_reference(
     _same_bits(aten.slice(x, **bounds), reference.slice(x, **bounds))
 
 
+# ---------------------------------------------------------------------------------- concat
+
+CONCAT_REFUSALS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {"axis": 0}),  # no operands
+    ((np.ones((2, 3)), np.ones((1, 3), np.float32)), {"axis": 0}),  # float64 with float32
+    ((np.ones((2, 3), np.float32), np.ones((1, 3))), {"axis": 0}),
+    ((np.ones((2, 3)), np.ones((1, 3), np.int64)), {"axis": 0}),  # float64 with int64
+    ((np.ones((2, 3), np.int64), np.ones((1, 3), bool)), {"axis": 0}),  # int64 with bool
+    ((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3), np.float32)), {"axis": 1}),  # the third
+    ((np.ones((2, 3)), np.ones(3)), {"axis": 0}),  # rank mismatch
+    ((np.ones((2, 3)), np.ones((2, 4))), {"axis": 0}),  # extents differ off the axis
+    ((np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((3, 5, 4))), {"axis": 1}),
+    ((np.ones((2, 3)), np.ones((2, 3))), {"axis": 2}),  # axis = rank
+    ((np.ones((2, 3)), np.ones((2, 3))), {"axis": -3}),
+    ((np.ones((2, 3)),), {"axis": 5}),  # one operand, axis out of range
+    ((np.ones((2, 3)), np.ones((2, 3))), {"axis": 0.0}),  # GuardTypeError
+    ((np.ones((2, 3)), np.ones((2, 3))), {"axis": True}),  # GuardTypeError
+    ((np.ones((2, 3)), np.ones((2, 3))), {"axis": None}),  # GuardTypeError
+    ((np.array(1.0), np.array(2.0)), {"axis": 0}),  # rank 0
+    ((np.ones(3, np.float16), np.ones(3, np.float16)), {"axis": 0}),
+    ((np.ones(3, np.complex128),), {"axis": 0}),
+    ((np.ones(3, np.int32), np.ones(3, np.int32)), {"axis": 0}),
+    ((_BYTE_SWAPPED, _BYTE_SWAPPED), {"axis": 0}),
+    ((np.ones((2, 3)), _BYTE_SWAPPED), {"axis": 0}),
+    ((np.ones(2), [1.0, 2.0]), {"axis": 0}),  # a list operand
+    ((np.ones(2), 3.0), {"axis": 0}),  # a scalar operand
+]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "params"), CONCAT_REFUSALS, ids=[f"concat-{i}" for i in range(len(CONCAT_REFUSALS))]
+)
+def test_concat_refuses_bad_operands_like_the_reference(
+    inputs: tuple[Any, ...], params: dict[str, Any]
+) -> None:
+    """No operands, mixed dtypes (never promoted), ranks or extents that differ off the axis, an
+    axis out of range or not an integer, rank-0, float16, complex, int32, byte-swapped and
+    non-array operands: aten.concat raises the reference's error (same type, same message)."""
+    with pytest.raises(GuardError) as refused:
+        reference.concat(*inputs, **params)
+    with pytest.raises(GuardError) as also_refused:
+        aten.concat(*inputs, **params)
+    assert type(also_refused.value) is type(refused.value)
+    assert str(also_refused.value) == str(refused.value)
+    assert str(refused.value).startswith("concat: ")
+
+
+def test_concat_refuses_before_torch_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference guard refuses a bad call before torch.cat runs (torch would promote float32
+    with float64 and accept the mixed call)."""
+    import torch
+
+    def cat(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("torch.cat ran on operands the guard refuses")
+
+    monkeypatch.setattr(torch, "cat", cat)
+    for inputs, params in CONCAT_REFUSALS:
+        with pytest.raises(GuardError):
+            aten.concat(*inputs, **params)
+
+
+def test_concat_refusal_messages_name_the_value_and_the_accepted_ones() -> None:
+    with pytest.raises(
+        GuardError,
+        match=r"^concat: input 1 has dtype float32 but input 0 has dtype float64; torchlean kernels "
+        r"do not promote dtypes, whatever the provider \(accepted: operands of one dtype\)$",
+    ):
+        aten.concat(np.ones((2, 3)), np.ones((1, 3), np.float32), axis=0)
+    with pytest.raises(
+        GuardError,
+        match=r"^concat: input 1 \(2, 4\) does not match input 0 \(2, 3\) outside axis 0 "
+        r"\(accepted: equal rank and equal extents on every other axis\)$",
+    ):
+        aten.concat(np.ones((2, 3)), np.ones((2, 4)), axis=0)
+    with pytest.raises(
+        GuardError,
+        match=r"^concat: axis 2 is out of range for a rank-2 input \(accepted: an integer in \[-2, 1\]\)$",
+    ):
+        aten.concat(np.ones((2, 3)), np.ones((2, 3)), axis=2)
+    with pytest.raises(GuardError, match=r"^concat: no inputs \(accepted: at least one array\)$"):
+        aten.concat(axis=0)
+
+
+def test_concat_moves_special_values_bit_for_bit() -> None:
+    payload = np.array([0x7FF8_0000_0000_1234], np.uint64).view(np.float64)[0]  # a NaN with a payload
+    a = np.array([[payload, -0.0, np.inf], [-np.inf, 0.0, 5e-324]])
+    b = np.array([[1.0, -1.0, np.nan]])
+    got = aten.concat(a, b, axis=0)
+    _same_bits(got, reference.concat(a, b, axis=0))
+    _same_bits(got, np.vstack([a, b]))
+    assert got.view(np.uint64)[0, 0] == 0x7FF8_0000_0000_1234 and np.signbit(got[0, 1])
+    small = np.array([[np.float32(1e-45), -np.float32(0.0)]], np.float32)  # a float32 subnormal
+    _same_bits(aten.concat(small, small, axis=1), reference.concat(small, small, axis=1))
+
+
+def test_concat_by_hand() -> None:
+    """Hand oracles: torch.cat's definition (operands one after the other along the axis)."""
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    b = np.array([[5.0, 6.0]], np.float32)
+    out = aten.concat(a, b, axis=0)
+    assert out.dtype == np.float32 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    np.testing.assert_array_equal(aten.concat(a, a, axis=-1), [[1.0, 2.0, 1.0, 2.0], [3.0, 4.0, 3.0, 4.0]])
+    x = np.arange(12.0).reshape(2, 3, 2)
+    np.testing.assert_array_equal(
+        aten.concat(x[:, :1], x, axis=1),
+        [
+            [[0.0, 1.0], [0.0, 1.0], [2.0, 3.0], [4.0, 5.0]],
+            [[6.0, 7.0], [6.0, 7.0], [8.0, 9.0], [10.0, 11.0]],
+        ],
+    )
+    one = aten.concat(a, axis=0)  # one operand: a copy
+    np.testing.assert_array_equal(one, a)
+    assert not np.may_share_memory(one, a)
+    assert aten.concat(np.zeros((0, 2)), np.zeros((0, 2)), axis=0).shape == (0, 2)
+    assert aten.concat(np.zeros((3, 0)), np.zeros((3, 0)), axis=1).shape == (3, 0)
+    np.testing.assert_array_equal(aten.concat(np.zeros((0, 2)), a.astype(np.float64), axis=0), a)
+    assert aten.concat(np.zeros((0, 2)), np.zeros((0, 5)), axis=1).shape == (0, 7)
+    axis: Any = np.int64(-1)  # a numpy integer axis, as the reference guard accepts
+    assert aten.concat(x, x, axis=axis).shape == (2, 3, 4)
+
+
+def test_concat_moves_int64_and_bool_data_like_the_reference() -> None:
+    x = np.random.default_rng(5).integers(-(2**62), 2**62, size=(3, 4), dtype=np.int64)
+    got = aten.concat(x, x[:1] + 1, axis=0)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, reference.concat(x, x[:1] + 1, axis=0))
+    np.testing.assert_array_equal(got[3], x[0] + 1)
+    mask = x > 0
+    got_mask = aten.concat(mask, ~mask, axis=1)
+    assert got_mask.dtype == np.bool_
+    np.testing.assert_array_equal(got_mask, np.hstack([mask, ~mask]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64, np.int64, np.bool_]),
+)
+def test_concat_property_bit_identical_to_the_reference(
+    shape: list[int], data: st.DataObject, dtype: type
+) -> None:
+    """One to four operands, each with its own extent along a random axis (zero included): the
+    same bytes as the reference's np.concatenate, a fresh C-contiguous array."""
+    rng = np.random.default_rng(sum(shape) + 3 * len(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    count = data.draw(st.integers(1, 4))
+    xs: list[Array] = []
+    for _ in range(count):
+        own = list(shape)
+        own[axis] = data.draw(st.integers(0, 3))
+        xs.append(np.asarray(rng.standard_normal(own) * 100).astype(dtype))
+    got = aten.concat(*xs, axis=axis)
+    _same_bits(got, reference.concat(*xs, axis=axis))
+    assert got.flags.c_contiguous
+    for x in xs:
+        assert got.size == 0 or x.size == 0 or not np.may_share_memory(got, x)
+
+
 def _resolve(dotted: str) -> tuple[Any, str]:
     module, _, name = dotted.rpartition(".")
     return importlib.import_module(module), name
@@ -549,11 +712,12 @@ def test_scalar_parameters_are_rounded_to_the_dtype_first() -> None:
         ("reshape", lambda t: tl.reshape(t, (4,))),
         ("permute", lambda t: tl.permute(t, (0, 1))),
         ("broadcast", lambda t: tl.broadcast_to(t, (2, 2))),
+        ("concat", lambda t: tl.concat([t], 0)),
         ("slice", lambda t: t[0:2, 1:]),
     ],
 )
 def test_view_ops_copy_under_every_cpu_profile(name: str, view: Callable[[tl.Tensor], tl.Tensor]) -> None:
-    """Writing into the result of reshape/permute/broadcast never changes the input, under
+    """Writing into the result of reshape/permute/broadcast/concat/slice never changes the input, under
     fast_cpu (aten) exactly as under checked_cpu (reference): values do not depend on the profile."""
     for profile in ("checked_cpu", "fast_cpu"):
         with tl.session(profile) as s:
@@ -629,7 +793,7 @@ UNREDUCED = frozenset(
     BackendOp.parse(label)
     for label in (
         "relu", "gelu", "scale", "abs", "sqrt", "clamp", "sigmoid", "tanh", "softplus", "exp", "log", "sin",
-        "cos", "inv", "safe_log", "reshape", "permute", "slice",
+        "cos", "inv", "safe_log", "reshape", "permute", "concat", "slice",
     )
 )  # fmt: skip
 """The aten ops whose forward and VJP sum nothing (checked by reading aten/pointwise.py and
@@ -708,7 +872,7 @@ def test_importing_the_aten_handlers_does_not_import_torch() -> None:
 
     code = (
         "import sys; import torchlean.backend.providers.aten.handlers as h; "
-        "assert len(h.LINKED_KERNELS) == 39; print('torch' in sys.modules)"
+        "assert len(h.LINKED_KERNELS) == 40; print('torch' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

@@ -1,6 +1,6 @@
 """The ``aten`` VJPs (TorchLean's rules evaluated with torch CPU kernels) against two oracles.
 
-This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 39 ops
+This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For each of the 40 ops
 (the cases of ``aten_cases.py``, checked below to cover ``ATEN_OPS`` exactly):
 
 * the aten VJP equals the reference VJP (numpy left folds, torch-free) at the same inputs, output
@@ -16,10 +16,11 @@ This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For e
   conventions (max/min ``g/2``, relu/abs gradient 0 at 0, inclusive clamp bounds, max_pool's first
   maximum) and NaN propagation are the reference's, and bad cotangents are refused with the
   reference's GuardError;
-* ``slice``'s VJP (a copy into zeros) and ``gather``'s where no index repeats are bit for bit the
-  reference's; gather's repeated indices add their cotangents (hand values, the reference's
-  left fold and torch autograd agree; the order of those additions is torch's
-  ``scatter_add_``'s, declared implementation-defined);
+* ``concat``'s VJP (each input's slice of the cotangent, copied), ``slice``'s (a copy into zeros)
+  and ``gather``'s where no index repeats are bit for bit the reference's (``concat([a, a])``
+  through the tape too: the tape adds the two slices, as torch autograd does); gather's repeated
+  indices add their cotangents (hand values, the reference's left fold and torch autograd agree;
+  the order of those additions is torch's ``scatter_add_``'s, declared implementation-defined);
 * through the TorchLean tape, ``fast_cpu`` gradients equal ``checked_cpu`` gradients, the tape
   applies the aten VJP, and small MLP/CNN/transformer models trained a few steps under the two
   profiles agree, with every covered op computed by its ``aten.*`` capsule.
@@ -80,8 +81,8 @@ COVERED_LABELS = (
     "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
     "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",
     "safe_log", "log_softmax", "softmax", "reduce_sum", "reduce_mean", "reshape", "permute",
-    "broadcast", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
-    "avg_pool", "scaled_dot_product_attention",
+    "broadcast", "concat", "slice", "gather", "layer_norm", "batch_norm", "conv", "conv_transpose",
+    "max_pool", "avg_pool", "scaled_dot_product_attention",
 )  # fmt: skip
 
 
@@ -238,6 +239,7 @@ TORCH: dict[str, TorchFn] = {
     "slice": lambda x, *, starts, stops, steps=None: x[
         tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps or [1] * x.dim(), strict=True))
     ],
+    "concat": lambda *xs, axis: torch.cat(xs, axis),
     "gather": lambda x, index, *, axis: torch.gather(x, axis, index),
     "layer_norm": lambda x, w, b, *, normalized_ndim, eps: F.layer_norm(
         x, x.shape[x.dim() - normalized_ndim :], w, b, eps
@@ -488,6 +490,121 @@ def test_slice_and_gather_vjps_property_match_the_reference(shape: list[int], da
     out = reference.slice(x, **bounds)
     g = _cotangent(rng, out)
     _same_bits(aten.slice_vjp(g, x, out=out, **bounds)[0], reference.slice_vjp(g, x, out=out, **bounds)[0])
+
+
+# ------------------------------------------------------------------------------------- concat
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_concat_vjp_is_bit_identical_to_the_reference(dtype: type) -> None:
+    """Each input gets its slice of the cotangent, copied, never added: NaN payloads, -0.0 and
+    infinities reach it as they are; a zero-size operand gets a zero-size cotangent."""
+    rng = np.random.default_rng(31)
+    xs = (normal(rng, dtype, 2, 1), normal(rng, dtype, 2, 0), normal(rng, dtype, 2, 3))
+    out = reference.concat(*xs, axis=1)
+    g: Array = np.array([[_PAYLOAD_NAN, -0.0, np.inf, 1.5], [-np.inf, 0.0, -0.0, 2.25]], dtype=dtype)
+    mine = aten.concat_vjp(g, *xs, out=out, axis=1)
+    theirs = reference.concat_vjp(g, *xs, out=out, axis=1)
+    assert len(mine) == 3
+    for got, want, x in zip(mine, theirs, xs, strict=True):
+        _same_bits(got, want)
+        assert got is not None and got.shape == x.shape
+    _same_bits(mine[0], g[:, :1].copy())
+    _same_bits(mine[2], g[:, 1:].copy())
+    assert mine[2] is not None and np.signbit(mine[2][0, 0]) and np.signbit(mine[2][1, 1])
+    _assert_fresh(tuple(mine), g, out, *xs)
+
+
+def test_concat_vjp_by_hand() -> None:
+    """The slices along axis 0 and along the last axis; one operand gets all of ``g`` (a copy)."""
+    a, b = np.zeros((1, 2)), np.zeros((2, 2))
+    g = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    da, db = aten.concat_vjp(g, a, b, out=np.zeros((3, 2)), axis=0)
+    np.testing.assert_array_equal(da, [[1.0, 2.0]])
+    np.testing.assert_array_equal(db, [[3.0, 4.0], [5.0, 6.0]])
+    da, db = aten.concat_vjp(g.T.copy(), a.T.copy(), b.T.copy(), out=np.zeros((2, 3)), axis=-1)
+    np.testing.assert_array_equal(da, [[1.0], [2.0]])
+    np.testing.assert_array_equal(db, [[3.0, 5.0], [4.0, 6.0]])
+    (only,) = aten.concat_vjp(g, g, out=g.copy(), axis=0)
+    assert only is not None and not np.may_share_memory(only, g)
+    np.testing.assert_array_equal(only, g)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("profile", ["fast_cpu", "checked_cpu"])
+def test_concat_of_one_tensor_twice_through_the_tape(profile: str, dtype: type) -> None:
+    """``tl.concat([a, a, b])``: a's gradient is the sum of its two slices of the cotangent (the
+    tape adds them; one addition, exactly rounded in any order), b's its own slice: bit for bit
+    the hand sums and torch autograd of ``torch.cat`` in the same dtype (float64 and float32), the
+    same under fast_cpu (aten.concat) as under checked_cpu (reference.concat)."""
+    rng = np.random.default_rng(32)
+    a_data, b_data = normal(rng, dtype, 2, 3), normal(rng, dtype, 1, 3)
+    g = normal(rng, dtype, 5, 3)
+    a, b = tl.tensor(a_data, requires_grad=True), tl.tensor(b_data, requires_grad=True)
+    with tl.session(profile) as s:
+        out = tl.concat([a, a, b], 0)
+    assert [k.capsule.name for k in s.selected] == [
+        "aten.concat" if profile == "fast_cpu" else "reference.concat"
+    ]
+    out.backward(g)
+    assert a.grad is not None and b.grad is not None
+    _same_bits(np.array(out.numpy()), np.concatenate([a_data, a_data, b_data]))
+    ta, tb = torch.tensor(a_data, requires_grad=True), torch.tensor(b_data, requires_grad=True)
+    with torch.enable_grad():
+        want_a, want_b = torch.autograd.grad(torch.cat([ta, ta, tb], 0), [ta, tb], torch.from_numpy(g))
+    _same_bits(np.array(a.grad.numpy()), (g[:2] + g[2:4]).astype(dtype))
+    _same_bits(np.array(b.grad.numpy()), g[4:].copy())
+    _same_bits(np.array(a.grad.numpy()), want_a.numpy())  # torch autograd in the same dtype
+    _same_bits(np.array(b.grad.numpy()), want_b.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_concat_tape_gradients_fast_cpu_bit_identical_to_checked_cpu(dtype: type) -> None:
+    """Values and gradients of a small graph around concat (a zero-size operand included) are the
+    same bits under fast_cpu as under checked_cpu: concat sums nothing, and the rest is relu."""
+    rng = np.random.default_rng(33)
+    datas = [normal(rng, dtype, 3, 2), normal(rng, dtype, 3, 0), normal(rng, dtype, 3, 4)]
+    g = normal(rng, dtype, 3, 6)
+    results = []
+    for profile in ("fast_cpu", "checked_cpu"):
+        leaves = [tl.tensor(x, requires_grad=True) for x in datas]
+        with tl.session(profile) as s:
+            out = tl.relu(tl.concat(leaves, -1))
+        out.backward(g)
+        names = {k.capsule.name for k in s.selected}
+        provider = "aten" if profile == "fast_cpu" else "reference"
+        assert names == {f"{provider}.concat", f"{provider}.relu"}
+        grads = []
+        for leaf in leaves:
+            assert leaf.grad is not None
+            grads.append(np.array(leaf.grad.numpy()))
+        results.append((np.array(out.numpy()), grads))
+    (fast_out, fast_grads), (checked_out, checked_grads) = results
+    _same_bits(fast_out, checked_out)
+    for mine, theirs, x in zip(fast_grads, checked_grads, datas, strict=True):
+        _same_bits(mine, theirs)
+        assert mine.shape == x.shape
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(0, 3), min_size=1, max_size=3), data=st.data())
+def test_concat_vjp_property_bit_identical_to_the_reference(shape: list[int], data: st.DataObject) -> None:
+    rng = np.random.default_rng(sum(shape) * 5 + len(shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    dtype = data.draw(st.sampled_from(DTYPES))
+    xs: list[Array] = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        own = list(shape)
+        own[axis] = data.draw(st.integers(0, 3))
+        xs.append(normal(rng, dtype, *own))
+    out = reference.concat(*xs, axis=axis)
+    g = _cotangent(rng, out)
+    mine = aten.concat_vjp(g, *xs, out=out, axis=axis)
+    theirs = reference.concat_vjp(g, *xs, out=out, axis=axis)
+    assert len(mine) == len(theirs) == len(xs)
+    for got, want in zip(mine, theirs, strict=True):
+        _same_bits(got, want)
+    _assert_fresh(tuple(mine), g, out, *xs)
 
 
 # ------------------------------------------------------------------------------------ guards

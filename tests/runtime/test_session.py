@@ -172,7 +172,7 @@ def test_the_shipped_capsules_and_the_linked_handlers_have_the_same_triples() ->
     shipped = {(c.op, c.provider, c.device) for m in all_modules() for c in m.capsules}
     linked = {(k.op, k.provider, k.device) for op in BackendOp for k in linked_kernels(op)}
     assert shipped == linked
-    assert len(shipped) == 134
+    assert len(shipped) == 135
 
 
 def _forward_only_relu() -> KernelCapsule:

@@ -244,20 +244,24 @@ def test_typed_graph_trains_a_padding_row_bit_for_bit_as_eagerly(padding_idx, dt
 
 
 @pytest.mark.parametrize("mode", ["eager", "typed-graph"])
-def test_fast_cpu_runs_a_padding_lookup_on_aten_but_its_concat(mode):
-    """Under ``fast_cpu`` a padding_idx embedding's gathers run on ``aten.gather``; training's
-    ``concat`` (the table and its detached copy) has no aten capsule and runs on
-    ``reference.concat``, the one fallback besides dropout's masks (README, Profiles)."""
+def test_fast_cpu_runs_a_padding_lookup_on_aten_concat_included(mode):
+    """Under ``fast_cpu`` a padding_idx embedding runs every op on aten (fit, predict, evaluate):
+    its gathers on ``aten.gather`` and training's ``concat`` (eager: the kept rows and the
+    detached padding rows; typed graph: the table and its detached copy) on ``aten.concat``; no
+    op falls back to reference (README, Profiles: only dropout's masks do)."""
     rng = np.random.default_rng(8)
     ids = rng.integers(0, V, size=(10, TOKENS))
     ids[:4, 0] = 2  # some minibatches hold the padding id
+    labels = rng.integers(0, CLASSES, size=10)
     trainer = Trainer(_layer(2), objective="cross-entropy", seed=3, input_shape=(TOKENS,),
                       config=RunConfig(optim.adam(0.05), execution=mode, profile="fast_cpu"))
-    trainer.fit(ids, rng.integers(0, CLASSES, size=10), epochs=1, batch_size=5)
+    trainer.fit(ids, labels, epochs=1, batch_size=5)
+    trainer.predict(ids)
+    trainer.evaluate(ids, labels)
     by_op = {kernel.op.label: kernel.capsule.name for kernel in trainer.selected}
     assert by_op["gather"] == "aten.gather"
-    assert by_op["concat"] == "reference.concat"
-    assert {name for name in by_op.values() if not name.startswith("aten.")} == {"reference.concat"}
+    assert by_op["concat"] == "aten.concat"
+    assert all(name == f"aten.{label}" for label, name in by_op.items()), by_op
 
 
 def test_typed_graph_padding_lookup_gathers_from_the_table_and_its_detached_copy():

@@ -2,21 +2,22 @@
 
 Source: DESIGN.md §1.3, §1.6, §1.8 ("a fast CPU provider (`aten`: torch CPU kernels;
 implementation-defined reduction; checked, value evidence = a differential test suite against
-`reference`)"). Thirty-nine capsules ``aten.<op>``, in reference catalog order: the
+`reference`)"). Forty capsules ``aten.<op>``, in reference catalog order: the
 contractions (matmul, linear, mse_loss), the twenty pointwise ops, the softmax normalisations,
-the reductions, the views reshape/permute/broadcast, slice (batch norm's running statistics) and
-gather (embedding lookups), layer and batch norm, convolution and transpose convolution, max and
+the reductions, the views reshape/permute/broadcast, concat (``tl.concat``; the training lookup
+of an embedding with a ``padding_idx``), slice (batch norm's running statistics) and gather
+(embedding lookups), layer and batch norm, convolution and transpose convolution, max and
 average pooling, and attention. The reference ops without an aten capsule (hard_masked_softmax,
-concat, scatter_add, the two seeded random sources, smooth_max_pool) plan to ``reference.*``
-under ``fast_cpu``; of them the trainer and ``nn`` use dropout's ``bernoulli_mask`` (and concat,
-only for the gradient of an embedding with a ``padding_idx``).
+scatter_add, the two seeded random sources, smooth_max_pool) plan to ``reference.*`` under
+``fast_cpu``; of them the trainer and ``nn`` use only dropout's ``bernoulli_mask``.
 
 Every capsule: provider ``aten``, device ``cpu``, trust ``checked``, VJP mode ``torchlean-tape``,
 reduction ``implementation-defined`` (torch promises no summation order) wherever the forward or
 the VJP sums (the contractions, normalisations, reductions, pools, attention, and the binary
 pointwise ops and ``broadcast``, whose VJPs sum over broadcast axes, and ``gather``, whose VJP adds
 the cotangents of repeated indices with torch's ``scatter_add_``), ``n/a`` for the unary pointwise
-ops, ``reshape``, ``permute`` and ``slice``, which reduce nothing (as the reference capsules).
+ops, ``reshape``, ``permute``, ``concat`` and ``slice``, which reduce nothing (as the reference
+capsules).
 Evidence names are real (what runs on the kernel path of ``aten/kernels.py``, ``aten/pointwise.py``,
 ``aten/spatial.py``):
 
@@ -92,9 +93,15 @@ _POINTWISE = frozenset(
     }
 )
 
-_NO_REDUCTION = (_POINTWISE - {_B.ADD, _B.SUB, _B.MUL, _B.MAX, _B.MIN}) | {_B.RESHAPE, _B.PERMUTE, _B.SLICE}
-"""Ops whose aten forward and VJP reduce nothing (elementwise on one tensor, or views; slice's VJP
-writes each cotangent entry to a distinct position): their reduction policy is ``n/a``, as the
+_NO_REDUCTION = (_POINTWISE - {_B.ADD, _B.SUB, _B.MUL, _B.MAX, _B.MIN}) | {
+    _B.RESHAPE,
+    _B.PERMUTE,
+    _B.CONCAT,
+    _B.SLICE,
+}
+"""Ops whose aten forward and VJP reduce nothing (elementwise on one tensor, or views; concat's
+VJP copies each input's slice of the cotangent, slice's writes each cotangent entry to a distinct
+position): their reduction policy is ``n/a``, as the
 reference capsules'. The binary pointwise ops and ``broadcast`` sum cotangents over broadcast axes
 with ``torch.sum`` in the VJP; ``gather``'s VJP adds repeated indices' cotangents (``scatter_add_``)."""
 
@@ -129,6 +136,7 @@ ATEN_OPS: tuple[BackendOp, ...] = (
     _B.RESHAPE,
     _B.PERMUTE,
     _B.BROADCAST,
+    _B.CONCAT,
     _B.SLICE,
     _B.GATHER,
     _B.LAYER_NORM,
@@ -174,6 +182,7 @@ _VALUE: dict[BackendOp, str] = {
     _B.RESHAPE: "torch.reshape, copied to a fresh tensor, equals the reference reshape.",
     _B.PERMUTE: "torch.permute made contiguous equals the reference axis permutation.",
     _B.BROADCAST: "torch.broadcast_to made contiguous equals the reference materialised broadcast.",
+    _B.CONCAT: "torch.cat equals the reference concatenation bit for bit (a copy, no arithmetic).",
     _B.SLICE: "torch basic slicing, copied to a fresh tensor, equals the reference slice bit for bit.",
     _B.GATHER: "torch.gather equals the reference gather bit for bit (a selection, no arithmetic).",
     _B.LAYER_NORM: "torch.nn.functional.layer_norm agrees with the reference per-row normalization.",
@@ -207,6 +216,7 @@ _VJP_KERNELS: dict[BackendOp, str] = {
     _B.RESHAPE: "a torch reshape of the cotangent",
     _B.PERMUTE: "the inverse torch permutation of the cotangent",
     _B.BROADCAST: "torch.sum over the broadcast axes",
+    _B.CONCAT: "each input's slice of the cotangent by Tensor.narrow, as torch's cat backward, copied",
     _B.SLICE: "the cotangent copied into torch zeros at the sliced positions",
     _B.GATHER: "Tensor.scatter_add_ of the cotangent into torch zeros, as torch's gather_backward",
     _B.LAYER_NORM: "aten native_layer_norm_backward",

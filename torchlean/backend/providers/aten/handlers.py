@@ -35,4 +35,4 @@ def _linked(op: BackendOp) -> LinkedKernel:
 
 
 LINKED_KERNELS: tuple[LinkedKernel, ...] = tuple(_linked(op) for op in ATEN_OPS)
-"""The 39 aten kernels, in the order of ``aten.capsules.ATEN_OPS``."""
+"""The 40 aten kernels, in the order of ``aten.capsules.ATEN_OPS``."""

@@ -1,17 +1,19 @@
 """Contraction, normalisation, reduction, view and attention kernels of the ``aten`` provider.
 
 Forwards and VJPs of matmul, linear, mse_loss, log_softmax, softmax, reduce_sum, reduce_mean,
-reshape, permute, broadcast, slice, gather and scaled_dot_product_attention, evaluated with torch
-CPU kernels on TorchLean's numpy storage (the pointwise ops are in ``aten/pointwise.py``, the
-channel-first ops in ``aten/spatial.py``). Each has the signature, the guard and the rule of the
-reference kernel of the same label (:mod:`torchlean.backend.providers.reference.kernels`):
+reshape, permute, broadcast, concat, slice, gather and scaled_dot_product_attention, evaluated
+with torch CPU kernels on TorchLean's numpy storage (the pointwise ops are in
+``aten/pointwise.py``, the channel-first ops in ``aten/spatial.py``). Each has the signature, the
+guard and the rule of the reference kernel of the same label
+(:mod:`torchlean.backend.providers.reference.kernels`):
 
 1. ``<op>(*inputs, **params)`` calls the reference guard ``reference.guards.check_<op>`` (same
    refusals and :class:`~torchlean.backend.errors.GuardError` messages), hands the operands to
    torch through :func:`~torchlean.backend.providers.aten.guards.check_aten_layout` (zero copy for
    C-contiguous arrays), runs the torch operator in the operands' dtype (float32 or float64, no
-   promotion; ``reshape``, ``permute``, ``broadcast`` and ``slice`` also move int64 and bool data,
-   ``gather`` reads an int64 index) and returns the torch result as a numpy array without a copy.
+   promotion; ``reshape``, ``permute``, ``broadcast``, ``concat`` and ``slice`` also move int64
+   and bool data, ``gather`` reads an int64 index) and returns the torch result as a numpy array
+   without a copy.
    Every result is freshly allocated and aliases no input, ``reshape``, ``permute``,
    ``broadcast`` and ``slice`` included (torch would return views there; the reference and
    native-cuda providers copy, and a program's values must not depend on the profile it runs
@@ -20,7 +22,8 @@ reference kernel of the same label (:mod:`torchlean.backend.providers.reference.
    reference VJP does, and evaluates TorchLean's backward rule (the reference's) with torch
    kernels inside it: matmul ``g @ b^T``, ``a^T @ g`` by ``torch.matmul``; softmax and log-softmax
    by ``torch._softmax_backward_data`` / ``_log_softmax_backward_data`` (the same formulas); sums
-   over broadcast or reduced axes by ``torch.sum``; gather's scatter-add of the cotangent by
+   over broadcast or reduced axes by ``torch.sum``; concat's slices of the cotangent by
+   ``Tensor.narrow`` (copied); gather's scatter-add of the cotangent by
    ``Tensor.scatter_add_``. One cotangent per input (``None`` for a mask, an index or an absent
    bias), reduced to that input's shape and dtype, each a fresh C-contiguous array that aliases
    no input, no ``g`` and no other cotangent.
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
 __all__ = [
     "broadcast",
     "broadcast_vjp",
+    "concat",
+    "concat_vjp",
     "gather",
     "gather_vjp",
     "linear",
@@ -351,6 +356,40 @@ def broadcast_vjp(g: Array, x: Array, *, out: Array, shape: Sequence[int]) -> Gr
     (tg,) = aten_guards.check_aten_layout("broadcast", g)
     reduced = reduce_to(tg, x.shape)
     return (host(reduced.clone() if reduced is tg else reduced),)
+
+
+def concat(*xs: Array, axis: int = 0) -> Array:
+    """``torch.cat(xs, axis)``: one or more arrays of one dtype (float32, float64, int64 or bool)
+    and one rank, equal extents off ``axis`` (in ``[-rank, rank)``; rank-0 inputs are refused),
+    zero-size operands included; the output's ``axis`` extent is the sum of the inputs' (guard
+    ``check_concat``: the reference's refusals and messages, mixed dtypes included: nothing is
+    promoted). A fresh array, also for one operand. A copy, no arithmetic: bit for bit the
+    reference's ``np.concatenate``."""
+    import torch
+
+    guards.check_concat(*xs, axis=axis)
+    tensors = aten_guards.check_aten_layout("concat", *xs, int64=True)
+    return host(torch.cat(tensors, int(axis) % xs[0].ndim))
+
+
+def concat_vjp(g: Array, *xs: Array, out: Array, axis: int = 0) -> Grads:
+    """VJP of :func:`concat`: for each input, the slice of ``g`` it occupied along ``axis``
+    (``Tensor.narrow``, as torch's own ``cat`` backward), copied to a fresh array of the input's
+    shape and dtype. Nothing is summed; an input passed twice (``concat([a, a])``) gets its two
+    slices as two cotangents, which the tape adds."""
+    import torch
+
+    shape = guards.check_concat(*xs, axis=axis)
+    check_vjp("concat", g, out, shape, xs[0].dtype)
+    (tg,) = aten_guards.check_aten_layout("concat", g)
+    ax = int(axis) % g.ndim
+    grads: list[Array | None] = []
+    start = 0
+    for x in xs:
+        piece = tg.narrow(ax, start, x.shape[ax])
+        grads.append(host(piece.clone(memory_format=torch.contiguous_format)))
+        start += x.shape[ax]
+    return tuple(grads)
 
 
 def _slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[builtins.slice, ...]:
