@@ -518,6 +518,11 @@ EMBEDDING_MODELS: dict[str, tuple[LayerFn, int, int]] = {  # name -> (layer, tok
         5,
         9,
     ),
+    "embedding_padding": (  # padding_idx 2: training gathers from [table, detach table] (concat)
+        lambda: nn.sequential(nn.embedding(9, 4, 2), nn.flatten(), nn.linear(20, 3)),
+        5,
+        9,
+    ),
     "language_model": (  # per-position cross-entropy over the vocabulary, as examples/char_lm.py
         lambda: nn.sequential(
             nn.embedding(9, 8), nn.positional_embedding(5, 8), nn.transformer_block(8, 2, mlp_hidden=16),
@@ -561,8 +566,8 @@ def test_fast_cpu_runs_every_op_on_aten_but_the_dropout_masks(name: str, mode: s
     """review30 F1: a ``fast_cpu`` trainer (fit, predict, evaluate) lists an ``aten.*`` capsule for
     every op it ran but dropout's ``bernoulli_mask``: batch norm's running-statistics update
     (``aten.slice`` first) and embedding lookups (``aten.gather``) included, eagerly and as a
-    typed graph. (An embedding with a ``padding_idx`` adds ``reference.concat`` in training:
-    tests/training/test_embedding_padding.py.)"""
+    typed graph; an embedding with a ``padding_idx`` adds ``aten.concat`` in training (the
+    model ``embedding_padding``), no fallback."""
     if name in MODELS:
         layer, shape, outputs = MODELS[name]
         x, y = _data(shape, outputs)
@@ -584,6 +589,7 @@ def test_fast_cpu_runs_every_op_on_aten_but_the_dropout_masks(name: str, mode: s
     assert fallbacks == ({"reference.bernoulli_mask"} if name in _WITH_DROPOUT else set()), names
     assert ("aten.slice" in names) == (name in _WITH_BATCH_NORM)
     assert ("aten.gather" in names) == (name in EMBEDDING_MODELS)
+    assert ("aten.concat" in names) == (name == "embedding_padding")
     assert all(kernel.capsule.name == f"aten.{kernel.op.label}" for kernel in trainer.selected
                if kernel.op.label != "bernoulli_mask")
 
