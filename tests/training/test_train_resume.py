@@ -223,9 +223,25 @@ def test_a_complete_run_under_an_annealing_schedule_is_not_extended(capsys, tmp_
 def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monkeypatch):
     interrupt_during_epoch(monkeypatch, 2, times=2)
     code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))
-    assert code == 130 and err.endswith("error: interrupted\n") and "saved:" not in out
+    assert code == 130 and err.endswith(
+        "note: Ctrl-C again: the run stops at once, and nothing is saved\nerror: interrupted\n"
+    ) and "saved:" not in out
     assert not (tmp_path / "x.npz").exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_an_ignored_sigint_stays_ignored_with_save(capsys, tmp_path, monkeypatch):
+    """review31 F5: a shell starts background jobs with SIGINT ignored; a run with --save ignores
+    it then too (as one without --save does), instead of installing its Ctrl-C handler."""
+    interrupt_during_epoch(monkeypatch, 2)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 0 and "Ctrl-C" not in err and "epoch   4/4" in out
+    assert (tmp_path / "x.npz").exists()
 
 
 def test_ctrl_c_without_save_stops_at_once(capsys, monkeypatch):

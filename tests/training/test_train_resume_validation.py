@@ -130,6 +130,11 @@ def assert_resumed_equals_whole(whole: Run, resumed: Run, epochs_before: int) ->
     assert r["epochs_before"] == epochs_before and "interrupted" not in r
 
 
+def loss_name(dataset: str) -> str:
+    """How the best-epoch line names the validation loss (regression's is on the standardised target)."""
+    return "val_loss(standardised y)" if dataset == "diabetes" else "val_loss"
+
+
 def case(dataset: str, execution: str, *more: str) -> tuple[str, ...]:
     return (*DATA[dataset], "--execution", execution, *more)
 
@@ -145,9 +150,46 @@ def test_a_validation_run_resumes_as_the_uninterrupted_run(capsys, tmp_path, who
     validation = resumed.record["validation"]
     assert validation["patience"] is None and validation["stopped_epoch"] is None
     best = validation["best_epoch"]
-    assert resumed.report(3)[3] == (f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); the "
-                                    "weights are the last epoch's (7)")
+    assert resumed.report(3)[3] == (
+        f"best_epoch={best} ({loss_name(dataset)}={validation['losses'][best - 1]:.6f}); the weights are the "
+        "last epoch's (7)"
+    )
     assert "last_weights/0.weight" not in arrays(resumed.saved)  # the weights are the last epoch's
+
+
+def test_not_finite_best_weights_are_warned_of_as_restored_not_trained_from(capsys, tmp_path):
+    """review31 F3: under early stopping with last_weights/, NaN in weights/ (the best epoch's) is
+    not what the resumed run trains from: the warning says they are restored at the end unless a
+    later epoch improves, and the run's losses stay finite (it trains from last_weights/)."""
+    stopped = STOPS["iris"][1]
+    first = run(capsys, tmp_path, "first", *case("iris", "eager", "--early-stopping", "2"),
+                "--epochs", str(stopped - 1))
+    with np.load(first.saved, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}  # metadata included
+    assert "last_weights/0.bias" in entries
+    bias = np.full_like(entries["weights/0.bias"], np.nan)
+    entries["weights/0.bias"] = bias
+    edited = tmp_path / "edited.npz"
+    with edited.open("wb") as handle:
+        np.savez(handle, **entries)
+    code, out, err = cli(capsys, "train", "--resume", str(edited), "--epochs", str(TOTAL))
+    assert code == 0
+    assert err.splitlines()[0] == (
+        f"warning: checkpoint {edited} holds values that are not finite (NaN or infinite) in weights/0.bias "
+        f"({bias.size} of {bias.size} values): the run it saved diverged, or the file was edited; weights/ "
+        "are the best epoch's, which the resumed run restores at the end unless a later epoch improves"
+    )
+    epochs = [line for line in out.splitlines() if line.startswith("epoch ")]
+    assert epochs and all("nan" not in line for line in epochs)  # trained on from last_weights/
+    # NaN in last_weights/ too: both effects, the trained-from one first
+    entries["last_weights/0.bias"] = bias
+    with edited.open("wb") as handle:
+        np.savez(handle, **entries)
+    code, _, err = cli(capsys, "train", "--resume", str(edited), "--epochs", str(TOTAL))
+    assert code == 0 and err.splitlines()[0].endswith(
+        "the resumed run trains on from them, and its losses will likely not be finite; weights/ are the "
+        "best epoch's, which the resumed run restores at the end unless a later epoch improves"
+    )
 
 
 @pytest.mark.parametrize("execution", EXECUTIONS)
@@ -169,7 +211,7 @@ def test_early_stopping_after_the_resume_point_with_the_best_epoch_before_it(
     assert_resumed_equals_whole(oracle, resumed, stopped - 1)
     assert resumed.report(3)[1] == (
         f"early stopping at epoch {stopped}/{TOTAL}: val_loss did not improve for 2 epochs; "
-        f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); restored its weights"
+        f"best_epoch={best} ({loss_name(dataset)}={validation['losses'][best - 1]:.6f}); restored its weights"
     )
     # the weights tested and saved are the best epoch's, which the first part's checkpoint held
     for name, value in checkpoint.load(first.saved).weights.items():
@@ -199,8 +241,8 @@ def test_ctrl_c_before_early_stopping_saves_a_run_that_resumes_to_the_stop(
     # review29 F3: not "did not stop": the run has not ended, and may still stop when resumed
     assert out.splitlines()[2 + at] == (
         f"early stopping has not stopped by epoch {at}/{TOTAL} (interrupted; patience 2); best_epoch="
-        f"{so_far['best_epoch']} (val_loss={so_far['losses'][so_far['best_epoch'] - 1]:.6f}); its weights "
-        "are tested and saved"
+        f"{so_far['best_epoch']} ({loss_name(dataset)}={so_far['losses'][so_far['best_epoch'] - 1]:.6f}); "
+        "its weights are tested and saved"
     )
     assert interrupted["interrupted"] is True
     assert interrupted["validation"]["losses"] == oracle.record["validation"]["losses"][:at]
@@ -225,7 +267,7 @@ def test_early_stopping_that_never_stops_resumes_and_extends(capsys, tmp_path, w
     assert_resumed_equals_whole(oracle, resumed, best - 3)
     assert resumed.report(3)[stopped - 1 - (best - 3)] == (  # the epochs all ran: complete, no stop
         f"early stopping did not stop by the last epoch ({stopped - 1}/{stopped - 1}; patience 2); "
-        f"best_epoch={best} (val_loss={validation['losses'][best - 1]:.6f}); restored its weights"
+        f"best_epoch={best} ({loss_name(dataset)}={validation['losses'][best - 1]:.6f}); restored its weights"
     )
     # and on from the resumed run's checkpoint to where the uninterrupted run stops
     again = run(capsys, tmp_path, "again", "--resume", str(resumed.saved), "--epochs", str(TOTAL))

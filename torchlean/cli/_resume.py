@@ -492,25 +492,36 @@ def _warn_not_finite(resumed: Resumed) -> None:
     """A ``warning:`` line on stderr when arrays of the checkpoint the run resumes from hold NaN or
     infinite values (a diverged run's weights and optimizer state, Adam's moments, or a hand
     edit's), naming them as the archive does (``optimizer/second.0``, ``weights/0.weight``,
-    ``last_weights/...``): as ``--save`` warns of such weights and the run goes on, the resumed
-    run trains on from them, and its losses will likely not be finite (not a matter of ``--lr``)."""
+    ``last_weights/...``), and saying what the resumed run does with them: as ``--save`` warns of
+    such weights and the run goes on, it trains on from the weights it continues from
+    (``last_weights/`` when the file has them, else ``weights/``) and the optimizer state, and its
+    losses will likely not be finite (not a matter of ``--lr``); under early stopping with
+    ``last_weights/``, ``weights/`` are the best epoch's, which it restores at the end unless a
+    later epoch improves (review31 F3)."""
+    best_apart = resumed.training.last_weights is not None
     groups = (
         ("weights/", resumed.saved.weights),
         ("last_weights/", resumed.training.last_weights or {}),
         ("optimizer/", resumed.training.optimizer),
     )
     bad = [
-        f"{prefix}{name} ({count} of {array.size} values)"
+        (prefix, f"{prefix}{name} ({count} of {array.size} values)")
         for prefix, arrays in groups
         for name, array in arrays.items()
         if (count := int(np.count_nonzero(~np.isfinite(array))))
     ]
-    if bad:
-        more = f" and {len(bad) - 3} more arrays" if len(bad) > 3 else ""
-        print(f"warning: checkpoint {shown_path(resumed.path)} holds values that are not finite (NaN or "
-              f"infinite) in {', '.join(bad[:3])}{more}: the run it saved diverged, or the file was edited; "
-              "the resumed run trains on from them, and its losses will likely not be finite",
-              file=sys.stderr, flush=True)
+    if not bad:
+        return
+    more = f" and {len(bad) - 3} more arrays" if len(bad) > 3 else ""
+    effects = []
+    if any(prefix != "weights/" or not best_apart for prefix, _ in bad):
+        effects.append("the resumed run trains on from them, and its losses will likely not be finite")
+    if best_apart and any(prefix == "weights/" for prefix, _ in bad):
+        effects.append("weights/ are the best epoch's, which the resumed run restores at the end unless a "
+                       "later epoch improves")
+    print(f"warning: checkpoint {shown_path(resumed.path)} holds values that are not finite (NaN or "
+          f"infinite) in {', '.join(text for _, text in bad[:3])}{more}: the run it saved diverged, or the "
+          f"file was edited; {'; '.join(effects)}", file=sys.stderr, flush=True)
 
 
 def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
@@ -597,6 +608,9 @@ class Stop:
 
     def handle(self, _signum: int, _frame: FrameType | None) -> None:
         """The SIGINT handler."""
+        if self.armed and self.requested:
+            print("note: Ctrl-C again: the run stops at once, and nothing is saved", file=sys.stderr,
+                  flush=True)
         if not self.armed or self.requested:
             raise KeyboardInterrupt
         self.requested = True
@@ -620,9 +634,14 @@ class Stop:
 @contextlib.contextmanager
 def interruptible(active: bool) -> Iterator[Stop]:
     """A :class:`Stop` whose handler takes SIGINT for the duration (``active``: the run saves a
-    checkpoint; and only in the main thread, where Python delivers signals), the previous handler
-    restored after."""
-    stop = Stop(active and threading.current_thread() is threading.main_thread())
+    checkpoint; and only in the main thread, where Python delivers signals, and unless SIGINT is
+    ignored, as a shell starts background jobs: the run then ignores it, as one without ``--save``
+    does; review31 F5), the previous handler restored after."""
+    stop = Stop(
+        active
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    )
     if not stop.active:
         yield stop
         return

@@ -299,9 +299,13 @@ class Validation:
         return f"early stopping did not stop by the last epoch ({ran}/{epochs}; {patience})"
 
     def _value(self, epoch: int) -> str:
-        """``val_loss=0.123456`` (``val_accuracy=0.9333``, ``val_mse=0.1234``): the monitored
-        quantity at ``epoch`` (from 0), as the lines show it."""
-        return f"{self.monitored}={self.monitor.values[epoch]:{_SHOWN[self.monitored]}}"
+        """``val_loss=0.123456`` (``val_accuracy=0.9333``, ``val_mse=0.1234``; regression's loss
+        ``val_loss(standardised y)=...``): the monitored quantity at ``epoch`` (from 0), as the
+        epoch lines show it."""
+        name = self.monitored
+        if name == "val_loss" and self.target is not None:  # review31 F6: not the target's units
+            name = "val_loss(standardised y)"
+        return f"{name}={self.monitor.values[epoch]:{_SHOWN[self.monitored]}}"
 
     def record(self, classification: bool) -> dict[str, Any]:
         """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed
