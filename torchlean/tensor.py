@@ -439,32 +439,52 @@ class Tensor:
             t._produced_at = t._version.value
         return t
 
+    def _slots(self) -> dict[str, object]:
+        """Every slot's value (what the copy protocols copy)."""
+        return {name: getattr(self, name) for name in Tensor.__slots__ if name != "__weakref__"}
+
     def __getstate__(self) -> tuple[None, dict[str, object]]:
-        """The slots to pickle or copy, without :attr:`produced_by`'s kernel: an
-        ``AcceptedKernel`` is never pickled (it is minted by the gate of this process), so an
-        unpickled tensor has none; :meth:`__copy__` and :meth:`__deepcopy__` keep it."""
-        state = {name: getattr(self, name) for name in Tensor.__slots__ if name != "__weakref__"}
-        state["_producer"], state["_produced_at"] = None, 0
+        """What ``pickle`` keeps: the values and ``requires_grad``, as torch pickles a tensor; not
+        the tape node (a tensor with a tape history arrives as a leaf, as torch's does) nor
+        :attr:`produced_by`'s kernel (minted by the gate of this process, never pickled).
+        :meth:`__copy__` and :meth:`__deepcopy__` do not use it."""
+        state = self._slots()
+        state["_node"], state["_producer"], state["_produced_at"] = None, None, 0
         return None, state
 
     def __copy__(self) -> Tensor:
         """``copy.copy``: a tensor sharing this one's storage, version counter and tape node (the
         default for the slots) and keeping :attr:`produced_by`."""
         clone = Tensor.__new__(Tensor)
-        for name, value in self.__getstate__()[1].items():
+        for name, value in self._slots().items():
             setattr(clone, name, value)
-        return clone._keep_producer(self)
+        return clone
 
     def __deepcopy__(self, memo: dict[int, object]) -> Tensor:
-        """``copy.deepcopy``: the slots deep-copied (the default), keeping :attr:`produced_by`
-        (the same values, computed by the same kernel, which is not copied)."""
+        """``copy.deepcopy``: the slots deep-copied, keeping :attr:`produced_by` (the same values,
+        computed by the same kernel, which is not copied).
+
+        Raises:
+            AutogradError: the tensor has a tape history (made by a recorded op), as torch
+                refuses: the copy's ``backward()`` would send the gradients to copies of the
+                leaves, never to the leaves (``.detach()`` first, or copy the leaves).
+        """
         import copy
 
+        if self._node is not None:
+            raise AutogradError(
+                f"copy.deepcopy of a tensor with a tape history (made by `{self._node.name}`) is refused, "
+                "as torch refuses it: its backward() would reach copies of the leaves, not the leaves; "
+                "deep-copy t.detach(), or the leaf tensors"
+            )
         clone = Tensor.__new__(Tensor)
         memo[id(self)] = clone
-        for name, value in copy.deepcopy(self.__getstate__()[1], memo).items():
+        state = self._slots()
+        del state["_producer"]  # the sealed kernel is shared, not copied
+        for name, value in copy.deepcopy(state, memo).items():
             setattr(clone, name, value)
-        return clone._keep_producer(self)
+        clone._producer = self._producer
+        return clone
 
     def _keep_producer(self, source: Tensor) -> Tensor:
         """Give this tensor ``source``'s :attr:`produced_by` (a copy or view of its values)."""
@@ -1962,7 +1982,10 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         "the backend catalog has no sort op; the indices of the k largest along the last axis are "
         "np.argsort(-t.numpy(), axis=-1)[..., :k]"
     ),
-    "norm": "compose it from catalog ops: (t * t).sum().sqrt() for the 2-norm",
+    "norm": (
+        "compose it from catalog ops: (t * t).sum().sqrt() for the 2-norm (its gradient is NaN at t = 0, "
+        "where torch's norm gives 0)"
+    ),
     "var": (
         "compose it: ((t - t.mean(dim, keepdim=True)).square()).sum(dim) / (n - 1), torch's default "
         "unbiased variance over n values (divide by n for correction=0)"
@@ -2002,7 +2025,7 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
     "mm": "use t @ other (t.matmul(other); mm is its case of two 2-D tensors)",
     "bmm": "use t @ other (t.matmul(other); bmm is its case of two 3-D tensors)",
     "mT": "use t.transpose(-2, -1)",
-    "view_as": "torchlean has no views: use t.reshape(other.shape)",
+    "view_as": "use t.reshape_as(other), which is t.reshape(other.shape)",
     # selections
     "where": (
         f"{_NO_SELECT}; as torch.where(condition, t, other) for finite t and other: "
@@ -2016,8 +2039,9 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         "keep = torchlean.tensor(~mask, dtype=t.dtype) (mask a numpy bool array, True where filled)"
     ),
     "index_select": (
-        "for rows (dim 0) of a 2-D t, torchlean.embedding(index, t) is t[index], gradients included; "
-        "for values along any dim, np.take(t.numpy(), index, axis=dim)"
+        "t.gather(dim, i) with the 1-D index broadcast along the other axes, gradients included: for "
+        "dim 1 of a 2-D t, t.gather(1, np.broadcast_to(index, (t.shape[0], len(index)))); for rows "
+        "(dim 0) of a 2-D t, torchlean.embedding(index, t) is t[index]"
     ),
     "unbind": (
         "list(t) gives the slices along axis 0 (each t[i] on the tape); along axis 1, "
@@ -2069,6 +2093,7 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         )
     },
     "clamp_": _IN_PLACE_METHOD.format(call="clamp(lo, hi)"),
+    "scatter_add_": _IN_PLACE_METHOD.format(call="scatter_add(dim, index, src)"),
     "clip_": _IN_PLACE_METHOD.format(call="clamp(lo, hi)"),
     "fill_": (
         "copy_ writes a value, broadcast: t.copy_(value) (under torchlean.no_grad() when t requires grad)"

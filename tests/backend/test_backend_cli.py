@@ -521,6 +521,16 @@ def test_explain_of_several_ops_says_it_takes_one_and_how_to_explain_each(
     assert status in (0, 1) and status == (1 if "--device" in options else 0)
 
 
+def test_explain_of_several_ops_names_an_unknown_one_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """review32 F4: with an unknown op among several, the error is the unknown op's (as explain of
+    that op alone says), not a loop and plan command that would fail on it."""
+    _, _, alone = run(capsys, "explain", "--profile", "fast_cpu", "bogus_op")
+    assert alone.startswith("error: argument OP: unknown op bogus_op (known: ")
+    for ops in (["relu", "bogus_op"], ["relu", "matmul", "bogus_op"]):
+        status, out, err = run(capsys, "explain", "--profile", "fast_cpu", *ops)
+        assert (status, out, err) == (2, "", alone)
+
+
 @pytest.mark.parametrize(
     ("argv", "want"),
     [

@@ -136,17 +136,40 @@ def test_copies_keep_it_and_pickling_drops_it() -> None:
         recorded = tl.exp(x)
         plain = tl.exp(x.detach())
     exp = _selected(session, "exp")
-    for tensor in (recorded, plain):
-        for clone in (copy.copy(tensor), copy.deepcopy(tensor)):
-            assert clone is not tensor and clone.produced_by is exp
-            np.testing.assert_array_equal(clone.numpy(), np.exp(np.arange(3.0)))
+    for clone in (copy.copy(recorded), copy.copy(plain), copy.deepcopy(plain)):
+        assert clone.produced_by is exp
+        np.testing.assert_array_equal(clone.numpy(), np.exp(np.arange(3.0)))
+    assert copy.copy(recorded).grad_fn == "exp"  # a shallow copy shares the tape node, as the slots
     deep = copy.deepcopy(plain)
+    assert deep is not plain and not np.shares_memory(deep.numpy(), plain.numpy())
     with tl.no_grad():
         deep.zero_()  # its own storage: the original keeps its values and its kernel
     assert deep.produced_by is None and plain.produced_by is exp
     unpickled = pickle.loads(pickle.dumps(plain))
     assert unpickled.produced_by is None and plain.produced_by is exp
     np.testing.assert_array_equal(unpickled.numpy(), plain.numpy())
+
+
+def test_a_tensor_with_a_tape_history_is_not_deep_copied_and_pickles_as_a_leaf() -> None:
+    """review32 F1, F2: as torch, deepcopy of a tensor a recorded op made is refused (the copy's
+    backward would fill copies of the leaves, never x.grad), and pickling keeps its values and
+    requires_grad but not its tape (it arrives as a leaf; before, an internal closure error)."""
+    with tl.session("checked_cpu"):
+        x = tl.tensor(np.arange(3.0), requires_grad=True)
+        y = tl.exp(x)
+    refusal = r"copy\.deepcopy of a tensor with a tape history \(made by `exp`\)"
+    with pytest.raises(tl.AutogradError, match=refusal):
+        copy.deepcopy(y)
+    with pytest.raises(tl.AutogradError):
+        copy.deepcopy([x, y])
+    leaf = copy.deepcopy(x)
+    assert leaf.requires_grad and leaf.is_leaf and leaf.produced_by is None
+    unpickled = pickle.loads(pickle.dumps(y))
+    assert unpickled.is_leaf and unpickled.requires_grad and unpickled.grad_fn is None
+    np.testing.assert_array_equal(unpickled.numpy(), np.exp(np.arange(3.0)))
+    assert y.grad_fn == "exp"  # the original keeps its tape
+    tl.reduce_sum(y).backward()
+    assert x.grad is not None
 
 
 def test_numpy_views_cannot_be_made_writable_behind_its_back() -> None:

@@ -254,6 +254,11 @@ def _explain_extras(args: argparse.Namespace, extras: list[str]) -> str | None:
     arguments``) when an extra word looks like an option."""
     if any(word.startswith("-") for word in extras):
         return None
+    for word in extras:  # an unknown op is the mistake to name first (review32 F4)
+        try:
+            _op(word)
+        except argparse.ArgumentTypeError as error:
+            return f"argument OP: {error}"
     ops = " ".join([args.op.label, *extras])
     each = _explain_command(args.profile, args.device, '"$op"')
     loop = f"for op in {ops}; do {each}; done"

@@ -472,6 +472,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
               f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
               file=sys.stderr)
+    elif args.ignore_labels:  # review32 F8: say that the option had nothing to leave out
+        print(f"note: --ignore-labels: {source.source} has no label column (nothing to leave out)",
+              file=sys.stderr)
     raw = source.x if chosen is None else source.x[chosen]
     if chosen is not None and truth is not None:
         truth = truth[chosen]
