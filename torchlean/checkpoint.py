@@ -549,7 +549,8 @@ def _history(values: object, name: str, epochs_done: int) -> tuple[float, ...]:
 
     Raises:
         CheckpointError: not a sequence or 1-d array of floats (bools, ints and strings
-            refused), or not ``epochs_done`` long.
+            refused), or not ``epochs_done`` long; a value below 0 or ``-inf`` (a validation loss,
+            accuracy or MSE is >= 0; a diverged epoch's is NaN or +inf; review31 F4).
     """
     if isinstance(values, np.ndarray):
         if values.ndim != 1 or values.dtype.kind != "f":
@@ -567,6 +568,13 @@ def _history(values: object, name: str, epochs_done: int) -> tuple[float, ...]:
     if len(found) != epochs_done:
         raise CheckpointError(
             f"training {name} must hold one value per epoch done ({epochs_done}), got {len(found)}"
+        )
+    negative = [(epoch, value) for epoch, value in enumerate(found, 1) if value < 0.0]
+    if negative:
+        epoch, value = negative[0]
+        raise CheckpointError(
+            f"training {name} must be >= 0 (a validation loss, accuracy or MSE; NaN or +inf for a "
+            f"diverged epoch), got {value!r} at epoch {epoch}"
         )
     return found
 

@@ -418,6 +418,11 @@ STATE: dict[str, Any] = {"epochs_done": 2, "epochs": 5, "optimizer": {"steps": n
         ({"val_losses": (0.5, 0.4), "val_metrics": np.zeros((2, 1))},
          r"training val_metrics must be a 1-d float array, got dtype float64, shape \[2, 1\]"),
         ({"val_losses": "ab", "val_metrics": (0.5, 0.4)}, r"val_losses must be a sequence of floats"),
+        ({"val_losses": (0.5, -1.0), "val_metrics": (0.5, 0.4)},  # review31 F4: a hand edit
+         r"training val_losses must be >= 0 \(a validation loss, accuracy or MSE; NaN or \+inf for a "
+         r"diverged epoch\), got -1.0 at epoch 2"),
+        ({"val_losses": (0.5, 0.4), "val_metrics": (-np.inf, 0.4)},
+         r"training val_metrics must be >= 0 .* got -inf at epoch 1"),
         ({"last_weights": [("w", np.zeros(2))]},
          r"training last_weights must be a mapping of names to arrays or None, got list"),
         ({"last_weights": {"w": np.zeros(2, dtype=int)}}, r"last_weights must map names to float arrays, got "
@@ -509,6 +514,14 @@ def test_load_names_a_bad_validation_history(stopped_early, tmp_path):
     with ints.open("wb") as handle:
         np.savez(handle, **entries)
     cases.append((ints, r"ints.npz: training val_metrics must be a sequence of floats"))
+    with np.load(stopped_early, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    entries["validation/losses"] = entries["validation/losses"].copy()
+    entries["validation/losses"][2] = -1.0
+    negative = tmp_path / "negative.npz"
+    with negative.open("wb") as handle:
+        np.savez(handle, **entries)
+    cases.append((negative, r"negative.npz: training val_losses must be >= 0 .* got -1.0 at epoch 3"))
     for path, message in cases:
         with pytest.raises(CheckpointError, match=message):
             checkpoint.load(path)
