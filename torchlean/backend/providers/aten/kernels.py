@@ -38,7 +38,6 @@ attention keeps the hard-mask rules of DESIGN.md §1.9 in value and gradient.
 
 from __future__ import annotations
 
-import builtins
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -392,10 +391,6 @@ def concat_vjp(g: Array, *xs: Array, out: Array, axis: int = 0) -> Grads:
     return tuple(grads)
 
 
-def _slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[builtins.slice, ...]:
-    return tuple(builtins.slice(start, stop, step) for start, stop, step in bounds)
-
-
 def slice(
     x: Array,
     *,
@@ -412,7 +407,7 @@ def slice(
 
     bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
     (tx,) = aten_guards.check_aten_layout("slice", x, int64=True)
-    return host(tx[_slice_index(bounds)].clone(memory_format=torch.contiguous_format))
+    return host(tx[guards.slice_index(bounds)].clone(memory_format=torch.contiguous_format))
 
 
 def slice_vjp(
@@ -433,7 +428,7 @@ def slice_vjp(
     check_vjp("slice", g, out, sliced, x.dtype)
     (tg,) = aten_guards.check_aten_layout("slice", g)
     grad = torch.zeros(tuple(x.shape), dtype=tg.dtype)
-    grad[_slice_index(bounds)] = tg
+    grad[guards.slice_index(bounds)] = tg
     return (host(grad),)
 
 

@@ -637,6 +637,12 @@ def check_slice(
     return tuple(result)
 
 
+def slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[slice, ...]:
+    """The basic index of :func:`check_slice`'s ``(start, stop, step)`` bounds, one ``slice`` per
+    axis (numpy and torch index with it alike)."""
+    return tuple(slice(start, stop, step) for start, stop, step in bounds)
+
+
 def index_out_of_range(op: str, value: int, extent: int, axis: int) -> GuardError:
     """The refusal of index ``value`` along ``axis`` of extent ``extent`` (``gather``,
     ``scatter_add``; shared with :mod:`torchlean.functional`, which meets the uint64 values above

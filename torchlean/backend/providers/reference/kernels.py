@@ -675,10 +675,6 @@ def concat_vjp(g: Array, *xs: Array, out: Array, axis: int = 0) -> Grads:
     return tuple(grads)
 
 
-def _slice_index(bounds: Sequence[tuple[int, int, int]]) -> tuple[builtins.slice, ...]:
-    return tuple(builtins.slice(start, stop, step) for start, stop, step in bounds)
-
-
 @ieee
 def slice(
     x: Array,
@@ -690,7 +686,7 @@ def slice(
     """``x[start0:stop0:step0, start1:stop1:step1, ...]`` with one bound per axis,
     ``0 <= start <= stop <= extent`` and ``step >= 1`` (``torch`` basic slicing)."""
     bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
-    return np.array(x[_slice_index(bounds)], copy=True)  # a 0-d array stays an array (not a scalar)
+    return np.array(x[guards.slice_index(bounds)], copy=True)  # a 0-d array stays an array (not a scalar)
 
 
 @ieee
@@ -705,7 +701,7 @@ def slice_vjp(
 ) -> Grads:
     """VJP of :func:`slice`: ``g`` scattered into zeros of ``x.shape`` at the sliced positions."""
     bounds = guards.check_slice(x, starts=starts, stops=stops, steps=steps)
-    index = _slice_index(bounds)
+    index = guards.slice_index(bounds)
     grad = np.zeros(x.shape, dtype=x.dtype)
     _check_vjp("slice", g, out, grad[index].shape, x.dtype)
     grad[index] = g
