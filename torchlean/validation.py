@@ -262,11 +262,6 @@ class ValLossMonitor:
         return tuple(self._values)
 
     @property
-    def losses(self) -> tuple[float, ...]:
-        """:attr:`values` (named for the default monitored quantity, the validation loss)."""
-        return self.values
-
-    @property
     def best(self) -> int | None:
         """The epoch that last improved, or ``None`` before one has (no epochs, or only NaN or
         +inf values in min mode). With ``min_delta=0``, the best value's first occurrence (the

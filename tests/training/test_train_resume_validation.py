@@ -746,7 +746,7 @@ def test_a_resumed_monitor_stands_where_the_uninterrupted_one_did(mode, min_delt
         resumed.resume(losses[:split], before.best_weights)
         for epoch, loss in enumerate(losses[split:], start=split):
             resumed.update(loss, lambda epoch=epoch: {"w": np.array([float(epoch)])})
-        assert resumed.losses == whole.losses or math.isnan(sum(losses))
+        assert resumed.values == whole.values or math.isnan(sum(losses))
         assert (resumed.best, resumed.waited) == (whole.best, whole.waited)
         assert resumed.should_stop == whole.should_stop
         assert (resumed.best_weights is None) == (whole.best_weights is None)
@@ -759,7 +759,7 @@ def test_monitor_resume_refusals():
     monitor = ValLossMonitor(2, keep_best_weights=True)
     with pytest.raises(EarlyStoppingError, match=r"the history's best epoch \(1\) needs its weights"):
         monitor.resume([0.5, 0.25, 0.3])
-    assert monitor.losses == () and monitor.best is None  # refused before any change
+    assert monitor.values == () and monitor.best is None  # refused before any change
     used = ValLossMonitor(2)
     used.update(0.5)
     with pytest.raises(EarlyStoppingError, match=r"this monitor has recorded 1 epochs already"):

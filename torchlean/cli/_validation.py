@@ -263,7 +263,7 @@ class Validation:
         last epoch's in :attr:`last_weights` when they differ, for ``--save``); the line that says
         so (or, without early stopping, which epoch was best and that the last is kept; or that
         early stopping has not stopped yet, when a Ctrl-C ended the run before ``epochs``)."""
-        ran = len(self.monitor.losses)
+        ran = len(self.monitor.values)
         best = self.monitor.best
         if best is None:
             kept = f"no epoch had a {self.monitored} below +inf; the last epoch's weights are kept"
