@@ -1541,7 +1541,9 @@ class Tensor:
     def scatter_add(self, dim: int, index: Tensor | npt.ArrayLike, src: Tensor) -> Tensor:
         """``functional.scatter_add(t, index, src, axis=dim)`` (``torch.Tensor.scatter_add(dim,
         index, src)``, out of place): a new tensor of t's shape and dtype, ``src`` added at
-        ``index`` along ``dim``, repeated indices accumulating in index order; ``index`` (int64,
+        ``index`` along ``dim``, repeated indices accumulating in index order on the CPU
+        (``reference.scatter_add``, ``fixed-left``; ``native_cuda.scatter_add`` declares its
+        order implementation-defined); ``index`` (int64,
         t's rank) has extents at most src's on every axis and t's on every axis but ``dim``.
         Records ``scatter_add``.
 
