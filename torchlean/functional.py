@@ -116,7 +116,12 @@ from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import current_session, run_op
 from torchlean.autograd.tape import AutogradError
 from torchlean.backend.errors import GuardError
-from torchlean.backend.providers.reference.guards import axis_in_range, index_out_of_range
+from torchlean.backend.providers.reference.guards import (
+    axis_in_range,
+    index_out_of_range,
+    reduced_shape,
+    reduction_axes,
+)
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import (
     DEFAULT_DTYPE,
@@ -159,6 +164,7 @@ __all__ = [
     "linear",
     "log",
     "log_softmax",
+    "logsumexp",
     "matmul",
     "max_pool",
     "maximum",
@@ -679,9 +685,11 @@ def minimum(a: Operand, b: Operand) -> Tensor:
 
 
 def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
-    """``log(softplus(x) + eps)``, computed with ``eps`` rounded to x's dtype: finite for every
-    finite x whose ``softplus(x) + eps`` stays below the dtype's largest value (the IR's
-    ``safe_log``); records ``safe_log``.
+    """``log(softplus(x) + eps)`` (not ``log(max(x, eps))`` nor ``log(x + eps)``: ``safe_log(1.0)``
+    is 0.2725, the log of ``softplus(1.0)`` = 1.3133), computed with ``eps`` rounded to x's dtype: finite for
+    every finite x whose ``softplus(x) + eps`` stays below the dtype's largest value (the IR's
+    ``safe_log``); records ``safe_log``. For ``torch.log(torch.clamp(x, min=eps))``, write
+    ``log(clamp(x, eps))``.
 
     Raises:
         GuardError: ``eps`` not finite and positive, or one that rounds to 0 or ``inf`` in x's
@@ -709,6 +717,59 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``.
     Returns x's shape; errors as :func:`softmax`."""
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
+
+
+def logsumexp(x: Tensor, axis: Axes, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis``, max-shifted (``torch.logsumexp``: ``max + log(sum(exp(x
+    - max)))``); ``axis`` is None (every axis), an integer or a non-empty sequence of distinct
+    integers, as in :func:`reduce_sum` (torch requires it too; a rank-0 ``x`` takes 0 or -1 and
+    gives its value). Returns x's shape without the reduced axes (extent 1 there when
+    ``keepdims``), in x's dtype. The gradient is ``softmax(x)`` over the reduced axes.
+
+    The catalog has no logsumexp op: it is composed of accepted kernels, with torch's values.
+    The reduced axes are moved last (``permute``, when they are not) and merged (``reshape``);
+    along them ``x - log_softmax(x)`` is the logsumexp at every position, and at the maximum it
+    is rounded as torch's formula, ``max - (-log(sum(exp(x - max))))`` (the sum a left fold under
+    ``checked_cpu``), so a ``gather`` takes it from the position of the row's (first) maximum,
+    found from the values (an index, which carries no gradient). A row whose maximum is not
+    finite takes that value itself from ``x`` (the same ``gather`` over ``concat [x -
+    log_softmax(x), x]``): ``-inf`` for a row of ``-inf``, ``inf`` for a row holding ``inf``, NaN
+    for a row holding NaN, as torch. The gradient of such a row is NaN throughout (torch: NaN at
+    its infinite entries, 0 at its finite ones; both NaN for a row of ``-inf``). Over an empty
+    axis the result is ``-inf`` (``log`` of the empty ``reduce_sum`` of ``exp``), with a
+    zero-size gradient.
+
+    Records ``permute`` (when needed), ``reshape``, ``log_softmax``, ``sub``, ``concat``,
+    ``gather`` and ``reshape`` (``exp``, ``reduce_sum``, ``log`` over an empty axis);
+    ``result.produced_by`` is the last ``reshape``'s kernel.
+
+    Raises:
+        GuardError: an int64 or bool ``x``; an axis out of range (never wrapped), repeated, or
+            ``axis=()``.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer axis; a ``keepdims`` that is not a
+            bool.
+    """
+    x = _require_tensor("logsumexp", "x", x)
+    keep = _flag("logsumexp: keepdims", keepdims)
+    if x.dtype not in (np.float32, np.float64):
+        raise GuardError(f"logsumexp: input x has dtype {x.dtype}; accepted: float32 or float64")
+    shape = x.shape
+    axes = reduction_axes("logsumexp", x.ndim, _axes("logsumexp", axis))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    if axes and list(axes) != list(range(len(kept), x.ndim)):
+        x = permute(x, (*kept, *axes))
+    extent = math.prod(x.shape[len(kept):]) if axes else 1
+    rows = reshape(x, (*x.shape[: len(kept)], extent))
+    if extent == 0:
+        result = log(reduce_sum(exp(rows), -1, keepdims=True))
+    else:
+        values = rows.numpy()
+        at = np.argmax(values, axis=-1, keepdims=True)
+        peak = np.take_along_axis(values, at, axis=-1)
+        index = np.where(np.isfinite(peak), at, extent + at).astype(np.int64)
+        both = concat([sub(rows, log_softmax(rows, -1)), rows], -1)
+        result = gather(both, _on_device_of(index, rows), -1)
+    return reshape(result, reduced_shape(shape, axes, keep))
 
 
 def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:

@@ -64,10 +64,10 @@ Shape queries are torch's (:meth:`Tensor.size`, :meth:`Tensor.numel`, :meth:`Ten
 Method forms of torch (each delegates to the :mod:`torchlean.functional` op its docstring names,
 with that op's values, recorded op and errors): ``exp``, ``log``, ``sqrt``, ``abs``, ``neg``,
 ``relu``, ``tanh``, ``sigmoid``, ``clamp``/``clip``, ``softmax(dim)``, ``log_softmax(dim)``,
-``matmul``, ``sum``/``mean`` (``dim=``/``keepdim=`` or ``axis=``/``keepdims=``), and the shape
-methods ``reshape``, ``permute``, ``transpose``, ``T``, ``flatten``, ``unsqueeze``, ``squeeze``,
-``t``, ``expand``, ``clone`` (each a new tensor) and ``contiguous`` (the tensor itself: every
-tensor is contiguous). ``view`` is refused, pointing to ``reshape``.
+``logsumexp(dim)`` (composed of several ops), ``matmul``, ``sum``/``mean`` (``dim=``/``keepdim=``
+or ``axis=``/``keepdims=``), and the shape methods ``reshape``, ``permute``, ``transpose``, ``T``,
+``flatten``, ``unsqueeze``, ``squeeze``, ``t``, ``expand``, ``clone`` (each a new tensor) and
+``contiguous`` (the tensor itself: every tensor is contiguous). ``view`` is refused, pointing to ``reshape``.
 
 ``.grad`` is assignable with ``None`` or a tensor of the same shape, dtype and device only (as
 torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requires_grad``,
@@ -1508,6 +1508,15 @@ class Tensor:
 
         return F.log_softmax(self, dim)
 
+    def logsumexp(self, dim: int | Sequence[int] | None, keepdim: bool = False) -> Tensor:
+        """``functional.logsumexp(t, dim, keepdims=keepdim)`` (``torch.Tensor.logsumexp``: ``dim``
+        is required, an int or a sequence of distinct ints; None reduces every axis); composed
+        of accepted kernels, with its values, shapes and errors.
+        """
+        from torchlean import functional as F
+
+        return F.logsumexp(self, dim, keepdims=keepdim)
+
     def matmul(self, other: Tensor) -> Tensor:
         """``functional.matmul(t, other)`` (``torch.Tensor.matmul``, also ``t @ other``): 1-D
         operands promoted and their axis dropped, batch axes broadcast; records ``matmul``.
@@ -2078,6 +2087,12 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
     "is_contiguous": "every torchlean tensor is C-contiguous, so it is True (t.contiguous() is t)",
     "data": "t.detach() is the same storage cut from the tape, as torch's .data",
     "detach_": "rebind instead: t = t.detach() (there is no in-place detach)",
+    "retain_grad": (
+        "backward() keeps gradients of leaves only; to read a non-leaf t's, cut the graph there: "
+        "h = t.detach().requires_grad_(), then loss = f(h) (the rest of the computation, from h) and "
+        "loss.backward(): h.grad is t's gradient, and t.backward(h.grad) carries it on to the leaves "
+        "before t"
+    ),
     # new tensors
     "new_zeros": "use " + _NEW_TENSOR.format(data="np.zeros(shape)"),
     "new_ones": "use " + _NEW_TENSOR.format(data="np.ones(shape)"),

@@ -178,6 +178,10 @@ HINTED: dict[str, tuple[str, list[str]]] = {
     "is_contiguous": ("", ["t.contiguous() is t"]),
     "data": ("", ["t.detach()"]),
     "detach_": ("", ["t = t.detach()"]),
+    "retain_grad": ("leaf = torchlean.tensor(np.ones(3), requires_grad=True); t = leaf * 2; "
+                    "f = lambda h: (h * h).sum()",
+                    ["h = t.detach().requires_grad_()", "loss = f(h)", "loss.backward()",
+                     "t.backward(h.grad)"]),
     "new_zeros": ("", ["torchlean.tensor(np.zeros(shape), dtype=t.dtype, device=t.device)"]),
     "new_ones": ("", ["torchlean.tensor(np.ones(shape), dtype=t.dtype, device=t.device)"]),
     "new_full": ("", ["torchlean.tensor(np.full(shape, value), dtype=t.dtype, device=t.device)"]),
@@ -268,6 +272,27 @@ def test_the_hinted_compositions_are_torchs_values() -> None:
     np.testing.assert_allclose(tl.softplus(tiny.log()).numpy(), np.log1p(tiny.numpy()), rtol=4e-15)
     rounded = (1 + tiny).log().numpy()
     assert abs(rounded[0] / np.log1p(1e-12) - 1) > 1e-5  # "loses precision for small |t|", as said
+
+
+def test_the_retain_grad_hint_gives_torchs_gradients() -> None:
+    """review33 F2: the hint's cut (``h = t.detach().requires_grad_()``, ``loss = f(h)``,
+    ``loss.backward()``, ``t.backward(h.grad)``) gives torch's ``t.retain_grad()`` gradient in
+    ``h.grad`` and the leaf's gradient in ``leaf.grad``, float64."""
+    values = np.array([[0.5, -1.25, 2.0], [3.0, 0.75, -0.5]])
+    leaf = tl.tensor(values, requires_grad=True)
+    t = (leaf * leaf).sin()
+    h = t.detach().requires_grad_()
+    loss = (h.exp() * h).sum()
+    loss.backward()
+    assert h.grad is not None
+    t.backward(h.grad)
+    torch_leaf = torch.tensor(values, requires_grad=True)
+    torch_t = (torch_leaf * torch_leaf).sin()
+    torch_t.retain_grad()
+    (torch_t.exp() * torch_t).sum().backward()
+    assert torch_t.grad is not None and torch_leaf.grad is not None and leaf.grad is not None
+    np.testing.assert_allclose(h.grad.numpy(), torch_t.grad.numpy(), rtol=1e-15)
+    np.testing.assert_allclose(leaf.grad.numpy(), torch_leaf.grad.numpy(), rtol=1e-14)
 
 
 def test_in_place_hints_are_refused_as_they_say_on_a_tensor_that_requires_grad() -> None:

@@ -220,7 +220,9 @@ def test_bad_inputs_are_refused_with_the_accepted_form():
     params = model.tensors()
     with pytest.raises(StateError, match=r"params must be a sequence of tensors .*got Tensor"):
         model.forward(x, params[0])  # type: ignore[arg-type]
-    with pytest.raises(StateError, match=r"params holds 7 tensors, the model has 8 parameters \(0.weight"):
+    # review33 F3: running statistics are buffers (torch's word), not parameters
+    counted = r"params holds 7 tensors, the model has 8 tensors: 6 parameters and 2 buffers \(0.weight"
+    with pytest.raises(StateError, match=counted):
         model.forward(x, params[:7])
     wrong = [*params[:2], tl.tensor(np.zeros(4), dtype="float32"), *params[3:]]
     with pytest.raises(
@@ -235,6 +237,10 @@ def test_bad_inputs_are_refused_with_the_accepted_form():
     state = model.state()
     with pytest.raises(StateError, match="load_tensors: params holds 2 tensors"):
         model.load_tensors(params[:2])
+    plain = nn.build(nn.sequential(nn.linear(3, 2)), seed=0)
+    only_parameters = r"params holds 1 tensors, the model has 2 parameters \(0.weight, 0.bias;"
+    with pytest.raises(StateError, match=only_parameters):
+        plain.forward(x, plain.tensors()[:1])
     with pytest.raises(StateError, match=r"load_tensors: params entry 3.bias has shape \[3\]"):
         model.load_tensors([*params[:-1], tl.tensor(np.zeros(3), dtype="float32")])
     for name, value in model.state().items():

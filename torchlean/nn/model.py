@@ -273,9 +273,15 @@ class Model:
                 f"{caller}: params must be a sequence of tensors (model.tensors()), got {_kind(params)}"
             )
         if len(params) != len(self.specs):
+            trainable = sum(spec.trainable for spec in self.specs)
+            kinds = (
+                "parameters"
+                if trainable == len(self.specs)
+                else f"tensors: {trainable} parameters and {len(self.specs) - trainable} buffers"
+            )
             raise StateError(
                 f"{caller}: params holds {len(params)} tensors, the model has {len(self.specs)} "
-                f"parameters ({', '.join(spec.name for spec in self.specs)})"
+                f"{kinds} ({', '.join(spec.name for spec in self.specs)}; model.tensors() lists them)"
             )
         for spec, value in zip(self.specs, params, strict=True):
             if not isinstance(value, Tensor):

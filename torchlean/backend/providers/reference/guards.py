@@ -436,11 +436,17 @@ def _reduction_axis(op: str, axis: object, ndim: int) -> int:
     return 0
 
 
-def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
-    """The sorted normalised axes reduced; a rank-0 input reduces none (its axis 0 or -1 names the
-    scalar itself: torch returns it, shape ``()`` with or without keepdim)."""
+def reduction_axes(op: str, ndim: int, axis: object) -> tuple[int, ...]:
+    """The sorted normalised axes a reduction of a rank-``ndim`` input takes: all for ``None``, one
+    for an integer, the distinct ones of a non-empty tuple. A rank-0 input reduces none (its axis 0
+    or -1 names the scalar itself: torch returns it, shape ``()`` with or without keepdim).
+
+    Raises:
+        GuardError: an axis out of range (never wrapped), a repeated axis, ``axis=()``; a
+            non-integer axis.
+    """
     if axis is None:
-        return tuple(range(arr.ndim))
+        return tuple(range(ndim))
     if isinstance(axis, tuple):
         if not axis:
             raise _fail(
@@ -448,13 +454,13 @@ def _reduction_axes(op: str, arr: Array, axis: object) -> tuple[int, ...]:
                 "axis () is ambiguous (numpy reduces nothing, torch reduces everything); "
                 "accepted: None for all axes, an integer, or a non-empty tuple of integers",
             )
-        axes = tuple(_reduction_axis(op, a, arr.ndim) for a in axis)
+        axes = tuple(_reduction_axis(op, a, ndim) for a in axis)
         if len(set(axes)) != len(axes):
             raise _fail(op, f"axis {axis!r} repeats an axis (accepted: distinct axes)")
         axes = tuple(sorted(axes))
     else:
-        axes = (_reduction_axis(op, axis, arr.ndim),)
-    return axes if arr.ndim else ()
+        axes = (_reduction_axis(op, axis, ndim),)
+    return axes if ndim else ()
 
 
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
@@ -472,7 +478,7 @@ def check_reduce_sum(x: object, *, axis: object, keepdims: object) -> tuple[int,
     arr = _float_input("reduce_sum", "input x", x)
     if not isinstance(keepdims, bool):
         raise _fail("reduce_sum", f"keepdims must be a bool; got {keepdims!r}")
-    return _reduction_axes("reduce_sum", arr, axis)
+    return reduction_axes("reduce_sum", arr.ndim, axis)
 
 
 def check_reduce_mean(x: object, *, axis: object, keepdims: object) -> tuple[int, ...]:
@@ -480,7 +486,7 @@ def check_reduce_mean(x: object, *, axis: object, keepdims: object) -> tuple[int
     arr = _float_input("reduce_mean", "input x", x)
     if not isinstance(keepdims, bool):
         raise _fail("reduce_mean", f"keepdims must be a bool; got {keepdims!r}")
-    return _reduction_axes("reduce_mean", arr, axis)
+    return reduction_axes("reduce_mean", arr.ndim, axis)
 
 
 def check_mse_loss(a: object, b: object) -> Shape:
