@@ -135,7 +135,8 @@ def build_model(
         if pooled < 1:
             raise ShapeError(
                 f"model cnn reads the features of a row as one square single-channel image of side >= 4; "
-                f"{features} features is a {side}x{side} image (accepted: {_squares(name)}; model mlp "
+                f"{features} {'feature makes' if features == 1 else 'features make'} a {side}x{side} image "
+                f"(accepted: {_squares(name)}; model mlp "
                 "takes any number)"
             )
         layer = nn.sequential(

@@ -706,7 +706,9 @@ def test_csv_problems_use_the_readers_messages(capsys, tmp_path, iris_checkpoint
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(tmp_path / "none.csv"))
     assert err == f"error: dataset file not found: {tmp_path / 'none.csv'}\n"
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--label-column", "y")
-    assert "apply to CSV files; iris is a shipped dataset" in err
+    assert err == "error: --label-column applies to CSV files only; iris is a shipped dataset\n"
+    err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "iris", "--header")
+    assert err == "error: --header applies to CSV files only; iris is a shipped dataset\n"
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", "irs")
     assert err.startswith("error: unknown dataset irs (known: digits | iris")
 
@@ -790,7 +792,9 @@ def test_a_csv_header_naming_every_feature_selects_them_by_name(capsys, tmp_path
     code, out, err = cli(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "truth")
     assert code == 0 and out == expected and accuracy in err.splitlines(), err
     err = one_line_error(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "b")
-    assert err == f"error: --label-column b is b, one of the features of checkpoint {path}\n"
+    assert err == f"error: --label-column b is one of the features of checkpoint {path}\n"
+    err = one_line_error(capsys, "predict", str(path), "--dataset", str(renamed), "--label-column", "1")
+    assert err == f"error: --label-column 1 (column c) is one of the features of checkpoint {path}\n"
 
 
 def test_a_csv_header_naming_some_features_is_refused(capsys, tmp_path, labels_csv):

@@ -344,11 +344,11 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)",
         ),
         (["--execution", "graph"], "error: unknown execution mode graph (known: eager | typed-graph)"),
-        (["--lr", "-1"], "error: optimizer: learning rate must be finite and nonnegative, got -1.0"),
-        (["--lr", "nan"], "error: optimizer: learning rate must be finite and nonnegative, got nan"),
+        (["--lr", "-1"], "error: argument --lr: learning rate must be finite and nonnegative, got -1.0"),
+        (["--lr", "nan"], "error: argument --lr: learning rate must be finite and nonnegative, got nan"),
         (
             ["--lr", "1e39"],
-            "error: optimizer: learning rate must be finite and nonnegative after conversion to binary32, "
+            "error: argument --lr: learning rate must be finite and nonnegative after conversion to binary32, "
             "got 1e+39 (inf in binary32)",
         ),
         (["--lr", "fast"], "error: argument --lr: expected a number, got 'fast'"),
@@ -356,11 +356,11 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--batch-size", "-3"], "error: argument --batch-size: expected a positive integer, got -3"),
         (["--hidden", "x"], "error: argument --hidden: expected a positive integer, got 'x'"),
         (["--dataset", MISSING], f"error: dataset file not found: {MISSING}"),
-        (["--dtype", "float16"], "error: dtype must be float32 or float64, got float16"),
+        (["--dtype", "float16"], "error: argument --dtype: expected float32 or float64, got 'float16'"),
         (
             ["--model", "cnn", "--dataset", "iris"],
             "error: model cnn reads the features of a row as one square single-channel image of side "
-            ">= 4; 4 features is a 2x2 image (accepted: 16, 25, 36, 49, ...; model mlp takes any number)",
+            ">= 4; 4 features make a 2x2 image (accepted: 16, 25, 36, 49, ...; model mlp takes any number)",
         ),
         (
             ["--model", "cnn", "--dataset", "wine"],
@@ -434,7 +434,7 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--model", ""], "error: unknown model '' (known: mlp | cnn | transformer)"),
         (["--model", " mlp"], "error: unknown model ' mlp' (known: mlp | cnn | transformer)"),
         (["--profile", ""], "error: unknown profile '' (known: {profiles})"),
-        (["--dtype", ""], "error: dtype must be float32 or float64, got ''"),
+        (["--dtype", ""], "error: argument --dtype: expected float32 or float64, got ''"),
         (["--save", ""], "error: argument --save: expected a file path, got ''"),
         (
             ["--save", "models/"],
@@ -564,10 +564,11 @@ def test_dataset_directory_and_empty_report_path_errors(capsys, tmp_path):
     code, _, err = train(capsys, "--dataset", "iris", "--report-json", "")
     assert (code, err) == (2, "error: argument --report-json: expected a file path, got ''\n")
     code, _, err = train(capsys, "--dataset", "iris", "--no-header")
+    assert (code, err) == (2, "error: --no-header applies to CSV files only; iris is a shipped dataset\n")
+    code, _, err = train(capsys, "--dataset", "iris", "--header", "--task", "regression", "--label-column", "0")
     assert (code, err) == (
         2,
-        "error: --label-column, --task and --header/--no-header apply to CSV files; "
-        "iris is a shipped dataset\n",
+        "error: --label-column, --task and --header apply to CSV files only; iris is a shipped dataset\n",
     )
 
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
+from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["int_at_least", "note_shadowed_dataset", "number"]
+__all__ = ["int_at_least", "note_shadowed_dataset", "number", "refuse_csv_options"]
 
 
 def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
@@ -22,6 +23,29 @@ def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
             f"--dataset ./{name}",
             file=sys.stderr,
         )
+
+
+def refuse_csv_options(args: argparse.Namespace, dataset: str) -> None:
+    """Refuse the CSV-only options given (``--label-column``, ``--task``, ``--header`` or
+    ``--no-header``; those ``args`` has) for the shipped ``dataset``, naming only those given.
+
+    Raises:
+        TorchLeanError: ``--header applies to CSV files only; iris is a shipped dataset``.
+    """
+    header = getattr(args, "header", None)
+    given = [
+        option
+        for option, value in (
+            ("--label-column", getattr(args, "label_column", None)),
+            ("--task", getattr(args, "task", None)),
+            ("--header" if header else "--no-header", header),
+        )
+        if value is not None
+    ]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        options = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        raise TorchLeanError(f"{options} {verb} to CSV files only; {dataset} is a shipped dataset")
 
 
 def int_at_least(

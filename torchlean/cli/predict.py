@@ -83,7 +83,7 @@ from torchlean import checkpoint, data
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
-from torchlean.cli._args import note_shadowed_dataset
+from torchlean.cli._args import note_shadowed_dataset, refuse_csv_options
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
@@ -208,10 +208,9 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     elif saved.label_column in table.names and saved.label_column not in saved.feature_names:
         label = table.column(saved.label_column)
     if label is not None and label in features:
-        raise TorchLeanError(
-            f"--label-column {data.display_name(str(text))} is {data.display_name(table.shown(label))}, "
-            f"one of the features of checkpoint {path}"
-        )
+        given, column = data.display_name(str(text)), data.display_name(table.shown(label))
+        named = "" if given == column else f" (column {column})"
+        raise TorchLeanError(f"--label-column {given}{named} is one of the features of checkpoint {path}")
     for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
         if len(row) != len(table.names):
             raise data.DataError(
@@ -244,10 +243,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     name, shipped = data.locate(args.dataset)
     note_shadowed_dataset(name, data.DATASETS)
     if shipped:
-        if args.label_column is not None or args.header is not None:
-            raise TorchLeanError(
-                f"--label-column and --header/--no-header apply to CSV files; {name} is a shipped dataset"
-            )
+        refuse_csv_options(args, name)
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")

@@ -76,7 +76,7 @@ from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _resume
-from torchlean.cli._args import int_at_least, note_shadowed_dataset, number
+from torchlean.cli._args import int_at_least, note_shadowed_dataset, number, refuse_csv_options
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
@@ -115,6 +115,17 @@ _seed = int_at_least(
 )
 
 
+def _dtype(text: str) -> str:
+    """An argparse ``type`` for ``--dtype``: ``float32`` or ``float64``, as written.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected float32 or float64, got 'float16'``.
+    """
+    if text not in ("float32", "float64"):
+        raise argparse.ArgumentTypeError(f"expected float32 or float64, got {text!r}")
+    return text
+
+
 def register(subparsers: Any) -> None:
     """Add the ``train`` subcommand to ``subparsers``."""
     parser = subparsers.add_parser(
@@ -140,14 +151,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp); cnn and "
                         "transformer read each row's features as a square image (s*s features; s >= 4 "
                         "for cnn)")
-    parser.add_argument("--hidden", type=_positive_int, default=64, help="hidden width (default: 64)")
+    parser.add_argument("--hidden", type=_positive_int, default=64,
+                        help="hidden width: of both hidden layers (mlp), of the classifier's hidden "
+                        "layer after the convolutions (cnn), of the transformer block's MLP (transformer, "
+                        "whose model width is 32) (default: 64)")
     parser.add_argument("--dropout", type=_dropout, default=0.0, metavar="P",
                         help="drop probability P in [0, 1) of dropout layers added to the model, as "
                         "torch.nn.Dropout (mlp: after each hidden ReLU; cnn: after the classifier's "
                         "hidden ReLU; transformer: after the learned positions and after the mean over "
                         "tokens); training only: validation, the test metric and torchlean predict run "
                         "without it (default: 0, no dropout layers)")
-    parser.add_argument("--epochs", type=_positive_int, default=10, help="epochs (default: 10)")
+    parser.add_argument("--epochs", type=_positive_int, default=10,
+                        help="epochs (default: 10; with --resume, the run's total, default the "
+                        "checkpoint's)")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="minibatch size (default: 32)")
     parser.add_argument("--lr", type=number, default=0.005, help="learning rate (default: 0.005)")
     parser.add_argument("--optimizer", default="adam",
@@ -189,7 +205,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--profile", default="checked_cpu",
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", help="eager | typed-graph (default: eager)")
-    parser.add_argument("--dtype", default="float32", help="float32 | float64 (default: float32)")
+    parser.add_argument("--dtype", type=_dtype, default="float32",
+                        help="float32 | float64 (default: float32)")
     parser.add_argument("--seed", type=_seed, default=0,
                         help="initialisation, split and shuffle seed, in [0, 2**32) (default: 0)")
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
@@ -279,13 +296,9 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     Raises:
         TorchLeanError: ``--label-column``/``--task``/``--header`` given for a shipped dataset.
     """
-    csv_only = args.label_column is not None or args.task is not None or args.header is not None
     note_shadowed_dataset(args.dataset, data.DATASETS)
-    if args.dataset in data.DATASETS and csv_only:
-        raise TorchLeanError(
-            "--label-column, --task and --header/--no-header apply to CSV files; "
-            f"{args.dataset} is a shipped dataset"
-        )
+    if args.dataset in data.DATASETS:
+        refuse_csv_options(args, args.dataset)
     options: dict[str, Any] = {
         "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header,
         "val_fraction": args.val_fraction,
@@ -298,7 +311,29 @@ def _load(args: argparse.Namespace) -> data.Dataset:
 _TAKES_MOMENTUM = ("sgd", "rmsprop")
 
 
+_OPTION_OF = {"learning rate": "--lr", "weight decay": "--weight-decay", "momentum": "--momentum"}
+"""The flag of each optimizer value whose refusal names it (``optimizer: learning rate must be ...``)."""
+
+
 def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
+    """:func:`_optimizer_config`, with a refused value's message naming its flag, as argparse
+    names the flag of a value its type refuses (``argument --lr: learning rate must be finite and
+    nonnegative, got -1.0``).
+
+    Raises:
+        TorchLeanError: as :func:`_optimizer_config`.
+    """
+    try:
+        return _optimizer_config(args)
+    except optim.OptimizerError as error:
+        message = str(error).removeprefix("optimizer: ")
+        flag = next((flag for quantity, flag in _OPTION_OF.items() if message.startswith(quantity)), None)
+        if flag is None:
+            raise
+        raise TorchLeanError(f"argument {flag}: {message}") from None
+
+
+def _optimizer_config(args: argparse.Namespace) -> optim.OptimizerConfig:
     """The optimizer of ``--optimizer`` and ``--lr``, with ``--momentum`` (sgd, rmsprop),
     ``--nesterov`` (sgd: ``optim.sgd(lr, momentum, weight_decay=, nesterov=)``, as
     ``torch.optim.SGD``), ``--centered`` (rmsprop), ``--amsgrad`` (adam, adamw) and
@@ -506,7 +541,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     optimizer = _optimizer(args)
     schedule: LRSchedule = args.lr_schedule
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
-    dataset = _load(args)
+    try:
+        dataset = _load(args)
+    except data.DataError as error:
+        if resumed is None or not str(error).startswith("dataset file not found"):
+            raise
+        raise data.DataError(
+            f"{error} (resuming {shown_path(resumed.path)}: if the run's CSV file moved, give "
+            "--dataset NEW_PATH; its data must hash as the run's did)"
+        ) from None
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
