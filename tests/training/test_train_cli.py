@@ -348,8 +348,8 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (["--lr", "nan"], "error: argument --lr: learning rate must be finite and nonnegative, got nan"),
         (
             ["--lr", "1e39"],
-            "error: argument --lr: learning rate must be finite and nonnegative after conversion to binary32, "
-            "got 1e+39 (inf in binary32)",
+            "error: argument --lr: learning rate must be finite and nonnegative after conversion to "
+            "binary32, got 1e+39 (inf in binary32)",
         ),
         (["--lr", "fast"], "error: argument --lr: expected a number, got 'fast'"),
         (["--epochs", "0"], "error: argument --epochs: expected a positive integer, got 0"),
@@ -565,7 +565,8 @@ def test_dataset_directory_and_empty_report_path_errors(capsys, tmp_path):
     assert (code, err) == (2, "error: argument --report-json: expected a file path, got ''\n")
     code, _, err = train(capsys, "--dataset", "iris", "--no-header")
     assert (code, err) == (2, "error: --no-header applies to CSV files only; iris is a shipped dataset\n")
-    code, _, err = train(capsys, "--dataset", "iris", "--header", "--task", "regression", "--label-column", "0")
+    options = ("--header", "--task", "regression", "--label-column", "0")
+    code, _, err = train(capsys, "--dataset", "iris", *options)
     assert (code, err) == (
         2,
         "error: --label-column, --task and --header apply to CSV files only; iris is a shipped dataset\n",
