@@ -50,7 +50,7 @@ from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider
+from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider, VJPMode
 from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import EagerOps
@@ -368,10 +368,16 @@ class RunConfig:
             return maintained_profile(self.device)
         resolved = profiles.get(self.profile) if isinstance(self.profile, str) else self.profile
         if resolved.policy.device != self.device:
-            raise TrainerError(
+            mismatch = TrainerError(
                 f"backend profile `{resolved.name}` targets `{resolved.policy.device.label}`, but the "
                 f"runtime requested `{self.device.label}`"
+            )  # the original's message; the way out in a note (tracebacks print it)
+            mismatch.add_note(
+                f"RunConfig(profile=...) keeps its device ({self.device.label}); "
+                f"RunConfig(...).with_profile({resolved.name!r}) sets both, or give "
+                f"device={resolved.policy.device.label!r} too"
             )
+            raise mismatch
         return resolved
 
     def numpy_dtype(self) -> np.dtype[np.floating]:
@@ -1204,7 +1210,8 @@ class Trainer(Generic[In, Out]):
                 (``val_accuracy`` for MSE, ``val_mse`` for cross-entropy); a
                 learning rate from ``lr_schedule`` that is not a real number or that
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
-                updates stay); the errors of :meth:`open`.
+                updates stay); a profile whose policy has VJP mode none (inference only); the
+                errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: as :meth:`step`.
@@ -1258,7 +1265,13 @@ class Trainer(Generic[In, Out]):
                 f"early_stopping monitors {early_stopping.monitor!r}, which this fit's objective "
                 f"({self.objective.value}) does not produce (accepted: {accepted})"
             )
-        self.open()
+        session = self.open()
+        if session.profile.policy.vjp_mode is VJPMode.NONE:
+            raise TrainerError(
+                f"fit trains with gradients, but profile `{session.profile.name}` has a policy of VJP mode "
+                "none (inference only: predict and evaluate run under it); give a profile whose VJP mode "
+                "owns a backward (torchlean-tape or backend-vjp)"
+            )
         assert self._optimizer is not None
         base_lr = self._optimizer.config.lr
         history: list[float] = []

@@ -342,6 +342,9 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
     ("argv", "fragment"),
     [
         (["plan", "--profile", "nope", "relu"], "unknown profile nope (known: checked_cpu | checked_cuda"),
+        # review34 F6: graph names the argument as the other backend commands do
+        (["graph", "--profile", "nope"], "error: argument --profile: unknown profile nope (known: "),
+        (["plan", "--profile", "nope", "relu"], "error: argument --profile: unknown profile nope (known: "),
         (
             ["plan", "--profile", "checked_cpu", "nope"],
             "unknown op nope (known: rand_uniform | bernoulli_mask",

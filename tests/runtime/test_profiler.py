@@ -204,3 +204,48 @@ def test_table_and_json() -> None:
 def test_the_module_is_reachable_from_the_package() -> None:
     assert tl.profiler is profiler
     assert tl.profiler.profile is profiler.profile
+
+
+_IMPORT_PROBE = """
+import sys
+import numpy as np
+import torchlean as tl
+from torchlean.autograd import dispatch, profiler
+
+assert "torch" not in sys.modules
+loaded = []
+timed = dispatch._timed
+
+def spy(call, *args, **kwargs):
+    loaded.append("torch" in sys.modules)  # when the clock starts
+    return timed(call, *args, **kwargs)
+
+dispatch._timed = spy
+with tl.session(sys.argv[1]), profiler.profile() as prof:
+    q = tl.tensor(np.ones((1, 2, 3)))
+    tl.scaled_dot_product_attention(q, q, q)
+    tl.relu(q)
+print(loaded, sorted(k.capsule for k in prof.kernels), "torch" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("profile", "capsules", "imported"),
+    [
+        ("fast_cpu", "['aten.relu', 'aten.scaled_dot_product_attention']", True),
+        ("libtorch_forward_cpu", "['libtorch.sdpa_forward', 'reference.relu']", True),
+        ("checked_cpu", "['reference.attention', 'reference.relu']", False),
+    ],
+)
+def test_importing_torch_is_binding_not_kernel_time(profile: str, capsules: str, imported: bool) -> None:
+    """review34 F1: torch was imported inside the first aten or LibTorch kernel call, so its import
+    (about a second) was that kernel's time in the profile, ``--kernel-times`` and the JSON record.
+    In a fresh interpreter, torch is loaded before every timed call (at binding, the kernels'
+    ``prepare``); checked_cpu never loads it."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, profile], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split("] ", 1)[0] + "]" == f"[{', '.join([str(imported)] * 2)}]"
+    assert run.stdout.strip().endswith(f"{capsules} {imported}")

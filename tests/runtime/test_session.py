@@ -31,6 +31,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.providers.reference import capsules as reference_capsules
 from torchlean.backend.registry import CapsuleModule, all_modules
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
+from torchlean.trainer import TrainerError
 
 
 def _reference(op: BackendOp) -> KernelCapsule:
@@ -438,9 +439,10 @@ def test_a_forward_only_capsule_never_owns_a_gradient(execution: str) -> None:
         .with_vjp_mode(VJPMode.NONE)
     )
     refused = (
-        r"^torch: `linear` selected the forward-only capsule `mylib\.linear` \(vjp none\), but an input "
-        r"requires a gradient; run it under torchlean.no_grad\(\), or with a profile whose VJP mode owns "
-        r"a backward \(torchlean-tape or backend-vjp\)(\ntyped graph: at node \d+ \(linear\))?$"
+        r"^torch: `linear` selected the forward-only capsule `mylib\.linear` \(vjp none\) under a policy of "
+        r"VJP mode none \(inference: no backward\), but an input requires a gradient; run it under "
+        r"torchlean.no_grad\(\), or with a profile whose VJP mode owns a backward \(torchlean-tape or "
+        r"backend-vjp\)(\ntyped graph: at node \d+ \(linear\))?$"
     )  # pytest matches the notes too: the typed graph names its node
     x, w, b = np.ones((2, 4)), np.full((3, 4), 0.5), np.zeros(3)
     if execution == "session":
@@ -454,10 +456,48 @@ def test_a_forward_only_capsule_never_owns_a_gradient(execution: str) -> None:
         return
     trainer = Trainer(nn.linear(4, 3), config=RunConfig(execution=execution).with_profile(profile))
     before = [p.copy() for p in trainer.model.parameters]
-    with pytest.raises(SessionError, match=refused):
+    inference_only = r"^fit trains with gradients, but profile `checked_cpu` has a policy of VJP mode none"
+    with pytest.raises(TrainerError, match=inference_only):
         trainer.fit(np.ones((8, 4)), np.ones((8, 3)), epochs=1)
     for old, new in zip(before, trainer.model.parameters, strict=True):
         np.testing.assert_array_equal(old, new)
+    # inference is what the profile is for: predict runs on the forward-only capsule
+    expected = x @ before[0].astype(np.float64).T + before[1]
+    np.testing.assert_allclose(trainer.predict(x), expected, rtol=1e-6)
+    assert [k.capsule.name for k in trainer.selected] == ["mylib.linear"]
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_an_inference_policy_records_no_gradient_through_shipped_capsules(execution: str) -> None:
+    """review34 F2: a profile whose policy asks for VJP mode none (inference) admits the shipped
+    tape-VJP capsules too; recording a gradient under it was allowed, so the audit said
+    ``vjp_mode none`` for kernels whose backward ran. Refused before the kernel runs; under
+    ``no_grad`` and in the trainer's predict the capsules serve; fit refuses up front."""
+    from torchlean import nn
+    from torchlean.trainer import RunConfig, Trainer
+
+    inference = profiles.get("checked_cpu").with_vjp_mode(VJPMode.NONE)
+    x, w = np.array([[1.0, -2.0, 3.0]]), np.ones((3, 3))
+    refused = (
+        r"^torch: `matmul` selected capsule `reference\.matmul` \(vjp torchlean-tape\) under a policy of VJP "
+        r"mode none \(inference: no backward\), but an input requires a gradient; run it under "
+        r"torchlean.no_grad\(\)"
+    )
+    with tl.session(inference):
+        with pytest.raises(SessionError, match=refused):
+            tl.tensor(x, requires_grad=True) @ tl.tensor(w)
+        with tl.no_grad():
+            served = tl.tensor(x, requires_grad=True) @ tl.tensor(w)
+            np.testing.assert_array_equal(served.numpy(), [[2.0] * 3])
+        plain = tl.tensor(x) @ tl.tensor(w)  # nothing requires a gradient: no tape node
+        assert plain.grad_fn is None and plain.produced_by is not None
+        assert plain.produced_by.policy.vjp_mode is VJPMode.NONE
+    trainer = Trainer(nn.linear(3, 2), config=RunConfig(execution=execution).with_profile(inference))
+    inference_only = r"^fit trains with gradients, but profile `checked_cpu` has a policy of VJP mode none"
+    with pytest.raises(TrainerError, match=inference_only):
+        trainer.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=1)
+    weight, bias = trainer.model.parameters
+    np.testing.assert_allclose(trainer.predict(x), x @ weight.T + bias, rtol=1e-6)
 
 
 def test_forward_only_capsule_serves_inference() -> None:

@@ -221,6 +221,11 @@ def test_profile_override_must_target_the_requested_device():
     assert str(caught.value) == (
         "backend profile `checked_cuda` targets `cuda`, but the runtime requested `cpu`"
     )
+    # review34 F7: the way out, in a note (the message is the original's)
+    assert caught.value.__notes__ == [
+        "RunConfig(profile=...) keeps its device (cpu); RunConfig(...).with_profile('checked_cuda') sets "
+        "both, or give device='cuda' too"
+    ]
     with pytest.raises(TrainerError) as caught:
         RunConfig(device=Device.CUDA, profile=profiles.get("libtorch_forward_cpu")).resolve_profile()
     assert str(caught.value) == (

@@ -384,6 +384,8 @@ def bind_linked(accepted: AcceptedKernel, linked: LinkedKernel) -> BoundKernel:
             refusal of :func:`select_linked`.
     """
     _require_own_claims(accepted.op, accepted.capsule, linked)
+    if linked.prepare is not None:
+        linked.prepare()  # a provider's one-time set-up (importing torch), not a kernel's time
     handler: KernelHandler[Array] = KernelHandler(
         linked.name, linked.op, linked.provider, linked.device, linked.forward
     )
@@ -456,7 +458,7 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
         if True not in needs:
             needs = None
         else:
-            _require_backward(accepted.op, capsule, linked)
+            _require_backward(accepted, linked)
     profiles = profiler.active()
     try:
         if profiles:
@@ -531,21 +533,25 @@ def _timed(
     return result
 
 
-def _require_backward(op: BackendOp, capsule: KernelCapsule, linked: LinkedKernel) -> None:
-    """Refuse, before the kernel runs, recording a tape node for ``capsule``: a forward-only
-    capsule (VJP mode ``none``) does not own a backward, so a gradient through it would come from
-    code its record says does not exist (a profile whose policy asks for no VJP admits such
-    capsules, also with gradients on); a linked kernel without a VJP cannot give one.
+def _require_backward(accepted: AcceptedKernel, linked: LinkedKernel) -> None:
+    """Refuse, before the kernel runs, recording a tape node for ``accepted`` when it was accepted
+    under a policy of VJP mode ``none`` (an inference profile: it asked for no backward, and the
+    audit would say so while one ran; it is also the only policy that admits a forward-only
+    capsule, whose record says no backward exists, for a differentiable op), or when its linked
+    kernel has no VJP.
 
     Raises:
         SessionError: naming the op, the capsule and the way out (the op's label is read only
             then: this runs once per recorded op).
     """
-    if capsule.vjp_mode is VJPMode.NONE:
+    op, capsule = accepted.op, accepted.capsule
+    if accepted.policy.vjp_mode is VJPMode.NONE:
+        kind = "the forward-only capsule" if capsule.vjp_mode is VJPMode.NONE else "capsule"
         raise SessionError(
-            f"torch: `{op.label}` selected the forward-only capsule `{capsule.name}` (vjp none), but an "
-            "input requires a gradient; run it under torchlean.no_grad(), or with a profile whose VJP mode "
-            "owns a backward (torchlean-tape or backend-vjp)"
+            f"torch: `{op.label}` selected {kind} `{capsule.name}` (vjp {capsule.vjp_mode.label}) under a "
+            "policy of VJP mode none (inference: no backward), but an input requires a gradient; run it "
+            "under torchlean.no_grad(), or with a profile whose VJP mode owns a backward (torchlean-tape "
+            "or backend-vjp)"
         )
     if linked.vjp is None:
         raise SessionError(

@@ -9,7 +9,9 @@ What is timed: every kernel run through an accepted, bound capsule
 (:func:`~torchlean.autograd.dispatch.execute_bound`: eager ops, typed-graph steps and the batch
 norm running-statistics update), from the call of its linked implementation to its return, and
 the VJP of every tape node recorded inside the block when the backward pass runs it inside the
-same block. Not timed as kernels: planning and acceptance at an op's first use, operand checks,
+same block. Not timed as kernels: planning, acceptance and binding at an op's first use (with a
+provider's one-time set-up there: importing torch, a second or so, for the first aten or LibTorch
+capsule of a process), operand checks,
 the tape's gradient accumulation, the optimizer's update and everything else in Python; they are
 the difference between :attr:`KernelProfile.wall_seconds` and
 :attr:`KernelProfile.kernel_seconds`. A kernel that raises is not counted.

@@ -20,7 +20,9 @@ from tqdm import tqdm
 from torchlean import nn
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles, report
+from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.graph import to_coalesced_groups
+from torchlean.backend.profiles import BackendProfile
 from torchlean.cli._args import int_at_least
 from torchlean.ir.builder import GraphBuilder
 from torchlean.ir.graph import Graph
@@ -63,7 +65,7 @@ def register(subparsers: Any) -> None:
         description="Lower a model to the canonical IR and show its kernel plan, groups and acceptance.",
         epilog=GROUPS_NOTE,
     )
-    parser.add_argument("--profile", default="checked_cpu",
+    parser.add_argument("--profile", default="checked_cpu", type=_profile,
                         help=f"{' | '.join(profiles.names())} (default: checked_cpu)")
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--mlp", type=_widths, default=None, metavar="W0,W1,...",
@@ -108,9 +110,22 @@ def _chain_progress(nodes: range) -> Iterable[int]:
     return bar
 
 
+def _profile(name: str) -> BackendProfile:
+    """An argparse ``type`` for ``--profile``: the profile of that name, as the other backend
+    commands read it (``error: argument --profile: unknown profile nope (known: ...)``).
+
+    Raises:
+        argparse.ArgumentTypeError: the :class:`UnknownLabelError` message of an unknown name.
+    """
+    try:
+        return profiles.get(name)
+    except UnknownLabelError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean graph``; returns 0 when the plan is accepted, 1 otherwise."""
-    profile = profiles.get(args.profile)
+    profile: BackendProfile = args.profile
     chain = args.relu_chain is not None
     if chain:
         long_chain = args.relu_chain >= PROGRESS_FROM

@@ -17,7 +17,10 @@ numpy array for a ``cpu`` kernel and a contiguous torch tensor on the device for
 inputs, out, params)`` returns one cotangent per input position (``None`` where the input is not
 differentiable), each already reduced to its input's shape and dtype. ``vjp_guard(capsule,
 policy)`` runs before the forward on every call when present (the LibTorch bridge's
-``require_torchlean_tape``).
+``require_torchlean_tape``). ``prepare()`` runs once when a session binds the kernel to its
+accepted capsule, before any call: a provider's one-time set-up (:func:`import_torch` for the
+aten and LibTorch kernels), so that it happens with planning and acceptance and is not counted as
+the first call's kernel time by :mod:`torchlean.autograd.profiler`.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ VJPNeedsFn = Callable[
 class LinkedKernel:
     """One linked implementation: ``name`` (as listed in "available handlers"), its identity
     ``(op, provider, device)``, the forward, the local VJP (``None``: forward only) and an
-    optional guard on the session's VJP request."""
+    optional guard on the session's VJP request, and an optional one-time set-up run at binding
+    (``prepare``, see the module docstring)."""
 
     name: str
     op: BackendOp
@@ -70,11 +74,17 @@ class LinkedKernel:
     vjp: VJPFn | None = None
     vjp_guard: VJPGuard | None = None
     vjp_needs: VJPNeedsFn | None = None
+    prepare: Callable[[], None] | None = None
 
     @property
     def label(self) -> str:
         """``name (provider/device)``, the rendering of the "available handlers" list."""
         return f"{self.name} ({self.provider.label}/{self.device.label})"
+
+
+def import_torch() -> None:
+    """Import torch (seconds on a first import): the ``prepare`` of kernels that call it."""
+    import torch  # noqa: F401
 
 
 def convention_kernel(
@@ -84,6 +94,8 @@ def convention_kernel(
     device: Device,
     forward: Callable[..., Array],
     vjp: Callable[..., Sequence[Array | None]] | None,
+    *,
+    prepare: Callable[[], None] | None = None,
 ) -> LinkedKernel:
     """A linked kernel over functions of the reference kernel convention (team brief).
 
@@ -91,7 +103,8 @@ def convention_kernel(
     returns one cotangent per input (``None`` for a non-differentiable input). ``vjp=None`` links a
     forward-only kernel. A ``vjp`` with a ``needs_input_grad`` keyword (one bool per input) also
     becomes the linked kernel's ``vjp_needs``: the tape passes which inputs need a cotangent and
-    the rule skips the others (returning ``None`` there).
+    the rule skips the others (returning ``None`` there). ``prepare`` is the kernel's one-time
+    set-up (:class:`LinkedKernel`).
     """
 
     def run_forward(
@@ -100,7 +113,7 @@ def convention_kernel(
         return forward(*inputs, **params)
 
     if vjp is None:
-        return LinkedKernel(name, op, provider, device, run_forward, None)
+        return LinkedKernel(name, op, provider, device, run_forward, None, prepare=prepare)
     local_vjp = vjp
     skips = "needs_input_grad" in inspect.signature(vjp).parameters
 
@@ -124,5 +137,6 @@ def convention_kernel(
         return local_vjp(g, *inputs, out=out, needs_input_grad=needs, **params)
 
     return LinkedKernel(
-        name, op, provider, device, run_forward, run_vjp, vjp_needs=run_vjp_needs if skips else None
+        name, op, provider, device, run_forward, run_vjp, vjp_needs=run_vjp_needs if skips else None,
+        prepare=prepare,
     )

@@ -17,7 +17,7 @@ from types import ModuleType
 
 from torchlean.backend.providers.aten import kernels, pointwise, spatial
 from torchlean.backend.providers.aten.capsules import ATEN_OPS, KERNELS_PATH, POINTWISE_PATH, kernel_path
-from torchlean.backend.providers.linked import Array, LinkedKernel, convention_kernel
+from torchlean.backend.providers.linked import Array, LinkedKernel, convention_kernel, import_torch
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 __all__ = ["HANDLER_NAME", "LINKED_KERNELS"]
@@ -31,7 +31,7 @@ def _linked(op: BackendOp) -> LinkedKernel:
     module = _MODULES.get(kernel_path(op), spatial)
     forward: Callable[..., Array] = getattr(module, op.label)
     vjp: Callable[..., Sequence[Array | None]] = getattr(module, f"{op.label}_vjp")
-    return convention_kernel(HANDLER_NAME, op, Provider.ATEN, Device.CPU, forward, vjp)
+    return convention_kernel(HANDLER_NAME, op, Provider.ATEN, Device.CPU, forward, vjp, prepare=import_torch)
 
 
 LINKED_KERNELS: tuple[LinkedKernel, ...] = tuple(_linked(op) for op in ATEN_OPS)

@@ -43,7 +43,7 @@ from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.providers.linked import Array as Storage
-from torchlean.backend.providers.linked import LinkedKernel
+from torchlean.backend.providers.linked import LinkedKernel, import_torch
 from torchlean.backend.providers.reference.guards import check_scaled_dot_product_attention
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 
@@ -666,6 +666,7 @@ def _linked(device: Device) -> LinkedKernel:
         forward=forward,
         vjp=vjp,
         vjp_guard=require_torchlean_tape,
+        prepare=import_torch,
     )
 
 
