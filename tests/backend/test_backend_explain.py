@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from backend_builders import make_capsule, misaligned
 
+from torchlean.autograd.session import Session
 from torchlean.backend import profiles
 from torchlean.backend.availability import Availability
+from torchlean.backend.errors import SessionError
 from torchlean.backend.planner import explain_op
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
-from torchlean.backend.registry import CapsuleModule
+from torchlean.backend.registry import CapsuleModule, RegistryError
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
 
 B = BackendOp
@@ -68,6 +71,21 @@ def test_explain_text_for_a_gap_and_for_an_invalid_registry() -> None:
     broken = cpu.with_capsule_modules([CapsuleModule("x", (relu,)), CapsuleModule("x", (relu,))])
     lines = broken.explain(B.RELU).splitlines()
     assert lines[1] == "  registry invalid: duplicate backend capsule module `x`"
+    # review34 F3: nothing is selected under an invalid registry (every plan fails), so no line or
+    # result says so; the capsule the policy admits first is named admissible, not selected
+    assert lines[-1] == (
+        "result: nothing is selected for op relu: duplicate backend capsule module `x` (planning fails "
+        "for any op)"
+    )
+    assert not [line for line in lines if line.endswith(": selected")]
+    assert "  x.relu (reference/cpu): admissible, not selected (the registry is invalid)" in lines
+    with pytest.raises(RegistryError, match="duplicate backend capsule module `x`"):
+        broken.plan_ops([B.RELU])
+    with pytest.raises(SessionError, match=(
+        r"^torch eager session: backend profile `checked_cpu`'s registry is invalid: duplicate backend "
+        r"capsule module `x` \(planning under it fails for every op"
+    )):
+        Session(broken)
 
 
 def test_no_registered_capsule() -> None:

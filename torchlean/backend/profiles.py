@@ -245,11 +245,17 @@ class BackendProfile:
         verdicts = self.explain_verdicts(op)
         lines = report.explain_lines(self.name, self.policy, op, verdicts)
         error = module_validation_error(self.capsule_modules)
-        if error is not None:
+        if error is not None:  # planning fails for every op: nothing is selected (review34 F3)
+            lines = [
+                line.removesuffix(": selected") + ": admissible, not selected (the registry is invalid)"
+                if line.endswith(": selected") else line
+                for line in lines
+            ]
             lines.insert(1, f"  registry invalid: {error}")
+            lines[-1] = f"result: nothing is selected for op {op.label}: {error} (planning fails for any op)"
         lines[-1:-1] = self._outside_lines(op)
         for item in verdicts:
-            if item.verdict.status != "selected":
+            if item.verdict.status != "selected" or error is not None:
                 continue
             capsule = item.capsule
             if not has_built_in_handler(capsule):
@@ -324,7 +330,9 @@ class BackendProfile:
 
     def selection_fault(self) -> str | None:
         """Why this profile can select no capsule for any op on its device, even for inference,
-        or None: its availability admits none of its capsules for that device, or its policy
+        or None: its registry is invalid (a repeated module name or capsule identity, which the
+        original's ``validateModules`` refuses at every plan), its availability admits none of its
+        capsules for that device, or its policy
         (assurance, provider preference; the VJP mode aside, which inference does not ask) refuses
         every one it admits. A session refuses such a profile when it opens (every op would fail
         at its first use with ``no admissible kernel capsule``). Pure; the catalog's own check
@@ -332,6 +340,12 @@ class BackendProfile:
         ``backend profile `strict` refuses every capsule its availability admits for device `cpu`
         (trust: trusted-external is rejected by assurance checked)``.
         """
+        invalid = module_validation_error(self.capsule_modules)
+        if invalid is not None:
+            return (
+                f"backend profile `{self.name}`'s registry is invalid: {invalid} (planning under it fails "
+                "for every op; a capsule's (name, op, provider, device) must be unique across its modules)"
+            )
         device = self.policy.device
         on_device = [capsule for capsule in self.registry() if capsule.device is device]
         if not on_device:
