@@ -10,7 +10,9 @@ execution mode it was trained under, and the weights (:meth:`torchlean.nn.model.
 with ``allow_pickle=False``: nothing in a checkpoint is pickled, so loading one runs no code.
 Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``format`` =
 ``"torchlean-checkpoint"``, ``version`` and the scalar fields; version 2 also ``dropout``, the
-model's drop probability, which version 1 files lack and read as 0.0), ``feature_mean`` and
+model's drop probability, which version 1 files lack and read as 0.0, and ``test_fraction``, the
+test fraction of the train/test split, which version 1 files and version 2 files written before
+``torchlean train --test-fraction`` lack and read as 0.2), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
@@ -42,7 +44,7 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
-from torchlean.data import Task, display_name
+from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
@@ -257,6 +259,10 @@ class Checkpoint:
     ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name -> array of the model's
     parameter shape, in ``dtype``: exactly the model's parameters, named as the model with its
     ``dropout`` layers names them);
+    ``test_fraction`` (the ``test_fraction`` of :func:`torchlean.data.load` that made the train/test
+    split, a float in ``(0, 1)``, :data:`torchlean.data.TEST_FRACTION` (0.2) by default: ``torchlean
+    predict --split train|test`` recomputes that split with it; numpy floats taken as ``float``,
+    bools and ints refused; version 1 holds only 0.2);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -271,7 +277,8 @@ class Checkpoint:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
             checkpoint version 3 (supported: 1, 2)``; a ``dropout`` outside ``[0, 1)`` or nonzero
-            with ``version`` 1; a missing, unexpected or mis-shaped weight, or
+            with ``version`` 1; a ``test_fraction`` outside ``(0, 1)`` or other than 0.2 with
+            ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
             one with ``version`` 1).
@@ -298,6 +305,7 @@ class Checkpoint:
     training: TrainingState | None = None
     version: int = FORMAT_VERSION
     dropout: float = 0.0
+    test_fraction: float = TEST_FRACTION
 
     def __post_init__(self) -> None:
         _check_version(self.version)
@@ -323,6 +331,7 @@ class Checkpoint:
             raise CheckpointError(
                 f"a version 1 checkpoint has no dropout (version 2 does), got dropout {self.dropout!r}"
             )
+        self._check_test_fraction()
         if self.dtype not in ("float32", "float64"):
             raise CheckpointError(f"dtype must be float32 or float64, got {self.dtype!r}")
         self._check_task()
@@ -349,6 +358,24 @@ class Checkpoint:
         object.__setattr__(self, "weights", self._checked_weights(self.weights, "weight"))
         if self.training is not None and self.training.last_weights is not None:
             self._checked_weights(self.training.last_weights, "last_weights entry")  # checked, kept as given
+
+    def _check_test_fraction(self) -> None:
+        """Refuse a ``test_fraction`` that is not a float in ``(0, 1)``, or is not the default with
+        ``version`` 1 (its files cannot hold another)."""
+        fraction = self.test_fraction
+        if isinstance(fraction, np.floating):
+            fraction = float(fraction)
+            object.__setattr__(self, "test_fraction", fraction)
+        if not isinstance(fraction, float) or not 0.0 < fraction < 1.0:
+            raise CheckpointError(
+                f"test_fraction must be a float in (0, 1) (the test fraction of the train/test split), got "
+                f"{fraction!r}"
+            )
+        if self.version == 1 and fraction != TEST_FRACTION:
+            raise CheckpointError(
+                f"a version 1 checkpoint has no test_fraction (version 2 does; version 1 files mean "
+                f"{TEST_FRACTION}), got test_fraction {fraction!r}"
+            )
 
     def _coerce(self) -> None:
         """Store the API's other spellings of a field as this record's (see the class docstring);
@@ -664,6 +691,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     }
     if checkpoint.version >= 2:
         metadata["dropout"] = checkpoint.dropout
+        metadata["test_fraction"] = checkpoint.test_fraction
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
@@ -714,7 +742,9 @@ _V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
-_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "dropout", "training")}
+_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "dropout", "test_fraction", "training")}
+# A version 2 file may lack ``training`` (no training state) and ``test_fraction`` (written before
+# ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION).
 _TRAINING_FIELDS = ("epochs_done", "epochs", "random_counter", "settings", "validation", "last_weights")
 _TRAINING_FLAGS = ("validation", "last_weights")
 
@@ -861,6 +891,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         training=training,
         version=version,
         dropout=0.0 if version == 1 else _dropout_field(meta),
+        test_fraction=_test_fraction_field(meta),
     )
 
 
@@ -914,3 +945,17 @@ def _dropout_field(meta: dict[str, Any]) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise CheckpointError(f"metadata field 'dropout' must be a number, got {value!r}")
     return value
+
+
+def _test_fraction_field(meta: dict[str, Any]) -> float:
+    """A version 2 archive's ``test_fraction`` metadata field: a JSON number, checked by
+    :class:`Checkpoint`; :data:`torchlean.data.TEST_FRACTION` when absent (version 1, and version
+    2 files written before ``torchlean train --test-fraction``, whose split used that fraction).
+
+    Raises:
+        CheckpointError: the field is not a JSON number.
+    """
+    value = meta.get("test_fraction", TEST_FRACTION)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise CheckpointError(f"metadata field 'test_fraction' must be a number, got {value!r}")
+    return value  # an int (a hand edit) is refused by Checkpoint, naming it

@@ -82,8 +82,10 @@ from torchlean.batches import minibatches
 __all__ = [
     "DATASETS",
     "STDIN",
+    "TEST_FRACTION",
     "DataError",
     "Dataset",
+    "EmptySplitError",
     "Place",
     "Table",
     "Task",
@@ -113,12 +115,29 @@ Array: TypeAlias = npt.NDArray[Any]
 DATASETS: tuple[str, ...] = ("digits", "iris", "breast_cancer", "wine", "diabetes")
 """Names of the shipped datasets, in the order error messages list them."""
 
+TEST_FRACTION = 0.2
+"""The default test fraction of :func:`load`'s train/test split (``torchlean train
+--test-fraction``'s default, and the one a checkpoint written before that option means)."""
+
 STDIN = "/dev/stdin"
 """The path ``--dataset -`` reads (standard input)."""
 
 
 class DataError(TorchLeanError, ValueError):
     """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
+
+
+class EmptySplitError(DataError):
+    """A train/test split that would leave the train or the test split without a sample
+    (:func:`split_rows`): ``samples`` rows, ``test_fraction`` as given and ``test_rows``, the
+    ``ceil(test_fraction * samples)`` rows the test split would take, as attributes, so a caller
+    can name its own option and the fractions it accepts (``torchlean train --test-fraction``)."""
+
+    def __init__(self, message: str, *, samples: int, test_fraction: float, test_rows: int) -> None:
+        super().__init__(message)
+        self.samples = samples
+        self.test_fraction = test_fraction
+        self.test_rows = test_rows
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -219,7 +238,7 @@ def load(
     name_or_path: str | os.PathLike[str] = "digits",
     *,
     seed: int = 0,
-    test_fraction: float = 0.2,
+    test_fraction: float = TEST_FRACTION,
     dtype: npt.DTypeLike = np.float32,
     label_column: str | int | None = None,
     header: bool | None = None,
@@ -312,7 +331,7 @@ def load_csv(
     header: bool | None = None,
     task: Task | None = None,
     seed: int = 0,
-    test_fraction: float = 0.2,
+    test_fraction: float = TEST_FRACTION,
     dtype: npt.DTypeLike = np.float32,
     val_fraction: float | None = None,
 ) -> Dataset:
@@ -934,7 +953,7 @@ def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
 
 
 def split_rows(
-    y: Array, task: Task, seed: int, test_fraction: float = 0.2, *, source: str = "the data"
+    y: Array, task: Task, seed: int, test_fraction: float = TEST_FRACTION, *, source: str = "the data"
 ) -> tuple[Array, Array]:
     """The train and test row indices (int64, each in the order of the split) of :func:`load`'s
     split of ``n = len(y)`` samples: scikit-learn's ``train_test_split`` with ``random_state=seed``,
@@ -946,7 +965,8 @@ def split_rows(
 
     Raises:
         DataError: ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not a real number
-            in ``(0, 1)``; a split of ``source`` leaving no train or test sample.
+            in ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of ``source`` leaving no
+            train or test sample.
     """
     from sklearn.model_selection import train_test_split
 
@@ -959,7 +979,10 @@ def split_rows(
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)
     if n_test < 1 or n - n_test < 1:
-        raise DataError(f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split")
+        raise EmptySplitError(
+            f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split",
+            samples=n, test_fraction=float(test_fraction), test_rows=n_test,
+        )
     stratify = y if task == "classification" and _unstratified_reason(y, n_test) is None else None
     train, test = train_test_split(
         np.arange(n, dtype=np.int64), test_size=float(test_fraction), random_state=int(seed), shuffle=True,
@@ -1071,7 +1094,7 @@ def _unstratified_reason(y: Array, n_test: int) -> str | None:
     return None
 
 
-def split_note(y: Array, task: Task, test_fraction: float = 0.2) -> str:
+def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> str:
     """The note ``torchlean train`` prints when its split of labels ``y`` (int64 class ids for
     classification) is not stratified by class (see :func:`split_rows`), else ``""``. The
     arguments must be valid for :func:`split_rows`."""

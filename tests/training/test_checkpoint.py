@@ -483,9 +483,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
-         r"execution, seed, dropout, training\)$"),
+         r"execution, seed, dropout, test_fraction, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
-         r"v1train.npz: unexpected metadata fields: 'dropout', 'training' \(version 1 writes: format, "
+         r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'training' \(version 1 "
+         r"writes: format, "
          r"version, model, hidden, features, outputs, dtype, task, classes, dataset, label_column, "
          r"feature_names, profile, execution, seed\)$"),
         (rewrite(good, tmp_path / "field.npz", metadata=metadata(good, hidden="4")),

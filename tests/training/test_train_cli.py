@@ -113,6 +113,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "no_decay",
         "batch_size",
         "seed",
+        "test_fraction",
         "epochs",
         "torch_threads",
         "losses",
@@ -130,7 +131,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "checked_cpu",
         "eager",
     )
-    assert (record["seed"], record["epochs"]) == (0, 2)
+    assert (record["seed"], record["epochs"], record["test_fraction"]) == (0, 2, 0.2)
     # the settings that reproduce the run, as the header line prints them
     assert (record["hidden"], record["device"], record["assurance"], record["dtype"]) == (
         8,
@@ -866,7 +867,9 @@ def test_an_empty_split_names_the_csv_path(capsys, tmp_path):
     path = _csv(tmp_path, "a,y\n1,0.5\n", "one.csv")
     code, out, err = train(capsys, "--dataset", str(path))
     assert (code, out) == (2, "")
-    assert err == f"error: {path}: a test fraction of 0.2 of 1 samples leaves an empty split\n"
+    assert err == (f"error: {path}: a test fraction of 0.2 of 1 samples leaves an empty split: a single row "
+                   "cannot be split into train and test rows, whatever --test-fraction (accepted: data of at "
+                   "least 2 rows)\n")
 
 
 # ----------------------------------------------------------------------- a diverging run

@@ -23,7 +23,8 @@ total, so for them a resumed run keeps the checkpoint's total: another ``N`` wou
 rates of the remaining epochs (and not of those already run), a run no uninterrupted one equals.
 
 A setting the checkpoint lacks takes the option's default (an option newer than the
-checkpoint); one this torchlean does not know is refused. The trainer session's random counter
+checkpoint: ``--test-fraction`` 0.2, the split of a run saved before that option); one this
+torchlean does not know is refused. The trainer session's random counter
 (:attr:`Trainer.random_counter <torchlean.trainer.Trainer.random_counter>`: the dropout masks
 drawn so far, ``--dropout``) is part of the state and restored, so a resumed run draws the masks
 the uninterrupted one draws (validation and the test metric draw none).
@@ -250,7 +251,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             :func:`_not_taken`);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's
             with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
-            ``--report-json`` naming the checkpoint; a run that early stopping ended; a
+            ``--report-json`` naming the checkpoint; a setting ``--test-fraction`` other than the
+            checkpoint's ``test_fraction`` (a hand edit); a run that early stopping ended; a
             ``--val-fraction`` run whose checkpoint lacks its validation history, or a history
             without ``--val-fraction``.
     """
@@ -303,6 +305,13 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
     _check_monitor(values, shown)
+    if values["test_fraction"] != saved.test_fraction:  # a hand edit (the data digest says it less clearly)
+        raise TorchLeanError(
+            f"checkpoint {shown}: its setting --test-fraction {recorded['test_fraction']} differs from its "
+            f"test_fraction {saved.test_fraction!r} (the split torchlean predict --split recomputes): its "
+            "fields are inconsistent (a checkpoint edited by hand?), and --resume cannot continue it; train "
+            "a new run"
+        )
     _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown,
                       values.get("monitor"), values.get("min_delta"))
     for dest, value in values.items():

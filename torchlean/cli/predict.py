@@ -7,7 +7,8 @@ mode (``--profile``/``--execution`` override them) and writes the predictions.
 
 Every row is predicted by default (a shipped dataset whole, in scikit-learn's order, training
 rows included); ``--split train|test`` takes only the rows of that side of the split ``torchlean
-train`` makes of the data (:func:`torchlean.data.split_rows` with test fraction 0.2 and the
+train`` makes of the data (:func:`torchlean.data.split_rows` with the checkpoint's test fraction,
+``torchlean train --test-fraction``, 0.2 for a checkpoint written before that option, and the
 checkpoint's seed, stratified by class when possible, so a classification split needs the label
 column), in
 data order, and the CSV then has a ``row`` column (the 0-based data row) before ``prediction``;
@@ -99,13 +100,10 @@ from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 from torchlean.trainer import ExecutionMode
 
-__all__ = ["SPLITS", "TEST_FRACTION", "register", "run"]
+__all__ = ["SPLITS", "register", "run"]
 
 SPLITS: tuple[str, ...] = ("all", "train", "test")
 """The accepted ``--split`` values."""
-
-TEST_FRACTION = 0.2
-"""The test fraction of ``torchlean train``'s split (:func:`torchlean.data.load`'s default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -146,8 +144,9 @@ def register(subparsers: Any) -> None:
                         "the report then goes to stdout, unless PATH is stdout itself (- or /dev/stdout)")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="all: every row (default); train or test: the rows of the split torchlean train "
-                        "makes of this data (test fraction 0.2, stratified by class when possible, the "
-                        "checkpoint's seed), "
+                        "makes of this data (the checkpoint's test fraction, torchlean train "
+                        "--test-fraction, 0.2 for checkpoints written before it; stratified by class when "
+                        "possible; the checkpoint's seed), "
                         "the same rows it trained or tested on when the data is the one trained on; the "
                         "predictions CSV then has a row column (0-based data row) first")
     parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
@@ -361,12 +360,20 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             "train split used (its seeds are below 2**32); use --split all"
         )
     labels = truth if truth is not None else np.zeros(source.x.shape[0])
-    train, test = data.split_rows(labels, saved.task, saved.seed, TEST_FRACTION, source=source.source)
+    try:
+        train, test = data.split_rows(labels, saved.task, saved.seed, saved.test_fraction,
+                                      source=source.source)
+    except data.EmptySplitError as error:
+        raise TorchLeanError(
+            f"--split {args.split}: {error}: checkpoint {args.checkpoint} was trained with --test-fraction "
+            f"{saved.test_fraction!r}, which takes {error.test_rows} test rows of these {error.samples}, "
+            "leaving none to train on; use --split all"
+        ) from None
     if not _same_data(source.source, saved.dataset):
         print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; --split {args.split} "
               f"takes the {args.split} rows of the split torchlean train would make of {source.source}",
               file=sys.stderr)
-    note = data.split_note(labels, saved.task, TEST_FRACTION)
+    note = data.split_note(labels, saved.task, saved.test_fraction)
     if note:
         print(f"note: {note}", file=sys.stderr)
     return np.sort(train if args.split == "train" else test)
@@ -504,6 +511,8 @@ def _run(args: argparse.Namespace) -> int:
           f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)} "
           f"trained_under={saved.profile}", file=out)
     split = "" if chosen is None else f" split={args.split}"
+    if chosen is not None and saved.test_fraction != data.TEST_FRACTION:
+        split += f" test_fraction={saved.test_fraction!r}"
     print(f"dataset={shown_path(source.source)} rows={x.shape[0]}{split} profile={trainer.profile.name} "
           f"execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)

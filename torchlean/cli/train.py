@@ -4,7 +4,7 @@ Prints two header lines (data and model, with ``dropout=P`` after ``model=`` for
 ``--dropout``; profile and optimiser, then ``lr_schedule=SPEC`` when
 ``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
 ``label_smoothing=S`` with a nonzero ``--label-smoothing``, ``no_decay='REGEX'`` with
-``--no-decay``; with
+``--no-decay``, ``test_fraction=F`` with a ``--test-fraction`` other than 0.2; with
 ``--show-backend`` the session's ``[TorchLean] backend capsules used:`` banner follows them, then
 each capsule's report as it is first selected), one line per epoch with the mean training loss
 (and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
@@ -16,11 +16,16 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's spec,
 ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
-``label_smoothing`` and ``dropout``, 0.0 by default; ``no_decay``: ``{"pattern": REGEX,
-"parameters": [names]}`` with ``--no-decay``, else ``null``; ``checkpoint``: the saved path, when
-``--save`` is given); its ``torch_threads`` is the intra-op thread count torch ran with, or ``null``
-when torch was never imported (a ``checked_cpu`` run does not import it, so its thread setting is
-never used).
+``label_smoothing`` and ``dropout``, 0.0 by default; ``test_fraction``, 0.2 by default;
+``no_decay``: ``{"pattern": REGEX, "parameters": [names]}`` with ``--no-decay``, else ``null``;
+``checkpoint``: the saved path, when ``--save`` is given); its ``torch_threads`` is the intra-op
+thread count torch ran with, or ``null`` when torch was never imported (a ``checked_cpu`` run does
+not import it, so its thread setting is never used).
+
+``--test-fraction F`` (0 < F < 1, default 0.2) is the test split's fraction
+(:func:`torchlean.data.load`'s ``test_fraction``); one that leaves no row to train on is refused
+naming the flag and the fractions the data accept; ``--save`` stores it
+(:attr:`torchlean.checkpoint.Checkpoint.test_fraction`) for ``torchlean predict --split``.
 
 ``--val-fraction F`` and ``--early-stopping P`` (:mod:`torchlean.cli._validation`): a validation part
 held out of the train split, ``val=`` in the header, each epoch's validation loss and metric on its
@@ -113,6 +118,27 @@ _seed = int_at_least(
     "RandomState, which takes no larger seed), got {}",
     below=2**32,
 )
+
+
+def _test_fraction(text: str) -> float:
+    """An argparse ``type`` for ``--test-fraction``: a number strictly between 0 and 1.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number in (0, 1) (0 and 1 excluded: the fraction
+            of the rows held out as the test split), got 'abc'``; the same for ``0``, ``1``,
+            ``-0.1``, ``nan``.
+    """
+    refusal = (
+        "expected a number in (0, 1) (0 and 1 excluded: the fraction of the rows held out as the test "
+        f"split), got {text!r}"
+    )
+    try:
+        value = number(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(refusal) from None
+    if not 0.0 < value < 1.0:  # NaN too
+        raise argparse.ArgumentTypeError(refusal)
+    return value
 
 
 def _dtype(text: str) -> str:
@@ -209,6 +235,13 @@ def register(subparsers: Any) -> None:
                         help="float32 | float64 (default: float32)")
     parser.add_argument("--seed", type=_seed, default=0,
                         help="initialisation, split and shuffle seed, in [0, 2**32) (default: 0)")
+    parser.add_argument("--test-fraction", type=_test_fraction, default=data.TEST_FRACTION, metavar="F",
+                        help="the fraction F (0 < F < 1) of the rows held out as the test split, on which "
+                        "test_accuracy or test_mse is measured: scikit-learn's train_test_split with --seed, "
+                        "ceil(F * rows) test rows, stratified by class for classification when every class "
+                        "has 2 samples and fits both splits (a --val-fraction part is then held out of the "
+                        "rest); --save records it, so torchlean predict --split train|test recomputes this "
+                        f"split (default: {data.TEST_FRACTION})")
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
                         help="write a JSON record of the run to PATH (- for stdout, the report then on "
                         "stderr; missing parent folders are created; checked before training starts). "
@@ -290,6 +323,23 @@ def _dropout(text: str) -> float:
         ) from None
 
 
+def _empty_split(fraction: float, error: data.EmptySplitError) -> str:
+    """The refusal of a ``--test-fraction`` that leaves the train split without a row (the test
+    split takes ``ceil(F * rows)`` rows, at least one): the flag, its value, the split and the
+    fractions accepted for these rows (``F <= (rows - 1) / rows``); data of a single row, which no
+    fraction splits, says so."""
+    n, tested = error.samples, error.test_rows
+    if n < 2:
+        return (
+            f"{error}: a single row cannot be split into train and test rows, whatever --test-fraction "
+            "(accepted: data of at least 2 rows)"
+        )
+    return (
+        f"--test-fraction {fraction!r}: {error} ({tested} test rows, {n - tested} to train on); accepted: a "
+        f"number in (0, 1) at most {n - 1}/{n} for these {n} rows"
+    )
+
+
 def _load(args: argparse.Namespace) -> data.Dataset:
     """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``).
 
@@ -301,7 +351,7 @@ def _load(args: argparse.Namespace) -> data.Dataset:
         refuse_csv_options(args, args.dataset)
     options: dict[str, Any] = {
         "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header,
-        "val_fraction": args.val_fraction,
+        "val_fraction": args.val_fraction, "test_fraction": args.test_fraction,
     }
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
     # the file, so a pipe works)
@@ -543,6 +593,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     try:
         dataset = _load(args)
+    except data.EmptySplitError as error:
+        raise TorchLeanError(_empty_split(args.test_fraction, error)) from None
     except data.DataError as error:
         if resumed is None or not str(error).startswith("dataset file not found"):
             raise
@@ -615,6 +667,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         shown_schedule += f" label_smoothing={args.label_smoothing!r}"
     if config.param_groups:
         shown_schedule += f" no_decay={args.no_decay.match!r}"
+    if args.test_fraction != data.TEST_FRACTION:
+        shown_schedule += f" test_fraction={args.test_fraction!r}"
     if held_out is not None:
         shown_schedule += held_out.settings()
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
@@ -692,6 +746,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "no_decay": _no_decay_record(args.no_decay, trainer.model) if config.param_groups else None,
         "batch_size": args.batch_size,
         "seed": args.seed,
+        "test_fraction": args.test_fraction,
         "epochs": args.epochs,
         "torch_threads": torch_threads_in_use(),
         "losses": losses,
@@ -735,6 +790,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             profile=profile.name,
             execution=execution.label,
             seed=args.seed,
+            test_fraction=args.test_fraction,
             weights=weights,
             training=_resume.training_state(args, trainer, dataset, held_out),
         ))
