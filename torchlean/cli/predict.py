@@ -40,10 +40,18 @@ score).
 Predictions: a CSV with the header ``prediction`` and one row per input row, in input order —
 the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
 units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
-``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout. A
-row whose model outputs (or target value) are not all finite, as a diverged model's are, gets an
-empty cell, and a ``warning:`` line on stderr counts such rows and says whether the checkpoint's
-weights are not finite or the outputs overflow (the standardised inputs are finite: the
+``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout.
+``--probabilities`` (classification checkpoints only; refused for regression, naming the task)
+adds, after ``prediction``, one column per class, ``p_<class name>`` in the checkpoint's class
+order: the softmax of the row's logits, computed by the ``softmax`` op of
+:mod:`torchlean.functional` in the prediction's session (an accepted capsule of the profile that
+predicts, listed in the audit lines: ``reference.softmax`` under ``checked_cpu``), in the
+checkpoint's dtype, and written so that the text reads back to that value: a float64
+probability in Python's shortest round-trip form (``repr``), a float32 one with 9 significant
+digits (``'%.9g'``: ``numpy.float32(float(cell))`` is the value). A row whose model outputs
+(or target value) are not all finite, as a diverged model's are, gets an empty cell (and empty
+probability cells), and a ``warning:`` line on stderr counts such rows and says whether the
+checkpoint's weights are not finite or the outputs overflow (the standardised inputs are finite: the
 checkpoint's ``standardise`` refuses any that are not). ``--output`` naming the checkpoint
 or the input CSV is refused before any work.
 
@@ -81,6 +89,8 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import checkpoint, data
+from torchlean import functional as F
+from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
@@ -98,12 +108,16 @@ from torchlean.cli._output import (
 )
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
-from torchlean.trainer import ExecutionMode
+from torchlean.tensor import Tensor
+from torchlean.trainer import ExecutionMode, Trainer
 
-__all__ = ["SPLITS", "register", "run"]
+__all__ = ["PROBABILITY_PREFIX", "SPLITS", "register", "run"]
 
 SPLITS: tuple[str, ...] = ("all", "train", "test")
 """The accepted ``--split`` values."""
+
+PROBABILITY_PREFIX = "p_"
+"""``--probabilities``: a class's column is named this prefix and the class name (``p_setosa``)."""
 
 
 def register(subparsers: Any) -> None:
@@ -142,6 +156,13 @@ def register(subparsers: Any) -> None:
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
                         "are created; checked before anything runs; not the checkpoint or the input CSV); "
                         "the report then goes to stdout, unless PATH is stdout itself (- or /dev/stdout)")
+    parser.add_argument("--probabilities", action="store_true",
+                        help="classification checkpoints only: after prediction, one column per class, "
+                        "p_<class name> in the checkpoint's class order, holding the softmax probabilities "
+                        "of the model's logits, computed by the softmax op of the profile that predicts "
+                        "(listed with the capsules used) in the checkpoint's dtype and written to read back "
+                        "exactly (float64: Python's shortest repr; float32: 9 significant digits); empty "
+                        "for a row without a prediction")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="all: every row (default); train or test: the rows of the split torchlean train "
                         "makes of this data (the checkpoint's test fraction, torchlean train "
@@ -388,21 +409,26 @@ def _same_data(source: str, trained_on: str) -> bool:
     return False
 
 
-def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | None) -> None:
+def _write(
+    rows: list[str],
+    output: Path | None,
+    index: npt.NDArray[np.int64] | None,
+    probabilities: tuple[tuple[str, ...], list[list[str]]] | None = None,
+) -> None:
     """The predictions CSV (header ``prediction``; ``row,prediction`` with the 0-based data row
-    ``index`` of each prediction) to ``output``, or stdout.
+    ``index`` of each prediction; with ``probabilities``, the column names and each row's cells
+    after ``prediction``) to ``output``, or stdout.
 
     Raises:
         TorchLeanError: ``output`` cannot be written.
     """
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    if index is None:
-        writer.writerow(["prediction"])
-        writer.writerows([row] for row in rows)
-    else:
-        writer.writerow(["row", "prediction"])
-        writer.writerows(zip(index.tolist(), rows, strict=True))
+    names, cells = ((), [[] for _ in rows]) if probabilities is None else probabilities
+    first = [] if index is None else ["row"]
+    writer.writerow([*first, "prediction", *names])
+    numbers = [[] for _ in rows] if index is None else [[row] for row in index.tolist()]
+    writer.writerows([*number, row, *more] for number, row, more in zip(numbers, rows, cells, strict=True))
     if output is None:
         sys.stdout.write(text.getvalue())
         return
@@ -413,6 +439,40 @@ def _write(rows: list[str], output: Path | None, index: npt.NDArray[np.int64] | 
         raise
     except OSError as error:
         raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
+
+
+def _probabilities(
+    trainer: Trainer[Any, Any],
+    logits: npt.NDArray[Any],
+    finite: npt.NDArray[np.bool_],
+    classes: tuple[str, ...],
+) -> tuple[tuple[str, ...], list[list[str]]]:
+    """``--probabilities``: the column names (``p_<class>``, in the checkpoint's class order) and
+    each row's cells: the softmax of ``logits`` ``[rows, classes]`` (the model's outputs, in its
+    dtype) over the classes, run by :func:`torchlean.functional.softmax` in ``trainer``'s
+    session without gradients (so an accepted capsule of its profile computes it, and the audit
+    lists it), written to read back exactly (:func:`_probability_text`); empty cells for a row
+    whose logits are not all finite (``finite`` false: no prediction)."""
+    session = trainer.open()
+    with session, no_grad():
+        values = F.softmax(Tensor(logits, device=trainer.config.device.label), axis=-1).numpy()
+    names = tuple(PROBABILITY_PREFIX + name for name in classes)
+    cells = [
+        [_probability_text(v) for v in row] if ok else [""] * len(classes)
+        for row, ok in zip(values, finite, strict=True)
+    ]
+    return names, cells
+
+
+def _probability_text(value: np.floating[Any]) -> str:
+    """A probability as the CSV writes it, reading back to the same value: float64 in Python's
+    shortest round-trip form (``repr``), float32 with 9 significant digits (``'%.9g'``, enough
+    for any float32: ``numpy.float32(float(text))`` is ``value``); empty when not finite."""
+    if not np.isfinite(value):
+        return ""
+    if value.dtype == np.float32:
+        return f"{float(value):.9g}"
+    return repr(float(value))
 
 
 def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint) -> str:
@@ -451,6 +511,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output, "--output")
     saved = checkpoint.load(args.checkpoint)
+    if args.probabilities and saved.task != "classification":
+        raise TorchLeanError(
+            f"--probabilities applies to classification checkpoints, and checkpoint "
+            f"{shown_path(args.checkpoint)} is of task {saved.task} (its output is a target value, not class "
+            "logits): leave out --probabilities"
+        )
     source = _read(args, saved)
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:
@@ -517,12 +583,18 @@ def _run(args: argparse.Namespace) -> int:
           f"execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
-        outputs = trainer.predict(x).astype(np.float64)
+        logits = trainer.predict(x)
     obey_torch_threads(threads)
+    outputs = logits.astype(np.float64)
     count = outputs.shape[0]
     summary = None
+    probabilities = None
     if classification:
         finite = np.asarray(np.isfinite(outputs).all(axis=1), dtype=np.bool_)
+        if args.probabilities:
+            with contextlib.redirect_stdout(out):  # --show-backend's report of the softmax capsule
+                probabilities = _probabilities(trainer, logits, finite, saved.classes)
+            obey_torch_threads(threads)
         predicted = outputs.argmax(axis=1)
         rows = [saved.classes[i] if ok else "" for i, ok in zip(predicted, finite, strict=True)]
         missing = count - int(np.count_nonzero(finite))
@@ -544,7 +616,7 @@ def _run(args: argparse.Namespace) -> int:
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
         print(_no_prediction_warning(missing, count, saved), file=sys.stderr)
-    _write(rows, args.output, chosen)
+    _write(rows, args.output, chosen, probabilities)
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected
