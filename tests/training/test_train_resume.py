@@ -483,13 +483,17 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     assert refused(capsys, "--resume", str(bad), "--epochs", "4") == (
         f"checkpoint {bad}: its setting --batch-size '0' is refused: expected a positive integer, got 0"
     )
+    dtype = rewrite_training(saved, tmp_path / "dtype.npz", dtype="f16")  # --dtype's own type refuses it
+    assert refused(capsys, "--resume", str(dtype), "--epochs", "4") == (
+        f"checkpoint {dtype}: its setting --dtype 'f16' is refused: expected float32 or float64, got 'f16'"
+    )
     flag = rewrite_training(saved, tmp_path / "flag.npz", nesterov="yes")
     assert refused(capsys, "--resume", str(flag), "--epochs", "4") == (
         f"checkpoint {flag}: its setting --nesterov must be true, false or null, got 'yes'"
     )
     # names the train parser takes as any text, checked later: refused here, naming the checkpoint
     names = (("optimizer", "lbfgs", "sgd, adam, adamw, rmsprop, adagrad"),
-             ("execution", "lazy", "eager, typed-graph"), ("dtype", "f16", "float32, float64"))
+             ("execution", "lazy", "eager, typed-graph"))
     for dest, value, accepted in names:
         named = rewrite_training(saved, tmp_path / f"{dest}.npz", **{dest: value})
         assert refused(capsys, "--resume", str(named), "--epochs", "4") == (
