@@ -186,7 +186,7 @@ WIDTHS = "error: argument --mlp:"
         ),
         (
             ["--profile", "nope"],
-            f"error: unknown profile nope (known: {' | '.join(profiles.names())})",
+            f"error: argument --profile: unknown profile nope (known: {' | '.join(profiles.names())})",
         ),
     ],
 )
