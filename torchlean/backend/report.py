@@ -33,10 +33,12 @@ __all__ = [
     "audit_line",
     "audit_to_json",
     "boundary_line",
+    "capsule_row_to_json",
     "capsule_table",
     "capsule_to_json",
     "check_lines",
     "check_to_json",
+    "checked_kernel_to_json",
     "descriptor_line",
     "detailed_report_lines",
     "explain_lines",
@@ -46,8 +48,10 @@ __all__ = [
     "group_lines",
     "plan_report",
     "plan_to_json",
+    "profile_to_json",
     "rows_lines",
     "summary_line",
+    "verdict",
 ]
 
 JSON = dict[str, Any]
@@ -212,6 +216,24 @@ def capsule_table(entries: Iterable[tuple[str, KernelCapsule]]) -> list[str]:
     ]
 
 
+def capsule_row_to_json(module: str, capsule: KernelCapsule) -> JSON:
+    """One row of :func:`capsule_table` as JSON-ready data (``torchlean capsules --format json``):
+    ``capsule`` (its name), ``module``, ``op``, ``provider``, ``device``, ``trust``, ``vjp``,
+    ``reduction`` (labels) and ``value_evidence`` (``kind``, whose label the table shows, ``name``
+    and ``label``)."""
+    return {
+        "capsule": capsule.name,
+        "module": module,
+        "op": capsule.op.label,
+        "provider": capsule.provider.label,
+        "device": capsule.device.label,
+        "trust": capsule.trust_level.label,
+        "vjp": capsule.vjp_mode.label,
+        "reduction": capsule.numerical_policy.reduction.label,
+        "value_evidence": _evidence_to_json(capsule.value_contract.evidence),
+    }
+
+
 def _claim_to_json(claim: ContractClaim) -> JSON:
     data: JSON = {"kind": claim.kind.label, "op": claim.op.label, "label": claim.label}
     if claim.layout is not None:
@@ -266,15 +288,24 @@ def audit_to_json(row: KernelAudit) -> JSON:
     }
 
 
-def plan_to_json(name: str, policy: KernelPolicy, plan: KernelPlan) -> JSON:
-    """The facts of :func:`plan_report` as JSON-ready data."""
-    audit = plan.audit()
+def profile_to_json(name: str, policy: KernelPolicy) -> JSON:
+    """The profile a report is made under: ``profile`` (its name), ``device``, ``provider`` (the
+    preference), ``assurance`` and ``vjp`` (labels), the facts of :func:`summary_line` and the
+    provider preference; the head of every backend command's JSON document."""
     return {
         "profile": name,
         "device": policy.device.label,
         "provider": policy.provider.label,
         "assurance": policy.assurance.label,
         "vjp": policy.vjp_mode.label,
+    }
+
+
+def plan_to_json(name: str, policy: KernelPolicy, plan: KernelPlan) -> JSON:
+    """The facts of :func:`plan_report` as JSON-ready data."""
+    audit = plan.audit()
+    return {
+        **profile_to_json(name, policy),
         "trusted_external_ops": list(audit.trusted_external_ops),
         "kernels": [audit_to_json(row) for row in audit.kernels],
     }
@@ -291,11 +322,48 @@ def _report_to_json(report: ObligationReport) -> JSON:
 
 
 def check_to_json(check: ContractCheck) -> JSON:
+    """``policy`` (its label), ``accepted`` and the ``rejected`` obligations (op, capsule,
+    obligation, claim and evidence labels, evidence kind and name)."""
     return {
         "policy": check.policy.label,
         "accepted": check.accepted,
         "rejected": [_report_to_json(report) for report in check.rejected],
     }
+
+
+def verdict(check: ContractCheck) -> str:
+    """``accepted`` or ``rejected``: the word of :func:`check_lines` for ``check``."""
+    return _word(check.accepted)
+
+
+def checked_kernel_to_json(row: KernelAudit, checks: Sequence[ContractCheck]) -> JSON:
+    """One kernel of a contract check (``torchlean check --format json``): ``op``, ``capsule``,
+    ``verdicts`` (per check's policy label, ``rejected`` when that check rejects one of the row's
+    obligations, else ``accepted``) and ``contracts``: per obligation label (shape, layout, value,
+    vjp) the descriptor as in :func:`audit_to_json` (claim, summary, evidence with its kind and
+    name, provenance) and its own ``verdicts``.
+
+    ``checks`` are the results of :meth:`~torchlean.backend.audit.KernelPlanAudit.check_contracts`
+    over a plan holding ``row``: the verdicts are read from their ``rejected`` reports, as
+    :func:`check_lines` prints them, not recomputed.
+    """
+    contracts: JSON = {}
+    for (obligation, descriptor), report in zip(row.contracts(), row.obligation_reports(), strict=True):
+        verdicts = {check.policy.label: _word(report not in check.rejected) for check in checks}
+        contracts[obligation.label] = {**_descriptor_to_json(descriptor), "verdicts": verdicts}
+    return {
+        "op": row.op.label,
+        "capsule": row.capsule_name,
+        "verdicts": {
+            check.policy.label: _word(all(r not in check.rejected for r in row.obligation_reports()))
+            for check in checks
+        },
+        "contracts": contracts,
+    }
+
+
+def _word(accepted: bool) -> str:
+    return "accepted" if accepted else "rejected"
 
 
 def failure_to_json(failure: AcceptanceFailure) -> JSON:

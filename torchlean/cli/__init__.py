@@ -5,6 +5,8 @@ Each subcommand lives in its own module of this package and exposes
 parsed namespace and returning the exit status; it may also set ``refuse_extras``, a callable
 taking the namespace and the words argparse did not recognize after the command and returning the
 command's own one-line refusal of them (or ``None`` for the generic ``unrecognized arguments``).
+A command's parser may name in ``options_first`` options taking one value that it reads wherever
+they stand among its words (see :func:`_options_first`).
 Errors a user can cause (unknown op, profile,
 device, bad numbers) are reported as one ``error: ...`` line on stderr with exit status 2.
 """
@@ -43,13 +45,21 @@ class _Parser(argparse.ArgumentParser):
     when that argument is missing (argparse names only the metavar)."""
 
     words: tuple[str, ...] = ()
-    """The words this parser was last asked to parse (its command's part of the command line)."""
+    """The words this parser was last asked to parse (its command's part of the command line),
+    after :attr:`options_first` moved its options ahead."""
+
+    options_first: tuple[str, ...] = ()
+    """Options taking one value that are moved, with their values, ahead of the command's other
+    words before parsing (:func:`_options_first`), so that they parse wherever they stand."""
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        self.words = tuple(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(args, namespace)
+        words = list(sys.argv[1:] if args is None else args)
+        if self.options_first:
+            words = _options_first(words, self.options_first, tuple(self._option_string_actions))
+        self.words = tuple(words)
+        return super().parse_known_args(words, namespace)
 
     def _misread_option(self, message: str) -> str | None:
         """The unknown option whose value argparse read as the positional that ``message``
@@ -96,6 +106,48 @@ class _Parser(argparse.ArgumentParser):
             option = message.split()[1].rstrip(":")
             message += f" (write {option}=VALUE for a value that starts with '-')"
         self.exit(2, f"error: {message}\n")
+
+
+def _options_first(words: Sequence[str], options: tuple[str, ...], defined: tuple[str, ...]) -> list[str]:
+    """``words`` with each of ``options`` given with its value (``--format json``,
+    ``--format=json``, or a prefix that names only that option among the ``defined`` ones, as
+    argparse reads ``--form json``) moved ahead of the other words; both parts keep their order.
+
+    argparse ends an ``nargs="+"`` option's words (``--profiles NAME... OP...``) at the next
+    option, and reads a positional's words once, so a value-taking option standing among them
+    splits them: ``select --profiles fast_cpu --format json relu`` read ``relu`` as an unknown op
+    or an unrecognized argument. Ahead of them, the option splits nothing. Words after ``--`` stay
+    where they are, and so does an option without a value (the last word, or one followed by a word
+    that starts with ``-``, which argparse does not read as its value): argparse refuses it there.
+    """
+    moved: list[str] = []
+    kept: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            kept.extend(words[index:])
+            break
+        name, equals, _ = word.partition("=")
+        named = _names_option(name, options, defined)
+        if named and equals:
+            moved.append(word)
+        elif named and index + 1 < len(words) and not words[index + 1].startswith("-"):
+            moved += [word, words[index + 1]]
+            index += 1
+        else:
+            kept.append(word)
+        index += 1
+    return moved + kept
+
+
+def _names_option(name: str, options: tuple[str, ...], defined: tuple[str, ...]) -> bool:
+    """Whether ``name`` (a word up to its ``=``) is one of ``options``, or a ``--`` prefix that
+    names only one of the ``defined`` options and that one is among ``options``."""
+    if not name.startswith("--"):
+        return False
+    matches = [option for option in defined if option.startswith(name)]
+    return name in options or (len(matches) == 1 and matches[0] in options)
 
 
 def _version() -> str:

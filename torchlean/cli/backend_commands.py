@@ -2,10 +2,11 @@
 
 All of them are pure planning: they work on a machine without CUDA (DESIGN.md §3).
 
-* ``torchlean capsules [--profile NAME] [--device D]``: the catalog as an aligned table, or only
-  the capsules a profile can select (available and admissible under its policy); a profile that
-  selects none gets a ``note:`` on stderr saying why (no capsule for the device, the device or the
-  providers not declared, or the policy) and naming ``torchlean explain``.
+* ``torchlean capsules [--profile NAME] [--device D] [--format report|json]``: the catalog as an
+  aligned table (or its rows as JSON), or only the capsules a profile can select (available and
+  admissible under its policy); a profile that selects none gets a ``note:`` on stderr saying why
+  (no capsule for the device, the device or the providers not declared, or the policy) and naming
+  ``torchlean explain``.
 * ``torchlean plan --profile NAME [--device D] [--format report|rows|json] OP...``: the plan report
   (anchor-backend.md §2.14), the docs' rows format, or the same facts as JSON. A failed plan
   prints one ``no admissible kernel capsule ...`` line per missing op on stderr, then per missing
@@ -13,15 +14,21 @@ All of them are pure planning: they work on a machine without CUDA (DESIGN.md §
   (with ``--format json`` also the success document on stdout for the ops that plan on their
   own, its ``kernels`` listing those, with ``"planned": false`` and ``"errors": [...]``; a planned
   document carries ``"planned": true``).
-* ``torchlean check --profile NAME OP...``: the contract check of the profile's plan under the
-  ``checked`` and ``external`` assurance policies (the seed chapter's ``bsCheck``); exit status 0
-  once the plan exists, whatever the verdicts; a failed plan as for ``plan``.
-* ``torchlean select --profiles NAME... OP...``: which capsules each profile selects; a profile
-  that cannot plan the ops gets on its line the capsules of the ops that plan on their own, then
-  its refusals, and, per missing op, the ``explain`` note on stderr.
+* ``torchlean check --profile NAME [--device D] [--format report|json] OP...``: the contract check
+  of the profile's plan under the ``checked`` and ``external`` assurance policies (the seed
+  chapter's ``bsCheck``), or the same facts per op and obligation as JSON; exit status 0 once the
+  plan exists, whatever the verdicts; a failed plan as for ``plan`` (with ``--format json`` also a
+  document, ``"planned": false``, whose ops that plan on their own are checked).
+* ``torchlean select --profiles NAME... OP... [--format report|json]``: which capsules each profile
+  selects; a profile that cannot plan the ops gets on its line the capsules of the ops that plan
+  on their own, then its refusals, and, per missing op, the ``explain`` note on stderr.
 * ``torchlean explain --profile NAME [--device D] OP``: every registered capsule for the op with the
   first admissibility condition it fails, or ``selected`` / ``admissible``; then the shipped
   capsules for the op that the profile's modules leave out, with the profiles that include them.
+
+``--format`` parses wherever it stands among a command's words (``select --profiles fast_cpu
+--format json relu``); the default ``report`` is the text output, ``json`` one JSON document on
+stdout with the same facts, the exit status and stderr lines unchanged.
 
 An unknown op, profile or device is a one-line ``error: ...`` naming the accepted values, exit 2.
 """
@@ -40,6 +47,7 @@ from torchlean.backend import profiles, report
 from torchlean.backend.capsule import KernelCapsule, admissible
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import PlanningError, UnknownLabelError
+from torchlean.backend.planner import KernelPlan
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.registry import all_modules
@@ -142,9 +150,18 @@ def _cmd_capsules(args: argparse.Namespace) -> int:
     elif args.device is not None:
         entries = [(name, c) for name, c in entries if c.device is args.device]
         title = f"catalog for device {args.device.label}"
-    print(f"{title}: {len(entries)} capsules")
-    for line in report.capsule_table(entries):
-        print(line)
+    if args.format == "json":
+        head: dict[str, Any] = dict.fromkeys(("profile", "device", "provider", "assurance", "vjp"))
+        if args.profile is not None:
+            head = report.profile_to_json(profile.name, profile.policy)
+        elif args.device is not None:
+            head["device"] = args.device.label
+        rows = [report.capsule_row_to_json(name, capsule) for name, capsule in entries]
+        print(json.dumps({**head, "capsules": rows}, indent=2))
+    else:
+        print(f"{title}: {len(entries)} capsules")
+        for line in report.capsule_table(entries):
+            print(line)
     if args.profile is not None and not entries:
         sys.stdout.flush()  # the note follows the empty table on a terminal
         print(_empty_selection_note(profile, args.device), file=sys.stderr)
@@ -188,15 +205,63 @@ def _plannable_ops(error: PlanningError, ops: Sequence[BackendOp]) -> list[Backe
     return [op for op in ops if op not in error.missing_ops]
 
 
+_CHECK_POLICIES = (AssurancePolicy.CHECKED, AssurancePolicy.EXTERNAL)
+"""The assurance policies ``torchlean check`` checks a plan under, in the order it reports them."""
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     profile = _with_device(args.profile, args.device)
     try:
         plan = profile.plan_ops(args.ops)
     except PlanningError as error:
+        if args.format == "json":  # as plan: what planned is still checked, what failed is named
+            partial = profile.plan_ops(_plannable_ops(error, args.ops))
+            print(json.dumps(_check_document(profile, args.ops, partial, error), indent=2))
         return _print_planning_failure(error, profile, args.device)
-    for policy in (AssurancePolicy.CHECKED, AssurancePolicy.EXTERNAL):
-        print("\n".join(report.check_lines(plan.check_contracts(policy))))
+    if args.format == "json":
+        print(json.dumps(_check_document(profile, args.ops, plan, None), indent=2))
+    else:
+        for policy in _CHECK_POLICIES:
+            print("\n".join(report.check_lines(plan.check_contracts(policy))))
     return 0
+
+
+def _check_document(
+    profile: BackendProfile, ops: Sequence[BackendOp], plan: KernelPlan, error: PlanningError | None
+) -> dict[str, Any]:
+    """``torchlean check --format json``: the profile (:func:`~torchlean.backend.report.profile_to_json`),
+    ``planned``, then ``verdicts`` (per policy of :data:`_CHECK_POLICIES`, the word its text line
+    says) or, for a failed plan, ``errors`` (its messages, as ``plan --format json``), then ``ops``:
+    per requested op, in request order, its kernel's checks
+    (:func:`~torchlean.backend.report.checked_kernel_to_json`) or, for an op no capsule is found
+    for, ``capsule`` null and its ``error``. ``plan`` holds the kernels of the ops not in
+    ``error.missing_ops``, in request order."""
+    checks = [plan.check_contracts(policy) for policy in _CHECK_POLICIES]
+    failures = {} if error is None else _missing_op_messages(error)
+    kernels = iter(plan.audit().kernels)
+    rows = [
+        _unplanned_row(op, failures[op])
+        if op in failures
+        else report.checked_kernel_to_json(next(kernels), checks)
+        for op in ops
+    ]
+    document = {**report.profile_to_json(profile.name, profile.policy), "planned": error is None}
+    if error is None:
+        document["verdicts"] = {check.policy.label: report.verdict(check) for check in checks}
+    else:
+        document["errors"] = list(error.messages)
+    return {**document, "ops": rows}
+
+
+def _missing_op_messages(error: PlanningError) -> dict[BackendOp, str]:
+    """Each op of ``error.missing_ops`` with its ``no admissible kernel capsule ...`` message (the
+    planner gives one message per missing op, in the same order)."""
+    return dict(zip(error.missing_ops, error.messages, strict=True))
+
+
+def _unplanned_row(op: BackendOp, message: str) -> dict[str, Any]:
+    """The JSON row of an op no capsule is found for: ``op``, ``capsule`` null, ``error``."""
+    return {"op": op.label, "capsule": None, "error": message}
 
 
 def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile], list[BackendOp]]:
@@ -225,19 +290,44 @@ def _cmd_select(args: argparse.Namespace) -> int:
         raise UnknownLabelError(f"select needs at least one profile (known: {' | '.join(profiles.names())})")
     _require_ops("select", ops)
     status = 0
+    documents: list[dict[str, Any]] = []
     for profile in selected:
         try:
             names = profile.plan_ops(ops).capsule_names
         except PlanningError as error:
             partial = profile.plan_ops(_plannable_ops(error, ops)).capsule_names
-            parts = ([", ".join(partial)] if partial else []) + list(error.messages)
-            print(f"{profile.name}: {'; '.join(parts)}")
-            sys.stdout.flush()  # the notes follow their line on a terminal
+            if args.format == "json":
+                documents.append(_selection_document(profile, ops, partial, error))
+            else:
+                parts = ([", ".join(partial)] if partial else []) + list(error.messages)
+                print(f"{profile.name}: {'; '.join(parts)}")
+                sys.stdout.flush()  # the notes follow their line on a terminal
             _print_explain_notes(error, profile, None)
             status = 1
         else:
-            print(f"{profile.name}: {', '.join(names)}")
+            if args.format == "json":
+                documents.append(_selection_document(profile, ops, names, None))
+            else:
+                print(f"{profile.name}: {', '.join(names)}")
+    if args.format == "json":
+        print(json.dumps({"profiles": documents}, indent=2))
     return status
+
+
+def _selection_document(
+    profile: BackendProfile, ops: Sequence[BackendOp], names: Sequence[str], error: PlanningError | None
+) -> dict[str, Any]:
+    """One profile of ``torchlean select --format json``: the profile
+    (:func:`~torchlean.backend.report.profile_to_json`), ``planned`` and ``ops``: per op (each
+    once, in request order) its ``capsule`` name, or ``capsule`` null and the ``error`` that says
+    why. ``names`` are the capsules of the ops not in ``error.missing_ops``, in request order."""
+    failures = {} if error is None else _missing_op_messages(error)
+    selected = iter(names)
+    rows = [
+        _unplanned_row(op, failures[op]) if op in failures else {"op": op.label, "capsule": next(selected)}
+        for op in ops
+    ]
+    return {**report.profile_to_json(profile.name, profile.policy), "planned": error is None, "ops": rows}
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -286,6 +376,20 @@ def _add_profile(parser: argparse.ArgumentParser, *, required: bool = True) -> N
     )
 
 
+def _add_format(parser: Any, formats: tuple[str, ...] = ("report", "json")) -> None:
+    """Add ``--format`` (default ``report``, the text output) to a command's ``parser`` (a
+    :class:`torchlean.cli._Parser`); the parser reads it wherever it stands among the command's
+    words (``select --profiles fast_cpu --format json relu``: ``options_first``)."""
+    parser.add_argument(
+        "--format",
+        choices=formats,
+        default="report",
+        help=f"output format: {' | '.join(formats)} (default: report, the text lines; json: one JSON "
+        "document on stdout, the same facts)",
+    )
+    parser.options_first = ("--format",)
+
+
 def register(subparsers: Any) -> None:
     """Add ``capsules``, ``plan``, ``check``, ``select`` and ``explain`` to the ``torchlean`` parser."""
     capsules = subparsers.add_parser(
@@ -296,6 +400,7 @@ def register(subparsers: Any) -> None:
         "--profile, only the capsules that profile declares available and admits under its policy.",
     )
     _add_profile(capsules, required=False)
+    _add_format(capsules)
     capsules.set_defaults(func=_cmd_capsules)
 
     plan = subparsers.add_parser(
@@ -306,7 +411,7 @@ def register(subparsers: Any) -> None:
     )
     _add_profile(plan)
     plan.known = _KNOWN
-    plan.add_argument("--format", choices=("report", "rows", "json"), default="report", help="output format")
+    _add_format(plan, ("report", "rows", "json"))
     plan.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops, e.g. matmul relu")
     plan.set_defaults(func=_cmd_plan)
 
@@ -319,6 +424,7 @@ def register(subparsers: Any) -> None:
     )
     _add_profile(check)
     check.known = _KNOWN
+    _add_format(check)
     check.add_argument("ops", nargs="+", type=_op, metavar="OP", help="backend ops")
     check.set_defaults(func=_cmd_check)
 
@@ -337,6 +443,7 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help=f"profiles (and ops): {' | '.join(profiles.names())}",
     )
+    _add_format(select)
     select.add_argument(
         "ops", nargs="*", type=_op, metavar="OP", help="backend ops (may follow the profiles)"
     )
