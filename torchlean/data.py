@@ -26,7 +26,19 @@ headerless file with text labels, or a header); ``header=True``
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
 Messages about a cell name a repeated or blank column by its index. Only comma-separated files
-are read (a first row read as one column that holds tabs or ``;`` says so). A cell is a number
+are read (a first row read as one column that holds tabs or ``;`` says so). Before the header is
+decided, Excel's first line ``sep=,`` is skipped and one naming another separator (``sep=;``) is
+refused; a first line starting with ``#`` is refused (comment lines are not read; numpy's
+``savetxt`` writes its header so unless given ``comments=''``); and a last column with no name
+(or any last column, without a header) whose cells are blank on every line, as a comma ending
+every line makes it, is dropped, so the label defaults to the column before it. After it, a first
+column with a blank header cell over the row numbers ``0, 1, ..., n-1`` in order (``n`` data rows:
+the index ``DataFrame.to_csv()`` writes) is not a feature unless it is the label column; it still
+counts in column indices. Each of these is reported in :attr:`Dataset.notes`. A ``label_column``
+string is a header name first, an index only when it names no column: ``"3"`` with the header
+``a,3,b,y`` is column 1, with a note saying how to ask for index 3 (``3`` as an int; CLI:
+``--label-column -1`` or ``y``). A feature cell that is not a number, in a column with no number
+in any row, is refused with a hint that the column may be the label. A cell is a number
 when it is written with ASCII digits, an optional sign, point and exponent (``1e-3``, ``.5``;
 not ``1_000`` or other scripts' digits, which Python's ``float`` would read). Features must be
 finite float64 numbers and regression labels finite numbers within the range of ``dtype``
@@ -39,9 +51,14 @@ in ``class_names``); in a column whose labels are all finite numbers, they are c
 value, so ``1``, ``1.0``, ``01``, ``+1`` and ``1e0`` are one class, named ``1`` (a non-integer
 class is named by its first spelling in the file); a column with any non-number label (or a
 number with a decimal exponent beyond 400) is read as names, compared as text; a single class
-is refused, in the file or in the train split, as scikit-learn classifiers refuse it. The task is
-``classification`` when every label is an integer or a non-number, else ``regression``, unless
-``task`` says otherwise.
+is refused, in the file or in the train split, as scikit-learn classifiers refuse it. Unless
+``task`` says otherwise, the task is ``classification`` when every label is an integer or every
+label is a non-number, ``regression`` when every label is a number and some is not an integer;
+a column mixing numbers and non-numbers (a target with missing values such as ``NA``, ``?`` or
+``null``) is refused, naming its first non-number and how many labels are numbers: no missing
+value is read (remove such rows), and ``task='classification'`` reads every label as a class
+name. Blank labels are left out of that decision and refused by line and column under either
+task (``not a number: ''``, ``not a class label: ''``).
 
 The reader's pieces are public for data that is not split or rescaled (``torchlean predict``
 applies a checkpoint's saved statistics): :func:`locate` (shipped name or CSV path),
@@ -58,6 +75,8 @@ import itertools
 import math
 import numbers
 import os
+import re
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -155,7 +174,12 @@ class Dataset:
     first row had several non-numeric cells. ``split_note`` says when a classification split could
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
     whole-number labels, it adds that ``task='regression'`` exists), else
-    is empty.
+    is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
+    Excel's ``sep=,`` first line skipped, an unnamed empty last column ignored (a trailing comma), a
+    ``label_column`` string read as a column name that is also a column index, an unnamed first
+    column of row numbers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
+    datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
+    :meth:`Table.index_note`). ``torchlean train`` prints each as a ``note:`` line.
 
     With :func:`load`'s ``val_fraction``, ``x_val`` ``[n_val, n_features]`` and ``y_val``
     ``[n_val]`` (same dtypes) are the validation part held out of the train split, and
@@ -178,6 +202,7 @@ class Dataset:
     label_name: str = "target"
     header_note: str = ""
     split_note: str = ""
+    notes: tuple[str, ...] = ()
     x_val: Array | None = None
     y_val: Array | None = None
 
@@ -271,7 +296,10 @@ def load(
             rows or no data rows, a row whose cell count differs, a file read as one column (with a
             hint when it seems separated by tabs or ``;``), non-numeric or non-finite feature
             cell, a regression label beyond ``dtype``'s range or a blank label cell (line and
-            column named), a single class,
+            column named), labels mixing numbers and non-numbers without ``task`` (the first
+            non-number named), a first line starting with ``#`` (a comment) or Excel's ``sep=``
+            line naming a separator other than a comma, a single class, a label column and pandas'
+            index column without another column,
             a ``label_column`` name the header repeats (naming its columns), bad ``header``,
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
@@ -349,10 +377,16 @@ def load_csv(
             f"{_separator_hint(table.first_row)}"
         )
     label = table.column(label_column)
+    feature_idx = table.feature_indices(label)
+    if not feature_idx:  # a label and pandas' index only
+        raise DataError(
+            f"{table.file}: expected a label column and at least one feature column, got the label column "
+            f"{display_name(table.shown(label))} and column 0, pandas' to_csv index of row numbers, which is "
+            "not a feature"
+        )
     x, cells = table.columns(label)
     assert cells is not None  # a label column was asked for
     y, classes, kind = _labels(table.file, table.shown(label), cells, task, table.lines, target)
-    feature_idx = [i for i in range(len(table.names)) if i != label]
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
@@ -366,8 +400,10 @@ def load_csv(
             "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "
             "quantity"
         ))
-    note = table.header_note
-    return dataclasses.replace(dataset, header_note=note) if note else dataset
+    notes = (*table.notes, table.label_note(label_column), table.index_note(label))
+    return dataclasses.replace(
+        dataset, header_note=table.header_note, notes=tuple(note for note in notes if note)
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -378,7 +414,12 @@ class Table:
     it is a header, else ``column_<i>``; ``first_row`` is the file's first row as read; ``rows``
     are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
     starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
-    ``header_note`` as :attr:`Dataset.header_note`.
+    ``header_note`` as :attr:`Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
+    (Excel's ``sep=,`` line skipped, an unnamed empty last column dropped from ``names`` and
+    ``rows``). ``index_column`` is ``0`` when the first column is pandas' ``to_csv`` index (an
+    unnamed header cell over the row numbers ``0 .. len(rows) - 1``, in order), which
+    :meth:`feature_indices` leaves out unless it is the label column; else ``None``. It stays in
+    ``names`` and ``rows``, so column indices count it.
     """
 
     file: Path
@@ -388,6 +429,8 @@ class Table:
     rows: list[list[str]]
     lines: tuple[int, ...]
     header_note: str
+    notes: tuple[str, ...] = ()
+    index_column: int | None = None
 
     @property
     def first_line(self) -> int:
@@ -405,6 +448,28 @@ class Table:
         """
         return _label_index(self.file, self.names, label_column, self.has_header)
 
+    def label_note(self, label_column: object) -> str:
+        """The note on a ``label_column`` string that :meth:`column` read as a header name though
+        it is also an integer index of another column (``"3"`` naming column 1 of five), saying how
+        to ask for the index; else ``""``."""
+        return _label_name_note(self.file, self.names, label_column, self.has_header)
+
+    def feature_indices(self, label: int | None) -> list[int]:
+        """The indices of the feature columns, ascending: every column but ``label`` and, unless
+        it is ``label``, :attr:`index_column`."""
+        return [i for i in range(len(self.names)) if i != label and i != self.index_column]
+
+    def index_note(self, label: int | None) -> str:
+        """The note that :attr:`index_column` is not used as a feature (``""`` when there is none
+        or it is ``label``)."""
+        if self.index_column is None or self.index_column == label:
+            return ""
+        return (
+            f"{self.file}: column {self.index_column} has no name and holds the row numbers "
+            f"0..{len(self.rows) - 1} in order, as pandas' to_csv writes its index, so it is not used as a "
+            "feature (to_csv(index=False) leaves it out)"
+        )
+
     def shown(self, index: int) -> str:
         """Column ``index`` as messages name it: its name when that is non-blank and used once,
         else its index (with the name when there is one: ``2 ('x')``)."""
@@ -417,15 +482,18 @@ class Table:
         return _separator_hint(self.first_row)
 
     def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
-        """Every column but ``label`` as float64 features ``[len(rows), n_features]``, and the
-        cells of column ``label`` as read (``None`` when ``label`` is ``None``).
+        """The :meth:`feature_indices` columns (every column but ``label`` and pandas' index) as
+        float64 features ``[len(rows), n_features]``, and the cells of column ``label`` as read
+        (``None`` when ``label`` is ``None``).
 
         Raises:
             DataError: a row whose cell count differs from the column count, a feature cell
                 that is not a finite float64 number, or a label cell spanning lines that holds a
-                comma (line and column named); rows are checked in file order.
+                comma (line and column named); rows are checked in file order. A feature cell that
+                is not a number, in a column without a number in any row, adds the hint ``(is y the
+                label? pass --label-column y, or label_column='y' in Python)``.
         """
-        feature_idx = [i for i in range(len(self.names)) if i != label]
+        feature_idx = self.feature_indices(label)
         fast = _well_formed_features(self.rows, len(self.names), label, feature_idx)
         if fast is not None:
             return fast, None if label is None else [row[label] for row in self.rows]
@@ -444,8 +512,28 @@ class Table:
             for j, i in enumerate(feature_idx):
                 # features are read and standardised in float64; the standardised values are checked
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
-                x[r, j] = _number(self.file, line, self.shown(i), row[i], _FLOAT64)
+                try:
+                    x[r, j] = _number(self.file, line, self.shown(i), row[i], _FLOAT64)
+                except DataError as error:
+                    hint = self._label_hint(i)
+                    if not hint:
+                        raise
+                    raise DataError(f"{error} {hint}") from None
         return x, None if label is None else cells
+
+    def _label_hint(self, index: int) -> str:
+        """``(is y the label? ...)`` when feature column ``index`` holds no number in any row and
+        some non-blank cell (text, as a label column holds), else ``""``."""
+        cells = [row[index].strip() for row in self.rows if len(row) > index]
+        if any(_is_number(cell) for cell in cells) or not any(cells):
+            return ""
+        name = self.names[index]
+        by_name = self.has_header and name and self.names.count(name) == 1
+        given: str | int = name if by_name else index
+        return (
+            f"(is {display_name(self.shown(index))} the label? pass --label-column "
+            f"{shlex.quote(str(given))}, or label_column={given!r} in Python)"
+        )
 
 
 def _well_formed_features(
@@ -497,7 +585,13 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
             :data:`STDIN` when standard input is closed), a directory or a device other than
             :data:`STDIN` (``/dev/zero`` would be read until memory runs out; pipes and standard
             input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
-            quote left open, a file without rows or without data rows, a bad ``header``.
+            quote left open, a file without rows or without data rows, a first line starting
+            with ``#`` (a comment line), Excel's ``sep=`` first line naming another separator than
+            a comma, a bad ``header``.
+
+    Excel's ``sep=,`` first line is skipped, an unnamed last column blank on every line is dropped,
+    and pandas' index column is marked as :attr:`Table.index_column` (the module docstring has the
+    rules; :attr:`Table.notes` and :meth:`Table.index_note` report them).
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
@@ -549,15 +643,60 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
             f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
             "left open? (accepted: every quoted cell closed by a quote)"
         ) from None
+    notes: list[str] = []
+    if rows and _separator_line(file, rows[0], starts[0]):
+        notes.append(f"{file}: skipped line {starts[0]}, Excel's separator line 'sep=,' (comma-separated)")
+        rows, starts = rows[1:], starts[1:]
     if not rows:
         raise DataError(f"{file}: the file has no rows")
+    if rows[0][0].lstrip().startswith("#"):
+        raise DataError(
+            f"{file}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
+            "(accepted: a header row or a data row first; remove the comment lines, or rename a first column "
+            "whose name starts with '#'; numpy's savetxt writes its header as a comment unless given "
+            "comments='')"
+        )
+    width = len(rows[0])
+    if width > 1 and all(len(row) == width and not row[-1].strip() for row in rows):
+        notes.append(
+            f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
+            "comma?), so it is ignored"
+        )
+        rows = [row[:-1] for row in rows]
     has_header, note = _header(file, rows[0], header)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
     body = rows[1:] if has_header else rows
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
-    return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note)
+    index = 0 if has_header and len(names) > 1 and not names[0] and _row_numbers(body) else None
+    return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index)
+
+
+def _row_numbers(rows: Sequence[Sequence[str]]) -> bool:
+    """Whether the first cells of ``rows`` are ``0, 1, ..., len(rows) - 1`` in order (blanks around
+    them stripped), as pandas' ``to_csv`` writes its default index."""
+    return all(row[0].strip() == str(r) for r, row in enumerate(rows))
+
+
+def _separator_line(file: Path, first: Sequence[str], line: int) -> bool:
+    """Whether the first row is Excel's separator line ``sep=,`` (which is skipped).
+
+    Raises:
+        DataError: a separator line naming another separator (``sep=;``, ``sep=\\t``).
+    """
+    text = ",".join(first)
+    found = re.fullmatch(r"sep=(.)", text, re.IGNORECASE | re.DOTALL)
+    if found is None:
+        return False
+    separator = found.group(1)
+    if separator == ",":
+        return True
+    shown = {"\t": "tabs", ";": "';'"}.get(separator, repr(separator))
+    raise DataError(
+        f"{file}: line {line}: Excel's separator line {text!r} says the file is separated by {shown} "
+        "(accepted: comma-separated files only)"
+    )
 
 
 _END_OF_FILE = "\x1etorchlean: end of file\x1e"
@@ -798,6 +937,29 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
     raise UnknownLabelError(f"unknown label column {name_shown(column)} in {file} (known: {known})")
 
 
+def _label_name_note(file: Path, names: Sequence[str], column: object, has_header: bool) -> str:
+    """The note of :meth:`Table.label_note`: ``column`` is a string of an integer that names a
+    header column used once, and as an index it would name another column."""
+    if not (isinstance(column, str) and has_header and names.count(column) == 1):
+        return ""
+    if not DECIMAL_INTEGER.fullmatch(column.strip()):
+        return ""
+    named, n = names.index(column), len(names)
+    index = int(column)
+    if not -n <= index < n or index % n == named:
+        return ""
+    other = index % n
+    ways = [f"--label-column {text}" for text in (str(other), str(other - n)) if text not in names]
+    if names[other] and names.count(names[other]) == 1:
+        ways.append(f"--label-column {shlex.quote(names[other])}")
+    cli = f" (CLI: {' or '.join(ways)})" if ways else ""
+    return (
+        f"{file}: label column {column!r} is a column name and a column index: it was read as the name "
+        f"(column {named}), not as index {index} (column {display_name(_shown(names, other))}); names come "
+        f"first: for that index pass label_column={index} as an int{cli}"
+    )
+
+
 def _labels(
     file: Path, column: str, cells: list[str], task: Task | None, first_line: Lines, dtype: np.dtype[Any]
 ) -> tuple[Array, tuple[str, ...], Task]:
@@ -806,7 +968,9 @@ def _labels(
 
     Raises:
         UnknownLabelError: an unknown ``task``.
-        DataError: a regression label that is not a finite number of ``dtype`` (as a feature
+        DataError: with no ``task``, labels that mix numbers and non-blank non-numbers (the
+            first non-number named, and how many are numbers: a missing value, or class names?); a
+            regression label that is not a finite number of ``dtype`` (as a feature
             cell, :func:`_number`), a blank classification label (``line 2, column y: not a
             class label: ''``, as a blank feature cell is ``not a number: ''``), or a single class
             (a classifier needs two; scikit-learn classifiers refuse such a target too).
@@ -815,7 +979,19 @@ def _labels(
     numeric = [_is_number(v) for v in labels]
     if task not in (None, "classification", "regression"):
         raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
-    if task == "regression" or (task is None and all(numeric) and not all(_integral(v) for v in labels)):
+    # the task is inferred from the non-blank labels; a blank one is refused below, by either task
+    filled = [r for r, v in enumerate(labels) if v]
+    text = [r for r in filled if not numeric[r]]
+    if task is None and text and len(text) < len(filled):  # a quantity with missing values, or classes?
+        r, count = text[0], len(filled) - len(text)
+        raise DataError(
+            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: not a number: "
+            f"{_cell_shown(cells[r])}, but {count} of the {len(labels)} labels are numbers: torchlean "
+            "reads no missing values (remove such rows); pass task='classification' (CLI: --task "
+            "classification) to read every label as a class name"
+        )
+    inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
+    if task == "regression" or inferred:
         return targets(file, column, cells, dtype, first_line=first_line), (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:

@@ -265,8 +265,10 @@ def test_numeric_labels_with_huge_exponents_load_at_once(tmp_path: Path) -> None
 
 
 def test_a_column_with_a_name_among_numbers_is_read_as_names(tmp_path: Path) -> None:
+    """With task='classification'; without a task such a column is refused (review F1: a target
+    with missing values read as classes), tests/data/test_csv_layouts.py."""
     lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(["0", "0.0", "1", "cat"] * 3)]
-    d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)
+    d = data.load(_write(tmp_path, "\n".join(lines)), seed=0, task="classification")
     assert d.class_names == ("0", "0.0", "1", "cat")  # as the module docstring says: compared as text
 
 
@@ -341,7 +343,7 @@ def test_underscored_and_non_ascii_labels_are_class_names(tmp_path: Path) -> Non
     ``\u0661`` (Arabic-Indic one) is not the class ``1``, and ``\u0131nf`` (dotless i) is a name."""
     rows = ["1_000", "1000", "\u0661", "1", "\u0131nf"] * 3
     path = _write(tmp_path, "a,label\n" + "".join(f"{k},{label}\n" for k, label in enumerate(rows)))
-    d = data.load(path, test_fraction=0.34, seed=0)
+    d = data.load(path, test_fraction=0.34, seed=0, task="classification")  # numbers among names
     assert (d.task, d.class_names) == ("classification", ("1", "1000", "1_000", "\u0131nf", "\u0661"))
 
 
@@ -600,8 +602,9 @@ def test_numpy_integer_label_column_is_an_index(tmp_path: Path, column: np.integ
 
 
 def _four(tmp_path: Path, first: str, name: str = "dup.csv") -> Path:
-    """``first`` then 40 rows of three features ``i, 2i, i % 5`` and a 0/1 label."""
-    rows = [first] + [f"{i},{2 * i},{i % 5},{i % 2}" for i in range(40)]
+    """``first`` then 40 rows of three features ``i + 1, 2i, i % 5`` and a 0/1 label (the first
+    column is not the row numbers 0..39, which under a blank name are pandas' index, no feature)."""
+    rows = [first] + [f"{i + 1},{2 * i},{i % 5},{i % 2}" for i in range(40)]
     return _write(tmp_path, "\n".join(rows) + "\n", name)
 
 
@@ -672,7 +675,10 @@ def test_cell_errors_name_a_repeated_or_blank_column_by_its_index(tmp_path: Path
     blank = _write(tmp_path, ",,y\nnan?,2,0\n", "blank.csv")
     with pytest.raises(DataError) as info:
         data.load(blank)
-    assert str(info.value) == f"{blank}: line 2, column 0: not a number: 'nan?'"
+    assert str(info.value) == (  # column 0 holds no number: a label? (review F4)
+        f"{blank}: line 2, column 0: not a number: 'nan?' (is 0 the label? pass --label-column 0, or "
+        "label_column=0 in Python)"
+    )
     label = _write(tmp_path, "y,a,y\n1,2,0\n3,4,0.5\n5,6,x\n", "label.csv")
     with pytest.raises(DataError) as info:
         data.load(label, task="regression")

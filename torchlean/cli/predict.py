@@ -29,6 +29,13 @@ columns are matched to the checkpoint's ``feature_names``:
   label column (a header name, or ``column_<i>`` without a header) when the file has one, else
   the last column.
 
+The file is read as ``torchlean train`` reads it (:func:`torchlean.data.read_csv`, each ``note:``
+on stderr): Excel's ``sep=,`` line is skipped, an unnamed last column blank on every line (a
+trailing comma) is dropped, and pandas' ``to_csv`` index (an unnamed first column of the row
+numbers) is no feature, as training left it out, so a checkpoint trained on such a file predicts
+on the same layout; it still counts in ``--label-column`` indices. A checkpoint whose features
+name that column (trained before it was left out) still takes it, by name.
+
 ``--ignore-labels`` predicts only: the label column is found as above and left out of the
 features, but its cells are never read (a ``note:`` names it), so labels in another encoding than
 the checkpoint's classes, or targets that are not numbers, are no error; no ``accuracy=`` or
@@ -138,7 +145,10 @@ def register(subparsers: Any) -> None:
                         "and by default the checkpoint's label column when named, else none; one naming only "
                         "some is refused; otherwise columns are matched by position and the default is none "
                         "when the file has exactly the model's feature count of columns, else the "
-                        "checkpoint's label column when the file names it, else the last column")
+                        "checkpoint's label column when the file names it, else the last column. A header "
+                        "name comes first: a number that names a column is that column, with a 'note:' "
+                        "on stderr when it is another column's index too (give that index counted from the "
+                        "end, -1, or the column's name)")
     parser.add_argument("--ignore-labels", action="store_true",
                         help="predict only: the label column is still found (as above) and left out of the "
                         "features, but its cells are not read, so labels in another encoding than the "
@@ -205,7 +215,7 @@ def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoi
     """
     if text is not None:
         return table.column(text)  # a header name, else an index ("0", "-1")
-    if len(table.names) == saved.features:
+    if len(table.feature_indices(None)) == saved.features:  # pandas' index column not counted
         return None
     if table.names.count(saved.label_column) == 1:
         return table.names.index(saved.label_column)
@@ -239,16 +249,19 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
             )
     keep = features if label is None else [*features, label]
     picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
-                                 rows=[[row[i] for i in keep] for row in table.rows])
+                                 rows=[[row[i] for i in keep] for row in table.rows], index_column=None)
     x, cells = picked.columns(None if label is None else len(features))
-    ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in keep)
+    # pandas' index column gets its own note (a checkpoint that trained on it names it a feature)
+    index = None if table.index_column in keep else table.index_column
+    ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in keep and i != index)
     notes = (
         (f"ignored {len(ignored)} column(s) of {table.file} that are not checkpoint {path}'s features or "
          f"label column: {_listed(ignored)}",)
         if ignored else ()
     )
+    index_note = table.index_note(None) if index is not None else ""
     return _Input(str(table.file), x, saved.feature_names, "" if label is None else table.shown(label),
-                  cells, table.lines, notes)
+                  cells, table.lines, (index_note, *notes) if index_note else notes)
 
 
 def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
@@ -273,16 +286,18 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
             f"{table.file}: read as 1 column, but checkpoint {args.checkpoint} expects {saved.features} "
             f"features{table.separator_hint}"
         )
-    if table.header_note:
-        print(f"note: {table.header_note}", file=sys.stderr)
+    for note in (table.header_note, *table.notes, table.label_note(args.label_column)):
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     wanted = saved.feature_names
     training_layout = _training_layout(table, saved) if args.label_column is None else None
     if training_layout is not None:  # the header training read (repeated names included)
         label = None if training_layout < 0 else training_layout
         x, cells = table.columns(label)
-        columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
+        columns = tuple(table.shown(i) for i in table.feature_indices(label))
+        index_note = table.index_note(label)
         return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                      table.lines)
+                      table.lines, (index_note,) if index_note else ())
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
@@ -299,29 +314,34 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         return _by_name(table, args.label_column, saved, args.checkpoint)
     label = _label_index(table, args.label_column, saved)
     x, cells = table.columns(label)
-    columns = tuple(table.shown(i) for i in range(len(table.names)) if i != label)
-    notes = (
-        (f"matched {table.file}'s columns to the features by position: its header ({_listed(table.names)}) "
-         f"names none of checkpoint {args.checkpoint}'s features ({_listed(wanted)})",)
-        if table.has_header and wanted else ()
-    )
+    columns = tuple(table.shown(i) for i in table.feature_indices(label))
+    notes = tuple(note for note in (table.index_note(label),) if note)
+    if table.has_header and wanted:
+        notes += (
+            f"matched {table.file}'s columns to the features by position: its header "
+            f"({_listed(table.names)}) names none of checkpoint {args.checkpoint}'s features "
+            f"({_listed(wanted)})",
+        )
     return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
                   table.lines, notes)
 
 
 def _training_layout(table: data.Table, saved: checkpoint.Checkpoint) -> int | None:
     """When ``table``'s header is the one training read — the checkpoint's feature names in order,
-    with its label column at some position or absent — the label column's index (-1: absent);
-    else ``None``. Such a file is read by position even when names repeat (``a,a,c,y``), which
-    matching by name cannot do."""
-    names, wanted = table.names, saved.feature_names
+    with its label column at some position or absent, and pandas' index column (which training
+    left out) left out — the label column's index (-1: absent); else ``None``. Such a file is read
+    by position even when names repeat (``a,a,c,y``), which matching by name cannot do."""
+    wanted = saved.feature_names
     if not table.has_header or not wanted:
         return None
+    kept = table.feature_indices(None)  # pandas' index column left out, as training left it out
+    names = tuple(table.names[i] for i in kept)
     if names == wanted:
         return -1
-    for index, name in enumerate(names):
-        labelled = saved.label_column in (name, table.shown(index))  # a repeated name is saved as shown
-        if labelled and names[:index] + names[index + 1 :] == wanted:
+    for position, index in enumerate(kept):
+        # a repeated name is saved as shown
+        labelled = saved.label_column in (names[position], table.shown(index))
+        if labelled and names[:position] + names[position + 1 :] == wanted:
             return index
     return None
 

@@ -37,8 +37,10 @@ epochs, validation passes included, as a table after the audit lines and the rec
 ``kernel_times`` (:mod:`torchlean.autograd.profiler`; ``null`` without it).
 
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
-``--header``); after the audit, a ``note:`` per op whose capsule is not of the provider the profile
-prefers because that provider's capsule was refused
+``--header``), and one for each of :attr:`torchlean.data.Dataset.notes` (Excel's ``sep=,`` line
+skipped, an unnamed empty last column ignored, a ``--label-column`` number read as a column name,
+pandas' index column left out of the features); after the audit, a ``note:`` per op whose capsule
+is not of the provider the profile prefers because that provider's capsule was refused
 (:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line when
 ``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
 ``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
@@ -163,7 +165,10 @@ def register(subparsers: Any) -> None:
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input "
                         "(default: digits)")
     parser.add_argument("--label-column", default=None,
-                        help="CSV label column (name or index; default: last)")
+                        help="CSV label column (name or index; default: last). A header name comes first: "
+                        "a number that names a column (a header 'a,3,b,y' and --label-column 3) is that "
+                        "column, with a 'note:' on stderr; give the index then counted from the end (-1) or "
+                        "the other column's name")
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header). Default: a header when a cell of the first row is not a number "
@@ -605,6 +610,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
+    for note in dataset.notes:  # Excel's sep=, line, a trailing comma, the label by name, pandas' index
+        print(f"note: {note}", file=sys.stderr)
     if dataset.split_note:
         print(f"note: {dataset.split_note}", file=sys.stderr)
     classification = dataset.task == "classification"

@@ -1,0 +1,225 @@
+"""``torchlean train`` and ``torchlean predict`` on CSV layouts that spreadsheets, pandas and numpy
+write (the Python side is tests/data/test_csv_layouts.py): each refusal is one ``error:`` line,
+exit status 2, no traceback; each column or line left out is a ``note:`` on stderr and really not
+used.
+
+Oracles: the same data written without the extra column or line: ``train --save`` writes the same
+weights and statistics bit for bit (so the dropped column never reached the model), and
+``predict`` writes the same predictions; messages written out by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import arrays, cli, metadata
+
+N = 40
+TRAIN = ("--epochs", "2", "--hidden", "8")
+
+
+def _rows() -> list[tuple[str, str, str]]:
+    """``N`` rows of two features and a cat/dog label that depends on the first."""
+    return [(f"{(i * 37) % 41 / 10:g}", f"{(i * 11) % 13 / 4:g}", "cat" if (i * 37) % 41 > 20 else "dog")
+            for i in range(N)]
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _clean(tmp_path: Path) -> Path:
+    return _write(tmp_path, "clean.csv", "a,b,y\n" + "".join(",".join(row) + "\n" for row in _rows()))
+
+
+def _refused(capsys: pytest.CaptureFixture[str], message: str, *argv: str) -> None:
+    code, out, err = cli(capsys, *argv)
+    assert (code, out, err) == (2, "", f"error: {message}\n")
+    assert "Traceback" not in err
+
+
+def _train(capsys: pytest.CaptureFixture[str], path: Path, save: Path, *argv: str) -> tuple[list[str], str]:
+    """``torchlean train --dataset PATH --save SAVE``: its stdout lines and stderr."""
+    code, out, err = cli(capsys, "train", "--dataset", str(path), *TRAIN, "--save", str(save), *argv)
+    assert code == 0, err
+    return out.splitlines(), err
+
+
+def _same_checkpoint(got: Path, want: Path) -> None:
+    a, b = arrays(got), arrays(want)
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    meta_a, meta_b = metadata(got), metadata(want)
+    for field in ("features", "feature_names", "label_column", "classes", "task"):
+        assert meta_a[field] == meta_b[field], field
+
+
+def _predict(capsys: pytest.CaptureFixture[str], checkpoint: Path, path: Path, *argv: str) -> tuple[str, str]:
+    code, out, err = cli(capsys, "predict", str(checkpoint), "--dataset", str(path), *argv)
+    assert code == 0, err
+    return out, err
+
+
+# ----------------------------------------------------------------------------------------- F1
+
+
+def test_a_target_with_missing_values_is_an_error_not_classes(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    rows = [f"{i},{i * 0.75 + 0.5}" for i in range(N)]
+    rows[3], rows[9] = "3,NA", "9,?"
+    path = _write(tmp_path, "target.csv", "a,y\n" + "\n".join(rows) + "\n")
+    _refused(
+        capsys,
+        f"{path}: line 5, column y: not a number: 'NA', but {N - 2} of the {N} labels are numbers: torchlean "
+        "reads no missing values (remove such rows); pass task='classification' (CLI: --task classification) "
+        "to read every label as a class name",
+        "train", "--dataset", str(path), *TRAIN,
+    )
+    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA'",
+             "train", "--dataset", str(path), *TRAIN, "--task", "regression")
+    lines, _ = _train(capsys, path, tmp_path / "names.npz", "--task", "classification")
+    assert "task=classification" in lines[0]
+    assert len(metadata(tmp_path / "names.npz")["classes"]) == N
+
+
+def test_predict_with_a_regression_checkpoint_refuses_a_missing_target(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path: Path) -> None:
+    """predict takes the task from the checkpoint; a missing target is refused by line, and
+    --ignore-labels predicts anyway."""
+    rows = [f"{i},{i * 0.75 + 0.5}" for i in range(N)]
+    clean = _write(tmp_path, "clean.csv", "a,y\n" + "\n".join(rows) + "\n")
+    _train(capsys, clean, tmp_path / "r.npz")
+    rows[3] = "3,NA"
+    path = _write(tmp_path, "target.csv", "a,y\n" + "\n".join(rows) + "\n")
+    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA'; --ignore-labels predicts without "
+             "reading the labels (no mse)", "predict", str(tmp_path / "r.npz"), "--dataset", str(path))
+    out, _ = _predict(capsys, tmp_path / "r.npz", path, "--ignore-labels")
+    assert out == _predict(capsys, tmp_path / "r.npz", clean)[0]
+
+
+# ----------------------------------------------------------------------------------------- F2
+
+
+def test_a_trailing_comma_is_ignored_by_train_and_predict(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    path = _write(tmp_path, "trailing.csv", "a,b,y,\n" + "".join(",".join(row) + ",\n" for row in _rows()))
+    note = (f"note: {path}: the last column (3) has no name and is empty on every line (a trailing "
+            "comma?), so it is ignored\n")
+    lines, err = _train(capsys, path, tmp_path / "t.npz")
+    assert err == note
+    assert lines[0].startswith(f"dataset={path} train=32 test=8 features=2 task=classification ")
+    _train(capsys, _clean(tmp_path), tmp_path / "c.npz")
+    _same_checkpoint(tmp_path / "t.npz", tmp_path / "c.npz")
+    out, err = _predict(capsys, tmp_path / "t.npz", path)
+    assert err.startswith(note) and "accuracy=" in err
+    assert out == _predict(capsys, tmp_path / "t.npz", _clean(tmp_path))[0]
+
+
+# ----------------------------------------------------------------------------------------- F3
+
+
+def test_pandas_index_is_not_a_feature_in_train_or_predict(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    body = "".join(f"{i},{','.join(row)}\n" for i, row in enumerate(_rows()))
+    path = _write(tmp_path, "indexed.csv", ",a,b,y\n" + body)
+    note = (f"note: {path}: column 0 has no name and holds the row numbers 0..{N - 1} in order, as pandas' "
+            "to_csv writes its index, so it is not used as a feature (to_csv(index=False) leaves it out)\n")
+    lines, err = _train(capsys, path, tmp_path / "i.npz")
+    assert err == note
+    assert lines[0].startswith(f"dataset={path} train=32 test=8 features=2 task=classification ")
+    assert metadata(tmp_path / "i.npz")["feature_names"] == ["a", "b"]
+    clean = _clean(tmp_path)
+    _train(capsys, clean, tmp_path / "c.npz")
+    _same_checkpoint(tmp_path / "i.npz", tmp_path / "c.npz")
+    # the checkpoint predicts on the file it trained on without complaint, and as on the clean file
+    out, err = _predict(capsys, tmp_path / "i.npz", path)
+    assert err.startswith(note) and err.count("note:") == 1 and "accuracy=" in err
+    expected = _predict(capsys, tmp_path / "i.npz", clean)[0]
+    assert out == expected
+    # a checkpoint trained on the clean file predicts on the indexed one, with or without labels
+    out, err = _predict(capsys, tmp_path / "c.npz", path)
+    assert out == expected and err.startswith(note) and err.count("note:") == 1
+    features = _write(tmp_path, "features.csv", ",a,b\n" + "".join(
+        f"{i},{a},{b}\n" for i, (a, b, _) in enumerate(_rows())))
+    out, err = _predict(capsys, tmp_path / "c.npz", features)
+    assert out == expected and "accuracy=" not in err
+    # indices count the index column: 3 is y
+    out, err = _predict(capsys, tmp_path / "c.npz", path, "--label-column", "3")
+    assert out == expected and "accuracy=" in err
+    _train(capsys, path, tmp_path / "i3.npz", "--label-column", "3")
+    _same_checkpoint(tmp_path / "i3.npz", tmp_path / "c.npz")
+
+
+# ----------------------------------------------------------------------------------------- F4
+
+
+def test_comment_and_separator_lines(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    body = "".join(",".join(row) + "\n" for row in _rows())
+    comment = _write(tmp_path, "comment.csv", "# a,b,y\n" + body)
+    _refused(
+        capsys,
+        f"{comment}: line 1 starts with '#', a comment line: comment lines are not supported (accepted: a "
+        "header row or a data row first; remove the comment lines, or rename a first column whose name "
+        "starts with '#'; numpy's savetxt writes its header as a comment unless given comments='')",
+        "train", "--dataset", str(comment), *TRAIN,
+    )
+    semicolon = _write(tmp_path, "semi.csv", "sep=;\na;b;y\n" + body.replace(",", ";"))
+    _refused(
+        capsys,
+        f"{semicolon}: line 1: Excel's separator line 'sep=;' says the file is separated by ';' (accepted: "
+        "comma-separated files only)",
+        "train", "--dataset", str(semicolon), *TRAIN,
+    )
+    excel = _write(tmp_path, "excel.csv", "sep=,\na,b,y\n" + body)
+    note = f"note: {excel}: skipped line 1, Excel's separator line 'sep=,' (comma-separated)\n"
+    lines, err = _train(capsys, excel, tmp_path / "e.npz")
+    assert err == note and " features=2 " in lines[0]
+    _train(capsys, _clean(tmp_path), tmp_path / "c.npz")
+    _same_checkpoint(tmp_path / "e.npz", tmp_path / "c.npz")
+    out, err = _predict(capsys, tmp_path / "e.npz", excel)
+    assert err.startswith(note) and out == _predict(capsys, tmp_path / "e.npz", _clean(tmp_path))[0]
+    _refused(
+        capsys,
+        f"{comment}: line 1 starts with '#', a comment line: comment lines are not supported (accepted: a "
+        "header row or a data row first; remove the comment lines, or rename a first column whose name "
+        "starts with '#'; numpy's savetxt writes its header as a comment unless given comments='')",
+        "predict", str(tmp_path / "e.npz"), "--dataset", str(comment),
+    )
+
+
+def test_a_text_column_that_is_not_the_label_gets_a_hint(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    path = _write(tmp_path, "first.csv", "y,a,b\n" + "".join(f"{y},{a},{b}\n" for a, b, y in _rows()))
+    _refused(capsys, f"{path}: line 2, column y: not a number: 'dog' (is y the label? pass --label-column y, "
+             "or label_column='y' in Python)", "train", "--dataset", str(path), *TRAIN)
+    lines, err = _train(capsys, path, tmp_path / "y.npz", "--label-column", "y")
+    assert err == "" and " features=2 " in lines[0]
+
+
+# ----------------------------------------------------------------------------------------- F7
+
+
+def test_a_label_column_number_that_names_a_column_says_so(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    rows = "".join(f"{a},{i % 3},{b},{i % 2}\n" for i, (a, b, _) in enumerate(_rows()))
+    path = _write(tmp_path, "named.csv", "a,3,b,y\n" + rows)
+    note = (f"note: {path}: label column '3' is a column name and a column index: it was read as the name "
+            "(column 1), not as index 3 (column y); names come first: for that index pass label_column=3 as "
+            "an int (CLI: --label-column -1 or --label-column y)\n")
+    _, err = _train(capsys, path, tmp_path / "3.npz", "--label-column", "3")
+    assert err == note
+    saved = metadata(tmp_path / "3.npz")
+    assert (saved["label_column"], saved["feature_names"]) == ("3", ["a", "b", "y"])
+    assert saved["classes"] == ["0", "1", "2"]
+    for index in ("-1", "y"):
+        _, err = _train(capsys, path, tmp_path / "y.npz", "--label-column", index)
+        assert err == "" and metadata(tmp_path / "y.npz")["label_column"] == "y"
+    # predict resolves --label-column the same way, and says so
+    out, err = _predict(capsys, tmp_path / "3.npz", path, "--label-column", "3")
+    assert err.startswith(note) and "accuracy=" in err
+    assert out == _predict(capsys, tmp_path / "3.npz", path)[0]
