@@ -275,10 +275,11 @@ def load(
     ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring);
     for a shipped dataset they must be None.
     ``label_column`` is a column name, else an integer index (Python or numpy, or a string of one
-    such as ``"2"`` that names no column; negative counts from the end); ``header`` is ``None``,
-    a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer (Python or numpy; not a bool) in
-    ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy ``RandomState``, which takes
-    no larger seed.
+    such as ``"2"`` that names no column; negative counts from the end; a string that names a
+    column and is another column's index is the name, with a note in :attr:`Dataset.notes`);
+    ``header`` is ``None``, a ``bool`` or a ``numpy.bool_``. ``seed`` is an integer (Python or
+    numpy; not a bool) in ``[0, 2**32)``: scikit-learn's ``train_test_split`` seeds a numpy
+    ``RandomState``, which takes no larger seed.
 
     Returns a :class:`Dataset` (shapes and dtypes there): features in ``dtype``, class ids int64,
     regression targets in ``dtype``. The split and scaling are scikit-learn's, so they match
@@ -440,7 +441,8 @@ class Table:
     def column(self, label_column: object) -> int:
         """The index of ``label_column``: ``None`` for the last column, an integer index (Python
         or numpy; negative counts from the end), or a header name used exactly once, else a
-        string of an integer (``"2"``, ``"-1"``) as that index (the CLI's ``--label-column``).
+        string of an integer (``"2"``, ``"-1"``) as that index (the CLI's ``--label-column``); a
+        name that is also another column's index is the name (:meth:`label_note` says so).
 
         Raises:
             UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
@@ -645,7 +647,9 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         ) from None
     notes: list[str] = []
     if rows and _separator_line(file, rows[0], starts[0]):
-        notes.append(f"{file}: skipped line {starts[0]}, Excel's separator line 'sep=,' (comma-separated)")
+        text = ",".join(rows[0])
+        notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming a comma; it was "
+                     "skipped")
         rows, starts = rows[1:], starts[1:]
     if not rows:
         raise DataError(f"{file}: the file has no rows")

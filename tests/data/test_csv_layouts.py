@@ -291,7 +291,7 @@ def test_excel_comma_separator_line_is_skipped(tmp_path: Path, line: str) -> Non
     path = _write(tmp_path, f"{line}\na,b,y\n" + "".join(",".join(row) + "\n" for row in _rows()))
     d = data.load(path, seed=0)
     _same(d, data.load(_clean(tmp_path), seed=0))
-    assert d.notes == (f"{path}: skipped line 1, Excel's separator line 'sep=,' (comma-separated)",)
+    assert d.notes == (f"{path}: line 1 {line!r} is Excel's separator line naming a comma; it was skipped",)
     assert data.read_csv(path).lines[0] == 3  # the file's lines still count it
 
 

@@ -148,6 +148,20 @@ def test_pandas_index_is_not_a_feature_in_train_or_predict(capsys: pytest.Captur
         f"{i},{a},{b}\n" for i, (a, b, _) in enumerate(_rows())))
     out, err = _predict(capsys, tmp_path / "c.npz", features)
     assert out == expected and "accuracy=" not in err
+    # matched by position (the header names no feature): the index column is not counted either
+    other = _write(tmp_path, "other.csv", ",p,q\n" + "".join(
+        f"{i},{a},{b}\n" for i, (a, b, _) in enumerate(_rows())))
+    out, err = _predict(capsys, tmp_path / "c.npz", other)
+    assert out == expected and "accuracy=" not in err
+    assert err.startswith(note.replace(str(path), str(other)) + f"note: matched {other}'s columns to the "
+                          "features by position: its header ('', p, q) names none of checkpoint ")
+    # repeated names: read by position as training read them (by name they would be ambiguous)
+    repeated = _write(tmp_path, "repeated.csv", ",x,x,y\n" + body)
+    _train(capsys, repeated, tmp_path / "r.npz")
+    assert metadata(tmp_path / "r.npz")["feature_names"] == ["x", "x"]
+    out, err = _predict(capsys, tmp_path / "r.npz", repeated)
+    assert out == expected and err.startswith(note.replace(str(path), str(repeated)))
+    assert err.count("note:") == 1
     # indices count the index column: 3 is y
     out, err = _predict(capsys, tmp_path / "c.npz", path, "--label-column", "3")
     assert out == expected and "accuracy=" in err
@@ -176,7 +190,7 @@ def test_comment_and_separator_lines(capsys: pytest.CaptureFixture[str], tmp_pat
         "train", "--dataset", str(semicolon), *TRAIN,
     )
     excel = _write(tmp_path, "excel.csv", "sep=,\na,b,y\n" + body)
-    note = f"note: {excel}: skipped line 1, Excel's separator line 'sep=,' (comma-separated)\n"
+    note = f"note: {excel}: line 1 'sep=,' is Excel's separator line naming a comma; it was skipped\n"
     lines, err = _train(capsys, excel, tmp_path / "e.npz")
     assert err == note and " features=2 " in lines[0]
     _train(capsys, _clean(tmp_path), tmp_path / "c.npz")
