@@ -178,7 +178,9 @@ def register(subparsers: Any) -> None:
                         "--label-column name must be used once (else give its index)")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
-                        "(integer labels are read as classes)")
+                        "(integer labels are read as classes, non-integers as a regression target; labels "
+                        "mixing numbers and text, as a target with missing values NA does, are refused "
+                        "unless --task is given: classification reads every label as a class name)")
     parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp); cnn and "
                         "transformer read each row's features as a square image (s*s features; s >= 4 "
                         "for cnn)")
