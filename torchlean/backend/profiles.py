@@ -344,7 +344,8 @@ class BackendProfile:
         if invalid is not None:
             return (
                 f"backend profile `{self.name}`'s registry is invalid: {invalid} (planning under it fails "
-                "for every op; a capsule's (name, op, provider, device) must be unique across its modules)"
+                "for every op; module names, and each capsule's name, op, provider and device, must be "
+                "unique across its modules)"
             )
         device = self.policy.device
         on_device = [capsule for capsule in self.registry() if capsule.device is device]
