@@ -18,9 +18,10 @@ inputs, out, params)`` returns one cotangent per input position (``None`` where 
 differentiable), each already reduced to its input's shape and dtype. ``vjp_guard(capsule,
 policy)`` runs before the forward on every call when present (the LibTorch bridge's
 ``require_torchlean_tape``). ``prepare()`` runs whenever a session binds the kernel to its
-accepted capsule, before any call (cheap after the first): a provider's one-time set-up (:func:`import_torch` for the
-aten and LibTorch kernels), so that it happens with planning and acceptance and is not counted as
-the first call's kernel time by :mod:`torchlean.autograd.profiler`.
+accepted capsule, before any call (cheap after the first): a provider's one-time set-up
+(:func:`import_torch` for the aten and LibTorch kernels), so that it happens with planning and
+acceptance and is not counted as the first call's kernel time by
+:mod:`torchlean.autograd.profiler`.
 """
 
 from __future__ import annotations
