@@ -445,7 +445,8 @@ def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
         return None
     if is_int(axis):
         return int(axis)
-    if isinstance(axis, Iterable) and not isinstance(axis, str | bytes):
+    zero_d = isinstance(axis, np.ndarray) and axis.ndim == 0  # iterable to Python, not to iterate
+    if isinstance(axis, Iterable) and not isinstance(axis, str | bytes) and not zero_d:
         return _ints(fn, "axis", axis)
     return _int(fn, "axis", axis)
 
@@ -734,10 +735,10 @@ def logsumexp(x: Tensor, axis: Axes, keepdims: bool = False) -> Tensor:
     found from the values (an index, which carries no gradient). A row whose maximum is not
     finite takes that value itself from ``x`` (the same ``gather`` over ``concat [x -
     log_softmax(x), x]``): ``-inf`` for a row of ``-inf``, ``inf`` for a row holding ``inf``, NaN
-    for a row holding NaN, as torch. The gradient of such a row is NaN throughout (torch: NaN at
-    its infinite entries, 0 at its finite ones; both NaN for a row of ``-inf``). Over an empty
-    axis the result is ``-inf`` (``log`` of the empty ``reduce_sum`` of ``exp``), with a
-    zero-size gradient.
+    for a row holding NaN, as torch. The gradient of such a row is NaN throughout (torch's,
+    ``exp(x - result)``, is NaN throughout a row of ``-inf`` or one holding NaN, but in a row
+    holding ``inf`` only at its ``inf`` entries, 0 elsewhere). Over an empty axis the result is
+    ``-inf`` (``log`` of the empty ``reduce_sum`` of ``exp``), with a zero-size gradient.
 
     Records ``permute`` (when needed), ``reshape``, ``log_softmax``, ``sub``, ``concat``,
     ``gather`` and ``reshape`` (``exp``, ``reduce_sum``, ``log`` over an empty axis);

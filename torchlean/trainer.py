@@ -735,6 +735,23 @@ class Trainer(Generic[In, Out]):
             self._session.random_counter = self._random_counter
         return self._session
 
+    def _open_for_training(self, caller: str) -> Session:
+        """:meth:`open`, refusing a profile whose policy has VJP mode none: it records no
+        gradient (inference only; :meth:`predict` and :meth:`evaluate` run under it).
+
+        Raises:
+            TrainerError: ``fit trains with gradients, but profile `P` has a policy of VJP mode
+                none ...`` (``step`` for :meth:`step`); the errors of :meth:`open`.
+        """
+        session = self.open()
+        if session.profile.policy.vjp_mode is VJPMode.NONE:
+            raise TrainerError(
+                f"{caller} trains with gradients, but profile `{session.profile.name}` has a policy of VJP "
+                "mode none (inference only: predict and evaluate run under it); give a profile whose VJP "
+                "mode owns a backward (torchlean-tape or backend-vjp)"
+            )
+        return session
+
     @property
     def random_counter(self) -> int:
         """The position in the trainer's random stream: the random-op invocations (dropout masks,
@@ -1073,14 +1090,15 @@ class Trainer(Generic[In, Out]):
                 finite (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); a minibatch of one sample for a batch norm layer that
-                sees one value per channel (as :meth:`fit`); the errors of :meth:`open`.
+                sees one value per channel (as :meth:`fit`); a profile whose policy has VJP mode
+                none (inference only); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted).
             IRError: typed graph: a layer it cannot lower (a custom layer whose ops the IR lacks),
                 before any update.
         """
         self._require_parameters()
-        self.open()
+        self._open_for_training("step")
         x, y = self._training_data(xb, yb)
         if x.shape[0] == 0:
             raise TrainerError(
@@ -1265,13 +1283,7 @@ class Trainer(Generic[In, Out]):
                 f"early_stopping monitors {early_stopping.monitor!r}, which this fit's objective "
                 f"({self.objective.value}) does not produce (accepted: {accepted})"
             )
-        session = self.open()
-        if session.profile.policy.vjp_mode is VJPMode.NONE:
-            raise TrainerError(
-                f"fit trains with gradients, but profile `{session.profile.name}` has a policy of VJP mode "
-                "none (inference only: predict and evaluate run under it); give a profile whose VJP mode "
-                "owns a backward (torchlean-tape or backend-vjp)"
-            )
+        self._open_for_training("fit")
         assert self._optimizer is not None
         base_lr = self._optimizer.config.lr
         history: list[float] = []

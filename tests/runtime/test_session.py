@@ -496,6 +496,9 @@ def test_an_inference_policy_records_no_gradient_through_shipped_capsules(execut
     inference_only = r"^fit trains with gradients, but profile `checked_cpu` has a policy of VJP mode none"
     with pytest.raises(TrainerError, match=inference_only):
         trainer.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=1)
+    stepping = r"^step trains with gradients, but profile `checked_cpu` has a policy"
+    with pytest.raises(TrainerError, match=stepping):
+        trainer.step(np.ones((4, 3)), np.ones((4, 2)))  # review36 F7: step is training too
     weight, bias = trainer.model.parameters
     np.testing.assert_allclose(trainer.predict(x), x @ weight.T + bias, rtol=1e-6)
 

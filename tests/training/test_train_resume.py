@@ -385,7 +385,8 @@ def test_a_checkpoint_whose_state_is_not_finite_resumes_with_a_warning_naming_it
         (("--seed", "1"), "--seed 1 differs from the checkpoint's 0"),
         (("--batch", "16"), "--batch-size 16 differs from the checkpoint's 32"),  # a prefix argparse takes
         (("--lr-schedule", "cosine"), "--lr-schedule cosine differs from the checkpoint's constant"),
-        (("--header",), "--header/--no-header on differs from the checkpoint's not given"),
+        (("--header",), "--header was not given to the checkpoint's run"),  # review36 F10
+        (("--no-header",), "--no-header was not given to the checkpoint's run"),
         (("--profile", "fast_cpu"), "--profile fast_cpu differs from the checkpoint's checked_cpu"),
         (("--model", "cnn"), "--model cnn differs from the checkpoint's mlp"),
     ],

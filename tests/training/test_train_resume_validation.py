@@ -692,7 +692,7 @@ def test_a_checkpoint_without_monitor_and_min_delta_resumes_as_val_loss_and_0(ca
     plain = run(capsys, tmp_path, "plain", *IRIS, "--epochs", "2")  # no early stopping: --monitor is not its
     assert refused(capsys, "--resume", str(plain.saved), "--monitor", "val_loss", "--epochs", "3") == (
         f"--resume {plain.saved} continues the run with the checkpoint's settings; --monitor val_loss "
-        "differs from the checkpoint's not given (leave out the option, or train a new run without --resume)"
+        "was not given to the checkpoint's run (leave out the option, or train a new run without --resume)"
     )
 
 
@@ -790,7 +790,8 @@ def test_early_stopping_without_a_validation_part_in_a_checkpoint_names_its_sett
         "--val-fraction is not given (no validation part): its settings are inconsistent (a checkpoint "
         "edited by hand?), and --resume cannot continue it; train a new run"
     )
-    assert "differs from the checkpoint's not given" in refused(  # --val-fraction is not the way out
+    # --val-fraction is not the way out
+    assert "--val-fraction 0.2 was not given to the checkpoint's run" in refused(
         capsys, "--resume", str(edited), "--epochs", "5", "--val-fraction", "0.2")
 
 

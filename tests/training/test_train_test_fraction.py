@@ -143,6 +143,13 @@ def test_a_fraction_that_leaves_no_row_to_train_on_names_the_flag_and_the_accept
     # refused as data.load refuses it)
     err = one_line_error(capsys, "train", "--dataset", "iris", "--test-fraction", repr(149 / 150))
     assert "the train split holds only class" in err
+    # review36 F4: a fraction that starves the train split of classes names the flag too
+    assert one_line_error(capsys, "train", "--dataset", "iris", "--test-fraction", "0.99").endswith(
+        "(with --test-fraction 0.99: a smaller fraction leaves more rows to train on; the default is 0.2)\n"
+    )
+    starved = ("--test-fraction", "0.97", "--val-fraction", "0.5")
+    err = one_line_error(capsys, "train", "--dataset", "iris", *starved)
+    assert "a validation split needs 2 of each class" in err and "(with --test-fraction 0.97: " in err
     two = tmp_path / "two.csv"
     two.write_text("a,y\n1,0.5\n2,1.5\n")
     assert one_line_error(capsys, "train", "--dataset", str(two), "--test-fraction", "0.6") == (

@@ -142,6 +142,15 @@ def _encode(value: object) -> str | bool | None:
     raise TypeError(f"cannot record a setting of type {type(value).__name__}: {value!r}")
 
 
+def _given_spelling(option: str, value: str | bool | None) -> str:
+    """An option as the command line gave it: ``--label-column target``; a flag by its name
+    (``--nesterov``, ``--header`` or ``--no-header`` of ``--header/--no-header``)."""
+    if isinstance(value, bool):
+        on, _, off = option.partition("/")
+        return on if value else (off or f"{on} off")
+    return f"{option} {_shown(value)}"
+
+
 def _shown(value: str | bool | None) -> str:
     """A recorded value in a message: its text, ``on``/``off`` for a flag, ``not given`` for
     ``None``."""
@@ -296,9 +305,12 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         default = _default_value(dest, recorded) if theirs is None else None
         if mine != theirs and not (default is not None and mine == default):
             option = _option(actions[dest])
-            recorded_shown = _shown(theirs) if default is None else f"{default} (not given: the default)"
-            conflicts.append(_not_taken(option, dest, recorded.get("optimizer"))
-                             or f"{option} {_shown(mine)} differs from the checkpoint's {recorded_shown}")
+            if theirs is None and default is None:
+                difference = f"{_given_spelling(option, mine)} was not given to the checkpoint's run"
+            else:
+                recorded_shown = _shown(theirs) if default is None else f"{default} (not given: the default)"
+                difference = f"{option} {_shown(mine)} differs from the checkpoint's {recorded_shown}"
+            conflicts.append(_not_taken(option, dest, recorded.get("optimizer")) or difference)
     if conflicts:
         raise TorchLeanError(
             f"--resume {shown} continues the run with the checkpoint's settings; "
