@@ -25,13 +25,19 @@ headerless file with text labels, or a header); ``header=True``
 / ``header=False`` decide explicitly (and leave the note empty). Column names may repeat or be
 blank (``x,x,x,y`` or ``,,,y``, as pandas reads such files); only a ``label_column`` given by a
 name the header repeats is refused, as it could not say which column it means (give its index).
-Messages about a cell name a repeated or blank column by its index. Only comma-separated files
-are read (a first row read as one column that holds tabs or ``;`` says so). Before the header is
-decided, Excel's first line ``sep=,`` is skipped and one naming another separator (``sep=;``) is
-refused; a first line starting with ``#`` is refused (comment lines are not read; numpy's
-``savetxt`` writes its header so unless given ``comments=''``); and a last column with no name
-(or any last column, without a header) whose cells are blank on every line, as a comma ending
-every line makes it, is dropped, so the label defaults to the column before it. After it, a first
+Messages about a cell name a repeated or blank column by its index. Cells are separated by
+commas unless ``delimiter`` names another character (``';'``, as European spreadsheets export,
+``'\\t'`` for TSV files, ``'|'``; one character, not a quote, a line break, a digit, ``.``, ``+``,
+``-``, ``e``, ``E`` or a blank other than tab, which would clash with quoting, rows or numbers); a
+first row read as one column that another common separator (``,``, ``;``, tab, ``|``) would split
+says so. Decimal commas are not read: under another delimiter a cell ``1,5`` is not a number (its
+refusal says to write ``1.5``), and a label column holding such cells is refused unless ``task``
+is given. Before the header is decided, Excel's first line ``sep=X`` is skipped when ``X`` is the
+delimiter and refused, naming the delimiter to give, when it names another; a first line starting
+with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes its header so
+unless given ``comments=''``); and a last column with no name (or any last column, without a
+header) whose cells are blank on every line, as a delimiter ending every line makes it, is
+dropped, so the label defaults to the column before it. After it, a first
 column with a blank header cell over the row numbers ``0, 1, ..., n-1`` in order (``n`` data rows:
 the index ``DataFrame.to_csv()`` writes) is not a feature unless it is the label column; it still
 counts in column indices. Each of these is reported in :attr:`Dataset.notes`. A ``label_column``
@@ -86,6 +92,7 @@ from typing import Any, Literal, TypeAlias, cast
 import numpy as np
 import numpy.typing as npt
 
+from torchlean import _delimiter
 from torchlean._checks import (
     DECIMAL_INTEGER,
     DECIMAL_NUMBER,
@@ -175,7 +182,8 @@ class Dataset:
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
     whole-number labels, it adds that ``task='regression'`` exists), else
     is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
-    Excel's ``sep=,`` first line skipped, an unnamed empty last column ignored (a trailing comma), a
+    Excel's ``sep=`` first line skipped (naming the delimiter), an unnamed empty last column ignored
+    (a trailing delimiter), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
     column of row numbers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
     datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
@@ -269,11 +277,13 @@ def load(
     header: bool | None = None,
     task: Task | None = None,
     val_fraction: float | None = None,
+    delimiter: str | None = None,
 ) -> Dataset:
     """Load a shipped dataset by name, or a CSV file by path, split and standardised.
 
-    ``label_column``, ``header`` and ``task`` apply to CSV files only (see the module docstring);
-    for a shipped dataset they must be None.
+    ``label_column``, ``header``, ``task`` and ``delimiter`` apply to CSV files only (see the module
+    docstring); for a shipped dataset they must be None. ``delimiter`` ``None`` is the comma
+    (:func:`read_csv` has the delimiters accepted).
     ``label_column`` is a column name, else an integer index (Python or numpy, or a string of one
     such as ``"2"`` that names no column; negative counts from the end; a string that names a
     column and is another column's index is the name, with a note in :attr:`Dataset.notes`);
@@ -306,17 +316,18 @@ def load(
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
             a column whose standardisation overflows (column named); ``label_column``,
             ``header`` or ``task`` given for a shipped dataset; a bad ``val_fraction`` or a
-            validation split it cannot make (:func:`validation_rows`).
+            validation split it cannot make (:func:`validation_rows`); a ``delimiter`` that
+            :func:`read_csv` refuses, or any given for a shipped dataset.
     """
     target = _float_dtype(dtype)
     name, is_shipped = locate(name_or_path)
     if is_shipped:
-        given = [f"{key}={value!r}" for key, value in
-                 (("label_column", label_column), ("header", header), ("task", task)) if value is not None]
+        options = {"label_column": label_column, "header": header, "task": task, "delimiter": delimiter}
+        given = [f"{key}={value!r}" for key, value in options.items() if value is not None]
         if given:  # silently ignored before, as the CLI refuses them
             raise DataError(
-                f"{', '.join(given)}: label_column, header and task apply to CSV files; {name} is a shipped "
-                "dataset"
+                f"{', '.join(given)}: label_column, header, task and delimiter apply to CSV files; {name} is "
+                "a shipped dataset"
             )
         x, y, features, classes, kind = shipped(name)
         return _split(
@@ -331,6 +342,7 @@ def load(
         test_fraction=test_fraction,
         dtype=target,
         val_fraction=val_fraction,
+        delimiter=_delimiter.COMMA if delimiter is None else delimiter,
     )
 
 
@@ -363,19 +375,21 @@ def load_csv(
     test_fraction: float = TEST_FRACTION,
     dtype: npt.DTypeLike = np.float32,
     val_fraction: float | None = None,
+    delimiter: str = _delimiter.COMMA,
 ) -> Dataset:
     """Load a CSV file (features + one label column): what :func:`load` does for a path, with the
-    same arguments, result and errors; the module docstring gives the CSV rules.
+    same arguments, result and errors; the module docstring gives the CSV rules, :func:`read_csv`
+    the ``delimiter`` accepted.
 
     Raises:
         DataError, UnknownLabelError: as :func:`load` lists them for a CSV file.
     """
     target = _float_dtype(dtype)
-    table = read_csv(path, header=header)
+    table = read_csv(path, header=header, delimiter=delimiter)
     if len(table.names) < 2:
         raise DataError(
             f"{table.file}: expected a label column and at least one feature column, got {len(table.names)}"
-            f"{_separator_hint(table.first_row)}"
+            f"{table.separator_hint}"
         )
     label = table.column(label_column)
     feature_idx = table.feature_indices(label)
@@ -387,7 +401,9 @@ def load_csv(
         )
     x, cells = table.columns(label)
     assert cells is not None  # a label column was asked for
-    y, classes, kind = _labels(table.file, table.shown(label), cells, task, table.lines, target)
+    y, classes, kind = _labels(
+        table.file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
+    )
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
@@ -416,11 +432,12 @@ class Table:
     are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
     starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
     ``header_note`` as :attr:`Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
-    (Excel's ``sep=,`` line skipped, an unnamed empty last column dropped from ``names`` and
+    (Excel's ``sep=`` line skipped, an unnamed empty last column dropped from ``names`` and
     ``rows``). ``index_column`` is ``0`` when the first column is pandas' ``to_csv`` index (an
     unnamed header cell over the row numbers ``0 .. len(rows) - 1``, in order), which
     :meth:`feature_indices` leaves out unless it is the label column; else ``None``. It stays in
-    ``names`` and ``rows``, so column indices count it.
+    ``names`` and ``rows``, so column indices count it. ``delimiter`` is the character the cells
+    were separated by (messages name it).
     """
 
     file: Path
@@ -432,6 +449,7 @@ class Table:
     header_note: str
     notes: tuple[str, ...] = ()
     index_column: int | None = None
+    delimiter: str = _delimiter.COMMA
 
     @property
     def first_line(self) -> int:
@@ -479,9 +497,23 @@ class Table:
 
     @property
     def separator_hint(self) -> str:
-        """``"; the file seems to be separated by ';' ..."`` when the file read as one column
-        whose first cell holds semicolons or tabs, else ``""``."""
-        return _separator_hint(self.first_row)
+        """``"; the file seems to be separated by ';', not ',' ..."`` when the file read as one
+        column whose first cell holds another common separator (``,``, ``;``, tab, ``|``; the one
+        it holds most), naming the ``delimiter`` to read it with, else ``""``."""
+        return _separator_hint(self.first_row, self.delimiter)
+
+    def row_error(self, r: int) -> DataError | None:
+        """The error for data row ``r`` when its cell count is not the column count
+        (``line 4 has 2 cells, expected 3``; under another delimiter than the comma, ``2 cells
+        separated by ';'``), else ``None``."""
+        row = self.rows[r]
+        if len(row) == len(self.names):
+            return None
+        by = "" if self.delimiter == _delimiter.COMMA else f" separated by {_delimiter.one(self.delimiter)}"
+        return DataError(
+            f"{self.file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
+            f"expected {len(self.names)}"
+        )
 
     def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
         """The :meth:`feature_indices` columns (every column but ``label`` and pandas' index) as
@@ -489,11 +521,13 @@ class Table:
         (``None`` when ``label`` is ``None``).
 
         Raises:
-            DataError: a row whose cell count differs from the column count, a feature cell
-                that is not a finite float64 number, or a label cell spanning lines that holds a
-                comma (line and column named); rows are checked in file order. A feature cell that
-                is not a number, in a column without a number in any row, adds the hint ``(is y the
-                label? pass --label-column y, or label_column='y' in Python)``.
+            DataError: a row whose cell count differs from the column count
+                (:meth:`row_error`), a feature cell that is not a finite float64 number (a
+                decimal comma under another delimiter says so), or a label cell spanning lines
+                that holds the delimiter (line and column named); rows are checked in file order.
+                A feature cell that is not a number, in a column without a number in any row (a
+                decimal comma counting as one), adds the hint ``(is y the label? pass
+                --label-column y, or label_column='y' in Python)``.
         """
         feature_idx = self.feature_indices(label)
         fast = _well_formed_features(self.rows, len(self.names), label, feature_idx)
@@ -503,19 +537,19 @@ class Table:
         x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
         cells: list[str] = []
         for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
-            if len(row) != len(self.names):
-                raise DataError(
-                    f"{self.file}: line {line} has {len(row)} cell{'' if len(row) == 1 else 's'}, "
-                    f"expected {len(self.names)}"
-                )
+            error = self.row_error(r)
+            if error is not None:
+                raise error
             if label is not None:  # first: rows read into a label are the cause of what follows
-                _refuse_rows_in_a_label(self.file, line, self.shown(label), row[label])
+                _refuse_rows_in_a_label(self.file, line, self.shown(label), row[label], self.delimiter)
                 cells.append(row[label])
             for j, i in enumerate(feature_idx):
                 # features are read and standardised in float64; the standardised values are checked
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
                 try:
-                    x[r, j] = _number(self.file, line, self.shown(i), row[i], _FLOAT64)
+                    x[r, j] = _number(
+                        self.file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
+                    )
                 except DataError as error:
                     hint = self._label_hint(i)
                     if not hint:
@@ -524,10 +558,11 @@ class Table:
         return x, None if label is None else cells
 
     def _label_hint(self, index: int) -> str:
-        """``(is y the label? ...)`` when feature column ``index`` holds no number in any row and
-        some non-blank cell (text, as a label column holds), else ``""``."""
+        """``(is y the label? ...)`` when feature column ``index`` holds no number in any row (a
+        decimal comma, under another delimiter than the comma, counts as one) and some non-blank
+        cell (text, as a label column holds), else ``""``."""
         cells = [row[index].strip() for row in self.rows if len(row) > index]
-        if any(_is_number(cell) for cell in cells) or not any(cells):
+        if any(_is_number(cell) or _decimal_comma(cell, self.delimiter) for cell in cells) or not any(cells):
             return ""
         name = self.names[index]
         by_name = self.has_header and name and self.names.count(name) == 1
@@ -578,9 +613,17 @@ def _stdin_closed() -> bool:
     return False
 
 
-def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Table:
+def read_csv(
+    path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
+) -> Table:
     """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark; blank rows
     skipped), deciding whether its first row is a header by the module docstring's rule.
+
+    ``delimiter`` separates the cells: ``","`` (the default), ``";"``, ``"\\t"``, ``"|"`` or
+    any other single character but a quote (``"`` or ``'``), a line break, a digit, ``.``, ``+``,
+    ``-``, ``e``, ``E`` or a blank other than tab (``str.isspace``), which would clash with
+    quoting, rows or numbers (Python's ``csv`` ``delimiter``, as pandas' ``read_csv(sep=...)``
+    takes one character). Decimal commas are not read (:meth:`Table.columns` says so).
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
@@ -589,9 +632,12 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
             input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
             quote left open, a file without rows or without data rows, a first line starting
             with ``#`` (a comment line), Excel's ``sep=`` first line naming another separator than
-            a comma, a bad ``header``.
+            ``delimiter`` (the message says which ``delimiter`` to give), a bad ``header``, a
+            ``delimiter`` that is not one of the characters accepted (naming it, why, and those
+            accepted).
 
-    Excel's ``sep=,`` first line is skipped, an unnamed last column blank on every line is dropped,
+    Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
+    line is dropped,
     and pandas' index column is marked as :attr:`Table.index_column` (the module docstring has the
     rules; :attr:`Table.notes` and :meth:`Table.index_note` report them).
 
@@ -599,9 +645,12 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
     stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but a quote left open
     at the end of the file is refused (the rest of the file would be read into one cell); so is a
-    label cell spanning lines that holds a comma, when :meth:`Table.columns` reads it (rows read into
-    it between two misplaced quotes).
+    label cell spanning lines that holds the delimiter, when :meth:`Table.columns` reads it (rows read
+    into it between two misplaced quotes). A quoted cell may hold the delimiter (``"a;b"``).
     """
+    why = _delimiter.fault(delimiter)
+    if why is not None:
+        raise DataError(_delimiter.python_refusal(delimiter, why))
     file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists = file.is_dir(), file.exists()
@@ -625,11 +674,11 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
         rows: list[list[str]] = []
         starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(itertools.chain(handle, [_END_OF_FILE + "\n"]))
+            reader = csv.reader(itertools.chain(handle, [_END_OF_FILE + "\n"]), delimiter=delimiter)
             start = end = 0  # the first and last file line of the record just read
             for row in reader:
                 start, end = end + 1, reader.line_num
-                if row == [_END_OF_FILE]:
+                if delimiter.join(row) == _END_OF_FILE:  # a delimiter such as ':' splits its text
                     break
                 if row and _END_OF_FILE in row[-1]:
                     _refuse_open_quote(file, start, end - 1)
@@ -646,10 +695,10 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
             "left open? (accepted: every quoted cell closed by a quote)"
         ) from None
     notes: list[str] = []
-    if rows and _separator_line(file, rows[0], starts[0]):
-        text = ",".join(rows[0])
-        notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming a comma; it was "
-                     "skipped")
+    if rows and _separator_line(file, rows[0], starts[0], delimiter):
+        text = delimiter.join(rows[0])
+        notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming "
+                     f"{_delimiter.one(delimiter)}; it was skipped")
         rows, starts = rows[1:], starts[1:]
     if not rows:
         raise DataError(f"{file}: the file has no rows")
@@ -664,17 +713,19 @@ def read_csv(path: str | os.PathLike[str], *, header: bool | None = None) -> Tab
     if width > 1 and all(len(row) == width and not row[-1].strip() for row in rows):
         notes.append(
             f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
-            "comma?), so it is ignored"
+            f"{_delimiter.word(delimiter)}?), so it is ignored"
         )
         rows = [row[:-1] for row in rows]
-    has_header, note = _header(file, rows[0], header)
+    has_header, note = _header(file, rows[0], header, delimiter)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
     body = rows[1:] if has_header else rows
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
     index = 0 if has_header and len(names) > 1 and not names[0] and _row_numbers(body) else None
-    return Table(file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index)
+    return Table(
+        file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter
+    )
 
 
 def _row_numbers(rows: Sequence[Sequence[str]]) -> bool:
@@ -683,24 +734,32 @@ def _row_numbers(rows: Sequence[Sequence[str]]) -> bool:
     return all(row[0].strip() == str(r) for r, row in enumerate(rows))
 
 
-def _separator_line(file: Path, first: Sequence[str], line: int) -> bool:
-    """Whether the first row is Excel's separator line ``sep=,`` (which is skipped).
+def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str) -> bool:
+    """Whether the first row (read with ``delimiter``) is Excel's separator line ``sep=X`` naming
+    ``delimiter`` (which is skipped).
 
     Raises:
-        DataError: a separator line naming another separator (``sep=;``, ``sep=\\t``).
+        DataError: a separator line naming another separator (``sep=;`` read with ``,``), saying
+            which ``delimiter`` reads the file (or that none does: ``sep=.``).
     """
-    text = ",".join(first)
+    text = delimiter.join(first)
     found = re.fullmatch(r"sep=(.)", text, re.IGNORECASE | re.DOTALL)
     if found is None:
         return False
     separator = found.group(1)
-    if separator == ",":
+    if separator == delimiter:
         return True
-    shown = {"\t": "tabs", ";": "';'"}.get(separator, repr(separator))
-    raise DataError(
-        f"{file}: line {line}: Excel's separator line {text!r} says the file is separated by {shown} "
-        "(accepted: comma-separated files only)"
+    says = (
+        f"{file}: line {line}: Excel's separator line {text!r} says the file is separated by "
+        f"{_delimiter.named(separator)}, not {_delimiter.named(delimiter)}"
     )
+    why = _delimiter.fault(separator)
+    if why is not None:
+        raise DataError(
+            f"{says}, which no delimiter reads: that separator {why} (accepted: a delimiter of one "
+            f"character, {_delimiter.RULE})"
+        )
+    raise DataError(f"{says}: {_delimiter.use(separator)}")
 
 
 _END_OF_FILE = "\x1etorchlean: end of file\x1e"
@@ -725,16 +784,17 @@ def _line_breaks(cell: str) -> int:
     return cell.count("\n") + cell.count("\r") - cell.count("\r\n")
 
 
-def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str) -> None:
-    """Refuse a class-label cell (from file line ``line``) that holds a line break and a comma:
-    rows of the file read into one cell by a misplaced quote (a class label holds neither)."""
+def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str, delimiter: str) -> None:
+    """Refuse a class-label cell (from file line ``line``) that holds a line break and the
+    ``delimiter``: rows of the file read into one cell by a misplaced quote (a class label holds
+    neither)."""
     breaks = _line_breaks(cell)
-    if breaks and "," in cell:
+    if breaks and delimiter in cell:
+        named = _delimiter.named(delimiter)
         raise DataError(
             f"{file}: line {line}, column {display_name(column)}: a quoted cell runs over lines "
-            f"{line}-{line + breaks} and holds commas, as if rows were read into it: {_cell_shown(cell)}; "
-            "is a quote misplaced? (accepted: a label quoted on its row, or spanning lines without "
-            "commas)"
+            f"{line}-{line + breaks} and holds {named}, as if rows were read into it: {_cell_shown(cell)}; "
+            f"is a quote misplaced? (accepted: a label quoted on its row, or spanning lines without {named})"
         )
 
 
@@ -747,27 +807,34 @@ def _cell_shown(cell: str, limit: int = 60) -> str:
     return f"{cell[:limit]!r}... ({len(cell)} characters)"
 
 
-def _separator_hint(first: Sequence[str]) -> str:
-    """A hint for a first row read as one column: ``"; the file seems to be separated by ';' ..."``
-    when its cell holds tabs or semicolons (the one most used), else ``""``."""
+def _separator_hint(first: Sequence[str], delimiter: str) -> str:
+    """A hint for a first row read with ``delimiter`` as one column: ``"; the file seems to be
+    separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')"`` when its
+    cell holds another common separator (:data:`torchlean._delimiter.COMMON`, the one it holds
+    most; ties to the first), else ``""``."""
     if len(first) != 1:
         return ""
-    counts = {"tabs": first[0].count("\t"), "';'": first[0].count(";")}
+    counts = {other: first[0].count(other) for other in _delimiter.COMMON if other != delimiter}
     separator = max(counts, key=lambda key: counts[key])
     if not counts[separator]:
         return ""
-    return f"; the file seems to be separated by {separator} (accepted: comma-separated files only)"
+    return (
+        f"; the file seems to be separated by {_delimiter.named(separator)}, not "
+        f"{_delimiter.named(delimiter)}: {_delimiter.use(separator)}"
+    )
 
 
-def _header(file: Path, first: Sequence[str], header: bool | None) -> tuple[bool, str]:
+def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: str) -> tuple[bool, str]:
     """(is the first row a header, the note on a guess from an all-numbers row); see the module
-    docstring for the rule."""
+    docstring for the rule. The note shows the row's cells separated by ``delimiter`` (a tab as
+    ``\\t``)."""
     if header is not None:
         if not isinstance(header, (bool, np.bool_)):
             raise DataError(f"header must be True, False or None, got {header!r}")
         return bool(header), ""
     cells = [c.strip() for c in first]
-    shown = ",".join(cells) if len(cells) <= 6 else f"{','.join(cells[:3])},...,{cells[-1]}"
+    by = delimiter if delimiter.isprintable() else repr(delimiter)[1:-1]
+    shown = by.join(cells) if len(cells) <= 6 else f"{by.join(cells[:3])}{by}...{by}{cells[-1]}"
     texts = [c for c in cells if not _is_number(c)]
     if len(texts) == 1 and len(cells) > 1 and texts[0]:  # a header, or a row with a text label
         return True, (
@@ -877,21 +944,49 @@ def _line(first_line: Lines, r: int) -> int:
     return first_line + r if isinstance(first_line, int) else first_line[r]
 
 
+def _decimal_comma(cell: str, delimiter: str) -> str | None:
+    """``cell`` written with a decimal point (``1.5``) when it is a number written with one decimal
+    comma (``1,5``, ``-0,25e3``) and ``delimiter`` is not the comma (under which such a cell was
+    quoted on purpose), else ``None``."""
+    text = cell.strip()
+    if delimiter == _delimiter.COMMA or text.count(",") != 1 or "." in text:
+        return None
+    pointed = text.replace(",", ".")
+    return pointed if _is_number(pointed) else None
+
+
+def _not_a_number(cell: str, delimiter: str) -> str:
+    """``not a number: '1,5'``, with ``(decimal commas are not read: write 1.5)`` for a decimal
+    comma (:func:`_decimal_comma`)."""
+    pointed = _decimal_comma(cell, delimiter)
+    hint = "" if pointed is None else f" (decimal commas are not read: write {pointed})"
+    return f"not a number: {_cell_shown(cell)}{hint}"
+
+
 def _number(
-    file: str | Path, line: int, column: str, cell: str, dtype: np.dtype[Any], place: Place = "line"
+    file: str | Path,
+    line: int,
+    column: str,
+    cell: str,
+    dtype: np.dtype[Any],
+    place: Place = "line",
+    *,
+    delimiter: str = _delimiter.COMMA,
 ) -> float:
     """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
     float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
     prints it, fits float32).
 
     Raises:
-        DataError: not a number; ``nan``/``inf`` spelled out (not a finite number); a number
-            beyond ``dtype``'s range (``1e200`` for float32, ``1e400`` for float64), naming the
-            largest magnitude ``dtype`` holds.
+        DataError: not a number (a decimal comma, read with another ``delimiter`` than the
+            comma, says so: ``not a number: '1,5' (decimal commas are not read: write 1.5)``);
+            ``nan``/``inf`` spelled out (not a finite number); a number beyond ``dtype``'s range
+            (``1e200`` for float32, ``1e400`` for float64), naming the largest magnitude
+            ``dtype`` holds.
     """
     where = f"{file}: {place} {line}, column {display_name(column)}"
     if not _is_number(cell):
-        raise DataError(f"{where}: not a number: {_cell_shown(cell)}")
+        raise DataError(f"{where}: {_not_a_number(cell, delimiter)}")
     value = float(cell.strip())
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
         raise DataError(f"{where}: not a finite number: {_cell_shown(cell)}")
@@ -965,15 +1060,26 @@ def _label_name_note(file: Path, names: Sequence[str], column: object, has_heade
 
 
 def _labels(
-    file: Path, column: str, cells: list[str], task: Task | None, first_line: Lines, dtype: np.dtype[Any]
+    file: Path,
+    column: str,
+    cells: list[str],
+    task: Task | None,
+    first_line: Lines,
+    dtype: np.dtype[Any],
+    *,
+    delimiter: str = _delimiter.COMMA,
 ) -> tuple[Array, tuple[str, ...], Task]:
-    """The label array, class names and task of the label ``cells`` (as read, blanks around
-    them kept for messages; ``first_line`` places them in the file, see :data:`Lines`).
+    """The label array, class names and task of the label ``cells`` (as read with ``delimiter``,
+    blanks around them kept for messages; ``first_line`` places them in the file, see
+    :data:`Lines`).
 
     Raises:
         UnknownLabelError: an unknown ``task``.
         DataError: with no ``task``, labels that mix numbers and non-blank non-numbers (the
-            first non-number named, and how many are numbers: a missing value, or class names?); a
+            first non-number named, and how many are numbers: a missing value, or class names?),
+            or a label written with a decimal comma under another ``delimiter`` than the comma
+            (``not a number: '1,5' (decimal commas are not read: write 1.5)``: not read as a
+            class name unless ``task='classification'``); a
             regression label that is not a finite number of ``dtype`` (as a feature
             cell, :func:`_number`), a blank classification label (``line 2, column y: not a
             class label: ''``, as a blank feature cell is ``not a number: ''``), or a single class
@@ -989,14 +1095,22 @@ def _labels(
     if task is None and text and len(text) < len(filled):  # a quantity with missing values, or classes?
         r, count = text[0], len(filled) - len(text)
         raise DataError(
-            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: not a number: "
-            f"{_cell_shown(cells[r])}, but {count} of the {len(labels)} labels are numbers: torchlean "
-            "reads no missing values (remove such rows); pass task='classification' (CLI: --task "
+            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
+            f"{_not_a_number(cells[r], delimiter)}, but {count} of the {len(labels)} labels are numbers: "
+            "torchlean reads no missing values (remove such rows); pass task='classification' (CLI: --task "
+            "classification) to read every label as a class name"
+        )
+    comma = next((r for r in text if _decimal_comma(labels[r], delimiter) is not None), None)
+    if task is None and comma is not None:  # a quantity written with decimal commas, or classes?
+        raise DataError(
+            f"{file}: line {_line(first_line, comma)}, column {display_name(column)}: "
+            f"{_not_a_number(cells[comma], delimiter)}; pass task='classification' (CLI: --task "
             "classification) to read every label as a class name"
         )
     inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
     if task == "regression" or inferred:
-        return targets(file, column, cells, dtype, first_line=first_line), (), "regression"
+        targets_read = targets(file, column, cells, dtype, first_line=first_line, delimiter=delimiter)
+        return targets_read, (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
         raise DataError(
@@ -1037,19 +1151,23 @@ def targets(
     *,
     first_line: Lines = 1,
     place: Place = "line",
+    delimiter: str = _delimiter.COMMA,
 ) -> Array:
     """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
     finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
     name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell;
-    ``place="row"``: rows of a shipped dataset instead) and ``column``.
+    ``place="row"``: rows of a shipped dataset instead) and ``column``; ``delimiter`` is the one
+    the cells were read with (a decimal comma under another one is named as such).
 
     Raises:
-        DataError: a cell that is not a number, not finite, or beyond ``dtype``'s range; a bad
-            ``dtype``.
+        DataError: a cell that is not a number (``not a number: '1,5' (decimal commas are not
+            read: write 1.5)`` under another ``delimiter`` than the comma), not finite, or beyond
+            ``dtype``'s range; a bad ``dtype``.
     """
     target = _float_dtype(dtype)
     values = [
-        _number(source, _line(first_line, r), column, cell, target, place) for r, cell in enumerate(cells)
+        _number(source, _line(first_line, r), column, cell, target, place, delimiter=delimiter)
+        for r, cell in enumerate(cells)
     ]
     return np.asarray(values, dtype=np.float64)
 

@@ -295,17 +295,22 @@ def test_excel_comma_separator_line_is_skipped(tmp_path: Path, line: str) -> Non
     assert data.read_csv(path).lines[0] == 3  # the file's lines still count it
 
 
-@pytest.mark.parametrize(("separator", "shown"), [(";", "';'"), ("\t", "tabs"), ("|", "'|'")])
+@pytest.mark.parametrize(
+    ("separator", "shown", "python", "cli"),
+    [(";", "';'", "';'", "';'"), ("\t", "tabs", "'\\t'", "tab"), ("|", "'|'", "'|'", "'|'")],
+)
 def test_excel_separator_line_of_another_separator_is_refused(
-    tmp_path: Path, separator: str, shown: str
+    tmp_path: Path, separator: str, shown: str, python: str, cli: str
 ) -> None:
+    """Read with the comma, the line names the delimiter that reads the file (and that one does:
+    tests/data/test_csv_delimiter.py)."""
     rows = "".join(separator.join(row) + "\n" for row in _rows())
     path = _write(tmp_path, f"sep={separator}\n{separator.join('aby')}\n{rows}")
     with pytest.raises(DataError) as info:
         data.load(path)
     assert str(info.value) == (
         f"{path}: line 1: Excel's separator line {'sep=' + separator!r} says the file is separated by "
-        f"{shown} (accepted: comma-separated files only)"
+        f"{shown}, not commas: pass delimiter={python} (CLI: --delimiter {cli})"
     )
 
 

@@ -185,8 +185,8 @@ def test_comment_and_separator_lines(capsys: pytest.CaptureFixture[str], tmp_pat
     semicolon = _write(tmp_path, "semi.csv", "sep=;\na;b;y\n" + body.replace(",", ";"))
     _refused(
         capsys,
-        f"{semicolon}: line 1: Excel's separator line 'sep=;' says the file is separated by ';' (accepted: "
-        "comma-separated files only)",
+        f"{semicolon}: line 1: Excel's separator line 'sep=;' says the file is separated by ';', not commas: "
+        "pass delimiter=';' (CLI: --delimiter ';')",
         "train", "--dataset", str(semicolon), *TRAIN,
     )
     excel = _write(tmp_path, "excel.csv", "sep=,\na,b,y\n" + body)

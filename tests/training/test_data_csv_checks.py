@@ -162,13 +162,20 @@ def test_a_test_value_that_standardises_beyond_float32_is_refused_by_column(tmp_
 # ------------------------------------------------------------------------------ separators
 
 
+SEMICOLON = "';', not commas: pass delimiter=';' (CLI: --delimiter ';')"
+TABS = "tabs, not commas: pass delimiter='\\t' (CLI: --delimiter tab)"
+
+
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ("a;b;y\n1;2;0\n3;4;1\n", "';'"),
-        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs"),
-        ("1;2;0\n3;4;1\n", "';'"),
-        ("a\tb;c\ty\n1\t2;5\t0\n", "tabs"),
+        ("a;b;y\n1;2;0\n3;4;1\n", SEMICOLON),
+        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", TABS),
+        ("1;2;0\n3;4;1\n", SEMICOLON),
+        ("a\tb;c\ty\n1\t2;5\t0\n", TABS),
+        ("a|b|y\n1|2|0\n", "'|', not commas: pass delimiter='|' (CLI: --delimiter '|')"),
+        ("a;b|c|y\n1;2|3|0\n", "'|', not commas: pass delimiter='|' (CLI: --delimiter '|')"),  # the most
+        ("a;b\tc\n1;2\t0\n", SEMICOLON),  # a tie goes to the first of , ; tab |
     ],
 )
 def test_a_one_column_file_with_tabs_or_semicolons_says_so(tmp_path: Path, text: str, hint: str) -> None:
@@ -177,7 +184,7 @@ def test_a_one_column_file_with_tabs_or_semicolons_says_so(tmp_path: Path, text:
         _load(path)
     assert str(info.value) == (
         f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
-        f"separated by {hint} (accepted: comma-separated files only)"
+        f"separated by {hint}"
     )
 
 

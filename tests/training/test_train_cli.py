@@ -841,7 +841,11 @@ def test_float32_targets_far_from_their_mean_standardise_without_overflow(capsys
 
 
 @pytest.mark.parametrize(
-    ("text", "hint"), [("a;b;y\n1;2;0\n3;4;1\n", "';'"), ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs")]
+    ("text", "hint"),
+    [
+        ("a;b;y\n1;2;0\n3;4;1\n", "';', not commas: pass delimiter=';' (CLI: --delimiter ';')"),
+        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs, not commas: pass delimiter='\\t' (CLI: --delimiter tab)"),
+    ],
 )
 def test_a_tab_or_semicolon_file_gets_a_separator_hint(capsys, tmp_path, text, hint):
     path = _csv(tmp_path, text)
@@ -849,7 +853,7 @@ def test_a_tab_or_semicolon_file_gets_a_separator_hint(capsys, tmp_path, text, h
     assert (code, out) == (2, "")
     assert err == (
         f"error: {path}: expected a label column and at least one feature column, got 1; the file seems to "
-        f"be separated by {hint} (accepted: comma-separated files only)\n"
+        f"be separated by {hint}\n"
     )
 
 

@@ -8,10 +8,22 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from torchlean import _delimiter
 from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["int_at_least", "note_shadowed_dataset", "number", "refuse_csv_options"]
+__all__ = [
+    "DELIMITER_HELP", "delimiter", "int_at_least", "note_shadowed_dataset", "number", "refuse_csv_options",
+]
+
+DELIMITER_HELP = (
+    "CSV only: the character between cells (default: ,): ';' (as European spreadsheets export), tab "
+    "(also written \\t, or a literal tab) for TSV files, '|', or another single character but a quote, a "
+    "line break, a digit, '.', '+', '-', 'e', 'E' or a blank other than tab (quote ; and | in the shell: "
+    "--delimiter ';'). Quoted cells may hold it. Decimal commas are not read: under ';' a cell 1,5 is "
+    "refused (write 1.5)"
+)
+"""The ``--delimiter`` help of ``train`` and ``predict``."""
 
 
 def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
@@ -25,9 +37,25 @@ def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
         )
 
 
+def delimiter(text: str) -> str:
+    """An argparse ``type`` for ``--delimiter``: the delimiter ``text`` spells (``tab`` and ``\\t``
+    are a tab; anything else is itself), one that :func:`torchlean.data.read_csv` accepts.
+
+    Raises:
+        argparse.ArgumentTypeError: ``';;' is refused: it is 2 characters, not one (accepted:
+            ...)``, naming the command line's spellings.
+    """
+    value = _delimiter.parse_cli(text)
+    why = _delimiter.fault(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(_delimiter.cli_refusal(text, why))
+    return value
+
+
 def refuse_csv_options(args: argparse.Namespace, dataset: str) -> None:
     """Refuse the CSV-only options given (``--label-column``, ``--task``, ``--header`` or
-    ``--no-header``; those ``args`` has) for the shipped ``dataset``, naming only those given.
+    ``--no-header``, ``--delimiter``; those ``args`` has) for the shipped ``dataset``, naming only
+    those given.
 
     Raises:
         TorchLeanError: ``--header applies to CSV files only; iris is a shipped dataset``.
@@ -39,6 +67,7 @@ def refuse_csv_options(args: argparse.Namespace, dataset: str) -> None:
             ("--label-column", getattr(args, "label_column", None)),
             ("--task", getattr(args, "task", None)),
             ("--header" if header else "--no-header", header),
+            ("--delimiter", getattr(args, "delimiter", None)),
         )
         if value is not None
     ]

@@ -142,21 +142,24 @@ def _encode(value: object) -> str | bool | None:
     raise TypeError(f"cannot record a setting of type {type(value).__name__}: {value!r}")
 
 
-def _given_spelling(option: str, value: str | bool | None) -> str:
+def _given_spelling(option: str, value: str | bool | None, dest: str = "") -> str:
     """An option as the command line gave it: ``--label-column target``; a flag by its name
     (``--nesterov``, ``--header`` or ``--no-header`` of ``--header/--no-header``)."""
     if isinstance(value, bool):
         on, _, off = option.partition("/")
         return on if value else (off or f"{on} off")
-    return f"{option} {_shown(value)}"
+    return f"{option} {_shown(value, dest)}"
 
 
-def _shown(value: str | bool | None) -> str:
-    """A recorded value in a message: its text, ``on``/``off`` for a flag, ``not given`` for
-    ``None``."""
+def _shown(value: str | bool | None, dest: str = "") -> str:
+    """A recorded value of option ``dest`` in a message: its text (a ``--delimiter``'s as its
+    Python literal, ``';'``, ``'\\t'``, as is any text that is not printable), ``on``/``off`` for
+    a flag, ``not given`` for ``None``."""
     if isinstance(value, bool):
         return "on" if value else "off"
-    return "not given" if value is None else value
+    if value is None:
+        return "not given"
+    return value if value.isprintable() and dest != "delimiter" else repr(value)
 
 
 def _decode(action: argparse.Action, value: object, path: Path) -> Any:
@@ -217,10 +220,13 @@ def _given(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _default_value(dest: str, settings: dict[str, Any]) -> str | None:
-    """What an option recorded as not given amounts to, where its default depends on another:
-    ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw, else 0; with
-    ``--early-stopping``, ``--monitor`` val_loss and ``--min-delta`` 0 (as in a checkpoint written
-    before they existed)."""
+    """What an option recorded as not given amounts to, where its default depends on another or is
+    not its parser's default: ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw,
+    else 0; with ``--early-stopping``, ``--monitor`` val_loss and ``--min-delta`` 0 (as in a
+    checkpoint written before they existed); ``--delimiter`` the comma (also in a checkpoint
+    written before it existed)."""
+    if dest == "delimiter":
+        return ","
     if settings.get("early_stopping") is not None and dest in ("monitor", "min_delta"):
         return "val_loss" if dest == "monitor" else repr(0.0)
     if dest == "momentum" and settings.get("optimizer") in ("sgd", "rmsprop"):
@@ -306,11 +312,13 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         if mine != theirs and not (default is not None and mine == default):
             option = _option(actions[dest])
             if theirs is None and default is None:
-                difference = f"{_given_spelling(option, mine)} was not given to the checkpoint's run"
+                differs = f"{_given_spelling(option, mine, dest)} was not given to the checkpoint's run"
             else:
-                recorded_shown = _shown(theirs) if default is None else f"{default} (not given: the default)"
-                difference = f"{option} {_shown(mine)} differs from the checkpoint's {recorded_shown}"
-            conflicts.append(_not_taken(option, dest, recorded.get("optimizer")) or difference)
+                recorded_shown = _shown(theirs if default is None else default, dest)
+                if default is not None:
+                    recorded_shown += " (not given: the default)"
+                differs = f"{option} {_shown(mine, dest)} differs from the checkpoint's {recorded_shown}"
+            conflicts.append(_not_taken(option, dest, recorded.get("optimizer")) or differs)
     if conflicts:
         raise TorchLeanError(
             f"--resume {shown} continues the run with the checkpoint's settings; "

@@ -30,11 +30,13 @@ columns are matched to the checkpoint's ``feature_names``:
   the last column.
 
 The file is read as ``torchlean train`` reads it (:func:`torchlean.data.read_csv`, each ``note:``
-on stderr): Excel's ``sep=,`` line is skipped, an unnamed last column blank on every line (a
-trailing comma) is dropped, and pandas' ``to_csv`` index (an unnamed first column of the row
-numbers) is no feature, as training left it out, so a checkpoint trained on such a file predicts
-on the same layout; it still counts in ``--label-column`` indices. A checkpoint whose features
-name that column (trained before it was left out) still takes it, by name.
+on stderr), its cells separated by ``--delimiter`` (default ``,``; predict's own, as the file may
+be written otherwise than the training data): Excel's ``sep=`` line naming it is skipped, an
+unnamed last column blank on every line (a trailing delimiter) is dropped, and pandas' ``to_csv``
+index (an unnamed first column of the row numbers) is no feature, as training left it out, so a
+checkpoint trained on such a file predicts on the same layout; it still counts in
+``--label-column`` indices. A checkpoint whose features name that column (trained before it was
+left out) still takes it, by name.
 
 ``--ignore-labels`` predicts only: the label column is found as above and left out of the
 features, but its cells are never read (a ``note:`` names it), so labels in another encoding than
@@ -101,7 +103,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
-from torchlean.cli._args import note_shadowed_dataset, refuse_csv_options
+from torchlean.cli._args import DELIMITER_HELP, delimiter, note_shadowed_dataset, refuse_csv_options
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
@@ -158,6 +160,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header); default: guessed as torchlean train guesses it")
+    parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
+                        help=f"{DELIMITER_HELP}. The file's own: the checkpoint does not fix it (a run "
+                        "trained on a ';' file predicts on a ',' file as well)")
     parser.add_argument("--profile", default=None,
                         help=f"{' | '.join(profiles.names())} (default: the checkpoint's)")
     parser.add_argument("--execution", default=None,
@@ -194,7 +199,8 @@ class _Input:
     """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
     messages name them, and the label column (its name and cells, ``None`` without one;
     ``lines`` holds each row's file line, or its row number from 1 for a shipped dataset, as
-    ``place`` says); ``notes`` for stderr once the data is accepted."""
+    ``place`` says); ``notes`` for stderr once the data is accepted; ``delimiter`` the CSV's (the
+    label cells' messages name a decimal comma under another one)."""
 
     source: str
     x: npt.NDArray[np.float64]
@@ -204,6 +210,7 @@ class _Input:
     lines: tuple[int, ...]
     notes: tuple[str, ...] = ()
     place: data.Place = "line"
+    delimiter: str = ","
 
 
 def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
@@ -241,12 +248,10 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
         given, column = data.display_name(str(text)), data.display_name(table.shown(label))
         named = "" if given == column else f" (column {column})"
         raise TorchLeanError(f"--label-column {given}{named} is one of the features of checkpoint {path}")
-    for r, row in enumerate(table.rows):  # checked before columns are picked out of the rows
-        if len(row) != len(table.names):
-            raise data.DataError(
-                f"{table.file}: line {table.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}, "
-                f"expected {len(table.names)}"
-            )
+    for r in range(len(table.rows)):  # checked before columns are picked out of the rows
+        error = table.row_error(r)
+        if error is not None:
+            raise error
     keep = features if label is None else [*features, label]
     picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
                                  rows=[[row[i] for i in keep] for row in table.rows], index_column=None)
@@ -261,7 +266,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     )
     index_note = table.index_note(None) if index is not None else ""
     return _Input(str(table.file), x, saved.feature_names, "" if label is None else table.shown(label),
-                  cells, table.lines, (index_note, *notes) if index_note else notes)
+                  cells, table.lines, (index_note, *notes) if index_note else notes,
+                  delimiter=table.delimiter)
 
 
 def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
@@ -269,8 +275,8 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     targets), or a CSV file, its columns matched by the module docstring's rule.
 
     Raises:
-        TorchLeanError: ``--label-column``/``--header`` given for a shipped dataset; a header that
-            names only some of the checkpoint's features, or one twice; the errors of
+        TorchLeanError: ``--label-column``/``--header``/``--delimiter`` given for a shipped dataset; a
+            header that names only some of the checkpoint's features, or one twice; the errors of
             :func:`torchlean.data.locate` and :func:`torchlean.data.read_csv`.
     """
     name, shipped = data.locate(args.dataset)
@@ -280,7 +286,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
-    table = data.read_csv(name, header=args.header)
+    table = data.read_csv(name, header=args.header, delimiter=args.delimiter or ",")
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
             f"{table.file}: read as 1 column, but checkpoint {args.checkpoint} expects {saved.features} "
@@ -297,7 +303,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         columns = tuple(table.shown(i) for i in table.feature_indices(label))
         index_note = table.index_note(label)
         return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                      table.lines, (index_note,) if index_note else ())
+                      table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
@@ -323,7 +329,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
             f"({_listed(wanted)})",
         )
     return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
-                  table.lines, notes)
+                  table.lines, notes, delimiter=table.delimiter)
 
 
 def _training_layout(table: data.Table, saved: checkpoint.Checkpoint) -> int | None:
@@ -549,7 +555,8 @@ def _run(args: argparse.Namespace) -> int:
             truth = (
                 data.class_ids(*where, saved.classes, first_line=source.lines, place=source.place)
                 if classification
-                else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place)
+                else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place,
+                                  delimiter=source.delimiter)
             )
         except TorchLeanError as error:  # labels the checkpoint cannot score: say how to predict anyway
             raise TorchLeanError(

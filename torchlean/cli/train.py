@@ -36,21 +36,24 @@ test metric, and the record's ``validation`` (``null`` without them).
 epochs, validation passes included, as a table after the audit lines and the record's
 ``kernel_times`` (:mod:`torchlean.autograd.profiler`; ``null`` without it).
 
+``--delimiter D`` reads a CSV file whose cells are separated by D (``;``, ``tab`` or ``\\t``, ``|``,
+...; default ``,``; :func:`torchlean.data.read_csv` lists the characters accepted); it is a
+setting of the run, recorded by ``--save`` and kept by ``--resume``.
+
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
-``--header``), and one for each of :attr:`torchlean.data.Dataset.notes` (Excel's ``sep=,`` line
-skipped, an unnamed empty last column ignored, a ``--label-column`` number read as a column name,
-pandas' index column left out of the features); after the audit, a ``note:`` per op whose capsule
-is not of the provider the profile prefers because that provider's capsule was refused
-(:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line when
-``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
+``--header``), and one for each of :attr:`torchlean.data.Dataset.notes` (Excel's ``sep=`` line
+naming the delimiter skipped, an unnamed empty last column ignored, a ``--label-column`` number
+read as a column name, pandas' index column left out of the features); after the audit, a ``note:``
+per op whose capsule is not of the provider the profile prefers because that provider's capsule was
+refused (:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line
+when ``OMP_NUM_THREADS`` is not an integer in ``[1, MAX_TORCH_THREADS]`` (it is then ignored); a
 ``warning:`` line the first time an epoch's loss is not finite (the run goes on and exits 0), and
 one when ``--save`` saves weights that are not finite. ``--save`` and ``--report-json`` naming one
-file, or either naming the training CSV, is refused before any work, as are options the optimizer does
-not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: rmsprop;
-``--amsgrad``: adam and adamw), ``--no-decay`` without
-a weight decay (or matching no parameter or every one, or a bad expression), a
-``--lr-schedule`` that would give an epoch a learning rate the optimizer refuses, and a
-``warmup_cosine:W`` whose W is not less than the run's optimizer steps.
+file, or either naming the training CSV, is refused before any work, as are options the optimizer
+does not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: rmsprop;
+``--amsgrad``: adam and adamw), ``--no-decay`` without a weight decay (or matching no parameter or
+every one, or a bad expression), a ``--lr-schedule`` that would give an epoch a learning rate the
+optimizer refuses, and a ``warmup_cosine:W`` whose W is not less than the run's optimizer steps.
 
 ``--save`` also records the run's training state, and ``--resume CKPT`` continues it (a third
 header line ``resumed_from=CKPT epochs_before=E steps_before=S``, the epoch lines numbered on;
@@ -84,7 +87,14 @@ from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Provider
 from torchlean.cli import _resume
-from torchlean.cli._args import int_at_least, note_shadowed_dataset, number, refuse_csv_options
+from torchlean.cli._args import (
+    DELIMITER_HELP,
+    delimiter,
+    int_at_least,
+    note_shadowed_dataset,
+    number,
+    refuse_csv_options,
+)
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
@@ -177,6 +187,8 @@ def register(subparsers: Any) -> None:
                         "writes); any other all-numbers first row is data. A guess from an all-numbers "
                         "row is reported in a 'note:' line on stderr. Column names may repeat, but a "
                         "--label-column name must be used once (else give its index)")
+    parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
+                        help=f"{DELIMITER_HELP}. A setting of the run: --resume takes the checkpoint's")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
                         "(integer labels are read as classes, non-integers as a regression target; labels "
@@ -365,17 +377,19 @@ def _empty_split(fraction: float, error: data.EmptySplitError) -> str:
 
 
 def _load(args: argparse.Namespace) -> data.Dataset:
-    """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``).
+    """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``);
+    ``--delimiter`` not given is the comma.
 
     Raises:
-        TorchLeanError: ``--label-column``/``--task``/``--header`` given for a shipped dataset.
+        TorchLeanError: ``--label-column``/``--task``/``--header``/``--delimiter`` given for a
+            shipped dataset.
     """
     note_shadowed_dataset(args.dataset, data.DATASETS)
     if args.dataset in data.DATASETS:
         refuse_csv_options(args, args.dataset)
     options: dict[str, Any] = {
         "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header,
-        "val_fraction": args.val_fraction, "test_fraction": args.test_fraction,
+        "val_fraction": args.val_fraction, "test_fraction": args.test_fraction, "delimiter": args.delimiter,
     }
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
     # the file, so a pipe works)
@@ -634,7 +648,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
-    for note in dataset.notes:  # Excel's sep=, line, a trailing comma, the label by name, pandas' index
+    for note in dataset.notes:  # Excel's sep= line, a trailing delimiter, the label by name, pandas' index
         print(f"note: {note}", file=sys.stderr)
     if dataset.split_note:
         print(f"note: {dataset.split_note}", file=sys.stderr)
