@@ -1,0 +1,378 @@
+"""``torchlean train --delimiter D`` and ``torchlean predict --delimiter D``: CSV files separated
+by ``;``, tabs or ``|`` (the Python side is tests/data/test_csv_delimiter.py). Each refusal is one
+``error:`` line, exit status 2, no traceback.
+
+Oracles: the same rows written comma-separated (by Python's ``csv.writer``): ``train --save``
+writes the same checkpoint arrays bit for bit and the same epoch lines, ``predict`` the same
+predictions; the uninterrupted run for a resumed one; messages written out by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_runs import arrays, cli, metadata
+
+from torchlean.cli import main
+
+N = 40
+TRAIN = ("--epochs", "2", "--hidden", "8")
+RULE = (
+    "not a quote (\" or '), a line break, a digit, '.', '+', '-', 'e', 'E' or a blank other than tab, which "
+    "would clash with quoting, rows or numbers"
+)
+ACCEPTED = (
+    "expected one character such as , (the default), ';', '|' or tab (also written \\t, or a literal tab), "
+    f"{RULE}"
+)
+
+
+def _rows() -> list[tuple[str, str, str]]:
+    """``N`` rows of two features and a label that depends on the first; one label holds ``;``
+    and ``|`` and one a tab, which ``csv.writer`` quotes where they are the delimiter."""
+    labels = ("cat;|x", "dog\tz")
+    return [
+        (f"{(i * 37) % 41 / 10:g}", f"{(i * 11) % 13 / 4:g}", labels[(i * 37) % 41 > 20]) for i in range(N)
+    ]
+
+
+def _written(tmp_path: Path, delimiter: str, name: str) -> Path:
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=delimiter, lineterminator="\n").writerows([("a", "b", "y"), *_rows()])
+    path = tmp_path / name
+    path.write_text(buffer.getvalue())
+    return path
+
+
+def _refused(capsys: pytest.CaptureFixture[str], message: str, *argv: str) -> None:
+    code, out, err = cli(capsys, *argv)
+    assert (code, out, err) == (2, "", f"error: {message}\n")
+
+
+def _train(capsys: pytest.CaptureFixture[str], path: Path, save: Path, *argv: str) -> list[str]:
+    """``torchlean train --dataset PATH --save SAVE``: its stdout lines, with the dataset and the
+    checkpoint named as ``DATA`` and ``SAVE``; nothing on stderr."""
+    code, out, err = cli(capsys, "train", "--dataset", str(path), *TRAIN, "--save", str(save), *argv)
+    assert (code, err) == (0, ""), err
+    return out.replace(str(path), "DATA").replace(str(save), "SAVE").splitlines()
+
+
+def _bitwise_equal(got: Path, want: Path) -> None:
+    """The checkpoints' arrays (weights, statistics, optimizer state) are equal bit for bit, and so
+    is their metadata but the dataset path and the training settings (the delimiter's)."""
+    a, b = arrays(got), arrays(want)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert (a[name].dtype, a[name].shape, a[name].tobytes()) == (b[name].dtype, b[name].shape,
+                                                                     b[name].tobytes()), name
+    meta_a, meta_b = metadata(got), metadata(want)
+    for meta in (meta_a, meta_b):
+        del meta["dataset"]
+        meta["training"]["settings"].pop("delimiter")
+        meta["training"]["settings"].pop("dataset")
+    assert meta_a == meta_b
+
+
+@pytest.fixture(scope="module")
+def comma_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """The comma-separated file, its checkpoint and its train lines (the oracle)."""
+    folder = tmp_path_factory.mktemp("comma")
+    path = _written(folder, ",", "comma.csv")
+    save = folder / "comma.npz"
+    out, err = io.StringIO(), io.StringIO()  # a module fixture has no capsys
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["train", "--dataset", str(path), *TRAIN, "--save", str(save)]) == 0
+    assert err.getvalue() == ""
+    return path, save, out.getvalue().replace(str(path), "DATA").replace(str(save), "SAVE").splitlines()
+
+
+# ------------------------------------------------------------------ the same weights, bit for bit
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "spellings"),
+    [(";", (";",)), ("\t", ("tab", "\\t", "\t")), ("|", ("|",))],
+)
+def test_a_file_trains_as_the_same_data_written_with_commas(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    comma_run: tuple[Path, Path, list[str]],
+    delimiter: str,
+    spellings: tuple[str, ...],
+) -> None:
+    _, comma_save, comma_lines = comma_run
+    path = _written(tmp_path, delimiter, "other.csv")
+    text = path.read_text()
+    quoted = next(label for label in ("cat;|x", "dog\tz") if delimiter in label)
+    assert "," not in text and f'"{quoted}"' in text  # csv.writer quotes the label holding the delimiter
+    for spelling in spellings:
+        save = tmp_path / f"{len(spelling)}.npz"
+        lines = _train(capsys, path, save, "--delimiter", spelling)
+        assert lines == comma_lines  # the header, every epoch's loss, the test metric, the capsules
+        _bitwise_equal(save, comma_save)
+        assert metadata(save)["training"]["settings"]["delimiter"] == delimiter
+        assert metadata(save)["classes"] == ["cat;|x", "dog\tz"]  # quoted cells hold the delimiter
+    assert metadata(comma_save)["training"]["settings"]["delimiter"] is None  # not given: ','
+    code, _, err = cli(capsys, "train", "--dataset", str(path), *TRAIN, f"--delimiter={spellings[0]}")
+    assert (code, err) == (0, "")
+
+
+def test_predict_with_the_files_delimiter_equals_predict_on_the_comma_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, comma_run: tuple[Path, Path, list[str]]
+) -> None:
+    comma, comma_save, _ = comma_run
+    semicolon = _written(tmp_path, ";", "semi.csv")
+    _train(capsys, semicolon, tmp_path / "semi.npz", "--delimiter", ";")
+    outs, errs = {}, {}
+    for checkpoint in (comma_save, tmp_path / "semi.npz"):  # predict's --delimiter is the file's own
+        for path, options in ((comma, ()), (semicolon, ("--delimiter", ";"))):
+            code, out, err = cli(capsys, "predict", str(checkpoint), "--dataset", str(path), *options,
+                                 "--probabilities", "--split", "test")
+            assert code == 0, err
+            outs[checkpoint.name, path.name] = out
+            errs[checkpoint.name, path.name] = err.replace(str(path), "DATA").replace(str(checkpoint), "C")
+    assert len(set(outs.values())) == 1  # the predictions and probabilities, to the last digit
+    out = outs["semi.npz", "semi.csv"]
+    assert out.splitlines()[0] == "row,prediction,p_cat;|x,p_dog\tz" and len(out.splitlines()) == 9
+    assert errs["semi.npz", "semi.csv"] == errs["comma.npz", "comma.csv"]  # the report, accuracy included
+    assert "\naccuracy=" in errs["semi.npz", "semi.csv"]
+    # without --delimiter the ';' file is one column, and the refusal names the option
+    code, out, err = cli(capsys, "predict", str(comma_save), "--dataset", str(semicolon))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {semicolon}: read as 1 column, but checkpoint {comma_save} expects 2 features; the file "
+        "seems to be separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')\n"
+    )
+
+
+# ------------------------------------------------------------------------------------- --resume
+
+
+def test_resume_takes_the_checkpoints_delimiter_and_refuses_another(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _written(tmp_path, "\t", "data.tsv")
+    whole, part, resumed = tmp_path / "whole.npz", tmp_path / "part.npz", tmp_path / "resumed.npz"
+    run = ("--dataset", str(path), "--hidden", "8", "--delimiter", "tab")
+    code, whole_out, err = cli(capsys, "train", *run, "--epochs", "3", "--save", str(whole))
+    assert (code, err) == (0, "")
+    code, _, err = cli(capsys, "train", *run, "--epochs", "2", "--save", str(part))
+    assert (code, err) == (0, "")
+    # no flag: the checkpoint's tab (the file would be one column with commas)
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--epochs", "3", "--save", str(resumed))
+    assert (code, err) == (0, "")
+    want = [line.replace(str(whole), str(resumed)) for line in whole_out.splitlines()[4:]]
+    assert out.splitlines()[3:] == want  # epoch 3 on
+    a, b = arrays(whole), arrays(resumed)
+    for name in a:
+        assert a[name].tobytes() == b[name].tobytes(), name
+    assert metadata(resumed)["training"]["settings"]["delimiter"] == "\t"
+    # the same delimiter in another spelling is no conflict; another is refused, naming both
+    for spelling in ("\\t", "\t", "tab"):
+        code, _, err = cli(capsys, "train", "--resume", str(part), "--epochs", "3", "--delimiter", spelling)
+        assert (code, err) == (0, "")
+    for given, shown in ((";", "';'"), (",", "','")):
+        _refused(
+            capsys,
+            f"--resume {part} continues the run with the checkpoint's settings; --delimiter {shown} differs "
+            "from the checkpoint's '\\t' (leave out the option, or train a new run without --resume)",
+            "train", "--resume", str(part), "--delimiter", given,
+        )
+
+
+def _edited(source: Path, target: Path, delimiter: Any) -> Path:
+    """``source`` with its recorded ``delimiter`` setting replaced (``...``: removed, as in a
+    checkpoint written before the option)."""
+    with np.load(source, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(entries["metadata"]))
+    if delimiter is ...:
+        del meta["training"]["settings"]["delimiter"]
+    else:
+        meta["training"]["settings"]["delimiter"] = delimiter
+    entries["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **entries)
+    return target
+
+
+def test_a_checkpoint_without_the_setting_means_the_comma(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, comma_run: tuple[Path, Path, list[str]]
+) -> None:
+    comma, _, _ = comma_run
+    saved = tmp_path / "new.npz"
+    run = ("--dataset", str(comma), "--hidden", "8")
+    code, whole, err = cli(capsys, "train", *run, "--epochs", "3")
+    assert (code, err) == (0, "")
+    code, _, err = cli(capsys, "train", *run, "--epochs", "2", "--save", str(saved))
+    old = _edited(saved, tmp_path / "old.npz", ...)
+    assert "delimiter" not in metadata(old)["training"]["settings"]
+    for options in ((), ("--delimiter", ",")):
+        code, out, err = cli(capsys, "train", "--resume", str(old), "--epochs", "3", *options)
+        assert (code, err) == (0, "")
+        assert out.splitlines()[3:] == whole.splitlines()[4:]
+    for checkpoint in (old, saved):  # recorded as not given, or absent: the comma
+        _refused(
+            capsys,
+            f"--resume {checkpoint} continues the run with the checkpoint's settings; --delimiter ';' "
+            "differs from the checkpoint's ',' (not given: the default) (leave out the option, or train a "
+            "new run without --resume)",
+            "train", "--resume", str(checkpoint), "--delimiter", ";",
+        )
+
+
+@pytest.mark.parametrize(
+    ("recorded", "refusal"),
+    [
+        ("ab", f"'ab' is refused: {ACCEPTED}; got 'ab', which is 2 characters, not one"),
+        (".", f"'.' is refused: {ACCEPTED}; got '.', which is written in numbers (a point, a sign or an "
+              "exponent)"),
+        ("", f"'' is refused: {ACCEPTED}; got '', which is empty"),
+    ],
+)
+def test_a_hand_edited_delimiter_setting_is_refused_on_resume(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    comma_run: tuple[Path, Path, list[str]],
+    recorded: object,
+    refusal: str,
+) -> None:
+    _, comma_save, _ = comma_run
+    edited = _edited(comma_save, tmp_path / "edited.npz", recorded)
+    _refused(capsys, f"checkpoint {edited}: its setting --delimiter {refusal}",
+             "train", "--resume", str(edited))
+
+
+# ------------------------------------------------------------------------------- bad values
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "is empty"),
+        (";;", "is 2 characters, not one"),
+        ("tabs", "is 4 characters, not one"),
+        ("\\n", "is 2 characters, not one"),
+        ('"', "is a quote, which encloses cells"),
+        ("'", "is a quote, which encloses cells"),
+        ("\n", "is a line break, which ends rows"),
+        ("\r", "is a line break, which ends rows"),
+        ("5", "is a digit, which numbers are written with"),
+        (".", "is written in numbers (a point, a sign or an exponent)"),
+        ("+", "is written in numbers (a point, a sign or an exponent)"),
+        ("-", "is written in numbers (a point, a sign or an exponent)"),
+        ("e", "is written in numbers (a point, a sign or an exponent)"),
+        ("E", "is written in numbers (a point, a sign or an exponent)"),
+        (" ", "is a blank other than tab, which is stripped around cells"),
+        ("\xa0", "is a blank other than tab, which is stripped around cells"),
+    ],
+)
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_a_bad_delimiter_is_one_line_naming_it_and_the_accepted_ones(
+    capsys: pytest.CaptureFixture[str],
+    comma_run: tuple[Path, Path, list[str]],
+    command: str,
+    value: str,
+    why: str,
+) -> None:
+    comma, save, _ = comma_run
+    before = (str(save),) if command == "predict" else ()
+    code, out, err = cli(capsys, command, *before, "--dataset", str(comma), f"--delimiter={value}")
+    assert (code, out) == (2, "")
+    assert err.endswith(f"error: argument --delimiter: {ACCEPTED}; got {value!r}, which {why}\n")
+    assert "Traceback" not in err
+    if value not in ("-", "\n", "\r"):  # as a separate word too (argparse reads '-' alone as a value)
+        assert cli(capsys, command, *before, "--dataset", str(comma), "--delimiter", value)[2] == err
+
+
+def test_a_shipped_dataset_refuses_the_delimiter(capsys: pytest.CaptureFixture[str],
+                                                 comma_run: tuple[Path, Path, list[str]]) -> None:
+    _, save, _ = comma_run
+    message = "{} to CSV files only; iris is a shipped dataset"
+    _refused(capsys, message.format("--delimiter applies"), "train", "--dataset", "iris", "--delimiter", ",")
+    _refused(capsys, message.format("--header and --delimiter apply"),
+             "train", "--dataset", "iris", "--header", "--delimiter", ";")
+    _refused(capsys, message.format("--label-column, --task, --header and --delimiter apply"),
+             "train", "--dataset", "iris", "--delimiter", "tab", "--header", "--task", "regression",
+             "--label-column", "0")
+    _refused(capsys, message.format("--delimiter applies"), "predict", str(save), "--dataset", "iris",
+             "--delimiter", "|")
+
+
+# ------------------------------------------------------------------------ messages on the CLI
+
+
+def test_excels_separator_line_and_a_trailing_delimiter_under_the_delimiter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, comma_run: tuple[Path, Path, list[str]]
+) -> None:
+    _, comma_save, comma_lines = comma_run
+    plain = _written(tmp_path, ";", "plain.csv").read_text()
+    excel = tmp_path / "excel.csv"
+    excel.write_text("sep=;\n" + plain.replace("\n", ";\n"))
+    code, out, err = cli(capsys, "train", "--dataset", str(excel), *TRAIN, "--save", str(tmp_path / "e.npz"),
+                         "--delimiter", ";")
+    assert code == 0
+    assert err == (
+        f"note: {excel}: line 1 'sep=;' is Excel's separator line naming ';'; it was skipped\n"
+        f"note: {excel}: the last column (3) has no name and is empty on every line (a trailing ';'?), so it "
+        "is ignored\n"
+    )
+    lines = out.replace(str(excel), "DATA").replace(str(tmp_path / "e.npz"), "SAVE").splitlines()
+    assert lines == comma_lines
+    _bitwise_equal(tmp_path / "e.npz", comma_save)
+    _refused(
+        capsys,
+        f"{excel}: line 1: Excel's separator line 'sep=;' says the file is separated by ';', not '|': pass "
+        "delimiter=';' (CLI: --delimiter ';')",
+        "train", "--dataset", str(excel), "--delimiter", "|",
+    )
+
+
+def test_a_decimal_comma_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "prices.csv"
+    path.write_text("a;b;y\n" + "".join(f"{i};{i % 3},5;{i % 2}\n" for i in range(N)))
+    _refused(capsys,
+             f"{path}: line 2, column b: not a number: '0,5' (decimal commas are not read: write 0.5)",
+             "train", "--dataset", str(path), "--delimiter", ";")
+    path.write_text("a;y\n" + "".join(f"{i};{i},{i % 3}\n" for i in range(N)))
+    _refused(
+        capsys,
+        f"{path}: line 2, column y: not a number: '0,0' (decimal commas are not read: write 0.0); pass "
+        "task='classification' (CLI: --task classification) to read every label as a class name",
+        "train", "--dataset", str(path), "--delimiter", ";",
+    )
+    _refused(
+        capsys,
+        f"{path}: line 2, column y: not a number: '0,0' (decimal commas are not read: write 0.0)",
+        "train", "--dataset", str(path), "--delimiter", ";", "--task", "regression",
+    )
+
+
+def test_a_row_of_another_length_names_the_delimiter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "short.csv"
+    path.write_text("a;b;y\n" + "".join(f"{i};{i % 3};{i % 2}\n" for i in range(N)) + "1,5;0\n")
+    _refused(capsys, f"{path}: line {N + 2} has 2 cells separated by ';', expected 3",
+             "train", "--dataset", str(path), "--delimiter", ";")
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_help_documents_the_option(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    code, out, _ = cli(capsys, command, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert (
+        "--delimiter D CSV only: the character between cells (default: ,): ';' (as European spreadsheets "
+        "export), tab (also written \\t, or a literal tab) for TSV files, '|', or another single character"
+        " but a quote, a line break, a digit, '.', '+', '-', 'e', 'E' or a blank other than tab (quote ; "
+        "and | in the shell: --delimiter ';'). Quoted cells may hold it. Decimal commas are not read: "
+        "under ';' a cell 1,5 is refused (write 1.5)."
+    ) in text
