@@ -305,19 +305,20 @@ def load(
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
             datasets) or empty, missing file (or a directory), a file that is not UTF-8, has no
             rows or no data rows, a row whose cell count differs, a file read as one column (with a
-            hint when it seems separated by tabs or ``;``), non-numeric or non-finite feature
-            cell, a regression label beyond ``dtype``'s range or a blank label cell (line and
-            column named), labels mixing numbers and non-numbers without ``task`` (the first
+            hint when another common separator than ``delimiter`` splits it), non-numeric or
+            non-finite feature cell (a decimal comma named as such), a regression label beyond
+            ``dtype``'s range or a blank label cell (line and column named), labels mixing numbers
+            and non-numbers, or written with decimal commas, without ``task`` (the first
             non-number named), a first line starting with ``#`` (a comment) or Excel's ``sep=``
-            line naming a separator other than a comma, a single class, a label column and pandas'
-            index column without another column,
+            line naming a separator other than ``delimiter``, a single class, a label column and
+            pandas' index column without another column,
             a ``label_column`` name the header repeats (naming its columns), bad ``header``,
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
             a column whose standardisation overflows (column named); ``label_column``,
-            ``header`` or ``task`` given for a shipped dataset; a bad ``val_fraction`` or a
-            validation split it cannot make (:func:`validation_rows`); a ``delimiter`` that
-            :func:`read_csv` refuses, or any given for a shipped dataset.
+            ``header``, ``task`` or ``delimiter`` given for a shipped dataset; a bad
+            ``val_fraction`` or a validation split it cannot make (:func:`validation_rows`); a
+            ``delimiter`` that :func:`read_csv` refuses (naming it, why, and those accepted).
     """
     target = _float_dtype(dtype)
     name, is_shipped = locate(name_or_path)

@@ -288,8 +288,7 @@ def test_a_bad_delimiter_is_one_line_naming_it_and_the_accepted_ones(
     assert (code, out) == (2, "")
     assert err.endswith(f"error: argument --delimiter: {ACCEPTED}; got {value!r}, which {why}\n")
     assert "Traceback" not in err
-    if value not in ("-", "\n", "\r"):  # as a separate word too (argparse reads '-' alone as a value)
-        assert cli(capsys, command, *before, "--dataset", str(comma), "--delimiter", value)[2] == err
+    assert cli(capsys, command, *before, "--dataset", str(comma), "--delimiter", value)[2] == err  # one word
 
 
 def test_a_shipped_dataset_refuses_the_delimiter(capsys: pytest.CaptureFixture[str],
@@ -376,3 +375,18 @@ def test_help_documents_the_option(capsys: pytest.CaptureFixture[str], command: 
         "and | in the shell: --delimiter ';'). Quoted cells may hold it. Decimal commas are not read: "
         "under ';' a cell 1,5 is refused (write 1.5)."
     ) in text
+
+
+def test_predict_names_a_decimal_comma_label_of_a_regression(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "reg.csv"
+    path.write_text("a;b;y\n" + "".join(f"{i};{i % 3};{i * 0.75 + 0.5}\n" for i in range(N)))
+    _train(capsys, path, tmp_path / "reg.npz", "--delimiter", ";")
+    path.write_text("a;b;y\n1;2;3.5\n4;5;6,25\n")
+    _refused(
+        capsys,
+        f"{path}: line 3, column y: not a number: '6,25' (decimal commas are not read: write 6.25); "
+        "--ignore-labels predicts without reading the labels (no mse)",
+        "predict", str(tmp_path / "reg.npz"), "--dataset", str(path), "--delimiter", ";",
+    )
