@@ -38,9 +38,10 @@ with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes it
 unless given ``comments=''``); and a last column with no name (or any last column, without a
 header) whose cells are blank on every line, as a delimiter ending every line makes it, is
 dropped, so the label defaults to the column before it. After it, a first
-column with a blank header cell over the row numbers ``0, 1, ..., n-1`` in order (``n`` data rows:
-the index ``DataFrame.to_csv()`` writes) is not a feature unless it is the label column; it still
-counts in column indices. Each of these is reported in :attr:`Dataset.notes`. A ``label_column``
+column whose header cell is blank (or pandas' ``Unnamed: N``) over distinct integers (the index
+``DataFrame.to_csv()`` writes: ``0, 1, ..., n-1`` by default, other integers in any order after a
+filter, a shuffle or a re-index) is not a feature unless it is the label column; it still counts
+in column indices. Each of these is reported in :attr:`Dataset.notes`. A ``label_column``
 string is a header name first, an index only when it names no column: ``"3"`` with the header
 ``a,3,b,y`` is column 1, with a note saying how to ask for index 3 (``3`` as an int; CLI:
 ``--label-column -1`` or ``y``). A feature cell that is not a number, in a column with no number
@@ -55,16 +56,18 @@ standardised features fit ``dtype`` (refused by column otherwise). Classificatio
 numbers or non-blank strings and are mapped to ``0 .. n_classes - 1`` in sorted order (names kept
 in ``class_names``); in a column whose labels are all finite numbers, they are classes by exact
 value, so ``1``, ``1.0``, ``01``, ``+1`` and ``1e0`` are one class, named ``1`` (a non-integer
-class is named by its first spelling in the file); a column with any non-number label (or a
-number with a decimal exponent beyond 400) is read as names, compared as text; a single class
+class is named by its first spelling in the file), also among non-number labels (under
+``task='classification'``: the numbers' classes first, by value, then the names, compared as
+text; a number with a decimal exponent beyond 400 is a name); a single class
 is refused, in the file or in the train split, as scikit-learn classifiers refuse it. Unless
 ``task`` says otherwise, the task is ``classification`` when every label is an integer or every
 label is a non-number, ``regression`` when every label is a number and some is not an integer;
 a column mixing numbers and non-numbers (a target with missing values such as ``NA``, ``?`` or
 ``null``) is refused, naming its first non-number and how many labels are numbers: no missing
-value is read (remove such rows), and ``task='classification'`` reads every label as a class
-name. Blank labels are left out of that decision and refused by line and column under either
-task (``not a number: ''``, ``not a class label: ''``).
+value is read (remove such rows), and, when the numbers are all whole (class ids among names?),
+``task='classification'`` reads every label as a class name. Blank labels are left out of that
+decision and refused by line and column under either task (``not a number: ''``, ``not a class
+label: ''``).
 
 The reader's pieces are public for data that is not split or rescaled (``torchlean predict``
 applies a checkpoint's saved statistics): :func:`locate` (shipped name or CSV path),
@@ -185,7 +188,7 @@ class Dataset:
     Excel's ``sep=`` first line skipped (naming the delimiter), an unnamed empty last column ignored
     (a trailing delimiter), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
-    column of row numbers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
+    column of distinct integers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
     datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
     :meth:`Table.index_note`). ``torchlean train`` prints each as a ``note:`` line.
 
@@ -485,10 +488,14 @@ class Table:
         or it is ``label``)."""
         if self.index_column is None or self.index_column == label:
             return ""
+        name = self.names[self.index_column]
+        unnamed = "has no name" if not name else f"is named {name!r}, as pandas names an unnamed column,"
+        cells = [row[self.index_column].strip() for row in self.rows]
+        in_order = cells == [str(r) for r in range(len(cells))]
+        held = f"the row numbers 0..{len(self.rows) - 1} in order" if in_order else "distinct whole numbers"
         return (
-            f"{self.file}: column {self.index_column} has no name and holds the row numbers "
-            f"0..{len(self.rows) - 1} in order, as pandas' to_csv writes its index, so it is not used as a "
-            "feature (to_csv(index=False) leaves it out)"
+            f"{self.file}: column {self.index_column} {unnamed} and holds {held}, as pandas' to_csv writes "
+            "its index, so it is not used as a feature (to_csv(index=False) leaves it out)"
         )
 
     def shown(self, index: int) -> str:
@@ -511,9 +518,16 @@ class Table:
         if len(row) == len(self.names):
             return None
         by = "" if self.delimiter == _delimiter.COMMA else f" separated by {_delimiter.one(self.delimiter)}"
+        trailing = f"a trailing {_delimiter.word(self.delimiter)}"
+        if len(row) == len(self.names) + 1 and not row[-1].strip():
+            hint = f" (its last cell is empty: {trailing} on this line?)"
+        elif len(row) + 1 == len(self.names) and self.has_header and not self.names[-1]:
+            hint = f" (the header's last cell is empty: {trailing} on the header line?)"
+        else:
+            hint = ""
         return DataError(
             f"{self.file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
-            f"expected {len(self.names)}"
+            f"expected {len(self.names)}{hint}"
         )
 
     def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
@@ -711,28 +725,34 @@ def read_csv(
             "comments='')"
         )
     width = len(rows[0])
-    if width > 1 and all(len(row) == width and not row[-1].strip() for row in rows):
+    while width > 1 and all(len(row) == width and not row[-1].strip() for row in rows):
         notes.append(
             f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
             f"{_delimiter.word(delimiter)}?), so it is ignored"
         )
         rows = [row[:-1] for row in rows]
+        width -= 1
     has_header, note = _header(file, rows[0], header, delimiter)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
     body = rows[1:] if has_header else rows
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
-    index = 0 if has_header and len(names) > 1 and not names[0] and _row_numbers(body) else None
+    unnamed = not names[0] or re.fullmatch(r"Unnamed: \d+", names[0]) is not None
+    index = 0 if has_header and len(names) > 1 and unnamed and _row_labels(body) else None
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter
     )
 
 
-def _row_numbers(rows: Sequence[Sequence[str]]) -> bool:
-    """Whether the first cells of ``rows`` are ``0, 1, ..., len(rows) - 1`` in order (blanks around
-    them stripped), as pandas' ``to_csv`` writes its default index."""
-    return all(row[0].strip() == str(r) for r, row in enumerate(rows))
+def _row_labels(rows: Sequence[Sequence[str]]) -> bool:
+    """Whether the first cells of ``rows`` are distinct integers (blanks around them stripped), as
+    pandas' ``to_csv`` writes an integer index: ``0, 1, ..., n - 1`` by default, other numbers in
+    any order after a filter, a shuffle or a re-index."""
+    cells = [row[0].strip() for row in rows]
+    if not all(DECIMAL_INTEGER.fullmatch(cell) for cell in cells):
+        return False
+    return len({int(cell) for cell in cells}) == len(cells)
 
 
 def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str) -> bool:
@@ -744,7 +764,7 @@ def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str)
             which ``delimiter`` reads the file (or that none does: ``sep=.``).
     """
     text = delimiter.join(first)
-    found = re.fullmatch(r"sep=(.)", text, re.IGNORECASE | re.DOTALL)
+    found = re.fullmatch(r" *sep=(.) *", text, re.IGNORECASE | re.DOTALL)
     if found is None:
         return False
     separator = found.group(1)
@@ -1095,11 +1115,16 @@ def _labels(
     text = [r for r in filled if not numeric[r]]
     if task is None and text and len(text) < len(filled):  # a quantity with missing values, or classes?
         r, count = text[0], len(filled) - len(text)
+        whole = all(_integral(labels[i]) for i in filled if numeric[i])
+        way_out = (
+            "; pass task='classification' (CLI: --task classification) to read every label as a class "
+            "name" if whole else
+            " (the numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
+        )
         raise DataError(
             f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
             f"{_not_a_number(cells[r], delimiter)}, but {count} of the {len(labels)} labels are numbers: "
-            "torchlean reads no missing values (remove such rows); pass task='classification' (CLI: --task "
-            "classification) to read every label as a class name"
+            f"torchlean reads no missing values (remove such rows){way_out}"
         )
     comma = next((r for r in text if _decimal_comma(labels[r], delimiter) is not None), None)
     if task is None and comma is not None:  # a quantity written with decimal commas, or classes?
@@ -1119,22 +1144,19 @@ def _labels(
             f"{cells[blank]!r} "
             "(accepted: a number or a non-blank name)"
         )
+    # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1), also among names (the
+    # numbers first, by value, then the names in sorted order)
     values = [_exact(v) for v in labels]
-    if all(value is not None for value in values):
-        # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1)
-        spelling: dict[Decimal, str] = {}
-        for v, value in zip(labels, values, strict=True):
-            assert value is not None
+    spelling: dict[Decimal, str] = {}
+    for v, value in zip(labels, values, strict=True):
+        if value is not None:
             spelling.setdefault(value, v)
-        by_value = sorted(spelling)
-        classes = tuple(_class_name(spelling[value], value) for value in by_value)
-        position = {value: i for i, value in enumerate(by_value)}
-        ids = [position[value] for value in values if value is not None]
-    else:
-        keys = sorted(set(labels))
-        classes = tuple(keys)
-        index = {v: i for i, v in enumerate(keys)}
-        ids = [index[v] for v in labels]
+    by_value = sorted(spelling)
+    names = sorted({v for v, value in zip(labels, values, strict=True) if value is None})
+    classes = (*(_class_name(spelling[value], value) for value in by_value), *names)
+    keys: list[Decimal | str] = [*by_value, *names]
+    position = {key: i for i, key in enumerate(keys)}
+    ids = [position[v if value is None else value] for v, value in zip(labels, values, strict=True)]
     if len(classes) == 1:
         raise DataError(
             f"{file}: label column {display_name(column)}: all {len(labels)} labels are {classes[0]!r}, "
@@ -1183,9 +1205,10 @@ def class_ids(
     place: Place = "line",
 ) -> Array:
     """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
-    class when it equals it once blanks around it are stripped; when every class is a number (the
-    classes of numeric labels), a numeric cell names the class of equal value (``3.0`` is class
-    ``3``), as training maps numeric labels by value. Messages name ``source``, the file line
+    class when it equals it once blanks around it are stripped; a numeric cell names the numeric
+    class of equal value (``3.0`` is class ``3``), as training maps numeric labels by value (a
+    checkpoint whose classes hold one value twice, as ``0`` and ``0.0`` were before numbers kept
+    their value among class names, is matched by text). Messages name ``source``, the file line
     (``first_line``: the line of ``cells[0]``, or of each cell; ``place="row"``: rows of a shipped
     dataset instead) and ``column``.
 
@@ -1193,14 +1216,17 @@ def class_ids(
         UnknownLabelError: the first cell that names no class, naming the known classes.
     """
     exact = [_exact(c) for c in classes]
-    numeric = all(value is not None for value in exact)
-    index: dict[str | Decimal | None, int] = {
-        (value if numeric else c): i for i, (c, value) in enumerate(zip(classes, exact, strict=True))
+    numbers = [value for value in exact if value is not None]
+    by_value = len(set(numbers)) == len(numbers)
+    index: dict[str | Decimal, int] = {
+        (value if by_value and value is not None else c): i
+        for i, (c, value) in enumerate(zip(classes, exact, strict=True))
     }
     ids = np.empty(len(cells), dtype=np.int64)
     for r, cell in enumerate(cells):
         value = cell.strip()
-        found = index.get(_exact(value) if numeric and _exact(value) is not None else value)
+        number = _exact(value) if by_value else None
+        found = index.get(value if number is None else number)
         if found is None:
             raise UnknownLabelError(
                 f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "

@@ -353,8 +353,8 @@ def test_decimal_commas_in_a_mixed_label_column_say_so(tmp_path: Path) -> None:
     path = _write(tmp_path, "a;y\n" + "".join(f"{i};{label}\n" for i, label in enumerate(labels)))
     assert _refusal(tmp_path, ";") == (
         f"{path}: line 3, column y: not a number: '2,25' (decimal commas are not read: write 2.25), but "
-        f"{N - 1} of the {N} labels are numbers: torchlean reads no missing values (remove such rows); pass "
-        "task='classification' (CLI: --task classification) to read every label as a class name"
+        f"{N - 1} of the {N} labels are numbers: torchlean reads no missing values (remove such rows) (the "
+        "numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
     )
 
 

@@ -69,6 +69,12 @@ def _target(tmp_path: Path, cell: str, line: int = 5) -> Path:
 
 
 MIXED = (
+    "but {k} of the {n} labels are numbers: torchlean reads no missing values (remove such rows) (the "
+    "numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
+)
+"""The refusal of a quantity with missing values (review36 F2: reading its values as class names,
+which the refusal of whole numbers mixed with names suggests, is no way out for a quantity)."""
+MIXED_WHOLE = (
     "but {k} of the {n} labels are numbers: torchlean reads no missing values (remove such rows); pass "
     "task='classification' (CLI: --task classification) to read every label as a class name"
 )
@@ -114,7 +120,8 @@ def test_integer_labels_mixed_with_names_are_refused_too(tmp_path: Path) -> None
     path = _write(tmp_path, "a,y\n" + "".join(f"{i},{('1', '2', 'other')[i % 3]}\n" for i in range(9)))
     with pytest.raises(DataError) as info:
         data.load(path)
-    assert str(info.value) == f"{path}: line 4, column y: not a number: 'other', " + MIXED.format(k=6, n=9)
+    refusal = f"{path}: line 4, column y: not a number: 'other', " + MIXED_WHOLE.format(k=6, n=9)
+    assert str(info.value) == refusal
     assert data.load(path, task="classification", seed=0).class_names == ("1", "2", "other")
 
 
@@ -239,11 +246,35 @@ def test_pandas_index_as_the_label_is_the_label(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("first", "numbers", "held"),
+    [
+        ("", [str(i + 1) for i in range(N)], "distinct whole numbers"),  # re-indexed from 1
+        ("", ["1", "0", *map(str, range(2, N))], "distinct whole numbers"),  # shuffled
+        ("", [str(7 * i + 3) for i in reversed(range(N))], "distinct whole numbers"),  # filtered, sorted
+        ("Unnamed: 0", None, "the row numbers 0..{last} in order"),  # pd.read_csv(...).to_csv(...)
+    ],
+)
+def test_other_integer_indexes_are_pandas_index_too(
+    tmp_path: Path, first: str, numbers: list[str] | None, held: str
+) -> None:
+    """review36 F1: a filtered, shuffled or re-indexed frame's to_csv index, or pandas' name for an
+    unnamed column, leaked the row number into the features."""
+    path = _indexed(tmp_path, first, numbers)
+    d = data.load(path, seed=0)
+    _same(d, data.load(_clean(tmp_path), seed=0))
+    unnamed = "has no name" if not first else f"is named {first!r}, as pandas names an unnamed column,"
+    assert d.notes == (
+        f"{path}: column 0 {unnamed} and holds {held.format(last=N - 1)}, as pandas' to_csv writes its "
+        "index, so it is not used as a feature (to_csv(index=False) leaves it out)",
+    )
+
+
+@pytest.mark.parametrize(
     ("first", "numbers"),
     [
         ("id", None),  # named: a column the user wrote
-        ("", [str(i + 1) for i in range(N)]),  # 1..N
-        ("", ["1", "0", *map(str, range(2, N))]),  # not in order
+        ("Unnamed: x", None),  # not pandas' name
+        ("", ["1", "1", *map(str, range(2, N))]),  # a repeated number: not row labels
         ("", [f"{i}.0" for i in range(N)]),  # not written as integers
     ],
 )
@@ -372,3 +403,47 @@ def test_a_label_column_name_that_is_another_index_is_the_name_with_a_note(tmp_p
     # the name out of index range: no index to confuse it with
     far = _write(tmp_path, "a,7,y\n" + "".join(f"{i},{i % 2},{i % 2}\n" for i in range(10)), "far.csv")
     assert data.load(far, label_column="7", seed=0).notes == ()
+
+
+# ------------------------------------------------- near misses of the layouts above (review36 F11)
+
+
+def test_two_trailing_commas_drop_two_empty_columns(tmp_path: Path) -> None:
+    body = "".join(f"{a},{b},{y},,\n" for a, b, y in _rows())
+    path = _write(tmp_path, "a,b,y,,\n" + body, "two.csv")
+    d = data.load(path, seed=0)
+    _same(d, data.load(_clean(tmp_path), seed=0))
+    assert [note.split(": ", 1)[1] for note in d.notes] == [
+        "the last column (4) has no name and is empty on every line (a trailing comma?), so it is ignored",
+        "the last column (3) has no name and is empty on every line (a trailing comma?), so it is ignored",
+    ]
+
+
+def test_a_trailing_comma_on_some_lines_is_named_in_the_row_error(tmp_path: Path) -> None:
+    rows = [",".join(row) for row in _rows()]
+    data_only = _write(tmp_path, "a,b,y\n" + "".join(f"{row},\n" for row in rows), "data_only.csv")
+    with pytest.raises(DataError) as info:
+        data.load(data_only)
+    assert str(info.value) == (
+        f"{data_only}: line 2 has 4 cells, expected 3 (its last cell is empty: a trailing comma on this "
+        "line?)"
+    )
+    header_only = _write(tmp_path, "a,b,y,\n" + "".join(f"{row}\n" for row in rows), "header_only.csv")
+    with pytest.raises(DataError) as info:
+        data.load(header_only)
+    assert str(info.value) == (
+        f"{header_only}: line 2 has 3 cells, expected 4 (the header's last cell is empty: a trailing comma "
+        "on the header line?)"
+    )
+    short = _write(tmp_path, "a,b,y\n1,2\n" + "".join(f"{row}\n" for row in rows), "short.csv")
+    with pytest.raises(DataError) as info:
+        data.load(short)
+    assert str(info.value) == f"{short}: line 2 has 2 cells, expected 3"  # no hint: nothing trails
+
+
+@pytest.mark.parametrize("line", ["sep=, ", " sep=,", "SEP=,  "])
+def test_the_separator_line_with_blanks_around_it_is_skipped(tmp_path: Path, line: str) -> None:
+    body = "".join(",".join(row) + "\n" for row in _rows())
+    d = data.load(_write(tmp_path, f"{line}\na,b,y\n{body}", "sep.csv"), seed=0)
+    _same(d, data.load(_clean(tmp_path), seed=0))
+    assert len(d.notes) == 1 and "is Excel's separator line naming a comma; it was skipped" in d.notes[0]

@@ -267,9 +267,13 @@ def test_numeric_labels_with_huge_exponents_load_at_once(tmp_path: Path) -> None
 def test_a_column_with_a_name_among_numbers_is_read_as_names(tmp_path: Path) -> None:
     """With task='classification'; without a task such a column is refused (review F1: a target
     with missing values read as classes), tests/data/test_csv_layouts.py."""
-    lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(["0", "0.0", "1", "cat"] * 3)]
+    lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(["0", "0.0", "1", "cat", "00", "1.0"] * 3)]
     d = data.load(_write(tmp_path, "\n".join(lines)), seed=0, task="classification")
-    assert d.class_names == ("0", "0.0", "1", "cat")  # as the module docstring says: compared as text
+    # review36 F3: numbers keep their value among names (were compared as text: 0, 0.0, 00 three classes)
+    assert d.class_names == ("0", "1", "cat")
+    ids = np.concatenate([d.y_train, d.y_test])
+    assert sorted(np.bincount(ids).tolist()) == [3, 6, 9]  # cat 3, 1 and 1.0 6, 0 0.0 00 9
+    assert data.class_ids("f", "y", ["0.0", "+1", "cat", "1e0"], d.class_names).tolist() == [0, 1, 2, 1]
 
 
 def test_csv_regression_inferred_and_forced(tmp_path: Path) -> None:
@@ -602,9 +606,9 @@ def test_numpy_integer_label_column_is_an_index(tmp_path: Path, column: np.integ
 
 
 def _four(tmp_path: Path, first: str, name: str = "dup.csv") -> Path:
-    """``first`` then 40 rows of three features ``i + 1, 2i, i % 5`` and a 0/1 label (the first
-    column is not the row numbers 0..39, which under a blank name are pandas' index, no feature)."""
-    rows = [first] + [f"{i + 1},{2 * i},{i % 5},{i % 2}" for i in range(40)]
+    """``first`` then 40 rows of three features ``i // 2, 2i, i % 5`` and a 0/1 label (the first
+    column repeats its numbers: distinct integers under a blank name are pandas' index, no feature)."""
+    rows = [first] + [f"{i // 2},{2 * i},{i % 5},{i % 2}" for i in range(40)]
     return _write(tmp_path, "\n".join(rows) + "\n", name)
 
 

@@ -76,8 +76,8 @@ def test_a_target_with_missing_values_is_an_error_not_classes(capsys: pytest.Cap
     _refused(
         capsys,
         f"{path}: line 5, column y: not a number: 'NA', but {N - 2} of the {N} labels are numbers: torchlean "
-        "reads no missing values (remove such rows); pass task='classification' (CLI: --task classification) "
-        "to read every label as a class name",
+        "reads no missing values (remove such rows) (the numbers are not all whole: a quantity, whose rows "
+        "without one cannot be trained on)",
         "train", "--dataset", str(path), *TRAIN,
     )
     _refused(capsys, f"{path}: line 5, column y: not a number: 'NA'",
