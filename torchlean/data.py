@@ -421,7 +421,8 @@ def load_csv(
             "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "
             "quantity"
         ))
-    notes = (*table.notes, table.label_note(label_column), table.index_note(label))
+    notes = (*table.notes, table.label_note(label_column), table.index_note(label),
+             table.unnamed_features_note(label))
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note)
     )
@@ -495,7 +496,32 @@ class Table:
         held = f"the row numbers 0..{len(self.rows) - 1} in order" if in_order else "distinct whole numbers"
         return (
             f"{self.file}: column {self.index_column} {unnamed} and holds {held}, as pandas' to_csv writes "
-            "its index, so it is not used as a feature (to_csv(index=False) leaves it out)"
+            "its index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in its "
+            "header cell makes it a feature)"
+        )
+
+    def unnamed_features_note(self, label: int | None) -> str:
+        """The note naming the feature columns (:meth:`feature_indices`) whose header cell is
+        blank or pandas' ``Unnamed: N``: used as features, though such a column is often an index
+        an earlier ``to_csv`` wrote (review37 F1: the row numbers of class-sorted data leak the
+        label); ``""`` when there is none or the file has no header."""
+        if not self.has_header:
+            return ""
+        unnamed = [
+            i for i in self.feature_indices(label)
+            if not self.names[i] or re.fullmatch(r"Unnamed: \d+", self.names[i]) is not None
+        ]
+        if not unnamed:
+            return ""
+        shown = ", ".join(_shown(self.names, i) for i in unnamed)
+        several = len(unnamed) > 1
+        has, are, one = (
+            ("have", "are used as features", "one") if several else ("has", "is used as a feature", "it")
+        )
+        return (
+            f"{self.file}: column{'s' if several else ''} {shown} {has} no name of its own (blank, or "
+            f"pandas' 'Unnamed: N') and {are}: if {one} is an index an earlier to_csv wrote, remove it (row "
+            "numbers can give the label away)"
         )
 
     def shown(self, index: int) -> str:
@@ -976,11 +1002,22 @@ def _decimal_comma(cell: str, delimiter: str) -> str | None:
     return pointed if _is_number(pointed) else None
 
 
-def _not_a_number(cell: str, delimiter: str) -> str:
+MISSING_VALUES = frozenset({"", "NA", "N/A", "n/a", "NULL", "null", "None", "\\N", "?", "#N/A", "-"})
+"""Cells that spreadsheets, databases, R and pandas write for a missing value (pandas an empty
+cell; MySQL ``\\N``), besides ``nan``, which is read as a number and refused as not finite."""
+
+_MISSING_HINT = " (a missing value? torchlean reads none: remove such rows)"
+
+
+def _not_a_number(cell: str, delimiter: str, *, missing: bool = True) -> str:
     """``not a number: '1,5'``, with ``(decimal commas are not read: write 1.5)`` for a decimal
-    comma (:func:`_decimal_comma`)."""
+    comma (:func:`_decimal_comma`), and, when ``missing``, a missing-value hint for the cells of
+    :data:`MISSING_VALUES` (review37 F5)."""
     pointed = _decimal_comma(cell, delimiter)
-    hint = "" if pointed is None else f" (decimal commas are not read: write {pointed})"
+    if pointed is not None:
+        hint = f" (decimal commas are not read: write {pointed})"
+    else:
+        hint = _MISSING_HINT if missing and cell.strip() in MISSING_VALUES else ""
     return f"not a number: {_cell_shown(cell)}{hint}"
 
 
@@ -1010,7 +1047,8 @@ def _number(
         raise DataError(f"{where}: {_not_a_number(cell, delimiter)}")
     value = float(cell.strip())
     if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
-        raise DataError(f"{where}: not a finite number: {_cell_shown(cell)}")
+        hint = _MISSING_HINT if math.isnan(value) else ""
+        raise DataError(f"{where}: not a finite number: {_cell_shown(cell)}{hint}")
     with np.errstate(over="ignore"):
         fits = bool(np.isfinite(dtype.type(value)))
     if not fits:
@@ -1123,15 +1161,16 @@ def _labels(
         )
         raise DataError(
             f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
-            f"{_not_a_number(cells[r], delimiter)}, but {count} of the {len(labels)} labels are numbers: "
-            f"torchlean reads no missing values (remove such rows){way_out}"
+            f"{_not_a_number(cells[r], delimiter, missing=False)}, but {count} of the {len(labels)} labels "
+            f"are numbers: torchlean reads no missing values (remove such rows){way_out}"
         )
     comma = next((r for r in text if _decimal_comma(labels[r], delimiter) is not None), None)
     if task is None and comma is not None:  # a quantity written with decimal commas, or classes?
         raise DataError(
             f"{file}: line {_line(first_line, comma)}, column {display_name(column)}: "
-            f"{_not_a_number(cells[comma], delimiter)}; pass task='classification' (CLI: --task "
-            "classification) to read every label as a class name"
+            f"{_not_a_number(cells[comma], delimiter)}: a quantity written with decimal commas? write its "
+            "numbers with points (or, if the labels are class names, pass task='classification', CLI: --task "
+            "classification)"
         )
     inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
     if task == "regression" or inferred:

@@ -337,8 +337,9 @@ def test_decimal_comma_labels_are_refused_unless_the_task_says_classes(tmp_path:
     refused, not read as class names behind the user's back."""
     path = _decimal_file(tmp_path, ";", 2)
     assert _refusal(tmp_path, ";") == (
-        f"{path}: line 2, column y: not a number: '0,5' (decimal commas are not read: write 0.5); pass "
-        "task='classification' (CLI: --task classification) to read every label as a class name"
+        f"{path}: line 2, column y: not a number: '0,5' (decimal commas are not read: write 0.5): a quantity "
+        "written with decimal commas? write its numbers with points (or, if the labels are class names, pass "
+        "task='classification', CLI: --task classification)"
     )
     assert _refusal(tmp_path, ";", task="regression") == (
         f"{path}: line 2, column y: not a number: '0,5' (decimal commas are not read: write 0.5)"

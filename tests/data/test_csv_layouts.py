@@ -74,6 +74,8 @@ MIXED = (
 )
 """The refusal of a quantity with missing values (review36 F2: reading its values as class names,
 which the refusal of whole numbers mixed with names suggests, is no way out for a quantity)."""
+MISSING = " (a missing value? torchlean reads none: remove such rows)"
+"""The hint a missing-value cell's refusal ends with (review37 F5)."""
 MIXED_WHOLE = (
     "but {k} of the {n} labels are numbers: torchlean reads no missing values (remove such rows); pass "
     "task='classification' (CLI: --task classification) to read every label as a class name"
@@ -101,7 +103,7 @@ def test_an_explicit_task_keeps_reading_such_a_column(tmp_path: Path) -> None:
     path = _target(tmp_path, "NA", line=7)
     with pytest.raises(DataError) as info:
         data.load(path, task="regression")
-    assert str(info.value) == f"{path}: line 7, column y: not a number: 'NA'"
+    assert str(info.value) == f"{path}: line 7, column y: not a number: 'NA'" + MISSING
     names = data.load(path, task="classification", seed=0)
     assert names.task == "classification" and names.n_classes == N  # every label a name, as text
     assert "NA" in names.class_names and "0.25" in names.class_names
@@ -140,7 +142,7 @@ def test_a_blank_target_among_non_integers_is_refused_as_not_a_number(tmp_path: 
     path = _target(tmp_path, "", line=4)
     with pytest.raises(DataError) as info:
         data.load(path)
-    assert str(info.value) == f"{path}: line 4, column y: not a number: ''"
+    assert str(info.value) == f"{path}: line 4, column y: not a number: ''" + MISSING
     classes = _write(tmp_path, "a,y\n1,0\n2,1\n3,\n4,1\n", "c.csv")
     with pytest.raises(DataError) as info:
         data.load(classes)
@@ -198,7 +200,7 @@ def test_an_empty_last_column_is_kept_when_named_or_filled_somewhere(tmp_path: P
     assert str(info.value) == f"{named}: line 2, column y: {hint}"
     with pytest.raises(DataError) as info:  # z is a feature then: blank, so no hint
         data.load(named, label_column="y")
-    assert str(info.value) == f"{named}: line 2, column z: not a number: ''"
+    assert str(info.value) == f"{named}: line 2, column z: not a number: ''" + MISSING
     lines = [",".join(row) + "," for row in _rows()]
     lines[3] += "x"
     filled = _write(tmp_path, "a,b,y,\n" + "\n".join(lines) + "\n", "filled.csv")
@@ -226,7 +228,8 @@ def test_pandas_index_column_is_not_a_feature(tmp_path: Path) -> None:
     assert d.n_features == 2 and d.feature_names == ("a", "b")
     assert d.notes == (
         f"{path}: column 0 has no name and holds the row numbers 0..{N - 1} in order, as pandas' to_csv "
-        "writes its index, so it is not used as a feature (to_csv(index=False) leaves it out)",
+        "writes its index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in its "
+        "header cell makes it a feature)",
     )
     table = data.read_csv(path)
     assert (table.index_column, table.names, table.feature_indices(3)) == (0, ("", "a", "b", "y"), [1, 2])
@@ -265,7 +268,8 @@ def test_other_integer_indexes_are_pandas_index_too(
     unnamed = "has no name" if not first else f"is named {first!r}, as pandas names an unnamed column,"
     assert d.notes == (
         f"{path}: column 0 {unnamed} and holds {held.format(last=N - 1)}, as pandas' to_csv writes its "
-        "index, so it is not used as a feature (to_csv(index=False) leaves it out)",
+        "index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in its header cell "
+        "makes it a feature)",
     )
 
 
@@ -281,8 +285,25 @@ def test_other_integer_indexes_are_pandas_index_too(
 def test_other_first_columns_stay_features(tmp_path: Path, first: str, numbers: list[str] | None) -> None:
     path = _indexed(tmp_path, first, numbers)
     d = data.load(path, seed=0)
-    assert d.feature_names == (first, "a", "b") and d.notes == ()
-    assert data.read_csv(path).index_column is None
+    assert d.feature_names == (first, "a", "b") and data.read_csv(path).index_column is None
+    # a blank name is noted: such a column is often an index (review37 F1); 'id' and 'Unnamed: x' are names
+    assert d.notes == (() if first else (
+        f"{path}: column 0 has no name of its own (blank, or pandas' 'Unnamed: N') and is used as a feature: "
+        "if it is an index an earlier to_csv wrote, remove it (row numbers can give the label away)",
+    ))
+
+
+def test_a_pandas_round_trip_index_kept_as_a_feature_is_noted(tmp_path: Path) -> None:
+    """review37 F1: ``pd.read_csv(a).to_csv(b)`` writes ``,Unnamed: 0,...``: column 0 is the index
+    (left out), column 1 the earlier index, a feature that leaks the row number: noted."""
+    body = "".join(f"{i},{i},{','.join(row)}\n" for i, row in enumerate(_rows()))
+    path = _write(tmp_path, ",Unnamed: 0,a,b,y\n" + body, "roundtrip.csv")
+    d = data.load(path, seed=0)
+    assert d.feature_names == ("Unnamed: 0", "a", "b")
+    assert d.notes[-1] == (
+        f"{path}: column Unnamed: 0 has no name of its own (blank, or pandas' 'Unnamed: N') and is used as a "
+        "feature: if it is an index an earlier to_csv wrote, remove it (row numbers can give the label away)"
+    )
 
 
 def test_pandas_index_and_a_label_alone_are_refused(tmp_path: Path) -> None:
@@ -447,3 +468,24 @@ def test_the_separator_line_with_blanks_around_it_is_skipped(tmp_path: Path, lin
     d = data.load(_write(tmp_path, f"{line}\na,b,y\n{body}", "sep.csv"), seed=0)
     _same(d, data.load(_clean(tmp_path), seed=0))
     assert len(d.notes) == 1 and "is Excel's separator line naming a comma; it was skipped" in d.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown", "kind"),
+    [("NULL", "'NULL'", "not a number"), ("\\N", "'\\\\N'", "not a number"), ("", "''", "not a number"),
+     ("NaN", "'NaN'", "not a finite number"), ("None", "'None'", "not a number")],
+)
+def test_a_missing_feature_value_is_named_so(tmp_path: Path, cell: str, shown: str, kind: str) -> None:
+    """review37 F5: database and pandas exports write a missing value as NULL, \\N, an empty cell
+    or NaN; the refusal says what it probably is."""
+    rows = [",".join(row) for row in _rows()]
+    rows[2] = f"{cell},{rows[2].split(',', 1)[1]}"
+    path = _write(tmp_path, "a,b,y\n" + "\n".join(rows) + "\n", "db.csv")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == (
+        f"{path}: line 4, column a: {kind}: {shown} (a missing value? torchlean reads none: remove such rows)"
+    )
+    rows[2] = f"oops,{rows[2].split(',', 1)[1]}"  # not a missing-value spelling: no hint
+    with pytest.raises(DataError, match=r"column a: not a number: 'oops'$"):
+        data.load(_write(tmp_path, "a,b,y\n" + "\n".join(rows) + "\n", "oops.csv"))

@@ -310,7 +310,7 @@ def test_csv_non_numeric_cell_names_line_and_column(tmp_path: Path) -> None:
         data.load(path)
     assert str(info.value) == f"{path}: line 3, column b: not a number: 'oops'"
     headerless = _write(tmp_path, "1,2,0\n3,,1\n", "nohead.csv")
-    with pytest.raises(DataError, match=r"line 2, column column_1: not a number: ''$"):
+    with pytest.raises(DataError, match=r"line 2, column column_1: not a number: '' \(a missing value\? "):
         data.load(headerless, header=False)
     infinite = _write(tmp_path, "a,label\n1,0\ninf,1\n", "inf.csv")
     with pytest.raises(DataError, match=r"line 3, column a: not a finite number: 'inf'$"):
@@ -733,11 +733,12 @@ def test_blank_regression_label_is_not_a_number(tmp_path: Path) -> None:
     path = _write(tmp_path, "a,b,y\n1,2,\n3,4,1\n5,6,0\n7,8,1\n", "b.csv")
     with pytest.raises(DataError) as info:
         data.load(path, task="regression")
-    assert str(info.value) == f"{path}: line 2, column y: not a number: ''"
+    missing = " (a missing value? torchlean reads none: remove such rows)"
+    assert str(info.value) == f"{path}: line 2, column y: not a number: ''" + missing
     blank_feature = _write(tmp_path, "a,b,y\n1,,0\n3,4,1\n", "f.csv")
     with pytest.raises(DataError) as info:
         data.load(blank_feature)
-    assert str(info.value) == f"{blank_feature}: line 2, column b: not a number: ''"
+    assert str(info.value) == f"{blank_feature}: line 2, column b: not a number: ''" + missing
 
 
 @pytest.mark.parametrize("fraction", ["0.2", None, b"0.2", [0.2], np.True_, False, 1j])

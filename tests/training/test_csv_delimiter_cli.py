@@ -343,8 +343,9 @@ def test_a_decimal_comma_says_so(capsys: pytest.CaptureFixture[str], tmp_path: P
     path.write_text("a;y\n" + "".join(f"{i};{i},{i % 3}\n" for i in range(N)))
     _refused(
         capsys,
-        f"{path}: line 2, column y: not a number: '0,0' (decimal commas are not read: write 0.0); pass "
-        "task='classification' (CLI: --task classification) to read every label as a class name",
+        f"{path}: line 2, column y: not a number: '0,0' (decimal commas are not read: write 0.0): a quantity "
+        "written with decimal commas? write its numbers with points (or, if the labels are class names, pass "
+        "task='classification', CLI: --task classification)",
         "train", "--dataset", str(path), "--delimiter", ";",
     )
     _refused(

@@ -80,8 +80,8 @@ def test_a_target_with_missing_values_is_an_error_not_classes(capsys: pytest.Cap
         "without one cannot be trained on)",
         "train", "--dataset", str(path), *TRAIN,
     )
-    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA'",
-             "train", "--dataset", str(path), *TRAIN, "--task", "regression")
+    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA' (a missing value? torchlean reads none: "
+             "remove such rows)", "train", "--dataset", str(path), *TRAIN, "--task", "regression")
     lines, _ = _train(capsys, path, tmp_path / "names.npz", "--task", "classification")
     assert "task=classification" in lines[0]
     assert len(metadata(tmp_path / "names.npz")["classes"]) == N
@@ -96,7 +96,8 @@ def test_predict_with_a_regression_checkpoint_refuses_a_missing_target(capsys: p
     _train(capsys, clean, tmp_path / "r.npz")
     rows[3] = "3,NA"
     path = _write(tmp_path, "target.csv", "a,y\n" + "\n".join(rows) + "\n")
-    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA'; --ignore-labels predicts without "
+    _refused(capsys, f"{path}: line 5, column y: not a number: 'NA' (a missing value? torchlean reads none: "
+             "remove such rows); --ignore-labels predicts without "
              "reading the labels (no mse)", "predict", str(tmp_path / "r.npz"), "--dataset", str(path))
     out, _ = _predict(capsys, tmp_path / "r.npz", path, "--ignore-labels")
     assert out == _predict(capsys, tmp_path / "r.npz", clean)[0]
@@ -128,7 +129,8 @@ def test_pandas_index_is_not_a_feature_in_train_or_predict(capsys: pytest.Captur
     body = "".join(f"{i},{','.join(row)}\n" for i, row in enumerate(_rows()))
     path = _write(tmp_path, "indexed.csv", ",a,b,y\n" + body)
     note = (f"note: {path}: column 0 has no name and holds the row numbers 0..{N - 1} in order, as pandas' "
-            "to_csv writes its index, so it is not used as a feature (to_csv(index=False) leaves it out)\n")
+            "to_csv writes its index, so it is not used as a feature (to_csv(index=False) leaves it out; a "
+            "name in its header cell makes it a feature)\n")
     lines, err = _train(capsys, path, tmp_path / "i.npz")
     assert err == note
     assert lines[0].startswith(f"dataset={path} train=32 test=8 features=2 task=classification ")
