@@ -947,7 +947,8 @@ def test_cli_csv_with_validation(capsys: pytest.CaptureFixture[str], tmp_path: P
      "error: argument --val-fraction: expected a number in (0, 1) (0 and 1 excluded), got '1'"),
     (["--val-fraction", "nan"], "error: argument --val-fraction: expected a number in (0, 1) (0 and 1 "
                                 "excluded), got 'nan'"),
-    (["--val-fraction", "x"], "error: argument --val-fraction: expected a number, got 'x'"),
+    (["--val-fraction", "x"], "error: argument --val-fraction: expected a number in (0, 1) (0 and 1 "
+                              "excluded), got 'x'"),
     (["--early-stopping", "2"],
      "error: --early-stopping 2 monitors the validation loss, but no validation part is held out: give "
      "--val-fraction F too (e.g. --val-fraction 0.2)"),

@@ -117,3 +117,26 @@ def number(text: str) -> float:
     if DECIMAL_NUMBER.fullmatch(text.strip()) is None:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
     return float(text)
+
+
+def open_fraction(meaning: str = "") -> Callable[[str], float]:
+    """An argparse ``type`` reading a number strictly between 0 and 1 (``--test-fraction``,
+    ``--val-fraction``), spelled as :func:`number` reads it; ``meaning``, when given, follows the
+    range in the refusal.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number in (0, 1) (0 and 1 excluded<meaning>), got
+            'abc'``, for text that is not a number as for ``0``, ``1``, ``-0.1`` or ``nan``.
+    """
+
+    def parse(text: str) -> float:
+        refusal = f"expected a number in (0, 1) (0 and 1 excluded{meaning}), got {text!r}"
+        try:
+            value = number(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(refusal) from None
+        if not 0.0 < value < 1.0:  # NaN too
+            raise argparse.ArgumentTypeError(refusal)
+        return value
+
+    return parse

@@ -34,7 +34,7 @@ import numpy as np
 
 from torchlean import data
 from torchlean.backend.errors import TorchLeanError
-from torchlean.cli._args import int_at_least, number
+from torchlean.cli._args import int_at_least, number, open_fraction
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -43,16 +43,8 @@ __all__ = ["Validation", "add_options", "check_options", "monitored", "stalled",
 _patience = int_at_least(1, "expected an integer >= 1 (epochs without improvement), got {}")
 
 
-def _fraction(text: str) -> float:
-    """``--val-fraction``: a number strictly between 0 and 1.
-
-    Raises:
-        argparse.ArgumentTypeError: ``expected a number in (0, 1) (0 and 1 excluded), got '1.5'``.
-    """
-    value = number(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1) (0 and 1 excluded), got {text!r}")
-    return value
+_fraction = open_fraction()
+"""``--val-fraction``: a number strictly between 0 and 1."""
 
 
 def _monitor(text: str) -> str:

@@ -93,6 +93,7 @@ from torchlean.cli._args import (
     int_at_least,
     note_shadowed_dataset,
     number,
+    open_fraction,
     refuse_csv_options,
 )
 from torchlean.cli._audit import print_capsules_used
@@ -133,25 +134,7 @@ _seed = int_at_least(
 )
 
 
-def _test_fraction(text: str) -> float:
-    """An argparse ``type`` for ``--test-fraction``: a number strictly between 0 and 1.
-
-    Raises:
-        argparse.ArgumentTypeError: ``expected a number in (0, 1) (0 and 1 excluded: the fraction
-            of the rows held out as the test split), got 'abc'``; the same for ``0``, ``1``,
-            ``-0.1``, ``nan``.
-    """
-    refusal = (
-        "expected a number in (0, 1) (0 and 1 excluded: the fraction of the rows held out as the test "
-        f"split), got {text!r}"
-    )
-    try:
-        value = number(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(refusal) from None
-    if not 0.0 < value < 1.0:  # NaN too
-        raise argparse.ArgumentTypeError(refusal)
-    return value
+_test_fraction = open_fraction(": the fraction of the rows held out as the test split")
 
 
 def _dtype(text: str) -> str:
