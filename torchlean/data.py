@@ -509,7 +509,7 @@ class Table:
             return ""
         unnamed = [
             i for i in self.feature_indices(label)
-            if not self.names[i] or re.fullmatch(r"Unnamed: \d+", self.names[i]) is not None
+            if _unnamed(self.names[i])
         ]
         if not unnamed:
             return ""
@@ -764,11 +764,16 @@ def read_csv(
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
-    unnamed = not names[0] or re.fullmatch(r"Unnamed: \d+", names[0]) is not None
-    index = 0 if has_header and len(names) > 1 and unnamed and _row_labels(body) else None
+    index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter
     )
+
+
+def _unnamed(name: str) -> bool:
+    """Whether a header name is no name of its own: blank, or ``Unnamed: N``, as pandas names a
+    column whose header cell is blank when it reads one (and so writes it back)."""
+    return not name or re.fullmatch(r"Unnamed: \d+", name) is not None
 
 
 def _row_labels(rows: Sequence[Sequence[str]]) -> bool:
