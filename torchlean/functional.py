@@ -115,7 +115,7 @@ from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import current_session, run_op
 from torchlean.autograd.tape import AutogradError
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import (
     axis_in_range,
     index_out_of_range,
@@ -406,10 +406,16 @@ def _mask(fn: str, value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
     refuses a non-boolean mask.
 
     Raises:
+        GuardTypeError: ``None`` (no mask; ``hard_masked_softmax`` has no maskless form).
         TensorError: ragged nested sequences (:func:`_array_like`).
     """
     if isinstance(value, Tensor):
         return value
+    if value is None:
+        raise GuardTypeError(
+            f"{fn}: mask is None; accepted: a boolean mask broadcastable to x's shape (True = "
+            "allowed); for a softmax without a mask use softmax(x, axis)"
+        )
     return _on_device_of(np.array(_array_like(fn, "mask", value), copy=True), like)
 
 
@@ -779,7 +785,9 @@ def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1)
     ``hard_masked_softmax``. Returns x's shape and dtype.
 
     Raises:
-        GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask).
+        GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask),
+            or ``None`` (``softmax`` is the maskless form; the specification's
+            ``hard_masked_softmax`` takes ``None`` as that).
         GuardError: a mask that does not broadcast to x's shape; ``axis`` out of range.
         TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
     """
@@ -1549,9 +1557,11 @@ def scaled_dot_product_attention(
     q's dtype and then multiplied by ``scale``, where torch's SDPA scales q and k first. So a
     score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (its row
     turns NaN where torch stays finite), and a ``scale`` the dtype cannot hold (``1e39`` in
-    float32) is inf and gives NaN rows, as in torch. A row whose allowed scores are all -inf
-    (not a blocked row) is NaN in forward and backward, the softmax of all -inf, in every
-    provider; torch's SDPA with a boolean mask returns zeros there.
+    float32) is inf and gives NaN rows (torch, multiplying q and k by ``sqrt(scale)``, stays
+    finite where those products do; ``libtorch.sdpa_forward`` recomputes such rows the
+    reference's way, so its forward agrees with its backward and the other providers). A row
+    whose allowed scores are all -inf (not a blocked row) is NaN in forward and backward, the
+    softmax of all -inf, in every provider; torch's SDPA with a boolean mask returns zeros there.
 
     Raises:
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes

@@ -417,6 +417,15 @@ def test_a_float_softmax_mask_is_a_type_error_like_the_spec() -> None:
         masks.hard_masked_softmax(x.numpy(), FLOAT_MASK)
 
 
+def test_a_missing_softmax_mask_names_none_and_the_maskless_op() -> None:
+    """``hard_masked_softmax(x, None)`` said "mask has dtype object" (None became an object array);
+    the specification reads None as no mask, the runtime op requires one and names ``softmax``."""
+    with pytest.raises(GuardTypeError) as info:
+        tl.hard_masked_softmax(_x(), None)  # type: ignore[arg-type]
+    assert str(info.value).startswith("hard_masked_softmax: mask is None; accepted: a boolean mask")
+    assert "softmax(x, axis)" in str(info.value) and "object" not in str(info.value)
+
+
 def test_every_mask_guard_refuses_with_a_guard_type_error(monkeypatch: pytest.MonkeyPatch) -> None:
     q = np.ones((2, 3, 4), dtype=F32)
     with pytest.raises(GuardTypeError, match=r"mask has dtype float32; accepted: bool"):

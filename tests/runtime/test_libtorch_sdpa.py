@@ -453,8 +453,11 @@ def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_the_reference
         # the reference's q k^T = ±1e40 overflows float32 before the scale: NaN, which its
         # backward (the bridge's too) also gives; torch's pre-scaled product stays finite
         ([[1e30]], [[1e10], [-1e10]], 1e-30, math.nan),
+        # a scale float32 cannot hold is inf in the reference (scores ±inf, NaN row) where torch's
+        # q * sqrt(1e39) stays finite: the bridge's forward gave torch's value, its backward NaN
+        ([[1e-20]], [[1e-20], [-1e-20]], 1e39, math.nan),
     ],
-    ids=["torch-overflows", "reference-overflows"],
+    ids=["torch-overflows", "reference-overflows", "scale-overflows"],
 )
 def test_without_a_mask_overflowing_scores_follow_the_reference(
     q: list[list[float]], k: list[list[float]], scale: float, expected: float

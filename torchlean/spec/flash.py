@@ -134,7 +134,10 @@ def flash_attention_forward(
     Returns:
         ``out`` (*batch, nQ, dv), equal to :func:`torchlean.spec.scaled_dot_product_attention`
         up to rounding, and ``logsumexp`` (*batch, nQ): ``log sum_j allowed exp(S_ij)`` per query
-        row, ``-inf`` for a row with no allowed key (whose output is 0). Source: Dao et al. 2022
+        row, ``-inf`` for a row with no allowed key (whose output is 0), and NaN (not
+        ``torch.logsumexp``'s ``-inf``) for a row whose allowed scores are all ``-inf`` or
+        NaN: its output is NaN, standard attention's softmax of them, and the NaN logsumexp
+        carries that NaN into the backward. Source: Dao et al. 2022
         (Algorithm 1), FlashAttention-2 (Dao 2023, Algorithm 1: query tiles outside, key tiles
         inside, one normalisation at the end).
 
@@ -225,8 +228,8 @@ def flash_attention_backward(
         q, k, v, mask, scale, config: as in :func:`flash_attention_forward`.
         out: (*batch, nQ, dv), the forward output.
         lse: (*batch, nQ), the forward logsumexp (``-inf`` marks a row with no allowed key; such a
-            row contributes nothing to any gradient; a NaN one, from NaN scores, propagates NaN
-            as the standard backward does).
+            row contributes nothing to any gradient; a NaN one, from NaN scores or allowed
+            scores all ``-inf``, propagates NaN as the standard backward does).
         d_out: (*batch, nQ, dv), the output cotangent.
 
     Returns:

@@ -425,13 +425,17 @@ def _scores_may_overflow(q: torch.Tensor, k: torch.Tensor, scale: float) -> torc
     from one min/max pass over each tensor (ordinary inputs stop here) — else ``(*batch, nQ)``
     bool, True for the query rows whose scores (or the products torch may form on the way,
     ``q * sqrt(scale)``) might not be finite, by the float64 bound ``sum_t |q_t| max_j |k_jt|``
-    times ``max(|scale|, 1)``; also True where ``q`` is not finite, and for every row of a batch
-    entry whose keys are not all finite (the bound is then NaN or infinite). Shapes: q
+    times ``max(|scale|, 1)``; also True where ``q`` is not finite, for every row of a batch
+    entry whose keys are not all finite (the bound is then NaN or infinite), and for every row
+    when ``scale`` rounds to ±inf in the dtype (``1e39`` in float32: the reference's scores are
+    then inf or NaN where torch, scaling q and k by ``sqrt(scale)``, may stay finite). Shapes: q
     ``(*batch, nQ, d)``, k ``(*batch, nK, d)``."""
     import torch
 
     if q.numel() == 0 or k.numel() == 0:  # no score, or every score is an empty sum (0)
         return None
+    if not math.isfinite(float(torch.tensor(scale, dtype=q.dtype))):  # inf in the dtype: every row
+        return torch.ones(q.shape[:-1], dtype=torch.bool, device=q.device)
     limit = torch.finfo(q.dtype).max / 4
     factor = max(abs(scale), 1.0)
     (q_low, q_high), (k_low, k_high) = torch.aminmax(q), torch.aminmax(k)
