@@ -187,7 +187,9 @@ class TrainingState:
                 raise CheckpointError(
                     f"training optimizer entry names must be non-empty strings, got {key!r}"
                 )
-            if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+            if key == "kind" and isinstance(value, np.ndarray) and value.dtype.kind == "U":
+                pass  # the optimizer's name (Optimizer.state_dict); load_state_dict checks it
+            elif not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
                 shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
                 raise CheckpointError(
                     f"training optimizer entry {key} must be a numeric numpy array, got {shown}"

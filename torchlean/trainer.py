@@ -609,7 +609,9 @@ class Trainer(Generic[In, Out]):
         objective: ``Objective.MSE`` (targets shaped like outputs) or
             ``Objective.CROSS_ENTROPY`` (integer class labels ``(n,)`` or one-hot ``(n, classes)``;
             for ``(..., classes)`` outputs, labels ``(n, ...)`` or one-hot ``(n, ..., classes)``,
-            the classes on the output's last axis); a label (``"mse"``, ``"cross-entropy"``) is
+            the classes on the output's last axis; float rows are class probabilities, as torch's
+            ``cross_entropy`` with probability targets, and are not checked to be distributions:
+            negative entries give a negative loss); a label (``"mse"``, ``"cross-entropy"``) is
             parsed.
         config: runtime settings (``None``: ``RunConfig()``).
         seed: the run's seed, an integer (Python or numpy; not a bool) in ``[0, 2**64)``: it draws
@@ -673,7 +675,7 @@ class Trainer(Generic[In, Out]):
         which makes every gradient NaN, as in torch), else ``None``."""
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
-        self.epochs_done = 0
+        self._epochs_done = 0
         self.history: History | None = None
         """What the last :meth:`fit` call trained and measured (epoch losses, and with
         ``validation`` each epoch's validation loss and metric, the best epoch, where early
@@ -851,6 +853,24 @@ class Trainer(Generic[In, Out]):
         if self._optimizer is None:
             self._optimizer = self._create_optimizer()
         return self._optimizer
+
+    @property
+    def epochs_done(self) -> int:
+        """Whole epochs :meth:`fit` has run: the next epoch's number, which seeds its shuffle
+        order (``default_rng([seed, epoch])``) and indexes an epoch-wise schedule.
+
+        Settable, to resume a run (with the weights, ``optimizer.load_state_dict`` and
+        :attr:`random_counter`) or to renumber epochs.
+
+        Raises:
+            TrainerError: (on setting) not an integer (Python or numpy; bools refused) >= 0:
+                ``epochs_done must be an int >= 0, got -1``.
+        """
+        return self._epochs_done
+
+    @epochs_done.setter
+    def epochs_done(self, epochs: int) -> None:
+        self._epochs_done = checked_int(epochs, "epochs_done", 0, TrainerError)
 
     @property
     def steps_done(self) -> int:
@@ -1201,7 +1221,8 @@ class Trainer(Generic[In, Out]):
         ``(n, *output_shape)`` for MSE (``(n,)`` too when the output shape is ``(1,)``), and integer
         class labels ``(n,)`` in ``[0, classes)`` or one-hot ``(n, classes)`` for cross-entropy
         (for ``(..., classes)`` outputs, labels ``(n, ...)`` or one-hot ``(n, ..., classes)``, the
-        loss the mean over every position). An epoch's loss is the mean of its minibatch
+        loss the mean over every position; float rows are taken as class probabilities, soft
+        labels as torch's probability targets, unchecked). An epoch's loss is the mean of its minibatch
         losses weighted by minibatch size, a float.
 
         Raises:

@@ -4,12 +4,14 @@ bit for bit; mismatched states are refused before anything changes."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from torchlean import nn, optim
 from torchlean.optim import OptimizerError
-from torchlean.trainer import RunConfig, Trainer
+from torchlean.trainer import RunConfig, Trainer, TrainerError
 
 LAYER = nn.sequential(nn.linear(3, 4), nn.tanh(), nn.linear(4, 2))
 
@@ -49,8 +51,9 @@ def test_the_state_holds_copies_of_every_buffer():
     state = optim.adam(0.1, amsgrad=True).create([np.zeros(2), np.zeros((1, 2))])
     state.step([np.zeros(2), np.zeros((1, 2))], [np.ones(2), None])
     saved = state.state_dict()
-    assert sorted(saved) == ["first.0", "first.1", "param_steps", "second.0", "second.1", "steps",
+    assert sorted(saved) == ["first.0", "first.1", "kind", "param_steps", "second.0", "second.1", "steps",
                              "third.0", "third.1"]
+    assert saved["kind"].shape == () and str(saved["kind"]) == "adam"
     assert int(saved["steps"]) == 1 and saved["param_steps"].tolist() == [1, 0]
     saved["first.0"][...] = 7.0
     assert not (state.first[0] == 7.0).any()  # a copy
@@ -67,6 +70,9 @@ def test_the_state_holds_copies_of_every_buffer():
         (lambda s: s.update({"steps": np.array(-1)}), "steps must be an integer >= 0"),
         (lambda s: s.update({"steps": np.array(1.5)}), "steps must be an integer >= 0"),
         (lambda s: s.update({"param_steps": np.array([1, 2])}), "param_steps must be 1 integers >= 0"),
+        (lambda s: s.update({"kind": np.array("adamw")}),
+         r"saved from a 'adamw' optimizer, this one is 'adam'"),
+        (lambda s: s.update({"kind": np.array(1)}), r"state entry kind must be an optimizer name"),
     ],
 )
 def test_mismatched_states_are_refused_before_anything_changes(change, message):
@@ -105,3 +111,45 @@ def test_a_shuffled_run_resumes_with_its_epoch_count(tmp_path):
     resumed.fit(x, labels, epochs=2, batch_size=4, lr_schedule=lambda e: 0.05 / (e + 1))
     for name, value in whole.model.state().items():
         assert np.array_equal(value, resumed.model.state()[name]), name
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None, "2", True, np.float64(1.0)])
+def test_epochs_done_is_checked_when_set(bad):
+    """A bad epochs_done failed at the next fit with an error that did not name it (``-1``: "epoch
+    must be an int >= 0"; ``None``: a TypeError from ``+``), and True counted as 1."""
+    trainer = Trainer(LAYER, objective="cross-entropy", config=RunConfig(dtype="float64"))
+    with pytest.raises(TrainerError, match=rf"^epochs_done must be an int >= 0, got {re.escape(repr(bad))}$"):
+        trainer.epochs_done = bad
+    assert trainer.epochs_done == 0
+    trainer.epochs_done = np.int64(3)
+    assert trainer.epochs_done == 3 and type(trainer.epochs_done) is int
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(optim.sgd(0.1, 0.9), optim.adam(0.1)), (optim.adam(0.1), optim.sgd(0.1, 0.9)),
+     (optim.rmsprop(0.01), optim.adagrad(0.1)), (optim.adam(0.1), optim.adamw(0.1))],
+    ids=["sgd-into-adam", "adam-into-sgd", "rmsprop-into-adagrad", "adam-into-adamw"],
+)
+def test_another_kind_of_optimizer_state_is_refused(source, target):
+    """SGD's momentum and Adam's first moment (and RMSprop's and Adagrad's buffers) have the same
+    entries: such a state loaded silently and the run went on with the wrong moments."""
+    saved = source.create([np.ones(3)])
+    saved.step([np.ones(3)], [np.full(3, 2.0)])
+    loading = target.create([np.ones(3)])
+    expected = rf"saved from a '{source.name}' optimizer, this one is '{target.name}'"
+    with pytest.raises(OptimizerError, match=expected):
+        loading.load_state_dict(saved.state_dict())
+    assert loading.steps == 0 and not loading.first[0].any()
+
+
+def test_a_state_saved_without_its_kind_still_loads():
+    """States written before the ``kind`` entry (an ``.npz`` of an earlier version) load by their
+    buffers, as they did."""
+    saved = optim.sgd(0.1, 0.9).create([np.ones(3)])
+    saved.step([np.ones(3)], [np.full(3, 2.0)])
+    state = saved.state_dict()
+    del state["kind"]
+    loading = optim.sgd(0.1, 0.9).create([np.ones(3)])
+    loading.load_state_dict(state)
+    assert loading.steps == 1 and np.array_equal(loading.first[0], saved.first[0])

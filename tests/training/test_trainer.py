@@ -1028,6 +1028,22 @@ def test_a_built_model_given_as_the_layer_is_named_briefly():
         nn.build(built)
 
 
+@pytest.mark.parametrize(
+    ("module", "named"),
+    [(torch.nn.Linear(3, 1), "torch.nn.Linear"),
+     (torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.ReLU()), "torch.nn.Sequential")],
+)
+def test_a_torch_module_given_as_the_layer_is_named_once_with_the_way_over(module, named):
+    """``Trainer(torch.nn.Linear(3, 1))`` said "got Linear Linear(in_features=3, ...)" (review39
+    F5), and a Sequential's repr spans lines: the module is named by its type, with the route."""
+    with pytest.raises(TrainerError) as caught:
+        Trainer(module)
+    assert str(caught.value) == (
+        f"layer must be a Layer (e.g. nn.linear(4, 1)), got a {named}: describe the model with "
+        "torchlean.nn layers, then copy the torch module's weights with model.load_state(module.state_dict())"
+    )
+
+
 def test_typed_graph_programs_are_kept_for_the_last_batch_shapes_only():
     """A serving loop predicting on many batch lengths keeps at most GRAPH_CACHE_SIZE programs
     (each holds a lowered copy of the weights; memory grew with every new length), the most

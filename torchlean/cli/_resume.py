@@ -537,7 +537,7 @@ def _warn_not_finite(resumed: Resumed) -> None:
         (prefix, f"{prefix}{name} ({count} of {array.size} values)")
         for prefix, arrays in groups
         for name, array in arrays.items()
-        if (count := int(np.count_nonzero(~np.isfinite(array))))
+        if array.dtype.kind in "biuf" and (count := int(np.count_nonzero(~np.isfinite(array))))
     ]
     if not bad:
         return

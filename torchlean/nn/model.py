@@ -399,11 +399,22 @@ def _infer_input_shape(layer: Layer) -> Shape:
 
 def not_a_layer(value: object) -> str:
     """The refusal of ``value`` where a :class:`Layer` is expected, its repr cut to 80 characters
-    (a built :class:`Model`'s repr holds every weight); a Model is told to pass its layer."""
+    (a built :class:`Model`'s repr holds every weight); a Model is told to pass its layer, a
+    torch module (named by its type alone, its repr is the type's name again and spans lines) to
+    describe the model with ``torchlean.nn`` layers."""
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    message = f"layer must be a Layer (e.g. nn.linear(4, 1)), got {type(value).__name__} {shown}"
+    kind = type(value)
+    if kind.__module__.split(".")[0] == "torch":
+        named = f"{kind.__module__}.{kind.__qualname__}"
+        named = "torch.nn." + kind.__qualname__ if named.startswith("torch.nn.modules.") else named
+        return (
+            f"layer must be a Layer (e.g. nn.linear(4, 1)), got a {named}: describe the model with "
+            "torchlean.nn layers, then copy the torch module's weights with "
+            "model.load_state(module.state_dict())"
+        )
+    message = f"layer must be a Layer (e.g. nn.linear(4, 1)), got {kind.__name__} {shown}"
     if isinstance(value, Model):
         message += "; a built Model: pass model.layer, then copy its weights with load_state(model.state())"
     return message

@@ -478,10 +478,13 @@ class Optimizer:
         ``np.savez(path, **optimizer.state_dict())`` saves it and :meth:`load_state_dict` resumes
         from ``np.load(path)`` (torch's ``optimizer.state_dict()``): ``steps`` (0-d int64),
         ``param_steps`` (int64, one per parameter), and per parameter ``i`` its buffers
-        ``first.i``, ``second.i`` and, where the record keeps one, ``third.i``. The
+        ``first.i``, ``second.i`` and, where the record keeps one, ``third.i``; and ``kind``, the
+        record's name (0-d str: ``"sgd"``, ``"adam"``, ``"adamw"``, ``"rmsprop"``,
+        ``"adagrad"``), since SGD's momentum and Adam's first moment have the same entries. The
         hyper-parameters are not in it: they are the record's (``config``), which builds the
         optimizer the state is loaded into."""
         state: dict[str, np.ndarray[Any, Any]] = {
+            "kind": np.array(self.config.name),
             "steps": np.array(self.steps, dtype=np.int64),
             "param_steps": np.array(self.param_steps, dtype=np.int64),
         }
@@ -495,19 +498,33 @@ class Optimizer:
     def load_state_dict(self, state: Mapping[str, npt.ArrayLike]) -> None:
         """Resume from :meth:`state_dict`'s mapping (torch's ``load_state_dict``): the step counts
         and every buffer, copied. The optimizer must have been created for the same parameters
-        with a record of the same kind (the same buffers: AMSGrad's or centered RMSprop's third
-        one included); everything is checked before anything changes.
+        with a record of the same kind (its ``kind`` entry; a state without one, saved before
+        the entry existed, is taken by its buffers alone) and the same buffers (AMSGrad's or
+        centered RMSprop's third one included); everything is checked before anything changes.
 
         Raises:
-            OptimizerError: ``state`` not a mapping; missing or unexpected entries (named); a
-                buffer whose shape or dtype is not the parameter's; step counts that are not
-                nonnegative integers of the right length.
+            OptimizerError: ``state`` not a mapping; a ``kind`` that is not this record's (Adam's
+                state loaded into SGD); missing or unexpected entries (named); a buffer whose
+                shape or dtype is not the parameter's; step counts that are not nonnegative
+                integers of the right length.
         """
         if not isinstance(state, Mapping):
             raise OptimizerError(
                 f"optimizer: state must be a mapping (as state_dict() returns), got {_type_name(state)}"
             )
-        expected = set(self.state_dict())
+        if "kind" in state:
+            saved_kind = np.asarray(state["kind"])
+            if saved_kind.shape != () or saved_kind.dtype.kind != "U":
+                raise OptimizerError(
+                    "optimizer: state entry kind must be an optimizer name (a 0-d str array), got "
+                    f"{saved_kind!r}"
+                )
+            if str(saved_kind) != self.config.name:
+                raise OptimizerError(
+                    f"optimizer: state was saved from a {str(saved_kind)!r} optimizer, this one is "
+                    f"{self.config.name!r} (create the optimizer from the record the state was saved from)"
+                )
+        expected = set(self.state_dict()) - ({"kind"} - set(state))
         missing = sorted(expected - set(state))
         extra = sorted(str(key) for key in set(state) - expected)
         if missing or extra:
@@ -525,7 +542,7 @@ class Optimizer:
                 f"optimizer: state entry param_steps must be {count} integers >= 0, got {param_steps!r}"
             )
         buffers: dict[str, np.ndarray[Any, Any]] = {}
-        for key in expected - {"steps", "param_steps"}:
+        for key in expected - {"kind", "steps", "param_steps"}:
             kind, index = key.split(".")
             like = getattr(self, kind)[int(index)]
             value = np.asarray(state[key])
