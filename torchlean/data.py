@@ -86,7 +86,7 @@ import numbers
 import os
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -95,7 +95,7 @@ from typing import Any, Literal, TypeAlias, cast
 import numpy as np
 import numpy.typing as npt
 
-from torchlean import _delimiter
+from torchlean import _delimiter, _whitespace
 from torchlean._checks import (
     DECIMAL_INTEGER,
     DECIMAL_NUMBER,
@@ -533,8 +533,9 @@ class Table:
     def separator_hint(self) -> str:
         """``"; the file seems to be separated by ';', not ',' ..."`` when the file read as one
         column whose first cell holds another common separator (``,``, ``;``, tab, ``|``; the one
-        it holds most), naming the ``delimiter`` to read it with, else ``""``."""
-        return _separator_hint(self.first_row, self.delimiter)
+        it holds most), or whose first two rows blanks split (``delimiter='whitespace'``), naming
+        the ``delimiter`` to read it with, else ``""``."""
+        return _separator_hint(self.first_row, self.delimiter, self.rows[0] if self.rows else None)
 
     def row_error(self, r: int) -> DataError | None:
         """The error for data row ``r`` when its cell count is not the column count
@@ -545,7 +546,9 @@ class Table:
             return None
         by = "" if self.delimiter == _delimiter.COMMA else f" separated by {_delimiter.one(self.delimiter)}"
         trailing = f"a trailing {_delimiter.word(self.delimiter)}"
-        if len(row) == len(self.names) + 1 and not row[-1].strip():
+        if self.delimiter == _delimiter.WHITESPACE:  # blanks ending a line end no cell there
+            hint = ""
+        elif len(row) == len(self.names) + 1 and not row[-1].strip():
             hint = f" (its last cell is empty: {trailing} on this line?)"
         elif len(row) + 1 == len(self.names) and self.has_header and not self.names[-1]:
             hint = f" (the header's last cell is empty: {trailing} on the header line?)"
@@ -711,18 +714,15 @@ def read_csv(
             f"dataset path {file} is a device, not a CSV file (accepted: a file, a pipe, or standard "
             "input as -)"
         )
+    rows: list[list[str]] = []
+    starts: list[int] = []
     try:
-        rows: list[list[str]] = []
-        starts: list[int] = []
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(itertools.chain(handle, [_END_OF_FILE + "\n"]), delimiter=delimiter)
-            start = end = 0  # the first and last file line of the record just read
-            for row in reader:
-                start, end = end + 1, reader.line_num
-                if delimiter.join(row) == _END_OF_FILE:  # a delimiter such as ':' splits its text
-                    break
-                if row and _END_OF_FILE in row[-1]:
-                    _refuse_open_quote(file, start, end - 1)
+            records = (
+                _blank_separated(file, handle) if delimiter == _delimiter.WHITESPACE
+                else _delimited(file, handle, delimiter)
+            )
+            for row, start in records:
                 if (row and row[0].strip()) or any(cell.strip() for cell in row):  # not blank
                     rows.append(row)
                     starts.append(start)
@@ -730,14 +730,9 @@ def read_csv(
         raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
     except OSError as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
-    except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
-        raise DataError(
-            f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
-            "left open? (accepted: every quoted cell closed by a quote)"
-        ) from None
     notes: list[str] = []
     if rows and _separator_line(file, rows[0], starts[0], delimiter):
-        text = delimiter.join(rows[0])
+        text = _delimiter.joiner(delimiter).join(rows[0])
         notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming "
                      f"{_delimiter.one(delimiter)}; it was skipped")
         rows, starts = rows[1:], starts[1:]
@@ -751,7 +746,10 @@ def read_csv(
             "comments='')"
         )
     width = len(rows[0])
-    while width > 1 and all(len(row) == width and not row[-1].strip() for row in rows):
+    while (
+        width > 1 and delimiter != _delimiter.WHITESPACE  # blanks ending a line end no cell there
+        and all(len(row) == width and not row[-1].strip() for row in rows)
+    ):
         notes.append(
             f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
             f"{_delimiter.word(delimiter)}?), so it is ignored"
@@ -764,10 +762,68 @@ def read_csv(
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
+    if has_header and _row_names(names, body):
+        notes.append(
+            f"{file}: the header has {len(names)} cells and every data row {len(names) + 1}, as R's "
+            "write.table writes row names (pandas reads such a first column as its index), so the first "
+            "cell of each row is a row name and is not used (write.table(..., row.names = FALSE) leaves "
+            "it out)"
+        )
+        body = [row[1:] for row in body]
     index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter
     )
+
+
+def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:
+    """The records of ``lines`` read by Python's ``csv`` with the one-character ``delimiter``,
+    each with the file line it starts on.
+
+    Raises:
+        DataError: a quote left open at the end of the file, or a cell over ``csv``'s size limit.
+    """
+    reader = csv.reader(itertools.chain(lines, [_END_OF_FILE + "\n"]), delimiter=delimiter)
+    start = end = 0  # the first and last file line of the record just read
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if delimiter.join(row) == _END_OF_FILE:  # a delimiter such as ':' splits its text
+                return
+            if row and _END_OF_FILE in row[-1]:
+                _refuse_open_quote(file, start, end - 1)
+            yield row, start
+    except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
+        raise DataError(
+            f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
+            "left open? (accepted: every quoted cell closed by a quote)"
+        ) from None
+
+
+def _blank_separated(file: Path, lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """The rows of ``lines`` whose cells are separated by runs of blanks
+    (:data:`torchlean._delimiter.WHITESPACE`; :func:`torchlean._whitespace.rows`), each with the
+    file line it starts on.
+
+    Raises:
+        DataError: a quote left open at the end of the file.
+    """
+    try:
+        for row, start, _ in _whitespace.rows(lines):
+            yield row, start
+    except _whitespace.OpenQuote as open_quote:
+        _refuse_open_quote(file, open_quote.start, open_quote.end)
+
+
+def _row_names(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether the data rows ``body`` start with R's row names: a header of two names or more
+    (``names``) one cell shorter than every data row, as R's ``write.table`` writes a data frame
+    with its row names (its default) and pandas' ``read_csv`` reads as an index column; not when
+    a row's first cell is blank (R names every row), nor when every row's last cell is blank (a
+    delimiter trailing the data lines, which the row-length error asks about)."""
+    if len(names) < 2 or any(len(row) != len(names) + 1 for row in body):
+        return False
+    return all(row[0].strip() for row in body) and any(row[-1].strip() for row in body)
 
 
 def _unnamed(name: str) -> bool:
@@ -794,7 +850,7 @@ def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str)
         DataError: a separator line naming another separator (``sep=;`` read with ``,``), saying
             which ``delimiter`` reads the file (or that none does: ``sep=.``).
     """
-    text = delimiter.join(first)
+    text = _delimiter.joiner(delimiter).join(first)
     found = re.fullmatch(r" *sep=(.) *", text, re.IGNORECASE | re.DOTALL)
     if found is None:
         return False
@@ -841,7 +897,7 @@ def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str, delim
     ``delimiter``: rows of the file read into one cell by a misplaced quote (a class label holds
     neither)."""
     breaks = _line_breaks(cell)
-    if breaks and delimiter in cell:
+    if breaks and _delimiter.holds(delimiter, cell):
         named = _delimiter.named(delimiter)
         raise DataError(
             f"{file}: line {line}, column {display_name(column)}: a quoted cell runs over lines "
@@ -859,21 +915,34 @@ def _cell_shown(cell: str, limit: int = 60) -> str:
     return f"{cell[:limit]!r}... ({len(cell)} characters)"
 
 
-def _separator_hint(first: Sequence[str], delimiter: str) -> str:
+def _separator_hint(first: Sequence[str], delimiter: str, second: Sequence[str] | None = None) -> str:
     """A hint for a first row read with ``delimiter`` as one column: ``"; the file seems to be
     separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')"`` when its
     cell holds another common separator (:data:`torchlean._delimiter.COMMON`, the one it holds
-    most; ties to the first), else ``""``."""
+    most; ties to the first); else, under a one-character ``delimiter``, ``"; the file seems to be
+    separated by blanks, not commas: pass delimiter='whitespace' (CLI: --delimiter whitespace)"``
+    when blanks split its cell, and the cell of the ``second`` row (the first data row, when the
+    first is a header) if it is one cell, in two or more (numpy's ``savetxt``, R's ``write.table``);
+    else ``""``."""
     if len(first) != 1:
         return ""
     counts = {other: first[0].count(other) for other in _delimiter.COMMON if other != delimiter}
     separator = max(counts, key=lambda key: counts[key])
     if not counts[separator]:
-        return ""
+        rows = (first,) if second is None else (first, second)
+        if delimiter == _delimiter.WHITESPACE or any(
+            len(row) != 1 or len(_BLANK_SEPARATED.findall(row[0])) < 2 for row in rows
+        ):
+            return ""
+        separator = _delimiter.WHITESPACE
     return (
         f"; the file seems to be separated by {_delimiter.named(separator)}, not "
         f"{_delimiter.named(delimiter)}: {_delimiter.use(separator)}"
     )
+
+
+_BLANK_SEPARATED = re.compile(r"[^ \t\r\n]+")
+"""A cell's runs of non-blanks: those :data:`torchlean._delimiter.WHITESPACE` would read as cells."""
 
 
 def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: str) -> tuple[bool, str]:
@@ -885,7 +954,8 @@ def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: st
             raise DataError(f"header must be True, False or None, got {header!r}")
         return bool(header), ""
     cells = [c.strip() for c in first]
-    by = delimiter if delimiter.isprintable() else repr(delimiter)[1:-1]
+    by = _delimiter.joiner(delimiter)
+    by = by if by.isprintable() else repr(by)[1:-1]
     shown = by.join(cells) if len(cells) <= 6 else f"{by.join(cells[:3])}{by}...{by}{cells[-1]}"
     texts = [c for c in cells if not _is_number(c)]
     if len(texts) == 1 and len(cells) > 1 and texts[0]:  # a header, or a row with a text label

@@ -130,6 +130,7 @@ def test_quoted_cells_hold_the_delimiter(tmp_path: Path) -> None:
         ("", "is empty"),
         (";;", "is 2 characters, not one"),
         ("tab", "is 3 characters, not one"),  # the CLI's spelling, not Python's
+        ("space", "is 5 characters, not one"),  # the CLI's, for "whitespace"
         ('"', "is a quote, which encloses cells"),
         ("'", "is a quote, which encloses cells"),
         ("\n", "is a line break, which ends rows"),
@@ -155,9 +156,13 @@ def test_a_bad_delimiter_is_refused_naming_it_why_and_the_accepted_ones(
     tmp_path: Path, delimiter: object, why: str
 ) -> None:
     path = _written(tmp_path, ",", list(_rows()), "comma.csv")
+    pointer = (  # a space: cells separated by spaces are read by "whitespace"
+        " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: "
+        "delimiter='whitespace')" if delimiter == " " else ""
+    )
     message = (
-        f"delimiter must be one character such as ',' (the default), ';', '\\t' or '|', {RULE}; got "
-        f"{delimiter!r}, which {why}"
+        f"delimiter must be one character such as ',' (the default), ';', '\\t' or '|', {RULE}, or "
+        f"'whitespace' (runs of spaces and tabs); got {delimiter!r}, which {why}{pointer}"
     )
     readers = [data.read_csv, data.load_csv] + ([] if delimiter is None else [data.load])  # load: None is ','
     for read in readers:

@@ -30,7 +30,7 @@ RULE = (
 )
 ACCEPTED = (
     "expected one character such as , (the default), ';', '|' or tab (also written \\t, or a literal tab), "
-    f"{RULE}"
+    f"{RULE}, or whitespace (also written space: runs of spaces and tabs)"
 )
 
 
@@ -138,9 +138,15 @@ def test_predict_with_the_files_delimiter_equals_predict_on_the_comma_file(
             assert code == 0, err
             outs[checkpoint.name, path.name] = out
             errs[checkpoint.name, path.name] = err.replace(str(path), "DATA").replace(str(checkpoint), "C")
-    assert len(set(outs.values())) == 1  # the predictions and probabilities, to the last digit
+    # the predictions and probabilities, to the last digit; written with the input's delimiter (F9)
+    read = {key: list(csv.reader(io.StringIO(out), delimiter=";" if key[1] == "semi.csv" else ","))
+            for key, out in outs.items()}
+    assert len({repr(rows) for rows in read.values()}) == 1
+    assert outs["semi.npz", "comma.csv"] == outs["comma.npz", "comma.csv"]
+    assert outs["semi.npz", "semi.csv"] == outs["comma.npz", "semi.csv"]
+    assert outs["comma.npz", "comma.csv"].splitlines()[0] == "row,prediction,p_cat;|x,p_dog\tz"
     out = outs["semi.npz", "semi.csv"]
-    assert out.splitlines()[0] == "row,prediction,p_cat;|x,p_dog\tz" and len(out.splitlines()) == 9
+    assert out.splitlines()[0] == 'row;prediction;"p_cat;|x";p_dog\tz' and len(out.splitlines()) == 9
     assert errs["semi.npz", "semi.csv"] == errs["comma.npz", "comma.csv"]  # the report, accuracy included
     assert "\naccuracy=" in errs["semi.npz", "semi.csv"]
     # without --delimiter the ';' file is one column, and the refusal names the option
@@ -155,7 +161,7 @@ def test_predict_with_the_files_delimiter_equals_predict_on_the_comma_file(
 # ------------------------------------------------------------------------------------- --resume
 
 
-def test_resume_takes_the_checkpoints_delimiter_and_refuses_another(
+def test_resume_takes_the_checkpoints_delimiter_unless_given(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = _written(tmp_path, "\t", "data.tsv")
@@ -174,16 +180,17 @@ def test_resume_takes_the_checkpoints_delimiter_and_refuses_another(
     for name in a:
         assert a[name].tobytes() == b[name].tobytes(), name
     assert metadata(resumed)["training"]["settings"]["delimiter"] == "\t"
-    # the same delimiter in another spelling is no conflict; another is refused, naming both
+    # the same delimiter in another spelling is no conflict; another reads the file with it (review37
+    # F7: no conflict of settings, the data decide), here as one column
     for spelling in ("\\t", "\t", "tab"):
         code, _, err = cli(capsys, "train", "--resume", str(part), "--epochs", "3", "--delimiter", spelling)
         assert (code, err) == (0, "")
-    for given, shown in ((";", "';'"), (",", "','")):
+    for given, shown in ((";", "';'"), (",", "commas")):
         _refused(
             capsys,
-            f"--resume {part} continues the run with the checkpoint's settings; --delimiter {shown} differs "
-            "from the checkpoint's '\\t' (leave out the option, or train a new run without --resume)",
-            "train", "--resume", str(part), "--delimiter", given,
+            f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
+            f"separated by tabs, not {shown}: pass delimiter='\\t' (CLI: --delimiter tab)",
+            "train", "--resume", str(part), "--epochs", "3", "--delimiter", given,
         )
 
 
@@ -218,13 +225,12 @@ def test_a_checkpoint_without_the_setting_means_the_comma(
         code, out, err = cli(capsys, "train", "--resume", str(old), "--epochs", "3", *options)
         assert (code, err) == (0, "")
         assert out.splitlines()[3:] == whole.splitlines()[4:]
-    for checkpoint in (old, saved):  # recorded as not given, or absent: the comma
+    for checkpoint in (old, saved):  # recorded as not given, or absent: the comma, which leaving it out gives
         _refused(
             capsys,
-            f"--resume {checkpoint} continues the run with the checkpoint's settings; --delimiter ';' "
-            "differs from the checkpoint's ',' (not given: the default) (leave out the option, or train a "
-            "new run without --resume)",
-            "train", "--resume", str(checkpoint), "--delimiter", ";",
+            f"{comma}: expected a label column and at least one feature column, got 1; the file seems to be "
+            "separated by commas, not ';': pass delimiter=',', the default (CLI: leave out --delimiter)",
+            "train", "--resume", str(checkpoint), "--epochs", "3", "--delimiter", ";",
         )
 
 
@@ -286,7 +292,11 @@ def test_a_bad_delimiter_is_one_line_naming_it_and_the_accepted_ones(
     before = (str(save),) if command == "predict" else ()
     code, out, err = cli(capsys, command, *before, "--dataset", str(comma), f"--delimiter={value}")
     assert (code, out) == (2, "")
-    assert err.endswith(f"error: argument --delimiter: {ACCEPTED}; got {value!r}, which {why}\n")
+    pointer = (  # a single space stays refused, pointing to the mode that reads blank-separated files
+        " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: --delimiter "
+        "whitespace)" if value == " " else ""
+    )
+    assert err.endswith(f"error: argument --delimiter: {ACCEPTED}; got {value!r}, which {why}{pointer}\n")
     assert "Traceback" not in err
     assert cli(capsys, command, *before, "--dataset", str(comma), "--delimiter", value)[2] == err  # one word
 
@@ -373,9 +383,21 @@ def test_help_documents_the_option(capsys: pytest.CaptureFixture[str], command: 
         "--delimiter D CSV only: the character between cells (default: ,): ';' (as European spreadsheets "
         "export), tab (also written \\t, or a literal tab) for TSV files, '|', or another single character"
         " but a quote, a line break, a digit, '.', '+', '-', 'e', 'E' or a blank other than tab (quote ; "
-        "and | in the shell: --delimiter ';'). Quoted cells may hold it. Decimal commas are not read: "
-        "under ';' a cell 1,5 is refused (write 1.5)."
+        "and | in the shell: --delimiter ';'); or whitespace (also written space): cells separated by runs "
+        "of spaces and tabs, blanks at the ends of a line ignored, as numpy's savetxt and R's write.table "
+        "write them. Quoted cells may hold it. Decimal commas are not read: under ';' a cell 1,5 is refused "
+        "(write 1.5)."
     ) in text
+    if command == "predict":  # review37 F9: the predictions CSV is written with the input's delimiter
+        assert (
+            "The predictions CSV is written with it (a tab for whitespace; commas without --delimiter)"
+        ) in text
+        assert "separated by --delimiter (a tab for whitespace), commas by default;" in text
+    else:  # review37 F7
+        assert (
+            "A setting of the run: --resume takes the checkpoint's unless given; another is accepted when "
+            "the data it reads hash as the run's did (the same data saved with another separator)"
+        ) in text
 
 
 def test_predict_names_a_decimal_comma_label_of_a_regression(
@@ -391,3 +413,154 @@ def test_predict_names_a_decimal_comma_label_of_a_regression(
         "--ignore-labels predicts without reading the labels (no mse)",
         "predict", str(tmp_path / "reg.npz"), "--dataset", str(path), "--delimiter", ";",
     )
+
+
+# ------------------------------------------------------------- review37: blanks, R, resume, output
+
+
+def _blank_separated(tmp_path: Path, name: str = "blanks.txt") -> Path:
+    """The rows of :func:`_rows` separated by runs of spaces and tabs (blanks leading and trailing
+    some lines), a cell holding blanks or quotes double-quoted, as R's write.table quotes strings."""
+    def cell(text: str) -> str:
+        return f'"{text}"' if any(c in text for c in ' \t"') else text
+
+    gaps = ("  ", "\t", " \t ", " ")
+    lines = [
+        ("  " if r % 3 == 0 else "") + gaps[r % 4].join(cell(c) for c in row) + (" \t" if r % 2 else "")
+        for r, row in enumerate([("a", "b", "y"), *_rows()])
+    ]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_blank_separated_file_trains_as_the_comma_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, comma_run: tuple[Path, Path, list[str]]
+) -> None:
+    _, comma_save, comma_lines = comma_run
+    path = _blank_separated(tmp_path)
+    assert '"dog\tz"' in path.read_text() and "\t" in path.read_text()
+    for spelling in ("whitespace", "space"):
+        save = tmp_path / f"{spelling}.npz"
+        assert _train(capsys, path, save, "--delimiter", spelling) == comma_lines
+        _bitwise_equal(save, comma_save)
+        assert metadata(save)["training"]["settings"]["delimiter"] == "whitespace"
+        assert metadata(save)["classes"] == ["cat;|x", "dog\tz"]
+    # read with commas, the file is one column, and the refusal names the option
+    _refused(
+        capsys,
+        f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
+        "separated by blanks, not commas: pass delimiter='whitespace' (CLI: --delimiter whitespace)",
+        "train", "--dataset", str(path), *TRAIN,
+    )
+
+
+def test_r_row_names_are_left_out_by_train_and_predict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, comma_run: tuple[Path, Path, list[str]]
+) -> None:
+    """R's write.table(df, sep = "\\t"): quoted names, a header one cell shorter than the rows."""
+    _, comma_save, comma_lines = comma_run
+    path = tmp_path / "r.tsv"
+    lines = ['"a"\t"b"\t"y"'] + [f'"{i + 1}"\t{a}\t{b}\t"{y}"' for i, (a, b, y) in enumerate(_rows())]
+    path.write_text("\n".join(lines) + "\n")
+    note = (
+        f"note: {path}: the header has 3 cells and every data row 4, as R's write.table writes row names "
+        "(pandas reads such a first column as its index), so the first cell of each row is a row name and is "
+        "not used (write.table(..., row.names = FALSE) leaves it out)\n"
+    )
+    save = tmp_path / "r.npz"
+    code, out, err = cli(capsys, "train", "--dataset", str(path), *TRAIN, "--save", str(save),
+                         "--delimiter", "tab")
+    assert (code, err) == (0, note)
+    assert out.replace(str(path), "DATA").replace(str(save), "SAVE").splitlines() == comma_lines
+    _bitwise_equal(save, comma_save)
+    code, out, err = cli(capsys, "predict", str(comma_save), "--dataset", str(path), "--delimiter", "tab")
+    assert code == 0 and err.startswith(note) and "\naccuracy=" in err
+    code, want, _ = cli(capsys, "predict", str(comma_save), "--dataset", str(comma_run[0]))
+    assert list(csv.reader(io.StringIO(out), delimiter="\t")) == list(csv.reader(io.StringIO(want)))
+
+
+def test_resume_reads_the_runs_data_saved_with_another_delimiter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review37 F7: a ';' run resumed on its data saved with commas (or blanks): the data hash as the
+    run's did, so another --delimiter is accepted, and the checkpoint records the one used."""
+    semicolon, comma = _written(tmp_path, ";", "s.csv"), _written(tmp_path, ",", "c.csv")
+    whole, part, resumed = tmp_path / "whole.npz", tmp_path / "part.npz", tmp_path / "resumed.npz"
+    run = ("--dataset", str(semicolon), "--hidden", "8", "--delimiter", ";")
+    code, whole_out, err = cli(capsys, "train", *run, "--epochs", "3", "--save", str(whole))
+    assert (code, err) == (0, "")
+    code, _, err = cli(capsys, "train", *run, "--epochs", "2", "--save", str(part))
+    assert (code, err) == (0, "")
+    # without --delimiter, the run reads the comma file with the checkpoint's ';': the advice is to
+    # pass --delimiter , (leaving it out, the review's "CLI: leave out --delimiter", reads with ';')
+    _refused(
+        capsys,
+        f"{comma}: expected a label column and at least one feature column, got 1; the file seems to be "
+        f"separated by commas, not ';': pass delimiter=',' (CLI: --delimiter , as --resume {part} reads the "
+        "file with the checkpoint's --delimiter ';' when the option is left out; the data read must hash as "
+        "the run's did)",
+        "train", "--resume", str(part), "--epochs", "3", "--dataset", str(comma),
+    )
+    want = [line.replace(str(whole), str(resumed)) for line in whole_out.splitlines()[4:]]
+    for path, given, recorded in ((comma, ",", ","), (_blank_separated(tmp_path), "space", "whitespace")):
+        code, out, err = cli(capsys, "train", "--resume", str(part), "--epochs", "3", "--dataset", str(path),
+                             "--delimiter", given, "--save", str(resumed))
+        assert (code, err) == (0, "")
+        assert out.splitlines()[3:] == want  # epoch 3 on, as the uninterrupted run
+        a, b = arrays(whole), arrays(resumed)
+        for name in a:
+            assert a[name].tobytes() == b[name].tobytes(), name
+        settings = metadata(resumed)["training"]["settings"]
+        assert (settings["delimiter"], settings["dataset"]) == (recorded, str(path))
+    # other data, saved with another delimiter: the data-changed refusal
+    changed = tmp_path / "changed.csv"
+    changed.write_text(comma.read_text().replace("\n0.1,", "\n0.2,", 1))
+    assert changed.read_text() != comma.read_text()
+    _refused(
+        capsys,
+        f"the data of --dataset {changed} differ from those the run in {part} trained on (the file or its "
+        "split changed): resume with the data it was trained on",
+        "train", "--resume", str(part), "--epochs", "3", "--dataset", str(changed), "--delimiter", ",",
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "between"),
+    [
+        ((), ","), (("--delimiter", ";"), ";"), (("--delimiter", "|"), "|"),
+        (("--delimiter", "whitespace"), "\t"),
+    ],
+)
+def test_predict_writes_its_csv_with_the_inputs_delimiter(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    comma_run: tuple[Path, Path, list[str]],
+    options: tuple[str, ...],
+    between: str,
+) -> None:
+    """review37 F9: --output (and stdout) separated as the input was read, a tab for whitespace,
+    quoted by csv where a cell holds the separator; the cells those of the comma file's predictions."""
+    comma, comma_save, _ = comma_run
+    if not options:
+        path = comma
+    elif options[1] == "whitespace":
+        path = _blank_separated(tmp_path)
+    else:
+        path = _written(tmp_path, between, "other.csv")
+    argv = ("predict", str(comma_save), "--dataset", str(path), *options, "--probabilities")
+    output = tmp_path / "p.csv"
+    code, _, err = cli(capsys, *argv, "--output", str(output))
+    assert code == 0, err
+    code, stdout, _ = cli(capsys, *argv)
+    assert code == 0 and stdout == output.read_text()
+    code, want, _ = cli(capsys, "predict", str(comma_save), "--dataset", str(comma), "--probabilities")
+    assert list(csv.reader(io.StringIO(stdout), delimiter=between)) == list(csv.reader(io.StringIO(want)))
+    header = {
+        ",": "prediction,p_cat;|x,p_dog\tz",
+        ";": 'prediction;"p_cat;|x";p_dog\tz',
+        "|": 'prediction|"p_cat;|x"|p_dog\tz',
+        "\t": 'prediction\tp_cat;|x\t"p_dog\tz"',
+    }
+    assert stdout.splitlines()[0] == header[between]
+    assert all(line.count(between) >= 2 for line in stdout.splitlines()[1:])

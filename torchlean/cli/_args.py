@@ -20,8 +20,9 @@ DELIMITER_HELP = (
     "CSV only: the character between cells (default: ,): ';' (as European spreadsheets export), tab "
     "(also written \\t, or a literal tab) for TSV files, '|', or another single character but a quote, a "
     "line break, a digit, '.', '+', '-', 'e', 'E' or a blank other than tab (quote ; and | in the shell: "
-    "--delimiter ';'). Quoted cells may hold it. Decimal commas are not read: under ';' a cell 1,5 is "
-    "refused (write 1.5)"
+    "--delimiter ';'); or whitespace (also written space): cells separated by runs of spaces and tabs, "
+    "blanks at the ends of a line ignored, as numpy's savetxt and R's write.table write them. Quoted "
+    "cells may hold it. Decimal commas are not read: under ';' a cell 1,5 is refused (write 1.5)"
 )
 """The ``--delimiter`` help of ``train`` and ``predict``."""
 
@@ -39,7 +40,8 @@ def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:
 
 def delimiter(text: str) -> str:
     """An argparse ``type`` for ``--delimiter``: the delimiter ``text`` spells (``tab`` and ``\\t``
-    are a tab; anything else is itself), one that :func:`torchlean.data.read_csv` accepts.
+    are a tab, ``whitespace`` and ``space`` the word ``"whitespace"``, runs of blanks; anything
+    else is itself), one that :func:`torchlean.data.read_csv` accepts.
 
     Raises:
         argparse.ArgumentTypeError: ``';;' is refused: it is 2 characters, not one (accepted:

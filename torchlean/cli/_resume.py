@@ -11,8 +11,10 @@ given and without a default as ``None``), plus a SHA-256 digest of the split dat
 (:func:`data_digest`).
 
 ``--resume`` loads it, refuses an option given on the command line whose value differs from the
-checkpoint's (all of them at once, naming both values; the options of :data:`FREE` excepted, and
-``--dataset`` naming another CSV file, whose data must then hash as the run's did: a moved file),
+checkpoint's (all of them at once, naming both values; the options of :data:`FREE` excepted,
+``--dataset`` naming another CSV file, whose data must then hash as the run's did: a moved file,
+and ``--delimiter`` naming another delimiter, under the same condition: the run's data saved
+with another separator),
 puts the checkpoint's settings in place of the others, and, once the trainer is built, loads the
 weights and the optimizer state and sets :attr:`Trainer.epochs_done
 <torchlean.trainer.Trainer.epochs_done>`, so epoch numbering, shuffling (seeded by the epoch),
@@ -61,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from torchlean import checkpoint, data, optim
+from torchlean import _delimiter, checkpoint, data, optim
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, shown_path
@@ -70,7 +72,7 @@ from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
-__all__ = ["FREE", "Resumed", "Stop", "data_digest", "interruptible", "prepare", "register"]
+__all__ = ["FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare", "register"]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
 """The options of ``torchlean train`` that are not the run's settings: a resumed run takes them
@@ -91,19 +93,24 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "optimizer state, epoch count and settings) up to --epochs epochs in all (default: "
                         "the run's own --epochs), bit for bit as if it had not stopped; other options "
                         "given must agree with the checkpoint's, except --epochs, --save, --report-json, "
-                        "--torch-threads, --show-backend and --kernel-times")
+                        "--torch-threads, --show-backend and --kernel-times, and --dataset (a moved CSV "
+                        "file) and --delimiter (the data saved with another separator), whose data must "
+                        "hash as the run's did")
     parser.set_defaults(**{_PARSER: parser})
 
 
 @dataclass(frozen=True, slots=True)
 class Resumed:
     """A run being resumed: the checkpoint's ``path`` as given, the checkpoint and its training
-    state (``training``), and the data digest it recorded."""
+    state (``training``), the data digest it recorded and its delimiter."""
 
     path: Path
     saved: checkpoint.Checkpoint
     training: checkpoint.TrainingState
     digest: str
+    delimiter: str = _delimiter.COMMA
+    """The checkpoint's ``--delimiter`` (the comma when not given), which a resumed run reads its
+    CSV with unless given another."""
 
     @property
     def epochs_before(self) -> int:
@@ -302,11 +309,15 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     values = {dest: _decode(actions[dest], value, path) for dest, value in recorded.items()}
     recorded = {dest: _encode(value) for dest, value in values.items()}  # canonical spellings
     given = _given(parser)
+    delimiter = values.get("delimiter") or _delimiter.COMMA
     conflicts = []
     for dest in sorted(given & set(actions), key=list(actions).index):
         mine, theirs = _encode(getattr(args, dest)), recorded[dest]
         if dest == "dataset" and mine not in data.DATASETS and theirs not in data.DATASETS:
             values[dest] = getattr(args, dest)  # the run's CSV file, moved: the digest checks it
+            continue
+        if dest == "delimiter":  # the run's data saved with another delimiter: the digest checks it
+            values[dest] = getattr(args, dest)
             continue
         default = _default_value(dest, recorded) if theirs is None else None
         if mine != theirs and not (default is not None and mine == default):
@@ -337,7 +348,22 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
-    return Resumed(path, saved, training, digest)
+    return Resumed(path, saved, training, digest, delimiter)
+
+
+def data_refusal(resumed: Resumed | None, message: str) -> str:
+    """``message``, a refusal of the data of a run, with its advice to read the file with commas
+    by leaving out ``--delimiter`` made right for a resumed run whose checkpoint's delimiter is
+    another (leaving the option out reads with that one): ``pass delimiter=',' (CLI: --delimiter ,
+    ...)``; else ``message`` as it is (review37 F7)."""
+    comma = _delimiter.use(_delimiter.COMMA)
+    if resumed is None or resumed.delimiter == _delimiter.COMMA or comma not in message:
+        return message
+    return message.replace(comma, (
+        f"pass delimiter=',' (CLI: --delimiter , as --resume {shown_path(resumed.path)} reads the file "
+        f"with the checkpoint's --delimiter {_delimiter.cli(resumed.delimiter)} when the option is left "
+        "out; the data read must hash as the run's did)"
+    ))
 
 
 def _check_validation(

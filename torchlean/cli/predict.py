@@ -49,7 +49,9 @@ score).
 Predictions: a CSV with the header ``prediction`` and one row per input row, in input order —
 the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
 units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
-``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout.
+``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout,
+its cells separated by ``--delimiter``, the input's (a tab for ``whitespace``; commas without
+it), and quoted by Python's ``csv`` where they hold it, a quote or a line break.
 ``--probabilities`` (classification checkpoints only; refused for regression, naming the task)
 adds, after ``prediction``, one column per class, ``p_<class name>`` in the checkpoint's class
 order: the softmax of the row's logits, computed by the ``softmax`` op of
@@ -97,7 +99,7 @@ from typing import Any, TextIO
 import numpy as np
 import numpy.typing as npt
 
-from torchlean import checkpoint, data
+from torchlean import _delimiter, checkpoint, data
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles
@@ -162,14 +164,16 @@ def register(subparsers: Any) -> None:
                         "(--no-header); default: guessed as torchlean train guesses it")
     parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
                         help=f"{DELIMITER_HELP}. The file's own: the checkpoint does not fix it (a run "
-                        "trained on a ';' file predicts on a ',' file as well)")
+                        "trained on a ';' file predicts on a ',' file as well). The predictions CSV is "
+                        "written with it (a tab for whitespace; commas without --delimiter)")
     parser.add_argument("--profile", default=None,
                         help=f"{' | '.join(profiles.names())} (default: the checkpoint's)")
     parser.add_argument("--execution", default=None,
                         help="eager | typed-graph (default: the checkpoint's)")
     parser.add_argument("--output", type=output_path, default=None, metavar="PATH",
                         help="write the predictions CSV to PATH instead of stdout (missing parent folders "
-                        "are created; checked before anything runs; not the checkpoint or the input CSV); "
+                        "are created; checked before anything runs; not the checkpoint or the input CSV), "
+                        "separated by --delimiter (a tab for whitespace), commas by default; "
                         "the report then goes to stdout, unless PATH is stdout itself (- or /dev/stdout)")
     parser.add_argument("--probabilities", action="store_true",
                         help="classification checkpoints only: after prediction, one column per class, "
@@ -440,16 +444,21 @@ def _write(
     output: Path | None,
     index: npt.NDArray[np.int64] | None,
     probabilities: tuple[tuple[str, ...], list[list[str]]] | None = None,
+    *,
+    delimiter: str = _delimiter.COMMA,
 ) -> None:
     """The predictions CSV (header ``prediction``; ``row,prediction`` with the 0-based data row
     ``index`` of each prediction; with ``probabilities``, the column names and each row's cells
-    after ``prediction``) to ``output``, or stdout.
+    after ``prediction``) to ``output``, or stdout, its cells separated by ``delimiter``, the one
+    the input was read with (a tab for ``"whitespace"``: cells that hold blanks are not quoted),
+    and quoted by Python's ``csv`` where they hold it, a quote or a line break.
 
     Raises:
         TorchLeanError: ``output`` cannot be written.
     """
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    between = _delimiter.TAB if delimiter == _delimiter.WHITESPACE else delimiter
+    writer = csv.writer(text, delimiter=between, lineterminator="\n")
     names, cells = ((), [[] for _ in rows]) if probabilities is None else probabilities
     first = [] if index is None else ["row"]
     writer.writerow([*first, "prediction", *names])
@@ -643,7 +652,7 @@ def _run(args: argparse.Namespace) -> int:
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
         print(_no_prediction_warning(missing, count, saved), file=sys.stderr)
-    _write(rows, args.output, chosen, probabilities)
+    _write(rows, args.output, chosen, probabilities, delimiter=args.delimiter or _delimiter.COMMA)
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected

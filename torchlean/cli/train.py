@@ -37,8 +37,10 @@ epochs, validation passes included, as a table after the audit lines and the rec
 ``kernel_times`` (:mod:`torchlean.autograd.profiler`; ``null`` without it).
 
 ``--delimiter D`` reads a CSV file whose cells are separated by D (``;``, ``tab`` or ``\\t``, ``|``,
-...; default ``,``; :func:`torchlean.data.read_csv` lists the characters accepted); it is a
-setting of the run, recorded by ``--save`` and kept by ``--resume``.
+..., or ``whitespace``/``space`` for runs of blanks; default ``,``; :func:`torchlean.data.read_csv` lists
+those accepted); it is a setting of the run, recorded by ``--save`` and kept by ``--resume`` unless
+given (another is accepted when the data read with it hash as the run's did, and the checkpoint
+the resumed run saves records it).
 
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``), and one for each of :attr:`torchlean.data.Dataset.notes` (Excel's ``sep=`` line
@@ -171,7 +173,9 @@ def register(subparsers: Any) -> None:
                         "row is reported in a 'note:' line on stderr. Column names may repeat, but a "
                         "--label-column name must be used once (else give its index)")
     parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
-                        help=f"{DELIMITER_HELP}. A setting of the run: --resume takes the checkpoint's")
+                        help=f"{DELIMITER_HELP}. A setting of the run: --resume takes the checkpoint's "
+                        "unless given; another is accepted when the data it reads hash as the run's did "
+                        "(the same data saved with another separator)")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
                         "(integer labels are read as classes, non-integers as a regression target; labels "
@@ -622,12 +626,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 f"{error} (with --test-fraction {args.test_fraction!r}: a smaller fraction leaves more rows "
                 f"to train on; the default is {data.TEST_FRACTION})"
             ) from None
-        if resumed is None or not str(error).startswith("dataset file not found"):
+        message = _resume.data_refusal(resumed, str(error))
+        if resumed is not None and message.startswith("dataset file not found"):
+            message += (
+                f" (resuming {shown_path(resumed.path)}: if the run's CSV file moved, give --dataset "
+                "NEW_PATH; its data must hash as the run's did)"
+            )
+        if message == str(error):
             raise
-        raise data.DataError(
-            f"{error} (resuming {shown_path(resumed.path)}: if the run's CSV file moved, give "
-            "--dataset NEW_PATH; its data must hash as the run's did)"
-        ) from None
+        raise data.DataError(message) from None
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
         print(f"note: {dataset.header_note}", file=sys.stderr)
