@@ -28,17 +28,24 @@ name the header repeats is refused, as it could not say which column it means (g
 Messages about a cell name a repeated or blank column by its index. Cells are separated by
 commas unless ``delimiter`` names another character (``';'``, as European spreadsheets export,
 ``'\\t'`` for TSV files, ``'|'``; one character, not a quote, a line break, a digit, ``.``, ``+``,
-``-``, ``e``, ``E`` or a blank other than tab, which would clash with quoting, rows or numbers); a
+``-``, ``e``, ``E`` or a blank other than tab, which would clash with quoting, rows or numbers), or
+``delimiter="whitespace"`` reads cells separated by runs of spaces and tabs, blanks at the ends of a
+line ignored and double-quoted cells holding blanks (numpy's ``savetxt`` and R's ``write.table``
+defaults, as pandas' ``read_csv(sep=r"\\s+")`` and ``np.loadtxt`` read them); a
 first row read as one column that another common separator (``,``, ``;``, tab, ``|``) would split
-says so. Decimal commas are not read: under another delimiter a cell ``1,5`` is not a number (its
+says so, as does one that blanks split (with the first data row) under a one-character delimiter.
+Decimal commas are not read: under another delimiter a cell ``1,5`` is not a number (its
 refusal says to write ``1.5``), and a label column holding such cells is refused unless ``task``
 is given. Before the header is decided, Excel's first line ``sep=X`` is skipped when ``X`` is the
 delimiter and refused, naming the delimiter to give, when it names another; a first line starting
 with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes its header so
 unless given ``comments=''``); and a last column with no name (or any last column, without a
 header) whose cells are blank on every line, as a delimiter ending every line makes it, is
-dropped, so the label defaults to the column before it. After it, a first
-column whose header cell is blank (or pandas' ``Unnamed: N``) over distinct integers (the index
+dropped, so the label defaults to the column before it. A header of two names or more one cell
+shorter than every data row (R's ``write.table`` with its default row names, which pandas reads as
+an index) drops the first cell of each data row (not when one is blank, nor when every last cell
+is: a delimiter leading or trailing the data lines), so column indices are the header's. After
+it, a first column whose header cell is blank (or pandas' ``Unnamed: N``) over distinct integers (the index
 ``DataFrame.to_csv()`` writes: ``0, 1, ..., n-1`` by default, other integers in any order after a
 filter, a shuffle or a re-index) is not a feature unless it is the label column; it still counts
 in column indices. Each of these is reported in :attr:`Dataset.notes`. A ``label_column``
@@ -186,7 +193,7 @@ class Dataset:
     whole-number labels, it adds that ``task='regression'`` exists), else
     is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
     Excel's ``sep=`` first line skipped (naming the delimiter), an unnamed empty last column ignored
-    (a trailing delimiter), a
+    (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
     column of distinct integers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
     datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
@@ -438,11 +445,12 @@ class Table:
     starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
     ``header_note`` as :attr:`Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
     (Excel's ``sep=`` line skipped, an unnamed empty last column dropped from ``names`` and
-    ``rows``). ``index_column`` is ``0`` when the first column is pandas' ``to_csv`` index (an
-    unnamed header cell over the row numbers ``0 .. len(rows) - 1``, in order), which
-    :meth:`feature_indices` leaves out unless it is the label column; else ``None``. It stays in
-    ``names`` and ``rows``, so column indices count it. ``delimiter`` is the character the cells
-    were separated by (messages name it).
+    ``rows``, R's row names dropped from ``rows``). ``index_column`` is ``0`` when the first
+    column is pandas' ``to_csv`` index (an unnamed header cell over the row numbers
+    ``0 .. len(rows) - 1``, in order), which :meth:`feature_indices` leaves out unless it is the
+    label column; else ``None``. It stays in ``names`` and ``rows``, so column indices count it.
+    ``delimiter`` is the character the cells were separated by (messages name it), or
+    ``"whitespace"``.
     """
 
     file: Path
@@ -667,7 +675,10 @@ def read_csv(
     any other single character but a quote (``"`` or ``'``), a line break, a digit, ``.``, ``+``,
     ``-``, ``e``, ``E`` or a blank other than tab (``str.isspace``), which would clash with
     quoting, rows or numbers (Python's ``csv`` ``delimiter``, as pandas' ``read_csv(sep=...)``
-    takes one character). Decimal commas are not read (:meth:`Table.columns` says so).
+    takes one character); or ``"whitespace"``: cells separated by runs of spaces and tabs, blanks
+    at the ends of a line ignored, a double-quoted cell holding blanks, line breaks and doubled
+    quotes (:mod:`torchlean._whitespace`; pandas' ``read_csv(sep=r"\\s+")``, ``np.loadtxt``).
+    Decimal commas are not read (:meth:`Table.columns` says so).
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
@@ -681,7 +692,8 @@ def read_csv(
             accepted).
 
     Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
-    line is dropped,
+    line is dropped (not under ``"whitespace"``, where blanks ending a line end no cell), R's row
+    names (a header one cell shorter than every data row) are dropped from the rows,
     and pandas' index column is marked as :attr:`Table.index_column` (the module docstring has the
     rules; :attr:`Table.notes` and :meth:`Table.index_note` report them).
 
@@ -921,9 +933,8 @@ def _separator_hint(first: Sequence[str], delimiter: str, second: Sequence[str] 
     cell holds another common separator (:data:`torchlean._delimiter.COMMON`, the one it holds
     most; ties to the first); else, under a one-character ``delimiter``, ``"; the file seems to be
     separated by blanks, not commas: pass delimiter='whitespace' (CLI: --delimiter whitespace)"``
-    when blanks split its cell, and the cell of the ``second`` row (the first data row, when the
-    first is a header) if it is one cell, in two or more (numpy's ``savetxt``, R's ``write.table``);
-    else ``""``."""
+    when blanks split its cell, and the ``second`` row's (the first data row, when the first is a
+    header; one cell too), in two or more (numpy's ``savetxt``, R's ``write.table``); else ``""``."""
     if len(first) != 1:
         return ""
     counts = {other: first[0].count(other) for other in _delimiter.COMMON if other != delimiter}

@@ -268,7 +268,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
         TorchLeanError: a checkpoint without training state; a setting it records that this
             torchlean does not know or refuses; options given that differ from the checkpoint's
-            (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; an option
+            (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; not
+            ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`restore`'s data digest
+            checks; an option
             the checkpoint's optimizer does not take named as a fresh run names it,
             :func:`_not_taken`);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's

@@ -32,7 +32,8 @@ columns are matched to the checkpoint's ``feature_names``:
 The file is read as ``torchlean train`` reads it (:func:`torchlean.data.read_csv`, each ``note:``
 on stderr), its cells separated by ``--delimiter`` (default ``,``; predict's own, as the file may
 be written otherwise than the training data): Excel's ``sep=`` line naming it is skipped, an
-unnamed last column blank on every line (a trailing delimiter) is dropped, and pandas' ``to_csv``
+unnamed last column blank on every line (a trailing delimiter) is dropped, R's row names (a header
+one cell shorter than every data row) are left out, and pandas' ``to_csv``
 index (an unnamed first column of the row numbers) is no feature, as training left it out, so a
 checkpoint trained on such a file predicts on the same layout; it still counts in
 ``--label-column`` indices. A checkpoint whose features name that column (trained before it was

@@ -44,7 +44,8 @@ the resumed run saves records it).
 
 On stderr: a ``note:`` line when a CSV header was guessed from an all-numbers first row (see
 ``--header``), and one for each of :attr:`torchlean.data.Dataset.notes` (Excel's ``sep=`` line
-naming the delimiter skipped, an unnamed empty last column ignored, a ``--label-column`` number
+naming the delimiter skipped, an unnamed empty last column ignored, R's row names left out, a
+``--label-column`` number
 read as a column name, pandas' index column left out of the features); after the audit, a ``note:``
 per op whose capsule is not of the provider the profile prefers because that provider's capsule was
 refused (:meth:`~torchlean.backend.profiles.BackendProfile.preference_notes`); a ``warning:`` line
