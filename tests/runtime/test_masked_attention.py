@@ -138,3 +138,28 @@ def test_a_zero_scale_is_a_scale_not_the_default() -> None:
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
     assert masked_attention.default_scale(4, 0.0) == 0.0
     assert masked_attention.default_scale(4, None) == 0.5
+
+
+@pytest.mark.parametrize("scale", [1e39, -1e39, 3.5e38])
+def test_a_scale_that_is_inf_in_float32_keeps_blocked_rows_zero_in_the_gradient(scale: float) -> None:
+    """A scale float32 cannot hold is ±inf there: the score cotangent of a blocked entry was
+    ``0 * inf = NaN`` and reached dq of fully blocked rows (review40 F1; the reference gives 0).
+    Oracle, by hand: a fully blocked row's output and dq are exactly 0; an allowed row is NaN
+    (its scores are ±inf or NaN), as the reference provider gives."""
+    from torchlean.backend.providers.reference import kernels as reference
+
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 2)))
+    mask = np.ones((3, 5), dtype=bool)
+    mask[1] = False
+    out = aten.scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    cotangent = np.ones_like(out)
+    dq, dk, dv, _ = aten.scaled_dot_product_attention_vjp(cotangent, q, k, v, mask, out=out, scale=scale)
+    assert dq is not None and dk is not None and dv is not None
+    assert not out[:, 1].any() and not dq[:, 1].any()
+    assert np.isnan(out[:, [0, 2]]).all() and np.isnan(dq[:, [0, 2]]).all()
+    ref_out = reference.scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    ref_grads = reference.scaled_dot_product_attention_vjp(cotangent, q, k, v, mask, out=ref_out, scale=scale)
+    np.testing.assert_array_equal(out, ref_out)
+    for got, want in zip((dq, dk, dv), ref_grads[:3], strict=True):
+        np.testing.assert_array_equal(got, want)

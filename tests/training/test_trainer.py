@@ -1040,7 +1040,8 @@ def test_a_torch_module_given_as_the_layer_is_named_once_with_the_way_over(modul
         Trainer(module)
     assert str(caught.value) == (
         f"layer must be a Layer (e.g. nn.linear(4, 1)), got a {named}: describe the model with "
-        "torchlean.nn layers, then copy the torch module's weights with model.load_state(module.state_dict())"
+        "torchlean.nn layers, then load the torch module's weights into the built model: "
+        "trainer.model.load_state(module.state_dict()) (a Model of nn.build(layer) has load_state too)"
     )
 
 

@@ -411,8 +411,8 @@ def not_a_layer(value: object) -> str:
         named = "torch.nn." + kind.__qualname__ if named.startswith("torch.nn.modules.") else named
         return (
             f"layer must be a Layer (e.g. nn.linear(4, 1)), got a {named}: describe the model with "
-            "torchlean.nn layers, then copy the torch module's weights with "
-            "model.load_state(module.state_dict())"
+            "torchlean.nn layers, then load the torch module's weights into the built model: "
+            "trainer.model.load_state(module.state_dict()) (a Model of nn.build(layer) has load_state too)"
         )
     message = f"layer must be a Layer (e.g. nn.linear(4, 1)), got {kind.__name__} {shown}"
     if isinstance(value, Model):

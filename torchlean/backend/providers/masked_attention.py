@@ -197,6 +197,8 @@ def attention_backward(g: Tensor, tape: AttentionTape) -> tuple[Tensor, Tensor, 
             finite = all_finite(g, tape.k, tape.q)
         dv = selected_matmul(probs.mT, allowed_t, g, b_finite=finite)
         ds = hard_masked_softmax_vjp(torch.matmul(g, tape.v.mT), probs, allowed) * tape.scale
+        if allowed is not None:  # blocked entries stay exactly 0 (selected_matmul's contract) when
+            ds = torch.where(allowed, ds, _zero(ds))  # the scale is inf in the dtype: 0 * inf
         dq = selected_matmul(ds, allowed, tape.k, b_finite=finite)
         dk = selected_matmul(ds.mT, allowed_t, tape.q, b_finite=finite)
     return dq, dk, dv
