@@ -314,10 +314,12 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
   T row_lse[ROWS];
   T row_delta[ROWS];
   T acc[ROWS][CPL];
+  bool attends[ROWS];  // the row has an allowed key (the same in every lane: from ballots)
   TL_UNROLL for (int r = 0; r < ROWS; ++r) {
     const std::int64_t i = q0 + warp * ROWS + r;
     row_lse[r] = i < s.nq ? lse[b * s.nq + i] : neg_inf<T>();
     row_delta[r] = i < s.nq ? delta[b * s.nq + i] : T(0);
+    attends[r] = false;
     TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] = T(0);
   }
 
@@ -359,6 +361,7 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
       const T p = allowed ? tl_exp(score[r] * scale - row_lse[r]) : T(0);
       const T ds = allowed ? p * (dp[r] - row_delta[r]) : T(0);
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      attends[r] = attends[r] || bits != 0u;
       for (int jj = 0; jj < kAttnBc; ++jj) {
         if (((bits >> jj) & 1u) == 0u) continue;
         const T dsj = __shfl_sync(kFullMask, ds, jj);
@@ -377,7 +380,8 @@ TL_GLOBAL void attention_backward_dq_kernel(const T* __restrict__ q, const T* __
     T* row = dq + (b * s.nq + i) * d;
     TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
-      if (col < d) row[col] = acc[r][c] * scale;
+      // a fully blocked row is 0, also when the scale is inf in T (0 * inf would be NaN)
+      if (col < d) row[col] = attends[r] ? acc[r][c] * scale : T(0);
     }
   }
 }
@@ -429,7 +433,9 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
 
   T acc_k[ROWS][CPL];
   T acc_v[ROWS][CPL];
+  bool attended[ROWS];  // some query attends the key (the same in every lane: from ballots)
   TL_UNROLL for (int r = 0; r < ROWS; ++r) {
+    attended[r] = false;
     TL_UNROLL for (int c = 0; c < CPL; ++c) {
       acc_k[r][c] = T(0);
       acc_v[r][c] = T(0);
@@ -479,6 +485,7 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
       const T p = allowed ? tl_exp(score[r] * scale - sL[lane]) : T(0);
       const T ds = allowed ? p * (dp[r] - sD[lane]) : T(0);
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
+      attended[r] = attended[r] || bits != 0u;
       for (int ii = 0; ii < kAttnBc; ++ii) {
         if (((bits >> ii) & 1u) == 0u) continue;  // blocked queries are never read
         const T pi = __shfl_sync(kFullMask, p, ii);
@@ -501,7 +508,8 @@ TL_GLOBAL void attention_backward_dkdv_kernel(const T* __restrict__ q, const T* 
     T* vrow = dvv + (b * s.nk + j) * dv;
     TL_UNROLL for (int c = 0; c < CPL; ++c) {
       const std::int64_t col = lane + kWarpSize * c;
-      if (col < d) krow[col] = acc_k[r][c] * scale;
+      // a key no query attends gets 0, also when the scale is inf in T (0 * inf would be NaN)
+      if (col < d) krow[col] = attended[r] ? acc_k[r][c] * scale : T(0);
       if (col < dv) vrow[col] = acc_v[r][c];
     }
   }

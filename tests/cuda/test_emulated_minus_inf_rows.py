@@ -298,6 +298,37 @@ def test_mixed_rows_match_the_reference_emulated(
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("scale", [1e39, -1e39])
+@pytest.mark.parametrize("nk", [5, 33, 65])
+def test_a_scale_that_is_inf_in_float32_keeps_blocked_rows_and_unread_keys_zero_emulated(
+    nk: int, scale: float, implementation: str, emulation: ModuleType
+) -> None:
+    """A float32 scale of ±inf makes every allowed score ±inf or NaN (NaN rows, as the
+    reference), but a fully blocked query row and a key no query attends take no cotangent: their
+    dq and dk are exactly 0. The direct kernel multiplied the accumulated ``sum_j ds_ij k_j`` (0
+    there) by the scale, ``0 * inf = NaN``; the composed capsule's score cotangent did the same
+    at blocked entries (review40 F1). Oracle: the reference kernels, and by hand (zeros)."""
+    dtype = torch.float32
+    r = np.random.default_rng([nk, 7])
+    q, k, v = (_rounded(r.standard_normal(shape), dtype) for shape in ((2, 4, 3), (2, nk, 3), (2, nk, 2)))
+    mask = r.random((4, nk)) < 0.7
+    mask[1] = False  # a fully blocked query row
+    mask[:, nk - 2] = False  # a key no query attends
+    mask[[0, 2, 3], 0] = True
+    g = _rounded(r.standard_normal((2, 4, 2)), dtype)
+    out, grads = _attention(implementation, q, k, v, mask, g, dtype, scale=scale)
+    want_out, want_grads = _reference(*(a.astype(np.float32) for a in (q, k, v)), mask, g.astype(np.float32),
+                                      scale=scale)  # in float32, where the scale is inf
+    _assert_close(out, want_out.astype(np.float64), 0.0, "out")
+    for got, want, name in zip(grads, want_grads, ("dq", "dk", "dv"), strict=True):
+        _assert_close(got, want.astype(np.float64), TOLERANCE[dtype], name)
+    assert_array_equal(out[:, 1], 0.0)
+    assert_array_equal(grads[0][:, 1], 0.0)
+    assert_array_equal(grads[1][:, nk - 2], 0.0)
+    assert np.isnan(grads[0][:, [0, 2, 3]]).all()
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("nk", KEY_COUNTS)
 def test_partly_minus_inf_rows_match_torch_sdpa_emulated(
