@@ -10,20 +10,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import mpmath
 import numpy as np
 import pytest
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _Parser, main
 from torchlean.cli import attention_check as cli
-from torchlean.spec import checker
+from torchlean.spec import _arith, checker
 from torchlean.spec.checker import (
+    EXPLICIT_SCALES,
     FLOAT64,
     MASK_KINDS,
     MPMATH_50,
     FlashCheckReport,
     check_flash_attention,
     flash_check_cases,
+    reference_logsumexp,
     scaled_error,
 )
 from torchlean.spec.flash import flash_attention_backward, flash_attention_forward
@@ -43,6 +46,12 @@ def test_full_sweep_passes_within_the_thresholds(full_report: FlashCheckReport) 
     assert fwd_mp <= 1e-40 and bwd_mp <= 1e-40
     # the 50-digit sweep really runs at 50 digits: its errors are far below float64 rounding
     assert max(fwd_mp, bwd_mp) < 1e-45
+    lse64, lse_mp = full_report.worst_lse(FLOAT64), full_report.worst_lse(MPMATH_50)
+    assert lse64 <= 1e-12 and lse_mp < 1e-45
+    # the lse comparison is not vacuous: most rows compare finite logsumexps that differ in the
+    # last bits (float64: fold order; mpmath: 50-digit rounding), none is skipped as non-finite
+    assert sum(row.lse_error > 0 for row in full_report.rows) > len(full_report.rows) // 2
+    assert {row.scale for row in full_report.rows} == {"default", "1.3", "-1.7", "0.0"}
 
 
 def test_sweep_covers_the_required_shapes_masks_and_tiles() -> None:
@@ -65,6 +74,25 @@ def test_sweep_covers_the_required_shapes_masks_and_tiles() -> None:
     quick = flash_check_cases(quick=True)
     assert set(quick) < set(cases) or len(quick) < len(cases)
     assert {c.mask for c in quick} == set(MASK_KINDS)
+    assert len({c.name for c in quick}) == len(quick)
+    assert EXPLICIT_SCALES == (1.3, -1.7, 0.0)  # positive non-default, negative, zero
+    for sweep in (cases, quick):
+        for precision in (FLOAT64, MPMATH_50):
+            chosen = [c for c in sweep if c.precision == precision]
+            # every mask kind meets the default scale and every explicit scale, over several shapes
+            for mask in MASK_KINDS:
+                assert {c.scale for c in chosen if c.mask == mask} == {None, *EXPLICIT_SCALES}
+            for scale in EXPLICIT_SCALES:
+                assert len({c.shape.label for c in chosen if c.scale == scale}) >= 3
+                assert len({c.tiles for c in chosen if c.scale == scale}) >= 3
+    # the default-scale cases come first and keep the seeds (so the inputs) they had before scales
+    default = [c for c in cases if c.scale is None]
+    assert cases[: len(default)] == tuple(default) and [c.seed for c in default] == list(range(len(default)))
+    f64_explicit = [c for c in cases if c.precision == FLOAT64 and c.scale is not None]
+    assert len(f64_explicit) == len(checker._FLOAT64_SHAPES) * len(MASK_KINDS) * len(EXPLICIT_SCALES)
+    by_name = {c.name: c for c in cases}
+    assert by_name["float64/wide/random/2x3/scale=default"].scale is None
+    assert cases[-1].name.endswith(f"/scale={cases[-1].scale!r}")
 
 
 def test_checker_catches_a_wrong_forward(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,6 +125,138 @@ def test_checker_catches_a_wrong_backward(monkeypatch: pytest.MonkeyPatch) -> No
     assert all(not row.passed and row.backward_error > 1e-3 for row in report.rows)
 
 
+def _with_lse(change: Any) -> Any:
+    """A flash forward whose saved logsumexp is ``change(lse)``; the output is left as is."""
+    real = flash_attention_forward
+
+    def forward(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = real(*args, **kwargs)
+        return out, change(np.asarray(lse))
+
+    return forward
+
+
+def test_checker_catches_a_wrong_logsumexp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lse + 1e-6, at every scale and precision: the lse column fails on every row."""
+    monkeypatch.setattr("torchlean.spec.checker.flash_attention_forward", _with_lse(lambda lse: lse + 1e-6))
+    cases = [c for c in flash_check_cases(quick=True) if c.mask in ("none", "random", "far-scores")][::2]
+    # a case whose random mask blocks every row saves only -inf, which + 1e-6 leaves as is
+    cases = [c for c in cases if np.isfinite(_reference_lse(c).astype(float)).any()]
+    assert len(cases) > 60
+    report = check_flash_attention(cases)
+    assert {row.precision for row in report.rows} == {FLOAT64, MPMATH_50}
+    assert {row.scale for row in report.rows} == {"default", "1.3", "-1.7", "0.0"}
+    for row in report.rows:
+        assert not row.passed and row.lse_error > row.threshold, row
+        assert row.forward_error <= row.threshold  # the output itself is right
+    # relative to the largest of |lse| and |score| (far-scores: about 1000, others a few units)
+    assert max(row.lse_error for row in report.rows) > 1e-7
+
+
+def test_only_the_lse_check_catches_a_blocked_row_saved_as_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row with no allowed key must save -inf. Saving 0 there changes nothing the backward
+    reads (the row's probabilities are selected away), so forward and backward still agree with
+    standard attention: only the independent logsumexp sees it."""
+    monkeypatch.setattr(
+        "torchlean.spec.checker.flash_attention_forward",
+        _with_lse(lambda lse: np.where(lse == -np.inf, 0.0, lse)),
+    )
+    cases = [c for c in flash_check_cases(quick=True) if c.mask in ("blocked-rows", "nan-blocked")]
+    report = check_flash_attention(cases)
+    assert {row.scale for row in report.rows} == {"default", "1.3", "-1.7", "0.0"}
+    for row in report.rows:
+        assert row.forward_error <= row.threshold and row.backward_error <= row.threshold, row
+        assert row.lse_error == float("inf") and not row.passed, row
+
+
+def _reference_lse(case: checker.FlashCheckCase) -> np.ndarray:
+    problem = checker._make_problem(case)
+    with mpmath.workdps(50):
+        return reference_logsumexp(problem.q, problem.k, problem.mask, case.scale)[0]
+
+
+def _drop_scale(function: Any) -> Any:
+    def without_scale(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("scale", None)
+        return function(*args, **kwargs)
+
+    return without_scale
+
+
+def test_checker_catches_a_flash_that_ignores_the_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("flash_attention_forward", "flash_attention_backward"):
+        monkeypatch.setattr(checker, name, _drop_scale(getattr(checker, name)))
+    cases = [c for c in flash_check_cases(quick=True) if c.mask in ("none", "causal-lower-right")]
+    report = check_flash_attention(cases)
+    explicit = [row for row in report.rows if row.scale != "default"]
+    assert {row.scale for row in explicit} == {"1.3", "-1.7", "0.0"}
+    for row in explicit:
+        assert not row.passed and row.forward_error > 1e-3 and row.lse_error > 1e-3, row
+    assert all(row.passed for row in report.rows if row.scale == "default")
+
+
+def test_the_logsumexp_check_catches_a_scale_dropped_on_both_sides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the checker lost the scale for flash and standard attention alike, the two would still
+    agree; the logsumexp is computed from the case's scale independently, so it fails."""
+    for name in (
+        "flash_attention_forward",
+        "flash_attention_backward",
+        "scaled_dot_product_attention",
+        "scaled_dot_product_attention_backward",
+    ):
+        monkeypatch.setattr(checker, name, _drop_scale(getattr(checker, name)))
+    cases = [c for c in flash_check_cases(quick=True) if c.mask in ("none", "random")]
+    report = check_flash_attention(cases)
+    explicit = [row for row in report.rows if row.scale != "default"]
+    assert {row.precision for row in explicit} == {FLOAT64, MPMATH_50}
+    for row in explicit:
+        assert row.forward_error <= row.threshold and row.backward_error <= row.threshold, row
+        assert not row.passed and row.lse_error > 1e-3, row
+    assert all(row.passed for row in report.rows if row.scale == "default")
+
+
+def test_reference_logsumexp_hand_values_and_torch() -> None:
+    torch = pytest.importorskip("torch")
+    q = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0], [0.5, 0.5]])
+    k = np.array([[1.0, 0.0], [0.0, 2.0], [-np.inf, 0.0]])
+    mask = np.array([
+        [True, True, False],  # finite scores only
+        [False, False, False],  # no allowed key: -inf
+        [False, False, True],  # only the -inf score (2 · -inf): NaN, flash's documented value
+        [True, False, True],  # a finite score and a -inf one: the -inf one weighs nothing
+    ])
+    for scale in (0.5, -1.7, None):
+        applied = 1 / np.sqrt(2) if scale is None else scale
+        lse, score_scale = reference_logsumexp(q, k, mask, scale)
+        with np.errstate(invalid="ignore"):
+            scores = torch.tensor(q @ k.T * applied, dtype=torch.float64)
+        want = torch.logsumexp(scores.masked_fill(~torch.tensor(mask), -torch.inf), dim=-1).numpy()
+        assert lse.shape == (4,) and lse.dtype == np.float64
+        assert lse[0] == pytest.approx(want[0], rel=1e-15, abs=0)
+        assert lse[0] == pytest.approx(np.log(np.exp(applied) + np.exp(0.0)), rel=1e-15, abs=0)
+        assert lse[1] == -np.inf
+        if scale is not None and scale < 0:  # -1.7 · -inf = +inf: an allowed +inf score
+            assert lse[2] == lse[3] == np.inf
+        else:
+            assert np.isnan(lse[2])
+            assert lse[3] == pytest.approx(want[3], rel=1e-15, abs=0) and lse[3] == 0.5 * applied
+        assert score_scale == abs(applied)  # largest finite allowed |score|: q0 . k0 = 1
+        with mpmath.workdps(50):
+            mp_lse, mp_scale = reference_logsumexp(
+                _arith.as_mpf_array(q), _arith.as_mpf_array(k), mask, scale
+            )
+            assert mp_lse[1] == mpmath.mpf("-inf")
+            assert mp_lse[2] == mpmath.inf if scale is not None and scale < 0 else mpmath.isnan(mp_lse[2])
+            exact = mpmath.log(mpmath.exp(mpmath.mpf(scale) if scale is not None else 1 / mpmath.sqrt(2)) + 1)
+            assert abs(mp_lse[0] - exact) < mpmath.mpf(10) ** -48
+            assert abs(float(mp_lse[0]) - lse[0]) <= 4e-16 * abs(lse[0])
+            assert abs(mp_scale - score_scale) <= 2e-16 * score_scale  # 1/sqrt(2): 1 ulp apart
+    assert (reference_logsumexp(q, k[:2], None, 0.0)[0] == np.log(2.0)).all()  # scores all 0
+    assert np.isnan(reference_logsumexp(q, k, None, 0.0)[0][:3]).all()  # 0 · -inf: an allowed NaN
+    empty = reference_logsumexp(q, k[:0], None, None)[0]
+    assert empty.shape == (4,) and (empty == -np.inf).all()
+
+
 def test_scaled_error() -> None:
     want = np.array([1e-4, -2e-4])
     got = want + 1e-16
@@ -115,16 +275,39 @@ def test_report_table_and_json(full_report: FlashCheckReport) -> None:
         "shape",
         "mask",
         "tiles",
+        "scale",
         "forward",
         "backward",
+        "lse",
         "limit",
         "result",
     ]
     assert len(table) == len(full_report.rows) + 1
     assert len({len(line) for line in table[1:] if line.endswith("ok")}) <= 2  # aligned columns
+    for line, row in zip(table[1:], full_report.rows, strict=True):
+        cells = line.split()
+        assert cells[-6:] == [
+            row.scale,
+            f"{row.forward_error:.3e}",
+            f"{row.backward_error:.3e}",
+            f"{row.lse_error:.3e}",
+            "1e-12" if row.precision == FLOAT64 else "1e-40",
+            "ok",
+        ]
     record = json.loads(json.dumps(full_report.to_dict()))
     assert record["passed"] is True and len(record["rows"]) == len(full_report.rows)
     assert record["thresholds"] == {"float64": 1e-12, "mpmath-50": 1e-40}
+    assert list(record["rows"][0]) == [
+        "case", "shape", "mask", "tiles", "scale", "precision",
+        "forward_error", "backward_error", "lse_error", "threshold", "passed",
+    ]
+    for precision in (FLOAT64, MPMATH_50):
+        forward, backward = full_report.worst(precision)
+        assert record["worst"][precision] == {
+            "forward": forward, "backward": backward, "lse": full_report.worst_lse(precision)
+        }
+    assert {row["scale"] for row in record["rows"]} == {"default", "1.3", "-1.7", "0.0"}
+    assert all(row["case"].endswith(f"/scale={row['scale']}") for row in record["rows"])
 
 
 # --- command line -------------------------------------------------------------------------------
@@ -148,10 +331,15 @@ def test_command_quick_prints_table_and_verdict_and_writes_json(
     assert lines[0].split()[:3] == ["case", "precision", "shape"]
     assert lines[-1] == f"verdict: PASS ({n} cases)"
     assert any(line.startswith("worst mpmath-50: forward ") for line in lines)
+    worst = [line for line in lines if line.startswith("worst ")]
+    assert [line.split(",")[2].split()[0] for line in worst] == ["lse", "lse"]
+    assert lines[0].split()[5:9] == ["scale", "forward", "backward", "lse"]
     assert captured.err == ""  # stderr is not a terminal here: no progress bar (tqdm disable=None)
     record = json.loads(path.read_text())
     assert record["command"] == "attention-check" and record["quick"] is True
     assert record["verdict"] == lines[-1] and len(record["rows"]) == n
+    assert set(record["worst"]["float64"]) == {"forward", "backward", "lse"}
+    assert all(isinstance(row["lse_error"], float) and row["scale"] for row in record["rows"])
 
 
 class _Terminal(io.StringIO):
@@ -256,13 +444,20 @@ def test_command_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert capsys.readouterr().out == ""  # refused before the check ran
 
 
+def _scores(case: checker.FlashCheckCase) -> np.ndarray:
+    """The case's scaled scores, in float64."""
+    problem = checker._make_problem(case)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float) * case.applied_scale
+
+
 def test_minus_inf_key_cases_hold_an_allowed_minus_inf_score_and_pass() -> None:
     cases = [c for c in flash_check_cases(quick=True) if c.mask == "minus-inf-key" and c.shape.d > 0]
     assert {c.precision for c in cases} == {"float64", MPMATH_50}
     positions = []
-    for case in cases:
+    for case in (c for c in cases if c.scale != 0.0):  # a negative scale included (k_j holds +inf)
         problem = checker._make_problem(case)
-        scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float)
+        scores = _scores(case)
         (minus_inf_keys,) = np.nonzero(np.all(scores == -np.inf, axis=tuple(range(scores.ndim - 1))))
         assert len(minus_inf_keys) == 1 and problem.mask is not None
         key = int(minus_inf_keys[0])
@@ -273,8 +468,26 @@ def test_minus_inf_key_cases_hold_an_allowed_minus_inf_score_and_pass() -> None:
     assert any(key < block for key, _, block in positions)
     assert any(key >= block for key, _, block in positions)
     assert any(key == n - 1 and n > 1 for key, n, _ in positions)
+    assert any(c.scale is not None and c.scale < 0 for c in cases)
     report = check_flash_attention(cases)
     assert report.passed
+
+
+def test_minus_inf_key_under_scale_zero_is_an_allowed_nan_score_and_passes() -> None:
+    """0 · -inf: row 0 holds an allowed NaN score; output, logsumexp and dq of row 0 are NaN in
+    both algorithms and in the independent logsumexp, and the cases pass."""
+    cases = [c for c in flash_check_cases(quick=True) if c.mask == "minus-inf-key" and c.scale == 0.0]
+    assert {c.precision for c in cases} == {"float64", MPMATH_50}
+    for case in cases:
+        problem = checker._make_problem(case)
+        scores = _scores(case)
+        assert problem.mask is not None and np.isnan(scores[..., 0, :]).any()
+        nan_rows = np.any(problem.mask & np.isnan(scores), axis=-1)  # row 0 and others allowing key j
+        assert nan_rows[..., 0].all()
+        lse = np.asarray(_reference_lse(case), dtype=float)
+        assert np.array_equal(np.isnan(lse), nan_rows)
+    report = check_flash_attention(cases)
+    assert report.passed, report.table()
 
 
 def test_far_scores_cases_put_every_score_below_exps_range_and_pass() -> None:
@@ -282,11 +495,16 @@ def test_far_scores_cases_put_every_score_below_exps_range_and_pass() -> None:
     must not compute ``exp(-maximum)`` (review20 mut FL1 gave NaN there and the sweep passed)."""
     cases = [c for c in flash_check_cases(quick=True) if c.mask == "far-scores" and c.shape.d > 0]
     assert {c.precision for c in cases} == {"float64", MPMATH_50}
-    for case in cases:
-        problem = checker._make_problem(case)
-        scores = np.asarray(problem.q @ np.swapaxes(problem.k, -1, -2), dtype=float) / np.sqrt(case.shape.d)
+    assert {c.scale for c in cases} == {None, *EXPLICIT_SCALES}
+    for case in (c for c in cases if c.scale is None):
+        scores = _scores(case)
         assert scores.size and scores.max() < -990.0  # -1000 q0 (q0 >= 1) plus a small q.k term
         assert np.exp(scores).max() == 0.0  # the premise: all of them underflow
+    for case in (c for c in cases if c.scale):  # k0 shifted by -1000/scale, a negative one too
+        scores = _scores(case)  # -1000 q0 plus scale times a small q.k term
+        assert scores.size and scores.max() < -900.0 and np.exp(scores).max() == 0.0
+    for case in (c for c in cases if c.scale == 0.0):
+        assert (_scores(case) == 0.0).all()  # scale 0 has no far scores: every score is 0
     report = check_flash_attention(cases)
     assert report.passed, report.table()
 

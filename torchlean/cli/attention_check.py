@@ -2,7 +2,8 @@
 
 Runs :func:`torchlean.spec.checker.check_flash_attention` with a progress bar on stderr (only when
 stderr is a terminal), prints an aligned table (one line per case: precision, shape, mask, tiles,
-worst forward and backward relative errors, limit, result), the worst errors per precision, and
+scale, worst forward and backward relative errors, the error of the saved row logsumexp, limit,
+result), the worst errors per precision, and
 a final line ``verdict: PASS (N cases)`` (exit 0) or ``verdict: FAIL (F of N cases failed)`` (exit 1).
 """
 
@@ -45,9 +46,12 @@ def register(subparsers: Any) -> None:
         help="compare the tiled (flash) attention spec with standard attention",
         description=(
             "Compare torchlean.spec.flash_attention (online softmax over tiles) with standard "
-            "scaled dot-product attention, forward and backward, over shapes, boolean masks and "
-            "tile sizes, in float64 (limit 1e-12) and at 50 significant digits with mpmath "
-            "(limit 1e-40). The tiles column is block_q x block_k; 0 is one tile spanning the axis."
+            "scaled dot-product attention, forward and backward, over shapes, boolean masks, "
+            "tile sizes and scales, and its saved row logsumexp (the lse column) with a logsumexp "
+            "of the allowed scaled scores computed independently, in float64 (limit 1e-12) and at "
+            "50 significant digits with mpmath (limit 1e-40). The tiles column is block_q x "
+            "block_k; 0 is one tile spanning the axis. The scale column is 'default' for "
+            "1/sqrt(d), or an explicit scale (positive, negative or 0)."
         ),
     )
     parser.add_argument(
@@ -101,7 +105,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     print()
     for precision, limit in THRESHOLDS.items():
         forward, backward = report.worst(precision)
-        print(f"worst {precision}: forward {forward:.3e}, backward {backward:.3e} (limit {limit:.0e})")
+        print(
+            f"worst {precision}: forward {forward:.3e}, backward {backward:.3e}, "
+            f"lse {report.worst_lse(precision):.3e} (limit {limit:.0e})"
+        )
     if args.json is not None:
         _write_json(args.json, report, quick=args.quick, seed=args.seed)
         if not json_on_stdout:  # as predict: stdout carries the record itself

@@ -2,9 +2,12 @@
 
 The original proves ``flashAttention = scaledDotProductAttention`` for a "flash" spec that ignores
 its tiles (anchor-runtime.md §5.3). Here the flash spec runs the real online-softmax recurrence, so
-the equality is shown by computation instead: over a sweep of shapes, masks and tile sizes, the
-forward output and the three gradients of :mod:`torchlean.spec.flash` are compared with those of
-:mod:`torchlean.spec.attention`, in float64 (worst error <= 1e-12 relative to the reference's
+the equality is shown by computation instead: over a sweep of shapes, masks, tile sizes and score
+scales (the default ``1/sqrt(d)`` and explicit positive, negative and zero ones), the forward output
+and the three gradients of :mod:`torchlean.spec.flash` are compared with those of
+:mod:`torchlean.spec.attention`, and the row logsumexp that the flash forward saves for its backward
+with a logsumexp of the allowed scaled scores that this module computes another way
+(:func:`reference_logsumexp`), in float64 (worst error <= 1e-12 relative to the reference's
 largest magnitude) and at 50 significant digits with mpmath (<= 1e-40). Agreement far below float64
 rounding at 50 digits shows that the two algorithms agree algebraically (Dao et al. 2022, the
 rescaling identity of the online softmax), not by float luck.
@@ -43,6 +46,9 @@ MASK_KINDS: tuple[str, ...] = (
     "far-scores",
 )
 
+EXPLICIT_SCALES: tuple[float, ...] = (1.3, -1.7, 0.0)
+"""The explicit ``scale`` values of the sweep, besides the default ``1/sqrt(d)`` (``None``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ShapeCase:
@@ -73,13 +79,31 @@ class ShapeCase:
 
 @dataclass(frozen=True, slots=True)
 class FlashCheckCase:
-    """One comparison: a shape, a mask kind, tile sizes and a precision."""
+    """One comparison: a shape, a mask kind, tile sizes, a precision and a score scale.
+
+    ``scale`` is passed as is to the flash and the standard functions: ``None`` is their default
+    ``1/sqrt(d)`` (1 when ``d == 0``), a float an explicit scale (zero and negative included).
+    """
 
     shape: ShapeCase
     mask: str
     config: FlashAttentionConfig
     precision: str
     seed: int
+    scale: float | None = None
+
+    @property
+    def scale_label(self) -> str:
+        """``default`` for ``1/sqrt(d)``, otherwise the explicit scale's ``repr`` (``-1.7``, ``0.0``)."""
+        return "default" if self.scale is None else repr(float(self.scale))
+
+    @property
+    def applied_scale(self) -> float:
+        """The scale the scores are multiplied by: the explicit one, or ``1/sqrt(d)`` (1 when
+        ``d == 0``)."""
+        if self.scale is not None:
+            return float(self.scale)
+        return 1 / math.sqrt(self.shape.d) if self.shape.d else 1.0
 
     @property
     def tiles(self) -> str:
@@ -89,8 +113,8 @@ class FlashCheckCase:
 
     @property
     def name(self) -> str:
-        """``precision/shape/mask/tiles``, the case's row label."""
-        return f"{self.precision}/{self.shape.label}/{self.mask}/{self.tiles}"
+        """``precision/shape/mask/tiles/scale=LABEL``, the case's row label (:attr:`scale_label`)."""
+        return f"{self.precision}/{self.shape.label}/{self.mask}/{self.tiles}/scale={self.scale_label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +124,24 @@ class FlashCheckRow:
     ``forward_error`` is :func:`scaled_error` of the output, ``backward_error`` the largest
     :func:`scaled_error` over dq, dk and dv: the largest difference divided by the larger of the
     reference's largest magnitude and the magnitude the inputs imply (:func:`natural_scales`).
-    A non-finite value in one result that the other does not hold identically counts as an
+    ``lse_error`` is :func:`scaled_error` of the logsumexp saved by
+    :func:`~torchlean.spec.flash.flash_attention_forward` against :func:`reference_logsumexp`,
+    relative to the larger of the reference's largest magnitude and the largest finite allowed
+    score. A non-finite value in one result that the other does not hold identically counts as an
     infinite error (the ``minus-inf-key`` cases have NaN in dq, in both results alike).
+    ``scale`` is the case's :attr:`FlashCheckCase.scale_label`; ``passed`` requires all three
+    errors within ``threshold``.
     """
 
     case: str
     shape: str
     mask: str
     tiles: str
+    scale: str
     precision: str
     forward_error: float
     backward_error: float
+    lse_error: float
     threshold: float
     passed: bool
 
@@ -139,6 +170,10 @@ class FlashCheckReport:
             max((row.backward_error for row in rows), default=0.0),
         )
 
+    def worst_lse(self, precision: str) -> float:
+        """The worst logsumexp error over the rows of ``precision`` (0.0 when there are none)."""
+        return max((row.lse_error for row in self.rows if row.precision == precision), default=0.0)
+
     def verdict(self) -> str:
         """``verdict: PASS (N cases)``, ``verdict: FAIL (F of N cases failed)``, or ``verdict: FAIL
         (no cases were checked)`` for an empty report."""
@@ -150,7 +185,10 @@ class FlashCheckReport:
 
     def table(self) -> str:
         """An aligned text table, one line per case."""
-        header = ("case", "precision", "shape", "mask", "tiles", "forward", "backward", "limit", "result")
+        header = (
+            *("case", "precision", "shape", "mask", "tiles", "scale"),
+            *("forward", "backward", "lse", "limit", "result"),
+        )
         lines = [
             (
                 str(i),
@@ -158,15 +196,17 @@ class FlashCheckReport:
                 row.shape,
                 row.mask,
                 row.tiles,
+                row.scale,
                 f"{row.forward_error:.3e}",
                 f"{row.backward_error:.3e}",
+                f"{row.lse_error:.3e}",
                 f"{row.threshold:.0e}",
                 "ok" if row.passed else "FAIL",
             )
             for i, row in enumerate(self.rows, start=1)
         ]
         widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
-        numeric = {0, 5, 6, 7}
+        numeric = {0, 6, 7, 8, 9}
 
         def render(cells: Sequence[str]) -> str:
             return "  ".join(
@@ -177,12 +217,17 @@ class FlashCheckReport:
         return "\n".join([render(header), *(render(line) for line in lines)])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record: thresholds, per-precision worst errors, rows, verdict. An infinite
-        error (a non-finite result) is ``None`` (JSON ``null``), so the record is strict JSON."""
+        """A JSON-ready record: thresholds, per-precision worst errors (``forward``, ``backward``,
+        ``lse``), rows (the fields of :class:`FlashCheckRow`), verdict. An infinite error (a
+        non-finite result) is ``None`` (JSON ``null``), so the record is strict JSON."""
         return {
             "thresholds": dict(THRESHOLDS),
             "worst": {
-                precision: {"forward": _finite_or_none(forward), "backward": _finite_or_none(backward)}
+                precision: {
+                    "forward": _finite_or_none(forward),
+                    "backward": _finite_or_none(backward),
+                    "lse": _finite_or_none(self.worst_lse(precision)),
+                }
                 for precision, (forward, backward) in ((p, self.worst(p)) for p in THRESHOLDS)
             },
             "passed": self.passed,
@@ -233,23 +278,51 @@ _MPMATH_SHAPES: tuple[ShapeCase, ...] = (
 _MPMATH_TILES: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (3, 2), (0, 0), (8, 8))
 
 
+def _explicit_tiles(shape: ShapeCase, tiles: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The tile pairs for ``shape``'s explicit-scale cases: 1x1 dropped above 1000 scores."""
+    return tuple(t for t in tiles if t != (1, 1) or shape.n_q * shape.n_k <= 1000)
+
+
 def flash_check_cases(*, quick: bool = False, seed: int = 0) -> tuple[FlashCheckCase, ...]:
-    """The sweep: every float64 shape × mask kind × tile pair, then a small mpmath sweep.
+    """The sweep: every float64 shape × mask kind × tile pair and a small mpmath sweep, all at
+    the default scale ``1/sqrt(d)``; then the explicit scales (:data:`EXPLICIT_SCALES`).
+
+    Explicit scales, in float64: every shape × mask kind × explicit scale, with one tile pair per
+    combination, taken in turn from the tile pairs (so each mask kind and scale meets many tile
+    pairs over the shapes; 1x1 tiles are skipped on shapes of more than 1000 scores per batch
+    entry, where they would cost more than the rest of the explicit sweep); in mpmath: every
+    shape × mask kind with one explicit scale, taken in turn (each mask kind meets every scale
+    over the four shapes), and one tile pair in turn. The default-scale cases come first and keep
+    their seeds.
 
     ``quick`` keeps five float64 shapes and four tile pairs (still every mask kind, tiles 1, not
-    dividing, and larger than n) and the whole mpmath sweep.
+    dividing, and larger than n), takes one explicit scale per float64 shape × mask kind in turn
+    (each mask kind still meets every scale), and keeps the whole mpmath sweep.
     """
     shapes = _FLOAT64_SHAPES if not quick else tuple(s for s in _FLOAT64_SHAPES if s.label in _QUICK_SHAPES)
     tiles = _QUICK_TILES if quick else _FLOAT64_TILES
-    plan = [(shape, mask, tile, FLOAT64) for shape in shapes for mask in MASK_KINDS for tile in tiles] + [
-        (shape, mask, tile, MPMATH_50)
+    plan: list[tuple[ShapeCase, str, tuple[int, int], str, float | None]] = []
+    plan += [(shape, mask, tile, FLOAT64, None) for shape in shapes for mask in MASK_KINDS for tile in tiles]
+    plan += [
+        (shape, mask, tile, MPMATH_50, None)
         for shape in _MPMATH_SHAPES
         for mask in MASK_KINDS
         for tile in _MPMATH_TILES
     ]
+    n_scales = len(EXPLICIT_SCALES)
+    for i, shape in enumerate(shapes):
+        shape_tiles = _explicit_tiles(shape, tiles)
+        for j, mask in enumerate(MASK_KINDS):
+            scales = (EXPLICIT_SCALES[(i + j) % n_scales],) if quick else EXPLICIT_SCALES
+            for n, scale in enumerate(scales):
+                plan.append((shape, mask, shape_tiles[(i + j + n) % len(shape_tiles)], FLOAT64, scale))
+    for i, shape in enumerate(_MPMATH_SHAPES):
+        for j, mask in enumerate(MASK_KINDS):
+            tile = _MPMATH_TILES[(i + j) % len(_MPMATH_TILES)]
+            plan.append((shape, mask, tile, MPMATH_50, EXPLICIT_SCALES[(i + j) % n_scales]))
     return tuple(
-        FlashCheckCase(shape, mask, FlashAttentionConfig(*tile), precision, seed + index)
-        for index, (shape, mask, tile, precision) in enumerate(plan)
+        FlashCheckCase(shape, mask, FlashAttentionConfig(*tile), precision, seed + index, scale)
+        for index, (shape, mask, tile, precision, scale) in enumerate(plan)
     )
 
 
@@ -303,22 +376,29 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         v[..., shape.n_k - 1, :] = np.nan
         d_out[..., 0, :] = np.nan
     if case.mask == "minus-inf-key" and shape.d > 0:
-        # Key j scores exactly -inf for every query (k_j = [-inf, 0, ...], q[..., 0] > 0): an
-        # allowed score of -inf. Softmax gives it weight 0; dq is NaN where that weight meets k_j's
-        # -inf (0 * -inf), in standard attention as in flash. j is drawn per case, so over the
-        # sweep it falls in the first key tile (a tile whose allowed scores may all be -inf, then
-        # rescaled from a -inf running maximum), in later ones and in the last.
+        # Key j scores exactly -inf for every query (k_j = [-inf, 0, ...], q[..., 0] > 0; +inf
+        # under a negative scale): an allowed score of -inf. Softmax gives it weight 0; dq is NaN
+        # where that weight meets k_j's infinity (0 * -inf), in standard attention as in flash. j is
+        # drawn per case, so over the sweep it falls in the first key tile (a tile whose allowed
+        # scores may all be -inf, then rescaled from a -inf running maximum), in later ones and in
+        # the last. Under scale 0 the score is 0 · -inf = NaN instead: an allowed NaN score, which
+        # makes row 0 NaN (output, logsumexp, dq) in both algorithms.
         j = int(rng.integers(shape.n_k)) if shape.n_k > 0 else 0
         q[..., 0] = np.abs(q[..., 0]) + 0.5
         k[..., j, :] = 0.0
-        k[..., j, 0] = -np.inf
+        k[..., j, 0] = np.inf if case.applied_scale < 0 else -np.inf
     if case.mask == "far-scores" and shape.d > 0:
         # Every score of every row lies near -1000 or lower (-1000 q0 plus a small q.k term),
         # far below -709, where exp underflows to 0 in float64: the
         # online softmax must rescale from its first tile's maximum without exp(-maximum), which
-        # overflows (softmax is shift-invariant, so standard attention is unaffected).
+        # overflows (softmax is shift-invariant, so standard attention is unaffected). Under an
+        # explicit scale k0 is shifted by -1000 / scale (towards +inf when the scale is negative),
+        # so the scores lie there too; under scale 0 every score is 0.
         q[..., 0] = np.abs(q[..., 0]) + 1.0
-        k[..., 0] -= 1000.0 * math.sqrt(shape.d)
+        if case.scale is None:
+            k[..., 0] -= 1000.0 * math.sqrt(shape.d)
+        elif case.scale != 0:
+            k[..., 0] -= 1000.0 / case.scale
     if case.precision == MPMATH_50:
         q, k, v, d_out = (_arith.as_mpf_array(x) for x in (q, k, v, d_out))
     return _Problem(q, k, v, d_out, mask)
@@ -375,35 +455,109 @@ def _same_non_finite(got: Array, reference: Array) -> bool:
     )
 
 
+def reference_logsumexp(
+    q: Array, k: Array, mask: BoolArray | None, scale: float | None
+) -> tuple[Array, float]:
+    """Row logsumexp of the allowed scaled scores, computed independently of the flash spec.
+
+    Args:
+        q: (..., nQ, d), k: (..., nK, d), float64 or mpmath object arrays; leading axes broadcast.
+        mask: None or a bool array broadcastable to (*batch, nQ, nK); True = may attend.
+        scale: the score factor; None is ``1/sqrt(d)`` (1 when ``d == 0``), computed here.
+
+    Returns:
+        ``(lse, score_scale)``: ``lse`` of shape (*batch, nQ) (float64, or mpmath at the working
+        precision) and the largest magnitude of the finite allowed scores (0.0 when there are
+        none). In float64 the scores are ``einsum(q, k) · scale`` and each row is
+        ``np.logaddexp.reduce`` over its allowed entries (a left fold of ``max(a, b) +
+        log1p(exp(-|a - b|))``, no maximum taken first); for mpmath arrays each score is
+        ``mpmath.fdot`` times the scale and each row ``log(fsum(exp(s)))`` directly, which does
+        not overflow or underflow in mpmath's exponent range. A row with no allowed key is
+        ``-inf``; a row whose allowed scores are all ``-inf`` is NaN (documented by
+        :func:`~torchlean.spec.flash.flash_attention_forward`: the NaN carries the row's NaN
+        output into the backward; ``torch.logsumexp`` gives ``-inf``), and so is a row with an
+        allowed NaN score. A row with an allowed ``+inf`` score is ``+inf`` here (flash's is NaN);
+        no case of the sweep has one (``minus-inf-key`` flips its infinity under a negative scale).
+    """
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    multiprecision = q.dtype == object
+    if multiprecision:
+        applied: Any = mpmath.mpf(1 if scale is None else scale)
+        if scale is None and d:
+            applied = 1 / mpmath.sqrt(d)
+        q_full = np.broadcast_to(q, (*batch, n_q, d))
+        k_full = np.broadcast_to(k, (*batch, n_k, d))
+        scores = np.empty((*batch, n_q, n_k), dtype=object)
+        for index in np.ndindex(*batch, n_q, n_k):
+            *lead, i, j = index
+            scores[index] = mpmath.fdot(q_full[(*lead, i)].tolist(), k_full[(*lead, j)].tolist()) * applied
+    else:
+        applied = (1 / math.sqrt(d) if d else 1.0) if scale is None else float(scale)
+        with np.errstate(invalid="ignore", over="ignore"):
+            scores = np.einsum("...id,...jd->...ij", q, k) * applied
+        scores = np.broadcast_to(scores, (*batch, n_q, n_k))
+    allowed = np.ones((*batch, n_q, n_k), dtype=bool) if mask is None else np.broadcast_to(mask, scores.shape)
+    finite_allowed = allowed & _arith.isfinite(scores)
+    score_scale = float(np.max(np.abs(scores[finite_allowed]))) if np.any(finite_allowed) else 0.0
+    # rows with allowed keys whose allowed scores are all -inf: NaN, as documented (see above)
+    all_minus_inf = np.any(allowed, axis=-1) & np.all(~allowed | (scores == -np.inf), axis=-1)
+    if multiprecision:
+        lse = np.empty((*batch, n_q), dtype=object)
+        for row in np.ndindex(*batch, n_q):
+            values = scores[row][allowed[row]].tolist()
+            lse[row] = mpmath.log(mpmath.fsum(mpmath.exp(s) for s in values))  # log(0) = -inf: no key
+        nan: Any = mpmath.mpf("nan")
+    else:
+        with np.errstate(invalid="ignore"):  # an allowed NaN score gives NaN, as it should
+            lse = (
+                np.logaddexp.reduce(np.where(allowed, scores, -np.inf), axis=-1)
+                if n_k
+                else np.full((*batch, n_q), -np.inf)
+            )
+        nan = np.nan
+    lse[all_minus_inf] = nan
+    return lse, score_scale
+
+
 def run_flash_case(case: FlashCheckCase) -> FlashCheckRow:
-    """Compare flash with standard attention, forward and backward, on one case."""
+    """Compare flash with standard attention, forward and backward, at the case's scale, and
+    flash's saved logsumexp with :func:`reference_logsumexp`, on one case."""
     problem = _make_problem(case)
-    d = case.shape.d
     out_scale, dq_scale, dk_scale, dv_scale = natural_scales(
-        problem.q, problem.k, problem.v, problem.d_out, 1 / math.sqrt(d) if d else 1.0
+        problem.q, problem.k, problem.v, problem.d_out, abs(case.applied_scale)
     )
     with mpmath.workdps(MPMATH_DIGITS):
         args = (problem.q, problem.k, problem.v)
-        reference = scaled_dot_product_attention(*args, problem.mask)
-        reference_grads = scaled_dot_product_attention_backward(*args, problem.d_out, problem.mask)
-        out, lse = flash_attention_forward(*args, problem.mask, config=case.config)
-        grads = flash_attention_backward(*args, out, lse, problem.d_out, problem.mask, config=case.config)
+        scale = case.scale
+        reference = scaled_dot_product_attention(*args, problem.mask, scale=scale)
+        reference_grads = scaled_dot_product_attention_backward(
+            *args, problem.d_out, problem.mask, scale=scale
+        )
+        out, lse = flash_attention_forward(*args, problem.mask, scale=scale, config=case.config)
+        grads = flash_attention_backward(
+            *args, out, lse, problem.d_out, problem.mask, scale=scale, config=case.config
+        )
+        reference_lse, score_scale = reference_logsumexp(problem.q, problem.k, problem.mask, scale)
         forward_error = scaled_error(out, reference, out_scale)
         backward_error = max(
             scaled_error(got, want, natural)
             for got, want, natural in zip(grads, reference_grads, (dq_scale, dk_scale, dv_scale), strict=True)
         )
+        lse_error = scaled_error(np.asarray(lse), reference_lse, score_scale)
     threshold = THRESHOLDS[case.precision]
     return FlashCheckRow(
         case=case.name,
         shape=case.shape.describe(),
         mask=case.mask,
         tiles=case.tiles,
+        scale=case.scale_label,
         precision=case.precision,
         forward_error=forward_error,
         backward_error=backward_error,
+        lse_error=lse_error,
         threshold=threshold,
-        passed=forward_error <= threshold and backward_error <= threshold,
+        passed=forward_error <= threshold and backward_error <= threshold and lse_error <= threshold,
     )
 
 
