@@ -134,10 +134,10 @@ def flash_attention_forward(
     Returns:
         ``out`` (*batch, nQ, dv), equal to :func:`torchlean.spec.scaled_dot_product_attention`
         up to rounding, and ``logsumexp`` (*batch, nQ): ``log sum_j allowed exp(S_ij)`` per query
-        row, ``-inf`` for a row with no allowed key (whose output is 0), and NaN (not
-        ``torch.logsumexp``'s ``-inf``) for a row whose allowed scores are all ``-inf`` or
-        NaN: its output is NaN, standard attention's softmax of them, and the NaN logsumexp
-        carries that NaN into the backward. Source: Dao et al. 2022
+        row, ``-inf`` for a row with no allowed key (whose output is 0), and NaN for a row
+        whose allowed scores are all ``-inf`` (``torch.logsumexp`` gives ``-inf``), or hold a
+        NaN or a ``+inf`` (``+inf`` there): its output is NaN, standard attention's softmax of
+        them, and the NaN logsumexp carries that NaN into the backward. Source: Dao et al. 2022
         (Algorithm 1), FlashAttention-2 (Dao 2023, Algorithm 1: query tiles outside, key tiles
         inside, one normalisation at the end).
 
