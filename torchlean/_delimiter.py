@@ -134,7 +134,7 @@ def python_refusal(delimiter: object, why: str) -> str:
     return (
         f"delimiter must be one character such as ',' (the default), ';', '\\t' or '|', {RULE}, or "
         f"'whitespace' (runs of spaces and tabs); got {delimiter!r}, which {why}"
-        f"{_to_whitespace(delimiter, 'delimiter=' + repr(WHITESPACE))}"
+        f"{_pointer(delimiter, python=True)}"
     )
 
 
@@ -146,12 +146,36 @@ def cli_refusal(text: str, why: str) -> str:
     return (
         f"expected one character such as , (the default), ';', '|' or tab (also written \\t, or a literal "
         f"tab), {RULE}, or whitespace (also written space: runs of spaces and tabs); got {text!r}, which "
-        f"{why}{_to_whitespace(text, '--delimiter whitespace')}"
+        f"{why}{_pointer(text, python=False)}"
     )
 
 
-def _to_whitespace(delimiter: object, how: str) -> str:
-    """For a space given as the delimiter, how to read cells separated by blanks: ``how``."""
-    if delimiter != " ":
+_PANDAS_BLANKS = frozenset({"\\s+", "[ \\t]+", " +"})
+"""The regular expressions for runs of blanks that pandas' ``read_csv(sep=...)`` takes
+(``r"\\s+"``), which :data:`WHITESPACE` reads here."""
+
+
+def _pointer(delimiter: object, *, python: bool) -> str:
+    """For a refused ``delimiter`` that means an accepted one spelled otherwise, how to spell it
+    in Python (``python``) or on the command line: a space, ``space`` (in Python), a case variant
+    of ``whitespace`` or ``space`` and pandas' ``sep=r"\\s+"`` are :data:`WHITESPACE`; ``tab``
+    and ``\\t`` (backslash, t; in Python) or a case variant of ``tab`` are the tab; else
+    ``""``."""
+    if not isinstance(delimiter, str):
         return ""
-    return f" (for cells separated by spaces, as numpy's savetxt and R's write.table write them: {how})"
+    blanks = "delimiter='whitespace'" if python else "--delimiter whitespace"
+    if delimiter == " ":
+        return (
+            f" (for cells separated by spaces, as numpy's savetxt and R's write.table write them: {blanks})"
+        )
+    if delimiter in _PANDAS_BLANKS:
+        return f" (pandas' sep=r'{delimiter}', runs of blanks, is {blanks} here)"
+    word = delimiter.strip().lower()
+    tab = "delimiter='\\t', the tab character" if python else "--delimiter tab"
+    for words, what, how in ((_CLI_WHITESPACE, "runs of blanks", blanks), (("tab", "\\t"), "a tab", tab)):
+        if word not in words:
+            continue
+        if python and delimiter in words:
+            return f" ({delimiter!r} is the command line's spelling: pass {how})"
+        return f" (for {what} pass {how})"
+    return ""

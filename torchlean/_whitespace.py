@@ -5,9 +5,14 @@
 Mirrors pandas' ``read_csv(sep=r"\\s+")`` (and ``np.loadtxt``): blanks at the ends of a line are
 ignored, so a line's cells are its runs of non-blanks; a cell that starts with a double quote runs
 to the closing quote and may hold blanks, line breaks and doubled quotes (``""`` for one ``"``), as
-R quotes strings and header names; what follows a closing quote up to the next blank is part of
-the cell, and a quote inside an unquoted cell is text, as Python's ``csv`` reads quotes when not
-strict. An empty quoted cell ``""`` is a cell.
+R quotes strings and header names; inside a quoted cell a backslash before a quote (``\\"``) is
+one quote too, as R's ``write.table`` escapes a quote by default (``qmethod = "escape"``; the
+doubled quote is its ``qmethod = "double"``; pandas reads ``\\"`` so given
+``escapechar="\\\\"``), and another backslash is text (``write.table`` escapes only quotes, so
+a string ending in a backslash, written ``"a\\"``, is misread: its closing quote is taken as an
+escaped one). What follows a closing quote up to the next blank is part of the cell, and a quote
+inside an unquoted cell is text, as Python's ``csv`` reads quotes when not strict. An empty quoted
+cell ``""`` is a cell.
 """
 
 from __future__ import annotations
@@ -60,7 +65,11 @@ def rows(lines: Iterable[str]) -> Iterator[Record]:
             char = line[i]
             i += 1
             if quoted:
-                if char != '"':
+                if char == "\\" and line[i:i + 1] == '"':  # R's escaped quote: one
+                    assert cell is not None
+                    cell.append('"')
+                    i += 1
+                elif char != '"':
                     assert cell is not None
                     cell.append(char)
                 elif line[i:i + 1] == '"':  # a doubled quote is one

@@ -38,13 +38,17 @@ Decimal commas are not read: under another delimiter a cell ``1,5`` is not a num
 refusal says to write ``1.5``), and a label column holding such cells is refused unless ``task``
 is given. Before the header is decided, Excel's first line ``sep=X`` is skipped when ``X`` is the
 delimiter and refused, naming the delimiter to give, when it names another; a first line starting
-with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes its header so
-unless given ``comments=''``); and a last column with no name (or any last column, without a
-header) whose cells are blank on every line, as a delimiter ending every line makes it, is
-dropped, so the label defaults to the column before it. A header of two names or more one cell
-shorter than every data row (R's ``write.table`` with its default row names, which pandas reads as
-an index) drops the first cell of each data row (not when one is blank, nor when every last cell
-is: a delimiter leading or trailing the data lines), so column indices are the header's. After
+with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes its header so unless
+given ``comments=''``; under ``delimiter="whitespace"`` its line ``# a b y`` is read as the header,
+with a note, when it names a column per cell of the next row, unless ``header=False``); and a last
+column with no name (or any last column, without a header) whose cells are blank on every line, as
+a delimiter ending every line makes it, is dropped, so the label defaults to the column before it.
+A header of two names or more one cell shorter than every data row (R's ``write.table`` with its
+default row names, which pandas reads as an index) drops the first cell of each data row (not when
+one is blank, nor when every last cell is: a delimiter leading or trailing the data lines, nor when
+two first cells are equal, as R's row names are distinct: the row-length error then asks about a
+cell holding the delimiter unquoted), so column indices are the header's; an error reading the
+cells after that says so. After
 it, a first column whose header cell is blank (or pandas' ``Unnamed: N``) over distinct integers (the index
 ``DataFrame.to_csv()`` writes: ``0, 1, ..., n-1`` by default, other integers in any order after a
 filter, a shuffle or a re-index) is not a feature unless it is the label column; it still counts
@@ -85,6 +89,7 @@ known classes, or as regression targets).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import itertools
@@ -192,7 +197,8 @@ class Dataset:
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
     whole-number labels, it adds that ``task='regression'`` exists), else
     is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
-    Excel's ``sep=`` first line skipped (naming the delimiter), an unnamed empty last column ignored
+    Excel's ``sep=`` first line skipped (naming the delimiter), numpy's ``savetxt`` header ``# a b y``
+    read as the header (under ``delimiter="whitespace"``), an unnamed empty last column ignored
     (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
     column of distinct integers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
@@ -410,11 +416,12 @@ def load_csv(
             f"{display_name(table.shown(label))} and column 0, pandas' to_csv index of row numbers, which is "
             "not a feature"
         )
-    x, cells = table.columns(label)
-    assert cells is not None  # a label column was asked for
-    y, classes, kind = _labels(
-        table.file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
-    )
+    with table.row_names_told():
+        x, cells = table.columns(label)
+        assert cells is not None  # a label column was asked for
+        y, classes, kind = _labels(
+            table.file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
+        )
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
         target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
@@ -444,13 +451,15 @@ class Table:
     are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
     starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
     ``header_note`` as :attr:`Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
-    (Excel's ``sep=`` line skipped, an unnamed empty last column dropped from ``names`` and
-    ``rows``, R's row names dropped from ``rows``). ``index_column`` is ``0`` when the first
+    (Excel's ``sep=`` line skipped, numpy's ``savetxt`` header ``# a b y`` read as the header, an
+    unnamed empty last column dropped from ``names`` and ``rows``, R's row names dropped from
+    ``rows``). ``index_column`` is ``0`` when the first
     column is pandas' ``to_csv`` index (an unnamed header cell over the row numbers
     ``0 .. len(rows) - 1``, in order), which :meth:`feature_indices` leaves out unless it is the
     label column; else ``None``. It stays in ``names`` and ``rows``, so column indices count it.
     ``delimiter`` is the character the cells were separated by (messages name it), or
-    ``"whitespace"``.
+    ``"whitespace"``. ``row_names`` is whether the first cell of each data row was dropped as R's
+    row name (:meth:`row_names_told` adds it to the errors of reading the cells).
     """
 
     file: Path
@@ -463,6 +472,7 @@ class Table:
     notes: tuple[str, ...] = ()
     index_column: int | None = None
     delimiter: str = _delimiter.COMMA
+    row_names: bool = False
 
     @property
     def first_line(self) -> int:
@@ -554,17 +564,58 @@ class Table:
             return None
         by = "" if self.delimiter == _delimiter.COMMA else f" separated by {_delimiter.one(self.delimiter)}"
         trailing = f"a trailing {_delimiter.word(self.delimiter)}"
-        if self.delimiter == _delimiter.WHITESPACE:  # blanks ending a line end no cell there
-            hint = ""
-        elif len(row) == len(self.names) + 1 and not row[-1].strip():
+        blanks = self.delimiter == _delimiter.WHITESPACE  # blanks ending a line end no cell there
+        if not blanks and len(row) == len(self.names) + 1 and not row[-1].strip():
             hint = f" (its last cell is empty: {trailing} on this line?)"
-        elif len(row) + 1 == len(self.names) and self.has_header and not self.names[-1]:
+        elif not blanks and len(row) + 1 == len(self.names) and self.has_header and not self.names[-1]:
             hint = f" (the header's last cell is empty: {trailing} on the header line?)"
+        elif self.has_header and _one_cell_more(self.names, self.rows):
+            hint = f" ({self._one_cell_more_hint()})"
         else:
             hint = ""
         return DataError(
             f"{self.file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
             f"expected {len(self.names)}{hint}"
+        )
+
+    @contextlib.contextmanager
+    def row_names_told(self) -> Iterator[None]:
+        """Add to a :class:`DataError` raised inside (reading the cells: :meth:`columns`, the
+        labels) that the first cell of each data row was dropped as R's row name, when it was
+        (:attr:`row_names`): the note would be printed after a load that succeeds, and a header
+        that is one name short, not R's, shifts the columns (the error is re-raised, its class and
+        attributes kept)."""
+        try:
+            yield
+        except DataError as error:
+            if not self.row_names:
+                raise
+            n = len(self.names)
+            error.args = (
+                f"{error} (the header has {n} cells and every data row {n + 1}, so the first cell of each "
+                "row was taken as R's row name and left out, and the header names the cells after it; if "
+                "the header lacks the first column's name, add it)",
+                *error.args[1:],
+            )
+            raise
+
+    def _one_cell_more_hint(self) -> str:
+        """Why every data row has one cell more than the header, when its first cells repeat (so
+        they are not R's row names): a cell holding the delimiter unquoted?"""
+        n = len(self.names)
+        held = "a blank" if self.delimiter == _delimiter.WHITESPACE else _delimiter.one(self.delimiter)
+        example = (
+            ", such as Iris setosa as R's write.table(..., quote = FALSE) writes it"
+            if self.delimiter == _delimiter.WHITESPACE else ""
+        )
+        repeated = _repeated_first_cell(self.rows)
+        repeats = "" if repeated is None else (
+            f"; its first column is not R's row names, which are distinct: it holds "
+            f"{_cell_shown(repeated[0])} on lines {self.lines[repeated[1]]} and {self.lines[repeated[2]]}"
+        )
+        return (
+            f"every data row has {n + 1} cells and the header {n}: does a cell hold {held} without quotes"
+            f"{example}? quote such cells{repeats}"
         )
 
     def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
@@ -588,6 +639,7 @@ class Table:
         # something is refused: read cell by cell, so the first refusal in file order is raised
         x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
         cells: list[str] = []
+        separator = self._separator_by_blanks()
         for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
             error = self.row_error(r)
             if error is not None:
@@ -603,11 +655,39 @@ class Table:
                         self.file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
                     )
                 except DataError as error:
+                    cell = row[i].strip()
+                    if separator is not None and (cell.startswith(separator) or cell.endswith(separator)):
+                        raise DataError(
+                            f"{self.file}: line {line}, column {display_name(self.shown(i))}: not a number: "
+                            f"{_cell_shown(row[i])}; the file seems to be separated by "
+                            f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
+                        ) from None
                     hint = self._label_hint(i)
                     if not hint:
                         raise
                     raise DataError(f"{error} {hint}") from None
         return x, None if label is None else cells
+
+    def _separator_by_blanks(self) -> str | None:
+        """Under :data:`torchlean._delimiter.WHITESPACE`, the common separator (``,``, ``;``,
+        ``|``) that the first row and the first data row hold as often, each only at a cell's
+        start or end (``a, b, y`` over ``1, 2, 0``: a file separated by ``", "``, whose cells the
+        blanks split with the separator left on them); else ``None``. Decimal commas (``1,5``)
+        sit inside a cell, so they are not taken for one."""
+        if self.delimiter != _delimiter.WHITESPACE or not self.rows:
+            return None
+        for separator in _delimiter.COMMON:
+            if separator == _delimiter.TAB:  # a blank, which separates cells here
+                continue
+            counts = set()
+            for row in (self.first_row, self.rows[0]):
+                if any(separator in cell.strip().strip(separator) for cell in row):
+                    break
+                counts.add(sum(cell.count(separator) for cell in row))
+            else:
+                if len(counts) == 1 and 0 not in counts:
+                    return separator
+        return None
 
     def _label_hint(self, index: int) -> str:
         """``(is y the label? ...)`` when feature column ``index`` holds no number in any row (a
@@ -676,9 +756,11 @@ def read_csv(
     ``-``, ``e``, ``E`` or a blank other than tab (``str.isspace``), which would clash with
     quoting, rows or numbers (Python's ``csv`` ``delimiter``, as pandas' ``read_csv(sep=...)``
     takes one character); or ``"whitespace"``: cells separated by runs of spaces and tabs, blanks
-    at the ends of a line ignored, a double-quoted cell holding blanks, line breaks and doubled
-    quotes (:mod:`torchlean._whitespace`; pandas' ``read_csv(sep=r"\\s+")``, ``np.loadtxt``).
-    Decimal commas are not read (:meth:`Table.columns` says so).
+    at the ends of a line ignored, a double-quoted cell holding blanks, line breaks and quotes,
+    doubled or escaped by a backslash as R writes them (:mod:`torchlean._whitespace`; pandas'
+    ``read_csv(sep=r"\\s+")``, ``np.loadtxt``). Decimal commas are not read (:meth:`Table.columns`
+    says so; under ``"whitespace"``, cells ending in a comma on the first two rows name the comma
+    as the file's separator instead).
 
     Raises:
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
@@ -686,14 +768,17 @@ def read_csv(
             :data:`STDIN` (``/dev/zero`` would be read until memory runs out; pipes and standard
             input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
             quote left open, a file without rows or without data rows, a first line starting
-            with ``#`` (a comment line), Excel's ``sep=`` first line naming another separator than
+            with ``#`` (a comment line; under ``"whitespace"``, not numpy's ``savetxt`` header
+            ``# a b y`` naming a column per cell of the next row, read as the header unless
+            ``header=False``), Excel's ``sep=`` first line naming another separator than
             ``delimiter`` (the message says which ``delimiter`` to give), a bad ``header``, a
             ``delimiter`` that is not one of the characters accepted (naming it, why, and those
             accepted).
 
     Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
     line is dropped (not under ``"whitespace"``, where blanks ending a line end no cell), R's row
-    names (a header one cell shorter than every data row) are dropped from the rows,
+    names (a header one cell shorter than every data row, over distinct first cells) are dropped
+    from the rows (:attr:`Table.row_names`),
     and pandas' index column is marked as :attr:`Table.index_column` (the module docstring has the
     rules; :attr:`Table.notes` and :meth:`Table.index_note` report them).
 
@@ -751,12 +836,22 @@ def read_csv(
     if not rows:
         raise DataError(f"{file}: the file has no rows")
     if rows[0][0].lstrip().startswith("#"):
-        raise DataError(
-            f"{file}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
-            "(accepted: a header row or a data row first; remove the comment lines, or rename a first column "
-            "whose name starts with '#'; numpy's savetxt writes its header as a comment unless given "
-            "comments='')"
+        commented = _commented_header(rows, header) if delimiter == _delimiter.WHITESPACE else None
+        if commented is None:
+            raise DataError(
+                f"{file}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
+                "(accepted: a header row or a data row first; remove the comment lines, or rename a first "
+                "column whose name starts with '#'; numpy's savetxt writes its header as a comment unless "
+                f"given comments=''{_commented_header_rule(rows, header, delimiter)})"
+            )
+        text = " ".join(rows[0])
+        notes.append(
+            f"{file}: line {starts[0]} {text!r} was read as the header, as numpy's savetxt(..., header=...) "
+            f"writes one after '# ' (np.loadtxt skips it as a comment): its {len(commented)} names fit the "
+            f"{len(rows[1])} cells of line {starts[1]}"
         )
+        rows = [commented, *rows[1:]]
+        header = True
     width = len(rows[0])
     while (
         width > 1 and delimiter != _delimiter.WHITESPACE  # blanks ending a line end no cell there
@@ -774,7 +869,8 @@ def read_csv(
     if not body:
         raise DataError(f"{file}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
-    if has_header and _row_names(names, body):
+    row_names = has_header and _row_names(names, body)
+    if row_names:
         notes.append(
             f"{file}: the header has {len(names)} cells and every data row {len(names) + 1}, as R's "
             "write.table writes row names (pandas reads such a first column as its index), so the first "
@@ -784,7 +880,8 @@ def read_csv(
         body = [row[1:] for row in body]
     index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
     return Table(
-        file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter
+        file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
+        row_names,
     )
 
 
@@ -827,15 +924,71 @@ def _blank_separated(file: Path, lines: Iterable[str]) -> Iterator[tuple[list[st
         _refuse_open_quote(file, open_quote.start, open_quote.end)
 
 
-def _row_names(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
-    """Whether the data rows ``body`` start with R's row names: a header of two names or more
-    (``names``) one cell shorter than every data row, as R's ``write.table`` writes a data frame
-    with its row names (its default) and pandas' ``read_csv`` reads as an index column; not when
-    a row's first cell is blank (R names every row), nor when every row's last cell is blank (a
-    delimiter trailing the data lines, which the row-length error asks about)."""
+def _one_cell_more(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether every data row of ``body`` has one cell more than the header of two names or more
+    (``names``), none starts with a blank cell, and not every one ends with one: the layout of R's
+    row names, which :func:`_row_names` takes when the first cells are also distinct (a blank
+    first or last cell on every row is a delimiter leading or trailing the data lines, which the
+    row-length error asks about)."""
     if len(names) < 2 or any(len(row) != len(names) + 1 for row in body):
         return False
     return all(row[0].strip() for row in body) and any(row[-1].strip() for row in body)
+
+
+def _row_names(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether the data rows ``body`` start with R's row names: :func:`_one_cell_more` (a header
+    of two names or more, ``names``, one cell shorter than every data row), as R's
+    ``write.table`` writes a data frame with its row names (its default) and pandas' ``read_csv``
+    reads as an index column, and the first cells (blanks around them stripped) are distinct, as
+    R's row names are: a first column that repeats a value is no row names, but rows split into
+    one cell too many (an unquoted cell holding the delimiter, such as ``Iris setosa`` under
+    ``"whitespace"``), which :meth:`Table.row_error` asks about."""
+    if not _one_cell_more(names, body):
+        return False
+    return len({row[0].strip() for row in body}) == len(body)
+
+
+def _repeated_first_cell(body: Sequence[Sequence[str]]) -> tuple[str, int, int] | None:
+    """The first row's first cell that an earlier row's repeats (blanks around it stripped), with
+    the positions in ``body`` of the first two rows that hold it; ``None`` when all differ."""
+    seen: dict[str, int] = {}
+    for r, row in enumerate(body):
+        cell = row[0].strip()
+        if cell in seen:
+            return cell, seen[cell], r
+        seen[cell] = r
+    return None
+
+
+def _commented_header(rows: Sequence[Sequence[str]], header: object) -> list[str] | None:
+    """The header names of a first row read with :data:`torchlean._delimiter.WHITESPACE` that
+    starts with ``#``, as numpy's ``savetxt(..., header="a b y")`` writes ``# a b y``: its cells
+    with the ``#`` marks at the start taken off (an empty first cell left out), when there are
+    some, ``header`` is ``None`` or true, and they are as many as the cells of the next row,
+    which does not start with ``#`` (a data row); else ``None``."""
+    if header is not None and not (isinstance(header, (bool, np.bool_)) and header):
+        return None
+    if len(rows) < 2 or rows[1][0].lstrip().startswith("#"):
+        return None
+    first = rows[0][0].lstrip().lstrip("#")
+    names = [*([first] if first.strip() else []), *rows[0][1:]]
+    return names if names and len(names) == len(rows[1]) else None
+
+
+def _commented_header_rule(rows: Sequence[Sequence[str]], header: object, delimiter: str) -> str:
+    """The end of the refusal of a first line starting with ``#`` under ``delimiter``: under
+    :data:`torchlean._delimiter.WHITESPACE`, when such a line is read as the header, and why
+    this one is not (:func:`_commented_header`); else ``""``."""
+    if delimiter != _delimiter.WHITESPACE:
+        return ""
+    rule = "; under whitespace a first line '# a b y' is read as the header when it has a name for each "
+    if header is not None and not (isinstance(header, (bool, np.bool_)) and header):
+        return f"{rule}cell of the next row, but not with header=False (CLI: --no-header)"
+    if len(rows) < 2 or rows[1][0].lstrip().startswith("#"):
+        return f"{rule}cell of the next row, a data row"
+    first = rows[0][0].lstrip().lstrip("#")
+    count = len(rows[0]) - (0 if first.strip() else 1)
+    return f"{rule}cell of the next row: this one has {count} for {len(rows[1])}"
 
 
 def _unnamed(name: str) -> bool:

@@ -130,7 +130,12 @@ def test_quoted_cells_hold_the_delimiter(tmp_path: Path) -> None:
         ("", "is empty"),
         (";;", "is 2 characters, not one"),
         ("tab", "is 3 characters, not one"),  # the CLI's spelling, not Python's
+        ("\\t", "is 2 characters, not one"),  # the CLI's too (backslash, t)
+        ("Tab", "is 3 characters, not one"),
         ("space", "is 5 characters, not one"),  # the CLI's, for "whitespace"
+        ("WHITESPACE", "is 10 characters, not one"),
+        ("\\s+", "is 3 characters, not one"),  # pandas' sep=r"\s+"
+        (r"[ \t]+", "is 6 characters, not one"),
         ('"', "is a quote, which encloses cells"),
         ("'", "is a quote, which encloses cells"),
         ("\n", "is a line break, which ends rows"),
@@ -156,10 +161,17 @@ def test_a_bad_delimiter_is_refused_naming_it_why_and_the_accepted_ones(
     tmp_path: Path, delimiter: object, why: str
 ) -> None:
     path = _written(tmp_path, ",", list(_rows()), "comma.csv")
-    pointer = (  # a space: cells separated by spaces are read by "whitespace"
-        " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: "
-        "delimiter='whitespace')" if delimiter == " " else ""
-    )
+    pointer = {  # review40 F6: what the other spellings of accepted delimiters are in Python
+        " ": " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: "
+        "delimiter='whitespace')",
+        "tab": " ('tab' is the command line's spelling: pass delimiter='\\t', the tab character)",
+        "\\t": " ('\\\\t' is the command line's spelling: pass delimiter='\\t', the tab character)",
+        "Tab": " (for a tab pass delimiter='\\t', the tab character)",
+        "space": " ('space' is the command line's spelling: pass delimiter='whitespace')",
+        "WHITESPACE": " (for runs of blanks pass delimiter='whitespace')",
+        "\\s+": " (pandas' sep=r'\\s+', runs of blanks, is delimiter='whitespace' here)",
+        r"[ \t]+": r" (pandas' sep=r'[ \t]+', runs of blanks, is delimiter='whitespace' here)",
+    }.get(delimiter, "") if isinstance(delimiter, str) else ""
     message = (
         f"delimiter must be one character such as ',' (the default), ';', '\\t' or '|', {RULE}, or "
         f"'whitespace' (runs of spaces and tabs); got {delimiter!r}, which {why}{pointer}"

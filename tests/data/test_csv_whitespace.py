@@ -60,6 +60,11 @@ def _features(i: int) -> tuple[str, str]:
     return f"{(i * 37) % 41 / 10:g}", f"{(i * 11) % 13 / 4 - 1:g}"
 
 
+def _r_escaped(cell: str) -> str:
+    """A string's quotes as R's write.table(qmethod = "escape"), its default, writes them: ``\\"``."""
+    return cell.replace('"', '\\"')
+
+
 def _r_quoted(cell: str) -> str:
     """A string cell as R's write.table(qmethod = "double") quotes it."""
     return '"' + cell.replace('"', '""') + '"'
@@ -328,3 +333,173 @@ def test_a_header_of_one_name_is_not_read_as_row_names(tmp_path: Path) -> None:
         data.load(path)
     assert str(info.value).endswith("the file seems to be separated by ';', not commas: pass delimiter=';' "
                                     "(CLI: --delimiter ';')")
+
+
+# ------------------------------------------------------------------------------------ review40
+
+
+def test_r_escaped_quotes_are_quotes() -> None:
+    """review40 F5: R's write.table escapes a quote inside a quoted string with a backslash by
+    default (qmethod = "escape"); a doubled quote (qmethod = "double") still reads as one, and a
+    backslash before anything else, or outside quotes, is text."""
+    lines = [
+        '"say \\"hi\\" x" "\\"hi\\"" "a ""b"""\n',  # escaped, escaped at both ends, doubled
+        '"C:\\dir x" a\\"b "\\\\"" z\n',  # a backslash before a blank; outside quotes; before a backslash
+    ]
+    assert list(_whitespace.rows(lines)) == [
+        (['say "hi" x', '"hi"', 'a "b"'], 1, 1),
+        (["C:\\dir x", 'a\\"b', '\\"', "z"], 2, 2),
+    ]
+
+
+def test_r_write_table_with_escaped_quotes_is_read_as_the_comma_file(tmp_path: Path) -> None:
+    """review40 F5: write.table(df) with its default qmethod = "escape" loads as the same rows
+    written with commas, bit for bit; its class names hold the quotes."""
+    rows = _r_rows()
+    lines = ['"sl" "sw" "species"'] + [
+        f'"{i + 1}" {a} {b} "{_r_escaped(label)}"' for i, (a, b, label) in enumerate(rows)
+    ]
+    path = _write(tmp_path, "\n".join(lines) + "\n")
+    assert '"the \\"third\\""' in path.read_text()
+    got = data.load(path, delimiter="whitespace")
+    _same(got, data.load(_comma(tmp_path, [("sl", "sw", "species"), *rows])))
+    assert got.class_names == ("Iris setosa", "Iris versicolor", 'the "third"')
+
+
+def test_a_first_column_that_repeats_is_not_r_row_names(tmp_path: Path) -> None:
+    """review40 F2: write.table(iris, quote = FALSE, row.names = FALSE): every row splits into one
+    cell more than the header at the blank in its species, and the first column repeats values,
+    which R's row names never do: the row-length error, asking about an unquoted blank."""
+    rows = [(f"{5 + i % 4 / 10:g}", f"{3 + i % 3 / 10:g}", _species(i % 2)) for i in range(N)]
+    text = "sl sw species\n" + "".join(f"{a} {b} {label}\n" for a, b, label in rows)
+    path = _write(tmp_path, text)
+    table = data.read_csv(path, delimiter="whitespace")
+    assert table.notes == () and not table.row_names and table.rows[0] == ["5", "3", "Iris", "setosa"]
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="whitespace")
+    assert str(info.value) == (
+        f"{path}: line 2 has 4 cells separated by blanks, expected 3 (every data row has 4 cells and the "
+        "header 3: does a cell hold a blank without quotes, such as Iris setosa as R's write.table(..., "
+        "quote = FALSE) writes it? quote such cells; its first column is not R's row names, which are "
+        "distinct: it holds '5' on lines 2 and 6)"
+    )
+    # under a one-character delimiter, the same, naming it
+    path = _write(tmp_path, "a;b;y\n" + "".join(f"{i % 3};{i};x;{i % 2}\n" for i in range(N)), "semi.csv")
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter=";")
+    assert str(info.value) == (
+        f"{path}: line 2 has 4 cells separated by ';', expected 3 (every data row has 4 cells and the header "
+        "3: does a cell hold ';' without quotes? quote such cells; its first column is not R's row names, "
+        "which are distinct: it holds '0' on lines 2 and 5)"
+    )
+
+
+def test_an_error_after_row_names_were_left_out_says_so(tmp_path: Path) -> None:
+    """review40 F2: a header one name short over distinct first cells is read as R's row names; when
+    the shifted columns then fail, the error says that the first cell of each row was left out
+    (train prints the note only after a load that succeeds)."""
+    text = "a b y\n" + "".join(f"{3 * i + 1} {'qr'[i % 2]} 2 {i % 2}\n" for i in range(N))
+    path = _write(tmp_path, text)
+    assert data.read_csv(path, delimiter="whitespace").row_names
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="whitespace")
+    assert str(info.value) == (
+        f"{path}: line 2, column a: not a number: 'q' (is a the label? pass --label-column a, or "
+        "label_column='a' in Python) (the header has 3 cells and every data row 4, so the first cell of "
+        "each row was taken as R's row name and left out, and the header names the cells after it; if the "
+        "header lacks the first column's name, add it)"
+    )
+    # a label the shift made a regression target with text: the same ending
+    text = "a b y\n" + "".join(f"{3 * i + 1} 2 {i % 5 / 4} {'qr'[i % 2]}\n" for i in range(N))
+    with pytest.raises(DataError, match=r"taken as R's row name and left out, .* add it\)$"):
+        data.load(_write(tmp_path, text, "label.txt"), delimiter="whitespace", task="regression")
+    # an error that does not come after row names is as it was
+    path = _write(tmp_path, "a b y\n1 q 0\n2 r 1\n", "plain.txt")
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="whitespace")
+    assert "row name" not in str(info.value)
+
+
+@pytest.mark.parametrize(("separator", "named", "use"), [
+    (",", "commas", "pass delimiter=',', the default (CLI: leave out --delimiter)"),
+    (";", "';'", "pass delimiter=';' (CLI: --delimiter ';')"),
+    ("|", "'|'", "pass delimiter='|' (CLI: --delimiter '|')"),
+])
+def test_a_file_separated_by_a_separator_and_blanks_names_the_separator(
+    tmp_path: Path, separator: str, named: str, use: str
+) -> None:
+    """review40 F3: ``a, b, y`` read with whitespace leaves the comma on the cells (``1,``): not a
+    decimal comma, but the file's separator."""
+    text = "".join(f"{a}{separator} {b}{separator} {y}\n" for a, b, y in [("a", "b", "y"), ("1", "2", "0"),
+                                                                      ("4", "5", "1"), ("7", "8", "0")])
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="whitespace")
+    assert str(info.value) == (
+        f"{path}: line 2, column a{separator}: not a number: '1{separator}'; the file seems to be separated "
+        f"by {named}, not blanks: {use}"
+    )
+    # read with that separator, it loads
+    assert data.load(path, delimiter=separator).feature_names == ("a", "b")
+
+
+def test_a_decimal_comma_under_whitespace_keeps_its_hint(tmp_path: Path) -> None:
+    """review40 F3's near misses: a comma inside a cell (a decimal comma), or ending a cell of the
+    data but not of the header, is no separator."""
+    for text in ("a b y\n1,5 2 0\n3 4 1\n", "1,5 2,5 0\n3,5 4,5 1\n", "a b y\n1, 2 0\n3, 4 1\n"):
+        path = _write(tmp_path, text)
+        with pytest.raises(DataError, match=r"\(decimal commas are not read: write [0-9.]+\)$"):
+            data.load(path, delimiter="whitespace", header="a" in text)
+
+
+def test_numpys_savetxt_header_is_the_header_under_whitespace(tmp_path: Path) -> None:
+    """review40 F7: np.savetxt(..., header="a b y") writes '# a b y', which np.loadtxt skips as a
+    comment: under whitespace its names are the header (with a note) when they fit the rows."""
+    rng = np.random.default_rng(3)
+    array = np.column_stack([rng.normal(size=(N, 2)), np.arange(N) % 2])
+    path = tmp_path / "savetxt.txt"
+    np.savetxt(path, array, header="a b y")
+    assert path.read_text().startswith("# a b y\n")
+    table = data.read_csv(path, delimiter="whitespace")
+    assert (table.names, table.has_header, table.header_note) == (("a", "b", "y"), True, "")
+    assert table.lines == tuple(range(2, N + 2))
+    assert table.notes == (
+        f"{path}: line 1 '# a b y' was read as the header, as numpy's savetxt(..., header=...) writes one "
+        "after '# ' (np.loadtxt skips it as a comment): its 3 names fit the 3 cells of line 2",
+    )
+    assert table.columns(2)[0].tobytes() == np.loadtxt(path)[:, :2].tobytes()
+    comma = _comma(tmp_path, [("a", "b", "y"), *(tuple(f"{v:.18e}" for v in row) for row in array)])
+    _same(data.load(path, delimiter="whitespace"), data.load(comma))
+    # a tab, and '#' without a blank after it (comments='#')
+    np.savetxt(path, array, header="a\tb\ty", delimiter="\t", comments="#")
+    assert path.read_text().startswith("#a\tb\ty\n")
+    assert data.read_csv(path, delimiter="whitespace", header=True).names == ("a", "b", "y")
+
+
+def test_a_comment_line_that_is_no_header_stays_refused(tmp_path: Path) -> None:
+    """review40 F7: a '#' line whose names do not fit the next row, one followed by another '#'
+    line, one under header=False, and any under a one-character delimiter are refused as before."""
+    refusal = (
+        "starts with '#', a comment line: comment lines are not supported (accepted: a header row or a data "
+        "row first; remove the comment lines, or rename a first column whose name starts with '#'; numpy's "
+        "savetxt writes its header as a comment unless given comments=''"
+    )
+    rule = (
+        "; under whitespace a first line '# a b y' is read as the header when it has a name for each cell of "
+    )
+    cases: list[tuple[str, bool | None, str, str]] = [
+        ("# a b c y\n1 2 0\n3 4 1\n", None, "whitespace", f"{rule}the next row: this one has 4 for 3"),
+        ("# a b y\n# more\n1 2 0\n", None, "whitespace", f"{rule}the next row, a data row"),
+        ("# a b y\n1 2 0\n3 4 1\n", False, "whitespace",
+         f"{rule}the next row, but not with header=False (CLI: --no-header)"),
+        ("# a,b,y\n1,2,0\n3,4,1\n", None, ",", ""),
+        ("# a b y\n1 2 0\n3 4 1\n", None, ",", ""),  # numpy's savetxt file read with commas
+    ]
+    for text, header, delimiter, end in cases:
+        path = _write(tmp_path, text)
+        with pytest.raises(DataError) as info:
+            data.read_csv(path, delimiter=delimiter, header=header)
+        assert str(info.value) == f"{path}: line 1 {refusal}{end})"
+    # a comment of as many words as the rows have cells is read as names, with the note saying so
+    path = _write(tmp_path, "# written by me\n1 2 0\n3 4 1\n")
+    assert data.read_csv(path, delimiter="whitespace").names == ("written", "by", "me")

@@ -21,6 +21,7 @@ import pytest
 from cli_runs import arrays, cli, metadata
 
 from torchlean.cli import main
+from torchlean.data import read_csv
 
 N = 40
 TRAIN = ("--epochs", "2", "--hidden", "8")
@@ -265,6 +266,9 @@ def test_a_hand_edited_delimiter_setting_is_refused_on_resume(
         ("", "is empty"),
         (";;", "is 2 characters, not one"),
         ("tabs", "is 4 characters, not one"),
+        ("\\s+", "is 3 characters, not one"),  # pandas' sep=r"\s+"
+        ("WHITESPACE", "is 10 characters, not one"),
+        ("TAB", "is 3 characters, not one"),
         ("\\n", "is 2 characters, not one"),
         ('"', "is a quote, which encloses cells"),
         ("'", "is a quote, which encloses cells"),
@@ -292,10 +296,14 @@ def test_a_bad_delimiter_is_one_line_naming_it_and_the_accepted_ones(
     before = (str(save),) if command == "predict" else ()
     code, out, err = cli(capsys, command, *before, "--dataset", str(comma), f"--delimiter={value}")
     assert (code, out) == (2, "")
-    pointer = (  # a single space stays refused, pointing to the mode that reads blank-separated files
-        " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: --delimiter "
-        "whitespace)" if value == " " else ""
-    )
+    pointer = {  # a single space stays refused, pointing to the mode that reads blank-separated files
+        " ": " (for cells separated by spaces, as numpy's savetxt and R's write.table write them: "
+        "--delimiter whitespace)",
+        # review40 F6: other spellings point to the accepted one
+        "\\s+": " (pandas' sep=r'\\s+', runs of blanks, is --delimiter whitespace here)",
+        "WHITESPACE": " (for runs of blanks pass --delimiter whitespace)",
+        "TAB": " (for a tab pass --delimiter tab)",
+    }.get(value, "")
     assert err.endswith(f"error: argument --delimiter: {ACCEPTED}; got {value!r}, which {why}{pointer}\n")
     assert "Traceback" not in err
     assert cli(capsys, command, *before, "--dataset", str(comma), "--delimiter", value)[2] == err  # one word
@@ -390,7 +398,8 @@ def test_help_documents_the_option(capsys: pytest.CaptureFixture[str], command: 
     ) in text
     if command == "predict":  # review37 F9: the predictions CSV is written with the input's delimiter
         assert (
-            "The predictions CSV is written with it (a tab for whitespace; commas without --delimiter)"
+            "The predictions CSV is written with it (a tab for whitespace, a cell holding a blank quoted; "
+            "commas without --delimiter)"
         ) in text
         assert "separated by --delimiter (a tab for whitespace), commas by default;" in text
     else:  # review37 F7
@@ -564,3 +573,63 @@ def test_predict_writes_its_csv_with_the_inputs_delimiter(
     }
     assert stdout.splitlines()[0] == header[between]
     assert all(line.count(between) >= 2 for line in stdout.splitlines()[1:])
+
+
+def test_predict_for_a_whitespace_input_quotes_cells_holding_blanks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review40 F4: class names holding a space (R's "Iris setosa") are quoted in the predictions of
+    a --delimiter whitespace input, so the file reads back whole both as a TSV (Python's csv with a
+    tab) and with --delimiter whitespace; the cells are those of the comma file's predictions."""
+    names = ("Iris setosa", 'say "hi" x', "dog\tz")
+    rows = [(a, b, names[k % 3]) for k, (a, b, _) in enumerate(_rows())]
+    comma = tmp_path / "comma.csv"
+    with comma.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([("a", "b", "y"), *rows])
+    blanks = tmp_path / "blanks.txt"  # R's write.table(df, row.names = FALSE), its quotes escaped
+    blanks.write_text("".join(
+        " ".join(f'"{c}"'.replace('"hi"', '\\"hi\\"') if not c[0].isdigit() else c for c in row) + "\n"
+        for row in [("a", "b", "y"), *rows]
+    ))
+    save = tmp_path / "comma.npz"
+    assert cli(capsys, "train", "--dataset", str(comma), *TRAIN, "--save", str(save))[0] == 0
+    output = tmp_path / "p.tsv"
+    code, _, err = cli(capsys, "predict", str(save), "--dataset", str(blanks), "--delimiter", "whitespace",
+                       "--probabilities", "--output", str(output))
+    assert code == 0, err
+    text = output.read_text()
+    lines = text.splitlines()
+    assert lines[0] == 'prediction\t"p_Iris setosa"\t"p_dog\tz"\t"p_say ""hi"" x"'
+    assert all(line.startswith(('"Iris setosa"\t', '"dog\tz"\t', '"say ""hi"" x"\t')) for line in lines[1:])
+    code, want, _ = cli(capsys, "predict", str(save), "--dataset", str(comma), "--probabilities")
+    expected = list(csv.reader(io.StringIO(want)))
+    assert len(expected) == N + 1 and len(expected[0]) == 4
+    assert list(csv.reader(io.StringIO(text), delimiter="\t")) == expected
+    table = read_csv(output, delimiter="whitespace")
+    assert [list(table.names), *table.rows] == expected
+
+
+def test_train_errors_name_the_rows_split_at_a_blank(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review40 F2, F3 on the command line: R's write.table(quote = FALSE) with blanks in a label,
+    and a file separated by ', ' read with --delimiter whitespace."""
+    path = tmp_path / "noquote.txt"
+    body = "".join(f"{i % 5} {b} Iris {'xy'[i % 2]}\n" for i, (_, b, _) in enumerate(_rows()))
+    path.write_text("a b y\n" + body)
+    code, out, err = cli(capsys, "train", "--dataset", str(path), *TRAIN, "--delimiter", "whitespace")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2 has 4 cells separated by blanks, expected 3 (every data row has 4 cells and "
+        "the header 3: does a cell hold a blank without quotes, such as Iris setosa as R's write.table(..., "
+        "quote = FALSE) writes it? quote such cells; its first column is not R's row names, which are "
+        "distinct: it holds '0' on lines 2 and 7)\n"
+    )
+    path = tmp_path / "commasp.csv"
+    path.write_text("a, b, c, y\n1, 2, 3, 0\n4, 5, 6, 1\n7, 8, 9, 0\n1, 2, 3, 1\n2, 3, 4, 0\n5, 6, 7, 1\n")
+    _refused(
+        capsys,
+        f"{path}: line 2, column a,: not a number: '1,'; the file seems to be separated by commas, not "
+        "blanks: pass delimiter=',', the default (CLI: leave out --delimiter)",
+        "train", "--dataset", str(path), *TRAIN, "--delimiter", "whitespace",
+    )

@@ -51,8 +51,10 @@ Predictions: a CSV with the header ``prediction`` and one row per input row, in 
 the class label as the training data wrote it (``3``, ``setosa``) or the target value in its
 units (the float64 ``output * target_scale + target_mean``, as ``torchlean train`` computes
 ``test_mse``, written in Python's shortest round-trip form) — to ``--output PATH`` or stdout,
-its cells separated by ``--delimiter``, the input's (a tab for ``whitespace``; commas without
-it), and quoted by Python's ``csv`` where they hold it, a quote or a line break.
+its cells separated by ``--delimiter``, the input's (commas without it), and quoted by Python's
+``csv`` where they hold it, a quote or a line break; for ``whitespace``, separated by a tab and
+quoted where they hold a blank too (``"p_Iris setosa"``, as R's ``write.table`` quotes strings), so
+they read back as a TSV and with ``--delimiter whitespace``.
 ``--probabilities`` (classification checkpoints only; refused for regression, naming the task)
 adds, after ``prediction``, one column per class, ``p_<class name>`` in the checkpoint's class
 order: the softmax of the row's logits, computed by the ``softmax`` op of
@@ -166,7 +168,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
                         help=f"{DELIMITER_HELP}. The file's own: the checkpoint does not fix it (a run "
                         "trained on a ';' file predicts on a ',' file as well). The predictions CSV is "
-                        "written with it (a tab for whitespace; commas without --delimiter)")
+                        "written with it (a tab for whitespace, a cell holding a blank quoted; commas "
+                        "without --delimiter)")
     parser.add_argument("--profile", default=None,
                         help=f"{' | '.join(profiles.names())} (default: the checkpoint's)")
     parser.add_argument("--execution", default=None,
@@ -451,20 +454,24 @@ def _write(
     """The predictions CSV (header ``prediction``; ``row,prediction`` with the 0-based data row
     ``index`` of each prediction; with ``probabilities``, the column names and each row's cells
     after ``prediction``) to ``output``, or stdout, its cells separated by ``delimiter``, the one
-    the input was read with (a tab for ``"whitespace"``: cells that hold blanks are not quoted),
-    and quoted by Python's ``csv`` where they hold it, a quote or a line break.
+    the input was read with, and quoted by Python's ``csv`` where they hold it, a quote or a line
+    break; for ``"whitespace"``, separated by a tab and quoted where they hold a blank (a space or
+    a tab), a quote or a line break (:func:`_blank_quoted`), so the file reads back as a TSV and
+    with ``--delimiter whitespace`` (pandas' ``sep="\\t"`` and ``sep=r"\\s+"``).
 
     Raises:
         TorchLeanError: ``output`` cannot be written.
     """
     text = io.StringIO()
-    between = _delimiter.TAB if delimiter == _delimiter.WHITESPACE else delimiter
-    writer = csv.writer(text, delimiter=between, lineterminator="\n")
     names, cells = ((), [[] for _ in rows]) if probabilities is None else probabilities
     first = [] if index is None else ["row"]
-    writer.writerow([*first, "prediction", *names])
-    numbers = [[] for _ in rows] if index is None else [[row] for row in index.tolist()]
-    writer.writerows([*number, row, *more] for number, row, more in zip(numbers, rows, cells, strict=True))
+    numbers: list[list[object]] = [[] for _ in rows] if index is None else [[row] for row in index.tolist()]
+    table: list[list[object]] = [[*first, "prediction", *names]]
+    table.extend([*number, row, *more] for number, row, more in zip(numbers, rows, cells, strict=True))
+    if delimiter == _delimiter.WHITESPACE:
+        text.writelines(_delimiter.TAB.join(_blank_quoted(str(cell)) for cell in row) + "\n" for row in table)
+    else:
+        csv.writer(text, delimiter=delimiter, lineterminator="\n").writerows(table)
     if output is None:
         sys.stdout.write(text.getvalue())
         return
@@ -475,6 +482,17 @@ def _write(
         raise
     except OSError as error:
         raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
+
+
+def _blank_quoted(cell: str) -> str:
+    """``cell`` as the predictions for a ``"whitespace"`` input write it: double-quoted, a quote
+    in it doubled, when it holds a blank (a space or a tab), a quote or a line break, or is empty
+    (``p_Iris setosa`` → ``"p_Iris setosa"``), as R's ``write.table`` quotes strings; else as
+    is. Python's ``csv`` reads such a tab-separated cell back whole, and so does a reader that
+    splits at runs of blanks (:mod:`torchlean._whitespace`, pandas' ``sep=r"\\s+"``)."""
+    if cell and not any(char in cell for char in ' \t"\r\n'):
+        return cell
+    return '"' + cell.replace('"', '""') + '"'
 
 
 def _probabilities(
