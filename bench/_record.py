@@ -28,9 +28,18 @@ import numpy as np
 import torch
 
 from torchlean.cli._args import int_at_least
+from torchlean.cli._threads import MAX_TORCH_THREADS, torch_threads
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def description(docstring: str | None, fallback: str) -> str:
+    """A script's ``--help`` description: the first paragraph of its module docstring, its lines
+    joined (a first line alone may stop mid-sentence), else ``fallback``."""
+    if not docstring:
+        return fallback
+    return " ".join(docstring.strip().split("\n\n")[0].split())
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -40,8 +49,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (all scripts < 5 min)")
     p.add_argument("--out", type=out_dir, default=DEFAULT_OUT,
                    help=f"output directory (default {DEFAULT_OUT})")
-    p.add_argument("--threads", type=positive_int, default=1,
-                   help="torch intra-op threads and BLAS threads (default 1)")
+    p.add_argument("--threads", type=torch_threads, default=1,
+                   help=f"torch intra-op threads and BLAS threads, 1 to {MAX_TORCH_THREADS} (default 1)")
     p.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     return p
 

@@ -206,14 +206,14 @@ def markdown(record: dict[str, Any]) -> str:
                      f"{r['forward_s']['median'] * 1e3:.2f} / {r['backward_s']['median'] * 1e3:.2f}", mib))
     return (
         f"### {record['name']}: forward+backward, d={D}, one head, {record['dtype']}, "
-        f"{'no' if record['mask'] is None else record['mask']} mask "
+        f"{'no' if record['mask'] == 'none' else record['mask']} mask "
         "(ms, median; min-max; peak extra RSS MiB)\n\n"
         + _record.table(("n", "implementation", "fwd+bwd ms", "spread", "fwd / bwd ms", "peak MiB"), rows)
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    parser = _record.parser(_record.description(__doc__, NAME))
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--mask", choices=("none", "causal"), default="none",
                         help="attention mask given to every implementation (default none)")
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "d": D,
         "heads": 1,
         "dtype": args.dtype,
-        "mask": None if args.mask == "none" else f"{args.mask} (n, n), upper-left aligned",
+        "mask": "none" if args.mask == "none" else f"{args.mask} (n, n), upper-left aligned",
         "flash_tiles": [BLOCK, BLOCK],
         "case_budget_s": budget,
         "memory_method": memory_method,

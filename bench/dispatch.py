@@ -152,7 +152,7 @@ def measure(profile: str, inner: int, repeats: int) -> tuple[dict[str, Any], lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0])
+    parser = _record.parser(_record.description(__doc__, "dispatch"))
     parser.add_argument("--profile", default="checked_cpu", help="backend profile (default checked_cpu)")
     args = parser.parse_args(argv)
     try:

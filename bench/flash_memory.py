@@ -114,9 +114,22 @@ def _sizes(text: str) -> list[int]:
 _natural = int_at_least(0, "expected an integer >= 0, got {}")
 
 
+def _output_path(text: str) -> Path:
+    """The JSON output path, checked before anything is measured: its folder exists or can be
+    created and can be written (an argparse type: a bad path is a one-line usage error, not a
+    traceback after the measurement)."""
+    path = Path(text)
+    _record.out_dir(str(path.parent))
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a directory; give a file path such as {path / 'flash.json'}"
+        )
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH, help="JSON output path")
+    parser = argparse.ArgumentParser(description=_record.description(__doc__, "flash_memory"))
+    parser.add_argument("path", nargs="?", type=_output_path, default=DEFAULT_PATH, help="JSON output path")
     parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048])
     positive = _record.positive_int
     parser.add_argument("--block", type=positive, default=64, help="block_q = block_k (default 64)")
@@ -167,8 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": _record.machine(),
         "versions": _record.versions(),
     }
-    args.path.parent.mkdir(parents=True, exist_ok=True)
-    args.path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    try:
+        args.path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        print(f"error: cannot write {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"wrote {args.path}")
     return 0
 

@@ -140,7 +140,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    parser = _record.parser(_record.description(__doc__, NAME))
     parser.add_argument("--profiles", default="checked_cpu,fast_cpu", help="comma-separated profiles")
     args = parser.parse_args(argv)
     names = [p for p in args.profiles.split(",") if p]
@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             "audit_accept": "accept_graph_kernel_plan(profile.plan_graph(graph), profile.policy)",
             "total": "profile.accept_graph(graph)",
         },
-        "gc": "a full collection before each timed call; the collector stays enabled during it",
+        "gc": "a full collection before each timed call; plan_graph and accept_graph pause the collector "
+              "themselves (torchlean.backend.collector), audit_accept runs with it enabled",
         "rows": rows,
         "growth": growth_rows,
         "targets": [r["target"] for r in rows if r["target"] is not None]

@@ -76,7 +76,7 @@ def markdown(rows: list[dict[str, Any]], threads: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    parser = _record.parser(_record.description(__doc__, NAME))
     args = parser.parse_args(argv)
     _record.set_threads(args.threads)
     sizes = (8, 16) if args.smoke else SIZES

@@ -45,15 +45,21 @@ def run_script(name: str, flags: list[str]) -> Outcome:
     return Outcome(name, "ok", seconds)
 
 
-def summary(out: Path, outcomes: list[Outcome], command: str) -> str:
-    """The combined markdown: the command, each script's status and time, then each table."""
+def summary(out: Path, outcomes: list[Outcome], command: str, threads: int) -> str:
+    """The combined markdown: the command, the commit measured, machine, versions and thread
+    count, each script's status and time, then each table."""
+    commit = _record.commit()
+    machine = _record.machine()
+    versions = ", ".join(f"{name} {version}" for name, version in _record.versions().items())
     parts = [
         "# torchlean benchmarks",
         "",
         f"Command: `{command}`  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}  ",
-        f"Machine: {_record.machine()}  ",
-        f"Versions: {_record.versions()}",
+        f"Commit: {commit['id']}{' with uncommitted changes' if commit.get('dirty') else ''}  ",
+        f"Machine: {machine['processor']}, {machine['cpu_count']} CPUs, {machine['platform']}  ",
+        f"Versions: {versions}  ",
+        f"Threads: {threads} torch intra-op and BLAS thread(s) in each script (its record's `threads`)",
         "",
         _record.table(("script", "status", "seconds"),
                       ((o.name, o.status + (f" ({o.detail})" if o.detail else ""), f"{o.seconds:.1f}")
@@ -67,7 +73,7 @@ def summary(out: Path, outcomes: list[Outcome], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else "run")
+    parser = _record.parser(_record.description(__doc__, "run"))
     parser.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of scripts")
     args = parser.parse_args(argv)
     names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))  # each once
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     outcomes = [run_script(name, flags) for name in names]
     command = " ".join(["python bench/run.py", *(argv if argv is not None else sys.argv[1:])])
-    text = summary(args.out, outcomes, command)
+    text = summary(args.out, outcomes, command, args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.md").write_text(text, encoding="utf-8")
     print()

@@ -245,7 +245,7 @@ def markdown(results: list[dict[str, Any]], threads: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _record.parser(__doc__.splitlines()[0] if __doc__ else NAME)
+    parser = _record.parser(_record.description(__doc__, NAME))
     parser.add_argument("--models", default="mlp,cnn", help="comma-separated subset of mlp,cnn")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]

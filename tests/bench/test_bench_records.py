@@ -61,6 +61,8 @@ def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
     assert set(record["versions"]) >= {"python", "numpy", "torch", "torchlean"}
     assert record["threads"]["torch_intra_op"] >= 1
     assert record["backend"]
+    if name == "attention":  # the flag's value, not null (review41 F8)
+        assert record["mask"] == "none"
     if name == "planning":  # its backend rows are planned, not run (review23 claims; pmut B01)
         assert record["backend_note"] == (
             "the capsules each accepted plan selects; this benchmark executes no kernel"
@@ -104,8 +106,16 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
     reduction.main(["--smoke", "--out", str(tmp_path)])
     outcomes = [run.Outcome("reduction", "ok", 1.0), run.Outcome("dispatch", "skipped", 0.0, "missing"),
                 run.Outcome("planning", "failed", 2.0, "exit status 1")]
-    text = run.summary(tmp_path, outcomes, "python bench/run.py --smoke")
+    text = run.summary(tmp_path, outcomes, "python bench/run.py --smoke", 2)
     assert "### reduction" in text
+    # the commit measured and the thread count, as the records hold them; the machine readable
+    # (it was a dict's repr)
+    commit = subprocess.run(["git", "-C", str(BENCH.parent), "rev-parse", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    assert f"Commit: {commit or 'unknown'}" in text
+    assert "Threads: 2 torch intra-op and BLAS thread(s) in each script" in text
+    machine = next(line for line in text.splitlines() if line.startswith("Machine: "))
+    assert "{" not in machine and f"{run._record.machine()['cpu_count']} CPUs" in machine
     assert "| dispatch | skipped (missing) |" in text
     assert "| planning | failed (exit status 1) |" in text
     assert "python bench/run.py --smoke" in text
@@ -121,6 +131,12 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("attention", ["--smoke", "--case-budget", "-1"], "must be a finite number of seconds > 0"),
         ("train_step", ["--smoke", "--models", ""], "--models names no model (known: mlp | cnn)"),
         ("planning", ["--smoke", "--profiles", ","], "--profiles names no profile (known: checked_cpu"),
+        # torch.set_num_threads overflowed after parsing (a traceback); the CLI's range
+        ("dispatch", ["--smoke", "--threads", "99999999999"], "--threads: expected an integer in [1, 1024]"),
+        ("reduction", ["--smoke", "--threads", "1025"], "--threads: expected an integer in [1, 1024]"),
+        # flash_memory checked its path only when writing, after the whole measurement (a traceback)
+        ("flash_memory", ["{file}/sub.json", "--sizes", "8,16"], "argument path: cannot write results to"),
+        ("flash_memory", ["{dir}", "--sizes", "8,16"], "is a directory; give a file path such as"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(
@@ -131,10 +147,27 @@ def test_bad_arguments_are_one_line_usage_errors(
     blocker.write_text("")
     module = bench_script(name)
     with pytest.raises(SystemExit) as info:
-        module.main([arg.format(file=blocker) for arg in argv])
+        module.main([arg.format(file=blocker, dir=tmp_path) for arg in argv])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", [*SCRIPTS, "run", "flash_memory"])
+def test_help_describes_the_script_in_whole_sentences(
+    bench_script: Loader, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--help`` gives the docstring's first paragraph (train_step's first line stopped at
+    "... against")."""
+    module = bench_script(name)
+    with pytest.raises(SystemExit) as info:
+        module.main(["--help"])
+    assert info.value.code == 0
+    doc = module.__doc__
+    assert doc is not None
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    assert first.endswith(".")
+    assert " ".join(capsys.readouterr().out.split()).find(first) > 0
 
 
 def test_dispatch_on_a_cuda_profile_without_a_device_fails_cleanly(

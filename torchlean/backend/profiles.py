@@ -29,6 +29,7 @@ from torchlean.backend import report
 from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_kernel_plan
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
+from torchlean.backend.collector import collector_paused
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.fields import BackendTypeError, describe, instance_field, text_field, tuple_field
@@ -301,6 +302,8 @@ class BackendProfile:
 
     def plan_graph(self, graph: GraphLike) -> GraphKernelPlan:
         """Validate modules, check the graph is well formed, plan one capsule per kernel node.
+        Python's cyclic collector is paused while the nodes are planned
+        (:mod:`torchlean.backend.collector`: its collections doubled the time at 100k nodes).
 
         Raises:
             BackendTypeError: ``graph`` does not follow the IR protocol (no ``nodes`` or no
@@ -310,15 +313,18 @@ class BackendProfile:
         """
         _check_graph(graph)
         validate_modules(self.capsule_modules)
-        return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
+        with collector_paused():
+            return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
 
     def accept_graph(self, graph: GraphLike) -> GraphKernelPlanResult:
         """Plan ``graph`` and run the gate on its groups under this profile's policy.
 
         Acceptance failures are returned in the result; planning errors (and a ``graph`` that is not
-        an IR graph) raise as in :meth:`plan_graph`.
+        an IR graph) raise as in :meth:`plan_graph`. Python's cyclic collector is paused during
+        the call (:mod:`torchlean.backend.collector`), as in :meth:`plan_graph`.
         """
-        return accept_graph_kernel_plan(self.plan_graph(graph), self.policy)
+        with collector_paused():
+            return accept_graph_kernel_plan(self.plan_graph(graph), self.policy)
 
     def summary(self) -> str:
         """``profile={name} device={device} assurance={assurance} vjp={vjp}``."""
