@@ -1,5 +1,5 @@
-"""The CSV feature reader's column-at-a-time path (``data._well_formed_features``) against the
-cell-by-cell reader (``data._number``), which stays the oracle and the source of every refusal.
+"""The CSV feature reader's column-at-a-time path (``_csv._well_formed_features``) against the
+cell-by-cell reader (``_cells._number``), which stays the oracle and the source of every refusal.
 
 The column path leans on one fact about Python: on ASCII text without ``_``, every cell that
 ``float`` reads is a number to ``DECIMAL_NUMBER`` once ``str.strip`` removed its blanks, with the
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchlean import data
+from torchlean import _cells, _csv, data
 from torchlean._checks import DECIMAL_NUMBER
 from torchlean.data import DataError
 
@@ -32,7 +32,7 @@ CELLS = st.one_of(NEAR_NUMBERS, ASCII, st.floats().map(repr), st.integers().map(
 
 def _cell_value(cell: str) -> float | None:
     try:
-        return data._number("t.csv", 2, "a", cell, FLOAT64)
+        return _cells._number("t.csv", 2, "a", cell, FLOAT64)
     except DataError:
         return None
 
@@ -55,14 +55,14 @@ def test_float_strips_fewer_blanks_than_str_strip() -> None:
     with pytest.raises(ValueError):
         float("0\x1f")
     assert DECIMAL_NUMBER.fullmatch("0\x1f".strip())
-    assert data._well_formed_features([["0\x1f"]], 1, None, [0]) is None
+    assert _csv._well_formed_features([["0\x1f"]], 1, None, [0]) is None
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(CELLS, min_size=1, max_size=6), st.integers(min_value=1, max_value=3))
 def test_column_reader_agrees_with_the_cell_reader(cells: list[str], width: int) -> None:
     rows = [[cell] * width + ["0"] for cell in cells]  # every feature column the same, label last
-    fast = data._well_formed_features(rows, width + 1, width, list(range(width)))
+    fast = _csv._well_formed_features(rows, width + 1, width, list(range(width)))
     values = [_cell_value(cell) for cell in cells]
     if any(value is None for value in values):
         assert fast is None  # the cell-by-cell reader then raises the first refusal
@@ -86,7 +86,7 @@ def test_a_well_formed_file_is_read_without_the_cell_reader(
     def refuse(*args: object, **kwargs: object) -> float:
         raise AssertionError("the cell-by-cell reader ran on a well-formed file")
 
-    monkeypatch.setattr(data, "_number", refuse)
+    monkeypatch.setattr(_csv, "_number", refuse)  # the name Table.columns calls
     table = data.read_csv(path)
     x, labels = table.columns(2)
     assert x.tolist() == [[1.5, -0.0], [0.5, 1000.0], [2.0, 0.001]]

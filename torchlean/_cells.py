@@ -1,0 +1,149 @@
+"""CSV cells: which are numbers and the values they hold (:func:`_number`, checked against a float
+``dtype``, which :func:`_float_dtype` checks), the refusals naming a cell that is not one (a decimal
+comma, a missing value), where a cell sits in a file (:data:`Lines`, :data:`Place`), and how
+messages show a cell, a column or a class label (:func:`display_name`, re-exported by
+:mod:`torchlean.data`).
+
+A cell is a number when it is written with ASCII digits, an optional sign, point and exponent
+(``1e-3``, ``.5``; not ``1_000`` or other scripts' digits, which Python's ``float`` would read).
+Decimal commas are not read: under another delimiter than the comma a cell ``1,5`` is not a number
+(its refusal says to write ``1.5``). Features must be finite float64 numbers and regression labels
+finite numbers within the range of ``dtype`` (``1e200`` is refused as a float32 label, by line and
+column).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean import _delimiter
+from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype
+from torchlean._data_errors import DataError
+from torchlean.backend.display import name_shown
+
+__all__ = ["MISSING_VALUES", "Lines", "Place", "display_name"]
+
+Lines: TypeAlias = int | Sequence[int]
+"""Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
+of each (:attr:`torchlean.data.Table.lines`)."""
+Place: TypeAlias = Literal["line", "row"]
+"""What the numbers of :data:`Lines` count in messages: file lines (a CSV file), or rows from 1 (a
+shipped dataset, which has no file lines)."""
+
+
+def _float_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    found = float_dtype(dtype)
+    if found is None:
+        raise DataError(f"dtype must be float32 or float64, got {dtype_shown(dtype)}")
+    return found
+
+
+def _is_number(cell: str) -> bool:
+    return DECIMAL_NUMBER.fullmatch(cell.strip()) is not None
+
+
+def _line(first_line: Lines, r: int) -> int:
+    """The file line of cell ``r`` (see :data:`Lines`)."""
+    return first_line + r if isinstance(first_line, int) else first_line[r]
+
+
+def _decimal_comma(cell: str, delimiter: str) -> str | None:
+    """``cell`` written with a decimal point (``1.5``) when it is a number written with one decimal
+    comma (``1,5``, ``-0,25e3``) and ``delimiter`` is not the comma (under which such a cell was
+    quoted on purpose), else ``None``."""
+    text = cell.strip()
+    if delimiter == _delimiter.COMMA or text.count(",") != 1 or "." in text:
+        return None
+    pointed = text.replace(",", ".")
+    return pointed if _is_number(pointed) else None
+
+
+MISSING_VALUES = frozenset({"", "NA", "N/A", "n/a", "NULL", "null", "None", "\\N", "?", "#N/A", "-"})
+"""Cells that spreadsheets, databases, R and pandas write for a missing value (pandas an empty
+cell; MySQL ``\\N``), besides ``nan``, which is read as a number and refused as not finite."""
+
+_MISSING_HINT = " (a missing value? torchlean reads none: remove such rows)"
+
+
+def _not_a_number(cell: str, delimiter: str, *, missing: bool = True) -> str:
+    """``not a number: '1,5'``, with ``(decimal commas are not read: write 1.5)`` for a decimal
+    comma (:func:`_decimal_comma`), and, when ``missing``, a missing-value hint for the cells of
+    :data:`MISSING_VALUES` (review37 F5)."""
+    pointed = _decimal_comma(cell, delimiter)
+    if pointed is not None:
+        hint = f" (decimal commas are not read: write {pointed})"
+    else:
+        hint = _MISSING_HINT if missing and cell.strip() in MISSING_VALUES else ""
+    return f"not a number: {_cell_shown(cell)}{hint}"
+
+
+def _number(
+    file: str | Path,
+    line: int,
+    column: str,
+    cell: str,
+    dtype: np.dtype[Any],
+    place: Place = "line",
+    *,
+    delimiter: str = _delimiter.COMMA,
+) -> float:
+    """The number in ``cell``, checked to be finite once rounded to ``dtype`` (float32 or
+    float64; the round-to-nearest cast, so ``3.4028235e38``, float32's largest value as numpy
+    prints it, fits float32).
+
+    Raises:
+        DataError: not a number (a decimal comma, read with another ``delimiter`` than the
+            comma, says so: ``not a number: '1,5' (decimal commas are not read: write 1.5)``);
+            ``nan``/``inf`` spelled out (not a finite number); a number beyond ``dtype``'s range
+            (``1e200`` for float32, ``1e400`` for float64), naming the largest magnitude
+            ``dtype`` holds.
+    """
+    where = f"{file}: {place} {line}, column {display_name(column)}"
+    if not _is_number(cell):
+        raise DataError(f"{where}: {_not_a_number(cell, delimiter)}")
+    value = float(cell.strip())
+    if math.isnan(value) or (math.isinf(value) and "inf" in cell.lower()):
+        hint = _MISSING_HINT if math.isnan(value) else ""
+        raise DataError(f"{where}: not a finite number: {_cell_shown(cell)}{hint}")
+    with np.errstate(over="ignore"):
+        fits = bool(np.isfinite(dtype.type(value)))
+    if not fits:
+        wider = str(np.finfo(np.float64).max)
+        other = "" if dtype == np.float64 else f"; dtype float64 (CLI: --dtype float64) reads up to {wider}"
+        raise DataError(
+            f"{where}: {_cell_shown(cell.strip())} is outside the {dtype} range "
+            f"(accepted: a number of magnitude at most {np.finfo(dtype).max!s} for dtype {dtype}{other})"
+        )
+    return value
+
+
+def _cell_shown(cell: str, limit: int = 60) -> str:
+    """A CSV cell as messages quote it: its Python literal, cut after ``limit`` characters with
+    the cell's length (``'4\\n5,6,7\\nx...' (45064 characters)``), so a huge cell cannot flood an
+    ``error:`` line."""
+    if len(cell) <= limit:
+        return repr(cell)
+    return f"{cell[:limit]!r}... ({len(cell)} characters)"
+
+
+def display_name(text: str) -> str:
+    """``text`` (a column name or class label) as messages print it: itself when it is a
+    non-empty printable string without blanks at its ends, else its Python literal (``''``,
+    ``'a\\nb'``), so that an empty name stays visible and a name holding a newline or a control
+    character cannot split or garble a one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`)."""
+    return name_shown(text)
+
+
+def _shown(names: Sequence[str], index: int) -> str:
+    """Column ``index`` as messages name it: its name when that is non-blank and used once, else
+    its index (with the name when there is one: ``2 ('x')``)."""
+    name = names[index]
+    if name and names.count(name) == 1:
+        return name
+    return f"{index} ({name!r})" if name else str(index)

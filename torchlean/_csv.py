@@ -1,0 +1,783 @@
+"""CSV files read into cells: :func:`read_csv` and its :class:`Table`, with the rules that decide a
+file's layout (header, Excel's ``sep=`` line, comment lines, a trailing delimiter, R's row names,
+pandas' index column) and the hints of its refusals (another separator, the label column).
+:mod:`torchlean.data` re-exports the public names and loads a :class:`~torchlean.data.Dataset`
+from a :class:`Table` (:func:`~torchlean.data.load`, :func:`~torchlean.data.load_csv`); the cells
+are read by :mod:`torchlean._cells`, the label column found by :mod:`torchlean._labels`.
+
+CSV files: one sample per row; the label column is chosen by name or index (default: the last
+column). Header rule (``header=None``, the default): the first row is a header when one of its
+cells is not a number, or when its cells are exactly the column positions ``0,1,...,n-1`` (the
+header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
+``label_column="2"`` and ``label_column=2`` agree); any other all-numbers first row is data.
+Either all-numbers decision is a guess, reported in :attr:`torchlean.data.Dataset.header_note`, and
+so is a header read from a row with one text cell among numbers (``1,2,3,4,setosa``: the first
+sample of a headerless file with text labels, or a header); ``header=True`` / ``header=False``
+decide explicitly (and leave the note empty). Column names may repeat or be blank (``x,x,x,y`` or
+``,,,y``, as pandas reads such files); only a ``label_column`` given by a name the header repeats
+is refused, as it could not say which column it means (give its index). Messages about a cell name
+a repeated or blank column by its index. Cells are separated by commas unless ``delimiter`` names
+another character (``';'``, as European spreadsheets export, ``'\\t'`` for TSV files, ``'|'``; one
+character, not a quote, a line break, a digit, ``.``, ``+``, ``-``, ``e``, ``E`` or a blank other
+than tab, which would clash with quoting, rows or numbers), or ``delimiter="whitespace"`` reads
+cells separated by runs of spaces and tabs, blanks at the ends of a line ignored and double-quoted
+cells holding blanks (numpy's ``savetxt`` and R's ``write.table`` defaults, as pandas'
+``read_csv(sep=r"\\s+")`` and ``np.loadtxt`` read them); a first row read as one column that another
+common separator (``,``, ``;``, tab, ``|``) would split says so, as does one that blanks split (with
+the first data row) under a one-character delimiter. Decimal commas are not read
+(:mod:`torchlean._cells`). Before the header is decided, Excel's first line ``sep=X`` is skipped
+when ``X`` is the delimiter and refused, naming the delimiter to give, when it names another; a
+first line starting with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes
+its header so unless given ``comments=''``; under ``delimiter="whitespace"`` its line ``# a b y`` is
+read as the header, with a note, when it names a column per cell of the next row, unless
+``header=False``); and a last column with no name (or any last column, without a header) whose
+cells are blank on every line, as a delimiter ending every line makes it, is dropped, so the label
+defaults to the column before it. A header of two names or more one cell shorter than every data
+row (R's ``write.table`` with its default row names, which pandas reads as an index) drops the first
+cell of each data row (not when one is blank, nor when every last cell is: a delimiter leading or
+trailing the data lines, nor when two first cells are equal, as R's row names are distinct: the
+row-length error then asks about a cell holding the delimiter unquoted), so column indices are the
+header's; an error reading the cells after that says so. After it, a first column whose header cell
+is blank (or pandas' ``Unnamed: N``) over distinct integers (the index ``DataFrame.to_csv()``
+writes: ``0, 1, ..., n-1`` by default, other integers in any order after a filter, a shuffle or a
+re-index) is not a feature unless it is the label column; it still counts in column indices. Each
+of these is reported in :attr:`torchlean.data.Dataset.notes`. A feature cell that is not a number,
+in a column with no number in any row, is refused with a hint that the column may be the label.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import itertools
+import os
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean import _delimiter, _whitespace
+from torchlean._cells import _cell_shown, _decimal_comma, _is_number, _number, _shown, display_name
+from torchlean._checks import DECIMAL_INTEGER
+from torchlean._data_errors import DataError
+from torchlean._labels import _label_index, _label_name_note
+
+__all__ = ["STDIN", "Table", "read_csv"]
+
+Array: TypeAlias = npt.NDArray[Any]
+
+STDIN = "/dev/stdin"
+"""The path ``--dataset -`` reads (standard input)."""
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Table:
+    """A CSV file read into cells, before any column is converted (:func:`read_csv`).
+
+    ``names`` has one entry per column: the first row's cells (blanks around them stripped) when
+    it is a header, else ``column_<i>``; ``first_row`` is the file's first row as read; ``rows``
+    are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
+    starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
+    ``header_note`` as :attr:`torchlean.data.Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
+    (Excel's ``sep=`` line skipped, numpy's ``savetxt`` header ``# a b y`` read as the header, an
+    unnamed empty last column dropped from ``names`` and ``rows``, R's row names dropped from
+    ``rows``). ``index_column`` is ``0`` when the first
+    column is pandas' ``to_csv`` index (an unnamed header cell over the row numbers
+    ``0 .. len(rows) - 1``, in order), which :meth:`feature_indices` leaves out unless it is the
+    label column; else ``None``. It stays in ``names`` and ``rows``, so column indices count it.
+    ``delimiter`` is the character the cells were separated by (messages name it), or
+    ``"whitespace"``. ``row_names`` is whether the first cell of each data row was dropped as R's
+    row name (:meth:`row_names_told` adds it to the errors of reading the cells).
+    """
+
+    file: Path
+    names: tuple[str, ...]
+    has_header: bool
+    first_row: tuple[str, ...]
+    rows: list[list[str]]
+    lines: tuple[int, ...]
+    header_note: str
+    notes: tuple[str, ...] = ()
+    index_column: int | None = None
+    delimiter: str = _delimiter.COMMA
+    row_names: bool = False
+
+    @property
+    def first_line(self) -> int:
+        """The file line of the first data row."""
+        return self.lines[0]
+
+    def column(self, label_column: object) -> int:
+        """The index of ``label_column``: ``None`` for the last column, an integer index (Python
+        or numpy; negative counts from the end), or a header name used exactly once, else a
+        string of an integer (``"2"``, ``"-1"``) as that index (the CLI's ``--label-column``); a
+        name that is also another column's index is the name (:meth:`label_note` says so).
+
+        Raises:
+            UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
+            DataError: a name the header repeats (ambiguous), naming its columns.
+        """
+        return _label_index(self.file, self.names, label_column, self.has_header)
+
+    def label_note(self, label_column: object) -> str:
+        """The note on a ``label_column`` string that :meth:`column` read as a header name though
+        it is also an integer index of another column (``"3"`` naming column 1 of five), saying how
+        to ask for the index; else ``""``."""
+        return _label_name_note(self.file, self.names, label_column, self.has_header)
+
+    def feature_indices(self, label: int | None) -> list[int]:
+        """The indices of the feature columns, ascending: every column but ``label`` and, unless
+        it is ``label``, :attr:`index_column`."""
+        return [i for i in range(len(self.names)) if i != label and i != self.index_column]
+
+    def index_note(self, label: int | None) -> str:
+        """The note that :attr:`index_column` is not used as a feature (``""`` when there is none
+        or it is ``label``)."""
+        if self.index_column is None or self.index_column == label:
+            return ""
+        name = self.names[self.index_column]
+        unnamed = "has no name" if not name else f"is named {name!r}, as pandas names an unnamed column,"
+        cells = [row[self.index_column].strip() for row in self.rows]
+        in_order = cells == [str(r) for r in range(len(cells))]
+        held = f"the row numbers 0..{len(self.rows) - 1} in order" if in_order else "distinct whole numbers"
+        return (
+            f"{self.file}: column {self.index_column} {unnamed} and holds {held}, as pandas' to_csv writes "
+            "its index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in its "
+            "header cell makes it a feature)"
+        )
+
+    def unnamed_features_note(self, label: int | None) -> str:
+        """The note naming the feature columns (:meth:`feature_indices`) whose header cell is
+        blank or pandas' ``Unnamed: N``: used as features, though such a column is often an index
+        an earlier ``to_csv`` wrote (review37 F1: the row numbers of class-sorted data leak the
+        label); ``""`` when there is none or the file has no header."""
+        if not self.has_header:
+            return ""
+        unnamed = [
+            i for i in self.feature_indices(label)
+            if _unnamed(self.names[i])
+        ]
+        if not unnamed:
+            return ""
+        shown = ", ".join(_shown(self.names, i) for i in unnamed)
+        several = len(unnamed) > 1
+        has, are, one = (
+            ("have", "are used as features", "one") if several else ("has", "is used as a feature", "it")
+        )
+        return (
+            f"{self.file}: column{'s' if several else ''} {shown} {has} no name of its own (blank, or "
+            f"pandas' 'Unnamed: N') and {are}: if {one} is an index an earlier to_csv wrote, remove it (row "
+            "numbers can give the label away)"
+        )
+
+    def shown(self, index: int) -> str:
+        """Column ``index`` as messages name it: its name when that is non-blank and used once,
+        else its index (with the name when there is one: ``2 ('x')``)."""
+        return _shown(self.names, index)
+
+    @property
+    def separator_hint(self) -> str:
+        """``"; the file seems to be separated by ';', not ',' ..."`` when the file read as one
+        column whose first cell holds another common separator (``,``, ``;``, tab, ``|``; the one
+        it holds most), or whose first two rows blanks split (``delimiter='whitespace'``), naming
+        the ``delimiter`` to read it with, else ``""``."""
+        return _separator_hint(self.first_row, self.delimiter, self.rows[0] if self.rows else None)
+
+    def row_error(self, r: int) -> DataError | None:
+        """The error for data row ``r`` when its cell count is not the column count
+        (``line 4 has 2 cells, expected 3``; under another delimiter than the comma, ``2 cells
+        separated by ';'``), else ``None``."""
+        row = self.rows[r]
+        if len(row) == len(self.names):
+            return None
+        by = "" if self.delimiter == _delimiter.COMMA else f" separated by {_delimiter.one(self.delimiter)}"
+        trailing = f"a trailing {_delimiter.word(self.delimiter)}"
+        blanks = self.delimiter == _delimiter.WHITESPACE  # blanks ending a line end no cell there
+        if not blanks and len(row) == len(self.names) + 1 and not row[-1].strip():
+            hint = f" (its last cell is empty: {trailing} on this line?)"
+        elif not blanks and len(row) + 1 == len(self.names) and self.has_header and not self.names[-1]:
+            hint = f" (the header's last cell is empty: {trailing} on the header line?)"
+        elif self.has_header and _one_cell_more(self.names, self.rows):
+            hint = f" ({self._one_cell_more_hint()})"
+        else:
+            hint = ""
+        return DataError(
+            f"{self.file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
+            f"expected {len(self.names)}{hint}"
+        )
+
+    @contextlib.contextmanager
+    def row_names_told(self) -> Iterator[None]:
+        """Add to a :class:`DataError` raised inside (reading the cells: :meth:`columns`, the
+        labels) that the first cell of each data row was dropped as R's row name, when it was
+        (:attr:`row_names`): the note would be printed after a load that succeeds, and a header
+        that is one name short, not R's, shifts the columns (the error is re-raised, its class and
+        attributes kept)."""
+        try:
+            yield
+        except DataError as error:
+            if not self.row_names:
+                raise
+            n = len(self.names)
+            error.args = (
+                f"{error} (the header has {n} cells and every data row {n + 1}, so the first cell of each "
+                "row was taken as R's row name and left out, and the header names the cells after it; if "
+                "the header lacks the first column's name, add it)",
+                *error.args[1:],
+            )
+            raise
+
+    def _one_cell_more_hint(self) -> str:
+        """Why every data row has one cell more than the header, when its first cells repeat (so
+        they are not R's row names): a cell holding the delimiter unquoted?"""
+        n = len(self.names)
+        held = "a blank" if self.delimiter == _delimiter.WHITESPACE else _delimiter.one(self.delimiter)
+        example = (
+            ", such as Iris setosa as R's write.table(..., quote = FALSE) writes it"
+            if self.delimiter == _delimiter.WHITESPACE else ""
+        )
+        repeated = _repeated_first_cell(self.rows)
+        repeats = "" if repeated is None else (
+            f"; its first column is not R's row names, which are distinct: it holds "
+            f"{_cell_shown(repeated[0])} on lines {self.lines[repeated[1]]} and {self.lines[repeated[2]]}"
+        )
+        return (
+            f"every data row has {n + 1} cells and the header {n}: does a cell hold {held} without quotes"
+            f"{example}? quote such cells{repeats}"
+        )
+
+    def columns(self, label: int | None) -> tuple[Array, list[str] | None]:
+        """The :meth:`feature_indices` columns (every column but ``label`` and pandas' index) as
+        float64 features ``[len(rows), n_features]``, and the cells of column ``label`` as read
+        (``None`` when ``label`` is ``None``).
+
+        Raises:
+            DataError: a row whose cell count differs from the column count
+                (:meth:`row_error`), a feature cell that is not a finite float64 number (a
+                decimal comma under another delimiter says so), or a label cell spanning lines
+                that holds the delimiter (line and column named); rows are checked in file order.
+                A feature cell that is not a number, in a column without a number in any row (a
+                decimal comma counting as one), adds the hint ``(is y the label? pass
+                --label-column y, or label_column='y' in Python)``.
+        """
+        feature_idx = self.feature_indices(label)
+        fast = _well_formed_features(self.rows, len(self.names), label, feature_idx)
+        if fast is not None:
+            return fast, None if label is None else [row[label] for row in self.rows]
+        # something is refused: read cell by cell, so the first refusal in file order is raised
+        x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
+        cells: list[str] = []
+        separator = self._separator_by_blanks()
+        for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
+            error = self.row_error(r)
+            if error is not None:
+                raise error
+            if label is not None:  # first: rows read into a label are the cause of what follows
+                _refuse_rows_in_a_label(self.file, line, self.shown(label), row[label], self.delimiter)
+                cells.append(row[label])
+            for j, i in enumerate(feature_idx):
+                # features are read and standardised in float64; the standardised values are checked
+                # against the target dtype in _split, so a 1e39-scale column still fits float32
+                try:
+                    x[r, j] = _number(
+                        self.file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
+                    )
+                except DataError as error:
+                    cell = row[i].strip()
+                    if separator is not None and (cell.startswith(separator) or cell.endswith(separator)):
+                        raise DataError(
+                            f"{self.file}: line {line}, column {display_name(self.shown(i))}: not a number: "
+                            f"{_cell_shown(row[i])}; the file seems to be separated by "
+                            f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
+                        ) from None
+                    hint = self._label_hint(i)
+                    if not hint:
+                        raise
+                    raise DataError(f"{error} {hint}") from None
+        return x, None if label is None else cells
+
+    def _separator_by_blanks(self) -> str | None:
+        """Under :data:`torchlean._delimiter.WHITESPACE`, the common separator (``,``, ``;``,
+        ``|``) that the first row and the first data row hold as often, each only at a cell's
+        start or end (``a, b, y`` over ``1, 2, 0``: a file separated by ``", "``, whose cells the
+        blanks split with the separator left on them); else ``None``. Decimal commas (``1,5``)
+        sit inside a cell, so they are not taken for one."""
+        if self.delimiter != _delimiter.WHITESPACE or not self.rows:
+            return None
+        for separator in _delimiter.COMMON:
+            if separator == _delimiter.TAB:  # a blank, which separates cells here
+                continue
+            counts = set()
+            for row in (self.first_row, self.rows[0]):
+                if any(separator in cell.strip().strip(separator) for cell in row):
+                    break
+                counts.add(sum(cell.count(separator) for cell in row))
+            else:
+                if len(counts) == 1 and 0 not in counts:
+                    return separator
+        return None
+
+    def _label_hint(self, index: int) -> str:
+        """``(is y the label? ...)`` when feature column ``index`` holds no number in any row (a
+        decimal comma, under another delimiter than the comma, counts as one) and some non-blank
+        cell (text, as a label column holds), else ``""``."""
+        cells = [row[index].strip() for row in self.rows if len(row) > index]
+        if any(_is_number(cell) or _decimal_comma(cell, self.delimiter) for cell in cells) or not any(cells):
+            return ""
+        name = self.names[index]
+        by_name = self.has_header and name and self.names.count(name) == 1
+        given: str | int = name if by_name else index
+        return (
+            f"(is {display_name(self.shown(index))} the label? pass --label-column "
+            f"{shlex.quote(str(given))}, or label_column={given!r} in Python)"
+        )
+
+
+def _well_formed_features(
+    rows: Sequence[Sequence[str]], n_columns: int, label: int | None, feature_idx: Sequence[int]
+) -> Array | None:
+    """The features of :meth:`Table.columns` read a column at a time, or ``None`` when some row
+    or cell would be refused (a row of another length, a label cell spanning lines, a feature cell
+    that is not a finite number); the same values as :func:`_number` reads (Python's ``float``).
+
+    On ASCII text without ``_``, every cell that Python's ``float`` reads is one that
+    :data:`torchlean._checks.DECIMAL_NUMBER` accepts once ``str.strip`` removed its blanks, with the
+    same value (tested in tests/data/test_csv_fast_path.py); ``float`` refuses some that it accepts
+    (it does not strip ``\x1c``-``\x1f``). Any other column goes cell by cell, which decides.
+    """
+    if not rows:  # a Table built by hand (read_csv refuses a file without data rows)
+        return np.empty((0, len(feature_idx)), dtype=np.float64)
+    if any(len(row) != n_columns for row in rows):
+        return None
+    if label is not None and any("\n" in row[label] or "\r" in row[label] for row in rows):
+        return None  # _refuse_rows_in_a_label decides
+    columns = list(zip(*rows, strict=True))
+    x = np.empty((len(rows), len(feature_idx)), dtype=np.float64)
+    for j, i in enumerate(feature_idx):
+        text = "".join(columns[i])
+        if not text.isascii() or "_" in text:
+            return None
+        try:
+            x[:, j] = np.fromiter(map(float, columns[i]), dtype=np.float64, count=len(rows))
+        except ValueError:
+            return None
+    return x if np.isfinite(x).all() else None
+
+
+def _stdin_closed() -> bool:
+    """Whether the process has no standard input (file descriptor 0 closed)."""
+    try:
+        os.fstat(0)
+    except OSError:
+        return True
+    return False
+
+
+def read_csv(
+    path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
+) -> Table:
+    """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark; blank rows
+    skipped), deciding whether its first row is a header by the module docstring's rule.
+
+    ``delimiter`` separates the cells: ``","`` (the default), ``";"``, ``"\\t"``, ``"|"`` or
+    any other single character but a quote (``"`` or ``'``), a line break, a digit, ``.``, ``+``,
+    ``-``, ``e``, ``E`` or a blank other than tab (``str.isspace``), which would clash with
+    quoting, rows or numbers (Python's ``csv`` ``delimiter``, as pandas' ``read_csv(sep=...)``
+    takes one character); or ``"whitespace"``: cells separated by runs of spaces and tabs, blanks
+    at the ends of a line ignored, a double-quoted cell holding blanks, line breaks and quotes,
+    doubled or escaped by a backslash as R writes them (:mod:`torchlean._whitespace`; pandas'
+    ``read_csv(sep=r"\\s+")``, ``np.loadtxt``). Decimal commas are not read (:meth:`Table.columns`
+    says so; under ``"whitespace"``, cells ending in a comma on the first two rows name the comma
+    as the file's separator instead).
+
+    Raises:
+        DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
+            :data:`STDIN` when standard input is closed), a directory or a device other than
+            :data:`STDIN` (``/dev/zero`` would be read until memory runs out; pipes and standard
+            input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
+            quote left open, a file without rows or without data rows, a first line starting
+            with ``#`` (a comment line; under ``"whitespace"``, not numpy's ``savetxt`` header
+            ``# a b y`` naming a column per cell of the next row, read as the header unless
+            ``header=False``), Excel's ``sep=`` first line naming another separator than
+            ``delimiter`` (the message says which ``delimiter`` to give), a bad ``header``, a
+            ``delimiter`` that is not one of the characters accepted (naming it, why, and those
+            accepted).
+
+    Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
+    line is dropped (not under ``"whitespace"``, where blanks ending a line end no cell), R's row
+    names (a header one cell shorter than every data row, over distinct first cells) are dropped
+    from the rows (:attr:`Table.row_names`),
+    and pandas' index column is marked as :attr:`Table.index_column` (the module docstring has the
+    rules; :attr:`Table.notes` and :meth:`Table.index_note` report them).
+
+    Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
+    closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
+    stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but a quote left open
+    at the end of the file is refused (the rest of the file would be read into one cell); so is a
+    label cell spanning lines that holds the delimiter, when :meth:`Table.columns` reads it (rows read
+    into it between two misplaced quotes). A quoted cell may hold the delimiter (``"a;b"``).
+    """
+    why = _delimiter.fault(delimiter)
+    if why is not None:
+        raise DataError(_delimiter.python_refusal(delimiter, why))
+    file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
+    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
+        is_dir, exists = file.is_dir(), file.exists()
+        device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
+    except OSError as error:
+        raise DataError(f"{file}: cannot read the file: {error.strerror or error}") from None
+    if is_dir:
+        raise DataError(f"dataset path is a directory, not a CSV file: {file}")
+    if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
+        if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
+            raise DataError("standard input is closed (the dataset - reads the CSV from it)")
+        raise DataError(f"dataset file not found: {file}")
+    if device:
+        # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
+        # terminal too) is what the user redirected into it
+        raise DataError(
+            f"dataset path {file} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+            "input as -)"
+        )
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    try:
+        with file.open(newline="", encoding="utf-8-sig") as handle:
+            records = (
+                _blank_separated(file, handle) if delimiter == _delimiter.WHITESPACE
+                else _delimited(file, handle, delimiter)
+            )
+            for row, start in records:
+                if (row and row[0].strip()) or any(cell.strip() for cell in row):  # not blank
+                    rows.append(row)
+                    starts.append(start)
+    except UnicodeDecodeError as error:
+        raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
+    except OSError as error:
+        raise DataError(f"{file}: cannot read the file: {error}") from None
+    notes: list[str] = []
+    if rows and _separator_line(file, rows[0], starts[0], delimiter):
+        text = _delimiter.joiner(delimiter).join(rows[0])
+        notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming "
+                     f"{_delimiter.one(delimiter)}; it was skipped")
+        rows, starts = rows[1:], starts[1:]
+    if not rows:
+        raise DataError(f"{file}: the file has no rows")
+    if rows[0][0].lstrip().startswith("#"):
+        commented = _commented_header(rows, header) if delimiter == _delimiter.WHITESPACE else None
+        if commented is None:
+            raise DataError(
+                f"{file}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
+                "(accepted: a header row or a data row first; remove the comment lines, or rename a first "
+                "column whose name starts with '#'; numpy's savetxt writes its header as a comment unless "
+                f"given comments=''{_commented_header_rule(rows, header, delimiter)})"
+            )
+        text = " ".join(rows[0])
+        notes.append(
+            f"{file}: line {starts[0]} {text!r} was read as the header, as numpy's savetxt(..., header=...) "
+            f"writes one after '# ' (np.loadtxt skips it as a comment): its {len(commented)} names fit the "
+            f"{len(rows[1])} cells of line {starts[1]}"
+        )
+        rows = [commented, *rows[1:]]
+        header = True
+    width = len(rows[0])
+    while (
+        width > 1 and delimiter != _delimiter.WHITESPACE  # blanks ending a line end no cell there
+        and all(len(row) == width and not row[-1].strip() for row in rows)
+    ):
+        notes.append(
+            f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
+            f"{_delimiter.word(delimiter)}?), so it is ignored"
+        )
+        rows = [row[:-1] for row in rows]
+        width -= 1
+    has_header, note = _header(file, rows[0], header, delimiter)
+    names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
+    body = rows[1:] if has_header else rows
+    if not body:
+        raise DataError(f"{file}: no data rows")
+    lines = tuple(starts[1:] if has_header else starts)
+    row_names = has_header and _row_names(names, body)
+    if row_names:
+        notes.append(
+            f"{file}: the header has {len(names)} cells and every data row {len(names) + 1}, as R's "
+            "write.table writes row names (pandas reads such a first column as its index), so the first "
+            "cell of each row is a row name and is not used (write.table(..., row.names = FALSE) leaves "
+            "it out)"
+        )
+        body = [row[1:] for row in body]
+    index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
+    return Table(
+        file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
+        row_names,
+    )
+
+
+def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:
+    """The records of ``lines`` read by Python's ``csv`` with the one-character ``delimiter``,
+    each with the file line it starts on.
+
+    Raises:
+        DataError: a quote left open at the end of the file, or a cell over ``csv``'s size limit.
+    """
+    reader = csv.reader(itertools.chain(lines, [_END_OF_FILE + "\n"]), delimiter=delimiter)
+    start = end = 0  # the first and last file line of the record just read
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if delimiter.join(row) == _END_OF_FILE:  # a delimiter such as ':' splits its text
+                return
+            if row and _END_OF_FILE in row[-1]:
+                _refuse_open_quote(file, start, end - 1)
+            yield row, start
+    except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
+        raise DataError(
+            f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
+            "left open? (accepted: every quoted cell closed by a quote)"
+        ) from None
+
+
+def _blank_separated(file: Path, lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """The rows of ``lines`` whose cells are separated by runs of blanks
+    (:data:`torchlean._delimiter.WHITESPACE`; :func:`torchlean._whitespace.rows`), each with the
+    file line it starts on.
+
+    Raises:
+        DataError: a quote left open at the end of the file.
+    """
+    try:
+        for row, start, _ in _whitespace.rows(lines):
+            yield row, start
+    except _whitespace.OpenQuote as open_quote:
+        _refuse_open_quote(file, open_quote.start, open_quote.end)
+
+
+def _one_cell_more(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether every data row of ``body`` has one cell more than the header of two names or more
+    (``names``), none starts with a blank cell, and not every one ends with one: the layout of R's
+    row names, which :func:`_row_names` takes when the first cells are also distinct (a blank
+    first or last cell on every row is a delimiter leading or trailing the data lines, which the
+    row-length error asks about)."""
+    if len(names) < 2 or any(len(row) != len(names) + 1 for row in body):
+        return False
+    return all(row[0].strip() for row in body) and any(row[-1].strip() for row in body)
+
+
+def _row_names(names: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether the data rows ``body`` start with R's row names: :func:`_one_cell_more` (a header
+    of two names or more, ``names``, one cell shorter than every data row), as R's
+    ``write.table`` writes a data frame with its row names (its default) and pandas' ``read_csv``
+    reads as an index column, and the first cells (blanks around them stripped) are distinct, as
+    R's row names are: a first column that repeats a value is no row names, but rows split into
+    one cell too many (an unquoted cell holding the delimiter, such as ``Iris setosa`` under
+    ``"whitespace"``), which :meth:`Table.row_error` asks about."""
+    if not _one_cell_more(names, body):
+        return False
+    return len({row[0].strip() for row in body}) == len(body)
+
+
+def _repeated_first_cell(body: Sequence[Sequence[str]]) -> tuple[str, int, int] | None:
+    """The first row's first cell that an earlier row's repeats (blanks around it stripped), with
+    the positions in ``body`` of the first two rows that hold it; ``None`` when all differ."""
+    seen: dict[str, int] = {}
+    for r, row in enumerate(body):
+        cell = row[0].strip()
+        if cell in seen:
+            return cell, seen[cell], r
+        seen[cell] = r
+    return None
+
+
+def _commented_header(rows: Sequence[Sequence[str]], header: object) -> list[str] | None:
+    """The header names of a first row read with :data:`torchlean._delimiter.WHITESPACE` that
+    starts with ``#``, as numpy's ``savetxt(..., header="a b y")`` writes ``# a b y``: its cells
+    with the ``#`` marks at the start taken off (an empty first cell left out), when there are
+    some, ``header`` is ``None`` or true, and they are as many as the cells of the next row,
+    which does not start with ``#`` (a data row); else ``None``."""
+    if header is not None and not (isinstance(header, (bool, np.bool_)) and header):
+        return None
+    if len(rows) < 2 or rows[1][0].lstrip().startswith("#"):
+        return None
+    first = rows[0][0].lstrip().lstrip("#")
+    names = [*([first] if first.strip() else []), *rows[0][1:]]
+    return names if names and len(names) == len(rows[1]) else None
+
+
+def _commented_header_rule(rows: Sequence[Sequence[str]], header: object, delimiter: str) -> str:
+    """The end of the refusal of a first line starting with ``#`` under ``delimiter``: under
+    :data:`torchlean._delimiter.WHITESPACE`, when such a line is read as the header, and why
+    this one is not (:func:`_commented_header`); else ``""``."""
+    if delimiter != _delimiter.WHITESPACE:
+        return ""
+    rule = "; under whitespace a first line '# a b y' is read as the header when it has a name for each "
+    if header is not None and not (isinstance(header, (bool, np.bool_)) and header):
+        return f"{rule}cell of the next row, but not with header=False (CLI: --no-header)"
+    if len(rows) < 2 or rows[1][0].lstrip().startswith("#"):
+        return f"{rule}cell of the next row, a data row"
+    first = rows[0][0].lstrip().lstrip("#")
+    count = len(rows[0]) - (0 if first.strip() else 1)
+    return f"{rule}cell of the next row: this one has {count} for {len(rows[1])}"
+
+
+def _unnamed(name: str) -> bool:
+    """Whether a header name is no name of its own: blank, or ``Unnamed: N``, as pandas names a
+    column whose header cell is blank when it reads one (and so writes it back)."""
+    return not name or re.fullmatch(r"Unnamed: \d+", name) is not None
+
+
+def _row_labels(rows: Sequence[Sequence[str]]) -> bool:
+    """Whether the first cells of ``rows`` are distinct integers (blanks around them stripped), as
+    pandas' ``to_csv`` writes an integer index: ``0, 1, ..., n - 1`` by default, other numbers in
+    any order after a filter, a shuffle or a re-index."""
+    cells = [row[0].strip() for row in rows]
+    if not all(DECIMAL_INTEGER.fullmatch(cell) for cell in cells):
+        return False
+    return len({int(cell) for cell in cells}) == len(cells)
+
+
+def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str) -> bool:
+    """Whether the first row (read with ``delimiter``) is Excel's separator line ``sep=X`` naming
+    ``delimiter`` (which is skipped).
+
+    Raises:
+        DataError: a separator line naming another separator (``sep=;`` read with ``,``), saying
+            which ``delimiter`` reads the file (or that none does: ``sep=.``).
+    """
+    text = _delimiter.joiner(delimiter).join(first)
+    found = re.fullmatch(r" *sep=(.) *", text, re.IGNORECASE | re.DOTALL)
+    if found is None:
+        return False
+    separator = found.group(1)
+    if separator == delimiter:
+        return True
+    says = (
+        f"{file}: line {line}: Excel's separator line {text!r} says the file is separated by "
+        f"{_delimiter.named(separator)}, not {_delimiter.named(delimiter)}"
+    )
+    why = _delimiter.fault(separator)
+    if why is not None:
+        raise DataError(
+            f"{says}, which no delimiter reads: that separator {why} (accepted: a delimiter of one "
+            f"character, {_delimiter.RULE})"
+        )
+    raise DataError(f"{says}: {_delimiter.use(separator)}")
+
+
+_END_OF_FILE = "\x1etorchlean: end of file\x1e"
+"""The text of one line :func:`read_csv` reads after the file's last: a row of its own, unless a
+quote left open reads it into its cell."""
+
+
+def _refuse_open_quote(file: Path, start: int, end: int) -> None:
+    """Refuse the quote left open in the row read from file lines ``start..end`` (the last)."""
+    where = (
+        "on this line is never closed" if end == start else
+        f"in the row that starts here is never closed, so the rest of the file (lines {start}-{end}) "
+        "would be read into one cell"
+    )
+    raise DataError(
+        f"{file}: line {start}: a quote opened {where} (accepted: every quoted cell closed by a quote)"
+    )
+
+
+def _line_breaks(cell: str) -> int:
+    """How many line breaks ``cell`` holds (``\r\n`` is one, as the file's lines count it)."""
+    return cell.count("\n") + cell.count("\r") - cell.count("\r\n")
+
+
+def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str, delimiter: str) -> None:
+    """Refuse a class-label cell (from file line ``line``) that holds a line break and the
+    ``delimiter``: rows of the file read into one cell by a misplaced quote (a class label holds
+    neither)."""
+    breaks = _line_breaks(cell)
+    if breaks and _delimiter.holds(delimiter, cell):
+        named = _delimiter.named(delimiter)
+        raise DataError(
+            f"{file}: line {line}, column {display_name(column)}: a quoted cell runs over lines "
+            f"{line}-{line + breaks} and holds {named}, as if rows were read into it: {_cell_shown(cell)}; "
+            f"is a quote misplaced? (accepted: a label quoted on its row, or spanning lines without {named})"
+        )
+
+
+def _separator_hint(first: Sequence[str], delimiter: str, second: Sequence[str] | None = None) -> str:
+    """A hint for a first row read with ``delimiter`` as one column: ``"; the file seems to be
+    separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')"`` when its
+    cell holds another common separator (:data:`torchlean._delimiter.COMMON`, the one it holds
+    most; ties to the first); else, under a one-character ``delimiter``, ``"; the file seems to be
+    separated by blanks, not commas: pass delimiter='whitespace' (CLI: --delimiter whitespace)"``
+    when blanks split its cell, and the ``second`` row's (the first data row, when the first is a
+    header; one cell too), in two or more (numpy's ``savetxt``, R's ``write.table``); else ``""``."""
+    if len(first) != 1:
+        return ""
+    counts = {other: first[0].count(other) for other in _delimiter.COMMON if other != delimiter}
+    separator = max(counts, key=lambda key: counts[key])
+    if not counts[separator]:
+        rows = (first,) if second is None else (first, second)
+        if delimiter == _delimiter.WHITESPACE or any(
+            len(row) != 1 or len(_BLANK_SEPARATED.findall(row[0])) < 2 for row in rows
+        ):
+            return ""
+        separator = _delimiter.WHITESPACE
+    return (
+        f"; the file seems to be separated by {_delimiter.named(separator)}, not "
+        f"{_delimiter.named(delimiter)}: {_delimiter.use(separator)}"
+    )
+
+
+_BLANK_SEPARATED = re.compile(r"[^ \t\r\n]+")
+"""A cell's runs of non-blanks: those :data:`torchlean._delimiter.WHITESPACE` would read as cells."""
+
+
+def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: str) -> tuple[bool, str]:
+    """(is the first row a header, the note on a guess from an all-numbers row); see the module
+    docstring for the rule. The note shows the row's cells separated by ``delimiter`` (a tab as
+    ``\\t``)."""
+    if header is not None:
+        if not isinstance(header, (bool, np.bool_)):
+            raise DataError(f"header must be True, False or None, got {header!r}")
+        return bool(header), ""
+    cells = [c.strip() for c in first]
+    by = _delimiter.joiner(delimiter)
+    by = by if by.isprintable() else repr(by)[1:-1]
+    shown = by.join(cells) if len(cells) <= 6 else f"{by.join(cells[:3])}{by}...{by}{cells[-1]}"
+    texts = [c for c in cells if not _is_number(c)]
+    if len(texts) == 1 and len(cells) > 1 and texts[0]:  # a header, or a row with a text label
+        return True, (
+            f"{file}: first row {shown} was read as a header, as its cell {texts[0]!r} is not a number "
+            "(its other cells are); pass header=False (CLI: --no-header) if it is a data row with a "
+            "text label"
+        )
+    if texts:
+        return True, ""
+    if cells == [str(i) for i in range(len(cells))]:
+        return True, (
+            f"{file}: first row {shown} is all numbers equal to the column positions, so it was read as "
+            "a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data"
+        )
+    return False, (
+        f"{file}: first row {shown} is all numbers, so it was read as data (no header); "
+        "pass header=True (CLI: --header) if it names the columns"
+    )
+
+
+def _name(value: object, what: str, empty: str, accepted: str) -> str:
+    """``value`` (a ``str`` or ``os.PathLike[str]``) as a non-empty string. Messages call it
+    ``what`` (``empty`` when it is empty) and list the ``accepted`` values.
+
+    Raises:
+        DataError: another type (``os.fspath`` would raise a bare ``TypeError``), or the empty
+            name (which ``Path`` would read as ``.``, the current directory).
+    """
+    name = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(name, str):
+        raise DataError(f"{what} must be {accepted} (str or os.PathLike), got {value!r}")
+    if not name:
+        raise DataError(f"{empty} is empty (accepted: {accepted})")
+    return name

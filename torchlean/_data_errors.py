@@ -1,0 +1,27 @@
+"""The errors of loading a dataset: :class:`DataError` and :class:`EmptySplitError`, raised by the
+CSV reader (:mod:`torchlean._csv`), the cell, label and split modules and :mod:`torchlean.data`,
+which re-exports both."""
+
+from __future__ import annotations
+
+from torchlean.backend.errors import TorchLeanError
+
+__all__ = ["DataError", "EmptySplitError"]
+
+
+class DataError(TorchLeanError, ValueError):
+    """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
+
+
+class EmptySplitError(DataError):
+    """A train/test split that would leave the train or the test split without a sample
+    (:func:`torchlean.data.split_rows`): ``samples`` rows, ``test_fraction`` as given and
+    ``test_rows``, the ``ceil(test_fraction * samples)`` rows the test split would take, as
+    attributes, so a caller can name its own option and the fractions it accepts (``torchlean train
+    --test-fraction``)."""
+
+    def __init__(self, message: str, *, samples: int, test_fraction: float, test_rows: int) -> None:
+        super().__init__(message)
+        self.samples = samples
+        self.test_fraction = test_fraction
+        self.test_rows = test_rows

@@ -1,0 +1,306 @@
+"""The label column: which column of a CSV file it is (:func:`_label_index`, and the note of
+:func:`_label_name_note`), and its cells read as class ids or regression targets, the task inferred
+from them (:func:`_labels`; :func:`targets` and :func:`class_ids`, re-exported by
+:mod:`torchlean.data`, read label cells against known classes or as regression targets).
+
+A ``label_column`` string is a header name first, an index only when it names no column: ``"3"``
+with the header ``a,3,b,y`` is column 1, with a note saying how to ask for index 3 (``3`` as an
+int; CLI: ``--label-column -1`` or ``y``). Classification labels may be numbers or non-blank strings
+and are mapped to ``0 .. n_classes - 1`` in sorted order (names kept in ``class_names``); in a
+column whose labels are all finite numbers, they are classes by exact value, so ``1``, ``1.0``,
+``01``, ``+1`` and ``1e0`` are one class, named ``1`` (a non-integer class is named by its first
+spelling in the file), also among non-number labels (under ``task='classification'``: the numbers'
+classes first, by value, then the names, compared as text; a number with a decimal exponent beyond
+400 is a name); a single class is refused, in the file (here) or in the train split
+(:func:`torchlean.data.load`), as scikit-learn classifiers refuse it. Unless ``task`` says
+otherwise, the task is ``classification`` when every label is an integer or every label is a
+non-number, ``regression`` when every label is a number and some is not an integer; a column mixing
+numbers and non-numbers (a target with missing values such as ``NA``, ``?`` or ``null``) is
+refused, naming its first non-number and how many labels are numbers: no missing value is read
+(remove such rows), and, when the numbers are all whole (class ids among names?),
+``task='classification'`` reads every label as a class name. A label column holding cells written
+with decimal commas (under another delimiter than the comma) is refused unless ``task`` is given.
+Blank labels are left out of that decision and refused by line and column under either task
+(``not a number: ''``, ``not a class label: ''``).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean import _delimiter
+from torchlean._cells import (
+    Lines,
+    Place,
+    _cell_shown,
+    _decimal_comma,
+    _float_dtype,
+    _is_number,
+    _line,
+    _not_a_number,
+    _number,
+    _shown,
+    display_name,
+)
+from torchlean._checks import DECIMAL_INTEGER, is_builtin_or_numpy_int
+from torchlean._data_errors import DataError
+from torchlean.backend.display import name_shown
+from torchlean.backend.errors import UnknownLabelError
+
+__all__ = ["Task", "class_ids", "targets"]
+
+Task: TypeAlias = Literal["classification", "regression"]
+Array: TypeAlias = npt.NDArray[Any]
+
+
+def _label_index(file: Path, names: Sequence[str], column: object, has_header: bool) -> int:
+    """The index of the label column: the last one for ``None``, an integer index (Python or
+    numpy; negative counts from the end), or a header name used exactly once.
+
+    Raises:
+        UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
+        DataError: a name the header repeats (ambiguous), naming its columns.
+    """
+    if column is None:
+        return len(names) - 1
+    if is_builtin_or_numpy_int(column):
+        index = int(column)
+        if -len(names) <= index < len(names):
+            return index % len(names)
+        raise UnknownLabelError(
+            f"unknown label column {index} in {file} "
+            f"(known: indices 0..{len(names) - 1} or -{len(names)}..-1)"
+        )
+    if has_header and column in names:
+        where = [i for i, name in enumerate(names) if name == column]
+        if len(where) > 1:
+            raise DataError(
+                f"{file}: label column {column!r} is ambiguous: the header names columns "
+                f"{', '.join(map(str, where))} {column!r} (accepted: a name the header uses once, or a "
+                f"column index 0..{len(names) - 1})"
+            )
+        return where[0]
+    if isinstance(column, str) and DECIMAL_INTEGER.fullmatch(column.strip()):  # names no column: an index
+        return _label_index(file, names, int(column), has_header)
+    known = (" | ".join(map(display_name, names)) if has_header
+             else f"indices 0..{len(names) - 1} (the file has no header)")
+    raise UnknownLabelError(f"unknown label column {name_shown(column)} in {file} (known: {known})")
+
+
+def _label_name_note(file: Path, names: Sequence[str], column: object, has_header: bool) -> str:
+    """The note of :meth:`torchlean.data.Table.label_note`: ``column`` is a string of an integer that names a
+    header column used once, and as an index it would name another column."""
+    if not (isinstance(column, str) and has_header and names.count(column) == 1):
+        return ""
+    if not DECIMAL_INTEGER.fullmatch(column.strip()):
+        return ""
+    named, n = names.index(column), len(names)
+    index = int(column)
+    if not -n <= index < n or index % n == named:
+        return ""
+    other = index % n
+    ways = [f"--label-column {text}" for text in (str(other), str(other - n)) if text not in names]
+    if names[other] and names.count(names[other]) == 1:
+        ways.append(f"--label-column {shlex.quote(names[other])}")
+    cli = f" (CLI: {' or '.join(ways)})" if ways else ""
+    return (
+        f"{file}: label column {column!r} is a column name and a column index: it was read as the name "
+        f"(column {named}), not as index {index} (column {display_name(_shown(names, other))}); names come "
+        f"first: for that index pass label_column={index} as an int{cli}"
+    )
+
+
+def _labels(
+    file: Path,
+    column: str,
+    cells: list[str],
+    task: Task | None,
+    first_line: Lines,
+    dtype: np.dtype[Any],
+    *,
+    delimiter: str = _delimiter.COMMA,
+) -> tuple[Array, tuple[str, ...], Task]:
+    """The label array, class names and task of the label ``cells`` (as read with ``delimiter``,
+    blanks around them kept for messages; ``first_line`` places them in the file, see
+    :data:`Lines`).
+
+    Raises:
+        UnknownLabelError: an unknown ``task``.
+        DataError: with no ``task``, labels that mix numbers and non-blank non-numbers (the
+            first non-number named, and how many are numbers: a missing value, or class names?),
+            or a label written with a decimal comma under another ``delimiter`` than the comma
+            (``not a number: '1,5' (decimal commas are not read: write 1.5)``: not read as a
+            class name unless ``task='classification'``); a
+            regression label that is not a finite number of ``dtype`` (as a feature
+            cell, :func:`_number`), a blank classification label (``line 2, column y: not a
+            class label: ''``, as a blank feature cell is ``not a number: ''``), or a single class
+            (a classifier needs two; scikit-learn classifiers refuse such a target too).
+    """
+    labels = [cell.strip() for cell in cells]
+    numeric = [_is_number(v) for v in labels]
+    if task not in (None, "classification", "regression"):
+        raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
+    # the task is inferred from the non-blank labels; a blank one is refused below, by either task
+    filled = [r for r, v in enumerate(labels) if v]
+    text = [r for r in filled if not numeric[r]]
+    if task is None and text and len(text) < len(filled):  # a quantity with missing values, or classes?
+        r, count = text[0], len(filled) - len(text)
+        whole = all(_integral(labels[i]) for i in filled if numeric[i])
+        way_out = (
+            "; pass task='classification' (CLI: --task classification) to read every label as a class "
+            "name" if whole else
+            " (the numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
+        )
+        raise DataError(
+            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
+            f"{_not_a_number(cells[r], delimiter, missing=False)}, but {count} of the {len(labels)} labels "
+            f"are numbers: torchlean reads no missing values (remove such rows){way_out}"
+        )
+    comma = next((r for r in text if _decimal_comma(labels[r], delimiter) is not None), None)
+    if task is None and comma is not None:  # a quantity written with decimal commas, or classes?
+        raise DataError(
+            f"{file}: line {_line(first_line, comma)}, column {display_name(column)}: "
+            f"{_not_a_number(cells[comma], delimiter)}: a quantity written with decimal commas? write its "
+            "numbers with points (or, if the labels are class names, pass task='classification', CLI: --task "
+            "classification)"
+        )
+    inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
+    if task == "regression" or inferred:
+        targets_read = targets(file, column, cells, dtype, first_line=first_line, delimiter=delimiter)
+        return targets_read, (), "regression"
+    blank = next((r for r, v in enumerate(labels) if not v), None)
+    if blank is not None:
+        raise DataError(
+            f"{file}: line {_line(first_line, blank)}, column {display_name(column)}: not a class label: "
+            f"{cells[blank]!r} "
+            "(accepted: a number or a non-blank name)"
+        )
+    # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1), also among names (the
+    # numbers first, by value, then the names in sorted order)
+    values = [_exact(v) for v in labels]
+    spelling: dict[Decimal, str] = {}
+    for v, value in zip(labels, values, strict=True):
+        if value is not None:
+            spelling.setdefault(value, v)
+    by_value = sorted(spelling)
+    names = sorted({v for v, value in zip(labels, values, strict=True) if value is None})
+    classes = (*(_class_name(spelling[value], value) for value in by_value), *names)
+    keys: list[Decimal | str] = [*by_value, *names]
+    position = {key: i for i, key in enumerate(keys)}
+    ids = [position[v if value is None else value] for v, value in zip(labels, values, strict=True)]
+    if len(classes) == 1:
+        raise DataError(
+            f"{file}: label column {display_name(column)}: all {len(labels)} labels are {classes[0]!r}, "
+            "a single class "
+            "(accepted: at least two classes for classification)"
+        )
+    return np.asarray(ids, dtype=np.int64), classes, "classification"
+
+
+def targets(
+    source: str | Path,
+    column: str,
+    cells: Sequence[str],
+    dtype: npt.DTypeLike,
+    *,
+    first_line: Lines = 1,
+    place: Place = "line",
+    delimiter: str = _delimiter.COMMA,
+) -> Array:
+    """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
+    finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
+    name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell;
+    ``place="row"``: rows of a shipped dataset instead) and ``column``; ``delimiter`` is the one
+    the cells were read with (a decimal comma under another one is named as such).
+
+    Raises:
+        DataError: a cell that is not a number (``not a number: '1,5' (decimal commas are not
+            read: write 1.5)`` under another ``delimiter`` than the comma), not finite, or beyond
+            ``dtype``'s range; a bad ``dtype``.
+    """
+    target = _float_dtype(dtype)
+    values = [
+        _number(source, _line(first_line, r), column, cell, target, place, delimiter=delimiter)
+        for r, cell in enumerate(cells)
+    ]
+    return np.asarray(values, dtype=np.float64)
+
+
+def class_ids(
+    source: str | Path,
+    column: str,
+    cells: Sequence[str],
+    classes: Sequence[str],
+    *,
+    first_line: Lines = 1,
+    place: Place = "line",
+) -> Array:
+    """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
+    class when it equals it once blanks around it are stripped; a numeric cell names the numeric
+    class of equal value (``3.0`` is class ``3``), as training maps numeric labels by value (a
+    checkpoint whose classes hold one value twice, as ``0`` and ``0.0`` were before numbers kept
+    their value among class names, is matched by text). Messages name ``source``, the file line
+    (``first_line``: the line of ``cells[0]``, or of each cell; ``place="row"``: rows of a shipped
+    dataset instead) and ``column``.
+
+    Raises:
+        UnknownLabelError: the first cell that names no class, naming the known classes.
+    """
+    exact = [_exact(c) for c in classes]
+    numbers = [value for value in exact if value is not None]
+    by_value = len(set(numbers)) == len(numbers)
+    index: dict[str | Decimal, int] = {
+        (value if by_value and value is not None else c): i
+        for i, (c, value) in enumerate(zip(classes, exact, strict=True))
+    }
+    ids = np.empty(len(cells), dtype=np.int64)
+    for r, cell in enumerate(cells):
+        value = cell.strip()
+        number = _exact(value) if by_value else None
+        found = index.get(value if number is None else number)
+        if found is None:
+            raise UnknownLabelError(
+                f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "
+                f"unknown class label {_cell_shown(value)} "
+                f"(known: {' | '.join(map(display_name, classes))})"
+            )
+        ids[r] = found
+    return ids
+
+
+def _integral(cell: str) -> bool:
+    value = float(cell.strip())
+    return math.isfinite(value) and value == int(value)
+
+
+_LABEL_EXPONENT_LIMIT = 400
+"""Numeric labels whose decimal exponent is beyond this (``1e999``; float64 ends near 1e308) are
+class names, not numbers: their exact value is not usable, and making it exact is unbounded work
+(``Fraction("0e-999999999")`` computes ``10**999999999``)."""
+
+
+def _exact(cell: str) -> Decimal | None:
+    """The exact value of a finite number cell (``1e3``, ``+01``, ``0.10``, ``0e-999999999``),
+    else ``None`` (text, ``nan``/``inf``, or an exponent beyond :data:`_LABEL_EXPONENT_LIMIT`)."""
+    if not _is_number(cell):
+        return None
+    value = Decimal(cell.strip())  # reads every spelling DECIMAL_NUMBER accepts
+    if not value.is_finite():
+        return None
+    if value.is_zero():
+        return Decimal(0)
+    return value if abs(value.adjusted()) <= _LABEL_EXPONENT_LIMIT else None
+
+
+def _class_name(cell: str, value: Decimal) -> str:
+    """The name of a numeric class: the integer (``1.0``, ``+1``, ``1e0`` → ``1``) or the label's
+    first spelling in the file."""
+    return str(int(value)) if value == value.to_integral_value() else cell

@@ -1,0 +1,189 @@
+"""Train/test and validation splits of a dataset's rows: :func:`split_rows`,
+:func:`validation_rows` and :func:`split_note` (re-exported by :mod:`torchlean.data`, whose
+:func:`~torchlean.data.load` splits with them, then standardises the features), and the default
+:data:`TEST_FRACTION`.
+
+The train/test split is scikit-learn's ``train_test_split`` with the seed, stratified by class for
+classification whenever every class has at least two samples and both splits can hold every class;
+the validation part is ``train_test_split`` of the train split's rows with the same seed, stratified
+by class for classification.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any, TypeAlias, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean._checks import is_builtin_or_numpy_int, shown
+from torchlean._data_errors import DataError, EmptySplitError
+from torchlean._labels import Task
+
+__all__ = ["TEST_FRACTION", "split_note", "split_rows", "validation_rows"]
+
+Array: TypeAlias = npt.NDArray[Any]
+
+TEST_FRACTION = 0.2
+"""The default test fraction of :func:`torchlean.data.load`'s train/test split (``torchlean train
+--test-fraction``'s default, and the one a checkpoint written before that option means)."""
+
+
+def split_rows(
+    y: Array, task: Task, seed: int, test_fraction: float = TEST_FRACTION, *, source: str = "the data"
+) -> tuple[Array, Array]:
+    """The train and test row indices (int64, each in the order of the split) of :func:`torchlean.data.load`'s
+    split of ``n = len(y)`` samples: scikit-learn's ``train_test_split`` with ``random_state=seed``,
+    shuffled, ``ceil(test_fraction * n)`` test rows, stratified by class for classification when
+    every class of ``y`` (int64 class ids) has at least two samples and each split can hold a
+    sample of every class (else not stratified: :func:`split_note` says why). ``torchlean predict
+    --split`` repeats the split of ``torchlean train``
+    (same rows in the same order, same seed) with it.
+
+    Raises:
+        DataError: ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not a real number
+            in ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of ``source`` leaving no
+            train or test sample.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
+        raise DataError(
+            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
+            f"RandomState), got {shown(seed)}"
+        )
+    _check_fraction(test_fraction, "test_fraction")
+    n = len(y)
+    n_test = math.ceil(float(test_fraction) * n)
+    if n_test < 1 or n - n_test < 1:
+        raise EmptySplitError(
+            f"{source}: a test fraction of {test_fraction} of {n} samples leaves an empty split",
+            samples=n, test_fraction=float(test_fraction), test_rows=n_test,
+        )
+    stratify = y if task == "classification" and _unstratified_reason(y, n_test) is None else None
+    train, test = train_test_split(
+        np.arange(n, dtype=np.int64), test_size=float(test_fraction), random_state=int(seed), shuffle=True,
+        stratify=stratify,
+    )
+    return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _check_fraction(fraction: object, what: str) -> None:
+    """Refuse a ``test_fraction`` or ``val_fraction`` that is not a real number in ``(0, 1)``.
+
+    Raises:
+        DataError: ``test_fraction must be a real number (int or float) in (0, 1), got 'a'``;
+            ``val_fraction must be in (0, 1), got 1.5``.
+    """
+    if isinstance(fraction, bool | np.bool_) or not isinstance(fraction, numbers.Real):
+        raise DataError(f"{what} must be a real number (int or float) in (0, 1), got {shown(fraction)}")
+    if not 0 < cast(float, fraction) < 1:  # an int of 400 digits too, which float() refuses
+        raise DataError(f"{what} must be in (0, 1), got {shown(fraction)}")
+
+
+def validation_rows(
+    y_train: Array,
+    task: Task,
+    seed: int,
+    val_fraction: float,
+    *,
+    source: str = "the data",
+    classes: Sequence[str] = (),
+) -> tuple[Array, Array]:
+    """The positions (int64, into the train split, each in the order of the split) of the part
+    trained on and of the validation part that :func:`torchlean.data.load`'s ``val_fraction`` holds out of the
+    train split whose labels are ``y_train`` (int64 class ids for classification):
+    scikit-learn's ``train_test_split(np.arange(n), test_size=val_fraction, random_state=seed,
+    shuffle=True, stratify=y_train)`` (``stratify=None`` for regression), so
+    ``ceil(val_fraction * n)`` validation rows. A classification split must leave every class of
+    the train split at least one sample in each part (the validation loss and accuracy then
+    cover every class the model is trained on); ``classes`` name the class ids in messages.
+
+    Raises:
+        DataError: ``val_fraction`` not a real number in ``(0, 1)``; a part left empty; for
+            classification, a class with fewer than 2 train-split samples, a part too small to
+            hold one sample of each class, or a class the stratified split leaves out of a part
+            (scikit-learn allots each class a whole number of samples, so a rare class can get
+            none of a small part): each names ``source``, the class and what is accepted.
+    """
+    from sklearn.model_selection import train_test_split
+
+    _check_fraction(val_fraction, "val_fraction")
+    n = len(y_train)
+    n_val = math.ceil(float(val_fraction) * n)
+    parts = f"{n_val} validation and {n - n_val} to train on"
+    if n_val < 1 or n - n_val < 1:
+        raise DataError(
+            f"{source}: a validation fraction of {val_fraction} of the {n} train-split samples leaves an "
+            f"empty part ({parts}; accepted: a fraction that leaves at least one sample in each)"
+        )
+    stratify = None
+    if task == "classification":
+        present, counts = np.unique(y_train, return_counts=True)
+
+        def name(class_id: object) -> str:
+            index = int(class_id)  # type: ignore[call-overload]
+            return repr(classes[index]) if index < len(classes) else str(index)
+
+        if counts.min() < 2:
+            rare = present[counts < 2]
+            raise DataError(
+                f"{source}: class {name(rare[0])} has 1 sample in the train split, but a validation split "
+                "needs 2 of each class, one to train on and one to validate (accepted: at least 2 samples "
+                "of every class in the train split; add samples or drop the validation split)"
+            )
+        if min(n_val, n - n_val) < len(present):
+            raise DataError(
+                f"{source}: a validation fraction of {val_fraction} of the {n} train-split samples gives "
+                f"{parts}, too few for one sample of each of the {len(present)} classes in both parts "
+                "(accepted: a fraction that leaves each part at least one sample of every class)"
+            )
+        stratify = y_train
+    fit, val = train_test_split(
+        np.arange(n, dtype=np.int64), test_size=float(val_fraction), random_state=int(seed), shuffle=True,
+        stratify=stratify,
+    )
+    fit, val = np.asarray(fit, dtype=np.int64), np.asarray(val, dtype=np.int64)
+    if stratify is not None:
+        for part, rows in (("validation part", val), ("part trained on", fit)):
+            missing = np.setdiff1d(present, y_train[rows])
+            if missing.size:
+                count = int(counts[np.searchsorted(present, missing[0])])
+                raise DataError(
+                    f"{source}: the stratified validation split (fraction {val_fraction}, seed {seed}) "
+                    f"leaves class {name(missing[0])} ({count} train-split samples) no sample in the {part} "
+                    "(accepted: a split with every class in both parts; try a larger fraction or another "
+                    "seed)"
+                )
+    return fit, val
+
+
+def _unstratified_reason(y: Array, n_test: int) -> str | None:
+    """Why class ids ``y`` (int64) cannot be split with ``n_test`` test rows stratified by class,
+    or None: a class with fewer than two samples, or a split too small to hold every class."""
+    counts = np.bincount(y)
+    if counts.min() < 2:
+        few = int((counts < 2).sum())
+        return f"{few} of {len(counts)} classes {'has' if few == 1 else 'have'} fewer than 2 samples"
+    n_train = len(y) - n_test
+    if min(n_test, n_train) < len(counts):
+        return f"a split of {n_train} train and {n_test} test rows cannot hold each of {len(counts)} classes"
+    return None
+
+
+def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> str:
+    """The note ``torchlean train`` prints when its split of labels ``y`` (int64 class ids for
+    classification) is not stratified by class (see :func:`split_rows`), else ``""``. The
+    arguments must be valid for :func:`split_rows`."""
+    if task != "classification":
+        return ""
+    reason = _unstratified_reason(y, math.ceil(float(test_fraction) * len(y)))
+    if reason is None:
+        return ""
+    return (
+        f"the train/test split is not stratified by class: {reason} (a stratified split needs 2 samples of "
+        "each class and room for each class in both splits); some classes may be missing from a split"
+    )
