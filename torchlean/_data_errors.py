@@ -12,6 +12,8 @@ __all__ = ["DataError", "EmptySplitError"]
 class DataError(TorchLeanError, ValueError):
     """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
 
+    __module__ = "torchlean.data"  # its public home, as tracebacks and reprs name it
+
 
 class EmptySplitError(DataError):
     """A train/test split that would leave the train or the test split without a sample
@@ -19,6 +21,8 @@ class EmptySplitError(DataError):
     ``test_rows``, the ``ceil(test_fraction * samples)`` rows the test split would take, as
     attributes, so a caller can name its own option and the fractions it accepts (``torchlean train
     --test-fraction``)."""
+
+    __module__ = "torchlean.data"
 
     def __init__(self, message: str, *, samples: int, test_fraction: float, test_rows: int) -> None:
         super().__init__(message)
