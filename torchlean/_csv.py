@@ -47,6 +47,7 @@ in a column with no number in any row, is refused with a hint that the column ma
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import itertools
@@ -459,7 +460,7 @@ def read_csv(
                     rows.append(row)
                     starts.append(start)
     except UnicodeDecodeError as error:
-        raise DataError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
+        raise DataError(_not_utf8(file, error)) from None
     except OSError as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
     notes: list[str] = []
@@ -518,6 +519,26 @@ def read_csv(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
         row_names,
     )
+
+
+def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
+    """The refusal of a file that is not UTF-8 text: the line and file offset of its first byte
+    that is not UTF-8 (a regular file is read again as bytes for them; the decoder's offset is
+    within the chunk it was decoding), and the way out: Windows Excel's "CSV (Comma delimited)"
+    writes Windows-1252, which ``iconv`` or Excel's "CSV UTF-8" turns into UTF-8 (review42 F3)."""
+    advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
+              "-t UTF-8 FILE > NEW_FILE for Excel's \"CSV (Comma delimited)\" on Windows")
+    if file.is_file():
+        raw = file.read_bytes()
+        skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+        try:
+            raw[skip:].decode("utf-8")
+        except UnicodeDecodeError as whole:
+            position = skip + whole.start
+            line = raw.count(b"\n", 0, position) + 1
+            return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is not "
+                    f"UTF-8 text{advice}")
+    return f"{file}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
 
 
 def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:

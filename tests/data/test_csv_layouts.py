@@ -489,3 +489,26 @@ def test_a_missing_feature_value_is_named_so(tmp_path: Path, cell: str, shown: s
     rows[2] = f"oops,{rows[2].split(',', 1)[1]}"  # not a missing-value spelling: no hint
     with pytest.raises(DataError, match=r"column a: not a number: 'oops'$"):
         data.load(_write(tmp_path, "a,b,y\n" + "\n".join(rows) + "\n", "oops.csv"))
+
+
+ADVICE = (
+    '; save it as UTF-8 (Excel: "CSV UTF-8"), or convert it, e.g. iconv -f WINDOWS-1252 -t UTF-8 FILE > '
+    'NEW_FILE for Excel\'s "CSV (Comma delimited)" on Windows'
+)
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "utf8-bom"])
+def test_a_windows_1252_file_is_refused_naming_its_line_and_the_way_out(tmp_path: Path, bom: bytes) -> None:
+    """review42 F3: a Windows Excel export (Windows-1252, ``é`` is the byte 0xE9) was refused with
+    the decoder's offset in its chunk and no hint. Oracle: the line and file offset counted by hand."""
+    text = "a,b,y\n1,2,cat\n3,4,caf\xe9\n5,6,cat\n"
+    path = tmp_path / "excel.csv"
+    path.write_bytes(bom + text.encode("cp1252"))
+    offset = len(bom) + text.index("\xe9")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value) == (
+        f"{path}: line 3: byte 0xE9 (offset {offset} in the file) is not UTF-8 text{ADVICE}"
+    )
+    path.write_bytes(bom + text.encode("utf-8"))  # the same text as UTF-8 loads
+    assert data.load(path, task="classification").class_names == ("caf\xe9", "cat")

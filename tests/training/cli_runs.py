@@ -24,8 +24,12 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def ok(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
-    """``torchlean train ARGV``, which must succeed with nothing on stderr; its stdout lines."""
+    """``torchlean train ARGV``, which must succeed with nothing on stderr (a ``--resume`` run
+    without ``--save``: only the note that it saves nothing); its stdout lines."""
     code, out, err = cli(capsys, "train", *argv)
+    if "--resume" in argv and "--save" not in argv:
+        first, _, err = err.partition("\n")
+        assert first.startswith("note: this run saves nothing (no --save): "), first
     assert (code, err) == (0, ""), err
     return out.splitlines()
 

@@ -239,3 +239,32 @@ def test_a_label_column_number_that_names_a_column_says_so(capsys: pytest.Captur
     out, err = _predict(capsys, tmp_path / "3.npz", path, "--label-column", "3")
     assert err.startswith(note) and "accuracy=" in err
     assert out == _predict(capsys, tmp_path / "3.npz", path)[0]
+
+
+def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """review42 F1: predict guessed the header again, so on the training file itself a run trained
+    with ``--header`` over an all-numbers header refused the header's '5' as a class (or predicted it
+    as a sample), and one trained with ``--no-header`` lost its first row. It now reads the first
+    row as the run did, says so, and its own flags choose otherwise. Oracle: the row counts, and
+    the predictions of the same rows read from the other layout with its flag given."""
+    body = "".join(f"{a},{b},{0 if y == 'cat' else 1}\n" for a, b, y in _rows())
+    numbered = _write(tmp_path, "numbered.csv", "1,2,3\n" + body)
+    headless = _write(tmp_path, "headless.csv", body)
+    for path, flag, other, other_flag in ((numbered, "--header", headless, "--no-header"),
+                                          (headless, "--no-header", numbered, "--header")):
+        save = tmp_path / f"{path.stem}.npz"
+        _train(capsys, path, save, flag)
+        code, out, err = cli(capsys, "predict", str(save), "--dataset", str(path))
+        assert code == 0, err
+        assert err.startswith(f"note: the header is read as checkpoint {save}'s run read its data ({flag}); "
+                              "pass --header or --no-header to choose\n")
+        assert f"rows={N} " in err and out.count("\n") == N + 1  # the report on stderr, predictions on stdout
+        want, got = tmp_path / "want.csv", tmp_path / "got.csv"
+        assert cli(capsys, "predict", str(save), "--dataset", str(other), other_flag,
+                   "--output", str(want))[0] == 0
+        assert cli(capsys, "predict", str(save), "--dataset", str(path), "--output", str(got))[0] == 0
+        assert got.read_text() == want.read_text()
+    # predict's own flag: the headless file's first row read as a header, one row fewer
+    code, out, err = cli(capsys, "predict", str(tmp_path / "headless.npz"), "--dataset", str(headless),
+                         "--header")
+    assert code == 0 and f"rows={N - 1} " in err and "run read its data" not in err

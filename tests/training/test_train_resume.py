@@ -161,7 +161,8 @@ def test_ctrl_c_saves_the_run_that_resumes_under_an_annealing_schedule(
     assert err == (
         "note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; Ctrl-C again "
         "stops at once, saving nothing\n"
-        f"note: interrupted after epoch 4/7; continue with: torchlean train --resume {stopped}\n"
+        f"note: interrupted after epoch 4/7; continue with: torchlean train --resume {stopped} "
+        f"--save {stopped}\n"
     )
     epochs = [line.split()[1] for line in out.splitlines() if line.startswith("epoch ")]
     assert epochs == ["1/7", "2/7", "3/7", "4/7"]
@@ -582,3 +583,22 @@ def test_a_bad_training_object_in_a_file_is_named(capsys, saved, tmp_path):
     with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done"):
         checkpoint.load(path)
     assert "Traceback" not in refused(capsys, "--resume", str(path))
+
+
+def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
+    """review42 F2: the Ctrl-C hint left out --save, and the resumed run it suggested trained to the
+    end, saved nothing and said nothing, leaving the partly trained checkpoint; it now says so, and
+    the hint names --save."""
+    ckpt = tmp_path / "run.npz"
+    ok(capsys, *SMALL, "--epochs", "2", "--save", str(ckpt))
+    before = arrays(ckpt)
+    code, out, err = cli(capsys, "train", "--resume", str(ckpt), "--epochs", "3")
+    assert code == 0 and "epoch   3/3 " in out
+    assert err == (
+        f"note: this run saves nothing (no --save): {ckpt} keeps its 2 epoch(s); pass --save {ckpt} to "
+        "update it, or --save NEW_PATH\n"
+    )
+    after = arrays(ckpt)
+    assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
+    code, _, err = cli(capsys, "train", "--resume", str(ckpt), "--epochs", "3", "--save", str(ckpt))
+    assert (code, err) == (0, "")

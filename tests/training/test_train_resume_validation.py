@@ -234,7 +234,8 @@ def test_ctrl_c_before_early_stopping_saves_a_run_that_resumes_to_the_stop(
                              "--report-json", str(tmp_path / "s.json"))
     assert code == 130
     assert err.endswith(
-        f"note: interrupted after epoch {at}/{TOTAL}; continue with: torchlean train --resume {path}\n"
+        f"note: interrupted after epoch {at}/{TOTAL}; continue with: torchlean train --resume {path} "
+        f"--save {path}\n"
     )
     interrupted = json.loads((tmp_path / "s.json").read_text())
     so_far = interrupted["validation"]

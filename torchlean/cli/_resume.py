@@ -581,6 +581,18 @@ def _warn_not_finite(resumed: Resumed) -> None:
           f"file was edited; {'; '.join(effects)}", file=sys.stderr, flush=True)
 
 
+def unsaved_note(resumed: Resumed | None, save: object) -> str:
+    """The ``note:`` of a resumed run without ``--save`` (its epochs would be trained and lost
+    while the checkpoint keeps the earlier ones: review42 F2), else ""."""
+    if resumed is None or save is not None:
+        return ""
+    path = shown_path(resumed.path)
+    return (
+        f"note: this run saves nothing (no --save): {path} keeps its {resumed.epochs_before} epoch(s); "
+        f"pass --save {path} to update it, or --save NEW_PATH\n"
+    )
+
+
 def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
     """The header line of a resumed run: ``resumed_from=PATH epochs_before=4 steps_before=16``
     ("" without ``--resume``)."""
@@ -683,8 +695,9 @@ class Stop:
             return 0
         if not self.requested:
             return 0
+        saved = shown_path(args.save)
         print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "
-              f"--resume {shown_path(args.save)}", file=sys.stderr)
+              f"--resume {saved} --save {saved}", file=sys.stderr)
         return 130
 
 

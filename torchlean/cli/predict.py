@@ -164,7 +164,8 @@ def register(subparsers: Any) -> None:
                         "(its split is stratified by the labels)")
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
-                        "(--no-header); default: guessed as torchlean train guesses it")
+                        "(--no-header); default: as the checkpoint's run read its data when it gave "
+                        "--header or --no-header, else guessed as torchlean train guesses it")
     parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
                         help=f"{DELIMITER_HELP}. The file's own: the checkpoint does not fix it (a run "
                         "trained on a ';' file predicts on a ',' file as well). The predictions CSV is "
@@ -294,7 +295,16 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
-    table = data.read_csv(name, header=args.header, delimiter=args.delimiter or ",")
+    header = args.header
+    if header is None and saved.training is not None:  # the run's --header/--no-header, if it gave one
+        header = saved.training.settings.get("header")
+        if isinstance(header, bool):
+            print(f"note: the header is read as checkpoint {args.checkpoint}'s run read its data "
+                  f"({'--header' if header else '--no-header'}); pass --header or --no-header to choose",
+                  file=sys.stderr)
+        else:
+            header = None
+    table = data.read_csv(name, header=header, delimiter=args.delimiter or ",")
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
             f"{table.file}: read as 1 column, but checkpoint {args.checkpoint} expects {saved.features} "
