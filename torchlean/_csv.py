@@ -464,6 +464,7 @@ def read_csv(
     except OSError as error:
         raise DataError(f"{file}: cannot read the file: {error}") from None
     notes: list[str] = []
+    _refuse_nul(file, rows[:2], starts[:2])  # a UTF-16 file shows them on every line
     if rows and _separator_line(file, rows[0], starts[0], delimiter):
         text = _delimiter.joiner(delimiter).join(rows[0])
         notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming "
@@ -521,24 +522,53 @@ def read_csv(
     )
 
 
+UTF16_ADVICE = (
+    "convert it, e.g. iconv -f UTF-16 -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes UTF-16, "
+    "tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+)
+"""How to read a UTF-16 file: torchlean reads UTF-8 only."""
+
+
 def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
-    """The refusal of a file that is not UTF-8 text: the line and file offset of its first byte
-    that is not UTF-8 (a regular file is read again as bytes for them; the decoder's offset is
-    within the chunk it was decoding), and the way out: Windows Excel's "CSV (Comma delimited)"
-    writes Windows-1252, which ``iconv`` or Excel's "CSV UTF-8" turns into UTF-8 (review42 F3)."""
+    """The refusal of a file that is not UTF-8 text: a UTF-16 one by its byte-order mark (Excel's
+    "Unicode Text"; review43 F1), else the line and file offset of its first byte that is not
+    UTF-8 (a regular file is read again as bytes for them: the decoder's offset is within the chunk
+    it was decoding; lines end at ``\n``, ``\r\n`` or ``\r``, as the reader counts them) and the way
+    out: Windows Excel's "CSV (Comma delimited)" writes Windows-1252, which ``iconv`` or Excel's
+    "CSV UTF-8" turns into UTF-8 (review42 F3)."""
     advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
               "-t UTF-8 FILE > NEW_FILE for Excel's \"CSV (Comma delimited)\" on Windows")
+    raw = file.read_bytes() if file.is_file() else error.object if error.start < 2 else b""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return (f"{file}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
+                f"{UTF16_ADVICE}")
     if file.is_file():
-        raw = file.read_bytes()
         skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
         try:
             raw[skip:].decode("utf-8")
         except UnicodeDecodeError as whole:
             position = skip + whole.start
-            line = raw.count(b"\n", 0, position) + 1
+            before = raw[:position]
+            line = len(before.splitlines()) + (1 if not before or before.endswith((b"\n", b"\r")) else 0)
+            if b"\x00" in before:  # UTF-16 without a byte-order mark, not a one-byte encoding
+                return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is "
+                        f"not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: {UTF16_ADVICE}")
             return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is not "
                     f"UTF-8 text{advice}")
     return f"{file}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
+
+
+def _refuse_nul(file: Path, rows: Sequence[Sequence[str]], starts: Sequence[int]) -> None:
+    """Refuse text holding NUL characters, which no CSV writer puts in a cell: UTF-16 without a
+    byte-order mark read as UTF-8 (every other byte of ASCII text is 0), whose cells would
+    otherwise reach messages raw (review43 F2). The first of ``rows`` holding one is named (the
+    reader passes the first two: such a file holds them on every line)."""
+    for row, start in zip(rows, starts, strict=True):
+        if any("\x00" in cell for cell in row):
+            raise DataError(
+                f"{file}: line {start} holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; "
+                f"if the file is UTF-16, {UTF16_ADVICE}"
+            )
 
 
 def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:

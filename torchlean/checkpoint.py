@@ -788,6 +788,11 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         raise CheckpointError(f"cannot read checkpoint {file}: {error.strerror}") from None
     if magic == _NPY_MAGIC:
         raise CheckpointError(f"{file}: not a torchlean checkpoint: a single .npy array, not an .npz archive")
+    if not is_zip and magic.startswith(b"PK\x03\x04"):  # a zip's first entry, but no directory at the end
+        raise CheckpointError(
+            f"{file}: a truncated or damaged .npz archive (it starts as a zip file but its end is missing: "
+            "an interrupted copy or a full disk?)"
+        )
     if not is_zip:
         # np.load would read any other file as a pickle and suggest allow_pickle=True
         raise CheckpointError(f"{file}: not a numpy .npz archive (not a zip file)")

@@ -512,3 +512,46 @@ def test_a_windows_1252_file_is_refused_naming_its_line_and_the_way_out(tmp_path
     )
     path.write_bytes(bom + text.encode("utf-8"))  # the same text as UTF-8 loads
     assert data.load(path, task="classification").class_names == ("caf\xe9", "cat")
+
+
+UTF16 = (
+    "convert it, e.g. iconv -f UTF-16 -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes UTF-16, "
+    "tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+)
+
+
+def test_utf16_files_are_named_as_such(tmp_path: Path) -> None:
+    """review43 F1/F2: Excel's "Unicode Text" (UTF-16 with a byte-order mark) was told to convert
+    from Windows-1252, which gives a file of NULs; UTF-16 without the mark read as UTF-8 printed
+    raw NUL bytes in a --label-column hint. Oracle: the encodings written with Python's codecs."""
+    text = "a\tb\ty\n1\t2\tcat\n3\t4\tdog\n"
+    path = tmp_path / "unicode.txt"
+    path.write_bytes(text.encode("utf-16"))  # byte-order mark, as Excel writes it
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="\t")
+    assert str(info.value) == (
+        f"{path}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: {UTF16}"
+    )
+    path.write_bytes(text.encode("utf-16-le"))  # no mark: decodes as UTF-8 with a NUL after each character
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="\t")
+    assert str(info.value) == (
+        f"{path}: line 1 holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; if the file is "
+        f"UTF-16, {UTF16}"
+    )
+    path.write_bytes(text.replace("cat", "caf\xe9").encode("utf-16-be"))  # 00 E9: not UTF-8 after NULs
+    with pytest.raises(DataError) as info:
+        data.load(path, delimiter="\t")
+    assert str(info.value).startswith(f"{path}: line 2: byte 0xE9 (offset ")
+    assert str(info.value).endswith(
+        f"is not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: {UTF16}"
+    )
+
+
+def test_the_line_of_a_byte_that_is_not_utf8_counts_cr_line_ends(tmp_path: Path) -> None:
+    """review43 F5: lines ending in a bare CR (classic Mac) were not counted (line 1 for line 3)."""
+    path = tmp_path / "mac.csv"
+    path.write_bytes(b"a,b,y\r1,2,cat\r3,4,caf\xe9\r5,6,cat\r")
+    with pytest.raises(DataError) as info:
+        data.load(path)
+    assert str(info.value).startswith(f"{path}: line 3: byte 0xE9 (offset 21 in the file) is not UTF-8 text")

@@ -72,7 +72,10 @@ from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
-__all__ = ["FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare", "register"]
+__all__ = [
+    "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare",
+    "register",
+]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
 """The options of ``torchlean train`` that are not the run's settings: a resumed run takes them
@@ -80,7 +83,8 @@ from its own command line (``--epochs``: the new total)."""
 
 _PARSER = "train_parser"
 """The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
-_DIGEST = "data_sha256"
+DIGEST = "data_sha256"
+"""The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
 _ANNEALING = ("cosine", "warmup_cosine")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 
@@ -296,9 +300,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         )
     actions = _settings(parser)
     recorded = dict(training.settings)
-    digest = recorded.pop(_DIGEST, None)
+    digest = recorded.pop(DIGEST, None)
     if not isinstance(digest, str):
-        raise TorchLeanError(f"checkpoint {shown}: its training settings lack the data digest {_DIGEST!r}")
+        raise TorchLeanError(f"checkpoint {shown}: its training settings lack the data digest {DIGEST!r}")
     unknown = sorted(set(recorded) - set(actions))
     if unknown:
         raise TorchLeanError(
@@ -616,7 +620,7 @@ def training_state(
     validation losses and metrics, and the last epoch's weights when early stopping restored
     another's."""
     settings = {dest: _encode(getattr(args, dest)) for dest in _settings(getattr(args, _PARSER))}
-    settings[_DIGEST] = data_digest(dataset)
+    settings[DIGEST] = data_digest(dataset)
     return checkpoint.TrainingState(
         epochs_done=trainer.epochs_done,
         epochs=args.epochs,

@@ -108,6 +108,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
+from torchlean.cli import _resume
 from torchlean.cli._args import DELIMITER_HELP, delimiter, note_shadowed_dataset, refuse_csv_options
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
@@ -401,7 +402,9 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     """The data rows ``--split`` selects, ascending (``None``: all of them): the train or test
     rows of :func:`torchlean.data.split_rows` with the checkpoint's seed, stratified by the
     class ids ``truth`` for classification. A ``note:`` on stderr when ``--dataset`` is not the
-    data the checkpoint was trained on (the split is then that of these rows).
+    data the checkpoint was trained on (the split is then that of these rows): another dataset
+    whose data do not hash as the run's did (:func:`_hashes_as_trained`), or the training file
+    changed since (its split's rows may include rows the model trained on: review43 F3).
 
     Raises:
         TorchLeanError: a classification split without the label column (the split is
@@ -434,7 +437,14 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             f"{saved.test_fraction!r}, which takes {error.test_rows} test rows of these {error.samples}, "
             "leaving none to train on; use --split all"
         ) from None
-    if not _same_data(source.source, saved.dataset):
+    same = _same_data(source.source, saved.dataset)
+    hashed = _hashes_as_trained(args.dataset, saved)
+    if same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
+        print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
+              f"trained on (their digest differs): --split {args.split} takes the {args.split} rows of the "
+              "split torchlean train would make of them now, which may include rows the model trained on",
+              file=sys.stderr)
+    elif not same and not hashed:
         print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; --split {args.split} "
               f"takes the {args.split} rows of the split torchlean train would make of {source.source}",
               file=sys.stderr)
@@ -442,6 +452,40 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     if note:
         print(f"note: {note}", file=sys.stderr)
     return np.sort(train if args.split == "train" else test)
+
+
+def _hashes_as_trained(dataset: str, saved: checkpoint.Checkpoint) -> bool | None:
+    """Whether ``dataset``, loaded and split as the checkpoint's run loaded its data (its recorded
+    settings: label column, header, delimiter, task, seed, dtype, test and validation fractions),
+    hashes as that run's data did (:func:`torchlean.cli._resume.data_digest`, the digest
+    ``--resume`` checks); ``None`` when it cannot tell: a checkpoint without training state or
+    digest, or standard input (already read). Data that cannot be loaded so are not the same."""
+    training = saved.training
+    digest = None if training is None else training.settings.get(_resume.DIGEST)
+    if not isinstance(digest, str) or dataset == data.STDIN or training is None:
+        return None
+    settings = training.settings
+
+    def text(name: str) -> str | None:
+        value = settings.get(name)
+        return value if isinstance(value, str) else None
+
+    def number(name: str) -> float | None:
+        value = text(name)
+        return None if value is None else float(value)
+
+    header, task = settings.get("header"), text("task")
+    try:
+        loaded = data.load(
+            dataset, label_column=text("label_column"), header=header if isinstance(header, bool) else None,
+            delimiter=text("delimiter"), task="regression" if task == "regression" else (
+                "classification" if task == "classification" else None),
+            seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
+            test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
+        )
+    except (TorchLeanError, ValueError, TypeError):
+        return False
+    return _resume.data_digest(loaded) == digest
 
 
 def _same_data(source: str, trained_on: str) -> bool:
