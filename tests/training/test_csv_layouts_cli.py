@@ -268,3 +268,23 @@ def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[s
     code, out, err = cli(capsys, "predict", str(tmp_path / "headless.npz"), "--dataset", str(headless),
                          "--header")
     assert code == 0 and f"rows={N - 1} " in err and "run read its data" not in err
+
+
+def test_an_inherited_no_header_refusal_says_how_to_read_a_header(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review43 F6: a run trained with --no-header makes predict read line 1 as data; a file with a
+    header is then refused at its first cell, and the refusal says why and which flag reads it."""
+    body = "".join(f"{a},{b},{y}\n" for a, b, y in _rows())
+    headless = _write(tmp_path, "headless.csv", body)
+    save = tmp_path / "headless.npz"
+    _train(capsys, headless, save, "--no-header")
+    headed = _clean(tmp_path)
+    code, out, err = cli(capsys, "predict", str(save), "--dataset", str(headed))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        f"error: {headed}: line 1, column column_0: not a number: 'a'; line 1 is read as data, as checkpoint "
+        f"{save}'s run read its data (--no-header): pass --header if it names the columns"
+    )
+    code, out, err = cli(capsys, "predict", str(save), "--dataset", str(headed), "--header")
+    assert code == 0, err

@@ -605,3 +605,26 @@ def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
     code, _, err = cli(capsys, "train", "--resume", str(ckpt), "--epochs", "3", "--save", str(ckpt))
     assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("label_column", [None, "2"])  # by name ("y") the moved file reads, and hashes, alike
+def test_a_resumed_run_on_data_laid_out_otherwise_is_not_told_to_pass_label_column(
+    capsys, tmp_path, label_column
+):
+    """review43 F4: under --resume the fresh-run hint "is y the label? pass --label-column y" led to a
+    second refusal (--label-column is the run's setting); the message names what the run read."""
+    rows = [f"{i % 7 / 2},{i % 5},{'cat' if i % 2 else 'dog'}" for i in range(40)]
+    data_csv, moved = tmp_path / "data.csv", tmp_path / "moved.csv"
+    data_csv.write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    moved.write_text("y,a,b\n" + "\n".join(",".join([r.split(",")[2], *r.split(",")[:2]]) for r in rows)
+                     + "\n")
+    ckpt = tmp_path / "run.npz"
+    given = () if label_column is None else ("--label-column", label_column)
+    ok(capsys, "--dataset", str(data_csv), *given, "--hidden", "8", "--epochs", "1", "--save", str(ckpt))
+    where = "the last column" if label_column is None else f"its --label-column {label_column}"
+    message = refused(capsys, "--resume", str(ckpt), "--dataset", str(moved), "--epochs", "2")
+    assert message.endswith(
+        f" (--resume {ckpt} reads the file as the run read its data, the label in {where}: resume with the "
+        "data it was trained on, laid out as they were)"
+    ), message
+    assert "pass --label-column" not in message

@@ -83,6 +83,8 @@ from its own command line (``--epochs``: the new total)."""
 
 _PARSER = "train_parser"
 """The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
+_LABEL_HINT = re.compile(r" \(is .+ the label\? pass --label-column .+ in Python\)$")
+"""The fresh-run hint of a text cell in a feature column (:meth:`torchlean.data.Table.label_note`)."""
 DIGEST = "data_sha256"
 """The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
 _ANNEALING = ("cosine", "warmup_cosine")
@@ -358,12 +360,24 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
 
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:
-    """``message``, a refusal of the data of a run, with its advice to read the file with commas
-    by leaving out ``--delimiter`` made right for a resumed run whose checkpoint's delimiter is
-    another (leaving the option out reads with that one): ``pass delimiter=',' (CLI: --delimiter ,
-    ...)``; else ``message`` as it is (review37 F7)."""
+    """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
+    the fresh-run hint ``(is y the label? pass --label-column y, ...)``, which a resumed run would
+    refuse (the label column is the run's setting), replaced by what the run read (review43 F4);
+    the advice to read the file with commas by leaving out ``--delimiter`` made right when the
+    checkpoint's delimiter is another (leaving the option out reads with that one): ``pass
+    delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is."""
+    if resumed is None:
+        return message
+    label_hint = _LABEL_HINT.search(message)
+    if label_hint is not None:  # --label-column is the run's setting: the hint would be refused next
+        column = resumed.training.settings.get("label_column")
+        where = f"its --label-column {column}" if isinstance(column, str) else "the last column"
+        return message[: label_hint.start()] + (
+            f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
+            f"{where}: resume with the data it was trained on, laid out as they were)"
+        )
     comma = _delimiter.use(_delimiter.COMMA)
-    if resumed is None or resumed.delimiter == _delimiter.COMMA or comma not in message:
+    if resumed.delimiter == _delimiter.COMMA or comma not in message:
         return message
     return message.replace(comma, (
         f"pass delimiter=',' (CLI: --delimiter , as --resume {shown_path(resumed.path)} reads the file "

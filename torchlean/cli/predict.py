@@ -625,7 +625,16 @@ def _run(args: argparse.Namespace) -> int:
             f"{shown_path(args.checkpoint)} is of task {saved.task} (its output is a target value, not class "
             "logits): leave out --probabilities"
         )
-    source = _read(args, saved)
+    try:
+        source = _read(args, saved)
+    except data.DataError as error:
+        run_header = None if saved.training is None else saved.training.settings.get("header")
+        if args.header is None and run_header is False and ": line 1, " in str(error):
+            raise data.DataError(  # review43 F6: the first row is data because the run said so
+                f"{error}; line 1 is read as data, as checkpoint {shown_path(args.checkpoint)}'s run read "
+                "its data (--no-header): pass --header if it names the columns"
+            ) from None
+        raise
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:
         print(f"note: {note}", file=sys.stderr)
