@@ -438,15 +438,19 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             "leaving none to train on; use --split all"
         ) from None
     same = _same_data(source.source, saved.dataset)
-    hashed = _hashes_as_trained(args.dataset, saved)
-    if same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
+    hashed = _hashes_as_trained(args.dataset, saved, args.delimiter)
+    taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
+    if hashed is None and args.dataset == data.STDIN and (saved.training is None or same):
+        print(f"note: standard input is read once, so whether it holds checkpoint {args.checkpoint}'s "
+              f"training data cannot be checked: {taken} it, and rows the model trained on may be among "
+              "them unless these are the training data as they were", file=sys.stderr)
+    elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
         print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
-              f"trained on (their digest differs): --split {args.split} takes the {args.split} rows of the "
-              "split torchlean train would make of them now, which may include rows the model trained on",
-              file=sys.stderr)
+              f"trained on (their digest differs): {taken} them now, which may include rows the model "
+              "trained on", file=sys.stderr)
     elif not same and not hashed:
-        print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; --split {args.split} "
-              f"takes the {args.split} rows of the split torchlean train would make of {source.source}",
+        print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; {taken} "
+              f"{source.source}, among which rows the model trained on may be, if these data hold any",
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
     if note:
@@ -454,9 +458,12 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     return np.sort(train if args.split == "train" else test)
 
 
-def _hashes_as_trained(dataset: str, saved: checkpoint.Checkpoint) -> bool | None:
+def _hashes_as_trained(
+    dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
+) -> bool | None:
     """Whether ``dataset``, loaded and split as the checkpoint's run loaded its data (its recorded
-    settings: label column, header, delimiter, task, seed, dtype, test and validation fractions),
+    settings: label column, header, delimiter unless ``delimiter`` (predict's own) is given, task,
+    seed, dtype, test and validation fractions),
     hashes as that run's data did (:func:`torchlean.cli._resume.data_digest`, the digest
     ``--resume`` checks); ``None`` when it cannot tell: a checkpoint without training state or
     digest, or standard input (already read). Data that cannot be loaded so are not the same."""
@@ -478,7 +485,7 @@ def _hashes_as_trained(dataset: str, saved: checkpoint.Checkpoint) -> bool | Non
     try:
         loaded = data.load(
             dataset, label_column=text("label_column"), header=header if isinstance(header, bool) else None,
-            delimiter=text("delimiter"), task="regression" if task == "regression" else (
+            delimiter=delimiter or text("delimiter"), task="regression" if task == "regression" else (
                 "classification" if task == "classification" else None),
             seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
