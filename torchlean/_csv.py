@@ -522,11 +522,14 @@ def read_csv(
     )
 
 
-UTF16_ADVICE = (
-    "convert it, e.g. iconv -f UTF-16 -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes UTF-16, "
-    "tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
-)
-"""How to read a UTF-16 file: torchlean reads UTF-8 only."""
+def _utf16_advice(encoding: str = "UTF-16") -> str:
+    """How to read a UTF-16 file (torchlean reads UTF-8 only): ``encoding`` names the byte order
+    when no byte-order mark says it (``UTF-16LE``/``UTF-16BE``: iconv reads a bare ``UTF-16`` in
+    the platform's order, which garbles the other; review44 F4)."""
+    return (
+        f"convert it, e.g. iconv -f {encoding} -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes "
+        "UTF-16, tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+    )
 
 
 def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
@@ -541,7 +544,7 @@ def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
     raw = file.read_bytes() if file.is_file() else error.object if error.start < 2 else b""
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return (f"{file}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
-                f"{UTF16_ADVICE}")
+                f"{_utf16_advice()}")
     if file.is_file():
         skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
         try:
@@ -551,8 +554,10 @@ def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
             before = raw[:position]
             line = len(before.splitlines()) + (1 if not before or before.endswith((b"\n", b"\r")) else 0)
             if b"\x00" in before:  # UTF-16 without a byte-order mark, not a one-byte encoding
+                order = "UTF-16BE" if raw[skip:skip + 1] == b"\x00" else "UTF-16LE"  # BE: NUL first
                 return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is "
-                        f"not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: {UTF16_ADVICE}")
+                        f"not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: "
+                        f"{_utf16_advice(order)}")
             return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is not "
                     f"UTF-8 text{advice}")
     return f"{file}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
@@ -565,9 +570,10 @@ def _refuse_nul(file: Path, rows: Sequence[Sequence[str]], starts: Sequence[int]
     reader passes the first two: such a file holds them on every line)."""
     for row, start in zip(rows, starts, strict=True):
         if any("\x00" in cell for cell in row):
+            order = "UTF-16BE" if row[0][:1] == "\x00" else "UTF-16LE"  # ASCII in BE: each NUL comes first
             raise DataError(
                 f"{file}: line {start} holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; "
-                f"if the file is UTF-16, {UTF16_ADVICE}"
+                f"if the file is UTF-16, {_utf16_advice(order)}"
             )
 
 

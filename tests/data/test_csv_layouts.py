@@ -514,10 +514,11 @@ def test_a_windows_1252_file_is_refused_naming_its_line_and_the_way_out(tmp_path
     assert data.load(path, task="classification").class_names == ("caf\xe9", "cat")
 
 
-UTF16 = (
-    "convert it, e.g. iconv -f UTF-16 -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes UTF-16, "
-    "tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
-)
+def _utf16(encoding: str = "UTF-16") -> str:
+    return (
+        f"convert it, e.g. iconv -f {encoding} -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes "
+        "UTF-16, tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+    )
 
 
 def test_utf16_files_are_named_as_such(tmp_path: Path) -> None:
@@ -530,21 +531,24 @@ def test_utf16_files_are_named_as_such(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         data.load(path, delimiter="\t")
     assert str(info.value) == (
-        f"{path}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: {UTF16}"
+        f"{path}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: {_utf16()}"
     )
-    path.write_bytes(text.encode("utf-16-le"))  # no mark: decodes as UTF-8 with a NUL after each character
-    with pytest.raises(DataError) as info:
-        data.load(path, delimiter="\t")
-    assert str(info.value) == (
-        f"{path}: line 1 holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; if the file is "
-        f"UTF-16, {UTF16}"
-    )
+    # no mark: decodes as UTF-8 with a NUL after (LE) or before (BE) each character; iconv's bare
+    # UTF-16 is the platform's order, so the advice names it (review44 F4)
+    for codec, order in (("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE")):
+        path.write_bytes(text.encode(codec))
+        with pytest.raises(DataError) as info:
+            data.load(path, delimiter="\t")
+        assert str(info.value) == (
+            f"{path}: line 1 holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; if the file is "
+            f"UTF-16, {_utf16(order)}"
+        )
     path.write_bytes(text.replace("cat", "caf\xe9").encode("utf-16-be"))  # 00 E9: not UTF-8 after NULs
     with pytest.raises(DataError) as info:
         data.load(path, delimiter="\t")
     assert str(info.value).startswith(f"{path}: line 2: byte 0xE9 (offset ")
     assert str(info.value).endswith(
-        f"is not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: {UTF16}"
+        f"is not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: {_utf16('UTF-16BE')}"
     )
 
 

@@ -256,8 +256,10 @@ def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[s
         _train(capsys, path, save, flag)
         code, out, err = cli(capsys, "predict", str(save), "--dataset", str(path))
         assert code == 0, err
-        assert err.startswith(f"note: the header is read as checkpoint {save}'s run read its data ({flag}); "
-                              "pass --header or --no-header to choose\n")
+        read = "column names" if flag == "--header" else "data"
+        advice = "--no-header if it is data" if flag == "--header" else "--header if it names the columns"
+        assert err.startswith(f"note: the first row is read as {read}, as checkpoint {save}'s run read its "
+                              f"data ({flag}): pass {advice}\n")
         assert f"rows={N} " in err and out.count("\n") == N + 1  # the report on stderr, predictions on stdout
         want, got = tmp_path / "want.csv", tmp_path / "got.csv"
         assert cli(capsys, "predict", str(save), "--dataset", str(other), other_flag,
@@ -268,6 +270,14 @@ def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[s
     code, out, err = cli(capsys, "predict", str(tmp_path / "headless.npz"), "--dataset", str(headless),
                          "--header")
     assert code == 0 and f"rows={N - 1} " in err and "run read its data" not in err
+    # review44 F3: an all-numbers header under the inherited --no-header is refused saying so (it
+    # said only --ignore-labels, which then predicted the header as a sample)
+    code, out, err = cli(capsys, "predict", str(tmp_path / "headless.npz"), "--dataset", str(numbered))
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        f"; line 1 is read as data, as checkpoint {tmp_path / 'headless.npz'}'s run read its data "
+        "(--no-header): pass --header if it names the columns"
+    )
 
 
 def test_an_inherited_no_header_refusal_says_how_to_read_a_header(

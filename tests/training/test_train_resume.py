@@ -151,7 +151,8 @@ def test_ctrl_c_saves_the_run_that_resumes_under_an_annealing_schedule(
     capsys, tmp_path, monkeypatch, schedule
 ):
     argv = (*SMALL, "--lr-schedule", schedule, "--epochs", "7", "--max-grad-norm", "1.0")
-    whole, stopped, resumed = tmp_path / "whole.npz", tmp_path / "stopped.npz", tmp_path / "resumed.npz"
+    # a blank in the name: the hint quotes it for the shell (review44 F6)
+    whole, stopped, resumed = tmp_path / "whole.npz", tmp_path / "stopped run.npz", tmp_path / "resumed.npz"
     ok(capsys, *argv, "--save", str(whole), "--report-json", str(tmp_path / "w.json"))
     with monkeypatch.context() as patch:
         interrupt_during_epoch(patch, 4)
@@ -161,8 +162,8 @@ def test_ctrl_c_saves_the_run_that_resumes_under_an_annealing_schedule(
     assert err == (
         "note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; Ctrl-C again "
         "stops at once, saving nothing\n"
-        f"note: interrupted after epoch 4/7; continue with: torchlean train --resume {stopped} "
-        f"--save {stopped}\n"
+        f"note: interrupted after epoch 4/7; continue with: torchlean train --resume '{stopped}' "
+        f"--save '{stopped}'\n"
     )
     epochs = [line.split()[1] for line in out.splitlines() if line.startswith("epoch ")]
     assert epochs == ["1/7", "2/7", "3/7", "4/7"]
@@ -605,6 +606,10 @@ def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
     code, _, err = cli(capsys, "train", "--resume", str(ckpt), "--epochs", "3", "--save", str(ckpt))
     assert (code, err) == (0, "")
+    spaced = tmp_path / "my run.npz"  # review44 F6: the path quoted to paste into a shell
+    ok(capsys, *SMALL, "--epochs", "2", "--save", str(spaced))
+    code, _, err = cli(capsys, "train", "--resume", str(spaced), "--epochs", "3")
+    assert code == 0 and f"pass --save '{spaced}' to update it" in err
 
 
 @pytest.mark.parametrize("label_column", [None, "2"])  # by name ("y") the moved file reads, and hashes, alike

@@ -52,6 +52,7 @@ import contextlib
 import dataclasses
 import hashlib
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -607,7 +608,7 @@ def unsaved_note(resumed: Resumed | None, save: object) -> str:
     path = shown_path(resumed.path)
     return (
         f"note: this run saves nothing (no --save): {path} keeps its {resumed.epochs_before} epoch(s); "
-        f"pass --save {path} to update it, or --save NEW_PATH\n"
+        f"pass --save {shlex.quote(path)} to update it, or --save NEW_PATH\n"
     )
 
 
@@ -713,7 +714,7 @@ class Stop:
             return 0
         if not self.requested:
             return 0
-        saved = shown_path(args.save)
+        saved = shlex.quote(shown_path(args.save))  # pasted into a shell as it is (review44 F6)
         print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "
               f"--resume {saved} --save {saved}", file=sys.stderr)
         return 130

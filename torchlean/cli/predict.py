@@ -300,8 +300,9 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     if header is None and saved.training is not None:  # the run's --header/--no-header, if it gave one
         header = saved.training.settings.get("header")
         if isinstance(header, bool):
-            print(f"note: the header is read as checkpoint {args.checkpoint}'s run read its data "
-                  f"({'--header' if header else '--no-header'}); pass --header or --no-header to choose",
+            print(f"note: the first row is read as {'column names' if header else 'data'}, as checkpoint "
+                  f"{args.checkpoint}'s run read its data ({'--header' if header else '--no-header'}): pass "
+                  f"{'--no-header if it is data' if header else '--header if it names the columns'}",
                   file=sys.stderr)
         else:
             header = None
@@ -657,6 +658,12 @@ def _run(args: argparse.Namespace) -> int:
                                   delimiter=source.delimiter)
             )
         except TorchLeanError as error:  # labels the checkpoint cannot score: say how to predict anyway
+            run_header = None if saved.training is None else saved.training.settings.get("header")
+            if args.header is None and run_header is False and ": line 1, " in str(error):
+                raise TorchLeanError(  # a header read as data because the run gave --no-header (review44 F3)
+                    f"{error}; line 1 is read as data, as checkpoint {shown_path(args.checkpoint)}'s run "
+                    "read its data (--no-header): pass --header if it names the columns"
+                ) from None
             raise TorchLeanError(
                 f"{error}; --ignore-labels predicts without reading the labels (no "
                 f"{'accuracy' if classification else 'mse'})"
