@@ -459,6 +459,17 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     return np.sort(train if args.split == "train" else test)
 
 
+def _no_header_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint, error: Exception) -> str:
+    """The clause that explains a refusal of line 1 read as data only because the checkpoint's
+    run gave ``--no-header`` (predict's own ``--header``/``--no-header`` not given): the first row of
+    a file with a header, text or numbers (review43 F6, review44 F3); else ""."""
+    run_header = None if saved.training is None else saved.training.settings.get("header")
+    if args.header is not None or run_header is not False or ": line 1, " not in str(error):
+        return ""
+    return (f"; line 1 is read as data, as checkpoint {shown_path(args.checkpoint)}'s run read its data "
+            "(--no-header): pass --header if it names the columns")
+
+
 def _hashes_as_trained(
     dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
 ) -> bool | None:
@@ -636,12 +647,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         source = _read(args, saved)
     except data.DataError as error:
-        run_header = None if saved.training is None else saved.training.settings.get("header")
-        if args.header is None and run_header is False and ": line 1, " in str(error):
-            raise data.DataError(  # review43 F6: the first row is data because the run said so
-                f"{error}; line 1 is read as data, as checkpoint {shown_path(args.checkpoint)}'s run read "
-                "its data (--no-header): pass --header if it names the columns"
-            ) from None
+        clause = _no_header_clause(args, saved, error)
+        if clause:
+            raise data.DataError(f"{error}{clause}") from None
         raise
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:
@@ -658,16 +666,11 @@ def _run(args: argparse.Namespace) -> int:
                                   delimiter=source.delimiter)
             )
         except TorchLeanError as error:  # labels the checkpoint cannot score: say how to predict anyway
-            run_header = None if saved.training is None else saved.training.settings.get("header")
-            if args.header is None and run_header is False and ": line 1, " in str(error):
-                raise TorchLeanError(  # a header read as data because the run gave --no-header (review44 F3)
-                    f"{error}; line 1 is read as data, as checkpoint {shown_path(args.checkpoint)}'s run "
-                    "read its data (--no-header): pass --header if it names the columns"
-                ) from None
-            raise TorchLeanError(
-                f"{error}; --ignore-labels predicts without reading the labels (no "
+            clause = _no_header_clause(args, saved, error) or (
+                f"; --ignore-labels predicts without reading the labels (no "
                 f"{'accuracy' if classification else 'mse'})"
-            ) from None
+            )
+            raise TorchLeanError(f"{error}{clause}") from None
     chosen = _split(args, source, saved, truth)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
