@@ -197,3 +197,37 @@ def test_explain_notes_no_claims_mismatch_for_a_capsule_that_is_not_selected() -
     text = profile.explain("matmul")
     assert "result: matmul -> reference.matmul" in text
     assert "note:" not in text and "claims otherwise" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("profile", "op", "fallback"),
+    [
+        ("fast_cpu", "scatter_add", "reference.scatter_add"),
+        ("fast_cpu", "hard_masked_softmax", "reference.hard_masked_softmax"),
+        ("libtorch_forward_strict_cpu", "relu", "reference.relu"),
+    ],
+)
+def test_explain_notes_a_preferred_provider_without_a_capsule_for_the_op(
+    profile: str, op: str, fallback: str
+) -> None:
+    """Under ``prefer``, explain says when the preferred provider has no capsule at all for the op
+    on the profile's device (review47 F4), before the result line."""
+    lines = profiles.get(profile).explain(op).splitlines()
+    preferred = profiles.get(profile).policy.provider.provider
+    assert preferred is not None
+    assert lines[-2:] == [
+        f"  note: preferred provider {preferred.label} has no capsule for {op} on cpu; {fallback} runs instead",
+        f"result: {op} -> {fallback}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("profile", "op"),
+    [
+        ("fast_cpu", "relu"),  # aten.relu is selected
+        ("libtorch_forward_strict_cpu", "scaled_dot_product_attention"),  # libtorch's is refused, not absent
+        ("checked_cpu", "scatter_add"),  # no preference
+    ],
+)
+def test_no_absent_provider_note_where_the_preferred_provider_has_a_capsule(profile: str, op: str) -> None:
+    assert "has no capsule for" not in profiles.get(profile).explain(op)

@@ -896,3 +896,28 @@ def test_dtype_mismatch_message_does_not_blame_the_reference_provider(
     message = str(caught.value)
     assert message.startswith(f"{label}: ") and "do not promote" in message
     assert "torchlean kernels do not promote" in message and "reference" not in message
+
+
+@pytest.mark.parametrize(
+    ("row", "aten_row"),
+    [
+        ([0.0, 2e19, 2e19, 0.0], [0.0, 0.0, 0.0, 0.0]),  # the squared deviations overflow: 1/sqrt(inf)
+        ([3e38, 3e38], [np.nan, np.nan]),  # the sum itself overflows
+    ],
+)
+def test_norms_where_finite_statistics_overflow_diverge_as_their_value_claims_say(
+    row: list[float], aten_row: list[float]
+) -> None:
+    # The aten layer_norm / batch_norm value claims are limited to rows whose statistics are finite,
+    # and name these two rows; the reference rescales them (hand values: [-1, 1, 1, -1] and [0, 0]).
+    x = np.array([row], np.float32)
+    expected = {(0.0, 2e19): [-1.0, 1.0, 1.0, -1.0], (3e38, 3e38): [0.0, 0.0]}[(row[0], row[1])]
+    channels = x.reshape(-1, 1)
+    np.testing.assert_array_equal(spatial.layer_norm(x, eps=1e-5), np.array([expected], np.float32))
+    np.testing.assert_array_equal(aten_spatial.layer_norm(x, eps=1e-5), np.array([aten_row], np.float32))
+    normalised = aten_spatial.batch_norm(channels, None, None, None, None, training=True, eps=1e-5)
+    np.testing.assert_array_equal(normalised.ravel(), np.array(aten_row, np.float32))
+    for capsule in aten_capsules.CAPSULES:
+        if capsule.op in (BackendOp.LAYER_NORM, BackendOp.BATCH_NORM):
+            claim = capsule.value_contract.summary
+            assert "[0, 2e19, 2e19, 0]" in claim and "[3e38, 3e38]" in claim

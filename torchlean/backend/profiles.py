@@ -22,7 +22,7 @@ All use VJP mode ``torchlean-tape``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from torchlean.backend import report
@@ -255,6 +255,8 @@ class BackendProfile:
             lines.insert(1, f"  registry invalid: {error}")
             lines[-1] = f"result: nothing is selected for op {op.label}: {error} (planning fails for any op)"
         lines[-1:-1] = self._outside_lines(op)
+        if error is None and (absent := self._absent_preference_line(op, verdicts)) is not None:
+            lines.insert(-1, absent)
         for item in verdicts:
             if item.verdict.status != "selected" or error is not None:
                 continue
@@ -273,6 +275,22 @@ class BackendProfile:
                     f"claims otherwise ({mismatch[1]}); a session refuses it before {op.label} runs",
                 )
         return "\n".join(lines)
+
+    def _absent_preference_line(self, op: BackendOp, verdicts: Sequence[CapsuleVerdict]) -> str | None:
+        """Under a ``prefer`` preference, a note when the preferred provider has no capsule for
+        ``op`` on this profile's device in its modules, so another provider's runs (review47 F4)."""
+        preference = self.policy.provider
+        preferred = preference.provider
+        if preference.kind is not PreferenceKind.PREFER or preferred is None:
+            return None
+        if any(v.capsule.provider is preferred and v.capsule.device is self.policy.device for v in verdicts):
+            return None
+        chosen = next((v.capsule.name for v in verdicts if v.verdict.status == "selected"), None)
+        fallback = f"{chosen} runs instead" if chosen is not None else "nothing else is admissible"
+        return (
+            f"  note: preferred provider {preferred.label} has no capsule for {op.label} on "
+            f"{self.policy.device.label}; {fallback}"
+        )
 
     def _outside_lines(self, op: BackendOp) -> list[str]:
         """One line per shipped capsule for ``op`` in a module this profile does not include (the

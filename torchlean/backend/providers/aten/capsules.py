@@ -150,6 +150,11 @@ ATEN_OPS: tuple[BackendOp, ...] = (
 """The ops the ``aten`` provider implements, in reference catalog order."""
 
 _BINARY = "with numpy/PyTorch broadcasting agrees with the reference elementwise result."
+_OVERFLOW = (
+    "where the sum or the sum of squared deviations overflows although every value is finite "
+    "(float32 [0, 2e19, 2e19, 0] or [3e38, 3e38]) torch gives zeros or NaN, where the reference "
+    "rescales by a power of two."
+)
 
 _VALUE: dict[BackendOp, str] = {
     _B.MATMUL: "torch.matmul in the operands' dtype agrees with the reference matrix product.",
@@ -185,10 +190,14 @@ _VALUE: dict[BackendOp, str] = {
     _B.CONCAT: "torch.cat equals the reference concatenation bit for bit (a copy, no arithmetic).",
     _B.SLICE: "torch basic slicing, copied to a fresh tensor, equals the reference slice bit for bit.",
     _B.GATHER: "torch.gather equals the reference gather bit for bit (a selection, no arithmetic).",
-    _B.LAYER_NORM: "torch.nn.functional.layer_norm agrees with the reference per-row normalization.",
+    _B.LAYER_NORM: (
+        "torch.nn.functional.layer_norm agrees with the reference per-row normalization where the "
+        f"row's statistics are finite in the dtype; {_OVERFLOW}"
+    ),
     _B.BATCH_NORM: (
         "torch.batch_norm, the ATen op of torch.nn.functional.batch_norm (running statistics never "
-        "updated), agrees with the reference channel-first normalization."
+        "updated), agrees with the reference channel-first normalization where the channel's batch "
+        f"statistics are finite in the dtype; {_OVERFLOW}"
     ),
     _B.CONV: "torch.nn.functional.conv1d/2d/3d agrees with the reference channel-first convolution.",
     _B.CONV_TRANSPOSE: (
