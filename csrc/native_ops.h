@@ -6,7 +6,10 @@
 //   * `<op>_backward(g, *inputs, out, *params)` returns one cotangent per input, already reduced
 //     to that input's shape; an undefined tensor (None in Python) for inputs that are not
 //     differentiable (masks, indices) or absent (optional bias);
-//   * entry points that launch torchlean's own kernels take the CUDA stream handle last;
+//   * entry points that launch torchlean's own kernels take the CUDA stream handle last; it must
+//     be the current stream of the tensors' device (torchlean passes that one): results and
+//     temporaries (direct attention's delta, smooth_max_pool's window statistics) are allocated
+//     and freed on the current stream, with no record_stream for another;
 //   * every entry point validates its arguments with TL_CHECK_VALUE / TL_CHECK_INDEX before any
 //     launch; a failed check throws a `Refusal`, which the bindings (bindings.cpp) raise in Python
 //     as ValueError (refused arguments) or IndexError (index values).
