@@ -491,6 +491,13 @@ def _target_forms(output_shape: tuple[int, ...], got: tuple[int, ...]) -> str:
     )
 
 
+def _mse_target_shapes(output_shape: tuple[int, ...]) -> str:
+    """The target shapes :meth:`Trainer.fit` accepts for MSE and per-sample ``output_shape``, as
+    its refusal names them: ``(n, 3)``; ``(n, 1) or (n,)`` for ``(1,)`` (a column or a vector)."""
+    rows = "(" + ", ".join(["n", *map(str, output_shape)]) + ("," if not output_shape else "") + ")"
+    return f"{rows} or (n,)" if output_shape == (1,) else rows
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -937,7 +944,7 @@ class Trainer(Generic[In, Out]):
                 ids = array.ndim == 1 and array.dtype.kind in "iu" and len(self.model.output_shape) == 1
                 hint = "; class ids (n,) need objective='cross-entropy'" if ids else ""
                 raise TrainerError(
-                    f"targets must have shape (n, {', '.join(map(str, self.model.output_shape))}), "
+                    f"targets must have shape {_mse_target_shapes(self.model.output_shape)}, "
                     f"got {tuple(array.shape)}{hint}"
                 )
         if array.shape[0] != n:

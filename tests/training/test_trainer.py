@@ -539,7 +539,8 @@ def test_one_hot_targets_equal_integer_labels():
     [
         (np.zeros((3, 2)), np.zeros(3), "inputs must have shape (n, 3), got (3, 2)"),
         (np.zeros(3), np.zeros(1), "inputs must have shape (n, 3), got (3,)"),
-        (np.zeros((3, 3)), np.zeros((3, 2)), "targets must have shape (n, 1), got (3, 2)"),
+        (np.zeros((3, 3)), np.zeros((3, 2)), "targets must have shape (n, 1) or (n,), got (3, 2)"),
+        (np.zeros((3, 3)), np.zeros((3, 1, 1)), "targets must have shape (n, 1) or (n,), got (3, 1, 1)"),
         (np.zeros((0, 3)), np.zeros(0), "no training samples; check the dataset and batch size"),
     ],
 )
@@ -547,6 +548,24 @@ def test_regression_data_validation(x, y, message):
     with pytest.raises(TrainerError) as caught:
         make(nn.linear(3, 1)).fit(x, y)
     assert str(caught.value) == message
+
+
+def test_mse_target_refusal_names_every_shape_fit_accepts():
+    """review48 F9: for a ``(1,)`` output, fit takes ``(n, 1)`` and ``(n,)`` targets (a vector is
+    read as a column), so the refusal names both; for a wider output only ``(n, *output_shape)``."""
+    x = np.random.default_rng(0).standard_normal((8, 4))
+    y = x @ np.array([1.0, -2.0, 0.5, 3.0])
+    column, vector = make(nn.linear(4, 1)), make(nn.linear(4, 1))
+    assert column.fit(x, y[:, None], epochs=2, batch_size=4) == vector.fit(x, y, epochs=2, batch_size=4)
+    with pytest.raises(TrainerError) as caught:
+        make(nn.linear(4, 1)).fit(x, np.zeros((8, 2)))
+    assert str(caught.value) == "targets must have shape (n, 1) or (n,), got (8, 2)"
+    with pytest.raises(TrainerError) as caught:
+        make(nn.linear(4, 2)).fit(x, np.zeros((8, 3)))
+    assert str(caught.value) == "targets must have shape (n, 2), got (8, 3)"
+    with pytest.raises(TrainerError) as caught:
+        make(nn.linear(4, 2)).fit(x, np.zeros(8))
+    assert str(caught.value) == "targets must have shape (n, 2), got (8,)"
 
 
 def test_class_ids_under_mse_get_a_hint_to_use_cross_entropy():
