@@ -822,13 +822,26 @@ class Tensor:
         )
 
     def __len__(self) -> int:
+        """``len(t)``: the extent of the first axis, ``t.shape[0]`` (as ``torch.Tensor.__len__``).
+
+        Raises:
+            TensorTypeError: a 0-d tensor (``len() of a 0-d tensor``, torch's ``TypeError``).
+        """
         if self._data.ndim == 0:
-            raise TensorError("len() of a 0-d tensor")
+            raise TensorTypeError("len() of a 0-d tensor")
         return int(self._data.shape[0])
 
     def __iter__(self) -> Iterator[Tensor]:
-        for i in range(len(self)):
-            yield self[i]
+        """``iter(t)``: the tensors ``t[0]``, ``t[1]``, ... along the first axis, each a new tensor
+        recorded as :meth:`__getitem__` records it (torch yields views).
+
+        Raises:
+            TensorTypeError: a 0-d tensor, at ``iter(t)`` already (``iteration over a 0-d
+                tensor``, torch's ``TypeError`` and wording).
+        """
+        if self._data.ndim == 0:
+            raise TensorTypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(int(self._data.shape[0])))
 
     def _count(self) -> str:
         """``"no values"`` or ``"3 values"``, for the messages of the one-element conversions."""
@@ -1124,41 +1137,51 @@ class Tensor:
     # ----------------------------------------------------------------------------- operators
 
     def __add__(self, other: Tensor | float) -> Tensor:
+        """``self + other``: :func:`torchlean.functional.add` (records ``add``; no dtype promotion)."""
         from torchlean import functional as F
 
         return F.add(self, other)
 
     def __radd__(self, other: Tensor | float) -> Tensor:
+        """``other + self``: :func:`torchlean.functional.add` (records ``add``)."""
         from torchlean import functional as F
 
         return F.add(other, self)
 
     def __sub__(self, other: Tensor | float) -> Tensor:
+        """``self - other``: :func:`torchlean.functional.sub` (records ``sub``; no dtype promotion)."""
         from torchlean import functional as F
 
         return F.sub(self, other)
 
     def __rsub__(self, other: Tensor | float) -> Tensor:
+        """``other - self``: :func:`torchlean.functional.sub` (records ``sub``)."""
         from torchlean import functional as F
 
         return F.sub(other, self)
 
     def __mul__(self, other: Tensor | float) -> Tensor:
+        """``self * other``: :func:`torchlean.functional.mul` (records ``mul``, or ``scale`` by a
+        finite number)."""
         from torchlean import functional as F
 
         return F.mul(self, other)
 
     def __rmul__(self, other: Tensor | float) -> Tensor:
+        """``other * self``: :func:`torchlean.functional.mul` (records ``mul`` or ``scale``)."""
         from torchlean import functional as F
 
         return F.mul(other, self)
 
     def __truediv__(self, other: Tensor | float) -> Tensor:
+        """``self / other``: :func:`torchlean.functional.div` (records ``inv`` then ``mul``, or
+        ``scale`` by ``1/other`` for an ordinary number; values, gradients and errors there)."""
         from torchlean import functional as F
 
         return F.div(self, other)
 
     def __rtruediv__(self, other: Tensor | float) -> Tensor:
+        """``other / self``: :func:`torchlean.functional.div` (records ``inv`` then ``mul``)."""
         from torchlean import functional as F
 
         return F.div(other, self)
@@ -1185,20 +1208,23 @@ class Tensor:
         )
 
     def add(self, other: Tensor | float) -> Tensor:
-        """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``."""
+        """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``. Shapes,
+        dtypes (no promotion) and errors are the function's."""
         return self + other
 
     def sub(self, other: Tensor | float) -> Tensor:
-        """``self - other`` (``torch.Tensor.sub`` without ``alpha``); records ``sub``."""
+        """``self - other`` (``torch.Tensor.sub`` without ``alpha``); records ``sub``. Shapes,
+        dtypes (no promotion) and errors are the function's."""
         return self - other
 
     def mul(self, other: Tensor | float) -> Tensor:
-        """``self * other`` (``torch.Tensor.mul``); records ``mul``."""
+        """``self * other`` (``torch.Tensor.mul``); records ``mul``. Shapes, dtypes (no promotion)
+        and errors are the function's."""
         return self * other
 
     def div(self, other: Tensor | float) -> Tensor:
         """``self / other`` (``torch.Tensor.div`` without ``rounding_mode``): ``self * inv(other)``,
-        as ``/`` computes it."""
+        as ``/`` computes it. Shapes, dtypes (no promotion) and errors are the function's."""
         return self / other
 
     def square(self) -> Tensor:
@@ -1226,15 +1252,23 @@ class Tensor:
             raise AttributeError(message if hint is None else f"{message}: {hint}")
 
     def __iadd__(self, other: Tensor | float) -> Tensor:
+        """``t += other``: ``functional.add``, written into ``t``'s storage; rules and errors in
+        :meth:`_update_in_place`."""
         return self._update_in_place("+=", self.__add__, other)
 
     def __isub__(self, other: Tensor | float) -> Tensor:
+        """``t -= other``: ``functional.sub``, written into ``t``'s storage; rules and errors in
+        :meth:`_update_in_place`."""
         return self._update_in_place("-=", self.__sub__, other)
 
     def __imul__(self, other: Tensor | float) -> Tensor:
+        """``t *= other``: ``functional.mul``, written into ``t``'s storage; rules and errors in
+        :meth:`_update_in_place`."""
         return self._update_in_place("*=", self.__mul__, other)
 
     def __itruediv__(self, other: Tensor | float) -> Tensor:
+        """``t /= other``: ``functional.div``, written into ``t``'s storage; rules and errors in
+        :meth:`_update_in_place`."""
         return self._update_in_place("/=", self.__truediv__, other)
 
     def _update_in_place(
@@ -1283,16 +1317,20 @@ class Tensor:
         return self.copy_(result)._keep_producer(result)
 
     def __matmul__(self, other: Tensor) -> Tensor:
+        """``self @ other``: :func:`torchlean.functional.matmul` (records ``matmul``; ``other``
+        must be a Tensor, as there)."""
         from torchlean import functional as F
 
         return F.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
+        """``other @ self``: :func:`torchlean.functional.matmul` (records ``matmul``)."""
         from torchlean import functional as F
 
         return F.matmul(other, self)
 
     def __neg__(self) -> Tensor:
+        """``-self``: :func:`torchlean.functional.neg` (records ``scale`` by -1)."""
         from torchlean import functional as F
 
         return F.neg(self)
@@ -1304,6 +1342,8 @@ class Tensor:
         return F.abs(self)
 
     def __getitem__(self, index: Any) -> Tensor:
+        """``self[index]``: :func:`torchlean.functional.getitem` (basic indexing; records ``slice``
+        and/or ``reshape``; always a new tensor, never a view; errors there)."""
         from torchlean import functional as F
 
         return F.getitem(self, index)
@@ -1394,70 +1434,81 @@ class Tensor:
     # the kernel guard with a ``GuardError`` (torch would compute in float or refuse).
 
     def exp(self) -> Tensor:
-        """``functional.exp`` (``torch.Tensor.exp``); records ``exp``."""
+        """``functional.exp`` (``torch.Tensor.exp``); records ``exp``. Shape, dtype and errors are
+        the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.exp(self)
 
     def log(self) -> Tensor:
         """``functional.log`` (``torch.Tensor.log``; ``log(0)`` is ``-inf``, ``log(-1)`` NaN);
-        records ``log``."""
+        records ``log``. Shape, dtype and errors are the function's (an int64 or bool tensor is a
+        ``GuardError``)."""
         from torchlean import functional as F
 
         return F.log(self)
 
     def sqrt(self) -> Tensor:
-        """``functional.sqrt`` (``torch.Tensor.sqrt``; NaN below 0); records ``sqrt``."""
+        """``functional.sqrt`` (``torch.Tensor.sqrt``; NaN below 0); records ``sqrt``. Shape, dtype
+        and errors are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.sqrt(self)
 
     def abs(self) -> Tensor:
-        """``functional.abs`` (``torch.Tensor.abs``, also ``abs(t)``); records ``abs``."""
+        """``functional.abs`` (``torch.Tensor.abs``, also ``abs(t)``); records ``abs``. Shape, dtype
+        and errors are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.abs(self)
 
     def neg(self) -> Tensor:
         """``functional.neg`` (``torch.Tensor.neg``, also ``-t``); records ``scale`` by -1 (exact;
-        ``-0.0`` for ``0.0`` as in torch)."""
+        ``-0.0`` for ``0.0`` as in torch). Shape, dtype and errors are the function's (an int64 or
+        bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.neg(self)
 
     def relu(self) -> Tensor:
-        """``functional.relu`` (``torch.Tensor.relu``); records ``relu``."""
+        """``functional.relu`` (``torch.Tensor.relu``); records ``relu``. Shape, dtype and errors
+        are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.relu(self)
 
     def tanh(self) -> Tensor:
-        """``functional.tanh`` (``torch.Tensor.tanh``); records ``tanh``."""
+        """``functional.tanh`` (``torch.Tensor.tanh``); records ``tanh``. Shape, dtype and errors
+        are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.tanh(self)
 
     def sigmoid(self) -> Tensor:
-        """``functional.sigmoid`` (``torch.Tensor.sigmoid``); records ``sigmoid``."""
+        """``functional.sigmoid`` (``torch.Tensor.sigmoid``); records ``sigmoid``. Shape, dtype and
+        errors are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.sigmoid(self)
 
     def sin(self) -> Tensor:
-        """``functional.sin`` (``torch.Tensor.sin``; NaN at ``±inf``); records ``sin``."""
+        """``functional.sin`` (``torch.Tensor.sin``; NaN at ``±inf``); records ``sin``. Shape, dtype
+        and errors are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.sin(self)
 
     def cos(self) -> Tensor:
-        """``functional.cos`` (``torch.Tensor.cos``; NaN at ``±inf``); records ``cos``."""
+        """``functional.cos`` (``torch.Tensor.cos``; NaN at ``±inf``); records ``cos``. Shape, dtype
+        and errors are the function's (an int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.cos(self)
 
     def reciprocal(self) -> Tensor:
         """``functional.inv``, ``1 / t`` elementwise (``torch.Tensor.reciprocal``: ``±inf`` at
-        ``±0``, ``±0`` at ``±inf``); records ``inv``."""
+        ``±0``, ``±0`` at ``±inf``); records ``inv``. Shape, dtype and errors are the function's (an
+        int64 or bool tensor is a ``GuardError``)."""
         from torchlean import functional as F
 
         return F.inv(self)

@@ -167,6 +167,57 @@ def test_iteration_yields_rows() -> None:
     assert [r.tolist() for r in rows] == [[1.0, 2.0], [3.0, 4.0]]
 
 
+def test_len_and_iteration_of_a_0d_tensor_are_refused_in_torch_words() -> None:
+    """review46 F5; oracle: torch 2.13's own refusals, a ``TypeError`` each, raised by ``iter()``
+    itself (not at the first ``next``); ``len()`` keeps its own message."""
+    expected = {}
+    for name, call in (("len", len), ("iter", iter), ("list", list)):
+        with pytest.raises(TypeError) as torch_error:
+            call(torch.tensor(1.0))
+        with pytest.raises(TensorTypeError) as ours:
+            call(tl.tensor(1.0))
+        assert str(ours.value) == str(torch_error.value), name
+        expected[name] = str(ours.value)
+    assert expected == {
+        "len": "len() of a 0-d tensor",
+        "iter": "iteration over a 0-d tensor",
+        "list": "iteration over a 0-d tensor",
+    }
+    assert isinstance(ours.value, tl.TensorError)  # still caught as torchlean's own error
+    assert list(tl.tensor(np.zeros((0, 2)))) == []  # an empty first axis iterates over nothing
+    assert [r.tolist() for r in tl.tensor([5.0, 6.0])] == [5.0, 6.0]  # rows of a 1-D tensor are 0-d
+
+
+@pytest.mark.parametrize(
+    ("dunder", "op"),
+    [
+        ("__getitem__", "functional.getitem"),
+        ("__matmul__", "functional.matmul"),
+        ("__rmatmul__", "functional.matmul"),
+        ("__truediv__", "functional.div"),
+        ("__rtruediv__", "functional.div"),
+        ("__add__", "functional.add"),
+        ("__radd__", "functional.add"),
+        ("__sub__", "functional.sub"),
+        ("__rsub__", "functional.sub"),
+        ("__mul__", "functional.mul"),
+        ("__rmul__", "functional.mul"),
+        ("__neg__", "functional.neg"),
+        ("__iadd__", "functional.add"),
+        ("__isub__", "functional.sub"),
+        ("__imul__", "functional.mul"),
+        ("__itruediv__", "functional.div"),
+        ("__len__", "shape[0]"),
+        ("__iter__", "__getitem__"),
+    ],
+)
+def test_operator_dunders_name_the_op_they_record(dunder: str, op: str) -> None:
+    """review46 F5: ``help(tl.Tensor.__getitem__)`` was empty; each dunder's docstring names the
+    function it delegates to (whose docstring gives shapes, dtypes and errors)."""
+    doc = getattr(tl.Tensor, dunder).__doc__
+    assert doc is not None and op in doc
+
+
 def test_in_place_writes_bump_the_version_and_check_their_input() -> None:
     t = tl.tensor(np.zeros((2, 2)))
     t[0, 1] = 3.0
