@@ -45,7 +45,7 @@ Operands (one rule, checked in one place):
 * Flags (``keepdims``, ``training``) must be bools (Python or numpy), as torch requires.
 
 Dtypes, shapes and errors (shared by every function below, under every CPU profile; a function's
-``Raises`` lists only what it adds): tensor inputs are float32 or float64 and results keep that
+``Raises`` lists at least what it adds): tensor inputs are float32 or float64 and results keep that
 dtype. An int64 or bool tensor where a float one is expected (``relu``, ``matmul``, ``gather`` of
 int64 data) is refused by the kernel guard with a ``GuardError`` (a ``ValueError``) naming the op,
 the input and its dtype (``relu: input x has dtype int64; accepted: float32 or float64``); the
@@ -461,14 +461,43 @@ def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
 
 
 def add(a: Operand, b: Operand) -> Tensor:
-    """``a + b`` with broadcasting (``torch.add``); records ``add`` (its VJP left-folds the
-    broadcast axes back to each operand's shape)."""
+    """``a + b`` elementwise with broadcasting (``torch.add`` without ``alpha``); records ``add``
+    (its VJP left-folds the broadcast axes back to each operand's shape).
+
+    Returns the broadcast shape of ``a`` and ``b`` (numpy/PyTorch rules) in their one dtype,
+    float32 or float64. One operand may be a Python number or numeric array data, which becomes
+    a constant of the tensor operand's dtype (the module's operand rule). Unlike ``torch.add``,
+    which promotes float32 + float64 to float64 and computes on int64 and bool tensors, the
+    kernels never promote: tensors of two dtypes are refused (convert one with
+    ``t.to(dtype=...)``), and so are int64 and bool tensors. ``sub``, ``mul``, ``div``,
+    ``maximum`` and ``minimum`` share these rules.
+
+    Raises:
+        GuardError: an int64 or bool operand; operands of different dtypes (``add: operand b
+            has dtype float64 but operand a has dtype float32; torchlean kernels do not promote
+            dtypes ...``); shapes that do not broadcast.
+        TensorTypeError: a constant operand that is not numeric (a string, ``None``, a complex
+            number) or a torch tensor that requires grad.
+        TensorError: neither operand is a Tensor (two numbers or arrays: convert one with
+            ``torchlean.tensor``); a Python integer that does not fit the tensor's dtype
+            (``x + 10**400``); ragged nested lists.
+        DeviceError: tensors on different devices.
+    """
     x, y = _pair(a, b)
     return run_op(BackendOp.ADD, (x, y), {})
 
 
 def sub(a: Operand, b: Operand) -> Tensor:
-    """``a - b`` with broadcasting (``torch.sub``); records ``sub``."""
+    """``a - b`` elementwise with broadcasting (``torch.sub`` without ``alpha``); records ``sub``.
+    Returns the broadcast shape in the operands' one dtype (float32 or float64); operands and
+    dtypes as :func:`add`: no promotion, unlike torch.
+
+    Raises:
+        GuardError: an int64 or bool operand; operands of different dtypes (float32 and float64
+            are not promoted); shapes that do not broadcast.
+        TensorTypeError, TensorError, DeviceError: as :func:`add` (a non-numeric constant;
+            no Tensor operand or an integer that does not fit; devices that differ).
+    """
     x, y = _pair(a, b)
     return run_op(BackendOp.SUB, (x, y), {})
 
@@ -491,6 +520,8 @@ def mul(a: Operand, b: Operand) -> Tensor:
 
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x * 10**400``).
+        GuardError, TensorTypeError, DeviceError: as :func:`add` (no dtype promotion; an int64
+            or bool tensor is refused by ``scale`` when the other operand is a number).
     """
     if isinstance(a, Tensor) and _is_number(b):
         factor = _factor(b, a)
@@ -505,7 +536,14 @@ def mul(a: Operand, b: Operand) -> Tensor:
 
 
 def inv(x: Tensor) -> Tensor:
-    """``1 / x`` elementwise (``torch.reciprocal``); records ``inv``."""
+    """``1 / x`` elementwise (``torch.reciprocal``; ``±inf`` at ``±0``); records ``inv``. Returns
+    x's shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.reciprocal`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return run_op(BackendOp.INV, (x,), {})
 
 
@@ -542,6 +580,7 @@ def div(a: Operand, b: Operand) -> Tensor:
 
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x / 10**400``).
+        GuardError, TensorTypeError, DeviceError: as :func:`add` (no dtype promotion).
     """
     if isinstance(a, Tensor) and _is_number(b):
         divisor = _factor(b, a)
@@ -594,7 +633,15 @@ def _normal_in(value: float, like: Tensor) -> bool:
 
 
 def neg(x: Tensor) -> Tensor:
-    """``-x``; records ``scale`` by -1 (exact)."""
+    """``-x`` (``torch.neg``); records ``scale`` by -1 (exact; ``-0.0`` for ``0.0``). Returns x's
+    shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 ``x`` (``torch.neg`` keeps int64) or a bool one (torch refuses it
+            too); the message names ``scale``, the recorded op.
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return scale(x, -1.0)
 
 
@@ -603,63 +650,140 @@ def _unary(op: BackendOp, x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """``max(x, 0)`` (``torch.relu``); records ``relu``."""
+    """``max(x, 0)`` (``torch.relu``; gradient 0 at 0, as torch); records ``relu``. Returns x's
+    shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 ``x`` (``torch.relu`` keeps int64) or a bool one (torch refuses it
+            too).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.RELU, x)
 
 
 def gelu(x: Tensor) -> Tensor:
     """Exact (erf) GELU (``torch.nn.functional.gelu``), computed as ``x * erfc(-x / sqrt(2)) / 2``:
     below about x = -8, where torch's ``x * (1 + erf(x / sqrt(2))) / 2`` cancels to -0.0 (and its
-    gradient loses the ``Phi(x)`` term), this keeps the tiny negative values. Records ``gelu``."""
+    gradient loses the ``Phi(x)`` term), this keeps the tiny negative values. Records ``gelu``.
+    Returns x's shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (torch refuses them too).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.GELU, x)
 
 
 def tanh(x: Tensor) -> Tensor:
-    """``torch.tanh``; records ``tanh``."""
+    """``torch.tanh`` elementwise; records ``tanh``. Returns x's shape and dtype (float32 or
+    float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.tanh`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.TANH, x)
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    """``torch.sigmoid``; records ``sigmoid``."""
+    """``1 / (1 + exp(-x))`` elementwise (``torch.sigmoid``); records ``sigmoid``. Returns x's shape
+    and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.sigmoid`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.SIGMOID, x)
 
 
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))``, computed as ``max(x, 0) + log1p(exp(-|x|))`` for every x, with
-    gradient ``sigmoid(x)``; records ``softplus``. ``torch.nn.functional.softplus`` with
-    ``beta=1``, except that it has no ``threshold``: torch returns ``x`` itself (gradient 1) for
-    ``x > 20``, where the exact value differs by ``log1p(exp(-x))`` (about 1.4e-11 at x = 25;
-    below float32's resolution of such x, visible in float64)."""
+    """``log(1 + exp(x))``, computed as ``max(x, 0) + log1p(exp(-|x|))`` for every x, with gradient
+    ``sigmoid(x)``; records ``softplus``. ``torch.nn.functional.softplus`` with ``beta=1``, except
+    that it has no ``threshold``: torch returns ``x`` itself (gradient 1) for ``x > 20``, where the
+    exact value differs by ``log1p(exp(-x))`` (about 1.4e-11 at x = 25; below float32's resolution
+    of such x, visible in float64). Returns x's shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (torch refuses them too).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.SOFTPLUS, x)
 
 
 def exp(x: Tensor) -> Tensor:
-    """``torch.exp``; records ``exp``."""
+    """``e ** x`` elementwise (``torch.exp``); records ``exp``. Returns x's shape and dtype (float32
+    or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.exp`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.EXP, x)
 
 
 def log(x: Tensor) -> Tensor:
-    """``torch.log``; records ``log``."""
+    """Natural log elementwise (``torch.log``; ``log(0)`` is ``-inf``, ``log(-1)`` NaN); records
+    ``log``. Returns x's shape and dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.log`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.LOG, x)
 
 
 def sin(x: Tensor) -> Tensor:
-    """``torch.sin``; records ``sin``."""
+    """``torch.sin`` elementwise (NaN at ``±inf``); records ``sin``. Returns x's shape and dtype
+    (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.sin`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.SIN, x)
 
 
 def cos(x: Tensor) -> Tensor:
-    """``torch.cos``; records ``cos``."""
+    """``torch.cos`` elementwise (NaN at ``±inf``); records ``cos``. Returns x's shape and dtype
+    (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.cos`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.COS, x)
 
 
 def sqrt(x: Tensor) -> Tensor:
-    """``torch.sqrt``; records ``sqrt``."""
+    """``torch.sqrt`` elementwise (NaN below 0); records ``sqrt``. Returns x's shape and dtype
+    (float32 or float64).
+
+    Raises:
+        GuardError: an int64 or bool ``x`` (``torch.sqrt`` computes those in float32).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.SQRT, x)
 
 
 def abs(x: Tensor) -> Tensor:
-    """``torch.abs``; records ``abs``."""
+    """``|x|`` elementwise (``torch.abs``, also ``abs(t)``); records ``abs``. Returns x's shape and
+    dtype (float32 or float64).
+
+    Raises:
+        GuardError: an int64 ``x`` (``torch.abs`` keeps int64) or a bool one (torch refuses it too).
+        TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
+            with ``torchlean.tensor``).
+    """
     return _unary(BackendOp.ABS, x)
 
 
@@ -680,13 +804,30 @@ def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor
 
 
 def maximum(a: Operand, b: Operand) -> Tensor:
-    """Elementwise maximum with broadcasting (``torch.maximum``); records ``max``."""
+    """Elementwise maximum with broadcasting (``torch.maximum``); records ``max``. NaN propagates
+    and a tie sends half the gradient to each operand, as in torch. Returns the broadcast shape in
+    the operands' one dtype (float32 or float64); operands and dtypes as :func:`add`: no
+    promotion, unlike torch. The guard's messages name the recorded op ``max``.
+
+    Raises:
+        GuardError: an int64 or bool operand; operands of different dtypes (float32 and float64
+            are not promoted); shapes that do not broadcast.
+        TensorTypeError, TensorError, DeviceError: as :func:`add`.
+    """
     x, y = _pair(a, b)
     return run_op(BackendOp.MAX, (x, y), {})
 
 
 def minimum(a: Operand, b: Operand) -> Tensor:
-    """Elementwise minimum with broadcasting (``torch.minimum``); records ``min``."""
+    """Elementwise minimum with broadcasting (``torch.minimum``); records ``min``. NaN, ties,
+    shapes, dtypes (no promotion) and errors as :func:`maximum`; the guard's messages name
+    ``min``.
+
+    Raises:
+        GuardError: an int64 or bool operand; operands of different dtypes; shapes that do not
+            broadcast.
+        TensorTypeError, TensorError, DeviceError: as :func:`add`.
+    """
     x, y = _pair(a, b)
     return run_op(BackendOp.MIN, (x, y), {})
 
@@ -989,8 +1130,45 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     return result
 
 
+# The functional gather/scatter_add take the axis last; torch's function and method take it first.
+_AXIS_LAST_ORDERS = {
+    "gather": ("(x, index, axis)", "torch.gather(x, dim, index)", "t.gather(dim, index)"),
+    "scatter_add": (
+        "(base, index, src, axis)",
+        "torch.scatter_add(base, dim, index, src)",
+        "t.scatter_add(dim, index, src)",
+    ),
+}
+
+
+def _axis_last(fn: str, axis: object, index: object) -> int:
+    """The ``axis`` of ``gather``/``scatter_add`` (``fn``), whose functional forms take it last.
+
+    Raises:
+        TensorTypeError: ``axis`` is not an integer (:func:`_int`'s message); when it is array data
+            (a Tensor, an array, a list) and ``index`` is an integer, as in a call written in
+            torch's order, the message adds both orders (``...; index is the integer 1 and axis
+            is array data: tl.gather takes (x, index, axis), axis last, unlike
+            torch.gather(x, dim, index) and the method t.gather(dim, index)``).
+    """
+    try:
+        return _int(fn, "axis", axis)
+    except TensorTypeError as exc:
+        arrayish = isinstance(axis, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(axis)
+        if not (arrayish and is_int(index)):
+            raise
+        ours, torch_order, method_order = _AXIS_LAST_ORDERS[fn]
+        raise TensorTypeError(
+            f"{exc}; index is the integer {int(index)} and axis is array data: tl.{fn} takes {ours}, "
+            f"axis last, unlike {torch_order} and the method {method_order}"
+        ) from None
+
+
 def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
-    """``torch.gather(x, axis, index)``: ``index`` int64 of x's rank; records ``gather``.
+    """Values of ``x`` picked along ``axis`` by ``index`` (``torch.gather``), with the arguments in
+    another order: **the axis comes last** here, ``gather(x, index, axis)``, where torch writes
+    ``torch.gather(x, dim, index)`` and the method ``t.gather(dim, index)`` (torchlean's method
+    keeps torch's order). ``index`` is int64 of x's rank; records ``gather``.
 
     ``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``; the result has the
     index's shape and x's dtype. ``index`` extents must not exceed x's on every axis but ``axis``.
@@ -1000,26 +1178,32 @@ def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
         GuardError: an index value outside ``[0, x.shape[axis])`` (negative values are not counted
             from the end, as in torch), an index of another rank or too large, a non-integer
             index dtype, or ``axis`` out of range.
-        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis`` (for array data there and
+            an integer ``index``, torch's order ``gather(x, dim, index)``, the message says so).
     """
     x = _require_tensor("gather", "x", x)
-    params = {"axis": _int("gather", "axis", axis)}
+    params = {"axis": _axis_last("gather", axis, index)}
     return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
 
 
 def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
-    """``torch.scatter_add(base, axis, index, src)``; repeated indices accumulate in index order;
-    records ``scatter_add``. Returns a new tensor of base's shape and dtype (``base`` is not
-    written). ``index`` (int64, base's rank) has extents <= src's on every axis and <= base's on
-    every axis but ``axis``; src has base's dtype.
+    """``src`` added into a copy of ``base`` at ``index`` along ``axis`` (``torch.scatter_add``),
+    with the arguments in another order: **the axis comes last** here, ``scatter_add(base, index,
+    src, axis)``, where torch writes ``torch.scatter_add(base, dim, index, src)`` and the method
+    ``t.scatter_add(dim, index, src)`` (torchlean's method keeps torch's order). Repeated indices
+    accumulate in index order; records ``scatter_add``. Returns a new tensor of base's shape and
+    dtype (``base`` is not written). ``index`` (int64, base's rank) has extents <= src's on every
+    axis and <= base's on every axis but ``axis``; src has base's dtype.
 
     Raises:
         GuardError: an index value outside ``[0, base.shape[axis])``, shapes that do not fit,
             a src dtype other than base's, or ``axis`` out of range.
-        TensorTypeError: ``base`` or ``src`` is not a Tensor; a non-integer ``axis``.
+        TensorTypeError: ``base`` or ``src`` is not a Tensor; a non-integer ``axis`` (for array
+            data there and an integer ``index``, torch's order ``scatter_add(base, dim, index,
+            src)``, the message says so).
     """
     base = _require_tensor("scatter_add", "base", base)
-    params = {"axis": _int("scatter_add", "axis", axis)}
+    params = {"axis": _axis_last("scatter_add", axis, index)}
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)
 
 

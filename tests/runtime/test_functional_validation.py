@@ -336,6 +336,69 @@ def test_numpy_integers_are_integers() -> None:
     np.testing.assert_array_equal(x.sum(np.int32(1)).numpy(), [-1.0, 3.5])
 
 
+GATHER_TORCH_ORDER = (
+    r"(?s)gather: axis must be an integer; got .* of type {kind} \(accepted: int or a numpy integer; "
+    r"floats are not truncated and bools are refused\); index is the integer 1 and axis is array "
+    r"data: tl\.gather takes \(x, index, axis\), axis last, unlike torch\.gather\(x, dim, index\) "
+    r"and the method t\.gather\(dim, index\)$"
+)
+SCATTER_TORCH_ORDER = (
+    r"(?s)scatter_add: axis must be an integer; got .* of type {kind} \(accepted: int or a numpy "
+    r"integer; floats are not truncated and bools are refused\); index is the integer 0 and axis "
+    r"is array data: tl\.scatter_add takes \(base, index, src, axis\), axis last, unlike "
+    r"torch\.scatter_add\(base, dim, index, src\) and the method t\.scatter_add\(dim, index, src\)$"
+)
+
+
+def test_gather_and_scatter_add_in_torch_argument_order_are_refused_naming_both_orders() -> None:
+    """review46 F2: ``tl.gather(x, index, axis)`` and ``tl.scatter_add(base, index, src, axis)``
+    take the axis last; a call ported in torch's order (an integer where the index goes, array
+    data where the axis goes) keeps the integer-axis refusal and adds both orders. Oracle: torch
+    accepts exactly those calls in its own order, and the same data in torchlean's order gives
+    torch's values."""
+    data = np.arange(12.0).reshape(3, 4)
+    x = tl.tensor(data)
+    idx = np.array([[0, 2], [1, 1], [3, 0]])
+    want = torch.gather(torch.tensor(data), 1, torch.tensor(idx)).numpy()
+    np.testing.assert_array_equal(tl.gather(x, idx, 1).numpy(), want)
+    np.testing.assert_array_equal(x.gather(1, idx).numpy(), want)  # the method keeps torch's order
+    for axis, kind in ((idx, "ndarray"), (tl.tensor(idx), "Tensor"), (idx.tolist(), "list")):
+        with pytest.raises(TensorTypeError, match=GATHER_TORCH_ORDER.format(kind=kind)):
+            tl.gather(x, 1, axis)  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=GATHER_TORCH_ORDER.format(kind="ndarray")):
+        x.gather(idx, 1)  # type: ignore[arg-type]  # the functional order given to the method
+    with pytest.raises(TensorTypeError, match=GATHER_TORCH_ORDER.format(kind="list")):
+        tl.gather(x, np.int64(1), [[0]])  # type: ignore[arg-type]  # a numpy integer index too
+
+    base = tl.tensor(np.zeros((2, 3)))
+    src = tl.tensor(np.ones((2, 3)))
+    scatter_idx = np.array([[0, 1, 1], [1, 0, 0]])
+    expected = torch.scatter_add(torch.zeros(2, 3, dtype=torch.float64), 0, torch.tensor(scatter_idx),
+                                 torch.ones(2, 3, dtype=torch.float64)).numpy()
+    np.testing.assert_array_equal(tl.scatter_add(base, scatter_idx, src, 0).numpy(), expected)
+    with pytest.raises(TensorTypeError, match=SCATTER_TORCH_ORDER.format(kind="Tensor")):
+        tl.scatter_add(base, 0, scatter_idx, src)  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=SCATTER_TORCH_ORDER.format(kind="ndarray")):
+        base.scatter_add(scatter_idx, 0, src)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: tl.gather(x, [[0, 1]], 1.0),  # type: ignore[arg-type]  # a float axis
+        lambda x: tl.gather(x, 1, 1.0),  # type: ignore[arg-type]  # no array data as axis
+        lambda x: tl.gather(x, True, np.array([[0, 1]])),  # type: ignore[arg-type]  # a bool index
+        lambda x: tl.scatter_add(x, [[0, 1]], x, x),  # array data in both slots
+    ],
+)
+def test_other_non_integer_axes_of_gather_and_scatter_add_get_no_order_hint(
+    call: Callable[[tl.Tensor], object],
+) -> None:
+    with pytest.raises(TensorTypeError, match=r"axis must be an integer") as info:
+        call(_x())
+    assert "axis last" not in str(info.value) and "torch." not in str(info.value)
+
+
 REAL_PARAM_CALLS: list[tuple[str, Callable[[tl.Tensor], object], str]] = [
     ("scale-str", lambda x: tl.scale(x, "2"), r"scale: factor must be a real number; got '2' of type str"),
     ("scale-None", lambda x: tl.scale(x, None), r"scale: factor must be a real number; got None"),
@@ -799,3 +862,65 @@ def test_a_torch_tensor_operand_is_named_with_its_conversion():
         tl.matmul(x, torch.ones(3, dtype=torch.float64))
     with pytest.raises(tl.TensorTypeError, match=r"x must be a torchlean Tensor; got torch\.Tensor \(a "):
         tl.transpose(torch.ones(2, 2), 0, 1)
+
+
+# ------------------------------------- review46 F1: the elementwise ops raise what they document
+
+UNARY_ELEMENTWISE = ["abs", "exp", "log", "sqrt", "neg", "relu", "gelu", "tanh", "sigmoid", "sin",
+                     "cos", "inv", "softplus"]
+BINARY_ELEMENTWISE = ["add", "sub", "maximum", "minimum"]
+
+
+@pytest.mark.parametrize("name", UNARY_ELEMENTWISE)
+def test_unary_elementwise_ops_raise_what_their_docstrings_list(name: str) -> None:
+    """Each documented ``Raises`` entry, run: int64 and bool inputs are ``GuardError`` s naming the
+    dtype (``neg``'s names ``scale``, the op it records), a non-Tensor is a ``TensorTypeError``;
+    a float input keeps its shape and dtype."""
+    fn = getattr(tl, name)
+    doc = " ".join(fn.__doc__.split())
+    assert "GuardError: an int64" in doc and "TensorTypeError: ``x`` is not a Tensor" in doc
+    assert "Returns x's shape and dtype (float32 or float64)" in doc
+    recorded = "scale" if name == "neg" else name
+    for data, dtype in (([1, 2], "int64"), ([True, False], "bool")):
+        with pytest.raises(GuardError, match=rf"^{recorded}: input x has dtype {dtype}; accepted: float32"):
+            fn(tl.tensor(data))
+    for operand in (np.ones(3), 1.5, torch.ones(3)):
+        with pytest.raises(TensorTypeError, match="must be a torchlean Tensor"):
+            fn(operand)
+    for dtype in (np.float32, np.float64):
+        out = fn(tl.tensor(np.full((2, 3), 0.5, dtype=dtype)))
+        assert (out.shape, out.dtype) == ((2, 3), np.dtype(dtype))
+
+
+@pytest.mark.parametrize("name", BINARY_ELEMENTWISE)
+def test_binary_elementwise_ops_raise_what_their_docstrings_list(name: str) -> None:
+    """Each documented ``Raises`` entry, run, against torch where torch answers otherwise: torch
+    promotes float32 with float64 (to float64); torchlean refuses, naming both dtypes."""
+    fn = getattr(tl, name)
+    recorded = {"maximum": "max", "minimum": "min"}.get(name, name)
+    doc = " ".join(fn.__doc__.split())
+    assert "Raises:" in doc and "operands of different dtypes" in doc and "promot" in doc
+    assert getattr(torch, name)(torch.ones(3), torch.ones(3, dtype=torch.float64)).dtype == torch.float64
+    a32, a64 = tl.tensor(np.ones(3, np.float32)), tl.tensor(np.ones(3))
+    with pytest.raises(GuardError, match=rf"^{recorded}: operand b has dtype float64 but operand a has "
+                       "dtype float32; torchlean kernels do not promote dtypes"):
+        fn(a32, a64)
+    for data, dtype in (([1, 2, 3], "int64"), ([True, False, True], "bool")):
+        with pytest.raises(GuardError, match=rf"^{recorded}: operand a has dtype {dtype}"):
+            fn(tl.tensor(data), a64)
+    with pytest.raises(GuardError, match=rf"^{recorded}: shapes are not broadcastable: a \(3,\), b \(4,\)"):
+        fn(a64, tl.tensor(np.ones(4)))
+    with pytest.raises(TensorError, match="at least one operand must be a Tensor"):
+        fn(np.ones(3), np.ones(3))
+    for constant in ("x", None, 1j):
+        with pytest.raises(TensorTypeError, match="as a constant operand: it is not numeric"):
+            fn(a64, constant)
+    with pytest.raises(TensorTypeError, match="requires grad"):
+        fn(a64, torch.ones(3, requires_grad=True))
+    with pytest.raises(TensorError, match="does not fit the tensor's dtype float32"):
+        fn(a32, 10**40)
+    with pytest.raises(DeviceError, match="different devices"):
+        fn(a64, tl.Tensor._make(torch.zeros(3, device="meta", dtype=torch.float64)))
+    out = fn(tl.tensor(np.ones((2, 1), np.float32)), tl.tensor(np.ones(3, np.float32)))
+    assert (out.shape, out.dtype) == ((2, 3), np.dtype(np.float32))  # the broadcast shape, one dtype
+    assert fn(a32, np.ones(3)).dtype == np.float32  # array data takes the tensor operand's dtype
