@@ -216,7 +216,8 @@ def test_explain_notes_a_preferred_provider_without_a_capsule_for_the_op(
     preferred = profiles.get(profile).policy.provider.provider
     assert preferred is not None
     assert lines[-2:] == [
-        f"  note: preferred provider {preferred.label} has no capsule for {op} on cpu; {fallback} runs instead",
+        f"  note: preferred provider {preferred.label} has no capsule for {op} on cpu; "
+        f"{fallback} runs instead",
         f"result: {op} -> {fallback}",
     ]
 
