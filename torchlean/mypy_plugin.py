@@ -33,6 +33,14 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
 * **Shapes.** ``torchlean.shapes.Shape[4, 3]`` is read as ``Shape[Literal[4], Literal[3]]``.
   Dimensions must be non-negative int literals, ``Any`` (an unknown size), a ``TypeVar`` or an
   unpacked ``TypeVarTuple``; anything else is a ``torchlean-shape`` error.
+* **Trainer type arguments.** ``torchlean.trainer.Trainer``'s ``In``/``Out`` default to ``Any``
+  (PEP 696), so that an unannotated ``Trainer(model)`` is ``Trainer[Any, Any]``; written in a type,
+  ``Trainer[Shape[3]]`` would silently mean ``Trainer[Shape[3], Any]`` and a bare ``Trainer``
+  ``Trainer[Any, Any]``. One type argument is a ``torchlean-trainer`` error always (without the
+  defaults it would be mypy's own wrong-count error); a bare ``Trainer`` is one where
+  ``disallow_any_generics`` is on (``--strict``), as mypy reports a bare ``Shape``, except as the
+  whole right-hand side of a type alias (``T = Trainer`` stays generic, like mypy's own rule).
+  ``torchlean-trainer`` is a sub-code of mypy's ``type-arg``.
 
 Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
 holding the class, attribute mutation) are refused at runtime by the beartype validators that
@@ -53,7 +61,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from mypy.checker import TypeChecker
-from mypy.errorcodes import ErrorCode
+from mypy.errorcodes import TYPE_ARG, ErrorCode
 from mypy.nodes import (
     AssignmentStmt,
     CallExpr,
@@ -106,6 +114,7 @@ from mypy.types import (
 SEALED_DECORATOR: Final = "torchlean.backend.sealed.sealed"
 SEALED_MODULE: Final = "torchlean.backend.sealed"
 SHAPE_FULLNAME: Final = "torchlean.shapes.Shape"
+TRAINER_FULLNAME: Final = "torchlean.trainer.Trainer"
 METADATA_KEY: Final = "torchlean.sealed"
 PACKAGE: Final = "torchlean"
 OBJECT: Final = "builtins.object"
@@ -119,6 +128,12 @@ SEALED: Final = ErrorCode(
     "torchlean-sealed", "A sealed torchlean type is produced outside its gate", "torchlean"
 )
 SHAPE: Final = ErrorCode("torchlean-shape", "Malformed torchlean Shape[...] dimension", "torchlean")
+TRAINER: Final = ErrorCode(
+    "torchlean-trainer",
+    "A Trainer type without both shape arguments (In, Out) is Any, unchecked",
+    "torchlean",
+    sub_code_of=TYPE_ARG,  # ``# type: ignore[type-arg]`` and ``--disable-error-code type-arg`` cover it
+)
 
 COPY_ROUTES: Final = {
     "copy.copy": "copy.copy()",
@@ -126,6 +141,12 @@ COPY_ROUTES: Final = {
     "dataclasses.replace": "dataclasses.replace()",
     "copy.replace": "copy.replace()",  # Python 3.13+
 }
+
+TRAINER_EXPECTED: Final = (
+    "write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), "
+    "or Trainer[Any, Any] to opt out explicitly"
+)
+TRAINER_PARAMETERS: Final = ("In", "Out")
 
 SHAPE_EXPECTED: Final = "expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts"
 
@@ -489,6 +510,45 @@ def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
     return result
 
 
+def _written(typ: Type) -> str:
+    """A type argument as the user wrote it (before analysis): ``Shape[3]``, ``Literal[4]``, ``"a"``."""
+    if isinstance(typ, UnboundType):
+        if typ.original_str_expr is not None:  # a quoted type: its text
+            return typ.original_str_expr
+        if not typ.args:
+            return f"{typ.name}[()]" if typ.empty_tuple_index else typ.name
+        return f"{typ.name}[{', '.join(_written(arg) for arg in typ.args)}]"
+    if isinstance(typ, RawExpressionType):
+        return _render_dimension(typ)
+    if isinstance(typ, UnpackType):
+        return f"*{_written(typ.type)}"
+    return str(typ)
+
+
+def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
+    """Analyze ``Trainer[...]``; report fewer than two type arguments (the rest would be ``Any``)."""
+    api = ctx.api
+    written = ctx.type
+    count = len(written.args)
+    bare = count == 0 and not written.empty_tuple_index  # ``Trainer[()]`` is written out
+    # ``T = Trainer``: a generic alias (mypy, too, checks it where it is used, not here)
+    whole_alias = isinstance(api, TypeAnalyser) and api.defining_alias and api.nesting_level == 0
+    if count < len(TRAINER_PARAMETERS) and (
+        not bare or (api.options.disallow_any_generics and not whole_alias)
+    ):
+        missing = " and ".join(TRAINER_PARAMETERS[count:])
+        api.fail(
+            f'Type "{_written(written)}" leaves {missing} as Any, so shapes are not checked: '
+            f"{TRAINER_EXPECTED}",
+            ctx.context,
+            code=TRAINER,
+        )
+    info = api.named_type(TRAINER_FULLNAME, []).type
+    if isinstance(api, TypeAnalyser):
+        return api.analyze_type_with_type_info(info, written.args, ctx.context, written.empty_tuple_index)
+    return Instance(info, [api.analyze_type(arg) for arg in written.args])
+
+
 class TorchLeanPlugin(Plugin):
     """Sealed-type and ``Shape[N]`` checks (see the module docstring)."""
 
@@ -506,7 +566,9 @@ class TorchLeanPlugin(Plugin):
         return _sealed_decorator_hook if fullname == SEALED_DECORATOR else None
 
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        return _shape_hook if fullname == SHAPE_FULLNAME else None
+        if fullname == SHAPE_FULLNAME:
+            return _shape_hook
+        return _trainer_hook if fullname == TRAINER_FULLNAME else None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if fullname in COPY_ROUTES:

@@ -75,12 +75,12 @@ def expected_reports(files: list[Path]) -> set[Report]:
 
 
 def run_mypy(
-    files: list[Path], workdir: Path, *, plugins: str = str(PLUGIN), extra: str = ""
+    files: list[Path], workdir: Path, *, plugins: str = str(PLUGIN), extra: str = "", cache: str | None = None
 ) -> tuple[set[Report], list[str]]:
     """Run mypy once over ``files``; return the parsed reports and any unparsable output lines.
 
-    ``plugins`` replaces the plugin list (comma-separated) and ``extra`` adds lines to the
-    ``[mypy]`` section of the configuration."""
+    ``plugins`` replaces the plugin list (comma-separated), ``extra`` adds lines to the
+    ``[mypy]`` section of the configuration and ``cache`` replaces the cache directory."""
     config = workdir / "mypy.ini"
     text = CONFIG.format(plugin=plugins, stubs=REPO / "stubs", repo=REPO)
     config.write_text(text.replace("[mypy]\n", f"[mypy]\n{extra}", 1))
@@ -89,7 +89,7 @@ def run_mypy(
             "--config-file",
             str(config),
             "--cache-dir",
-            str(workdir / "cache"),
+            str(workdir / "cache") if cache is None else cache,
             "--no-pretty",
             "--no-error-summary",
             "--show-absolute-path",
@@ -150,6 +150,8 @@ def test_examples_cover_every_route() -> None:
         '"torchlean.backend.sealed._MINTED" is private to torchlean',
         '"torchlean.backend.sealed._GateToken" is private to torchlean',
         "Invalid Shape dimension",
+        'Type "Trainer" leaves In and Out as Any',
+        'Type "Trainer[Shape[3]]" leaves Out as Any',
     ]
     for route in routes:
         assert any(route in m for m in markers), route
@@ -295,6 +297,155 @@ def test_altered_copy_reports_every_difference(workdir: Path) -> None:
         [f"missing (marked, not reported): {r.render()}" for r in hollowed]
         + [f"unexpected (reported, not marked): {r.render()}" for r in sorted(unmarked + appended)]
     )
+
+
+TRAINER_ARGUMENTS = """\
+from typing import Any
+
+from torchlean.shapes import Shape
+from torchlean.trainer import Trainer
+
+
+def bare(trainer: Trainer) -> None: ...
+def one(trainer: Trainer[Shape[3]]) -> None: ...
+def both(trainer: Trainer[Shape[Any, 4], Shape[Any, 3]]) -> None: ...
+def opted_out(trainer: Trainer[Any, Any]) -> None: ...
+"""
+
+TRAINER_MESSAGE = (
+    '{line}: error: Type "{written}" leaves {missing} as Any, so shapes are not checked: write '
+    "Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out "
+    "explicitly  [torchlean-trainer]"
+)
+BARE = TRAINER_MESSAGE.format(line=7, written="Trainer", missing="In and Out")
+ONE = TRAINER_MESSAGE.format(line=8, written="Trainer[Shape[3]]", missing="Out")
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "expected"),
+    [
+        ("strict", "", [BARE, ONE]),
+        # a bare generic is mypy's business only under disallow_any_generics; one argument of two
+        # would be mypy's own wrong-count error without the defaults, so it is reported always
+        ("no_any_generics", "disallow_any_generics = False\n", [ONE]),
+        # a sub-code of type-arg: disabling mypy's code disables the plugin's too
+        ("type_arg_disabled", "disable_error_code = type-arg\n", []),
+        ("trainer_disabled", "disable_error_code = torchlean-trainer\n", []),
+    ],
+)
+def test_trainer_with_fewer_than_two_type_arguments(
+    workdir: Path, name: str, extra: str, expected: list[str]
+) -> None:
+    """README "Shapes": ``Trainer`` and ``Trainer[Shape[3]]`` would silently be ``Any`` (PEP 696
+    defaults); ``Trainer[In, Out]`` with both written, ``Any`` included, is clean."""
+    folder = workdir / f"trainer_{name}"
+    folder.mkdir()
+    source = folder / "trainer_args.py"
+    source.write_text(TRAINER_ARGUMENTS)
+    actual, stray = run_mypy([source], folder, extra=extra)
+    assert stray == []
+    assert [f"{r.line}: {r.severity}: {r.message}" for r in sorted(actual)] == expected
+
+
+def test_trainer_arguments_ignored_by_type_arg(workdir: Path) -> None:
+    """``# type: ignore[type-arg]`` covers the sub-code (strict's warn_unused_ignores then names the
+    narrower code); ``# type: ignore[torchlean-trainer]`` is exact."""
+    folder = workdir / "trainer_ignores"
+    folder.mkdir()
+    source = folder / "trainer_ignores.py"
+    lines = TRAINER_ARGUMENTS.splitlines()
+    lines[6] += "  # type: ignore[type-arg]"
+    lines[7] += "  # type: ignore[torchlean-trainer]"
+    source.write_text("\n".join(lines) + "\n")
+    actual, stray = run_mypy([source], folder)
+    assert stray == []
+    assert [f"{r.line}: {r.severity}: {r.message}" for r in sorted(actual)] == [
+        '7: error: Unused "type: ignore" comment, use narrower [torchlean-trainer] instead of '
+        "[type-arg] code  [unused-ignore]"
+    ]
+
+
+MODULE_LOOKUPS = """\
+import importlib
+import sys
+
+from torchlean.backend import acceptance, profiles
+from torchlean.backend.acceptance import AcceptedKernel
+from torchlean.backend.sealed import _GATE
+from torchlean.backend.vocabulary import BackendOp
+
+profile = profiles.get("checked_cpu")
+planned = profile.plan_ops([BackendOp.RELU]).kernels[0]
+args = (planned.op, planned.capsule, profile.policy)
+reveal_type(sys.modules["torchlean.backend.acceptance"].AcceptedKernel)
+reveal_type(importlib.import_module("torchlean.backend.acceptance").AcceptedKernel)
+reveal_type(vars(acceptance)["AcceptedKernel"])
+reveal_type(acceptance.__dict__["AcceptedKernel"])
+sys.modules["torchlean.backend.acceptance"].AcceptedKernel(*args, _gate=_GATE)
+importlib.import_module("torchlean.backend.acceptance").AcceptedKernel(*args, _gate=_GATE)
+vars(acceptance)["AcceptedKernel"](*args, _gate=_GATE)
+acceptance.__dict__["AcceptedKernel"](*args, _gate=_GATE)
+AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # type: ignore
+"""
+
+
+@pytest.mark.parametrize("ignore_without_code", [False, True])
+def test_module_lookups_are_any_and_bare_ignores(workdir: Path, ignore_without_code: bool) -> None:
+    """README "What stays runtime-only": a class looked up through ``sys.modules``,
+    ``importlib.import_module``, ``vars(mod)`` or ``mod.__dict__`` is ``Any``, so nothing is reported
+    (tests/typing/test_runtime_bypass.py shows ``bind`` refusing what it builds). README "Enable
+    the plugin": a bare ``# type: ignore`` silences torchlean-sealed unless ``ignore-without-code``
+    is enabled, which then names the code to write."""
+    folder = workdir / f"lookups_{ignore_without_code}"
+    folder.mkdir()
+    source = folder / "lookups.py"
+    source.write_text(MODULE_LOOKUPS)
+    extra = "enable_error_code = ignore-without-code\n" if ignore_without_code else ""
+    actual, stray = run_mypy([source], folder, extra=extra)
+    assert stray == []
+    bare_ignore = (
+        '20: error: "type: ignore" comment without error code (consider "type: ignore[torchlean-sealed]" '
+        'instead)  [ignore-without-code]'
+    )
+    assert [f"{r.line}: {r.severity}: {r.message}" for r in sorted(actual)] == [
+        f'{line}: note: Revealed type is "Any"' for line in (12, 13, 14, 15)
+    ] + ([bare_ignore] if ignore_without_code else [])
+
+
+CROSS_MODULE = {
+    "helpers.py": "import copy\n\nshallow = copy.copy\n",
+    "app.py": (
+        "from helpers import shallow\n"
+        "from torchlean.backend import profiles\n"
+        "from torchlean.backend.acceptance import accept\n"
+        "from torchlean.backend.vocabulary import BackendOp\n"
+        "profile = profiles.get('checked_cpu')\n"
+        "kernel = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)\n"
+        "shallow(kernel)\n"
+        "unrelated = {value}\n"
+    ),
+}
+
+
+def test_cross_module_alias_needs_a_fresh_cache(workdir: Path) -> None:
+    """README: an alias imported from another module is followed only while mypy analyses that
+    module in the run; after an unrelated edit a persisted cache loses the report, while
+    ``--cache-dir=/dev/null`` (no cache, as README advises for CI) reports it every time."""
+    folder = workdir / "cross_module"
+    folder.mkdir()
+    helpers, app = folder / "helpers.py", folder / "app.py"
+    helpers.write_text(CROSS_MODULE["helpers.py"])
+
+    def copy_reports(value: int, cache: str | None) -> list[int]:
+        app.write_text(CROSS_MODULE["app.py"].format(value=value))
+        actual, stray = run_mypy([app, helpers], folder, cache=cache)
+        assert stray == []
+        return [r.line for r in actual if r.message.startswith("copy.copy() of sealed type")]
+
+    assert copy_reports(1, None) == [7]  # cold cache: helpers analysed in this run
+    assert copy_reports(2, None) == []  # app edited, helpers read from the cache: not followed
+    assert copy_reports(3, "/dev/null") == [7]
+    assert copy_reports(4, "/dev/null") == [7]
 
 
 def test_correct_program_runs() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import pickle
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from typing import Any, cast
 import pytest
 from beartype.roar import BeartypeCallHintViolation
 
-from torchlean.backend import profiles, sealed
+from torchlean.backend import acceptance, profiles, sealed
 from torchlean.backend.acceptance import AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.capsule import KernelCapsule
@@ -96,6 +97,42 @@ def test_callable_variable_construction_is_refused(
     """A ``Callable[..., AcceptedKernel]`` variable hides the class from the plugin."""
     make: Callable[..., AcceptedKernel] = AcceptedKernel
     forged = make(planned.op, planned.capsule, policy, _gate=sealed._GATE)
+    with pytest.raises(BeartypeCallHintViolation) as error:
+        bind(forged, handler)
+    assert refused_by_validator(error)
+
+
+def _class_from_sys_modules() -> Any:
+    return sys.modules["torchlean.backend.acceptance"].AcceptedKernel
+
+
+def _class_from_import_module() -> Any:
+    return importlib.import_module("torchlean.backend.acceptance").AcceptedKernel
+
+
+def _class_from_vars() -> Any:
+    return vars(acceptance)["AcceptedKernel"]
+
+
+def _class_from_module_dict() -> Any:
+    return acceptance.__dict__["AcceptedKernel"]
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [_class_from_sys_modules, _class_from_import_module, _class_from_vars, _class_from_module_dict],
+    ids=["sys.modules", "importlib.import_module", "vars(mod)", "mod.__dict__"],
+)
+def test_class_looked_up_through_the_module_is_refused_at_bind(
+    lookup: Callable[[], Any], planned: PlannedKernel, policy: KernelPolicy, handler: KernelHandler[str]
+) -> None:
+    """README "What stays runtime-only": the class reached through ``sys.modules[...]``,
+    ``importlib.import_module(...)``, ``vars(mod)[...]`` or ``mod.__dict__[...]`` is ``Any`` to mypy
+    (tests/typing/test_mypy_examples.py); what it builds is not minted, and ``bind`` refuses it."""
+    cls = lookup()
+    assert cls is AcceptedKernel  # the real class: the refusal below is not about a look-alike
+    forged = cls(planned.op, planned.capsule, policy, _gate=sealed._GATE)
+    assert not sealed.is_minted(forged)
     with pytest.raises(BeartypeCallHintViolation) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
@@ -239,7 +276,7 @@ _OPTIMISED_PROBE = """
 import numpy as np
 import torchlean as tl
 from torchlean.autograd.typed_graph import GraphProgram, node_kernels
-from torchlean.backend import profiles, sealed
+from torchlean.backend import acceptance, profiles, sealed
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 from torchlean.backend.vocabulary import BackendOp, Device, Provider

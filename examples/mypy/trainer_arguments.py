@@ -1,0 +1,77 @@
+"""``Trainer`` written in a type with fewer than two type arguments: reported, as its missing
+arguments would silently be ``Any`` (``In``/``Out`` have PEP 696 defaults so that an unannotated
+``Trainer(model)`` type-checks) and shapes would go unchecked.
+
+One argument is reported always; a bare ``Trainer`` where ``disallow_any_generics`` is on (here:
+``strict``). ``Trainer[Any, Any]`` opts out explicitly.
+"""
+
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast
+
+import torchlean.trainer as trainer_module
+from torchlean import nn
+from torchlean.shapes import Shape
+from torchlean.trainer import Trainer
+
+
+def bare(trainer: Trainer) -> None:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """Would accept any trainer."""
+
+
+def one(trainer: Trainer[Shape[3]]) -> None:  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """Would accept a trainer for 3 features and any output."""
+
+
+def through_module(trainer: trainer_module.Trainer) -> None:  # E: Type "trainer_module.Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """The name as written is shown."""
+
+
+def quoted(trainer: "Trainer[Shape[Literal[3]]]") -> None:  # E: Type "Trainer[Shape[Literal[3]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """A quoted type is read the same way."""
+
+
+def nested() -> list[Trainer]:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    return []
+
+
+one_argument_alias: TypeAlias = "Trainer[Shape[3]]"  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+
+
+class BareSubclass(Trainer):  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """A base class is a type too."""
+
+
+trainer: Trainer[Shape[4], Shape[9]] = Trainer(nn.linear(4, 9))
+cast(Trainer, trainer)  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+
+# Accepted: both arguments written (Any included), and an unannotated construction.
+In = TypeVar("In")
+
+
+def opted_out(trainer: Trainer[Any, Any]) -> None:
+    """Any trainer, said explicitly."""
+
+
+def any_batch(trainer: Trainer[Shape[Any, 4], Shape[Any, 3]]) -> None:
+    """A batch of any size with 4 features, 3 outputs."""
+
+
+class Holder(Generic[In]):
+    def __init__(self, trainer: Trainer[In, In]) -> None:
+        self.trainer = trainer
+
+
+class ShapedSubclass(Trainer[Shape[Literal[3]], Any]):
+    """Both arguments given."""
+
+
+inferred = Trainer(nn.linear(4, 9))  # Trainer[Any, Any], inferred
+opted_out(inferred)
+opted_out(trainer)
+trainer = inferred
+# A whole-alias bare ``Trainer`` stays a generic alias (mypy checks an alias where it is used);
+# its bare use is Trainer[Any, Any] and is not reported (a known limit).
+GenericAlias: TypeAlias = Trainer
+OtherAlias = Trainer
+second: GenericAlias = inferred
+third: OtherAlias[Shape[4], Shape[9]] = trainer
