@@ -48,7 +48,8 @@ live next to the sealed classes.
 
 This module imports only mypy and the standard library (never torch or numpy), and relies on
 two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``), on
-``TypeAnalyser.analyze_type_with_type_info`` and on the name mypy gives a callee without a full
+``TypeAnalyser.analyze_type_with_type_info`` (and its ``defining_alias``/``nesting_level``, to
+leave a bare whole-alias ``T = Trainer`` alone) and on the name mypy gives a callee without a full
 name (``"__new__ of object"`` for ``super(...).__new__``, ``"update of MutableMapping"`` for
 ``dict.update(obj, ...)``); it is tested against mypy 2.4
 (tests/typing/).
