@@ -16,7 +16,21 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 if _TYPE_CHECKING:
-    from torchlean import data, functional, nn, optim, spec
+    from torchlean import (
+        autograd,
+        backend,
+        checkpoint,
+        data,
+        functional,
+        ir,
+        models,
+        nn,
+        optim,
+        shapes,
+        spec,
+        trainer,
+        validation,
+    )
     from torchlean.autograd import profiler
     from torchlean.autograd.grad_mode import (
         enable_grad,
@@ -110,13 +124,21 @@ if _TYPE_CHECKING:
     )
 
 _MODULES: dict[str, str] = {
+    "autograd": "torchlean.autograd",
+    "backend": "torchlean.backend",
+    "checkpoint": "torchlean.checkpoint",
     "data": "torchlean.data",
     "functional": "torchlean.functional",
+    "ir": "torchlean.ir",
+    "models": "torchlean.models",
     "nn": "torchlean.nn",
     "optim": "torchlean.optim",
     "profiler": "torchlean.autograd.profiler",
     "profiles": "torchlean.backend.profiles",
+    "shapes": "torchlean.shapes",
     "spec": "torchlean.spec",
+    "trainer": "torchlean.trainer",
+    "validation": "torchlean.validation",
 }
 _ATTRIBUTES: dict[str, str] = {
     "AutogradError": "torchlean.autograd.tape",
@@ -210,10 +232,13 @@ __all__ = [
     "Trainer",
     "abs",
     "add",
+    "autograd",
     "avg_pool",
+    "backend",
     "batch_norm",
     "bernoulli_mask",
     "broadcast_to",
+    "checkpoint",
     "clamp",
     "concat",
     "conv",
@@ -234,6 +259,7 @@ __all__ = [
     "getitem",
     "hard_masked_softmax",
     "inv",
+    "ir",
     "is_grad_enabled",
     "layer_norm",
     "linear",
@@ -244,6 +270,7 @@ __all__ = [
     "max_pool",
     "maximum",
     "minimum",
+    "models",
     "mse_loss",
     "mul",
     "neg",
@@ -263,6 +290,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "scatter_add",
     "session",
+    "shapes",
     "sigmoid",
     "sin",
     "slice",
@@ -274,7 +302,9 @@ __all__ = [
     "sub",
     "tanh",
     "tensor",
+    "trainer",
     "transpose",
+    "validation",
 ]
 
 

@@ -1,10 +1,23 @@
 """The kernel-capsule system: vocabulary, contracts, registry, planner, audit, acceptance gate.
 
 Depends on nothing else in torchlean and imports neither numpy nor torch (DESIGN.md §2).
-Start from :func:`torchlean.backend.profiles.get`; :func:`accept` is the acceptance gate.
+Start from :func:`torchlean.backend.profiles.get`; :func:`accept` is the acceptance gate. The
+submodules not imported here (``profiles``, ``report``, ``registry``, ``providers``, ...) load on
+first attribute use, so ``torchlean.backend.report.audit_line`` works after ``import torchlean``.
 """
 
 from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
 
 __all__ = ["AcceptanceError", "AcceptedKernel", "ExecutableKernel", "KernelHandler", "accept", "bind"]
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+
+    from torchlean.backend._submodules import submodule as _submodule
+
+    def __getattr__(name: str) -> object:
+        """``torchlean.backend.<name>`` for a public submodule (``report``, ``profiles``,
+        ``registry``, ...), imported on first use (PEP 562)."""
+        return _submodule(__name__, name)

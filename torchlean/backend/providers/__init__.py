@@ -1,0 +1,12 @@
+"""The kernel providers, one package each (``reference``, ``aten``, ``libtorch``, ``native_cuda``)
+and the modules they share; a submodule loads on first attribute use."""
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+
+    from torchlean.backend._submodules import submodule as _submodule
+
+    def __getattr__(name: str) -> object:
+        """``torchlean.backend.providers.<name>`` for a public submodule, imported on first use (PEP 562)."""
+        return _submodule(__name__, name)

@@ -1,0 +1,26 @@
+"""A package's submodules as attributes on first use (PEP 562), so that a dotted path such as
+``torchlean.backend.report.audit_line`` resolves after a plain ``import torchlean``.
+
+Imports nothing heavy: the submodule named is imported when its attribute is first read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+
+def submodule(package: str, name: str) -> ModuleType:
+    """The submodule ``<package>.<name>``, imported now; a package's module ``__getattr__``.
+
+    Private names (``_``-prefixed) and dotted names are not served.
+
+    Raises:
+        AttributeError: ``name`` is not a public submodule of ``package`` (the message ``getattr``
+            gives for any missing module attribute).
+    """
+    public = not name.startswith("_") and "." not in name
+    if public and importlib.util.find_spec(f"{package}.{name}") is not None:
+        return importlib.import_module(f"{package}.{name}")
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
