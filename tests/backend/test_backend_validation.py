@@ -676,6 +676,48 @@ def test_labels_parse_case_sensitively_and_name_their_vocabulary(
         parse(label)
 
 
+def test_maintained_for_device_parses_labels_like_the_rest_of_the_backend_api() -> None:
+    """review46 F4: a label gave ``None`` ("no maintained profile") instead of being parsed or
+    refused; ``get(123)``'s BackendTypeError is the model for a non-label."""
+    assert profiles.maintained_for_device("cpu") is profiles.maintained_for_device(Device.CPU) is CHECKED_CPU
+    assert profiles.maintained_for_device("cuda") is profiles.get("checked_cuda")
+    assert profiles.maintained_for_device("tpu") is None  # a known target without a maintained profile
+    known = re.escape(DEVICES)
+    with pytest.raises(UnknownLabelError, match=rf"^unknown device gpu \(known targets: {known}\)$"):
+        profiles.maintained_for_device("gpu")
+    for value, shown in ((123, "123 (int)"), (None, "None (NoneType)"), (True, "True (bool)")):
+        with pytest.raises(
+            BackendTypeError,
+            match=rf"^device must be a Device or one of its labels \({known}\), got {re.escape(shown)}$",
+        ):
+            profiles.maintained_for_device(value)  # type: ignore[arg-type]
+
+
+def test_a_cuda_ordinal_is_refused_by_device_parse_with_where_it_is_accepted() -> None:
+    """review46 F5: ``Device`` names the kind of target; ``cuda:1`` keeps the original's refusal
+    text and adds where an ordinal is accepted. Other unknown labels keep the original's text only."""
+    known = re.escape(DEVICES)
+    for parse in (Device.parse, profiles.maintained_for_device):
+        with pytest.raises(UnknownLabelError) as caught:
+            parse("cuda:1")
+        assert str(caught.value) == (  # the original's text, then the note
+            f"unknown device cuda:1 (known targets: {DEVICES}); a Device names the kind of target only "
+            "(cuda:1 is target cuda, Device.CUDA); a device string with an ordinal is accepted by "
+            "Tensor.to, torchlean.tensor(device=...) and the command line's --device"
+        )
+    for label in ("cpu:0", "cuda:x", "cuda:", "cuda:-1"):
+        with pytest.raises(UnknownLabelError, match=rf"^unknown device {label} \(known targets: {known}\)$"):
+            Device.parse(label)
+    with pytest.raises(UnknownLabelError, match=r"is accepted by Tensor\.to"):
+        tl.RunConfig(device="cuda:1")
+    try:  # the spelling the note names is one Tensor.to takes (here CUDA may be missing or single)
+        tl.tensor([1.0]).to("cuda:1")
+    except tl.DeviceError as error:
+        assert "unknown tensor device" not in str(error) and "cuda:1" in str(error)
+    with pytest.raises(tl.DeviceError, match="unknown tensor device 'cuda:x'"):
+        tl.tensor([1.0]).to("cuda:x")
+
+
 def test_an_op_label_in_another_case_is_not_planned() -> None:
     with pytest.raises(UnknownLabelError, match=r"^unknown op RELU "):
         CHECKED_CPU.plan_ops(["RELU"])

@@ -32,7 +32,14 @@ from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.collector import collector_paused
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
-from torchlean.backend.fields import BackendTypeError, describe, instance_field, text_field, tuple_field
+from torchlean.backend.fields import (
+    BackendTypeError,
+    describe,
+    instance_field,
+    parse_member,
+    text_field,
+    tuple_field,
+)
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
 from torchlean.backend.planner import (
     CapsuleVerdict,
@@ -507,6 +514,16 @@ def get(name: str) -> BackendProfile:
         raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known})") from None
 
 
-def maintained_for_device(device: Device) -> BackendProfile | None:
-    """``checked_cpu`` for cpu, ``checked_cuda`` for cuda, ``None`` for every other device."""
-    return {Device.CPU: CHECKED_CPU, Device.CUDA: CHECKED_CUDA}.get(device)
+def maintained_for_device(device: Device | str) -> BackendProfile | None:
+    """``checked_cpu`` for cpu, ``checked_cuda`` for cuda, ``None`` for every other known device.
+
+    ``device`` is a :class:`Device` or its label (``"cpu"``), parsed as everywhere in the backend
+    API (:meth:`Device.parse`).
+
+    Raises:
+        UnknownLabelError: ``unknown device gpu (known targets: cpu | cuda | ...)``.
+        BackendTypeError: ``device must be a Device or one of its labels (cpu | cuda | ...), got
+            123 (int)``.
+    """
+    member = parse_member(Device, device, "device")
+    return {Device.CPU: CHECKED_CPU, Device.CUDA: CHECKED_CUDA}.get(member)

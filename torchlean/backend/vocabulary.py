@@ -9,10 +9,14 @@ labels. Catalog/enumeration order is the original's Generation-B order.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Self
 
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
+
+_CUDA_ORDINAL = re.compile(r"cuda:[0-9]+", re.ASCII)
+"""A CUDA device with an ordinal as torch spells it (``cuda:1``): not a :class:`Device` label."""
 
 __all__ = [
     "BackendOp",
@@ -84,6 +88,11 @@ class Device(LabelledEnum):
         """Parse a device name; the error text is the original's verbatim for a non-empty name
         without blanks at its ends (others are shown as their literal, e.g. ``''``).
 
+        A ``Device`` names the kind of target only, so a CUDA device with an ordinal (``cuda:1``)
+        is refused, with a note after the original's text: such a device string is accepted where
+        one is taken (``Tensor.to``, ``torchlean.tensor(device=...)``, the command line's
+        ``--device``), and its target here is ``cuda``.
+
         Raises:
             UnknownLabelError: ``unknown device {value} (known targets: cpu | cuda | ...)``.
         """
@@ -91,7 +100,14 @@ class Device(LabelledEnum):
             if member.label == label:
                 return member
         known = " | ".join(cls.labels())
-        raise UnknownLabelError(f"unknown device {name_shown(label)} (known targets: {known})")
+        message = f"unknown device {name_shown(label)} (known targets: {known})"
+        if isinstance(label, str) and _CUDA_ORDINAL.fullmatch(label):
+            message += (
+                f"; a Device names the kind of target only ({label} is target cuda, Device.CUDA); a "
+                "device string with an ordinal is accepted by Tensor.to, torchlean.tensor(device=...) "
+                "and the command line's --device"
+            )
+        raise UnknownLabelError(message)
 
 
 class Provider(LabelledEnum):
