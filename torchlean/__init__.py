@@ -2,11 +2,15 @@
 
 Public face: tensors (``Tensor``, ``tensor``, ``from_torch``), the ops of
 :mod:`torchlean.functional` (re-exported here), eager sessions (``session``, ``Session``) and
-gradient mode (``no_grad``). See DESIGN.md §3.
+gradient mode (``no_grad``). See DESIGN.md §3. The error classes users catch are here too
+(``TorchLeanError``, the base of all; ``GuardError``, ``GuardTypeError``, ``TensorTypeError``,
+``SessionError``, ``BatchError``, ``TrainerError``, ...), and ``__version__`` is the installed
+distribution's (what ``torchlean --version`` prints).
 
 The package imports lazily (PEP 562): ``import torchlean`` loads nothing heavy, so the mypy
 plugin (``torchlean.mypy_plugin``) loads without numpy or torch; the first use of a name imports
-the module that defines it.
+the module that defines it. The submodules are such names as well (``torchlean.trainer``,
+``torchlean.backend.report``, ...), so a dotted path works after a plain ``import torchlean``.
 """
 
 import importlib as _importlib
@@ -47,7 +51,16 @@ if _TYPE_CHECKING:
     )
     from torchlean.backend import profiles
     from torchlean.backend.errors import (
+        GuardError,
+        GuardTypeError,
+        PlanningError,
+        SessionError,
+        SessionTypeError,
         TorchLeanError,
+        UnknownLabelError,
+    )
+    from torchlean.batches import (
+        BatchError,
     )
     from torchlean.functional import (
         abs,
@@ -121,7 +134,11 @@ if _TYPE_CHECKING:
         Objective,
         RunConfig,
         Trainer,
+        TrainerError,
+        TrainerLabelError,
     )
+
+    __version__: str
 
 _MODULES: dict[str, str] = {
     "autograd": "torchlean.autograd",
@@ -142,18 +159,27 @@ _MODULES: dict[str, str] = {
 }
 _ATTRIBUTES: dict[str, str] = {
     "AutogradError": "torchlean.autograd.tape",
+    "BatchError": "torchlean.batches",
     "DeviceError": "torchlean.tensor",
     "DimensionError": "torchlean.tensor",
     "ExecutionMode": "torchlean.trainer",
+    "GuardError": "torchlean.backend.errors",
+    "GuardTypeError": "torchlean.backend.errors",
     "Objective": "torchlean.trainer",
+    "PlanningError": "torchlean.backend.errors",
     "RunConfig": "torchlean.trainer",
     "Session": "torchlean.autograd.session",
+    "SessionError": "torchlean.backend.errors",
+    "SessionTypeError": "torchlean.backend.errors",
     "Shape": "torchlean.shapes",
     "Tensor": "torchlean.tensor",
     "TensorError": "torchlean.tensor",
     "TensorTypeError": "torchlean.tensor",
     "TorchLeanError": "torchlean.backend.errors",
     "Trainer": "torchlean.trainer",
+    "TrainerError": "torchlean.trainer",
+    "TrainerLabelError": "torchlean.trainer",
+    "UnknownLabelError": "torchlean.backend.errors",
     "abs": "torchlean.functional",
     "add": "torchlean.functional",
     "avg_pool": "torchlean.functional",
@@ -218,18 +244,27 @@ _ATTRIBUTES: dict[str, str] = {
 
 __all__ = [
     "AutogradError",
+    "BatchError",
     "DeviceError",
     "DimensionError",
     "ExecutionMode",
+    "GuardError",
+    "GuardTypeError",
     "Objective",
+    "PlanningError",
     "RunConfig",
     "Session",
+    "SessionError",
+    "SessionTypeError",
     "Shape",
     "Tensor",
     "TensorError",
     "TensorTypeError",
     "TorchLeanError",
     "Trainer",
+    "TrainerError",
+    "TrainerLabelError",
+    "UnknownLabelError",
     "abs",
     "add",
     "autograd",
@@ -308,20 +343,35 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (``torchlean --version`` prints the same), or
+    ``0+unknown`` (a PEP 440 version below every release) when torchlean runs uninstalled."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torchlean")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> _Any:
-    if name in _MODULES:
-        module = _importlib.import_module(_MODULES[name])
+    value: _Any
+    if name == "__version__":
+        value = _version()
+    elif name in _MODULES:
+        value = _importlib.import_module(_MODULES[name])
     elif name in _ATTRIBUTES:
-        module = getattr(_importlib.import_module(_ATTRIBUTES[name]), name)
+        value = getattr(_importlib.import_module(_ATTRIBUTES[name]), name)
     else:
         raise AttributeError(f"module 'torchlean' has no attribute {name!r}")
-    globals()[name] = module
-    return module
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    """The public names (``__all__``, loaded or not) and the module's dunder attributes."""
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
+    """The public names (``__all__``, loaded or not) and the module's dunder attributes
+    (``__version__`` too, read on first use)."""
+    return sorted(set(__all__) | {"__version__"} | {name for name in globals() if name.startswith("__")})
 
 
 class _Package(_types.ModuleType):

@@ -54,12 +54,13 @@ from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, validation_rows
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
-from torchlean.batches import minibatches
+from torchlean.batches import BatchError, minibatches
 
 __all__ = [
     "DATASETS",
     "STDIN",
     "TEST_FRACTION",
+    "BatchError",
     "DataError",
     "Dataset",
     "EmptySplitError",

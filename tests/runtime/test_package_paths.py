@@ -5,12 +5,16 @@ itself still loads no submodule (PEP 562)."""
 
 from __future__ import annotations
 
+import builtins
+import inspect
 import json
 import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import torchlean
@@ -122,3 +126,70 @@ def test_a_missing_name_is_still_an_attribute_error() -> None:
             raise AssertionError(f"{name} was served")
     with pytest.raises(AttributeError, match=r"^module 'torchlean.backend' has no attribute 'no_such_"):
         getattr(torchlean.backend, "no_such_module")  # noqa: B009
+
+
+# Errors named in the docstrings of the package's public functions that are Python's own classes.
+BUILTIN_ERRORS = {name for name in dir(builtins) if name.endswith("Error")}
+
+
+def test_the_errors_the_ops_tensor_and_session_docstrings_name_are_top_level_names() -> None:
+    """review46 F5: ``GuardError`` (most functional ``Raises:`` sections) and ``GuardTypeError``
+    were reachable only as ``torchlean.backend.errors.GuardError``. Every torchlean error class that
+    the docstring of a functional op, of ``Tensor`` or of ``Session`` (and their public methods)
+    names is now ``torchlean.<Name>``, the very class raised."""
+    documented = [getattr(torchlean, name) for name in torchlean.functional.__all__]
+    for cls in (torchlean.Tensor, torchlean.Session):
+        documented += [cls, *(getattr(cls, name) for name in dir(cls) if not name.startswith("_"))]
+    named: set[str] = set()
+    for obj in documented:
+        named |= set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", inspect.getdoc(obj) or ""))
+    assert {"GuardError", "GuardTypeError", "TensorTypeError", "SessionError", "DeviceError"} <= named
+    for error in sorted(named - BUILTIN_ERRORS):
+        assert error in torchlean.__all__, error
+        assert issubclass(getattr(torchlean, error), torchlean.TorchLeanError), error
+    with pytest.raises(torchlean.GuardError, match=r"^exp: input x has dtype int64"):
+        torchlean.exp(torchlean.tensor(np.array([1, 2])))
+
+
+def test_the_other_caught_errors_are_exported_as_the_classes_raised() -> None:
+    from torchlean import batches, trainer
+    from torchlean.backend import errors
+
+    for owner, names in (
+        (errors, ("GuardError", "GuardTypeError", "PlanningError", "SessionError", "SessionTypeError")),
+        (errors, ("UnknownLabelError",)),
+        (batches, ("BatchError",)),
+        (trainer, ("TrainerError", "TrainerLabelError")),
+    ):
+        for name in names:
+            assert getattr(torchlean, name) is getattr(owner, name), name
+    assert torchlean.data.BatchError is torchlean.BatchError  # data.minibatches raises it
+    with pytest.raises(torchlean.BatchError, match="batch_size"):
+        torchlean.data.minibatches(np.ones((4, 2)), batch_size=0)
+    with pytest.raises(torchlean.TrainerLabelError, match=r"^unknown device gpu "):
+        torchlean.RunConfig(device="gpu")
+
+
+def test_version_is_the_installed_distributions_and_the_cli_prints_the_same() -> None:
+    """``torchlean.__version__`` is read from the distribution metadata on first use (nothing else
+    is imported); ``torchlean --version`` prints ``torchlean <version> (numpy ..., torch ...)``."""
+    code = (
+        "import sys, torchlean; v = torchlean.__version__; "
+        "loaded = sorted(m for m in sys.modules if m.startswith('torchlean')); "
+        "print(v, '__version__' in dir(torchlean), loaded)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split(" ", 1) == [metadata.version("torchlean"), "True ['torchlean']\n"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "torchlean", "--version"], capture_output=True, text=True, check=True
+    )
+    assert cli.stdout.split()[:2] == ["torchlean", torchlean.__version__]
+    assert re.fullmatch(r"[0-9]+(\.[0-9]+)*\S*", torchlean.__version__)
+
+
+def test_version_of_an_uninstalled_tree_is_below_every_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert torchlean._version() == "0+unknown"
