@@ -215,9 +215,11 @@ def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
     of :data:`OPTIONAL_INPUTS` (an absent optional input).
 
     Raises:
-        TensorTypeError: ``torch: `<op>` input <i> must be a torchlean Tensor; got <type> ...``
-            (also a ``TypeError``), naming what is accepted; ``None`` at a required position:
-            ``torch: `matmul` input 1 is required: got None (accepted: a torchlean Tensor)``.
+        TensorTypeError: ``<op>: input <i> must be a torchlean Tensor; got <type> ...`` (also a
+            ``TypeError``), naming what is accepted; ``None`` at a required position:
+            ``matmul: input 1 is required: got None (accepted: a torchlean Tensor)``. The op leads,
+            as in torchlean's other argument checks (not ``torch:``, which prefixes the
+            original's selection and binding refusals).
     """
     for position, value in enumerate(inputs):
         if isinstance(value, Tensor):
@@ -226,11 +228,11 @@ def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
             if position in OPTIONAL_INPUTS.get(op, ()):
                 continue
             raise TensorTypeError(
-                f"torch: `{op.label}` input {position} is required: got None (accepted: a torchlean Tensor)"
+                f"{op.label}: input {position} is required: got None (accepted: a torchlean Tensor)"
             )
         optional = ", or None for an absent optional input" if position in OPTIONAL_INPUTS.get(op, ()) else ""
         raise TensorTypeError(
-            f"torch: `{op.label}` input {position} must be a torchlean Tensor; got "
+            f"{op.label}: input {position} must be a torchlean Tensor; got "
             f"{operand_type(value)} (accepted: a torchlean Tensor{optional}; "
             "convert data with torchlean.tensor(...); Python numbers and arrays mix with tensors only "
             "as operands of add, sub, mul, div, maximum, minimum and mse_loss, and as masks and "
