@@ -3,9 +3,9 @@
 An eager op (``torchlean.relu(x)`` on a (2, 2) float32 tensor) runs, after its first use in a
 session, through :func:`torchlean.autograd.session.run_op`: the session lookup (current session,
 cached :class:`~torchlean.autograd.dispatch.BoundKernel` for ``(op, grad mode)``), the operand
-and device checks, ``ExecutableKernel.run`` with its beartype validator (the executable kernel and
-its accepted kernel minted and unchanged), the linked kernel, the result tensor and, when an input
-requires a gradient, the tape node. The script times
+and device checks, ``ExecutableKernel.run`` with its mint check (the executable kernel and its
+accepted kernel minted and unchanged; ``require_minted``, behind beartype's type check), the
+linked kernel, the result tensor and, when an input requires a gradient, the tape node. The script times
 
 * ``kernel``: the linked forward alone (``linked.forward(capsule, arrays, params)``: guard +
   numpy kernel), the floor no dispatcher can remove;
@@ -14,7 +14,8 @@ requires a gradient, the tape node. The script times
   entering and leaving the ``no_grad()`` block, timed alone), computed per round, the target of
   issue 8 (<= 10 µs per op after first use). The four are timed round-robin;
 * the parts, each timed alone on the same objects: ``session_lookup`` (current session and its
-  cache), ``beartype_validator`` (``ExecutableKernel.run`` minus a direct ``handler.execute``),
+  cache), ``beartype_validator`` (``ExecutableKernel.run`` minus a direct ``handler.execute``: the
+  mint check and beartype's type check; the key predates the mint check's move out of beartype),
   ``operand_check`` (the host fast path of the operand/device checks), ``result_tensor``
   (``Tensor._make``), ``tape_record`` (saved arrays + ``Node``), and ``bind`` (what binding a
   fresh handler costs; the session binds once per op, so it is not on the hot path);
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         ("overhead, tape record", median("overhead_grad"), _record.verdict(targets[1])),
         ("  session lookup", median("session_lookup"), ""),
         ("  operand/device check (host fast path)", median("operand_check"), ""),
-        ("  beartype validator (ExecutableKernel.run)", median("beartype_validator"), ""),
+        ("  mint check (ExecutableKernel.run)", median("beartype_validator"), ""),
         ("  result tensor", median("result_tensor"), ""),
         ("  tape record (saved arrays + node)", median("tape_record"), ""),
         ("bind (once per op and session, not per call)", median("bind"), ""),

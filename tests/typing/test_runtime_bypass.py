@@ -3,8 +3,9 @@
 mypy (with torchlean.mypy_plugin) reports construction, ``__new__``, copy and replace outside the
 gates (tests/typing/test_mypy_examples.py). Values typed ``Any``, ``cast`` forgeries, pickled
 payloads, ``getattr`` tricks and field mutation after minting are invisible to it; here each one
-is shown to be refused by the beartype ``Is[is_minted]`` validators at the consuming API (``bind``,
-``ExecutableKernel.run``) or by ``TypeError`` at the source (copy, pickle).
+is shown to be refused by the mint check at the consuming API (``bind``, ``ExecutableKernel.run``,
+``audit()``), an ``UnmintedError`` naming the gate, the same with or without ``python -O``, or by
+``TypeError`` at the source (copy, pickle).
 
 Source: DESIGN.md §1.4; reference/typing-notes.md §2.1 (the forgery table).
 """
@@ -59,10 +60,21 @@ def handler(planned: PlannedKernel) -> KernelHandler[str]:
     return KernelHandler("relu-name", capsule.op, capsule.provider, capsule.device, capsule_name)
 
 
-def refused_by_validator(error: pytest.ExceptionInfo[BeartypeCallHintViolation]) -> bool:
-    """The violation names a minting validator, not some unrelated hint."""
-    text = str(error.value)
-    return "is_minted" in text or "_is_intact_executable" in text
+BIND_REFUSAL = (
+    "bind: AcceptedKernel was not minted by its gate (torchlean.backend.acceptance.accept) "
+    "or was changed since"
+)
+RUN_REFUSAL = (
+    "ExecutableKernel.run: ExecutableKernel was not minted by its gate (torchlean.backend.binding.bind) "
+    "or was changed since"
+)
+
+
+def refused_by_validator(
+    error: pytest.ExceptionInfo[sealed.UnmintedError], expected: str = BIND_REFUSAL
+) -> bool:
+    """The refusal is the mint check's, word for word (not some unrelated type error)."""
+    return str(error.value) == expected
 
 
 def test_genuine_path_runs(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
@@ -78,7 +90,7 @@ def test_any_typed_construction_is_refused(
     anything: Any = AcceptedKernel
     forged = anything(planned.op, planned.capsule, policy, _gate=sealed._GATE)
     assert not sealed.is_minted(forged)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
 
@@ -97,7 +109,7 @@ def test_callable_variable_construction_is_refused(
     """A ``Callable[..., AcceptedKernel]`` variable hides the class from the plugin."""
     make: Callable[..., AcceptedKernel] = AcceptedKernel
     forged = make(planned.op, planned.capsule, policy, _gate=sealed._GATE)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
 
@@ -161,7 +173,7 @@ def test_object_new_through_getattr_is_refused(kernel: AcceptedKernel, handler: 
     forged = new(AcceptedKernel)
     for field in dataclasses.fields(AcceptedKernel):
         object.__setattr__(forged, field.name, getattr(kernel, field.name))
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
 
@@ -173,7 +185,7 @@ def test_object_new_through_super_is_refused(kernel: AcceptedKernel, handler: Ke
     for field in dataclasses.fields(AcceptedKernel):
         object.__setattr__(forged, field.name, getattr(kernel, field.name))
     assert not sealed.is_minted(forged)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
 
@@ -183,7 +195,7 @@ def test_mutation_after_minting_is_refused(kernel: AcceptedKernel, handler: Kern
     widened = dataclasses.replace(kernel.policy, device=Device.CUDA)
     object.__setattr__(kernel, "policy", widened)
     assert not sealed.is_minted(kernel)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(kernel, handler)
     assert refused_by_validator(error)
 
@@ -194,7 +206,7 @@ def test_reinit_after_minting_is_refused(kernel: AcceptedKernel, handler: Kernel
     init: Any = AcceptedKernel.__init__
     init(kernel, kernel.op, kernel.capsule, widened, _gate=sealed._GATE)
     assert kernel.policy is widened
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(kernel, handler)
     assert refused_by_validator(error)
 
@@ -203,17 +215,17 @@ def test_mutation_of_executable_is_refused(kernel: AcceptedKernel, handler: Kern
     executable = bind(kernel, handler)
     swapped = KernelHandler("other", handler.op, handler.provider, handler.device, lambda capsule: "swapped")
     object.__setattr__(executable, "handler", swapped)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         executable.run()
-    assert refused_by_validator(error)
+    assert refused_by_validator(error, RUN_REFUSAL)
 
 
 def test_forged_executable_is_refused(kernel: AcceptedKernel, handler: KernelHandler[str]) -> None:
     anything: Any = ExecutableKernel
     forged = anything(kernel, handler, _gate=sealed._GATE)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         forged.run()
-    assert refused_by_validator(error)
+    assert refused_by_validator(error, RUN_REFUSAL)
 
 
 @pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
@@ -279,6 +291,7 @@ from torchlean.autograd.typed_graph import GraphProgram, node_kernels
 from torchlean.backend import acceptance, profiles, sealed
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.report import accepted_graph_lines, audit_line
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 from torchlean.ir.builder import GraphBuilder
 
@@ -286,7 +299,7 @@ print("checks", sealed.BEARTYPE_CHECKS, __debug__)
 profile = profiles.get("checked_cpu")
 kernel = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)
 handler = KernelHandler("h", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c, x: ("ran", x))
-print("genuine", bind(kernel, handler).run(1))
+print("genuine", bind(kernel, handler).run(1), audit_line(kernel.audit()).strip())
 
 def attempt(name, action):
     try:
@@ -298,6 +311,7 @@ forged = object.__new__(AcceptedKernel)
 for field in ("op", "capsule", "policy"):
     object.__setattr__(forged, field, getattr(kernel, field))
 attempt("bind", lambda: bind(forged, handler))
+attempt("audit", lambda: audit_line(forged.audit()))
 executable = bind(kernel, handler)
 evil = KernelHandler("x", BackendOp.RELU, Provider.REFERENCE, Device.CPU, lambda c, x: ("evil", x))
 object.__setattr__(executable, "handler", evil)
@@ -314,16 +328,34 @@ for field in ("graph_plan", "grouped_plan", "policy", "kernels"):
     object.__setattr__(fake_plan, field, getattr(plan, field))
 attempt("node_kernels", lambda: node_kernels(fake_plan))
 attempt("graph", lambda: GraphProgram(graph, {}, fake_plan, {}, {}))
-from torchlean.backend.report import accepted_graph_lines
 attempt("report", lambda: accepted_graph_lines(fake_plan))
+attempt("plan_audit", lambda: fake_plan.audit())
 """
 
+_ACCEPT = "torchlean.backend.acceptance.accept"
+_REFUSED = {
+    "bind": f"bind: AcceptedKernel was not minted by its gate ({_ACCEPT}) or was changed since",
+    "audit": f"AcceptedKernel.audit: AcceptedKernel was not minted by its gate ({_ACCEPT}) or was changed",
+    "run": (
+        "ExecutableKernel.run: ExecutableKernel was not minted by its gate (torchlean.backend.binding.bind) "
+        "or was changed since"
+    ),
+    "deleted": f"bind: AcceptedKernel was not minted by its gate ({_ACCEPT}) or was changed since",
+    "node_kernels": "node_kernels: AcceptedGraphKernelPlan was not minted by its gate",
+    "graph": "node_kernels: AcceptedGraphKernelPlan was not minted by its gate",
+    "report": "accepted_graph_lines: AcceptedGraphKernelPlan was not minted by its gate",
+    "plan_audit": "AcceptedGraphKernelPlan.audit: AcceptedGraphKernelPlan was not minted by its gate",
+}
 
-@pytest.mark.parametrize("flag", ["-O", "-OO"])
-def test_optimised_python_still_refuses_forgeries(flag: str, tmp_path: Path) -> None:
-    """Under ``python -O`` beartype's decorator is the identity; the gates check for themselves."""
+
+@pytest.mark.parametrize("flag", ["", "-O", "-OO"], ids=["normal", "-O", "-OO"])
+def test_every_mode_refuses_forgeries_with_one_class_and_one_text(flag: str, tmp_path: Path) -> None:
+    """review48 F2: beartype refused with its own ``BeartypeCallHintParamViolation`` ("violates
+    validator Is[is_minted]"), ``python -O`` with ``UnmintedError`` naming the gate. Now both give
+    ``UnmintedError`` with the same text (beartype, the identity under ``-O``, checks plain types
+    only). review48 F5: ``audit()`` (so ``report.audit_line`` of its row) refuses a forgery too."""
     done = subprocess.run(
-        [sys.executable, flag, "-c", _OPTIMISED_PROBE],
+        [sys.executable, *([flag] if flag else []), "-c", _OPTIMISED_PROBE],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -331,16 +363,16 @@ def test_optimised_python_still_refuses_forgeries(flag: str, tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "checks False False"
-    assert lines[1] == "genuine ('ran', 1)"
-    refused = {line.split()[0]: line for line in lines[2:]}
-    assert set(refused) == {"bind", "run", "deleted", "node_kernels", "graph", "report"}
-    for name, line in refused.items():
-        assert line.startswith(f"{name} refused "), line
-    assert (
-        "AcceptedKernel was not minted by its gate (torchlean.backend.acceptance.accept)" in refused["bind"]
+    assert lines[0] == ("checks True True" if flag == "" else "checks False False")
+    assert lines[1] == (
+        "genuine ('ran', 1) relu: reference.relu provider=reference trust=checked vjp=torchlean-tape "
+        "reduction=n/a"
     )
-    assert "ExecutableKernel was not minted by its gate" in refused["run"]
+    refused = {line.split()[0]: line for line in lines[2:]}
+    assert set(refused) == set(_REFUSED)
+    for name, line in refused.items():
+        assert line.startswith(f"{name} refused {_REFUSED[name]}"), line
+        assert line.endswith(" or was changed since"), line
 
 
 def test_normal_python_checks_with_beartype() -> None:

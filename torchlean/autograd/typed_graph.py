@@ -36,7 +36,7 @@ from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.autograd import storage
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.tape import AutogradError, run_backward
-from torchlean.backend.acceptance import AcceptedGraph, AcceptedGraphKernelPlan, AcceptedKernel
+from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.sealed import require_minted
 from torchlean.ir.graph import Graph, Node
@@ -117,12 +117,11 @@ _EXECUTABLE = _PLAIN | {
 
 
 @beartype
-def node_kernels(plan: AcceptedGraph) -> dict[int, AcceptedKernel]:
+def node_kernels(plan: AcceptedGraphKernelPlan) -> dict[int, AcceptedKernel]:
     """The accepted kernel that runs each planned node (its group's kernel).
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate
-            (``UnmintedError`` under ``python -O``).
+        UnmintedError: ``plan`` was not minted by the gate or was changed since.
     """
     require_minted(plan, "node_kernels")
     table: dict[int, AcceptedKernel] = {}

@@ -286,12 +286,20 @@ class AcceptedKernel(Sealable):
         return f"AcceptedKernel({op.label}, {capsule.name})"
 
     def audit(self) -> KernelAudit:
-        """The accepted kernel's audit row: its op and the capsule's contract labels."""
+        """The accepted kernel's audit row: its op and the capsule's contract labels.
+
+        Raises:
+            UnmintedError: this kernel was not minted by :func:`accept` or was changed since (a
+                forgery's row would be the audit of an acceptance that never happened), as
+                :func:`~torchlean.backend.binding.bind` refuses it.
+        """
+        require_minted(self, "AcceptedKernel.audit")
         return KernelAudit.of(self.op, self.capsule)
 
 
 Accepted = Annotated[AcceptedKernel, Is[is_minted]]
-"""Beartype hint for every API that consumes an accepted kernel: refuses unminted instances."""
+"""Beartype hint refusing unminted instances, for a ``@beartype`` API of one's own (its refusal
+is beartype's violation); torchlean's consumers call :func:`require_minted` instead."""
 
 
 def accept(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
@@ -374,12 +382,19 @@ class AcceptedGraphKernelPlan(Sealable):
         return self.grouped_plan.capsule_names
 
     def audit(self) -> KernelPlanAudit:
-        """One audit row per group, in group order."""
+        """One audit row per group, in group order.
+
+        Raises:
+            UnmintedError: this plan was not minted by :func:`accept_graph_kernel_plan` or was
+                changed since.
+        """
+        require_minted(self, "AcceptedGraphKernelPlan.audit")
         return self.grouped_plan.to_kernel_plan().audit()
 
 
 AcceptedGraph = Annotated[AcceptedGraphKernelPlan, Is[is_minted]]
-"""Beartype hint for every API that consumes an accepted graph plan."""
+"""Beartype hint refusing unminted graph plans, for a ``@beartype`` API of one's own; torchlean's
+consumers call :func:`require_minted` instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,12 +447,11 @@ def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) 
 
 
 @beartype
-def accepted_kernel_of_group(plan: AcceptedGraph, group_index: int) -> AcceptedKernel:
+def accepted_kernel_of_group(plan: AcceptedGraphKernelPlan, group_index: int) -> AcceptedKernel:
     """The accepted kernel of group ``group_index`` of a genuine accepted graph plan.
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate
-            (``UnmintedError`` under ``python -O``).
+        UnmintedError: ``plan`` was not minted by the gate or was changed since.
         GroupIndexError: (an ``IndexError``) ``group_index`` is not in ``[0, len(plan.kernels))``:
             negative indices are refused, not wrapped, and bools are refused, not read as 0/1.
         BackendTypeError: ``group_index`` is not an int (reachable only without beartype's check,

@@ -16,12 +16,11 @@ from typing import Annotated, Any, Generic, TypeVar, final
 from beartype import beartype
 from beartype.vale import Is
 
-from torchlean.backend.acceptance import Accepted, AcceptedKernel
+from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError
 from torchlean.backend.sealed import (
     _GATE,
-    BEARTYPE_CHECKS,
     Sealable,
     _GateToken,
     _mint,
@@ -112,38 +111,37 @@ class ExecutableKernel(Sealable, Generic[R]):
         return self.accepted.op
 
     def run(self, *args: Any) -> R:
-        """Call ``handler.execute(capsule, *args)`` after the beartype validator of
-        :data:`Executable` (this kernel and its accepted kernel minted and unchanged; about 2 µs,
-        measured by ``bench/dispatch.py``).
+        """Call ``handler.execute(capsule, *args)`` after the mint check (this kernel and its
+        accepted kernel minted and unchanged; about 2 µs, measured by ``bench/dispatch.py``).
 
         Raises:
-            beartype.roar.BeartypeCallHintViolation: if this kernel (or its accepted kernel) was
-                not minted by its gate or was mutated since (``UnmintedError`` under ``python -O``).
+            UnmintedError: this kernel (or its accepted kernel) was not minted by its gate or was
+                changed since.
         """
         result: R = _run_checked(self, args)
         return result
 
 
 Executable = Annotated[ExecutableKernel[Any], Is[_is_intact_executable]]
-"""Beartype hint for APIs consuming executable kernels: minted and never mutated (nor its accepted kernel)."""
+"""Beartype hint refusing executable kernels that are not minted and unchanged (nor their accepted
+kernel), for a ``@beartype`` API of one's own; torchlean's consumers call ``require_minted``."""
 
 
 @beartype
-def _run_checked(kernel: Executable, args: tuple[Any, ...]) -> Any:
-    # Decorated after ``Executable`` exists, so beartype resolves the hint once, at decoration
+def _run_checked(kernel: ExecutableKernel[Any], args: tuple[Any, ...]) -> Any:
+    # Decorated after ``ExecutableKernel`` exists, so beartype resolves the hint once, at decoration
     # (a forward reference on the method itself is re-resolved through a proxy on every call).
-    if not BEARTYPE_CHECKS:  # python -O: beartype's decorator is the identity
-        require_minted(kernel, "ExecutableKernel.run", _is_intact_executable)
+    require_minted(kernel, "ExecutableKernel.run", _is_intact_executable)
     return kernel.handler.execute(kernel.accepted.capsule, *args)
 
 
 @beartype
-def bind(accepted: Accepted, handler: KernelHandler[R]) -> ExecutableKernel[R]:
+def bind(accepted: AcceptedKernel, handler: KernelHandler[R]) -> ExecutableKernel[R]:
     """The gate from an accepted kernel to an executable one; checks op, provider, device in order.
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: if ``accepted`` was not minted by ``accept``
-            (``UnmintedError`` under ``python -O``).
+        UnmintedError: ``bind: AcceptedKernel was not minted by its gate
+            (torchlean.backend.acceptance.accept) or was changed since``.
         BindingError: ``handler `h` implements `add`, but capsule `reference.relu` implements `relu` ``,
             ``handler `h` uses provider `torchlean`, but capsule `reference.relu` selects `reference` ``
             or ``handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu` ``.

@@ -15,7 +15,7 @@ from beartype import beartype
 
 from torchlean.backend.acceptance import (
     AcceptanceFailure,
-    AcceptedGraph,
+    AcceptedGraphKernelPlan,
     EvidenceRejected,
     GraphKernelPlanResult,
 )
@@ -167,12 +167,11 @@ def group_lines(
 
 
 @beartype
-def accepted_graph_lines(plan: AcceptedGraph) -> list[str]:
+def accepted_graph_lines(plan: AcceptedGraphKernelPlan) -> list[str]:
     """The docs' ``bsAcceptGraph`` for an accepted plan: policy, row count, distinct capsules.
 
     Raises:
-        beartype.roar.BeartypeCallHintViolation: if ``plan`` was not minted by the gate.
-        UnmintedError: the same under ``python -O``, where beartype does not check.
+        UnmintedError: ``plan`` was not minted by the gate or was changed since.
     """
     require_minted(plan, "accepted_graph_lines")
     names = plan.capsule_names

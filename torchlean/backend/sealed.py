@@ -10,13 +10,14 @@ Python the same guarantee is layered:
 * at construction, a private gate token is a required ``InitVar``: leaving it out is a mypy
   ``call-arg`` error and, with a wrong value, a ``TypeError`` at runtime;
 * at runtime, the gate calls :func:`_mint`, which records the object's identity and a fingerprint
-  of its fields (the identity of each field value). Every consuming API is decorated with
-  ``@beartype`` and annotated ``Annotated[X, Is[is_minted]]``, so a forged (``object.__new__``),
-  copied, unpickled or mutated (``object.__setattr__``) instance is refused with a
-  ``beartype.roar.BeartypeCallHintViolation`` before any kernel runs. beartype checks nothing
-  when Python runs optimised (``python -O``, ``PYTHONOPTIMIZE``): its decorator is then the
-  identity. :data:`BEARTYPE_CHECKS` records, at import, whether it checks; when it does not, the
-  same APIs call :func:`require_minted` themselves and raise :class:`UnmintedError`;
+  of its fields (the identity of each field value). Every consuming API (``bind``,
+  ``ExecutableKernel.run``, ``audit()``, the graph executor and report) calls
+  :func:`require_minted`, so a forged (``object.__new__``), copied, unpickled or mutated
+  (``object.__setattr__``) instance is refused with an :class:`UnmintedError` that names the gate,
+  before any kernel runs; the same class and text with or without ``python -O``. Their ``@beartype``
+  checks the plain types of the arguments (and nothing under ``python -O``, where its decorator is
+  the identity; :data:`BEARTYPE_CHECKS` records which). ``Annotated[X, Is[is_minted]]``
+  (``acceptance.Accepted``, ...) remains for a beartype-checked API of one's own;
 * ``copy.copy``, ``copy.deepcopy``, ``copy.replace`` (``__replace__``, Python 3.13+) and
   ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError``.
 
@@ -227,7 +228,7 @@ def is_minted(obj: object) -> bool:
 
 class UnmintedError(TorchLeanError, TypeError):
     """A sealed value its gate did not mint, or one changed since, reached an API that needs a
-    genuine one while beartype is not checking (the interpreter runs optimised)."""
+    genuine one (``bind``, ``ExecutableKernel.run``, ``audit()``, ...), optimised Python or not."""
 
 
 def _beartype_checks() -> bool:
@@ -245,17 +246,18 @@ def _beartype_checks() -> bool:
 
 
 BEARTYPE_CHECKS: Final[bool] = _beartype_checks()
-"""True when the ``@beartype`` validators of the consuming APIs run (Python not optimised)."""
+"""True when ``@beartype`` checks hints here (Python not optimised): the plain argument types of
+the consuming APIs; their mint checks (:func:`require_minted`) run either way."""
 
 
 def require_minted(obj: object, where: str, check: Callable[[object], bool] = is_minted) -> None:
-    """Refuse ``obj`` unless ``check(obj)`` (default :func:`is_minted`) holds, when beartype is not
-    checking; a no-op otherwise (beartype's validator on ``where`` refuses it first).
+    """Refuse ``obj`` unless ``check(obj)`` (default :func:`is_minted`) holds; the one refusal of
+    every consuming API, the same with or without ``python -O``.
 
     Raises:
         UnmintedError: ``<where>: <Class> was not minted by its gate (<gates>) or was changed since``.
     """
-    if not BEARTYPE_CHECKS and not check(obj):
+    if not check(obj):
         cls = type(obj)
         gates = _gates_text(cls) if sealed_gates(cls) else "not a sealed value"
         raise UnmintedError(
