@@ -145,7 +145,7 @@ def test_class_looked_up_through_the_module_is_refused_at_bind(
     assert cls is AcceptedKernel  # the real class: the refusal below is not about a look-alike
     forged = cls(planned.op, planned.capsule, policy, _gate=sealed._GATE)
     assert not sealed.is_minted(forged)
-    with pytest.raises(BeartypeCallHintViolation) as error:
+    with pytest.raises(sealed.UnmintedError) as error:
         bind(forged, handler)
     assert refused_by_validator(error)
 
