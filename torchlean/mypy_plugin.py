@@ -43,8 +43,9 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   ``torchlean-trainer`` is a sub-code of mypy's ``type-arg``.
 
 Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
-holding the class, attribute mutation) are refused at runtime by the beartype validators that
-live next to the sealed classes.
+holding the class, attribute mutation) are refused at runtime by the consumers of the sealed
+values (``bind``, ``ExecutableKernel.run``, ``audit()``, ...), which raise
+``torchlean.backend.sealed.UnmintedError`` for a value the gate never minted or that changed since.
 
 This module imports only mypy and the standard library (never torch or numpy), and relies on
 two non-public attributes of mypy's ``TypeChecker`` (``scope`` and ``tree``), on
