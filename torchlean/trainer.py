@@ -944,7 +944,8 @@ class Trainer(Generic[In, Out]):
                 ids = array.ndim == 1 and array.dtype.kind in "iu" and len(self.model.output_shape) == 1
                 hint = "; class ids (n,) need objective='cross-entropy'" if ids else ""
                 raise TrainerError(
-                    f"targets must have shape {_mse_target_shapes(self.model.output_shape)}, "
+                    f"targets must have shape {_mse_target_shapes(self.model.output_shape)} (n = {n}, "
+                    f"the inputs' rows; the model's output shape is {self.model.output_shape}), "
                     f"got {tuple(array.shape)}{hint}"
                 )
         if array.shape[0] != n:

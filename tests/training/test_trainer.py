@@ -534,13 +534,20 @@ def test_one_hot_targets_equal_integer_labels():
     assert a.fit(x, labels, epochs=2, batch_size=4) == b.fit(x, np.eye(4)[labels], epochs=2, batch_size=4)
 
 
+_ROWS_3 = "(n = 3, the inputs' rows; the model's output shape is (1,))"
+
+
 @pytest.mark.parametrize(
     ("x", "y", "message"),
     [
         (np.zeros((3, 2)), np.zeros(3), "inputs must have shape (n, 3), got (3, 2)"),
         (np.zeros(3), np.zeros(1), "inputs must have shape (n, 3), got (3,)"),
-        (np.zeros((3, 3)), np.zeros((3, 2)), "targets must have shape (n, 1) or (n,), got (3, 2)"),
-        (np.zeros((3, 3)), np.zeros((3, 1, 1)), "targets must have shape (n, 1) or (n,), got (3, 1, 1)"),
+        (np.zeros((3, 3)), np.zeros((3, 2)), f"targets must have shape (n, 1) or (n,) {_ROWS_3}, got (3, 2)"),
+        (
+            np.zeros((3, 3)),
+            np.zeros((3, 1, 1)),
+            f"targets must have shape (n, 1) or (n,) {_ROWS_3}, got (3, 1, 1)",
+        ),
         (np.zeros((0, 3)), np.zeros(0), "no training samples; check the dataset and batch size"),
     ],
 )
@@ -559,13 +566,21 @@ def test_mse_target_refusal_names_every_shape_fit_accepts():
     assert column.fit(x, y[:, None], epochs=2, batch_size=4) == vector.fit(x, y, epochs=2, batch_size=4)
     with pytest.raises(TrainerError) as caught:
         make(nn.linear(4, 1)).fit(x, np.zeros((8, 2)))
-    assert str(caught.value) == "targets must have shape (n, 1) or (n,), got (8, 2)"
+    assert str(caught.value) == (
+        "targets must have shape (n, 1) or (n,) (n = 8, the inputs' rows; the model's output shape is (1,)), "
+        "got (8, 2)"
+    )
     with pytest.raises(TrainerError) as caught:
         make(nn.linear(4, 2)).fit(x, np.zeros((8, 3)))
-    assert str(caught.value) == "targets must have shape (n, 2), got (8, 3)"
+    assert str(caught.value) == (
+        "targets must have shape (n, 2) (n = 8, the inputs' rows; the model's output shape is (2,)), "
+        "got (8, 3)"
+    )
     with pytest.raises(TrainerError) as caught:
         make(nn.linear(4, 2)).fit(x, np.zeros(8))
-    assert str(caught.value) == "targets must have shape (n, 2), got (8,)"
+    assert str(caught.value) == (
+        "targets must have shape (n, 2) (n = 8, the inputs' rows; the model's output shape is (2,)), got (8,)"
+    )
 
 
 def test_class_ids_under_mse_get_a_hint_to_use_cross_entropy():
@@ -575,11 +590,15 @@ def test_class_ids_under_mse_get_a_hint_to_use_cross_entropy():
     with pytest.raises(TrainerError) as caught:
         make(model).fit(np.zeros((4, 3)), np.array([0, 1, 2, 1]))
     assert str(caught.value) == (
-        "targets must have shape (n, 3), got (4,); class ids (n,) need objective='cross-entropy'"
+        "targets must have shape (n, 3) (n = 4, the inputs' rows; the model's output shape is (3,)), "
+        "got (4,); class ids (n,) need objective='cross-entropy'"
     )
     with pytest.raises(TrainerError) as caught:
         make(model).fit(np.zeros((4, 3)), np.zeros(4))
-    assert str(caught.value) == "targets must have shape (n, 3), got (4,)"
+    assert str(caught.value) == (
+        "targets must have shape (n, 3) (n = 4, the inputs' rows; the model's output shape is (3,)), "
+        "got (4,)"
+    )
     assert make(model, objective=Objective.CROSS_ENTROPY).fit(np.zeros((4, 3)), np.array([0, 1, 2, 1]))
 
 
