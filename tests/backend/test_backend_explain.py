@@ -232,3 +232,21 @@ def test_explain_notes_a_preferred_provider_without_a_capsule_for_the_op(
 )
 def test_no_absent_provider_note_where_the_preferred_provider_has_a_capsule(profile: str, op: str) -> None:
     assert "has no capsule for" not in profiles.get(profile).explain(op)
+
+
+def test_the_absent_provider_note_says_when_the_capsule_is_outside_the_profiles_modules() -> None:
+    """review49 F4: a custom profile that prefers aten without aten's module: aten.relu exists (the
+    line above the note names it), so the note says it is absent from this profile's modules."""
+    checked = profiles.get("checked_cpu")
+    custom = profiles.BackendProfile(
+        "prefer_aten_without_its_module",
+        KernelPolicy(Device.CPU, ProviderPreference.prefer(Provider.ATEN), AssurancePolicy.CHECKED),
+        Availability(devices=(Device.CPU,), providers=(Provider.REFERENCE, Provider.ATEN)),
+        checked.capsule_modules,
+    )
+    lines = custom.explain("relu").splitlines()
+    assert "  aten.relu (aten/cpu): not in this profile's capsule modules" in lines[-3]
+    assert lines[-2] == (
+        "  note: preferred provider aten has no capsule for relu on cpu in this profile's capsule "
+        "modules; reference.relu runs instead"
+    )

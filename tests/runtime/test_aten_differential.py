@@ -921,3 +921,14 @@ def test_norms_where_finite_statistics_overflow_diverge_as_their_value_claims_sa
         if capsule.op in (BackendOp.LAYER_NORM, BackendOp.BATCH_NORM):
             claim = capsule.value_contract.summary
             assert "[0, 2e19, 2e19, 0]" in claim and "[3e38, 3e38]" in claim
+
+
+def test_batch_norm_of_a_constant_channel_shows_torchs_rounded_mean_as_its_value_claim_says() -> None:
+    # Every value equal: x - mean is exactly 0 (the reference's left-fold mean of equal values is
+    # the value itself); torch's float32 mean is rounded, and the error is divided by sqrt(eps).
+    x = np.full((100, 1), 12345.678, np.float32)
+    np.testing.assert_array_equal(spatial.batch_norm(x, None, None, None, None, training=True), 0.0)
+    torch_result = aten_spatial.batch_norm(x, None, None, None, None, training=True)
+    assert np.all(np.abs(torch_result) > 0.5)  # -0.83 with torch 2.13's CPU kernel
+    (claim,) = [c.value_contract.summary for c in aten_capsules.CAPSULES if c.op is BackendOp.BATCH_NORM]
+    assert "100 x 12345.678" in claim and "sqrt(var + eps)" in claim

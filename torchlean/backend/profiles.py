@@ -294,9 +294,15 @@ class BackendProfile:
             return None
         chosen = next((v.capsule.name for v in verdicts if v.verdict.status == "selected"), None)
         fallback = f"{chosen} runs instead" if chosen is not None else "nothing else is admissible"
+        shipped = any(
+            c.op is op and c.provider is preferred and c.device is self.policy.device
+            for module in all_modules()
+            for c in module.capsules
+        )
+        where = " in this profile's capsule modules" if shipped else ""  # review49 F4
         return (
             f"  note: preferred provider {preferred.label} has no capsule for {op.label} on "
-            f"{self.policy.device.label}; {fallback}"
+            f"{self.policy.device.label}{where}; {fallback}"
         )
 
     def _outside_lines(self, op: BackendOp) -> list[str]:
