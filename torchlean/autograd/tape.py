@@ -105,8 +105,9 @@ class SavedArray:
             raise AutogradError(
                 f"autograd: the {what} saved by `{node_name}` for backward was modified in place "
                 f"(now at version {self.counter.value}, saved at version {self.version}); backward "
-                "is refused, as its local rule would see the modified value (every saved input and output "
-                "is checked, whether or not the rule reads it)"
+                "is refused: the tape checks every input and output an op saved, whether or not its "
+                "local rule reads it (torch checks only what its formula saved, and may accept this); "
+                "call backward() before the in-place change, or run the forward again after it"
             )
         return self.array
 
