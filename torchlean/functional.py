@@ -505,9 +505,14 @@ def sub(a: Operand, b: Operand) -> Tensor:
 def scale(x: Tensor, factor: float) -> Tensor:
     """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``.
 
+    A finite factor beyond the dtype's range rounds to ``±inf`` and a tiny one to 0 (float32
+    ``1e300``, ``1e-50``), as torch rounds a Python number to the tensor's dtype.
+
     Raises:
-        GuardError: a factor that is not finite (``inf``, ``nan``; :func:`mul` handles those).
-        TensorTypeError: a factor that is not a real number (a string, a bool).
+        GuardError: a factor that is not finite (``inf``, ``nan``; :func:`mul` handles those); an
+            int64 or bool ``x``.
+        TensorTypeError: a factor that is not a real number (a string, a bool); ``x`` is not a
+            Tensor.
     """
     return run_op(BackendOp.SCALE, (x,), {"factor": _real("scale", "factor", factor)})
 
@@ -841,8 +846,10 @@ def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
 
     Raises:
         GuardError: ``eps`` not finite and positive, or one that rounds to 0 or ``inf`` in x's
-            dtype (``1e-50`` in float32), naming eps, the dtype and the accepted range.
-        TensorTypeError: ``eps`` is not a real number.
+            dtype (``1e-50`` in float32), naming eps, the dtype and the accepted range; an int64
+            or bool ``x``.
+        TensorTypeError: ``eps`` is not a real number; ``x`` is not a Tensor (a number, a numpy
+            array or a torch tensor: convert with ``torchlean.tensor``).
     """
     return run_op(BackendOp.SAFE_LOG, (x,), {"eps": _real("safe_log", "eps", eps)})
 
