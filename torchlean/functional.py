@@ -220,12 +220,34 @@ def _constant(value: object, like: Tensor) -> Tensor:
             for an int64 ``like`` a value int64 cannot hold (NaN, ``±inf``, ``1e30``;
             :func:`torchlean.tensor._require_int64_fits`).
     """
+    raw = _constant_values(value, like.dtype)
+    if like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
+        _require_int64_fits(raw)
+    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
+        return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
+
+
+def _constant_values(
+    value: object, dtype: np.dtype[Any], role: str = "a constant operand"
+) -> npt.NDArray[Any]:
+    """The numeric values of a constant (a number, a numeric array-like or a torch tensor) as a
+    numpy array of their own dtype, not yet cast to ``dtype``, which only decides whether a Python
+    integer beyond numpy's range fits (:func:`_check_int_fits`; such object data is returned cast
+    to ``dtype``). ``role`` names the argument in the messages: the functional ops' constant
+    operands, and the values written by :meth:`Tensor.__setitem__` and :meth:`Tensor.copy_`.
+
+    Raises:
+        TensorTypeError: non-numeric data (``None``, strings, bytes, objects, complex numbers); a
+            ``torch.Tensor`` that requires grad (its gradient would be lost).
+        TensorError: ragged nested sequences, a meta, sparse or nested torch tensor or one of a
+            dtype numpy cannot hold, an integer that does not fit ``dtype``.
+    """
     if _is_torch_tensor(value):
         t: Any = value
         if t.requires_grad:
             raise TensorTypeError(
-                f"cannot use a torch tensor that requires grad (shape {tuple(t.shape)}) as a "
-                "constant operand: torch's autograd history does not reach torchlean's tape, so its "
+                f"cannot use a torch tensor that requires grad (shape {tuple(t.shape)}) as "
+                f"{role}: torch's autograd history does not reach torchlean's tape, so its "
                 "gradient would be lost (accepted: t.detach() as a constant, or "
                 "torchlean.from_torch(t.detach(), requires_grad=True) as a torchlean leaf)"
             )
@@ -234,25 +256,22 @@ def _constant(value: object, like: Tensor) -> Tensor:
         raw = np.asarray(value)
     except ValueError as exc:
         raise TensorError(
-            f"cannot use {_preview(value)} as a constant operand: {exc} (accepted: a Python number, "
+            f"cannot use {_preview(value)} as {role}: {exc} (accepted: a Python number, "
             "a numeric numpy array or nested lists of numbers of one rectangular shape)"
         ) from exc
     if raw.dtype == object and raw.size and all(_is_number(v) for v in raw.flat):
         for v in raw.flat:
             if is_builtin_int(v):
-                _check_int_fits(v, like.dtype)
+                _check_int_fits(v, dtype)
         with np.errstate(over="ignore"):
-            return _on_device_of(raw.astype(like.dtype), like)
+            return raw.astype(dtype)
     if raw.dtype.kind not in "biuf":
         raise TensorTypeError(
-            f"cannot use {_preview(value)} of type {type(value).__name__} as a constant operand: it "
+            f"cannot use {_preview(value)} of type {type(value).__name__} as {role}: it "
             "is not numeric (accepted: a Tensor, a Python number, a numeric numpy array or nested "
             "lists of numbers)"
         )
-    if like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
-        _require_int64_fits(raw)
-    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
-        return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
+    return raw
 
 
 def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
@@ -1067,6 +1086,32 @@ def _index_tuple(index: Any) -> tuple[Any, ...]:
     return index if isinstance(index, tuple) else (index,)
 
 
+def _check_slice(item: builtins.slice, index: Any) -> None:
+    """Refuse a slice of ``index`` that torchlean does not take, before Python's
+    ``slice.indices`` would raise its own ``TypeError``/``ValueError``: bounds and step must be
+    Python or numpy integers or ``None`` (floats and bools are refused rather than truncated), and
+    the step positive (torch refuses a negative or zero step too, with a ``ValueError``). Shared
+    by :func:`getitem` and item assignment (:meth:`Tensor.__setitem__`).
+
+    Raises:
+        TensorTypeError: a bound or step that is not an integer or None (``slice bounds must be
+            integers or None; got 0.0 of type float as the start of slice(0.0, 2.0, None) ...``).
+        TensorError: a negative or zero step (``negative or zero slice steps are not supported``).
+    """
+    for part, value in (("start", item.start), ("stop", item.stop), ("step", item.step)):
+        if value is not None and not is_builtin_or_numpy_int(value):
+            raise TensorTypeError(
+                f"slice bounds must be integers or None; got {shown(value)} of type "
+                f"{type(value).__name__} as the {part} of {item!r} (index {index!r}; accepted: Python "
+                "or numpy integers, None)"
+            )
+    if item.step is not None and item.step < 1:
+        raise TensorError(
+            f"negative or zero slice steps are not supported (index {index!r}; accepted: a step of "
+            "at least 1, or None)"
+        )
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
 
@@ -1081,8 +1126,15 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     to ``x`` through the recorded ops.
 
     Raises:
-        TensorError: an unsupported index or an integer out of range.
+        TensorTypeError: ``x`` is not a Tensor; a slice bound or step that is not an integer or
+            None (a float, a bool: :func:`_check_slice`).
+        TensorError: an unsupported index, an integer out of range, a negative or zero slice step.
     """
+    if not isinstance(x, Tensor):
+        raise TensorTypeError(
+            f"getitem: input 0 must be a torchlean Tensor; got {operand_type(x)} (accepted: a "
+            "torchlean Tensor; convert data with torchlean.tensor(...))"
+        )
     items = _index_tuple(index)
     if builtins.sum(1 for i in items if i is Ellipsis) > 1:
         raise TensorError("an index can only have a single ellipsis ('...')")
@@ -1107,9 +1159,8 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             continue
         extent = x.shape[axis]
         if isinstance(item, builtins.slice):
+            _check_slice(item, index)
             start, stop, step = item.indices(extent)
-            if step < 1:
-                raise TensorError(f"negative or zero slice steps are not supported (index {index!r})")
             stop = builtins.max(stop, start)
             starts.append(start)
             stops.append(stop)

@@ -21,6 +21,7 @@ import torch.nn.functional as TF
 
 import torchlean as tl
 from torchlean.backend.errors import GuardError
+from torchlean.tensor import TensorTypeError
 
 Array = np.ndarray[Any, Any]
 
@@ -514,6 +515,8 @@ def test_guard_errors_surface_through_functional() -> None:
         ((0, 0, 0), "too many indices"),
         (5, "out of range"),
         (slice(None, None, -1), "negative or zero slice steps"),
+        (slice(None, None, 0), "negative or zero slice steps"),  # was Python's ValueError
+        ((0, slice(1, 2, 0)), "negative or zero slice steps"),
         (np.array([0, 1]), "unsupported index"),
         ((Ellipsis, Ellipsis), "single ellipsis"),
     ],
@@ -522,6 +525,67 @@ def test_getitem_refuses_unsupported_indices(index: object, message: str) -> Non
     x = tl.tensor(np.ones((2, 3)))
     with pytest.raises(tl.TensorError, match=message):
         x[index]
+
+
+@pytest.mark.parametrize(
+    ("index", "shown"),
+    [
+        (slice(0.0, 2.0), "0.0 of type float as the start of slice(0.0, 2.0, None)"),
+        ((0, slice(None, 2.5)), "2.5 of type float as the stop of slice(None, 2.5, None)"),
+        (slice(None, None, 1.0), "1.0 of type float as the step of slice(None, None, 1.0)"),
+        (slice(True, 2), "True of type bool as the start of slice(True, 2, None)"),
+        (slice("0", 2), "'0' of type str as the start of slice('0', 2, None)"),
+    ],
+)
+def test_getitem_refuses_slice_bounds_that_are_not_integers(index: Any, shown: str) -> None:
+    """review50 F7: Python's ``TypeError`` from ``slice.indices`` came through; now the
+    documented ``TensorTypeError`` (still a ``TypeError``, as torch raises), naming the bound."""
+    x = tl.tensor(np.ones((2, 3)))
+    with pytest.raises(TensorTypeError) as info:
+        x[index]
+    assert isinstance(info.value, TypeError)
+    assert str(info.value).startswith(f"slice bounds must be integers or None; got {shown} (index ")
+    assert str(info.value).endswith("; accepted: Python or numpy integers, None)")
+    if "bool" not in shown:  # torch refuses them too; it reads a bool bound as 0 or 1, which the
+        with pytest.raises(TypeError):  # module's rule for integer parameters refuses
+            torch.ones(2, 3)[index]
+
+
+def test_getitem_zero_step_is_a_tensor_error_and_still_a_value_error() -> None:
+    """review50 F7: torch raises ``ValueError: slice step cannot be zero``; torchlean's
+    ``TensorError`` is a ``ValueError`` too, so torch code catching it still does."""
+    x = tl.tensor(np.ones((2, 3)))
+    with pytest.raises(tl.TensorError) as info:
+        tl.getitem(x, slice(None, None, 0))
+    assert isinstance(info.value, ValueError)
+    assert str(info.value) == (
+        "negative or zero slice steps are not supported (index slice(None, None, 0); accepted: a step "
+        "of at least 1, or None)"
+    )
+    assert x[::1].shape == x[np.int64(0) : np.int64(2) : np.int64(1)].shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("x", "kind"),
+    [
+        (None, "NoneType"),
+        ("ab", "str"),
+        ([1.0, 2.0], "list"),
+        (3, "int"),
+        (2.0, "float"),
+        (True, "bool"),
+        (np.float64(2.0), "float64"),
+        (np.ones((4, 3)), "ndarray"),
+    ],
+)
+def test_getitem_refuses_a_first_argument_that_is_not_a_tensor(x: object, kind: str) -> None:
+    """review50 F6: ``tl.getitem(None, 0)`` raised ``AttributeError`` (reading ``x.ndim``), a numpy
+    scalar "too many indices", an array a message naming ``slice``; now getitem's own refusal."""
+    with pytest.raises(TensorTypeError) as info:
+        tl.getitem(x, 0)  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        f"getitem: input 0 must be a torchlean Tensor; got {kind} (accepted: a torchlean Tensor; "
+    )
 
 
 def test_getitem_whole_selection_records_a_slice() -> None:
