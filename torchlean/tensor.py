@@ -300,7 +300,9 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
             f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
             "numpy/torch array or nested sequences of one rectangular shape)"
         ) from exc
-    if raw.dtype.kind not in "biuf":  # strings, None/objects, complex: never cast, even on request
+    if raw.dtype == object:  # Python integers beyond numpy's range, or not numbers at all
+        raw = _object_numbers(data, raw, dtype)
+    if raw.dtype.kind not in "biuf":  # strings, complex: never cast, even on request
         raise TensorError(_unsupported(raw.dtype))
     if not raw.dtype.isnative:  # e.g. big-endian '>f8' from a file: same values, native byte order
         raw = raw.astype(raw.dtype.newbyteorder("="))
@@ -324,6 +326,60 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     narrowing = raw.dtype.kind == "f" and raw.dtype.itemsize > target.itemsize
     with np.errstate(over="ignore") if narrowing else contextlib.nullcontext():
         return np.array(raw, dtype=target, order="C", copy=True)
+
+
+def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
+    """The numeric values of ``data`` that numpy holds only as objects: real numbers among which
+    a Python integer lies outside int64 and uint64 (``2**70``, ``[1, 2**70]``), cast to the requested dtype
+    or, without one, to int64 (float32 when a float is among them), as ``torch.tensor`` infers it.
+    An integer is accepted only where it fits: never beyond int64 for int64 (torch: "Overflow when
+    unpacking long long"), and for a float dtype when it rounds to a finite value.
+
+    Raises:
+        TensorTypeError: an element that is not a real number (``None``, a dict, an object):
+            ``cannot create a tensor from None of type NoneType: it is not numeric data ...``.
+        TensorError: ``the integer 1180591620717411303424 does not fit the int64 tensor dtype
+            (accepted: integers in [-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float
+            value)``, or the same for a float dtype whose largest finite value it exceeds.
+    """
+    values = list(raw.flat)
+    nonnumeric = [v for v in values if not isinstance(v, numbers.Real)]
+    if nonnumeric or not values:
+        bad = nonnumeric[0] if nonnumeric else data
+        subject = (
+            f"{_preview(data)} of type {type(data).__name__}: it is"
+            if raw.ndim == 0 or not values
+            else f"{_preview(data)}: its element {_preview(bad)} of type {type(bad).__name__} is"
+        )
+        raise TensorTypeError(
+            f"cannot create a tensor from {subject} not numeric data (accepted: a scalar, a numpy/torch "
+            "array or nested sequences of numbers of one rectangular shape)"
+        )
+    if dtype is not None:
+        target = resolve_dtype(dtype)
+    elif any(isinstance(v, float | np.floating) for v in values):
+        target = DEFAULT_DTYPE
+    else:
+        target = np.dtype(np.int64)
+    for v in values:
+        if not isinstance(v, int) or -(2**63) <= v < 2**63:
+            continue
+        if target.kind == "f":
+            try:
+                with np.errstate(over="ignore"):
+                    fits = bool(np.isfinite(target.type(float(v))))
+            except OverflowError:
+                fits = False
+            accepted = f"integers of magnitude at most {np.finfo(target).max:.7g}"
+        else:
+            fits = target.kind == "b"
+            accepted = "integers in [-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value"
+        if not fits:
+            what = shown(v)
+            what = what if what.startswith(("a ", "an ")) else f"the integer {what}"
+            raise TensorError(f"{what} does not fit the {target} tensor dtype (accepted: {accepted})")
+    with np.errstate(over="ignore"):
+        return raw.astype(target)
 
 
 def _require_int64_fits(raw: Array) -> None:
@@ -825,10 +881,16 @@ class Tensor:
         """``len(t)``: the extent of the first axis, ``t.shape[0]`` (as ``torch.Tensor.__len__``).
 
         Raises:
-            TensorTypeError: a 0-d tensor (``len() of a 0-d tensor``, torch's ``TypeError``).
+            TensorTypeError: a 0-d tensor (``len() of a 0-d tensor``, torch's ``TypeError``); the
+                message adds the conversions to torch and numpy, since ``torch.tensor(t)`` ends
+                here (it walks ``t`` as a nested sequence).
         """
         if self._data.ndim == 0:
-            raise TensorTypeError("len() of a 0-d tensor")
+            raise TensorTypeError(
+                "len() of a 0-d tensor; to hand a tensor to torch or numpy, convert it: t.to_torch() "
+                "(a torch tensor), t.numpy() or np.asarray(t) (torch.tensor(t) and torch.as_tensor(t) "
+                "read it as nested sequences down to 0-d elements, and fail here)"
+            )
         return int(self._data.shape[0])
 
     def __iter__(self) -> Iterator[Tensor]:
@@ -1057,33 +1119,77 @@ class Tensor:
         if isinstance(self._data, np.ndarray) and not self._data.flags.writeable:
             raise TensorError(f"{what} on a read-only view (shape {self.shape}); copy it first")
 
+    def _written_values(self, what: str, role: str, value: object, remedy: str) -> Array:
+        """The host values that ``copy_``/item assignment (``what``) write, before any cast: a
+        Tensor's storage, or a constant under the functional ops' constant-operand rule
+        (:func:`torchlean.functional._constant_values`; ``role`` names it in the messages).
+
+        Raises:
+            AutogradError: ``value`` is a Tensor that requires grad (a leaf, or one with a tape
+                history) while gradients are recorded: torch records the write and sends the
+                gradient back to it; torchlean's tape records no in-place op, so it would be lost.
+                The message names ``remedy``, the out-of-place rewrite, and ``torchlean.no_grad()``.
+            TensorTypeError: non-numeric data (``None``, strings, bytes, objects, complex); a torch
+                tensor that requires grad.
+            TensorError: ragged data; a Python integer that does not fit this dtype.
+        """
+        if isinstance(value, Tensor):
+            if value._requires_grad and is_grad_enabled():
+                made = f" (made by `{value._node.name}`)" if value._node is not None else ""
+                raise AutogradError(
+                    f"autograd: {what} from a tensor of shape {value.shape} that requires grad{made} "
+                    "while gradients are recorded: torchlean's tape records no in-place op, so its "
+                    f"gradient would be lost (torch records the copy); {remedy}, or write under "
+                    "torchlean.no_grad() when no gradient should reach it"
+                )
+            return storage.to_host(value._data)
+        from torchlean import functional as F
+
+        return F._constant_values(value, self.dtype, role)
+
     def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
         """Write ``src`` (broadcast to this shape, cast to this dtype) into the storage in place.
 
         The cast is numpy's ``same_kind`` (floats are not written into an int64 tensor); into an
-        int64 tensor an unsigned integer above ``2**63 - 1`` is refused, never wrapped.
+        int64 tensor an unsigned integer above ``2**63 - 1`` is refused, never wrapped. A float
+        beyond float32's range becomes ``±inf`` in a float32 tensor (as a constant operand does).
+        ``src`` follows the functional ops' constant-operand rule (:mod:`torchlean.functional`).
 
         Raises:
-            AutogradError: this tensor requires grad and gradients are enabled.
+            AutogradError: this tensor requires grad and gradients are enabled; ``src`` is a Tensor
+                that requires grad while gradients are recorded (torch records the copy and sends
+                the gradient to ``src``; torchlean's tape records no in-place op): use ``src``
+                itself, or ``torchlean.broadcast_to(src, t.shape)``, or copy under
+                ``torchlean.no_grad()``.
+            TensorTypeError: ``src`` is not numeric data (``None``, a string, bytes, an object),
+                or a torch tensor that requires grad.
             TensorError: read-only storage, ``src`` does not broadcast to this shape or cast to
-                this dtype, or an integer that does not fit int64 (:func:`_require_int64_fits`).
+                this dtype, ragged data, or an integer that does not fit this dtype
+                (:func:`_require_int64_fits`).
         """
         self._check_writable("copy_()")
         data = self._data
-        value = storage.to_host(src._data) if isinstance(src, Tensor) else np.asarray(src)
+        value = self._written_values(
+            "copy_()",
+            "the source of copy_()",
+            src,
+            "use the source tensor itself, or torchlean.broadcast_to(src, t.shape) (a new tensor on "
+            "the tape)",
+        )
         if self.dtype == np.int64 and value.dtype.kind == "u":
             _require_int64_fits(value)
         try:
-            if isinstance(data, np.ndarray):
-                np.copyto(data, value, casting="same_kind")
-            else:
-                staged = np.empty(self.shape, dtype=self.dtype)
-                np.copyto(staged, value, casting="same_kind")
-                data.copy_(storage.host_tensor(staged))
+            with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+                if isinstance(data, np.ndarray):
+                    np.copyto(data, value, casting="same_kind")
+                else:
+                    staged = np.empty(self.shape, dtype=self.dtype)
+                    np.copyto(staged, value, casting="same_kind")
+                    data.copy_(storage.host_tensor(staged))
         except (ValueError, TypeError) as exc:
             raise TensorError(
                 f"copy_() cannot write a value of shape {np.shape(value)} and dtype "
-                f"{np.asarray(value).dtype} into a tensor of shape {self.shape} and dtype {self.dtype}"
+                f"{value.dtype} into a tensor of shape {self.shape} and dtype {self.dtype}"
             ) from exc
         self._version.bump()
         return self
@@ -1103,31 +1209,49 @@ class Tensor:
         """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place.
 
         The value is cast to this tensor's dtype as numpy and torch cast it (a float written into
-        an int64 tensor is truncated toward zero), except that a value int64 cannot hold (NaN,
+        an int64 tensor is truncated toward zero; beyond float32's range it becomes ``±inf`` in a
+        float32 tensor, as a constant operand does), except that a value int64 cannot hold (NaN,
         ``±inf``, a number outside ``[-2**63, 2**63)``) is refused, as torch refuses it, rather
-        than written as ``-2**63``.
+        than written as ``-2**63``. A value that is not a Tensor follows the functional ops'
+        constant-operand rule (:mod:`torchlean.functional`), and slices the rule of
+        :func:`~torchlean.functional.getitem` (integer bounds, a step of at least 1).
 
         Raises:
-            AutogradError: this tensor requires grad and gradients are enabled.
-            TensorError: read-only storage, an index or value numpy cannot assign (the message
-                names both), or a value that does not fit int64 (:func:`_require_int64_fits`).
+            AutogradError: this tensor requires grad and gradients are enabled; ``value`` is a
+                Tensor that requires grad while gradients are recorded (torch records the write
+                and sends the gradient to ``value``; torchlean's tape records no in-place op):
+                build the tensor out of place (``torchlean.concat`` of the pieces,
+                ``torchlean.scatter_add``), or write under ``torchlean.no_grad()``.
+            TensorTypeError: ``value`` is not numeric data (``None``, a string, bytes, an object),
+                or a torch tensor that requires grad; a slice bound that is not an integer.
+            TensorError: read-only storage, a negative or zero slice step, an index or value numpy
+                cannot assign (the message names both), ragged data, or a value that does not fit
+                this dtype (:func:`_require_int64_fits`, an integer beyond float32's range).
         """
         self._check_writable("item assignment")
+        from torchlean import functional as F
+
+        for item in F._index_tuple(index):
+            if isinstance(item, slice):
+                F._check_slice(item, index)
         data = self._data
-        source = storage.to_host(value._data) if isinstance(value, Tensor) else value
+        source = self._written_values(
+            "item assignment",
+            "the value of an item assignment",
+            value,
+            "build the tensor out of place (e.g. torchlean.concat of the pieces, or "
+            "torchlean.scatter_add into a new tensor)",
+        )
+        if self.dtype == np.int64:
+            _require_int64_fits(source)
         try:
-            numeric = np.asarray(source) if self.dtype == np.int64 else None
-        except ValueError:  # ragged data: numpy's assignment below words the refusal
-            numeric = None
-        if numeric is not None:
-            _require_int64_fits(numeric)
-        try:
-            if isinstance(data, np.ndarray):
-                data[index] = source
-            else:
-                staged = storage.to_host(data).copy()
-                staged[index] = source
-                data.copy_(storage.host_tensor(staged))
+            with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+                if isinstance(data, np.ndarray):
+                    data[index] = source
+                else:
+                    staged = storage.to_host(data).copy()
+                    staged[index] = source
+                    data.copy_(storage.host_tensor(staged))
         except (ValueError, TypeError, IndexError, OverflowError) as exc:
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {self.shape}: {exc}"
@@ -1350,28 +1474,48 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- method forms
 
-    def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+    def reshape(
+        self,
+        *sizes: SupportsIndex | Sequence[SupportsIndex],
+        shape: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+    ) -> Tensor:
         """``functional.reshape`` (``torch.Tensor.reshape``, but always a new tensor); accepts
-        ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``. Shapes, dtypes and errors (``GuardError``
-        for another element count; int64 and bool data are moved on ``cpu``) are those of the
-        function."""
+        ``t.reshape(2, 3)``, ``t.reshape((2, 3))`` or torch's keyword ``t.reshape(shape=(2, 3))``.
+        Shapes, dtypes and errors (``GuardError`` for another element count; int64 and bool data
+        are moved on ``cpu``) are those of the function.
+
+        Raises:
+            TensorTypeError: both sizes and ``shape=`` (torch: "got multiple values for argument
+                'shape'"); the function's errors.
+        """
         from torchlean import functional as F
 
-        return F.reshape(self, _shape_args(shape))
+        return F.reshape(self, _shape_args(_sizes_or_keyword("reshape", sizes, "shape", shape)))
 
-    def permute(self, *axes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
-        """``functional.permute`` (``torch.Tensor.permute``); accepts ``t.permute(1, 0)`` or
-        ``t.permute((1, 0))``; a ``GuardError`` when the axes are not a permutation of x's."""
+    def permute(
+        self,
+        *axes: SupportsIndex | Sequence[SupportsIndex],
+        dims: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+    ) -> Tensor:
+        """``functional.permute`` (``torch.Tensor.permute``); accepts ``t.permute(1, 0)``,
+        ``t.permute((1, 0))`` or torch's keyword ``t.permute(dims=(1, 0))``; a ``GuardError`` when
+        the axes are not a permutation of x's.
+
+        Raises:
+            TensorTypeError: both axes and ``dims=`` (torch: "got multiple values for argument
+                'dims'"); the function's errors.
+        """
         from torchlean import functional as F
 
-        return F.permute(self, _shape_args(axes))
+        return F.permute(self, _shape_args(_sizes_or_keyword("permute", axes, "dims", dims)))
 
-    def transpose(self, axis0: int, axis1: int) -> Tensor:
-        """Swap two axes (``functional.transpose``, ``torch.Tensor.transpose``); an axis outside
-        ``[-ndim, ndim)`` is a ``GuardError``, never wrapped."""
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """Swap two axes (``functional.transpose``, ``torch.Tensor.transpose``, with torch's
+        argument names ``dim0``, ``dim1``); an axis outside ``[-ndim, ndim)`` is a ``GuardError``,
+        never wrapped."""
         from torchlean import functional as F
 
-        return F.transpose(self, axis0, axis1)
+        return F.transpose(self, dim0, dim1)
 
     @property
     def T(self) -> Tensor:
@@ -1719,23 +1863,30 @@ class Tensor:
             )
         return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
-    def expand(self, *sizes: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
-        """The tensor broadcast to ``sizes``, as ``torch.Tensor.expand``: ``t.expand(3, 4)`` or
-        ``t.expand((3, 4))``; ``-1`` keeps the size of an existing axis (``(3, 1)`` with
-        ``expand(-1, 4)`` gives ``(3, 4)``), new axes go in front (no ``size=`` keyword).
+    def expand(
+        self,
+        *sizes: SupportsIndex | Sequence[SupportsIndex],
+        size: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+    ) -> Tensor:
+        """The tensor broadcast to ``sizes``, as ``torch.Tensor.expand``: ``t.expand(3, 4)``,
+        ``t.expand((3, 4))`` or torch's keyword ``t.expand(size=(3, 4))``; ``-1`` keeps the size
+        of an existing axis (``(3, 1)`` with ``expand(-1, 4)`` gives ``(3, 4)``), new axes go in
+        front.
         Records ``broadcast`` (``functional.broadcast_to``): the values are materialised, a new
         tensor and not a view, so writing into it is allowed and never reaches the input; the
         gradient sums over the broadcast axes (a left fold: within rounding of torch's sum).
 
         Raises:
-            TensorTypeError: no sizes (torch: missing "size"); a size that is not an integer (a
-                bool too, which torch takes as 0 or 1).
+            TensorTypeError: no sizes (torch: missing "size"); both sizes and ``size=`` (torch:
+                "got multiple values"); a size that is not an integer (a bool too, which torch
+                takes as 0 or 1).
             GuardError: fewer sizes than axes; ``-1`` for a new leading axis (torch refuses both);
                 any other negative size; a size that is neither the axis's nor a broadcast of
                 extent 1 (the function's error).
         """
         from torchlean import functional as F
 
+        sizes = _sizes_or_keyword("expand", sizes, "size", size)
         if not sizes:
             raise TensorTypeError(
                 "expand: sizes missing (accepted: t.expand(3, 4) or t.expand((3, 4)); -1 keeps an "
@@ -1874,6 +2025,35 @@ def _shape_of(method: str, other: object) -> tuple[int, ...]:
     return other.shape
 
 
+def _sizes_or_keyword(
+    method: str,
+    args: tuple[SupportsIndex | Sequence[SupportsIndex], ...],
+    keyword: str,
+    value: SupportsIndex | Sequence[SupportsIndex] | _Unset,
+) -> tuple[SupportsIndex | Sequence[SupportsIndex], ...]:
+    """The sizes of ``t.reshape``/``t.permute``/``t.expand``, given positionally (``args``) or as
+    torch's keyword (``shape=``, ``dims=``, ``size=``: ``value``), as :func:`_shape_args` reads them.
+
+    Raises:
+        TensorTypeError: both given (torch: "got multiple values for argument ..."); the keyword's
+            value is not a sequence (torch: "argument 'shape' must be tuple of ints, not int").
+    """
+    if value is _UNSET:
+        return args
+    if args:
+        raise TensorTypeError(
+            f"{method}: got {', '.join(_preview(a) for a in args)} and {keyword}={_preview(value)}; they "
+            f"are one argument, give it once (t.{method}(...) or t.{method}({keyword}=...))"
+        )
+    if not isinstance(value, Sequence):
+        raise TensorTypeError(
+            f"{method}: {keyword}= takes a sequence of ints, got {_preview(value)} of type "
+            f"{type(value).__name__} (accepted: t.{method}({keyword}=({_preview(value)},)) or "
+            f"t.{method}({_preview(value)}))"
+        )
+    return (value,)
+
+
 def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Sequence[Any]:
     """``t.reshape(2, 3)`` and ``t.reshape((2, 3))`` alike: the entries, unconverted (the
     functional op checks that each is an integer)."""
@@ -1984,15 +2164,21 @@ def tensor(
 
     With ``dtype="int64"``, float data is truncated toward zero (as ``torch.tensor``), and a value
     int64 cannot hold is refused, as torch refuses it ("value cannot be converted to type int64
-    without overflow"), never wrapped to ``-2**63`` as numpy's cast would.
+    without overflow"), never wrapped to ``-2**63`` as numpy's cast would. A Python integer beyond
+    int64 (``2**70``) is refused without a dtype, as torch refuses it ("Overflow when unpacking
+    long long"), and converted for a float dtype that holds it (``dtype="float64"``).
 
     Raises:
         TensorError: unsupported dtype (e.g. float16, complex, strings), ragged nested data,
             ``requires_grad`` on an integer/bool tensor, or for the int64 dtype a value it cannot
             hold: ``value nan does not fit the int64 tensor dtype (accepted: finite numbers in
             [-2**63, 2**63), truncated toward zero)`` (NaN, ``±inf``, ``1e30``), ``integer
-            9223372036854775808 does not fit the int64 tensor dtype ...`` (:func:`_require_int64_fits`).
-        TensorTypeError: ``requires_grad`` is not a bool.
+            9223372036854775808 does not fit the int64 tensor dtype ...`` (:func:`_require_int64_fits`),
+            ``the integer 1180591620717411303424 does not fit the int64 tensor dtype ...``
+            (:func:`_object_numbers`).
+        TensorTypeError: ``requires_grad`` is not a bool; data that is not numeric (``None``, a
+            dict, an object, a list holding one): ``cannot create a tensor from None of type
+            NoneType: it is not numeric data (accepted: ...)``, also a ``TensorError``.
         DeviceError: an unknown device, or CUDA requested where it is unusable
             (:func:`resolve_device`).
     """

@@ -219,7 +219,7 @@ def test_a_ragged_constant_is_a_tensor_error() -> None:
         ([[1, 2], [3]], None, r"cannot create a tensor from list data: .*inhomogeneous.* rectangular shape"),
         ([[1.0], [2.0, 3.0]], "float64", r"cannot create a tensor from list data"),
         ("a", "float32", r"unsupported tensor dtype <U1"),
-        (None, "float32", r"unsupported tensor dtype object"),
+        (None, "float32", r"^cannot create a tensor from None of type NoneType: it is not numeric data"),
         (["1.5"], "float64", r"unsupported tensor dtype <U3"),
         ([1 + 2j], "float32", r"unsupported tensor dtype complex128"),
     ],

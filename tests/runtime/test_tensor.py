@@ -52,6 +52,60 @@ def test_unsupported_dtypes_are_refused() -> None:
         tl.tensor(["a"])
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (None, "cannot create a tensor from None of type NoneType: it is not numeric data"),
+        ({"a": 1}, "cannot create a tensor from {'a': 1} of type dict: it is not numeric data"),
+        ([1.0, None], "cannot create a tensor from [1.0, None]: its element None of type NoneType is not"),
+        ([[1], [object]], "cannot create a tensor from [[1], [<class 'object'>]]: its element <class"),
+    ],
+    ids=["None", "dict", "list-with-None", "nested-object"],
+)
+def test_non_numeric_data_is_refused_naming_the_value(data: object, message: str) -> None:
+    """review50 F10: these said "unsupported tensor dtype object"; torch refuses them too."""
+    with pytest.raises(TensorTypeError) as info:
+        tl.tensor(data)
+    assert str(info.value).startswith(message)
+    assert str(info.value).endswith(
+        " (accepted: a scalar, a numpy/torch array or nested sequences of numbers of one rectangular shape)"
+    )
+    assert isinstance(info.value, tl.TensorError)  # as before
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.tensor(data)
+
+
+def test_integers_beyond_int64_are_named_and_converted_where_they_fit() -> None:
+    """review50 F10: ``tl.tensor(2**70)`` said "unsupported tensor dtype object". torch refuses it
+    ("Overflow when unpacking long long") and converts it when a float dtype is asked for."""
+    with pytest.raises(tl.TensorError) as info:
+        tl.tensor(2**70)
+    assert str(info.value) == (
+        "the integer 1180591620717411303424 does not fit the int64 tensor dtype (accepted: integers "
+        "in [-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value)"
+    )
+    with pytest.raises(tl.TensorError, match=r"^the integer -1180591620717411303424 does not fit the int64"):
+        tl.tensor([[1], [-(2**70)]])
+    with pytest.raises(ValueError, match="Overflow"):
+        torch.tensor(2**70)
+    for data, dtype, torch_dtype in (
+        (2**70, "float64", torch.float64),
+        ([1, 2**70], "float32", torch.float32),
+        ([[1], [-(2**70)]], "float64", torch.float64),
+    ):
+        t = tl.tensor(data, dtype=dtype)
+        assert t.tolist() == torch.tensor(data, dtype=torch_dtype).tolist()
+    assert tl.tensor([0.5, 2**70]).dtype == np.float32  # a float among them: the float default
+    with pytest.raises(tl.TensorError) as float32:
+        tl.tensor(2**200, dtype="float32")
+    assert str(float32.value) == (
+        f"the integer {2**200} does not fit the float32 tensor dtype (accepted: integers of magnitude "
+        "at most 3.402823e+38)"
+    )
+    with pytest.raises(tl.TensorError, match=r"^an integer of about 401 digits does not fit the float64"):
+        tl.tensor(10**400, dtype="float64")
+
+
 @pytest.mark.parametrize("dtype", [">f8", ">f4", ">i8", ">i4"])
 def test_big_endian_arrays_become_native_tensors_with_the_same_values(dtype: str) -> None:
     data = np.array([1.5, -2.0, 3.0]).astype(dtype)  # e.g. read from a big-endian file
@@ -167,25 +221,46 @@ def test_iteration_yields_rows() -> None:
     assert [r.tolist() for r in rows] == [[1.0, 2.0], [3.0, 4.0]]
 
 
+LEN_HINT = (
+    "; to hand a tensor to torch or numpy, convert it: t.to_torch() (a torch tensor), t.numpy() or "
+    "np.asarray(t) (torch.tensor(t) and torch.as_tensor(t) read it as nested sequences down to 0-d "
+    "elements, and fail here)"
+)
+
+
 def test_len_and_iteration_of_a_0d_tensor_are_refused_in_torch_words() -> None:
     """review46 F5; oracle: torch 2.13's own refusals, a ``TypeError`` each, raised by ``iter()``
-    itself (not at the first ``next``); ``len()`` keeps its own message."""
+    itself (not at the first ``next``); ``len()`` keeps its own message, followed by the
+    conversions (review50 F9: ``torch.tensor(t)`` ends there)."""
     expected = {}
     for name, call in (("len", len), ("iter", iter), ("list", list)):
         with pytest.raises(TypeError) as torch_error:
             call(torch.tensor(1.0))
         with pytest.raises(TensorTypeError) as ours:
             call(tl.tensor(1.0))
-        assert str(ours.value) == str(torch_error.value), name
+        assert str(ours.value) == str(torch_error.value) + (LEN_HINT if name == "len" else ""), name
         expected[name] = str(ours.value)
     assert expected == {
-        "len": "len() of a 0-d tensor",
+        "len": "len() of a 0-d tensor" + LEN_HINT,
         "iter": "iteration over a 0-d tensor",
         "list": "iteration over a 0-d tensor",
     }
     assert isinstance(ours.value, tl.TensorError)  # still caught as torchlean's own error
     assert list(tl.tensor(np.zeros((0, 2)))) == []  # an empty first axis iterates over nothing
     assert [r.tolist() for r in tl.tensor([5.0, 6.0])] == [5.0, 6.0]  # rows of a 1-D tensor are 0-d
+
+
+@pytest.mark.parametrize("convert", [torch.tensor, torch.as_tensor], ids=["tensor", "as_tensor"])
+def test_handing_a_tensor_to_torch_names_the_conversions(convert: Callable[[Any], Any]) -> None:
+    """review50 F9: ``torch.tensor(t)`` walks ``t`` as a sequence and ends in ``len()`` of a 0-d
+    row, which said nothing of the fix; the conversions it names give torch's tensor."""
+    t = tl.tensor(np.arange(3.0))
+    with pytest.raises(TensorTypeError) as info:
+        convert(t)
+    assert str(info.value) == "len() of a 0-d tensor" + LEN_HINT
+    assert torch.equal(t.to_torch(), torch.arange(3.0, dtype=torch.float64))
+    assert torch.equal(torch.tensor(t.numpy()), torch.arange(3.0, dtype=torch.float64))
+    assert torch.equal(convert(np.asarray(t)), torch.arange(3.0, dtype=torch.float64))
 
 
 @pytest.mark.parametrize(
@@ -294,6 +369,144 @@ def test_inplace_refusal_lists_the_remedy() -> None:
     x = tl.tensor([1.0], requires_grad=True)
     with pytest.raises(AutogradError, match="item assignment on a tensor that requires grad"):
         x[0] = 2.0
+
+
+def test_writing_a_tensor_that_requires_grad_is_refused_while_gradients_are_recorded() -> None:
+    """review50 F1: torch records ``buf[0] = w`` and ``buf.copy_(w)`` (CopySlices, CopyBackwards)
+    and sends the gradient back to ``w``; torchlean's tape records no in-place op, so the write
+    lost w's gradient in silence. Now refused, as the README says; nothing is written."""
+    tw = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    tb = torch.zeros(2, 3, dtype=torch.float64)
+    tb[0] = tw
+    ((tb * 2).sum() + tw.sum()).backward()  # type: ignore[no-untyped-call]
+    assert tw.grad is not None and tw.grad.tolist() == [3.0, 3.0, 3.0]  # torch records the write
+    w = tl.tensor(np.ones(3), requires_grad=True)
+    buf, row = tl.tensor(np.zeros((2, 3))), tl.tensor(np.zeros(3))
+    with pytest.raises(AutogradError) as assigned:
+        buf[0] = w
+    assert str(assigned.value) == (
+        "autograd: item assignment from a tensor of shape (3,) that requires grad while gradients are "
+        "recorded: torchlean's tape records no in-place op, so its gradient would be lost (torch "
+        "records the copy); build the tensor out of place (e.g. torchlean.concat of the pieces, or "
+        "torchlean.scatter_add into a new tensor), or write under torchlean.no_grad() when no gradient "
+        "should reach it"
+    )
+    with pytest.raises(AutogradError) as copied:
+        row.copy_(w * 2.0)  # a tape history
+    assert str(copied.value) == (
+        "autograd: copy_() from a tensor of shape (3,) that requires grad (made by `scale`) while "
+        "gradients are recorded: torchlean's tape records no in-place op, so its gradient would be "
+        "lost (torch records the copy); use the source tensor itself, or torchlean.broadcast_to(src, "
+        "t.shape) (a new tensor on the tape), or write under torchlean.no_grad() when no gradient "
+        "should reach it"
+    )
+    assert buf._version.value == row._version.value == 0
+    assert not buf.numpy().any() and not row.numpy().any()
+    # the rewrite the message names gives torch's gradient
+    rebuilt = tl.concat([tl.reshape(w, (1, 3)), buf[1:]], axis=0)
+    (tl.reduce_sum(rebuilt * 2.0) + tl.reduce_sum(w)).backward()
+    assert w.grad is not None and w.grad.tolist() == tw.grad.tolist()
+    with tl.no_grad():  # no gradient wanted: the values are written
+        buf[0] = w
+        row.copy_(w * 2.0)
+    assert buf.tolist() == [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]] and row.tolist() == [2.0, 2.0, 2.0]
+    assert not buf.requires_grad and not row.requires_grad
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, [None, None, None], "1e5", b"2", object(), 1 + 2j, np.array(["1"]), {"a": 1}],
+    ids=["None", "list-of-None", "str", "bytes", "object", "complex", "str-array", "dict"],
+)
+def test_writes_refuse_non_numeric_values_as_the_ops_refuse_constants(value: object) -> None:
+    """review50 F4: ``t[0] = None`` wrote NaN, ``t[0] = '1e5'`` wrote 100000.0 (numpy's coercion),
+    where ``t + value`` is refused and torch raises TypeError; now the constant-operand rule."""
+    t = tl.tensor(np.ones((2, 3)))
+    not_numeric = r"^cannot use .* as {}: it is not numeric"
+    with pytest.raises(TensorTypeError, match=not_numeric.format("the value of an item assignment")):
+        t[0] = value  # type: ignore[assignment]
+    with pytest.raises(TensorTypeError, match=not_numeric.format(r"the source of copy_\(\)")):
+        t.copy_(value)  # type: ignore[arg-type]
+    with pytest.raises(TensorTypeError, match=not_numeric.format("a constant operand")):
+        t + value  # type: ignore[operator]
+    assert t.tolist() == [[1.0] * 3] * 2 and t._version.value == 0
+    if value is None or isinstance(value, str | bytes):  # torch refuses them too
+        with pytest.raises(TypeError):
+            torch.ones(2, 3, dtype=torch.float64)[0] = value
+
+
+@pytest.mark.parametrize(
+    ("index", "error", "message"),
+    [
+        (slice(None, None, -1), tl.TensorError, r"^negative or zero slice steps are not supported"),
+        ((0, slice(2, None, -2)), tl.TensorError, r"^negative or zero slice steps are not supported"),
+        (slice(None, None, 0), tl.TensorError, r"^negative or zero slice steps are not supported"),
+        (slice(0.0, 1), TensorTypeError, r"^slice bounds must be integers or None; got 0.0 of type float"),
+        (slice(0, 1, True), TensorTypeError, r"^slice bounds must be integers or None; got True of type"),
+    ],
+    ids=["reversed", "negative-step", "zero-step", "float-start", "bool-step"],
+)
+def test_item_assignment_refuses_the_slices_getitem_refuses(index: Any, error: type, message: str) -> None:
+    """review50 F4: ``t[::-1] = v`` wrote the rows reversed where ``t[::-1]`` is refused (torch
+    refuses a negative or zero step in both)."""
+    t = tl.tensor(np.ones((2, 3)))
+    with pytest.raises(error, match=message):
+        t[index]
+    with pytest.raises(error, match=message):
+        t[index] = 5.0
+    assert t.tolist() == [[1.0] * 3] * 2 and t._version.value == 0
+    if isinstance(index, slice) and index.step is not None and index.step < 1:
+        with pytest.raises(ValueError, match=r"step (must be greater than|cannot be) zero"):
+            torch.ones(2, 3)[index] = 5.0
+
+
+def test_float32_writes_overflow_as_the_ops_constants_do_without_numpy_warnings() -> None:
+    """review50 F4: ``t32[0] = 1e39`` leaked numpy's "overflow encountered in cast"; the value
+    becomes inf as ``t32 + 1e39``'s constant does, and an integer beyond float32's range is
+    refused with the ops' message."""
+    t32 = tl.tensor(np.ones(2, np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t32[0] = 1e39
+        assert t32.tolist() == [np.inf, 1.0]
+        assert (tl.tensor(np.ones(2, np.float32)) + 1e39).tolist() == [np.inf, np.inf]
+        t32.copy_(np.array([-1e39, 2.0]))
+        assert t32.tolist() == [-np.inf, 2.0]
+        t32[0:1] = tl.tensor([1e300], dtype="float64")
+        assert t32.tolist() == [np.inf, 2.0]
+    with pytest.raises(tl.TensorError) as assigned:
+        t32[1] = 10**400
+    with pytest.raises(tl.TensorError) as added:
+        t32 + 10**400
+    assert str(assigned.value) == str(added.value) == (
+        "the integer " + "1" + "0" * 56 + "... (401 digits) does not "
+        "fit the tensor's dtype float32 (accepted: integers of magnitude at most 3.402823e+38)"
+    )
+    assert t32.tolist() == [np.inf, 2.0]
+
+
+def test_writes_refuse_a_torch_tensor_that_requires_grad_as_the_ops_do() -> None:
+    """review50 F5: torch's own "Can't call numpy() on Tensor that requires grad" came through."""
+    t = tl.tensor(np.ones((2, 3)))
+    tail = (
+        ": torch's autograd history does not reach torchlean's tape, so its gradient would be lost "
+        "(accepted: t.detach() as a constant, or torchlean.from_torch(t.detach(), requires_grad=True) "
+        "as a torchlean leaf)"
+    )
+    with pytest.raises(TensorTypeError) as assigned:
+        t[0] = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    assert str(assigned.value) == (
+        "cannot use a torch tensor that requires grad (shape (3,)) as the value of an item assignment" + tail
+    )
+    with pytest.raises(TensorTypeError) as copied:
+        t.copy_(torch.ones(2, 3, dtype=torch.float64, requires_grad=True))
+    assert str(copied.value) == (
+        "cannot use a torch tensor that requires grad (shape (2, 3)) as the source of copy_()" + tail
+    )
+    assert t.tolist() == [[1.0] * 3] * 2
+    t[0] = torch.full((3,), 2.0, dtype=torch.float64, requires_grad=True).detach()
+    t.copy_(t.to_torch() * 3)
+    assert t.tolist() == [[6.0] * 3, [3.0] * 3]
 
 
 AUGMENTED = [

@@ -544,6 +544,51 @@ def test_shape_methods_move_int64_and_bool_tensors_as_torch(dtype: str, torch_dt
         np.testing.assert_array_equal(out.numpy(), expected.numpy())
 
 
+TORCH_KEYWORDS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("transpose", lambda x: x.transpose(dim0=0, dim1=1)),
+    ("transpose-mixed", lambda x: x.transpose(1, dim1=0)),
+    ("permute", lambda x: x.permute(dims=(1, 0))),
+    ("permute-list", lambda x: x.permute(dims=[-1, 0])),
+    ("reshape", lambda x: x.reshape(shape=(3, 2))),
+    ("reshape-minus-one", lambda x: x.reshape(shape=(-1, 1))),
+    ("expand", lambda x: x[:1].expand(size=(4, 3))),
+    ("expand-keep", lambda x: x[:, :1].expand(size=(-1, 5))),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in TORCH_KEYWORDS], ids=[n for n, _ in TORCH_KEYWORDS])
+def test_methods_take_torchs_keyword_names(call: Callable[[Any], Any]) -> None:
+    """review50 F12: torch's keywords (``dim0``/``dim1``, ``dims=``, ``shape=``, ``size=``) raised
+    Python's "unexpected keyword argument"; oracle: the same call on torch."""
+    data = np.arange(6.0).reshape(2, 3)
+    out, expected = call(tl.tensor(data)), call(torch.tensor(data))
+    assert out.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x: x.reshape(3, 2, shape=(3, 2)), "reshape: got 3, 2 and shape=(3, 2); they are one"),
+        (lambda x: x.permute(1, 0, dims=(1, 0)), "permute: got 1, 0 and dims=(1, 0); they are one"),
+        (lambda x: x.expand(2, 3, size=(2, 3)), "expand: got 2, 3 and size=(2, 3); they are one"),
+        (lambda x: x.reshape(shape=6), "reshape: shape= takes a sequence of ints, got 6 of type int"),
+        (lambda x: x.permute(dims=0), "permute: dims= takes a sequence of ints, got 0 of type int"),
+        (lambda x: x[0].expand(size=3), "expand: size= takes a sequence of ints, got 3 of type int"),
+    ],
+    ids=["reshape", "permute", "expand", "reshape-int", "permute-int", "expand-int"],
+)
+def test_a_size_given_both_ways_or_a_keyword_int_is_refused(call: Callable[[Any], Any], message: str) -> None:
+    """torch: "got multiple values for argument", "argument 'shape' must be tuple of ints, not
+    int" (a ``TypeError`` each)."""
+    data = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(TensorTypeError) as info:
+        call(tl.tensor(data))
+    assert str(info.value).startswith(message)
+    with pytest.raises(TypeError, match=r"multiple values|must be tuple of ints"):
+        call(torch.tensor(data))
+
+
 @pytest.mark.parametrize("shape", [(3, 2), (-1,), ((6,),)], ids=str)
 def test_view_is_refused_pointing_to_reshape(shape: tuple[Any, ...]) -> None:
     x = tl.tensor(np.arange(6.0))
