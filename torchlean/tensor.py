@@ -2330,6 +2330,11 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         "loss.backward(): h.grad is t's gradient, and t.backward(h.grad) carries it on to the leaves "
         "before t"
     ),
+    "register_hook": (
+        "the tape has no hooks (gradients are first order, read after backward()); to see or change "
+        "a non-leaf t's gradient, cut the graph there: h = t.detach().requires_grad_(), loss = f(h), "
+        "loss.backward(), then edit h.grad and call t.backward(h.grad)"
+    ),
     # new tensors
     "new_zeros": "use " + _NEW_TENSOR.format(data="np.zeros(shape)"),
     "new_ones": "use " + _NEW_TENSOR.format(data="np.ones(shape)"),

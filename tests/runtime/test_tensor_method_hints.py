@@ -182,6 +182,10 @@ HINTED: dict[str, tuple[str, list[str]]] = {
                     "f = lambda h: (h * h).sum()",
                     ["h = t.detach().requires_grad_()", "loss = f(h)", "loss.backward()",
                      "t.backward(h.grad)"]),
+    "register_hook": ("leaf = torchlean.tensor(np.ones(3), requires_grad=True); t = leaf * 2; "
+                      "f = lambda h: (h * h).sum()",
+                      ["h = t.detach().requires_grad_()", "loss = f(h)", "loss.backward()",
+                       "t.backward(h.grad)"]),
     "new_zeros": ("", ["torchlean.tensor(np.zeros(shape), dtype=t.dtype, device=t.device)"]),
     "new_ones": ("", ["torchlean.tensor(np.ones(shape), dtype=t.dtype, device=t.device)"]),
     "new_full": ("", ["torchlean.tensor(np.full(shape, value), dtype=t.dtype, device=t.device)"]),
@@ -308,3 +312,21 @@ def test_in_place_hints_are_refused_as_they_say_on_a_tensor_that_requires_grad()
         p += tl.tensor(np.ones(3))
         p[np.array([True, False, True])] = 0.5
     np.testing.assert_array_equal(p.numpy(), [0.5, 2.0, 0.5])
+
+
+def test_the_register_hook_hint_edits_a_gradient_as_a_torch_hook_does() -> None:
+    """review51 F2: the hint's cut, with h.grad edited before ``t.backward(h.grad)``, gives the
+    leaf the gradient torch gives with ``t.register_hook(lambda g: 2 * g)``, float64."""
+    values = np.array([0.5, -1.25, 2.0])
+    leaf = tl.tensor(values, requires_grad=True)
+    t = (leaf * leaf).sin()
+    h = t.detach().requires_grad_()
+    (h.exp() * h).sum().backward()
+    assert h.grad is not None
+    t.backward(h.grad * 2.0)
+    torch_leaf = torch.tensor(values, requires_grad=True)
+    torch_t = (torch_leaf * torch_leaf).sin()
+    torch_t.register_hook(lambda g: 2 * g)
+    (torch_t.exp() * torch_t).sum().backward()
+    assert torch_leaf.grad is not None and leaf.grad is not None
+    np.testing.assert_allclose(leaf.grad.numpy(), torch_leaf.grad.numpy(), rtol=1e-14)
