@@ -160,18 +160,26 @@ def resolve_device(device: DeviceLike) -> str:
     device, as in torch).
 
     Raises:
-        DeviceError: an unknown spelling (``unknown tensor device 'metal' (accepted: cpu | cuda |
-            cuda:N)``), or a CUDA device while CUDA is unusable here — the messages of
+        DeviceError: an unknown spelling (``unknown tensor device 'metal' (accepted: cpu | cpu:0 |
+            cuda | cuda:N)``; ``cpu:0`` is ``cpu``, as in torch), a Tensor (naming
+            ``other.device``), or a CUDA device while CUDA is unusable here — the messages of
             :func:`torchlean.backend.providers.native_cuda.extension.require_cuda` (a CPU-only torch
             build; ``CUDA was requested and this is a CUDA build, but no usable CUDA device is
             visible``), or an index beyond the visible devices.
     """
+    if isinstance(device, Tensor):  # torch's t.to(other) takes other's device (and dtype)
+        raise DeviceError(
+            f"unknown tensor device: got a Tensor of shape {device.shape} (accepted: cpu | cpu:0 | "
+            f"cuda | cuda:N); for another tensor's device pass other.device ({device.device!r})"
+        )
     spelled = str(device)
-    if spelled == storage.HOST:
+    if spelled in (storage.HOST, f"{storage.HOST}:0"):  # torch reads "cpu:0" as the CPU
         return storage.HOST
     cuda = CUDA_DEVICE.fullmatch(spelled)
     if cuda is None:
-        raise DeviceError(f"unknown tensor device {device!r} (accepted: cpu | cuda | cuda:N)")
+        raise DeviceError(
+            f"unknown tensor device {_preview(device)} (accepted: cpu | cpu:0 | cuda | cuda:N)"
+        )
     from torchlean.backend.providers.native_cuda import extension
 
     try:

@@ -1097,12 +1097,28 @@ def test_to_without_a_device_names_the_accepted_ones() -> None:
         tl.tensor([1.0]).to()
 
 
-@pytest.mark.parametrize("spelling", ["metal", "gpu", "cpu:0", "cuda:x", "cuda:", "cuda:-1", "cuda:\u0661"])
-def test_to_with_an_unknown_device_is_still_a_device_error(spelling: str) -> None:
-    accepted = r"\(accepted: cpu \| cuda \| cuda:N\)"
+@pytest.mark.parametrize(
+    "spelling", ["metal", "gpu", "cpu:1", "cuda:x", "cuda:", "cuda:-1", "cuda:\u0661", 3]
+)
+def test_to_with_an_unknown_device_is_still_a_device_error(spelling: object) -> None:
+    accepted = r"\(accepted: cpu \| cpu:0 \| cuda \| cuda:N\)"
     with pytest.raises(DeviceError, match=rf"unknown tensor device .* {accepted}") as info:
-        tl.tensor([1.0]).to(spelling)
+        tl.tensor([1.0]).to(spelling)  # type: ignore[arg-type]
     assert not isinstance(info.value, TypeError)
+
+
+def test_cpu_0_is_the_cpu_as_in_torch_and_a_tensor_as_device_names_other_device() -> None:
+    """review49 F7, review50 F11: torch reads ``"cpu:0"`` as the CPU; ``t.to(other)`` (torch's
+    device-and-dtype form) is refused naming ``other.device``, without printing the tensor."""
+    t = tl.tensor(np.ones((40, 40)))
+    assert torch.device("cpu:0").type == "cpu"
+    assert t.to("cpu:0") is t and tl.tensor([1.0], device="cpu:0").device == "cpu"
+    with pytest.raises(DeviceError) as info:
+        t.to(t)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "unknown tensor device: got a Tensor of shape (40, 40) (accepted: cpu | cpu:0 | cuda | "
+        "cuda:N); for another tensor's device pass other.device ('cpu')"
+    )
 
 
 def test_T_reverses_every_axis_of_a_rank_3_tensor() -> None:
