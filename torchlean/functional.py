@@ -95,10 +95,11 @@ cross-entropy op):
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import numbers
-from collections.abc import Iterable, Sequence
-from typing import Any, TypeGuard
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ParamSpec, TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -197,6 +198,8 @@ __all__ = [
 Operand = Tensor | float | int | npt.NDArray[Any]
 Axes = int | Sequence[int] | None
 IntOrTuple = int | Sequence[int]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # ------------------------------------------------------------------------------------- helpers
 
@@ -1589,8 +1592,40 @@ def layer_norm(
     return run_op(BackendOp.LAYER_NORM, (x, weight, bias), params)
 
 
+_BATCH_NORM_ORDERS = (
+    "tl.batch_norm takes x positionally and everything else by keyword, since its order differs from "
+    "torch.nn.functional.batch_norm(input, running_mean, running_var, weight=None, bias=None, "
+    "training=False, momentum=0.1, eps=1e-05): write tl.batch_norm(x, running_mean=..., "
+    "running_var=..., weight=..., bias=..., training=False, eps=...) (training defaults to True "
+    "here, and there is no momentum: the running statistics are never updated)"
+)
+
+
+def _keywords_after_x(orders: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A decorator for a function whose parameters after ``x`` are keyword-only: a call with
+    extra positional arguments is refused with a :class:`TensorTypeError` ending in ``orders``
+    (the two orders, for :func:`batch_norm`, where a call ported from torch in torch's order would
+    otherwise run with the statistics as weight and bias), not Python's ``TypeError``. Type
+    checkers see the function's own signature, so they flag such a call too."""
+
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if len(args) > 1:
+                raise TensorTypeError(
+                    f"{fn.__name__}: got {len(args)} positional arguments (accepted: 1, x); {orders}"
+                )
+            return fn(*args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+@_keywords_after_x(_BATCH_NORM_ORDERS)
 def batch_norm(
     x: Tensor,
+    *,
     weight: Tensor | None = None,
     bias: Tensor | None = None,
     running_mean: Tensor | None = None,
@@ -1600,9 +1635,16 @@ def batch_norm(
 ) -> Tensor:
     """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
     (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in
-    eval. The running statistics are inputs only (never updated here) and are not differentiated:
-    one that requires grad is refused while gradients are recorded, as torch refuses it (its
-    gradient would silently stay None); records ``batch_norm``.
+    eval. The running statistics are inputs only (never updated here: no ``momentum``) and are not
+    differentiated: one that requires grad is refused while gradients are recorded, as torch
+    refuses it (its gradient would silently stay None); records ``batch_norm``.
+
+    **Every argument after x is keyword-only**, because the order and a default differ from
+    torch's ``batch_norm(input, running_mean, running_var, weight=None, bias=None,
+    training=False, momentum=0.1, eps=1e-5)``: here ``training`` defaults to **True** (torch:
+    False), so an eval call must say ``training=False``. A call in torch's order
+    (``tl.batch_norm(x, running_mean, running_var)``) is refused with a ``TensorTypeError``
+    naming both orders instead of running with the statistics as weight and bias.
 
     Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
     or None, in x's dtype. Returns a tensor of x's shape.
@@ -1611,7 +1653,9 @@ def batch_norm(
         GuardError: bad shapes or dtypes, eval without both running statistics, one value per
             channel in training, or an eps that is negative, not finite in x's dtype, or not
             positive in training (PyTorch refuses ``eps <= 0`` in training).
-        TensorTypeError: ``training`` not a bool, or ``eps`` not a real number.
+        TensorTypeError: more than one positional argument (torch's order, above); ``training``
+            not a bool, or ``eps`` not a real number. An unknown keyword (torch's ``momentum``)
+            is Python's ``TypeError``.
         AutogradError: ``running_mean`` or ``running_var`` requires grad while gradients are
             recorded (pass ``.detach()``, or compute a learnable shift with ordinary ops).
     """

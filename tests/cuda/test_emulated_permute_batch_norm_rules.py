@@ -260,7 +260,10 @@ def test_batch_norm_eval_eps_zero_checked_cuda_agrees_with_checked_cpu(
         with tl.session(profile) as session:
             leaves = [tl.tensor(a, dtype=dtype, requires_grad=True, device=device) for a in (x, weight, bias)]
             rm, rv = (tl.tensor(a, dtype=dtype, device=device) for a in (mean, var))
-            y = tl.batch_norm(leaves[0], leaves[1], leaves[2], rm, rv, training=False, eps=0.0)
+            y = tl.batch_norm(
+                leaves[0], weight=leaves[1], bias=leaves[2], running_mean=rm, running_var=rv, training=False,
+                eps=0.0,
+            )
             y.backward(g)
             names = [kernel.capsule.name for kernel in session.selected]
         grads = []
@@ -302,7 +305,11 @@ def test_float32_eps_edges_are_refused_alike_under_every_cpu_and_cuda_profile(
         rm, rv = (None, None) if training else (tl.tensor(a, dtype="float32", device=device) for a in stats)
         with tl.session(profile), pytest.raises(GuardError, match="eps"):
             tl.batch_norm(
-                tl.tensor(x, dtype="float32", device=device), None, None, rm, rv, training=training, eps=eps
+                tl.tensor(x, dtype="float32", device=device),
+                running_mean=rm,
+                running_var=rv,
+                training=training,
+                eps=eps,
             )
 
 

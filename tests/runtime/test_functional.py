@@ -280,14 +280,16 @@ CASES: list[Case] = [
     ),
     Case(
         "batch_norm_training",
-        lambda x, w, b: tl.batch_norm(x, w, b, training=True),
+        lambda x, w, b: tl.batch_norm(x, weight=w, bias=b, training=True),
         lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
         lambda r: [_n(r, 4, 3, 5), _n(r, 3), _n(r, 3)],
         (0, 1, 2),
     ),
     Case(
         "batch_norm_eval",
-        lambda x, w, b, m, v: tl.batch_norm(x, w, b, m, v, training=False),
+        lambda x, w, b, m, v: tl.batch_norm(
+            x, weight=w, bias=b, running_mean=m, running_var=v, training=False
+        ),
         lambda x, w, b, m, v: TF.batch_norm(x, m, v, w, b, training=False),
         lambda r: [_n(r, 2, 3, 2, 2), _n(r, 3), _n(r, 3), _n(r, 3), _pos(r, 3)],
         (0, 1, 2),
@@ -653,7 +655,9 @@ def test_batch_norm_refuses_running_statistics_that_require_grad(training: bool,
     }
     x = tl.tensor(x_np, requires_grad=True)
     with pytest.raises(tl.AutogradError, match=rf"^batch_norm: {stat} requires grad, but batch_norm is not "):
-        tl.batch_norm(x, None, None, stats["running_mean"], stats["running_var"], training=training)
+        tl.batch_norm(
+            x, running_mean=stats["running_mean"], running_var=stats["running_var"], training=training
+        )
     with torch.no_grad():
         t_mean = torch.tensor(mean_np, requires_grad=stat == "running_mean")
         t_var = torch.tensor(var_np, requires_grad=stat == "running_var")
@@ -661,10 +665,15 @@ def test_batch_norm_refuses_running_statistics_that_require_grad(training: bool,
         TF.batch_norm(torch.tensor(x_np, requires_grad=True), t_mean, t_var, training=training)
     expected = TF.batch_norm(torch.tensor(x_np), torch.tensor(mean_np), torch.tensor(var_np), training=False)
     with tl.no_grad():
-        got = tl.batch_norm(x, None, None, stats["running_mean"], stats["running_var"], training=False)
+        got = tl.batch_norm(
+            x, running_mean=stats["running_mean"], running_var=stats["running_var"], training=False
+        )
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
     detached = tl.batch_norm(
-        x, None, None, stats["running_mean"].detach(), stats["running_var"].detach(), training=False
+        x,
+        running_mean=stats["running_mean"].detach(),
+        running_var=stats["running_var"].detach(),
+        training=False,
     )
     np.testing.assert_allclose(detached.numpy(), expected.numpy(), rtol=1e-12)
     assert detached.requires_grad

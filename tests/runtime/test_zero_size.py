@@ -289,28 +289,30 @@ CASES: list[Case] = [
     ),
     Case(
         "batch_norm-train-batch0",
-        lambda x, w, b: tl.batch_norm(x, w, b, training=True),
+        lambda x, w, b: tl.batch_norm(x, weight=w, bias=b, training=True),
         lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
         [(0, 3), (3,), (3,)],
         (0, 1, 2),
     ),
     Case(
         "batch_norm-train-batch0-spatial",
-        lambda x, w, b: tl.batch_norm(x, w, b, training=True),
+        lambda x, w, b: tl.batch_norm(x, weight=w, bias=b, training=True),
         lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
         [(0, 3, 4), (3,), (3,)],
         (0, 1, 2),
     ),
     Case(
         "batch_norm-train-spatial0",
-        lambda x, w, b: tl.batch_norm(x, w, b, training=True),
+        lambda x, w, b: tl.batch_norm(x, weight=w, bias=b, training=True),
         lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
         [(2, 3, 0), (3,), (3,)],
         (0, 1, 2),
     ),
     Case(
         "batch_norm-eval-batch0",
-        lambda x, w, b, m, v: tl.batch_norm(x, w, b, m, v, training=False),
+        lambda x, w, b, m, v: tl.batch_norm(
+            x, weight=w, bias=b, running_mean=m, running_var=v, training=False
+        ),
         lambda x, w, b, m, v: TF.batch_norm(x, m, v, w, b, training=False),
         [(0, 3), (3,), (3,), (3,), _ones(3)],
         (0, 1, 2),
@@ -323,7 +325,7 @@ CASES: list[Case] = [
     ),
     Case(
         "batch_norm-eval-channels0",
-        lambda x, m, v: tl.batch_norm(x, None, None, m, v, training=False),
+        lambda x, m, v: tl.batch_norm(x, running_mean=m, running_var=v, training=False),
         lambda x, m, v: TF.batch_norm(x, m, v, training=False),
         [(2, 0), (0,), (0,)],
     ),
@@ -650,14 +652,16 @@ REFUSALS: list[Refusal] = [
     ),
     Refusal(
         "batch_norm-channels0-with-weight",
-        lambda: tl.batch_norm(_z(2, 0, 3), _z(0), None, training=True),
+        lambda: tl.batch_norm(_z(2, 0, 3), weight=_z(0), training=True),
         "batch_norm: x has shape (2, 0, 3) with 0 channels and an affine weight or bias (accepted: "
         "C >= 1, or C = 0 with weight and bias None",
         lambda: TF.batch_norm(_t(2, 0, 3), None, None, _t(0), None, training=True),
     ),
     Refusal(
         "batch_norm-channels0-with-bias-eval",
-        lambda: tl.batch_norm(_z(2, 0), None, _z(0), _z(0), _z(0), training=False),
+        lambda: tl.batch_norm(
+            _z(2, 0), bias=_z(0), running_mean=_z(0), running_var=_z(0), training=False
+        ),
         "batch_norm: x has shape (2, 0) with 0 channels and an affine weight or bias",
         lambda: TF.batch_norm(_t(2, 0), _t(0), _t(0), None, _t(0), training=False),
     ),
@@ -818,7 +822,7 @@ KEPT_REFUSALS: list[KeptRefusal] = [
     ),
     KeptRefusal(
         "batch_norm-empty-batch-weight-length",
-        lambda: tl.batch_norm(_z(0, 3), _z(5), None, training=True),
+        lambda: tl.batch_norm(_z(0, 3), weight=_z(5), training=True),
         "batch_norm: weight has shape (5,) (accepted: (3,))",
         lambda: TF.batch_norm(_t(0, 3), None, None, _t(5), None, training=True),
         torch_positive=lambda: TF.batch_norm(_t(2, 3), None, None, _t(5), None, training=True),

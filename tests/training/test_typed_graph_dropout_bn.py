@@ -403,7 +403,9 @@ def test_batch_norm_train_evaluates_as_the_eager_kernel(dtype: type) -> None:
     built = builder.build()
     out = evaluate(built.graph, {0: x}, built.payloads)[node]
     with Session(profiles.get("checked_cpu")):
-        expected = eager_batch_norm(Tensor(x), Tensor(w), Tensor(b), training=True, eps=1e-3).numpy()
+        expected = eager_batch_norm(
+            Tensor(x), weight=Tensor(w), bias=Tensor(b), training=True, eps=1e-3
+        ).numpy()
     assert out.dtype == dtype and np.array_equal(out, expected)
     moved = GraphBuilder()
     node = moved.batch_norm_train(moved.input((4, 5, 3)), -1, BatchNormTrainParams(None, None))
@@ -463,9 +465,11 @@ def test_the_executor_feeds_batch_norm_eval_statistics_from_params_or_payload() 
     with Session(profiles.get("checked_cpu")):
         fed = _program(builder, statistic_params={1: (0, 1)}).run([Tensor(x)], [Tensor(mean), Tensor(var)], 1)
         fixed = _program(builder).run([Tensor(x)], [], 1)
-        expected = eager_batch_norm(Tensor(x), None, None, Tensor(mean), Tensor(var), training=False).numpy()
+        expected = eager_batch_norm(
+            Tensor(x), running_mean=Tensor(mean), running_var=Tensor(var), training=False
+        ).numpy()
         initial = eager_batch_norm(
-            Tensor(x), None, None, Tensor(np.zeros(2)), Tensor(np.ones(2)), training=False
+            Tensor(x), running_mean=Tensor(np.zeros(2)), running_var=Tensor(np.ones(2)), training=False
         ).numpy()
     assert np.array_equal(fed.numpy(), expected)
     assert np.array_equal(fixed.numpy(), initial)

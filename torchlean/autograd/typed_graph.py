@@ -503,7 +503,7 @@ class GraphProgram:
                 if not isinstance(trained, BatchNormTrainParams):
                     raise SessionError(f"typed graph: batch_norm_train node {node.id} has no payload")
                 w, b = self._weights(node)
-                # as functional.batch_norm(x, weight, bias, training=True, eps=eps) passes them
+                # as functional.batch_norm(x, weight=weight, bias=bias, training=True, eps=eps) passes them
                 return [x, w, b, _NO_OPERAND, _NO_OPERAND], {"training": True, "eps": float(trained.eps)}
             case BatchNormEval():
                 running = self.payloads.get(node.id)

@@ -161,8 +161,11 @@ class EagerOps:
         ``-0.7 * 1e20``), and values far from 0 keep their spread's precision. An empty batch
         leaves them as they are (as torch)."""
         if not training:
-            return F.batch_norm(x, weight, bias, running_mean, running_var, training=False, eps=eps)
-        out = F.batch_norm(x, weight, bias, training=True, eps=eps)  # refuses n == 1 per channel
+            return F.batch_norm(
+                x, weight=weight, bias=bias, running_mean=running_mean, running_var=running_var,
+                training=False, eps=eps,
+            )
+        out = F.batch_norm(x, weight=weight, bias=bias, training=True, eps=eps)  # refuses n == 1 per channel
         self.update_running_statistics(x, running_mean, running_var, momentum=momentum)
         return out
 

