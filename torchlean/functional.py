@@ -1718,12 +1718,14 @@ def conv_transpose(
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
     output_padding: IntOrTuple = 0,
-    dilation: IntOrTuple = 1,
     groups: int = 1,
+    dilation: IntOrTuple = 1,
 ) -> Tensor:
-    """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``): x
-    ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)``; records
-    ``conv_transpose``. Window parameters and x's rank as in :func:`conv`. Returns
+    """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``, its arguments in
+    its order: ``groups`` before ``dilation``, unlike :func:`conv`, where torch too puts
+    ``dilation`` first): x ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b
+    ``(C_out,)``; records ``conv_transpose``. Window parameters and x's rank as in :func:`conv`.
+    Returns
     ``(N, C_out, *out)`` with torch's ``out = (size - 1)*stride - 2*padding
     + dilation*(kernel-1) + output_padding + 1``.
 

@@ -1,7 +1,8 @@
 """Where torchlean's functional order differs from torch's, type checkers see it too:
 ``tl.batch_norm`` takes x positionally and every other argument by keyword (torch's
 ``batch_norm(input, running_mean, running_var, weight, bias, training)`` order would run with the
-statistics as weight and bias), so a call in torch's order is an error here as at run time.
+statistics as weight and bias), so a call in torch's order is an error here as at run time;
+``tl.conv_transpose`` takes torch's order (``groups`` before ``dilation``).
 
 The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
 compares them); the unmarked lines are clean.
@@ -20,3 +21,7 @@ assert_type(tl.batch_norm(x, running_mean=mean, running_var=var, training=False)
 assert_type(tl.batch_norm(x), Tensor)
 tl.batch_norm(x, mean, var)  # E: Too many positional arguments for "batch_norm"  [call-arg] # N: "batch_norm" defined in "torchlean.functional"
 
+image = tl.tensor(np.zeros((1, 4, 5, 5)))
+kernel = tl.tensor(np.zeros((4, 1, 3, 3)))
+assert_type(tl.conv_transpose(image, kernel, None, 1, 0, 0, 2, 1), Tensor)
+tl.conv_transpose(image, kernel, None, 1, 0, 0, (1, 1), 2)  # E: Argument 7 to "conv_transpose" has incompatible type "tuple[int, int]"; expected "int"  [arg-type]

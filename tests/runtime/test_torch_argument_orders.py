@@ -7,6 +7,7 @@ checked when the session is built."""
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import numpy as np
 import pytest
@@ -66,3 +67,48 @@ def test_batch_norm_signature_is_keyword_only_after_x() -> None:
     assert params[5].default is True
     doc = tl.batch_norm.__doc__ or ""
     assert "keyword-only" in doc and "defaults to **True** (torch:" in doc
+
+
+# ------------------------------------------------------------------------------ conv_transpose (F3)
+
+
+@pytest.mark.parametrize(
+    ("spatial", "groups", "dilation"),
+    [((5, 5), 2, 1), ((5, 5), 1, 2), ((5, 5), 2, 2), ((6,), 4, 3), ((3, 4, 3), 2, (1, 2, 1))],
+)
+def test_conv_transpose_positional_torch_order_matches_torch_float64(
+    spatial: tuple[int, ...], groups: int, dilation: Any
+) -> None:
+    """review50 F3: ``(..., output_padding, groups, dilation)`` as torch's; values and gradients."""
+    rng = _rng()
+    c_in = 4
+    kernel = (3,) * len(spatial)
+    x_np = rng.standard_normal((2, c_in, *spatial))
+    w_np = rng.standard_normal((c_in, 6 // groups if 6 % groups == 0 else 1, *kernel))
+    c_out = w_np.shape[1] * groups
+    b_np = rng.standard_normal(c_out)
+    torch_fn = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}[len(spatial)]
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
+    want = torch_fn(tx, tw, tb, 2, 1, 1, groups, dilation)
+    want.backward(torch.ones_like(want))
+    x, w, b = (tl.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
+    got = tl.conv_transpose(x, w, b, 2, 1, 1, groups, dilation)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
+    tl.reduce_sum(got).backward()
+    for leaf, t in ((x, tx), (w, tw), (b, tb)):
+        assert leaf.grad is not None and t.grad is not None
+        np.testing.assert_allclose(leaf.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_conv_transpose_review_case_has_torchs_shape() -> None:
+    """The review's call: torch gives ``(1, 2, 7, 7)``; with dilation and groups exchanged it
+    was ``(1, 1, 9, 9)``."""
+    rng = _rng()
+    x_np, w_np = rng.random((1, 4, 5, 5)), rng.random((4, 1, 3, 3))
+    got = tl.conv_transpose(tl.tensor(x_np), tl.tensor(w_np), None, 1, 0, 0, 2, 1)
+    want = TF.conv_transpose2d(torch.tensor(x_np), torch.tensor(w_np), None, 1, 0, 0, 2, 1)
+    assert got.shape == tuple(want.shape) == (1, 2, 7, 7)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    names = list(inspect.signature(tl.conv_transpose).parameters)
+    assert names[-2:] == ["groups", "dilation"]
