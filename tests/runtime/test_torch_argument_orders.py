@@ -7,6 +7,8 @@ checked when the session is built."""
 from __future__ import annotations
 
 import inspect
+import io
+import sys
 from typing import Any
 
 import numpy as np
@@ -112,3 +114,39 @@ def test_conv_transpose_review_case_has_torchs_shape() -> None:
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
     names = list(inspect.signature(tl.conv_transpose).parameters)
     assert names[-2:] == ["groups", "dilation"]
+
+
+# ------------------------------------------------------------------------------- session stream (F8)
+
+
+@pytest.mark.parametrize(
+    ("stream", "shown"),
+    [
+        ("x", "'x' of type str"),
+        (3, "3 of type int"),
+        (io.StringIO, "<class '_io.StringIO'> of type type"),
+        (io.BytesIO(), "of type BytesIO"),
+        (sys.stdout.buffer if hasattr(sys.stdout, "buffer") else io.BytesIO(), "of type "),
+        (object(), "of type object"),
+    ],
+)
+def test_session_refuses_a_stream_it_cannot_print_to_when_built(stream: object, shown: str) -> None:
+    """review50 F8: the AttributeError came when the block exited, after the ops had run."""
+    with pytest.raises(tl.SessionTypeError, match=r"^torch eager session: stream ") as caught:
+        tl.session(stream=stream, show_backend=True)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert shown in message
+    assert message.endswith("is not accepted (accepted: a text stream with .write, or None for sys.stdout)")
+    assert isinstance(caught.value, TypeError)
+    with pytest.raises(tl.SessionTypeError, match="stream"):  # without show_backend too
+        tl.Session(stream=stream)  # type: ignore[arg-type]
+
+
+def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    with tl.session(stream=out, show_backend=True):
+        tl.relu(tl.tensor(np.ones(2)))
+    assert "reference.relu" in out.getvalue()
+    with tl.session(stream=None, show_backend=True):
+        tl.relu(tl.tensor(np.ones(2)))
+    assert "reference.relu" in capsys.readouterr().out

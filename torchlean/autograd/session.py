@@ -32,6 +32,7 @@ random op invocation (anchor-runtime.md §1.6).
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -41,7 +42,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from torchlean._checks import is_builtin_or_numpy_int
+from torchlean._checks import is_builtin_or_numpy_int, shown
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
@@ -133,6 +134,20 @@ def _resolve_profile(profile: object) -> BackendProfile:
     )
 
 
+def _is_text_stream(stream: object) -> bool:
+    """Whether ``print(..., file=stream)`` can write to ``stream``: an object (not a class) with a
+    callable ``write`` that is not a binary stream (``sys.stdout.buffer``, ``io.BytesIO``)."""
+    if isinstance(stream, type | io.BufferedIOBase | io.RawIOBase):
+        return False
+    return callable(getattr(stream, "write", None))
+
+
+def _shown_briefly(value: object, limit: int = 60) -> str:
+    """:func:`~torchlean._checks.shown` of ``value``, cut to ``limit`` characters."""
+    text = shown(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -148,7 +163,9 @@ class Session:
         UnknownLabelError: an unknown profile name.
         SessionTypeError: ``profile`` is neither a name nor a ``BackendProfile`` (a
             ``SessionError`` that is also a ``TypeError``), ``seed`` is not an integer in
-            ``[0, 2**64)`` or ``show_backend`` not a bool.
+            ``[0, 2**64)``, ``show_backend`` not a bool, or ``stream`` neither None nor a text
+            stream (an object with a callable ``write``; a class or a binary stream such as
+            ``sys.stdout.buffer`` is refused), checked here rather than at the first print.
         SessionError: the profile cannot execute here (:func:`validate_for_execution`).
     """
 
@@ -166,6 +183,11 @@ class Session:
             )
         if not isinstance(show_backend, bool | np.bool_):
             raise SessionTypeError(f"torch eager session: show_backend must be a bool, got {show_backend!r}")
+        if stream is not None and not _is_text_stream(stream):
+            raise SessionTypeError(
+                f"torch eager session: stream {_shown_briefly(stream)} of type {type(stream).__name__} "
+                "is not accepted (accepted: a text stream with .write, or None for sys.stdout)"
+            )
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
         self.profile: BackendProfile = resolved
