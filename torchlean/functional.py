@@ -1567,6 +1567,28 @@ def _lookup_without_padding_gradient(
 # ------------------------------------------------------------------------------ normalisation layers
 
 
+def _torch_normalized_shape(weight: object) -> None:
+    """Refuse torch's ``normalized_shape`` (an int or a sequence of ints) in :func:`layer_norm`'s
+    weight position, pointing to ``normalized_ndim``; anything else is left to the dispatcher.
+
+    Raises:
+        TensorTypeError: ``layer_norm: weight must be a torchlean Tensor or None; got (3,) ...``.
+    """
+    if is_int(weight):
+        count = 1
+    elif isinstance(weight, tuple | list) and all(is_int(v) for v in weight):
+        count = len(weight)
+    else:
+        return
+    raise TensorTypeError(
+        f"layer_norm: weight must be a torchlean Tensor or None; got {_preview(weight)} of type "
+        f"{type(weight).__name__}, which looks like torch's normalized_shape: torch's "
+        "layer_norm(input, normalized_shape, weight, bias, eps) takes the normalised shape second, "
+        "torchlean's layer_norm(x, weight=None, bias=None, normalized_ndim=1, eps=1e-05) takes the "
+        f"number of trailing axes to normalise as normalized_ndim= (here normalized_ndim={count})"
+    )
+
+
 def layer_norm(
     x: Tensor,
     weight: Tensor | None = None,
@@ -1580,11 +1602,19 @@ def layer_norm(
     Shapes: x of rank >= ``normalized_ndim`` >= 1; weight and bias (each optional) have x's
     trailing ``normalized_ndim`` extents and x's dtype. Returns x's shape.
 
+    The order differs from torch's ``layer_norm(input, normalized_shape, weight=None, bias=None,
+    eps=1e-5)``: the normalised axes are given as a count, ``normalized_ndim=`` (4th), not as
+    torch's shape (2nd); a torch-style shape in weight's place (``tl.layer_norm(x, (3,))``) is
+    refused with a message saying so.
+
     Raises:
         GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
             or dtype, or an ``eps`` that is negative or not finite in x's dtype (0 is accepted).
-        TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number.
+        TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number;
+            a weight that is not a Tensor or None (an int or a sequence of ints there, torch's
+            ``normalized_shape``, names ``normalized_ndim=``).
     """
+    _torch_normalized_shape(weight)
     params = {
         "normalized_ndim": _int("layer_norm", "normalized_ndim", normalized_ndim),
         "eps": _real("layer_norm", "eps", eps),
@@ -1965,14 +1995,31 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     Raises:
         TensorError: ``p`` outside ``[0, 1]`` (NaN included).
         TensorTypeError: ``x`` is not a Tensor; a ``p`` that is not a real number; a ``training``
-            that is not a bool.
-        GuardError: in training with ``0 < p``, an x whose dtype is not float32/float64.
+            that is not a bool; a ``seed`` that is not an integer or None (checked in eval too; a
+            bool there, as torch's 4th argument ``inplace``, gets a message saying so).
+        GuardError: a seed outside ``[0, 2**64 - 1]`` (checked in eval too); in training with
+            ``0 < p``, an x whose dtype is not float32/float64.
     """
     x = _require_tensor("dropout", "x", x)
+    if seed is not None and not is_int(seed):
+        hint = (
+            " (torch's dropout(input, p, training, inplace) takes inplace 4th; torchlean's 4th "
+            "argument is seed, and there is no in-place dropout: drop that argument)"
+            if isinstance(seed, bool | np.bool_)
+            else ""
+        )
+        raise TensorTypeError(
+            f"dropout: seed must be an integer or None; got {_preview(seed)} of type "
+            f"{type(seed).__name__}{hint}"
+        )
+    if seed is not None and int(seed) < 0:  # the bernoulli_mask guard's wording, naming dropout
+        raise GuardError(f"dropout: seed = {int(seed)} is negative (accepted: integers >= 0)")
+    if seed is not None:
+        _seed("dropout", seed, None)  # refuses 2**64 and beyond, naming dropout
     if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
     if not _flag("dropout: training", training) or p == 0.0:
         return x
-    mask = bernoulli_mask(x.shape, 1.0 - p, seed=seed, dtype=x.dtype)
+    mask = bernoulli_mask(x.shape, 1.0 - p, seed=None if seed is None else int(seed), dtype=x.dtype)
     kept = mul(x, mask)
     return kept if p == 1.0 else scale(kept, 1.0 / (1.0 - p))

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as TF
 
 import torchlean as tl
+from torchlean import optim
+from torchlean.optim import OptimizerError
 
 
 def _rng() -> np.random.Generator:
@@ -150,3 +152,67 @@ def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.C
     with tl.session(stream=None, show_backend=True):
         tl.relu(tl.tensor(np.ones(2)))
     assert "reference.relu" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------- torch's spellings (F11)
+
+
+@pytest.mark.parametrize("make", [optim.adam, optim.adamw])
+@pytest.mark.parametrize(
+    ("pair", "hint"),
+    [((0.9, 0.999), "betas=(0.9, 0.999)"), ([0.8, 0.9], "betas=(0.8, 0.9)"), ((0.9,), "betas=(b1, b2)")],
+)
+def test_adam_with_torchs_betas_in_beta1s_place_names_betas(make: Any, pair: Any, hint: str) -> None:
+    """torch's ``Adam(params, lr, betas)``, ported without params: the pair lands in beta1."""
+    with pytest.raises(OptimizerError) as caught:
+        make(1e-3, pair)
+    message = str(caught.value)
+    assert message.startswith(f"optimizer: beta1 must be a real number (int or float), got {pair!r}: ")
+    assert "torch's Adam(params, lr, betas) order" in message
+    assert f"pass {hint} (or beta1=, beta2=) by keyword" in message
+    assert make(1e-3, betas=(0.8, 0.9)) == make(1e-3, 0.8, 0.9)  # the spelling the message names
+
+
+def test_dropout_seed_messages_name_dropout_and_torchs_inplace() -> None:
+    x = tl.tensor(np.ones((2, 3)))
+    for training in (True, False):  # checked in eval too, where the seed is not used
+        for inplace in (False, True, np.bool_(False)):
+            with pytest.raises(tl.TensorTypeError) as caught:
+                tl.dropout(x, 0.5, training, inplace)  # type: ignore[arg-type]
+            message = str(caught.value)
+            assert message.startswith(f"dropout: seed must be an integer or None; got {inplace!r} of type ")
+            assert "torch's dropout(input, p, training, inplace) takes inplace 4th" in message
+    only_seed = r"^dropout: seed must be an integer or None; got 1\.5 of type float$"  # no inplace hint
+    with pytest.raises(tl.TensorTypeError, match=only_seed):
+        tl.dropout(x, 0.5, True, 1.5)  # type: ignore[arg-type]
+    for bad, why in ((-1, r"is negative \(accepted: integers >= 0\)"), (2**64, r"is out of range")):
+        with pytest.raises(tl.GuardError, match=rf"^dropout: seed = {bad} {why}"):
+            tl.dropout(x, 0.5, False, bad)
+    with tl.session(seed=7):
+        default = tl.dropout(x, 0.5, True, np.int64(7)).numpy()
+    with tl.session(seed=7):
+        assert np.array_equal(tl.dropout(x, 0.5, True, None).numpy(), default)  # same seed, same mask
+    with tl.session():
+        assert np.array_equal(tl.dropout(x, 0.5, True, 2**64 - 1).numpy().shape, (2, 3))
+
+
+@pytest.mark.parametrize(("shape", "count"), [((3,), 1), ([2, 3], 2), (torch.Size([3]), 1), (3, 1)])
+def test_layer_norm_with_torchs_normalized_shape_names_normalized_ndim(shape: Any, count: int) -> None:
+    x_np = _rng().standard_normal((4, 2, 3))
+    x = tl.tensor(x_np)
+    with pytest.raises(tl.TensorTypeError) as caught:
+        tl.layer_norm(x, shape)
+    message = str(caught.value)
+    assert message.startswith("layer_norm: weight must be a torchlean Tensor or None; got ")
+    assert "torch's normalized_shape" in message
+    assert message.endswith(f"as normalized_ndim= (here normalized_ndim={count})")
+    got = tl.layer_norm(x, normalized_ndim=count)  # the spelling the message names
+    want = TF.layer_norm(torch.tensor(x_np), x_np.shape[3 - count:])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_layer_norm_other_non_tensors_keep_the_dispatchers_message() -> None:
+    x = tl.tensor(np.ones((2, 3)))
+    for weight in ("w", [0.5, 1.0, 2.0], (1.5,), True):
+        with pytest.raises(tl.TensorTypeError, match=r"^layer_norm: input 1 must be a torchlean Tensor"):
+            tl.layer_norm(x, weight)  # type: ignore[arg-type]

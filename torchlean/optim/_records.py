@@ -701,8 +701,16 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
 
     Raises:
         OptimizerError: ``betas`` not a pair, or given with ``beta1``/``beta2`` other than their
-            defaults (the two spellings of one setting).
+            defaults (the two spellings of one setting); a tuple or list as ``beta1`` (torch's
+            ``Adam(params, lr, betas)`` written positionally), naming ``betas=``.
     """
+    if betas is None and isinstance(beta1, tuple | list):  # torch's Adam(params, lr, betas) order
+        pair = repr(tuple(beta1)) if len(beta1) == 2 else "(b1, b2)"
+        raise OptimizerError(
+            f"optimizer: beta1 must be a real number (int or float), got {shown(beta1)}: a sequence in "
+            "beta1's place is torch's Adam(params, lr, betas) order; torchlean's optimizers take no "
+            f"params, and beta1, beta2 one by one: pass betas={pair} (or beta1=, beta2=) by keyword"
+        )
     if betas is None:
         return beta1, beta2
     if not isinstance(betas, tuple | list) or len(betas) != 2:
@@ -736,7 +744,9 @@ def adam(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with a ``beta1``/``beta2`` other than its default.
+            not a pair, or given together with a ``beta1``/``beta2`` other than its default; a
+            tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
+            message names ``betas=``.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
@@ -758,7 +768,9 @@ def adamw(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with a ``beta1``/``beta2`` other than its default.
+            not a pair, or given together with a ``beta1``/``beta2`` other than its default; a
+            tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
+            message names ``betas=``.
     """
     beta1, beta2 = _betas(betas, beta1, beta2)
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
