@@ -1120,6 +1120,14 @@ class Tensor:
 
     def _check_writable(self, what: str) -> None:
         if self._requires_grad and is_grad_enabled():
+            if self._node is not None:  # under no_grad it would pass, then backward refuses (review52 F1)
+                raise AutogradError(
+                    f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) "
+                    "while gradients are recorded: torchlean's tape records no in-place op (torch "
+                    "records one), and the op saved this tensor for its backward; build the result "
+                    "out of place (tl.concat of the pieces, or t * keep + values * (1 - keep) with a "
+                    "0/1 mask keep)"
+                )
             raise AutogradError(
                 f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
                 "write it inside torchlean.no_grad()"

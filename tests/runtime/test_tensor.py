@@ -1139,3 +1139,30 @@ def test_inputs_on_two_devices_are_a_device_error():
     message = "got inputs on different devices: input 0 is on cpu and input 1"
     with pytest.raises(tl.DeviceError, match=message):
         tl.add(a, b)
+
+
+def test_writing_into_a_result_with_a_tape_history_names_the_out_of_place_rewrite() -> None:
+    """review52 F1: item assignment / copy_ on a non-leaf that requires grad is refused naming the
+    out-of-place rewrite, not no_grad (a write under no_grad changes the output its op saved, and
+    the backward then refuses); the named mask rewrite gives torch's gradient for ``y[0] = 5``."""
+    x = tl.tensor(np.ones(3), requires_grad=True)
+    y = x + 1.0
+    for write in (lambda: y.__setitem__(0, 5.0), lambda: y.copy_(np.zeros(3))):
+        with pytest.raises(AutogradError, match=r"tape history \(made by `add`\).*t \* keep \+ values"):
+            write()
+    with tl.no_grad():  # what the old message advised: the backward is then refused
+        y[0] = 5.0
+    with pytest.raises(AutogradError, match="modified in place"):
+        tl.reduce_sum(y * 3.0).backward()
+    x = tl.tensor(np.ones(3), requires_grad=True)
+    keep, values = tl.tensor(np.array([0.0, 1.0, 1.0])), tl.tensor(np.array([5.0, 0.0, 0.0]))
+    tl.reduce_sum(((x + 1.0) * keep + values * (1 - keep)) * 3.0).backward()
+    tx = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    ty = tx + 1.0
+    ty[0] = 5.0
+    (ty * 3.0).sum().backward()
+    assert x.grad is not None and tx.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    leaf = tl.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(AutogradError, match=r"requires grad while gradients are recorded; write it inside"):
+        leaf[0] = 2.0  # a leaf (a parameter update) still gets the no_grad advice
