@@ -1708,15 +1708,16 @@ def batch_norm(
 
 def conv(
     x: Tensor,
-    w: Tensor,
-    b: Tensor | None = None,
+    weight: Tensor,
+    bias: Tensor | None = None,
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
     groups: int = 1,
 ) -> Tensor:
     """N-d (1-3 spatial axes) channel-first cross-correlation (``torch.nn.functional.conv1d/2d/3d``):
-    x ``(N, C_in, *spatial)``, w ``(C_out, C_in/groups, *kernel)``, b ``(C_out,)``; records ``conv``.
+    x ``(N, C_in, *spatial)``, weight ``(C_out, C_in/groups, *kernel)``, bias ``(C_out,)`` or None
+    (torch's parameter names, so ``conv(x, w, bias=b)`` ports as written); records ``conv``.
 
     The number of spatial axes is ``x.ndim - 2`` (there is no unbatched form: a rank-3 x is
     ``(N, C, L)``). ``stride``, ``padding`` (zeros, >= 0) and ``dilation`` are an int or one int per
@@ -1724,7 +1725,7 @@ def conv(
     ``out = (size + 2*padding - dilation*(kernel-1) - 1) // stride + 1``.
 
     Raises:
-        GuardError: x of rank outside 3-5, w not of x's rank, a w/b shape or dtype that does not
+        GuardError: x of rank outside 3-5, weight not of x's rank, a weight/bias shape or dtype that does not
             fit, ``groups`` that does not divide C_in (or is < 1), a stride/dilation < 1 or a
             negative padding, a window parameter sequence of the wrong length, or an effective
             kernel larger than the padded input.
@@ -1738,13 +1739,13 @@ def conv(
         "dilation": dilation,
         "groups": _int("conv", "groups", groups),
     }
-    return run_op(BackendOp.CONV, (x, w, b), params)
+    return run_op(BackendOp.CONV, (x, weight, bias), params)
 
 
 def conv_transpose(
     x: Tensor,
-    w: Tensor,
-    b: Tensor | None = None,
+    weight: Tensor,
+    bias: Tensor | None = None,
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
     output_padding: IntOrTuple = 0,
@@ -1753,14 +1754,14 @@ def conv_transpose(
 ) -> Tensor:
     """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``, its arguments in
     its order: ``groups`` before ``dilation``, unlike :func:`conv`, where torch too puts
-    ``dilation`` first): x ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b
-    ``(C_out,)``; records ``conv_transpose``. Window parameters and x's rank as in :func:`conv`.
+    ``dilation`` first): x ``(N, C_in, *spatial)``, weight ``(C_in, C_out/groups, *kernel)``, bias
+    ``(C_out,)`` or None; records ``conv_transpose``. Window parameters and x's rank as in :func:`conv`.
     Returns
     ``(N, C_out, *out)`` with torch's ``out = (size - 1)*stride - 2*padding
     + dilation*(kernel-1) + output_padding + 1``.
 
     Raises:
-        GuardError: as :func:`conv` (w's first axis must be C_in), an ``output_padding`` not below
+        GuardError: as :func:`conv` (weight's first axis must be C_in), an ``output_padding`` not below
             ``max(stride, dilation)`` on some axis, or an output size below 1 (also for an empty
             batch, where torch returns an empty result).
         GuardTypeError: a window parameter that is not an int or a sequence of ints.
@@ -1773,7 +1774,7 @@ def conv_transpose(
         "dilation": dilation,
         "groups": _int("conv_transpose", "groups", groups),
     }
-    return run_op(BackendOp.CONV_TRANSPOSE, (x, w, b), params)
+    return run_op(BackendOp.CONV_TRANSPOSE, (x, weight, bias), params)
 
 
 def max_pool(

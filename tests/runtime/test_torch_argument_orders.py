@@ -216,3 +216,29 @@ def test_layer_norm_other_non_tensors_keep_the_dispatchers_message() -> None:
     for weight in ("w", [0.5, 1.0, 2.0], (1.5,), True):
         with pytest.raises(tl.TensorTypeError, match=r"^layer_norm: input 1 must be a torchlean Tensor"):
             tl.layer_norm(x, weight)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------ conv keywords (review52 F11)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_conv_takes_torchs_weight_and_bias_keywords(transpose: bool) -> None:
+    """review52 F11: ``F.conv2d(x, w, bias=b, padding=1)`` and ``weight=`` port as written: values
+    and gradients against torch float64."""
+    rng = _rng()
+    x = rng.standard_normal((2, 4, 5, 5))
+    w = rng.standard_normal((4, 3, 3, 3) if transpose else (3, 4, 3, 3))
+    b = rng.standard_normal(3)
+    ours = tl.conv_transpose if transpose else tl.conv
+    theirs = TF.conv_transpose2d if transpose else TF.conv2d
+    tx, tw, tb = (tl.tensor(a, requires_grad=True) for a in (x, w, b))
+    px, pw, pb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    out = ours(tx, weight=tw, bias=tb, padding=1)
+    expected = theirs(px, weight=pw, bias=pb, padding=1)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    cotangent = rng.standard_normal(expected.shape)
+    out.backward(cotangent)
+    expected.backward(torch.tensor(cotangent))
+    for ours_grad, torch_grad in ((tx.grad, px.grad), (tw.grad, pw.grad), (tb.grad, pb.grad)):
+        assert ours_grad is not None and torch_grad is not None
+        np.testing.assert_allclose(ours_grad.numpy(), torch_grad.numpy(), rtol=1e-11, atol=1e-11)
