@@ -274,7 +274,40 @@ def _constant_values(
             "is not numeric (accepted: a Tensor, a Python number, a numeric numpy array or nested "
             "lists of numbers)"
         )
+    if dtype.kind in "ib" and raw.dtype.kind in "uf" and raw.size:
+        return _integers_as_written(value, raw, dtype)
     return raw
+
+
+def _integers_as_written(value: object, raw: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """``raw`` (numpy's uint64 or float array for ``value``) checked against the int64 range for
+    an int64 or bool ``dtype``, as the integers the user wrote: numpy holds a Python integer in
+    ``[2**63, 2**64)`` as uint64, and a list mixing it with other integers (``[2**63, 1]``) as
+    float64, so the integers are read again and each checked (:func:`_check_int_fits`), as torch
+    refuses them ("Overflow when unpacking long long"). Float data the user wrote as floats is
+    returned unchanged (the int64 float rule, :func:`torchlean.tensor._require_int64_fits`, is
+    the caller's); integers that fit come back as int64.
+
+    Raises:
+        TensorError: ``the integer 9223372036854775808 (19 digits) does not fit the tensor's dtype
+            int64 (accepted: integers in [-9223372036854775808, 9223372036854775807])``, naming
+            the first such integer in row-major order (the same for a bool ``dtype``).
+    """
+    if raw.dtype.kind == "u":
+        over = raw > np.iinfo(np.int64).max
+        if over.any():
+            _check_int_fits(int(raw[over].flat[0]), dtype)
+        return raw
+    if isinstance(value, np.ndarray | np.generic):
+        return raw  # floats, as the user gave them
+    exact = np.array(value, dtype=object)
+    if exact.shape != raw.shape or not all(
+        isinstance(v, numbers.Integral) for v in exact.flat
+    ):
+        return raw  # a float among them: float data
+    for v in exact.flat:
+        _check_int_fits(int(v), dtype)
+    return exact.astype(np.int64)
 
 
 def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:

@@ -425,6 +425,34 @@ def _require_int64_fits(raw: Array) -> None:
             )
 
 
+def _check_copy_source(value: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+    """Refuse a ``copy_`` source that torch's broadcast rule or numpy's ``same_kind`` cast rule
+    does not write into a tensor of ``shape`` and ``dtype`` (:meth:`Tensor.copy_`).
+
+    Raises:
+        TensorError: ``copy_(): a source of shape (1, 1, 3) does not broadcast to the tensor's
+            shape (2, 3) ...``; ``copy_(): float64 values are not written into an int64 tensor by
+            copy_ (numpy's same_kind cast rule) ...``.
+    """
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise TensorError(
+            f"copy_(): a source of shape {value.shape} does not broadcast to the tensor's shape "
+            f"{shape} (accepted: as in torch, at most {len(shape)} axes, each extent 1 or the "
+            "tensor's, aligned from the right)"
+        )
+    if not np.can_cast(value.dtype, dtype, "same_kind"):
+        torch_cast = "writes v != 0" if dtype.kind == "b" else "truncates toward zero (NaN, ±inf refused)"
+        raise TensorError(
+            f"copy_(): {value.dtype} values are not written into a{'n' if dtype.kind == 'i' else ''} "
+            f"{dtype} tensor by copy_ (numpy's same_kind cast rule); t[...] = v {torch_cast} as "
+            "torch does"
+        )
+
+
 class _Unset(enum.Enum):
     """The default of an argument that has two spellings (torch's ``dim`` and numpy's ``axis``),
     so that "not given" differs from an explicit ``None``."""
@@ -1166,10 +1194,15 @@ class Tensor:
     def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
         """Write ``src`` (broadcast to this shape, cast to this dtype) into the storage in place.
 
-        The cast is numpy's ``same_kind`` (floats are not written into an int64 tensor); into an
-        int64 tensor an unsigned integer above ``2**63 - 1`` is refused, never wrapped. A float
-        beyond float32's range becomes ``±inf`` in a float32 tensor (as a constant operand does).
-        ``src`` follows the functional ops' constant-operand rule (:mod:`torchlean.functional`).
+        ``src`` broadcasts by torch's rule: at most this tensor's number of axes, each extent 1 or
+        this tensor's, aligned from the right (``(1, 1, 3)`` into ``(2, 3)`` is refused, as by
+        torch; ``t[...] = src`` accepts it, as torch does). The cast is numpy's ``same_kind``:
+        floats are not written into an int64 tensor, nor numbers (ints, floats) into a bool tensor,
+        where torch truncates (or writes ``v != 0``); ``t[...] = src`` casts as torch does. Into an
+        int64 or bool tensor an integer outside ``[-2**63, 2**63 - 1]`` is refused, never wrapped
+        (torch refuses it too). A float beyond float32's range becomes ``±inf`` in a float32
+        tensor (as a constant operand does). ``src`` follows the functional ops' constant-operand
+        rule (:mod:`torchlean.functional`).
 
         Raises:
             AutogradError: this tensor requires grad and gradients are enabled; ``src`` is a Tensor
@@ -1179,9 +1212,13 @@ class Tensor:
                 ``torchlean.no_grad()``.
             TensorTypeError: ``src`` is not numeric data (``None``, a string, bytes, an object),
                 or a torch tensor that requires grad.
-            TensorError: read-only storage, ``src`` does not broadcast to this shape or cast to
-                this dtype, ragged data, or an integer that does not fit this dtype
-                (:func:`_require_int64_fits`).
+            TensorError: read-only storage; ``src`` does not broadcast to this shape by torch's
+                rule (``copy_(): a source of shape (1, 1, 3) does not broadcast to the tensor's
+                shape (2, 3) ...``); ``src``'s dtype does not cast to this dtype by the same_kind
+                rule (``copy_(): float64 values are not written into an int64 tensor ...``,
+                naming the rule and ``t[...] = v``); ragged data; an integer that does not fit
+                this dtype (``the integer 9223372036854775808 (19 digits) does not fit the
+                tensor's dtype int64 ...``).
         """
         self._check_writable("copy_()")
         data = self._data
@@ -1194,6 +1231,7 @@ class Tensor:
         )
         if self.dtype == np.int64 and value.dtype.kind == "u":
             _require_int64_fits(value)
+        _check_copy_source(value, self.shape, self.dtype)
         try:
             with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
                 if isinstance(data, np.ndarray):

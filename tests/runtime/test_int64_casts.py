@@ -111,19 +111,26 @@ def test_empty_float_data_becomes_an_empty_int64_tensor() -> None:
     assert tl.tensor(np.zeros((0, 2)), dtype="int64").shape == (0, 2)
 
 
+INT64_OVERFLOW = r"^the integer 9223372036854775808 \(19 digits\) does not fit the tensor's dtype int64"
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         (float("nan"), r"^value nan does not fit"),
         (np.array([np.nan, np.inf]), r"^value nan does not fit"),
         (1e30, r"^value 1e\+30 does not fit"),
-        (np.uint64(2**63), r"^integer 9223372036854775808 does not fit"),
-        (np.array([2**63], dtype=np.uint64), r"^integer 9223372036854775808 does not fit"),
-        (2**63, r"^integer 9223372036854775808 does not fit"),
+        (np.uint64(2**63), INT64_OVERFLOW),
+        (np.array([2**63], dtype=np.uint64), INT64_OVERFLOW),
+        (2**63, INT64_OVERFLOW),
+        ([2**63, 1], INT64_OVERFLOW),
         (2**64, r"^the integer 18446744073709551616 \(20 digits\) does not fit the tensor's dtype int64"),
         (tl.tensor([float("inf")]), r"^value inf does not fit"),
     ],
-    ids=["nan", "nan-inf-array", "1e30", "uint64-scalar", "uint64-array", "2**63", "2**64", "tensor"],
+    ids=[
+        "nan", "nan-inf-array", "1e30", "uint64-scalar", "uint64-array", "2**63", "2**63-list", "2**64",
+        "tensor",
+    ],
 )
 def test_item_assignment_into_int64_refuses_what_does_not_fit(value: object, message: str) -> None:
     """Before: NaN/inf arrays and uint64 arrays were written as wrapped values; 1e30 and uint64
@@ -143,7 +150,7 @@ def test_item_assignment_into_int64_truncates_floats_as_torch_does() -> None:
 
 def test_copy_into_int64_refuses_a_wrapping_uint64() -> None:
     t = tl.tensor([1, 2, 3])
-    message = r"^integer 9223372036854775808 does not fit"
+    message = INT64_OVERFLOW
     with no_numpy_warnings(), pytest.raises(tl.TensorError, match=message):
         t.copy_(np.array([2**63, 1, 1], dtype=np.uint64))
     assert t.tolist() == [1, 2, 3]

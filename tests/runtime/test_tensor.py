@@ -299,7 +299,8 @@ def test_in_place_writes_bump_the_version_and_check_their_input() -> None:
     t.copy_(t.numpy() + 1.0)
     t.zero_()
     assert t._version.value == 3
-    with pytest.raises(tl.TensorError, match="cannot write"):
+    refused = r"^copy_\(\): a source of shape \(3,\) does not broadcast to the tensor's shape \(2, 2\)"
+    with pytest.raises(tl.TensorError, match=refused):
         t.copy_(np.ones(3))
     with pytest.raises(tl.TensorError, match="cannot assign"):
         t[5, 5] = 1.0

@@ -1,0 +1,154 @@
+"""The rules of ``t[...] = v`` and ``t.copy_(src)`` checked against torch (review52 F2-F5): torch's
+broadcast rule for ``copy_``'s source, the int64 range of integers written into int64 and bool
+tensors, and messages that name the fault the user made."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+
+INT64_RANGE = re.escape("(accepted: integers in [-9223372036854775808, 9223372036854775807])")
+
+
+def _refused_by_torch(write: Callable[[], object]) -> bool:
+    try:
+        write()
+    except (RuntimeError, ValueError, TypeError, OverflowError):
+        return True
+    return False
+
+
+# ------------------------------------------------------------------- F2: copy_'s broadcast rule
+
+
+@pytest.mark.parametrize("src_shape", [(1, 1, 3), (1, 2, 3), (3, 1, 1, 3), (4,), (3, 2)], ids=str)
+def test_copy_refuses_a_source_that_does_not_broadcast_by_torchs_rule(src_shape: tuple[int, ...]) -> None:
+    """review52 F2: a source with extra leading size-1 axes was accepted (numpy's copyto drops
+    them); torch refuses it, and so does torchlean now, naming both shapes."""
+    assert _refused_by_torch(lambda: torch.zeros(2, 3).copy_(torch.ones(src_shape)))
+    t = tl.tensor(np.zeros((2, 3), np.float32))
+    message = re.escape(
+        f"copy_(): a source of shape {src_shape} does not broadcast to the tensor's shape (2, 3) "
+        "(accepted: as in torch, at most 2 axes"
+    )
+    with pytest.raises(tl.TensorError, match="^" + message):
+        t.copy_(np.ones(src_shape))
+    assert t.tolist() == [[0.0] * 3] * 2 and t._version.value == 0
+
+
+@pytest.mark.parametrize("src_shape", [(), (3,), (1, 3), (2, 1), (2, 3)], ids=str)
+def test_copy_writes_a_source_that_torch_broadcasts(src_shape: tuple[int, ...]) -> None:
+    values = np.arange(1, 1 + int(np.prod(src_shape)), dtype=np.float64).reshape(src_shape)
+    t = tl.tensor(np.zeros((2, 3)))
+    reference = torch.zeros(2, 3, dtype=torch.float64).copy_(torch.from_numpy(values))
+    assert t.copy_(values).tolist() == reference.tolist()
+
+
+def test_item_assignment_still_takes_extra_leading_size_one_axes_as_torch_does() -> None:
+    t, reference = tl.tensor(np.zeros((2, 3))), torch.zeros(2, 3, dtype=torch.float64)
+    t[:] = np.ones((1, 1, 3))
+    reference[:] = torch.ones(1, 1, 3)
+    assert t.tolist() == reference.tolist()
+
+
+# ------------------------------------------------------- F3, F4: integers beyond int64 in writes
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (2**63, "9223372036854775808 (19 digits)"),
+        (np.uint64(2**63), "9223372036854775808 (19 digits)"),
+        ([2**63, 1], "9223372036854775808 (19 digits)"),
+        ([1, 2**64 - 1], "18446744073709551615 (20 digits)"),
+        (2**64, "18446744073709551616 (20 digits)"),
+        (-(2**63) - 1, "-9223372036854775809 (19 digits)"),
+    ],
+    ids=["2**63", "uint64", "2**63-list", "2**64-1-list", "2**64", "-2**63-1"],
+)
+def test_an_integer_outside_int64_is_refused_in_one_wording(dtype: str, value: object, shown: str) -> None:
+    """review52 F3/F4: a bool tensor took ``2**63`` though its message for ``2**64`` stated the
+    range ends at ``2**63 - 1``; an int64 tensor named tl.tensor's ``dtype='float64'`` hint for
+    ``2**63`` and another wording for ``2**64``, and reported ``[2**63, 1]`` as a float. torch
+    refuses every one of them."""
+    written = value.tolist() if isinstance(value, np.generic) else value
+    assert _refused_by_torch(
+        lambda: torch.zeros(2, dtype=getattr(torch, dtype)).__setitem__(
+            slice(0, 2 if isinstance(written, list) else 1), written
+        )
+    )
+    message = f"^the integer {re.escape(shown)} does not fit the tensor's dtype {dtype} {INT64_RANGE}$"
+    t = tl.tensor(np.zeros(2, dtype))
+    index = slice(None) if isinstance(value, list) else 0
+    with pytest.raises(tl.TensorError, match=message):
+        t[index] = value  # type: ignore[assignment]
+    with pytest.raises(tl.TensorError, match=message):
+        t.copy_(value)  # type: ignore[arg-type]
+    assert t.tolist() == np.zeros(2, dtype).tolist() and t._version.value == 0
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integers_at_the_ends_of_int64_are_written(dtype: str) -> None:
+    t = tl.tensor(np.zeros(2, dtype))
+    reference = torch.zeros(2, dtype=getattr(torch, dtype))
+    t[:] = [2**63 - 1, -(2**63)]
+    reference[:] = torch.tensor([2**63 - 1, -(2**63)])
+    assert t.tolist() == reference.tolist()
+
+
+def test_a_float_among_integers_stays_float_data_truncated_into_int64() -> None:
+    t, reference = tl.tensor([0, 0]), torch.tensor([0, 0])
+    t[:] = [2**62, -1.5]
+    reference[:] = torch.tensor([2**62, -1.5], dtype=torch.float64)
+    assert t.tolist() == reference.tolist()
+
+
+def test_a_constant_operand_beyond_int64_gets_the_same_wording() -> None:
+    shown = re.escape("9223372036854775808 (19 digits)")
+    message = f"^the integer {shown} does not fit the tensor's dtype int64 {INT64_RANGE}$"
+    with pytest.raises(tl.TensorError, match=message):
+        tl.add(tl.tensor([1, 2]), 2**63)
+
+
+# ---------------------------------------------------------- F5: copy_'s same_kind cast rule
+
+
+@pytest.mark.parametrize(
+    ("dtype", "src", "src_dtype", "torch_cast"),
+    [
+        ("int64", 1.5, "float64", "truncates toward zero (NaN, ±inf refused)"),
+        ("int64", float("nan"), "float64", "truncates toward zero (NaN, ±inf refused)"),
+        ("int64", np.array([1.5, 2.5], np.float32), "float32", "truncates toward zero (NaN, ±inf refused)"),
+        ("bool", -1, "int64", "writes v != 0"),
+        ("bool", 0.5, "float64", "writes v != 0"),
+    ],
+    ids=["int64-float", "int64-nan", "int64-float32", "bool-int", "bool-float"],
+)
+def test_copy_refused_by_the_cast_rule_says_it_is_the_cast_rule(
+    dtype: str, src: object, src_dtype: str, torch_cast: str
+) -> None:
+    """review52 F5: the message named only the shapes, which do broadcast."""
+    t = tl.tensor(np.zeros(2, dtype))
+    article = "an" if dtype == "int64" else "a"
+    message = re.escape(
+        f"copy_(): {src_dtype} values are not written into {article} {dtype} tensor by copy_ "
+        f"(numpy's same_kind cast rule); t[...] = v {torch_cast} as torch does"
+    )
+    with pytest.raises(tl.TensorError, match=f"^{message}$"):
+        t.copy_(src)  # type: ignore[arg-type]
+    assert t._version.value == 0
+
+
+@pytest.mark.parametrize(("dtype", "value"), [("int64", 1.5), ("int64", -2.7), ("bool", -1), ("bool", 0.5)])
+def test_the_named_remedy_writes_what_torchs_copy_writes(dtype: str, value: float) -> None:
+    t = tl.tensor(np.zeros(2, dtype))
+    t[...] = value
+    reference = torch.zeros(2, dtype=getattr(torch, dtype)).copy_(torch.tensor(value))
+    assert t.tolist() == reference.tolist()
