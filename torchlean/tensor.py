@@ -308,6 +308,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
             f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
             "numpy/torch array or nested sequences of one rectangular shape)"
         ) from exc
+    if raw.dtype.kind in "USV" and raw.size:  # strings, bytes: found again as the values written
+        raw = np.asarray(source, dtype=object)
     if raw.dtype == object:  # Python integers beyond numpy's range, or not numbers at all
         raw = _object_numbers(data, raw, dtype)
     if raw.dtype.kind not in "biuf":  # strings, complex: never cast, even on request
@@ -2231,7 +2233,8 @@ def tensor(
             ``the integer 1180591620717411303424 does not fit the int64 tensor dtype ...``
             (:func:`_object_numbers`).
         TensorTypeError: ``requires_grad`` is not a bool; data that is not numeric (``None``, a
-            dict, an object, a list holding one): ``cannot create a tensor from None of type
+            string, bytes, a dict, an object, a list or numpy array holding one; torch refuses
+            them too, numpy would parse ``'1.5'``): ``cannot create a tensor from None of type
             NoneType: it is not numeric data (accepted: ...)``, also a ``TensorError``.
         DeviceError: an unknown device, or CUDA requested where it is unusable
             (:func:`resolve_device`).

@@ -59,11 +59,20 @@ def test_unsupported_dtypes_are_refused() -> None:
         ({"a": 1}, "cannot create a tensor from {'a': 1} of type dict: it is not numeric data"),
         ([1.0, None], "cannot create a tensor from [1.0, None]: its element None of type NoneType is not"),
         ([[1], [object]], "cannot create a tensor from [[1], [<class 'object'>]]: its element <class"),
+        ("1.5", "cannot create a tensor from '1.5' of type str: it is not numeric data"),
+        ([1, "a"], "cannot create a tensor from [1, 'a']: its element 'a' of type str is not numeric"),
+        ([[1.0, 2.0], ["3", 4]], "cannot create a tensor from [[1.0, 2.0], ['3', 4]]: its element '3' of"),
+        (b"1", "cannot create a tensor from b'1' of type bytes: it is not numeric data"),
+        (np.array(["a", "b"]), "cannot create a tensor from array(['a', 'b'], dtype='<U1'): its element 'a'"),
     ],
-    ids=["None", "dict", "list-with-None", "nested-object"],
+    ids=[
+        "None", "dict", "list-with-None", "nested-object", "str", "list-with-str", "nested-str", "bytes",
+        "str-array",
+    ],
 )
 def test_non_numeric_data_is_refused_naming_the_value(data: object, message: str) -> None:
-    """review50 F10: these said "unsupported tensor dtype object"; torch refuses them too."""
+    """review50 F10: these said "unsupported tensor dtype object"; torch refuses them too. review52
+    F7: strings and bytes said "unsupported tensor dtype <U3"."""
     with pytest.raises(TensorTypeError) as info:
         tl.tensor(data)
     assert str(info.value).startswith(message)
