@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import io
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,47 @@ def test_session_refuses_a_stream_it_cannot_print_to_when_built(stream: object, 
     assert isinstance(caught.value, TypeError)
     with pytest.raises(tl.SessionTypeError, match="stream"):  # without show_backend too
         tl.Session(stream=stream)  # type: ignore[arg-type]
+
+
+def _closed_string_io() -> io.StringIO:
+    out = io.StringIO()
+    out.close()
+    return out
+
+
+@pytest.mark.parametrize("show_backend", [True, False])
+def test_session_refuses_a_closed_or_read_only_text_stream_when_built(
+    tmp_path: Path, show_backend: bool
+) -> None:
+    """review52 F12: these passed the check (they have .write), then ``print`` raised a raw
+    ``ValueError: I/O operation on closed file`` or ``io.UnsupportedOperation: not writable``
+    inside the session, naming no argument (and only with show_backend)."""
+    path = tmp_path / "report.txt"
+    path.write_text("")
+    closed_file = path.open("w")
+    closed_file.close()
+    with path.open() as read_only:
+        cases = [
+            (_closed_string_io(), "of type StringIO is closed"),
+            (closed_file, "of type TextIOWrapper is closed"),
+            (read_only, "of type TextIOWrapper is not writable (writable() is False: opened for reading?)"),
+        ]
+        for stream, fault in cases:
+            with pytest.raises((ValueError, io.UnsupportedOperation)):
+                print("x", file=stream)  # what the session's report would meet
+            with pytest.raises(tl.SessionTypeError, match=r"^torch eager session: stream ") as caught:
+                tl.session(stream=stream, show_backend=show_backend)
+            assert str(caught.value).endswith(
+                f"{fault} (accepted: an open, writable text stream, or None for sys.stdout)"
+            )
+            assert isinstance(caught.value, TypeError)
+
+
+def test_session_prints_to_a_writable_file(tmp_path: Path) -> None:
+    path = tmp_path / "report.txt"
+    with path.open("w") as out, tl.session(stream=out, show_backend=True):
+        tl.relu(tl.tensor(np.ones(2)))
+    assert "reference.relu" in path.read_text()
 
 
 def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,6 +142,22 @@ def _is_text_stream(stream: object) -> bool:
     return callable(getattr(stream, "write", None))
 
 
+def _stream_fault(stream: object) -> str | None:
+    """Why ``print(..., file=stream)`` would fail on a text stream: ``"is closed"`` (a closed
+    file or ``StringIO``: "I/O operation on closed file"), ``"is not writable"`` (``writable()``
+    is False: a file opened for reading, "not writable"), or None when neither is known."""
+    if getattr(stream, "closed", False) is True:
+        return "is closed"
+    writable = getattr(stream, "writable", None)
+    if callable(writable):
+        try:
+            if writable() is False:
+                return "is not writable (writable() is False: opened for reading?)"
+        except (OSError, ValueError) as exc:
+            return f"is not writable (writable() raised {type(exc).__name__}: {exc})"
+    return None
+
+
 def _shown_briefly(value: object, limit: int = 60) -> str:
     """:func:`~torchlean._checks.shown` of ``value``, cut to ``limit`` characters."""
     text = shown(value)
@@ -165,7 +181,9 @@ class Session:
             ``SessionError`` that is also a ``TypeError``), ``seed`` is not an integer in
             ``[0, 2**64)``, ``show_backend`` not a bool, or ``stream`` neither None nor a text
             stream (an object with a callable ``write``; a class or a binary stream such as
-            ``sys.stdout.buffer`` is refused), checked here rather than at the first print.
+            ``sys.stdout.buffer`` is refused), or a text stream that is closed or not writable
+            (``writable()`` False, e.g. ``open(path)`` for reading), checked here rather than at
+            the first print (which would raise ``ValueError``/``io.UnsupportedOperation``).
         SessionError: the profile cannot execute here (:func:`validate_for_execution`).
     """
 
@@ -187,6 +205,12 @@ class Session:
             raise SessionTypeError(
                 f"torch eager session: stream {_shown_briefly(stream)} of type {type(stream).__name__} "
                 "is not accepted (accepted: a text stream with .write, or None for sys.stdout)"
+            )
+        fault = None if stream is None else _stream_fault(stream)
+        if fault is not None:
+            raise SessionTypeError(
+                f"torch eager session: stream {_shown_briefly(stream)} of type {type(stream).__name__} "
+                f"{fault} (accepted: an open, writable text stream, or None for sys.stdout)"
             )
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
