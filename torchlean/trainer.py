@@ -425,11 +425,23 @@ def session_seed(seed: int) -> int:
 
 def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     """``np.asarray(values)``; raises TrainerError for ragged nested sequences (numpy's bare
-    ``ValueError``), naming ``what`` (``inputs``, ``targets``)."""
+    ``ValueError``), and for a single value that is not a number (``None``, a string, a dict:
+    ``targets: None of type NoneType is not target data ...``, as ``torchlean.tensor(None)`` says
+    it is not numeric data, rather than a shape ``()`` refusal), naming ``what`` (``inputs``,
+    ``targets``)."""
     try:
-        return np.asarray(values)
+        array = np.asarray(values)
     except ValueError as error:
         raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
+    if array.ndim == 0 and array.dtype.kind not in "biuf":
+        text = shown(values)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        raise TrainerError(
+            f"{what}: {text} of type {type(values).__name__} is not {what.removesuffix('s')} data "
+            "(accepted: real numbers with one row per sample: a numpy array, a torchlean Tensor or "
+            "nested lists)"
+        )
+    return array
 
 
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
@@ -1237,7 +1249,9 @@ class Trainer(Generic[In, Out]):
             TrainerError: a model without parameters (``the model has no parameters to train
                 (...)``); bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
                 ``got 10 inputs but 5 targets``, labels outside ``[0, classes)`` or not integers,
-                data that is not a rectangular array of real numbers); values beyond the model
+                data that is not a rectangular array of real numbers; ``None`` or a string for
+                ``x`` or ``y``: ``targets: None of type NoneType is not target data (...)``, also
+                in ``predict``, ``evaluate`` and ``step``); values beyond the model
                 dtype's range (``1e39`` for float32) or NaN or infinite values in ``x`` or ``y``
                 (one step on them makes every parameter NaN; refused before any step); no samples
                 (``n == 0``); a batch norm layer that sees one value per channel per sample

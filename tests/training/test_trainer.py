@@ -557,6 +557,40 @@ def test_regression_data_validation(x, y, message):
     assert str(caught.value) == message
 
 
+_NOT_DATA = (
+    "(accepted: real numbers with one row per sample: a numpy array, a torchlean Tensor or nested lists)"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda t, x: t.fit(x, None), "targets: None of type NoneType is not target data"),
+        (lambda t, x: t.fit(None, np.zeros(3)), "inputs: None of type NoneType is not input data"),
+        (lambda t, x: t.fit(x, "abc"), "targets: 'abc' of type str is not target data"),
+        (lambda t, x: t.fit(x, {"y": 1}), "targets: {'y': 1} of type dict is not target data"),
+        (
+            lambda t, x: t.fit(x, np.zeros(3), validation=(x, None)),
+            "validation data: targets: None of type NoneType is not target data",
+        ),
+        (lambda t, x: t.step(x, None), "targets: None of type NoneType is not target data"),
+        (lambda t, x: t.evaluate(x, None), "targets: None of type NoneType is not target data"),
+        (lambda t, x: t.evaluate(None, np.zeros(3)), "inputs: None of type NoneType is not input data"),
+        (lambda t, x: t.predict(None), "inputs: None of type NoneType is not input data"),
+    ],
+    ids=[
+        "fit-y", "fit-x", "fit-y-str", "fit-y-dict", "validation-y", "step-y", "evaluate-y", "evaluate-x",
+        "predict",
+    ],
+)
+def test_none_is_refused_as_not_data_not_by_its_shape(call, message):
+    """review52 F14: ``fit(x, None)`` said "targets must have shape (n, 1) or (n,) ..., got ()"
+    and ``predict(None)`` "inputs must be real numbers ..., got dtype object"."""
+    with pytest.raises(TrainerError) as caught:
+        call(make(nn.linear(3, 1)), np.zeros((3, 3)))
+    assert str(caught.value) == f"{message} {_NOT_DATA}"
+
+
 def test_mse_target_refusal_names_every_shape_fit_accepts():
     """review48 F9: for a ``(1,)`` output, fit takes ``(n, 1)`` and ``(n,)`` targets (a vector is
     read as a column), so the refusal names both; for a wider output only ``(n, *output_shape)``."""
