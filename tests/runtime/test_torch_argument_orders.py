@@ -202,7 +202,14 @@ def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.C
 @pytest.mark.parametrize("make", [optim.adam, optim.adamw])
 @pytest.mark.parametrize(
     ("pair", "hint"),
-    [((0.9, 0.999), "betas=(0.9, 0.999)"), ([0.8, 0.9], "betas=(0.8, 0.9)"), ((0.9,), "betas=(b1, b2)")],
+    [
+        ((0.9, 0.999), "betas=(0.9, 0.999)"),
+        ([0.8, 0.9], "betas=(0.8, 0.9)"),
+        ((0.9,), "betas=(b1, b2)"),
+        (np.array([0.9, 0.999]), "betas=(0.9, 0.999)"),  # review52 F13
+        (np.array([0.9, 0.99, 0.5]), "betas=(b1, b2)"),
+    ],
+    ids=["tuple", "list", "one", "numpy", "numpy-three"],
 )
 def test_adam_with_torchs_betas_in_beta1s_place_names_betas(make: Any, pair: Any, hint: str) -> None:
     """torch's ``Adam(params, lr, betas)``, ported without params: the pair lands in beta1."""

@@ -701,11 +701,13 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
 
     Raises:
         OptimizerError: ``betas`` not a pair, or given with ``beta1``/``beta2`` other than their
-            defaults (the two spellings of one setting); a tuple or list as ``beta1`` (torch's
-            ``Adam(params, lr, betas)`` written positionally), naming ``betas=``.
+            defaults (the two spellings of one setting); a tuple, list or 1-d numpy array as
+            ``beta1`` (torch's ``Adam(params, lr, betas)`` written positionally), naming ``betas=``.
     """
-    if betas is None and isinstance(beta1, tuple | list):  # torch's Adam(params, lr, betas) order
-        pair = repr(tuple(beta1)) if len(beta1) == 2 else "(b1, b2)"
+    given: object = beta1
+    values = given.tolist() if isinstance(given, np.ndarray) and given.ndim == 1 else given
+    if betas is None and isinstance(values, tuple | list):  # torch's Adam(params, lr, betas) order
+        pair = repr(tuple(values)) if len(values) == 2 else "(b1, b2)"
         raise OptimizerError(
             f"optimizer: beta1 must be a real number (int or float), got {shown(beta1)}: a sequence in "
             "beta1's place is torch's Adam(params, lr, betas) order; torchlean's optimizers take no "
