@@ -1053,13 +1053,24 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
 
 def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
     """Swap two axes (``torch.transpose``); each axis in ``[-ndim, ndim)``; records ``permute``.
+    A rank-0 input takes axes in ``[-1, 0]``, as in torch (``transpose(0, 0)``, ``transpose(-1,
+    0)``): the result is a new rank-0 tensor of the same value, its gradient the incoming one.
 
     Raises:
         GuardError: an axis out of range (``transpose: axis1 5 is out of range for a rank-2 input
-            (accepted: an integer in [-2, 1])``), never wrapped; every axis on a rank-0 input.
+            (accepted: an integer in [-2, 1])``; for a rank-0 input, outside ``[-1, 0]``), never
+            wrapped.
         TensorTypeError: a non-integer axis.
     """
     x = _require_tensor("transpose", "x", x)
+    if x.ndim == 0:  # torch's dim range of a 0-d tensor is [-1, 0], as unsqueeze's and sum's here
+        for name, value in (("axis0", axis0), ("axis1", axis1)):
+            if not -1 <= _int("transpose", name, value) <= 0:
+                raise GuardError(
+                    f"transpose: {name} {value} is out of range for a rank-0 input (accepted: an "
+                    "integer in [-1, 0])"
+                )
+        return permute(x, [])
     perm = list(range(x.ndim))
     a = _axis("transpose", "axis0", axis0, x.ndim)
     b = _axis("transpose", "axis1", axis1, x.ndim)

@@ -1541,11 +1541,19 @@ class Tensor:
         are moved on ``cpu``) are those of the function.
 
         Raises:
-            TensorTypeError: both sizes and ``shape=`` (torch: "got multiple values for argument
-                'shape'"); the function's errors.
+            TensorTypeError: no shape (``t.reshape()``; torch: "missing 1 required positional
+                arguments"; ``t.reshape(())`` makes a one-element tensor rank 0); both sizes and
+                ``shape=`` (torch: "got multiple values for argument 'shape'"); the function's
+                errors.
         """
         from torchlean import functional as F
 
+        if not sizes and shape is _UNSET:
+            raise TensorTypeError(
+                "reshape() missing its shape, as torch's reshape() refuses it (accepted: "
+                "t.reshape(2, 3), t.reshape((2, 3)) or t.reshape(shape=(2, 3)); t.reshape(()) makes "
+                "a one-element tensor rank 0)"
+            )
         return F.reshape(self, _shape_args(_sizes_or_keyword("reshape", sizes, "shape", shape)))
 
     def permute(
@@ -1558,17 +1566,24 @@ class Tensor:
         the axes are not a permutation of x's.
 
         Raises:
-            TensorTypeError: both axes and ``dims=`` (torch: "got multiple values for argument
-                'dims'"); the function's errors.
+            TensorTypeError: no axes (``t.permute()``; torch: "missing 1 required positional
+                arguments"; a rank-0 tensor takes ``t.permute(())``); both axes and ``dims=``
+                (torch: "got multiple values for argument 'dims'"); the function's errors.
         """
         from torchlean import functional as F
 
+        if not axes and dims is _UNSET:
+            raise TensorTypeError(
+                "permute() missing its dims, as torch's permute() refuses it (accepted: "
+                "t.permute(1, 0), t.permute((1, 0)) or t.permute(dims=(1, 0)), one entry per axis; "
+                "t.permute(()) for a rank-0 tensor)"
+            )
         return F.permute(self, _shape_args(_sizes_or_keyword("permute", axes, "dims", dims)))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two axes (``functional.transpose``, ``torch.Tensor.transpose``, with torch's
-        argument names ``dim0``, ``dim1``); an axis outside ``[-ndim, ndim)`` is a ``GuardError``,
-        never wrapped."""
+        argument names ``dim0``, ``dim1``); an axis outside ``[-ndim, ndim)`` (``[-1, 0]`` for a
+        rank-0 tensor, as in torch) is a ``GuardError``, never wrapped."""
         from torchlean import functional as F
 
         return F.transpose(self, dim0, dim1)

@@ -603,9 +603,11 @@ def test_transpose_matches_torch_on_every_axis_pair_and_refuses_the_rest() -> No
     for a, b, what in [(3, 0, "axis0 3"), (0, -4, "axis1 -4"), (1, 9, "axis1 9")]:
         with pytest.raises(GuardError, match=rf"transpose: {what} is out of range for a rank-3 input"):
             x.transpose(a, b)
-    expected = r"transpose: axis0 0 is out of range for a rank-0 input \(accepted: none"
+    # a rank-0 input takes [-1, 0], as torch's (review52 F10); outside it is refused
+    assert tl.transpose(tl.tensor(1.0), 0, -1).tolist() == torch.tensor(1.0).transpose(0, -1).tolist()
+    expected = r"transpose: axis0 1 is out of range for a rank-0 input \(accepted: an integer in \[-1, 0\]\)"
     with pytest.raises(GuardError, match=expected):
-        tl.transpose(tl.tensor(1.0), 0, 0)
+        tl.transpose(tl.tensor(1.0), 1, 0)
 
 
 def test_cross_entropy_axes_match_torch_in_range_and_are_refused_outside() -> None:

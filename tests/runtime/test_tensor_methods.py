@@ -671,6 +671,24 @@ REFUSALS: list[tuple[str, Callable[[Any], Any], Array, type[Exception], str]] = 
     ("expand_float", lambda x: x.expand(3, 4.0), COLUMN, TensorTypeError,
      r"^expand: size\[1\] must be an integer; got 4\.0 of type float"),
     ("expand_nothing", lambda x: x.expand(), COLUMN, TensorTypeError, r"^expand: sizes missing"),
+    # review52 F9: reshape()/permute() gave shape () on a one-element tensor (a GuardError otherwise)
+    ("reshape_nothing_rank0", lambda x: x.reshape(), np.float64(5.0), TensorTypeError,
+     r"^reshape\(\) missing its shape, as torch's reshape\(\) refuses it \(accepted: t\.reshape\(2, 3\)"),
+    ("reshape_nothing_one", lambda x: x.reshape(), np.ones(1), TensorTypeError,
+     r"^reshape\(\) missing its shape"),
+    ("reshape_nothing_rank2", lambda x: x.reshape(), RANK2, TensorTypeError,
+     r"^reshape\(\) missing its shape"),
+    ("permute_nothing_rank0", lambda x: x.permute(), np.float64(5.0), TensorTypeError,
+     r"^permute\(\) missing its dims, as torch's permute\(\) refuses it \(accepted: t\.permute\(1, 0\)"),
+    ("permute_nothing_one", lambda x: x.permute(), np.ones(1), TensorTypeError,
+     r"^permute\(\) missing its dims"),
+    ("permute_nothing_rank2", lambda x: x.permute(), RANK2, TensorTypeError,
+     r"^permute\(\) missing its dims"),
+    # review52 F10: a rank-0 tensor takes dims in [-1, 0], as in torch; outside them it is refused
+    ("transpose_rank0_out_of_range", lambda x: x.transpose(1, 0), np.float64(5.0), GuardError,
+     r"^transpose: axis0 1 is out of range for a rank-0 input \(accepted: an integer in \[-1, 0\]\)$"),
+    ("transpose_rank0_negative", lambda x: x.transpose(0, -2), np.float64(5.0), GuardError,
+     r"^transpose: axis1 -2 is out of range for a rank-0 input \(accepted: an integer in \[-1, 0\]\)$"),
     ("clamp_no_bound", lambda x: x.clamp(), RANK2, TensorTypeError,
      r"^clamp: at least one of min or max must be given, as torch\.clamp requires"),
     ("clip_no_bound", lambda x: x.clip(min=None, max=None), RANK2, TensorTypeError,
@@ -806,3 +824,27 @@ def test_sum_and_mean_keep_their_numpy_spellings(method: str) -> None:
         want = reference(*args, **kwargs)
         assert got.shape == tuple(want.shape)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dims", [(0, 0), (-1, 0), (0, -1), (-1, -1)], ids=str)
+def test_a_rank0_transpose_takes_torchs_dim_range_with_torchs_gradient(dims: tuple[int, int]) -> None:
+    """review52 F10: ``tl.tensor(5.).transpose(0, 0)`` was refused ("accepted: none"); torch's dim
+    range of a 0-d tensor is ``[-1, 0]``, as torchlean's unsqueeze and sum take it."""
+    x = tl.tensor(np.float64(5.0), requires_grad=True)
+    tx = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)
+    pairs = ((x.transpose(*dims), tx.transpose(*dims)), (tl.transpose(x, *dims), torch.transpose(tx, *dims)))
+    for t, ty in pairs:
+        assert t.shape == tuple(ty.shape) == () and t.item() == ty.item() == 5.0
+        (t * 3.0).sum().backward()
+        (ty * 3.0).sum().backward()
+    assert x.grad is not None and tx.grad is not None
+    assert x.grad.item() == tx.grad.item() == 6.0
+
+
+def test_reshape_and_permute_take_an_empty_shape_given_explicitly() -> None:
+    """Only the missing argument is refused: ``()`` is a shape, as in torch."""
+    one, scalar = tl.tensor([5.0]), tl.tensor(5.0)
+    assert one.reshape(()).shape == tuple(torch.tensor([5.0]).reshape(()).shape) == ()
+    assert one.reshape(shape=()).shape == ()
+    assert scalar.permute(()).shape == tuple(torch.tensor(5.0).permute(()).shape) == ()
+    assert scalar.permute(dims=()).shape == ()
