@@ -85,6 +85,25 @@ _LONG_INT_BITS = 333
 """Integers of more bits (about 100 decimal digits) are named by their size in messages."""
 
 
+def int_overflow(value: int, dtype: np.dtype[Any]) -> str | None:
+    """The integers ``dtype`` accepts, when the Python integer ``value`` does not fit it; None when it
+    does. Every int64 value fits every tensor dtype's reading of it (int64, bool, float32, float64);
+    beyond int64, a float dtype takes what rounds to a finite value, and int64 and bool take nothing
+    (torch refuses integers beyond int64 with an ``OverflowError``)."""
+    if -(2**63) <= value < 2**63:
+        return None
+    if dtype.kind == "f":
+        try:
+            with np.errstate(over="ignore"):
+                if np.isfinite(dtype.type(float(value))):
+                    return None
+        except OverflowError:
+            pass
+        return f"integers of magnitude at most {np.finfo(dtype).max:.7g}"
+    info = np.iinfo(np.int64)
+    return f"integers in [{info.min}, {info.max}]"
+
+
 def _digits(n: int) -> int:
     """About how many decimal digits ``abs(n)`` has (from its bit length; no decimal conversion)."""
     return int(abs(n).bit_length() * math.log10(2)) + 1

@@ -106,6 +106,7 @@ import numpy.typing as npt
 
 from torchlean._checks import (
     id_outside,
+    int_overflow,
     is_builtin_int,
     is_builtin_or_numpy_int,
     is_int,
@@ -318,20 +319,8 @@ def _check_int_fits(value: int, dtype: np.dtype[Any]) -> None:
     Raises:
         TensorError: ``the integer 1000...000 (401 digits) does not fit the tensor's dtype ...``.
     """
-    if -(2**63) <= value < 2**63:  # every int64 fits int64, float32 and float64
-        return
-    if dtype.kind == "f":
-        try:
-            with np.errstate(over="ignore"):
-                fits = bool(np.isfinite(dtype.type(float(value))))
-        except OverflowError:
-            fits = False
-        accepted = f"integers of magnitude at most {np.finfo(dtype).max:.7g}"
-    else:
-        info = np.iinfo(np.int64)
-        fits = int(info.min) <= value <= int(info.max)
-        accepted = f"integers in [{info.min}, {info.max}]"
-    if not fits:
+    accepted = int_overflow(value, dtype)
+    if accepted is not None:
         try:
             what = f"the integer {_preview(value)} ({len(str(builtins.abs(value)))} digits)"
         except ValueError:  # past Python's 4300-digit str limit

@@ -92,6 +92,7 @@ from torchlean._checks import (
     CUDA_DEVICE,
     FLOAT_DTYPES,
     dtype_shown,
+    int_overflow,
     is_ambiguous_float,
     is_builtin_or_numpy_int,
     shown,
@@ -342,15 +343,17 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
     """The numeric values of ``data`` that numpy holds only as objects: real numbers among which
     a Python integer lies outside int64 and uint64 (``2**70``, ``[1, 2**70]``), cast to the requested dtype
     or, without one, to int64 (float32 when a float is among them), as ``torch.tensor`` infers it.
-    An integer is accepted only where it fits: never beyond int64 for int64 (torch: "Overflow when
-    unpacking long long"), and for a float dtype when it rounds to a finite value.
+    An integer is accepted only where it fits: never beyond int64 for int64 or bool (torch:
+    "Overflow when unpacking long long"), and for a float dtype when it rounds to a finite value
+    (the rule of the functional ops' integer constants, :func:`torchlean._checks.int_overflow`).
 
     Raises:
         TensorTypeError: an element that is not a real number (``None``, a dict, an object):
             ``cannot create a tensor from None of type NoneType: it is not numeric data ...``.
         TensorError: ``the integer 1180591620717411303424 does not fit the int64 tensor dtype
-            (accepted: integers in [-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float
-            value)``, or the same for a float dtype whose largest finite value it exceeds.
+            (accepted: integers in [-9223372036854775808, 9223372036854775807]; pass
+            dtype='float64' for a rounded float value)``, or the same for a float dtype whose
+            largest finite value it exceeds.
     """
     values = list(raw.flat)
     nonnumeric = [v for v in values if not isinstance(v, numbers.Real)]
@@ -372,19 +375,10 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
     else:
         target = np.dtype(np.int64)
     for v in values:
-        if not isinstance(v, int) or -(2**63) <= v < 2**63:
-            continue
-        if target.kind == "f":
-            try:
-                with np.errstate(over="ignore"):
-                    fits = bool(np.isfinite(target.type(float(v))))
-            except OverflowError:
-                fits = False
-            accepted = f"integers of magnitude at most {np.finfo(target).max:.7g}"
-        else:
-            fits = target.kind == "b"
-            accepted = "integers in [-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value"
-        if not fits:
+        accepted = int_overflow(v, target) if isinstance(v, int) else None
+        if accepted is not None:
+            if target.kind != "f":
+                accepted += "; pass dtype='float64' for a rounded float value"
             what = shown(v)
             what = what if what.startswith(("a ", "an ")) else f"the integer {what}"
             raise TensorError(f"{what} does not fit the {target} tensor dtype (accepted: {accepted})")
