@@ -1713,7 +1713,8 @@ def batch_norm(
     or None, in x's dtype. Returns a tensor of x's shape.
 
     Raises:
-        GuardError: bad shapes or dtypes, eval without both running statistics, one value per
+        GuardError: bad shapes or dtypes, eval without both running statistics, running
+            statistics in training (ignored there, where torch's call updates them), one value per
             channel in training, or an eps that is negative, not finite in x's dtype, or not
             positive in training (PyTorch refuses ``eps <= 0`` in training).
         TensorTypeError: more than one positional argument (torch's order, above); ``training``
@@ -1729,6 +1730,13 @@ def batch_norm(
                 f"to the running statistics (as torch); pass {name}.detach(), or write a learnable "
                 "shift and scale with ordinary ops"
             )
+    if training is True and (running_mean is not None or running_var is not None):
+        raise GuardError(  # torch's training call updates them; here they would be ignored (review52 F15)
+            "batch_norm: running_mean/running_var are neither read nor updated with training=True "
+            "(torch's F.batch_norm updates them in place with its momentum); pass them with "
+            "training=False only; an nn.batch_norm layer keeps them as torch does (momentum-weighted "
+            "batch mean and unbiased variance)"
+        )
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),

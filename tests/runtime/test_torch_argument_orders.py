@@ -291,3 +291,18 @@ def test_conv_takes_torchs_weight_and_bias_keywords(transpose: bool) -> None:
     for ours_grad, torch_grad in ((tx.grad, px.grad), (tw.grad, pw.grad), (tb.grad, pb.grad)):
         assert ours_grad is not None and torch_grad is not None
         np.testing.assert_allclose(ours_grad.numpy(), torch_grad.numpy(), rtol=1e-11, atol=1e-11)
+
+
+def test_batch_norm_refuses_running_statistics_in_training() -> None:
+    """review52 F15: torch's training call updates the running statistics in place; here they
+    were ignored silently, so a ported module stopped tracking them. They are refused now."""
+    x = tl.tensor(_rng().standard_normal((4, 3)))
+    mean, var = tl.tensor(np.zeros(3)), tl.tensor(np.ones(3))
+    for stats in ({"running_mean": mean}, {"running_var": var}, {"running_mean": mean, "running_var": var}):
+        refusal = r"^batch_norm: running_mean/running_var are neither read nor"
+        with pytest.raises(tl.GuardError, match=refusal):
+            tl.batch_norm(x, training=True, **stats)
+    torch_mean = torch.zeros(3, dtype=torch.float64)
+    TF.batch_norm(torch.tensor(x.numpy()), torch_mean, torch.ones(3, dtype=torch.float64), training=True)
+    assert torch_mean.abs().max() > 0  # what torch does with them: an update
+    assert tl.batch_norm(x, running_mean=mean, running_var=var, training=False).shape == (4, 3)
