@@ -99,9 +99,12 @@ def int_overflow(value: int, dtype: np.dtype[Any]) -> str | None:
                     return None
         except OverflowError:
             pass
-        return f"integers of magnitude at most {np.finfo(dtype).max:.7g}"
-    info = np.iinfo(np.int64)
-    return f"integers in [{info.min}, {info.max}]"
+        floats = np.finfo(dtype)  # 2**maxexp - 2**(maxexp - nmant - 2) is the first to round to inf
+        digits = str(2**floats.maxexp - 2 ** (floats.maxexp - floats.nmant - 2))  # past float64's range
+        limit = f"{digits[0]}.{digits[1:8]}e+{len(digits) - 1}"
+        return f"integers that round to a finite {dtype}, of magnitude below about {limit}"
+    ints = np.iinfo(np.int64)
+    return f"integers in [{ints.min}, {ints.max}]"
 
 
 def _digits(n: int) -> int:

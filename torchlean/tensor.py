@@ -348,15 +348,18 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
     (the rule of the functional ops' integer constants, :func:`torchlean._checks.int_overflow`).
 
     Raises:
-        TensorTypeError: an element that is not a real number (``None``, a dict, an object):
-            ``cannot create a tensor from None of type NoneType: it is not numeric data ...``.
+        TensorTypeError: an element that is not a Python or numpy number (``None``, a dict, a
+            ``Fraction``, an object): ``cannot create a tensor from None of type NoneType: it is
+            not numeric data ...``.
         TensorError: ``the integer 1180591620717411303424 does not fit the int64 tensor dtype
             (accepted: integers in [-9223372036854775808, 9223372036854775807]; pass
             dtype='float64' for a rounded float value)``, or the same for a float dtype whose
             largest finite value it exceeds.
     """
     values = list(raw.flat)
-    nonnumeric = [v for v in values if not isinstance(v, numbers.Real)]
+    # Python and numpy numbers only: another Real (a Fraction) would be cast to int64 truncated,
+    # where torch, and the ops' constants, refuse it (review53 F1)
+    nonnumeric = [v for v in values if not isinstance(v, int | float | np.integer | np.floating | np.bool_)]
     if nonnumeric or not values:
         bad = nonnumeric[0] if nonnumeric else data
         subject = (
@@ -398,17 +401,18 @@ def _require_int64_fits(raw: Array) -> None:
     ``cross_entropy`` targets) refuse a too-large uint64 with the index guard's message instead.
 
     Raises:
-        TensorError: ``integer 9223372036854775808 does not fit the int64 tensor dtype (accepted:
-            integers in [-2**63, 2**63 - 1]; ...)``; ``value nan does not fit the int64 tensor dtype
-            (accepted: finite numbers in [-2**63, 2**63), truncated toward zero)``, naming the first
-            offending value in row-major order.
+        TensorError: ``the integer 9223372036854775808 does not fit the int64 tensor dtype
+            (accepted: integers in [-9223372036854775808, 9223372036854775807]; ...)``; ``value nan
+            does not fit the int64 tensor dtype (accepted: finite numbers in [-2**63, 2**63),
+            truncated toward zero)``, naming the first offending value in row-major order.
     """
     if raw.size == 0:
         return
     if raw.dtype == np.uint64 and raw.max() > _INT64_MAX:
         raise TensorError(
-            f"integer {int(raw.max())} does not fit the int64 tensor dtype (accepted: integers in "
-            "[-2**63, 2**63 - 1]; pass dtype='float64' for a rounded float value)"
+            f"the integer {int(raw.max())} does not fit the int64 tensor dtype (accepted: "
+            f"{int_overflow(int(raw.max()), np.dtype(np.int64))}; pass dtype='float64' for a rounded "
+            "float value)"
         )
     if raw.dtype.kind == "f":
         wide = raw if raw.dtype.itemsize >= 8 else raw.astype(np.float64)  # 2**63 exactly

@@ -7,6 +7,7 @@ import operator
 import re
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -108,8 +109,8 @@ def test_integers_beyond_int64_are_named_and_converted_where_they_fit() -> None:
     with pytest.raises(tl.TensorError) as float32:
         tl.tensor(2**200, dtype="float32")
     assert str(float32.value) == (
-        f"the integer {2**200} does not fit the float32 tensor dtype (accepted: integers of magnitude "
-        "at most 3.402823e+38)"
+        f"the integer {2**200} does not fit the float32 tensor dtype (accepted: integers that round to "
+        "a finite float32, of magnitude below about 3.4028235e+38)"
     )
     with pytest.raises(tl.TensorError, match=r"^an integer of about 401 digits does not fit the float64"):
         tl.tensor(10**400, dtype="float64")
@@ -490,7 +491,8 @@ def test_float32_writes_overflow_as_the_ops_constants_do_without_numpy_warnings(
         t32 + 10**400
     assert str(assigned.value) == str(added.value) == (
         "the integer " + "1" + "0" * 56 + "... (401 digits) does not "
-        "fit the tensor's dtype float32 (accepted: integers of magnitude at most 3.402823e+38)"
+        "fit the tensor's dtype float32 (accepted: integers that round to a finite float32, of magnitude "
+        "below about 3.4028235e+38)"
     )
     assert t32.tolist() == [np.inf, 2.0]
 
@@ -1176,3 +1178,15 @@ def test_writing_into_a_result_with_a_tape_history_names_the_out_of_place_rewrit
     leaf = tl.tensor(np.ones(3), requires_grad=True)
     with pytest.raises(AutogradError, match=r"requires grad while gradients are recorded; write it inside"):
         leaf[0] = 2.0  # a leaf (a parameter update) still gets the no_grad advice
+
+
+@pytest.mark.parametrize(
+    "data", [Fraction(7, 2), [Fraction(1, 2), Fraction(3, 2)], Fraction(10**30), [Fraction(1, 2), 1.0]]
+)
+def test_a_fraction_is_not_data_as_torch_and_the_op_constants_say(data: object) -> None:
+    """review53 F1: Fraction(7, 2) became int64 3 (numpy's object cast truncated it) and a big one
+    a raw OverflowError; torch refuses it ("Could not infer dtype of Fraction"), as the ops do."""
+    with pytest.raises(TensorTypeError, match=r"of type Fraction.* not numeric data"):
+        tl.tensor(data)
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.tensor(data)
