@@ -441,15 +441,18 @@ def _check_copy_source(value: Array, shape: tuple[int, ...], dtype: np.dtype[Any
     if not fits:
         raise TensorError(
             f"copy_(): a source of shape {value.shape} does not broadcast to the tensor's shape "
-            f"{shape} (accepted: as in torch, at most {len(shape)} axes, each extent 1 or the "
+            f"{shape} (accepted: as in torch, a rank of at most {len(shape)}, each extent 1 or the "
             "tensor's, aligned from the right)"
         )
     if not np.can_cast(value.dtype, dtype, "same_kind"):
-        torch_cast = "writes v != 0" if dtype.kind == "b" else "truncates toward zero (NaN, ±inf refused)"
+        torch_cast = (
+            "writes v != 0, as torch does" if dtype.kind == "b"
+            else "truncates toward zero as torch does (NaN, ±inf and values beyond int64 refused, "
+            "where torch writes an arbitrary integer)"
+        )
         raise TensorError(
             f"copy_(): {value.dtype} values are not written into a{'n' if dtype.kind == 'i' else ''} "
-            f"{dtype} tensor by copy_ (numpy's same_kind cast rule); t[...] = v {torch_cast} as "
-            "torch does"
+            f"{dtype} tensor by copy_ (numpy's same_kind cast rule); t[...] = v {torch_cast}"
         )
 
 
@@ -1153,8 +1156,9 @@ class Tensor:
                     f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) "
                     "while gradients are recorded: torchlean's tape records no in-place op (torch "
                     "records one), and the op saved this tensor for its backward; build the result "
-                    "out of place (tl.concat of the pieces, or t * keep + values * (1 - keep) with a "
-                    "0/1 mask keep)"
+                    "out of place: tl.concat of the pieces, or t * keep + values * (1 - keep) with a "
+                    "0/1 mask keep (NaN where t is inf or NaN at a replaced entry); for copy_, use the "
+                    "source itself (tl.broadcast_to(src, t.shape))"
                 )
             raise AutogradError(
                 f"autograd: {what} on a tensor that requires grad while gradients are recorded; "

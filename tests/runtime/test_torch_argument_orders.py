@@ -208,6 +208,10 @@ def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.C
         ((0.9,), "betas=(b1, b2)"),
         (np.array([0.9, 0.999]), "betas=(0.9, 0.999)"),  # review52 F13
         (np.array([0.9, 0.99, 0.5]), "betas=(b1, b2)"),
+        ((1.0, 0.999), "betas=(b1, b2)"),  # review53 F7: not echoed where betas= refuses it
+        (("0.9", "0.999"), "betas=(b1, b2)"),
+        ((True, 0.999), "betas=(b1, b2)"),
+        ((0.9, float("nan")), "betas=(b1, b2)"),
     ],
     ids=["tuple", "list", "one", "numpy", "numpy-three"],
 )

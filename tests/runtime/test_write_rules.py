@@ -35,7 +35,7 @@ def test_copy_refuses_a_source_that_does_not_broadcast_by_torchs_rule(src_shape:
     t = tl.tensor(np.zeros((2, 3), np.float32))
     message = re.escape(
         f"copy_(): a source of shape {src_shape} does not broadcast to the tensor's shape (2, 3) "
-        "(accepted: as in torch, at most 2 axes"
+        "(accepted: as in torch, a rank of at most 2"
     )
     with pytest.raises(tl.TensorError, match="^" + message):
         t.copy_(np.ones(src_shape))
@@ -119,15 +119,20 @@ def test_a_constant_operand_beyond_int64_gets_the_same_wording() -> None:
 
 # ---------------------------------------------------------- F5: copy_'s same_kind cast rule
 
+_TRUNCATES = (
+    "truncates toward zero as torch does (NaN, ±inf and values beyond int64 refused, where torch "
+    "writes an arbitrary integer)"
+)
+
 
 @pytest.mark.parametrize(
     ("dtype", "src", "src_dtype", "torch_cast"),
     [
-        ("int64", 1.5, "float64", "truncates toward zero (NaN, ±inf refused)"),
-        ("int64", float("nan"), "float64", "truncates toward zero (NaN, ±inf refused)"),
-        ("int64", np.array([1.5, 2.5], np.float32), "float32", "truncates toward zero (NaN, ±inf refused)"),
-        ("bool", -1, "int64", "writes v != 0"),
-        ("bool", 0.5, "float64", "writes v != 0"),
+        ("int64", 1.5, "float64", _TRUNCATES),
+        ("int64", float("nan"), "float64", _TRUNCATES),
+        ("int64", np.array([1.5, 2.5], np.float32), "float32", _TRUNCATES),
+        ("bool", -1, "int64", "writes v != 0, as torch does"),
+        ("bool", 0.5, "float64", "writes v != 0, as torch does"),
     ],
     ids=["int64-float", "int64-nan", "int64-float32", "bool-int", "bool-float"],
 )
@@ -139,7 +144,7 @@ def test_copy_refused_by_the_cast_rule_says_it_is_the_cast_rule(
     article = "an" if dtype == "int64" else "a"
     message = re.escape(
         f"copy_(): {src_dtype} values are not written into {article} {dtype} tensor by copy_ "
-        f"(numpy's same_kind cast rule); t[...] = v {torch_cast} as torch does"
+        f"(numpy's same_kind cast rule); t[...] = v {torch_cast}"
     )
     with pytest.raises(tl.TensorError, match=f"^{message}$"):
         t.copy_(src)  # type: ignore[arg-type]

@@ -707,7 +707,10 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
     given: object = beta1
     values = given.tolist() if isinstance(given, np.ndarray) and given.ndim == 1 else given
     if betas is None and isinstance(values, tuple | list):  # torch's Adam(params, lr, betas) order
-        pair = repr(tuple(values)) if len(values) == 2 else "(b1, b2)"
+        valid = len(values) == 2 and all(  # echo the pair only where the keyword form takes it (review53 F7)
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1 for v in values
+        )
+        pair = repr(tuple(values)) if valid else "(b1, b2)"
         raise OptimizerError(
             f"optimizer: beta1 must be a real number (int or float), got {shown(beta1)}: a sequence in "
             "beta1's place is torch's Adam(params, lr, betas) order; torchlean's optimizers take no "
