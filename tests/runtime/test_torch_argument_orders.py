@@ -213,7 +213,7 @@ def test_session_prints_to_a_text_stream_and_to_stdout_for_none(capsys: pytest.C
         ((True, 0.999), "betas=(b1, b2)"),
         ((0.9, float("nan")), "betas=(b1, b2)"),
     ],
-    ids=["tuple", "list", "one", "numpy", "numpy-three"],
+    ids=["tuple", "list", "one", "numpy", "numpy-three", "beta1-1", "strings", "bool", "nan"],
 )
 def test_adam_with_torchs_betas_in_beta1s_place_names_betas(make: Any, pair: Any, hint: str) -> None:
     """torch's ``Adam(params, lr, betas)``, ported without params: the pair lands in beta1."""
