@@ -836,8 +836,17 @@ def abs(x: Tensor) -> Tensor:
     return _unary(BackendOp.ABS, x)
 
 
-def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
+def clamp(
+    x: Tensor,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    min: float | None = None,  # torch.clamp's keyword names
+    max: float | None = None,
+) -> Tensor:
     """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``.
+    torch's keywords ``min=``/``max=`` name the same bounds (``clamp(x, min=0.0)`` ports as
+    written, as ``Tensor.clamp`` takes them).
 
     Unlike ``torch.clamp``, which returns ``hi`` everywhere when ``lo > hi`` and NaN for a NaN
     bound, the ``clamp`` guard refuses both: the bounds must satisfy ``lo <= hi``.
@@ -845,8 +854,16 @@ def clamp(x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor
     Raises:
         GuardError: ``lo > hi`` (naming both) or a NaN bound (naming it).
         TensorTypeError: a bound that is not a real number (a string or a bool; ``None`` is a
-            missing bound).
+            missing bound); a bound given twice (``lo`` and ``min``, ``hi`` and ``max``).
     """
+    for name, value, alias, torch_value in (("lo", lo, "min", min), ("hi", hi, "max", max)):
+        if value is not None and torch_value is not None:
+            raise TensorTypeError(
+                f"clamp: {name}={_preview(value)} and {alias}={_preview(torch_value)} are one bound "
+                f"given twice (accepted: {name}, or torch's keyword {alias}=)"
+            )
+    lo = min if lo is None else lo
+    hi = max if hi is None else hi
     low = -math.inf if lo is None else _real("clamp", "lo", lo)
     high = math.inf if hi is None else _real("clamp", "hi", hi)
     return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})

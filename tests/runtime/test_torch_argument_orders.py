@@ -310,3 +310,22 @@ def test_batch_norm_refuses_running_statistics_in_training() -> None:
     TF.batch_norm(torch.tensor(x.numpy()), torch_mean, torch.ones(3, dtype=torch.float64), training=True)
     assert torch_mean.abs().max() > 0  # what torch does with them: an update
     assert tl.batch_norm(x, running_mean=mean, running_var=var, training=False).shape == (4, 3)
+
+
+def test_clamp_takes_torchs_min_and_max_keywords() -> None:
+    """review48 F8, review53 F9: ``torch.clamp(x, min=..., max=...)`` ports as written (float64
+    values and gradients against torch); a bound given twice is refused naming both spellings."""
+    values = np.array([-2.0, -0.5, 0.25, 3.0])
+    cotangent = np.array([1.0, 2.0, 3.0, 4.0])
+    for kwargs in ({"min": -1.0}, {"max": 1.0}, {"min": -1.0, "max": 1.0}):
+        x, px = tl.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+        out, expected = tl.clamp(x, **kwargs), torch.clamp(px, **kwargs)
+        np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+        out.backward(cotangent)
+        expected.backward(torch.tensor(cotangent))
+        assert x.grad is not None and px.grad is not None
+        np.testing.assert_array_equal(x.grad.numpy(), px.grad.numpy())
+    with pytest.raises(tl.TensorTypeError, match=r"^clamp: lo=0\.0 and min=1\.0 are one bound given twice"):
+        tl.clamp(tl.tensor(values), 0.0, min=1.0)
+    with pytest.raises(tl.TensorTypeError, match=r"^clamp: hi=2\.0 and max=1\.0 are one bound given twice"):
+        tl.clamp(tl.tensor(values), hi=2.0, max=1.0)
