@@ -1202,7 +1202,9 @@ class Trainer(Generic[In, Out]):
         ``StepLR``/``CosineAnnealingLR`` stepped once per epoch: ``lambda e: 0.1 * 0.5 ** (e // 10)``),
         checked as the optimizer's ``lr`` (finite, >= 0, also in binary32: the original's rule,
         so ``1e300`` is refused for a float64 model too); :attr:`lr` reads it. Without it, and
-        after ``fit`` returns or fails, the optimizer's own ``lr`` applies. With
+        after ``fit`` returns or fails, the optimizer's own ``lr`` applies (the rate it had before a
+        scheduled ``fit``; without a schedule, a ``trainer.optimizer.set_lr(...)`` made during the
+        fit, e.g. from ``on_batch``, stays, as torch's ``param_group["lr"] = ...``). With
         ``schedule_by="step"``, ``lr_schedule(t)`` is instead the rate of optimizer step ``t``
         (from 0, counted over the trainer's lifetime: :attr:`steps_done`), set before each step,
         as a torch scheduler stepped after every ``optimizer.step()`` (``LambdaLR``, the warmup
@@ -1364,7 +1366,8 @@ class Trainer(Generic[In, Out]):
                         stopped = epoch
                         break
         finally:
-            self._optimizer.set_lr(base_lr)
+            if lr_schedule is not None:  # the schedule's rates end with the fit; a set_lr without
+                self._optimizer.set_lr(base_lr)  # one stays, as torch's param_group["lr"] (review54 F1)
             self.history = self._fit_history(
                 epochs_run, history, held_out, monitor, (val_losses, metrics), stopped, None
             )

@@ -91,6 +91,36 @@ def test_the_optimizer_lr_applies_again_after_fit():
     assert float(trainer.model.parameters[0][0, 0]) == pytest.approx(before - 0.1 * 2 * before, rel=1e-15)
 
 
+def test_a_set_lr_during_an_unscheduled_fit_stays_as_in_torch():
+    """review54 F1: ``optimizer.set_lr`` from ``on_batch`` (a ported manual decay) was undone when
+    ``fit`` returned, although no schedule was given; torch's ``param_group["lr"] = 0.02`` stays.
+    The weights after a second fit equal torch's SGD with that change (float64)."""
+    x = np.random.default_rng(11).standard_normal((8, 2))
+    y = x @ np.array([[0.5], [-1.0]])
+    trainer = Trainer(
+        nn.linear(2, 1, bias=False), config=RunConfig(optimizer=optim.sgd(0.1), dtype="float64")
+    )
+    start = trainer.model.parameters[0].copy()
+
+    def decay(step: int, loss: float) -> None:
+        if trainer.steps_done == 2:
+            trainer.optimizer.set_lr(0.02)
+
+    trainer.fit(x, y, epochs=1, batch_size=2, shuffle=False, on_batch=decay)
+    assert trainer.lr == 0.02 and trainer.optimizer.config.lr == 0.02
+    trainer.fit(x, y, epochs=1, batch_size=2, shuffle=False)
+    w = torch.tensor(start, requires_grad=True)
+    sgd = torch.optim.SGD([w], lr=0.1)
+    for epoch in range(2):
+        for i in range(0, 8, 2):
+            sgd.zero_grad()
+            ((torch.tensor(x[i : i + 2]) @ w.T - torch.tensor(y[i : i + 2])) ** 2).mean().backward()
+            sgd.step()
+            if epoch == 0 and i == 2:  # after the second step, as on_batch does
+                sgd.param_groups[0]["lr"] = 0.02
+    np.testing.assert_allclose(trainer.model.parameters[0], w.detach().numpy(), rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [

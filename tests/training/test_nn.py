@@ -803,3 +803,16 @@ def test_builders_take_torchs_positional_arguments():
     assert (theirs_bn.eps, theirs_bn.momentum, theirs_bn.affine) == (1e-3, 0.05, False)
     assert nn.layer_norm(4, 1e-6) == nn.layer_norm(4, eps=1e-6)
     assert nn.dropout().p == torch.nn.Dropout().p == 0.5
+
+
+def test_load_state_reads_torch_tensors_on_any_device_and_names_meta_tensors() -> None:
+    """review54 F4: a torch tensor off the host reached ``np.asarray`` (torch's own TypeError, "can't
+    convert meta/cuda device type tensor to numpy"); tensors are copied to the host first, and a
+    meta tensor, which holds no values, is a StateError naming the entry."""
+    model = nn.build(nn.sequential(nn.linear(2, 1)), seed=0)
+    meta = {"0.weight": torch.ones(1, 2, device="meta"), "0.bias": torch.ones(1, device="meta")}
+    with pytest.raises(nn.StateError, match=r"^state entry 0\.weight is a torch tensor on the meta device"):
+        model.load_state(meta)
+    torch_model = torch.nn.Linear(2, 1).double()
+    model.load_state({f"0.{k}": v for k, v in torch_model.state_dict().items()})
+    np.testing.assert_array_equal(model.parameters[0], torch_model.weight.detach().numpy().astype(np.float32))

@@ -133,8 +133,9 @@ class Model:
                     f"state entry {spec.name} is a {type(entry).__name__} that requires grad (accepted: "
                     "arrays of its values, e.g. its .detach(), or torch's state_dict() entries)"
                 )
+            entry = _wide_torch(entry, spec.name)
             try:
-                raw = np.asarray(_wide_torch(entry))
+                raw = np.asarray(entry)
             except ValueError as error:  # ragged nested lists
                 raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
             refusal = (
@@ -346,15 +347,25 @@ _NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
 """The torch floating dtypes numpy has a type for."""
 
 
-def _wide_torch(entry: object) -> object:
-    """A torch floating tensor of a dtype numpy has no type for (bfloat16, the float8 types)
-    widened to float64, which holds each of its values exactly; anything else as it is."""
+def _wide_torch(entry: object, name: str) -> object:
+    """A torch tensor copied to the host (a CUDA checkpoint loaded without ``map_location``), and
+    one of a floating dtype numpy has no type for (bfloat16, the float8 types) widened to float64,
+    which holds each of its values exactly; anything else as it is.
+
+    Raises:
+        StateError: a tensor without data (torch's ``meta`` device), naming the entry."""
     if not _is_torch_tensor(entry):
         return entry
     tensor: Any = entry
+    if tensor.device.type == "meta":
+        raise StateError(
+            f"state entry {name} is a torch tensor on the meta device, which holds no values "
+            "(accepted: tensors with data on any device, e.g. torch.load(..., map_location='cpu'))"
+        )
+    tensor = tensor.detach().cpu()  # review54 F4: numpy reads host tensors only
     if tensor.is_floating_point() and str(tensor.dtype) not in _NUMPY_FLOATS:
-        return tensor.detach().cpu().double()
-    return entry
+        return tensor.double()
+    return tensor
 
 
 def _kind(value: object) -> str:
