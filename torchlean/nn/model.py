@@ -133,9 +133,9 @@ class Model:
                     f"state entry {spec.name} is a {type(entry).__name__} that requires grad (accepted: "
                     "arrays of its values, e.g. its .detach(), or torch's state_dict() entries)"
                 )
-            entry = _wide_torch(entry, spec.name)
+            host = _wide_torch(entry, spec.name)
             try:
-                raw = np.asarray(entry)
+                raw = np.asarray(host)
             except ValueError as error:  # ragged nested lists
                 raise StateError(f"state entry {spec.name} is not a rectangular array: {error}") from None
             refusal = (
