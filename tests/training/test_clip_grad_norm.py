@@ -233,3 +233,20 @@ def test_messages_name_clip_grad_norm():
         optim.clip_grad_norm(np.ones(3), 1.0)  # type: ignore[arg-type]
     with pytest.raises(OptimizerError, match=r"^clip_grad_norm: gradient 0 must be a numpy float array"):
         optim.clip_grad_norm([[1.0]], 1.0)  # type: ignore[list-item]
+
+
+def test_the_string_inf_is_torchs_infinity_norm() -> None:
+    """review54 F7: torch documents ``norm_type='inf'``; it was refused as not a real number."""
+    rng = np.random.default_rng(54)
+    grads = [rng.standard_normal((3, 2)), rng.standard_normal(4)]
+    tensors = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in grads]
+    for t, g in zip(tensors, grads, strict=True):
+        t.grad = torch.tensor(g)
+    torch_total = torch.nn.utils.clip_grad_norm_(tensors, 0.5, norm_type="inf")
+    clipped, total = optim.clip_grad_norm(grads, 0.5, norm_type="inf")
+    assert total == float(torch_total)
+    for ours, t in zip(clipped, tensors, strict=True):
+        assert ours is not None and t.grad is not None
+        np.testing.assert_array_equal(ours, t.grad.numpy())
+    with pytest.raises(OptimizerError, match="norm_type must be a real number, got 'fro'"):
+        optim.clip_grad_norm(grads, 0.5, norm_type="fro")

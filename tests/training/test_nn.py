@@ -816,3 +816,23 @@ def test_load_state_reads_torch_tensors_on_any_device_and_names_meta_tensors() -
     torch_model = torch.nn.Linear(2, 1).double()
     model.load_state({f"0.{k}": v for k, v in torch_model.state_dict().items()})
     np.testing.assert_array_equal(model.parameters[0], torch_model.weight.detach().numpy().astype(np.float32))
+
+
+def test_a_torch_modules_attribute_names_get_the_positional_naming_hint() -> None:
+    """review54 F7: loading a named torch module's state_dict listed the keys but not the one
+    thing to do: torchlean names parameters by layer position."""
+    model = nn.build(nn.sequential(nn.linear(2, 3), nn.relu(), nn.linear(3, 1)), seed=0)
+
+    class Named(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(2, 3), torch.nn.Linear(3, 1)
+
+    with pytest.raises(nn.StateError) as info:
+        model.load_state(Named().state_dict())
+    assert str(info.value).endswith(
+        "; torchlean names parameters by their layer's position in the model (the missing names), "
+        "not by attribute names such as 'fc1.weight': rename the entries"
+    )
+    renamed = dict(zip(model.state(), Named().state_dict().values(), strict=True))
+    model.load_state(renamed)  # the rename the hint asks for loads

@@ -121,6 +121,12 @@ class Model:
                 f"; torch's batch norm counters ({', '.join(counters)}) are not kept (they serve only "
                 "momentum=None), drop them or pass strict=False" if counters else ""
             )
+            named = [n for n in extra if isinstance(n, str) and not n.split(".", 1)[0].isdigit()]
+            if missing and named:  # a torch module's attribute names (review54 F7)
+                hint += (
+                    "; torchlean names parameters by their layer's position in the model (the "
+                    f"missing names), not by attribute names such as {named[0]!r}: rename the entries"
+                )
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}{hint}")
         values: list[Array] = []
         for spec, current in zip(self.specs, self.parameters, strict=True):

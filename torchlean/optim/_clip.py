@@ -27,14 +27,15 @@ def _real(name: str, value: object) -> float:
 
 
 def clip_grad_norm(
-    grads: Sequence[Array | None], max_norm: float, *, norm_type: float = 2.0
+    grads: Sequence[Array | None], max_norm: float, *, norm_type: float | str = 2.0
 ) -> tuple[list[Array | None], float]:
     """Scale the gradients so that their total norm is at most ``max_norm``
     (``torch.nn.utils.clip_grad_norm_``): returns the clipped gradients (new arrays; ``None``
     entries stay ``None``, as torch skips parameters without a gradient) and the total norm before
     clipping, as a Python float.
 
-    As torch computes it: each gradient's ``norm_type``-norm (``inf``: the largest magnitude), the
+    As torch computes it: each gradient's ``norm_type``-norm (``inf``, or torch's string
+    ``"inf"``: the largest magnitude), the
     same norm of those norms (``0.0`` when every entry is ``None``, and for empty gradients, where
     torch's infinity norm raises), ``coef = max_norm / (total + 1e-6)`` (evaluated as torch does,
     ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
@@ -54,6 +55,8 @@ def clip_grad_norm(
             number > 0; gradients that are not numpy float arrays of one dtype, or not a sequence
             (as :meth:`Optimizer.step`).
     """
+    if norm_type == "inf":  # torch's documented spelling of the infinity norm (review54 F7)
+        norm_type = math.inf
     limit, p = _real("max_norm", max_norm), _real("norm_type", norm_type)
     if not limit >= 0.0:
         raise OptimizerError(f"clip_grad_norm: max_norm must be >= 0 (inf allowed), got {max_norm!r}")
