@@ -127,6 +127,12 @@ def shown(value: object) -> str:
     return repr(value)
 
 
+def shown_briefly(value: object, limit: int = 60) -> str:
+    """:func:`shown` of ``value``, cut to ``limit`` characters (``...`` marks the cut)."""
+    text = shown(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def checked_int(value: object, what: str, minimum: int, error: Callable[[str], Exception]) -> int:
     """``value`` as an ``int`` if it is an integer (:func:`is_int`) ``>= minimum``.
 

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from typing_extensions import TypeVar
 
 from torchlean import functional as F
-from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown
+from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -434,11 +434,9 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     except ValueError as error:
         raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
     if array.ndim == 0 and array.dtype.kind not in "biuf":
-        text = shown(values)
-        text = text if len(text) <= 60 else text[:57] + "..."
         raise TrainerError(
-            f"{what}: {text} of type {type(values).__name__} is not {what.removesuffix('s')} data "
-            "(accepted: real numbers with one row per sample: a numpy array, a torchlean Tensor or "
+            f"{what}: {shown_briefly(values)} of type {type(values).__name__} is not "
+            f"{what.removesuffix('s')} data (accepted: real numbers with one row per sample: a numpy array, a torchlean Tensor or "
             "nested lists)"
         )
     return array

@@ -42,7 +42,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from torchlean._checks import is_builtin_or_numpy_int, shown
+from torchlean._checks import is_builtin_or_numpy_int, shown_briefly
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
@@ -158,12 +158,6 @@ def _stream_fault(stream: object) -> str | None:
     return None
 
 
-def _shown_briefly(value: object, limit: int = 60) -> str:
-    """:func:`~torchlean._checks.shown` of ``value``, cut to ``limit`` characters."""
-    text = shown(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -203,13 +197,13 @@ class Session:
             raise SessionTypeError(f"torch eager session: show_backend must be a bool, got {show_backend!r}")
         if stream is not None and not _is_text_stream(stream):
             raise SessionTypeError(
-                f"torch eager session: stream {_shown_briefly(stream)} of type {type(stream).__name__} "
+                f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__} "
                 "is not accepted (accepted: a text stream with .write, or None for sys.stdout)"
             )
         fault = None if stream is None else _stream_fault(stream)
         if fault is not None:
             raise SessionTypeError(
-                f"torch eager session: stream {_shown_briefly(stream)} of type {type(stream).__name__} "
+                f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__} "
                 f"{fault} (accepted: an open, writable text stream, or None for sys.stdout)"
             )
         resolved = _resolve_profile(profile)
