@@ -436,8 +436,8 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     if array.ndim == 0 and array.dtype.kind not in "biuf":
         raise TrainerError(
             f"{what}: {shown_briefly(values)} of type {type(values).__name__} is not "
-            f"{what.removesuffix('s')} data (accepted: real numbers with one row per sample: a numpy array, a torchlean Tensor or "
-            "nested lists)"
+            f"{what.removesuffix('s')} data (accepted: real numbers with one row per sample: a "
+            "numpy array, a torchlean Tensor or nested lists)"
         )
     return array
 
