@@ -1747,7 +1747,8 @@ def batch_norm(
                 f"to the running statistics (as torch); pass {name}.detach(), or write a learnable "
                 "shift and scale with ordinary ops"
             )
-    if training is True and (running_mean is not None or running_var is not None):
+    training = _flag("batch_norm: training", training)  # a numpy bool too (mread 2)
+    if training and (running_mean is not None or running_var is not None):
         raise GuardError(  # torch's training call updates them; here they would be ignored (review52 F15)
             "batch_norm: running_mean/running_var are neither read nor updated with training=True "
             "(torch's F.batch_norm updates them in place with its momentum); pass them with "
@@ -1757,7 +1758,7 @@ def batch_norm(
     return run_op(
         BackendOp.BATCH_NORM,
         (x, weight, bias, running_mean, running_var),
-        {"training": _flag("batch_norm: training", training), "eps": _real("batch_norm", "eps", eps)},
+        {"training": training, "eps": _real("batch_norm", "eps", eps)},
     )
 
 

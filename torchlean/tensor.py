@@ -311,6 +311,10 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         ) from exc
     if raw.dtype.kind in "USV" and raw.size:  # strings, bytes: found again as the values written
         raw = np.asarray(source, dtype=object)
+    if not from_array and raw.dtype.kind == "f" and raw.size and not (np.abs(raw) < 2.0**63).all():
+        exact = np.array(source, dtype=object)  # numpy reads [2**63, 1] as float64 (mread 1)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in exact.flat):
+            raw = exact  # integers as written: refused beyond int64 as [2**64, 1] is
     if raw.dtype == object:  # Python integers beyond numpy's range, or not numbers at all
         raw = _object_numbers(data, raw, dtype)
     if raw.dtype.kind not in "biuf":  # strings, complex: never cast, even on request

@@ -1190,3 +1190,14 @@ def test_a_fraction_is_not_data_as_torch_and_the_op_constants_say(data: object) 
         tl.tensor(data)
     with pytest.raises((TypeError, RuntimeError)):
         torch.tensor(data)
+
+
+def test_a_list_of_integers_numpy_reads_as_floats_is_still_refused_beyond_int64() -> None:
+    """mread 1: numpy reads ``[2**63, 1]`` as float64 (``[2**64, 1]`` as objects), so it became a
+    float32 tensor silently; torch refuses it, as torchlean refuses ``[2**63]``."""
+    with pytest.raises((RuntimeError, ValueError, OverflowError)):
+        torch.tensor([2**63, 1])
+    with pytest.raises(tl.TensorError, match=r"^the integer 9223372036854775808 does not fit the int64"):
+        tl.tensor([2**63, 1])
+    assert tl.tensor([2**63, 1], dtype="float64").tolist() == [2.0**63, 1.0]  # converted on request
+    assert tl.tensor([2**63, 1.5]).dtype == np.float32  # a float among them: float data, as torch

@@ -306,6 +306,8 @@ def test_batch_norm_refuses_running_statistics_in_training() -> None:
         refusal = r"^batch_norm: running_mean/running_var are neither read nor"
         with pytest.raises(tl.GuardError, match=refusal):
             tl.batch_norm(x, training=True, **stats)
+        with pytest.raises(tl.GuardError, match=refusal):  # mread 2: a numpy bool as well
+            tl.batch_norm(x, training=np.True_, **stats)  # type: ignore[arg-type]
     torch_mean = torch.zeros(3, dtype=torch.float64)
     TF.batch_norm(torch.tensor(x.numpy()), torch_mean, torch.ones(3, dtype=torch.float64), training=True)
     assert torch_mean.abs().max() > 0  # what torch does with them: an update
