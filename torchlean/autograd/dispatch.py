@@ -25,7 +25,7 @@ call, with :func:`execute_bound`):
    then provider, then device). The binding is kept in a :class:`BoundKernel`: the eager session
    binds each selected kernel once and the typed-graph schedule binds each planned node once;
 4. on every call (:func:`execute_bound`, after steps 0 and 2): run the bound executable on the
-   input storages (``ExecutableKernel.run``, whose beartype validator checks that it and its
+   input storages (``ExecutableKernel.run``, whose mint check confirms that it and its
    accepted kernel are still minted), wrap the result in a
    :class:`~torchlean.tensor.Tensor` and, when gradients are enabled, the op
    is differentiable and some input requires a gradient, record one tape node whose local rule
@@ -338,8 +338,9 @@ class BoundKernel:
 
     ``executable`` is :func:`~torchlean.backend.binding.bind` applied once to ``accepted`` and a
     :class:`~torchlean.backend.binding.KernelHandler` whose ``execute`` is the linked forward; every
-    later call runs ``executable.run(arrays, params)``, so the beartype validator on the minted
-    kernels still runs per call, but planning, acceptance and binding do not. ``differentiable``
+    later call runs ``executable.run(arrays, params)``, so the mint check of the sealed kernels
+    (:func:`~torchlean.backend.sealed.require_minted`) still runs per call, but planning,
+    acceptance and binding do not. ``differentiable``
     (the op requires a VJP) and ``host`` (the capsule targets ``cpu``) are read off ``accepted``
     once, for the per-call path.
     """

@@ -23,7 +23,7 @@ profile and runs :func:`validate_for_execution`; a failure is a :class:`SessionE
 The linked kernel is then bound to the accepted kernel once
 (:func:`~torchlean.autograd.dispatch.bind_linked`); later uses of the op reuse that
 :class:`~torchlean.autograd.dispatch.BoundKernel` and only execute it (operand and device checks,
-the beartype validator of the minted kernels, the kernel, the tape node).
+the mint check of the sealed kernels, the kernel, the tape node).
 
 Ops called outside any ``with session(...)`` block run in a module-level default ``checked_cpu``
 session created on first use. Each session keeps a random-op counter that advances once per

@@ -118,21 +118,14 @@ class ExecutableKernel(Sealable, Generic[R]):
             UnmintedError: this kernel (or its accepted kernel) was not minted by its gate or was
                 changed since.
         """
-        result: R = _run_checked(self, args)
+        require_minted(self, "ExecutableKernel.run", _is_intact_executable)
+        result: R = self.handler.execute(self.accepted.capsule, *args)
         return result
 
 
 Executable = Annotated[ExecutableKernel[Any], Is[_is_intact_executable]]
 """Beartype hint refusing executable kernels that are not minted and unchanged (nor their accepted
 kernel), for a ``@beartype`` API of one's own; torchlean's consumers call ``require_minted``."""
-
-
-@beartype
-def _run_checked(kernel: ExecutableKernel[Any], args: tuple[Any, ...]) -> Any:
-    # Decorated after ``ExecutableKernel`` exists, so beartype resolves the hint once, at decoration
-    # (a forward reference on the method itself is re-resolved through a proxy on every call).
-    require_minted(kernel, "ExecutableKernel.run", _is_intact_executable)
-    return kernel.handler.execute(kernel.accepted.capsule, *args)
 
 
 @beartype
