@@ -1160,9 +1160,13 @@ class Tensor:
                     f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) "
                     "while gradients are recorded: torchlean's tape records no in-place op (torch "
                     "records one), and the op saved this tensor for its backward; build the result "
-                    "out of place: tl.concat of the pieces, or t * keep + values * (1 - keep) with a "
-                    "0/1 mask keep (NaN where t is inf or NaN at a replaced entry); for copy_, use the "
-                    "source itself (tl.broadcast_to(src, t.shape))"
+                    "out of place: "
+                    + (
+                        "the source itself (tl.broadcast_to(src, t.shape))" if what == "copy_()"
+                        else "t * 0.0" if what == "zero_()"
+                        else "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 "
+                        "mask keep (NaN where t is inf or NaN at a replaced entry)"
+                    )
                 )
             raise AutogradError(
                 f"autograd: {what} on a tensor that requires grad while gradients are recorded; "

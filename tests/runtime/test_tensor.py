@@ -1159,8 +1159,12 @@ def test_writing_into_a_result_with_a_tape_history_names_the_out_of_place_rewrit
     the backward then refuses); the named mask rewrite gives torch's gradient for ``y[0] = 5``."""
     x = tl.tensor(np.ones(3), requires_grad=True)
     y = x + 1.0
-    for write in (lambda: y.__setitem__(0, 5.0), lambda: y.copy_(np.zeros(3))):
-        with pytest.raises(AutogradError, match=r"tape history \(made by `add`\).*t \* keep \+ values"):
+    for write, rewrite in (
+        (lambda: y.__setitem__(0, 5.0), r"t \* keep \+ values"),
+        (lambda: y.copy_(np.zeros(3)), r"the source itself \(tl\.broadcast_to\(src, t\.shape\)\)$"),
+        (lambda: y.zero_(), r"out of place: t \* 0\.0$"),
+    ):
+        with pytest.raises(AutogradError, match=rf"tape history \(made by `add`\).*{rewrite}"):
             write()
     with tl.no_grad():  # what the old message advised: the backward is then refused
         y[0] = 5.0
