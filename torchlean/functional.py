@@ -1151,7 +1151,14 @@ def _check_slice(item: builtins.slice, index: Any) -> None:
             integers or None; got 0.0 of type float as the start of slice(0.0, 2.0, None) ...``).
         TensorError: a negative or zero step (``negative or zero slice steps are not supported``).
     """
-    for part, value in (("start", item.start), ("stop", item.stop), ("step", item.step)):
+    start, stop, step = item.start, item.stop, item.step
+    if (
+        (start is None or type(start) is int)  # the common x[a:b]: checked without the loop below
+        and (stop is None or type(stop) is int)
+        and (step is None or (type(step) is int and step >= 1))
+    ):
+        return
+    for part, value in (("start", start), ("stop", stop), ("step", step)):
         if value is not None and not is_builtin_or_numpy_int(value):
             raise TensorTypeError(
                 f"slice bounds must be integers or None; got {shown(value)} of type "
