@@ -1971,16 +1971,18 @@ _SEED_LIMIT = 2**64
 def _seed(fn: str, seed: object, session_seed: object) -> int:
     """The seed of a random op (``session_seed`` when ``seed`` is None): an integer below
     ``2**64``, since ``keyOf`` takes it as an unsigned 64-bit number and a larger one would
-    silently wrap onto a smaller seed. Negative seeds are left to the kernel guard, which refuses
-    them.
+    silently wrap onto a smaller seed; a negative one is refused here too (the kernel guard's
+    wording, naming ``fn``).
 
     Raises:
         TensorTypeError: a non-integer seed.
         GuardError: ``rand_uniform: seed = 18446744073709551621 is out of range (accepted: integers
-            in [0, 2**64 - 1]) ...``.
+            in [0, 2**64 - 1]) ...``; ``dropout: seed = -1 is negative (accepted: integers >= 0)``.
     """
     name = "session seed" if seed is None else "seed"
     value = _int(fn, name, session_seed if seed is None else seed)
+    if value < 0:
+        raise GuardError(f"{fn}: {name} = {value} is negative (accepted: integers >= 0)")
     if value >= _SEED_LIMIT:
         raise GuardError(
             f"{fn}: {name} = {value} is out of range (accepted: integers in [0, 2**64 - 1]; a larger "
@@ -2079,10 +2081,8 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
             f"dropout: seed must be an integer or None; got {_preview(seed)} of type "
             f"{type(seed).__name__}{hint}"
         )
-    if seed is not None and int(seed) < 0:  # the bernoulli_mask guard's wording, naming dropout
-        raise GuardError(f"dropout: seed = {int(seed)} is negative (accepted: integers >= 0)")
     if seed is not None:
-        _seed("dropout", seed, None)  # refuses 2**64 and beyond, naming dropout
+        _seed("dropout", seed, None)  # refuses negatives and 2**64 and beyond, naming dropout
     if not 0.0 <= _real("dropout", "p", p) <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
     if not _flag("dropout: training", training) or p == 0.0:
