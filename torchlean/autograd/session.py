@@ -134,28 +134,32 @@ def _resolve_profile(profile: object) -> BackendProfile:
     )
 
 
-def _is_text_stream(stream: object) -> bool:
-    """Whether ``print(..., file=stream)`` can write to ``stream``: an object (not a class) with a
-    callable ``write`` that is not a binary stream (``sys.stdout.buffer``, ``io.BytesIO``)."""
-    if isinstance(stream, type | io.BufferedIOBase | io.RawIOBase):
-        return False
-    return callable(getattr(stream, "write", None))
+def _stream_refusal(stream: object) -> SessionError | None:
+    """Why ``print(..., file=stream)`` would fail, as the error to raise, or None.
 
-
-def _stream_fault(stream: object) -> str | None:
-    """Why ``print(..., file=stream)`` would fail on a text stream: ``"is closed"`` (a closed
-    file or ``StringIO``: "I/O operation on closed file"), ``"is not writable"`` (``writable()``
-    is False: a file opened for reading, "not writable"), or None when neither is known."""
+    Not a text stream (a class, an object without a callable ``write``, or a binary stream such as
+    ``sys.stdout.buffer`` or ``io.BytesIO``): a :class:`SessionTypeError`. A text stream that is
+    closed ("I/O operation on closed file" at the first print) or not writable (``writable()`` is
+    False, e.g. a file opened for reading: "not writable"): a :class:`SessionError`, a fault of the
+    value rather than of its type.
+    """
+    shown = f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__}"
+    binary = isinstance(stream, type | io.BufferedIOBase | io.RawIOBase)
+    if binary or not callable(getattr(stream, "write", None)):
+        accepted = "a text stream with .write, or None for sys.stdout"
+        return SessionTypeError(f"{shown} is not accepted (accepted: {accepted})")
+    fault = None
     if getattr(stream, "closed", False) is True:
-        return "is closed"
-    writable = getattr(stream, "writable", None)
-    if callable(writable):
+        fault = "is closed"
+    elif callable(writable := getattr(stream, "writable", None)):
         try:
             if writable() is False:
-                return "is not writable (writable() is False: opened for reading?)"
+                fault = "is not writable (writable() is False: opened for reading?)"
         except (OSError, ValueError) as exc:
-            return f"is not writable (writable() raised {type(exc).__name__}: {exc})"
-    return None
+            fault = f"is not writable (writable() raised {type(exc).__name__}: {exc})"
+    if fault is None:
+        return None
+    return SessionError(f"{shown} {fault} (accepted: an open, writable text stream, or None for sys.stdout)")
 
 
 class Session:
@@ -175,10 +179,11 @@ class Session:
             ``SessionError`` that is also a ``TypeError``), ``seed`` is not an integer in
             ``[0, 2**64)``, ``show_backend`` not a bool, or ``stream`` neither None nor a text
             stream (an object with a callable ``write``; a class or a binary stream such as
-            ``sys.stdout.buffer`` is refused), or a text stream that is closed or not writable
-            (``writable()`` False, e.g. ``open(path)`` for reading), checked here rather than at
-            the first print (which would raise ``ValueError``/``io.UnsupportedOperation``).
-        SessionError: the profile cannot execute here (:func:`validate_for_execution`).
+            ``sys.stdout.buffer`` is refused).
+        SessionError: the profile cannot execute here (:func:`validate_for_execution`), or
+            ``stream`` is a text stream that is closed or not writable (``writable()`` False, e.g.
+            ``open(path)`` for reading), checked here rather than at the first print (which would
+            raise ``ValueError``/``io.UnsupportedOperation``).
     """
 
     def __init__(
@@ -195,17 +200,9 @@ class Session:
             )
         if not isinstance(show_backend, bool | np.bool_):
             raise SessionTypeError(f"torch eager session: show_backend must be a bool, got {show_backend!r}")
-        if stream is not None and not _is_text_stream(stream):
-            raise SessionTypeError(
-                f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__} "
-                "is not accepted (accepted: a text stream with .write, or None for sys.stdout)"
-            )
-        fault = None if stream is None else _stream_fault(stream)
-        if fault is not None:
-            raise SessionTypeError(
-                f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__} "
-                f"{fault} (accepted: an open, writable text stream, or None for sys.stdout)"
-            )
+        refusal = None if stream is None else _stream_refusal(stream)
+        if refusal is not None:
+            raise refusal
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
         self.profile: BackendProfile = resolved
