@@ -140,22 +140,9 @@ if _TYPE_CHECKING:
 
     __version__: str
 
-_MODULES: dict[str, str] = {
-    "autograd": "torchlean.autograd",
-    "backend": "torchlean.backend",
-    "checkpoint": "torchlean.checkpoint",
-    "data": "torchlean.data",
-    "functional": "torchlean.functional",
-    "ir": "torchlean.ir",
-    "models": "torchlean.models",
-    "nn": "torchlean.nn",
-    "optim": "torchlean.optim",
+_ALIASES: dict[str, str] = {  # names for modules deeper down; a plain submodule needs no entry
     "profiler": "torchlean.autograd.profiler",
     "profiles": "torchlean.backend.profiles",
-    "shapes": "torchlean.shapes",
-    "spec": "torchlean.spec",
-    "trainer": "torchlean.trainer",
-    "validation": "torchlean.validation",
 }
 _ATTRIBUTES: dict[str, str] = {
     "AutogradError": "torchlean.autograd.tape",
@@ -358,12 +345,14 @@ def __getattr__(name: str) -> _Any:
     value: _Any
     if name == "__version__":
         value = _version()
-    elif name in _MODULES:
-        value = _importlib.import_module(_MODULES[name])
+    elif name in _ALIASES:
+        value = _importlib.import_module(_ALIASES[name])
     elif name in _ATTRIBUTES:
         value = getattr(_importlib.import_module(_ATTRIBUTES[name]), name)
     else:
-        raise AttributeError(f"module 'torchlean' has no attribute {name!r}")
+        from torchlean.backend._submodules import submodule
+
+        value = submodule(__name__, name)  # torchlean.trainer, torchlean.batches, ...
     globals()[name] = value
     return value
 

@@ -99,6 +99,27 @@ def test_each_printed_dotted_path_resolves_after_a_plain_import() -> None:
     assert failures == []
 
 
+def _public_module_paths() -> list[str]:
+    """Every module and package of torchlean whose dotted path has no ``_``-prefixed part."""
+    root = Path(torchlean.__file__).parent
+    paths = []
+    for file in root.rglob("*.py"):
+        parts = ("torchlean", *file.relative_to(root).with_suffix("").parts)
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            paths.append(".".join(parts))
+    return sorted(set(paths) - NOT_PATHS)
+
+
+def test_every_public_submodule_resolves_as_an_attribute_after_a_plain_import() -> None:
+    """``torchlean.batches``, ``torchlean.lr_schedules``, ``torchlean.backend.providers.aten.norms``,
+    ...: not only the paths the README prints (mread 12: the root kept its own hand-made list)."""
+    paths = _public_module_paths()
+    assert {"torchlean.batches", "torchlean.backend.providers.aten", "torchlean.nn"} <= set(paths)
+    result = _resolve_in_fresh_interpreter(sorted(paths, key=lambda p: -p.count(".")))
+    assert result["failures"] == [], result
+
+
 def test_import_torchlean_stays_light_and_dir_lists_the_submodules() -> None:
     result = _resolve_in_fresh_interpreter([])
     assert result == {"loaded": ["torchlean"], "numpy": False, "failures": []}

@@ -7,3 +7,11 @@ from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, 
 from torchlean.autograd.tape import AutogradError
 
 __all__ = ["AutogradError", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+    from torchlean.backend._submodules import module_getattr as _module_getattr
+
+    __getattr__ = _module_getattr(__name__)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from types import ModuleType
 
 
@@ -24,3 +25,17 @@ def submodule(package: str, name: str) -> ModuleType:
     if public and importlib.util.find_spec(f"{package}.{name}") is not None:
         return importlib.import_module(f"{package}.{name}")
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+
+def module_getattr(package: str) -> Callable[[str], ModuleType]:
+    """A module ``__getattr__`` (PEP 562) for ``package``: :func:`submodule` of ``package``.
+
+    Use as ``__getattr__ = module_getattr(__name__)`` under ``if not TYPE_CHECKING:`` (mypy resolves
+    submodules itself, and a visible module ``__getattr__`` would make every attribute ``Any``).
+    """
+
+    def __getattr__(name: str) -> ModuleType:
+        return submodule(package, name)
+
+    __getattr__.__doc__ = f"``{package}.<name>`` for a public submodule, imported on first use."
+    return __getattr__

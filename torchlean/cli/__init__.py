@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -255,6 +256,12 @@ def _run(argv: Sequence[str] | None) -> int:
     except UnicodeEncodeError as error:  # a character stdout's strict encoding lacks (PYTHONIOENCODING=ascii)
         print(f"error: cannot write the output: {error}", file=sys.stderr)
         return 2
+
+
+if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+    from torchlean.backend._submodules import module_getattr as _module_getattr
+
+    __getattr__ = _module_getattr(__name__)
 
 
 if __name__ == "__main__":

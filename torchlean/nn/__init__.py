@@ -21,6 +21,7 @@ created in the dtype given to :func:`build` (float32 or float64).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import TypeVar, cast, overload
 
 from torchlean._checks import is_int
@@ -483,3 +484,9 @@ def transformer_block(
         return TransformerBlock(d_model, heads, mlp_hidden, causal)
     # the default width needs an int d_model; any other d_model is refused by TransformerBlock first
     return TransformerBlock(d_model, heads, 4 * int(d_model) if is_int(d_model) else d_model, causal)
+
+
+if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+    from torchlean.backend._submodules import module_getattr as _module_getattr
+
+    __getattr__ = _module_getattr(__name__)

@@ -4,9 +4,6 @@ and the modules they share; a submodule loads on first attribute use."""
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+    from torchlean.backend._submodules import module_getattr as _module_getattr
 
-    from torchlean.backend._submodules import submodule as _submodule
-
-    def __getattr__(name: str) -> object:
-        """``torchlean.backend.providers.<name>`` for a public submodule, imported on first use (PEP 562)."""
-        return _submodule(__name__, name)
+    __getattr__ = _module_getattr(__name__)

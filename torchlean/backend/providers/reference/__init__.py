@@ -3,9 +3,6 @@
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
+    from torchlean.backend._submodules import module_getattr as _module_getattr
 
-    from torchlean.backend._submodules import submodule as _submodule
-
-    def __getattr__(name: str) -> object:
-        """A public submodule of this package, imported on first use (PEP 562)."""
-        return _submodule(__name__, name)
+    __getattr__ = _module_getattr(__name__)
