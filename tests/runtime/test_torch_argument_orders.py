@@ -139,7 +139,11 @@ def test_session_refuses_a_stream_it_cannot_print_to_when_built(stream: object, 
         tl.session(stream=stream, show_backend=True)  # type: ignore[arg-type]
     message = str(caught.value)
     assert shown in message
-    assert message.endswith("is not accepted (accepted: a text stream with .write, or None for sys.stdout)")
+    accepted = "(accepted: a text stream with .write, or None for sys.stdout"
+    if isinstance(stream, io.BufferedIOBase | io.RawIOBase):  # review53 F10: say it is binary
+        assert message.endswith(f"is a binary stream {accepted}; wrap it as io.TextIOWrapper(stream))")
+    else:
+        assert message.endswith(f"is not accepted {accepted})")
     assert isinstance(caught.value, TypeError)
     with pytest.raises(tl.SessionTypeError, match="stream"):  # without show_backend too
         tl.Session(stream=stream)  # type: ignore[arg-type]
@@ -177,6 +181,21 @@ def test_session_refuses_a_closed_or_read_only_text_stream_when_built(
                 f"{fault} (accepted: an open, writable text stream, or None for sys.stdout)"
             )
             assert not isinstance(caught.value, TypeError)  # a fault of the value, not of its type
+
+
+def test_a_stream_closed_while_the_session_is_open_is_named_at_the_next_report_line() -> None:
+    """review53 F10: the next selection's report line raised print's bare ValueError."""
+    out = io.StringIO()
+    with tl.session(stream=out, show_backend=True):
+        tl.relu(tl.tensor(np.ones(2)))
+        assert "relu" in out.getvalue()
+        out.close()
+        with pytest.raises(tl.SessionError) as caught:
+            tl.exp(tl.tensor(np.ones(2)))
+    assert str(caught.value).startswith("torch eager session: cannot print the backend report to stream ")
+    assert "ValueError: I/O operation on closed file; was it closed while the session was open?" in str(
+        caught.value
+    )
 
 
 def test_session_prints_to_a_writable_file(tmp_path: Path) -> None:

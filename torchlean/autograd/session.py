@@ -144,9 +144,12 @@ def _stream_refusal(stream: object) -> SessionError | None:
     value rather than of its type.
     """
     shown = f"torch eager session: stream {shown_briefly(stream)} of type {type(stream).__name__}"
-    binary = isinstance(stream, type | io.BufferedIOBase | io.RawIOBase)
-    if binary or not callable(getattr(stream, "write", None)):
-        accepted = "a text stream with .write, or None for sys.stdout"
+    accepted = "a text stream with .write, or None for sys.stdout"
+    if isinstance(stream, io.BufferedIOBase | io.RawIOBase):
+        return SessionTypeError(
+            f"{shown} is a binary stream (accepted: {accepted}; wrap it as io.TextIOWrapper(stream))"
+        )
+    if isinstance(stream, type) or not callable(getattr(stream, "write", None)):
         return SessionTypeError(f"{shown} is not accepted (accepted: {accepted})")
     fault = None
     if getattr(stream, "closed", False) is True:
@@ -295,7 +298,16 @@ class Session:
         return self.profile if enabled else self._inference_profile
 
     def _print(self, line: str) -> None:
-        print(line, file=self._stream if self._stream is not None else sys.stdout)
+        """Print one report line; a stream closed (or otherwise failing) since the session was
+        opened is a :class:`SessionError` naming it, rather than the report being lost."""
+        stream = self._stream if self._stream is not None else sys.stdout
+        try:
+            print(line, file=stream)
+        except (ValueError, OSError) as exc:
+            raise SessionError(
+                f"torch eager session: cannot print the backend report to stream {shown_briefly(stream)} "
+                f"({type(exc).__name__}: {exc}; was it closed while the session was open?)"
+            ) from exc
 
     # ------------------------------------------------------------------ selection
 
