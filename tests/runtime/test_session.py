@@ -160,8 +160,15 @@ def test_selected_capsule_without_linked_handler_fails_verbatim() -> None:
         "linked; available handlers: TorchLean reference CPU (reference/cpu), TorchLean ATen CPU "
         "(aten/cpu), TorchLean native CUDA (native-cuda/cuda)"
     )
-    assert [k.capsule.name for k in s.selected] == ["custom.relu"]
-    # explain says so before any session: the capsule is selected, but nothing can run it
+    assert s.selected == []  # review55 F1: nothing of it ran, so the audit does not list it
+    # explain and plan_report say so before any session: the capsule is selected, nothing can run it
+    note = (
+        "note: no handler of this build implements relu for provider torchlean on cpu, so custom.relu "
+        "cannot run; a session refuses it before relu runs"
+    )
+    planned = _with_relu(custom).plan_report(["exp", "relu"]).splitlines()
+    assert planned[-6].startswith("  relu: custom.relu ") and planned[-1] == f"    {note}"
+    assert sum("note:" in line for line in planned) == 1  # exp's reference capsule runs
     explained = _with_relu(custom).explain("relu").splitlines()
     assert "  custom.relu (torchlean/cpu): selected" in explained
     assert explained[-2:] == [
@@ -178,6 +185,22 @@ def test_the_shipped_capsules_and_the_linked_handlers_have_the_same_triples() ->
     linked = {(k.op, k.provider, k.device) for op in BackendOp for k in linked_kernels(op)}
     assert shipped == linked
     assert len(shipped) == 135
+
+
+def test_no_shipped_profile_plans_a_capsule_a_session_would_refuse() -> None:
+    """plan_report's refusal note (review55 F2) never fires for a shipped profile's plans."""
+    planned = 0
+    for name in profiles.names():
+        profile = profiles.get(name)
+        ops = [op for op in BackendOp if any(c.op is op for c in profile.registry())]
+        for op in ops:
+            try:
+                text = profile.plan_report([op])
+            except tl.PlanningError:
+                continue
+            planned += 1
+            assert "note:" not in text, (name, op)
+    assert planned > 100
 
 
 def _forward_only_relu() -> KernelCapsule:
@@ -209,8 +232,15 @@ def test_a_capsule_claiming_another_guard_than_its_handler_runs_is_refused_befor
     )
     profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (claimed,))])
     GUARD_CALLS.clear()
-    with tl.session(profile), pytest.raises(SessionError) as info:
+    with tl.session(profile) as session, pytest.raises(SessionError) as info:
         tl.tensor(np.ones((2, 3))) @ tl.tensor(np.ones((3, 2)))
+    assert session.selected == []  # review55 F1: the audit listed mylib.matmul and its false claim
+    assert profile.plan_report(["matmul"]).splitlines()[-1] == (
+        f"    note: mylib.matmul would run on the handler of reference.matmul but claims otherwise (shape "
+        f"contract: shape safety for matmul; guarded at runtime by {__name__}.count_guard_call (the "
+        "handler's capsule reference.matmul: shape safety for matmul; guarded at runtime by "
+        "torchlean.backend.providers.reference.guards.check_matmul)); a session refuses it before matmul runs"
+    )
     assert str(info.value) == (
         "torch: `matmul` selected capsule `mylib.matmul` (reference/cpu), whose claims are not those "
         "of the code it would run: handler `TorchLean reference CPU` implements capsule "

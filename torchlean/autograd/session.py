@@ -255,11 +255,12 @@ class Session:
     @property
     def selected(self) -> list[AcceptedKernel]:
         """The accepted kernels this session selected, in first-selection order (a copy). As in
-        the original, a kernel is listed when selected: one whose first call was then refused by
-        its guard stays listed. Each capsule is listed once, with the policy of its first
-        selection: a capsule first used under ``no_grad`` shows ``policy.vjp_mode`` none although
-        later calls with gradients ran it under the session's VJP mode (its capsule fields, which
-        the reports print, are the same either way)."""
+        the original, a kernel is listed when selected and bound: one whose first call was then
+        refused by its guard stays listed; one the binding refused (no handler, or claims its
+        handler does not keep) is not, as nothing of it ran. Each capsule is listed once, with the
+        policy of its first selection: a capsule first used under ``no_grad`` shows
+        ``policy.vjp_mode`` none although later calls with gradients ran it under the session's
+        VJP mode (its capsule fields, which the reports print, are the same either way)."""
         return list(self._selected)
 
     @property
@@ -353,8 +354,8 @@ class Session:
             validate_eager_request(accepted.capsule, op, self.profile.policy.device)
         except BindingError as exc:
             raise SessionError(f"torch: invalid backend selection during eager execution: {exc}") from exc
-        self._record(accepted)
         bound = bind_linked(accepted, select_linked(op, accepted.capsule, linked_kernels(op)))
+        self._record(accepted)  # only once bound: a capsule binding refuses never ran (review55 F1)
         self._resolved[(op, grad)] = bound
         return bound
 

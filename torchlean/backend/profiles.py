@@ -264,23 +264,9 @@ class BackendProfile:
         lines[-1:-1] = self._outside_lines(op)
         if error is None and (absent := self._absent_preference_line(op, verdicts)) is not None:
             lines.insert(-1, absent)
-        for item in verdicts:
-            if item.verdict.status != "selected" or error is not None:
-                continue
-            capsule = item.capsule
-            if not has_built_in_handler(capsule):
-                lines.insert(
-                    -1,
-                    f"  note: no handler of this build implements {op.label} for provider "
-                    f"{capsule.provider.label} on {capsule.device.label}, so {capsule.name} cannot run; "
-                    f"a session refuses it before {op.label} runs",
-                )
-            elif (mismatch := built_in_claims_difference(capsule)) is not None:
-                lines.insert(
-                    -1,
-                    f"  note: {capsule.name} would run on the handler of {mismatch[0].name} but "
-                    f"claims otherwise ({mismatch[1]}); a session refuses it before {op.label} runs",
-                )
+        selected = [item.capsule for item in verdicts if item.verdict.status == "selected"]
+        for note in [] if error is not None else filter(None, map(_session_refusal, selected)):
+            lines.insert(-1, f"  note: {note}")
         return "\n".join(lines)
 
     def _absent_preference_line(self, op: BackendOp, verdicts: Sequence[CapsuleVerdict]) -> str | None:
@@ -324,12 +310,16 @@ class BackendProfile:
         return lines
 
     def plan_report(self, ops: Iterable[BackendOp | str]) -> str:
-        """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14).
+        """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14); a
+        planned capsule a session would refuse before it runs (no handler of this build, or claims
+        its handler does not keep: :meth:`explain`'s notes) gets a ``  note:`` line after its five.
 
         Raises:
             BackendTypeError, UnknownLabelError, RegistryError, PlanningError: as :meth:`plan_ops`.
         """
-        return report.plan_report(self.name, self.policy, self.plan_ops(ops))
+        plan = self.plan_ops(ops)
+        notes = {k.capsule.name: n for k in plan.kernels if (n := _session_refusal(k.capsule)) is not None}
+        return report.plan_report(self.name, self.policy, plan, notes)
 
     def plan_graph(self, graph: GraphLike) -> GraphKernelPlan:
         """Validate modules, check the graph is well formed, plan one capsule per kernel node.
@@ -533,3 +523,21 @@ def maintained_for_device(device: Device | str) -> BackendProfile | None:
     """
     member = parse_member(Device, device, "device")
     return {Device.CPU: CHECKED_CPU, Device.CUDA: CHECKED_CUDA}.get(member)
+
+
+def _session_refusal(capsule: KernelCapsule) -> str | None:
+    """Why a session refuses ``capsule`` before its op runs although the planner selects it: no
+    handler of this build has its op, provider and device, or it claims what the handler it would
+    run on does not; None for every shipped capsule."""
+    op = capsule.op.label
+    if not has_built_in_handler(capsule):
+        return (
+            f"no handler of this build implements {op} for provider {capsule.provider.label} on "
+            f"{capsule.device.label}, so {capsule.name} cannot run; a session refuses it before {op} runs"
+        )
+    if (mismatch := built_in_claims_difference(capsule)) is not None:
+        return (
+            f"{capsule.name} would run on the handler of {mismatch[0].name} but claims otherwise "
+            f"({mismatch[1]}); a session refuses it before {op} runs"
+        )
+    return None

@@ -8,7 +8,7 @@ print helpers ``bsRows``, ``bsCheck``, ``bsGraphPlan``, ``bsGroups``, ``bsAccept
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from beartype import beartype
@@ -89,12 +89,21 @@ def boundary_line(audit: KernelPlanAudit) -> str:
     return f"trusted external boundary: {', '.join(ops) if ops else 'none'}"
 
 
-def plan_report(name: str, policy: KernelPolicy, plan: KernelPlan) -> str:
-    """Summary, boundary line, then 5 lines per kernel; joined by newlines, no trailing newline."""
+def plan_report(
+    name: str, policy: KernelPolicy, plan: KernelPlan, notes: Mapping[str, str] | None = None
+) -> str:
+    """Summary, boundary line, then 5 lines per kernel; joined by newlines, no trailing newline.
+
+    ``notes`` maps a capsule name to a note printed as ``    note: {note}`` after that kernel's lines
+    (:meth:`torchlean.backend.profiles.BackendProfile.plan_report` notes a capsule a session would
+    refuse before it runs).
+    """
     audit = plan.audit()
     lines = [summary_line(name, policy), boundary_line(audit)]
     for row in audit.kernels:
         lines.extend(detailed_report_lines(row))
+        if notes is not None and row.capsule_name in notes:
+            lines.append(f"    note: {notes[row.capsule_name]}")
     return "\n".join(lines)
 
 
