@@ -12,15 +12,17 @@ profile and runs :func:`validate_for_execution`; a failure is a :class:`SessionE
    ``torch: kernel selection failed for `<op>`: backend profile <name> rejected `<op>`: <failures>``;
 3. validates the eager request (capsule op, then device); failure →
    ``torch: invalid backend selection during eager execution: <message>``;
-4. appends the :class:`AcceptedKernel` to :attr:`Session.selected` the first time a capsule with
-   that identity ``(name, op, provider, device)`` is selected, printing its five report lines when
+4. picks the linked kernel with the capsule's op, provider and device (none → the verbatim
+   "no matching executable handler is linked" message; no fallback) and binds it, refusing a
+   capsule whose claims are not those of the handler's own capsule;
+5. appends the :class:`AcceptedKernel` to :attr:`Session.selected` the first time a capsule with
+   that identity ``(name, op, provider, device)`` is bound, printing its five report lines when
    ``show_backend`` is on (the banner ``[TorchLean] backend capsules used:`` prints when the
-   session opens) — it records the *selection*: a capsule whose first call is then refused (no
-   linked handler, or its runtime guard rejects the operands) stays listed;
-5. picks the linked kernel with the capsule's op, provider and device (none → the verbatim
-   "no matching executable handler is linked" message; no fallback).
+   session opens) — it records the capsule the runtime binds, as the original "records the
+   capsule it actually used" (anchor-runtime.md §1.8): one refused by steps 1-4 is not listed, one
+   whose runtime guard then rejects the operands stays listed.
 
-The linked kernel is then bound to the accepted kernel once
+The linked kernel is bound to the accepted kernel once
 (:func:`~torchlean.autograd.dispatch.bind_linked`); later uses of the op reuse that
 :class:`~torchlean.autograd.dispatch.BoundKernel` and only execute it (operand and device checks,
 the mint check of the sealed kernels, the kernel, the tape node).
