@@ -247,6 +247,20 @@ def test_select_failure_keeps_the_capsules_of_the_ops_that_plan(capsys: pytest.C
     assert len(err.splitlines()) == 4
 
 
+def test_plan_and_check_keep_a_repeated_op_select_lists_it_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan/check plan an op sequence (the original's planOps: duplicates allowed); select answers
+    per op (review55 F4: the difference is documented, not an accident)."""
+    status, out, _ = run(capsys, "plan", "--profile", "fast_cpu", "--format", "json", "relu", "exp", "relu")
+    assert status == 0
+    assert [k["op"] for k in json.loads(out)["kernels"]] == ["relu", "exp", "relu"]
+    status, out, _ = run(capsys, "check", "--profile", "fast_cpu", "--format", "json", "relu", "relu")
+    assert status == 0 and [row["op"] for row in json.loads(out)["ops"]] == ["relu", "relu"]
+    ops = ("relu", "exp", "relu")
+    status, out, _ = run(capsys, "select", "--profiles", "fast_cpu", "--format", "json", *ops)
+    assert status == 0
+    assert [row["op"] for row in json.loads(out)["profiles"][0]["ops"]] == ["relu", "exp"]
+
+
 def test_check(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(
         capsys, "check", "--profile", "libtorch_forward_cuda", "scaled_dot_product_attention"

@@ -138,7 +138,7 @@ def test_accepts_evidence_refuses_what_is_not_evidence() -> None:
         (
             lambda: ContractEvidence(3, "x"),  # type: ignore[arg-type]
             BackendTypeError,
-            f"ContractEvidence.kind must be a EvidenceKind or one of its labels ({EVIDENCE_KINDS}), "
+            f"ContractEvidence.kind must be an EvidenceKind or one of its labels ({EVIDENCE_KINDS}), "
             "got 3 (int)",
         ),
         (
@@ -407,13 +407,19 @@ def test_policy_fields_take_labels() -> None:
         (lambda: KernelPolicy(assurance="strict"), BackendValueError,  # type: ignore[arg-type]
          "KernelPolicy.assurance: unknown assurance policy strict (known: checked | external)"),
         (lambda: KernelPolicy(provider="auto"), BackendTypeError,  # type: ignore[arg-type]
-         "KernelPolicy.provider must be a ProviderPreference, got 'auto' (str)"),
+         "KernelPolicy.provider must be a ProviderPreference (ProviderPreference.auto(), .prefer(provider) "
+         "or .only(provider), e.g. .prefer('aten')), got 'auto' (str)"),
+        (lambda: KernelPolicy(assurance=True), BackendTypeError,  # type: ignore[arg-type]
+         "KernelPolicy.assurance must be an AssurancePolicy (or its label: checked | external), "
+         "got True (bool)"),
         (lambda: AssurancePolicy(allow_trusted_external="yes"), BackendTypeError,  # type: ignore[arg-type]
          "AssurancePolicy.allow_trusted_external must be True or False, got 'yes' (str)"),
         (lambda: ProviderPreference(PreferenceKind.AUTO, Provider.ATEN), BackendTypeError,
          "a provider preference names a provider exactly when it is prefer or only"),
     ],
-    ids=["device-none", "assurance-label", "provider-str", "allow-str", "auto-with-provider"],
+    ids=[
+        "device-none", "assurance-label", "provider-str", "assurance-bool", "allow-str", "auto-with-provider"
+    ],
 )  # fmt: skip
 def test_policy_fields_are_checked(build: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as info:

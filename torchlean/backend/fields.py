@@ -63,7 +63,7 @@ def describe(value: object) -> str:
 
 
 def _accepted(cls: type[LabelledEnum]) -> str:
-    return f"a {cls.__name__} or one of its labels ({' | '.join(cls.labels())})"
+    return f"{_a(cls.__name__)} or one of its labels ({' | '.join(cls.labels())})"
 
 
 def parse_member(cls: type[E], value: object, what: str) -> E:
@@ -150,15 +150,22 @@ def text_field(record: object, name: str, *, optional: bool = False) -> None:
         raise BackendValueError(f"{where} must be {accepted}, got {value!r}")
 
 
-def instance_field(record: object, name: str, cls: type[object]) -> None:
-    """Check ``record.name`` is an instance of ``cls``.
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article (``an AssurancePolicy``, ``a KernelPolicy``)."""
+    return f"{'an' if noun[:1] in 'AEIOUaeiou' else 'a'} {noun}"
+
+
+def instance_field(record: object, name: str, cls: type[object], accepted: str | None = None) -> None:
+    """Check ``record.name`` is an instance of ``cls``; ``accepted`` says how to build one.
 
     Raises:
-        BackendTypeError: ``{Record}.{name} must be a {cls}, got {value} ({type})``.
+        BackendTypeError: ``{Record}.{name} must be a {cls}[ ({accepted})], got {value} ({type})``.
     """
     value = getattr(record, name)
     if not isinstance(value, cls):
-        raise BackendTypeError(f"{_field(record, name)} must be a {cls.__name__}, got {describe(value)}")
+        how = "" if accepted is None else f" ({accepted})"
+        expected = f"{_a(cls.__name__)}{how}"
+        raise BackendTypeError(f"{_field(record, name)} must be {expected}, got {describe(value)}")
 
 
 def bool_field(record: object, name: str) -> None:
@@ -186,6 +193,6 @@ def tuple_field(record: object, name: str, cls: type[object], *, where: str | No
         raise BackendTypeError(f"{label} must be a tuple of {cls.__name__}, got {describe(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, cls):
-            raise BackendTypeError(f"{label}[{index}] must be a {cls.__name__}, got {describe(item)}")
+            raise BackendTypeError(f"{label}[{index}] must be {_a(cls.__name__)}, got {describe(item)}")
     if isinstance(value, list):
         object.__setattr__(record, name, tuple(value))

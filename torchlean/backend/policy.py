@@ -174,11 +174,12 @@ class KernelPolicy:
 
     def __post_init__(self) -> None:
         enum_field(self, "device", Device)
-        instance_field(self, "provider", ProviderPreference)
+        build = "ProviderPreference.auto(), .prefer(provider) or .only(provider), e.g. .prefer('aten')"
+        instance_field(self, "provider", ProviderPreference, build)
         if isinstance(self.assurance, str):
             try:
                 object.__setattr__(self, "assurance", AssurancePolicy.parse(self.assurance))
             except UnknownLabelError as error:
                 raise BackendValueError(f"KernelPolicy.assurance: {error}") from None
-        instance_field(self, "assurance", AssurancePolicy)
+        instance_field(self, "assurance", AssurancePolicy, "or its label: checked | external")
         enum_field(self, "vjp_mode", VJPMode)

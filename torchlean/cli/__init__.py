@@ -259,9 +259,13 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each loads on first use
-    from torchlean.backend._submodules import module_getattr as _module_getattr
 
-    __getattr__ = _module_getattr(__name__)
+    def __getattr__(name: str) -> object:
+        """``torchlean.cli.<name>`` for a public submodule, imported on first use (PEP 562); the
+        helper is imported here, as ``import torchlean.cli`` loads the standard library only."""
+        from torchlean.backend._submodules import submodule
+
+        return submodule(__name__, name)
 
 
 if __name__ == "__main__":
