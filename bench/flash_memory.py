@@ -129,7 +129,10 @@ def _output_path(text: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=_record.description(__doc__, "flash_memory"))
-    parser.add_argument("path", nargs="?", type=_output_path, default=DEFAULT_PATH, help="JSON output path")
+    # a str default goes through _output_path too (argparse converts string defaults): the folder is
+    # made before anything is measured (bench/results/ is not in a fresh clone)
+    default = str(DEFAULT_PATH)
+    parser.add_argument("path", nargs="?", type=_output_path, default=default, help="JSON output path")
     parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048])
     positive = _record.positive_int
     parser.add_argument("--block", type=positive, default=64, help="block_q = block_k (default 64)")

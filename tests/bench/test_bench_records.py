@@ -153,6 +153,18 @@ def test_bad_arguments_are_one_line_usage_errors(
     assert message in err and "Traceback" not in err
 
 
+def test_flash_memory_makes_its_default_folder(
+    bench_script: Loader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review57 F1: in a fresh clone (no bench/results/) the default path failed after the whole
+    measurement."""
+    module = bench_script("flash_memory")
+    default = tmp_path / "results" / "flash_memory.json"
+    monkeypatch.setattr(module, "DEFAULT_PATH", default)
+    assert module.main(["--sizes", "16,32,64"]) == 0
+    assert json.loads(default.read_text())["rows"]
+
+
 @pytest.mark.parametrize("name", [*SCRIPTS, "run", "flash_memory"])
 def test_help_describes_the_script_in_whole_sentences(
     bench_script: Loader, name: str, capsys: pytest.CaptureFixture[str]

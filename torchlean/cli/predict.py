@@ -158,7 +158,7 @@ def register(subparsers: Any) -> None:
                         "on stderr when it is another column's index too (give that index counted from the "
                         "end, -1, or the column's name)")
     parser.add_argument("--ignore-labels", action="store_true",
-                        help="predict only: the label column is still found (as above) and left out of the "
+                        help="the label column is still found (as above) and left out of the "
                         "features, but its cells are not read, so labels in another encoding than the "
                         "checkpoint's classes (0/1/2 for setosa/versicolor/virginica) are no error; no "
                         "accuracy or mse is reported, and --split train|test of a classifier is refused "
