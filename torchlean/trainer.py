@@ -855,8 +855,26 @@ class Trainer(Generic[In, Out]):
         """The learning rate in effect: inside :meth:`fit` with an ``lr_schedule`` (read from
         ``on_batch``), the current epoch's, or with ``schedule_by="step"`` the rate of the step just
         taken; otherwise the optimizer's own (``config.optimizer.lr``), which the next update
-        outside a scheduled ``fit`` uses."""
+        outside a scheduled ``fit`` uses.
+
+        Read-only: ``trainer.lr = 0.5`` raises ``AttributeError`` naming
+        ``trainer.optimizer.set_lr(0.5)``, which changes the rate (torch's ``param_group["lr"] =
+        0.5``: the rate lives in the optimizer, and :meth:`Optimizer.set_lr
+        <torchlean.optim.Optimizer.set_lr>` scales every parameter group's with it). This property
+        reads the rate in effect, which inside a scheduled ``fit`` is the schedule's, so a setter
+        could not promise that the rate set is the one used (the schedule sets its own at the next
+        epoch or step).
+        """
         return (self.config.optimizer if self._optimizer is None else self._optimizer.config).lr
+
+    @lr.setter
+    def lr(self, lr: float) -> None:
+        given = shown_briefly(lr)
+        raise AttributeError(
+            f"Trainer.lr is read-only (the rate in effect, which a fit's lr_schedule sets); set the "
+            f"learning rate with trainer.optimizer.set_lr({given}) (torch's param_group['lr'] = ...), got "
+            f"trainer.lr = {given}"
+        )
 
     @property
     def optimizer(self) -> Optimizer:

@@ -51,8 +51,8 @@ def test_the_state_holds_copies_of_every_buffer():
     state = optim.adam(0.1, amsgrad=True).create([np.zeros(2), np.zeros((1, 2))])
     state.step([np.zeros(2), np.zeros((1, 2))], [np.ones(2), None])
     saved = state.state_dict()
-    assert sorted(saved) == ["first.0", "first.1", "kind", "param_steps", "second.0", "second.1", "steps",
-                             "third.0", "third.1"]
+    assert sorted(saved) == ["first.0", "first.1", "kind", "lr", "param_steps", "second.0", "second.1",
+                             "steps", "third.0", "third.1"]
     assert saved["kind"].shape == () and str(saved["kind"]) == "adam"
     assert int(saved["steps"]) == 1 and saved["param_steps"].tolist() == [1, 0]
     saved["first.0"][...] = 7.0

@@ -478,15 +478,18 @@ class Optimizer:
         ``np.savez(path, **optimizer.state_dict())`` saves it and :meth:`load_state_dict` resumes
         from ``np.load(path)`` (torch's ``optimizer.state_dict()``): ``steps`` (0-d int64),
         ``param_steps`` (int64, one per parameter), and per parameter ``i`` its buffers
-        ``first.i``, ``second.i`` and, where the record keeps one, ``third.i``; and ``kind``, the
+        ``first.i``, ``second.i`` and, where the record keeps one, ``third.i``; ``kind``, the
         record's name (0-d str: ``"sgd"``, ``"adam"``, ``"adamw"``, ``"rmsprop"``,
-        ``"adagrad"``), since SGD's momentum and Adam's first moment have the same entries. The
-        hyper-parameters are not in it: they are the record's (``config``), which builds the
-        optimizer the state is loaded into."""
+        ``"adagrad"``), since SGD's momentum and Adam's first moment have the same entries; and
+        ``lr`` (0-d float64), the learning rate in effect (``config.lr``, which :meth:`set_lr`
+        changes; each group's rate is it times the group's ``lr_scale``), as torch's
+        ``param_groups`` carry ``lr``. The other hyper-parameters are not in it: they are the
+        record's (``config``), which builds the optimizer the state is loaded into."""
         state: dict[str, np.ndarray[Any, Any]] = {
             "kind": np.array(self.config.name),
             "steps": np.array(self.steps, dtype=np.int64),
             "param_steps": np.array(self.param_steps, dtype=np.int64),
+            "lr": np.array(self.config.lr, dtype=np.float64),
         }
         for index, (first, second, third) in enumerate(zip(self.first, self.second, self.third, strict=True)):
             state[f"first.{index}"] = first.copy()
@@ -497,20 +500,41 @@ class Optimizer:
 
     def load_state_dict(self, state: Mapping[str, npt.ArrayLike]) -> None:
         """Resume from :meth:`state_dict`'s mapping (torch's ``load_state_dict``): the step counts
-        and every buffer, copied. The optimizer must have been created for the same parameters
-        with a record of the same kind (its ``kind`` entry; a state without one, saved before
-        the entry existed, is taken by its buffers alone) and the same buffers (AMSGrad's or
-        centered RMSprop's third one included); everything is checked before anything changes.
+        and every buffer, copied, and the learning rate (its ``lr`` entry: :meth:`set_lr` of it,
+        so a run whose rate ``set_lr`` changed resumes at that rate, as torch's
+        ``load_state_dict`` restores its ``param_groups``' ``lr``; a state without it, saved
+        before the entry existed, leaves this optimizer's rate as it is). The optimizer must have
+        been created for the same parameters with a record of the same kind (its ``kind`` entry;
+        a state without one, saved before the entry existed, is taken by its buffers alone) and
+        the same buffers (AMSGrad's or centered RMSprop's third one included); everything is
+        checked before anything changes.
+
+        A state saved inside a ``Trainer.fit`` with an ``lr_schedule`` (from ``on_batch``) holds
+        that step's scheduled rate; a scheduled ``fit`` sets its own rate each epoch or step
+        anyway. ``Trainer.fit`` restores, when it returns, the rate it started with, so a state
+        saved after it holds the unscheduled rate.
+
+        torch's own ``optimizer.state_dict()`` (entries ``state`` and ``param_groups``, tensors
+        keyed by parameter index) is not read: it is refused, naming the format this takes.
 
         Raises:
-            OptimizerError: ``state`` not a mapping; a ``kind`` that is not this record's (Adam's
-                state loaded into SGD); missing or unexpected entries (named); a buffer whose
-                shape or dtype is not the parameter's; step counts that are not nonnegative
-                integers of the right length.
+            OptimizerError: ``state`` not a mapping; torch's optimizer format; a ``kind`` that is
+                not this record's (Adam's state loaded into SGD); missing or unexpected entries
+                (named); a buffer whose shape or dtype is not the parameter's; step counts that are
+                not nonnegative integers of the right length; an ``lr`` that is not a 0-d real
+                number or that the record refuses (``set_lr``'s checks).
         """
         if not isinstance(state, Mapping):
             raise OptimizerError(
                 f"optimizer: state must be a mapping (as state_dict() returns), got {_type_name(state)}"
+            )
+        torch_keys = sorted(str(key) for key in ("state", "param_groups") if key in state)
+        if torch_keys:
+            raise OptimizerError(
+                f"optimizer: state has the entries {torch_keys} of torch's optimizer.state_dict(), a format "
+                "torchlean does not read; load_state_dict takes the flat mapping of numpy arrays that "
+                "torchlean's Optimizer.state_dict() returns (kind, steps, param_steps, lr, and first.<i>, "
+                "second.<i>, third.<i> per parameter), as np.savez(path, **optimizer.state_dict()) saves it"
             )
         if "kind" in state:
             saved_kind = np.asarray(state["kind"])
@@ -524,7 +548,7 @@ class Optimizer:
                     f"optimizer: state was saved from a {str(saved_kind)!r} optimizer, this one is "
                     f"{self.config.name!r} (create the optimizer from the record the state was saved from)"
                 )
-        expected = set(self.state_dict()) - ({"kind"} - set(state))
+        expected = set(self.state_dict()) - ({"kind", "lr"} - set(state))  # older states lack them
         missing = sorted(expected - set(state))
         extra = sorted(str(key) for key in set(state) - expected)
         if missing or extra:
@@ -541,8 +565,9 @@ class Optimizer:
             raise OptimizerError(
                 f"optimizer: state entry param_steps must be {count} integers >= 0, got {param_steps!r}"
             )
+        configs = None if "lr" not in state else self._configs_at(state["lr"])
         buffers: dict[str, np.ndarray[Any, Any]] = {}
-        for key in expected - {"kind", "steps", "param_steps"}:
+        for key in expected - {"kind", "steps", "param_steps", "lr"}:
             kind, index = key.split(".")
             like = getattr(self, kind)[int(index)]
             value = np.asarray(state[key])
@@ -557,6 +582,27 @@ class Optimizer:
         for key, value in buffers.items():
             kind, index = key.split(".")
             getattr(self, kind)[int(index)] = value
+        if configs is not None:
+            self.config, self.group_configs = configs
+
+    def _configs_at(self, saved: npt.ArrayLike) -> tuple[OptimizerConfig, list[OptimizerConfig]]:
+        """The record and the groups' records at a state's ``lr`` entry, checked (changing nothing).
+
+        Raises:
+            OptimizerError: not a 0-d real number (bools refused), or a rate the record or a
+                group refuses (:meth:`set_lr`'s checks), naming the entry.
+        """
+        value = np.asarray(saved)
+        if value.shape != () or value.dtype.kind not in "iuf":
+            raise OptimizerError(
+                f"optimizer: state entry lr must be a learning rate (a 0-d real number), got {value!r}"
+            )
+        try:
+            config = replace(self.config, lr=value.item())  # type: ignore[type-var]
+            return config, [_group_config(config, g) for g in self.groups]
+        except OptimizerError as error:
+            detail = str(error).removeprefix("optimizer: ")
+            raise OptimizerError(f"optimizer: state entry lr: {detail}") from None
 
     def set_lr(self, lr: float) -> None:
         """Use learning rate ``lr`` from the next :meth:`step` on, keeping the state (torch's
