@@ -66,6 +66,7 @@ from torchlean.optim import (
     OptimizerError,
     ParamGroup,
     clip_grad_norm,
+    clip_grad_value,
 )
 from torchlean.tensor import Tensor
 from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_entropy_terms, squared_errors
@@ -222,8 +223,9 @@ def _param_groups(value: object) -> tuple[ParamGroup, ...]:
     return tuple(listed)
 
 
-def _max_grad_norm(value: object) -> float | None:
-    """``RunConfig.max_grad_norm`` checked: ``None`` or a real number >= 0 (``inf`` allowed).
+def _grad_limit(value: object, name: str) -> float | None:
+    """``RunConfig.max_grad_norm`` or ``max_grad_value`` (``name``) checked: ``None`` or a real
+    number >= 0 (``inf`` allowed).
 
     Raises:
         TrainerError: ``max_grad_norm must be None or a real number >= 0 (inf allowed), got -1.0``.
@@ -233,9 +235,7 @@ def _max_grad_norm(value: object) -> float | None:
     number = _float_or_none(value)
     if number is not None and number >= 0.0:
         return number
-    raise TrainerError(
-        f"max_grad_norm must be None or a real number >= 0 (inf allowed), got {_value_shown(value)}"
-    )
+    raise TrainerError(f"{name} must be None or a real number >= 0 (inf allowed), got {_value_shown(value)}")
 
 
 def _float_or_none(value: object) -> float | None:
@@ -276,8 +276,16 @@ class RunConfig:
     each step's gradients to that total 2-norm before the optimizer update, as
     ``torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`` between ``backward()`` and
     ``optimizer.step()`` (:func:`torchlean.optim.clip_grad_norm`; not part of the original's
-    config). ``param_groups`` (a sequence of :func:`torchlean.optim.group` records, stored as a
-    tuple) give the parameters they select by name (``model.names``) other hyper-parameters of
+    config). ``max_grad_value`` (``None``, the default, or a real number >= 0, ``inf`` included,
+    stored as a float) clamps each gradient entry to ``[-max_grad_value, max_grad_value]``, as
+    ``torch.nn.utils.clip_grad_value_(model.parameters(), clip_value)``
+    (:func:`torchlean.optim.clip_grad_value`). Given both, value clipping comes first: the step is
+    torch's ``clip_grad_value_(params, v)`` then ``clip_grad_norm_(params, n)``, so the norm is
+    that of the clamped gradients (:attr:`Trainer.grad_norm` reports it) and the update's
+    gradients keep both bounds (a torch loop calling them the other way round clamps the scaled
+    gradients, which can differ; Keras refuses ``clipvalue`` with ``clipnorm``).
+    ``param_groups`` (a sequence of :func:`torchlean.optim.group` records, stored as a tuple)
+    give the parameters they select by name (``model.names``) other hyper-parameters of
     ``optimizer``, as torch's parameter groups (``RunConfig(optim.adamw(3e-4, weight_decay=0.1),
     param_groups=[optim.group("bias", weight_decay=0.0)])``); the trainer checks them against its
     model when it is built.
@@ -285,10 +293,10 @@ class RunConfig:
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
             ``optim.sgd(...)`` etc. or ``optim.by_name``), ``execution``/``device``/``profile`` of
-            the wrong type, a non-bool ``show_backend``, a ``max_grad_norm`` that is not ``None`` or a
-            real number >= 0, ``param_groups`` that is not a sequence of groups, or a bad ``dtype``
-            (``dtype must be float32 or float64, got float16``; ``None`` is refused rather than
-            read as numpy's default float64).
+            the wrong type, a non-bool ``show_backend``, a ``max_grad_norm`` or ``max_grad_value``
+            that is not ``None`` or a real number >= 0, ``param_groups`` that is not a sequence of
+            groups, or a bad ``dtype`` (``dtype must be float32 or float64, got float16``; ``None``
+            is refused rather than read as numpy's default float64).
         TrainerLabelError: an unknown execution-mode, device or profile label.
     """
 
@@ -300,6 +308,7 @@ class RunConfig:
     dtype: str
     max_grad_norm: float | None
     param_groups: tuple[ParamGroup, ...]
+    max_grad_value: float | None
 
     def __init__(
         self,
@@ -311,6 +320,7 @@ class RunConfig:
         dtype: npt.DTypeLike = "float32",
         max_grad_norm: float | None = None,
         param_groups: Sequence[ParamGroup] = (),
+        max_grad_value: float | None = None,
     ) -> None:
         if not isinstance(optimizer, OptimizerConfig):
             known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
@@ -324,7 +334,8 @@ class RunConfig:
             "profile": _profile(profile),
             "show_backend": bool(show_backend),
             "dtype": _dtype_name(dtype),
-            "max_grad_norm": _max_grad_norm(max_grad_norm),
+            "max_grad_norm": _grad_limit(max_grad_norm, "max_grad_norm"),
+            "max_grad_value": _grad_limit(max_grad_value, "max_grad_value"),
             "param_groups": _param_groups(param_groups),
         }
         for name, value in values.items():
@@ -689,7 +700,9 @@ class Trainer(Generic[In, Out]):
         self.grad_norm: float | None = None
         """The total 2-norm of the last step's gradients before clipping, when ``config`` has a
         ``max_grad_norm`` (``inf`` logs it without clipping, unless the norm itself is not finite,
-        which makes every gradient NaN, as in torch), else ``None``."""
+        which makes every gradient NaN, as in torch), else ``None``; with a ``max_grad_value`` too,
+        the norm of the gradients that clipping by value gave (what torch's ``clip_grad_norm_``
+        returns after ``clip_grad_value_``)."""
         self._graphs: dict[tuple[tuple[int, ...], bool], _GraphStep] = {}
         self._graph_kernels: list[AcceptedKernel] = []
         self._epochs_done = 0
@@ -1182,6 +1195,8 @@ class Trainer(Generic[In, Out]):
             params = self._leaf_parameters(device)
             loss, buffers = self._loss_and_gradients(params, x, y)
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
+        if self.config.max_grad_value is not None:  # before the norm, as torch's loops call them
+            grads = clip_grad_value(grads, self.config.max_grad_value)
         if self.config.max_grad_norm is not None:
             grads, self.grad_norm = clip_grad_norm(grads, self.config.max_grad_norm)
         updated = self._optimizer.step(self.model.parameters, grads)

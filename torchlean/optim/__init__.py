@@ -11,7 +11,8 @@ value is rounded to binary32, with the suffix `` after conversion to binary32``)
 turns a valid record into a stateful :class:`Optimizer`, whose :meth:`Optimizer.step` takes numpy
 arrays and returns new ones and whose :meth:`Optimizer.step_` updates torchlean tensors in place
 from their ``.grad`` (torch's ``step()`` + ``zero_grad()``); :func:`clip_grad_norm` is torch's
-``clip_grad_norm_`` (a reduction: its norms are sums). Updates are elementwise numpy
+``clip_grad_norm_`` (a reduction: its norms are sums) and :func:`clip_grad_value` torch's
+``clip_grad_value_`` (elementwise). Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
 options), ``Adam`` (with its L2 weight decay and ``amsgrad``), ``AdamW``, ``RMSprop`` (with its weight
@@ -47,12 +48,12 @@ name other values of these hyper-parameters and a multiple of the learning rate
 (``create(params, names=model.names, groups=[optim.group("bias", weight_decay=0.0)])``).
 
 Modules: ``_records`` (the records, their update rules, :class:`Optimizer` and the builders),
-``_groups`` (parameter groups), ``_clip`` (:func:`clip_grad_norm`), ``_common`` (the error type
-and the checks); the schedules are :mod:`torchlean.lr_schedules`'s.
+``_groups`` (parameter groups), ``_clip`` (:func:`clip_grad_norm`, :func:`clip_grad_value`),
+``_common`` (the error type and the checks); the schedules are :mod:`torchlean.lr_schedules`'s.
 """
 
 from torchlean.lr_schedules import ScheduleError, warmup_cosine
-from torchlean.optim._clip import clip_grad_norm
+from torchlean.optim._clip import clip_grad_norm, clip_grad_value
 from torchlean.optim._common import OptimizerError
 from torchlean.optim._groups import GroupSelectionError, ParamGroup, group, names_shown
 from torchlean.optim._records import (
@@ -90,6 +91,7 @@ __all__ = [
     "adamw",
     "by_name",
     "clip_grad_norm",
+    "clip_grad_value",
     "group",
     "names_shown",
     "rmsprop",

@@ -1,4 +1,4 @@
-"""Gradient clipping: torch's ``clip_grad_norm_`` on numpy gradients."""
+"""Gradient clipping: torch's ``clip_grad_norm_`` and ``clip_grad_value_`` on numpy gradients."""
 
 from __future__ import annotations
 
@@ -14,16 +14,62 @@ from torchlean._checks import shown
 from torchlean.optim._common import _FLOAT_DTYPES, Array, OptimizerError, _listed, _not_a_float_array
 
 
-def _real(name: str, value: object) -> float:
-    """``value`` as a float for :func:`clip_grad_norm`: a real number (bools refused); one beyond
-    the float range (``10**400``) is refused rather than raising ``OverflowError``."""
+def _real(name: str, value: object, caller: str = "clip_grad_norm") -> float:
+    """``value`` as a float for :func:`clip_grad_norm` or :func:`clip_grad_value` (``caller``): a
+    real number (bools refused); one beyond the float range (``10**400``) is refused rather than
+    raising ``OverflowError``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise OptimizerError(f"clip_grad_norm: {name} must be a real number, got {value!r}")
+        raise OptimizerError(f"{caller}: {name} must be a real number, got {value!r}")
     try:
         return float(value)
     except OverflowError:
-        message = f"clip_grad_norm: {name} must be a float, got {shown(value)} (beyond the float range)"
+        message = f"{caller}: {name} must be a float, got {shown(value)} (beyond the float range)"
         raise OptimizerError(message) from None
+
+
+def _checked_grads(grads: object, caller: str) -> list[Array | None]:
+    """``grads`` as a list, each entry ``None`` or a numpy float array.
+
+    Raises:
+        OptimizerError: not a sequence (:func:`_listed`), or an entry that is not a numpy float
+            array (:func:`_not_a_float_array`).
+    """
+    listed: list[Array | None] = _listed("gradients", grads, caller)
+    for index, grad in enumerate(listed):
+        if grad is not None and (not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES):
+            raise OptimizerError(_not_a_float_array("gradient", index, grad, caller))
+    return listed
+
+
+def clip_grad_value(grads: Sequence[Array | None], clip_value: float) -> list[Array | None]:
+    """Clamp every gradient entry to ``[-clip_value, clip_value]``
+    (``torch.nn.utils.clip_grad_value_``): returns the clipped gradients, new arrays of the
+    gradients' shapes and dtypes (``None`` entries stay ``None``, as torch skips parameters
+    without a gradient). Each gradient is clipped on its own (any mix of float16, float32 and
+    float64 arrays, any shapes, 0-d and empty ones included), elementwise, so no summation order
+    is involved and the values are torch's bit for bit: as torch's ``clamp_``, the bound is
+    ``clip_value`` rounded to the gradient's dtype, and a NaN entry stays NaN. ``clip_value=0``
+    zeroes every gradient; ``inf`` leaves them as they are. A finite ``clip_value`` beyond the
+    dtype's range (``1e300`` for float32 gradients, ``70000`` for float16), which torch refuses
+    (``value cannot be converted to type float without overflow``), rounds to infinity and bounds
+    nothing, as ``inf`` (the exact clamp of an infinite entry to it rounds back to infinity).
+
+    Raises:
+        OptimizerError: ``clip_value`` not a real number (bools refused; beyond the float range,
+            as ``10**400``), or negative or NaN (torch accepts a negative one and then sets every
+            entry to ``-|clip_value|``); gradients that are not numpy float arrays, or not a
+            sequence (as :meth:`Optimizer.step`).
+    """
+    limit = _real("clip_value", clip_value, "clip_grad_value")
+    if not limit >= 0.0:
+        raise OptimizerError(f"clip_grad_value: clip_value must be >= 0 (inf allowed), got {clip_value!r}")
+    clipped = _checked_grads(grads, "clip_grad_value")
+    with np.errstate(over="ignore"):  # a bound beyond the dtype's range rounds to inf: no bound
+        for index, grad in enumerate(clipped):
+            if grad is not None:
+                bound = grad.dtype.type(limit)
+                clipped[index] = np.asarray(np.clip(grad, -bound, bound), dtype=grad.dtype)
+    return clipped
 
 
 def clip_grad_norm(
@@ -64,11 +110,8 @@ def clip_grad_norm(
         raise OptimizerError(
             f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"
         )
-    grads = _listed("gradients", grads, "clip_grad_norm")
+    grads = _checked_grads(grads, "clip_grad_norm")
     present = [(index, grad) for index, grad in enumerate(grads) if grad is not None]
-    for index, grad in present:
-        if not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES:
-            raise OptimizerError(_not_a_float_array("gradient", index, grad, "clip_grad_norm"))
     dtypes = {grad.dtype for _, grad in present}
     if len(dtypes) > 1:
         raise OptimizerError(

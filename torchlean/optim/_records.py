@@ -16,7 +16,7 @@ from torchlean._checks import shown
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
-from torchlean.optim._clip import clip_grad_norm
+from torchlean.optim._clip import clip_grad_norm, clip_grad_value
 from torchlean.optim._common import (
     _FLOAT_DTYPES,
     Array,
@@ -619,12 +619,20 @@ class Optimizer:
         group_configs = [_group_config(config, g) for g in self.groups]
         self.config, self.group_configs = config, group_configs
 
-    def step_(self, params: Sequence[Tensor], *, max_grad_norm: float | None = None) -> float | None:
+    def step_(
+        self,
+        params: Sequence[Tensor],
+        *,
+        max_grad_norm: float | None = None,
+        max_grad_value: float | None = None,
+    ) -> float | None:
         """Update the tensors ``params`` in place from their ``.grad`` and then set every ``.grad``
         to ``None``: torch's ``optimizer.step()`` followed by ``optimizer.zero_grad()`` (with
-        ``max_grad_norm``, ``clip_grad_norm_`` first). A tensor whose ``.grad`` is ``None`` is
+        ``max_grad_value``, ``clip_grad_value_`` first; with ``max_grad_norm``,
+        ``clip_grad_norm_`` first, after the value clipping when both are given, as
+        ``RunConfig`` orders them). A tensor whose ``.grad`` is ``None`` is
         skipped, as in :meth:`step` (buffers, frozen parameters). Returns the total gradient norm
-        before clipping when ``max_grad_norm`` is given (:func:`clip_grad_norm`), else ``None``.
+        before norm clipping when ``max_grad_norm`` is given (:func:`clip_grad_norm`), else ``None``.
 
         ``params`` are the tensors this optimizer was created for, in the same order (for a model,
         ``model.tensors()``, created from ``model.parameters``); the writes happen under
@@ -634,8 +642,9 @@ class Optimizer:
         from the same value.
 
         Raises:
-            OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`
-                and :func:`clip_grad_norm` (shapes, dtypes, counts), before any tensor changes.
+            OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`,
+                :func:`clip_grad_value` and :func:`clip_grad_norm` (shapes, dtypes, counts, the
+                limits), before any tensor changes.
         """
         if isinstance(params, Tensor):
             raise OptimizerError(
@@ -649,6 +658,8 @@ class Optimizer:
                     "(for numpy arrays use step(params, grads))"
                 )
         grads: list[Array | None] = [None if t.grad is None else t.grad.numpy() for t in tensors]
+        if max_grad_value is not None:  # elementwise: a tied tensor's positions clip alike
+            grads = clip_grad_value(grads, max_grad_value)
         norm = None
         if max_grad_norm is not None:  # a tensor listed twice (tied weights) is one parameter
             positions: dict[int, int] = {}
