@@ -67,7 +67,9 @@ from torchlean.optim import (
     ParamGroup,
     clip_grad_norm,
     clip_grad_value,
+    names_shown,
 )
+from torchlean.optim._groups import freezing
 from torchlean.tensor import Tensor
 from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_entropy_terms, squared_errors
 
@@ -288,7 +290,11 @@ class RunConfig:
     give the parameters they select by name (``model.names``) other hyper-parameters of
     ``optimizer``, as torch's parameter groups (``RunConfig(optim.adamw(3e-4, weight_decay=0.1),
     param_groups=[optim.group("bias", weight_decay=0.0)])``); the trainer checks them against its
-    model when it is built.
+    model when it is built. A frozen group (``optim.group(r"^0\\.", frozen=True)``) freezes the
+    parameters it selects, as torch's ``p.requires_grad_(False)``: no gradient is computed for
+    them, they take no update, weight decay or optimizer state, and their gradients, having none,
+    are out of ``max_grad_norm``'s norm (the ``lr_scale=0.0`` of a group keeps parameters fixed,
+    but their gradients are still computed and clipped with the others).
 
     Raises:
         TrainerError: ``optimizer`` is not an :class:`OptimizerConfig` (build one with
@@ -668,8 +674,10 @@ class Trainer(Generic[In, Out]):
             ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE.
         TrainerLabelError: an unknown objective label.
         OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
-            parameter, only buffers, or one another group selects, an override the optimizer does
-            not take (:meth:`torchlean.optim.OptimizerConfig.create`).
+            parameter (the message lists the model's names), only buffers, or one another group
+            selects (neither frozen), an override the optimizer does not take
+            (:meth:`torchlean.optim.OptimizerConfig.create`), frozen groups that freeze every
+            trainable parameter (naming them).
     """
 
     def __init__(
@@ -842,20 +850,29 @@ class Trainer(Generic[In, Out]):
 
         Raises:
             OptimizerError: a group that selects no parameter of the model (``GroupSelectionError``),
-                only buffers, or one another group selects, or an override the optimizer does not
-                take (:meth:`OptimizerConfig.create`).
+                only buffers, or one another group selects (neither frozen), or an override the
+                optimizer does not take (:meth:`OptimizerConfig.create`); frozen groups that
+                freeze every trainable parameter (naming them).
         """
         optimizer = self.config.optimizer.create(
             self.model.parameters, names=self.model.names, groups=self.config.param_groups
         )
         for index, group in enumerate(self.config.param_groups):
             members = [i for i, member in enumerate(optimizer.membership) if member == index]
-            if not any(self.model.specs[i].trainable for i in members):
+            # no members: a frozen group took every parameter it selects (create checked it selects some)
+            if members and not any(self.model.specs[i].trainable for i in members):
                 buffers = ", ".join(self.model.names[i] for i in members)
                 raise OptimizerError(
                     f"optimizer: {group.describe()} selects only buffers ({buffers}), which have no "
                     "gradient and are never updated (a group selects trainable parameters)"
                 )
+        trainable = [i for i, spec in enumerate(self.model.specs) if spec.trainable]
+        if trainable and all(optimizer.is_frozen(i) for i in trainable):
+            names = names_shown([self.model.names[i] for i in trainable])
+            raise OptimizerError(
+                f"optimizer: {freezing(self.config.param_groups)} every trainable parameter of the model "
+                f"({names}), so nothing would train (freeze fewer)"
+            )
         return optimizer
 
     @property
@@ -1138,10 +1155,15 @@ class Trainer(Generic[In, Out]):
         return {position: np.array(value.numpy(), dtype=dtype) for position, value in positions.items()}
 
     def _leaf_parameters(self, device: str) -> list[Tensor]:
-        """The model parameters as leaf tensors, trainable ones requiring gradients: on the host,
+        """The model parameters as leaf tensors, trainable ones requiring gradients (not those of a
+        frozen group, as torch's ``requires_grad_(False)``: the tape computes no gradient for them,
+        nor for ops whose operands all require none): on the host,
         views of the parameter arrays (the optimizer returns new arrays and buffers get new ones, so
         nothing writes through them); on a device, copies there."""
-        pairs = zip(self.model.parameters, (spec.trainable for spec in self.model.specs), strict=True)
+        assert self._optimizer is not None  # created when the session opened
+        optimizer = self._optimizer
+        wanted = (spec.trainable and not optimizer.is_frozen(i) for i, spec in enumerate(self.model.specs))
+        pairs = zip(self.model.parameters, wanted, strict=True)
         if device == "cpu":
             return [Tensor._make(np.ascontiguousarray(p), trainable) for p, trainable in pairs]
         return [Tensor(p, requires_grad=trainable, device=device) for p, trainable in pairs]

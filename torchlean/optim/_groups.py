@@ -59,14 +59,25 @@ class ParamGroup:
     optimizer's times ``lr_scale`` (torch's groups hold a rate of their own, which its schedulers
     scale with the others; a scale states that).
 
+    ``frozen=True`` freezes the parameters the group selects, as torch's
+    ``p.requires_grad_(False)`` (fine-tuning with a fixed backbone): the optimizer never updates
+    them, whatever gradient it is given (no step, no weight decay, no moment buffers: their state
+    is neither kept nor saved), :meth:`Optimizer.step_` leaves their gradients out of its clipping
+    norm, and a ``Trainer`` computes no gradient for them. A frozen group takes no overrides
+    (they would never apply), and may select parameters another group selects too, as torch's
+    ``requires_grad_(False)`` applies to a parameter of any group: they are frozen (a no-decay
+    group for every bias beside a frozen first layer needs no pattern that leaves that layer out).
+
     Raises:
         OptimizerError: ``match`` neither a regular expression nor callable; an override named
             ``lr`` (use ``lr_scale``), a name that is not a string, a value that is neither a bool
-            nor a real number, ``lr_scale`` not a finite real number >= 0 (bools refused).
+            nor a real number, ``lr_scale`` not a finite real number >= 0 (bools refused);
+            ``frozen`` not a bool, or ``True`` with overrides.
     """
 
     match: str | re.Pattern[str] | Selector
     overrides: tuple[tuple[str, float | bool], ...] = ()
+    frozen: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.match, re.Pattern):
@@ -97,6 +108,15 @@ class ParamGroup:
                 )
             overrides.append((key, _override_value(key, value)))
         object.__setattr__(self, "overrides", tuple(overrides))
+        if not isinstance(self.frozen, (bool, np.bool_)):
+            raise OptimizerError(f"optimizer: frozen must be a bool, got {self.frozen!r}")
+        object.__setattr__(self, "frozen", bool(self.frozen))
+        if self.frozen and overrides:
+            raise OptimizerError(
+                f"optimizer: {self.describe()} freezes its parameters, which are never updated, so it "
+                f"takes no hyper-parameters (got {', '.join(key for key, _ in overrides)}): give them to "
+                "another group"
+            )
 
     @property
     def lr_scale(self) -> float:
@@ -129,7 +149,16 @@ class ParamGroup:
         else:
             shown_match = getattr(self.match, "__qualname__", "function")
         parts = [shown_match, *(f"{key}={value!r}" for key, value in self.overrides)]
+        if self.frozen:
+            parts.append("frozen=True")
         return f"optim.group({', '.join(parts)})"
+
+
+def freezing(groups: Sequence[ParamGroup]) -> str:
+    """The frozen ones of ``groups`` as the subject of a refusal: ``optim.group('^0', frozen=True)
+    freezes``, or ``A and B freeze`` for two."""
+    frozen = [g.describe() for g in groups if g.frozen]
+    return f"{' and '.join(frozen)} {'freezes' if len(frozen) == 1 else 'freeze'}"
 
 
 def _listed_pairs(overrides: object) -> list[tuple[object, object]]:
@@ -173,6 +202,7 @@ def group(
     *,
     betas: tuple[float, float] | None = None,
     alpha: float | None = None,
+    frozen: bool = False,
     **overrides: float | bool,
 ) -> ParamGroup:
     """A parameter group (:class:`ParamGroup`): the parameters ``match`` selects by name (a
@@ -187,9 +217,14 @@ def group(
     ``beta1``/``beta2`` and ``alpha`` RMSprop's of ``decay``. Which overrides the optimizer takes
     and their domains are checked when the optimizer is created.
 
+    ``optim.group(r"^0\\.", frozen=True)`` freezes the first layer's parameters, torch's ``for p in
+    model[0].parameters(): p.requires_grad_(False)`` (:class:`ParamGroup`: no update, no state,
+    out of the clipping norm, no gradient computed by a ``Trainer``).
+
     Raises:
         OptimizerError: as :class:`ParamGroup`; ``betas`` not a pair, or given with
-            ``beta1``/``beta2``; ``alpha`` given with ``decay``.
+            ``beta1``/``beta2``; ``alpha`` given with ``decay``; ``frozen`` not a bool, or with
+            overrides.
     """
     if alpha is not None:
         if "decay" in overrides:
@@ -207,7 +242,7 @@ def group(
                 f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, {given})"
             )
         overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
-    return ParamGroup(match, tuple(overrides.items()))
+    return ParamGroup(match, tuple(overrides.items()), frozen)
 
 
 def _listed_groups(groups: object) -> list[ParamGroup]:
@@ -256,24 +291,33 @@ def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]
 def _membership(
     groups: Sequence[ParamGroup], names: Sequence[str], shapes: Sequence[tuple[int, ...]]
 ) -> tuple[int | None, ...]:
-    """Per parameter, the index of the one group that selects it, or ``None``.
+    """Per parameter, the index of the one group that selects it, or ``None``. Freezing is not a
+    group in torch (``requires_grad_(False)`` on a parameter of any group), so a frozen group may
+    select parameters that other groups select too: such a parameter is frozen (its first frozen
+    group's), and the other groups' overrides never apply to it.
 
     Raises:
-        OptimizerError: a parameter two groups select (torch refuses a parameter in two groups).
+        OptimizerError: a parameter two groups that are not frozen select (torch refuses a
+            parameter in two groups).
         GroupSelectionError: a group that selects none (a misspelt pattern), naming the
             parameters.
     """
     membership: list[int | None] = []
+    selecting: set[int] = set()
     for name, shape in zip(names, shapes, strict=True):
         hits = [index for index, g in enumerate(groups) if g.selects(name, tuple(shape))]
-        if len(hits) > 1:
+        selecting.update(hits)
+        warm = [index for index in hits if not groups[index].frozen]
+        if len(warm) > 1:
             raise OptimizerError(
-                f"optimizer: parameter {name!r} is selected by {groups[hits[0]].describe()} and "
-                f"{groups[hits[1]].describe()} (a parameter belongs to one group, as in torch)"
+                f"optimizer: parameter {name!r} is selected by {groups[warm[0]].describe()} and "
+                f"{groups[warm[1]].describe()} (a parameter belongs to one group, as in torch)"
             )
-        membership.append(hits[0] if hits else None)
+        cold = [index for index in hits if groups[index].frozen]
+        chosen = cold or hits
+        membership.append(chosen[0] if chosen else None)
     for index, g in enumerate(groups):
-        if index not in membership:
+        if index not in selecting:
             message = f"optimizer: {g.describe()} selects no parameter (names: {names_shown(names)})"
             raise GroupSelectionError(message, g, names)
     return tuple(membership)

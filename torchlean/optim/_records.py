@@ -36,6 +36,8 @@ from torchlean.optim._groups import (
     _group_config,
     _listed_groups,
     _membership,
+    freezing,
+    names_shown,
 )
 from torchlean.tensor import Tensor
 
@@ -113,13 +115,17 @@ class OptimizerConfig(ABC):
         group's hyper-parameters in their domains (:meth:`Optimizer.config_of` gives the record
         a parameter runs on).
 
+        A parameter of a frozen group (``optim.group(..., frozen=True)``) is never updated and
+        gets no state buffers (:meth:`Optimizer.is_frozen`).
+
         Raises:
             OptimizerError: ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
                 float16, float32 or float64), got torchlean.tensor.Tensor``; ``params`` that is a
                 single array, a string, a mapping or not iterable (:func:`_listed`); ``groups``
                 without ``names``, ``names`` not one string per parameter, a group that selects
-                no parameter or a parameter two groups select, an override this optimizer does
-                not take or out of its domain (:func:`_group_config`).
+                no parameter or a parameter two groups select (neither frozen), an override this
+                optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
+                that freeze every parameter (naming them).
         """
         params = _listed("parameters", params)
         for index, param in enumerate(params):
@@ -133,12 +139,20 @@ class OptimizerConfig(ABC):
         membership = _membership(groups, shown_names, shapes) if groups else (None,) * len(params)
         group_configs = [_group_config(self, g) for g in groups]
         configs = [self if member is None else group_configs[member] for member in membership]
+        frozen = [member is not None and groups[member].frozen for member in membership]
+        if params and all(frozen):
+            raise OptimizerError(
+                f"optimizer: {freezing(groups)} every parameter ({names_shown(shown_names)}), so nothing "
+                "would train (freeze fewer)"
+            )
         return Optimizer(
             self,
-            [np.zeros_like(p) for p in params],
-            [c.initial_second(p) for p, c in zip(params, configs, strict=True)],
+            [_no_state(p) if cold else np.zeros_like(p) for p, cold in zip(params, frozen, strict=True)],
+            [_no_state(p) if cold else c.initial_second(p) for p, c, cold in zip(params, configs, frozen,
+                                                                                 strict=True)],
             [0] * len(params),
-            third=[np.zeros_like(p) if c.has_third() else None for p, c in zip(params, configs, strict=True)],
+            third=[np.zeros_like(p) if c.has_third() and not cold else None
+                   for p, c, cold in zip(params, configs, frozen, strict=True)],
             groups=groups,
             names=shown_names,
             membership=membership,
@@ -431,6 +445,13 @@ class Adagrad(OptimizerConfig):
         return param + dt(-clr) * grad / (np.sqrt(v) + dt(self.eps))
 
 
+def _no_state(param: Array) -> Array:
+    """The state buffer of a frozen parameter: a read-only zero of its shape and dtype that
+    holds one value (``np.broadcast_to``), so a frozen backbone costs no state memory; it is the
+    template :meth:`Optimizer.step` checks the parameter against, and is never updated or saved."""
+    return np.broadcast_to(np.zeros((), dtype=param.dtype), param.shape)
+
+
 @dataclass(slots=True)
 class Optimizer:
     """The stateful optimizer: per-parameter first/second moment buffers and step counts.
@@ -438,7 +459,7 @@ class Optimizer:
     ``steps`` counts calls of :meth:`step`; ``param_steps[i]`` counts the updates parameter ``i``
     received, the ``t`` of its bias corrections and of SGD's first-momentum step. As in
     ``torch.optim``, a parameter whose gradient is ``None`` is skipped: neither its state nor its
-    count moves.
+    count moves. A frozen parameter (:meth:`is_frozen`) is skipped whatever its gradient.
     """
 
     config: OptimizerConfig
@@ -467,6 +488,17 @@ class Optimizer:
                 np.zeros_like(m) if self.config_of(i).has_third() else None for i, m in enumerate(self.first)
             ]
 
+    def is_frozen(self, index: int) -> bool:
+        """Whether parameter ``index`` belongs to a frozen group (``optim.group(..., frozen=True)``):
+        never updated, no state buffers, left out of :meth:`step_`'s clipping norm."""
+        member = self.membership[index]
+        return member is not None and self.groups[member].frozen
+
+    @property
+    def frozen(self) -> tuple[bool, ...]:
+        """:meth:`is_frozen` of every parameter, in order."""
+        return tuple(self.is_frozen(index) for index in range(len(self.first)))
+
     def config_of(self, index: int) -> OptimizerConfig:
         """The record parameter ``index`` is updated with: its group's (``config`` with the
         group's overrides, the learning rate scaled by its ``lr_scale``) or ``config``."""
@@ -484,7 +516,10 @@ class Optimizer:
         ``lr`` (0-d float64), the learning rate in effect (``config.lr``, which :meth:`set_lr`
         changes; each group's rate is it times the group's ``lr_scale``), as torch's
         ``param_groups`` carry ``lr``. The other hyper-parameters are not in it: they are the
-        record's (``config``), which builds the optimizer the state is loaded into."""
+        record's (``config``), which builds the optimizer the state is loaded into. A frozen
+        parameter has no buffers, so no ``first.i``/``second.i``/``third.i`` entries (its
+        ``param_steps`` entry stays 0), as torch keeps no state for a parameter without
+        gradient."""
         state: dict[str, np.ndarray[Any, Any]] = {
             "kind": np.array(self.config.name),
             "steps": np.array(self.steps, dtype=np.int64),
@@ -492,6 +527,8 @@ class Optimizer:
             "lr": np.array(self.config.lr, dtype=np.float64),
         }
         for index, (first, second, third) in enumerate(zip(self.first, self.second, self.third, strict=True)):
+            if self.is_frozen(index):
+                continue
             state[f"first.{index}"] = first.copy()
             state[f"second.{index}"] = second.copy()
             if third is not None:
@@ -631,7 +668,9 @@ class Optimizer:
         ``max_grad_value``, ``clip_grad_value_`` first; with ``max_grad_norm``,
         ``clip_grad_norm_`` first, after the value clipping when both are given, as
         ``RunConfig`` orders them). A tensor whose ``.grad`` is ``None`` is
-        skipped, as in :meth:`step` (buffers, frozen parameters). Returns the total gradient norm
+        skipped, as in :meth:`step` (buffers, parameters that do not require grad), and so is a
+        parameter of a frozen group, its gradient left out of the clipping norm too (torch's
+        ``requires_grad_(False)``, whose parameter has no gradient to count). Returns the total gradient norm
         before norm clipping when ``max_grad_norm`` is given (:func:`clip_grad_norm`), else ``None``.
 
         ``params`` are the tensors this optimizer was created for, in the same order (for a model,
@@ -657,7 +696,10 @@ class Optimizer:
                     f"optimizer: step_ takes torchlean Tensors; parameter {index} is a {_type_name(tensor)} "
                     "(for numpy arrays use step(params, grads))"
                 )
-        grads: list[Array | None] = [None if t.grad is None else t.grad.numpy() for t in tensors]
+        # a frozen parameter's gradient is left out of the clipping norm, as torch's requires_grad_(False)
+        grads: list[Array | None] = [
+            None if t.grad is None or self.is_frozen(i) else t.grad.numpy() for i, t in enumerate(tensors)
+        ]
         if max_grad_value is not None:  # elementwise: a tied tensor's positions clip alike
             grads = clip_grad_value(grads, max_grad_value)
         norm = None
@@ -678,8 +720,9 @@ class Optimizer:
         return norm
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
-        """Return updated parameters (new arrays); for a ``None`` gradient the parameter itself (the
-        same array object, unchanged).
+        """Return updated parameters (new arrays); for a ``None`` gradient, and for a frozen
+        parameter (:meth:`is_frozen`, whatever its gradient), the parameter itself (the same array
+        object, unchanged).
 
         ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
         and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of
@@ -711,7 +754,7 @@ class Optimizer:
         out: list[Array] = []
         with np.errstate(all="ignore"):  # a diverging run overflows to inf silently, as torch.optim
             for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
-                if grad is None:
+                if grad is None or self.is_frozen(index):
                     out.append(param)
                     continue
                 self.param_steps[index] += 1
