@@ -111,6 +111,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "grad_norms",
         "label_smoothing",
         "no_decay",
+        "freeze",
         "batch_size",
         "seed",
         "test_fraction",
@@ -143,6 +144,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
     assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
+    assert record["freeze"] is None and "freeze" not in lines[1]
     assert record["dropout"] == 0.0 and "dropout" not in lines[0]  # no --dropout
     assert record["validation"] is None  # no --val-fraction
     assert record["kernel_times"] is None and "kernel times" not in out  # no --kernel-times

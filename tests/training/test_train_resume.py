@@ -68,6 +68,8 @@ CASES = {
                          "0.002"),
     "adagrad-step-schedule": (*SMALL, "--optimizer", "adagrad", "--lr-schedule", "step:2:0.5"),
     "clipped": (*SMALL, "--max-grad-norm", "0.05"),
+    "frozen-clipped-no-decay": (*SMALL, "--freeze", r"^0\.", "--max-grad-norm", "0.05", "--optimizer",
+                                "adamw", "--no-decay", "bias"),
     "diabetes-regression": ("--dataset", "diabetes", "--hidden", "8", "--batch-size", "64"),
     "typed-graph": (*SMALL, "--execution", "typed-graph", "--optimizer", "sgd", "--momentum", "0.5"),
     "transformer-fast-cpu": ("--dataset", "digits", "--model", "transformer", "--hidden", "8", "--batch-size",
@@ -516,7 +518,7 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     nodigest = rewrite_training(saved, tmp_path / "nodigest.npz", data_sha256=None)
     assert "lack the data digest" in refused(capsys, "--resume", str(nodigest), "--epochs", "4")
     # an option the checkpoint does not record (newer than it) takes its default
-    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None, dropout=None)
+    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None, dropout=None, freeze=None)
     ok(capsys, "--resume", str(older), "--epochs", "4")
 
 

@@ -4,8 +4,9 @@ Prints two header lines (data and model, with ``dropout=P`` after ``model=`` for
 ``--dropout``; profile and optimiser, then ``lr_schedule=SPEC`` when
 ``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
 ``label_smoothing=S`` with a nonzero ``--label-smoothing``, ``no_decay='REGEX'`` with
-``--no-decay``, ``test_fraction=F`` with a ``--test-fraction`` other than 0.2; with
-``--show-backend`` the session's ``[TorchLean] backend capsules used:`` banner follows them, then
+``--no-decay``, ``freeze='REGEX'`` with ``--freeze``, ``test_fraction=F`` with a
+``--test-fraction`` other than 0.2; with ``--show-backend`` the session's ``[TorchLean] backend
+capsules used:`` banner follows them, then
 each capsule's report as it is first selected), one line per epoch with the mean training loss
 (and, with ``--max-grad-norm``, ``grad_norm=``: the epoch's last step's gradient norm before
 clipping; a tqdm progress bar per epoch on a terminal) - ``loss=`` for classification
@@ -17,7 +18,9 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 ``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's spec,
 ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
 ``label_smoothing`` and ``dropout``, 0.0 by default; ``test_fraction``, 0.2 by default;
-``no_decay``: ``{"pattern": REGEX, "parameters": [names]}`` with ``--no-decay``, else ``null``;
+``no_decay``: ``{"pattern": REGEX, "parameters": [names]}`` with ``--no-decay`` (the parameters
+it exempts, not those ``--freeze`` freezes), else ``null``; ``freeze``: the same of ``--freeze``
+(the parameters it freezes), else ``null``;
 ``checkpoint``: the saved path, when ``--save`` is given); its ``torch_threads`` is the intra-op
 thread count torch ran with, or ``null`` when torch was never imported (a ``checked_cpu`` run does
 not import it, so its thread setting is never used).
@@ -55,8 +58,10 @@ one when ``--save`` saves weights that are not finite. ``--save`` and ``--report
 file, or either naming the training CSV, is refused before any work, as are options the optimizer
 does not take (``--momentum``: sgd and rmsprop; ``--nesterov``: sgd; ``--centered``: rmsprop;
 ``--amsgrad``: adam and adamw), ``--no-decay`` without a weight decay (or matching no parameter or
-every one, or a bad expression), a ``--lr-schedule`` that would give an epoch a learning rate the
-optimizer refuses, and a ``warmup_cosine:W`` whose W is not less than the run's optimizer steps.
+every one, or every one ``--freeze`` leaves, or a bad expression), ``--freeze`` matching no
+parameter or every trainable one (or a bad expression), a ``--lr-schedule`` that would give an
+epoch a learning rate the optimizer refuses, and a ``warmup_cosine:W`` whose W is not less than
+the run's optimizer steps.
 
 ``--save`` also records the run's training state, and ``--resume CKPT`` continues it (a third
 header line ``resumed_from=CKPT epochs_before=E steps_before=S``, the epoch lines numbered on;
@@ -77,7 +82,7 @@ import math
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +127,7 @@ from torchlean.cli._threads import (
 )
 from torchlean.cli._validation import Validation, add_options, check_options, target_mse
 from torchlean.models import MODELS, build_model, checked_dropout
-from torchlean.nn.layers import ShapeError
+from torchlean.nn.layers import Layer, ShapeError
 from torchlean.nn.model import Model
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -220,6 +225,11 @@ def register(subparsers: Any) -> None:
                         "e.g. 'bias|ln' for the transformer's biases and layer norms) take no weight "
                         "decay, as a torch parameter group with weight_decay=0 (needs a weight decay; "
                         "default: every parameter decays)")
+    parser.add_argument("--freeze", type=_freeze, default=None, metavar="REGEX",
+                        help="parameters whose name matches the regular expression REGEX (re.search; "
+                        "e.g. '^0\\.' for the first layer of --model mlp) are frozen, as torch's "
+                        "p.requires_grad_(False): no gradient, no update, no weight decay, no optimizer "
+                        "state, left out of --max-grad-norm's norm (default: nothing frozen)")
     parser.add_argument("--lr-schedule", type=lr_schedule, default=LRSchedule(), metavar="SPEC",
                         help="the learning rate of epoch e (from 0): constant: --lr; cosine: --lr * (1 + "
                         "cos(pi * e / epochs)) / 2 (torch's CosineAnnealingLR with T_max=--epochs and "
@@ -472,17 +482,73 @@ def _no_decay(text: str) -> optim.ParamGroup:
         raise argparse.ArgumentTypeError(str(error).removeprefix("optimizer: ")) from None
 
 
-def _check_not_everything(group: optim.ParamGroup, model: Model) -> None:
-    """``--no-decay`` must leave some trainable parameter decaying.
+def _freeze(text: str) -> optim.ParamGroup:
+    """An argparse ``type`` for ``--freeze``: the frozen group of parameters whose name matches the
+    regular expression ``text`` (``optim.group(text, frozen=True)``).
+
+    Raises:
+        argparse.ArgumentTypeError: ``group pattern '(' is not a regular expression Python
+            compiles (...)``.
+    """
+    try:
+        return optim.group(text, frozen=True)
+    except optim.OptimizerError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("optimizer: ")) from None
+
+
+def _check_freeze(group: optim.ParamGroup | None, layer: Layer, model: str) -> None:
+    """``--freeze`` must match some parameter of the model and leave some trainable one
+    unfrozen (checked on the layer's parameter names before the trainer is built, so the
+    refusal names the flag).
+
+    Raises:
+        TorchLeanError: ``--freeze 'x' matches no parameter of --model mlp (names: ...)``;
+            ``--freeze '.' matches every trainable parameter of --model mlp (...): nothing would
+            train``.
+    """
+    if group is None:
+        return
+    specs = layer.param_specs()
+    names = [spec.name for spec in specs]
+    selected = [spec.name for spec in specs if group.selects(spec.name, tuple(spec.shape))]
+    if not selected:
+        raise TorchLeanError(
+            f"--freeze {group.match!r} matches no parameter of --model {model} (names: "
+            f"{optim.names_shown(names)})"
+        )
+    trainable = [spec.name for spec in specs if spec.trainable]
+    if all(name in selected for name in trainable):
+        raise TorchLeanError(
+            f"--freeze {group.match!r} matches every trainable parameter of --model {model} "
+            f"({optim.names_shown(trainable)}): nothing would train; freeze fewer"
+        )
+
+
+def _frozen(args: argparse.Namespace, model: Model) -> set[str]:
+    """The names of the parameters ``--freeze`` freezes (none without it)."""
+    if args.freeze is None:
+        return set()
+    pairs = zip(model.names, model.parameters, strict=True)
+    return {name for name, value in pairs if args.freeze.selects(name, value.shape)}
+
+
+def _check_not_everything(group: optim.ParamGroup, model: Model, frozen: Collection[str] = ()) -> None:
+    """``--no-decay`` must leave some trainable parameter that is not ``frozen`` decaying.
 
     Raises:
         TorchLeanError: ``--no-decay '.' matches every trainable parameter of the model; for no
-            weight decay at all give --weight-decay 0``.
+            weight decay at all give --weight-decay 0`` (``... every trainable parameter that
+            --freeze leaves ...`` with ``frozen``).
     """
     trainable = [
         (name, value) for name, value, spec in zip(model.names, model.parameters, model.specs, strict=True)
-        if spec.trainable
+        if spec.trainable and name not in frozen
     ]
+    if frozen and all(group.selects(name, value.shape) for name, value in trainable):
+        raise TorchLeanError(
+            f"--no-decay {group.match!r} matches every trainable parameter that --freeze leaves training; "
+            "for no weight decay at all give --weight-decay 0"
+        )
     if all(group.selects(name, value.shape) for name, value in trainable):
         raise TorchLeanError(
             f"--no-decay {group.match!r} matches every trainable parameter of the model; for no weight "
@@ -490,28 +556,34 @@ def _check_not_everything(group: optim.ParamGroup, model: Model) -> None:
         )
 
 
-def _no_decay_record(group: optim.ParamGroup, model: Model) -> dict[str, Any]:
-    """The JSON record's ``no_decay``: the pattern and the names of the parameters it exempts."""
+def _group_record(group: optim.ParamGroup | None, model: Model, frozen: Collection[str] = ()) -> Any:
+    """The JSON record's ``no_decay`` or ``freeze``: the pattern and the names of the parameters it
+    applies to (for ``no_decay``, those it exempts: not the ``frozen`` ones), or ``None`` without
+    the option."""
+    if group is None:
+        return None
     pairs = zip(model.names, model.parameters, strict=True)
-    names = [name for name, value in pairs if group.selects(name, value.shape)]
+    names = [name for name, value in pairs if group.selects(name, value.shape) and name not in frozen]
     return {"pattern": group.match, "parameters": names}
 
 
 def _param_groups(args: argparse.Namespace, optimizer: optim.OptimizerConfig) -> tuple[optim.ParamGroup, ...]:
-    """``RunConfig.param_groups`` of ``--no-decay`` (none without it).
+    """``RunConfig.param_groups`` of ``--freeze`` and ``--no-decay`` (none without them; a
+    parameter both match is frozen, as the frozen group's).
 
     Raises:
         TorchLeanError: ``--no-decay`` with no weight decay to exempt from (an optimizer other
             than adamw without ``--weight-decay``).
     """
+    groups = () if args.freeze is None else (args.freeze,)
     if args.no_decay is None:
-        return ()
+        return groups
     if getattr(optimizer, "weight_decay", 0.0) == 0.0:
         raise TorchLeanError(
             f"--no-decay exempts parameters from weight decay, but --optimizer {args.optimizer} decays "
             "nothing here: give a --weight-decay above 0"
         )
-    return (args.no_decay,)
+    return (*groups, args.no_decay)
 
 
 def _checked_schedule(
@@ -652,6 +724,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden,
                                      dropout=args.dropout)
+    _check_freeze(args.freeze, layer, args.model)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,
                        param_groups=_param_groups(args, optimizer)).with_profile(profile)
@@ -664,13 +737,14 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             input_shape=input_shape,
             label_smoothing=args.label_smoothing,
         )
-    except optim.GroupSelectionError as error:
+    except optim.GroupSelectionError as error:  # --freeze is checked before (_check_freeze)
         raise TorchLeanError(
             f"--no-decay {args.no_decay.match!r} matches no parameter of --model {args.model} (names: "
             f"{optim.names_shown(error.names)})"
         ) from None
-    if config.param_groups:
-        _check_not_everything(args.no_decay, trainer.model)
+    frozen = _frozen(args, trainer.model)
+    if args.no_decay is not None:
+        _check_not_everything(args.no_decay, trainer.model, frozen)
     steps = -(-dataset.x_train.shape[0] // args.batch_size)  # optimizer steps per epoch
     if schedule.by_step:
         scheduled = _step_schedule(schedule, optimizer, args.epochs, steps)
@@ -701,8 +775,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         shown_schedule += f" max_grad_norm={args.max_grad_norm!r}"
     if args.label_smoothing != 0.0:
         shown_schedule += f" label_smoothing={args.label_smoothing!r}"
-    if config.param_groups:
+    if args.no_decay is not None:
         shown_schedule += f" no_decay={args.no_decay.match!r}"
+    if args.freeze is not None:
+        shown_schedule += f" freeze={args.freeze.match!r}"
     if args.test_fraction != data.TEST_FRACTION:
         shown_schedule += f" test_fraction={args.test_fraction!r}"
     if held_out is not None:
@@ -781,7 +857,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "max_grad_norm": args.max_grad_norm,
         "grad_norms": grad_norms if args.max_grad_norm is not None else None,
         "label_smoothing": args.label_smoothing,
-        "no_decay": _no_decay_record(args.no_decay, trainer.model) if config.param_groups else None,
+        "no_decay": _group_record(args.no_decay, trainer.model, frozen),
+        "freeze": _group_record(args.freeze, trainer.model),
         "batch_size": args.batch_size,
         "seed": args.seed,
         "test_fraction": args.test_fraction,
