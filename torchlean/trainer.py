@@ -910,7 +910,8 @@ class Trainer(Generic[In, Out]):
     def optimizer(self) -> Optimizer:
         """The trainer's stateful optimizer (created from ``config`` on first use, without opening
         the session): ``trainer.optimizer.state_dict()`` and ``load_state_dict`` save and restore
-        its moments and step counts with the weights (``model.state()``), to resume a run.
+        its moments, step counts and learning rate with the weights (``model.state()``), to resume
+        a run; ``trainer.optimizer.set_lr(...)`` changes the rate.
 
         Raises:
             OptimizerError: as :meth:`OptimizerConfig.create` (``config.param_groups``).

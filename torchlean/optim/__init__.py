@@ -45,7 +45,9 @@ starts at zero; the bias corrections in Python floats):
 
 Parameter groups (:func:`group`, torch's ``param_groups``) give the parameters they select by
 name other values of these hyper-parameters and a multiple of the learning rate
-(``create(params, names=model.names, groups=[optim.group("bias", weight_decay=0.0)])``).
+(``create(params, names=model.names, groups=[optim.group("bias", weight_decay=0.0)])``); a frozen
+group (``optim.group(r"^0\\.", frozen=True)``) is torch's ``requires_grad_(False)``: its parameters
+take no update and keep no state.
 
 Modules: ``_records`` (the records, their update rules, :class:`Optimizer` and the builders),
 ``_groups`` (parameter groups), ``_clip`` (:func:`clip_grad_norm`, :func:`clip_grad_value`),
