@@ -1,0 +1,103 @@
+"""Softmax along an axis (plain, log and hard-masked) and scaled dot-product attention, whose
+blocked entries are selected away (a fully masked row is zeros)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy.typing as npt
+
+from torchlean.autograd.session import run_op
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.functional._operands import _mask, _require_tensor
+from torchlean.functional._params import _int, _real
+from torchlean.tensor import (
+    Tensor,
+)
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``. Returns x's
+    shape; a rank-0 ``x`` gives 1, as in torch.
+
+    Raises:
+        GuardError: ``axis`` out of range for x's rank (never wrapped).
+        TensorTypeError: a non-integer ``axis``.
+    """
+    return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", axis)})
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``.
+    Returns x's shape; errors as :func:`softmax`."""
+    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
+
+
+def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
+    """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
+    all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
+    ``hard_masked_softmax``. Returns x's shape and dtype.
+
+    Raises:
+        GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask),
+            or ``None`` (``softmax`` is the maskless form; the specification's
+            ``hard_masked_softmax`` takes ``None`` as that).
+        GuardError: a mask that does not broadcast to x's shape; ``axis`` out of range.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
+    """
+    x = _require_tensor("hard_masked_softmax", "x", x)
+    params = {"axis": _int("hard_masked_softmax", "axis", axis)}
+    return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | npt.ArrayLike | None = None,
+    *,
+    scale: float | None = None,
+) -> Tensor:
+    """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked
+    entries contribute exactly 0, a fully blocked row gives zeros); q ``(..., nQ, d)``, k
+    ``(..., nK, d)``, v ``(..., nK, dv)``; scale defaults to ``1/sqrt(d)`` (1 when d == 0)
+    (``torch.nn.functional.scaled_dot_product_attention``). Records
+    ``scaled_dot_product_attention`` on whichever capsule the session selected
+    (``reference.attention`` under ``checked_cpu``, ``aten.scaled_dot_product_attention`` under
+    ``fast_cpu``, ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``).
+
+    ``scale`` is keyword-only, as in torch, where the fifth positional slot is ``dropout_p``: a
+    call ported from torch that passes a dropout probability there is a ``TypeError``, not a
+    scale. There is no ``dropout_p`` or ``is_causal``: give a causal mask as ``mask``
+    (``torchlean.spec.causal_mask(n_q, n_k)``, upper-left aligned as torch's ``is_causal``;
+    ``align="lower_right"`` for the other alignment).
+
+    The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
+    ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
+    (0 and negative ones too). Under CUDA profiles the capsules' contracts narrow the shapes:
+    ``torchlean.composed_attention`` (``checked_cuda``) takes q, k, v of rank 3 or 4 only (the
+    original's ``(batch, heads, n, d)``, batch optional: give a single head an axis with
+    ``reshape``), ``native_cuda.direct_attention`` ``d, dv <= 256``.
+
+    Order of operations (every provider, as the original): the scores ``q kᵀ`` are formed in
+    q's dtype and then multiplied by ``scale``, where torch's SDPA scales q and k first. So a
+    score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (its row
+    turns NaN where torch stays finite), and a ``scale`` the dtype cannot hold (``1e39`` in
+    float32) is inf and gives NaN rows (torch, multiplying q and k by ``sqrt(scale)``, stays
+    finite where those products do; ``libtorch.sdpa_forward`` recomputes such rows the
+    reference's way, so its forward agrees with its backward and the other providers). A row
+    whose allowed scores are all -inf (not a blocked row) is NaN in forward and backward, the
+    softmax of all -inf, in every provider; torch's SDPA with a boolean mask returns zeros there.
+
+    Raises:
+        GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
+            or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
+        GuardTypeError: a non-boolean mask.
+        TensorTypeError: a ``scale`` that is not a real number.
+        TensorError: a ``scale`` beyond the float64 range (``10**400``).
+    """
+    mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
+    params: dict[str, Any] = {}
+    if scale is not None:
+        params["scale"] = _real("scaled_dot_product_attention", "scale", scale)
+    return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)

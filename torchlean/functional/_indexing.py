@@ -1,0 +1,239 @@
+"""Indexing: basic slicing (``slice``, ``getitem``, whose slice check item assignment shares)
+and index arrays (``gather``, ``scatter_add``, which take the axis last)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean._checks import (
+    is_builtin_or_numpy_int,
+    is_int,
+    shown,
+)
+from torchlean.autograd.session import run_op
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.functional._operands import _index, _require_tensor
+from torchlean.functional._params import _int, _ints
+from torchlean.functional._shape import reshape
+from torchlean.tensor import (
+    Tensor,
+    TensorError,
+    TensorTypeError,
+    _is_torch_tensor,
+    operand_type,
+)
+
+
+def slice(
+    x: Tensor, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None = None
+) -> Tensor:
+    """``x[start0:stop0:step0, ...]`` with one bound per axis, ``0 <= start <= stop <= extent``,
+    ``step >= 1``; records ``slice``. ``steps`` defaults to 1 on every axis. Bounds are absolute
+    (a negative start is refused, not counted from the end, unlike Python slicing).
+
+    Raises:
+        GuardError: ``starts``/``stops``/``steps`` not of length ``x.ndim``, a bound outside
+            ``0 <= start <= stop <= extent``, or a step below 1.
+        TensorTypeError: a bound or step that is not an integer.
+    """
+    params: dict[str, Any] = {
+        "starts": _ints("slice", "starts", starts),
+        "stops": _ints("slice", "stops", stops),
+        "steps": None if steps is None else _ints("slice", "steps", steps),
+    }
+    return run_op(BackendOp.SLICE, (x,), params)
+
+
+def _index_tuple(index: Any) -> tuple[Any, ...]:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _check_slice(item: builtins.slice, index: Any) -> None:
+    """Refuse a slice of ``index`` that torchlean does not take, before Python's
+    ``slice.indices`` would raise its own ``TypeError``/``ValueError``: bounds and step must be
+    Python or numpy integers or ``None`` (floats and bools are refused rather than truncated), and
+    the step positive (torch refuses a negative or zero step too, with a ``ValueError``). Shared
+    by :func:`getitem` and item assignment (:meth:`Tensor.__setitem__`).
+
+    Raises:
+        TensorTypeError: a bound or step that is not an integer or None (``slice bounds must be
+            integers or None; got 0.0 of type float as the start of slice(0.0, 2.0, None) ...``).
+        TensorError: a negative or zero step (``negative or zero slice steps are not supported``).
+    """
+    start, stop, step = item.start, item.stop, item.step
+    if (
+        (start is None or type(start) is int)  # the common x[a:b]: checked without the loop below
+        and (stop is None or type(stop) is int)
+        and (step is None or (type(step) is int and step >= 1))
+    ):
+        return
+    for part, value in (("start", start), ("stop", stop), ("step", step)):
+        if value is not None and not is_builtin_or_numpy_int(value):
+            raise TensorTypeError(
+                f"slice bounds must be integers or None; got {shown(value)} of type "
+                f"{type(value).__name__} as the {part} of {item!r} (index {index!r}; accepted: Python "
+                "or numpy integers, None)"
+            )
+    if item.step is not None and item.step < 1:
+        raise TensorError(
+            f"negative or zero slice steps are not supported (index {index!r}; accepted: a step of "
+            "at least 1, or None)"
+        )
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
+
+    Records ``slice`` (also when the index selects everything: ``x[:]``, ``x[...]`` and
+    ``x[0:n]`` are new tensors too), then ``reshape`` when an integer drops an axis or ``None``
+    inserts one; on a rank-0 ``x`` (no axis to slice) ``reshape`` alone. Negative steps and
+    advanced (array) indexing are refused (use :func:`gather`).
+
+    Unlike torch, where basic indexing returns a view, the result is always new storage (torchlean
+    has no views; see :mod:`torchlean.tensor`): an in-place write through ``x[index]`` never
+    changes ``x``, and one into ``x`` never changes an earlier ``x[index]``. Gradients flow back
+    to ``x`` through the recorded ops.
+
+    Raises:
+        TensorTypeError: ``x`` is not a Tensor; a slice bound or step that is not an integer or
+            None (a float, a bool: :func:`_check_slice`).
+        TensorError: an unsupported index, an integer out of range, a negative or zero slice step.
+    """
+    if not isinstance(x, Tensor):
+        raise TensorTypeError(
+            f"getitem: input 0 must be a torchlean Tensor; got {operand_type(x)} (accepted: a "
+            "torchlean Tensor; convert data with torchlean.tensor(...))"
+        )
+    items = _index_tuple(index)
+    if builtins.sum(1 for i in items if i is Ellipsis) > 1:
+        raise TensorError("an index can only have a single ellipsis ('...')")
+    consuming = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consuming > x.ndim:
+        raise TensorError(f"too many indices for a tensor of rank {x.ndim}: {index!r}")
+    expanded: list[Any] = []
+    for item in items:
+        if item is Ellipsis:
+            expanded.extend([builtins.slice(None)] * (x.ndim - consuming))
+        else:
+            expanded.append(item)
+    expanded.extend([builtins.slice(None)] * (x.ndim - builtins.sum(1 for i in expanded if i is not None)))
+    starts: list[int] = []
+    stops: list[int] = []
+    steps: list[int] = []
+    final_shape: list[int] = []
+    axis = 0
+    for item in expanded:
+        if item is None:
+            final_shape.append(1)
+            continue
+        extent = x.shape[axis]
+        if isinstance(item, builtins.slice):
+            _check_slice(item, index)
+            start, stop, step = item.indices(extent)
+            stop = builtins.max(stop, start)
+            starts.append(start)
+            stops.append(stop)
+            steps.append(step)
+            final_shape.append(len(range(start, stop, step)))
+        elif is_builtin_or_numpy_int(item):
+            position = int(item)
+            if not -extent <= position < extent:
+                raise TensorError(f"index {position} is out of range for axis {axis} with extent {extent}")
+            position %= extent
+            starts.append(position)
+            stops.append(position + 1)
+            steps.append(1)
+        else:
+            raise TensorError(
+                f"unsupported index {item!r} of type {type(item).__name__}: only integers, slices, "
+                "'...' and None are supported (use torchlean.gather for index arrays)"
+            )
+        axis += 1
+    if x.ndim == 0:  # no axis to slice: ``reshape`` makes the new tensor (with None's axes)
+        return reshape(x, final_shape)
+    result = slice(x, starts, stops, steps)
+    if tuple(final_shape) != result.shape:
+        result = reshape(result, final_shape)
+    return result
+
+
+# The functional gather/scatter_add take the axis last; torch's function and method take it first.
+_AXIS_LAST_ORDERS = {
+    "gather": ("(x, index, axis)", "torch.gather(x, dim, index)", "t.gather(dim, index)"),
+    "scatter_add": (
+        "(base, index, src, axis)",
+        "torch.scatter_add(base, dim, index, src)",
+        "t.scatter_add(dim, index, src)",
+    ),
+}
+
+
+def _axis_last(fn: str, axis: object, index: object) -> int:
+    """The ``axis`` of ``gather``/``scatter_add`` (``fn``), whose functional forms take it last.
+
+    Raises:
+        TensorTypeError: ``axis`` is not an integer (:func:`_int`'s message); when it is array data
+            (a Tensor, an array, a list) and ``index`` is an integer, as in a call written in
+            torch's order, the message adds both orders (``...; index is the integer 1 and axis
+            is array data: tl.gather takes (x, index, axis), axis last, unlike
+            torch.gather(x, dim, index) and the method t.gather(dim, index)``).
+    """
+    try:
+        return _int(fn, "axis", axis)
+    except TensorTypeError as exc:
+        arrayish = isinstance(axis, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(axis)
+        if not (arrayish and is_int(index)):
+            raise
+        ours, torch_order, method_order = _AXIS_LAST_ORDERS[fn]
+        raise TensorTypeError(
+            f"{exc}; index is the integer {int(index)} and axis is array data: tl.{fn} takes {ours}, "
+            f"axis last, unlike {torch_order} and the method {method_order}"
+        ) from None
+
+
+def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
+    """Values of ``x`` picked along ``axis`` by ``index`` (``torch.gather``), with the arguments in
+    another order: **the axis comes last** here, ``gather(x, index, axis)``, where torch writes
+    ``torch.gather(x, dim, index)`` and the method ``t.gather(dim, index)`` (torchlean's method
+    keeps torch's order). ``index`` is int64 of x's rank; records ``gather``.
+
+    ``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``; the result has the
+    index's shape and x's dtype. ``index`` extents must not exceed x's on every axis but ``axis``.
+    Integer index data (a numpy array or nested lists) becomes int64.
+
+    Raises:
+        GuardError: an index value outside ``[0, x.shape[axis])`` (negative values are not counted
+            from the end, as in torch), an index of another rank or too large, a non-integer
+            index dtype, or ``axis`` out of range.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis`` (for array data there and
+            an integer ``index``, torch's order ``gather(x, dim, index)``, the message says so).
+    """
+    x = _require_tensor("gather", "x", x)
+    params = {"axis": _axis_last("gather", axis, index)}
+    return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
+
+
+def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
+    """``src`` added into a copy of ``base`` at ``index`` along ``axis`` (``torch.scatter_add``),
+    with the arguments in another order: **the axis comes last** here, ``scatter_add(base, index,
+    src, axis)``, where torch writes ``torch.scatter_add(base, dim, index, src)`` and the method
+    ``t.scatter_add(dim, index, src)`` (torchlean's method keeps torch's order). Repeated indices
+    accumulate in index order; records ``scatter_add``. Returns a new tensor of base's shape and
+    dtype (``base`` is not written). ``index`` (int64, base's rank) has extents <= src's on every
+    axis and <= base's on every axis but ``axis``; src has base's dtype.
+
+    Raises:
+        GuardError: an index value outside ``[0, base.shape[axis])``, shapes that do not fit,
+            a src dtype other than base's, or ``axis`` out of range.
+        TensorTypeError: ``base`` or ``src`` is not a Tensor; a non-integer ``axis`` (for array
+            data there and an integer ``index``, torch's order ``scatter_add(base, dim, index,
+            src)``, the message says so).
+    """
+    base = _require_tensor("scatter_add", "base", base)
+    params = {"axis": _axis_last("scatter_add", axis, index)}
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)

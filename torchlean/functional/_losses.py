@@ -1,0 +1,209 @@
+"""Losses: ``mse_loss`` and ``cross_entropy`` (class indices or class probabilities, with
+torch's ``label_smoothing``), reduction ``mean``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean._checks import (
+    id_outside,
+    is_builtin_int,
+    shown,
+)
+from torchlean.autograd.session import run_op
+from torchlean.backend.errors import GuardError
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.functional._arithmetic import add, mul, neg, scale
+from torchlean.functional._attention import log_softmax
+from torchlean.functional._indexing import gather
+from torchlean.functional._operands import (
+    Operand,
+    _array_like,
+    _check_int_fits,
+    _constant,
+    _index,
+    _on_device_of,
+    _pair,
+    _require_tensor,
+)
+from torchlean.functional._params import _axis, _real
+from torchlean.functional._reductions import reduce_mean, reduce_sum
+from torchlean.tensor import (
+    Tensor,
+    TensorError,
+    TensorTypeError,
+    _require_int64_fits,
+)
+
+
+def mse_loss(prediction: Tensor, target: Operand) -> Tensor:
+    """Mean squared error over all elements, a rank-0 tensor (``torch.nn.functional.mse_loss``,
+    reduction ``mean``); records ``mse_loss``.
+
+    Tensor and array shapes must be equal (no broadcasting); a real number (Python or numpy
+    scalar) on either side becomes a constant of the tensor's shape, dtype and device, as torch
+    broadcasts a 0-d target (``mse_loss(x, 1.0)`` is ``mean((x - 1)**2)``).
+
+    Raises:
+        GuardError: shapes differ; TensorError: an integer that does not fit the tensor's dtype.
+    """
+    if isinstance(prediction, Tensor) and _is_real(target):
+        return run_op(BackendOp.MSE_LOSS, (prediction, _filled(target, prediction)), {})
+    if isinstance(target, Tensor) and _is_real(prediction):
+        return run_op(BackendOp.MSE_LOSS, (_filled(prediction, target), target), {})
+    x, y = _pair(prediction, target)
+    return run_op(BackendOp.MSE_LOSS, (x, y), {})
+
+
+def _is_real(value: object) -> bool:
+    """A Python or numpy real number (bools excluded)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _filled(value: object, like: Tensor) -> Tensor:
+    """The number ``value`` as a constant of ``like``'s shape, dtype and device."""
+    if is_builtin_int(value):
+        _check_int_fits(value, like.dtype)
+    elif like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
+        _require_int64_fits(np.asarray(value))
+    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
+        return _on_device_of(np.full(like.shape, value, dtype=like.dtype), like)
+
+
+def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
+    """Refuse a class index of ``cross_entropy`` outside ``[0, classes)``, naming the value (the
+    most negative one, else the largest) and the range, before anything is recorded.
+
+    Raises:
+        GuardError: ``cross_entropy: target value 3 is out of range for 3 classes along axis 1
+            (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``.
+    """
+    outside = id_outside(raw, classes)
+    if outside is not None:
+        raise GuardError(
+            f"cross_entropy: target value {outside} is out of range for {classes} "
+            f"classes along axis {axis} (accepted: class ids in [0, {classes}); torch's "
+            "ignore_index=-100 is not supported)"
+        )
+
+
+def _label_smoothing(value: object) -> float:
+    """``cross_entropy``'s ``label_smoothing`` as a float in ``[0, 1]``.
+
+    Raises:
+        TensorTypeError: not a real number (:func:`_real`).
+        TensorError: outside ``[0, 1]``, NaN, or beyond the float range (``10**400``).
+    """
+    try:
+        smoothing = _real("cross_entropy", "label_smoothing", value)
+    except TensorTypeError:
+        raise
+    except TensorError:  # beyond the float range: refused below with the accepted range
+        smoothing = math.nan
+    if not 0.0 <= smoothing <= 1.0:
+        raise TensorError(
+            f"cross_entropy: label_smoothing must be in [0, 1] (torch's documented range), got {shown(value)}"
+        )
+    return smoothing
+
+
+def cross_entropy(
+    logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None, *, label_smoothing: float = 0.0
+) -> Tensor:
+    """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
+    (``torch.nn.functional.cross_entropy``, reduction ``mean``).
+
+    ``axis`` defaults to torch's class axis: 1 for logits of rank >= 2 (``(N, C)``, ``(N, C, d1,
+    ...)``), 0 for unbatched rank-1 logits ``(C,)``; pass it for classes elsewhere (``axis=-1``
+    for ``(N, L, C)``). Until 2026-12-01 the default was the last axis, which differs from torch's
+    for logits of rank 3 or more: code written against that default passes ``axis=-1``.
+
+    ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
+    class axis, every value a class id in ``[0, C)``) or class probabilities (a float tensor of the
+    logits' shape). Unlike torch, there is no ``ignore_index``: torch's default
+    ``ignore_index=-100`` (skip that target) is not supported, so ``-100`` is refused like any
+    other value outside ``[0, C)``.
+
+    ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
+    distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
+    mean(-sum_c log_softmax)`` (torch's ``cross_entropy_loss_label_smoothing``); for
+    probabilities, the target ``p * (1 - s) + s / C`` (computed in the logits' dtype).
+
+    Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
+    given the class axis by a numpy reshape of the index data, which carries no gradient), and
+    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities; with
+    smoothing, indices add ``reduce_sum``, ``reduce_mean``, ``scale`` and ``add`` (a probability
+    Tensor target adds ``scale`` and ``add``). Returns a rank-0 tensor in the logits' dtype.
+
+    Raises:
+        GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;
+            a class index outside ``[0, C)`` (``cross_entropy: target value -100 is out of range
+            for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
+            A probability target Tensor of another float dtype than the logits (numpy
+            probabilities are cast to the logits' dtype).
+        TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
+            nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's documented range; torch 2.13
+            itself takes a negative or NaN value silently as no smoothing), or beyond the float range.
+        TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
+    """
+    logits = _require_tensor("cross_entropy", "logits", logits)
+    smoothing = _label_smoothing(label_smoothing)
+    if logits.ndim == 0:
+        raise TensorError(
+            "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
+            "(N, C, d1, ...)); got a 0-d tensor"
+        )
+    if axis is None:
+        axis = 1 if logits.ndim >= 2 else 0
+    ax = _axis("cross_entropy", "axis", axis, logits.ndim)
+    raw: npt.NDArray[Any] = (
+        target.numpy() if isinstance(target, Tensor) else _array_like("cross_entropy", "target", target)
+    )
+    if raw.dtype.kind in "iu":
+        expected = logits.shape[:ax] + logits.shape[ax + 1 :]
+        if raw.shape != expected:
+            raise TensorError(
+                f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
+                f"{logits.shape} with classes along axis {ax} (expected {expected}; pass axis= for "
+                "another class axis)"
+            )
+        _check_class_ids(raw, logits.shape[ax], ax)
+        index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
+        log_p = log_softmax(logits, ax)
+        nll = neg(reduce_mean(gather(log_p, index, ax)))
+        if smoothing == 0.0:
+            return nll
+        uniform = neg(reduce_mean(reduce_sum(log_p, ax)))  # mean over positions of -sum_c log p_c
+        return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
+    if raw.dtype.kind == "f":
+        if raw.shape != logits.shape:
+            raise TensorError(
+                f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
+                f"{logits.shape}"
+            )
+        if isinstance(target, Tensor) and target.dtype != logits.dtype:
+            raise GuardError(
+                f"cross_entropy: the class probabilities have dtype {target.dtype} but the logits "
+                f"{logits.dtype} (accepted: a probability Tensor of the logits' dtype, or numpy "
+                "probabilities, which are cast to it)"
+            )
+        classes = logits.shape[ax]
+        if isinstance(target, Tensor):
+            probs = target
+            if smoothing != 0.0:
+                probs = add(scale(target, 1.0 - smoothing), smoothing / classes)
+        else:
+            dt = logits.dtype.type
+            values = np.asarray(raw, dtype=logits.dtype)
+            if smoothing != 0.0:  # torch: target * (1 - s) + s / C, two roundings in the dtype
+                values = values * dt(1.0 - smoothing) + dt(smoothing / classes)
+            probs = _constant(values, logits)
+        return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
+    raise TensorError(
+        f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
+    )

@@ -1,0 +1,172 @@
+"""Normalisation layers' functions: ``layer_norm`` and ``batch_norm``, whose argument orders
+differ from torch's (a call in torch's order is refused, naming both)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from torchlean._checks import (
+    is_int,
+)
+from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.session import run_op
+from torchlean.autograd.tape import AutogradError
+from torchlean.backend.errors import GuardError
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.functional._params import _int, _real
+from torchlean.tensor import (
+    Tensor,
+    TensorTypeError,
+    _flag,
+    _preview,
+)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _torch_normalized_shape(weight: object) -> None:
+    """Refuse torch's ``normalized_shape`` (an int or a sequence of ints) in :func:`layer_norm`'s
+    weight position, pointing to ``normalized_ndim``; anything else is left to the dispatcher.
+
+    Raises:
+        TensorTypeError: ``layer_norm: weight must be a torchlean Tensor or None; got (3,) ...``.
+    """
+    if is_int(weight):
+        count = 1
+    elif isinstance(weight, tuple | list) and all(is_int(v) for v in weight):
+        count = len(weight)
+    else:
+        return
+    raise TensorTypeError(
+        f"layer_norm: weight must be a torchlean Tensor or None; got {_preview(weight)} of type "
+        f"{type(weight).__name__}, which looks like torch's normalized_shape: torch's "
+        "layer_norm(input, normalized_shape, weight, bias, eps) takes the normalised shape second, "
+        "torchlean's layer_norm(x, weight=None, bias=None, normalized_ndim=1, eps=1e-05) takes the "
+        f"number of trailing axes to normalise as normalized_ndim= (here normalized_ndim={count})"
+    )
+
+
+def layer_norm(
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    normalized_ndim: int = 1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
+    (``torch.nn.functional.layer_norm``, biased variance); records ``layer_norm``.
+
+    Shapes: x of rank >= ``normalized_ndim`` >= 1; weight and bias (each optional) have x's
+    trailing ``normalized_ndim`` extents and x's dtype. Returns x's shape.
+
+    The order differs from torch's ``layer_norm(input, normalized_shape, weight=None, bias=None,
+    eps=1e-5)``: the normalised axes are given as a count, ``normalized_ndim=`` (4th), not as
+    torch's shape (2nd); a torch-style shape in weight's place (``tl.layer_norm(x, (3,))``) is
+    refused with a message saying so.
+
+    Raises:
+        GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
+            or dtype, or an ``eps`` that is negative or not finite in x's dtype (0 is accepted).
+        TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number;
+            a weight that is not a Tensor or None (an int or a sequence of ints there, torch's
+            ``normalized_shape``, names ``normalized_ndim=``).
+    """
+    _torch_normalized_shape(weight)
+    params = {
+        "normalized_ndim": _int("layer_norm", "normalized_ndim", normalized_ndim),
+        "eps": _real("layer_norm", "eps", eps),
+    }
+    return run_op(BackendOp.LAYER_NORM, (x, weight, bias), params)
+
+
+_BATCH_NORM_ORDERS = (
+    "tl.batch_norm takes x positionally and everything else by keyword, since its order differs from "
+    "torch.nn.functional.batch_norm(input, running_mean, running_var, weight=None, bias=None, "
+    "training=False, momentum=0.1, eps=1e-05): write tl.batch_norm(x, running_mean=..., "
+    "running_var=..., weight=..., bias=..., training=False, eps=...) (training defaults to True "
+    "here, and there is no momentum: the running statistics are never updated)"
+)
+
+
+def _keywords_after_x(orders: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A decorator for a function whose parameters after ``x`` are keyword-only: a call with
+    extra positional arguments is refused with a :class:`TensorTypeError` ending in ``orders``
+    (the two orders, for :func:`batch_norm`, where a call ported from torch in torch's order would
+    otherwise run with the statistics as weight and bias), not Python's ``TypeError``. Type
+    checkers see the function's own signature, so they flag such a call too."""
+
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if len(args) > 1:
+                raise TensorTypeError(
+                    f"{fn.__name__}: got {len(args)} positional arguments (accepted: 1, x); {orders}"
+                )
+            return fn(*args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+@_keywords_after_x(_BATCH_NORM_ORDERS)
+def batch_norm(
+    x: Tensor,
+    *,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    training: bool = True,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
+    (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in
+    eval. The running statistics are inputs only (never updated here: no ``momentum``) and are not
+    differentiated: one that requires grad is refused while gradients are recorded, as torch
+    refuses it (its gradient would silently stay None); records ``batch_norm``.
+
+    **Every argument after x is keyword-only**, because the order and a default differ from
+    torch's ``batch_norm(input, running_mean, running_var, weight=None, bias=None,
+    training=False, momentum=0.1, eps=1e-5)``: here ``training`` defaults to **True** (torch:
+    False), so an eval call must say ``training=False``. A call in torch's order
+    (``tl.batch_norm(x, running_mean, running_var)``) is refused with a ``TensorTypeError``
+    naming both orders instead of running with the statistics as weight and bias.
+
+    Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
+    or None, in x's dtype. Returns a tensor of x's shape.
+
+    Raises:
+        GuardError: bad shapes or dtypes, eval without both running statistics, running
+            statistics in training (ignored there, where torch's call updates them), one value per
+            channel in training, or an eps that is negative, not finite in x's dtype, or not
+            positive in training (PyTorch refuses ``eps <= 0`` in training).
+        TensorTypeError: more than one positional argument (torch's order, above); ``training``
+            not a bool, or ``eps`` not a real number. An unknown keyword (torch's ``momentum``)
+            is Python's ``TypeError``.
+        AutogradError: ``running_mean`` or ``running_var`` requires grad while gradients are
+            recorded (pass ``.detach()``, or compute a learnable shift with ordinary ops).
+    """
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+        if isinstance(stat, Tensor) and stat.requires_grad and is_grad_enabled():
+            raise AutogradError(
+                f"batch_norm: {name} requires grad, but batch_norm is not differentiable with respect "
+                f"to the running statistics (as torch); pass {name}.detach(), or write a learnable "
+                "shift and scale with ordinary ops"
+            )
+    training = _flag("batch_norm: training", training)  # a numpy bool too (mread 2)
+    if training and (running_mean is not None or running_var is not None):
+        raise GuardError(  # torch's training call updates them; here they would be ignored (review52 F15)
+            "batch_norm: running_mean/running_var are neither read nor updated with training=True "
+            "(torch's F.batch_norm updates them in place with its momentum); pass them with "
+            "training=False only; an nn.batch_norm layer keeps them as torch does (momentum-weighted "
+            "batch mean and unbiased variance)"
+        )
+    return run_op(
+        BackendOp.BATCH_NORM,
+        (x, weight, bias, running_mean, running_var),
+        {"training": training, "eps": _real("batch_norm", "eps", eps)},
+    )

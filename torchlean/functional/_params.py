@@ -1,0 +1,100 @@
+"""Integer, real and axis parameters of the functional ops: Python or numpy numbers, checked
+and converted before dispatch (the module docstring of :mod:`torchlean.functional` states the
+rule: floats and bools are not truncated, axes are never wrapped)."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from torchlean._checks import (
+    is_int,
+)
+from torchlean.backend.providers.reference.guards import (
+    axis_in_range,
+)
+from torchlean.tensor import (
+    TensorError,
+    TensorTypeError,
+    _preview,
+)
+
+Axes = int | Sequence[int] | None
+IntOrTuple = int | Sequence[int]
+
+
+def _int(fn: str, name: str, value: object) -> int:
+    """``value`` as an int when it is a Python or numpy integer (bool excluded, as the kernel
+    guards do).
+
+    Raises:
+        TensorTypeError: ``<fn>: <name> must be an integer; got 1.5 of type float ...``.
+    """
+    if type(value) is int:  # the common case, without the numbers.Integral ABC check
+        return value
+    if not is_int(value):
+        raise TensorTypeError(
+            f"{fn}: {name} must be an integer; got {_preview(value)} of type {type(value).__name__} "
+            "(accepted: int or a numpy integer; floats are not truncated and bools are refused)"
+        )
+    return int(value)
+
+
+def _ints(fn: str, name: str, values: object) -> tuple[int, ...]:
+    """A sequence of integers (each checked by :func:`_int`) as a tuple.
+
+    Raises:
+        TensorTypeError: ``values`` is not a sequence, or an entry is not an integer.
+    """
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TensorTypeError(
+            f"{fn}: {name} must be a sequence of integers; got {_preview(values)} of type "
+            f"{type(values).__name__}"
+        )
+    return tuple(_int(fn, f"{name}[{i}]", v) for i, v in enumerate(values))
+
+
+def _real(fn: str, name: str, value: object) -> float:
+    """``value`` as a float when it is a real number (bool excluded, as the kernel guards do).
+
+    Raises:
+        TensorTypeError: ``<fn>: <name> must be a real number; got '2' of type str ...``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TensorTypeError(
+            f"{fn}: {name} must be a real number; got {_preview(value)} of type {type(value).__name__} "
+            "(accepted: int, float or a numpy number; strings are not parsed and bools are refused)"
+        )
+    try:
+        return float(value)
+    except OverflowError as exc:
+        raise TensorError(
+            f"{fn}: {name} = {_preview(value)} does not fit a float64 (accepted: real numbers of "
+            f"magnitude at most {np.finfo(np.float64).max:.7g})"
+        ) from exc
+
+
+def _axis(fn: str, name: str, value: object, ndim: int) -> int:
+    """``value`` as an axis of a rank-``ndim`` input, normalised to ``[0, ndim)``; out-of-range
+    axes are refused, never wrapped (:func:`~torchlean.backend.providers.reference.guards.axis_in_range`,
+    the reference guards' rule and wording).
+
+    Raises:
+        TensorTypeError: ``value`` is not an integer (:func:`_int`).
+        GuardError: ``<fn>: axis 5 is out of range for a rank-2 input (accepted: an integer in
+            [-2, 1])``.
+    """
+    return axis_in_range(fn, name, _int(fn, name, value), ndim)
+
+
+def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
+    if axis is None:
+        return None
+    if is_int(axis):
+        return int(axis)
+    zero_d = isinstance(axis, np.ndarray) and axis.ndim == 0  # iterable to Python, not to iterate
+    if isinstance(axis, Iterable) and not isinstance(axis, str | bytes) and not zero_d:
+        return _ints(fn, "axis", axis)
+    return _int(fn, "axis", axis)

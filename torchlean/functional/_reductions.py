@@ -1,0 +1,105 @@
+"""Reductions over axes: the left-fold ``reduce_sum`` and ``reduce_mean``, and ``logsumexp``,
+composed of accepted kernels (the catalog has no logsumexp op)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from torchlean.autograd.session import run_op
+from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference.guards import (
+    reduced_shape,
+    reduction_axes,
+)
+from torchlean.backend.vocabulary import BackendOp
+from torchlean.functional._arithmetic import sub
+from torchlean.functional._attention import log_softmax
+from torchlean.functional._indexing import gather
+from torchlean.functional._operands import _on_device_of, _require_tensor
+from torchlean.functional._params import Axes, _axes
+from torchlean.functional._pointwise import exp, log
+from torchlean.functional._shape import concat, permute, reshape
+from torchlean.tensor import (
+    Tensor,
+    _flag,
+)
+
+
+def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``. As in
+    torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape ``()``.
+
+    ``axis`` is None, an integer or a non-empty sequence of distinct integers in ``[-ndim, ndim)``.
+    Returns x's shape without the reduced axes (kept with extent 1 when ``keepdims``); ``()`` for
+    ``axis=None``. The sum over an empty axis is 0.
+
+    Raises:
+        GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()`` (numpy
+            reduces nothing there, torch everything).
+        TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool.
+    """
+    params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
+    return run_op(BackendOp.REDUCE_SUM, (x,), params)
+
+
+def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
+    A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims``, the result's shape and the
+    errors are as in :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch."""
+    params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
+    return run_op(BackendOp.REDUCE_MEAN, (x,), params)
+
+
+def logsumexp(x: Tensor, axis: Axes, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis``, max-shifted (``torch.logsumexp``: ``max + log(sum(exp(x
+    - max)))``); ``axis`` is None (every axis), an integer or a non-empty sequence of distinct
+    integers, as in :func:`reduce_sum` (torch requires it too; a rank-0 ``x`` takes 0 or -1 and
+    gives its value). Returns x's shape without the reduced axes (extent 1 there when
+    ``keepdims``), in x's dtype. The gradient is ``softmax(x)`` over the reduced axes.
+
+    The catalog has no logsumexp op: it is composed of accepted kernels, with torch's values.
+    The reduced axes are moved last (``permute``, when they are not) and merged (``reshape``);
+    along them ``x - log_softmax(x)`` is the logsumexp at every position, and at the maximum it
+    is rounded as torch's formula, ``max - (-log(sum(exp(x - max))))`` (the sum a left fold under
+    ``checked_cpu``), so a ``gather`` takes it from the position of the row's (first) maximum,
+    found from the values (an index, which carries no gradient). A row whose maximum is not
+    finite takes that value itself from ``x`` (the same ``gather`` over ``concat [x -
+    log_softmax(x), x]``): ``-inf`` for a row of ``-inf``, ``inf`` for a row holding ``inf``, NaN
+    for a row holding NaN, as torch. The gradient of such a row is NaN throughout (torch's,
+    ``exp(x - result)``, is NaN throughout a row of ``-inf`` or one holding NaN, but in a row
+    holding ``inf`` only at its ``inf`` entries, 0 elsewhere). Over an empty axis the result is
+    ``-inf`` (``log`` of the empty ``reduce_sum`` of ``exp``), with a zero-size gradient.
+
+    Records ``permute`` (when needed), ``reshape``, ``log_softmax``, ``sub``, ``concat``,
+    ``gather`` and ``reshape`` (``exp``, ``reduce_sum``, ``log`` over an empty axis);
+    ``result.produced_by`` is the last ``reshape``'s kernel.
+
+    Raises:
+        GuardError: an int64 or bool ``x``; an axis out of range (never wrapped), repeated, or
+            ``axis=()``.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer axis; a ``keepdims`` that is not a
+            bool.
+    """
+    x = _require_tensor("logsumexp", "x", x)
+    keep = _flag("logsumexp: keepdims", keepdims)
+    if x.dtype not in (np.float32, np.float64):
+        raise GuardError(f"logsumexp: input x has dtype {x.dtype}; accepted: float32 or float64")
+    shape = x.shape
+    axes = reduction_axes("logsumexp", x.ndim, _axes("logsumexp", axis))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    if axes and list(axes) != list(range(len(kept), x.ndim)):
+        x = permute(x, (*kept, *axes))
+    extent = math.prod(x.shape[len(kept):]) if axes else 1
+    rows = reshape(x, (*x.shape[: len(kept)], extent))
+    if extent == 0:
+        result = log(reduce_sum(exp(rows), -1, keepdims=True))
+    else:
+        values = rows.numpy()
+        at = np.argmax(values, axis=-1, keepdims=True)
+        peak = np.take_along_axis(values, at, axis=-1)
+        index = np.where(np.isfinite(peak), at, extent + at).astype(np.int64)
+        both = concat([sub(rows, log_softmax(rows, -1)), rows], -1)
+        result = gather(both, _on_device_of(index, rows), -1)
+    return reshape(result, reduced_shape(shape, axes, keep))
