@@ -610,6 +610,29 @@ def test_transpose_matches_torch_on_every_axis_pair_and_refuses_the_rest() -> No
         tl.transpose(tl.tensor(1.0), 1, 0)
 
 
+
+def test_transpose_checks_its_axes_by_the_tensor_dims_rule_at_every_rank() -> None:
+    """transpose's range check is the tensor methods' (``tensor._dim``, torch's 0-d range ``[-1, 0]``
+    from ``extent = max(ndim, 1)``) at rank 0 and above: one wording, each axis checked in turn, an
+    axis of thousands of digits named by its size (before, Python's int-to-str limit raised a bare
+    ValueError while the message was formatted)."""
+    huge = 10**5000
+    rank2, rank0 = tl.tensor(np.ones((2, 3))), tl.tensor(1.0)
+    for x, rank, accepted in ((rank2, 2, r"\[-2, 1\]"), (rank0, 0, r"\[-1, 0\]")):
+        expected = (
+            rf"^transpose: axis1 an integer of about 5001 digits is out of range for a rank-{rank} input "
+            rf"\(accepted: an integer in {accepted}\)$"
+        )
+        with pytest.raises(GuardError, match=expected):
+            tl.transpose(x, 0, huge)
+    with pytest.raises(GuardError, match=r"^transpose: axis1 -2 is out of range for a rank-0 input \("):
+        tl.transpose(rank0, np.int64(0), np.int64(-2))
+    with pytest.raises(TensorTypeError, match=r"^transpose: axis0 must be an integer; got 0.0 of type"):
+        tl.transpose(rank0, 0.0, 5)  # axis0's type is checked before axis1's range
+    swapped = tl.transpose(tl.tensor(np.arange(6.0).reshape(2, 3)), -1, 0)
+    assert swapped.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+
+
 def test_cross_entropy_axes_match_torch_in_range_and_are_refused_outside() -> None:
     logits, target = _logits(), np.array([2, 0])
     tlog = torch.from_numpy(np.array(logits.numpy()))

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from torchlean.autograd.session import run_op
-from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
-from torchlean.functional._params import _axis, _int, _ints
+from torchlean.functional._params import _int, _ints
 from torchlean.tensor import (
     Tensor,
     TensorTypeError,
+    _dim,
     _preview,
 )
 
@@ -46,22 +46,17 @@ def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
     Raises:
         GuardError: an axis out of range (``transpose: axis1 5 is out of range for a rank-2 input
             (accepted: an integer in [-2, 1])``; for a rank-0 input, outside ``[-1, 0]``), never
-            wrapped.
+            wrapped (an integer of more than about 100 digits is named by its size, as the tensor
+            methods' dims are: ``Tensor.unsqueeze``, ``Tensor.flatten``).
         TensorTypeError: a non-integer axis.
     """
     x = _require_tensor("transpose", "x", x)
-    if x.ndim == 0:  # torch's dim range of a 0-d tensor is [-1, 0], as unsqueeze's and sum's here
-        for name, value in (("axis0", axis0), ("axis1", axis1)):
-            if not -1 <= _int("transpose", name, value) <= 0:
-                raise GuardError(
-                    f"transpose: {name} {value} is out of range for a rank-0 input (accepted: an "
-                    "integer in [-1, 0])"
-                )
-        return permute(x, [])
+    extent = max(x.ndim, 1)  # torch's dim range of a 0-d tensor is [-1, 0], as unsqueeze's and sum's
+    a = _dim("transpose", "axis0", axis0, x.ndim, extent)
+    b = _dim("transpose", "axis1", axis1, x.ndim, extent)
     perm = list(range(x.ndim))
-    a = _axis("transpose", "axis0", axis0, x.ndim)
-    b = _axis("transpose", "axis1", axis1, x.ndim)
-    perm[a], perm[b] = perm[b], perm[a]
+    if perm:
+        perm[a], perm[b] = perm[b], perm[a]
     return permute(x, perm)
 
 
