@@ -20,6 +20,7 @@ mean, var = tl.tensor(np.zeros(3)), tl.tensor(np.ones(3))
 assert_type(tl.batch_norm(x, running_mean=mean, running_var=var, training=False), Tensor)
 assert_type(tl.batch_norm(x), Tensor)
 tl.batch_norm(x, mean, var)  # E: Too many positional arguments for "batch_norm"  [call-arg] # N: "batch_norm" defined in "torchlean.functional._normalization"
+tl.batch_norm(x, mean)  # E: Too many positional arguments for "batch_norm"  [call-arg] # N: "batch_norm" defined in "torchlean.functional._normalization"
 
 image = tl.tensor(np.zeros((1, 4, 5, 5)))
 kernel = tl.tensor(np.zeros((4, 1, 3, 3)))

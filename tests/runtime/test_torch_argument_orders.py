@@ -63,13 +63,18 @@ def test_batch_norm_keywords_match_torch_float64_and_training_defaults_to_true()
 
 
 def test_batch_norm_signature_is_keyword_only_after_x() -> None:
+    """Every parameter after x is keyword-only; the one var-positional, ``*refused: *tuple[()]``,
+    admits no argument for type checkers (examples/mypy/torch_argument_orders.py shows mypy's
+    ``Too many positional arguments``) and only collects a torch-order call's arguments to refuse
+    them at run time."""
     params = list(inspect.signature(tl.batch_norm).parameters.values())
     assert [p.name for p in params] == [
-        "x", "weight", "bias", "running_mean", "running_var", "training", "eps"
+        "x", "refused", "weight", "bias", "running_mean", "running_var", "training", "eps"
     ]
     assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
-    assert params[5].default is True
+    assert params[1].kind is inspect.Parameter.VAR_POSITIONAL and params[1].annotation == "*tuple[()]"
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[2:])
+    assert params[6].default is True
     doc = tl.batch_norm.__doc__ or ""
     assert "keyword-only" in doc and "defaults to **True** (torch:" in doc
 

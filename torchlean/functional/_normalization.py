@@ -3,10 +3,6 @@ differ from torch's (a call in torch's order is refused, naming both)."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
-
 from torchlean._checks import (
     is_int,
 )
@@ -22,9 +18,6 @@ from torchlean.tensor import (
     _flag,
     _preview,
 )
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
 def _torch_normalized_shape(weight: object) -> None:
@@ -91,31 +84,9 @@ _BATCH_NORM_ORDERS = (
 )
 
 
-def _keywords_after_x(orders: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """A decorator for a function whose parameters after ``x`` are keyword-only: a call with
-    extra positional arguments is refused with a :class:`TensorTypeError` ending in ``orders``
-    (the two orders, for :func:`batch_norm`, where a call ported from torch in torch's order would
-    otherwise run with the statistics as weight and bias), not Python's ``TypeError``. Type
-    checkers see the function's own signature, so they flag such a call too."""
-
-    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            if len(args) > 1:
-                raise TensorTypeError(
-                    f"{fn.__name__}: got {len(args)} positional arguments (accepted: 1, x); {orders}"
-                )
-            return fn(*args, **kwargs)
-
-        return checked
-
-    return decorate
-
-
-@_keywords_after_x(_BATCH_NORM_ORDERS)
 def batch_norm(
     x: Tensor,
-    *,
+    *refused: *tuple[()],
     weight: Tensor | None = None,
     bias: Tensor | None = None,
     running_mean: Tensor | None = None,
@@ -134,7 +105,10 @@ def batch_norm(
     training=False, momentum=0.1, eps=1e-5)``: here ``training`` defaults to **True** (torch:
     False), so an eval call must say ``training=False``. A call in torch's order
     (``tl.batch_norm(x, running_mean, running_var)``) is refused with a ``TensorTypeError``
-    naming both orders instead of running with the statistics as weight and bias.
+    naming both orders instead of running with the statistics as weight and bias. Type checkers
+    flag such a call too: ``*refused: *tuple[()]`` admits no argument for them, and mypy reports
+    such a call as for a bare ``*`` (``Too many positional arguments``); at run time it collects
+    the extra arguments to refuse them.
 
     Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
     or None, in x's dtype. Returns a tensor of x's shape.
@@ -150,6 +124,11 @@ def batch_norm(
         AutogradError: ``running_mean`` or ``running_var`` requires grad while gradients are
             recorded (pass ``.detach()``, or compute a learnable shift with ordinary ops).
     """
+    if refused:
+        raise TensorTypeError(
+            f"batch_norm: got {1 + len(refused)} positional arguments (accepted: 1, x); "
+            f"{_BATCH_NORM_ORDERS}"
+        )
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
         if isinstance(stat, Tensor) and stat.requires_grad and is_grad_enabled():
             raise AutogradError(
