@@ -177,6 +177,55 @@ def test_a_constant_operand_of_an_int64_tensor_is_checked_before_the_cast(
         call(tl.tensor([1, 2]))
 
 
+
+CONSTANTS: dict[str, tuple[object, str]] = {
+    "uint64-scalar": (np.uint64(2**63), INT64_OVERFLOW),
+    "uint64-array": (np.array([1, 2**63], dtype=np.uint64), INT64_OVERFLOW),
+    "2**63": (2**63, INT64_OVERFLOW),
+    "2**63-list": ([2**63, 1], INT64_OVERFLOW),
+    "2**64": (2**64, r"^the integer 18446744073709551616 \(20 digits\) does not fit the tensor's dtype"),
+    "below-min": (-(2**63) - 1, r"^the integer -9223372036854775809 \(19 digits\) does not fit"),
+    "float-among-integers": ([1.5, 2**63], r"^value 9\.223372036854776e\+18 does not fit the int64 tensor"),
+    "float32-2**63": (np.float32(2.0**63), r"^value 9\.223372036854776e\+18 does not fit the int64 tensor"),
+    "nan": (float("nan"), r"^value nan does not fit the int64 tensor dtype"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONSTANTS))
+def test_a_constant_operand_of_an_int64_tensor_is_refused_naming_the_value(case: str) -> None:
+    """Every refusal of a functional constant in an int64 tensor's dtype, with its text: integers
+    (Python, numpy, uint64 data, a list's) by the integer rule, float data by the float rule."""
+    value, message = CONSTANTS[case]
+    with no_numpy_warnings(), pytest.raises(tl.TensorError, match=message):
+        tl.add(tl.tensor([1, 2]), value)
+
+
+def test_a_constant_operand_of_an_int64_tensor_meets_the_float_rule_only_for_float_data(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The functional constants check each value once (mread finding): integers are checked by
+    ``_constant_values``, so ``_require_int64_fits``, whose uint64 check repeated that one, sees only
+    float data (spied where ``torchlean.functional._operands`` looks it up)."""
+    from torchlean.functional import _operands
+
+    seen: list[str] = []
+    real = _operands._require_int64_fits
+
+    def spy(raw: np.ndarray) -> None:
+        seen.append(raw.dtype.kind)
+        real(raw)
+
+    monkeypatch.setattr(_operands, "_require_int64_fits", spy)
+    x = tl.tensor([1, 2])
+    integers = ((np.array([3, 4], np.uint64), [3, 4]), ([5, 6], [5, 6]), (7, 7), (np.int32(8), 8))
+    for value, expected in (*integers, ([True, False], [1, 0]), ([2**62, 1], [2**62, 1])):
+        assert _operands._constant(value, x).tolist() == expected
+    assert seen == []
+    assert _operands._constant([2.7, -2.7], x).tolist() == [2, -2]
+    with pytest.raises(tl.TensorError, match=INT64_OVERFLOW):
+        _operands._constant(np.array([2**63], np.uint64), x)
+    assert seen == ["f"]
+
 BIG = 2**63
 
 

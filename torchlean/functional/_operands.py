@@ -54,9 +54,13 @@ def _constant(value: object, like: Tensor) -> Tensor:
             dtype numpy cannot hold, an integer that does not fit ``like``'s dtype, or
             for an int64 ``like`` a value int64 cannot hold (NaN, ``±inf``, ``1e30``;
             :func:`torchlean.tensor._require_int64_fits`).
+
+    Each value is checked once: :func:`_constant_values` checks the integers (Python, numpy and
+    uint64 data, the integers of a list) against ``like``'s dtype, so for an int64 ``like`` only
+    the float data it returns goes through the int64 float rule.
     """
-    raw = _constant_values(value, like.dtype)
-    if like.dtype == np.int64:  # numpy's cast would turn NaN, inf or 1e30 into -2**63
+    raw = _constant_values(value, like.dtype)  # integers already checked against like's dtype
+    if like.dtype == np.int64 and raw.dtype.kind == "f":  # numpy's cast: NaN, inf, 1e30 -> -2**63
         _require_int64_fits(raw)
     with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
         return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
