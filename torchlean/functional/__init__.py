@@ -90,6 +90,7 @@ cross-entropy op):
 * ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``scale``;
   with class probabilities → ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale``;
 * ``dropout`` → ``bernoulli_mask``, ``mul``, ``scale``.
+
 The ops live in private submodules, one job each (this package re-exports them; import them from
 here): ``_params`` (integer, real and axis parameters), ``_operands`` (constants, masks, index
 arrays), ``_arithmetic`` (``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum``, ``scale``,

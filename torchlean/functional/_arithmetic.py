@@ -13,9 +13,7 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import Operand, _constant, _factor, _is_number, _pair
 from torchlean.functional._params import _real
-from torchlean.tensor import (
-    Tensor,
-)
+from torchlean.tensor import Tensor
 
 
 def add(a: Operand, b: Operand) -> Tensor:

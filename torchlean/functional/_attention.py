@@ -11,9 +11,7 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _int, _real
-from torchlean.tensor import (
-    Tensor,
-)
+from torchlean.tensor import Tensor
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.tensor import (
-    Tensor,
-)
+from torchlean.tensor import Tensor
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:

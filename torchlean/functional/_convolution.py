@@ -6,9 +6,7 @@ from __future__ import annotations
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import IntOrTuple, _int, _real
-from torchlean.tensor import (
-    Tensor,
-)
+from torchlean.tensor import Tensor
 
 
 def conv(

@@ -8,19 +8,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import (
-    id_outside,
-    padding_index,
-)
+from torchlean._checks import id_outside, padding_index
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend.errors import GuardError
 from torchlean.functional._indexing import gather
 from torchlean.functional._operands import _array_like, _on_device_of, _require_tensor
 from torchlean.functional._shape import concat, reshape
-from torchlean.tensor import (
-    Tensor,
-    TensorTypeError,
-)
+from torchlean.tensor import Tensor, TensorTypeError
 
 
 def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor, padding_idx: int | None = None) -> Tensor:

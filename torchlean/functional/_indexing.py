@@ -10,23 +10,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import (
-    is_builtin_or_numpy_int,
-    is_int,
-    shown,
-)
+from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _require_tensor
 from torchlean.functional._params import _int, _ints
 from torchlean.functional._shape import reshape
-from torchlean.tensor import (
-    Tensor,
-    TensorError,
-    TensorTypeError,
-    _is_torch_tensor,
-    operand_type,
-)
+from torchlean.tensor import Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
 
 
 def slice(

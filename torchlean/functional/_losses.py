@@ -10,11 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import (
-    id_outside,
-    is_builtin_int,
-    shown,
-)
+from torchlean._checks import id_outside, is_builtin_int, shown
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
@@ -33,12 +29,7 @@ from torchlean.functional._operands import (
 )
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum
-from torchlean.tensor import (
-    Tensor,
-    TensorError,
-    TensorTypeError,
-    _require_int64_fits,
-)
+from torchlean.tensor import Tensor, TensorError, TensorTypeError, _require_int64_fits
 
 
 def mse_loss(prediction: Tensor, target: Operand) -> Tensor:

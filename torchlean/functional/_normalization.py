@@ -3,21 +3,14 @@ differ from torch's (a call in torch's order is refused, naming both)."""
 
 from __future__ import annotations
 
-from torchlean._checks import (
-    is_int,
-)
+from torchlean._checks import is_int
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import run_op
 from torchlean.autograd.tape import AutogradError
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import _int, _real
-from torchlean.tensor import (
-    Tensor,
-    TensorTypeError,
-    _flag,
-    _preview,
-)
+from torchlean.tensor import Tensor, TensorTypeError, _flag, _preview
 
 
 def _torch_normalized_shape(weight: object) -> None:

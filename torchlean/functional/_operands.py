@@ -11,16 +11,10 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import (
-    int_overflow,
-    is_builtin_int,
-    shown,
-)
+from torchlean._checks import int_overflow, is_builtin_int, shown
 from torchlean.autograd import storage
 from torchlean.backend.errors import GuardTypeError
-from torchlean.backend.providers.reference.guards import (
-    index_out_of_range,
-)
+from torchlean.backend.providers.reference.guards import index_out_of_range
 from torchlean.functional._params import _axis
 from torchlean.tensor import (
     Tensor,

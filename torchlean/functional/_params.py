@@ -9,17 +9,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from torchlean._checks import (
-    is_int,
-)
-from torchlean.backend.providers.reference.guards import (
-    axis_in_range,
-)
-from torchlean.tensor import (
-    TensorError,
-    TensorTypeError,
-    _preview,
-)
+from torchlean._checks import is_int
+from torchlean.backend.providers.reference.guards import axis_in_range
+from torchlean.tensor import TensorError, TensorTypeError, _preview
 
 Axes = int | Sequence[int] | None
 IntOrTuple = int | Sequence[int]

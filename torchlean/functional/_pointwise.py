@@ -9,11 +9,7 @@ import math
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import _real
-from torchlean.tensor import (
-    Tensor,
-    TensorTypeError,
-    _preview,
-)
+from torchlean.tensor import Tensor, TensorTypeError, _preview
 
 
 def _unary(op: BackendOp, x: Tensor) -> Tensor:

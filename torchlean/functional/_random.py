@@ -7,9 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from torchlean._checks import (
-    is_int,
-)
+from torchlean._checks import is_int
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp

@@ -9,10 +9,7 @@ import numpy as np
 
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
-from torchlean.backend.providers.reference.guards import (
-    reduced_shape,
-    reduction_axes,
-)
+from torchlean.backend.providers.reference.guards import reduced_shape, reduction_axes
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._arithmetic import sub
 from torchlean.functional._attention import log_softmax
@@ -21,10 +18,7 @@ from torchlean.functional._operands import _on_device_of, _require_tensor
 from torchlean.functional._params import Axes, _axes
 from torchlean.functional._pointwise import exp, log
 from torchlean.functional._shape import concat, permute, reshape
-from torchlean.tensor import (
-    Tensor,
-    _flag,
-)
+from torchlean.tensor import Tensor, _flag
 
 
 def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:

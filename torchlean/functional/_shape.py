@@ -9,12 +9,7 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
 from torchlean.functional._params import _int, _ints
-from torchlean.tensor import (
-    Tensor,
-    TensorTypeError,
-    _dim,
-    _preview,
-)
+from torchlean.tensor import Tensor, TensorTypeError, _dim, _preview
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
