@@ -97,11 +97,19 @@ from torchlean._checks import (
     is_builtin_or_numpy_int,
     shown,
 )
+from torchlean._tensor_errors import (
+    DeviceError,
+    DimensionError,
+    TensorError,
+    TensorTypeError,
+    _type_name,
+)
+from torchlean._tensor_errors import _preview as _preview  # also imported from here (functional, cli, optim)
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
 from torchlean.autograd.tape import AutogradError, Node, VersionCounter, run_backward
-from torchlean.backend.errors import GuardError, TorchLeanError
+from torchlean.backend.errors import GuardError
 
 if TYPE_CHECKING:
     import torch
@@ -135,25 +143,6 @@ _INT64_MAX = int(np.iinfo(np.int64).max)
 
 DeviceLike = str | Any
 """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``."""
-
-
-class TensorError(TorchLeanError, ValueError):
-    """A tensor could not be created, converted or written (the message names the value)."""
-
-
-class TensorTypeError(TensorError, TypeError):
-    """An argument of the wrong kind: a non-Tensor operand where a tensor is required, a
-    non-numeric constant, or a non-integer axis or shape entry (also a ``TypeError``, as torch
-    raises for these)."""
-
-
-class DeviceError(TensorError):
-    """A device is unknown or unusable here, or one operation got tensors on different devices."""
-
-
-class DimensionError(TorchLeanError, IndexError):
-    """:meth:`Tensor.size` was asked for an axis the tensor does not have (also an ``IndexError``,
-    as torch raises)."""
 
 
 def resolve_device(device: DeviceLike) -> str:
@@ -2141,22 +2130,6 @@ def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Se
     if len(args) == 1 and isinstance(args[0], Sequence):
         return tuple(args[0])
     return args
-
-
-def _preview(value: object, limit: int = 60) -> str:
-    """``repr(value)`` shortened to ``limit`` characters, for messages (an integer past Python's
-    4300-digit repr limit by its size, :func:`torchlean._checks.shown`)."""
-    try:
-        text = repr(value)
-    except ValueError:
-        text = shown(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _type_name(value: object) -> str:
-    """A type's name as torch's argument parser prints it: ``bool``, ``float``, ``numpy.bool``."""
-    kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _to_refusal(argument: str) -> str:
