@@ -76,11 +76,9 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import math
 import numbers
-import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, SupportsIndex, TypeVar, overload
@@ -88,15 +86,22 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, SupportsIndex, TypeVar, 
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import (
-    CUDA_DEVICE,
-    FLOAT_DTYPES,
-    dtype_shown,
-    int_overflow,
-    is_ambiguous_float,
-    is_builtin_or_numpy_int,
-    shown,
+# The parts of this module live in torchlean/_tensor_*.py; ``name as name`` re-exports a private name
+# that other modules import from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
+from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, is_builtin_or_numpy_int, shown
+from torchlean._tensor_data import (
+    DEFAULT_DTYPE,
+    Array,
+    DTypeLike,
+    _check_grad_dtype,
+    _infer_array,
+    _torch_values,
+    resolve_dtype,
 )
+from torchlean._tensor_data import _from_torch_array as _from_torch_array
+from torchlean._tensor_data import _is_torch_tensor as _is_torch_tensor
+from torchlean._tensor_data import _require_int64_fits as _require_int64_fits
+from torchlean._tensor_data import operand_type as operand_type
 from torchlean._tensor_errors import (
     DeviceError,
     DimensionError,
@@ -104,7 +109,7 @@ from torchlean._tensor_errors import (
     TensorTypeError,
     _type_name,
 )
-from torchlean._tensor_errors import _preview as _preview  # also imported from here (functional, cli, optim)
+from torchlean._tensor_errors import _preview as _preview
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -132,13 +137,6 @@ __all__ = [
     "tensor",
 ]
 
-Array = npt.NDArray[Any]
-DTypeLike = str | type | np.dtype[Any] | Any
-"""``"float32"``, ``np.float64``, ``np.dtype("float32")`` or ``torch.float64``."""
-
-DEFAULT_DTYPE: np.dtype[Any] = np.dtype(np.float32)
-_SUPPORTED: tuple[np.dtype[Any], ...] = (*FLOAT_DTYPES, np.dtype(np.int64), np.dtype(np.bool_))
-_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 DeviceLike = str | Any
@@ -197,46 +195,6 @@ def _upload(array: Array, device: str) -> torch.Tensor:
     return storage.host_tensor(array).to(device, copy=True)
 
 
-def resolve_dtype(dtype: DTypeLike) -> np.dtype[Any]:
-    """Normalise a dtype spelling to one of ``float32``, ``float64``, ``int64``, ``bool``.
-
-    Raises:
-        TensorError: ``unsupported tensor dtype X (supported: float32 | float64 | int64 | bool)``,
-            also for the string ``"float"`` (float64 to numpy, float32 to torch).
-    """
-    if is_ambiguous_float(dtype):
-        raise TensorError(_unsupported(dtype_shown(dtype)))
-    spelled = dtype
-    if type(dtype).__module__ == "torch":
-        spelled = str(dtype).removeprefix("torch.")
-    try:
-        resolved = np.dtype(spelled)
-    except TypeError as exc:
-        raise TensorError(_unsupported(dtype)) from exc
-    if resolved not in _SUPPORTED:
-        raise TensorError(_unsupported(dtype))
-    return resolved
-
-
-def _unsupported(dtype: object) -> str:
-    return f"unsupported tensor dtype {dtype} (supported: float32 | float64 | int64 | bool)"
-
-
-_NUMPY_TORCH_DTYPES = frozenset(
-    {"float16", "float32", "float64", "complex64", "complex128", "bool"}
-    | {f"{kind}{bits}" for kind in ("int", "uint") for bits in (8, 16, 32, 64)}
-)
-"""The torch dtypes (``str(dtype)`` without ``torch.``) that ``torch.Tensor.numpy()`` converts;
-the others (bfloat16, the float8 types, quantized types, ...) have no numpy dtype."""
-
-
-def _is_torch_tensor(value: object) -> bool:
-    """Whether ``value`` is a ``torch.Tensor`` (a subclass such as ``torch.nn.Parameter``
-    included), without importing torch: a torch tensor exists only once torch is imported."""
-    torch_module = sys.modules.get("torch")
-    return torch_module is not None and isinstance(value, torch_module.Tensor)
-
-
 def _ndim(data: object) -> int:
     """The number of axes of a Tensor or torch tensor (``-1`` for anything else)."""
     return int(getattr(data, "ndim", -1))
@@ -251,171 +209,6 @@ def _gradient_device(gradient: object) -> str | None:
     if _is_torch_tensor(gradient) and gradient.device.type != "meta":  # type: ignore[attr-defined]
         return str(gradient.device)  # type: ignore[attr-defined]
     return None
-
-
-def _from_torch_array(t: Any, *, widen: bool = False) -> Array:
-    """The values of the torch tensor ``t`` as a numpy array (a view of CPU storage, else a host
-    copy), detached, with conjugate and negative bits resolved. With ``widen`` (an explicit dtype
-    was requested), a floating dtype numpy cannot hold (bfloat16, the float8 types) is first
-    widened to float64, which holds each of its values exactly, as ``t.to(torch.float64)``.
-
-    Raises:
-        TensorError: a meta, sparse or nested tensor (no dense values), or a dtype numpy cannot
-            hold (``unsupported tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 |
-            bool)``) and not widened, before torch's own ``TypeError: Got unsupported ScalarType``.
-    """
-    if t.device.type == "meta" or t.is_sparse or getattr(t, "is_nested", False):
-        kind = "meta" if t.device.type == "meta" else "sparse" if t.is_sparse else "nested"
-        raise TensorError(
-            f"cannot copy a {kind} torch tensor (shape {tuple(t.shape)}): it has no dense values "
-            "(accepted: dense torch tensors on cpu or cuda)"
-        )
-    if str(t.dtype).removeprefix("torch.") not in _NUMPY_TORCH_DTYPES:
-        if not (widen and t.is_floating_point()):
-            hint = " (torchlean.tensor(t, dtype='float32') converts it)" if t.is_floating_point() else ""
-            raise TensorError(_unsupported(t.dtype) + hint)
-        import torch
-
-        t = t.detach().to(torch.float64)
-    return np.asarray(t.detach().cpu().resolve_conj().resolve_neg().numpy())
-
-
-def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
-    """A fresh C-contiguous array for ``data`` in the resolved dtype (always a copy)."""
-    if isinstance(data, Tensor):
-        source: Any = storage.to_host(data._data)
-        from_array = True
-    elif _is_torch_tensor(data):
-        source = _from_torch_array(data, widen=dtype is not None)
-        from_array = True
-    else:
-        source = data
-        from_array = isinstance(data, np.ndarray | np.generic)
-    try:
-        raw = np.asarray(source)
-    except ValueError as exc:
-        raise TensorError(
-            f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
-            "numpy/torch array or nested sequences of one rectangular shape)"
-        ) from exc
-    if raw.dtype.kind in "USV" and raw.size:  # strings, bytes: found again as the values written
-        raw = np.asarray(source, dtype=object)
-    if not from_array and raw.dtype.kind == "f" and raw.size and not (np.abs(raw) < 2.0**63).all():
-        exact = np.array(source, dtype=object)  # numpy reads [2**63, 1] as float64 (mread 1)
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in exact.flat):
-            raw = exact  # integers as written: refused beyond int64 as [2**64, 1] is
-    if raw.dtype == object:  # Python integers beyond numpy's range, or not numbers at all
-        raw = _object_numbers(data, raw, dtype)
-    if raw.dtype.kind not in "biuf":  # strings, complex: never cast, even on request
-        raise TensorError(_unsupported(raw.dtype))
-    if not raw.dtype.isnative:  # e.g. big-endian '>f8' from a file: same values, native byte order
-        raw = raw.astype(raw.dtype.newbyteorder("="))
-    if dtype is not None:
-        target = resolve_dtype(dtype)
-    elif raw.dtype.kind == "f":
-        if not from_array:
-            target = DEFAULT_DTYPE
-        elif raw.dtype in FLOAT_DTYPES:
-            target = raw.dtype
-        else:
-            raise TensorError(_unsupported(raw.dtype))
-    elif raw.dtype.kind in "iu":
-        target = np.dtype(np.int64)
-    else:
-        target = np.dtype(np.bool_)
-    if target == np.int64:
-        _require_int64_fits(raw)
-    # 1e40 as float32 is inf, silently, as in torch.tensor; only a narrowing float cast can
-    # overflow, and entering np.errstate costs about a microsecond, so other casts skip it
-    narrowing = raw.dtype.kind == "f" and raw.dtype.itemsize > target.itemsize
-    with np.errstate(over="ignore") if narrowing else contextlib.nullcontext():
-        return np.array(raw, dtype=target, order="C", copy=True)
-
-
-def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
-    """The numeric values of ``data`` that numpy holds only as objects: real numbers among which
-    a Python integer lies outside int64 and uint64 (``2**70``, ``[1, 2**70]``), cast to the requested dtype
-    or, without one, to int64 (float32 when a float is among them), as ``torch.tensor`` infers it.
-    An integer is accepted only where it fits: never beyond int64 for int64 or bool (torch:
-    "Overflow when unpacking long long"), and for a float dtype when it rounds to a finite value
-    (the rule of the functional ops' integer constants, :func:`torchlean._checks.int_overflow`).
-
-    Raises:
-        TensorTypeError: an element that is not a Python or numpy number (``None``, a dict, a
-            ``Fraction``, an object): ``cannot create a tensor from None of type NoneType: it is
-            not numeric data ...``.
-        TensorError: ``the integer 1180591620717411303424 does not fit the int64 tensor dtype
-            (accepted: integers in [-9223372036854775808, 9223372036854775807]; pass
-            dtype='float64' for a rounded float value)``, or the same for a float dtype whose
-            largest finite value it exceeds.
-    """
-    values = list(raw.flat)
-    # Python and numpy numbers only: another Real (a Fraction) would be cast to int64 truncated,
-    # where torch, and the ops' constants, refuse it (review53 F1)
-    nonnumeric = [v for v in values if not isinstance(v, int | float | np.integer | np.floating | np.bool_)]
-    if nonnumeric or not values:
-        bad = nonnumeric[0] if nonnumeric else data
-        subject = (
-            f"{_preview(data)} of type {type(data).__name__}: it is"
-            if raw.ndim == 0 or not values
-            else f"{_preview(data)}: its element {_preview(bad)} of type {type(bad).__name__} is"
-        )
-        raise TensorTypeError(
-            f"cannot create a tensor from {subject} not numeric data (accepted: a scalar, a numpy/torch "
-            "array or nested sequences of numbers of one rectangular shape)"
-        )
-    if dtype is not None:
-        target = resolve_dtype(dtype)
-    elif any(isinstance(v, float | np.floating) for v in values):
-        target = DEFAULT_DTYPE
-    else:
-        target = np.dtype(np.int64)
-    for v in values:
-        accepted = int_overflow(v, target) if isinstance(v, int) else None
-        if accepted is not None:
-            if target.kind != "f":
-                accepted += "; pass dtype='float64' for a rounded float value"
-            what = shown(v)
-            what = what if what.startswith(("a ", "an ")) else f"the integer {what}"
-            raise TensorError(f"{what} does not fit the {target} tensor dtype (accepted: {accepted})")
-    with np.errstate(over="ignore"):
-        return raw.astype(target)
-
-
-def _require_int64_fits(raw: Array) -> None:
-    """Refuse numeric data that the int64 dtype cannot hold, before a numpy cast would change it
-    silently: a uint64 above ``2**63 - 1`` (numpy wraps it to a negative number; torch refuses
-    "Overflow when unpacking long"), or a float that is NaN, infinite or outside ``[-2**63, 2**63)``
-    (numpy turns each into ``-2**63`` with at most a ``RuntimeWarning``; torch refuses "value
-    cannot be converted to type int64 without overflow"). Other floats are truncated toward zero
-    by the cast, as by torch. Every path that casts data to int64 calls this first:
-    :func:`tensor` (and so :func:`from_torch`), :meth:`Tensor.copy_`, item assignment and the
-    constant operands of :mod:`torchlean.functional`; index arrays (``gather``, ``scatter_add``,
-    ``cross_entropy`` targets) refuse a too-large uint64 with the index guard's message instead.
-
-    Raises:
-        TensorError: ``the integer 9223372036854775808 does not fit the int64 tensor dtype
-            (accepted: integers in [-9223372036854775808, 9223372036854775807]; ...)``; ``value nan
-            does not fit the int64 tensor dtype (accepted: finite numbers in [-2**63, 2**63),
-            truncated toward zero)``, naming the first offending value in row-major order.
-    """
-    if raw.size == 0:
-        return
-    if raw.dtype == np.uint64 and raw.max() > _INT64_MAX:
-        raise TensorError(
-            f"the integer {int(raw.max())} does not fit the int64 tensor dtype (accepted: "
-            f"{int_overflow(int(raw.max()), np.dtype(np.int64))}; pass dtype='float64' for a rounded "
-            "float value)"
-        )
-    if raw.dtype.kind == "f":
-        wide = raw if raw.dtype.itemsize >= 8 else raw.astype(np.float64)  # 2**63 exactly
-        outside = ~((wide >= -(2.0**63)) & (wide < 2.0**63))  # NaN compares False: outside
-        if outside.any():
-            value = float(wide[outside].flat[0])
-            raise TensorError(
-                f"value {value!r} does not fit the int64 tensor dtype (accepted: finite numbers in "
-                "[-2**63, 2**63), truncated toward zero)"
-            )
 
 
 def _check_copy_source(value: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
@@ -492,7 +285,7 @@ class Tensor:
         device: DeviceLike | None = None,
     ) -> None:
         requires_grad = _flag("requires_grad", requires_grad)
-        array = _infer_array(data, dtype)
+        array = _infer_array(storage.to_host(data._data) if isinstance(data, Tensor) else data, dtype)
         if device is None:
             self._init(array, requires_grad, None, VersionCounter())
         else:
@@ -2181,17 +1974,6 @@ def _flag(name: str, value: object) -> bool:
     )
 
 
-def _check_grad_dtype(dtype: np.dtype[Any]) -> None:
-    """Refuse gradients for a tensor of ``dtype`` unless it is float32 or float64 (as torch allows
-    only floating tensors to require gradients).
-
-    Raises:
-        TensorError: ``only float32 and float64 tensors can require gradients (got dtype int64)``.
-    """
-    if dtype not in FLOAT_DTYPES:
-        raise TensorError(f"only float32 and float64 tensors can require gradients (got dtype {dtype})")
-
-
 def _bad_gradient(gradient: object, shape: tuple[int, ...], reason: str) -> str:
     """The message refusing a ``backward(gradient=...)`` that is not numeric array data."""
     return (
@@ -2431,17 +2213,6 @@ every one). Families: reductions, sorts and tests the catalog lacks; math and se
 from catalog ops; dtype and device conversions and flags; new tensors; in-place updates."""
 
 
-def operand_type(value: object) -> str:
-    """The type of ``value`` given where a torchlean Tensor is required, for messages: a torch
-    tensor's full class name with the conversion to use (``torch.Tensor (a torch tensor: convert
-    it with torchlean.from_torch(t))``), else the class name."""
-    cls = type(value)
-    if _is_torch_tensor(value):
-        hint = "a torch tensor: convert it with torchlean.from_torch(t)"
-        return f"{cls.__module__}.{cls.__qualname__} ({hint})"
-    return cls.__name__
-
-
 def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
     """Copy a ``torch.Tensor`` (any device, any strides, a ``torch.nn.Parameter`` too; detached,
     so ``t.requires_grad`` is not carried over) into a new C-contiguous CPU leaf tensor of the
@@ -2455,13 +2226,4 @@ def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
             tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 | bool)``), or a
             meta, sparse or nested tensor.
     """
-    if not _is_torch_tensor(t):
-        raise TensorTypeError(
-            f"from_torch() needs a torch.Tensor; got {_preview(t)} of type {type(t).__name__} "
-            "(accepted: a torch.Tensor; create a tensor from a torchlean Tensor, a numpy array, a "
-            "number or nested lists with torchlean.tensor(...))"
-        )
-    arr = _from_torch_array(t)
-    if arr.dtype.kind not in "biu" and arr.dtype not in FLOAT_DTYPES:  # float16, complex
-        raise TensorError(_unsupported(t.dtype))
-    return Tensor(arr, requires_grad=requires_grad)
+    return Tensor(_torch_values(t), requires_grad=requires_grad)
