@@ -30,17 +30,17 @@ Copies and views (documented once, relied on everywhere):
   torch, ``to()`` onto the tensor's own device and a dropout that is the identity (``p = 0`` or not
   training) return the tensor itself, so an in-place write through their result reaches it.
 * In-place writes (``copy_``, ``zero_``, ``t[idx] = v``, ``t += o`` and ``-=``, ``*=``, ``/=``:
-  :meth:`Tensor._update_in_place`; and ``.grad``'s accumulation) bump the storage's version counter; a
-  later ``backward`` through an op that saved the written tensor (as an input or its output) is
-  refused, whether or not that op's VJP reads the values — more conservative than torch, which
-  refuses only when the VJP needs them (``y = w + 1`` then a write into ``w`` is refused here,
-  accepted by torch; :mod:`torchlean.autograd.tape`). They are refused on a
-  tensor that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``,
-  as optimizers do; ``+=`` and the others are also refused then with an operand that requires
-  grad: the tape records no in-place op), and on read-only storage. Item assignment into an
-  int64 tensor truncates a float toward zero, as torch does, and refuses a value int64 cannot
-  hold (NaN, ``±inf``, ``1e30``,
-  ``2**63``), as ``torchlean.tensor(data, dtype="int64")`` does; ``copy_`` writes no floats into it.
+  :func:`torchlean._tensor_writes.update_in_place`; and ``.grad``'s accumulation) bump the storage's
+  version counter; a later ``backward`` through an op that saved the written tensor (as an input or
+  its output) is refused, whether or not that op's VJP reads the values — more conservative than
+  torch, which refuses only when the VJP needs them (``y = w + 1`` then a write into ``w`` is
+  refused here, accepted by torch; :mod:`torchlean.autograd.tape`). They are refused on a tensor
+  that requires a gradient while gradients are enabled (write under ``torchlean.no_grad()``, as
+  optimizers do; ``+=`` and the others are also refused then with an operand that requires grad: the
+  tape records no in-place op), and on read-only storage. Item assignment into an int64 tensor
+  truncates a float toward zero, as torch does, and refuses a value int64 cannot hold (NaN,
+  ``±inf``, ``1e30``, ``2**63``), as ``torchlean.tensor(data, dtype="int64")`` does; ``copy_``
+  writes no floats into it.
 
 Operators ``+ - * / @``, unary ``-``, ``abs(t)`` and basic indexing run the ops of
 :mod:`torchlean.functional`, i.e. through the session's accepted kernel capsules; ``**`` is
@@ -78,11 +78,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
+
+from torchlean import _tensor_writes
 
 # The parts of this module live in torchlean/_tensor_*.py; ``name as name`` re-exports a private name
 # that other modules import from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
@@ -219,37 +221,6 @@ def _gradient_device(gradient: object) -> str | None:
     if _is_torch_tensor(gradient) and gradient.device.type != "meta":  # type: ignore[attr-defined]
         return str(gradient.device)  # type: ignore[attr-defined]
     return None
-
-
-def _check_copy_source(value: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
-    """Refuse a ``copy_`` source that torch's broadcast rule or numpy's ``same_kind`` cast rule
-    does not write into a tensor of ``shape`` and ``dtype`` (:meth:`Tensor.copy_`).
-
-    Raises:
-        TensorError: ``copy_(): a source of shape (1, 1, 3) does not broadcast to the tensor's
-            shape (2, 3) ...``; ``copy_(): float64 values are not written into an int64 tensor by
-            copy_ (numpy's same_kind cast rule) ...``.
-    """
-    try:
-        fits = np.broadcast_shapes(value.shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise TensorError(
-            f"copy_(): a source of shape {value.shape} does not broadcast to the tensor's shape "
-            f"{shape} (accepted: as in torch, a rank of at most {len(shape)}, each extent 1 or the "
-            "tensor's, aligned from the right)"
-        )
-    if not np.can_cast(value.dtype, dtype, "same_kind"):
-        torch_cast = (
-            "writes v != 0, as torch does" if dtype.kind == "b"
-            else "truncates toward zero as torch does (NaN, ±inf and values beyond int64 refused, "
-            "where torch writes an arbitrary integer)"
-        )
-        raise TensorError(
-            f"copy_(): {value.dtype} values are not written into a{'n' if dtype.kind == 'i' else ''} "
-            f"{dtype} tensor by copy_ (numpy's same_kind cast rule); t[...] = v {torch_cast}"
-        )
 
 
 class Tensor:
@@ -931,56 +902,6 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- in-place writes
 
-    def _check_writable(self, what: str) -> None:
-        if self._requires_grad and is_grad_enabled():
-            if self._node is not None:  # under no_grad it would pass, then backward refuses (review52 F1)
-                raise AutogradError(
-                    f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) "
-                    "while gradients are recorded: torchlean's tape records no in-place op (torch "
-                    "records one), and the op saved this tensor for its backward; build the result "
-                    "out of place: "
-                    + (
-                        "the source itself (tl.broadcast_to(src, t.shape))" if what == "copy_()"
-                        else "t * 0.0" if what == "zero_()"
-                        else "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 "
-                        "mask keep (NaN where t is inf or NaN at a replaced entry)"
-                    )
-                )
-            raise AutogradError(
-                f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
-                "write it inside torchlean.no_grad()"
-            )
-        if isinstance(self._data, np.ndarray) and not self._data.flags.writeable:
-            raise TensorError(f"{what} on a read-only view (shape {self.shape}); copy it first")
-
-    def _written_values(self, what: str, role: str, value: object, remedy: str) -> Array:
-        """The host values that ``copy_``/item assignment (``what``) write, before any cast: a
-        Tensor's storage, or a constant under the functional ops' constant-operand rule
-        (:func:`torchlean.functional._constant_values`; ``role`` names it in the messages).
-
-        Raises:
-            AutogradError: ``value`` is a Tensor that requires grad (a leaf, or one with a tape
-                history) while gradients are recorded: torch records the write and sends the
-                gradient back to it; torchlean's tape records no in-place op, so it would be lost.
-                The message names ``remedy``, the out-of-place rewrite, and ``torchlean.no_grad()``.
-            TensorTypeError: non-numeric data (``None``, strings, bytes, objects, complex); a torch
-                tensor that requires grad.
-            TensorError: ragged data; a Python integer that does not fit this dtype.
-        """
-        if isinstance(value, Tensor):
-            if value._requires_grad and is_grad_enabled():
-                made = f" (made by `{value._node.name}`)" if value._node is not None else ""
-                raise AutogradError(
-                    f"autograd: {what} from a tensor of shape {value.shape} that requires grad{made} "
-                    "while gradients are recorded: torchlean's tape records no in-place op, so its "
-                    f"gradient would be lost (torch records the copy); {remedy}, or write under "
-                    "torchlean.no_grad() when no gradient should reach it"
-                )
-            return storage.to_host(value._data)
-        from torchlean import functional as F
-
-        return F._constant_values(value, self.dtype, role)
-
     def copy_(self, src: Tensor | npt.ArrayLike) -> Tensor:
         """Write ``src`` (broadcast to this shape, cast to this dtype) into the storage in place.
 
@@ -1010,44 +931,11 @@ class Tensor:
                 this dtype (``the integer 9223372036854775808 (19 digits) does not fit the
                 tensor's dtype int64 ...``).
         """
-        self._check_writable("copy_()")
-        data = self._data
-        value = self._written_values(
-            "copy_()",
-            "the source of copy_()",
-            src,
-            "use the source tensor itself, or torchlean.broadcast_to(src, t.shape) (a new tensor on "
-            "the tape)",
-        )
-        if self.dtype == np.int64 and value.dtype.kind == "u":
-            _require_int64_fits(value)
-        _check_copy_source(value, self.shape, self.dtype)
-        try:
-            with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
-                if isinstance(data, np.ndarray):
-                    np.copyto(data, value, casting="same_kind")
-                else:
-                    staged = np.empty(self.shape, dtype=self.dtype)
-                    np.copyto(staged, value, casting="same_kind")
-                    data.copy_(storage.host_tensor(staged))
-        except (ValueError, TypeError) as exc:
-            raise TensorError(
-                f"copy_() cannot write a value of shape {np.shape(value)} and dtype "
-                f"{value.dtype} into a tensor of shape {self.shape} and dtype {self.dtype}"
-            ) from exc
-        self._version.bump()
-        return self
+        return _tensor_writes.copy_into(self, src)
 
     def zero_(self) -> Tensor:
         """Fill the storage with zeros in place (same refusals as :meth:`copy_`)."""
-        self._check_writable("zero_()")
-        data = self._data
-        if isinstance(data, np.ndarray):
-            data.fill(0)
-        else:
-            data.zero_()
-        self._version.bump()
-        return self
+        return _tensor_writes.zero(self)
 
     def __setitem__(self, index: Any, value: Tensor | npt.ArrayLike) -> None:
         """``t[index] = value``: a numpy basic/advanced assignment into the storage, in place.
@@ -1072,35 +960,7 @@ class Tensor:
                 cannot assign (the message names both), ragged data, or a value that does not fit
                 this dtype (:func:`_require_int64_fits`, an integer beyond float32's range).
         """
-        self._check_writable("item assignment")
-        from torchlean import functional as F
-
-        for item in F._index_tuple(index):
-            if isinstance(item, slice):
-                F._check_slice(item, index)
-        data = self._data
-        source = self._written_values(
-            "item assignment",
-            "the value of an item assignment",
-            value,
-            "build the tensor out of place (e.g. torchlean.concat of the pieces, or "
-            "torchlean.scatter_add into a new tensor)",
-        )
-        if self.dtype == np.int64:
-            _require_int64_fits(source)
-        try:
-            with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
-                if isinstance(data, np.ndarray):
-                    data[index] = source
-                else:
-                    staged = storage.to_host(data).copy()
-                    staged[index] = source
-                    data.copy_(storage.host_tensor(staged))
-        except (ValueError, TypeError, IndexError, OverflowError) as exc:
-            raise TensorError(
-                f"cannot assign to index {index!r} of a tensor of shape {self.shape}: {exc}"
-            ) from exc
-        self._version.bump()
+        _tensor_writes.assign(self, index, value)
 
     # ----------------------------------------------------------------------------- operators
 
@@ -1221,68 +1081,23 @@ class Tensor:
 
     def __iadd__(self, other: Tensor | float) -> Tensor:
         """``t += other``: ``functional.add``, written into ``t``'s storage; rules and errors in
-        :meth:`_update_in_place`."""
-        return self._update_in_place("+=", self.__add__, other)
+        :func:`~torchlean._tensor_writes.update_in_place`."""
+        return _tensor_writes.update_in_place(self, "+=", self.__add__, other)
 
     def __isub__(self, other: Tensor | float) -> Tensor:
         """``t -= other``: ``functional.sub``, written into ``t``'s storage; rules and errors in
-        :meth:`_update_in_place`."""
-        return self._update_in_place("-=", self.__sub__, other)
+        :func:`~torchlean._tensor_writes.update_in_place`."""
+        return _tensor_writes.update_in_place(self, "-=", self.__sub__, other)
 
     def __imul__(self, other: Tensor | float) -> Tensor:
         """``t *= other``: ``functional.mul``, written into ``t``'s storage; rules and errors in
-        :meth:`_update_in_place`."""
-        return self._update_in_place("*=", self.__mul__, other)
+        :func:`~torchlean._tensor_writes.update_in_place`."""
+        return _tensor_writes.update_in_place(self, "*=", self.__mul__, other)
 
     def __itruediv__(self, other: Tensor | float) -> Tensor:
         """``t /= other``: ``functional.div``, written into ``t``'s storage; rules and errors in
-        :meth:`_update_in_place`."""
-        return self._update_in_place("/=", self.__truediv__, other)
-
-    def _update_in_place(
-        self, spelling: str, op: Callable[[Tensor | float], Tensor], other: Tensor | float
-    ) -> Tensor:
-        """``t += o`` (and ``-=``, ``*=``, ``/=``): the op runs on the session's accepted kernel,
-        then its result is written into this tensor's storage as :meth:`copy_` writes, so every
-        name bound to ``t`` (a parameter list's entry too) sees it, as in torch. Like torch, the
-        update keeps this tensor's shape (``o`` may only broadcast to it) and is refused on a leaf
-        that requires grad while gradients are recorded (update parameters under
-        ``torchlean.no_grad()``).
-
-        torchlean's tape records no in-place op, so while gradients are recorded an update that
-        torch would record is refused, never made silently out of place: on a tensor with a tape
-        history (``out += x``, ``loss += reg``; write ``out = out + x``) and with an operand that
-        requires grad. (Rebinding the name instead would give torch's gradients only when no
-        other reference to ``t`` is used afterwards: a list of activations updated in a loop
-        would silently keep the old values.)
-
-        Raises:
-            AutogradError: as above, naming the rewrite.
-            TensorError: a result of another shape than this tensor's; read-only storage.
-            the op's errors (a dtype mismatch, devices, a non-float tensor: ``GuardError`` ...).
-        """
-        what = f"in-place {spelling}"
-        rewrite = f"write t = t {spelling[0]} other (a new tensor on the tape)"
-        if is_grad_enabled() and self._node is not None:
-            raise AutogradError(
-                f"autograd: {what} on a tensor with a tape history (made by `{self._node.name}`) while "
-                f"gradients are recorded: torchlean's tape records no in-place op (torch records "
-                f"one); {rewrite}"
-            )
-        self._check_writable(what)
-        if is_grad_enabled() and isinstance(other, Tensor) and other._requires_grad:
-            raise AutogradError(
-                f"autograd: {what} with an operand that requires grad while gradients are recorded: "
-                f"torchlean's tape records no in-place op, so that gradient would be lost; {rewrite}, "
-                "or update under torchlean.no_grad()"
-            )
-        result = op(other)
-        if result.shape != self.shape:
-            raise TensorError(
-                f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
-                f"tensor's shape {self.shape} (accepted: an operand that broadcasts to {self.shape})"
-            )
-        return self.copy_(result)._keep_producer(result)
+        :func:`~torchlean._tensor_writes.update_in_place`."""
+        return _tensor_writes.update_in_place(self, "/=", self.__truediv__, other)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         """``self @ other``: :func:`torchlean.functional.matmul` (records ``matmul``; ``other``

@@ -1,0 +1,258 @@
+"""The in-place writes of :class:`torchlean.tensor.Tensor` and their checks.
+
+``copy_`` (:func:`copy_into`), ``zero_`` (:func:`zero`), item assignment (:func:`assign`) and
+``t += o``, ``-=``, ``*=``, ``/=`` (:func:`update_in_place`): each checks that the tensor may be
+written (:func:`check_writable`) and reads the values to write (:func:`written_values`), then
+writes into the storage in place and bumps its version counter. The rules and errors are in the
+docstrings of the Tensor methods, which call these functions.
+
+:mod:`torchlean.tensor` imports this module, so this one imports it only inside
+:func:`_tensor_type` (once); ``torchlean.functional`` (the constant-operand rule, the index checks)
+only inside the functions that use it, as ``Tensor``'s methods do.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from torchlean._tensor_data import Array, _require_int64_fits
+from torchlean._tensor_errors import TensorError
+from torchlean.autograd import storage
+from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.tape import AutogradError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from torchlean.tensor import Tensor
+
+
+@functools.cache
+def _tensor_type() -> type[Tensor]:
+    """:class:`torchlean.tensor.Tensor`, imported on the first write: ``torchlean.tensor`` imports
+    this module, so it cannot be imported here at load (cached, so a write pays a call, not an
+    import)."""
+    from torchlean.tensor import Tensor
+
+    return Tensor
+
+
+def check_writable(t: Tensor, what: str) -> None:
+    """Refuse a write (``what``) into ``t``: one that requires grad while gradients are recorded
+    (naming the out-of-place rewrite when ``t`` has a tape history), or read-only storage.
+
+    Raises:
+        AutogradError: ``t`` requires grad and gradients are enabled.
+        TensorError: ``t``'s storage is read-only.
+    """
+    if t._requires_grad and is_grad_enabled():
+        if t._node is not None:  # under no_grad it would pass, then backward refuses (review52 F1)
+            raise AutogradError(
+                f"autograd: {what} on a tensor with a tape history (made by `{t._node.name}`) "
+                "while gradients are recorded: torchlean's tape records no in-place op (torch "
+                "records one), and the op saved this tensor for its backward; build the result "
+                "out of place: "
+                + (
+                    "the source itself (tl.broadcast_to(src, t.shape))" if what == "copy_()"
+                    else "t * 0.0" if what == "zero_()"
+                    else "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 "
+                    "mask keep (NaN where t is inf or NaN at a replaced entry)"
+                )
+            )
+        raise AutogradError(
+            f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
+            "write it inside torchlean.no_grad()"
+        )
+    if isinstance(t._data, np.ndarray) and not t._data.flags.writeable:
+        raise TensorError(f"{what} on a read-only view (shape {t.shape}); copy it first")
+
+
+def written_values(t: Tensor, what: str, role: str, value: object, remedy: str) -> Array:
+    """The host values that ``copy_``/item assignment (``what``) write, before any cast: a
+    Tensor's storage, or a constant under the functional ops' constant-operand rule
+    (:func:`torchlean.functional._constant_values`; ``role`` names it in the messages).
+
+    Raises:
+        AutogradError: ``value`` is a Tensor that requires grad (a leaf, or one with a tape
+            history) while gradients are recorded: torch records the write and sends the
+            gradient back to it; torchlean's tape records no in-place op, so it would be lost.
+            The message names ``remedy``, the out-of-place rewrite, and ``torchlean.no_grad()``.
+        TensorTypeError: non-numeric data (``None``, strings, bytes, objects, complex); a torch
+            tensor that requires grad.
+        TensorError: ragged data; a Python integer that does not fit ``t``'s dtype.
+    """
+    if isinstance(value, _tensor_type()):
+        if value._requires_grad and is_grad_enabled():
+            made = f" (made by `{value._node.name}`)" if value._node is not None else ""
+            raise AutogradError(
+                f"autograd: {what} from a tensor of shape {value.shape} that requires grad{made} "
+                "while gradients are recorded: torchlean's tape records no in-place op, so its "
+                f"gradient would be lost (torch records the copy); {remedy}, or write under "
+                "torchlean.no_grad() when no gradient should reach it"
+            )
+        return storage.to_host(value._data)
+    from torchlean import functional as F
+
+    return F._constant_values(value, t.dtype, role)
+
+
+def _check_copy_source(value: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+    """Refuse a ``copy_`` source that torch's broadcast rule or numpy's ``same_kind`` cast rule
+    does not write into a tensor of ``shape`` and ``dtype`` (:meth:`Tensor.copy_`).
+
+    Raises:
+        TensorError: ``copy_(): a source of shape (1, 1, 3) does not broadcast to the tensor's
+            shape (2, 3) ...``; ``copy_(): float64 values are not written into an int64 tensor by
+            copy_ (numpy's same_kind cast rule) ...``.
+    """
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise TensorError(
+            f"copy_(): a source of shape {value.shape} does not broadcast to the tensor's shape "
+            f"{shape} (accepted: as in torch, a rank of at most {len(shape)}, each extent 1 or the "
+            "tensor's, aligned from the right)"
+        )
+    if not np.can_cast(value.dtype, dtype, "same_kind"):
+        torch_cast = (
+            "writes v != 0, as torch does" if dtype.kind == "b"
+            else "truncates toward zero as torch does (NaN, ±inf and values beyond int64 refused, "
+            "where torch writes an arbitrary integer)"
+        )
+        raise TensorError(
+            f"copy_(): {value.dtype} values are not written into a{'n' if dtype.kind == 'i' else ''} "
+            f"{dtype} tensor by copy_ (numpy's same_kind cast rule); t[...] = v {torch_cast}"
+        )
+
+
+def copy_into(t: Tensor, src: Tensor | npt.ArrayLike) -> Tensor:
+    """:meth:`Tensor.copy_ <torchlean.tensor.Tensor.copy_>`: ``src`` written into ``t``'s storage
+    (rules and errors there); returns ``t``."""
+    check_writable(t, "copy_()")
+    data = t._data
+    value = written_values(
+        t,
+        "copy_()",
+        "the source of copy_()",
+        src,
+        "use the source tensor itself, or torchlean.broadcast_to(src, t.shape) (a new tensor on "
+        "the tape)",
+    )
+    if t.dtype == np.int64 and value.dtype.kind == "u":
+        _require_int64_fits(value)
+    _check_copy_source(value, t.shape, t.dtype)
+    try:
+        with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+            if isinstance(data, np.ndarray):
+                np.copyto(data, value, casting="same_kind")
+            else:
+                staged = np.empty(t.shape, dtype=t.dtype)
+                np.copyto(staged, value, casting="same_kind")
+                data.copy_(storage.host_tensor(staged))
+    except (ValueError, TypeError) as exc:
+        raise TensorError(
+            f"copy_() cannot write a value of shape {np.shape(value)} and dtype "
+            f"{value.dtype} into a tensor of shape {t.shape} and dtype {t.dtype}"
+        ) from exc
+    t._version.bump()
+    return t
+
+
+def zero(t: Tensor) -> Tensor:
+    """:meth:`Tensor.zero_ <torchlean.tensor.Tensor.zero_>`: zeros written into ``t``'s storage;
+    returns ``t``."""
+    check_writable(t, "zero_()")
+    data = t._data
+    if isinstance(data, np.ndarray):
+        data.fill(0)
+    else:
+        data.zero_()
+    t._version.bump()
+    return t
+
+
+def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
+    """``t[index] = value`` (:meth:`Tensor.__setitem__ <torchlean.tensor.Tensor.__setitem__>`:
+    rules and errors there)."""
+    check_writable(t, "item assignment")
+    from torchlean import functional as F
+
+    for item in F._index_tuple(index):
+        if isinstance(item, slice):
+            F._check_slice(item, index)
+    data = t._data
+    source = written_values(
+        t,
+        "item assignment",
+        "the value of an item assignment",
+        value,
+        "build the tensor out of place (e.g. torchlean.concat of the pieces, or "
+        "torchlean.scatter_add into a new tensor)",
+    )
+    if t.dtype == np.int64:
+        _require_int64_fits(source)
+    try:
+        with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+            if isinstance(data, np.ndarray):
+                data[index] = source
+            else:
+                staged = storage.to_host(data).copy()
+                staged[index] = source
+                data.copy_(storage.host_tensor(staged))
+    except (ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise TensorError(
+            f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}"
+        ) from exc
+    t._version.bump()
+
+
+def update_in_place(
+    t: Tensor, spelling: str, op: Callable[[Tensor | float], Tensor], other: Tensor | float
+) -> Tensor:
+    """``t += o`` (and ``-=``, ``*=``, ``/=``: ``spelling``, ``op`` the bound operator): the op runs
+    on the session's accepted kernel, then its result is written into ``t``'s storage as
+    :meth:`Tensor.copy_` writes, so every name bound to ``t`` (a parameter list's entry too) sees
+    it, as in torch. Like torch, the update keeps ``t``'s shape (``o`` may only broadcast to it)
+    and is refused on a leaf that requires grad while gradients are recorded (update parameters
+    under ``torchlean.no_grad()``).
+
+    torchlean's tape records no in-place op, so while gradients are recorded an update that
+    torch would record is refused, never made silently out of place: on a tensor with a tape
+    history (``out += x``, ``loss += reg``; write ``out = out + x``) and with an operand that
+    requires grad. (Rebinding the name instead would give torch's gradients only when no
+    other reference to ``t`` is used afterwards: a list of activations updated in a loop
+    would silently keep the old values.)
+
+    Raises:
+        AutogradError: as above, naming the rewrite.
+        TensorError: a result of another shape than ``t``'s; read-only storage.
+        the op's errors (a dtype mismatch, devices, a non-float tensor: ``GuardError`` ...).
+    """
+    what = f"in-place {spelling}"
+    rewrite = f"write t = t {spelling[0]} other (a new tensor on the tape)"
+    if is_grad_enabled() and t._node is not None:
+        raise AutogradError(
+            f"autograd: {what} on a tensor with a tape history (made by `{t._node.name}`) while "
+            f"gradients are recorded: torchlean's tape records no in-place op (torch records "
+            f"one); {rewrite}"
+        )
+    check_writable(t, what)
+    if is_grad_enabled() and isinstance(other, _tensor_type()) and other._requires_grad:
+        raise AutogradError(
+            f"autograd: {what} with an operand that requires grad while gradients are recorded: "
+            f"torchlean's tape records no in-place op, so that gradient would be lost; {rewrite}, "
+            "or update under torchlean.no_grad()"
+        )
+    result = op(other)
+    if result.shape != t.shape:
+        raise TensorError(
+            f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
+            f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
+        )
+    return t.copy_(result)._keep_producer(result)
