@@ -215,13 +215,14 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
 def _require_int64_fits(raw: Array) -> None:
     """Refuse numeric data that the int64 dtype cannot hold, before a numpy cast would change it
     silently: a uint64 above ``2**63 - 1`` (numpy wraps it to a negative number; torch refuses
-    "Overflow when unpacking long"), or a float that is NaN, infinite or outside ``[-2**63, 2**63)``
-    (numpy turns each into ``-2**63`` with at most a ``RuntimeWarning``; torch refuses "value
-    cannot be converted to type int64 without overflow"). Other floats are truncated toward zero
-    by the cast, as by torch. Every path that casts data to int64 calls this first:
-    :func:`tensor` (and so :func:`from_torch`), :meth:`Tensor.copy_`, item assignment and the
-    constant operands of :mod:`torchlean.functional`; index arrays (``gather``, ``scatter_add``,
-    ``cross_entropy`` targets) refuse a too-large uint64 with the index guard's message instead.
+    "Overflow when unpacking long"), or a float :func:`_require_floats_fit_int64` refuses. Data
+    cast to int64 is checked first: by this for :func:`torchlean.tensor.tensor` (and so
+    :func:`~torchlean.tensor.from_torch`) and the constant operands of
+    :mod:`torchlean.functional`; item assignment checks its floats only (its integers passed
+    :func:`torchlean.functional._constant_values`, which refuses those beyond int64), and
+    :meth:`Tensor.copy_ <torchlean.tensor.Tensor.copy_>` writes no floats into an int64 tensor.
+    Index arrays (``gather``, ``scatter_add``, ``cross_entropy`` targets) refuse a too-large
+    uint64 with the index guard's message instead.
 
     Raises:
         TensorError: ``the integer 9223372036854775808 does not fit the int64 tensor dtype
@@ -237,7 +238,22 @@ def _require_int64_fits(raw: Array) -> None:
             f"{int_overflow(int(raw.max()), np.dtype(np.int64))}; pass dtype='float64' for a rounded "
             "float value)"
         )
-    if raw.dtype.kind == "f":
+    _require_floats_fit_int64(raw)
+
+
+def _require_floats_fit_int64(raw: Array) -> None:
+    """Refuse float data with a value that is NaN, infinite or outside ``[-2**63, 2**63)`` (numpy's
+    cast to int64 turns each into ``-2**63`` with at most a ``RuntimeWarning``; torch refuses
+    "value cannot be converted to type int64 without overflow"); other floats are truncated
+    toward zero by the cast, as by torch. Integer and bool data pass unchecked: this is the
+    float half of :func:`_require_int64_fits`, alone for data whose integers were checked already.
+
+    Raises:
+        TensorError: ``value nan does not fit the int64 tensor dtype (accepted: finite numbers in
+            [-2**63, 2**63), truncated toward zero)``, naming the first offending value in
+            row-major order.
+    """
+    if raw.dtype.kind == "f" and raw.size:
         wide = raw if raw.dtype.itemsize >= 8 else raw.astype(np.float64)  # 2**63 exactly
         outside = ~((wide >= -(2.0**63)) & (wide < 2.0**63))  # NaN compares False: outside
         if outside.any():

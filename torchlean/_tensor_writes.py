@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchlean._tensor_data import Array, _require_int64_fits
+from torchlean._tensor_data import Array, _require_floats_fit_int64
 from torchlean._tensor_errors import TensorError
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
@@ -144,8 +144,8 @@ def copy_into(t: Tensor, src: Tensor | npt.ArrayLike) -> Tensor:
         "use the source tensor itself, or torchlean.broadcast_to(src, t.shape) (a new tensor on "
         "the tape)",
     )
-    if t.dtype == np.int64 and value.dtype.kind == "u":
-        _require_int64_fits(value)
+    # no int64 range check here: a Tensor source holds no uint64, and written_values refused any
+    # integer beyond int64; floats are refused by the same_kind rule
     _check_copy_source(value, t.shape, t.dtype)
     try:
         with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
@@ -195,8 +195,8 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
         "build the tensor out of place (e.g. torchlean.concat of the pieces, or "
         "torchlean.scatter_add into a new tensor)",
     )
-    if t.dtype == np.int64:
-        _require_int64_fits(source)
+    if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
+        _require_floats_fit_int64(source)
     try:
         with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
             if isinstance(data, np.ndarray):

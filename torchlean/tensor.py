@@ -958,7 +958,8 @@ class Tensor:
                 or a torch tensor that requires grad; a slice bound that is not an integer.
             TensorError: read-only storage, a negative or zero slice step, an index or value numpy
                 cannot assign (the message names both), ragged data, or a value that does not fit
-                this dtype (:func:`_require_int64_fits`, an integer beyond float32's range).
+                this dtype (an integer beyond int64, or beyond float32's range; for int64 a float
+                :func:`~torchlean._tensor_data._require_floats_fit_int64` refuses).
         """
         _tensor_writes.assign(self, index, value)
 
