@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,3 +158,74 @@ def test_the_named_remedy_writes_what_torchs_copy_writes(dtype: str, value: floa
     t[...] = value
     reference = torch.zeros(2, dtype=getattr(torch, dtype)).copy_(torch.tensor(value))
     assert t.tolist() == reference.tolist()
+
+
+# ------------------------------------ copy_: every refusal comes before the write (mread 8)
+
+_SHAPES = [(), (3,), (1, 3), (2, 1), (2, 3), (0,), (4,), (3, 2), (2, 2), (1, 1, 3), (1, 2, 3)]
+# numpy's same_kind rule by hand: a kind casts to its own and every later kind of b < u = i < f
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _broadcasts_by_torchs_rule(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    """By hand: at most dst's rank, each extent 1 or dst's, aligned from the right."""
+    if len(src) > len(dst):
+        return False
+    return all(s in (1, d) for s, d in zip(src, dst[len(dst) - len(src) :], strict=True))
+
+
+def _values(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """Small values every dtype holds exactly (float16 too): -1, -0.5, 0, ... or 0, 1, 2, ..."""
+    count = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    if dtype.kind == "b":
+        return (count % 2 == 1).astype(dtype)
+    if dtype.kind == "f":
+        return (count * 0.5 - 1.0).astype(dtype)
+    return (count - (1 if dtype.kind == "i" else 0)).astype(dtype)
+
+
+_SOURCES: list[tuple[str, Callable[[tuple[int, ...]], object]]] = [
+    *(
+        (f"numpy-{np.dtype(d).str}", lambda shape, d=d: _values(shape, np.dtype(d)))
+        for d in ("?", "u1", "i1", "<i2", "i4", "i8", "u8", "f2", "f4", "f8", ">f8", np.longdouble)
+    ),
+    *(
+        (f"tensor-{d}", lambda shape, d=d: tl.tensor(_values(shape, np.dtype(d))))
+        for d in ("float32", "float64", "int64", "bool")
+    ),
+    *(
+        (f"list-{d}", lambda shape, d=d: _values(shape, np.dtype(d)).tolist())
+        for d in ("int64", "float64", "bool")
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("source", [make for _, make in _SOURCES], ids=[name for name, _ in _SOURCES])
+def test_copy_writes_or_refuses_before_writing_never_in_numpys_words(
+    dtype: str, source: Callable[[tuple[int, ...]], object]
+) -> None:
+    """Every source that reaches the write (numeric data; Tensors, numpy arrays of each kind and
+    byte order, lists) of every shape here is either written, with torch's values, or refused by
+    the broadcast or the cast rule before the write, in their words, the tensor unchanged: so
+    copy_ needs no handler for numpy's own ValueError/TypeError of the write (it had one, whose
+    message no case here reached). Oracles: the two rules written by hand, torch's copy_."""
+    for shape in _SHAPES:
+        src = source(shape)
+        host = np.asarray(src.numpy() if isinstance(src, tl.Tensor) else src)
+        t = tl.tensor(np.full((2, 3), 7, dtype))
+        before, version = t.tolist(), t._version.value
+        if not _broadcasts_by_torchs_rule(host.shape, (2, 3)):
+            with pytest.raises(tl.TensorError, match=r"^copy_\(\): a source of shape .* does not broadcast"):
+                t.copy_(src)  # type: ignore[arg-type]
+        elif _KIND_RANK[host.dtype.kind] > _KIND_RANK[np.dtype(dtype).kind]:
+            refusal = rf"^copy_\(\): {host.dtype} values are not written into"
+            with pytest.raises(tl.TensorError, match=refusal):
+                t.copy_(src)  # type: ignore[arg-type]
+        else:
+            as_torch = torch.tensor(host.tolist(), dtype=torch.float64 if host.dtype.kind == "f" else None)
+            expected = torch.full((2, 3), 7, dtype=getattr(torch, dtype)).copy_(as_torch)
+            assert t.copy_(src) is t  # type: ignore[arg-type]
+            assert t.tolist() == expected.tolist() and t._version.value == version + 1, (shape, host)
+            continue
+        assert t.tolist() == before and t._version.value == version, (shape, host)
