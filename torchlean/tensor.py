@@ -76,7 +76,6 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
@@ -84,14 +83,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
 import numpy as np
 import numpy.typing as npt
 
-from torchlean import _tensor_writes
+from torchlean import _tensor_shapes, _tensor_writes
 
 # The parts of this module live in torchlean/_tensor_*.py; ``name as name`` re-exports a private name
 # that other modules import from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
 from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, is_builtin_or_numpy_int, shown
 from torchlean._tensor_args import (
     _UNSET,
-    _dim,
     _is_dtype_spelling,
     _one_spelling,
     _shape_args,
@@ -1456,19 +1454,7 @@ class Tensor:
         """
         from torchlean import functional as F
 
-        shape = self.shape
-        start = _dim("flatten", "start_dim", start_dim, len(shape), max(len(shape), 1))
-        end = _dim("flatten", "end_dim", end_dim, len(shape), max(len(shape), 1))
-        if start > end:
-            raise GuardError(
-                f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a rank-"
-                f"{len(shape)} input (accepted: start_dim <= end_dim once negative dims count from "
-                "the end)"
-            )
-        if not shape:
-            return F.reshape(self, (1,))
-        merged = (*shape[:start], math.prod(shape[start : end + 1]), *shape[end + 1 :])
-        return F.reshape(self, merged)
+        return F.reshape(self, _tensor_shapes.flattened_shape(self.shape, start_dim, end_dim))
 
     def unsqueeze(self, dim: int) -> Tensor:
         """A new axis of extent 1 at position ``dim`` of the result, as ``torch.Tensor.unsqueeze``:
@@ -1480,9 +1466,7 @@ class Tensor:
         """
         from torchlean import functional as F
 
-        shape = self.shape
-        at = _dim("unsqueeze", "dim", dim, len(shape), len(shape) + 1)
-        return F.reshape(self, (*shape[:at], 1, *shape[at:]))
+        return F.reshape(self, _tensor_shapes.unsqueezed_shape(self.shape, dim))
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Axes of extent 1 removed, as ``torch.Tensor.squeeze``: every one for ``dim=None``, else
@@ -1502,23 +1486,7 @@ class Tensor:
         """
         from torchlean import functional as F
 
-        shape = self.shape
-        extent = max(len(shape), 1)
-        if dim is None:
-            axes = set(range(len(shape)))
-        elif isinstance(dim, Sequence) and not isinstance(dim, str | bytes):
-            axes = set()
-            for i, d in enumerate(dim):
-                axis = _dim("squeeze", f"dim[{i}]", d, len(shape), extent)
-                if axis in axes:
-                    raise GuardError(
-                        f"squeeze: dim {_preview(dim)} names axis {axis} more than once for a rank-"
-                        f"{len(shape)} input (accepted: distinct axes)"
-                    )
-                axes.add(axis)
-        else:
-            axes = {_dim("squeeze", "dim", dim, len(shape), extent)}
-        return F.reshape(self, tuple(n for i, n in enumerate(shape) if not (i in axes and n == 1)))
+        return F.reshape(self, _tensor_shapes.squeezed_shape(self.shape, dim))
 
     def t(self) -> Tensor:
         """The transpose of a rank-2 tensor, as ``torch.Tensor.t``: shape ``(2, 3)`` gives
@@ -1567,24 +1535,7 @@ class Tensor:
                 "expand: sizes missing (accepted: t.expand(3, 4) or t.expand((3, 4)); -1 keeps an "
                 "axis's size)"
             )
-        target = list(F._ints("expand", "size", _shape_args(sizes)))
-        shape = self.shape
-        new = len(target) - len(shape)
-        if new < 0:
-            counted = f"{len(target)} size{'' if len(target) == 1 else 's'} {tuple(target)}"
-            raise GuardError(
-                f"expand: {counted} for a rank-{len(shape)} input of shape {shape} (accepted: at "
-                f"least {len(shape)} sizes, one per axis and any new ones in front)"
-            )
-        for i, size in enumerate(target):
-            if size == -1:
-                if i < new:
-                    raise GuardError(
-                        f"expand: size -1 at position {i} of {tuple(target)} is a new leading axis "
-                        f"for the input of shape {shape}, which has no size to keep (accepted: -1 "
-                        "only for an existing axis)"
-                    )
-                target[i] = shape[i - new]
+        target = _tensor_shapes.expanded_shape(self.shape, F._ints("expand", "size", _shape_args(sizes)))
         return F.broadcast_to(self, target)
 
     def expand_as(self, other: Tensor) -> Tensor:
