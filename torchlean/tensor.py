@@ -213,7 +213,7 @@ def _ndim(data: object) -> int:
 def _gradient_device(gradient: object) -> str | None:
     """The device of a ``backward`` gradient that has one: a torchlean ``Tensor``'s, or a dense
     torch tensor's (``"cpu"``, ``"cuda:N"``); None for array data (and for meta tensors, which
-    :func:`_from_torch_array` refuses by kind)."""
+    :func:`~torchlean._tensor_data._from_torch_array` refuses by kind)."""
     if isinstance(gradient, Tensor):
         return gradient.device
     if _is_torch_tensor(gradient) and gradient.device.type != "meta":  # type: ignore[attr-defined]
@@ -1642,9 +1642,10 @@ def tensor(
             ``requires_grad`` on an integer/bool tensor, or for the int64 dtype a value it cannot
             hold: ``value nan does not fit the int64 tensor dtype (accepted: finite numbers in
             [-2**63, 2**63), truncated toward zero)`` (NaN, ``±inf``, ``1e30``), ``integer
-            9223372036854775808 does not fit the int64 tensor dtype ...`` (:func:`_require_int64_fits`),
-            ``the integer 1180591620717411303424 does not fit the int64 tensor dtype ...``
-            (:func:`_object_numbers`).
+            9223372036854775808 does not fit the int64 tensor dtype ...``
+            (:func:`~torchlean._tensor_data._require_int64_fits`), ``the integer
+            1180591620717411303424 does not fit the int64 tensor dtype ...``
+            (:func:`~torchlean._tensor_data._object_numbers`).
         TensorTypeError: ``requires_grad`` is not a bool; data that is not numeric (``None``, a
             string, bytes, a dict, an object, a list or numpy array holding one; torch refuses
             them too, numpy would parse ``'1.5'``): ``cannot create a tensor from None of type
