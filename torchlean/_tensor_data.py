@@ -1,15 +1,16 @@
 """Reading data into a tensor's values: dtypes, and the values of Python, numpy and torch data.
 
-What :func:`torchlean.tensor.tensor` (and ``Tensor(data)``), :func:`torchlean.tensor.from_torch`,
-the values written into a tensor and the functional ops' constant operands read, before any tensor
-exists: the dtype spellings (:func:`resolve_dtype`, :data:`DEFAULT_DTYPE`), a fresh C-contiguous
-array of a supported dtype for the data (:func:`_infer_array`; a torchlean Tensor's values are its
-caller's to read), a torch tensor's values (:func:`_from_torch_array`), and the refusals of values
-a dtype cannot hold (:func:`_object_numbers`, :func:`_require_int64_fits`).
-:mod:`torchlean.tensor` re-exports the public names.
+What ``torchlean.tensor(data)`` (``Tensor(data)``), ``from_torch`` and the functional ops'
+constant operands read before a tensor exists: the dtype spellings (:func:`resolve_dtype`,
+:data:`DEFAULT_DTYPE`, :func:`_check_grad_dtype`), a fresh C-contiguous array of a supported dtype
+for the data (:func:`_infer_array`; a torchlean Tensor's values are read by the Tensor class, which
+passes them here as an array), a torch tensor's values (:func:`_from_torch_array`,
+:func:`_torch_values`), and the refusals of values a dtype cannot hold (:func:`_object_numbers`,
+:func:`_require_int64_fits`, :func:`_require_floats_fit_int64`). :mod:`torchlean.tensor`
+re-exports the public names.
 
-This module imports nothing from torchlean above ``torchlean.autograd.storage``; torch only where
-a torch tensor is met.
+From torchlean this module imports only ``_checks`` and ``_tensor_errors``; torch only where a
+torch tensor is met.
 """
 
 from __future__ import annotations
