@@ -83,10 +83,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
 import numpy as np
 import numpy.typing as npt
 
+# This module's parts live in private modules: _tensor_errors (the errors, value previews),
+# _tensor_data (dtypes, reading data), _tensor_args (torch's argument conventions), _tensor_shapes
+# (the shape methods' result shapes), _tensor_writes (the in-place writes), _tensor_hints (the torch
+# attributes Tensor lacks). ``name as name`` re-exports a private name that other modules import
+# from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
 from torchlean import _tensor_shapes, _tensor_writes
-
-# The parts of this module live in torchlean/_tensor_*.py; ``name as name`` re-exports a private name
-# that other modules import from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
 from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, is_builtin_or_numpy_int, shown
 from torchlean._tensor_args import (
     _UNSET,
@@ -148,9 +150,13 @@ __all__ = [
 ]
 
 
-
 DeviceLike = str | Any
 """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``."""
+
+
+# Device placement and backward's seed helpers stay with the class: resolve_device and
+# _gradient_device test for a Tensor (the private parts never import this module at load), and
+# tests/cuda/conftest.py's emulation seam patches resolve_device and _upload here.
 
 
 def resolve_device(device: DeviceLike) -> str:
