@@ -25,6 +25,7 @@ ALLOWED = (
     "torchlean.autograd",
     "torchlean.backend",
     "torchlean.tensor",
+    "torchlean._tensor_",  # the tensor layer's private modules (torchlean._tensor_args, ...)
     "torchlean.functional",
 )
 

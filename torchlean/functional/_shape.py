@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from torchlean._tensor_args import _dim
+from torchlean._tensor_errors import _preview
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
 from torchlean.functional._params import _int, _ints
-from torchlean.tensor import Tensor, TensorTypeError, _dim, _preview
+from torchlean.tensor import Tensor, TensorTypeError
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
