@@ -113,6 +113,11 @@ class Dataset:
     ``x_train``/``y_train`` are the rest of it (the part trained on), whose statistics standardise
     all three parts (``feature_mean``/``feature_scale``, and :meth:`target_statistics`); without
     it both are ``None``.
+
+    Regression: ``y_test_float64`` ``[n_test]`` (and ``y_val_float64`` ``[n_val]`` with a validation
+    part) are the targets as read, float64, before rounding to ``dtype``: what ``torchlean train``
+    measures ``test_mse`` (``val_mse``) against, so that the metric is the data's own and not the
+    rounded targets'. ``None`` for classification (and ``y_val_float64`` without a validation part).
     """
 
     name: str
@@ -132,6 +137,8 @@ class Dataset:
     notes: tuple[str, ...] = ()
     x_val: Array | None = None
     y_val: Array | None = None
+    y_test_float64: Array | None = None
+    y_val_float64: Array | None = None
 
     @property
     def n_features(self) -> int:
@@ -445,6 +452,10 @@ def _split(
         split_note=split_note(y, kind, test_fraction),
         x_val=standardised_val,
         y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
+        y_test_float64=np.asarray(y_test, dtype=np.float64) if kind == "regression" else None,
+        y_val_float64=(
+            None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)
+        ),
     )
 
 

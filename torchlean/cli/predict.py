@@ -78,7 +78,8 @@ lines; with ``--show-backend`` each capsule's
 contract report as it is first selected; when the data has the label column,
 ``accuracy=<value> (<correct>/<rows>)`` (a row without a prediction counts as wrong: ``(0/150;
 150 rows without a prediction)``) or ``mse=<value>`` (in the target's units, against the targets
-rounded to the checkpoint's dtype, as ``test_mse``; over the rows with a prediction, the others
+as read, in float64, not rounded to the checkpoint's dtype, as ``test_mse``; over the rows with a
+prediction, the others
 counted: ``(140/150 rows; 10 rows without a prediction excluded)``); then one audit line per
 backend capsule used, as ``torchlean train`` prints them (with its ``note:`` lines on stderr for a
 preferred provider's refused capsule); ``wrote PATH`` with ``--output``. A ``note:`` line on
@@ -744,8 +745,8 @@ def _run(args: argparse.Namespace) -> int:
             finite = np.isfinite(values) & np.isfinite(outputs).all(axis=1)
             missing = count - int(np.count_nonzero(finite))
             if truth is not None:
-                target = truth.astype(saved.dtype).astype(np.float64)
-                mse = float(np.mean((values[finite] - target[finite]) ** 2)) if missing < count else math.nan
+                # against the targets as read (float64), not rounded to the checkpoint's dtype, as test_mse
+                mse = float(np.mean((values[finite] - truth[finite]) ** 2)) if missing < count else math.nan
                 kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
                 summary = f"mse={mse:.4f}{kept if missing else ''}"
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]

@@ -874,7 +874,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
     else:
-        mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test, y_mean, y_scale)
+        assert dataset.y_test_float64 is not None  # regression: the targets as read, not rounded to dtype
+        mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test_float64, y_mean, y_scale)
         record["test_mse"] = mse
         print(f"test_mse={mse:.4f}")
     selected = trainer.selected
