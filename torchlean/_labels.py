@@ -13,8 +13,12 @@ spelling in the file), also among non-number labels (under ``task='classificatio
 classes first, by value, then the names, compared as text; a number with a decimal exponent beyond
 400 is a name); a single class is refused, in the file (here) or in the train split
 (:func:`torchlean.data.load`), as scikit-learn classifiers refuse it. Unless ``task`` says
-otherwise, the task is ``classification`` when every label is an integer or every label is a
-non-number, ``regression`` when every label is a number and some is not an integer; a column mixing
+otherwise, the task is ``classification`` when every label is an integer of magnitude below 2**53
+or every label is a non-number, ``regression`` when every label is a number and some is not such an
+integer (a fraction, or a number at or beyond 2**53, where every float64 is an integer: ``1e30`` is a
+quantity, not a class id); a classification so inferred in which every one of three or more labels
+is a class of its own is refused (no test row's class would be trained on), naming
+``task='regression'`` for numbers, ``label_column`` for names; a column mixing
 numbers and non-numbers (a target with missing values such as ``NA``, ``?`` or ``null``) is
 refused, naming its first non-number and how many labels are numbers: no missing value is read
 (remove such rows), and, when the numbers are all whole (class ids among names?),
@@ -173,6 +177,8 @@ def _labels(
             "classification)"
         )
     inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
+    if task is None and not inferred and len(filled) >= 3 and len(set(labels)) == len(labels):
+        _refuse_one_class_per_row(file, column, labels, numeric)
     if task == "regression" or inferred:
         targets_read = targets(file, column, cells, dtype, first_line=first_line, delimiter=delimiter)
         return targets_read, (), "regression"
@@ -203,6 +209,35 @@ def _labels(
             "(accepted: at least two classes for classification)"
         )
     return np.asarray(ids, dtype=np.int64), classes, "classification"
+
+
+def _refuse_one_class_per_row(
+    file: Path, column: str, labels: Sequence[str], numeric: Sequence[bool]
+) -> None:
+    """Refuse a label column read as classification (``task`` not given) whose labels are all
+    distinct (numbers by value: ``1`` and ``1.0`` are one class, which does not refuse): every
+    row a class of its own, so no class has a sample in both splits
+    and the test accuracy is 0 by construction.
+
+    Raises:
+        DataError: naming the column, the count and the way out (``task='regression'`` when the
+            labels are numbers, else another ``label_column``; ``task='classification'`` keeps them).
+    """
+    values: set[Decimal | str | None] = {v if _exact(v) is None else _exact(v) for v in labels}
+    if len(values) < len(labels):  # 1 and 1.0: one class, so not every row is its own
+        return
+    if all(numeric):
+        kind = "whole numbers"
+        way_out = "pass task='regression' (CLI: --task regression) if they are a quantity"
+    else:
+        kind = "labels"
+        way_out = "if another column holds the labels, pass label_column=NAME (CLI: --label-column NAME)"
+    raise DataError(
+        f"{file}: label column {display_name(column)}: its {len(labels)} {kind} are all distinct, so "
+        "classification (inferred from them) would make every row a class of its own, and no test row's "
+        f"class would be trained on: {way_out}; pass task='classification' (CLI: --task classification) "
+        "to train on them as classes anyway"
+    )
 
 
 def targets(
@@ -276,9 +311,17 @@ def class_ids(
     return ids
 
 
+_WHOLE_LIMIT = 2.0**53
+"""A number label of this magnitude or more is no whole number to the task inference: every float64
+of it is an integer (its spacing is 2 or more), so ``-2.3e30`` is "whole" trivially, and a float64
+cannot hold class ids of that size exactly (2**53 + 1 is no float64)."""
+
+
 def _integral(cell: str) -> bool:
+    """Whether a number cell is a whole number below :data:`_WHOLE_LIMIT` in magnitude (``3``,
+    ``3.0``, ``-1e3``; not ``2.5``, ``1e30``, ``inf``)."""
     value = float(cell.strip())
-    return math.isfinite(value) and value == int(value)
+    return math.isfinite(value) and abs(value) < _WHOLE_LIMIT and value == int(value)
 
 
 _LABEL_EXPONENT_LIMIT = 400

@@ -92,12 +92,17 @@ def test_split_is_deterministic_by_seed_and_a_partition() -> None:
 
 
 def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
+    # 100 distinct whole numbers, every row its own class, are refused (review56 F2); one row fewer
+    # of a class of its own each, 99 of 100 classes are single samples
     singletons = _write(tmp_path, "a,y\n" + "".join(f"{i},{i}\n" for i in range(100)), "singletons.csv")
+    with pytest.raises(data.DataError, match="its 100 whole numbers are all distinct"):
+        data.load(singletons, seed=0)
+    singletons = _write(tmp_path, "a,y\n" + "".join(f"{i},{min(i, 98)}\n" for i in range(100)), "single.csv")
     d = data.load(singletons, seed=0)
     assert d.split_note == (
-        "the train/test split is not stratified by class: 100 of 100 classes have fewer than 2 samples (a "
+        "the train/test split is not stratified by class: 98 of 99 classes have fewer than 2 samples (a "
         "stratified split needs 2 samples of each class and room for each class in both splits); some "
-        "classes may be missing from a split; the labels are whole numbers (100 distinct), so the task "
+        "classes may be missing from a split; the labels are whole numbers (99 distinct), so the task "
         "classification was inferred: pass task='regression' (CLI: --task regression) if they are a quantity"
     )
     # the hint is for many whole-number classes with few samples each, and only when task was inferred
@@ -236,7 +241,10 @@ def test_numeric_class_labels_are_classes_by_exact_value(tmp_path: Path) -> None
     # one number written several ways is one class; 2**64 and 2**64 + 1 are equal as float64 but two classes
     spellings = ["0", "0.0", "1", "1.0", "01", "+1", "1e0", "-0", str(2**64), str(2**64 + 1)]
     lines = ["a,y"] + [f"{i},{label}" for i, label in enumerate(spellings * 2)]
-    d = data.load(_write(tmp_path, "\n".join(lines)), test_fraction=0.25, seed=0)
+    path = _write(tmp_path, "\n".join(lines))
+    # 2**64 is at or beyond 2**53, where every float64 is whole: no class id to the inference (review56 F2)
+    assert data.load(path, test_fraction=0.25, seed=0).task == "regression"
+    d = data.load(path, test_fraction=0.25, seed=0, task="classification")
     assert d.task == "classification"
     assert d.class_names == ("0", "1", str(2**64), str(2**64 + 1))
     ids = np.concatenate([d.y_train, d.y_test])
@@ -549,7 +557,8 @@ def test_other_all_number_first_row_is_data_and_says_so(tmp_path: Path) -> None:
     assert named.x_train.shape[0] + named.x_test.shape[0] == 50
     # a wide first row is abbreviated in the note
     wide = _write(tmp_path, "\n".join(",".join(str(i + r) for i in range(10)) for r in range(1, 12)), "w.csv")
-    assert data.load(wide, seed=0).header_note.startswith(f"{wide}: first row 1,2,3,...,10 is all numbers")
+    note = data.load(wide, seed=0, task="regression").header_note  # 11 distinct labels: no classes
+    assert note.startswith(f"{wide}: first row 1,2,3,...,10 is all numbers")
 
 
 def test_a_non_numeric_first_row_is_a_header_without_a_note(tmp_path: Path) -> None:

@@ -1285,7 +1285,7 @@ def test_a_semicolon_separated_file_gets_the_separator_hint(capsys, tmp_path, la
     code, out, err = cli(capsys, "predict", str(path), "--dataset", str(semi))
     assert (code, out) == (2, "")
     assert err == (f"error: {semi}: read as 1 column, but checkpoint {path} expects 3 features; the file "
-                   "seems to be separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')\n")
+                   "seems to be separated by ';', not commas: pass --delimiter ';'\n")
 
 
 def test_a_label_name_holding_a_newline_is_saved_as_itself(capsys, tmp_path, labels_csv):

@@ -155,7 +155,7 @@ def test_predict_with_the_files_delimiter_equals_predict_on_the_comma_file(
     assert (code, out) == (2, "")
     assert err == (
         f"error: {semicolon}: read as 1 column, but checkpoint {comma_save} expects 2 features; the file "
-        "seems to be separated by ';', not commas: pass delimiter=';' (CLI: --delimiter ';')\n"
+        "seems to be separated by ';', not commas: pass --delimiter ';'\n"
     )
 
 
@@ -194,7 +194,7 @@ def test_resume_takes_the_checkpoints_delimiter_unless_given(
         _refused(
             capsys,
             f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
-            f"separated by tabs, not {shown}: pass delimiter='\\t' (CLI: --delimiter tab)",
+            f"separated by tabs, not {shown}: pass --delimiter tab",
             "train", "--resume", str(part), "--epochs", "3", "--delimiter", given,
         )
 
@@ -234,7 +234,7 @@ def test_a_checkpoint_without_the_setting_means_the_comma(
         _refused(
             capsys,
             f"{comma}: expected a label column and at least one feature column, got 1; the file seems to be "
-            "separated by commas, not ';': pass delimiter=',', the default (CLI: leave out --delimiter)",
+            "separated by commas, not ';': leave out --delimiter, the default",
             "train", "--resume", str(checkpoint), "--epochs", "3", "--delimiter", ";",
         )
 
@@ -351,7 +351,7 @@ def test_excels_separator_line_and_a_trailing_delimiter_under_the_delimiter(
     _refused(
         capsys,
         f"{excel}: line 1: Excel's separator line 'sep=;' says the file is separated by ';', not '|': pass "
-        "delimiter=';' (CLI: --delimiter ';')",
+        "--delimiter ';'",
         "train", "--dataset", str(excel), "--delimiter", "|",
     )
 
@@ -367,7 +367,7 @@ def test_a_decimal_comma_says_so(capsys: pytest.CaptureFixture[str], tmp_path: P
         capsys,
         f"{path}: line 2, column y: not a number: '0,0' (decimal commas are not read: write 0.0): a quantity "
         "written with decimal commas? write its numbers with points (or, if the labels are class names, pass "
-        "task='classification', CLI: --task classification)",
+        "--task classification)",
         "train", "--dataset", str(path), "--delimiter", ";",
     )
     _refused(
@@ -463,7 +463,7 @@ def test_a_blank_separated_file_trains_as_the_comma_file(
     _refused(
         capsys,
         f"{path}: expected a label column and at least one feature column, got 1; the file seems to be "
-        "separated by blanks, not commas: pass delimiter='whitespace' (CLI: --delimiter whitespace)",
+        "separated by blanks, not commas: pass --delimiter whitespace",
         "train", "--dataset", str(path), *TRAIN,
     )
 
@@ -510,9 +510,9 @@ def test_resume_reads_the_runs_data_saved_with_another_delimiter(
     _refused(
         capsys,
         f"{comma}: expected a label column and at least one feature column, got 1; the file seems to be "
-        f"separated by commas, not ';': pass delimiter=',' (CLI: --delimiter , as --resume {part} reads the "
+        f"separated by commas, not ';': pass --delimiter , as --resume {part} reads the "
         "file with the checkpoint's --delimiter ';' when the option is left out; the data read must hash as "
-        "the run's did)",
+        "the run's did",
         "train", "--resume", str(part), "--epochs", "3", "--dataset", str(comma),
     )
     want = [line.replace(str(whole), str(resumed)) for line in whole_out.splitlines()[4:]]
@@ -634,6 +634,6 @@ def test_train_errors_name_the_rows_split_at_a_blank(
     _refused(
         capsys,
         f"{path}: line 2, column a,: not a number: '1,'; the file seems to be separated by commas, not "
-        "blanks: pass delimiter=',', the default (CLI: leave out --delimiter)",
+        "blanks: leave out --delimiter, the default",
         "train", "--dataset", str(path), *TRAIN, "--delimiter", "whitespace",
     )

@@ -188,7 +188,7 @@ def test_comment_and_separator_lines(capsys: pytest.CaptureFixture[str], tmp_pat
     _refused(
         capsys,
         f"{semicolon}: line 1: Excel's separator line 'sep=;' says the file is separated by ';', not commas: "
-        "pass delimiter=';' (CLI: --delimiter ';')",
+        "pass --delimiter ';'",
         "train", "--dataset", str(semicolon), *TRAIN,
     )
     excel = _write(tmp_path, "excel.csv", "sep=,\na,b,y\n" + body)
@@ -225,8 +225,8 @@ def test_a_label_column_number_that_names_a_column_says_so(capsys: pytest.Captur
     rows = "".join(f"{a},{i % 3},{b},{i % 2}\n" for i, (a, b, _) in enumerate(_rows()))
     path = _write(tmp_path, "named.csv", "a,3,b,y\n" + rows)
     note = (f"note: {path}: label column '3' is a column name and a column index: it was read as the name "
-            "(column 1), not as index 3 (column y); names come first: for that index pass label_column=3 as "
-            "an int (CLI: --label-column -1 or --label-column y)\n")
+            "(column 1), not as index 3 (column y); names come first: for that index pass --label-column -1 "
+            "or --label-column y\n")
     _, err = _train(capsys, path, tmp_path / "3.npz", "--label-column", "3")
     assert err == note
     saved = metadata(tmp_path / "3.npz")

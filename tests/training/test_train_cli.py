@@ -514,7 +514,7 @@ def test_numeric_header_is_not_counted_as_data(capsys, tmp_path):
     assert out.splitlines()[0].startswith(f"dataset={path} train=40 test=10 features=2 ")
     assert err == (
         f"note: {path}: first row 0,1,2 is all numbers equal to the column positions, so it was read "
-        "as a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data\n"
+        "as a header (as pandas to_csv writes one); pass --no-header to read it as data\n"
     )
     # --no-header: the first row is a sample (51 rows, 3 classes) and no header note; its label 2
     # is a class of one sample, so the split cannot be stratified, which a note says
@@ -801,7 +801,7 @@ def test_targets_beyond_float32_are_refused_before_training(capsys, tmp_path, va
     assert (code, out) == (2, "")
     assert err == (
         f"error: {path}: line 2, column y: {value!r} is outside the float32 range (accepted: a number of "
-        "magnitude at most 3.4028235e+38 for dtype float32; dtype float64 (CLI: --dtype float64) reads up "
+        "magnitude at most 3.4028235e+38 for dtype float32; --dtype float64 reads up "
         "to 1.7976931348623157e+308)\n"
     )
 
@@ -851,8 +851,8 @@ def test_float32_targets_far_from_their_mean_standardise_without_overflow(capsys
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ("a;b;y\n1;2;0\n3;4;1\n", "';', not commas: pass delimiter=';' (CLI: --delimiter ';')"),
-        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs, not commas: pass delimiter='\\t' (CLI: --delimiter tab)"),
+        ("a;b;y\n1;2;0\n3;4;1\n", "';', not commas: pass --delimiter ';'"),
+        ("a\tb\ty\n1\t2\t0\n3\t4\t1\n", "tabs, not commas: pass --delimiter tab"),
     ],
 )
 def test_a_tab_or_semicolon_file_gets_a_separator_hint(capsys, tmp_path, text, hint):

@@ -207,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     from torchlean.backend.errors import TorchLeanError  # imported here, under main's Ctrl-C handler
+    from torchlean.cli._spelling import cli_spelling
     from torchlean.cli._stdout import silence_stdout
 
     parser = build_parser()
@@ -240,8 +241,8 @@ def _run(argv: Sequence[str] | None) -> int:
         text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
         print(f"error: out of memory ({text}); try smaller sizes", file=sys.stderr)
         return 2
-    except TorchLeanError as error:
-        for line in str(error).splitlines() or [type(error).__name__]:
+    except TorchLeanError as error:  # the data layer's hints, worded for the CLI (--task regression)
+        for line in cli_spelling(str(error)).splitlines() or [type(error).__name__]:
             print(f"error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:

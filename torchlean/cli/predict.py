@@ -122,6 +122,7 @@ from torchlean.cli._output import (
     output_path,
     shown_path,
 )
+from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
 from torchlean.tensor import Tensor
@@ -315,7 +316,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         )
     for note in (table.header_note, *table.notes, table.label_note(args.label_column)):
         if note:
-            print(f"note: {note}", file=sys.stderr)
+            print(f"note: {cli_spelling(note)}", file=sys.stderr)
     wanted = saved.feature_names
     training_layout = _training_layout(table, saved) if args.label_column is None else None
     if training_layout is not None:  # the header training read (repeated names included)
@@ -456,7 +457,7 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {cli_spelling(note)}", file=sys.stderr)
     return np.sort(train if args.split == "train" else test)
 
 
@@ -654,7 +655,7 @@ def _run(args: argparse.Namespace) -> int:
         raise
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {cli_spelling(note)}", file=sys.stderr)
     classification = saved.task == "classification"
     truth: npt.NDArray[Any] | None = None
     if source.cells is not None and not args.ignore_labels:

@@ -117,6 +117,7 @@ from torchlean.cli._output import (
     shown_path,
 )
 from torchlean.cli._schedule import LRSchedule, lr_schedule
+from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
@@ -184,7 +185,8 @@ def register(subparsers: Any) -> None:
                         "(the same data saved with another separator)")
     parser.add_argument("--task", default=None, choices=("classification", "regression"),
                         help="CSV only: override the task inferred from the label column "
-                        "(integer labels are read as classes, non-integers as a regression target; labels "
+                        "(integer labels below 2**53 in magnitude are read as classes, other numbers as a "
+                        "regression target, and labels all distinct, one class per row, are refused; labels "
                         "mixing numbers and text, as a target with missing values NA does, are refused "
                         "unless --task is given: classification reads every label as a class name)")
     parser.add_argument("--model", default="mlp", help=f"{' | '.join(MODELS)} (default: mlp); cnn and "
@@ -710,11 +712,11 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         raise data.DataError(message) from None
     source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
     if dataset.header_note:
-        print(f"note: {dataset.header_note}", file=sys.stderr)
+        print(f"note: {cli_spelling(dataset.header_note)}", file=sys.stderr)
     for note in dataset.notes:  # Excel's sep= line, a trailing delimiter, the label by name, pandas' index
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {cli_spelling(note)}", file=sys.stderr)
     if dataset.split_note:
-        print(f"note: {dataset.split_note}", file=sys.stderr)
+        print(f"note: {cli_spelling(dataset.split_note)}", file=sys.stderr)
     classification = dataset.task == "classification"
     if args.label_smoothing != 0.0 and not classification:
         raise TorchLeanError(

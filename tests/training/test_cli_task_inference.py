@@ -1,0 +1,89 @@
+"""The task inferred from a CSV label column (review56 F2): a number at or beyond 2**53 in
+magnitude is no class id (every float64 there is an integer), a column whose labels are all
+distinct is refused rather than read as one class per row, and the CLI's notes and errors name
+the option (``--task regression``) where the Python API names its argument."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli
+
+from torchlean import data
+
+
+def _csv(path: Path, labels: list[str]) -> Path:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(len(labels)).tolist()
+    rows = [f"{a!r},{label}" for a, label in zip(x, labels, strict=True)]
+    path.write_text("a,y\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("big", "task"), [
+    (2**53 - 1, "classification"),  # the largest whole number every float64 below it can tell apart
+    (2**53, "regression"),
+    (-(2**53), "regression"),
+    (10**30, "regression"),
+])
+def test_whole_numbers_beyond_2_53_are_a_quantity(tmp_path: Path, big: int, task: str) -> None:
+    assert float(big).is_integer()  # the premise: as a float64 it is "whole" whatever its size
+    path = _csv(tmp_path / "t.csv", [str(v) for v in [0, 1, big] * 20])
+    loaded = data.load(path)
+    assert loaded.task == task
+    if task == "classification":
+        assert loaded.class_names == ("0", "1", str(big))
+
+
+def test_the_review_s_large_target_trains_as_regression(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(0)
+    y = (rng.standard_normal(200) * 1e30).tolist()  # -2.3e30 and alike: every one an integer as float64
+    path = _csv(tmp_path / "big.csv", [repr(v) for v in y])
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--hidden", "4")
+    assert (code, err) == (0, ""), err
+    assert " task=regression " in out.splitlines()[0]
+    assert any(line.startswith("test_mse=") for line in out.splitlines())
+
+
+def test_every_row_its_own_class_is_refused_naming_the_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _csv(tmp_path / "ids.csv", [str(7 * i) for i in range(30)])
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: label column y: its 30 whole numbers are all distinct, so classification (inferred "
+        "from them) would make every row a class of its own, and no test row's class would be trained on: "
+        "pass --task regression if they are a quantity; pass --task classification to train on them as "
+        "classes anyway\n"
+    )
+    # the Python API names its own argument
+    with pytest.raises(data.DataError, match=r"pass task='regression' \(CLI: --task regression\)"):
+        data.load(path)
+    assert data.load(path, task="regression").task == "regression"
+    assert data.load(path, task="classification").n_classes == 30  # asked for: kept
+    names = _csv(tmp_path / "names.csv", [f"id{i}" for i in range(30)])
+    code, _, err = cli(capsys, "train", "--dataset", str(names), "--epochs", "1")
+    assert code == 2 and "if another column holds the labels, pass --label-column NAME;" in err
+    # one repeated label (two rows of one class), or one number written twice, is not every row its own
+    assert data.load(_csv(tmp_path / "rep.csv", [str(i) for i in [*range(29), 0]])).task == "classification"
+    assert data.load(_csv(tmp_path / "two.csv", [*map(str, range(29)), "0.0"])).task == "classification"
+
+
+def test_notes_name_the_cli_option_first(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # 12 whole-number classes, two of them single samples: not stratified, and the hint names --task
+    labels = [str(i % 12) for i in range(46)]
+    path = _csv(tmp_path / "few.csv", labels)
+    code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--hidden", "4")
+    assert code == 0
+    (note,) = err.splitlines()
+    assert note.startswith("note: the train/test split is not stratified by class")
+    assert note.endswith("classification was inferred: pass --task regression if they are a quantity")
+    assert "task='regression'" not in note and "CLI:" not in note
+    # the same note in Python keeps the argument
+    in_python = data.load(path).split_note
+    assert in_python.endswith("pass task='regression' (CLI: --task regression) if they are a quantity")
