@@ -118,6 +118,10 @@ class Dataset:
     part) are the targets as read, float64, before rounding to ``dtype``: what ``torchlean train``
     measures ``test_mse`` (``val_mse``) against, so that the metric is the data's own and not the
     rounded targets'. ``None`` for classification (and ``y_val_float64`` without a validation part).
+
+    A CSV file's read settings as resolved: ``has_header`` (whether its first row was read as the
+    header, given or guessed) and ``delimiter`` (the cells' separator, ``","``, ``"\\t"``, ...,
+    or ``"whitespace"``); both ``None`` for shipped datasets.
     """
 
     name: str
@@ -139,6 +143,8 @@ class Dataset:
     y_val: Array | None = None
     y_test_float64: Array | None = None
     y_val_float64: Array | None = None
+    has_header: bool | None = None
+    delimiter: str | None = None
 
     @property
     def n_features(self) -> int:
@@ -348,7 +354,8 @@ def load_csv(
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
              table.unnamed_features_note(label))
     return dataclasses.replace(
-        dataset, header_note=table.header_note, notes=tuple(note for note in notes if note)
+        dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
+        has_header=table.has_header, delimiter=table.delimiter,
     )
 
 

@@ -97,6 +97,16 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     record = json.loads(record_path.read_text())
     assert set(record) == {
         "dataset",
+        "task",
+        "train",
+        "val",
+        "test",
+        "features",
+        "parameters",
+        "classes",
+        "label_column",
+        "delimiter",
+        "header",
         "model",
         "hidden",
         "dropout",

@@ -13,7 +13,8 @@ from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
-    "DELIMITER_HELP", "delimiter", "int_at_least", "note_shadowed_dataset", "number", "refuse_csv_options",
+    "DELIMITER_HELP", "delimiter", "int_at_least", "json_record_instead", "note_shadowed_dataset", "number",
+    "refuse_csv_options",
 ]
 
 DELIMITER_HELP = (
@@ -142,3 +143,21 @@ def open_fraction(meaning: str = "") -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def json_record_instead(command: str) -> Callable[[argparse.Namespace, list[str]], str | None]:
+    """A ``refuse_extras`` (:mod:`torchlean.cli`) for ``command`` (``train``, ``predict``), which
+    has no ``--format``: given one (``--format json``, ``--format=json``), the refusal names
+    ``--report-json``, what writes its run as JSON; ``None`` (argparse's generic message) for
+    other words."""
+
+    def refuse(_args: argparse.Namespace, extras: list[str]) -> str | None:
+        if not any(word == "--format" or word.startswith("--format=") for word in extras):
+            return None
+        return (
+            f"unrecognized arguments: {' '.join(extras)} (torchlean {command} has no --format: "
+            f"--report-json PATH, or - for standard output, writes its record as JSON; torchlean {command} "
+            "--help lists the accepted options)"
+        )
+
+    return refuse

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
@@ -24,6 +27,8 @@ __all__ = [
     "output_path",
     "report_beside",
     "shown_path",
+    "strict_json",
+    "write_json_record",
 ]
 
 
@@ -217,3 +222,33 @@ def report_beside(*paths: Path | None) -> Iterator[None]:
         return
     with contextlib.redirect_stdout(sys.stderr):
         yield
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float (a diverged run's losses or ``test_mse``) replaced by
+    ``None``, so the record is standard JSON (``null``; Python's ``NaN`` token is not JSON and
+    strict parsers refuse it)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [strict_json(item) for item in value]
+    return value
+
+
+def write_json_record(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` to ``path`` as ``--report-json`` does (``train``, ``predict``): indented
+    strict JSON (:func:`strict_json`) and a newline, missing parent folders created.
+
+    Raises:
+        TorchLeanError: ``cannot write --report-json PATH: <reason>``.
+        BrokenPipeError: the reader of a pipe (``-``) went away: torchlean's main exits 141.
+    """
+    make_parents(path, "--report-json")
+    try:
+        path.write_text(json.dumps(strict_json(record), indent=2, allow_nan=False) + "\n")
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise TorchLeanError(f"cannot write --report-json {path}: {error.strerror}") from None

@@ -84,6 +84,15 @@ counted: ``(140/150 rows; 10 rows without a prediction excluded)``); then one au
 backend capsule used, as ``torchlean train`` prints them (with its ``note:`` lines on stderr for a
 preferred provider's refused capsule); ``wrote PATH`` with ``--output``. A ``note:`` line on
 stderr says how a CSV header was guessed from an all-numbers first row.
+
+``--report-json PATH`` (``-`` for stdout, as ``torchlean train``'s: the report then goes to stderr,
+and the predictions CSV needs ``--output``, else it is refused) writes a JSON record: ``checkpoint``,
+``dataset``, ``rows``, ``split``, ``test_fraction`` (the checkpoint's, ``null`` for ``--split all``),
+``task``, ``profile``, ``execution``, ``trained_under``, with scored labels ``accuracy`` and
+``correct`` (classification) or ``mse`` (regression; ``null`` when not finite),
+``rows_without_prediction``, ``output`` (``null`` for stdout), ``capsules`` (in ``torchlean plan
+--format json``'s schema) and ``preference_notes``; ``wrote PATH`` follows ``--output``'s line.
+``--format`` is refused naming ``--report-json``.
 """
 
 from __future__ import annotations
@@ -106,13 +115,20 @@ import numpy.typing as npt
 from torchlean import _delimiter, checkpoint, data
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
-from torchlean.backend import profiles
+from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
 from torchlean.cli import _resume
-from torchlean.cli._args import DELIMITER_HELP, delimiter, note_shadowed_dataset, refuse_csv_options
+from torchlean.cli._args import (
+    DELIMITER_HELP,
+    delimiter,
+    json_record_instead,
+    note_shadowed_dataset,
+    refuse_csv_options,
+)
 from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
+    STDOUT,
     check_distinct,
     check_writable,
     file_path,
@@ -120,7 +136,9 @@ from torchlean.cli._output import (
     is_stdout,
     make_parents,
     output_path,
+    report_beside,
     shown_path,
+    write_json_record,
 )
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
@@ -201,9 +219,17 @@ def register(subparsers: Any) -> None:
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
                              "aten/libtorch capsules (default: $OMP_NUM_THREADS when it is in that range, "
                              "else 1), as torchlean train")
+    parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
+                        help="write a JSON record of the prediction to PATH (- for stdout, which then needs "
+                        "--output for the predictions CSV; the report then goes to stderr; missing parent "
+                        "folders are created; checked before anything runs): checkpoint, dataset, rows, "
+                        "split, task, profile, execution, trained_under, accuracy and correct "
+                        "(classification) or mse (regression) when labels are scored, "
+                        "rows_without_prediction, output, capsules, preference_notes; a non-finite mse is "
+                        "null")
     parser.add_argument("--show-backend", action="store_true",
                         help="print each capsule's full contract report when it is first selected")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, refuse_extras=json_record_instead("predict"))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -627,18 +653,28 @@ def run(args: argparse.Namespace) -> int:
     not stop the command before it writes the file (a ``note:`` on stderr says so)."""
     if is_stdout(args.output):
         args.output = None
-    with reader_may_leave([] if args.output is None else [shown_path(args.output)]):
-        return _run(args)
+    json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)
+    if json_on_stdout and args.output is None:
+        raise TorchLeanError(
+            "--report-json on standard output and the predictions CSV (no --output) would both go there: "
+            "give --output PATH for the CSV, or a file path to --report-json"
+        )
+    files = [shown_path(path) for path in (args.output, args.report_json) if path is not None and not
+             is_stdout(path)]
+    with reader_may_leave(files), report_beside(args.report_json):
+        return _run(args, json_on_stdout)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:
         inputs.append(("the input --dataset", Path(args.dataset)))
-    check_distinct([("--output", args.output)], inputs)
+    check_distinct([("--output", args.output), ("--report-json", args.report_json)], inputs)
     if args.output is not None:
         check_writable(args.output, "--output")
+    if args.report_json is not None:
+        check_writable(args.report_json, "--report-json")
     saved = checkpoint.load(args.checkpoint)
     if args.probabilities and saved.task != "classification":
         raise TorchLeanError(
@@ -695,6 +731,7 @@ def _run(args: argparse.Namespace) -> int:
     except checkpoint.CheckpointError as error:
         raise TorchLeanError(f"{source.source}: {error}") from None
     trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
+    # with --report-json on stdout, report_beside has made sys.stdout stderr
     out: TextIO = sys.stdout if args.output is not None else sys.stderr
     # Open the session first, so a profile that cannot run here fails before any output; the
     # session's --show-backend banner follows the header lines, on the report's stream.
@@ -725,6 +762,7 @@ def _run(args: argparse.Namespace) -> int:
     outputs = logits.astype(np.float64)
     count = outputs.shape[0]
     summary = None
+    scores: dict[str, Any] = {}  # the record's accuracy and correct, or mse, when labels are scored
     probabilities = None
     if classification:
         finite = np.asarray(np.isfinite(outputs).all(axis=1), dtype=np.bool_)
@@ -739,6 +777,7 @@ def _run(args: argparse.Namespace) -> int:
             correct = int(np.count_nonzero((predicted == truth) & finite))
             unpredicted = f"; {missing} rows without a prediction" if missing else ""
             summary = f"accuracy={correct / count:.4f} ({correct}/{count}{unpredicted})"
+            scores = {"accuracy": correct / count, "correct": correct}
     else:
         assert saved.target_scale is not None and saved.target_mean is not None
         with np.errstate(over="ignore", invalid="ignore"):  # a diverged model's inf/nan is reported below
@@ -750,6 +789,7 @@ def _run(args: argparse.Namespace) -> int:
                 mse = float(np.mean((values[finite] - truth[finite]) ** 2)) if missing < count else math.nan
                 kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
                 summary = f"mse={mse:.4f}{kept if missing else ''}"
+                scores = {"mse": mse}
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
         print(_no_prediction_warning(missing, count, saved), file=sys.stderr)
@@ -757,7 +797,26 @@ def _run(args: argparse.Namespace) -> int:
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected
-    print_capsules_used(selected, trainer.profile, out)
+    preference_notes = print_capsules_used(selected, trainer.profile, out)
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
+    if args.report_json is not None:
+        write_json_record(args.report_json, {
+            "checkpoint": str(args.checkpoint),
+            "dataset": source.source,
+            "rows": count,
+            "split": args.split,
+            "test_fraction": None if chosen is None else saved.test_fraction,
+            "task": saved.task,
+            "profile": trainer.profile.name,
+            "execution": trainer.config.execution.label,
+            "trained_under": saved.profile,
+            **scores,
+            "rows_without_prediction": missing,
+            "output": None if args.output is None else str(args.output),
+            "capsules": [report.audit_to_json(k.audit()) for k in selected],
+            "preference_notes": list(preference_notes),
+        })
+        if not json_on_stdout:
+            print(f"wrote {shown_path(args.report_json)}", file=out)
     return 0

@@ -15,7 +15,11 @@ standardised with the train split's mean and standard deviation - then ``test_ac
 (classification) or ``test_mse=<value>`` (regression, in the target's units), then one audit line
 per backend capsule used. ``--save PATH`` then writes the trained model as a checkpoint
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
-``--report-json PATH`` writes the same facts as a JSON record (``lr_schedule``: the schedule's spec,
+``--report-json PATH`` writes the same facts as a JSON record (the first header line's ``task``,
+``train``, ``val`` (``null`` without ``--val-fraction``), ``test``, ``features`` and ``parameters``;
+``classes``: the class names, ``null`` for regression; a CSV file's read settings as resolved,
+``label_column`` (as messages name it), ``delimiter`` and ``header`` (whether the first row was read
+as the header), each ``null`` for a shipped dataset; ``lr_schedule``: the schedule's spec,
 ``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
 ``label_smoothing`` and ``dropout``, 0.0 by default; ``test_fraction``, 0.2 by default;
 ``no_decay``: ``{"pattern": REGEX, "parameters": [names]}`` with ``--no-decay`` (the parameters
@@ -23,7 +27,7 @@ it exempts, not those ``--freeze`` freezes), else ``null``; ``freeze``: the same
 (the parameters it freezes), else ``null``;
 ``checkpoint``: the saved path, when ``--save`` is given); its ``torch_threads`` is the intra-op
 thread count torch ran with, or ``null`` when torch was never imported (a ``checked_cpu`` run does
-not import it, so its thread setting is never used).
+not import it, so its thread setting is never used). ``--format`` is refused naming ``--report-json``.
 
 ``--test-fraction F`` (0 < F < 1, default 0.2) is the test split's fraction
 (:func:`torchlean.data.load`'s ``test_fraction``); one that leaves no row to train on is refused
@@ -77,7 +81,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import math
 import sys
 import textwrap
@@ -99,6 +102,7 @@ from torchlean.cli._args import (
     DELIMITER_HELP,
     delimiter,
     int_at_least,
+    json_record_instead,
     note_shadowed_dataset,
     number,
     open_fraction,
@@ -115,6 +119,7 @@ from torchlean.cli._output import (
     output_path,
     report_beside,
     shown_path,
+    write_json_record,
 )
 from torchlean.cli._schedule import LRSchedule, lr_schedule
 from torchlean.cli._spelling import cli_spelling
@@ -287,7 +292,7 @@ def register(subparsers: Any) -> None:
                         "(torchlean.profiler; the record's kernel_times)")
     add_options(parser)  # --val-fraction, --early-stopping
     _resume.register(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, refuse_extras=json_record_instead("train"))
 
 
 def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
@@ -637,19 +642,6 @@ def _step_schedule(
     return schedule.step_function(optimizer.lr, total)
 
 
-def _strict_json(value: Any) -> Any:
-    """``value`` with every non-finite float (a diverged run's losses or ``test_mse``) replaced by
-    ``None``, so the record is standard JSON (``null``; Python's ``NaN`` token is not JSON and
-    strict parsers refuse it)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _strict_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_strict_json(item) for item in value]
-    return value
-
-
 def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
     """A ``warning:`` line on stderr when a weight to be saved is NaN or infinite (a diverged
     run): ``torchlean predict`` gives such a model's rows no prediction."""
@@ -844,8 +836,19 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     elif trainer.epochs_done == args.epochs:
         stop.complete(args.epochs, args.epochs, "the run's last")
 
+    shipped = args.dataset in data.DATASETS
     record: dict[str, Any] = {
         "dataset": source,
+        "task": dataset.task,
+        "train": int(dataset.x_train.shape[0]),
+        "val": None if held_out is None else int(held_out.x.shape[0]),
+        "test": int(dataset.x_test.shape[0]),
+        "features": dataset.n_features,
+        "parameters": sum(int(p.size) for p in trainer.model.parameters),
+        "classes": list(dataset.class_names) if classification else None,
+        "label_column": None if shipped else dataset.label_name,
+        "delimiter": None if shipped else dataset.delimiter,
+        "header": None if shipped else dataset.has_header,
         "model": args.model,
         "hidden": args.hidden,
         "dropout": args.dropout,
@@ -917,13 +920,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
-        make_parents(args.report_json, "--report-json")
-        try:
-            args.report_json.write_text(json.dumps(_strict_json(record), indent=2, allow_nan=False) + "\n")
-        except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
-            raise
-        except OSError as error:
-            raise TorchLeanError(f"cannot write --report-json {args.report_json}: {error.strerror}") from None
+        write_json_record(args.report_json, record)
         if not json_on_stdout:  # as predict: stdout carries the record itself
             print(f"wrote {shown_path(args.report_json)}")
     if args.save is not None:
