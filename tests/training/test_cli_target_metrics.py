@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,12 @@ def test_test_mse_and_predict_mse_are_against_the_targets_as_read(
         assert record["test_mse"] != pytest.approx(rounded, rel=1e-9)
     (summary,) = [line for line in report.splitlines() if line.startswith("mse=")]
     (line,) = [line for line in out.splitlines() if line.startswith("test_mse=")]
-    if scale == 1.0:
-        assert summary == line.removeprefix("test_")
+    assert summary == line.removeprefix("test_")
+    # review56 F7: below 1e9 four decimals, as before; beyond it exponent form, 7 significant digits
+    shown = f"{record['test_mse']:.4f}" if scale == 1.0 else f"{record['test_mse']:.6e}"
+    assert line == f"test_mse={shown}"
+    if scale != 1.0:
+        assert re.fullmatch(r"test_mse=\d\.\d{6}e\+\d\d", line), line
 
 
 def test_val_mse_is_against_the_targets_as_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -95,3 +100,14 @@ def test_val_mse_is_against_the_targets_as_read(capsys: pytest.CaptureFixture[st
     rounded = float(np.mean((values - y[val_rows].astype(np.float32).astype(np.float64)) ** 2))
     assert val_mse == pytest.approx(exact, rel=1e-12)
     assert val_mse != pytest.approx(rounded, rel=1e-9)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.0, "0.0000"), (3400.41125, "3400.4113"), (999999999.99994, "999999999.9999"), (-5.5, "-5.5000"),
+    (1e9, "1.000000e+09"), (-2.5e12, "-2.500000e+12"), (1.5674981234263027e58, "1.567498e+58"),
+    (float("nan"), "nan"), (float("inf"), "inf"),
+])
+def test_metric_text(value: float, text: str) -> None:
+    from torchlean.cli._output import metric_text
+
+    assert metric_text(value) == text

@@ -17,6 +17,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
 
 __all__ = [
+    "METRIC_FIXED_LIMIT",
     "STDOUT",
     "check_distinct",
     "check_writable",
@@ -24,6 +25,7 @@ __all__ = [
     "input_dataset",
     "is_stdout",
     "make_parents",
+    "metric_text",
     "output_path",
     "report_beside",
     "shown_path",
@@ -252,3 +254,17 @@ def write_json_record(path: Path, record: dict[str, Any]) -> None:
         raise
     except OSError as error:
         raise TorchLeanError(f"cannot write --report-json {path}: {error.strerror}") from None
+
+
+METRIC_FIXED_LIMIT = 1e9
+"""A metric of this magnitude or more is printed in exponent form (:func:`metric_text`)."""
+
+
+def metric_text(value: float) -> str:
+    """A metric as the report lines print it (``test_mse=``, ``val_mse=``, predict's ``mse=``):
+    ``.4f`` (``3400.4113``) below :data:`METRIC_FIXED_LIMIT` in magnitude and when not finite
+    (``nan``), else 7 significant digits in exponent form (``1.567498e+58``), not 60 digits of
+    fixed point."""
+    if not math.isfinite(value) or abs(value) < METRIC_FIXED_LIMIT:
+        return f"{value:.4f}"
+    return f"{value:.6e}"

@@ -35,6 +35,7 @@ import numpy as np
 from torchlean import data
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, number, open_fraction
+from torchlean.cli._output import metric_text
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -246,7 +247,7 @@ class Validation:
         assert trainer.val_outputs is not None  # fit's validation pass over self.x (regression: MSE)
         mse = target_mse(trainer.val_outputs, self.y_float64, *self.target)
         self.metrics.append(mse)
-        return f"  val_loss(standardised y)={loss:.6f}  val_mse={mse:.4f}"
+        return f"  val_loss(standardised y)={loss:.6f}  val_mse={metric_text(mse)}"
 
     @property
     def stop(self) -> bool:
@@ -300,7 +301,10 @@ class Validation:
         name = self.monitored
         if name == "val_loss" and self.target is not None:  # review31 F6: not the target's units
             name = "val_loss(standardised y)"
-        return f"{name}={self.monitor.values[epoch]:{_SHOWN[self.monitored]}}"
+        value = self.monitor.values[epoch]
+        if self.monitored == "val_mse":
+            return f"{name}={metric_text(value)}"
+        return f"{name}={value:{_SHOWN[self.monitored]}}"
 
     def record(self, classification: bool) -> dict[str, Any]:
         """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed

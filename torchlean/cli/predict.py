@@ -135,6 +135,7 @@ from torchlean.cli._output import (
     input_dataset,
     is_stdout,
     make_parents,
+    metric_text,
     output_path,
     report_beside,
     shown_path,
@@ -788,7 +789,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
                 # against the targets as read (float64), not rounded to the checkpoint's dtype, as test_mse
                 mse = float(np.mean((values[finite] - truth[finite]) ** 2)) if missing < count else math.nan
                 kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
-                summary = f"mse={mse:.4f}{kept if missing else ''}"
+                summary = f"mse={metric_text(mse)}{kept if missing else ''}"
                 scores = {"mse": mse}
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:

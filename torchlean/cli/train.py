@@ -116,6 +116,7 @@ from torchlean.cli._output import (
     input_dataset,
     is_stdout,
     make_parents,
+    metric_text,
     output_path,
     report_beside,
     shown_path,
@@ -882,7 +883,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         assert dataset.y_test_float64 is not None  # regression: the targets as read, not rounded to dtype
         mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test_float64, y_mean, y_scale)
         record["test_mse"] = mse
-        print(f"test_mse={mse:.4f}")
+        print(f"test_mse={metric_text(mse)}")
     selected = trainer.selected
     preference_notes = print_capsules_used(selected, profile, sys.stdout)
     if kernel_times is not None:
