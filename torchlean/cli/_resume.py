@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from torchlean import _delimiter, checkpoint, data, optim
+from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, shown_path
@@ -118,6 +119,10 @@ class Resumed:
     delimiter: str = _delimiter.COMMA
     """The checkpoint's ``--delimiter`` (the comma when not given), which a resumed run reads its
     CSV with unless given another."""
+    repeated: tuple[tuple[str, str], ...] = ()
+    """``--task``/``--label-column`` given to the resumed run, as ``(option, value)``: taken when
+    they resolve to the run's own task and label column (:func:`restore` checks it), as a
+    repeated ``--lr`` of the same value is."""
 
     @property
     def epochs_before(self) -> int:
@@ -233,6 +238,35 @@ def _given(parser: argparse.ArgumentParser) -> set[str]:
     return given
 
 
+_RESOLVED = ("task", "label_column")
+"""Options a resumed run takes when they resolve as the run's did (the checkpoint's ``task`` and
+``label_column``), whether its run gave them, spelled otherwise (``-1`` for ``label``), or not."""
+
+
+def _check_repeated(resumed: Resumed, dataset: data.Dataset) -> None:
+    """Refuse a ``--task`` or ``--label-column`` given to the resumed run that reads another task
+    or label column than the run's, naming both.
+
+    Raises:
+        TorchLeanError: ``--task regression reads the labels as task regression, and the run in
+            c.npz was classification ...``.
+    """
+    saved, shown = resumed.saved, shown_path(resumed.path)
+    for option, value in resumed.repeated:
+        if option == "--task" and dataset.task != saved.task:
+            mine, theirs = f"task {dataset.task}", f"task {saved.task}"
+        elif option == "--label-column" and dataset.label_name != saved.label_column:
+            mine = f"label column {data.display_name(dataset.label_name)}"
+            theirs = f"label column {data.display_name(saved.label_column)}"
+        else:
+            continue
+        raise TorchLeanError(
+            f"--resume {shown} continues the run with the checkpoint's settings; {option} {value} reads "
+            f"{mine}, and the checkpoint's run had {theirs} (leave out the option, give the run's value, or "
+            "train a new run without --resume)"
+        )
+
+
 def _default_value(dest: str, settings: dict[str, Any]) -> str | None:
     """What an option recorded as not given amounts to, where its default depends on another or is
     not its parser's default: ``--momentum`` 0 (sgd, rmsprop), ``--weight-decay`` 0.01 for adamw,
@@ -320,6 +354,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     given = _given(parser)
     delimiter = values.get("delimiter") or _delimiter.COMMA
     conflicts = []
+    repeated: list[tuple[str, str]] = []
     for dest in sorted(given & set(actions), key=list(actions).index):
         mine, theirs = _encode(getattr(args, dest)), recorded[dest]
         if dest == "dataset" and mine not in data.DATASETS and theirs not in data.DATASETS:
@@ -327,6 +362,18 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             continue
         if dest == "delimiter":  # the run's data saved with another delimiter: the digest checks it
             values[dest] = getattr(args, dest)
+            continue
+        if dest in _RESOLVED:  # the run's own task or label column, spelled or inferred otherwise?
+            value, option = getattr(args, dest), _option(actions[dest])
+            resolved = saved.task if dest == "task" else saved.label_column
+            named = dest == "task" or not DECIMAL_INTEGER.fullmatch(str(value).strip())
+            if named and value != resolved and value != theirs:  # an index is resolved by restore
+                what = "task" if dest == "task" else "label column"
+                conflicts.append(f"{option} {_shown(mine, dest)} differs from the checkpoint's run's {what} "
+                                 f"{_shown(resolved, dest)}")
+                continue
+            values[dest] = value
+            repeated.append((option, str(value)))
             continue
         default = _default_value(dest, recorded) if theirs is None else None
         if mine != theirs and not (default is not None and mine == default):
@@ -357,7 +404,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
-    return Resumed(path, saved, training, digest, delimiter)
+    return Resumed(path, saved, training, digest, delimiter, tuple(repeated))
 
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:
@@ -544,6 +591,7 @@ def restore(
     if resumed is None:
         return
     shown = shown_path(resumed.path)
+    _check_repeated(resumed, dataset)
     if data_digest(dataset) != resumed.digest:
         raise TorchLeanError(
             f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
