@@ -107,8 +107,11 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
     )
     # the hint is for many whole-number classes with few samples each, and only when task was inferred
     assert data.load(singletons, seed=0, task="classification").split_note.endswith("missing from a split")
-    words = _write(tmp_path, "a,y\n" + "".join(f"{i},c{i}\n" for i in range(100)), "words.csv")
+    words = _write(tmp_path, "a,y\n" + "".join(f"{i},c{min(i, 98)}\n" for i in range(100)), "words.csv")
     assert data.load(words, seed=0).split_note.endswith("missing from a split")
+    distinct = _write(tmp_path, "a,y\n" + "".join(f"{i},c{i}\n" for i in range(100)), "distinct.csv")
+    with pytest.raises(data.DataError, match="its 100 labels are all distinct"):  # review56 F2
+        data.load(distinct, seed=0)
     # the boundary: over 10 classes (10 or 11 classes of 2 samples and one of 1)
     for n_classes, hinted in ((10, False), (11, True)):
         rows = [i % n_classes for i in range(2 * n_classes - 1)]
