@@ -98,8 +98,9 @@ class Dataset:
     (read as a header); it is empty for shipped datasets, when ``header`` was given, and when the
     first row had several non-numeric cells. ``split_note`` says when a classification split could
     not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
-    whole-number labels, it adds that ``task='regression'`` exists), else
-    is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
+    whole-number labels, it adds that ``task='regression'`` exists), or, when it was, which classes
+    it left without a test row (with their sample counts: the test metric does not measure them),
+    else is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
     Excel's ``sep=`` first line skipped (naming the delimiter), numpy's ``savetxt`` header ``# a b y``
     read as the header (under ``delimiter="whitespace"``), an unnamed empty last column ignored
     (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
@@ -456,7 +457,7 @@ def _split(
         feature_mean=mean,
         feature_scale=scale,
         label_name=label,
-        split_note=split_note(y, kind, test_fraction),
+        split_note=split_note(y, kind, test_fraction) or _untested_note(y, test_rows, kind, classes),
         x_val=standardised_val,
         y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
         y_test_float64=np.asarray(y_test, dtype=np.float64) if kind == "regression" else None,
@@ -464,6 +465,25 @@ def _split(
             None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)
         ),
     )
+
+
+def _untested_note(y: Array, test_rows: Array, kind: Task, classes: tuple[str, ...]) -> str:
+    """A stratified classification split that leaves a class without a test row (a class too
+    rare for its share of the test split to round to one: 2 samples in 200 rows with 20% tested):
+    the note naming such classes and their sample counts, as the test metric does not measure
+    them; else ``""``."""
+    if kind != "classification":
+        return ""
+    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes))
+    tested = np.bincount(np.asarray(y[test_rows], dtype=np.int64), minlength=len(classes))
+    missing = [i for i in range(len(classes)) if counts[i] and not tested[i]]
+    if not missing:
+        return ""
+    named = ", ".join(f"{name_shown(classes[i])} ({counts[i]} sample{'s' if counts[i] > 1 else ''})"
+                      for i in missing)
+    several = len(missing) > 1
+    return (f"the stratified train/test split leaves class{'es' if several else ''} {named} without a test "
+            f"row, so the test metric does not measure {'them' if several else 'it'} (more samples would)")
 
 
 def _check_statistics(source: str, columns: Sequence[str], mean: Array, std: Array, what: str) -> None:
