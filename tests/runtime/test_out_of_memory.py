@@ -162,7 +162,8 @@ def test_the_cli_keeps_its_out_of_memory_hint_for_a_kernel_memory_error(
     monkeypatch.setattr(train_command, "run", failing)  # register() reads it when the parser is built
     assert main(["train", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: out of memory ({message}); try smaller sizes\n"
+    # review56 F4: the line names the size options the command took, with their values
+    assert err == f"error: out of memory ({message}); try smaller sizes (--hidden 64, --batch-size 32)\n"
 
 
 def test_the_cli_names_an_out_of_memory_error_without_text(
@@ -176,5 +177,8 @@ def test_the_cli_names_an_out_of_memory_error_without_text(
         raise MemoryError
 
     monkeypatch.setattr(train_command, "run", failing)
-    assert main(["train", "--dataset", "iris"]) == 2
-    assert capsys.readouterr().err == "error: out of memory (allocation failed); try smaller sizes\n"
+    assert main(["train", "--dataset", "iris", "--hidden", "512"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "error: out of memory (allocation failed); try smaller sizes (--hidden 512, --batch-size 32)\n"
+    )

@@ -165,6 +165,11 @@ def _version() -> str:
     return f"torchlean {installed('torchlean')} (numpy {installed('numpy')}, torch {installed('torch')})"
 
 
+_SIZE_OPTIONS = ("hidden", "batch_size")
+"""The options of a command that size its memory, named (with their values) by the out-of-memory
+error of a command that took them (``try smaller sizes (--hidden 4096, --batch-size 32)``)."""
+
+
 def build_parser() -> _Parser:
     """The ``torchlean`` parser with every command of :data:`COMMAND_MODULES` registered."""
     parser = _Parser(
@@ -239,7 +244,10 @@ def _run(argv: Sequence[str] | None) -> int:
         return func(args)
     except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
         text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
-        print(f"error: out of memory ({text}); try smaller sizes", file=sys.stderr)
+        sizes = [f"--{dest.replace('_', '-')} {getattr(args, dest)}" for dest in _SIZE_OPTIONS
+                 if getattr(args, dest, None) is not None]
+        named = f" ({', '.join(sizes)})" if sizes else ""
+        print(f"error: out of memory ({text}); try smaller sizes{named}", file=sys.stderr)
         return 2
     except TorchLeanError as error:  # the data layer's hints, worded for the CLI (--task regression)
         for line in cli_spelling(str(error)).splitlines() or [type(error).__name__]:

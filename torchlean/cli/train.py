@@ -82,6 +82,7 @@ import argparse
 import contextlib
 import io
 import math
+import os
 import sys
 import textwrap
 import time
@@ -643,6 +644,49 @@ def _step_schedule(
     return schedule.step_function(optimizer.lr, total)
 
 
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (``sysconf``), or ``None`` where it is not known."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_model_fits(args: argparse.Namespace, layer: Any) -> None:
+    """Refuse, before any weight is allocated, a model whose parameters cannot fit this machine's
+    memory even once as float64 (the weights are drawn in float64; training holds them again in
+    ``--dtype`` with their gradients and the optimizer's state): ``--hidden 1000000`` makes the
+    mlp's middle layer 1e12 elements (8 TB), which failed after seconds with a generic
+    out-of-memory line, or after allocating gigabytes of the first layer.
+
+    Raises:
+        TorchLeanError: naming ``--hidden``, the parameter count, the largest layer's element
+            count and shape, and the memory needed beside the machine's.
+    """
+    memory = _physical_memory()
+    specs = layer.param_specs()
+    sizes = [math.prod(spec.shape) for spec in specs]
+    if memory is None or not sizes or 8 * sum(sizes) <= memory:
+        return
+    largest = specs[sizes.index(max(sizes))]
+    raise TorchLeanError(
+        f"--hidden {args.hidden}: --model {args.model} would have {sum(sizes):.3g} parameters, its largest "
+        f"weight {largest.name} {'x'.join(map(str, largest.shape))} ({max(sizes):.3g} elements), which need "
+        f"{_bytes(8 * sum(sizes))} as float64 before training starts, and this machine has "
+        f"{_bytes(memory)} of memory: give a smaller --hidden (the default is 64)"
+    )
+
+
+def _bytes(count: int) -> str:
+    """``count`` bytes in binary units: ``7.28 TiB``, ``125.8 GiB``."""
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if value < 1024 or unit == "EiB":
+            break
+        value /= 1024
+    return f"{value:.3g} {unit}" if unit != "B" else f"{count} B"
+
+
 def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
     """A ``warning:`` line on stderr when a weight to be saved is NaN or infinite (a diverged
     run): ``torchlean predict`` gives such a model's rows no prediction."""
@@ -719,6 +763,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     outputs = dataset.n_classes if classification else 1
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden,
                                      dropout=args.dropout)
+    _check_model_fits(args, layer)
     _check_freeze(args.freeze, layer, args.model)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,

@@ -1,0 +1,50 @@
+"""``--hidden`` too large for this machine is refused before any weight is allocated (review56
+F4), naming the option, the parameter count, the largest weight and the memory. Oracle: the
+MLP's sizes by hand and the machine's memory from ``os.sysconf``."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from cli_runs import cli
+
+from torchlean.cli import train as train_command
+
+
+def test_an_mlp_too_large_for_the_memory_is_refused_naming_hidden(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    hidden = 1_000_000
+    parameters = (4 + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * 3  # iris: 4 features, 3 classes
+    assert 8 * parameters > memory  # the premise: 8 TB
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--hidden", str(hidden))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: --hidden {hidden}: --model mlp would have {parameters:.3g} parameters, its largest weight "
+        f"2.weight {hidden}x{hidden} ({hidden * hidden:.3g} elements), which need 7.28 TiB as float64 before "
+        f"training starts, and this machine has {train_command._bytes(memory)} of memory: give a smaller "
+        "--hidden (the default is 64)\n"
+    )
+
+
+def test_a_model_that_fits_is_not_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the boundary: 8 bytes per parameter exactly fit is accepted, one byte less is refused
+    parameters = (4 + 1) * 8 + (8 + 1) * 8 + (8 + 1) * 3  # 139
+    monkeypatch.setattr(train_command, "_physical_memory", lambda: 8 * parameters)
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1")
+    assert (code, err) == (0, "")
+    monkeypatch.setattr(train_command, "_physical_memory", lambda: 8 * parameters - 1)
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1")
+    assert code == 2 and err.startswith("error: --hidden 8: --model mlp would have 139 parameters, its ")
+    assert "1.09 KiB as float64" in err and "this machine has 1.08 KiB of memory" in err
+
+
+@pytest.mark.parametrize(("count", "text"), [
+    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (8 * 10**12, "7.28 TiB"), (2**70, "1.02e+03 EiB"),
+])
+def test_bytes(count: int, text: str) -> None:
+    assert train_command._bytes(count) == text
