@@ -362,8 +362,12 @@ def test_decimal_comma_labels_are_refused_unless_the_task_says_classes(tmp_path:
         f"{path}: line 2, column y: not a number: '0,5' (decimal commas are not read: write 0.5)"
     )
     assert data.load(path, delimiter=";", task="classification").class_names[:3] == ("0,5", "1,5", "10,5")
-    # the same labels under the comma (quoted): class names, as before
-    assert data.load(_decimal_file(tmp_path, ",", 2)).class_names[:3] == ("0,5", "1,5", "10,5")
+    # the same labels under the comma (quoted): class names, as before (given as such: all distinct,
+    # one class per row, inferred classification is refused since review56 F2)
+    comma = _decimal_file(tmp_path, ",", 2)
+    assert data.load(comma, task="classification").class_names[:3] == ("0,5", "1,5", "10,5")
+    with pytest.raises(data.DataError, match=f"its {N} labels are all distinct"):
+        data.load(comma)
 
 
 def test_decimal_commas_in_a_mixed_label_column_say_so(tmp_path: Path) -> None:
