@@ -298,11 +298,25 @@ class Table:
                             f"{_cell_shown(row[i])}; the file seems to be separated by "
                             f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
                         ) from None
+                    if r == 0 and not self.has_header and self._numbers_after_first(feature_idx):
+                        raise DataError(  # header=False on a file with a header (review56 F8)
+                            f"{error}; line {line} looks like a header (the rows after it are numbers in "
+                            "these columns): pass header=True or None (CLI: --header, or leave out "
+                            "--no-header): the default reads such a first line as the header"
+                        ) from None
                     hint = self._label_hint(i)
                     if not hint:
                         raise
                     raise DataError(f"{error} {hint}") from None
         return x, None if label is None else cells
+
+    def _numbers_after_first(self, feature_idx: Sequence[int]) -> bool:
+        """Whether the second data row exists and is a number in each feature column of
+        ``feature_idx`` (the first row then looks like a header read as data)."""
+        if len(self.rows) < 2:
+            return False
+        row = self.rows[1]
+        return len(row) == len(self.names) and all(_is_number(row[i]) for i in feature_idx)
 
     def _separator_by_blanks(self) -> str | None:
         """Under :data:`torchlean._delimiter.WHITESPACE`, the common separator (``,``, ``;``,
@@ -532,6 +546,28 @@ def _utf16_advice(encoding: str = "UTF-16") -> str:
     )
 
 
+_BINARY_SIGNATURES = (
+    (b"PK\x03\x04", "a zip archive (a .npz checkpoint that torchlean train --save writes, or an Excel .xlsx "
+     "workbook)", "a checkpoint is read by torchlean predict CHECKPOINT --dataset DATA; save a workbook as "
+     "\"CSV UTF-8\""),
+    (b"\x93NUMPY", "a numpy .npy array", "write the array with numpy.savetxt"),
+    (b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip -k FILE)"),
+    (b"%PDF", "a PDF document", "export its table as CSV"),
+    (b"PAR1", "a Parquet file", "write it with pandas' to_csv"),
+)
+"""The first bytes of binary files given as a CSV by mistake: what each is, and what to do."""
+
+
+def _binary_file(file: Path, raw: bytes) -> str | None:
+    """The refusal of a file whose first bytes (``raw``) are a known binary signature
+    (:data:`_BINARY_SIGNATURES`: ``PK\\x03\\x04`` of a zip, which a ``.npz`` checkpoint is), else
+    ``None``; not UTF-16 advice (review56 F8)."""
+    for signature, what, advice in _BINARY_SIGNATURES:
+        if raw.startswith(signature):
+            return f"{file}: the file looks like a binary file, {what}, not CSV text: {advice}"
+    return None
+
+
 def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
     """The refusal of a file that is not UTF-8 text: a UTF-16 one by its byte-order mark (Excel's
     "Unicode Text"; review43 F1), else the line and file offset of its first byte that is not
@@ -542,6 +578,9 @@ def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
     advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
               "-t UTF-8 FILE > NEW_FILE for Excel's \"CSV (Comma delimited)\" on Windows")
     raw = file.read_bytes() if file.is_file() else error.object if error.start < 2 else b""
+    binary = _binary_file(file, raw if raw else bytes(error.object[:8]))
+    if binary is not None:
+        return binary
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return (f"{file}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
                 f"{_utf16_advice()}")
@@ -569,6 +608,9 @@ def _refuse_nul(file: Path, rows: Sequence[Sequence[str]], starts: Sequence[int]
     otherwise reach messages raw (review43 F2). The first of ``rows`` holding one is named (the
     reader passes the first two: such a file holds them on every line)."""
     for row, start in zip(rows, starts, strict=True):
+        binary = _binary_file(file, row[0].encode("utf-8", "surrogateescape")) if start == 1 and row else None
+        if binary is not None:
+            raise DataError(binary)
         if any("\x00" in cell for cell in row):
             order = "UTF-16BE" if row[0][:1] == "\x00" else "UTF-16LE"  # ASCII in BE: each NUL comes first
             raise DataError(

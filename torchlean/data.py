@@ -120,6 +120,12 @@ class Dataset:
     measures ``test_mse`` (``val_mse``) against, so that the metric is the data's own and not the
     rounded targets'. ``None`` for classification (and ``y_val_float64`` without a validation part).
 
+    ``constant_note`` names the feature columns (and a regression target) that are constant in
+    the part trained on: they carry no information, and are scaled with scale 1 (as scikit-learn's
+    ``StandardScaler`` scales a zero-variance column), so they standardise to 0; ``""`` when none
+    is. For a CSV file it is one of ``notes`` too (shipped datasets have such columns: digits'
+    blank pixels).
+
     A CSV file's read settings as resolved: ``has_header`` (whether its first row was read as the
     header, given or guessed) and ``delimiter`` (the cells' separator, ``","``, ``"\\t"``, ...,
     or ``"whitespace"``); both ``None`` for shipped datasets.
@@ -146,6 +152,7 @@ class Dataset:
     y_val_float64: Array | None = None
     has_header: bool | None = None
     delimiter: str | None = None
+    constant_note: str = ""
 
     @property
     def n_features(self) -> int:
@@ -353,7 +360,7 @@ def load_csv(
             "quantity"
         ))
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
-             table.unnamed_features_note(label))
+             table.unnamed_features_note(label), dataset.constant_note)
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
         has_header=table.has_header, delimiter=table.delimiter,
@@ -444,6 +451,15 @@ def _split(
                 f"{np.finfo(dtype).max!s})"
             )
     label_dtype = np.dtype(np.int64) if kind == "classification" else dtype
+    constant = [display_name(columns[j]) for j in np.flatnonzero(np.asarray(scaler.var_) == 0.0)]
+    if kind == "regression" and float(np.std(np.asarray(y_train, dtype=np.float64))) == 0.0:
+        constant.append(f"{display_name(label)} (the target)")
+    constant_note = "" if not constant else (
+        f"{source}: column{'s' if len(constant) > 1 else ''} {', '.join(constant)} "
+        f"{'are' if len(constant) > 1 else 'is'} constant in the rows trained on, so "
+        f"{'they carry' if len(constant) > 1 else 'it carries'} no information (scaled with scale 1, as "
+        "scikit-learn's StandardScaler scales a zero-variance column)"
+    )
     return Dataset(
         name=name,
         task=kind,
@@ -460,6 +476,7 @@ def _split(
         split_note=split_note(y, kind, test_fraction) or _untested_note(y, test_rows, kind, classes),
         x_val=standardised_val,
         y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
+        constant_note=constant_note,
         y_test_float64=np.asarray(y_test, dtype=np.float64) if kind == "regression" else None,
         y_val_float64=(
             None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)

@@ -104,6 +104,7 @@ import dataclasses
 import io
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -488,6 +489,11 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     return np.sort(train if args.split == "train" else test)
 
 
+_HEADER_HINT = re.compile(r"; line \d+ looks like a header \(.*$")
+"""The data reader's hint on a first line read as data under ``header=False`` (it names the
+option to leave out), replaced by :func:`_no_header_clause` when the checkpoint's run set it."""
+
+
 def _no_header_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint, error: Exception) -> str:
     """The clause that explains a refusal of line 1 read as data only because the checkpoint's
     run gave ``--no-header`` (predict's own ``--header``/``--no-header`` not given): the first row of
@@ -687,8 +693,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         source = _read(args, saved)
     except data.DataError as error:
         clause = _no_header_clause(args, saved, error)
-        if clause:
-            raise data.DataError(f"{error}{clause}") from None
+        if clause:  # the run's --no-header, not this command's: the reader's own hint would say leave it out
+            raise data.DataError(f"{_HEADER_HINT.sub('', str(error))}{clause}") from None
         raise
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:

@@ -1,0 +1,102 @@
+"""Hints on input that points the wrong way (review56 F8): a binary file given as ``--dataset``
+(a ``.npz`` checkpoint is a zip: not UTF-16 advice), ``--no-header`` on a file whose first line
+is a header, and constant columns (a note; scale 1 as scikit-learn's ``StandardScaler``)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli
+from sklearn.preprocessing import StandardScaler
+
+from torchlean import data
+
+
+def _rows(n: int = 60) -> list[tuple[float, float, int]]:
+    rng = np.random.default_rng(8)
+    return [(float(a), float(b), int(a > 0)) for a, b in rng.standard_normal((n, 2))]
+
+
+def test_a_checkpoint_given_as_the_dataset_says_it_is_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    csv_path, model = tmp_path / "t.csv", tmp_path / "m.npz"
+    csv_path.write_text("a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows()))
+    code, _, err = cli(capsys, "train", "--dataset", str(csv_path), "--epochs", "1", "--hidden", "4",
+                       "--save", str(model))
+    assert code == 0, err
+    assert model.read_bytes()[:4] == b"PK\x03\x04"  # the premise: numpy's .npz is a zip
+    code, out, err = cli(capsys, "train", "--dataset", str(model))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {model}: the file looks like a binary file, a zip archive (a .npz checkpoint that torchlean "
+        "train --save writes, or an Excel .xlsx workbook), not CSV text: a checkpoint is read by torchlean "
+        "predict CHECKPOINT --dataset DATA; save a workbook as \"CSV UTF-8\"\n"
+    )
+    assert "UTF-16" not in err
+    packed = tmp_path / "t.csv.gz"
+    packed.write_bytes(gzip.compress(csv_path.read_bytes()))
+    with pytest.raises(data.DataError, match=r"looks like a binary file, gzip-compressed, not CSV text"):
+        data.load(packed)
+    # a file that is UTF-16 without a byte-order mark keeps its advice
+    utf16 = tmp_path / "u.csv"
+    utf16.write_bytes("a,b,y\n1,2,0\n".encode("utf-16-le") + "é".encode("utf-16-le") + b"\xff\xfe\xf0")
+    with pytest.raises(data.DataError, match="UTF-16"):
+        data.load(utf16)
+
+
+def test_no_header_on_a_file_with_a_header_says_line_1_looks_like_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,label\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows()))
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--no-header")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 1, column column_0: not a number: 'a'; line 1 looks like a header (the rows "
+        "after it are numbers in these columns): pass --header, or leave out --no-header: the default reads "
+        "such a first line as the header\n"
+    )
+    with pytest.raises(data.DataError, match=r"pass header=True or None \(CLI: --header, or leave out"):
+        data.load(path, header=False)
+    # a text cell in a data row further down is no header: no such hint
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2,0\nx,3,1\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows()))
+    with pytest.raises(data.DataError) as info:
+        data.load(bad, header=False)
+    assert str(info.value) == f"{bad}: line 2, column column_0: not a number: 'x'"
+
+
+def test_constant_columns_get_a_note(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rows = _rows()
+    path = tmp_path / "k.csv"
+    path.write_text("a,k,b,y\n" + "".join(f"{a},7.0,{b},{y}\n" for a, b, y in rows))
+    code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--hidden", "4")
+    assert code == 0
+    assert err == (
+        f"note: {path}: column k is constant in the rows trained on, so it carries no information (scaled "
+        "with scale 1, as scikit-learn's StandardScaler scales a zero-variance column)\n"
+    )
+    loaded = data.load(path)
+    oracle = StandardScaler().fit(np.array([[a, 7.0, b] for a, b, _ in rows]))
+    assert oracle.scale_[1] == 1.0 and loaded.feature_scale[1] == 1.0
+    # a constant regression target, with a constant feature: both named
+    target = tmp_path / "y.csv"
+    target.write_text("a,k,y\n" + "".join(f"{a},7.0,3.5\n" for a, _, _ in rows))
+    code, _, err = cli(capsys, "train", "--dataset", str(target), "--task", "regression", "--epochs", "1",
+                       "--hidden", "4")
+    assert code == 0
+    assert err == (
+        f"note: {target}: columns k, y (the target) are constant in the rows trained on, so they carry no "
+        "information (scaled with scale 1, as scikit-learn's StandardScaler scales a zero-variance column)\n"
+    )
+    assert data.load(target, task="regression").target_statistics() == (3.5, 1.0)
+    # nothing constant: no note; shipped data keep theirs out of the notes (digits' blank pixels)
+    plain = tmp_path / "p.csv"
+    plain.write_text("a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in rows))
+    assert data.load(plain).notes == () and data.load(plain).constant_note == ""
+    digits = data.load("digits")
+    assert digits.notes == () and digits.constant_note.startswith("digits: columns ")
