@@ -944,7 +944,8 @@ def test_rows_whose_outputs_overflow_get_no_prediction(capsys, tmp_path, iris_ch
         values = np.array([float(c) for c in cells_out if c])
         mse = np.mean((values - truth[~overflow]) ** 2)
         kept = rows - missing
-        summary = f"mse={mse:.4f} ({kept}/{rows} rows; {missing} rows without a prediction excluded)"
+        shown = f"{mse:.4f}" if abs(mse) < 1e9 else f"{mse:.6e}"  # review56 F7: exponent form from 1e9
+        summary = f"mse={shown} ({kept}/{rows} rows; {missing} rows without a prediction excluded)"
         assert summary in lines
 
 
