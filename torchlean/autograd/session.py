@@ -365,10 +365,10 @@ class Session:
         identity = accepted.capsule.identity
         if any(k.capsule.identity == identity for k in self._selected):
             return
-        self._selected.append(accepted)
-        if self.show_backend:
+        if self.show_backend:  # printed first: a report that cannot be written records nothing
             for line in report.detailed_report_lines(accepted.audit()):
                 self._print(line)
+        self._selected.append(accepted)
 
     def run(self, op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
         """Execute ``op`` on ``inputs`` with its accepted kernel and record the tape node."""
