@@ -100,8 +100,12 @@ def test_a_frozen_run_resumes_bit_for_bit_and_keeps_its_freeze(capsys, tmp_path)
         (["--freeze", "^[02]", "--no-decay", "^4", "--optimizer", "adamw"],
          "--no-decay '^4' matches every trainable parameter that --freeze leaves training; for no weight "
          "decay at all give --weight-decay 0"),
+        (["--freeze", "^0", "--no-decay", r"^0\.b", "--optimizer", "adamw"],  # review58 F2
+         "--no-decay '^0\\\\.b' matches only parameters --freeze freezes (0.bias), so it exempts none: a "
+         "frozen parameter takes no weight decay"),
     ],
-    ids=["no-match", "everything", "everything-cnn", "bad-regex", "no-decay-everything-left"],
+    ids=["no-match", "everything", "everything-cnn", "bad-regex", "no-decay-everything-left",
+         "no-decay-only-frozen"],
 )
 def test_bad_freezes_are_one_line_errors(capsys, argv, message):
     code, out, err = cli(capsys, "train", "--dataset", "iris", *argv)

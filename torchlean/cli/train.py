@@ -542,7 +542,10 @@ def _frozen(args: argparse.Namespace, model: Model) -> set[str]:
 
 
 def _check_not_everything(group: optim.ParamGroup, model: Model, frozen: Collection[str] = ()) -> None:
-    """``--no-decay`` must leave some trainable parameter that is not ``frozen`` decaying.
+    """``--no-decay`` must leave some trainable parameter that is not ``frozen`` decaying, and
+    exempt at least one (a pattern matching only frozen parameters exempts none; a torch group of
+    frozen parameters is legal, so the Python API takes it, but on the command line it is the
+    same mistake as a pattern that matches nothing: review58 F2).
 
     Raises:
         TorchLeanError: ``--no-decay '.' matches every trainable parameter of the model; for no
@@ -553,6 +556,13 @@ def _check_not_everything(group: optim.ParamGroup, model: Model, frozen: Collect
         (name, value) for name, value, spec in zip(model.names, model.parameters, model.specs, strict=True)
         if spec.trainable and name not in frozen
     ]
+    if frozen and not any(group.selects(name, value.shape) for name, value in trainable):
+        pairs = zip(model.names, model.parameters, strict=True)
+        matched = [name for name, value in pairs if name in frozen and group.selects(name, value.shape)]
+        raise TorchLeanError(
+            f"--no-decay {group.match!r} matches only parameters --freeze freezes "
+            f"({optim.names_shown(matched)}), so it exempts none: a frozen parameter takes no weight decay"
+        )
     if frozen and all(group.selects(name, value.shape) for name, value in trainable):
         raise TorchLeanError(
             f"--no-decay {group.match!r} matches every trainable parameter that --freeze leaves training; "
