@@ -189,8 +189,11 @@ def test_step_underscore_refuses_a_bad_limit_before_anything_changes():
         out = model(tl.tensor(np.ones((2, 2))), params, training=True)
         tl.mse_loss(out, tl.tensor(np.zeros((2, 1)))).backward()
     before = [p.numpy().copy() for p in params]
-    with pytest.raises(OptimizerError, match=r"clip_value must be >= 0 \(inf allowed\), got -1$"):
-        ours.step_(params, max_grad_value=-1)
+    step_ = r"^optimizer: step_: "
+    with pytest.raises(OptimizerError, match=step_ + r"max_grad_value must be >= 0 \(inf allowed\), got -1$"):
+        ours.step_(params, max_grad_value=-1)  # named as step_'s argument (review58 F4)
+    with pytest.raises(OptimizerError, match=step_ + r"max_grad_norm must be a real number, got '1'$"):
+        ours.step_(params, max_grad_norm="1")  # type: ignore[arg-type]
     assert ours.steps == 0 and all(p.grad is not None for p in params)
     for p, old in zip(params, before, strict=True):
         np.testing.assert_array_equal(p.numpy(), old)

@@ -27,6 +27,20 @@ def _real(name: str, value: object, caller: str = "clip_grad_norm") -> float:
         raise OptimizerError(message) from None
 
 
+def clip_limit(name: str, value: object, caller: str) -> float:
+    """``value`` as a clipping limit of ``caller`` (its argument ``name``): a real number >= 0,
+    ``inf`` allowed.
+
+    Raises:
+        OptimizerError: ``{caller}: {name} must be ...``: not a real number (bools refused), beyond
+            the float range, negative or NaN.
+    """
+    limit = _real(name, value, caller)
+    if not limit >= 0.0:
+        raise OptimizerError(f"{caller}: {name} must be >= 0 (inf allowed), got {value!r}")
+    return limit
+
+
 def _checked_grads(grads: object, caller: str) -> list[Array | None]:
     """``grads`` as a list, each entry ``None`` or a numpy float array.
 
@@ -60,9 +74,7 @@ def clip_grad_value(grads: Sequence[Array | None], clip_value: float) -> list[Ar
             entry to ``-|clip_value|``); gradients that are not numpy float arrays, or not a
             sequence (as :meth:`Optimizer.step`).
     """
-    limit = _real("clip_value", clip_value, "clip_grad_value")
-    if not limit >= 0.0:
-        raise OptimizerError(f"clip_grad_value: clip_value must be >= 0 (inf allowed), got {clip_value!r}")
+    limit = clip_limit("clip_value", clip_value, "clip_grad_value")
     clipped = _checked_grads(grads, "clip_grad_value")
     with np.errstate(over="ignore"):  # a bound beyond the dtype's range rounds to inf: no bound
         for index, grad in enumerate(clipped):
@@ -103,9 +115,7 @@ def clip_grad_norm(
     """
     if norm_type == "inf":  # torch's documented spelling of the infinity norm (review54 F7)
         norm_type = math.inf
-    limit, p = _real("max_norm", max_norm), _real("norm_type", norm_type)
-    if not limit >= 0.0:
-        raise OptimizerError(f"clip_grad_norm: max_norm must be >= 0 (inf allowed), got {max_norm!r}")
+    limit, p = clip_limit("max_norm", max_norm, "clip_grad_norm"), _real("norm_type", norm_type)
     if not (p > 0.0 and (math.isfinite(p) or p == math.inf)):
         raise OptimizerError(
             f"clip_grad_norm: norm_type must be inf or a finite number > 0, got {norm_type!r}"

@@ -16,7 +16,7 @@ from torchlean._checks import shown
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
-from torchlean.optim._clip import clip_grad_norm, clip_grad_value
+from torchlean.optim._clip import clip_grad_norm, clip_grad_value, clip_limit
 from torchlean.optim._common import (
     _FLOAT_DTYPES,
     Array,
@@ -696,6 +696,9 @@ class Optimizer:
                     f"optimizer: step_ takes torchlean Tensors; parameter {index} is a {_type_name(tensor)} "
                     "(for numpy arrays use step(params, grads))"
                 )
+        for name, limit in (("max_grad_value", max_grad_value), ("max_grad_norm", max_grad_norm)):
+            if limit is not None:  # named as step_'s arguments, not clip_grad_*'s (review58 F4)
+                clip_limit(name, limit, "optimizer: step_")
         # a frozen parameter's gradient is left out of the clipping norm, as torch's requires_grad_(False)
         grads: list[Array | None] = [
             None if t.grad is None or self.is_frozen(i) else t.grad.numpy() for i, t in enumerate(tensors)
