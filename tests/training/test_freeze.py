@@ -352,3 +352,25 @@ def test_a_frozen_group_describes_copies_and_pickles():
     assert optim.group("bias").frozen is False and "frozen" not in optim.group("bias").describe()
     config = RunConfig(optim.adam(0.05), param_groups=[group])
     assert pickle.loads(pickle.dumps(config)).param_groups[0].frozen
+
+
+def test_a_state_saved_under_other_frozen_groups_names_freezing_when_it_does_not_load():
+    """review58 F3: the refusal listed the missing first.<i>/second.<i> entries only."""
+    x, labels = _data(1)
+    frozen = RunConfig(optim.adam(0.01), param_groups=[optim.group(r"^0\.", frozen=True)])
+    saved = Trainer(LAYER, objective="cross-entropy", config=frozen, seed=0)
+    saved.fit(x, labels, epochs=1, batch_size=5)
+    plain = Trainer(LAYER, objective="cross-entropy", config=RunConfig(optim.adam(0.01)), seed=0)
+    with pytest.raises(OptimizerError) as caught:
+        plain.optimizer.load_state_dict(saved.optimizer.state_dict())
+    assert str(caught.value) == (
+        "optimizer: state does not match this optimizer: missing ['first.0', 'first.1', 'second.0', "
+        "'second.1'], unexpected [] (per-parameter entries differ: a frozen parameter keeps no state, so "
+        "a state saved under other frozen groups does not load (this optimizer freezes none); create it "
+        "with the groups the state was saved with)"
+    )
+    with pytest.raises(OptimizerError, match=r"freezes parameters \[0, 1\]\); create it"):
+        saved.optimizer.load_state_dict(plain.optimizer.state_dict())
+    smaller = optim.adam(0.01).create([np.zeros(2)]).state_dict()  # another model: no freezing hint
+    with pytest.raises(OptimizerError, match=r"\(create the optimizer from the same record and parameters"):
+        plain.optimizer.load_state_dict(smaller)

@@ -589,9 +589,22 @@ class Optimizer:
         missing = sorted(expected - set(state))
         extra = sorted(str(key) for key in set(state) - expected)
         if missing or extra:
+            indices = {key.rpartition(".")[2] for key in [*missing, *extra]}
+            saved_steps = np.asarray(state.get("param_steps", ()))
+            same_count = saved_steps.shape == (len(self.first),)
+            if same_count and all(i.isdigit() and int(i) < len(self.first) for i in indices):  # review58 F3
+                frozen = [i for i in range(len(self.first)) if self.is_frozen(i)]
+                hint = (
+                    "per-parameter entries differ: a frozen parameter keeps no state, so a state "
+                    "saved under other frozen groups does not load (this optimizer freezes "
+                    f"{'parameters ' + str(frozen) if frozen else 'none'}); create it with the groups "
+                    "the state was saved with"
+                )
+            else:
+                hint = "create the optimizer from the same record and parameters the state was saved from"
             raise OptimizerError(
                 f"optimizer: state does not match this optimizer: missing {missing}, unexpected {extra} "
-                "(create the optimizer from the same record and parameters the state was saved from)"
+                f"({hint})"
             )
         count = len(self.first)
         steps = np.asarray(state["steps"])
