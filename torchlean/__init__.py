@@ -358,9 +358,14 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    """The public names (``__all__``, loaded or not) and the module's dunder attributes
-    (``__version__`` too, read on first use)."""
-    return sorted(set(__all__) | {"__version__"} | {name for name in globals() if name.startswith("__")})
+    """The public names (``__all__``, loaded or not), the public submodules (``batches``, ``cli``,
+    ...; loaded or not, so tab completion and "Did you mean" see them) and the module's dunder
+    attributes (``__version__`` too, read on first use)."""
+    import pkgutil
+
+    submodules = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    dunders = {name for name in globals() if name.startswith("__")}
+    return sorted(set(__all__) | submodules | {"__version__"} | dunders)
 
 
 class _Package(_types.ModuleType):

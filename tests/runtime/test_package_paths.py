@@ -120,6 +120,26 @@ def test_every_public_submodule_resolves_as_an_attribute_after_a_plain_import() 
     assert result["failures"] == [], result
 
 
+def test_dir_lists_every_public_submodule_loaded_or_not() -> None:
+    """review58 F5: ``dir()`` left out lazy submodules, so tab completion and Python's "Did you
+    mean" missed them. In a fresh interpreter: dir() imports none of them."""
+    code = (
+        "import sys, torchlean\n"
+        "names = set(dir(torchlean)) | {'backend.' + n for n in dir(torchlean.backend)}\n"
+        "names |= {'cli.' + n for n in dir(torchlean.cli)}\n"
+        "print(sorted(n for n in ('batches', 'lr_schedules', 'cli', 'backend.report', 'backend.providers',"
+        " 'cli.train') if n in names), 'torchlean.batches' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == (
+        "['backend.providers', 'backend.report', 'batches', 'cli', 'cli.train', 'lr_schedules'] False"
+    )
+    misspelt = subprocess.run(
+        [sys.executable, "-c", "import torchlean; torchlean.batchs"], capture_output=True, text=True
+    )
+    assert "Did you mean: 'batches'?" in misspelt.stderr
+
+
 def test_import_torchlean_stays_light_and_dir_lists_the_submodules() -> None:
     result = _resolve_in_fresh_interpreter([])
     assert result == {"loaded": ["torchlean"], "numpy": False, "failures": []}

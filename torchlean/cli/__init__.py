@@ -276,6 +276,12 @@ if not _TYPE_CHECKING:  # mypy resolves submodules itself; at run time each load
 
         return submodule(__name__, name)
 
+    def __dir__() -> list[str]:
+        """This module's attributes and its public submodules, loaded or not."""
+        from torchlean.backend._submodules import module_dir
+
+        return module_dir(__name__)()
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
