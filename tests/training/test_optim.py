@@ -553,10 +553,14 @@ def test_step_refuses_tensors_as_create_does():
     optimizer = optim.sgd().create([np.ones(2)])
     with pytest.raises(OptimizerError) as info:
         optimizer.step([tensor], [np.ones(2)])
-    assert str(info.value) == f"optimizer: parameter 0 {ACCEPTED} torchlean.tensor.Tensor"
+    assert str(info.value) == (  # review58 F6: with create's hint
+        f"optimizer: parameter 0 {ACCEPTED} torchlean.tensor.Tensor (pass tensor.numpy(); for a model, "
+        "model.parameters)"
+    )
     with pytest.raises(OptimizerError) as info:
         optimizer.step([np.ones(2)], [tensor])
-    assert str(info.value) == f"optimizer: gradient 0 {ACCEPTED} torchlean.tensor.Tensor"
+    expected = f"optimizer: gradient 0 {ACCEPTED} torchlean.tensor.Tensor (pass tensor.numpy())"
+    assert str(info.value) == expected
     assert optimizer.steps == 0
 
 

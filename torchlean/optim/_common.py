@@ -70,6 +70,10 @@ def _type_name(value: object) -> str:
 def _not_a_float_array(what: str, index: int, value: object, caller: str = "optimizer") -> str:
     """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
     got = f"numpy.ndarray of dtype {value.dtype}" if isinstance(value, np.ndarray) else _type_name(value)
+    if got == "torchlean.tensor.Tensor":  # what to do with one (review58 F6)
+        got += " (pass tensor.numpy(); for a model, model.parameters)" if what == "parameter" else (
+            " (pass tensor.numpy())"
+        )
     return (
         f"{caller}: {what} {index} must be a numpy float array (numpy.ndarray of dtype float16, "
         f"float32 or float64), got {got}"

@@ -130,9 +130,7 @@ class OptimizerConfig(ABC):
         params = _listed("parameters", params)
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
-                tensor = isinstance(param, Tensor)
-                hint = " (pass tensor.numpy(); for a model, model.parameters)" if tensor else ""
-                raise OptimizerError(_not_a_float_array("parameter", index, param) + hint)
+                raise OptimizerError(_not_a_float_array("parameter", index, param))
         groups = tuple(_listed_groups(groups))
         shown_names = _checked_names(names, len(params), bool(groups))
         shapes = [p.shape for p in params]
