@@ -289,20 +289,21 @@ def load(
 
 def locate(name_or_path: object) -> tuple[str, bool]:
     """``name_or_path`` as a string, and whether it names a shipped dataset (else it is a CSV
-    file path: it ends in ``.csv``, holds a path separator or names an existing file).
+    file path: it has a file extension (``.csv``, ``.tsv``, ``.txt``, ...), holds a path separator
+    or names an existing file, so a missing ``data.tsv`` is "not found", not an unknown name).
 
     Raises:
         DataError: not a ``str`` or ``os.PathLike``, or empty (naming the accepted datasets).
         UnknownLabelError: neither a shipped dataset nor a CSV path, naming the shipped datasets.
     """
-    accepted = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a .csv file"
+    accepted = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a CSV file"
     name = _name(name_or_path, "dataset", "dataset name", accepted)
     if name in DATASETS:
         return name, True
-    if name.lower().endswith(".csv") or os.sep in name or os.path.exists(name):  # False for a name too long
+    if os.path.splitext(name)[1] or os.sep in name or os.path.exists(name):  # False for a name too long
         return name, False
     raise UnknownLabelError(
-        f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)}, or a path to a .csv file)"
+        f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)}, or a path to a CSV file)"
     )
 
 

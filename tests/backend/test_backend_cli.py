@@ -401,7 +401,7 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
         (
             ["predict", "models/iris.npz"],
             "error: the following arguments are required: --dataset (known: digits | iris | breast_cancer | "
-            "wine | diabetes, or a path to a .csv file)\n",
+            "wine | diabetes, or a path to a CSV file)\n",
         ),
         (["select", "--profiles", "checked_cpu"], "select needs at least one op (known: rand_uniform | "),
         (["select", "--profiles", "relu"], "select needs at least one profile (known: checked_cpu | "),

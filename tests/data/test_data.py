@@ -176,7 +176,7 @@ def test_unknown_dataset_names_the_accepted_ones() -> None:
         data.load("mnist")
     assert str(info.value) == (
         "unknown dataset mnist (known: digits | iris | breast_cancer | wine | diabetes, "
-        "or a path to a .csv file)"
+        "or a path to a CSV file)"
     )
 
 
@@ -313,6 +313,17 @@ def test_csv_missing_file(tmp_path: Path) -> None:
         data.load(missing)
     assert str(info.value) == f"dataset file not found: {missing}"
     assert isinstance(info.value, TorchLeanError)
+
+
+
+@pytest.mark.parametrize("name", ["nothere.tsv", "nothere.txt", "NOTHERE.CSV"])
+def test_a_missing_file_with_any_extension_is_not_found_rather_than_an_unknown_name(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review58 F9: a bare ``nothere.tsv`` was an "unknown dataset" whose accepted list said .csv."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DataError, match=f"^dataset file not found: {name}$"):
+        data.load(name)
 
 
 def test_csv_non_numeric_cell_names_line_and_column(tmp_path: Path) -> None:
@@ -712,7 +723,7 @@ def test_csv_path_that_is_a_directory(tmp_path: Path) -> None:
 
 # ------------------------------------------------- blank labels, argument types (reviewer's round)
 
-SHIPPED = "a shipped dataset name (digits | iris | breast_cancer | wine | diabetes) or a path to a .csv file"
+SHIPPED = "a shipped dataset name (digits | iris | breast_cancer | wine | diabetes) or a path to a CSV file"
 
 
 @pytest.mark.parametrize(

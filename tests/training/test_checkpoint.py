@@ -1376,7 +1376,7 @@ def test_an_over_long_path_is_an_input_that_cannot_be_read_or_the_output_option_
     ):
         assert cli(capsys, *argv) == (2, "", f"error: {want}: File name too long\n"), argv
     name = "f" * 300  # no path separator, no .csv: neither a shipped dataset nor an existing file
-    known = f"{' | '.join(data.DATASETS)}, or a path to a .csv file"
+    known = f"{' | '.join(data.DATASETS)}, or a path to a CSV file"
     assert cli(capsys, "predict", ckpt, "--dataset", name) == (
         2, "", f"error: unknown dataset {name} (known: {known})\n"
     )

@@ -348,7 +348,7 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (
             ["--dataset", "nope"],
             "error: unknown dataset nope (known: digits | iris | breast_cancer | wine | diabetes, "
-            "or a path to a .csv file)",
+            "or a path to a CSV file)",
         ),
         (["--model", "rnn"], "error: unknown model rnn (known: mlp | cnn | transformer)"),
         (["--profile", "fastest"], "error: unknown profile fastest (known: {profiles})"),
@@ -437,7 +437,7 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         (
             ["--dataset", ""],
             "error: dataset name is empty (accepted: a shipped dataset name (digits | iris | breast_cancer | "
-            "wine | diabetes) or a path to a .csv file)",
+            "wine | diabetes) or a path to a CSV file)",
         ),
         (
             ["--no-such-flag"],

@@ -164,7 +164,7 @@ def register(subparsers: Any) -> None:
         help="predict with a checkpoint saved by train --save and report the kernel capsules used",
         description="Predict with a saved model on a scikit-learn dataset (all of it) or a CSV file.",
     )
-    parser.known = {"--dataset": f"{' | '.join(data.DATASETS)}, or a path to a .csv file"}
+    parser.known = {"--dataset": f"{' | '.join(data.DATASETS)}, or a path to a CSV file"}
     parser.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT",
                         help="a checkpoint written by torchlean train --save")
     parser.add_argument("--dataset", required=True, type=input_dataset,
