@@ -117,6 +117,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "dtype",
         "optimizer",
         "lr_schedule",
+        "max_grad_value",
         "max_grad_norm",
         "grad_norms",
         "label_smoothing",
@@ -153,6 +154,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
     assert f"optimizer={record['optimizer']} " in lines[1]
     assert record["lr_schedule"] == "constant"  # not shown in the header line
     assert record["max_grad_norm"] is None and "max_grad_norm" not in lines[1]
+    assert record["max_grad_value"] is None and "max_grad_value" not in lines[1]
     assert record["grad_norms"] is None and record["label_smoothing"] == 0.0 and record["no_decay"] is None
     assert record["freeze"] is None and "freeze" not in lines[1]
     assert record["dropout"] == 0.0 and "dropout" not in lines[0]  # no --dropout

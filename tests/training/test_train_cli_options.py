@@ -365,12 +365,29 @@ def test_max_grad_norm_clips_as_a_trainer_with_that_limit(capsys, tmp_path):
     assert unclipped["losses"] != losses and unclipped["max_grad_norm"] is None
 
 
+def test_max_grad_value_clips_as_a_trainer_with_that_limit_before_the_norm(capsys, tmp_path):
+    """review58 F7: ``--max-grad-value`` (torch's clip_grad_value_) is RunConfig(max_grad_value=);
+    with ``--max-grad-norm`` too, value clipping comes first, as the Trainer orders them."""
+    argv = ("--epochs", "2", "--optimizer", "sgd", "--lr", "0.5", "--seed", "3")
+    lines, record = run(capsys, tmp_path, *argv, "--max-grad-value", "0.01", "--max-grad-norm", "0.05")
+    assert (record["max_grad_value"], record["max_grad_norm"]) == (0.01, 0.05)
+    assert " max_grad_value=0.01 max_grad_norm=0.05 " in lines[1]
+    dataset = data.load("iris", seed=3, dtype="float64")
+    layer, shape = build_model("mlp", dataset.n_features, dataset.n_classes, hidden=HIDDEN)
+    config = RunConfig(optimizer=optim.sgd(0.5), dtype="float64", max_grad_norm=0.05, max_grad_value=0.01)
+    trainer = Trainer(layer, objective="cross-entropy", config=config, seed=3, input_shape=shape)
+    assert record["losses"] == trainer.fit(dataset.x_train, dataset.y_train, epochs=2, batch_size=64)
+    _, norm_only = run(capsys, tmp_path, *argv, "--max-grad-norm", "0.05")
+    assert norm_only["losses"][1] != record["losses"][1] and norm_only["max_grad_value"] is None
+
+
+@pytest.mark.parametrize("option", ["--max-grad-norm", "--max-grad-value"])
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "x"])
-def test_bad_max_grad_norms_are_one_line_errors(capsys, value):
-    code, out, err = train(capsys, "--dataset", "iris", "--max-grad-norm", value)
+def test_bad_max_grad_norms_are_one_line_errors(capsys, value, option):
+    code, out, err = train(capsys, "--dataset", "iris", option, value)
     assert (code, out) == (2, "")
     expected = "expected a number" if value == "x" else "expected a finite number >= 0"
-    assert err == f"error: argument --max-grad-norm: {expected}, got {value!r}\n"
+    assert err == f"error: argument {option}: {expected}, got {value!r}\n"
 
 
 def test_a_zero_step_gamma_is_accepted_and_negative_zero_shown_as_zero(capsys, tmp_path):

@@ -68,6 +68,7 @@ CASES = {
                          "0.002"),
     "adagrad-step-schedule": (*SMALL, "--optimizer", "adagrad", "--lr-schedule", "step:2:0.5"),
     "clipped": (*SMALL, "--max-grad-norm", "0.05"),
+    "value-clipped": (*SMALL, "--max-grad-value", "0.02", "--optimizer", "sgd", "--lr", "0.5"),
     "frozen-clipped-no-decay": (*SMALL, "--freeze", r"^0\.", "--max-grad-norm", "0.05", "--optimizer",
                                 "adamw", "--no-decay", "bias"),
     "diabetes-regression": ("--dataset", "diabetes", "--hidden", "8", "--batch-size", "64"),

@@ -2,7 +2,8 @@
 
 Prints two header lines (data and model, with ``dropout=P`` after ``model=`` for a nonzero
 ``--dropout``; profile and optimiser, then ``lr_schedule=SPEC`` when
-``--lr-schedule`` is not ``constant``, ``max_grad_norm=N`` with ``--max-grad-norm`` and
+``--lr-schedule`` is not ``constant``, ``max_grad_value=V`` with ``--max-grad-value``,
+``max_grad_norm=N`` with ``--max-grad-norm`` and
 ``label_smoothing=S`` with a nonzero ``--label-smoothing``, ``no_decay='REGEX'`` with
 ``--no-decay``, ``freeze='REGEX'`` with ``--freeze``, ``test_fraction=F`` with a
 ``--test-fraction`` other than 0.2; with ``--show-backend`` the session's ``[TorchLean] backend
@@ -20,7 +21,8 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 ``classes``: the class names, ``null`` for regression; a CSV file's read settings as resolved,
 ``label_column`` (as messages name it), ``delimiter`` and ``header`` (whether the first row was read
 as the header), each ``null`` for a shipped dataset; ``lr_schedule``: the schedule's spec,
-``constant`` by default; ``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
+``constant`` by default; ``max_grad_value``, ``null`` without ``--max-grad-value``;
+``max_grad_norm`` and ``grad_norms``, ``null`` without ``--max-grad-norm``;
 ``label_smoothing`` and ``dropout``, 0.0 by default; ``test_fraction``, 0.2 by default;
 ``no_decay``: ``{"pattern": REGEX, "parameters": [names]}`` with ``--no-decay`` (the parameters
 it exempts, not those ``--freeze`` freezes), else ``null``; ``freeze``: the same of ``--freeze``
@@ -247,6 +249,10 @@ def register(subparsers: Any) -> None:
                         "warmup_cosine:W: per optimizer step, linear warmup from 0 to --lr over W steps "
                         "(W less than the run's steps), then cosine toward 0, reached one step past the "
                         "run (optim.warmup_cosine, Hugging Face's schedule) (default: constant)")
+    parser.add_argument("--max-grad-value", type=_grad_limit, default=None, metavar="V",
+                        help="clamp each gradient entry to [-V, V] before the update, as "
+                        "torch.nn.utils.clip_grad_value_ (a finite number >= 0; default: no clipping); "
+                        "with --max-grad-norm too, value clipping comes first")
     parser.add_argument("--max-grad-norm", type=_grad_limit, default=None, metavar="N",
                         help="clip each step's gradients to total 2-norm N before the update, as "
                         "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
@@ -324,8 +330,8 @@ def _kernel_times_record(kernel_times: profiler.KernelProfile) -> dict[str, Any]
 
 
 def _grad_limit(text: str) -> float:
-    """``--max-grad-norm``: a finite number >= 0 (``RunConfig.max_grad_norm``; its ``inf``, which
-    only logs the norm, is refused here, where the norm is printed anyway when clipping).
+    """``--max-grad-norm`` and ``--max-grad-value``: a finite number >= 0 (``RunConfig``'s
+    ``max_grad_norm``/``max_grad_value``; their ``inf``, which clips nothing, is refused here).
 
     Raises:
         argparse.ArgumentTypeError: ``expected a finite number >= 0, got '-1'``.
@@ -777,6 +783,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     _check_freeze(args.freeze, layer, args.model)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,
+                       max_grad_value=args.max_grad_value,
                        param_groups=_param_groups(args, optimizer)).with_profile(profile)
     try:
         trainer: Trainer[Any, Any] = Trainer(
@@ -821,6 +828,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         f"parameters={sum(int(p.size) for p in trainer.model.parameters)}"
     )
     shown_schedule = "" if scheduled is None else f" lr_schedule={schedule.spec}"
+    if args.max_grad_value is not None:
+        shown_schedule += f" max_grad_value={args.max_grad_value!r}"
     if args.max_grad_norm is not None:
         shown_schedule += f" max_grad_norm={args.max_grad_norm!r}"
     if args.label_smoothing != 0.0:
@@ -915,6 +924,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "dtype": config.dtype,
         "optimizer": optimizer.describe(),
         "lr_schedule": schedule.spec,
+        "max_grad_value": args.max_grad_value,
         "max_grad_norm": args.max_grad_norm,
         "grad_norms": grad_norms if args.max_grad_norm is not None else None,
         "label_smoothing": args.label_smoothing,
