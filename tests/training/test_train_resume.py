@@ -636,3 +636,29 @@ def test_a_resumed_run_on_data_laid_out_otherwise_is_not_told_to_pass_label_colu
         "data it was trained on, laid out as they were)"
     ), message
     assert "pass --label-column" not in message
+
+
+def test_a_run_saved_before_the_2_53_task_rule_resumes_and_predicts_with_its_recorded_task(capsys, tmp_path):
+    """review59 F1: labels at 2**53 + small integers were classes for the release before; read
+    again they are a quantity, so --resume refused the unchanged file as changed data and predict
+    noted that it differs. A run that inferred its task (no --task recorded) keeps the task its
+    checkpoint records. The older checkpoint is made by removing --task from a run given it."""
+    rng = np.random.default_rng(0)
+    features = [[f"{v:.6f}" for v in rng.normal(size=3)] for _ in range(40)]
+    rows = [",".join([*row, str(2**53 + 2 * (i % 3))]) for i, row in enumerate(features)]
+    csv = tmp_path / "big53.csv"
+    csv.write_text("a,b,c,y\n" + "\n".join(rows) + "\n")
+    argv = ("--dataset", str(csv), "--hidden", "8", "--seed", "1")
+    saved, whole = tmp_path / "given.npz", tmp_path / "whole.npz"
+    ok(capsys, *argv, "--task", "classification", "--epochs", "2", "--save", str(saved))
+    ok(capsys, *argv, "--task", "classification", "--epochs", "3", "--save", str(whole))
+    older = rewrite_training(saved, tmp_path / "older.npz", task=None)
+    assert metadata(older)["task"] == "classification"
+    resumed = tmp_path / "resumed.npz"
+    lines = ok(capsys, "--resume", str(older), "--epochs", "3", "--save", str(resumed))
+    assert "task=classification" in lines[0]
+    for name, value in arrays(whole).items():
+        np.testing.assert_array_equal(arrays(resumed)[name], value, err_msg=name)
+    code, out, err = cli(capsys, "predict", str(older), "--dataset", str(csv), "--split", "test")
+    assert code == 0 and "differ" not in err, err
+    assert len(out.splitlines()) == 1 + 8  # the header row and the 8 test rows

@@ -389,9 +389,11 @@ def _empty_split(fraction: float, error: data.EmptySplitError) -> str:
     )
 
 
-def _load(args: argparse.Namespace) -> data.Dataset:
+def _load(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> data.Dataset:
     """The dataset; ``--label-column`` is a column name, else an integer index (``0``, ``-1``);
-    ``--delimiter`` not given is the comma.
+    ``--delimiter`` not given is the comma. A resumed run without ``--task`` reads a CSV file's
+    labels as the checkpoint's run did (its recorded task), not by inferring the task again: the
+    rule may have changed since (labels at or beyond 2**53, all distinct: review59 F1).
 
     Raises:
         TorchLeanError: ``--label-column``/``--task``/``--header``/``--delimiter`` given for a
@@ -400,8 +402,11 @@ def _load(args: argparse.Namespace) -> data.Dataset:
     note_shadowed_dataset(args.dataset, data.DATASETS)
     if args.dataset in data.DATASETS:
         refuse_csv_options(args, args.dataset)
+    task = args.task
+    if task is None and resumed is not None and args.dataset not in data.DATASETS:
+        task = resumed.saved.task
     options: dict[str, Any] = {
-        "seed": args.seed, "dtype": args.dtype, "task": args.task, "header": args.header,
+        "seed": args.seed, "dtype": args.dtype, "task": task, "header": args.header,
         "val_fraction": args.val_fraction, "test_fraction": args.test_fraction, "delimiter": args.delimiter,
     }
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
@@ -745,7 +750,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     schedule: LRSchedule = args.lr_schedule
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     try:
-        dataset = _load(args)
+        dataset = _load(args, resumed)
     except data.EmptySplitError as error:
         raise TorchLeanError(_empty_split(args.test_fraction, error)) from None
     except data.DataError as error:
