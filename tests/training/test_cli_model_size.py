@@ -18,29 +18,42 @@ def test_an_mlp_too_large_for_the_memory_is_refused_naming_hidden(
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     hidden = 1_000_000
     parameters = (4 + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * 3  # iris: 4 features, 3 classes
-    assert 8 * parameters > memory  # the premise: 8 TB
+    needed = parameters * (8 + 4 * (4 + 2))  # float64 draw; float32 weights, grads, Adam's 2, 2 copies
+    assert needed > memory  # the premise: 32 TB
     code, out, err = cli(capsys, "train", "--dataset", "iris", "--hidden", str(hidden))
     assert (code, out) == (2, "")
     assert err == (
         f"error: --hidden {hidden}: --model mlp would have {parameters:.3g} parameters, its largest weight "
-        f"2.weight {hidden}x{hidden} ({hidden * hidden:.3g} elements), which need 7.28 TiB as float64 before "
-        f"training starts, and this machine has {train_command._bytes(memory)} of memory: give a smaller "
-        "--hidden (the default is 64)\n"
+        f"2.weight {hidden}x{hidden} ({hidden * hidden:.3g} elements); training them needs about "
+        f"{train_command._bytes(needed)} (the float64 initial weights, then the weights, gradients, adam's "
+        f"state and a step's copies in float32), and this machine has {train_command._bytes(memory)} of "
+        "memory: give a smaller --hidden (the default is 64)\n"
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "per_parameter"),
+    [
+        ((), 8 + 4 * (4 + 2)),  # adam float32: 32 bytes, as measured (review59 F2)
+        (("--dtype", "float64"), 8 + 8 * (4 + 2)),
+        (("--optimizer", "adam", "--amsgrad"), 8 + 4 * (4 + 3)),
+        (("--optimizer", "sgd"), 8 + 4 * (4 + 2)),  # torchlean's SGD keeps two buffers too
+        (("--optimizer", "rmsprop", "--centered"), 8 + 4 * (4 + 3)),
+    ],
+)
 def test_a_model_that_fits_is_not_refused(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
+    per_parameter: int,
 ) -> None:
-    # the boundary: 8 bytes per parameter exactly fit is accepted, one byte less is refused
+    # the boundary: the estimate exactly fitting is accepted, one byte less is refused
     parameters = (4 + 1) * 8 + (8 + 1) * 8 + (8 + 1) * 3  # 139
-    monkeypatch.setattr(train_command, "_physical_memory", lambda: 8 * parameters)
-    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1")
+    monkeypatch.setattr(train_command, "_physical_memory", lambda: per_parameter * parameters)
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", *argv)
     assert (code, err) == (0, "")
-    monkeypatch.setattr(train_command, "_physical_memory", lambda: 8 * parameters - 1)
-    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1")
+    monkeypatch.setattr(train_command, "_physical_memory", lambda: per_parameter * parameters - 1)
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", *argv)
     assert code == 2 and err.startswith("error: --hidden 8: --model mlp would have 139 parameters, its ")
-    assert "1.09 KiB as float64" in err and "this machine has 1.08 KiB of memory" in err
+    assert f"training them needs about {train_command._bytes(per_parameter * parameters)} " in err
 
 
 @pytest.mark.parametrize(("count", "text"), [
