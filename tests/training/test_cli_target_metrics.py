@@ -106,6 +106,9 @@ def test_val_mse_is_against_the_targets_as_read(capsys: pytest.CaptureFixture[st
     (0.0, "0.0000"), (3400.41125, "3400.4113"), (999999999.99994, "999999999.9999"), (-5.5, "-5.5000"),
     (1e9, "1.000000e+09"), (-2.5e12, "-2.500000e+12"), (1.5674981234263027e58, "1.567498e+58"),
     (float("nan"), "nan"), (float("inf"), "inf"),
+    # review59 F3/F15: small ones lost every digit; a value that rounds up to 1e9 is in exponent form
+    (1.090231856943193e-07, "1.090232e-07"), (-5e-5, "-5.000000e-05"), (1e-4, "0.0001"),
+    (999999999.99996, "1.000000e+09"),
 ])
 def test_metric_text(value: float, text: str) -> None:
     from torchlean.cli._output import metric_text

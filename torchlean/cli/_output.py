@@ -258,13 +258,20 @@ def write_json_record(path: Path, record: dict[str, Any]) -> None:
 
 METRIC_FIXED_LIMIT = 1e9
 """A metric of this magnitude or more is printed in exponent form (:func:`metric_text`)."""
+METRIC_SMALL_LIMIT = 1e-4
+"""A nonzero metric below this magnitude is printed in exponent form (:func:`metric_text`), which
+``.4f`` would print as ``0.0000``."""
 
 
 def metric_text(value: float) -> str:
     """A metric as the report lines print it (``test_mse=``, ``val_mse=``, predict's ``mse=``):
-    ``.4f`` (``3400.4113``) below :data:`METRIC_FIXED_LIMIT` in magnitude and when not finite
-    (``nan``), else 7 significant digits in exponent form (``1.567498e+58``), not 60 digits of
-    fixed point."""
-    if not math.isfinite(value) or abs(value) < METRIC_FIXED_LIMIT:
-        return f"{value:.4f}"
+    ``.4f`` (``3400.4113``) from :data:`METRIC_SMALL_LIMIT` to below :data:`METRIC_FIXED_LIMIT` in
+    magnitude once rounded, for zero and when not finite (``nan``); else 7 significant digits in
+    exponent form: ``1.567498e+58``, not 60 digits of fixed point, and ``1.090232e-07``, not
+    ``0.0000`` (review59 F3)."""
+    fixed = f"{value:.4f}"
+    if not math.isfinite(value) or value == 0.0:
+        return fixed
+    if abs(value) >= METRIC_SMALL_LIMIT and abs(float(fixed)) < METRIC_FIXED_LIMIT:
+        return fixed
     return f"{value:.6e}"
