@@ -203,10 +203,14 @@ def _labels(
     position = {key: i for i, key in enumerate(keys)}
     ids = [position[v if value is None else value] for v, value in zip(labels, values, strict=True)]
     if len(classes) == 1:
+        quantity = (  # review59 F5: a constant number may be a (constant) quantity
+            "; if it is a quantity, pass task='regression' (CLI: --task regression)"
+            if task is None and by_value else ""
+        )
         raise DataError(
             f"{file}: label column {display_name(column)}: all {len(labels)} labels are {classes[0]!r}, "
             "a single class "
-            "(accepted: at least two classes for classification)"
+            f"(accepted: at least two classes for classification){quantity}"
         )
     return np.asarray(ids, dtype=np.int64), classes, "classification"
 

@@ -120,8 +120,9 @@ def test_predict_record(capsys: pytest.CaptureFixture[str], tmp_path: Path, semi
     assert out.splitlines()[-2:] == [f"wrote {predictions}", f"wrote {record_path}"]
     # the CSV and the record cannot share stdout; the record cannot overwrite an input or the CSV
     for argv, refusal in (
-        (["--report-json", "-"], "error: --report-json on standard output and the predictions CSV (no "
-         "--output) would both go there: give --output PATH for the CSV, or a file path to --report-json\n"),
+        (["--report-json", "-"], "error: --report-json on standard output and the predictions CSV (without "
+         "--output, or with --output naming standard output) would both go there: give --output PATH for the "
+         "CSV, or a file path to --report-json\n"),
         (["--output", str(predictions), "--report-json", str(predictions)],
          f"error: --output {predictions} and --report-json {predictions} name the same file; give them "
          "different paths\n"),

@@ -883,7 +883,7 @@ def test_a_single_class_csv_is_refused(capsys, tmp_path):
     assert (code, out) == (2, "")
     assert err == (
         f"error: {path}: label column y: all 5 labels are '0', a single class "
-        "(accepted: at least two classes for classification)\n"
+        "(accepted: at least two classes for classification); if it is a quantity, pass --task regression\n"
     )
 
 

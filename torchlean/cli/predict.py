@@ -666,7 +666,8 @@ def run(args: argparse.Namespace) -> int:
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)
     if json_on_stdout and args.output is None:
         raise TorchLeanError(
-            "--report-json on standard output and the predictions CSV (no --output) would both go there: "
+            "--report-json on standard output and the predictions CSV (without --output, or with --output "
+            "naming standard output) would both go there: "
             "give --output PATH for the CSV, or a file path to --report-json"
         )
     files = [shown_path(path) for path in (args.output, args.report_json) if path is not None and not
