@@ -529,9 +529,10 @@ def _hashes_as_trained(
         return None if value is None else float(value)
 
     header = settings.get("header")
-    # the task the run read, recorded in the checkpoint: inferred again, a rule that changed since
-    # (labels at or beyond 2**53, all distinct) would read the labels otherwise (review59 F1)
-    task = text("task") or saved.task
+    # a CSV file's task as the run read it, recorded in the checkpoint: inferred again, a rule that
+    # changed since (labels at or beyond 2**53, all distinct) would read the labels otherwise
+    # (review59 F1); a shipped dataset has its own task
+    task = text("task") or (None if dataset in data.DATASETS else saved.task)
     try:
         loaded = data.load(
             dataset, label_column=text("label_column"), header=header if isinstance(header, bool) else None,
