@@ -177,6 +177,8 @@ def _labels(
             "classification)"
         )
     inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
+    if inferred:
+        _refuse_merged_ids(file, column, [labels[r] for r in filled])
     if task is None and not inferred and len(filled) >= 3 and len(set(labels)) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
     if task == "regression" or inferred:
@@ -213,6 +215,29 @@ def _labels(
             f"(accepted: at least two classes for classification){quantity}"
         )
     return np.asarray(ids, dtype=np.int64), classes, "classification"
+
+
+def _refuse_merged_ids(file: Path, column: str, labels: Sequence[str]) -> None:
+    """Refuse labels read as a quantity only because whole numbers among them reach 2**53, when
+    float64 cannot tell them apart: ids such as ``1234567890123456789`` and ``...790`` (3 distinct
+    in the file became one number, a "constant" target: review59 F4). Both ways out are named.
+
+    Raises:
+        DataError: naming the distinct counts in the file and as numbers.
+    """
+    values = [_exact(v) for v in labels]
+    if any(value is None or value != value.to_integral_value() for value in values):
+        return  # not all whole numbers: a quantity
+    written = {value for value in values if value is not None}
+    read = {float(v) for v in labels}
+    if len(read) < len(written):
+        raise DataError(
+            f"{file}: label column {display_name(column)}: the labels are whole numbers beyond 2**53, "
+            f"{len(written)} distinct as written but {len(read)} once read as float64 numbers (which "
+            "cannot hold them exactly): if they are class ids, pass task='classification' (CLI: --task "
+            "classification); to read them as rounded quantities, pass task='regression' (CLI: --task "
+            "regression)"
+        )
 
 
 def _refuse_one_class_per_row(

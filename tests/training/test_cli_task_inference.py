@@ -37,6 +37,30 @@ def test_whole_numbers_beyond_2_53_are_a_quantity(tmp_path: Path, big: int, task
         assert loaded.class_names == ("0", "1", str(big))
 
 
+def test_ids_beyond_2_53_that_float64_merges_are_refused_naming_both_tasks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review59 F4: three ids 1234567890123456789/...790/...800 are one float64 (spacing 256 there),
+    so read as a quantity they were a "constant" target; refused, naming both ways out. With
+    --task classification the three classes are kept exactly."""
+    ids = ["1234567890123456789", "1234567890123456790", "1234567890123456800"]
+    assert len({float(v) for v in ids}) == 1  # the premise
+    path = _csv(tmp_path / "ids.csv", ids * 14)
+    with pytest.raises(data.DataError) as caught:
+        data.load(path)
+    assert str(caught.value) == (
+        f"{path}: label column y: the labels are whole numbers beyond 2**53, 3 distinct as written but 1 "
+        "once read as float64 numbers (which cannot hold them exactly): if they are class ids, pass "
+        "task='classification' (CLI: --task classification); to read them as rounded quantities, pass "
+        "task='regression' (CLI: --task regression)"
+    )
+    assert data.load(path, task="classification").class_names == tuple(ids)
+    assert data.load(path, task="regression").task == "regression"
+    code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1")
+    assert code == 2 and err.endswith("pass --task classification; to read them as rounded quantities, pass "
+                                      "--task regression\n"), err
+
+
 def test_the_review_s_large_target_trains_as_regression(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
