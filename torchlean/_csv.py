@@ -13,7 +13,9 @@ header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal t
 Either all-numbers decision is a guess, reported in :attr:`torchlean.data.Dataset.header_note`, and
 so is a header read from a row with one text cell among numbers (``1,2,3,4,setosa``: the first
 sample of a headerless file with text labels, or a header); ``header=True`` / ``header=False``
-decide explicitly (and leave the note empty). Column names may repeat or be blank (``x,x,x,y`` or
+decide explicitly (and leave the note empty, except that ``header=True`` on an all-numbers first
+row other than the column positions notes that the row, which looks like data, was read as the
+header). Column names may repeat or be blank (``x,x,x,y`` or
 ``,,,y``, as pandas reads such files); only a ``label_column`` given by a name the header repeats
 is refused, as it could not say which column it means (give its index). Messages about a cell name
 a repeated or blank column by its index. Cells are separated by commas unless ``delimiter`` names
@@ -95,7 +97,10 @@ class Table:
     label column; else ``None``. It stays in ``names`` and ``rows``, so column indices count it.
     ``delimiter`` is the character the cells were separated by (messages name it), or
     ``"whitespace"``. ``row_names`` is whether the first cell of each data row was dropped as R's
-    row name (:meth:`row_names_told` adds it to the errors of reading the cells).
+    row name (:meth:`row_names_told` adds it to the errors of reading the cells). ``source`` is
+    the file as messages name it (:attr:`shown_file`): the path as given to :func:`read_csv`,
+    ``./iris`` as typed (``file``, a ``Path``, would drop the ``./``), and :data:`STDIN` as
+    ``standard input (-)``, as the command line's ``--dataset -`` reads it.
     """
 
     file: Path
@@ -109,6 +114,13 @@ class Table:
     index_column: int | None = None
     delimiter: str = _delimiter.COMMA
     row_names: bool = False
+    source: str = ""
+
+    @property
+    def shown_file(self) -> str:
+        """The file as messages name it: :attr:`source`, else ``str(file)`` (a Table built by
+        hand)."""
+        return self.source or str(self.file)
 
     @property
     def first_line(self) -> int:
@@ -125,13 +137,13 @@ class Table:
             UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
             DataError: a name the header repeats (ambiguous), naming its columns.
         """
-        return _label_index(self.file, self.names, label_column, self.has_header)
+        return _label_index(self.shown_file, self.names, label_column, self.has_header)
 
     def label_note(self, label_column: object) -> str:
         """The note on a ``label_column`` string that :meth:`column` read as a header name though
         it is also an integer index of another column (``"3"`` naming column 1 of five), saying how
         to ask for the index; else ``""``."""
-        return _label_name_note(self.file, self.names, label_column, self.has_header)
+        return _label_name_note(self.shown_file, self.names, label_column, self.has_header)
 
     def feature_indices(self, label: int | None) -> list[int]:
         """The indices of the feature columns, ascending: every column but ``label`` and, unless
@@ -149,9 +161,9 @@ class Table:
         in_order = cells == [str(r) for r in range(len(cells))]
         held = f"the row numbers 0..{len(self.rows) - 1} in order" if in_order else "distinct whole numbers"
         return (
-            f"{self.file}: column {self.index_column} {unnamed} and holds {held}, as pandas' to_csv writes "
-            "its index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in its "
-            "header cell makes it a feature)"
+            f"{self.shown_file}: column {self.index_column} {unnamed} and holds {held}, as pandas' to_csv "
+            "writes its index, so it is not used as a feature (to_csv(index=False) leaves it out; a name in "
+            "its header cell makes it a feature)"
         )
 
     def unnamed_features_note(self, label: int | None) -> str:
@@ -173,7 +185,7 @@ class Table:
             ("have", "are used as features", "one") if several else ("has", "is used as a feature", "it")
         )
         return (
-            f"{self.file}: column{'s' if several else ''} {shown} {has} no name of its own (blank, or "
+            f"{self.shown_file}: column{'s' if several else ''} {shown} {has} no name of its own (blank, or "
             f"pandas' 'Unnamed: N') and {are}: if {one} is an index an earlier to_csv wrote, remove it (row "
             "numbers can give the label away)"
         )
@@ -210,7 +222,7 @@ class Table:
         else:
             hint = ""
         return DataError(
-            f"{self.file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
+            f"{self.shown_file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
             f"expected {len(self.names)}{hint}"
         )
 
@@ -266,7 +278,7 @@ class Table:
                 that holds the delimiter (line and column named); rows are checked in file order.
                 A feature cell that is not a number, in a column without a number in any row (a
                 decimal comma counting as one), adds the hint ``(is y the label? pass
-                --label-column y, or label_column='y' in Python)``.
+                label_column='y' (CLI: --label-column y))``.
         """
         feature_idx = self.feature_indices(label)
         fast = _well_formed_features(self.rows, len(self.names), label, feature_idx)
@@ -281,21 +293,21 @@ class Table:
             if error is not None:
                 raise error
             if label is not None:  # first: rows read into a label are the cause of what follows
-                _refuse_rows_in_a_label(self.file, line, self.shown(label), row[label], self.delimiter)
+                _refuse_rows_in_a_label(self.shown_file, line, self.shown(label), row[label], self.delimiter)
                 cells.append(row[label])
             for j, i in enumerate(feature_idx):
                 # features are read and standardised in float64; the standardised values are checked
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
                 try:
                     x[r, j] = _number(
-                        self.file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
+                        self.shown_file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
                     )
                 except DataError as error:
                     cell = row[i].strip()
                     if separator is not None and (cell.startswith(separator) or cell.endswith(separator)):
                         raise DataError(
-                            f"{self.file}: line {line}, column {display_name(self.shown(i))}: not a number: "
-                            f"{_cell_shown(row[i])}; the file seems to be separated by "
+                            f"{self.shown_file}: line {line}, column {display_name(self.shown(i))}: not a "
+                            f"number: {_cell_shown(row[i])}; the file seems to be separated by "
                             f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
                         ) from None
                     if r == 0 and not self.has_header and self._numbers_after_first(feature_idx):
@@ -349,9 +361,9 @@ class Table:
         name = self.names[index]
         by_name = self.has_header and name and self.names.count(name) == 1
         given: str | int = name if by_name else index
-        return (
-            f"(is {display_name(self.shown(index))} the label? pass --label-column "
-            f"{shlex.quote(str(given))}, or label_column={given!r} in Python)"
+        return (  # the Python spelling first, as the data layer's other hints (review59 F10)
+            f"(is {display_name(self.shown(index))} the label? pass label_column={given!r} (CLI: "
+            f"--label-column {shlex.quote(str(given))}))"
         )
 
 
@@ -442,23 +454,25 @@ def read_csv(
     why = _delimiter.fault(delimiter)
     if why is not None:
         raise DataError(_delimiter.python_refusal(delimiter, why))
-    file = Path(_name(path, "dataset path", "dataset path", "a path to a .csv file"))
+    given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
+    file = Path(given)
+    shown = _shown_name(given, file)  # messages name the file as given (review59 F11)
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists = file.is_dir(), file.exists()
         device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
     except OSError as error:
-        raise DataError(f"{file}: cannot read the file: {error.strerror or error}") from None
+        raise DataError(f"{shown}: cannot read the file: {error.strerror or error}") from None
     if is_dir:
-        raise DataError(f"dataset path is a directory, not a CSV file: {file}")
+        raise DataError(f"dataset path is a directory, not a CSV file: {shown}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
-        raise DataError(f"dataset file not found: {file}")
+        raise DataError(f"dataset file not found: {shown}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
         # terminal too) is what the user redirected into it
         raise DataError(
-            f"dataset path {file} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+            f"dataset path {shown} is a device, not a CSV file (accepted: a file, a pipe, or standard "
             "input as -)"
         )
     rows: list[list[str]] = []
@@ -466,38 +480,38 @@ def read_csv(
     try:
         with file.open(newline="", encoding="utf-8-sig") as handle:
             records = (
-                _blank_separated(file, handle) if delimiter == _delimiter.WHITESPACE
-                else _delimited(file, handle, delimiter)
+                _blank_separated(shown, handle) if delimiter == _delimiter.WHITESPACE
+                else _delimited(shown, handle, delimiter)
             )
             for row, start in records:
                 if (row and row[0].strip()) or any(cell.strip() for cell in row):  # not blank
                     rows.append(row)
                     starts.append(start)
     except UnicodeDecodeError as error:
-        raise DataError(_not_utf8(file, error)) from None
+        raise DataError(_not_utf8(file, error, shown)) from None
     except OSError as error:
-        raise DataError(f"{file}: cannot read the file: {error}") from None
+        raise DataError(f"{shown}: cannot read the file: {error}") from None
     notes: list[str] = []
-    _refuse_nul(file, rows[:2], starts[:2])  # a UTF-16 file shows them on every line
-    if rows and _separator_line(file, rows[0], starts[0], delimiter):
+    _refuse_nul(shown, rows[:2], starts[:2])  # a UTF-16 file shows them on every line
+    if rows and _separator_line(shown, rows[0], starts[0], delimiter):
         text = _delimiter.joiner(delimiter).join(rows[0])
-        notes.append(f"{file}: line {starts[0]} {text!r} is Excel's separator line naming "
+        notes.append(f"{shown}: line {starts[0]} {text!r} is Excel's separator line naming "
                      f"{_delimiter.one(delimiter)}; it was skipped")
         rows, starts = rows[1:], starts[1:]
     if not rows:
-        raise DataError(f"{file}: the file has no rows")
+        raise DataError(f"{shown}: the file has no rows")
     if rows[0][0].lstrip().startswith("#"):
         commented = _commented_header(rows, header) if delimiter == _delimiter.WHITESPACE else None
         if commented is None:
             raise DataError(
-                f"{file}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
+                f"{shown}: line {starts[0]} starts with '#', a comment line: comment lines are not supported "
                 "(accepted: a header row or a data row first; remove the comment lines, or rename a first "
                 "column whose name starts with '#'; numpy's savetxt writes its header as a comment unless "
                 f"given comments=''{_commented_header_rule(rows, header, delimiter)})"
             )
         text = " ".join(rows[0])
         notes.append(
-            f"{file}: line {starts[0]} {text!r} was read as the header, as numpy's savetxt(..., header=...) "
+            f"{shown}: line {starts[0]} {text!r} was read as the header, as numpy's savetxt(..., header=...) "
             f"writes one after '# ' (np.loadtxt skips it as a comment): its {len(commented)} names fit the "
             f"{len(rows[1])} cells of line {starts[1]}"
         )
@@ -509,21 +523,21 @@ def read_csv(
         and all(len(row) == width and not row[-1].strip() for row in rows)
     ):
         notes.append(
-            f"{file}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
+            f"{shown}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
             f"{_delimiter.word(delimiter)}?), so it is ignored"
         )
         rows = [row[:-1] for row in rows]
         width -= 1
-    has_header, note = _header(file, rows[0], header, delimiter)
+    has_header, note = _header(shown, rows[0], header, delimiter)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
     body = rows[1:] if has_header else rows
     if not body:
-        raise DataError(f"{file}: no data rows")
+        raise DataError(f"{shown}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
     row_names = has_header and _row_names(names, body)
     if row_names:
         notes.append(
-            f"{file}: the header has {len(names)} cells and every data row {len(names) + 1}, as R's "
+            f"{shown}: the header has {len(names)} cells and every data row {len(names) + 1}, as R's "
             "write.table writes row names (pandas reads such a first column as its index), so the first "
             "cell of each row is a row name and is not used (write.table(..., row.names = FALSE) leaves "
             "it out)"
@@ -532,8 +546,19 @@ def read_csv(
     index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
-        row_names,
+        row_names, shown,
     )
+
+
+STDIN_SHOWN = "standard input (-)"
+"""How messages name :data:`STDIN`: the command line's ``--dataset -`` reads it (review59 F11)."""
+
+
+def _shown_name(given: str, file: Path) -> str:
+    """The file ``given`` (a path as the caller spelled it) as messages name it: as given
+    (``./iris`` keeps its ``./``, which ``Path`` drops and which tells it from the shipped dataset
+    ``iris``), except :data:`STDIN`, named :data:`STDIN_SHOWN` (review59 F11)."""
+    return STDIN_SHOWN if str(file) == STDIN else given
 
 
 def _utf16_advice(encoding: str = "UTF-16") -> str:
@@ -558,7 +583,7 @@ _BINARY_SIGNATURES = (
 """The first bytes of binary files given as a CSV by mistake: what each is, and what to do."""
 
 
-def _binary_file(file: Path, raw: bytes) -> str | None:
+def _binary_file(file: str, raw: bytes) -> str | None:
     """The refusal of a file whose first bytes (``raw``) are a known binary signature
     (:data:`_BINARY_SIGNATURES`: ``PK\\x03\\x04`` of a zip, which a ``.npz`` checkpoint is), else
     ``None``; not UTF-16 advice (review56 F8)."""
@@ -568,21 +593,21 @@ def _binary_file(file: Path, raw: bytes) -> str | None:
     return None
 
 
-def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
+def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     """The refusal of a file that is not UTF-8 text: a UTF-16 one by its byte-order mark (Excel's
     "Unicode Text"; review43 F1), else the line and file offset of its first byte that is not
     UTF-8 (a regular file is read again as bytes for them: the decoder's offset is within the chunk
     it was decoding; lines end at ``\n``, ``\r\n`` or ``\r``, as the reader counts them) and the way
     out: Windows Excel's "CSV (Comma delimited)" writes Windows-1252, which ``iconv`` or Excel's
-    "CSV UTF-8" turns into UTF-8 (review42 F3)."""
+    "CSV UTF-8" turns into UTF-8 (review42 F3). Messages name the file ``shown``."""
     advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
               "-t UTF-8 FILE > NEW_FILE for Excel's \"CSV (Comma delimited)\" on Windows")
     raw = file.read_bytes() if file.is_file() else error.object if error.start < 2 else b""
-    binary = _binary_file(file, raw if raw else bytes(error.object[:8]))
+    binary = _binary_file(shown, raw if raw else bytes(error.object[:8]))
     if binary is not None:
         return binary
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return (f"{file}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
+        return (f"{shown}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
                 f"{_utf16_advice()}")
     if file.is_file():
         skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
@@ -594,15 +619,15 @@ def _not_utf8(file: Path, error: UnicodeDecodeError) -> str:
             line = len(before.splitlines()) + (1 if not before or before.endswith((b"\n", b"\r")) else 0)
             if b"\x00" in before:  # UTF-16 without a byte-order mark, not a one-byte encoding
                 order = "UTF-16BE" if raw[skip:skip + 1] == b"\x00" else "UTF-16LE"  # BE: NUL first
-                return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is "
-                        f"not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: "
+                return (f"{shown}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) "
+                        f"is not UTF-8 text, and NUL bytes come before it, as in UTF-16 text: "
                         f"{_utf16_advice(order)}")
-            return (f"{file}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is not "
-                    f"UTF-8 text{advice}")
-    return f"{file}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
+            return (f"{shown}: line {line}: byte 0x{raw[position]:02X} (offset {position} in the file) is "
+                    f"not UTF-8 text{advice}")
+    return f"{shown}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
 
 
-def _refuse_nul(file: Path, rows: Sequence[Sequence[str]], starts: Sequence[int]) -> None:
+def _refuse_nul(file: str, rows: Sequence[Sequence[str]], starts: Sequence[int]) -> None:
     """Refuse text holding NUL characters, which no CSV writer puts in a cell: UTF-16 without a
     byte-order mark read as UTF-8 (every other byte of ASCII text is 0), whose cells would
     otherwise reach messages raw (review43 F2). The first of ``rows`` holding one is named (the
@@ -619,7 +644,7 @@ def _refuse_nul(file: Path, rows: Sequence[Sequence[str]], starts: Sequence[int]
             )
 
 
-def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:
+def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:
     """The records of ``lines`` read by Python's ``csv`` with the one-character ``delimiter``,
     each with the file line it starts on.
 
@@ -643,7 +668,7 @@ def _delimited(file: Path, lines: Iterable[str], delimiter: str) -> Iterator[tup
         ) from None
 
 
-def _blank_separated(file: Path, lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+def _blank_separated(file: str, lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
     """The rows of ``lines`` whose cells are separated by runs of blanks
     (:data:`torchlean._delimiter.WHITESPACE`; :func:`torchlean._whitespace.rows`), each with the
     file line it starts on.
@@ -741,7 +766,7 @@ def _row_labels(rows: Sequence[Sequence[str]]) -> bool:
     return len({int(cell) for cell in cells}) == len(cells)
 
 
-def _separator_line(file: Path, first: Sequence[str], line: int, delimiter: str) -> bool:
+def _separator_line(file: str, first: Sequence[str], line: int, delimiter: str) -> bool:
     """Whether the first row (read with ``delimiter``) is Excel's separator line ``sep=X`` naming
     ``delimiter`` (which is skipped).
 
@@ -774,7 +799,7 @@ _END_OF_FILE = "\x1etorchlean: end of file\x1e"
 quote left open reads it into its cell."""
 
 
-def _refuse_open_quote(file: Path, start: int, end: int) -> None:
+def _refuse_open_quote(file: str, start: int, end: int) -> None:
     """Refuse the quote left open in the row read from file lines ``start..end`` (the last)."""
     where = (
         "on this line is never closed" if end == start else
@@ -791,7 +816,7 @@ def _line_breaks(cell: str) -> int:
     return cell.count("\n") + cell.count("\r") - cell.count("\r\n")
 
 
-def _refuse_rows_in_a_label(file: Path, line: int, column: str, cell: str, delimiter: str) -> None:
+def _refuse_rows_in_a_label(file: str, line: int, column: str, cell: str, delimiter: str) -> None:
     """Refuse a class-label cell (from file line ``line``) that holds a line break and the
     ``delimiter``: rows of the file read into one cell by a misplaced quote (a class label holds
     neither)."""
@@ -834,19 +859,26 @@ _BLANK_SEPARATED = re.compile(r"[^ \t\r\n]+")
 """A cell's runs of non-blanks: those :data:`torchlean._delimiter.WHITESPACE` would read as cells."""
 
 
-def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: str) -> tuple[bool, str]:
+def _header(file: str, first: Sequence[str], header: bool | None, delimiter: str) -> tuple[bool, str]:
     """(is the first row a header, the note on a guess from an all-numbers row); see the module
     docstring for the rule. The note shows the row's cells separated by ``delimiter`` (a tab as
     ``\\t``)."""
-    if header is not None:
-        if not isinstance(header, (bool, np.bool_)):
-            raise DataError(f"header must be True, False or None, got {header!r}")
-        return bool(header), ""
+    if header is not None and not isinstance(header, (bool, np.bool_)):
+        raise DataError(f"header must be True, False or None, got {header!r}")
     cells = [c.strip() for c in first]
     by = _delimiter.joiner(delimiter)
     by = by if by.isprintable() else repr(by)[1:-1]
     shown = by.join(cells) if len(cells) <= 6 else f"{by.join(cells[:3])}{by}...{by}{cells[-1]}"
     texts = [c for c in cells if not _is_number(c)]
+    positions = cells == [str(i) for i in range(len(cells))]
+    if header is not None:
+        if not header or texts or positions:
+            return bool(header), ""
+        return True, (  # review59 F13: the row is lost to training without a word
+            f"{file}: first row {shown} was read as a header though its cells are all numbers, so they name "
+            "the columns and the row is not read as data; pass header=False (CLI: --no-header) if it is a "
+            "data row"
+        )
     if len(texts) == 1 and len(cells) > 1 and texts[0]:  # a header, or a row with a text label
         return True, (
             f"{file}: first row {shown} was read as a header, as its cell {texts[0]!r} is not a number "
@@ -855,7 +887,7 @@ def _header(file: Path, first: Sequence[str], header: bool | None, delimiter: st
         )
     if texts:
         return True, ""
-    if cells == [str(i) for i in range(len(cells))]:
+    if positions:
         return True, (
             f"{file}: first row {shown} is all numbers equal to the column positions, so it was read as "
             "a header (as pandas to_csv writes one); pass header=False (CLI: --no-header) to read it as data"

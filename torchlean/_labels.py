@@ -65,9 +65,10 @@ Task: TypeAlias = Literal["classification", "regression"]
 Array: TypeAlias = npt.NDArray[Any]
 
 
-def _label_index(file: Path, names: Sequence[str], column: object, has_header: bool) -> int:
+def _label_index(file: str, names: Sequence[str], column: object, has_header: bool) -> int:
     """The index of the label column: the last one for ``None``, an integer index (Python or
-    numpy; negative counts from the end), or a header name used exactly once.
+    numpy; negative counts from the end), or a header name used exactly once; in a file without a
+    header, ``column_<i>``, the name messages and records give its column ``i`` (review59 F8).
 
     Raises:
         UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
@@ -83,7 +84,7 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
             f"unknown label column {index} in {file} "
             f"(known: indices 0..{len(names) - 1} or -{len(names)}..-1)"
         )
-    if has_header and column in names:
+    if column in names:  # without a header, names are column_0, column_1, ...: each once
         where = [i for i, name in enumerate(names) if name == column]
         if len(where) > 1:
             raise DataError(
@@ -95,11 +96,12 @@ def _label_index(file: Path, names: Sequence[str], column: object, has_header: b
     if isinstance(column, str) and DECIMAL_INTEGER.fullmatch(column.strip()):  # names no column: an index
         return _label_index(file, names, int(column), has_header)
     known = (" | ".join(map(display_name, names)) if has_header
-             else f"indices 0..{len(names) - 1} (the file has no header)")
+             else f"indices 0..{len(names) - 1} or their names {names[0]}..{names[-1]} (the file has no "
+             "header)")
     raise UnknownLabelError(f"unknown label column {name_shown(column)} in {file} (known: {known})")
 
 
-def _label_name_note(file: Path, names: Sequence[str], column: object, has_header: bool) -> str:
+def _label_name_note(file: str, names: Sequence[str], column: object, has_header: bool) -> str:
     """The note of :meth:`torchlean.data.Table.label_note`: ``column`` is a string of an integer that names a
     header column used once, and as an index it would name another column."""
     if not (isinstance(column, str) and has_header and names.count(column) == 1):
@@ -123,7 +125,7 @@ def _label_name_note(file: Path, names: Sequence[str], column: object, has_heade
 
 
 def _labels(
-    file: Path,
+    file: str,
     column: str,
     cells: list[str],
     task: Task | None,
@@ -217,7 +219,7 @@ def _labels(
     return np.asarray(ids, dtype=np.int64), classes, "classification"
 
 
-def _refuse_merged_ids(file: Path, column: str, labels: Sequence[str]) -> None:
+def _refuse_merged_ids(file: str, column: str, labels: Sequence[str]) -> None:
     """Refuse labels read as a quantity only because whole numbers among them reach 2**53, when
     float64 cannot tell them apart: ids such as ``1234567890123456789`` and ``...790`` (3 distinct
     in the file became one number, a "constant" target: review59 F4). Both ways out are named.
@@ -241,7 +243,7 @@ def _refuse_merged_ids(file: Path, column: str, labels: Sequence[str]) -> None:
 
 
 def _refuse_one_class_per_row(
-    file: Path, column: str, labels: Sequence[str], numeric: Sequence[bool]
+    file: str, column: str, labels: Sequence[str], numeric: Sequence[bool]
 ) -> None:
     """Refuse a label column read as classification (``task`` not given) whose labels are all
     distinct (numbers by value: ``1`` and ``1.0`` are one class, which does not refuse): every

@@ -1,7 +1,7 @@
 """Train/test and validation splits of a dataset's rows: :func:`split_rows`,
-:func:`validation_rows` and :func:`split_note` (re-exported by :mod:`torchlean.data`, whose
-:func:`~torchlean.data.load` splits with them, then standardises the features), and the default
-:data:`TEST_FRACTION`.
+:func:`validation_rows`, and the notes on a split, :func:`split_note` and :func:`untested_note`
+(re-exported by :mod:`torchlean.data`, whose :func:`~torchlean.data.load` splits with them, then
+standardises the features), and the default :data:`TEST_FRACTION`.
 
 The train/test split is scikit-learn's ``train_test_split`` with the seed, stratified by class for
 classification whenever every class has at least two samples and both splits can hold every class;
@@ -22,8 +22,9 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_or_numpy_int, shown
 from torchlean._data_errors import DataError, EmptySplitError
 from torchlean._labels import Task
+from torchlean.backend.display import name_shown
 
-__all__ = ["TEST_FRACTION", "split_note", "split_rows", "validation_rows"]
+__all__ = ["TEST_FRACTION", "split_note", "split_rows", "untested_note", "validation_rows"]
 
 Array: TypeAlias = npt.NDArray[Any]
 
@@ -187,3 +188,23 @@ def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> st
         f"the train/test split is not stratified by class: {reason} (a stratified split needs 2 samples of "
         "each class and room for each class in both splits); some classes may be missing from a split"
     )
+
+
+def untested_note(y: Array, test_rows: Array, kind: Task, classes: tuple[str, ...]) -> str:
+    """A stratified classification split of class ids ``y`` (int64, ``[n]``) whose ``test_rows``
+    leave a class without a test row (a class too rare for its share of the test split to round to
+    one: 2 samples in 200 rows with 20% tested): the note naming such classes (by ``classes``, the
+    class names) and their sample counts, as the test metric does not measure them; else ``""``
+    (regression too). ``torchlean train`` prints it, and ``predict --split test`` repeats it."""
+    if kind != "classification":
+        return ""
+    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes))
+    tested = np.bincount(np.asarray(y[test_rows], dtype=np.int64), minlength=len(classes))
+    missing = [i for i in range(len(classes)) if counts[i] and not tested[i]]
+    if not missing:
+        return ""
+    named = ", ".join(f"{name_shown(classes[i])} ({counts[i]} sample{'s' if counts[i] > 1 else ''})"
+                      for i in missing)
+    several = len(missing) > 1
+    return (f"the stratified train/test split leaves class{'es' if several else ''} {named} without a test "
+            f"row, so the test metric does not measure {'them' if several else 'it'} (more samples would)")

@@ -28,7 +28,8 @@ applies a checkpoint's saved statistics): :func:`locate` (shipped name or CSV pa
 :func:`shipped` (a whole shipped dataset), :func:`read_csv` (a :class:`Table` of cells, whose
 ``columns`` converts the features), :func:`class_ids` and :func:`targets` (label cells against
 known classes, or as regression targets). This module re-exports them, with the splits
-(:func:`split_rows`, :func:`validation_rows`, :func:`split_note`: :mod:`torchlean._splits`) and
+(:func:`split_rows`, :func:`validation_rows`, :func:`split_note`, :func:`untested_note`:
+:mod:`torchlean._splits`) and
 :class:`DataError` and :class:`EmptySplitError` (:mod:`torchlean._data_errors`).
 """
 
@@ -51,7 +52,7 @@ from torchlean._csv import STDIN, Table, _name, read_csv
 from torchlean._data_errors import DataError, EmptySplitError
 from torchlean._labels import Task, _labels, class_ids, targets
 from torchlean._shipped import DATASETS, shipped
-from torchlean._splits import TEST_FRACTION, split_note, split_rows, validation_rows
+from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.batches import BatchError, minibatches
@@ -78,6 +79,7 @@ __all__ = [
     "split_note",
     "split_rows",
     "targets",
+    "untested_note",
     "validation_rows",
 ]
 
@@ -95,11 +97,13 @@ class Dataset:
     is the label column as messages name it (``target`` for shipped datasets).
     ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
     header or as data, and how to override) or from a first row with one text cell among numbers
-    (read as a header); it is empty for shipped datasets, when ``header`` was given, and when the
-    first row had several non-numeric cells. ``split_note`` says when a classification split could
-    not be stratified by class (:func:`split_note`; for a CSV whose task was inferred from over 10
-    whole-number labels, it adds that ``task='regression'`` exists), or, when it was, which classes
-    it left without a test row (with their sample counts: the test metric does not measure them),
+    (read as a header), or that ``header=True`` read an all-numbers first row (one that looks like
+    data, not the column positions ``0,1,...``) as the header; it is empty for shipped datasets,
+    when ``header`` was given otherwise, and when the first row had several non-numeric cells.
+    ``split_note`` says when a classification split could not be stratified by class
+    (:func:`split_note`; for a CSV whose task was inferred from over 10 whole-number labels, it
+    adds that ``task='regression'`` exists), or, when it was, which classes it left without a test
+    row (:func:`untested_note`, with their sample counts: the test metric does not measure them),
     else is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
     Excel's ``sep=`` first line skipped (naming the delimiter), numpy's ``savetxt`` header ``# a b y``
     read as the header (under ``delimiter="whitespace"``), an unnamed empty last column ignored
@@ -330,26 +334,26 @@ def load_csv(
     table = read_csv(path, header=header, delimiter=delimiter)
     if len(table.names) < 2:
         raise DataError(
-            f"{table.file}: expected a label column and at least one feature column, got {len(table.names)}"
-            f"{table.separator_hint}"
+            f"{table.shown_file}: expected a label column and at least one feature column, got "
+            f"{len(table.names)}{table.separator_hint}"
         )
     label = table.column(label_column)
     feature_idx = table.feature_indices(label)
     if not feature_idx:  # a label and pandas' index only
         raise DataError(
-            f"{table.file}: expected a label column and at least one feature column, got the label column "
-            f"{display_name(table.shown(label))} and column 0, pandas' to_csv index of row numbers, which is "
-            "not a feature"
+            f"{table.shown_file}: expected a label column and at least one feature column, got the label "
+            f"column {display_name(table.shown(label))} and column 0, pandas' to_csv index of row numbers, "
+            "which is not a feature"
         )
     with table.row_names_told():
         x, cells = table.columns(label)
         assert cells is not None  # a label column was asked for
         y, classes, kind = _labels(
-            table.file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
+            table.shown_file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
         )
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
-        target, source=str(table.file), columns=tuple(table.shown(i) for i in feature_idx),
+        target, source=table.shown_file, columns=tuple(table.shown(i) for i in feature_idx),
         label=table.shown(label), val_fraction=val_fraction,
     )
     whole_numbers = all(_is_number(name) for name in classes)
@@ -474,7 +478,7 @@ def _split(
         feature_mean=mean,
         feature_scale=scale,
         label_name=label,
-        split_note=split_note(y, kind, test_fraction) or _untested_note(y, test_rows, kind, classes),
+        split_note=split_note(y, kind, test_fraction) or untested_note(y, test_rows, kind, classes),
         x_val=standardised_val,
         y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
         constant_note=constant_note,
@@ -483,25 +487,6 @@ def _split(
             None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)
         ),
     )
-
-
-def _untested_note(y: Array, test_rows: Array, kind: Task, classes: tuple[str, ...]) -> str:
-    """A stratified classification split that leaves a class without a test row (a class too
-    rare for its share of the test split to round to one: 2 samples in 200 rows with 20% tested):
-    the note naming such classes and their sample counts, as the test metric does not measure
-    them; else ``""``."""
-    if kind != "classification":
-        return ""
-    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes))
-    tested = np.bincount(np.asarray(y[test_rows], dtype=np.int64), minlength=len(classes))
-    missing = [i for i in range(len(classes)) if counts[i] and not tested[i]]
-    if not missing:
-        return ""
-    named = ", ".join(f"{name_shown(classes[i])} ({counts[i]} sample{'s' if counts[i] > 1 else ''})"
-                      for i in missing)
-    several = len(missing) > 1
-    return (f"the stratified train/test split leaves class{'es' if several else ''} {named} without a test "
-            f"row, so the test metric does not measure {'them' if several else 'it'} (more samples would)")
 
 
 def _check_statistics(source: str, columns: Sequence[str], mean: Array, std: Array, what: str) -> None:

@@ -404,8 +404,8 @@ def test_an_error_after_row_names_were_left_out_says_so(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         data.load(path, delimiter="whitespace")
     assert str(info.value) == (
-        f"{path}: line 2, column a: not a number: 'q' (is a the label? pass --label-column a, or "
-        "label_column='a' in Python) (the header has 3 cells and every data row 4, so the first cell of "
+        f"{path}: line 2, column a: not a number: 'q' (is a the label? pass label_column='a' (CLI: "
+        "--label-column a)) (the header has 3 cells and every data row 4, so the first cell of "
         "each row was taken as R's row name and left out, and the header names the cells after it; if the "
         "header lacks the first column's name, add it)"
     )

@@ -570,7 +570,12 @@ def test_other_all_number_first_row_is_data_and_says_so(tmp_path: Path) -> None:
         "pass header=True (CLI: --header) if it names the columns"
     )
     named = data.load(path, header=True, seed=0)
-    assert named.feature_names == ("5.5", "6.5") and named.header_note == ""
+    # review59 F13: header=True takes the row as names, and the note says that it looks like data
+    assert named.feature_names == ("5.5", "6.5") and named.header_note == (
+        f"{path}: first row 5.5,6.5,1 was read as a header though its cells are all numbers, so they name "
+        "the columns and the row is not read as data; pass header=False (CLI: --no-header) if it is a data "
+        "row"
+    )
     assert named.x_train.shape[0] + named.x_test.shape[0] == 50
     # a wide first row is abbreviated in the note
     wide = _write(tmp_path, "\n".join(",".join(str(i + r) for i in range(10)) for r in range(1, 12)), "w.csv")
@@ -616,7 +621,9 @@ def test_header_accepts_numpy_bools_as_bools(tmp_path: Path, flag: np.bool_) -> 
     path = _numbered(tmp_path, "5.5,6.5,1")
     got, want = data.load(path, header=flag, seed=0), data.load(path, header=bool(flag), seed=0)  # type: ignore[arg-type]
     assert got.feature_names == want.feature_names == (("5.5", "6.5") if flag else ("column_0", "column_1"))
-    assert got.header_note == "" and got.x_train.shape == want.x_train.shape
+    # header=True on this all-numbers row notes that it looks like data (review59 F13), as the bool's does
+    assert got.header_note == want.header_note and (got.header_note != "") == bool(flag)
+    assert got.x_train.shape == want.x_train.shape
     np.testing.assert_array_equal(got.x_train, want.x_train)
 
 
@@ -706,8 +713,8 @@ def test_cell_errors_name_a_repeated_or_blank_column_by_its_index(tmp_path: Path
     with pytest.raises(DataError) as info:
         data.load(blank)
     assert str(info.value) == (  # column 0 holds no number: a label? (review F4)
-        f"{blank}: line 2, column 0: not a number: 'nan?' (is 0 the label? pass --label-column 0, or "
-        "label_column=0 in Python)"
+        f"{blank}: line 2, column 0: not a number: 'nan?' (is 0 the label? pass label_column=0 (CLI: "
+        "--label-column 0))"
     )
     label = _write(tmp_path, "y,a,y\n1,2,0\n3,4,0.5\n5,6,x\n", "label.csv")
     with pytest.raises(DataError) as info:
@@ -929,4 +936,4 @@ def test_standard_input_is_read_whatever_it_was_redirected_from() -> None:
         [sys.executable, "-c", "from torchlean import data; data.read_csv(data.STDIN)"],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
     )
-    assert "DataError: /dev/stdin: the file has no rows" in done.stderr
+    assert "DataError: standard input (-): the file has no rows" in done.stderr  # review59 F11

@@ -51,7 +51,7 @@ def test_no_note_when_every_class_is_tested_or_for_regression(tmp_path: Path) ->
 
 def test_the_note_names_each_untested_class_with_its_count() -> None:
     y = np.array([0, 0, 0, 1, 1, 1, 2, 2, 3])
-    note = data._untested_note(y, np.array([0, 3]), "classification", ("a", "b", "c d", "e"))
+    note = data.untested_note(y, np.array([0, 3]), "classification", ("a", "b", "c d", "e"))
     assert note == ("the stratified train/test split leaves classes c d (2 samples), e (1 sample) without a "
                     "test row, so the test metric does not measure them (more samples would)")
-    assert data._untested_note(y, np.array([0, 3, 6, 8]), "classification", ("a", "b", "c", "e")) == ""
+    assert data.untested_note(y, np.array([0, 3, 6, 8]), "classification", ("a", "b", "c", "e")) == ""

@@ -21,6 +21,7 @@ __all__ = [
     "STDOUT",
     "check_distinct",
     "check_writable",
+    "dataset_name",
     "file_path",
     "input_dataset",
     "is_stdout",
@@ -84,6 +85,14 @@ def input_dataset(text: str) -> str:
     """argparse ``type`` of ``--dataset``: ``-`` stands for standard input (``/dev/stdin``, read
     as a CSV file); anything else is kept as given."""
     return STDIN if text == "-" else text
+
+
+def dataset_name(dataset: str) -> str:
+    """``--dataset`` (after :func:`input_dataset`) as the header lines and records name it: ``-``
+    for standard input, as the README and the command line call it (review59 F11: not
+    ``/dev/stdin``, which :func:`input_dataset` reads it as), else as given (a path keeps its
+    spelling, ``./iris`` its ``./``)."""
+    return "-" if dataset == STDIN else dataset
 
 
 def check_writable(path: Path, what: str, *, regular: bool = False) -> None:

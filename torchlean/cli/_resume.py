@@ -85,7 +85,7 @@ from its own command line (``--epochs``: the new total)."""
 
 _PARSER = "train_parser"
 """The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
-_LABEL_HINT = re.compile(r" \(is .+ the label\? pass --label-column .+ in Python\)$")
+_LABEL_HINT = re.compile(r" \(is .+ the label\? pass label_column=.+ \(CLI: --label-column .+\)\)$")
 """The fresh-run hint of a text cell in a feature column (:meth:`torchlean.data.Table.label_note`)."""
 DIGEST = "data_sha256"
 """The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
@@ -120,9 +120,10 @@ class Resumed:
     """The checkpoint's ``--delimiter`` (the comma when not given), which a resumed run reads its
     CSV with unless given another."""
     repeated: tuple[tuple[str, str], ...] = ()
-    """``--task``/``--label-column`` given to the resumed run, as ``(option, value)``: taken when
-    they resolve to the run's own task and label column (:func:`restore` checks it), as a
-    repeated ``--lr`` of the same value is."""
+    """``--task``/``--label-column`` given to the resumed run, as ``(option, value)``, and
+    ``--header``/``--no-header`` given to resume a run that guessed its header, as ``(option,
+    "")``: taken when they resolve to the run's own task, label column and header (:func:`restore`
+    checks it), as a repeated ``--lr`` of the same value is."""
 
     @property
     def epochs_before(self) -> int:
@@ -240,19 +241,51 @@ def _given(parser: argparse.ArgumentParser) -> set[str]:
 
 _RESOLVED = ("task", "label_column")
 """Options a resumed run takes when they resolve as the run's did (the checkpoint's ``task`` and
-``label_column``), whether its run gave them, spelled otherwise (``-1`` for ``label``), or not."""
+``label_column``), whether its run gave them, spelled otherwise (``-1`` for ``label``), or not.
+``--header``/``--no-header`` is compared with the header as the run resolved it too
+(:func:`_header_conflict`, :func:`_check_repeated`)."""
+_HEADER_OPTIONS = ("--header", "--no-header")
+
+
+def _header_reading(header: bool, *, run: bool = False) -> str:
+    """How a CSV file's first row is read with ``header``: ``reads the first row as a header``;
+    of the checkpoint's run (``run``), in the past tense."""
+    verb = "read" if run else "reads"
+    return f"{verb} its first row as a header" if header else f"{verb} the file without a header"
+
+
+def _header_conflict(given: bool, resolved: bool, gave: bool) -> str:
+    """The clause refusing ``--header`` (``given`` true) or ``--no-header`` to resume a run that
+    read its data's first row as a header (``resolved``) or not, by its own option (``gave``) or
+    by the guess: ``--no-header reads the file without a header, but the checkpoint's run read
+    its first row as a header, as it guessed`` (review59 F7: not ``--header/--no-header off
+    differs from the checkpoint's on``)."""
+    how = f"given {_HEADER_OPTIONS[0 if resolved else 1]}" if gave else "as it guessed"
+    return (f"{_HEADER_OPTIONS[0 if given else 1]} {_header_reading(given)}, but the checkpoint's run "
+            f"{_header_reading(resolved, run=True)}, {how}")
 
 
 def _check_repeated(resumed: Resumed, dataset: data.Dataset) -> None:
     """Refuse a ``--task`` or ``--label-column`` given to the resumed run that reads another task
-    or label column than the run's, naming both.
+    or label column than the run's, naming both, and a ``--header``/``--no-header`` given to
+    resume a run that guessed its header (``dataset`` is read with that guess) that says otherwise.
 
     Raises:
         TorchLeanError: ``--task regression reads the labels as task regression, and the run in
-            c.npz was classification ...``.
+            c.npz was classification ...``; ``--header reads its first row as a header, but the
+            checkpoint's run read the file without a header, as it guessed``.
     """
     saved, shown = resumed.saved, shown_path(resumed.path)
     for option, value in resumed.repeated:
+        if option in _HEADER_OPTIONS:  # read with the run's guess: is that what the option says?
+            given = option == _HEADER_OPTIONS[0]
+            if dataset.has_header is None or dataset.has_header == given:
+                continue
+            raise TorchLeanError(
+                f"--resume {shown} continues the run with the checkpoint's settings; "
+                f"{_header_conflict(given, dataset.has_header, gave=False)} (leave out the option, or train "
+                "a new run without --resume)"
+            )
         if option == "--task" and dataset.task != saved.task:
             mine, theirs = f"task {dataset.task}", f"task {saved.task}"
         elif option == "--label-column" and dataset.label_name != saved.label_column:
@@ -375,6 +408,13 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             values[dest] = value
             repeated.append((option, str(value)))
             continue
+        csv_run = recorded.get("dataset") not in data.DATASETS  # a shipped dataset has no header to resolve
+        if dest == "header" and isinstance(mine, bool) and csv_run:  # compared with the header as resolved
+            if theirs is None:  # guessed: read the file as the run did, and compare (_check_repeated)
+                repeated.append((_HEADER_OPTIONS[0 if mine else 1], ""))
+            elif mine != theirs:
+                conflicts.append(_header_conflict(mine, bool(theirs), gave=True))
+            continue
         default = _default_value(dest, recorded) if theirs is None else None
         if mine != theirs and not (default is not None and mine == default):
             option = _option(actions[dest])
@@ -409,8 +449,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
-    the fresh-run hint ``(is y the label? pass --label-column y, ...)``, which a resumed run would
-    refuse (the label column is the run's setting), replaced by what the run read (review43 F4);
+    the fresh-run hint ``(is y the label? pass label_column='y' (CLI: --label-column y))``, which
+    a resumed run would refuse (the label column is the run's setting), replaced by what the run
+    read (review43 F4);
     the advice to read the file with commas by leaving out ``--delimiter`` made right when the
     checkpoint's delimiter is another (leaving the option out reads with that one): ``pass
     delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is."""

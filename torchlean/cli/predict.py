@@ -105,6 +105,7 @@ import io
 import math
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,7 @@ from torchlean.cli._output import (
     STDOUT,
     check_distinct,
     check_writable,
+    dataset_name,
     file_path,
     input_dataset,
     is_stdout,
@@ -145,6 +147,7 @@ from torchlean.cli._output import (
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
+from torchlean.cli._validation import target_mse
 from torchlean.tensor import Tensor
 from torchlean.trainer import ExecutionMode, Trainer
 
@@ -170,7 +173,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dataset", required=True, type=input_dataset,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input")
     parser.add_argument("--label-column", default=None,
-                        help="CSV label column (name or index). A CSV whose header names each of the "
+                        help="CSV label column (name or index; without a header, column_N is index N). A "
+                        "CSV whose header names each of the "
                         "checkpoint's features once has its features taken by name (other columns ignored) "
                         "and by default the checkpoint's label column when named, else none; one naming only "
                         "some is refused; otherwise columns are matched by position and the default is none "
@@ -430,9 +434,12 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
 
 def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoint,
            truth: npt.NDArray[Any] | None) -> npt.NDArray[np.int64] | None:
-    """The data rows ``--split`` selects, ascending (``None``: all of them): the train or test
-    rows of :func:`torchlean.data.split_rows` with the checkpoint's seed, stratified by the
-    class ids ``truth`` for classification. A ``note:`` on stderr when ``--dataset`` is not the
+    """The data rows ``--split`` selects, in the split's order (``None``: all of them), the order
+    of ``torchlean train``'s ``x_test`` (the caller sorts them for the predictions CSV): the train
+    or test rows of :func:`torchlean.data.split_rows` with the checkpoint's seed, stratified by the
+    class ids ``truth`` for classification. With ``--split test``, the note that a class has no
+    test row, as ``torchlean train`` prints it (review59 F12), unless the split is not stratified
+    (that note then, as train prints it). A ``note:`` on stderr when ``--dataset`` is not the
     data the checkpoint was trained on (the split is then that of these rows): another dataset
     whose data do not hash as the run's did (:func:`_hashes_as_trained`), or the training file
     changed since (its split's rows may include rows the model trained on: review43 F3).
@@ -468,7 +475,7 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             f"{saved.test_fraction!r}, which takes {error.test_rows} test rows of these {error.samples}, "
             "leaving none to train on; use --split all"
         ) from None
-    same = _same_data(source.source, saved.dataset)
+    same = _same_data(args.dataset, saved.dataset)
     hashed = _hashes_as_trained(args.dataset, saved, args.delimiter)
     taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
     if hashed is None and args.dataset == data.STDIN and (saved.training is None or same):
@@ -480,13 +487,15 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
               f"trained on (their digest differs): {taken} them now, which may include rows the model "
               "trained on", file=sys.stderr)
     elif not same and not hashed:
-        print(f"note: checkpoint {args.checkpoint} was trained on {saved.dataset}; {taken} "
+        print(f"note: checkpoint {args.checkpoint} was trained on {dataset_name(saved.dataset)}; {taken} "
               f"{source.source}, among which rows the model trained on may be, if these data hold any",
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
+    if not note and args.split == "test":  # review59 F12: train's note on a class the test rows lack
+        note = data.untested_note(labels, test, saved.task, saved.classes)
     if note:
         print(f"note: {cli_spelling(note)}", file=sys.stderr)
-    return np.sort(train if args.split == "train" else test)
+    return np.asarray(train if args.split == "train" else test, dtype=np.int64)
 
 
 _HEADER_HINT = re.compile(r"; line \d+ looks like a header \(.*$")
@@ -677,6 +686,32 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, json_on_stdout)
 
 
+def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
+    """The checkpoint of ``predict CHECKPOINT``.
+
+    Raises:
+        CheckpointError: ``CHECKPOINT`` is not a readable checkpoint (naming it and why).
+        TorchLeanError: it is not, and the file ``--dataset`` names is one: the arguments swapped
+            (``predict DATA.csv --dataset CHECKPOINT.npz``), saying the order (review59 F14).
+    """
+    try:
+        return checkpoint.load(args.checkpoint)
+    except checkpoint.CheckpointError as error:
+        dataset = args.dataset
+        if (dataset in data.DATASETS or dataset == data.STDIN or not os.path.isfile(dataset)
+                or not os.path.isfile(args.checkpoint)):
+            raise
+        try:
+            checkpoint.load(dataset)
+        except TorchLeanError:
+            raise error from None
+        ckpt, given = shown_path(args.checkpoint), shown_path(dataset)
+        raise TorchLeanError(
+            f"{error}, and --dataset {given} is a checkpoint: swapped? the order is predict CHECKPOINT "
+            f"--dataset DATA (torchlean predict {shlex.quote(given)} --dataset {shlex.quote(ckpt)})"
+        ) from None
+
+
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
@@ -687,7 +722,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         check_writable(args.output, "--output")
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
-    saved = checkpoint.load(args.checkpoint)
+    saved = _load_checkpoint(args)
     if args.probabilities and saved.task != "classification":
         raise TorchLeanError(
             f"--probabilities applies to classification checkpoints, and checkpoint "
@@ -721,7 +756,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
                 f"{'accuracy' if classification else 'mse'})"
             )
             raise TorchLeanError(f"{error}{clause}") from None
-    chosen = _split(args, source, saved, truth)
+    order = _split(args, source, saved, truth)  # the split's rows in its order (train's x_test's)
+    chosen = None if order is None else np.sort(order)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
               f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
@@ -759,14 +795,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     with contextlib.redirect_stdout(banner):
         trainer.open()
     dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
+    trained_on = shown_path(dataset_name(saved.dataset))
     print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
-          f"features={saved.features} dtype={saved.dtype} trained_on={shown_path(saved.dataset)} "
+          f"features={saved.features} dtype={saved.dtype} trained_on={trained_on} "
           f"trained_under={saved.profile}", file=out)
     split = "" if chosen is None else f" split={args.split}"
     if chosen is not None and saved.test_fraction != data.TEST_FRACTION:
         split += f" test_fraction={saved.test_fraction!r}"
-    print(f"dataset={shown_path(source.source)} rows={x.shape[0]}{split} profile={trainer.profile.name} "
-          f"execution={trainer.config.execution.label}", file=out)
+    print(f"dataset={shown_path(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
+          f"profile={trainer.profile.name} execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
         logits = trainer.predict(x)
@@ -797,8 +834,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             finite = np.isfinite(values) & np.isfinite(outputs).all(axis=1)
             missing = count - int(np.count_nonzero(finite))
             if truth is not None:
-                # against the targets as read (float64), not rounded to the checkpoint's dtype, as test_mse
-                mse = float(np.mean((values[finite] - truth[finite]) ** 2)) if missing < count else math.nan
+                # train's test_mse, by the same function (against the targets as read, in float64, not
+                # rounded to the checkpoint's dtype), over the rows in the split's order, as train sums
+                # them: --split test's mse is its test_mse bit for bit (review59 F15)
+                ranked = np.arange(count) if order is None else np.searchsorted(np.sort(order), order)
+                scored = ranked[finite[ranked]]
+                mse = (target_mse(outputs[scored], truth[scored], saved.target_mean, saved.target_scale)
+                       if scored.size else math.nan)
                 kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
                 summary = f"mse={metric_text(mse)}{kept if missing else ''}"
                 scores = {"mse": mse}
@@ -815,7 +857,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if args.report_json is not None:
         write_json_record(args.report_json, {
             "checkpoint": str(args.checkpoint),
-            "dataset": source.source,
+            "dataset": dataset_name(args.dataset),
             "rows": count,
             "split": args.split,
             "test_fraction": None if chosen is None else saved.test_fraction,

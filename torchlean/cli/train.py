@@ -115,6 +115,7 @@ from torchlean.cli._audit import print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
+    dataset_name,
     file_path,
     input_dataset,
     is_stdout,
@@ -177,7 +178,8 @@ def register(subparsers: Any) -> None:
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input "
                         "(default: digits)")
     parser.add_argument("--label-column", default=None,
-                        help="CSV label column (name or index; default: last). A header name comes first: "
+                        help="CSV label column (name or index; default: last; without a header, column_N "
+                        "is index N, as the record names it). A header name comes first: "
                         "a number that names a column (a header 'a,3,b,y' and --label-column 3) is that "
                         "column, with a 'note:' on stderr; give the index then counted from the end (-1) or "
                         "the other column's name")
@@ -784,7 +786,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         if message == str(error):
             raise
         raise data.DataError(message) from None
-    source = dataset.name if args.dataset in data.DATASETS else args.dataset  # a CSV file: its path as given
+    # a CSV file: its path as given (standard input as -)
+    source = dataset.name if args.dataset in data.DATASETS else dataset_name(args.dataset)
     if dataset.header_note:
         print(f"note: {cli_spelling(dataset.header_note)}", file=sys.stderr)
     for note in dataset.notes:  # Excel's sep= line, a trailing delimiter, the label by name, pandas' index
@@ -794,7 +797,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     classification = dataset.task == "classification"
     if args.label_smoothing != 0.0 and not classification:
         raise TorchLeanError(
-            f"--label-smoothing applies to classification; {shown_path(args.dataset)} is a regression task "
+            f"--label-smoothing applies to classification; {shown_path(source)} is a regression task "
             "(its model is trained on mse)"
         )
     outputs = dataset.n_classes if classification else 1

@@ -1,0 +1,330 @@
+"""``torchlean train`` / ``predict`` on a user's CSV file (review59 F7, F8, F11-F15): the header and
+label column as the run resolved them under ``--resume``, the ``column_N`` names the tool prints
+for a headerless file, the file named as typed (standard input as ``-``), the notes predict
+repeats from train, the swapped ``predict`` arguments, and predict's ``mse`` equal to train's
+``test_mse`` bit for bit.
+
+Oracles: the uninterrupted run (or the same run given the index instead of the name), scikit-learn's
+``train_test_split`` (the split's rows and their order), numpy float64 over the predictions CSV,
+and messages written out by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import arrays, cli, metadata, ok
+from sklearn.model_selection import train_test_split
+
+from torchlean import data
+
+RUN = ("--epochs", "2", "--hidden", "4")
+
+
+def _features(rows: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((rows, 3))
+
+
+@pytest.fixture
+def intlab(tmp_path: Path) -> Path:
+    """40 rows ``a,b,c,y`` with whole-number labels 0, 1, 2: the header is guessed (a text cell)."""
+    x = _features(40, 0)
+    y = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0)
+    path = tmp_path / "intlab.csv"
+    rows = zip(x, y, strict=True)
+    path.write_text("a,b,c,y\n" + "".join(f"{a:.4f},{b:.4f},{c:.4f},{k}\n" for (a, b, c), k in rows))
+    return path
+
+
+@pytest.fixture
+def headerless(tmp_path: Path) -> Path:
+    """The same kind of rows without a header, the label (a quantity) first: every row numbers."""
+    x = _features(40, 1)
+    y = x @ [1.0, 2.0, 3.0]
+    path = tmp_path / "nohdr.csv"
+    path.write_text("".join(f"{t:.4f},{a:.4f},{b:.4f},{c:.4f}\n" for (a, b, c), t in zip(x, y, strict=True)))
+    return path
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (2, ""), err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+def _test_line(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith(("test_accuracy=", "test_mse="))]
+
+
+# --- F7: --header/--no-header under --resume, as the run resolved the header -------------------------
+
+
+def test_header_repeated_for_a_guessed_header_resumes_as_the_uninterrupted_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path
+) -> None:
+    whole, part, resumed = (tmp_path / name for name in ("whole.npz", "part.npz", "resumed.npz"))
+    full = ok(capsys, "--dataset", str(intlab), *RUN, "--epochs", "3", "--save", str(whole))
+    ok(capsys, "--dataset", str(intlab), *RUN, "--epochs", "1", "--save", str(part))
+    lines = ok(capsys, "--resume", str(part), "--epochs", "3", "--header", "--save", str(resumed))
+    assert _test_line(lines) == _test_line(full) and len(_test_line(lines)) == 1
+    saved, expected = arrays(resumed), arrays(whole)
+    assert saved.keys() == expected.keys()
+    assert all(np.array_equal(saved[k], expected[k]) for k in expected if k.startswith("weights/"))
+    # the run's setting stays what it was (guessed), as a repeated --lr of the same value leaves it
+    assert metadata(resumed)["training"]["settings"]["header"] is None
+
+
+def test_no_header_for_a_run_that_read_a_header_is_refused_in_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path
+) -> None:
+    part = tmp_path / "part.npz"
+    ok(capsys, "--dataset", str(intlab), *RUN, "--epochs", "1", "--save", str(part))
+    assert _refused(capsys, "train", "--resume", str(part), "--epochs", "2", "--no-header") == (
+        f"--resume {part} continues the run with the checkpoint's settings; --no-header reads the file "
+        "without a header, but the checkpoint's run read its first row as a header, as it guessed (leave out "
+        "the option, or train a new run without --resume)"
+    )
+    given = tmp_path / "given.npz"
+    ok(capsys, "--dataset", str(intlab), *RUN, "--epochs", "1", "--header", "--save", str(given))
+    assert _refused(capsys, "train", "--resume", str(given), "--epochs", "2", "--no-header") == (
+        f"--resume {given} continues the run with the checkpoint's settings; --no-header reads the file "
+        "without a header, but the checkpoint's run read its first row as a header, given --header (leave "
+        "out the option, or train a new run without --resume)"
+    )
+
+
+def test_header_for_a_headerless_run_is_refused_in_words_and_no_header_taken(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, headerless: Path
+) -> None:
+    given, guessed = tmp_path / "given.npz", tmp_path / "guessed.npz"
+    csv_options = ("--label-column", "0", "--task", "regression")
+    ok(capsys, "--dataset", str(headerless), *RUN, *csv_options, "--no-header", "--epochs", "1", "--save",
+       str(given))
+    # guessed: every cell of the first row is a number, so it is data (the guess's note on stderr)
+    code, _, err = cli(capsys, "train", "--dataset", str(headerless), *RUN, *csv_options, "--epochs", "1",
+                       "--save", str(guessed))
+    assert code == 0 and "so it was read as data (no header)" in err
+    for path, how in ((given, "given --no-header"), (guessed, "as it guessed")):
+        code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2", "--header")
+        # the file is read with the run's guess (its note first), then the option compared with it
+        guess = [] if path == given else [line for line in err.splitlines() if line.startswith("note: ")]
+        assert (code, out, err.splitlines()) == (2, "", [*guess, (
+            f"error: --resume {path} continues the run with the checkpoint's settings; --header reads its "
+            f"first row as a header, but the checkpoint's run read the file without a header, {how} (leave "
+            "out the option, or train a new run without --resume)"
+        )])
+        assert len(guess) == (path == guessed)
+    lines = ok(capsys, "--resume", str(given), "--epochs", "2", "--no-header")
+    assert lines[2].startswith(f"resumed_from={given} epochs_before=1 ")
+    code, out, _ = cli(capsys, "train", "--resume", str(guessed), "--epochs", "2", "--no-header")
+    assert code == 0 and f"resumed_from={guessed} epochs_before=1 " in out
+
+
+# --- F8: the column_N names of a headerless file are label columns ----------------------------------
+
+
+def test_column_n_names_index_n_in_train_resume_and_predict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, headerless: Path
+) -> None:
+    by_index, by_name = tmp_path / "index.npz", tmp_path / "name.npz"
+    csv_options = ("--no-header", "--task", "regression")
+    ok(capsys, "--dataset", str(headerless), *RUN, *csv_options, "--label-column", "0", "--save",
+       str(by_index))
+    ok(capsys, "--dataset", str(headerless), *RUN, *csv_options, "--label-column", "column_0", "--save",
+       str(by_name))
+    got, want = arrays(by_name), arrays(by_index)
+    assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+    assert metadata(by_name)["label_column"] == "column_0" == metadata(by_index)["label_column"]
+    # the name the checkpoint records, given back to resume (and another one refused naming both)
+    lines = ok(capsys, "--resume", str(by_index), "--epochs", "3", "--label-column", "column_0")
+    assert lines[2].startswith(f"resumed_from={by_index} epochs_before=2 ")
+    assert _refused(capsys, "train", "--resume", str(by_index), "--epochs", "3", "--label-column",
+                    "column_3") == (
+        f"--resume {by_index} continues the run with the checkpoint's settings; --label-column column_3 "
+        "differs from the checkpoint's run's label column column_0 (leave out the option, or train a new run "
+        "without --resume)"
+    )
+    # predict: by name as by index
+    reports = []
+    for column in ("0", "column_0"):
+        code, out, err = cli(capsys, "predict", str(by_index), "--dataset", str(headerless), "--no-header",
+                             "--label-column", column, "--output", str(tmp_path / f"p{column}.csv"))
+        assert (code, err) == (0, ""), err
+        reports.append([line for line in out.splitlines() if line.startswith("mse=")])
+    assert reports[0] == reports[1] and len(reports[0]) == 1
+    assert (tmp_path / "p0.csv").read_text() == (tmp_path / "pcolumn_0.csv").read_text()
+
+
+def test_an_unknown_column_n_is_refused_naming_the_names(
+    capsys: pytest.CaptureFixture[str], headerless: Path
+) -> None:
+    given = ("--dataset", str(headerless), "--no-header", "--label-column", "column_4")
+    assert _refused(capsys, "train", *given) == (
+        f"unknown label column column_4 in {headerless} (known: indices 0..3 or their names "
+        "column_0..column_3 (the file has no header))"
+    )
+    # a file with a header has its own names: column_0 is no name of it
+    header = headerless.parent / "named.csv"
+    header.write_text("t,a,b,c\n" + headerless.read_text())
+    with pytest.raises(data.UnknownLabelError) as info:
+        data.load(header, label_column="column_0")
+    assert str(info.value) == f"unknown label column column_0 in {header} (known: t | a | b | c)"
+    assert data.load(headerless, header=False, label_column="column_2", task="regression").label_name == (
+        "column_2"
+    )
+
+
+# --- F11: the file as typed; standard input as - ------------------------------------------------------
+
+
+def test_a_path_is_named_as_typed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _refused(capsys, "train", "--dataset", "./iris") == "dataset file not found: ./iris"
+    assert _refused(capsys, "train", "--dataset", "./sub/../iris.csv") == (
+        "dataset file not found: ./sub/../iris.csv"
+    )
+    Path("bad.csv").write_text("a,b,y\n1,x,0\n2,3,1\n")
+    assert _refused(capsys, "train", "--dataset", "./bad.csv") == (
+        "./bad.csv: line 2, column b: not a number: 'x'"
+    )
+
+
+def _torchlean(*argv: str, stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run([sys.executable, "-m", "torchlean", *argv], input=stdin, capture_output=True,
+                          text=True, env=env, cwd=cwd, check=False, timeout=600)
+
+
+def test_standard_input_is_named_dash(tmp_path: Path, intlab: Path) -> None:
+    empty = _torchlean("train", "--dataset", "-", stdin="", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (
+        2, "", "error: standard input (-): the file has no rows\n"
+    )
+    bad = _torchlean("train", "--dataset", "-", stdin="a,b,y\n1,x,0\n2,3,1\n", cwd=tmp_path)
+    assert bad.stderr == "error: standard input (-): line 2, column b: not a number: 'x'\n"
+    model = tmp_path / "m.npz"
+    trained = _torchlean("train", "--dataset", "-", *RUN, "--save", str(model), stdin=intlab.read_text(),
+                         cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.startswith("dataset=- train=32 test=8 ")
+    predicted = _torchlean("predict", str(model), "--dataset", "-", "--output", str(tmp_path / "p.csv"),
+                           "--report-json", "-", stdin=intlab.read_text(), cwd=tmp_path)
+    assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout)["dataset"] == "-"
+    assert predicted.stderr.splitlines()[0].endswith(" trained_on=- trained_under=checked_cpu")
+    assert predicted.stderr.splitlines()[1].startswith("dataset=- rows=40 ")
+
+
+# --- F12: predict --split test repeats train's note on a class without a test row ---------------------
+
+
+def test_predict_split_test_repeats_the_note_on_an_untested_class(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    labels = ["a"] * 99 + ["b"] * 99 + ["rare"] * 2
+    np.random.default_rng(0).shuffle(labels)
+    x = np.random.default_rng(1).standard_normal((200, 2))
+    path = tmp_path / "rare.csv"
+    rows = zip(x, labels, strict=True)
+    path.write_text("p,q,y\n" + "".join(f"{a:.4f},{b:.4f},{y}\n" for (a, b), y in rows))
+    _, test = train_test_split(np.array(labels), test_size=0.2, random_state=0, stratify=np.array(labels))
+    assert "rare" not in set(test)  # the premise, by scikit-learn's own split
+    note = ("note: the stratified train/test split leaves class rare (2 samples) without a test row, so the "
+            "test metric does not measure it (more samples would)\n")
+    model = tmp_path / "rare.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(path), *RUN, "--save", str(model))
+    assert (code, err) == (0, note)
+    code, out, err = cli(capsys, "predict", str(model), "--dataset", str(path), "--split", "test", "--output",
+                         str(tmp_path / "t.csv"))
+    assert (code, err) == (0, note) and "accuracy=" in out
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(path), "--split", "train", "--output",
+                       str(tmp_path / "tr.csv"))
+    assert (code, err) == (0, "")  # the train rows hold the class: no test metric is short of it
+
+
+# --- F13: --header on a first row of numbers that looks like data --------------------------------------
+
+
+def test_header_on_an_all_numbers_first_row_is_noted_in_train_and_predict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, headerless: Path
+) -> None:
+    first = headerless.read_text().splitlines()[0]
+    note = (f"note: {headerless}: first row {first} was read as a header though its cells are all numbers, "
+            "so they name the columns and the row is not read as data; pass --no-header if it is a data "
+            "row\n")
+    model = tmp_path / "h.npz"
+    code, out, err = cli(capsys, "train", "--dataset", str(headerless), *RUN, "--header", "--label-column",
+                         "0", "--task", "regression", "--save", str(model))
+    assert (code, err) == (0, note)
+    assert out.startswith("dataset=") and " train=31 test=8 " in out  # 39 data rows: the first is the header
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(headerless), "--header", "--output",
+                       str(tmp_path / "p.csv"))
+    assert (code, err) == (0, note)
+    # the column positions 0,1,... are pandas' header: no note (and none under --no-header)
+    positions = tmp_path / "positions.csv"
+    positions.write_text("0,1,2,3\n" + "\n".join(headerless.read_text().splitlines()[1:]) + "\n")
+    assert data.load(positions, header=True, task="regression").header_note == ""
+    assert data.load(headerless, header=False, task="regression").header_note == ""
+
+
+# --- F14: predict DATA --dataset CHECKPOINT ------------------------------------------------------------
+
+
+def test_swapped_predict_arguments_name_the_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path
+) -> None:
+    model = tmp_path / "m.npz"
+    ok(capsys, "--dataset", str(intlab), *RUN, "--save", str(model))
+    assert _refused(capsys, "predict", str(intlab), "--dataset", str(model)) == (
+        f"{intlab}: not a numpy .npz archive (not a zip file), and --dataset {model} is a checkpoint: "
+        f"swapped? the order is predict CHECKPOINT --dataset DATA (torchlean predict {model} --dataset "
+        f"{intlab})"
+    )
+    # a --dataset that is no checkpoint, or a CHECKPOINT that does not exist: the reader's own error
+    assert _refused(capsys, "predict", str(intlab), "--dataset", str(intlab)) == (
+        f"{intlab}: not a numpy .npz archive (not a zip file)"
+    )
+    missing = tmp_path / "missing.npz"
+    assert _refused(capsys, "predict", str(missing), "--dataset", str(model)) == (
+        f"checkpoint file not found: {missing}"
+    )
+
+
+# --- F15: predict's mse is train's test_mse, bit for bit ------------------------------------------------
+
+
+def test_predict_split_test_mse_is_train_test_mse_bit_for_bit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(1)  # the review's kind of data: large targets, 120 rows
+    x = rng.standard_normal((120, 3))
+    y = (x @ [1.0, 2.0, 3.0]) * 1e5 + 3e5 * rng.standard_normal(120)
+    path = tmp_path / "rt.csv"
+    path.write_text("a,b,c,y\n" + "".join(f"{a!r},{b!r},{c!r},{t!r}\n" for (a, b, c), t in zip(
+        x.tolist(), y.tolist(), strict=True)))
+    model, record, report, out = (tmp_path / name for name in ("m.npz", "r.json", "p.json", "p.csv"))
+    code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--hidden", "8", "--save",
+                       str(model), "--report-json", str(record))
+    assert (code, err) == (0, ""), err
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(path), "--split", "test", "--output",
+                       str(out), "--report-json", str(report))
+    assert (code, err) == (0, ""), err
+    test_mse, mse = json.loads(record.read_text())["test_mse"], json.loads(report.read_text())["mse"]
+    # the oracle: numpy over the predictions CSV, in the split's row order (train's x_test order)
+    with out.open(newline="") as handle:
+        predicted = {int(r["row"]): float(r["prediction"]) for r in csv.DictReader(handle)}
+    _, test_rows = train_test_split(np.arange(120), test_size=0.2, random_state=0)
+    in_order = np.array([predicted[r] for r in test_rows]) - y[test_rows]
+    ascending = np.array([predicted[r] for r in sorted(test_rows)]) - y[sorted(test_rows)]
+    assert float(np.mean(ascending**2)) != float(np.mean(in_order**2))  # the premise: order shows in the bits
+    assert mse == test_mse == float(np.mean(in_order**2))
