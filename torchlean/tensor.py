@@ -542,7 +542,12 @@ class Tensor:
 
     @property
     def grad_fn(self) -> str | None:
-        """Name of the op whose tape node produced this tensor, or None for leaves."""
+        """The label of the op whose tape node produced this tensor (``"relu"``, a ``str``), or
+        ``None`` when no node did (a leaf, or a result computed without a tape).
+
+        A label string, not a graph node: unlike torch's ``grad_fn`` it has no
+        ``next_functions``, no inputs and no kernel. :meth:`lineage` walks the recorded ops
+        behind the tensor and returns their kernels."""
         return None if self._node is None else self._node.name
 
     @property
@@ -561,11 +566,41 @@ class Tensor:
         assignment, an optimizer's update), through this tensor or a view sharing its storage,
         as the values are then no longer that kernel's. torch has no counterpart (``grad_fn``
         names the backward node, not the kernel).
+
+        It names the last op only: ``y[0]`` runs ``slice`` then ``reshape`` and names
+        ``reshape``; the ops that computed the inputs are not recorded in the tensor.
+        :meth:`lineage` lists the kernels of every recorded op behind it, as far as the tape
+        reaches.
         """
         producer = self._producer
         if producer is None or self._version.value != self._produced_at:
             return None
         return producer
+
+    def lineage(self) -> tuple[AcceptedKernel, ...]:
+        """The accepted kernels of the recorded ops these values depend on, in recording order.
+
+        Walks the tape behind this tensor (what ``backward()`` traverses), one entry per op,
+        each op once, this tensor's own op last (``t.lineage()[-1] is t.produced_by``). It reads
+        only what the tape holds: ops run without a tape (under ``no_grad()``, or on inputs none
+        of which requires a gradient) leave no node, so a tensor without one gives
+        ``(t.produced_by,)`` or ``()``; inputs that do not require a gradient (a dropout mask, a
+        target) and leaves end the walk, and the forward-only random ops (``rand_uniform``,
+        ``bernoulli_mask``) never record a node. The kernels are forward kernels; ``backward()``
+        runs their VJPs. :func:`torchlean.autograd.lineage.lineage` says more. torch has no
+        counterpart returning kernels (``grad_fn.next_functions`` walks backward nodes).
+
+        Returns:
+            A tuple of :class:`~torchlean.backend.acceptance.AcceptedKernel`.
+
+        Raises:
+            AutogradError: a ``backward()`` without ``retain_graph=True`` freed the graph behind
+                this tensor, or a tensor on the walk was written in place after its op recorded
+                it.
+        """
+        from torchlean.autograd.lineage import lineage
+
+        return lineage(self)
 
     # ----------------------------------------------------------------------------- conversion
 

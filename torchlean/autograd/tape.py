@@ -140,6 +140,12 @@ class Node:
         """True once a backward without ``retain_graph`` released this node."""
         return self._freed
 
+    def output_written(self) -> bool:
+        """True when the output's storage was written in place since the op recorded it (the
+        version check :meth:`apply` makes on the output; False once freed, as nothing is kept)."""
+        out = self._out
+        return out is not None and out.counter.value != out.version
+
     def _raise_freed(self) -> None:
         raise AutogradError(
             f"autograd: the graph behind this tensor was freed by an earlier backward() (node "
