@@ -16,12 +16,14 @@ from beartype import beartype
 from torchlean.backend.acceptance import (
     AcceptanceFailure,
     AcceptedGraphKernelPlan,
+    AcceptedKernel,
     EvidenceRejected,
     GraphKernelPlanResult,
 )
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit, ObligationReport
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence
+from torchlean.backend.fields import BackendTypeError, describe
 from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan
 from torchlean.backend.planner import CapsuleVerdict, KernelPlan
 from torchlean.backend.policy import KernelPolicy
@@ -62,8 +64,45 @@ def descriptor_line(obligation: ContractObligation, descriptor: ContractDescript
     return f"    {obligation.label}: {descriptor.claim.label}; {descriptor.evidence.label}"
 
 
+def _require_audit(row: object, function: str) -> None:
+    """Refuse anything but a :class:`KernelAudit` as ``function``'s row, naming ``.audit()``.
+
+    Raises:
+        BackendTypeError: naming the function, the value and its type, and the way to an audit
+            row; for an ``AcceptedKernel`` (``t.produced_by``), its ``.audit()``; for ``None``,
+            that ``produced_by`` is ``None`` where no kernel computed the values.
+    """
+    if isinstance(row, KernelAudit):
+        return
+    if isinstance(row, AcceptedKernel):
+        hint = "; an AcceptedKernel is not its audit row: call .audit() on it"
+    elif row is None:
+        hint = (
+            "; a tensor's produced_by is None for data, gradients and parameters, and after a write "
+            "from outside a kernel (copy_, an optimizer's update): there is no kernel to audit"
+        )
+    else:
+        hint = ""
+    raise BackendTypeError(
+        f"report.{function} takes a KernelAudit, the row AcceptedKernel.audit() returns "
+        f"(report.{function}(t.produced_by.audit())), got {describe(row)}{hint}"
+    )
+
+
 def audit_line(row: KernelAudit) -> str:
-    """One line per kernel: ``  {op}: {capsule} provider={p} trust={t} vjp={v} reduction={r}``."""
+    """One line per kernel: ``  {op}: {capsule} provider={p} trust={t} vjp={v} reduction={r}``.
+
+    Args:
+        row: a :class:`~torchlean.backend.audit.KernelAudit`, the row ``kernel.audit()`` returns
+            for an accepted kernel (``audit_line(t.produced_by.audit())``) and
+            ``plan.audit().kernels`` holds for a plan.
+
+    Raises:
+        BackendTypeError: ``row`` is not a ``KernelAudit`` (also a ``TypeError``): an
+            ``AcceptedKernel`` (pass ``.audit()``), or ``None`` (``t.produced_by`` is ``None``
+            for data, gradients, parameters and after an optimizer's update).
+    """
+    _require_audit(row, "audit_line")
     return (
         f"  {row.op.label}: {row.capsule_name} provider={row.provider.label} trust={row.trust_level.label} "
         f"vjp={row.vjp_mode.label} reduction={row.numerical_policy.reduction.label}"
@@ -71,7 +110,16 @@ def audit_line(row: KernelAudit) -> str:
 
 
 def detailed_report_lines(row: KernelAudit) -> list[str]:
-    """The audit line, then shape, layout, value and vjp descriptor lines (5 lines)."""
+    """The audit line, then shape, layout, value and vjp descriptor lines (5 lines).
+
+    Args:
+        row: a :class:`~torchlean.backend.audit.KernelAudit` (``kernel.audit()``), as for
+            :func:`audit_line`.
+
+    Raises:
+        BackendTypeError: ``row`` is not a ``KernelAudit``, as :func:`audit_line` says.
+    """
+    _require_audit(row, "detailed_report_lines")
     return [audit_line(row)] + [descriptor_line(obligation, d) for obligation, d in row.contracts()]
 
 
@@ -283,7 +331,17 @@ def capsule_to_json(capsule: KernelCapsule) -> JSON:
 
 
 def audit_to_json(row: KernelAudit) -> JSON:
-    """One audit row: op, capsule, provider, device, trust, vjp, reduction and the four contracts."""
+    """One audit row: op, capsule, provider, device, trust, vjp, reduction and the four contracts.
+
+    Args:
+        row: a :class:`~torchlean.backend.audit.KernelAudit` (``kernel.audit()``:
+            ``audit_to_json(t.produced_by.audit())``), as for :func:`audit_line`.
+
+    Raises:
+        BackendTypeError: ``row`` is not a ``KernelAudit`` (also a ``TypeError``), as
+            :func:`audit_line` says.
+    """
+    _require_audit(row, "audit_to_json")
     return {
         "op": row.op.label,
         "capsule": row.capsule_name,
@@ -354,7 +412,12 @@ def checked_kernel_to_json(row: KernelAudit, checks: Sequence[ContractCheck]) ->
     ``checks`` are the results of :meth:`~torchlean.backend.audit.KernelPlanAudit.check_contracts`
     over a plan holding ``row``: the verdicts are read from their ``rejected`` reports, as
     :func:`check_lines` prints them, not recomputed.
+
+    Raises:
+        BackendTypeError: ``row`` is not a :class:`~torchlean.backend.audit.KernelAudit`
+            (``kernel.audit()``), as :func:`audit_line` says.
     """
+    _require_audit(row, "checked_kernel_to_json")
     contracts: JSON = {}
     for (obligation, descriptor), report in zip(row.contracts(), row.obligation_reports(), strict=True):
         verdicts = {check.policy.label: _word(report not in check.rejected) for check in checks}

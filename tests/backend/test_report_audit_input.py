@@ -1,0 +1,105 @@
+"""The report functions that take one audit row refuse anything else with a ``TypeError`` naming
+``.audit()`` (review62 F7: ``audit_line(y.produced_by)`` gave ``AttributeError: 'AcceptedKernel'
+object has no attribute 'capsule_name'``, and ``audit_line(None)`` an ``AttributeError`` on
+``'NoneType'``, although ``produced_by`` is None after an optimizer's update).
+
+Oracles: hand-written lines and messages; the accepted input still gives the rows it gave.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import torchlean as tl
+from torchlean.backend import profiles, report
+from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.fields import BackendTypeError
+
+
+def _relu_kernel() -> Any:
+    with tl.session("checked_cpu"):
+        return tl.relu(tl.tensor(np.ones(3))).produced_by
+
+
+def _checked(row: Any) -> Any:
+    return report.checked_kernel_to_json(row, ())
+
+
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "audit_line": report.audit_line,
+    "detailed_report_lines": report.detailed_report_lines,
+    "audit_to_json": report.audit_to_json,
+    "checked_kernel_to_json": _checked,
+}
+
+
+def test_the_audit_row_of_an_accepted_kernel_is_rendered_as_before() -> None:
+    row = _relu_kernel().audit()
+    assert report.audit_line(row) == (
+        "  relu: reference.relu provider=reference trust=checked vjp=torchlean-tape reduction=n/a"
+    )
+    assert report.detailed_report_lines(row)[0] == report.audit_line(row)
+    assert len(report.detailed_report_lines(row)) == 5
+    data = report.audit_to_json(row)
+    assert (data["op"], data["capsule"], data["provider"], data["reduction"]) == (
+        "relu", "reference.relu", "reference", "n/a"
+    )
+    assert _checked(row)["capsule"] == "reference.relu"
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_an_accepted_kernel_is_refused_naming_audit(name: str) -> None:
+    kernel = _relu_kernel()
+    with pytest.raises(BackendTypeError) as info:
+        FUNCTIONS[name](kernel)
+    assert str(info.value) == (
+        f"report.{name} takes a KernelAudit, the row AcceptedKernel.audit() returns "
+        f"(report.{name}(t.produced_by.audit())), got AcceptedKernel(relu, reference.relu) (AcceptedKernel); "
+        "an AcceptedKernel is not its audit row: call .audit() on it"
+    )
+    assert isinstance(info.value, TypeError) and isinstance(info.value, TorchLeanError)
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_none_is_refused_saying_that_produced_by_may_be_none(name: str) -> None:
+    with tl.session("checked_cpu"):
+        t = tl.exp(tl.tensor(np.ones(2)))
+    with tl.no_grad():
+        t.copy_(tl.tensor(np.zeros(2)))  # an optimizer's update writes this way: no kernel's values
+    assert t.produced_by is None
+    with pytest.raises(TypeError) as info:
+        FUNCTIONS[name](t.produced_by)
+    assert str(info.value) == (
+        f"report.{name} takes a KernelAudit, the row AcceptedKernel.audit() returns "
+        f"(report.{name}(t.produced_by.audit())), got None (NoneType); a tensor's produced_by is None "
+        "for data, gradients and parameters, and after a write from outside a kernel (copy_, an "
+        "optimizer's update): there is no kernel to audit"
+    )
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("value", ["relu", 3, {"op": "relu"}])
+def test_other_values_are_refused_naming_value_and_type(name: str, value: object) -> None:
+    shown = re.escape(f"{value!r} ({type(value).__name__})")
+    with pytest.raises(BackendTypeError, match=rf"^report\.{name} takes a KernelAudit, .*, got {shown}$"):
+        FUNCTIONS[name](value)
+
+
+def test_a_plan_audit_is_refused_too() -> None:
+    """The whole plan's audit is not one row (``plan.audit().kernels`` holds the rows)."""
+    plan_audit = profiles.get("checked_cpu").plan_ops(["relu"]).audit()
+    with pytest.raises(BackendTypeError, match=r"got KernelPlanAudit\("):
+        report.audit_line(plan_audit)
+    assert report.audit_line(plan_audit.kernels[0]).startswith("  relu: reference.relu ")
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_the_docstrings_state_the_input_and_the_error(name: str) -> None:
+    doc = inspect.getdoc(getattr(report, name)) or ""
+    assert "KernelAudit" in doc and ".audit()" in doc and "Raises:" in doc and "BackendTypeError" in doc
