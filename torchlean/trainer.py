@@ -946,11 +946,14 @@ class Trainer(Generic[In, Out]):
 
     @property
     def selected(self) -> list[AcceptedKernel]:
-        """Accepted kernels that computed this trainer's values, in first-use order.
+        """Accepted kernels that computed this trainer's values, each once.
 
-        Eager: the session's selections. Typed graph: the distinct kernels of the accepted
-        graph plans (then any eager selections, e.g. none on the default path). Empty before the
-        trainer has run anything (reading it opens no session, so it never raises).
+        Eager: the session's selections, in first-use order. Typed graph: the distinct kernels
+        of the accepted graph plans, in the graphs' node order (the order the forward runs
+        them), then those of ops run eagerly outside the graph (none on the default path; a
+        dropout mask's ``bernoulli_mask``, drawn before each step's graph runs, comes last
+        there, where eager execution lists it where the dropout layer first ran). Empty before
+        the trainer has run anything (reading it opens no session, so it never raises).
         """
         eager = [] if self._session is None else self._session.selected
         chosen: list[AcceptedKernel] = []

@@ -851,7 +851,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected
-    preference_notes = print_capsules_used(selected, trainer.profile, out)
+    preference_notes = print_capsules_used(selected, trainer.profile, out, trainer.config.execution)
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:

@@ -974,7 +974,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         record["test_mse"] = mse
         print(f"test_mse={metric_text(mse)}")
     selected = trainer.selected
-    preference_notes = print_capsules_used(selected, profile, sys.stdout)
+    preference_notes = print_capsules_used(selected, profile, sys.stdout, execution)
     if kernel_times is not None:
         print(f"kernel times of the training epochs ({len(kernel_times.kernels)} capsules, most time first):")
         print(textwrap.indent(kernel_times.table(), "  "))

@@ -1,0 +1,83 @@
+"""The header of ``train``'s and ``predict``'s audit lines says the order they are in, under each
+execution (review62 F8: "backend capsules used (N, first-use order)" was printed under typed-graph
+execution too, where a dropout mask's ``bernoulli_mask`` is listed last although the eager run,
+which draws it where the dropout layer runs, lists it third).
+
+Oracles: the eager run's list (first-use order, the session's), and the rule the header states
+for typed graph, checked by hand: the graph's kernels in forward order (the eager list without
+the op run outside the graph), then ``bernoulli_mask``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from cli_runs import cli
+
+from torchlean.cli import _audit
+from torchlean.trainer import ExecutionMode
+
+HEADER = re.compile(r"^backend capsules used \((\d+), (.+)\):$")
+AUDIT = re.compile(r"^  (\w+): ")
+TYPED = "graph plan order, then ops run outside the graph"
+
+
+def capsule_report(text: str) -> tuple[str, list[str]]:
+    """The header's order words and the ops of the audit lines under it (checking the count)."""
+    lines = text.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if HEADER.match(line)]
+    match = HEADER.match(lines[at])
+    assert match is not None
+    ops = []
+    for line in lines[at + 1 :]:
+        op = AUDIT.match(line)
+        if op is None:
+            break
+        ops.append(op.group(1))
+    assert int(match.group(1)) == len(ops)
+    return match.group(2), ops
+
+
+def test_typed_graph_header_names_its_order_and_the_mask_comes_last(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runs = {}
+    for execution in ("eager", "typed-graph"):
+        code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                             "--dropout", "0.2", "--execution", execution)
+        assert (code, err) == (0, ""), err
+        runs[execution] = capsule_report(out)
+    (eager_order, eager), (graph_order, graph) = runs["eager"], runs["typed-graph"]
+    # by hand: the mask is drawn where the first dropout layer runs, after linear and relu
+    assert eager_order == "first-use order"
+    assert eager[:4] == ["linear", "relu", "bernoulli_mask", "mul"]
+    assert graph_order == TYPED
+    assert graph == [op for op in eager if op != "bernoulli_mask"] + ["bernoulli_mask"]
+
+
+def test_predict_names_the_order_of_the_execution_it_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "tg.npz"
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                       "--execution", "typed-graph", "--save", str(path))
+    assert code == 0, err
+    for argv, order in (((), TYPED), (("--execution", "eager"), "first-use order")):
+        code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris",
+                             "--output", str(tmp_path / "p.csv"), *argv)
+        assert code == 0, err
+        assert capsule_report(out) == (order, ["linear", "relu"])
+
+
+def test_every_execution_mode_has_its_order_words() -> None:
+    assert set(_audit.ORDERS) == set(ExecutionMode)
+    assert _audit.ORDERS[ExecutionMode.EAGER] == "first-use order"
+
+
+def test_the_readme_states_both_orders() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "first-use order" in readme
+    # the header as the README quotes it (wrapped over two lines of prose)
+    assert " ".join(f"backend capsules used (7, {TYPED}):".split()) in " ".join(readme.split())
