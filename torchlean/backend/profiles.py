@@ -76,6 +76,7 @@ __all__ = [
     "LIBTORCH_FORWARD_STRICT",
     "LIBTORCH_FORWARD_STRICT_CPU",
     "BackendProfile",
+    "cpu_counterpart",
     "get",
     "maintained_for_device",
     "names",
@@ -523,6 +524,28 @@ def maintained_for_device(device: Device | str) -> BackendProfile | None:
     """
     member = parse_member(Device, device, "device")
     return {Device.CPU: CHECKED_CPU, Device.CUDA: CHECKED_CUDA}.get(member)
+
+
+_CPU_COUNTERPARTS: dict[str, BackendProfile] = {
+    CHECKED_CUDA.name: CHECKED_CPU,
+    LIBTORCH_FORWARD_CUDA.name: LIBTORCH_FORWARD_CPU,
+    LIBTORCH_FORWARD_STRICT.name: LIBTORCH_FORWARD_STRICT_CPU,
+}
+
+
+def cpu_counterpart(name: str) -> BackendProfile | None:
+    """The built-in ``cpu`` profile with the assurance policy and VJP mode of the built-in
+    ``cuda`` profile ``name`` (what runs its model on the CPU): ``checked_cuda`` → ``checked_cpu``,
+    ``libtorch_forward_cuda`` → ``libtorch_forward_cpu``, ``libtorch_forward_strict`` →
+    ``libtorch_forward_strict_cpu``; ``None`` for a profile that already targets ``cpu``. The
+    counterpart runs other kernels (``reference`` instead of ``torchlean``/``native-cuda`` ones),
+    so its values may differ in the last bits.
+
+    Raises:
+        UnknownLabelError / BackendTypeError: ``name`` is no built-in profile name (:func:`get`).
+    """
+    profile = get(name)
+    return _CPU_COUNTERPARTS.get(profile.name)
 
 
 def _session_refusal(capsule: KernelCapsule) -> str | None:

@@ -118,7 +118,7 @@ from torchlean import _delimiter, checkpoint, data
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.vocabulary import Device
 from torchlean.cli import _resume
 from torchlean.cli._args import (
@@ -712,6 +712,19 @@ def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
         ) from None
 
 
+def _trained_under_clause(error: SessionError, saved: checkpoint.Checkpoint, path: str) -> str:
+    """``error`` (the session of the checkpoint's own non-cpu profile could not open here, e.g. no
+    CUDA) with where that profile came from, the checkpoint's ``trained_under``, and the
+    ``--profile`` that predicts on the CPU (:func:`~torchlean.backend.profiles.cpu_counterpart`)."""
+    counterpart = profiles.cpu_counterpart(saved.profile)
+    cpu = "a cpu profile" if counterpart is None else counterpart.name
+    return (
+        f"{error}; profile {saved.profile} is checkpoint {shown_path(path)}'s trained_under (predict runs "
+        f"under it unless --profile is given): --profile {cpu} predicts on the CPU (with other kernels: "
+        "values may differ in the last bits)"
+    )
+
+
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
@@ -793,7 +806,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             "(accepted: --execution eager with that profile, or a cpu profile)"
         )
     with contextlib.redirect_stdout(banner):
-        trainer.open()
+        try:
+            trainer.open()
+        except SessionError as error:
+            if args.profile is not None or config.device is Device.CPU:
+                raise
+            raise SessionError(_trained_under_clause(error, saved, args.checkpoint)) from None
     dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
     trained_on = shown_path(dataset_name(saved.dataset))
     print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
