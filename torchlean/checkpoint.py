@@ -12,7 +12,10 @@ Archive entries: ``metadata`` (a 0-d unicode array holding a JSON object: ``form
 ``"torchlean-checkpoint"``, ``version`` and the scalar fields; version 2 also ``dropout``, the
 model's drop probability, which version 1 files lack and read as 0.0, and ``test_fraction``, the
 test fraction of the train/test split, which version 1 files and version 2 files written before
-``torchlean train --test-fraction`` lack and read as 0.2), ``feature_mean`` and
+``torchlean train --test-fraction`` lack and read as 0.2; and, in files written since torchlean
+recorded them (older version 2 files lack them and read as stated), ``split_seed`` (the data
+split's seed; absent: ``seed``), ``torch_threads`` (absent: ``null``) and ``environment``
+(:func:`torchlean.provenance.environment`'s block; absent: ``null``)), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
@@ -258,13 +261,25 @@ class Checkpoint:
     under); ``dropout`` (the ``dropout`` of :func:`~torchlean.models.build_model`, a float in
     ``[0, 1)``, 0.0 by default; numpy floats and Python ints taken as ``float``, bools refused;
     version 1 holds only 0.0: its files have no such field); ``seed`` (a Python int in
-    ``[0, 2**64)``, the trainer's seed); ``weights`` (parameter name -> array of the model's
+    ``[0, 2**64)``, the trainer's seed); ``split_seed`` (the ``seed`` of the
+    :func:`torchlean.data.load` call that made the train/test split, :attr:`Dataset.seed
+    <torchlean.data.Dataset.seed>`: an int in ``[0, 2**32)``, which ``torchlean predict --split``
+    splits with; ``None``, the default, means ``seed``, and is stored as ``seed`` (whatever its
+    range), the meaning of a file without it: ``torchlean train`` splits with its ``--seed``;
+    version 1 holds only ``seed``); ``weights`` (parameter name -> array of the model's
     parameter shape, in ``dtype``: exactly the model's parameters, named as the model with its
     ``dropout`` layers names them);
     ``test_fraction`` (the ``test_fraction`` of :func:`torchlean.data.load` that made the train/test
     split, a float in ``(0, 1)``, :data:`torchlean.data.TEST_FRACTION` (0.2) by default: ``torchlean
     predict --split train|test`` recomputes that split with it; numpy floats taken as ``float``,
     bools and ints refused; version 1 holds only 0.2);
+    ``torch_threads`` (an int >= 1, torch's intra-op thread count in the run, which the bits of
+    ``aten``/``libtorch`` capsules, whose reductions are implementation-defined, may depend on; or
+    ``None``, unknown or torch unused; version 1 holds only ``None``);
+    ``environment`` (the software and command that wrote the checkpoint,
+    :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping of strings to
+    strings, numbers, booleans, ``None`` or lists of strings, stored read-only with lists as
+    tuples; version 1 holds only ``None``);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -283,7 +298,10 @@ class Checkpoint:
             ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
-            one with ``version`` 1).
+            one with ``version`` 1; a ``split_seed``, ``torch_threads`` or ``environment`` outside
+            what is stated above, or, with ``version`` 1, other than ``seed``, ``None``, ``None``;
+            training settings whose ``profile`` or ``execution`` differ from the checkpoint's,
+            naming both values).
     """
 
     model: str
@@ -308,6 +326,9 @@ class Checkpoint:
     version: int = FORMAT_VERSION
     dropout: float = 0.0
     test_fraction: float = TEST_FRACTION
+    split_seed: int | None = None
+    torch_threads: int | None = None
+    environment: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         _check_version(self.version)
@@ -352,6 +373,8 @@ class Checkpoint:
             )
         if not is_builtin_int(self.seed) or not 0 <= self.seed < 2**64:
             raise CheckpointError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
+        self._check_provenance()
+        self._check_settings_agree()
         for name in ("feature_mean", "feature_scale"):
             object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
         if not bool(np.all(self.feature_scale > 0)):
@@ -360,6 +383,45 @@ class Checkpoint:
         object.__setattr__(self, "weights", self._checked_weights(self.weights, "weight"))
         if self.training is not None and self.training.last_weights is not None:
             self._checked_weights(self.training.last_weights, "last_weights entry")  # checked, kept as given
+
+    def _check_provenance(self) -> None:
+        """Check (and store in their spelling) ``split_seed``, ``torch_threads`` and
+        ``environment``; see the class docstring."""
+        if self.split_seed is None:  # the meaning of a file without it (any seed: predict --split names one
+            object.__setattr__(self, "split_seed", self.seed)  # beyond 2**32, which no split used)
+        split_seed = self.split_seed
+        if not is_builtin_int(split_seed) or (split_seed != self.seed and not 0 <= split_seed < 2**32):
+            raise CheckpointError(
+                f"split_seed must be an int in [0, 2**32) (the seed of the data.load call that made the "
+                f"train/test split, Dataset.seed), got {split_seed!r}"
+            )
+        threads = self.torch_threads
+        if threads is not None and (not is_builtin_int(threads) or threads < 1):
+            raise CheckpointError(f"torch_threads must be an int >= 1 or None, got {threads!r}")
+        if self.environment is not None:
+            object.__setattr__(self, "environment", _environment(self.environment))
+        recorded = split_seed != self.seed or threads is not None or self.environment is not None
+        if self.version == 1 and recorded:
+            raise CheckpointError(
+                f"a version 1 checkpoint has no split_seed, torch_threads or environment (version 2 does), "
+                f"got split_seed {split_seed!r} (seed {self.seed}), torch_threads {threads!r}, environment "
+                f"{'None' if self.environment is None else 'given'}"
+            )
+
+    def _check_settings_agree(self) -> None:
+        """Refuse training settings whose ``profile`` or ``execution`` (the run's options, which
+        ``--resume`` runs under) differ from the checkpoint's own (which ``predict`` runs under):
+        one of the two copies was edited, and neither can be trusted (review62 F6)."""
+        if self.training is None:
+            return
+        for name in ("profile", "execution"):
+            setting = self.training.settings.get(name)
+            if setting is not None and setting != getattr(self, name):
+                raise CheckpointError(
+                    f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
+                    f"{setting!r} differ (one of them was edited): a checkpoint records one {name}, which "
+                    f"predict and --resume both run under"
+                )
 
     def _check_test_fraction(self) -> None:
         """Refuse a ``test_fraction`` that is not a float in ``(0, 1)``, or is not the default with
@@ -382,7 +444,7 @@ class Checkpoint:
     def _coerce(self) -> None:
         """Store the API's other spellings of a field as this record's (see the class docstring);
         anything else is left for the checks to refuse."""
-        for name in ("hidden", "features", "outputs", "seed"):
+        for name in ("hidden", "features", "outputs", "seed", "split_seed", "torch_threads"):
             value = getattr(self, name)
             if isinstance(value, np.integer):
                 object.__setattr__(self, name, int(value))
@@ -694,6 +756,12 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     if checkpoint.version >= 2:
         metadata["dropout"] = checkpoint.dropout
         metadata["test_fraction"] = checkpoint.test_fraction
+        metadata["split_seed"] = checkpoint.split_seed
+        metadata["torch_threads"] = checkpoint.torch_threads
+        metadata["environment"] = None if checkpoint.environment is None else {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in checkpoint.environment.items()
+        }
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
@@ -744,9 +812,14 @@ _V1_FIELDS = (
     "format", "version", "model", "hidden", "features", "outputs", "dtype", "task", "classes", "dataset",
     "label_column", "feature_names", "profile", "execution", "seed",
 )
-_METADATA_FIELDS = {1: _V1_FIELDS, 2: (*_V1_FIELDS, "dropout", "test_fraction", "training")}
-# A version 2 file may lack ``training`` (no training state) and ``test_fraction`` (written before
-# ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION).
+_METADATA_FIELDS = {
+    1: _V1_FIELDS,
+    2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "environment", "training"),
+}
+# A version 2 file may lack ``training`` (no training state), ``test_fraction`` (written before
+# ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION) and ``split_seed``,
+# ``torch_threads`` and ``environment`` (written before they were recorded: the split's seed was
+# ``seed``, the others are unknown).
 _TRAINING_FIELDS = ("epochs_done", "epochs", "random_counter", "settings", "validation", "last_weights")
 _TRAINING_FLAGS = ("validation", "last_weights")
 
@@ -899,6 +972,9 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         version=version,
         dropout=0.0 if version == 1 else _dropout_field(meta),
         test_fraction=_test_fraction_field(meta),
+        split_seed=_optional_field(meta, "split_seed", int),
+        torch_threads=_optional_field(meta, "torch_threads", int),
+        environment=_optional_field(meta, "environment", dict),
     )
 
 
@@ -937,6 +1013,47 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
         settings=meta["settings"], val_losses=losses, val_metrics=metrics, last_weights=last,
         random_counter=meta["random_counter"],
     )
+
+
+def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:
+    """An optional metadata field (``split_seed``, ``torch_threads``, ``environment``): ``None``
+    when absent or ``null``, else a JSON value of ``kind`` (checked further by :class:`Checkpoint`).
+
+    Raises:
+        CheckpointError: a value of another type (bools are not ints).
+    """
+    value = meta.get(name)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise CheckpointError(
+            f"metadata field {name!r} must be of type {kind.__name__} or null, got {value!r}"
+        )
+    return value
+
+
+def _environment(value: object) -> Mapping[str, Any]:
+    """``value`` (a checkpoint's ``environment``) as a read-only mapping, lists as tuples.
+
+    Raises:
+        CheckpointError: not a mapping of strings to strings, numbers, booleans, ``None`` or
+            lists (tuples) of strings.
+    """
+    if not isinstance(value, Mapping):
+        raise CheckpointError(
+            f"environment must be a mapping (provenance.environment()), got {type(value).__name__}"
+        )
+    block: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, list | tuple) and all(isinstance(word, str) for word in item):
+            item = tuple(item)
+        elif not (item is None or isinstance(item, str | int | float | bool)):
+            raise CheckpointError(
+                f"environment must map names to strings, numbers, booleans, None or lists of strings, got "
+                f"{key!r}: {item!r}"
+            )
+        if not isinstance(key, str):
+            raise CheckpointError(f"environment names must be strings, got {key!r}")
+        block[key] = item
+    return MappingProxyType(block)
 
 
 def _dropout_field(meta: dict[str, Any]) -> float:

@@ -133,6 +133,12 @@ class Dataset:
     A CSV file's read settings as resolved: ``has_header`` (whether its first row was read as the
     header, given or guessed) and ``delimiter`` (the cells' separator, ``","``, ``"\\t"``, ...,
     or ``"whitespace"``); both ``None`` for shipped datasets.
+
+    The split as :func:`load` made it: ``seed`` (the ``seed`` of ``train_test_split``, an int in
+    ``[0, 2**32)``), ``test_fraction`` and ``val_fraction`` (``None`` without a validation part).
+    A checkpoint records the first two (``Checkpoint(split_seed=ds.seed,
+    test_fraction=ds.test_fraction)``) for ``torchlean predict --split``;
+    :func:`torchlean.provenance.data_sha256` digests the split data.
     """
 
     name: str
@@ -157,6 +163,9 @@ class Dataset:
     has_header: bool | None = None
     delimiter: str | None = None
     constant_note: str = ""
+    seed: int = 0
+    test_fraction: float = TEST_FRACTION
+    val_fraction: float | None = None
 
     @property
     def n_features(self) -> int:
@@ -486,6 +495,9 @@ def _split(
         y_val_float64=(
             None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)
         ),
+        seed=int(seed),
+        test_fraction=float(test_fraction),
+        val_fraction=None if val_fraction is None else float(val_fraction),
     )
 
 

@@ -485,9 +485,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
-         r"execution, seed, dropout, test_fraction, training\)$"),
+         r"execution, seed, dropout, test_fraction, split_seed, torch_threads, environment, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
-         r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'training' \(version 1 "
+         r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'split_seed', "
+         r"'torch_threads', 'environment', 'training' \(version 1 "
          r"writes: format, "
          r"version, model, hidden, features, outputs, dtype, task, classes, dataset, label_column, "
          r"feature_names, profile, execution, seed\)$"),
@@ -1270,7 +1271,8 @@ def test_a_csv_with_repeated_names_predicts_on_the_header_it_trained_on(capsys, 
 
 def test_split_refuses_a_seed_train_never_used_naming_the_checkpoint(capsys, tmp_path, iris_checkpoint):
     path = tmp_path / "big_seed.npz"
-    checkpoint.save(path, Checkpoint(**fields(checkpoint.load(iris_checkpoint), seed=2**40)))
+    # split_seed None: the split seed is seed, as in a file written before split_seed was recorded
+    checkpoint.save(path, Checkpoint(**fields(checkpoint.load(iris_checkpoint), seed=2**40, split_seed=None)))
     code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test")
     assert (code, out) == (2, "")
     assert err == (f"error: --split test: checkpoint {path} has seed 1099511627776, which no torchlean train "

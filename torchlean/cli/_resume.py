@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import hashlib
 import re
 import shlex
 import signal
@@ -64,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from torchlean import _delimiter, checkpoint, data, optim
+from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
@@ -599,17 +598,9 @@ def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRS
 
 
 def data_digest(dataset: data.Dataset) -> str:
-    """SHA-256 (hex) of the split data ``torchlean train`` trains, validates and tests on: the
-    dtype, shape and bytes of ``x_train``, ``y_train``, ``x_test``, ``y_test`` (and ``x_val``,
-    ``y_val`` with ``--val-fraction``), and the class names."""
-    digest = hashlib.sha256()
-    parts = (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test, dataset.x_val, dataset.y_val)
-    for array in (part for part in parts if part is not None):
-        contiguous = np.ascontiguousarray(array)
-        digest.update(f"{contiguous.dtype.str}{contiguous.shape};".encode())
-        digest.update(contiguous.tobytes())
-    digest.update(repr(dataset.class_names).encode())
-    return digest.hexdigest()
+    """SHA-256 (hex) of the split data ``torchlean train`` trains, validates and tests on:
+    :func:`torchlean.provenance.data_sha256`, whose docstring says what it is computed over."""
+    return provenance.data_sha256(dataset)
 
 
 def restore(

@@ -1,0 +1,208 @@
+"""What produced a result, for an auditor: the software, the command, the data and the capsule
+table behind a run (``torchlean train``'s and ``predict``'s ``--report-json``, and a checkpoint's
+metadata, all carry the same :func:`environment` block).
+
+Three digests, each a SHA-256 (hex) that a user can recompute from what this docstring says:
+
+- :func:`data_sha256`: the split data a run trains, validates and tests on (a
+  :class:`torchlean.data.Dataset`), the digest ``torchlean train --save`` records in a checkpoint
+  (``training.settings["data_sha256"]``) and ``--resume`` and ``predict --split`` compare;
+- :func:`capsule_table_sha256`: the capsules a profile can select, so that a later torchlean whose
+  profile of the same name selects other capsules is detectable;
+- :func:`weights_sha256`: a checkpoint's weights; :func:`file_sha256`: a file's bytes
+  (``sha256sum``'s), the ``checkpoint_sha256`` of the records.
+
+Nothing here runs git or another process: the torchlean version is the installed distribution's.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from torchlean.backend import profiles, report
+from torchlean.backend.capsule import admissible
+from torchlean.backend.errors import TorchLeanError
+
+__all__ = [
+    "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
+    "environment", "file_sha256", "weights_sha256",
+]
+
+DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
+                 ("scikit_learn", "scikit-learn"))
+"""The :func:`environment` keys holding an installed distribution's version, and the distribution."""
+
+ENVIRONMENT_KEYS = (
+    "torchlean", "python", "numpy", "torch", "scikit_learn", "platform", "argv", "cwd", "utc", "profile",
+    "capsule_table_sha256",
+)
+"""The keys of :func:`environment`'s block, in its order."""
+
+
+def _version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (its metadata: nothing is imported), else None."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def capsule_table(profile: str | profiles.BackendProfile) -> dict[str, Any]:
+    """The capsules ``profile`` (a shipped profile's name, or a profile) can select, as ``torchlean
+    capsules --profile NAME --format json`` prints them: the profile's ``profile``, ``device``,
+    ``provider``, ``assurance`` and ``vjp`` labels and ``capsules``, one row per capsule its modules
+    hold that its availability admits and its policy admits (``capsule``, ``module``, ``op``,
+    ``provider``, ``device``, ``trust``, ``vjp``, ``reduction``, ``value_evidence``), in the
+    modules' order.
+
+    Raises:
+        UnknownLabelError: an unknown profile name (naming the shipped ones).
+        BackendTypeError: ``profile`` is neither a string nor a profile.
+    """
+    chosen = profiles.get(profile) if not isinstance(profile, profiles.BackendProfile) else profile
+    rows = [
+        report.capsule_row_to_json(module.name, capsule)
+        for module in chosen.capsule_modules
+        for capsule in module.capsules
+        if chosen.availability.admits_capsule(capsule) and admissible(chosen.policy, capsule)
+    ]
+    return {**report.profile_to_json(chosen.name, chosen.policy), "capsules": rows}
+
+
+def capsule_table_sha256(profile: str | profiles.BackendProfile) -> str:
+    """SHA-256 (hex) of :func:`capsule_table` written as canonical JSON: ``json.dumps(table,
+    sort_keys=True, separators=(",", ":"))`` (ASCII, non-ASCII escaped), encoded as UTF-8. The
+    same bytes come from ``torchlean capsules --profile NAME --format json`` parsed and dumped so.
+    A capsule added, removed, renamed or relabelled (provider, trust, VJP mode, reduction, value
+    evidence), or a policy changed, changes it; the order of the modules does too.
+
+    Raises:
+        UnknownLabelError, BackendTypeError: as :func:`capsule_table`.
+    """
+    text = json.dumps(capsule_table(profile), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _array_update(digest: Any, array: npt.NDArray[Any]) -> None:
+    contiguous = np.ascontiguousarray(array)
+    digest.update(f"{contiguous.dtype.str}{contiguous.shape};".encode())
+    digest.update(contiguous.tobytes())
+
+
+def data_sha256(dataset: Any) -> str:
+    """SHA-256 (hex) of the split data of ``dataset`` (a :class:`torchlean.data.Dataset`, as
+    :func:`torchlean.data.load` returns it: standardised features, class ids or targets), the
+    digest ``torchlean train`` records as ``data_sha256``. It is computed over, in this order, for
+    each of ``x_train``, ``y_train``, ``x_test``, ``y_test`` and then, when present (a
+    ``val_fraction``), ``x_val``, ``y_val``: the ASCII text ``f"{a.dtype.str}{a.shape};"``
+    (``<f4(120, 4);``) followed by the array's bytes in C order; then the UTF-8 text of
+    ``repr(dataset.class_names)`` (``('setosa', 'versicolor', 'virginica')``; ``()`` for
+    regression). Data read with the same settings (seed, test fraction, validation fraction,
+    dtype, label column) hash alike whatever the file's path or delimiter.
+
+    Raises:
+        TorchLeanError: ``dataset`` lacks those fields (not a ``Dataset``), naming its type.
+    """
+    names = ("x_train", "y_train", "x_test", "y_test", "x_val", "y_val", "class_names")
+    if not all(hasattr(dataset, name) for name in names):
+        raise TorchLeanError(
+            f"data_sha256 takes a torchlean.data.Dataset (data.load's result), got {type(dataset).__name__}"
+        )
+    digest = hashlib.sha256()
+    parts = (dataset.x_train, dataset.y_train, dataset.x_test, dataset.y_test, dataset.x_val, dataset.y_val)
+    for array in (part for part in parts if part is not None):
+        _array_update(digest, array)
+    digest.update(repr(dataset.class_names).encode())
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of the bytes of the file at ``path``: what ``sha256sum PATH`` prints.
+
+    Raises:
+        TorchLeanError: the file cannot be read (naming it and the system's reason).
+    """
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        reason = error.strerror or error
+        raise TorchLeanError(f"cannot read {os.fspath(path)!s} to digest it: {reason}") from None
+    return digest.hexdigest()
+
+
+def weights_sha256(weights: Mapping[str, npt.NDArray[Any]]) -> str:
+    """SHA-256 (hex) of ``weights`` (parameter name to array, as a checkpoint's ``weights``): for
+    each entry in the mapping's order, the UTF-8 name and a newline, then ``f"{a.dtype.str}{a.shape};"``
+    and the array's bytes in C order (as :func:`data_sha256` hashes an array).
+
+    Raises:
+        TorchLeanError: ``weights`` is not a mapping of strings to numpy arrays.
+    """
+    if not isinstance(weights, Mapping) or not all(
+        isinstance(name, str) and isinstance(value, np.ndarray) for name, value in weights.items()
+    ):
+        raise TorchLeanError(f"weights_sha256 takes a mapping of names to numpy arrays, got {weights!r:.80}")
+    digest = hashlib.sha256()
+    for name, value in weights.items():
+        digest.update(name.encode("utf-8") + b"\n")
+        _array_update(digest, value)
+    return digest.hexdigest()
+
+
+def environment(
+    argv: Sequence[str] | None = None, profile: str | profiles.BackendProfile | None = None
+) -> dict[str, Any]:
+    """The block that says what software ran a command, and how, in this order
+    (:data:`ENVIRONMENT_KEYS`): ``torchlean``, ``numpy``, ``torch`` and ``scikit_learn`` (the
+    installed distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its
+    build tag; ``None`` for one not installed; nothing is imported), ``python``
+    (``platform.python_version()``), ``platform`` (``platform.platform()``), ``argv`` (the command
+    line: ``argv`` as given, a list of strings, else ``sys.argv``), ``cwd`` (the working
+    directory, which relative paths in ``argv`` are relative to), ``utc`` (the time now, UTC,
+    ``2025-01-31T12:00:00Z``), ``profile`` (the name of ``profile``, or ``None``) and
+    ``capsule_table_sha256`` (:func:`capsule_table_sha256` of ``profile``, or ``None``).
+
+    Raises:
+        TorchLeanError: ``argv`` is not a sequence of strings.
+        UnknownLabelError, BackendTypeError: as :func:`capsule_table` for ``profile``.
+    """
+    command = list(sys.argv if argv is None else argv)
+    if isinstance(argv, str) or not all(isinstance(word, str) for word in command):
+        raise TorchLeanError(f"environment's argv must be a sequence of strings, got {argv!r}")
+    versions = {key: _version(distribution) for key, distribution in DISTRIBUTIONS}
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # the working directory was removed
+        cwd = None
+    chosen = None if profile is None else (
+        profiles.get(profile) if not isinstance(profile, profiles.BackendProfile) else profile
+    )
+    block = {
+        "torchlean": versions["torchlean"],
+        "python": platform.python_version(),
+        "numpy": versions["numpy"],
+        "torch": versions["torch"],
+        "scikit_learn": versions["scikit_learn"],
+        "platform": platform.platform(),
+        "argv": command,
+        "cwd": cwd,
+        "utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "profile": None if chosen is None else chosen.name,
+        "capsule_table_sha256": None if chosen is None else capsule_table_sha256(chosen),
+    }
+    assert tuple(block) == ENVIRONMENT_KEYS
+    return block
