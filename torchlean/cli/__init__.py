@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graph",
     "train",
     "predict",
+    "inspect_command",
 )
 
 
@@ -236,6 +237,7 @@ def _run(argv: Sequence[str] | None) -> int:
             f"a command is required (choose from {', '.join(map(repr, parser.commands))}; "
             "torchlean --help describes them)"
         )
+    args.argv = ["torchlean", *words]  # the command line, for the records' environment block
     if sys.stdout is None:
         # started with file descriptor 1 closed (``>&-``): print() would drop every line silently
         print("error: cannot write the output: standard output is closed", file=sys.stderr)

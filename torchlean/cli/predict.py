@@ -9,8 +9,8 @@ Every row is predicted by default (a shipped dataset whole, in scikit-learn's or
 rows included); ``--split train|test`` takes only the rows of that side of the split ``torchlean
 train`` makes of the data (:func:`torchlean.data.split_rows` with the checkpoint's test fraction,
 ``torchlean train --test-fraction``, 0.2 for a checkpoint written before that option, and the
-checkpoint's seed, stratified by class when possible, so a classification split needs the label
-column), in
+checkpoint's split seed (its ``--seed``), stratified by class when possible, so a classification
+split needs the label column), in
 data order, and the CSV then has a ``row`` column (the 0-based data row) before ``prediction``;
 on the data trained on these are the rows trained or tested on (a ``note:`` on stderr when
 ``--dataset`` is other data). ``--torch-threads N`` is as for ``torchlean train``. A CSV file's
@@ -114,7 +114,7 @@ from typing import Any, TextIO
 import numpy as np
 import numpy.typing as npt
 
-from torchlean import _delimiter, checkpoint, data
+from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
@@ -146,7 +146,13 @@ from torchlean.cli._output import (
 )
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
-from torchlean.cli._threads import MAX_TORCH_THREADS, obey_torch_threads, set_torch_threads, torch_threads
+from torchlean.cli._threads import (
+    MAX_TORCH_THREADS,
+    obey_torch_threads,
+    set_torch_threads,
+    torch_threads,
+    torch_threads_in_use,
+)
 from torchlean.cli._validation import target_mse
 from torchlean.tensor import Tensor
 from torchlean.trainer import ExecutionMode, Trainer
@@ -218,7 +224,7 @@ def register(subparsers: Any) -> None:
                         help="all: every row (default); train or test: the rows of the split torchlean train "
                         "makes of this data (the checkpoint's test fraction, torchlean train "
                         "--test-fraction, 0.2 for checkpoints written before it; stratified by class when "
-                        "possible; the checkpoint's seed), "
+                        "possible; the checkpoint's split seed), "
                         "the same rows it trained or tested on when the data is the one trained on; the "
                         "predictions CSV then has a row column (0-based data row) first")
     parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
@@ -436,10 +442,11 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
            truth: npt.NDArray[Any] | None) -> npt.NDArray[np.int64] | None:
     """The data rows ``--split`` selects, in the split's order (``None``: all of them), the order
     of ``torchlean train``'s ``x_test`` (the caller sorts them for the predictions CSV): the train
-    or test rows of :func:`torchlean.data.split_rows` with the checkpoint's seed, stratified by the
-    class ids ``truth`` for classification. With ``--split test``, the note that a class has no
-    test row, as ``torchlean train`` prints it (review59 F12), unless the split is not stratified
-    (that note then, as train prints it). A ``note:`` on stderr when ``--dataset`` is not the
+    or test rows of :func:`torchlean.data.split_rows` with the checkpoint's split seed
+    (:attr:`~torchlean.checkpoint.Checkpoint.split_seed`), stratified by the class ids ``truth``
+    for classification. With ``--split test``, the note that a class has no test row, as
+    ``torchlean train`` prints it (review59 F12), unless the split is not stratified (that note
+    then, as train prints it). A ``note:`` on stderr when ``--dataset`` is not the
     data the checkpoint was trained on (the split is then that of these rows): another dataset
     whose data do not hash as the run's did (:func:`_hashes_as_trained`), or the training file
     changed since (its split's rows may include rows the model trained on: review43 F3).
@@ -460,14 +467,15 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             f"--split {args.split} needs the label column of {source.source}: torchlean train stratifies its "
             "split by class (name it with --label-column, or use --split all)"
         )
-    if saved.seed >= 2**32:  # torchlean train's seeds are below 2**32 (a numpy RandomState seed)
+    assert saved.split_seed is not None  # Checkpoint stores seed for a file without it
+    if saved.split_seed >= 2**32:  # torchlean train's seeds are below 2**32 (a numpy RandomState seed)
         raise TorchLeanError(
-            f"--split {args.split}: checkpoint {args.checkpoint} has seed {saved.seed}, which no torchlean "
-            "train split used (its seeds are below 2**32); use --split all"
+            f"--split {args.split}: checkpoint {args.checkpoint} has seed {saved.split_seed}, which no "
+            "torchlean train split used (its seeds are below 2**32); use --split all"
         )
     labels = truth if truth is not None else np.zeros(source.x.shape[0])
     try:
-        train, test = data.split_rows(labels, saved.task, saved.seed, saved.test_fraction,
+        train, test = data.split_rows(labels, saved.task, saved.split_seed, saved.test_fraction,
                                       source=source.source)
     except data.EmptySplitError as error:
         raise TorchLeanError(
@@ -523,10 +531,27 @@ def _hashes_as_trained(
     hashes as that run's data did (:func:`torchlean.cli._resume.data_digest`, the digest
     ``--resume`` checks); ``None`` when it cannot tell: a checkpoint without training state or
     digest, or standard input (already read). Data that cannot be loaded so are not the same."""
+    return data_comparison(dataset, saved, delimiter)[1]
+
+
+def recorded_digest(saved: checkpoint.Checkpoint) -> str | None:
+    """The data digest the checkpoint's run recorded (``training.settings["data_sha256"]``), or
+    None (a checkpoint without training state, as one built in Python)."""
+    digest = None if saved.training is None else saved.training.settings.get(_resume.DIGEST)
+    return digest if isinstance(digest, str) else None
+
+
+def data_comparison(
+    dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
+) -> tuple[str | None, bool | None]:
+    """``dataset``'s digest loaded and split as the checkpoint's run loaded its data (see
+    :func:`_hashes_as_trained`), and whether it is the run's: ``(None, None)`` when that cannot
+    be told (no recorded digest, standard input), ``(None, False)`` for data that cannot be
+    loaded so."""
     training = saved.training
-    digest = None if training is None else training.settings.get(_resume.DIGEST)
-    if not isinstance(digest, str) or dataset == data.STDIN or training is None:
-        return None
+    digest = recorded_digest(saved)
+    if digest is None or dataset == data.STDIN or training is None:
+        return None, None
     settings = training.settings
 
     def text(name: str) -> str | None:
@@ -551,8 +576,9 @@ def _hashes_as_trained(
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
         )
     except (TorchLeanError, ValueError, TypeError):
-        return False
-    return _resume.data_digest(loaded) == digest
+        return None, False
+    found = _resume.data_digest(loaded)
+    return found, found == digest
 
 
 def _same_data(source: str, trained_on: str) -> bool:
@@ -682,8 +708,39 @@ def run(args: argparse.Namespace) -> int:
         )
     files = [shown_path(path) for path in (args.output, args.report_json) if path is not None and not
              is_stdout(path)]
-    with reader_may_leave(files), report_beside(args.report_json):
-        return _run(args, json_on_stdout)
+    notes = _NoteRecorder(sys.stderr)
+    with reader_may_leave(files), report_beside(args.report_json), contextlib.redirect_stderr(notes):
+        return _run(args, json_on_stdout, notes.lines)
+
+
+class _NoteRecorder(io.TextIOBase):
+    """A stand-in for stderr that writes through to ``stream`` and keeps each ``note:`` and
+    ``warning:`` line written (:attr:`lines`, as printed), for the record's ``notes``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self.lines: list[str] = []
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        *done, self._partial = (self._partial + text).split("\n")
+        self.lines.extend(line for line in done if line.startswith(("note: ", "warning: ")))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
 
 
 def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
@@ -725,7 +782,7 @@ def _trained_under_clause(error: SessionError, saved: checkpoint.Checkpoint, pat
     )
 
 
-def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
+def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None = None) -> int:
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:
@@ -873,8 +930,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:
+        digest, matched = data_comparison(args.dataset, saved, args.delimiter)
         write_json_record(args.report_json, {
             "checkpoint": str(args.checkpoint),
+            "checkpoint_sha256": provenance.file_sha256(args.checkpoint),
             "dataset": dataset_name(args.dataset),
             "rows": count,
             "split": args.split,
@@ -886,6 +945,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
             **scores,
             "rows_without_prediction": missing,
             "output": None if args.output is None else str(args.output),
+            "torch_threads": torch_threads_in_use(),
+            "data_sha256": digest,
+            "trained_data_sha256": recorded_digest(saved),
+            "data_matches_training": matched,
+            "notes": [] if notes is None else list(notes),
+            "environment": provenance.environment(getattr(args, "argv", None), trainer.profile),
             "capsules": [report.audit_to_json(k.audit()) for k in selected],
             "preference_notes": list(preference_notes),
         })

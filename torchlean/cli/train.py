@@ -95,7 +95,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from torchlean import checkpoint, data, optim
+from torchlean import checkpoint, data, optim, provenance
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
@@ -311,14 +311,37 @@ def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
     second) then falls outside the epochs' wall time that ``--kernel-times`` and the record
     report, as it falls outside every kernel's time (review36 F8). ``checked_cpu`` has none and
     still never imports torch."""
-    device = profile.policy.device
-    if any(
-        capsule.provider in (Provider.ATEN, Provider.LIBTORCH) and capsule.device is device
-        for capsule in profile.registry()
-    ):
+    if _uses_torch(profile):
         import torch  # noqa: F401
 
         obey_torch_threads(threads)
+
+
+def _uses_torch(profile: profiles.BackendProfile) -> bool:
+    """Whether ``profile`` has aten or LibTorch capsules on its device: torch kernels, whose
+    reductions are implementation-defined, so their bits may depend on torch's thread count."""
+    device = profile.policy.device
+    return any(
+        capsule.provider in (Provider.ATEN, Provider.LIBTORCH) and capsule.device is device
+        for capsule in profile.registry()
+    )
+
+
+def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile, threads: int) -> str:
+    """The ``note:`` of a run resumed under another torch thread count than its checkpoint's run
+    (``--torch-threads`` or ``$OMP_NUM_THREADS``) with a profile that runs torch kernels: the
+    resumed run is then not bit for bit the uninterrupted one (review62 F2); else ""."""
+    if resumed is None or resumed.saved.torch_threads in (None, threads) or not _uses_torch(profile):
+        return ""
+    before = resumed.saved.torch_threads
+    return (
+        f"note: the run in {shown_path(resumed.path)} ran torch on {before} "
+        f"thread{'s' if before != 1 else ''} and this one runs it on {threads} (--torch-threads, else "
+        f"$OMP_NUM_THREADS): profile {profile.name}'s "
+        "aten/libtorch capsules reduce in an implementation-defined order, which may depend on the thread "
+        f"count, so the resumed run may no longer be bit for bit the uninterrupted one (--torch-threads "
+        f"{before} keeps it)\n"
+    )
 
 
 def _kernel_times_record(kernel_times: profiler.KernelProfile) -> dict[str, Any]:
@@ -866,10 +889,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         shown_schedule += f" test_fraction={args.test_fraction!r}"
     if held_out is not None:
         shown_schedule += held_out.settings()
+    shown_threads = f" torch_threads={threads}" if _uses_torch(profile) else ""  # bits may depend on it
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
-          f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}")
+          f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}"
+          f"{shown_threads}")
     print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
+    print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
@@ -926,6 +952,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         stop.complete(args.epochs, args.epochs, "the run's last")
 
     shipped = args.dataset in data.DATASETS
+    environment = provenance.environment(getattr(args, "argv", None), profile)
     record: dict[str, Any] = {
         "dataset": source,
         "task": dataset.task,
@@ -959,6 +986,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "test_fraction": args.test_fraction,
         "epochs": args.epochs,
         "torch_threads": torch_threads_in_use(),
+        "data_sha256": _resume.data_digest(dataset),
+        "environment": environment,
         "losses": losses,
         "validation": None if held_out is None else held_out.record(classification),
         "kernel_times": None if kernel_times is None else _kernel_times_record(kernel_times),
@@ -1001,11 +1030,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             profile=profile.name,
             execution=execution.label,
             seed=args.seed,
+            split_seed=args.seed,
             test_fraction=args.test_fraction,
+            torch_threads=torch_threads_in_use(),
+            environment=environment,
             weights=weights,
             training=_resume.training_state(args, trainer, dataset, held_out),
         ))
         record["checkpoint"] = str(args.save)
+        record["checkpoint_sha256"] = None if is_stdout(args.save) else provenance.file_sha256(args.save)
     record["seconds"] = time.perf_counter() - started
     record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
     record["preference_notes"] = list(preference_notes)

@@ -1,0 +1,199 @@
+"""``torchlean inspect CHECKPOINT [--dataset NAME_OR_CSV] [--report-json PATH]``: what a checkpoint
+says about the run that wrote it, for an auditor, without opening the ``.npz`` by hand.
+
+Prints one ``name: value`` line per fact (reading no weights into a model and running nothing):
+the file and its SHA-256 (``sha256sum``'s), the format version, the model and its sizes, the
+task and classes, the data (``dataset``, label column, features, the split's ``split_seed`` and
+``test_fraction``, the run's data digest ``data_sha256``), the trainer's ``seed``, the profile and
+execution mode trained under, ``torch_threads``, the training state (epochs done of the run's
+total, the random counter, whether a validation history is kept) and its settings, the
+``environment`` block (:func:`torchlean.provenance.environment`: versions, platform, command
+line, working directory, UTC time, the profile's capsule-table digest), whether this torchlean's
+capsule table for that profile has the same digest (``capsule_table: same as this torchlean's``,
+``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment), and
+the digest of the weights (:func:`torchlean.provenance.weights_sha256`). A field the checkpoint
+does not record (an older file, or one built in Python) is ``unknown``.
+
+``--dataset NAME_OR_CSV`` also loads those data as the checkpoint's run loaded its data and
+compares their digest with the recorded one (``data_matches: yes | no | unknown``), as ``torchlean
+predict --split`` does; ``--report-json PATH`` (``-`` for stdout, the report then on stderr)
+writes the same facts as a JSON object. A file that is not a checkpoint is one ``error:`` line,
+exit status 2, as for ``predict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from torchlean import checkpoint, data, provenance
+from torchlean.cli._output import (
+    check_distinct,
+    check_writable,
+    file_path,
+    input_dataset,
+    is_stdout,
+    output_path,
+    report_beside,
+    shown_path,
+    write_json_record,
+)
+
+__all__ = ["facts", "register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``inspect`` subcommand to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "inspect",
+        help="print what a checkpoint records about its run (versions, data digest, settings)",
+        description="Print a checkpoint's metadata (written by torchlean train --save) for an audit.",
+    )
+    parser.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT",
+                        help="a checkpoint written by torchlean train --save (or checkpoint.save)")
+    parser.add_argument("--dataset", type=input_dataset, default=None,
+                        help=f"{' | '.join(data.DATASETS)} or a path to a CSV file: load it as the "
+                        "checkpoint's run loaded its data and say whether its digest is the recorded one")
+    parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
+                        help="also write the facts as a JSON object to PATH (- for standard output)")
+    parser.set_defaults(func=run)
+
+
+def facts(path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None) -> dict[str, Any]:
+    """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, as JSON-ready
+    data (``None`` where the checkpoint records nothing)."""
+    from torchlean.cli import predict  # the data comparison of predict --split
+
+    training = saved.training
+    environment = None if saved.environment is None else {
+        key: list(value) if isinstance(value, tuple) else value for key, value in saved.environment.items()
+    }
+    recorded = None if environment is None else environment.get("capsule_table_sha256")
+    table = None
+    if isinstance(recorded, str):
+        name = environment.get("profile") if environment is not None else None
+        table = recorded == provenance.capsule_table_sha256(name if isinstance(name, str) else saved.profile)
+    record: dict[str, Any] = {
+        "checkpoint": str(path),
+        "checkpoint_sha256": provenance.file_sha256(path),
+        "version": saved.version,
+        "model": saved.model,
+        "hidden": saved.hidden,
+        "features": saved.features,
+        "outputs": saved.outputs,
+        "dropout": saved.dropout,
+        "dtype": saved.dtype,
+        "task": saved.task,
+        "classes": list(saved.classes),
+        "dataset": saved.dataset,
+        "label_column": saved.label_column,
+        "feature_names": list(saved.feature_names),
+        "seed": saved.seed,
+        "split_seed": saved.split_seed,
+        "test_fraction": saved.test_fraction,
+        "data_sha256": predict.recorded_digest(saved),
+        "profile": saved.profile,
+        "execution": saved.execution,
+        "torch_threads": saved.torch_threads,
+        "training": None if training is None else {
+            "epochs_done": training.epochs_done,
+            "epochs": training.epochs,
+            "random_counter": training.random_counter,
+            "validation": training.val_losses is not None,
+            "settings": dict(training.settings),
+        },
+        "environment": environment,
+        "capsule_table_matches": table,
+        "weights_sha256": provenance.weights_sha256(saved.weights),
+    }
+    if dataset is not None:
+        digest, matched = predict.data_comparison(dataset, saved)
+        record.update(dataset_given=dataset, dataset_sha256=digest, data_matches=matched)
+    return record
+
+
+def _shown(value: object) -> str:
+    """A value as a report line shows it: ``unknown`` for None, ``yes``/``no`` for bools, lists
+    joined by `` | ``."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return " | ".join(map(str, value)) if value else "none"
+    return str(value)
+
+
+def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
+    """The report's ``name: value`` lines for ``record`` (:func:`facts`)."""
+    lines = [f"{key}: {_shown(record[key])}" for key in (
+        "checkpoint", "checkpoint_sha256", "version", "model", "hidden", "features", "outputs", "dropout",
+        "dtype", "task", "classes", "dataset", "label_column", "feature_names", "seed", "split_seed",
+        "test_fraction", "data_sha256", "profile", "execution",
+    )]
+    threads = record["torch_threads"]
+    unrecorded = "not recorded (torch unused, or an older checkpoint)"
+    lines.append(f"torch_threads: {unrecorded if threads is None else threads}")
+    training = record["training"]
+    if training is None:
+        lines.append("training: none (predict only; --resume needs a checkpoint of torchlean train --save)")
+    else:
+        lines.append(f"training: {training['epochs_done']} of {training['epochs']} epochs done, "
+                     f"random_counter {training['random_counter']}, validation history "
+                     f"{_shown(training['validation'])}")
+        lines.extend(f"  setting {name}: {'not given' if value is None else _shown(value)}"
+                     for name, value in training["settings"].items() if name != "data_sha256")
+    environment = record["environment"]
+    if environment is None:
+        lines.append("environment: unknown (written before torchlean recorded it, or built in Python "
+                     "without it)")
+    else:
+        lines.extend(
+            f"environment.{key}: "
+            f"{shlex.join(value) if key == 'argv' and isinstance(value, list) else _shown(value)}"
+            for key, value in environment.items()
+        )
+    table = record["capsule_table_matches"]
+    profile = saved.profile if environment is None else environment.get("profile") or saved.profile
+    lines.append(
+        "capsule_table: unknown (no digest recorded)" if table is None
+        else f"capsule_table: same as this torchlean's for profile {profile}" if table
+        else f"capsule_table: differs from this torchlean's for profile {profile} "
+        f"({provenance.capsule_table_sha256(profile)}): the profile may select other capsules now"
+    )
+    lines.append(f"weights_sha256: {record['weights_sha256']}")
+    if "data_matches" in record:
+        given = shown_path(record["dataset_given"])
+        lines.append(f"dataset_sha256: {_shown(record['dataset_sha256'])} ({given})")
+        lines.append(f"data_matches: {_shown(record['data_matches'])}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``torchlean inspect``; returns the exit status (0; a bad checkpoint raises
+    :class:`~torchlean.checkpoint.CheckpointError`, which the command prints as one ``error:`` line,
+    exit status 2).
+
+    Raises:
+        torchlean.TorchLeanError: the checkpoint cannot be read, ``--report-json`` names the checkpoint or
+            cannot be written, ``--dataset`` names an unknown dataset.
+    """
+    check_distinct([("--report-json", args.report_json)], [("the checkpoint", args.checkpoint)])
+    if args.report_json is not None:
+        check_writable(args.report_json, "--report-json")
+    saved = checkpoint.load(args.checkpoint)
+    if args.dataset is not None and args.dataset != data.STDIN:
+        data.locate(args.dataset)  # an unknown name is refused, naming the shipped datasets
+    record = facts(args.checkpoint, saved, args.dataset)
+    with report_beside(args.report_json):
+        for line in _lines(record, saved):
+            print(line)
+        if args.report_json is not None:
+            write_json_record(args.report_json, record)
+            if not is_stdout(args.report_json):
+                print(f"wrote {shown_path(args.report_json)}")
+    sys.stdout.flush()
+    return 0
