@@ -300,8 +300,8 @@ class Checkpoint:
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
             one with ``version`` 1; a ``split_seed``, ``torch_threads`` or ``environment`` outside
             what is stated above, or, with ``version`` 1, other than ``seed``, ``None``, ``None``;
-            training settings whose ``profile`` or ``execution`` differ from the checkpoint's,
-            naming both values).
+            training settings whose ``profile`` or ``execution`` name another known profile or
+            execution mode than the checkpoint's own, naming both values).
     """
 
     model: str
@@ -414,9 +414,11 @@ class Checkpoint:
         one of the two copies was edited, and neither can be trusted (review62 F6)."""
         if self.training is None:
             return
+        known = {"profile": profiles.names(), "execution": ExecutionMode.labels()}
         for name in ("profile", "execution"):
             setting = self.training.settings.get(name)
-            if setting is not None and setting != getattr(self, name):
+            # a setting that names no profile (mode) is --resume's to refuse, naming those accepted
+            if setting in known[name] and setting != getattr(self, name):
                 raise CheckpointError(
                     f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
                     f"{setting!r} differ (one of them was edited): a checkpoint records one {name}, which "
