@@ -448,7 +448,7 @@ def test_no_command_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) 
     assert (status, out) == (2, "")
     assert err == (
         "error: a command is required (choose from 'capsules', 'plan', 'check', 'select', 'explain', "
-        "'attention-check', 'graph', 'train', 'predict'; torchlean --help describes them)\n"
+        "'attention-check', 'graph', 'train', 'predict', 'inspect'; torchlean --help describes them)\n"
     )
     status, out, err = run(capsys, "--help")
     assert (status, err) == (0, "")

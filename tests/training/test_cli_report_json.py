@@ -114,6 +114,10 @@ def test_predict_record(capsys: pytest.CaptureFixture[str], tmp_path: Path, semi
         "trained_under": "checked_cpu", "accuracy": correct / 21, "correct": correct,
         "rows_without_prediction": 0, "output": str(predictions),
         "capsules": record["capsules"], "preference_notes": [],
+        # review62: the audit's keys (tests/training/test_audit_records.py checks their values)
+        "checkpoint_sha256": record["checkpoint_sha256"], "torch_threads": record["torch_threads"],
+        "data_sha256": record["trained_data_sha256"], "trained_data_sha256": record["trained_data_sha256"],
+        "data_matches_training": True, "notes": [], "environment": record["environment"],
     }
     assert [c["capsule"] for c in record["capsules"]] == ["reference.linear", "reference.relu"]
     assert f"accuracy={correct / 21:.4f} ({correct}/21)" in out.splitlines()

@@ -97,6 +97,7 @@ def whole(capsys, tmp_path_factory, oracles):
 
 RUN_DEPENDENT = {
     "seconds", "losses", "grad_norms", "resumed_from", "epochs_before", "checkpoint", "interrupted",
+    "environment", "checkpoint_sha256",  # the command line and time, and so the file's bytes
 }
 """The record's fields that differ between a resumed run and the uninterrupted one by design."""
 
