@@ -50,8 +50,11 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _as_trained_under(source: Path, profile: str, target: Path) -> Path:
     """``source``'s checkpoint, recorded as trained under ``profile`` (what ``train --profile
-    PROFILE --save`` writes on a CUDA machine)."""
-    checkpoint.save(target, dataclasses.replace(checkpoint.load(source), profile=profile))
+    PROFILE --save`` writes on a CUDA machine: the profile and the training settings' copy of it)."""
+    saved = checkpoint.load(source)
+    assert saved.training is not None
+    training = dataclasses.replace(saved.training, settings={**saved.training.settings, "profile": profile})
+    checkpoint.save(target, dataclasses.replace(saved, profile=profile, training=training))
     assert checkpoint.load(target).profile == profile
     return target
 
