@@ -10,8 +10,8 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    visible device, ``ninja`` on PATH and ``nvcc`` (``CUDA_HOME``, else PATH — what
    ``torch.utils.cpp_extension`` uses) whose major version equals ``torch.version.cuda``'s. Each
    failure is one line on stderr and its own exit status (below).
-1. Builds ``torchlean_native_ext`` from ``csrc/`` (``torch.utils.cpp_extension``) and records
-   the build time.
+1. Builds ``torchlean_native_ext`` from ``torchlean/backend/providers/native_cuda/csrc/``
+   (``torch.utils.cpp_extension``) and records the build time.
 2. Parity: every case of ``torchlean.backend.providers.native_cuda.parity`` — all 46 native-cuda
    ops, ``native_cuda.direct_attention`` and ``torchlean.composed_attention`` (including fully
    blocked rows, NaN/inf at blocked positions, head widths 64, 128 and 256, and zero-size inputs:

@@ -195,7 +195,10 @@ def test_native_catalog() -> None:
         assert capsule.vjp_mode is (VJPMode.NONE if forward_only else VJPMode.BACKEND_VJP)
         assert capsule.layout_contract.claim.layout is TensorLayout.FLAT_ROW_MAJOR
         (symbol,) = capsule.value_contract.provenance
-        assert (symbol.path, symbol.symbol) == ("csrc/native_ops.cu", f"{capsule.op.label}_forward")
+        assert (symbol.path, symbol.symbol) == (
+            "torchlean/backend/providers/native_cuda/csrc/native_ops.cu",
+            f"{capsule.op.label}_forward",
+        )
         assert capsule.numerical_policy.reduction is not ReductionPolicy.FIXED_LEFT
         if capsule.op.label in VJP_SUMMING:  # at::sum_to_size / scatter_add (atomics) in the VJP
             assert capsule.numerical_policy.reduction is ReductionPolicy.IMPLEMENTATION_DEFINED, capsule.name
@@ -238,7 +241,8 @@ def test_verbatim_template_texts() -> None:
     summaries = {c.op.label: c.value_contract.summary for c in native_cuda.CAPSULES}
     own = {label for label, text in summaries.items() if not text.endswith(native_cuda.ATEN_NOTE)}
     # the ops whose entry points launch a kernel of csrc/kernels.cuh (attention is no native_cuda.* op)
-    source = (Path(__file__).parents[2] / "csrc" / "native_ops.cu").read_text()
+    csrc = Path(__file__).parents[2] / "torchlean" / "backend" / "providers" / "native_cuda" / "csrc"
+    source = (csrc / "native_ops.cu").read_text()
     launched = set(re.findall(r"&tl::([a-z_]+?)(?:_forward|_backward)?_kernel\b", source))
     assert own == {label for label in launched if not label.startswith("attention")}
     assert by_name["native_cuda.sqrt"].vjp_contract.summary == (

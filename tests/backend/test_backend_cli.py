@@ -71,7 +71,11 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
         "label": "trusted boundary: LibTorch/CUDA SDPA implementation",
     }
     assert data["kernels"][0]["contracts"]["value"]["provenance"] == [
-        {"path": "csrc/native_ops.cu", "symbol": "add_forward", "build_target": "torchlean_native_ext"}
+        {
+            "path": "torchlean/backend/providers/native_cuda/csrc/native_ops.cu",
+            "symbol": "add_forward",
+            "build_target": "torchlean_native_ext",
+        }
     ]
 
 

@@ -32,6 +32,7 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.native_cuda import capsules, extension, guards, kernels, parity
 
 ROOT = Path(__file__).resolve().parents[2]
+CSRC = ROOT / "torchlean" / "backend" / "providers" / "native_cuda" / "csrc"
 
 # The 46 native-cuda op labels, in catalog order (anchor-backend.md §4.3); every test below that
 # takes ``op`` runs once per label.
@@ -90,12 +91,12 @@ def test_the_bernoulli_boundary_cases_sit_where_they_say() -> None:
 
 @pytest.mark.parametrize("op", OPS)
 def test_native_symbols_exist_for_every_op(op: str) -> None:
-    """Provenance ``csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is defined there,
-    bound in bindings.cpp and wrapped in kernels.py (with a backward for every differentiable op).
-    That the stub types every bound name: :func:`test_stub_matches_the_bindings` (source) and
-    ``test_stub_sync.py`` (stubtest against the compiled emulation build)."""
-    source = (ROOT / "csrc" / "native_ops.cu").read_text()
-    bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
+    """Provenance ``.../native_cuda/csrc/native_ops.cu`` / ``<op>_forward`` is true: the symbol is
+    defined there, bound in bindings.cpp and wrapped in kernels.py (with a backward for every
+    differentiable op). That the stub types every bound name: :func:`test_stub_matches_the_bindings`
+    (source) and ``test_stub_sync.py`` (stubtest against the compiled emulation build)."""
+    source = (CSRC / "native_ops.cu").read_text()
+    bindings = (CSRC / "bindings.cpp").read_text()
     names = [f"{op}_forward"] + ([] if op in FORWARD_ONLY else [f"{op}_backward"])
     for name in names:
         assert re.search(rf"^(Tensor|Grads) {name}\(", source, re.M), f"{name} not defined in native_ops.cu"
@@ -108,7 +109,9 @@ def test_native_symbols_exist_for_every_op(op: str) -> None:
 def test_capsule_provenance_names_native_ops_cu() -> None:
     for capsule in capsules.CAPSULES:
         refs = capsule.value_contract.provenance
-        assert [(r.path, r.symbol) for r in refs] == [("csrc/native_ops.cu", f"{capsule.op.label}_forward")]
+        assert [(r.path, r.symbol) for r in refs] == [
+            ("torchlean/backend/providers/native_cuda/csrc/native_ops.cu", f"{capsule.op.label}_forward")
+        ]
 
 
 # ---------------------------------------------------------------------------------------- parity
@@ -912,7 +915,7 @@ def test_stub_matches_the_bindings() -> None:
     pybind11 parameters, see test_stub_sync.py)."""
     import ast
 
-    bindings = (ROOT / "csrc" / "bindings.cpp").read_text()
+    bindings = (CSRC / "bindings.cpp").read_text()
     bound = {
         name: re.findall(r'py::arg\("(\w+)"\)', args)
         for name, args in re.findall(r'TL_DEF\((\w+)((?:,\s*py::arg\("\w+"\))*)\);', bindings)

@@ -1,4 +1,5 @@
-"""Every CUDA source in ``csrc/`` compiles with ``nvcc -c`` against the installed torch headers.
+"""Every CUDA source in ``torchlean/backend/providers/native_cuda/csrc/`` compiles with ``nvcc -c``
+against the installed torch headers.
 
 Runs wherever ``nvcc`` is on PATH (no GPU needed; skipped otherwise), once per C++ standard that
 ``torch.utils.cpp_extension`` builds with: ``-std=c++17`` (torch 2.11, the GPU machine's; skipped
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 from torch.utils import cpp_extension
 
-CSRC = Path(__file__).resolve().parents[2] / "csrc"
+CSRC = Path(__file__).resolve().parents[2] / "torchlean/backend/providers/native_cuda/csrc"
 SOURCES = sorted(CSRC.rglob("*.cu"))
 SPILL_FREE = re.compile(r"\b0 bytes spill stores, 0 bytes spill loads")
 

@@ -214,8 +214,10 @@ class ContractEvidence:
 class NativeSymbolRef:
     """Provenance: a source file of this repository and a symbol defined in it.
 
-    ``path`` is relative to the repository root; ``build_target`` names the extension module built
-    from it, if any. Provenance identifies an implementation; it is not evidence of correctness.
+    ``path`` is relative to the directory that holds the ``torchlean`` package (the repository
+    root of a checkout, ``site-packages`` of an install; the shipped catalog names only files
+    shipped with the package); ``build_target`` names the extension module built from it, if any.
+    Provenance identifies an implementation; it is not evidence of correctness.
 
     Raises:
         BackendTypeError / BackendValueError: a field that is not a non-empty string

@@ -4,7 +4,7 @@ Source: anchor-backend.md §4.4 (Generation B) and the seed chapter ("Forward An
 Ownership"). Summaries are the original's verbatim; evidence names are real (DESIGN.md §1.3):
 
 1. ``native_cuda.direct_attention``: the fused native kernel (``direct_attention_forward`` in
-   ``csrc/native_ops.cu``), backend VJP, guards of the native extension.
+   ``native_cuda/csrc/native_ops.cu``), backend VJP, guards of the native extension.
 2. ``torchlean.composed_attention``: TorchLean's composition (batched matmul, hard-masked softmax,
    batched matmul) on CUDA with a TorchLean-tape VJP, guarded by ``attention_kernels``.
 

@@ -7,8 +7,9 @@ real (DESIGN.md §1.3): the shape guard
 ``native_cuda.guards.check_launch`` (``check_element_count`` of the requested shape for the two
 random sources, which have no tensor operands), the layout guard ``native_cuda.guards.check_flat_row_major``,
 the parity suite ``tests/cuda/test_native_parity.py``, and value provenance
-``csrc/native_ops.cu`` / ``<op>_forward`` built into ``torchlean_native_ext``. Capsules exist and
-plan on every machine; execution needs CUDA. This module is data only.
+:data:`SOURCE` (``native_cuda/csrc/native_ops.cu``) / ``<op>_forward`` built into
+``torchlean_native_ext``. Capsules exist and plan on every machine; execution needs CUDA. This
+module is data only.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ SOURCES = frozenset({BackendOp.RAND_UNIFORM, BackendOp.BERNOULLI_MASK})
 """The ops without tensor operands: their shape guard is the output shape's element count."""
 CHECK_FLAT_ROW_MAJOR = "torchlean.backend.providers.native_cuda.guards.check_flat_row_major"
 PARITY_SUITE = "tests/cuda/test_native_parity.py"
-SOURCE = "csrc/native_ops.cu"
+SOURCE = "torchlean/backend/providers/native_cuda/csrc/native_ops.cu"
+"""Value provenance: the file of every ``<op>_forward``, relative to the directory that holds the
+``torchlean`` package (the repository root of a checkout, ``site-packages`` of an install)."""
 EXTENSION = "torchlean_native_ext"
 
 OWN_KERNELS = frozenset({

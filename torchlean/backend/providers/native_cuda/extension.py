@@ -1,10 +1,10 @@
 """Building and loading ``torchlean_native_ext``, the C++/CUDA extension of the native-cuda provider.
 
-The sources live in ``csrc/`` at the repository root (``native_ops.cu``, ``kernels.cuh``,
-``bindings.cpp``); :func:`load_extension` compiles them with ``torch.utils.cpp_extension.load``
-the first time a native kernel runs, and only when ``torch.cuda.is_available()``. Importing this
-module builds nothing and needs no GPU. Every failure on the way is a
-:class:`NativeExtensionError` whose message says what is missing:
+The sources ship with the package, in ``csrc/`` beside this module (``native_ops.cu``,
+``kernels.cuh``, ``bindings.cpp``; see :func:`sources_dir`); :func:`load_extension` compiles them
+with ``torch.utils.cpp_extension.load`` the first time a native kernel runs, and only when
+``torch.cuda.is_available()``. Importing this module builds nothing and needs no GPU. Every
+failure on the way is a :class:`NativeExtensionError` whose message says what is missing:
 
 * a CPU-only torch build: ``CUDA was requested, but this torch build (...) is not a CUDA build; ...``
   (adapted from the original's CPU-stub probe message, anchor-runtime.md §1.7);
@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import importlib.resources
 import os
 import shutil
 import sys
@@ -103,18 +104,40 @@ def require_cuda() -> None:
 
 
 def sources_dir() -> Path:
-    """The ``csrc`` directory: ``$TORCHLEAN_CSRC`` if set, else ``<repository>/csrc``.
+    """The directory of the extension's sources: ``$TORCHLEAN_CSRC`` if set (non-empty), else the
+    package's own ``csrc`` (``torchlean/backend/providers/native_cuda/csrc``, shipped in the wheel
+    and the sdist as package data, found through :mod:`importlib.resources`), the same files in a
+    checkout, an editable install and a regular install.
 
     Raises:
-        NativeExtensionError: when the directory or one of its sources is missing.
+        NativeExtensionError: when the directory or one of its sources is missing, or when the
+            package is not on the file system (imported from a zip file), which the compiler
+            cannot read; both name ``$TORCHLEAN_CSRC``.
     """
     override = os.environ.get(_SOURCES_ENV)
-    root = Path(override) if override else Path(__file__).resolve().parents[4] / "csrc"
+    if override:
+        root = Path(override)
+    else:
+        shipped = importlib.resources.files("torchlean.backend.providers.native_cuda") / "csrc"
+        if not isinstance(shipped, Path):
+            raise NativeExtensionError(
+                f"the sources of {EXTENSION_NAME} are not on the file system ({shipped}, a package "
+                f"imported from a zip file?); set {_SOURCES_ENV} to a directory holding them"
+            )
+        root = shipped
+    checkout = "a checkout's torchlean/backend/providers/native_cuda/csrc"
     for name in (*_CUDA_SOURCES, *_EMULATION_SOURCES, "native_ops.h", "kernels.cuh"):
         if not (root / name).is_file():
+            remedy = (
+                f"{_SOURCES_ENV}={override}: point it at a directory holding them, such as {checkout}, "
+                "or unset it to use the package's own"
+                if override
+                else f"the installed package lacks them: reinstall torchlean, or set {_SOURCES_ENV} to "
+                f"a directory holding them, such as {checkout}"
+            )
             raise NativeExtensionError(
                 f"the sources of {EXTENSION_NAME} are not available: {root / name} does not exist "
-                f"(set {_SOURCES_ENV} to the repository's csrc directory)"
+                f"({remedy})"
             )
     return root
 

@@ -1,6 +1,7 @@
 // torchlean_native_ext: the native-cuda provider's entry points.
 //
-// Provenance: every native_cuda capsule names `csrc/native_ops.cu` and `<op_label>_forward`
+// Provenance: every native_cuda capsule names this file
+// (`torchlean/backend/providers/native_cuda/csrc/native_ops.cu`) and `<op_label>_forward`
 // defined below; native_cuda.direct_attention names `direct_attention_forward`.
 //
 // torchlean's own kernels (kernels.cuh) implement direct attention, hard-masked softmax,
