@@ -82,6 +82,11 @@ _NPY_MAGIC = b"\x93NUMPY"
 """What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
 (``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
 (``BadZipFile``, ``OSError``, ``ValueError``)."""
+# What np.savez stores without pickling: bool, integer, float and unicode text arrays (never object).
+_PLAIN_KINDS = "biufU"
+# numpy < 2.1 has no allow_pickle keyword in np.savez and stored save's allow_pickle=False as an
+# entry of this name (review60 F2); load ignores it in files written so.
+_STRAY_ENTRY = "allow_pickle"
 
 Array = npt.NDArray[Any]
 
@@ -727,7 +732,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
             ``os.PathLike`` or is empty, or the file cannot be written (naming the path and the operating
-            system's reason).
+            system's reason); an entry that is not a bool, integer, float or text array, which
+            ``np.savez`` would pickle (naming it; :class:`Checkpoint` admits none).
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
@@ -790,6 +796,15 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             arrays[_VAL_METRICS] = np.array(training.val_metrics, dtype=np.float64)
         if training.last_weights is not None:
             arrays.update({_LAST_WEIGHTS + name: value for name, value in training.last_weights.items()})
+    # np.savez pickles only object arrays, and numpy < 2.1 would store an allow_pickle keyword as
+    # an entry: pass none, and refuse any array load's allow_pickle=False could not read
+    for name, value in arrays.items():
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in _PLAIN_KINDS:
+            shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+            raise CheckpointError(
+                f"cannot write checkpoint {path}: entry {name!r} is {shown}, not a bool, integer, float "
+                "or text array (np.savez would pickle it)"
+            )
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
     temporary: Path | None = None
@@ -798,7 +813,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             "wb", dir=file.parent, prefix=f".{file.name}.", suffix=".tmp", delete=False
         ) as handle:
             temporary = Path(handle.name)
-            np.savez(handle, allow_pickle=False, **arrays)
+            np.savez(handle, **arrays)
         # the permissions a plain write would give: the replaced file's, else 0666 less the umask
         os.chmod(temporary, stat.S_IMODE(file.stat().st_mode) if file.exists() else 0o666 & ~_umask())
         os.replace(temporary, file)
@@ -828,6 +843,9 @@ _TRAINING_FLAGS = ("validation", "last_weights")
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
+
+    An ``allow_pickle`` entry holding a 0-d bool is ignored: under numpy < 2.1, whose ``np.savez``
+    has no such keyword, torchlean 0.1.0's ``save`` stored its ``allow_pickle=False`` so.
 
     Raises:
         CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``, or is empty; else naming ``path`` and
@@ -886,6 +904,9 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     raw = next((name for name, value in arrays.items() if not isinstance(value, np.ndarray)), None)
     if raw is not None:  # numpy returns the bytes of a member whose name lacks ".npy"
         raise CheckpointError(f"{file}: not a torchlean checkpoint: entry {raw!r} is not a numpy array")
+    stray = arrays.get(_STRAY_ENTRY)
+    if stray is not None and stray.shape == () and stray.dtype == np.bool_:
+        del arrays[_STRAY_ENTRY]  # save's allow_pickle=False, stored by numpy < 2.1 (review60 F2)
     try:
         return _from_arrays(arrays)
     except CheckpointError as error:
