@@ -1,3 +1,6 @@
+"""``python -m torchlean``: the command line (:func:`torchlean.cli.main`)."""
+
 from torchlean.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

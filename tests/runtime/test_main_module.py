@@ -1,0 +1,20 @@
+"""``torchlean/__main__.py`` runs the command line only as ``python -m torchlean`` (review60 F4):
+importing it (pydoc, ``pkgutil.walk_packages`` with ``onerror``, import sweeps) neither prints
+nor exits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_importing_the_main_module_runs_no_command() -> None:
+    code = "import torchlean.__main__ as m; print('imported', callable(m.main))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "imported True\n", "")
+
+
+def test_python_m_torchlean_still_runs_the_command_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "torchlean"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: a command is required") and done.stderr.count("\n") == 1
