@@ -1,4 +1,5 @@
-"""Typed stubs of ``torchlean_native_ext``, the extension built from ``csrc/`` (see
+"""Typed stubs of ``torchlean_native_ext``, the extension built from
+``torchlean/backend/providers/native_cuda/csrc/`` (see
 ``torchlean.backend.providers.native_cuda.extension``).
 
 One ``<op>_forward`` per native-cuda op and one ``<op>_backward(g, *inputs, out, *params)`` per
