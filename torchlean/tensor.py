@@ -77,6 +77,7 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 from __future__ import annotations
 
 import numbers
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
 
@@ -225,6 +226,10 @@ def _gradient_device(gradient: object) -> str | None:
     if _is_torch_tensor(gradient) and gradient.device.type != "meta":  # type: ignore[attr-defined]
         return str(gradient.device)  # type: ignore[attr-defined]
     return None
+
+
+_GRAD_LOCK = threading.Lock()
+"""Serialises :meth:`Tensor._accumulate_grad` (``.grad``'s read-add-store) across threads."""
 
 
 class Tensor:
@@ -929,15 +934,21 @@ class Tensor:
         copy (it never aliases an array of the traversal); later ones are added into the ``.grad``
         tensor's storage in place and its version bumped, as torch's ``AccumulateGrad`` does, so a
         handle to ``.grad`` (or a tensor assigned to it) sees the sum. A ``.grad`` with read-only
-        storage is replaced by a new tensor instead."""
-        grad = self._grad
-        if grad is None:
-            self._grad = Tensor._make(storage.copy_storage(total))
-            return
-        if storage.add_into(grad._data, total):
-            grad._version.bump()
-        else:
-            self._grad = Tensor._make(storage.add(grad._data, total))
+        storage is replaced by a new tensor instead.
+
+        Thread-safe: two threads whose backward reaches the same leaf both land in ``.grad``
+        (torch's ``AccumulateGrad`` holds a per-variable mutex). The read, the copy or the in-place
+        add (numpy releases the GIL inside it for large arrays) and the store run under one lock
+        of this module, taken once per leaf a backward reaches; the forward never takes it."""
+        with _GRAD_LOCK:
+            grad = self._grad
+            if grad is None:
+                self._grad = Tensor._make(storage.copy_storage(total))
+                return
+            if storage.add_into(grad._data, total):
+                grad._version.bump()
+            else:
+                self._grad = Tensor._make(storage.add(grad._data, total))
 
     # ----------------------------------------------------------------------------- in-place writes
 
