@@ -43,6 +43,7 @@ from typing_extensions import TypeVar
 
 from torchlean import functional as F
 from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
+from torchlean._interrupts import store_together
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -1178,7 +1179,8 @@ class Trainer(Generic[In, Out]):
 
         ``xb`` is ``(b, *input_shape)`` and ``yb`` takes the forms :meth:`fit` accepts; both are
         cast to the model dtype (ids and cross-entropy class labels are kept as int64). Opens the
-        session on first use (:meth:`open`).
+        session on first use (:meth:`open`). The new weights and optimizer state are stored
+        together, Ctrl-C held back meanwhile, as :meth:`fit` says.
 
         Raises:
             TrainerError: a model without parameters; bad shapes or labels, or values that are not
@@ -1223,12 +1225,21 @@ class Trainer(Generic[In, Out]):
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
         if self.config.max_grad_value is not None:  # before the norm, as torch's loops call them
             grads = clip_grad_value(grads, self.config.max_grad_value)
+        norm = self.grad_norm
         if self.config.max_grad_norm is not None:
-            grads, self.grad_norm = clip_grad_norm(grads, self.config.max_grad_norm)
-        updated = self._optimizer.step(self.model.parameters, grads)
+            grads, norm = clip_grad_norm(grads, self.config.max_grad_norm)
+        prepared = self._optimizer._prepare_step(self.model.parameters, grads)
+        updated = list(prepared.params)
         for position, value in buffers.items():
             updated[position] = value
-        self.model.parameters = updated
+        optimizer, model = self._optimizer, self.model
+
+        def store() -> None:  # weights and optimizer state: both stored or neither (review61 F2)
+            optimizer._commit_step(prepared)
+            model.parameters = updated
+            self.grad_norm = norm
+
+        store_together(store)
         return float(loss.numpy())
 
     def fit(
@@ -1294,7 +1305,14 @@ class Trainer(Generic[In, Out]):
         that stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the
         updates it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts
         that epoch again with its number (its shuffle order and scheduled learning rate), as a
-        restarted torch loop over the same epoch range would.
+        restarted torch loop over the same epoch range would. Each update is stored at once: its
+        new weights and the optimizer's new state (step counts, moments) are computed first and
+        then stored together, with Ctrl-C (SIGINT) held back for those few assignments (in the main
+        thread, the only one Python delivers it to), so after a ``KeyboardInterrupt`` the model and
+        the optimizer are those of an uninterrupted run of :attr:`steps_done` steps, never a step's
+        moments without its weights; ``model.state()`` and ``optimizer.state_dict()`` saved in an
+        ``except KeyboardInterrupt:`` handler resume that run. (An exception raised by another
+        signal's handler, say ``SIGALRM``'s, is not held back.)
 
         ``x`` is ``(n, *input_shape)`` (integer ids for a model starting with an embedding); ``y`` is
         ``(n, *output_shape)`` for MSE (``(n,)`` too when the output shape is ``(1,)``), and integer

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown
+from torchlean._interrupts import store_together
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
@@ -450,6 +451,19 @@ def _no_state(param: Array) -> Array:
     return np.broadcast_to(np.zeros((), dtype=param.dtype), param.shape)
 
 
+@dataclass(frozen=True, slots=True)
+class _PreparedStep:
+    """One optimizer step computed but not stored (:meth:`Optimizer._prepare_step`): the new
+    parameters, and the optimizer's new ``steps``, ``param_steps`` and state buffer lists."""
+
+    params: list[Array]
+    steps: int
+    param_steps: list[int]
+    first: list[Array]
+    second: list[Array]
+    third: list[Array | None]
+
+
 @dataclass(slots=True)
 class Optimizer:
     """The stateful optimizer: per-parameter first/second moment buffers and step counts.
@@ -691,6 +705,12 @@ class Optimizer:
         gradient counts once in the clipping norm, and each position computes the same update
         from the same value.
 
+        The update is computed first and then stored (the optimizer's state, every tensor, the
+        ``.grad`` resets) with Ctrl-C (SIGINT) held back in the main thread until all of it is
+        stored, so a ``KeyboardInterrupt`` lands before the step or after it: the tensors and the
+        optimizer state always belong to the same number of steps (torch's per-parameter loop can
+        be interrupted between two parameters).
+
         Raises:
             OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`,
                 :func:`clip_grad_value` and :func:`clip_grad_norm` (shapes, dtypes, counts, the
@@ -725,12 +745,17 @@ class Optimizer:
             clipped, norm = clip_grad_norm([grads[index] for index in first], max_grad_norm)
             by_tensor = {id(tensors[index]): grad for index, grad in zip(first, clipped, strict=True)}
             grads = [by_tensor[id(t)] for t in tensors]
-        updated = self.step([t.numpy() for t in tensors], grads)
-        with no_grad():
-            for tensor, value, grad in zip(tensors, updated, grads, strict=True):
-                if grad is not None:
-                    tensor.copy_(value)
-                tensor.grad = None
+        prepared = self._prepare_step([t.numpy() for t in tensors], grads)
+
+        def store() -> None:  # the state and the tensors are stored together (review61 F2)
+            self._commit_step(prepared)
+            with no_grad():
+                for tensor, value, grad in zip(tensors, prepared.params, grads, strict=True):
+                    if grad is not None:
+                        tensor.copy_(value)
+                    tensor.grad = None
+
+        store_together(store)
         return norm
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
@@ -741,7 +766,10 @@ class Optimizer:
         ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
         and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of
         ``param.grad``). Everything is checked before any state moves, so a refused step changes
-        nothing.
+        nothing. The new moments and step counts are computed on copies and stored together at the
+        end, with Ctrl-C (SIGINT) held back for those few assignments in the main thread, so a
+        ``KeyboardInterrupt`` leaves the optimizer's state either before the step or after it, never
+        in between (the returned arrays are yours to store).
 
         Raises:
             OptimizerError: ``optimizer: expected 2 parameters, got 3`` (or ``... gradients ...``);
@@ -750,6 +778,17 @@ class Optimizer:
                 and dtype float32, but parameter 1 has shape (2,) and dtype float64``; a parameter
                 or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``;
                 ``params`` or ``grads`` that is a single array or not iterable (as in ``create``).
+        """
+        prepared = self._prepare_step(params, grads)
+        store_together(lambda: self._commit_step(prepared))
+        return prepared.params
+
+    def _prepare_step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> _PreparedStep:
+        """:meth:`step`'s checks and arithmetic, changing nothing: the new parameters, step counts
+        and state buffers (the updates run on copies of the buffers), for :meth:`_commit_step`.
+
+        Raises:
+            OptimizerError: as :meth:`step`.
         """
         params, grads = _listed("parameters", params), _listed("gradients", grads)
         count = len(self.first)
@@ -764,20 +803,27 @@ class Optimizer:
             _require_like("parameter", index, param, state, "the optimizer was created for")
             if grad is not None:
                 _require_like("gradient", index, grad, state, f"parameter {index} has")
-        self.steps += 1
+        param_steps = list(self.param_steps)
+        first, second, third = list(self.first), list(self.second), list(self.third)
         out: list[Array] = []
         with np.errstate(all="ignore"):  # a diverging run overflows to inf silently, as torch.optim
             for index, (param, grad) in enumerate(zip(params, grads, strict=True)):
                 if grad is None or self.is_frozen(index):
                     out.append(param)
                     continue
-                self.param_steps[index] += 1
-                new = self.config_of(index).update(
-                    self.param_steps[index], param, grad, self.first[index], self.second[index],
-                    self.third[index],
-                )
+                param_steps[index] += 1
+                m, v, t = first[index].copy(), second[index].copy(), third[index]
+                t = None if t is None else t.copy()
+                new = self.config_of(index).update(param_steps[index], param, grad, m, v, t)
+                first[index], second[index], third[index] = m, v, t
                 out.append(np.asarray(new, dtype=param.dtype))
-        return out
+        return _PreparedStep(out, self.steps + 1, param_steps, first, second, third)
+
+    def _commit_step(self, prepared: _PreparedStep) -> None:
+        """Store a :meth:`_prepare_step` result: five assignments, no computation (callers hold
+        Ctrl-C back around them, and around the weights they store with them)."""
+        self.first, self.second, self.third = prepared.first, prepared.second, prepared.third
+        self.param_steps, self.steps = prepared.param_steps, prepared.steps
 
 
 def sgd(

@@ -1,0 +1,228 @@
+"""A Ctrl-C during an optimizer update leaves weights and optimizer state of one run (review61 F2).
+
+``Trainer._update`` let the optimizer advance ``steps``, ``param_steps`` and the moments, and
+stored the new weights only afterwards; ``Optimizer.step_`` did the same before its ``copy_`` loop.
+A ``KeyboardInterrupt`` in between left a state that matched no run. Now the update is computed
+first and stored with SIGINT held back (:mod:`torchlean._interrupts`).
+
+The tests send a real SIGINT (``signal.raise_signal``, Python's own handler turns it into
+``KeyboardInterrupt``; ``how="sigint"``), or raise ``KeyboardInterrupt`` directly (the reviewer's
+reproduction, as a ``SIGALRM`` handler that raises it would; ``how="raise"``), from a
+``sys.settrace`` hook at the ``n``-th line executed in the trainer, optimizer and interrupt modules
+during one step, for every ``n``, and compare the result with an oracle: uninterrupted runs of 0, 1,
+2, ... steps (weights and ``state_dict()``, bit for bit).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import torchlean as tl
+import torchlean._interrupts as interrupts_module
+import torchlean.optim._records as records_module
+import torchlean.trainer as trainer_module
+from torchlean import nn, optim
+from torchlean._interrupts import DeferredSigint
+from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
+
+TRACED = {trainer_module.__file__, records_module.__file__, interrupts_module.__file__}
+
+rng = np.random.default_rng(0)
+X, Y = rng.random((8, 4)), rng.random((8, 2))
+
+
+@pytest.fixture(autouse=True)
+def python_sigint_handler() -> Iterator[None]:
+    """Python's default SIGINT handler (raises KeyboardInterrupt), whatever the runner installed."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+        sys.settrace(None)
+
+
+def _interrupt_at_line(n: int | None, counter: list[int], how: str) -> Callable[..., Any]:
+    """A global trace function counting line events in :data:`TRACED` frames; the ``n``-th sends
+    SIGINT to this process or raises KeyboardInterrupt there (``None``: only count)."""
+
+    def local(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
+        if event == "line":
+            counter[0] += 1
+            if counter[0] == n:
+                if how == "raise":
+                    raise KeyboardInterrupt
+                signal.raise_signal(signal.SIGINT)
+        return local
+
+    def trace(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
+        return local if frame.f_code.co_filename in TRACED else None
+
+    return trace
+
+
+def _interrupted(n: int | None, run: Callable[[], None], how: str = "sigint") -> tuple[bool, int]:
+    """Run ``run`` interrupted at traced line ``n``; whether a KeyboardInterrupt came, and
+    the number of traced lines. A SIGINT sent at the last lines may be handled just after
+    ``run`` returns: it is caught here too."""
+    counter = [0]
+    interrupted = False
+    try:
+        sys.settrace(_interrupt_at_line(n, counter, how))
+        try:
+            run()
+        finally:
+            sys.settrace(None)
+        _ = [0 for _ in range(3)]  # a loop and a call: a pending signal is handled by now
+    except KeyboardInterrupt:
+        interrupted = True
+    return interrupted, counter[0]
+
+
+def _same_state(a: dict[str, np.ndarray[Any, Any]], b: dict[str, np.ndarray[Any, Any]]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def _trainer(execution: ExecutionMode, optimizer: optim.OptimizerConfig) -> Trainer[Any, Any]:
+    layer = nn.sequential(nn.linear(4, 6), nn.relu(), nn.linear(6, 2))
+    config = RunConfig(optimizer=optimizer, execution=execution, dtype="float64")
+    return Trainer(layer, objective=Objective.MSE, seed=0, config=config)
+
+
+@pytest.mark.parametrize("execution", [ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH])
+@pytest.mark.parametrize(
+    ("optimizer", "how"),
+    [
+        (optim.adam(lr=0.01, amsgrad=True), "sigint"),
+        (optim.adam(lr=0.01, amsgrad=True), "raise"),
+        (optim.sgd(lr=0.1, momentum=0.9), "sigint"),
+    ],
+    ids=["adam-sigint", "adam-raise", "sgd-sigint"],
+)
+def test_ctrl_c_at_any_line_of_a_trainer_step_leaves_a_state_of_steps_done_steps(
+    execution: ExecutionMode, optimizer: optim.OptimizerConfig, how: str
+) -> None:
+    oracle: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    reference = _trainer(execution, optimizer)
+    for _ in range(4):
+        oracle.append((reference.model.state(), reference.optimizer.state_dict()))
+        reference.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+
+    def second_step(trainer: Trainer[Any, Any]) -> Callable[[], None]:
+        return lambda: trainer.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+
+    counting = _trainer(execution, optimizer)
+    counting.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+    _, lines = _interrupted(None, second_step(counting))
+    assert lines > 50  # the hook sees the step (trainer, optimizer and update rule lines)
+    outcomes = set()
+    for n in range(1, lines + 1):
+        trainer = _trainer(execution, optimizer)
+        trainer.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+        interrupted, _ = _interrupted(n, second_step(trainer), how)
+        done = trainer.steps_done
+        assert interrupted and done in (1, 2), (n, interrupted, done)
+        weights, state = oracle[done]
+        assert _same_state(trainer.model.state(), weights), (n, done)
+        assert _same_state(trainer.optimizer.state_dict(), state), (n, done)
+        outcomes.add(done)
+        trainer.fit(X, Y, epochs=1, batch_size=8, shuffle=False)  # resumes the same run
+        assert _same_state(trainer.model.state(), oracle[done + 1][0]), n
+    assert outcomes == {1, 2}  # the sweep interrupted before and after the store
+
+
+@pytest.mark.parametrize("how", ["sigint", "raise"])
+def test_ctrl_c_at_any_line_of_step_underscore_leaves_tensors_and_state_of_one_run(how: str) -> None:
+    """A loop of your own: ``optimizer.step_(params)`` after ``backward()``."""
+    start = [rng.random((3, 4)), rng.random((4,))]
+    x = tl.tensor(rng.random((5, 3)))
+
+    def make() -> tuple[list[tl.Tensor], optim.Optimizer]:
+        params = [tl.tensor(p.copy(), requires_grad=True) for p in start]
+        return params, optim.adam(lr=0.05).create([p.numpy() for p in params])
+
+    def backward(params: list[tl.Tensor]) -> None:
+        # enable_grad: a KeyboardInterrupt raised directly at the line where step_'s `with no_grad()`
+        # exits skips that __exit__ (so would one in any `with` block; a SIGINT is held back there)
+        with tl.enable_grad():
+            tl.reduce_sum(tl.tanh(tl.linear(x, tl.transpose(params[0], 0, 1), params[1]))).backward()
+
+    oracle = []
+    params, opt = make()
+    for _ in range(3):
+        oracle.append(([p.numpy().copy() for p in params], opt.state_dict()))
+        backward(params)
+        opt.step_(params)
+
+    params, opt = make()
+    backward(params)
+    _, lines = _interrupted(None, lambda: opt.step_(params))
+    assert lines > 20
+    outcomes = set()
+    for n in range(1, lines + 1):
+        params, opt = make()
+        backward(params)
+        interrupted, _ = _interrupted(n, lambda: opt.step_(params), how)  # noqa: B023 - called at once
+        assert interrupted and opt.steps in (0, 1), (n, opt.steps)
+        weights, state = oracle[opt.steps]
+        assert all(np.array_equal(p.numpy(), w) for p, w in zip(params, weights, strict=True)), n
+        assert _same_state(opt.state_dict(), state), n
+        assert all(p.grad is None for p in params) == (opt.steps == 1), n  # reset with the step
+        outcomes.add(opt.steps)
+    assert outcomes == {0, 1}
+
+
+def test_DeferredSigint_hands_a_ctrl_c_to_the_previous_handler_after_the_block() -> None:
+    order: list[str] = []
+    with pytest.raises(KeyboardInterrupt), DeferredSigint():
+        signal.raise_signal(signal.SIGINT)
+        _ = [0 for _ in range(3)]  # the handler has run by now: held back
+        order.append("body finished")
+    assert order == ["body finished"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    seen: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    with DeferredSigint():
+        signal.raise_signal(signal.SIGINT)
+        _ = [0 for _ in range(3)]
+        assert seen == []
+    assert seen == [signal.SIGINT]  # the program's own handler, once, after the block
+    with DeferredSigint():  # nothing arrives: nothing is called
+        pass
+    assert seen == [signal.SIGINT]
+
+
+def test_DeferredSigint_is_nested_and_leaves_handlers_it_cannot_defer_alone() -> None:
+    order: list[str] = []
+    with pytest.raises(KeyboardInterrupt), DeferredSigint():
+        with DeferredSigint():
+            signal.raise_signal(signal.SIGINT)
+            _ = [0 for _ in range(3)]
+            order.append("inner body")
+        _ = [0 for _ in range(3)]  # still held back by the outer block
+        order.append("outer body")
+    assert order == ["inner body", "outer body"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with DeferredSigint():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    seen: list[object] = []
+
+    def in_thread() -> None:
+        with DeferredSigint():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join()
+    assert seen == [signal.default_int_handler]  # another thread: nothing installed
