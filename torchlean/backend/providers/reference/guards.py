@@ -125,6 +125,32 @@ def check_numel(op: str, shape: Sequence[int], what: str) -> None:
         )
 
 
+def check_layout_size(op: str, shape: Sequence[int], what: str, itemsize: int) -> None:
+    """Refuse a target shape (reshape, broadcast) that numpy and torch cannot lay out: an extent
+    above int64 (also beside a 0 extent, where the element count is 0 and :func:`check_numel`
+    passes), or extents whose product, leaving out the 0 extents, times ``itemsize`` overflows
+    int64 bytes (the row-major strides, which numpy and torch compute for a zero-size array too:
+    numpy refuses ``(0, 2**60)`` of float64, "array is too big"). Called before the kernel runs,
+    so both CPU providers refuse alike."""
+    span = itemsize
+    for s in shape:
+        if s > INT64_MAX:
+            raise _fail(
+                op,
+                f"{what} {_shape_text(shape)} has extent {s}, which overflows int64 (accepted: "
+                f"extents at most {INT64_MAX})",
+            )
+        if s:
+            span *= s
+    if span > INT64_MAX:
+        raise _fail(
+            op,
+            f"{what} {_shape_text(shape)} of {itemsize}-byte elements spans {span} bytes (its nonzero "
+            f"extents times {itemsize}, what its strides address), which overflows int64 (accepted: "
+            f"at most {INT64_MAX} bytes)",
+        )
+
+
 def _broadcast(op: str, named: Sequence[tuple[str, Sequence[int]]]) -> Shape:
     first = tuple(named[0][1])
     if all(tuple(shape) == first for _, shape in named[1:]):  # equal shapes: nothing to broadcast
@@ -511,7 +537,8 @@ def check_mse_loss(a: object, b: object) -> Shape:
 def check_reshape(x: object, *, shape: object) -> Shape:
     """Guard of ``reshape``: a float32, float64, int64 or bool array and a target shape of
     non-negative ints with at most one ``-1`` (inferred, as in ``torch.reshape``) and the same
-    element count.
+    element count, which numpy can lay out (:func:`check_layout_size`: extents and bytes within
+    int64, also for a zero-size shape).
     Returns the resolved target shape."""
     op = "reshape"
     arr = _data_input(op, "input x", x)
@@ -538,6 +565,7 @@ def check_reshape(x: object, *, shape: object) -> Shape:
         dims[dims.index(-1)] = arr.size // known
         known = arr.size
     check_numel(op, dims, "shape")
+    check_layout_size(op, dims, "shape", arr.dtype.itemsize)
     if known != arr.size:
         raise _fail(
             op,
@@ -566,11 +594,13 @@ def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
 
 def check_broadcast(x: object, *, shape: object) -> Shape:
     """Guard of ``broadcast``: a float32, float64, int64 or bool array whose shape broadcasts to
-    ``shape`` (numpy rules: right-aligned, each input extent equal to the target's or 1).
+    ``shape`` (numpy rules: right-aligned, each input extent equal to the target's or 1), a
+    shape whose elements and bytes fit int64 (:func:`check_numel`, :func:`check_layout_size`).
     Returns the target shape."""
     op = "broadcast"
     arr = _data_input(op, "input x", x)
     target = _shape_param(op, "shape", shape)
+    check_layout_size(op, target, "shape", arr.dtype.itemsize)
     ok = arr.ndim <= len(target) and all(
         s in (1, t) for s, t in zip(arr.shape[::-1], target[::-1], strict=False)
     )
