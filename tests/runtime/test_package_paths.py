@@ -234,3 +234,30 @@ def test_version_of_an_uninstalled_tree_is_below_every_release(monkeypatch: pyte
 
     monkeypatch.setattr(metadata, "version", missing)
     assert torchlean._version() == "0+unknown"
+
+
+@pytest.mark.parametrize(
+    ("statement", "alias", "target"),
+    [
+        ("import torchlean.profiler as m", "profiler", "torchlean.autograd.profiler"),
+        ("from torchlean.profiler import profile as p; import torchlean.profiler as m", "profiler",
+         "torchlean.autograd.profiler"),
+        ("import torchlean.profiles as m", "profiles", "torchlean.backend.profiles"),
+        ("from torchlean.profiles import get as p; import torchlean.profiles as m", "profiles",
+         "torchlean.backend.profiles"),
+    ],
+)
+def test_the_aliased_modules_import_as_statements(statement: str, alias: str, target: str) -> None:
+    """review61 F5: ``import torchlean.profiler`` was a ModuleNotFoundError (it was only an attribute
+    alias). In a fresh interpreter, the import statement gives the aliased module itself (one module,
+    so one profiler state or profile registry), the same object as the attribute, before or after
+    ``import torchlean`` reads it; a plain ``import torchlean`` still loads neither."""
+    code = (
+        f"import sys\n{statement}\nimport torchlean, importlib\n"
+        f"target = importlib.import_module({target!r})\n"
+        f"print(m is target, torchlean.{alias} is target, sys.modules['torchlean.{alias}'] is target)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "True True True\n"
+    light = _resolve_in_fresh_interpreter([])
+    assert light["loaded"] == ["torchlean"]
