@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
+import threading
 from typing import Any
 
 import numpy as np
@@ -774,8 +776,9 @@ def test_exiting_sessions_out_of_order_is_refused() -> None:
     inner.__exit__(None, None, None)
     outer.__exit__(None, None, None)
     assert tl.current_session() is not outer and tl.current_session() is not inner
-    with pytest.raises(SessionError, match="not the innermost active one"):
-        outer.__exit__(None, None, None)  # already exited
+    already = r"not active in this thread \(never entered here, or already exited"
+    with pytest.raises(SessionError, match=already):
+        outer.__exit__(None, None, None)  # already exited (review61 F7: not "not the innermost")
 
 
 def test_the_same_session_may_be_nested() -> None:
@@ -846,3 +849,100 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
     with tl.session(with_aten) as s:
         tl.relu(tl.tensor([1.0]))
     assert [k.capsule.name for k in s.selected] == ["aten.relu"]
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
+def test_a_session_refuses_pickle_and_copies_saying_to_open_one_in_the_worker(how: str) -> None:
+    """review61 F6: it failed with ``cannot pickle '_thread._local' object``."""
+    import copy
+    import pickle
+
+    fresh = tl.session("fast_cpu", seed=7)
+    used = tl.session("checked_cpu")
+    with used:
+        tl.relu(tl.tensor(np.ones(2)))
+    refuse = {"pickle": pickle.dumps, "deepcopy": copy.deepcopy, "copy": copy.copy}[how]
+    for s, opened in (
+        (fresh, "torchlean.session('fast_cpu', seed=7)"),
+        (used, "torchlean.session('checked_cpu', seed=0)"),
+    ):
+        with pytest.raises(TypeError) as caught:
+            refuse(s)
+        message = str(caught.value)
+        assert message.startswith("Session cannot be copied or pickled: ") and "_thread" not in message
+        assert "cannot cross process boundaries" in message
+        assert f"open a session in the worker: {opened}" in message
+
+
+def test_exiting_a_session_never_entered_says_so() -> None:
+    """review61 F7: the message said "not the innermost active one" for a session never entered."""
+    s = tl.session("checked_cpu")
+    never = r"not active in this thread \(never entered here, or already exited; sessions are per thread"
+    with pytest.raises(SessionError, match=never):
+        s.__exit__(None, None, None)
+    errors: list[str] = []
+    with s:  # entered in this thread, exited in another: refused there, still current here
+
+        def other() -> None:
+            try:
+                s.__exit__(None, None, None)
+            except SessionError as error:
+                errors.append(str(error))
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert tl.current_session() is s
+    assert len(errors) == 1 and "not active in this thread" in errors[0]
+
+
+def test_no_grad_exit_without_enter_in_this_thread_is_a_clear_error() -> None:
+    """review61 F7: ``IndexError: pop from empty list`` (torch's no_grad: ``AttributeError: prev``)."""
+    message = (r"^no_grad\(\) \(a GradMode\): __exit__ without a matching __enter__ in this thread \(never "
+               r"entered, already exited, or entered in another thread: a grad mode is per thread\); use a "
+               r"`with no_grad\(\):` block$")
+    with pytest.raises(RuntimeError, match=message):
+        tl.no_grad().__exit__(None, None, None)
+    with pytest.raises(RuntimeError, match=r"^enable_grad\(\) \(a GradMode\): __exit__ without"):
+        tl.enable_grad().__exit__(None, None, None)
+    ng = tl.no_grad()
+    ng.__enter__()
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            ng.__exit__(None, None, None)
+        except RuntimeError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and re.match(message, str(errors[0]))
+    assert not tl.is_grad_enabled()  # this thread's entry is untouched
+    ng.__exit__(None, None, None)
+    assert tl.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="without a matching __enter__"):
+        ng.__exit__(None, None, None)  # already exited
+
+
+def test_no_grad_exit_in_another_asyncio_task_is_a_clear_error() -> None:
+    """An entry made in one task and exited in another (a ContextVar token of another context)."""
+    import asyncio
+
+    ng = tl.no_grad()
+
+    async def enter() -> None:
+        ng.__enter__()
+
+    async def main() -> str:
+        await asyncio.create_task(enter())  # a task runs in a copy of the context
+        try:
+            ng.__exit__(None, None, None)
+        except RuntimeError as error:
+            return str(error)
+        return "no error"
+
+    assert re.match(r"^no_grad\(\) \(a GradMode\): __exit__ in another asyncio task or context than its "
+                    r"__enter__", asyncio.run(main()))
+    assert tl.is_grad_enabled()

@@ -58,7 +58,32 @@ class GradMode:
         self._tokens().append(_GRAD_ENABLED.set(self._enabled))
 
     def __exit__(self, *exc: object) -> None:
-        _GRAD_ENABLED.reset(self._tokens().pop())
+        """Restore the mode this object's matching ``__enter__`` found.
+
+        Raises:
+            RuntimeError: no ``__enter__`` of this object is open in this thread (never entered,
+                already exited, or entered in another thread), or its entry was made in another
+                asyncio task or context (review61 F7; it was an ``IndexError``/``ValueError``).
+        """
+        tokens = self._tokens()
+        if not tokens:
+            raise RuntimeError(
+                f"{self._name()} (a GradMode): __exit__ without a matching __enter__ in this thread "
+                "(never entered, already exited, or entered in another thread: a grad mode is per "
+                f"thread); use a `with {self._name()}:` block"
+            )
+        try:
+            _GRAD_ENABLED.reset(tokens[-1])
+        except ValueError:  # the token of another context (an asyncio task)
+            raise RuntimeError(
+                f"{self._name()} (a GradMode): __exit__ in another asyncio task or context than its "
+                f"__enter__ (a grad mode is per task); use a `with {self._name()}:` block"
+            ) from None
+        tokens.pop()
+
+    def _name(self) -> str:
+        """How the messages name this mode: the call that makes it."""
+        return "enable_grad()" if self._enabled else "no_grad()"
 
     def __call__(self, func: _F) -> _F:
         if not callable(func):

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
@@ -225,6 +225,23 @@ class Session:
     def __repr__(self) -> str:
         return f"Session(profile={self.profile.name!r}, selected={[k.capsule.name for k in self._selected]})"
 
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        """``pickle``, ``copy.copy`` and ``copy.deepcopy`` refuse a session (review61 F6): it holds
+        this process's accepted kernels and per-thread entry state, which cannot cross process
+        boundaries (a spawn worker given one failed on ``_thread._local``).
+
+        Raises:
+            TypeError: ``Session cannot be copied or pickled ...; open one in the worker ...``.
+        """
+        name = self.profile.name
+        profile = repr(name) if name in profiles.names() else f"<the BackendProfile {name!r}>"
+        raise TypeError(
+            "Session cannot be copied or pickled: it holds the kernels this process accepted and "
+            "per-thread state, which cannot cross process boundaries; send the profile and seed "
+            f"instead and open a session in the worker: torchlean.session({profile}, seed={self.seed}) "
+            "(set its random_counter to continue this one's random stream)"
+        )
+
     # ------------------------------------------------------------------ context management
 
     def _token_stack(self) -> list[Token[Session | None]]:
@@ -245,7 +262,13 @@ class Session:
         tb: TracebackType | None,
     ) -> None:
         stack = self._token_stack()
-        if not stack or _CURRENT.get() is not self:
+        if not stack:
+            raise SessionError(
+                "torch eager session: exiting a session that is not active in this thread (never "
+                "entered here, or already exited; sessions are per thread: a session is exited once per "
+                "entry, in the thread that entered it; use `with` blocks)"
+            )
+        if _CURRENT.get() is not self:
             raise SessionError(
                 "torch eager session: exiting a session that is not the innermost active one in this "
                 "thread (exit sessions in the reverse order they were entered; use `with` blocks)"
