@@ -617,7 +617,8 @@ def test_the_package_namespace_is_its_public_names() -> None:
     names = dir(tl)
     assert set(tl.__all__) <= set(names)
     others = [n for n in names if not n.startswith("__") and n not in tl.__all__]
-    assert others == ["batches", "cli", "lr_schedules", "mypy_plugin"]  # submodules outside __all__
+    # the submodules outside __all__
+    assert others == ["batches", "cli", "lr_schedules", "mypy_plugin", "provenance"]
     for stray in ("sys", "importlib", "types", "Any", "TYPE_CHECKING", "annotations"):
         assert not hasattr(tl, stray), stray
     assert callable(tl.tensor) and tl.nn.__name__ == "torchlean.nn"
