@@ -328,3 +328,83 @@ def test_predict_split_test_mse_is_train_test_mse_bit_for_bit(
     ascending = np.array([predicted[r] for r in sorted(test_rows)]) - y[sorted(test_rows)]
     assert float(np.mean(ascending**2)) != float(np.mean(in_order**2))  # the premise: order shows in the bits
     assert mse == test_mse == float(np.mean(in_order**2))
+
+
+# --- review63 F1: a header name column_N is no index of a headerless file ----------------------------
+
+
+def _column_mse(predictions: Path, targets: np.ndarray) -> float:
+    """The oracle: numpy float64 MSE of the predictions CSV against ``targets`` (in row order)."""
+    with predictions.open(newline="") as handle:
+        predicted = np.array([float(row["prediction"]) for row in csv.DictReader(handle)])
+    return float(np.mean((predicted - targets) ** 2))
+
+
+def test_a_header_name_column_n_is_not_index_n_of_a_headerless_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(3)  # the review's regc.csv: header a,b,column_0,c, the target at index 2
+    x = rng.standard_normal((60, 3))
+    target = x @ [1.0, -2.0, 0.5] + 40.0  # far from every feature, so a feature taken as it shows
+    table = np.column_stack([x[:, 0], x[:, 1], target, x[:, 2]])
+    body = "".join(",".join(f"{v:.6f}" for v in row) + "\n" for row in table)
+    named, bare = tmp_path / "regc.csv", tmp_path / "regc_nohdr.csv"
+    named.write_text("a,b,column_0,c\n" + body)
+    bare.write_text(body)
+    cells = np.array([[float(f"{v:.6f}") for v in row] for row in table])  # the values as written
+    model, record = tmp_path / "mrc.npz", tmp_path / "r.json"
+    code, _, err = cli(capsys, "train", "--dataset", str(named), "--label-column", "column_0", *RUN,
+                       "--save", str(model), "--report-json", str(record))
+    assert (code, err) == (0, ""), err
+    assert metadata(model)["label_column"] == "column_0"
+    out_csv = tmp_path / "p.csv"
+    code, out, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--output", str(out_csv))
+    assert code == 0, err
+    # the README's rule: no header names column_0 here, so the last column is the label, with a note
+    assert (f"note: {bare}: it has no header to name checkpoint {model}'s label column column_0 (a header "
+            "name of the file its run read, not index 0), so the last column (column_3) was taken as the "
+            "label; --label-column INDEX names another (--ignore-labels reads none)") in err.splitlines()
+    mse = float(next(line for line in out.splitlines() if line.startswith("mse=")).split("=")[1])
+    oracle = _column_mse(out_csv, cells[:, 3])
+    assert mse == pytest.approx(oracle, rel=1e-4, abs=1e-4)  # mse= prints 4 decimals
+    assert abs(_column_mse(out_csv, cells[:, 0]) - oracle) > 1.0  # the premise: index 0 scores otherwise
+    # the true target named by index: train's test_mse on --split test, bit for bit, and the oracle
+    report = tmp_path / "p.json"
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--label-column", "2",
+                       "--split", "test", "--output", str(out_csv), "--report-json", str(report))
+    assert code == 0 and "taken as the label" not in err, err
+    got = json.loads(report.read_text())["mse"]
+    assert got == json.loads(record.read_text())["test_mse"]
+    _, test_rows = train_test_split(np.arange(60), test_size=0.2, random_state=0)
+    assert got == pytest.approx(_column_mse(out_csv, cells[sorted(test_rows), 2]), rel=1e-12)
+    # a classifier: the class label column_0 is not taken from column 0 (a feature's cells)
+    classes = (target > 40.0).astype(int)
+    labelled = np.column_stack([x[:, 0], x[:, 1], classes, x[:, 2]])
+    collide, collide_bare = tmp_path / "collide.csv", tmp_path / "collide_nohdr.csv"
+    rows = "".join(f"{a:.6f},{b:.6f},{int(k)},{c:.6f}\n" for a, b, k, c in labelled)
+    collide.write_text("a,b,column_0,c\n" + rows)
+    collide_bare.write_text(rows)
+    classifier = tmp_path / "mc.npz"
+    ok(capsys, "--dataset", str(collide), "--label-column", "column_0", *RUN, "--save", str(classifier))
+    code, out, err = cli(capsys, "predict", str(classifier), "--dataset", str(collide_bare), "--label-column",
+                         "2", "--output", str(out_csv))
+    assert code == 0 and "accuracy=" in out, err
+
+
+def test_a_headerless_run_s_column_n_stays_index_n_by_default(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, headerless: Path
+) -> None:
+    model = tmp_path / "m.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(headerless), *RUN, "--task", "regression",
+                       "--label-column", "0", "--save", str(model))
+    assert code == 0 and "so it was read as data (no header)" in err, err  # guessed: column_0 is index 0
+    assert metadata(model)["training"]["settings"]["header"] is None
+    assert metadata(model)["feature_names"] == ["column_1", "column_2", "column_3"]
+    reports = []
+    for given in ((), ("--label-column", "0")):
+        out_csv = tmp_path / f"p{len(given)}.csv"
+        code, out, err = cli(capsys, "predict", str(model), "--dataset", str(headerless), *given, "--output",
+                             str(out_csv))
+        assert code == 0 and "taken as the label" not in err, err
+        reports.append([line for line in out.splitlines() if line.startswith("mse=")])
+    assert reports[0] == reports[1] and len(reports[0]) == 1

@@ -26,8 +26,10 @@ columns are matched to the checkpoint's ``feature_names``:
 - by position when the header names none of them (a ``note:`` line says so) or the file has no
   header; the label column is then ``--label-column`` when given, else none when the file has
   exactly the checkpoint's feature count of columns, else the column named as the checkpoint's
-  label column (a header name, or ``column_<i>`` without a header) when the file has one, else
-  the last column.
+  label column (a header name, or ``column_<i>`` without a header when the checkpoint's run read
+  its file without one too) when the file has one, else the last column (with a ``note:`` naming
+  it when the checkpoint's label column is a header name ``column_<i>`` that a file without a
+  header cannot name).
 
 The file is read as ``torchlean train`` reads it (:func:`torchlean.data.read_csv`, each ``note:``
 on stderr), its cells separated by ``--delimiter`` (default ``,``; predict's own, as the file may
@@ -263,20 +265,50 @@ class _Input:
     delimiter: str = ","
 
 
-def _label_index(table: data.Table, text: str | None, saved: checkpoint.Checkpoint) -> int | None:
+def _label_index(
+    table: data.Table, text: str | None, saved: checkpoint.Checkpoint, path: Path
+) -> tuple[int | None, str]:
     """The label column of ``table`` when its columns are matched by position (the module
-    docstring's rule); ``text`` is ``--label-column``.
+    docstring's rule; ``text`` is ``--label-column``), and a note (else "") when the label is the
+    last column because the file, without a header, cannot name the checkpoint's label column
+    ``column_<i>``, a header name of the file its run read (not index ``i``: review63 F1).
 
     Raises:
         UnknownLabelError: an unknown column; DataError: an ambiguous name.
     """
     if text is not None:
-        return table.column(text)  # a header name, else an index ("0", "-1")
+        return table.column(text), ""  # a header name, else an index ("0", "-1")
     if len(table.feature_indices(None)) == saved.features:  # pandas' index column not counted
-        return None
-    if table.names.count(saved.label_column) == 1:
-        return table.names.index(saved.label_column)
-    return table.column(None)
+        return None, ""
+    named = table.has_header or _trained_without_header(saved)  # column_<i> is index i only then
+    if named and table.names.count(saved.label_column) == 1:
+        return table.names.index(saved.label_column), ""
+    label = table.column(None)
+    if named or saved.label_column not in table.names:  # no column_<i> that reads as an index here
+        return label, ""
+    last, given = table.shown(label), data.display_name(saved.label_column)
+    return label, (
+        f"{table.file}: it has no header to name checkpoint {shown_path(path)}'s label column {given} (a "
+        f"header name of the file its run read, not index {given.removeprefix('column_')}), so the last "
+        f"column ({data.display_name(last)}) was taken as the label; --label-column INDEX names another "
+        "(--ignore-labels reads none)"
+    )
+
+
+def _trained_without_header(saved: checkpoint.Checkpoint) -> bool:
+    """Whether the checkpoint's run read its CSV file without a header: its ``--no-header``, or,
+    with the header guessed (or no training state), feature and label names that are a headerless
+    file's ``column_0``, ``column_1``, ... (the label's index left out of the features), which are
+    then that file's indices. Its ``--header`` means a header, whatever its names."""
+    given = None if saved.training is None else saved.training.settings.get("header")
+    if isinstance(given, bool):
+        return not given
+    count = len(saved.feature_names) + 1
+    return any(
+        saved.label_column == f"column_{label}"
+        and saved.feature_names == tuple(f"column_{i}" for i in range(count) if i != label)
+        for label in range(count)
+    )
 
 
 def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, path: Path) -> _Input:
@@ -378,10 +410,10 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
                 f"{len(wanted)} features once ({faults})"
             )
         return _by_name(table, args.label_column, saved, args.checkpoint)
-    label = _label_index(table, args.label_column, saved)
+    label, label_note = _label_index(table, args.label_column, saved, args.checkpoint)
     x, cells = table.columns(label)
     columns = tuple(table.shown(i) for i in table.feature_indices(label))
-    notes = tuple(note for note in (table.index_note(label),) if note)
+    notes = tuple(note for note in (table.index_note(label), label_note) if note)
     if table.has_header and wanted:
         notes += (
             f"matched {table.file}'s columns to the features by position: its header "
