@@ -859,7 +859,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             statistics; any inconsistency :class:`Checkpoint` refuses.
     """
     _check_path(path)
-    file = Path(path)
+    file = path if isinstance(path, Path) else Path(path)  # a Path subclass keeps how it prints
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
     except OSError as error:

@@ -845,16 +845,16 @@ def test_an_output_naming_an_input_or_another_output_is_refused(capsys, tmp_path
     (tmp_path / "link.npz").symlink_to(model)
 
     err = one_line_error(capsys, "train", "--dataset", "iris", "--save", "x", "--report-json", "./x")
-    assert err == "error: --report-json x and --save x name the same file; give them different paths\n"
+    assert err == "error: --report-json ./x and --save x name the same file; give them different paths\n"
     assert not (tmp_path / "x").exists()
     err = one_line_error(capsys, "train", "--dataset", "data.csv", "--save", str(data_csv))
     assert err == (f"error: --save {data_csv} is the training data --dataset data.csv: writing it would "
                    "destroy that input; give another path\n")
     err = one_line_error(capsys, "train", "--dataset", "./data.csv", "--report-json", "data.csv")
-    assert err.startswith("error: --report-json data.csv is the training data --dataset data.csv: ")
+    assert err.startswith("error: --report-json data.csv is the training data --dataset ./data.csv: ")
     err = one_line_error(capsys, "predict", "model.npz", "--dataset", "data.csv", "--output", "./data.csv")
-    assert err == ("error: --output data.csv is the input --dataset data.csv: writing it would destroy that "
-                   "input; give another path\n")
+    assert err == ("error: --output ./data.csv is the input --dataset data.csv: writing it would destroy "
+                   "that input; give another path\n")
     err = one_line_error(capsys, "predict", "model.npz", "--dataset", "data.csv", "--output", "link.npz")
     assert err == ("error: --output link.npz is the checkpoint model.npz: writing it would destroy that "
                    "input; give another path\n")

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PosixPath, WindowsPath
 from typing import Any
 
 from torchlean.backend.errors import TorchLeanError
@@ -23,6 +23,7 @@ __all__ = [
     "check_writable",
     "dataset_name",
     "file_path",
+    "given_path",
     "input_dataset",
     "is_stdout",
     "make_parents",
@@ -38,9 +39,47 @@ __all__ = [
 STDOUT = Path("/dev/stdout")
 """What ``-`` names as an output file (the Unix convention)."""
 
+if sys.platform == "win32":
+    _ConcretePath = WindowsPath
+else:
+    _ConcretePath = PosixPath
+
+
+class GivenPath(_ConcretePath):
+    """A path given on the command line that prints as it was typed: ``str()`` and
+    ``os.fspath()`` are the text given (``./-``, ``./m.npz``, ``a//b``), which the operating
+    system reads as the same file, where ``Path`` drops a leading ``./`` (``Path("./-")`` prints
+    ``-``, which the commands read as standard input or output: review63 F2). Equality and
+    hashing are those of the plain ``Path`` (``GivenPath`` of ``./x`` equals ``Path("x")``);
+    paths derived from it (``parent``, ``/``) print as a plain ``Path`` does. Made by
+    :func:`given_path`."""
+
+    _given: str | None = None
+
+    def __str__(self) -> str:
+        return super().__str__() if self._given is None else self._given
+
+    def _plain(self) -> Path:
+        return Path(super().__str__())
+
+    def __eq__(self, other: object) -> bool:
+        return self._plain() == (other._plain() if isinstance(other, GivenPath) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._plain())
+
+
+def given_path(text: str) -> Path:
+    """``text`` as a :class:`GivenPath`: a ``Path`` that prints as ``text`` (messages, header
+    lines, ``wrote``/``saved`` lines and JSON records name a path as the user typed it)."""
+    path = GivenPath(text)
+    path._given = text
+    return path
+
 
 def output_path(text: str) -> Path:
-    """argparse ``type`` of an output-file option: the path, ``-`` standing for standard output
+    """argparse ``type`` of an output-file option: the path (a :class:`GivenPath`, printed as typed:
+    ``./-`` is a file named ``-``), ``-`` standing for standard output
     (:data:`STDOUT`; :func:`report_beside` then keeps the report off it), refusing the empty string
     (which ``Path`` would turn into ``.``, the current directory) and a path that names a folder by
     its spelling (``x/``, ``x/.``, ``..``).
@@ -49,7 +88,7 @@ def output_path(text: str) -> Path:
         argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'x/'``, saying why).
     """
     _refuse_non_file(text)
-    return STDOUT if text == "-" else Path(text)
+    return STDOUT if text == "-" else given_path(text)
 
 
 def _refuse_non_file(text: str) -> None:
@@ -64,9 +103,10 @@ def _refuse_non_file(text: str) -> None:
 
 def file_path(text: str) -> Path:
     """argparse ``type`` of a path that must name a file (``train --save``, ``predict``'s
-    checkpoint): refuses the empty string (``Path`` would turn it into ``.``), ``-`` (a
-    checkpoint is written to and read from a file, not a stream; a file named ``-`` is ``./-``)
-    and a path that names a folder by its spelling (``x/``, ``x/.``, ``..``).
+    checkpoint), as a :class:`GivenPath` (printed as typed): refuses the empty string (``Path``
+    would turn it into ``.``), ``-`` (a checkpoint is written to and read from a file, not a
+    stream; a file named ``-`` is ``./-``) and a path that names a folder by its spelling
+    (``x/``, ``x/.``, ``..``).
 
     Raises:
         argparse.ArgumentTypeError: ``expected a file path, got ''`` (or ``'-'``, ``'x/'``, saying
@@ -78,7 +118,7 @@ def file_path(text: str) -> Path:
             "a file named - is ./-)"
         )
     _refuse_non_file(text)
-    return Path(text)
+    return given_path(text)
 
 
 def input_dataset(text: str) -> str:

@@ -89,7 +89,6 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Collection, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,6 +116,7 @@ from torchlean.cli._output import (
     check_writable,
     dataset_name,
     file_path,
+    given_path,
     input_dataset,
     is_stdout,
     make_parents,
@@ -778,7 +778,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     started = time.perf_counter()
     threads = set_torch_threads(args.torch_threads)
     resumed = _resume.prepare(args)  # --resume: the checkpoint's settings in args
-    training = [] if args.dataset in data.DATASETS else [("the training data --dataset", Path(args.dataset))]
+    training = ([] if args.dataset in data.DATASETS
+                else [("the training data --dataset", given_path(args.dataset))])
     check_distinct([("--report-json", args.report_json), ("--save", args.save)], training)
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")

@@ -1,0 +1,120 @@
+"""Every path the command line names is printed as typed (review63 F2): ``CHECKPOINT``,
+``--resume``, ``--save``, ``--output`` and ``--report-json`` as ``--dataset`` already was, in
+messages, header lines, ``wrote``/``saved:`` lines and the JSON records; above all ``./-`` (a file
+named ``-``) is never ``-`` (standard input or output).
+
+Oracles: the text given on the command line, and the files found on disk afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli
+
+from torchlean.cli._output import GivenPath, file_path, given_path, output_path
+
+RUN = ("--epochs", "1", "--hidden", "4")
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tmp_path`` as the working folder, holding ``reg.csv`` (header ``a,b,c,y``, a float target)."""
+    monkeypatch.chdir(tmp_path)
+    x = np.random.default_rng(0).standard_normal((40, 3))
+    y = x @ [1.0, 2.0, 3.0] + 0.5
+    rows = zip(x, y, strict=True)
+    (tmp_path / "reg.csv").write_text("a,b,c,y\n" + "".join(f"{a:.6f},{b:.6f},{c:.6f},{t:.6f}\n"
+                                                            for (a, b, c), t in rows))
+    return tmp_path
+
+
+def _ok(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[str, str]:
+    code, out, err = cli(capsys, *argv)
+    assert code == 0, err
+    return out, err
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (2, "") and err.startswith("error: ") and err.count("\n") == 1, err
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+def test_predict_names_each_path_as_typed(capsys: pytest.CaptureFixture[str], here: Path) -> None:
+    _ok(capsys, "train", "--dataset", "reg.csv", *RUN, "--save", "m.npz")
+    (here / "sub").mkdir()  # sub/.. is resolved by the operating system
+    out, _ = _ok(capsys, "predict", "./m.npz", "--dataset", "./reg.csv", "--output", "./sub/../p.csv",
+                 "--report-json", "./sub/../r.json")
+    lines = out.splitlines()
+    assert lines[0].startswith("checkpoint=./m.npz model=mlp ")
+    assert lines[1].startswith("dataset=./reg.csv rows=40 ")
+    assert lines[-2:] == ["wrote ./sub/../p.csv", "wrote ./sub/../r.json"]
+    record = json.loads((here / "r.json").read_text())
+    assert (record["checkpoint"], record["dataset"], record["output"]) == (
+        "./m.npz", "./reg.csv", "./sub/../p.csv"
+    )
+    assert _refused(capsys, "predict", "./nope.npz", "--dataset", "reg.csv") == (
+        "checkpoint file not found: ./nope.npz"
+    )
+
+
+def test_a_file_named_dash_is_dot_slash_dash_everywhere(
+    capsys: pytest.CaptureFixture[str], here: Path
+) -> None:
+    _ok(capsys, "train", "--dataset", "reg.csv", *RUN, "--save", "m.npz")
+    out, _ = _ok(capsys, "predict", "m.npz", "--dataset", "reg.csv", "--output", "./-")
+    assert out.splitlines()[-1] == "wrote ./-" and (here / "-").read_text().startswith("prediction\n")
+    (here / "-").unlink()
+    out, _ = _ok(capsys, "train", "--dataset", "reg.csv", *RUN, "--report-json", "./-")
+    assert out.splitlines()[-1] == "wrote ./-"
+    assert json.loads((here / "-").read_text())["dataset"] == "reg.csv"
+    (here / "-").unlink()
+    (here / "-").write_bytes((here / "m.npz").read_bytes())  # a checkpoint in a file named -
+    out, _ = _ok(capsys, "predict", "./-", "--dataset", "reg.csv", "--output", "p.csv")
+    assert out.splitlines()[0].startswith("checkpoint=./- model=mlp ")
+    (here / "-").write_text((here / "reg.csv").read_text())  # the data in a file named -
+    assert _refused(capsys, "predict", "m.npz", "--dataset", "./-", "--output", "./-") == (
+        "--output ./- is the input --dataset ./-: writing it would destroy that input; give another path"
+    )
+
+
+def test_resume_and_save_are_named_as_typed(capsys: pytest.CaptureFixture[str], here: Path) -> None:
+    _ok(capsys, "train", "--dataset", "reg.csv", *RUN, "--save", "m.npz")
+    (here / "dir with space").mkdir()
+    out, _ = _ok(capsys, "train", "--resume", "./m.npz", "--epochs", "2", "--save",
+                 "./dir with space/../m s.npz", "--report-json", "./r.json")
+    lines = out.splitlines()
+    assert any(line.startswith("resumed_from=./m.npz epochs_before=1 ") for line in lines)
+    assert lines[-2:] == ["wrote ./r.json", "saved: ./dir with space/../m s.npz"]
+    assert json.loads((here / "r.json").read_text())["checkpoint"] == "./dir with space/../m s.npz"
+    assert (here / "m s.npz").is_file()
+
+
+def test_the_swapped_arguments_hint_keeps_both_spellings(
+    capsys: pytest.CaptureFixture[str], here: Path
+) -> None:
+    _ok(capsys, "train", "--dataset", "reg.csv", *RUN, "--save", "m.npz")
+    (here / "dir with space").mkdir()
+    (here / "dir with space" / "my data.csv").write_text((here / "reg.csv").read_text())
+    message = _refused(capsys, "predict", "./dir with space/my data.csv", "--dataset", "./m.npz")
+    assert message.startswith("./dir with space/my data.csv: ")
+    assert "--dataset ./m.npz is a checkpoint" in message
+    assert message.endswith("(torchlean predict ./m.npz --dataset './dir with space/my data.csv')")
+
+
+def test_given_path_prints_as_typed_and_compares_as_a_path(here: Path) -> None:
+    for text in ("./-", "./m.npz", "a//b.csv", "./sub/../x"):
+        for path in (given_path(text), file_path(text), output_path(text)):
+            assert isinstance(path, GivenPath)
+            assert (str(path), os.fspath(path), f"{path}") == (text, text, text)
+            assert path == Path(text) and Path(text) == path and hash(path) == hash(Path(text))
+            assert path.name == Path(text).name and str(path.parent) == str(Path(text).parent)
+    assert str(Path("./-")) == "-"  # the premise: a plain Path drops the ./
+    (here / "-").write_text("x")
+    assert given_path("./-").read_text() == "x" and given_path("./-").exists()
+    assert output_path("-") == Path("/dev/stdout") and not isinstance(output_path("-"), GivenPath)
