@@ -52,11 +52,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import io
 import itertools
 import os
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -70,7 +72,7 @@ from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError
 from torchlean._labels import _label_index, _label_name_note
 
-__all__ = ["STDIN", "Table", "read_csv"]
+__all__ = ["STDIN", "Table", "read_csv", "stdin_read_once"]
 
 Array: TypeAlias = npt.NDArray[Any]
 
@@ -398,6 +400,37 @@ def _well_formed_features(
     return x if np.isfinite(x).all() else None
 
 
+_STDIN_COPY: ContextVar[list[bytes] | None] = ContextVar("torchlean_stdin_copy", default=None)
+"""Inside :func:`stdin_read_once`: a list holding standard input's bytes once read (empty before)."""
+
+
+@contextlib.contextmanager
+def stdin_read_once() -> Iterator[None]:
+    """Within this context, the first :func:`read_csv` of :data:`STDIN` reads standard input to
+    its end and keeps its bytes, and every later one reads that copy, so a command can read
+    ``--dataset -`` twice: ``torchlean predict`` reads it with its own settings and again as the
+    checkpoint's run loaded its data, to compare their digests as ``train --resume`` does
+    (review63 F3). Nothing is read on entering (a closed standard input is refused at the first
+    read, as without it)."""
+    token = _STDIN_COPY.set([])
+    try:
+        yield
+    finally:
+        _STDIN_COPY.reset(token)
+
+
+def _open_text(file: Path) -> io.TextIOWrapper:
+    """``file`` opened as UTF-8 text for the reader (an optional byte-order mark dropped), or,
+    for :data:`STDIN` inside :func:`stdin_read_once`, the copy of its bytes."""
+    copy = _STDIN_COPY.get()
+    if copy is None or str(file) != STDIN:
+        return file.open(newline="", encoding="utf-8-sig")
+    if not copy:
+        with file.open("rb") as raw:
+            copy.append(raw.read())
+    return io.TextIOWrapper(io.BytesIO(copy[0]), encoding="utf-8-sig", newline="")
+
+
 def _stdin_closed() -> bool:
     """Whether the process has no standard input (file descriptor 0 closed)."""
     try:
@@ -478,7 +511,7 @@ def read_csv(
     rows: list[list[str]] = []
     starts: list[int] = []
     try:
-        with file.open(newline="", encoding="utf-8-sig") as handle:
+        with _open_text(file) as handle:
             records = (
                 _blank_separated(shown, handle) if delimiter == _delimiter.WHITESPACE
                 else _delimited(shown, handle, delimiter)

@@ -225,6 +225,40 @@ def test_standard_input_is_named_dash(tmp_path: Path, intlab: Path) -> None:
     assert predicted.stderr.splitlines()[1].startswith("dataset=- rows=40 ")
 
 
+def test_predict_compares_standard_input_with_the_training_data_as_resume_does(
+    tmp_path: Path, intlab: Path
+) -> None:
+    """review63 F3: standard input is read once, but its digest is still compared (no note that it
+    cannot be checked); the verdict is resume's, and the digest is that of the same bytes as a file."""
+    from torchlean import provenance
+
+    model, record = tmp_path / "m.npz", tmp_path / "r.json"
+    trained = _torchlean("train", "--dataset", "-", *RUN, "--save", str(model), stdin=intlab.read_text(),
+                         cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    oracle = provenance.data_sha256(data.load(intlab))  # the same bytes read from a file
+    edited = intlab.read_text() + "0.5,0.5,0.5,1\n"
+    for text, same in ((intlab.read_text(), True), (edited, False)):
+        predicted = _torchlean("predict", str(model), "--dataset", "-", "--split", "test", "--output",
+                               str(tmp_path / "p.csv"), "--report-json", str(record), stdin=text,
+                               cwd=tmp_path)
+        assert predicted.returncode == 0, predicted.stderr
+        facts = json.loads(record.read_text())
+        assert facts["data_matches_training"] is same
+        assert facts["trained_data_sha256"] == oracle
+        assert (facts["data_sha256"] == oracle) is same
+        assert "cannot be checked" not in predicted.stderr
+        notes = [line for line in predicted.stderr.splitlines() if line.startswith("note: ")]
+        assert notes == ([] if same else [
+            f"note: the data of standard input (-) differ from those checkpoint {model}'s run trained on "
+            "(their digest differs): --split test takes the test rows of the split torchlean train would "
+            "make of them now, which may include rows the model trained on"
+        ])
+        resumed = _torchlean("train", "--resume", str(model), "--dataset", "-", "--epochs", "3", stdin=text,
+                             cwd=tmp_path)  # resume's own check agrees
+        assert (resumed.returncode == 0) is same, resumed.stderr
+
+
 # --- F12: predict --split test repeats train's note on a class without a test row ---------------------
 
 

@@ -118,6 +118,7 @@ import numpy.typing as npt
 
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
+from torchlean._csv import stdin_read_once
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import SessionError, TorchLeanError
@@ -137,6 +138,7 @@ from torchlean.cli._output import (
     check_writable,
     dataset_name,
     file_path,
+    given_path,
     input_dataset,
     is_stdout,
     make_parents,
@@ -288,10 +290,10 @@ def _label_index(
         return label, ""
     last, given = table.shown(label), data.display_name(saved.label_column)
     return label, (
-        f"{table.file}: it has no header to name checkpoint {shown_path(path)}'s label column {given} (a "
-        f"header name of the file its run read, not index {given.removeprefix('column_')}), so the last "
-        f"column ({data.display_name(last)}) was taken as the label; --label-column INDEX names another "
-        "(--ignore-labels reads none)"
+        f"{table.shown_file}: it has no header to name checkpoint {shown_path(path)}'s label column "
+        f"{given} (a header name of the file its run read, not index {given.removeprefix('column_')}), so "
+        f"the last column ({data.display_name(last)}) was taken as the label; --label-column INDEX names "
+        "another (--ignore-labels reads none)"
     )
 
 
@@ -342,12 +344,12 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     index = None if table.index_column in keep else table.index_column
     ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in keep and i != index)
     notes = (
-        (f"ignored {len(ignored)} column(s) of {table.file} that are not checkpoint {path}'s features or "
-         f"label column: {_listed(ignored)}",)
+        (f"ignored {len(ignored)} column(s) of {table.shown_file} that are not checkpoint {path}'s features "
+         f"or label column: {_listed(ignored)}",)
         if ignored else ()
     )
     index_note = table.index_note(None) if index is not None else ""
-    return _Input(str(table.file), x, saved.feature_names, "" if label is None else table.shown(label),
+    return _Input(table.shown_file, x, saved.feature_names, "" if label is None else table.shown(label),
                   cells, table.lines, (index_note, *notes) if index_note else notes,
                   delimiter=table.delimiter)
 
@@ -381,8 +383,8 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     table = data.read_csv(name, header=header, delimiter=args.delimiter or ",")
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
-            f"{table.file}: read as 1 column, but checkpoint {args.checkpoint} expects {saved.features} "
-            f"features{table.separator_hint}"
+            f"{table.shown_file}: read as 1 column, but checkpoint {args.checkpoint} expects "
+            f"{saved.features} features{table.separator_hint}"
         )
     for note in (table.header_note, *table.notes, table.label_note(args.label_column)):
         if note:
@@ -394,7 +396,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, cells = table.columns(label)
         columns = tuple(table.shown(i) for i in table.feature_indices(label))
         index_note = table.index_note(label)
-        return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
+        return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                       table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
@@ -406,7 +408,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
                 if names
             )
             raise TorchLeanError(
-                f"{table.file}: the header does not name each of checkpoint {args.checkpoint}'s "
+                f"{table.shown_file}: the header does not name each of checkpoint {args.checkpoint}'s "
                 f"{len(wanted)} features once ({faults})"
             )
         return _by_name(table, args.label_column, saved, args.checkpoint)
@@ -416,11 +418,11 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     notes = tuple(note for note in (table.index_note(label), label_note) if note)
     if table.has_header and wanted:
         notes += (
-            f"matched {table.file}'s columns to the features by position: its header "
+            f"matched {table.shown_file}'s columns to the features by position: its header "
             f"({_listed(table.names)}) names none of checkpoint {args.checkpoint}'s features "
             f"({_listed(wanted)})",
         )
-    return _Input(str(table.file), x, columns, "" if label is None else table.shown(label), cells,
+    return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                   table.lines, notes, delimiter=table.delimiter)
 
 
@@ -515,13 +517,14 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
             f"{saved.test_fraction!r}, which takes {error.test_rows} test rows of these {error.samples}, "
             "leaving none to train on; use --split all"
         ) from None
-    same = _same_data(args.dataset, saved.dataset)
+    same = _same_data(args.dataset, saved.dataset) or (args.dataset == data.STDIN and saved.dataset in (
+        data.STDIN, "-"))  # standard input both times
     hashed = _hashes_as_trained(args.dataset, saved, args.delimiter)
     taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
-    if hashed is None and args.dataset == data.STDIN and (saved.training is None or same):
-        print(f"note: standard input is read once, so whether it holds checkpoint {args.checkpoint}'s "
-              f"training data cannot be checked: {taken} it, and rows the model trained on may be among "
-              "them unless these are the training data as they were", file=sys.stderr)
+    if hashed is None and args.dataset == data.STDIN:  # no digest recorded: none to compare with
+        print(f"note: checkpoint {args.checkpoint} records no digest of its training data, so whether "
+              f"standard input holds them cannot be checked: {taken} it, and rows the model trained on may "
+              "be among them unless these are the training data as they were", file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
         print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
               f"trained on (their digest differs): {taken} them now, which may include rows the model "
@@ -562,7 +565,8 @@ def _hashes_as_trained(
     seed, dtype, test and validation fractions),
     hashes as that run's data did (:func:`torchlean.cli._resume.data_digest`, the digest
     ``--resume`` checks); ``None`` when it cannot tell: a checkpoint without training state or
-    digest, or standard input (already read). Data that cannot be loaded so are not the same."""
+    digest. Standard input is compared too, inside :func:`torchlean._csv.stdin_read_once` (its
+    copy read again). Data that cannot be loaded so are not the same."""
     return data_comparison(dataset, saved, delimiter)[1]
 
 
@@ -578,11 +582,13 @@ def data_comparison(
 ) -> tuple[str | None, bool | None]:
     """``dataset``'s digest loaded and split as the checkpoint's run loaded its data (see
     :func:`_hashes_as_trained`), and whether it is the run's: ``(None, None)`` when that cannot
-    be told (no recorded digest, standard input), ``(None, False)`` for data that cannot be
-    loaded so."""
+    be told (no recorded digest), ``(None, False)`` for data that cannot be loaded so. Standard
+    input (:data:`torchlean.data.STDIN`) is read again, so only inside
+    :func:`torchlean._csv.stdin_read_once`, after the data were read there (``run`` opens it).
+    """
     training = saved.training
     digest = recorded_digest(saved)
-    if digest is None or dataset == data.STDIN or training is None:
+    if digest is None or training is None:
         return None, None
     settings = training.settings
 
@@ -741,7 +747,10 @@ def run(args: argparse.Namespace) -> int:
     files = [shown_path(path) for path in (args.output, args.report_json) if path is not None and not
              is_stdout(path)]
     notes = _NoteRecorder(sys.stderr)
-    with reader_may_leave(files), report_beside(args.report_json), contextlib.redirect_stderr(notes):
+    # standard input is read once and kept: read again as the checkpoint's run loaded its data, its
+    # digest is compared with the run's, as train --resume compares it (review63 F3)
+    with reader_may_leave(files), report_beside(args.report_json), contextlib.redirect_stderr(notes), \
+            stdin_read_once():
         return _run(args, json_on_stdout, notes.lines)
 
 
@@ -818,7 +827,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:
-        inputs.append(("the input --dataset", Path(args.dataset)))
+        inputs.append(("the input --dataset", given_path(args.dataset)))
     check_distinct([("--output", args.output), ("--report-json", args.report_json)], inputs)
     if args.output is not None:
         check_writable(args.output, "--output")
