@@ -257,6 +257,8 @@ def test_predict_compares_standard_input_with_the_training_data_as_resume_does(
         resumed = _torchlean("train", "--resume", str(model), "--dataset", "-", "--epochs", "3", stdin=text,
                              cwd=tmp_path)  # resume's own check agrees
         assert (resumed.returncode == 0) is same, resumed.stderr
+    inspected = _torchlean("inspect", str(model), "--dataset", "-", stdin=intlab.read_text(), cwd=tmp_path)
+    assert inspected.stdout.splitlines()[-2:] == [f"dataset_sha256: {oracle} (-)", "data_matches: yes"]
 
 
 # --- F12: predict --split test repeats train's note on a class without a test row ---------------------

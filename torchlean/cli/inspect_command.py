@@ -33,6 +33,7 @@ from torchlean import checkpoint, data, provenance
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
+    dataset_name,
     file_path,
     input_dataset,
     is_stdout,
@@ -111,7 +112,7 @@ def facts(path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None) 
     }
     if dataset is not None:
         digest, matched = predict.data_comparison(dataset, saved)
-        record.update(dataset_given=dataset, dataset_sha256=digest, data_matches=matched)
+        record.update(dataset_given=dataset_name(dataset), dataset_sha256=digest, data_matches=matched)
     return record
 
 
