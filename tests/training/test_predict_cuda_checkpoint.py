@@ -50,11 +50,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _as_trained_under(source: Path, profile: str, target: Path) -> Path:
     """``source``'s checkpoint, recorded as trained under ``profile`` (what ``train --profile
-    PROFILE --save`` writes on a CUDA machine: the profile and the training settings' copy of it)."""
-    saved = checkpoint.load(source)
-    assert saved.training is not None
-    training = dataclasses.replace(saved.training, settings={**saved.training.settings, "profile": profile})
-    checkpoint.save(target, dataclasses.replace(saved, profile=profile, training=training))
+    PROFILE --save`` writes on a CUDA machine: its run's settings name it too, as a checkpoint must)."""
+    _as_run_under(source, profile, "eager", target)
     assert checkpoint.load(target).profile == profile
     return target
 
@@ -120,3 +117,91 @@ def test_cpu_counterpart_refuses_unknown_names_and_non_strings() -> None:
         profiles.cpu_counterpart("cuda")
     with pytest.raises(BackendTypeError, match=r"^profile name must be a string .*, got None \(NoneType\)$"):
         profiles.cpu_counterpart(None)  # type: ignore[arg-type]
+
+
+# --- review63 F4: the same hint on the paths nearby ---------------------------------------------------
+
+
+def _as_run_under(source: Path, profile: str, execution: str, target: Path) -> Path:
+    """``source``'s checkpoint as ``train --profile PROFILE --execution EXECUTION --save`` writes it
+    on a CUDA machine: the checkpoint's fields and its run's settings both name them."""
+    saved = checkpoint.load(source)
+    assert saved.training is not None
+    training = dataclasses.replace(
+        saved.training, settings={**saved.training.settings, "profile": profile, "execution": execution}
+    )
+    checkpoint.save(target, dataclasses.replace(saved, profile=profile, execution=execution,
+                                                training=training))
+    return target
+
+
+def _hint(path: Path, profile: str) -> str:
+    return (f"profile {profile} is checkpoint {path}'s trained_under (predict runs under it unless --profile "
+            f"is given): --profile {COUNTERPARTS[profile]} predicts on the CPU (with other kernels: values "
+            f"may differ in the last bits); or --execution eager with profile {profile}, where cuda runs")
+
+
+@pytest.mark.parametrize("profile", list(COUNTERPARTS))
+def test_typed_graph_under_the_checkpoint_s_cuda_profile_names_its_cpu_counterpart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, trained: Path, profile: str
+) -> None:
+    eager = _as_run_under(trained, profile, "eager", tmp_path / "eager.npz")
+    code, out, err = cli(capsys, "predict", str(eager), "--dataset", "iris", "--execution", "typed-graph")
+    assert (code, out, err) == (2, "", (
+        f"error: --execution typed-graph runs on cpu only, and profile {profile} targets cuda; "
+        f"{_hint(eager, profile)}\n"
+    ))
+    graph = _as_run_under(trained, profile, "typed-graph", tmp_path / "graph.npz")
+    code, out, err = cli(capsys, "predict", str(graph), "--dataset", "iris")
+    assert (code, out, err) == (2, "", (
+        f"error: checkpoint {graph} was saved with execution typed-graph, which runs on cpu only, and "
+        f"profile {profile} targets cuda; {_hint(graph, profile)}\n"
+    ))
+    # the advice works: the counterpart predicts in the checkpoint's typed graph, as the CPU run does
+    code, oracle, err = cli(capsys, "predict", str(trained), "--dataset", "iris", "--execution",
+                            "typed-graph")
+    assert code == 0, err
+    code, out, err = cli(capsys, "predict", str(graph), "--dataset", "iris", "--profile",
+                         COUNTERPARTS[profile])
+    assert code == 0, err
+    if profile == "checked_cuda":  # the same kernels as checked_cpu's
+        assert out == oracle
+    # a CUDA profile the user gave keeps the plain refusal: the request is theirs
+    code, _, err = cli(capsys, "predict", str(graph), "--dataset", "iris", "--profile", profile)
+    assert code == 2 and "trained_under" not in err
+
+
+def _resume_clause(path: Path, profile: str, execution: str) -> str:
+    cpu = COUNTERPARTS[profile]
+    return (f"; profile {profile} (execution {execution}) is checkpoint {path}'s trained_under, and "
+            "--resume keeps it (--profile and --execution cannot change a resumed run's), so this run "
+            f"resumes only where it runs; here, torchlean predict {path} --dataset DATA --profile {cpu} "
+            f"predicts with its weights on the CPU, and --profile {cpu} without --resume trains a new run\n")
+
+
+def test_resuming_a_typed_graph_cuda_run_says_the_profile_is_the_checkpoint_s(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, trained: Path
+) -> None:
+    graph = _as_run_under(trained, "checked_cuda", "typed-graph", tmp_path / "graph.npz")
+    code, out, err = cli(capsys, "train", "--resume", str(graph), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == ("error: typed graph execution currently supports device `cpu`; requested `cuda`"
+                   + _resume_clause(graph, "checked_cuda", "typed-graph"))
+    # what the message says of --resume: another --profile or --execution is refused
+    for option, value in (("--profile", "checked_cpu"), ("--execution", "eager")):
+        code, _, err = cli(capsys, "train", "--resume", str(graph), "--epochs", "2", option, value)
+        assert code == 2 and f"{option} {value} differs from the checkpoint's" in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA runs here")
+def test_resuming_a_cuda_run_without_cuda_says_the_profile_is_the_checkpoint_s(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, trained: Path
+) -> None:
+    reason = _cuda_reason()
+    path = _as_run_under(trained, "checked_cuda", "eager", tmp_path / "cuda.npz")
+    code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == f"error: torch eager session: {reason}" + _resume_clause(path, "checked_cuda", "eager")
+    # a new run under a CUDA profile is the user's own request: the plain refusal
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--profile", "checked_cuda")
+    assert (code, err) == (2, f"error: torch eager session: {reason}\n")

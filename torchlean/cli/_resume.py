@@ -597,6 +597,26 @@ def _epochs(given: int | None, training: checkpoint.TrainingState, schedule: LRS
     return given
 
 
+def cannot_run_here(resumed: Resumed, error: object) -> str:
+    """``error`` (the resumed run's session could not open here: its profile targets a device
+    this machine cannot run, as CUDA without a CUDA build, or typed-graph execution, CPU only,
+    under it) with where the profile came from: the checkpoint's, which ``--resume`` keeps
+    (``--profile`` and ``--execution`` are refused as other settings), so the run resumes only
+    where it can run; and the CPU profile of the same assurance and VJP mode
+    (:func:`~torchlean.backend.profiles.cpu_counterpart`) with which ``torchlean predict`` uses
+    its weights here, or a new run trains (review63 F4)."""
+    saved, shown = resumed.saved, shown_path(resumed.path)
+    counterpart = profiles.cpu_counterpart(saved.profile)
+    cpu = "a cpu profile" if counterpart is None else counterpart.name
+    return (
+        f"{error}; profile {saved.profile} (execution {saved.execution}) is checkpoint {shown}'s "
+        "trained_under, and --resume keeps it (--profile and --execution cannot change a resumed run's), "
+        "so this run resumes only where it runs; here, "
+        f"torchlean predict {shlex.quote(shown)} --dataset DATA --profile {cpu} predicts with its weights "
+        f"on the CPU, and --profile {cpu} without --resume trains a new run"
+    )
+
+
 def data_digest(dataset: data.Dataset) -> str:
     """SHA-256 (hex) of the split data ``torchlean train`` trains, validates and tests on:
     :func:`torchlean.provenance.data_sha256`, whose docstring says what it is computed over."""

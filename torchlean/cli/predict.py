@@ -810,10 +810,11 @@ def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
         ) from None
 
 
-def _trained_under_clause(error: SessionError, saved: checkpoint.Checkpoint, path: str) -> str:
+def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str) -> str:
     """``error`` (the session of the checkpoint's own non-cpu profile could not open here, e.g. no
-    CUDA) with where that profile came from, the checkpoint's ``trained_under``, and the
-    ``--profile`` that predicts on the CPU (:func:`~torchlean.backend.profiles.cpu_counterpart`)."""
+    CUDA, or typed-graph execution, which runs on the CPU only, under it) with where that profile
+    came from, the checkpoint's ``trained_under``, and the ``--profile`` that predicts on the CPU
+    (:func:`~torchlean.backend.profiles.cpu_counterpart`)."""
     counterpart = profiles.cpu_counterpart(saved.profile)
     cpu = "a cpu profile" if counterpart is None else counterpart.name
     return (
@@ -897,10 +898,18 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     banner = io.StringIO()
     config = trainer.config
     typed_graph = config.execution is ExecutionMode.TYPED_GRAPH
-    if args.execution is None and typed_graph and config.device is not Device.CPU:
-        raise TorchLeanError(  # the mode came from the checkpoint, not from the command line
+    if typed_graph and config.device is not Device.CPU and (args.execution is None or args.profile is None):
+        # the mode or the profile came from the checkpoint, not from the command line
+        name, device = config.resolve_profile().name, config.device.label
+        if args.profile is None:  # the checkpoint's trained_under: name its CPU counterpart (review63 F4)
+            mode = ("--execution typed-graph" if args.execution is not None else
+                    f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which")
+            raise TorchLeanError(_trained_under_clause(
+                f"{mode} runs on cpu only, and profile {name} targets {device}", saved, args.checkpoint
+            ) + f"; or --execution eager with profile {name}, where {device} runs")
+        raise TorchLeanError(
             f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which runs on "
-            f"cpu only, and profile {config.resolve_profile().name} targets {config.device.label} "
+            f"cpu only, and profile {name} targets {device} "
             "(accepted: --execution eager with that profile, or a cpu profile)"
         )
     with contextlib.redirect_stdout(banner):

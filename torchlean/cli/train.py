@@ -98,7 +98,7 @@ from torchlean import checkpoint, data, optim, provenance
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
-from torchlean.backend.vocabulary import Provider
+from torchlean.backend.vocabulary import Device, Provider
 from torchlean.cli import _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
@@ -867,7 +867,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     # hold what it prints (the --show-backend banner) until the header lines are out.
     banner = io.StringIO()
     with contextlib.redirect_stdout(banner):
-        trainer.open()
+        try:
+            trainer.open()
+        except TorchLeanError as error:  # the profile is the resumed checkpoint's (review63 F4)
+            if resumed is None or profile.policy.device is Device.CPU:
+                raise
+            raise type(error)(_resume.cannot_run_here(resumed, error)) from None
     print(
         f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} "
         f"{'' if held_out is None else f'val={held_out.x.shape[0]} '}test={dataset.x_test.shape[0]} "
