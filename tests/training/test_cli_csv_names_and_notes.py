@@ -326,13 +326,57 @@ def test_swapped_predict_arguments_name_the_order(
         f"swapped? the order is predict CHECKPOINT --dataset DATA (torchlean predict {model} --dataset "
         f"{intlab})"
     )
-    # a --dataset that is no checkpoint, or a CHECKPOINT that does not exist: the reader's own error
+    # a --dataset that is no checkpoint: the CHECKPOINT argument named a CSV file (review63 F5)
     assert _refused(capsys, "predict", str(intlab), "--dataset", str(intlab)) == (
-        f"{intlab}: not a numpy .npz archive (not a zip file)"
+        f"{intlab}: not a numpy .npz archive (not a zip file): CHECKPOINT {intlab} is a CSV text file, not a "
+        "checkpoint (the order is predict CHECKPOINT --dataset DATA, CHECKPOINT a file written by torchlean "
+        "train --save)"
+    )
+    # a CHECKPOINT that is neither: the reader's own error; one that does not exist: the same
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(bytes(range(256)))
+    assert _refused(capsys, "predict", str(binary), "--dataset", str(intlab)) == (
+        f"{binary}: not a numpy .npz archive (not a zip file)"
     )
     missing = tmp_path / "missing.npz"
     assert _refused(capsys, "predict", str(missing), "--dataset", str(model)) == (
         f"checkpoint file not found: {missing}"
+    )
+
+
+def test_the_swapped_arguments_hint_keeps_the_other_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review63 F5: the command to run is the one typed with the two swapped, every other word kept
+    and shell-quoted; ``predict - --dataset CKPT`` gets the hint too."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    ok(capsys, "--dataset", str(intlab), *RUN, "--save", "m.npz")
+    (tmp_path / "my data.csv").write_text(intlab.read_text())
+    argv = ("predict", "my data.csv", "--split", "test", "--dataset=m.npz", "--output", "o u.csv",
+            "--label-column", "y")
+    message = _refused(capsys, *argv)
+    command = message.rsplit(" (", 1)[1].removesuffix(")")
+    assert shlex.split(command) == ["torchlean", "predict", "m.npz", "--split", "test",
+                                    "--dataset=my data.csv", "--output", "o u.csv", "--label-column", "y"]
+    # the command given works, and writes what the options say
+    code, out, err = cli(capsys, *shlex.split(command)[1:])
+    assert code == 0 and out.splitlines()[1].startswith("dataset=my data.csv rows=8 split=test "), err
+    assert (tmp_path / "o u.csv").read_text().startswith("row,prediction\n")
+    message = _refused(capsys, "predict", "my data.csv", "--data", "m.npz", "--split", "train")
+    assert message.endswith("(torchlean predict m.npz --data 'my data.csv' --split train)")
+    # standard input as CHECKPOINT: the plain refusal, and the swap named when --dataset is a checkpoint
+    refusal = ("argument CHECKPOINT: expected a file path, got '-' (standard input and output are not "
+               "accepted here; a file named - is ./-)")
+    assert _refused(capsys, "predict", "-", "--dataset", "my data.csv") == refusal
+    assert _refused(capsys, "predict", "-", "--dataset", "m.npz", "--split", "test") == (
+        f"{refusal}, and --dataset m.npz is a checkpoint: swapped? the order is predict CHECKPOINT --dataset "
+        "DATA (torchlean predict m.npz --dataset - --split test)"
+    )
+    assert _refused(capsys, "train", "--dataset", "iris", "--save", "-") == (
+        "argument --save: expected a file path, got '-' (standard input and output are not accepted here; a "
+        "file named - is ./-)"
     )
 
 

@@ -178,7 +178,7 @@ def register(subparsers: Any) -> None:
         description="Predict with a saved model on a scikit-learn dataset (all of it) or a CSV file.",
     )
     parser.known = {"--dataset": f"{' | '.join(data.DATASETS)}, or a path to a CSV file"}
-    parser.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT",
+    parser.add_argument("checkpoint", type=_checkpoint_argument, metavar="CHECKPOINT",
                         help="a checkpoint written by torchlean train --save")
     parser.add_argument("--dataset", required=True, type=input_dataset,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file, - for standard input")
@@ -735,6 +735,8 @@ def run(args: argparse.Namespace) -> int:
     (``/dev/stdout``) is as no ``--output``: the CSV on stdout, the report on stderr. With
     ``--output`` naming a file, a reader of the report on stdout that goes away (``| head -3``) does
     not stop the command before it writes the file (a ``note:`` on stderr says so)."""
+    if args.checkpoint == STDIN_CHECKPOINT:  # refused before any other check, as argparse refused it
+        _load_checkpoint(args)
     if is_stdout(args.output):
         args.output = None
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)
@@ -790,24 +792,99 @@ def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
     Raises:
         CheckpointError: ``CHECKPOINT`` is not a readable checkpoint (naming it and why).
         TorchLeanError: it is not, and the file ``--dataset`` names is one: the arguments swapped
-            (``predict DATA.csv --dataset CHECKPOINT.npz``), saying the order (review59 F14).
+            (``predict DATA.csv --dataset CHECKPOINT.npz``, or ``predict - --dataset CHECKPOINT.npz``),
+            saying the order and the command line with the two swapped, the other options kept
+            (review59 F14, review63 F5); ``CHECKPOINT`` is ``-`` (a checkpoint is a file); it is a
+            CSV file (``predict DATA.csv --dataset DATA.csv``), saying so.
     """
+    if args.checkpoint == STDIN_CHECKPOINT:  # "-": a checkpoint is read from a file (review63 F5)
+        swapped = _swapped_clause(args, data.STDIN)
+        raise TorchLeanError(f"argument CHECKPOINT: {_STDIN_REFUSAL}{swapped}")
     try:
         return checkpoint.load(args.checkpoint)
     except checkpoint.CheckpointError as error:
-        dataset = args.dataset
-        if (dataset in data.DATASETS or dataset == data.STDIN or not os.path.isfile(dataset)
-                or not os.path.isfile(args.checkpoint)):
+        if not os.path.isfile(args.checkpoint):
             raise
-        try:
-            checkpoint.load(dataset)
-        except TorchLeanError:
-            raise error from None
-        ckpt, given = shown_path(args.checkpoint), shown_path(dataset)
-        raise TorchLeanError(
-            f"{error}, and --dataset {given} is a checkpoint: swapped? the order is predict CHECKPOINT "
-            f"--dataset DATA (torchlean predict {shlex.quote(given)} --dataset {shlex.quote(ckpt)})"
-        ) from None
+        swapped = _swapped_clause(args, args.checkpoint)
+        if swapped:
+            raise TorchLeanError(f"{error}{swapped}") from None
+        if _is_csv(args.checkpoint):  # predict DATA.csv --dataset DATA.csv (review63 F5)
+            raise TorchLeanError(
+                f"{error}: CHECKPOINT {shown_path(args.checkpoint)} is a CSV text file, not a checkpoint "
+                "(the order is predict CHECKPOINT --dataset DATA, CHECKPOINT a file written by torchlean "
+                "train --save)"
+            ) from None
+        raise
+
+
+STDIN_CHECKPOINT = "-"
+"""``predict -``: taken by argparse (:func:`_checkpoint_argument`) so that the refusal can say
+whether the arguments were swapped."""
+
+_STDIN_REFUSAL = ("expected a file path, got '-' (standard input and output are not accepted here; a file "
+                  "named - is ./-)")
+
+
+def _checkpoint_argument(text: str) -> Path | str:
+    """argparse ``type`` of ``CHECKPOINT``: :func:`~torchlean.cli._output.file_path`, except that
+    ``-`` is kept (:data:`STDIN_CHECKPOINT`) for :func:`_load_checkpoint` to refuse, naming the
+    swap when ``--dataset`` is a checkpoint."""
+    return STDIN_CHECKPOINT if text == "-" else file_path(text)
+
+
+def _swapped_clause(args: argparse.Namespace, data_given: str | os.PathLike[str]) -> str:
+    """When ``--dataset`` names a checkpoint file (and ``CHECKPOINT``, ``data_given``, is not
+    one): the clause that says so, with the order and the command line to run, the user's other
+    words kept and the two swapped (:func:`_swapped_command`); else ""."""
+    dataset = args.dataset
+    if dataset in data.DATASETS or dataset == data.STDIN or not os.path.isfile(dataset):
+        return ""
+    try:
+        checkpoint.load(dataset)
+    except TorchLeanError:
+        return ""
+    given = shown_path(dataset)
+    data_text = "-" if data_given == data.STDIN else os.fspath(data_given)
+    command = _swapped_command(getattr(args, "argv", None), data_text, dataset)
+    return (f", and --dataset {given} is a checkpoint: swapped? the order is predict CHECKPOINT "
+            f"--dataset DATA ({shown_path(command)})")
+
+
+def _swapped_command(argv: list[str] | None, checkpoint_text: str, dataset_text: str) -> str:
+    """The command line ``argv`` (``["torchlean", "predict", ...]``) with ``CHECKPOINT``
+    (``checkpoint_text``, as typed) and ``--dataset``'s value (``dataset_text``; ``--dataset X``,
+    ``--dataset=X`` or a prefix argparse accepts, ``--data X``) swapped, every other word kept, shell
+    quoted (:func:`shlex.join`); ``torchlean predict DATASET --dataset CHECKPOINT`` alone when the
+    words cannot be found in ``argv``."""
+    plain = f"torchlean predict {shlex.quote(dataset_text)} --dataset {shlex.quote(checkpoint_text)}"
+    if not argv or argv[1:2] != ["predict"]:
+        return plain
+    words = list(argv)
+    value: int | None = None  # the index of --dataset's value
+    for i, word in enumerate(words[2:], start=2):
+        name, equals, rest = word.partition("=")
+        if len(name) >= 4 and "--dataset".startswith(name):  # --da is the shortest unique prefix
+            if equals and rest == dataset_text:
+                words[i] = f"{name}={checkpoint_text}"
+                value = i
+            elif not equals and i + 1 < len(words) and words[i + 1] == dataset_text:
+                words[i + 1] = checkpoint_text
+                value = i + 1
+            break
+    taken = (i for i, word in enumerate(words[2:], start=2) if word == checkpoint_text and i != value)
+    position = next(taken, None)
+    if value is None or position is None:
+        return plain
+    words[position] = dataset_text
+    return shlex.join(words)
+
+
+def _is_csv(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` reads as a CSV file of two or more columns (:func:`torchlean.data.read_csv`)."""
+    try:
+        return len(data.read_csv(path).names) >= 2
+    except TorchLeanError:
+        return False
 
 
 def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str) -> str:
