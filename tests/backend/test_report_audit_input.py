@@ -103,3 +103,23 @@ def test_a_plan_audit_is_refused_too() -> None:
 def test_the_docstrings_state_the_input_and_the_error(name: str) -> None:
     doc = inspect.getdoc(getattr(report, name)) or ""
     assert "KernelAudit" in doc and ".audit()" in doc and "Raises:" in doc and "BackendTypeError" in doc
+
+
+def test_an_audit_row_is_plain_data_and_the_documents_say_so() -> None:
+    """review63 F6: a row changed by hand is printed as given (the report checks its type, not its
+    origin), and the KernelAudit and report docstrings and the README say that only the sealed
+    types are checked."""
+    import dataclasses
+    from pathlib import Path
+
+    from torchlean.backend.audit import KernelAudit
+
+    row = _relu_kernel().audit()
+    forged = dataclasses.replace(row, capsule_name="evil.kernel")
+    assert report.audit_line(forged).startswith("  relu: evil.kernel provider=reference ")
+    assert "plain data, not sealed" in " ".join((KernelAudit.__doc__ or "").lower().split())
+    for function in (report.audit_line, report.detailed_report_lines, report.audit_to_json,
+                     report.checked_kernel_to_json):
+        assert "plain data" in " ".join((function.__doc__ or "").split()), function.__name__
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "Only those three types are sealed: the audit row that `.audit()` makes" in readme

@@ -40,7 +40,14 @@ class ObligationReport:
 
 @dataclass(frozen=True, slots=True)
 class KernelAudit:
-    """One audit row: the planned op (not the capsule's!) and the capsule's contract fields."""
+    """One audit row: the planned op (not the capsule's!) and the capsule's contract fields.
+
+    Plain data, not sealed: ``.audit()`` of an accepted kernel or plan (the sealed types) makes it
+    from what they carry, but any code can build one (:meth:`of`, the constructor) or change one
+    (``dataclasses.replace``, ``object.__setattr__``), and the report functions
+    (:mod:`torchlean.backend.report`) print whatever row they are given. A row attests acceptance
+    only as made by ``.audit()``; only the sealed types are checked against their gates
+    (review63 F6)."""
 
     op: BackendOp
     capsule_name: str

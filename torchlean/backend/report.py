@@ -95,7 +95,10 @@ def audit_line(row: KernelAudit) -> str:
     Args:
         row: a :class:`~torchlean.backend.audit.KernelAudit`, the row ``kernel.audit()`` returns
             for an accepted kernel (``audit_line(t.produced_by.audit())``) and
-            ``plan.audit().kernels`` holds for a plan.
+            ``plan.audit().kernels`` holds for a plan. Only its type is checked: a row is plain
+            data (not sealed, unlike the accepted kernel it is made from), so one built or changed
+            by hand is printed as given; the line attests acceptance only for a row ``.audit()``
+            made.
 
     Raises:
         BackendTypeError: ``row`` is not a ``KernelAudit`` (also a ``TypeError``): an
@@ -114,7 +117,7 @@ def detailed_report_lines(row: KernelAudit) -> list[str]:
 
     Args:
         row: a :class:`~torchlean.backend.audit.KernelAudit` (``kernel.audit()``), as for
-            :func:`audit_line`.
+            :func:`audit_line`: plain data, its type checked, not its origin.
 
     Raises:
         BackendTypeError: ``row`` is not a ``KernelAudit``, as :func:`audit_line` says.
@@ -335,7 +338,8 @@ def audit_to_json(row: KernelAudit) -> JSON:
 
     Args:
         row: a :class:`~torchlean.backend.audit.KernelAudit` (``kernel.audit()``:
-            ``audit_to_json(t.produced_by.audit())``), as for :func:`audit_line`.
+            ``audit_to_json(t.produced_by.audit())``), as for :func:`audit_line`: plain data, its
+            type checked, not its origin.
 
     Raises:
         BackendTypeError: ``row`` is not a ``KernelAudit`` (also a ``TypeError``), as
@@ -412,6 +416,8 @@ def checked_kernel_to_json(row: KernelAudit, checks: Sequence[ContractCheck]) ->
     ``checks`` are the results of :meth:`~torchlean.backend.audit.KernelPlanAudit.check_contracts`
     over a plan holding ``row``: the verdicts are read from their ``rejected`` reports, as
     :func:`check_lines` prints them, not recomputed.
+
+    ``row`` is plain data, its type checked, not its origin (:func:`audit_line`).
 
     Raises:
         BackendTypeError: ``row`` is not a :class:`~torchlean.backend.audit.KernelAudit`
