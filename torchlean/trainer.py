@@ -965,6 +965,17 @@ class Trainer(Generic[In, Out]):
                 chosen.append(kernel)
         return chosen
 
+    @property
+    def selected_outside_graph(self) -> list[AcceptedKernel]:
+        """The kernels of :attr:`selected` that ran outside a typed graph, in its order: under
+        typed-graph execution, those of ops run eagerly and not in a graph plan (a dropout mask's
+        ``bernoulli_mask``; none on the default path); under eager execution, none (nothing runs
+        in a graph). Never raises."""
+        if self.config.execution is not ExecutionMode.TYPED_GRAPH:
+            return []
+        planned = {kernel.capsule.identity for kernel in self._graph_kernels}
+        return [kernel for kernel in self.selected if kernel.capsule.identity not in planned]
+
     # --------------------------------------------------------------------------------- data
 
     def _x(self, x: npt.ArrayLike) -> Inputs:

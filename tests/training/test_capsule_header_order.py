@@ -10,6 +10,7 @@ the op run outside the graph), then ``bernoulli_mask``.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -64,16 +65,42 @@ def test_predict_names_the_order_of_the_execution_it_runs(
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
                        "--execution", "typed-graph", "--save", str(path))
     assert code == 0, err
-    for argv, order in (((), TYPED), (("--execution", "eager"), "first-use order")):
+    for argv, order, words in (((), "graph-plan", "graph plan order"),
+                               (("--execution", "eager"), "first-use", "first-use order")):
+        record = tmp_path / "p.json"
         code, out, err = cli(capsys, "predict", str(path), "--dataset", "iris",
-                             "--output", str(tmp_path / "p.csv"), *argv)
+                             "--output", str(tmp_path / "p.csv"), "--report-json", str(record), *argv)
         assert code == 0, err
-        assert capsule_report(out) == (order, ["linear", "relu"])
+        # no op ran outside the graph: the header does not say that some did (review63 F7)
+        assert capsule_report(out) == (words, ["linear", "relu"])
+        assert json.loads(record.read_text())["capsules_order"] == order
+
+
+def test_the_records_name_the_order_of_their_capsules(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review63 F7: ``capsules_order`` names the order of ``capsules`` (only ``execution`` implied
+    it), and the typed-graph header adds ``then ops run outside the graph`` only when some did."""
+    for execution, dropout, order, words in (
+        ("eager", "0.2", "first-use", "first-use order"),
+        ("typed-graph", "0.2", "graph-plan", TYPED),
+        ("typed-graph", "0", "graph-plan", "graph plan order"),
+    ):
+        record = tmp_path / f"{execution}{dropout}.json"
+        code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                             "--dropout", dropout, "--execution", execution, "--report-json", str(record))
+        assert (code, err) == (0, ""), err
+        words_printed, ops = capsule_report(out)
+        saved = json.loads(record.read_text())
+        assert (words_printed, saved["capsules_order"]) == (words, order)
+        assert [c["op"] for c in saved["capsules"]] == ops  # the record's list is the printed one
+        assert ("bernoulli_mask" in ops) is (dropout != "0")
 
 
 def test_every_execution_mode_has_its_order_words() -> None:
     assert set(_audit.ORDERS) == set(ExecutionMode)
     assert _audit.ORDERS[ExecutionMode.EAGER] == "first-use order"
+    assert set(_audit.RECORD_ORDERS) == set(ExecutionMode)
 
 
 def test_the_readme_states_both_orders() -> None:

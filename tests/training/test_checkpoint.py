@@ -172,7 +172,7 @@ def test_iris_round_trip_reproduces_the_trained_model(capsys, tmp_path, dtype, e
     correct = int(np.sum(predicted == y))
     assert f"accuracy={correct / 150:.4f} ({correct}/150)" in report_lines
     assert report_lines[1] == f"dataset=iris rows=150 profile=checked_cpu execution={execution}"
-    order = "first-use order" if execution == "eager" else "graph plan order, then ops run outside the graph"
+    order = "first-use order" if execution == "eager" else "graph plan order"  # none ran outside the graph
     header = report_lines.index(f"backend capsules used (2, {order}):")
     # the forward ops the trainer used, as train prints them
     forward = [line for line in audit_lines(trainer) if line.split(":")[0].strip() in ("linear", "relu")]

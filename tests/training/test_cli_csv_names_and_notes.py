@@ -306,6 +306,11 @@ def test_header_on_an_all_numbers_first_row_is_noted_in_train_and_predict(
     code, _, err = cli(capsys, "predict", str(model), "--dataset", str(headerless), "--header", "--output",
                        str(tmp_path / "p.csv"))
     assert (code, err) == (0, note)
+    # without --header, the run's --header reads the row as names: one note, not two (review63 F7)
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(headerless), "--output",
+                       str(tmp_path / "p.csv"))
+    assert (code, err) == (0, note.replace("\n", f" (read so as checkpoint {model}'s run read its data: "
+                                                 "--header)\n"))
     # the column positions 0,1,... are pandas' header: no note (and none under --no-header)
     positions = tmp_path / "positions.csv"
     positions.write_text("0,1,2,3\n" + "\n".join(headerless.read_text().splitlines()[1:]) + "\n")

@@ -118,3 +118,27 @@ def test_given_path_prints_as_typed_and_compares_as_a_path(here: Path) -> None:
     (here / "-").write_text("x")
     assert given_path("./-").read_text() == "x" and given_path("./-").exists()
     assert output_path("-") == Path("/dev/stdout") and not isinstance(output_path("-"), GivenPath)
+
+
+def test_a_path_with_blanks_is_quoted_in_the_key_value_header_lines(
+    capsys: pytest.CaptureFixture[str], here: Path
+) -> None:
+    """review63 F7: ``dataset=dir with space/my data.csv`` could not be split into its pairs."""
+    import shlex
+
+    (here / "dir with space").mkdir()
+    (here / "dir with space" / "my data.csv").write_text((here / "reg.csv").read_text())
+    data_csv = "./dir with space/my data.csv"
+    out, _ = _ok(capsys, "train", "--dataset", data_csv, *RUN, "--save", "m s.npz")
+    pairs = dict(word.split("=", 1) for word in shlex.split(out.splitlines()[0]))
+    assert pairs["dataset"] == data_csv and pairs["train"] == "32"
+    out, _ = _ok(capsys, "predict", "m s.npz", "--dataset", data_csv, "--output", "p.csv")
+    first, second = (dict(word.split("=", 1) for word in shlex.split(line)) for line in out.splitlines()[:2])
+    assert (first["checkpoint"], first["trained_on"], second["dataset"]) == ("m s.npz", data_csv, data_csv)
+    assert out.splitlines()[0].startswith("checkpoint='m s.npz' model=mlp ")
+    out, _ = _ok(capsys, "train", "--resume", "m s.npz", "--epochs", "2", "--save", "m s.npz")
+    resumed = next(line for line in out.splitlines() if line.startswith("resumed_from="))
+    assert dict(word.split("=", 1) for word in shlex.split(resumed))["resumed_from"] == "m s.npz"
+    # a path without blanks or quotes stays as typed, unquoted
+    out, _ = _ok(capsys, "predict", "./m s.npz", "--dataset", "reg.csv", "--output", "p.csv")
+    assert out.splitlines()[1].startswith("dataset=reg.csv rows=40 ")

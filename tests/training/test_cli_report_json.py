@@ -113,7 +113,7 @@ def test_predict_record(capsys: pytest.CaptureFixture[str], tmp_path: Path, semi
         "test_fraction": 0.2, "task": "classification", "profile": "checked_cpu", "execution": "eager",
         "trained_under": "checked_cpu", "accuracy": correct / 21, "correct": correct,
         "rows_without_prediction": 0, "output": str(predictions),
-        "capsules": record["capsules"], "preference_notes": [],
+        "capsules_order": "first-use", "capsules": record["capsules"], "preference_notes": [],
         # review62: the audit's keys (tests/training/test_audit_records.py checks their values)
         "checkpoint_sha256": record["checkpoint_sha256"], "torch_threads": record["torch_threads"],
         "data_sha256": record["trained_data_sha256"], "trained_data_sha256": record["trained_data_sha256"],

@@ -135,6 +135,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "kernel_times",
         "test_accuracy",
         "seconds",
+        "capsules_order",
         "capsules",
         "preference_notes",
     }
@@ -742,7 +743,7 @@ def test_console_entry_point_error_has_no_traceback():
 
 CAPSULE_ORDERS = {
     "eager": "first-use order",
-    "typed-graph": "graph plan order, then ops run outside the graph",
+    "typed-graph": "graph plan order",  # then ops run outside the graph: none here (review63 F7)
 }
 """What the capsule header says the order of the listed capsules is, per execution (review62 F8:
 typed graph lists the graph's kernels first and a dropout mask's bernoulli_mask last)."""

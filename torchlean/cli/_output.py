@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
@@ -24,6 +25,7 @@ __all__ = [
     "dataset_name",
     "file_path",
     "given_path",
+    "header_value",
     "input_dataset",
     "is_stdout",
     "make_parents",
@@ -248,6 +250,19 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     work was done (the checkpoint saved, the run reported as failed)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     return os.fspath(path).encode(encoding, "backslashreplace").decode(encoding)
+
+
+def header_value(path: str | os.PathLike[str]) -> str:
+    """``path`` as a ``key=value`` header line shows it (``dataset=``, ``checkpoint=``): as
+    :func:`shown_path` shows it, shell-quoted (:func:`shlex.quote`) when shell splitting would
+    not give it back as one word (a blank, a quote, a backslash: ``dataset='my data.csv'``), so
+    the line splits into its pairs (``shlex.split``; review63 F7); else as is."""
+    shown = shown_path(path)
+    try:
+        whole = shlex.split(shown) == [shown]
+    except ValueError:  # a quote left open
+        whole = False
+    return shown if whole else shlex.quote(shown)
 
 
 def is_stdout(path: Path | None) -> bool:

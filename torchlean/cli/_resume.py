@@ -67,7 +67,7 @@ from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
-from torchlean.cli._output import check_distinct, file_path, shown_path
+from torchlean.cli._output import check_distinct, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.trainer import ExecutionMode, Trainer
@@ -718,7 +718,7 @@ def header(resumed: Resumed | None, trainer: Trainer[Any, Any]) -> str:
     if resumed is None:
         return ""
     return (
-        f"resumed_from={shown_path(resumed.path)} epochs_before={resumed.epochs_before} "
+        f"resumed_from={header_value(resumed.path)} epochs_before={resumed.epochs_before} "
         f"steps_before={trainer.steps_done}\n"
     )
 

@@ -131,7 +131,7 @@ from torchlean.cli._args import (
     note_shadowed_dataset,
     refuse_csv_options,
 )
-from torchlean.cli._audit import print_capsules_used
+from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._output import (
     STDOUT,
     check_distinct,
@@ -139,6 +139,7 @@ from torchlean.cli._output import (
     dataset_name,
     file_path,
     given_path,
+    header_value,
     input_dataset,
     is_stdout,
     make_parents,
@@ -371,22 +372,33 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
     header = args.header
+    run_note = ""
     if header is None and saved.training is not None:  # the run's --header/--no-header, if it gave one
         header = saved.training.settings.get("header")
         if isinstance(header, bool):
-            print(f"note: the first row is read as {'column names' if header else 'data'}, as checkpoint "
-                  f"{args.checkpoint}'s run read its data ({'--header' if header else '--no-header'}): pass "
-                  f"{'--no-header if it is data' if header else '--header if it names the columns'}",
-                  file=sys.stderr)
+            way = "--no-header if it is data" if header else "--header if it names the columns"
+            run_note = (f"note: the first row is read as {'column names' if header else 'data'}, as "
+                        f"checkpoint {args.checkpoint}'s run read its data "
+                        f"({'--header' if header else '--no-header'}): pass {way}")
         else:
             header = None
-    table = data.read_csv(name, header=header, delimiter=args.delimiter or ",")
+    try:
+        table = data.read_csv(name, header=header, delimiter=args.delimiter or ",")
+    except TorchLeanError:
+        if run_note:
+            print(run_note, file=sys.stderr)
+        raise
+    header_note = table.header_note
+    if run_note and header_note:  # a first row of numbers read as names: one note says both (review63 F7)
+        header_note += f" (read so as checkpoint {args.checkpoint}'s run read its data: --header)"
+    elif run_note:
+        print(run_note, file=sys.stderr)
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
             f"{table.shown_file}: read as 1 column, but checkpoint {args.checkpoint} expects "
             f"{saved.features} features{table.separator_hint}"
         )
-    for note in (table.header_note, *table.notes, table.label_note(args.label_column)):
+    for note in (header_note, *table.notes, table.label_note(args.label_column)):
         if note:
             print(f"note: {cli_spelling(note)}", file=sys.stderr)
     wanted = saved.feature_names
@@ -997,14 +1009,14 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 raise
             raise SessionError(_trained_under_clause(error, saved, args.checkpoint)) from None
     dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
-    trained_on = shown_path(dataset_name(saved.dataset))
-    print(f"checkpoint={shown_path(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
+    trained_on = header_value(dataset_name(saved.dataset))
+    print(f"checkpoint={header_value(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
           f"features={saved.features} dtype={saved.dtype} trained_on={trained_on} "
           f"trained_under={saved.profile}", file=out)
     split = "" if chosen is None else f" split={args.split}"
     if chosen is not None and saved.test_fraction != data.TEST_FRACTION:
         split += f" test_fraction={saved.test_fraction!r}"
-    print(f"dataset={shown_path(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
+    print(f"dataset={header_value(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
           f"profile={trainer.profile.name} execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
     with contextlib.redirect_stdout(out):
@@ -1053,7 +1065,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     if summary is not None:
         print(summary, file=out)
     selected = trainer.selected
-    preference_notes = print_capsules_used(selected, trainer.profile, out, trainer.config.execution)
+    preference_notes = print_capsules_used(selected, trainer.profile, out, trainer.config.execution,
+                                           len(trainer.selected_outside_graph))
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:
@@ -1078,6 +1091,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             "data_matches_training": matched,
             "notes": [] if notes is None else list(notes),
             "environment": provenance.environment(getattr(args, "argv", None), trainer.profile),
+            "capsules_order": RECORD_ORDERS[trainer.config.execution],
             "capsules": [report.audit_to_json(k.audit()) for k in selected],
             "preference_notes": list(preference_notes),
         })

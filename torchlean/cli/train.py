@@ -110,13 +110,14 @@ from torchlean.cli._args import (
     open_fraction,
     refuse_csv_options,
 )
-from torchlean.cli._audit import print_capsules_used
+from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
     dataset_name,
     file_path,
     given_path,
+    header_value,
     input_dataset,
     is_stdout,
     make_parents,
@@ -874,7 +875,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 raise
             raise type(error)(_resume.cannot_run_here(resumed, error)) from None
     print(
-        f"dataset={shown_path(source)} train={dataset.x_train.shape[0]} "
+        f"dataset={header_value(source)} train={dataset.x_train.shape[0]} "
         f"{'' if held_out is None else f'val={held_out.x.shape[0]} '}test={dataset.x_test.shape[0]} "
         f"features={dataset.n_features} task={dataset.task} model={args.model} "
         f"{f'dropout={args.dropout!r} ' if args.dropout else ''}"
@@ -1009,7 +1010,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         record["test_mse"] = mse
         print(f"test_mse={metric_text(mse)}")
     selected = trainer.selected
-    preference_notes = print_capsules_used(selected, profile, sys.stdout, execution)
+    preference_notes = print_capsules_used(selected, profile, sys.stdout, execution,
+                                           len(trainer.selected_outside_graph))
     if kernel_times is not None:
         print(f"kernel times of the training epochs ({len(kernel_times.kernels)} capsules, most time first):")
         print(textwrap.indent(kernel_times.table(), "  "))
@@ -1046,6 +1048,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         record["checkpoint"] = str(args.save)
         record["checkpoint_sha256"] = None if is_stdout(args.save) else provenance.file_sha256(args.save)
     record["seconds"] = time.perf_counter() - started
+    record["capsules_order"] = RECORD_ORDERS[execution]
     record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
