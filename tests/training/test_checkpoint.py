@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -1157,17 +1158,17 @@ def test_a_dash_is_stdin_for_the_dataset_and_stdout_for_outputs(tmp_path, labels
     rows = list(csv.reader(predicted.stdout.splitlines()))
     assert rows[0] == ["prediction"] and len(rows) == len(labels_csv.read_text().splitlines())
     assert "accuracy=" in predicted.stderr
-    # review44 F1: --split of standard input cannot be checked against the run's data (read once)
+    # review63 F3: --split of standard input is checked against the run's data (read once, kept), as
+    # train --resume checks it: these rows, reversed, are other data
     header, *lines = labels_csv.read_text().splitlines()
     split = subprocess.run(
         [*base, "predict", str(saved), "--dataset", "-", "--split", "test", "--output", "-"],
         input="\n".join([header, *lines[::-1]]) + "\n", capture_output=True, text=True, check=True, env=env,
         cwd=tmp_path,
     )
-    assert (f"note: standard input is read once, so whether it holds checkpoint {saved}'s training data "
-            "cannot be checked: --split test takes the test rows of the split torchlean train would make of "
-            "it, and rows the model trained on may be among them unless these are the training data as they "
-            "were") in split.stderr.splitlines()
+    assert (f"note: the data of standard input (-) differ from those checkpoint {saved}'s run trained on "
+            "(their digest differs): --split test takes the test rows of the split torchlean train would "
+            "make of them now, which may include rows the model trained on") in split.stderr.splitlines()
 
 
 def test_an_output_fifo_is_not_opened_by_the_check(tmp_path):
@@ -1408,7 +1409,9 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     )
     assert trained.returncode == 0, trained.stderr
     lines = trained.stdout.splitlines()
-    assert lines[0].startswith(f"dataset={shown[data_in]} train=48 test=12 ")
+    # a backslash would not survive shell splitting: the key=value line quotes it (review63 F7)
+    quoted = {path: shlex.quote(text) for path, text in shown.items()}
+    assert lines[0].startswith(f"dataset={quoted[data_in]} train=48 test=12 ")
     assert lines[-2:] == [f"wrote {shown[record]}", f"saved: {shown[saved]}"]
     predicted = subprocess.run(
         [*base, "predict", str(saved), "--dataset", str(data_in), "--output", str(predictions)],
@@ -1416,9 +1419,9 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     )
     assert predicted.returncode == 0, predicted.stderr
     lines = predicted.stdout.splitlines()
-    assert lines[0] == (f"checkpoint={shown[saved]} model=mlp task=classification features=3 dtype=float32 "
-                        f"trained_on={shown[data_in]} trained_under=checked_cpu")
-    assert lines[1] == f"dataset={shown[data_in]} rows=60 profile=checked_cpu execution=eager"
+    assert lines[0] == (f"checkpoint={quoted[saved]} model=mlp task=classification features=3 dtype=float32 "
+                        f"trained_on={quoted[data_in]} trained_under=checked_cpu")
+    assert lines[1] == f"dataset={quoted[data_in]} rows=60 profile=checked_cpu execution=eager"
     assert lines[-1] == f"wrote {shown[predictions]}"
     checked = subprocess.run(
         [*base, "attention-check", "--quick", "--no-progress", "--json", str(record)],
@@ -1443,7 +1446,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     )
     assert (ascii_out.returncode, ascii_out.stderr) == (0, "")
     lines = ascii_out.stdout.splitlines()
-    assert lines[0].startswith(f"dataset={tmp_path}/\\xfc.csv train=48 ")
+    assert lines[0].startswith(f"dataset='{tmp_path}/\\xfc.csv' train=48 ")  # quoted: a backslash
     assert lines[-1] == f"saved: {tmp_path}/\\xe9.npz"
     assert (tmp_path / "\u00e9.npz").is_file()
 

@@ -367,7 +367,7 @@ def test_the_swapped_arguments_hint_keeps_the_other_options(
                                     "--dataset=my data.csv", "--output", "o u.csv", "--label-column", "y"]
     # the command given works, and writes what the options say
     code, out, err = cli(capsys, *shlex.split(command)[1:])
-    assert code == 0 and out.splitlines()[1].startswith("dataset=my data.csv rows=8 split=test "), err
+    assert code == 0 and out.splitlines()[1].startswith("dataset='my data.csv' rows=8 split=test "), err
     assert (tmp_path / "o u.csv").read_text().startswith("row,prediction\n")
     message = _refused(capsys, "predict", "my data.csv", "--data", "m.npz", "--split", "train")
     assert message.endswith("(torchlean predict m.npz --data 'my data.csv' --split train)")
