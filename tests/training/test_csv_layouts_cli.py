@@ -256,10 +256,15 @@ def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[s
         _train(capsys, path, save, flag)
         code, out, err = cli(capsys, "predict", str(save), "--dataset", str(path))
         assert code == 0, err
-        read = "column names" if flag == "--header" else "data"
-        advice = "--no-header if it is data" if flag == "--header" else "--header if it names the columns"
-        assert err.startswith(f"note: the first row is read as {read}, as checkpoint {save}'s run read its "
-                              f"data ({flag}): pass {advice}\n")
+        if flag == "--header":  # one note: the row of numbers read as names, as the run read it (review63 F7)
+            assert err.startswith(
+                f"note: {path}: first row 1,2,3 was read as a header though its cells are all numbers, so "
+                "they name the columns and the row is not read as data; pass --no-header if it is a data row "
+                f"(read so as checkpoint {save}'s run read its data: --header)\n"
+            )
+        else:
+            assert err.startswith(f"note: the first row is read as data, as checkpoint {save}'s run read its "
+                                  "data (--no-header): pass --header if it names the columns\n")
         assert f"rows={N} " in err and out.count("\n") == N + 1  # the report on stderr, predictions on stdout
         want, got = tmp_path / "want.csv", tmp_path / "got.csv"
         assert cli(capsys, "predict", str(save), "--dataset", str(other), other_flag,
