@@ -72,7 +72,7 @@ from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError
 from torchlean._labels import _label_index, _label_name_note
 
-__all__ = ["STDIN", "Table", "read_csv", "stdin_read_once"]
+__all__ = ["STDIN", "Table", "check_file", "read_csv", "stdin_read_once"]
 
 Array: TypeAlias = npt.NDArray[Any]
 
@@ -440,6 +440,39 @@ def _stdin_closed() -> bool:
     return False
 
 
+def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """``path`` as a ``Path`` and as messages name it (as given), after the checks :func:`read_csv`
+    makes before reading (``torchlean inspect --dataset`` makes them too, so that a missing file is
+    the same one-line error as for ``predict``).
+
+    Raises:
+        DataError: not a path, a directory, a missing file (``dataset file not found: PATH``), a
+            closed standard input, a device.
+    """
+    given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
+    file = Path(given)
+    shown = _shown_name(given, file)  # messages name the file as given (review59 F11)
+    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
+        is_dir, exists = file.is_dir(), file.exists()
+        device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
+    except OSError as error:
+        raise DataError(f"{shown}: cannot read the file: {error.strerror or error}") from None
+    if is_dir:
+        raise DataError(f"dataset path is a directory, not a CSV file: {shown}")
+    if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
+        if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
+            raise DataError("standard input is closed (the dataset - reads the CSV from it)")
+        raise DataError(f"dataset file not found: {shown}")
+    if device:
+        # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
+        # terminal too) is what the user redirected into it
+        raise DataError(
+            f"dataset path {shown} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+            "input as -)"
+        )
+    return file, shown
+
+
 def read_csv(
     path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
 ) -> Table:
@@ -487,27 +520,7 @@ def read_csv(
     why = _delimiter.fault(delimiter)
     if why is not None:
         raise DataError(_delimiter.python_refusal(delimiter, why))
-    given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
-    file = Path(given)
-    shown = _shown_name(given, file)  # messages name the file as given (review59 F11)
-    try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
-        is_dir, exists = file.is_dir(), file.exists()
-        device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
-    except OSError as error:
-        raise DataError(f"{shown}: cannot read the file: {error.strerror or error}") from None
-    if is_dir:
-        raise DataError(f"dataset path is a directory, not a CSV file: {shown}")
-    if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
-        if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
-            raise DataError("standard input is closed (the dataset - reads the CSV from it)")
-        raise DataError(f"dataset file not found: {shown}")
-    if device:
-        # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
-        # terminal too) is what the user redirected into it
-        raise DataError(
-            f"dataset path {shown} is a device, not a CSV file (accepted: a file, a pipe, or standard "
-            "input as -)"
-        )
+    file, shown = check_file(path)
     rows: list[list[str]] = []
     starts: list[int] = []
     try:

@@ -239,7 +239,8 @@ def test_predict_records_the_data_comparison_and_its_notes(capsys: pytest.Captur
             oracle, trained, False)
         assert record["notes"] == [line for line in err.splitlines() if line.startswith("note: ")]
     assert len(predict(edited, "--split", "test")[0]["notes"]) == 1
-    # a checkpoint built in Python records no digest: unknown (null), not false
+    # a checkpoint built in Python records no digest: unknown (null), not false; the digest of the
+    # data loaded as the checkpoint describes them is still given (review64 F7): here the run's
     python_built = tmp_path / "py.npz"
     old = checkpoint.load(saved)
     fields = {name: getattr(old, name) for name in Checkpoint.__slots__}
@@ -250,7 +251,7 @@ def test_predict_records_the_data_comparison_and_its_notes(capsys: pytest.Captur
     assert code == 0, err
     record = json.loads(report.read_text())
     assert (record["data_sha256"], record["trained_data_sha256"], record["data_matches_training"]) == (
-        None, None, None)
+        trained, None, None)
 
 
 # ------------------------------------------------------------------------------- split seed (F3)

@@ -1,5 +1,5 @@
-"""``torchlean inspect CHECKPOINT [--dataset NAME_OR_CSV] [--report-json PATH]``: what a checkpoint
-says about the run that wrote it, for an auditor, without opening the ``.npz`` by hand.
+"""``torchlean inspect CHECKPOINT [--dataset NAME_OR_CSV [--delimiter D]] [--report-json PATH]``:
+what a checkpoint says about the run that wrote it, for an auditor, without opening the ``.npz`` by hand.
 
 Prints one ``name: value`` line per fact (reading no weights into a model and running nothing):
 the file and its SHA-256 (``sha256sum``'s), the format version, the model and its sizes, the
@@ -14,11 +14,15 @@ capsule table for that profile has the same digest (``capsule_table: same as thi
 the digest of the weights (:func:`torchlean.provenance.weights_sha256`). A field the checkpoint
 does not record (an older file, or one built in Python) is ``unknown``.
 
-``--dataset NAME_OR_CSV`` also loads those data as the checkpoint's run loaded its data and
-compares their digest with the recorded one (``data_matches: yes | no | unknown``), as ``torchlean
-predict --split`` does; ``--report-json PATH`` (``-`` for stdout, the report then on stderr)
-writes the same facts as a JSON object. A file that is not a checkpoint is one ``error:`` line,
-exit status 2, as for ``predict``.
+``--dataset NAME_OR_CSV`` also loads those data as the checkpoint's run loaded its data (its
+delimiter unless ``--delimiter`` is given) and compares their digest with the recorded one
+(``data_matches: yes | no | unknown``), as ``torchlean predict --split`` does: ``unknown`` when the
+checkpoint records no digest, or when the data cannot be loaded so (a ``note:`` on stderr and
+``dataset_error`` in the JSON say why; review64 F2), never ``no``; a missing file or a folder is
+one ``error:`` line, as for ``predict``. ``--report-json PATH`` (``-`` for stdout, the report then
+on stderr, with no ``wrote`` line) writes the same facts as a JSON object; naming the checkpoint or
+the ``--dataset`` file is refused (review64 F1). A file that is not a checkpoint is one ``error:``
+line, exit status 2, as for ``predict``; ``--format`` is refused naming ``--report-json``.
 """
 
 from __future__ import annotations
@@ -29,12 +33,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchlean import checkpoint, data, provenance
+from torchlean import _csv, checkpoint, data, provenance
+from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._output import (
+    STDOUT,
     check_distinct,
     check_writable,
     dataset_name,
     file_path,
+    given_path,
     input_dataset,
     is_stdout,
     output_path,
@@ -57,15 +65,25 @@ def register(subparsers: Any) -> None:
                         help="a checkpoint written by torchlean train --save (or checkpoint.save)")
     parser.add_argument("--dataset", type=input_dataset, default=None,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file: load it as the "
-                        "checkpoint's run loaded its data and say whether its digest is the recorded one")
+                        "checkpoint's run loaded its data and say whether its digest is the recorded one "
+                        "(unknown, with the reason, when they cannot be loaded so)")
+    parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
+                        help=DELIMITER_HELP.replace("(default: ,)", "(default: the one the checkpoint's run "
+                                                    "read its data with, as torchlean predict compares)"))
     parser.add_argument("--report-json", type=output_path, default=None, metavar="PATH",
-                        help="also write the facts as a JSON object to PATH (- for standard output)")
-    parser.set_defaults(func=run)
+                        help="also write the facts as a JSON object to PATH (- for standard output; not "
+                        "the checkpoint or the --dataset file)")
+    parser.set_defaults(func=run, refuse_extras=json_record_instead("inspect"))
 
 
-def facts(path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None) -> dict[str, Any]:
+def facts(
+    path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None, delimiter: str | None = None
+) -> dict[str, Any]:
     """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, as JSON-ready
-    data (``None`` where the checkpoint records nothing)."""
+    data (``None`` where the checkpoint records nothing); with ``dataset`` (read with
+    ``delimiter``, default the run's), ``dataset_given``, ``dataset_sha256``, ``data_matches``
+    (None when unknown) and ``dataset_error`` (why the data could not be loaded as the run loaded
+    its data; None when they were)."""
     from torchlean.cli import predict  # the data comparison of predict --split
 
     training = saved.training
@@ -111,8 +129,9 @@ def facts(path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None) 
         "weights_sha256": provenance.weights_sha256(saved.weights),
     }
     if dataset is not None:
-        digest, matched = predict.data_comparison(dataset, saved)
-        record.update(dataset_given=dataset_name(dataset), dataset_sha256=digest, data_matches=matched)
+        compared = predict.compare_data(dataset, saved, delimiter)
+        record.update(dataset_given=dataset_name(dataset), dataset_sha256=compared.digest,
+                      data_matches=compared.matches, dataset_error=compared.failure)
     return record
 
 
@@ -182,19 +201,35 @@ def run(args: argparse.Namespace) -> int:
         torchlean.TorchLeanError: the checkpoint cannot be read, ``--report-json`` names the checkpoint or
             cannot be written, ``--dataset`` names an unknown dataset.
     """
-    check_distinct([("--report-json", args.report_json)], [("the checkpoint", args.checkpoint)])
+    inputs = [("the checkpoint", args.checkpoint)]
+    shipped = False
+    if args.dataset is not None:
+        if args.dataset != data.STDIN:  # an unknown name is refused, naming the shipped datasets
+            shipped = data.locate(args.dataset)[1]
+        if shipped:
+            refuse_csv_options(args, args.dataset)
+        else:  # review64 F1: as train and predict, never overwrite the input data
+            inputs.append(("the input --dataset", given_path(args.dataset)))
+    elif args.delimiter is not None:
+        raise TorchLeanError("--delimiter applies to the --dataset file: give --dataset PATH too")
+    check_distinct([("--report-json", args.report_json)], inputs)
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
+    json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)  # before report_beside
     saved = checkpoint.load(args.checkpoint)
-    if args.dataset is not None and args.dataset != data.STDIN:
-        data.locate(args.dataset)  # an unknown name is refused, naming the shipped datasets
-    record = facts(args.checkpoint, saved, args.dataset)
+    if args.dataset is not None and not shipped:
+        _csv.check_file(args.dataset)  # review64 F2: a missing file is an error, as for predict
+    record = facts(args.checkpoint, saved, args.dataset, args.delimiter)
     with report_beside(args.report_json):
         for line in _lines(record, saved):
             print(line)
+        if record.get("dataset_error") is not None:
+            print(f"note: {shown_path(record['dataset_given'])} could not be loaded as checkpoint "
+                  f"{shown_path(args.checkpoint)}'s run loaded its data ({record['dataset_error']}), so "
+                  "whether they are its data is unknown", file=sys.stderr)
         if args.report_json is not None:
             write_json_record(args.report_json, record)
-            if not is_stdout(args.report_json):
+            if not json_on_stdout:  # as predict: no wrote line for standard output (review64 F6)
                 print(f"wrote {shown_path(args.report_json)}")
     sys.stdout.flush()
     return 0

@@ -589,20 +589,46 @@ def recorded_digest(saved: checkpoint.Checkpoint) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def data_comparison(
+@dataclass(frozen=True)
+class DataComparison:
+    """``--dataset`` loaded and split as a checkpoint's run loaded its data (:func:`compare_data`).
+
+    Attributes:
+        digest: their digest (:func:`torchlean.cli._resume.data_digest`); None when they could not
+            be loaded so.
+        matches: whether it is the run's recorded digest; None when that cannot be told (no
+            recorded digest, or data that could not be loaded so).
+        failure: why the data could not be loaded so (the loader's message); None when they were.
+    """
+
+    digest: str | None
+    matches: bool | None
+    failure: str | None = None
+
+
+def compare_data(
     dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
-) -> tuple[str | None, bool | None]:
-    """``dataset``'s digest loaded and split as the checkpoint's run loaded its data (see
-    :func:`_hashes_as_trained`), and whether it is the run's: ``(None, None)`` when that cannot
-    be told (no recorded digest), ``(None, False)`` for data that cannot be loaded so. Standard
-    input (:data:`torchlean.data.STDIN`) is read again, so only inside
-    :func:`torchlean._csv.stdin_read_once`, after the data were read there (``run`` opens it).
+) -> DataComparison:
+    """``dataset`` loaded and split as the checkpoint's run loaded its data: its recorded training
+    settings (label column, header, delimiter unless ``delimiter`` (the command's own) is given,
+    task, seed, dtype, test and validation fractions), or, for a checkpoint without training state
+    (one built in Python), the checkpoint's own label column, task, dtype, ``split_seed`` and
+    ``test_fraction``. The digest is computed even when the checkpoint records none (review64
+    F7), for a later comparison. Standard input (:data:`torchlean.data.STDIN`) is read again, so
+    only inside :func:`torchlean._csv.stdin_read_once`, after the data were read there (``run``
+    opens it).
     """
     training = saved.training
-    digest = recorded_digest(saved)
-    if digest is None or training is None:
-        return None, None
-    settings = training.settings
+    recorded = recorded_digest(saved)
+    shipped = dataset in data.DATASETS
+    if training is None:  # the checkpoint's own fields (a file built in Python: checkpoint.save)
+        settings: dict[str, object] = {
+            "label_column": None if shipped else saved.label_column, "task": None if shipped else saved.task,
+            "seed": str(saved.seed if saved.split_seed is None else saved.split_seed), "dtype": saved.dtype,
+            "test_fraction": repr(saved.test_fraction),
+        }
+    else:
+        settings = dict(training.settings)
 
     def text(name: str) -> str | None:
         value = settings.get(name)
@@ -616,7 +642,7 @@ def data_comparison(
     # a CSV file's task as the run read it, recorded in the checkpoint: inferred again, a rule that
     # changed since (labels at or beyond 2**53, all distinct) would read the labels otherwise
     # (review59 F1); a shipped dataset has its own task
-    task = text("task") or (None if dataset in data.DATASETS else saved.task)
+    task = text("task") or (None if shipped else saved.task)
     try:
         loaded = data.load(
             dataset, label_column=text("label_column"), header=header if isinstance(header, bool) else None,
@@ -625,10 +651,24 @@ def data_comparison(
             seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
         )
-    except (TorchLeanError, ValueError, TypeError):
-        return None, False
+    except (TorchLeanError, ValueError, TypeError) as error:
+        return DataComparison(None, None, cli_spelling(str(error)))
     found = _resume.data_digest(loaded)
-    return found, found == digest
+    return DataComparison(found, None if recorded is None else found == recorded)
+
+
+def data_comparison(
+    dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
+) -> tuple[str | None, bool | None]:
+    """``dataset``'s digest loaded and split as the checkpoint's run loaded its data
+    (:func:`compare_data`), and whether it is the run's: ``(digest, None)`` when that cannot be
+    told (no recorded digest), ``(None, False)`` for data that cannot be loaded so (``predict``
+    has read them with its own settings, and the run loaded its data with these).
+    """
+    compared = compare_data(dataset, saved, delimiter)
+    if compared.failure is not None:
+        return None, None if recorded_digest(saved) is None else False
+    return compared.digest, compared.matches
 
 
 def _same_data(source: str, trained_on: str) -> bool:
