@@ -14,7 +14,10 @@ model's drop probability, which version 1 files lack and read as 0.0, and ``test
 test fraction of the train/test split, which version 1 files and version 2 files written before
 ``torchlean train --test-fraction`` lack and read as 0.2; and, in files written since torchlean
 recorded them (older version 2 files lack them and read as stated), ``split_seed`` (the data
-split's seed; absent: ``seed``), ``torch_threads`` (absent: ``null``) and ``environment``
+split's seed; absent: ``seed``), ``torch_threads`` (absent: ``null``), ``torch_threads_segments``
+(the count of each segment of a run resumed since torchlean recorded it; absent: one segment, or
+not recorded)
+and ``environment``
 (:func:`torchlean.provenance.environment`'s block; absent: ``null``)), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
@@ -280,7 +283,13 @@ class Checkpoint:
     bools and ints refused; version 1 holds only 0.2);
     ``torch_threads`` (an int >= 1, torch's intra-op thread count in the run, which the bits of
     ``aten``/``libtorch`` capsules, whose reductions are implementation-defined, may depend on; or
-    ``None``, unknown or torch unused; version 1 holds only ``None``);
+    ``None``, unknown or torch unused; version 1 holds only ``None``); after ``torch_threads``,
+    ``torch_threads_segments`` (the ``torch_threads`` of each segment of the run, its first part
+    and then each ``torchlean train --resume``, in order, each an int >= 1 or ``None``, the last
+    one ``torch_threads``, stored as a tuple: the run is bit for bit an uninterrupted one only when
+    they agree, review64 F3; or ``None``: a run of one segment, which ran on ``torch_threads``
+    (``torchlean train`` records the list only after ``--resume``), or not recorded (a file
+    written before it, or built in Python), taken so; version 1 holds only ``None``);
     ``environment`` (the software and command that wrote the checkpoint,
     :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping of strings to
     strings, numbers, booleans, ``None`` or lists of strings, stored read-only with lists as
@@ -303,8 +312,9 @@ class Checkpoint:
             ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
-            one with ``version`` 1; a ``split_seed``, ``torch_threads`` or ``environment`` outside
-            what is stated above, or, with ``version`` 1, other than ``seed``, ``None``, ``None``;
+            one with ``version`` 1; a ``split_seed``, ``torch_threads``, ``torch_threads_segments``
+            or ``environment`` outside what is stated above, or, with ``version`` 1, other than
+            ``seed``, ``None``, ``None``, ``None``;
             training settings whose ``profile`` or ``execution`` name another known profile or
             execution mode than the checkpoint's own, naming both values).
     """
@@ -334,6 +344,7 @@ class Checkpoint:
     split_seed: int | None = None
     torch_threads: int | None = None
     environment: Mapping[str, Any] | None = None
+    torch_threads_segments: tuple[int | None, ...] | None = None
 
     def __post_init__(self) -> None:
         _check_version(self.version)
@@ -403,15 +414,44 @@ class Checkpoint:
         threads = self.torch_threads
         if threads is not None and (not is_builtin_int(threads) or threads < 1):
             raise CheckpointError(f"torch_threads must be an int >= 1 or None, got {threads!r}")
+        self._check_thread_segments()
         if self.environment is not None:
             object.__setattr__(self, "environment", _environment(self.environment))
-        recorded = split_seed != self.seed or threads is not None or self.environment is not None
+        recorded = (split_seed != self.seed or threads is not None or self.environment is not None
+                    or self.torch_threads_segments is not None)
         if self.version == 1 and recorded:
             raise CheckpointError(
-                f"a version 1 checkpoint has no split_seed, torch_threads or environment (version 2 does), "
-                f"got split_seed {split_seed!r} (seed {self.seed}), torch_threads {threads!r}, environment "
-                f"{'None' if self.environment is None else 'given'}"
+                f"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments or "
+                f"environment (version 2 does), got split_seed {split_seed!r} (seed {self.seed}), "
+                f"torch_threads {threads!r}, torch_threads_segments {self.torch_threads_segments!r}, "
+                f"environment {'None' if self.environment is None else 'given'}"
             )
+
+    def _check_thread_segments(self) -> None:
+        """Check ``torch_threads_segments`` (stored as a tuple of ints); see the class docstring."""
+        segments = self.torch_threads_segments
+        if segments is None:
+            return
+        if isinstance(segments, list | tuple):
+            segments = tuple(int(n) if isinstance(n, np.integer) else n for n in segments)
+        if (not isinstance(segments, tuple) or not segments
+                or any(n is not None and (not is_builtin_int(n) or n < 1) for n in segments)):
+            raise CheckpointError(
+                "torch_threads_segments must be a non-empty list of ints >= 1 or None (the torch thread "
+                f"count of each segment of the run) or None, got {self.torch_threads_segments!r}"
+            )
+        if segments[-1] != self.torch_threads:
+            raise CheckpointError(
+                f"torch_threads_segments must end with torch_threads {self.torch_threads!r} (the count of "
+                f"the run's last segment), got {list(segments)!r}"
+            )
+        object.__setattr__(self, "torch_threads_segments", segments)
+
+    def thread_counts(self) -> tuple[int | None, ...]:
+        """The torch thread count of each segment of the run (its first part, then each
+        ``--resume``): :attr:`torch_threads_segments`, or, when not recorded, ``(torch_threads,)``
+        (the run taken as one segment)."""
+        return self.torch_threads_segments or (self.torch_threads,)
 
     def _check_settings_agree(self) -> None:
         """Refuse training settings whose ``profile`` or ``execution`` (the run's options, which
@@ -766,6 +806,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         metadata["test_fraction"] = checkpoint.test_fraction
         metadata["split_seed"] = checkpoint.split_seed
         metadata["torch_threads"] = checkpoint.torch_threads
+        if checkpoint.torch_threads_segments is not None:  # absent: one segment (or not recorded)
+            metadata["torch_threads_segments"] = list(checkpoint.torch_threads_segments)
         metadata["environment"] = None if checkpoint.environment is None else {
             key: list(value) if isinstance(value, tuple) else value
             for key, value in checkpoint.environment.items()
@@ -831,7 +873,8 @@ _V1_FIELDS = (
 )
 _METADATA_FIELDS = {
     1: _V1_FIELDS,
-    2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "environment", "training"),
+    2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "torch_threads_segments",
+        "environment", "training"),
 }
 # A version 2 file may lack ``training`` (no training state), ``test_fraction`` (written before
 # ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION) and ``split_seed``,
@@ -997,6 +1040,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         test_fraction=_test_fraction_field(meta),
         split_seed=_optional_field(meta, "split_seed", int),
         torch_threads=_optional_field(meta, "torch_threads", int),
+        torch_threads_segments=_optional_field(meta, "torch_threads_segments", list),
         environment=_optional_field(meta, "environment", dict),
     )
 

@@ -301,7 +301,8 @@ def test_a_python_checkpoint_records_the_split_seed_predict_splits_with(capsys: 
     ({"environment": ["a"]}, r"environment must be a mapping .*got list"),
     ({"environment": {"argv": [1]}}, r"environment must map names to strings, .*got 'argv': \[1\]"),
     ({"version": 1, "training": None, "split_seed": 3},
-     r"a version 1 checkpoint has no split_seed, torch_threads or environment .*split_seed 3 \(seed 0\)"),
+     r"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments or environment "
+     r".*split_seed 3 \(seed 0\)"),
     ({"version": 1, "training": None, "torch_threads": 1}, r"a version 1 checkpoint has no split_seed"),
 ])
 def test_checkpoint_refuses_bad_provenance_fields(run: tuple[Path, Path, list[str]], changes: dict[str, Any],

@@ -5,7 +5,8 @@ Prints one ``name: value`` line per fact (reading no weights into a model and ru
 the file and its SHA-256 (``sha256sum``'s), the format version, the model and its sizes, the
 task and classes, the data (``dataset``, label column, features, the split's ``split_seed`` and
 ``test_fraction``, the run's data digest ``data_sha256``), the trainer's ``seed``, the profile and
-execution mode trained under, ``torch_threads``, the training state (epochs done of the run's
+execution mode trained under, ``torch_threads`` (marked ``mixed``, with each segment's count, for a
+run resumed under another count: ``torch_threads_segments``), the training state (epochs done of the run's
 total, the random counter, whether a validation history is kept) and its settings, the
 ``environment`` block (:func:`torchlean.provenance.environment`: versions, platform, command
 line, working directory, UTC time, the profile's capsule-table digest), whether this torchlean's
@@ -117,6 +118,8 @@ def facts(
         "profile": saved.profile,
         "execution": saved.execution,
         "torch_threads": saved.torch_threads,
+        "torch_threads_segments": None if saved.torch_threads_segments is None else list(
+            saved.torch_threads_segments),
         "training": None if training is None else {
             "epochs_done": training.epochs_done,
             "epochs": training.epochs,
@@ -156,7 +159,12 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     )]
     threads = record["torch_threads"]
     unrecorded = "not recorded (torch unused, or an older checkpoint)"
-    lines.append(f"torch_threads: {unrecorded if threads is None else threads}")
+    segments = record["torch_threads_segments"] or [threads]
+    mixed = ""
+    if len(set(segments)) > 1:  # review64 F3: the run is bit for bit no uninterrupted one
+        counts = " | ".join("unknown" if n is None else str(n) for n in segments)
+        mixed = f" (mixed: its segments, the first run then each --resume, ran torch on {counts} threads)"
+    lines.append(f"torch_threads: {unrecorded if threads is None else threads}{mixed}")
     training = record["training"]
     if training is None:
         lines.append("training: none (predict only; --resume needs a checkpoint of torchlean train --save)")

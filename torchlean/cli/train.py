@@ -331,17 +331,26 @@ def _uses_torch(profile: profiles.BackendProfile) -> bool:
 def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile, threads: int) -> str:
     """The ``note:`` of a run resumed under another torch thread count than its checkpoint's run
     (``--torch-threads`` or ``$OMP_NUM_THREADS``) with a profile that runs torch kernels: the
-    resumed run is then not bit for bit the uninterrupted one (review62 F2); else ""."""
+    resumed run is then not bit for bit the uninterrupted one (review62 F2); else "". A run whose
+    segments already ran on several counts (one unknown counts as another) is bit for bit no
+    uninterrupted run, so the note then names them and no count that keeps it (review64 F3)."""
     if resumed is None or resumed.saved.torch_threads in (None, threads) or not _uses_torch(profile):
         return ""
     before = resumed.saved.torch_threads
+    counts = resumed.saved.thread_counts()
+    cause = (f"(--torch-threads, else $OMP_NUM_THREADS): profile {profile.name}'s aten/libtorch capsules "
+             "reduce in an implementation-defined order, which may depend on the thread count")
+    if len(set(counts)) > 1:  # already mixed: no count keeps it
+        shown = " | ".join("unknown" if n is None else str(n) for n in counts)
+        return (
+            f"note: the run in {shown_path(resumed.path)} ran torch on {shown} threads in its segments (its "
+            f"first run, then each --resume) and this one runs it on {threads} {cause}, so this run, mixed "
+            "already, is bit for bit no uninterrupted run, whichever count it runs on\n"
+        )
     return (
         f"note: the run in {shown_path(resumed.path)} ran torch on {before} "
-        f"thread{'s' if before != 1 else ''} and this one runs it on {threads} (--torch-threads, else "
-        f"$OMP_NUM_THREADS): profile {profile.name}'s "
-        "aten/libtorch capsules reduce in an implementation-defined order, which may depend on the thread "
-        f"count, so the resumed run may no longer be bit for bit the uninterrupted one (--torch-threads "
-        f"{before} keeps it)\n"
+        f"thread{'s' if before != 1 else ''} and this one runs it on {threads} {cause}, so the resumed run "
+        f"may no longer be bit for bit the uninterrupted one (--torch-threads {before} keeps it)\n"
     )
 
 
@@ -1041,6 +1050,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             split_seed=args.seed,
             test_fraction=args.test_fraction,
             torch_threads=torch_threads_in_use(),
+            torch_threads_segments=None if resumed is None else (  # review64 F3: each segment's count
+                *resumed.saved.thread_counts(), torch_threads_in_use()),
             environment=environment,
             weights=weights,
             training=_resume.training_state(args, trainer, dataset, held_out),
