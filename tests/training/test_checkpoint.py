@@ -486,7 +486,8 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
         (rewrite(good, tmp_path / "unknown.npz", metadata=metadata(good, seeds=1)),
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
-         r"execution, seed, dropout, test_fraction, split_seed, torch_threads, environment, training\)$"),
+         r"execution, seed, dropout, test_fraction, split_seed, torch_threads, torch_threads_segments, "
+         r"environment, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
          r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'split_seed', "
          r"'torch_threads', 'environment', 'training' \(version 1 "
@@ -510,7 +511,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
 def test_save_writes_exactly_the_metadata_fields_load_accepts(iris_checkpoint):
     with np.load(iris_checkpoint, allow_pickle=False) as archive:
         written = list(json.loads(str(archive["metadata"])))
-    assert written == list(checkpoint._METADATA_FIELDS[checkpoint.FORMAT_VERSION])  # training included
+    # training included; torch_threads_segments only after --resume (test_thread_segments_review64.py)
+    fields = checkpoint._METADATA_FIELDS[checkpoint.FORMAT_VERSION]
+    assert "torch_threads_segments" in fields
+    assert written == [name for name in fields if name != "torch_threads_segments"]
 
 
 def test_load_names_the_file_and_the_fault(tmp_path, iris_checkpoint, capsys):
