@@ -53,6 +53,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
+from torchlean.provenance import ENVIRONMENT_KEYS
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
@@ -293,7 +294,8 @@ class Checkpoint:
     ``environment`` (the software and command that wrote the checkpoint,
     :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping of strings to
     strings, numbers, booleans, ``None`` or lists of strings, stored read-only with lists as
-    tuples; version 1 holds only ``None``);
+    tuples, with exactly the keys :data:`torchlean.provenance.ENVIRONMENT_KEYS`, its ``profile``
+    ``None`` or the checkpoint's ``profile``; version 1 holds only ``None``);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -314,7 +316,9 @@ class Checkpoint:
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
             one with ``version`` 1; a ``split_seed``, ``torch_threads``, ``torch_threads_segments``
             or ``environment`` outside what is stated above, or, with ``version`` 1, other than
-            ``seed``, ``None``, ``None``, ``None``;
+            ``seed``, ``None``, ``None``, ``None`` (an ``environment`` missing a key or with another,
+            or whose ``profile`` names an unknown profile or another than the checkpoint's, names
+            them);
             training settings whose ``profile`` or ``execution`` name another known profile or
             execution mode than the checkpoint's own, naming both values).
     """
@@ -389,8 +393,8 @@ class Checkpoint:
             )
         if not is_builtin_int(self.seed) or not 0 <= self.seed < 2**64:
             raise CheckpointError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
+        self._check_settings_agree()  # first: an edited profile is named as such (its environment's agrees)
         self._check_provenance()
-        self._check_settings_agree()
         for name in ("feature_mean", "feature_scale"):
             object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
         if not bool(np.all(self.feature_scale > 0)):
@@ -417,6 +421,7 @@ class Checkpoint:
         self._check_thread_segments()
         if self.environment is not None:
             object.__setattr__(self, "environment", _environment(self.environment))
+            self._check_environment_profile()
         recorded = (split_seed != self.seed or threads is not None or self.environment is not None
                     or self.torch_threads_segments is not None)
         if self.version == 1 and recorded:
@@ -425,6 +430,25 @@ class Checkpoint:
                 f"environment (version 2 does), got split_seed {split_seed!r} (seed {self.seed}), "
                 f"torch_threads {threads!r}, torch_threads_segments {self.torch_threads_segments!r}, "
                 f"environment {'None' if self.environment is None else 'given'}"
+            )
+
+    def _check_environment_profile(self) -> None:
+        """Refuse an ``environment`` whose ``profile`` names no known profile, or another one than
+        the checkpoint's: the block records the profile the run ran under, whose capsule table
+        ``inspect`` compares (review64 F4)."""
+        assert self.environment is not None
+        named = self.environment["profile"]
+        if named is None:
+            return
+        if named not in profiles.names():
+            raise CheckpointError(
+                f"environment's profile must be a known profile name or None (known: "
+                f"{' | '.join(profiles.names())}), got {named!r}"
+            )
+        if named != self.profile:
+            raise CheckpointError(
+                f"the checkpoint's profile {self.profile!r} and its environment's profile {named!r} differ "
+                "(one of them was edited): the environment records the profile the run ran under"
             )
 
     def _check_thread_segments(self) -> None:
@@ -1120,6 +1144,15 @@ def _environment(value: object) -> Mapping[str, Any]:
         if not isinstance(key, str):
             raise CheckpointError(f"environment names must be strings, got {key!r}")
         block[key] = item
+    missing = [key for key in ENVIRONMENT_KEYS if key not in block]
+    unexpected = [key for key in block if key not in ENVIRONMENT_KEYS]
+    if missing or unexpected:  # review64 F4: a hand edit must not pass silently
+        faults = "; ".join(f"{what} {', '.join(map(repr, keys))}" for what, keys in (
+            ("missing", missing), ("unexpected", unexpected)) if keys)
+        raise CheckpointError(
+            f"environment must have the keys of provenance.environment() ({', '.join(ENVIRONMENT_KEYS)}): "
+            f"{faults}"
+        )
     return MappingProxyType(block)
 
 

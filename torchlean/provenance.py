@@ -167,10 +167,11 @@ def environment(
     argv: Sequence[str] | None = None, profile: str | profiles.BackendProfile | None = None
 ) -> dict[str, Any]:
     """The block that says what software ran a command, and how, in this order
-    (:data:`ENVIRONMENT_KEYS`): ``torchlean``, ``numpy``, ``torch`` and ``scikit_learn`` (the
-    installed distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its
-    build tag; ``None`` for one not installed; nothing is imported), ``python``
-    (``platform.python_version()``), ``platform`` (``platform.platform()``), ``argv`` (the command
+    (:data:`ENVIRONMENT_KEYS`): ``torchlean`` (the installed distribution's version), ``python``
+    (``platform.python_version()``), ``numpy``, ``torch`` and ``scikit_learn`` (the installed
+    distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag;
+    ``None`` for one not installed; nothing is imported, as for ``torchlean``), ``platform``
+    (``platform.platform()``), ``argv`` (the command
     line: ``argv`` as given, a list of strings, else ``sys.argv``), ``cwd`` (the working
     directory, which relative paths in ``argv`` are relative to), ``utc`` (the time now, UTC,
     ``2025-01-31T12:00:00Z``), ``profile`` (the name of ``profile``, or ``None``) and

@@ -16,7 +16,7 @@ import pytest
 import torch
 from cli_runs import cli
 
-from torchlean import checkpoint
+from torchlean import checkpoint, provenance
 from torchlean.backend import profiles
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.fields import BackendTypeError
@@ -124,14 +124,18 @@ def test_cpu_counterpart_refuses_unknown_names_and_non_strings() -> None:
 
 def _as_run_under(source: Path, profile: str, execution: str, target: Path) -> Path:
     """``source``'s checkpoint as ``train --profile PROFILE --execution EXECUTION --save`` writes it
-    on a CUDA machine: the checkpoint's fields and its run's settings both name them."""
+    on a CUDA machine: the checkpoint's fields and its run's settings both name them, and its
+    environment the profile."""
     saved = checkpoint.load(source)
     assert saved.training is not None
     training = dataclasses.replace(
         saved.training, settings={**saved.training.settings, "profile": profile, "execution": execution}
     )
+    assert saved.environment is not None  # train records the profile there too (review64 F4)
+    environment = {**saved.environment, "profile": profile,
+                   "capsule_table_sha256": provenance.capsule_table_sha256(profile)}
     checkpoint.save(target, dataclasses.replace(saved, profile=profile, execution=execution,
-                                                training=training))
+                                                training=training, environment=environment))
     return target
 
 
