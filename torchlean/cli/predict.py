@@ -494,7 +494,7 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     ``torchlean train`` prints it (review59 F12), unless the split is not stratified (that note
     then, as train prints it). A ``note:`` on stderr when ``--dataset`` is not the
     data the checkpoint was trained on (the split is then that of these rows): another dataset
-    whose data do not hash as the run's did (:func:`_hashes_as_trained`), or the training file
+    whose data do not hash as the run's did (:func:`compare_data`), or the training file
     changed since (its split's rows may include rows the model trained on: review43 F3).
 
     Raises:
@@ -531,16 +531,24 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         ) from None
     same = _same_data(args.dataset, saved.dataset) or (args.dataset == data.STDIN and saved.dataset in (
         data.STDIN, "-"))  # standard input both times
-    hashed = _hashes_as_trained(args.dataset, saved, args.delimiter)
+    compared = compare_data(args.dataset, saved, args.delimiter)
+    # data that cannot be loaded as the run loaded its own are not those data (None: nothing recorded)
+    unloadable = compared.failure is not None and recorded_digest(saved) is not None
+    hashed = False if unloadable else compared.matches
     taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
     if hashed is None and args.dataset == data.STDIN:  # no digest recorded: none to compare with
         print(f"note: checkpoint {args.checkpoint} records no digest of its training data, so whether "
               f"standard input holds them cannot be checked: {taken} it, and rows the model trained on may "
               "be among them unless these are the training data as they were", file=sys.stderr)
+    elif compared.difference == _STATISTICS_DIFFER:  # review65 F1: the rows, in other units
+        print(f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+              f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
+              "statistics, so its outputs on these data are not its outputs on the training data",
+              file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
         print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
-              f"trained on (their digest differs): {taken} them now, which may include rows the model "
-              "trained on", file=sys.stderr)
+              f"trained on ({compared.difference or _DIGEST_DIFFERS}): {taken} them now, which may include "
+              "rows the model trained on", file=sys.stderr)
     elif not same and not hashed:
         print(f"note: checkpoint {args.checkpoint} was trained on {dataset_name(saved.dataset)}; {taken} "
               f"{source.source}, among which rows the model trained on may be, if these data hold any",
@@ -569,19 +577,6 @@ def _no_header_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint, er
             "(--no-header): pass --header if it names the columns")
 
 
-def _hashes_as_trained(
-    dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
-) -> bool | None:
-    """Whether ``dataset``, loaded and split as the checkpoint's run loaded its data (its recorded
-    settings: label column, header, delimiter unless ``delimiter`` (predict's own) is given, task,
-    seed, dtype, test and validation fractions),
-    hashes as that run's data did (:func:`torchlean.cli._resume.data_digest`, the digest
-    ``--resume`` checks); ``None`` when it cannot tell: a checkpoint without training state or
-    digest. Standard input is compared too, inside :func:`torchlean._csv.stdin_read_once` (its
-    copy read again). Data that cannot be loaded so are not the same."""
-    return data_comparison(dataset, saved, delimiter)[1]
-
-
 def recorded_digest(saved: checkpoint.Checkpoint) -> str | None:
     """The data digest the checkpoint's run recorded (``training.settings["data_sha256"]``), or
     None (a checkpoint without training state, as one built in Python)."""
@@ -599,11 +594,35 @@ class DataComparison:
         matches: whether it is the run's recorded digest; None when that cannot be told (no
             recorded digest, or data that could not be loaded so).
         failure: why the data could not be loaded so (the loader's message); None when they were.
+        difference: why they are not the run's data when ``matches`` is False: their digest
+            differs, or it agrees but the statistics the features (a regression target) are
+            standardised with differ from the checkpoint's (the same values in other units or with
+            an offset standardise alike: review65 F1); else None.
     """
 
     digest: str | None
     matches: bool | None
     failure: str | None = None
+    difference: str | None = None
+
+
+_DIGEST_DIFFERS = "their digest differs"
+_STATISTICS_DIFFER = (
+    "their standardised values hash alike, but their means and scales (the features', or the target's) "
+    "differ from the checkpoint's: other units or an offset"
+)
+
+
+def _standardised_as_trained(loaded: data.Dataset, saved: checkpoint.Checkpoint) -> bool:
+    """Whether ``loaded``'s train statistics (features' mean and scale; a regression target's mean
+    and scale) are exactly the checkpoint's, as the run's own data give them (float64, the same
+    code on the same values)."""
+    if not (np.array_equal(loaded.feature_mean, saved.feature_mean)
+            and np.array_equal(loaded.feature_scale, saved.feature_scale)):
+        return False
+    if saved.task != "regression" or loaded.task != "regression":
+        return True
+    return loaded.target_statistics() == (saved.target_mean, saved.target_scale)
 
 
 def compare_data(
@@ -654,7 +673,13 @@ def compare_data(
     except (TorchLeanError, ValueError, TypeError) as error:
         return DataComparison(None, None, cli_spelling(str(error)))
     found = _resume.data_digest(loaded)
-    return DataComparison(found, None if recorded is None else found == recorded)
+    if recorded is None:
+        return DataComparison(found, None)
+    if found != recorded:
+        return DataComparison(found, False, difference=_DIGEST_DIFFERS)
+    if not _standardised_as_trained(loaded, saved):  # review65 F1: x10 or +100 standardises alike
+        return DataComparison(found, False, difference=_STATISTICS_DIFFER)
+    return DataComparison(found, True)
 
 
 def data_comparison(
