@@ -61,8 +61,8 @@ def test_each_segment_s_count_is_recorded_and_a_mixed_run_is_said_so(capsys: pyt
                        "--save", str(third))
     assert code == 0
     assert err == (f"note: the run in {second} ran torch on 1 | 2 threads in its segments (its first run, "
-                   f"then each --resume) and this one runs it on 1 {CAUSE}, so this run, mixed already, is "
-                   "bit for bit no uninterrupted run, whichever count it runs on\n")
+                   f"then each --resume) and this one runs it on 1 {CAUSE}, so this run, mixed already, may "
+                   "be bit for bit no uninterrupted run, and no count is known to keep it\n")
     assert "keeps it" not in err
     assert metadata(third)["torch_threads_segments"] == [1, 2, 1]
     # the same count as the last segment: no note, one more segment
@@ -94,8 +94,19 @@ def test_a_checkpoint_without_a_thread_count_resumes_without_the_note(capsys: py
     # no note: ok() asserts an empty stderr
     ok(capsys, "--resume", str(old), "--epochs", "3", "--torch-threads", "2", "--save", str(resumed))
     assert metadata(resumed)["torch_threads_segments"] == [None, 2]
-    assert threads_line(capsys, resumed) == ("torch_threads: 2 (mixed: its segments, the first run then each "
-                                             "--resume, ran torch on unknown | 2 threads)")
+    # one known count: not mixed, as far as anything tells (review65 F3)
+    assert threads_line(capsys, resumed) == ("torch_threads: 2 (its segments, the first run then each "
+                                             "--resume, ran torch on unknown | 2 threads: whether they "
+                                             "differed is unknown)")
+    # resumed again under another count: the usual note, saying an earlier count is unknown
+    again = tmp_path / "again.npz"
+    code, _, err = cli(capsys, "train", "--resume", str(resumed), "--epochs", "4", "--torch-threads", "1",
+                       "--save", str(again))
+    assert code == 0
+    assert err == (f"note: the run in {resumed} ran torch on 2 threads (an earlier segment's count is "
+                   f"unknown) and this one runs it on 1 {CAUSE}, so the resumed run may no longer be bit "
+                   "for bit the uninterrupted one (--torch-threads 2 keeps it)\n")
+    assert metadata(again)["torch_threads_segments"] == [None, 2, 1]
 
 
 @pytest.mark.parametrize(("changes", "message"), [

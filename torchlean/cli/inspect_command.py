@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchlean import _csv, checkpoint, data, provenance
+from torchlean import _csv, _delimiter, checkpoint, data, provenance
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._output import (
@@ -51,6 +51,7 @@ from torchlean.cli._output import (
     shown_path,
     write_json_record,
 )
+from torchlean.cli._spelling import cli_spelling
 
 __all__ = ["facts", "register", "run"]
 
@@ -134,8 +135,23 @@ def facts(
     if dataset is not None:
         compared = predict.compare_data(dataset, saved, delimiter)
         record.update(dataset_given=dataset_name(dataset), dataset_sha256=compared.digest,
-                      data_matches=compared.matches, dataset_error=compared.failure)
+                      data_matches=compared.matches,
+                      dataset_error=_delimiter_advice(compared.failure, saved, delimiter))
     return record
+
+
+def _delimiter_advice(failure: str | None, saved: checkpoint.Checkpoint, given: str | None) -> str | None:
+    """``failure`` with the loader's advice to read commas by leaving out ``--delimiter`` made
+    right when the option was left out and the checkpoint's delimiter is another (leaving it out
+    reads with that one): ``pass --delimiter ,`` (review65 F4)."""
+    run = None if saved.training is None else saved.training.settings.get("delimiter")
+    comma = cli_spelling(_delimiter.use(_delimiter.COMMA))
+    if failure is None or given is not None or not isinstance(run, str) or run == _delimiter.COMMA:
+        return failure
+    return failure.replace(comma, (
+        f"pass --delimiter , (inspect reads the file with the checkpoint's --delimiter {_delimiter.cli(run)} "
+        "when the option is left out)"
+    ))
 
 
 def _shown(value: object) -> str:
@@ -161,9 +177,12 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     unrecorded = "not recorded (torch unused, or an older checkpoint)"
     segments = record["torch_threads_segments"] or [threads]
     mixed = ""
-    if len(set(segments)) > 1:  # review64 F3: the run is bit for bit no uninterrupted one
-        counts = " | ".join("unknown" if n is None else str(n) for n in segments)
+    counts = " | ".join("unknown" if n is None else str(n) for n in segments)
+    if len({n for n in segments if n is not None}) > 1:  # review64 F3: may be no uninterrupted run
         mixed = f" (mixed: its segments, the first run then each --resume, ran torch on {counts} threads)"
+    elif None in segments and len(segments) > 1:  # review65 F3: whether they differed is unknown
+        mixed = (f" (its segments, the first run then each --resume, ran torch on {counts} threads: whether "
+                 "they differed is unknown)")
     lines.append(f"torch_threads: {unrecorded if threads is None else threads}{mixed}")
     training = record["training"]
     if training is None:

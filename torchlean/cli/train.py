@@ -331,26 +331,29 @@ def _uses_torch(profile: profiles.BackendProfile) -> bool:
 def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile, threads: int) -> str:
     """The ``note:`` of a run resumed under another torch thread count than its checkpoint's run
     (``--torch-threads`` or ``$OMP_NUM_THREADS``) with a profile that runs torch kernels: the
-    resumed run is then not bit for bit the uninterrupted one (review62 F2); else "". A run whose
-    segments already ran on several counts (one unknown counts as another) is bit for bit no
-    uninterrupted run, so the note then names them and no count that keeps it (review64 F3)."""
+    resumed run may then not be bit for bit the uninterrupted one (review62 F2); else "". A run
+    whose segments already ran on several known counts may be bit for bit no uninterrupted run
+    (nothing tells), so the note then names them and no count that keeps it (review64 F3,
+    review65 F3); a segment of unknown count is named as such."""
     if resumed is None or resumed.saved.torch_threads in (None, threads) or not _uses_torch(profile):
         return ""
     before = resumed.saved.torch_threads
     counts = resumed.saved.thread_counts()
     cause = (f"(--torch-threads, else $OMP_NUM_THREADS): profile {profile.name}'s aten/libtorch capsules "
              "reduce in an implementation-defined order, which may depend on the thread count")
-    if len(set(counts)) > 1:  # already mixed: no count keeps it
+    if len({n for n in counts if n is not None}) > 1:  # already mixed: no count is known to keep it
         shown = " | ".join("unknown" if n is None else str(n) for n in counts)
         return (
             f"note: the run in {shown_path(resumed.path)} ran torch on {shown} threads in its segments (its "
             f"first run, then each --resume) and this one runs it on {threads} {cause}, so this run, mixed "
-            "already, is bit for bit no uninterrupted run, whichever count it runs on\n"
+            "already, may be bit for bit no uninterrupted run, and no count is known to keep it\n"
         )
+    earlier = " (an earlier segment's count is unknown)" if None in counts else ""
     return (
         f"note: the run in {shown_path(resumed.path)} ran torch on {before} "
-        f"thread{'s' if before != 1 else ''} and this one runs it on {threads} {cause}, so the resumed run "
-        f"may no longer be bit for bit the uninterrupted one (--torch-threads {before} keeps it)\n"
+        f"thread{'s' if before != 1 else ''}{earlier} and this one runs it on {threads} {cause}, so the "
+        f"resumed run may no longer be bit for bit the uninterrupted one (--torch-threads {before} keeps "
+        "it)\n"
     )
 
 
