@@ -328,6 +328,32 @@ def _uses_torch(profile: profiles.BackendProfile) -> bool:
     )
 
 
+_SOFTWARE = ("torchlean", "numpy", "torch")
+"""The environment entries whose change may change a resumed run's bits (with the capsule table)."""
+
+
+def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile) -> str:
+    """The ``note:`` of a run resumed under other software than its checkpoint's run recorded (its
+    ``environment``): another capsule table for the profile (the profile may select other capsules
+    now), or another torchlean, numpy or torch version; the resumed run may then not be bit for
+    bit the uninterrupted one (review65 F2); else "" (the same, or a checkpoint recording none)."""
+    if resumed is None or resumed.saved.environment is None:
+        return ""
+    recorded = resumed.saved.environment
+    current = provenance.environment(profile=profile)
+    changed = [f"{key} {recorded.get(key)} -> {current[key]}" for key in _SOFTWARE
+               if recorded.get(key) != current[key]]
+    if recorded.get("capsule_table_sha256") != current["capsule_table_sha256"]:
+        changed.append(f"profile {profile.name}'s capsule table (torchlean inspect says which digest)")
+    if not changed:
+        return ""
+    return (
+        f"note: the run in {shown_path(resumed.path)} was written under other software than this one "
+        f"runs under ({'; '.join(changed)}), so the resumed run may not be bit for bit the uninterrupted "
+        "one; the checkpoint this run saves records this run's environment\n"
+    )
+
+
 def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile, threads: int) -> str:
     """The ``note:`` of a run resumed under another torch thread count than its checkpoint's run
     (``--torch-threads`` or ``$OMP_NUM_THREADS``) with a profile that runs torch kernels: the
@@ -915,6 +941,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
+    print(_software_note(resumed, profile), end="", file=sys.stderr, flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
