@@ -51,6 +51,11 @@ def test_each_segment_s_count_is_recorded_and_a_mixed_run_is_said_so(capsys: pyt
                    "keeps it)\n")
     meta = metadata(second)
     assert (meta["torch_threads"], meta["torch_threads_segments"]) == (2, [1, 2])
+    # the run record carries them too (review65 F7)
+    recorded = tmp_path / "second.json"
+    code, _, _ = cli(capsys, "train", "--resume", str(first), "--epochs", "3", "--torch-threads", "2",
+                     "--report-json", str(recorded))
+    assert code == 0 and json.loads(recorded.read_text())["torch_threads_segments"] == [1, 2]
     assert threads_line(capsys, second) == ("torch_threads: 2 (mixed: its segments, the first run then each "
                                             "--resume, ran torch on 1 | 2 threads)")
     report = tmp_path / "i.json"

@@ -128,6 +128,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "test_fraction",
         "epochs",
         "torch_threads",
+        "torch_threads_segments",
         "data_sha256",
         "environment",
         "losses",

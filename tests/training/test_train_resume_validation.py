@@ -98,6 +98,7 @@ def whole(capsys, tmp_path_factory, oracles):
 RUN_DEPENDENT = {
     "seconds", "losses", "grad_norms", "resumed_from", "epochs_before", "checkpoint", "interrupted",
     "environment", "checkpoint_sha256",  # the command line and time, and so the file's bytes
+    "torch_threads_segments",  # a resumed run's only (checked below)
 }
 """The record's fields that differ between a resumed run and the uninterrupted one by design."""
 
@@ -125,6 +126,8 @@ def assert_resumed_equals_whole(whole: Run, resumed: Run, epochs_before: int) ->
     assert r["validation"] == w["validation"]
     assert len(r["validation"]["losses"]) == len(w["losses"])
     assert r["losses"] == w["losses"][epochs_before:] and r["losses"]
+    assert w["torch_threads_segments"] is None and len(r["torch_threads_segments"]) >= 2
+    assert all(count == w["torch_threads"] for count in r["torch_threads_segments"])
     assert {k: v for k, v in r.items() if k not in RUN_DEPENDENT} == {
         k: v for k, v in w.items() if k not in RUN_DEPENDENT
     }

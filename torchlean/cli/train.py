@@ -1032,6 +1032,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         "test_fraction": args.test_fraction,
         "epochs": args.epochs,
         "torch_threads": torch_threads_in_use(),
+        "torch_threads_segments": None if resumed is None else [  # as the checkpoint (review65 F7)
+            *resumed.saved.thread_counts(), torch_threads_in_use()],
         "data_sha256": _resume.data_digest(dataset),
         "environment": environment,
         "losses": losses,
