@@ -485,7 +485,7 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
 
 
 def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoint,
-           truth: npt.NDArray[Any] | None) -> npt.NDArray[np.int64] | None:
+           truth: npt.NDArray[Any] | None, compared: DataComparison | None) -> npt.NDArray[np.int64] | None:
     """The data rows ``--split`` selects, in the split's order (``None``: all of them), the order
     of ``torchlean train``'s ``x_test`` (the caller sorts them for the predictions CSV): the train
     or test rows of :func:`torchlean.data.split_rows` with the checkpoint's split seed
@@ -531,10 +531,8 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         ) from None
     same = _same_data(args.dataset, saved.dataset) or (args.dataset == data.STDIN and saved.dataset in (
         data.STDIN, "-"))  # standard input both times
-    compared = compare_data(args.dataset, saved, args.delimiter)
-    # data that cannot be loaded as the run loaded its own are not those data (None: nothing recorded)
-    unloadable = compared.failure is not None and recorded_digest(saved) is not None
-    hashed = False if unloadable else compared.matches
+    assert compared is not None  # _run compares the data for every --split but all
+    hashed = matches_training(compared, saved)
     taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
     if hashed is None and args.dataset == data.STDIN:  # no digest recorded: none to compare with
         print(f"note: checkpoint {args.checkpoint} records no digest of its training data, so whether "
@@ -682,18 +680,14 @@ def compare_data(
     return DataComparison(found, True)
 
 
-def data_comparison(
-    dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
-) -> tuple[str | None, bool | None]:
-    """``dataset``'s digest loaded and split as the checkpoint's run loaded its data
-    (:func:`compare_data`), and whether it is the run's: ``(digest, None)`` when that cannot be
-    told (no recorded digest), ``(None, False)`` for data that cannot be loaded so (``predict``
-    has read them with its own settings, and the run loaded its data with these).
-    """
-    compared = compare_data(dataset, saved, delimiter)
+def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> bool | None:
+    """Whether the data ``compared`` (:func:`compare_data`) are the checkpoint's run's: ``None``
+    when that cannot be told (no recorded digest); ``False`` for data that cannot be loaded as the
+    run loaded its own (``predict`` has read them with its own settings, and the run's data load
+    with the run's), else ``compared.matches``."""
     if compared.failure is not None:
-        return None, None if recorded_digest(saved) is None else False
-    return compared.digest, compared.matches
+        return None if recorded_digest(saved) is None else False
+    return compared.matches
 
 
 def _same_data(source: str, trained_on: str) -> bool:
@@ -1022,7 +1016,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 f"{'accuracy' if classification else 'mse'})"
             )
             raise TorchLeanError(f"{error}{clause}") from None
-    order = _split(args, source, saved, truth)  # the split's rows in its order (train's x_test's)
+    # loaded and split as the run loaded its data, once, for --split's note and the record
+    compared = (compare_data(args.dataset, saved, args.delimiter)
+                if args.split != "all" or args.report_json is not None else None)
+    order = _split(args, source, saved, truth, compared)  # the split's rows in its order (train's x_test's)
     chosen = None if order is None else np.sort(order)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
@@ -1135,7 +1132,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     if args.output is not None:
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:
-        digest, matched = data_comparison(args.dataset, saved, args.delimiter)
+        assert compared is not None
         write_json_record(args.report_json, {
             "checkpoint": str(args.checkpoint),
             "checkpoint_sha256": provenance.file_sha256(args.checkpoint),
@@ -1151,9 +1148,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             "rows_without_prediction": missing,
             "output": None if args.output is None else str(args.output),
             "torch_threads": torch_threads_in_use(),
-            "data_sha256": digest,
+            "data_sha256": compared.digest,
             "trained_data_sha256": recorded_digest(saved),
-            "data_matches_training": matched,
+            "data_matches_training": matches_training(compared, saved),
             "notes": [] if notes is None else list(notes),
             "environment": provenance.environment(getattr(args, "argv", None), trainer.profile),
             "capsules_order": RECORD_ORDERS[trainer.config.execution],
