@@ -53,7 +53,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
-from torchlean.provenance import ENVIRONMENT_KEYS
+from torchlean.provenance import ENVIRONMENT_KEYS, environment_fault, is_sha256
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
@@ -292,10 +292,17 @@ class Checkpoint:
     (``torchlean train`` records the list only after ``--resume``), or not recorded (a file
     written before it, or built in Python), taken so; version 1 holds only ``None``);
     ``environment`` (the software and command that wrote the checkpoint,
-    :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping of strings to
-    strings, numbers, booleans, ``None`` or lists of strings, stored read-only with lists as
-    tuples, with exactly the keys :data:`torchlean.provenance.ENVIRONMENT_KEYS`, its ``profile``
-    ``None`` or the checkpoint's ``profile``; version 1 holds only ``None``);
+    :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping with exactly the
+    keys :data:`torchlean.provenance.ENVIRONMENT_KEYS`, each value of the type that function
+    writes (:func:`torchlean.provenance.environment_fault`), stored read-only in that order with
+    lists as tuples, its ``profile`` ``None`` or the checkpoint's ``profile``; version 1 holds
+    only ``None``);
+    ``data_sha256`` (:func:`torchlean.provenance.data_sha256` of the ``Dataset`` the run trained,
+    validated and tested on, 64 lowercase hex digits, which ``torchlean inspect --dataset`` and
+    ``predict`` compare data with; or ``None``, not recorded: then the training settings'
+    ``data_sha256``, which ``torchlean train --save`` records, is taken, and one given must equal
+    it; stored in the file's metadata only when the training settings do not hold it; version 1
+    holds only ``None``);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -314,11 +321,12 @@ class Checkpoint:
             ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
-            one with ``version`` 1; a ``split_seed``, ``torch_threads``, ``torch_threads_segments``
-            or ``environment`` outside what is stated above, or, with ``version`` 1, other than
-            ``seed``, ``None``, ``None``, ``None`` (an ``environment`` missing a key or with another,
-            or whose ``profile`` names an unknown profile or another than the checkpoint's, names
-            them);
+            one with ``version`` 1; a ``split_seed``, ``torch_threads``, ``torch_threads_segments``,
+            ``environment`` or ``data_sha256`` outside what is stated above, or, with ``version``
+            1, other than ``seed``, ``None``, ``None``, ``None``, ``None`` (an ``environment``
+            missing a key or with another, or whose ``profile`` names an unknown profile or
+            another than the checkpoint's, names them; a ``data_sha256`` other than the training
+            settings', names both);
             training settings whose ``profile`` or ``execution`` name another known profile or
             execution mode than the checkpoint's own, naming both values).
     """
@@ -349,6 +357,7 @@ class Checkpoint:
     torch_threads: int | None = None
     environment: Mapping[str, Any] | None = None
     torch_threads_segments: tuple[int | None, ...] | None = None
+    data_sha256: str | None = None
 
     def __post_init__(self) -> None:
         _check_version(self.version)
@@ -422,14 +431,36 @@ class Checkpoint:
         if self.environment is not None:
             object.__setattr__(self, "environment", _environment(self.environment))
             self._check_environment_profile()
+        self._check_data_digest()
         recorded = (split_seed != self.seed or threads is not None or self.environment is not None
-                    or self.torch_threads_segments is not None)
+                    or self.torch_threads_segments is not None or self.data_sha256 is not None)
         if self.version == 1 and recorded:
             raise CheckpointError(
-                f"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments or "
-                f"environment (version 2 does), got split_seed {split_seed!r} (seed {self.seed}), "
-                f"torch_threads {threads!r}, torch_threads_segments {self.torch_threads_segments!r}, "
-                f"environment {'None' if self.environment is None else 'given'}"
+                f"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments, "
+                f"environment or data_sha256 (version 2 does), got split_seed {split_seed!r} (seed "
+                f"{self.seed}), torch_threads {threads!r}, torch_threads_segments "
+                f"{self.torch_threads_segments!r}, environment "
+                f"{'None' if self.environment is None else 'given'}, data_sha256 {self.data_sha256!r}"
+            )
+
+    def _check_data_digest(self) -> None:
+        """Check ``data_sha256``, taking the training settings' when it is ``None``; see the class
+        docstring."""
+        digest = self.data_sha256
+        if digest is not None and not is_sha256(digest):
+            raise CheckpointError(
+                f"data_sha256 must be 64 lowercase hex digits (provenance.data_sha256 of the run's "
+                f"Dataset) or None, got {digest!r}"
+            )
+        recorded = None if self.training is None else self.training.settings.get("data_sha256")
+        if not isinstance(recorded, str):
+            return
+        if digest is None:
+            object.__setattr__(self, "data_sha256", recorded)
+        elif digest != recorded:
+            raise CheckpointError(
+                f"data_sha256 {digest!r} and the training settings' data_sha256 {recorded!r} differ "
+                "(one of them was edited): a checkpoint records the digest of one run's data"
             )
 
     def _check_environment_profile(self) -> None:
@@ -836,6 +867,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             key: list(value) if isinstance(value, tuple) else value
             for key, value in checkpoint.environment.items()
         }
+        settings = {} if checkpoint.training is None else checkpoint.training.settings
+        if checkpoint.data_sha256 is not None and settings.get("data_sha256") is None:
+            metadata["data_sha256"] = checkpoint.data_sha256  # else the training settings hold it
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
@@ -898,7 +932,7 @@ _V1_FIELDS = (
 _METADATA_FIELDS = {
     1: _V1_FIELDS,
     2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "torch_threads_segments",
-        "environment", "training"),
+        "environment", "data_sha256", "training"),
 }
 # A version 2 file may lack ``training`` (no training state), ``test_fraction`` (written before
 # ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION) and ``split_seed``,
@@ -1066,6 +1100,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         torch_threads=_optional_field(meta, "torch_threads", int),
         torch_threads_segments=_optional_field(meta, "torch_threads_segments", list),
         environment=_optional_field(meta, "environment", dict),
+        data_sha256=_optional_field(meta, "data_sha256", str),
     )
 
 
@@ -1107,7 +1142,8 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
 
 
 def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:
-    """An optional metadata field (``split_seed``, ``torch_threads``, ``environment``): ``None``
+    """An optional metadata field (``split_seed``, ``torch_threads``, ``environment``,
+    ``data_sha256``): ``None``
     when absent or ``null``, else a JSON value of ``kind`` (checked further by :class:`Checkpoint`).
 
     Raises:
@@ -1122,11 +1158,13 @@ def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:
 
 
 def _environment(value: object) -> Mapping[str, Any]:
-    """``value`` (a checkpoint's ``environment``) as a read-only mapping, lists as tuples.
+    """``value`` (a checkpoint's ``environment``) as a read-only mapping in the order of
+    :data:`ENVIRONMENT_KEYS`, lists as tuples.
 
     Raises:
-        CheckpointError: not a mapping of strings to strings, numbers, booleans, ``None`` or
-            lists (tuples) of strings.
+        CheckpointError: not a mapping with string keys; keys other than
+            :data:`ENVIRONMENT_KEYS`; a value :func:`torchlean.provenance.environment_fault` finds
+            fault with, naming it.
     """
     if not isinstance(value, Mapping):
         raise CheckpointError(
@@ -1134,16 +1172,9 @@ def _environment(value: object) -> Mapping[str, Any]:
         )
     block: dict[str, Any] = {}
     for key, item in value.items():
-        if isinstance(item, list | tuple) and all(isinstance(word, str) for word in item):
-            item = tuple(item)
-        elif not (item is None or isinstance(item, str | int | float | bool)):
-            raise CheckpointError(
-                f"environment must map names to strings, numbers, booleans, None or lists of strings, got "
-                f"{key!r}: {item!r}"
-            )
         if not isinstance(key, str):
             raise CheckpointError(f"environment names must be strings, got {key!r}")
-        block[key] = item
+        block[key] = tuple(item) if isinstance(item, list | tuple) else item
     missing = [key for key in ENVIRONMENT_KEYS if key not in block]
     unexpected = [key for key in block if key not in ENVIRONMENT_KEYS]
     if missing or unexpected:  # review64 F4: a hand edit must not pass silently
@@ -1153,7 +1184,10 @@ def _environment(value: object) -> Mapping[str, Any]:
             f"environment must have the keys of provenance.environment() ({', '.join(ENVIRONMENT_KEYS)}): "
             f"{faults}"
         )
-    return MappingProxyType(block)
+    fault = environment_fault(block)
+    if fault is not None:  # review65 F5, F6: each value of the type provenance.environment() writes
+        raise CheckpointError(f"environment: {fault}")
+    return MappingProxyType({key: block[key] for key in ENVIRONMENT_KEYS})
 
 
 def _dropout_field(meta: dict[str, Any]) -> float:

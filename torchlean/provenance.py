@@ -36,7 +36,7 @@ from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
     "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
-    "environment", "file_sha256", "weights_sha256",
+    "environment", "environment_fault", "file_sha256", "is_sha256", "weights_sha256",
 ]
 
 DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
@@ -48,6 +48,13 @@ ENVIRONMENT_KEYS = (
     "capsule_table_sha256",
 )
 """The keys of :func:`environment`'s block, in its order."""
+
+_OPTIONAL_STRINGS = frozenset({"torchlean", "numpy", "torch", "scikit_learn", "cwd", "profile",
+                               "capsule_table_sha256"})
+"""The keys whose value :func:`environment` writes as a string or ``None``; ``python``,
+``platform`` and ``utc`` are always strings, ``argv`` a list of strings."""
+
+_UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def _version(distribution: str) -> str | None:
@@ -201,9 +208,55 @@ def environment(
         "platform": platform.platform(),
         "argv": command,
         "cwd": cwd,
-        "utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "utc": datetime.datetime.now(datetime.UTC).strftime(_UTC_FORMAT),
         "profile": None if chosen is None else chosen.name,
         "capsule_table_sha256": None if chosen is None else capsule_table_sha256(chosen),
     }
     assert tuple(block) == ENVIRONMENT_KEYS
     return block
+
+
+def is_sha256(value: object) -> bool:
+    """Whether ``value`` is a SHA-256 as this module's digests write it: 64 lowercase hex digits."""
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _value_fault(key: str, value: object) -> str | None:
+    """How ``value`` is not of the type :func:`environment` writes for ``key``, else ``None``."""
+    if key == "argv":
+        if isinstance(value, list | tuple) and all(isinstance(word, str) for word in value):
+            return None
+        return f"'argv' must be a list of strings, got {value!r}"
+    if isinstance(value, str) or (value is None and key in _OPTIONAL_STRINGS):
+        return None
+    return f"{key!r} must be a string{' or None' if key in _OPTIONAL_STRINGS else ''}, got {value!r}"
+
+
+def environment_fault(block: Mapping[str, Any]) -> str | None:
+    """The first way ``block``, a mapping with the keys :data:`ENVIRONMENT_KEYS` (a checkpoint's,
+    read back), differs from what :func:`environment` writes, else ``None``: a value not of its
+    key's type (``argv`` a list or tuple of strings; ``python``, ``platform`` and ``utc`` strings;
+    the others strings or ``None``), a ``utc`` not in the form ``2025-01-31T12:00:00Z``, a
+    ``capsule_table_sha256`` that is not 64 lowercase hex digits, or a ``profile`` and
+    ``capsule_table_sha256`` of which only one is ``None`` (:func:`environment` writes both or
+    neither: a digest without its profile names no table, review65 F5).
+
+    Raises:
+        KeyError: a key of :data:`ENVIRONMENT_KEYS` is missing (the caller checks the keys first).
+    """
+    for key in ENVIRONMENT_KEYS:
+        fault = _value_fault(key, block[key])
+        if fault is not None:
+            return fault
+    try:
+        datetime.datetime.strptime(block["utc"], _UTC_FORMAT)
+    except ValueError:
+        return f"'utc' must be a UTC time such as '2025-01-31T12:00:00Z', got {block['utc']!r}"
+    digest, profile = block["capsule_table_sha256"], block["profile"]
+    if digest is not None and not is_sha256(digest):
+        return f"'capsule_table_sha256' must be 64 lowercase hex digits (a SHA-256) or None, got {digest!r}"
+    if (digest is None) != (profile is None):
+        return (f"'profile' and 'capsule_table_sha256' are both None or both given "
+                f"(provenance.environment(profile=...) writes both), got profile {profile!r} and "
+                f"capsule_table_sha256 {digest!r}")
+    return None

@@ -244,7 +244,7 @@ def test_predict_records_the_data_comparison_and_its_notes(capsys: pytest.Captur
     python_built = tmp_path / "py.npz"
     old = checkpoint.load(saved)
     fields = {name: getattr(old, name) for name in Checkpoint.__slots__}
-    checkpoint.save(python_built, Checkpoint(**{**fields, "training": None}))
+    checkpoint.save(python_built, Checkpoint(**{**fields, "training": None, "data_sha256": None}))
     report = tmp_path / "py.json"
     code, _, err = cli(capsys, "predict", str(python_built), "--dataset", str(csv), "--output",
                        str(tmp_path / "p.csv"), "--report-json", str(report))
@@ -252,6 +252,16 @@ def test_predict_records_the_data_comparison_and_its_notes(capsys: pytest.Captur
     record = json.loads(report.read_text())
     assert (record["data_sha256"], record["trained_data_sha256"], record["data_matches_training"]) == (
         trained, None, None)
+    # review65 F8: one built in Python with data_sha256= records it; predict then compares
+    assert old.data_sha256 == trained  # a train --save checkpoint's: its training settings'
+    checkpoint.save(python_built, Checkpoint(**{**fields, "training": None}))
+    assert checkpoint.load(python_built).data_sha256 == trained
+    for source, matches in ((csv, True), (edited, False)):
+        code, _, err = cli(capsys, "predict", str(python_built), "--dataset", str(source), "--output",
+                           str(tmp_path / "p.csv"), "--report-json", str(report))
+        assert code == 0, err
+        record = json.loads(report.read_text())
+        assert (record["trained_data_sha256"], record["data_matches_training"]) == (trained, matches)
 
 
 # ------------------------------------------------------------------------------- split seed (F3)
@@ -299,11 +309,18 @@ def test_a_python_checkpoint_records_the_split_seed_predict_splits_with(capsys: 
     ({"torch_threads": 0}, r"torch_threads must be an int >= 1 or None, got 0"),
     ({"torch_threads": "2"}, r"torch_threads must be an int >= 1 or None, got '2'"),
     ({"environment": ["a"]}, r"environment must be a mapping .*got list"),
-    ({"environment": {"argv": [1]}}, r"environment must map names to strings, .*got 'argv': \[1\]"),
-    ({"version": 1, "training": None, "split_seed": 3},
-     r"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments or environment "
-     r".*split_seed 3 \(seed 0\)"),
-    ({"version": 1, "training": None, "torch_threads": 1}, r"a version 1 checkpoint has no split_seed"),
+    ({"environment": {1: "a"}}, r"environment names must be strings, got 1"),
+    ({"environment": {**provenance.environment(["torchlean"]), "argv": [1]}},
+     r"environment: 'argv' must be a list of strings, got \(1,\)"),
+    ({"data_sha256": "ABC"}, r"data_sha256 must be 64 lowercase hex digits .*got 'ABC'"),
+    ({"data_sha256": "0" * 64}, r"data_sha256 '0{64}' and the training settings' data_sha256 '[0-9a-f]{64}' "
+     r"differ \(one of them was edited\)"),
+    ({"version": 1, "training": None, "data_sha256": None, "split_seed": 3},
+     r"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments, environment or "
+     r"data_sha256 .*split_seed 3 \(seed 0\)"),
+    ({"version": 1, "training": None, "data_sha256": None, "torch_threads": 1},
+     r"a version 1 checkpoint has no split_seed"),
+    ({"version": 1, "training": None}, r"a version 1 checkpoint has no .*data_sha256 '[0-9a-f]{64}'"),
 ])
 def test_checkpoint_refuses_bad_provenance_fields(run: tuple[Path, Path, list[str]], changes: dict[str, Any],
                                                    message: str) -> None:
@@ -318,10 +335,25 @@ def test_a_version_1_checkpoint_still_round_trips(run: tuple[Path, Path, list[st
     fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
     v1 = tmp_path / "v1.npz"
     checkpoint.save(v1, Checkpoint(**{**fields, "version": 1, "training": None, "environment": None,
-                                      "torch_threads": None}))
-    assert not {"split_seed", "torch_threads", "environment"} & set(metadata(v1))
+                                      "torch_threads": None, "data_sha256": None}))
+    assert not {"split_seed", "torch_threads", "environment", "data_sha256"} & set(metadata(v1))
     loaded = checkpoint.load(v1)
-    assert (loaded.split_seed, loaded.torch_threads, loaded.environment) == (0, None, None)
+    assert (loaded.split_seed, loaded.torch_threads, loaded.environment, loaded.data_sha256) == (
+        0, None, None, None)
+
+
+def test_a_train_checkpoint_keeps_its_data_digest_in_its_training_settings_only(
+        run: tuple[Path, Path, list[str]], tmp_path: Path) -> None:
+    """review65 F8: the digest is written once: in the training settings of a ``train --save``
+    file, as a metadata field of one built in Python without training state."""
+    saved = checkpoint.load(run[0])
+    assert saved.training is not None and saved.data_sha256 == saved.training.settings["data_sha256"]
+    assert "data_sha256" not in metadata(run[0])
+    python_built = tmp_path / "py.npz"
+    fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    checkpoint.save(python_built, Checkpoint(**{**fields, "training": None}))
+    assert metadata(python_built)["data_sha256"] == saved.data_sha256
+    assert checkpoint.load(python_built).data_sha256 == saved.data_sha256
 
 
 # ------------------------------------------------------------------------------- old checkpoints

@@ -67,6 +67,47 @@ def test_a_bad_environment_is_refused_naming_the_file_and_field(capsys: pytest.C
         assert cli(capsys, *argv) == (2, "", f"error: {path}: {fault}\n")
 
 
+@pytest.mark.parametrize(("edit", "fault"), [
+    (lambda env: env.update(argv="torchlean train"),
+     "environment: 'argv' must be a list of strings, got 'torchlean train'"),
+    (lambda env: env.update(torch=5), "environment: 'torch' must be a string or None, got 5"),
+    (lambda env: env.update(python=None), "environment: 'python' must be a string, got None"),
+    (lambda env: env.update(cwd=["/"]), "environment: 'cwd' must be a string or None, got ('/',)"),
+    (lambda env: env.update(utc="yesterday"),
+     "environment: 'utc' must be a UTC time such as '2025-01-31T12:00:00Z', got 'yesterday'"),
+    (lambda env: env.update(capsule_table_sha256="66DB"),
+     "environment: 'capsule_table_sha256' must be 64 lowercase hex digits (a SHA-256) or None, got '66DB'"),
+    (lambda env: env.update(profile=None),  # review65 F5: a digest of no profile's table
+     "environment: 'profile' and 'capsule_table_sha256' are both None or both given "
+     "(provenance.environment(profile=...) writes both), got profile None and capsule_table_sha256 "
+     f"{provenance.capsule_table_sha256('fast_cpu')!r}"),
+    (lambda env: env.update(capsule_table_sha256=None),
+     "environment: 'profile' and 'capsule_table_sha256' are both None or both given "
+     "(provenance.environment(profile=...) writes both), got profile 'checked_cpu' and "
+     "capsule_table_sha256 None"),
+])
+def test_an_environment_value_of_another_type_is_refused(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                         tmp_path: Path, edit: Any, fault: str) -> None:
+    """review65 F5, F6: each value of the type provenance.environment() writes."""
+    def edit_with_fast_digest(env: dict[str, Any]) -> None:
+        env["capsule_table_sha256"] = provenance.capsule_table_sha256("fast_cpu")
+        edit(env)
+
+    path = edited(saved, tmp_path / "e.npz", edit_with_fast_digest)
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(caught.value) == f"{path}: {fault}"
+    assert cli(capsys, "inspect", str(path)) == (2, "", f"error: {path}: {fault}\n")
+
+
+def test_an_environment_in_another_order_is_stored_in_its_order(saved: Path, tmp_path: Path) -> None:
+    path = edited(saved, tmp_path / "e.npz", lambda env: [env.update({k: env.pop(k)}) for k in reversed(
+        list(env))])
+    loaded = checkpoint.load(path)
+    assert loaded.environment is not None and tuple(loaded.environment) == provenance.ENVIRONMENT_KEYS
+    assert loaded.environment == checkpoint.load(saved).environment
+
+
 def test_an_environment_without_a_profile_still_loads(saved: Path, tmp_path: Path) -> None:
     path = edited(saved, tmp_path / "e.npz",
                   lambda env: env.update(profile=None, capsule_table_sha256=None))

@@ -132,7 +132,8 @@ def test_the_digest_of_a_checkpoint_that_records_none(capsys: pytest.CaptureFixt
     old = checkpoint.load(saved)
     fields: dict[str, Any] = {name: getattr(old, name) for name in Checkpoint.__slots__}
     built = tmp_path / "py.npz"
-    checkpoint.save(built, Checkpoint(**{**fields, "training": None, "split_seed": 5, "test_fraction": 0.3}))
+    checkpoint.save(built, Checkpoint(**{**fields, "training": None, "data_sha256": None, "split_seed": 5,
+                                         "test_fraction": 0.3}))
     # the oracle: data.load with the checkpoint's split seed and test fraction
     loaded = data.load(str(comma), label_column="target", seed=5, test_fraction=0.3)
     oracle = provenance.data_sha256(loaded)

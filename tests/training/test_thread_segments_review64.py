@@ -122,7 +122,8 @@ def test_a_checkpoint_without_a_thread_count_resumes_without_the_note(capsys: py
     ({"torch_threads": 2, "torch_threads_segments": (True, 2)}, r"got \(True, 2\)"),
     ({"torch_threads": 2, "torch_threads_segments": "12"}, r"got '12'"),
     ({"version": 1, "training": None, "torch_threads": None, "torch_threads_segments": (None,)},
-     r"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments or environment"),
+     r"a version 1 checkpoint has no split_seed, torch_threads, torch_threads_segments, environment or "
+     r"data_sha256"),
 ])
 def test_bad_segments_are_refused(trained: Path, tmp_path: Path, changes: dict[str, Any],
                                   message: str) -> None:

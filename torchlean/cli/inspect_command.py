@@ -92,11 +92,10 @@ def facts(
     environment = None if saved.environment is None else {
         key: list(value) if isinstance(value, tuple) else value for key, value in saved.environment.items()
     }
-    recorded = None if environment is None else environment.get("capsule_table_sha256")
-    table = None
-    if isinstance(recorded, str):
-        name = environment.get("profile") if environment is not None else None
-        table = recorded == provenance.capsule_table_sha256(name if isinstance(name, str) else saved.profile)
+    table = None  # a digest comes with its profile (the checkpoint refuses one without: review65 F5)
+    if saved.environment is not None and saved.environment["capsule_table_sha256"] is not None:
+        recorded, profile = saved.environment["capsule_table_sha256"], saved.environment["profile"]
+        table = recorded == provenance.capsule_table_sha256(profile)
     record: dict[str, Any] = {
         "checkpoint": str(path),
         "checkpoint_sha256": provenance.file_sha256(path),
@@ -115,7 +114,7 @@ def facts(
         "seed": saved.seed,
         "split_seed": saved.split_seed,
         "test_fraction": saved.test_fraction,
-        "data_sha256": predict.recorded_digest(saved),
+        "data_sha256": saved.data_sha256,
         "profile": saved.profile,
         "execution": saved.execution,
         "torch_threads": saved.torch_threads,

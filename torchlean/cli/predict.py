@@ -575,13 +575,6 @@ def _no_header_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint, er
             "(--no-header): pass --header if it names the columns")
 
 
-def recorded_digest(saved: checkpoint.Checkpoint) -> str | None:
-    """The data digest the checkpoint's run recorded (``training.settings["data_sha256"]``), or
-    None (a checkpoint without training state, as one built in Python)."""
-    digest = None if saved.training is None else saved.training.settings.get(_resume.DIGEST)
-    return digest if isinstance(digest, str) else None
-
-
 @dataclass(frozen=True)
 class DataComparison:
     """``--dataset`` loaded and split as a checkpoint's run loaded its data (:func:`compare_data`).
@@ -636,7 +629,7 @@ def compare_data(
     opens it).
     """
     training = saved.training
-    recorded = recorded_digest(saved)
+    recorded = saved.data_sha256
     shipped = dataset in data.DATASETS
     if training is None:  # the checkpoint's own fields (a file built in Python: checkpoint.save)
         settings: dict[str, object] = {
@@ -686,7 +679,7 @@ def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> 
     run loaded its own (``predict`` has read them with its own settings, and the run's data load
     with the run's), else ``compared.matches``."""
     if compared.failure is not None:
-        return None if recorded_digest(saved) is None else False
+        return None if saved.data_sha256 is None else False
     return compared.matches
 
 
@@ -1149,7 +1142,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             "output": None if args.output is None else str(args.output),
             "torch_threads": torch_threads_in_use(),
             "data_sha256": compared.digest,
-            "trained_data_sha256": recorded_digest(saved),
+            "trained_data_sha256": saved.data_sha256,
             "data_matches_training": matches_training(compared, saved),
             "notes": [] if notes is None else list(notes),
             "environment": provenance.environment(getattr(args, "argv", None), trainer.profile),
