@@ -617,6 +617,25 @@ def cannot_run_here(resumed: Resumed, error: object) -> str:
     )
 
 
+def names_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
+    """How ``dataset``'s class names (classification) or feature names differ from checkpoint
+    ``saved``'s, which name the model's outputs and pick its input columns by name, at the first
+    position where they differ; None when they agree (feature names are compared only when both
+    have them). The data digest covers the data's own names, not the checkpoint's fields, so a
+    hand edit of these passes it (review67 F3)."""
+    for what, ours, theirs in (("class", dataset.class_names, saved.classes),
+                               ("feature", dataset.feature_names, saved.feature_names)):
+        if what == "feature" and not (ours and theirs):
+            continue
+        if tuple(ours) != tuple(theirs):
+            if len(ours) != len(theirs):
+                return f"they have {len(ours)} {what} names, the checkpoint {len(theirs)}"
+            i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
+            return (f"their {what} {i} is {data.display_name(ours[i])}, the checkpoint's "
+                    f"{data.display_name(theirs[i])}")
+    return None
+
+
 def data_digest(dataset: data.Dataset) -> str:
     """SHA-256 (hex) of the split data ``torchlean train`` trains, validates and tests on:
     :func:`torchlean.provenance.data_sha256`, whose docstring says what it is computed over."""
@@ -637,7 +656,8 @@ def restore(
     stopping restored them), which then become the monitor's best.
 
     Raises:
-        TorchLeanError: the data differ from the run's (``source`` names them); weights or
+        TorchLeanError: the data differ from the run's (``source`` names them), or their class
+            or feature names from the checkpoint's (:func:`names_difference`); weights or
             optimizer state that do not fit the rebuilt model or optimizer (a hand-edited file).
     """
     if resumed is None:
@@ -648,6 +668,12 @@ def restore(
         raise TorchLeanError(
             f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
             "(the file or its split changed): resume with the data it was trained on"
+        )
+    names = names_difference(dataset, resumed.saved)
+    if names is not None:  # review67 F3: the digest agrees, the checkpoint's names were edited
+        raise TorchLeanError(
+            f"checkpoint {shown}: the data of --dataset {shown_path(source)} are those its run trained on, "
+            f"but {names} (the checkpoint was edited): its model would go on under other names"
         )
     training = resumed.training
     _warn_not_finite(resumed)

@@ -84,8 +84,9 @@ def facts(
     """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, as JSON-ready
     data (``None`` where the checkpoint records nothing); with ``dataset`` (read with
     ``delimiter``, default the run's), ``dataset_given``, ``dataset_sha256``, ``data_matches``
-    (None when unknown) and ``dataset_error`` (why the data could not be loaded as the run loaded
-    its data; None when they were)."""
+    (None when unknown), ``data_difference`` (why they are not the run's data when
+    ``data_matches`` is False, else None) and ``dataset_error`` (why the data could not be loaded
+    as the run loaded its data; None when they were)."""
     from torchlean.cli import predict  # the data comparison of predict --split
 
     training = saved.training
@@ -134,7 +135,7 @@ def facts(
     if dataset is not None:
         compared = predict.compare_data(dataset, saved, delimiter)
         record.update(dataset_given=dataset_name(dataset), dataset_sha256=compared.digest,
-                      data_matches=compared.matches,
+                      data_matches=compared.matches, data_difference=compared.difference,
                       dataset_error=_delimiter_advice(compared.failure, saved, delimiter))
     return record
 
@@ -253,6 +254,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {shown_path(record['dataset_given'])} could not be loaded as checkpoint "
                   f"{shown_path(args.checkpoint)}'s run loaded its data ({record['dataset_error']}), so "
                   "whether they are its data is unknown", file=sys.stderr)
+        if record.get("data_difference") is not None:
+            print(f"note: the data of {shown_path(record['dataset_given'])} are not those checkpoint "
+                  f"{shown_path(args.checkpoint)}'s run trained on: {record['data_difference']}",
+                  file=sys.stderr)
         if args.report_json is not None:
             write_json_record(args.report_json, record)
             if not json_on_stdout:  # as predict: no wrote line for standard output (review64 F6)

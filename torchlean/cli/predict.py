@@ -543,6 +543,11 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
               f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
               "statistics, so its outputs on these data are not its outputs on the training data",
               file=sys.stderr)
+    elif compared.difference is not None and compared.difference.startswith(_NAMES_DIFFER):
+        print(f"note: the data of {source.source} are those checkpoint {args.checkpoint}'s run trained on, "
+              f"but {compared.difference[len(_NAMES_DIFFER) + 2:]} (the checkpoint was edited): the "
+              "predictions are named by the checkpoint's classes, and a CSV file's columns picked by its "
+              "feature names", file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
         print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
               f"trained on ({compared.difference or _DIGEST_DIFFERS}): {taken} them now, which may include "
@@ -598,6 +603,7 @@ class DataComparison:
 
 
 _DIGEST_DIFFERS = "their digest differs"
+_NAMES_DIFFER = "their digest agrees, but the checkpoint names the classes or features otherwise"
 _STATISTICS_DIFFER = (
     "their standardised values hash alike, but their means and scales (the features', or the target's) "
     "differ from the checkpoint's: other units or an offset"
@@ -670,6 +676,9 @@ def compare_data(
         return DataComparison(found, False, difference=_DIGEST_DIFFERS)
     if not _standardised_as_trained(loaded, saved):  # review65 F1: x10 or +100 standardises alike
         return DataComparison(found, False, difference=_STATISTICS_DIFFER)
+    names = _resume.names_difference(loaded, saved)
+    if names is not None:  # review67 F3: the checkpoint's names were edited
+        return DataComparison(found, False, difference=f"{_NAMES_DIFFER}: {names}")
     return DataComparison(found, True)
 
 

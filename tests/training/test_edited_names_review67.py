@@ -1,0 +1,82 @@
+"""review67 F3: a checkpoint whose class names or feature names were reordered by hand keeps the
+data digest (it covers the data's own names), so the names are compared on their own: ``inspect
+--dataset`` says ``data_matches: no`` with the first differing position, ``predict --split`` notes
+it, and ``train --resume`` refuses it instead of taking the data's names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_runs import cli
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from torchlean.cli import main
+
+    path = tmp_path_factory.mktemp("names") / "m.npz"
+    assert main(["train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", "--save", str(path)]) == 0
+    return path
+
+
+def edited(source: Path, target: Path, field: str, value: list[str]) -> Path:
+    with np.load(source, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta[field] = value
+    arrays["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **arrays)
+    return target
+
+
+SWAPS: list[tuple[str, list[str], str]] = [
+    ("classes", ["virginica", "versicolor", "setosa"], "their class 0 is setosa, the checkpoint's virginica"),
+    ("feature_names", ["sepal length (cm)", "petal length (cm)", "sepal width (cm)", "petal width (cm)"],
+     "their feature 1 is sepal width (cm), the checkpoint's petal length (cm)"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "difference"), SWAPS)
+def test_inspect_says_no_and_why(capsys: pytest.CaptureFixture[str], saved: Path, tmp_path: Path,
+                                 field: str, value: list[str], difference: str) -> None:
+    path = edited(saved, tmp_path / "e.npz", field, value)
+    code, out, err = cli(capsys, "inspect", str(path), "--dataset", "iris")
+    assert code == 0 and out.endswith("data_matches: no\n")
+    reason = ("their digest agrees, but the checkpoint names the classes or features otherwise: "
+              f"{difference}")
+    assert err == f"note: the data of iris are not those checkpoint {path}'s run trained on: {reason}\n"
+    report = tmp_path / "r.json"
+    assert cli(capsys, "inspect", str(path), "--dataset", "iris", "--report-json", str(report))[0] == 0
+    record: dict[str, Any] = json.loads(report.read_text())
+    assert (record["data_matches"], record["data_difference"]) == (False, reason)
+    # the unedited checkpoint: yes, no note, no difference
+    code, out, err = cli(capsys, "inspect", str(saved), "--dataset", "iris", "--report-json", str(report))
+    assert (code, err) == (0, "") and out.splitlines()[-2] == "data_matches: yes"
+    assert json.loads(report.read_text())["data_difference"] is None
+
+
+@pytest.mark.parametrize(("field", "value", "difference"), SWAPS)
+def test_resume_refuses_and_predict_notes(capsys: pytest.CaptureFixture[str], saved: Path, tmp_path: Path,
+                                          field: str, value: list[str], difference: str) -> None:
+    path = edited(saved, tmp_path / "e.npz", field, value)
+    code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == (f"error: checkpoint {path}: the data of --dataset iris are those its run trained on, but "
+                   f"{difference} (the checkpoint was edited): its model would go on under other names\n")
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test", "--output",
+                       str(tmp_path / "p.csv"))
+    assert code == 0
+    assert (f"note: the data of iris are those checkpoint {path}'s run trained on, but {difference} (the "
+            "checkpoint was edited): ") in err
+
+
+def test_renamed_features_are_named_at_the_first(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                 tmp_path: Path) -> None:
+    path = edited(saved, tmp_path / "e.npz", "feature_names", ["a", "b", "c", "d"])
+    code, _, err = cli(capsys, "inspect", str(path), "--dataset", "iris")
+    assert code == 0 and "their feature 0 is sepal length (cm), the checkpoint's a" in err
