@@ -12,8 +12,9 @@ import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
-from typing import Any
+from typing import IO, Any
 
+from torchlean._atomic import replace_file
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
 
@@ -35,6 +36,7 @@ __all__ = [
     "shown_path",
     "strict_json",
     "write_json_record",
+    "write_text_file",
 ]
 
 
@@ -304,20 +306,40 @@ def strict_json(value: Any) -> Any:
 
 
 def write_json_record(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` to ``path`` as ``--report-json`` does (``train``, ``predict``): indented
-    strict JSON (:func:`strict_json`) and a newline, missing parent folders created.
+    """Write ``record`` to ``path`` as ``--report-json`` does (``train``, ``predict``,
+    ``inspect``): indented strict JSON (:func:`strict_json`) and a newline, missing parent folders
+    created, through a temporary file renamed over ``path`` (:func:`torchlean._atomic.replace_file`:
+    a failed write leaves an existing file whole; ``-`` and other streams are written in place).
 
     Raises:
         TorchLeanError: ``cannot write --report-json PATH: <reason>``.
         BrokenPipeError: the reader of a pipe (``-``) went away: torchlean's main exits 141.
     """
-    make_parents(path, "--report-json")
+    write_text_file(path, json.dumps(strict_json(record), indent=2, allow_nan=False) + "\n", "--report-json")
+
+
+def write_text_file(path: Path, text: str, what: str) -> None:
+    """Write ``text`` (UTF-8) to the output file ``path`` of option ``what``, missing parent folders
+    created (:func:`make_parents`), through a temporary file renamed over it
+    (:func:`torchlean._atomic.replace_file`: a failed write, as on a full disk, leaves an existing
+    file whole, review67 F4; ``-`` and other streams are written in place).
+
+    Raises:
+        TorchLeanError: ``cannot write <what> <path>: <reason>``.
+        BrokenPipeError: the reader of a pipe (``-``) went away: torchlean's main exits 141.
+    """
+    make_parents(path, what)
+    data = text.encode("utf-8")
+
+    def write(handle: IO[bytes]) -> None:
+        handle.write(data)
+
     try:
-        path.write_text(json.dumps(strict_json(record), indent=2, allow_nan=False) + "\n")
+        replace_file(path, write)
     except BrokenPipeError:
         raise
     except OSError as error:
-        raise TorchLeanError(f"cannot write --report-json {path}: {error.strerror}") from None
+        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
 
 
 METRIC_FIXED_LIMIT = 1e9

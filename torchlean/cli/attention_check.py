@@ -18,15 +18,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
 from torchlean.cli._output import (
     check_writable,
     is_stdout,
-    make_parents,
     output_path,
     report_beside,
     shown_path,
+    write_text_file,
 )
 from torchlean.spec.checker import (
     THRESHOLDS,
@@ -79,13 +78,7 @@ def _progress(enabled: bool) -> Any:
 
 def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int) -> None:
     record = {"command": "attention-check", "quick": quick, "seed": seed, **report.to_dict()}
-    make_parents(path, "the JSON report to")
-    try:
-        path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
-        raise
-    except OSError as error:
-        raise TorchLeanError(f"cannot write the JSON report to {str(path)!r}: {error.strerror}") from error
+    write_text_file(path, json.dumps(record, indent=2, allow_nan=False) + "\n", "the JSON report to")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -142,12 +142,12 @@ from torchlean.cli._output import (
     header_value,
     input_dataset,
     is_stdout,
-    make_parents,
     metric_text,
     output_path,
     report_beside,
     shown_path,
     write_json_record,
+    write_text_file,
 )
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
@@ -733,13 +733,7 @@ def _write(
     if output is None:
         sys.stdout.write(text.getvalue())
         return
-    make_parents(output, "--output")
-    try:
-        output.write_text(text.getvalue(), encoding="utf-8")
-    except BrokenPipeError:  # a pipe's reader went away (``-``): torchlean's main exits 141
-        raise
-    except OSError as error:
-        raise TorchLeanError(f"cannot write --output {output}: {error.strerror or error}") from None
+    write_text_file(output, text.getvalue(), "--output")  # a failed write leaves an old file whole
 
 
 def _blank_quoted(cell: str) -> str:

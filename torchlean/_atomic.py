@@ -1,0 +1,75 @@
+"""Writing a file so that a failed write (a full disk, an I/O error) leaves the file it would
+replace whole: the bytes go to a temporary file beside the target, which is then renamed over it
+(``os.replace``, atomic on POSIX file systems), as editors and ``torch.save`` users do by hand.
+
+Used by ``torchlean train --report-json``, ``predict --output`` and ``--report-json``, ``inspect
+--report-json`` and ``attention-check --json`` (review67 F4); ``checkpoint.save`` writes the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+__all__ = ["replace_file", "umask"]
+
+_STREAMS = ("dev", "proc")
+"""Top-level folders whose entries are streams or links to them (``/dev/stdout``,
+``/proc/self/fd/1``): written in place, never replaced."""
+
+
+def umask() -> int:
+    """The process's file-creation mask (read by setting it and restoring it at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _target(path: Path) -> Path | None:
+    """The regular file (or absent one) to replace for ``path``, through symbolic links (a link
+    keeps naming its target, which is replaced); None when ``path`` is to be written in place: a
+    stream under ``/dev`` or ``/proc`` (``-`` is ``/dev/stdout``, which may be redirected to a
+    file the shell holds open: replacing that file would lose the rest of stdout), or an existing
+    file that is not a regular one (a pipe, a device)."""
+    parts = Path(os.path.abspath(path)).parts
+    if len(parts) > 1 and parts[1] in _STREAMS:
+        return None
+    real = Path(os.path.realpath(path))
+    if real.exists() and not real.is_file():
+        return None
+    return real
+
+
+def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write`` with a binary file open for writing, whose bytes become ``path``'s once it
+    returns: a temporary file beside the target (``.<name>.<random>.tmp``) renamed over it, with
+    the replaced file's permissions, else those of a new file under the umask (0666 less it); the
+    temporary file is removed when ``write`` or the rename fails. A stream or a non-regular file
+    (see :func:`_target`) is written in place.
+
+    Raises:
+        OSError: the file cannot be written or renamed (the target is then unchanged, unless it
+            is written in place); anything ``write`` raises.
+    """
+    target = _target(path)
+    if target is None:
+        with open(path, "wb") as handle:
+            write(handle)
+        return
+    temporary: Path | None = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            "wb", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+        ) as handle:
+            temporary = Path(handle.name)
+            write(handle)
+        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~umask())
+        os.replace(temporary, target)
+        temporary = None
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
