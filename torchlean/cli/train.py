@@ -127,6 +127,7 @@ from torchlean.cli._output import (
     shown_path,
     write_json_record,
 )
+from torchlean.cli._patterns import check_matches_quickly
 from torchlean.cli._schedule import LRSchedule, lr_schedule
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
@@ -867,6 +868,11 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     layer, input_shape = build_model(args.model, dataset.n_features, outputs, hidden=args.hidden,
                                      dropout=args.dropout)
     _check_model_fits(args, layer, optimizer)
+    names = [spec.name for spec in layer.param_specs()]
+    # on --resume the patterns are the checkpoint's (a --freeze given otherwise is refused)
+    stored = "" if resumed is None else f"checkpoint {shown_path(resumed.path)}'s setting "
+    for option, group in (("--freeze", args.freeze), ("--no-decay", args.no_decay)):
+        check_matches_quickly(group, option, names, stored)  # review67 F5: before any use of it
     _check_freeze(args.freeze, layer, args.model)
     config = RunConfig(optimizer=optimizer, execution=execution, show_backend=args.show_backend,
                        dtype=args.dtype, max_grad_norm=args.max_grad_norm,
