@@ -29,6 +29,7 @@ __all__ = [
     "header_value",
     "input_dataset",
     "is_stdout",
+    "loss_text",
     "make_parents",
     "metric_text",
     "output_path",
@@ -347,6 +348,16 @@ METRIC_FIXED_LIMIT = 1e9
 METRIC_SMALL_LIMIT = 1e-4
 """A nonzero metric below this magnitude is printed in exponent form (:func:`metric_text`), which
 ``.4f`` would print as ``0.0000``."""
+
+
+def loss_text(value: float) -> str:
+    """A loss as the epoch lines print it (``loss=``, ``val_loss=``, ``best_epoch=``'s): ``.6f``
+    (``0.123456``, the original's ``loss=`` form), for zero and when not finite; below
+    :data:`METRIC_SMALL_LIMIT` in magnitude, 7 significant digits in exponent form
+    (``8.382916e-06``, not ``0.000008``: a well-fitting run keeps its digits, review68 F4)."""
+    if math.isfinite(value) and value != 0.0 and abs(value) < METRIC_SMALL_LIMIT:
+        return f"{value:.6e}"
+    return f"{value:.6f}"
 
 
 def metric_text(value: float) -> str:

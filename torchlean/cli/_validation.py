@@ -35,7 +35,7 @@ import numpy as np
 from torchlean import data
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, number, open_fraction
-from torchlean.cli._output import metric_text
+from torchlean.cli._output import loss_text, metric_text
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -140,10 +140,6 @@ def target_mse(outputs: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: flo
         return float(np.mean((prediction - y.astype(np.float64)) ** 2))
 
 
-_SHOWN = {"val_loss": ".6f", "val_accuracy": ".4f", "val_mse": ".4f"}
-"""How the lines show each monitored quantity's value (as the epoch lines do)."""
-
-
 def monitored(name: str, losses: Sequence[float], metrics: Sequence[float]) -> Sequence[float]:
     """The values of the monitored quantity ``name`` in a run's validation history: its
     ``losses`` for ``val_loss``, else its ``metrics`` (``val_accuracy``, or regression's
@@ -243,11 +239,11 @@ class Validation:
             assert history.val_accuracy is not None
             metric = history.val_accuracy[-1]
             self.metrics.append(metric)
-            return f"  val_loss={loss:.6f}  val_accuracy={metric:.4f}"
+            return f"  val_loss={loss_text(loss)}  val_accuracy={metric:.4f}"
         assert trainer.val_outputs is not None  # fit's validation pass over self.x (regression: MSE)
         mse = target_mse(trainer.val_outputs, self.y_float64, *self.target)
         self.metrics.append(mse)
-        return f"  val_loss(standardised y)={loss:.6f}  val_mse={metric_text(mse)}"
+        return f"  val_loss(standardised y)={loss_text(loss)}  val_mse={metric_text(mse)}"
 
     @property
     def stop(self) -> bool:
@@ -304,7 +300,9 @@ class Validation:
         value = self.monitor.values[epoch]
         if self.monitored == "val_mse":
             return f"{name}={metric_text(value)}"
-        return f"{name}={value:{_SHOWN[self.monitored]}}"
+        if self.monitored == "val_loss":
+            return f"{name}={loss_text(value)}"
+        return f"{name}={value:.4f}"
 
     def record(self, classification: bool) -> dict[str, Any]:
         """The JSON record's ``validation`` (epoch numbers from 1, as the epoch lines; a resumed

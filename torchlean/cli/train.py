@@ -120,6 +120,7 @@ from torchlean.cli._output import (
     header_value,
     input_dataset,
     is_stdout,
+    loss_text,
     make_parents,
     metric_text,
     output_path,
@@ -963,7 +964,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                       disable=None, file=sys.stderr) as bar:
 
                 def advance(_epoch: int, loss: float, bar: Any = bar) -> None:
-                    bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+                    bar.set_postfix(loss=f"{loss:.4g}", refresh=False)
                     bar.update(1)
                     obey_torch_threads(threads)
                     note = None if not bar.disable else pace.step()  # review68 F5: no bar, a long epoch
@@ -981,7 +982,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
             if held_out is not None:
                 norm += held_out.after_epoch(trainer, epoch)
-            print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss:.6f}{norm}", flush=True)
+            print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss_text(loss)}{norm}", flush=True)
             if not warned and not math.isfinite(loss):
                 warned = True
                 if scheduled is None:
