@@ -135,6 +135,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "validation",
         "kernel_times",
         "test_accuracy",
+        "test_balanced_accuracy",
         "seconds",
         "capsules_order",
         "capsules",

@@ -99,7 +99,7 @@ from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device, Provider
-from torchlean.cli import _pace, _resume
+from torchlean.cli import _imbalance, _pace, _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
     delimiter,
@@ -1057,6 +1057,11 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         accuracy = trainer.evaluate(dataset.x_test, dataset.y_test)["accuracy"]
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
+        balanced, baseline = _imbalance.balanced_accuracy(trainer, dataset)
+        record["test_balanced_accuracy"] = balanced
+        note = _imbalance.baseline_note(accuracy, balanced, baseline, dataset.class_names)
+        if note:
+            print(note, file=sys.stderr, flush=True)
     else:
         assert dataset.y_test_float64 is not None  # regression: the targets as read, not rounded to dtype
         mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test_float64, y_mean, y_scale)

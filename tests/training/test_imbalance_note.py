@@ -1,0 +1,62 @@
+"""review68 F6: on imbalanced data ``train`` records the balanced accuracy (oracle: scikit-learn's
+``balanced_accuracy_score`` of the saved model's predictions, recomputed in numpy float64) and
+notes a test accuracy that does not beat always predicting the majority class."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli
+from sklearn.metrics import balanced_accuracy_score
+
+from torchlean import checkpoint, data
+from torchlean.cli._imbalance import baseline_note
+
+
+def test_an_imbalanced_run_is_noted_and_its_balanced_accuracy_recorded(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, 5))
+    y = (rng.uniform(size=4000) < 0.01).astype(int)  # labels unrelated to x: 1 % positives
+    path = tmp_path / "imbal.csv"
+    np.savetxt(path, np.c_[x, y], delimiter=",", header="a,b,c,d,e,y", comments="", fmt=["%.6g"] * 5 + ["%d"])
+    report, saved = tmp_path / "r.json", tmp_path / "m.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "2", "--report-json", str(report),
+                       "--save", str(saved))
+    assert code == 0
+    record = json.loads(report.read_text())
+    # the oracle: the saved weights' predictions on the test split, in float64 numpy
+    ds = data.load(str(path))
+    weights = {k: v.astype(np.float64) for k, v in checkpoint.load(saved).weights.items()}
+    h = np.maximum(ds.x_test.astype(np.float64) @ weights["0.weight"].T + weights["0.bias"], 0)
+    h = np.maximum(h @ weights["2.weight"].T + weights["2.bias"], 0)
+    predicted = (h @ weights["4.weight"].T + weights["4.bias"]).argmax(axis=1)
+    assert record["test_balanced_accuracy"] == pytest.approx(balanced_accuracy_score(ds.y_test, predicted))
+    share = np.bincount(ds.y_test).max() / ds.y_test.size
+    assert record["test_accuracy"] <= share  # the case: no better than the majority
+    assert err == (f"note: test_accuracy={record['test_accuracy']:.4f} is not above {share:.4f}, the share "
+                   "of the test rows of its most frequent class (0): the model does no better than always "
+                   "predicting that class; its balanced accuracy (the mean recall over the classes, "
+                   f"test_balanced_accuracy in --report-json) is {record['test_balanced_accuracy']:.4f}\n")
+
+
+def test_a_balanced_run_says_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "3",
+                       "--report-json", str(report))
+    record = json.loads(report.read_text())
+    assert (code, err) == (0, "") and record["test_accuracy"] > 1 / 3
+    assert 0 < record["test_balanced_accuracy"] <= 1
+
+
+@pytest.mark.parametrize(("accuracy", "baseline", "noted"), [
+    (0.75, (0, 0.75), True), (0.751, (0, 0.75), False), (0.5, (1, 0.5), False), (0.9, None, False),
+])
+def test_the_note_rule(accuracy: float, baseline: tuple[int, float] | None, noted: bool) -> None:
+    note = baseline_note(accuracy, 0.5, baseline, ("a\nb", "c"))
+    assert bool(note) is noted
+    if noted:
+        assert "most frequent class ('a\\nb')" in note  # a class name is shown on one line
