@@ -123,7 +123,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.vocabulary import Device
-from torchlean.cli import _resume
+from torchlean.cli import _formulas, _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
     delimiter,
@@ -1093,6 +1093,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             obey_torch_threads(threads)
         predicted = outputs.argmax(axis=1)
         rows = [saved.classes[i] if ok else "" for i, ok in zip(predicted, finite, strict=True)]
+        formulas = _formulas.formula_note(rows)  # review67 F16: CSV injection
+        if formulas:
+            print(formulas, file=sys.stderr)
         missing = count - int(np.count_nonzero(finite))
         if truth is not None:
             correct = int(np.count_nonzero((predicted == truth) & finite))
