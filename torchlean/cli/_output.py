@@ -24,6 +24,7 @@ __all__ = [
     "check_distinct",
     "check_writable",
     "dataset_name",
+    "escaped",
     "file_path",
     "given_path",
     "header_value",
@@ -255,12 +256,25 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     return os.fspath(path).encode(encoding, "backslashreplace").decode(encoding)
 
 
+def escaped(text: str) -> str:
+    """``text`` with each character that is not printable (a line break, a tab, an escape
+    character, a bidirectional override, a lone surrogate) written as Python's backslash escape
+    of it (``\\n``, ``\\x1b``, ``\\u202e``, ``\\ud800``), as a Python literal writes it; ``text``
+    itself when every character is printable. Such a text cannot split a line of a report, nor
+    move the cursor, colour or retitle the terminal showing it (review67 F2)."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def header_value(path: str | os.PathLike[str]) -> str:
-    """``path`` as a ``key=value`` header line shows it (``dataset=``, ``checkpoint=``): as
-    :func:`shown_path` shows it, shell-quoted (:func:`shlex.quote`) when shell splitting would
-    not give it back as one word (a blank, a quote, a backslash: ``dataset='my data.csv'``), so
-    the line splits into its pairs (``shlex.split``; review63 F7); else as is."""
-    shown = shown_path(path)
+    """``path`` (or another text: ``trained_on=``, the checkpoint's dataset) as a ``key=value``
+    header line shows it (``dataset=``, ``checkpoint=``): its characters that are not printable
+    written as backslash escapes (:func:`escaped`: ``trained_on='a\\nb'``, one line, review67 F2),
+    then as :func:`shown_path` shows it, shell-quoted (:func:`shlex.quote`) when shell splitting
+    would not give it back as one word (a blank, a quote, a backslash: ``dataset='my data.csv'``),
+    so the line splits into its pairs (``shlex.split``; review63 F7); else as is."""
+    shown = shown_path(escaped(os.fspath(path)))
     try:
         whole = shlex.split(shown) == [shown]
     except ValueError:  # a quote left open

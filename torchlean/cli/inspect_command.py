@@ -13,7 +13,11 @@ line, working directory, UTC time, the profile's capsule-table digest), whether 
 capsule table for that profile has the same digest (``capsule_table: same as this torchlean's``,
 ``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment), and
 the digest of the weights (:func:`torchlean.provenance.weights_sha256`). A field the checkpoint
-does not record (an older file, or one built in Python) is ``unknown``.
+does not record (an older file, or one built in Python) is ``unknown``. The checkpoint's texts
+are shown as messages show names (:func:`torchlean.data.display_name`: a text that is not
+printable as its Python literal, so one field is one line and no control character reaches the
+terminal; review67 F2), and a value or list of names over :data:`LINE_LIMIT` characters is cut,
+naming its length (review67 F7); the JSON record keeps them whole.
 
 ``--dataset NAME_OR_CSV`` also loads those data as the checkpoint's run loaded its data (its
 delimiter unless ``--delimiter`` is given) and compares their digest with the recorded one
@@ -42,6 +46,7 @@ from torchlean.cli._output import (
     check_distinct,
     check_writable,
     dataset_name,
+    escaped,
     file_path,
     given_path,
     input_dataset,
@@ -154,21 +159,84 @@ def _delimiter_advice(failure: str | None, saved: checkpoint.Checkpoint, given: 
     ))
 
 
+LINE_LIMIT = 400
+"""The most characters of a checkpoint's text (a name, a setting, ``environment.argv``) or of a
+list of names that a report line shows; a longer one is cut, with its length and a pointer to
+``--report-json``, which holds it whole (review67 F7, review68 F6)."""
+_WHOLE = "--report-json has them all"
+
+
+def _text(value: str) -> str:
+    """A text from the checkpoint (or the command line) as a report line shows it: as
+    :func:`torchlean.data.display_name` shows names in messages (itself when printable, without
+    blanks at its ends and not empty; else its Python literal: ``''``, ``'iris\\n...'``), so one
+    field is one line and no control character reaches the terminal (review67 F2); a character
+    stdout's encoding cannot write as Python's backslash escape (:func:`shown_path`: a lone
+    surrogate is ``\\ud800``, review67 F14); cut after :data:`LINE_LIMIT` characters, with the
+    text's length (``'xxxx'... (50000000 characters; --report-json has them all)``)."""
+    if len(value) <= LINE_LIMIT:
+        return shown_path(data.display_name(value))
+    return f"{shown_path(data.display_name(value[:LINE_LIMIT]))}... ({len(value)} characters; {_WHOLE})"
+
+
+def _names(values: list[Any] | tuple[Any, ...], noun: str) -> str:
+    """A list of names (``classes``, ``feature_names``) as a report line shows it: each name as
+    :func:`_text` shows it, joined by `` | ``; ``none`` for an empty list; when that is longer
+    than :data:`LINE_LIMIT` characters, the first three names, ``...`` and the last, with the
+    count (``f0 | f1 | f2 | ... | f19999 (20000 feature names; --report-json has them all)``), as
+    messages elide long lists of columns."""
+    if not values:
+        return "none"
+    shown: list[str] = []
+    size = -3
+    for value in values:  # stops once too long: a million names are not all rendered to be cut
+        shown.append(_shown(value))
+        size += len(shown[-1]) + 3
+        if size > LINE_LIMIT:
+            break
+    if size <= LINE_LIMIT or len(values) <= 4:
+        return " | ".join(shown if len(shown) == len(values) else map(_shown, values))
+    return f"{' | '.join(shown[:3])} | ... | {_shown(values[-1])} ({len(values)} {noun}; {_WHOLE})"
+
+
+def _argv(words: list[str]) -> str:
+    """``environment.argv`` as a report line shows it: the words shell-quoted and joined
+    (:func:`shlex.join`), each one's characters that are not printable written as backslash
+    escapes (:func:`~torchlean.cli._output.escaped`) and a character stdout's encoding cannot
+    write as :func:`shown_path` writes it; cut after :data:`LINE_LIMIT` characters of the command
+    line, with its length in words and characters."""
+    length = sum(map(len, words)) + max(len(words) - 1, 0)
+    kept: list[str] = []
+    room = LINE_LIMIT
+    for word in words:
+        if room <= 0:
+            break
+        kept.append(shlex.quote(shown_path(escaped(word[:room]))))
+        room -= len(word) + 1
+    text = " ".join(kept)
+    if length <= LINE_LIMIT:
+        return text
+    return f"{text}... ({len(words)} words, {length} characters; {_WHOLE})"
+
+
 def _shown(value: object) -> str:
-    """A value as a report line shows it: ``unknown`` for None, ``yes``/``no`` for bools, lists
-    joined by `` | ``."""
+    """A value as a report line shows it: ``unknown`` for None, ``yes``/``no`` for bools, a text
+    as :func:`_text` shows it, lists joined by `` | `` (:func:`_names`)."""
     if value is None:
         return "unknown"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, str):
+        return _text(value)
     if isinstance(value, list | tuple):
-        return " | ".join(map(str, value)) if value else "none"
+        return _names(value, "values")
     return str(value)
 
 
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     """The report's ``name: value`` lines for ``record`` (:func:`facts`)."""
-    lines = [f"{key}: {_shown(record[key])}" for key in (
+    nouns = {"classes": "classes", "feature_names": "feature names"}
+    lines = [f"{key}: {_names(record[key], nouns[key]) if key in nouns else _shown(record[key])}" for key in (
         "checkpoint", "checkpoint_sha256", "version", "model", "hidden", "features", "outputs", "dropout",
         "dtype", "task", "classes", "dataset", "label_column", "feature_names", "seed", "split_seed",
         "test_fraction", "data_sha256", "profile", "execution",
@@ -191,7 +259,7 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
         lines.append(f"training: {training['epochs_done']} of {training['epochs']} epochs done, "
                      f"random_counter {training['random_counter']}, validation history "
                      f"{_shown(training['validation'])}")
-        lines.extend(f"  setting {name}: {'not given' if value is None else _shown(value)}"
+        lines.extend(f"  setting {_text(name)}: {'not given' if value is None else _shown(value)}"
                      for name, value in training["settings"].items() if name != "data_sha256")
     environment = record["environment"]
     if environment is None:
@@ -200,20 +268,21 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     else:
         lines.extend(
             f"environment.{key}: "
-            f"{shlex.join(value) if key == 'argv' and isinstance(value, list) else _shown(value)}"
+            f"{_argv(value) if key == 'argv' and isinstance(value, list) else _shown(value)}"
             for key, value in environment.items()
         )
     table = record["capsule_table_matches"]
     profile = saved.profile if environment is None else environment.get("profile") or saved.profile
+    shown_profile = _text(profile)
     lines.append(
         "capsule_table: unknown (no digest recorded)" if table is None
-        else f"capsule_table: same as this torchlean's for profile {profile}" if table
-        else f"capsule_table: differs from this torchlean's for profile {profile} "
+        else f"capsule_table: same as this torchlean's for profile {shown_profile}" if table
+        else f"capsule_table: differs from this torchlean's for profile {shown_profile} "
         f"({provenance.capsule_table_sha256(profile)}): the profile may select other capsules now"
     )
     lines.append(f"weights_sha256: {record['weights_sha256']}")
     if "data_matches" in record:
-        given = shown_path(record["dataset_given"])
+        given = _text(record["dataset_given"])
         lines.append(f"dataset_sha256: {_shown(record['dataset_sha256'])} ({given})")
         lines.append(f"data_matches: {_shown(record['data_matches'])}")
     return lines
