@@ -75,7 +75,7 @@ from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
     "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare",
-    "register",
+    "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -444,6 +444,24 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
     return Resumed(path, saved, training, digest, delimiter, tuple(repeated))
+
+
+def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str, message: str) -> str | None:
+    """The refusal of the value of option ``dest`` (``lr``) that a later check refused with
+    ``message`` (``learning rate must be finite and nonnegative, got nan``), worded as
+    :func:`prepare` words a recorded setting its parser refuses, when the value came from the
+    checkpoint of ``resumed``, not from the command line: ``checkpoint PATH: its setting --lr 'nan'
+    is refused: <message>`` (review67 F11: the user typed no ``--lr``); ``None`` when the option
+    was given on the command line or no run is resumed (the caller names the argument)."""
+    if resumed is None:
+        return None
+    parser: argparse.ArgumentParser = getattr(args, _PARSER)
+    if dest in _given(parser):
+        return None
+    action = _settings(parser)[dest]
+    value = resumed.training.settings.get(dest)
+    return (f"checkpoint {shown_path(resumed.path)}: its setting {_option(action)} {value!r} is refused: "
+            f"{message}")
 
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:

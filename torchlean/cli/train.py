@@ -487,10 +487,12 @@ _OPTION_OF = {"learning rate": "--lr", "weight decay": "--weight-decay", "moment
 """The flag of each optimizer value whose refusal names it (``optimizer: learning rate must be ...``)."""
 
 
-def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
+def _optimizer(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> optim.OptimizerConfig:
     """:func:`_optimizer_config`, with a refused value's message naming its flag, as argparse
     names the flag of a value its type refuses (``argument --lr: learning rate must be finite and
-    nonnegative, got -1.0``).
+    nonnegative, got -1.0``); a value a resumed run took from its checkpoint (``resumed``), not
+    from the command line, is named as the checkpoint's setting (``checkpoint m.npz: its setting
+    --lr 'nan' is refused: learning rate must be ...``, :func:`_resume.setting_refusal`).
 
     Raises:
         TorchLeanError: as :func:`_optimizer_config`.
@@ -502,7 +504,8 @@ def _optimizer(args: argparse.Namespace) -> optim.OptimizerConfig:
         flag = next((flag for quantity, flag in _OPTION_OF.items() if message.startswith(quantity)), None)
         if flag is None:
             raise
-        raise TorchLeanError(f"argument {flag}: {message}") from None
+        recorded = _resume.setting_refusal(resumed, args, flag.removeprefix("--").replace("-", "_"), message)
+        raise TorchLeanError(recorded or f"argument {flag}: {message}") from None
 
 
 def _optimizer_config(args: argparse.Namespace) -> optim.OptimizerConfig:
@@ -829,7 +832,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     check_options(args)
     execution = ExecutionMode.parse(args.execution)
     profile = profiles.get(args.profile)
-    optimizer = _optimizer(args)
+    optimizer = _optimizer(args, resumed)
     schedule: LRSchedule = args.lr_schedule
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     try:
