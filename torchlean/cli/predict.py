@@ -72,7 +72,10 @@ checkpoint's ``standardise`` refuses any that are not). ``--output`` naming the 
 or the input CSV is refused before any work.
 
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
-CSV): ``checkpoint=...`` (with ``trained_under=``, the profile the weights were trained under,
+CSV, and a reader of it that goes away stops the command with exit status 141, the record of
+``--report-json`` unwritten): ``checkpoint=...`` (with ``trained_on=``, the checkpoint's dataset,
+a character that is not printable written as its backslash escape; ``trained_under=``, the
+profile the weights were trained under,
 which ``--profile`` does not change, and ``dropout=P`` after ``model=`` for a model trained with
 ``--dropout``, whose dropout layers predict as the identity, as ``torch.nn.Dropout`` in
 ``eval()``) and ``dataset=...`` (with ``profile=``, the one predicting)
@@ -150,7 +153,7 @@ from torchlean.cli._output import (
     write_text_file,
 )
 from torchlean.cli._spelling import cli_spelling
-from torchlean.cli._stdout import reader_may_leave
+from torchlean.cli._stdout import ReaderMayLeave, reader_may_leave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
     obey_torch_threads,
@@ -731,9 +734,32 @@ def _write(
     else:
         csv.writer(text, delimiter=delimiter, lineterminator="\n").writerows(table)
     if output is None:
-        sys.stdout.write(text.getvalue())
+        _to_stdout(text.getvalue())
         return
     write_text_file(output, text.getvalue(), "--output")  # a failed write leaves an old file whole
+
+
+STDOUT_CHUNK = 4096
+"""The characters of the predictions CSV handed to standard output at a time (:func:`_to_stdout`)."""
+
+
+def _to_stdout(text: str) -> None:
+    """Write ``text`` (the predictions CSV) to standard output in pieces of
+    :data:`STDOUT_CHUNK` characters, then flush, so that a reader of a pipe that goes away
+    (``| head -3``) raises :class:`BrokenPipeError` (torchlean's main exits 141, quietly, as the
+    README's "Standard streams" says) and never exits 0 with the CSV cut off: one large write
+    was cut short by the reader's leaving without an error (review68 F3). The pieces go to the
+    stream itself, not to the :class:`~torchlean.cli._stdout.ReaderMayLeave` stand-in that keeps
+    a report's lost reader from stopping a run with files to write: the CSV is the output here.
+
+    Raises:
+        BrokenPipeError: the reader of the pipe went away.
+    """
+    stream = sys.stdout
+    stream = stream.stream if isinstance(stream, ReaderMayLeave) else stream
+    for start in range(0, len(text), STDOUT_CHUNK):
+        stream.write(text[start:start + STDOUT_CHUNK])
+    stream.flush()
 
 
 def _blank_quoted(cell: str) -> str:
@@ -757,28 +783,36 @@ def _probabilities(
     each row's cells: the softmax of ``logits`` ``[rows, classes]`` (the model's outputs, in its
     dtype) over the classes, run by :func:`torchlean.functional.softmax` in ``trainer``'s
     session without gradients (so an accepted capsule of its profile computes it, and the audit
-    lists it), written to read back exactly (:func:`_probability_text`); empty cells for a row
+    lists it), written to read back exactly (:func:`_probability_cells`); empty cells for a row
     whose logits are not all finite (``finite`` false: no prediction)."""
     session = trainer.open()
     with session, no_grad():
         values = F.softmax(Tensor(logits, device=trainer.config.device.label), axis=-1).numpy()
     names = tuple(PROBABILITY_PREFIX + name for name in classes)
-    cells = [
-        [_probability_text(v) for v in row] if ok else [""] * len(classes)
-        for row, ok in zip(values, finite, strict=True)
-    ]
-    return names, cells
+    return names, _probability_cells(values, finite)
 
 
-def _probability_text(value: np.floating[Any]) -> str:
-    """A probability as the CSV writes it, reading back to the same value: float64 in Python's
-    shortest round-trip form (``repr``), float32 with 9 significant digits (``'%.9g'``, enough
-    for any float32: ``numpy.float32(float(text))`` is ``value``); empty when not finite."""
-    if not np.isfinite(value):
-        return ""
-    if value.dtype == np.float32:
-        return f"{float(value):.9g}"
-    return repr(float(value))
+def _probability_cells(values: npt.NDArray[Any], finite: npt.NDArray[np.bool_]) -> list[list[str]]:
+    """The probability cells of ``values`` ``[rows, classes]`` (float32 or float64): each written
+    to read back to the same value, float64 in Python's shortest round-trip form (``repr``),
+    float32 with 9 significant digits (``'%.9g'``, enough for any float32:
+    ``numpy.float32(float(text))`` is the value), a value that is not finite as an empty cell;
+    a row whose ``finite`` is false (no prediction) as empty cells. Finiteness is tested once
+    for the whole array, and the values are converted to Python floats once (``tolist``), so
+    formatting 6 million cells costs the formatting alone (review68 F2: one ``np.isfinite``
+    per cell tripled the time)."""
+    width = values.shape[1]
+    text = "{:.9g}".format if values.dtype == np.float32 else repr
+    clean = np.isfinite(values).all(axis=1).tolist()
+    cells = []
+    for row, ok, whole in zip(values.tolist(), finite.tolist(), clean, strict=True):
+        if not ok:
+            cells.append([""] * width)
+        elif whole:
+            cells.append([text(v) for v in row])
+        else:
+            cells.append([text(v) if math.isfinite(v) else "" for v in row])
+    return cells
 
 
 def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint) -> str:
