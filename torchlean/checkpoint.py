@@ -34,25 +34,29 @@ are still read (with ``dropout`` 0.0), and written back as version 1.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import stat
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from torchlean import _npz
 from torchlean._checks import is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
+from torchlean.optim import OPTIMIZERS
 from torchlean.provenance import ENVIRONMENT_KEYS, environment_fault, is_sha256
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
@@ -83,6 +87,10 @@ _ARCHIVE_ERRORS = (
     MemoryError,  # an entry whose header claims more memory than there is
 )
 _NPY_MAGIC = b"\x93NUMPY"
+_METADATA_CHARS = 2**24
+"""The most characters a checkpoint's metadata entry may declare (64 MiB as numpy stores text;
+a run's metadata is some kilobytes, a few megabytes with tens of thousands of feature names):
+the entry is read whole before anything else is known."""
 """What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
 (``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
 (``BadZipFile``, ``OSError``, ``ValueError``)."""
@@ -177,17 +185,7 @@ class TrainingState:
         for name in ("epochs_done", "epochs", "random_counter"):
             if isinstance(getattr(self, name), np.integer):
                 object.__setattr__(self, name, int(getattr(self, name)))
-        if not is_builtin_int(self.epochs_done) or self.epochs_done < 0:
-            raise CheckpointError(f"training epochs_done must be an int >= 0, got {self.epochs_done!r}")
-        if not is_builtin_int(self.epochs) or self.epochs < max(1, self.epochs_done):
-            raise CheckpointError(
-                f"training epochs (the run's total) must be an int >= 1 and >= epochs_done "
-                f"({self.epochs_done}), got {self.epochs!r}"
-            )
-        if not is_builtin_int(self.random_counter) or not 0 <= self.random_counter < 2**64:
-            raise CheckpointError(
-                f"training random_counter must be an int in [0, 2**64), got {self.random_counter!r}"
-            )
+        _check_epochs(self.epochs_done, self.epochs, self.random_counter)
         if not isinstance(self.optimizer, Mapping):
             raise CheckpointError(
                 f"training optimizer must be a mapping of names to arrays (Optimizer.state_dict()), got "
@@ -204,9 +202,12 @@ class TrainingState:
             elif not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
                 shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
                 raise CheckpointError(
-                    f"training optimizer entry {key} must be a numeric numpy array, got {shown}"
+                    f"training optimizer entry {display_name(key)} must be a numeric numpy array, got {shown}"
                 )
+        _optimizer_form(self.optimizer)  # before any copy: the form bounds what is copied
+        for key, value in self.optimizer.items():
             state[key] = _read_only(value)
+        _optimizer_values(state)
         object.__setattr__(self, "optimizer", MappingProxyType(state))
         if not isinstance(self.settings, Mapping):
             raise CheckpointError(
@@ -369,30 +370,17 @@ class Checkpoint:
             if self.version == 1:
                 raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
         self._coerce()
-        if self.model not in MODELS:
-            raise CheckpointError(f"unknown model {self.model!r} (known: {' | '.join(MODELS)})")
-        for name in ("hidden", "features", "outputs"):
-            value = getattr(self, name)
-            if not is_builtin_int(value) or value < 1:
-                raise CheckpointError(f"{name} must be an int >= 1, got {value!r}")
-        try:
-            object.__setattr__(self, "dropout", checked_dropout(self.dropout))
-        except ShapeError as error:
-            raise CheckpointError(str(error)) from None
-        if self.version == 1 and self.dropout != 0.0:
-            raise CheckpointError(
-                f"a version 1 checkpoint has no dropout (version 2 does), got dropout {self.dropout!r}"
-            )
+        object.__setattr__(self, "dropout", _check_model_fields(
+            self.model, self.hidden, self.features, self.outputs, self.dropout, self.version))
         self._check_test_fraction()
-        if self.dtype not in ("float32", "float64"):
-            raise CheckpointError(f"dtype must be float32 or float64, got {self.dtype!r}")
+        _check_dtype(self.dtype)
         self._check_task()
         for name in ("dataset", "label_column", "profile"):
             if not isinstance(getattr(self, name), str):
                 raise CheckpointError(f"{name} must be a string, got {getattr(self, name)!r}")
         if not _strings(self.feature_names) or len(self.feature_names) not in (0, self.features):
             raise CheckpointError(
-                f"feature_names must be () or {self.features} strings, got {self.feature_names!r}"
+                f"feature_names must be () or {self.features} strings, got {_literals(self.feature_names)}"
             )
         if self.profile not in profiles.names():
             raise CheckpointError(f"unknown profile {self.profile!r} (known: {' | '.join(profiles.names())})")
@@ -409,9 +397,12 @@ class Checkpoint:
         if not bool(np.all(self.feature_scale > 0)):
             j = int(np.argmin(self.feature_scale > 0))
             raise CheckpointError(f"feature_scale[{j}] must be > 0, got {float(self.feature_scale[j])}")
-        object.__setattr__(self, "weights", self._checked_weights(self.weights, "weight"))
-        if self.training is not None and self.training.last_weights is not None:
-            self._checked_weights(self.training.last_weights, "last_weights entry")  # checked, kept as given
+        model = self._model()
+        object.__setattr__(self, "weights", _checked_weights(self.weights, model, "weight"))
+        if self.training is not None:
+            if self.training.last_weights is not None:  # checked, kept as given
+                _checked_weights(self.training.last_weights, model, "last_weights entry")
+            _optimizer_fit(self.training.optimizer, model)
 
     def _check_provenance(self) -> None:
         """Check (and store in their spelling) ``split_seed``, ``torch_threads`` and
@@ -572,11 +563,13 @@ class Checkpoint:
                 or len(set(self.classes)) != len(self.classes)
                 or not all(name.strip() for name in self.classes)
             ):  # a blank name would print as predict's empty "no prediction" cell
-                raise CheckpointError(f"classes must be distinct, non-blank strings, got {self.classes!r}")
+                raise CheckpointError(
+                    f"classes must be distinct, non-blank strings, got {_literals(self.classes)}"
+                )
             if len(self.classes) < 2 or len(self.classes) != self.outputs:
                 raise CheckpointError(
                     f"a classifier needs one class per output unit ({self.outputs}), at least two; "
-                    f"got classes {self.classes!r}"
+                    f"got classes {_literals(self.classes)}"
                 )
             if self.target_mean is not None or self.target_scale is not None:
                 raise CheckpointError("target_mean and target_scale must be None for classification")
@@ -596,46 +589,9 @@ class Checkpoint:
         else:
             raise CheckpointError(f"unknown task {self.task!r} (known: classification | regression)")
 
-    def _checked_weights(self, weights: object, what: str) -> Mapping[str, Array]:
-        """``weights`` (the ``weights`` field, or the training state's ``last_weights``: ``what``
-        names one of them in messages) as read-only copies, in the model's parameter order, after
-        checking that they are exactly the model's parameters (names, shapes, ``dtype``)."""
-        if not isinstance(weights, Mapping):
-            raise CheckpointError(
-                f"weights must be a mapping of names to arrays, got {type(weights).__name__}"
-            )
-        try:
-            layer, _ = build_model(
-                self.model, self.features, self.outputs, hidden=self.hidden, dropout=self.dropout
-            )
-        except TorchLeanError as error:
-            raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
-        specs = layer.param_specs()
-        names = [spec.name for spec in specs]
-        missing = [name for name in names if name not in weights]
-        extra = [name for name in weights if name not in names]
-        if missing or extra:
-            dropout = f", dropout {self.dropout!r}" if self.dropout else ""
-            which = "weights" if what == "weight" else "training last_weights"
-            raise CheckpointError(
-                f"the {which} do not match model {self.model} (features {self.features}, outputs "
-                f"{self.outputs}, hidden {self.hidden}{dropout}): missing {missing}, unexpected {extra}"
-            )
-        checked: dict[str, Array] = {}
-        for spec in specs:
-            value = weights[spec.name]
-            if not isinstance(value, np.ndarray):
-                raise CheckpointError(
-                    f"{what} {spec.name} is a {type(value).__name__}, expected a numpy array of {self.dtype}"
-                )
-            if value.dtype != np.dtype(self.dtype):
-                raise CheckpointError(f"{what} {spec.name} has dtype {value.dtype}, expected {self.dtype}")
-            if value.shape != tuple(spec.shape):
-                raise CheckpointError(
-                    f"{what} {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
-                )
-            checked[spec.name] = _read_only(value)
-        return MappingProxyType(checked)
+    def _model(self) -> _Model:
+        """The model these fields describe, its parameters listed (fields already checked)."""
+        return _built_model(self.model, self.hidden, self.features, self.outputs, self.dropout, self.dtype)
 
     def build(
         self, *, profile: str | None = None, execution: str | None = None, show_backend: bool = False
@@ -727,6 +683,292 @@ class Checkpoint:
                 f"{self.feature_mean[j]:.6g}, standard deviation {self.feature_scale[j]:.6g})",
             )
         return values
+
+
+class _Declared(Protocol):
+    """What a check of an entry's form reads: an array's, or an archive entry's header's
+    (:class:`torchlean._npz.Entry`, its data not read), ``shape`` and ``dtype``."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """A checkpoint's model as :func:`~torchlean.models.build_model` rebuilds it: its fields and
+    its parameters' ``(name, shape)`` in the model's order (the optimizer's parameter order)."""
+
+    name: str
+    hidden: int
+    features: int
+    outputs: int
+    dropout: float
+    dtype: np.dtype[Any]
+    params: tuple[tuple[str, tuple[int, ...]], ...]
+
+    def described(self) -> str:
+        dropout = f", dropout {self.dropout!r}" if self.dropout else ""
+        return (f"model {self.name} (features {self.features}, outputs {self.outputs}, hidden "
+                f"{self.hidden}{dropout})")
+
+
+_LISTED = 6
+"""The most names a message lists in full; a longer list shows its first three and its last."""
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``names`` as one line of a message: each as :func:`~torchlean.data.display_name` shows it
+    (a name holding a newline or a control character as its Python literal), a long list elided
+    as feature columns are (``f0, f1, f2, ..., f19999 (20000 in all)``)."""
+    if len(names) <= _LISTED:
+        return ", ".join(display_name(name) for name in names)
+    shown = [display_name(name) for name in (*names[:3], names[-1])]
+    return f"{', '.join(shown[:3])}, ..., {shown[-1]} ({len(names)} in all)"
+
+
+def _literals(values: object) -> str:
+    """``repr(values)`` of a tuple or list, a long one elided as :func:`_listed` elides names
+    (``('c0', 'c1', 'c2', ..., 'c999999') (1000000 in all)``); anything else as ``repr``."""
+    if not isinstance(values, tuple | list) or len(values) <= _LISTED:
+        return repr(values)
+    opening, closing = ("(", ")") if isinstance(values, tuple) else ("[", "]")
+    shown = ", ".join(map(repr, values[:3]))
+    return f"{opening}{shown}, ..., {values[-1]!r}{closing} ({len(values)} in all)"
+
+
+def _check_model_fields(model: object, hidden: object, features: object, outputs: object,
+                        dropout: object, version: int) -> float:
+    """``dropout`` as a float, once the model fields of a checkpoint are checked (see
+    :class:`Checkpoint`).
+
+    Raises:
+        CheckpointError: an unknown ``model``; ``hidden``, ``features`` or ``outputs`` not an int
+            >= 1; a ``dropout`` outside ``[0, 1)``, or nonzero with ``version`` 1.
+    """
+    if not isinstance(model, str) or model not in MODELS:
+        raise CheckpointError(f"unknown model {model!r} (known: {' | '.join(MODELS)})")
+    for name, value in (("hidden", hidden), ("features", features), ("outputs", outputs)):
+        if not is_builtin_int(value) or value < 1:
+            raise CheckpointError(f"{name} must be an int >= 1, got {value!r}")
+    try:
+        checked = checked_dropout(dropout)
+    except ShapeError as error:
+        raise CheckpointError(str(error)) from None
+    if version == 1 and checked != 0.0:
+        raise CheckpointError(
+            f"a version 1 checkpoint has no dropout (version 2 does), got dropout {checked!r}"
+        )
+    return checked
+
+
+def _check_dtype(dtype: object) -> None:
+    if dtype not in ("float32", "float64"):
+        raise CheckpointError(f"dtype must be float32 or float64, got {dtype!r}")
+
+
+def _built_model(model: str, hidden: int, features: int, outputs: int, dropout: float, dtype: str) -> _Model:
+    """The :class:`_Model` of checked fields.
+
+    Raises:
+        CheckpointError: ``the model cannot be rebuilt: ...`` (what build_model refuses).
+    """
+    try:
+        layer, _ = build_model(model, features, outputs, hidden=hidden, dropout=dropout)
+    except TorchLeanError as error:
+        raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
+    params = tuple((spec.name, tuple(int(n) for n in spec.shape)) for spec in layer.param_specs())
+    return _Model(model, hidden, features, outputs, dropout, np.dtype(dtype), params)
+
+
+def _fit_weights(weights: Mapping[str, _Declared], model: _Model, what: str) -> None:
+    """Check that ``weights`` (the ``weights`` field, or the training state's ``last_weights``:
+    ``what`` names one of them in messages) are exactly ``model``'s parameters: names, shapes,
+    dtype. Only ``shape`` and ``dtype`` are read (an archive entry's header does).
+
+    Raises:
+        CheckpointError: a missing or unexpected name (all of them, a long list elided), a
+            wrong shape or dtype (the first).
+    """
+    names = [name for name, _ in model.params]
+    missing = [name for name in names if name not in weights]
+    extra = [name for name in weights if name not in names]
+    if missing or extra:
+        which = "weights" if what == "weight" else "training last_weights"
+        raise CheckpointError(
+            f"the {which} do not match {model.described()}: missing {_literals(missing)}, unexpected "
+            f"{_literals(extra)}"
+        )
+    for name, shape in model.params:
+        value = weights[name]
+        if value.dtype != model.dtype:
+            raise CheckpointError(f"{what} {name} has dtype {value.dtype}, expected {model.dtype}")
+        if value.shape != shape:
+            raise CheckpointError(f"{what} {name} has shape {list(value.shape)}, expected {list(shape)}")
+
+
+def _checked_weights(weights: object, model: _Model, what: str) -> Mapping[str, Array]:
+    """``weights`` as read-only copies, in ``model``'s parameter order, after :func:`_fit_weights`."""
+    if not isinstance(weights, Mapping):
+        raise CheckpointError(f"weights must be a mapping of names to arrays, got {type(weights).__name__}")
+    for name, value in weights.items():
+        if not isinstance(value, np.ndarray):
+            raise CheckpointError(
+                f"{what} {name} is a {type(value).__name__}, expected a numpy array of {model.dtype}"
+            )
+    _fit_weights(weights, model, what)
+    return MappingProxyType({name: _read_only(weights[name]) for name, _ in model.params})
+
+
+def _check_epochs(epochs_done: object, epochs: object, random_counter: object) -> None:
+    """The counts of a :class:`TrainingState` (see there).
+
+    Raises:
+        CheckpointError: naming the count and the accepted values.
+    """
+    if not is_builtin_int(epochs_done) or epochs_done < 0:
+        raise CheckpointError(f"training epochs_done must be an int >= 0, got {epochs_done!r}")
+    if not is_builtin_int(epochs) or epochs < max(1, epochs_done):
+        raise CheckpointError(
+            f"training epochs (the run's total) must be an int >= 1 and >= epochs_done "
+            f"({epochs_done}), got {epochs!r}"
+        )
+    if not is_builtin_int(random_counter) or not 0 <= random_counter < 2**64:
+        raise CheckpointError(f"training random_counter must be an int in [0, 2**64), got {random_counter!r}")
+
+
+# The entries of Optimizer.state_dict(): its counts and rate, and per parameter i its buffers
+_OPTIMIZER_ENTRIES = "kind, steps, param_steps, lr, and first.<i>, second.<i>, third.<i> per parameter i"
+_BUFFER = re.compile(r"(first|second|third)\.(0|[1-9][0-9]{0,8})")
+_KIND_CHARS = max(map(len, OPTIMIZERS))
+_THIRD_KINDS = ("adam", "adamw", "rmsprop")
+"""The optimizers that keep a third buffer (AMSGrad's maximum, centered RMSprop's average)."""
+
+
+def _declared(value: _Declared) -> str:
+    return f"dtype {value.dtype}, shape {list(value.shape)}"
+
+
+def _optimizer_form(state: Mapping[str, _Declared]) -> None:
+    """Check the names, dtypes and ranks of an optimizer state's entries
+    (:meth:`Optimizer.state_dict <torchlean.optim.Optimizer.state_dict>`'s), reading only their
+    ``shape`` and ``dtype``: ``kind`` a 0-d text array of at most as many characters as the
+    longest optimizer name, ``steps`` a 0-d integer, ``param_steps`` 1-d integers, ``lr`` a 0-d
+    real number, and the buffers ``first.<i>``, ``second.<i>``, ``third.<i>``.
+
+    Raises:
+        CheckpointError: another entry name, or an entry of another form, naming it.
+    """
+    for key, value in state.items():
+        if key == "kind":
+            fits = value.shape == () and value.dtype.kind == "U" and value.dtype.itemsize <= 4 * _KIND_CHARS
+            what = f"a 0-d text array naming the optimizer ({' | '.join(OPTIMIZERS)})"
+        elif key == "steps":
+            fits = value.shape == () and value.dtype.kind in "iu"
+            what = "a 0-d integer array (the step count)"
+        elif key == "param_steps":
+            fits = len(value.shape) == 1 and value.dtype.kind in "iu"
+            what = "a 1-d integer array (each parameter's step count)"
+        elif key == "lr":
+            fits = value.shape == () and value.dtype.kind in "iuf"
+            what = "a 0-d real array (the learning rate)"
+        elif _BUFFER.fullmatch(key):
+            continue  # checked against the model's parameters by Checkpoint
+        else:
+            raise CheckpointError(
+                f"training optimizer entry {display_name(key)} is not one of Optimizer.state_dict()'s "
+                f"({_OPTIMIZER_ENTRIES})"
+            )
+        if not fits:
+            raise CheckpointError(f"training optimizer entry {key} must be {what}, got {_declared(value)}")
+
+
+def _optimizer_values(state: Mapping[str, Array]) -> None:
+    """Check the values of an optimizer state :func:`_optimizer_form` accepted, as
+    :meth:`Optimizer.load_state_dict <torchlean.optim.Optimizer.load_state_dict>` would: a
+    ``kind`` naming an optimizer (one of :data:`_THIRD_KINDS` when there are ``third.<i>``
+    buffers), step counts >= 0, a finite learning rate >= 0.
+
+    Raises:
+        CheckpointError: naming the entry and the accepted values.
+    """
+    kind = state.get("kind")
+    if kind is not None:
+        name = str(kind[()])
+        if name not in OPTIMIZERS:
+            raise CheckpointError(
+                f"training optimizer entry kind must name an optimizer ({' | '.join(OPTIMIZERS)}), got "
+                f"{name!r}"
+            )
+        third = sorted(key for key in state if key.startswith("third."))
+        if third and name not in _THIRD_KINDS:
+            raise CheckpointError(
+                f"training optimizer state of kind {name!r} has the entries {_listed(third)}, but a {name} "
+                f"optimizer keeps no third buffer (only {', '.join(_THIRD_KINDS)} do: AMSGrad, centered "
+                "RMSprop)"
+            )
+    for key in ("steps", "param_steps"):
+        counts = state.get(key)
+        if counts is not None and bool((counts < 0).any()):
+            shown = int(counts) if counts.ndim == 0 else _literals(counts.tolist())
+            raise CheckpointError(f"training optimizer entry {key} must be >= 0, got {shown}")
+    lr = state.get("lr")
+    if lr is not None and not (bool(np.isfinite(lr)) and float(lr) >= 0.0):
+        raise CheckpointError(
+            f"training optimizer entry lr must be a finite learning rate >= 0, got {lr[()]!r}"
+        )
+
+
+def _optimizer_fit(state: Mapping[str, _Declared], model: _Model) -> None:
+    """Check an optimizer state against ``model``'s parameters, reading only ``shape`` and
+    ``dtype``: its ``steps`` and ``param_steps`` entries present (one count per parameter), each
+    buffer naming a parameter and of its shape and dtype, ``first.<i>`` and ``second.<i>``
+    together and ``third.<i>`` only with them (as :meth:`Optimizer.state_dict
+    <torchlean.optim.Optimizer.state_dict>` writes them; a frozen parameter has none).
+
+    Raises:
+        CheckpointError: naming the entry, what it holds and what the model needs.
+    """
+    count = len(model.params)
+    for key in ("steps", "param_steps"):
+        if key not in state:
+            raise CheckpointError(
+                f"the training optimizer state has no {key} entry (Optimizer.state_dict() writes one; "
+                "--resume could not load the state)"
+            )
+    if state["param_steps"].shape != (count,):
+        raise CheckpointError(
+            f"training optimizer entry param_steps must hold one step count per parameter of "
+            f"{model.described()}: {count}, got shape {list(state['param_steps'].shape)}"
+        )
+    buffers: dict[int, set[str]] = {}
+    for key, value in state.items():
+        match = _BUFFER.fullmatch(key)
+        if match is None:
+            continue
+        index = int(match.group(2))
+        if index >= count:
+            raise CheckpointError(
+                f"training optimizer entry {key} names parameter {index}, but {model.described()} has "
+                f"{count} parameters (0 to {count - 1})"
+            )
+        name, shape = model.params[index]
+        if value.shape != shape or value.dtype != model.dtype:
+            raise CheckpointError(
+                f"training optimizer entry {key} has {_declared(value)}, but parameter {index} ({name}) has "
+                f"dtype {model.dtype}, shape {list(shape)}"
+            )
+        buffers.setdefault(index, set()).add(match.group(1))
+    for index, kinds in sorted(buffers.items()):
+        if "first" not in kinds or "second" not in kinds:
+            lacking = "first" if "first" not in kinds else "second"
+            raise CheckpointError(
+                f"the training optimizer state has {', '.join(f'{k}.{index}' for k in sorted(kinds))} but no "
+                f"{lacking}.{index} (Optimizer.state_dict() writes each parameter's first and second buffers "
+                "together, or none for a frozen parameter)"
+            )
 
 
 def _check_version(version: object) -> int:
@@ -991,40 +1233,104 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         # np.load would read any other file as a pickle and suggest allow_pickle=True
         raise CheckpointError(f"{file}: not a numpy .npz archive (not a zip file)")
     try:
-        loaded = np.load(file, allow_pickle=False)
+        opened = zipfile.ZipFile(file)
     except _ARCHIVE_ERRORS as error:
         raise CheckpointError(f"{file}: not a numpy .npz archive ({error})") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise CheckpointError(f"{file}: not a numpy .npz archive")
-    with loaded as archive:
+    with opened as archive:
         try:
-            arrays = {name: archive[name] for name in archive.files}
+            meta, arrays = _read_archive(archive)
+        except CheckpointError as error:
+            raise CheckpointError(f"{file}: {error}") from None
+        except _npz.NotAnArray as error:  # np.load would hand out its raw bytes
+            raise CheckpointError(f"{file}: not a torchlean checkpoint: {error}") from None
         except _ARCHIVE_ERRORS as error:
             reason = str(error) or type(error).__name__
             raise CheckpointError(f"{file}: cannot read the .npz archive ({reason})") from None
-    raw = next((name for name, value in arrays.items() if not isinstance(value, np.ndarray)), None)
-    if raw is not None:  # numpy returns the bytes of a member whose name lacks ".npy"
-        raise CheckpointError(f"{file}: not a torchlean checkpoint: entry {raw!r} is not a numpy array")
-    stray = arrays.get(_STRAY_ENTRY)
-    if stray is not None and stray.shape == () and stray.dtype == np.bool_:
-        del arrays[_STRAY_ENTRY]  # save's allow_pickle=False, stored by numpy < 2.1 (review60 F2)
     try:
-        return _from_arrays(arrays)
+        return _from_arrays(meta, arrays)
     except CheckpointError as error:
         raise CheckpointError(f"{file}: {error}") from None
 
 
-def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
-    """The checkpoint held by an archive's ``arrays``; see :func:`load`."""
-    entry = arrays.pop("metadata", None)
-    if entry is None:
+def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, Array]]:
+    """The metadata and the arrays of a checkpoint archive, read in an order that reads no entry's
+    data before it is known to be one the metadata describes, of the shape and dtype it
+    describes (a zip entry of a few kilobytes may inflate to gigabytes): the entry names; the
+    metadata (its size bounded); the names against the metadata; each entry's ``.npy`` header
+    against the model, the statistics and the training state the metadata describes; then the
+    data.
+
+    Raises:
+        CheckpointError: what :func:`load` names (without the path).
+        torchlean._npz.NotAnArray: a member that is not a ``.npy`` array.
+        ValueError, OSError, ...: an archive entry that cannot be read (:data:`_ARCHIVE_ERRORS`).
+    """
+    repeated = _npz.repeated_names(archive)
+    if repeated:  # review67 F13: zip readers differ on which copy they read
         raise CheckpointError(
-            f"not a torchlean checkpoint: no metadata entry (entries: {', '.join(arrays) or 'none'})"
+            f"the archive holds more than one entry named {_listed(repeated)} (a zip tool reading the "
+            "first copy and torchlean, the last, would see different checkpoints)"
         )
+    members = _npz.members(archive)
+    stray = members.get(_STRAY_ENTRY)
+    if stray is not None:
+        entry = _npz.header(archive, _STRAY_ENTRY, stray)
+        if entry.shape == () and entry.dtype == np.bool_:
+            del members[_STRAY_ENTRY]  # save's allow_pickle=False, stored by numpy < 2.1 (review60 F2)
+    info = members.pop("metadata", None)
+    if info is None:
+        raise CheckpointError(
+            f"not a torchlean checkpoint: no metadata entry (entries: {_listed(list(members)) or 'none'})"
+        )
+    meta = _metadata(archive, _npz.header(archive, "metadata", info))
+    _check_entry_names(meta, list(members))
+    entries = {name: _npz.header(archive, name, member) for name, member in members.items()}
+    _check_declared(meta, entries)
+    return meta, {name: _npz.read(archive, entry) for name, entry in entries.items()}
+
+
+class _RepeatedKey(Exception):
+    """A JSON object of the metadata names ``key`` twice (:func:`_unique_keys`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object, refusing a key it names twice (which
+    ``json`` would read as the last value, and another reader as the first)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
+def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
+    """The metadata object of the ``metadata`` entry (its header checked first: a 0-d text array
+    of at most :data:`_METADATA_CHARS` characters), with a supported ``version`` and known fields.
+
+    Raises:
+        CheckpointError: naming what is wrong.
+    """
     if entry.shape != () or entry.dtype.kind != "U":
         raise CheckpointError("not a torchlean checkpoint: the metadata entry is not a text entry")
+    chars = entry.dtype.itemsize // 4
+    if chars > _METADATA_CHARS:
+        raise CheckpointError(
+            f"the metadata entry declares {chars} characters, more than a checkpoint's metadata may hold "
+            f"({_METADATA_CHARS})"
+        )
+    text = str(_npz.read(archive, entry)[()])
     try:
-        meta = json.loads(str(entry[()]))
+        meta = json.loads(text, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as error:  # review67 F13
+        raise CheckpointError(
+            f"the metadata names the key {error.key!r} twice in one JSON object (readers differ on which "
+            "value they take: each key once)"
+        ) from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError, an int beyond Python's digit limit
         raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({error})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
@@ -1034,17 +1340,131 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
     unknown = [name for name in meta if name not in known]
     if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
         raise CheckpointError(
-            f"unexpected metadata fields: {', '.join(map(repr, unknown))} (version {version} "
+            f"unexpected metadata fields: {_literals(unknown)[1:-1]} (version {version} "
             f"writes: {', '.join(known)})"
         )
+    return meta
+
+
+def _field(meta: Mapping[str, Any], name: str, kind: type) -> Any:
+    """Metadata field ``name``, a JSON value of ``kind`` (bools are not ints).
+
+    Raises:
+        CheckpointError: the field is missing or of another type.
+    """
+    if name not in meta:
+        raise CheckpointError(f"metadata field {name!r} is missing")
+    value = meta[name]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise CheckpointError(f"metadata field {name!r} must be of type {kind.__name__}, got {value!r}")
+    return value
+
+
+def _check_entry_names(meta: dict[str, Any], names: list[str]) -> None:
+    """Check the archive's entry ``names`` (but ``metadata``) against those ``meta`` calls for,
+    reading no entry: ``feature_mean``, ``feature_scale``, ``target_statistics`` for regression,
+    ``weights/...``; with a training state, ``optimizer/...``, the validation history its flag
+    announces and ``last_weights/...`` with the other flag.
+
+    Raises:
+        CheckpointError: a missing entry (the first), entries the metadata does not call for (all
+            of them, a long list elided), a ``task`` or ``training`` field :func:`_from_arrays`
+            refuses.
+    """
+    required = ["feature_mean", "feature_scale"]
+    if _field(meta, "task", str) == "regression":
+        required.insert(0, "target_statistics")
+    prefixes = [_WEIGHTS]
+    training: dict[str, Any] = {}
+    if "training" in meta:
+        training = _check_training_meta(meta["training"])
+        prefixes.append(_OPTIMIZER)
+        if training["last_weights"]:
+            prefixes.append(_LAST_WEIGHTS)
+    for name in required:
+        if name not in names:
+            raise CheckpointError(f"the archive has no {name} entry")
+    if training and training["validation"]:
+        for name in (_VAL_LOSSES, _VAL_METRICS):
+            if name not in names:
+                raise CheckpointError(
+                    f"the training state has a validation history, but the archive has no {name} entry"
+                )
+        required += [_VAL_LOSSES, _VAL_METRICS]
+    unexpected = [name for name in names if name not in required and not name.startswith(tuple(prefixes))]
+    if unexpected:
+        raise CheckpointError(f"unexpected archive entries: {_listed(unexpected)}")
+
+
+def _check_declared(meta: dict[str, Any], entries: Mapping[str, _npz.Entry]) -> None:
+    """Check the ``.npy`` header (dtype, shape) of each entry against what ``meta`` (checked by
+    :func:`_check_entry_names`) describes, before any entry's data is read, with the messages of
+    the checks on the arrays (:class:`Checkpoint`, :class:`TrainingState`): ``target_statistics``
+    float64 ``[2]``, the statistics float64 ``[features]``, the weights (and last weights) the
+    model's parameters, the validation history float ``[epochs_done]``, the optimizer state's
+    entries of their form and of the model's parameters.
+
+    Raises:
+        CheckpointError: the first entry whose header does not fit, or a model field the model
+            cannot be built from.
+    """
+    if meta["task"] == "regression":
+        statistics = entries["target_statistics"]
+        if statistics.dtype != np.float64 or statistics.shape != (2,):
+            raise CheckpointError(
+                f"target_statistics must be float64 [mean, scale], got {_declared(statistics)}"
+            )
+    version = meta["version"]
+    fields = [_field(meta, name, kind) for name, kind in (
+        ("model", str), ("hidden", int), ("features", int), ("outputs", int), ("dtype", str))]
+    model, hidden, features, outputs, dtype = fields
+    dropout = _check_model_fields(model, hidden, features, outputs,
+                                  0.0 if version == 1 else _dropout_field(meta), version)
+    _check_dtype(dtype)
+    described = _built_model(model, hidden, features, outputs, dropout, dtype)
+    for name in ("feature_mean", "feature_scale"):
+        if entries[name].dtype != np.float64 or entries[name].shape != (features,):
+            raise CheckpointError(
+                f"{name} must be a float64 array of shape [{features}], got {_declared(entries[name])}"
+            )
+    _fit_weights(_prefixed(entries, _WEIGHTS), described, "weight")
+    training = meta.get("training")
+    if training is None:
+        return
+    _check_epochs(training["epochs_done"], training["epochs"], training["random_counter"])
+    if training["validation"]:
+        for name, shown in ((_VAL_LOSSES, "val_losses"), (_VAL_METRICS, "val_metrics")):
+            history, done = entries[name], training["epochs_done"]
+            if len(history.shape) != 1 or history.dtype.kind != "f":
+                if math.prod(history.shape) == done:  # small: TrainingState names its values
+                    continue
+                raise CheckpointError(
+                    f"training {shown} must be a 1-d float array, got {_declared(history)}"
+                )
+            if history.shape[0] != done:
+                raise CheckpointError(
+                    f"training {shown} must hold one value per epoch done ({done}), got {history.shape[0]}"
+                )
+    if training["last_weights"]:
+        _fit_weights(_prefixed(entries, _LAST_WEIGHTS), described, "last_weights entry")
+    optimizer = _prefixed(entries, _OPTIMIZER)
+    _optimizer_form(optimizer)
+    _optimizer_fit(optimizer, described)
+
+
+def _prefixed(entries: Mapping[str, _npz.Entry], prefix: str) -> dict[str, _npz.Entry]:
+    """The entries named ``prefix...``, named without it."""
+    return {name[len(prefix) :]: entry for name, entry in entries.items() if name.startswith(prefix)}
+
+
+def _from_arrays(meta: dict[str, Any], arrays: dict[str, Array]) -> Checkpoint:
+    """The checkpoint held by an archive's metadata ``meta`` (:func:`_metadata`) and ``arrays``
+    (every other entry); see :func:`load`."""
+
+    version: int = meta["version"]
 
     def field(name: str, kind: type) -> Any:
-        if name not in meta:
-            raise CheckpointError(f"metadata field {name!r} is missing")
-        value = meta[name]
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise CheckpointError(f"metadata field {name!r} must be of type {kind.__name__}, got {value!r}")
-        return value
+        return _field(meta, name, kind)
 
     def array(name: str) -> Array:
         found = arrays.pop(name, None)
@@ -1072,7 +1492,7 @@ def _from_arrays(arrays: dict[str, Array]) -> Checkpoint:
         }
         training = _training(meta["training"], optimizer, arrays)
     if arrays:
-        raise CheckpointError(f"unexpected archive entries: {', '.join(arrays)}")
+        raise CheckpointError(f"unexpected archive entries: {_listed(list(arrays))}")
     return Checkpoint(
         model=field("model", str),
         hidden=field("hidden", int),
@@ -1108,19 +1528,7 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
     """The training state of a version 2 archive: its ``training`` metadata object, its
     ``optimizer/`` entries (named without the prefix) and the ``validation/`` and
     ``last_weights/`` entries its flags announce (taken out of ``arrays``)."""
-    fields = _TRAINING_FIELDS
-    if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
-        shown = sorted(meta) if isinstance(meta, dict) else meta
-        raise CheckpointError(
-            f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
-            f"got {shown!r}"
-        )
-    for name in ("epochs_done", "epochs", "random_counter"):
-        if not is_builtin_int(meta[name]):
-            raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
-    for name in _TRAINING_FLAGS:
-        if not isinstance(meta[name], bool):
-            raise CheckpointError(f"training {name} must be true or false, got {meta[name]!r}")
+    meta = _check_training_meta(meta)
     losses = metrics = last = None
     if meta["validation"]:
         for name in (_VAL_LOSSES, _VAL_METRICS):
@@ -1139,6 +1547,30 @@ def _training(meta: object, optimizer: dict[str, Array], arrays: dict[str, Array
         settings=meta["settings"], val_losses=losses, val_metrics=metrics, last_weights=last,
         random_counter=meta["random_counter"],
     )
+
+
+def _check_training_meta(meta: object) -> dict[str, Any]:
+    """Check the ``training`` metadata object's fields and their types (the counts' ranges are
+    :class:`TrainingState`'s).
+
+    Raises:
+        CheckpointError: not an object with exactly the fields of :data:`_TRAINING_FIELDS`; a
+            count that is not an int, a flag that is not a bool.
+    """
+    fields = _TRAINING_FIELDS
+    if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
+        shown = _literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
+        raise CheckpointError(
+            f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
+            f"got {shown}"
+        )
+    for name in ("epochs_done", "epochs", "random_counter"):
+        if not is_builtin_int(meta[name]):
+            raise CheckpointError(f"training {name} must be an int, got {meta[name]!r}")
+    for name in _TRAINING_FLAGS:
+        if not isinstance(meta[name], bool):
+            raise CheckpointError(f"training {name} must be true or false, got {meta[name]!r}")
+    return meta
 
 
 def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:

@@ -1,0 +1,118 @@
+"""Reading a numpy ``.npz`` archive that may be hostile: its entry names, then each entry's ``.npy``
+header (dtype and shape, from the entry's first bytes), then, only once the caller has checked
+those, the data.
+
+``np.load`` of an ``.npz`` reads an entry's data as soon as it is asked for, and a zip entry of a
+few kilobytes can inflate to gigabytes; an entry's header says how much it holds without reading
+it. Nothing here unpickles: an entry whose header declares an object dtype is refused from the
+header, with numpy's own wording, as ``np.load(..., allow_pickle=False)`` refuses it.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["SUFFIX", "Entry", "NotAnArray", "header", "members", "read", "repeated_names"]
+
+SUFFIX = ".npy"
+"""The suffix of an archive member holding a numpy array (``np.savez`` adds it to each name)."""
+_MAGIC = b"\x93NUMPY"
+_PICKLE_REFUSED = "Object arrays cannot be loaded when allow_pickle=False"
+"""numpy's message for an object array read with ``allow_pickle=False``."""
+
+
+class NotAnArray(ValueError):
+    """A member that holds no ``.npy`` array (its name lacks ``.npy``, or its bytes do not start
+    as one); ``name`` is the entry's name as ``np.load`` lists it (without ``.npy``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"entry {name!r} is not a numpy array")
+        self.name = name
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ``.npy`` member's header: its ``name`` without ``.npy``, its zip ``info``, and the
+    ``shape`` and ``dtype`` it declares (its data not read)."""
+
+    name: str
+    info: zipfile.ZipInfo
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes its data take in memory as declared (``prod(shape) * itemsize``)."""
+        return int(np.prod(self.shape, dtype=object)) * self.dtype.itemsize
+
+
+def repeated_names(archive: zipfile.ZipFile) -> list[str]:
+    """The member names ``archive`` holds more than once (in the order of their first copy): a
+    zip may, and readers differ on which copy they take (``zipfile``: the last)."""
+    counts = Counter(info.filename for info in archive.infolist())
+    return [name for name, count in counts.items() if count > 1]
+
+
+def members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """``archive``'s members by entry name (``np.load``'s names: the member name without
+    ``.npy``), in archive order; nothing is read.
+
+    Raises:
+        NotAnArray: a member whose name does not end with ``.npy`` (``np.load`` would hand out its
+            raw bytes), the first one.
+    """
+    found: dict[str, zipfile.ZipInfo] = {}
+    for info in archive.infolist():
+        if not info.filename.endswith(SUFFIX):
+            raise NotAnArray(info.filename)
+        found[info.filename[: -len(SUFFIX)]] = info
+    return found
+
+
+def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
+    """The ``.npy`` header of member ``info`` (entry ``name``), read from its first bytes only
+    (``numpy.lib.format.read_array_header_1_0``/``_2_0``, with numpy's bound on a header's size).
+
+    Raises:
+        NotAnArray: the member does not start with the ``.npy`` magic string.
+        ValueError: a header numpy cannot parse, a ``.npy`` format version other than 1.0 and
+            2.0 (3.0 is written only for structured dtypes with non-Latin-1 field names), or an
+            object dtype (``Object arrays cannot be loaded when allow_pickle=False``, numpy's words).
+        zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError: what ``ZipFile.open``
+            raises for a damaged, encrypted or unsupported member.
+    """
+    with archive.open(info) as stream:
+        start = stream.read(len(_MAGIC) + 2)
+        if len(start) < len(_MAGIC) + 2 or start[: len(_MAGIC)] != _MAGIC:
+            raise NotAnArray(name)
+        version = (start[-2], start[-1])
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"entry {name!r}: .npy format version {version[0]}.{version[1]} is not read "
+                             "(accepted: 1.0 and 2.0, as np.save writes plain arrays)")
+    if dtype.hasobject:
+        raise ValueError(_PICKLE_REFUSED)
+    return Entry(name, info, tuple(int(n) for n in shape), dtype)
+
+
+def read(archive: zipfile.ZipFile, entry: Entry) -> npt.NDArray[Any]:
+    """The array of ``entry`` (``numpy.lib.format.read_array``, ``allow_pickle=False``).
+
+    Raises:
+        ValueError, EOFError, MemoryError, OSError, zipfile.BadZipFile: data shorter than the
+            header declares, a bad CRC, and what :func:`header` raises.
+    """
+    with archive.open(entry.info) as stream:
+        array = np.lib.format.read_array(stream, allow_pickle=False)
+    if array.shape != entry.shape or array.dtype != entry.dtype:  # the member changed under us
+        raise ValueError(f"entry {entry.name!r} changed while it was read")
+    return array
