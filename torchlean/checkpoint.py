@@ -152,7 +152,12 @@ class TrainingState:
     <torchlean.trainer.Trainer.random_counter>`, the random-op invocations the trainer's session
     served, so a resumed run's dropout masks go on where the run's stopped); ``optimizer``
     (:meth:`Optimizer.state_dict <torchlean.optim.Optimizer.state_dict>`: names to numeric arrays,
-    stored as read-only copies; checked against the optimizer only when loaded into one);
+    stored as read-only copies: its entries as ``state_dict`` writes them, ``kind`` a 0-d text
+    array naming one of :data:`torchlean.optim.OPTIMIZERS` (``adam``, ``adamw`` or ``rmsprop``
+    with ``third.<i>`` buffers), ``steps`` a 0-d and ``param_steps`` a 1-d integer array >= 0,
+    ``lr`` a 0-d real number, finite and >= 0, and the buffers ``first.<i>``, ``second.<i>``,
+    ``third.<i>``, which :class:`Checkpoint` checks against the model's parameters; the
+    record's other settings are checked when it is loaded into an optimizer);
     ``settings`` (names to ``str``, ``bool`` or ``None``: the options of the run, as the
     writer spells them, so a reader can rebuild the run; ``torchlean train`` writes its options'
     command-line texts and a digest of its data), stored as a read-only mapping. numpy integers
@@ -322,7 +327,11 @@ class Checkpoint:
             ``version`` 1; a missing, unexpected or mis-shaped weight, or
             one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
-            one with ``version`` 1; a ``split_seed``, ``torch_threads``, ``torch_threads_segments``,
+            one with ``version`` 1; a training state whose optimizer state does not fit the model
+            (no ``steps`` or ``param_steps`` entry, ``param_steps`` not one count per parameter, a
+            buffer naming no parameter or of another shape or dtype than its parameter's, a
+            parameter with only one of its ``first``/``second`` buffers, or a ``third`` without
+            them); a ``split_seed``, ``torch_threads``, ``torch_threads_segments``,
             ``environment`` or ``data_sha256`` outside what is stated above, or, with ``version``
             1, other than ``seed``, ``None``, ``None``, ``None``, ``None`` (an ``environment``
             missing a key or with another, or whose ``profile`` names an unknown profile or
@@ -1185,7 +1194,16 @@ _TRAINING_FLAGS = ("validation", "last_weights")
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
-    """Read the checkpoint :func:`save` wrote to ``path`` (``np.load(..., allow_pickle=False)``).
+    """Read the checkpoint :func:`save` wrote to ``path`` (as ``np.load(..., allow_pickle=False)``
+    would, nothing unpickled).
+
+    An archive may be hostile (a zip entry of a few kilobytes can inflate to gigabytes), so no
+    entry's data is read before it is known to be one the metadata calls for, of the dtype and
+    shape it describes: the entry names are checked first, then the ``metadata`` entry is read
+    (at most 2**24 characters), then the names against the metadata, then each entry's ``.npy``
+    header (dtype, shape, from its first bytes) against the model, the statistics and the
+    training state the metadata describes, and only then the data. Memory is bounded by the
+    arrays of the model the metadata describes.
 
     An ``allow_pickle`` entry holding a 0-d bool is ignored: under numpy < 2.1, whose ``np.savez``
     has no such keyword, torchlean 0.1.0's ``save`` stored its ``allow_pickle=False`` so.
@@ -1195,11 +1213,25 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             what is wrong: no such file (or a directory, a device or a pipe); a file that cannot be
             read (``cannot read checkpoint <path>: <reason>``: a name too long, an I/O error); not a
             numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
-            read (truncated, damaged, an entry that would need pickle); not a torchlean checkpoint
-            (no ``metadata`` entry, or metadata that is not the JSON object of the format); an
-            unsupported ``version``; a missing, unknown or wrongly typed metadata field; a missing,
-            unexpected, mis-shaped or wrongly typed array (weights, statistics); non-finite
-            statistics; any inconsistency :class:`Checkpoint` refuses.
+            read (truncated, damaged, an entry that would need pickle, refused from its header);
+            two entries of one name (``the archive holds more than one entry named ...``); not a
+            torchlean checkpoint (no ``metadata`` entry, an entry that is not a ``.npy`` array, or
+            metadata that is not the JSON object of the format); metadata declaring more than 2**24
+            characters; a JSON object of the metadata naming a key twice (``the metadata names the
+            key 'model' twice in one JSON object``); an unsupported ``version``; a missing, unknown
+            or wrongly typed metadata field; a missing or unexpected entry (``unexpected archive
+            entries: junk``: names shown as :func:`torchlean.data.display_name` shows them, a
+            long list elided as ``x0, x1, x2, ..., x19999 (20000 in all)``); an entry whose header
+            declares another dtype or shape than the metadata describes (weights, statistics, the
+            validation history, the optimizer state: each buffer ``first.<i>``, ``second.<i>``,
+            ``third.<i>`` of parameter ``i``'s shape and the model's dtype), refused before any data
+            is read; non-finite statistics; an optimizer state that ``--resume`` could not load
+            (an unknown ``kind``, negative step counts, a learning rate that is not finite and
+            >= 0, a ``steps`` or ``param_steps`` entry missing, a parameter with one of its first
+            and second buffers only, a third buffer for an optimizer that keeps none); any
+            inconsistency :class:`Checkpoint` or :class:`TrainingState` refuses. The training
+            settings' values (``--batch-size``, ``--lr``, ``--freeze`` texts) are the command
+            line's, read by ``torchlean train --resume``, which refuses those it cannot parse.
     """
     _check_path(path)
     file = path if isinstance(path, Path) else Path(path)  # a Path subclass keeps how it prints

@@ -1,0 +1,448 @@
+"""Hostile checkpoint archives (review67 F1, F6, F7, F12, F13): ``checkpoint.load`` checks the
+archive's entry names and each entry's ``.npy`` header against what the metadata describes before
+it reads any entry's data, so a small file declaring huge arrays (a zip bomb) or carrying huge
+extra entries is refused from the headers alone; the optimizer state is checked against the
+model at load; duplicate entries and duplicate JSON keys are refused; names in messages are
+literals and long lists are elided.
+
+The files are crafted with ``zipfile`` and ``numpy.lib.format`` as the reviewer crafted them. No
+test is timed: a spy on ``numpy.lib.format.read_array`` (what reads an entry's data) records the
+entries whose data were read, and the refused ones must not be among them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import checkpoint
+from torchlean.checkpoint import Checkpoint, CheckpointError, TrainingState
+from torchlean.cli import main
+
+HUGE = 2**40  # a declared element count no test machine could hold (4 TiB of float32)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("hostile") / "iris.npz"
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save", str(path)]) == 0
+    return path
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The archive members whose data ``numpy.lib.format.read_array`` reads, in order."""
+    seen: list[str] = []
+    original = np.lib.format.read_array
+
+    def spy(stream: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(stream.name)
+        return original(stream, *args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "read_array", spy)
+    yield seen
+
+
+def _header(shape: tuple[int, ...], descr: str = "<f4") -> bytes:
+    """A ``.npy`` version 1.0 header declaring ``shape`` of ``descr``, as numpy writes it."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def _npy(value: np.ndarray[Any, Any]) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, value, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _rewrite(
+    good: Path,
+    target: Path,
+    replace: dict[str, bytes] | None = None,
+    add: dict[str, bytes] | None = None,
+    compression: int = zipfile.ZIP_STORED,
+) -> Path:
+    """A copy of ``good`` with members (full names, ``.npy`` included) replaced and added."""
+    replace, add = replace or {}, add or {}
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(target, "w", compression) as out:
+        for info in source.infolist():
+            out.writestr(info.filename, replace.get(info.filename, source.read(info)))
+        for name, payload in add.items():
+            out.writestr(name, payload)
+    return target
+
+
+def _arrays(good: Path) -> dict[str, np.ndarray[Any, Any]]:
+    with np.load(good, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _saved(target: Path, arrays: dict[str, np.ndarray[Any, Any]]) -> Path:
+    with target.open("wb") as handle:
+        np.savez(handle, **arrays)
+    return target
+
+
+def _meta(good: Path) -> dict[str, Any]:
+    return json.loads(str(_arrays(good)["metadata"]))
+
+
+# --------------------------------------------------------------- F1: headers before data
+
+
+def test_a_huge_extra_entry_is_refused_by_its_name_reading_only_the_metadata(good, tmp_path, reads):
+    # deflated: 64 MiB of zeros in about 64 KB, and an entry declaring 4 TiB with 16 bytes present
+    inflating = _header((2**24,)) + bytes(4 * 2**24)
+    path = _rewrite(
+        good,
+        tmp_path / "extra.npz",
+        add={"junk.npy": inflating, "more.npy": _header((HUGE,)) + bytes(16)},
+        compression=zipfile.ZIP_DEFLATED,
+    )
+    assert path.stat().st_size < 2**20
+    with pytest.raises(CheckpointError, match=r"extra\.npz: unexpected archive entries: junk, more$"):
+        checkpoint.load(path)
+    assert reads == ["metadata.npy"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "optimizer/second.5",
+        "optimizer/first.0",
+        "weights/0.weight",
+        "last_weights/0.weight",
+        "feature_mean",
+        "validation/losses",
+    ],
+)
+def test_an_entry_declaring_more_than_the_model_needs_is_refused_from_its_header(
+    good, tmp_path, reads, entry
+):
+    meta = _meta(good)
+    arrays = _arrays(good)
+    if entry.startswith(("last_weights/", "validation/")):  # the flags announce these entries
+        flag = "last_weights" if entry.startswith("last_weights/") else "validation"
+        meta["training"][flag] = True
+        done = meta["training"]["epochs_done"]
+        arrays.update(
+            {
+                f"last_weights/{name[8:]}": value
+                for name, value in arrays.items()
+                if name.startswith("weights/")
+            }
+            if flag == "last_weights"
+            else {"validation/losses": np.ones(done), "validation/metrics": np.ones(done)}
+        )
+        arrays["metadata"] = np.array(json.dumps(meta))
+    base = _saved(tmp_path / "base.npz", arrays)
+    descr = "<f8" if entry in ("feature_mean", "validation/losses") else "<f4"
+    path = _rewrite(
+        base, tmp_path / "bomb.npz", replace={f"{entry}.npy": _header((HUGE,), descr) + bytes(64)}
+    )
+    reads.clear()  # the reads of making the file
+    with pytest.raises(CheckpointError, match=rf"bomb\.npz: .*\b{HUGE}\b"):
+        checkpoint.load(path)
+    assert reads == ["metadata.npy"]  # no entry's data: the header told
+
+
+def test_the_messages_of_header_faults_name_the_entry_and_what_the_model_needs(good, tmp_path):
+    weight = _arrays(good)["weights/0.weight"]  # the oracle: the parameter's shape as the file holds it
+    huge = _header((HUGE,)) + bytes(64)
+    cases = {
+        "optimizer/second.0.npy": rf"training optimizer entry second\.0 has dtype float32, shape \[{HUGE}\], "
+        rf"but parameter 0 \(0\.weight\) has dtype float32, shape \[{weight.shape[0]}, "
+        rf"{weight.shape[1]}\]$",
+        "weights/0.weight.npy": rf"weight 0\.weight has shape \[{HUGE}\], expected \[{weight.shape[0]}, "
+        rf"{weight.shape[1]}\]$",
+        "feature_scale.npy": rf"feature_scale must be a float64 array of shape \[4\], got dtype float32, "
+        rf"shape \[{HUGE}\]$",
+    }
+    for member, message in cases.items():
+        with pytest.raises(CheckpointError, match=message):
+            checkpoint.load(_rewrite(good, tmp_path / "case.npz", replace={member: huge}))
+
+
+def test_metadata_declaring_more_text_than_a_checkpoint_holds_is_refused_unread(good, tmp_path, reads):
+    declared = 2**24 + 1  # characters: 4 bytes each in numpy's text dtype
+    path = _rewrite(
+        good, tmp_path / "meta.npz", replace={"metadata.npy": _header((), f"<U{declared}") + bytes(8)}
+    )
+    with pytest.raises(
+        CheckpointError,
+        match=rf"meta\.npz: the metadata entry declares {declared} characters, "
+        rf"more than a checkpoint's metadata may hold \({2**24}\)$",
+    ):
+        checkpoint.load(path)
+    assert reads == []
+
+
+def test_a_compressed_checkpoint_of_the_right_shapes_still_loads(good, tmp_path):
+    plain = checkpoint.load(good)
+    with zipfile.ZipFile(good) as source:
+        members = {info.filename: source.read(info) for info in source.infolist()}
+    path = tmp_path / "deflated.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, payload in members.items():
+            out.writestr(name, payload)
+    loaded = checkpoint.load(path)
+    assert loaded.training is not None and plain.training is not None
+    for name, value in plain.weights.items():
+        np.testing.assert_array_equal(loaded.weights[name], value, strict=True)
+    assert sorted(loaded.training.optimizer) == sorted(plain.training.optimizer)
+
+
+@pytest.mark.parametrize("member", ["weights/0.bias.npy", "metadata.npy", "evil.npy"])
+def test_a_pickled_object_array_is_refused_from_its_header_without_unpickling(good, tmp_path, reads, member):
+    # a payload that would append to this list if it were unpickled
+    payload = np.array([Unpickled()], dtype=object)
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, payload, allow_pickle=True)
+    replace = {member: buffer.getvalue()} if member != "evil.npy" else {}
+    add = {member: buffer.getvalue()} if member == "evil.npy" else {}
+    path = _rewrite(good, tmp_path / "pickled.npz", replace=replace, add=add)
+    expected = (
+        r"unexpected archive entries: evil$"
+        if member == "evil.npy"
+        else r"cannot read the \.npz archive \(Object arrays cannot be loaded when allow_pickle=False\)$"
+    )
+    with pytest.raises(CheckpointError, match=expected):
+        checkpoint.load(path)
+    assert UNPICKLED == []
+    assert reads in ([], ["metadata.npy"])
+
+
+UNPICKLED: list[str] = []
+
+
+def _unpickled() -> None:
+    UNPICKLED.append("unpickled")
+
+
+class Unpickled:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickled, ())
+
+
+# ------------------------------------------------------------ F12: the optimizer state at load
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"optimizer/first.0": np.zeros((3, 3), np.float32)},
+            r"training optimizer entry first\.0 has dtype float32, shape \[3, 3\], but parameter 0 "
+            r"\(0\.weight\) has dtype float32, shape \[4, 4\]",
+        ),
+        (
+            {"optimizer/first.0": np.zeros((4, 4))},
+            r"entry first\.0 has dtype float64, shape \[4, 4\], but parameter 0",
+        ),
+        (
+            {"optimizer/first.6": np.zeros(3, np.float32), "optimizer/second.6": np.zeros(3, np.float32)},
+            r"training optimizer entry (first|second)\.6 names parameter 6, but model mlp .* has 6 "
+            r"parameters \(0 to 5\)",
+        ),
+        (
+            {"optimizer/kind": np.array("evil")},
+            r"training optimizer entry kind must name an optimizer "
+            r"\(sgd \| adam \| adamw \| rmsprop \| adagrad\), got 'evil'",
+        ),
+        (
+            {"optimizer/kind": np.array("x" * 100)},
+            r"training optimizer entry kind must be a 0-d text array naming",
+        ),
+        (
+            {"optimizer/kind": np.array(["adam"])},
+            r"entry kind must be a 0-d text array .* got dtype <U4, shape \[1\]",
+        ),
+        ({"optimizer/steps": np.array(-5)}, r"training optimizer entry steps must be >= 0, got -5$"),
+        (
+            {"optimizer/steps": np.array(1.5)},
+            r"entry steps must be a 0-d integer array .* got dtype float64, shape \[\]",
+        ),
+        (
+            {"optimizer/param_steps": np.array([8, 8, -1, 8, 8, 8])},
+            r"training optimizer entry param_steps must be >= 0, got \[8, 8, -1, 8, 8, 8\]$",
+        ),
+        (
+            {"optimizer/param_steps": np.array([8, 8])},
+            r"entry param_steps must hold one step count per parameter of model mlp .*: 6, got shape \[2\]$",
+        ),
+        (
+            {"optimizer/lr": np.array(np.nan)},
+            r"training optimizer entry lr must be a finite learning rate >= 0, got "
+            r"(np\.float64\()?nan",
+        ),
+        (
+            {"optimizer/lr": np.array(-0.1)},
+            r"entry lr must be a finite learning rate >= 0, got (np\.float64\()?-0\.1",
+        ),
+        (
+            {"optimizer/momentum.0": np.zeros(4, np.float32)},
+            r"training optimizer entry momentum\.0 is not one of Optimizer\.state_dict\(\)'s \(kind, steps",
+        ),
+        (
+            {"optimizer/kind": np.array("sgd"), "optimizer/third.0": np.zeros((4, 4), np.float32)},
+            r"training optimizer state of kind 'sgd' has the entries third\.0, but a sgd optimizer keeps "
+            r"no third buffer",
+        ),
+    ],
+)
+def test_load_checks_the_optimizer_state_against_the_model(good, tmp_path, change, message):
+    arrays = _arrays(good)
+    assert arrays["weights/0.weight"].shape == (4, 4)  # the oracle of the messages: --hidden 4, 4 features
+    arrays.update(change)
+    with pytest.raises(CheckpointError, match=message):
+        checkpoint.load(_saved(tmp_path / "opt.npz", arrays))
+
+
+@pytest.mark.parametrize(
+    ("dropped", "message"),
+    [
+        ("optimizer/steps", r"the training optimizer state has no steps entry"),
+        ("optimizer/param_steps", r"the training optimizer state has no param_steps entry"),
+        ("optimizer/second.3", r"the training optimizer state has first\.3 but no second\.3"),
+    ],
+)
+def test_load_refuses_an_optimizer_state_that_lacks_what_state_dict_writes(good, tmp_path, dropped, message):
+    arrays = _arrays(good)
+    del arrays[dropped]
+    with pytest.raises(CheckpointError, match=message):
+        checkpoint.load(_saved(tmp_path / "lacking.npz", arrays))
+
+
+def test_an_optimizer_state_without_a_frozen_parameters_buffers_loads(good, tmp_path):
+    arrays = _arrays(good)
+    for kind in ("first", "second"):  # a frozen parameter keeps none (Optimizer.state_dict)
+        del arrays[f"optimizer/{kind}.0"]
+    saved = checkpoint.load(_saved(tmp_path / "frozen.npz", arrays))
+    assert saved.training is not None and "first.0" not in saved.training.optimizer
+
+
+def test_training_state_built_in_python_has_its_optimizer_entries_checked():
+    base = {"epochs_done": 1, "epochs": 2, "settings": {}}
+    with pytest.raises(CheckpointError, match=r"entry kind must name an optimizer .* got 'evil'"):
+        TrainingState(**base, optimizer={"kind": np.array("evil")})
+    with pytest.raises(CheckpointError, match=r"entry steps must be >= 0, got -1"):
+        TrainingState(**base, optimizer={"steps": np.array(-1)})
+    with pytest.raises(CheckpointError, match=r"entry 'x\\x1b\[2J' is not one of Optimizer.state_dict\(\)'s"):
+        TrainingState(**base, optimizer={"x\x1b[2J": np.zeros(1)})
+    assert (
+        TrainingState(**base, optimizer={"kind": np.array("adam"), "steps": np.array(0)}).optimizer["steps"]
+        == 0
+    )
+
+
+def test_a_checkpoint_built_in_python_has_its_optimizer_state_checked_against_the_model(good):
+    saved = checkpoint.load(good)
+    assert saved.training is not None
+    fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    state = {name: getattr(saved.training, name) for name in TrainingState.__slots__}
+    optimizer = {**saved.training.optimizer, "second.1": np.zeros(5, np.float32)}
+    with pytest.raises(
+        CheckpointError,
+        match=r"entry second\.1 has dtype float32, shape \[5\], but parameter 1 "
+        r"\(0\.bias\) has dtype float32, shape \[4\]",
+    ):
+        Checkpoint(**{**fields, "training": TrainingState(**{**state, "optimizer": optimizer})})
+
+
+# ------------------------------------------------------------------ F13: duplicates
+
+
+def test_a_duplicate_archive_entry_is_refused_naming_it(good, tmp_path, reads):
+    with zipfile.ZipFile(good) as source:
+        metadata = source.read("metadata.npy")
+    path = tmp_path / "dup.npz"
+    with pytest.warns(UserWarning, match="Duplicate name"):  # zipfile's own warning when writing one
+        _rewrite(good, path, add={"metadata.npy": metadata})
+    with pytest.raises(
+        CheckpointError,
+        match=r"dup\.npz: the archive holds more than one entry named metadata\.npy "
+        r"\(a zip tool reading the first copy and torchlean, the last, would see different "
+        r"checkpoints\)$",
+    ):
+        checkpoint.load(path)
+    assert reads == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('"model": "mlp"', '"model": "mlp", "model": "transformer"', "model"),
+        (
+            '"epochs_done": 1',
+            '"epochs_done": 1, "epochs_done": 2',
+            "epochs_done",
+        ),  # inside the training object
+        ('"settings": {', '"settings": {"lr": "0.5", ', "lr"),  # inside settings, which already has lr
+    ],
+)
+def test_a_duplicate_json_key_in_the_metadata_is_refused_naming_it(good, tmp_path, old, new, key):
+    arrays = _arrays(good)
+    text = str(arrays["metadata"])
+    assert old in text and ('"lr":' in text if key == "lr" else True)
+    arrays["metadata"] = np.array(text.replace(old, new, 1))
+    with pytest.raises(
+        CheckpointError, match=rf"the metadata names the key '{key}' twice in one JSON object"
+    ):
+        checkpoint.load(_saved(tmp_path / "dupkey.npz", arrays))
+
+
+# ------------------------------------------------------------ F6, F7: names shown, lists elided
+
+
+def test_an_entry_name_with_control_characters_is_shown_as_one_escaped_line(good, tmp_path):
+    name = "x\x1b[2J\nerror: fake"
+    path = _rewrite(good, tmp_path / "evil.npz", add={f"{name}.npy": _npy(np.zeros(1))})
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    text = str(caught.value)
+    assert text.endswith(r"evil.npz: unexpected archive entries: 'x\x1b[2J\nerror: fake'")
+    assert "\n" not in text and "\x1b" not in text
+
+
+def test_many_extra_entries_are_listed_elided(good, tmp_path):
+    arrays = _arrays(good)
+    arrays.update({f"x{i}": np.zeros(1) for i in range(2000)})
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(_saved(tmp_path / "many.npz", arrays))
+    assert str(caught.value).endswith(
+        "many.npz: unexpected archive entries: x0, x1, x2, ..., x1999 (2000 in all)"
+    )
+    assert len(str(caught.value)) < 200 + len(str(tmp_path))
+
+
+def test_six_extra_entries_are_listed_in_full(good, tmp_path):
+    arrays = _arrays(good)
+    arrays.update({f"x{i}": np.zeros(1) for i in range(6)})
+    with pytest.raises(CheckpointError, match=r"unexpected archive entries: x0, x1, x2, x3, x4, x5$"):
+        checkpoint.load(_saved(tmp_path / "six.npz", arrays))
+
+
+def test_a_huge_class_list_is_elided_in_the_error(good, tmp_path):
+    arrays = _arrays(good)
+    meta = json.loads(str(arrays["metadata"]))
+    meta["classes"] = [f"class{i}" for i in range(100_000)]
+    arrays["metadata"] = np.array(json.dumps(meta))
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(_saved(tmp_path / "classes.npz", arrays))
+    assert str(caught.value).endswith(
+        "a classifier needs one class per output unit (3), at least two; got classes ('class0', 'class1', "
+        "'class2', ..., 'class99999') (100000 in all)"
+    )
+    # a short list is shown whole, as before
+    saved = checkpoint.load(good)
+    fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    with pytest.raises(CheckpointError, match=r"got classes \('a', 'b'\)$"):
+        Checkpoint(**{**fields, "classes": ("a", "b")})
