@@ -46,11 +46,6 @@ class Entry:
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
 
-    @property
-    def nbytes(self) -> int:
-        """The bytes its data take in memory as declared (``prod(shape) * itemsize``)."""
-        return int(np.prod(self.shape, dtype=object)) * self.dtype.itemsize
-
 
 def repeated_names(archive: zipfile.ZipFile) -> list[str]:
     """The member names ``archive`` holds more than once (in the order of their first copy): a
