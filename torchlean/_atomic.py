@@ -18,8 +18,9 @@ from typing import IO
 __all__ = ["replace_file", "umask"]
 
 _STREAMS = ("dev", "proc")
-"""Top-level folders whose entries are streams or links to them (``/dev/stdout``,
-``/proc/self/fd/1``): written in place, never replaced."""
+"""Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
+``/proc/self/fd/1``): a link there is written in place, never replaced (a regular file there, as
+in ``/dev/shm``, is replaced as anywhere else)."""
 
 
 def umask() -> int:
@@ -32,11 +33,11 @@ def umask() -> int:
 def _target(path: Path) -> Path | None:
     """The regular file (or absent one) to replace for ``path``, through symbolic links (a link
     keeps naming its target, which is replaced); None when ``path`` is to be written in place: a
-    stream under ``/dev`` or ``/proc`` (``-`` is ``/dev/stdout``, which may be redirected to a
-    file the shell holds open: replacing that file would lose the rest of stdout), or an existing
-    file that is not a regular one (a pipe, a device)."""
+    link under ``/dev`` or ``/proc`` (``-`` is ``/dev/stdout``, which may be redirected to a file
+    the shell holds open: replacing that file would lose the rest of stdout), or an existing file
+    that is not a regular one (a pipe, a device)."""
     parts = Path(os.path.abspath(path)).parts
-    if len(parts) > 1 and parts[1] in _STREAMS:
+    if len(parts) > 1 and parts[1] in _STREAMS and os.path.islink(path):
         return None
     real = Path(os.path.realpath(path))
     if real.exists() and not real.is_file():

@@ -37,8 +37,6 @@ import json
 import math
 import os
 import re
-import stat
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import _npz
+from torchlean._atomic import replace_file
 from torchlean._checks import is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
@@ -1051,13 +1050,6 @@ def _statistic(value: object, name: str, features: int) -> Array:
     return _read_only(value)
 
 
-def _umask() -> int:
-    """The process's file-creation mask (read by setting it and restoring it at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def _check_path(path: object) -> None:
     """Refuse a checkpoint path that is not a ``str`` or ``os.PathLike`` (``Path`` would raise a
     bare ``TypeError``) or is empty (``Path`` would read it as ``.``, the current folder)."""
@@ -1158,19 +1150,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             )
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
-    temporary: Path | None = None
     try:
-        with tempfile.NamedTemporaryFile(
-            "wb", dir=file.parent, prefix=f".{file.name}.", suffix=".tmp", delete=False
-        ) as handle:
-            temporary = Path(handle.name)
-            np.savez(handle, **arrays)
-        # the permissions a plain write would give: the replaced file's, else 0666 less the umask
-        os.chmod(temporary, stat.S_IMODE(file.stat().st_mode) if file.exists() else 0o666 & ~_umask())
-        os.replace(temporary, file)
+        replace_file(file, lambda handle: np.savez(handle, **arrays))
     except OSError as error:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
         raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
 
 
