@@ -15,7 +15,7 @@ column).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -140,10 +140,12 @@ def display_name(text: str) -> str:
     return name_shown(text)
 
 
-def _shown(names: Sequence[str], index: int) -> str:
+def _shown(names: Sequence[str], index: int, counts: Mapping[str, int] | None = None) -> str:
     """Column ``index`` as messages name it: its name when that is non-blank and used once, else
-    its index (with the name when there is one: ``2 ('x')``)."""
+    its index (with the name when there is one: ``2 ('x')``). ``counts`` (how often each of
+    ``names`` occurs, a ``collections.Counter``) spares counting ``names`` once per call, which
+    naming every column of a wide file would repeat (review67 F8)."""
     name = names[index]
-    if name and names.count(name) == 1:
+    if name and (names.count(name) if counts is None else counts[name]) == 1:
         return name
     return f"{index} ({name!r})" if name else str(index)

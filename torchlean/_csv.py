@@ -57,9 +57,10 @@ import itertools
 import os
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -71,6 +72,7 @@ from torchlean._cells import _cell_shown, _decimal_comma, _is_number, _number, _
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError
 from torchlean._labels import _label_index, _label_name_note
+from torchlean._rows import Rows, blocks, lengths
 
 __all__ = ["STDIN", "Table", "check_file", "read_csv", "stdin_read_once"]
 
@@ -109,7 +111,7 @@ class Table:
     names: tuple[str, ...]
     has_header: bool
     first_row: tuple[str, ...]
-    rows: list[list[str]]
+    rows: Sequence[list[str]]
     lines: tuple[int, ...]
     header_note: str
     notes: tuple[str, ...] = ()
@@ -117,6 +119,11 @@ class Table:
     delimiter: str = _delimiter.COMMA
     row_names: bool = False
     source: str = ""
+    _name_counts: Mapping[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # how often each name occurs, so that naming every column is linear (review67 F8)
+        object.__setattr__(self, "_name_counts", Counter(self.names))
 
     @property
     def shown_file(self) -> str:
@@ -181,7 +188,7 @@ class Table:
         ]
         if not unnamed:
             return ""
-        shown = ", ".join(_shown(self.names, i) for i in unnamed)
+        shown = ", ".join(self.shown(i) for i in unnamed)
         several = len(unnamed) > 1
         has, are, one = (
             ("have", "are used as features", "one") if several else ("has", "is used as a feature", "it")
@@ -195,7 +202,7 @@ class Table:
     def shown(self, index: int) -> str:
         """Column ``index`` as messages name it: its name when that is non-blank and used once,
         else its index (with the name when there is one: ``2 ('x')``)."""
-        return _shown(self.names, index)
+        return _shown(self.names, index, self._name_counts)
 
     @property
     def separator_hint(self) -> str:
@@ -283,13 +290,14 @@ class Table:
                 label_column='y' (CLI: --label-column y))``.
         """
         feature_idx = self.feature_indices(label)
-        fast = _well_formed_features(self.rows, len(self.names), label, feature_idx)
+        fast = _well_formed(self.rows, len(self.names), label, feature_idx)
         if fast is not None:
-            return fast, None if label is None else [row[label] for row in self.rows]
+            return fast[0], None if label is None else fast[1]
         # something is refused: read cell by cell, so the first refusal in file order is raised
         x = np.empty((len(self.rows), len(feature_idx)), dtype=np.float64)
         cells: list[str] = []
         separator = self._separator_by_blanks()
+        shown = [self.shown(i) for i in feature_idx]
         for r, (line, row) in enumerate(zip(self.lines, self.rows, strict=True)):
             error = self.row_error(r)
             if error is not None:
@@ -302,7 +310,7 @@ class Table:
                 # against the target dtype in _split, so a 1e39-scale column still fits float32
                 try:
                     x[r, j] = _number(
-                        self.shown_file, line, self.shown(i), row[i], _FLOAT64, delimiter=self.delimiter
+                        self.shown_file, line, shown[j], row[i], _FLOAT64, delimiter=self.delimiter
                     )
                 except DataError as error:
                     cell = row[i].strip()
@@ -361,7 +369,7 @@ class Table:
         if any(_is_number(cell) or _decimal_comma(cell, self.delimiter) for cell in cells) or not any(cells):
             return ""
         name = self.names[index]
-        by_name = self.has_header and name and self.names.count(name) == 1
+        by_name = self.has_header and name and self._name_counts[name] == 1
         given: str | int = name if by_name else index
         return (  # the Python spelling first, as the data layer's other hints (review59 F10)
             f"(is {display_name(self.shown(index))} the label? pass label_column={given!r} (CLI: "
@@ -369,12 +377,27 @@ class Table:
         )
 
 
+_BLOCK_CELLS = 1 << 16
+"""About how many cells :func:`_well_formed_features` splits out of the rows at a time."""
+
+
 def _well_formed_features(
     rows: Sequence[Sequence[str]], n_columns: int, label: int | None, feature_idx: Sequence[int]
 ) -> Array | None:
-    """The features of :meth:`Table.columns` read a column at a time, or ``None`` when some row
-    or cell would be refused (a row of another length, a label cell spanning lines, a feature cell
-    that is not a finite number); the same values as :func:`_number` reads (Python's ``float``).
+    """The features of :func:`_well_formed` (``None`` where it gives ``None``)."""
+    read = _well_formed(rows, n_columns, label, feature_idx)
+    return None if read is None else read[0]
+
+
+def _well_formed(
+    rows: Sequence[Sequence[str]], n_columns: int, label: int | None, feature_idx: Sequence[int]
+) -> tuple[Array, list[str]] | None:
+    """The features of :meth:`Table.columns` and the cells of column ``label`` (``[]`` when it
+    is ``None``), read a block of rows at a time and then a column at a time within it, or ``None``
+    when some row or cell would be refused (a row of another length, a label cell spanning lines, a
+    feature cell that is not a finite number); the same values as :func:`_number` reads (Python's
+    ``float``). Blocks of rows (:data:`_BLOCK_CELLS` cells) keep the cells held at once few, and
+    the time linear in the rows (review68 F1).
 
     On ASCII text without ``_``, every cell that Python's ``float`` reads is one that
     :data:`torchlean._checks.DECIMAL_NUMBER` accepts once ``str.strip`` removed its blanks, with the
@@ -382,22 +405,32 @@ def _well_formed_features(
     (it does not strip ``\x1c``-``\x1f``). Any other column goes cell by cell, which decides.
     """
     if not rows:  # a Table built by hand (read_csv refuses a file without data rows)
-        return np.empty((0, len(feature_idx)), dtype=np.float64)
-    if any(len(row) != n_columns for row in rows):
+        return np.empty((0, len(feature_idx)), dtype=np.float64), []
+    if any(length != n_columns for length in lengths(rows)):
         return None
-    if label is not None and any("\n" in row[label] or "\r" in row[label] for row in rows):
-        return None  # _refuse_rows_in_a_label decides
-    columns = list(zip(*rows, strict=True))
     x = np.empty((len(rows), len(feature_idx)), dtype=np.float64)
-    for j, i in enumerate(feature_idx):
-        text = "".join(columns[i])
-        if not text.isascii() or "_" in text:
-            return None
-        try:
-            x[:, j] = np.fromiter(map(float, columns[i]), dtype=np.float64, count=len(rows))
-        except ValueError:
-            return None
-    return x if np.isfinite(x).all() else None
+    labels: list[str] = []
+    start = 0
+    for block in blocks(rows, max(1, _BLOCK_CELLS // max(1, n_columns))):
+        columns = list(zip(*block, strict=True))
+        if label is not None:
+            cells = columns[label]
+            if any("\n" in cell or "\r" in cell for cell in cells):
+                return None  # _refuse_rows_in_a_label decides
+            labels.extend(cells)
+        stop = start + len(block)
+        part = np.empty((len(feature_idx), len(block)), dtype=np.float64)  # a column per row of it
+        for j, i in enumerate(feature_idx):
+            text = "".join(columns[i])
+            if not text.isascii() or "_" in text:
+                return None
+            try:
+                part[j] = np.fromiter(map(float, columns[i]), dtype=np.float64, count=len(block))
+            except ValueError:
+                return None
+        x[start:stop] = part.T
+        start = stop
+    return (x, labels) if np.isfinite(x).all() else None
 
 
 _STDIN_COPY: ContextVar[list[bytes] | None] = ContextVar("torchlean_stdin_copy", default=None)
@@ -521,7 +554,7 @@ def read_csv(
     if why is not None:
         raise DataError(_delimiter.python_refusal(delimiter, why))
     file, shown = check_file(path)
-    rows: list[list[str]] = []
+    rows = Rows()  # one string per row (review68 F1)
     starts: list[int] = []
     try:
         with _open_text(file) as handle:
@@ -561,18 +594,18 @@ def read_csv(
             f"writes one after '# ' (np.loadtxt skips it as a comment): its {len(commented)} names fit the "
             f"{len(rows[1])} cells of line {starts[1]}"
         )
-        rows = [commented, *rows[1:]]
+        rows = rows.with_first(commented)
         header = True
     width = len(rows[0])
     while (
         width > 1 and delimiter != _delimiter.WHITESPACE  # blanks ending a line end no cell there
-        and all(len(row) == width and not row[-1].strip() for row in rows)
+        and all(length == width for length in rows.lengths()) and all(not row[-1].strip() for row in rows)
     ):
         notes.append(
             f"{shown}: the last column ({width - 1}) has no name and is empty on every line (a trailing "
             f"{_delimiter.word(delimiter)}?), so it is ignored"
         )
-        rows = [row[:-1] for row in rows]
+        rows = rows.without_last_cell()
         width -= 1
     has_header, note = _header(shown, rows[0], header, delimiter)
     names = [c.strip() for c in rows[0]] if has_header else [f"column_{i}" for i in range(len(rows[0]))]
@@ -588,7 +621,7 @@ def read_csv(
             "cell of each row is a row name and is not used (write.table(..., row.names = FALSE) leaves "
             "it out)"
         )
-        body = [row[1:] for row in body]
+        body = body.without_first_cell()
     index = 0 if has_header and len(names) > 1 and _unnamed(names[0]) and _row_labels(body) else None
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
@@ -639,6 +672,31 @@ def _binary_file(file: str, raw: bytes) -> str | None:
     return None
 
 
+_SAMPLE = 8192
+"""How many bytes from the start of a file :func:`_binary_text` looks at."""
+
+_CONTROL = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+"""The ASCII control bytes that text does not hold (all but tab, line feed and carriage return)."""
+
+
+def _binary_text(sample: bytes) -> str | None:
+    """``"the file looks like a binary file, not CSV text: ..."`` when the bytes ``sample`` (the
+    start of a file) hold a NUL or over 5 % of control bytes (:data:`_CONTROL`), as executables,
+    compressed or random data do and text in any encoding does not, except UTF-16 (whose ASCII
+    characters are each a NUL and a byte: NULs on every other byte, on one side only, are taken
+    for it); else ``None`` (review67 F10)."""
+    controls = len(sample) - len(sample.translate(None, _CONTROL))
+    if not controls or (b"\x00" not in sample and controls * 20 <= len(sample)):
+        return None
+    nuls = sorted((sample[0::2].count(0), sample[1::2].count(0)))
+    if nuls[0] * 8 <= nuls[1] and nuls[1] * 8 >= len(sample) // 2:  # UTF-16: a NUL in an 8th of the pairs
+        return None
+    return (
+        f"the file looks like a binary file, not CSV text: {controls} of its first {len(sample)} bytes are "
+        "NUL or other control characters, which text does not hold (accepted: a CSV file of UTF-8 text)"
+    )
+
+
 def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     """The refusal of a file that is not UTF-8 text: a UTF-16 one by its byte-order mark (Excel's
     "Unicode Text"; review43 F1), else the line and file offset of its first byte that is not
@@ -652,9 +710,15 @@ def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     binary = _binary_file(shown, raw if raw else bytes(error.object[:8]))
     if binary is not None:
         return binary
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):  # FF FE 00 00 starts as UTF-16's
+        return (f"{shown}: the file is UTF-32 text (it starts with UTF-32's byte-order mark), not UTF-8: "
+                "convert it, e.g. iconv -f UTF-32 -t UTF-8 FILE > NEW_FILE, or save it as \"CSV UTF-8\"")
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return (f"{shown}: the file is UTF-16 text (it starts with UTF-16's byte-order mark), not UTF-8: "
                 f"{_utf16_advice()}")
+    control = _binary_text(raw[:_SAMPLE] if raw else bytes(error.object[:_SAMPLE]))
+    if control is not None:  # an executable, random bytes (review67 F10): no encoding reads them
+        return f"{shown}: {control}"
     if file.is_file():
         skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
         try:
@@ -677,12 +741,17 @@ def _refuse_nul(file: str, rows: Sequence[Sequence[str]], starts: Sequence[int])
     """Refuse text holding NUL characters, which no CSV writer puts in a cell: UTF-16 without a
     byte-order mark read as UTF-8 (every other byte of ASCII text is 0), whose cells would
     otherwise reach messages raw (review43 F2). The first of ``rows`` holding one is named (the
-    reader passes the first two: such a file holds them on every line)."""
+    reader passes the first two: such a file holds them on every line). Text whose NULs are not
+    UTF-16's, or with many other control characters, is a binary file (:func:`_binary_text`)."""
     for row, start in zip(rows, starts, strict=True):
         binary = _binary_file(file, row[0].encode("utf-8", "surrogateescape")) if start == 1 and row else None
         if binary is not None:
             raise DataError(binary)
         if any("\x00" in cell for cell in row):
+            text = ",".join(row)  # a comma for the delimiter: one byte, as it is
+            control = _binary_text(text[:_SAMPLE].encode("utf-8", "surrogateescape"))
+            if control is not None:
+                raise DataError(f"{file}: {control}")
             order = "UTF-16BE" if row[0][:1] == "\x00" else "UTF-16LE"  # ASCII in BE: each NUL comes first
             raise DataError(
                 f"{file}: line {start} holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; "
@@ -695,12 +764,22 @@ def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tupl
     each with the file line it starts on.
 
     Raises:
-        DataError: a quote left open at the end of the file, or a cell over ``csv``'s size limit.
+        DataError: a quote left open at the end of the file, or a cell over ``csv``'s size limit
+            (:func:`_over_long`: blamed on a quote left open when one opens the cell, else named
+            by its line, column and length; a file of control bytes is called binary).
     """
-    reader = csv.reader(itertools.chain(lines, [_END_OF_FILE + "\n"]), delimiter=delimiter)
+    pending: list[str] = []  # the lines of the record being read (csv reads no further ahead)
+
+    def tracked() -> Iterator[str]:
+        for line in itertools.chain(lines, [_END_OF_FILE + "\n"]):
+            pending.append(line)
+            yield line
+
+    reader = csv.reader(tracked(), delimiter=delimiter)
     start = end = 0  # the first and last file line of the record just read
     try:
         for row in reader:
+            pending.clear()
             start, end = end + 1, reader.line_num
             if delimiter.join(row) == _END_OF_FILE:  # a delimiter such as ':' splits its text
                 return
@@ -708,10 +787,56 @@ def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tupl
                 _refuse_open_quote(file, start, end - 1)
             yield row, start
     except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
-        raise DataError(
-            f"{file}: line {end + 1}: cannot read the row that starts here: {error}; is a quote "
-            "left open? (accepted: every quoted cell closed by a quote)"
-        ) from None
+        text = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        raise DataError(_over_long(file, end + 1, text, delimiter, str(error))) from None
+
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)("?)', re.DOTALL)
+"""A quoted cell's quoted part as Python's ``csv`` reads it (not strict, quotes doubled inside):
+its text, and the closing quote (``""`` when the quote is left open)."""
+
+
+def _over_long(file: str, line: int, text: str, delimiter: str, error: str) -> str:
+    """The refusal of the record that starts on file line ``line``, whose ``text`` (the lines read
+    of it) holds a cell over the ``csv`` module's size limit (``error``, its message): a quote left
+    open (it opens the cell and never closes), else the cell's line, column (counted from 0) and
+    length (review67 F9); a record of control bytes is a binary file (:func:`_binary_text`).
+
+    The cells are found as Python's ``csv`` reads them (not strict): a cell starting with a quote is
+    quoted up to the next quote that is not doubled, and what follows up to ``delimiter`` or a
+    line break is in it too."""
+    binary = _binary_text(text[:_SAMPLE].encode("utf-8", "surrogateescape"))
+    if binary is not None:
+        return f"{file}: {binary}"
+    limit = csv.field_size_limit()
+    unquoted = re.compile(f"[^{re.escape(delimiter)}\r\n]*")
+    pos, column = 0, 0
+    while pos < len(text):
+        begin, length = pos, 0
+        if text[pos] == '"':
+            quoted = _QUOTED.match(text, pos)
+            assert quoted is not None  # it matches any text after a quote
+            if not quoted.group(2):  # the quote is never closed: the cell runs to the end
+                break
+            length, pos = len(quoted.group(1)) - quoted.group(1).count('""'), quoted.end()
+        rest = unquoted.match(text, pos)
+        assert rest is not None  # it matches the empty text
+        length, pos = length + len(rest.group()), rest.end()
+        if length > limit:
+            where = line + _line_breaks(text[:begin])
+            return (
+                f"{file}: line {where}, column {column} (counted from 0): a cell of {length} characters, "
+                f"longer than the {limit} that Python's csv module reads in a cell, and no quote is left "
+                f"open in it (accepted: cells of at most {limit} characters)"
+            )
+        if pos >= len(text) or text[pos] != delimiter:  # a line break: the record ends here
+            break
+        pos, column = pos + 1, column + 1
+    return (
+        f"{file}: line {line}: cannot read the row that starts here: {error}; is a quote "
+        "left open? (accepted: every quoted cell closed by a quote)"
+    )
 
 
 def _blank_separated(file: str, lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
