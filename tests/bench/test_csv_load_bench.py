@@ -1,0 +1,43 @@
+"""bench/csv_load.py writes its record (tiny sizes: the numbers mean nothing; no speed is asserted)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+
+def test_csv_load_writes_its_record(bench_script: Callable[[str], ModuleType], tmp_path: Path) -> None:
+    module = bench_script("csv_load")
+    out = tmp_path / "sub" / "csv_load.json"
+    assert module.main([str(out), "--rows", "20,40", "--cols", "3"]) == 0
+    record = json.loads(out.read_text())
+    assert record["name"] == "csv_load"
+    rows = [(r["reader"], r["rows"], r["cols"]) for r in record["records"]]
+    assert rows == [("torchlean", 20, 4), ("numpy", 20, 4), ("torchlean", 40, 4), ("numpy", 40, 4)]
+    for r in record["records"]:
+        assert r["seconds"] >= 0 and r["peak_rss_mb"] > 0
+        assert r["float64_mb"] == round(r["rows"] * 4 * 8 / 2**20, 1)
+        assert r["shape"] == ([r["rows"], 3] if r["reader"] == "torchlean" else [r["rows"], 4])
+    assert set(record["growth"]) == {"torchlean", "numpy"}
+
+
+def test_csv_load_writes_the_file_it_reads(bench_script: Callable[[str], ModuleType], tmp_path: Path) -> None:
+    module = bench_script("csv_load")
+    path = tmp_path / "t.csv"
+    module.write_csv(path, 5, 3)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "f0,f1,f2,y" and len(lines) == 6
+    assert np.loadtxt(path, delimiter=",", skiprows=1).shape == (5, 4)
+
+
+@pytest.mark.parametrize("rows", ["0", "a", "", "10,-1"])
+def test_csv_load_refuses_bad_sizes(bench_script: Callable[[str], ModuleType], rows: str) -> None:
+    module = bench_script("csv_load")
+    with pytest.raises(SystemExit) as info:
+        module.main(["--rows", rows])
+    assert info.value.code == 2
