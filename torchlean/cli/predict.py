@@ -103,6 +103,7 @@ and the predictions CSV needs ``--output``, else it is refused) writes a JSON re
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import csv
 import dataclasses
@@ -122,6 +123,7 @@ import numpy.typing as npt
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
 from torchlean._csv import stdin_read_once
+from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import SessionError, TorchLeanError
@@ -326,7 +328,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
         TorchLeanError: the label column is one of the features; the errors of
             :meth:`torchlean.data.Table.columns` (a short row, a cell that is not a number).
     """
-    features = [table.names.index(name) for name in saved.feature_names]
+    first = {name: i for i, name in reversed(list(enumerate(table.names)))}  # each name's first column
+    features = [first[name] for name in saved.feature_names]
     label: int | None = None
     if text is not None:
         label = table.column(text)
@@ -342,7 +345,7 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
             raise error
     keep = features if label is None else [*features, label]
     picked = dataclasses.replace(table, names=tuple(table.names[i] for i in keep),
-                                 rows=[[row[i] for i in keep] for row in table.rows], index_column=None)
+                                 rows=Rows([row[i] for i in keep] for row in table.rows), index_column=None)
     x, cells = picked.columns(None if label is None else len(features))
     # pandas' index column gets its own note (a checkpoint that trained on it names it a feature)
     index = None if table.index_column in keep else table.index_column
@@ -415,7 +418,8 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
                       table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
     if table.has_header and any(feature in table.names for feature in wanted):
         missing = tuple(feature for feature in wanted if feature not in table.names)
-        repeated = tuple(feature for feature in dict.fromkeys(wanted) if table.names.count(feature) > 1)
+        counts = collections.Counter(table.names)  # once: a file may have 10**5 columns (review67 F8)
+        repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[feature] > 1)
         if missing or repeated:
             faults = "; ".join(
                 f"{what} {_listed(names)}"
