@@ -13,6 +13,13 @@
   VJP, VJP guard), following calls through globals, module attributes, imports inside functions,
   closures and decorators, and attribute names a closure holds as strings (the native dispatcher's
   ``getattr(kernels, "relu_forward")``);
+* a ``shape`` or ``layout`` ``runtimeGuard`` must be reachable from the linked *forward* alone: the
+  claim is that the guard runs before the kernel, so a guard only the VJP calls (``check_cotangent``
+  named as ``reference.matmul``'s shape guard, review66 F1) guards nothing on an inference or
+  ``no_grad`` call. On every ``cpu`` capsule the guard is also seen to run (a ``sys.setprofile``
+  spy) while :func:`~torchlean.autograd.dispatch.execute_bound` runs the accepted capsule under
+  ``no_grad`` on a small valid input (the ``aten`` differential cases of
+  ``tests/runtime/aten_cases.py`` and :data:`FORWARD_ONLY_CASES`);
 * every provenance path exists and contains its symbol.
 
 A failure names the capsule, the obligation and the missing name.
@@ -23,22 +30,29 @@ from __future__ import annotations
 import dis
 import functools
 import importlib
+import importlib.util
 import re
 import subprocess
 import sys
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from torchlean.autograd.dispatch import linked_kernels, select_linked
+import torchlean as tl
+from torchlean.autograd.dispatch import bind_linked, execute_bound, linked_kernels, select_linked
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import AcceptedKernel, accept, acceptance_failures
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractDescriptor, EvidenceKind
+from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.providers.linked import LinkedKernel
 from torchlean.backend.registry import CapsuleModule, all_modules
-from torchlean.backend.vocabulary import BackendOp, ContractObligation
+from torchlean.backend.vocabulary import BackendOp, ContractObligation, Device
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES: tuple[CapsuleModule, ...] = all_modules()
@@ -243,6 +257,20 @@ def guard_on_path(guard: object, capsule: KernelCapsule) -> bool:
     return any(function.__code__ in _path_code(capsule) for function in _functions_of(guard))
 
 
+FORWARD_OBLIGATIONS = frozenset({ContractObligation.SHAPE, ContractObligation.LAYOUT})
+"""Obligations whose ``runtimeGuard`` must run on the forward call itself (not only in the VJP)."""
+
+
+@cache
+def _forward_code(capsule: KernelCapsule) -> frozenset[types.CodeType]:
+    return reachable_code((linked_kernel(capsule).forward,))
+
+
+def guard_on_forward_path(guard: object, capsule: KernelCapsule) -> bool:
+    """Whether ``guard`` is reachable from the linked *forward* of ``capsule`` alone (no VJP)."""
+    return any(function.__code__ in _forward_code(capsule) for function in _functions_of(guard))
+
+
 def _resolve(dotted: str) -> object:
     module_name, _, function = dotted.rpartition(".")
     return getattr(importlib.import_module(module_name), function, None)
@@ -298,6 +326,12 @@ def test_evidence_name_is_real(
                 f"{where}: guard {evidence.name} is never called on the path of "
                 f"{linked_kernel(capsule).label}"
             )
+            if obligation in FORWARD_OBLIGATIONS:
+                assert guard_on_forward_path(guard, capsule), (
+                    f"{where}: guard {evidence.name} is reachable only from the VJP of "
+                    f"{linked_kernel(capsule).label}, not from its forward: a {obligation.label} "
+                    "guard must run before the forward kernel"
+                )
         case EvidenceKind.TRUSTED_BOUNDARY:
             assert evidence.name, f"{where}: a trusted boundary must name its reason"
         case EvidenceKind.NOT_APPLICABLE:
@@ -308,6 +342,131 @@ def test_evidence_name_is_real(
         path = REPO / ref.path
         assert path.is_file(), f"{where}: provenance file {ref.path} does not exist"
         assert ref.symbol in path.read_text(), f"{where}: {ref.path} does not contain {ref.symbol}"
+
+
+# ------------------------------------------------------- shape and layout guards run on a forward
+
+FORWARD_GUARDS = [
+    entry
+    for entry in ENTRIES
+    if entry[3].evidence.kind is EvidenceKind.RUNTIME_GUARD and entry[2] in FORWARD_OBLIGATIONS
+]
+CPU_FORWARD_GUARDS = [entry for entry in FORWARD_GUARDS if entry[1].device is Device.CPU]
+CPU_FORWARD_IDS = [f"{c.name}@{c.device.label}-{o.label}" for _, c, o, _ in CPU_FORWARD_GUARDS]
+
+
+def _aten_cases() -> types.ModuleType:
+    """``tests/runtime/aten_cases.py`` (the aten differential cases), imported by its path."""
+    if "aten_cases" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("aten_cases", REPO / "tests/runtime/aten_cases.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["aten_cases"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["aten_cases"]
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray[Any, Any]:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+Case = tuple[tuple["np.ndarray[Any, Any] | None", ...], dict[str, Any]]
+FORWARD_ONLY_CASES: dict[BackendOp, Callable[[np.random.Generator], Case]] = {
+    BackendOp.HARD_MASKED_SOFTMAX: lambda r: (
+        (_f32(r, 2, 4), np.array([[True, False, True, True], [False, False, False, False]])),
+        {"axis": -1},
+    ),
+    BackendOp.SCATTER_ADD: lambda r: (
+        (_f32(r, 4, 3), np.array([[0, 3, 1], [0, 0, 2]], dtype=np.int64), _f32(r, 2, 3)),
+        {"axis": 0},
+    ),
+    BackendOp.RAND_UNIFORM: lambda r: (
+        (),
+        {"shape": (2, 3), "seed": 5, "counter": 0, "dtype": np.dtype("float32")},
+    ),
+    BackendOp.BERNOULLI_MASK: lambda r: (
+        (),
+        {"shape": (2, 3), "keep_prob": 0.5, "seed": 5, "counter": 0, "dtype": np.dtype("float32")},
+    ),
+    BackendOp.SMOOTH_MAX_POOL: lambda r: (
+        (_f32(r, 2, 3, 9),),
+        {"beta": 2.0, "kernel_size": 3, "stride": 2, "padding": 1},
+    ),
+}
+"""Small valid float32 inputs for the ``cpu`` ops that ``aten_cases`` has no case of."""
+
+
+def _forward_case(op: BackendOp) -> Case:
+    rng = np.random.default_rng(66)
+    if op in FORWARD_ONLY_CASES:
+        return FORWARD_ONLY_CASES[op](rng)
+    build = next(build for _, case_op, build in _aten_cases().CASES if case_op is op)
+    inputs, params = build(rng, np.float32)
+    return tuple(inputs), dict(params)
+
+
+def _accepted(capsule: KernelCapsule) -> AcceptedKernel:
+    """``capsule`` accepted under the first built-in profile whose policy accepts it."""
+    planned = PlannedKernel(capsule.op, capsule)
+    for name in profiles.names():
+        policy = profiles.get(name).policy
+        if not acceptance_failures(planned, policy):
+            return accept(planned, policy)
+    raise AssertionError(f"no built-in profile accepts {capsule.name} ({capsule.device.label})")
+
+
+def codes_run_by_a_no_grad_forward(capsule: KernelCapsule) -> set[types.CodeType]:
+    """Code objects of every Python function called while the dispatcher runs ``capsule`` (accepted
+    and bound as a session binds it) under ``no_grad`` on :func:`_forward_case`'s inputs, the float
+    ones marked ``requires_grad``: the forward call of an inference step, with no VJP run."""
+    inputs, params = _forward_case(capsule.op)
+    bound = bind_linked(_accepted(capsule), linked_kernel(capsule))
+    tensors = [None if a is None else tl.tensor(a, requires_grad=a.dtype.kind == "f") for a in inputs]
+    called: set[types.CodeType] = set()
+
+    def spy(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            called.add(frame.f_code)
+
+    previous = sys.getprofile()
+    with tl.no_grad():
+        sys.setprofile(spy)
+        try:
+            out = execute_bound(bound, tensors, params)
+        finally:
+            sys.setprofile(previous)
+    assert out.grad_fn is None and not out.requires_grad, "a no_grad forward recorded a tape node"
+    return called
+
+
+def test_every_shape_and_layout_guard_is_walked() -> None:
+    """270 shape/layout ``runtimeGuard`` entries (review66 F1): all are checked from the forward
+    alone by :func:`test_evidence_name_is_real`; the 172 of ``cpu`` capsules are also run."""
+    assert len(FORWARD_GUARDS) == 270
+    assert len(CPU_FORWARD_GUARDS) == 172
+    assert {c.device for _, c, _, _ in FORWARD_GUARDS if c.device is not Device.CPU} == {Device.CUDA}
+
+
+@pytest.mark.parametrize(
+    ("module", "capsule", "obligation", "descriptor"), CPU_FORWARD_GUARDS, ids=CPU_FORWARD_IDS
+)
+def test_shape_and_layout_guards_run_on_a_no_grad_forward(
+    module: CapsuleModule,
+    capsule: KernelCapsule,
+    obligation: ContractObligation,
+    descriptor: ContractDescriptor,
+) -> None:
+    """The guard named as shape or layout evidence is called by the forward of a ``no_grad`` call
+    (review66 F1: ``check_cotangent``, which only the matmul VJP calls, passed as matmul's guard)."""
+    name = descriptor.evidence.name
+    assert name is not None
+    guard = _resolve(name)
+    assert callable(guard), f"{module.name}: guard {name} does not exist"
+    called = codes_run_by_a_no_grad_forward(capsule)
+    assert any(function.__code__ in called for function in _functions_of(guard)), (
+        f"{module.name}: {capsule.name} ({capsule.device.label}) {obligation.label}: guard {name} "
+        f"did not run on a no_grad forward call of {linked_kernel(capsule).label}"
+    )
 
 
 # ------------------------------------------------------------------------ the rules themselves
@@ -418,6 +577,22 @@ def test_a_guard_is_followed_through_the_native_dispatch_by_name() -> None:
     assert native_kernels.relu_forward.__code__ in _path_code(relu)
     assert native_kernels.exp_forward.__code__ not in _path_code(relu)
     assert guard_on_path(native_guards.check_launch, relu)
+
+
+def test_a_guard_only_the_vjp_calls_is_not_on_the_forward_path() -> None:
+    """review66 F1 (mutants C05b, C06b): ``check_cotangent`` is on ``reference.matmul``'s path
+    (its VJP calls it) but neither reachable from nor run by its forward, so it is no shape or
+    layout evidence; the op's own guards are both."""
+    from torchlean.backend.providers.reference import guards
+
+    matmul = _reference(BackendOp.MATMUL)
+    assert guard_on_path(guards.check_cotangent, matmul)
+    assert not guard_on_forward_path(guards.check_cotangent, matmul)
+    called = codes_run_by_a_no_grad_forward(matmul)
+    assert guards.check_cotangent.__code__ not in called
+    for guard in (guards.check_matmul, guards.check_canonical_layout):
+        assert guard_on_forward_path(guard, matmul)
+        assert guard.__code__ in called
 
 
 def test_a_libtorch_vjp_guard_is_on_the_path() -> None:
