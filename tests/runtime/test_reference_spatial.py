@@ -589,10 +589,66 @@ def test_avg_pool_zero_padding_counts_in_divisor_hand_computed() -> None:
 
 
 def test_avg_pool_is_fixed_left_fold_float32() -> None:
-    # window 1e8, 1, -1e8: the left fold gives (1e8 + 1) - 1e8 = 0 in float32; other orders give 1
+    # window 1e8, 1, -1e8: the left fold gives (1e8 + 1) - 1e8 = 0 in float32, (1e8 - 1e8) + 1 gives 1;
+    # the reversed fold also gives 0: test_avg_pool_value_is_a_row_major_left_fold_bitwise_float32
+    # pins the order bit for bit
     x = np.array([[[1e8, 1.0, -1e8]]], dtype=np.float32)
     assert (x[0, 0, 0] + x[0, 0, 2]) + x[0, 0, 1] == np.float32(1.0)
     assert_array_equal(S.avg_pool(x, kernel_size=3), [[[0.0]]])
+
+
+def _avg_pool_fold_oracle(
+    x: Array, kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...], order: str = "row"
+) -> Array:
+    """avg_pool by scalar float32 folds: each window's values (zero padding included) added one at a
+    time over the kernel offsets in row-major order (``order="row"``), in the reverse of that
+    (``"reverse"``) or in column-major order (``"column"``), then divided by ``prod(kernel)``."""
+    nd = len(kernel)
+    xpad = np.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)])
+    out_shape = tuple((xpad.shape[2 + d] - kernel[d]) // stride[d] + 1 for d in range(nd))
+    offsets = list(itertools.product(*(range(k) for k in kernel)))
+    if order == "reverse":
+        offsets.reverse()
+    elif order == "column":
+        offsets = [k[::-1] for k in itertools.product(*(range(k) for k in kernel[::-1]))]
+    count = np.float32(math.prod(kernel))
+    out = np.empty((*x.shape[:2], *out_shape), dtype=np.float32)
+    for n, c, *o in itertools.product(range(x.shape[0]), range(x.shape[1]), *(range(m) for m in out_shape)):
+        terms = [xpad[(n, c, *(o[d] * stride[d] + k[d] for d in range(nd)))] for k in offsets]
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        out[(n, c, *o)] = total / count
+    return out
+
+
+AVG_POOL_FOLD_CASES = [
+    ((2, 2, 30), (3,), (3,), (0,)),
+    ((2, 2, 9, 10), (2, 3), (1, 1), (1, 1)),
+    ((1, 2, 5, 6, 5), (2, 3, 2), (1, 2, 1), (0, 1, 1)),
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"), AVG_POOL_FOLD_CASES, ids=["1d", "2d-padded", "3d"]
+)
+def test_avg_pool_value_is_a_row_major_left_fold_bitwise_float32(
+    shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
+) -> None:
+    """The forward's ``fixed-left`` claim (review66 F4: the window sum in reverse kernel-offset order
+    passed every other test): each window is a left fold over the kernel offsets in row-major order,
+    divided by ``prod(kernel_size)``, bit for bit. The values span seven decades, so the reversed
+    order (and for a 2-d or 3-d kernel the column-major order) gives other bits on this input."""
+    rng = np.random.default_rng(64)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 5, shape)).astype(np.float32)
+    out = S.avg_pool(x, kernel_size=kernel, stride=stride, padding=padding)
+    expected = _avg_pool_fold_oracle(x, kernel, stride, padding)
+    assert out.dtype == np.float32 and out.shape == expected.shape
+    assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
+    others = ["reverse"] + (["column"] if len(kernel) > 1 else [])
+    for order in others:
+        other = _avg_pool_fold_oracle(x, kernel, stride, padding, order)
+        assert (other.view(np.uint32) != expected.view(np.uint32)).any(), f"{order} order gives the same bits"
 
 
 # ----------------------------------------------------------------------------- smooth_max_pool
