@@ -118,6 +118,19 @@ def test_accepts_evidence_per_kind(kind: EvidenceKind) -> None:
     assert AssurancePolicy.CHECKED.accepts_evidence(evidence) is (kind is not EvidenceKind.TRUSTED_BOUNDARY)
 
 
+@pytest.mark.parametrize("kind", ["runtimeGuard", "proved", None], ids=["label-string", "unknown", "none"])
+def test_accepts_evidence_fails_closed_on_a_forged_kind(kind: object) -> None:
+    """``ContractEvidence`` validates its kind, but a record forged past ``__init__`` (as the sealed
+    types' forgery tests build them) can hold anything: neither policy accepts a kind that is not
+    one of the four members, not even a member's label (review66 S15: the final ``return False``
+    of ``accepts_evidence`` is reachable this way, and ``return True`` there passed every test)."""
+    forged = object.__new__(ContractEvidence)
+    object.__setattr__(forged, "kind", kind)
+    object.__setattr__(forged, "name", f"{GUARDS}.check_relu")
+    assert AssurancePolicy.EXTERNAL.accepts_evidence(forged) is False
+    assert AssurancePolicy.CHECKED.accepts_evidence(forged) is False
+
+
 def test_accepts_evidence_refuses_what_is_not_evidence() -> None:
     with pytest.raises(BackendTypeError) as info:
         AssurancePolicy.CHECKED.accepts_evidence("trustedBoundary")  # type: ignore[arg-type]
