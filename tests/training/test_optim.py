@@ -43,6 +43,13 @@ CASES = [
     (optim.adam(lr=0.01), lambda ps: torch.optim.Adam(ps, lr=0.01)),
     (optim.adam(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1)),
     (optim.adamw(lr=0.01, weight_decay=0.1), lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
+    # AMSGrad (review66: only test_param_groups compared it with torch): the 7 random gradients make
+    # v fall below its running maximum, so an update that forgot the maximum would differ
+    (optim.adam(lr=0.01, amsgrad=True), lambda ps: torch.optim.Adam(ps, lr=0.01, amsgrad=True)),
+    (
+        optim.adamw(lr=0.01, weight_decay=0.1, amsgrad=True),
+        lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+    ),
     (optim.rmsprop(lr=0.01, decay=0.9), lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9)),
     (optim.adagrad(lr=0.1), lambda ps: torch.optim.Adagrad(ps, lr=0.1)),
 ]
