@@ -223,6 +223,25 @@ def test_scaled_dot_product_attention_nan_query_on_fully_masked_row_never_leaks(
     assert_allclose(dv, ref[2], rtol=1e-6, atol=1e-12)
 
 
+def test_scaled_dot_product_attention_value_scale_zero_is_uniform_attention() -> None:
+    """An explicit ``scale=0.0`` is a scale, not the default ``1/sqrt(d)`` (review66 S13): every
+    allowed key gets the same weight, so each row is the mean of the allowed values (torch agrees);
+    the VJP then gives ``dq = dk = 0`` exactly."""
+    r = _rng(4)
+    q, k, v = r.standard_normal((3, 4)), r.standard_normal((6, 4)), r.standard_normal((6, 2))
+    allowed, single = [True, False, True, True, False, True], [False, True, False, False, False, False]
+    mask = np.array([allowed, allowed, single])
+    out = SDPA(q, k, v, mask, scale=0.0)
+    expected = np.stack([v[row].mean(axis=0) for row in mask])
+    assert_allclose(out, expected, rtol=1e-14, atol=0)
+    assert_allclose(out, _torch_sdpa(q, k, v, mask, scale=0.0), rtol=1e-10, atol=1e-12)
+    assert np.abs(out - SDPA(q, k, v, mask)).max() > 0.1  # the default scale gives other values here
+    dq, dk, dv, _ = SDPA_VJP(np.ones_like(out), q, k, v, mask, out=out, scale=0.0)
+    assert_array_equal(dq, np.zeros_like(q))
+    assert_array_equal(dk, np.zeros_like(k))
+    assert_allclose(dv, _torch_grads(q, k, v, mask, np.ones_like(out), 0.0)[2], rtol=1e-10, atol=1e-12)
+
+
 # ------------------------------------------------------------------------------------ gradients
 
 GRAD_CASES: list[
