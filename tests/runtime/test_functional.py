@@ -264,6 +264,21 @@ CASES: list[Case] = [
         lambda r: [_n(r, 3, 4), np.abs(_n(r, 3, 4)) / 4],
         (0, 1),
     ),
+    # label smoothing spreads s over all C classes, as torch does (review66 K23: s / (C - 1) passed
+    # this module before; only test_label_smoothing.py caught it)
+    Case(
+        "cross_entropy_indices_label_smoothing",
+        lambda x, t: tl.cross_entropy(x, t, label_smoothing=0.3),
+        lambda x, t: TF.cross_entropy(x, t, label_smoothing=0.3),
+        lambda r: [_n(r, 5, 4), np.array([0, 3, 3, 1, 2])],
+    ),
+    Case(
+        "cross_entropy_probs_label_smoothing",
+        lambda x, t: tl.cross_entropy(x, t, label_smoothing=0.3),
+        lambda x, t: TF.cross_entropy(x, t, label_smoothing=0.3),
+        lambda r: [_n(r, 3, 4), np.abs(_n(r, 3, 4)) / 4],
+        (0, 1),
+    ),
     # ---------------------------------------------------------------------- normalisation layers
     Case(
         "layer_norm_affine",
