@@ -1287,6 +1287,18 @@ def test_split_refuses_a_seed_train_never_used_naming_the_checkpoint(capsys, tmp
     assert code == 0, err
 
 
+def test_split_seed_round_trips_through_save_and_load(tmp_path, iris_checkpoint):
+    """``split_seed`` is read back as saved, also where it differs from ``seed`` (review66 CK02: a
+    load that dropped it, reading every file as split with ``seed``, passed this module)."""
+    saved = checkpoint.load(iris_checkpoint)
+    path = tmp_path / "split_seed.npz"
+    checkpoint.save(path, Checkpoint(**fields(saved, seed=3, split_seed=7)))
+    loaded = checkpoint.load(path)
+    assert (loaded.seed, loaded.split_seed) == (3, 7)
+    checkpoint.save(path, Checkpoint(**fields(saved, seed=3, split_seed=None)))
+    assert checkpoint.load(path).split_seed == 3  # none recorded: the split used the trainer's seed
+
+
 def test_a_semicolon_separated_file_gets_the_separator_hint(capsys, tmp_path, labels_csv):
     path = tmp_path / "labels.npz"
     train_and_save(capsys, path, "--dataset", str(labels_csv))
