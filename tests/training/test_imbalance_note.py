@@ -60,3 +60,22 @@ def test_the_note_rule(accuracy: float, baseline: tuple[int, float] | None, note
     assert bool(note) is noted
     if noted:
         assert "most frequent class ('a\\nb')" in note  # a class name is shown on one line
+
+
+def test_no_python_warning_when_predictions_name_a_class_without_test_rows(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """30 classes in 40 rows: the test rows lack most classes, which the model still predicts;
+    scikit-learn's warning about it is not the user's (such classes count for nothing)."""
+    import warnings
+
+    path = tmp_path / "few.csv"
+    path.write_text("a,y\n" + "".join(f"{i},{i % 30}\n" for i in range(40)))
+    report = tmp_path / "r.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--report-json",
+                           str(report))
+    assert code == 0 and "Warning" not in err
+    record = json.loads(report.read_text())
+    ds = data.load(str(path))
+    assert 0 <= record["test_balanced_accuracy"] <= 1 and len(set(ds.y_test.tolist())) < 30
