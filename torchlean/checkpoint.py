@@ -38,7 +38,7 @@ import math
 import os
 import re
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from torchlean import _npz
 from torchlean._atomic import replace_file
-from torchlean._checks import is_builtin_int
+from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
@@ -454,6 +454,11 @@ class Checkpoint:
         recorded = None if self.training is None else self.training.settings.get("data_sha256")
         if not isinstance(recorded, str):
             return
+        if not is_sha256(recorded):  # review69 F2: the settings' copy is checked as the field is
+            raise CheckpointError(
+                f"the training settings' data_sha256 must be 64 lowercase hex digits (provenance.data_sha256 "
+                f"of the run's Dataset), got {recorded!r}"
+            )
         if digest is None:
             object.__setattr__(self, "data_sha256", recorded)
         elif digest != recorded:
@@ -509,8 +514,11 @@ class Checkpoint:
 
     def _check_settings_agree(self) -> None:
         """Refuse training settings whose ``profile`` or ``execution`` (the run's options, which
-        ``--resume`` runs under) differ from the checkpoint's own (which ``predict`` runs under):
-        one of the two copies was edited, and neither can be trusted (review62 F6)."""
+        ``--resume`` runs under) differ from the checkpoint's own (which ``predict`` runs under),
+        or whose ``model``, ``hidden``, ``dropout`` or ``dtype`` differ from the model's fields:
+        one of the two copies was edited, and neither can be trusted (review62 F6, review69 F2).
+        A setting that is not a value its option takes is left to ``--resume``'s parser, which
+        names the option."""
         if self.training is None:
             return
         known = {"profile": profiles.names(), "execution": ExecutionMode.labels()}
@@ -522,6 +530,16 @@ class Checkpoint:
                     f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
                     f"{setting!r} differ (one of them was edited): a checkpoint records one {name}, which "
                     f"predict and --resume both run under"
+                )
+        for name, parse in (("model", _known(MODELS)), ("hidden", _positive_int), ("dropout", _dropout),
+                            ("dtype", _known(("float32", "float64")))):
+            setting = self.training.settings.get(name)
+            value = parse(setting) if isinstance(setting, str) else None
+            if value is not None and value != getattr(self, name):
+                raise CheckpointError(
+                    f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
+                    f"{setting!r} differ (one of them was edited): a checkpoint records one model, which "
+                    "predict rebuilds and --resume trains on"
                 )
 
     def _check_test_fraction(self) -> None:
@@ -1585,6 +1603,25 @@ def _check_training_meta(meta: object) -> dict[str, Any]:
         if not isinstance(meta[name], bool):
             raise CheckpointError(f"training {name} must be true or false, got {meta[name]!r}")
     return meta
+
+
+def _known(names: tuple[str, ...]) -> Callable[[str], str | None]:
+    """A setting's parser for an option whose values are ``names``: the setting, or None."""
+    return lambda setting: setting if setting in names else None
+
+
+def _positive_int(setting: str) -> int | None:
+    """A ``--hidden`` setting's value (a decimal int >= 1), or None."""
+    return int(setting) if DECIMAL_INTEGER.fullmatch(setting) and int(setting) >= 1 else None
+
+
+def _dropout(setting: str) -> float | None:
+    """A ``--dropout`` setting's value (a float in [0, 1)), or None."""
+    try:
+        value = float(setting)
+    except ValueError:
+        return None
+    return value if 0.0 <= value < 1.0 else None
 
 
 def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:

@@ -80,3 +80,38 @@ def test_renamed_features_are_named_at_the_first(capsys: pytest.CaptureFixture[s
     path = edited(saved, tmp_path / "e.npz", "feature_names", ["a", "b", "c", "d"])
     code, _, err = cli(capsys, "inspect", str(path), "--dataset", "iris")
     assert code == 0 and "their feature 0 is sepal length (cm), the checkpoint's a" in err
+
+
+def _edited_setting(source: Path, target: Path, name: str, value: str) -> Path:
+    with np.load(source, allow_pickle=False) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta["training"]["settings"][name] = value
+    arrays["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **arrays)
+    return target
+
+
+@pytest.mark.parametrize(("name", "value", "own"), [
+    ("model", "cnn", "'mlp'"), ("hidden", "65", "8"), ("dropout", "0.5", "0.0"),
+    ("dtype", "float64", "'float32'"),
+])
+def test_an_edited_copy_of_the_model_fields_is_refused_at_load(capsys: pytest.CaptureFixture[str],
+                                                                saved: Path, tmp_path: Path, name: str,
+                                                                value: str, own: str) -> None:
+    """review69 F2: the training settings' copies of the model's fields must agree with them, as
+    profile's and execution's must; --resume no longer blames the data or the command line."""
+    path = _edited_setting(saved, tmp_path / "e.npz", name, value)
+    fault = (f"the checkpoint's {name} {own} and its training settings' {name} {value!r} differ (one of them "
+             "was edited): a checkpoint records one model, which predict rebuilds and --resume trains on")
+    for argv in (["inspect", str(path)], ["train", "--resume", str(path), "--epochs", "2"]):
+        assert cli(capsys, *argv) == (2, "", f"error: {path}: {fault}\n")
+
+
+def test_a_settings_digest_that_is_not_hex_is_refused(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                      tmp_path: Path) -> None:
+    path = _edited_setting(saved, tmp_path / "e.npz", "data_sha256", "zz")
+    assert cli(capsys, "inspect", str(path)) == (
+        2, "", f"error: {path}: the training settings' data_sha256 must be 64 lowercase hex digits "
+        "(provenance.data_sha256 of the run's Dataset), got 'zz'\n")

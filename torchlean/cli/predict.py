@@ -349,7 +349,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     x, cells = picked.columns(None if label is None else len(features))
     # pandas' index column gets its own note (a checkpoint that trained on it names it a feature)
     index = None if table.index_column in keep else table.index_column
-    ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in keep and i != index)
+    kept = set(keep)  # a set: a file may have 10**5 columns (review69 F1)
+    ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in kept and i != index)
     notes = (
         (f"ignored {len(ignored)} column(s) of {table.shown_file} that are not checkpoint {path}'s features "
          f"or label column: {_listed(ignored)}",)
@@ -416,9 +417,9 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         index_note = table.index_note(label)
         return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                       table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
-    if table.has_header and any(feature in table.names for feature in wanted):
-        missing = tuple(feature for feature in wanted if feature not in table.names)
-        counts = collections.Counter(table.names)  # once: a file may have 10**5 columns (review67 F8)
+    counts = collections.Counter(table.names)  # once: 10**5 columns (review67 F8, review69 F1)
+    if table.has_header and any(feature in counts for feature in wanted):
+        missing = tuple(feature for feature in wanted if feature not in counts)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[feature] > 1)
         if missing or repeated:
             faults = "; ".join(
