@@ -219,6 +219,17 @@ def _labels(
     return np.asarray(ids, dtype=np.int64), classes, "classification"
 
 
+def class_names(file: str, column: str, cells: list[str], first_line: Lines) -> tuple[str, ...]:
+    """The class names, in the model's output order, that :func:`torchlean.data.load` gives the
+    label ``cells`` read as classes (numbers by value, then names sorted), for comparing them with
+    a checkpoint's (review69 F4).
+
+    Raises:
+        DataError: as :func:`torchlean.data.load` for such labels (a blank label, one class).
+    """
+    return _labels(file, column, cells, "classification", first_line, np.dtype(np.float64))[1]
+
+
 def _refuse_merged_ids(file: str, column: str, labels: Sequence[str]) -> None:
     """Refuse labels read as a quantity only because whole numbers among them reach 2**53, when
     float64 cannot tell them apart: ids such as ``1234567890123456789`` and ``...790`` (3 distinct

@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+import sys
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1364,7 +1365,10 @@ def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
             "value they take: each key once)"
         ) from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError, an int beyond Python's digit limit
-        raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({error})") from None
+        reason = str(error)
+        if not isinstance(error, json.JSONDecodeError) and "int_max_str_digits" in reason:  # review69 F5
+            reason = f"a number of more than {sys.get_int_max_str_digits()} digits, which no field holds"
+        raise CheckpointError(f"not a torchlean checkpoint: the metadata is not JSON ({reason})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise CheckpointError(f"not a torchlean checkpoint: the metadata has no \"format\": \"{_FORMAT}\"")
     version = _check_version(meta.get("version"))

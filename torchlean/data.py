@@ -50,7 +50,7 @@ from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
 from torchlean._data_errors import DataError, EmptySplitError
-from torchlean._labels import Task, _labels, class_ids, targets
+from torchlean._labels import Task, _labels, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
 from torchlean.backend.display import name_shown
@@ -69,6 +69,7 @@ __all__ = [
     "Table",
     "Task",
     "class_ids",
+    "class_names",
     "display_name",
     "load",
     "load_csv",

@@ -115,3 +115,45 @@ def test_a_settings_digest_that_is_not_hex_is_refused(capsys: pytest.CaptureFixt
     assert cli(capsys, "inspect", str(path)) == (
         2, "", f"error: {path}: the training settings' data_sha256 must be 64 lowercase hex digits "
         "(provenance.data_sha256 of the run's Dataset), got 'zz'\n")
+
+
+def test_plain_predict_notes_a_reordered_class_list(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                    tmp_path: Path) -> None:
+    """review69 F4: without --split, predict on the run's own data notes classes the checkpoint
+    lists in another order than those data give them; the unedited checkpoint says nothing."""
+    path = edited(saved, tmp_path / "e.npz", "classes", ["virginica", "versicolor", "setosa"])
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
+    assert code == 0
+    assert err == (f"note: checkpoint {path} names its classes in another order than the data it trained "
+                   "on (iris) do (class 0 is virginica in the checkpoint, setosa in the data; the checkpoint "
+                   "was edited?): its predictions and accuracy follow the checkpoint's names\n")
+    out = str(tmp_path / "p.csv")
+    assert cli(capsys, "predict", str(saved), "--dataset", "iris", "--output", out)[2] == ""
+
+
+def test_a_huge_number_in_the_metadata_is_named_for_a_user(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                           tmp_path: Path) -> None:
+    """review69 F5: not CPython's advice to call sys.set_int_max_str_digits()."""
+    import sys
+
+    with np.load(saved, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    text = str(arrays["metadata"]).replace('"seed": 0', '"seed": ' + "9" * 5000)
+    arrays["metadata"] = np.array(text)
+    path = tmp_path / "digits.npz"
+    with path.open("wb") as handle:
+        np.savez(handle, **arrays)
+    assert cli(capsys, "inspect", str(path)) == (
+        2, "", f"error: {path}: not a torchlean checkpoint: the metadata is not JSON (a number of more than "
+        f"{sys.get_int_max_str_digits()} digits, which no field holds)\n")
+
+
+def test_a_stored_explosive_pattern_asks_for_a_new_run() -> None:
+    from torchlean import optim
+    from torchlean.backend.errors import TorchLeanError
+    from torchlean.cli import _patterns
+
+    ending = r"backtracks exponentially in Python's re\): train a new run with a simpler pattern$"
+    with pytest.raises(TorchLeanError, match=ending):
+        _patterns.check_matches_quickly(optim.group(r"(?:(?:(?:(?:.*)*)*)*)*Z", frozen=True), "--freeze",
+                                        ["0.weight"] * 6, "checkpoint m.npz's setting ", seconds=0.2)

@@ -69,5 +69,6 @@ def check_matches_quickly(group: optim.ParamGroup | None, option: str, names: Se
         raise TorchLeanError(
             f"{source}{option} {pattern.pattern!r}: matching it against the {len(names)} parameter names of "
             f"the model took more than {seconds:g} s (nested repetition, as in '(a*)*', backtracks "
-            "exponentially in Python's re): give a simpler pattern"
+            "exponentially in Python's re): "
+            f"{'train a new run with a simpler pattern' if source else 'give a simpler pattern'}"
         ) from None

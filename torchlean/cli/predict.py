@@ -700,6 +700,24 @@ def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> 
     return compared.matches
 
 
+def _class_order_note(source: _Input, saved: checkpoint.Checkpoint, path: Path) -> str:
+    """A ``note:`` line when ``source``, the data the checkpoint's run trained on, names the same
+    classes as the checkpoint in another order: the checkpoint was edited (the same labels always
+    give the same order), and its predictions are named otherwise (review69 F4); else ``""``."""
+    assert source.cells is not None
+    try:
+        ours = data.class_names(source.source, source.label, list(source.cells), source.lines)
+    except data.DataError:
+        return ""
+    if ours == saved.classes or sorted(ours) != sorted(saved.classes):
+        return ""
+    i = next(i for i, (a, b) in enumerate(zip(ours, saved.classes, strict=True)) if a != b)
+    return (f"note: checkpoint {path} names its classes in another order than the data it trained on "
+            f"({source.source}) do (class {i} is {data.display_name(saved.classes[i])} in the checkpoint, "
+            f"{data.display_name(ours[i])} in the data; the checkpoint was edited?): its predictions and "
+            "accuracy follow the checkpoint's names\n")
+
+
 def _same_data(source: str, trained_on: str) -> bool:
     """Whether ``source`` (a shipped dataset name or a CSV path) is the data ``trained_on`` names."""
     if source == trained_on:
@@ -1051,6 +1069,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 f"{'accuracy' if classification else 'mse'})"
             )
             raise TorchLeanError(f"{error}{clause}") from None
+    own_data = args.split == "all" and _same_data(args.dataset, saved.dataset)
+    if truth is not None and classification and own_data:  # review69 F4: --split compares them below
+        print(_class_order_note(source, saved, args.checkpoint), end="", file=sys.stderr)
     # loaded and split as the run loaded its data, once, for --split's note and the record
     compared = (compare_data(args.dataset, saved, args.delimiter)
                 if args.split != "all" or args.report_json is not None else None)
