@@ -435,7 +435,11 @@ def test_the_weights_of_another_layer_list_are_refused_naming_the_dropout(droppe
     saved = checkpoint.load(dropped)
     refusal = (r"do not match model mlp \(features 4, outputs 3, hidden 8\): missing \['2.weight', "
                r"'2.bias', '4.weight', '4.bias'\], unexpected \['3.weight', ")
-    with pytest.raises(CheckpointError, match=refusal):
+    with pytest.raises(CheckpointError, match=refusal):  # no training settings: the weights decide
+        Checkpoint(**fields(saved, dropout=0.0, training=None))
+    # with the run's settings, their dropout 0.25 disagrees first (review69 F2)
+    with pytest.raises(CheckpointError, match=r"the checkpoint's dropout 0\.0 and its training settings' "
+                                              r"dropout '0\.25' differ \(one of them was edited\)"):
         Checkpoint(**fields(saved, dropout=0.0))
     with pytest.raises(CheckpointError, match=r"hidden 8, dropout 0\.25\): missing \[\]"):
         Checkpoint(**fields(saved, weights={**saved.weights, "2.weight": saved.weights["3.weight"]}))
