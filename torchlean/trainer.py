@@ -705,6 +705,7 @@ class Trainer(Generic[In, Out]):
                                   dtype=self.config.numpy_dtype())
         self._session: Session | None = None
         self._random_counter = 0  # the session's, until it opens (random_counter)
+        self._unstored_from: int | None = None  # the counter before a step whose update is not stored
         self._optimizer: Optimizer | None = None
         self.grad_norm: float | None = None
         """The total 2-norm of the last step's gradients before clipping, when ``config`` has a
@@ -799,7 +800,9 @@ class Trainer(Generic[In, Out]):
         eager or typed-graph, one per dropout layer and training step) its session has served,
         :attr:`Session.random_counter <torchlean.autograd.session.Session.random_counter>`; 0
         before it opens. Evaluation (``predict``, ``evaluate``, ``fit``'s ``validation``) draws
-        nothing.
+        nothing. A step's draws count once its update is stored: after a Ctrl-C (or an error)
+        inside a step, the counter is that of the :attr:`steps_done` steps the weights and
+        optimizer state hold, and the next step draws that step's masks again (review70 F1).
 
         Settable, before or after the session opens (reading or setting it opens nothing), to
         resume a run: with the saved run's weights, optimizer state
@@ -812,6 +815,8 @@ class Trainer(Generic[In, Out]):
             TrainerError: (on setting) not an integer (Python or numpy; bools refused) in
                 ``[0, 2**64)``.
         """
+        if self._unstored_from is not None:  # a step interrupted before its store: its draws do not count
+            return self._unstored_from
         return self._random_counter if self._session is None else self._session.random_counter
 
     @random_counter.setter
@@ -821,6 +826,7 @@ class Trainer(Generic[In, Out]):
         if self._session is not None:
             self._session.random_counter = int(counter)
         self._random_counter = int(counter)
+        self._unstored_from = None  # the counter given is the position to go on from
 
     # The settings are read-only: checked once, at construction, and fixed in the session, the
     # optimizer and the graphs the trainer builds from them (review26_ls F4).
@@ -1229,6 +1235,12 @@ class Trainer(Generic[In, Out]):
         (:data:`Inputs` and :data:`Targets`, at least one row)."""
         session = self.open()
         assert self._optimizer is not None
+        # the masks this step draws count once its update is stored (review70 F1): an earlier step
+        # that was interrupted (Ctrl-C, an error) before its store gives its draws back first;
+        # each of these two lines leaves a consistent state if interrupted before the other
+        if self._unstored_from is not None:
+            session.random_counter = self._unstored_from
+        self._unstored_from = session.random_counter
         with session:
             device = self.config.device.label
             params = self._leaf_parameters(device)
@@ -1245,10 +1257,11 @@ class Trainer(Generic[In, Out]):
             updated[position] = value
         optimizer, model = self._optimizer, self.model
 
-        def store() -> None:  # weights and optimizer state: both stored or neither (review61 F2)
+        def store() -> None:  # weights, optimizer state and masks drawn: all stored or none (review61 F2)
             optimizer._commit_step(prepared)
             model.parameters = updated
             self.grad_norm = norm
+            self._unstored_from = None
 
         store_together(store)
         return float(loss.numpy())

@@ -229,3 +229,39 @@ def test_DeferredSigint_is_nested_and_leaves_handlers_it_cannot_defer_alone() ->
     thread.start()
     thread.join()
     assert seen == [signal.default_int_handler]  # another thread: nothing installed
+
+
+@pytest.mark.parametrize("execution", [ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH])
+def test_ctrl_c_leaves_the_random_counter_of_steps_done_steps(execution: ExecutionMode) -> None:
+    """review70 F1: the dropout masks a step drew before its update was stored are not counted,
+    so ``random_counter`` is that of ``steps_done`` steps (two dropout layers: two draws a step),
+    and a resume from the interrupted state continues the uninterrupted run bit for bit."""
+
+    def dropped() -> Trainer[Any, Any]:
+        layer = nn.sequential(nn.linear(4, 6), nn.relu(), nn.dropout(0.3), nn.linear(6, 6), nn.relu(),
+                              nn.dropout(0.3), nn.linear(6, 2))
+        config = RunConfig(optimizer=optim.adam(lr=0.01), execution=execution, dtype="float64")
+        return Trainer(layer, objective=Objective.MSE, seed=0, config=config)
+
+    reference = dropped()
+    reference.fit(X, Y, epochs=3, batch_size=8, shuffle=False)
+    assert reference.random_counter == 6
+    counting = dropped()
+    counting.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+    _, lines = _interrupted(None, lambda: counting.fit(X, Y, epochs=1, batch_size=8, shuffle=False))
+    ahead = 0
+    for n in range(1, lines + 1):
+        trainer = dropped()
+        trainer.fit(X, Y, epochs=1, batch_size=8, shuffle=False)
+        interrupted, _ = _interrupted(n, lambda t=trainer: t.fit(X, Y, epochs=1, batch_size=8, shuffle=False))
+        assert interrupted and trainer.random_counter == 2 * trainer.steps_done, (n, trainer.steps_done)
+        ahead += trainer.steps_done == 1
+        # resume: a new trainer with the interrupted state runs the remaining steps
+        resumed = dropped()
+        resumed.model.load_state(trainer.model.state())
+        resumed.optimizer.load_state_dict(trainer.optimizer.state_dict())
+        resumed.random_counter = trainer.random_counter
+        resumed.epochs_done = trainer.steps_done
+        resumed.fit(X, Y, epochs=3 - trainer.steps_done, batch_size=8, shuffle=False)
+        assert _same_state(resumed.model.state(), reference.model.state()), n
+    assert ahead > 0  # some interrupts landed before the store (where the counter ran ahead)
