@@ -149,3 +149,21 @@ def test_bad_segments_are_refused(trained: Path, tmp_path: Path, changes: dict[s
     refusal = rf"^{path}: metadata field 'torch_threads_segments' must be of type list or null, got 3$"
     with pytest.raises(CheckpointError, match=refusal):
         checkpoint.load(path)
+
+
+def test_a_resume_keeps_the_run_s_count_unless_one_is_given(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """review70 F3: as every other setting, --resume takes the checkpoint's torch_threads when
+    neither --torch-threads nor $OMP_NUM_THREADS gives one (the default 1 is not a choice)."""
+    first, second = tmp_path / "f1.npz", tmp_path / "f2.npz"
+    ok(capsys, *SMALL, "--torch-threads", "2", "--save", str(first))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    code, out, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3", "--save", str(second))
+    assert (code, err) == (0, "") and " torch_threads=2\n" in out
+    assert metadata(second)["torch_threads_segments"] == [2, 2]
+    # the environment's count is the user's choice: taken, with the note
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    code, _, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3")
+    assert code == 0 and (f"note: the run in {first} ran torch on 2 threads and this one runs it on 1 "
+                          in err)

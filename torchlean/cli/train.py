@@ -820,8 +820,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:
     started = time.perf_counter()
+    from_environment = "OMP_NUM_THREADS" in os.environ  # before set_torch_threads sets it
     threads = set_torch_threads(args.torch_threads)
     resumed = _resume.prepare(args)  # --resume: the checkpoint's settings in args
+    if (resumed is not None and args.torch_threads is None and not from_environment
+            and resumed.saved.torch_threads is not None):  # review70 F3: as every other setting
+        threads = set_torch_threads(resumed.saved.torch_threads)  # the run's count, unless given
     training = ([] if args.dataset in data.DATASETS
                 else [("the training data --dataset", given_path(args.dataset))])
     check_distinct([("--report-json", args.report_json), ("--save", args.save)], training)
