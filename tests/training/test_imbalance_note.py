@@ -38,9 +38,10 @@ def test_an_imbalanced_run_is_noted_and_its_balanced_accuracy_recorded(capsys: p
     share = np.bincount(ds.y_test).max() / ds.y_test.size
     assert record["test_accuracy"] <= share  # the case: no better than the majority
     assert err == (f"note: test_accuracy={record['test_accuracy']:.4f} is not above {share:.4f}, the share "
-                   "of the test rows of its most frequent class (0): the model does no better than always "
-                   "predicting that class; its balanced accuracy (the mean recall over the classes, "
-                   f"test_balanced_accuracy in --report-json) is {record['test_balanced_accuracy']:.4f}\n")
+                   "of the test rows of its most frequent class (0): always predicting that class would "
+                   "score as well; the balanced accuracy (the mean recall over the classes, "
+                   f"test_balanced_accuracy in --report-json) tells them apart: "
+                   f"{record['test_balanced_accuracy']:.4f}\n")
 
 
 def test_a_balanced_run_says_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -162,6 +162,12 @@ def test_a_resume_keeps_the_run_s_count_unless_one_is_given(capsys: pytest.Captu
     code, out, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3", "--save", str(second))
     assert (code, err) == (0, "") and " torch_threads=2\n" in out
     assert metadata(second)["torch_threads_segments"] == [2, 2]
+    # an $OMP_NUM_THREADS that is ignored (with its warning) gives no count either (review71 F1)
+    for ignored in ("", "0", "abc"):
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        code, out, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3")
+        assert code == 0 and " torch_threads=2\n" in out and "ran torch on" not in err
+        assert err.startswith(f"warning: ignoring OMP_NUM_THREADS={ignored!r}")
     # the environment's count is the user's choice: taken, with the note
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     code, _, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3")

@@ -53,12 +53,12 @@ def balanced_accuracy(trainer: Trainer[Any, Any],
 def baseline_note(accuracy: float, balanced: float | None, baseline: Baseline | None,
                   class_names: Sequence[str]) -> str:
     """A ``note:`` when the test split is imbalanced (``baseline``'s share at least
-    :data:`IMBALANCED_SHARE`) and ``accuracy`` is not above that share: the model does no better
-    than always predicting its majority class; else ``""``."""
+    :data:`IMBALANCED_SHARE`) and ``accuracy`` is not above that share: always predicting its
+    majority class would score as well (the balanced accuracy tells them apart); else ``""``."""
     if baseline is None or balanced is None or baseline[1] < IMBALANCED_SHARE or accuracy > baseline[1]:
         return ""
     majority, share = baseline
     return (f"note: test_accuracy={accuracy:.4f} is not above {share:.4f}, the share of the test rows of "
-            f"its most frequent class ({data.display_name(class_names[majority])}): the model does no better "
-            "than always predicting that class; its balanced accuracy (the mean recall over the classes, "
-            f"test_balanced_accuracy in --report-json) is {balanced:.4f}")
+            f"its most frequent class ({data.display_name(class_names[majority])}): always predicting that "
+            "class would score as well; the balanced accuracy (the mean recall over the classes, "
+            f"test_balanced_accuracy in --report-json) tells them apart: {balanced:.4f}")

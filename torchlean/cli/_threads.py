@@ -13,6 +13,7 @@ from torchlean.cli._args import int_at_least
 __all__ = [
     "MAX_TORCH_THREADS",
     "env_threads",
+    "environment_threads",
     "obey_torch_threads",
     "set_torch_threads",
     "torch_threads",
@@ -48,14 +49,24 @@ def env_threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS")
     if env is None:
         return 1
-    if re.fullmatch(r"\s*0*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
-        return int(env)
+    given = environment_threads()
+    if given is not None:
+        return given
     print(
         f"warning: ignoring OMP_NUM_THREADS={env!r} (accepted: an integer in [1, {MAX_TORCH_THREADS}]); "
         "torch, where the run uses it, gets 1 thread (choose with --torch-threads N)",
         file=sys.stderr,
     )
     return 1
+
+
+def environment_threads() -> int | None:
+    """The count ``$OMP_NUM_THREADS`` gives when it is set to one :func:`env_threads` takes, else
+    None (unset, or ignored as invalid); nothing is printed."""
+    env = os.environ.get("OMP_NUM_THREADS")
+    if env is not None and re.fullmatch(r"\s*0*[0-9]{1,9}\s*", env) and 1 <= int(env) <= MAX_TORCH_THREADS:
+        return int(env)
+    return None
 
 
 def set_torch_threads(requested: int | None) -> int:

@@ -134,6 +134,7 @@ from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._stdout import reader_may_leave
 from torchlean.cli._threads import (
     MAX_TORCH_THREADS,
+    environment_threads,
     obey_torch_threads,
     set_torch_threads,
     torch_threads,
@@ -820,7 +821,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:
     started = time.perf_counter()
-    from_environment = "OMP_NUM_THREADS" in os.environ  # before set_torch_threads sets it
+    from_environment = environment_threads() is not None  # before set_torch_threads sets it
     threads = set_torch_threads(args.torch_threads)
     resumed = _resume.prepare(args)  # --resume: the checkpoint's settings in args
     if (resumed is not None and args.torch_threads is None and not from_environment
