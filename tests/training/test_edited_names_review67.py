@@ -157,3 +157,12 @@ def test_a_stored_explosive_pattern_asks_for_a_new_run() -> None:
     with pytest.raises(TorchLeanError, match=ending):
         _patterns.check_matches_quickly(optim.group(r"(?:(?:(?:(?:.*)*)*)*)*Z", frozen=True), "--freeze",
                                         ["0.weight"] * 6, "checkpoint m.npz's setting ", seconds=0.2)
+
+
+def test_an_unknown_model_setting_names_the_checkpoint(capsys: pytest.CaptureFixture[str], saved: Path,
+                                                       tmp_path: Path) -> None:
+    """review71 F3: a settings' model that names no model is --resume's to refuse, naming the
+    checkpoint (not the load's: it is not a known model to compare)."""
+    path = _edited_setting(saved, tmp_path / "e.npz", "model", "MLP")
+    assert cli(capsys, "train", "--resume", str(path), "--epochs", "2") == (
+        2, "", f"error: checkpoint {path}: its setting --model 'MLP' is not one of mlp, cnn, transformer\n")

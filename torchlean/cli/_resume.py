@@ -70,6 +70,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_distinct, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation, monitored, stalled
+from torchlean.models import MODELS
 from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -211,6 +212,7 @@ _NAMES: dict[str, Callable[[], Sequence[str] | None]] = {
     "profile": profiles.names,
     "execution": ExecutionMode.labels,
     "dtype": lambda: ("float32", "float64"),
+    "model": lambda: tuple(MODELS),  # review71 F3
 }
 """The options whose parser takes any text, checked later by name: a name recorded in a
 checkpoint is checked here, so its refusal names the checkpoint (review28 F9)."""
