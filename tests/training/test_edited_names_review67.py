@@ -125,8 +125,8 @@ def test_plain_predict_notes_a_reordered_class_list(capsys: pytest.CaptureFixtur
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
     assert code == 0
     assert err == (f"note: checkpoint {path} names its classes in another order than the data it trained "
-                   "on (iris) do (class 0 is virginica in the checkpoint, setosa in the data; the checkpoint "
-                   "was edited?): its predictions and accuracy follow the checkpoint's names\n")
+                   "on (iris): their class 0 is setosa, the checkpoint's virginica (the checkpoint was "
+                   "edited?): its predictions and accuracy follow the checkpoint's names\n")
     out = str(tmp_path / "p.csv")
     assert cli(capsys, "predict", str(saved), "--dataset", "iris", "--output", out)[2] == ""
 

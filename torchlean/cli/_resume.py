@@ -639,21 +639,27 @@ def cannot_run_here(resumed: Resumed, error: object) -> str:
 
 def names_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
     """How ``dataset``'s class names (classification) or feature names differ from checkpoint
-    ``saved``'s, which name the model's outputs and pick its input columns by name, at the first
-    position where they differ; None when they agree (feature names are compared only when both
-    have them). The data digest covers the data's own names, not the checkpoint's fields, so a
-    hand edit of these passes it (review67 F3)."""
-    for what, ours, theirs in (("class", dataset.class_names, saved.classes),
-                               ("feature", dataset.feature_names, saved.feature_names)):
-        if what == "feature" and not (ours and theirs):
-            continue
-        if tuple(ours) != tuple(theirs):
-            if len(ours) != len(theirs):
-                return f"they have {len(ours)} {what} names, the checkpoint {len(theirs)}"
-            i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
-            return (f"their {what} {i} is {data.display_name(ours[i])}, the checkpoint's "
-                    f"{data.display_name(theirs[i])}")
-    return None
+    ``saved``'s, which name the model's outputs and pick its input columns by name
+    (:func:`first_name_difference`); None when they agree (feature names are compared only when
+    both have them). The data digest covers the data's own names, not the checkpoint's fields, so
+    a hand edit of these passes it (review67 F3)."""
+    found = first_name_difference("class", dataset.class_names, saved.classes)
+    if found is None and dataset.feature_names and saved.feature_names:
+        found = first_name_difference("feature", dataset.feature_names, saved.feature_names)
+    return found
+
+
+def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
+    """Where the data's names ``ours`` of ``what`` (``class``, ``feature``) first differ from a
+    checkpoint's ``theirs``: ``their class 0 is setosa, the checkpoint's virginica`` (or their
+    counts); None when they are the same, in order."""
+    if tuple(ours) == tuple(theirs):
+        return None
+    if len(ours) != len(theirs):
+        return f"they have {len(ours)} {what} names, the checkpoint {len(theirs)}"
+    i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
+    mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
+    return f"their {what} {i} is {mine}, the checkpoint's {recorded}"
 
 
 def data_digest(dataset: data.Dataset) -> str:

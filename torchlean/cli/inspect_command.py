@@ -268,11 +268,11 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     else:
         lines.extend(
             f"environment.{key}: "
-            f"{_argv(value) if key == 'argv' and isinstance(value, list) else _shown(value)}"
+            f"{_argv(value) if key == 'argv' else _shown(value)}"
             for key, value in environment.items()
         )
     table = record["capsule_table_matches"]
-    profile = saved.profile if environment is None else environment.get("profile") or saved.profile
+    profile = saved.profile  # the environment's, when it names one, is this one (checkpoint.load checks)
     shown_profile = _text(profile)
     lines.append(
         "capsule_table: unknown (no digest recorded)" if table is None

@@ -551,9 +551,9 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
               f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
               "statistics, so its outputs on these data are not its outputs on the training data",
               file=sys.stderr)
-    elif compared.difference is not None and compared.difference.startswith(_NAMES_DIFFER):
+    elif compared.names is not None:
         print(f"note: the data of {source.source} are those checkpoint {args.checkpoint}'s run trained on, "
-              f"but {compared.difference[len(_NAMES_DIFFER) + 2:]} (the checkpoint was edited): the "
+              f"but {compared.names} (the checkpoint was edited): the "
               "predictions are named by the checkpoint's classes, and a CSV file's columns picked by its "
               "feature names", file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
@@ -601,13 +601,17 @@ class DataComparison:
         difference: why they are not the run's data when ``matches`` is False: their digest
             differs, or it agrees but the statistics the features (a regression target) are
             standardised with differ from the checkpoint's (the same values in other units or with
-            an offset standardise alike: review65 F1); else None.
+            an offset standardise alike: review65 F1), or it agrees but the checkpoint names the
+            classes or features otherwise (review67 F3); else None.
+        names: in that last case, where the names first differ
+            (:func:`torchlean.cli._resume.names_difference`); else None.
     """
 
     digest: str | None
     matches: bool | None
     failure: str | None = None
     difference: str | None = None
+    names: str | None = None
 
 
 _DIGEST_DIFFERS = "their digest differs"
@@ -686,7 +690,7 @@ def compare_data(
         return DataComparison(found, False, difference=_STATISTICS_DIFFER)
     names = _resume.names_difference(loaded, saved)
     if names is not None:  # review67 F3: the checkpoint's names were edited
-        return DataComparison(found, False, difference=f"{_NAMES_DIFFER}: {names}")
+        return DataComparison(found, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
     return DataComparison(found, True)
 
 
@@ -711,11 +715,9 @@ def _class_order_note(source: _Input, saved: checkpoint.Checkpoint, path: Path) 
         return ""
     if ours == saved.classes or sorted(ours) != sorted(saved.classes):
         return ""
-    i = next(i for i, (a, b) in enumerate(zip(ours, saved.classes, strict=True)) if a != b)
     return (f"note: checkpoint {path} names its classes in another order than the data it trained on "
-            f"({source.source}) do (class {i} is {data.display_name(saved.classes[i])} in the checkpoint, "
-            f"{data.display_name(ours[i])} in the data; the checkpoint was edited?): its predictions and "
-            "accuracy follow the checkpoint's names\n")
+            f"({source.source}): {_resume.first_name_difference('class', ours, saved.classes)} (the "
+            "checkpoint was edited?): its predictions and accuracy follow the checkpoint's names\n")
 
 
 def _same_data(source: str, trained_on: str) -> bool:
