@@ -27,7 +27,7 @@ from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype
 from torchlean._data_errors import DataError
 from torchlean.backend.display import name_shown
 
-__all__ = ["MISSING_VALUES", "Lines", "Place", "display_name"]
+__all__ = ["LISTED", "MISSING_VALUES", "Lines", "Place", "display_name", "names_listed"]
 
 Lines: TypeAlias = int | Sequence[int]
 """Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
@@ -138,6 +138,21 @@ def display_name(text: str) -> str:
     ``'a\\nb'``), so that an empty name stays visible and a name holding a newline or a control
     character cannot split or garble a one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`)."""
     return name_shown(text)
+
+
+LISTED = 6
+"""The most names a message lists whole; a longer list shows its first three and its last."""
+
+
+def names_listed(names: Sequence[str], *, counted: bool = True) -> str:
+    """``names`` as one line of a message: each as :func:`display_name` shows it, joined by
+    ``, ``; more than :data:`LISTED` elided to the first three, ``...`` and the last, with their
+    count unless the message says it already (``counted=False``): ``f0, f1, f2, ..., f19999
+    (20000 in all)``."""
+    if len(names) <= LISTED:
+        return ", ".join(display_name(name) for name in names)
+    shown = [display_name(name) for name in (*names[:3], names[-1])]
+    return f"{', '.join(shown[:3])}, ..., {shown[-1]}" + (f" ({len(names)} in all)" if counted else "")
 
 
 def _shown(names: Sequence[str], index: int, counts: Mapping[str, int] | None = None) -> str:

@@ -39,7 +39,7 @@ import os
 import re
 import sys
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -50,6 +50,8 @@ import numpy.typing as npt
 
 from torchlean import _npz
 from torchlean._atomic import replace_file
+from torchlean._cells import LISTED
+from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
@@ -742,24 +744,11 @@ class _Model:
                 f"{self.hidden}{dropout})")
 
 
-_LISTED = 6
-"""The most names a message lists in full; a longer list shows its first three and its last."""
-
-
-def _listed(names: Sequence[str]) -> str:
-    """``names`` as one line of a message: each as :func:`~torchlean.data.display_name` shows it
-    (a name holding a newline or a control character as its Python literal), a long list elided
-    as feature columns are (``f0, f1, f2, ..., f19999 (20000 in all)``)."""
-    if len(names) <= _LISTED:
-        return ", ".join(display_name(name) for name in names)
-    shown = [display_name(name) for name in (*names[:3], names[-1])]
-    return f"{', '.join(shown[:3])}, ..., {shown[-1]} ({len(names)} in all)"
-
-
 def _literals(values: object) -> str:
-    """``repr(values)`` of a tuple or list, a long one elided as :func:`_listed` elides names
-    (``('c0', 'c1', 'c2', ..., 'c999999') (1000000 in all)``); anything else as ``repr``."""
-    if not isinstance(values, tuple | list) or len(values) <= _LISTED:
+    """``repr(values)`` of a tuple or list, a long one elided as
+    :func:`~torchlean._cells.names_listed` elides names (``('c0', 'c1', 'c2', ..., 'c999999')
+    (1000000 in all)``); anything else as ``repr``."""
+    if not isinstance(values, tuple | list) or len(values) <= LISTED:
         return repr(values)
     opening, closing = ("(", ")") if isinstance(values, tuple) else ("[", "]")
     shown = ", ".join(map(repr, values[:3]))
@@ -1620,12 +1609,11 @@ def _positive_int(setting: str) -> int | None:
 
 
 def _dropout(setting: str) -> float | None:
-    """A ``--dropout`` setting's value (a float in [0, 1)), or None."""
+    """A ``--dropout`` setting's value (:func:`~torchlean.models.checked_dropout`), or None."""
     try:
-        value = float(setting)
-    except ValueError:
+        return checked_dropout(float(setting))
+    except (ValueError, ShapeError):
         return None
-    return value if 0.0 <= value < 1.0 else None
 
 
 def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:

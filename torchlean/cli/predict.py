@@ -122,6 +122,7 @@ import numpy.typing as npt
 
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
+from torchlean._cells import names_listed
 from torchlean._csv import stdin_read_once
 from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
@@ -353,7 +354,7 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in kept and i != index)
     notes = (
         (f"ignored {len(ignored)} column(s) of {table.shown_file} that are not checkpoint {path}'s features "
-         f"or label column: {_listed(ignored)}",)
+         f"or label column: {_names(ignored)}",)
         if ignored else ()
     )
     index_note = table.index_note(None) if index is not None else ""
@@ -423,7 +424,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[feature] > 1)
         if missing or repeated:
             faults = "; ".join(
-                f"{what} {_listed(names)}"
+                f"{what} {_names(names)}"
                 for what, names in (("missing", missing), ("repeated", repeated))
                 if names
             )
@@ -439,8 +440,8 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
     if table.has_header and wanted:
         notes += (
             f"matched {table.shown_file}'s columns to the features by position: its header "
-            f"({_listed(table.names)}) names none of checkpoint {args.checkpoint}'s features "
-            f"({_listed(wanted)})",
+            f"({_names(table.names)}) names none of checkpoint {args.checkpoint}'s features "
+            f"({_names(wanted)})",
         )
     return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                   table.lines, notes, delimiter=table.delimiter)
@@ -466,9 +467,9 @@ def _training_layout(table: data.Table, saved: checkpoint.Checkpoint) -> int | N
     return None
 
 
-def _listed(names: tuple[str, ...]) -> str:
-    shown = [data.display_name(name) for name in names]
-    return ", ".join(shown) if len(shown) <= 6 else f"{', '.join(shown[:3])}, ..., {shown[-1]}"
+def _names(names: tuple[str, ...]) -> str:
+    """``names`` as predict's messages list them (their count is said beside them)."""
+    return names_listed(names, counted=False)
 
 
 def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) -> None:
@@ -483,8 +484,8 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     label = "no label column"
     if source.cells is not None:
         label = f"label column {data.display_name(source.label)}"
-    expected = f" ({_listed(saved.feature_names)})" if saved.feature_names else ""
-    columns = _listed(source.columns) or "none"
+    expected = f" ({_names(saved.feature_names)})" if saved.feature_names else ""
+    columns = _names(source.columns) or "none"
     raise TorchLeanError(
         f"{source.source} has {count} feature column{'' if count == 1 else 's'} ({columns}; {label}), "
         f"but checkpoint {path} expects {saved.features} feature{'' if saved.features == 1 else 's'}"
