@@ -2,8 +2,9 @@
 replace whole: the bytes go to a temporary file beside the target, which is then renamed over it
 (``os.replace``, atomic on POSIX file systems), as editors and ``torch.save`` users do by hand.
 
-Used by ``torchlean train --report-json``, ``predict --output`` and ``--report-json``, ``inspect
---report-json`` and ``attention-check --json`` (review67 F4); ``checkpoint.save`` writes the same way.
+Used by :func:`torchlean.checkpoint.save` and by ``torchlean train --report-json``, ``predict
+--output`` and ``--report-json``, ``inspect --report-json`` and ``attention-check --json`` (review67
+F4).
 """
 
 from __future__ import annotations

@@ -378,15 +378,7 @@ class Table:
 
 
 _BLOCK_CELLS = 1 << 16
-"""About how many cells :func:`_well_formed_features` splits out of the rows at a time."""
-
-
-def _well_formed_features(
-    rows: Sequence[Sequence[str]], n_columns: int, label: int | None, feature_idx: Sequence[int]
-) -> Array | None:
-    """The features of :func:`_well_formed` (``None`` where it gives ``None``)."""
-    read = _well_formed(rows, n_columns, label, feature_idx)
-    return None if read is None else read[0]
+"""About how many cells :func:`_well_formed` splits out of the rows at a time."""
 
 
 def _well_formed(

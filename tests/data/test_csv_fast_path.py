@@ -1,4 +1,4 @@
-"""The CSV feature reader's column-at-a-time path (``_csv._well_formed_features``) against the
+"""The CSV feature reader's column-at-a-time path (``_csv._well_formed``) against the
 cell-by-cell reader (``_cells._number``), which stays the oracle and the source of every refusal.
 
 The column path leans on one fact about Python: on ASCII text without ``_``, every cell that
@@ -55,14 +55,15 @@ def test_float_strips_fewer_blanks_than_str_strip() -> None:
     with pytest.raises(ValueError):
         float("0\x1f")
     assert DECIMAL_NUMBER.fullmatch("0\x1f".strip())
-    assert _csv._well_formed_features([["0\x1f"]], 1, None, [0]) is None
+    assert _csv._well_formed([["0\x1f"]], 1, None, [0]) is None
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(CELLS, min_size=1, max_size=6), st.integers(min_value=1, max_value=3))
 def test_column_reader_agrees_with_the_cell_reader(cells: list[str], width: int) -> None:
     rows = [[cell] * width + ["0"] for cell in cells]  # every feature column the same, label last
-    fast = _csv._well_formed_features(rows, width + 1, width, list(range(width)))
+    read = _csv._well_formed(rows, width + 1, width, list(range(width)))
+    fast = None if read is None else read[0]
     values = [_cell_value(cell) for cell in cells]
     if any(value is None for value in values):
         assert fast is None  # the cell-by-cell reader then raises the first refusal
