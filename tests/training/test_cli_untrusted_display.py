@@ -22,7 +22,7 @@ import pytest
 from cli_runs import cli, metadata
 
 from torchlean.cli import inspect_command, predict
-from torchlean.cli.inspect_command import LINE_LIMIT
+from torchlean.cli._output import LINE_LIMIT
 
 
 def rewrite_metadata(source: Path, target: Path, edit: Any) -> Path:
@@ -247,6 +247,22 @@ def test_predict_header_escapes_the_checkpoints_dataset(
     assert header == (f"checkpoint={edited} model=mlp task=classification features=4 dtype=float32 "
                       f"trained_on={shown or shlex.quote(word)} trained_under=checked_cpu")
     assert dict(pair.split("=", 1) for pair in shlex.split(header))["trained_on"] == word
+
+
+def test_predict_header_cuts_a_long_dataset(
+    capsys: pytest.CaptureFixture[str], base: Path, tmp_path: Path
+) -> None:
+    """stop34's display gap: a crafted checkpoint's long dataset string is cut after LINE_LIMIT
+    characters in ``trained_on=``, with its length; the header still splits into its pairs."""
+    edited = rewrite_metadata(base, tmp_path / "p.npz", setter("dataset", value="d" * 100_000))
+    code, out, err = cli(capsys, "predict", str(edited), "--dataset", "iris", "--output",
+                         str(tmp_path / "p.csv"))
+    assert code == 0, err
+    header = out.splitlines()[0]
+    assert len(header) < LINE_LIMIT + 200
+    pairs = dict(pair.split("=", 1) for pair in shlex.split(header))
+    assert pairs["trained_on"] == "d" * LINE_LIMIT + "... (100000 characters)"
+    assert pairs["trained_under"] == "checked_cpu"
 
 
 # --------------------------------------------------------------------------------- resume settings

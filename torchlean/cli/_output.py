@@ -267,6 +267,19 @@ def escaped(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
+LINE_LIMIT = 400
+"""The most characters of a checkpoint's text (a name, a setting, ``environment.argv``, the
+dataset ``trained_on=`` names) or of a list of names that a report line shows; a longer one is
+cut, with its length (review67 F7, review68 F6)."""
+
+
+def cut(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` itself when it has at most ``limit`` characters; else its first ``limit``
+    characters, ``...`` and its length: ``'xxxx... (50000000 characters)'``, so a crafted
+    checkpoint's 50 MB dataset string prints a header line of some 400 characters."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def header_value(path: str | os.PathLike[str]) -> str:
     """``path`` (or another text: ``trained_on=``, the checkpoint's dataset) as a ``key=value``
     header line shows it (``dataset=``, ``checkpoint=``): its characters that are not printable

@@ -42,6 +42,7 @@ from torchlean import _csv, _delimiter, checkpoint, data, provenance
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._output import (
+    LINE_LIMIT,
     STDOUT,
     check_distinct,
     check_writable,
@@ -159,10 +160,6 @@ def _delimiter_advice(failure: str | None, saved: checkpoint.Checkpoint, given: 
     ))
 
 
-LINE_LIMIT = 400
-"""The most characters of a checkpoint's text (a name, a setting, ``environment.argv``) or of a
-list of names that a report line shows; a longer one is cut, with its length and a pointer to
-``--report-json``, which holds it whole (review67 F7, review68 F6)."""
 _WHOLE = "--report-json has them all"
 
 

@@ -74,7 +74,8 @@ or the input CSV is refused before any work.
 The report goes to stdout when ``--output`` is given, else to stderr (stdout then holds only the
 CSV, and a reader of it that goes away stops the command with exit status 141, the record of
 ``--report-json`` unwritten): ``checkpoint=...`` (with ``trained_on=``, the checkpoint's dataset,
-a character that is not printable written as its backslash escape; ``trained_under=``, the
+a character that is not printable written as its backslash escape, one over
+:data:`~torchlean.cli._output.LINE_LIMIT` characters cut, with its length; ``trained_under=``, the
 profile the weights were trained under,
 which ``--profile`` does not change, and ``dropout=P`` after ``model=`` for a model trained with
 ``--dropout``, whose dropout layers predict as the identity, as ``torch.nn.Dropout`` in
@@ -142,6 +143,7 @@ from torchlean.cli._output import (
     STDOUT,
     check_distinct,
     check_writable,
+    cut,
     dataset_name,
     file_path,
     given_path,
@@ -1130,7 +1132,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 raise
             raise SessionError(_trained_under_clause(error, saved, args.checkpoint)) from None
     dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
-    trained_on = header_value(dataset_name(saved.dataset))
+    trained_on = header_value(cut(dataset_name(saved.dataset)))  # a crafted 50 MB string: one short line
     print(f"checkpoint={header_value(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
           f"features={saved.features} dtype={saved.dtype} trained_on={trained_on} "
           f"trained_under={saved.profile}", file=out)
