@@ -1325,17 +1325,20 @@ class Trainer(Generic[In, Out]):
         :attr:`epochs_done` and :attr:`steps_done` stay those of the last epoch run). Its state
         lives for this call: a later ``fit`` starts counting afresh, as a Keras callback does.
 
-        An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit``
-        that stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the
-        updates it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts
-        that epoch again with its number (its shuffle order and scheduled learning rate), as a
-        restarted torch loop over the same epoch range would. Each update is stored at once: its
-        new weights and the optimizer's new state (step counts, moments) are computed first and
-        then stored together, with Ctrl-C (SIGINT) held back for those few assignments (in the main
-        thread, the only one Python delivers it to), so after a ``KeyboardInterrupt`` the model and
-        the optimizer are those of an uninterrupted run of :attr:`steps_done` steps, never a step's
-        moments without its weights; ``model.state()`` and ``optimizer.state_dict()`` saved in an
-        ``except KeyboardInterrupt:`` handler resume that run. (An exception raised by another
+        An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit`` that
+        stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the updates
+        it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts that epoch
+        again with its number (its shuffle order and scheduled learning rate), as a restarted torch
+        loop over the same epoch range would. An epoch whose every update was stored counts as done
+        even when the stop comes after its last update (a Ctrl-C held back through that update's
+        store, an ``on_batch`` raising on the last minibatch): its mean loss is then not in
+        :attr:`history` and it is not validated, but it is not trained twice. Each update is stored at
+        once: its new weights and the optimizer's new state (step counts, moments) are computed first
+        and then stored together, with Ctrl-C (SIGINT) held back for those few assignments (in the
+        main thread, the only one Python delivers it to), so after a ``KeyboardInterrupt`` the model
+        and the optimizer are those of an uninterrupted run of :attr:`steps_done` steps, never a
+        step's moments without its weights; ``model.state()`` and ``optimizer.state_dict()`` saved in
+        an ``except KeyboardInterrupt:`` handler resume that run. (An exception raised by another
         signal's handler, say ``SIGALRM``'s, is not held back.)
 
         ``x`` is ``(n, *input_shape)`` (integer ids for a model starting with an embedding); ``y`` is
@@ -1438,8 +1441,11 @@ class Trainer(Generic[In, Out]):
         metrics: list[float] = []
         self.val_outputs = None
         stopped: int | None = None
+        steps_per_epoch = xs.shape[0] // batch_size if drop_last else -(-xs.shape[0] // batch_size)
+        epoch_started: tuple[int, int] | None = None  # (epoch, steps_done before it) while one runs
         try:
             for epoch in range(self.epochs_done, self.epochs_done + epochs):
+                epoch_started = (epoch, self.steps_done)
                 if per_epoch is not None:
                     self._set_scheduled_lr(per_epoch, epoch)
                 total, count = 0.0, 0
@@ -1456,6 +1462,7 @@ class Trainer(Generic[In, Out]):
                 history.append(total / count)
                 epochs_run.append(epoch)
                 self.epochs_done = epoch + 1
+                epoch_started = None
                 if held_out is not None:
                     val_loss, metric = self._validate(held_out)
                     monitor.update(val_loss if on_loss else metric, self.model.state)
@@ -1464,6 +1471,13 @@ class Trainer(Generic[In, Out]):
                     if monitor.should_stop:
                         stopped = epoch
                         break
+        except BaseException:
+            # stopped after the epoch's last update was stored (a Ctrl-C held back through that store
+            # lands right after it; an on_batch that raises on the last minibatch): the epoch is done,
+            # so a resumed run does not train it twice (review71 F2)
+            if epoch_started is not None and self.steps_done - epoch_started[1] == steps_per_epoch:
+                self.epochs_done = epoch_started[0] + 1
+            raise
         finally:
             if lr_schedule is not None:  # the schedule's rates end with the fit; a set_lr without
                 self._optimizer.set_lr(base_lr)  # one stays, as torch's param_group["lr"] (review54 F1)

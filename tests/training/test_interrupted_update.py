@@ -265,3 +265,54 @@ def test_ctrl_c_leaves_the_random_counter_of_steps_done_steps(execution: Executi
         resumed.fit(X, Y, epochs=3 - trainer.steps_done, batch_size=8, shuffle=False)
         assert _same_state(resumed.model.state(), reference.model.state()), n
     assert ahead > 0  # some interrupts landed before the store (where the counter ran ahead)
+
+
+@pytest.mark.parametrize("execution", [ExecutionMode.EAGER, ExecutionMode.TYPED_GRAPH])
+def test_ctrl_c_after_an_epochs_last_store_counts_that_epoch(execution: ExecutionMode) -> None:
+    """review71 F2: a Ctrl-C held back through the last update of an epoch lands just after its
+    store, before ``fit`` counted the epoch; ``epochs_done`` now counts every epoch whose updates
+    are all stored (two minibatches an epoch here: ``epochs_done == steps_done // 2`` wherever the
+    interrupt lands), so a resume from ``epochs_done`` (shuffled: each epoch its own order) goes on
+    with the uninterrupted run, bit for bit, instead of training an epoch twice."""
+    optimizer = optim.adam(lr=0.01)
+    reference = _trainer(execution, optimizer)
+    reference.fit(X, Y, epochs=3, batch_size=4)
+    counting = _trainer(execution, optimizer)
+    counting.fit(X, Y, epochs=1, batch_size=4)
+    _, lines = _interrupted(None, lambda: counting.fit(X, Y, epochs=1, batch_size=4))
+    outcomes = set()
+    for n in range(1, lines + 1):
+        trainer = _trainer(execution, optimizer)
+        trainer.fit(X, Y, epochs=1, batch_size=4)
+        interrupted, _ = _interrupted(n, lambda t=trainer: t.fit(X, Y, epochs=1, batch_size=4))
+        assert interrupted and trainer.epochs_done == trainer.steps_done // 2, (n, trainer.steps_done)
+        outcomes.add(trainer.steps_done)
+        resumed = _trainer(execution, optimizer)
+        resumed.model.load_state(trainer.model.state())
+        resumed.optimizer.load_state_dict(trainer.optimizer.state_dict())
+        resumed.epochs_done = trainer.epochs_done
+        if trainer.steps_done % 2 == 0:  # whole epochs stored: the rest of the run from the next one
+            resumed.fit(X, Y, epochs=3 - resumed.epochs_done, batch_size=4)
+            assert _same_state(resumed.model.state(), reference.model.state()), n
+    assert outcomes == {2, 3, 4}  # before the epoch's first store, between, after its last
+
+
+def test_on_batch_raising_on_an_epochs_last_minibatch_counts_that_epoch() -> None:
+    """review71 F2: every update of the epoch is stored when ``on_batch`` raises on its last
+    minibatch: the epoch is done (not on the first minibatch: it is not)."""
+
+    def raise_at(step: int) -> Callable[[int, float], None]:
+        calls = [0]
+
+        def on_batch(epoch: int, loss: float) -> None:
+            calls[0] += 1
+            if calls[0] == step:
+                raise RuntimeError("callback failed")
+
+        return on_batch
+
+    for step, epochs in [(1, 0), (2, 1), (3, 1), (4, 2)]:
+        trainer = _trainer(ExecutionMode.EAGER, optim.sgd(lr=0.1))
+        with pytest.raises(RuntimeError, match="callback failed"):
+            trainer.fit(X, Y, epochs=3, batch_size=4, on_batch=raise_at(step))
+        assert (trainer.steps_done, trainer.epochs_done) == (step, epochs)
