@@ -236,6 +236,44 @@ def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monke
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
 
 
+@pytest.mark.parametrize("when", ["testing", "saved"])
+def test_a_second_ctrl_c_while_the_run_tests_and_saves_says_what_is_saved(
+    capsys, tmp_path, monkeypatch, when
+):
+    """review70 F5: the second Ctrl-C, landing after the epoch the first one came in (while the
+    run tests its model, or once the checkpoint is written), gets the note too, which names the
+    checkpoint when it is written already."""
+    import torchlean.cli.train as train_module
+
+    interrupt_during_epoch(monkeypatch, 2)
+    target = tmp_path / "x.npz"
+    if when == "testing":
+        original = Trainer.evaluate
+
+        def evaluate(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> Any:
+            signal.raise_signal(signal.SIGINT)
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Trainer, "evaluate", evaluate)
+        kept = "nothing is saved"
+    else:
+        written = train_module.provenance.file_sha256
+
+        def file_sha256(path: Any) -> str:
+            signal.raise_signal(signal.SIGINT)
+            return written(path)
+
+        monkeypatch.setattr(train_module.provenance, "file_sha256", file_sha256)
+        kept = f"{target} is saved already"
+    code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(target))
+    assert code == 130
+    assert err.endswith(f"note: Ctrl-C again: the run stops at once, and {kept}\nerror: interrupted\n")
+    assert "saved:" not in out
+    assert target.exists() == (when == "saved")
+    if when == "saved":
+        assert metadata(target)["training"]["epochs_done"] == 2  # the interrupted run, resumable
+
+
 def test_an_ignored_sigint_stays_ignored_with_save(capsys, tmp_path, monkeypatch):
     """review31 F5: a shell starts background jobs with SIGINT ignored; a run with --save ignores
     it then too (as one without --save does), instead of installing its Ctrl-C handler."""

@@ -815,7 +815,9 @@ class Stop:
     """Ctrl-C while a run with ``--save`` trains (:meth:`arm`ed): the first one asks the run to
     stop at the end of the epoch (:attr:`requested`; a ``note:`` on stderr says so); a second
     one, or one while not armed, interrupts at once (``KeyboardInterrupt``: ``error:
-    interrupted``, exit status 130, nothing saved). A run that ends by itself in the epoch the
+    interrupted``, exit status 130, nothing saved). The second one says so in a ``note:`` also
+    while the run tests and saves after its epoch (review70 F5), naming a checkpoint already
+    written (:meth:`mark_saved`). A run that ends by itself in the epoch the
     first one came in (its last epoch, or the one after which early stopping ends it:
     :meth:`complete`) is complete, not :attr:`interrupted`."""
 
@@ -824,6 +826,7 @@ class Stop:
         self.armed = False
         self.requested = False
         self.ended: str | None = None
+        self.saved: str | None = None  # the checkpoint written, as the note shows it
 
     def complete(self, epoch: int, epochs: int, why: str) -> None:
         """The run ended by itself after ``epoch`` of ``epochs`` (``why``: ``"its last"``, or
@@ -846,11 +849,15 @@ class Stop:
         """From now, Ctrl-C interrupts at once."""
         self.armed = False
 
+    def mark_saved(self, path: Path) -> None:
+        """The run's checkpoint is written to ``path``: a second Ctrl-C from now says so."""
+        self.saved = shown_path(path)
+
     def handle(self, _signum: int, _frame: FrameType | None) -> None:
         """The SIGINT handler."""
-        if self.armed and self.requested:
-            print("note: Ctrl-C again: the run stops at once, and nothing is saved", file=sys.stderr,
-                  flush=True)
+        if self.requested:  # armed, or testing and saving after the epoch the first one came in
+            kept = "nothing is saved" if self.saved is None else f"{self.saved} is saved already"
+            print(f"note: Ctrl-C again: the run stops at once, and {kept}", file=sys.stderr, flush=True)
         if not self.armed or self.requested:
             raise KeyboardInterrupt
         self.requested = True

@@ -1113,6 +1113,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             weights=weights,
             training=_resume.training_state(args, trainer, dataset, held_out),
         ))
+        stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
         record["checkpoint_sha256"] = None if is_stdout(args.save) else provenance.file_sha256(args.save)
     record["seconds"] = time.perf_counter() - started
