@@ -219,6 +219,22 @@ def _labels(
     return np.asarray(ids, dtype=np.int64), classes, "classification"
 
 
+def blank_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
+    """A note when two class label ``cells`` differ only in blanks around them (``' x'`` and
+    ``'x'``), which :func:`_labels` reads as one class (``x``, as cells are read after each comma:
+    review67 F15), naming the first such pair; ``""`` when every label is spelled one way (a file
+    written ``a, b, x`` throughout gives none). Linear in the cells."""
+    first: dict[str, str] = {}
+    for cell in cells:
+        seen = first.setdefault(cell.strip(), cell)
+        if seen != cell:
+            return (
+                f"{file}: column {display_name(column)}: the labels {seen!r} and {cell!r} are one class, "
+                f"{cell.strip()!r} (blanks around a label are not part of it)"
+            )
+    return ""
+
+
 def class_names(file: str, column: str, cells: list[str], first_line: Lines) -> tuple[str, ...]:
     """The class names, in the model's output order, that :func:`torchlean.data.load` gives the
     label ``cells`` read as classes (numbers by value, then names sorted), for comparing them with

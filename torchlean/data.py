@@ -50,7 +50,7 @@ from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
 from torchlean._data_errors import DataError, EmptySplitError
-from torchlean._labels import Task, _labels, class_ids, class_names, targets
+from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
 from torchlean.backend.display import name_shown
@@ -110,7 +110,8 @@ class Dataset:
     read as the header (under ``delimiter="whitespace"``), an unnamed empty last column ignored
     (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
-    column of distinct integers (pandas' ``to_csv`` index) left out of the features; ``()`` for shipped
+    column of distinct integers (pandas' ``to_csv`` index) left out of the features, two class labels
+    made one by the blanks around them (``' x'`` and ``'x'``); ``()`` for shipped
     datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
     :meth:`Table.index_note`). ``torchlean train`` prints each as a ``note:`` line.
 
@@ -374,8 +375,9 @@ def load_csv(
             "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "
             "quantity"
         ))
+    merged = "" if kind == "regression" else blank_spellings_note(table.shown_file, table.shown(label), cells)
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
-             table.unnamed_features_note(label), dataset.constant_note)
+             table.unnamed_features_note(label), merged, dataset.constant_note)
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
         has_header=table.has_header, delimiter=table.delimiter,

@@ -503,3 +503,33 @@ def test_a_comment_line_that_is_no_header_stays_refused(tmp_path: Path) -> None:
     # a comment of as many words as the rows have cells is read as names, with the note saying so
     path = _write(tmp_path, "# written by me\n1 2 0\n3 4 1\n")
     assert data.read_csv(path, delimiter="whitespace").names == ("written", "by", "me")
+
+
+@pytest.mark.parametrize(("spellings", "note"), [
+    (("x", " x"), "the labels 'x' and ' x' are one class, 'x'"),
+    (("x\t", "x"), "the labels 'x\\t' and 'x' are one class, 'x'"),
+    ((" 7", "7 "), "the labels ' 7' and '7 ' are one class, '7'"),
+])
+def test_labels_made_one_class_by_their_blanks_get_a_note(
+    tmp_path: Path, spellings: tuple[str, str], note: str
+) -> None:
+    """review67 F15: blanks around labels are stripped, so two spellings are one class; a note
+    names the first pair (the class ids are those of the stripped labels: the merge is real)."""
+    first, second = spellings
+    labels = [first, second, first, "other"] * 6
+    rows = [("a", "b", "y"), *((str(i), str(i % 5), label) for i, label in enumerate(labels))]
+    got = data.load(str(_comma(tmp_path, rows)), task="classification")
+    assert got.class_names == tuple(sorted({first.strip(), "other"}, key=lambda n: (not n.isdigit(), n)))
+    expected = f"{tmp_path / 'comma.csv'}: column y: {note} (blanks around a label are not part of it)"
+    assert expected in got.notes
+
+
+@pytest.mark.parametrize("label", [" x", "x"])
+def test_labels_spelled_one_way_get_no_note(tmp_path: Path, label: str) -> None:
+    """A file written ``a, b, x`` throughout (each label after a blank) merges nothing: no note;
+    nor does a regression target with blanks."""
+    rows = [("a", "b", "y"), *((str(i), str(i % 5), label if i % 2 else " z") for i in range(24))]
+    assert not any("are one class" in note for note in data.load(str(_comma(tmp_path, rows))).notes)
+    rows = [("a", "b", "y"), *((str(i), str(i % 5), f" {i}.5" if i % 2 else f"{i}.5") for i in range(24))]
+    regression = data.load(str(_comma(tmp_path, rows, "r.csv")))
+    assert regression.task == "regression" and not any("are one class" in note for note in regression.notes)
