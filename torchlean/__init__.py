@@ -1,11 +1,11 @@
 """torchlean: neural-network training on kernel capsules accepted under explicit contracts.
 
-Public face: tensors (``Tensor``, ``tensor``, ``from_torch``), the ops of
-:mod:`torchlean.functional` (re-exported here), eager sessions (``session``, ``Session``) and
-gradient mode (``no_grad``). See DESIGN.md §3. The error classes users catch are here too
-(``TorchLeanError``, the base of all; ``GuardError``, ``GuardTypeError``, ``TensorTypeError``,
-``SessionError``, ``BatchError``, ``TrainerError``, ...), and ``__version__`` is the installed
-distribution's (what ``torchlean --version`` prints).
+Public face: tensors (``Tensor``, ``tensor``, ``from_torch``), the ops of :mod:`torchlean.functional`
+(re-exported here), eager sessions (``session``, ``Session``) and gradient mode (``no_grad``);
+README.md's "Python" section shows them. The error classes users catch are here too (``TorchLeanError``,
+the base of all; ``GuardError``, ``GuardTypeError``, ``TensorTypeError``, ``SessionError``,
+``BatchError``, ``TrainerError``, ...), and ``__version__`` is the installed distribution's (what
+``torchlean --version`` prints).
 
 The package imports lazily (PEP 562): ``import torchlean`` loads nothing heavy, so the mypy
 plugin (``torchlean.mypy_plugin``) loads without numpy or torch; the first use of a name imports

@@ -215,15 +215,16 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
 
 def _require_int64_fits(raw: Array) -> None:
     """Refuse numeric data that the int64 dtype cannot hold, before a numpy cast would change it
-    silently: a uint64 above ``2**63 - 1`` (numpy wraps it to a negative number; torch refuses
-    "Overflow when unpacking long"), or a float :func:`_require_floats_fit_int64` refuses. Data
+    silently: a uint64 above ``2**63 - 1`` (numpy wraps it to a negative number; torch 2.13 refuses such
+    a Python int, "Overflow when unpacking long long", and keeps such an array as a ``torch.uint64``
+    tensor, a dtype torchlean does not have), or a float :func:`_require_floats_fit_int64` refuses. Data
     cast to int64 is checked first: by this for :func:`torchlean.tensor.tensor` (and so
-    :func:`~torchlean.tensor.from_torch`) and the constant operands of
-    :mod:`torchlean.functional`; item assignment checks its floats only (its integers passed
+    :func:`~torchlean.tensor.from_torch`) and the constant operands of :mod:`torchlean.functional`; item
+    assignment checks its floats only (its integers passed
     :func:`torchlean.functional._constant_values`, which refuses those beyond int64), and
-    :meth:`Tensor.copy_ <torchlean.tensor.Tensor.copy_>` writes no floats into an int64 tensor.
-    Index arrays (``gather``, ``scatter_add``, ``cross_entropy`` targets) refuse a too-large
-    uint64 with the index guard's message instead.
+    :meth:`Tensor.copy_ <torchlean.tensor.Tensor.copy_>` writes no floats into an int64 tensor. Index
+    arrays (``gather``, ``scatter_add``, ``cross_entropy`` targets) refuse a too-large uint64 with the
+    index guard's message instead.
 
     Raises:
         TensorError: ``the integer 9223372036854775808 does not fit the int64 tensor dtype

@@ -24,7 +24,28 @@ class BatchError(TorchLeanError, ValueError):
 def order(n: int, *, shuffle: bool, seed: int, epoch: int) -> npt.NDArray[np.int64]:
     """The row order of epoch ``epoch``: ``np.random.default_rng([seed, epoch]).permutation(n)``
     with ``shuffle``, else ``0, 1, ..., n - 1`` (the order :meth:`Trainer.fit` uses with the
-    trainer's ``seed``)."""
+    trainer's ``seed``); an int64 array of shape ``(n,)``.
+
+    Raises:
+        BatchError: ``n`` not an int >= 0, ``epoch`` not an int >= 0, ``seed`` not an int in
+            ``[0, 2**64)``, ``shuffle`` not a bool (numpy bools accepted), as :func:`minibatches`.
+    """
+    n = checked_int(n, "n", 0, BatchError)
+    shuffle, seed, epoch = _checked_order(shuffle, seed, epoch)
+    return _order(n, shuffle, seed, epoch)
+
+
+def _checked_order(shuffle: object, seed: object, epoch: object) -> tuple[bool, int, int]:
+    """``shuffle``, ``seed`` and ``epoch`` checked as :func:`order` documents, as Python values."""
+    epoch = checked_int(epoch, "epoch", 0, BatchError)
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise BatchError(f"shuffle must be a bool, got {shuffle!r}")
+    if not (is_int(seed) and 0 <= int(seed) < 2**64):
+        raise BatchError(f"seed must be an int in [0, 2**64), got {seed!r}")
+    return bool(shuffle), int(seed), epoch
+
+
+def _order(n: int, shuffle: bool, seed: int, epoch: int) -> npt.NDArray[np.int64]:
     if shuffle:
         return np.random.default_rng([seed, epoch]).permutation(n)
     return np.arange(n)
@@ -52,12 +73,9 @@ def minibatches(
             ``drop_last`` not a bool (numpy bools accepted).
     """
     batch_size = checked_int(batch_size, "batch_size", 1, BatchError)
-    epoch = checked_int(epoch, "epoch", 0, BatchError)
-    for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise BatchError(f"{name} must be a bool, got {flag!r}")
-    if not (is_int(seed) and 0 <= int(seed) < 2**64):
-        raise BatchError(f"seed must be an int in [0, 2**64), got {seed!r}")
+    shuffle, seed, epoch = _checked_order(shuffle, seed, epoch)
+    if not isinstance(drop_last, (bool, np.bool_)):
+        raise BatchError(f"drop_last must be a bool, got {drop_last!r}")
     if not arrays:
         raise BatchError("minibatches needs at least one array (as TensorDataset(*arrays))")
     values = [np.asarray(a) for a in arrays]
@@ -69,7 +87,7 @@ def minibatches(
         raise BatchError(
             f"the arrays have different lengths {lengths} (accepted: one length, as TensorDataset)"
         )
-    rows = order(lengths[0], shuffle=bool(shuffle), seed=int(seed), epoch=epoch)
+    rows = _order(lengths[0], shuffle, seed, epoch)
     return _batches(values, batch_size, rows, bool(drop_last))
 
 

@@ -131,8 +131,15 @@ def profile_name(profile: profiles.BackendProfile) -> str:
 
     Raises:
         CheckpointError: ``profile 'checked_cpu' is not a maintained profile as shipped (a
-            checkpoint names one that predict can rebuild: checked_cpu | ...)``.
+            checkpoint names one that predict can rebuild: checked_cpu | ...)``; ``profile`` not
+            a :class:`~torchlean.backend.profiles.BackendProfile` (a name such as
+            ``"checked_cpu"`` is what ``Checkpoint(profile=...)`` takes, not this function).
     """
+    if not isinstance(profile, profiles.BackendProfile):
+        raise CheckpointError(
+            f"profile_name takes a BackendProfile (torchlean.profiles.get('checked_cpu')), got "
+            f"{profile!r}: a profile's name is what Checkpoint(profile=...) records"
+        )
     name = profile.name
     if name not in profiles.names() or profiles.get(name) != profile:
         raise CheckpointError(

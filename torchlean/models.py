@@ -6,8 +6,9 @@
   ``conv2d(1, 16, 3, padding=1) -> relu -> max_pool2d(2) -> conv2d(16, 32, 3, padding=1) -> relu
   -> max_pool2d(2) -> flatten -> linear(32*(s/4)^2, hidden) -> relu -> linear(hidden, out)``.
 * ``transformer``: each square image of side s becomes s tokens of s pixels (a row each),
-  ``linear(s, d) + learned positions -> transformer_block(d, heads) -> mean over tokens ->
-  linear(d, out)``.
+  ``linear(s, 32) + learned positions -> transformer_block(32, heads=4, mlp_hidden=hidden) -> mean
+  over tokens -> linear(32, out)`` (model width 32; ``hidden`` sizes the block's MLP, not
+  :func:`torchlean.nn.transformer_block`'s default of 4 x the width).
 
 ``dropout=p`` (``torchlean train --dropout P``) with ``0 < p < 1`` inserts ``dropout(p)``
 (:func:`torchlean.nn.dropout`, ``torch.nn.Dropout``: inverted dropout in training, the identity
@@ -101,7 +102,9 @@ def build_model(
     (``cnn`` and ``transformer`` reshape them to their square image inside the layer) and gives
     per-sample outputs ``(outputs,)``; the layer is a description without weights, instantiated
     by :func:`torchlean.nn.model.build` in float32 or float64. The layer recipes are the module
-    docstring's (this project's, used by ``torchlean train --model``); ``dropout`` (a drop
+    docstring's (this project's, used by ``torchlean train --model``; ``hidden`` is the width of
+    the hidden layers of ``mlp``, of ``cnn``'s classifier and of ``transformer``'s block MLP,
+    whose model width is 32); ``dropout`` (a drop
     probability in ``[0, 1)``, ``torchlean train --dropout``) adds ``nn.dropout(dropout)`` layers
     where the module docstring says, none for 0.
 

@@ -1527,8 +1527,8 @@ class Tensor:
         for a rank-0 tensor, which stays rank 0). Records ``reshape``; a new tensor, not a view.
         Unlike torch, ``dim=None`` may be spelled out (torch 2.13 refuses the keyword None);
         several dims are one sequence (``squeeze((0, 2))``), not separate arguments (which torch's
-        parser also takes); a bool in the sequence is refused (torch takes it as 0 or 1, though it
-        refuses a bool dim alone).
+        parser also takes); a bool in the sequence is refused (torch 2.13 refuses a bool dim alone
+        and one first in a sequence, and takes one after the first as 0 or 1: review73 F2).
 
         Raises:
             GuardError: a dim out of range; a sequence naming one axis twice (torch: "dim 0
@@ -1573,8 +1573,8 @@ class Tensor:
 
         Raises:
             TensorTypeError: no sizes (torch: missing "size"); both sizes and ``size=`` (torch:
-                "got multiple values"); a size that is not an integer (a bool too, which torch
-                takes as 0 or 1).
+                "got multiple values"); a size that is not an integer (a bool too: torch 2.13
+                refuses one as the first size and takes one after it as 0 or 1).
             GuardError: fewer sizes than axes; ``-1`` for a new leading axis (torch refuses both);
                 any other negative size; a size that is neither the axis's nor a broadcast of
                 extent 1 (the function's error).
@@ -1718,7 +1718,9 @@ def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
             array([1., 1.]) of type ndarray ...``; other data goes through :func:`tensor`), or
             ``requires_grad`` is not a bool.
         TensorError: a dtype other than float32, float64, an integer type or bool (``unsupported
-            tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 | bool)``), or a
-            meta, sparse or nested tensor.
+            tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 | bool)``), a
+            meta, sparse or nested tensor, or a ``torch.uint64`` tensor holding a value above
+            ``2**63 - 1``, which int64 cannot hold (``the integer 9223372036854775808 does not
+            fit the int64 tensor dtype ...``).
     """
     return Tensor(_torch_values(t), requires_grad=requires_grad)

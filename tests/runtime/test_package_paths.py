@@ -261,3 +261,21 @@ def test_the_aliased_modules_import_as_statements(statement: str, alias: str, ta
     assert done.stdout == "True True True\n"
     light = _resolve_in_fresh_interpreter([])
     assert light["loaded"] == ["torchlean"]
+
+
+def test_the_errors_the_backend_entry_points_name_are_backend_names() -> None:
+    """review73 F9: ``bind``, ``ExecutableKernel.run`` and ``AcceptedKernel.audit`` name
+    ``UnmintedError`` and ``BindingError`` in their ``Raises:``; each such error is
+    ``torchlean.backend.<Name>``, the very class raised."""
+    import torchlean.backend as backend
+
+    named: set[str] = set()
+    for obj in (backend.bind, backend.ExecutableKernel.run, backend.AcceptedKernel.audit, backend.accept):
+        named |= set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", inspect.getdoc(obj) or ""))
+    assert {"UnmintedError", "BindingError"} <= named
+    for error in sorted(named - BUILTIN_ERRORS):
+        assert error in backend.__all__, error
+        assert issubclass(getattr(backend, error), torchlean.TorchLeanError), error
+    forged = backend.AcceptedKernel.__new__(backend.AcceptedKernel)
+    with pytest.raises(backend.UnmintedError, match="was not minted by its gate"):
+        forged.audit()

@@ -51,6 +51,17 @@ def test_leaky_relu_values_are_torchs_and_gradients_differ_only_at_zero(dtype, s
     assert out.dtype == np.dtype(dtype)
 
 
+def test_leaky_relu_sign_of_zero_results_as_documented():
+    """review73 F1: ``-0.0`` gives ``-0.0`` as torch; a negative input whose product with the
+    slope rounds to zero gives ``+0.0`` (``0.0 + -0.0``), where torch gives ``-0.0``."""
+    x = np.array([-0.0, -1e-45, -1e-44, 0.0], np.float32)
+    out, _ = _ours(nn.leaky_relu(0.01), x)
+    expected, _ = _torch(torch.nn.LeakyReLU(0.01), x)
+    np.testing.assert_array_equal(out, 0.0)
+    assert np.signbit(out).tolist() == [True, False, False, False]
+    assert np.signbit(expected).tolist() == [True, True, True, False]
+
+
 def test_leaky_relu_by_hand():
     out, grad = _ours(nn.leaky_relu(0.25), np.array([-8.0, -1.0, 0.5, 4.0, np.inf, -np.inf]))
     np.testing.assert_array_equal(out, [-2.0, -0.25, 0.5, 4.0, np.inf, -np.inf])

@@ -141,3 +141,14 @@ def test_no_other_data_note_when_predicting_on_the_shipped_dataset_trained_on(_i
 
     assert main(["predict", str(_iris), "--dataset", "iris", "--split", "test"]) == 0
     assert "was trained on" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["checked_cpu", None])
+def test_profile_name_of_something_that_is_no_profile_is_a_checkpoint_error(value: object) -> None:
+    """review73 F6: a profile's name (what ``Checkpoint(profile=...)`` takes) or None raised a bare
+    AttributeError; a shipped profile gives its name."""
+    from torchlean import profiles
+
+    with pytest.raises(CheckpointError, match=f"profile_name takes a BackendProfile .*got {value!r}"):
+        _ckpt.profile_name(value)  # type: ignore[arg-type]
+    assert _ckpt.profile_name(profiles.get("fast_cpu")) == "fast_cpu"

@@ -118,8 +118,9 @@ def test_conv1d_initialisation_bound_and_shapes():
     model = nn.build(nn.sequential(nn.conv1d(4, 6, 5, groups=2), nn.max_pool1d(2)), input_shape=(4, 20))
     assert model.output_shape == (6, 8)
     assert (
-        model.describe() == "sequential(conv1d(4, 6, [5]), max_pool1d([2])): [4, 20] -> [6, 8], 66 parameters"
-    )
+        model.describe()
+        == "sequential(conv1d(4, 6, [5], groups=2), max_pool1d([2])): [4, 20] -> [6, 8], 66 parameters"
+    )  # review72 F4: the groups setting is shown
 
 
 @pytest.mark.parametrize(
@@ -201,3 +202,21 @@ def test_records_built_directly_take_one_default_per_spatial_axis():
     assert (conv2.stride, conv2.padding, conv2.dilation) == ((1, 1), (0, 0), (1, 1))
     conv1 = Conv1d(1, 2, 3)
     assert (conv1.kernel_size, conv1.stride, conv1.padding, conv1.dilation) == ((3,), (1,), (0,), (1,))
+
+
+@pytest.mark.parametrize(("layer", "text"), [
+    (nn.conv2d(4, 8, 3), "conv2d(4, 8, [3, 3])"),
+    (nn.conv2d(4, 8, 3, stride=2, dilation=(1, 2), groups=2, bias=False),
+     "conv2d(4, 8, [3, 3], stride=[2, 2], dilation=[1, 2], groups=2, bias=False)"),
+    (nn.conv1d(2, 2, 3, padding=1), "conv1d(2, 2, [3], padding=[1])"),
+    (nn.max_pool2d(2), "max_pool2d([2, 2])"),
+    (nn.max_pool2d(2, stride=2), "max_pool2d([2, 2])"),
+    (nn.max_pool2d(3, stride=1, padding=1), "max_pool2d([3, 3], stride=[1, 1], padding=[1, 1])"),
+    (nn.avg_pool1d(4, stride=2), "avg_pool1d([4], stride=[2])"),
+    (nn.transformer_block(8, 2), "transformer_block(8, heads=2, mlp=32)"),
+    (nn.transformer_block(8, 2, causal=True), "transformer_block(8, heads=2, mlp=32, causal=True)"),
+])
+def test_describe_shows_the_settings_that_are_not_torchs_defaults(layer, text):
+    """review72 F4, review73 F10: two models differing in a stride, a padding, groups or a causal
+    mask no longer read alike; torch's defaults are left out, as torch's own reprs leave them."""
+    assert layer.describe() == text

@@ -302,7 +302,8 @@ def test_a_mean_pool_model_refuses_an_unbatched_sample_and_is_right_batched():
     [
         (nn.sequential(nn.reshape(3, 4), nn.linear(4, 2)), (12,), r"reshape\(\[3, 4\]\)"),
         (nn.sequential(nn.linear(4, 6), nn.flatten()), (2, 4), "flatten"),
-        (nn.sequential(nn.conv2d(1, 2, 3, padding=1), nn.relu()), (1, 6, 6), r"conv2d\(1, 2, \[3, 3\]\)"),
+        (nn.sequential(nn.conv2d(1, 2, 3, padding=1), nn.relu()), (1, 6, 6),
+         r"conv2d\(1, 2, \[3, 3\], padding=\[1, 1\]\)"),
         (nn.sequential(nn.linear(4, 4), nn.max_pool2d(2)), (1, 4, 4), r"max_pool2d\(\[2, 2\]\)"),
         (nn.residual(nn.multi_head_attention(4, 2)), (3, 4), "multi_head_attention"),
         (nn.transformer_block(4, 2), (3, 4), "transformer_block"),

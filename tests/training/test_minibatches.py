@@ -77,3 +77,32 @@ def test_one_array_and_three_arrays():
 def test_refusals_come_before_the_first_minibatch(arrays, kwargs, message):
     with pytest.raises(BatchError, match=message):
         data.minibatches(*arrays, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n": -3}, "n must be an int >= 0, got -3"),
+        ({"n": 2.0}, "n must be an int >= 0, got 2.0"),
+        ({"seed": -1}, r"seed must be an int in \[0, 2\*\*64\), got -1"),
+        ({"epoch": -1}, "epoch must be an int >= 0, got -1"),
+        ({"shuffle": 1}, "shuffle must be a bool, got 1"),
+    ],
+)
+def test_order_checks_its_settings_as_minibatches(kwargs, message):
+    """review73 F5: the public ``order`` refused nothing (numpy's bare ValueError for a negative
+    seed, an empty order for a negative n)."""
+    from torchlean.batches import order
+
+    settings = {"n": 5, "shuffle": True, "seed": 0, "epoch": 0, **kwargs}
+    with pytest.raises(BatchError, match=message):
+        order(**settings)
+
+
+def test_order_is_numpys_permutation_by_hand():
+    from torchlean.batches import order
+
+    np.testing.assert_array_equal(order(6, shuffle=True, seed=3, epoch=2),
+                                  np.random.default_rng([3, 2]).permutation(6))
+    np.testing.assert_array_equal(order(4, shuffle=np.bool_(False), seed=0, epoch=0), [0, 1, 2, 3])
+    assert order(0, shuffle=True, seed=0, epoch=0).shape == (0,)

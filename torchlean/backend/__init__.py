@@ -8,8 +8,21 @@ first attribute use, so ``torchlean.backend.report.audit_line`` works after ``im
 
 from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
 from torchlean.backend.binding import ExecutableKernel, KernelHandler, bind
+from torchlean.backend.errors import BindingError
+from torchlean.backend.fields import BackendTypeError
+from torchlean.backend.sealed import UnmintedError
 
-__all__ = ["AcceptanceError", "AcceptedKernel", "ExecutableKernel", "KernelHandler", "accept", "bind"]
+__all__ = [
+    "AcceptanceError",
+    "AcceptedKernel",
+    "BackendTypeError",
+    "BindingError",
+    "ExecutableKernel",
+    "KernelHandler",
+    "UnmintedError",
+    "accept",
+    "bind",
+]
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 

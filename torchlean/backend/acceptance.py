@@ -80,7 +80,9 @@ class AcceptanceFailure(ABC):
 
     @property
     @abstractmethod
-    def message(self) -> str: ...
+    def message(self) -> str:
+        """The failure in one line, the original's wording (anchor-backend.md §1.22), as
+        :class:`AcceptanceError` and the planning reports print it."""
 
 
 @dataclass(frozen=True, slots=True)

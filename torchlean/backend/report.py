@@ -444,6 +444,9 @@ def _word(accepted: bool) -> str:
 
 
 def failure_to_json(failure: AcceptanceFailure) -> JSON:
+    """One acceptance failure as JSON: ``{"kind": ..., "message": ...}`` (the original's
+    constructor name, ``operationMismatch`` ... ``evidenceRejected``, and the one-line message),
+    with ``"report"`` (the evidence report) for an :class:`EvidenceRejected`."""
     data: JSON = {"kind": failure.kind, "message": failure.message}
     if isinstance(failure, EvidenceRejected):
         data["report"] = _report_to_json(failure.report)

@@ -153,4 +153,7 @@ class TransformerBlock(Layer):
         return ops.add(h, m)
 
     def describe(self) -> str:
-        return f"transformer_block({self.d_model}, heads={self.heads}, mlp={self.mlp_hidden})"
+        """``transformer_block(32, heads=4, mlp=64)``, with ``, causal=True`` for a causal block
+        (review73 F10)."""
+        causal = ", causal=True" if self.causal else ""
+        return f"transformer_block({self.d_model}, heads={self.heads}, mlp={self.mlp_hidden}{causal})"

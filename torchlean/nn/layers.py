@@ -378,7 +378,9 @@ class LeakyReLU(Layer):
     """``x`` where ``x > 0``, else ``negative_slope * x`` (``torch.nn.LeakyReLU``), computed as
     ``relu(x) + (-negative_slope) * relu(-x)`` (``relu``, ``scale``, ``relu``, ``scale``, ``add``),
     whose values are torch's bit for bit (one of the two terms is an exact zero), but for the sign
-    of a zero result (``-0.0`` gives ``0.0``), and whose gradient is 1 for ``x > 0`` and
+    of a zero result: a negative input whose product with the slope rounds to zero (float32
+    ``-1e-45``) gives ``0.0`` (``0.0 + -0.0``), torch ``-0.0`` (review73 F1; ``-0.0`` itself gives
+    ``-0.0`` as torch); and whose gradient is 1 for ``x > 0`` and
     ``negative_slope`` for ``x < 0``; at ``x == 0`` it is 0 (both relus' gradient there, torch's
     convention for relu), where torch's is ``negative_slope``, and at a NaN input ``1 +
     negative_slope`` (torch: ``negative_slope``). Shape preserving.
@@ -687,7 +689,22 @@ class _Conv(Layer):
         )
 
     def describe(self) -> str:
-        return f"{self.kind}({self.in_channels}, {self.out_channels}, {list(self.kernel_size)})"
+        """``conv2d(1, 16, [3, 3])``, then each setting that is not torch's default (``stride=[2,
+        2]``, ``padding=[1, 1]``, ``dilation``, ``groups=2``, ``bias=False``; review72 F4)."""
+        n = self.spatial_ndim
+        settings = _non_default(
+            ("stride", self.stride, (1,) * n), ("padding", self.padding, (0,) * n),
+            ("dilation", self.dilation, (1,) * n), ("groups", self.groups, 1), ("bias", self.bias, True),
+        )
+        return f"{self.kind}({self.in_channels}, {self.out_channels}, {list(self.kernel_size)}{settings})"
+
+
+def _non_default(*settings: tuple[str, object, object]) -> str:
+    """``, name=value`` for each ``(name, value, default)`` whose value is not its default (a
+    tuple of ints written as a list, as the kernel size is), in the order given."""
+    shown = [f", {name}={list(value) if isinstance(value, tuple) else value}"
+             for name, value, default in settings if value != default]
+    return "".join(shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -766,7 +783,12 @@ class _Pool(Layer):
         return pool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
 
     def describe(self) -> str:
-        return f"{self.kind}({list(self.kernel_size)})"
+        """``max_pool2d([2, 2])``, then a stride other than the kernel size (torch's default) and a
+        padding other than 0 (review72 F4)."""
+        settings = _non_default(
+            ("stride", self.stride, self.kernel_size), ("padding", self.padding, (0,) * self.spatial_ndim)
+        )
+        return f"{self.kind}({list(self.kernel_size)}{settings})"
 
 
 @dataclass(frozen=True, slots=True)
