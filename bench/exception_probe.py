@@ -207,25 +207,36 @@ def build(variant: int | None = None) -> Path:
     with :data:`BASE_CFLAGS`, or with the flags of ``VARIANTS[variant]`` added (a module of its
     own, ``torchlean_exception_probe_variant<variant>``; torch names its rebuilds ``_v1``, ...).
 
+    The build directory is torchlean's (:func:`extension.build_directory`), built under
+    :func:`extension.build_lock`, which clears the ``lock`` file a killed build leaves behind: a
+    probe build cut off by an outer ``timeout`` no longer makes the next run wait for it forever
+    (review74 F3).
+
     Raises:
         RuntimeError, OSError, ImportError: from ``torch.utils.cpp_extension.load_inline``.
     """
     from torch.utils import cpp_extension
+
+    from torchlean.backend.providers.native_cuda import extension
 
     name, cflags = MODULE_NAME, BASE_CFLAGS
     ldflags: tuple[str, ...] = ()
     if variant is not None:
         _, extra_cflags, ldflags = VARIANTS[variant]
         name, cflags = f"{MODULE_NAME}_variant{variant}", BASE_CFLAGS + extra_cflags
-    module = cpp_extension.load_inline(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-        name=name,
-        cpp_sources=[CPP_SOURCE],
-        functions=list(FUNCTIONS),
-        extra_cflags=list(cflags),
-        extra_ldflags=list(ldflags),
-        with_pytorch_error_handling=False,  # plain m.def, as csrc/bindings.cpp had
-        verbose=False,
-    )
+    directory = extension.build_directory(name, Path(__file__))
+    directory.mkdir(parents=True, exist_ok=True)
+    with extension.build_lock(directory):
+        module = cpp_extension.load_inline(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            name=name,
+            cpp_sources=[CPP_SOURCE],
+            functions=list(FUNCTIONS),
+            extra_cflags=list(cflags),
+            extra_ldflags=list(ldflags),
+            with_pytorch_error_handling=False,  # plain m.def, as csrc/bindings.cpp had
+            build_directory=str(directory),
+            verbose=False,
+        )
     return Path(str(module.__file__))
 
 

@@ -45,31 +45,36 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    interrupted is named with the signal. When the child died in a call,
    ``bench/exception_probe.py`` runs (``refusal_diagnosis`` in the record): which step of raising
    a C++ exception from an extension kills the process there, with a native backtrace when
-   ``gdb`` or ``cuda-gdb`` is on PATH. Refusals and their diagnosis come last: a diagnosis
-   builds small extensions and may use what is left of ``--max-seconds``, and the child gets at
-   most that time too (at least 60 s).
+   ``gdb`` or ``cuda-gdb`` is on PATH. The refusals run right after parity, before steps 3 and 4
+   (the child needs about 20 s and gets at most 120 s, or what is left of ``--max-seconds`` when
+   that is less, but at least 60 s), so that a hang or a fault in the long phases cannot drop
+   them; their diagnosis, which builds small extensions and may use what is left of
+   ``--max-seconds``, runs last, so that it cannot starve the timings (review74 F2).
 
 The JSON record (default ``bench/results/gpu_check.json``) is rewritten, atomically, after the
 build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
-leaves everything measured so far on disk (``in_progress`` says which phase was running and how
-many of its rows had finished; the progress lines, flushed as each step starts, name the step).
-After a device fault that leaves the CUDA context unusable (an illegal address is sticky), no
-further device work runs in this process (``aborted`` names the phase and the step that caused
-it); the refusals still run, in their child process with a context of its own.
-``--max-seconds`` skips the steps that would start after that many seconds (recorded under
-``skipped``); a step still running 120 s past it prints every thread's Python stack on stderr
-(and again every 120 s), so that a hang killed by an outer ``timeout`` says where it was.
+leaves everything measured so far on disk (``in_progress`` says which phase was running and how many
+of its rows had finished; the progress lines, flushed as each step starts, name the step). After a
+device fault that leaves the CUDA context unusable (an illegal address is sticky), no further device
+work runs in this process (``aborted`` names the phase and the step that caused it, and the phases
+that then do not start are under ``not_run``); the refusals still run, in their child process with a
+context of its own. A phase that raises (a bug of this script, an error outside a row) is recorded
+under ``phase_errors`` and fails the check; the next phase runs. ``--max-seconds`` skips the steps
+that would start after that many seconds (recorded under ``skipped``, with each phase not started);
+a step still running 120 s past it prints every thread's Python stack on stderr (and again every 120
+s), so that a hang killed by an outer ``timeout`` says where it was.
 
-Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is
-named on the last line but does not fail the check); 1 a parity case, end-to-end run, timing
-check or refusal failed, a device fault aborted the run, or steps were skipped; 2 a bad argument
-(checked first), no CUDA device or the build failed; 3 missing Python packages; 4 no ``ninja``;
-5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from torch's.
+Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is named
+on the last line but does not fail the check); 1 a parity case, end-to-end run, timing check or
+refusal failed, a phase raised, a device fault aborted the run, or steps were skipped; 2 a bad
+argument (checked first), no CUDA device or the build failed; 3 missing Python packages; 4 no
+``ninja``; 5 no usable ``nvcc``; 6 ``nvcc``'s CUDA major version differs from torch's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import math
@@ -102,10 +107,12 @@ if str(ROOT) not in sys.path:
 
 _MISSING = [name for name in ("beartype", "numpy", "torch") if _find_spec(name) is None]
 if _MISSING:
+    _WHEELS = " ".join([*(name for name in _MISSING if name != "torch"), "ninja"])  # review74 F7
     print(
         f"gpu_check: missing Python packages {_MISSING}; install them first (on a machine without "
-        "a package index: `pip download --no-deps -d gpu_wheels beartype ninja` elsewhere, carry "
-        "`gpu_wheels`, and run `pip install --no-index --no-deps gpu_wheels/*.whl` there)",
+        f"a package index: `pip download --no-deps -d gpu_wheels {_WHEELS}` elsewhere, carry "
+        "`gpu_wheels`, and run `pip install --no-index --no-deps gpu_wheels/*.whl` there"
+        f"{'; torch needs a CUDA build of its own' if 'torch' in _MISSING else ''})",
         file=sys.stderr,
     )
     sys.exit(EXIT_PACKAGES)
@@ -563,7 +570,7 @@ started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``) or `
 ``kernels`` (the session path) must raise ``GuardError``."""
 
 REFUSAL_MARK = "@@refusal "
-REFUSAL_TIMEOUT = 300.0
+REFUSAL_TIMEOUT = 120.0
 REFUSAL_MINIMUM = 60.0
 # seconds past --max-seconds after which a still-running step prints its stacks (and every
 # as many seconds again)
@@ -632,8 +639,9 @@ def _refusals(
 
 
 def _refusal_phase(recorder: Recorder, device_type: str, budget: Budget) -> list[dict[str, Any]]:
-    """The refusal rows of :func:`_refusals` into the record (``refusals``, ``refusals_summary``),
-    then, when the child died in a call, :func:`_diagnose_refusal_crash`; returns the failed rows."""
+    """The refusal rows of :func:`_refusals` into the record (``refusals``, ``refusals_summary``);
+    returns the failed rows (when the child died in a call, :func:`main` runs
+    :func:`_diagnose_refusal_crash` after the other phases)."""
     record = recorder.record
     print("refusals of the C++ checks (child process; each must raise, not crash):", flush=True)
     start = time.perf_counter()
@@ -646,10 +654,7 @@ def _refusal_phase(recorder: Recorder, device_type: str, budget: Budget) -> list
         append_refusal(row)
 
     _refusals(device_type, refusal, _refusal_timeout(budget))
-    failed = _summarise(recorder, "refusals", "calls", start)
-    if _died_in_a_call(failed):
-        _diagnose_refusal_crash(recorder, budget)
-    return failed
+    return _summarise(recorder, "refusals", "calls", start)
 
 
 def _refusal_timeout(budget: Budget) -> float:
@@ -877,8 +882,7 @@ def _timings(
                 row["check"] = "gradient"
             row["error"] = f"{type(error).__name__}: {error}"
         finally:
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+            _release_cached_memory(device)
         row["passed"] = "error" not in row and not row.get("problems")
         rows.append(row)
         on_row(row)
@@ -888,6 +892,16 @@ def _timings(
             if fault is not None:
                 raise DeviceFault("timing", f"{kind} n={n} d={d} mask={row['mask']}", fault)
     return rows
+
+
+def _release_cached_memory(device: torch.device) -> None:
+    """``torch.cuda.empty_cache()`` between timing rows; after a sticky fault it raises (the
+    allocator's ``cudaFree`` returns the fault, review74 F1), which must not hide the row's own
+    error: :func:`_device_fault` names the fault right after."""
+    if device.type != "cuda":
+        return
+    with contextlib.suppress(Exception):  # the row's error and the device check say what happened
+        torch.cuda.empty_cache()
 
 
 def _timing_line(row: dict[str, Any]) -> str:
@@ -1034,7 +1048,99 @@ def _appender(recorder: Recorder, key: str, phase: str) -> Callable[[dict[str, A
     return append
 
 
+def _parity_phase(recorder: Recorder, device: torch.device, budget: Budget) -> list[dict[str, Any]]:
+    """Step 2 into ``parity`` and ``parity_summary``; returns the failed rows. An error of the
+    sweep itself is a failed row; :class:`DeviceFault` and :class:`_OutOfTime` pass through (the
+    rows so far summarised)."""
+    record = recorder.record
+    start = time.perf_counter()
+    record["parity"] = []
+    recorder.running("parity")
+    try:
+        _parity(device, _appender(recorder, "parity", "parity"), budget)
+    except (DeviceFault, _OutOfTime):
+        raise
+    except Exception:  # the sweep itself broke: record it, count as failure
+        record["parity"].append({"case": "sweep", "passed": False, "problems": [traceback.format_exc()]})
+    finally:
+        ops = sorted({r["op"] for r in record["parity"] if "op" in r})
+        failed = _summarise(recorder, "parity", "cases", start, ops=ops)
+        print(
+            f"parity: {len(record['parity']) - len(failed)}/{len(record['parity'])} passed "
+            f"({len(ops)} ops) in {record['parity_summary']['seconds']} s"
+        )
+        for r in failed:
+            print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
+    return failed
+
+
+def _end_to_end_phase(
+    recorder: Recorder, args: argparse.Namespace, device: torch.device, budget: Budget
+) -> list[dict[str, Any]]:
+    """Step 3 into ``end_to_end`` and its summary (``not_run`` without scikit-learn); returns
+    the failed runs."""
+    record = recorder.record
+    if not HAS_SKLEARN:
+        why = "scikit-learn is not installed (it provides the digits data)"
+        record.setdefault("not_run", {})["end_to_end"] = why
+        recorder.save()
+        print(f"end to end: not run ({why})", flush=True)
+        return []
+    print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):", flush=True)
+    start = time.perf_counter()
+    record["end_to_end"] = []
+    recorder.running("end to end")
+    try:
+        append = _appender(recorder, "end_to_end", "end to end")
+        _end_to_end(args.e2e_steps, args.e2e_batch, append, device, budget)
+    finally:
+        failed = _summarise(recorder, "end_to_end", "runs", start)
+    return failed
+
+
+def _timing_phase(
+    recorder: Recorder, args: argparse.Namespace, device: torch.device, budget: Budget
+) -> list[dict[str, Any]]:
+    """Step 4 into ``timing``; returns the failed rows."""
+    record = recorder.record
+    print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
+    record["timing"] = []
+    recorder.running("timing")
+    try:
+        _timings(
+            [int(s) for s in args.sizes.split(",")],
+            [int(w) for w in args.widths.split(",")],
+            args.heads,
+            args.iterations,
+            device,
+            _appender(recorder, "timing", "timing"),
+            budget,
+        )
+    finally:
+        failed = [r for r in record["timing"] if not r["passed"]]
+    return failed
+
+
+def _stopped_by(recorder: Recorder, error: DeviceFault | _OutOfTime) -> str:
+    """Record why no further device work runs in this process (``aborted``, or a ``skipped``
+    entry) and return it in words, for the phases that then do not start."""
+    if isinstance(error, DeviceFault):
+        recorder.record["aborted"] = {"phase": error.phase, "step": error.where, "error": error.error}
+        recorder.save()
+        print(f"ABORTED: the device is unusable after {error.phase} {error.where}: {error.error}", flush=True)
+        return f"the device is unusable after {error.phase} {error.where}"
+    recorder.skip(str(error))
+    return "out of time (--max-seconds)"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Steps 0-5 of the module docstring, in the order build, parity, refusals, end to end,
+    timing, then a refusal crash's diagnosis: the refusal child (about 20 s, a process and CUDA
+    context of its own) runs before the long phases, so that a hang or a fault there cannot drop
+    it, and the diagnosis (small extension builds) last, so that it cannot starve the timings
+    (review74 F2). A phase that raises records its error (``phase_errors``) and the next phase
+    runs; after a device fault or past ``--max-seconds`` the phases not started are listed
+    (``not_run``, ``skipped``), so the last line never counts them as passed (review74 F5)."""
     args = _parse(argv)
     budget = Budget(args.max_seconds)
     recorder = Recorder(
@@ -1051,88 +1157,43 @@ def main(argv: list[str] | None = None) -> int:
     if status is not None:
         return status
     device = _device()
-    failed: list[dict[str, Any]] = []
-    e2e_failed: list[dict[str, Any]] = []
-    timing_failed: list[dict[str, Any]] = []
-    refusal_failed: list[dict[str, Any]] = []
+    failed: dict[str, list[dict[str, Any]]] = {}
+    stopped: str | None = None  # why no further device work runs in this process
     try:
-        start = time.perf_counter()
-        record["parity"] = []
-        recorder.running("parity")
-        try:
-            _parity(device, _appender(recorder, "parity", "parity"), budget)
-        except (DeviceFault, _OutOfTime):
-            raise
-        except Exception:  # the sweep itself broke: record it, count as failure
-            record["parity"].append({"case": "sweep", "passed": False, "problems": [traceback.format_exc()]})
-        finally:
-            ops = sorted({r["op"] for r in record["parity"] if "op" in r})
-            failed = _summarise(recorder, "parity", "cases", start, ops=ops)
-        print(
-            f"parity: {len(record['parity']) - len(failed)}/{len(record['parity'])} passed "
-            f"({len(record['parity_summary']['ops'])} ops) in {record['parity_summary']['seconds']} s"
-        )
-        for r in failed:
-            print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
-
-        if HAS_SKLEARN:
-            print(f"end to end ({args.e2e_steps} steps, float32, loss parity with checked_cpu):", flush=True)
-            start = time.perf_counter()
-            record["end_to_end"] = []
-            recorder.running("end to end")
-            try:
-                _end_to_end(
-                    args.e2e_steps,
-                    args.e2e_batch,
-                    _appender(recorder, "end_to_end", "end to end"),
-                    device,
-                    budget,
-                )
-            finally:
-                e2e_failed = _summarise(recorder, "end_to_end", "runs", start)
-        else:
-            why = "scikit-learn is not installed (it provides the digits data)"
-            record.setdefault("not_run", {})["end_to_end"] = why
-            recorder.save()
-            print(f"end to end: not run ({why})", flush=True)
-
-        print(f"attention timings (float32, {args.heads} heads, median of {args.iterations}):", flush=True)
-        record["timing"] = []
-        recorder.running("timing")
-        try:
-            _timings(
-                [int(s) for s in args.sizes.split(",")],
-                [int(w) for w in args.widths.split(",")],
-                args.heads,
-                args.iterations,
-                device,
-                _appender(recorder, "timing", "timing"),
-                budget,
-            )
-        finally:
-            timing_failed = [r for r in record["timing"] if not r["passed"]]
-    except DeviceFault as fault:
-        record["aborted"] = {"phase": fault.phase, "step": fault.where, "error": fault.error}
-        print(f"ABORTED: the device is unusable after {fault.phase} {fault.where}: {fault.error}", flush=True)
-    except _OutOfTime as skipped:
-        recorder.skip(str(skipped))
-    if budget.exhausted():
+        failed["parity"] = _parity_phase(recorder, device, budget)
+    except (DeviceFault, _OutOfTime) as error:
+        stopped = _stopped_by(recorder, error)
+    if budget.exhausted():  # a child process with a CUDA context of its own: after a fault too
         recorder.skip("refusals")
-    else:  # a child process with a CUDA context of its own: it runs after a fault here too
-        refusal_failed = _refusal_phase(recorder, device.type, budget)
+    else:
+        failed["refusals"] = _refusal_phase(recorder, device.type, budget)
+    for phase, run in (("end to end", _end_to_end_phase), ("timing", _timing_phase)):
+        if stopped is not None:
+            if "aborted" in record:
+                record.setdefault("not_run", {})[phase.replace(" ", "_")] = stopped
+            else:
+                recorder.skip(f"{phase} (not started)")
+            continue
+        try:
+            failed[phase] = run(recorder, args, device, budget)
+        except (DeviceFault, _OutOfTime) as error:
+            stopped = _stopped_by(recorder, error)
+        except Exception:  # the phase itself broke: recorded, and the next one runs
+            record.setdefault("phase_errors", {})[phase] = traceback.format_exc()
+            print(f"{phase}: ERROR {traceback.format_exc().strip().splitlines()[-1]}", flush=True)
+    if _died_in_a_call(failed.get("refusals", [])):
+        _diagnose_refusal_crash(recorder, budget)
     record.pop("in_progress", None)
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    ok = not (
-        failed or e2e_failed or refusal_failed or timing_failed or "aborted" in record or "skipped" in record
-    )
+    ok = not (any(failed.values()) or {"aborted", "skipped", "phase_errors"} & record.keys())
     record["passed"] = ok
     recorder.save()
-    counts = (
-        f"failed: parity {len(failed)}, end to end {len(e2e_failed)}, refusals {len(refusal_failed)}, "
-        f"timing {len(timing_failed)}"
+    counts = ", ".join(
+        f"{phase} {len(failed[phase]) if phase in failed else 'not run'}"
+        for phase in ("parity", "end to end", "refusals", "timing")
     )
     not_run = "".join(f"; not run: {phase} ({why})" for phase, why in record.get("not_run", {}).items())
-    print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} ({counts}){not_run}")
+    print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} (failed: {counts}){not_run}")
     return 0 if ok else EXIT_FAILED
 
 

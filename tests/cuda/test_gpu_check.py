@@ -384,7 +384,9 @@ def test_max_seconds_skips_what_would_start_too_late(
     out = tmp_path / "record.json"
     assert gpu_check.main([str(out), "--max-seconds", "1e-9"]) == 1
     record = json.loads(out.read_text())
-    assert record["skipped"] == ["parity from relu/vector [float32]", "refusals"]
+    assert record["skipped"] == [
+        "parity from relu/vector [float32]", "refusals", "end to end (not started)", "timing (not started)"
+    ]
     assert "refusals" not in record
     assert record["parity"] == [] and record["passed"] is False
 
@@ -575,11 +577,12 @@ def test_main_records_the_refusals_and_counts_them(
     assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed
 
 
-def test_timing_runs_before_the_refusals_and_the_refusal_child_keeps_to_the_time_left(
+def test_the_refusals_run_before_the_long_phases_and_the_child_keeps_to_the_time_left(
     gpu_check: ModuleType, gpu_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A refusal crash's diagnosis (small extension builds) may use the rest of ``--max-seconds``;
-    the timings, the only n = 16k run, come first so that it cannot starve them."""
+    """review74 F2: the refusal child (about 20 s) runs right after parity, so that a hang in the
+    end-to-end or timing phases cannot drop it; a crash's diagnosis (small extension builds, which
+    may use the rest of ``--max-seconds``) runs last, so that it cannot starve the timings."""
     phases: list[str] = []
     monkeypatch.setattr(gpu_check, "HAS_SKLEARN", True)  # the end-to-end phase is stubbed out
     monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: phases.append("end to end") or [])
@@ -591,7 +594,7 @@ def test_timing_runs_before_the_refusals_and_the_refusal_child_keeps_to_the_time
 
     monkeypatch.setattr(gpu_check, "_refusals", refusals)
     assert gpu_check.main([str(tmp_path / "record.json")]) == 0
-    assert phases == ["end to end", "timing", f"refusals within {gpu_check.REFUSAL_TIMEOUT:g} s"]
+    assert phases == [f"refusals within {gpu_check.REFUSAL_TIMEOUT:g} s", "end to end", "timing"]
     later = gpu_check.Budget(100.0)
     assert 99.0 < gpu_check._refusal_timeout(later) <= 100.0
     assert gpu_check._refusal_timeout(gpu_check.Budget(1e-9)) == gpu_check.REFUSAL_MINIMUM == 60.0
@@ -803,3 +806,93 @@ def test_the_script_reports_a_hang_past_the_time_limit(
     assert armed == []
     gpu_check._report_hangs(["out.json", "--max-seconds", "300"])
     assert armed == [(420.0, True)]
+
+
+def test_a_fault_in_a_timing_row_whose_cleanup_raises_is_recorded_and_the_refusals_ran(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """review74 F1: after a sticky fault ``torch.cuda.empty_cache()`` raises too (the allocator's
+    ``cudaFree`` returns the fault); it ran in the timing loop's ``finally`` and its error escaped
+    ``main``: no row, no ``aborted``, no ``finished``. Now the row keeps its error, the device
+    check names the fault, and the refusals (run before the timings) are in the record."""
+    fault = "AcceleratorError: CUDA error: an illegal memory access was encountered"
+    monkeypatch.setattr(gpu_check, "_device", lambda: torch.device("cuda", 0))  # the cleanup path runs
+    monkeypatch.setattr(gpu_check, "_parity", lambda *args: None)
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: [])
+
+    def row(*args: Any) -> dict[str, Any]:
+        raise RuntimeError(fault)
+
+    def empty_cache() -> None:
+        raise RuntimeError(f"{fault} (from cudaFree)")
+
+    def refusals(device_type: str, on_row: Callable[[dict[str, Any]], None], timeout: float) -> list[Any]:
+        on_row({"call": "relu_forward(strided)", "raised": "ValueError", "passed": True})
+        return []
+
+    monkeypatch.setattr(gpu_check, "_timing_row", row)
+    monkeypatch.setattr(gpu_check.torch.cuda, "empty_cache", empty_cache)
+    host_generator = torch.Generator
+    monkeypatch.setattr(gpu_check.torch, "Generator", lambda device=None: host_generator())
+    monkeypatch.setattr(gpu_check, "_device_fault", lambda device: fault)
+    monkeypatch.setattr(gpu_check, "_refusals", refusals)
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out), "--sizes", "1024", "--widths", "64"]) == gpu_check.EXIT_FAILED
+    record = json.loads(out.read_text())
+    assert [r["error"] for r in record["timing"]] == [f"RuntimeError: {fault}"]
+    assert record["aborted"] == {"phase": "timing", "step": "timing n=1024 d=64 mask=none", "error": fault}
+    assert [r["call"] for r in record["refusals"]] == ["relu_forward(strided)"]
+    assert "finished" in record and record["passed"] is False
+    assert "ABORTED: the device is unusable after timing" in capsys.readouterr().out
+
+
+def test_a_phase_that_raises_is_recorded_and_the_next_phase_runs(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """review74 F5: an error outside a row (here the end-to-end phase's own) is kept under
+    ``phase_errors`` and fails the check; the timings still run, and the last line names it."""
+    ran: list[str] = []
+    monkeypatch.setattr(gpu_check, "HAS_SKLEARN", True)
+
+    def broken(*args: Any) -> list[Any]:
+        raise KeyError("digits")
+
+    monkeypatch.setattr(gpu_check, "_end_to_end", broken)
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: ran.append("timing") or [])
+    monkeypatch.setattr(gpu_check, "_refusals", lambda *args: [])
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
+    record = json.loads(out.read_text())
+    assert ran == ["timing"] and record["passed"] is False
+    assert record["phase_errors"]["end to end"].rstrip().endswith("KeyError: 'digits'")
+    printed = capsys.readouterr().out
+    assert "end to end: ERROR KeyError: 'digits'" in printed
+    assert "FAILED (failed: parity 0, end to end not run, refusals 0, timing 0)" in printed
+
+
+def test_missing_packages_exit_3_with_a_recipe_naming_them(tmp_path: Path) -> None:
+    """review74 F7: the recipe downloads the missing packages (numpy here, which torch's wheels do
+    not bring), not only beartype and ninja. ``sys.modules["numpy"] = None`` makes
+    ``importlib.util.find_spec("numpy")`` answer None, as on a machine without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import runpy, sys\n"
+        "sys.modules['numpy'] = None\n"
+        f"sys.argv = ['gpu_check.py', {str(tmp_path / 'r.json')!r}]\n"
+        f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "gpu_check: missing Python packages ['numpy']" in done.stderr
+    assert "`pip download --no-deps -d gpu_wheels numpy ninja`" in done.stderr
