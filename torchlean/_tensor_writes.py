@@ -58,7 +58,8 @@ def check_writable(t: Tensor, what: str) -> None:
                 "out of place: "
                 + (
                     "the source itself (tl.broadcast_to(src, t.shape))" if what == "copy_()"
-                    else "t * 0.0" if what == "zero_()"
+                    else "a new zero tensor, tl.tensor(np.zeros(t.shape, t.dtype)) (t * 0.0 is NaN where "
+                    "t is inf or NaN)" if what == "zero_()"
                     else "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 "
                     "mask keep (NaN where t is inf or NaN at a replaced entry)"
                 )

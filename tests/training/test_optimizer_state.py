@@ -153,3 +153,25 @@ def test_a_state_saved_without_its_kind_still_loads():
     loading = optim.sgd(0.1, 0.9).create([np.ones(3)])
     loading.load_state_dict(state)
     assert loading.steps == 1 and np.array_equal(loading.first[0], saved.first[0])
+
+
+@pytest.mark.parametrize(("saved", "loading", "hint"), [
+    (optim.adam(0.1), optim.adam(0.1, amsgrad=True),
+     "missing ['third.0', 'third.1'], unexpected [] (per-parameter entries differ in third.<i> only, "
+     "AMSGrad's running maximum of v: the state was saved with amsgrad=False for those parameters, this "
+     "optimizer has amsgrad=True; create it with amsgrad=False)"),
+    (optim.adamw(0.1, amsgrad=True), optim.adamw(0.1),
+     "missing [], unexpected ['third.0', 'third.1'] (per-parameter entries differ in third.<i> only, "
+     "AMSGrad's running maximum of v: the state was saved with amsgrad=True for those parameters, this "
+     "optimizer has amsgrad=False; create it with amsgrad=True)"),
+    (optim.rmsprop(0.1, centered=True), optim.rmsprop(0.1),
+     "missing [], unexpected ['third.0', 'third.1'] (per-parameter entries differ in third.<i> only, "
+     "centered RMSprop's gradient average: the state was saved with centered=True for those parameters, "
+     "this optimizer has centered=False; create it with centered=True)"),
+])
+def test_a_state_saved_with_another_amsgrad_or_centered_names_that_setting(saved, loading, hint):
+    """review72 F1: the refusal blamed frozen groups, which neither optimizer has."""
+    params = [np.ones(3), np.ones((2, 2))]
+    with pytest.raises(OptimizerError) as caught:
+        loading.create(params).load_state_dict(saved.create(params).state_dict())
+    assert str(caught.value) == f"optimizer: state does not match this optimizer: {hint}"

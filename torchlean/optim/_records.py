@@ -464,6 +464,24 @@ class _PreparedStep:
     third: list[Array | None]
 
 
+_THIRD_SETTING = {"adam": ("amsgrad", "AMSGrad's running maximum of v"),
+                  "adamw": ("amsgrad", "AMSGrad's running maximum of v"),
+                  "rmsprop": ("centered", "centered RMSprop's gradient average")}
+
+
+def _third_buffer_hint(name: str, *, saved_has_it: bool) -> str:
+    """The hint of a state whose entries differ in the ``third.<i>`` buffers only: it was saved
+    with ``amsgrad`` (``centered``) set otherwise than this optimizer has it (review72 F1; the
+    frozen-groups hint named a cause that was not there)."""
+    setting, buffer = _THIRD_SETTING.get(name, ("its setting", "a third buffer"))
+    saved, here = ("True", "False") if saved_has_it else ("False", "True")
+    return (
+        f"per-parameter entries differ in third.<i> only, {buffer}: the state was saved with "
+        f"{setting}={saved} for those parameters, this optimizer has {setting}={here}; create it with "
+        f"{setting}={saved}"
+    )
+
+
 @dataclass(slots=True)
 class Optimizer:
     """The stateful optimizer: per-parameter first/second moment buffers and step counts.
@@ -604,7 +622,10 @@ class Optimizer:
             indices = {key.rpartition(".")[2] for key in [*missing, *extra]}
             saved_steps = np.asarray(state.get("param_steps", ()))
             same_count = saved_steps.shape == (len(self.first),)
-            if same_count and all(i.isdigit() and int(i) < len(self.first) for i in indices):  # review58 F3
+            third_only = all(key.startswith("third.") for key in [*missing, *extra])
+            if same_count and third_only and not (missing and extra):  # review72 F1
+                hint = _third_buffer_hint(self.config.name, saved_has_it=bool(extra))
+            elif same_count and all(i.isdigit() and int(i) < len(self.first) for i in indices):  # review58 F3
                 frozen = [i for i in range(len(self.first)) if self.is_frozen(i)]
                 hint = (
                     "per-parameter entries differ: a frozen parameter keeps no state, so a state "
