@@ -769,6 +769,7 @@ def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tupl
 
     reader = csv.reader(tracked(), delimiter=delimiter)
     start = end = 0  # the first and last file line of the record just read
+    first: list[str] = []  # the first record's cells: they name the columns in the message below
     try:
         for row in reader:
             pending.clear()
@@ -777,11 +778,12 @@ def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tupl
                 return
             if row and _END_OF_FILE in row[-1]:
                 _refuse_open_quote(file, start, end - 1)
+            first = first or row
             yield row, start
     except csv.Error as error:  # the only one csv raises when not strict: a cell over its size limit
         text = pending[0] if len(pending) == 1 else "".join(pending)
         pending.clear()
-        raise DataError(_over_long(file, end + 1, text, delimiter, str(error))) from None
+        raise DataError(_over_long(file, end + 1, text, delimiter, str(error), first)) from None
 
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)("?)', re.DOTALL)
@@ -789,11 +791,15 @@ _QUOTED = re.compile(r'"((?:[^"]|"")*)("?)', re.DOTALL)
 its text, and the closing quote (``""`` when the quote is left open)."""
 
 
-def _over_long(file: str, line: int, text: str, delimiter: str, error: str) -> str:
+def _over_long(
+    file: str, line: int, text: str, delimiter: str, error: str, first: Sequence[str] = ()
+) -> str:
     """The refusal of the record that starts on file line ``line``, whose ``text`` (the lines read
     of it) holds a cell over the ``csv`` module's size limit (``error``, its message): a quote left
-    open (it opens the cell and never closes), else the cell's line, column (counted from 0) and
-    length (review67 F9); a record of control bytes is a binary file (:func:`_binary_text`).
+    open (it opens the cell and never closes), else the cell's line, column (counted from 0, with
+    the text the ``first`` record, a header or not, has in that column when it is a non-blank
+    non-number: ``column 1 (counted from 0; the first row has b there)``, review69 F5) and length
+    (review67 F9); a record of control bytes is a binary file (:func:`_binary_text`).
 
     The cells are found as Python's ``csv`` reads them (not strict): a cell starting with a quote is
     quoted up to the next quote that is not doubled, and what follows up to ``delimiter`` or a
@@ -817,10 +823,12 @@ def _over_long(file: str, line: int, text: str, delimiter: str, error: str) -> s
         length, pos = length + len(rest.group()), rest.end()
         if length > limit:
             where = line + _line_breaks(text[:begin])
+            name = first[column].strip() if column < len(first) else ""
+            there = f"; the first row has {display_name(name)} there" if name and not _is_number(name) else ""
             return (
-                f"{file}: line {where}, column {column} (counted from 0): a cell of {length} characters, "
-                f"longer than the {limit} that Python's csv module reads in a cell, and no quote is left "
-                f"open in it (accepted: cells of at most {limit} characters)"
+                f"{file}: line {where}, column {column} (counted from 0{there}): a cell of {length} "
+                f"characters, longer than the {limit} that Python's csv module reads in a cell, and no "
+                f"quote is left open in it (accepted: cells of at most {limit} characters)"
             )
         if pos >= len(text) or text[pos] != delimiter:  # a line break: the record ends here
             break

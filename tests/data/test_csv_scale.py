@@ -186,10 +186,11 @@ def test_a_wide_file_loads_and_names_its_columns(tmp_path: Path) -> None:
 # --- an over-long cell (review67 F9) ------------------------------------------------------------
 
 
-def _long(line: int, column: int, length: int) -> str:
+def _long(line: int, column: int, length: int, name: str = "") -> str:
+    there = f"; the first row has {name} there" if name else ""
     return (
-        f"line {line}, column {column} (counted from 0): a cell of {length} characters, longer than the "
-        f"{LIMIT} that Python's csv module reads in a cell, and no quote is left open in it (accepted: "
+        f"line {line}, column {column} (counted from 0{there}): a cell of {length} characters, longer than "
+        f"the {LIMIT} that Python's csv module reads in a cell, and no quote is left open in it (accepted: "
         f"cells of at most {LIMIT} characters)"
     )
 
@@ -197,17 +198,21 @@ def _long(line: int, column: int, length: int) -> str:
 def test_an_over_long_unquoted_cell_is_named_by_its_length(tmp_path: Path) -> None:
     digits = "1" * (LIMIT + 10)
     path = _write(tmp_path, f"a,b,y\n1,2,0\n3,{digits},1\n")
-    assert _refusal(path) == f"{path}: {_long(3, 1, LIMIT + 10)}"
+    assert _refusal(path) == f"{path}: {_long(3, 1, LIMIT + 10, 'b')}"  # review69 F5: named
     path = _write(tmp_path, digits)  # no line break at all
     assert _refusal(path) == f"{path}: {_long(1, 0, LIMIT + 10)}"
     # a quoted cell before it, closed, spanning lines: the long cell is on the record's last line
     path = _write(tmp_path, f'a,b,y\n"x\ny",5,{digits}\n')
-    assert _refusal(path) == f"{path}: {_long(3, 2, LIMIT + 10)}"
+    assert _refusal(path) == f"{path}: {_long(3, 2, LIMIT + 10, 'y')}"
     # a quoted cell closed, then text up to the delimiter: csv keeps both in the cell
     path = _write(tmp_path, f'a,b,y\n"1""2"{digits},5,6\n')
-    assert _refusal(path) == f"{path}: {_long(2, 0, LIMIT + 13)}"
+    assert _refusal(path) == f"{path}: {_long(2, 0, LIMIT + 13, 'a')}"
     path = _write(tmp_path, f"a;b;y\n1;{digits};0\n")
-    assert _refusal(path, delimiter=";") == f"{path}: {_long(2, 1, LIMIT + 10)}"
+    assert _refusal(path, delimiter=";") == f"{path}: {_long(2, 1, LIMIT + 10, 'b')}"
+    path = _write(tmp_path, f"1,2,0\n3,{digits},1\n")  # a first row of numbers names nothing
+    assert _refusal(path) == f"{path}: {_long(2, 1, LIMIT + 10)}"
+    path = _write(tmp_path, f"a,b,y\n1,2,0\n3,4,5,{digits}\n")  # past the first row's columns
+    assert _refusal(path) == f"{path}: {_long(3, 3, LIMIT + 10)}"
 
 
 def test_an_over_long_cell_that_a_quote_opens_still_asks_about_the_quote(tmp_path: Path) -> None:
