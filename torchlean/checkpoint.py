@@ -1315,7 +1315,35 @@ def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, A
     _check_entry_names(meta, list(members))
     entries = {name: _npz.header(archive, name, member) for name, member in members.items()}
     _check_declared(meta, entries)
+    _check_fits_in_memory(entries)
     return meta, {name: _npz.read(archive, entry) for name, entry in entries.items()}
+
+
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (``sysconf``), or None where it is not known."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or the name unknown
+        return None
+
+
+def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
+    """Refuse a checkpoint whose arrays, as their headers declare them (checked against the
+    metadata), hold more bytes than this machine's memory: a model described consistently huge,
+    whose compressed entries (a checkpoint re-zipped with deflate loads too) would inflate past
+    the memory and get the process killed instead of refused (stop34's archive gap).
+
+    Raises:
+        CheckpointError: ``its arrays declare 86000000000 bytes (80.1 GiB), more than this
+            machine's memory (15.6 GiB): ...``.
+    """
+    memory = _physical_memory()
+    declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
+    if memory is not None and declared > memory:
+        raise CheckpointError(
+            f"its arrays declare {declared} bytes ({declared / 2**30:.1f} GiB), more than this machine's "
+            f"memory ({memory / 2**30:.1f} GiB): a checkpoint of that size cannot be loaded here"
+        )
 
 
 class _RepeatedKey(Exception):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -446,3 +447,48 @@ def test_a_huge_class_list_is_elided_in_the_error(good, tmp_path):
     fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
     with pytest.raises(CheckpointError, match=r"got classes \('a', 'b'\)$"):
         Checkpoint(**{**fields, "classes": ("a", "b")})
+
+
+def test_a_consistently_huge_checkpoint_is_refused_before_its_data(good, tmp_path, reads):
+    """stop34's archive gap: metadata describing an MLP of hidden width 2**20 and entry headers
+    that fit it (4 TiB of float32 in one hidden weight), each entry a few bytes on disk, as deflate
+    packs zeros: refused for the machine's memory from the headers, nothing but the metadata read
+    (it used to read, and inflate, every entry)."""
+    from torchlean.models import build_model
+
+    wide = 2**20
+    meta = _meta(good)
+    meta["hidden"] = wide
+    meta["training"]["settings"]["hidden"] = wide
+    layer, _ = build_model("mlp", meta["features"], meta["outputs"], hidden=wide)
+    shapes = {spec.name: spec.shape for spec in layer.param_specs()}
+    order = list(shapes)
+    replace = {"metadata.npy": _npy(np.array(json.dumps(meta)))}
+    with zipfile.ZipFile(good) as source:
+        for info in source.infolist():
+            kind, _, name = info.filename.removesuffix(".npy").partition("/")
+            if kind in ("weights", "last_weights"):
+                replace[info.filename] = _header(shapes[name]) + bytes(16)
+            elif kind == "optimizer" and "." in name:
+                replace[info.filename] = _header(shapes[order[int(name.split(".")[1])]]) + bytes(16)
+    path = _rewrite(good, tmp_path / "huge.npz", replace=replace, compression=zipfile.ZIP_DEFLATED)
+    declared = 0  # every array entry's header (the metadata is read already), by numpy's own reader
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.filename == "metadata.npy":
+                continue
+            with archive.open(info) as stream:
+                version = np.lib.format.read_magic(stream)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(stream)
+                declared += dtype.itemsize * math.prod(shape)
+    assert declared > 3 * 4 * wide * wide  # the weight, Adam's two moments: 4 TiB each
+    reads.clear()  # _meta read the good checkpoint
+    refusal = (
+        rf"huge\.npz: its arrays declare {declared} bytes \([\d.]+ GiB\), more than this machine's memory "
+        r"\([\d.]+ GiB\): a checkpoint of that size cannot be loaded here$"
+    )
+    with pytest.raises(CheckpointError, match=refusal):
+        checkpoint.load(path)
+    assert reads == ["metadata.npy"]
