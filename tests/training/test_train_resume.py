@@ -274,6 +274,45 @@ def test_a_second_ctrl_c_while_the_run_tests_and_saves_says_what_is_saved(
         assert metadata(target)["training"]["epochs_done"] == 2  # the interrupted run, resumable
 
 
+@pytest.mark.parametrize("when", ["testing", "saved"])
+def test_a_first_ctrl_c_while_the_run_tests_and_saves_lets_it_finish(capsys, tmp_path, monkeypatch, when):
+    """review75 F1: after the last epoch, a first Ctrl-C stopped at once (the trained run lost while
+    it was being tested, or saved without a word); now the run tests and saves, says so, and is
+    complete (exit 0), the same bits as a run without the Ctrl-C."""
+    import torchlean.cli.train as train_module
+
+    whole, target = tmp_path / "whole.npz", tmp_path / "x.npz"
+    ok(capsys, *SMALL, "--epochs", "3", "--save", str(whole))
+    if when == "testing":
+        original = Trainer.evaluate
+
+        def evaluate(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> Any:
+            signal.raise_signal(signal.SIGINT)
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Trainer, "evaluate", evaluate)
+        note = ("note: Ctrl-C: the run stops once it has tested and saved the model; Ctrl-C again stops at "
+                "once, saving nothing\n")
+    else:
+        written = train_module.provenance.file_sha256
+
+        def file_sha256(path: Any) -> str:
+            signal.raise_signal(signal.SIGINT)
+            return written(path)
+
+        monkeypatch.setattr(train_module.provenance, "file_sha256", file_sha256)
+        note = (f"note: Ctrl-C: {target} is saved; the run stops once its report is written; Ctrl-C again "
+                "stops now\n")
+    code, out, err = cli(capsys, "train", *SMALL, "--epochs", "3", "--save", str(target))
+    assert code == 0 and out.splitlines()[-1] == f"saved: {target}"
+    assert err == note + (
+        "note: Ctrl-C came after epoch 3/3, the run's last, while the run tested and saved: the run is "
+        "complete (nothing to resume)\n"
+    )
+    for name, value in arrays(whole).items():
+        np.testing.assert_array_equal(arrays(target)[name], value, strict=True, err_msg=name)
+
+
 def test_an_ignored_sigint_stays_ignored_with_save(capsys, tmp_path, monkeypatch):
     """review31 F5: a shell starts background jobs with SIGINT ignored; a run with --save ignores
     it then too (as one without --save does), instead of installing its Ctrl-C handler."""

@@ -817,24 +817,27 @@ class Stop:
     one, or one while not armed, interrupts at once (``KeyboardInterrupt``: ``error:
     interrupted``, exit status 130, nothing saved). The second one says so in a ``note:`` also
     while the run tests and saves after its epoch (review70 F5), naming a checkpoint already
-    written (:meth:`mark_saved`). A run that ends by itself in the epoch the
-    first one came in (its last epoch, or the one after which early stopping ends it:
-    :meth:`complete`) is complete, not :attr:`interrupted`."""
+    written (:meth:`mark_saved`). A first one while the run tests and saves after its last epoch
+    (:meth:`finishing`) lets it finish that, with a ``note:`` (review75 F1: it used to stop at
+    once and lose the run). A run that ends by itself in the epoch the first one came in, or
+    before it (its last epoch, or the one after which early stopping ends it: :meth:`complete`),
+    is complete, not :attr:`interrupted`."""
 
     def __init__(self, active: bool) -> None:
         self.active = active
         self.armed = False
         self.requested = False
+        self.late = False  # the first Ctrl-C came after the training loop, while it tested and saved
+        self.training_done = False
         self.ended: str | None = None
         self.saved: str | None = None  # the checkpoint written, as the note shows it
 
     def complete(self, epoch: int, epochs: int, why: str) -> None:
         """The run ended by itself after ``epoch`` of ``epochs`` (``why``: ``"its last"``, or
-        ``"after which early stopping ended the run"``), the epoch a Ctrl-C came in (if one did):
-        the run is complete, not interrupted (:meth:`status` says so and returns 0, the record
-        has no ``interrupted``)."""
-        if self.requested:
-            self.ended = f"epoch {epoch}/{epochs}, {why}"
+        ``"after which early stopping ended the run"``), in or before the epoch a Ctrl-C came in
+        (if one did): the run is complete, not interrupted (:meth:`status` says so and returns 0,
+        the record has no ``interrupted``)."""
+        self.ended = f"epoch {epoch}/{epochs}, {why}"
 
     @property
     def interrupted(self) -> bool:
@@ -845,12 +848,12 @@ class Stop:
         """From now, the first Ctrl-C stops the run at the end of its epoch."""
         self.armed = self.active
 
-    def disarm(self) -> None:
-        """From now, Ctrl-C interrupts at once."""
-        self.armed = False
+    def finishing(self) -> None:
+        """The training loop is over: from now, a first Ctrl-C lets the run test and save."""
+        self.training_done = True
 
     def mark_saved(self, path: Path) -> None:
-        """The run's checkpoint is written to ``path``: a second Ctrl-C from now says so."""
+        """The run's checkpoint is written to ``path``: a Ctrl-C from now says so."""
         self.saved = shown_path(path)
 
     def handle(self, _signum: int, _frame: FrameType | None) -> None:
@@ -861,17 +864,26 @@ class Stop:
         if not self.armed or self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print("note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; "
-              "Ctrl-C again stops at once, saving nothing", file=sys.stderr, flush=True)
+        if not self.training_done:
+            print("note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; "
+                  "Ctrl-C again stops at once, saving nothing", file=sys.stderr, flush=True)
+            return
+        self.late = True
+        finish = (
+            "the run stops once it has tested and saved the model; Ctrl-C again stops at once, saving nothing"
+            if self.saved is None
+            else f"{self.saved} is saved; the run stops once its report is written; Ctrl-C again stops now"
+        )
+        print(f"note: Ctrl-C: {finish}", file=sys.stderr, flush=True)
 
     def status(self, args: argparse.Namespace, epochs_done: int) -> int:
         """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run
         (0 and a ``note:`` that the run is complete when it ended by itself in the Ctrl-C's epoch)."""
-        if self.ended is not None:
-            print(f"note: Ctrl-C came in {self.ended}: the run is complete (nothing to resume)",
-                  file=sys.stderr)
-            return 0
         if not self.requested:
+            return 0
+        if self.ended is not None:
+            came = f"after {self.ended}, while the run tested and saved" if self.late else f"in {self.ended}"
+            print(f"note: Ctrl-C came {came}: the run is complete (nothing to resume)", file=sys.stderr)
             return 0
         saved = shlex.quote(shown_path(args.save))  # pasted into a shell as it is (review44 F6)
         print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "

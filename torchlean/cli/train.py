@@ -1008,7 +1008,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 )
             if (held_out is not None and held_out.stop) or stop.requested:
                 break
-    stop.disarm()
+    stop.finishing()  # a first Ctrl-C from now lets the run test and save (review75 F1)
     if held_out is not None:
         print(held_out.finish(trainer, args.epochs))
     # complete, even if a Ctrl-C came in its last epoch
