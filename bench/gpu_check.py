@@ -968,12 +968,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "out", nargs="?", type=_record_path, default=str(DEFAULT_OUT), help="JSON record path"
     )
-    parser.add_argument("--sizes", type=_positive_list, default="1024,2048,4096,8192,16384")
-    parser.add_argument("--widths", type=_positive_list, default="64,128")
+    parser.add_argument("--sizes", type=_positive_list, default="1024,2048,4096,8192,16384",
+                        help="sequence lengths n of the attention timings (comma-separated)")
+    parser.add_argument("--widths", type=_positive_list, default="64,128",
+                        help="head widths d of the attention timings (comma-separated)")
     parser.add_argument(
         "--heads", type=_positive, default=4, help="folded batch x heads of the timing inputs"
     )
-    parser.add_argument("--iterations", type=_positive, default=3)
+    parser.add_argument("--iterations", type=_positive, default=3,
+                        help="timed runs per row after a warm-up (the median is recorded)")
     parser.add_argument("--e2e-steps", type=_positive, default=5, help="SGD steps of each end-to-end run")
     parser.add_argument("--e2e-batch", type=_positive, default=64, help="minibatch of the end-to-end runs")
     parser.add_argument(
@@ -1121,6 +1124,14 @@ def _timing_phase(
     return failed
 
 
+def _phase_error(recorder: Recorder, phase: str) -> None:
+    """Record the exception being handled as ``phase``'s error (``phase_errors``, which fails the
+    check) and print its last line."""
+    recorder.record.setdefault("phase_errors", {})[phase] = traceback.format_exc()
+    recorder.running(None)
+    print(f"{phase}: ERROR {traceback.format_exc().strip().splitlines()[-1]}", flush=True)
+
+
 def _stopped_by(recorder: Recorder, error: DeviceFault | _OutOfTime) -> str:
     """Record why no further device work runs in this process (``aborted``, or a ``skipped``
     entry) and return it in words, for the phases that then do not start."""
@@ -1166,7 +1177,10 @@ def main(argv: list[str] | None = None) -> int:
     if budget.exhausted():  # a child process with a CUDA context of its own: after a fault too
         recorder.skip("refusals")
     else:
-        failed["refusals"] = _refusal_phase(recorder, device.type, budget)
+        try:
+            failed["refusals"] = _refusal_phase(recorder, device.type, budget)
+        except Exception:  # the phase itself broke (review75 F2): recorded, and the next one runs
+            _phase_error(recorder, "refusals")
     for phase, run in (("end to end", _end_to_end_phase), ("timing", _timing_phase)):
         if stopped is not None:
             if "aborted" in record:
@@ -1179,8 +1193,7 @@ def main(argv: list[str] | None = None) -> int:
         except (DeviceFault, _OutOfTime) as error:
             stopped = _stopped_by(recorder, error)
         except Exception:  # the phase itself broke: recorded, and the next one runs
-            record.setdefault("phase_errors", {})[phase] = traceback.format_exc()
-            print(f"{phase}: ERROR {traceback.format_exc().strip().splitlines()[-1]}", flush=True)
+            _phase_error(recorder, phase)
     if _died_in_a_call(failed.get("refusals", [])):
         _diagnose_refusal_crash(recorder, budget)
     record.pop("in_progress", None)
@@ -1188,9 +1201,10 @@ def main(argv: list[str] | None = None) -> int:
     ok = not (any(failed.values()) or {"aborted", "skipped", "phase_errors"} & record.keys())
     record["passed"] = ok
     recorder.save()
+    errors = record.get("phase_errors", {})
     counts = ", ".join(
-        f"{phase} {len(failed[phase]) if phase in failed else 'not run'}"
-        for phase in ("parity", "end to end", "refusals", "timing")
+        f"{phase} {len(failed[phase]) if phase in failed else 'raised' if phase in errors else 'not run'}"
+        for phase in ("parity", "refusals", "end to end", "timing")  # the order they run in (review75 F3)
     )
     not_run = "".join(f"; not run: {phase} ({why})" for phase, why in record.get("not_run", {}).items())
     print(f"wrote {recorder.path}; {'all checks passed' if ok else 'FAILED'} (failed: {counts}){not_run}")

@@ -574,7 +574,7 @@ def test_main_records_the_refusals_and_counts_them(
     assert record["passed"] is True
     printed = capsys.readouterr().out
     assert "refusals of the C++ checks (child process; each must raise, not crash):" in printed
-    assert "all checks passed (failed: parity 0, end to end 0, refusals 0, timing 0)" in printed
+    assert "all checks passed (failed: parity 0, refusals 0, end to end 0, timing 0)" in printed
 
 
 def test_the_refusals_run_before_the_long_phases_and_the_child_keeps_to_the_time_left(
@@ -875,7 +875,7 @@ def test_a_phase_that_raises_is_recorded_and_the_next_phase_runs(
     assert record["phase_errors"]["end to end"].rstrip().endswith("KeyError: 'digits'")
     printed = capsys.readouterr().out
     assert "end to end: ERROR KeyError: 'digits'" in printed
-    assert "FAILED (failed: parity 0, end to end not run, refusals 0, timing 0)" in printed
+    assert "FAILED (failed: parity 0, refusals 0, end to end raised, timing 0)" in printed
 
 
 def test_missing_packages_exit_3_with_a_recipe_naming_them(tmp_path: Path) -> None:
@@ -896,3 +896,29 @@ def test_missing_packages_exit_3_with_a_recipe_naming_them(tmp_path: Path) -> No
     assert done.returncode == 3, done.stderr
     assert "gpu_check: missing Python packages ['numpy']" in done.stderr
     assert "`pip download --no-deps -d gpu_wheels numpy ninja`" in done.stderr
+
+
+def test_a_refusal_phase_that_raises_is_recorded_and_the_long_phases_still_run(
+    gpu_check: ModuleType,
+    gpu_machine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """review75 F2: the refusals run before the long phases; an error of their phase itself (a
+    truncated line of a dying child, say) escaped ``main`` and cost both."""
+    ran: list[str] = []
+    monkeypatch.setattr(gpu_check, "HAS_SKLEARN", True)
+    monkeypatch.setattr(gpu_check, "_end_to_end", lambda *args: ran.append("end to end") or [])
+    monkeypatch.setattr(gpu_check, "_timings", lambda *args: ran.append("timing") or [])
+
+    def broken(*args: Any) -> list[Any]:
+        return [json.loads('{"ca')]  # a child's last line cut off
+
+    monkeypatch.setattr(gpu_check, "_refusals", broken)
+    out = tmp_path / "record.json"
+    assert gpu_check.main([str(out)]) == gpu_check.EXIT_FAILED
+    record = json.loads(out.read_text())
+    assert ran == ["end to end", "timing"] and record["passed"] is False and "finished" in record
+    assert "JSONDecodeError" in record["phase_errors"]["refusals"] and "in_progress" not in record
+    assert "FAILED (failed: parity 0, refusals raised, end to end 0, timing 0)" in capsys.readouterr().out
