@@ -175,3 +175,20 @@ def test_a_state_saved_with_another_amsgrad_or_centered_names_that_setting(saved
     with pytest.raises(OptimizerError) as caught:
         loading.create(params).load_state_dict(saved.create(params).state_dict())
     assert str(caught.value) == f"optimizer: state does not match this optimizer: {hint}"
+
+
+def test_amsgrad_set_otherwise_per_group_in_both_directions_names_each_side():
+    """review75 F4: parameter 0 saved with amsgrad, parameter 1 without, loaded into groups set the
+    other way round: both third entries differ, and the hint names each side (it blamed frozen
+    groups, which neither optimizer has)."""
+    params, names = [np.ones(3), np.ones(2)], ["w", "b"]
+    saved = optim.adam(0.1).create(params, names=names, groups=[optim.group("^w$", amsgrad=True)])
+    loading = optim.adam(0.1).create(params, names=names, groups=[optim.group("^b$", amsgrad=True)])
+    with pytest.raises(OptimizerError) as caught:
+        loading.load_state_dict(saved.state_dict())
+    assert str(caught.value) == (
+        "optimizer: state does not match this optimizer: missing ['third.1'], unexpected ['third.0'] "
+        "(per-parameter entries differ in third.<i> only, AMSGrad's running maximum of v: the state was "
+        "saved with amsgrad=True for parameters [0] and amsgrad=False for parameters [1], this optimizer "
+        "the other way round; create it with the amsgrad settings (parameter groups) it was saved with)"
+    )

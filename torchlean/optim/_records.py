@@ -469,16 +469,30 @@ _THIRD_SETTING = {"adam": ("amsgrad", "AMSGrad's running maximum of v"),
                   "rmsprop": ("centered", "centered RMSprop's gradient average")}
 
 
-def _third_buffer_hint(name: str, *, saved_has_it: bool) -> str:
+def _indices(keys: list[str]) -> list[int]:
+    """The parameter indices of entries ``<kind>.<i>``."""
+    return [int(key.rpartition(".")[2]) for key in keys]
+
+
+def _third_buffer_hint(name: str, saved_with: list[int], saved_without: list[int]) -> str:
     """The hint of a state whose entries differ in the ``third.<i>`` buffers only: it was saved
-    with ``amsgrad`` (``centered``) set otherwise than this optimizer has it (review72 F1; the
-    frozen-groups hint named a cause that was not there)."""
+    with ``amsgrad`` (``centered``) set otherwise than this optimizer has it, for the parameters
+    ``saved_with`` (the state has their buffer) and ``saved_without`` (review72 F1, review75 F4;
+    the frozen-groups hint named a cause that was not there)."""
     setting, buffer = _THIRD_SETTING.get(name, ("its setting", "a third buffer"))
-    saved, here = ("True", "False") if saved_has_it else ("False", "True")
+    if not saved_without:
+        saved = f"{setting}=True for those parameters, this optimizer has {setting}=False"
+        remedy = f"{setting}=True"
+    elif not saved_with:
+        saved = f"{setting}=False for those parameters, this optimizer has {setting}=True"
+        remedy = f"{setting}=False"
+    else:
+        saved = (f"{setting}=True for parameters {saved_with} and {setting}=False for parameters "
+                 f"{saved_without}, this optimizer the other way round")
+        remedy = f"the {setting} settings (parameter groups) it was saved with"
     return (
-        f"per-parameter entries differ in third.<i> only, {buffer}: the state was saved with "
-        f"{setting}={saved} for those parameters, this optimizer has {setting}={here}; create it with "
-        f"{setting}={saved}"
+        f"per-parameter entries differ in third.<i> only, {buffer}: the state was saved with {saved}; "
+        f"create it with {remedy}"
     )
 
 
@@ -623,8 +637,8 @@ class Optimizer:
             saved_steps = np.asarray(state.get("param_steps", ()))
             same_count = saved_steps.shape == (len(self.first),)
             third_only = all(key.startswith("third.") for key in [*missing, *extra])
-            if same_count and third_only and not (missing and extra):  # review72 F1
-                hint = _third_buffer_hint(self.config.name, saved_has_it=bool(extra))
+            if same_count and third_only:  # review72 F1, review75 F4
+                hint = _third_buffer_hint(self.config.name, _indices(extra), _indices(missing))
             elif same_count and all(i.isdigit() and int(i) < len(self.first) for i in indices):  # review58 F3
                 frozen = [i for i in range(len(self.first)) if self.is_frozen(i)]
                 hint = (
