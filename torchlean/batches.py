@@ -27,10 +27,12 @@ def order(n: int, *, shuffle: bool, seed: int, epoch: int) -> npt.NDArray[np.int
     trainer's ``seed``); an int64 array of shape ``(n,)``.
 
     Raises:
-        BatchError: ``n`` not an int >= 0, ``epoch`` not an int >= 0, ``seed`` not an int in
+        BatchError: ``n`` not an int in ``[0, 2**63)``, ``epoch`` not an int >= 0, ``seed`` not an int in
             ``[0, 2**64)``, ``shuffle`` not a bool (numpy bools accepted), as :func:`minibatches`.
     """
     n = checked_int(n, "n", 0, BatchError)
+    if n > 2**63 - 1:  # numpy's permutation and arange take int64 lengths (review75 F10)
+        raise BatchError(f"n must be an int in [0, 2**63), got {n}")
     shuffle, seed, epoch = _checked_order(shuffle, seed, epoch)
     return _order(n, shuffle, seed, epoch)
 

@@ -254,15 +254,20 @@ def test_predict_header_cuts_a_long_dataset(
 ) -> None:
     """stop34's display gap: a crafted checkpoint's long dataset string is cut after LINE_LIMIT
     characters in ``trained_on=``, with its length; the header still splits into its pairs."""
-    edited = rewrite_metadata(base, tmp_path / "p.npz", setter("dataset", value="d" * 100_000))
-    code, out, err = cli(capsys, "predict", str(edited), "--dataset", "iris", "--output",
-                         str(tmp_path / "p.csv"))
-    assert code == 0, err
-    header = out.splitlines()[0]
-    assert len(header) < LINE_LIMIT + 200
-    pairs = dict(pair.split("=", 1) for pair in shlex.split(header))
-    assert pairs["trained_on"] == "d" * LINE_LIMIT + "... (100000 characters)"
-    assert pairs["trained_under"] == "checked_cpu"
+    for value, shown in (
+        ("d" * 100_000, "d" * (LINE_LIMIT - 23) + "... (100000 characters)"),
+        ("\x00" * 5000, "\\x00" * 94 + "\\x... (20000 characters)"),  # review75 F5: cut once escaped
+        ("d" * (LINE_LIMIT + 1), "d" * (LINE_LIMIT - 20) + "... (401 characters)"),  # no longer when cut
+    ):
+        edited = rewrite_metadata(base, tmp_path / "p.npz", setter("dataset", value=value))
+        code, out, err = cli(capsys, "predict", str(edited), "--dataset", "iris", "--output",
+                             str(tmp_path / "p.csv"))
+        assert code == 0, err
+        header = out.splitlines()[0]
+        assert len(header) < LINE_LIMIT + len(str(edited)) + 150 and header.isprintable()
+        pairs = dict(pair.split("=", 1) for pair in shlex.split(header))
+        assert pairs["trained_on"] == shown and len(shown) == LINE_LIMIT
+        assert pairs["trained_under"] == "checked_cpu"
 
 
 # --------------------------------------------------------------------------------- resume settings

@@ -215,6 +215,11 @@ def test_records_built_directly_take_one_default_per_spatial_axis():
     (nn.avg_pool1d(4, stride=2), "avg_pool1d([4], stride=[2])"),
     (nn.transformer_block(8, 2), "transformer_block(8, heads=2, mlp=32)"),
     (nn.transformer_block(8, 2, causal=True), "transformer_block(8, heads=2, mlp=32, causal=True)"),
+    (nn.batch_norm1d(4), "batch_norm1d(4)"),
+    (nn.batch_norm2d(4, eps=1e-3, momentum=0.3, affine=False),
+     "batch_norm2d(4, eps=0.001, momentum=0.3, affine=False)"),
+    (nn.layer_norm(4), "layer_norm([4])"),
+    (nn.layer_norm((2, 3), eps=1e-6), "layer_norm([2, 3], eps=1e-06)"),
 ])
 def test_describe_shows_the_settings_that_are_not_torchs_defaults(layer, text):
     """review72 F4, review73 F10: two models differing in a stride, a padding, groups or a causal

@@ -84,6 +84,7 @@ def test_refusals_come_before_the_first_minibatch(arrays, kwargs, message):
     [
         ({"n": -3}, "n must be an int >= 0, got -3"),
         ({"n": 2.0}, "n must be an int >= 0, got 2.0"),
+        ({"n": 2**64}, r"n must be an int in \[0, 2\*\*63\), got 18446744073709551616"),
         ({"seed": -1}, r"seed must be an int in \[0, 2\*\*64\), got -1"),
         ({"epoch": -1}, "epoch must be an int >= 0, got -1"),
         ({"shuffle": 1}, "shuffle must be a bool, got 1"),

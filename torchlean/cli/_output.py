@@ -274,10 +274,14 @@ cut, with its length (review67 F7, review68 F6)."""
 
 
 def cut(text: str, limit: int = LINE_LIMIT) -> str:
-    """``text`` itself when it has at most ``limit`` characters; else its first ``limit``
-    characters, ``...`` and its length: ``'xxxx... (50000000 characters)'``, so a crafted
-    checkpoint's 50 MB dataset string prints a header line of some 400 characters."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    """``text`` itself when it has at most ``limit`` characters; else its start, ``...`` and its
+    length, ``limit`` characters in all: ``'xxxx... (50000000 characters)'``, so a crafted
+    checkpoint's 50 MB dataset string prints a header line of some 400 characters. Cut a text
+    already escaped (:func:`escaped`), whose length is what prints (review75 F5)."""
+    if len(text) <= limit:
+        return text
+    length = f"... ({len(text)} characters)"
+    return text[: max(0, limit - len(length))] + length
 
 
 def header_value(path: str | os.PathLike[str]) -> str:

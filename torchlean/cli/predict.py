@@ -145,6 +145,7 @@ from torchlean.cli._output import (
     check_writable,
     cut,
     dataset_name,
+    escaped,
     file_path,
     given_path,
     header_value,
@@ -1132,7 +1133,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 raise
             raise SessionError(_trained_under_clause(error, saved, args.checkpoint)) from None
     dropout = f" dropout={saved.dropout!r}" if saved.dropout else ""  # trained with; predicting without
-    trained_on = header_value(cut(dataset_name(saved.dataset)))  # a crafted 50 MB string: one short line
+    trained_on = header_value(cut(escaped(dataset_name(saved.dataset))))  # a crafted 50 MB string: one line
     print(f"checkpoint={header_value(args.checkpoint)} model={saved.model}{dropout} task={saved.task} "
           f"features={saved.features} dtype={saved.dtype} trained_on={trained_on} "
           f"trained_under={saved.profile}", file=out)

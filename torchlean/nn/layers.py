@@ -507,10 +507,11 @@ class LayerNorm(Layer):
                               eps=self.eps)
 
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
-        return _eps_fault(self.describe(), self.eps, dtype, positive=False)
+        return _eps_fault(f"layer_norm({list(self.normalized_shape)})", self.eps, dtype, positive=False)
 
     def describe(self) -> str:
-        return f"layer_norm({list(self.normalized_shape)})"
+        """``layer_norm([4])``, with an ``eps`` other than torch's 1e-5 (review75 F6)."""
+        return f"layer_norm({list(self.normalized_shape)}{_non_default(('eps', self.eps, 1e-5))})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,10 +595,14 @@ class BatchNorm(Layer):
         )
 
     def describe(self) -> str:
-        return f"{self._name()}({self.num_features})"
+        """``batch_norm1d(4)``, with the settings that are not torch's defaults (``eps=0.001``,
+        ``momentum=0.3``, ``affine=False``; review75 F6)."""
+        settings = _non_default(("eps", self.eps, 1e-5), ("momentum", self.momentum, 0.1),
+                                ("affine", self.affine, True))
+        return f"{self._name()}({self.num_features}{settings})"
 
     def dtype_fault(self, dtype: np.dtype[np.floating]) -> str | None:
-        return _eps_fault(self.describe(), self.eps, dtype, positive=True)
+        return _eps_fault(f"{self._name()}({self.num_features})", self.eps, dtype, positive=True)
 
     def needs_paired_samples(self, input_shape: Shape) -> Layer | None:
         return self if math.prod(input_shape[1:]) == 1 else None
