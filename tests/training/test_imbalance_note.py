@@ -80,3 +80,46 @@ def test_no_python_warning_when_predictions_name_a_class_without_test_rows(
     record = json.loads(report.read_text())
     ds = data.load(str(path))
     assert 0 <= record["test_balanced_accuracy"] <= 1 and len(set(ds.y_test.tolist())) < 30
+
+
+def test_test_metrics_predict_the_split_once_and_count_a_non_finite_row_as_wrong() -> None:
+    """review76 F4: the test split was predicted twice (``evaluate``, then ``predict`` for the
+    balanced accuracy). One ``predict`` now gives both; a row whose logits are not all finite
+    predicts no class (wrong), as ``Trainer.evaluate`` counts it, for the balanced accuracy too.
+    Oracle: counts by hand and scikit-learn on the hand-made predictions."""
+    import types
+
+    from torchlean.cli._imbalance import test_metrics
+
+    logits = np.array([[2.0, 1.0], [0.0, 3.0], [np.nan, 5.0], [1.0, 0.0], [4.0, np.inf]], np.float32)
+    labels = np.array([0, 1, 1, 1, 0])
+    calls: list[int] = []
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        calls.append(len(x))
+        return logits
+
+    trainer = types.SimpleNamespace(predict=predict)
+    dataset = types.SimpleNamespace(x_test=np.zeros((5, 2)), y_test=labels)
+    accuracy, balanced, baseline = test_metrics(trainer, dataset)  # type: ignore[arg-type]
+    assert calls == [5]
+    assert accuracy == 2 / 5  # rows 0 and 1; rows 2 and 4 are not finite, row 3 is wrong
+    with pytest.warns(UserWarning, match="y_pred contains classes not in y_true"):  # the -1 rows
+        oracle = balanced_accuracy_score(labels, [0, 1, -1, 0, -1])
+    assert balanced == pytest.approx(oracle)
+    assert balanced == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert baseline == (1, 3 / 5)
+
+
+def test_train_reports_the_accuracy_trainer_evaluate_gives(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The one-pass metric is ``Trainer.evaluate``'s, bit for bit, on the run's own model."""
+    path, report = tmp_path / "m.npz", tmp_path / "r.json"
+    code, _, err = cli(capsys, "train", "--dataset", "digits", "--epochs", "1", "--profile", "fast_cpu",
+                       "--save", str(path), "--report-json", str(report))
+    assert code == 0, err
+    record = json.loads(report.read_text())
+    trainer = checkpoint.load(path).build()
+    ds = data.load("digits")  # the run's split, standardised as it was
+    assert record["test_accuracy"] == trainer.evaluate(ds.x_test, ds.y_test)["accuracy"]

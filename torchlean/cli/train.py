@@ -1062,10 +1062,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         **_resume.record(resumed, stop),
     }
     if classification:
-        accuracy = trainer.evaluate(dataset.x_test, dataset.y_test)["accuracy"]
+        accuracy, balanced, baseline = _imbalance.test_metrics(trainer, dataset)
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
-        balanced, baseline = _imbalance.balanced_accuracy(trainer, dataset)
         record["test_balanced_accuracy"] = balanced
         note = _imbalance.baseline_note(accuracy, balanced, baseline, dataset.class_names)
         if note:
