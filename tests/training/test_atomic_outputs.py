@@ -123,3 +123,34 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     _atomic.replace_file(fifo, writer(b"through the pipe"))
     reader.join(timeout=30)
     assert received == [b"through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_the_umask_is_read_without_changing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review76 F7: reading the umask set it to 0o022 for a moment, in which another thread's new
+    file got other permissions; on Linux it is read from /proc (oracle: the mask set here), and
+    ``os.umask`` is not called."""
+    import os
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc")
+    before = os.umask(0o027)
+    try:
+        called: list[int] = []
+        real = os.umask
+        monkeypatch.setattr(os, "umask", lambda mask: called.append(mask) or real(mask))
+        assert _atomic.umask() == 0o027 and called == []
+    finally:
+        os.umask(before)
+
+
+def test_the_bytes_are_on_disk_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """review76 F7: the temporary file is fsynced before it is renamed over the target."""
+    import os
+
+    events: list[str] = []
+    fsync, replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: events.append("replace") or replace(a, b))
+    target = tmp_path / "out.bin"
+    _atomic.replace_file(target, lambda handle: handle.write(b"abc"))
+    assert events == ["fsync", "replace"] and target.read_bytes() == b"abc"

@@ -79,3 +79,21 @@ def test_train_refuses_it_typed_and_from_a_checkpoint(capsys: pytest.CaptureFixt
     code, out, err = cli(capsys, "train", "--resume", str(edited), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err.startswith(f"error: checkpoint {edited}'s setting --no-decay {EXPLOSIVE!r}: matching it ")
+
+
+def test_the_hosts_alarm_is_set_again_after_the_check() -> None:
+    """review76 F6: a timer the host program had set was cancelled by the check's own; it is set
+    again, less the time the check took (oracle: ``signal.getitimer`` read before and after)."""
+    group = optim.group(r"^0\.", frozen=True)
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0, 5.0)
+        _patterns.check_matches_quickly(group, "--freeze", [f"{i}.weight" for i in range(50)])
+        delay, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert 25.0 < delay <= 30.0 and interval == 5.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    _patterns.check_matches_quickly(group, "--freeze", ["0.weight"])  # no host timer: none set after
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

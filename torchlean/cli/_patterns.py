@@ -11,6 +11,7 @@ import contextlib
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
@@ -30,7 +31,10 @@ class _TooSlow(Exception):
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`_TooSlow` in the block after ``seconds`` of wall time (``signal.setitimer``;
-    no limit outside the main thread or where the platform has no interval timer)."""
+    no limit outside the main thread or where the platform has no interval timer). A timer the
+    host program had set (``signal.alarm``, ``setitimer``) is set again after the block, less the
+    time the block took (at once when that ran out in it), with its handler (review76 F6: it was
+    cancelled)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -39,12 +43,16 @@ def _time_limit(seconds: float) -> Iterator[None]:
         raise _TooSlow
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    host_delay, host_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
+        if host_delay > 0.0:
+            left = host_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), host_interval)
 
 
 def check_matches_quickly(group: optim.ParamGroup | None, option: str, names: Sequence[str],
