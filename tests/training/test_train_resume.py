@@ -741,3 +741,73 @@ def test_a_run_saved_before_the_2_53_task_rule_resumes_and_predicts_with_its_rec
     code, out, err = cli(capsys, "predict", str(older), "--dataset", str(csv), "--split", "test")
     assert code == 0 and "differ" not in err, err
     assert len(out.splitlines()) == 1 + 8  # the header row and the 8 test rows
+
+
+def _signal_during_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int, signum: int) -> None:
+    """Send this process ``signum`` as epoch ``epoch`` (from 1) starts."""
+    original = Trainer.fit
+
+    def fit(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> list[float]:
+        if self.epochs_done == epoch - 1:
+            signal.raise_signal(signum)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit)
+
+
+def test_sigterm_stops_at_the_end_of_the_epoch_saves_and_resumes(capsys, tmp_path, monkeypatch):
+    """review76 F3: ``timeout``, ``kill``, systemd and Slurm send SIGTERM, whose default action
+    ended the run at once, every epoch lost. With ``--save`` it now acts as Ctrl-C: the epoch
+    ends, the run tests and saves, exits 143 (128 + 15); the resumed run is the uninterrupted one
+    bit for bit. The default handler is back afterwards."""
+    whole, stopped = tmp_path / "whole.npz", tmp_path / "stopped.npz"
+    argv = (*SMALL, "--epochs", "7")
+    ok(capsys, *argv, "--save", str(whole))
+    with monkeypatch.context() as patch:
+        _signal_during_epoch(patch, 3, signal.SIGTERM)
+        code, out, err = cli(capsys, "train", *argv, "--save", str(stopped))
+    assert code == 128 + signal.SIGTERM
+    assert err == (
+        "note: SIGTERM: the run stops at the end of this epoch, then tests and saves the model; SIGTERM "
+        "again (or Ctrl-C) stops at once, saving nothing\n"
+        f"note: interrupted by SIGTERM after epoch 3/7; continue with: torchlean train --resume {stopped} "
+        f"--save {stopped}\n"
+    )
+    assert out.splitlines()[-1] == f"saved: {stopped}"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    ok(capsys, "--resume", str(stopped), "--save", str(stopped))
+    assert_same_run(whole, stopped)
+
+
+def test_a_second_sigterm_stops_at_once_with_its_exit_status(capsys, tmp_path, monkeypatch):
+    """The second signal (SIGTERM after Ctrl-C here) stops at once, as a second Ctrl-C does, with
+    SIGTERM's exit status, and the temporary file of nothing half-written is left behind."""
+    original = Trainer.fit
+
+    def fit(self: Trainer[Any, Any], *args: Any, **kwargs: Any) -> list[float]:
+        if self.epochs_done == 1:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit)
+    code, _, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))
+    assert code == 128 + signal.SIGTERM  # a SystemExit, which the CLI's caller sees as that status
+    assert err.endswith("note: SIGTERM after Ctrl-C: the run stops at once, and nothing is saved\n"
+                        "error: interrupted by SIGTERM\n")
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_hosts_own_sigterm_handler_is_left_alone(capsys, tmp_path, monkeypatch):
+    """A program that set its own SIGTERM handler keeps it (only the default action is taken
+    over): its handler runs, the run goes on."""
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        _signal_during_epoch(monkeypatch, 2, signal.SIGTERM)
+        code, _, err = cli(capsys, "train", *SMALL, "--epochs", "3", "--save", str(tmp_path / "x.npz"))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 0 and seen == [signal.SIGTERM] and "SIGTERM" not in err

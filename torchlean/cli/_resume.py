@@ -811,6 +811,23 @@ def record(resumed: Resumed | None, stop: Stop) -> dict[str, Any]:
     return fields
 
 
+_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals besides SIGINT that a run with ``--save`` takes as a request to stop and save
+(SIGHUP does not exist on Windows)."""
+
+
+def signal_name(signum: int) -> str:
+    """``Ctrl-C`` for SIGINT, else the signal's name (``SIGTERM``), as the notes call it."""
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+def _note(text: str) -> None:
+    """Print ``text`` on stderr from the signal handler; a stderr that is gone (the terminal a
+    SIGHUP closed) does not stop the run from saving."""
+    with contextlib.suppress(OSError, ValueError):  # EIO from a hung-up terminal, or stderr closed
+        print(text, file=sys.stderr, flush=True)
+
+
 class Stop:
     """Ctrl-C while a run with ``--save`` trains (:meth:`arm`ed): the first one asks the run to
     stop at the end of the epoch (:attr:`requested`; a ``note:`` on stderr says so); a second
@@ -821,12 +838,16 @@ class Stop:
     (:meth:`finishing`) lets it finish that, with a ``note:`` (review75 F1: it used to stop at
     once and lose the run). A run that ends by itself in the epoch the first one came in, or
     before it (its last epoch, or the one after which early stopping ends it: :meth:`complete`),
-    is complete, not :attr:`interrupted`."""
+    is complete, not :attr:`interrupted`. SIGTERM and SIGHUP act as Ctrl-C does (:func:`interruptible`):
+    the notes name the signal, and a run they stopped exits with 128 + its number (143, 129), as a
+    process that signal ended would."""
 
     def __init__(self, active: bool) -> None:
         self.active = active
         self.armed = False
         self.requested = False
+        self.first = "Ctrl-C"  # the signal that asked the run to stop, as the notes name it
+        self.exit_status = 130
         self.late = False  # the first Ctrl-C came after the training loop, while it tested and saved
         self.training_done = False
         self.ended: str | None = None
@@ -856,58 +877,69 @@ class Stop:
         """The run's checkpoint is written to ``path``: a Ctrl-C from now says so."""
         self.saved = shown_path(path)
 
-    def handle(self, _signum: int, _frame: FrameType | None) -> None:
-        """The SIGINT handler."""
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        """The handler of SIGINT, SIGTERM and SIGHUP (:func:`interruptible`)."""
+        name = signal_name(signum)
         if self.requested:  # armed, or testing and saving after the epoch the first one came in
             kept = "nothing is saved" if self.saved is None else f"{self.saved} is saved already"
-            print(f"note: Ctrl-C again: the run stops at once, and {kept}", file=sys.stderr, flush=True)
+            again = f"{name} again" if name == self.first else f"{name} after {self.first}"
+            _note(f"note: {again}: the run stops at once, and {kept}")
         if not self.armed or self.requested:
-            raise KeyboardInterrupt
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt  # error: interrupted, exit 130
+            _note(f"error: interrupted by {name}")
+            raise SystemExit(128 + signum)  # as the signal's default action would end it, cleaning up
         self.requested = True
+        self.first, self.exit_status = name, 128 + signum
+        later = "Ctrl-C again" if name == "Ctrl-C" else f"{name} again (or Ctrl-C)"
         if not self.training_done:
-            print("note: Ctrl-C: the run stops at the end of this epoch, then tests and saves the model; "
-                  "Ctrl-C again stops at once, saving nothing", file=sys.stderr, flush=True)
+            _note(f"note: {name}: the run stops at the end of this epoch, then tests and saves the model; "
+                  f"{later} stops at once, saving nothing")
             return
         self.late = True
         finish = (
-            "the run stops once it has tested and saved the model; Ctrl-C again stops at once, saving nothing"
+            f"the run stops once it has tested and saved the model; {later} stops at once, saving nothing"
             if self.saved is None
-            else f"{self.saved} is saved; the run stops once its report is written; Ctrl-C again stops now"
+            else f"{self.saved} is saved; the run stops once its report is written; {later} stops now"
         )
-        print(f"note: Ctrl-C: {finish}", file=sys.stderr, flush=True)
+        _note(f"note: {name}: {finish}")
 
     def status(self, args: argparse.Namespace, epochs_done: int) -> int:
-        """The exit status: 0, or 130 after a ``note:`` naming the checkpoint that continues the run
+        """The exit status: 0, or 130 (128 + the signal's number: 143 for SIGTERM) after a
+        ``note:`` naming the checkpoint that continues the run
         (0 and a ``note:`` that the run is complete when it ended by itself in the Ctrl-C's epoch)."""
         if not self.requested:
             return 0
         if self.ended is not None:
             came = f"after {self.ended}, while the run tested and saved" if self.late else f"in {self.ended}"
-            print(f"note: Ctrl-C came {came}: the run is complete (nothing to resume)", file=sys.stderr)
+            print(f"note: {self.first} came {came}: the run is complete (nothing to resume)", file=sys.stderr)
             return 0
         saved = shlex.quote(shown_path(args.save))  # pasted into a shell as it is (review44 F6)
-        print(f"note: interrupted after epoch {epochs_done}/{args.epochs}; continue with: torchlean train "
-              f"--resume {saved} --save {saved}", file=sys.stderr)
-        return 130
+        how = "" if self.first == "Ctrl-C" else f" by {self.first}"
+        print(f"note: interrupted{how} after epoch {epochs_done}/{args.epochs}; continue with: torchlean "
+              f"train --resume {saved} --save {saved}", file=sys.stderr)
+        return self.exit_status
 
 
 @contextlib.contextmanager
 def interruptible(active: bool) -> Iterator[Stop]:
-    """A :class:`Stop` whose handler takes SIGINT for the duration (``active``: the run saves a
-    checkpoint; and only in the main thread, where Python delivers signals, and unless SIGINT is
-    ignored, as a shell starts background jobs: the run then ignores it, as one without ``--save``
-    does; review31 F5), the previous handler restored after."""
-    stop = Stop(
-        active
-        and threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    )
-    if not stop.active:
-        yield stop
-        return
-    previous = signal.signal(signal.SIGINT, stop.handle)
+    """A :class:`Stop` whose handler takes the stopping signals for the duration (``active``: the
+    run saves a checkpoint; and only in the main thread, where Python delivers signals), the
+    previous handlers restored after: SIGINT (Ctrl-C) unless it is ignored, as a shell starts
+    background jobs (the run then ignores it, as one without ``--save`` does; review31 F5), and
+    SIGTERM and SIGHUP where they have their default action, which ends the process at once:
+    what ``timeout``, ``kill``, systemd, docker and Slurm send, and a closed terminal (review76 F3:
+    such a run lost every epoch, and a signal during the save left its temporary file)."""
+    taken: list[signal.Signals] = []
+    if active and threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            taken.append(signal.SIGINT)
+        taken += [sig for sig in _TERMINATING if signal.getsignal(sig) is signal.SIG_DFL]
+    stop = Stop(bool(taken))
+    previous = {sig: signal.signal(sig, stop.handle) for sig in taken}
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 

@@ -73,7 +73,8 @@ the run's optimizer steps.
 header line ``resumed_from=CKPT epochs_before=E steps_before=S``, the epoch lines numbered on;
 the record's ``resumed_from`` and ``epochs_before``); with ``--save``, a first Ctrl-C stops the
 run at the end of its epoch, tests and saves it (``interrupted: true`` in the record, a
-``note:`` naming the ``--resume`` command, exit status 130): :mod:`torchlean.cli._resume`. A
+``note:`` naming the ``--resume`` command, exit status 130; SIGTERM and SIGHUP likewise, 143 and
+129): :mod:`torchlean.cli._resume`. A
 ``--val-fraction`` run resumes with its validation history (the record's ``validation`` then
 covers the whole run); one that early stopping ended is complete.
 """
