@@ -203,6 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 130. An output that cannot take the writes (``> /dev/full``, or standard output closed,
     ``>&-``, checked before the command runs; a character its encoding cannot write) is
     ``error: cannot write the output: <reason>``, exit status 2.
+
+    Called in-process (``torchlean.cli.main(["train", ...])``, as the tests do) it acts as the
+    process would, on process-wide state (review76 F1, F5): it redirects ``sys.stdout`` while a
+    command runs, so calls from several threads at once interleave and may leave ``sys.stdout``
+    wrapped (run concurrent commands in subprocesses); ``train`` and ``predict`` set torch's thread
+    count and export ``OMP_NUM_THREADS`` (``--torch-threads``), which stay set for the process and
+    its children; a reader of stdout that goes away leaves file descriptor 1 on ``/dev/null``, as
+    Python's documentation advises for SIGPIPE; Ctrl-C becomes the return value 130, and with
+    ``--save`` SIGINT, SIGTERM and SIGHUP are handled by the run while it trains (the previous
+    handlers restored after).
     """
     try:
         return _run(argv)
