@@ -80,9 +80,12 @@ the others (bfloat16, the float8 types, quantized types, ...) have no numpy dtyp
 
 def _is_torch_tensor(value: object) -> bool:
     """Whether ``value`` is a ``torch.Tensor`` (a subclass such as ``torch.nn.Parameter``
-    included), without importing torch: a torch tensor exists only once torch is imported."""
-    torch_module = sys.modules.get("torch")
-    return torch_module is not None and isinstance(value, torch_module.Tensor)
+    included), without importing torch: a torch tensor exists only once torch is imported. A torch
+    that another thread is still importing is in ``sys.modules`` before it has ``Tensor``
+    (review77 F1: every ``tl.tensor`` of a ``checked_cpu`` thread raised ``AttributeError`` while
+    another imported torch); no torch tensor exists yet then."""
+    tensor_class = getattr(sys.modules.get("torch"), "Tensor", None)
+    return isinstance(tensor_class, type) and isinstance(value, tensor_class)
 
 
 def _from_torch_array(t: Any, *, widen: bool = False) -> Array:

@@ -1206,3 +1206,22 @@ def test_a_list_of_integers_numpy_reads_as_floats_is_still_refused_beyond_int64(
         tl.tensor([2**63, 1])
     assert tl.tensor([2**63, 1], dtype="float64").tolist() == [2.0**63, 1.0]  # converted on request
     assert tl.tensor([2**63, 1.5]).dtype == np.float32  # a float among them: float data, as torch
+
+
+def test_a_torch_still_being_imported_by_another_thread_is_no_torch_yet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """review77 F1: while another thread imports torch, ``sys.modules["torch"]`` is a module
+    without ``Tensor`` yet; ``tl.tensor`` (and so every minibatch of a ``checked_cpu`` trainer)
+    raised ``AttributeError: partially initialized module 'torch' has no attribute 'Tensor'``."""
+    import sys
+    import types
+
+    from torchlean.cli import _threads
+
+    partial = types.ModuleType("torch")  # what the importing thread has registered so far
+    monkeypatch.setitem(sys.modules, "torch", partial)
+    t = tl.tensor(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(tl.add(t, t).numpy(), [2.0, 4.0])
+    assert _threads.torch_threads_in_use() is None
+    _threads.obey_torch_threads(1)  # nothing to obey yet

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
 from torchlean.cli._args import int_at_least
 
@@ -80,12 +81,19 @@ def set_torch_threads(requested: int | None) -> int:
     the digits model's small ops).
     """
     threads = requested if requested is not None else env_threads()
-    torch = sys.modules.get("torch")
+    torch = _imported_torch()
     if torch is not None:
         torch.set_num_threads(threads)
     else:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     return threads
+
+
+def _imported_torch() -> Any:
+    """torch when it is imported and has its thread functions, else None: a torch that another
+    thread of the process is still importing is in ``sys.modules`` before them (review77 F1)."""
+    torch = sys.modules.get("torch")
+    return torch if hasattr(torch, "get_num_threads") and hasattr(torch, "set_num_threads") else None
 
 
 def obey_torch_threads(threads: int) -> None:
@@ -94,7 +102,7 @@ def obey_torch_threads(threads: int) -> None:
     CPU count (on the 2-core project machine ``OMP_NUM_THREADS=4`` gives ``get_num_threads() ==
     2``), while ``torch.set_num_threads`` on a running torch is obeyed as asked. Called after each
     step; a dictionary lookup and a comparison once torch agrees."""
-    torch = sys.modules.get("torch")
+    torch = _imported_torch()
     if torch is not None and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 
@@ -102,5 +110,5 @@ def obey_torch_threads(threads: int) -> None:
 def torch_threads_in_use() -> int | None:
     """The intra-op thread count torch ran with, or ``None`` when torch was never imported (a
     ``checked_cpu`` run does not import it)."""
-    torch = sys.modules.get("torch")
+    torch = _imported_torch()
     return None if torch is None else int(torch.get_num_threads())
