@@ -106,3 +106,75 @@ def test_first_gradient_and_in_place_add_are_one_step_per_leaf(monkeypatch: pyte
         _backward_from_two_threads("checked_cpu", w, x, per_thread)
         assert w.grad is not None
         np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 4), 2.0 * per_thread))
+
+
+def _second_backward_during_first(
+    first: Callable[[], None], second: Callable[[], None]
+) -> list[BaseException]:
+    """Run ``first`` in a thread, held inside its walk (the tape's ``_propagate`` waits), run
+    ``second`` meanwhile in this thread, then let ``first`` finish; the exceptions of ``second``
+    (and none of ``first``)."""
+    from torchlean.autograd import tape
+
+    walking, release = threading.Event(), threading.Event()
+    propagate = tape._propagate
+    calls = [0]
+
+    def held(*args: object) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            walking.set()
+            assert release.wait(10)
+        return propagate(*args)  # type: ignore[arg-type]
+
+    failures: list[BaseException] = []
+    tape._propagate = held  # type: ignore[assignment]
+    try:
+        thread = threading.Thread(target=first)
+        thread.start()
+        assert walking.wait(10)
+        try:
+            second()
+        except BaseException as error:
+            failures.append(error)
+        release.set()
+        thread.join()
+    finally:
+        tape._propagate = propagate  # type: ignore[assignment]
+    return failures
+
+
+def test_two_threads_freeing_one_graph_do_not_both_walk_it() -> None:
+    """review77 F2: two threads calling backward() on one loss (no retain_graph) both walked it:
+    the gradient came out doubled, or one met nodes the other had freed ("the local rule of
+    `mul` returned 2 cotangents for 0 inputs"). The second is now refused as a second backward()
+    after the first is, and the leaf gets exactly one contribution (oracle: d sum(w * x)/dw = x)."""
+    w = tl.tensor(np.ones(4), requires_grad=True)
+    x = tl.tensor(np.arange(4.0))
+    loss = tl.reduce_sum(w * x)
+    failures = _second_backward_during_first(loss.backward, loss.backward)
+    assert len(failures) == 1 and isinstance(failures[0], tl.AutogradError)
+    assert "freed" in str(failures[0])
+    assert w.grad is not None
+    np.testing.assert_array_equal(w.grad.numpy(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_walks_that_keep_the_graph_share_it_and_a_freeing_one_waits_for_them() -> None:
+    """Two retain_graph walks at once both add their gradient (2 x), as two in a row do; a walk
+    that would free the graph while one that keeps it runs is refused, naming the other."""
+    w = tl.tensor(np.ones(3), requires_grad=True)
+    x = tl.tensor(np.array([1.0, 2.0, 3.0]))
+    loss = tl.reduce_sum(w * x)
+
+    def keep() -> None:
+        loss.backward(retain_graph=True)
+
+    assert _second_backward_during_first(keep, keep) == []
+    assert w.grad is not None
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0, 6.0])
+    failures = _second_backward_during_first(keep, loss.backward)
+    assert len(failures) == 1 and "another backward() is running through the graph" in str(failures[0])
+    loss.backward()  # after it, the freeing walk runs, and the graph is then freed
+    np.testing.assert_array_equal(w.grad.numpy(), [4.0, 8.0, 12.0])
+    with pytest.raises(tl.AutogradError, match="freed by an earlier backward"):
+        loss.backward()

@@ -35,6 +35,7 @@ reads their values.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -115,7 +116,7 @@ class SavedArray:
 class Node:
     """One recorded op: name, parents (per input position), saved arrays and the local rule."""
 
-    __slots__ = ("_freed", "_out", "_rule", "_saved", "dtype", "name", "parents", "seq", "shape")
+    __slots__ = ("_freed", "_out", "_rule", "_saved", "_walks", "dtype", "name", "parents", "seq", "shape")
 
     def __init__(
         self,
@@ -134,6 +135,7 @@ class Node:
         self._out: SavedArray | None = out
         self._rule: LocalRule | None = rule
         self._freed = False
+        self._walks = 0  # backward passes running through it: -1 one that frees it (see _walking)
 
     @property
     def freed(self) -> bool:
@@ -231,6 +233,44 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
         )
 
 
+_WALKS = threading.Lock()
+"""Guards :attr:`Node._walks`: which backward passes run through which nodes (review77 F2)."""
+
+
+def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
+    """Register a backward pass through ``nodes``: one that frees them (not ``retain_graph``)
+    must be the only one there, one that keeps them may share them with others that keep them.
+    Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
+    nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
+    gets the freed-graph error, as a second ``backward()`` after the first does (torch: "Trying to
+    backward through the graph a second time").
+
+    Raises:
+        AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.
+    """
+    with _WALKS:
+        for node in nodes:
+            if node._freed or node._walks < 0:
+                node._raise_freed()
+            if not retain_graph and node._walks > 0:
+                raise AutogradError(
+                    f"autograd: another backward() is running through the graph behind this tensor "
+                    f"(node `{node.name}`, in another thread); a backward() without retain_graph frees "
+                    "it, so it must come after the others"
+                )
+        for node in nodes:
+            node._walks = -1 if not retain_graph else node._walks + 1
+
+
+def _walked(nodes: Sequence[Node], retain_graph: bool, completed: bool) -> None:
+    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes."""
+    with _WALKS:
+        for node in nodes:
+            if not retain_graph and completed:
+                node.free()
+            node._walks = 0 if not retain_graph else node._walks - 1
+
+
 def run_backward(
     root: Node, seed: Array, *, retain_graph: bool = False, order: Sequence[Node] | None = None
 ) -> None:
@@ -257,6 +297,20 @@ def run_backward(
             f"{root.shape})"
         )
     nodes = _collect(root) if order is None else order
+    _walking(nodes, retain_graph)
+    completed = False
+    try:
+        leaves = _propagate(root, seed, nodes)
+        completed = True
+    finally:
+        _walked(nodes, retain_graph, completed)
+    for leaf, total in leaves.values():
+        leaf._accumulate_grad(total)
+
+
+def _propagate(root: Node, seed: Array, nodes: Sequence[Node]) -> dict[int, tuple[Tensor, Array]]:
+    """The cotangents of :func:`run_backward`'s walk through ``nodes``: each reached leaf (by
+    ``id``) with the sum of its contributions."""
     slots: dict[Node, Array] = {root: seed}
     leaves: dict[int, tuple[Tensor, Array]] = {}
     for node in nodes:
@@ -280,8 +334,4 @@ def run_backward(
             else:
                 prev = slots.get(pnode)
                 slots[pnode] = c if prev is None else add_storage(prev, c)
-    if not retain_graph:
-        for node in nodes:
-            node.free()
-    for leaf, total in leaves.values():
-        leaf._accumulate_grad(total)
+    return leaves
