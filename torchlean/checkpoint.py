@@ -33,6 +33,7 @@ are still read (with ``dropout`` 0.0), and written back as version 1.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -148,6 +149,24 @@ def profile_name(profile: profiles.BackendProfile) -> str:
         )
     return name
 
+def _rebuilt(cls: type[Any], fields: dict[str, Any]) -> Any:
+    """``cls(**fields)``: an unpickled :class:`Checkpoint` or :class:`TrainingState`, checked
+    again as a new one is."""
+    return cls(**fields)
+
+
+def _reduced(value: Any) -> tuple[Any, ...]:
+    """``__reduce__`` of a frozen dataclass whose fields hold read-only mappings
+    (``MappingProxyType``, which pickle and ``copy.deepcopy`` refuse: review77 F6): rebuilt from
+    its fields, each mapping as a plain dict."""
+    fields = {
+        field.name: dict(item) if isinstance(item, MappingProxyType) else item
+        for field in dataclasses.fields(value)
+        for item in [getattr(value, field.name)]
+    }
+    return (_rebuilt, (type(value), fields))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class TrainingState:
     """What a run needs to continue where it stopped (``torchlean train --resume``), beside a
@@ -194,6 +213,10 @@ class TrainingState:
     val_metrics: tuple[float, ...] | None = None
     last_weights: Mapping[str, Array] | None = None
     random_counter: int = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled and deep-copied as its fields, checked again when rebuilt (review77 F6)."""
+        return _reduced(self)
 
     def __post_init__(self) -> None:
         for name in ("epochs_done", "epochs", "random_counter"):
@@ -377,6 +400,10 @@ class Checkpoint:
     environment: Mapping[str, Any] | None = None
     torch_threads_segments: tuple[int | None, ...] | None = None
     data_sha256: str | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled and deep-copied as its fields, checked again when rebuilt (review77 F6)."""
+        return _reduced(self)
 
     def __post_init__(self) -> None:
         _check_version(self.version)

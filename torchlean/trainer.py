@@ -1100,8 +1100,11 @@ class Trainer(Generic[In, Out]):
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
             step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
                               lowered.embedding_indices)
-            if len(self._graphs) >= GRAPH_CACHE_SIZE:
-                del self._graphs[next(iter(self._graphs))]  # the least recently used
+            if len(self._graphs) >= GRAPH_CACHE_SIZE:  # evict the least recently used; threads
+                with contextlib.suppress(RuntimeError):  # predicting on one trainer may race here
+                    oldest = next(iter(self._graphs), None)  # (review77 F4: a KeyError)
+                    if oldest is not None:
+                        self._graphs.pop(oldest, None)
             self._graphs[key] = step
             self._record_graph_kernels(result.plan.kernels)
         return step

@@ -152,3 +152,29 @@ def test_profile_name_of_something_that_is_no_profile_is_a_checkpoint_error(valu
     with pytest.raises(CheckpointError, match=f"profile_name takes a BackendProfile .*got {value!r}"):
         _ckpt.profile_name(value)  # type: ignore[arg-type]
     assert _ckpt.profile_name(profiles.get("fast_cpu")) == "fast_cpu"
+
+
+def test_a_checkpoint_pickles_and_deep_copies_with_its_training_state(tmp_path) -> None:
+    """review77 F6: ``pickle.dumps`` and ``copy.deepcopy`` of a checkpoint raised "cannot pickle
+    'mappingproxy' object" (a spawn worker could not be handed one). Rebuilt from its fields and
+    checked again; oracle: every array and field of the original."""
+    import copy
+    import pickle
+
+    from torchlean.cli import main
+
+    path = tmp_path / "m.npz"
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save", str(path)]) == 0
+    saved = _ckpt.load(path)
+    assert saved.training is not None
+    for other in (pickle.loads(pickle.dumps(saved)), copy.deepcopy(saved)):
+        assert other.training is not None and other is not saved
+        for name, value in saved.weights.items():
+            np.testing.assert_array_equal(other.weights[name], value, strict=True)
+        for name, value in saved.training.optimizer.items():
+            np.testing.assert_array_equal(other.training.optimizer[name], value, strict=True)
+        assert dict(other.training.settings) == dict(saved.training.settings)
+        assert (other.dataset, other.classes, other.environment) == (saved.dataset, saved.classes,
+                                                                     saved.environment)
+        with pytest.raises(TypeError):
+            other.weights["0.bias"] = np.zeros(4)  # still read-only

@@ -655,3 +655,29 @@ def test_gather_node_shape_rule_and_executor() -> None:
     with Session(profiles.get("checked_cpu")):
         got = program.run([Tensor(values), Tensor(index)], [], out)
     assert np.array_equal(got.numpy(), np.take_along_axis(values, index, axis=0))
+
+
+def test_the_graph_cache_evicts_without_a_key_error_when_another_thread_did(monkeypatch) -> None:
+    """review77 F4: two threads predicting on one typed-graph trainer could both evict the same
+    least recently used program (``del cache[oldest]``): one got a KeyError. Simulated here: the
+    oldest entry vanishes between the eviction's read and its delete."""
+    import torchlean.trainer as trainer_module
+
+    model = nn.sequential(nn.linear(4, 3))
+    trainer = Trainer(model, objective="cross-entropy", config=RunConfig(execution="typed-graph"), seed=0)
+    x = np.ones((12, 4))
+    for n in range(1, trainer_module.GRAPH_CACHE_SIZE + 1):
+        trainer.predict(x[:n])
+    graphs = trainer._graphs
+
+    class Racing(dict):  # the other thread evicts the oldest as this one reads it
+        def __iter__(self):
+            keys = list(super().__iter__())
+            super().pop(keys[0])
+            return iter(keys)
+
+    trainer._graphs = Racing(graphs)
+    expected = trainer_module.Trainer(model, objective="cross-entropy",
+                                      config=RunConfig(execution="typed-graph"), seed=0).predict(x)
+    np.testing.assert_array_equal(trainer.predict(x), expected)
+    assert len(trainer._graphs) <= trainer_module.GRAPH_CACHE_SIZE
