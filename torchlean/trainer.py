@@ -44,7 +44,7 @@ from typing_extensions import TypeVar
 from torchlean import functional as F
 from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
 from torchlean._interrupts import store_together
-from torchlean.autograd.grad_mode import no_grad
+from torchlean.autograd.grad_mode import enable_grad, no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles, report
@@ -1244,8 +1244,8 @@ class Trainer(Generic[In, Out]):
         if self._unstored_from is not None:
             session.random_counter = self._unstored_from
         self._unstored_from = session.random_counter
-        with session:
-            device = self.config.device.label
+        with session, enable_grad():  # a caller's no_grad (asyncio.to_thread carries it) does not
+            device = self.config.device.label  # reach the step's own backward (review77 F5)
             params = self._leaf_parameters(device)
             loss, buffers = self._loss_and_gradients(params, x, y)
             grads = [None if p.grad is None else p.grad.numpy() for p in params]
@@ -1328,7 +1328,10 @@ class Trainer(Generic[In, Out]):
         :attr:`epochs_done` and :attr:`steps_done` stay those of the last epoch run). Its state
         lives for this call: a later ``fit`` starts counting afresh, as a Keras callback does.
 
-        An exception raised by ``on_batch`` or ``lr_schedule`` propagates unchanged. A ``fit`` that
+        Its steps run with gradients on whatever the caller's grad mode (a ``no_grad`` block
+        around ``fit``, or one ``asyncio.to_thread`` carries into its worker, changes nothing), as
+        they run in the trainer's own session. An exception raised by ``on_batch`` or
+        ``lr_schedule`` propagates unchanged. A ``fit`` that
         stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the updates
         it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts that epoch
         again with its number (its shuffle order and scheduled learning rate), as a restarted torch

@@ -1204,3 +1204,35 @@ def test_the_settings_are_read_only(name):
     with pytest.raises(AttributeError, match=f"property '{name}' of 'Trainer' object has no setter"):
         setattr(trainer, name, before)
     assert (trainer.seed, trainer.label_smoothing, trainer.objective) == (3, 0.1, Objective.CROSS_ENTROPY)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_fit_under_a_callers_no_grad_trains_as_without_it(execution):
+    """review77 F5: under an ambient ``no_grad`` (which ``asyncio.to_thread`` carries into its
+    worker) ``fit`` failed with "backward() on a tensor that does not require grad"; its steps now
+    run with gradients on, the same bits as outside it, and the caller's mode is left as it was."""
+    import asyncio
+
+    import torchlean as tl
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((32, 4)), rng.random((32, 1))
+
+    def trained() -> Trainer:
+        layer = nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1))
+        return Trainer(layer, config=RunConfig(optimizer=optim.adam(lr=0.01), execution=execution), seed=0)
+
+    plain = trained()
+    expected = plain.fit(x, y, epochs=2, batch_size=8)
+    quiet = trained()
+    with tl.no_grad():
+        assert quiet.fit(x, y, epochs=2, batch_size=8) == expected
+        assert not tl.is_grad_enabled()
+    for name, value in plain.model.state().items():
+        np.testing.assert_array_equal(quiet.model.state()[name], value)
+
+    async def in_a_worker() -> list[float]:
+        with tl.no_grad():
+            return await asyncio.to_thread(lambda: trained().fit(x, y, epochs=2, batch_size=8))
+
+    assert asyncio.run(in_a_worker()) == expected
