@@ -236,6 +236,22 @@ def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monke
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
 
 
+def _sigint_in(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """Send this process SIGINT as ``train`` starts its test pass (``"testing"``) or once its
+    checkpoint is written (``"saved"``: when the record's digest of it is taken)."""
+    import torchlean.cli.train as train_module
+
+    owner, name = ((train_module._imbalance, "test_metrics") if when == "testing"
+                   else (train_module.provenance, "file_sha256"))
+    original = getattr(owner, name)
+
+    def interrupted(*args: Any) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        return original(*args)
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
 @pytest.mark.parametrize("when", ["testing", "saved"])
 def test_a_second_ctrl_c_while_the_run_tests_and_saves_says_what_is_saved(
     capsys, tmp_path, monkeypatch, when
@@ -243,28 +259,10 @@ def test_a_second_ctrl_c_while_the_run_tests_and_saves_says_what_is_saved(
     """review70 F5: the second Ctrl-C, landing after the epoch the first one came in (while the
     run tests its model, or once the checkpoint is written), gets the note too, which names the
     checkpoint when it is written already."""
-    import torchlean.cli.train as train_module
-
     interrupt_during_epoch(monkeypatch, 2)
     target = tmp_path / "x.npz"
-    if when == "testing":
-        original = train_module._imbalance.test_metrics
-
-        def test_metrics(*args: Any) -> Any:  # the test split's pass
-            signal.raise_signal(signal.SIGINT)
-            return original(*args)
-
-        monkeypatch.setattr(train_module._imbalance, "test_metrics", test_metrics)
-        kept = "nothing is saved"
-    else:
-        written = train_module.provenance.file_sha256
-
-        def file_sha256(path: Any) -> str:
-            signal.raise_signal(signal.SIGINT)
-            return written(path)
-
-        monkeypatch.setattr(train_module.provenance, "file_sha256", file_sha256)
-        kept = f"{target} is saved already"
+    _sigint_in(monkeypatch, when)
+    kept = "nothing is saved" if when == "testing" else f"{target} is saved already"
     code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(target))
     assert code == 130
     assert err.endswith(f"note: Ctrl-C again: the run stops at once, and {kept}\nerror: interrupted\n")
@@ -279,30 +277,14 @@ def test_a_first_ctrl_c_while_the_run_tests_and_saves_lets_it_finish(capsys, tmp
     """review75 F1: after the last epoch, a first Ctrl-C stopped at once (the trained run lost while
     it was being tested, or saved without a word); now the run tests and saves, says so, and is
     complete (exit 0), the same bits as a run without the Ctrl-C."""
-    import torchlean.cli.train as train_module
-
     whole, target = tmp_path / "whole.npz", tmp_path / "x.npz"
     ok(capsys, *SMALL, "--epochs", "3", "--save", str(whole))
-    if when == "testing":
-        original = train_module._imbalance.test_metrics
-
-        def test_metrics(*args: Any) -> Any:  # the test split's pass
-            signal.raise_signal(signal.SIGINT)
-            return original(*args)
-
-        monkeypatch.setattr(train_module._imbalance, "test_metrics", test_metrics)
-        note = ("note: Ctrl-C: the run stops once it has tested and saved the model; Ctrl-C again stops at "
-                "once, saving nothing\n")
-    else:
-        written = train_module.provenance.file_sha256
-
-        def file_sha256(path: Any) -> str:
-            signal.raise_signal(signal.SIGINT)
-            return written(path)
-
-        monkeypatch.setattr(train_module.provenance, "file_sha256", file_sha256)
-        note = (f"note: Ctrl-C: {target} is saved; the run stops once its report is written; Ctrl-C again "
-                "stops now\n")
+    _sigint_in(monkeypatch, when)
+    note = (
+        "note: Ctrl-C: the run stops once it has tested and saved the model; Ctrl-C again stops at once, "
+        "saving nothing\n" if when == "testing" else
+        f"note: Ctrl-C: {target} is saved; the run stops once its report is written; Ctrl-C again stops now\n"
+    )
     code, out, err = cli(capsys, "train", *SMALL, "--epochs", "3", "--save", str(target))
     assert code == 0 and out.splitlines()[-1] == f"saved: {target}"
     assert err == note + (
