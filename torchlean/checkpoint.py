@@ -1346,30 +1346,46 @@ def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, A
     return meta, {name: _npz.read(archive, entry) for name, entry in entries.items()}
 
 
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+"""A container's memory limit (cgroup v2, then v1): docker's ``--memory``, Slurm's ``--mem``."""
+
+
 def _physical_memory() -> int | None:
-    """This machine's physical memory in bytes (``sysconf``), or None where it is not known."""
+    """The memory this process may use, in bytes: the machine's (``sysconf``), or a container's
+    cgroup limit when smaller (review78 F4); None where neither is known."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        known = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or the name unknown
-        return None
+        known = []
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path, encoding="ascii") as limit:
+                text = limit.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():  # "max" where no limit is set
+            known.append(int(text))
+    return min(known) if known else None
 
 
 def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
     """Refuse a checkpoint whose arrays, as their headers declare them (checked against the
-    metadata), hold more bytes than this machine's memory: a model described consistently huge,
+    metadata), hold more bytes than this process may use (:func:`_physical_memory`: the machine's
+    memory, or a container's limit): a model described consistently huge,
     whose compressed entries (a checkpoint re-zipped with deflate loads too) would inflate past
     the memory and get the process killed instead of refused (stop34's archive gap).
 
     Raises:
-        CheckpointError: ``its arrays declare 86000000000 bytes (80.1 GiB), more than this
-            machine's memory (15.6 GiB): ...``.
+        CheckpointError: ``its arrays declare 86000000000 bytes (80.1 GiB), more than the
+            memory this process may use (15.6 GiB): ...``.
     """
     memory = _physical_memory()
     declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
     if memory is not None and declared > memory:
         raise CheckpointError(
-            f"its arrays declare {declared} bytes ({declared / 2**30:.1f} GiB), more than this machine's "
-            f"memory ({memory / 2**30:.1f} GiB): a checkpoint of that size cannot be loaded here"
+            f"its arrays declare {declared} bytes ({declared / 2**30:.1f} GiB), more than the memory "
+            f"this process may use ({memory / 2**30:.1f} GiB): a checkpoint of that size cannot be "
+            "loaded here"
         )
 
 

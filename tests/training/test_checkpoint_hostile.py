@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -486,9 +487,24 @@ def test_a_consistently_huge_checkpoint_is_refused_before_its_data(good, tmp_pat
     assert declared > 3 * 4 * wide * wide  # the weight, Adam's two moments: 4 TiB each
     reads.clear()  # _meta read the good checkpoint
     refusal = (
-        rf"huge\.npz: its arrays declare {declared} bytes \([\d.]+ GiB\), more than this machine's memory "
-        r"\([\d.]+ GiB\): a checkpoint of that size cannot be loaded here$"
+        rf"huge\.npz: its arrays declare {declared} bytes \([\d.]+ GiB\), more than the memory this "
+        r"process may use \([\d.]+ GiB\): a checkpoint of that size cannot be loaded here$"
     )
     with pytest.raises(CheckpointError, match=refusal):
         checkpoint.load(path)
     assert reads == ["metadata.npy"]
+
+
+def test_a_containers_memory_limit_bounds_what_loads(good, tmp_path, monkeypatch):
+    """review78 F4: under docker's --memory or Slurm's --mem the process may use less than the
+    machine has; the cgroup limit (a file stood in for here) bounds the checkpoint too, and "max"
+    (no limit) leaves the machine's memory."""
+    limit = tmp_path / "memory.max"
+    monkeypatch.setattr(checkpoint, "_CGROUP_LIMITS", (str(limit),))
+    limit.write_text("max\n")
+    assert checkpoint._physical_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    checkpoint.load(good)
+    limit.write_text("100\n")  # less than the good checkpoint's arrays (about 800 bytes)
+    assert checkpoint._physical_memory() == 100
+    with pytest.raises(CheckpointError, match=r"more than the memory this process may use \(0\.0 GiB\)"):
+        checkpoint.load(good)

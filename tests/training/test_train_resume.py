@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -793,3 +794,27 @@ def test_a_hosts_own_sigterm_handler_is_left_alone(capsys, tmp_path, monkeypatch
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert code == 0 and seen == [signal.SIGTERM] and "SIGTERM" not in err
+
+
+def test_a_hung_up_terminal_is_silenced_so_the_run_goes_on_to_save(monkeypatch):
+    """review78 F1: after a terminal closes (its SIGHUP), every write to it fails with EIO, and
+    the run's next epoch line ended it with nothing saved. The signal's note failing so points
+    the standard streams that are terminals at /dev/null; one that is a file keeps it."""
+    import errno
+    import io
+    import os
+
+    from torchlean.cli import _resume
+
+    class HungUp(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.EIO, "Input/output error")
+
+    moved: list[int] = []
+    monkeypatch.setattr(sys, "stderr", HungUp())
+    monkeypatch.setattr(os, "isatty", lambda fd: fd == 2)  # stdout a file, stderr the terminal
+    monkeypatch.setattr(os, "dup2", lambda source, fd: moved.append(fd))
+    stop = _resume.Stop(True)
+    stop.arm()
+    stop.handle(signal.SIGHUP, None)  # no exception: the run stops at the end of its epoch
+    assert stop.requested and stop.exit_status == 128 + signal.SIGHUP and moved == [2]

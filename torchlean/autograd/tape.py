@@ -250,8 +250,14 @@ def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
     """
     with _WALKS:
         for node in nodes:
-            if node._freed or node._walks < 0:
+            if node._freed:
                 node._raise_freed()
+            if node._walks < 0:
+                raise AutogradError(
+                    f"autograd: a backward() that frees the graph behind this tensor is running through it "
+                    f"(node `{node.name}`, in another thread); pass retain_graph=True to that one to "
+                    "traverse the graph again"
+                )
             if not retain_graph and node._walks > 0:
                 raise AutogradError(
                     f"autograd: another backward() is running through the graph behind this tensor "

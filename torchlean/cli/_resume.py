@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import re
 import shlex
 import signal
@@ -822,10 +823,27 @@ def signal_name(signum: int) -> str:
 
 
 def _note(text: str) -> None:
-    """Print ``text`` on stderr from the signal handler; a stderr that is gone (the terminal a
-    SIGHUP closed) does not stop the run from saving."""
-    with contextlib.suppress(OSError, ValueError):  # EIO from a hung-up terminal, or stderr closed
+    """Print ``text`` on stderr from the signal handler. A terminal that hung up (the SIGHUP of a
+    closed window) fails every later write with EIO, which would end the run at its next epoch
+    line with nothing saved (review78 F1): the standard streams that are terminals then write to
+    ``/dev/null`` for the rest of the run, which goes on to test and save."""
+    try:
         print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # EIO from a hung-up terminal, or stderr closed
+        _silence_terminals()
+
+
+def _silence_terminals() -> None:
+    """Point file descriptors 1 and 2 at ``/dev/null`` where they are terminals (the hung-up
+    one); a stream redirected to a file or a pipe keeps writing there."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                if os.isatty(fd):
+                    os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 class Stop:
