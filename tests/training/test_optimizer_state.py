@@ -192,3 +192,14 @@ def test_amsgrad_set_otherwise_per_group_in_both_directions_names_each_side():
         "saved with amsgrad=True for parameters [0] and amsgrad=False for parameters [1], this optimizer "
         "the other way round; create it with the amsgrad settings (parameter groups) it was saved with)"
     )
+
+
+@pytest.mark.parametrize("key", ["third.x", "third.9"])
+def test_a_third_entry_that_names_no_parameter_gets_the_plain_refusal(key):
+    """A crafted state whose only odd entry is ``third.<something>`` that is no parameter index:
+    the amsgrad hint (which reads the index) does not apply, and the refusal is the plain one, not a
+    bare ValueError from reading the index."""
+    params = [np.ones(3)]
+    state = {**optim.adam(0.1).create(params).state_dict(), key: np.ones(3)}
+    with pytest.raises(OptimizerError, match=rf"unexpected \['{re.escape(key)}'\] \(create the optimizer"):
+        optim.adam(0.1).create(params).load_state_dict(state)

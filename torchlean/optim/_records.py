@@ -7,7 +7,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,9 @@ class OptimizerConfig(ABC):
 
     name: str = ""
     lr: float
+    third_buffer: ClassVar[tuple[str, str]] = ("its setting", "a third buffer")
+    """The setting that makes :meth:`has_third` true and what its buffer holds, as messages name
+    them (``("amsgrad", "AMSGrad's running maximum of v")``)."""
 
     def __post_init__(self) -> None:
         """Refuse a hyper-parameter that is not a real number; store each one as a ``float``; run
@@ -249,6 +252,8 @@ class _AdamFamily(OptimizerConfig):
             (self.weight_decay, "nonneg", "weight decay must be finite and nonnegative"),
         ]
 
+    third_buffer = ("amsgrad", "AMSGrad's running maximum of v")
+
     def has_third(self) -> bool:
         return self.amsgrad
 
@@ -374,6 +379,8 @@ class RMSprop(OptimizerConfig):
             _unit_check(self.momentum, "momentum"),
         ]
 
+    third_buffer = ("centered", "centered RMSprop's gradient average")
+
     def has_third(self) -> bool:
         return self.centered
 
@@ -464,22 +471,17 @@ class _PreparedStep:
     third: list[Array | None]
 
 
-_THIRD_SETTING = {"adam": ("amsgrad", "AMSGrad's running maximum of v"),
-                  "adamw": ("amsgrad", "AMSGrad's running maximum of v"),
-                  "rmsprop": ("centered", "centered RMSprop's gradient average")}
-
-
 def _indices(keys: list[str]) -> list[int]:
     """The parameter indices of entries ``<kind>.<i>``."""
     return [int(key.rpartition(".")[2]) for key in keys]
 
 
-def _third_buffer_hint(name: str, saved_with: list[int], saved_without: list[int]) -> str:
+def _third_buffer_hint(config: OptimizerConfig, saved_with: list[int], saved_without: list[int]) -> str:
     """The hint of a state whose entries differ in the ``third.<i>`` buffers only: it was saved
     with ``amsgrad`` (``centered``) set otherwise than this optimizer has it, for the parameters
     ``saved_with`` (the state has their buffer) and ``saved_without`` (review72 F1, review75 F4;
     the frozen-groups hint named a cause that was not there)."""
-    setting, buffer = _THIRD_SETTING.get(name, ("its setting", "a third buffer"))
+    setting, buffer = config.third_buffer
     if not saved_without:
         saved = f"{setting}=True for those parameters, this optimizer has {setting}=False"
         remedy = f"{setting}=True"
@@ -636,10 +638,11 @@ class Optimizer:
             indices = {key.rpartition(".")[2] for key in [*missing, *extra]}
             saved_steps = np.asarray(state.get("param_steps", ()))
             same_count = saved_steps.shape == (len(self.first),)
+            indexed = all(i.isdigit() and int(i) < len(self.first) for i in indices)
             third_only = all(key.startswith("third.") for key in [*missing, *extra])
-            if same_count and third_only:  # review72 F1, review75 F4
-                hint = _third_buffer_hint(self.config.name, _indices(extra), _indices(missing))
-            elif same_count and all(i.isdigit() and int(i) < len(self.first) for i in indices):  # review58 F3
+            if same_count and indexed and third_only:  # review72 F1, review75 F4
+                hint = _third_buffer_hint(self.config, _indices(extra), _indices(missing))
+            elif same_count and indexed:  # review58 F3
                 frozen = [i for i in range(len(self.first)) if self.is_frozen(i)]
                 hint = (
                     "per-parameter entries differ: a frozen parameter keeps no state, so a state "
