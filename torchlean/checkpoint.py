@@ -54,6 +54,7 @@ from torchlean._atomic import replace_file
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
+from torchlean._memory import usable_memory
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
@@ -1346,32 +1347,10 @@ def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, A
     return meta, {name: _npz.read(archive, entry) for name, entry in entries.items()}
 
 
-_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
-"""A container's memory limit (cgroup v2, then v1): docker's ``--memory``, Slurm's ``--mem``."""
-
-
-def _physical_memory() -> int | None:
-    """The memory this process may use, in bytes: the machine's (``sysconf``), or a container's
-    cgroup limit when smaller (review78 F4); None where neither is known."""
-    try:
-        known = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or the name unknown
-        known = []
-    for path in _CGROUP_LIMITS:
-        try:
-            with open(path, encoding="ascii") as limit:
-                text = limit.read().strip()
-        except OSError:
-            continue
-        if text.isdigit():  # "max" where no limit is set
-            known.append(int(text))
-    return min(known) if known else None
-
-
 def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
     """Refuse a checkpoint whose arrays, as their headers declare them (checked against the
-    metadata), hold more bytes than this process may use (:func:`_physical_memory`: the machine's
-    memory, or a container's limit): a model described consistently huge,
+    metadata), hold more bytes than this process may use (:func:`torchlean._memory.usable_memory`: the
+    machine's memory, or a container's limit): a model described consistently huge,
     whose compressed entries (a checkpoint re-zipped with deflate loads too) would inflate past
     the memory and get the process killed instead of refused (stop34's archive gap).
 
@@ -1379,7 +1358,7 @@ def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
         CheckpointError: ``its arrays declare 86000000000 bytes (80.1 GiB), more than the
             memory this process may use (15.6 GiB): ...``.
     """
-    memory = _physical_memory()
+    memory = usable_memory()
     declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
     if memory is not None and declared > memory:
         raise CheckpointError(

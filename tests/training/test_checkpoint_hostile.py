@@ -499,12 +499,14 @@ def test_a_containers_memory_limit_bounds_what_loads(good, tmp_path, monkeypatch
     """review78 F4: under docker's --memory or Slurm's --mem the process may use less than the
     machine has; the cgroup limit (a file stood in for here) bounds the checkpoint too, and "max"
     (no limit) leaves the machine's memory."""
+    from torchlean import _memory
+
     limit = tmp_path / "memory.max"
-    monkeypatch.setattr(checkpoint, "_CGROUP_LIMITS", (str(limit),))
+    monkeypatch.setattr(_memory, "CGROUP_LIMITS", (str(limit),))
     limit.write_text("max\n")
-    assert checkpoint._physical_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert _memory.usable_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     checkpoint.load(good)
     limit.write_text("100\n")  # less than the good checkpoint's arrays (about 800 bytes)
-    assert checkpoint._physical_memory() == 100
+    assert _memory.usable_memory() == 100
     with pytest.raises(CheckpointError, match=r"more than the memory this process may use \(0\.0 GiB\)"):
         checkpoint.load(good)

@@ -13,8 +13,11 @@ from torchlean.cli import train as train_command
 
 
 def test_an_mlp_too_large_for_the_memory_is_refused_naming_hidden(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from torchlean import _memory
+
+    monkeypatch.setattr(_memory, "CGROUP_LIMITS", ())  # the machine's memory alone, as read here
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     hidden = 1_000_000
     parameters = (4 + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * 3  # iris: 4 features, 3 classes
@@ -26,7 +29,7 @@ def test_an_mlp_too_large_for_the_memory_is_refused_naming_hidden(
         f"error: --hidden {hidden}: --model mlp would have {parameters:.3g} parameters, its largest weight "
         f"2.weight {hidden}x{hidden} ({hidden * hidden:.3g} elements); training them needs about "
         f"{train_command._bytes(needed)} (the float64 initial weights, then the weights, gradients, adam's "
-        f"state and a step's copies in float32), and this machine has {train_command._bytes(memory)} of "
+        f"state and a step's copies in float32), and this process may use {train_command._bytes(memory)} of "
         "memory: give a smaller --hidden (the default is 64)\n"
     )
 
@@ -47,10 +50,10 @@ def test_a_model_that_fits_is_not_refused(
 ) -> None:
     # the boundary: the estimate exactly fitting is accepted, one byte less is refused
     parameters = (4 + 1) * 8 + (8 + 1) * 8 + (8 + 1) * 3  # 139
-    monkeypatch.setattr(train_command, "_physical_memory", lambda: per_parameter * parameters)
+    monkeypatch.setattr(train_command, "usable_memory", lambda: per_parameter * parameters)
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", *argv)
     assert (code, err) == (0, "")
-    monkeypatch.setattr(train_command, "_physical_memory", lambda: per_parameter * parameters - 1)
+    monkeypatch.setattr(train_command, "usable_memory", lambda: per_parameter * parameters - 1)
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", *argv)
     assert code == 2 and err.startswith("error: --hidden 8: --model mlp would have 139 parameters, its ")
     assert f"training them needs about {train_command._bytes(per_parameter * parameters)} " in err

@@ -242,8 +242,8 @@ def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
     must be the only one there, one that keeps them may share them with others that keep them.
     Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
     nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
-    gets the freed-graph error, as a second ``backward()`` after the first does (torch: "Trying to
-    backward through the graph a second time").
+    gets an error naming the walk that frees the graph, as a second ``backward()`` after the first
+    gets the freed-graph error (torch: "Trying to backward through the graph a second time").
 
     Raises:
         AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.

@@ -864,12 +864,21 @@ class Stop:
         self.active = active
         self.armed = False
         self.requested = False
-        self.first = "Ctrl-C"  # the signal that asked the run to stop, as the notes name it
-        self.exit_status = 130
+        self.signum: int = signal.SIGINT  # the signal that asked the run to stop
         self.late = False  # the first Ctrl-C came after the training loop, while it tested and saved
         self.training_done = False
         self.ended: str | None = None
         self.saved: str | None = None  # the checkpoint written, as the note shows it
+
+    @property
+    def first(self) -> str:
+        """The signal that asked the run to stop, as the notes name it (``Ctrl-C``, ``SIGTERM``)."""
+        return signal_name(self.signum)
+
+    @property
+    def exit_status(self) -> int:
+        """128 + that signal's number: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
+        return 128 + self.signum
 
     def complete(self, epoch: int, epochs: int, why: str) -> None:
         """The run ended by itself after ``epoch`` of ``epochs`` (``why``: ``"its last"``, or
@@ -900,7 +909,7 @@ class Stop:
         name = signal_name(signum)
         if self.requested:  # armed, or testing and saving after the epoch the first one came in
             kept = "nothing is saved" if self.saved is None else f"{self.saved} is saved already"
-            again = f"{name} again" if name == self.first else f"{name} after {self.first}"
+            again = f"{name} again" if signum == self.signum else f"{name} after {self.first}"
             _note(f"note: {again}: the run stops at once, and {kept}")
         if not self.armed or self.requested:
             if signum == signal.SIGINT:
@@ -908,7 +917,7 @@ class Stop:
             _note(f"error: interrupted by {name}")
             raise SystemExit(128 + signum)  # as the signal's default action would end it, cleaning up
         self.requested = True
-        self.first, self.exit_status = name, 128 + signum
+        self.signum = signum
         later = "Ctrl-C again" if name == "Ctrl-C" else f"{name} again (or Ctrl-C)"
         if not self.training_done:
             _note(f"note: {name}: the run stops at the end of this epoch, then tests and saves the model; "

@@ -85,7 +85,6 @@ import argparse
 import contextlib
 import io
 import math
-import os
 import sys
 import textwrap
 import time
@@ -96,6 +95,7 @@ import numpy as np
 from tqdm import tqdm
 
 from torchlean import checkpoint, data, optim, provenance
+from torchlean._memory import usable_memory
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
@@ -736,14 +736,6 @@ def _step_schedule(
     return schedule.step_function(optimizer.lr, total)
 
 
-def _physical_memory() -> int | None:
-    """This machine's physical memory in bytes (``sysconf``), or ``None`` where it is not known."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def _training_bytes(parameters: int, dtype: str, optimizer: optim.OptimizerConfig) -> int:
     """The memory a run of ``parameters`` parameters holds at its peak, about: the float64
     weights it draws at initialisation (8 bytes each), then, in ``dtype``, the weights, their
@@ -758,8 +750,9 @@ def _training_bytes(parameters: int, dtype: str, optimizer: optim.OptimizerConfi
 
 
 def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.OptimizerConfig) -> None:
-    """Refuse, before any weight is allocated, a model whose training cannot fit this machine's
-    memory (:func:`_training_bytes`): ``--hidden 1000000`` makes the mlp's middle layer 1e12
+    """Refuse, before any weight is allocated, a model whose training cannot fit the memory this
+    process may use (:func:`torchlean._memory.usable_memory`, a container's limit included;
+    :func:`_training_bytes`): ``--hidden 1000000`` makes the mlp's middle layer 1e12
     elements (8 TB), which failed after seconds with a generic out-of-memory line, or after
     allocating gigabytes of the first layer, and ``--hidden 30000`` (9e8 parameters, 6.7 GiB as
     float64) passed a check of the weights alone, then the kernel killed the process in training
@@ -769,7 +762,7 @@ def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.Opt
         TorchLeanError: naming ``--hidden``, the parameter count, the largest layer's element
             count and shape, and the memory needed beside the machine's.
     """
-    memory = _physical_memory()
+    memory = usable_memory()
     specs = layer.param_specs()
     sizes = [math.prod(spec.shape) for spec in specs]
     needed = _training_bytes(sum(sizes), args.dtype, optimizer)
@@ -780,7 +773,7 @@ def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.Opt
         f"--hidden {args.hidden}: --model {args.model} would have {sum(sizes):.3g} parameters, its largest "
         f"weight {largest.name} {'x'.join(map(str, largest.shape))} ({max(sizes):.3g} elements); training "
         f"them needs about {_bytes(needed)} (the float64 initial weights, then the weights, gradients, "
-        f"{optimizer.name}'s state and a step's copies in {args.dtype}), and this machine has "
+        f"{optimizer.name}'s state and a step's copies in {args.dtype}), and this process may use "
         f"{_bytes(memory)} of memory: give a smaller --hidden (the default is 64)"
     )
 
