@@ -1124,6 +1124,12 @@ def _timing_phase(
     return failed
 
 
+def _failed_rows(record: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The failed rows of ``record[key]`` (a phase that a fault or ``--max-seconds`` cut short:
+    the last line counts what it ran, not "not run")."""
+    return [row for row in record.get(key, []) if not row["passed"]]
+
+
 def _phase_error(recorder: Recorder, phase: str) -> None:
     """Record the exception being handled as ``phase``'s error (``phase_errors``, which fails the
     check) and print its last line."""
@@ -1174,6 +1180,7 @@ def main(argv: list[str] | None = None) -> int:
         failed["parity"] = _parity_phase(recorder, device, budget)
     except (DeviceFault, _OutOfTime) as error:
         stopped = _stopped_by(recorder, error)
+        failed["parity"] = _failed_rows(record, "parity")  # the cases run before it
     if budget.exhausted():  # a child process with a CUDA context of its own: after a fault too
         recorder.skip("refusals")
     else:
@@ -1192,6 +1199,7 @@ def main(argv: list[str] | None = None) -> int:
             failed[phase] = run(recorder, args, device, budget)
         except (DeviceFault, _OutOfTime) as error:
             stopped = _stopped_by(recorder, error)
+            failed[phase] = _failed_rows(record, phase.replace(" ", "_"))  # the rows run before it
         except Exception:  # the phase itself broke: recorded, and the next one runs
             _phase_error(recorder, phase)
     if _died_in_a_call(failed.get("refusals", [])):

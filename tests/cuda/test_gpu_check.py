@@ -376,6 +376,8 @@ def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
     printed = capsys.readouterr().out
     assert "exp/vector [float64]" in printed and "FAIL" in printed
     assert "ABORTED: the device is unusable after parity exp/vector [float64]" in printed
+    # the cases parity ran before the fault are counted; the phases it kept from starting are not run
+    assert "FAILED (failed: parity 1, refusals 0, end to end not run, timing not run)" in printed
 
 
 def test_max_seconds_skips_what_would_start_too_late(
