@@ -776,7 +776,7 @@ def test_exiting_sessions_out_of_order_is_refused() -> None:
     inner.__exit__(None, None, None)
     outer.__exit__(None, None, None)
     assert tl.current_session() is not outer and tl.current_session() is not inner
-    already = r"not active in this thread \(never entered here, or already exited"
+    already = r"not active in this thread or asyncio task \(never entered here, or already exited"
     with pytest.raises(SessionError, match=already):
         outer.__exit__(None, None, None)  # already exited (review61 F7: not "not the innermost")
 
@@ -877,7 +877,8 @@ def test_a_session_refuses_pickle_and_copies_saying_to_open_one_in_the_worker(ho
 def test_exiting_a_session_never_entered_says_so() -> None:
     """review61 F7: the message said "not the innermost active one" for a session never entered."""
     s = tl.session("checked_cpu")
-    never = r"not active in this thread \(never entered here, or already exited; sessions are per thread"
+    never = (r"not active in this thread or asyncio task \(never entered here, or already exited; sessions "
+             r"are per thread and task")
     with pytest.raises(SessionError, match=never):
         s.__exit__(None, None, None)
     errors: list[str] = []
@@ -893,14 +894,14 @@ def test_exiting_a_session_never_entered_says_so() -> None:
         thread.start()
         thread.join()
         assert tl.current_session() is s
-    assert len(errors) == 1 and "not active in this thread" in errors[0]
+    assert len(errors) == 1 and "not active in this thread or asyncio task" in errors[0]
 
 
 def test_no_grad_exit_without_enter_in_this_thread_is_a_clear_error() -> None:
     """review61 F7: ``IndexError: pop from empty list`` (torch's no_grad: ``AttributeError: prev``)."""
-    message = (r"^no_grad\(\) \(a GradMode\): __exit__ without a matching __enter__ in this thread \(never "
-               r"entered, already exited, or entered in another thread: a grad mode is per thread\); use a "
-               r"`with no_grad\(\):` block$")
+    message = (r"^no_grad\(\) \(a GradMode\): __exit__ without a matching __enter__ in this thread or "
+               r"asyncio task \(never entered, already exited, or entered in another thread or task: a grad "
+               r"mode is per thread and task\); use a `with no_grad\(\):` block$")
     with pytest.raises(RuntimeError, match=message):
         tl.no_grad().__exit__(None, None, None)
     with pytest.raises(RuntimeError, match=r"^enable_grad\(\) \(a GradMode\): __exit__ without"):
@@ -927,7 +928,9 @@ def test_no_grad_exit_without_enter_in_this_thread_is_a_clear_error() -> None:
 
 
 def test_no_grad_exit_in_another_asyncio_task_is_a_clear_error() -> None:
-    """An entry made in one task and exited in another (a ContextVar token of another context)."""
+    """An entry made in one task and exited in another: the task that entered it left its entry
+    open in its own context (the creator never entered it); a task created inside the block
+    inherits the creator's entry, whose token belongs to the creator's context."""
     import asyncio
 
     ng = tl.no_grad()
@@ -935,14 +938,62 @@ def test_no_grad_exit_in_another_asyncio_task_is_a_clear_error() -> None:
     async def enter() -> None:
         ng.__enter__()
 
-    async def main() -> str:
-        await asyncio.create_task(enter())  # a task runs in a copy of the context
+    async def exit_here() -> str:
         try:
             ng.__exit__(None, None, None)
         except RuntimeError as error:
             return str(error)
         return "no error"
 
+    async def main() -> tuple[str, str, bool]:
+        await asyncio.create_task(enter())  # a task runs in a copy of the context
+        entered_elsewhere = await exit_here()
+        with ng:
+            inherited = await asyncio.create_task(exit_here())
+            still_off = not tl.is_grad_enabled()
+        return entered_elsewhere, inherited, still_off
+
+    entered_elsewhere, inherited, still_off = asyncio.run(main())
+    assert re.match(r"^no_grad\(\) \(a GradMode\): __exit__ without a matching __enter__ in this thread or "
+                    r"asyncio task \(never entered, already exited, or entered in another thread or task",
+                    entered_elsewhere)
     assert re.match(r"^no_grad\(\) \(a GradMode\): __exit__ in another asyncio task or context than its "
-                    r"__enter__", asyncio.run(main()))
+                    r"__enter__", inherited)
+    assert still_off
     assert tl.is_grad_enabled()
+
+
+def test_one_session_and_one_grad_mode_object_serve_overlapping_asyncio_tasks() -> None:
+    """review77 F3: one ``Session`` (or ``no_grad()``) object entered by two tasks whose blocks
+    overlap failed at the first exit (a per-thread record of entries, undone in the wrong task).
+    Each task now undoes its own entry, and each finds what it had before entering."""
+    import asyncio
+
+    shared, ng = tl.session("fast_cpu"), tl.no_grad()
+    seen: dict[str, object] = {}
+
+    async def worker(name: str, inside: asyncio.Event, leave: asyncio.Event) -> None:
+        before = tl.current_session()
+        with shared, ng:
+            seen[f"{name} inside"] = (tl.current_session() is shared, tl.is_grad_enabled())
+            inside.set()
+            await leave.wait()
+        seen[f"{name} after"] = (tl.current_session() is before, tl.is_grad_enabled())
+
+    async def main() -> None:
+        a_in, a_leave, b_in, b_leave = (asyncio.Event() for _ in range(4))
+        a = asyncio.create_task(worker("a", a_in, a_leave))
+        await a_in.wait()
+        b = asyncio.create_task(worker("b", b_in, b_leave))
+        await b_in.wait()
+        a_leave.set()  # a entered first and leaves first, while b is still inside
+        await a
+        b_leave.set()
+        await b
+
+    asyncio.run(main())
+    assert seen == {
+        "a inside": (True, False), "b inside": (True, False),
+        "a after": (True, True), "b after": (True, True),
+    }
+    assert tl.current_session() is not shared and tl.is_grad_enabled()

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from collections.abc import Callable, Generator
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from typing import Any, TypeVar, cast, overload
+
+from torchlean.autograd._entries import EntryRecord, ExitOutcome
 
 __all__ = ["GradMode", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 _GRAD_ENABLED: ContextVar[bool] = ContextVar("torchlean_grad_enabled", default=True)
+_ENTRIES: EntryRecord[bool] = EntryRecord(_GRAD_ENABLED, "torchlean_grad_mode_entries")
 
 
 def is_grad_enabled() -> bool:
@@ -46,40 +48,30 @@ class GradMode:
                 "(accepted: True or False; other values are not converted)"
             )
         self._enabled = enabled
-        self._local = threading.local()
-
-    def _tokens(self) -> list[Token[bool]]:
-        tokens: list[Token[bool]] | None = getattr(self._local, "tokens", None)
-        if tokens is None:
-            tokens = self._local.tokens = []
-        return tokens
 
     def __enter__(self) -> None:
-        self._tokens().append(_GRAD_ENABLED.set(self._enabled))
+        _ENTRIES.enter(self, self._enabled)
 
     def __exit__(self, *exc: object) -> None:
-        """Restore the mode this object's matching ``__enter__`` found.
+        """Restore the mode this object's last ``__enter__`` in this thread or asyncio task found.
 
         Raises:
-            RuntimeError: no ``__enter__`` of this object is open in this thread (never entered,
-                already exited, or entered in another thread), or its entry was made in another
-                asyncio task or context (review61 F7; it was an ``IndexError``/``ValueError``).
+            RuntimeError: no ``__enter__`` of this object is open in this thread or task (never
+                entered, already exited, or entered in another thread or task), or its entry was
+                made by the task's creator (review61 F7; it was an ``IndexError``/``ValueError``).
         """
-        tokens = self._tokens()
-        if not tokens:
+        outcome = _ENTRIES.exit(self)
+        if outcome is ExitOutcome.NOT_ENTERED:
             raise RuntimeError(
-                f"{self._name()} (a GradMode): __exit__ without a matching __enter__ in this thread "
-                "(never entered, already exited, or entered in another thread: a grad mode is per "
-                f"thread); use a `with {self._name()}:` block"
+                f"{self._name()} (a GradMode): __exit__ without a matching __enter__ in this thread or "
+                "asyncio task (never entered, already exited, or entered in another thread or task: a "
+                f"grad mode is per thread and task); use a `with {self._name()}:` block"
             )
-        try:
-            _GRAD_ENABLED.reset(tokens[-1])
-        except ValueError:  # the token of another context (an asyncio task)
+        if outcome is ExitOutcome.OTHER_CONTEXT:
             raise RuntimeError(
                 f"{self._name()} (a GradMode): __exit__ in another asyncio task or context than its "
                 f"__enter__ (a grad mode is per task); use a `with {self._name()}:` block"
-            ) from None
-        tokens.pop()
+            )
 
     def _name(self) -> str:
         """How the messages name this mode: the call that makes it."""

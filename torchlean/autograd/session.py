@@ -36,15 +36,15 @@ from __future__ import annotations
 
 import io
 import sys
-import threading
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
 import numpy as np
 
 from torchlean._checks import is_builtin_or_numpy_int, shown_briefly
+from torchlean.autograd._entries import EntryRecord, ExitOutcome
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.backend import profiles, report
@@ -218,7 +218,6 @@ class Session:
         self._selected: list[AcceptedKernel] = []
         self._resolved: dict[tuple[BackendOp, bool], BoundKernel] = {}
         self._random_counter = 0
-        self._tokens = threading.local()  # per thread: a session may be entered from several threads
         if show_backend:
             self._print(BANNER)
 
@@ -227,8 +226,8 @@ class Session:
 
     def __reduce_ex__(self, protocol: object) -> NoReturn:
         """``pickle``, ``copy.copy`` and ``copy.deepcopy`` refuse a session (review61 F6): it holds
-        this process's accepted kernels and per-thread entry state, which cannot cross process
-        boundaries (a spawn worker given one failed on ``_thread._local``).
+        this process's accepted kernels and bound handlers, which cannot cross process boundaries
+        (a spawn worker given one failed on ``_thread._local``).
 
         Raises:
             TypeError: ``Session cannot be copied or pickled ...; open one in the worker ...``.
@@ -237,22 +236,15 @@ class Session:
         profile = repr(name) if name in profiles.names() else f"<the BackendProfile {name!r}>"
         raise TypeError(
             "Session cannot be copied or pickled: it holds the kernels this process accepted and "
-            "per-thread state, which cannot cross process boundaries; send the profile and seed "
+            "their bound handlers, which cannot cross process boundaries; send the profile and seed "
             f"instead and open a session in the worker: torchlean.session({profile}, seed={self.seed}) "
             "(set its random_counter to continue this one's random stream)"
         )
 
     # ------------------------------------------------------------------ context management
 
-    def _token_stack(self) -> list[Token[Session | None]]:
-        stack: list[Token[Session | None]] | None = getattr(self._tokens, "stack", None)
-        if stack is None:
-            stack = []
-            self._tokens.stack = stack
-        return stack
-
     def __enter__(self) -> Session:
-        self._token_stack().append(_CURRENT.set(self))
+        _ENTRIES.enter(self, self)
         return self
 
     def __exit__(
@@ -261,19 +253,29 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        stack = self._token_stack()
-        if not stack:
-            raise SessionError(
-                "torch eager session: exiting a session that is not active in this thread (never "
-                "entered here, or already exited; sessions are per thread: a session is exited once per "
-                "entry, in the thread that entered it; use `with` blocks)"
-            )
+        """Make current again the session this object's last ``__enter__`` in this thread or
+        asyncio task found.
+
+        Raises:
+            SessionError: this session is not entered in this thread or task (never entered here,
+                already exited), is not the innermost one, or was entered by the task's creator.
+        """
         if _CURRENT.get() is not self:
+            entered = any(owner is self for owner in _ENTRIES.owners())
             raise SessionError(
                 "torch eager session: exiting a session that is not the innermost active one in this "
                 "thread (exit sessions in the reverse order they were entered; use `with` blocks)"
+                if entered
+                else _NOT_ACTIVE
             )
-        _CURRENT.reset(stack.pop())
+        outcome = _ENTRIES.exit(self)
+        if outcome is ExitOutcome.NOT_ENTERED:
+            raise SessionError(_NOT_ACTIVE)
+        if outcome is ExitOutcome.OTHER_CONTEXT:
+            raise SessionError(
+                "torch eager session: exiting a session in another asyncio task or context than the one "
+                "that entered it (sessions are per thread and task; use `with` blocks)"
+            )
 
     # ------------------------------------------------------------------ records
 
@@ -399,6 +401,12 @@ class Session:
 
 
 _CURRENT: ContextVar[Session | None] = ContextVar("torchlean_session", default=None)
+_ENTRIES: EntryRecord[Session | None] = EntryRecord(_CURRENT, "torchlean_session_entries")
+_NOT_ACTIVE = (
+    "torch eager session: exiting a session that is not active in this thread or asyncio task (never "
+    "entered here, or already exited; sessions are per thread and task: a session is exited once per "
+    "entry, in the thread or task that entered it; use `with` blocks)"
+)
 _DEFAULT: list[Session] = []
 
 
