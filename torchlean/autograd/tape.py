@@ -85,6 +85,17 @@ class VersionCounter:
         """Record one in-place write."""
         self.value += 1
 
+    def __reduce__(self) -> tuple[Callable[[int], VersionCounter], tuple[int]]:
+        """``pickle`` at every protocol (0 and 1 refuse a slotted class without this; review77 F9)."""
+        return _counter_at, (self.value,)
+
+
+def _counter_at(value: int) -> VersionCounter:
+    """A :class:`VersionCounter` at ``value`` (what an unpickled one is rebuilt with)."""
+    counter = VersionCounter()
+    counter.value = value
+    return counter
+
 
 class SavedArray:
     """An array kept for a local VJP together with its storage's version when it was saved."""

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import dtype_shown, float_dtype, is_int
+from torchlean._slots import PicklesAtEveryProtocol
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.eager import EagerOps
@@ -56,7 +57,7 @@ class StateError(TorchLeanError, ValueError):
 
 
 @dataclass(slots=True, eq=False)
-class Model:
+class Model(PicklesAtEveryProtocol):
     """A layer with its parameters; ``input_shape``/``output_shape`` are per sample.
 
     ``specs`` are the layer's :meth:`~torchlean.nn.layers.Layer.param_specs` and ``parameters``

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from torchlean._checks import shown
 from torchlean._interrupts import store_together
+from torchlean._slots import PicklesAtEveryProtocol
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
@@ -499,7 +500,7 @@ def _third_buffer_hint(config: OptimizerConfig, saved_with: list[int], saved_wit
 
 
 @dataclass(slots=True)
-class Optimizer:
+class Optimizer(PicklesAtEveryProtocol):
     """The stateful optimizer: per-parameter first/second moment buffers and step counts.
 
     ``steps`` counts calls of :meth:`step`; ``param_steps[i]`` counts the updates parameter ``i``
