@@ -250,3 +250,32 @@ def test_the_string_inf_is_torchs_infinity_norm() -> None:
         np.testing.assert_array_equal(ours, t.grad.numpy())
     with pytest.raises(OptimizerError, match="norm_type must be a real number, got 'fro'"):
         optim.clip_grad_norm(grads, 0.5, norm_type="fro")
+
+
+def test_the_norms_are_left_folds_in_the_stated_order() -> None:
+    """review79 F1: the norm was numpy's pairwise sum, an order no audit line states. Oracle: a
+    hand-written float32 left fold, each gradient's squares in row-major order, then the
+    per-gradient norms in order; on these values numpy's pairwise sum gives other bits (control)."""
+    f32 = np.float32
+    rng = np.random.default_rng(0)
+    flat = (rng.standard_normal(1000) * 10.0 ** rng.uniform(-3, 3, 1000)).astype(f32)
+    grads = [flat[:600].reshape(20, 30), flat[600:].reshape(4, 10, 10)]
+
+    def fold(terms: list[np.float32]) -> np.float32:
+        total = terms[0]
+        for term in terms[1:]:
+            total = f32(total + term)
+        return total
+
+    def two_norm(values: list[np.float32]) -> np.float32:
+        return f32(np.sqrt(fold([f32(v * v) for v in values])))
+
+    whole = two_norm(list(np.abs(flat)))
+    assert optim.clip_grad_norm([flat], 1.0)[1] == float(two_norm([whole]))
+    assert f32(np.sqrt(np.sum(np.abs(flat) * np.abs(flat)))) != whole  # the control: pairwise differs
+    norms = [two_norm(list(np.abs(g).ravel())) for g in grads]
+    assert optim.clip_grad_norm(grads, 1.0)[1] == float(two_norm(norms))
+    _, one = optim.clip_grad_norm([flat], 1.0, norm_type=3.0)
+    third = f32(1.0 / 3.0)
+    inner = f32(fold([f32(v ** f32(3.0)) for v in np.abs(flat)]) ** third)
+    assert one == float(f32(f32(inner ** f32(3.0)) ** third))  # the norm of the one norm

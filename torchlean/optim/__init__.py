@@ -11,8 +11,8 @@ value is rounded to binary32, with the suffix `` after conversion to binary32``)
 turns a valid record into a stateful :class:`Optimizer`, whose :meth:`Optimizer.step` takes numpy
 arrays and returns new ones and whose :meth:`Optimizer.step_` updates torchlean tensors in place
 from their ``.grad`` (torch's ``step()`` + ``zero_grad()``); :func:`clip_grad_norm` is torch's
-``clip_grad_norm_`` (a reduction: its norms are sums) and :func:`clip_grad_value` torch's
-``clip_grad_value_`` (elementwise). Updates are elementwise numpy
+``clip_grad_norm_`` (a reduction: its norms are left folds, in a stated order) and
+:func:`clip_grad_value` torch's ``clip_grad_value_`` (elementwise). Updates are elementwise numpy
 arithmetic in each parameter's dtype (no reductions, so no summation order is involved) and follow
 the PyTorch update rules of ``torch.optim.SGD`` (with its dampening, L2 weight decay and Nesterov
 options), ``Adam`` (with its L2 weight decay and ``amsgrad``), ``AdamW``, ``RMSprop`` (with its weight
