@@ -124,6 +124,39 @@ def test_matmul_vjp_contractions_are_left_folds() -> None:
     assert (da != g @ b.T).any()
 
 
+def test_matmul_vjp_over_a_broadcast_batch_is_one_left_fold_as_linear_and_reduce_sum() -> None:
+    """review79 F2: ``b`` shared by a batch of 3: ``db`` is one left fold over ``(batch, row)`` in
+    row-major order, the bits of ``linear``'s dW and ``reduce_sum`` on the same terms (it was a
+    fold per batch item, then a fold of those: -16521388 where the others give -16521389). A
+    partly broadcast batch ``(2, 3)`` against ``(1, 3)`` folds over ``(axis 0, row)`` for each
+    kept index of axis 1; oracle: scalar left folds."""
+    a = np.array([[-78686168.0, -44227.953125, -0.5497769117355347],
+                  [94.01235961914062, 62698632.0, 1039939.4375],
+                  [-1530236.125, -65.88624572753906, 637.6239013671875]], np.float32)[..., None]
+    g = np.ones((3, 3, 1), np.float32)
+    b = np.ones((1, 1), np.float32)
+    _, db = K.matmul_vjp(g, a, b, out=K.matmul(a, b))
+    _, dw, _ = K.linear_vjp(g.reshape(9, 1), a.reshape(9, 1), b, None, out=K.linear(a.reshape(9, 1), b))
+    assert db is not None and dw is not None
+    assert db[0, 0] == dw[0, 0] == K.reduce_sum(a)[()] == _left_fold(a, np.float32) == np.float32(-16521389.0)
+    nested = _left_fold([_left_fold(a[i], np.float32) for i in range(3)], np.float32)
+    assert nested != db[0, 0]  # the control: folding each batch item first gives other bits
+
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((2, 3, 4, 5)) * 10.0 ** rng.uniform(-3, 3, (2, 3, 4, 5))).astype(np.float32)
+    b = rng.standard_normal((1, 3, 5, 2)).astype(np.float32)
+    out = K.matmul(a, b)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    da, db = K.matmul_vjp(g, a, b, out=out)
+    assert da is not None and db is not None and db.shape == (1, 3, 5, 2)
+    expected = np.array([[[[_left_fold([a[i, h, m, k] * g[i, h, m, n] for i in range(2) for m in range(4)],
+                                       np.float32) for n in range(2)] for k in range(5)] for h in range(3)]])
+    assert_array_equal(db, expected)
+    expected_da = np.array([[[[_left_fold(g[i, h, m] * b[0, h, k], np.float32) for k in range(5)]
+                              for m in range(4)] for h in range(3)] for i in range(2)])
+    assert_array_equal(da, expected_da)
+
+
 def test_linear_left_fold_then_bias() -> None:
     rng = np.random.default_rng(8)
     x = rng.standard_normal((4, 700)).astype(np.float32)

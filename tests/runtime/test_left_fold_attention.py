@@ -79,7 +79,7 @@ def _oracle(
     dq = _contract((n_q, d), n_k, lambda i, t, j: masked(i, j, d_s[i, j] * k[j, t]), "dq" in reverse)
     dk = _contract((n_k, d), n_q, lambda j, t, i: masked(i, j, d_s[i, j] * q[i, t]), "dk" in reverse)
     dv = _contract((n_k, d_v), n_q, lambda j, n, i: masked(i, j, w[i, j] * g[i, n]), "dv" in reverse)
-    return {"out": out, "dq": dq, "dk": dk, "dv": dv}
+    return {"out": out, "dq": dq, "dk": dk, "dv": dv, "w": w, "d_s": d_s}
 
 
 def _inputs(seed: int) -> tuple[Array, Array, Array, Array, Array]:
@@ -168,3 +168,38 @@ def test_unmasked_attention_vjp_is_a_left_fold_bitwise_float32() -> None:
     for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
         assert got is not None
         assert_array_equal(bits(got), bits(expected[name]), err_msg=name)
+
+
+def test_keys_and_values_shared_across_heads_fold_heads_and_queries_as_one_left_fold() -> None:
+    """review79 F2: with K and V shared by 3 heads (multi-query attention), ``dk`` and ``dv`` sum
+    over heads and queries. They are one left fold over ``(head, query)`` in row-major order, the
+    order ``sum_to_shape`` and ``linear`` take (it was a fold per head, then a fold over heads,
+    which gave other bits). Masked and unmasked, against the scalar oracle; the per-head-first
+    order gives other bits on these inputs (control)."""
+    heads = [_inputs(seed) for seed in (2, 3, 4)]
+    _, k, v, _, _ = heads[0]
+    q = np.stack([head[0] for head in heads])
+    g = np.stack([head[4] for head in heads])
+    for masked in (True, False):
+        allowed = np.stack([head[3] for head in heads]) if masked else np.ones((3, 40, 40), dtype=bool)
+        per_head = [_oracle(q[h], k, v, allowed[h], g[h]) for h in range(3)]
+        out = K.scaled_dot_product_attention(q, k[None], v[None], allowed if masked else None)
+        _, dk, dv, _ = K.scaled_dot_product_attention_vjp(
+            g, q, k[None], v[None], allowed if masked else None, out=out
+        )
+        for name, got in (("dk", dk), ("dv", dv)):
+            left = q if name == "dk" else g
+            weights = [o["d_s"] if name == "dk" else o["w"] for o in per_head]
+            expected = np.empty((1, 40, 8), dtype=F32)
+            nested = np.empty((1, 40, 8), dtype=F32)
+            for j in range(40):
+                for c in range(8):
+                    terms = [
+                        [weights[h][i, j] * left[h, i, c] if allowed[h, i, j] else F32(0) for i in range(40)]
+                        for h in range(3)
+                    ]
+                    expected[0, j, c] = fold([term for row in terms for term in row])
+                    nested[0, j, c] = fold([fold(row) for row in terms])
+            assert got is not None
+            assert_array_equal(bits(got), bits(expected), err_msg=f"{name} masked={masked}")
+            assert (bits(nested) != bits(expected)).any(), name

@@ -359,3 +359,69 @@ def test_clamp_takes_torchs_min_and_max_keywords() -> None:
         tl.clamp(tl.tensor(values), 0.0, min=1.0)
     with pytest.raises(tl.TensorTypeError, match=r"^clamp: hi=2\.0 and max=1\.0 are one bound given twice"):
         tl.clamp(tl.tensor(values), hi=2.0, max=1.0)
+
+
+_X = np.random.default_rng(11).standard_normal((3, 4))
+_INDEX = np.array([[0, 3], [1, 0], [2, 2]])
+# (torchlean call with torch's keywords, the torch call on float64): review81 F5, these raised
+# "got an unexpected keyword argument 'dim'".
+_TORCH_KEYWORDS: list[tuple[str, Any, Any]] = [
+    ("softmax", lambda t: tl.softmax(t, dim=0), lambda x: torch.softmax(x, dim=0)),
+    ("log_softmax", lambda t: tl.log_softmax(t, dim=0), lambda x: torch.log_softmax(x, dim=0)),
+    (
+        "logsumexp",
+        lambda t: tl.logsumexp(t, dim=1, keepdim=True),
+        lambda x: torch.logsumexp(x, dim=1, keepdim=True),
+    ),
+    (
+        "reduce_sum",
+        lambda t: tl.reduce_sum(t, dim=(0, 1), keepdim=True),
+        lambda x: x.sum(dim=(0, 1), keepdim=True),
+    ),
+    ("reduce_mean", lambda t: tl.reduce_mean(t, dim=0), lambda x: x.mean(dim=0)),
+    ("concat", lambda t: tl.concat([t, t], dim=1), lambda x: torch.cat([x, x], dim=1)),
+    (
+        "gather",
+        lambda t: tl.gather(t, dim=1, index=_INDEX),
+        lambda x: torch.gather(x, dim=1, index=torch.tensor(_INDEX)),
+    ),
+    (
+        "scatter_add",
+        lambda t: tl.scatter_add(t, dim=1, index=_INDEX, src=t),
+        lambda x: torch.scatter_add(x, dim=1, index=torch.tensor(_INDEX), src=x),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "ours", "theirs"), _TORCH_KEYWORDS, ids=[c[0] for c in _TORCH_KEYWORDS])
+def test_functional_ops_take_torchs_dim_and_keepdim_keywords(name: str, ours: Any, theirs: Any) -> None:
+    got = ours(tl.tensor(_X)).numpy()
+    expected = theirs(torch.tensor(_X)).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_both_spellings_or_no_required_axis_are_refused_naming_them() -> None:
+    t = tl.tensor(_X)
+    both = r"^softmax: got both dim=1 and axis=0; they are one argument \(torch's and numpy's spelling\)"
+    with pytest.raises(tl.TensorTypeError, match=both):
+        tl.softmax(t, 0, dim=1)
+    with pytest.raises(tl.TensorTypeError, match=r"^reduce_sum: got both keepdim=True and keepdims=False"):
+        tl.reduce_sum(t, None, False, keepdim=True)
+    for call, name in ((lambda: tl.logsumexp(t), "logsumexp"), (lambda: tl.gather(t, _INDEX), "gather")):
+        missing = rf"^{name}: missing its axis argument \(give axis=, or torch's dim=\)$"
+        with pytest.raises(tl.TensorTypeError, match=missing):
+            call()
+    # the defaults are unchanged: softmax and log_softmax over the last axis, concat over the first
+    np.testing.assert_array_equal(tl.softmax(t).numpy(), tl.softmax(t, -1).numpy())
+    assert tl.concat([t, t]).shape == (6, 4)
+
+
+def test_cross_entropy_with_torchs_positional_weight_says_weights_are_not_supported() -> None:
+    """review81 F5: torch's ``cross_entropy(input, target, weight)`` got "axis must be an integer"."""
+    logits = tl.tensor(np.zeros((2, 3)))
+    for weight in (tl.tensor(np.ones(3)), np.ones(3), [1.0, 1.0, 1.0], torch.ones(3)):
+        message = (r"^cross_entropy: the third argument is axis, the class axis \(an integer\), not torch's "
+                   r"weight; got .*: per-class weights are not supported")
+        with pytest.raises(tl.TensorTypeError, match=message):
+            tl.cross_entropy(logits, [0, 1], weight)

@@ -7,27 +7,32 @@ from typing import Any
 
 import numpy.typing as npt
 
+from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
-from torchlean.functional._params import _int, _real
+from torchlean.functional._params import _axis_spelling, _int, _real
 from torchlean.tensor import Tensor
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Max-shifted softmax along ``axis`` (``torch.softmax``); records ``softmax``. Returns x's
-    shape; a rank-0 ``x`` gives 1, as in torch.
+def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+    """Max-shifted softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it,
+    ``softmax(x, dim=1)``) (``torch.softmax``); records ``softmax``. Returns x's shape; a rank-0
+    ``x`` gives 1, as in torch.
 
     Raises:
         GuardError: ``axis`` out of range for x's rank (never wrapped).
-        TensorTypeError: a non-integer ``axis``.
+        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
     """
+    axis = _axis_spelling("softmax", axis, dim, -1)
     return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", axis)})
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Max-shifted log-softmax along ``axis`` (``torch.log_softmax``); records ``log_softmax``.
-    Returns x's shape; errors as :func:`softmax`."""
+def log_softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+    """Max-shifted log-softmax along ``axis`` (default -1, or torch's ``dim=``)
+    (``torch.log_softmax``); records ``log_softmax``. Returns x's shape; errors as
+    :func:`softmax`."""
+    axis = _axis_spelling("log_softmax", axis, dim, -1)
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
 
 

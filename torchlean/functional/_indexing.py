@@ -11,10 +11,11 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
+from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _require_tensor
-from torchlean.functional._params import _int, _ints
+from torchlean.functional._params import _int, _ints, _required_axis
 from torchlean.functional._shape import reshape
 from torchlean.tensor import Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
 
@@ -186,11 +187,15 @@ def _axis_last(fn: str, axis: object, index: object) -> int:
         ) from None
 
 
-def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
+def gather(
+    x: Tensor, index: Tensor | npt.ArrayLike, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET
+) -> Tensor:
     """Values of ``x`` picked along ``axis`` by ``index`` (``torch.gather``), with the arguments in
     another order: **the axis comes last** here, ``gather(x, index, axis)``, where torch writes
     ``torch.gather(x, dim, index)`` and the method ``t.gather(dim, index)`` (torchlean's method
-    keeps torch's order). ``index`` is int64 of x's rank; records ``gather``.
+    keeps torch's order; torch's keyword ``dim=`` is taken for ``axis``, so
+    ``gather(x, dim=1, index=i)`` means what it means in torch). ``index`` is int64 of x's rank;
+    records ``gather``.
 
     ``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``; the result has the
     index's shape and x's dtype. ``index`` extents must not exceed x's on every axis but ``axis``.
@@ -201,18 +206,28 @@ def gather(x: Tensor, index: Tensor | npt.ArrayLike, axis: int) -> Tensor:
             from the end, as in torch), an index of another rank or too large, a non-integer
             index dtype, or ``axis`` out of range.
         TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis`` (for array data there and
-            an integer ``index``, torch's order ``gather(x, dim, index)``, the message says so).
+            an integer ``index``, torch's order ``gather(x, dim, index)``, the message says so);
+            no axis, or both ``axis`` and ``dim``.
     """
     x = _require_tensor("gather", "x", x)
+    axis = _required_axis("gather", axis, dim)
     params = {"axis": _axis_last("gather", axis, index)}
     return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
 
 
-def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: int) -> Tensor:
+def scatter_add(
+    base: Tensor,
+    index: Tensor | npt.ArrayLike,
+    src: Tensor,
+    axis: int | _Unset = _UNSET,
+    *,
+    dim: int | _Unset = _UNSET,
+) -> Tensor:
     """``src`` added into a copy of ``base`` at ``index`` along ``axis`` (``torch.scatter_add``),
     with the arguments in another order: **the axis comes last** here, ``scatter_add(base, index,
     src, axis)``, where torch writes ``torch.scatter_add(base, dim, index, src)`` and the method
-    ``t.scatter_add(dim, index, src)`` (torchlean's method keeps torch's order). Repeated indices
+    ``t.scatter_add(dim, index, src)`` (torchlean's method keeps torch's order; torch's keyword
+    ``dim=`` is taken for ``axis``). Repeated indices
     accumulate in index order; records ``scatter_add``. Returns a new tensor of base's shape and
     dtype (``base`` is not written). ``index`` (int64, base's rank) has extents <= src's on every
     axis and <= base's on every axis but ``axis``; src has base's dtype.
@@ -222,8 +237,9 @@ def scatter_add(base: Tensor, index: Tensor | npt.ArrayLike, src: Tensor, axis: 
             a src dtype other than base's, or ``axis`` out of range.
         TensorTypeError: ``base`` or ``src`` is not a Tensor; a non-integer ``axis`` (for array
             data there and an integer ``index``, torch's order ``scatter_add(base, dim, index,
-            src)``, the message says so).
+            src)``, the message says so); no axis, or both ``axis`` and ``dim``.
     """
     base = _require_tensor("scatter_add", "base", base)
+    axis = _required_axis("scatter_add", axis, dim)
     params = {"axis": _axis_last("scatter_add", axis, index)}
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)

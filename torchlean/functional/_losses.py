@@ -29,7 +29,14 @@ from torchlean.functional._operands import (
 )
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum
-from torchlean.tensor import Tensor, TensorError, TensorTypeError, _require_int64_fits
+from torchlean.tensor import (
+    Tensor,
+    TensorError,
+    TensorTypeError,
+    _is_torch_tensor,
+    _preview,
+    _require_int64_fits,
+)
 
 
 def mse_loss(prediction: Tensor, target: Operand) -> Tensor:
@@ -140,7 +147,9 @@ def cross_entropy(
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
             nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's documented range; torch 2.13
             itself takes a negative or NaN value silently as no smoothing), or beyond the float range.
-        TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number.
+        TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
+            array data as ``axis`` (torch's positional ``weight``: per-class weights are not
+            supported, the message says so).
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
     smoothing = _label_smoothing(label_smoothing)
@@ -151,6 +160,13 @@ def cross_entropy(
         )
     if axis is None:
         axis = 1 if logits.ndim >= 2 else 0
+    elif isinstance(axis, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(axis):
+        raise TensorTypeError(
+            f"cross_entropy: the third argument is axis, the class axis (an integer), not torch's "
+            f"weight; got {_preview(axis)}: per-class weights are not supported (accepted: an "
+            "integer axis, or None for torch's class axis; for class weights, weight each sample's "
+            "loss, the negated log_softmax entry of its class, yourself)"
+        )
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     raw: npt.NDArray[Any] = (
         target.numpy() if isinstance(target, Tensor) else _array_like("cross_entropy", "target", target)

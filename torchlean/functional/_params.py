@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from torchlean._checks import is_int
+from torchlean._tensor_args import _one_spelling, _Unset
 from torchlean.backend.providers.reference.guards import axis_in_range
 from torchlean.tensor import TensorError, TensorTypeError, _preview
 
 Axes = int | Sequence[int] | None
+_V = TypeVar("_V")
 IntOrTuple = int | Sequence[int]
 
 
@@ -90,3 +93,36 @@ def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
     if isinstance(axis, Iterable) and not isinstance(axis, str | bytes) and not zero_d:
         return _ints(fn, "axis", axis)
     return _int(fn, "axis", axis)
+
+
+def _axis_spelling(fn: str, axis: _V | _Unset, dim: _V | _Unset, default: _V) -> _V:
+    """The axis argument of ``fn`` given as ``axis`` (positional or keyword) or as torch's keyword
+    ``dim`` (README: a torch call either means what it means in torch or is refused), else
+    ``default``.
+
+    Raises:
+        TensorTypeError: both were given (``softmax: got both dim=0 and axis=1; ...``).
+    """
+    return _one_spelling(fn, "dim", dim, "axis", axis, default)
+
+
+def _required_axis(fn: str, axis: _V | _Unset, dim: _V | _Unset) -> _V:
+    """:func:`_axis_spelling` for an op whose axis has no default (``gather``, ``logsumexp``).
+
+    Raises:
+        TensorTypeError: neither was given, or both were.
+    """
+    if isinstance(dim, _Unset):
+        if isinstance(axis, _Unset):
+            raise TensorTypeError(f"{fn}: missing its axis argument (give axis=, or torch's dim=)")
+        return axis
+    return _one_spelling(fn, "dim", dim, "axis", axis, dim)
+
+
+def _keepdims_spelling(fn: str, keepdims: bool | _Unset, keepdim: bool | _Unset) -> bool:
+    """``keepdims`` or torch's keyword ``keepdim`` (default False).
+
+    Raises:
+        TensorTypeError: both were given.
+    """
+    return _one_spelling(fn, "keepdim", keepdim, "keepdims", keepdims, False)

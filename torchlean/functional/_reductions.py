@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import reduced_shape, reduction_axes
@@ -15,15 +16,24 @@ from torchlean.functional._arithmetic import sub
 from torchlean.functional._attention import log_softmax
 from torchlean.functional._indexing import gather
 from torchlean.functional._operands import _on_device_of, _require_tensor
-from torchlean.functional._params import Axes, _axes
+from torchlean.functional._params import Axes, _axes, _axis_spelling, _keepdims_spelling, _required_axis
 from torchlean.functional._pointwise import exp, log
 from torchlean.functional._shape import concat, permute, reshape
 from torchlean.tensor import Tensor, _flag
 
 
-def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
-    """Left-fold sum over ``axis`` (None: all axes) (``torch.sum``); records ``reduce_sum``. As in
-    torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape ``()``.
+def reduce_sum(
+    x: Tensor,
+    axis: Axes | _Unset = _UNSET,
+    keepdims: bool | _Unset = _UNSET,
+    *,
+    dim: Axes | _Unset = _UNSET,
+    keepdim: bool | _Unset = _UNSET,
+) -> Tensor:
+    """Left-fold sum over ``axis`` (default None: all axes) (``torch.sum``); records
+    ``reduce_sum``. As in torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape
+    ``()``. torch's keywords ``dim=`` and ``keepdim=`` are taken for ``axis`` and ``keepdims``
+    (``reduce_sum(x, dim=1, keepdim=True)``).
 
     ``axis`` is None, an integer or a non-empty sequence of distinct integers in ``[-ndim, ndim)``.
     Returns x's shape without the reduced axes (kept with extent 1 when ``keepdims``); ``()`` for
@@ -32,24 +42,45 @@ def reduce_sum(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     Raises:
         GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()`` (numpy
             reduces nothing there, torch everything).
-        TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool.
+        TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool; both ``axis`` and
+            ``dim``, or both ``keepdims`` and ``keepdim``.
     """
+    axis = _axis_spelling("reduce_sum", axis, dim, None)
+    keepdims = _keepdims_spelling("reduce_sum", keepdims, keepdim)
     params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_SUM, (x,), params)
 
 
-def reduce_mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+def reduce_mean(
+    x: Tensor,
+    axis: Axes | _Unset = _UNSET,
+    keepdims: bool | _Unset = _UNSET,
+    *,
+    dim: Axes | _Unset = _UNSET,
+    keepdim: bool | _Unset = _UNSET,
+) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
-    A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims``, the result's shape and the
-    errors are as in :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch."""
+    A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims`` (or torch's ``dim=``,
+    ``keepdim=``), the result's shape and the errors are as in :func:`reduce_sum`. The mean over
+    an empty axis is NaN, as in torch."""
+    axis = _axis_spelling("reduce_mean", axis, dim, None)
+    keepdims = _keepdims_spelling("reduce_mean", keepdims, keepdim)
     params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
     return run_op(BackendOp.REDUCE_MEAN, (x,), params)
 
 
-def logsumexp(x: Tensor, axis: Axes, keepdims: bool = False) -> Tensor:
+def logsumexp(
+    x: Tensor,
+    axis: Axes | _Unset = _UNSET,
+    keepdims: bool | _Unset = _UNSET,
+    *,
+    dim: Axes | _Unset = _UNSET,
+    keepdim: bool | _Unset = _UNSET,
+) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, max-shifted (``torch.logsumexp``: ``max + log(sum(exp(x
-    - max)))``); ``axis`` is None (every axis), an integer or a non-empty sequence of distinct
-    integers, as in :func:`reduce_sum` (torch requires it too; a rank-0 ``x`` takes 0 or -1 and
+    - max)))``); ``axis`` (or torch's keyword ``dim=``; ``keepdim=`` for ``keepdims``) is None
+    (every axis), an integer or a non-empty sequence of distinct integers, as in
+    :func:`reduce_sum`; it is required, as torch requires it (a rank-0 ``x`` takes 0 or -1 and
     gives its value). Returns x's shape without the reduced axes (extent 1 there when
     ``keepdims``), in x's dtype. The gradient is ``softmax(x)`` over the reduced axes.
 
@@ -73,11 +104,12 @@ def logsumexp(x: Tensor, axis: Axes, keepdims: bool = False) -> Tensor:
     Raises:
         GuardError: an int64 or bool ``x``; an axis out of range (never wrapped), repeated, or
             ``axis=()``.
-        TensorTypeError: ``x`` is not a Tensor; a non-integer axis; a ``keepdims`` that is not a
-            bool.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer axis; no axis; a ``keepdims`` that
+            is not a bool; both ``axis`` and ``dim``, or both ``keepdims`` and ``keepdim``.
     """
     x = _require_tensor("logsumexp", "x", x)
-    keep = _flag("logsumexp: keepdims", keepdims)
+    axis = _required_axis("logsumexp", axis, dim)
+    keep = _flag("logsumexp: keepdims", _keepdims_spelling("logsumexp", keepdims, keepdim))
     if x.dtype not in (np.float32, np.float64):
         raise GuardError(f"logsumexp: input x has dtype {x.dtype}; accepted: float32 or float64")
     shape = x.shape

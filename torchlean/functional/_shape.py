@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from torchlean._tensor_args import _dim
+from torchlean._tensor_args import _UNSET, _dim, _Unset
 from torchlean._tensor_errors import _preview
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
-from torchlean.functional._params import _int, _ints
+from torchlean.functional._params import _axis_spelling, _int, _ints
 from torchlean.tensor import Tensor, TensorTypeError
 
 
@@ -68,14 +68,15 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     return run_op(BackendOp.BROADCAST, (x,), {"shape": _ints("broadcast_to", "shape", shape)})
 
 
-def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Concatenate the tensors ``xs`` (a list or tuple) along ``axis`` (``torch.cat``); records
-    ``concat``.
+def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+    """Concatenate the tensors ``xs`` (a list or tuple) along ``axis`` (default 0, or torch's
+    keyword ``dim=``) (``torch.cat``); records ``concat``.
 
     Raises:
         TensorTypeError: ``xs`` is a single Tensor (it is not iterated over its rows: ``torch.cat``
             refuses a tensor too; write ``concat([x])``), a string or not iterable (``1.5``,
-            ``None``); an entry that is not a Tensor (the operand rule); a non-integer ``axis``.
+            ``None``); an entry that is not a Tensor (the operand rule); a non-integer ``axis``;
+            both ``axis`` and ``dim``.
         GuardError: an empty ``xs``; inputs whose ranks differ or whose extents differ outside
             ``axis``; ``axis`` out of range (never wrapped; every axis of rank-0 inputs).
     """
@@ -85,4 +86,5 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
             f"concat: xs must be a sequence of Tensors; got {what} (accepted: a list or tuple of "
             "Tensors, as torch.cat; write concat([x]) for one tensor)"
         )
+    axis = _axis_spelling("concat", axis, dim, 0)
     return run_op(BackendOp.CONCAT, tuple(xs), {"axis": _int("concat", "axis", axis)})

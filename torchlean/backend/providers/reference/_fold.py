@@ -18,6 +18,7 @@ cotangent terms into a zero array (``gather``'s and the input gradients of the p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -114,3 +115,44 @@ def fold_matmul_where(a: Array, b: Array, allowed: Array) -> Array:
         else:
             acc += term
     return acc
+
+
+def fold_matmul_to(shape: Sequence[int], a: Array, b: Array, allowed: Array | None = None) -> Array:
+    """The product ``a @ b`` (:func:`fold_matmul`, or :func:`fold_matmul_where` with ``allowed``)
+    summed down to ``shape``, as one left fold over every reduced term.
+
+    ``a``: ``(..., M, K)``, ``b``: ``(..., K, N)`` (and ``allowed``: broadcastable to ``a``) with
+    broadcastable leading axes; ``shape``: ``(..., M, N)`` whose leading axes broadcast to the
+    product's (a VJP's operand shape). The leading axes ``shape`` lacks, or has as 1 where the
+    product does not, are reduced together with the contracted axis ``K``: the terms
+    ``a[i, m, k] * b[i, k, n]`` of each result entry are added in increasing row-major order of
+    ``(reduced leading coordinates, k)``, the same order as :func:`sum_to_shape` of the whole
+    product would take if the products were not summed first (review79 F2: the per-batch sums were
+    folded first, then folded over the batch, which gave other bits than ``linear``'s and
+    ``reduce_sum``'s single fold). Returns a fresh array of exactly ``shape``.
+    """
+    target = tuple(int(extent) for extent in shape)
+    shapes = [a.shape[:-2], b.shape[:-2]] + ([] if allowed is None else [allowed.shape[:-2]])
+    batch = np.broadcast_shapes(*shapes)
+    lead = len(batch) - (len(target) - 2)
+    reduced = [
+        axis for axis in range(len(batch)) if axis < lead or (target[axis - lead] == 1 and batch[axis] != 1)
+    ]
+    kept = [axis for axis in range(len(batch)) if axis not in reduced]
+    rows, depth, cols = a.shape[-2], a.shape[-1], b.shape[-1]
+    count = math.prod(batch[axis] for axis in reduced) * depth
+    nb = len(batch)
+    kept_shape = tuple(batch[axis] for axis in kept)
+
+    def merged_left(x: Array) -> Array:  # (*batch, M, K) -> (*kept, M, reduced..., K) -> (*kept, M, R*K)
+        full = np.broadcast_to(x, (*batch, rows, depth))
+        return np.transpose(full, [*kept, nb, *reduced, nb + 1]).reshape((*kept_shape, rows, count))
+
+    left = merged_left(a)
+    full_b = np.broadcast_to(b, (*batch, depth, cols))
+    right = np.transpose(full_b, [*kept, *reduced, nb, nb + 1]).reshape((*kept_shape, count, cols))
+    if allowed is None:
+        product = fold_matmul(left, right)
+    else:
+        product = fold_matmul_where(left, right, merged_left(allowed))
+    return np.ascontiguousarray(product).reshape(target)

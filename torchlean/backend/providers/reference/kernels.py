@@ -32,6 +32,7 @@ from torchlean.backend.providers.reference import guards
 from torchlean.backend.providers.reference._fold import (
     Array,
     fold_matmul,
+    fold_matmul_to,
     fold_matmul_where,
     fold_sum,
     fold_sum_axes,
@@ -802,8 +803,9 @@ def matmul(a: Array, b: Array) -> Array:
 def matmul_vjp(
     g: Array, a: Array, b: Array, *, out: Array, needs_input_grad: Sequence[bool] | None = None
 ) -> Grads:
-    """VJP of :func:`matmul`: ``(fold_matmul(g, b^T), fold_matmul(a^T, g))``, reduced over broadcast batch
-    axes and un-promoted to the operands' shapes. ``needs_input_grad`` (one bool per operand,
+    """VJP of :func:`matmul`: ``(g b^T, a^T g)``, reduced to the operands' shapes (broadcast batch
+    axes summed in the same left fold as the contracted axis, :func:`fold_matmul_to`) and
+    un-promoted. ``needs_input_grad`` (one bool per operand,
     default all): an operand marked False gets ``None`` and its contraction is not computed."""
     shape = guards.check_matmul(a, b)
     _check_vjp("matmul", g, out, shape, a.dtype)
@@ -811,8 +813,8 @@ def matmul_vjp(
     a2, b2 = _promote(a, b)
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     g2 = g.reshape((*batch, a2.shape[-2], b2.shape[-1]))
-    da = sum_to_shape(fold_matmul(g2, _swap(b2)), a2.shape).reshape(a.shape) if need_a else None
-    db = sum_to_shape(fold_matmul(_swap(a2), g2), b2.shape).reshape(b.shape) if need_b else None
+    da = fold_matmul_to(a2.shape, g2, _swap(b2)).reshape(a.shape) if need_a else None
+    db = fold_matmul_to(b2.shape, _swap(a2), g2).reshape(b.shape) if need_b else None
     return da, db
 
 
@@ -914,8 +916,9 @@ def scaled_dot_product_attention_vjp(
 
     Recomputes the weights ``W`` from ``q, k, v, mask`` (the saved output is not needed), then
     ``dW = g v^T``, ``dv = W^T g``, ``dS = softmax-VJP(dW) * scale`` (hard-masked VJP with the
-    mask constant), ``dq = dS k``, ``dk = dS^T q`` (anchor-runtime.md §5.1), each reduced over
-    broadcast leading axes.  Blocked pairs are selected away, so fully masked rows get zero
+    mask constant), ``dq = dS k``, ``dk = dS^T q`` (anchor-runtime.md §5.1), each reduced to its
+    operand's shape, broadcast leading axes (K/V shared across heads) in the same left fold as the
+    contracted axis (:func:`fold_matmul_to`).  Blocked pairs are selected away, so fully masked rows get zero
     gradients and NaN/inf at blocked positions never leak.
     """
     shape = guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
@@ -925,15 +928,15 @@ def scaled_dot_product_attention_vjp(
     last = weights.ndim - 1
     if allowed is None:
         d_scores = _softmax_vjp_core(d_weights, weights, last) * factor
-        dq = fold_matmul(d_scores, k)
-        dk = fold_matmul(_swap(d_scores), q)
-        dv = fold_matmul(_swap(weights), g)
+        dq = fold_matmul_to(q.shape, d_scores, k)
+        dk = fold_matmul_to(k.shape, _swap(d_scores), q)
+        dv = fold_matmul_to(v.shape, _swap(weights), g)
     else:
         d_scores = _hard_masked_vjp_core(d_weights, weights, allowed, last) * factor
-        dq = fold_matmul_where(d_scores, k, allowed)
-        dk = fold_matmul_where(_swap(d_scores), q, _swap(allowed))
-        dv = fold_matmul_where(_swap(weights), g, _swap(allowed))
-    return sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape), None
+        dq = fold_matmul_to(q.shape, d_scores, k, allowed)
+        dk = fold_matmul_to(k.shape, _swap(d_scores), q, _swap(allowed))
+        dv = fold_matmul_to(v.shape, _swap(weights), g, _swap(allowed))
+    return dq, dk, dv, None
 
 
 # =============================================================================== random sources
