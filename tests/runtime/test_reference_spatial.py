@@ -893,6 +893,22 @@ def test_batch_norm_where_the_variance_overflows_matches_torch_float64() -> None
 # ---------------------------------------------------------------------------------- batch_norm
 
 
+def test_eval_batch_norm_of_large_values_stays_finite_as_torchs() -> None:
+    """review81 F1: eval mode normalised first and then multiplied by the weight, so ``xhat``
+    overflowed (3e38 * rstd 2) and gave NaN (weight 0) or inf (weight 0.25) where the result is
+    finite. Oracle: torch float64 on the same values, rounded to float32."""
+    x = np.array([[3e38, 1.0], [1e38, -2.0]], np.float32)
+    for first_weight in (0.0, 0.25):
+        w = np.array([first_weight, 0.5], np.float32)
+        b = np.array([-1.5, 0.25], np.float32)
+        mean, var = np.zeros(2, np.float32), np.array([0.25, 1.0], np.float32)
+        ours = S.batch_norm(x, w, b, mean, var, training=False)
+        operands = (torch.tensor(a, dtype=torch.float64) for a in (x, mean, var, w, b))
+        expected = F.batch_norm(*operands, training=False)
+        assert np.isfinite(ours).all()
+        assert_allclose(ours, expected.numpy().astype(np.float32), rtol=2e-7, atol=0)
+
+
 @pytest.mark.parametrize("case", BATCH_NORM_CASES, ids=_ids(BATCH_NORM_CASES))
 def test_batch_norm_value_matches_torch_float64(case: Case) -> None:
     _value_matches_torch(BATCH_NORM, case, np.float64)

@@ -688,8 +688,13 @@ def _batch_xhat(
     if training:
         return _normalize(x, axes, eps)
     assert running_mean is not None and running_var is not None  # check_batch_norm refuses None in eval
-    rstd = _per_channel(1 / np.sqrt(running_var + _scalar(eps, x)), x.ndim)
+    rstd = _running_rstd(running_var, x, eps)
     return (x - _per_channel(running_mean, x.ndim)) * rstd, rstd
+
+
+def _running_rstd(running_var: Array, x: Array, eps: float) -> Array:
+    """``1 / sqrt(running_var + eps)`` per channel, shaped to broadcast against x."""
+    return _per_channel(1 / np.sqrt(running_var + _scalar(eps, x)), x.ndim)
 
 
 @ieee
@@ -708,14 +713,24 @@ def batch_norm(
     training=True normalises with the batch mean and biased variance (left folds over
     ``(N, *spatial)`` per channel; equal values and overflowing sums as in :func:`layer_norm`,
     where torch returns the bias or NaN) and does not read the running statistics; their update
-    is :func:`batch_norm_running_stats`.  training=False uses running_mean and running_var.
+    is :func:`batch_norm_running_stats`: ``xhat * weight + bias``.  training=False uses
+    running_mean and running_var, with the weight folded into the scale first, as torch does:
+    ``(x - running_mean) * (rstd * weight) + bias``, so a large ``x`` whose ``xhat`` alone would
+    overflow gives the finite result (review81 F1: ``xhat * weight`` gave inf or NaN there).
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
     of x's shape.  Raises GuardError (:func:`check_batch_norm`).
     """
     axes = check_batch_norm(x, weight, bias, running_mean, running_var, training=training, eps=eps)
-    y = _batch_xhat(x, axes, running_mean, running_var, training=training, eps=eps)[0]
-    if weight is not None:
-        y = y * _per_channel(weight, x.ndim)
+    if training:
+        y = _normalize(x, axes, eps)[0]
+        if weight is not None:
+            y = y * _per_channel(weight, x.ndim)
+    else:
+        assert running_mean is not None and running_var is not None  # check_batch_norm refuses None
+        scale = _running_rstd(running_var, x, eps)
+        if weight is not None:
+            scale = scale * _per_channel(weight, x.ndim)
+        y = (x - _per_channel(running_mean, x.ndim)) * scale
     return y if bias is None else y + _per_channel(bias, x.ndim)
 
 
