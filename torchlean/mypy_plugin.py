@@ -112,6 +112,28 @@ from mypy.types import (
     UnpackType,
     get_proper_type,
 )
+from mypy.version import __version__ as _MYPY_VERSION
+
+MINIMUM_MYPY = (2, 0)
+"""The oldest mypy the plugin runs under: mypy 1.x loads it and then crashes at the first sealed
+route (its ``CheckerScope`` has no ``top_level_function``; review80 F2)."""
+
+
+def _mypy_major_minor(version: str) -> tuple[int, int]:
+    """``(2, 4)`` of ``"2.4.1"`` or ``"2.5.0+dev.abc"``; ``(0, 0)`` for a version that does not
+    start with two numbers."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+if _mypy_major_minor(_MYPY_VERSION) < MINIMUM_MYPY:
+    # mypy reports an ImportError from a plugin as one line at the config's ``plugins`` entry
+    # ('Error importing plugin "torchlean.mypy_plugin": ...'), without a traceback.
+    raise ImportError(
+        f"torchlean's mypy plugin needs mypy >= {MINIMUM_MYPY[0]}.{MINIMUM_MYPY[1]}; this is mypy "
+        f"{_MYPY_VERSION} (pip install 'mypy>={MINIMUM_MYPY[0]}.{MINIMUM_MYPY[1]}')"
+    )
+
 
 SEALED_DECORATOR: Final = "torchlean.backend.sealed.sealed"
 SEALED_MODULE: Final = "torchlean.backend.sealed"

@@ -622,3 +622,33 @@ def test_readme_saving_block_passes_strict_mypy_with_the_plugin(workdir: Path) -
     save = _readme_python_block(0, "Saving and predicting")
     assert "checkpoint.save(" in save
     assert _strict_mypy_errors(workdir, "readme_saving", save) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"), [("1.20.2", True), ("1.15.0+dev.abc", True), ("2.0.0", False)]
+)
+def test_the_plugin_refuses_mypy_1_naming_the_version_it_needs(version: str, refused: bool) -> None:
+    """review80 F2: mypy 1.x loaded the plugin and then stopped with an INTERNAL ERROR at the first
+    sealed route, blaming mypy. Importing the plugin under an older mypy now raises the ImportError
+    that mypy prints as one line at the config's ``plugins`` entry (mypy/build.py's
+    'Error importing plugin'). The version is patched in a fresh interpreter."""
+    code = (
+        "import mypy.version\n"
+        f"mypy.version.__version__ = {version!r}\n"
+        "try:\n"
+        "    import torchlean.mypy_plugin\n"
+        "except ImportError as error:\n"
+        "    print('refused:', error)\n"
+        "else:\n"
+        "    print('loaded')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    if refused:
+        assert done.stdout == (
+            f"refused: torchlean's mypy plugin needs mypy >= 2.0; this is mypy {version} "
+            "(pip install 'mypy>=2.0')\n"
+        )
+    else:
+        assert done.stdout == "loaded\n"
