@@ -37,6 +37,14 @@ _NO_COMPARISON = (
     "elementwise comparison is not an op of the backend catalog; compare the values: "
     "t.numpy() {symbol} other.numpy()"
 )
+_NO_MODULAR = (
+    "{what} is not an op of the backend catalog (its gradient is 0 or undefined almost everywhere); "
+    "for values, torchlean.tensor(np.{numpy}(t.numpy(), np.asarray(other)))"
+)
+_NO_LOGIC = (
+    "boolean and bitwise logic are not ops of the backend catalog; combine the masks in numpy: "
+    "torchlean.tensor(np.{numpy}(t.numpy(), other.numpy()))"
+)
 _NEW_TENSOR = "torchlean.tensor({data}, dtype=t.dtype, device=t.device)"
 _SLICES = "[t[i:i + size] for i in range(0, len(t), size)]"
 
@@ -85,6 +93,17 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         for name, symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
     },
     **{name: _VALUES_ONLY.format(op=name) for name in ("floor", "ceil", "round", "trunc", "sign")},
+    "floor_divide": _NO_MODULAR.format(what="floor division", numpy="floor_divide"),
+    "remainder": _NO_MODULAR.format(what="the remainder (torch's %)", numpy="remainder"),
+    "fmod": _NO_MODULAR.format(what="fmod", numpy="fmod"),
+    **{
+        name: _NO_LOGIC.format(numpy=name)
+        for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
+    },
+    "logical_not": (
+        "boolean logic is not an op of the backend catalog; negate the mask in numpy: "
+        "torchlean.tensor(~t.numpy())"
+    ),
     # math the catalog composes
     "maximum": "use the function torchlean.maximum(t, other) (torch.maximum)",
     "minimum": "use the function torchlean.minimum(t, other) (torch.minimum)",
@@ -198,3 +217,25 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
 for most, by name: each names code that runs here (tests/runtime/test_tensor_method_hints.py runs
 every one). Families: reductions, sorts and tests the catalog lacks; math and selections composed
 from catalog ops; dtype and device conversions and flags; new tensors; in-place updates."""
+
+OPERATOR_HINTS: Final[dict[str, str]] = {
+    "//": _NO_MODULAR.format(what="`//` (floor division)", numpy="floor_divide"),
+    "%": _NO_MODULAR.format(what="`%` (the remainder, the divisor's sign as in torch)", numpy="remainder"),
+    "divmod": (
+        "divmod() is not an op of the backend catalog (its gradient is 0 or undefined almost "
+        "everywhere); for values, np.divmod(t.numpy(), np.asarray(other))"
+    ),
+    "round": _VALUES_ONLY.format(op="round"),
+    "~": (
+        "`~` (logical not) is not an op of the backend catalog; negate the mask in numpy: "
+        "torchlean.tensor(~t.numpy())"
+    ),
+    **{
+        symbol: (
+            f"`{symbol}` ({name}) is not an op of the backend catalog; combine the masks in numpy: "
+            f"torchlean.tensor(t.numpy() {symbol} other.numpy())"
+        )
+        for symbol, name in (("&", "and"), ("|", "or"), ("^", "exclusive or"))
+    },
+}
+"""What the Python operators ``Tensor`` refuses say (``t // 2``, ``mask & other``, ``round(t)``)."""

@@ -123,6 +123,7 @@ from torchlean._tensor_errors import (
 )
 from torchlean._tensor_errors import _preview as _preview
 from torchlean._tensor_hints import _TORCH_METHOD_HINTS as _TORCH_METHOD_HINTS
+from torchlean._tensor_hints import OPERATOR_HINTS
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -1085,6 +1086,79 @@ class Tensor:
             "`**` with a Tensor exponent is not an op of the backend catalog, so it cannot run on an "
             "accepted kernel; write tl.exp(t * np.log(b)) for b ** t with b > 0"
         )
+
+    if not TYPE_CHECKING:  # mypy keeps reporting these operators as unsupported; at run time they
+        # get a hint
+
+        def _refuse_operator(self, symbol: str) -> NoReturn:
+            """Raise the refusal of the Python operator ``symbol`` (:data:`OPERATOR_HINTS`)."""
+            raise TensorTypeError(OPERATOR_HINTS[symbol])
+
+        def __floordiv__(self, other: object) -> NoReturn:
+            """Refused: ``t // other`` (and ``other // t``) has no catalog op; the message gives the
+            numpy spelling for values.
+
+            Raises:
+                TensorTypeError: always.
+            """
+            self._refuse_operator("//")
+
+        def __rfloordiv__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__floordiv__`."""
+            self._refuse_operator("//")
+
+        def __mod__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__floordiv__` (``t % other``, torch's remainder)."""
+            self._refuse_operator("%")
+
+        def __rmod__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__floordiv__`."""
+            self._refuse_operator("%")
+
+        def __divmod__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__floordiv__` (``divmod(t, other)``)."""
+            self._refuse_operator("divmod")
+
+        def __rdivmod__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__floordiv__`."""
+            self._refuse_operator("divmod")
+
+        def __round__(self, ndigits: object = None) -> NoReturn:
+            """Refused like :meth:`__floordiv__` (``round(t)``; its gradient is 0 almost everywhere)."""
+            self._refuse_operator("round")
+
+        def __invert__(self) -> NoReturn:
+            """Refused: ``~mask`` has no catalog op (torchlean tensors carry no boolean logic); the
+            message gives the numpy spelling.
+
+            Raises:
+                TensorTypeError: always.
+            """
+            self._refuse_operator("~")
+
+        def __and__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__` (``t & other``)."""
+            self._refuse_operator("&")
+
+        def __rand__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__`."""
+            self._refuse_operator("&")
+
+        def __or__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__` (``t | other``)."""
+            self._refuse_operator("|")
+
+        def __ror__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__`."""
+            self._refuse_operator("|")
+
+        def __xor__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__` (``t ^ other``)."""
+            self._refuse_operator("^")
+
+        def __rxor__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__invert__`."""
+            self._refuse_operator("^")
 
     def add(self, other: Tensor | float) -> Tensor:
         """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``. Shapes,

@@ -141,6 +141,16 @@ HINTED: dict[str, tuple[str, list[str]]] = {
         name: ("", [f"torchlean.tensor(np.{name}(t.numpy()))"])
         for name in ("floor", "ceil", "round", "trunc", "sign")
     },
+    **{
+        name: ("", [f"torchlean.tensor(np.{name}(t.numpy(), np.asarray(other)))"])
+        for name in ("floor_divide", "remainder", "fmod")
+    },
+    **{
+        name: ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)",
+               [f"torchlean.tensor(np.{name}(t.numpy(), other.numpy()))"])
+        for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
+    },
+    "logical_not": ("t = torchlean.tensor(mask)", ["torchlean.tensor(~t.numpy())"]),
     "maximum": ("", ["torchlean.maximum(t, other)"]),
     "minimum": ("", ["torchlean.minimum(t, other)"]),
     "log1p": ("", ["(1 + t).log()", "torchlean.softplus(t.log())"]),
@@ -330,3 +340,49 @@ def test_the_register_hook_hint_edits_a_gradient_as_a_torch_hook_does() -> None:
     (torch_t.exp() * torch_t).sum().backward()
     assert torch_leaf.grad is not None and leaf.grad is not None
     np.testing.assert_allclose(leaf.grad.numpy(), torch_leaf.grad.numpy(), rtol=1e-14)
+
+
+# operator -> (setup, the refused expressions (direct and reflected), the code its message names,
+# torch's value of that code on a = t, b = other)
+_OPERATORS: dict[str, tuple[str, list[str], str, str]] = {
+    "//": ("", ["t // other", "2.0 // t"],
+           "torchlean.tensor(np.floor_divide(t.numpy(), np.asarray(other)))", "(a // b,)"),
+    "%": ("", ["t % other", "2.0 % t"],
+          "torchlean.tensor(np.remainder(t.numpy(), np.asarray(other)))", "(a % b,)"),
+    "divmod": ("", ["divmod(t, other)", "divmod(2.0, t)"],
+               "np.divmod(t.numpy(), np.asarray(other))", "(a // b, a % b)"),
+    "round": ("", ["round(t)", "round(t, 1)"], "torchlean.tensor(np.round(t.numpy()))", "(torch.round(a),)"),
+    "~": ("t = torchlean.tensor(mask)", ["~t"], "torchlean.tensor(~t.numpy())", "(~a,)"),
+    "&": ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)", ["t & other", "mask & t"],
+          "torchlean.tensor(t.numpy() & other.numpy())", "(a & b,)"),
+    "|": ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)", ["t | other", "True | t"],
+          "torchlean.tensor(t.numpy() | other.numpy())", "(a | b,)"),
+    "^": ("t = torchlean.tensor(mask); other = torchlean.tensor(mask)", ["t ^ other", "mask ^ t"],
+          "torchlean.tensor(t.numpy() ^ other.numpy())", "(a ^ b,)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("symbol", sorted(_OPERATORS))
+def test_refused_operators_name_numpy_code_that_gives_torchs_values(symbol: str) -> None:
+    """review81 F4: ``t // 2``, ``t % 2``, ``divmod``, ``round``, ``~mask`` and ``mask & other``
+    raised Python's bare "unsupported operand" errors (``**`` and comparisons had hints). Each is
+    now a ``TensorTypeError`` naming numpy code; that code runs and gives torch's values (float64
+    ``t`` and ``other`` with negative entries, for the signs of ``//`` and ``%``)."""
+    from torchlean.tensor import OPERATOR_HINTS
+
+    assert set(OPERATOR_HINTS) == set(_OPERATORS)
+    setup, refused, code, torch_code = _OPERATORS[symbol]
+    namespace = _namespace()
+    namespace["t"] = tl.tensor(np.array([[-3.5, 2.25, 7.0], [-0.5, 5.5, -8.0]]))
+    namespace["other"] = tl.tensor(np.array([[2.0, -1.5, 3.0], [-2.0, 2.0, 3.0]]))
+    exec(setup, namespace)
+    for expression in refused:
+        with pytest.raises(tl.TensorTypeError) as caught:
+            eval(expression, namespace)
+        assert code in str(caught.value), expression
+    ours = eval(code, namespace)
+    a, b = (torch.tensor(np.asarray(namespace[name].numpy())) for name in ("t", "other"))
+    theirs = eval(torch_code, {"torch": torch, "a": a, "b": b})
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    for mine, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(np.asarray(mine), expected.numpy())

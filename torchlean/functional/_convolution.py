@@ -65,8 +65,8 @@ def conv_transpose(
 
     Raises:
         GuardError: as :func:`conv` (weight's first axis must be C_in), an ``output_padding`` not below
-            ``max(stride, dilation)`` on some axis, or an output size below 1 (also for an empty
-            batch, where torch returns an empty result).
+            ``max(stride, dilation)`` on some axis, or an output size below 1, where torch returns
+            an empty result for a size of exactly 0 (for any batch) and raises for a negative one.
         GuardTypeError: a window parameter that is not an int or a sequence of ints.
         TensorTypeError: a non-integer ``groups``.
     """

@@ -88,7 +88,8 @@ def logsumexp(
     The reduced axes are moved last (``permute``, when they are not) and merged (``reshape``);
     along them ``x - log_softmax(x)`` is the logsumexp at every position, and at the maximum it
     is rounded as torch's formula, ``max - (-log(sum(exp(x - max))))`` (the sum a left fold under
-    ``checked_cpu``), so a ``gather`` takes it from the position of the row's (first) maximum,
+    ``checked_cpu``; the sign of a zero result aside: a row ``[-0.0]`` gives ``-0.0``, torch's
+    ``max + log(...)`` ``+0.0``), so a ``gather`` takes it from the position of the row's (first) maximum,
     found from the values (an index, which carries no gradient). A row whose maximum is not
     finite takes that value itself from ``x`` (the same ``gather`` over ``concat [x -
     log_softmax(x), x]``): ``-inf`` for a row of ``-inf``, ``inf`` for a row holding ``inf``, NaN
