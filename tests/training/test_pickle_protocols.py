@@ -5,6 +5,7 @@ original's values, and the losses the original's own fit gives."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import torchlean as tl
 from torchlean import nn
+from torchlean.nn.model import Model
 from torchlean.trainer import Trainer
 
 PROTOCOLS = list(range(pickle.HIGHEST_PROTOCOL + 1))
@@ -36,7 +38,32 @@ def test_a_model_and_an_unrun_trainer_round_trip_and_train_alike(protocol: int) 
     assert model.names == trainer.model.names
     for ours, theirs in zip(model.parameters, trainer.model.parameters, strict=True):
         np.testing.assert_array_equal(ours, theirs, strict=True)
-    copy = pickle.loads(pickle.dumps(trainer, protocol=protocol))
-    assert copy.fit(x, y, epochs=2) == trainer.fit(x, y, epochs=2)
-    for ours, theirs in zip(copy.model.parameters, trainer.model.parameters, strict=True):
+    clone = pickle.loads(pickle.dumps(trainer, protocol=protocol))
+    assert clone.fit(x, y, epochs=2) == trainer.fit(x, y, epochs=2)
+    for ours, theirs in zip(clone.model.parameters, trainer.model.parameters, strict=True):
         np.testing.assert_array_equal(ours, theirs, strict=True)
+
+
+class NotedModel(Model):
+    """A user's subclass of ``Model`` with an instance ``__dict__``."""
+
+
+class SlottedModel(Model):
+    """A user's slotted subclass of ``Model``."""
+
+    __slots__ = ("extra",)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_subclasses_of_model_keep_their_own_attributes(protocol: int) -> None:
+    """review82 F4: a state of ``Model``'s own slots lost a subclass's instance attributes (or
+    raised for a slotted subclass) in pickle, ``copy`` and ``deepcopy``. Oracle: the values set."""
+    model = Trainer(nn.sequential(nn.linear(3, 2)), seed=1).model
+    fields = (model.layer, model.input_shape, model.output_shape, model.specs, model.parameters, model.dtype)
+    noted, slotted = NotedModel(*fields), SlottedModel(*fields)
+    noted.note = "kept"  # type: ignore[attr-defined]
+    slotted.extra = 5
+    for copier in (lambda v: pickle.loads(pickle.dumps(v, protocol=protocol)), copy.copy, copy.deepcopy):
+        assert copier(noted).note == "kept"
+        assert copier(slotted).extra == 5
+        np.testing.assert_array_equal(copier(noted).parameters[0], model.parameters[0], strict=True)
