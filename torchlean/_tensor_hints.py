@@ -39,11 +39,16 @@ _NO_COMPARISON = (
 )
 _NO_MODULAR = (
     "{what} is not an op of the backend catalog (its gradient is 0 or undefined almost everywhere); "
-    "for values, torchlean.tensor(np.{numpy}(t.numpy(), np.asarray(other)))"
+    "for values, torchlean.tensor(np.{numpy}({operands}))"
 )
+_OPERANDS = "t.numpy(), np.asarray(other, t.dtype)"
+"""The numpy operands of the hints for ``t <op> other`` (``other`` a number, array or Tensor, in
+``t``'s dtype, so a float32 ``t`` stays float32 under numpy 2's promotion rules)."""
+_REFLECTED = "np.asarray(other, t.dtype), t.numpy()"
+"""The same for the reflected ``other <op> t``."""
 _NO_LOGIC = (
     "boolean and bitwise logic are not ops of the backend catalog; combine the masks in numpy: "
-    "torchlean.tensor(np.{numpy}(t.numpy(), other.numpy()))"
+    "torchlean.tensor(np.{numpy}(t.numpy(), np.asarray(other)))"
 )
 _NEW_TENSOR = "torchlean.tensor({data}, dtype=t.dtype, device=t.device)"
 _SLICES = "[t[i:i + size] for i in range(0, len(t), size)]"
@@ -93,16 +98,16 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         for name, symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
     },
     **{name: _VALUES_ONLY.format(op=name) for name in ("floor", "ceil", "round", "trunc", "sign")},
-    "floor_divide": _NO_MODULAR.format(what="floor division", numpy="floor_divide"),
-    "remainder": _NO_MODULAR.format(what="the remainder (torch's %)", numpy="remainder"),
-    "fmod": _NO_MODULAR.format(what="fmod", numpy="fmod"),
+    "floor_divide": _NO_MODULAR.format(what="floor division", numpy="floor_divide", operands=_OPERANDS),
+    "remainder": _NO_MODULAR.format(what="the remainder (torch's %)", numpy="remainder", operands=_OPERANDS),
+    "fmod": _NO_MODULAR.format(what="fmod", numpy="fmod", operands=_OPERANDS),
     **{
         name: _NO_LOGIC.format(numpy=name)
         for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
     },
     "logical_not": (
-        "boolean logic is not an op of the backend catalog; negate the mask in numpy: "
-        "torchlean.tensor(~t.numpy())"
+        "boolean logic is not an op of the backend catalog; compute it in numpy: "
+        "torchlean.tensor(np.logical_not(t.numpy()))"
     ),
     # math the catalog composes
     "maximum": "use the function torchlean.maximum(t, other) (torch.maximum)",
@@ -218,24 +223,47 @@ for most, by name: each names code that runs here (tests/runtime/test_tensor_met
 every one). Families: reductions, sorts and tests the catalog lacks; math and selections composed
 from catalog ops; dtype and device conversions and flags; new tensors; in-place updates."""
 
+def _modular(what: str, numpy: str) -> dict[str, str]:
+    """The hints of a modular operator ``what`` and of its reflected form (``r`` + its key)."""
+    return {
+        "": _NO_MODULAR.format(what=what, numpy=numpy, operands=_OPERANDS),
+        "r": _NO_MODULAR.format(what=what, numpy=numpy, operands=_REFLECTED),
+    }
+
+
 OPERATOR_HINTS: Final[dict[str, str]] = {
-    "//": _NO_MODULAR.format(what="`//` (floor division)", numpy="floor_divide"),
-    "%": _NO_MODULAR.format(what="`%` (the remainder, the divisor's sign as in torch)", numpy="remainder"),
-    "divmod": (
-        "divmod() is not an op of the backend catalog (its gradient is 0 or undefined almost "
-        "everywhere); for values, np.divmod(t.numpy(), np.asarray(other))"
-    ),
+    **{
+        prefix + symbol: hint
+        for symbol, what, numpy in (
+            ("//", "`//` (floor division)", "floor_divide"),
+            ("%", "`%` (the remainder, the divisor's sign as in torch)", "remainder"),
+        )
+        for prefix, hint in _modular(what, numpy).items()
+    },
+    **{
+        prefix + "divmod": (
+            "divmod() is not an op of the backend catalog (its gradient is 0 or undefined almost "
+            f"everywhere); for values, np.divmod({operands})"
+        )
+        for prefix, operands in (("", _OPERANDS), ("r", _REFLECTED))
+    },
     "round": _VALUES_ONLY.format(op="round"),
     "~": (
         "`~` (logical not) is not an op of the backend catalog; negate the mask in numpy: "
         "torchlean.tensor(~t.numpy())"
     ),
     **{
-        symbol: (
+        prefix + symbol: (
             f"`{symbol}` ({name}) is not an op of the backend catalog; combine the masks in numpy: "
-            f"torchlean.tensor(t.numpy() {symbol} other.numpy())"
+            f"torchlean.tensor({operands})"
         )
         for symbol, name in (("&", "and"), ("|", "or"), ("^", "exclusive or"))
+        for prefix, operands in (
+            ("", f"t.numpy() {symbol} np.asarray(other)"),
+            ("r", f"np.asarray(other) {symbol} t.numpy()"),
+        )
     },
 }
-"""What the Python operators ``Tensor`` refuses say (``t // 2``, ``mask & other``, ``round(t)``)."""
+"""What the Python operators ``Tensor`` refuses say (``t // 2``, ``mask & other``, ``round(t)``);
+a key with an ``r`` before the symbol is the reflected form (``2 // t``, ``mask & t``), whose
+numpy code keeps the operands in their order."""

@@ -1105,7 +1105,7 @@ class Tensor:
 
         def __rfloordiv__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""
-            self._refuse_operator("//")
+            self._refuse_operator("r//")
 
         def __mod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__` (``t % other``, torch's remainder)."""
@@ -1113,7 +1113,7 @@ class Tensor:
 
         def __rmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""
-            self._refuse_operator("%")
+            self._refuse_operator("r%")
 
         def __divmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__` (``divmod(t, other)``)."""
@@ -1121,11 +1121,15 @@ class Tensor:
 
         def __rdivmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""
-            self._refuse_operator("divmod")
+            self._refuse_operator("rdivmod")
 
         def __round__(self, ndigits: object = None) -> NoReturn:
-            """Refused like :meth:`__floordiv__` (``round(t)``; its gradient is 0 almost everywhere)."""
-            self._refuse_operator("round")
+            """Refused like :meth:`__floordiv__` (``round(t)``, ``round(t, n)``; its gradient is 0
+            almost everywhere)."""
+            hint = OPERATOR_HINTS["round"]
+            if ndigits is not None:
+                hint = hint.replace("np.round(t.numpy())", f"np.round(t.numpy(), {ndigits!r})")
+            raise TensorTypeError(hint)
 
         def __invert__(self) -> NoReturn:
             """Refused: ``~mask`` has no catalog op (torchlean tensors carry no boolean logic); the
@@ -1142,7 +1146,7 @@ class Tensor:
 
         def __rand__(self, other: object) -> NoReturn:
             """Refused like :meth:`__invert__`."""
-            self._refuse_operator("&")
+            self._refuse_operator("r&")
 
         def __or__(self, other: object) -> NoReturn:
             """Refused like :meth:`__invert__` (``t | other``)."""
@@ -1150,7 +1154,7 @@ class Tensor:
 
         def __ror__(self, other: object) -> NoReturn:
             """Refused like :meth:`__invert__`."""
-            self._refuse_operator("|")
+            self._refuse_operator("r|")
 
         def __xor__(self, other: object) -> NoReturn:
             """Refused like :meth:`__invert__` (``t ^ other``)."""
@@ -1158,7 +1162,7 @@ class Tensor:
 
         def __rxor__(self, other: object) -> NoReturn:
             """Refused like :meth:`__invert__`."""
-            self._refuse_operator("^")
+            self._refuse_operator("r^")
 
     def add(self, other: Tensor | float) -> Tensor:
         """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``. Shapes,

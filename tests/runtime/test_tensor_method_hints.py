@@ -142,15 +142,15 @@ HINTED: dict[str, tuple[str, list[str]]] = {
         for name in ("floor", "ceil", "round", "trunc", "sign")
     },
     **{
-        name: ("", [f"torchlean.tensor(np.{name}(t.numpy(), np.asarray(other)))"])
+        name: ("", [f"torchlean.tensor(np.{name}(t.numpy(), np.asarray(other, t.dtype)))"])
         for name in ("floor_divide", "remainder", "fmod")
     },
     **{
         name: ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)",
-               [f"torchlean.tensor(np.{name}(t.numpy(), other.numpy()))"])
+               [f"torchlean.tensor(np.{name}(t.numpy(), np.asarray(other)))"])
         for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
     },
-    "logical_not": ("t = torchlean.tensor(mask)", ["torchlean.tensor(~t.numpy())"]),
+    "logical_not": ("", ["torchlean.tensor(np.logical_not(t.numpy()))"]),
     "maximum": ("", ["torchlean.maximum(t, other)"]),
     "minimum": ("", ["torchlean.minimum(t, other)"]),
     "log1p": ("", ["(1 + t).log()", "torchlean.softplus(t.log())"]),
@@ -342,47 +342,59 @@ def test_the_register_hook_hint_edits_a_gradient_as_a_torch_hook_does() -> None:
     np.testing.assert_allclose(leaf.grad.numpy(), torch_leaf.grad.numpy(), rtol=1e-14)
 
 
-# operator -> (setup, the refused expressions (direct and reflected), the code its message names,
-# torch's value of that code on a = t, b = other)
-_OPERATORS: dict[str, tuple[str, list[str], str, str]] = {
-    "//": ("", ["t // other", "2.0 // t"],
-           "torchlean.tensor(np.floor_divide(t.numpy(), np.asarray(other)))", "(a // b,)"),
-    "%": ("", ["t % other", "2.0 % t"],
-          "torchlean.tensor(np.remainder(t.numpy(), np.asarray(other)))", "(a % b,)"),
-    "divmod": ("", ["divmod(t, other)", "divmod(2.0, t)"],
-               "np.divmod(t.numpy(), np.asarray(other))", "(a // b, a % b)"),
-    "round": ("", ["round(t)", "round(t, 1)"], "torchlean.tensor(np.round(t.numpy()))", "(torch.round(a),)"),
-    "~": ("t = torchlean.tensor(mask)", ["~t"], "torchlean.tensor(~t.numpy())", "(~a,)"),
-    "&": ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)", ["t & other", "mask & t"],
-          "torchlean.tensor(t.numpy() & other.numpy())", "(a & b,)"),
-    "|": ("t = torchlean.tensor(mask); other = torchlean.tensor(~mask)", ["t | other", "True | t"],
-          "torchlean.tensor(t.numpy() | other.numpy())", "(a | b,)"),
-    "^": ("t = torchlean.tensor(mask); other = torchlean.tensor(mask)", ["t ^ other", "mask ^ t"],
-          "torchlean.tensor(t.numpy() ^ other.numpy())", "(a ^ b,)"),
+_FLOATS = (
+    "t = torchlean.tensor(np.array([[-3.5, 2.25, 7.0], [-0.5, 5.5, -8.0]], np.float32)); "
+    "other = torchlean.tensor(np.array([[2.0, -1.5, 3.0], [-2.0, 2.0, 3.0]], np.float32))"
+)
+_ARRAY = "; other = other.numpy()"  # a numpy array on the left: Python calls t's reflected method
+_MASKS = "t = torchlean.tensor(mask); other = ~mask"
+_MODULAR = "torchlean.tensor(np.{name}({operands}))"
+_FORWARD, _REFLECTED = "t.numpy(), np.asarray(other, t.dtype)", "np.asarray(other, t.dtype), t.numpy()"
+
+# the refused expression -> (setup; the code its message names; torch's value of that expression,
+# with a = t and b = other as torch tensors): float32 operands with negative entries, for the
+# signs of // and % and for the dtype (review82 F1-F3: the reflected forms' code had its operands
+# swapped, np.asarray(other) made float64, `other.numpy()` failed on a numpy mask)
+_OPERATORS: dict[str, tuple[str, str, str]] = {
+    "t // other": (_FLOATS, _MODULAR.format(name="floor_divide", operands=_FORWARD), "(a // b,)"),
+    "other // t": (_FLOATS + _ARRAY, _MODULAR.format(name="floor_divide", operands=_REFLECTED), "(b // a,)"),
+    "t // 2": (_FLOATS + "; other = 2", _MODULAR.format(name="floor_divide", operands=_FORWARD), "(a // 2,)"),
+    "t % other": (_FLOATS, _MODULAR.format(name="remainder", operands=_FORWARD), "(a % b,)"),
+    "other % t": (_FLOATS + _ARRAY, _MODULAR.format(name="remainder", operands=_REFLECTED), "(b % a,)"),
+    "2.0 % t": (_FLOATS + "; other = 2.0",
+                _MODULAR.format(name="remainder", operands=_REFLECTED), "(b % a,)"),
+    "divmod(t, other)": (_FLOATS, f"np.divmod({_FORWARD})", "(a // b, a % b)"),
+    "divmod(other, t)": (_FLOATS + _ARRAY, f"np.divmod({_REFLECTED})", "(b // a, b % a)"),
+    "round(t)": (_FLOATS, "torchlean.tensor(np.round(t.numpy()))", "(torch.round(a),)"),
+    "round(t, 1)": (_FLOATS, "torchlean.tensor(np.round(t.numpy(), 1))", "(torch.round(a, decimals=1),)"),
+    "~t": (_MASKS, "torchlean.tensor(~t.numpy())", "(~a,)"),
+    "t & other": (_MASKS, "torchlean.tensor(t.numpy() & np.asarray(other))", "(a & b,)"),
+    "other & t": (_MASKS, "torchlean.tensor(np.asarray(other) & t.numpy())", "(b & a,)"),
+    "t | other": (_MASKS, "torchlean.tensor(t.numpy() | np.asarray(other))", "(a | b,)"),
+    "True | t": (_MASKS + "; other = True", "torchlean.tensor(np.asarray(other) | t.numpy())", "(b | a,)"),
+    "t ^ other": (_MASKS, "torchlean.tensor(t.numpy() ^ np.asarray(other))", "(a ^ b,)"),
+    "other ^ t": (_MASKS, "torchlean.tensor(np.asarray(other) ^ t.numpy())", "(b ^ a,)"),
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("symbol", sorted(_OPERATORS))
-def test_refused_operators_name_numpy_code_that_gives_torchs_values(symbol: str) -> None:
+@pytest.mark.parametrize("expression", list(_OPERATORS))
+def test_refused_operators_name_numpy_code_that_gives_torchs_values(expression: str) -> None:
     """review81 F4: ``t // 2``, ``t % 2``, ``divmod``, ``round``, ``~mask`` and ``mask & other``
     raised Python's bare "unsupported operand" errors (``**`` and comparisons had hints). Each is
-    now a ``TensorTypeError`` naming numpy code; that code runs and gives torch's values (float64
-    ``t`` and ``other`` with negative entries, for the signs of ``//`` and ``%``)."""
-    from torchlean.tensor import OPERATOR_HINTS
-
-    assert set(OPERATOR_HINTS) == set(_OPERATORS)
-    setup, refused, code, torch_code = _OPERATORS[symbol]
+    now a ``TensorTypeError`` naming numpy code; that code runs and gives torch's values and
+    dtype, reflected forms included (``other`` a Tensor, a numpy array or a Python number)."""
+    setup, code, torch_code = _OPERATORS[expression]
     namespace = _namespace()
-    namespace["t"] = tl.tensor(np.array([[-3.5, 2.25, 7.0], [-0.5, 5.5, -8.0]]))
-    namespace["other"] = tl.tensor(np.array([[2.0, -1.5, 3.0], [-2.0, 2.0, 3.0]]))
     exec(setup, namespace)
-    for expression in refused:
-        with pytest.raises(tl.TensorTypeError) as caught:
-            eval(expression, namespace)
-        assert code in str(caught.value), expression
+    with pytest.raises(tl.TensorTypeError) as caught:
+        eval(expression, namespace)
+    assert code in str(caught.value)
     ours = eval(code, namespace)
-    a, b = (torch.tensor(np.asarray(namespace[name].numpy())) for name in ("t", "other"))
-    theirs = eval(torch_code, {"torch": torch, "a": a, "b": b})
     ours = ours if isinstance(ours, tuple) else (ours,)
+    a, other = torch.tensor(namespace["t"].numpy()), namespace["other"]
+    b = torch.tensor(np.asarray(other)) if isinstance(other, tl.Tensor | np.ndarray) else other
+    theirs = eval(torch_code, {"torch": torch, "a": a, "b": b})
     for mine, expected in zip(ours, theirs, strict=True):
-        np.testing.assert_array_equal(np.asarray(mine), expected.numpy())
+        got = np.asarray(mine)
+        assert got.dtype == expected.numpy().dtype, expression
+        np.testing.assert_array_equal(got, expected.numpy())

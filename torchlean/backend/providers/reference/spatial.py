@@ -714,9 +714,12 @@ def batch_norm(
     ``(N, *spatial)`` per channel; equal values and overflowing sums as in :func:`layer_norm`,
     where torch returns the bias or NaN) and does not read the running statistics; their update
     is :func:`batch_norm_running_stats`: ``xhat * weight + bias``.  training=False uses
-    running_mean and running_var, with the weight folded into the scale first, as torch does:
+    running_mean and running_var, with the weight folded into the scale first, as torch folds it:
     ``(x - running_mean) * (rstd * weight) + bias``, so a large ``x`` whose ``xhat`` alone would
     overflow gives the finite result (review81 F1: ``xhat * weight`` gave inf or NaN there).
+    torch computes ``x * scale + (bias - running_mean * scale)``: here ``x - running_mean``
+    still overflows where it does (values near the dtype's maximum of opposite signs), and
+    elsewhere the two round differently (this order is the more accurate one).
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
     of x's shape.  Raises GuardError (:func:`check_batch_norm`).
     """
