@@ -235,3 +235,34 @@ def test_reduce_sum_fold_sum_equals_python_left_fold_property(x: Array, data: st
     assert ours.dtype == np.float32
     assert_array_equal(ours, expected)
     assert_array_equal(fold_sum_axes(x, ()), x)
+
+
+@pytest.mark.parametrize("block_terms", [42, 42 * 8, 42 * 11, 1 << 20])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fold_matmul_to_in_blocks_has_the_one_term_loops_bits(
+    block_terms: int, masked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review82 F7: the merged (batch, contracted) axis is folded in blocks by ``np.add.accumulate``
+    over ``[sum, terms...]``. Oracle: the one-term loop (``fold_matmul``/``fold_matmul_where`` on the
+    same merged operands, which the scalar-fold tests pin), bit for bit: 42 terms per step of the
+    15-term axis, so blocks of 8 (two blocks), 11 and all 15, and the one-term loop itself under
+    8; with NaN at blocked positions and a fully blocked row."""
+    from torchlean.backend.providers.reference import _fold
+
+    monkeypatch.setattr(_fold, "BLOCK_TERMS", block_terms)
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal((5, 7, 2, 3)) * 10.0 ** rng.uniform(-4, 4, (5, 7, 2, 3))).astype(np.float32)
+    b = rng.standard_normal((1, 7, 3, 3)).astype(np.float32)
+    allowed = rng.random((5, 7, 2, 3)) > 0.3 if masked else None
+    if allowed is not None:
+        allowed[0, :, 1, :] = False
+        a = np.where(allowed, a, np.float32(np.nan))
+    got = _fold.fold_matmul_to((1, 7, 2, 3), a, b, allowed)
+    left = np.transpose(a, (1, 2, 0, 3)).reshape(7, 2, 15)  # (kept, M, batch * K)
+    right = np.transpose(np.broadcast_to(b, (5, 7, 3, 3)), (1, 0, 2, 3)).reshape(7, 15, 3)
+    if allowed is None:
+        expected = _fold.fold_matmul(left, right)
+    else:
+        merged = np.transpose(allowed, (1, 2, 0, 3)).reshape(7, 2, 15)
+        expected = _fold.fold_matmul_where(left, right, merged)
+    assert_array_equal(got.view(np.uint32), expected.reshape(1, 7, 2, 3).view(np.uint32))

@@ -151,8 +151,36 @@ def fold_matmul_to(shape: Sequence[int], a: Array, b: Array, allowed: Array | No
     left = merged_left(a)
     full_b = np.broadcast_to(b, (*batch, depth, cols))
     right = np.transpose(full_b, [*kept, *reduced, nb, nb + 1]).reshape((*kept_shape, count, cols))
-    if allowed is None:
-        product = fold_matmul(left, right)
-    else:
-        product = fold_matmul_where(left, right, merged_left(allowed))
+    product = _fold_in_blocks(left, right, None if allowed is None else merged_left(allowed))
     return np.ascontiguousarray(product).reshape(target)
+
+
+BLOCK_TERMS = 1 << 20
+"""How many product terms :func:`_fold_in_blocks` forms at once (8 MiB of float64)."""
+
+
+def _fold_in_blocks(left: Array, right: Array, allowed: Array | None) -> Array:
+    """:func:`fold_matmul` (or :func:`fold_matmul_where` with ``allowed``) of ``left`` ``(..., M,
+    L)`` and ``right`` ``(..., L, N)`` (same leading axes), faster where the contracted axis is
+    long and the matrices small (a broadcast batch merged into it: 50 000 items of 2 x 2 took 130
+    ms one term at a time, review82 F7). The terms of a block of the contracted axis are formed at
+    once and added to the running sum by one ``np.add.accumulate`` over ``[sum, terms...]``, a
+    sequential recurrence: the order, and so the bits, are those of the one-term loop. Where the
+    matrices alone hold more than ``BLOCK_TERMS / 8`` terms, the one-term loop runs."""
+    rows, length, cols = left.shape[-2], left.shape[-1], right.shape[-1]
+    per_step = math.prod(left.shape[:-1]) * cols
+    block = BLOCK_TERMS // max(per_step, 1)
+    if block < 8 or length == 0:
+        return fold_matmul(left, right) if allowed is None else fold_matmul_where(left, right, allowed)
+    zero = left.dtype.type(0)
+    total: Array | None = None
+    for start in range(0, length, block):
+        stop = min(start + block, length)
+        terms = left[..., :, start:stop, None] * right[..., None, start:stop, :]  # (..., M, C, N)
+        if allowed is not None:
+            terms = np.where(allowed[..., :, start:stop, None], terms, zero)
+        if total is not None:
+            terms = np.concatenate([total[..., :, None, :], terms], axis=-2)
+        total = np.add.accumulate(terms, axis=-2)[..., -1, :]
+    assert total is not None and total.shape[-2:] == (rows, cols)
+    return total
