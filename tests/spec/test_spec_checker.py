@@ -125,6 +125,49 @@ def test_checker_catches_a_wrong_backward(monkeypatch: pytest.MonkeyPatch) -> No
     assert all(not row.passed and row.backward_error > 1e-3 for row in report.rows)
 
 
+def test_checker_catches_a_leak_both_algorithms_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review83 F2: NaN at the same place in both results compared equal, so poison from blocked
+    positions reaching both algorithms' outputs or gradients passed. In ``nan-blocked`` cases every
+    result must be finite: a shared leak into the output, or into dv, fails that column only."""
+    from torchlean.spec import scaled_dot_product_attention, scaled_dot_product_attention_backward
+
+    def leaking(real: Any, index: int | None) -> Any:
+        def leaky(*args: Any, **kwargs: Any) -> Any:
+            result = real(*args, **kwargs)
+            parts = [np.array(part, copy=True) for part in (result if index is not None else (result,))]
+            target = parts[index if index is not None else 0]
+            if target.size:
+                target.reshape(-1)[-1] = np.nan
+            return tuple(parts) if index is not None else parts[0]
+
+        return leaky
+
+    cases = [c for c in flash_check_cases(quick=True) if c.mask == "nan-blocked" and c.precision == "float64"]
+    cases = cases[:4]
+    assert cases and all(row.passed for row in check_flash_attention(cases).rows)  # unpatched
+    with monkeypatch.context() as patch:
+        patch.setattr(checker, "flash_attention_backward", leaking(flash_attention_backward, 2))
+        patch.setattr(checker, "scaled_dot_product_attention_backward",
+                      leaking(scaled_dot_product_attention_backward, 2))
+        rows = check_flash_attention(cases).rows
+        assert all(not row.passed and row.backward_error == float("inf") for row in rows)
+        assert all(row.forward_error <= row.threshold for row in rows)
+    with monkeypatch.context() as patch:
+        real_forward = flash_attention_forward
+
+        def flash_leaky(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+            out, lse = real_forward(*args, **kwargs)
+            out = np.array(out, copy=True)
+            if out.size:
+                out.reshape(-1)[-1] = np.nan
+            return out, lse
+
+        patch.setattr(checker, "flash_attention_forward", flash_leaky)
+        patch.setattr(checker, "scaled_dot_product_attention", leaking(scaled_dot_product_attention, None))
+        rows = check_flash_attention(cases).rows
+        assert all(not row.passed and row.forward_error == float("inf") for row in rows)
+
+
 def _with_lse(change: Any) -> Any:
     """A flash forward whose saved logsumexp is ``change(lse)``; the output is left as is."""
     real = flash_attention_forward

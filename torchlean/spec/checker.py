@@ -382,7 +382,7 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
         # drawn per case, so over the sweep it falls in the first key tile (a tile whose allowed
         # scores may all be -inf, then rescaled from a -inf running maximum), in later ones and in
         # the last. Under scale 0 the score is 0 · -inf = NaN instead: an allowed NaN score, which
-        # makes row 0 NaN (output, logsumexp, dq) in both algorithms.
+        # makes every row that may attend key j NaN (output, logsumexp, dq) in both algorithms.
         j = int(rng.integers(shape.n_k)) if shape.n_k > 0 else 0
         q[..., 0] = np.abs(q[..., 0]) + 0.5
         k[..., j, :] = 0.0
@@ -445,6 +445,11 @@ def scaled_error(got: Array, reference: Array, natural_scale: float) -> float:
         return 0.0
     denominator = max(float(np.max(np.abs(reference))), natural_scale) or 1.0
     return float(np.max(np.abs(got - reference))) / denominator
+
+
+def _leaked(*arrays: Array) -> bool:
+    """Whether any of ``arrays`` holds a non-finite entry (float64 or mpmath object arrays)."""
+    return any(not bool(np.all(_arith.isfinite(array))) for array in arrays)
 
 
 def _same_non_finite(got: Array, reference: Array) -> bool:
@@ -545,6 +550,13 @@ def run_flash_case(case: FlashCheckCase) -> FlashCheckRow:
             for got, want, natural in zip(grads, reference_grads, (dq_scale, dk_scale, dv_scale), strict=True)
         )
         lse_error = scaled_error(np.asarray(lse), reference_lse, score_scale)
+        if case.mask == "nan-blocked":
+            # the poison sits at blocked positions only, so every output and gradient is finite in
+            # both algorithms; a leak both share would otherwise compare equal (review83 F2)
+            if _leaked(out, reference):
+                forward_error = float("inf")
+            if _leaked(*grads, *reference_grads):
+                backward_error = float("inf")
     threshold = THRESHOLDS[case.precision]
     return FlashCheckRow(
         case=case.name,
