@@ -18,16 +18,19 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
+from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least
+from torchlean.cli._output import check_writable, file_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, torch_threads
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -193,7 +196,8 @@ def time_calls(
 
 
 def backend_rows(selected: Iterable[Any]) -> list[dict[str, str]]:
-    """Op, capsule name, provider and reduction policy of each accepted kernel, once each: what
+    """Op, capsule name, provider, reduction policy, VJP mode (who owns the backward:
+    ``torchlean-tape``, ``backend-vjp``) and trust level of each accepted kernel, once each: what
     ran for ``Trainer.selected`` and ``Session.selected``; what the plan would run for
     ``AcceptedGraphKernelPlan.kernels`` (the planning benchmark executes no kernel)."""
     rows: list[dict[str, str]] = []
@@ -208,20 +212,84 @@ def backend_rows(selected: Iterable[Any]) -> list[dict[str, str]]:
             "capsule": capsule.name,
             "provider": capsule.provider.label,
             "reduction": capsule.numerical_policy.reduction.label,
+            "vjp": capsule.vjp_mode.label,
+            "trust": capsule.trust_level.label,
         })
     return rows
 
 
-def target(value: float, limit: float, description: str) -> dict[str, Any]:
-    """A target ``value <= limit``: the value, the limit and whether it was met."""
-    return {"target": description, "value": value, "limit": limit, "met": bool(value <= limit)}
+NOISY_IQR = 1.5
+"""A timing whose interquartile range exceeds this multiple of its median is too noisy for a
+verdict: its target says ``"reliable": false`` and its table cell ``(noisy)`` (review83 F8: a
+PyTorch step of median 27.9 ms with IQR 0.83-112 ms still read "met")."""
+
+
+def target(value: float, limit: float, description: str, *timings: dict[str, Any]) -> dict[str, Any]:
+    """A target ``value <= limit``: the value, the limit, whether it was met, and whether the
+    :func:`summary` ``timings`` it was computed from were steady enough to say so (each IQR at
+    most :data:`NOISY_IQR` times its median)."""
+    reliable = all(t["iqr"] <= NOISY_IQR * t["median"] for t in timings)
+    return {"target": description, "value": value, "limit": limit, "met": bool(value <= limit),
+            "reliable": reliable}
 
 
 def verdict(entry: dict[str, Any] | None) -> str:
-    """``met`` / ``MISSED`` / ``-`` for a table cell."""
+    """``met`` / ``MISSED`` / ``-`` for a table cell, with ``(noisy)`` after a verdict whose
+    timings were not steady (:data:`NOISY_IQR`)."""
     if entry is None:
         return "-"
-    return "met" if entry["met"] else "MISSED"
+    word = "met" if entry["met"] else "MISSED"
+    return word if entry.get("reliable", True) else f"{word} (noisy: IQR > {NOISY_IQR}x median)"
+
+
+def names(
+    parser: argparse.ArgumentParser, option: str, text: str, known: Sequence[str], what: str
+) -> list[str]:
+    """The comma-separated names of ``option``: blanks stripped, each once, in the order given
+    (as ``run.py --only``); an unknown name or none is a one-line usage error naming the known
+    ones."""
+    chosen = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        parser.error(f"{option}: unknown {what} {unknown[0]!r} (known: {' | '.join(known)})")
+    if not chosen:
+        parser.error(f"{option} names no {what} (known: {' | '.join(known)})")
+    return chosen
+
+
+def json_file(example: str) -> Callable[[str], Path]:
+    """An argparse type for a JSON output file, checked before anything is measured with the
+    CLI's own check (``torchlean.cli._output.check_writable``: the folder can be created and
+    written, the path is not a folder or a device; it leaves nothing behind); a folder is a
+    one-line usage error naming ``example`` inside it, not a traceback after the measurement."""
+
+    def checked(text: str) -> Path:
+        path = Path(text)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(
+                f"{text} is a directory; give a file path such as {path / example}"
+            )
+        try:
+            check_writable(file_path(text), "the record", regular=True)
+        except TorchLeanError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return path
+
+    return checked
+
+
+def run(main: Callable[[], int]) -> NoReturn:
+    """``sys.exit(main())``, ending quietly with status 141 (128 + SIGPIPE, as a shell reports a
+    writer killed by it) when the reader of standard output goes away (``run.py | head``), the
+    way Python's documentation recommends, instead of a ``BrokenPipeError`` traceback."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush writes nowhere
+        sys.exit(141)
+    sys.exit(status)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -248,17 +316,24 @@ def base_record(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def commit() -> dict[str, Any]:
-    """The git commit of this checkout and whether it has uncommitted changes (``{"id":
-    "unknown"}`` outside a git checkout or without git)."""
+    """The git commit of this checkout, whether it has uncommitted changes (``{"id": "unknown"}``
+    outside a git checkout or without git), the folder torchlean was imported from
+    (``torchlean``) and whether that is this checkout's (``measured_here``): when it is not (an
+    installed wheel, another worktree on ``PYTHONPATH``), the commit is the bench scripts' and not
+    that of the library measured (review83 F7)."""
+    import torchlean
+
     root = Path(__file__).resolve().parents[1]
+    library = Path(torchlean.__file__).resolve().parent
+    where = {"torchlean": str(library), "measured_here": library.is_relative_to(root)}
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=30, check=True).stdout.strip()
         status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        return {"id": "unknown"}
-    return {"id": head, "dirty": bool(status.strip())}
+        return {"id": "unknown", **where}
+    return {"id": head, "dirty": bool(status.strip()), **where}
 
 
 def write(out: Path, record: dict[str, Any], markdown: str) -> Path:

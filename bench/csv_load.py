@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import _record
 import numpy as np
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "results" / "csv_load.json"
@@ -98,14 +99,14 @@ def measure(path: Path, reader: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
+    parser.add_argument("path", nargs="?", type=_record.json_file("csv_load.json"),
+                        default=str(DEFAULT_PATH), help=f"default {DEFAULT_PATH}")
     parser.add_argument("--rows", type=_sizes, default=[12500, 25000, 50000], help="row counts")
-    parser.add_argument("--cols", type=int, default=200, help="feature columns (default 200)")
+    parser.add_argument("--cols", type=_record.positive_int, default=200,
+                        help="feature columns (default 200)")
     parser.add_argument("--readers", default="torchlean,numpy", help="torchlean,numpy or one of them")
     args = parser.parse_args(argv)
-    readers = args.readers.split(",")
-    if any(reader not in ("torchlean", "numpy") for reader in readers):
-        parser.error(f"--readers: expected torchlean and/or numpy, got {args.readers!r}")
+    readers = _record.names(parser, "--readers", args.readers, ["torchlean", "numpy"], "reader")
     records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as folder:
         for rows in args.rows:
@@ -139,4 +140,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _record.run(main)

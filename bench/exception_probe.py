@@ -468,12 +468,27 @@ def line(row: dict[str, Any]) -> str:
     return f"  {row['case']:<24} {row['outcome']:<28} {verdict}"
 
 
+def _record_path(text: str) -> Path:
+    """argparse ``type`` of the record path, checked before the build with the CLI's own check
+    (not a folder or a device, its folder can be created and written; review83 F4: a traceback
+    after the cases ran). Not ``_record``'s: ``gpu_check.py`` loads this script without ``bench/``
+    on ``sys.path``."""
+    from torchlean.backend.errors import TorchLeanError
+    from torchlean.cli._output import check_writable, file_path
+
+    try:
+        check_writable(file_path(text), "the record", regular=True)
+    except TorchLeanError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return Path(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Build a small torch extension and find which step of raising a C++ exception "
         "kills the process (each case in a child process).",
     )
-    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT,
+    parser.add_argument("out", nargs="?", type=_record_path, default=str(DEFAULT_OUT),
                         help=f"the JSON record to write (default: {DEFAULT_OUT.relative_to(ROOT)})")
     out: Path = parser.parse_args(argv).out
     print(f"building {MODULE_NAME} and running {len(CASES)} cases, each in a child process:", flush=True)

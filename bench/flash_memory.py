@@ -26,7 +26,6 @@ import json
 import sys
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import _record
@@ -114,25 +113,13 @@ def _sizes(text: str) -> list[int]:
 _natural = int_at_least(0, "expected an integer >= 0, got {}")
 
 
-def _output_path(text: str) -> Path:
-    """The JSON output path, checked before anything is measured: its folder exists or can be
-    created and can be written (an argparse type: a bad path is a one-line usage error, not a
-    traceback after the measurement)."""
-    path = Path(text)
-    _record.out_dir(str(path.parent))
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(
-            f"{text} is a directory; give a file path such as {path / 'flash.json'}"
-        )
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=_record.description(__doc__, "flash_memory"))
     # a str default goes through _output_path too (argparse converts string defaults): the folder is
     # made before anything is measured (bench/results/ is not in a fresh clone)
     default = str(DEFAULT_PATH)
-    parser.add_argument("path", nargs="?", type=_output_path, default=default, help="JSON output path")
+    parser.add_argument("path", nargs="?", type=_record.json_file("flash.json"), default=default,
+                        help="JSON output path")
     parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048])
     positive = _record.positive_int
     parser.add_argument("--block", type=positive, default=64, help="block_q = block_k (default 64)")
@@ -184,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _record.versions(),
     }
     try:
+        args.path.parent.mkdir(parents=True, exist_ok=True)  # the check made and removed it
         args.path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         print(f"error: cannot write {args.path}: {exc.strerror or exc}", file=sys.stderr)
@@ -193,4 +181,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _record.run(main)

@@ -143,12 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(_record.description(__doc__, NAME))
     parser.add_argument("--profiles", default="checked_cpu,fast_cpu", help="comma-separated profiles")
     args = parser.parse_args(argv)
-    names = [p for p in args.profiles.split(",") if p]
-    unknown = [p for p in names if p not in profiles.names()]
-    if unknown:
-        parser.error(f"unknown profile {unknown[0]} (known: {' | '.join(profiles.names())})")
-    if not names:
-        parser.error(f"--profiles names no profile (known: {' | '.join(profiles.names())})")
+    names = _record.names(parser, "--profiles", args.profiles, profiles.names(), "profile")
     _record.set_threads(args.threads)
     sizes = {100: 14, 1_000: 143} if args.smoke else SIZES
     rows: list[dict[str, Any]] = []
@@ -159,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"target_nodes": target_nodes, "blocks": blocks, "nodes": len(graph.nodes),
                    "lowering_s": lowering_s, **measure(name, graph, repeats)}
             row["target"] = (
-                _record.target(row["total_s"]["median"], TOTAL_LIMIT_S, f"100k nodes <= {TOTAL_LIMIT_S} s")
+                _record.target(row["total_s"]["median"], TOTAL_LIMIT_S, f"100k nodes <= {TOTAL_LIMIT_S} s",
+                               row["total_s"])
                 if target_nodes == 100_000 else None
             )
             rows.append(row)
@@ -192,4 +188,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _record.run(main)

@@ -187,7 +187,8 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
     for _ in tqdm(range(plan.rounds), desc=f"{model} rounds", leave=False, file=sys.stderr, disable=None):
         for runner in runners:
             runner.timed_block(plan.block)
-    baseline = _record.summary(runners[0].wall)["median"]
+    baseline_wall = _record.summary(runners[0].wall)
+    baseline = baseline_wall["median"]
     baseline_cpu = _record.summary(runners[0].cpu)["median"]
     configs = []
     for runner in runners:
@@ -202,7 +203,7 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
             "ratio_to_pytorch": ratio,
             "cpu_ratio_to_pytorch": cpu["median"] / baseline_cpu,
             "target": None if limit is None else _record.target(
-                ratio, limit, f"{runner.label} <= {limit}x pytorch eager ({model})"),
+                ratio, limit, f"{runner.label} <= {limit}x pytorch eager ({model})", wall, baseline_wall),
             "first_loss": runner.first_loss,
             "backend": _record.backend_rows(trainers[runner.label].selected)
             if runner.label in trainers else PYTORCH_BACKEND,
@@ -248,12 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(_record.description(__doc__, NAME))
     parser.add_argument("--models", default="mlp,cnn", help="comma-separated subset of mlp,cnn")
     args = parser.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in models if m not in PLANS]
-    if unknown:
-        parser.error(f"unknown model {unknown[0]} (known: mlp | cnn)")
-    if not models:
-        parser.error("--models names no model (known: mlp | cnn)")
+    models = _record.names(parser, "--models", args.models, list(PLANS), "model")
     level = 2 if args.smoke else 1 if args.quick else 0
     batches = digits_batches(8 if args.smoke else 22)
     _record.set_threads(args.threads)  # after the data load, which loads more native libraries
@@ -276,4 +272,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _record.run(main)

@@ -29,6 +29,7 @@ SCRIPTS = {
 RAW_TIMINGS = {"train_step", "planning", "attention", "reduction"}
 KEYS = ("name", "quick", "smoke", "commit", "machine", "versions", "threads", "backend")
 Loader = Callable[[str], ModuleType]  # the bench_script fixture (tests/conftest.py)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def summaries(value: Any) -> list[dict[str, Any]]:
@@ -135,8 +136,16 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("dispatch", ["--smoke", "--threads", "99999999999"], "--threads: expected an integer in [1, 1024]"),
         ("reduction", ["--smoke", "--threads", "1025"], "--threads: expected an integer in [1, 1024]"),
         # flash_memory checked its path only when writing, after the whole measurement (a traceback)
-        ("flash_memory", ["{file}/sub.json", "--sizes", "8,16"], "argument path: cannot write results to"),
+        ("flash_memory", ["{file}/sub.json", "--sizes", "8,16"], "argument path: cannot write the record"),
         ("flash_memory", ["{dir}", "--sizes", "8,16"], "is a directory; give a file path such as"),
+        # review83 F3, F4: tracebacks (some after the measurement)
+        ("csv_load", ["--cols", "0", "{dir}/c.json"], "argument --cols: must be >= 1, got 0"),
+        ("csv_load", ["--cols", "-1", "{dir}/c.json"], "argument --cols: must be >= 1, got -1"),
+        ("csv_load", ["{dir}"], "is a directory; give a file path such as"),
+        ("csv_load", ["{file}/c.json"], "argument path: cannot write the record"),
+        ("exception_probe", ["{file}/x.json"], "argument out: cannot write the record"),
+        ("planning", ["--smoke", "--profiles", "checked_cpu, nosuch"],
+         "--profiles: unknown profile 'nosuch'"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(
@@ -253,3 +262,67 @@ def test_each_attention_implementation_is_given_the_mask(bench_script: Loader, m
     for name, mask in seen.items():
         as_array = mask.numpy() if hasattr(mask, "numpy") else np.asarray(mask)
         np.testing.assert_array_equal(as_array, x.mask, err_msg=name)
+
+
+def test_names_are_stripped_and_deduplicated_as_run_only(bench_script: Loader) -> None:
+    """review83 F3: ``--profiles checked_cpu,checked_cpu`` measured twice and then divided by
+    zero (the growth of a size over itself); ``" fast_cpu"`` was an unknown profile."""
+    _record = bench_script("_record")
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    known = ["checked_cpu", "fast_cpu"]
+    chosen = _record.names(parser, "--profiles", " fast_cpu,checked_cpu , fast_cpu,", known, "profile")
+    assert chosen == ["fast_cpu", "checked_cpu"]
+
+
+def test_a_verdict_from_noisy_timings_says_so(bench_script: Loader) -> None:
+    """review83 F8: a median whose IQR spans more than 1.5 times it still read "met"."""
+    _record = bench_script("_record")
+    steady = _record.summary([1.0, 1.1, 0.9, 1.0])
+    noisy = _record.summary([0.8, 0.83, 27.9, 112.0, 120.0])  # IQR 0.83-112 around 27.9
+    assert _record.verdict(_record.target(1.0, 2.0, "t", steady)) == "met"
+    assert _record.verdict(_record.target(3.0, 2.0, "t", steady)) == "MISSED"
+    entry = _record.target(1.0, 2.0, "t", steady, noisy)
+    assert entry["reliable"] is False and entry["met"] is True
+    assert _record.verdict(entry) == "met (noisy: IQR > 1.5x median)"
+
+
+def test_backend_rows_name_the_backward_owner_and_trust(bench_script: Loader) -> None:
+    """review83 F6: the rows left out who owns each op's backward (the libtorch bridge's is
+    TorchLean's tape rule) and the trust level."""
+    _record = bench_script("_record")
+    import numpy as np
+
+    import torchlean as tl
+
+    with tl.session("libtorch_forward_cpu") as session:
+        q = tl.tensor(np.ones((1, 2, 2)))
+        tl.scaled_dot_product_attention(q, q, q)
+        rows = _record.backend_rows(session.selected)
+    assert {"op": "scaled_dot_product_attention", "capsule": "libtorch.sdpa_forward",
+            "provider": "libtorch", "reduction": "implementation-defined", "vjp": "torchlean-tape",
+            "trust": "trusted-external"} in rows
+
+
+def test_the_commit_says_where_the_measured_torchlean_was_imported_from(bench_script: Loader) -> None:
+    """review83 F7: the commit was the bench checkout's whatever torchlean was measured."""
+    import torchlean
+
+    record = bench_script("_record").commit()
+    assert record["torchlean"] == str(Path(torchlean.__file__).resolve().parent)
+    assert record["measured_here"] is Path(torchlean.__file__).resolve().is_relative_to(ROOT)
+
+
+def test_a_closed_pipe_ends_a_script_quietly_with_status_141(tmp_path: Path) -> None:
+    """review83 F5: ``run.py | head`` ended in a BrokenPipeError traceback. The reader closes
+    before the script writes (``true`` reads nothing); the script's status is 141."""
+    import sys
+
+    script = ROOT / "bench" / "reduction.py"
+    done = subprocess.run(
+        f"{sys.executable} {script} --smoke --out {tmp_path} | true; echo \"status ${{PIPESTATUS[0]}}\"",
+        shell=True, capture_output=True, text=True, timeout=600, executable="/bin/bash",
+    )
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.stdout.strip() == "status 141"
