@@ -45,10 +45,7 @@ def reduce_sum(
         TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool; both ``axis`` and
             ``dim``, or both ``keepdims`` and ``keepdim``.
     """
-    axis = _axis_spelling("reduce_sum", axis, dim, None)
-    keepdims = _keepdims_spelling("reduce_sum", keepdims, keepdim)
-    params = {"axis": _axes("reduce_sum", axis), "keepdims": _flag("reduce_sum: keepdims", keepdims)}
-    return run_op(BackendOp.REDUCE_SUM, (x,), params)
+    return run_op(BackendOp.REDUCE_SUM, (x,), _reduction_params("reduce_sum", axis, keepdims, dim, keepdim))
 
 
 def reduce_mean(
@@ -63,10 +60,16 @@ def reduce_mean(
     A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims`` (or torch's ``dim=``,
     ``keepdim=``), the result's shape and the errors are as in :func:`reduce_sum`. The mean over
     an empty axis is NaN, as in torch."""
-    axis = _axis_spelling("reduce_mean", axis, dim, None)
-    keepdims = _keepdims_spelling("reduce_mean", keepdims, keepdim)
-    params = {"axis": _axes("reduce_mean", axis), "keepdims": _flag("reduce_mean: keepdims", keepdims)}
-    return run_op(BackendOp.REDUCE_MEAN, (x,), params)
+    return run_op(BackendOp.REDUCE_MEAN, (x,), _reduction_params("reduce_mean", axis, keepdims, dim, keepdim))
+
+
+def _reduction_params(
+    fn: str, axis: Axes | _Unset, keepdims: bool | _Unset, dim: Axes | _Unset, keepdim: bool | _Unset
+) -> dict[str, object]:
+    """The kernel parameters of ``reduce_sum``/``reduce_mean`` (``fn``) from either spelling of
+    each argument (default: every axis, not kept)."""
+    axes = _axes(fn, _axis_spelling(fn, axis, dim, None))
+    return {"axis": axes, "keepdims": _flag(f"{fn}: keepdims", _keepdims_spelling(fn, keepdims, keepdim))}
 
 
 def logsumexp(
