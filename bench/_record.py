@@ -284,7 +284,8 @@ def run(main: Callable[[], int]) -> NoReturn:
     way Python's documentation recommends, instead of a ``BrokenPipeError`` traceback."""
     try:
         status = main()
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None when the script was started with standard output closed
+            sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush writes nowhere

@@ -110,7 +110,8 @@ def growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "node_ratio": nodes,
             "time_ratio": ratio,
             "growth_per_10x": per_10x,
-            "target": _record.target(per_10x, GROWTH_LIMIT, f"growth per 10x nodes <= {GROWTH_LIMIT}x"),
+            "target": _record.target(per_10x, GROWTH_LIMIT, f"growth per 10x nodes <= {GROWTH_LIMIT}x",
+                                     small["total_s"], large["total_s"]),
         })
     return out
 

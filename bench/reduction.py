@@ -84,17 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     cases = [(n, dtype) for dtype in DTYPES for n in sizes]
     progress = tqdm(cases, desc="cases", leave=False, file=sys.stderr, disable=None)
     rows = [measure(n, dtype, repeats) for n, dtype in progress]
-    capsule = profiles.get("checked_cpu").plan_ops([BackendOp.MATMUL]).kernels[0].capsule
+    planned = profiles.get("checked_cpu").plan_ops([BackendOp.MATMUL]).kernels
     record = _record.base_record(NAME, args)
     record.update({
         "unit": "seconds",
         "kernel": "torchlean.backend.providers.reference.kernels.matmul (called directly)",
         "rows": rows,
         "backend": {
-            "reference": [{
-                "op": capsule.op.label, "capsule": capsule.name, "provider": capsule.provider.label,
-                "reduction": capsule.numerical_policy.reduction.label, "profile": "checked_cpu",
-            }],
+            "reference": [{**row, "profile": "checked_cpu"} for row in _record.backend_rows(planned)],
             "numpy": [{"op": "matmul", "capsule": "numpy.matmul (@)",
                        "provider": f"numpy {np.__version__} BLAS", "reduction": "implementation-defined"}],
             "torch": [{"op": "matmul", "capsule": "torch.matmul",

@@ -41,11 +41,13 @@ _NO_MODULAR = (
     "{what} is not an op of the backend catalog (its gradient is 0 or undefined almost everywhere); "
     "for values, torchlean.tensor(np.{numpy}({operands}))"
 )
-_OPERANDS = "t.numpy(), np.asarray(other, t.dtype)"
-"""The numpy operands of the hints for ``t <op> other`` (``other`` a number, array or Tensor, in
-``t``'s dtype, so a float32 ``t`` stays float32 under numpy 2's promotion rules)."""
-_REFLECTED = "np.asarray(other, t.dtype), t.numpy()"
-"""The same for the reflected ``other <op> t``."""
+_OPERANDS = "t.numpy(), {other}"
+"""The numpy operands of the hints for ``t <op> other``; ``Tensor`` puts ``other.numpy()`` for a
+Tensor ``other`` in place of ``{other}``, else ``other`` (a Python number or a numpy array, which
+numpy 2 promotes as torch does: a float32 ``t`` and a Python float stay float32, an int64 ``t``
+and a float give floats; review84 F3: ``np.asarray(other, t.dtype)`` truncated ``2.5`` for int64)."""
+_REFLECTED = "other, t.numpy()"
+"""The same for the reflected ``other <op> t`` (``other`` is then never a Tensor)."""
 _NO_LOGIC = (
     "boolean and bitwise logic are not ops of the backend catalog; combine the masks in numpy: "
     "torchlean.tensor(np.{numpy}(t.numpy(), np.asarray(other)))"
@@ -98,9 +100,13 @@ _TORCH_METHOD_HINTS: Final[dict[str, str]] = {
         for name, symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
     },
     **{name: _VALUES_ONLY.format(op=name) for name in ("floor", "ceil", "round", "trunc", "sign")},
-    "floor_divide": _NO_MODULAR.format(what="floor division", numpy="floor_divide", operands=_OPERANDS),
-    "remainder": _NO_MODULAR.format(what="the remainder (torch's %)", numpy="remainder", operands=_OPERANDS),
-    "fmod": _NO_MODULAR.format(what="fmod", numpy="fmod", operands=_OPERANDS),
+    **{
+        name: _NO_MODULAR.format(what=what, numpy=name, operands="t.numpy(), other")
+        + " (other.numpy() for a Tensor other)"
+        for name, what in (
+            ("floor_divide", "floor division"), ("remainder", "the remainder (torch's %)"), ("fmod", "fmod")
+        )
+    },
     **{
         name: _NO_LOGIC.format(numpy=name)
         for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")

@@ -1090,9 +1090,11 @@ class Tensor:
     if not TYPE_CHECKING:  # mypy keeps reporting these operators as unsupported; at run time they
         # get a hint
 
-        def _refuse_operator(self, symbol: str) -> NoReturn:
-            """Raise the refusal of the Python operator ``symbol`` (:data:`OPERATOR_HINTS`)."""
-            raise TensorTypeError(OPERATOR_HINTS[symbol])
+        def _refuse_operator(self, symbol: str, other: object = None) -> NoReturn:
+            """Raise the refusal of the Python operator ``symbol`` (:data:`OPERATOR_HINTS`), its
+            numpy code spelling ``other`` as ``other.numpy()`` for a Tensor."""
+            spelled = "other.numpy()" if isinstance(other, Tensor) else "other"
+            raise TensorTypeError(OPERATOR_HINTS[symbol].replace("{other}", spelled))
 
         def __floordiv__(self, other: object) -> NoReturn:
             """Refused: ``t // other`` (and ``other // t``) has no catalog op; the message gives the
@@ -1101,7 +1103,7 @@ class Tensor:
             Raises:
                 TensorTypeError: always.
             """
-            self._refuse_operator("//")
+            self._refuse_operator("//", other)
 
         def __rfloordiv__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""
@@ -1109,7 +1111,7 @@ class Tensor:
 
         def __mod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__` (``t % other``, torch's remainder)."""
-            self._refuse_operator("%")
+            self._refuse_operator("%", other)
 
         def __rmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""
@@ -1117,7 +1119,7 @@ class Tensor:
 
         def __divmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__` (``divmod(t, other)``)."""
-            self._refuse_operator("divmod")
+            self._refuse_operator("divmod", other)
 
         def __rdivmod__(self, other: object) -> NoReturn:
             """Refused like :meth:`__floordiv__`."""

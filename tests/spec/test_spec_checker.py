@@ -573,3 +573,15 @@ def test_scaled_error_and_natural_scales_hand_values() -> None:
     assert scaled_error(np.array([2.0]), np.array([1.0]), 0.5) == 1.0
     q, k, v, d_out = (np.full((1, 2), c) for c in (3.0, 5.0, 7.0, 11.0))
     assert natural_scales(q, k, v, d_out, 0.5) == (7.0, 0.5 * 11 * 7 * 5, 0.5 * 11 * 7 * 3, 11.0)
+
+
+@pytest.mark.parametrize("mask", checker.MASK_KINDS)
+def test_cases_without_queries_or_keys_build_and_pass(mask: str) -> None:
+    """review84 F8: the case builder indexed row 0 or key n_k - 1 to block or poison them and
+    raised IndexError for a shape with no query or no key (blocked-rows, nan-blocked,
+    minus-inf-key). Oracle: empty results agree trivially, and the row passes."""
+    base = flash_check_cases(quick=True)[0]
+    for n_q, n_k in ((0, 3), (3, 0), (0, 0)):
+        shape = dataclasses.replace(base.shape, n_q=n_q, n_k=n_k)
+        row = checker.run_flash_case(dataclasses.replace(base, shape=shape, mask=mask))
+        assert row.passed, (mask, n_q, n_k)

@@ -345,7 +345,7 @@ def _make_mask(kind: str, shape: ShapeCase, rng: np.random.Generator) -> BoolArr
         return causal_mask(n_q, n_k, align="lower_right")
     full = (*shape.batch, n_q, n_k)
     mask = rng.random(full) < 0.6
-    if kind in ("random", "far-scores"):
+    if kind in ("random", "far-scores") or n_q == 0 or n_k == 0:  # no row or key to block or poison
         return mask
     mask[..., 0, :] = False
     if kind == "blocked-rows":
@@ -368,14 +368,14 @@ def _make_problem(case: FlashCheckCase) -> _Problem:
     v = rng.standard_normal((*shape.v_batch, shape.n_k, shape.d_v))
     d_out = rng.standard_normal((*shape.batch, shape.n_q, shape.d_v))
     mask = _make_mask(case.mask, shape, rng)
-    if case.mask == "nan-blocked":
+    if case.mask == "nan-blocked" and shape.n_q > 0 and shape.n_k > 0:
         # Query row 0 and key n_k - 1 are blocked everywhere: poison them and the cotangent of
         # the blocked row; none of it may reach the output or any gradient.
         q[..., 0, :] = np.nan
         k[..., shape.n_k - 1, :] = np.inf
         v[..., shape.n_k - 1, :] = np.nan
         d_out[..., 0, :] = np.nan
-    if case.mask == "minus-inf-key" and shape.d > 0:
+    if case.mask == "minus-inf-key" and shape.d > 0 and shape.n_k > 0:
         # Key j scores exactly -inf for every query (k_j = [-inf, 0, ...], q[..., 0] > 0; +inf
         # under a negative scale): an allowed score of -inf. Softmax gives it weight 0; dq is NaN
         # where that weight meets k_j's infinity (0 * -inf), in standard attention as in flash. j is

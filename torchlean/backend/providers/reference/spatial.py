@@ -719,7 +719,7 @@ def batch_norm(
     overflow gives the finite result (review81 F1: ``xhat * weight`` gave inf or NaN there).
     torch computes ``x * scale + (bias - running_mean * scale)``: here ``x - running_mean``
     still overflows where it does (values near the dtype's maximum of opposite signs), and
-    elsewhere the two round differently (this order is the more accurate one).
+    elsewhere the two round differently (neither order is the more accurate on all data).
     weight, bias, running_mean, running_var are ``(C,)`` or None, in x's dtype.  Returns an array
     of x's shape.  Raises GuardError (:func:`check_batch_norm`).
     """
