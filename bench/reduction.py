@@ -4,7 +4,11 @@ Three implementations of ``a @ b`` on the same float32 / float64 operands (stand
 seed 0): ``reference`` is ``torchlean.backend.providers.reference.kernels.matmul`` (the kernel of
 capsule ``reference.matmul``: every entry a left fold over the contracted axis, in the operands'
 dtype), ``numpy`` is ``a @ b`` (numpy's BLAS) and ``torch`` is ``torch.matmul`` on tensors that
-share the arrays' memory. Each time is the median of repeated calls after one untimed call, on
+share the arrays' memory; ``reference_vjp`` is the reference kernel's backward,
+``kernels.matmul_vjp`` (both operands' cotangents, each entry a left fold) for a standard normal
+cotangent, timed so that a change to the reference contractions shows in its backward too
+(review84: a blocked fold made it 10x slower and nothing timed it). Each time is the median of
+repeated calls after one untimed call, on
 ``--threads`` threads (torch and BLAS alike). The record gives the ratio of the reference median
 to each BLAS median and the largest difference of the reference result from numpy's relative to
 the largest |entry| (a sanity check that the same product was computed; not an accuracy claim).
@@ -43,8 +47,11 @@ def operands(n: int, dtype: str) -> tuple[Array, Array]:
 def measure(n: int, dtype: str, repeats: int) -> dict[str, Any]:
     a, b = operands(n, dtype)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    out = kernels.matmul(a, b)
+    g = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
     calls: dict[str, Callable[[], object]] = {
         "reference": lambda: kernels.matmul(a, b),
+        "reference_vjp": lambda: kernels.matmul_vjp(g, a, b, out=out),
         "numpy": lambda: a @ b,
         "torch": lambda: torch.matmul(ta, tb),
     }
@@ -65,14 +72,15 @@ def markdown(rows: list[dict[str, Any]], threads: int) -> str:
     body = [
         (r["dtype"], r["n"],
          f"{r['seconds']['reference']['median'] * 1e3:.3f}",
+         f"{r['seconds']['reference_vjp']['median'] * 1e3:.3f}",
          f"{r['seconds']['numpy']['median'] * 1e3:.4f}",
          f"{r['seconds']['torch']['median'] * 1e3:.4f}",
          f"{r['ratio_to_numpy']:.0f}x", f"{r['ratio_to_torch']:.0f}x")
         for r in rows
     ]
     return (f"### reduction: fixed-left reference matmul vs BLAS, n x n ({threads} thread(s); ms, median)\n\n"
-            + _record.table(("dtype", "n", "reference ms", "numpy @ ms", "torch.matmul ms",
-                             "ref / numpy", "ref / torch"), body))
+            + _record.table(("dtype", "n", "reference ms", "reference VJP ms", "numpy @ ms",
+                             "torch.matmul ms", "ref / numpy", "ref / torch"), body))
 
 
 def main(argv: list[str] | None = None) -> int:
