@@ -264,7 +264,8 @@ class Session:
             entered = any(owner is self for owner in _ENTRIES.owners())
             raise SessionError(
                 "torch eager session: exiting a session that is not the innermost active one in this "
-                "thread (exit sessions in the reverse order they were entered; use `with` blocks)"
+                "thread or asyncio task (exit sessions in the reverse order they were entered; use "
+                "`with` blocks)"
                 if entered
                 else _NOT_ACTIVE
             )

@@ -7,17 +7,16 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
 from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import _index, _require_tensor
+from torchlean.functional._operands import _index, _is_array_data, _require_tensor
 from torchlean.functional._params import _int, _ints, _required_axis
 from torchlean.functional._shape import reshape
-from torchlean.tensor import Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
+from torchlean.tensor import Tensor, TensorError, TensorTypeError, operand_type
 
 
 def slice(
@@ -177,8 +176,7 @@ def _axis_last(fn: str, axis: object, index: object) -> int:
     try:
         return _int(fn, "axis", axis)
     except TensorTypeError as exc:
-        arrayish = isinstance(axis, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(axis)
-        if not (arrayish and is_int(index)):
+        if not (_is_array_data(axis) and is_int(index)):
             raise
         ours, torch_order, method_order = _AXIS_LAST_ORDERS[fn]
         raise TensorTypeError(

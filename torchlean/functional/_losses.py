@@ -23,6 +23,7 @@ from torchlean.functional._operands import (
     _check_int_fits,
     _constant,
     _index,
+    _is_array_data,
     _on_device_of,
     _pair,
     _require_tensor,
@@ -33,7 +34,6 @@ from torchlean.tensor import (
     Tensor,
     TensorError,
     TensorTypeError,
-    _is_torch_tensor,
     _preview,
     _require_int64_fits,
 )
@@ -160,7 +160,7 @@ def cross_entropy(
         )
     if axis is None:
         axis = 1 if logits.ndim >= 2 else 0
-    elif isinstance(axis, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(axis):
+    elif _is_array_data(axis):
         raise TensorTypeError(
             f"cross_entropy: the third argument is axis, the class axis (an integer), not torch's "
             f"weight; got {_preview(axis)}: per-class weights are not supported (accepted: an "

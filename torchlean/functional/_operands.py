@@ -253,3 +253,10 @@ def _index(value: Tensor | npt.ArrayLike, like: Tensor, op: str, axis: object) -
 
 def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_array_data(value: object) -> bool:
+    """Whether ``value`` is array data (a Tensor, a numpy array, a list or tuple, a torch
+    tensor) where an integer axis is expected: a call written in torch's argument order
+    (``gather(x, dim, index)``, ``cross_entropy(input, target, weight)``) puts it there."""
+    return isinstance(value, Tensor | np.ndarray | list | tuple) or _is_torch_tensor(value)
