@@ -94,7 +94,7 @@ class Dataset:
     ``x_train`` ``[n_train, n_features]`` and ``x_test`` ``[n_test, n_features]`` in ``dtype``,
     standardised with the train statistics ``feature_mean`` / ``feature_scale`` (float64,
     ``[n_features]``). Labels: int64 class ids in ``0 .. n_classes - 1`` for classification,
-    ``dtype`` values for regression (``n_classes == 0``, ``class_names == ()``). ``label_name``
+    float64 targets for regression (``n_classes == 0``, ``class_names == ()``). ``label_name``
     is the label column as messages name it (``target`` for shipped datasets).
     ``header_note`` says how a CSV header was guessed from an all-numbers first row (read as a
     header or as data, and how to override) or from a first row with one text cell among numbers
@@ -121,10 +121,11 @@ class Dataset:
     all three parts (``feature_mean``/``feature_scale``, and :meth:`target_statistics`); without
     it both are ``None``.
 
-    Regression: ``y_test_float64`` ``[n_test]`` (and ``y_val_float64`` ``[n_val]`` with a validation
-    part) are the targets as read, float64, before rounding to ``dtype``: what ``torchlean train``
-    measures ``test_mse`` (``val_mse``) against, so that the metric is the data's own and not the
-    rounded targets'. ``None`` for classification (and ``y_val_float64`` without a validation part).
+    Regression: ``y_train``, ``y_test`` (and ``y_val``) are the targets as read, float64 whatever
+    ``dtype`` is, as the features are standardised in float64 before they are cast: their
+    statistics (:meth:`target_statistics`) and :meth:`standardised_targets` come from these values,
+    not from values rounded to ``dtype`` (a float32 target near 1e8 is rounded to a multiple of 8:
+    review86 F1), and ``torchlean train`` measures ``test_mse`` (``val_mse``) against them.
 
     ``constant_note`` names the feature columns (and a regression target) that are constant in
     the part trained on: they carry no information, and are scaled with scale 1 (as scikit-learn's
@@ -160,8 +161,6 @@ class Dataset:
     notes: tuple[str, ...] = ()
     x_val: Array | None = None
     y_val: Array | None = None
-    y_test_float64: Array | None = None
-    y_val_float64: Array | None = None
     has_header: bool | None = None
     delimiter: str | None = None
     constant_note: str = ""
@@ -467,7 +466,8 @@ def _split(
                 f"{mean[j]:.6g} and standard deviation {scale[j]:.6g} (accepted: |x - mean| / std at most "
                 f"{np.finfo(dtype).max!s})"
             )
-    label_dtype = np.dtype(np.int64) if kind == "classification" else dtype
+    # regression targets stay float64, as read: standardised from these values (review86 F1)
+    label_dtype = np.dtype(np.int64) if kind == "classification" else np.dtype(np.float64)
     constant = [display_name(columns[j]) for j in np.flatnonzero(np.asarray(scaler.var_) == 0.0)]
     if kind == "regression" and float(np.std(np.asarray(y_train, dtype=np.float64))) == 0.0:
         constant.append(f"{display_name(label)} (the target)")
@@ -494,10 +494,6 @@ def _split(
         x_val=standardised_val,
         y_val=None if val_rows is None else np.asarray(y[val_rows], dtype=label_dtype),
         constant_note=constant_note,
-        y_test_float64=np.asarray(y_test, dtype=np.float64) if kind == "regression" else None,
-        y_val_float64=(
-            None if kind != "regression" or val_rows is None else np.asarray(y[val_rows], dtype=np.float64)
-        ),
         seed=int(seed),
         test_fraction=float(test_fraction),
         val_fraction=None if val_fraction is None else float(val_fraction),

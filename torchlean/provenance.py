@@ -109,14 +109,19 @@ def _array_update(digest: Any, array: npt.NDArray[Any]) -> None:
 
 def data_sha256(dataset: Any) -> str:
     """SHA-256 (hex) of the split data of ``dataset`` (a :class:`torchlean.data.Dataset`, as
-    :func:`torchlean.data.load` returns it: standardised features, class ids or targets), the
-    digest ``torchlean train`` records as ``data_sha256``. It is computed over, in this order, for
+    :func:`torchlean.data.load` returns it: standardised features in the run's dtype, int64 class
+    ids, or a regression's targets as read, float64 and not standardised), the digest
+    ``torchlean train`` records as ``data_sha256``. It is computed over, in this order, for
     each of ``x_train``, ``y_train``, ``x_test``, ``y_test`` and then, when present (a
     ``val_fraction``), ``x_val``, ``y_val``: the ASCII text ``f"{a.dtype.str}{a.shape};"``
     (``<f4(120, 4);``) followed by the array's bytes in C order; then the UTF-8 text of
-    ``repr(dataset.class_names)`` (``('setosa', 'versicolor', 'virginica')``; ``()`` for
-    regression). Data read with the same settings (seed, test fraction, validation fraction,
-    dtype, label column) hash alike whatever the file's path or delimiter.
+    ``repr(dataset.class_names)``, the repr of a tuple (``('setosa', 'versicolor', 'virginica')``;
+    ``()`` for regression). Data read with the same settings (seed, test fraction, validation
+    fraction, dtype, label column) hash alike whatever the file's path or delimiter.
+
+    torchlean 0.1.0 before review86 F1 kept a regression's targets in the run's dtype, so a
+    checkpoint it wrote records the digest of the targets rounded to that dtype (``<f4``):
+    ``torchlean inspect --dataset``, ``predict`` and ``train --resume`` still recognise it.
 
     Raises:
         TorchLeanError: ``dataset`` lacks those fields (not a ``Dataset``), naming its type.

@@ -293,7 +293,7 @@ def test_a_column_with_a_name_among_numbers_is_read_as_names(tmp_path: Path) -> 
 def test_csv_regression_inferred_and_forced(tmp_path: Path) -> None:
     lines = ["a,b,y"] + [f"{i},{i * i},{i * 0.25}" for i in range(10)]
     d = data.load(_write(tmp_path, "\n".join(lines)), seed=0)
-    assert d.task == "regression" and d.y_train.dtype == np.float32
+    assert d.task == "regression" and d.y_train.dtype == np.float64  # as read (review86 F1)
     integral = ["a,y"] + [f"{i},{i * 10}" for i in range(10)]
     forced = data.load(_write(tmp_path, "\n".join(integral), "int.csv"), task="regression", seed=0)
     assert forced.task == "regression"

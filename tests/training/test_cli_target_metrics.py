@@ -85,12 +85,12 @@ def test_val_mse_is_against_the_targets_as_read(capsys: pytest.CaptureFixture[st
     assert (code, err) == (0, ""), err
     (val_mse,) = json.loads(record_path.read_text())["validation"]["mse"]
     ds = data.load(data_path, val_fraction=0.25, task="regression")
-    assert ds.y_val_float64 is not None and ds.y_test_float64 is not None
+    assert ds.y_val is not None
     train_rows, test_rows = train_test_split(np.arange(120), test_size=0.2, random_state=0)
     _, val_rows = train_test_split(train_rows, test_size=0.25, random_state=0)
-    assert ds.y_val_float64.tolist() == y[val_rows].tolist()  # the values as written, bit for bit
-    assert ds.y_test_float64.tolist() == y[test_rows].tolist()
-    assert ds.y_val is not None and ds.y_val.dtype == np.float32  # the part trained on stays in dtype
+    assert ds.y_val.tolist() == y[val_rows].tolist()  # the values as written, bit for bit
+    assert ds.y_test.tolist() == y[test_rows].tolist()
+    assert ds.y_val.dtype == ds.y_test.dtype == np.float64  # not rounded to the features' float32
     # the saved weights are the epoch's (no early stopping): predict every row, take the validation ones
     code, _, err = cli(capsys, "predict", str(model), "--dataset", str(data_path), "--output", str(out_path))
     assert code == 0, err

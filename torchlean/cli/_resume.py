@@ -77,7 +77,7 @@ from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
     "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare",
-    "register", "setting_refusal",
+    "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -669,6 +669,24 @@ def data_digest(dataset: data.Dataset) -> str:
     return provenance.data_sha256(dataset)
 
 
+def recorded_as(dataset: data.Dataset, recorded: str) -> data.Dataset | None:
+    """``dataset`` as the run that recorded the digest ``recorded`` held it: ``dataset`` itself
+    when :func:`data_digest` gives ``recorded``; for regression, when the digest is that of the
+    targets rounded to the features' dtype, as torchlean recorded it before it kept the targets in
+    float64 (review86 F1), ``dataset`` with its targets so rounded (the statistics that run saved
+    are those of the rounded targets); None when neither is ``recorded``."""
+    if data_digest(dataset) == recorded:
+        return dataset
+    if dataset.task != "regression":
+        return None
+    dtype = dataset.x_train.dtype
+    rounded = dataclasses.replace(
+        dataset, y_train=dataset.y_train.astype(dtype), y_test=dataset.y_test.astype(dtype),
+        y_val=None if dataset.y_val is None else dataset.y_val.astype(dtype),
+    )
+    return rounded if data_digest(rounded) == recorded else None
+
+
 def restore(
     resumed: Resumed | None,
     trainer: Trainer[Any, Any],
@@ -691,7 +709,7 @@ def restore(
         return
     shown = shown_path(resumed.path)
     _check_repeated(resumed, dataset)
-    if data_digest(dataset) != resumed.digest:
+    if recorded_as(dataset, resumed.digest) is None:
         raise TorchLeanError(
             f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
             "(the file or its split changed): resume with the data it was trained on"

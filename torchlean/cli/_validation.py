@@ -131,7 +131,7 @@ def target_mse(outputs: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: flo
     """Regression: the MSE in the target's units of a model trained on ``(y - mean) / scale``,
     from its ``outputs`` ``(n, 1)`` (``trainer.predict(x)``, or :attr:`Trainer.val_outputs
     <torchlean.trainer.Trainer.val_outputs>` for the validation part: no second pass) for the
-    targets ``y`` ``(n,)`` (the data's own, float64: :attr:`torchlean.data.Dataset.y_test_float64`,
+    targets ``y`` ``(n,)`` (the data's own, float64: :attr:`torchlean.data.Dataset.y_test`,
     not rounded to the model's dtype), mapped back as ``p * scale + mean`` (float64; a diverged
     model's inf or NaN is the result)."""
     standardised = outputs.astype(np.float64).reshape(-1)
@@ -170,9 +170,7 @@ class Validation:
         self.fraction: float = args.val_fraction
         self.patience: int | None = args.early_stopping
         self.x = dataset.x_val
-        self.y = dataset.y_val
-        # regression's val_mse: against the targets as read (float64), as test_mse
-        self.y_float64 = dataset.y_val if dataset.y_val_float64 is None else dataset.y_val_float64
+        self.y = dataset.y_val  # regression: the targets as read (float64), what val_mse is against
         self.target = target
         self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
         self.monitored: str = "val_loss" if args.monitor is None else args.monitor
@@ -241,7 +239,7 @@ class Validation:
             self.metrics.append(metric)
             return f"  val_loss={loss_text(loss)}  val_accuracy={metric:.4f}"
         assert trainer.val_outputs is not None  # fit's validation pass over self.x (regression: MSE)
-        mse = target_mse(trainer.val_outputs, self.y_float64, *self.target)
+        mse = target_mse(trainer.val_outputs, self.y, *self.target)
         self.metrics.append(mse)
         return f"  val_loss(standardised y)={loss_text(loss)}  val_mse={metric_text(mse)}"
 

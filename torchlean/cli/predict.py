@@ -597,8 +597,10 @@ class DataComparison:
     """``--dataset`` loaded and split as a checkpoint's run loaded its data (:func:`compare_data`).
 
     Attributes:
-        digest: their digest (:func:`torchlean.cli._resume.data_digest`); None when they could not
-            be loaded so.
+        digest: their digest (:func:`torchlean.cli._resume.data_digest`; the recorded one when
+            they have it as a regression checkpoint of torchlean before review86 F1 computed it,
+            over the targets rounded to its dtype: :func:`torchlean.cli._resume.recorded_as`);
+            None when they could not be loaded so.
         matches: whether it is the run's recorded digest; None when that cannot be told (no
             recorded digest, or data that could not be loaded so).
         failure: why the data could not be loaded so (the loader's message); None when they were.
@@ -685,17 +687,18 @@ def compare_data(
         )
     except (TorchLeanError, ValueError, TypeError) as error:
         return DataComparison(None, None, cli_spelling(str(error)))
-    found = _resume.data_digest(loaded)
     if recorded is None:
-        return DataComparison(found, None)
-    if found != recorded:
-        return DataComparison(found, False, difference=_DIGEST_DIFFERS)
-    if not _standardised_as_trained(loaded, saved):  # review65 F1: x10 or +100 standardises alike
-        return DataComparison(found, False, difference=_STATISTICS_DIFFER)
-    names = _resume.names_difference(loaded, saved)
+        return DataComparison(_resume.data_digest(loaded), None)
+    # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
+    as_recorded = _resume.recorded_as(loaded, recorded)
+    if as_recorded is None:
+        return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
+    if not _standardised_as_trained(as_recorded, saved):  # review65 F1: x10 or +100 standardises alike
+        return DataComparison(recorded, False, difference=_STATISTICS_DIFFER)
+    names = _resume.names_difference(as_recorded, saved)
     if names is not None:  # review67 F3: the checkpoint's names were edited
-        return DataComparison(found, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
-    return DataComparison(found, True)
+        return DataComparison(recorded, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
+    return DataComparison(recorded, True)
 
 
 def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> bool | None:

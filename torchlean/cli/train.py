@@ -1064,8 +1064,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         if note:
             print(note, file=sys.stderr, flush=True)
     else:
-        assert dataset.y_test_float64 is not None  # regression: the targets as read, not rounded to dtype
-        mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test_float64, y_mean, y_scale)
+        mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test, y_mean, y_scale)  # float64, as read
         record["test_mse"] = mse
         print(f"test_mse={metric_text(mse)}")
     selected = trainer.selected
