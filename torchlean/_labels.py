@@ -130,7 +130,6 @@ def _labels(
     cells: list[str],
     task: Task | None,
     first_line: Lines,
-    dtype: np.dtype[Any],
     *,
     delimiter: str = _delimiter.COMMA,
 ) -> tuple[Array, tuple[str, ...], Task]:
@@ -145,9 +144,10 @@ def _labels(
             or a label written with a decimal comma under another ``delimiter`` than the comma
             (``not a number: '1,5' (decimal commas are not read: write 1.5)``: not read as a
             class name unless ``task='classification'``); a
-            regression label that is not a finite number of ``dtype`` (as a feature
-            cell, :func:`_number`), a blank classification label (``line 2, column y: not a
-            class label: ''``, as a blank feature cell is ``not a number: ''``), or a single class
+            regression label that is not a finite float64 number (as a feature cell,
+            :func:`_number`: targets are kept and standardised in float64, review86 F1), a
+            blank classification label (``line 2, column y: not a class label: ''``, as a blank
+            feature cell is ``not a number: ''``), or a single class
             (a classifier needs two; scikit-learn classifiers refuse such a target too).
     """
     labels = [cell.strip() for cell in cells]
@@ -184,7 +184,7 @@ def _labels(
     if task is None and not inferred and len(filled) >= 3 and len(set(labels)) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
     if task == "regression" or inferred:
-        targets_read = targets(file, column, cells, dtype, first_line=first_line, delimiter=delimiter)
+        targets_read = targets(file, column, cells, np.float64, first_line=first_line, delimiter=delimiter)
         return targets_read, (), "regression"
     blank = next((r for r, v in enumerate(labels) if not v), None)
     if blank is not None:
@@ -243,7 +243,7 @@ def class_names(file: str, column: str, cells: list[str], first_line: Lines) -> 
     Raises:
         DataError: as :func:`torchlean.data.load` for such labels (a blank label, one class).
     """
-    return _labels(file, column, cells, "classification", first_line, np.dtype(np.float64))[1]
+    return _labels(file, column, cells, "classification", first_line)[1]
 
 
 def _refuse_merged_ids(file: str, column: str, labels: Sequence[str]) -> None:
@@ -309,7 +309,8 @@ def targets(
     delimiter: str = _delimiter.COMMA,
 ) -> Array:
     """Regression targets: each label cell as a float64 number ``[len(cells)]``, checked to be
-    finite once rounded to ``dtype`` (float32 or float64), as training reads its labels. Messages
+    finite once rounded to ``dtype`` (float32 or float64; training and ``torchlean predict`` read
+    them with float64, whatever the model's dtype, and standardise them in float64). Messages
     name ``source``, the file line (``first_line``: the line of ``cells[0]``, or of each cell;
     ``place="row"``: rows of a shipped dataset instead) and ``column``; ``delimiter`` is the one
     the cells were read with (a decimal comma under another one is named as such).

@@ -261,7 +261,7 @@ def load(
             rows or no data rows, a row whose cell count differs, a file read as one column (with a
             hint when another common separator than ``delimiter`` splits it), non-numeric or
             non-finite feature cell (a decimal comma named as such), a regression label beyond
-            ``dtype``'s range or a blank label cell (line and column named), labels mixing numbers
+            float64's range or a blank label cell (line and column named), labels mixing numbers
             and non-numbers, or written with decimal commas, without ``task`` (the first
             non-number named), a first line starting with ``#`` (a comment) or Excel's ``sep=``
             line naming a separator other than ``delimiter``, a single class, a label column and
@@ -359,7 +359,7 @@ def load_csv(
         x, cells = table.columns(label)
         assert cells is not None  # a label column was asked for
         y, classes, kind = _labels(
-            table.shown_file, table.shown(label), cells, task, table.lines, target, delimiter=table.delimiter
+            table.shown_file, table.shown(label), cells, task, table.lines, delimiter=table.delimiter
         )
     dataset = _split(
         table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,

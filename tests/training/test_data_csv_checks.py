@@ -76,11 +76,25 @@ def test_a_feature_whose_statistics_overflow_is_refused_under_float32_too(
     assert overflowing in str(info.value)
 
 
-def test_a_regression_label_beyond_float32_is_refused_by_line_and_column(tmp_path: Path) -> None:
+def test_a_regression_label_beyond_float32_loads_and_one_beyond_float64_is_refused(tmp_path: Path) -> None:
+    """review86 F1: targets are read and standardised in float64 under a float32 run, as features
+    are, so -2e39 loads (it was refused as beyond float32); 1e400 is refused by line and column."""
     path = _write(tmp_path, "a,y\n1,0.5\n2,1.5\n3,-2e39\n4,2.5\n5,3.5\n")
+    loaded = _load(path)
+    assert sorted(np.concatenate([loaded.y_train, loaded.y_test]).tolist()) == [-2e39, 0.5, 1.5, 2.5, 3.5]
+    beyond = _write(tmp_path, "a,y\n1,0.5\n2,1.5\n3,-1e400\n4,2.5\n5,3.5\n", "beyond.csv")
     with pytest.raises(DataError) as info:
-        _load(path)
-    assert str(info.value) == f"{path}: line 4, column y: '-2e39' is outside the float32 range {F32_RANGE}"
+        _load(beyond)
+    assert str(info.value) == f"{beyond}: line 4, column y: '-1e400' is outside the float64 range {F64_RANGE}"
+
+
+def test_targets_checks_the_range_of_the_dtype_it_is_given() -> None:
+    """``data.targets(..., dtype)`` (public: labels read without a split) still checks ``dtype``'s
+    range, naming float64's as the way out; training reads with float64."""
+    with pytest.raises(DataError) as info:
+        data.targets("f.csv", "y", ["0.5", "-2e39"], np.float32)
+    assert str(info.value) == f"f.csv: line 2, column y: '-2e39' is outside the float32 range {F32_RANGE}"
+    assert data.targets("f.csv", "y", ["0.5", "-2e39"], np.float64).tolist() == [0.5, -2e39]
 
 
 def test_a_number_beyond_float64_is_named_as_out_of_range_not_as_infinity(tmp_path: Path) -> None:
@@ -102,17 +116,15 @@ def test_float32_extremes_load(tmp_path: Path) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.floats(min_value=1e37, max_value=1e40) | st.floats(min_value=-1e40, max_value=-1e37))
-def test_float32_regression_labels_are_accepted_exactly_when_numpy_casts_them_finite(
+def test_float32_regression_labels_load_as_read_whether_or_not_float32_holds_them(
     tmp_path: Path, value: float
 ) -> None:
+    """Under float32 a target is kept as read, float64 (review86 F1), and standardised in float64:
+    the value comes back bit for bit, and the standardised targets are finite."""
     path = _write(tmp_path, f"a,y\n0,{value!r}\n1,0.5\n2,1.5\n3,2.5\n4,3.5\n")
-    with np.errstate(over="ignore"):
-        fits = bool(np.isfinite(np.float32(value)))
-    if fits:
-        _load(path)
-    else:
-        with pytest.raises(DataError, match="is outside the float32 range"):
-            _load(path)
+    loaded = _load(path)
+    assert value in np.concatenate([loaded.y_train, loaded.y_test]).tolist()
+    assert all(np.isfinite(part).all() for part in loaded.standardised_targets())
 
 
 # ------------------------------------------------------------------- overflowing statistics

@@ -838,16 +838,18 @@ HUGE_CSV = "a,b,y\n{v},1,0\n3,2,1\n{v},3,0\n4,4,1\n{v},5,0\n-1,6,1\n"
 
 
 @pytest.mark.parametrize("value", ["1e200", "1e308"])
-def test_targets_beyond_float32_are_refused_before_training(capsys, tmp_path, value):
+def test_targets_whose_statistics_overflow_float64_are_refused_before_training(capsys, tmp_path, value):
+    """A target is read and standardised in float64 (review86 F1): one whose train-split standard
+    deviation overflows float64 (its square, 1e400 or more, does) is refused, as such a feature is."""
     path = _csv(tmp_path, f"a,y\n1,{value}\n2,0.5\n3,1.5\n4,2.5\n5,3.5\n")
     code, out, err = train(capsys, "--dataset", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
+    mean = f"{float(value) / 4:.6g}"  # seed 0's train split: lines 2, 3, 5, 6 (value, 0.5, 2.5, 3.5)
     assert err == (
-        f"error: {path}: line 2, column y: {value!r} is outside the float32 range (accepted: a number of "
-        "magnitude at most 3.4028235e+38 for dtype float32; --dtype float64 reads up "
-        "to 1.7976931348623157e+308)\n"
+        f"error: {path}: label column y: standardising it overflows float64: the train split's mean is "
+        f"{mean} and its standard deviation inf (accepted: values whose mean and standard deviation "
+        "are finite in float64; rescale the column)\n"
     )
-
 
 def test_float64_values_whose_standardisation_overflows_are_refused_by_column(capsys, tmp_path):
     path = _csv(tmp_path, HUGE_CSV.format(v="1e308"))
@@ -863,12 +865,26 @@ def test_float64_values_whose_standardisation_overflows_are_refused_by_column(ca
     assert err.count("\n") == 1
 
 
-def test_huge_regression_targets_are_refused_before_training(capsys, tmp_path):
+def test_regression_targets_beyond_float32_train_under_float32(capsys, tmp_path):
+    """review86 F1: a 1e39 target (beyond float32) is standardised in float64, as a 1e39 feature is,
+    so a float32 run trains on it; its saved statistics are the float64 mean and deviation of the
+    train rows (seed 0's train split is lines 2, 3, 5 and 6: ``train_test_split(range(5),
+    test_size=0.2, random_state=0)`` keeps rows 0, 1, 3, 4)."""
     path = _csv(tmp_path, "a,y\n1,0.5\n2,1e39\n3,1.5\n4,2.5\n5,3.5\n")
-    code, out, err = train(capsys, "--dataset", str(path))
-    assert (code, out) == (2, "")
-    assert err.startswith(f"error: {path}: line 3, column y: '1e39' is outside the float32 range ")
-    assert err.count("\n") == 1
+    model = tmp_path / "m.npz"
+    code, out, err = train(capsys, "--dataset", str(path), "--epochs", "2", "--save", str(model))
+    assert (code, err) == (0, ""), err
+    train_targets = np.array([0.5, 1e39, 2.5, 3.5])
+    with np.load(model, allow_pickle=False) as archive:
+        mean, scale = archive["target_statistics"].tolist()
+    expected = (float(np.mean(train_targets)), float(np.std(train_targets)))
+    assert (mean, scale) == pytest.approx(expected, rel=1e-15)
+    (line,) = [line for line in out.splitlines() if line.startswith("test_mse=")]
+    assert np.isfinite(float(line.removeprefix("test_mse=")))
+    # predict reads the labels as training did, and scores them (it refused 1e39 under float32)
+    code, out, err = cli(capsys, "predict", str(model), "--dataset", str(path), "--split", "test")
+    assert code == 0, err
+    assert out.splitlines()[0] == "row,prediction" and "mse=" in err  # the report goes to stderr here
 
 
 def test_float32_targets_far_from_their_mean_standardise_without_overflow(capsys, tmp_path):

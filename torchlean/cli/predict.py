@@ -1069,7 +1069,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             truth = (
                 data.class_ids(*where, saved.classes, first_line=source.lines, place=source.place)
                 if classification
-                else data.targets(*where, saved.dtype, first_line=source.lines, place=source.place,
+                else data.targets(*where, np.float64, first_line=source.lines, place=source.place,
                                   delimiter=source.delimiter)
             )
         except TorchLeanError as error:  # labels the checkpoint cannot score: say how to predict anyway
