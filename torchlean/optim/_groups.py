@@ -68,6 +68,11 @@ class ParamGroup:
     ``requires_grad_(False)`` applies to a parameter of any group: they are frozen (a no-decay
     group for every bias beside a frozen first layer needs no pattern that leaves that layer out).
 
+    Weights tied by passing one tensor at two positions of :meth:`Optimizer.step_` (an embedding
+    table and the LM head, ``0.weight`` and ``2.weight``) are one parameter: both names must get
+    the same settings (one group whose pattern matches both, groups with the same overrides, or
+    both frozen), else ``step_`` refuses the step, as torch refuses a parameter in two groups.
+
     Raises:
         OptimizerError: ``match`` neither a regular expression nor callable; an override named
             ``lr`` (use ``lr_scale``), a name that is not a string, a value that is neither a bool

@@ -41,6 +41,7 @@ from torchlean.optim._groups import (
     freezing,
     names_shown,
 )
+from torchlean.optim._ties import refuse_split_ties
 from torchlean.tensor import Tensor
 
 _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
@@ -742,7 +743,12 @@ class Optimizer(PicklesAtEveryProtocol):
         ``no_grad``, so leaf tensors that require grad can be updated. A tensor listed at several
         positions (weights tied by passing one tensor twice) is one parameter, as in torch: its
         gradient counts once in the clipping norm, and each position computes the same update
-        from the same value.
+        from the same value. Its positions must therefore take the same update rule: the same
+        group, or groups with the same settings (overrides, ``lr_scale``), or both frozen; a tie
+        across groups that disagree (a no-decay group on the embedding table but not on the tied
+        head, a frozen table but not the head) is refused before anything changes, as torch
+        refuses a parameter in two parameter groups (:func:`refuse_split_ties`), rather than
+        resolved by whichever position comes last.
 
         The update is computed first and then stored (the optimizer's state, every tensor, the
         ``.grad`` resets) with Ctrl-C (SIGINT) held back in the main thread until all of it is
@@ -751,9 +757,13 @@ class Optimizer(PicklesAtEveryProtocol):
         be interrupted between two parameters).
 
         Raises:
-            OptimizerError: an entry that is not a torchlean Tensor; the errors of :meth:`step`,
-                :func:`clip_grad_value` and :func:`clip_grad_norm` (shapes, dtypes, counts, the
-                limits), before any tensor changes.
+            OptimizerError: an entry that is not a torchlean Tensor; not one tensor per parameter
+                (``optimizer: expected 4 parameters, got 5``); a tensor at two positions whose
+                groups disagree (``optimizer: parameters 0 ('0.weight') and 3 ('2.weight') are one
+                tensor (tied weights), so one parameter, but their groups disagree: ...``, naming
+                both groups and a pattern that selects both names); the errors of :meth:`step`,
+                :func:`clip_grad_value` and :func:`clip_grad_norm` (shapes, dtypes, the limits),
+                before any tensor changes.
         """
         if isinstance(params, Tensor):
             raise OptimizerError(
@@ -766,6 +776,11 @@ class Optimizer(PicklesAtEveryProtocol):
                     f"optimizer: step_ takes torchlean Tensors; parameter {index} is a {_type_name(tensor)} "
                     "(for numpy arrays use step(params, grads))"
                 )
+        count = len(self.first)
+        if len(tensors) != count:  # before is_frozen indexes them (an extra tensor was an IndexError)
+            raise OptimizerError(f"optimizer: expected {count} parameters, got {len(tensors)}")
+        rules = [self._update_rule(index) for index in range(count)]
+        refuse_split_ties(tensors, rules, self.names, self.groups, self.membership)  # review85 F1
         for name, limit in (("max_grad_value", max_grad_value), ("max_grad_norm", max_grad_norm)):
             if limit is not None:  # named as step_'s arguments, not clip_grad_*'s (review58 F4)
                 clip_limit(name, limit, "optimizer: step_")
@@ -796,6 +811,14 @@ class Optimizer(PicklesAtEveryProtocol):
 
         store_together(store)
         return norm
+
+    def _update_rule(self, index: int) -> tuple[object, ...]:
+        """What decides parameter ``index``'s update, for :func:`refuse_split_ties`: ``("frozen",)``
+        for a frozen one, else its record and its group's ``lr_scale`` (1.0 outside groups)."""
+        if self.is_frozen(index):
+            return ("frozen",)
+        member = self.membership[index]
+        return (self.config_of(index), 1.0 if member is None else self.groups[member].lr_scale)
 
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
         """Return updated parameters (new arrays); for a ``None`` gradient, and for a frozen

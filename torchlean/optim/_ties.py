@@ -1,0 +1,71 @@
+"""Tied weights and parameter groups: one tensor listed at several positions of
+:meth:`~torchlean.optim.Optimizer.step_` is one parameter, so its positions must take one update
+rule (review85 F1)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from torchlean.optim._common import OptimizerError
+from torchlean.optim._groups import ParamGroup
+
+
+def refuse_split_ties(
+    tensors: Sequence[object],
+    rules: Sequence[object],
+    names: Sequence[str],
+    groups: Sequence[ParamGroup],
+    membership: Sequence[int | None],
+) -> None:
+    """Refuse a tensor listed at two positions whose update ``rules`` differ.
+
+    ``rules[i]`` is what decides position ``i``'s update, compared with ``==``: for a frozen
+    position a marker of its own (every frozen position agrees with every other), else its
+    record and its group's ``lr_scale`` (the scale, not the scaled rate, so that agreement does
+    not depend on the rate ``set_lr`` sets). ``names`` are the parameters' names (empty when
+    ``create`` was given none), ``membership[i]`` the group of position ``i`` or ``None``.
+
+    Positions in different groups with the same settings agree: each computes the same update
+    from the same value and the same state, so nothing is resolved. torch has one ``Parameter``
+    there, which can be in one group only ("some parameters appear in more than one parameter
+    group"); torchlean names the positions apart (``0.weight``, ``2.weight``), so a tie in one
+    group takes a pattern that matches both names.
+
+    Raises:
+        OptimizerError: the first tensor (in position order) whose later position's rule differs
+            from its first position's, naming both positions, their names and groups, and a
+            pattern that selects both.
+    """
+    first: dict[int, int] = {}
+    for index, tensor in enumerate(tensors):
+        earlier = first.setdefault(id(tensor), index)
+        if rules[earlier] != rules[index]:
+            raise OptimizerError(_split_tie_message(earlier, index, names, groups, membership))
+
+
+def _split_tie_message(
+    a: int, b: int, names: Sequence[str], groups: Sequence[ParamGroup], membership: Sequence[int | None]
+) -> str:
+    """The refusal of positions ``a`` and ``b`` (one tensor) whose groups disagree."""
+
+    def position(index: int) -> str:
+        return f"{index} ({names[index]!r})" if names else str(index)
+
+    def placed(index: int) -> str:
+        member = membership[index]
+        if member is None:
+            return "in no group (the optimizer's own settings)"
+        return f"in {groups[member].describe()}"
+
+    if names:
+        pattern = f"^({re.escape(names[a])}|{re.escape(names[b])})$"
+        both = f"a pattern that matches both, such as {pattern!r}"
+    else:
+        both = "a pattern that matches both"
+    return (
+        f"optimizer: parameters {position(a)} and {position(b)} are one tensor (tied weights), so one "
+        f"parameter, but their groups disagree: {a} is {placed(a)}, {b} {placed(b)}; torch refuses a "
+        f"parameter in two parameter groups: put both names in one group ({both}; a frozen group "
+        "to freeze the tensor), or give their groups the same settings"
+    )
