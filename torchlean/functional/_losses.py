@@ -1,5 +1,6 @@
 """Losses: ``mse_loss`` and ``cross_entropy`` (class indices or class probabilities, with
-torch's ``label_smoothing``), reduction ``mean``."""
+torch's ``label_smoothing``), reduction ``mean`` (``cross_entropy`` takes ``reduction="mean"`` and
+spells out the others in its refusal)."""
 
 from __future__ import annotations
 
@@ -110,8 +111,33 @@ def _label_smoothing(value: object) -> float:
     return smoothing
 
 
+def _reduction_mean(value: object) -> None:
+    """Accept ``cross_entropy``'s ``reduction`` when it is torch's default ``"mean"``, the one this
+    computes.
+
+    Raises:
+        TensorError: any other value, naming it and ``"mean"``; for ``"sum"`` and ``"none"``, how
+            to write them (the per-sample losses, and ``reduce_sum`` of them; review85 F2).
+    """
+    if isinstance(value, str) and value == "mean":
+        return
+    raise TensorError(
+        f"cross_entropy: reduction={_preview(value)} is not supported (accepted: 'mean', torch's default, "
+        "which cross_entropy returns); torch's reduction='none', the per-sample losses, is "
+        "-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept (ids[:, None] for (N, C) "
+        "logits), axis) for class ids, -tl.reduce_sum(probs * tl.log_softmax(logits, axis), axis) for "
+        "probabilities; reduction='sum' is tl.reduce_sum of them (or cross_entropy(...) times their "
+        "count, equal up to rounding)"
+    )
+
+
 def cross_entropy(
-    logits: Tensor, target: Tensor | npt.ArrayLike, axis: int | None = None, *, label_smoothing: float = 0.0
+    logits: Tensor,
+    target: Tensor | npt.ArrayLike,
+    axis: int | None = None,
+    *,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
 ) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
@@ -126,6 +152,11 @@ def cross_entropy(
     logits' shape). Unlike torch, there is no ``ignore_index``: torch's default
     ``ignore_index=-100`` (skip that target) is not supported, so ``-100`` is refused like any
     other value outside ``[0, C)``.
+
+    ``reduction`` takes torch's default ``"mean"`` only (the mean over the samples and positions
+    is what this returns); ``"sum"`` and ``"none"`` are refused with their spelling: the
+    per-sample losses ``-gather(log_softmax(logits, axis), ids, axis)`` (``ids`` with the class
+    axis kept) and ``reduce_sum`` of them.
 
     ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
     distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
@@ -145,13 +176,15 @@ def cross_entropy(
             A probability target Tensor of another float dtype than the logits (numpy
             probabilities are cast to the logits' dtype).
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
-            nested lists; ``label_smoothing`` outside ``[0, 1]`` (torch's documented range; torch 2.13
-            itself takes a negative or NaN value silently as no smoothing), or beyond the float range.
+            nested lists; a ``reduction`` other than ``"mean"``; ``label_smoothing`` outside
+            ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
+            silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
             array data as ``axis`` (torch's positional ``weight``: per-class weights are not
             supported, the message says so).
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
+    _reduction_mean(reduction)
     smoothing = _label_smoothing(label_smoothing)
     if logits.ndim == 0:
         raise TensorError(

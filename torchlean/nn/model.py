@@ -19,12 +19,13 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NamedTuple, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import dtype_shown, float_dtype, is_int
+from torchlean._module_hints import MODEL_HINTS, missing_attribute
 from torchlean._slots import PicklesAtEveryProtocol
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
@@ -270,6 +271,15 @@ class Model(PicklesAtEveryProtocol):
         """:meth:`forward`: ``model(x)`` as for a torch module (evaluation mode unless
         ``training=True``)."""
         return self.forward(x, params, training=training)
+
+    if not TYPE_CHECKING:  # mypy keeps reporting unknown attributes; at run time they get a hint
+
+        def __getattr__(self, name: str) -> NoReturn:
+            """An attribute ``Model`` lacks: ``AttributeError``, with torchlean's spelling for the
+            ``torch.nn.Module`` attributes ported code reaches for (``train``/``eval``: the
+            ``training=`` argument of each call; ``state_dict``: :meth:`state`;
+            :data:`~torchlean._module_hints.MODEL_HINTS`), as ``Tensor`` does."""
+            raise missing_attribute(self, name, MODEL_HINTS)
 
     def _checked_params(self, params: object, caller: str, device: str | None) -> list[Tensor]:
         """``params`` as a list after checking it against the specs: one Tensor per spec, of its

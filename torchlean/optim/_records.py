@@ -7,13 +7,14 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown
 from torchlean._interrupts import store_together
+from torchlean._module_hints import OPTIMIZER_HINTS, missing_attribute
 from torchlean._slots import PicklesAtEveryProtocol
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.display import name_shown
@@ -535,6 +536,15 @@ class Optimizer(PicklesAtEveryProtocol):
             self.third = [
                 np.zeros_like(m) if self.config_of(i).has_third() else None for i, m in enumerate(self.first)
             ]
+
+    if not TYPE_CHECKING:  # mypy keeps reporting unknown attributes; at run time they get a hint
+
+        def __getattr__(self, name: str) -> NoReturn:
+            """An attribute ``Optimizer`` lacks: ``AttributeError``, with torchlean's spelling for
+            the ``torch.optim.Optimizer`` attributes ported code reaches for (``zero_grad``:
+            :meth:`step_` clears the gradients; ``param_groups``;
+            :data:`~torchlean._module_hints.OPTIMIZER_HINTS`), as ``Tensor`` does."""
+            raise missing_attribute(self, name, OPTIMIZER_HINTS)
 
     def is_frozen(self, index: int) -> bool:
         """Whether parameter ``index`` belongs to a frozen group (``optim.group(..., frozen=True)``):

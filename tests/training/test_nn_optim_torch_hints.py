@@ -1,0 +1,133 @@
+"""torch idioms on ``Model``, ``Optimizer`` and ``cross_entropy`` name torchlean's spelling
+(review85 F2), as ``Tensor``'s attribute hints do.
+
+Oracles: the messages, written out; each claim a hint makes checked against the object (the
+``training=`` default, the methods it names, ``step_`` clearing the gradients); the refusal's
+spelling of ``reduction="sum"``/``"none"`` against torch's ``cross_entropy`` in float64.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean import nn, optim
+from torchlean.tensor import TensorError
+
+
+def _model() -> nn.Model:
+    return nn.build(nn.sequential(nn.linear(3, 2)), seed=0, dtype="float64")
+
+
+MODEL_HINTS = {
+    "train": "a Model keeps no train/eval mode: each call says which, model(x, params, training=True) for "
+             "torch's model.train()",
+    "eval": "and training=False, the default, for torch's model.eval() (so a call without it evaluates, the "
+            "opposite of a fresh torch module)",
+    "state_dict": "model.state() gives the parameters and buffers by name",
+    "load_state_dict": "model.load_state(state, strict=True) loads a model.state() mapping or a torch "
+                       "state_dict()",
+    "named_parameters": "zip(model.names, model.parameters) gives the names and numpy arrays in state order",
+    "zero_grad": "the optimizer's step_(params) sets every .grad to None after its update",
+    "to": "model.tensors(device='cuda') gives its parameters on a device",
+    "double": "nn.build(layer, ..., dtype='float64')",
+}
+
+
+@pytest.mark.parametrize(("name", "hint"), MODEL_HINTS.items(), ids=list(MODEL_HINTS))
+def test_model_answers_torch_module_attributes_with_torchleans_spelling(name, hint):
+    with pytest.raises(AttributeError) as caught:
+        getattr(_model(), name)
+    message = str(caught.value)
+    assert message.startswith(f"'Model' object has no attribute {name!r}: ")
+    assert hint in message
+
+
+OPTIMIZER_HINTS = {
+    "zero_grad": "step_(params) sets every tensor's .grad to None after its update (torch's step() then "
+                 "zero_grad()); to clear them without a step, set p.grad = None for each tensor p",
+    "param_groups": "groups are optim.group(...) records given to create(params, names=model.names",
+    "add_param_group": "an optimizer's parameters and groups are fixed when it is created",
+    "state": "state_dict() gives the state as numpy arrays",
+    "defaults": "optimizer.config is the record it was created from",
+}
+
+
+@pytest.mark.parametrize(("name", "hint"), OPTIMIZER_HINTS.items(), ids=list(OPTIMIZER_HINTS))
+def test_optimizer_answers_torch_optimizer_attributes_with_torchleans_spelling(name, hint):
+    opt = optim.adam(1e-3).create(_model().parameters)
+    with pytest.raises(AttributeError) as caught:
+        getattr(opt, name)
+    message = str(caught.value)
+    assert message.startswith(f"'Optimizer' object has no attribute {name!r}: ")
+    assert hint in message
+
+
+def test_what_the_hints_claim_holds():
+    """The ``training=`` default is False (eval), the named methods and attributes exist, and
+    ``step_`` leaves every gradient ``None``."""
+    model = _model()
+    assert inspect.signature(nn.Model.forward).parameters["training"].default is False
+    assert inspect.signature(nn.Model.__call__).parameters["training"].default is False
+    assert callable(model.state) and callable(model.load_state) and callable(model.tensors)
+    assert len(model.names) == len(model.parameters) == len(model.specs)
+    opt = optim.sgd(0.1).create(model.parameters)
+    assert opt.groups == () and opt.config == optim.sgd(0.1) and callable(opt.set_lr)
+    params = model.tensors()
+    with tl.session():
+        tl.reduce_sum(model(tl.tensor(np.ones((2, 3))), params)).backward()
+    assert all(p.grad is not None for p in params)
+    opt.step_(params)
+    assert all(p.grad is None for p in params)
+
+
+def test_other_attributes_keep_pythons_error_and_objects_still_copy_and_pickle():
+    """A regression guard (as before the hints): an unhinted name keeps Python's message and
+    ``name``, so a traceback still suggests ``state`` for ``stat``; dunder probes get no hint."""
+    model = _model()
+    opt = optim.adam(1e-3).create(model.parameters)
+    typo = "stat"
+    for obj, kind in ((model, "Model"), (opt, "Optimizer")):
+        with pytest.raises(AttributeError) as caught:
+            getattr(obj, typo)
+        assert str(caught.value) == f"'{kind}' object has no attribute 'stat'"
+        assert caught.value.name == "stat"
+        assert not hasattr(obj, "__array_interface__")
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            assert type(pickle.loads(pickle.dumps(obj, protocol))) is type(obj)
+        assert type(copy.deepcopy(obj)) is type(obj)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "none", "elementwise_mean", None])
+def test_cross_entropy_reduction_other_than_mean_is_refused_with_its_spelling(reduction):
+    """The refusal's spelling, run: the per-sample losses and their sum equal torch's
+    ``reduction="none"`` and ``"sum"`` (class ids and probabilities); ``"mean"`` is the default."""
+    rng = np.random.default_rng(3)
+    x, ids, probs = rng.standard_normal((5, 3)), rng.integers(0, 3, 5), rng.dirichlet(np.ones(3), 5)
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(TensorError) as caught:
+            tl.cross_entropy(logits, ids, reduction=reduction)
+        message = str(caught.value)
+        assert message.startswith(
+            f"cross_entropy: reduction={reduction!r} is not supported (accepted: 'mean', torch's default"
+        )
+        assert "-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept" in message
+        assert "-tl.reduce_sum(probs * tl.log_softmax(logits, axis), axis) for probabilities" in message
+        assert "reduction='sum' is tl.reduce_sum of them" in message
+        np.testing.assert_array_equal(
+            tl.cross_entropy(logits, ids, reduction="mean").numpy(), tl.cross_entropy(logits, ids).numpy()
+        )
+        per_id = -tl.gather(tl.log_softmax(logits, 1), ids[:, None], 1)
+        per_prob = -tl.reduce_sum(probs * tl.log_softmax(logits, 1), 1)
+        for per, target in ((per_id, torch.tensor(ids)), (per_prob, torch.tensor(probs))):
+            none = torch.nn.functional.cross_entropy(torch.tensor(x), target, reduction="none").numpy()
+            total = torch.nn.functional.cross_entropy(torch.tensor(x), target, reduction="sum").item()
+            np.testing.assert_allclose(per.numpy().reshape(-1), none, rtol=1e-14, atol=0)
+            assert tl.reduce_sum(per).numpy() == pytest.approx(total, rel=1e-14)
