@@ -789,8 +789,7 @@ class Optimizer(PicklesAtEveryProtocol):
         count = len(self.first)
         if len(tensors) != count:  # before is_frozen indexes them (an extra tensor was an IndexError)
             raise OptimizerError(f"optimizer: expected {count} parameters, got {len(tensors)}")
-        rules = [self._update_rule(index) for index in range(count)]
-        refuse_split_ties(tensors, rules, self.names, self.groups, self.membership)  # review85 F1
+        refuse_split_ties(tensors, self._update_rule, self.names, self.groups, self.membership)  # review85 F1
         for name, limit in (("max_grad_value", max_grad_value), ("max_grad_norm", max_grad_norm)):
             if limit is not None:  # named as step_'s arguments, not clip_grad_*'s (review58 F4)
                 clip_limit(name, limit, "optimizer: step_")

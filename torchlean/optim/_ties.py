@@ -5,7 +5,7 @@ rule (review85 F1)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from torchlean.optim._common import OptimizerError
 from torchlean.optim._groups import ParamGroup
@@ -13,14 +13,15 @@ from torchlean.optim._groups import ParamGroup
 
 def refuse_split_ties(
     tensors: Sequence[object],
-    rules: Sequence[object],
+    rule: Callable[[int], object],
     names: Sequence[str],
     groups: Sequence[ParamGroup],
     membership: Sequence[int | None],
 ) -> None:
-    """Refuse a tensor listed at two positions whose update ``rules`` differ.
+    """Refuse a tensor listed at two positions whose update rules differ.
 
-    ``rules[i]`` is what decides position ``i``'s update, compared with ``==``: for a frozen
+    ``rule(i)`` is what decides position ``i``'s update, compared with ``==`` (asked only when
+    some tensor is listed twice, so an untied step pays one set of ids): for a frozen
     position a marker of its own (every frozen position agrees with every other), else its
     record and its group's ``lr_scale`` (the scale, not the scaled rate, so that agreement does
     not depend on the rate ``set_lr`` sets). ``names`` are the parameters' names (empty when
@@ -37,10 +38,12 @@ def refuse_split_ties(
             from its first position's, naming both positions, their names and groups, and a
             pattern that selects both.
     """
+    if len({id(tensor) for tensor in tensors}) == len(tensors):
+        return
     first: dict[int, int] = {}
     for index, tensor in enumerate(tensors):
         earlier = first.setdefault(id(tensor), index)
-        if rules[earlier] != rules[index]:
+        if earlier != index and rule(earlier) != rule(index):
             raise OptimizerError(_split_tie_message(earlier, index, names, groups, membership))
 
 
