@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -415,6 +416,22 @@ def test_both_spellings_or_no_required_axis_are_refused_naming_them() -> None:
     # the defaults are unchanged: softmax and log_softmax over the last axis, concat over the first
     np.testing.assert_array_equal(tl.softmax(t).numpy(), tl.softmax(t, -1).numpy())
     assert tl.concat([t, t]).shape == (6, 4)
+
+
+def test_hard_masked_softmax_takes_torchs_dim_keyword() -> None:
+    """``hard_masked_softmax(x, mask, dim=0)`` is softmax along axis 0 over the allowed entries: torch
+    float64's softmax of the scores with the blocked ones set to -inf (every column keeps one)."""
+    mask = np.arange(_X.size).reshape(_X.shape) % 3 != 1
+    assert mask.any(axis=0).all()
+    expected = torch.softmax(torch.tensor(_X).masked_fill(~torch.tensor(mask), -math.inf), dim=0).numpy()
+    with tl.session():
+        t = tl.tensor(_X)
+        got = tl.hard_masked_softmax(t, mask, dim=0).numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
+        np.testing.assert_array_equal(tl.hard_masked_softmax(t, mask, dim=0).numpy(),
+                                      tl.hard_masked_softmax(t, mask, 0).numpy())
+        with pytest.raises(tl.TensorTypeError, match=r"^hard_masked_softmax: got both dim=0 and axis=1"):
+            tl.hard_masked_softmax(t, mask, 1, dim=0)
 
 
 def test_cross_entropy_with_torchs_positional_weight_says_weights_are_not_supported() -> None:

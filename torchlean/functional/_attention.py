@@ -36,19 +36,23 @@ def log_softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
 
 
-def hard_masked_softmax(x: Tensor, mask: Tensor | npt.ArrayLike, axis: int = -1) -> Tensor:
-    """Softmax over the entries ``mask`` allows (True), exactly 0 elsewhere; a fully blocked row is
-    all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts to ``x``; records
-    ``hard_masked_softmax``. Returns x's shape and dtype.
+def hard_masked_softmax(
+    x: Tensor, mask: Tensor | npt.ArrayLike, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET
+) -> Tensor:
+    """Softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it, as
+    :func:`softmax` takes it) over the entries ``mask`` allows (True), exactly 0 elsewhere; a
+    fully blocked row is all zeros (anchor-runtime.md §5.2). ``mask`` is boolean and broadcasts
+    to ``x``; records ``hard_masked_softmax``. Returns x's shape and dtype.
 
     Raises:
         GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask),
             or ``None`` (``softmax`` is the maskless form; the specification's
             ``hard_masked_softmax`` takes ``None`` as that).
         GuardError: a mask that does not broadcast to x's shape; ``axis`` out of range.
-        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``.
+        TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``; both ``axis`` and ``dim``.
     """
     x = _require_tensor("hard_masked_softmax", "x", x)
+    axis = _axis_spelling("hard_masked_softmax", axis, dim, -1)
     params = {"axis": _int("hard_masked_softmax", "axis", axis)}
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
