@@ -67,7 +67,7 @@ import numpy as np
 from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._output import check_distinct, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation, monitored, stalled
@@ -76,8 +76,8 @@ from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
-    "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "prepare",
-    "recorded_as", "register", "setting_refusal",
+    "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "label_conflict",
+    "prepare", "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -467,11 +467,52 @@ def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str
             f"{message}")
 
 
+def label_conflict(resumed: Resumed | None, args: argparse.Namespace, error: Exception) -> str | None:
+    """The refusal of a ``--label-column`` given to the resumed run (:attr:`Resumed.repeated`: an
+    index, or the run's own name) that names another column than the checkpoint's run's label
+    column, when loading the data with it failed with ``error`` (review86 F3: an index that
+    points at a feature reads the run's label column as a feature, whose text is refused; the
+    message then said the file was read as the run read it): ``--resume m.npz continues the run
+    with the checkpoint's settings; --label-column 0 (column a) differs from the checkpoint's run's
+    label column label (...)``; one that names no column (``error`` an ``UnknownLabelError``)
+    is refused so too (``--label-column 9 is not the checkpoint's run's label column label: unknown
+    label column 9 in s.csv (known: ...)``). The header is read again to resolve the index (a
+    failure only; standard input, read already, and a file that cannot be read again give
+    ``None``); ``None`` too when the option names the run's label column, or was not given.
+    """
+    given = None if resumed is None else dict(resumed.repeated).get("--label-column")
+    if resumed is None or given is None:
+        return None
+    theirs = resumed.saved.label_column
+    differs = f"--label-column {given}"
+    if isinstance(error, UnknownLabelError):
+        if given == theirs:  # the run's own name, which the data lack: the data changed
+            return None
+        differs += f" is not the checkpoint's run's label column {data.display_name(theirs)}: {error}"
+    else:
+        if str(args.dataset) == data.STDIN:
+            return None
+        try:
+            delimiter = args.delimiter or _delimiter.COMMA
+            table = data.read_csv(args.dataset, header=args.header, delimiter=delimiter)
+            mine = table.shown(table.column(given))
+        except (TorchLeanError, OSError, ValueError):
+            return None
+        if mine == theirs:
+            return None
+        differs += (f" (column {data.display_name(mine)}) differs from the checkpoint's run's label column "
+                    f"{data.display_name(theirs)}")
+    return (f"--resume {shown_path(resumed.path)} continues the run with the checkpoint's settings; "
+            f"{differs} (leave out the option, or train a new run without --resume)")
+
+
 def data_refusal(resumed: Resumed | None, message: str) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
     the fresh-run hint ``(is y the label? pass label_column='y' (CLI: --label-column y))``, which
     a resumed run would refuse (the label column is the run's setting), replaced by what the run
-    read (review43 F4);
+    read (review43 F4), or, when another ``--label-column`` than the run's spelling was given
+    (on standard input, whose header :func:`label_conflict` cannot read again), by both
+    (review86 F3);
     the advice to read the file with commas by leaving out ``--delimiter`` made right when the
     checkpoint's delimiter is another (leaving the option out reads with that one): ``pass
     delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is."""
@@ -481,6 +522,14 @@ def data_refusal(resumed: Resumed | None, message: str) -> str:
     if label_hint is not None:  # --label-column is the run's setting: the hint would be refused next
         column = resumed.training.settings.get("label_column")
         where = f"its --label-column {column}" if isinstance(column, str) else "the last column"
+        given = dict(resumed.repeated).get("--label-column")
+        if given is not None and given != column:  # read with the option as given (review86 F3)
+            return message[: label_hint.start()] + (
+                f" (--resume {shown_path(resumed.path)} reads the file with --label-column {given} as given, "
+                f"and the run read the label in {where}, column "
+                f"{data.display_name(resumed.saved.label_column)}: leave out the option, and resume with the "
+                "data the run was trained on)"
+            )
         return message[: label_hint.start()] + (
             f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
             f"{where}: resume with the data it was trained on, laid out as they were)"

@@ -98,7 +98,7 @@ from torchlean import checkpoint, data, optim, provenance
 from torchlean._memory import usable_memory
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.backend.vocabulary import Device, Provider
 from torchlean.cli import _imbalance, _pace, _resume
 from torchlean.cli._args import (
@@ -482,6 +482,23 @@ def _load(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> d
     return data.load(args.dataset, label_column=args.label_column, **options)
 
 
+def _load_resumed(args: argparse.Namespace, resumed: _resume.Resumed | None) -> data.Dataset:
+    """:func:`_load`, with a refusal of the data that a ``--label-column`` given to a resumed run
+    caused by naming another column than the run's label column said so instead
+    (:func:`_resume.label_conflict`, review86 F3).
+
+    Raises:
+        TorchLeanError: that conflict; else as :func:`_load`.
+    """
+    try:
+        return _load(args, resumed)
+    except (data.DataError, UnknownLabelError) as error:
+        conflict = _resume.label_conflict(resumed, args, error)
+        if conflict is None:
+            raise
+        raise TorchLeanError(conflict) from None
+
+
 _TAKES_MOMENTUM = ("sgd", "rmsprop")
 
 
@@ -835,7 +852,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     schedule: LRSchedule = args.lr_schedule
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     try:
-        dataset = _load(args, resumed)
+        dataset = _load_resumed(args, resumed)
     except data.EmptySplitError as error:
         raise TorchLeanError(_empty_split(args.test_fraction, error)) from None
     except data.DataError as error:

@@ -1,0 +1,75 @@
+"""review86 F3-F9: the command line on home-made CSV files. ``--resume`` with a ``--label-column``
+index that names another column than the run's (F3), the signal note on the progress bar's line
+(F4), ``inspect``'s and ``predict``'s word on data that cannot be loaded as the run's (F5, F6), the
+``--delimiter`` hint for a header name holding a comma (F7), a recorded relative dataset path
+resumed from another directory (F8) and a text feature column (F9). Oracles: the messages as the
+README and the review word them, the files' own columns, and tqdm's own drawing of a bar."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_runs import cli, ok
+
+SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
+"""The review's s.csv: two number features and a text label in the last column."""
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one-line error of ``torchlean ARGV``, which must be refused (exit 2, nothing on stdout)."""
+    code, out, err = cli(capsys, *argv)
+    assert (code, out) == (2, ""), err
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    return err[len("error: "):-1]
+
+
+# ------------------------------------------------------------------------------------------- F3
+
+
+@pytest.mark.parametrize(("index", "column"), [("0", "a"), ("1", "b"), ("-3", "a")])
+def test_a_label_column_index_naming_a_feature_is_refused_as_a_name_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, index: str, column: str
+) -> None:
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    message = _refused(capsys, "train", "--resume", str(part), "--epochs", "2", "--label-column", index)
+    assert message == (
+        f"--resume {part} continues the run with the checkpoint's settings; --label-column {index} (column "
+        f"{column}) differs from the checkpoint's run's label column label (leave out the option, or train "
+        "a new run without --resume)"
+    )
+
+
+def test_a_label_column_index_out_of_range_says_the_option_may_not_change(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    message = _refused(capsys, "train", "--resume", str(part), "--epochs", "2", "--label-column", "9")
+    assert message == (
+        f"--resume {part} continues the run with the checkpoint's settings; --label-column 9 is not the "
+        f"checkpoint's run's label column label: unknown label column 9 in {csv} (known: indices 0..2 or "
+        "-3..-1) (leave out the option, or train a new run without --resume)"
+    )
+
+
+def test_on_standard_input_the_refusal_names_the_option_as_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    done = subprocess.run(  # read once: its header cannot be read again to resolve the index
+        [sys.executable, "-m", "torchlean", "train", "--resume", str(part), "--epochs", "2", "--label-column",
+         "0", "--dataset", "-"], input=SMALL, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"error: standard input (-): line 2, column label: not a number: 'x' (--resume {part} reads the file "
+        "with --label-column 0 as given, and the run read the label in the last column, column label: leave "
+        "out the option, and resume with the data the run was trained on)\n"
+    )
