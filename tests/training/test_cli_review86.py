@@ -7,12 +7,17 @@ README and the review word them, the files' own columns, and tqdm's own drawing 
 
 from __future__ import annotations
 
+import io
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from cli_runs import cli, ok
+from tqdm import tqdm
+
+from torchlean.cli import _resume
 
 SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
 """The review's s.csv: two number features and a text label in the last column."""
@@ -73,3 +78,35 @@ def test_on_standard_input_the_refusal_names_the_option_as_given(
         "with --label-column 0 as given, and the run read the label in the last column, column label: leave "
         "out the option, and resume with the data the run was trained on)\n"
     )
+
+
+# ------------------------------------------------------------------------------------------- F4
+
+
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal, so tqdm draws its bar on it (``disable=None``)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_signal_note_clears_the_progress_bar_first(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    stop = _resume.Stop(active=True)
+    stop.arm()
+    with tqdm(total=10, desc="epoch 1/6", unit="step", leave=False, disable=None, file=sys.stderr) as bar:
+        bar.update(7)
+        bar.refresh()
+        drawn = terminal.getvalue()
+        assert "epoch 1/6" in drawn  # the bar is on the line, as train draws it on a terminal
+        stop.handle(signal.SIGINT, None)
+        written = terminal.getvalue()[len(drawn):]
+    assert stop.requested and capsys.readouterr().out == ""  # stderr only
+    note = "note: Ctrl-C: the run stops at the end of this epoch"
+    before, found, _ = written.partition(note)
+    assert found, written
+    # the bar's line was cleared (tqdm's own clear: blanks over it, back to its start) before the note
+    assert before == "\r" + " " * len(drawn.rsplit("\r", 1)[-1]) + "\r", repr(before)

@@ -63,6 +63,7 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
@@ -893,9 +894,13 @@ def _note(text: str) -> None:
     """Print ``text`` on stderr from the signal handler. A terminal that hung up (the SIGHUP of a
     closed window) fails every later write with EIO, which would end the run at its next epoch
     line with nothing saved (review78 F1): the standard streams that are terminals then write to
-    ``/dev/null`` for the rest of the run, which goes on to test and save."""
+    ``/dev/null`` for the rest of the run, which goes on to test and save. The epoch's progress
+    bar, drawn on stderr when it is a terminal, is cleared first and drawn again below the note
+    (tqdm's ``write``; review86 F4: the note was glued to the bar's line); without the lock, which
+    the interrupted code may hold."""
     try:
-        print(text, file=sys.stderr, flush=True)
+        tqdm.write(text, file=sys.stderr, nolock=True)
+        sys.stderr.flush()
     except (OSError, ValueError):  # EIO from a hung-up terminal, or stderr closed
         _silence_terminals()
 
