@@ -8,6 +8,7 @@ README and the review word them, the files' own columns, and tqdm's own drawing 
 from __future__ import annotations
 
 import io
+import json
 import signal
 import subprocess
 import sys
@@ -110,3 +111,35 @@ def test_the_signal_note_clears_the_progress_bar_first(
     assert found, written
     # the bar's line was cleared (tqdm's own clear: blanks over it, back to its start) before the note
     assert before == "\r" + " " * len(drawn.rsplit("\r", 1)[-1]) + "\r", repr(before)
+
+
+# ------------------------------------------------------------------------------------------- F5
+
+
+def _base_and_extra(tmp_path: Path) -> tuple[Path, Path]:
+    """The review's base.csv (a, b, label) and extra.csv: the same columns with an ``id`` first and
+    a ``notes`` column last, which the run's reading (the label in the last column) cannot load."""
+    base, extra = tmp_path / "base.csv", tmp_path / "extra.csv"
+    base.write_text("a,b,label\n" + "".join(f"{i % 3},{i % 5},{'xy'[i % 2]}\n" for i in range(40)))
+    extra.write_text("id,a,b,label,notes\n" + "".join(
+        f"{i},{i % 3},{i % 5},{'xy'[i % 2]},z\n" for i in range(40)))
+    return base, extra
+
+
+def test_inspect_does_not_suggest_the_label_column_option_it_does_not_take(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base, extra = _base_and_extra(tmp_path)
+    saved, report = tmp_path / "b.npz", tmp_path / "i.json"
+    ok(capsys, "--dataset", str(base), "--epochs", "1", "--save", str(saved))
+    code, _, err = cli(capsys, "inspect", str(saved), "--dataset", str(extra), "--report-json", str(report))
+    error = (f"{extra}: line 2, column label: not a number: 'x' (the checkpoint's run read the label in the "
+             "last column, label)")
+    assert (code, err) == (0, (
+        f"note: {extra} could not be loaded as checkpoint {saved}'s run loaded its data ({error}), so "
+        "whether they are its data is unknown\n"
+    ))
+    record = json.loads(report.read_text())
+    assert (record["dataset_error"], record["data_matches"], record["dataset_sha256"]) == (error, None, None)
+    # inspect takes no --label-column: the option the old hint named is refused
+    assert cli(capsys, "inspect", str(saved), "--dataset", str(extra), "--label-column", "label")[0] == 2

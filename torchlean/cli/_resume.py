@@ -77,8 +77,8 @@ from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
-    "DIGEST", "FREE", "Resumed", "Stop", "data_digest", "data_refusal", "interruptible", "label_conflict",
-    "prepare", "recorded_as", "register", "setting_refusal",
+    "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal", "interruptible",
+    "label_conflict", "prepare", "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -89,6 +89,8 @@ _PARSER = "train_parser"
 """The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
 _LABEL_HINT = re.compile(r" \(is .+ the label\? pass label_column=.+ \(CLI: --label-column .+\)\)$")
 """The fresh-run hint of a text cell in a feature column (:meth:`torchlean.data.Table.label_note`)."""
+_CLI_LABEL_HINT = re.compile(r" \(is .+ the label\? pass --label-column .+\)$")
+"""That hint as :func:`torchlean.cli._spelling.cli_spelling` spells it for the command line."""
 DIGEST = "data_sha256"
 """The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
 _ANNEALING = ("cosine", "warmup_cosine")
@@ -505,6 +507,25 @@ def label_conflict(resumed: Resumed | None, args: argparse.Namespace, error: Exc
                     f"{data.display_name(theirs)}")
     return (f"--resume {shown_path(resumed.path)} continues the run with the checkpoint's settings; "
             f"{differs} (leave out the option, or train a new run without --resume)")
+
+
+def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
+    """``message``, a refusal of data loaded as the checkpoint's run loaded its own (``inspect
+    --dataset``, ``predict``'s comparison), spelled for the command line, with the fresh-run hint
+    ``(is y the label? pass --label-column y)`` replaced by the label column the run read
+    (review86 F5: neither command takes ``--label-column`` for that load, and ``inspect`` takes
+    none at all): ``(the checkpoint's run read the label in the last column, label)``; else
+    ``message`` as it is."""
+    label_hint = _CLI_LABEL_HINT.search(message)
+    if label_hint is None:
+        return message
+    name = data.display_name(saved.label_column)
+    if saved.training is None:  # built in Python: loaded by the checkpoint's own label column
+        where = f"its label column {name}"
+    else:
+        column = saved.training.settings.get("label_column")
+        where = f"its --label-column {column}" if isinstance(column, str) else f"the last column, {name}"
+    return message[: label_hint.start()] + f" (the checkpoint's run read the label in {where})"
 
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:

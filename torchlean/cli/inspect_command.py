@@ -40,6 +40,7 @@ from typing import Any
 
 from torchlean import _csv, _delimiter, checkpoint, data, provenance
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli import _resume
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._output import (
     LINE_LIMIT,
@@ -140,9 +141,11 @@ def facts(
     }
     if dataset is not None:
         compared = predict.compare_data(dataset, saved, delimiter)
+        # review86 F5: not the fresh-run hint to pass --label-column, which inspect does not take
+        failure = None if compared.failure is None else _resume.as_the_run_read(compared.failure, saved)
         record.update(dataset_given=dataset_name(dataset), dataset_sha256=compared.digest,
                       data_matches=compared.matches, data_difference=compared.difference,
-                      dataset_error=_delimiter_advice(compared.failure, saved, delimiter))
+                      dataset_error=_delimiter_advice(failure, saved, delimiter))
     return record
 
 
