@@ -143,3 +143,31 @@ def test_inspect_does_not_suggest_the_label_column_option_it_does_not_take(
     assert (record["dataset_error"], record["data_matches"], record["dataset_sha256"]) == (error, None, None)
     # inspect takes no --label-column: the option the old hint named is refused
     assert cli(capsys, "inspect", str(saved), "--dataset", str(extra), "--label-column", "label")[0] == 2
+
+
+# ------------------------------------------------------------------------------------------- F6
+
+
+def test_predict_says_unknown_with_a_note_where_inspect_does(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    base, extra = _base_and_extra(tmp_path)
+    saved, report, inspected = tmp_path / "b.npz", tmp_path / "p.json", tmp_path / "i.json"
+    ok(capsys, "--dataset", str(base), "--epochs", "1", "--save", str(saved))
+    code, _, err = cli(capsys, "inspect", str(saved), "--dataset", str(extra), "--report-json",
+                       str(inspected))
+    assert code == 0, err
+    facts = json.loads(inspected.read_text())
+    code, _, err = cli(capsys, "predict", str(saved), "--dataset", str(extra), "--output",
+                       str(tmp_path / "p.csv"), "--report-json", str(report))
+    assert code == 0, err
+    record = json.loads(report.read_text())
+    assert facts["data_matches"] is None
+    assert (record["data_matches_training"], record["data_sha256"]) == (None, None)
+    note = (f"note: {extra} could not be loaded as checkpoint {saved}'s run loaded its data "
+            f"({facts['dataset_error']}), so whether they are its data is unknown")
+    assert note in record["notes"] and note in err.splitlines()
+    # the run's own data: still true
+    code, _, err = cli(capsys, "predict", str(saved), "--dataset", str(base), "--output",
+                       str(tmp_path / "p.csv"), "--report-json", str(report))
+    assert code == 0, err
+    assert json.loads(report.read_text())["data_matches_training"] is True

@@ -1084,6 +1084,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     # loaded and split as the run loaded its data, once, for --split's note and the record
     compared = (compare_data(args.dataset, saved, args.delimiter)
                 if args.split != "all" or args.report_json is not None else None)
+    if compared is not None and compared.failure is not None:  # review86 F6: as inspect says it
+        why = _resume.as_the_run_read(compared.failure, saved)
+        print(f"note: {source.source} could not be loaded as checkpoint {shown_path(args.checkpoint)}'s run "
+              f"loaded its data ({why}), so whether they are its data is unknown", file=sys.stderr)
     order = _split(args, source, saved, truth, compared)  # the split's rows in its order (train's x_test's)
     chosen = None if order is None else np.sort(order)
     if source.cells is not None and args.ignore_labels:
@@ -1218,7 +1222,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             "torch_threads": torch_threads_in_use(),
             "data_sha256": compared.digest,
             "trained_data_sha256": saved.data_sha256,
-            "data_matches_training": matches_training(compared, saved),
+            "data_matches_training": compared.matches,  # null when unknown, as inspect's (review86 F6)
             "notes": [] if notes is None else list(notes),
             "environment": provenance.environment(getattr(args, "argv", None), trainer.profile),
             "capsules_order": RECORD_ORDERS[trainer.config.execution],
