@@ -26,7 +26,9 @@ cells separated by runs of spaces and tabs, blanks at the ends of a line ignored
 cells holding blanks (numpy's ``savetxt`` and R's ``write.table`` defaults, as pandas'
 ``read_csv(sep=r"\\s+")`` and ``np.loadtxt`` read them); a first row read as one column that another
 common separator (``,``, ``;``, tab, ``|``) would split says so, as does one that blanks split (with
-the first data row) under a one-character delimiter. Decimal commas are not read
+the first data row) under a one-character delimiter, and so does a row of another cell count
+than the header when both hold such a separator as often (a header name holding the delimiter,
+quoted). Decimal commas are not read
 (:mod:`torchlean._cells`). Before the header is decided, Excel's first line ``sep=X`` is skipped
 when ``X`` is the delimiter and refused, naming the delimiter to give, when it names another; a
 first line starting with ``#`` is refused (comment lines are not read; numpy's ``savetxt`` writes
@@ -215,7 +217,10 @@ class Table:
     def row_error(self, r: int) -> DataError | None:
         """The error for data row ``r`` when its cell count is not the column count
         (``line 4 has 2 cells, expected 3``; under another delimiter than the comma, ``2 cells
-        separated by ';'``), else ``None``."""
+        separated by ';'``), else ``None``. When the first row and row ``r`` hold another common
+        separator as often (a ``;`` file whose header has a quoted name with a comma in it, which
+        commas split: review86 F7), it names the ``delimiter`` to read the file with
+        (:func:`_other_separator_hint`)."""
         row = self.rows[r]
         if len(row) == len(self.names):
             return None
@@ -229,7 +234,7 @@ class Table:
         elif self.has_header and _one_cell_more(self.names, self.rows):
             hint = f" ({self._one_cell_more_hint()})"
         else:
-            hint = ""
+            hint = _other_separator_hint(self.first_row, row, self.delimiter)
         return DataError(
             f"{self.shown_file}: line {self.lines[r]} has {len(row)} cell{'' if len(row) == 1 else 's'}{by}, "
             f"expected {len(self.names)}{hint}"
@@ -1020,6 +1025,28 @@ def _separator_hint(first: Sequence[str], delimiter: str, second: Sequence[str] 
         ):
             return ""
         separator = _delimiter.WHITESPACE
+    return (
+        f"; the file seems to be separated by {_delimiter.named(separator)}, not "
+        f"{_delimiter.named(delimiter)}: {_delimiter.use(separator)}"
+    )
+
+
+def _other_separator_hint(first: Sequence[str], row: Sequence[str], delimiter: str) -> str:
+    """``"; the file seems to be separated by ';', not commas: pass delimiter=';' (CLI:
+    --delimiter ';')"`` when the ``first`` row and ``row`` (a data row of another cell count),
+    their cells joined back with the one-character ``delimiter``, each hold another common
+    separator (:data:`torchlean._delimiter.COMMON`) the same number of times, once or more (the one
+    they hold most; ties to the first): a file of that separator whose header has a name holding
+    ``delimiter`` (``x;"Preis (€, netto)";y`` read with commas); else ``""`` (and always under
+    :data:`torchlean._delimiter.WHITESPACE`, which keeps no blanks to count)."""
+    if delimiter == _delimiter.WHITESPACE:
+        return ""
+    ours, theirs = delimiter.join(first), delimiter.join(row)
+    counts = {other: ours.count(other) for other in _delimiter.COMMON
+              if other != delimiter and ours.count(other) == theirs.count(other)}
+    if not counts or not max(counts.values()):
+        return ""
+    separator = max(counts, key=lambda key: counts[key])
     return (
         f"; the file seems to be separated by {_delimiter.named(separator)}, not "
         f"{_delimiter.named(delimiter)}: {_delimiter.use(separator)}"

@@ -171,3 +171,26 @@ def test_predict_says_unknown_with_a_note_where_inspect_does(capsys: pytest.Capt
                        str(tmp_path / "p.csv"), "--report-json", str(report))
     assert code == 0, err
     assert json.loads(report.read_text())["data_matches_training"] is True
+
+
+# ------------------------------------------------------------------------------------------- F7
+
+
+@pytest.mark.parametrize(("name", "text", "hint"), [
+    ("eu.csv", 'x;"Preis (€, netto)";y\n1.5;2;a\n2.5;3;b\n', "';', not commas: pass --delimiter ';'"),
+    ("eu.tsv", 'x\t"a,b"\ty\n1.5\t2\ta\n2.5\t3\tb\n', "tabs, not commas: pass --delimiter tab"),
+    ("eu2.csv", 'x;Preis (€, netto);y\n1.5;2;a\n2.5;3;b\n', "';', not commas: pass --delimiter ';'"),
+])
+def test_a_header_name_with_a_comma_gets_the_delimiter_hint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, hint: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    message = _refused(capsys, "train", "--dataset", str(path))
+    assert message == f"{path}: line 2 has 1 cell, expected 2; the file seems to be separated by {hint}"
+
+
+def test_a_short_comma_row_gets_no_delimiter_hint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "short.csv"
+    path.write_text("a;x,b,y\n1,2,p\n3;4;5,q\n")  # ";" in the header and in line 3, but not as often
+    assert _refused(capsys, "train", "--dataset", str(path)) == f"{path}: line 3 has 2 cells, expected 3"
