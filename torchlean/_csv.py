@@ -46,7 +46,8 @@ is blank (or pandas' ``Unnamed: N``) over distinct integers (the index ``DataFra
 writes: ``0, 1, ..., n-1`` by default, other integers in any order after a filter, a shuffle or a
 re-index) is not a feature unless it is the label column; it still counts in column indices. Each
 of these is reported in :attr:`torchlean.data.Dataset.notes`. A feature cell that is not a number,
-in a column with no number in any row, is refused with a hint that the column may be the label.
+in a column with no number in any row, is refused with a hint that features must be numbers (a
+categorical column one-hot encoded) and that the column may be the label.
 """
 
 from __future__ import annotations
@@ -291,8 +292,9 @@ class Table:
                 decimal comma under another delimiter says so), or a label cell spanning lines
                 that holds the delimiter (line and column named); rows are checked in file order.
                 A feature cell that is not a number, in a column without a number in any row (a
-                decimal comma counting as one), adds the hint ``(is y the label? pass
-                label_column='y' (CLI: --label-column y))``.
+                decimal comma counting as one), adds the hint ``(feature columns must be numbers:
+                if y is categorical, one-hot encode it, ...; if it is the label, pass
+                label_column='y' (CLI: --label-column y))`` (:meth:`_label_hint`).
         """
         feature_idx = self.feature_indices(label)
         fast = _well_formed(self.rows, len(self.names), label, feature_idx)
@@ -367,18 +369,22 @@ class Table:
         return None
 
     def _label_hint(self, index: int) -> str:
-        """``(is y the label? ...)`` when feature column ``index`` holds no number in any row (a
-        decimal comma, under another delimiter than the comma, counts as one) and some non-blank
-        cell (text, as a label column holds), else ``""``."""
+        """``(feature columns must be numbers: if y is categorical, one-hot encode it, e.g. with
+        pandas.get_dummies; if it is the label, pass label_column='y' (CLI: --label-column y))``
+        when feature column ``index`` holds no number in any row (a decimal comma, under another
+        delimiter than the comma, counts as one) and some non-blank cell (text, as a label column or
+        a categorical feature holds; review86 F9: the label only was asked about), else ``""``."""
         cells = [row[index].strip() for row in self.rows if len(row) > index]
         if any(_is_number(cell) or _decimal_comma(cell, self.delimiter) for cell in cells) or not any(cells):
             return ""
         name = self.names[index]
         by_name = self.has_header and name and self._name_counts[name] == 1
         given: str | int = name if by_name else index
+        shown = display_name(self.shown(index))
         return (  # the Python spelling first, as the data layer's other hints (review59 F10)
-            f"(is {display_name(self.shown(index))} the label? pass label_column={given!r} (CLI: "
-            f"--label-column {shlex.quote(str(given))}))"
+            f"(feature columns must be numbers: if {shown} is categorical, one-hot encode it, e.g. with "
+            f"pandas.get_dummies; if it is the label, pass label_column={given!r} (CLI: --label-column "
+            f"{shlex.quote(str(given))}))"
         )
 
 

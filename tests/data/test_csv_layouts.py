@@ -192,7 +192,9 @@ def test_a_trailing_comma_without_a_header(tmp_path: Path) -> None:
 def test_an_empty_last_column_is_kept_when_named_or_filled_somewhere(tmp_path: Path) -> None:
     """Only an unnamed column blank on every line is dropped: a named one stays (the default
     label, so y is a feature and refused with a hint), and so does one with a cell somewhere."""
-    hint = "not a number: 'dog' (is y the label? pass label_column='y' (CLI: --label-column y))"
+    hint = ("not a number: 'dog' (feature columns must be numbers: if y is categorical, one-hot encode it, "
+            "e.g. with pandas.get_dummies; if it is the label, pass label_column='y' (CLI: --label-column "
+            "y))")
     named = _write(tmp_path, "a,b,y,z\n" + "".join(",".join(row) + ",\n" for row in _rows()), "named.csv")
     assert data.read_csv(named).names == ("a", "b", "y", "z")
     with pytest.raises(DataError) as info:
@@ -374,7 +376,8 @@ def test_a_text_feature_column_hints_that_it_is_the_label(tmp_path: Path) -> Non
     with pytest.raises(DataError) as info:
         data.load(path)
     assert str(info.value) == (
-        f"{path}: line 2, column y: not a number: 'a' (is y the label? pass label_column='y' (CLI: "
+        f"{path}: line 2, column y: not a number: 'a' (feature columns must be numbers: if y is categorical, "
+        "one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass label_column='y' (CLI: "
         "--label-column y))"
     )
     assert data.load(path, label_column="y", seed=0).feature_names == ("a", "b", "c")
@@ -384,15 +387,18 @@ def test_a_text_feature_column_hints_that_it_is_the_label(tmp_path: Path) -> Non
     with pytest.raises(DataError) as info:
         data.load(repeated)
     assert str(info.value) == (
-        f"{repeated}: line 2, column 1 ('x'): not a number: 'a' (is 1 ('x') the label? pass label_column=1 "
-        "(CLI: --label-column 1))"
+        f"{repeated}: line 2, column 1 ('x'): not a number: 'a' (feature columns must be numbers: if 1 ('x') "
+        "is categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
+        "label_column=1 (CLI: --label-column 1))"
     )
     rows = "".join(f"{'ab'[i % 2]},{i},{i % 2}\n" for i in range(8))
     spaced = _write(tmp_path, "my label,a,c\n" + rows, "s.csv")
     with pytest.raises(DataError) as info:
         data.load(spaced)
     assert str(info.value).endswith(
-        "(is my label the label? pass label_column='my label' (CLI: --label-column 'my label'))"
+        "(feature columns must be numbers: if my label is categorical, one-hot encode it, e.g. with "
+        "pandas.get_dummies; if it is the label, pass label_column='my label' (CLI: --label-column "
+        "'my label'))"
     )
     # one number in the column: a typo in a feature, no hint
     rows = "".join(f"{'1' if i == 5 else 'ab'[i % 2]},{i},{i % 2}\n" for i in range(8))

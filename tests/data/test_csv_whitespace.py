@@ -404,7 +404,8 @@ def test_an_error_after_row_names_were_left_out_says_so(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         data.load(path, delimiter="whitespace")
     assert str(info.value) == (
-        f"{path}: line 2, column a: not a number: 'q' (is a the label? pass label_column='a' (CLI: "
+        f"{path}: line 2, column a: not a number: 'q' (feature columns must be numbers: if a is categorical, "
+        "one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass label_column='a' (CLI: "
         "--label-column a)) (the header has 3 cells and every data row 4, so the first cell of "
         "each row was taken as R's row name and left out, and the header names the cells after it; if the "
         "header lacks the first column's name, add it)"

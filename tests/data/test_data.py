@@ -713,8 +713,9 @@ def test_cell_errors_name_a_repeated_or_blank_column_by_its_index(tmp_path: Path
     with pytest.raises(DataError) as info:
         data.load(blank)
     assert str(info.value) == (  # column 0 holds no number: a label? (review F4)
-        f"{blank}: line 2, column 0: not a number: 'nan?' (is 0 the label? pass label_column=0 (CLI: "
-        "--label-column 0))"
+        f"{blank}: line 2, column 0: not a number: 'nan?' (feature columns must be numbers: if 0 is "
+        "categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
+        "label_column=0 (CLI: --label-column 0))"
     )
     label = _write(tmp_path, "y,a,y\n1,2,0\n3,4,0.5\n5,6,x\n", "label.csv")
     with pytest.raises(DataError) as info:

@@ -194,3 +194,18 @@ def test_a_short_comma_row_gets_no_delimiter_hint(capsys: pytest.CaptureFixture[
     path = tmp_path / "short.csv"
     path.write_text("a;x,b,y\n1,2,p\n3;4;5,q\n")  # ";" in the header and in line 3, but not as often
     assert _refused(capsys, "train", "--dataset", str(path)) == f"{path}: line 3 has 2 cells, expected 3"
+
+
+# ------------------------------------------------------------------------------------------- F9
+
+
+def test_a_text_feature_column_is_told_to_be_numbers_or_the_label(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "cat.csv"
+    path.write_text("a,city,b,y\n1,Paris,2,3\n2,Berlin,3,5\n3,Paris,4,3\n")
+    assert _refused(capsys, "train", "--dataset", str(path)) == (
+        f"{path}: line 2, column city: not a number: 'Paris' (feature columns must be numbers: if city is "
+        "categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
+        "--label-column city)"
+    )

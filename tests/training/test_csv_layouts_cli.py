@@ -211,7 +211,9 @@ def test_comment_and_separator_lines(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_a_text_column_that_is_not_the_label_gets_a_hint(capsys: pytest.CaptureFixture[str],
                                                          tmp_path: Path) -> None:
     path = _write(tmp_path, "first.csv", "y,a,b\n" + "".join(f"{y},{a},{b}\n" for a, b, y in _rows()))
-    _refused(capsys, f"{path}: line 2, column y: not a number: 'dog' (is y the label? pass --label-column y)",
+    _refused(capsys, f"{path}: line 2, column y: not a number: 'dog' (feature columns must be numbers: if y "
+             "is categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
+             "--label-column y)",
              "train", "--dataset", str(path), *TRAIN)
     lines, err = _train(capsys, path, tmp_path / "y.npz", "--label-column", "y")
     assert err == "" and " features=2 " in lines[0]

@@ -681,7 +681,7 @@ def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
 def test_a_resumed_run_on_data_laid_out_otherwise_is_not_told_to_pass_label_column(
     capsys, tmp_path, label_column
 ):
-    """review43 F4: under --resume the fresh-run hint "is y the label? pass --label-column y" led to a
+    """review43 F4: under --resume the fresh-run hint "if it is the label, pass --label-column y" led to a
     second refusal (--label-column is the run's setting); the message names what the run read."""
     rows = [f"{i % 7 / 2},{i % 5},{'cat' if i % 2 else 'dog'}" for i in range(40)]
     data_csv, moved = tmp_path / "data.csv", tmp_path / "moved.csv"

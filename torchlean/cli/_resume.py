@@ -87,9 +87,14 @@ from its own command line (``--epochs``: the new total)."""
 
 _PARSER = "train_parser"
 """The namespace attribute holding the ``train`` parser (set by :func:`register`)."""
-_LABEL_HINT = re.compile(r" \(is .+ the label\? pass label_column=.+ \(CLI: --label-column .+\)\)$")
-"""The fresh-run hint of a text cell in a feature column (:meth:`torchlean.data.Table.label_note`)."""
-_CLI_LABEL_HINT = re.compile(r" \(is .+ the label\? pass --label-column .+\)$")
+_LABEL_HINT = re.compile(
+    r" \(feature columns must be numbers: .+; if it is the label, pass label_column=.+ \(CLI: --label-column "
+    r".+\)\)$"
+)
+"""The fresh-run hint of a text cell in a feature column (:meth:`torchlean._csv.Table._label_hint`)."""
+_CLI_LABEL_HINT = re.compile(
+    r" \(feature columns must be numbers: .+; if it is the label, pass --label-column .+\)$"
+)
 """That hint as :func:`torchlean.cli._spelling.cli_spelling` spells it for the command line."""
 DIGEST = "data_sha256"
 """The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
@@ -512,7 +517,8 @@ def label_conflict(resumed: Resumed | None, args: argparse.Namespace, error: Exc
 def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
     """``message``, a refusal of data loaded as the checkpoint's run loaded its own (``inspect
     --dataset``, ``predict``'s comparison), spelled for the command line, with the fresh-run hint
-    ``(is y the label? pass --label-column y)`` replaced by the label column the run read
+    ``(feature columns must be numbers: ...; if it is the label, pass --label-column y)``
+    replaced by the label column the run read
     (review86 F5: neither command takes ``--label-column`` for that load, and ``inspect`` takes
     none at all): ``(the checkpoint's run read the label in the last column, label)``; else
     ``message`` as it is."""
@@ -530,7 +536,8 @@ def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
-    the fresh-run hint ``(is y the label? pass label_column='y' (CLI: --label-column y))``, which
+    the fresh-run hint ``(feature columns must be numbers: ...; if it is the label, pass
+    label_column='y' (CLI: --label-column y))``, which
     a resumed run would refuse (the label column is the run's setting), replaced by what the run
     read (review43 F4), or, when another ``--label-column`` than the run's spelling was given
     (on standard input, whose header :func:`label_conflict` cannot read again), by both
