@@ -209,3 +209,52 @@ def test_a_text_feature_column_is_told_to_be_numbers_or_the_label(
         "categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
         "--label-column city)"
     )
+
+
+# ------------------------------------------------------------------------------------------- F8
+
+
+def test_a_recorded_relative_path_is_not_read_from_another_directory_in_silence(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, here = tmp_path / "d", tmp_path / "here"
+    run.mkdir()
+    here.mkdir()
+    base, _ = _base_and_extra(tmp_path)
+    (run / "cls.csv").write_text(SMALL)
+    monkeypatch.chdir(run)
+    ok(capsys, "--dataset", "cls.csv", "--epochs", "1", "--save", str(tmp_path / "m.npz"))
+    monkeypatch.chdir(here)
+    part = "../m.npz"
+    resume = ("train", "--resume", part, "--epochs", "2")
+    # not here, but in the run's directory: the --dataset to give
+    assert _refused(capsys, *resume) == (
+        f"dataset file not found: cls.csv (resuming {part}: its run read that relative path in its working "
+        f"directory {run}, where the file is: give --dataset {run / 'cls.csv'}; its data must hash as the "
+        "run's did)"
+    )
+    # another file of that name here: not the --dataset the user did not type
+    (here / "cls.csv").write_text(base.read_text())
+    assert _refused(capsys, *resume) == (
+        f"the data of the recorded dataset path cls.csv (read in this directory, {here}; its run read it in "
+        f"its working directory {run}, where a file of that name is: to resume with it, give --dataset "
+        f"{run / 'cls.csv'}) differ from those the run in {part} trained on (the file or its split changed): "
+        "resume with the data it was trained on"
+    )
+    # the advice resumes the run
+    (here / "cls.csv").unlink()
+    ok(capsys, *resume[1:], "--dataset", str(run / "cls.csv"))
+    # in neither directory: the run's directory is named all the same
+    (run / "cls.csv").rename(run / "moved.csv")
+    assert _refused(capsys, *resume) == (
+        f"dataset file not found: cls.csv (resuming {part}: its run read that relative path in its working "
+        f"directory {run}, where it is not either: if the run's CSV file moved, give --dataset NEW_PATH; its "
+        "data must hash as the run's did)"
+    )
+    # in the run's own directory, the file changed in place: the recorded path, no other directory
+    (run / "cls.csv").write_text(base.read_text())
+    monkeypatch.chdir(run)
+    assert _refused(capsys, "train", "--resume", str(tmp_path / "m.npz"), "--epochs", "2") == (
+        f"the data of the recorded dataset path cls.csv differ from those the run in {tmp_path / 'm.npz'} "
+        "trained on (the file or its split changed): resume with the data it was trained on"
+    )

@@ -66,8 +66,9 @@ def test_resume_refuses_and_predict_notes(capsys: pytest.CaptureFixture[str], sa
     path = edited(saved, tmp_path / "e.npz", field, value)
     code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
-    assert err == (f"error: checkpoint {path}: the data of --dataset iris are those its run trained on, but "
-                   f"{difference} (the checkpoint was edited): its model would go on under other names\n")
+    assert err == (f"error: checkpoint {path}: the data of the recorded dataset iris are those its run "
+                   f"trained on, but {difference} (the checkpoint was edited): its model would go on under "
+                   "other names\n")
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test", "--output",
                        str(tmp_path / "p.csv"))
     assert code == 0

@@ -69,7 +69,7 @@ from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.cli._output import check_distinct, file_path, header_value, shown_path
+from torchlean.cli._output import check_distinct, escaped, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.models import MODELS
@@ -78,7 +78,7 @@ from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
     "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal", "interruptible",
-    "label_conflict", "prepare", "recorded_as", "register", "setting_refusal",
+    "label_conflict", "not_found_advice", "prepare", "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -133,11 +133,43 @@ class Resumed:
     ``--header``/``--no-header`` given to resume a run that guessed its header, as ``(option,
     "")``: taken when they resolve to the run's own task, label column and header (:func:`restore`
     checks it), as a repeated ``--lr`` of the same value is."""
+    dataset_given: bool = True
+    """Whether ``--dataset`` was given to the resumed run (else it reads the checkpoint's path)."""
 
     @property
     def epochs_before(self) -> int:
         """The epochs the run had done when it was saved."""
         return self.training.epochs_done
+
+    @property
+    def data_named(self) -> str:
+        """How messages name the data read: ``--dataset`` when it was given, else ``the recorded
+        dataset path`` (review86 F8: the user typed no ``--dataset``), or ``the recorded dataset``
+        for a shipped one."""
+        if self.dataset_given:
+            return "--dataset"
+        shipped = self.training.settings.get("dataset") in data.DATASETS
+        return "the recorded dataset" if shipped else "the recorded dataset path"
+
+    @property
+    def run_directory(self) -> tuple[str, Path] | None:
+        """The run's working directory (its recorded ``environment.cwd``) and the checkpoint's
+        relative dataset path under it, when the resumed run reads that path (``--dataset`` not
+        given) from another working directory, where the relative path names another file than
+        the one the run read; else ``None`` (a path given, an absolute path, standard input, a
+        shipped dataset, no recorded ``cwd``, or the run's own directory)."""
+        dataset = self.training.settings.get("dataset")
+        environment = self.saved.environment
+        cwd = None if environment is None else environment.get("cwd")
+        if (self.dataset_given or not isinstance(dataset, str) or not isinstance(cwd, str) or not cwd
+                or dataset in data.DATASETS or dataset in ("-", data.STDIN) or os.path.isabs(dataset)):
+            return None
+        try:
+            if os.path.samefile(cwd, os.getcwd()):
+                return None
+        except OSError:  # the run's directory is gone (or this one): the path is resolved here
+            pass
+        return cwd, Path(cwd) / dataset
 
 
 def _settings(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -454,7 +486,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     for dest, value in values.items():
         setattr(args, dest, value)
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
-    return Resumed(path, saved, training, digest, delimiter, tuple(repeated))
+    return Resumed(path, saved, training, digest, delimiter, tuple(repeated),
+                   dataset_given="dataset" in given)
 
 
 def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str, message: str) -> str | None:
@@ -532,6 +565,48 @@ def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
         column = saved.training.settings.get("label_column")
         where = f"its --label-column {column}" if isinstance(column, str) else f"the last column, {name}"
     return message[: label_hint.start()] + f" (the checkpoint's run read the label in {where})"
+
+
+def _shown_directory(path: str | Path) -> str:
+    """A directory or path (``environment.cwd`` read from a checkpoint) as a message shows it: each
+    character that is not printable escaped, so that a hand-edited checkpoint cannot split the
+    line or drive the terminal (:func:`torchlean.cli._output.escaped`)."""
+    return escaped(shown_path(path))
+
+
+def not_found_advice(resumed: Resumed) -> str:
+    """The advice that follows ``dataset file not found: PATH`` on a resumed run: give
+    ``--dataset`` the run's CSV file where it moved; when the run read the recorded relative path
+    in another working directory (:attr:`Resumed.run_directory`), that directory, and, where the
+    file is there, the ``--dataset`` to give (review86 F8: a relative path is resolved in the
+    current directory, and another file of that name there is not read in its place)."""
+    shown = shown_path(resumed.path)
+    must = "its data must hash as the run's did"
+    elsewhere = resumed.run_directory
+    if elsewhere is None:
+        return f" (resuming {shown}: if the run's CSV file moved, give --dataset NEW_PATH; {must})"
+    cwd, there = elsewhere
+    read = (f"resuming {shown}: its run read that relative path in its working directory "
+            f"{_shown_directory(cwd)}")
+    if there.is_file():
+        given = _shown_directory(shlex.quote(str(there)))
+        return f" ({read}, where the file is: give --dataset {given}; {must})"
+    return f" ({read}, where it is not either: if the run's CSV file moved, give --dataset NEW_PATH; {must})"
+
+
+def _read_here(resumed: Resumed) -> str:
+    """`` (read in this directory, D; its run read it in its working directory C, ...)`` when the
+    resumed run read the recorded relative path in another directory than the run's
+    (:attr:`Resumed.run_directory`), with the ``--dataset`` to give where the file is there too;
+    else ``""``."""
+    elsewhere = resumed.run_directory
+    if elsewhere is None:
+        return ""
+    cwd, there = elsewhere
+    found = (f", where a file of that name is: to resume with it, give --dataset "
+             f"{_shown_directory(shlex.quote(str(there)))}" if there.is_file() else "")
+    return (f" (read in this directory, {_shown_directory(os.getcwd())}; its run read it in its working "
+            f"directory {_shown_directory(cwd)}{found})")
 
 
 def data_refusal(resumed: Resumed | None, message: str) -> str:
@@ -787,15 +862,16 @@ def restore(
         return
     shown = shown_path(resumed.path)
     _check_repeated(resumed, dataset)
+    named = f"{resumed.data_named} {shown_path(source)}"
     if recorded_as(dataset, resumed.digest) is None:
         raise TorchLeanError(
-            f"the data of --dataset {shown_path(source)} differ from those the run in {shown} trained on "
+            f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
             "(the file or its split changed): resume with the data it was trained on"
         )
     names = names_difference(dataset, resumed.saved)
     if names is not None:  # review67 F3: the digest agrees, the checkpoint's names were edited
         raise TorchLeanError(
-            f"checkpoint {shown}: the data of --dataset {shown_path(source)} are those its run trained on, "
+            f"checkpoint {shown}: the data of {named} are those its run trained on, "
             f"but {names} (the checkpoint was edited): its model would go on under other names"
         )
     training = resumed.training

@@ -863,10 +863,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             ) from None
         message = _resume.data_refusal(resumed, str(error))
         if resumed is not None and message.startswith("dataset file not found"):
-            message += (
-                f" (resuming {shown_path(resumed.path)}: if the run's CSV file moved, give --dataset "
-                "NEW_PATH; its data must hash as the run's did)"
-            )
+            message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
         if message == str(error):
             raise
         raise data.DataError(message) from None
