@@ -20,10 +20,29 @@ def test_csv_load_writes_its_record(bench_script: Callable[[str], ModuleType], t
     rows = [(r["reader"], r["rows"], r["cols"]) for r in record["records"]]
     assert rows == [("torchlean", 20, 4), ("numpy", 20, 4), ("torchlean", 40, 4), ("numpy", 40, 4)]
     for r in record["records"]:
-        assert r["seconds"] >= 0 and r["peak_rss_mb"] > 0
+        assert r["seconds"] >= 0 and 0 < r["baseline_rss_mb"] <= r["peak_rss_mb"]
+        # peak minus baseline; the three are each rounded to 0.1 MB from kB
+        assert abs(r["read_rss_mb"] - (r["peak_rss_mb"] - r["baseline_rss_mb"])) <= 0.15 + 1e-9
         assert r["float64_mb"] == round(r["rows"] * 4 * 8 / 2**20, 1)
         assert r["shape"] == ([r["rows"], 3] if r["reader"] == "torchlean" else [r["rows"], 4])
     assert set(record["growth"]) == {"torchlean", "numpy"}
+    assert "VmHWM" in record["memory"]
+
+
+def test_csv_load_measures_the_read_not_the_parent(
+    bench_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    """review87 F1: the child read ``ru_maxrss``, which a process started by fork and exec inherits
+    from its parent, so while this process was larger than the child's peak every read grew by 0.
+    Oracle: ``np.loadtxt``'s result, a ``rows x 11`` float64 array, is resident when the read
+    ends, so the read grew the process by at least its size."""
+    module = bench_script("csv_load")
+    path = tmp_path / "r.csv"
+    module.write_csv(path, 20000, 10)
+    ballast = np.ones(2**25)  # 256 MB held here: the parent is far larger than the child
+    result = module.measure(path, "numpy")
+    assert result["shape"] == [20000, 11] and ballast[-1] == 1
+    assert result["read_rss_mb"] >= 20000 * 11 * 8 / 2**20
 
 
 def test_csv_load_writes_the_file_it_reads(bench_script: Callable[[str], ModuleType], tmp_path: Path) -> None:
