@@ -561,9 +561,10 @@ def read_csv(
     starts: list[int] = []
     try:
         with _open_text(file) as handle:
+            checked = _text_lines(shown, handle, delimiter)
             records = (
-                _blank_separated(shown, handle) if delimiter == _delimiter.WHITESPACE
-                else _delimited(shown, handle, delimiter)
+                _blank_separated(shown, checked) if delimiter == _delimiter.WHITESPACE
+                else _delimited(shown, checked, delimiter)
             )
             for row, start in records:
                 if (row and row[0].strip()) or any(cell.strip() for cell in row):  # not blank
@@ -574,7 +575,6 @@ def read_csv(
     except OSError as error:
         raise DataError(f"{shown}: cannot read the file: {error}") from None
     notes: list[str] = []
-    _refuse_nul(shown, rows[:2], starts[:2])  # a UTF-16 file shows them on every line
     if rows and _separator_line(shown, rows[0], starts[0], delimiter):
         text = _delimiter.joiner(delimiter).join(rows[0])
         notes.append(f"{shown}: line {starts[0]} {text!r} is Excel's separator line naming "
@@ -740,26 +740,66 @@ def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     return f"{shown}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
 
 
-def _refuse_nul(file: str, rows: Sequence[Sequence[str]], starts: Sequence[int]) -> None:
-    """Refuse text holding NUL characters, which no CSV writer puts in a cell: UTF-16 without a
-    byte-order mark read as UTF-8 (every other byte of ASCII text is 0), whose cells would
-    otherwise reach messages raw (review43 F2). The first of ``rows`` holding one is named (the
-    reader passes the first two: such a file holds them on every line). Text whose NULs are not
-    UTF-16's, or with many other control characters, is a binary file (:func:`_binary_text`)."""
-    for row, start in zip(rows, starts, strict=True):
-        binary = _binary_file(file, row[0].encode("utf-8", "surrogateescape")) if start == 1 and row else None
-        if binary is not None:
-            raise DataError(binary)
-        if any("\x00" in cell for cell in row):
-            text = ",".join(row)  # a comma for the delimiter: one byte, as it is
-            control = _binary_text(text[:_SAMPLE].encode("utf-8", "surrogateescape"))
-            if control is not None:
-                raise DataError(f"{file}: {control}")
-            order = "UTF-16BE" if row[0][:1] == "\x00" else "UTF-16LE"  # ASCII in BE: each NUL comes first
-            raise DataError(
-                f"{file}: line {start} holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; "
-                f"if the file is UTF-16, {_utf16_advice(order)}"
-            )
+def _control_characters(delimiter: str) -> re.Pattern[str]:
+    """The control characters (:data:`_CONTROL`) that text does not hold, but ``delimiter``
+    when it is one (``\\x01`` separating cells is read)."""
+    refused = "".join(re.escape(chr(byte)) for byte in _CONTROL if chr(byte) != delimiter)
+    return re.compile(f"[{refused}]")
+
+
+def _text_lines(file: str, lines: Iterable[str], delimiter: str) -> Iterator[str]:
+    """``lines`` (a file's, as :func:`_open_text` reads them: ending at ``\\n``, ``\\r\\n`` or
+    ``\\r``, as the reader counts them) as they are, each checked first for a control character
+    other than tab, line feed, carriage return and ``delimiter``, which CSV text does not hold and
+    a binary file does: whatever line holds it, such a character would reach a cell, a class name
+    and the predictions file raw (review87 F2).
+
+    Raises:
+        DataError: a line holding one (:func:`_control_refusal`).
+    """
+    control = _control_characters(delimiter)
+    for number, line in enumerate(lines, 1):
+        found = control.search(line)
+        if found is not None:
+            raise DataError(_control_refusal(file, number, line, found.start(), delimiter))
+        yield line
+
+
+def _utf16_line(raw: bytes) -> bool:
+    """Whether the line ``raw`` (its bytes, line break included) holding a NUL looks like ASCII
+    UTF-16 read as UTF-8: NULs on one side of the byte pairs, filling at least half of that side,
+    and at most an eighth as many on the other (a non-ASCII character of UTF-16 has no NUL, so a
+    line of them is allowed half; review43 F2). A short line's single NUL among other bytes
+    is not (review87 F2)."""
+    body = raw.rstrip(b"\r\n")
+    even, odd = body[0::2].count(0), body[1::2].count(0)
+    more, fewer, side = (even, odd, body[0::2]) if even >= odd else (odd, even, body[1::2])
+    return more > 0 and more * 2 >= len(side) and fewer * 8 <= more
+
+
+def _control_refusal(file: str, number: int, line: str, at: int, delimiter: str) -> str:
+    """The refusal of the ``file`` whose line ``number`` (its text ``line``) holds the control
+    character at ``at``: a known binary signature on the first line (:func:`_binary_file`, a zip
+    such as a ``.npz`` checkpoint); UTF-16 without a byte-order mark read as UTF-8, when the line's
+    NULs fall on every other byte (:func:`_utf16_line`; the advice names the byte order, which the
+    first line shows: big-endian text starts with a NUL; review43 F2, review44 F4); else the line,
+    the byte and where it is in the line, and what the reader accepts."""
+    raw = line.encode("utf-8", "surrogateescape")
+    binary = _binary_file(file, raw) if number == 1 else None
+    if binary is not None:
+        return binary
+    if "\x00" in line and _utf16_line(raw):
+        order = "UTF-16BE" if line[:1] == "\x00" else "UTF-16LE"  # ASCII in BE: each NUL comes first
+        return (
+            f"{file}: line {number} holds NUL characters (\\x00), as UTF-16 text read as UTF-8 does; "
+            f"if the file is UTF-16, {_utf16_advice(order)}"
+        )
+    also = f", and the delimiter {delimiter!r}" if delimiter in _CONTROL.decode("ascii") else ""
+    return (
+        f"{file}: line {number}: byte 0x{ord(line[at]):02X} (character {at + 1} of the line) is a control "
+        "character, which text does not hold: the file looks like a binary file, not CSV text (accepted: a "
+        f"CSV file of UTF-8 text, whose only control characters are tab, line feed and carriage return{also})"
+    )
 
 
 def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tuple[list[str], int]]:
@@ -769,7 +809,7 @@ def _delimited(file: str, lines: Iterable[str], delimiter: str) -> Iterator[tupl
     Raises:
         DataError: a quote left open at the end of the file, or a cell over ``csv``'s size limit
             (:func:`_over_long`: blamed on a quote left open when one opens the cell, else named
-            by its line, column and length; a file of control bytes is called binary).
+            by its line, column and length; :func:`_text_lines` refuses control bytes first).
     """
     pending: list[str] = []  # the lines of the record being read (csv reads no further ahead)
 
@@ -810,14 +850,11 @@ def _over_long(
     open (it opens the cell and never closes), else the cell's line, column (counted from 0, with
     the text the ``first`` record, a header or not, has in that column when it is a non-blank
     non-number: ``column 1 (counted from 0; the first row has b there)``, review69 F5) and length
-    (review67 F9); a record of control bytes is a binary file (:func:`_binary_text`).
+    (review67 F9). (A record of control bytes never gets here: :func:`_text_lines` refuses it.)
 
     The cells are found as Python's ``csv`` reads them (not strict): a cell starting with a quote is
     quoted up to the next quote that is not doubled, and what follows up to ``delimiter`` or a
     line break is in it too."""
-    binary = _binary_text(text[:_SAMPLE].encode("utf-8", "surrogateescape"))
-    if binary is not None:
-        return f"{file}: {binary}"
     limit = csv.field_size_limit()
     unquoted = re.compile(f"[^{re.escape(delimiter)}\r\n]*")
     pos, column = 0, 0

@@ -1,6 +1,6 @@
 """The CSV reader at scale and on odd files: rows kept as one string each and read a block at a
 time (review68 F1), columns named in linear time (review67 F8), an over-long cell without a quote
-(review67 F9), UTF-32 and binary files (review67 F10).
+(review67 F9), UTF-32 and binary files (review67 F10), control characters on any line (review87 F2).
 
 Oracles: the cells as written (hand values, ``np.loadtxt``), the cell-by-cell reader's refusals,
 ``_cells._shown`` without its counts, the encodings written with Python's codecs, and
@@ -273,9 +273,63 @@ def test_executables_and_random_bytes_are_called_binary(tmp_path: Path) -> None:
 
 def test_nul_bytes_that_are_not_utf16s_are_a_binary_file(tmp_path: Path) -> None:
     path = _write(tmp_path, bytes(1000) + b"\n" + bytes(50))  # valid UTF-8: NULs on both sides
-    assert _refusal(path) == f"{path}: {_binary(1000, 1000)}"
+    assert _refusal(path) == f"{path}: {_control(1, 0x00, 1)}"
     path = _write(tmp_path, bytes(LIMIT + 100))  # one cell over csv's limit
-    assert _refusal(path) == f"{path}: {_binary(8192, 8192)}"
+    assert _refusal(path) == f"{path}: {_control(1, 0x00, 1)}"
+    path = _write(tmp_path, b"x\x00\x01\x02,b,y\n1,2,x\n")  # a short line's one NUL is not UTF-16's
+    assert _refusal(path) == f"{path}: {_control(1, 0x00, 2)}"
+
+
+def _control(line: int, byte: int, character: int, delimiter: str = "") -> str:
+    also = f", and the delimiter {delimiter!r}" if delimiter else ""
+    return (
+        f"line {line}: byte 0x{byte:02X} (character {character} of the line) is a control character, which "
+        "text does not hold: the file looks like a binary file, not CSV text (accepted: a CSV file of UTF-8 "
+        f"text, whose only control characters are tab, line feed and carriage return{also})"
+    )
+
+
+@pytest.mark.parametrize(("raw", "line", "byte", "character"), [
+    (b"a,b,y\n\x00\x01\x02" * 10, 2, 0x00, 1),  # NULs every 9th byte: not UTF-16's every other byte
+    (b"a,b,y\n" + b"\x01\x02\x03\x04,1,x\n" * 20, 2, 0x01, 1),  # control bytes without a NUL
+    (b"a,b,y\n" + b"1,2,x\n" * 4 + b"3,4,z\x00\n" * 40, 6, 0x00, 6),  # a NUL after row 2, in a label
+    (b"a,b,y\n" + b"1,2,x\n" * 3000 + b"1,2\x7f,z\n", 3002, 0x7F, 4),  # DEL past the first 8 KiB
+    (b"a,b,y\r\n1,2,\"x\r\nx\"\r\n\x1c5\x1f,3,x\r\n", 4, 0x1C, 1),  # a quoted line break; CR LF
+    (b"a,b,y\n1,2,x\n1,2,\x1b[31mred\n", 3, 0x1B, 5),  # a terminal's escape sequence
+], ids=["nul-every-9th-byte", "controls-without-nul", "nul-in-a-later-label", "del-past-8-kib",
+        "separators-after-a-quoted-break", "escape-sequence"])
+def test_control_characters_in_utf8_text_are_refused_by_line_and_byte(
+    tmp_path: Path, raw: bytes, line: int, byte: int, character: int
+) -> None:
+    """review87 F2: a UTF-8 file was checked for control characters only in its first two rows,
+    and for a NUL only, so a NUL in a later label became part of a class name and went raw into
+    the predictions file; control bytes without a NUL were read as cells. Oracle: the line, byte
+    and character counted by hand in the bytes written (lines end at LF, CR LF or CR)."""
+    raw.decode("utf-8")  # the premise: valid UTF-8, so no encoding advice applies
+    path = _write(tmp_path, raw)
+    assert _refusal(path) == f"{path}: {_control(line, byte, character)}"
+    assert "iconv" not in _refusal(path)
+
+
+def test_a_control_character_that_is_the_delimiter_is_read(tmp_path: Path) -> None:
+    """The delimiter is not refused as a control character, another one still is."""
+    path = _write(tmp_path, "a\x01b\x01y\n1\x012\x01x\n3\x014\x01z\n")
+    assert data.read_csv(path, delimiter="\x01").rows == [["1", "2", "x"], ["3", "4", "z"]]
+    path = _write(tmp_path, "a\x01b\x01y\n1\x012\x01x\n3\x02\x014\x01z\n")
+    expected = _control(3, 0x02, 2, delimiter="\x01")
+    assert _refusal(path, delimiter="\x01") == f"{path}: {expected}"
+    path = _write(tmp_path, "a b y\n1 2 x\n3\x02 4 z\n")
+    assert _refusal(path, delimiter="whitespace") == f"{path}: {_control(3, 0x02, 2)}"
+
+
+def test_the_cli_refuses_control_characters_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from torchlean.cli import main
+
+    path = _write(tmp_path, b"a,b,y\n" + b"1,2,x\n3,4,z\n" * 5 + b"5,6,z\x00\n")
+    assert main(["train", "--dataset", str(path), "--epochs", "1"]) == 2
+    assert capsys.readouterr().err == f"error: {path}: {_control(12, 0x00, 6)}\n"
 
 
 def test_text_keeps_its_encoding_advice(tmp_path: Path) -> None:

@@ -356,11 +356,13 @@ def test_only_ascii_decimal_numbers_are_numbers(tmp_path: Path, cell: str) -> No
 
 
 @pytest.mark.parametrize(
-    "cell", ["1", "+1", "-1.", ".5", "1e3", "1E-3", "-0.0", " 2 ", "\t3", "\xa04", "\x1c5\x1f", "1.5E+03"]
+    "cell", ["1", "+1", "-1.", ".5", "1e3", "1E-3", "-0.0", " 2 ", "\t3", "\xa04", "1.5E+03"]
 )
 def test_ascii_decimal_spellings_are_numbers(tmp_path: Path, cell: str) -> None:
-    """Blanks around a number (``str.strip``'s, the control separators ``\\x1c``-``\\x1f`` and
-    no-break spaces included) are not part of it; the stripped text is what is read."""
+    """Blanks around a number (``str.strip``'s, no-break spaces included) are not part of it; the
+    stripped text is what is read. (The control separators ``\\x1c``-``\\x1f``, which
+    ``str.strip`` also strips, refuse the file: tests/data/test_csv_scale.py, review87 F2; the
+    column reader's handling of them is tested in tests/data/test_csv_fast_path.py.)"""
     path = _write(tmp_path, f"a,label\n{cell},0\n1,1\n2,0\n3,1\n")
     table = data.read_csv(path)
     x, _ = table.columns(1)
