@@ -530,14 +530,15 @@ def read_csv(
         DataError: ``path`` not a ``str`` or ``os.PathLike`` or empty, a missing file (or
             :data:`STDIN` when standard input is closed), a directory or a device other than
             :data:`STDIN` (``/dev/zero`` would be read until memory runs out; pipes and standard
-            input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a
-            quote left open, a file without rows or without data rows, a first line starting
-            with ``#`` (a comment line; under ``"whitespace"``, not numpy's ``savetxt`` header
-            ``# a b y`` naming a column per cell of the next row, read as the header unless
-            ``header=False``), Excel's ``sep=`` first line naming another separator than
-            ``delimiter`` (the message says which ``delimiter`` to give), a bad ``header``, a
-            ``delimiter`` that is not one of the characters accepted (naming it, why, and those
-            accepted).
+            input, a terminal too, are read), a file that is not UTF-8 or cannot be read, a line
+            holding a control character other than tab, line feed, carriage return and ``delimiter``
+            (:func:`_text_lines`: a NUL, a binary file's bytes), a quote left open, a file without
+            rows or without data rows, a first line starting with ``#`` (a comment line; under
+            ``"whitespace"``, not numpy's ``savetxt`` header ``# a b y`` naming a column per cell of
+            the next row, read as the header unless ``header=False``), Excel's ``sep=`` first line
+            naming another separator than ``delimiter`` (the message says which ``delimiter`` to
+            give), a bad ``header``, a ``delimiter`` that is not one of the characters accepted
+            (naming it, why, and those accepted).
 
     Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
     line is dropped (not under ``"whitespace"``, where blanks ending a line end no cell), R's row
@@ -687,7 +688,8 @@ def _binary_text(sample: bytes) -> str | None:
     start of a file) hold a NUL or over 5 % of control bytes (:data:`_CONTROL`), as executables,
     compressed or random data do and text in any encoding does not, except UTF-16 (whose ASCII
     characters are each a NUL and a byte: NULs on every other byte, on one side only, are taken
-    for it); else ``None`` (review67 F10)."""
+    for it); else ``None`` (review67 F10). A file that is UTF-8 text is checked line by line
+    instead (:func:`_text_lines`)."""
     controls = len(sample) - len(sample.translate(None, _CONTROL))
     if not controls or (b"\x00" not in sample and controls * 20 <= len(sample)):
         return None
