@@ -35,13 +35,19 @@ def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 # ------------------------------------------------------------------------------------------- F3
 
 
+def _trained(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> tuple[Path, Path]:
+    """``SMALL`` written to ``s.csv`` and a one-epoch run on it saved to ``s.npz``."""
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    return csv, part
+
+
 @pytest.mark.parametrize(("index", "column"), [("0", "a"), ("1", "b"), ("-3", "a")])
 def test_a_label_column_index_naming_a_feature_is_refused_as_a_name_is(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, index: str, column: str
 ) -> None:
-    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
-    csv.write_text(SMALL)
-    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    _, part = _trained(capsys, tmp_path)
     message = _refused(capsys, "train", "--resume", str(part), "--epochs", "2", "--label-column", index)
     assert message == (
         f"--resume {part} continues the run with the checkpoint's settings; --label-column {index} (column "
@@ -53,9 +59,7 @@ def test_a_label_column_index_naming_a_feature_is_refused_as_a_name_is(
 def test_a_label_column_index_out_of_range_says_the_option_may_not_change(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
-    csv.write_text(SMALL)
-    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    csv, part = _trained(capsys, tmp_path)
     message = _refused(capsys, "train", "--resume", str(part), "--epochs", "2", "--label-column", "9")
     assert message == (
         f"--resume {part} continues the run with the checkpoint's settings; --label-column 9 is not the "
@@ -67,9 +71,7 @@ def test_a_label_column_index_out_of_range_says_the_option_may_not_change(
 def test_on_standard_input_the_refusal_names_the_option_as_given(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
-    csv.write_text(SMALL)
-    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    _, part = _trained(capsys, tmp_path)
     done = subprocess.run(  # read once: its header cannot be read again to resolve the index
         [sys.executable, "-m", "torchlean", "train", "--resume", str(part), "--epochs", "2", "--label-column",
          "0", "--dataset", "-"], input=SMALL, capture_output=True, text=True, check=False)

@@ -40,15 +40,6 @@ MODEL_HINTS = {
 }
 
 
-@pytest.mark.parametrize(("name", "hint"), MODEL_HINTS.items(), ids=list(MODEL_HINTS))
-def test_model_answers_torch_module_attributes_with_torchleans_spelling(name, hint):
-    with pytest.raises(AttributeError) as caught:
-        getattr(_model(), name)
-    message = str(caught.value)
-    assert message.startswith(f"'Model' object has no attribute {name!r}: ")
-    assert hint in message
-
-
 OPTIMIZER_HINTS = {
     "zero_grad": "step_(params) sets every tensor's .grad to None after its update (torch's step() then "
                  "zero_grad()); to clear them without a step, set p.grad = None for each tensor p",
@@ -59,13 +50,19 @@ OPTIMIZER_HINTS = {
 }
 
 
-@pytest.mark.parametrize(("name", "hint"), OPTIMIZER_HINTS.items(), ids=list(OPTIMIZER_HINTS))
-def test_optimizer_answers_torch_optimizer_attributes_with_torchleans_spelling(name, hint):
-    opt = optim.adam(1e-3).create(_model().parameters)
+CASES = [("Model", name, hint) for name, hint in MODEL_HINTS.items()] + [
+    ("Optimizer", name, hint) for name, hint in OPTIMIZER_HINTS.items()
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "hint"), CASES, ids=[f"{o}.{n}" for o, n, _ in CASES])
+def test_model_and_optimizer_answer_torch_attributes_with_torchleans_spelling(owner, name, hint):
+    model = _model()
+    target = model if owner == "Model" else optim.adam(1e-3).create(model.parameters)
     with pytest.raises(AttributeError) as caught:
-        getattr(opt, name)
+        getattr(target, name)
     message = str(caught.value)
-    assert message.startswith(f"'Optimizer' object has no attribute {name!r}: ")
+    assert message.startswith(f"{owner!r} object has no attribute {name!r}: ")
     assert hint in message
 
 
