@@ -1084,11 +1084,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     # loaded and split as the run loaded its data, once, for --split's note and the record
     compared = (compare_data(args.dataset, saved, args.delimiter)
                 if args.split != "all" or args.report_json is not None else None)
+    order = _split(args, source, saved, truth, compared)  # the split's rows in its order (train's x_test's)
     if compared is not None and compared.failure is not None:  # review86 F6: as inspect says it
+        # after _split, which refuses --split train/test for the same failure (one error, no note)
         why = _resume.as_the_run_read(compared.failure, saved)
         print(f"note: {source.source} could not be loaded as checkpoint {shown_path(args.checkpoint)}'s run "
               f"loaded its data ({why}), so whether they are its data is unknown", file=sys.stderr)
-    order = _split(args, source, saved, truth, compared)  # the split's rows in its order (train's x_test's)
     chosen = None if order is None else np.sort(order)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
