@@ -447,8 +447,9 @@ FLOAT_MASK = np.ones((2, 2), dtype=F32)
     ("mask", "message"),
     [
         (FLOAT_MASK, "mask has dtype float32; accepted: bool; a mask must be boolean (True = allowed, "
-         "False = blocked): a float 0/1 array is an additive bias, not a mask (convert it with "
-         "mask.astype(bool) or add it to the scores)"),
+         "False = blocked): a float array is an additive bias, not a mask (convert torch's additive "
+         "mask, 0 = attend and -inf = blocked, with mask == 0, and a 0/1 keep-mask, 1 = attend, with "
+         "mask == 1; or add the bias to the scores)"),
         (np.ones((2, 2), dtype=np.int64), "mask has dtype int64; accepted: bool; a mask must be boolean "
          "(True = allowed, False = blocked; convert 0/1 integers with mask.astype(bool))"),
     ],
@@ -463,6 +464,31 @@ def test_a_non_boolean_attention_mask_is_a_type_error_in_every_cpu_profile(
         tl.scaled_dot_product_attention(x, x, x, mask=mask)
     assert str(info.value) == f"scaled_dot_product_attention: {message}"
     assert isinstance(info.value, TypeError) and isinstance(info.value, GuardError)
+
+
+def test_the_float_mask_hint_converts_torchs_additive_and_keep_masks_to_torchs_results() -> None:
+    """review89 F1: the hint said ``mask.astype(bool)``, which turns torch's additive mask (0 = attend,
+    -inf = blocked) into True where it is blocked. Following the hint must give torch's float64 result
+    for both float forms the message names."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 4)) for _ in range(3))
+    additive = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)  # 0 / -inf
+    keep = np.tril(np.ones((4, 4)))  # 0/1, 1 = attend
+    with pytest.raises(GuardTypeError) as info:
+        tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), additive.numpy())
+    assert "with mask == 0" in str(info.value) and "with mask == 1" in str(info.value)
+    t = [torch.tensor(a) for a in (q, k, v)]
+    expected = torch.nn.functional.scaled_dot_product_attention(*t, attn_mask=additive).numpy()
+    for converted in (additive.numpy() == 0, keep == 1):
+        out = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), converted).numpy()
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    x = rng.standard_normal((3, 4, 4))
+    with pytest.raises(GuardTypeError, match="with mask == 0"):
+        tl.hard_masked_softmax(tl.tensor(x), additive.numpy())
+    softmax = tl.hard_masked_softmax(tl.tensor(x), additive.numpy() == 0).numpy()
+    np.testing.assert_allclose(softmax, torch.softmax(torch.tensor(x) + additive, -1).numpy(), atol=1e-15)
+    with pytest.raises(GuardTypeError, match=r"with mask == 0, and a 0/1 keep-mask with mask == 1\)"):
+        sdpa.check_sdpa_inputs(*t, additive)  # torch tensors (the CUDA bridge) say it too
 
 
 def test_a_float_softmax_mask_is_a_type_error_like_the_spec() -> None:

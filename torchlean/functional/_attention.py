@@ -45,7 +45,7 @@ def hard_masked_softmax(
     to ``x``; records ``hard_masked_softmax``. Returns x's shape and dtype.
 
     Raises:
-        GuardTypeError: a non-boolean mask (a float 0/1 array is an additive bias, not a mask),
+        GuardTypeError: a non-boolean mask (a float array is an additive bias, not a mask),
             or ``None`` (``softmax`` is the maskless form; the specification's
             ``hard_masked_softmax`` takes ``None`` as that).
         GuardError: a mask that does not broadcast to x's shape; ``axis`` out of range.

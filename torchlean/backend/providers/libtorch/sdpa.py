@@ -171,7 +171,9 @@ def _check_tensor_operands(q: Buffer, k: Buffer, v: Buffer, mask: Buffer | None,
             floating = _is_buffer(mask) and "float" in _dtype_name(mask)
             raise GuardTypeError(
                 f"LibTorch SDPA: the mask must be a boolean array (True = attend); got {_describe(mask)}"
-                + (" (a float 0/1 array is an additive bias, not a mask)" if floating else "")
+                + (" (a float array is an additive bias, not a mask: convert torch's additive mask, 0 = "
+                   "attend and -inf = blocked, with mask == 0, and a 0/1 keep-mask with mask == 1)"
+                   if floating else "")
             )
         target = (*batch, qs[-2], ks[-2])
         try:

@@ -85,9 +85,10 @@ def check_canonical_layout(x: object, *, op: str, name: str, role: Role = "float
         message = f"{op}: {name} has dtype {dtype}; accepted: {_ACCEPTED[role]}"
         if role == "mask" and dtype.kind == "f":
             raise GuardTypeError(
-                message + "; a mask must be boolean (True = allowed, False = blocked): a float 0/1 "
-                "array is an additive bias, not a mask (convert it with mask.astype(bool) or add it "
-                "to the scores)"
+                message + "; a mask must be boolean (True = allowed, False = blocked): a float array "
+                "is an additive bias, not a mask (convert torch's additive mask, 0 = attend and -inf = "
+                "blocked, with mask == 0, and a 0/1 keep-mask, 1 = attend, with mask == 1; or add the "
+                "bias to the scores)"
             )
         if role == "mask" and dtype.kind in "iu":
             raise GuardTypeError(
