@@ -442,3 +442,23 @@ def test_cross_entropy_with_torchs_positional_weight_says_weights_are_not_suppor
                    r"weight; got .*: per-class weights are not supported")
         with pytest.raises(tl.TensorTypeError, match=message):
             tl.cross_entropy(logits, [0, 1], weight)
+
+
+def test_cross_entropy_weight_refusal_spells_torchs_weighted_mean() -> None:
+    """review89 F2: the hint's weighted mean, run, is torch's ``weight=`` result, which divides by the
+    sum of the samples' weights (here not N), and its losses have ids's shape (no (N, N) broadcast)."""
+    rng = np.random.default_rng(0)
+    x, ids, w = rng.standard_normal((5, 3)), rng.integers(0, 3, 5), np.array([1.0, 2.0, 0.5])
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.cross_entropy(logits, ids, w)
+        assert ("torch's weighted mean is tl.reduce_sum(losses * w[ids]) / w[ids].sum(), divided by the "
+                "sum of the samples' weights, not their count") in str(caught.value)
+        assert "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], axis), ids.shape)" in str(
+            caught.value)
+        losses = tl.reshape(-tl.gather(tl.log_softmax(logits, 1), ids[:, None], 1), ids.shape)
+        weighted = tl.reduce_sum(losses * w[ids]) / w[ids].sum()
+    expected = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids), weight=torch.tensor(w))
+    assert w[ids].sum() != len(ids)
+    assert float(weighted.numpy()) == pytest.approx(expected.item(), rel=1e-14)

@@ -115,16 +115,29 @@ def test_cross_entropy_reduction_other_than_mean_is_refused_with_its_spelling(re
         assert message.startswith(
             f"cross_entropy: reduction={reduction!r} is not supported (accepted: 'mean', torch's default"
         )
-        assert "-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept" in message
+        assert "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept" in message
+        assert "axis), ids.shape) for class ids" in message
         assert "-tl.reduce_sum(probs * tl.log_softmax(logits, axis), axis) for probabilities" in message
         assert "reduction='sum' is tl.reduce_sum of them" in message
         np.testing.assert_array_equal(
             tl.cross_entropy(logits, ids, reduction="mean").numpy(), tl.cross_entropy(logits, ids).numpy()
         )
-        per_id = -tl.gather(tl.log_softmax(logits, 1), ids[:, None], 1)
+        per_id = tl.reshape(-tl.gather(tl.log_softmax(logits, 1), ids[:, None], 1), ids.shape)
         per_prob = -tl.reduce_sum(probs * tl.log_softmax(logits, 1), 1)
         for per, target in ((per_id, torch.tensor(ids)), (per_prob, torch.tensor(probs))):
             none = torch.nn.functional.cross_entropy(torch.tensor(x), target, reduction="none").numpy()
             total = torch.nn.functional.cross_entropy(torch.tensor(x), target, reduction="sum").item()
-            np.testing.assert_allclose(per.numpy().reshape(-1), none, rtol=1e-14, atol=0)
+            assert per.shape == none.shape  # review89 F2: (N,), not (N, 1), which broadcasts against (N,)
+            np.testing.assert_allclose(per.numpy(), none, rtol=1e-14, atol=0)
             assert tl.reduce_sum(per).numpy() == pytest.approx(total, rel=1e-14)
+
+
+def test_cross_entropy_per_position_losses_of_the_hint_have_torchs_shape() -> None:
+    """review89 F2: for (N, C, d) logits the hint's losses are (N, d), torch's reduction='none'."""
+    rng = np.random.default_rng(4)
+    x, ids = rng.standard_normal((4, 3, 2)), rng.integers(0, 3, (4, 2))
+    with tl.session():
+        per = tl.reshape(-tl.gather(tl.log_softmax(tl.tensor(x), 1), ids[:, None], 1), ids.shape)
+    none = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids), reduction="none").numpy()
+    assert per.shape == none.shape == (4, 2)
+    np.testing.assert_allclose(per.numpy(), none, rtol=1e-14, atol=0)

@@ -123,11 +123,11 @@ def _reduction_mean(value: object) -> None:
         return
     raise TensorError(
         f"cross_entropy: reduction={_preview(value)} is not supported (accepted: 'mean', torch's default, "
-        "which cross_entropy returns); torch's reduction='none', the per-sample losses, is "
-        "-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept (ids[:, None] for (N, C) "
-        "logits), axis) for class ids, -tl.reduce_sum(probs * tl.log_softmax(logits, axis), axis) for "
-        "probabilities; reduction='sum' is tl.reduce_sum of them (or cross_entropy(...) times their "
-        "count, equal up to rounding)"
+        "which cross_entropy returns); torch's reduction='none', the per-sample losses of ids's shape, is "
+        "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept (ids[:, None] "
+        "for (N, C) logits), axis), ids.shape) for class ids, -tl.reduce_sum(probs * "
+        "tl.log_softmax(logits, axis), axis) for probabilities; reduction='sum' is tl.reduce_sum of them "
+        "(or cross_entropy(...) times their count, equal up to rounding)"
     )
 
 
@@ -155,8 +155,11 @@ def cross_entropy(
 
     ``reduction`` takes torch's default ``"mean"`` only (the mean over the samples and positions
     is what this returns); ``"sum"`` and ``"none"`` are refused with their spelling: the
-    per-sample losses ``-gather(log_softmax(logits, axis), ids, axis)`` (``ids`` with the class
-    axis kept) and ``reduce_sum`` of them.
+    per-sample losses ``reshape(-gather(log_softmax(logits, axis), ids, axis), ids.shape)`` (the
+    gather's ``ids`` with the class axis kept; the reshape gives torch's shape, without the class
+    axis) and ``reduce_sum`` of them. Torch's ``weight`` (per-class weights) is refused too, with
+    its spelling: ``reduce_sum(losses * w[ids]) / w[ids].sum()``, torch's weighted mean, which
+    divides by the sum of the weights and not by the number of samples.
 
     ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
     distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
@@ -197,8 +200,11 @@ def cross_entropy(
         raise TensorTypeError(
             f"cross_entropy: the third argument is axis, the class axis (an integer), not torch's "
             f"weight; got {_preview(axis)}: per-class weights are not supported (accepted: an "
-            "integer axis, or None for torch's class axis; for class weights, weight each sample's "
-            "loss, the negated log_softmax entry of its class, yourself)"
+            "integer axis, or None for torch's class axis; torch's weighted mean is "
+            "tl.reduce_sum(losses * w[ids]) / w[ids].sum(), divided by the sum of the samples' weights, "
+            "not their count, with losses the per-sample losses of ids's shape: "
+            "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], axis), ids.shape) for "
+            "(N, C) logits)"
         )
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     raw: npt.NDArray[Any] = (
