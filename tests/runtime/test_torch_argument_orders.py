@@ -462,3 +462,43 @@ def test_cross_entropy_weight_refusal_spells_torchs_weighted_mean() -> None:
     expected = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids), weight=torch.tensor(w))
     assert w[ids].sum() != len(ids)
     assert float(weighted.numpy()) == pytest.approx(expected.item(), rel=1e-14)
+
+
+def test_cross_entropy_weight_keyword_is_refused_like_the_positional_weight() -> None:
+    """review89 F6: ``weight=w`` was a plain "unexpected keyword argument"; ``weight=None``, torch's
+    default, is accepted."""
+    x, ids = np.random.default_rng(1).standard_normal((4, 3)), np.array([0, 2, 1, 2])
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.cross_entropy(logits, ids, weight=np.ones(3))  # type: ignore[arg-type]
+        assert str(caught.value).startswith(
+            "cross_entropy: weight=array([1., 1., 1.]) is refused: per-class weights are not supported; "
+            "torch's weighted mean is tl.reduce_sum(losses * w[ids]) / w[ids].sum()")
+        got = float(tl.cross_entropy(logits, ids, weight=None).numpy())
+    assert got == pytest.approx(torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids)).item(),
+                                rel=1e-14)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "none", None])
+def test_mse_loss_reduction_other_than_mean_is_refused_with_its_spelling(reduction: object) -> None:
+    """review89 F6: ``mse_loss(p, y, reduction=...)`` was a plain TypeError, 'mean' included. The
+    refusal's spelling, run, equals torch's reduction='none' and 'sum'; 'mean' is accepted."""
+    rng = np.random.default_rng(2)
+    p, y = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    with tl.session():
+        prediction, target = tl.tensor(p), tl.tensor(y)
+        with pytest.raises(tl.TensorError) as caught:
+            tl.mse_loss(prediction, target, reduction=reduction)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"mse_loss: reduction={reduction!r} is not supported (accepted: 'mean', torch's default, which "
+            "mse_loss returns); torch's reduction='none', the squared errors, is (prediction - target) * "
+            "(prediction - target); reduction='sum' is tl.reduce_sum of them")
+        mean = float(tl.mse_loss(prediction, target, reduction="mean").numpy())
+        none = ((prediction - target) * (prediction - target)).numpy()
+        total = float(tl.reduce_sum((prediction - target) * (prediction - target)).numpy())
+    tp, ty = torch.tensor(p), torch.tensor(y)
+    assert mean == pytest.approx(torch.nn.functional.mse_loss(tp, ty).item(), rel=1e-14)
+    expected_none = torch.nn.functional.mse_loss(tp, ty, reduction="none").numpy()
+    np.testing.assert_allclose(none, expected_none, rtol=1e-14)
+    assert total == pytest.approx(torch.nn.functional.mse_loss(tp, ty, reduction="sum").item(), rel=1e-14)

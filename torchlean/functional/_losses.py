@@ -40,17 +40,23 @@ from torchlean.tensor import (
 )
 
 
-def mse_loss(prediction: Tensor, target: Operand) -> Tensor:
+def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") -> Tensor:
     """Mean squared error over all elements, a rank-0 tensor (``torch.nn.functional.mse_loss``,
     reduction ``mean``); records ``mse_loss``.
 
     Tensor and array shapes must be equal (no broadcasting); a real number (Python or numpy
     scalar) on either side becomes a constant of the tensor's shape, dtype and device, as torch
-    broadcasts a 0-d target (``mse_loss(x, 1.0)`` is ``mean((x - 1)**2)``).
+    broadcasts a 0-d target (``mse_loss(x, 1.0)`` is ``mean((x - 1)**2)``). ``reduction`` takes
+    torch's default ``"mean"`` only; ``"sum"`` and ``"none"`` are refused with their spelling.
 
     Raises:
-        GuardError: shapes differ; TensorError: an integer that does not fit the tensor's dtype.
+        GuardError: shapes differ; TensorError: an integer that does not fit the tensor's dtype;
+            a ``reduction`` other than ``"mean"`` (review89 F6).
     """
+    _reduction_mean(
+        "mse_loss", reduction, "torch's reduction='none', the squared errors, is (prediction - target) * "
+        "(prediction - target); reduction='sum' is tl.reduce_sum of them"
+    )
     if isinstance(prediction, Tensor) and _is_real(target):
         return run_op(BackendOp.MSE_LOSS, (prediction, _filled(target, prediction)), {})
     if isinstance(target, Tensor) and _is_real(prediction):
@@ -111,24 +117,35 @@ def _label_smoothing(value: object) -> float:
     return smoothing
 
 
-def _reduction_mean(value: object) -> None:
-    """Accept ``cross_entropy``'s ``reduction`` when it is torch's default ``"mean"``, the one this
+def _reduction_mean(op: str, value: object, spelling: str) -> None:
+    """Accept a loss's ``reduction`` when it is torch's default ``"mean"``, the one ``op``
     computes.
 
     Raises:
-        TensorError: any other value, naming it and ``"mean"``; for ``"sum"`` and ``"none"``, how
-            to write them (the per-sample losses, and ``reduce_sum`` of them; review85 F2).
+        TensorError: any other value, naming it and ``"mean"``, then ``spelling``: how to write
+            ``"sum"`` and ``"none"`` (review85 F2).
     """
     if isinstance(value, str) and value == "mean":
         return
     raise TensorError(
-        f"cross_entropy: reduction={_preview(value)} is not supported (accepted: 'mean', torch's default, "
-        "which cross_entropy returns); torch's reduction='none', the per-sample losses of ids's shape, is "
-        "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept (ids[:, None] "
-        "for (N, C) logits), axis), ids.shape) for class ids, -tl.reduce_sum(probs * "
-        "tl.log_softmax(logits, axis), axis) for probabilities; reduction='sum' is tl.reduce_sum of them "
-        "(or cross_entropy(...) times their count, equal up to rounding)"
+        f"{op}: reduction={_preview(value)} is not supported (accepted: 'mean', torch's default, "
+        f"which {op} returns); {spelling}"
     )
+
+
+_CROSS_ENTROPY_REDUCTIONS = (
+    "torch's reduction='none', the per-sample losses of ids's shape, is "
+    "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids with the class axis kept (ids[:, None] "
+    "for (N, C) logits), axis), ids.shape) for class ids, -tl.reduce_sum(probs * "
+    "tl.log_softmax(logits, axis), axis) for probabilities; reduction='sum' is tl.reduce_sum of them "
+    "(or cross_entropy(...) times their count, equal up to rounding)"
+)
+_WEIGHTED_MEAN = (
+    "per-class weights are not supported; torch's weighted mean is tl.reduce_sum(losses * w[ids]) / "
+    "w[ids].sum(), divided by the sum of the samples' weights, not their count, with losses the "
+    "per-sample losses of ids's shape: tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], "
+    "axis), ids.shape) for (N, C) logits"
+)
 
 
 def cross_entropy(
@@ -138,6 +155,7 @@ def cross_entropy(
     *,
     label_smoothing: float = 0.0,
     reduction: str = "mean",
+    weight: None = None,
 ) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
@@ -183,11 +201,14 @@ def cross_entropy(
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
             silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
-            array data as ``axis`` (torch's positional ``weight``: per-class weights are not
-            supported, the message says so).
+            array data as ``axis`` (torch's positional ``weight``), or a ``weight`` other than
+            ``None``: per-class weights are not supported, the message spells torch's weighted
+            mean.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
-    _reduction_mean(reduction)
+    _reduction_mean("cross_entropy", reduction, _CROSS_ENTROPY_REDUCTIONS)
+    if weight is not None:  # review89 F6: torch's keyword, refused as its positional form is
+        raise TensorTypeError(f"cross_entropy: weight={_preview(weight)} is refused: {_WEIGHTED_MEAN}")
     smoothing = _label_smoothing(label_smoothing)
     if logits.ndim == 0:
         raise TensorError(
@@ -199,12 +220,8 @@ def cross_entropy(
     elif _is_array_data(axis):
         raise TensorTypeError(
             f"cross_entropy: the third argument is axis, the class axis (an integer), not torch's "
-            f"weight; got {_preview(axis)}: per-class weights are not supported (accepted: an "
-            "integer axis, or None for torch's class axis; torch's weighted mean is "
-            "tl.reduce_sum(losses * w[ids]) / w[ids].sum(), divided by the sum of the samples' weights, "
-            "not their count, with losses the per-sample losses of ids's shape: "
-            "tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], axis), ids.shape) for "
-            "(N, C) logits)"
+            f"weight; got {_preview(axis)}: {_WEIGHTED_MEAN} (accepted axis: an integer, or None for "
+            "torch's class axis)"
         )
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     raw: npt.NDArray[Any] = (
