@@ -141,3 +141,26 @@ def test_cross_entropy_per_position_losses_of_the_hint_have_torchs_shape() -> No
     none = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids), reduction="none").numpy()
     assert per.shape == none.shape == (4, 2)
     np.testing.assert_allclose(per.numpy(), none, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("make", [optim.sgd, optim.adam, optim.adamw, optim.rmsprop, optim.adagrad])
+def test_parameters_in_the_learning_rates_place_name_create(make):
+    """review89 F5: ``optim.sgd(model.parameters, 0.1)`` (torch's ``SGD(params, lr)``) printed every
+    weight and never named ``create``; it now names the list by its length and gives the spelling,
+    which, run, builds an optimizer for those parameters."""
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.tanh(), nn.linear(3, 2)), seed=0)
+    for params in (model.parameters, tuple(model.parameters)):
+        with pytest.raises(optim.OptimizerError) as caught:
+            make(params, 0.1)
+        kind = type(params).__name__
+        assert str(caught.value) == (
+            f"optimizer: learning rate must be a real number (int or float), got a {kind} of 4 arrays: "
+            "parameters in the learning rate's place are torch's Optimizer(params, lr) order; torchlean's "
+            f"optimizers take no params: build the record, then create the optimizer with them, "
+            f"optim.{make.__name__}(lr).create(model.parameters)"
+        )
+    created = make(0.1).create(model.parameters)
+    assert len(created.step(model.parameters, [np.ones_like(p) for p in model.parameters])) == 4
+    with pytest.raises(optim.OptimizerError) as text:  # not a parameter list: no such hint
+        make("0.1")
+    assert str(text.value) == "optimizer: learning rate must be a real number (int or float), got '0.1'"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import shown
+from torchlean._checks import shown, shown_briefly
 from torchlean._interrupts import store_together
 from torchlean._module_hints import OPTIMIZER_HINTS, missing_attribute
 from torchlean._slots import PicklesAtEveryProtocol
@@ -75,7 +75,19 @@ class OptimizerConfig(ABC):
                 continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
-                raise OptimizerError(f"optimizer: {word} must be a real number (int or float), got {value!r}")
+                arrays = isinstance(value, list | tuple) and any(
+                    isinstance(v, np.ndarray | Tensor) for v in value
+                )
+                got = (f"a {type(value).__name__} of {len(value)} arrays" if arrays
+                       else shown_briefly(value))  # a model's parameters: not every weight (review89 F5)
+                message = f"optimizer: {word} must be a real number (int or float), got {got}"
+                if f.name == "lr" and (arrays or isinstance(value, np.ndarray | Tensor)):
+                    message += (  # torch's Optimizer(params, lr) order
+                        ": parameters in the learning rate's place are torch's Optimizer(params, lr) "
+                        f"order; torchlean's optimizers take no params: build the record, then create "
+                        f"the optimizer with them, optim.{self.name}(lr).create(model.parameters)"
+                    )
+                raise OptimizerError(message)
             try:
                 number = float(value)
             except OverflowError:  # an int (or Fraction) beyond the float range
