@@ -75,10 +75,9 @@ class OptimizerConfig(ABC):
                 continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
-                arrays = isinstance(value, list | tuple) and any(
-                    isinstance(v, np.ndarray | Tensor) for v in value
-                )
-                got = (f"a {type(value).__name__} of {len(value)} arrays" if arrays
+                items = value if isinstance(value, list | tuple) else ()
+                arrays = any(isinstance(v, np.ndarray | Tensor) for v in items)
+                got = (f"a {type(value).__name__} of {len(items)} arrays" if arrays
                        else shown_briefly(value))  # a model's parameters: not every weight (review89 F5)
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
                 if f.name == "lr" and (arrays or isinstance(value, np.ndarray | Tensor)):
