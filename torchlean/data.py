@@ -102,8 +102,7 @@ class Dataset:
     data, not the column positions ``0,1,...``) as the header; it is empty for shipped datasets,
     when ``header`` was given otherwise, and when the first row had several non-numeric cells.
     ``split_note`` says when a classification split could not be stratified by class
-    (:func:`split_note`; for a CSV whose task was inferred from over 10 whole-number labels, it
-    adds that ``task='regression'`` exists), or, when it was, which classes it left without a test
+    (:func:`split_note`), or, when it was, which classes it left without a test
     row (:func:`untested_note`, with their sample counts: the test metric does not measure them),
     else is empty. ``notes`` are the other notes on how a CSV file was read, one line each, in this order:
     Excel's ``sep=`` first line skipped (naming the delimiter), numpy's ``savetxt`` header ``# a b y``
@@ -111,7 +110,9 @@ class Dataset:
     (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
     column of distinct integers (pandas' ``to_csv`` index) left out of the features, two class labels
-    made one by the blanks around them (``' x'`` and ``'x'``); ``()`` for shipped
+    made one by the blanks around them (``' x'`` and ``'x'``), the task classification inferred
+    from over 10 whole-number labels too few of each to stratify (``task='regression'`` exists),
+    the constant columns (:attr:`constant_note`); ``()`` for shipped
     datasets and when none applies (:attr:`Table.notes`, :meth:`Table.label_note`,
     :meth:`Table.index_note`). ``torchlean train`` prints each as a ``note:`` line.
 
@@ -367,16 +368,18 @@ def load_csv(
         label=table.shown(label), val_fraction=val_fraction,
     )
     whole_numbers = all(_is_number(name) for name in classes)
+    inferred = ""
     if task is None and dataset.split_note and len(classes) > 10 and whole_numbers:
-        # over 10 whole-number classes, too few samples to stratify: often a quantity read as classes
-        dataset = dataclasses.replace(dataset, split_note=(
-            f"{dataset.split_note}; the labels are whole numbers ({len(classes)} distinct), so the task "
-            "classification was inferred: pass task='regression' (CLI: --task regression) if they are a "
-            "quantity"
-        ))
+        # over 10 whole-number classes, too few samples to stratify: often a quantity read as classes;
+        # one of notes, which Python callers read, not only a clause of split_note (review89 F7)
+        inferred = (
+            f"the labels are whole numbers ({len(classes)} distinct) with too few samples of each to "
+            "stratify the split, so the task classification was inferred: pass task='regression' (CLI: "
+            "--task regression) if they are a quantity"
+        )
     merged = "" if kind == "regression" else blank_spellings_note(table.shown_file, table.shown(label), cells)
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
-             table.unnamed_features_note(label), merged, dataset.constant_note)
+             table.unnamed_features_note(label), merged, inferred, dataset.constant_note)
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
         has_header=table.has_header, delimiter=table.delimiter,

@@ -104,10 +104,11 @@ def test_notes_name_the_cli_option_first(capsys: pytest.CaptureFixture[str], tmp
     path = _csv(tmp_path / "few.csv", labels)
     code, _, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--hidden", "4")
     assert code == 0
-    (note,) = err.splitlines()
-    assert note.startswith("note: the train/test split is not stratified by class")
+    (note, split) = err.splitlines()
+    assert split.startswith("note: the train/test split is not stratified by class")
+    assert note.startswith("note: the labels are whole numbers (12 distinct)")
     assert note.endswith("classification was inferred: pass --task regression if they are a quantity")
     assert "task='regression'" not in note and "CLI:" not in note
     # the same note in Python keeps the argument
-    in_python = data.load(path).split_note
+    (in_python,) = data.load(path).notes
     assert in_python.endswith("pass task='regression' (CLI: --task regression) if they are a quantity")
