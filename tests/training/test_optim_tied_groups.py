@@ -129,3 +129,60 @@ def test_step_in_place_with_more_tensors_than_parameters_is_refused_by_count():
     with pytest.raises(OptimizerError, match=r"^optimizer: expected 1 parameters, got 2$"):
         sgd.step_(tensors)
     assert all(t.grad is not None and not t.numpy().any() for t in tensors)
+
+
+def test_a_tie_whose_positions_state_differs_is_refused_and_changes_nothing():
+    """review89 F3: an untied run's state (positions 0 and 3 with their own moments) loaded into an
+    optimizer that ``step_`` then uses with the tie: each position updated its own moments and the
+    tensor took the last position's update. Now refused before any change; a tie stepped from a
+    fresh optimizer, and its state loaded again, keeps equal states and is never refused."""
+    params, untied = _tied_step_ready(optim.adam(0.05), [])
+    params[3] = tl.tensor(params[0].numpy().copy(), requires_grad=True)  # untie: its own tensor
+    for _ in range(2):
+        with tl.session():
+            tl.cross_entropy(nn_forward(params), NEXT, axis=-1).backward()
+        untied.step_(params)
+    state = untied.state_dict()
+    assert not np.array_equal(state["first.0"], state["first.3"])
+    tied, opt = _tied_step_ready(optim.adam(0.05), [])
+    opt.load_state_dict(state)
+    values = [p.numpy().copy() for p in tied]
+    with pytest.raises(OptimizerError) as caught:
+        opt.step_(tied)
+    assert str(caught.value) == (
+        "optimizer: parameters 0 ('0.weight') and 3 ('2.weight') are one tensor (tied weights), so one "
+        "parameter, but their optimizer states differ (their first state buffers): a state made where they "
+        "were separate parameters (an untied run's state_dict) would update each position's state apart and "
+        "leave the tensor the last position's update; create the optimizer afresh for the tied parameters, "
+        "or load a state saved with the tie"
+    )
+    for param, value in zip(tied, values, strict=True):
+        np.testing.assert_array_equal(param.numpy(), value)
+    for key, value in state.items():
+        np.testing.assert_array_equal(opt.state_dict()[key], value, err_msg=key)
+    # step counts differing is named first (a position whose gradient was None in the untied run)
+    counted, fresh = _tied_step_ready(optim.adam(0.05), [])
+    fresh.param_steps[3] += 1
+    with pytest.raises(OptimizerError, match=r"optimizer states differ \(step counts 0 and 1\)"):
+        fresh.step_(counted)
+    # a tie from a fresh optimizer: three steps, a state round trip, a fourth step; never refused
+    tied, opt = _tied_step_ready(optim.adam(0.05, amsgrad=True), [])
+    for step in range(4):
+        if step:
+            with tl.session():
+                tl.cross_entropy(nn_forward(tied), NEXT, axis=-1).backward()
+        opt.step_(tied)
+        if step == 2:
+            saved = opt.state_dict()
+            opt = optim.adam(0.05, amsgrad=True).create([p.numpy() for p in tied], names=opt.names)
+            opt.load_state_dict(saved)
+    final = opt.state_dict()
+    for buffer in ("first", "second", "third"):
+        np.testing.assert_array_equal(final[f"{buffer}.0"], final[f"{buffer}.3"])
+
+
+def nn_forward(params):
+    """The review's model (as :func:`_tied_step_ready` builds it) run on ``IDS`` with ``params``."""
+    layer = nn.sequential(nn.embedding(V, D), nn.layer_norm(D), nn.linear(D, V, False))
+    model = nn.build(layer, input_shape=(T,), seed=0, dtype="float64")
+    return model(tl.tensor(IDS), params, training=True)

@@ -769,7 +769,9 @@ class Optimizer(PicklesAtEveryProtocol):
         across groups that disagree (a no-decay group on the embedding table but not on the tied
         head, a frozen table but not the head) is refused before anything changes, as torch
         refuses a parameter in two parameter groups (:func:`refuse_split_ties`), rather than
-        resolved by whichever position comes last.
+        resolved by whichever position comes last. Its positions' states (step counts, moment
+        buffers) must be equal too, as they stay from a fresh optimizer: a state loaded from a run
+        where the positions were separate parameters is refused (review89 F3).
 
         The update is computed first and then stored (the optimizer's state, every tensor, the
         ``.grad`` resets) with Ctrl-C (SIGINT) held back in the main thread until all of it is
@@ -782,7 +784,9 @@ class Optimizer(PicklesAtEveryProtocol):
                 (``optimizer: expected 4 parameters, got 5``); a tensor at two positions whose
                 groups disagree (``optimizer: parameters 0 ('0.weight') and 3 ('2.weight') are one
                 tensor (tied weights), so one parameter, but their groups disagree: ...``, naming
-                both groups and a pattern that selects both names); the errors of :meth:`step`,
+                both groups and a pattern that selects both names), or whose states differ
+                (``... but their optimizer states differ (their first state buffers) ...``); the
+                errors of :meth:`step`,
                 :func:`clip_grad_value` and :func:`clip_grad_norm` (shapes, dtypes, the limits),
                 before any tensor changes.
         """
@@ -800,7 +804,9 @@ class Optimizer(PicklesAtEveryProtocol):
         count = len(self.first)
         if len(tensors) != count:  # before is_frozen indexes them (an extra tensor was an IndexError)
             raise OptimizerError(f"optimizer: expected {count} parameters, got {len(tensors)}")
-        refuse_split_ties(tensors, self._update_rule, self.names, self.groups, self.membership)  # review85 F1
+        refuse_split_ties(  # review85 F1, review89 F3
+            tensors, self._update_rule, self.names, self.groups, self.membership, self._state_difference
+        )
         for name, limit in (("max_grad_value", max_grad_value), ("max_grad_norm", max_grad_norm)):
             if limit is not None:  # named as step_'s arguments, not clip_grad_*'s (review58 F4)
                 clip_limit(name, limit, "optimizer: step_")
@@ -831,6 +837,21 @@ class Optimizer(PicklesAtEveryProtocol):
 
         store_together(store)
         return norm
+
+    def _state_difference(self, a: int, b: int) -> str:
+        """What differs between parameters ``a`` and ``b``'s state, for :func:`refuse_split_ties`:
+        ``"step counts 2 and 3"``, ``"their first state buffers"`` (the buffer as :meth:`state_dict`
+        names it), or ``""``
+        (NaN equals NaN: both positions of a diverged tie hold it alike)."""
+        if self.param_steps[a] != self.param_steps[b]:
+            return f"step counts {self.param_steps[a]} and {self.param_steps[b]}"
+        for name, buffers in (("first", self.first), ("second", self.second), ("third", self.third)):
+            x, y = buffers[a], buffers[b]
+            if (x is None) != (y is None) or (
+                x is not None and y is not None and not np.array_equal(x, y, equal_nan=True)
+            ):
+                return f"their {name} state buffers"
+        return ""
 
     def _update_rule(self, index: int) -> tuple[object, ...]:
         """What decides parameter ``index``'s update, for :func:`refuse_split_ties`: ``("frozen",)``
