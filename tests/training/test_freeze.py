@@ -355,22 +355,49 @@ def test_a_frozen_group_describes_copies_and_pickles():
 
 
 def test_a_state_saved_under_other_frozen_groups_names_freezing_when_it_does_not_load():
-    """review58 F3: the refusal listed the missing first.<i>/second.<i> entries only."""
+    """review58 F3: the refusal listed the missing first.<i>/second.<i> entries only. Unfreezing
+    loads (review89 F4): the parameters frozen where the state was saved start from no state, as
+    torch's; a state whose entries are missing otherwise, and freezing, are still refused."""
     x, labels = _data(1)
     frozen = RunConfig(optim.adam(0.01), param_groups=[optim.group(r"^0\.", frozen=True)])
     saved = Trainer(LAYER, objective="cross-entropy", config=frozen, seed=0)
     saved.fit(x, labels, epochs=1, batch_size=5)
     plain = Trainer(LAYER, objective="cross-entropy", config=RunConfig(optim.adam(0.01)), seed=0)
+    state = saved.optimizer.state_dict()
+    assert state["param_steps"].tolist() == [0, 0, 4, 4, 4, 4]
+    plain.optimizer.step(plain.model.parameters, [np.ones_like(p) for p in plain.model.parameters])
+    plain.optimizer.load_state_dict(state)  # the table's stale moments from the step above are reset
+    loaded = plain.optimizer.state_dict()
+    for key, value in state.items():
+        np.testing.assert_array_equal(loaded[key], value, err_msg=key)
+    for key in ("first.0", "second.0", "first.1", "second.1"):
+        assert not loaded[key].any(), key
+    # the next step: Adam's first step (t = 1, moments from zero) for the unfrozen ones, by hand:
+    # m_hat = g and v_hat = g**2, so p - lr * g / (|g| + eps)
+    params = plain.model.parameters
+    grads = [np.full_like(p, 0.5 - i) for i, p in enumerate(params)]
+    stepped = plain.optimizer.step(params, grads)
+    for i in (0, 1):
+        np.testing.assert_allclose(stepped[i], params[i] - 0.01 * grads[i] / (np.abs(grads[i]) + 1e-8),
+                                   rtol=1e-6, atol=0)
+    assert plain.optimizer.param_steps == [1, 1, 5, 5, 5, 5]
+    partial = {k: v for k, v in state.items() if k != "second.3"}  # one buffer of a stepped parameter
+    with pytest.raises(OptimizerError, match=r"missing \['second.3'\], unexpected \[\]"):
+        Trainer(LAYER, objective="cross-entropy", config=RunConfig(optim.adam(0.01)), seed=0) \
+            .optimizer.load_state_dict(partial)
+    counted = dict(state, param_steps=np.array([1, 0, 4, 4, 4, 4]))  # stepped, yet without buffers
+    fresh = Trainer(LAYER, objective="cross-entropy", config=RunConfig(optim.adam(0.01)), seed=0)
     with pytest.raises(OptimizerError) as caught:
-        plain.optimizer.load_state_dict(saved.optimizer.state_dict())
+        fresh.optimizer.load_state_dict(counted)
     assert str(caught.value) == (
-        "optimizer: state does not match this optimizer: missing ['first.0', 'first.1', 'second.0', "
-        "'second.1'], unexpected [] (per-parameter entries differ: a frozen parameter keeps no state, so "
-        "a state saved under other frozen groups does not load (this optimizer freezes none); create it "
-        "with the groups the state was saved with)"
+        "optimizer: state does not match this optimizer: missing ['first.0', 'second.0'], unexpected [] "
+        "(per-parameter entries differ: a frozen parameter keeps no state, so a state with buffers for a "
+        "parameter this optimizer freezes does not load, nor one without buffers for a parameter that has "
+        "stepped (this optimizer freezes none); create it with the groups the state was saved with (a "
+        "parameter frozen there and trainable here loads, from no state))"
     )
     with pytest.raises(OptimizerError, match=r"freezes parameters \[0, 1\]\); create it"):
-        saved.optimizer.load_state_dict(plain.optimizer.state_dict())
+        saved.optimizer.load_state_dict(fresh.optimizer.state_dict())
     smaller = optim.adam(0.01).create([np.zeros(2)]).state_dict()  # another model: no freezing hint
     with pytest.raises(OptimizerError, match=r"\(create the optimizer from the same record and parameters"):
         plain.optimizer.load_state_dict(smaller)

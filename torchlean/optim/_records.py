@@ -512,6 +512,25 @@ def _third_buffer_hint(config: OptimizerConfig, saved_with: list[int], saved_wit
     )
 
 
+def _unfrozen(missing: set[str], saved_steps: npt.NDArray[Any], count: int) -> set[str]:
+    """The parameter indices (as the entries spell them) whose every buffer is missing from a
+    state and whose saved step count is 0: parameters frozen where the state was saved (a frozen
+    parameter keeps no state and never steps) and trainable here. They load as torch loads a
+    parameter without state, from zero buffers (freeze, then unfreeze to fine-tune: review89 F4).
+    A parameter missing some buffers only, or with a nonzero count, is not one of them."""
+    if saved_steps.shape != (count,) or saved_steps.dtype.kind not in "iu":
+        return set()
+    by_index: dict[str, set[str]] = {}
+    for key in missing:
+        kind, _, index = key.rpartition(".")
+        by_index.setdefault(index, set()).add(kind)
+    return {
+        index for index, kinds in by_index.items()
+        if index.isdigit() and int(index) < count and saved_steps[int(index)] == 0
+        and {"first", "second"} <= kinds
+    }
+
+
 @dataclass(slots=True)
 class Optimizer(PicklesAtEveryProtocol):
     """The stateful optimizer: per-parameter first/second moment buffers and step counts.
@@ -615,6 +634,11 @@ class Optimizer(PicklesAtEveryProtocol):
         the same buffers (AMSGrad's or centered RMSprop's third one included); everything is
         checked before anything changes.
 
+        A parameter frozen where the state was saved (no buffers, step count 0) and trainable here
+        loads from zero buffers, as torch loads a parameter without state: freeze, then unfreeze
+        to fine-tune (review89 F4). The reverse, a state with buffers for a parameter this
+        optimizer freezes, is refused.
+
         A state saved inside a ``Trainer.fit`` with an ``lr_schedule`` (from ``on_batch``) holds
         that step's scheduled rate; a scheduled ``fit`` sets its own rate each epoch or step
         anyway. ``Trainer.fit`` restores, when it returns, the rate it started with, so a state
@@ -655,11 +679,13 @@ class Optimizer(PicklesAtEveryProtocol):
                     f"{self.config.name!r} (create the optimizer from the record the state was saved from)"
                 )
         expected = set(self.state_dict()) - ({"kind", "lr"} - set(state))  # older states lack them
+        saved_steps = np.asarray(state.get("param_steps", ()))
+        unfrozen = _unfrozen(expected - set(state), saved_steps, len(self.first))  # review89 F4
+        expected -= {key for key in expected if key.rpartition(".")[2] in unfrozen}
         missing = sorted(expected - set(state))
         extra = sorted(str(key) for key in set(state) - expected)
         if missing or extra:
             indices = {key.rpartition(".")[2] for key in [*missing, *extra]}
-            saved_steps = np.asarray(state.get("param_steps", ()))
             same_count = saved_steps.shape == (len(self.first),)
             indexed = all(i.isdigit() and int(i) < len(self.first) for i in indices)
             third_only = all(key.startswith("third.") for key in [*missing, *extra])
@@ -668,10 +694,12 @@ class Optimizer(PicklesAtEveryProtocol):
             elif same_count and indexed:  # review58 F3
                 frozen = [i for i in range(len(self.first)) if self.is_frozen(i)]
                 hint = (
-                    "per-parameter entries differ: a frozen parameter keeps no state, so a state "
-                    "saved under other frozen groups does not load (this optimizer freezes "
+                    "per-parameter entries differ: a frozen parameter keeps no state, so a state with "
+                    "buffers for a parameter this optimizer freezes does not load, nor one without "
+                    "buffers for a parameter that has stepped (this optimizer freezes "
                     f"{'parameters ' + str(frozen) if frozen else 'none'}); create it with the groups "
-                    "the state was saved with"
+                    "the state was saved with (a parameter frozen there and trainable here loads, "
+                    "from no state)"
                 )
             else:
                 hint = "create the optimizer from the same record and parameters the state was saved from"
@@ -705,6 +733,11 @@ class Optimizer(PicklesAtEveryProtocol):
         for key, value in buffers.items():
             kind, index = key.split(".")
             getattr(self, kind)[int(index)] = value
+        for position in map(int, unfrozen):  # no state yet, as a fresh optimizer's
+            self.first[position] = np.zeros_like(self.first[position])
+            self.second[position] = np.zeros_like(self.second[position])
+            third = self.third[position]
+            self.third[position] = None if third is None else np.zeros_like(third)
         if configs is not None:
             self.config, self.group_configs = configs
 
