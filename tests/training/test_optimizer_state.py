@@ -71,7 +71,7 @@ def test_the_state_holds_copies_of_every_buffer():
         (lambda s: s.update({"steps": np.array(1.5)}), "steps must be an integer >= 0"),
         (lambda s: s.update({"param_steps": np.array([1, 2])}), "param_steps must be 1 integers >= 0"),
         (lambda s: s.update({"kind": np.array("adamw")}),
-         r"saved from a 'adamw' optimizer, this one is 'adam'"),
+         r"saved from optimizer 'adamw', this one is 'adam'"),
         (lambda s: s.update({"kind": np.array(1)}), r"state entry kind must be an optimizer name"),
     ],
 )
@@ -137,7 +137,7 @@ def test_another_kind_of_optimizer_state_is_refused(source, target):
     saved = source.create([np.ones(3)])
     saved.step([np.ones(3)], [np.full(3, 2.0)])
     loading = target.create([np.ones(3)])
-    expected = rf"saved from a '{source.name}' optimizer, this one is '{target.name}'"
+    expected = rf"saved from optimizer '{source.name}', this one is '{target.name}'"
     with pytest.raises(OptimizerError, match=expected):
         loading.load_state_dict(saved.state_dict())
     assert loading.steps == 0 and not loading.first[0].any()

@@ -592,7 +592,7 @@ def test_a_mismatched_optimizer_state_is_refused(capsys, saved, tmp_path):
         adam = rewrite_training(saved, tmp_path / "adam.npz", optimizer="adam", momentum=None,
                                 amsgrad=amsgrad)
         assert refused(capsys, "--resume", str(adam), "--epochs", "4") == (
-            f"checkpoint {adam}: optimizer: state was saved from a 'sgd' optimizer, this one is 'adam' "
+            f"checkpoint {adam}: optimizer: state was saved from optimizer 'sgd', this one is 'adam' "
             "(create the optimizer from the record the state was saved from)"
         )
 

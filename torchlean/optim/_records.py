@@ -675,7 +675,7 @@ class Optimizer(PicklesAtEveryProtocol):
                 )
             if str(saved_kind) != self.config.name:
                 raise OptimizerError(
-                    f"optimizer: state was saved from a {str(saved_kind)!r} optimizer, this one is "
+                    f"optimizer: state was saved from optimizer {str(saved_kind)!r}, this one is "
                     f"{self.config.name!r} (create the optimizer from the record the state was saved from)"
                 )
         expected = set(self.state_dict()) - ({"kind", "lr"} - set(state))  # older states lack them
