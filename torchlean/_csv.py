@@ -742,11 +742,18 @@ def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     return f"{shown}: not a UTF-8 text file ({error.reason}, byte 0x{error.object[error.start]:02X}){advice}"
 
 
+_BREAKING = "\u0080-\u009f\u2028\u2029"
+"""The non-ASCII characters refused as the ASCII controls are (a regular expression class's
+ranges): Unicode's C1 control characters (U+0080 to U+009F: NEL, CSI, ...), which some terminals
+act on, and its line and paragraph separators, which ``str.splitlines`` and many line-based tools
+take for line breaks (review88 F5)."""
+
+
 def _control_characters(delimiter: str) -> re.Pattern[str]:
-    """The control characters (:data:`_CONTROL`) that text does not hold, but ``delimiter``
-    when it is one (``\\x01`` separating cells is read)."""
+    """The control characters (:data:`_CONTROL`, :data:`_BREAKING`) that text does not hold,
+    but ``delimiter`` when it is an ASCII one (``\\x01`` separating cells is read)."""
     refused = "".join(re.escape(chr(byte)) for byte in _CONTROL if chr(byte) != delimiter)
-    return re.compile(f"[{refused}]")
+    return re.compile(f"[{refused}{_BREAKING}]")
 
 
 def _text_lines(file: str, lines: Iterable[str], delimiter: str) -> Iterator[str]:
@@ -754,7 +761,8 @@ def _text_lines(file: str, lines: Iterable[str], delimiter: str) -> Iterator[str
     ``\\r``, as the reader counts them) as they are, each checked first for a control character
     other than tab, line feed, carriage return and ``delimiter``, which CSV text does not hold and
     a binary file does: whatever line holds it, such a character would reach a cell, a class name
-    and the predictions file raw (review87 F2).
+    and the predictions file raw (review87 F2); the C1 controls and Unicode's line separators too
+    (:data:`_BREAKING`).
 
     Raises:
         DataError: a line holding one (:func:`_control_refusal`).
@@ -797,6 +805,14 @@ def _control_refusal(file: str, number: int, line: str, at: int, delimiter: str)
             f"if the file is UTF-16, {_utf16_advice(order)}"
         )
     also = f", and the delimiter {delimiter!r}" if delimiter in _CONTROL.decode("ascii") else ""
+    if ord(line[at]) >= 0x80:  # text, not a binary file: a C1 control or a Unicode line separator
+        what = ("a Unicode line separator, which line-based tools take for a line break"
+                if line[at] in "\u2028\u2029" else "a C1 control character, which some terminals act on")
+        return (
+            f"{file}: line {number}: character U+{ord(line[at]):04X} (character {at + 1} of the line) is "
+            f"{what}: it would reach a cell, a class name and the predictions file raw (accepted: UTF-8 "
+            "text whose only control characters are tab, line feed and carriage return; remove or replace it)"
+        )
     return (
         f"{file}: line {number}: byte 0x{ord(line[at]):02X} (character {at + 1} of the line) is a control "
         "character, which text does not hold: the file looks like a binary file, not CSV text (accepted: a "
