@@ -36,6 +36,7 @@ known classes, or as regression targets). This module re-exports them, with the 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -444,11 +445,12 @@ def _split(
         # An infinite variance makes scikit-learn's near-constant test pass (its bound overflows
         # too), so scale_ comes out 1: test the variance itself.
         std = np.sqrt(np.asarray(scaler.var_, dtype=np.float64))
-        _check_statistics(source, columns, mean, std, "feature column")
+        _check_statistics(source, columns, x_train, mean, std, "feature column")
         if kind == "regression":
             target = np.asarray(y_train, dtype=np.float64)
             _check_statistics(
-                source, (label,), np.array([np.mean(target)]), np.array([np.std(target)]), "label column"
+                source, (label,), target[:, None], np.array([np.mean(target)]), np.array([np.std(target)]),
+                "label column",
             )
         standardised_train = np.asarray(scaler.transform(x_train), dtype=dtype)
         standardised_test = np.asarray(scaler.transform(x_test), dtype=dtype)
@@ -503,19 +505,38 @@ def _split(
     )
 
 
-def _check_statistics(source: str, columns: Sequence[str], mean: Array, std: Array, what: str) -> None:
-    """Refuse the first column whose train-split ``mean`` or ``std`` (float64, one per column)
-    is not finite: standardising it would give NaN or infinity.
+def _check_statistics(
+    source: str, columns: Sequence[str], values: Array, mean: Array, std: Array, what: str
+) -> None:
+    """Refuse the first column whose train-split ``mean`` or ``std`` (float64, one per column of
+    ``values``, the train rows) is not finite: standardising it would give NaN or infinity.
+
+    scikit-learn's ``StandardScaler`` and ``np.std`` sum the squared deviations from the mean
+    before dividing by the row count ``n``, so the deviation is infinite from
+    ``sqrt(float64 max / n)`` on (about 1.06e153 for 160 rows); the message then gives the
+    column's true one, computed on the values divided by their largest magnitude, and that limit
+    (review88 F6: it said "standard deviation inf" and accepted "a finite standard deviation").
 
     Raises:
-        DataError: naming ``source``, the column and both statistics.
+        DataError: naming ``source``, the column, both statistics and the limit.
     """
     bad = ~(np.isfinite(mean) & np.isfinite(std))
-    if bad.any():
-        j = int(np.argmax(bad))
-        raise DataError(
-            f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: the train "
-            "split's mean "
-            f"is {mean[j]:.6g} and its standard deviation {std[j]:.6g} (accepted: values whose mean and "
-            "standard deviation are finite in float64; rescale the column)"
-        )
+    if not bad.any():
+        return
+    j = int(np.argmax(bad))
+    deviation = f"its standard deviation {std[j]:.6g}"
+    rows = len(values)
+    limit = math.sqrt(float(np.finfo(np.float64).max) / rows)
+    if np.isfinite(mean[j]) and not np.isfinite(std[j]):
+        column = np.asarray(values[:, j], dtype=np.float64)
+        largest = float(np.max(np.abs(column)))
+        true = largest * float(np.std(column / largest))
+        if math.isfinite(true):
+            deviation = (f"its standard deviation {true:.6g}, whose squared deviations from the mean sum "
+                         "beyond float64's range")
+    raise DataError(
+        f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: the train "
+        f"split's mean is {mean[j]:.6g} and {deviation} (accepted: a finite mean, and squared deviations "
+        f"that sum to a finite float64: a standard deviation below {limit:.6g} for {rows} train rows; "
+        "rescale the column)"
+    )

@@ -8,6 +8,7 @@ cells of 1e308 sum beyond float64's 1.797e308), and exact message text written o
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -24,9 +25,10 @@ F32_RANGE = (
     "(CLI: --dtype float64) reads up to 1.7976931348623157e+308)"
 )
 F64_RANGE = "(accepted: a number of magnitude at most 1.7976931348623157e+308 for dtype float64)"
-STATISTICS = (
-    "(accepted: values whose mean and standard deviation are finite in float64; rescale the column)"
-)
+def STATISTICS(rows: int) -> str:  # the accepted range for this many train rows
+    limit = math.sqrt(np.finfo(np.float64).max / rows)
+    return (f"(accepted: a finite mean, and squared deviations that sum to a finite float64: a standard "
+            f"deviation below {limit:.6g} for {rows} train rows; rescale the column)")
 
 
 def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
@@ -64,7 +66,9 @@ def test_features_beyond_float32_load_when_their_standardised_values_fit(tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("value", "overflowing"), [("1e200", "standard deviation inf"), ("1e308", "mean is inf")]
+    ("value", "overflowing"),
+    [("1e200", "whose squared deviations from the mean sum beyond float64's range"),
+     ("1e308", "mean is inf")],
 )
 def test_a_feature_whose_statistics_overflow_is_refused_under_float32_too(
     tmp_path: Path, value: str, overflowing: str
@@ -131,8 +135,15 @@ def test_float32_regression_labels_load_as_read_whether_or_not_float32_holds_the
 
 
 def test_a_feature_whose_float64_statistics_overflow_is_refused_by_column(tmp_path: Path) -> None:
-    """1e200 fits float64, but its square (the variance) does not; three 1e308 overflow the sum."""
-    for value, overflowing in (("1e200", "its standard deviation inf"), ("1e308", "mean is inf")):
+    """1e200 fits float64, but its square (the variance) does not; three 1e308 overflow the sum.
+    The true deviation is named (review88 F6), worked out from the column divided by 1e200."""
+    scaled = np.array([1.0, 3e-200, 1.0, 4e-200])  # seed 0's train rows of HUGE: lines 2, 3, 5, 6
+    true = 1e200 * float(np.std(scaled))
+    for value, overflowing in (
+        ("1e200", f"its standard deviation {true:.6g}, whose squared deviations from the mean sum beyond "
+                  "float64's range"),
+        ("1e308", "mean is inf and its standard deviation nan"),
+    ):
         path = _write(tmp_path, HUGE.format(v=value))
         with pytest.raises(DataError) as info:
             _load(path, task="regression", dtype=np.float64)
@@ -140,7 +151,7 @@ def test_a_feature_whose_float64_statistics_overflow_is_refused_by_column(tmp_pa
         assert message.startswith(
             f"{path}: feature column a: standardising it overflows float64: the train split's mean is "
         )
-        assert message.endswith(STATISTICS) and overflowing in message
+        assert message.endswith(STATISTICS(4)) and overflowing in message, message
 
 
 def test_a_regression_target_whose_statistics_overflow_is_refused_by_column(tmp_path: Path) -> None:
@@ -150,7 +161,37 @@ def test_a_regression_target_whose_statistics_overflow_is_refused_by_column(tmp_
     assert str(info.value).startswith(
         f"{path}: label column y: standardising it overflows float64: the train split's mean is "
     )
-    assert str(info.value).endswith(f"standard deviation inf {STATISTICS}")
+    assert str(info.value).endswith(f"whose squared deviations from the mean sum beyond float64's range "
+                                    f"{STATISTICS(4)}")
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+def test_the_stated_deviation_limit_is_the_one_enforced(tmp_path: Path, factor: float) -> None:
+    """review88 F6: the message said "a finite standard deviation" while 2.2e153 (finite) was refused.
+    A target and a feature whose deviation is 0.9 times the stated limit load; 1.1 times are refused
+    with that limit. Values +-d around 0 have deviation d exactly (an even number of train rows)."""
+    rows = 40  # a test fraction of 0.2 of 50
+    limit = math.sqrt(np.finfo(np.float64).max / rows)
+    d = factor * limit
+    text = "a,b,y\n" + "".join(f"{(-1) ** i * d!r},{i % 7},{(-1) ** (i // 2) * d!r}\n" for i in range(50))
+    path = _write(tmp_path, text)
+    if factor < 1:
+        loaded = _load(path, dtype=np.float64)
+        assert 0 < loaded.feature_scale[0] <= d and 0 < loaded.target_statistics()[1] <= d
+    else:
+        with pytest.raises(DataError) as info:
+            _load(path, dtype=np.float64)
+        assert str(info.value).startswith(f"{path}: feature column a: standardising it overflows float64")
+        assert str(info.value).endswith(STATISTICS(rows)), str(info.value)
+    only_target = _write(tmp_path, text.replace(f"{(-1) ** 0 * d!r},", "1.0,").replace(
+        f"{(-1) ** 1 * d!r},", "2.0,"), "target.csv")
+    if factor < 1:
+        assert np.isfinite(_load(only_target, dtype=np.float64).target_statistics()[1])
+    else:
+        with pytest.raises(DataError) as info:
+            _load(only_target, dtype=np.float64)
+        assert str(info.value).startswith(f"{only_target}: label column y: standardising it overflows")
+        assert str(info.value).endswith(STATISTICS(rows)), str(info.value)
 
 
 def test_a_test_value_that_standardises_beyond_float32_is_refused_by_column(tmp_path: Path) -> None:

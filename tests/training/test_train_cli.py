@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import subprocess
@@ -845,10 +846,13 @@ def test_targets_whose_statistics_overflow_float64_are_refused_before_training(c
     code, out, err = train(capsys, "--dataset", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
     mean = f"{float(value) / 4:.6g}"  # seed 0's train split: lines 2, 3, 5, 6 (value, 0.5, 2.5, 3.5)
+    true = float(value) * float(np.std([1.0, 0.5 / float(value), 2.5 / float(value), 3.5 / float(value)]))
+    limit = math.sqrt(np.finfo(np.float64).max / 4)
     assert err == (
         f"error: {path}: label column y: standardising it overflows float64: the train split's mean is "
-        f"{mean} and its standard deviation inf (accepted: values whose mean and standard deviation "
-        "are finite in float64; rescale the column)\n"
+        f"{mean} and its standard deviation {true:.6g}, whose squared deviations from the mean sum beyond "
+        f"float64's range (accepted: a finite mean, and squared deviations that sum to a finite float64: a "
+        f"standard deviation below {limit:.6g} for 4 train rows; rescale the column)\n"
     )
 
 def test_float64_values_whose_standardisation_overflows_are_refused_by_column(capsys, tmp_path):
@@ -860,8 +864,9 @@ def test_float64_values_whose_standardisation_overflows_are_refused_by_column(ca
     assert err.startswith(
         f"error: {path}: feature column a: standardising it overflows float64: the train split's mean is inf"
     )
-    assert err.endswith("(accepted: values whose mean and standard deviation are finite in float64; "
-                        "rescale the column)\n")
+    assert err.endswith("(accepted: a finite mean, and squared deviations that sum to a finite float64: a "
+                        f"standard deviation below {math.sqrt(np.finfo(np.float64).max / 4):.6g} for 4 train "
+                        "rows; rescale the column)\n")
     assert err.count("\n") == 1
 
 
