@@ -214,12 +214,15 @@ def _given_spelling(option: str, value: str | bool | None, dest: str = "") -> st
 
 def _shown(value: str | bool | None, dest: str = "") -> str:
     """A recorded value of option ``dest`` in a message: its text (a ``--delimiter``'s as its
-    Python literal, ``';'``, ``'\\t'``, as is any text that is not printable), ``on``/``off`` for
-    a flag, ``not given`` for ``None``."""
+    Python literal, ``';'``, ``'\\t'``, as is any text that is not printable; a
+    ``--label-column``'s as :func:`data.display_name` shows a column name), ``on``/``off`` for a
+    flag, ``not given`` for ``None``."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if value is None:
         return "not given"
+    if dest == "label_column":  # as the data's messages show a name: '' and ' y' quoted (review88 F7)
+        return data.display_name(value)
     return value if value.isprintable() and dest != "delimiter" else repr(value)
 
 
@@ -474,6 +477,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
     _check_monitor(values, shown)
+    if "dataset" not in given and values["dataset"] == data.STDIN:
+        _stdin_again(shown)
     if values["test_fraction"] != saved.test_fraction:  # a hand edit (the data digest says it less clearly)
         raise TorchLeanError(
             f"checkpoint {shown}: its setting --test-fraction {recorded['test_fraction']} differs from its "
@@ -488,6 +493,24 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
     return Resumed(path, saved, training, digest, delimiter, tuple(repeated),
                    dataset_given="dataset" in given)
+
+
+def _stdin_again(shown: str) -> None:
+    """The resume, without ``--dataset``, of a run that read standard input, which it reads again:
+    said in a note, and refused when standard input is a terminal, where the read would wait for
+    typed rows in silence (review88 F8).
+
+    Raises:
+        TorchLeanError: standard input is a terminal, naming the ways to give the data.
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        raise TorchLeanError(
+            f"checkpoint {shown}'s run read its data from standard input (-), which --resume reads again "
+            "without --dataset, and standard input is a terminal here: pipe the run's data in "
+            f"(torchlean train --resume {shlex.quote(shown)} < FILE) or give --dataset FILE"
+        )
+    print(f"note: checkpoint {shown}'s run read its data from standard input (-): --resume reads standard "
+          "input again (the data digest checks that they are the run's)", file=sys.stderr)
 
 
 def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str, message: str) -> str | None:
@@ -525,7 +548,7 @@ def label_conflict(resumed: Resumed | None, args: argparse.Namespace, error: Exc
     if resumed is None or given is None:
         return None
     theirs = resumed.saved.label_column
-    differs = f"--label-column {given}"
+    differs = f"--label-column {data.display_name(given)}"
     if isinstance(error, UnknownLabelError):
         if given == theirs:  # the run's own name, which the data lack: the data changed
             return None

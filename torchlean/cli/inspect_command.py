@@ -116,7 +116,7 @@ def facts(
         "dtype": saved.dtype,
         "task": saved.task,
         "classes": list(saved.classes),
-        "dataset": saved.dataset,
+        "dataset": dataset_name(saved.dataset),  # standard input as -, as train's record (review88 F8)
         "label_column": saved.label_column,
         "feature_names": list(saved.feature_names),
         "seed": saved.seed,
@@ -133,7 +133,8 @@ def facts(
             "epochs": training.epochs,
             "random_counter": training.random_counter,
             "validation": training.val_losses is not None,
-            "settings": dict(training.settings),
+            "settings": {name: dataset_name(value) if name == "dataset" and isinstance(value, str) else value
+                         for name, value in training.settings.items()},
         },
         "environment": environment,
         "capsule_table_matches": table,
