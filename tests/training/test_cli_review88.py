@@ -73,3 +73,47 @@ def test_resuming_a_standard_input_run_on_a_terminal_is_refused_not_left_waiting
         f"without --dataset, and standard input is a terminal here: pipe the run's data in (torchlean train "
         f"--resume {part} < FILE) or give --dataset FILE\n"
     )
+
+
+def _semicolon_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> tuple[Path, Path, Path]:
+    """review88 F4's files: ``semi.csv`` (``;``, commas inside the quoted header names), the same
+    rows written with commas, and a run on the first saved to ``semi.npz``."""
+    rows = [(0.1 * i, (-1) ** i * 0.3 * i, 1.5 - 0.05 * i, 0.2 * i - 1) for i in range(40)]
+    names = ['"price, EUR"', '"size (m2, net)"', '"c;d"', '"target, y"']
+    semi, comma, part = tmp_path / "semi.csv", tmp_path / "comma.csv", tmp_path / "semi.npz"
+    for path, sep in ((semi, ";"), (comma, ",")):
+        path.write_text(sep.join(names) + "\n" + "".join(sep.join(map(repr, row)) + "\n" for row in rows))
+    ok(capsys, "--dataset", str(semi), "--delimiter", ";", "--epochs", "1", "--save", str(part))
+    return semi, comma, part
+
+
+def test_predict_compares_with_the_delimiter_it_read_the_data_with(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The run's rows written with commas were read by predict with its default comma, but compared
+    re-read with the checkpoint's ';': "unknown" (null), unless --delimiter , was typed."""
+    _, comma, part = _semicolon_run(capsys, tmp_path)
+    report = tmp_path / "r.json"
+    for extra in ((), ("--delimiter", ",")):
+        code, _, err = cli(capsys, "predict", str(part), "--dataset", str(comma), "--output",
+                           str(tmp_path / "p"), "--report-json", str(report), *extra)
+        assert code == 0, err
+        assert json.loads(report.read_text())["data_matches_training"] is True
+        assert "could not be loaded" not in err
+
+
+def test_predict_on_the_runs_own_file_names_the_checkpoints_delimiter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    semi, _, part = _semicolon_run(capsys, tmp_path)
+    code, out, err = cli(capsys, "predict", str(part), "--dataset", str(semi))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {semi}: line 2 has 1 cell, expected 3; checkpoint {part}'s run read its data with "
+        "--delimiter ';' (predict reads commas without --delimiter): pass --delimiter ';' if these are such "
+        "data\n"
+    )
+    report = tmp_path / "r.json"
+    code, _, err = cli(capsys, "predict", str(part), "--dataset", str(semi), "--delimiter", ";", "--output",
+                       str(tmp_path / "p"), "--report-json", str(report))
+    assert code == 0 and json.loads(report.read_text())["data_matches_training"] is True, err

@@ -592,6 +592,19 @@ def _no_header_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint, er
             "(--no-header): pass --header if it names the columns")
 
 
+def _run_delimiter_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> str:
+    """The clause that names the checkpoint's run's ``--delimiter`` when it was not a comma and
+    predict's own was not given (predict reads commas then), for a refusal of the data: ``;
+    checkpoint m.npz's run read its data with --delimiter ';' (predict reads commas without
+    --delimiter): pass --delimiter ';' if these are such data`` (review88 F4); else ""."""
+    run = None if saved.training is None else saved.training.settings.get("delimiter")
+    if args.delimiter is not None or not isinstance(run, str) or run == _delimiter.COMMA:
+        return ""
+    spelled = _delimiter.cli(run)
+    return (f"; checkpoint {shown_path(args.checkpoint)}'s run read its data with --delimiter {spelled} "
+            f"(predict reads commas without --delimiter): pass --delimiter {spelled} if these are such data")
+
+
 @dataclass(frozen=True)
 class DataComparison:
     """``--dataset`` loaded and split as a checkpoint's run loaded its data (:func:`compare_data`).
@@ -1057,6 +1070,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         clause = _no_header_clause(args, saved, error)
         if clause:  # the run's --no-header, not this command's: the reader's own hint would say leave it out
             raise data.DataError(f"{_HEADER_HINT.sub('', str(error))}{clause}") from None
+        clause = _run_delimiter_clause(args, saved)
+        if clause:  # review88 F4: the checkpoint's own file, read with commas
+            raise data.DataError(f"{error}{clause}") from None
         raise
     _check_features(source, saved, args.checkpoint)
     for note in source.notes:
@@ -1082,7 +1098,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     if truth is not None and classification and own_data:  # review69 F4: --split compares them below
         print(_class_order_note(source, saved, args.checkpoint), end="", file=sys.stderr)
     # loaded and split as the run loaded its data, once, for --split's note and the record
-    compared = (compare_data(args.dataset, saved, args.delimiter)
+    read_with = None if source.place == "row" else source.delimiter  # a CSV's, as read (review88 F4)
+    compared = (compare_data(args.dataset, saved, args.delimiter or read_with)
                 if args.split != "all" or args.report_json is not None else None)
     order = _split(args, source, saved, truth, compared)  # the split's rows in its order (train's x_test's)
     if compared is not None and compared.failure is not None:  # review86 F6: as inspect says it
