@@ -24,7 +24,7 @@ extrapolated quadratically in n from the previous size, would exceed ``--case-bu
 over its repeats, is skipped and recorded with the reason. Memory is measured after all timings
 (one more call per case).
 
-Usage: ``python bench/attention.py [--quick] [--out DIR] [--dtype float32] [--mask none|causal]
+Usage: ``python3 bench/attention.py [--quick] [--out DIR] [--dtype float32] [--mask none|causal]
 [--case-budget S]``; the record is ``attention.json`` (``attention_causal.json`` with a mask).
 """
 

@@ -23,7 +23,7 @@ linked kernel, the result tensor and, when an input requires a gradient, the tap
   run).
 
 Each timing is the median over ``repeats`` batches of ``inner`` calls (per call), with the spread.
-Usage: ``python bench/dispatch.py [--quick] [--out DIR] [--profile checked_cpu]``.
+Usage: ``python3 bench/dispatch.py [--quick] [--out DIR] [--profile checked_cpu]``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ which builds, if any, stop the crash.
 
 Usage::
 
-    python bench/exception_probe.py [OUT.json]   # default bench/results/exception_probe.json
+    python3 bench/exception_probe.py [OUT.json]   # default bench/results/exception_probe.json
 
 Exit status: 0 every case behaved as expected, 1 otherwise, 2 the probe extension did not build.
 ``bench/gpu_check.py`` runs :func:`probe` when a refusal of its own crashed.

@@ -14,7 +14,7 @@ The script prints a table, the log-log slope of peak memory against n (about 2 f
 1 for flash), the growth ratio from the smallest to the largest n, and writes a JSON record.
 It is a measurement, not a test.
 
-Usage: ``python bench/flash_memory.py [PATH] [--sizes 128,256,...] [--block 64] [--d 32]``;
+Usage: ``python3 bench/flash_memory.py [PATH] [--sizes 128,256,...] [--block 64] [--d 32]``;
 PATH defaults to ``bench/results/flash_memory.json``.
 """
 

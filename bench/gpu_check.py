@@ -2,7 +2,7 @@
 
 Usage (on a machine with a CUDA device; finishes in a few minutes, the extension build included)::
 
-    python bench/gpu_check.py [OUT.json] [--sizes 1024,2048,...] [--heads 4] [--iterations 3]
+    python3 bench/gpu_check.py [OUT.json] [--sizes 1024,2048,...] [--heads 4] [--iterations 3]
                               [--max-seconds S]
 
 0. Pre-checks, before anything is built: the Python packages (beartype, numpy, torch; ninja is

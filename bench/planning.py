@@ -17,7 +17,7 @@ Lowering (building the graph) is timed separately and not counted. Targets (issu
 apart the growth is normalised to 10x as ``(t2 / t1) ** (log 10 / log(n2 / n1))`` (the raw ratio
 is recorded too).
 
-Usage: ``python bench/planning.py [--quick] [--out DIR] [--profiles checked_cpu,fast_cpu]``.
+Usage: ``python3 bench/planning.py [--quick] [--out DIR] [--profiles checked_cpu,fast_cpu]``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ repeated calls after one untimed call, on
 to each BLAS median and the largest difference of the reference result from numpy's relative to
 the largest |entry| (a sanity check that the same product was computed; not an accuracy claim).
 
-Usage: ``python bench/reduction.py [--quick] [--out DIR] [--threads N]``.
+Usage: ``python3 bench/reduction.py [--quick] [--out DIR] [--threads N]``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and allocator settings do not leak between them) with the same ``--quick``, ``--
 ``--threads``; each writes ``DIR/<name>.json`` and ``DIR/<name>.md``. The exit status is 1 when
 any script failed.
 
-Usage: ``python bench/run.py [--quick] [--out DIR] [--threads N] [--only train_step,planning]``
+Usage: ``python3 bench/run.py [--quick] [--out DIR] [--threads N] [--only train_step,planning]``
 (``--quick`` finishes in under 5 minutes on a 2-core machine).
 """
 

@@ -21,7 +21,7 @@ step, the ratio of each median to PyTorch's, the issue-8 targets (MLP: fast_cpu 
 configuration (the same batch and weights, so they agree) and each torchlean configuration's
 backend report (op, capsule, provider, reduction policy).
 
-Usage: ``python bench/train_step.py [--quick] [--out DIR] [--threads N] [--models mlp,cnn]``.
+Usage: ``python3 bench/train_step.py [--quick] [--out DIR] [--threads N] [--models mlp,cnn]``.
 """
 
 from __future__ import annotations
