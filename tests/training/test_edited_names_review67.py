@@ -35,9 +35,10 @@ def edited(source: Path, target: Path, field: str, value: list[str]) -> Path:
 
 
 SWAPS: list[tuple[str, list[str], str]] = [
-    ("classes", ["virginica", "versicolor", "setosa"], "their class 0 is setosa, the checkpoint's virginica"),
+    ("classes", ["virginica", "versicolor", "setosa"],
+     "they name class 0 setosa, where the checkpoint names it virginica"),
     ("feature_names", ["sepal length (cm)", "petal length (cm)", "sepal width (cm)", "petal width (cm)"],
-     "their feature 1 is sepal width (cm), the checkpoint's petal length (cm)"),
+     "they name feature 1 sepal width (cm), where the checkpoint names it petal length (cm)"),
 ]
 
 
@@ -66,21 +67,24 @@ def test_resume_refuses_and_predict_notes(capsys: pytest.CaptureFixture[str], sa
     path = edited(saved, tmp_path / "e.npz", field, value)
     code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
-    assert err == (f"error: checkpoint {path}: the data of the recorded dataset iris are those its run "
-                   f"trained on, but {difference} (the checkpoint was edited): its model would go on under "
-                   "other names\n")
+    assert err == (f"error: checkpoint {path}: the data of the recorded dataset iris hash as those its run "
+                   f"trained on, but {difference} (the data's names or the checkpoint's were edited): its "
+                   "model would go on under other names; resume with data named as the checkpoint names "
+                   "them, or train a new run on these data\n")
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test", "--output",
                        str(tmp_path / "p.csv"))
     assert code == 0
-    assert (f"note: the data of iris are those checkpoint {path}'s run trained on, but {difference} (the "
-            "checkpoint was edited): ") in err
+    assert (f"note: the data of iris hash as those checkpoint {path}'s run trained on, but {difference} "
+            "(the data's names or the checkpoint's were edited): predict names the predictions by the "
+            "checkpoint's classes and takes a CSV file's columns by the checkpoint's feature names; if the "
+            "data's names are the edited ones, name them as the checkpoint does\n") in err
 
 
 def test_renamed_features_are_named_at_the_first(capsys: pytest.CaptureFixture[str], saved: Path,
                                                  tmp_path: Path) -> None:
     path = edited(saved, tmp_path / "e.npz", "feature_names", ["a", "b", "c", "d"])
     code, _, err = cli(capsys, "inspect", str(path), "--dataset", "iris")
-    assert code == 0 and "their feature 0 is sepal length (cm), the checkpoint's a" in err
+    assert code == 0 and "they name feature 0 sepal length (cm), where the checkpoint names it a" in err
 
 
 def _edited_setting(source: Path, target: Path, name: str, value: str) -> Path:
@@ -126,8 +130,8 @@ def test_plain_predict_notes_a_reordered_class_list(capsys: pytest.CaptureFixtur
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
     assert code == 0
     assert err == (f"note: checkpoint {path} names its classes in another order than the data it trained "
-                   "on (iris): their class 0 is setosa, the checkpoint's virginica (the checkpoint was "
-                   "edited?): its predictions and accuracy follow the checkpoint's names\n")
+                   "on (iris): they name class 0 setosa, where the checkpoint names it virginica (the "
+                   "checkpoint was edited?): its predictions and accuracy follow the checkpoint's names\n")
     out = str(tmp_path / "p.csv")
     assert cli(capsys, "predict", str(saved), "--dataset", "iris", "--output", out)[2] == ""
 

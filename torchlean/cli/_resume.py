@@ -828,15 +828,48 @@ def names_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str
 
 def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     """Where the data's names ``ours`` of ``what`` (``class``, ``feature``) first differ from a
-    checkpoint's ``theirs``: ``their class 0 is setosa, the checkpoint's virginica`` (or their
-    counts); None when they are the same, in order."""
+    checkpoint's ``theirs``: ``they name class 0 setosa, where the checkpoint names it virginica``
+    (or their counts), saying nothing of which of the two was edited (the data's header or labels,
+    or the checkpoint: review88 F2); None when they are the same, in order."""
     if tuple(ours) == tuple(theirs):
         return None
     if len(ours) != len(theirs):
         return f"they have {len(ours)} {what} names, the checkpoint {len(theirs)}"
     i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
     mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
-    return f"their {what} {i} is {mine}, the checkpoint's {recorded}"
+    return f"they name {what} {i} {mine}, where the checkpoint names it {recorded}"
+
+
+def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
+    """How ``dataset``'s train statistics (the features' means and scales; a regression target's
+    mean and scale) first differ from checkpoint ``saved``'s, with both values:
+    ``feature a's mean is 1000000.25, the checkpoint's 0.0025``; None when they are exactly the
+    checkpoint's, as the run's own data give them (float64, the same code on the same values).
+
+    The data digest is taken over the standardised split, so the same rows in other units or with
+    an offset (which standardise alike), or a training row edited by less than the standardised
+    float32 value can show, hash as the run's data did; these statistics tell them apart. This is
+    the one comparison ``inspect --dataset``, ``predict`` and ``train --resume`` make (review65
+    F1, review88 F1)."""
+    ours = (np.asarray(dataset.feature_mean), np.asarray(dataset.feature_scale))
+    theirs = (np.asarray(saved.feature_mean), np.asarray(saved.feature_scale))
+    if ours[0].shape != theirs[0].shape:
+        return f"they have {ours[0].size} feature means, the checkpoint {theirs[0].size}"
+    names = dataset.feature_names if len(dataset.feature_names) == ours[0].size else ()
+    for j in range(ours[0].size):
+        for statistic, mine, recorded in zip(("mean", "scale"), ours, theirs, strict=True):
+            if not np.array_equal(mine[j], recorded[j]):
+                feature = f"feature {data.display_name(names[j])}" if names else f"feature {j}"
+                found, kept = float(mine[j]), float(recorded[j])
+                return f"{feature}'s {statistic} is {found!r}, the checkpoint's {kept!r}"
+    if saved.task != "regression" or dataset.task != "regression":
+        return None
+    target = dataset.target_statistics()
+    recorded_target = (saved.target_mean, saved.target_scale)
+    for k, statistic in enumerate(("mean", "scale")):
+        if target[k] != recorded_target[k]:
+            return f"the target's {statistic} is {target[k]!r}, the checkpoint's {recorded_target[k]!r}"
+    return None
 
 
 def data_digest(dataset: data.Dataset) -> str:
@@ -877,8 +910,9 @@ def restore(
     stopping restored them), which then become the monitor's best.
 
     Raises:
-        TorchLeanError: the data differ from the run's (``source`` names them), or their class
-            or feature names from the checkpoint's (:func:`names_difference`); weights or
+        TorchLeanError: the data differ from the run's (``source`` names them), their statistics
+            from the checkpoint's (:func:`statistics_difference`), or their class or feature
+            names from the checkpoint's (:func:`names_difference`); weights or
             optimizer state that do not fit the rebuilt model or optimizer (a hand-edited file).
     """
     if resumed is None:
@@ -886,16 +920,28 @@ def restore(
     shown = shown_path(resumed.path)
     _check_repeated(resumed, dataset)
     named = f"{resumed.data_named} {shown_path(source)}"
-    if recorded_as(dataset, resumed.digest) is None:
+    as_recorded = recorded_as(dataset, resumed.digest)
+    if as_recorded is None:
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
             "(the file or its split changed): resume with the data it was trained on"
         )
-    names = names_difference(dataset, resumed.saved)
-    if names is not None:  # review67 F3: the digest agrees, the checkpoint's names were edited
+    # review88 F1: as inspect and predict compare them, the statistics the run standardised with
+    statistics = statistics_difference(as_recorded, resumed.saved)
+    if statistics is not None:
         raise TorchLeanError(
-            f"checkpoint {shown}: the data of {named} are those its run trained on, "
-            f"but {names} (the checkpoint was edited): its model would go on under other names"
+            f"checkpoint {shown}: the data of {named}{_read_here(resumed)} are not those its run trained "
+            f"on: their standardised values hash alike, but {statistics} (the same rows in other units or "
+            "with an offset, or training rows edited by less than the digest can see): resumed, the model "
+            "would go on standardising with other statistics than its first epochs did; resume with the "
+            "data the run trained on, or train a new run on these data"
+        )
+    names = names_difference(as_recorded, resumed.saved)
+    if names is not None:  # review67 F3: the digest agrees, the data's names or the checkpoint's differ
+        raise TorchLeanError(
+            f"checkpoint {shown}: the data of {named} hash as those its run trained on, but {names} "
+            "(the data's names or the checkpoint's were edited): its model would go on under other "
+            "names; resume with data named as the checkpoint names them, or train a new run on these data"
         )
     training = resumed.training
     _warn_not_finite(resumed)

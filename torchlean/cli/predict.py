@@ -550,16 +550,8 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         print(f"note: checkpoint {args.checkpoint} records no digest of its training data, so whether "
               f"standard input holds them cannot be checked: {taken} it, and rows the model trained on may "
               "be among them unless these are the training data as they were", file=sys.stderr)
-    elif compared.difference == _STATISTICS_DIFFER:  # review65 F1: the rows, in other units
-        print(f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
-              f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
-              "statistics, so its outputs on these data are not its outputs on the training data",
-              file=sys.stderr)
-    elif compared.names is not None:
-        print(f"note: the data of {source.source} are those checkpoint {args.checkpoint}'s run trained on, "
-              f"but {compared.names} (the checkpoint was edited): the "
-              "predictions are named by the checkpoint's classes, and a CSV file's columns picked by its "
-              "feature names", file=sys.stderr)
+    elif (alike := _hashing_alike_note(args, source, compared)) is not None:  # review65 F1, review67 F3
+        print(alike, file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
         print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
               f"trained on ({compared.difference or _DIGEST_DIFFERS}): {taken} them now, which may include "
@@ -574,6 +566,25 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     if note:
         print(f"note: {cli_spelling(note)}", file=sys.stderr)
     return np.asarray(train if args.split == "train" else test, dtype=np.int64)
+
+
+def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: DataComparison) -> str | None:
+    """The ``note:`` on data that hash as the checkpoint's run's did but are not its data
+    (``compared``, :func:`compare_data`): their statistics differ from the checkpoint's (the same
+    rows in other units or with an offset: review65 F1), or their class or feature names do
+    (review67 F3), said without naming which of the two was edited (review88 F2); None otherwise.
+    ``predict`` prints it under every ``--split`` for which it compared the data (review88 F2)."""
+    if compared.difference == _STATISTICS_DIFFER:  # review65 F1: the rows, in other units
+        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+                f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
+                "statistics, so its outputs on these data are not its outputs on the training data")
+    if compared.names is not None:
+        return (f"note: the data of {source.source} hash as those checkpoint {args.checkpoint}'s run trained "
+                f"on, but {compared.names} (the data's names or the checkpoint's were edited): predict "
+                "names the predictions by the checkpoint's classes and takes a CSV file's columns by the "
+                "checkpoint's feature names; if the data's names are the edited ones, name them as the "
+                "checkpoint does")
+    return None
 
 
 _HEADER_HINT = re.compile(r"; line \d+ looks like a header \(.*$")
@@ -641,18 +652,6 @@ _STATISTICS_DIFFER = (
 )
 
 
-def _standardised_as_trained(loaded: data.Dataset, saved: checkpoint.Checkpoint) -> bool:
-    """Whether ``loaded``'s train statistics (features' mean and scale; a regression target's mean
-    and scale) are exactly the checkpoint's, as the run's own data give them (float64, the same
-    code on the same values)."""
-    if not (np.array_equal(loaded.feature_mean, saved.feature_mean)
-            and np.array_equal(loaded.feature_scale, saved.feature_scale)):
-        return False
-    if saved.task != "regression" or loaded.task != "regression":
-        return True
-    return loaded.target_statistics() == (saved.target_mean, saved.target_scale)
-
-
 def compare_data(
     dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
 ) -> DataComparison:
@@ -706,7 +705,8 @@ def compare_data(
     as_recorded = _resume.recorded_as(loaded, recorded)
     if as_recorded is None:
         return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
-    if not _standardised_as_trained(as_recorded, saved):  # review65 F1: x10 or +100 standardises alike
+    # review65 F1: x10 or +100 standardises alike; train --resume compares them so (review88 F1)
+    if _resume.statistics_difference(as_recorded, saved) is not None:
         return DataComparison(recorded, False, difference=_STATISTICS_DIFFER)
     names = _resume.names_difference(as_recorded, saved)
     if names is not None:  # review67 F3: the checkpoint's names were edited
@@ -1095,8 +1095,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             )
             raise TorchLeanError(f"{error}{clause}") from None
     own_data = args.split == "all" and _same_data(args.dataset, saved.dataset)
+    reordered = ""
     if truth is not None and classification and own_data:  # review69 F4: --split compares them below
-        print(_class_order_note(source, saved, args.checkpoint), end="", file=sys.stderr)
+        reordered = _class_order_note(source, saved, args.checkpoint)
+        print(reordered, end="", file=sys.stderr)
     # loaded and split as the run loaded its data, once, for --split's note and the record
     read_with = None if source.place == "row" else source.delimiter  # a CSV's, as read (review88 F4)
     compared = (compare_data(args.dataset, saved, args.delimiter or read_with)
@@ -1107,6 +1109,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         why = _resume.as_the_run_read(compared.failure, saved)
         print(f"note: {source.source} could not be loaded as checkpoint {shown_path(args.checkpoint)}'s run "
               f"loaded its data ({why}), so whether they are its data is unknown", file=sys.stderr)
+    if order is None and compared is not None:  # review88 F2: why the record's data_matches_training is false
+        alike = _hashing_alike_note(args, source, compared)
+        if alike is not None and not (compared.names is not None and reordered):  # said once
+            print(alike, file=sys.stderr)
     chosen = None if order is None else np.sort(order)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "

@@ -1,0 +1,207 @@
+"""review88 F1, F2: ``train --resume``, ``inspect --dataset`` and ``predict`` agree on what a
+run's data are.
+
+The data digest is taken over the standardised split, so the training rows in other units or
+with an offset (which standardise alike), or a training row edited by less than the standardised
+float32 value shows, hash as the run's data did. ``inspect`` and ``predict`` compare the
+checkpoint's standardisation statistics too; ``train --resume`` now refuses such data, naming the
+statistic and both values (it used to resume and record the new statistics). ``predict`` under
+the default ``--split all`` says why its record's ``data_matches_training`` is false, as
+``--split test`` does, and a header whose names differ from the checkpoint's is described without
+saying which file was edited.
+
+Oracles: the CSV files are written here from known rows; the train rows are scikit-learn's
+``train_test_split`` (``test_size=0.2``, ``random_state=0``, stratified by the labels for
+classification), whose float64 means numpy computes; the digests are
+``torchlean.provenance.data_sha256`` over ``data.load`` of each file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import arrays, cli
+from sklearn.model_selection import train_test_split
+
+from torchlean import data, provenance
+
+LABELS = ("cat", "dog", "eel")
+
+
+def _classification(path: Path, scale: float = 1.0, offset: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """60 rows ``a,b,y`` of two normal features (``a`` times ``scale`` plus ``offset``) and labels
+    cycling over :data:`LABELS`; the features as written and the labels."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(60, 2))
+    x[:, 0] = x[:, 0] * scale + offset
+    y = np.array([LABELS[i % 3] for i in range(60)])
+    lines = ["a,b,y"] + [f"{r[0]!r},{r[1]!r},{label}" for r, label in zip(x.tolist(), y, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+    return x, y
+
+
+def _regression_rows() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 3))
+    return x, 2 * x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=200)
+
+
+def _regression(path: Path, x: np.ndarray, y: np.ndarray, names: str = "a,b,c,y") -> None:
+    lines = [names] + [",".join([*(repr(float(v)) for v in row), repr(float(t))])
+                       for row, t in zip(x, y, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _train(capsys: pytest.CaptureFixture[str], dataset: Path, model: Path) -> None:
+    code, _, err = cli(capsys, "train", "--dataset", str(dataset), "--epochs", "2", "--hidden", "8",
+                       "--save", str(model))
+    assert (code, err) == (0, ""), err
+
+
+def _refused(capsys: pytest.CaptureFixture[str], model: Path, dataset: Path, tmp_path: Path) -> str:
+    """``train --resume MODEL --dataset DATASET``, which must be refused with one ``error:`` line,
+    leaving the checkpoint as it was and saving nothing; that line."""
+    before = model.read_bytes()
+    code, out, err = cli(capsys, "train", "--resume", str(model), "--dataset", str(dataset), "--epochs", "3",
+                         "--save", str(tmp_path / "resumed.npz"))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert model.read_bytes() == before and not (tmp_path / "resumed.npz").exists()
+    return err
+
+
+def _statistics_error(model: Path, dataset: Path, difference: str) -> str:
+    return (f"error: checkpoint {model}: the data of --dataset {dataset} are not those its run trained on: "
+            f"their standardised values hash alike, but {difference} (the same rows in other units or with "
+            "an offset, or training rows edited by less than the digest can see): resumed, the model would "
+            "go on standardising with other statistics than its first epochs did; resume with the data the "
+            "run trained on, or train a new run on these data\n")
+
+
+def _inspect_says_no(capsys: pytest.CaptureFixture[str], model: Path, dataset: Path) -> None:
+    code, out, err = cli(capsys, "inspect", str(model), "--dataset", str(dataset))
+    assert (code, out.splitlines()[-1]) == (0, "data_matches: no")
+    assert "their means and scales (the features', or the target's) differ from the checkpoint's" in err
+
+
+def test_resume_refuses_the_training_rows_in_other_units(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    x, y = _classification(tmp_path / "cls.csv")
+    _classification(tmp_path / "units.csv", scale=100.0, offset=1e6)
+    model = tmp_path / "m.npz"
+    _train(capsys, tmp_path / "cls.csv", model)
+    # the premise: the same digest, other statistics
+    same = data.load(str(tmp_path / "cls.csv"), label_column="y")
+    units = data.load(str(tmp_path / "units.csv"), label_column="y")
+    assert provenance.data_sha256(units) == provenance.data_sha256(same)
+    train_rows, _ = train_test_split(np.arange(60), test_size=0.2, random_state=0, stratify=y)
+    recorded, found = float(arrays(model)["feature_mean"][0]), float(units.feature_mean[0])
+    assert recorded == pytest.approx(float(np.mean(x[train_rows, 0])), rel=1e-12, abs=1e-15)
+    assert found == pytest.approx(float(np.mean(x[train_rows, 0] * 100.0 + 1e6)), rel=1e-12)
+    err = _refused(capsys, model, tmp_path / "units.csv", tmp_path)
+    assert err == _statistics_error(model, tmp_path / "units.csv",
+                                    f"feature a's mean is {found!r}, the checkpoint's {recorded!r}")
+    # inspect and predict say no of the same file, and all three say yes of the training file
+    _inspect_says_no(capsys, model, tmp_path / "units.csv")
+    code, out, err = cli(capsys, "train", "--resume", str(model), "--dataset", str(tmp_path / "cls.csv"),
+                         "--epochs", "3", "--save", str(tmp_path / "resumed.npz"))
+    assert (code, err) == (0, ""), err
+    code, out, _ = cli(capsys, "inspect", str(model), "--dataset", str(tmp_path / "cls.csv"))
+    assert (code, out.splitlines()[-1]) == (0, "data_matches: yes")
+
+
+def test_resume_refuses_a_training_row_edited_below_the_digest(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    x, y = _regression_rows()
+    _regression(tmp_path / "base.csv", x, y)
+    train_rows, _ = train_test_split(np.arange(200), test_size=0.2, random_state=0)
+    edited = x.copy()
+    edited[train_rows[0], 0] *= 1 + 1e-9
+    _regression(tmp_path / "edited.csv", edited, y)
+    model = tmp_path / "m.npz"
+    _train(capsys, tmp_path / "base.csv", model)
+    before = data.load(str(tmp_path / "base.csv"))
+    after = data.load(str(tmp_path / "edited.csv"))
+    assert provenance.data_sha256(after) == provenance.data_sha256(before)  # the premise
+    recorded, found = float(arrays(model)["feature_mean"][0]), float(after.feature_mean[0])
+    assert recorded != found
+    assert recorded == pytest.approx(float(np.mean(x[train_rows, 0])), rel=1e-12)
+    assert found == pytest.approx(float(np.mean(edited[train_rows, 0])), rel=1e-12)
+    err = _refused(capsys, model, tmp_path / "edited.csv", tmp_path)
+    assert err == _statistics_error(model, tmp_path / "edited.csv",
+                                    f"feature a's mean is {found!r}, the checkpoint's {recorded!r}")
+    _inspect_says_no(capsys, model, tmp_path / "edited.csv")
+
+
+_UNITS_NOTE = (
+    "note: the data of {data} are not those checkpoint {model}'s run trained on (their standardised values "
+    "hash alike, but their means and scales (the features', or the target's) differ from the checkpoint's: "
+    "other units or an offset): the model standardises its inputs with the checkpoint's statistics, so its "
+    "outputs on these data are not its outputs on the training data"
+)
+
+
+def _predict_all(capsys: pytest.CaptureFixture[str], model: Path, dataset: Path,
+                 tmp_path: Path) -> tuple[str, dict[str, object]]:
+    """``predict MODEL --dataset DATASET`` under the default ``--split all`` with a record; its
+    stderr and record."""
+    report = tmp_path / "r.json"
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(dataset), "--output",
+                       str(tmp_path / "p.csv"), "--report-json", str(report))
+    assert code == 0, err
+    record: dict[str, object] = json.loads(report.read_text())
+    assert record["split"] == "all"
+    return err, record
+
+
+def test_predict_all_says_why_data_in_other_units_do_not_match(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    _classification(tmp_path / "cls.csv")
+    _classification(tmp_path / "units.csv", scale=100.0, offset=1e6)
+    model = tmp_path / "m.npz"
+    _train(capsys, tmp_path / "cls.csv", model)
+    err, record = _predict_all(capsys, model, tmp_path / "units.csv", tmp_path)
+    note = _UNITS_NOTE.format(data=tmp_path / "units.csv", model=model)
+    assert record["data_matches_training"] is False
+    assert record["data_sha256"] == record["trained_data_sha256"]
+    assert err.splitlines() == [note] and record["notes"] == [note]
+    # the training data themselves: true, and nothing to say
+    err, record = _predict_all(capsys, model, tmp_path / "cls.csv", tmp_path)
+    assert (record["data_matches_training"], record["notes"], err) == (True, [], "")
+
+
+def test_a_header_with_swapped_names_is_described_neutrally(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    x, y = _regression_rows()
+    _regression(tmp_path / "base.csv", x, y)
+    _regression(tmp_path / "swapped.csv", x, y, names="b,a,c,y")  # the header edited, the data not
+    _regression(tmp_path / "renamed.csv", x, y, names="alpha,b,c,y")
+    model = tmp_path / "m.npz"
+    _train(capsys, tmp_path / "base.csv", model)
+    before = model.read_bytes()
+    swapped = tmp_path / "swapped.csv"
+    assert provenance.data_sha256(data.load(str(swapped))) == provenance.data_sha256(
+        data.load(str(tmp_path / "base.csv")))  # the premise: the digest covers the values, not the header
+    note = (f"note: the data of {swapped} hash as those checkpoint {model}'s run trained on, but they "
+            "name feature 0 b, where the checkpoint names it a (the data's names or the checkpoint's were "
+            "edited): predict names the predictions by the checkpoint's classes and takes a CSV file's "
+            "columns by the checkpoint's feature names; if the data's names are the edited ones, name them "
+            "as the checkpoint does")
+    err, record = _predict_all(capsys, model, swapped, tmp_path)
+    assert record["data_matches_training"] is False
+    assert record["data_sha256"] == record["trained_data_sha256"]
+    assert err.splitlines() == [note] and record["notes"] == [note]
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(swapped), "--split", "test",
+                       "--output", str(tmp_path / "p.csv"))
+    assert code == 0 and err.splitlines() == [note]
+    for name, first in (("swapped.csv", "b"), ("renamed.csv", "alpha")):
+        err = _refused(capsys, model, tmp_path / name, tmp_path)
+        assert err == (f"error: checkpoint {model}: the data of --dataset {tmp_path / name} hash as those "
+                       f"its run trained on, but they name feature 0 {first}, where the checkpoint names it "
+                       "a (the data's names or the checkpoint's were edited): its model would go on under "
+                       "other names; resume with data named as the checkpoint names them, or train a new run "
+                       "on these data\n")
+    assert model.read_bytes() == before
