@@ -205,3 +205,27 @@ def test_a_header_with_swapped_names_is_described_neutrally(capsys: pytest.Captu
                        "other names; resume with data named as the checkpoint names them, or train a new run "
                        "on these data\n")
     assert model.read_bytes() == before
+
+
+def test_predict_all_notes_a_reordered_class_list_once(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    """On the run's own data, a checkpoint whose classes were reordered by hand gets predict's note
+    on the class order (review69 F4), not a second note on the same names for the record."""
+    _classification(tmp_path / "cls.csv")
+    model = tmp_path / "m.npz"
+    _train(capsys, tmp_path / "cls.csv", model)
+    with np.load(model, allow_pickle=False) as archive:
+        stored = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(stored["metadata"]))
+    assert meta["classes"] == sorted(LABELS)  # the oracle: sorted labels
+    meta["classes"] = ["eel", "dog", "cat"]
+    stored["metadata"] = np.array(json.dumps(meta))
+    edited = tmp_path / "e.npz"
+    with edited.open("wb") as handle:
+        np.savez(handle, **stored)
+    err, record = _predict_all(capsys, edited, tmp_path / "cls.csv", tmp_path)
+    note = (f"note: checkpoint {edited} names its classes in another order than the data it trained on "
+            f"({tmp_path / 'cls.csv'}): they name class 0 cat, where the checkpoint names it eel (the "
+            "checkpoint was edited?): its predictions and accuracy follow the checkpoint's names")
+    assert record["data_matches_training"] is False
+    assert err.splitlines() == [note] and record["notes"] == [note]
