@@ -843,14 +843,19 @@ def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str])
 def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
     """How ``dataset``'s train statistics (the features' means and scales; a regression target's
     mean and scale) first differ from checkpoint ``saved``'s, with both values:
-    ``feature a's mean is 1000000.25, the checkpoint's 0.0025``; None when they are exactly the
-    checkpoint's, as the run's own data give them (float64, the same code on the same values).
+    ``feature a's mean is 1000000.25, the checkpoint's 0.0025``; None when they agree within the
+    precision of the standardised values: a mean and a scale each within the dtype's machine
+    epsilon times the checkpoint's scale (float32: 1.19e-7), which moves no standardised value
+    by more than about a rounding.
 
     The data digest is taken over the standardised split, so the same rows in other units or with
-    an offset (which standardise alike), or a training row edited by less than the standardised
-    float32 value can show, hash as the run's data did; these statistics tell them apart. This is
-    the one comparison ``inspect --dataset``, ``predict`` and ``train --resume`` make (review65
-    F1, review88 F1)."""
+    an offset (which standardise alike) hash as the run's data did; these statistics tell them
+    apart. This is the one comparison ``inspect --dataset``, ``predict`` and ``train --resume``
+    make (review65 F1, review88 F1). It is not exact: the run's rows re-saved with 15 significant
+    digits (Excel, pandas' ``float_format``), which hash alike, have means a few ulps off, and an
+    edit of a training row that the digest cannot see moves the statistics by less than this
+    bound (review90 F2)."""
+    eps = float(np.finfo(dataset.x_train.dtype).eps)
     ours = (np.asarray(dataset.feature_mean), np.asarray(dataset.feature_scale))
     theirs = (np.asarray(saved.feature_mean), np.asarray(saved.feature_scale))
     if ours[0].shape != theirs[0].shape:
@@ -858,16 +863,18 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
     names = dataset.feature_names if len(dataset.feature_names) == ours[0].size else ()
     for j in range(ours[0].size):
         for statistic, mine, recorded in zip(("mean", "scale"), ours, theirs, strict=True):
-            if not np.array_equal(mine[j], recorded[j]):
+            found, kept = float(mine[j]), float(recorded[j])
+            if not abs(found - kept) <= eps * float(theirs[1][j]):  # NaN differs
                 feature = f"feature {data.display_name(names[j])}" if names else f"feature {j}"
-                found, kept = float(mine[j]), float(recorded[j])
                 return f"{feature}'s {statistic} is {found!r}, the checkpoint's {kept!r}"
     if saved.task != "regression" or dataset.task != "regression":
         return None
     target = dataset.target_statistics()
+    if saved.target_mean is None or saved.target_scale is None:  # a regression checkpoint has both
+        return f"the target's mean and scale are {target!r}, the checkpoint records none"
     recorded_target = (saved.target_mean, saved.target_scale)
     for k, statistic in enumerate(("mean", "scale")):
-        if target[k] != recorded_target[k]:
+        if not abs(target[k] - recorded_target[k]) <= eps * recorded_target[1]:
             return f"the target's {statistic} is {target[k]!r}, the checkpoint's {recorded_target[k]!r}"
     return None
 
@@ -932,9 +939,8 @@ def restore(
         raise TorchLeanError(
             f"checkpoint {shown}: the data of {named}{_read_here(resumed)} are not those its run trained "
             f"on: their standardised values hash alike, but {statistics} (the same rows in other units or "
-            "with an offset, or training rows edited by less than the digest can see): resumed, the model "
-            "would go on standardising with other statistics than its first epochs did; resume with the "
-            "data the run trained on, or train a new run on these data"
+            "with an offset): resumed, the model would go on standardising with other statistics than its "
+            "first epochs did; resume with the data the run trained on, or train a new run on these data"
         )
     names = names_difference(as_recorded, resumed.saved)
     if names is not None:  # review67 F3: the digest agrees, the data's names or the checkpoint's differ
