@@ -401,3 +401,48 @@ def test_a_state_saved_under_other_frozen_groups_names_freezing_when_it_does_not
     smaller = optim.adam(0.01).create([np.zeros(2)]).state_dict()  # another model: no freezing hint
     with pytest.raises(OptimizerError, match=r"\(create the optimizer from the same record and parameters"):
         plain.optimizer.load_state_dict(smaller)
+
+
+@pytest.mark.parametrize(("make", "torch_make"), [
+    (lambda: optim.adagrad(0.05, initial_accumulator_value=0.5),
+     lambda ps: torch.optim.Adagrad(ps, lr=0.05, initial_accumulator_value=0.5)),
+    (lambda: optim.adam(0.05, amsgrad=True), lambda ps: torch.optim.Adam(ps, lr=0.05, amsgrad=True)),
+    (lambda: optim.sgd(0.05, momentum=0.9), lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9)),
+    (lambda: optim.rmsprop(0.01, centered=True), lambda ps: torch.optim.RMSprop(ps, lr=0.01, centered=True)),
+], ids=["adagrad-initial-accumulator", "adam-amsgrad", "sgd-momentum", "rmsprop-centered"])
+def test_unfreezing_by_loading_the_state_matches_torchs_requires_grad_true(make, torch_make):
+    """review89 F4, review90 F1: two steps with layer 0 frozen, then the state loaded into an
+    optimizer without the frozen group and three more steps; torch: one optimizer, layer 0's
+    requires_grad_(False) for two steps, then True. Adagrad's unfrozen sum starts at
+    initial_accumulator_value, as torch's (it started at 0: a full-rate first step)."""
+    x, labels = _data(3)
+    frozen = Trainer(LAYER, objective="cross-entropy", seed=2,
+                     config=RunConfig(make(), dtype="float64", param_groups=FREEZE_FIRST))
+    module = _torch_module(frozen)
+    for p in module[0].parameters():
+        p.requires_grad_(False)
+    theirs = torch_make(list(module.parameters()))
+
+    def torch_step(rows: np.ndarray) -> None:
+        theirs.zero_grad()
+        out = module(torch.tensor(x[rows]))
+        torch.nn.functional.cross_entropy(out, torch.tensor(labels[rows])).backward()
+        theirs.step()
+
+    params = frozen.model.tensors()
+    opt = frozen.optimizer
+    for step in range(5):
+        rows = np.arange(4 * step, 4 * step + 4)
+        if step == 2:
+            fresh = make().create(frozen.model.parameters, names=frozen.model.names)
+            fresh.load_state_dict(opt.state_dict())
+            opt = fresh
+            for p in module[0].parameters():
+                p.requires_grad_(True)
+        with tl.session():
+            tl.cross_entropy(frozen.model(tl.tensor(x[rows]), params, training=True), labels[rows]).backward()
+        opt.step_(params)
+        torch_step(rows)
+    for name, tensor in zip(frozen.model.names, params, strict=True):
+        np.testing.assert_allclose(tensor.numpy(), module.state_dict()[name].numpy(), rtol=1e-12, atol=1e-14,
+                                   err_msg=name)

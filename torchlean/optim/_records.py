@@ -516,7 +516,8 @@ def _unfrozen(missing: set[str], saved_steps: npt.NDArray[Any], count: int) -> s
     """The parameter indices (as the entries spell them) whose every buffer is missing from a
     state and whose saved step count is 0: parameters frozen where the state was saved (a frozen
     parameter keeps no state and never steps) and trainable here. They load as torch loads a
-    parameter without state, from zero buffers (freeze, then unfreeze to fine-tune: review89 F4).
+    parameter without state, from the buffers ``create`` gives (freeze, then unfreeze to
+    fine-tune: review89 F4).
     A parameter missing some buffers only, or with a nonzero count, is not one of them."""
     if saved_steps.shape != (count,) or saved_steps.dtype.kind not in "iu":
         return set()
@@ -635,9 +636,10 @@ class Optimizer(PicklesAtEveryProtocol):
         checked before anything changes.
 
         A parameter frozen where the state was saved (no buffers, step count 0) and trainable here
-        loads from zero buffers, as torch loads a parameter without state: freeze, then unfreeze
-        to fine-tune (review89 F4). The reverse, a state with buffers for a parameter this
-        optimizer freezes, is refused.
+        loads with the state :meth:`OptimizerConfig.create` gives it (zero buffers; Adagrad's sum
+        at ``initial_accumulator_value``), as torch loads a parameter without state: freeze, then
+        unfreeze to fine-tune (review89 F4, review90 F1). The reverse, a state with buffers for a
+        parameter this optimizer freezes, is refused.
 
         A state saved inside a ``Trainer.fit`` with an ``lr_schedule`` (from ``on_batch``) holds
         that step's scheduled rate; a scheduled ``fit`` sets its own rate each epoch or step
@@ -733,9 +735,9 @@ class Optimizer(PicklesAtEveryProtocol):
         for key, value in buffers.items():
             kind, index = key.split(".")
             getattr(self, kind)[int(index)] = value
-        for position in map(int, unfrozen):  # no state yet, as a fresh optimizer's
+        for position in map(int, unfrozen):  # no state yet, as create gives it (review90 F1: Adagrad's sum)
             self.first[position] = np.zeros_like(self.first[position])
-            self.second[position] = np.zeros_like(self.second[position])
+            self.second[position] = self.config_of(position).initial_second(self.first[position])
             third = self.third[position]
             self.third[position] = None if third is None else np.zeros_like(third)
         if configs is not None:
