@@ -502,3 +502,45 @@ def test_mse_loss_reduction_other_than_mean_is_refused_with_its_spelling(reducti
     expected_none = torch.nn.functional.mse_loss(tp, ty, reduction="none").numpy()
     np.testing.assert_allclose(none, expected_none, rtol=1e-14)
     assert total == pytest.approx(torch.nn.functional.mse_loss(tp, ty, reduction="sum").item(), rel=1e-14)
+
+
+def test_cross_entropy_hints_with_label_smoothing_spell_torchs_smoothed_losses() -> None:
+    """review90 F3, F4: with label_smoothing the reduction hint spelled the unsmoothed losses (torch's
+    reduction='none' differed, and its two 'sum' spellings disagreed), and the weight hint's w[ids]
+    failed for a Tensor weight. The spellings, run, are torch's float64 results."""
+    rng = np.random.default_rng(5)
+    x, ids, w = rng.standard_normal((6, 4)), rng.integers(0, 4, 6), np.array([1.0, 2.0, 0.5, 3.0])
+    probs = rng.dirichlet(np.ones(4), 6)
+    s, classes = 0.1, 4
+    t = torch.tensor(x)
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(tl.TensorError) as caught:
+            tl.cross_entropy(logits, ids, label_smoothing=s, reduction="none")
+        assert ("; with label_smoothing=0.1, torch's per-sample losses are (1 - 0.1) times those plus "
+                "0.1 / C times -tl.reduce_sum(tl.log_softmax(logits, axis), axis) for class ids"
+                ) in str(caught.value)
+        lp = tl.log_softmax(logits, 1)
+        plain = tl.reshape(-tl.gather(lp, ids[:, None], 1), ids.shape)
+        smoothed = plain * (1 - s) + (-tl.reduce_sum(lp, 1)) * (s / classes)
+        soft = probs * (1 - s) + s / classes
+        smoothed_probs = -tl.reduce_sum(soft * lp, 1)
+        mean = float(tl.cross_entropy(logits, ids, label_smoothing=s).numpy())
+        with pytest.raises(tl.TensorTypeError) as weighted:
+            tl.cross_entropy(logits, ids, label_smoothing=s, weight=tl.tensor(w))  # type: ignore[arg-type]
+        assert "w the class weights as a numpy array (w.numpy() of a Tensor)" in str(weighted.value)
+        assert ("with label_smoothing=0.1, torch's is (1 - 0.1) times that plus 0.1 / C times "
+                "tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / w[ids].sum()") in str(weighted.value)
+        weights = tl.tensor(w).numpy()  # the hint's w.numpy() of a Tensor
+        weighted_mean = (tl.reduce_sum(plain * weights[ids]) / weights[ids].sum()) * (1 - s) + (
+            tl.reduce_sum(-lp * weights) / weights[ids].sum()) * (s / classes)
+    ce = torch.nn.functional.cross_entropy
+    none = ce(t, torch.tensor(ids), label_smoothing=s, reduction="none")
+    np.testing.assert_allclose(smoothed.numpy(), none.numpy(), rtol=1e-13, atol=0)
+    none_probs = ce(t, torch.tensor(probs), label_smoothing=s, reduction="none")
+    np.testing.assert_allclose(smoothed_probs.numpy(), none_probs.numpy(), rtol=1e-13, atol=0)
+    total = float(ce(t, torch.tensor(ids), label_smoothing=s, reduction="sum"))
+    assert float(tl.reduce_sum(smoothed).numpy()) == pytest.approx(total, rel=1e-13)
+    assert mean * len(ids) == pytest.approx(total, rel=1e-13)  # the hint's other 'sum' spelling agrees
+    expected = ce(t, torch.tensor(ids), weight=torch.tensor(w), label_smoothing=s)
+    assert float(weighted_mean.numpy()) == pytest.approx(float(expected), rel=1e-13)

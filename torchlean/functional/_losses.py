@@ -142,10 +142,38 @@ _CROSS_ENTROPY_REDUCTIONS = (
 )
 _WEIGHTED_MEAN = (
     "per-class weights are not supported; torch's weighted mean is tl.reduce_sum(losses * w[ids]) / "
-    "w[ids].sum(), divided by the sum of the samples' weights, not their count, with losses the "
-    "per-sample losses of ids's shape: tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], "
-    "axis), ids.shape) for (N, C) logits"
+    "w[ids].sum(), divided by the sum of the samples' weights, not their count, with w the class "
+    "weights as a numpy array (w.numpy() of a Tensor) and losses the per-sample losses of ids's "
+    "shape: tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], axis), ids.shape) for "
+    "(N, C) logits"
 )
+
+
+def _smoothed(smoothing: float) -> str:
+    """The clause the reduction and weight refusals add for a call with ``label_smoothing``: the
+    per-sample losses they spell are the unsmoothed ones (review90 F3); ``""`` without smoothing."""
+    if smoothing == 0.0:
+        return ""
+    return (
+        f"; with label_smoothing={smoothing!r}, torch's per-sample losses are (1 - {smoothing!r}) times "
+        f"those plus {smoothing!r} / C times -tl.reduce_sum(tl.log_softmax(logits, axis), axis) for class "
+        f"ids (C the number of classes), and for probabilities probs * (1 - {smoothing!r}) + {smoothing!r} "
+        "/ C in place of probs"
+    )
+
+
+def _smoothed_weighted(smoothing: float) -> str:
+    """The clause the weight refusals add for a call with ``label_smoothing``: torch's weighted,
+    smoothed mean (``cross_entropy_loss_label_smoothing`` in ATen's LossNLL.cpp weights the
+    smoothing term by class and divides it by the same sum of the samples' weights); ``""``
+    without smoothing."""
+    if smoothing == 0.0:
+        return ""
+    return (
+        f"; with label_smoothing={smoothing!r}, torch's is (1 - {smoothing!r}) times that plus "
+        f"{smoothing!r} / C times tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / w[ids].sum() for (N, C) "
+        "logits (C the number of classes, w along the class axis)"
+    )
 
 
 def cross_entropy(
@@ -206,10 +234,11 @@ def cross_entropy(
             mean.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
-    _reduction_mean("cross_entropy", reduction, _CROSS_ENTROPY_REDUCTIONS)
-    if weight is not None:  # review89 F6: torch's keyword, refused as its positional form is
-        raise TensorTypeError(f"cross_entropy: weight={_preview(weight)} is refused: {_WEIGHTED_MEAN}")
     smoothing = _label_smoothing(label_smoothing)
+    _reduction_mean("cross_entropy", reduction, _CROSS_ENTROPY_REDUCTIONS + _smoothed(smoothing))
+    if weight is not None:  # review89 F6: torch's keyword, refused as its positional form is
+        hint = _WEIGHTED_MEAN + _smoothed_weighted(smoothing)
+        raise TensorTypeError(f"cross_entropy: weight={_preview(weight)} is refused: {hint}")
     if logits.ndim == 0:
         raise TensorError(
             "cross_entropy: logits must have a class axis (accepted: rank >= 1, as (C,), (N, C) or "
@@ -220,8 +249,8 @@ def cross_entropy(
     elif _is_array_data(axis):
         raise TensorTypeError(
             f"cross_entropy: the third argument is axis, the class axis (an integer), not torch's "
-            f"weight; got {_preview(axis)}: {_WEIGHTED_MEAN} (accepted axis: an integer, or None for "
-            "torch's class axis)"
+            f"weight; got {_preview(axis)}: {_WEIGHTED_MEAN}{_smoothed_weighted(smoothing)} (accepted axis: "
+            "an integer, or None for torch's class axis)"
         )
     ax = _axis("cross_entropy", "axis", axis, logits.ndim)
     raw: npt.NDArray[Any] = (
