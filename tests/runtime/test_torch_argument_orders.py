@@ -544,3 +544,45 @@ def test_cross_entropy_hints_with_label_smoothing_spell_torchs_smoothed_losses()
     assert mean * len(ids) == pytest.approx(total, rel=1e-13)  # the hint's other 'sum' spelling agrees
     expected = ce(t, torch.tensor(ids), weight=torch.tensor(w), label_smoothing=s)
     assert float(weighted_mean.numpy()) == pytest.approx(float(expected), rel=1e-13)
+
+
+def test_cross_entropy_takes_torchs_ignore_index_where_it_changes_nothing() -> None:
+    """review90 F9: ``ignore_index=`` was a plain "unexpected keyword argument". An ignore_index no
+    target equals gives torch's result (with it); a target equal to it is refused, not ignored."""
+    rng = np.random.default_rng(6)
+    x, ids = rng.standard_normal((5, 4)), np.array([0, 1, 3, 1, 0])
+    ce = torch.nn.functional.cross_entropy
+    with tl.session():
+        logits = tl.tensor(x)
+        for ignore in (-100, 2, np.int64(7)):
+            got = float(tl.cross_entropy(logits, ids, ignore_index=ignore).numpy())
+            expected = float(ce(torch.tensor(x), torch.tensor(ids), ignore_index=int(ignore)))
+            assert got == pytest.approx(expected, rel=1e-14)
+        with pytest.raises(tl.GuardError) as caught:
+            tl.cross_entropy(logits, ids, ignore_index=0)
+        assert str(caught.value) == (
+            "cross_entropy: 2 targets equal ignore_index=0, which torch leaves out of the loss and torchlean "
+            "does not support (accepted: an ignore_index no target equals, which changes nothing, as in "
+            "torch): leave those samples out of the logits and the target")
+        for bad in (True, 1.0, "0"):
+            with pytest.raises(tl.TensorTypeError, match=r"^cross_entropy: ignore_index must be an integer"):
+                tl.cross_entropy(logits, ids, ignore_index=bad)  # type: ignore[arg-type]
+
+
+def test_sdpa_takes_torchs_attn_mask_keyword() -> None:
+    """review90 F9: torch's ``attn_mask=`` keyword was a plain TypeError, so a float additive mask
+    never reached the conversion hint. It is ``mask``: a boolean one gives torch's result."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    keep = np.tril(np.ones((3, 3), dtype=bool))
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), attn_mask=torch.tensor(keep)).numpy()
+    with tl.session():
+        tq, tk, tv = tl.tensor(q), tl.tensor(k), tl.tensor(v)
+        got = tl.scaled_dot_product_attention(tq, tk, tv, attn_mask=keep).numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+        with pytest.raises(tl.GuardTypeError, match="with mask == 0"):
+            tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v),
+                                            attn_mask=np.where(keep, 0.0, -np.inf))
+        with pytest.raises(tl.TensorTypeError, match="got both mask and attn_mask"):
+            tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), keep, attn_mask=keep)

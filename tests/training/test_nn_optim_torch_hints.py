@@ -159,6 +159,8 @@ def test_parameters_in_the_learning_rates_place_name_create(make):
             f"optimizers take no params: build the record, then create the optimizer with them, "
             f"optim.{make.__name__}(lr).create(model.parameters)"
         )
+    with pytest.raises(optim.OptimizerError, match=r"got a list of 4 tensors: parameters in the learning"):
+        make(model.tensors(), 0.1)  # review90 F9: Tensors are not called arrays
     created = make(0.1).create(model.parameters)
     assert len(created.step(model.parameters, [np.ones_like(p) for p in model.parameters])) == 4
     with pytest.raises(optim.OptimizerError) as text:  # not a parameter list: no such hint

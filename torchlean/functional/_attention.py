@@ -12,7 +12,7 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
-from torchlean.tensor import Tensor
+from torchlean.tensor import Tensor, TensorTypeError
 
 
 def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
@@ -64,6 +64,7 @@ def scaled_dot_product_attention(
     mask: Tensor | npt.ArrayLike | None = None,
     *,
     scale: float | None = None,
+    attn_mask: Tensor | npt.ArrayLike | None = None,
 ) -> Tensor:
     """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked
     entries contribute exactly 0, a fully blocked row gives zeros); q ``(..., nQ, d)``, k
@@ -75,7 +76,9 @@ def scaled_dot_product_attention(
 
     ``scale`` is keyword-only, as in torch, where the fifth positional slot is ``dropout_p``: a
     call ported from torch that passes a dropout probability there is a ``TypeError``, not a
-    scale. There is no ``dropout_p`` or ``is_causal``: give a causal mask as ``mask``
+    scale. ``attn_mask=`` (torch's keyword) is ``mask``, boolean as torch's boolean mask (True =
+    attend; a float additive mask is refused with its conversion, review90 F9); giving both is a
+    ``TensorTypeError``. There is no ``dropout_p`` or ``is_causal``: give a causal mask as ``mask``
     (``torchlean.spec.causal_mask(n_q, n_k)``, upper-left aligned as torch's ``is_causal``;
     ``align="lower_right"`` for the other alignment).
 
@@ -100,9 +103,15 @@ def scaled_dot_product_attention(
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
             or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
         GuardTypeError: a non-boolean mask.
-        TensorTypeError: a ``scale`` that is not a real number.
+        TensorTypeError: a ``scale`` that is not a real number; both ``mask`` and ``attn_mask``.
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
     """
+    if attn_mask is not None:
+        if mask is not None:
+            raise TensorTypeError(
+                "scaled_dot_product_attention: got both mask and attn_mask (torch's name for it); give one"
+            )
+        mask = attn_mask
     mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
     params: dict[str, Any] = {}
     if scale is not None:

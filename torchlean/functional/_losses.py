@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import id_outside, is_builtin_int, shown
+from torchlean._checks import id_outside, is_builtin_int, is_int, shown
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
@@ -184,6 +184,7 @@ def cross_entropy(
     label_smoothing: float = 0.0,
     reduction: str = "mean",
     weight: None = None,
+    ignore_index: int = -100,
 ) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).
@@ -207,6 +208,10 @@ def cross_entropy(
     its spelling: ``reduce_sum(losses * w[ids]) / w[ids].sum()``, torch's weighted mean, which
     divides by the sum of the weights and not by the number of samples.
 
+    ``ignore_index`` (an integer, torch's default ``-100``) is accepted where no class-id target
+    equals it, as then it changes nothing in torch either; a target equal to it is refused
+    (torch would leave that sample out; torchlean has no ignored class).
+
     ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
     distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
     mean(-sum_c log_softmax)`` (torch's ``cross_entropy_loss_label_smoothing``); for
@@ -223,18 +228,26 @@ def cross_entropy(
             a class index outside ``[0, C)`` (``cross_entropy: target value -100 is out of range
             for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
             A probability target Tensor of another float dtype than the logits (numpy
-            probabilities are cast to the logits' dtype).
+            probabilities are cast to the logits' dtype). A class-id target equal to
+            ``ignore_index``.
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
             nested lists; a ``reduction`` other than ``"mean"``; ``label_smoothing`` outside
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
             silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
+            ``ignore_index`` not an integer;
             array data as ``axis`` (torch's positional ``weight``), or a ``weight`` other than
             ``None``: per-class weights are not supported, the message spells torch's weighted
             mean.
     """
     logits = _require_tensor("cross_entropy", "logits", logits)
     smoothing = _label_smoothing(label_smoothing)
+    if not is_int(ignore_index):
+        raise TensorTypeError(
+            "cross_entropy: ignore_index must be an integer (torch's default -100), got "
+            f"{_preview(ignore_index)}"
+        )
+    ignore = int(ignore_index)
     _reduction_mean("cross_entropy", reduction, _CROSS_ENTROPY_REDUCTIONS + _smoothed(smoothing))
     if weight is not None:  # review89 F6: torch's keyword, refused as its positional form is
         hint = _WEIGHTED_MEAN + _smoothed_weighted(smoothing)
@@ -265,6 +278,14 @@ def cross_entropy(
                 "another class axis)"
             )
         _check_class_ids(raw, logits.shape[ax], ax)
+        ignored = int(np.count_nonzero(raw == ignore))
+        if ignored:  # in [0, C): a class id torch would leave out (review90 F9)
+            raise GuardError(
+                f"cross_entropy: {ignored} target{'s' if ignored > 1 else ''} equal ignore_index={ignore}, "
+                "which torch leaves out of the loss and torchlean does not support (accepted: an "
+                "ignore_index no target equals, which changes nothing, as in torch): leave those samples "
+                "out of the logits and the target"
+            )
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
         log_p = log_softmax(logits, ax)
         nll = neg(reduce_mean(gather(log_p, index, ax)))

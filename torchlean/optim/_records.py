@@ -77,7 +77,8 @@ class OptimizerConfig(ABC):
                 word = _FIELD_WORDS.get(f.name, f.name)
                 items = value if isinstance(value, list | tuple) else ()
                 arrays = any(isinstance(v, np.ndarray | Tensor) for v in items)
-                got = (f"a {type(value).__name__} of {len(items)} arrays" if arrays
+                kind = "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays"  # review90 F9
+                got = (f"a {type(value).__name__} of {len(items)} {kind}" if arrays
                        else shown_briefly(value))  # a model's parameters: not every weight (review89 F5)
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
                 if f.name == "lr" and (arrays or isinstance(value, np.ndarray | Tensor)):
