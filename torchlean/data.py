@@ -366,21 +366,27 @@ def load_csv(
         y, classes, kind = _labels(
             table.shown_file, table.shown(label), cells, task, table.lines, delimiter=table.delimiter
         )
-    dataset = _split(
-        table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed, test_fraction,
-        target, source=table.shown_file, columns=tuple(table.shown(i) for i in feature_idx),
-        label=table.shown(label), val_fraction=val_fraction,
+    many_whole = task is None and len(classes) > 10 and all(_is_number(name) for name in classes)
+    inferred = (  # often a quantity read as classes
+        f"the labels are whole numbers ({len(classes)} distinct) with too few samples of each to "
+        "stratify the split, so the task classification was inferred: pass task='regression' (CLI: "
+        "--task regression) if they are a quantity"
     )
-    whole_numbers = all(_is_number(name) for name in classes)
-    inferred = ""
-    if task is None and dataset.split_note and len(classes) > 10 and whole_numbers:
-        # over 10 whole-number classes, too few samples to stratify: often a quantity read as classes;
-        # one of notes, which Python callers read, not only a clause of split_note (review89 F7)
-        inferred = (
-            f"the labels are whole numbers ({len(classes)} distinct) with too few samples of each to "
-            "stratify the split, so the task classification was inferred: pass task='regression' (CLI: "
-            "--task regression) if they are a quantity"
+    try:
+        dataset = _split(
+            table.file.stem, x, y, kind, tuple(table.names[i] for i in feature_idx), classes, seed,
+            test_fraction, target, source=table.shown_file,
+            columns=tuple(table.shown(i) for i in feature_idx), label=table.shown(label),
+            val_fraction=val_fraction,
         )
+    except DataError as error:  # a validation split short of samples of a class (review90 F5)
+        if many_whole and kind == "classification" and val_fraction is not None:
+            raise DataError(f"{error}; {inferred}") from None
+        raise
+    if not (many_whole and dataset.split_note):
+        # over 10 whole-number classes, too few samples to stratify; one of notes, which Python
+        # callers read, not only a clause of split_note (review89 F7)
+        inferred = ""
     merged = "" if kind == "regression" else blank_spellings_note(table.shown_file, table.shown(label), cells)
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
              table.unnamed_features_note(label), merged, inferred, dataset.constant_note)

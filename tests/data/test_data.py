@@ -945,3 +945,30 @@ def test_standard_input_is_read_whatever_it_was_redirected_from() -> None:
         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
     )
     assert "DataError: standard input (-): the file has no rows" in done.stderr  # review59 F11
+
+
+def test_a_validation_split_short_of_a_class_names_task_regression_when_the_task_was_inferred(
+    tmp_path: Path,
+) -> None:
+    """review90 F5: with val_fraction, a validation split short of samples of a class was refused
+    without the note that the task was inferred from many whole-number labels, so the advice was
+    to add samples or drop validation, never task='regression'."""
+    labels = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] * 4 + [12, 13]  # 14 classes, two of one sample
+    text = "a,y\n" + "".join(f"{i},{label}\n" for i, label in enumerate(labels))
+    path = _write(tmp_path, text, "counts.csv")
+    with pytest.raises(data.DataError) as caught:
+        data.load(path, seed=0, val_fraction=0.5)
+    message = str(caught.value)
+    assert "a validation split needs 2 of each class" in message
+    assert message.endswith(
+        "; the labels are whole numbers (14 distinct) with too few samples of each to stratify the split, so "
+        "the task classification was inferred: pass task='regression' (CLI: --task regression) if they are "
+        "a quantity"
+    )
+    assert data.load(path, seed=0, val_fraction=0.5, task="regression").task == "regression"
+    names = "a,y\n" + "".join(f"{i},c{label}\n" for i, label in enumerate(labels))
+    named = _write(tmp_path, names, "named.csv")  # names, not numbers: the same refusal, no such hint
+    with pytest.raises(data.DataError) as caught:
+        data.load(named, seed=0, val_fraction=0.5)
+    assert "a validation split needs 2 of each class" in str(caught.value)
+    assert "task='regression'" not in str(caught.value)
