@@ -533,19 +533,31 @@ def _check_statistics(
     if not bad.any():
         return
     j = int(np.argmax(bad))
-    deviation = f"its standard deviation {std[j]:.6g}"
     rows = len(values)
     limit = math.sqrt(float(np.finfo(np.float64).max) / rows)
-    if np.isfinite(mean[j]) and not np.isfinite(std[j]):
-        column = np.asarray(values[:, j], dtype=np.float64)
-        largest = float(np.max(np.abs(column)))
-        true = largest * float(np.std(column / largest))
-        if math.isfinite(true):
-            deviation = (f"its standard deviation {true:.6g}, whose squared deviations from the mean sum "
-                         "beyond float64's range")
+    column = np.asarray(values[:, j], dtype=np.float64)
+    largest = float(np.max(np.abs(column)))  # finite: the reader refuses beyond float64's range
+    true_mean = largest * float(np.mean(column / largest))  # review90 F6: never beyond the range
+    true_std = largest * float(np.std(column / largest))
+    if not np.isfinite(mean[j]):  # the train values' sum overflows before it is divided
+        found = (f"the train split's values sum beyond float64's range (their mean is {true_mean:.6g} and "
+                 f"their standard deviation {_shown_against(true_std, limit)})")
+    else:
+        found = (f"the train split's mean is {mean[j]:.6g} and its standard deviation "
+                 f"{_shown_against(true_std, limit)}, whose squared deviations from the mean sum beyond "
+                 "float64's range")
     raise DataError(
-        f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: the train "
-        f"split's mean is {mean[j]:.6g} and {deviation} (accepted: a finite mean, and squared deviations "
-        f"that sum to a finite float64: a standard deviation below {limit:.6g} for {rows} train rows; "
+        f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: {found} "
+        "(accepted: values that sum to a finite float64 over the train rows, and squared deviations that "
+        f"do too: a standard deviation below {_shown_against(limit, true_std)} for {rows} train rows; "
         "rescale the column)"
     )
+
+
+def _shown_against(value: float, other: float) -> str:
+    """``value`` to 6 significant digits, or to as many as tell it from ``other`` (a deviation
+    just over the limit read "2.37019e+153 ... below 2.37019e+153": review90 F6)."""
+    for digits in range(6, 18):
+        if f"{value:.{digits}g}" != f"{other:.{digits}g}" or value == other:
+            return f"{value:.{digits}g}"
+    return repr(value)

@@ -27,8 +27,8 @@ F32_RANGE = (
 F64_RANGE = "(accepted: a number of magnitude at most 1.7976931348623157e+308 for dtype float64)"
 def STATISTICS(rows: int) -> str:  # the accepted range for this many train rows
     limit = math.sqrt(np.finfo(np.float64).max / rows)
-    return (f"(accepted: a finite mean, and squared deviations that sum to a finite float64: a standard "
-            f"deviation below {limit:.6g} for {rows} train rows; rescale the column)")
+    return (f"(accepted: values that sum to a finite float64 over the train rows, and squared deviations "
+            f"that do too: a standard deviation below {limit:.6g} for {rows} train rows; rescale the column)")
 
 
 def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
@@ -68,7 +68,7 @@ def test_features_beyond_float32_load_when_their_standardised_values_fit(tmp_pat
 @pytest.mark.parametrize(
     ("value", "overflowing"),
     [("1e200", "whose squared deviations from the mean sum beyond float64's range"),
-     ("1e308", "mean is inf")],
+     ("1e308", "the train split's values sum beyond float64's range (their mean is 5e+307")],
 )
 def test_a_feature_whose_statistics_overflow_is_refused_under_float32_too(
     tmp_path: Path, value: str, overflowing: str
@@ -142,14 +142,15 @@ def test_a_feature_whose_float64_statistics_overflow_is_refused_by_column(tmp_pa
     for value, overflowing in (
         ("1e200", f"its standard deviation {true:.6g}, whose squared deviations from the mean sum beyond "
                   "float64's range"),
-        ("1e308", "mean is inf and its standard deviation nan"),
+        ("1e308", "the train split's values sum beyond float64's range (their mean is 5e+307 and their "
+                  f"standard deviation {1e308 * float(np.std(scaled)):.6g})"),
     ):
         path = _write(tmp_path, HUGE.format(v=value))
         with pytest.raises(DataError) as info:
             _load(path, task="regression", dtype=np.float64)
         message = str(info.value)
         assert message.startswith(
-            f"{path}: feature column a: standardising it overflows float64: the train split's mean is "
+            f"{path}: feature column a: standardising it overflows float64: the train split's "
         )
         assert message.endswith(STATISTICS(4)) and overflowing in message, message
 
@@ -317,3 +318,16 @@ def test_a_test_target_beyond_float32_standardises_to_inf_without_a_warning(tmp_
     assert test.dtype == np.float32
     assert np.isposinf(test[loaded.y_test.tolist().index(1e39)])
     assert np.isfinite(np.delete(test, loaded.y_test.tolist().index(1e39))).all()
+
+
+def test_a_deviation_just_over_the_limit_is_shown_with_the_digits_that_tell_them_apart() -> None:
+    """review90 F6 (cosmetic): at 6 digits a deviation just over the limit read "2.37019e+153 ...
+    below 2.37019e+153"; the two are shown with as many digits as tell them apart."""
+    from torchlean.data import _shown_against
+
+    limit = math.sqrt(np.finfo(np.float64).max / 32)
+    over = limit * (1 + 1e-9)
+    assert f"{over:.6g}" == f"{limit:.6g}"  # the premise
+    assert _shown_against(over, limit) != _shown_against(limit, over)
+    assert float(_shown_against(over, limit)) > float(_shown_against(limit, over))
+    assert _shown_against(2.5, 1e9) == "2.5" and _shown_against(0.0, 0.0) == "0"
