@@ -117,3 +117,34 @@ def test_predict_on_the_runs_own_file_names_the_checkpoints_delimiter(
     code, _, err = cli(capsys, "predict", str(part), "--dataset", str(semi), "--delimiter", ";", "--output",
                        str(tmp_path / "p"), "--report-json", str(report))
     assert code == 0 and json.loads(report.read_text())["data_matches_training"] is True, err
+
+
+def test_the_runs_data_with_columns_in_another_order_are_noted_as_such(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review90 F8: the run's file with feature columns a and b swapped (header too) got
+    data_matches_training false with no note, though predict takes columns by name and so
+    predicts on the run's data: the predictions equal those on the run's file."""
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text("".join(f"{b},{a},{y}\n" for a, b, y in (line.split(",") for line in SMALL.split())))
+    note = (f"note: the data of {swapped} are not those checkpoint {part}'s run trained on as they were: "
+            "their feature columns are the run's in another order; predict takes a CSV file's columns by the "
+            "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
+            "columns in their order, refuses them)")
+    outputs = {}
+    for data_file in (csv, swapped):
+        report, predictions = tmp_path / f"{data_file.stem}.json", tmp_path / f"{data_file.stem}.out.csv"
+        code, _, err = cli(capsys, "predict", str(part), "--dataset", str(data_file), "--output",
+                           str(predictions), "--report-json", str(report))
+        assert code == 0, err
+        record = json.loads(report.read_text())
+        expected = (True, []) if data_file == csv else (False, [note])
+        assert (record["data_matches_training"], record["notes"]) == expected
+        outputs[data_file] = [line.split(",")[-1] for line in predictions.read_text().splitlines()]
+    assert outputs[csv] == outputs[swapped]
+    code, _, err = cli(capsys, "inspect", str(part), "--dataset", str(swapped))
+    assert err.splitlines()[-1] == (f"note: the data of {swapped} are not those checkpoint {part}'s run "
+                                    "trained on: their feature columns are the run's in another order")

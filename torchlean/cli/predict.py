@@ -578,6 +578,11 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
         return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
                 f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
                 "statistics, so its outputs on these data are not its outputs on the training data")
+    if compared.difference == _COLUMNS_REORDERED:  # review90 F8: taken by name, the run's data
+        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+                f"on as they were: {_COLUMNS_REORDERED}; predict takes a CSV file's columns by the "
+                "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
+                "columns in their order, refuses them)")
     if compared.names is not None:
         return (f"note: the data of {source.source} hash as those checkpoint {args.checkpoint}'s run trained "
                 f"on, but {compared.names} (the data's names or the checkpoint's were edited): predict "
@@ -645,6 +650,7 @@ class DataComparison:
 
 
 _DIGEST_DIFFERS = "their digest differs"
+_COLUMNS_REORDERED = "their feature columns are the run's in another order"
 _NAMES_DIFFER = "their digest agrees, but the checkpoint names the classes or features otherwise"
 _STATISTICS_DIFFER = (
     "their standardised values hash alike, but their means and scales (the features', or the target's) "
@@ -704,6 +710,9 @@ def compare_data(
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
     as_recorded = _resume.recorded_as(loaded, recorded)
     if as_recorded is None:
+        reordered = _by_checkpoint_order(loaded, saved.feature_names)
+        if reordered is not None and _resume.recorded_as(reordered, recorded) is not None:  # review90 F8
+            return DataComparison(_resume.data_digest(loaded), False, difference=_COLUMNS_REORDERED)
         return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
     # review65 F1: x10 or +100 standardises alike; train --resume compares them so (review88 F1)
     if _resume.statistics_difference(as_recorded, saved) is not None:
@@ -712,6 +721,22 @@ def compare_data(
     if names is not None:  # review67 F3: the checkpoint's names were edited
         return DataComparison(recorded, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
     return DataComparison(recorded, True)
+
+
+def _by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
+    """``loaded`` with its feature columns (values and statistics) in the order of the
+    checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
+    else None."""
+    names = loaded.feature_names
+    if tuple(names) == tuple(wanted) or len(set(names)) != len(names) or sorted(names) != sorted(wanted):
+        return None
+    order = [names.index(name) for name in wanted]
+    return dataclasses.replace(
+        loaded, x_train=loaded.x_train[:, order], x_test=loaded.x_test[:, order],
+        x_val=None if loaded.x_val is None else loaded.x_val[:, order],
+        feature_mean=np.asarray(loaded.feature_mean)[order],
+        feature_scale=np.asarray(loaded.feature_scale)[order], feature_names=wanted,
+    )
 
 
 def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> bool | None:
