@@ -148,3 +148,21 @@ def test_the_runs_data_with_columns_in_another_order_are_noted_as_such(
     code, _, err = cli(capsys, "inspect", str(part), "--dataset", str(swapped))
     assert err.splitlines()[-1] == (f"note: the data of {swapped} are not those checkpoint {part}'s run "
                                     "trained on: their feature columns are the run's in another order")
+
+
+def test_standard_input_is_named_standard_input_in_resume_and_inspect_messages(tmp_path: Path) -> None:
+    """review90 F10: "the data of - are not ..." (inspect) and "the data of the recorded dataset path
+    - ..." (resume) named standard input otherwise than the reader's "standard input (-)"."""
+    part = tmp_path / "stdin.npz"
+    trained = _torchlean("train", "--dataset", "-", "--epochs", "1", "--save", str(part), input=SMALL)
+    assert trained.returncode == 0, trained.stderr
+    lines = SMALL.splitlines()
+    units = "\n".join([lines[0], *(f"{float(a) * 100 + 1e6!r},{b},{y}" for a, b, y in
+                                   (line.split(",") for line in lines[1:]))]) + "\n"
+    resumed = _torchlean("train", "--resume", str(part), "--epochs", "2", input=units)
+    assert resumed.returncode == 2
+    assert f"error: checkpoint {part}: the data of standard input (-) are not those its run trained on" in (
+        resumed.stderr)
+    inspected = _torchlean("inspect", str(part), "--dataset", "-", input=units)
+    assert inspected.stderr.splitlines()[-1].startswith(
+        f"note: the data of standard input (-) are not those checkpoint {part}'s run trained on: ")

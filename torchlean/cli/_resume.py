@@ -926,7 +926,8 @@ def restore(
         return
     shown = shown_path(resumed.path)
     _check_repeated(resumed, dataset)
-    named = f"{resumed.data_named} {shown_path(source)}"
+    stdin = str(source) in ("-", data.STDIN) and not resumed.dataset_given  # not "the recorded path -"
+    named = "standard input (-)" if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
     as_recorded = recorded_as(dataset, resumed.digest)
     if as_recorded is None:
         raise TorchLeanError(
