@@ -166,3 +166,22 @@ def test_parameters_in_the_learning_rates_place_name_create(make):
     with pytest.raises(optim.OptimizerError) as text:  # not a parameter list: no such hint
         make("0.1")
     assert str(text.value) == "optimizer: learning rate must be a real number (int or float), got '0.1'"
+
+
+@pytest.mark.parametrize("make", [optim.sgd, optim.adam, optim.adamw, optim.rmsprop, optim.adagrad])
+def test_torchs_params_first_with_the_rate_by_keyword_gets_the_create_hint(make):
+    """review90 F9: ``optim.adam(model.parameters, lr=1e-3)``, torch's commonest form, was Python's
+    "got multiple values for argument 'lr'"; the record's own keyword calls are unchanged."""
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.tanh(), nn.linear(3, 2)), seed=0)
+    for params, kind in ((model.parameters, "a list of 4 arrays"), (model.tensors(), "a list of 4 tensors")):
+        with pytest.raises(optim.OptimizerError) as caught:
+            make(params, lr=1e-3)
+        assert str(caught.value) == (
+            f"optimizer: {make.__name__}() got {kind} before lr=: parameters in the learning rate's place "
+            "are torch's Optimizer(params, lr) order; torchlean's optimizers take no params: build the "
+            f"record, then create the optimizer with them, optim.{make.__name__}(lr).create(model.parameters)"
+        )
+    assert make(lr=1e-3).lr == 1e-3 and make(1e-3) == make(lr=1e-3)
+    assert make.__doc__ and make.__doc__ == make.__wrapped__.__doc__  # help() shows the factory's own
+    with pytest.raises(TypeError, match="multiple values for argument 'lr'"):  # not parameters: Python's
+        make(0.1, lr=1e-3)

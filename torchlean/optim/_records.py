@@ -3,11 +3,12 @@ torch's order of operations, and the stateful :class:`Optimizer` they create."""
 
 from __future__ import annotations
 
+import functools
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,46 @@ _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight
 """How the messages name a field (the others by their own name)."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_PARAMS_FIRST = (
+    ": parameters in the learning rate's place are torch's Optimizer(params, lr) order; torchlean's "
+    "optimizers take no params: build the record, then create the optimizer with them, "
+    "optim.{name}(lr).create(model.parameters)"
+)
+"""The hint on parameters given where torch's optimizers take them (review89 F5, review90 F9)."""
+
+
+def _parameters_shown(value: object) -> str:
+    """``a list of 4 arrays`` (or tensors) for a model's parameters, ``an array``/``a Tensor``
+    for one; ``""`` for anything else."""
+    if isinstance(value, np.ndarray | Tensor):
+        return "a Tensor" if isinstance(value, Tensor) else "an array"
+    items = value if isinstance(value, list | tuple) else ()
+    if not any(isinstance(v, np.ndarray | Tensor) for v in items):
+        return ""
+    kind = "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays"
+    return f"a {type(value).__name__} of {len(items)} {kind}"
+
+
+def _torch_order(make: Callable[P, R]) -> Callable[P, R]:
+    """``make`` (a record factory, ``optim.adam``) refusing torch's ``Adam(params, lr=...)``,
+    parameters first and the rate by keyword, with the hint :data:`_PARAMS_FIRST`, where Python
+    would say "got multiple values for argument 'lr'" (review90 F9)."""
+
+    @functools.wraps(make)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        if args and "lr" in kwargs and _parameters_shown(args[0]):
+            raise OptimizerError(
+                f"optimizer: {make.__name__}() got {_parameters_shown(args[0])} before lr="
+                + _PARAMS_FIRST.format(name=make.__name__)
+            )
+        return make(*args, **kwargs)
+
+    return checked
+
+
 class OptimizerConfig(ABC):
     """A validated optimizer record; :meth:`create` gives the stateful optimizer."""
 
@@ -75,18 +116,10 @@ class OptimizerConfig(ABC):
                 continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
-                items = value if isinstance(value, list | tuple) else ()
-                arrays = any(isinstance(v, np.ndarray | Tensor) for v in items)
-                kind = "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays"  # review90 F9
-                got = (f"a {type(value).__name__} of {len(items)} {kind}" if arrays
-                       else shown_briefly(value))  # a model's parameters: not every weight (review89 F5)
+                got = _parameters_shown(value) or shown_briefly(value)  # not every weight (review89 F5)
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
-                if f.name == "lr" and (arrays or isinstance(value, np.ndarray | Tensor)):
-                    message += (  # torch's Optimizer(params, lr) order
-                        ": parameters in the learning rate's place are torch's Optimizer(params, lr) "
-                        f"order; torchlean's optimizers take no params: build the record, then create "
-                        f"the optimizer with them, optim.{self.name}(lr).create(model.parameters)"
-                    )
+                if f.name == "lr" and _parameters_shown(value):
+                    message += _PARAMS_FIRST.format(name=self.name)  # torch's Optimizer(params, lr) order
                 raise OptimizerError(message)
             try:
                 number = float(value)
@@ -965,6 +998,7 @@ class Optimizer(PicklesAtEveryProtocol):
         self.param_steps, self.steps = prepared.param_steps, prepared.steps
 
 
+@_torch_order
 def sgd(
     lr: float = 0.01,
     momentum: float = 0.0,
@@ -1027,6 +1061,7 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
     return betas[0], betas[1]
 
 
+@_torch_order
 def adam(
     lr: float = 0.001,
     beta1: float = 0.9,
@@ -1056,6 +1091,7 @@ def adam(
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
+@_torch_order
 def adamw(
     lr: float = 0.001,
     beta1: float = 0.9,
@@ -1080,6 +1116,7 @@ def adamw(
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
+@_torch_order
 def rmsprop(
     lr: float = 0.01,
     decay: float = 0.99,
@@ -1113,6 +1150,7 @@ def rmsprop(
     )
 
 
+@_torch_order
 def adagrad(
     lr: float = 0.01,
     lr_decay: float = 0.0,
