@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, shown
-from torchlean._data_errors import DataError, EmptySplitError
+from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task
 from torchlean.backend.display import name_shown
 
@@ -104,11 +104,12 @@ def validation_rows(
     cover every class the model is trained on); ``classes`` name the class ids in messages.
 
     Raises:
-        DataError: ``val_fraction`` not a real number in ``(0, 1)``; a part left empty; for
-            classification, a class with fewer than 2 train-split samples, a part too small to
-            hold one sample of each class, or a class the stratified split leaves out of a part
-            (scikit-learn allots each class a whole number of samples, so a rare class can get
-            none of a small part): each names ``source``, the class and what is accepted.
+        DataError: ``val_fraction`` not a real number in ``(0, 1)``; a part left empty.
+        ClassSplitError: for classification, a class with fewer than 2 train-split samples, a
+            part too small to hold one sample of each class, or a class the stratified split
+            leaves out of a part (scikit-learn allots each class a whole number of samples, so a
+            rare class can get none of a small part): each names ``source``, the class and what
+            is accepted.
     """
     from sklearn.model_selection import train_test_split
 
@@ -131,13 +132,13 @@ def validation_rows(
 
         if counts.min() < 2:
             rare = present[counts < 2]
-            raise DataError(
+            raise ClassSplitError(
                 f"{source}: class {name(rare[0])} has 1 sample in the train split, but a validation split "
                 "needs 2 of each class, one to train on and one to validate (accepted: at least 2 samples "
                 "of every class in the train split; add samples or drop the validation split)"
             )
         if min(n_val, n - n_val) < len(present):
-            raise DataError(
+            raise ClassSplitError(
                 f"{source}: a validation fraction of {val_fraction} of the {n} train-split samples gives "
                 f"{parts}, too few for one sample of each of the {len(present)} classes in both parts "
                 "(accepted: a fraction that leaves each part at least one sample of every class)"
@@ -153,7 +154,7 @@ def validation_rows(
             missing = np.setdiff1d(present, y_train[rows])
             if missing.size:
                 count = int(counts[np.searchsorted(present, missing[0])])
-                raise DataError(
+                raise ClassSplitError(
                     f"{source}: the stratified validation split (fraction {val_fraction}, seed {seed}) "
                     f"leaves class {name(missing[0])} ({count} train-split samples) no sample in the {part} "
                     "(accepted: a split with every class in both parts; try a larger fraction or another "

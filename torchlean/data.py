@@ -50,7 +50,7 @@ from torchlean._cells import MISSING_VALUES as MISSING_VALUES
 from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
-from torchlean._data_errors import DataError, EmptySplitError
+from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
@@ -63,6 +63,7 @@ __all__ = [
     "STDIN",
     "TEST_FRACTION",
     "BatchError",
+    "ClassSplitError",
     "DataError",
     "Dataset",
     "EmptySplitError",
@@ -131,7 +132,9 @@ class Dataset:
 
     ``constant_note`` names the feature columns (and a regression target) that are constant in
     the part trained on: they carry no information, and are scaled with scale 1 (as scikit-learn's
-    ``StandardScaler`` scales a zero-variance column), so they standardise to 0; ``""`` when none
+    ``StandardScaler`` scales a zero-variance column), so they standardise to 0 up to the rounding
+    of their mean (scikit-learn's mean of a constant column of large values, 12345678901.234567,
+    is a few ulps off it, so they standardise to about -3e-5: review91 F4); ``""`` when none
     is. For a CSV file it is one of ``notes`` too (shipped datasets have such columns: digits'
     blank pixels).
 
@@ -379,9 +382,9 @@ def load_csv(
             columns=tuple(table.shown(i) for i in feature_idx), label=table.shown(label),
             val_fraction=val_fraction,
         )
-    except DataError as error:  # a validation split short of samples of a class (review90 F5)
-        if many_whole and kind == "classification" and val_fraction is not None:
-            raise DataError(f"{error}; {inferred}") from None
+    except ClassSplitError as error:  # a validation split short of samples of a class (review90 F5)
+        if many_whole and kind == "classification":
+            raise ClassSplitError(f"{error}; {inferred}") from None
         raise
     if not (many_whole and dataset.split_note):
         # over 10 whole-number classes, too few samples to stratify; one of notes, which Python

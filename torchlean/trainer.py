@@ -530,9 +530,14 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _finite_for_training(array: Array, what: str) -> None:
-    """Refuse NaN or infinite training data: one step on it makes the loss, then every parameter
-    and the optimizer state, NaN (torch would train on it silently)."""
+_TRAINED_ON = "training on them would make every parameter NaN"
+"""What NaN or infinite training data would do (torch would train on them silently)."""
+
+
+def _finite_for_training(array: Array, what: str, consequence: str = _TRAINED_ON) -> None:
+    """Refuse NaN or infinite data: one step on training data makes the loss, then every
+    parameter and the optimizer state, NaN; validation data make the validation loss so
+    (``consequence`` says which: review91 F2)."""
     finite = np.isfinite(array)
     if finite.all():
         return
@@ -540,8 +545,7 @@ def _finite_for_training(array: Array, what: str) -> None:
     row = int(np.argwhere(bad)[0][0])
     values = _count(int(bad.sum()), "NaN or infinite value")
     raise TrainerError(
-        f"{what} hold {values} (the first in row {row}); "
-        "training on them would make every parameter NaN (accepted: finite numbers)"
+        f"{what} hold {values} (the first in row {row}); {consequence} (accepted: finite numbers)"
     )
 
 
@@ -1032,12 +1036,15 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"got {n} inputs but {array.shape[0]} targets")
         return _real_array(array, self.model.dtype, "targets")
 
-    def _training_data(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Inputs, Targets]:
-        """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite."""
+    def _training_data(
+        self, x: npt.ArrayLike, y: npt.ArrayLike, consequence: str = _TRAINED_ON
+    ) -> tuple[Inputs, Targets]:
+        """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite
+        (``consequence``: what such values would do)."""
         xs = self._x(x)
         ys = self._y(y, xs.shape[0])
-        _finite_for_training(xs, "inputs")
-        _finite_for_training(ys, "targets")
+        _finite_for_training(xs, "inputs", consequence)
+        _finite_for_training(ys, "targets", consequence)
         return xs, ys
 
     def batches(
@@ -1553,7 +1560,7 @@ class Trainer(Generic[In, Out]):
             )
         x, y = validation
         try:
-            xs, ys = self._training_data(x, y)
+            xs, ys = self._training_data(x, y, "the validation loss would be NaN or infinite")
         except TrainerError as error:
             raise TrainerError(f"validation data: {error}") from None
         if xs.shape[0] == 0:

@@ -586,3 +586,35 @@ def test_sdpa_takes_torchs_attn_mask_keyword() -> None:
                                             attn_mask=np.where(keep, 0.0, -np.inf))
         with pytest.raises(tl.TensorTypeError, match="got both mask and attn_mask"):
             tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), keep, attn_mask=keep)
+
+
+def test_cross_entropy_ignore_index_padding_and_probability_targets() -> None:
+    """review91 F5-F7: a -1 padding target with ignore_index=-1 was refused naming -100; an
+    ignore_index >= 0 with probabilities was accepted where torch refuses it; the weight hint
+    spelled the class-id form for probabilities (torch divides by N there). Run against torch."""
+    rng = np.random.default_rng(8)
+    x, probs, w = rng.standard_normal((5, 4)), rng.dirichlet(np.ones(4), 5), np.array([1.0, 2.0, 0.5, 3.0])
+    ce = torch.nn.functional.cross_entropy
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(tl.GuardError) as padded:
+            tl.cross_entropy(logits, np.array([0, 1, 2, -1, 1]), ignore_index=-1)
+        assert str(padded.value).startswith("cross_entropy: 1 target equals ignore_index=-1, which torch")
+        with pytest.raises(tl.GuardError, match=r"^cross_entropy: 2 targets equal ignore_index=-100, which"):
+            tl.cross_entropy(logits, np.array([0, -100, 2, -100, 1]))
+        with pytest.raises(tl.GuardError, match=r"value -7 is out of range .* torch's ignore_index=-1 is"):
+            tl.cross_entropy(logits, np.array([0, 1, 2, -7, 1]), ignore_index=-1)
+        with pytest.raises(RuntimeError, match="ignore_index is not supported for floating point target"):
+            ce(torch.tensor(x), torch.tensor(probs), ignore_index=1)  # the premise: torch refuses it
+        with pytest.raises(tl.TensorError, match=r"^cross_entropy: ignore_index=1 applies to class-id"):
+            tl.cross_entropy(logits, probs, ignore_index=1)
+        got = float(tl.cross_entropy(logits, probs, ignore_index=-1).numpy())
+        expected = float(ce(torch.tensor(x), torch.tensor(probs), ignore_index=-1))
+        assert got == pytest.approx(expected, rel=1e-14)
+        with pytest.raises(tl.TensorTypeError) as weighted:
+            tl.cross_entropy(logits, probs, weight=w)  # type: ignore[arg-type]
+        assert ("for class probabilities torch's is the mean over the N samples of "
+                "-tl.reduce_sum(probs * w * tl.log_softmax(logits, 1), 1)") in str(weighted.value)
+        spelled = float(tl.reduce_mean(-tl.reduce_sum(probs * w * tl.log_softmax(logits, 1), 1)).numpy())
+    assert spelled == pytest.approx(float(ce(torch.tensor(x), torch.tensor(probs), weight=torch.tensor(w))),
+                                    rel=1e-14)

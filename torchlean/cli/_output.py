@@ -385,8 +385,10 @@ def loss_text(value: float) -> str:
     """A loss as the epoch lines print it (``loss=``, ``val_loss=``, ``best_epoch=``'s): ``.6f``
     (``0.123456``, the original's ``loss=`` form), for zero and when not finite; below
     :data:`METRIC_SMALL_LIMIT` in magnitude, 7 significant digits in exponent form
-    (``8.382916e-06``, not ``0.000008``: a well-fitting run keeps its digits, review68 F4)."""
-    if math.isfinite(value) and value != 0.0 and abs(value) < METRIC_SMALL_LIMIT:
+    (``8.382916e-06``, not ``0.000008``: a well-fitting run keeps its digits, review68 F4), and so
+    from :data:`METRIC_FIXED_LIMIT` on (``8.822795e+75``, not 76 digits: review91 F10)."""
+    small = value != 0.0 and abs(value) < METRIC_SMALL_LIMIT
+    if math.isfinite(value) and (small or abs(value) >= METRIC_FIXED_LIMIT):
         return f"{value:.6e}"
     return f"{value:.6f}"
 

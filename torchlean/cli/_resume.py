@@ -851,10 +851,11 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
     The data digest is taken over the standardised split, so the same rows in other units or with
     an offset (which standardise alike) hash as the run's data did; these statistics tell them
     apart. This is the one comparison ``inspect --dataset``, ``predict`` and ``train --resume``
-    make (review65 F1, review88 F1). It is not exact: the run's rows re-saved with 15 significant
-    digits (Excel, pandas' ``float_format``), which hash alike, have means a few ulps off, and an
-    edit of a training row that the digest cannot see moves the statistics by less than this
-    bound (review90 F2)."""
+    make (review65 F1, review88 F1). It is not exact: a float32 run's feature values re-saved
+    with 15 significant digits (Excel, pandas' ``float_format``), which hash alike, have means a
+    few ulps off, and an edit of a training row that the digest cannot see moves the statistics by
+    less than this bound (review90 F2). Under float64, and for a regression's targets (hashed as
+    read), such a re-save changes the digest itself, so this bound is not reached (review91 F4)."""
     eps = float(np.finfo(dataset.x_train.dtype).eps)
     ours = (np.asarray(dataset.feature_mean), np.asarray(dataset.feature_scale))
     theirs = (np.asarray(saved.feature_mean), np.asarray(saved.feature_scale))

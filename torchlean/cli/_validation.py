@@ -35,7 +35,7 @@ import numpy as np
 from torchlean import data
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, number, open_fraction
-from torchlean.cli._output import loss_text, metric_text
+from torchlean.cli._output import dataset_name, loss_text, metric_text
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -173,6 +173,17 @@ class Validation:
         self.y = dataset.y_val  # regression: the targets as read (float64), what val_mse is against
         self.target = target
         self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
+        if target is not None and not np.isfinite(self.fit_targets).all():  # review91 F2
+            value = float(self.y[int(np.argmin(np.isfinite(self.fit_targets)))])
+            dtype = dataset.x_train.dtype
+            raise TorchLeanError(
+                f"{dataset_name(str(args.dataset))}: the validation split's target {value:.6g} standardises "
+                f"beyond the {dtype} "
+                f"range with the train split's mean {target[0]:.6g} and scale {target[1]:.6g}, so the "
+                f"validation loss would be infinite (accepted: validation targets whose (y - mean) / scale "
+                f"fits {dtype}; pass --dtype float64, or leave out --val-fraction: the test split's "
+                "metrics are measured on the targets as read)"
+            )
         self.monitored: str = "val_loss" if args.monitor is None else args.monitor
         self.min_delta: float = 0.0 if args.min_delta is None else args.min_delta
         accepted = ("val_loss", "val_accuracy") if target is None else ("val_loss", "val_mse")

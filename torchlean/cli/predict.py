@@ -574,9 +574,9 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
     rows in other units or with an offset: review65 F1), or their class or feature names do
     (review67 F3), said without naming which of the two was edited (review88 F2); None otherwise.
     ``predict`` prints it under every ``--split`` for which it compared the data (review88 F2)."""
-    if compared.difference == _STATISTICS_DIFFER:  # review65 F1: the rows, in other units
+    if compared.difference is not None and compared.difference.endswith(_STATISTICS_DIFFER):  # review65 F1
         return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
-                f"on ({_STATISTICS_DIFFER}): the model standardises its inputs with the checkpoint's "
+                f"on ({compared.difference}): the model standardises its inputs with the checkpoint's "
                 "statistics, so its outputs on these data are not its outputs on the training data")
     if compared.difference == _COLUMNS_REORDERED:  # review90 F8: taken by name, the run's data
         return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
@@ -709,14 +709,20 @@ def compare_data(
         return DataComparison(_resume.data_digest(loaded), None)
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
     as_recorded = _resume.recorded_as(loaded, recorded)
-    if as_recorded is None:
+    digest = recorded
+    reordered = None
+    if as_recorded is None:  # the run's data with the columns in another order? (review90 F8)
         reordered = _by_checkpoint_order(loaded, saved.feature_names)
-        if reordered is not None and _resume.recorded_as(reordered, recorded) is not None:  # review90 F8
-            return DataComparison(_resume.data_digest(loaded), False, difference=_COLUMNS_REORDERED)
-        return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
+        as_recorded = None if reordered is None else _resume.recorded_as(reordered, recorded)
+        if as_recorded is None:
+            return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
+        digest = _resume.data_digest(loaded)
     # review65 F1: x10 or +100 standardises alike; train --resume compares them so (review88 F1)
-    if _resume.statistics_difference(as_recorded, saved) is not None:
-        return DataComparison(recorded, False, difference=_STATISTICS_DIFFER)
+    if _resume.statistics_difference(as_recorded, saved) is not None:  # reordered too (review91 F1)
+        return DataComparison(digest, False, difference=_STATISTICS_DIFFER if reordered is None else (
+            f"{_COLUMNS_REORDERED}, and once reordered {_STATISTICS_DIFFER}"))
+    if reordered is not None:
+        return DataComparison(digest, False, difference=_COLUMNS_REORDERED)
     names = _resume.names_difference(as_recorded, saved)
     if names is not None:  # review67 F3: the checkpoint's names were edited
         return DataComparison(recorded, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)

@@ -80,20 +80,21 @@ def _filled(value: object, like: Tensor) -> Tensor:
         return _on_device_of(np.full(like.shape, value, dtype=like.dtype), like)
 
 
-def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int) -> None:
+def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int, ignore: int = -100) -> None:
     """Refuse a class index of ``cross_entropy`` outside ``[0, classes)``, naming the value (the
     most negative one, else the largest) and the range, before anything is recorded.
 
     Raises:
         GuardError: ``cross_entropy: target value 3 is out of range for 3 classes along axis 1
-            (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``.
+            (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``
+            (the call's ``ignore``).
     """
     outside = id_outside(raw, classes)
     if outside is not None:
         raise GuardError(
             f"cross_entropy: target value {outside} is out of range for {classes} "
             f"classes along axis {axis} (accepted: class ids in [0, {classes}); torch's "
-            "ignore_index=-100 is not supported)"
+            f"ignore_index={ignore} is not supported)"
         )
 
 
@@ -145,7 +146,8 @@ _WEIGHTED_MEAN = (
     "w[ids].sum(), divided by the sum of the samples' weights, not their count, with w the class "
     "weights as a numpy array (w.numpy() of a Tensor) and losses the per-sample losses of ids's "
     "shape: tl.reshape(-tl.gather(tl.log_softmax(logits, axis), ids[:, None], axis), ids.shape) for "
-    "(N, C) logits"
+    "(N, C) logits; for class probabilities torch's is the mean over the N samples of "
+    "-tl.reduce_sum(probs * w * tl.log_softmax(logits, 1), 1)"
 )
 
 
@@ -196,9 +198,8 @@ def cross_entropy(
 
     ``target`` is either class indices (an integer tensor/array with the logits' shape minus the
     class axis, every value a class id in ``[0, C)``) or class probabilities (a float tensor of the
-    logits' shape). Unlike torch, there is no ``ignore_index``: torch's default
-    ``ignore_index=-100`` (skip that target) is not supported, so ``-100`` is refused like any
-    other value outside ``[0, C)``.
+    logits' shape). Unlike torch, no target is ignored: a target equal to ``ignore_index``
+    (torch's default ``-100``, a padding id) is refused, not skipped.
 
     ``reduction`` takes torch's default ``"mean"`` only (the mean over the samples and positions
     is what this returns); ``"sum"`` and ``"none"`` are refused with their spelling: the
@@ -210,7 +211,9 @@ def cross_entropy(
 
     ``ignore_index`` (an integer, torch's default ``-100``) is accepted where no class-id target
     equals it, as then it changes nothing in torch either; a target equal to it is refused
-    (torch would leave that sample out; torchlean has no ignored class).
+    (torch would leave that sample out; torchlean has no ignored class). With probabilities, one
+    of at least 0 is refused, as torch refuses it ("ignore_index is not supported for floating
+    point target"; review91 F6).
 
     ``label_smoothing`` (in ``[0, 1]``, torch's argument) mixes the target with the uniform
     distribution over the ``C`` classes as torch does: for indices, ``(1 - s) * nll + (s / C) *
@@ -277,15 +280,15 @@ def cross_entropy(
                 f"{logits.shape} with classes along axis {ax} (expected {expected}; pass axis= for "
                 "another class axis)"
             )
-        _check_class_ids(raw, logits.shape[ax], ax)
         ignored = int(np.count_nonzero(raw == ignore))
-        if ignored:  # in [0, C): a class id torch would leave out (review90 F9)
+        if ignored:  # samples torch would leave out (review90 F9), -1 or -100 padding too (review91 F5)
             raise GuardError(
-                f"cross_entropy: {ignored} target{'s' if ignored > 1 else ''} equal ignore_index={ignore}, "
-                "which torch leaves out of the loss and torchlean does not support (accepted: an "
-                "ignore_index no target equals, which changes nothing, as in torch): leave those samples "
-                "out of the logits and the target"
+                f"cross_entropy: {ignored} target{'s equal' if ignored > 1 else ' equals'} "
+                f"ignore_index={ignore}, which torch leaves out of the loss and torchlean does not support "
+                "(accepted: an ignore_index no target equals, which changes nothing, as in torch): leave "
+                "those samples out of the logits and the target"
             )
+        _check_class_ids(raw, logits.shape[ax], ax, ignore)
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
         log_p = log_softmax(logits, ax)
         nll = neg(reduce_mean(gather(log_p, index, ax)))
@@ -298,6 +301,12 @@ def cross_entropy(
             raise TensorError(
                 f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
                 f"{logits.shape}"
+            )
+        if ignore >= 0:  # torch: "ignore_index is not supported for floating point target"
+            raise TensorError(
+                f"cross_entropy: ignore_index={ignore} applies to class-id targets, and these are class "
+                "probabilities (torch refuses it for them too; accepted: a negative ignore_index, such as "
+                "the default -100)"
             )
         if isinstance(target, Tensor) and target.dtype != logits.dtype:
             raise GuardError(
