@@ -185,3 +185,25 @@ def test_torchs_params_first_with_the_rate_by_keyword_gets_the_create_hint(make)
     assert make.__doc__ and make.__doc__ == make.__wrapped__.__doc__  # help() shows the factory's own
     with pytest.raises(TypeError, match="multiple values for argument 'lr'"):  # not parameters: Python's
         make(0.1, lr=1e-3)
+
+
+def test_more_torch_forms_of_params_first_get_the_hint_and_a_0d_rate_is_told_to_be_a_number():
+    """review91 F8: an iterator (torch's model.parameters() kind), torch's parameter-group dicts and
+    an empty list before lr= were Python's "multiple values for argument 'lr'"; a 0-d array or
+    Tensor rate (torch takes a Tensor lr) was told that parameters were in its place."""
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.tanh(), nn.linear(3, 2)), seed=0)
+    groups = [{"params": model.parameters, "lr": 0.1}]
+    for first, shown in ((iter(model.parameters), "an iterator"), ([], "a list of 0 arrays"),
+                         (groups, "torch's parameter groups (dicts with 'params'; optim.group(pattern, ...) "
+                                  "gives settings)")):
+        with pytest.raises(optim.OptimizerError) as caught:
+            optim.adam(first, lr=0.1)
+        assert str(caught.value).startswith(f"optimizer: adam() got {shown} before lr=: parameters in the")
+    with pytest.raises(optim.OptimizerError, match=r"got an iterator: parameters in the learning rate's"):
+        optim.sgd(iter(model.parameters))
+    for rate in (np.array(0.01), tl.tensor(0.01)):
+        with pytest.raises(optim.OptimizerError) as caught:
+            optim.adam(rate)
+        assert str(caught.value).endswith(": pass it as a number, float(lr)")
+        assert "parameters in the learning rate's place" not in str(caught.value)
+        assert optim.adam(float(rate)).lr == pytest.approx(0.01)

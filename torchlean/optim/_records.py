@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, ParamSpec, TypeVar
 
@@ -61,13 +61,23 @@ _PARAMS_FIRST = (
 """The hint on parameters given where torch's optimizers take them (review89 F5, review90 F9)."""
 
 
-def _parameters_shown(value: object) -> str:
-    """``a list of 4 arrays`` (or tensors) for a model's parameters, ``an array``/``a Tensor``
-    for one; ``""`` for anything else."""
+def _parameters_shown(value: object, *, empty: bool = False) -> str:
+    """What torch's ``params`` argument in an optimizer's first place is: ``a list of 4 arrays``
+    (or tensors) for a model's parameters, ``an array``/``a Tensor`` for one (not 0-d: a rate),
+    ``an iterator`` (``model.parameters()``'s kind), ``torch's parameter groups (dicts with
+    'params')``, and, with ``empty``, an empty list; ``""`` for anything else (review90 F9,
+    review91 F8)."""
     if isinstance(value, np.ndarray | Tensor):
+        if value.ndim == 0:
+            return ""
         return "a Tensor" if isinstance(value, Tensor) else "an array"
+    if isinstance(value, Iterator):
+        return "an iterator"
     items = value if isinstance(value, list | tuple) else ()
-    if not any(isinstance(v, np.ndarray | Tensor) for v in items):
+    if items and all(isinstance(v, Mapping) and "params" in v for v in items):
+        return "torch's parameter groups (dicts with 'params'; optim.group(pattern, ...) gives settings)"
+    listed = any(isinstance(v, np.ndarray | Tensor) for v in items)
+    if not listed and not (empty and isinstance(value, list | tuple) and not items):
         return ""
     kind = "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays"
     return f"a {type(value).__name__} of {len(items)} {kind}"
@@ -80,9 +90,9 @@ def _torch_order(make: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(make)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        if args and "lr" in kwargs and _parameters_shown(args[0]):
+        if args and "lr" in kwargs and _parameters_shown(args[0], empty=True):
             raise OptimizerError(
-                f"optimizer: {make.__name__}() got {_parameters_shown(args[0])} before lr="
+                f"optimizer: {make.__name__}() got {_parameters_shown(args[0], empty=True)} before lr="
                 + _PARAMS_FIRST.format(name=make.__name__)
             )
         return make(*args, **kwargs)
@@ -120,6 +130,8 @@ class OptimizerConfig(ABC):
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
                 if f.name == "lr" and _parameters_shown(value):
                     message += _PARAMS_FIRST.format(name=self.name)  # torch's Optimizer(params, lr) order
+                elif isinstance(value, np.ndarray | Tensor) and value.ndim == 0:  # torch takes a Tensor lr
+                    message += f": pass it as a number, float({f.name})"
                 raise OptimizerError(message)
             try:
                 number = float(value)
