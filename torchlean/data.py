@@ -542,18 +542,18 @@ def _check_statistics(
     largest = float(np.max(np.abs(column)))  # finite: the reader refuses beyond float64's range
     true_mean = largest * float(np.mean(column / largest))  # review90 F6: never beyond the range
     true_std = largest * float(np.std(column / largest))
-    if not np.isfinite(mean[j]):  # the train values' sum overflows before it is divided
-        found = (f"the train split's values sum beyond float64's range (their mean is {true_mean:.6g} and "
-                 f"their standard deviation {_shown_against(true_std, limit)})")
+    if not np.isfinite(mean[j]):  # a running sum overflows before it is divided (review91 F9)
+        found = (f"the train split's values' running sum goes beyond float64's range (their mean is "
+                 f"{true_mean:.6g} and their standard deviation {_shown_against(true_std, limit)})")
     else:
         found = (f"the train split's mean is {mean[j]:.6g} and its standard deviation "
                  f"{_shown_against(true_std, limit)}, whose squared deviations from the mean sum beyond "
                  "float64's range")
     raise DataError(
         f"{source}: {what} {display_name(columns[j])}: standardising it overflows float64: {found} "
-        "(accepted: values that sum to a finite float64 over the train rows, and squared deviations that "
-        f"do too: a standard deviation below {_shown_against(limit, true_std)} for {rows} train rows; "
-        "rescale the column)"
+        "(accepted: values whose running sum over the train rows stays finite in float64, and squared "
+        f"deviations whose sum does too: a standard deviation below {_shown_against(limit, true_std)} for "
+        f"{rows} train rows; rescale the column)"
     )
 
 

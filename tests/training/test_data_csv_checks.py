@@ -27,8 +27,9 @@ F32_RANGE = (
 F64_RANGE = "(accepted: a number of magnitude at most 1.7976931348623157e+308 for dtype float64)"
 def STATISTICS(rows: int) -> str:  # the accepted range for this many train rows
     limit = math.sqrt(np.finfo(np.float64).max / rows)
-    return (f"(accepted: values that sum to a finite float64 over the train rows, and squared deviations "
-            f"that do too: a standard deviation below {limit:.6g} for {rows} train rows; rescale the column)")
+    return (f"(accepted: values whose running sum over the train rows stays finite in float64, and squared "
+            f"deviations whose sum does too: a standard deviation below {limit:.6g} for {rows} train rows; "
+            "rescale the column)")
 
 
 def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
@@ -68,7 +69,8 @@ def test_features_beyond_float32_load_when_their_standardised_values_fit(tmp_pat
 @pytest.mark.parametrize(
     ("value", "overflowing"),
     [("1e200", "whose squared deviations from the mean sum beyond float64's range"),
-     ("1e308", "the train split's values sum beyond float64's range (their mean is 5e+307")],
+     ("1e308", "the train split's values' running sum goes beyond float64's range (their mean is "
+               "5e+307")],
 )
 def test_a_feature_whose_statistics_overflow_is_refused_under_float32_too(
     tmp_path: Path, value: str, overflowing: str
@@ -142,7 +144,8 @@ def test_a_feature_whose_float64_statistics_overflow_is_refused_by_column(tmp_pa
     for value, overflowing in (
         ("1e200", f"its standard deviation {true:.6g}, whose squared deviations from the mean sum beyond "
                   "float64's range"),
-        ("1e308", "the train split's values sum beyond float64's range (their mean is 5e+307 and their "
+        ("1e308", "the train split's values' running sum goes beyond float64's range (their mean is 5e+307 "
+                  "and their "
                   f"standard deviation {1e308 * float(np.std(scaled)):.6g})"),
     ):
         path = _write(tmp_path, HUGE.format(v=value))

@@ -851,9 +851,9 @@ def test_targets_whose_statistics_overflow_float64_are_refused_before_training(c
     assert err == (
         f"error: {path}: label column y: standardising it overflows float64: the train split's mean is "
         f"{mean} and its standard deviation {true:.6g}, whose squared deviations from the mean sum beyond "
-        f"float64's range (accepted: values that sum to a finite float64 over the train rows, and squared "
-        f"deviations that do too: a standard deviation below {limit:.6g} for 4 train rows; rescale the "
-        "column)\n"
+        f"float64's range (accepted: values whose running sum over the train rows stays finite in float64, "
+        f"and squared deviations whose sum does too: a standard deviation below {limit:.6g} for 4 train "
+        "rows; rescale the column)\n"
     )
 
 def test_float64_values_whose_standardisation_overflows_are_refused_by_column(capsys, tmp_path):
@@ -863,13 +863,13 @@ def test_float64_values_whose_standardisation_overflows_are_refused_by_column(ca
     )
     assert (code, out) == (2, "")
     assert err.startswith(  # train rows (lines 2, 3, 5, 6): 1e308, 3, 1e308, -1, whose mean is 5e307
-        f"error: {path}: feature column a: standardising it overflows float64: the train split's values sum "
-        "beyond float64's range (their mean is 5e+307 and their standard deviation 5e+307) "
+        f"error: {path}: feature column a: standardising it overflows float64: the train split's values' "
+        "running sum goes beyond float64's range (their mean is 5e+307 and their standard deviation 5e+307) "
     )
     limit = math.sqrt(np.finfo(np.float64).max / 4)
-    assert err.endswith("(accepted: values that sum to a finite float64 over the train rows, and squared "
-                        f"deviations that do too: a standard deviation below {limit:.6g} for 4 train rows; "
-                        "rescale the column)\n")
+    assert err.endswith("(accepted: values whose running sum over the train rows stays finite in float64, "
+                        f"and squared deviations whose sum does too: a standard deviation below {limit:.6g} "
+                        "for 4 train rows; rescale the column)\n")
     assert err.count("\n") == 1
 
 
