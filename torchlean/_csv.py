@@ -806,12 +806,14 @@ def _control_refusal(file: str, number: int, line: str, at: int, delimiter: str)
         )
     also = f", and the delimiter {delimiter!r}" if delimiter in _CONTROL.decode("ascii") else ""
     if ord(line[at]) >= 0x80:  # text, not a binary file: a C1 control or a Unicode line separator
-        what = ("a Unicode line separator, which line-based tools take for a line break"
-                if line[at] in "\u2028\u2029" else "a C1 control character, which some terminals act on")
+        separators = {"\u2028": "line", "\u2029": "paragraph"}
+        what = (f"Unicode's {separators[line[at]]} separator, which line-based tools take for a line break"
+                if line[at] in separators else "a C1 control character, which some terminals act on")
         return (
             f"{file}: line {number}: character U+{ord(line[at]):04X} (character {at + 1} of the line) is "
             f"{what}: it would reach a cell, a class name and the predictions file raw (accepted: UTF-8 "
-            "text whose only control characters are tab, line feed and carriage return; remove or replace it)"
+            "text whose only control characters are tab, line feed and carriage return, without Unicode's "
+            "line and paragraph separators; remove or replace it)"
         )
     return (
         f"{file}: line {number}: byte 0x{ord(line[at]):02X} (character {at + 1} of the line) is a control "

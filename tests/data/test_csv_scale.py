@@ -314,10 +314,10 @@ def test_control_characters_in_utf8_text_are_refused_by_line_and_byte(
 @pytest.mark.parametrize(("text", "line", "code", "character", "what"), [
     ("a,y\n1,cat\n2,d\x85og\n", 3, 0x85, 4, "a C1 control character, which some terminals act on"),
     ("a,y\n1,cat\n2,\x9b31mred\n", 3, 0x9B, 3, "a C1 control character, which some terminals act on"),
-    ("a,y\u2028b\n1,cat\n", 1, 0x2028, 4, "a Unicode line separator, which line-based tools take for a "
+    ("a,y\u2028b\n1,cat\n", 1, 0x2028, 4, "Unicode's line separator, which line-based tools take for a "
      "line break"),
-    ("a,y\n1,\"c\u2029at\"\n", 2, 0x2029, 5, "a Unicode line separator, which line-based tools take for a "
-     "line break"),
+    ("a,y\n1,\"c\u2029at\"\n", 2, 0x2029, 5, "Unicode's paragraph separator, which line-based tools take "
+     "for a line break"),
 ], ids=["nel-in-a-label", "csi", "line-separator-in-the-header", "paragraph-separator-quoted"])
 def test_c1_controls_and_unicode_line_separators_are_refused_by_line_and_character(
     tmp_path: Path, text: str, line: int, code: int, character: int, what: str
@@ -329,7 +329,8 @@ def test_c1_controls_and_unicode_line_separators_are_refused_by_line_and_charact
     assert _refusal(path) == (
         f"{path}: line {line}: character U+{code:04X} (character {character} of the line) is {what}: it "
         "would reach a cell, a class name and the predictions file raw (accepted: UTF-8 text whose only "
-        "control characters are tab, line feed and carriage return; remove or replace it)"
+        "control characters are tab, line feed and carriage return, without Unicode's line and paragraph "
+        "separators; remove or replace it)"
     )
     ok = _write(tmp_path, "a,y\n1,caf\u00e9\n2,\u00a0x\u00ff\n".encode())
     assert data.read_csv(ok).rows == [["1", "caf\u00e9"], ["2", "\u00a0x\u00ff"]]

@@ -114,3 +114,25 @@ def test_large_epoch_losses_print_in_exponent_form() -> None:
     assert loss_text(8.822794884653621e75) == "8.822795e+75"
     assert loss_text(1e9) == "1.000000e+09" and loss_text(999999999.0) == "999999999.000000"
     assert loss_text(0.5) == "0.500000" and loss_text(math.inf) == "inf" and loss_text(0.0) == "0.000000"
+
+
+def test_resume_names_reordered_columns_and_quotes_an_empty_pattern(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    """F10: resume said "(the file or its split changed)" of the run's data with the feature columns
+    swapped, where inspect and predict name the order; `--freeze ''` read "--freeze  differs"."""
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part), "--freeze", "^0\\.")
+    swapped = tmp_path / "swapped.csv"
+    rows = [line.split(",") for line in SMALL.split()]
+    swapped.write_text("".join(f"{b},{a},{y}\n" for a, b, y in rows))
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(swapped), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: the data of --dataset {swapped} are those the run in {part} trained on with the feature "
+        "columns in another order, and train reads columns in their order, so each weight would go on with "
+        "another feature: put the columns in the run's order (a, b), or train a new run\n"
+    )
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--epochs", "2", "--freeze", "")
+    assert (code, out) == (2, "")
+    assert "; --freeze '' differs from the checkpoint's ^0\\. (leave out the option" in err

@@ -223,7 +223,8 @@ def _shown(value: str | bool | None, dest: str = "") -> str:
         return "not given"
     if dest == "label_column":  # as the data's messages show a name: '' and ' y' quoted (review88 F7)
         return data.display_name(value)
-    return value if value.isprintable() and dest != "delimiter" else repr(value)
+    plain = value.isprintable() and value == value.strip() and value != ""  # '' quoted (review91 F10)
+    return value if plain and dest != "delimiter" else repr(value)
 
 
 def _decode(action: argparse.Action, value: object, path: Path) -> Any:
@@ -886,6 +887,22 @@ def data_digest(dataset: data.Dataset) -> str:
     return provenance.data_sha256(dataset)
 
 
+def by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
+    """``loaded`` with its feature columns (values and statistics) in the order of the
+    checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
+    else None (review90 F8: predict and inspect name such data, review91 F10: resume too)."""
+    names = loaded.feature_names
+    if tuple(names) == tuple(wanted) or len(set(names)) != len(names) or sorted(names) != sorted(wanted):
+        return None
+    order = [names.index(name) for name in wanted]
+    return dataclasses.replace(
+        loaded, x_train=loaded.x_train[:, order], x_test=loaded.x_test[:, order],
+        x_val=None if loaded.x_val is None else loaded.x_val[:, order],
+        feature_mean=np.asarray(loaded.feature_mean)[order],
+        feature_scale=np.asarray(loaded.feature_scale)[order], feature_names=wanted,
+    )
+
+
 def recorded_as(dataset: data.Dataset, recorded: str) -> data.Dataset | None:
     """``dataset`` as the run that recorded the digest ``recorded`` held it: ``dataset`` itself
     when :func:`data_digest` gives ``recorded``; for regression, when the digest is that of the
@@ -930,6 +947,14 @@ def restore(
     stdin = str(source) in ("-", data.STDIN) and not resumed.dataset_given  # not "the recorded path -"
     named = "standard input (-)" if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
     as_recorded = recorded_as(dataset, resumed.digest)
+    reordered = None if as_recorded is not None else by_checkpoint_order(dataset, resumed.saved.feature_names)
+    if reordered is not None and recorded_as(reordered, resumed.digest) is not None:
+        raise TorchLeanError(
+            f"the data of {named}{_read_here(resumed)} are those the run in {shown} trained on with the "
+            "feature columns in another order, and train reads columns in their order, so each weight "
+            "would go on with another feature: put the columns in the run's order "
+            f"({', '.join(data.display_name(n) for n in resumed.saved.feature_names)}), or train a new run"
+        )
     if as_recorded is None:
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "

@@ -712,7 +712,7 @@ def compare_data(
     digest = recorded
     reordered = None
     if as_recorded is None:  # the run's data with the columns in another order? (review90 F8)
-        reordered = _by_checkpoint_order(loaded, saved.feature_names)
+        reordered = _resume.by_checkpoint_order(loaded, saved.feature_names)
         as_recorded = None if reordered is None else _resume.recorded_as(reordered, recorded)
         if as_recorded is None:
             return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
@@ -727,22 +727,6 @@ def compare_data(
     if names is not None:  # review67 F3: the checkpoint's names were edited
         return DataComparison(recorded, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
     return DataComparison(recorded, True)
-
-
-def _by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
-    """``loaded`` with its feature columns (values and statistics) in the order of the
-    checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
-    else None."""
-    names = loaded.feature_names
-    if tuple(names) == tuple(wanted) or len(set(names)) != len(names) or sorted(names) != sorted(wanted):
-        return None
-    order = [names.index(name) for name in wanted]
-    return dataclasses.replace(
-        loaded, x_train=loaded.x_train[:, order], x_test=loaded.x_test[:, order],
-        x_val=None if loaded.x_val is None else loaded.x_val[:, order],
-        feature_mean=np.asarray(loaded.feature_mean)[order],
-        feature_scale=np.asarray(loaded.feature_scale)[order], feature_names=wanted,
-    )
 
 
 def matches_training(compared: DataComparison, saved: checkpoint.Checkpoint) -> bool | None:
