@@ -7,6 +7,8 @@ train_test_split), the values written, and the messages as the README words them
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,17 +48,17 @@ def test_reordered_columns_with_a_shifted_one_are_other_data(capsys: pytest.Capt
                                     f"trained on: {difference}")
 
 
-def _regression_with_a_huge_validation_target(path: Path) -> float:
+def _regression_with_a_huge_validation_target(path: Path, huge: float = 1e39) -> float:
     """200 rows ``a,y`` (y = 2a + noise); the first row of the validation split (seed 0, test
-    fraction 0.2, validation fraction 0.2 of the train rows) set to 1e39. Returns that target."""
+    fraction 0.2, validation fraction 0.2 of the train rows) set to ``huge``. Returns it."""
     rng = np.random.default_rng(3)
     a = rng.normal(size=200)
     y = 2 * a + 0.1 * rng.normal(size=200)
     train, _ = data.split_rows(y, "regression", 0, 0.2, source="t")
     _, val = data.validation_rows(y[train], "regression", 0, 0.2, source="t")
-    y[train[val[0]]] = 1e39
+    y[train[val[0]]] = huge
     path.write_text("a,y\n" + "".join(f"{float(u)!r},{float(v)!r}\n" for u, v in zip(a, y, strict=True)))
-    return 1e39
+    return huge
 
 
 def test_a_validation_target_beyond_float32_is_refused_naming_it(capsys: pytest.CaptureFixture[str],
@@ -73,8 +75,9 @@ def test_a_validation_target_beyond_float32_is_refused_naming_it(capsys: pytest.
     assert err == (
         f"error: {path}: the validation split's target 1e+39 standardises beyond the float32 range with the "
         f"train split's mean {mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite "
-        "(accepted: validation targets whose (y - mean) / scale fits float32; pass --dtype float64, or leave "
-        "out --val-fraction: the test split's metrics are measured on the targets as read)\n"
+        "(accepted: validation targets whose (y - mean) / scale, and the mean of its square, fit float32; "
+        "pass --dtype float64, or leave out --val-fraction: the test split's metrics are measured on the "
+        "targets as read)\n"
     )
     code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--val-fraction", "0.2",
                          "--dtype", "float64")
@@ -136,3 +139,76 @@ def test_resume_names_reordered_columns_and_quotes_an_empty_pattern(capsys: pyte
     code, out, err = cli(capsys, "train", "--resume", str(part), "--epochs", "2", "--freeze", "")
     assert (code, out) == (2, "")
     assert "; --freeze '' differs from the checkpoint's ^0\\. (leave out the option" in err
+
+
+def test_a_validation_target_float64_cannot_hold_squared_is_not_sent_to_float64(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review92 F3: a 1e300 validation target was refused under float32 with "pass --dtype float64",
+    which then trained with val_loss=inf (its square overflows float64 too); review92 F8: standard
+    input is "standard input (-)"."""
+    path = tmp_path / "t.csv"
+    _regression_with_a_huge_validation_target(path, 1e300)
+    for dtype in ("float32", "float64"):
+        code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--val-fraction",
+                             "0.2", "--dtype", dtype)
+        assert (code, out) == (2, ""), err
+        assert err.startswith(f"error: {path}: the validation split's target 1e+300 standardises beyond the "
+                              f"{dtype} range")
+        assert err.endswith("; rescale the target (it overflows float64 too), or leave out --val-fraction: "
+                            "the test split's metrics are measured on the targets as read)\n")
+    done = subprocess.run([sys.executable, "-m", "torchlean", "train", "--dataset", "-", "--epochs", "1",
+                           "--val-fraction", "0.2"], input=path.read_text(), capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: standard input (-): the validation split's target 1e+300")
+
+
+def test_resume_refuses_reordered_and_shifted_columns_for_their_statistics(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review92 F1: resume called reordered and shifted data "those the run trained on with the
+    feature columns in another order"; reordering them as told met a second refusal."""
+    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
+    csv.write_text(SMALL)
+    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
+    shifted = tmp_path / "shifted.csv"
+    rows = [line.split(",") for line in SMALL.split()]
+    shifted.write_text("b,a,label\n" + "".join(f"{float(b) + 1000!r},{a},{y}\n" for a, b, y in rows[1:]))
+    train_b = [float(b) for a, b, y in rows[1:]]  # the run's mean of b over its train rows
+    recorded = float(np.load(part)["feature_mean"][1])
+    assert recorded == pytest.approx(np.mean([train_b[i] for i in data.split_rows(
+        np.array([0 if y == "x" else 1 for _, _, y in rows[1:]]), "classification", 0, 0.2, source="s")[0]]))
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(shifted), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: checkpoint {part}: the data of --dataset {shifted} are not those its run trained on: their "
+        "feature columns are the run's in another order, and once reordered their standardised values hash "
+        f"alike, but feature b's mean is {recorded + 1000!r}, the checkpoint's {recorded!r} (the same rows "
+        "in other units or with an offset): resume with the data the run trained on, or train a new run on "
+        "these data\n"
+    )
+
+
+def test_predict_refuses_to_take_columns_by_name_for_a_checkpoint_that_repeats_a_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review92 F2: trained on a header a,a,c,y, predict on a,b,c,y fed column a to both a features
+    and ignored b (accuracy 0.97 -> 0.745), saying only that b was ignored."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3))
+    body = "".join(",".join([*map(repr, map(float, r)), "p" if r[0] + r[1] > 0 else "q"]) + "\n" for r in x)
+    dup, named, part = tmp_path / "dup.csv", tmp_path / "abc.csv", tmp_path / "dup.npz"
+    dup.write_text("a,a,c,y\n" + body)
+    named.write_text("a,b,c,y\n" + body)
+    ok(capsys, "--dataset", str(dup), "--epochs", "1", "--save", str(part))
+    out_csv = str(tmp_path / "p")
+    code, out, err = cli(capsys, "predict", str(part), "--dataset", str(named), "--output", out_csv)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {named}: checkpoint {part}'s run named features a more than once, so predict cannot take "
+        "the file's columns by name: give the file the header training read (a, a, c, with the label column "
+        "anywhere), or no header, to take the columns by position\n"
+    )
+    code, _, err = cli(capsys, "predict", str(part), "--dataset", str(dup), "--output", out_csv)
+    assert code == 0, err  # the header training read: by position

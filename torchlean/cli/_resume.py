@@ -948,7 +948,16 @@ def restore(
     named = "standard input (-)" if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
     as_recorded = recorded_as(dataset, resumed.digest)
     reordered = None if as_recorded is not None else by_checkpoint_order(dataset, resumed.saved.feature_names)
-    if reordered is not None and recorded_as(reordered, resumed.digest) is not None:
+    as_reordered = None if reordered is None else recorded_as(reordered, resumed.digest)
+    shifted = None if as_reordered is None else statistics_difference(as_reordered, resumed.saved)
+    if shifted is not None:  # reordered and in other units: not the run's data (review92 F1)
+        raise TorchLeanError(
+            f"checkpoint {shown}: the data of {named}{_read_here(resumed)} are not those its run trained "
+            f"on: their feature columns are the run's in another order, and once reordered their "
+            f"standardised values hash alike, but {shifted} (the same rows in other units or with an "
+            "offset): resume with the data the run trained on, or train a new run on these data"
+        )
+    if as_reordered is not None:
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} are those the run in {shown} trained on with the "
             "feature columns in another order, and train reads columns in their order, so each weight "

@@ -154,6 +154,38 @@ def stalled(name: str, patience: int, min_delta: float) -> str:
     return f"{name} did not improve{by} for {patience} epoch{'s' if patience > 1 else ''}"
 
 
+def _check_validation_targets(
+    args: argparse.Namespace, dataset: data.Dataset, y: np.ndarray[Any, Any], target: tuple[float, float]
+) -> None:
+    """Refuse regression validation targets whose standardised values, ``(y - mean) / scale``
+    with the train split's ``target`` statistics, or the mean of their squares (the scale of the
+    validation loss), are beyond the run's dtype: the validation loss would be infinite
+    (review91 F2). ``--dtype float64`` is named only where it holds them (review92 F3).
+
+    Raises:
+        TorchLeanError: naming the first such target, the statistics and the way out.
+    """
+    mean, scale = target
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = (np.asarray(y, dtype=np.float64) - mean) / scale
+        mean_square = float(np.sum(np.square(z / len(z)))) * len(z)  # no overflow before the division
+    dtype = dataset.x_train.dtype
+    largest = float(np.finfo(dtype).max)
+    if bool(np.all(np.abs(z) <= largest)) and mean_square <= largest:
+        return
+    value = float(y[int(np.argmax(np.abs(z)))])
+    wider = dtype != np.float64 and mean_square <= float(np.finfo(np.float64).max)
+    way = ("pass --dtype float64, or leave" if wider
+           else "rescale the target (it overflows float64 too), or leave")
+    source = "standard input (-)" if args.dataset == data.STDIN else dataset_name(str(args.dataset))
+    raise TorchLeanError(
+        f"{source}: the validation split's target {value:.6g} standardises beyond the {dtype} range with "
+        f"the train split's mean {mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite "
+        f"(accepted: validation targets whose (y - mean) / scale, and the mean of its square, fit {dtype}; "
+        f"{way} out --val-fraction: the test split's metrics are measured on the targets as read)"
+    )
+
+
 class Validation:
     """One run's validation part and early stopping (``--val-fraction`` given).
 
@@ -173,17 +205,8 @@ class Validation:
         self.y = dataset.y_val  # regression: the targets as read (float64), what val_mse is against
         self.target = target
         self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
-        if target is not None and not np.isfinite(self.fit_targets).all():  # review91 F2
-            value = float(self.y[int(np.argmin(np.isfinite(self.fit_targets)))])
-            dtype = dataset.x_train.dtype
-            raise TorchLeanError(
-                f"{dataset_name(str(args.dataset))}: the validation split's target {value:.6g} standardises "
-                f"beyond the {dtype} "
-                f"range with the train split's mean {target[0]:.6g} and scale {target[1]:.6g}, so the "
-                f"validation loss would be infinite (accepted: validation targets whose (y - mean) / scale "
-                f"fits {dtype}; pass --dtype float64, or leave out --val-fraction: the test split's "
-                "metrics are measured on the targets as read)"
-            )
+        if target is not None:
+            _check_validation_targets(args, dataset, self.y, target)
         self.monitored: str = "val_loss" if args.monitor is None else args.monitor
         self.min_delta: float = 0.0 if args.min_delta is None else args.min_delta
         accepted = ("val_loss", "val_accuracy") if target is None else ("val_loss", "val_mse")

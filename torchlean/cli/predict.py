@@ -423,6 +423,14 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
                       table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
     counts = collections.Counter(table.names)  # once: 10**5 columns (review67 F8, review69 F1)
     if table.has_header and any(feature in counts for feature in wanted):
+        twice = tuple(name for name, n in collections.Counter(wanted).items() if n > 1)
+        if twice:  # one file column cannot be two of the features (review92 F2)
+            raise TorchLeanError(
+                f"{table.shown_file}: checkpoint {args.checkpoint}'s run named features {_names(twice)} more "
+                "than once, so predict cannot take the file's columns by name: give the file the header "
+                f"training read ({_names(wanted)}, with the label column anywhere), or no header, to take "
+                "the columns by position"
+            )
         missing = tuple(feature for feature in wanted if feature not in counts)
         repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[feature] > 1)
         if missing or repeated:
