@@ -207,3 +207,29 @@ def test_more_torch_forms_of_params_first_get_the_hint_and_a_0d_rate_is_told_to_
         assert str(caught.value).endswith(": pass it as a number, float(lr)")
         assert "parameters in the learning rate's place" not in str(caught.value)
         assert optim.adam(float(rate)).lr == pytest.approx(0.01)
+
+
+def test_torchs_params_first_with_other_keywords_and_torch_tensors_get_the_hint():
+    """review92 F5, F6: (params, 0.1, momentum=0.9) was Python's "multiple values"; (params, 1e-3,
+    betas=...) said "pass betas or beta1/beta2, not both"; params= and torch tensors got plain
+    TypeErrors; a 0-d torch.Tensor rate got no "number" hint. The records' own forms still build."""
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.tanh(), nn.linear(3, 2)), seed=0)
+    params = model.parameters
+    cases = [
+        (lambda: optim.sgd(params, 0.1, momentum=0.9), "sgd() got a list of 4 arrays in the learning rate's"),
+        (lambda: optim.adagrad(params, 0.01, lr_decay=0.1), "adagrad() got a list of 4 arrays in the"),
+        (lambda: optim.adam(params, 1e-3, betas=(0.9, 0.99)), "adam() got a list of 4 arrays in the"),
+        (lambda: optim.rmsprop(params, 0.01, alpha=0.9), "rmsprop() got a list of 4 arrays in the"),
+        (lambda: optim.adam(params=params, lr=1e-3), "adam() got a list of 4 arrays as params="),
+        (lambda: optim.adam([torch.zeros(2, requires_grad=True)], lr=0.1), "adam() got a list of 1 torch"),
+    ]
+    for call, start in cases:
+        with pytest.raises(optim.OptimizerError) as caught:
+            call()
+        assert str(caught.value).startswith(f"optimizer: {start}"), str(caught.value)
+        assert str(caught.value).endswith(".create(model.parameters)")
+    with pytest.raises(optim.OptimizerError, match=r"got tensor\(0.0100\): pass it as a number, float\(lr\)"):
+        optim.adam(torch.tensor(0.01))
+    assert optim.sgd(0.1, momentum=0.9).momentum == 0.9
+    assert optim.adam(1e-3, betas=(0.9, 0.99)).beta2 == 0.99
+    assert optim.rmsprop(0.01, alpha=0.9).decay == 0.9  # torch's alpha

@@ -67,20 +67,27 @@ def _parameters_shown(value: object, *, empty: bool = False) -> str:
     ``an iterator`` (``model.parameters()``'s kind), ``torch's parameter groups (dicts with
     'params')``, and, with ``empty``, an empty list; ``""`` for anything else (review90 F9,
     review91 F8)."""
-    if isinstance(value, np.ndarray | Tensor):
-        if value.ndim == 0:
+    if isinstance(value, np.ndarray | Tensor) or _torch_tensor(value):
+        if getattr(value, "ndim", None) == 0:
             return ""
-        return "a Tensor" if isinstance(value, Tensor) else "an array"
+        return "an array" if isinstance(value, np.ndarray) else "a Tensor"
     if isinstance(value, Iterator):
         return "an iterator"
     items = value if isinstance(value, list | tuple) else ()
     if items and all(isinstance(v, Mapping) and "params" in v for v in items):
         return "torch's parameter groups (dicts with 'params'; optim.group(pattern, ...) gives settings)"
-    listed = any(isinstance(v, np.ndarray | Tensor) for v in items)
+    listed = any(isinstance(v, np.ndarray | Tensor) or _torch_tensor(v) for v in items)
     if not listed and not (empty and isinstance(value, list | tuple) and not items):
         return ""
-    kind = "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays"
+    kind = ("torch tensors" if any(_torch_tensor(v) for v in items) else
+            "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays")
     return f"a {type(value).__name__} of {len(items)} {kind}"
+
+
+def _torch_tensor(value: object) -> bool:
+    """A ``torch.Tensor`` (``torch.nn.Parameter`` too), told by its class's module so that the
+    optimizers need not import torch."""
+    return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "requires_grad")
 
 
 def _torch_order(make: Callable[P, R]) -> Callable[P, R]:
@@ -90,9 +97,15 @@ def _torch_order(make: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(make)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        if args and "lr" in kwargs and _parameters_shown(args[0], empty=True):
+        first = args[0] if args else kwargs.get("params")
+        # torch's forms that Python's binding would refuse or misread: (params, lr=...), (params,
+        # 0.1, momentum=...), (params, 1e-3, betas=...), params=...; (params, 0.1) alone reaches
+        # the record's own check
+        if ((args and kwargs) or "params" in kwargs) and _parameters_shown(first, empty=True):
+            where = ("as params=" if not args else "before lr=" if "lr" in kwargs
+                     else "in the learning rate's place")
             raise OptimizerError(
-                f"optimizer: {make.__name__}() got {_parameters_shown(args[0], empty=True)} before lr="
+                f"optimizer: {make.__name__}() got {_parameters_shown(first, empty=True)} {where}"
                 + _PARAMS_FIRST.format(name=make.__name__)
             )
         return make(*args, **kwargs)
@@ -130,7 +143,7 @@ class OptimizerConfig(ABC):
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
                 if f.name == "lr" and _parameters_shown(value):
                     message += _PARAMS_FIRST.format(name=self.name)  # torch's Optimizer(params, lr) order
-                elif isinstance(value, np.ndarray | Tensor) and value.ndim == 0:  # torch takes a Tensor lr
+                elif getattr(value, "ndim", None) == 0 and not isinstance(value, np.bool_):  # a 0-d array
                     message += f": pass it as a number, float({f.name})"
                 raise OptimizerError(message)
             try:
