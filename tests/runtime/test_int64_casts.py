@@ -264,7 +264,8 @@ def test_a_uint64_cross_entropy_target_above_int64_is_named_by_its_true_value() 
         tl.cross_entropy(tl.tensor(np.ones((2, 3))), np.array([1, BIG], np.uint64))
     assert str(info.value) == (
         f"cross_entropy: target value {BIG} is out of range for 3 classes along axis 1 "
-        "(accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)"
+        "(accepted: class ids in [0, 3); no target is skipped, as torch skips those equal to "
+        "ignore_index=-100: leave padding samples out)"
     )
 
 

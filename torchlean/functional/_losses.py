@@ -86,15 +86,15 @@ def _check_class_ids(raw: npt.NDArray[Any], classes: int, axis: int, ignore: int
 
     Raises:
         GuardError: ``cross_entropy: target value 3 is out of range for 3 classes along axis 1
-            (accepted: class ids in [0, 3); torch's ignore_index=-100 is not supported)``
-            (the call's ``ignore``).
+            (accepted: class ids in [0, 3); no target is skipped, as torch skips those equal to
+            ignore_index=-100: leave padding samples out)`` (the call's ``ignore``; review92 F7).
     """
     outside = id_outside(raw, classes)
     if outside is not None:
         raise GuardError(
             f"cross_entropy: target value {outside} is out of range for {classes} "
-            f"classes along axis {axis} (accepted: class ids in [0, {classes}); torch's "
-            f"ignore_index={ignore} is not supported)"
+            f"classes along axis {axis} (accepted: class ids in [0, {classes}); no target is skipped, as "
+            f"torch skips those equal to ignore_index={ignore}: leave padding samples out)"
         )
 
 
