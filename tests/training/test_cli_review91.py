@@ -22,16 +22,23 @@ from torchlean.trainer import RunConfig, Trainer, TrainerError
 SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
 
 
-def test_reordered_columns_with_a_shifted_one_are_other_data(capsys: pytest.CaptureFixture[str],
-                                                              tmp_path: Path) -> None:
-    """F1: columns a and b swapped and b shifted by 1000: predict said "so it predicts on the run's
-    data" (its accuracy fell); the statistics, compared after reordering, differ."""
+def _run_and_shifted_swap(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> tuple[Path, Path]:
+    """A one-epoch run on ``SMALL`` saved to ``s.npz``, and ``SMALL`` with columns a and b swapped
+    and b shifted by 1000 (``shifted.csv``)."""
     csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
     csv.write_text(SMALL)
     ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
     shifted = tmp_path / "shifted.csv"
     rows = [line.split(",") for line in SMALL.split()]
     shifted.write_text("b,a,label\n" + "".join(f"{float(b) + 1000!r},{a},{y}\n" for a, b, y in rows[1:]))
+    return part, shifted
+
+
+def test_reordered_columns_with_a_shifted_one_are_other_data(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    """F1: columns a and b swapped and b shifted by 1000: predict said "so it predicts on the run's
+    data" (its accuracy fell); the statistics, compared after reordering, differ."""
+    part, shifted = _run_and_shifted_swap(capsys, tmp_path)
     difference = ("their feature columns are the run's in another order, and once reordered their "
                   "standardised values hash alike, but their means and scales (the features', or the "
                   "target's) differ from the checkpoint's: other units or an offset")
@@ -169,12 +176,8 @@ def test_resume_refuses_reordered_and_shifted_columns_for_their_statistics(
 ) -> None:
     """review92 F1: resume called reordered and shifted data "those the run trained on with the
     feature columns in another order"; reordering them as told met a second refusal."""
-    csv, part = tmp_path / "s.csv", tmp_path / "s.npz"
-    csv.write_text(SMALL)
-    ok(capsys, "--dataset", str(csv), "--epochs", "1", "--save", str(part))
-    shifted = tmp_path / "shifted.csv"
+    part, shifted = _run_and_shifted_swap(capsys, tmp_path)
     rows = [line.split(",") for line in SMALL.split()]
-    shifted.write_text("b,a,label\n" + "".join(f"{float(b) + 1000!r},{a},{y}\n" for a, b, y in rows[1:]))
     train_b = [float(b) for a, b, y in rows[1:]]  # the run's mean of b over its train rows
     recorded = float(np.load(part)["feature_mean"][1])
     assert recorded == pytest.approx(np.mean([train_b[i] for i in data.split_rows(
