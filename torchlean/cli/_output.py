@@ -15,6 +15,7 @@ from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
 from torchlean._atomic import replace_file
+from torchlean._csv import STDIN_SHOWN
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
 
@@ -139,6 +140,13 @@ def dataset_name(dataset: str) -> str:
     ``/dev/stdin``, which :func:`input_dataset` reads it as), else as given (a path keeps its
     spelling, ``./iris`` its ``./``)."""
     return "-" if dataset == STDIN else dataset
+
+
+def data_shown(dataset: str | os.PathLike[str]) -> str:
+    """``--dataset`` as messages name the data: standard input (``-`` or :data:`STDIN`) as the
+    reader's messages name it, ``standard input (-)`` (:data:`torchlean._csv.STDIN_SHOWN`), else
+    :func:`shown_path` of it."""
+    return STDIN_SHOWN if os.fspath(dataset) in ("-", STDIN) else shown_path(dataset)
 
 
 def check_writable(path: Path, what: str, *, regular: bool = False) -> None:

@@ -69,7 +69,7 @@ from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.cli._output import check_distinct, escaped, file_path, header_value, shown_path
+from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.models import MODELS
@@ -945,7 +945,7 @@ def restore(
     shown = shown_path(resumed.path)
     _check_repeated(resumed, dataset)
     stdin = str(source) in ("-", data.STDIN) and not resumed.dataset_given  # not "the recorded path -"
-    named = "standard input (-)" if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
+    named = data_shown(source) if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
     as_recorded = recorded_as(dataset, resumed.digest)
     reordered = None if as_recorded is not None else by_checkpoint_order(dataset, resumed.saved.feature_names)
     as_reordered = None if reordered is None else recorded_as(reordered, resumed.digest)

@@ -35,7 +35,7 @@ import numpy as np
 from torchlean import data
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._args import int_at_least, number, open_fraction
-from torchlean.cli._output import dataset_name, loss_text, metric_text
+from torchlean.cli._output import data_shown, loss_text, metric_text
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
@@ -177,11 +177,11 @@ def _check_validation_targets(
     wider = dtype != np.float64 and mean_square <= float(np.finfo(np.float64).max)
     way = ("pass --dtype float64, or leave" if wider
            else "rescale the target (it overflows float64 too), or leave")
-    source = "standard input (-)" if args.dataset == data.STDIN else dataset_name(str(args.dataset))
     raise TorchLeanError(
-        f"{source}: the validation split's target {value:.6g} standardises beyond the {dtype} range with "
-        f"the train split's mean {mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite "
-        f"(accepted: validation targets whose (y - mean) / scale, and the mean of its square, fit {dtype}; "
+        f"{data_shown(args.dataset)}: the validation split's target {value:.6g} standardises beyond the "
+        f"{dtype} range with the train split's mean {mean:.6g} and scale {scale:.6g}, so the validation "
+        "loss would be infinite (accepted: validation targets whose (y - mean) / scale, and the mean of its "
+        f"square, fit {dtype}; "
         f"{way} out --val-fraction: the test split's metrics are measured on the targets as read)"
     )
 

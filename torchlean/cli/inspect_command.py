@@ -47,6 +47,7 @@ from torchlean.cli._output import (
     STDOUT,
     check_distinct,
     check_writable,
+    data_shown,
     dataset_name,
     escaped,
     file_path,
@@ -162,12 +163,6 @@ def _delimiter_advice(failure: str | None, saved: checkpoint.Checkpoint, given: 
         f"pass --delimiter , (inspect reads the file with the checkpoint's --delimiter {_delimiter.cli(run)} "
         "when the option is left out)"
     ))
-
-
-def _data_shown(given: str) -> str:
-    """``--dataset`` as the notes name it: standard input as the reader's messages name it,
-    ``standard input (-)`` (review90 F10), a path as typed."""
-    return "standard input (-)" if given == "-" else shown_path(given)
 
 
 _WHOLE = "--report-json has them all"
@@ -327,11 +322,11 @@ def run(args: argparse.Namespace) -> int:
         for line in _lines(record, saved):
             print(line)
         if record.get("dataset_error") is not None:
-            print(f"note: {_data_shown(record['dataset_given'])} could not be loaded as checkpoint "
+            print(f"note: {data_shown(record['dataset_given'])} could not be loaded as checkpoint "
                   f"{shown_path(args.checkpoint)}'s run loaded its data ({record['dataset_error']}), so "
                   "whether they are its data is unknown", file=sys.stderr)
         if record.get("data_difference") is not None:
-            print(f"note: the data of {_data_shown(record['dataset_given'])} are not those checkpoint "
+            print(f"note: the data of {data_shown(record['dataset_given'])} are not those checkpoint "
                   f"{shown_path(args.checkpoint)}'s run trained on: {record['data_difference']}",
                   file=sys.stderr)
         if args.report_json is not None:
