@@ -887,6 +887,33 @@ def data_digest(dataset: data.Dataset) -> str:
     return provenance.data_sha256(dataset)
 
 
+@dataclass(frozen=True)
+class RunMatch:
+    """Data that hash as a checkpoint's run's data did (:func:`run_match`): ``dataset`` as that
+    run held them (its columns put in the checkpoint's order when ``reordered``), and how their
+    statistics differ from the checkpoint's (:func:`statistics_difference`; None when they agree)."""
+
+    dataset: data.Dataset
+    reordered: bool
+    statistics: str | None
+
+
+def run_match(dataset: data.Dataset, saved: checkpoint.Checkpoint, recorded: str) -> RunMatch | None:
+    """``dataset`` compared with the run whose digest is ``recorded``: as :func:`recorded_as`
+    finds them, else with the feature columns put in the checkpoint's order
+    (:func:`by_checkpoint_order`; review90 F8), then their statistics (review88 F1, review91 F1,
+    review92 F1); None when neither hashes as ``recorded``. The one comparison ``train --resume``,
+    ``inspect --dataset`` and ``predict`` make."""
+    as_recorded = recorded_as(dataset, recorded)
+    reordered = as_recorded is None
+    if as_recorded is None:
+        ordered = by_checkpoint_order(dataset, saved.feature_names)
+        as_recorded = None if ordered is None else recorded_as(ordered, recorded)
+        if as_recorded is None:
+            return None
+    return RunMatch(as_recorded, reordered, statistics_difference(as_recorded, saved))
+
+
 def by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
     """``loaded`` with its feature columns (values and statistics) in the order of the
     checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
@@ -946,39 +973,35 @@ def restore(
     _check_repeated(resumed, dataset)
     stdin = str(source) in ("-", data.STDIN) and not resumed.dataset_given  # not "the recorded path -"
     named = data_shown(source) if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
-    as_recorded = recorded_as(dataset, resumed.digest)
-    reordered = None if as_recorded is not None else by_checkpoint_order(dataset, resumed.saved.feature_names)
-    as_reordered = None if reordered is None else recorded_as(reordered, resumed.digest)
-    shifted = None if as_reordered is None else statistics_difference(as_reordered, resumed.saved)
-    if shifted is not None:  # reordered and in other units: not the run's data (review92 F1)
+    match = run_match(dataset, resumed.saved, resumed.digest)
+    if match is None:
+        raise TorchLeanError(
+            f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
+            "(the file or its split changed): resume with the data it was trained on"
+        )
+    if match.reordered and match.statistics is not None:  # reordered and in other units (review92 F1)
         raise TorchLeanError(
             f"checkpoint {shown}: the data of {named}{_read_here(resumed)} are not those its run trained "
             f"on: their feature columns are the run's in another order, and once reordered their "
-            f"standardised values hash alike, but {shifted} (the same rows in other units or with an "
-            "offset): resume with the data the run trained on, or train a new run on these data"
+            f"standardised values hash alike, but {match.statistics} (the same rows in other units or "
+            "with an offset): resume with the data the run trained on, or train a new run on these data"
         )
-    if as_reordered is not None:
+    if match.reordered:
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} are those the run in {shown} trained on with the "
             "feature columns in another order, and train reads columns in their order, so each weight "
             "would go on with another feature: put the columns in the run's order "
             f"({', '.join(data.display_name(n) for n in resumed.saved.feature_names)}), or train a new run"
         )
-    if as_recorded is None:
-        raise TorchLeanError(
-            f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
-            "(the file or its split changed): resume with the data it was trained on"
-        )
-    # review88 F1: as inspect and predict compare them, the statistics the run standardised with
-    statistics = statistics_difference(as_recorded, resumed.saved)
-    if statistics is not None:
+    if match.statistics is not None:  # review88 F1: as inspect and predict compare them
         raise TorchLeanError(
             f"checkpoint {shown}: the data of {named}{_read_here(resumed)} are not those its run trained "
-            f"on: their standardised values hash alike, but {statistics} (the same rows in other units or "
-            "with an offset): resumed, the model would go on standardising with other statistics than its "
-            "first epochs did; resume with the data the run trained on, or train a new run on these data"
+            f"on: their standardised values hash alike, but {match.statistics} (the same rows in other "
+            "units or with an offset): resumed, the model would go on standardising with other statistics "
+            "than its first epochs did; resume with the data the run trained on, or train a new run on "
+            "these data"
         )
-    names = names_difference(as_recorded, resumed.saved)
+    names = names_difference(match.dataset, resumed.saved)
     if names is not None:  # review67 F3: the digest agrees, the data's names or the checkpoint's differ
         raise TorchLeanError(
             f"checkpoint {shown}: the data of {named} hash as those its run trained on, but {names} "

@@ -716,23 +716,17 @@ def compare_data(
     if recorded is None:
         return DataComparison(_resume.data_digest(loaded), None)
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
-    as_recorded = _resume.recorded_as(loaded, recorded)
-    digest = recorded
-    reordered = None
-    if as_recorded is None:  # the run's data with the columns in another order? (review90 F8)
-        reordered = _resume.by_checkpoint_order(loaded, saved.feature_names)
-        as_recorded = None if reordered is None else _resume.recorded_as(reordered, recorded)
-        if as_recorded is None:
-            return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
-        digest = _resume.data_digest(loaded)
-    # review65 F1: x10 or +100 standardises alike; train --resume compares them so (review88 F1)
-    if _resume.statistics_difference(as_recorded, saved) is not None:  # reordered too (review91 F1)
-        return DataComparison(digest, False, difference=_STATISTICS_DIFFER if reordered is None else (
+    match = _resume.run_match(loaded, saved, recorded)
+    if match is None:
+        return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
+    digest = _resume.data_digest(loaded) if match.reordered else recorded
+    if match.statistics is not None:  # review65 F1: x10 or +100 standardises alike
+        return DataComparison(digest, False, difference=_STATISTICS_DIFFER if not match.reordered else (
             f"{_COLUMNS_REORDERED}, and once reordered {_STATISTICS_DIFFER}"))
-    if reordered is not None:
+    if match.reordered:  # review90 F8
         return DataComparison(digest, False, difference=_COLUMNS_REORDERED)
-    names = _resume.names_difference(as_recorded, saved)
-    if names is not None:  # review67 F3: the checkpoint's names were edited
+    names = _resume.names_difference(match.dataset, saved)
+    if names is not None:  # review67 F3: the data's names or the checkpoint's were edited
         return DataComparison(recorded, False, difference=f"{_NAMES_DIFFER}: {names}", names=names)
     return DataComparison(recorded, True)
 
