@@ -228,7 +228,7 @@ def cross_entropy(
 
     Raises:
         GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;
-            a class index outside ``[0, C)`` (``cross_entropy: target value -100 is out of range
+            a class index outside ``[0, C)`` (``cross_entropy: target value 3 is out of range
             for 3 classes along axis 1 (accepted: class ids in [0, 3); ...)``).
             A probability target Tensor of another float dtype than the logits (numpy
             probabilities are cast to the logits' dtype). A class-id target equal to

@@ -3,12 +3,11 @@ torch's order of operations, and the stateful :class:`Optimizer` they create."""
 
 from __future__ import annotations
 
-import functools
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -44,73 +43,11 @@ from torchlean.optim._groups import (
     names_shown,
 )
 from torchlean.optim._ties import refuse_split_ties
+from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_order
 from torchlean.tensor import Tensor
 
 _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
 """How the messages name a field (the others by their own name)."""
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-_PARAMS_FIRST = (
-    ": parameters in the learning rate's place are torch's Optimizer(params, lr) order; torchlean's "
-    "optimizers take no params: build the record, then create the optimizer with them, "
-    "optim.{name}(lr).create(model.parameters)"
-)
-"""The hint on parameters given where torch's optimizers take them (review89 F5, review90 F9)."""
-
-
-def _parameters_shown(value: object, *, empty: bool = False) -> str:
-    """What torch's ``params`` argument in an optimizer's first place is: ``a list of 4 arrays``
-    (or tensors) for a model's parameters, ``an array``/``a Tensor`` for one (not 0-d: a rate),
-    ``an iterator`` (``model.parameters()``'s kind), ``torch's parameter groups (dicts with
-    'params')``, and, with ``empty``, an empty list; ``""`` for anything else (review90 F9,
-    review91 F8)."""
-    if isinstance(value, np.ndarray | Tensor) or _torch_tensor(value):
-        if getattr(value, "ndim", None) == 0:
-            return ""
-        return "an array" if isinstance(value, np.ndarray) else "a Tensor"
-    if isinstance(value, Iterator):
-        return "an iterator"
-    items = value if isinstance(value, list | tuple) else ()
-    if items and all(isinstance(v, Mapping) and "params" in v for v in items):
-        return "torch's parameter groups (dicts with 'params'; optim.group(pattern, ...) gives settings)"
-    listed = any(isinstance(v, np.ndarray | Tensor) or _torch_tensor(v) for v in items)
-    if not listed and not (empty and isinstance(value, list | tuple) and not items):
-        return ""
-    kind = ("torch tensors" if any(_torch_tensor(v) for v in items) else
-            "tensors" if any(isinstance(v, Tensor) for v in items) else "arrays")
-    return f"a {type(value).__name__} of {len(items)} {kind}"
-
-
-def _torch_tensor(value: object) -> bool:
-    """A ``torch.Tensor`` (``torch.nn.Parameter`` too), told by its class's module so that the
-    optimizers need not import torch."""
-    return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "requires_grad")
-
-
-def _torch_order(make: Callable[P, R]) -> Callable[P, R]:
-    """``make`` (a record factory, ``optim.adam``) refusing torch's ``Adam(params, lr=...)``,
-    parameters first and the rate by keyword, with the hint :data:`_PARAMS_FIRST`, where Python
-    would say "got multiple values for argument 'lr'" (review90 F9)."""
-
-    @functools.wraps(make)
-    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        first = args[0] if args else kwargs.get("params")
-        # torch's forms that Python's binding would refuse or misread: (params, lr=...), (params,
-        # 0.1, momentum=...), (params, 1e-3, betas=...), params=...; (params, 0.1) alone reaches
-        # the record's own check
-        if ((args and kwargs) or "params" in kwargs) and _parameters_shown(first, empty=True):
-            where = ("as params=" if not args else "before lr=" if "lr" in kwargs
-                     else "in the learning rate's place")
-            raise OptimizerError(
-                f"optimizer: {make.__name__}() got {_parameters_shown(first, empty=True)} {where}"
-                + _PARAMS_FIRST.format(name=make.__name__)
-            )
-        return make(*args, **kwargs)
-
-    return checked
 
 
 class OptimizerConfig(ABC):
@@ -139,10 +76,10 @@ class OptimizerConfig(ABC):
                 continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 word = _FIELD_WORDS.get(f.name, f.name)
-                got = _parameters_shown(value) or shown_briefly(value)  # not every weight (review89 F5)
+                got = parameters_shown(value) or shown_briefly(value)  # not every weight (review89 F5)
                 message = f"optimizer: {word} must be a real number (int or float), got {got}"
-                if f.name == "lr" and _parameters_shown(value):
-                    message += _PARAMS_FIRST.format(name=self.name)  # torch's Optimizer(params, lr) order
+                if f.name == "lr" and parameters_shown(value):
+                    message += PARAMS_FIRST.format(name=self.name)  # torch's Optimizer(params, lr) order
                 elif getattr(value, "ndim", None) == 0 and not isinstance(value, np.bool_):  # a 0-d array
                     message += f": pass it as a number, float({f.name})"
                 raise OptimizerError(message)
@@ -1023,7 +960,7 @@ class Optimizer(PicklesAtEveryProtocol):
         self.param_steps, self.steps = prepared.param_steps, prepared.steps
 
 
-@_torch_order
+@torch_order
 def sgd(
     lr: float = 0.01,
     momentum: float = 0.0,
@@ -1086,7 +1023,7 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
     return betas[0], betas[1]
 
 
-@_torch_order
+@torch_order
 def adam(
     lr: float = 0.001,
     beta1: float = 0.9,
@@ -1116,7 +1053,7 @@ def adam(
     return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
-@_torch_order
+@torch_order
 def adamw(
     lr: float = 0.001,
     beta1: float = 0.9,
@@ -1141,7 +1078,7 @@ def adamw(
     return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
 
 
-@_torch_order
+@torch_order
 def rmsprop(
     lr: float = 0.01,
     decay: float = 0.99,
@@ -1175,7 +1112,7 @@ def rmsprop(
     )
 
 
-@_torch_order
+@torch_order
 def adagrad(
     lr: float = 0.01,
     lr_decay: float = 0.0,
