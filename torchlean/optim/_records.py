@@ -872,8 +872,7 @@ class Optimizer(PicklesAtEveryProtocol):
     def _state_difference(self, a: int, b: int) -> str:
         """What differs between parameters ``a`` and ``b``'s state, for :func:`refuse_split_ties`:
         ``"step counts 2 and 3"``, ``"their first state buffers"`` (the buffer as :meth:`state_dict`
-        names it), or ``""``
-        (NaN equals NaN: both positions of a diverged tie hold it alike)."""
+        names it), or ``""`` (NaN equals NaN: both positions of a diverged tie hold it alike)."""
         if self.param_steps[a] != self.param_steps[b]:
             return f"step counts {self.param_steps[a]} and {self.param_steps[b]}"
         for name, buffers in (("first", self.first), ("second", self.second), ("third", self.third)):
