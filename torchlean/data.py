@@ -29,7 +29,8 @@ applies a checkpoint's saved statistics): :func:`locate` (shipped name or CSV pa
 ``columns`` converts the features), :func:`class_ids` and :func:`targets` (label cells against
 known classes, or as regression targets). This module re-exports them, with the splits
 (:func:`split_rows`, :func:`validation_rows`, :func:`split_note`, :func:`untested_note`:
-:mod:`torchlean._splits`) and
+:mod:`torchlean._splits`), :func:`validation_target_overflow` (the regression validation targets a
+dtype cannot hold standardised) and
 :class:`DataError` and :class:`EmptySplitError` (:mod:`torchlean._data_errors`).
 """
 
@@ -84,6 +85,7 @@ __all__ = [
     "targets",
     "untested_note",
     "validation_rows",
+    "validation_target_overflow",
 ]
 
 Array: TypeAlias = npt.NDArray[Any]
@@ -215,11 +217,28 @@ class Dataset:
         the others.
 
         Raises:
-            DataError: a classification dataset, or one loaded without ``val_fraction``.
+            DataError: a classification dataset, or one loaded without ``val_fraction``; or a
+                target whose standardised value, or the mean of their squares (the scale of the
+                validation loss), is beyond ``dtype``, where the validation loss would be
+                infinite (the CLI refuses it as ``torchlean train --val-fraction`` does; review92
+                F4), naming the target, the statistics and ``dtype=np.float64`` where float64
+                holds them.
         """
         mean, scale = self.target_statistics()
         if self.y_val is None:
             raise DataError(f"{self.name}: no validation part (load it with val_fraction=...)")
+        dtype = self.x_train.dtype
+        overflow = validation_target_overflow(self.y_val, mean, scale, dtype)
+        if overflow is not None:
+            value, wider = overflow
+            way = ("load with dtype=np.float64, or" if wider
+                   else "rescale the target (it overflows float64 too), or load")
+            raise DataError(
+                f"{self.name}: the validation part's target {value:.6g} standardises beyond the "
+                f"{dtype} range with the train part's mean {mean:.6g} and scale {scale:.6g}, so the "
+                "validation loss would be infinite (accepted: validation targets whose (y - mean) / "
+                f"scale, and the mean of its square, fit {dtype}; {way} without val_fraction)"
+            )
         return self._standardised(self.y_val, mean, scale)
 
     def _standardised(self, y: Array, mean: float, scale: float) -> Array:
@@ -227,6 +246,23 @@ class Dataset:
         # cast gives it; the metric on the float64 targets says so, not a RuntimeWarning (review90 F7)
         with np.errstate(over="ignore"):
             return ((y.astype(np.float64) - mean) / scale).astype(self.x_train.dtype)
+
+
+def validation_target_overflow(
+    y: Array, mean: float, scale: float, dtype: npt.DTypeLike
+) -> tuple[float, bool] | None:
+    """Whether regression validation targets ``y`` (as read) standardise, ``(y - mean) / scale``
+    in float64, beyond ``dtype``'s range, or the mean of their squares does (the validation loss
+    would be infinite; review91 F2): ``None`` when both fit, else ``(target, wider)``, the target
+    whose standardised value is largest in magnitude and whether float64 would hold them all."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = (np.asarray(y, dtype=np.float64) - mean) / scale
+        mean_square = float(np.sum(np.square(z / len(z)))) * len(z)  # no overflow before the division
+    largest = float(np.finfo(dtype).max)
+    if bool(np.all(np.abs(z) <= largest)) and mean_square <= largest:
+        return None
+    value = float(np.asarray(y)[int(np.argmax(np.abs(z)))])
+    return value, np.dtype(dtype) != np.float64 and mean_square <= float(np.finfo(np.float64).max)
 
 
 def load(

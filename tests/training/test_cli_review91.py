@@ -93,6 +93,45 @@ def test_a_validation_target_beyond_float32_is_refused_naming_it(capsys: pytest.
     assert val_mse == pytest.approx(1e78 / len(loaded.y_val), rel=1e-6)  # (1e39)^2 / n_val dominates
 
 
+@pytest.mark.parametrize(("huge", "dtype", "way"), [
+    (1e39, "float32", "load with dtype=np.float64, or without val_fraction"),
+    (1e300, "float32", "rescale the target (it overflows float64 too), or load without val_fraction"),
+    (1e300, "float64", "rescale the target (it overflows float64 too), or load without val_fraction"),
+])
+def test_python_standardised_val_targets_refuses_what_the_cli_refuses(tmp_path: Path, huge: float, dtype: str,
+                                                                      way: str) -> None:
+    """review92 F4: ``data.load(..., val_fraction=)`` then ``standardised_val_targets()`` gave a
+    float32 inf for the file's 1e39, which Trainer then called "NaN or infinite" without naming
+    the dtype. The oracle: the statistics of the train part computed here in float64."""
+    path = tmp_path / "t.csv"
+    _regression_with_a_huge_validation_target(path, huge)
+    loaded = data.load(str(path), val_fraction=0.2, dtype=dtype)
+    assert loaded.y_val is not None and huge in loaded.y_val.tolist()  # the premise
+    mean, scale = float(np.mean(loaded.y_train)), float(np.std(loaded.y_train))
+    with pytest.raises(data.DataError) as caught:
+        loaded.standardised_val_targets()
+    assert str(caught.value) == (
+        f"t: the validation part's target {huge:.6g} standardises beyond the {dtype} range with the "
+        f"train part's mean {mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite "
+        "(accepted: validation targets whose (y - mean) / scale, and the mean of its square, "
+        f"fit {dtype}; {way})"
+    )
+    assert data.validation_target_overflow(loaded.y_val, mean, scale, dtype) == (huge, huge == 1e39)
+
+
+def test_python_standardised_val_targets_keeps_targets_float64_holds(tmp_path: Path) -> None:
+    """The nearest right thing to the refusal above: under float64 the 1e39 target standardises
+    to a finite value, ``(1e39 - mean) / scale`` as computed here."""
+    path = tmp_path / "t.csv"
+    _regression_with_a_huge_validation_target(path)
+    loaded = data.load(str(path), val_fraction=0.2, dtype="float64")
+    assert loaded.y_val is not None
+    mean, scale = float(np.mean(loaded.y_train)), float(np.std(loaded.y_train))
+    np.testing.assert_array_equal(loaded.standardised_val_targets(), (loaded.y_val - mean) / scale)
+    assert data.validation_target_overflow(loaded.y_val, mean, scale, np.float64) is None
+    assert data.validation_target_overflow(loaded.y_val, mean, scale, np.float32) == (1e39, True)
+
+
 def test_trainer_says_validation_targets_would_make_the_validation_loss_infinite() -> None:
     trainer = Trainer(nn.sequential(nn.linear(2, 1)), objective="mse", seed=0,
                       config=RunConfig(optim.sgd(0.1)))

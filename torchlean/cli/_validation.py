@@ -163,18 +163,14 @@ def _check_validation_targets(
     (review91 F2). ``--dtype float64`` is named only where it holds them (review92 F3).
 
     Raises:
-        TorchLeanError: naming the first such target, the statistics and the way out.
+        TorchLeanError: naming the target largest in magnitude, the statistics and the way out.
     """
     mean, scale = target
-    with np.errstate(over="ignore", invalid="ignore"):
-        z = (np.asarray(y, dtype=np.float64) - mean) / scale
-        mean_square = float(np.sum(np.square(z / len(z)))) * len(z)  # no overflow before the division
     dtype = dataset.x_train.dtype
-    largest = float(np.finfo(dtype).max)
-    if bool(np.all(np.abs(z) <= largest)) and mean_square <= largest:
+    overflow = data.validation_target_overflow(y, mean, scale, dtype)
+    if overflow is None:
         return
-    value = float(y[int(np.argmax(np.abs(z)))])
-    wider = dtype != np.float64 and mean_square <= float(np.finfo(np.float64).max)
+    value, wider = overflow
     way = ("pass --dtype float64, or leave" if wider
            else "rescale the target (it overflows float64 too), or leave")
     raise TorchLeanError(
@@ -204,9 +200,9 @@ class Validation:
         self.x = dataset.x_val
         self.y = dataset.y_val  # regression: the targets as read (float64), what val_mse is against
         self.target = target
-        self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
-        if target is not None:
+        if target is not None:  # before standardised_val_targets, which words it for Python
             _check_validation_targets(args, dataset, self.y, target)
+        self.fit_targets = self.y if target is None else dataset.standardised_val_targets()
         self.monitored: str = "val_loss" if args.monitor is None else args.monitor
         self.min_delta: float = 0.0 if args.min_delta is None else args.min_delta
         accepted = ("val_loss", "val_accuracy") if target is None else ("val_loss", "val_mse")
