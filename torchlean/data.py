@@ -512,12 +512,16 @@ def _split(
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
+            with np.errstate(over="ignore"):
+                wide = np.isfinite((raw[i, j] - mean[j]) / scale[j])
+            way = ("dtype float64 (CLI: --dtype float64) holds it" if wide and dtype != np.float64
+                   else "float64 cannot hold it either: correct or remove the row")  # review92 F10
             raise DataError(
                 f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
                 f"{raw[i, j]:.6g} "
                 f"standardises to (x - mean) / std beyond the {dtype} range, with the train split's mean "
                 f"{mean[j]:.6g} and standard deviation {scale[j]:.6g} (accepted: |x - mean| / std at most "
-                f"{np.finfo(dtype).max!s})"
+                f"{np.finfo(dtype).max!s}; {way})"
             )
     # regression targets stay float64, as read: standardised from these values (review86 F1)
     label_dtype = np.dtype(np.int64) if kind == "classification" else np.dtype(np.float64)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torchlean import data
+from torchlean.cli import main
 from torchlean.data import DataError
 
 F32_RANGE = (
@@ -212,8 +213,60 @@ def test_a_test_value_that_standardises_beyond_float32_is_refused_by_column(tmp_
                 f"{path}: feature column a: the test-split value 3e+38 standardises to (x - mean) / std "
                 "beyond the float32 range, with the train split's mean "
             )
-            assert str(error).endswith("(accepted: |x - mean| / std at most 3.4028235e+38)")
+            assert str(error).endswith(
+                "(accepted: |x - mean| / std at most 3.4028235e+38; dtype float64 (CLI: --dtype float64) "
+                "holds it)"
+            )
+            standardised = _load(path, seed=seed, dtype=np.float64).x_test  # the way out offered holds
+            assert np.isclose(np.abs(standardised).max(), 3e38 / np.std([0, 1e-30] * 2 + [0] * 2), rtol=0.5)
     assert refused > 0  # some seeds put 3e38 in the test split
+
+
+def test_a_test_value_float64_cannot_standardise_asks_for_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review92 F10: the refusal offered no way forward. Train values 0 and 1e-150 give a standard
+    deviation near 5e-151, so 1e160 standardises beyond float64 too: --dtype float64 is no way out."""
+    rows = [0, 1e-150, 0, 0, 1e160, 1e-150, 0, 0, 0, 1e-150]
+    path = _write(tmp_path, "a,y\n" + "".join(f"{v!r},{i % 2}\n" for i, v in enumerate(rows)))
+    refused = []
+    for seed in range(6):
+        for dtype in (np.float32, np.float64):
+            try:
+                _load(path, seed=seed, dtype=dtype)
+            except DataError as error:
+                if "test-split value 1e+160" not in str(error):  # 1e160 in the train split: its deviation
+                    assert "standard deviation below" in str(error)  # overflows float64's squares
+                    continue
+                refused.append((seed, dtype))
+                assert str(error).endswith(
+                    f"(accepted: |x - mean| / std at most {np.finfo(dtype).max!s}; float64 cannot hold it "
+                    "either: correct or remove the row)"
+                )
+    seeds = {seed for seed, _ in refused}
+    assert seeds and len(refused) == 2 * len(seeds)  # seeds putting 1e160 in the test split; both dtypes
+    for dtype in ("float32", "float64"):
+        code = main(["train", "--dataset", str(path), "--seed", str(min(seeds)), "--epochs", "1",
+                     "--dtype", dtype])
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        assert err.endswith("; float64 cannot hold it either: correct or remove the row)\n"), err
+
+
+def test_the_cli_names_dtype_float64_where_it_holds_a_test_value(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """review92 F10: the CLI's spelling of the float64 way out."""
+    rows = [0, 1e-30, 0, 0, 3e38, 1e-30, 0, 0, 0, 1e-30]
+    path = _write(tmp_path, "a,y\n" + "".join(f"{v!r},{i % 2}\n" for i, v in enumerate(rows)))
+    train_rows = [data.split_rows(np.arange(10) % 2, "classification", seed, 0.2, source="t")[0]
+                  for seed in range(6)]
+    seed = next(seed for seed in range(6) if 4 not in train_rows[seed])  # 3e38, row 4, in the test split
+    code = main(["train", "--dataset", str(path), "--seed", str(seed), "--epochs", "1"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.endswith("(accepted: |x - mean| / std at most 3.4028235e+38; --dtype float64 holds it)\n"), err
+    code = main(["train", "--dataset", str(path), "--seed", str(seed), "--epochs", "1", "--dtype", "float64"])
+    assert code == 0, capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ separators
