@@ -618,3 +618,33 @@ def test_cross_entropy_ignore_index_padding_and_probability_targets() -> None:
         spelled = float(tl.reduce_mean(-tl.reduce_sum(probs * w * tl.log_softmax(logits, 1), 1)).numpy())
     assert spelled == pytest.approx(float(ce(torch.tensor(x), torch.tensor(probs), weight=torch.tensor(w))),
                                     rel=1e-14)
+
+
+def test_cross_entropy_ignore_index_int64_bounds_and_0d_forms() -> None:
+    """review92 F7: an ignore_index beyond int64 was accepted where torch refuses it ("Overflow
+    when unpacking long long"); a 0-d tensor, which torch takes, got no hint. The bounds
+    themselves are torch's too."""
+    rng = np.random.default_rng(9)
+    x, ids = rng.standard_normal((3, 4)), np.array([0, 1, 3])
+    ce = torch.nn.functional.cross_entropy
+    with tl.session():
+        logits = tl.tensor(x)
+        for bound in (2**63 - 1, -(2**63)):
+            got = float(tl.cross_entropy(logits, ids, ignore_index=bound).numpy())
+            assert got == pytest.approx(float(ce(torch.tensor(x), torch.tensor(ids), ignore_index=bound)),
+                                        rel=1e-14)
+        for beyond in (2**63, -(2**63) - 1, 2**70):
+            with pytest.raises((RuntimeError, ValueError), match="Overflow"):
+                ce(torch.tensor(x), torch.tensor(ids), ignore_index=beyond)  # the premise: torch refuses it
+            with pytest.raises(tl.TensorTypeError) as caught:
+                tl.cross_entropy(logits, ids, ignore_index=beyond)
+            assert str(caught.value) == (
+                f"cross_entropy: ignore_index={beyond} is beyond int64, as torch's is (accepted: an "
+                "integer in [-9223372036854775808, 9223372036854775807], torch's default -100)")
+        for zero_d in (torch.tensor(-1), np.array(-1)):
+            with pytest.raises(tl.TensorTypeError) as caught:
+                tl.cross_entropy(logits, ids, ignore_index=zero_d)  # type: ignore[arg-type]
+            assert str(caught.value).endswith(": pass it as a number, int(ignore_index)")
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.cross_entropy(logits, ids, ignore_index=np.array([-1]))  # type: ignore[arg-type]
+        assert not str(caught.value).endswith("int(ignore_index)")  # a 1-d array is no number

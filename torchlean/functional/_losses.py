@@ -39,6 +39,9 @@ from torchlean.tensor import (
     _require_int64_fits,
 )
 
+_INT64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
+"""The range of torch's ``ignore_index`` (a C++ ``int64_t``)."""
+
 
 def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") -> Tensor:
     """Mean squared error over all elements, a rank-0 tensor (``torch.nn.functional.mse_loss``,
@@ -238,7 +241,8 @@ def cross_entropy(
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
             silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
-            ``ignore_index`` not an integer;
+            ``ignore_index`` not an integer (a 0-d array or tensor is told to pass
+            ``int(ignore_index)``) or beyond int64 (torch refuses both alike);
             array data as ``axis`` (torch's positional ``weight``), or a ``weight`` other than
             ``None``: per-class weights are not supported, the message spells torch's weighted
             mean.
@@ -246,11 +250,17 @@ def cross_entropy(
     logits = _require_tensor("cross_entropy", "logits", logits)
     smoothing = _label_smoothing(label_smoothing)
     if not is_int(ignore_index):
+        zero_d = getattr(ignore_index, "ndim", None) == 0  # a 0-d array or tensor (review92 F7)
         raise TensorTypeError(
             "cross_entropy: ignore_index must be an integer (torch's default -100), got "
-            f"{_preview(ignore_index)}"
+            f"{_preview(ignore_index)}" + (": pass it as a number, int(ignore_index)" if zero_d else "")
         )
     ignore = int(ignore_index)
+    if not _INT64[0] <= ignore <= _INT64[1]:  # torch: "Overflow when unpacking long long" (review92 F7)
+        raise TensorTypeError(
+            f"cross_entropy: ignore_index={ignore} is beyond int64, as torch's is (accepted: an integer in "
+            f"[{_INT64[0]}, {_INT64[1]}], torch's default -100)"
+        )
     _reduction_mean("cross_entropy", reduction, _CROSS_ENTROPY_REDUCTIONS + _smoothed(smoothing))
     if weight is not None:  # review89 F6: torch's keyword, refused as its positional form is
         hint = _WEIGHTED_MEAN + _smoothed_weighted(smoothing)
