@@ -78,7 +78,8 @@ from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
     "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal", "interruptible",
-    "label_conflict", "not_found_advice", "prepare", "recorded_as", "register", "setting_refusal",
+    "label_conflict", "moved_label", "not_found_advice", "prepare", "recorded_as", "register",
+    "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -914,6 +915,16 @@ def run_match(dataset: data.Dataset, saved: checkpoint.Checkpoint, recorded: str
     return RunMatch(as_recorded, reordered, statistics_difference(as_recorded, saved))
 
 
+def moved_label(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
+    """``the run's label column y is a feature column of these data, and c was read as the label``
+    when the checkpoint's run's label column is among ``dataset``'s feature columns (a file whose
+    columns moved, read with the default last column as the label; review92 F9); else None."""
+    if dataset.label_name == saved.label_column or saved.label_column not in dataset.feature_names:
+        return None
+    return (f"the run's label column {data.display_name(saved.label_column)} is a feature column of these "
+            f"data, and {data.display_name(dataset.label_name)} was read as the label")
+
+
 def by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
     """``loaded`` with its feature columns (values and statistics) in the order of the
     checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
@@ -975,9 +986,13 @@ def restore(
     named = data_shown(source) if stdin else f"{resumed.data_named} {shown_path(source)}"  # review90 F10
     match = run_match(dataset, resumed.saved, resumed.digest)
     if match is None:
+        moved = moved_label(dataset, resumed.saved)
+        why = "the file or its split changed" if moved is None else (
+            f"{moved}: if the columns were moved, pass --label-column "
+            f"{shlex.quote(resumed.saved.label_column)}")
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
-            "(the file or its split changed): resume with the data it was trained on"
+            f"({why}): resume with the data it was trained on"
         )
     if match.reordered and match.statistics is not None:  # reordered and in other units (review92 F1)
         raise TorchLeanError(

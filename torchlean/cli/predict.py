@@ -718,7 +718,9 @@ def compare_data(
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
     match = _resume.run_match(loaded, saved, recorded)
     if match is None:
-        return DataComparison(_resume.data_digest(loaded), False, difference=_DIGEST_DIFFERS)
+        moved = _resume.moved_label(loaded, saved)  # review92 F9
+        return DataComparison(_resume.data_digest(loaded), False,
+                              difference=_DIGEST_DIFFERS if moved is None else f"{_DIGEST_DIFFERS}; {moved}")
     digest = _resume.data_digest(loaded) if match.reordered else recorded
     if match.statistics is not None:  # review65 F1: x10 or +100 standardises alike
         return DataComparison(digest, False, difference=_STATISTICS_DIFFER if not match.reordered else (
