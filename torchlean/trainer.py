@@ -54,7 +54,7 @@ from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider, VJPMode
 from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
-from torchlean.nn.eager import EagerOps
+from torchlean.nn.eager import RUNNING_STATISTICS_OPS, EagerOps
 from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import DropoutMask, EmbeddingIndex, GraphOps, RunningUpdate
 from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
@@ -640,6 +640,28 @@ class _GraphStep:
         return [feeds[node] for node in program.input_ids]
 
 
+def _preflight_running_statistics(session: Session) -> None:
+    """Have ``session`` select, accept and bind (without running or recording) the ops batch
+    norm's running-statistics update runs without gradient after each typed-graph training step
+    (:data:`~torchlean.nn.eager.RUNNING_STATISTICS_OPS`), so a profile that cannot serve one is
+    refused before the graph's first kernel runs, as the graph's own ops are (review93 M1).
+
+    Raises:
+        SessionError: the session's selection message, saying which update needs the op.
+    """
+    for op in RUNNING_STATISTICS_OPS:
+        try:
+            session.preflight(op, grad_enabled=False)
+        except SessionError as error:
+            refused = SessionError(
+                f"{error} (batch norm's running-statistics update runs `{op.label}` without gradient "
+                "after each training step's graph; refused before the graph runs)"
+            )
+            for note in getattr(error, "__notes__", ()):
+                refused.add_note(note)
+            raise refused from error
+
+
 class Trainer(Generic[In, Out]):
     """Trains ``layer`` on ``(x, y)`` arrays; see the module docstring.
 
@@ -1091,18 +1113,22 @@ class Trainer(Generic[In, Out]):
                 target: Ref = ops.input((batch_shape[0], *self.model.output_shape))
                 out = _loss(ops, self.objective, out, target)
             lowered = ops.lowered(out)
+            session = self.open()
+            profile = session.effective_profile(grad_enabled=with_loss)  # eval: no_grad policy (review93 L1)
             try:
-                result = self.profile.accept_graph(lowered.built.graph)
+                result = profile.accept_graph(lowered.built.graph)
             except PlanningError as error:  # an op no capsule covers: a SessionError, as in eager mode
                 rejected = SessionError(
                     f"typed graph rejected by profile {self.profile.name}: {'; '.join(error.messages)}"
                 )
                 for op in error.missing_ops:  # each candidate's reason (none for a registry error)
-                    rejected.add_note(self.profile.explain(op))
+                    rejected.add_note(profile.explain(op))
                 raise rejected from None
             if result.plan is None:
                 reasons = "; ".join(f.message for f in result.failures)
                 raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
+            if lowered.running_updates:
+                _preflight_running_statistics(session)
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
             step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
@@ -1113,12 +1139,13 @@ class Trainer(Generic[In, Out]):
                     if oldest is not None:
                         self._graphs.pop(oldest, None)
             self._graphs[key] = step
-            self._record_graph_kernels(result.plan.kernels)
         return step
 
     def _record_graph_kernels(self, kernels: Sequence[AcceptedKernel]) -> None:
-        """Remember newly used graph kernels; with ``show_backend``, print each one's five report
-        lines on first use, as the eager session does for its selections."""
+        """Remember newly used graph kernels, just before their program runs (not when its graph is
+        accepted: a refusal in between, a dropout mask's, leaves them unlisted; review93); with
+        ``show_backend``, print each one's five report lines on first use, as the eager session
+        does for its selections."""
         known = {kernel.capsule.identity for kernel in self.selected}
         for kernel in kernels:
             if kernel.capsule.identity in known:
@@ -1141,6 +1168,7 @@ class Trainer(Generic[In, Out]):
             step = self._graph(tuple(xb.shape), with_loss=True)
             if step.masks or step.updates or step.indices:
                 return self._graph_loss_with_masks_and_buffers(step, params, xb, target)
+            self._record_graph_kernels(step.program.plan.kernels)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
         ops = EagerOps()
         device = self.config.device.label
@@ -1161,6 +1189,7 @@ class Trainer(Generic[In, Out]):
         updated as eager execution updates them (:meth:`EagerOps.update_running_statistics`, in
         forward order) from the graph's value of the batch norm's input."""
         inputs = step.inputs(xb, target, self.model.dtype)
+        self._record_graph_kernels(step.program.plan.kernels)  # once the masks are drawn
         keep = tuple(update.node for update in step.updates)
         loss, kept = step.program.run_and_backward_keeping(inputs, params, step.output, keep)
         ops = EagerOps()
@@ -1217,7 +1246,8 @@ class Trainer(Generic[In, Out]):
                 sees one value per channel (as :meth:`fit`); a profile whose policy has VJP mode
                 none (inference only); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
-                capsule for: eager at the op's first use, typed graph when its graph is accepted).
+                capsule for: eager at the op's first use, typed graph when its graph is accepted,
+                with batch norm's running-statistics update ops, before any kernel runs).
             IRError: typed graph: a layer it cannot lower (a custom layer whose ops the IR lacks),
                 before any update.
         """
@@ -1391,7 +1421,8 @@ class Trainer(Generic[In, Out]):
                 updates stay); a profile whose policy has VJP mode none (inference only); the
                 errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
-                capsule for: eager at the op's first use, typed graph when its graph is accepted).
+                capsule for: eager at the op's first use, typed graph when its graph is accepted,
+                with batch norm's running-statistics update ops, before any kernel runs).
             IRError: as :meth:`step`.
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
@@ -1638,7 +1669,8 @@ class Trainer(Generic[In, Out]):
                 that are not integers or hold an id out of range), or ``batch_size`` not an int >= 1
                 (``batch_size must be an int >= 1, got 0``); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
-                capsule for: eager at the op's first use, typed graph when its graph is accepted).
+                capsule for: eager at the op's first use, typed graph when its graph is accepted,
+                under the no-grad policy as eager inference).
             IRError: a layer the typed graph cannot lower (a custom layer whose ops the IR lacks).
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
@@ -1658,6 +1690,7 @@ class Trainer(Generic[In, Out]):
                 if self.config.execution is ExecutionMode.TYPED_GRAPH:
                     step = self._graph(tuple(xb.shape), with_loss=False)
                     feeds = step.inputs(xb, None, self.model.dtype) if step.indices else [Tensor(xb)]
+                    self._record_graph_kernels(step.program.plan.kernels)
                     out = step.program.run(feeds, params, step.output)
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)
@@ -1678,7 +1711,8 @@ class Trainer(Generic[In, Out]):
         Raises:
             TrainerError: bad shapes or labels (as :meth:`fit`); the errors of :meth:`predict`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
-                capsule for: eager at the op's first use, typed graph when its graph is accepted).
+                capsule for: eager at the op's first use, typed graph when its graph is accepted,
+                under the no-grad policy as eager inference).
         """
         if self.objective is Objective.CROSS_ENTROPY:  # a chunk of logits at a time (a vocabulary's)
             session = self.open()  # its errors first, as predict's

@@ -367,6 +367,24 @@ class Session:
         hit = self._resolved.get((op, grad))
         if hit is not None:
             return hit
+        accepted, bound = self._bind(op, grad)
+        self._record(accepted)  # only once bound: a capsule binding refuses never ran (review55 F1)
+        self._resolved[(op, grad)] = bound
+        return bound
+
+    def preflight(self, op: BackendOp, grad_enabled: bool) -> None:
+        """Select, accept and bind ``op``'s kernel as :meth:`resolve` would with gradients
+        ``grad_enabled``, recording and caching nothing: a caller that will run ``op`` later (the
+        typed-graph trainer, batch norm's running-statistics update after each step's graph)
+        refuses before any kernel runs (review93 M1).
+
+        Raises:
+            SessionError: as :meth:`resolve`.
+        """
+        self._bind(op, grad_enabled)
+
+    def _bind(self, op: BackendOp, grad: bool) -> tuple[AcceptedKernel, BoundKernel]:
+        """:meth:`resolve`'s selection, acceptance and binding, with gradients ``grad``."""
         try:
             accepted = self.plan_backend_op(op, grad)
         except (PlanningError, SessionError) as exc:
@@ -382,10 +400,7 @@ class Session:
             validate_eager_request(accepted.capsule, op, self.profile.policy.device)
         except BindingError as exc:
             raise SessionError(f"torch: invalid backend selection during eager execution: {exc}") from exc
-        bound = bind_linked(accepted, select_linked(op, accepted.capsule, linked_kernels(op)))
-        self._record(accepted)  # only once bound: a capsule binding refuses never ran (review55 F1)
-        self._resolved[(op, grad)] = bound
-        return bound
+        return accepted, bind_linked(accepted, select_linked(op, accepted.capsule, linked_kernels(op)))
 
     def _record(self, accepted: AcceptedKernel) -> None:
         identity = accepted.capsule.identity

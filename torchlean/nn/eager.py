@@ -15,9 +15,18 @@ import numpy.typing as npt
 
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
+from torchlean.backend.vocabulary import BackendOp
 from torchlean.tensor import Tensor
 
-__all__ = ["EagerOps"]
+__all__ = ["RUNNING_STATISTICS_OPS", "EagerOps"]
+
+RUNNING_STATISTICS_OPS: tuple[BackendOp, ...] = (
+    BackendOp.SLICE, BackendOp.SUB, BackendOp.REDUCE_MEAN, BackendOp.ADD, BackendOp.RESHAPE,
+    BackendOp.MUL, BackendOp.REDUCE_SUM, BackendOp.SCALE,
+)
+"""The ops :meth:`EagerOps.update_running_statistics` runs (without gradient), in first-use
+order: the typed-graph trainer has them selected and accepted before a graph with batch norm
+runs (review93 M1)."""
 
 
 class EagerOps:
