@@ -149,7 +149,10 @@ def rejected_reports(
 
 
 def check_contracts(policy: AssurancePolicy | str, audit: KernelPlanAudit) -> ContractCheck:
-    """Classify every obligation of ``audit`` under ``policy`` (reads evidence, not labels).
+    """Classify every obligation of ``audit`` under ``policy`` (reads evidence, not labels, as the
+    original's ``checkContracts``: a capsule labelled trusted-external with test-suite evidence is
+    accepted under ``checked`` here, while the gate, :func:`torchlean.backend.acceptance.acceptable`,
+    refuses it for its label; review93 L2).
 
     ``policy`` is an :class:`AssurancePolicy` or its label (``checked`` / ``external``).
 
