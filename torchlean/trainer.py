@@ -44,10 +44,10 @@ from typing_extensions import TypeVar
 from torchlean import functional as F
 from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
 from torchlean._interrupts import store_together
-from torchlean.autograd.grad_mode import enable_grad, no_grad
+from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
-from torchlean.backend import profiles, report
+from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
@@ -640,26 +640,30 @@ class _GraphStep:
         return [feeds[node] for node in program.input_ids]
 
 
-def _preflight_running_statistics(session: Session) -> None:
-    """Have ``session`` select, accept and bind (without running or recording) the ops batch
-    norm's running-statistics update runs without gradient after each typed-graph training step
-    (:data:`~torchlean.nn.eager.RUNNING_STATISTICS_OPS`), so a profile that cannot serve one is
-    refused before the graph's first kernel runs, as the graph's own ops are (review93 M1).
+def _preflight(session: Session, ops: Sequence[BackendOp], grad_enabled: bool, why: str) -> None:
+    """Have ``session`` select, accept and bind (without running or recording) ``ops``, which a
+    typed-graph step runs eagerly besides its graph (a dropout mask's ``bernoulli_mask``, drawn
+    before the graph runs; batch norm's running-statistics update,
+    :data:`~torchlean.nn.eager.RUNNING_STATISTICS_OPS`, after it), so a profile that cannot serve
+    one is refused before the graph's first kernel runs, as the graph's own ops are (review93 M1).
 
     Raises:
-        SessionError: the session's selection message, saying which update needs the op.
+        SessionError: the session's selection message, with ``why`` the op is needed.
     """
-    for op in RUNNING_STATISTICS_OPS:
+    for op in ops:
         try:
-            session.preflight(op, grad_enabled=False)
+            session.preflight(op, grad_enabled=grad_enabled)
         except SessionError as error:
-            refused = SessionError(
-                f"{error} (batch norm's running-statistics update runs `{op.label}` without gradient "
-                "after each training step's graph; refused before the graph runs)"
-            )
+            refused = SessionError(f"{error} ({why.format(op=op.label)}; refused before the graph runs)")
             for note in getattr(error, "__notes__", ()):
                 refused.add_note(note)
             raise refused from error
+
+
+_RUNNING_STATISTICS_NEED = (
+    "batch norm's running-statistics update runs `{op}` without gradient after each training step's graph"
+)
+_DROPOUT_NEED = "a dropout mask is drawn by `{op}` before each training step's graph runs"
 
 
 class Trainer(Generic[In, Out]):
@@ -1001,8 +1005,9 @@ class Trainer(Generic[In, Out]):
     def selected_outside_graph(self) -> list[AcceptedKernel]:
         """The kernels of :attr:`selected` that ran outside a typed graph, in its order: under
         typed-graph execution, those of ops run eagerly and not in a graph plan (a dropout mask's
-        ``bernoulli_mask``; none on the default path); under eager execution, none (nothing runs
-        in a graph). Never raises."""
+        ``bernoulli_mask``, and the ops of batch norm's running-statistics update that no graph
+        ran, such as ``slice``; none on the default path); under eager execution, none (nothing
+        runs in a graph). Never raises."""
         if self.config.execution is not ExecutionMode.TYPED_GRAPH:
             return []
         planned = {kernel.capsule.identity for kernel in self._graph_kernels}
@@ -1127,8 +1132,10 @@ class Trainer(Generic[In, Out]):
             if result.plan is None:
                 reasons = "; ".join(f.message for f in result.failures)
                 raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
+            if lowered.dropout_masks:  # drawn under the caller's gradient mode, as here
+                _preflight(session, (BackendOp.BERNOULLI_MASK,), is_grad_enabled(), _DROPOUT_NEED)
             if lowered.running_updates:
-                _preflight_running_statistics(session)
+                _preflight(session, RUNNING_STATISTICS_OPS, False, _RUNNING_STATISTICS_NEED)
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
             step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
@@ -1142,19 +1149,19 @@ class Trainer(Generic[In, Out]):
         return step
 
     def _record_graph_kernels(self, kernels: Sequence[AcceptedKernel]) -> None:
-        """Remember newly used graph kernels, just before their program runs (not when its graph is
-        accepted: a refusal in between, a dropout mask's, leaves them unlisted; review93); with
-        ``show_backend``, print each one's five report lines on first use, as the eager session
-        does for its selections."""
+        """Remember newly used graph kernels once nothing but their program (and the eager ops
+        :func:`_preflight` accepted) can refuse the step: just before the step's dropout masks
+        are drawn and its program runs, not when its graph is accepted (review93); with
+        ``show_backend``, print each one's report lines on first use through the session, which
+        prints each capsule once (:meth:`Session.report`), in the order of :attr:`selected`."""
+        session = self.open()
         known = {kernel.capsule.identity for kernel in self.selected}
         for kernel in kernels:
             if kernel.capsule.identity in known:
                 continue
             known.add(kernel.capsule.identity)
+            session.report(kernel)
             self._graph_kernels.append(kernel)
-            if self.config.show_backend:
-                for line in report.detailed_report_lines(kernel.audit()):
-                    print(line)
 
     def _loss_and_gradients(
         self, params: list[Tensor], xb: Inputs, yb: Targets
@@ -1188,8 +1195,8 @@ class Trainer(Generic[In, Out]):
         the program runs forward and backward; each batch norm's running statistics are then
         updated as eager execution updates them (:meth:`EagerOps.update_running_statistics`, in
         forward order) from the graph's value of the batch norm's input."""
+        self._record_graph_kernels(step.program.plan.kernels)  # before the masks: selected's order
         inputs = step.inputs(xb, target, self.model.dtype)
-        self._record_graph_kernels(step.program.plan.kernels)  # once the masks are drawn
         keep = tuple(update.node for update in step.updates)
         loss, kept = step.program.run_and_backward_keeping(inputs, params, step.output, keep)
         ops = EagerOps()
@@ -1689,8 +1696,8 @@ class Trainer(Generic[In, Out]):
                 xb = xs[start : start + batch_size]
                 if self.config.execution is ExecutionMode.TYPED_GRAPH:
                     step = self._graph(tuple(xb.shape), with_loss=False)
-                    feeds = step.inputs(xb, None, self.model.dtype) if step.indices else [Tensor(xb)]
                     self._record_graph_kernels(step.program.plan.kernels)
+                    feeds = step.inputs(xb, None, self.model.dtype) if step.indices else [Tensor(xb)]
                     out = step.program.run(feeds, params, step.output)
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)

@@ -115,3 +115,34 @@ def test_selected_lists_no_graph_capsule_before_the_graph_runs() -> None:
     with profiler.profile() as seen:
         trainer.fit(x, y, epochs=1, batch_size=8)
     assert {kernel.capsule.name for kernel in trainer.selected} == {k.capsule for k in seen.kernels}
+
+
+def test_show_backend_reports_each_capsule_once_in_the_order_of_selected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """review95 M1: with dropout, the graph's reports came after bernoulli_mask's (drawn first),
+    unlike ``selected`` and the CLI's audit list; with batch norm, the capsules the graph and the
+    running-statistics update share (reshape, mul, ...) were reported twice."""
+    layer = nn.sequential(nn.linear(4, 8), nn.batch_norm1d(8), nn.relu(), nn.dropout(0.2), nn.linear(8, 1))
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((16, 4)), rng.standard_normal((16, 1))
+    trainer = Trainer(layer, objective=Objective.MSE, seed=0, config=RunConfig(
+        optimizer=optim.sgd(0.1), execution="typed-graph", show_backend=True))
+    trainer.fit(x, y, epochs=2, batch_size=8)
+    headers = [line.split(":")[0].strip() for line in capsys.readouterr().out.splitlines()
+               if line.startswith("  ") and not line.startswith("    ")]
+    assert headers == [kernel.op.label for kernel in trainer.selected]  # once each, selected's order
+    outside = [kernel.op.label for kernel in trainer.selected_outside_graph]
+    assert headers[-len(outside):] == outside
+    assert "bernoulli_mask" in headers and "slice" in headers
+
+
+def test_typed_graph_refuses_a_missing_dropout_mask_op_naming_why() -> None:
+    layer = nn.sequential(nn.linear(4, 8), nn.relu(), nn.dropout(0.2), nn.linear(8, 1))
+    trainer = Trainer(layer, objective=Objective.MSE, seed=0, config=RunConfig(
+        optimizer=optim.sgd(0.1), execution="typed-graph", profile=_without(BackendOp.BERNOULLI_MASK)))
+    with pytest.raises(SessionError) as caught:
+        trainer.fit(np.ones((8, 4)), np.ones((8, 1)), epochs=1, batch_size=8)
+    assert str(caught.value).endswith(
+        "(a dropout mask is drawn by `bernoulli_mask` before each training step's graph runs; refused "
+        "before the graph runs)")

@@ -52,7 +52,7 @@ from torchlean.backend.acceptance import AcceptanceError, AcceptedKernel, accept
 from torchlean.backend.binding import validate_eager_request
 from torchlean.backend.errors import BindingError, PlanningError, SessionError, SessionTypeError
 from torchlean.backend.profiles import BackendProfile
-from torchlean.backend.vocabulary import BackendOp, Device, VJPMode
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
 from torchlean.tensor import Tensor
 
 __all__ = [
@@ -216,6 +216,7 @@ class Session:
         self._stream = stream
         self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)
         self._selected: list[AcceptedKernel] = []
+        self._reported: set[tuple[str, BackendOp, Provider, Device]] = set()
         self._resolved: dict[tuple[BackendOp, bool], BoundKernel] = {}
         self._random_counter = 0
         if show_backend:
@@ -406,10 +407,23 @@ class Session:
         identity = accepted.capsule.identity
         if any(k.capsule.identity == identity for k in self._selected):
             return
-        if self.show_backend:  # printed first: a report that cannot be written records nothing
-            for line in report.detailed_report_lines(accepted.audit()):
-                self._print(line)
+        self.report(accepted)  # printed first: a report that cannot be written records nothing
         self._selected.append(accepted)
+
+    def report(self, accepted: AcceptedKernel) -> None:
+        """With ``show_backend``, print ``accepted``'s report lines, once per capsule: the
+        typed-graph trainer reports its graph's kernels here too, so a capsule both a graph and
+        an eager op use (batch norm's running-statistics update) is reported once (review95).
+
+        Raises:
+            SessionError: the stream cannot be written (as the banner's).
+        """
+        identity = accepted.capsule.identity
+        if not self.show_backend or identity in self._reported:
+            return
+        for line in report.detailed_report_lines(accepted.audit()):
+            self._print(line)
+        self._reported.add(identity)
 
     def run(self, op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
         """Execute ``op`` on ``inputs`` with its accepted kernel and record the tape node."""
