@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["DataError", "EmptySplitError"]
+__all__ = ["FLOAT64_HOLDS", "DataError", "EmptySplitError"]
+
+FLOAT64_HOLDS = "dtype float64 (CLI: --dtype float64) holds it"
+"""The way forward of a feature value that standardises beyond a float32 load's range but not
+beyond float64's (:func:`torchlean.data.load`); a command that loads with a checkpoint's dtype
+replaces it (:mod:`torchlean.cli._resume`; review95 M2)."""
 
 
 class DataError(TorchLeanError, ValueError):

@@ -51,7 +51,7 @@ from torchlean._cells import MISSING_VALUES as MISSING_VALUES
 from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
-from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
+from torchlean._data_errors import FLOAT64_HOLDS, ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
@@ -508,14 +508,17 @@ def _split(
     parts = [("train", x_train, standardised_train), ("test", x_test, standardised_test)]
     if val_rows is not None and standardised_val is not None:
         parts.insert(1, ("validation", x[val_rows], standardised_val))
+    with np.errstate(over="ignore", invalid="ignore"):  # does float64 hold every refused value?
+        wide = all(bool(np.isfinite((raw - mean) / scale).all()) for _, raw, _ in parts)  # review95 L4
     for split, raw, values in parts:
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
             with np.errstate(over="ignore"):
-                wide = np.isfinite((raw[i, j] - mean[j]) / scale[j])
-            way = ("dtype float64 (CLI: --dtype float64) holds it" if wide and dtype != np.float64
-                   else "float64 cannot hold it either: correct or remove the row")  # review92 F10
+                this_wide = bool(np.isfinite((raw[i, j] - mean[j]) / scale[j]))
+            way = (FLOAT64_HOLDS if wide and dtype != np.float64  # review92 F10
+                   else "float64 cannot hold it either: correct or remove the row" if not this_wide
+                   else "float64 holds it but not every such value of these data: correct or remove the rows")
             raise DataError(
                 f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
                 f"{raw[i, j]:.6g} "

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from cli_runs import cli, ok
 
+from torchlean import data
+
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
     """``c.csv`` (a,b,c,y; y the class) and ``moved.csv``, the same rows as y,a,b,c."""
@@ -63,3 +65,48 @@ def test_other_changed_data_keep_the_plain_refusal(capsys: pytest.CaptureFixture
     assert code == 2
     assert err.splitlines()[-1].endswith(
         "(the file or its split changed): resume with the data it was trained on")
+
+
+def _tiny_feature_files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """``base.csv``: 50 rows ``a,b,y`` with ``a`` of order 1e-30 (so its deviation is about
+    1e-30); ``f32.csv``: a test row's ``a`` set to 1e30, which standardises to about 1e60 (beyond
+    float32, within float64); ``both.csv``: another test row's ``a`` set to 1e280 too (beyond
+    float64). The test rows are those ``data.split_rows`` picks (seed 0, fraction 0.2)."""
+    rng = np.random.default_rng(0)
+    rows = [[repr(rng.normal() * 1e-30), repr(rng.normal()), str(i % 2)] for i in range(50)]
+    _, test = data.split_rows(np.arange(50) % 2, "classification", 0, 0.2, source="t")
+    files = []
+    for name, edits in (("base", {}), ("f32", {0: "1e30"}), ("both", {0: "1e30", 1: "1e280"})):
+        edited = [row[:] for row in rows]
+        for k, value in edits.items():
+            edited[test[k]][0] = value
+        path = tmp_path / f"{name}.csv"
+        path.write_text("a,b,y\n" + "".join(",".join(row) + "\n" for row in edited))
+        files.append(path)
+    return files[0], files[1], files[2]
+
+
+def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review95 M2: resume (which refuses another --dtype), inspect and predict (which take none)
+    named --dtype float64; L4: a file with a second value float64 cannot hold either was told
+    --dtype float64, then refused again under it."""
+    base, f32, both = _tiny_feature_files(tmp_path)
+    code, out, err = cli(capsys, "train", "--dataset", str(f32), "--epochs", "1")
+    assert (code, out) == (2, "") and err.endswith("; --dtype float64 holds it)\n"), err
+    ok(capsys, "--dataset", str(f32), "--epochs", "1", "--dtype", "float64")  # it does
+    code, out, err = cli(capsys, "train", "--dataset", str(both), "--epochs", "1")
+    assert (code, out) == (2, "")
+    assert err.endswith("; float64 holds it but not every such value of these data: correct or remove the "
+                        "rows)\n"), err
+    part = tmp_path / "base.npz"
+    ok(capsys, "--dataset", str(base), "--epochs", "1", "--save", str(part))
+    way = "; the checkpoint's dtype is float32: correct or remove the row)"
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(f32), "--epochs", "2")
+    assert (code, out) == (2, "") and err.rstrip().endswith(way), err
+    code, out, err = cli(capsys, "inspect", str(part), "--dataset", str(f32))
+    assert code == 0 and f"{way}), so whether they are its data is unknown" in err, err
+    code, out, err = cli(capsys, "predict", str(part), "--dataset", str(f32), "--split", "test",
+                         "--output", str(tmp_path / "p.csv"))
+    assert f"{way}), so whether they are its data is unknown" in err and "--dtype" not in err, err

@@ -67,10 +67,12 @@ from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
+from torchlean._data_errors import FLOAT64_HOLDS
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
+from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._validation import Validation, monitored, stalled
 from torchlean.models import MODELS
 from torchlean.trainer import ExecutionMode, Trainer
@@ -580,6 +582,7 @@ def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
     (review86 F5: neither command takes ``--label-column`` for that load, and ``inspect`` takes
     none at all): ``(the checkpoint's run read the label in the last column, label)``; else
     ``message`` as it is."""
+    message = _checkpoint_dtype(message, saved)
     label_hint = _CLI_LABEL_HINT.search(message)
     if label_hint is None:
         return message
@@ -590,6 +593,16 @@ def as_the_run_read(message: str, saved: checkpoint.Checkpoint) -> str:
         column = saved.training.settings.get("label_column")
         where = f"its --label-column {column}" if isinstance(column, str) else f"the last column, {name}"
     return message[: label_hint.start()] + f" (the checkpoint's run read the label in {where})"
+
+
+def _checkpoint_dtype(message: str, saved: checkpoint.Checkpoint) -> str:
+    """``message`` with a fresh run's way forward for a feature value that standardises beyond
+    the dtype, ``--dtype float64``, replaced where the data are loaded with checkpoint
+    ``saved``'s dtype (``train --resume``, which refuses another ``--dtype``; ``inspect`` and
+    ``predict``, which take none): ``the checkpoint's dtype is float32: correct or remove the
+    row`` (review95 M2)."""
+    way = f"the checkpoint's dtype is {saved.dtype}: correct or remove the row"
+    return message.replace(FLOAT64_HOLDS, way).replace(cli_spelling(FLOAT64_HOLDS), way)
 
 
 def _shown_directory(path: str | Path) -> str:
@@ -647,6 +660,7 @@ def data_refusal(resumed: Resumed | None, message: str) -> str:
     delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is."""
     if resumed is None:
         return message
+    message = _checkpoint_dtype(message, resumed.saved)
     label_hint = _LABEL_HINT.search(message)
     if label_hint is not None:  # --label-column is the run's setting: the hint would be refused next
         column = resumed.training.settings.get("label_column")
