@@ -80,7 +80,7 @@ from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
     "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal", "interruptible",
-    "label_conflict", "moved_label", "not_found_advice", "prepare", "recorded_as", "register",
+    "label_conflict", "label_option", "moved_label", "not_found_advice", "prepare", "recorded_as", "register",
     "setting_refusal",
 ]
 
@@ -673,6 +673,14 @@ def data_refusal(resumed: Resumed | None, message: str) -> str:
                 f"{data.display_name(resumed.saved.label_column)}: leave out the option, and resume with the "
                 "data the run was trained on)"
             )
+        label = resumed.saved.label_column
+        if f", column {data.display_name(label)}: " in message[: label_hint.start()]:  # review95 M4
+            return message[: label_hint.start()] + (
+                f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label "
+                f"in {where}, and the run's label column {data.display_name(label)} is a feature column "
+                f"here: if the columns were moved, pass {label_option(label)}; else resume with the data "
+                "it was trained on, laid out as they were)"
+            )
         return message[: label_hint.start()] + (
             f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
             f"{where}: resume with the data it was trained on, laid out as they were)"
@@ -929,6 +937,13 @@ def run_match(dataset: data.Dataset, saved: checkpoint.Checkpoint, recorded: str
     return RunMatch(as_recorded, reordered, statistics_difference(as_recorded, saved))
 
 
+def label_option(name: str) -> str:
+    """``--label-column NAME`` as a shell takes it: the name quoted (:func:`shlex.quote`), and
+    after ``=`` when it starts with ``-``, which argparse would read as an option (review95 L7)."""
+    quoted = shlex.quote(name)
+    return f"--label-column={quoted}" if name.startswith("-") else f"--label-column {quoted}"
+
+
 def moved_label(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
     """``the run's label column y is a feature column of these data, and c was read as the label``
     when the checkpoint's run's label column is among ``dataset``'s feature columns (a file whose
@@ -1002,8 +1017,7 @@ def restore(
     if match is None:
         moved = moved_label(dataset, resumed.saved)
         why = "the file or its split changed" if moved is None else (
-            f"{moved}: if the columns were moved, pass --label-column "
-            f"{shlex.quote(resumed.saved.label_column)}")
+            f"{moved}: if the columns were moved, pass {label_option(resumed.saved.label_column)}")
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
             f"({why}): resume with the data it was trained on"

@@ -591,6 +591,10 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
                 f"on as they were: {_COLUMNS_REORDERED}; predict takes a CSV file's columns by the "
                 "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
                 "columns in their order, refuses them)")
+    if compared.difference is not None and compared.difference.startswith(_LABEL_MOVED.split("{")[0]):
+        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+                f"on as they were: {compared.difference}, as predict reads them (train --resume, which reads "
+                "the label where the run did, names --label-column)")
     if compared.names is not None:
         return (f"note: the data of {source.source} hash as those checkpoint {args.checkpoint}'s run trained "
                 f"on, but {compared.names} (the data's names or the checkpoint's were edited): predict "
@@ -666,6 +670,19 @@ _STATISTICS_DIFFER = (
 )
 
 
+_LABEL_MOVED = "their label column {name} is not in the column the run read the label from ({where})"
+
+
+def _label_moved(saved: checkpoint.Checkpoint) -> str:
+    """``compare_data``'s difference for the run's data whose label column moved: ``their label
+    column y is not in the column the run read the label from (the last column); read by that
+    name, they are the run's data``."""
+    setting = None if saved.training is None else saved.training.settings.get("label_column")
+    where = f"--label-column {setting}" if isinstance(setting, str) else "the last column"
+    name = data.display_name(saved.label_column)
+    return _LABEL_MOVED.format(name=name, where=where) + "; read by that name, they are the run's data"
+
+
 def compare_data(
     dataset: str, saved: checkpoint.Checkpoint, delimiter: str | None = None
 ) -> DataComparison:
@@ -703,24 +720,45 @@ def compare_data(
     # changed since (labels at or beyond 2**53, all distinct) would read the labels otherwise
     # (review59 F1); a shipped dataset has its own task
     task = text("task") or (None if shipped else saved.task)
-    try:
-        loaded = data.load(
-            dataset, label_column=text("label_column"), header=header if isinstance(header, bool) else None,
+
+    def load(label_column: str | None) -> data.Dataset:
+        return data.load(
+            dataset, label_column=label_column, header=header if isinstance(header, bool) else None,
             delimiter=delimiter or text("delimiter"), task="regression" if task == "regression" else (
                 "classification" if task == "classification" else None),
             seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
         )
+
+    def label_moved() -> DataComparison | None:
+        """The data read with the run's label column by name, when the run did not name it so
+        (the last column, or an index): the run's data whose label column moved (review95 M3,
+        M4); else None."""
+        if shipped or recorded is None or text("label_column") == saved.label_column:
+            return None
+        try:
+            again = load(saved.label_column)
+        except (TorchLeanError, ValueError, TypeError):
+            return None
+        match = _resume.run_match(again, saved, recorded)
+        if match is None or match.reordered or match.statistics is not None or (
+                _resume.names_difference(match.dataset, saved) is not None):
+            return None
+        return DataComparison(recorded, False, difference=_label_moved(saved))
+
+    try:
+        loaded = load(text("label_column"))
     except (TorchLeanError, ValueError, TypeError) as error:
-        return DataComparison(None, None, cli_spelling(str(error)))
+        return label_moved() or DataComparison(None, None, cli_spelling(str(error)))
     if recorded is None:
         return DataComparison(_resume.data_digest(loaded), None)
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
     match = _resume.run_match(loaded, saved, recorded)
     if match is None:
         moved = _resume.moved_label(loaded, saved)  # review92 F9
-        return DataComparison(_resume.data_digest(loaded), False,
-                              difference=_DIGEST_DIFFERS if moved is None else f"{_DIGEST_DIFFERS}; {moved}")
+        return label_moved() or DataComparison(
+            _resume.data_digest(loaded), False,
+            difference=_DIGEST_DIFFERS if moved is None else f"{_DIGEST_DIFFERS}; {moved}")
     digest = _resume.data_digest(loaded) if match.reordered else recorded
     if match.statistics is not None:  # review65 F1: x10 or +100 standardises alike
         return DataComparison(digest, False, difference=_STATISTICS_DIFFER if not match.reordered else (
