@@ -645,6 +645,8 @@ def test_cross_entropy_ignore_index_int64_bounds_and_0d_forms() -> None:
             with pytest.raises(tl.TensorTypeError) as caught:
                 tl.cross_entropy(logits, ids, ignore_index=zero_d)  # type: ignore[arg-type]
             assert str(caught.value).endswith(": pass it as a number, int(ignore_index)")
-        with pytest.raises(tl.TensorTypeError) as caught:
-            tl.cross_entropy(logits, ids, ignore_index=np.array([-1]))  # type: ignore[arg-type]
-        assert not str(caught.value).endswith("int(ignore_index)")  # a 1-d array is no number
+        # a 1-d array is no number; review95 L5: int() would change a float or bool one silently
+        for other in (np.array([-1]), np.array(2.7), torch.tensor(2.5), np.array(True), torch.tensor(True)):
+            with pytest.raises(tl.TensorTypeError) as caught:
+                tl.cross_entropy(logits, ids, ignore_index=other)  # type: ignore[arg-type]
+            assert not str(caught.value).endswith("int(ignore_index)"), other

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,18 @@ from torchlean.tensor import (
 
 _INT64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
 """The range of torch's ``ignore_index`` (a C++ ``int64_t``)."""
+
+
+def _integer_0d(value: object) -> bool:
+    """Whether ``value`` is a 0-d integer (not bool) array or tensor, one torch takes as an int
+    through ``__index__`` (review92 F7; a float or bool one is no integer: review95 L5)."""
+    if getattr(value, "ndim", None) != 0 or "bool" in str(getattr(value, "dtype", "")):
+        return False
+    try:
+        operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
 
 
 def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") -> Tensor:
@@ -250,10 +263,10 @@ def cross_entropy(
     logits = _require_tensor("cross_entropy", "logits", logits)
     smoothing = _label_smoothing(label_smoothing)
     if not is_int(ignore_index):
-        zero_d = getattr(ignore_index, "ndim", None) == 0  # a 0-d array or tensor (review92 F7)
         raise TensorTypeError(
             "cross_entropy: ignore_index must be an integer (torch's default -100), got "
-            f"{_preview(ignore_index)}" + (": pass it as a number, int(ignore_index)" if zero_d else "")
+            f"{_preview(ignore_index)}" + (": pass it as a number, int(ignore_index)"
+                                           if _integer_0d(ignore_index) else "")
         )
     ignore = int(ignore_index)
     if not _INT64[0] <= ignore <= _INT64[1]:  # torch: "Overflow when unpacking long long" (review92 F7)

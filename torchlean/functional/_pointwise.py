@@ -32,10 +32,11 @@ def relu(x: Tensor) -> Tensor:
 def gelu(x: Tensor) -> Tensor:
     """Exact (erf) GELU (``torch.nn.functional.gelu``), computed as ``x * erfc(-x / sqrt(2)) / 2``:
     below about x = -8, where torch's ``x * (1 + erf(x / sqrt(2))) / 2`` cancels to -0.0 (and its
-    gradient loses the ``Phi(x)`` term), this keeps the tiny negative values. At +-inf it gives
-    torch's values (tested in tests/runtime/test_pointwise_nonfinite_grads.py): ``inf`` at
-    ``+inf``, NaN at ``-inf`` (``-inf * 0``) and NaN gradients at both, not the limits 0, 1 and 0
-    (review94 L2). Records ``gelu``. Returns x's shape and dtype (float32 or float64).
+    gradient loses the ``Phi(x)`` term), this keeps the tiny negative values. At +-inf: ``inf``
+    at ``+inf`` (torch's float64 value; torch's vectorised float32 kernel gives NaN there), NaN
+    at ``-inf`` (``-inf * 0``, as torch) and NaN gradients at both, as torch's (tested in
+    tests/runtime/test_pointwise_nonfinite_grads.py), not the limits 0, 1 and 0 (review94 L2,
+    review95 L2). Records ``gelu``. Returns x's shape and dtype (float32 or float64).
 
     Raises:
         GuardError: an int64 or bool ``x`` (torch refuses them too).
