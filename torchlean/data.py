@@ -70,6 +70,7 @@ __all__ = [
     "EmptySplitError",
     "Place",
     "Table",
+    "TargetOverflow",
     "Task",
     "class_ids",
     "class_names",
@@ -230,14 +231,13 @@ class Dataset:
         dtype = self.x_train.dtype
         overflow = validation_target_overflow(self.y_val, mean, scale, dtype)
         if overflow is not None:
-            value, wider = overflow
-            way = ("load with dtype=np.float64, or" if wider
+            way = ("load with dtype=np.float64, or" if overflow.wider
                    else "rescale the target (it overflows float64 too), or load")
             raise DataError(
-                f"{self.name}: the validation part's target {value:.6g} standardises beyond the "
-                f"{dtype} range with the train part's mean {mean:.6g} and scale {scale:.6g}, so the "
-                "validation loss would be infinite (accepted: validation targets whose (y - mean) / "
-                f"scale, and the mean of its square, fit {dtype}; {way} without val_fraction)"
+                f"{self.name}: {overflow.subject('validation part', dtype)} with the train part's mean "
+                f"{mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite (accepted: "
+                "validation targets whose (y - mean) / scale, and the mean of its square, fit "
+                f"{dtype}; {way} without val_fraction)"
             )
         return self._standardised(self.y_val, mean, scale)
 
@@ -248,21 +248,44 @@ class Dataset:
             return ((y.astype(np.float64) - mean) / scale).astype(self.x_train.dtype)
 
 
+@dataclass(frozen=True, slots=True)
+class TargetOverflow:
+    """Regression validation targets a dtype cannot hold standardised
+    (:func:`validation_target_overflow`): ``target``, the one whose standardised value is largest
+    in magnitude; ``mean_square``, the mean of the squared standardised values when each of them
+    fits the dtype but that mean does not (None when a value itself does not fit); ``wider``,
+    whether float64 holds them all."""
+
+    target: float
+    mean_square: float | None
+    wider: bool
+
+    def subject(self, part: str, dtype: npt.DTypeLike) -> str:
+        """What is beyond ``dtype``, for a message on the validation ``part`` (``validation part``,
+        ``validation split``): the target's standardised value, or the mean of their squares
+        (review95 L6)."""
+        if self.mean_square is None:
+            return f"the {part}'s target {self.target:.6g} standardises beyond the {np.dtype(dtype)} range"
+        return (f"the mean of the squares of the {part}'s standardised targets, {self.mean_square:.6g}, is "
+                f"beyond the {np.dtype(dtype)} range")
+
+
 def validation_target_overflow(
     y: Array, mean: float, scale: float, dtype: npt.DTypeLike
-) -> tuple[float, bool] | None:
+) -> TargetOverflow | None:
     """Whether regression validation targets ``y`` (as read) standardise, ``(y - mean) / scale``
     in float64, beyond ``dtype``'s range, or the mean of their squares does (the validation loss
-    would be infinite; review91 F2): ``None`` when both fit, else ``(target, wider)``, the target
-    whose standardised value is largest in magnitude and whether float64 would hold them all."""
+    would be infinite; review91 F2): ``None`` when both fit, else a :class:`TargetOverflow`."""
     with np.errstate(over="ignore", invalid="ignore"):
         z = (np.asarray(y, dtype=np.float64) - mean) / scale
         mean_square = float(np.sum(np.square(z / len(z)))) * len(z)  # no overflow before the division
     largest = float(np.finfo(dtype).max)
-    if bool(np.all(np.abs(z) <= largest)) and mean_square <= largest:
+    values_fit = bool(np.all(np.abs(z) <= largest))
+    if values_fit and mean_square <= largest:
         return None
     value = float(np.asarray(y)[int(np.argmax(np.abs(z)))])
-    return value, np.dtype(dtype) != np.float64 and mean_square <= float(np.finfo(np.float64).max)
+    wider = np.dtype(dtype) != np.float64 and mean_square <= float(np.finfo(np.float64).max)
+    return TargetOverflow(value, mean_square if values_fit else None, wider)
 
 
 def load(

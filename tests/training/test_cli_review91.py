@@ -110,13 +110,18 @@ def test_python_standardised_val_targets_refuses_what_the_cli_refuses(tmp_path: 
     mean, scale = float(np.mean(loaded.y_train)), float(np.std(loaded.y_train))
     with pytest.raises(data.DataError) as caught:
         loaded.standardised_val_targets()
+    # float64 holds 1e300 standardised, but not its square (review95 L6)
+    subject = ("the mean of the squares of the validation part's standardised targets, inf, is beyond the "
+               "float64 range" if dtype == "float64" else
+               f"the validation part's target {huge:.6g} standardises beyond the {dtype} range")
     assert str(caught.value) == (
-        f"t: the validation part's target {huge:.6g} standardises beyond the {dtype} range with the "
+        f"t: {subject} with the "
         f"train part's mean {mean:.6g} and scale {scale:.6g}, so the validation loss would be infinite "
         "(accepted: validation targets whose (y - mean) / scale, and the mean of its square, "
         f"fit {dtype}; {way})"
     )
-    assert data.validation_target_overflow(loaded.y_val, mean, scale, dtype) == (huge, huge == 1e39)
+    assert data.validation_target_overflow(loaded.y_val, mean, scale, dtype) == data.TargetOverflow(
+        huge, math.inf if dtype == "float64" else None, huge == 1e39)
 
 
 def test_python_standardised_val_targets_keeps_targets_float64_holds(tmp_path: Path) -> None:
@@ -129,7 +134,39 @@ def test_python_standardised_val_targets_keeps_targets_float64_holds(tmp_path: P
     mean, scale = float(np.mean(loaded.y_train)), float(np.std(loaded.y_train))
     np.testing.assert_array_equal(loaded.standardised_val_targets(), (loaded.y_val - mean) / scale)
     assert data.validation_target_overflow(loaded.y_val, mean, scale, np.float64) is None
-    assert data.validation_target_overflow(loaded.y_val, mean, scale, np.float32) == (1e39, True)
+    assert data.validation_target_overflow(loaded.y_val, mean, scale, np.float32) == data.TargetOverflow(
+        1e39, None, True)
+
+
+def test_a_mean_of_squares_beyond_the_dtype_is_named_as_such(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    """review95 L6: every validation target standardises within float32 (about 2e19), but the mean
+    of their squares (about 5e38) does not; the refusal said the target "standardises beyond the
+    float32 range". The oracle: the mean square computed here in float64."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=200)
+    y = 1e-30 * rng.normal(size=200)
+    train, _ = data.split_rows(y, "regression", 0, 0.2, source="t")
+    _, val = data.validation_rows(y[train], "regression", 0, 0.2, source="t")
+    y[train[val]] = 2.2e-11
+    path = tmp_path / "t.csv"
+    path.write_text("a,y\n" + "".join(f"{float(u)!r},{float(v)!r}\n" for u, v in zip(a, y, strict=True)))
+    loaded = data.load(str(path), val_fraction=0.2)
+    assert loaded.y_val is not None
+    mean, scale = loaded.target_statistics()
+    z = (loaded.y_val - mean) / scale
+    largest = float(np.finfo(np.float32).max)
+    assert np.abs(z).max() < largest < float(np.mean(z**2))  # the premise
+    with pytest.raises(data.DataError) as caught:
+        loaded.standardised_val_targets()
+    assert str(caught.value).startswith(
+        f"t: the mean of the squares of the validation part's standardised targets, {np.mean(z**2):.6g}, is "
+        f"beyond the float32 range with the train part's mean {mean:.6g} and scale {scale:.6g}")
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--val-fraction", "0.2")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}: the mean of the squares of the validation split's standardised "
+                          f"targets, {np.mean(z**2):.6g}, is beyond the float32 range"), err
+    assert "pass --dtype float64" in err
 
 
 def test_trainer_says_validation_targets_would_make_the_validation_loss_infinite() -> None:
@@ -199,8 +236,10 @@ def test_a_validation_target_float64_cannot_hold_squared_is_not_sent_to_float64(
         code, out, err = cli(capsys, "train", "--dataset", str(path), "--epochs", "1", "--val-fraction",
                              "0.2", "--dtype", dtype)
         assert (code, out) == (2, ""), err
-        assert err.startswith(f"error: {path}: the validation split's target 1e+300 standardises beyond the "
-                              f"{dtype} range")
+        subject = ("the mean of the squares of the validation split's standardised targets, inf, is beyond "
+                   "the float64 range" if dtype == "float64" else
+                   "the validation split's target 1e+300 standardises beyond the float32 range")
+        assert err.startswith(f"error: {path}: {subject}"), err
         assert err.endswith("; rescale the target (it overflows float64 too), or leave out --val-fraction: "
                             "the test split's metrics are measured on the targets as read)\n")
     done = subprocess.run([sys.executable, "-m", "torchlean", "train", "--dataset", "-", "--epochs", "1",

@@ -170,12 +170,11 @@ def _check_validation_targets(
     overflow = data.validation_target_overflow(y, mean, scale, dtype)
     if overflow is None:
         return
-    value, wider = overflow
-    way = ("pass --dtype float64, or leave" if wider
+    way = ("pass --dtype float64, or leave" if overflow.wider
            else "rescale the target (it overflows float64 too), or leave")
     raise TorchLeanError(
-        f"{data_shown(args.dataset)}: the validation split's target {value:.6g} standardises beyond the "
-        f"{dtype} range with the train split's mean {mean:.6g} and scale {scale:.6g}, so the validation "
+        f"{data_shown(args.dataset)}: {overflow.subject('validation split', dtype)} with the train "
+        f"split's mean {mean:.6g} and scale {scale:.6g}, so the validation "
         "loss would be infinite (accepted: validation targets whose (y - mean) / scale, and the mean of its "
         f"square, fit {dtype}; "
         f"{way} out --val-fraction: the test split's metrics are measured on the targets as read)"
