@@ -7,6 +7,7 @@ the run read it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -168,3 +169,23 @@ def test_a_label_column_named_with_a_leading_dash_is_hinted_with_equals(
     code, _, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
     assert code == 2 and "if the columns were moved, pass --label-column=-y)" in err, err
     ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column=-y", "--epochs", "2")
+
+
+def test_a_torch_profile_without_torch_is_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """review96 L4: with torch missing (a --no-deps install), --profile fast_cpu ended in a
+    ModuleNotFoundError traceback. Here ``import torch`` fails so from the CLI's own import."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_torch(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "torch":
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    code, out, err = cli(capsys, "train", "--profile", "fast_cpu", "--epochs", "1")
+    assert code == 2 and "loss=" not in out  # refused before any epoch
+    assert err == ("error: --profile fast_cpu runs torch's kernels, but torch is not installed (torchlean "
+                   "depends on it: pip install torch; --profile checked_cpu runs without it)\n")

@@ -317,8 +317,15 @@ def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
     report, as it falls outside every kernel's time (review36 F8). ``checked_cpu`` has none and
     still never imports torch."""
     if _uses_torch(profile):
-        import torch  # noqa: F401
-
+        try:
+            import torch  # noqa: F401
+        except ModuleNotFoundError as error:  # a --no-deps install (review96 L4)
+            if error.name != "torch":
+                raise
+            raise TorchLeanError(
+                f"--profile {profile.name} runs torch's kernels, but torch is not installed (torchlean "
+                "depends on it: pip install torch; --profile checked_cpu runs without it)"
+            ) from None
         obey_torch_threads(threads)
 
 
