@@ -1254,7 +1254,7 @@ class Trainer(Generic[In, Out]):
                 none (inference only); the errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
-                with batch norm's running-statistics update ops, before any kernel runs).
+                with the dropout mask's and batch norm's update ops, before any kernel runs).
             IRError: typed graph: a layer it cannot lower (a custom layer whose ops the IR lacks),
                 before any update.
         """
@@ -1429,7 +1429,7 @@ class Trainer(Generic[In, Out]):
                 errors of :meth:`open`.
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
-                with batch norm's running-statistics update ops, before any kernel runs).
+                with the dropout mask's and batch norm's update ops, before any kernel runs).
             IRError: as :meth:`step`.
         """
         epochs = checked_int(epochs, "epochs", 1, TrainerError)
