@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["FLOAT64_HOLDS", "DataError", "EmptySplitError"]
+__all__ = ["FLOAT64_HOLDS", "FLOAT64_PARTLY", "DataError", "EmptySplitError"]
 
 FLOAT64_HOLDS = "dtype float64 (CLI: --dtype float64) holds it"
 """The way forward of a feature value that standardises beyond a float32 load's range but not
 beyond float64's (:func:`torchlean.data.load`); a command that loads with a checkpoint's dtype
 replaces it (:mod:`torchlean.cli._resume`; review95 M2)."""
+
+FLOAT64_PARTLY = "float64 holds it but not every such value of these data: correct or remove the rows"
+"""The same where float64 holds that value but not another one of the data (review95 L4); a
+command that loads with a checkpoint's dtype replaces it too (review97 L4)."""
 
 
 class DataError(TorchLeanError, ValueError):

@@ -51,7 +51,7 @@ from torchlean._cells import MISSING_VALUES as MISSING_VALUES
 from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
-from torchlean._data_errors import FLOAT64_HOLDS, ClassSplitError, DataError, EmptySplitError
+from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_PARTLY, ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
@@ -541,7 +541,7 @@ def _split(
                 this_wide = bool(np.isfinite((raw[i, j] - mean[j]) / scale[j]))
             way = (FLOAT64_HOLDS if wide and dtype != np.float64  # review92 F10
                    else "float64 cannot hold it either: correct or remove the row" if not this_wide
-                   else "float64 holds it but not every such value of these data: correct or remove the rows")
+                   else FLOAT64_PARTLY)
             raise DataError(
                 f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
                 f"{raw[i, j]:.6g} "

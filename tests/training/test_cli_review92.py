@@ -6,6 +6,7 @@ the run read it)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from cli_runs import cli, ok
 
-from torchlean import data
+from torchlean import checkpoint, data
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
@@ -44,8 +45,8 @@ def test_resume_and_inspect_name_a_moved_label_column(capsys: pytest.CaptureFixt
     assert code == 0 and out.splitlines()[-1] == "data_matches: no"
     assert err.splitlines()[-1] == (  # review95 M3: read by name, they are the run's data
         f"note: the data of {moved} are not those checkpoint {part}'s run trained on: their label column "
-        "y is not in the column the run read the label from (the last column); read by that name, they are "
-        "the run's data"
+        "y is not in the column the run read the label from (the last column); read by name, they are the "
+        "run's data"
     )
     taken = ok(capsys, "--resume", str(part), "--dataset", str(moved), "--label-column", "y", "--epochs", "2")
     oracle = ok(capsys, "--resume", str(part), "--dataset", str(run), "--epochs", "2")
@@ -112,6 +113,9 @@ def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
     code, out, err = cli(capsys, "predict", str(part), "--dataset", str(f32), "--split", "test",
                          "--output", str(tmp_path / "p.csv"))
     assert f"{way}), so whether they are its data is unknown" in err and "--dtype" not in err, err
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
+    assert (code, out) == (2, "") and err.rstrip().endswith(  # review97 L4: no float64 either
+        "; the checkpoint's dtype is float32: correct or remove the rows)"), err
 
 
 def _labelled_files(tmp_path: Path, labels: list[str], name: str = "y") -> tuple[Path, Path]:
@@ -148,9 +152,9 @@ def test_predict_on_the_runs_data_with_the_label_column_moved(
     assert outputs[0] == outputs[1]
     assert err.splitlines()[0] == (
         f"note: the data of {first} are not those checkpoint {part}'s run trained on as they were: their "
-        "label column y is not in the column the run read the label from (the last column); read by that "
-        "name, they are the run's data, as predict reads them (train --resume, which reads the label where "
-        "the run did, names --label-column)")
+        "label column y is not in the column the run read the label from (the last column); read by name, "
+        "they are the run's data, as predict reads them (train --resume, which reads the label where the run "
+        "did, names --label-column)")
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
     assert (code, out) == (2, "")
     assert "if the columns were moved, pass --label-column y" in err.splitlines()[-1], err
@@ -171,8 +175,9 @@ def test_a_label_column_named_with_a_leading_dash_is_hinted_with_equals(
     ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column=-y", "--epochs", "2")
 
 
-def test_a_torch_profile_without_torch_is_one_error_line(capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_torch_profile_without_torch_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """review96 L4: with torch missing (a --no-deps install), --profile fast_cpu ended in a
     ModuleNotFoundError traceback. Here ``import torch`` fails so from the CLI's own import."""
     import builtins
@@ -184,8 +189,59 @@ def test_a_torch_profile_without_torch_is_one_error_line(capsys: pytest.CaptureF
             raise ModuleNotFoundError("No module named 'torch'", name="torch")
         return real_import(name, *args, **kwargs)
 
+    part = tmp_path / "d.npz"
+    ok(capsys, "--epochs", "1", "--save", str(part))  # checked_cpu, before torch goes
     monkeypatch.setattr(builtins, "__import__", no_torch)
     code, out, err = cli(capsys, "train", "--profile", "fast_cpu", "--epochs", "1")
     assert code == 2 and "loss=" not in out  # refused before any epoch
-    assert err == ("error: --profile fast_cpu runs torch's kernels, but torch is not installed (torchlean "
-                   "depends on it: pip install torch; --profile checked_cpu runs without it)\n")
+    assert err == ("error: profile fast_cpu runs torch's kernels, but torch is not installed (torchlean "
+                   "depends on it: pip install torch; profile checked_cpu runs without it)\n")
+    # review97 M1: the other commands and profiles that import torch, one line too
+    for argv in (("train", "--profile", "checked_cuda", "--epochs", "1"),
+                 ("predict", str(part), "--dataset", "digits", "--profile", "fast_cpu", "--output",
+                  str(tmp_path / "p.csv"))):
+        code, out, err = cli(capsys, *argv)
+        assert (code, err) == (2, "error: this command needs torch, which is not installed (torchlean "
+                               "depends on it: pip install torch; profile checked_cpu's kernels and "
+                               "planning commands run without it)\n"), err
+
+
+def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review97 M2: inspect's dataset_sha256 and predict's data_sha256 gave the run's recorded digest
+    for a moved-label file, though defined as the digest of the data loaded as the run loaded them
+    (the oracle: that load's digest, computed here); null for class names that cannot be loaded so.
+    L3: moved label and reordered feature columns together were "may include rows the model
+    trained on", though predict reads both by name."""
+    from torchlean.cli import _resume
+
+    for labels in (["0", "1", "2"], ["setosa", "versicolor", "virginica"]):
+        last, first = _labelled_files(tmp_path, labels)
+        part = tmp_path / "m.npz"
+        ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
+        recorded = checkpoint.load(part).data_sha256
+        try:
+            expected = _resume.data_digest(data.load(str(first), task="classification"))
+        except data.DataError:  # class names in the last column's place: not loadable so
+            expected = None
+        assert expected != recorded
+        report = tmp_path / "i.json"
+        code, _, _ = cli(capsys, "inspect", str(part), "--dataset", str(first), "--report-json", str(report))
+        record = json.loads(report.read_text())
+        assert code == 0 and (record["dataset_sha256"], record["data_matches"]) == (expected, False)
+        assert record["data_difference"].startswith("their label column y is not in the column")
+        code, _, _ = cli(capsys, "predict", str(part), "--dataset", str(first), "--split", "test", "--output",
+                         str(tmp_path / "p.csv"), "--report-json", str(report))
+        record = json.loads(report.read_text())
+        assert code == 0 and (record["data_sha256"], record["data_matches_training"]) == (expected, False)
+    rows = [line.split(",") for line in first.read_text().splitlines()]
+    both = tmp_path / "both.csv"  # y,b,a,c: label moved and a, b swapped
+    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    code, _, err = cli(capsys, "predict", str(part), "--dataset", str(both), "--split", "test", "--output",
+                       str(tmp_path / "both.out.csv"))
+    assert code == 0 and (tmp_path / "both.out.csv").read_text() == (tmp_path / "p.csv").read_text()
+    assert err.splitlines()[0].endswith(
+        "their label column y is not in the column the run read the label from (the last column), and their "
+        "feature columns are the run's in another order; read by name, they are the run's data, as predict "
+        "reads them (train --resume, which reads the label where the run did, names --label-column)"), err

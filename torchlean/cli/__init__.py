@@ -261,6 +261,13 @@ def _run(argv: Sequence[str] | None) -> int:
         named = f" ({', '.join(sizes)})" if sizes else ""
         print(f"error: out of memory ({text}); try smaller sizes{named}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:  # a --no-deps install without torch (review96 L4, review97 M1)
+        if error.name != "torch":
+            raise
+        print("error: this command needs torch, which is not installed (torchlean depends on it: pip "
+              "install torch; profile checked_cpu's kernels and planning commands run without it)",
+              file=sys.stderr)
+        return 2
     except TorchLeanError as error:  # the data layer's hints, worded for the CLI (--task regression)
         for line in cli_spelling(str(error)).splitlines() or [type(error).__name__]:
             print(f"error: {line}", file=sys.stderr)

@@ -67,7 +67,7 @@ from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
-from torchlean._data_errors import FLOAT64_HOLDS
+from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_PARTLY
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
@@ -602,6 +602,7 @@ def _checkpoint_dtype(message: str, saved: checkpoint.Checkpoint) -> str:
     ``predict``, which take none): ``the checkpoint's dtype is float32: correct or remove the
     row`` (review95 M2)."""
     way = f"the checkpoint's dtype is {saved.dtype}: correct or remove the row"
+    message = message.replace(FLOAT64_PARTLY, f"{way}s")  # review97 L4
     return message.replace(FLOAT64_HOLDS, way).replace(cli_spelling(FLOAT64_HOLDS), way)
 
 

@@ -673,14 +673,14 @@ _STATISTICS_DIFFER = (
 _LABEL_MOVED = "their label column {name} is not in the column the run read the label from ({where})"
 
 
-def _label_moved(saved: checkpoint.Checkpoint) -> str:
-    """``compare_data``'s difference for the run's data whose label column moved: ``their label
-    column y is not in the column the run read the label from (the last column); read by that
-    name, they are the run's data``."""
+def _label_moved(saved: checkpoint.Checkpoint, also: str = "") -> str:
+    """``compare_data``'s difference for the run's data whose label column moved (``also``: and
+    how else they differ): ``their label column y is not in the column the run read the label
+    from (the last column); read by name, they are the run's data``."""
     setting = None if saved.training is None else saved.training.settings.get("label_column")
     where = f"--label-column {setting}" if isinstance(setting, str) else "the last column"
     name = data.display_name(saved.label_column)
-    return _LABEL_MOVED.format(name=name, where=where) + "; read by that name, they are the run's data"
+    return _LABEL_MOVED.format(name=name, where=where) + f"{also}; read by name, they are the run's data"
 
 
 def compare_data(
@@ -730,10 +730,11 @@ def compare_data(
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
         )
 
-    def label_moved() -> DataComparison | None:
+    def label_moved(digest: str | None) -> DataComparison | None:
         """The data read with the run's label column by name, when the run did not name it so
         (the last column, or an index): the run's data whose label column moved (review95 M3,
-        M4); else None."""
+        M4), with ``digest``, theirs loaded as the run loaded its data (None when they cannot
+        be; review97 M2); else None."""
         if shipped or recorded is None or text("label_column") == saved.label_column:
             return None
         try:
@@ -741,22 +742,23 @@ def compare_data(
         except (TorchLeanError, ValueError, TypeError):
             return None
         match = _resume.run_match(again, saved, recorded)
-        if match is None or match.reordered or match.statistics is not None or (
+        if match is None or match.statistics is not None or (
                 _resume.names_difference(match.dataset, saved) is not None):
             return None
-        return DataComparison(recorded, False, difference=_label_moved(saved))
+        also = f", and {_COLUMNS_REORDERED}" if match.reordered else ""  # review97 L3
+        return DataComparison(digest, False, difference=_label_moved(saved, also))
 
     try:
         loaded = load(text("label_column"))
     except (TorchLeanError, ValueError, TypeError) as error:
-        return label_moved() or DataComparison(None, None, cli_spelling(str(error)))
+        return label_moved(None) or DataComparison(None, None, cli_spelling(str(error)))
     if recorded is None:
         return DataComparison(_resume.data_digest(loaded), None)
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
     match = _resume.run_match(loaded, saved, recorded)
     if match is None:
         moved = _resume.moved_label(loaded, saved)  # review92 F9
-        return label_moved() or DataComparison(
+        return label_moved(_resume.data_digest(loaded)) or DataComparison(
             _resume.data_digest(loaded), False,
             difference=_DIGEST_DIFFERS if moved is None else f"{_DIGEST_DIFFERS}; {moved}")
     digest = _resume.data_digest(loaded) if match.reordered else recorded

@@ -323,8 +323,8 @@ def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
             if error.name != "torch":
                 raise
             raise TorchLeanError(
-                f"--profile {profile.name} runs torch's kernels, but torch is not installed (torchlean "
-                "depends on it: pip install torch; --profile checked_cpu runs without it)"
+                f"profile {profile.name} runs torch's kernels, but torch is not installed (torchlean "
+                "depends on it: pip install torch; profile checked_cpu runs without it)"
             ) from None
         obey_torch_threads(threads)
 
