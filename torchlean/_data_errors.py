@@ -6,16 +6,20 @@ from __future__ import annotations
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["FLOAT64_HOLDS", "FLOAT64_PARTLY", "DataError", "EmptySplitError"]
+__all__ = ["FLOAT64_HOLDS", "FLOAT64_NEITHER", "FLOAT64_PARTLY", "DataError", "EmptySplitError"]
 
-FLOAT64_HOLDS = "dtype float64 (CLI: --dtype float64) holds it"
-"""The way forward of a feature value that standardises beyond a float32 load's range but not
-beyond float64's (:func:`torchlean.data.load`); a command that loads with a checkpoint's dtype
-replaces it (:mod:`torchlean.cli._resume`; review95 M2)."""
+FLOAT64_HOLDS = "dtype float64 (CLI: --dtype float64) holds it, or "
+"""The start of the way forward of a feature value that standardises beyond a float32 load's
+range but, like every such value of the data, not beyond float64's (:func:`torchlean.data.load`;
+``correct or remove the row`` follows); :data:`FLOAT64_NEITHER` and :data:`FLOAT64_PARTLY` start
+the others. A command that loads with a checkpoint's dtype replaces each with that dtype
+(:mod:`torchlean.cli._resume`; review95 M2, L4, review97 L4, review98 L1)."""
 
-FLOAT64_PARTLY = "float64 holds it but not every such value of these data: correct or remove the rows"
-"""The same where float64 holds that value but not another one of the data (review95 L4); a
-command that loads with a checkpoint's dtype replaces it too (review97 L4)."""
+FLOAT64_NEITHER = "float64 cannot hold it either: "
+"""The start of the way forward where float64 cannot hold the value."""
+
+FLOAT64_PARTLY = "float64 holds it but not every such value of these data: "
+"""The start of the way forward where float64 holds the value but not another one of the data."""
 
 
 class DataError(TorchLeanError, ValueError):

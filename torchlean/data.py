@@ -51,7 +51,14 @@ from torchlean._cells import MISSING_VALUES as MISSING_VALUES
 from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
 from torchlean._csv import STDIN, Table, _name, read_csv
-from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_PARTLY, ClassSplitError, DataError, EmptySplitError
+from torchlean._data_errors import (
+    FLOAT64_HOLDS,
+    FLOAT64_NEITHER,
+    FLOAT64_PARTLY,
+    ClassSplitError,
+    DataError,
+    EmptySplitError,
+)
 from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
@@ -539,9 +546,10 @@ def _split(
             i, j = (int(k) for k in np.argwhere(bad)[0])
             with np.errstate(over="ignore"):
                 this_wide = bool(np.isfinite((raw[i, j] - mean[j]) / scale[j]))
+            rows = sum(int((~np.isfinite(part)).any(axis=1).sum()) for _, _, part in parts)
             way = (FLOAT64_HOLDS if wide and dtype != np.float64  # review92 F10
-                   else "float64 cannot hold it either: correct or remove the row" if not this_wide
-                   else FLOAT64_PARTLY)
+                   else FLOAT64_NEITHER if not this_wide else FLOAT64_PARTLY)
+            way += "correct or remove the row" if rows == 1 else f"correct or remove the {rows} rows"
             raise DataError(
                 f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
                 f"{raw[i, j]:.6g} "

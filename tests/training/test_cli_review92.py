@@ -97,12 +97,13 @@ def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
     --dtype float64, then refused again under it."""
     base, f32, both = _tiny_feature_files(tmp_path)
     code, out, err = cli(capsys, "train", "--dataset", str(f32), "--epochs", "1")
-    assert (code, out) == (2, "") and err.endswith("; --dtype float64 holds it)\n"), err
+    assert (code, out) == (2, "")
+    assert err.endswith("; --dtype float64 holds it, or correct or remove the row)\n"), err
     ok(capsys, "--dataset", str(f32), "--epochs", "1", "--dtype", "float64")  # it does
     code, out, err = cli(capsys, "train", "--dataset", str(both), "--epochs", "1")
     assert (code, out) == (2, "")
     assert err.endswith("; float64 holds it but not every such value of these data: correct or remove the "
-                        "rows)\n"), err
+                        "2 rows)\n"), err
     part = tmp_path / "base.npz"
     ok(capsys, "--dataset", str(base), "--epochs", "1", "--save", str(part))
     way = "; the checkpoint's dtype is float32: correct or remove the row)"
@@ -115,7 +116,12 @@ def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
     assert f"{way}), so whether they are its data is unknown" in err and "--dtype" not in err, err
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
     assert (code, out) == (2, "") and err.rstrip().endswith(  # review97 L4: no float64 either
-        "; the checkpoint's dtype is float32: correct or remove the rows)"), err
+        "; the checkpoint's dtype is float32: correct or remove the 2 rows)"), err
+    beyond = tmp_path / "beyond.csv"  # review98 L1: a value float64 cannot hold, under the checkpoint
+    beyond.write_text(both.read_text().replace("1e30,", "0.0,"))
+    code, out, err = cli(capsys, "inspect", str(part), "--dataset", str(beyond))
+    assert "; the checkpoint's dtype is float32: correct or remove the row)), so" in err, err
+    assert "cannot hold it either" not in err
 
 
 def _labelled_files(tmp_path: Path, labels: list[str], name: str = "y") -> tuple[Path, Path]:
@@ -179,7 +185,8 @@ def test_a_torch_profile_without_torch_is_one_error_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """review96 L4: with torch missing (a --no-deps install), --profile fast_cpu ended in a
-    ModuleNotFoundError traceback. Here ``import torch`` fails so from the CLI's own import."""
+    ModuleNotFoundError traceback (review98 L2: the message named a checked_cpu way out that
+    resume refuses; it names the install). Here ``import torch`` fails so from the CLI's own import."""
     import builtins
 
     real_import = builtins.__import__
@@ -192,18 +199,19 @@ def test_a_torch_profile_without_torch_is_one_error_line(
     part = tmp_path / "d.npz"
     ok(capsys, "--epochs", "1", "--save", str(part))  # checked_cpu, before torch goes
     monkeypatch.setattr(builtins, "__import__", no_torch)
-    code, out, err = cli(capsys, "train", "--profile", "fast_cpu", "--epochs", "1")
-    assert code == 2 and "loss=" not in out  # refused before any epoch
-    assert err == ("error: profile fast_cpu runs torch's kernels, but torch is not installed (torchlean "
-                   "depends on it: pip install torch; profile checked_cpu runs without it)\n")
-    # review97 M1: the other commands and profiles that import torch, one line too
-    for argv in (("train", "--profile", "checked_cuda", "--epochs", "1"),
+    message = ("error: this command needs torch, which is not installed (torchlean depends on it: pip "
+               "install torch)\n")
+    # review97 M1: every command and profile that imports torch, one line; review98 L3: a profile
+    # with torch kernels the model does not use (libtorch_forward_cpu's MLP) is not refused for them
+    for argv in (("train", "--profile", "fast_cpu", "--epochs", "1"),
+                 ("train", "--profile", "checked_cuda", "--epochs", "1"),
                  ("predict", str(part), "--dataset", "digits", "--profile", "fast_cpu", "--output",
                   str(tmp_path / "p.csv"))):
         code, out, err = cli(capsys, *argv)
-        assert (code, err) == (2, "error: this command needs torch, which is not installed (torchlean "
-                               "depends on it: pip install torch; profile checked_cpu's kernels and "
-                               "planning commands run without it)\n"), err
+        assert (code, err) == (2, message), err
+        assert "loss=" not in out  # refused before any epoch
+    code, out, err = cli(capsys, "train", "--profile", "libtorch_forward_cpu", "--epochs", "1")
+    assert code == 0 and "test_accuracy=" in out, err
 
 
 def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(
@@ -231,6 +239,8 @@ def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(
         record = json.loads(report.read_text())
         assert code == 0 and (record["dataset_sha256"], record["data_matches"]) == (expected, False)
         assert record["data_difference"].startswith("their label column y is not in the column")
+        # review98 M1: why they could not be loaded as the run loaded them, where they cannot
+        assert (record["dataset_error"] is None) == (expected is not None), record["dataset_error"]
         code, _, _ = cli(capsys, "predict", str(part), "--dataset", str(first), "--split", "test", "--output",
                          str(tmp_path / "p.csv"), "--report-json", str(report))
         record = json.loads(report.read_text())

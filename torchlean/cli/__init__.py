@@ -265,8 +265,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if error.name != "torch":
             raise
         print("error: this command needs torch, which is not installed (torchlean depends on it: pip "
-              "install torch; profile checked_cpu's kernels and planning commands run without it)",
-              file=sys.stderr)
+              "install torch)", file=sys.stderr)
         return 2
     except TorchLeanError as error:  # the data layer's hints, worded for the CLI (--task regression)
         for line in cli_spelling(str(error)).splitlines() or [type(error).__name__]:

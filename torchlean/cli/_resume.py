@@ -67,7 +67,7 @@ from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
 from torchlean._checks import DECIMAL_INTEGER
-from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_PARTLY
+from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_NEITHER, FLOAT64_PARTLY
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
@@ -600,10 +600,11 @@ def _checkpoint_dtype(message: str, saved: checkpoint.Checkpoint) -> str:
     the dtype, ``--dtype float64``, replaced where the data are loaded with checkpoint
     ``saved``'s dtype (``train --resume``, which refuses another ``--dtype``; ``inspect`` and
     ``predict``, which take none): ``the checkpoint's dtype is float32: correct or remove the
-    row`` (review95 M2)."""
-    way = f"the checkpoint's dtype is {saved.dtype}: correct or remove the row"
-    message = message.replace(FLOAT64_PARTLY, f"{way}s")  # review97 L4
-    return message.replace(FLOAT64_HOLDS, way).replace(cli_spelling(FLOAT64_HOLDS), way)
+    row`` (review95 M2; the other ways forward too, review97 L4, review98 L1)."""
+    way = f"the checkpoint's dtype is {saved.dtype}: "
+    for fresh in (FLOAT64_HOLDS, cli_spelling(FLOAT64_HOLDS), FLOAT64_NEITHER, FLOAT64_PARTLY):
+        message = message.replace(fresh, way)
+    return message
 
 
 def _shown_directory(path: str | Path) -> str:

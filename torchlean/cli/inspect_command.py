@@ -23,7 +23,8 @@ naming its length (review67 F7); the JSON record keeps them whole.
 delimiter unless ``--delimiter`` is given) and compares their digest with the recorded one
 (``data_matches: yes | no | unknown``), as ``torchlean predict --split`` does: ``unknown`` when the
 checkpoint records no digest, or when the data cannot be loaded so (a ``note:`` on stderr and
-``dataset_error`` in the JSON say why; review64 F2), never ``no``; a missing file or a folder is
+``dataset_error`` in the JSON say why; review64 F2), never ``no`` (but for the run's data whose
+label column moved, which a second note names: review98 M1); a missing file or a folder is
 one ``error:`` line, as for ``predict``. ``--report-json PATH`` (``-`` for stdout, the report then
 on stderr, with no ``wrote`` line) writes the same facts as a JSON object; naming the checkpoint or
 the ``--dataset`` file is refused (review64 F1). A file that is not a checkpoint is one ``error:``
@@ -76,7 +77,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dataset", type=input_dataset, default=None,
                         help=f"{' | '.join(data.DATASETS)} or a path to a CSV file: load it as the "
                         "checkpoint's run loaded its data and say whether its digest is the recorded one "
-                        "(unknown, with the reason, when they cannot be loaded so)")
+                        "(unknown, with the reason, when they cannot be loaded so; no for the run's data "
+                        "with its label column moved)")
     parser.add_argument("--delimiter", type=delimiter, default=None, metavar="D",
                         help=DELIMITER_HELP.replace("(default: ,)", "(default: the one the checkpoint's run "
                                                     "read its data with, as torchlean predict compares)"))
@@ -321,10 +323,11 @@ def run(args: argparse.Namespace) -> int:
     with report_beside(args.report_json):
         for line in _lines(record, saved):
             print(line)
-        if record.get("dataset_error") is not None:
+        if record.get("dataset_error") is not None:  # known not the run's data as laid out (review98 M1)
+            unknown = "" if record.get("data_difference") else ", so whether they are its data is unknown"
             print(f"note: {data_shown(record['dataset_given'])} could not be loaded as checkpoint "
-                  f"{shown_path(args.checkpoint)}'s run loaded its data ({record['dataset_error']}), so "
-                  "whether they are its data is unknown", file=sys.stderr)
+                  f"{shown_path(args.checkpoint)}'s run loaded its data ({record['dataset_error']}){unknown}",
+                  file=sys.stderr)
         if record.get("data_difference") is not None:
             print(f"note: the data of {data_shown(record['dataset_given'])} are not those checkpoint "
                   f"{shown_path(args.checkpoint)}'s run trained on: {record['data_difference']}",

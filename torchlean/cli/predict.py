@@ -730,11 +730,11 @@ def compare_data(
             test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
         )
 
-    def label_moved(digest: str | None) -> DataComparison | None:
+    def label_moved(digest: str | None, failure: str | None = None) -> DataComparison | None:
         """The data read with the run's label column by name, when the run did not name it so
         (the last column, or an index): the run's data whose label column moved (review95 M3,
-        M4), with ``digest``, theirs loaded as the run loaded its data (None when they cannot
-        be; review97 M2); else None."""
+        M4), with ``digest``, theirs loaded as the run loaded its data, or None and the
+        ``failure`` of that load when they cannot be (review97 M2, review98 M1); else None."""
         if shipped or recorded is None or text("label_column") == saved.label_column:
             return None
         try:
@@ -746,12 +746,13 @@ def compare_data(
                 _resume.names_difference(match.dataset, saved) is not None):
             return None
         also = f", and {_COLUMNS_REORDERED}" if match.reordered else ""  # review97 L3
-        return DataComparison(digest, False, difference=_label_moved(saved, also))
+        return DataComparison(digest, False, failure=failure, difference=_label_moved(saved, also))
 
     try:
         loaded = load(text("label_column"))
     except (TorchLeanError, ValueError, TypeError) as error:
-        return label_moved(None) or DataComparison(None, None, cli_spelling(str(error)))
+        failure = cli_spelling(str(error))
+        return label_moved(None, failure) or DataComparison(None, None, failure)
     if recorded is None:
         return DataComparison(_resume.data_digest(loaded), None)
     # a regression checkpoint of torchlean before review86 F1 hashed the targets rounded to its dtype
@@ -1166,8 +1167,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     if compared is not None and compared.failure is not None:  # review86 F6: as inspect says it
         # after _split, which refuses --split train/test for the same failure (one error, no note)
         why = _resume.as_the_run_read(compared.failure, saved)
+        unknown = ", so whether they are its data is unknown" if compared.difference is None else ""
         print(f"note: {source.source} could not be loaded as checkpoint {shown_path(args.checkpoint)}'s run "
-              f"loaded its data ({why}), so whether they are its data is unknown", file=sys.stderr)
+              f"loaded its data ({why}){unknown}", file=sys.stderr)
     if order is None and compared is not None:  # review88 F2: why the record's data_matches_training is false
         alike = _hashing_alike_note(args, source, compared)
         if alike is not None and not (compared.names is not None and reordered):  # said once
