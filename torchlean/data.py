@@ -549,7 +549,8 @@ def _split(
             rows = sum(int((~np.isfinite(part)).any(axis=1).sum()) for _, _, part in parts)
             way = (FLOAT64_HOLDS if wide and dtype != np.float64  # review92 F10
                    else FLOAT64_NEITHER if not this_wide else FLOAT64_PARTLY)
-            way += "correct or remove the row" if rows == 1 else f"correct or remove the {rows} rows"
+            way += ("correct or remove the row" if rows == 1  # review99 L1: rows of every column
+                    else f"correct or remove the {rows} rows holding such values")
             raise DataError(
                 f"{source}: feature column {display_name(columns[j])}: the {split}-split value "
                 f"{raw[i, j]:.6g} "

@@ -169,6 +169,26 @@ def test_a_mean_of_squares_beyond_the_dtype_is_named_as_such(capsys: pytest.Capt
     assert "pass --dtype float64" in err
 
 
+def test_a_resumed_run_is_not_told_to_change_its_dtype_or_validation_part(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review99 M1: resume refuses another --dtype, and its validation part is the checkpoint's,
+    but the refusal of a validation target beyond float32 named both as the way out."""
+    clean, big = tmp_path / "clean.csv", tmp_path / "big.csv"
+    _regression_with_a_huge_validation_target(clean, 1.0)
+    _regression_with_a_huge_validation_target(big)
+    part = tmp_path / "r.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(clean), "--epochs", "1", "--val-fraction", "0.2",
+                       "--save", str(part))
+    assert code == 0, err
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(big), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err.rstrip().endswith(
+        "fit float32; the checkpoint's dtype is float32 and its run holds out a validation part: correct or "
+        "remove the row)"), err
+    assert "--dtype float64" not in err and "leave out --val-fraction" not in err
+
+
 def test_trainer_says_validation_targets_would_make_the_validation_loss_infinite() -> None:
     trainer = Trainer(nn.sequential(nn.linear(2, 1)), objective="mse", seed=0,
                       config=RunConfig(optim.sgd(0.1)))

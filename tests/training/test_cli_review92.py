@@ -103,7 +103,7 @@ def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
     code, out, err = cli(capsys, "train", "--dataset", str(both), "--epochs", "1")
     assert (code, out) == (2, "")
     assert err.endswith("; float64 holds it but not every such value of these data: correct or remove the "
-                        "2 rows)\n"), err
+                        "2 rows holding such values)\n"), err
     part = tmp_path / "base.npz"
     ok(capsys, "--dataset", str(base), "--epochs", "1", "--save", str(part))
     way = "; the checkpoint's dtype is float32: correct or remove the row)"
@@ -116,7 +116,7 @@ def test_the_float64_way_forward_is_named_only_where_it_can_be_taken(
     assert f"{way}), so whether they are its data is unknown" in err and "--dtype" not in err, err
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
     assert (code, out) == (2, "") and err.rstrip().endswith(  # review97 L4: no float64 either
-        "; the checkpoint's dtype is float32: correct or remove the 2 rows)"), err
+        "; the checkpoint's dtype is float32: correct or remove the 2 rows holding such values)"), err
     beyond = tmp_path / "beyond.csv"  # review98 L1: a value float64 cannot hold, under the checkpoint
     beyond.write_text(both.read_text().replace("1e30,", "0.0,"))
     code, out, err = cli(capsys, "inspect", str(part), "--dataset", str(beyond))

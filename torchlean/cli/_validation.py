@@ -172,12 +172,15 @@ def _check_validation_targets(
         return
     way = ("pass --dtype float64, or leave" if overflow.wider
            else "rescale the target (it overflows float64 too), or leave")
+    way += " out --val-fraction: the test split's metrics are measured on the targets as read"
+    if getattr(args, "resume", None) is not None:  # its dtype and validation part are the run's (review99 M1)
+        way = (f"the checkpoint's dtype is {dtype} and its run holds out a validation part: correct or "
+               "remove the row")
     raise TorchLeanError(
         f"{data_shown(args.dataset)}: {overflow.subject('validation split', dtype)} with the train "
         f"split's mean {mean:.6g} and scale {scale:.6g}, so the validation "
         "loss would be infinite (accepted: validation targets whose (y - mean) / scale, and the mean of its "
-        f"square, fit {dtype}; "
-        f"{way} out --val-fraction: the test split's metrics are measured on the targets as read)"
+        f"square, fit {dtype}; {way})"
     )
 
 
