@@ -1,5 +1,6 @@
 """``train --resume`` of a checkpoint whose recorded environment names other software (another
-torch, numpy or torchlean version, or another capsule table for the profile) notes that the resumed
+torch version under a profile with torch kernels, a numpy or torchlean version, or another capsule
+table for the profile) notes that the resumed
 run may not be bit for bit the uninterrupted one (review65 F2); a checkpoint written here resumes
 without the note, and so does one recording no environment. Oracle: the edits are made here to the
 checkpoint's metadata; the current values come from importlib.metadata and the capsule table digest
@@ -40,6 +41,11 @@ def test_other_software_is_noted_on_resume(capsys: pytest.CaptureFixture[str], t
     ok(capsys, "--resume", str(saved), "--epochs", "2", "--save", str(tmp_path / "same.npz"))  # no note
     torch_now = metadata.version("torch")
     old_torch = _edited(saved, tmp_path / "t.npz", torch="0.0.1")
+    code, _, err = cli(capsys, "train", "--resume", str(old_torch), "--epochs", "2")
+    assert code == 0 and "other software" not in err  # checked_cpu runs no torch kernel (review99 L4)
+    fast = tmp_path / "f.npz"
+    ok(capsys, *SMALL, "--profile", "fast_cpu", "--save", str(fast))
+    old_torch = _edited(fast, tmp_path / "ft.npz", torch="0.0.1")
     code, _, err = cli(capsys, "train", "--resume", str(old_torch), "--epochs", "2")
     assert code == 0
     note = (f"note: the run in {old_torch} was written under other software than this one runs under (torch "
