@@ -744,7 +744,8 @@ class Checkpoint:
             raise FeatureValueError(
                 i, j, display_name(self.feature_names[j]),
                 f"the value {raw[i, j]:.6g} standardises beyond the {self.dtype} range (training's mean "
-                f"{self.feature_mean[j]:.6g}, standard deviation {self.feature_scale[j]:.6g})",
+                f"{self.feature_mean[j]:.6g}, standard deviation {self.feature_scale[j]:.6g}; the model's "
+                f"dtype is {self.dtype}: correct or remove the row)",  # a way forward (review99 L2)
             )
         return values
 

@@ -578,6 +578,7 @@ def test_a_value_beyond_the_dtype_after_standardising_names_the_csv_line_and_col
     err = one_line_error(capsys, "predict", str(iris_checkpoint), "--dataset", str(path), "--output",
                          str(tmp_path / "p.csv"))
     assert err.startswith(message), err
+    assert err.rstrip().endswith("; the model's dtype is float32: correct or remove the row)"), err
     refused = []  # row 3 is in one of the two splits: that one is refused, by its file line
     for split in ("train", "test"):
         code, _, err = cli(capsys, "predict", str(iris_checkpoint), "--dataset", str(path), "--output",
