@@ -188,6 +188,7 @@ def test_a_torch_profile_without_torch_is_one_error_line(
     ModuleNotFoundError traceback (review98 L2: the message named a checked_cpu way out that
     resume refuses; it names the install). Here ``import torch`` fails so from the CLI's own import."""
     import builtins
+    import importlib.util
 
     real_import = builtins.__import__
 
@@ -199,6 +200,9 @@ def test_a_torch_profile_without_torch_is_one_error_line(
     part = tmp_path / "d.npz"
     ok(capsys, "--epochs", "1", "--save", str(part))  # checked_cpu, before torch goes
     monkeypatch.setattr(builtins, "__import__", no_torch)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "torch" else real_find_spec(name, *args))
     message = ("error: this command needs torch, which is not installed (torchlean depends on it: pip "
                "install torch)\n")
     # review97 M1: every command and profile that imports torch, one line; review98 L3: a profile
@@ -212,6 +216,7 @@ def test_a_torch_profile_without_torch_is_one_error_line(
         assert "loss=" not in out  # refused before any epoch
     code, out, err = cli(capsys, "train", "--profile", "libtorch_forward_cpu", "--epochs", "1")
     assert code == 0 and "test_accuracy=" in out, err
+    assert "torch_threads=" not in out  # review99 L3: no torch ran, as its record says (null)
 
 
 def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(

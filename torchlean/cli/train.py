@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import math
 import sys
@@ -963,7 +964,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         shown_schedule += f" test_fraction={args.test_fraction!r}"
     if held_out is not None:
         shown_schedule += held_out.settings()
-    shown_threads = f" torch_threads={threads}" if _uses_torch(profile) else ""  # bits may depend on it
+    torch_runs = _uses_torch(profile) and importlib.util.find_spec("torch") is not None  # review99 L3
+    shown_threads = f" torch_threads={threads}" if torch_runs else ""  # bits may depend on it
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}"
           f"{shown_threads}")
