@@ -160,7 +160,8 @@ def _check_validation_targets(
     """Refuse regression validation targets whose standardised values, ``(y - mean) / scale``
     with the train split's ``target`` statistics, or the mean of their squares (the scale of the
     validation loss), are beyond the run's dtype: the validation loss would be infinite
-    (review91 F2). ``--dtype float64`` is named only where it holds them (review92 F3).
+    (review91 F2). ``--dtype float64`` is named only where it holds them (review92 F3), and not
+    for a resumed run, whose dtype and validation part are its checkpoint's (review99 M1).
 
     Raises:
         TorchLeanError: naming the target largest in magnitude, the statistics and the way out.

@@ -254,8 +254,8 @@ def cross_entropy(
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
             silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
-            ``ignore_index`` not an integer (a 0-d array or tensor is told to pass
-            ``int(ignore_index)``) or beyond int64 (torch refuses both alike);
+            ``ignore_index`` not an integer (a 0-d integer array or tensor is told to pass
+            ``int(ignore_index)``) or beyond int64 (torch refuses it too);
             array data as ``axis`` (torch's positional ``weight``), or a ``weight`` other than
             ``None``: per-class weights are not supported, the message spells torch's weighted
             mean.
