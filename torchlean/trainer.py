@@ -623,6 +623,7 @@ class _GraphStep:
     masks: tuple[DropoutMask, ...] = ()
     updates: tuple[RunningUpdate, ...] = ()
     indices: tuple[EmbeddingIndex, ...] = ()
+    recorded: bool = False  # its kernels are in the trainer's selected (Trainer._record_graph_kernels)
 
     def inputs(self, xb: Inputs, target: Array | None, dtype: np.dtype[np.floating]) -> list[Tensor]:
         """The program's inputs in node order: the minibatch, each embedding's int64 row index
@@ -1148,20 +1149,24 @@ class Trainer(Generic[In, Out]):
             self._graphs[key] = step
         return step
 
-    def _record_graph_kernels(self, kernels: Sequence[AcceptedKernel]) -> None:
+    def _record_graph_kernels(self, step: _GraphStep) -> None:
         """Remember newly used graph kernels once nothing but their program (and the eager ops
         :func:`_preflight` accepted) can refuse the step: just before the step's dropout masks
         are drawn and its program runs, not when its graph is accepted (review93); with
         ``show_backend``, print each one's report lines on first use through the session, which
-        prints each capsule once (:meth:`Session.report`), in the order of :attr:`selected`."""
+        prints each capsule once (:meth:`Session.report`), in the order of :attr:`selected`. Once
+        per step program: later calls return at once (it runs on every minibatch)."""
+        if step.recorded:
+            return
         session = self.open()
         known = {kernel.capsule.identity for kernel in self.selected}
-        for kernel in kernels:
+        for kernel in step.program.plan.kernels:
             if kernel.capsule.identity in known:
                 continue
             known.add(kernel.capsule.identity)
             session.report(kernel)
             self._graph_kernels.append(kernel)
+        step.recorded = True
 
     def _loss_and_gradients(
         self, params: list[Tensor], xb: Inputs, yb: Targets
@@ -1175,7 +1180,7 @@ class Trainer(Generic[In, Out]):
             step = self._graph(tuple(xb.shape), with_loss=True)
             if step.masks or step.updates or step.indices:
                 return self._graph_loss_with_masks_and_buffers(step, params, xb, target)
-            self._record_graph_kernels(step.program.plan.kernels)
+            self._record_graph_kernels(step)
             return step.program.run_and_backward([Tensor(xb), Tensor(target)], params, step.output), {}
         ops = EagerOps()
         device = self.config.device.label
@@ -1195,7 +1200,7 @@ class Trainer(Generic[In, Out]):
         the program runs forward and backward; each batch norm's running statistics are then
         updated as eager execution updates them (:meth:`EagerOps.update_running_statistics`, in
         forward order) from the graph's value of the batch norm's input."""
-        self._record_graph_kernels(step.program.plan.kernels)  # before the masks: selected's order
+        self._record_graph_kernels(step)  # before the masks: selected's order
         inputs = step.inputs(xb, target, self.model.dtype)
         keep = tuple(update.node for update in step.updates)
         loss, kept = step.program.run_and_backward_keeping(inputs, params, step.output, keep)
@@ -1696,7 +1701,7 @@ class Trainer(Generic[In, Out]):
                 xb = xs[start : start + batch_size]
                 if self.config.execution is ExecutionMode.TYPED_GRAPH:
                     step = self._graph(tuple(xb.shape), with_loss=False)
-                    self._record_graph_kernels(step.program.plan.kernels)
+                    self._record_graph_kernels(step)
                     feeds = step.inputs(xb, None, self.model.dtype) if step.indices else [Tensor(xb)]
                     out = step.program.run(feeds, params, step.output)
                 else:
