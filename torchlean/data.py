@@ -538,14 +538,13 @@ def _split(
     parts = [("train", x_train, standardised_train), ("test", x_test, standardised_test)]
     if val_rows is not None and standardised_val is not None:
         parts.insert(1, ("validation", x[val_rows], standardised_val))
-    with np.errstate(over="ignore", invalid="ignore"):  # does float64 hold every refused value?
-        wide = all(bool(np.isfinite((raw - mean) / scale).all()) for _, raw, _ in parts)  # review95 L4
     for split, raw, values in parts:
         bad = ~np.isfinite(values)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):  # does float64 hold every refused value?
                 this_wide = bool(np.isfinite((raw[i, j] - mean[j]) / scale[j]))
+                wide = all(bool(np.isfinite((r - mean) / scale).all()) for _, r, _ in parts)  # review95 L4
             rows = sum(int((~np.isfinite(part)).any(axis=1).sum()) for _, _, part in parts)
             way = (FLOAT64_HOLDS if wide and dtype != np.float64  # review92 F10
                    else FLOAT64_NEITHER if not this_wide else FLOAT64_PARTLY)
