@@ -591,7 +591,7 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
                 f"on as they were: {_COLUMNS_REORDERED}; predict takes a CSV file's columns by the "
                 "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
                 "columns in their order, refuses them)")
-    if compared.difference is not None and compared.difference.startswith(_LABEL_MOVED.split("{")[0]):
+    if compared.difference is not None and compared.difference.startswith(_LABEL_MOVED_START):
         return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
                 f"on as they were: {compared.difference}, as predict reads them (train --resume, which reads "
                 "the label where the run did, names --label-column)")
@@ -670,7 +670,8 @@ _STATISTICS_DIFFER = (
 )
 
 
-_LABEL_MOVED = "their label column {name} is not in the column the run read the label from ({where})"
+_LABEL_MOVED_START = "their label column "
+_LABEL_MOVED = _LABEL_MOVED_START + "{name} is not in the column the run read the label from ({where})"
 
 
 def _label_moved(saved: checkpoint.Checkpoint, also: str = "") -> str:
