@@ -61,7 +61,7 @@ from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
 from torchlean.optim import OPTIMIZERS
-from torchlean.provenance import ENVIRONMENT_KEYS, environment_fault, is_sha256
+from torchlean.provenance import ENVIRONMENT_KEYS, LATER_KEYS, environment_fault, is_sha256
 from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
@@ -332,7 +332,9 @@ class Checkpoint:
     written before it, or built in Python), taken so; version 1 holds only ``None``);
     ``environment`` (the software and command that wrote the checkpoint,
     :func:`torchlean.provenance.environment`'s block, or ``None``: a mapping with exactly the
-    keys :data:`torchlean.provenance.ENVIRONMENT_KEYS`, each value of the type that function
+    keys :data:`torchlean.provenance.ENVIRONMENT_KEYS` (or all but those of
+    :data:`~torchlean.provenance.LATER_KEYS`, an earlier torchlean's block, which read as
+    ``None``), each value of the type that function
     writes (:func:`torchlean.provenance.environment_fault`), stored read-only in that order with
     lists as tuples, its ``profile`` ``None`` or the checkpoint's ``profile``; version 1 holds
     only ``None``);
@@ -1694,6 +1696,9 @@ def _environment(value: object) -> Mapping[str, Any]:
     """``value`` (a checkpoint's ``environment``) as a read-only mapping in the order of
     :data:`ENVIRONMENT_KEYS`, lists as tuples.
 
+    A block that lacks only keys of :data:`~torchlean.provenance.LATER_KEYS` (written by an
+    earlier torchlean) reads each of them as ``None``.
+
     Raises:
         CheckpointError: not a mapping with string keys; keys other than
             :data:`ENVIRONMENT_KEYS`; a value :func:`torchlean.provenance.environment_fault` finds
@@ -1709,6 +1714,9 @@ def _environment(value: object) -> Mapping[str, Any]:
             raise CheckpointError(f"environment names must be strings, got {key!r}")
         block[key] = tuple(item) if isinstance(item, list | tuple) else item
     missing = [key for key in ENVIRONMENT_KEYS if key not in block]
+    if set(missing) <= set(LATER_KEYS):  # an earlier torchlean's block: those are unknown
+        block.update(dict.fromkeys(missing))
+        missing = []
     unexpected = [key for key in block if key not in ENVIRONMENT_KEYS]
     if missing or unexpected:  # review64 F4: a hand edit must not pass silently
         faults = "; ".join(f"{what} {', '.join(map(repr, keys))}" for what, keys in (

@@ -2,13 +2,15 @@
 table behind a run (``torchlean train``'s and ``predict``'s ``--report-json``, and a checkpoint's
 metadata, all carry the same :func:`environment` block).
 
-Three digests, each a SHA-256 (hex) that a user can recompute from what this docstring says:
+Four digests, each a SHA-256 (hex) that a user can recompute from what this docstring says:
 
 - :func:`data_sha256`: the split data a run trains, validates and tests on (a
   :class:`torchlean.data.Dataset`), the digest ``torchlean train --save`` records in a checkpoint
   (``training.settings["data_sha256"]``) and ``--resume`` and ``predict --split`` compare;
 - :func:`capsule_table_sha256`: the capsules a profile can select, so that a later torchlean whose
   profile of the same name selects other capsules is detectable;
+- :func:`source_sha256`: this torchlean's own files (its code and the native extension's
+  sources), so that two builds of one version number are told apart;
 - :func:`weights_sha256`: a checkpoint's weights; :func:`file_sha256`: a file's bytes
   (``sha256sum``'s), the ``checkpoint_sha256`` of the records.
 
@@ -18,6 +20,7 @@ Nothing here runs git or another process: the torchlean version is the installed
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -25,6 +28,7 @@ import platform
 import sys
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,8 +39,8 @@ from torchlean.backend.capsule import admissible
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
-    "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
-    "environment", "environment_fault", "file_sha256", "is_sha256", "weights_sha256",
+    "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "LATER_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
+    "environment", "environment_fault", "file_sha256", "is_sha256", "source_sha256", "weights_sha256",
 ]
 
 DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
@@ -44,13 +48,17 @@ DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torc
 """The :func:`environment` keys holding an installed distribution's version, and the distribution."""
 
 ENVIRONMENT_KEYS = (
-    "torchlean", "python", "numpy", "torch", "scikit_learn", "platform", "argv", "cwd", "utc", "profile",
-    "capsule_table_sha256",
+    "torchlean", "torchlean_source_sha256", "python", "numpy", "torch", "scikit_learn", "platform", "argv",
+    "cwd", "utc", "profile", "capsule_table_sha256",
 )
 """The keys of :func:`environment`'s block, in its order."""
 
-_OPTIONAL_STRINGS = frozenset({"torchlean", "numpy", "torch", "scikit_learn", "cwd", "profile",
-                               "capsule_table_sha256"})
+LATER_KEYS = ("torchlean_source_sha256",)
+"""The keys of :data:`ENVIRONMENT_KEYS` that a block written by an earlier torchlean lacks: a
+checkpoint that holds all the others reads each as ``None`` (unknown)."""
+
+_OPTIONAL_STRINGS = frozenset({"torchlean", "torchlean_source_sha256", "numpy", "torch", "scikit_learn",
+                               "cwd", "profile", "capsule_table_sha256"})
 """The keys whose value :func:`environment` writes as a string or ``None``; ``python``,
 ``platform`` and ``utc`` are always strings, ``argv`` a list of strings."""
 
@@ -63,6 +71,52 @@ def _version(distribution: str) -> str | None:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+_PACKAGE = Path(__file__).resolve().parent
+"""The directory of the ``torchlean`` package this module belongs to."""
+
+_SKIPPED_DIRECTORIES = frozenset({"__pycache__"})
+_SKIPPED_SUFFIXES = frozenset({".pyc", ".pyo"})
+
+
+def _source_files(root: Path) -> list[tuple[str, Path]]:
+    """The files under ``root`` that :func:`source_sha256` reads, as (POSIX path relative to
+    ``root``, path), sorted by the relative path's UTF-8 bytes."""
+    found = [
+        (path.relative_to(root).as_posix(), path)
+        for path in root.rglob("*")
+        if path.is_file() and path.suffix not in _SKIPPED_SUFFIXES
+        and not _SKIPPED_DIRECTORIES.intersection(path.relative_to(root).parts)
+    ]
+    return sorted(found, key=lambda item: item[0].encode("utf-8"))
+
+
+@functools.cache
+def source_sha256() -> str:
+    """SHA-256 (hex) of this torchlean's package files, the ``torchlean_source_sha256`` of
+    :func:`environment`: every file under the ``torchlean`` package directory (its ``.py``
+    modules, ``py.typed`` and the native extension's C++/CUDA sources), but ``__pycache__``
+    folders and ``.pyc``/``.pyo`` files, in the order of their paths relative to that directory
+    (POSIX, ``/``-separated, compared as UTF-8 bytes); for each, the UTF-8 path, a NUL byte, the
+    file's size in bytes as decimal ASCII, a NUL byte, then its bytes. The version number is
+    ``0.1.0`` for every build so far; this digest tells two builds (or a checkout edited since)
+    apart. An editable install digests the checkout's files. Computed once per process (about
+    2.6 MB read).
+
+    Raises:
+        TorchLeanError: a package file cannot be read (naming it and the system's reason).
+    """
+    digest = hashlib.sha256()
+    for relative, path in _source_files(_PACKAGE):
+        try:
+            content = path.read_bytes()
+        except OSError as error:
+            reason = error.strerror or error
+            raise TorchLeanError(f"cannot read {path} to digest torchlean's source: {reason}") from None
+        digest.update(relative.encode("utf-8") + b"\0" + str(len(content)).encode("ascii") + b"\0")
+        digest.update(content)
+    return digest.hexdigest()
 
 
 def capsule_table(profile: str | profiles.BackendProfile) -> dict[str, Any]:
@@ -179,7 +233,8 @@ def environment(
     argv: Sequence[str] | None = None, profile: str | profiles.BackendProfile | None = None
 ) -> dict[str, Any]:
     """The block that says what software ran a command, and how, in this order
-    (:data:`ENVIRONMENT_KEYS`): ``torchlean`` (the installed distribution's version), ``python``
+    (:data:`ENVIRONMENT_KEYS`): ``torchlean`` (the installed distribution's version),
+    ``torchlean_source_sha256`` (:func:`source_sha256`: which build of that version), ``python``
     (``platform.python_version()``), ``numpy``, ``torch`` and ``scikit_learn`` (the installed
     distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag;
     ``None`` for one not installed; nothing is imported, as for ``torchlean``), ``platform``
@@ -206,6 +261,7 @@ def environment(
     )
     block = {
         "torchlean": versions["torchlean"],
+        "torchlean_source_sha256": source_sha256(),
         "python": platform.python_version(),
         "numpy": versions["numpy"],
         "torch": versions["torch"],
@@ -242,7 +298,9 @@ def environment_fault(block: Mapping[str, Any]) -> str | None:
     read back), differs from what :func:`environment` writes, else ``None``: a value not of its
     key's type (``argv`` a list or tuple of strings; ``python``, ``platform`` and ``utc`` strings;
     the others strings or ``None``), a ``utc`` not in the form ``2025-01-31T12:00:00Z``, a
-    ``capsule_table_sha256`` that is not 64 lowercase hex digits, or a ``profile`` and
+    ``capsule_table_sha256`` or ``torchlean_source_sha256`` that is not 64 lowercase hex digits
+    (``None`` is taken for both: a checkpoint written before torchlean recorded its source's
+    digest reads it as ``None``), or a ``profile`` and
     ``capsule_table_sha256`` of which only one is ``None`` (:func:`environment` writes both or
     neither: a digest without its profile names no table, review65 F5).
 
@@ -257,9 +315,10 @@ def environment_fault(block: Mapping[str, Any]) -> str | None:
         datetime.datetime.strptime(block["utc"], _UTC_FORMAT)
     except ValueError:
         return f"'utc' must be a UTC time such as '2025-01-31T12:00:00Z', got {block['utc']!r}"
+    for key in ("torchlean_source_sha256", "capsule_table_sha256"):
+        if block[key] is not None and not is_sha256(block[key]):
+            return f"{key!r} must be 64 lowercase hex digits (a SHA-256) or None, got {block[key]!r}"
     digest, profile = block["capsule_table_sha256"], block["profile"]
-    if digest is not None and not is_sha256(digest):
-        return f"'capsule_table_sha256' must be 64 lowercase hex digits (a SHA-256) or None, got {digest!r}"
     if (digest is None) != (profile is None):
         return (f"'profile' and 'capsule_table_sha256' are both None or both given "
                 f"(provenance.environment(profile=...) writes both), got profile {profile!r} and "

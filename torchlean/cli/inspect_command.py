@@ -1,5 +1,6 @@
 """``torchlean inspect CHECKPOINT [--dataset NAME_OR_CSV [--delimiter D]] [--report-json PATH]``:
-what a checkpoint says about the run that wrote it, for an auditor, without opening the ``.npz`` by hand.
+what a checkpoint says about the run that wrote it, for an auditor, without opening the ``.npz`` by
+hand.
 
 Prints one ``name: value`` line per fact (reading no weights into a model and running nothing):
 the file and its SHA-256 (``sha256sum``'s), the format version, the model and its sizes, the
@@ -11,13 +12,16 @@ total, the random counter, whether a validation history is kept) and its setting
 ``environment`` block (:func:`torchlean.provenance.environment`: versions, platform, command
 line, working directory, UTC time, the profile's capsule-table digest), whether this torchlean's
 capsule table for that profile has the same digest (``capsule_table: same as this torchlean's``,
-``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment), and
-the digest of the weights (:func:`torchlean.provenance.weights_sha256`). A field the checkpoint
-does not record (an older file, or one built in Python) is ``unknown``. The checkpoint's texts
-are shown as messages show names (:func:`torchlean.data.display_name`: a text that is not
-printable as its Python literal, so one field is one line and no control character reaches the
-terminal; review67 F2), and a value or list of names over :data:`LINE_LIMIT` characters is cut,
-naming its length (review67 F7); the JSON record keeps them whole.
+``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment),
+whether this torchlean's source has the recorded ``torchlean_source_sha256``
+(``torchlean_source: same as this torchlean's``, ``differs ...``, or ``unknown``: a checkpoint
+written before torchlean recorded it), and the digest of the weights
+(:func:`torchlean.provenance.weights_sha256`). A field the checkpoint does not record (an older
+file, or one built in Python) is ``unknown``. The checkpoint's texts are shown as messages show
+names (:func:`torchlean.data.display_name`: a text that is not printable as its Python literal, so
+one field is one line and no control character reaches the terminal; review67 F2), and a value or
+list of names over :data:`LINE_LIMIT` characters is cut, naming its length (review67 F7); the JSON
+record keeps them whole.
 
 ``--dataset NAME_OR_CSV`` also loads those data as the checkpoint's run loaded its data (its
 delimiter unless ``--delimiter`` is given) and compares their digest with the recorded one
@@ -107,6 +111,8 @@ def facts(
     if saved.environment is not None and saved.environment["capsule_table_sha256"] is not None:
         recorded, profile = saved.environment["capsule_table_sha256"], saved.environment["profile"]
         table = recorded == provenance.capsule_table_sha256(profile)
+    recorded_source = None if saved.environment is None else saved.environment["torchlean_source_sha256"]
+    source = None if recorded_source is None else recorded_source == provenance.source_sha256()
     record: dict[str, Any] = {
         "checkpoint": str(path),
         "checkpoint_sha256": provenance.file_sha256(path),
@@ -141,6 +147,7 @@ def facts(
         },
         "environment": environment,
         "capsule_table_matches": table,
+        "torchlean_source_matches": source,
         "weights_sha256": provenance.weights_sha256(saved.weights),
     }
     if dataset is not None:
@@ -283,6 +290,13 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
         else f"capsule_table: same as this torchlean's for profile {shown_profile}" if table
         else f"capsule_table: differs from this torchlean's for profile {shown_profile} "
         f"({provenance.capsule_table_sha256(profile)}): the profile may select other capsules now"
+    )
+    source = record["torchlean_source_matches"]
+    lines.append(
+        "torchlean_source: unknown (no digest recorded)" if source is None
+        else "torchlean_source: same as this torchlean's" if source
+        else f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): another "
+        "build of torchlean wrote it"
     )
     lines.append(f"weights_sha256: {record['weights_sha256']}")
     if "data_matches" in record:

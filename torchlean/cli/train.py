@@ -344,9 +344,11 @@ _SOFTWARE = ("torchlean", "numpy", "torch")
 def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile) -> str:
     """The ``note:`` of a run resumed under other software than its checkpoint's run recorded (its
     ``environment``): another capsule table for the profile (the profile may select other capsules
-    now), or another torchlean, numpy or torch version (torch's only for a profile with torch
-    kernels: :func:`_uses_torch`); the resumed run may then not be bit for
-    bit the uninterrupted one (review65 F2); else "" (the same, or a checkpoint recording none)."""
+    now), another torchlean, numpy or torch version (torch's only for a profile with torch
+    kernels: :func:`_uses_torch`), or another torchlean source digest under the same version
+    (another build; unknown for a checkpoint written before it was recorded); the resumed run may
+    then not be bit for bit the uninterrupted one (review65 F2); else "" (the same, or a
+    checkpoint recording none)."""
     if resumed is None or resumed.saved.environment is None:
         return ""
     recorded = resumed.saved.environment
@@ -354,6 +356,11 @@ def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendPro
     software = _SOFTWARE if _uses_torch(profile) else tuple(k for k in _SOFTWARE if k != "torch")
     changed = [f"{key} {recorded.get(key)} -> {current[key]}" for key in software  # no torch kernel:
                if recorded.get(key) != current[key]]  # its version changes no bit (review99 L4)
+    source = recorded.get("torchlean_source_sha256")  # None: written before it was recorded
+    same_version = recorded.get("torchlean") == current["torchlean"]  # else the version change is named
+    if same_version and source not in (None, current["torchlean_source_sha256"]):
+        changed.append(f"torchlean {current['torchlean']}'s source: another build (torchlean inspect says "
+                       "which digest)")
     if recorded.get("capsule_table_sha256") != current["capsule_table_sha256"]:
         changed.append(f"profile {profile.name}'s capsule table (torchlean inspect says which digest)")
     if not changed:
