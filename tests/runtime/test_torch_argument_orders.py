@@ -641,12 +641,16 @@ def test_cross_entropy_ignore_index_int64_bounds_and_0d_forms() -> None:
             assert str(caught.value) == (
                 f"cross_entropy: ignore_index={beyond} is beyond int64, as torch's is (accepted: an "
                 "integer in [-9223372036854775808, 9223372036854775807], torch's default -100)")
-        for zero_d in (torch.tensor(-1), np.array(-1)):
+        # review97 L5: torch also takes a one-element integer tensor of any rank (its __index__)
+        for one in (torch.tensor(-1), np.array(-1), torch.tensor([-1]), torch.tensor([[-1]])):
             with pytest.raises(tl.TensorTypeError) as caught:
-                tl.cross_entropy(logits, ids, ignore_index=zero_d)  # type: ignore[arg-type]
+                tl.cross_entropy(logits, ids, ignore_index=one)  # type: ignore[arg-type]
             assert str(caught.value).endswith(": pass it as a number, int(ignore_index)")
+            assert float(ce(torch.tensor(x), torch.tensor(ids), ignore_index=one)) == pytest.approx(  # type: ignore[arg-type]
+                float(tl.cross_entropy(logits, ids, ignore_index=-1).numpy()), rel=1e-14)
         # a 1-d array is no number; review95 L5: int() would change a float or bool one silently
-        for other in (np.array([-1]), np.array(2.7), torch.tensor(2.5), np.array(True), torch.tensor(True)):
+        for other in (np.array([-1]), np.array(2.7), torch.tensor(2.5), np.array(True), torch.tensor(True),
+                      torch.tensor([True]), torch.tensor([1.0]), torch.tensor([1, 2])):
             with pytest.raises(tl.TensorTypeError) as caught:
                 tl.cross_entropy(logits, ids, ignore_index=other)  # type: ignore[arg-type]
             assert not str(caught.value).endswith("int(ignore_index)"), other

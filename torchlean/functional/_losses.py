@@ -44,10 +44,11 @@ _INT64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
 """The range of torch's ``ignore_index`` (a C++ ``int64_t``)."""
 
 
-def _integer_0d(value: object) -> bool:
-    """Whether ``value`` is a 0-d integer (not bool) array or tensor, one torch takes as an int
-    through ``__index__`` (review92 F7; a float or bool one is no integer: review95 L5)."""
-    if getattr(value, "ndim", None) != 0 or "bool" in str(getattr(value, "dtype", "")):
+def _one_integer(value: object) -> bool:
+    """Whether ``value`` is an integer (not bool) array or tensor that ``__index__`` reads as one
+    int, as torch takes it: a 0-d one, or a torch tensor of one element of any rank (review92 F7,
+    review97 L5; a float or bool one is no integer: review95 L5; numpy takes only 0-d ones)."""
+    if getattr(value, "ndim", None) is None or "bool" in str(getattr(value, "dtype", "")):
         return False
     try:
         operator.index(value)  # type: ignore[arg-type]
@@ -254,8 +255,9 @@ def cross_entropy(
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
             silently as no smoothing), or beyond the float range.
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
-            ``ignore_index`` not an integer (a 0-d integer array or tensor is told to pass
-            ``int(ignore_index)``) or beyond int64 (torch refuses it too);
+            ``ignore_index`` not an integer (a 0-d integer array or tensor, or a one-element
+            integer tensor, which torch takes, is told to pass ``int(ignore_index)``) or beyond
+            int64 (torch refuses it too);
             array data as ``axis`` (torch's positional ``weight``), or a ``weight`` other than
             ``None``: per-class weights are not supported, the message spells torch's weighted
             mean.
@@ -266,7 +268,7 @@ def cross_entropy(
         raise TensorTypeError(
             "cross_entropy: ignore_index must be an integer (torch's default -100), got "
             f"{_preview(ignore_index)}" + (": pass it as a number, int(ignore_index)"
-                                           if _integer_0d(ignore_index) else "")
+                                           if _one_integer(ignore_index) else "")
         )
     ignore = int(ignore_index)
     if not _INT64[0] <= ignore <= _INT64[1]:  # torch: "Overflow when unpacking long long" (review92 F7)
