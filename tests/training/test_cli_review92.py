@@ -260,3 +260,30 @@ def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(
         "their label column y is not in the column the run read the label from (the last column), and their "
         "feature columns are the run's in another order; read by name, they are the run's data, as predict "
         "reads them (train --resume, which reads the label where the run did, names --label-column)"), err
+
+
+def test_resume_names_a_moved_label_and_reordered_features_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review98 L5: on y,b,a,c resume said pass --label-column y, and only once that was given
+    that the feature columns were in another order; one refusal now says both, and following it
+    (y,a,b,c with --label-column y) resumes."""
+    last, first = _labelled_files(tmp_path, ["0", "1", "2"])
+    part = tmp_path / "m.npz"
+    ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
+    rows = [line.split(",") for line in first.read_text().splitlines()]
+    both = tmp_path / "both.csv"  # y,b,a,c
+    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith(
+        "(the run's label column y is a feature column of these data, and c was read as the label: if the "
+        "columns were moved, pass --label-column y and put the feature columns in the run's order (a, b, c): "
+        "read so, they are the run's in another order): resume with the data it was trained on"), err
+    code, _, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--label-column", "y",
+                       "--epochs", "2")
+    assert code == 2 and "feature columns in another order" in err, err  # the premise: both were needed
+    ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column", "y", "--epochs", "2")
+    # the label moved alone: no word of the order
+    code, _, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
+    assert code == 2 and "pass --label-column y): resume with" in err, err

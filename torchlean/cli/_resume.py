@@ -956,6 +956,23 @@ def moved_label(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | No
             f"data, and {data.display_name(dataset.label_name)} was read as the label")
 
 
+def _reordered_once_moved(dataset: data.Dataset, resumed: Resumed) -> str:
+    """`` and put the feature columns in the run's order (a, b, c): read so, they are the run's in
+    another order`` when ``dataset``, whose label column moved (:func:`moved_label`), read with the
+    run's label column would have the run's feature columns in another order, which resume then
+    refuses too (review98 L5: one refusal says both); else "". Told only for a run that read its
+    label from the last column (no ``--label-column``), whose place in the file is then known."""
+    saved = resumed.saved
+    if resumed.training.settings.get("label_column") is not None:
+        return ""
+    by_name = (*(name for name in dataset.feature_names if name != saved.label_column), dataset.label_name)
+    if by_name == tuple(saved.feature_names) or sorted(by_name) != sorted(saved.feature_names):
+        return ""
+    order = ", ".join(data.display_name(name) for name in saved.feature_names)
+    return (f" and put the feature columns in the run's order ({order}): read so, they are the run's in "
+            "another order")
+
+
 def by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:
     """``loaded`` with its feature columns (values and statistics) in the order of the
     checkpoint's feature names ``wanted``, when its names are those, each once, in another order;
@@ -1019,7 +1036,8 @@ def restore(
     if match is None:
         moved = moved_label(dataset, resumed.saved)
         why = "the file or its split changed" if moved is None else (
-            f"{moved}: if the columns were moved, pass {label_option(resumed.saved.label_column)}")
+            f"{moved}: if the columns were moved, pass {label_option(resumed.saved.label_column)}"
+            f"{_reordered_once_moved(dataset, resumed)}")
         raise TorchLeanError(
             f"the data of {named}{_read_here(resumed)} differ from those the run in {shown} trained on "
             f"({why}): resume with the data it was trained on"
