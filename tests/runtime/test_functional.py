@@ -456,15 +456,50 @@ def test_attention_fully_blocked_row_gives_zero_output_and_zero_gradients() -> N
     assert np.all(q.grad.numpy()[1] == 0.0)
 
 
-def test_attention_scale_is_keyword_only_as_in_torch() -> None:
-    """torch's fifth positional slot is ``dropout_p``: a ported ``sdpa(q, k, v, mask, 0.0)`` must
-    not run as ``scale=0`` (uniform attention, ``v.mean``)."""
+def test_attention_takes_torchs_positional_order() -> None:
+    """torch's fifth positional slot is ``dropout_p``, its sixth ``is_causal`` (review102 L1): a
+    ported ``sdpa(q, k, v, mask, 0.0)`` must not run as ``scale=0`` (uniform attention,
+    ``v.mean``), a nonzero probability is refused (the weights are never dropped), and
+    ``is_causal=True`` is torch's upper-left causal mask. Oracle: torch in float64, values and
+    gradients."""
     rng = np.random.default_rng(7)
     q, k, v = (tl.tensor(_n(rng, *shape), dtype=np.float64) for shape in ((3, 4), (5, 4), (5, 2)))
-    with pytest.raises(TypeError, match="positional argument"):
-        tl.scaled_dot_product_attention(q, k, v, None, 0.0)  # type: ignore[call-arg]
+    default = tl.scaled_dot_product_attention(q, k, v).numpy()
+    np.testing.assert_array_equal(tl.scaled_dot_product_attention(q, k, v, None, 0.0).numpy(), default)
     out = tl.scaled_dot_product_attention(q, k, v, None, scale=0.0)
     np.testing.assert_allclose(out.numpy(), np.broadcast_to(v.numpy().mean(axis=0), (3, 2)), rtol=1e-15)
+    for p in (0.1, 1.0, float("nan")):
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.scaled_dot_product_attention(q, k, v, None, p)
+        assert str(caught.value) == (f"scaled_dot_product_attention: dropout_p={p!r} is refused: torchlean's "
+                                     "attention never drops its weights (accepted: 0.0, torch's default)")
+    with pytest.raises(tl.TensorTypeError, match="dropout_p must be a real number"):
+        tl.scaled_dot_product_attention(q, k, v, None, "0")  # type: ignore[arg-type]
+    for n_q, n_k in ((3, 5), (5, 3), (4, 4), (1, 1)):
+        arrays = [_n(rng, 2, n, d) for n, d in ((n_q, 4), (n_k, 4), (n_k, 3))]
+        ours = [tl.tensor(a, dtype=np.float64, requires_grad=True) for a in arrays]
+        theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+        for causal in (True, False):
+            got = tl.scaled_dot_product_attention(*ours, None, 0.0, causal)
+            want = torch.nn.functional.scaled_dot_product_attention(*theirs, None, 0.0, causal)
+            np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+            cotangent = _n(rng, 2, n_q, 3)
+            got.backward(cotangent)
+            want.backward(torch.tensor(cotangent))
+            for mine, torchs in zip(ours, theirs, strict=True):
+                assert mine.grad is not None and torchs.grad is not None
+                np.testing.assert_allclose(mine.grad.numpy(), torchs.grad.numpy(), rtol=1e-10, atol=1e-13)
+                mine.grad, torchs.grad = None, None
+    refusal = r"is_causal must be a bool \(torch's default False\), got 1$"
+    with pytest.raises(tl.TensorTypeError, match=refusal):
+        tl.scaled_dot_product_attention(q, k, v, is_causal=1)  # type: ignore[arg-type]
+    for given in ({"mask": np.ones((3, 5), bool)}, {"attn_mask": np.ones((3, 5), bool)}):
+        with pytest.raises(tl.TensorTypeError, match="got a mask and is_causal=True"):
+            tl.scaled_dot_product_attention(q, k, v, is_causal=True, **given)
+    for name, args in (("q", (q.numpy(), k, v)), ("k", (q, [1.0], v)), ("v", (q, k, None))):
+        refusal = f"^scaled_dot_product_attention: {name} must be a torchlean Tensor"
+        with pytest.raises(tl.TensorTypeError, match=refusal):
+            tl.scaled_dot_product_attention(*args)  # type: ignore[arg-type]
 
 
 def test_hard_masked_softmax_nan_at_blocked_position_does_not_leak() -> None:

@@ -426,6 +426,38 @@ def test_a_score_overflowing_at_a_blocked_position_never_reaches_the_output(dtyp
     np.testing.assert_array_equal(out, [[2.0]])
 
 
+def test_a_large_value_at_a_key_no_query_attends_changes_no_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review102 L5: 1e38 at a key blocked for every query (finite, so not zeroed as a non-finite
+    key was) flagged every row for the overflow recomputation, whose rounding differs from torch's
+    in the last bits: the output moved by 2 ulp, though the key contributes nothing. Oracle: the
+    same inputs with that key ordinary, bit for bit; no row is recomputed. A key that some query
+    attends still bounds the scores (the other batch entry: recomputed, as the reference)."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 8, 16)).astype(np.float32) for _ in range(3))
+    mask = np.ones((2, 1, 8, 8), bool)
+    mask[0, :, :, 0] = False  # entry 0: key 0 blocked for every query
+    mask[1, :, 1:, 0] = False  # entry 1: key 0 attended by query 0 only
+    big_k, big_v = k.copy(), v.copy()
+    big_k[0, :, 0], big_v[0, :, 0] = 1e38, -3e38
+    clean = sdpa.scaled_dot_product_attention(q, k, v, mask)
+    with monkeypatch.context() as patched:
+        def refuse(*args: object) -> None:
+            raise AssertionError("recomputed rows for a key no query attends")
+
+        patched.setattr(sdpa, "_recompute_tainted", refuse)
+        patched.setattr(sdpa, "_explicit_attention", refuse)
+        np.testing.assert_array_equal(sdpa.scaled_dot_product_attention(q, big_k, big_v, mask), clean)
+        np.testing.assert_array_equal(
+            sdpa.device_attention(*map(torch.from_numpy, (q, big_k, big_v, mask))).numpy(), clean)
+    big_k[1, :, 0] = 1e38  # attended by query 0 of entry 1: its scores overflow there
+    ours, _, capsule = _attention("libtorch_forward_cpu", [q, big_k, big_v], mask)
+    reference, _, _ = _attention("checked_cpu", [q, big_k, big_v], mask)
+    assert capsule == "libtorch.sdpa_forward"
+    np.testing.assert_array_equal(ours.numpy()[0], clean[0])
+    np.testing.assert_allclose(ours.numpy()[1], reference.numpy()[1], rtol=1e-6, atol=1e-6)
+    assert np.isnan(reference.numpy()[1, :, 0]).all() == np.isnan(ours.numpy()[1, :, 0]).all()
+
+
 def test_a_row_whose_allowed_scores_are_all_minus_inf_is_nan_as_in_the_reference() -> None:
     """Forward and backward of one capsule agree: torch SDPA alone would give 0 (its safe softmax)
     while the tape's backward (the reference rule) gives NaN; the bridge now gives NaN like

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from torchlean._tensor_args import _UNSET, _Unset
@@ -62,6 +63,8 @@ def scaled_dot_product_attention(
     k: Tensor,
     v: Tensor,
     mask: Tensor | npt.ArrayLike | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
     *,
     scale: float | None = None,
     attn_mask: Tensor | npt.ArrayLike | None = None,
@@ -74,13 +77,15 @@ def scaled_dot_product_attention(
     (``reference.attention`` under ``checked_cpu``, ``aten.scaled_dot_product_attention`` under
     ``fast_cpu``, ``libtorch.sdpa_forward`` under ``libtorch_forward_cpu``).
 
-    ``scale`` is keyword-only, as in torch, where the fifth positional slot is ``dropout_p``: a
-    call ported from torch that passes a dropout probability there is a ``TypeError``, not a
-    scale. ``attn_mask=`` (torch's keyword) is ``mask``, boolean as torch's boolean mask (True =
-    attend; a float additive mask is refused with its conversion, review90 F9); giving both is a
-    ``TensorTypeError``. There is no ``dropout_p`` or ``is_causal``: give a causal mask as ``mask``
-    (``torchlean.spec.causal_mask(n_q, n_k)``, upper-left aligned as torch's ``is_causal``;
-    ``align="lower_right"`` for the other alignment).
+    The arguments are in torch's order (``attn_mask, dropout_p, is_causal``, then ``scale``
+    keyword-only), so a call ported from torch keeps its meaning. ``attn_mask=`` (torch's
+    keyword) is ``mask``, boolean as torch's boolean mask (True = attend; a float additive mask
+    is refused with its conversion, review90 F9); giving both is a ``TensorTypeError``.
+    ``dropout_p`` must be 0 (torch's default): the attention weights are never dropped.
+    ``is_causal=True`` attends key ``j`` from query ``i`` where ``j <= i``, upper-left aligned as
+    torch's (``torchlean.spec.causal_mask(n_q, n_k)``, which is the mask it builds;
+    ``align="lower_right"`` there for the other alignment); with a mask as well it is refused, as
+    torch refuses it (review102 L1).
 
     The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
     ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
@@ -91,11 +96,13 @@ def scaled_dot_product_attention(
 
     Order of operations (every provider, as the original): the scores ``q kᵀ`` are formed in
     q's dtype and then multiplied by ``scale``, where torch's SDPA scales q and k first. So a
-    score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (its row
-    turns NaN where torch stays finite), and a ``scale`` the dtype cannot hold (``1e39`` in
-    float32) is inf and gives NaN rows (torch, multiplying q and k by ``sqrt(scale)``, stays
-    finite where those products do; ``libtorch.sdpa_forward`` recomputes such rows the
-    reference's way, so its forward agrees with its backward and the other providers). A row
+    score beyond the dtype's range is ±inf before a small ``scale`` could bring it back (a
+    ``+inf`` score, or allowed scores that are all ``-inf``, turn the row NaN where torch stays
+    finite; a single ``-inf`` score among finite ones gets weight 0, as in torch), and a
+    ``scale`` the dtype cannot hold (``1e39`` in float32) is inf and gives NaN rows (torch,
+    multiplying q and k by ``sqrt(scale)``, stays finite where those products do;
+    ``libtorch.sdpa_forward`` recomputes such rows the reference's way, so its forward agrees
+    with its backward and the other providers). A row
     whose allowed scores are all -inf (not a blocked row) is NaN in forward and backward, the
     softmax of all -inf, in every provider; torch's SDPA with a boolean mask returns zeros there.
 
@@ -103,17 +110,33 @@ def scaled_dot_product_attention(
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
             or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
         GuardTypeError: a non-boolean mask.
-        TensorTypeError: a ``scale`` that is not a real number; both ``mask`` and ``attn_mask``.
+        TensorTypeError: ``q``, ``k`` or ``v`` is not a Tensor; a ``scale`` that is not a real
+            number; both ``mask`` and ``attn_mask``; a ``dropout_p`` other than 0; an
+            ``is_causal`` that is not a bool, or True with a mask.
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
     """
+    fn = "scaled_dot_product_attention"
+    q, k, v = (_require_tensor(fn, name, value) for name, value in (("q", q), ("k", k), ("v", v)))
     if attn_mask is not None:
         if mask is not None:
-            raise TensorTypeError(
-                "scaled_dot_product_attention: got both mask and attn_mask (torch's name for it); give one"
-            )
+            raise TensorTypeError(f"{fn}: got both mask and attn_mask (torch's name for it); give one")
         mask = attn_mask
-    mask_t = None if mask is None else _mask("scaled_dot_product_attention", mask, q)
+    if _real(fn, "dropout_p", dropout_p) != 0.0:
+        raise TensorTypeError(
+            f"{fn}: dropout_p={dropout_p!r} is refused: torchlean's attention never drops its weights "
+            "(accepted: 0.0, torch's default)"
+        )
+    if not isinstance(is_causal, bool | np.bool_):
+        raise TensorTypeError(f"{fn}: is_causal must be a bool (torch's default False), got {is_causal!r}")
+    if is_causal:
+        if mask is not None:
+            raise TensorTypeError(
+                f"{fn}: got a mask and is_causal=True (torch refuses them together too); give one: the "
+                "causal mask is torchlean.spec.causal_mask(n_q, n_k), which combines with yours by &"
+            )
+        mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))
+    mask_t = None if mask is None else _mask(fn, mask, q)
     params: dict[str, Any] = {}
     if scale is not None:
-        params["scale"] = _real("scaled_dot_product_attention", "scale", scale)
+        params["scale"] = _real(fn, "scale", scale)
     return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)

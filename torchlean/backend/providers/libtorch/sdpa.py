@@ -457,8 +457,10 @@ def _masked_attention(
     """TorchLean mask semantics around torch SDPA, for contiguous tensors of one batch shape
     (both bridges): a fully blocked query row is zero (whatever torch returns there), a NaN or
     infinity in a key or value row reaches only the query rows that attend it, and a score that
-    overflows at a blocked position never reaches the output. Non-finite key and value rows are
-    zeroed for the one batched torch call. Rows whose scores may overflow
+    overflows at a blocked position never reaches the output. Non-finite key and value rows, and
+    those of keys that no query of their batch entry attends, are zeroed for the one batched torch
+    call (so a large finite value at a key blocked for every query neither sends rows through
+    the recomputation nor changes a bit of the output). Rows whose scores may overflow
     (:func:`_scores_may_overflow`: one min/max pass, so ordinary inputs take only the torch call)
     are recomputed with the reference's semantics: in one batched pass when every key and value
     is finite or there is no mask (:func:`_explicit_attention`), else row by row together with
@@ -479,16 +481,17 @@ def _masked_attention(
     zero = torch.zeros((), dtype=q.dtype, device=q.device)
     full_mask = torch.broadcast_to(mask, (*q.shape[:-1], k.shape[-2])).contiguous()
     finite_keys = torch.isfinite(k).all(dim=-1) & torch.isfinite(v).all(dim=-1)  # (..., nK)
+    attended = full_mask.any(dim=-2)  # (..., nK): keys some query of the batch entry attends
     blocked_rows = ~full_mask.any(dim=-1)  # (..., nQ)
-    if bool(finite_keys.all()):
+    if bool((finite_keys & attended).all()):
         out = _torch_sdpa(q, k, v, full_mask, scale)
         risky = _scores_may_overflow(q, k, scale)
         if risky is not None:
             risky = risky & ~blocked_rows
             if bool(risky.any()):  # finite keys and values: one batched pass, its rows taken where needed
                 out = _recompute_risky(out, q, k, v, full_mask, risky, scale)
-    else:
-        clean = finite_keys.unsqueeze(-1)
+    else:  # a key no query attends is zeroed too: its values reach no output, nor the bound (review102 L5)
+        clean = (finite_keys & attended).unsqueeze(-1)
         clean_k = torch.where(clean, k, zero).contiguous()
         clean_v = torch.where(clean, v, zero).contiguous()
         out = _torch_sdpa(q, clean_k, clean_v, full_mask, scale)
