@@ -568,3 +568,15 @@ def test_the_default_float32_scale_is_one_over_sqrt_d_rounded_once(d: int) -> No
         top, bottom = wide.as_integer_ratio()
         with mpmath.workdps(40):  # a few longdouble ulps (2**-63), far inside float64's 2**-53
             assert abs(mpmath.mpf(top) / bottom - exact) <= mpmath.mpf(2) ** -61 * exact
+
+
+def test_leading_axes_that_do_not_broadcast_are_refused_saying_what_is_accepted() -> None:
+    """review102 L4: the refusal named the shapes only."""
+    from torchlean.spec import SpecValueError, scaled_dot_product_attention
+
+    q, k, v = np.zeros((2, 3, 4, 5)), np.zeros((2, 2, 6, 5)), np.zeros((2, 2, 6, 7))
+    with pytest.raises(SpecValueError) as caught:
+        scaled_dot_product_attention(q, k, v)
+    assert str(caught.value) == (
+        "leading axes of q (2, 3, 4, 5), k (2, 2, 6, 5), v (2, 2, 6, 7) do not broadcast (accepted: leading "
+        "axes that agree on each trailing axis or have extent 1 there, numpy's broadcasting)")

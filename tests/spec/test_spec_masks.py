@@ -183,10 +183,16 @@ def test_axis_argument_and_mask_broadcasting() -> None:
     key_mask = np.array([True, False, True])  # one mask per key, broadcast over rows
     got = hard_masked_softmax(SCORES, key_mask)
     assert np.all(got[:, 1] == 0.0)
-    with pytest.raises(SpecValueError, match="axis 2 is out of range"):
+    # review102 L4: the refusals say what is accepted
+    with pytest.raises(SpecValueError) as caught:
         hard_masked_softmax(SCORES, mask, axis=2)
-    with pytest.raises(SpecValueError, match="do not broadcast"):
+    assert str(caught.value) == ("axis 2 is out of range for scores of rank 2 (accepted: an integer in "
+                                 "[-2, 1])")
+    with pytest.raises(SpecValueError) as caught:
         hard_masked_softmax(SCORES, np.ones((2, 2), dtype=bool))
+    assert str(caught.value) == (
+        f"scores of shape {SCORES.shape} and mask of shape (2, 2) do not broadcast (accepted: shapes that "
+        "agree on each trailing axis or have extent 1 there, numpy's broadcasting)")
 
 
 def test_rank_zero_is_one_if_allowed_else_zero() -> None:

@@ -116,7 +116,8 @@ def prepare_attention(
         batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2], va.shape[:-2])
     except ValueError as error:
         raise SpecValueError(
-            f"leading axes of q {qa.shape}, k {ka.shape}, v {va.shape} do not broadcast"
+            f"leading axes of q {qa.shape}, k {ka.shape}, v {va.shape} do not broadcast (accepted: leading "
+            "axes that agree on each trailing axis or have extent 1 there, numpy's broadcasting)"
         ) from error
     if allowed is not None:
         target = (*batch, qa.shape[-2], ka.shape[-2])

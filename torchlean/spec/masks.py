@@ -145,13 +145,17 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike | None, axis:
         shape = np.broadcast_shapes(values.shape, allowed.shape)
     except ValueError as error:
         raise SpecValueError(
-            f"scores of shape {values.shape} and mask of shape {allowed.shape} do not broadcast"
+            f"scores of shape {values.shape} and mask of shape {allowed.shape} do not broadcast (accepted: "
+            "shapes that agree on each trailing axis or have extent 1 there, numpy's broadcasting)"
         ) from error
     values = np.broadcast_to(values, shape)
     allowed = np.broadcast_to(allowed, shape)
     if values.ndim == 0:  # a one-element row: 1 when allowed and finite, NaN for a NaN or infinite score
         return masked_softmax_last_axis(values.reshape(1), allowed.reshape(1)).reshape(())
     if not -values.ndim <= axis < values.ndim:
-        raise SpecValueError(f"axis {axis} is out of range for scores of rank {values.ndim}")
+        raise SpecValueError(
+            f"axis {axis} is out of range for scores of rank {values.ndim} (accepted: an integer in "
+            f"[{-values.ndim}, {values.ndim - 1}])"
+        )
     moved = masked_softmax_last_axis(np.moveaxis(values, axis, -1), np.moveaxis(allowed, axis, -1))
     return np.ascontiguousarray(np.moveaxis(moved, -1, axis))
