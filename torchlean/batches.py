@@ -58,7 +58,7 @@ def minibatches(
     batch_size: int = 32,
     shuffle: bool = False,
     seed: int = 0,
-    epoch: int = 0,
+    epoch: int | None = None,
     drop_last: bool = False,
 ) -> Iterator[tuple[npt.NDArray[Any], ...]]:
     """One epoch of minibatches: tuples ``(a[index], b[index], ...)`` of ``batch_size`` rows of
@@ -67,13 +67,24 @@ def minibatches(
     shuffle, drop_last)`` yields them. With ``shuffle`` the rows come in the order
     ``np.random.default_rng([seed, epoch]).permutation(n)`` — ``Trainer.fit``'s order for the
     trainer's ``seed`` and epoch ``epoch`` — else in row order (torch's default, ``shuffle=False``).
-    Every setting is checked before the first minibatch.
+    The order is a function of ``(seed, epoch)``, so ``shuffle=True`` needs ``epoch`` (0, 1, ...
+    in a loop over epochs): a ``DataLoader`` reshuffles on every pass, and the same epoch number
+    on every pass would give every epoch one order (review100 M2); without ``shuffle`` it is not
+    needed. Every setting is checked before the first minibatch.
 
     Raises:
         BatchError: no arrays, arrays of different lengths or of rank 0, ``batch_size`` not an int
-            >= 1, ``epoch`` not an int >= 0, ``seed`` not an int in ``[0, 2**64)``, ``shuffle`` or
-            ``drop_last`` not a bool (numpy bools accepted).
+            >= 1, ``shuffle`` without ``epoch``, ``epoch`` not an int >= 0, ``seed`` not an int in
+            ``[0, 2**64)``, ``shuffle`` or ``drop_last`` not a bool (numpy bools accepted).
     """
+    if epoch is None:
+        if isinstance(shuffle, bool | np.bool_) and shuffle:
+            raise BatchError(
+                "minibatches(shuffle=True) needs epoch= (the epoch's number, 0, 1, ...): the order is a "
+                "function of (seed, epoch), so one epoch number would give every epoch the same order, "
+                "where torch's DataLoader reshuffles on each pass"
+            )
+        epoch = 0
     batch_size = checked_int(batch_size, "batch_size", 1, BatchError)
     shuffle, seed, epoch = _checked_order(shuffle, seed, epoch)
     if not isinstance(drop_last, (bool, np.bool_)):

@@ -44,7 +44,7 @@ def test_warmup_cosine_accepts_min_lr_equal_to_lr():
 def test_minibatches_seed_upper_bound():
     """B4 (`<= 2**64`): the docstring's range is [0, 2**64)."""
     x = np.arange(4.0)
-    assert len(list(minibatches(x, batch_size=2, shuffle=True, seed=2**64 - 1))) == 2
+    assert len(list(minibatches(x, batch_size=2, shuffle=True, seed=2**64 - 1, epoch=0))) == 2
     with pytest.raises(BatchError, match=r"seed must be an int in \[0, 2\*\*64\), got 18446744073709551616"):
         minibatches(x, seed=2**64)
 

@@ -72,6 +72,9 @@ def test_one_array_and_three_arrays():
         ((np.ones(3),), {"seed": -1}, r"seed must be an int in \[0, 2\*\*64\), got -1"),
         ((np.ones(3),), {"shuffle": "yes"}, "shuffle must be a bool, got 'yes'"),
         ((np.ones(3),), {"drop_last": 1}, "drop_last must be a bool, got 1"),
+        # review100 M2: every epoch got the same order when epoch= was left out
+        ((np.ones(3),), {"shuffle": True}, r"minibatches\(shuffle=True\) needs epoch= \(the epoch's number"),
+        ((np.ones(3),), {"shuffle": np.True_}, r"needs epoch="),
     ],
 )
 def test_refusals_come_before_the_first_minibatch(arrays, kwargs, message):
@@ -107,3 +110,11 @@ def test_order_is_numpys_permutation_by_hand():
                                   np.random.default_rng([3, 2]).permutation(6))
     np.testing.assert_array_equal(order(4, shuffle=np.bool_(False), seed=0, epoch=0), [0, 1, 2, 3])
     assert order(0, shuffle=True, seed=0, epoch=0).shape == (0,)
+
+
+def test_without_shuffle_epoch_is_not_needed_and_changes_nothing() -> None:
+    x = np.arange(10)
+    rows = [b.tolist() for (b,) in data.minibatches(x, batch_size=4)]
+    assert rows == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [b.tolist() for (b,) in data.minibatches(x, batch_size=4, epoch=3)] == rows
+    assert [b.tolist() for (b,) in data.minibatches(x, batch_size=4, shuffle=False)] == rows
