@@ -40,6 +40,7 @@ if _TYPE_CHECKING:
         enable_grad,
         is_grad_enabled,
         no_grad,
+        set_grad_enabled,
     )
     from torchlean.autograd.session import (
         Session,
@@ -192,6 +193,7 @@ _ATTRIBUTES: dict[str, str] = {
     "hard_masked_softmax": "torchlean.functional",
     "inv": "torchlean.functional",
     "is_grad_enabled": "torchlean.autograd.grad_mode",
+    "set_grad_enabled": "torchlean.autograd.grad_mode",
     "layer_norm": "torchlean.functional",
     "linear": "torchlean.functional",
     "log": "torchlean.functional",
@@ -312,6 +314,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "scatter_add",
     "session",
+    "set_grad_enabled",
     "shapes",
     "sigmoid",
     "sin",

@@ -554,3 +554,46 @@ def test_an_exception_thrown_into_a_decorated_generator_is_handled_under_its_mod
     g = tl_gen()
     next(g)
     assert g.throw(ValueError("x")) == ("thrown", False)
+
+
+def test_set_grad_enabled_switches_the_mode_as_torchs_does() -> None:
+    """review100 L2: a bare ``set_grad_enabled(False)`` changed nothing (and ``tl.set_grad_enabled``
+    did not exist), where torch's switches the mode. Oracle: torch's own grad mode, driven by the
+    same calls side by side."""
+    x = tl.tensor([1.0], requires_grad=True)
+
+    def both() -> tuple[bool, bool]:
+        return tl.is_grad_enabled(), torch.is_grad_enabled()
+
+    try:
+        tl.set_grad_enabled(False)
+        torch.set_grad_enabled(False)
+        assert both() == (False, False) and not (x * 2.0).requires_grad
+        with tl.set_grad_enabled(True), torch.set_grad_enabled(True):
+            assert both() == (True, True) and (x * 2.0).requires_grad
+        assert both() == (False, False)  # the mode found before the with statement's call
+        tl.set_grad_enabled(True)
+        torch.set_grad_enabled(True)
+        with tl.no_grad(), torch.no_grad():
+            tl.set_grad_enabled(True)
+            torch.set_grad_enabled(True)
+            assert both() == (True, True)
+        assert both() == (True, True)  # no_grad's exit restores what it found
+
+        @tl.set_grad_enabled(False)
+        def ours() -> bool:
+            return tl.is_grad_enabled()
+
+        @torch.set_grad_enabled(False)
+        def theirs() -> bool:
+            return torch.is_grad_enabled()
+
+        assert both() == (True, True)  # decorating leaves the mode as it was
+        assert (ours(), theirs()) == (False, False) and both() == (True, True)
+        mode = tl.set_grad_enabled(False)
+        with pytest.raises(RuntimeError, match=r"^set_grad_enabled\(False\) \(a GradMode\): __exit__ without"):
+            mode.__exit__(None, None, None)
+    finally:
+        tl.set_grad_enabled(True)
+        torch.set_grad_enabled(True)
+    assert both() == (True, True)

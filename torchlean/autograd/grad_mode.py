@@ -122,17 +122,41 @@ def _generator_under(func: Callable[..., Generator[Any, Any, Any]], enabled: boo
     return wrapper
 
 
+class _SetGradEnabled(GradMode):
+    """:func:`set_grad_enabled`'s mode: set when made, as torch's ``set_grad_enabled`` sets it in
+    its constructor, so a bare call switches the mode; a ``with`` block or a decorated function
+    restores the mode found before it."""
+
+    def __init__(self, enabled: bool) -> None:
+        super().__init__(enabled)
+        self._before = _GRAD_ENABLED.get()
+        _GRAD_ENABLED.set(enabled)
+
+    def __enter__(self) -> None:
+        _GRAD_ENABLED.set(self._before)  # the entry records the mode found before the call
+        super().__enter__()
+
+    def __call__(self, func: _F) -> _F:
+        _GRAD_ENABLED.set(self._before)  # a decorator: only the function's calls run under it (torch)
+        return super().__call__(func)
+
+    def _name(self) -> str:
+        return f"set_grad_enabled({self._enabled})"
+
+
 def set_grad_enabled(enabled: bool) -> GradMode:
-    """Gradient recording switched to ``enabled`` within a ``with`` block (or a decorated function);
-    restores the previous mode (as ``torch.set_grad_enabled`` used as a context manager or
-    decorator). Unlike torch's, a bare call outside ``with`` changes nothing: the mode is per
-    context (thread, asyncio task) and lives only as long as the block.
+    """Switch gradient recording to ``enabled`` (as ``torch.set_grad_enabled``): a bare call sets
+    it in this thread or asyncio task (the mode is a context variable) until set again; used as a
+    ``with`` block it holds within the block and the mode found before the call comes back at its
+    end; used as a decorator, each call of the function runs under it and the mode around the
+    decoration is left as it was (review100 L2: a bare call changed nothing, where torch's
+    switches the mode). Also ``torchlean.set_grad_enabled``.
 
     Raises:
         TypeError: ``enabled`` not a Python bool (``"False"`` would read as true; torch refuses
             non-bools too, numpy bools included).
     """
-    return GradMode(enabled)
+    return _SetGradEnabled(enabled)
 
 
 @overload
