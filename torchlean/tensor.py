@@ -714,6 +714,38 @@ class Tensor:
             f"requires_grad={self._requires_grad})"
         )
 
+    def __format__(self, format_spec: str) -> str:
+        """``f"{t:.4f}"``, ``format(t, spec)``: a 0-d tensor formats as its value, ``t.item()``, as
+        ``torch.Tensor.__format__`` formats it (review100 M1); an empty ``spec`` gives ``str(t)``.
+
+        Raises:
+            TensorTypeError: a ``spec`` for a tensor that is not 0-d (torch: "unsupported format
+                string passed to Tensor.__format__"), naming its shape and ``t.item()`` for one
+                element.
+        """
+        if self._data.ndim == 0:
+            return format(self.item(), format_spec)
+        if not format_spec:
+            return str(self)
+        way = "format t.item(), its one element" if self.numel() == 1 else "format t.tolist() or t.numpy()"
+        raise TensorTypeError(
+            f"format spec {format_spec!r} for a tensor of shape {self.shape}: only a 0-d tensor formats as "
+            f"its value, as in torch (accepted: a 0-d tensor, or an empty spec); {way}"
+        )
+
+    def __pos__(self) -> Tensor:
+        """``+t``: ``t`` itself, as ``torch.Tensor.__pos__`` (``torch.positive``) returns its input;
+        nothing is recorded.
+
+        Raises:
+            TensorTypeError: a bool tensor (torch refuses ``+`` on bool tensors too).
+        """
+        if self._data.dtype == np.bool_:
+            raise TensorTypeError(
+                "the + operator on a bool tensor is not supported (as torch; accepted: a numeric tensor)"
+            )
+        return self
+
     def __len__(self) -> int:
         """``len(t)``: the extent of the first axis, ``t.shape[0]`` (as ``torch.Tensor.__len__``).
 

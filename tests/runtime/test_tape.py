@@ -591,7 +591,8 @@ def test_set_grad_enabled_switches_the_mode_as_torchs_does() -> None:
         assert both() == (True, True)  # decorating leaves the mode as it was
         assert (ours(), theirs()) == (False, False) and both() == (True, True)
         mode = tl.set_grad_enabled(False)
-        with pytest.raises(RuntimeError, match=r"^set_grad_enabled\(False\) \(a GradMode\): __exit__ without"):
+        refusal = r"^set_grad_enabled\(False\) \(a GradMode\): __exit__ without"
+        with pytest.raises(RuntimeError, match=refusal):
             mode.__exit__(None, None, None)
     finally:
         tl.set_grad_enabled(True)

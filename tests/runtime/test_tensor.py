@@ -1225,3 +1225,40 @@ def test_a_torch_still_being_imported_by_another_thread_is_no_torch_yet(
     np.testing.assert_array_equal(tl.add(t, t).numpy(), [2.0, 4.0])
     assert _threads.torch_threads_in_use() is None
     _threads.obey_torch_threads(1)  # nothing to obey yet
+
+
+@pytest.mark.parametrize("spec", ["", ".4f", ".2e", ">10", "+.3g", "%"])
+@pytest.mark.parametrize("value", [2.5, -0.125, float("nan"), 3])
+def test_a_0d_tensor_formats_as_its_value_as_in_torch(spec: str, value: object) -> None:
+    """review100 M1: f"{loss:.4f}" was a bare TypeError. Oracle: torch's __format__ on the same
+    value and dtype (``d`` for the integer one too; a bool one as its Python bool)."""
+    assert format(tl.tensor(True), ">10") == format(torch.tensor(True), ">10") == "      True"
+    ours = tl.tensor(np.asarray(value, dtype=np.float64 if isinstance(value, float) else None))
+    theirs = torch.tensor(value, dtype=torch.float64 if isinstance(value, float) else None)
+    assert format(ours, spec) == format(theirs, spec)
+    if type(value) is int:
+        assert f"{ours:d}" == f"{theirs:d}" == "3"
+
+
+def test_format_spec_of_a_tensor_that_is_not_0d_is_refused_naming_the_way() -> None:
+    with pytest.raises(TypeError, match="unsupported format string"):
+        format(torch.tensor([2.5]), ".4f")  # the premise: torch refuses it too
+    with pytest.raises(TensorTypeError) as caught:
+        format(tl.tensor([2.5]), ".4f")
+    assert str(caught.value) == (
+        "format spec '.4f' for a tensor of shape (1,): only a 0-d tensor formats as its value, as in torch "
+        "(accepted: a 0-d tensor, or an empty spec); format t.item(), its one element")
+    with pytest.raises(TensorTypeError, match=r"shape \(2, 0\): .*; format t.tolist\(\) or t.numpy\(\)$"):
+        format(tl.tensor(np.zeros((2, 0))), "e")
+    many = tl.tensor([1.0, 2.0])
+    assert f"{many}" == str(many) == repr(many)
+
+
+def test_unary_plus_is_the_tensor_itself_as_in_torch() -> None:
+    x = tl.tensor([1.0, -2.0], requires_grad=True)
+    assert +x is x
+    assert torch.equal(+torch.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0]))  # torch: positive(), the values
+    with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+        +torch.tensor([True])  # the premise
+    with pytest.raises(TensorTypeError, match=r"^the \+ operator on a bool tensor is not supported"):
+        +tl.tensor([True])
