@@ -1231,8 +1231,9 @@ def test_a_torch_still_being_imported_by_another_thread_is_no_torch_yet(
 @pytest.mark.parametrize("value", [2.5, -0.125, float("nan"), 3])
 def test_a_0d_tensor_formats_as_its_value_as_in_torch(spec: str, value: object) -> None:
     """review100 M1: f"{loss:.4f}" was a bare TypeError. Oracle: torch's __format__ on the same
-    value and dtype (``d`` for the integer one too; a bool one as its Python bool)."""
-    assert format(tl.tensor(True), ">10") == format(torch.tensor(True), ">10") == "      True"
+    value and dtype (``d`` for the integer one too; a bool one as its Python bool, which a spec
+    formats as an int)."""
+    assert format(tl.tensor(True), ">10") == format(torch.tensor(True), ">10") == "         1"
     ours = tl.tensor(np.asarray(value, dtype=np.float64 if isinstance(value, float) else None))
     theirs = torch.tensor(value, dtype=torch.float64 if isinstance(value, float) else None)
     assert format(ours, spec) == format(theirs, spec)
