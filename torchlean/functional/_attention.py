@@ -19,10 +19,10 @@ from torchlean.tensor import Tensor, TensorTypeError
 def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
     """Max-shifted softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it,
     ``softmax(x, dim=1)``) (``torch.softmax``); records ``softmax``. Returns x's shape; a rank-0
-    ``x`` gives 1, as in torch.
+    ``x`` gives 1, as in torch. ``x`` is float32 or float64, the result in its dtype.
 
     Raises:
-        GuardError: ``axis`` out of range for x's rank (never wrapped).
+        GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
         TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
     """
     axis = _axis_spelling("softmax", axis, dim, -1)
@@ -31,8 +31,12 @@ def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSE
 
 def log_softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
     """Max-shifted log-softmax along ``axis`` (default -1, or torch's ``dim=``)
-    (``torch.log_softmax``); records ``log_softmax``. Returns x's shape; errors as
-    :func:`softmax`."""
+    (``torch.log_softmax``); records ``log_softmax``. Returns x's shape and dtype.
+
+    Raises:
+        GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
+        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
+    """
     axis = _axis_spelling("log_softmax", axis, dim, -1)
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
 

@@ -65,9 +65,13 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
     scalar) on either side becomes a constant of the tensor's shape, dtype and device, as torch
     broadcasts a 0-d target (``mse_loss(x, 1.0)`` is ``mean((x - 1)**2)``). ``reduction`` takes
     torch's default ``"mean"`` only; ``"sum"`` and ``"none"`` are refused with their spelling.
+    float32 or float64 operands of one dtype, the result in it; the mean is a left fold under
+    ``checked_cpu``, whose float32 error over many terms is discussed at
+    :func:`~torchlean.functional.reduce_sum`.
 
     Raises:
-        GuardError: shapes differ; TensorError: an integer that does not fit the tensor's dtype;
+        GuardError: shapes differ; an int64 or bool operand, or operands of two dtypes;
+            TensorError: an integer that does not fit the tensor's dtype;
             a ``reduction`` other than ``"mean"`` (review89 F6).
     """
     _reduction_mean(

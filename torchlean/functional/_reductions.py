@@ -37,11 +37,16 @@ def reduce_sum(
 
     ``axis`` is None, an integer or a non-empty sequence of distinct integers in ``[-ndim, ndim)``.
     Returns x's shape without the reduced axes (kept with extent 1 when ``keepdims``); ``()`` for
-    ``axis=None``. The sum over an empty axis is 0.
+    ``axis=None``; in x's dtype (float32 or float64). The sum over an empty axis is 0.
+
+    Under ``checked_cpu`` the left fold is reproducible, not accurate: its rounding error can grow
+    as ``n`` times the dtype's epsilon for ``n`` terms of one sign (the float32 sum of 10^6 copies
+    of ``0.1`` is 100958.34, 1 % off; torch's pairwise sum, ``fast_cpu``'s, is 100000 to float32's
+    precision): sum long axes in float64 there (README, Profiles in detail).
 
     Raises:
         GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()`` (numpy
-            reduces nothing there, torch everything).
+            reduces nothing there, torch everything); an int64 or bool ``x``.
         TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool; both ``axis`` and
             ``dim``, or both ``keepdims`` and ``keepdim``.
     """
@@ -58,8 +63,16 @@ def reduce_mean(
 ) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
     A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims`` (or torch's ``dim=``,
-    ``keepdim=``), the result's shape and the errors are as in :func:`reduce_sum`. The mean over
-    an empty axis is NaN, as in torch."""
+    ``keepdim=``), the result's shape and dtype and its accuracy under ``checked_cpu`` (a left
+    fold: float32 means of many terms of one sign can be percents off) are as in
+    :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch.
+
+    Raises:
+        GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()``; an
+            int64 or bool ``x``.
+        TensorTypeError: a non-integer axis; a ``keepdims`` that is not a bool; both ``axis`` and
+            ``dim``, or both ``keepdims`` and ``keepdim``.
+    """
     return run_op(BackendOp.REDUCE_MEAN, (x,), _reduction_params("reduce_mean", axis, keepdims, dim, keepdim))
 
 

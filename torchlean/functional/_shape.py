@@ -70,7 +70,8 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
     """Concatenate the tensors ``xs`` (a list or tuple) along ``axis`` (default 0, or torch's
-    keyword ``dim=``) (``torch.cat``); records ``concat``.
+    keyword ``dim=``) (``torch.cat``); records ``concat``. The inputs share one dtype (any,
+    integer and bool too), the result's.
 
     Raises:
         TensorTypeError: ``xs`` is a single Tensor (it is not iterated over its rows: ``torch.cat``
@@ -78,7 +79,8 @@ def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Uns
             ``None``); an entry that is not a Tensor (the operand rule); a non-integer ``axis``;
             both ``axis`` and ``dim``.
         GuardError: an empty ``xs``; inputs whose ranks differ or whose extents differ outside
-            ``axis``; ``axis`` out of range (never wrapped; every axis of rank-0 inputs).
+            ``axis``; ``axis`` out of range (never wrapped; every axis of rank-0 inputs); inputs
+            of two dtypes (no promotion).
     """
     if isinstance(xs, Tensor | str | bytes) or not isinstance(xs, Iterable):
         what = "a Tensor" if isinstance(xs, Tensor) else f"{_preview(xs)} of type {type(xs).__name__}"
