@@ -716,7 +716,8 @@ REFUSALS: list[tuple[str, Callable[[Any], Any], Array, type[Exception], str]] = 
     ("gather_dim_out_of_range", lambda x: x.gather(2, _like(x, np.array([[0]]))), RANK2, GuardError,
      r"^gather: axis 2 is out of range for a rank-2 input"),
     ("gather_float_index", lambda x: x.gather(1, _like(x, np.array([[0.0]]))), RANK2, GuardError,
-     r"^gather: index has dtype float64; accepted: int64$"),
+     r"^gather: index has dtype float64; accepted: int64 \(index data of another integer dtype, such as "
+     r"int32 or uint8, becomes int64\)$"),
     ("gather_other_rank", lambda x: x.gather(1, _like(x, np.array([0]))), RANK2, GuardError,
      r"^gather: index \(1,\) does not fit input x \(2, 3\)"),
     ("gather_float_dim", lambda x: x.gather(1.0, _like(x, np.array([[0]]))), RANK2, TensorTypeError,

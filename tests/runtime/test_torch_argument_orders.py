@@ -654,3 +654,39 @@ def test_cross_entropy_ignore_index_int64_bounds_and_0d_forms() -> None:
             with pytest.raises(tl.TensorTypeError) as caught:
                 tl.cross_entropy(logits, ids, ignore_index=other)  # type: ignore[arg-type]
             assert not str(caught.value).endswith("int(ignore_index)"), other
+
+
+def test_an_integer_one_hot_target_is_told_to_be_floating_or_indices() -> None:
+    """review100 L4: an int64 one-hot target got only "class indices of shape (2, 3) do not fit";
+    torch says "Expected floating point type for target with class probabilities". Oracle: torch
+    on the float one-hot target and on the indices, which both ways forward give."""
+    rng = np.random.default_rng(4)
+    x, ids = rng.standard_normal((2, 3)), np.array([0, 2])
+    one_hot = np.eye(3, dtype=np.int64)[ids]
+    with pytest.raises(RuntimeError, match="Expected floating point type for target"):
+        torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(one_hot))  # the premise
+    want = float(torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(ids)))
+    with tl.session():
+        logits = tl.tensor(x)
+        with pytest.raises(tl.TensorError) as caught:
+            tl.cross_entropy(logits, one_hot)
+        assert str(caught.value).endswith(
+            "; an integer target of the logits' shape reads as class indices: one-hot or other class "
+            "probabilities are floating, as in torch (pass target.astype(np.float64), or the class indices, "
+            "target.argmax(axis=1))")
+        for forward in (one_hot.astype(np.float64), one_hot.argmax(axis=1)):
+            assert float(tl.cross_entropy(logits, forward).numpy()) == pytest.approx(want, rel=1e-14)
+        with pytest.raises(tl.TensorError) as caught:  # another shape: no one-hot reading
+            tl.cross_entropy(logits, np.zeros((3,), np.int64))
+        assert "one-hot" not in str(caught.value)
+
+
+def test_a_bool_index_is_told_which_integer_dtypes_are_taken() -> None:
+    """review100 L4: "accepted: int64", though int32 or uint8 index data is taken (made int64)."""
+    x = tl.tensor(np.arange(6.0).reshape(2, 3))
+    picked = tl.gather(x, np.array([[2], [0]], dtype=np.uint8), 1).numpy()
+    np.testing.assert_array_equal(picked, [[2.0], [3.0]])
+    with pytest.raises(tl.GuardError) as caught:
+        tl.gather(x, np.array([[True], [False]]), 1)
+    assert str(caught.value) == ("gather: index has dtype bool; accepted: int64 (index data of another "
+                                 "integer dtype, such as int32 or uint8, becomes int64)")

@@ -114,13 +114,13 @@ def scaled_dot_product_attention(
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
             or the mask do not broadcast), mixed float dtypes, or a ``scale`` that is not finite.
         GuardTypeError: a non-boolean mask.
-        TensorTypeError: ``q``, ``k`` or ``v`` is not a Tensor; a ``scale`` that is not a real
-            number; both ``mask`` and ``attn_mask``; a ``dropout_p`` other than 0; an
+        TensorTypeError: an operand that is not a Tensor (the operand rule: ``input 0 must be a
+            torchlean Tensor``; with ``is_causal=True``, ``q`` or ``k`` named); a ``scale`` that is
+            not a real number; both ``mask`` and ``attn_mask``; a ``dropout_p`` other than 0; an
             ``is_causal`` that is not a bool, or True with a mask.
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
     """
     fn = "scaled_dot_product_attention"
-    q, k, v = (_require_tensor(fn, name, value) for name, value in (("q", q), ("k", k), ("v", v)))
     if attn_mask is not None:
         if mask is not None:
             raise TensorTypeError(f"{fn}: got both mask and attn_mask (torch's name for it); give one")
@@ -138,7 +138,8 @@ def scaled_dot_product_attention(
                 f"{fn}: got a mask and is_causal=True (torch refuses them together too); give one: the "
                 "causal mask is torchlean.spec.causal_mask(n_q, n_k), which combines with yours by &"
             )
-        mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))
+        n_q, n_k = _require_tensor(fn, "q", q).shape[-2], _require_tensor(fn, "k", k).shape[-2]
+        mask = np.tril(np.ones((n_q, n_k), dtype=bool))
     mask_t = None if mask is None else _mask(fn, mask, q)
     params: dict[str, Any] = {}
     if scale is not None:

@@ -304,10 +304,15 @@ def cross_entropy(
     if raw.dtype.kind in "iu":
         expected = logits.shape[:ax] + logits.shape[ax + 1 :]
         if raw.shape != expected:
+            one_hot = (
+                f"; an integer target of the logits' shape reads as class indices: one-hot or other class "
+                f"probabilities are floating, as in torch (pass target.astype(np.{logits.dtype}), or the "
+                f"class indices, target.argmax(axis={ax}))" if raw.shape == logits.shape else ""
+            )
             raise TensorError(
                 f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
                 f"{logits.shape} with classes along axis {ax} (expected {expected}; pass axis= for "
-                "another class axis)"
+                f"another class axis){one_hot}"
             )
         ignored = int(np.count_nonzero(raw == ignore))
         if ignored:  # samples torch would leave out (review90 F9), -1 or -100 padding too (review91 F5)

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from torchlean._checks import int_overflow, is_builtin_int, shown
 from torchlean.autograd import storage
-from torchlean.backend.errors import GuardTypeError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
 from torchlean.functional._params import _axis
 from torchlean.tensor import (
@@ -230,10 +230,11 @@ def _mask(fn: str, value: Tensor | npt.ArrayLike, like: Tensor) -> Tensor:
 
 def _index(value: Tensor | npt.ArrayLike, like: Tensor, op: str, axis: object) -> Tensor:
     """An index operand of ``op`` along ``axis`` of ``like`` as a tensor on ``like``'s device;
-    integer data becomes int64 (tensors hold only int64 integers), anything else is left for the
-    kernel guard to refuse.
+    integer data becomes int64 (tensors hold only int64 integers; a tensor of another dtype is
+    left for the kernel guard to refuse).
 
     Raises:
+        GuardError: index data that is not integer (bool, float), naming the integer dtypes taken.
         GuardError: a uint64 value above ``2**63 - 1``, which the int64 cast would wrap to a
             negative number: refused here with the guard's out-of-range message naming the value
             itself (``gather: index value 9223372036854775808 is out of range for extent 3 along
@@ -248,7 +249,10 @@ def _index(value: Tensor | npt.ArrayLike, like: Tensor, op: str, axis: object) -
         raise index_out_of_range(op, int(raw.max()), like.shape[ax], ax)
     if raw.dtype.kind in "iu":
         return _on_device_of(raw.astype(np.int64), like)
-    return _on_device_of(np.array(raw, copy=True), like)
+    raise GuardError(  # the guard's words, and the integer dtypes taken here (review100 L4)
+        f"{op}: index has dtype {raw.dtype}; accepted: int64 (index data of another integer dtype, such as "
+        "int32 or uint8, becomes int64)"
+    )
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
