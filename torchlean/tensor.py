@@ -900,7 +900,13 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- autograd
 
-    def backward(self, gradient: Tensor | npt.ArrayLike | None = None, retain_graph: bool = False) -> None:
+    def backward(
+        self,
+        gradient: Tensor | npt.ArrayLike | None = None,
+        retain_graph: bool = False,
+        create_graph: bool = False,
+        inputs: object = None,
+    ) -> None:
         """Reverse-mode gradient of this tensor into every reachable leaf's ``.grad``.
 
         Args:
@@ -909,16 +915,31 @@ class Tensor:
                 to this tensor's dtype. Defaults to 1 for a one-element tensor, as
                 ``torch.Tensor.backward``.
             retain_graph: keep the graph so that ``backward`` can run over it again.
+            create_graph: torch's (third, as in torch): only False, as the tape records no graph
+                of its backward (no higher-order gradients).
+            inputs: torch's: only None; every reachable leaf gets its gradient.
 
         Raises:
             AutogradError: the tensor does not require grad; no gradient for a multi-element
                 output; seed shape mismatch; a freed graph; a saved tensor modified in place.
-            TensorTypeError: ``retain_graph`` is not a bool.
+            TensorTypeError: ``retain_graph`` is not a bool; ``create_graph`` other than False or
+                ``inputs`` other than None (review100 L1).
             TensorError: a ``gradient`` that is not numeric array data (a string, ragged lists).
             DeviceError: a ``gradient`` tensor with axes on another device (a 0-d one is moved to
                 the output's device, as torch moves it).
         """
         retain_graph = _flag("backward(): retain_graph", retain_graph)
+        if _flag("backward(): create_graph", create_graph):
+            raise TensorTypeError(
+                "backward(): create_graph=True is refused: the tape records no graph of the backward, so "
+                "there are no higher-order gradients (accepted: False, torch's default)"
+            )
+        if inputs is not None:
+            raise TensorTypeError(
+                f"backward(): inputs={_preview(inputs)} is refused: every leaf the output reaches gets its "
+                "gradient (accepted: None, torch's default; to leave a leaf's .grad as it was, keep it "
+                "before backward() and put it back after)"
+            )
         if not self._requires_grad:
             raise AutogradError(
                 "autograd: backward() on a tensor that does not require grad (no recorded node)"

@@ -690,3 +690,26 @@ def test_a_bool_index_is_told_which_integer_dtypes_are_taken() -> None:
         tl.gather(x, np.array([[True], [False]]), 1)
     assert str(caught.value) == ("gather: index has dtype bool; accepted: int64 (index data of another "
                                  "integer dtype, such as int32 or uint8, becomes int64)")
+
+
+def test_torchs_keywords_without_a_torchlean_meaning_are_refused_naming_the_way() -> None:
+    """review100 L1: layer_norm(normalized_shape=), backward(create_graph=, inputs=) were Python's
+    bare "unexpected keyword argument"; the defaults are taken, as torch's."""
+    x = tl.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    for shape, count in (((3,), 1), (3, 1), ([2, 3], 2)):
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.layer_norm(x, normalized_shape=shape)
+        assert str(caught.value).endswith(f"takes the number of trailing axes to normalise: pass "
+                                          f"normalized_ndim={count}"), caught.value
+    want = torch.nn.functional.layer_norm(torch.tensor(x.numpy()), (3,))
+    got = tl.layer_norm(x, normalized_ndim=1).numpy()
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+    loss = tl.reduce_sum(x * x)
+    refusal = r"^backward\(\): create_graph=True is refused: the tape records"
+    with pytest.raises(tl.TensorTypeError, match=refusal):
+        loss.backward(None, False, True)
+    with pytest.raises(tl.TensorTypeError, match=r"^backward\(\): inputs=\[Tensor"):
+        loss.backward(inputs=[x])
+    loss.backward(create_graph=False, inputs=None)
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * x.numpy())

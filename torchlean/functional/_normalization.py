@@ -41,6 +41,8 @@ def layer_norm(
     bias: Tensor | None = None,
     normalized_ndim: int = 1,
     eps: float = 1e-5,
+    *,
+    normalized_shape: object = None,
 ) -> Tensor:
     """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
     (``torch.nn.functional.layer_norm``, biased variance); records ``layer_norm``.
@@ -50,16 +52,25 @@ def layer_norm(
 
     The order differs from torch's ``layer_norm(input, normalized_shape, weight=None, bias=None,
     eps=1e-5)``: the normalised axes are given as a count, ``normalized_ndim=`` (4th), not as
-    torch's shape (2nd); a torch-style shape in weight's place (``tl.layer_norm(x, (3,))``) is
-    refused with a message saying so.
+    torch's shape (2nd); a torch-style shape in weight's place (``tl.layer_norm(x, (3,))``) or
+    as torch's keyword (``normalized_shape=(3,)``) is refused with a message saying so.
 
     Raises:
         GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
             or dtype, or an ``eps`` that is negative or not finite in x's dtype (0 is accepted).
         TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number;
             a weight that is not a Tensor or None (an int or a sequence of ints there, torch's
-            ``normalized_shape``, names ``normalized_ndim=``).
+            ``normalized_shape``, names ``normalized_ndim=``); ``normalized_shape=`` given.
     """
+    if normalized_shape is not None:  # torch's keyword (review100 L1)
+        count = 1 if is_int(normalized_shape) else len(normalized_shape) if isinstance(
+            normalized_shape, tuple | list) else None
+        instead = f"normalized_ndim={count}" if count is not None else "normalized_ndim=, a count"
+        raise TensorTypeError(
+            f"layer_norm: normalized_shape={_preview(normalized_shape)} is torch's keyword; torchlean's "
+            "layer_norm(x, weight=None, bias=None, normalized_ndim=1, eps=1e-05) takes the number of "
+            f"trailing axes to normalise: pass {instead}"
+        )
     _torch_normalized_shape(weight)
     params = {
         "normalized_ndim": _int("layer_norm", "normalized_ndim", normalized_ndim),
