@@ -13,6 +13,18 @@ import pytest
 from torchlean.cli import main
 
 
+def rewrite_metadata(source: Path, target: Path, edit: Any) -> Path:
+    """A copy of checkpoint ``source`` whose metadata object ``edit`` changed in place."""
+    with np.load(source, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["metadata"]))
+    edit(meta)
+    arrays["metadata"] = np.array(json.dumps(meta))
+    with target.open("wb") as handle:
+        np.savez(handle, **arrays)
+    return target
+
+
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """Run ``torchlean ARGV`` in-process; argparse's own exits count as return codes."""
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cli_runs import cli, metadata, ok
+from cli_runs import cli, metadata, ok, rewrite_metadata
 from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
@@ -37,18 +37,6 @@ def documented_digest(parts: list[np.ndarray[Any, Any]], class_names: tuple[str,
         digest.update(a.tobytes(order="C"))
     digest.update(repr(class_names).encode("utf-8"))
     return digest.hexdigest()
-
-
-def rewrite_metadata(source: Path, target: Path, edit: Any) -> Path:
-    """A copy of checkpoint ``source`` whose metadata object ``edit`` changed in place."""
-    with np.load(source, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays["metadata"]))
-    edit(meta)
-    arrays["metadata"] = np.array(json.dumps(meta))
-    with target.open("wb") as handle:
-        np.savez(handle, **arrays)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -19,22 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cli_runs import cli, metadata
+from cli_runs import cli, metadata, rewrite_metadata
 
 from torchlean.cli import inspect_command, predict
 from torchlean.cli._output import LINE_LIMIT
-
-
-def rewrite_metadata(source: Path, target: Path, edit: Any) -> Path:
-    """A copy of checkpoint ``source`` whose metadata object ``edit`` changed in place."""
-    with np.load(source, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays["metadata"]))
-    edit(meta)
-    arrays["metadata"] = np.array(json.dumps(meta))
-    with target.open("wb") as handle:
-        np.savez(handle, **arrays)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from cli_runs import cli
+from cli_runs import cli, rewrite_metadata
 
 from torchlean import checkpoint, provenance
 from torchlean.checkpoint import CheckpointError
@@ -86,14 +85,7 @@ def test_the_environment_records_this_torchleans_digest() -> None:
 
 
 def _edited(source: Path, target: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
-    with np.load(source, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays["metadata"]))
-    edit(meta["environment"])
-    arrays["metadata"] = np.array(json.dumps(meta))
-    with target.open("wb") as handle:
-        np.savez(handle, **arrays)
-    return target
+    return rewrite_metadata(source, target, lambda meta: edit(meta["environment"]))
 
 
 @pytest.fixture(scope="module")
