@@ -202,7 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module is imported, the commands' own imports included, is ``error: interrupted``, exit
     status 130. An output that cannot take the writes (``> /dev/full``, or standard output closed,
     ``>&-``, checked before the command runs; a character its encoding cannot write) is
-    ``error: cannot write the output: <reason>``, exit status 2.
+    ``error: cannot write the output: <reason>``, exit status 2. Standard error is best effort:
+    where it cannot be written (``2>&-``, ``2>/dev/full``) the notes, progress bars and error
+    lines are dropped and the command goes on, writing its files and ending with its own status.
 
     Called in-process (``torchlean.cli.main(["train", ...])``, as the tests do) it acts as the
     process would, on process-wide state (review76 F1, F5): it redirects ``sys.stdout`` while a
@@ -214,11 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--save`` SIGINT, SIGTERM and SIGHUP are handled by the run while it trains (the previous
     handlers restored after).
     """
-    try:
-        return _run(argv)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    from torchlean.cli._stderr import best_effort_stderr
+
+    with best_effort_stderr():  # 2>&- or 2>/dev/full: the run still writes its results (review103 F1)
+        try:
+            return _run(argv)
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return 130
 
 
 def _run(argv: Sequence[str] | None) -> int:
