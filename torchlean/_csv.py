@@ -73,9 +73,10 @@ import numpy.typing as npt
 from torchlean import _delimiter, _whitespace
 from torchlean._cells import _cell_shown, _decimal_comma, _is_number, _number, _shown, display_name
 from torchlean._checks import DECIMAL_INTEGER
-from torchlean._data_errors import DataError
+from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
 from torchlean._rows import Rows, blocks, lengths
+from torchlean.backend.errors import TorchLeanError
 
 __all__ = ["STDIN", "Table", "check_file", "read_csv", "stdin_read_once"]
 
@@ -509,6 +510,28 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return file, shown
 
 
+@contextlib.contextmanager
+def reading(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Within the block, memory that runs out (a ``MemoryError`` that is not a torchlean error, as
+    numpy and Python raise it) is a :class:`~torchlean.data.DataMemoryError` naming the CSV file
+    ``path`` and its size, so that a command's out-of-memory error is not taken for the model's
+    (review103 F2)."""
+    try:
+        yield
+    except MemoryError as error:
+        if isinstance(error, TorchLeanError):
+            raise
+        try:
+            size = f" ({os.path.getsize(path) / 1e6:.1f} MB)"
+        except (OSError, ValueError, TypeError):  # standard input, or a file gone since
+            size = ""
+        raise DataMemoryError(
+            f"loading {display_name(os.fspath(path))}{size} ran out of memory: its rows are held as text, "
+            "then as float64 arrays, several times the file's size; load a smaller file (fewer rows or "
+            "columns) or give the process more memory"
+        ) from None
+
+
 def read_csv(
     path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
 ) -> Table:
@@ -539,6 +562,7 @@ def read_csv(
             naming another separator than ``delimiter`` (the message says which ``delimiter`` to
             give), a bad ``header``, a ``delimiter`` that is not one of the characters accepted
             (naming it, why, and those accepted).
+        DataMemoryError: the memory ran out while the file was read (:func:`reading`).
 
     Excel's ``sep=X`` first line naming ``delimiter`` is skipped, an unnamed last column blank on every
     line is dropped (not under ``"whitespace"``, where blanks ending a line end no cell), R's row
@@ -554,6 +578,12 @@ def read_csv(
     label cell spanning lines that holds the delimiter, when :meth:`Table.columns` reads it (rows read
     into it between two misplaced quotes). A quoted cell may hold the delimiter (``"a;b"``).
     """
+    with reading(path):
+        return _read_csv(path, header, delimiter)
+
+
+def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str) -> Table:
+    """:func:`read_csv`'s work, whose out-of-memory error it names."""
     why = _delimiter.fault(delimiter)
     if why is not None:
         raise DataError(_delimiter.python_refusal(delimiter, why))

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["FLOAT64_HOLDS", "FLOAT64_NEITHER", "FLOAT64_PARTLY", "DataError", "EmptySplitError"]
+__all__ = [
+    "FLOAT64_HOLDS", "FLOAT64_NEITHER", "FLOAT64_PARTLY", "DataError", "DataMemoryError", "EmptySplitError",
+]
 
 FLOAT64_HOLDS = "dtype float64 (CLI: --dtype float64) holds it, or "
 """The start of the way forward of a feature value that standardises beyond a float32 load's
@@ -26,6 +28,14 @@ class DataError(TorchLeanError, ValueError):
     """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
 
     __module__ = "torchlean.data"  # its public home, as tracebacks and reprs name it
+
+
+class DataMemoryError(DataError, MemoryError):
+    """Loading a CSV file ran out of memory (:func:`torchlean.data.load_csv`): the message names the
+    file and its size, so the out-of-memory error of a command is not taken for the model's
+    (review103 F2). Also a ``MemoryError``, as what it wraps."""
+
+    __module__ = "torchlean.data"
 
 
 class EmptySplitError(DataError):

@@ -50,13 +50,14 @@ from torchlean import _delimiter
 from torchlean._cells import MISSING_VALUES as MISSING_VALUES
 from torchlean._cells import Lines as Lines
 from torchlean._cells import Place, _float_dtype, _is_number, display_name
-from torchlean._csv import STDIN, Table, _name, read_csv
+from torchlean._csv import STDIN, Table, _name, read_csv, reading
 from torchlean._data_errors import (
     FLOAT64_HOLDS,
     FLOAT64_NEITHER,
     FLOAT64_PARTLY,
     ClassSplitError,
     DataError,
+    DataMemoryError,
     EmptySplitError,
 )
 from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
@@ -73,6 +74,7 @@ __all__ = [
     "BatchError",
     "ClassSplitError",
     "DataError",
+    "DataMemoryError",
     "Dataset",
     "EmptySplitError",
     "Place",
@@ -413,7 +415,27 @@ def load_csv(
 
     Raises:
         DataError, UnknownLabelError: as :func:`load` lists them for a CSV file.
+        DataMemoryError: the memory ran out while the file was read or split (naming the file
+            and its size); also a ``MemoryError``.
     """
+    with reading(path):  # the split's arrays too
+        return _load_csv(
+            path, label_column, header, task, seed, test_fraction, dtype, val_fraction, delimiter
+        )
+
+
+def _load_csv(
+    path: str | os.PathLike[str],
+    label_column: str | int | None,
+    header: bool | None,
+    task: Task | None,
+    seed: int,
+    test_fraction: float,
+    dtype: npt.DTypeLike,
+    val_fraction: float | None,
+    delimiter: str,
+) -> Dataset:
+    """:func:`load_csv`'s work, whose out-of-memory error it names."""
     target = _float_dtype(dtype)
     table = read_csv(path, header=header, delimiter=delimiter)
     if len(table.names) < 2:

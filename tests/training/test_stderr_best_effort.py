@@ -27,7 +27,7 @@ def _run(argv: list[str], cwd: Path, stderr: str) -> subprocess.CompletedProcess
     if stderr == "full":
         with FULL.open("w") as full:
             return subprocess.run(command, stdout=subprocess.PIPE, stderr=full, text=True, cwd=cwd)
-    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.mark.parametrize("stderr", ["closed", pytest.param("full", marks=pytest.mark.skipif(

@@ -227,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from torchlean.backend.errors import TorchLeanError  # imported here, under main's Ctrl-C handler
+    from torchlean._data_errors import DataMemoryError  # imported here, under main's Ctrl-C handler
+    from torchlean.backend.errors import TorchLeanError
     from torchlean.cli._spelling import cli_spelling
     from torchlean.cli._stdout import silence_stdout
 
@@ -260,6 +261,9 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         return func(args)
     except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
+        if isinstance(error, DataMemoryError):  # the data's size, not the model's (review103 F2)
+            print(f"error: {cli_spelling(str(error))}", file=sys.stderr)
+            return 2
         text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
         sizes = [f"--{dest.replace('_', '-')} {getattr(args, dest)}" for dest in _SIZE_OPTIONS
                  if getattr(args, dest, None) is not None]

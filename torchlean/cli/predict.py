@@ -124,7 +124,7 @@ import numpy.typing as npt
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
 from torchlean._cells import names_listed
-from torchlean._csv import stdin_read_once
+from torchlean._csv import reading, stdin_read_once
 from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
@@ -382,6 +382,12 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
+    with reading(name):  # its out-of-memory error names the file (review103 F2)
+        return _read_csv(args, saved, name)
+
+
+def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str) -> _Input:
+    """:func:`_read` of the CSV file ``name``."""
     header = args.header
     run_note = ""
     if header is None and saved.training is not None:  # the run's --header/--no-header, if it gave one
