@@ -139,6 +139,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
+from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     STDOUT,
     check_distinct,
@@ -382,7 +383,7 @@ def _read(args: argparse.Namespace, saved: checkpoint.Checkpoint) -> _Input:
         x, y, features, classes, task = data.shipped(name)
         labels = [classes[i] for i in y] if task == "classification" else [repr(float(v)) for v in y]
         return _Input(name, x, features, "target", labels, tuple(range(1, len(labels) + 1)), place="row")
-    with reading(name):  # its out-of-memory error names the file (review103 F2)
+    with reading(name), loading_bar(name):  # its out-of-memory error names the file (review103 F2)
         return _read_csv(args, saved, name)
 
 
@@ -729,13 +730,15 @@ def compare_data(
     task = text("task") or (None if shipped else saved.task)
 
     def load(label_column: str | None) -> data.Dataset:
-        return data.load(
-            dataset, label_column=label_column, header=header if isinstance(header, bool) else None,
-            delimiter=delimiter or text("delimiter"), task="regression" if task == "regression" else (
-                "classification" if task == "classification" else None),
-            seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
-            test_fraction=number("test_fraction") or data.TEST_FRACTION, val_fraction=number("val_fraction"),
-        )
+        with loading_bar(dataset):
+            return data.load(
+                dataset, label_column=label_column, header=header if isinstance(header, bool) else None,
+                delimiter=delimiter or text("delimiter"), task="regression" if task == "regression" else (
+                    "classification" if task == "classification" else None),
+                seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
+                test_fraction=number("test_fraction") or data.TEST_FRACTION,
+                val_fraction=number("val_fraction"),
+            )
 
     def label_moved(digest: str | None, failure: str | None = None) -> DataComparison | None:
         """The data read with the run's label column by name, when the run did not name it so

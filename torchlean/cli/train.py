@@ -113,6 +113,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
+from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     check_distinct,
     check_writable,
@@ -493,7 +494,8 @@ def _load(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> d
     }
     # a name, else an index: data reads "2" as index 2 when no column is named "2" (one read of
     # the file, so a pipe works)
-    return data.load(args.dataset, label_column=args.label_column, **options)
+    with loading_bar(args.dataset):
+        return data.load(args.dataset, label_column=args.label_column, **options)
 
 
 def _load_resumed(args: argparse.Namespace, resumed: _resume.Resumed | None) -> data.Dataset:
