@@ -76,6 +76,7 @@ from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
 from torchlean._rows import Rows, blocks, lengths
+from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = ["STDIN", "Table", "check_file", "read_csv", "stdin_read_once"]
@@ -509,7 +510,8 @@ def _stdin_closed() -> bool:
 def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     """``path`` as a ``Path`` and as messages name it (as given), after the checks :func:`read_csv`
     makes before reading (``torchlean inspect --dataset`` makes them too, so that a missing file is
-    the same one-line error as for ``predict``).
+    the same one-line error as for ``predict``); their refusals write a character of the path that
+    is not printable (a line break, an escape character) as its backslash escape (review103 F4).
 
     Raises:
         DataError: not a path, a directory, a missing file (``dataset file not found: PATH``), a
@@ -518,22 +520,23 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
     file = Path(given)
     shown = _shown_name(given, file)  # messages name the file as given (review59 F11)
+    named = escaped(shown)  # one line, nothing for the terminal (review103 F4)
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists = file.is_dir(), file.exists()
         device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
     except OSError as error:
-        raise DataError(f"{shown}: cannot read the file: {error.strerror or error}") from None
+        raise DataError(f"{named}: cannot read the file: {error.strerror or error}") from None
     if is_dir:
-        raise DataError(f"dataset path is a directory, not a CSV file: {shown}")
+        raise DataError(f"dataset path is a directory, not a CSV file: {named}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
-        raise DataError(f"dataset file not found: {shown}")
+        raise DataError(f"dataset file not found: {named}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
         # terminal too) is what the user redirected into it
         raise DataError(
-            f"dataset path {shown} is a device, not a CSV file (accepted: a file, a pipe, or standard "
+            f"dataset path {named} is a device, not a CSV file (accepted: a file, a pipe, or standard "
             "input as -)"
         )
     return file, shown

@@ -56,6 +56,7 @@ from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._memory import usable_memory
 from torchlean.backend import profiles
+from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
@@ -1263,53 +1264,56 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """
     _check_path(path)
     file = path if isinstance(path, Path) else Path(path)  # a Path subclass keeps how it prints
+    named = escaped(str(file))  # one line, nothing for the terminal (review103 F4)
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
     except OSError as error:
-        raise CheckpointError(f"cannot read checkpoint {file}: {error.strerror or error}") from None
+        raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror or error}") from None
     if is_dir:
-        raise CheckpointError(f"checkpoint {file} is a directory, not a file")
+        raise CheckpointError(f"checkpoint {named} is a directory, not a file")
     if exists and not is_file:
         raise CheckpointError(
-            f"checkpoint {file} is not a regular file (a device or a pipe); give the path of a file "
+            f"checkpoint {named} is not a regular file (a device or a pipe); give the path of a file "
             "written by torchlean train --save"
         )
     if not is_file:
-        raise CheckpointError(f"checkpoint file not found: {file}")
+        raise CheckpointError(f"checkpoint file not found: {named}")
     try:
         with file.open("rb") as handle:
             magic = handle.read(len(_NPY_MAGIC))
         is_zip = zipfile.is_zipfile(file)
     except OSError as error:
-        raise CheckpointError(f"cannot read checkpoint {file}: {error.strerror}") from None
+        raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror}") from None
     if magic == _NPY_MAGIC:
-        raise CheckpointError(f"{file}: not a torchlean checkpoint: a single .npy array, not an .npz archive")
+        raise CheckpointError(
+            f"{named}: not a torchlean checkpoint: a single .npy array, not an .npz archive"
+        )
     if not is_zip and magic.startswith(b"PK\x03\x04"):  # a zip's first entry, but no directory at the end
         raise CheckpointError(
-            f"{file}: a truncated or damaged .npz archive (it starts as a zip file but its end is missing: "
+            f"{named}: a truncated or damaged .npz archive (it starts as a zip file but its end is missing: "
             "an interrupted copy or a full disk?)"
         )
     if not is_zip:
         # np.load would read any other file as a pickle and suggest allow_pickle=True
-        raise CheckpointError(f"{file}: not a numpy .npz archive (not a zip file)")
+        raise CheckpointError(f"{named}: not a numpy .npz archive (not a zip file)")
     try:
         opened = zipfile.ZipFile(file)
     except _ARCHIVE_ERRORS as error:
-        raise CheckpointError(f"{file}: not a numpy .npz archive ({error})") from None
+        raise CheckpointError(f"{named}: not a numpy .npz archive ({error})") from None
     with opened as archive:
         try:
             meta, arrays = _read_archive(archive)
         except CheckpointError as error:
-            raise CheckpointError(f"{file}: {error}") from None
+            raise CheckpointError(f"{named}: {error}") from None
         except _npz.NotAnArray as error:  # np.load would hand out its raw bytes
-            raise CheckpointError(f"{file}: not a torchlean checkpoint: {error}") from None
+            raise CheckpointError(f"{named}: not a torchlean checkpoint: {error}") from None
         except _ARCHIVE_ERRORS as error:
             reason = str(error) or type(error).__name__
-            raise CheckpointError(f"{file}: cannot read the .npz archive ({reason})") from None
+            raise CheckpointError(f"{named}: cannot read the .npz archive ({reason})") from None
     try:
         return _from_arrays(meta, arrays)
     except CheckpointError as error:
-        raise CheckpointError(f"{file}: {error}") from None
+        raise CheckpointError(f"{named}: {error}") from None
 
 
 def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, Array]]:

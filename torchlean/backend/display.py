@@ -6,7 +6,7 @@ This module depends on nothing else in torchlean.
 
 from __future__ import annotations
 
-__all__ = ["name_shown"]
+__all__ = ["escaped", "name_shown"]
 
 
 def name_shown(text: object) -> str:
@@ -18,3 +18,15 @@ def name_shown(text: object) -> str:
     if isinstance(text, str) and text and text.isprintable() and text == text.strip():
         return text
     return repr(text)
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character that is not printable (a line break, a tab, an escape
+    character, a bidirectional override, a lone surrogate) written as Python's backslash escape
+    of it (``\\n``, ``\\x1b``, ``\\u202e``, ``\\ud800``), as a Python literal writes it; ``text``
+    itself when every character is printable. Such a text cannot split a line of a report or of a
+    message, nor move the cursor, colour or retitle the terminal showing it (review67 F2; file
+    names in messages too, review103 F4)."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from torchlean._atomic import replace_file
 from torchlean._csv import STDIN_SHOWN
+from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
 
@@ -259,20 +260,11 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     a byte of a file name that is not UTF-8 (held as a lone surrogate: ``\\udcfd`` for the byte
     0xfd), or under an ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character
     (``\\xe9`` for ``é``). Printed as is, they raised ``UnicodeEncodeError`` after the command's
-    work was done (the checkpoint saved, the run reported as failed)."""
+    work was done (the checkpoint saved, the run reported as failed). A character that is not
+    printable (a line break, an escape character) is written as its backslash escape too
+    (:func:`escaped`), so the path cannot split the line or reach the terminal (review103 F4)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    return os.fspath(path).encode(encoding, "backslashreplace").decode(encoding)
-
-
-def escaped(text: str) -> str:
-    """``text`` with each character that is not printable (a line break, a tab, an escape
-    character, a bidirectional override, a lone surrogate) written as Python's backslash escape
-    of it (``\\n``, ``\\x1b``, ``\\u202e``, ``\\ud800``), as a Python literal writes it; ``text``
-    itself when every character is printable. Such a text cannot split a line of a report, nor
-    move the cursor, colour or retitle the terminal showing it (review67 F2)."""
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return escaped(os.fspath(path)).encode(encoding, "backslashreplace").decode(encoding)
 
 
 LINE_LIMIT = 400

@@ -1,0 +1,42 @@
+"""review103 F4: a path holding a line break or an escape character was printed raw in the
+"not found" errors and the ``saved:``/``wrote`` lines: one error split over two lines, and an
+escape sequence reached the terminal (header lines already escaped them). Now such a character
+is written as its backslash escape, as Python writes it in a literal. Oracle: ``repr`` of the
+path, less its quotes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runs import cli
+
+NEWLINE, ESCAPE = "a\nb", "c\x1b[31md"
+
+
+def _shown(path: Path) -> str:
+    return repr(str(path))[1:-1]
+
+
+def test_not_found_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for odd in (NEWLINE, ESCAPE):
+        missing = tmp_path / f"{odd}.csv"
+        code, out, err = cli(capsys, "train", "--dataset", str(missing))
+        assert (code, out, err) == (2, "", f"error: dataset file not found: {_shown(missing)}\n")
+        checkpoint = tmp_path / f"{odd}.npz"
+        code, out, err = cli(capsys, "predict", str(checkpoint), "--dataset", "iris")
+        assert (code, out, err) == (2, "", f"error: checkpoint file not found: {_shown(checkpoint)}\n")
+        assert "\x1b" not in err and err.count("\n") == 1
+
+
+def test_saved_and_wrote_lines_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / NEWLINE
+    saved, output = folder / "m.npz", tmp_path / f"{ESCAPE}.csv"
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save",
+                         str(saved))
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"saved: {_shown(saved)}" and saved.is_file()
+    code, out, err = cli(capsys, "predict", str(saved), "--dataset", "iris", "--output", str(output))
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"wrote {_shown(output)}" and output.is_file()
+    assert "\x1b" not in out
