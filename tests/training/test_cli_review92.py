@@ -287,3 +287,23 @@ def test_resume_names_a_moved_label_and_reordered_features_at_once(
     # the label moved alone: no word of the order
     code, _, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
     assert code == 2 and "pass --label-column y): resume with" in err, err
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_header_and_no_header_together_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   command: str) -> None:
+    """review103 F7: argparse took the last of the two, and the refusal that followed could advise
+    passing --header, which had been given; the same one twice is taken."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(20)))
+    model = str(tmp_path / "m.npz")
+    first = ("--dataset", str(csv)) if command == "train" else (model, "--dataset", str(csv))
+    if command == "predict":
+        ok(capsys, "--dataset", str(csv), "--epochs", "1", "--hidden", "4", "--save", str(tmp_path / "m.npz"))
+    for flags in (("--header", "--no-header"), ("--no-header", "--header")):
+        code, out, err = cli(capsys, command, *first, *flags)
+        assert (code, out) == (2, "")
+        assert err.endswith("error: --header and --no-header contradict each other: give one\n"), err
+    epochs = ("--epochs", "1") if command == "train" else ()
+    code, _, err = cli(capsys, command, *first, "--header", "--header", *epochs)
+    assert code == 0, err

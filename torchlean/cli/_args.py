@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from torchlean import _delimiter
 from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
-    "DELIMITER_HELP", "delimiter", "int_at_least", "json_record_instead", "note_shadowed_dataset", "number",
-    "refuse_csv_options",
+    "DELIMITER_HELP", "OneWay", "delimiter", "int_at_least", "json_record_instead", "note_shadowed_dataset",
+    "number", "refuse_csv_options",
 ]
 
 DELIMITER_HELP = (
@@ -26,6 +27,24 @@ DELIMITER_HELP = (
     "cells may hold it. Decimal commas are not read: under ';' a cell 1,5 is refused (write 1.5)"
 )
 """The ``--delimiter`` help of ``train`` and ``predict``."""
+
+
+class OneWay(argparse.BooleanOptionalAction):
+    """``--flag``/``--no-flag`` (argparse's ``BooleanOptionalAction``, default ``None``) refusing
+    both given: argparse took the last one, and a refusal advising ``--header`` then named the
+    option given (review103 F7). The same one twice is taken."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        before = getattr(namespace, self.dest, None)  # None until one of the two is given
+        super().__call__(parser, namespace, values, option_string)
+        if before is not None and before != getattr(namespace, self.dest):
+            parser.error(f"{' and '.join(self.option_strings)} contradict each other: give one")
 
 
 def note_shadowed_dataset(name: str, shipped: tuple[str, ...]) -> None:

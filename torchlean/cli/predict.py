@@ -133,6 +133,7 @@ from torchlean.backend.vocabulary import Device
 from torchlean.cli import _formulas, _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
+    OneWay,
     delimiter,
     json_record_instead,
     note_shadowed_dataset,
@@ -210,7 +211,7 @@ def register(subparsers: Any) -> None:
                         "checkpoint's classes (0/1/2 for setosa/versicolor/virginica) are no error; no "
                         "accuracy or mse is reported, and --split train|test of a classifier is refused "
                         "(its split is stratified by the labels)")
-    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+    parser.add_argument("--header", action=OneWay, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header); default: as the checkpoint's run read its data when it gave "
                         "--header or --no-header, else guessed as torchlean train guesses it")

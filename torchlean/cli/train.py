@@ -104,6 +104,7 @@ from torchlean.backend.vocabulary import Device, Provider
 from torchlean.cli import _imbalance, _pace, _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
+    OneWay,
     delimiter,
     int_at_least,
     json_record_instead,
@@ -190,7 +191,7 @@ def register(subparsers: Any) -> None:
                         "a number that names a column (a header 'a,3,b,y' and --label-column 3) is that "
                         "column, with a 'note:' on stderr; give the index then counted from the end (-1) or "
                         "the other column's name")
-    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+    parser.add_argument("--header", action=OneWay, default=None,
                         help="CSV only: the first row names the columns (--header) or is data "
                         "(--no-header). Default: a header when a cell of the first row is not a number "
                         "or the row is exactly the column positions 0,1,...,n-1 (as pandas to_csv "
