@@ -14,7 +14,11 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   ``super(C, C).__new__(Cls)``, ``Cls.__init__(existing, ...)`` (which rewrites a value in place),
   ``copy.copy``, ``copy.deepcopy``, ``dataclasses.replace``, ``copy.replace`` and
   ``value.__replace__`` (Python 3.13+) on an instance; the copy routes also through a module-level
-  alias of the same module, annotated or not. The message names
+  alias of the same module, annotated or not, and ``__init__``, ``__new__`` and ``__replace__``
+  through a module-level alias of the attribute (``init = AcceptedKernel.__init__``,
+  ``onew = object.__new__``, ``reinit = kernel.__init__``, an alias of such an alias), under the
+  route name of the direct call. A class object may be a union (``object.__new__(cls)`` with
+  ``cls: type[AcceptedKernel] | type[int]``), as a value may. The message names
   the class, the allowed gates and the caller. The "caller" is the enclosing top-level function
   (a method counts under its own ``module.Class.method`` name); nested functions and lambdas
   inside a gate belong to the gate. A class with two stacked ``@sealed`` decorators is an error
@@ -70,6 +74,7 @@ from mypy.nodes import (
     ComparisonExpr,
     Context,
     Expression,
+    FuncBase,
     IndexExpr,
     LambdaExpr,
     MemberExpr,
@@ -79,6 +84,7 @@ from mypy.nodes import (
     OpExpr,
     RefExpr,
     StrExpr,
+    TypeAlias,
     TypeInfo,
     UnaryExpr,
     Var,
@@ -97,6 +103,7 @@ from mypy.typeanal import TypeAnalyser
 from mypy.types import (
     AnyType,
     CallableType,
+    FunctionLike,
     Instance,
     LiteralType,
     PlaceholderType,
@@ -210,15 +217,20 @@ def _sealed_instance(typ: Type) -> TypeInfo | None:
 
 def _sealed_class_object(typ: Type) -> TypeInfo | None:
     """The sealed class of a class-object type (``Cls``, ``type[Cls]``, ``type[K]`` for a type
-    variable bounded by it), else None."""
+    variable bounded by it), or of one member of a union of them (``type[Cls] | type[int]``,
+    ``type[Cls | int]``), else None."""
     proper = _bound(typ)
-    target: ProperType | None = None
-    if isinstance(proper, CallableType) and proper.is_type_obj():
-        target = _bound(proper.ret_type)
-    elif isinstance(proper, TypeType):
-        target = _bound(proper.item)
-    if isinstance(target, Instance) and _sealed_gates(target.type) is not None:
-        return target.type
+    items: Sequence[Type] = proper.items if isinstance(proper, UnionType) else [proper]
+    for item in items:
+        item_p = _bound(item)
+        target: ProperType | None = None
+        if isinstance(item_p, FunctionLike) and item_p.is_type_obj():  # a class (overloaded or not)
+            target = _bound(item_p.items[0].ret_type)
+        elif isinstance(item_p, TypeType):
+            target = _bound(item_p.item)
+        instance = _sealed_instance(target) if target is not None else None  # type[A | B] too
+        if instance is not None:
+            return instance
     return None
 
 
@@ -328,6 +340,48 @@ def _replace_method_hook(ctx: MethodContext) -> Type:
         _check_sealed(f"{info.name}.__replace__()", info, ctx.api, ctx.context)
     _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
     return ctx.default_return_type
+
+
+def _unbound_alias_hook(method: str, info: TypeInfo | None) -> Callable[[FunctionContext], Type]:
+    """``init = Cls.__init__; init(existing, ...)`` or ``replace = Cls.__replace__`` (a module-level
+    alias of the method taken from the class): as ``Cls.__init__(existing, ...)``. ``info`` is the
+    sealed class the alias was taken from, or None when only the value passed as ``self`` can tell
+    (``init = type(kernel).__init__``)."""
+
+    def hook(ctx: FunctionContext) -> Type:
+        first = _first_arg_type(ctx.arg_types)
+        sealed = info or (_sealed_instance(first) if first is not None else None)
+        if sealed is not None:
+            _check_sealed(f"{sealed.name}.{method}()", sealed, ctx.api, ctx.context)
+        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
+
+
+def _bound_alias_hook(method: str, info: TypeInfo) -> Callable[[FunctionContext], Type]:
+    """``reinit = kernel.__init__`` or ``replace = kernel.__replace__`` (a module-level alias of the
+    method bound to a module-level sealed value): as the call on the value."""
+
+    def hook(ctx: FunctionContext) -> Type:
+        _check_sealed(f"{info.name}.{method}()", info, ctx.api, ctx.context)
+        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
+
+
+def _new_alias_hook(owner: str, info: TypeInfo | None) -> Callable[[FunctionContext], Type]:
+    """``new = object.__new__; new(Sealed)`` (a module-level alias of ``__new__`` of ``object``,
+    ``Sealable`` or a sealed class): as ``object.__new__(Sealed)``."""
+
+    def hook(ctx: FunctionContext) -> Type:
+        sealed = info or _sealed_class_argument(ctx.arg_types)
+        if sealed is not None:
+            _check_sealed(f"{owner}.__new__()", sealed, ctx.api, ctx.context)
+        return ctx.default_return_type
+
+    return hook
 
 
 def _is_private_sealed_name(fullname: str) -> bool:
@@ -611,6 +665,9 @@ class TorchLeanPlugin(Plugin):
             return _copy_hook(COPY_ROUTES[target])
         if target is not None and _is_private_sealed_name(target):
             return _private_call_hook(target)
+        member = _aliased_member(node.node, self._module_table)
+        if member is not None and isinstance(node.node, Var):  # init = AcceptedKernel.__init__
+            return self._member_alias_hook(member, node.node)
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
@@ -632,6 +689,32 @@ class TorchLeanPlugin(Plugin):
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:
         owner = fullname.rpartition(".")[0]
         return _private_operand_hook if owner in self._private_object_classes() else None
+
+    def _member_alias_hook(self, member: MemberExpr, alias: Var) -> Callable[[FunctionContext], Type] | None:
+        """The hook for a call of a module-level alias of an attribute (``member``), if it is a route:
+        ``Cls.__init__``, ``Cls.__new__``, ``object.__new__``, ``Cls.__replace__`` and the same
+        methods bound to a module-level sealed value (``kernel.__init__``)."""
+        receiver = member.expr
+        method = member.name
+        if method not in ("__init__", "__new__", "__replace__"):
+            return None
+        cls = _class_named(receiver)
+        value = receiver.node if isinstance(receiver, RefExpr) else None
+        bound = _sealed_instance(value.type) if isinstance(value, Var) and value.type is not None else None
+        if bound is not None and method != "__new__":  # kernel.__init__ / kernel.__replace__
+            return _bound_alias_hook(method, bound)
+        if method == "__new__":
+            owner = cls or (bound if bound is not None else _defining_class(alias))
+            if owner is None or not self._new_owner(owner.fullname):
+                return None  # __new__ of an unrelated class: not reported, as Foo.__new__(Sealed)
+            display = "object" if owner.fullname == OBJECT else owner.name
+            return _new_alias_hook(display, self._sealed_class(owner.fullname))
+        if cls is None and not _takes_self(alias):
+            return None  # a bound method of a value the plugin cannot see
+        sealed = self._sealed_class(cls.fullname) if cls is not None else None
+        if cls is not None and sealed is None:
+            return None  # __init__ / __replace__ of another class
+        return _unbound_alias_hook(method, sealed)
 
     def _sealed_class(self, fullname: str) -> TypeInfo | None:
         """The sealed class (or ``NewType`` of one) named ``fullname``, else None."""
@@ -711,9 +794,9 @@ def _aliased_function(node: object, modules: dict[str, MypyFile]) -> str | None:
     return None
 
 
-def _assigned_name(var: Var, modules: dict[str, MypyFile]) -> str | None:
-    """The full name assigned to the module-level variable ``var`` (``x: T = copy.copy``), if it is
-    assigned exactly once at its module's top level and that value is a name, else None."""
+def _assigned_value(var: Var, modules: dict[str, MypyFile]) -> Expression | None:
+    """The value assigned to the module-level variable ``var``, if it is assigned exactly once at
+    its module's top level (and mypy still holds that module's syntax tree), else None."""
     module = modules.get(var.fullname.rpartition(".")[0])
     if module is None:
         return None
@@ -723,9 +806,68 @@ def _assigned_name(var: Var, modules: dict[str, MypyFile]) -> str | None:
         if isinstance(statement, AssignmentStmt)
         and any(isinstance(target, NameExpr) and target.node is var for target in statement.lvalues)
     ]
-    if len(assigned) == 1 and isinstance(assigned[0], RefExpr) and assigned[0].fullname:
-        return assigned[0].fullname
+    return assigned[0] if len(assigned) == 1 else None
+
+
+def _assigned_name(var: Var, modules: dict[str, MypyFile]) -> str | None:
+    """The full name assigned to the module-level variable ``var`` (``x: T = copy.copy``), if it is
+    assigned exactly once at its module's top level and that value is a name, else None."""
+    value = _assigned_value(var, modules)
+    if isinstance(value, RefExpr) and value.fullname:
+        return value.fullname
     return None
+
+
+ALIAS_DEPTH: Final = 8
+"""How many module-level aliases of aliases (``again = init``) :func:`_aliased_member` follows."""
+
+
+def _aliased_member(node: object, modules: dict[str, MypyFile]) -> MemberExpr | None:
+    """The attribute a module-level variable holds (``init = AcceptedKernel.__init__``,
+    ``clear = _MINTED.clear``), also through module-level aliases of that variable
+    (``again = init``), else None. A module attribute (``shallow = copy.copy``) is a name, not a
+    member: :func:`_aliased_function` follows those."""
+    for _ in range(ALIAS_DEPTH):
+        if not isinstance(node, Var):
+            return None
+        value = _assigned_value(node, modules)
+        if isinstance(value, MemberExpr) and not (
+            isinstance(value.expr, RefExpr) and isinstance(value.expr.node, MypyFile)
+        ):
+            return value
+        if not isinstance(value, RefExpr):
+            return None
+        node = value.node
+    return None
+
+
+def _class_named(expression: Expression) -> TypeInfo | None:
+    """The class an expression names (``AcceptedKernel``, ``acceptance.AcceptedKernel``, an alias
+    ``Forged = AcceptedKernel``), else None."""
+    if not isinstance(expression, RefExpr):
+        return None
+    if isinstance(expression.node, TypeInfo):
+        return expression.node
+    if isinstance(expression.node, TypeAlias):
+        target = get_proper_type(expression.node.target)
+        return target.type if isinstance(target, Instance) else None
+    return None
+
+
+def _defining_class(alias: Var) -> TypeInfo | None:
+    """The class whose method a module-level alias holds, as mypy records it in the alias's type
+    (``object`` for ``type(kernel).__new__``), else None."""
+    proper = get_proper_type(alias.type) if alias.type is not None else None
+    definition = proper.definition if isinstance(proper, CallableType) else None
+    owner = definition.info if isinstance(definition, FuncBase) else None
+    return owner if isinstance(owner, TypeInfo) and owner.fullname else None
+
+
+def _takes_self(alias: Var) -> bool:
+    """Whether a module-level alias of a method is unbound (its first parameter is ``self``): then
+    the value the call passes first is the one the method acts on."""
+    proper = get_proper_type(alias.type) if alias.type is not None else None
+    return isinstance(proper, CallableType) and proper.arg_names[:1] == ["self"]
 
 
 def plugin(version: str) -> type[Plugin]:

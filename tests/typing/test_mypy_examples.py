@@ -185,12 +185,30 @@ PRIVATE = '"torchlean.backend.sealed.{name}" is private to torchlean'
             "AcceptedKernel(planned.op, planned.capsule, profile.policy, _gate=_GATE)",
             PRIVATE.format(name="_GATE"),
         ),
+        # review101 F1: module-level aliases of __init__ / __new__, with the private token passed
+        ("init(kernel, kernel.op", 'AcceptedKernel.__init__() of sealed type "AcceptedKernel"'),
+        ("init(kernel, kernel.op", PRIVATE.format(name="_GATE")),
+        ("init_again(kernel", 'AcceptedKernel.__init__() of sealed type "AcceptedKernel"'),
+        ("declared_init(kernel", 'AcceptedKernel.__init__() of sealed type "AcceptedKernel"'),
+        ("reinit_kernel(kernel.op", 'AcceptedKernel.__init__() of sealed type "AcceptedKernel"'),
+        ("class_init(kernel", 'AcceptedKernel.__init__() of sealed type "AcceptedKernel"'),
+        ("\nnew(AcceptedKernel)", 'AcceptedKernel.__new__() of sealed type "AcceptedKernel"'),
+        ("object_new(AcceptedKernel)", 'object.__new__() of sealed type "AcceptedKernel"'),
+        ("object_new(ExecutableKernel)", 'object.__new__() of sealed type "ExecutableKernel"'),
+        ("sealable_new(AcceptedKernel)", 'Sealable.__new__() of sealed type "AcceptedKernel"'),
+        # review101 F2: object.__new__ of a union of class objects
+        ("return object.__new__(cls)", 'object.__new__() of sealed type "AcceptedKernel"'),
     ],
 )
 def test_private_uses_and_super_new_are_marked(code: str, expected: str) -> None:
     """The routes a reviewer found unreported now carry markers (and test_examples_match_their_markers
-    shows mypy prints them)."""
-    lines = [text for path in example_files() for text in path.read_text().splitlines() if code in text]
+    shows mypy prints them). A ``code`` that starts with a newline must start the line."""
+    lines = [
+        text
+        for path in example_files()
+        for text in path.read_text().splitlines()
+        if code in text or (code.startswith("\n") and text.startswith(code[1:]))
+    ]
     assert lines, code
     for text in lines:
         messages = MARKER.split(text)[2::2]
@@ -505,6 +523,17 @@ CHAINED_SOURCES = {
         "type(kernel).__replace__(kernel)\n"
         "AcceptedKernel.__replace__(kernel)\n"
     ),
+    "replace313_alias.py": (
+        "from torchlean.backend import profiles\n"
+        "from torchlean.backend.acceptance import AcceptedKernel, accept\n"
+        "from torchlean.backend.vocabulary import BackendOp\n"
+        "profile = profiles.get('checked_cpu')\n"
+        "kernel = accept(profile.plan_ops([BackendOp.RELU]).kernels[0], profile.policy)\n"
+        "replace = kernel.__replace__\n"
+        "replace(policy=profile.policy)\n"
+        "class_replace = AcceptedKernel.__replace__\n"
+        "class_replace(kernel)\n"
+    ),
 }
 
 
@@ -560,6 +589,18 @@ def test_dunder_replace_is_reported_for_python_313(chained_run: dict[str, list[s
         route.format(line=9),
         missing_gate.format(line=9),
     ]
+
+
+def test_dunder_replace_through_a_module_level_alias_is_reported(chained_run: dict[str, list[str]]) -> None:
+    """review101 F1: a module-level alias of ``__replace__``, bound to a sealed value or taken from the
+    class, is reported as the call it stands for."""
+    route = (
+        '{line}: error: AcceptedKernel.__replace__() of sealed type "AcceptedKernel" outside its gate '
+        "(allowed only in: torchlean.backend.acceptance.accept; caller: module replace313_alias)  "
+        "[torchlean-sealed]"
+    )
+    sealed = [line for line in chained_run["replace313_alias.py"] if line.endswith("[torchlean-sealed]")]
+    assert sealed == [route.format(line=7), route.format(line=9)]
 
 
 README = REPO / "README.md"
