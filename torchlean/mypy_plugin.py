@@ -26,11 +26,14 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
 * **Private names.** Outside the ``torchlean`` package, a private name of
   ``torchlean.backend.sealed`` (``_mint``, ``_GATE``, ``_MINTED`` ...) is reported where a hook sees
   it: a call of a private function or class (also through the module or a module-level alias), a
-  method call, subscript, ``in``, ``del``, iteration or operator on a private object, and a private
-  name passed to one of those calls, to a sealed constructor or ``__init__``, or to a copy route.
+  method call, subscript, ``in``, ``del``, iteration or operator on a private object (also a method
+  called through the object's class or a base of it, ``MutableMapping.update(_MINTED, ...)``, and a
+  module-level alias of a bound method, ``clear = _MINTED.clear``), and a private name passed to
+  one of those calls, to a sealed constructor or ``__init__``, or to a copy route.
   mypy has no plugin hook for import statements or a bare name, so ``from ... import _GATE`` and
   ``token = _GATE`` are not reported. Methods of the private objects' classes (``builtins.dict``)
-  get a method *signature* hook; a plugin listed after this one cannot hook those as well (the
+  and of their bases (``typing.MutableMapping`` ...; acting only on a call through the class) get a
+  method *signature* hook; a plugin listed after this one cannot hook those as well (the
   same holds for the copy routes and ``__new__`` of ``object``, ``Sealable`` and the sealed
   classes: mypy's plugin chain takes the first hook it finds; README says to list this plugin
   last). ``__new__`` of any other class is left alone.
@@ -462,6 +465,17 @@ def _private_operand_hook(ctx: MethodSigContext) -> CallableType:
     return ctx.default_signature
 
 
+def _unbound_operand_hook(ctx: MethodSigContext) -> CallableType:
+    """A method of a base of a private object's class called through that base, the object an
+    argument (``MutableMapping.update(sealed._MINTED, ...)``, ``MutableMapping.clear(_MINTED)``):
+    mypy names it by the base (``typing.MutableMapping.update``). The same method called on a value
+    (``mapping.update(...)``, whose type is the base) is left alone."""
+    receiver = get_proper_type(ctx.type)
+    if (isinstance(receiver, FunctionLike) and receiver.is_type_obj()) or isinstance(receiver, TypeType):
+        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+    return ctx.default_signature
+
+
 def _unbound_method_hook(ctx: MethodContext) -> Type:
     """A method of a private object's class called through the class, the object an argument
     (``dict.__setitem__(sealed._MINTED, key, entry)``, ``dict.update(sealed._MINTED, ...)``).
@@ -634,11 +648,13 @@ class TorchLeanPlugin(Plugin):
         super().__init__(options)
         self._module_table: dict[str, MypyFile] = {}
         self._private_classes: frozenset[str] | None = None
+        self._private_bases: tuple[frozenset[str], frozenset[str]] | None = None
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
         super().set_modules(modules)
         self._module_table = modules
         self._private_classes = None
+        self._private_bases = None
 
     def get_class_decorator_hook_2(self, fullname: str) -> Callable[[ClassDefContext], bool] | None:
         return _sealed_decorator_hook if fullname == SEALED_DECORATOR else None
@@ -688,13 +704,18 @@ class TorchLeanPlugin(Plugin):
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:
         owner = fullname.rpartition(".")[0]
-        return _private_operand_hook if owner in self._private_object_classes() else None
+        if owner in self._private_object_classes():
+            return _private_operand_hook
+        return _unbound_operand_hook if owner in self._private_object_base_classes() else None
 
     def _member_alias_hook(self, member: MemberExpr, alias: Var) -> Callable[[FunctionContext], Type] | None:
         """The hook for a call of a module-level alias of an attribute (``member``), if it is a route:
         ``Cls.__init__``, ``Cls.__new__``, ``object.__new__``, ``Cls.__replace__`` and the same
-        methods bound to a module-level sealed value (``kernel.__init__``)."""
+        methods bound to a module-level sealed value (``kernel.__init__``); any method of a private
+        object of ``torchlean.backend.sealed`` (``clear = _MINTED.clear``)."""
         receiver = member.expr
+        if isinstance(receiver, RefExpr) and _is_private_sealed_name(receiver.fullname):
+            return _private_call_hook(receiver.fullname)
         method = member.name
         if method not in ("__init__", "__new__", "__replace__"):
             return None
@@ -738,15 +759,36 @@ class TorchLeanPlugin(Plugin):
         info = self._sealed_class(fullname)
         return info is not None and not info.is_newtype
 
+    def _private_object_mro(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The short names of the private objects' classes and of their bases (``dict``,
+        ``MutableMapping``, ``Mapping`` ...), and the full names of the bases alone
+        (``typing.MutableMapping`` ...); ``object`` left out of both. Kept once
+        :meth:`_private_object_classes` is."""
+        if self._private_bases is not None:
+            return self._private_bases
+        classes = self._private_object_classes()
+        infos: list[TypeInfo] = []
+        for fullname in classes:
+            node = self.lookup_fully_qualified(fullname)
+            if node is not None and isinstance(node.node, TypeInfo):
+                infos.extend(base for base in node.node.mro if base.fullname != OBJECT)
+        names = frozenset(info.name for info in infos)
+        result = (names, frozenset(info.fullname for info in infos) - classes)
+        if self._private_classes is not None:
+            self._private_bases = result
+        return result
+
     def _private_object_bases(self) -> frozenset[str]:
         """The short names of the private objects' classes and of their bases (``dict``,
         ``MutableMapping``, ``Mapping`` ...): the owners mypy names for an unbound method call."""
-        names: set[str] = set()
-        for fullname in self._private_object_classes():
-            node = self.lookup_fully_qualified(fullname)
-            if node is not None and isinstance(node.node, TypeInfo):
-                names.update(base.name for base in node.node.mro if base.fullname != "builtins.object")
-        return frozenset(names)
+        return self._private_object_mro()[0]
+
+    def _private_object_base_classes(self) -> frozenset[str]:
+        """The full names of the bases of the private objects' classes (``typing.MutableMapping``,
+        ``typing.Mapping`` ...; ``object`` left out), whose methods, called through the base with
+        the object as an argument (``MutableMapping.update(_MINTED, ...)``), get
+        :func:`_unbound_operand_hook`."""
+        return self._private_object_mro()[1]
 
     def _private_object_classes(self) -> frozenset[str]:
         """The classes of the private objects of ``torchlean.backend.sealed`` (``_MINTED``: dict ...).

@@ -198,6 +198,14 @@ PRIVATE = '"torchlean.backend.sealed.{name}" is private to torchlean'
         ("sealable_new(AcceptedKernel)", 'Sealable.__new__() of sealed type "AcceptedKernel"'),
         # review101 F2: object.__new__ of a union of class objects
         ("return object.__new__(cls)", 'object.__new__() of sealed type "AcceptedKernel"'),
+        # review101 F4, F5: the registry written through dict's bases, or through a bound-method alias
+        ("MutableMapping.__setitem__(_MINTED", PRIVATE.format(name="_MINTED")),
+        ("MutableMapping.update(sealed._MINTED", PRIVATE.format(name="_MINTED")),
+        ("MutableMapping.setdefault(_MINTED", PRIVATE.format(name="_MINTED")),
+        ("MutableMapping.clear(_MINTED)", PRIVATE.format(name="_MINTED")),
+        ("Mapping.get(sealed_module._FIELD_GETTERS", PRIVATE.format(name="_FIELD_GETTERS")),
+        ("clear_registry()", PRIVATE.format(name="_MINTED")),
+        ("write_registry(id(forged)", PRIVATE.format(name="_MINTED")),
     ],
 )
 def test_private_uses_and_super_new_are_marked(code: str, expected: str) -> None:
