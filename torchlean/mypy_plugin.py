@@ -46,7 +46,9 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   ``Trainer[Any, Any]``. One type argument is a ``torchlean-trainer`` error always (without the
   defaults it would be mypy's own wrong-count error); a bare ``Trainer`` is one where
   ``disallow_any_generics`` is on (``--strict``), as mypy reports a bare ``Shape``, except as the
-  whole right-hand side of a type alias (``T = Trainer`` stays generic, like mypy's own rule).
+  whole right-hand side of a type alias (``T = Trainer`` stays generic, like mypy's own rule). An
+  unpacked fixed tuple counts its items (``Trainer[*tuple[Shape[4], Shape[3]]]`` has both). The
+  hint's example uses per-sample shapes (``Trainer[Shape[4], Shape[3]]``), as the library does.
   ``torchlean-trainer`` is a sub-code of mypy's ``type-arg``.
 
 Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
@@ -106,6 +108,7 @@ from mypy.typeanal import TypeAnalyser
 from mypy.types import (
     AnyType,
     CallableType,
+    EllipsisType,
     FunctionLike,
     Instance,
     LiteralType,
@@ -177,9 +180,11 @@ COPY_ROUTES: Final = {
 }
 
 TRAINER_EXPECTED: Final = (
-    "write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), "
+    "write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), "
     "or Trainer[Any, Any] to opt out explicitly"
 )
+"""The hint's example follows the library's convention: ``In``/``Out`` are the shapes of one sample,
+without the batch axis (``Trainer`` takes ``(n, *In)`` data; README "Shapes")."""
 TRAINER_PARAMETERS: Final = ("In", "Out")
 
 SHAPE_EXPECTED: Final = "expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts"
@@ -617,12 +622,37 @@ def _written(typ: Type) -> str:
     return str(typ)
 
 
+def _argument_count(args: Sequence[Type]) -> int | None:
+    """How many type arguments ``args`` stand for: an unpacked fixed tuple counts its items
+    (``Trainer[*tuple[Shape[3], Shape[1]]]`` is two); None for any other unpacked argument
+    (``*Ts``, ``*tuple[X, ...]``, an alias), whose count is not known before analysis."""
+    count = 0
+    for arg in args:
+        if not isinstance(arg, UnpackType):
+            count += 1
+            continue
+        inner = arg.type
+        if not (isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple")):
+            return None
+        if inner.empty_tuple_index:  # *tuple[()]
+            continue
+        if any(isinstance(item, EllipsisType) for item in inner.args):
+            return None
+        items = _argument_count(inner.args)
+        if items is None:
+            return None
+        count += items
+    return count
+
+
 def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
     """Analyze ``Trainer[...]``; report fewer than two type arguments (the rest would be ``Any``)."""
     api = ctx.api
     written = ctx.type
-    count = len(written.args)
-    bare = count == 0 and not written.empty_tuple_index  # ``Trainer[()]`` is written out
+    count = _argument_count(written.args)
+    if count is None:  # ``*Ts`` or ``*tuple[X, ...]``: mypy's business (the count is unknown here)
+        count = len(TRAINER_PARAMETERS)
+    bare = not written.args and not written.empty_tuple_index  # ``Trainer[()]`` is written out
     # ``T = Trainer``: a generic alias (mypy, too, checks it where it is used, not here)
     whole_alias = isinstance(api, TypeAnalyser) and api.defining_alias and api.nesting_level == 0
     if count < len(TRAINER_PARAMETERS) and (

@@ -195,6 +195,9 @@ def check_dims(shape: object, actual: ActualDims, *, what: str) -> None:
 
         check_dims(Shape[Literal[2], Literal[3]], x.shape, what="x")
 
+    A ``Trainer[In, Out]``'s shapes are per sample: check a batch against ``Shape[Any, ...]``
+    (``check_dims(Shape[Any, Literal[4]], x.shape, what="inputs")``).
+
     Raises:
         ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`), or ``actual`` is not a
             tuple, list or range of non-negative ints (Python or numpy ints; bools refused) or a

@@ -1,7 +1,8 @@
 """``Trainer[In, Out]``: train a model with eager or typed-graph execution (anchor-runtime.md §3).
 
-The trainer is generic over phantom input/output shapes (``Trainer[Shape[4], Shape[1]]``); the
-execution mode is an ordinary :class:`RunConfig` field and never changes the type. A trainer
+The trainer is generic over phantom input/output shapes (``Trainer[Shape[4], Shape[1]]``), those of
+one sample, without the batch axis (data is ``(n, *input_shape)``); the execution mode is an
+ordinary :class:`RunConfig` field and never changes the type. A trainer
 opens one eager session over its backend profile; device/profile resolution and its messages
 follow the original (anchor-backend.md §7). Minibatches are real vectorised batches.
 

@@ -14,35 +14,39 @@ from torchlean.shapes import Shape
 from torchlean.trainer import Trainer
 
 
-def bare(trainer: Trainer) -> None:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def bare(trainer: Trainer) -> None:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     """Would accept any trainer."""
 
 
-def one(trainer: Trainer[Shape[3]]) -> None:  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def one(trainer: Trainer[Shape[3]]) -> None:  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     """Would accept a trainer for 3 features and any output."""
 
 
-def through_module(trainer: trainer_module.Trainer) -> None:  # E: Type "trainer_module.Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def through_module(trainer: trainer_module.Trainer) -> None:  # E: Type "trainer_module.Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     """The name as written is shown."""
 
 
-def quoted(trainer: "Trainer[Shape[Literal[3]]]") -> None:  # E: Type "Trainer[Shape[Literal[3]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def quoted(trainer: "Trainer[Shape[Literal[3]]]") -> None:  # E: Type "Trainer[Shape[Literal[3]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     """A quoted type is read the same way."""
 
 
-def nested() -> list[Trainer]:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def nested() -> list[Trainer]:  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     return []
 
 
-one_argument_alias: TypeAlias = "Trainer[Shape[3]]"  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+def unpacked_one(trainer: Trainer[*tuple[Shape[3]]]) -> None:  # E: Type "Trainer[*tuple[Shape[3]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """An unpacked tuple counts its items: one here."""
 
 
-class BareSubclass(Trainer):  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+one_argument_alias: TypeAlias = "Trainer[Shape[3]]"  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+
+
+class BareSubclass(Trainer):  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
     """A base class is a type too."""
 
 
 trainer: Trainer[Shape[4], Shape[9]] = Trainer(nn.linear(4, 9))
-cast(Trainer, trainer)  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+cast(Trainer, trainer)  # E: Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 
 # Accepted: both arguments written (Any included), and an unannotated construction.
 In = TypeVar("In")
@@ -52,8 +56,12 @@ def opted_out(trainer: Trainer[Any, Any]) -> None:
     """Any trainer, said explicitly."""
 
 
-def any_batch(trainer: Trainer[Shape[Any, 4], Shape[Any, 3]]) -> None:
-    """A batch of any size with 4 features, 3 outputs."""
+def four_to_three(trainer: Trainer[Shape[4], Shape[3]]) -> None:
+    """Per-sample shapes: 4 features in, 3 outputs; the batch axis is not part of the type."""
+
+
+def unpacked(trainer: Trainer[*tuple[Shape[4], Shape[3]]], other: Trainer[Shape[4], *tuple[Shape[3]]]) -> None:
+    """Both arguments, unpacked from a tuple: the same type as Trainer[Shape[4], Shape[3]]."""
 
 
 class Holder(Generic[In]):

@@ -334,14 +334,14 @@ from torchlean.trainer import Trainer
 
 def bare(trainer: Trainer) -> None: ...
 def one(trainer: Trainer[Shape[3]]) -> None: ...
-def both(trainer: Trainer[Shape[Any, 4], Shape[Any, 3]]) -> None: ...
+def both(trainer: Trainer[Shape[4], Shape[3]]) -> None: ...
 def opted_out(trainer: Trainer[Any, Any]) -> None: ...
 """
 
 TRAINER_MESSAGE = (
     '{line}: error: Type "{written}" leaves {missing} as Any, so shapes are not checked: write '
-    "Trainer[In, Out] (e.g. Trainer[Shape[Any, 4], Shape[Any, 3]]), or Trainer[Any, Any] to opt out "
-    "explicitly  [torchlean-trainer]"
+    "Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to "
+    "opt out explicitly  [torchlean-trainer]"
 )
 BARE = TRAINER_MESSAGE.format(line=7, written="Trainer", missing="In and Out")
 ONE = TRAINER_MESSAGE.format(line=8, written="Trainer[Shape[3]]", missing="Out")

@@ -192,3 +192,12 @@ def test_check_dims_accepts_exactly_the_declared_dims(dims: list[int], data: st.
         check_dims(wildcard, tuple(changed), what="x")
     with pytest.raises(ShapeMismatchError):
         check_dims(declared, (*dims, 1), what="x")
+
+
+def test_a_batch_is_checked_against_the_per_sample_shape_with_any_in_front() -> None:
+    """README "Shapes": ``Trainer[In, Out]`` takes per-sample shapes; a batch array has the batch axis
+    in front, so it is checked against ``Shape[Any, ...]`` (review101 F3)."""
+    check_dims(Shape[Any, Literal[4]], (32, 4), what="inputs")
+    with pytest.raises(ShapeMismatchError) as error:
+        check_dims(Shape[Literal[4]], (32, 4), what="inputs")
+    assert str(error.value) == "inputs has shape [32, 4], but Shape[4] is declared"
