@@ -536,14 +536,23 @@ def _render_dimension(arg: Type) -> str:
     if isinstance(proper, UnboundType) and proper.original_str_expr is not None:
         return f'"{proper.original_str_expr}"'
     if isinstance(proper, LiteralType):
-        if proper.is_enum_literal():  # value holds the member's name
-            return f"Literal[{proper.fallback.type.name}.{proper.value}]"
-        return f"Literal[{proper.value!r}]"
+        return f"Literal[{_literal_value(proper)}]"
+    if isinstance(proper, UnionType):  # ``Literal[3, 4]`` as written (mypy: ``Literal[3] | Literal[4]``)
+        literals = [item for item in map(get_proper_type, proper.items) if isinstance(item, LiteralType)]
+        if len(literals) == len(proper.items):
+            return f"Literal[{', '.join(map(_literal_value, literals))}]"
     if isinstance(proper, Instance):
         return proper.type.name
     if isinstance(proper, UnpackType):
         return f"*{proper.type}"
     return str(proper)
+
+
+def _literal_value(literal: LiteralType) -> str:
+    """A literal's value as written inside ``Literal[...]``: ``3``, ``'a'``, ``Color.RED``."""
+    if literal.is_enum_literal():  # value holds the member's name
+        return f"{literal.fallback.type.name}.{literal.value}"
+    return repr(literal.value)
 
 
 def _raw_dimension(arg: Type, int_type: Instance, fail: Callable[[str], None]) -> Type | None:

@@ -195,8 +195,11 @@ def check_dims(shape: object, actual: ActualDims, *, what: str) -> None:
 
         check_dims(Shape[Literal[2], Literal[3]], x.shape, what="x")
 
-    A ``Trainer[In, Out]``'s shapes are per sample: check a batch against ``Shape[Any, ...]``
-    (``check_dims(Shape[Any, Literal[4]], x.shape, what="inputs")``).
+    ``shape`` is typed ``object`` and checked here, at run time only: mypy accepts any value
+    (``(2, 3)``, a bare ``Shape``); a narrower ``type[Shape[*Ts]]`` would still admit a bare
+    ``Shape`` and would refuse correct code (a shape typed ``object``, or taken from a tuple of
+    shapes of different ranks). A ``Trainer[In, Out]``'s shapes are per sample: check a batch
+    against ``Shape[Any, ...]`` (``check_dims(Shape[Any, Literal[4]], x.shape, what="inputs")``).
 
     Raises:
         ShapeSpecError: ``shape`` is malformed (see :func:`dims_of`), or ``actual`` is not a

@@ -6,7 +6,7 @@
 """
 
 from enum import IntEnum
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NewType, TypeVar, assert_type, cast
 
 from torchlean import nn
 from torchlean.shapes import Shape, check_dims
@@ -38,6 +38,7 @@ bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negativ
 bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_enum: Shape[Literal[Color.RED]]  # E: Invalid Shape dimension Literal[Color.RED]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_union: Shape[Literal[3, 4]]  # E: Invalid Shape dimension Literal[3, 4]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 
 # An argument mypy itself refuses gets mypy's error only.
@@ -47,6 +48,15 @@ unbound: Shape[Unbound]  # E: Type variable "shapes_mismatch.Unbound" is unbound
 # Known limit: where Python evaluates the subscript (here an explicit type application), mypy
 # analyses each argument of Shape[...] itself, before the plugin sees it; use Literal[...] there.
 unquoted = Trainer[Shape[3], Shape[1]](nn.linear(3, 1))  # E: Invalid type: try using Literal[3] instead?  [valid-type] # E: Invalid type: try using Literal[1] instead?  [valid-type]
+
+# So does a TypeVar's bound or default and NewType (mypy reads the subscript as an expression);
+# quoted, the type is read as an annotation. cast and assert_type read theirs as annotations.
+Bounded = TypeVar("Bounded", bound=Shape[3])  # E: Invalid type: try using Literal[3] instead?  [valid-type]
+Defaulted = TypeVar("Defaulted", default=Shape[3])  # E: Invalid type: try using Literal[3] instead?  [valid-type]
+Named = NewType("Named", Shape[3])  # E: Invalid type: try using Literal[3] instead?  [valid-type]
+QuotedBound = TypeVar("QuotedBound", bound="Shape[3]")
+QuotedNamed = NewType("QuotedNamed", "Shape[3]")
+assert_type(cast(Shape[2, 3], Shape()), Shape[Literal[2], Literal[3]])
 
 # The same holds for a Shape passed to check_dims (a call argument is an expression): spell Literal
 # there. The actual shape may be a tuple (an array's .shape), a list or a range of ints.

@@ -391,6 +391,44 @@ def test_trainer_arguments_ignored_by_type_arg(workdir: Path) -> None:
     ]
 
 
+README_QUOTED = """\
+from torchlean.shapes import Shape
+from torchlean.trainer import Trainer
+
+bare_shape: Shape
+
+
+def bare(trainer: Trainer) -> None: ...
+def one(trainer: Trainer[Shape[3]]) -> None: ...
+"""
+
+
+def test_readme_quotes_the_trainer_hint_and_the_bare_shape_message(workdir: Path) -> None:
+    """README "Shapes" quotes mypy's output word for word: the ``torchlean-trainer`` hint, whose
+    example uses the per-sample convention of the README's and examples' ``Trainer[In, Out]``
+    (review101 F3), and mypy's own message for a bare ``Shape`` (review101 F9)."""
+    folder = workdir / "readme_quoted"
+    folder.mkdir()
+    source = folder / "readme_quoted.py"
+    source.write_text(README_QUOTED)
+    actual, stray = run_mypy([source], folder)
+    assert stray == []
+    messages = [r.message for r in sorted(actual)]
+    assert messages == [
+        'Missing type arguments for generic type "Shape[()]"  [type-arg]',
+        'Type "Trainer" leaves In and Out as Any, so shapes are not checked: write Trainer[In, Out] '
+        "(per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out "
+        "explicitly  [torchlean-trainer]",
+        'Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] '
+        "(per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out "
+        "explicitly  [torchlean-trainer]",
+    ]
+    readme = README.read_text(encoding="utf-8")
+    for message in messages:
+        assert f"error: {message}" in readme, message
+    assert "Shape[Any, 4], Shape[Any, 3]]` is a different type" in readme  # the convention, said once
+
+
 MODULE_LOOKUPS = """\
 import importlib
 import sys

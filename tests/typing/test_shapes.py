@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from torchlean.backend.errors import TorchLeanError
 from torchlean.shapes import Shape, ShapeMismatchError, ShapeSpecError, check_dims, dims_of
+from torchlean.trainer import Trainer
 
 N = TypeVar("N")
 TS = TypeVarTuple("TS")
@@ -192,6 +193,17 @@ def test_check_dims_accepts_exactly_the_declared_dims(dims: list[int], data: st.
         check_dims(wildcard, tuple(changed), what="x")
     with pytest.raises(ShapeMismatchError):
         check_dims(declared, (*dims, 1), what="x")
+
+
+@pytest.mark.parametrize("declared", [(2, 3), Shape, Trainer], ids=["tuple", "bare Shape", "Trainer"])
+def test_check_dims_refuses_a_shape_argument_mypy_accepts(declared: object) -> None:
+    """README "Shapes": ``check_dims``'s shape is typed ``object`` (a narrower annotation would
+    refuse correct code), so mypy accepts these; the run-time check refuses them (review101 F8)."""
+    with pytest.raises(ShapeSpecError) as error:
+        check_dims(declared, (2, 3), what="x")
+    assert str(error.value) == (
+        f"expected a subscripted Shape[...] type such as Shape[4, 3], got {declared!r}"
+    )
 
 
 def test_a_batch_is_checked_against_the_per_sample_shape_with_any_in_front() -> None:
