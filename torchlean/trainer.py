@@ -448,6 +448,14 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     ``targets: None of type NoneType is not target data ...``, as ``torchlean.tensor(None)`` says
     it is not numeric data, rather than a shape ``()`` refusal), naming ``what`` (``inputs``,
     ``targets``)."""
+    if isinstance(values, tuple) and values and all(isinstance(part, np.ndarray) for part in values):
+        lengths = ", ".join(str(len(part)) if part.ndim else "()" for part in values)
+        if len({part.shape for part in values}) > 1:  # a (train, test) pair, say (review106 L5)
+            raise TrainerError(
+                f"{what} must be one array with a row per sample, got a tuple of {len(values)} arrays of "
+                f"lengths {lengths} (as Dataset.standardised_targets() returns (train, test): pass one of "
+                "them)"
+            )
     try:
         array = np.asarray(values)
     except ValueError as error:
@@ -1039,9 +1047,12 @@ class Trainer(Generic[In, Out]):
                 integral = array.dtype.kind in "iu"
                 if not integral or (array.size and (array.min() < 0 or array.max() >= classes)):
                     span = f" with range [{array.min()}, {array.max()}]" if integral else ""
+                    whole = array.dtype.kind == "f" and bool(np.all(np.isfinite(array))) and bool(
+                        np.all(array == np.round(array)))  # review106 L3: as embedding ids are told
+                    cast = " (integral values can be cast with .astype(np.int64))" if whole else ""
                     raise TrainerError(
                         f"cross-entropy labels must be integers in [0, {classes}), "
-                        f"got dtype {array.dtype}{span}"
+                        f"got dtype {array.dtype}{span}{cast}"
                     )
                 if array.shape[1:] != tuple(positions):
                     raise TrainerError(_target_forms(self.model.output_shape, array.shape))

@@ -516,7 +516,9 @@ LABELS = "cross-entropy labels must be integers in [0, 4)"
     [
         (np.array([0, 1, 4]), f"{LABELS}, got dtype int64 with range [0, 4]"),
         (np.array([-1, 1, 2]), f"{LABELS}, got dtype int64 with range [-1, 2]"),
-        (np.array([0.0, 1.0, 2.0]), f"{LABELS}, got dtype float64"),
+        (np.array([0.0, 1.0, 2.0]),
+         f"{LABELS}, got dtype float64 (integral values can be cast with .astype(np.int64))"),  # review106 L3
+        (np.array([0.0, 1.5, 2.0]), f"{LABELS}, got dtype float64"),
         (np.zeros((3, 3)), "cross-entropy targets must be labels (n,) or one-hot (n, 4), got (3, 3)"),
         (np.array([0, 1]), "got 3 inputs but 2 targets"),
     ],
@@ -1239,3 +1241,24 @@ def test_fit_under_a_callers_no_grad_trains_as_without_it(execution):
             return await asyncio.to_thread(lambda: trained().fit(x, y, epochs=2, batch_size=8))
 
     assert asyncio.run(in_a_worker()) == expected
+
+
+def test_label_and_tuple_targets_are_told_the_way_forward() -> None:
+    """review106 L3, L5: integral float labels got no .astype hint (embedding ids do); the
+    (train, test) tuple of Dataset.standardised_targets() got numpy's "inhomogeneous shape"."""
+    t = Trainer(nn.sequential(nn.linear(4, 3)), objective="cross-entropy")
+    x = np.ones((4, 4))
+    with pytest.raises(TrainerError) as caught:
+        t.fit(x, np.array([0.0, 1.0, 2.0, 0.0]), epochs=1)
+    assert str(caught.value) == ("cross-entropy labels must be integers in [0, 3), got dtype float64 "
+                                 "(integral values can be cast with .astype(np.int64))")
+    with pytest.raises(TrainerError) as caught:
+        t.fit(x, np.array([0.5, 1.0, 2.0, 0.0]), epochs=1)
+    assert str(caught.value) == "cross-entropy labels must be integers in [0, 3), got dtype float64"
+    regression = Trainer(nn.sequential(nn.linear(4, 1)))
+    with pytest.raises(TrainerError) as caught:
+        regression.fit(x, (np.zeros(4), np.zeros(2)), epochs=1)
+    assert str(caught.value) == (
+        "targets must be one array with a row per sample, got a tuple of 2 arrays of lengths 4, 2 (as "
+        "Dataset.standardised_targets() returns (train, test): pass one of them)")
+    regression.fit(x, np.zeros(4), epochs=1)  # one of them trains
