@@ -773,6 +773,24 @@ class Trainer(Generic[In, Out]):
         if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
             self._optimizer = self._create_optimizer()  # kept: a selection function runs once
 
+    def __repr__(self) -> str:
+        """``Trainer(objective='cross-entropy', profile='checked_cpu', execution='eager',
+        dtype='float32', parameters=67, epochs_done=1, steps_done=4)``: what a notebook shows
+        (review106 L7); the profile is the config's (its name, or the device's maintained one)."""
+        profile = self.config.profile
+        named = profile.name if isinstance(profile, BackendProfile) else profile
+        if named is None:
+            try:
+                named = self.config.resolve_profile().name
+            except TorchLeanError:  # no maintained profile for the device: say which device
+                named = f"(device {self.config.device.label})"
+        parameters = sum(int(p.size) for p in self.model.parameters)
+        return (
+            f"Trainer(objective={self.objective.label!r}, profile={named!r}, "
+            f"execution={self.config.execution.label!r}, dtype={self.config.dtype!r}, "
+            f"parameters={parameters}, epochs_done={self.epochs_done}, steps_done={self.steps_done})"
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         """A trainer that has not run copies and pickles as a plain object (a template cloned for a
         sweep, sent to a worker process); once it has opened its session it is refused: the

@@ -1262,3 +1262,15 @@ def test_label_and_tuple_targets_are_told_the_way_forward() -> None:
         "targets must be one array with a row per sample, got a tuple of 2 arrays of lengths 4, 2 (as "
         "Dataset.standardised_targets() returns (train, test): pass one of them)")
     regression.fit(x, np.zeros(4), epochs=1)  # one of them trains
+
+
+def test_a_trainer_shows_what_it_trains_and_how_far() -> None:
+    """review106 L7: a notebook showed ``<torchlean.trainer.Trainer object at 0x...>``."""
+    t = Trainer(nn.sequential(nn.linear(4, 3)), objective="cross-entropy")
+    assert repr(t) == ("Trainer(objective='cross-entropy', profile='checked_cpu', execution='eager', "
+                       "dtype='float32', parameters=15, epochs_done=0, steps_done=0)")
+    t.fit(np.ones((4, 4)), np.zeros(4, np.int64), epochs=1, batch_size=2)
+    assert repr(t).endswith("parameters=15, epochs_done=1, steps_done=2)")
+    config = RunConfig(execution="typed-graph").with_profile("fast_cpu")
+    fast = Trainer(nn.sequential(nn.linear(4, 1)), config=config)
+    assert repr(fast).startswith("Trainer(objective='mse', profile='fast_cpu', execution='typed-graph', ")
