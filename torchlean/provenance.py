@@ -40,7 +40,8 @@ from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
     "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "LATER_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
-    "environment", "environment_fault", "file_sha256", "is_sha256", "source_sha256", "weights_sha256",
+    "environment", "environment_fault", "file_sha256", "is_sha256", "source_fault", "source_sha256",
+    "weights_sha256",
 ]
 
 DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
@@ -80,16 +81,16 @@ _SKIPPED_DIRECTORIES = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = frozenset({".pyc", ".pyo"})
 
 
-def _source_files(root: Path) -> list[tuple[str, Path]]:
+def _source_files(root: Path) -> list[tuple[bytes, Path]]:
     """The files under ``root`` that :func:`source_sha256` reads, as (POSIX path relative to
-    ``root``, path), sorted by the relative path's UTF-8 bytes."""
+    ``root`` as the file system's bytes, path), sorted by those bytes."""
     found = [
-        (path.relative_to(root).as_posix(), path)
+        (os.fsencode(path.relative_to(root).as_posix()), path)
         for path in root.rglob("*")
         if path.is_file() and path.suffix not in _SKIPPED_SUFFIXES
         and not _SKIPPED_DIRECTORIES.intersection(path.relative_to(root).parts)
     ]
-    return sorted(found, key=lambda item: item[0].encode("utf-8"))
+    return sorted(found, key=lambda item: item[0])
 
 
 @functools.cache
@@ -98,25 +99,43 @@ def source_sha256() -> str:
     :func:`environment`: every file under the ``torchlean`` package directory (its ``.py``
     modules, ``py.typed`` and the native extension's C++/CUDA sources), but ``__pycache__``
     folders and ``.pyc``/``.pyo`` files, in the order of their paths relative to that directory
-    (POSIX, ``/``-separated, compared as UTF-8 bytes); for each, the UTF-8 path, a NUL byte, the
-    file's size in bytes as decimal ASCII, a NUL byte, then its bytes. The version number is
+    (POSIX, ``/``-separated, as the file system's bytes, UTF-8 for UTF-8 names, compared as
+    bytes); for each, that path, a NUL byte, the file's size in bytes as decimal ASCII, a NUL
+    byte, then its bytes. The version number is
     ``0.1.0`` for every build so far; this digest tells two builds (or a checkout edited since)
     apart. An editable install digests the checkout's files. Computed once per process (about
     2.6 MB read).
 
     Raises:
-        TorchLeanError: a package file cannot be read (naming it and the system's reason).
+        TorchLeanError: a package file cannot be read (naming it and the system's reason);
+            :func:`environment` then records ``None`` (see :func:`source_fault`).
     """
     digest = hashlib.sha256()
-    for relative, path in _source_files(_PACKAGE):
+    try:
+        files = _source_files(_PACKAGE)
+    except OSError as error:  # a folder that cannot be listed
+        raise TorchLeanError(f"cannot list {_PACKAGE} to digest torchlean's source: {error}") from None
+    for relative, path in files:
         try:
             content = path.read_bytes()
         except OSError as error:
             reason = error.strerror or error
             raise TorchLeanError(f"cannot read {path} to digest torchlean's source: {reason}") from None
-        digest.update(relative.encode("utf-8") + b"\0" + str(len(content)).encode("ascii") + b"\0")
+        digest.update(relative + b"\0" + str(len(content)).encode("ascii") + b"\0")
         digest.update(content)
     return digest.hexdigest()
+
+
+def source_fault() -> str | None:
+    """Why :func:`source_sha256` cannot be computed here (its error's message), else ``None``: a
+    command checks it before it trains, so that a package file it cannot read is a ``note:`` at
+    the start, and the run's records then say ``null``, rather than a failure after the run
+    (review104 H1)."""
+    try:
+        source_sha256()
+    except TorchLeanError as error:
+        return str(error)
+    return None
 
 
 def capsule_table(profile: str | profiles.BackendProfile) -> dict[str, Any]:
@@ -234,7 +253,8 @@ def environment(
 ) -> dict[str, Any]:
     """The block that says what software ran a command, and how, in this order
     (:data:`ENVIRONMENT_KEYS`): ``torchlean`` (the installed distribution's version),
-    ``torchlean_source_sha256`` (:func:`source_sha256`: which build of that version), ``python``
+    ``torchlean_source_sha256`` (:func:`source_sha256`: which build of that version; ``None`` when
+    a package file cannot be read, :func:`source_fault`), ``python``
     (``platform.python_version()``), ``numpy``, ``torch`` and ``scikit_learn`` (the installed
     distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag;
     ``None`` for one not installed; nothing is imported, as for ``torchlean``), ``platform``
@@ -261,7 +281,7 @@ def environment(
     )
     block = {
         "torchlean": versions["torchlean"],
-        "torchlean_source_sha256": source_sha256(),
+        "torchlean_source_sha256": None if source_fault() is not None else source_sha256(),
         "python": platform.python_version(),
         "numpy": versions["numpy"],
         "torch": versions["torch"],

@@ -6,6 +6,7 @@ terminal, as tqdm asks."""
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -54,3 +55,31 @@ def test_a_large_file_gets_a_bar_on_a_terminal_only(tmp_path: Path, monkeypatch:
     with _loading.loading_bar("iris"):  # a shipped dataset's name
         data.load("iris")
     assert terminal.getvalue() == ""
+
+
+def test_a_note_after_the_bar_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """review104 H2: predict's record lost its notes on a terminal: the bar is cleared with
+    carriage returns and no newline, so the next line did not start with ``note: ``. Oracle:
+    the same command off a terminal."""
+    from torchlean.cli import main
+
+    rows = [f"{i},{i * 0.5},{(i * 7) % 3},{i % 2}\n" for i in range(4000)]
+    trained, swapped = tmp_path / "t.csv", tmp_path / "s.csv"
+    trained.write_text("a,b,c,y\n" + "".join(rows))
+    swapped.write_text("b,a,c,y\n" + "".join(",".join([r.split(",")[1], r.split(",")[0], *r.split(",")[2:]])
+                                             for r in rows))
+    model = tmp_path / "m.npz"
+    argv = ["train", "--dataset", str(trained), "--epochs", "1", "--hidden", "4", "--save", str(model)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(_loading, "LOADING_BAR_BYTES", 1)
+    notes = []
+    for stream in (_Terminal(), io.StringIO()):
+        monkeypatch.setattr(sys, "stderr", stream)
+        record = tmp_path / f"r{len(notes)}.json"
+        code = main(["predict", str(model), "--dataset", str(swapped), "--output", str(tmp_path / "p.csv"),
+                     "--report-json", str(record)])
+        assert code == 0, stream.getvalue()
+        notes.append(json.loads(record.read_text())["notes"])
+    assert notes[0] == notes[1] and notes[0][0].startswith("note: the data of "), notes

@@ -496,6 +496,8 @@ def test_attention_takes_torchs_positional_order() -> None:
     for given in ({"mask": np.ones((3, 5), bool)}, {"attn_mask": np.ones((3, 5), bool)}):
         with pytest.raises(tl.TensorTypeError, match="got a mask and is_causal=True"):
             tl.scaled_dot_product_attention(q, k, v, is_causal=True, **given)
+    with pytest.raises(GuardError, match="rank below 2"):  # review104 M1: an IndexError before
+        tl.scaled_dot_product_attention(tl.tensor(np.ones(4)), k, v, is_causal=True)
     for name, args in (("q", (q.numpy(), k, v)), ("k", (q, [1.0], v))):  # is_causal reads their shapes
         refusal = f"^scaled_dot_product_attention: {name} must be a torchlean Tensor"
         with pytest.raises(tl.TensorTypeError, match=refusal):

@@ -673,7 +673,20 @@ def test_an_integer_one_hot_target_is_told_to_be_floating_or_indices() -> None:
         assert str(caught.value).endswith(
             "; an integer target of the logits' shape reads as class indices: one-hot or other class "
             "probabilities are floating, as in torch (pass target.astype(np.float64), or the class indices, "
-            "target.argmax(axis=1))")
+            "np.argmax(target, axis=1))")
+        with pytest.raises(tl.TensorError) as caught:  # review104 M5: a Tensor has no astype
+            tl.cross_entropy(logits, tl.tensor(one_hot))
+        assert str(caught.value).endswith(
+            "(pass tl.tensor(target.numpy().astype(np.float64)), or the class indices, "
+            "np.argmax(target.numpy(), axis=1))")
+        with pytest.raises(tl.TensorError) as caught:  # a bool one-hot target
+            tl.cross_entropy(logits, one_hot.astype(bool))
+        assert str(caught.value) == (
+            "cross_entropy: target dtype bool is neither integer indices nor float probabilities (a one-hot "
+            "target: pass target.astype(np.float64), or the class indices, np.argmax(target, axis=1))")
+        for forward in (tl.tensor(one_hot.astype(np.float64)), np.argmax(one_hot, axis=1),
+                        np.argmax(tl.tensor(one_hot).numpy(), axis=1)):
+            assert float(tl.cross_entropy(logits, forward).numpy()) == pytest.approx(want, rel=1e-14)
         for forward in (one_hot.astype(np.float64), one_hot.argmax(axis=1)):
             assert float(tl.cross_entropy(logits, forward).numpy()) == pytest.approx(want, rel=1e-14)
         with pytest.raises(tl.TensorError) as caught:  # another shape: no one-hot reading

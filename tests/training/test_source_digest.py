@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,9 +113,17 @@ def test_a_checkpoint_records_the_digest_and_inspect_compares_it(capsys: pytest.
     report = tmp_path / "other.json"
     code, out, err = cli(capsys, "inspect", str(other), "--report-json", str(report))
     assert (code, err) == (0, "")
+    version = provenance.environment()["torchlean"]
     assert (f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): another build "
-            "of torchlean wrote it") in out.splitlines()
+            f"of torchlean {version} wrote it") in out.splitlines()
     assert json.loads(report.read_text())["torchlean_source_matches"] is False
+    # review104 L4: another version is not "another build"
+    older = _edited(saved, tmp_path / "older.npz",
+                    lambda env: env.update(torchlean_source_sha256="a" * 64, torchlean="0.0.1"))
+    code, out, err = cli(capsys, "inspect", str(older))
+    assert (code, err) == (0, "")
+    assert (f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): torchlean "
+            f"0.0.1 wrote it, this is {version}") in out.splitlines()
 
 
 def test_an_earlier_torchleans_block_loads_as_unknown(capsys: pytest.CaptureFixture[str], saved: Path,
@@ -166,7 +175,7 @@ def test_resume_notes_another_build_of_the_same_version(capsys: pytest.CaptureFi
     assert code == 0
     version = provenance.environment()["torchlean"]
     assert (f"note: the run in {other} was written under other software than this one runs under "
-            f"(torchlean {version}'s source: another build (torchlean inspect says which digest)), so the "
+            f"(torchlean {version}'s source: another build, whose digest torchlean inspect shows), so the "
             "resumed run may not be bit for bit the uninterrupted one; the checkpoint this run saves records "
             "this run's environment") in err.splitlines()
     # another version as well: the version change is named, not the build too
@@ -176,3 +185,40 @@ def test_resume_notes_another_build_of_the_same_version(capsys: pytest.CaptureFi
     assert code == 0
     assert f"(torchlean 0.0.1 -> {version}), so the resumed run" in err
     assert "another build" not in err
+
+
+def test_a_package_file_that_cannot_be_read_loses_no_run(
+    capsys: pytest.CaptureFixture[str], package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review104 H1: the digest was computed when the records were written, after the epochs: a
+    package file that could not be read lost the whole run (no checkpoint, no record), and a
+    file name that is not UTF-8 raised UnicodeEncodeError. Now the name is digested as the file
+    system's bytes, and an unreadable file is a note before the run, whose records say null."""
+    odd = package / os.fsdecode(b"junk\xff.txt")
+    odd.write_bytes(b"z")
+    by_hand = hashlib.sha256(
+        b"a.typed\x002\x00\xff\x00" + b"b.py\x006\x00x = 1\n" + b"junk\xff.txt\x001\x00z"
+        + b"sub/k.cu\x000\x00"
+    ).hexdigest()
+    assert provenance.source_sha256() == by_hand
+    real = Path.read_bytes
+
+    def refuse(path: Path) -> bytes:
+        if path.name == "b.py":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    provenance.source_sha256.cache_clear()
+    fault = f"cannot read {package / 'b.py'} to digest torchlean's source: Permission denied"
+    assert provenance.source_fault() == fault
+    assert provenance.environment(["x"])["torchlean_source_sha256"] is None
+    saved, record = tmp_path / "m.npz", tmp_path / "r.json"
+    code, out, err = cli(capsys, "train", *SMALL, "--save", str(saved), "--report-json", str(record))
+    assert code == 0, err
+    assert err == f"note: {fault}; the records carry torchlean_source_sha256 null (unknown)\n"
+    assert json.loads(record.read_text())["environment"]["torchlean_source_sha256"] is None
+    loaded = checkpoint.load(saved)
+    assert loaded.environment is not None and loaded.environment["torchlean_source_sha256"] is None
+    code, out, err = cli(capsys, "inspect", str(saved))
+    assert code == 0 and f"torchlean_source: unknown ({fault})" in out.splitlines(), err

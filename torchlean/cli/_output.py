@@ -38,6 +38,7 @@ __all__ = [
     "output_path",
     "report_beside",
     "shown_path",
+    "source_note",
     "strict_json",
     "write_json_record",
     "write_text_file",
@@ -265,6 +266,18 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     (:func:`escaped`), so the path cannot split the line or reach the terminal (review103 F4)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     return escaped(os.fspath(path)).encode(encoding, "backslashreplace").decode(encoding)
+
+
+def source_note() -> str:
+    """The ``note:`` line of a command whose records carry ``torchlean_source_sha256`` when this
+    torchlean's source cannot be digested (:func:`torchlean.provenance.source_fault`), else "".
+    Asked before the command's work, it also computes the digest once for the records."""
+    from torchlean import provenance
+
+    fault = provenance.source_fault()
+    if fault is None:
+        return ""
+    return f"note: {escaped(fault)}; the records carry torchlean_source_sha256 null (unknown)\n"
 
 
 LINE_LIMIT = 400

@@ -112,7 +112,8 @@ def facts(
         recorded, profile = saved.environment["capsule_table_sha256"], saved.environment["profile"]
         table = recorded == provenance.capsule_table_sha256(profile)
     recorded_source = None if saved.environment is None else saved.environment["torchlean_source_sha256"]
-    source = None if recorded_source is None else recorded_source == provenance.source_sha256()
+    current_source = None if provenance.source_fault() is not None else provenance.source_sha256()
+    source = None if recorded_source is None or current_source is None else recorded_source == current_source
     record: dict[str, Any] = {
         "checkpoint": str(path),
         "checkpoint_sha256": provenance.file_sha256(path),
@@ -244,6 +245,24 @@ def _shown(value: object) -> str:
     return str(value)
 
 
+def _source_line(matches: bool | None, saved: checkpoint.Checkpoint) -> str:
+    """The ``torchlean_source:`` line: whether this torchlean's files have the checkpoint's
+    recorded digest, and when they do not, whether another version or another build of this
+    version wrote it (review104 L4)."""
+    fault = provenance.source_fault()
+    if fault is not None:
+        return f"torchlean_source: unknown ({escaped(fault)})"
+    if matches is None:
+        return "torchlean_source: unknown (no digest recorded)"
+    if matches:
+        return "torchlean_source: same as this torchlean's"
+    assert saved.environment is not None  # a digest was recorded
+    version, current = saved.environment["torchlean"], provenance.environment()["torchlean"]
+    wrote = (f"another build of torchlean {_text(str(current))} wrote it" if version == current
+             else f"torchlean {_shown(version)} wrote it, this is {_shown(current)}")
+    return f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): {wrote}"
+
+
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     """The report's ``name: value`` lines for ``record`` (:func:`facts`)."""
     nouns = {"classes": "classes", "feature_names": "feature names"}
@@ -291,13 +310,7 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
         else f"capsule_table: differs from this torchlean's for profile {shown_profile} "
         f"({provenance.capsule_table_sha256(profile)}): the profile may select other capsules now"
     )
-    source = record["torchlean_source_matches"]
-    lines.append(
-        "torchlean_source: unknown (no digest recorded)" if source is None
-        else "torchlean_source: same as this torchlean's" if source
-        else f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): another "
-        "build of torchlean wrote it"
-    )
+    lines.append(_source_line(record["torchlean_source_matches"], saved))
     lines.append(f"weights_sha256: {record['weights_sha256']}")
     if "data_matches" in record:
         given = _text(record["dataset_given"])

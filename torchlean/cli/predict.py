@@ -157,6 +157,7 @@ from torchlean.cli._output import (
     output_path,
     report_beside,
     shown_path,
+    source_note,
     write_json_record,
     write_text_file,
 )
@@ -986,11 +987,20 @@ class _NoteRecorder(io.TextIOBase):
     def write(self, text: str) -> int:
         self.stream.write(text)
         *done, self._partial = (self._partial + text).split("\n")
-        self.lines.extend(line for line in done if line.startswith(("note: ", "warning: ")))
+        # what a progress bar drew and cleared with carriage returns is not part of the line
+        # (review104 H2: a note after the reading bar was not recorded)
+        lines = (line.rpartition("\r")[2] for line in done)
+        self.lines.extend(line for line in lines if line.startswith(("note: ", "warning: ")))
         return len(text)
 
     def flush(self) -> None:
         self.stream.flush()
+
+    def fileno(self) -> int:  # the terminal's width for a progress bar (review104 L5)
+        try:
+            return int(self.stream.fileno())
+        except AttributeError:  # a stream without a file (closed stderr)
+            raise io.UnsupportedOperation("fileno") from None
 
     def writable(self) -> bool:
         return True
@@ -1119,6 +1129,7 @@ def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None = None) -> int:
+    print(source_note(), end="", file=sys.stderr)
     threads = set_torch_threads(args.torch_threads)
     inputs = [("the checkpoint", args.checkpoint)]
     if args.dataset not in data.DATASETS:

@@ -130,6 +130,7 @@ from torchlean.cli._output import (
     output_path,
     report_beside,
     shown_path,
+    source_note,
     write_json_record,
 )
 from torchlean.cli._patterns import check_matches_quickly
@@ -361,8 +362,8 @@ def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendPro
     source = recorded.get("torchlean_source_sha256")  # None: written before it was recorded
     same_version = recorded.get("torchlean") == current["torchlean"]  # else the version change is named
     if same_version and source not in (None, current["torchlean_source_sha256"]):
-        changed.append(f"torchlean {current['torchlean']}'s source: another build (torchlean inspect says "
-                       "which digest)")
+        changed.append(f"torchlean {current['torchlean']}'s source: another build, whose digest torchlean "
+                       "inspect shows")
     if recorded.get("capsule_table_sha256") != current["capsule_table_sha256"]:
         changed.append(f"profile {profile.name}'s capsule table (torchlean inspect says which digest)")
     if not changed:
@@ -849,6 +850,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:
     started = time.perf_counter()
+    print(source_note(), end="", file=sys.stderr)  # before the epochs, not after (review104 H1)
     from_environment = environment_threads() is not None  # before set_torch_threads sets it
     threads = set_torch_threads(args.torch_threads)
     resumed = _resume.prepare(args)  # --resume: the checkpoint's settings in args

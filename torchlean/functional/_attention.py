@@ -138,8 +138,9 @@ def scaled_dot_product_attention(
                 f"{fn}: got a mask and is_causal=True (torch refuses them together too); give one: the "
                 "causal mask is torchlean.spec.causal_mask(n_q, n_k), which combines with yours by &"
             )
-        n_q, n_k = _require_tensor(fn, "q", q).shape[-2], _require_tensor(fn, "k", k).shape[-2]
-        mask = np.tril(np.ones((n_q, n_k), dtype=bool))
+        q_shape, k_shape = _require_tensor(fn, "q", q).shape, _require_tensor(fn, "k", k).shape
+        if len(q_shape) >= 2 and len(k_shape) >= 2:  # else the guard refuses the rank (review104 M1)
+            mask = np.tril(np.ones((q_shape[-2], k_shape[-2]), dtype=bool))
     mask_t = None if mask is None else _mask(fn, mask, q)
     params: dict[str, Any] = {}
     if scale is not None:

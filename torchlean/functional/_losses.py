@@ -305,9 +305,9 @@ def cross_entropy(
         expected = logits.shape[:ax] + logits.shape[ax + 1 :]
         if raw.shape != expected:
             one_hot = (
-                f"; an integer target of the logits' shape reads as class indices: one-hot or other class "
-                f"probabilities are floating, as in torch (pass target.astype(np.{logits.dtype}), or the "
-                f"class indices, target.argmax(axis={ax}))" if raw.shape == logits.shape else ""
+                "; an integer target of the logits' shape reads as class indices: one-hot or other class "
+                f"probabilities are floating, as in torch ({_one_hot_way(target, logits.dtype, ax)})"
+                if raw.shape == logits.shape else ""
             )
             raise TensorError(
                 f"cross_entropy: class indices of shape {raw.shape} do not fit logits of shape "
@@ -360,6 +360,19 @@ def cross_entropy(
                 values = values * dt(1.0 - smoothing) + dt(smoothing / classes)
             probs = _constant(values, logits)
         return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
+    one_hot = ""
+    if raw.shape == logits.shape:
+        one_hot = f" (a one-hot target: {_one_hot_way(target, logits.dtype, ax)})"
     raise TensorError(
-        f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities"
+        f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities{one_hot}"
     )
+
+
+def _one_hot_way(target: object, dtype: np.dtype[Any], axis: int) -> str:
+    """How to pass a one-hot target of another dtype: as float probabilities, or as class
+    indices, spelt for a torchlean Tensor (which has no ``astype``) or for array data
+    (review104 M5)."""
+    if isinstance(target, Tensor):
+        return (f"pass tl.tensor(target.numpy().astype(np.{dtype})), or the class indices, "
+                f"np.argmax(target.numpy(), axis={axis})")
+    return f"pass target.astype(np.{dtype}), or the class indices, np.argmax(target, axis={axis})"
