@@ -553,12 +553,14 @@ def reading(path: str | os.PathLike[str]) -> Iterator[None]:
     except MemoryError as error:
         if isinstance(error, TorchLeanError):
             raise
-        try:
-            size = f" ({os.path.getsize(path) / 1e6:.1f} MB)"
-        except (OSError, ValueError, TypeError):  # standard input, or a file gone since
+        name = os.fspath(path)
+        try:  # a regular file's size; none for standard input or another pipe (review104 M4)
+            size = f" ({os.path.getsize(name) / 1e6:.1f} MB)" if os.path.isfile(name) else ""
+        except (OSError, ValueError, TypeError):  # a file gone since
             size = ""
+        shown = STDIN_SHOWN if name in (STDIN, "-") else display_name(name)
         raise DataMemoryError(
-            f"loading {display_name(os.fspath(path))}{size} ran out of memory: its rows are held as text, "
+            f"loading {shown}{size} ran out of memory: its rows are held as text, "
             "then as float64 arrays, several times the file's size; load a smaller file (fewer rows or "
             "columns) or give the process more memory"
         ) from None

@@ -47,6 +47,7 @@ def test_a_large_file_gets_a_bar_on_a_terminal_only(tmp_path: Path, monkeypatch:
         with _loading.loading_bar(str(path)):
             data.load(path)
         assert (f"reading {path}" in stream.getvalue()) == drawn, stream.getvalue()
+        assert (f"read {path}; parsing it" in stream.getvalue()) == drawn, stream.getvalue()
     monkeypatch.setattr(_loading, "LOADING_BAR_BYTES", path.stat().st_size)  # not larger: no bar
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)

@@ -65,3 +65,11 @@ def test_the_commands_say_the_data_ran_out_of_memory(
             continue
         assert (code, err) == (2, f"error: {_message(csv)}\n"), argv
         assert "--hidden" not in err
+
+
+def test_standard_input_is_named_as_such(no_memory: None) -> None:
+    """review104 M4: "loading /dev/stdin (0.0 MB)": a pipe has no size, and messages call it
+    standard input (-)."""
+    with pytest.raises(data.DataMemoryError) as caught:
+        data.load(data.STDIN)
+    assert str(caught.value).startswith("loading standard input (-) ran out of memory: its rows are held")

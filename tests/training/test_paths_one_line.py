@@ -40,3 +40,17 @@ def test_saved_and_wrote_lines_are_one_line(capsys: pytest.CaptureFixture[str], 
     assert code == 0, err
     assert out.splitlines()[-1] == f"wrote {_shown(output)}" and output.is_file()
     assert "\x1b" not in out
+
+
+def test_write_refusals_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """review104 L1: "cannot write --save ...: it is a directory" and "... name the same file" wrote
+    the path raw."""
+    folder = tmp_path / f"{NEWLINE}.csv"
+    folder.mkdir()
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(folder))
+    assert (code, out, err) == (2, "", f"error: cannot write --save {_shown(folder)}: it is a directory\n")
+    both = tmp_path / f"{ESCAPE}.npz"
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(both),
+                         "--report-json", str(both))
+    assert code == 2 and "\x1b" not in err and err.count("\n") == 1, err
+    assert f"--save {_shown(both)} name the same file" in err

@@ -169,24 +169,26 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
     except OSError as error:
-        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
     if is_dir:
-        raise TorchLeanError(f"cannot write {what} {path}: it is a directory")
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: it is a directory")
     if exists and not is_file:  # a device or a pipe (/dev/stdout, a FIFO, >(...))
         if regular:
             raise TorchLeanError(
-                f"cannot write {what} {path}: it exists and is not a regular file (a device or a pipe would "
-                "be replaced); give a file path"
+                f"cannot write {what} {shown_path(path)}: it exists and is not a regular file (a device or a "
+                "pipe would be replaced); give a file path"
             )
         if not os.access(path, os.W_OK):  # not opened: opening a FIFO would block or end its reader
-            raise TorchLeanError(f"cannot write {what} {path}: permission denied")
+            raise TorchLeanError(f"cannot write {what} {shown_path(path)}: permission denied")
         return
     target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
     missing: list[Path] = []
     for parent in target.parents:
         if os.path.exists(parent):  # False for a name too long (the probe below reports it)
             if not parent.is_dir():
-                raise TorchLeanError(f"cannot write {what} {path}: {parent} is a file, not a directory")
+                raise TorchLeanError(
+                    f"cannot write {what} {shown_path(path)}: {shown_path(parent)} is a file, not a directory"
+                )
             break
         missing.append(parent)
     try:
@@ -197,7 +199,7 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
         if not existed:
             target.unlink()
     except OSError as error:
-        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
     finally:
         for folder in missing:  # nearest first: each is empty once its child is gone
             with contextlib.suppress(OSError):
@@ -215,7 +217,7 @@ def make_parents(path: Path, what: str) -> None:
     try:
         Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)  # through a link: its target's
     except OSError as error:
-        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -245,13 +247,14 @@ def check_distinct(
         for other_what, other in given[:i]:
             if _same_file(path, other):
                 raise TorchLeanError(
-                    f"{other_what} {other} and {what} {path} name the same file; give them different paths"
+                    f"{other_what} {shown_path(other)} and {what} {shown_path(path)} name the same file; "
+                    "give them different paths"
                 )
         for input_what, source in inputs:
             if os.path.exists(source) and _same_file(path, source):  # False for a name too long
                 raise TorchLeanError(
-                    f"{what} {path} is {input_what} {source}: writing it would destroy that input; "
-                    "give another path"
+                    f"{what} {shown_path(path)} is {input_what} {shown_path(source)}: writing it would "
+                    "destroy that input; give another path"
                 )
 
 
@@ -384,7 +387,7 @@ def write_text_file(path: Path, text: str, what: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as error:
-        raise TorchLeanError(f"cannot write {what} {path}: {error.strerror or error}") from None
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
 
 
 METRIC_FIXED_LIMIT = 1e9
