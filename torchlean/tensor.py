@@ -716,7 +716,8 @@ class Tensor:
 
     def __format__(self, format_spec: str) -> str:
         """``f"{t:.4f}"``, ``format(t, spec)``: a 0-d tensor formats as its value, ``t.item()``, as
-        ``torch.Tensor.__format__`` formats it (review100 M1); an empty ``spec`` gives ``str(t)``.
+        ``torch.Tensor.__format__`` formats it (review100 M1; ``f"{t}"`` too: ``'1.5'``); another
+        tensor with an empty ``spec`` gives ``str(t)``.
 
         Raises:
             TensorTypeError: a ``spec`` for a tensor that is not 0-d (torch: "unsupported format
@@ -903,7 +904,7 @@ class Tensor:
     def backward(
         self,
         gradient: Tensor | npt.ArrayLike | None = None,
-        retain_graph: bool = False,
+        retain_graph: bool | None = False,
         create_graph: bool = False,
         inputs: object = None,
     ) -> None:
@@ -914,7 +915,8 @@ class Tensor:
                 tensor (read detached; a dtype numpy lacks, such as bfloat16, widened first); cast
                 to this tensor's dtype. Defaults to 1 for a one-element tensor, as
                 ``torch.Tensor.backward``.
-            retain_graph: keep the graph so that ``backward`` can run over it again.
+            retain_graph: keep the graph so that ``backward`` can run over it again; ``None``
+                (torch's default) is False.
             create_graph: torch's (third, as in torch): only False, as the tape records no graph
                 of its backward (no higher-order gradients).
             inputs: torch's: only None; every reachable leaf gets its gradient.
@@ -928,7 +930,8 @@ class Tensor:
             DeviceError: a ``gradient`` tensor with axes on another device (a 0-d one is moved to
                 the output's device, as torch moves it).
         """
-        retain_graph = _flag("backward(): retain_graph", retain_graph)
+        # torch's default is None (then create_graph's value, False here): taken as False (review104 L2)
+        retain_graph = False if retain_graph is None else _flag("backward(): retain_graph", retain_graph)
         if _flag("backward(): create_graph", create_graph):
             raise TensorTypeError(
                 "backward(): create_graph=True is refused: the tape records no graph of the backward, so "

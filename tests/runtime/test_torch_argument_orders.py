@@ -723,6 +723,15 @@ def test_torchs_keywords_without_a_torchlean_meaning_are_refused_naming_the_way(
         loss.backward(None, False, True)
     with pytest.raises(tl.TensorTypeError, match=r"^backward\(\): inputs=\[Tensor"):
         loss.backward(inputs=[x])
-    loss.backward(create_graph=False, inputs=None)
+    loss.backward(None, None, False, None)  # torch's defaults spelt out (review104 L2: None was refused)
     assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), 2 * x.numpy())
+    cases = (
+        ((), "normalized_ndim=, a count of at least 1 (torch refuses an empty shape too)"),
+        (np.array([3]), "normalized_ndim=1"),
+        (object(), "normalized_ndim=, a count of trailing axes"),
+    )
+    for shape, instead in cases:
+        with pytest.raises(tl.TensorTypeError) as caught:
+            tl.layer_norm(x, normalized_shape=shape)
+        assert str(caught.value).endswith(f"pass {instead}"), caught.value

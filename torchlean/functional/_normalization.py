@@ -63,9 +63,15 @@ def layer_norm(
             ``normalized_shape``, names ``normalized_ndim=``); ``normalized_shape=`` given.
     """
     if normalized_shape is not None:  # torch's keyword (review100 L1)
-        count = 1 if is_int(normalized_shape) else len(normalized_shape) if isinstance(
-            normalized_shape, tuple | list) else None
-        instead = f"normalized_ndim={count}" if count is not None else "normalized_ndim=, a count"
+        try:
+            count: int | None = 1 if is_int(normalized_shape) else len(normalized_shape)  # type: ignore[arg-type]
+        except TypeError:
+            count = None
+        instead = (
+            "normalized_ndim=, a count of trailing axes" if count is None
+            else "normalized_ndim=, a count of at least 1 (torch refuses an empty shape too)" if count == 0
+            else f"normalized_ndim={count}"
+        )
         raise TensorTypeError(
             f"layer_norm: normalized_shape={_preview(normalized_shape)} is torch's keyword; torchlean's "
             "layer_norm(x, weight=None, bias=None, normalized_ndim=1, eps=1e-05) takes the number of "
