@@ -307,3 +307,24 @@ def test_header_and_no_header_together_are_refused(capsys: pytest.CaptureFixture
     epochs = ("--epochs", "1") if command == "train" else ()
     code, _, err = cli(capsys, command, *first, "--header", "--header", *epochs)
     assert code == 0, err
+
+
+def test_class_names_moved_and_reordered_are_told_both_fixes_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review104 M2: with class names, the moved label fails at load (a name in a feature column)
+    before the data are compared, and the reordered features took a second refusal."""
+    last, first = _labelled_files(tmp_path, ["setosa", "versicolor", "virginica"])
+    part = tmp_path / "m.npz"
+    ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
+    rows = [line.split(",") for line in first.read_text().splitlines()]
+    both = tmp_path / "both.csv"  # y,b,a,c
+    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
+    assert (code, out) == (2, "")
+    assert ("is a feature column here: if the columns were moved, pass --label-column y and put the feature "
+            "columns in the run's order (a, b, c): read so, they are the run's in another order; else resume "
+            "with the data it was trained on, laid out as they were)") in err, err
+    code, _, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
+    assert code == 2 and "pass --label-column y; else resume" in err, err  # moved alone: no order
+    ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column", "y", "--epochs", "2")

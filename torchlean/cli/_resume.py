@@ -649,7 +649,19 @@ def _read_here(resumed: Resumed) -> str:
             f"directory {_shown_directory(cwd)}{found})")
 
 
-def data_refusal(resumed: Resumed | None, message: str) -> str:
+def file_columns(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The column names of ``--dataset`` as ``args`` read it (its header and delimiter), for the
+    advice of a refusal of its data; None for standard input (read once) or a file that cannot be
+    read so."""
+    if args.dataset in ("-", data.STDIN) or args.dataset in data.DATASETS:
+        return None
+    try:
+        return tuple(data.read_csv(args.dataset, header=args.header, delimiter=args.delimiter or ",").names)
+    except (TorchLeanError, OSError):
+        return None
+
+
+def data_refusal(resumed: Resumed | None, message: str, columns: Sequence[str] | None = None) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
     the fresh-run hint ``(feature columns must be numbers: ...; if it is the label, pass
     label_column='y' (CLI: --label-column y))``, which
@@ -659,7 +671,9 @@ def data_refusal(resumed: Resumed | None, message: str) -> str:
     (review86 F3);
     the advice to read the file with commas by leaving out ``--delimiter`` made right when the
     checkpoint's delimiter is another (leaving the option out reads with that one): ``pass
-    delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is."""
+    delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is. With the
+    file's ``columns`` (:func:`file_columns`), a run's label column moved among them whose other
+    columns are the run's features in another order is told both fixes at once (review104 M2)."""
     if resumed is None:
         return message
     message = _checkpoint_dtype(message, resumed.saved)
@@ -680,8 +694,9 @@ def data_refusal(resumed: Resumed | None, message: str) -> str:
             return message[: label_hint.start()] + (
                 f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label "
                 f"in {where}, and the run's label column {data.display_name(label)} is a feature column "
-                f"here: if the columns were moved, pass {label_option(label)}; else resume with the data "
-                "it was trained on, laid out as they were)"
+                f"here: if the columns were moved, pass {label_option(label)}"
+                f"{_order_too(columns, label, resumed)}; else resume with the data it was trained on, laid "
+                "out as they were)"
             )
         return message[: label_hint.start()] + (
             f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
@@ -956,21 +971,37 @@ def moved_label(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | No
             f"data, and {data.display_name(dataset.label_name)} was read as the label")
 
 
+def _order_too(columns: Sequence[str] | None, label: str, resumed: Resumed) -> str:
+    """:func:`_order_advice` for a file of ``columns`` read with the run's ``label`` column by
+    name: its other columns, in their order, are the features; "" when ``columns`` is None."""
+    if columns is None or label not in columns:
+        return ""
+    return _order_advice(tuple(name for name in columns if name != label), resumed)
+
+
+def _order_advice(by_name: tuple[str, ...], resumed: Resumed) -> str:
+    """`` and put the feature columns in the run's order (a, b, c): read so, they are the run's
+    in another order`` when the features ``by_name`` (read with the run's label column by name)
+    are the run's in another order, for a run that read its label from the last column (no
+    ``--label-column``); else ""."""
+    saved = resumed.saved
+    if resumed.training.settings.get("label_column") is not None:
+        return ""
+    if by_name == tuple(saved.feature_names) or sorted(by_name) != sorted(saved.feature_names):
+        return ""
+    order = ", ".join(data.display_name(name) for name in saved.feature_names)
+    return (f" and put the feature columns in the run's order ({order}): read so, they are the run's in "
+            "another order")
+
+
 def _reordered_once_moved(dataset: data.Dataset, resumed: Resumed) -> str:
     """`` and put the feature columns in the run's order (a, b, c): read so, they are the run's in
     another order`` when ``dataset``, whose label column moved (:func:`moved_label`), read with the
     run's label column would have the run's feature columns in another order, which resume then
     refuses too (review98 L5: one refusal says both); else "". Told only for a run that read its
     label from the last column (no ``--label-column``), whose place in the file is then known."""
-    saved = resumed.saved
-    if resumed.training.settings.get("label_column") is not None:
-        return ""
-    by_name = (*(name for name in dataset.feature_names if name != saved.label_column), dataset.label_name)
-    if by_name == tuple(saved.feature_names) or sorted(by_name) != sorted(saved.feature_names):
-        return ""
-    order = ", ".join(data.display_name(name) for name in saved.feature_names)
-    return (f" and put the feature columns in the run's order ({order}): read so, they are the run's in "
-            "another order")
+    features = (name for name in dataset.feature_names if name != resumed.saved.label_column)
+    return _order_advice((*features, dataset.label_name), resumed)
 
 
 def by_checkpoint_order(loaded: data.Dataset, wanted: tuple[str, ...]) -> data.Dataset | None:

@@ -880,7 +880,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 f"{error} (with --test-fraction {args.test_fraction!r}: a smaller fraction leaves more rows "
                 f"to train on; the default is {data.TEST_FRACTION})"
             ) from None
-        message = _resume.data_refusal(resumed, str(error))
+        columns = None if resumed is None else _resume.file_columns(args)  # review104 M2
+        message = _resume.data_refusal(resumed, str(error), columns)
         if resumed is not None and message.startswith("dataset file not found"):
             message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
         if message == str(error):
