@@ -344,14 +344,17 @@ _SOFTWARE = ("torchlean", "numpy", "torch")
 """The environment entries whose change may change a resumed run's bits (with the capsule table)."""
 
 
-def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendProfile) -> str:
+def _software_note(
+    resumed: _resume.Resumed | None, profile: profiles.BackendProfile, saving: bool = True
+) -> str:
     """The ``note:`` of a run resumed under other software than its checkpoint's run recorded (its
     ``environment``): another capsule table for the profile (the profile may select other capsules
     now), another torchlean, numpy or torch version (torch's only for a profile with torch
     kernels: :func:`_uses_torch`), or another torchlean source digest under the same version
     (another build; unknown for a checkpoint written before it was recorded); the resumed run may
-    then not be bit for bit the uninterrupted one (review65 F2); else "" (the same, or a
-    checkpoint recording none)."""
+    then not be bit for bit the uninterrupted one (review65 F2; that the checkpoint it saves records
+    this run's environment only when ``saving``: review104 L5); else "" (the same, or a checkpoint
+    recording none)."""
     if resumed is None or resumed.saved.environment is None:
         return ""
     recorded = resumed.saved.environment
@@ -368,10 +371,11 @@ def _software_note(resumed: _resume.Resumed | None, profile: profiles.BackendPro
         changed.append(f"profile {profile.name}'s capsule table (torchlean inspect says which digest)")
     if not changed:
         return ""
+    records = "; the checkpoint this run saves records this run's environment" if saving else ""
     return (
         f"note: the run in {shown_path(resumed.path)} was written under other software than this one "
         f"runs under ({'; '.join(changed)}), so the resumed run may not be bit for bit the uninterrupted "
-        "one; the checkpoint this run saves records this run's environment\n"
+        f"one{records}\n"
     )
 
 
@@ -985,7 +989,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
-    print(_software_note(resumed, profile), end="", file=sys.stderr, flush=True)
+    print(_software_note(resumed, profile, args.save is not None), end="", file=sys.stderr, flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
     losses: list[float] = []
