@@ -85,24 +85,33 @@ print(json.dumps({"seconds": seconds, "baseline_kb": baseline, "peak_kb": peak,
 """
 
 
+MIN_ROWS = 10
+"""The fewest rows the loader's stratified split takes from these files (both labels in its
+train and test parts: review105 F2, ``--rows 2`` was a traceback)."""
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",")]
     except ValueError:
         sizes = []
-    if not sizes or any(size < 1 for size in sizes):  # an empty list: not integers
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    if not sizes or any(size < MIN_ROWS for size in sizes):  # an empty list: not integers
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers >= {MIN_ROWS} (the split needs rows of both labels in "
+            f"its train and test parts), got {text!r}"
+        )
     return sizes
 
 
 def write_csv(path: Path, rows: int, cols: int, seed: int = 0) -> None:
-    """A ``rows x cols`` file of random floats (``%.6g``) and a 0/1 label, under ``f0,...,y``."""
+    """A ``rows x cols`` file of random floats (``%.6g``) and a 0/1 label, alternating so that both
+    labels are in every part of a split, under ``f0,...,y``."""
     rng = np.random.default_rng(seed)
     with path.open("w") as handle:
         handle.write(",".join([*(f"f{i}" for i in range(cols)), "y"]) + "\n")
         for start in range(0, rows, 2048):
             block = rng.standard_normal((min(2048, rows - start), cols))
-            labels = rng.integers(0, 2, size=len(block))
+            labels = (np.arange(start, start + len(block)) + rng.integers(0, 2)) % 2  # both labels
             handle.writelines(
                 ",".join(f"{v:.6g}" for v in row) + f",{label}\n"
                 for row, label in zip(block, labels, strict=True)

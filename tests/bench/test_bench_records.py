@@ -140,6 +140,8 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("flash_memory", ["{dir}", "--sizes", "8,16"], "is a directory; give a file path such as"),
         # review83 F3, F4: tracebacks (some after the measurement)
         ("csv_load", ["--cols", "0", "{dir}/c.json"], "argument --cols: must be >= 1, got 0"),
+        ("csv_load", ["--rows", "2", "{dir}/c.json"],  # review105 F2: a traceback from the loader
+         "argument --rows: expected comma-separated integers >= 10 (the split needs rows of both labels"),
         ("csv_load", ["--cols", "-1", "{dir}/c.json"], "argument --cols: must be >= 1, got -1"),
         ("csv_load", ["{dir}"], "is a directory; give a file path such as"),
         ("csv_load", ["{file}/c.json"], "argument path: cannot write the record"),
