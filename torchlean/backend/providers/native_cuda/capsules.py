@@ -161,7 +161,8 @@ CAPSULES: tuple[KernelCapsule, ...] = (
     ),
     _capsule(
         _B.GELU,
-        "GELU forward follows the documented runtime approximation contract.",
+        "GELU forward is the exact erf form x * Phi(x) by default (torch's approximate='none'), "
+        "ATen's tanh approximation with approximate='tanh'.",
         "GELU VJP is checked against the reference VJP by the native parity suite.",
         NO_REDUCTION,
     ),
