@@ -262,18 +262,27 @@ def test_moved_label_data_report_their_own_digest_and_reordered_columns_too(
         "reads them (train --resume, which reads the label where the run did, names --label-column)"), err
 
 
+def _moved_and_reordered(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, labels: list[str]
+) -> tuple[Path, Path, Path]:
+    """A checkpoint trained on ``a,b,c,y`` (:func:`_labelled_files`), the same data as
+    ``y,a,b,c`` and as ``y,b,a,c``."""
+    last, first = _labelled_files(tmp_path, labels)
+    part = tmp_path / "m.npz"
+    ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
+    rows = [line.split(",") for line in first.read_text().splitlines()]
+    both = tmp_path / "both.csv"
+    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    return part, first, both
+
+
 def test_resume_names_a_moved_label_and_reordered_features_at_once(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """review98 L5: on y,b,a,c resume said pass --label-column y, and only once that was given
     that the feature columns were in another order; one refusal now says both, and following it
     (y,a,b,c with --label-column y) resumes."""
-    last, first = _labelled_files(tmp_path, ["0", "1", "2"])
-    part = tmp_path / "m.npz"
-    ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
-    rows = [line.split(",") for line in first.read_text().splitlines()]
-    both = tmp_path / "both.csv"  # y,b,a,c
-    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    part, first, both = _moved_and_reordered(capsys, tmp_path, ["0", "1", "2"])
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err.splitlines()[-1].endswith(
@@ -314,12 +323,7 @@ def test_class_names_moved_and_reordered_are_told_both_fixes_at_once(
 ) -> None:
     """review104 M2: with class names, the moved label fails at load (a name in a feature column)
     before the data are compared, and the reordered features took a second refusal."""
-    last, first = _labelled_files(tmp_path, ["setosa", "versicolor", "virginica"])
-    part = tmp_path / "m.npz"
-    ok(capsys, "--dataset", str(last), "--epochs", "1", "--save", str(part))
-    rows = [line.split(",") for line in first.read_text().splitlines()]
-    both = tmp_path / "both.csv"  # y,b,a,c
-    both.write_text("".join(",".join([r[0], r[2], r[1], r[3]]) + "\n" for r in rows))
+    part, first, both = _moved_and_reordered(capsys, tmp_path, ["setosa", "versicolor", "virginica"])
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(both), "--epochs", "2")
     assert (code, out) == (2, "")
     assert ("is a feature column here: if the columns were moved, pass --label-column y and put the feature "

@@ -64,15 +64,20 @@ def test_a_changed_byte_or_an_added_file_changes_the_digest(package: Path) -> No
     assert provenance.source_sha256() == edited
 
 
-def test_an_unreadable_package_file_is_named(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _refuse_reading(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``Path.read_bytes`` of a file named ``name`` fails as an unreadable file does."""
     real = Path.read_bytes
 
     def refuse(path: Path) -> bytes:
-        if path.name == "b.py":
+        if path.name == name:
             raise PermissionError(13, "Permission denied")
         return real(path)
 
     monkeypatch.setattr(Path, "read_bytes", refuse)
+
+
+def test_an_unreadable_package_file_is_named(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _refuse_reading(monkeypatch, "b.py")
     refusal = f"cannot read {package / 'b.py'} to digest torchlean's source: Permission denied"
     with pytest.raises(provenance.TorchLeanError, match=refusal):
         provenance.source_sha256()
@@ -200,14 +205,7 @@ def test_a_package_file_that_cannot_be_read_loses_no_run(
         + b"sub/k.cu\x000\x00"
     ).hexdigest()
     assert provenance.source_sha256() == by_hand
-    real = Path.read_bytes
-
-    def refuse(path: Path) -> bytes:
-        if path.name == "b.py":
-            raise PermissionError(13, "Permission denied")
-        return real(path)
-
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    _refuse_reading(monkeypatch, "b.py")
     provenance.source_sha256.cache_clear()
     fault = f"cannot read {package / 'b.py'} to digest torchlean's source: Permission denied"
     assert provenance.source_fault() == fault
