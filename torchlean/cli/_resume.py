@@ -661,7 +661,9 @@ def file_columns(args: argparse.Namespace) -> tuple[str, ...] | None:
         return None
 
 
-def data_refusal(resumed: Resumed | None, message: str, columns: Sequence[str] | None = None) -> str:
+def data_refusal(
+    resumed: Resumed | None, message: str, columns: Callable[[], Sequence[str] | None] = lambda: None
+) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
     the fresh-run hint ``(feature columns must be numbers: ...; if it is the label, pass
     label_column='y' (CLI: --label-column y))``, which
@@ -672,7 +674,8 @@ def data_refusal(resumed: Resumed | None, message: str, columns: Sequence[str] |
     the advice to read the file with commas by leaving out ``--delimiter`` made right when the
     checkpoint's delimiter is another (leaving the option out reads with that one): ``pass
     delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is. With the
-    file's ``columns`` (:func:`file_columns`), a run's label column moved among them whose other
+    file's ``columns`` (a call, :func:`file_columns`, made only for a refusal of a moved label
+    column: it reads the file again), a run's label column moved among them whose other
     columns are the run's features in another order is told both fixes at once (review104 M2)."""
     if resumed is None:
         return message
@@ -695,7 +698,7 @@ def data_refusal(resumed: Resumed | None, message: str, columns: Sequence[str] |
                 f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label "
                 f"in {where}, and the run's label column {data.display_name(label)} is a feature column "
                 f"here: if the columns were moved, pass {label_option(label)}"
-                f"{_order_too(columns, label, resumed)}; else resume with the data it was trained on, laid "
+                f"{_order_too(columns(), label, resumed)}; else resume with the data it was trained on, laid "
                 "out as they were)"
             )
         return message[: label_hint.start()] + (

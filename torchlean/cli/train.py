@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import io
 import math
@@ -884,7 +885,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 f"{error} (with --test-fraction {args.test_fraction!r}: a smaller fraction leaves more rows "
                 f"to train on; the default is {data.TEST_FRACTION})"
             ) from None
-        columns = None if resumed is None else _resume.file_columns(args)  # review104 M2
+        columns = functools.partial(_resume.file_columns, args)  # read again only if needed (review104 M2)
         message = _resume.data_refusal(resumed, str(error), columns)
         if resumed is not None and message.startswith("dataset file not found"):
             message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
