@@ -1274,3 +1274,19 @@ def test_a_trainer_shows_what_it_trains_and_how_far() -> None:
     config = RunConfig(execution="typed-graph").with_profile("fast_cpu")
     fast = Trainer(nn.sequential(nn.linear(4, 1)), config=config)
     assert repr(fast).startswith("Trainer(objective='mse', profile='fast_cpu', execution='typed-graph', ")
+
+
+def test_the_readme_recipe_for_a_predictions_provenance() -> None:
+    """README (Auditing a run): a trainer's prediction rerun in its session with its weights has the
+    kernels' lineage and predict's values; float64 data are given the model's dtype (review
+    of the recipe: ``tl.tensor(x)`` of float64 data was refused by a float32 model)."""
+    import torchlean as tl
+
+    x = np.random.default_rng(0).standard_normal((8, 4))
+    trainer = Trainer(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 3)), objective="cross-entropy")
+    trainer.fit(x, np.arange(8) % 3, epochs=1)
+    with trainer.open():
+        out = trainer.model(tl.tensor(x, dtype=trainer.model.dtype), trainer.model.tensors())
+    names = [k.capsule.name for k in out.lineage()]
+    assert names == ["reference.linear", "reference.relu", "reference.linear"]
+    np.testing.assert_array_equal(out.numpy(), trainer.predict(x))
