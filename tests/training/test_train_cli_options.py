@@ -25,6 +25,14 @@ HIDDEN = 4
 BASE = ("--dataset", "iris", "--hidden", str(HIDDEN), "--batch-size", "64", "--dtype", "float64")
 """Two minibatches an epoch (120 training rows); float64 so that a learning rate off in its last
 bits shows only far below the tolerances used here."""
+LR_ZERO = (
+    "note: --lr 0 makes every update zero, so the weights stay as they are (torch accepts a learning rate "
+    "of 0 too)\n"
+)
+CLIPPED = (
+    "every gradient to zero, so only weight decay and the optimizer state already built up (momentum, "
+    "moments) move the weights\n"
+)
 
 
 def train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -37,11 +45,13 @@ def train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
     return code, captured.out, captured.err
 
 
-def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> tuple[list[str], dict[str, Any]]:
-    """A successful tiny run: its output lines and its JSON record."""
+def run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str, note: str = ""
+) -> tuple[list[str], dict[str, Any]]:
+    """A successful tiny run: its output lines and its JSON record (stderr: ``note``, else nothing)."""
     record = tmp_path / "run.json"
     code, out, err = train(capsys, *BASE, "--report-json", str(record), *argv)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, note)
     return out.splitlines(), json.loads(record.read_text())
 
 
@@ -322,14 +332,15 @@ def test_a_step_count_beyond_pythons_int_digits_names_the_accepted_form(capsys):
 
 def test_a_zero_rate_stays_zero_where_the_step_power_overflows(capsys, tmp_path):
     """torch's StepLR multiplies the previous rate, so a zero rate stays 0.0 (gamma**k overflows)."""
-    _, record = run(capsys, tmp_path, "--epochs", "3", "--lr", "0", "--lr-schedule", "step:1:1e300")
+    argv = ("--epochs", "3", "--lr", "0", "--lr-schedule", "step:1:1e300")
+    _, record = run(capsys, tmp_path, *argv, note=LR_ZERO)
     assert record["lr_schedule"] == "step:1:1e+300" and len(record["losses"]) == 3
     assert record["losses"][0] == pytest.approx(record["losses"][2], rel=1e-12)  # nothing moved
 
 
 def test_negative_zero_options_are_shown_as_zero(capsys, tmp_path):
     argv = ("--epochs", "1", "--optimizer", "sgd", "--lr", "-0", "--momentum", "-0", "--weight-decay", "-0")
-    _, record = run(capsys, tmp_path, *argv)
+    _, record = run(capsys, tmp_path, *argv, note=LR_ZERO)
     assert record["optimizer"] == (
         "optim.sgd(lr=0.0, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)"
     )
@@ -528,3 +539,31 @@ def test_warmup_cosine_runs_per_step_as_a_trainer_with_that_schedule(capsys, tmp
 def test_bad_warmup_cosine_is_a_one_line_error(capsys, spec, epochs, message):
     code, out, err = train(capsys, *BASE, "--epochs", epochs, "--lr-schedule", spec)
     assert (code, out, err) == (2, "", message + "\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "note", "moves"),
+    [
+        (("--lr", "0"), LR_ZERO, False),
+        (("--lr", "0", "--optimizer", "adamw", "--weight-decay", "0.5"), LR_ZERO, False),
+        (("--optimizer", "sgd", "--max-grad-norm", "0"), "note: --max-grad-norm 0 clips " + CLIPPED, False),
+        (("--max-grad-value", "0", "--max-grad-norm", "0"),
+         "note: --max-grad-value 0 and --max-grad-norm 0 clip " + CLIPPED, False),
+        (("--optimizer", "adamw", "--max-grad-value", "0"),
+         "note: --max-grad-value 0 clips " + CLIPPED, True),
+        (("--max-grad-norm", "1e-6"), "", True),
+    ],
+)
+def test_settings_under_which_no_gradient_moves_a_weight_are_noted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...], note: str, moves: bool
+) -> None:
+    """review103 F5: ``--lr 0`` and a gradient limit of 0 train nothing (torch accepts them too): a
+    note says so, and it is true: the weights after two epochs are those after one exactly, but
+    where AdamW's decoupled weight decay still moves them (its note names weight decay)."""
+    saved = []
+    for epochs in ("1", "2"):
+        path = tmp_path / f"e{epochs}.npz"
+        run(capsys, tmp_path, "--epochs", epochs, "--save", str(path), *argv, note=note)
+        saved.append(dict(checkpoint.load(path).weights))
+    same = all(np.array_equal(saved[0][name], saved[1][name]) for name in saved[0])
+    assert same != moves

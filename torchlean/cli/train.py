@@ -409,6 +409,24 @@ def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProf
     )
 
 
+def _no_update_note(args: argparse.Namespace) -> str:
+    """The ``note:`` of settings under which no gradient moves a weight (review103 F5), else "":
+    ``--lr 0`` makes every update zero (each optimizer scales its step by the rate, and each
+    ``--lr-schedule`` scales the rate); ``--max-grad-norm 0`` or ``--max-grad-value 0`` clips every
+    gradient to zero, after which only weight decay and the optimizer state already built up
+    (momentum, moments of a resumed run) move weights. torch accepts these values too."""
+    if args.lr == 0.0:
+        return ("note: --lr 0 makes every update zero, so the weights stay as they are (torch accepts a "
+                "learning rate of 0 too)\n")
+    limits = [flag for flag, value in (("--max-grad-value", args.max_grad_value),
+                                       ("--max-grad-norm", args.max_grad_norm)) if value == 0.0]
+    if not limits:
+        return ""
+    return (f"note: {' and '.join(f'{flag} 0' for flag in limits)} clip{'' if len(limits) > 1 else 's'} "
+            "every gradient to zero, so only weight decay and the optimizer state already built up "
+            "(momentum, moments) move the weights\n")
+
+
 def _kernel_times_record(kernel_times: profiler.KernelProfile) -> dict[str, Any]:
     """The record's ``kernel_times``: the epochs' wall time, the kernels' share, one entry per
     capsule (:meth:`~torchlean.autograd.profiler.KernelTime.to_json`), most time first."""
@@ -990,6 +1008,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
+    print(_no_update_note(args), end="", file=sys.stderr, flush=True)
     print(_software_note(resumed, profile, args.save is not None), end="", file=sys.stderr, flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
