@@ -493,3 +493,23 @@ def test_a_headerless_run_s_column_n_stays_index_n_by_default(
         assert code == 0 and "taken as the label" not in err, err
         reports.append([line for line in out.splitlines() if line.startswith("mse=")])
     assert reports[0] == reports[1] and len(reports[0]) == 1
+
+
+def test_a_resume_on_other_standard_input_is_refused_before_any_note_about_those_data(
+    tmp_path: Path, intlab: Path
+) -> None:
+    """review103 F9: the refusal came after the notes the other data drew (there Excel's ``sep=``
+    line and a trailing delimiter), which spoke of data the run would never train on."""
+    model = tmp_path / "m.npz"
+    trained = _torchlean("train", "--dataset", "-", *RUN, "--save", str(model), stdin=intlab.read_text(),
+                         cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    header, *rows = intlab.read_text().splitlines()
+    other = "sep=,\n" + "\n".join(f"{line}," for line in [header, *rows[::-1]]) + "\n"
+    noted = _torchlean("train", "--dataset", "-", *RUN, stdin=other, cwd=tmp_path)
+    assert noted.returncode == 0 and noted.stderr.count("note: ") == 2, noted.stderr  # the notes it draws
+    resumed = _torchlean("train", "--resume", str(model), "--epochs", "3", stdin=other, cwd=tmp_path)
+    assert resumed.returncode == 2
+    reading, refusal = resumed.stderr.splitlines()  # the note on the resume itself, then the refusal
+    assert reading.startswith(f"note: checkpoint {model}'s run read its data from standard input (-): ")
+    assert refusal.startswith("error: the data of standard input (-) differ from those the run in ")

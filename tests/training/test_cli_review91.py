@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import cli, ok
+from cli_runs import cli, ok, rewrite_metadata
 
-from torchlean import data, nn, optim
+from torchlean import data, nn, optim, provenance
 from torchlean.cli._output import loss_text
 from torchlean.trainer import RunConfig, Trainer, TrainerError
 
@@ -182,6 +182,14 @@ def test_a_resumed_run_is_not_told_to_change_its_dtype_or_validation_part(
                        "--save", str(part))
     assert code == 0, err
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(big), "--epochs", "2")
+    assert (code, out) == (2, "")  # other data than the run's: that refusal first (review103 F9)
+    assert err.startswith(f"error: the data of --dataset {big} differ from those the run in {part} "), err
+    # a run that trained on them (written before torchlean checked validation targets): the data
+    # hash alike, and the validation target is refused with the resumed run's way out
+    as_read = data.load(str(big), seed=0, val_fraction=0.2, dtype="float32")  # as --resume reads it
+    older = rewrite_metadata(part, tmp_path / "older.npz", lambda meta: meta["training"]["settings"].update(
+        data_sha256=provenance.data_sha256(as_read)))
+    code, out, err = cli(capsys, "train", "--resume", str(older), "--dataset", str(big), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err.rstrip().endswith(
         "fit float32; the checkpoint's dtype is float32 and its run holds out a validation part: correct or "

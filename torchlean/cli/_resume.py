@@ -1041,24 +1041,16 @@ def recorded_as(dataset: data.Dataset, recorded: str) -> data.Dataset | None:
     return rounded if data_digest(rounded) == recorded else None
 
 
-def restore(
-    resumed: Resumed | None,
-    trainer: Trainer[Any, Any],
-    dataset: data.Dataset,
-    source: str,
-    held_out: Validation | None = None,
-) -> None:
-    """Put the saved run's weights, optimizer state, epoch count and random counter in ``trainer``
-    (nothing without ``--resume``), after checking that ``dataset`` is the run's; with a validation
-    part (``held_out``), its history in ``held_out``. The weights trained on are the last epoch's:
-    the training state's ``last_weights`` when the checkpoint's weights are the best epoch's (early
-    stopping restored them), which then become the monitor's best.
+def check_data(resumed: Resumed | None, dataset: data.Dataset, source: str) -> None:
+    """Check that ``dataset`` is the data the saved run trained on (nothing without ``--resume``),
+    before anything is said about those data (their notes, review103 F9) or done with them.
 
     Raises:
         TorchLeanError: the data differ from the run's (``source`` names them), their statistics
             from the checkpoint's (:func:`statistics_difference`), or their class or feature
-            names from the checkpoint's (:func:`names_difference`); weights or
-            optimizer state that do not fit the rebuilt model or optimizer (a hand-edited file).
+            names from the checkpoint's (:func:`names_difference`); an option repeated to the
+            resumed run that reads the data otherwise than its run did (``--task``,
+            ``--label-column``, ``--header``/``--no-header``).
     """
     if resumed is None:
         return
@@ -1105,6 +1097,26 @@ def restore(
             "(the data's names or the checkpoint's were edited): its model would go on under other "
             "names; resume with data named as the checkpoint names them, or train a new run on these data"
         )
+
+
+def restore(
+    resumed: Resumed | None,
+    trainer: Trainer[Any, Any],
+    held_out: Validation | None = None,
+) -> None:
+    """Put the saved run's weights, optimizer state, epoch count and random counter in ``trainer``
+    (nothing without ``--resume``; its data were checked first, :func:`check_data`); with a
+    validation part (``held_out``), its history in ``held_out``. The weights trained on are the
+    last epoch's: the training state's ``last_weights`` when the checkpoint's weights are the best
+    epoch's (early stopping restored them), which then become the monitor's best.
+
+    Raises:
+        TorchLeanError: weights or optimizer state that do not fit the rebuilt model or optimizer
+            (a hand-edited file).
+    """
+    if resumed is None:
+        return
+    shown = shown_path(resumed.path)
     training = resumed.training
     _warn_not_finite(resumed)
     last = resumed.saved.weights if training.last_weights is None else training.last_weights

@@ -912,8 +912,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         raise data.DataError(message) from None
     # a CSV file: its path as given (standard input as -)
     source = dataset.name if args.dataset in data.DATASETS else dataset_name(args.dataset)
-    if dataset.header_note:
+    if dataset.header_note:  # how the file was read, which a resumed run's refusals depend on
         print(f"note: {cli_spelling(dataset.header_note)}", file=sys.stderr)
+    _resume.check_data(resumed, dataset, source)  # before the notes on data it refuses (review103 F9)
     for note in dataset.notes:  # Excel's sep= line, a trailing delimiter, the label by name, pandas' index
         print(f"note: {cli_spelling(note)}", file=sys.stderr)
     if dataset.split_note:
@@ -966,7 +967,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     held_out = None if args.val_fraction is None else Validation(
         args, dataset, None if classification else (y_mean, y_scale)
     )
-    _resume.restore(resumed, trainer, dataset, source, held_out)  # the weights, optimizer, history
+    _resume.restore(resumed, trainer, held_out)  # the weights, optimizer, history
 
     # Open the session first, so a profile that cannot run here fails before any output, but
     # hold what it prints (the --show-backend banner) until the header lines are out.
