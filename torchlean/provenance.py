@@ -41,7 +41,7 @@ from torchlean.backend.errors import TorchLeanError
 __all__ = [
     "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "LATER_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
     "environment", "environment_fault", "file_sha256", "is_sha256", "source_fault", "source_sha256",
-    "weights_sha256",
+    "source_sha256_or_none", "weights_sha256",
 ]
 
 DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
@@ -124,6 +124,15 @@ def source_sha256() -> str:
         digest.update(relative + b"\0" + str(len(content)).encode("ascii") + b"\0")
         digest.update(content)
     return digest.hexdigest()
+
+
+def source_sha256_or_none() -> str | None:
+    """:func:`source_sha256`, or ``None`` where a package file cannot be read (:func:`source_fault`
+    says which): the value the records carry as ``torchlean_source_sha256``."""
+    try:
+        return source_sha256()
+    except TorchLeanError:
+        return None
 
 
 def source_fault() -> str | None:
@@ -281,7 +290,7 @@ def environment(
     )
     block = {
         "torchlean": versions["torchlean"],
-        "torchlean_source_sha256": None if source_fault() is not None else source_sha256(),
+        "torchlean_source_sha256": source_sha256_or_none(),
         "python": platform.python_version(),
         "numpy": versions["numpy"],
         "torch": versions["torch"],

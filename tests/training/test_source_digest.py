@@ -204,11 +204,12 @@ def test_a_package_file_that_cannot_be_read_loses_no_run(
         b"a.typed\x002\x00\xff\x00" + b"b.py\x006\x00x = 1\n" + b"junk\xff.txt\x001\x00z"
         + b"sub/k.cu\x000\x00"
     ).hexdigest()
-    assert provenance.source_sha256() == by_hand
+    assert provenance.source_sha256() == by_hand == provenance.source_sha256_or_none()
     _refuse_reading(monkeypatch, "b.py")
     provenance.source_sha256.cache_clear()
     fault = f"cannot read {package / 'b.py'} to digest torchlean's source: Permission denied"
     assert provenance.source_fault() == fault
+    assert provenance.source_sha256_or_none() is None
     assert provenance.environment(["x"])["torchlean_source_sha256"] is None
     saved, record = tmp_path / "m.npz", tmp_path / "r.json"
     code, out, err = cli(capsys, "train", *SMALL, "--save", str(saved), "--report-json", str(record))

@@ -112,7 +112,7 @@ def facts(
         recorded, profile = saved.environment["capsule_table_sha256"], saved.environment["profile"]
         table = recorded == provenance.capsule_table_sha256(profile)
     recorded_source = None if saved.environment is None else saved.environment["torchlean_source_sha256"]
-    current_source = None if provenance.source_fault() is not None else provenance.source_sha256()
+    current_source = provenance.source_sha256_or_none()
     source = None if recorded_source is None or current_source is None else recorded_source == current_source
     record: dict[str, Any] = {
         "checkpoint": str(path),
