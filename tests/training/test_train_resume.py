@@ -580,6 +580,19 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     )
     nodigest = rewrite_training(saved, tmp_path / "nodigest.npz", data_sha256=None)
     assert "lack the data digest" in refused(capsys, "--resume", str(nodigest), "--epochs", "4")
+    # review106 L8: a training state built in Python (TrainingState(settings={})) has no settings at all
+    every = dict.fromkeys(metadata(saved)["training"]["settings"])
+    built = rewrite_training(saved, tmp_path / "built.npz", **every)
+    assert metadata(built)["training"]["settings"] == {}
+    assert refused(capsys, "--resume", str(built), "--epochs", "4") == (
+        f"checkpoint {built} holds a training state without torchlean train's settings (built in Python: "
+        "TrainingState(settings={})): --resume continues a run saved by torchlean train --save; resume this "
+        "one in Python (trainer.model.load_state, trainer.optimizer.load_state_dict, epochs_done, "
+        "random_counter); torchlean predict still reads it"
+    )
+    predicted = tmp_path / "p.csv"
+    code, _, err = cli(capsys, "predict", str(built), "--dataset", "iris", "--output", str(predicted))
+    assert code == 0, err
     # an option the checkpoint does not record (newer than it) takes its default
     older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None, dropout=None, freeze=None)
     ok(capsys, "--resume", str(older), "--epochs", "4")

@@ -389,7 +389,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
 
     Raises:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
-        TorchLeanError: a checkpoint without training state; a setting it records that this
+        TorchLeanError: a checkpoint without training state, or whose training state has no
+            settings (built in Python); a setting it records that this
             torchlean does not know or refuses; options given that differ from the checkpoint's
             (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; not
             ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`restore`'s data digest
@@ -420,6 +421,14 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     actions = _settings(parser)
     recorded = dict(training.settings)
     digest = recorded.pop(DIGEST, None)
+    if not recorded and digest is None:  # review106 L8: a TrainingState built in Python
+        raise TorchLeanError(
+            f"checkpoint {shown} holds a training state without torchlean train's settings (built in "
+            "Python: TrainingState(settings={})): --resume continues a run saved by torchlean train "
+            "--save; resume this one in Python (trainer.model.load_state, "
+            "trainer.optimizer.load_state_dict, epochs_done, random_counter); torchlean predict still "
+            "reads it"
+        )
     if not isinstance(digest, str):
         raise TorchLeanError(f"checkpoint {shown}: its training settings lack the data digest {DIGEST!r}")
     unknown = sorted(set(recorded) - set(actions))
