@@ -101,13 +101,19 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def _sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated positive integers, each kept once in the order given; at least
+    two distinct ones, as a slope needs (``128,128`` fitted a line through one point: numpy's
+    ``RankWarning`` eight times and meaningless slopes)."""
     try:
         sizes = [int(part) for part in text.split(",") if part]
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid sizes {text!r}; expected e.g. 128,256,512") from None
-    if len(sizes) < 2 or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"invalid sizes {text!r}; need at least two positive sizes")
-    return sizes
+    distinct = list(dict.fromkeys(sizes))
+    if len(distinct) < 2 or min(distinct) < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid sizes {text!r}; need at least two distinct positive sizes, e.g. 128,256,512"
+        )
+    return distinct
 
 
 _natural = int_at_least(0, "expected an integer >= 0, got {}")
@@ -120,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     default = str(DEFAULT_PATH)
     parser.add_argument("path", nargs="?", type=_record.json_file("flash.json"), default=default,
                         help="JSON output path")
-    parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048])
+    parser.add_argument("--sizes", type=_sizes, default=[128, 256, 512, 1024, 2048],
+                        help="sequence lengths n, at least two distinct (default 128,256,512,1024,2048)")
     positive = _record.positive_int
     parser.add_argument("--block", type=positive, default=64, help="block_q = block_k (default 64)")
     parser.add_argument("--d", type=positive, default=32, help="head width d = dv (default 32)")

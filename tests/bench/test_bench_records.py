@@ -138,6 +138,10 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         # flash_memory checked its path only when writing, after the whole measurement (a traceback)
         ("flash_memory", ["{file}/sub.json", "--sizes", "8,16"], "argument path: cannot write the record"),
         ("flash_memory", ["{dir}", "--sizes", "8,16"], "is a directory; give a file path such as"),
+        # a slope through one distinct size: RankWarning eight times, meaningless slopes, exit 0
+        ("flash_memory", ["{dir}/f.json", "--sizes", "128,128"],
+         "argument --sizes: invalid sizes '128,128'; need at least two distinct positive sizes"),
+        ("flash_memory", ["{dir}/f.json", "--sizes", "64"], "need at least two distinct positive sizes"),
         # review83 F3, F4: tracebacks (some after the measurement)
         ("csv_load", ["--cols", "0", "{dir}/c.json"], "argument --cols: must be >= 1, got 0"),
         ("csv_load", ["--rows", "2", "{dir}/c.json"],  # review105 F2: a traceback from the loader
@@ -217,6 +221,12 @@ def test_flash_memory_writes_its_record(bench_script: Loader, tmp_path: Path) ->
         "flash_memory", 3, "float64", [64, 128, 256]
     )
     assert record["commit"]["id"] and record["machine"]["cpu_count"] >= 1 and record["rows"]
+
+
+def test_flash_memory_measures_each_size_once(bench_script: Loader) -> None:
+    """A size given twice is measured once (a zero increment made the marginal slope n/a)."""
+    module = bench_script("flash_memory")
+    assert module._sizes("16,32,16,64") == [16, 32, 64]
 
 
 def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader, tmp_path: Path) -> None:
