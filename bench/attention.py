@@ -25,7 +25,10 @@ over its repeats, is skipped and recorded with the reason. Memory is measured af
 (one more call per case).
 
 Usage: ``python3 bench/attention.py [--quick] [--out DIR] [--dtype float32] [--mask none|causal]
-[--case-budget S]``; the record is ``attention.json`` (``attention_causal.json`` with a mask).
+[--case-budget S]``; the record is ``attention.json`` for float32 without a mask; a mask and a
+dtype other than float32 are added to its name (``attention_causal.json``,
+``attention_float64.json``, ``attention_causal_float64.json``), so one run does not replace
+another's record.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ BLOCK = 64
 SIZES = (256, 512, 1024, 2048, 4096)
 QUICK_SIZES = (256, 512, 1024, 2048)
 SMOKE_SIZES = (16, 32)
+DEFAULT_DTYPE = "float32"
 
 Array = npt.NDArray[Any]
 # one forward + backward: returns (forward seconds, backward seconds)
@@ -165,6 +169,13 @@ def inputs(n: int, dtype: np.dtype[Any], mask: str = "none", seed: int = 0) -> I
     return Inputs(q, k, v, g, causal_mask(n) if mask == "causal" else None)
 
 
+def record_name(mask: str, dtype: str) -> str:
+    """The record's name (``<name>.json``, ``<name>.md``): ``attention``, then ``_<mask>`` unless
+    ``none`` and ``_<dtype>`` unless float32 (a float64 run wrote ``attention.json`` too, over the
+    float32 one)."""
+    return "_".join([NAME, *([mask] if mask != "none" else []), *([dtype] if dtype != DEFAULT_DTYPE else [])])
+
+
 def skip_reason(previous: dict[str, Any] | None, n: int, repeats: int, budget: float) -> str | None:
     """Why the case at ``n`` is skipped (quadratic extrapolation from the previous size), or None."""
     if previous is None or "total_s" not in previous:
@@ -214,7 +225,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _record.parser(_record.description(__doc__, NAME))
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default=DEFAULT_DTYPE)
     parser.add_argument("--mask", choices=("none", "causal"), default="none",
                         help="attention mask given to every implementation (default none)")
     parser.add_argument("--case-budget", type=_record.positive_seconds, default=None,
@@ -252,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                 call = by_name[row["impl"]].call(inputs(row["n"], dtype, args.mask))
                 row["peak_bytes"] = peak.measure(call)
         memory_method = _record.MEMORY_METHOD if peak.available else peak.reason
-    record = _record.base_record(NAME if args.mask == "none" else f"{NAME}_{args.mask}", args)
+    record = _record.base_record(record_name(args.mask, args.dtype), args)
     record.update({
         "unit": "seconds (forward_s, backward_s, total_s); bytes (peak_bytes)",
         "d": D,

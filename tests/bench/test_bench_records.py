@@ -243,6 +243,19 @@ def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader
     assert module.inputs(5, np.dtype(np.float64)).mask is None
 
 
+def test_attention_in_float64_writes_its_own_record(bench_script: Loader, tmp_path: Path) -> None:
+    """A float64 run wrote ``attention.json`` and ``attention.md``, over the float32 record; its name
+    now carries the dtype, after the mask's (float32, the default, is not named)."""
+    module = bench_script("attention")
+    assert module.main(["--smoke", "--out", str(tmp_path), "--dtype", "float64"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attention_float64.json", "attention_float64.md"]
+    record = json.loads((tmp_path / "attention_float64.json").read_text())
+    assert (record["name"], record["dtype"]) == ("attention_float64", "float64")
+    assert (tmp_path / "attention_float64.md").read_text().startswith("### attention_float64: ")
+    names = [module.record_name(m, dtype) for m in ("none", "causal") for dtype in ("float32", "float64")]
+    assert names == ["attention", "attention_float64", "attention_causal", "attention_causal_float64"]
+
+
 def test_each_attention_implementation_is_given_the_mask(bench_script: Loader, monkeypatch: Any) -> None:
     """Each of the four timed calls receives the causal mask (spied at the function it calls)."""
     import torch
