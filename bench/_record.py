@@ -301,13 +301,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 
 def base_record(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The keys every record starts with: ``name``, ``quick`` and ``smoke`` (the run's sizes: a
-    smoke record's numbers mean nothing), ``created``, ``commit`` (the checkout measured),
+    """The keys every record of a :func:`parser` script starts with: ``name``, ``quick`` and
+    ``smoke`` (the run's sizes: a smoke record's numbers mean nothing), then :func:`provenance`."""
+    return {"name": name, "quick": bool(args.quick), "smoke": bool(args.smoke), **provenance()}
+
+
+def provenance() -> dict[str, Any]:
+    """Where and on what a record was measured: ``created``, ``commit`` (the checkout measured),
     ``machine``, ``versions``, ``threads``."""
     return {
-        "name": name,
-        "quick": bool(args.quick),
-        "smoke": bool(args.smoke),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": commit(),
         "machine": machine(),

@@ -25,8 +25,9 @@ The record gives, per size and reader, ``baseline_rss_mb`` (after the imports),
 ``peak_rss_mb`` (the process's peak, imports included), ``read_rss_mb`` (peak minus baseline),
 ``float64_mb`` (the size of the ``rows x (columns + 1)`` float64 array), ``seconds`` and
 ``file_mb``, and per reader the ratio of ``seconds`` from the smallest to the largest row count
-(linear time: about the ratio of the row counts). It is a measurement, not a test; numbers from
-a loaded machine vary.
+(linear time: about the ratio of the row counts), with the provenance of every bench record
+(``created``, ``commit``, ``machine``, ``versions``, ``threads``). It is a measurement, not a
+test; numbers from a loaded machine vary.
 
 Usage: ``python3 bench/csv_load.py [PATH] [--rows 12500,25000,50000] [--cols 200]``; PATH
 defaults to ``bench/results/csv_load.json``.
@@ -177,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                 "rows_ratio": mine[-1]["rows"] / mine[0]["rows"],
                 "seconds_ratio": round(mine[-1]["seconds"] / mine[0]["seconds"], 2),
             }
-    out = {"name": "csv_load", "python": sys.version.split()[0], "numpy": np.__version__,
-           "memory": MEMORY_NOTE, "records": records, "growth": growth}
+    # threads: this process's settings; the readers set none and inherit its environment
+    out = {"name": "csv_load", **_record.provenance(), "memory": MEMORY_NOTE, "records": records,
+           "growth": growth}
     args.path.parent.mkdir(parents=True, exist_ok=True)
     args.path.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.path}")

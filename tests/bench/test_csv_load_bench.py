@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_csv_load_writes_its_record(bench_script: Callable[[str], ModuleType], tmp_path: Path) -> None:
@@ -27,6 +30,27 @@ def test_csv_load_writes_its_record(bench_script: Callable[[str], ModuleType], t
         assert r["shape"] == ([r["rows"], 3] if r["reader"] == "torchlean" else [r["rows"], 4])
     assert set(record["growth"]) == {"torchlean", "numpy"}
     assert "VmHWM" in record["memory"]
+
+
+def test_csv_load_records_its_provenance(
+    bench_script: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record had only python's and numpy's versions: no commit, machine, torch version or
+    thread settings, which every other bench record has (``_record.provenance``). The reads are
+    faked: only the record's keys are checked."""
+    module = bench_script("csv_load")
+    read = {"seconds": 1.0, "baseline_rss_mb": 1.0, "peak_rss_mb": 2.0, "read_rss_mb": 1.0}
+    monkeypatch.setattr(module, "measure", lambda path, reader: {"reader": reader, **read})
+    out = tmp_path / "c.json"
+    assert module.main([str(out), "--rows", "10,20", "--cols", "1"]) == 0
+    record = json.loads(out.read_text())
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    assert record["commit"]["id"] == (commit or "unknown") and "measured_here" in record["commit"]
+    assert record["machine"]["cpu_count"] >= 1 and record["created"]
+    assert set(record["versions"]) == {"python", "numpy", "torch", "torchlean"}
+    assert record["threads"]["torch_intra_op"] >= 1 and "env" in record["threads"]
+    assert len(record["records"]) == 4
 
 
 def test_csv_load_measures_the_read_not_the_parent(
