@@ -91,6 +91,9 @@ def test_train_step_reports_ratios_targets_and_backends(bench_script: Loader, tm
                             "fast_cpu eager", "fast_cpu typed-graph"}
     assert configs["pytorch eager"]["ratio_to_pytorch"] == 1.0
     assert {t["limit"] for t in record["targets"]} == {1.2, 1.5, 8.0}
+    for t in record["targets"]:  # each configuration's and PyTorch's median wall over CPU time
+        assert len(t["wall_per_cpu"]) == 2 and min(t["wall_per_cpu"]) > 0
+    assert "| CPU time vs pytorch |" in (tmp_path / "train_step.md").read_text()
     for label, config in configs.items():
         assert config["ratio_to_pytorch"] > 0
         # the same initial weights and first batch: the first losses agree (float32 rounding)
@@ -311,6 +314,24 @@ def test_a_verdict_from_noisy_timings_says_so(bench_script: Loader) -> None:
     entry = _record.target(1.0, 2.0, "t", steady, noisy)
     assert entry["reliable"] is False and entry["met"] is True
     assert _record.verdict(entry) == "met (noisy: IQR > 1.5x median)"
+
+
+def test_a_verdict_from_timings_that_waited_for_a_cpu_says_so(bench_script: Loader) -> None:
+    """In a loaded run the PyTorch step took 0.88 ms wall for 0.50 ms CPU time, every IQR small,
+    and no verdict said noisy: a median wall time above 1.25x its CPU time, of the configuration
+    or of the baseline, makes the verdict noisy too."""
+    _record = bench_script("_record")
+    config, config_cpu = _record.summary([0.55, 0.56, 0.57]), _record.summary([0.54, 0.55, 0.56])
+    baseline, baseline_cpu = _record.summary([0.87, 0.88, 0.89]), _record.summary([0.49, 0.50, 0.51])
+    loaded = _record.target(0.64, 1.2, "t", config, baseline, cpu=(config_cpu, baseline_cpu))
+    assert loaded["met"] is True and loaded["reliable"] is False
+    assert loaded["wall_per_cpu"] == pytest.approx([0.56 / 0.55, 1.76])
+    assert _record.verdict(loaded) == "met (noisy: wall time 1.76x CPU time > 1.25x)"
+    unloaded = _record.target(0.64, 1.2, "t", config, baseline, cpu=(config_cpu, baseline))
+    assert unloaded["reliable"] is True and _record.verdict(unloaded) == "met"
+    spread = _record.summary([0.8, 0.83, 27.9, 112.0, 120.0])
+    both = _record.target(3.0, 2.0, "t", spread, baseline, cpu=(spread, baseline_cpu))
+    assert _record.verdict(both) == "MISSED (noisy: IQR > 1.5x median; wall time 1.76x CPU time > 1.25x)"
 
 
 def test_backend_rows_name_the_backward_owner_and_trust(bench_script: Loader) -> None:
