@@ -46,7 +46,7 @@ from typing import Any
 import _record
 import numpy as np
 
-DEFAULT_PATH = Path(__file__).resolve().parent / "results" / "csv_load.json"
+DEFAULT_PATH = _record.DEFAULT_OUT / "csv_load.json"
 MEMORY_NOTE = (
     "RSS of a fresh process per read, from its own /proc/self/status: baseline_rss_mb is VmRSS after "
     "its imports, when VmHWM is reset (hwm_reset); peak_rss_mb is VmHWM after the read; read_rss_mb "
@@ -143,7 +143,7 @@ def measure(path: Path, reader: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=_record.description(__doc__, "csv_load"))
     parser.add_argument("path", nargs="?", type=_record.json_file("csv_load.json"),
                         default=str(DEFAULT_PATH), help=f"default {DEFAULT_PATH}")
     parser.add_argument("--rows", type=_sizes, default=[12500, 25000, 50000], help="row counts")

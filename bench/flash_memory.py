@@ -101,14 +101,16 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def _sizes(text: str) -> list[int]:
-    """``--sizes``: comma-separated positive integers, each kept once in the order given; at least
-    two distinct ones, as a slope needs (``128,128`` fitted a line through one point: numpy's
-    ``RankWarning`` eight times and meaningless slopes)."""
+    """``--sizes``: comma-separated positive integers, each kept once, in increasing order (the
+    growth and the increments run from the smallest size to the largest; ``512,128`` gave a
+    growth over "n x0.25" and no increments); at least two distinct ones, as a slope needs
+    (``128,128`` fitted a line through one point: numpy's ``RankWarning`` eight times and
+    meaningless slopes)."""
     try:
         sizes = [int(part) for part in text.split(",") if part]
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid sizes {text!r}; expected e.g. 128,256,512") from None
-    distinct = list(dict.fromkeys(sizes))
+    distinct = sorted(set(sizes))
     if len(distinct) < 2 or min(distinct) < 1:
         raise argparse.ArgumentTypeError(
             f"invalid sizes {text!r}; need at least two distinct positive sizes, e.g. 128,256,512"
@@ -173,9 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "dtype": "float64",
         "rows": rows,
         "fits": fits,
-        "commit": _record.commit(),
-        "machine": _record.machine(),
-        "versions": _record.versions(),
+        **_record.provenance(),
     }
     try:
         args.path.parent.mkdir(parents=True, exist_ok=True)  # the check made and removed it

@@ -224,12 +224,15 @@ def test_flash_memory_writes_its_record(bench_script: Loader, tmp_path: Path) ->
         "flash_memory", 3, "float64", [64, 128, 256]
     )
     assert record["commit"]["id"] and record["machine"]["cpu_count"] >= 1 and record["rows"]
+    assert record["threads"] and record["created"]  # the provenance of the other records
 
 
-def test_flash_memory_measures_each_size_once(bench_script: Loader) -> None:
-    """A size given twice is measured once (a zero increment made the marginal slope n/a)."""
+def test_flash_memory_measures_each_size_once_from_the_smallest(bench_script: Loader) -> None:
+    """A size given twice is measured once (a zero increment made the marginal slope n/a), and
+    the sizes run upward (``512,128`` gave a growth over "n x0.25" and no increments)."""
     module = bench_script("flash_memory")
     assert module._sizes("16,32,16,64") == [16, 32, 64]
+    assert module._sizes("64,16,32") == [16, 32, 64]
 
 
 def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader, tmp_path: Path) -> None:
