@@ -6,6 +6,7 @@ in float64 for random programs (hypothesis), and hand-derived gradients.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import warnings
 from collections.abc import Iterator
@@ -224,6 +225,36 @@ def test_a_decorated_generator_runs_its_body_under_the_mode() -> None:
         seen.append(recorded)
         assert tl.is_grad_enabled() and (x * x).requires_grad
     assert seen == [False, False, False]
+
+
+def test_a_decorated_coroutine_function_runs_its_body_under_the_mode_in_its_own_task() -> None:
+    """review104 L5: ``@no_grad`` on an ``async def`` set the mode only while the coroutine object
+    was made (as torch's decorator does), so its body recorded. Now the body runs under the mode
+    across its awaits, and a task running beside it (same thread, interleaved) keeps its own."""
+    x = _f64([2.0], requires_grad=True)
+    seen: dict[str, list[bool]] = {"decorated": [], "beside": []}
+
+    @tl.no_grad
+    async def decorated() -> bool:
+        for _ in range(3):
+            seen["decorated"].append((x * x).requires_grad)
+            await asyncio.sleep(0)  # the other task runs here
+        return tl.is_grad_enabled()
+
+    async def beside() -> None:
+        for _ in range(3):
+            seen["beside"].append((x * x).requires_grad)
+            await asyncio.sleep(0)
+
+    async def both() -> bool:
+        inside, _ = await asyncio.gather(decorated(), beside())
+        assert tl.is_grad_enabled()  # the awaiting task's mode is its own again
+        return inside
+
+    assert asyncio.run(both()) is False
+    assert seen == {"decorated": [False, False, False], "beside": [True, True, True]}
+    assert decorated.__name__ == "decorated" and asyncio.iscoroutinefunction(decorated)
+    assert tl.is_grad_enabled()
 
 
 def test_a_grad_mode_decorates_only_callables() -> None:

@@ -59,7 +59,7 @@ def test_other_software_is_noted_on_resume(capsys: pytest.CaptureFixture[str], t
     assert provenance.capsule_table_sha256("checked_cpu") != "0" * 64
     code, _, err = cli(capsys, "train", "--resume", str(table), "--epochs", "2")
     assert code == 0
-    assert ("(profile checked_cpu's capsule table (torchlean inspect says which digest)), so the resumed run "
+    assert ("(profile checked_cpu's capsule table, whose digest torchlean inspect shows), so the resumed run "
             "may not be bit for bit") in err
     unrecorded = _edited(saved, tmp_path / "n.npz", drop=True)
     code, _, err = cli(capsys, "train", "--resume", str(unrecorded), "--epochs", "2")

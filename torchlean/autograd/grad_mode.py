@@ -35,7 +35,9 @@ class GradMode:
     """A gradient mode to enter (``with``) or to decorate a function with, as torch's grad-mode
     context managers: reusable and re-entrant (each entry restores what it found, per thread and
     asyncio task), and a decorated function runs each call under the mode (a generator function,
-    each step of its body, as ``torch.no_grad`` runs it)."""
+    each step of its body, as ``torch.no_grad`` runs it; a coroutine function, its body until it
+    returns, in the task that awaits it: the mode is per task, so other tasks keep theirs, where
+    torch's decorator would set the mode only while the coroutine object is made)."""
 
     def __init__(self, enabled: bool) -> None:
         if type(enabled) is not bool:  # "False" would read as true; torch refuses non-bools too
@@ -83,6 +85,14 @@ class GradMode:
         enabled = self._enabled
         if inspect.isgeneratorfunction(func):
             return cast(_F, _generator_under(func, enabled))
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def awaited(*args: Any, **kwargs: Any) -> Any:
+                with GradMode(enabled):
+                    return await func(*args, **kwargs)
+
+            return cast(_F, awaited)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

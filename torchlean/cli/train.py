@@ -369,7 +369,7 @@ def _software_note(
         changed.append(f"torchlean {current['torchlean']}'s source: another build, whose digest torchlean "
                        "inspect shows")
     if recorded.get("capsule_table_sha256") != current["capsule_table_sha256"]:
-        changed.append(f"profile {profile.name}'s capsule table (torchlean inspect says which digest)")
+        changed.append(f"profile {profile.name}'s capsule table, whose digest torchlean inspect shows")
     if not changed:
         return ""
     records = "; the checkpoint this run saves records this run's environment" if saving else ""
