@@ -101,7 +101,7 @@ def _sizes(text: str) -> list[int]:
             f"expected comma-separated integers >= {MIN_ROWS} (the split needs rows of both labels in "
             f"its train and test parts), got {text!r}"
         )
-    return sizes
+    return sorted(set(sizes))  # each once, upward: the growth runs from the fewest rows to the most
 
 
 def write_csv(path: Path, rows: int, cols: int, seed: int = 0) -> None:

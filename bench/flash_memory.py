@@ -68,10 +68,12 @@ def marginal_slope(sizes: list[int], values: list[int]) -> float | None:
 
     A constant overhead (tile buffers, interpreter) hides the growth order in :func:`slope` at
     small n; the increments remove it: ``a + b n`` gives 1, ``a + b n + c n^2`` tends to 2.
-    None when some increment is not positive (measurement noise).
+    None with fewer than three sizes (two increments are the fewest a slope is fitted through:
+    ``128,256`` fitted one point, review107 F1) or when some increment is not positive
+    (measurement noise).
     """
     increments = [after - before for before, after in itertools.pairwise(values)]
-    if min(increments) <= 0:
+    if len(increments) < 2 or min(increments) <= 0:
         return None
     return slope(sizes[1:], increments)
 

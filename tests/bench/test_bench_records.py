@@ -235,6 +235,15 @@ def test_flash_memory_measures_each_size_once_from_the_smallest(bench_script: Lo
     assert module._sizes("64,16,32") == [16, 32, 64]
 
 
+def test_flash_memory_fits_no_increment_slope_through_one_point(bench_script: Loader) -> None:
+    """review107 F1: two sizes give one increment, and a slope through one point is no slope
+    (numpy's RankWarning and a made-up value); three sizes give it, by hand here: increments
+    ``n^2`` at 2 and 4 have slope 2."""
+    module = bench_script("flash_memory")
+    assert module.marginal_slope([128, 256], [1000, 5000]) is None
+    assert module.marginal_slope([1, 2, 4], [10, 14, 30]) == pytest.approx(2.0)
+
+
 def test_attention_with_a_causal_mask_writes_its_own_record(bench_script: Loader, tmp_path: Path) -> None:
     """``--mask causal`` times the masked path (a separate record, so it does not replace the
     unmasked one) and gives the mask to each implementation."""

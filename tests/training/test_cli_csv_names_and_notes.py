@@ -122,6 +122,10 @@ def test_header_for_a_headerless_run_is_refused_in_words_and_no_header_taken(
             "out the option, or train a new run without --resume)"
         )])
         assert len(guess) == (path == guessed)
+        # review107 F5: the guess's way out is for a new run, as the refusal says
+        assert all(line.endswith("so it was read as data (no header); --resume reads the file as the "
+                                 "checkpoint's run did: train a new run and pass --header if it names the "
+                                 "columns") for line in guess), guess
     lines = ok(capsys, "--resume", str(given), "--epochs", "2", "--no-header")
     assert lines[2].startswith(f"resumed_from={given} epochs_before=1 ")
     code, out, _ = cli(capsys, "train", "--resume", str(guessed), "--epochs", "2", "--no-header")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,10 @@ def test_a_resumed_run_is_not_told_to_change_its_dtype_or_validation_part(
     code, _, err = cli(capsys, "train", "--dataset", str(clean), "--epochs", "1", "--val-fraction", "0.2",
                        "--save", str(part))
     assert code == 0, err
-    code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(big), "--epochs", "2")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(big), "--epochs", "2")
+    assert [str(w.message) for w in caught] == []  # review107 F2: numpy's "overflow encountered in cast"
     assert (code, out) == (2, "")  # other data than the run's: that refusal first (review103 F9)
     assert err.startswith(f"error: the data of --dataset {big} differ from those the run in {part} "), err
     # a run that trained on them (written before torchlean checked validation targets): the data

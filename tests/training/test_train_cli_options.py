@@ -552,16 +552,20 @@ def test_bad_warmup_cosine_is_a_one_line_error(capsys, spec, epochs, message):
         (("--optimizer", "adamw", "--max-grad-value", "0"),
          "note: --max-grad-value 0 clips " + CLIPPED, True),
         (("--max-grad-norm", "1e-6"), "", True),
+        (("--lr-schedule", "step:1:0"),  # review107 F4: epochs 2 and 3 train nothing
+         "note: --lr-schedule step:1:0.0 makes the learning rate 0 from epoch 2 on, so no update after "
+         "epoch 1 moves a weight\n", False),
+        (("--lr-schedule", "step:3:0"), "", True),  # the rate is 0 from epoch 4 on: not in these runs
     ],
 )
 def test_settings_under_which_no_gradient_moves_a_weight_are_noted(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...], note: str, moves: bool
 ) -> None:
     """review103 F5: ``--lr 0`` and a gradient limit of 0 train nothing (torch accepts them too): a
-    note says so, and it is true: the weights after two epochs are those after one exactly, but
+    note says so, and it is true: the weights after three epochs are those after two exactly, but
     where AdamW's decoupled weight decay still moves them (its note names weight decay)."""
     saved = []
-    for epochs in ("1", "2"):
+    for epochs in ("2", "3"):
         path = tmp_path / f"e{epochs}.npz"
         run(capsys, tmp_path, "--epochs", epochs, "--save", str(path), *argv, note=note)
         saved.append(dict(checkpoint.load(path).weights))

@@ -409,15 +409,31 @@ def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProf
     )
 
 
+def _header_note(note: str, resumed: _resume.Resumed | None) -> str:
+    """The header guess's note (``...; pass --no-header if it is a data row with a text label``),
+    whose way out, on ``--resume``, is for a new run: the resumed run reads the file as its run did
+    and refuses the option (review107 F5)."""
+    head, separator, way = note.partition("; pass ")
+    if resumed is None or not separator:
+        return note
+    return f"{head}; --resume reads the file as the checkpoint's run did: train a new run and pass {way}"
+
+
 def _no_update_note(args: argparse.Namespace) -> str:
     """The ``note:`` of settings under which no gradient moves a weight (review103 F5), else "":
     ``--lr 0`` makes every update zero (each optimizer scales its step by the rate, and each
-    ``--lr-schedule`` scales the rate); ``--max-grad-norm 0`` or ``--max-grad-value 0`` clips every
+    ``--lr-schedule`` scales the rate), as ``--lr-schedule step:N:0`` does after epoch N;
+    ``--max-grad-norm 0`` or ``--max-grad-value 0`` clips every
     gradient to zero, after which only weight decay and the optimizer state already built up
     (momentum, moments of a resumed run) move weights. torch accepts these values too."""
     if args.lr == 0.0:
         return ("note: --lr 0 makes every update zero, so the weights stay as they are (torch accepts a "
                 "learning rate of 0 too)\n")
+    schedule: LRSchedule = args.lr_schedule
+    if schedule.kind == "step" and schedule.gamma == 0.0 and args.epochs > schedule.step_size:  # review107 F4
+        after = schedule.step_size
+        return (f"note: --lr-schedule {schedule.spec} makes the learning rate 0 from epoch {after + 1} on, "
+                f"so no update after epoch {after} moves a weight\n")
     limits = [flag for flag, value in (("--max-grad-value", args.max_grad_value),
                                        ("--max-grad-norm", args.max_grad_norm)) if value == 0.0]
     if not limits:
@@ -913,7 +929,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     # a CSV file: its path as given (standard input as -)
     source = dataset.name if args.dataset in data.DATASETS else dataset_name(args.dataset)
     if dataset.header_note:  # how the file was read, which a resumed run's refusals depend on
-        print(f"note: {cli_spelling(dataset.header_note)}", file=sys.stderr)
+        print(f"note: {_header_note(cli_spelling(dataset.header_note), resumed)}", file=sys.stderr)
     _resume.check_data(resumed, dataset, source)  # before the notes on data it refuses (review103 F9)
     for note in dataset.notes:  # Excel's sep= line, a trailing delimiter, the label by name, pandas' index
         print(f"note: {cli_spelling(note)}", file=sys.stderr)
