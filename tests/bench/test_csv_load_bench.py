@@ -86,7 +86,7 @@ def test_csv_load_refuses_bad_sizes(bench_script: Callable[[str], ModuleType], r
     assert info.value.code == 2
 
 
-def test_csv_load_reads_each_row_count_once_from_the_fewest(bench_script: Callable[[str], ModuleType]) -> None:
+def test_csv_load_reads_each_row_count_once_upward(bench_script: Callable[[str], ModuleType]) -> None:
     """review107 F6: ``--rows 20000,1000`` gave a rows ratio of 0.05 (the growth ran from the
     first size to the last), and a repeated count was read twice."""
     module = bench_script("csv_load")
