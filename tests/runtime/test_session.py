@@ -412,8 +412,9 @@ def test_forward_only_capsule_is_refused_in_training() -> None:
     )
     # the original's message names neither the profile nor where to look: a note does
     assert info.value.__notes__ == [
-        "under profile checked_cpu; profile.explain('relu') (CLI: torchlean explain --profile NAME relu) "
-        "says why each capsule was not admissible",
+        # a profile of your own (its name is a shipped one's): no CLI way (it said "--profile NAME")
+        "under profile checked_cpu; profile.explain('relu') says why each capsule was not admissible or is "
+        "refused",
         profile.explain("relu"),
     ]
     # ... and the reasons themselves, so a traceback says why without another call
@@ -997,3 +998,55 @@ def test_one_session_and_one_grad_mode_object_serve_overlapping_asyncio_tasks() 
         "a after": (True, True), "b after": (True, True),
     }
     assert tl.current_session() is not shared and tl.is_grad_enabled()
+
+
+def test_a_capsule_the_gate_refuses_is_noted_by_explain_and_plan_report_as_the_session_refuses_it() -> None:
+    """review108 F1: under a stricter ``AssurancePolicy`` of your own (the README's way to make
+    stricter demands), the planner selects ``aten.relu`` and the gate refuses its test-suite
+    evidence; explain said "selected" with no note, plan_report no note, and the session's note
+    sent the user to explain. Now both say what the session does, with the gate's reasons."""
+    import dataclasses
+
+    from torchlean.backend.contracts import ContractEvidence, EvidenceKind
+    from torchlean.backend.policy import AssurancePolicy
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class NoAtenSuites(AssurancePolicy):
+        def accepts_evidence(self, evidence: ContractEvidence) -> bool:
+            if evidence.kind is EvidenceKind.TEST_SUITE and "aten" in str(evidence.name):
+                return False
+            return AssurancePolicy.accepts_evidence(self, evidence)
+
+    fast = profiles.get("fast_cpu")
+    strict = dataclasses.replace(
+        fast, name="strict_fast", policy=dataclasses.replace(fast.policy, assurance=NoAtenSuites())
+    )
+    note = (
+        "note: the acceptance gate refuses aten.relu under this profile's policy (aten.relu has rejected "
+        "value evidence for relu: covered by test suite tests/runtime/test_aten_differential.py; "
+        "aten.relu has rejected vjp evidence for relu: covered by test suite "
+        "tests/runtime/test_aten_gradients.py); a session refuses it before relu runs"
+    )
+    assert strict.explain("relu").splitlines()[-2:] == [f"  {note}", "result: relu -> aten.relu"]
+    assert strict.plan_report(["relu"]).splitlines()[-1] == f"    {note}"
+    with tl.session(strict), pytest.raises(SessionError) as info:
+        tl.relu(tl.tensor([1.0]))
+    assert "aten.relu has rejected value evidence for relu" in str(info.value)
+    assert info.value.__notes__[0] == (
+        "under profile strict_fast; profile.explain('relu') says why each capsule was not admissible or is "
+        "refused"
+    )
+    for shipped in profiles.profiles():  # a shipped profile's capsules pass its gate: no such note
+        assert "acceptance gate refuses" not in shipped.plan_report(["relu", "matmul", "softmax"])
+
+
+def test_the_session_note_names_the_cli_way_for_a_shipped_profile_only() -> None:
+    from torchlean.autograd.session import _explain_cli
+    from torchlean.backend.vocabulary import BackendOp
+
+    assert _explain_cli(profiles.get("fast_cpu"), BackendOp.RELU) == (
+        " (CLI: torchlean explain --profile fast_cpu relu)"
+    )
+    import dataclasses
+
+    assert _explain_cli(dataclasses.replace(profiles.get("fast_cpu"), name="mine"), BackendOp.RELU) == ""

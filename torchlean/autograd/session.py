@@ -167,6 +167,14 @@ def _stream_refusal(stream: object) -> SessionError | None:
     return SessionError(f"{shown} {fault} (accepted: an open, writable text stream, or None for sys.stdout)")
 
 
+
+def _explain_cli(profile: BackendProfile, op: BackendOp) -> str:
+    """`` (CLI: torchlean explain --profile fast_cpu relu)`` for a shipped profile, which the CLI
+    can load by its name; "" for a profile of your own (review108 F1: the note said ``NAME``)."""
+    if profile.name in profiles.names() and profiles.get(profile.name) == profile:
+        return f" (CLI: torchlean explain --profile {profile.name} {op.label})"
+    return ""
+
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -391,8 +399,8 @@ class Session:
         except (PlanningError, SessionError) as exc:
             failed = SessionError(f"torch: kernel selection failed for `{op.label}`: {exc}")
             failed.add_note(  # the original's message names neither; a traceback shows this note
-                f"under profile {self.profile.name}; profile.explain({op.label!r}) (CLI: torchlean explain "
-                f"--profile NAME {op.label}) says why each capsule was not admissible"
+                f"under profile {self.profile.name}; profile.explain({op.label!r})"
+                f"{_explain_cli(self.profile, op)} says why each capsule was not admissible or is refused"
             )
             if isinstance(exc, PlanningError):  # no capsule: each candidate's reason, as explain gives
                 failed.add_note(self.effective_profile(grad).explain(op))

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from torchlean.backend import report
-from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_kernel_plan
+from torchlean.backend.acceptance import GraphKernelPlanResult, accept_graph_kernel_plan, acceptance_failures
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.collector import collector_paused
@@ -44,6 +44,7 @@ from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_gra
 from torchlean.backend.planner import (
     CapsuleVerdict,
     KernelPlan,
+    PlannedKernel,
     explain_op,
     plan_ops_available,
     policy_verdict,
@@ -208,14 +209,16 @@ class BackendProfile:
         users ask for it: reference/peers.md §5).
 
         Raises:
-            as :meth:`explain_verdicts`.
+            BackendTypeError: a bare string or a single op (``write ['relu']``), as
+                :func:`~torchlean.backend.planner.requested_ops` (review108 F5: the letters were
+                read as ops); else as :meth:`explain_verdicts`.
         """
         preference = self.policy.provider
         preferred = preference.provider
         if preference.kind is not PreferenceKind.PREFER or preferred is None:
             return ()
         notes: list[str] = []
-        for op in dict.fromkeys(requested_op(op) for op in ops):
+        for op in dict.fromkeys(requested_ops(ops)):
             verdicts = self.explain_verdicts(op)
             chosen = next((item.capsule for item in verdicts if item.verdict.status == "selected"), None)
             if chosen is None or chosen.provider is preferred:
@@ -244,7 +247,8 @@ class BackendProfile:
         the selected capsule before it runs: no handler of this build has its op, provider and
         device (:func:`~torchlean.backend.registry.has_built_in_handler`), or it claims what the
         handler it would run on does not
-        (:func:`~torchlean.backend.registry.built_in_claims_difference`); then the result line.
+        (:func:`~torchlean.backend.registry.built_in_claims_difference`), or the acceptance gate
+        refuses it under the profile's policy (evidence its assurance rejects); then the result line.
 
         Raises:
             UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
@@ -266,7 +270,8 @@ class BackendProfile:
         if error is None and (absent := self._absent_preference_line(op, verdicts)) is not None:
             lines.insert(-1, absent)
         selected = [item.capsule for item in verdicts if item.verdict.status == "selected"]
-        for note in [] if error is not None else filter(None, map(_session_refusal, selected)):
+        refusals = [] if error is not None else [_session_refusal(c, self.policy) for c in selected]
+        for note in filter(None, refusals):
             lines.insert(-1, f"  note: {note}")
         return "\n".join(lines)
 
@@ -312,14 +317,19 @@ class BackendProfile:
 
     def plan_report(self, ops: Iterable[BackendOp | str]) -> str:
         """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14); a
-        planned capsule a session would refuse before it runs (no handler of this build, or claims
-        its handler does not keep: :meth:`explain`'s notes) gets a ``  note:`` line after its five.
+        planned capsule a session would refuse before it runs (the gate refuses it, no handler of
+        this build, or claims its handler does not keep: :meth:`explain`'s notes) gets a
+        ``  note:`` line after its five.
 
         Raises:
             BackendTypeError, UnknownLabelError, RegistryError, PlanningError: as :meth:`plan_ops`.
         """
         plan = self.plan_ops(ops)
-        notes = {k.capsule.name: n for k in plan.kernels if (n := _session_refusal(k.capsule)) is not None}
+        notes = {
+            kernel.capsule.name: note
+            for kernel in plan.kernels
+            if (note := _session_refusal(kernel.capsule, self.policy)) is not None
+        }
         return report.plan_report(self.name, self.policy, plan, notes)
 
     def plan_graph(self, graph: GraphLike) -> GraphKernelPlan:
@@ -548,11 +558,20 @@ def cpu_counterpart(name: str) -> BackendProfile | None:
     return _CPU_COUNTERPARTS.get(profile.name)
 
 
-def _session_refusal(capsule: KernelCapsule) -> str | None:
-    """Why a session refuses ``capsule`` before its op runs although the planner selects it: no
-    handler of this build has its op, provider and device, or it claims what the handler it would
-    run on does not; None for every shipped capsule."""
+def _session_refusal(capsule: KernelCapsule, policy: KernelPolicy) -> str | None:
+    """Why a session refuses ``capsule`` before its op runs although the planner selects it, in
+    the session's order: the acceptance gate refuses it under ``policy`` (evidence the policy's
+    assurance rejects, say a stricter :class:`~torchlean.backend.policy.AssurancePolicy` of your
+    own: review108 F1), no handler of this build has its op, provider and device, or it claims
+    what the handler it would run on does not; None for every shipped capsule under its profile."""
     op = capsule.op.label
+    failures = acceptance_failures(PlannedKernel(capsule.op, capsule), policy)
+    if failures:
+        reasons = "; ".join(failure.message for failure in failures)
+        return (
+            f"the acceptance gate refuses {capsule.name} under this profile's policy ({reasons}); a "
+            f"session refuses it before {op} runs"
+        )
     if not has_built_in_handler(capsule):
         return (
             f"no handler of this build implements {op} for provider {capsule.provider.label} on "
