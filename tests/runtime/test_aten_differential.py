@@ -939,3 +939,23 @@ def test_batch_norm_of_a_constant_channel_shows_torchs_rounded_mean_as_its_value
         torch.set_num_threads(threads)
     (claim,) = [c.value_contract.summary for c in aten_capsules.CAPSULES if c.op is BackendOp.BATCH_NORM]
     assert "100 x 12345.678" in claim and "sqrt(var + eps)" in claim
+
+
+def test_layer_norm_backward_of_a_constant_row_shows_torchs_rounded_mean_as_its_vjp_claim_says() -> None:
+    """review108 F2: the README listed this deviation, the capsule's VJP summary did not. A row of
+    equal values: the reference's mean is the value itself, so y = 0, the weight gradient sum(g * y)
+    is 0 and dx is the exact gradient; ATen's backward recomputes torch's rounded mean."""
+    x = np.full((1, 100), 12345.678, np.float32)
+    weight, bias = np.ones(100, np.float32), np.zeros(100, np.float32)
+    g = np.arange(100, dtype=np.float32).reshape(1, 100)
+    out = spatial.layer_norm(x, weight, bias)
+    np.testing.assert_array_equal(out, 0.0)
+    dx, dw, _ = spatial.layer_norm_vjp(g, x, weight, bias, out=out)
+    np.testing.assert_array_equal(dw, 0.0)
+    torch_out = aten_spatial.layer_norm(x, weight, bias)
+    torch_dx, torch_dw, _ = aten_spatial.layer_norm_vjp(g, x, weight, bias, out=torch_out)
+    assert abs(float(np.abs(torch_dw).max()) - 5.16) < 0.01  # the summary's number (torch 2.13, CPU)
+    relative = np.linalg.norm(torch_dx - dx) / np.linalg.norm(dx)
+    assert 0.03 < relative < 0.045  # "3.7 % off"
+    (claim,) = [c.vjp_contract.summary for c in aten_capsules.CAPSULES if c.op is BackendOp.LAYER_NORM]
+    assert "1 x 100 of 12345.678" in claim and "5.16" in claim and "3.7 %" in claim

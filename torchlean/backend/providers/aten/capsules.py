@@ -241,6 +241,17 @@ _VJP_KERNELS: dict[BackendOp, str] = {
 }
 
 
+_VJP_CAVEATS: dict[BackendOp, str] = {
+    _B.LAYER_NORM: (
+        " It recomputes torch's rounding of the row mean, which shows on a (near-)constant row of large "
+        "values (float32 1 x 100 of 12345.678, cotangent 0..99: weight-gradient entries up to 5.16 and an "
+        "input gradient 3.7 % off, where the reference gives 0 and the exact input gradient)."
+    ),
+}
+"""What an ATen backward kernel computes differently from the reference rule, told in its VJP
+summary as the value summaries tell theirs (review108 F2; the README lists the same cases)."""
+
+
 _ATEN_BACKWARD = frozenset({
     _B.LOG_SOFTMAX, _B.SOFTMAX, _B.LAYER_NORM, _B.BATCH_NORM,
     _B.CONV, _B.CONV_TRANSPOSE, _B.MAX_POOL, _B.AVG_POOL,
@@ -266,7 +277,10 @@ def _vjp_summary(op: BackendOp) -> str:
         inside = _VJP_KERNELS.get(op, "torch elementwise kernels, torch.sum over broadcast axes")
         order = "reduction order implementation-defined"
     if op in _ATEN_BACKWARD:
-        return f"TorchLean tape calls ATen's own `{op.label}` backward kernel ({inside}); {order}."
+        return (
+            f"TorchLean tape calls ATen's own `{op.label}` backward kernel ({inside}); {order}."
+            f"{_VJP_CAVEATS.get(op, '')}"
+        )
     return (
         f"TorchLean tape applies the reference `{op.label}` VJP rule, evaluated with torch CPU kernels "
         f"({inside}); {order}."
