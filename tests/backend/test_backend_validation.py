@@ -767,7 +767,9 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
         fast.with_capsule_modules([CapsuleModule("mylib", (impostor,))])
     with pytest.raises(RegistryError, match=re.escape("takes the name of the shipped capsule for")):
         profiles.BackendProfile("p", fast.policy, fast.availability, (CapsuleModule("mylib", (impostor,)),))
-    for shown_alike in (" reference.reduce_sum", "reference.reduce_sum\t", "Reference.Reduce_Sum"):  # diff F3
+    with pytest.raises(BackendValueError, match=r"must be printable .* with U\+0009$"):  # review108 F4
+        dataclasses.replace(aten_sum, name="reference.reduce_sum\t")
+    for shown_alike in (" reference.reduce_sum", "Reference.Reduce_Sum"):  # diff F3
         alike = dataclasses.replace(aten_sum, name=shown_alike)
         refusal = re.escape(f"capsule `{shown_alike}` (aten/cpu, op reduce_sum) takes the name")
         with pytest.raises(RegistryError, match=refusal):
@@ -782,3 +784,22 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
         fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(sdpa, device=Device.METAL),))])
     renamed = dataclasses.replace(aten_sum, name="mylib.reduce_sum")
     fast.with_capsule_modules([CapsuleModule("own", (renamed,))])
+
+
+@pytest.mark.parametrize("name", ["a\nb", "aten\u200b.matmul", "mine\x1b[2J", "tab\there", "\u2028x"])
+def test_names_that_reports_print_are_printable(name: str) -> None:
+    """review108 F4: a capsule named ``"...\\n  relu: reference.relu provider=reference ..."``
+    printed forged lines in ``audit_line`` and ``plan_report``, and a zero-width space passed the
+    shipped-name check; capsule, module, profile and evidence names must now be printable."""
+    matmul = next(c for m in all_modules() for c in m.capsules if c.name == "reference.matmul")
+    code = f"U+{ord(next(c for c in name if not c.isprintable())):04X}"
+    with pytest.raises(BackendValueError, match=re.escape(code)):
+        dataclasses.replace(matmul, name=name)
+    with pytest.raises(BackendValueError, match=re.escape(code)):
+        CapsuleModule(name, (matmul,))
+    fast = profiles.get("fast_cpu")
+    with pytest.raises(BackendValueError, match=re.escape(code)):
+        dataclasses.replace(fast, name=name)
+    with pytest.raises(BackendValueError, match=re.escape(code)):
+        ContractEvidence.test_suite(name)
+    assert dataclasses.replace(matmul, name="мой.matmul").name == "мой.matmul"  # printable: any script

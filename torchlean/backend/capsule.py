@@ -22,7 +22,13 @@ from torchlean.backend.contracts import (
     NumericalPolicy,
     obligation_order,
 )
-from torchlean.backend.fields import bool_field, enum_field, instance_field, parse_member, text_field
+from torchlean.backend.fields import (
+    bool_field,
+    enum_field,
+    instance_field,
+    name_field,
+    parse_member,
+)
 from torchlean.backend.policy import KernelPolicy, PreferenceKind
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -82,7 +88,7 @@ class KernelCapsule:
     numerical_policy: NumericalPolicy
 
     def __post_init__(self) -> None:
-        text_field(self, "name")
+        name_field(self, "name")
         enum_field(self, "op", BackendOp)
         enum_field(self, "provider", Provider)
         enum_field(self, "device", Device)

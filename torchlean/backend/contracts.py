@@ -17,6 +17,7 @@ from torchlean.backend.fields import (
     BackendValueError,
     enum_field,
     instance_field,
+    name_field,
     text_field,
     tuple_field,
 )
@@ -173,7 +174,7 @@ class ContractEvidence:
         if (self.name is None) != (self.kind is EvidenceKind.NOT_APPLICABLE):
             raise BackendTypeError(f"{self.kind.label} evidence needs a name exactly when it is applicable")
         if self.name is not None:
-            text_field(self, "name")
+            name_field(self, "name")
         if self.kind is EvidenceKind.RUNTIME_GUARD and not is_dotted_name(self.name):
             raise BackendValueError(
                 f"ContractEvidence.name: a runtimeGuard names a dotted Python function "

@@ -27,6 +27,7 @@ __all__ = [
     "describe",
     "enum_field",
     "instance_field",
+    "name_field",
     "parse_member",
     "text_field",
     "tuple_field",
@@ -148,6 +149,25 @@ def text_field(record: object, name: str, *, optional: bool = False) -> None:
         raise BackendTypeError(f"{where} must be {accepted}, got {describe(value)}")
     if not value.strip():
         raise BackendValueError(f"{where} must be {accepted}, got {value!r}")
+
+
+def name_field(record: object, name: str) -> None:
+    """:func:`text_field`, and every character printable (``str.isprintable``): no line break,
+    tab, zero-width or other control or format character, which would forge or hide lines and
+    names in the reports that print it (review108 F4).
+
+    Raises:
+        BackendTypeError: not a string. BackendValueError: empty, blank, or holding a character that
+            is not printable (named by its code point).
+    """
+    text_field(record, name)
+    value: str = getattr(record, name)
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise BackendValueError(
+            f"{_field(record, name)} must be printable (no line break, tab, zero-width or other control "
+            f"or format character), got {value!r} with U+{ord(bad):04X}"
+        )
 
 
 def _a(noun: str) -> str:

@@ -36,8 +36,8 @@ from torchlean.backend.fields import (
     BackendTypeError,
     describe,
     instance_field,
+    name_field,
     parse_member,
-    text_field,
     tuple_field,
 )
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
@@ -109,7 +109,7 @@ class BackendProfile:
     capsule_modules: tuple[CapsuleModule, ...] = field(default_factory=maintained_modules)
 
     def __post_init__(self) -> None:
-        text_field(self, "name")
+        name_field(self, "name")
         instance_field(self, "policy", KernelPolicy)
         instance_field(self, "availability", Availability)
         tuple_field(self, "capsule_modules", CapsuleModule)

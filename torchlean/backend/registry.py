@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from torchlean.backend.capsule import KernelCapsule, first_claim_difference
 from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.errors import PlanningError
-from torchlean.backend.fields import describe, text_field, tuple_field
+from torchlean.backend.fields import describe, name_field, tuple_field
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 __all__ = [
@@ -62,7 +62,7 @@ class CapsuleModule:
     capsules: tuple[KernelCapsule, ...]
 
     def __post_init__(self) -> None:
-        text_field(self, "name")
+        name_field(self, "name")
         tuple_field(self, "capsules", KernelCapsule, where=f"CapsuleModule `{self.name}`.capsules")
 
 
