@@ -65,7 +65,9 @@ def _sdpa_forward(
         ),
         vjp_contract=guarded(
             ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
-            "TorchLean records the node and keeps the backward boundary inside TorchLean.",
+            "TorchLean records the node and keeps the backward boundary inside TorchLean. The guard checks "
+            "that ownership only; the gradients are TorchLean's attention VJP rule (the reference's on cpu, "
+            "device_attention_vjp on cuda), tested in tests/runtime/test_libtorch_sdpa.py.",
             f"{SDPA}.require_torchlean_tape",
         ),
         numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),
