@@ -403,7 +403,9 @@ def test_bad_max_grad_norms_are_one_line_errors(capsys, value, option):
 
 def test_a_zero_step_gamma_is_accepted_and_negative_zero_shown_as_zero(capsys, tmp_path):
     """torch's StepLR takes gamma=0 (every later epoch at rate 0); -0 is spelled 0.0."""
-    _, record = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "step:1:-0")
+    note = ("note: --lr-schedule step:1:0.0 makes the learning rate 0 from epoch 2 on, so no update after "
+            "epoch 1 moves a weight\n")  # review107 F4
+    _, record = run(capsys, tmp_path, "--epochs", "2", "--lr-schedule", "step:1:-0", note=note)
     assert record["lr_schedule"] == "step:1:0.0"
 
 
