@@ -39,9 +39,21 @@ from torchlean.backend.capsule import admissible
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
-    "DISTRIBUTIONS", "ENVIRONMENT_KEYS", "LATER_KEYS", "capsule_table", "capsule_table_sha256", "data_sha256",
-    "environment", "environment_fault", "file_sha256", "is_sha256", "source_fault", "source_sha256",
-    "source_sha256_or_none", "weights_sha256",
+    "DISTRIBUTIONS",
+    "ENVIRONMENT_KEYS",
+    "LATER_KEYS",
+    "capsule_table",
+    "capsule_table_sha256",
+    "data_sha256",
+    "environment",
+    "environment_fault",
+    "file_sha256",
+    "is_sha256",
+    "numpy_simd",
+    "source_fault",
+    "source_sha256",
+    "source_sha256_or_none",
+    "weights_sha256",
 ]
 
 DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torch"),
@@ -49,17 +61,17 @@ DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torc
 """The :func:`environment` keys holding an installed distribution's version, and the distribution."""
 
 ENVIRONMENT_KEYS = (
-    "torchlean", "torchlean_source_sha256", "python", "numpy", "torch", "scikit_learn", "platform", "argv",
-    "cwd", "utc", "profile", "capsule_table_sha256",
+    "torchlean", "torchlean_source_sha256", "python", "numpy", "numpy_simd", "torch", "scikit_learn",
+    "platform", "argv", "cwd", "utc", "profile", "capsule_table_sha256",
 )
 """The keys of :func:`environment`'s block, in its order."""
 
-LATER_KEYS = ("torchlean_source_sha256",)
+LATER_KEYS = ("torchlean_source_sha256", "numpy_simd")
 """The keys of :data:`ENVIRONMENT_KEYS` that a block written by an earlier torchlean lacks: a
 checkpoint that holds all the others reads each as ``None`` (unknown)."""
 
-_OPTIONAL_STRINGS = frozenset({"torchlean", "torchlean_source_sha256", "numpy", "torch", "scikit_learn",
-                               "cwd", "profile", "capsule_table_sha256"})
+_OPTIONAL_STRINGS = frozenset({"torchlean", "torchlean_source_sha256", "numpy", "numpy_simd", "torch",
+                               "scikit_learn", "cwd", "profile", "capsule_table_sha256"})
 """The keys whose value :func:`environment` writes as a string or ``None``; ``python``,
 ``platform`` and ``utc`` are always strings, ``argv`` a list of strings."""
 
@@ -257,6 +269,23 @@ def weights_sha256(weights: Mapping[str, npt.NDArray[Any]]) -> str:
     return digest.hexdigest()
 
 
+def numpy_simd() -> str | None:
+    """The SIMD code paths numpy runs its ufuncs on here: its baseline targets, then the dispatch
+    targets this CPU offers (and ``NPY_ENABLE_CPU_FEATURES``/``NPY_DISABLE_CPU_FEATURES`` leave
+    on), space-joined, as ``np.show_runtime()`` reports them: ``X86_V2 X86_V3 X86_V4 AVX512_ICL``.
+    numpy picks an ``exp``, ``log``, ``tanh`` or ``sin`` kernel by this level, and the kernels round
+    differently, so the ``reference`` kernels' bits depend on it (review109 F1); ``None`` where
+    numpy does not say (its ``_multiarray_umath`` module lacks the attributes)."""
+    module = sys.modules.get("numpy._core._multiarray_umath")  # numpy 2's name
+    module = module or sys.modules.get("numpy.core._multiarray_umath")  # numpy 1's
+    baseline = getattr(module, "__cpu_baseline__", None)
+    dispatch = getattr(module, "__cpu_dispatch__", None)
+    features = getattr(module, "__cpu_features__", None)
+    if not isinstance(baseline, list) or not isinstance(dispatch, list) or not isinstance(features, dict):
+        return None
+    return " ".join([*baseline, *(target for target in dispatch if features.get(target))])
+
+
 def environment(
     argv: Sequence[str] | None = None, profile: str | profiles.BackendProfile | None = None
 ) -> dict[str, Any]:
@@ -264,9 +293,11 @@ def environment(
     (:data:`ENVIRONMENT_KEYS`): ``torchlean`` (the installed distribution's version),
     ``torchlean_source_sha256`` (:func:`source_sha256`: which build of that version; ``None`` when
     a package file cannot be read, :func:`source_fault`), ``python``
-    (``platform.python_version()``), ``numpy``, ``torch`` and ``scikit_learn`` (the installed
-    distributions' versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag;
-    ``None`` for one not installed; nothing is imported, as for ``torchlean``), ``platform``
+    (``platform.python_version()``), ``numpy``, ``numpy_simd`` (:func:`numpy_simd`: the SIMD level
+    numpy's ufuncs run at, on which the ``reference`` kernels' bits depend), ``torch`` and
+    ``scikit_learn`` (the ``numpy``, ``torch`` and ``scikit_learn`` installed distributions'
+    versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag; ``None`` for
+    one not installed; nothing is imported, as for ``torchlean``), ``platform``
     (``platform.platform()``), ``argv`` (the command
     line: ``argv`` as given, a list of strings, else ``sys.argv``), ``cwd`` (the working
     directory, which relative paths in ``argv`` are relative to), ``utc`` (the time now, UTC,
@@ -293,6 +324,7 @@ def environment(
         "torchlean_source_sha256": source_sha256_or_none(),
         "python": platform.python_version(),
         "numpy": versions["numpy"],
+        "numpy_simd": numpy_simd(),
         "torch": versions["torch"],
         "scikit_learn": versions["scikit_learn"],
         "platform": platform.platform(),

@@ -351,8 +351,10 @@ def _software_note(
     """The ``note:`` of a run resumed under other software than its checkpoint's run recorded (its
     ``environment``): another capsule table for the profile (the profile may select other capsules
     now), another torchlean, numpy or torch version (torch's only for a profile with torch
-    kernels: :func:`_uses_torch`), or another torchlean source digest under the same version
-    (another build; unknown for a checkpoint written before it was recorded); the resumed run may
+    kernels: :func:`_uses_torch`), another numpy SIMD level (another CPU: the ``reference``
+    kernels' ``exp``, ``log`` and ``tanh`` round otherwise, review109 F1), or another torchlean
+    source digest under the same version (another build; either unknown for a checkpoint written
+    before it was recorded); the resumed run may
     then not be bit for bit the uninterrupted one (review65 F2; that the checkpoint it saves records
     this run's environment only when ``saving``: review104 L5); else "" (the same, or a checkpoint
     recording none)."""
@@ -365,6 +367,10 @@ def _software_note(
                if recorded.get(key) != current[key]]  # its version changes no bit (review99 L4)
     source = recorded.get("torchlean_source_sha256")  # None: written before it was recorded
     same_version = recorded.get("torchlean") == current["torchlean"]  # else the version change is named
+    simd = recorded.get("numpy_simd")  # None: written before it was recorded (review109 F1)
+    if simd is not None and current["numpy_simd"] is not None and simd != current["numpy_simd"]:
+        changed.append(f"numpy's SIMD level {simd} -> {current['numpy_simd']}, whose exp, log and tanh "
+                       "kernels round otherwise")
     if same_version and source not in (None, current["torchlean_source_sha256"]):
         changed.append(f"torchlean {current['torchlean']}'s source: another build, whose digest torchlean "
                        "inspect shows")

@@ -1,0 +1,88 @@
+"""The environment block records numpy's SIMD level (review109 F1). numpy picks its ``exp``,
+``log``, ``tanh`` and ``sin`` kernels by the CPU's SIMD level at run time, and they round
+differently, so the ``reference`` kernels' bits (and ``checked_cpu`` runs) depend on it; a resume
+under another level is noted as one under other software is. Oracles: ``np.show_runtime()``'s
+printed ``simd_extensions``, and a subprocess with numpy's ``NPY_ENABLE_CPU_FEATURES``."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli, ok
+
+from torchlean import checkpoint, provenance
+
+SMALL = ("--dataset", "iris", "--hidden", "4", "--epochs", "1")
+
+
+def _shown_by_numpy() -> str:
+    """The baseline and found SIMD extensions as ``np.show_runtime()`` prints them."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        np.show_runtime()  # type: ignore[no-untyped-call]
+    text = printed.getvalue()
+    lists = [ast.literal_eval(re.search(rf"'{key}': (\[[^\]]*\])", text).group(1))  # type: ignore[union-attr]
+             for key in ("baseline", "found")]
+    return " ".join(lists[0] + lists[1])
+
+
+def test_the_environment_records_numpys_simd_level_as_numpy_reports_it() -> None:
+    assert provenance.numpy_simd() == _shown_by_numpy()
+    block = provenance.environment(["x"])
+    assert block["numpy_simd"] == _shown_by_numpy() and list(block).index("numpy_simd") == 4
+
+
+def test_a_cpu_with_fewer_features_is_another_level() -> None:
+    """numpy's own switch stands in for an older CPU: only the baseline and the first dispatch
+    target left on (where numpy has dispatch targets at all)."""
+    umath = pytest.importorskip("numpy._core._multiarray_umath")  # numpy 2's name
+
+    baseline, dispatch = list(umath.__cpu_baseline__), list(umath.__cpu_dispatch__)
+    on = [target for target in dispatch if umath.__cpu_features__.get(target)]
+    if len(on) < 2:
+        pytest.skip(f"this CPU runs numpy at one level ({on})")
+    env = {**os.environ, "NPY_ENABLE_CPU_FEATURES": " ".join([*baseline, on[0]])}
+    code = "from torchlean import provenance; print(provenance.numpy_simd())"
+    older = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert older.stdout.strip() == " ".join([*baseline, on[0]]) != provenance.numpy_simd()
+
+
+def test_a_resume_under_another_simd_level_is_noted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    saved = tmp_path / "m.npz"
+    ok(capsys, *SMALL, "--save", str(saved))
+    assert checkpoint.load(saved).environment["numpy_simd"] == provenance.numpy_simd()  # type: ignore[index]
+
+    def edited(target: Path, edit: object) -> Path:
+        with np.load(saved, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        meta = json.loads(str(arrays["metadata"]))
+        edit(meta["environment"])  # type: ignore[operator]
+        arrays["metadata"] = np.array(json.dumps(meta))
+        with target.open("wb") as handle:
+            np.savez(handle, **arrays)
+        return target
+
+    other = edited(tmp_path / "o.npz", lambda env: env.update(numpy_simd="X86_V2"))
+    code, _, err = cli(capsys, "train", "--resume", str(other), "--epochs", "2")
+    assert code == 0
+    assert (
+        f"note: the run in {other} was written under other software than this one runs under (numpy's SIMD "
+        f"level X86_V2 -> {provenance.numpy_simd()}, whose exp, log and tanh kernels round otherwise), so "
+        "the resumed run may not be bit for bit the uninterrupted one"
+    ) in err.splitlines()
+    earlier = edited(tmp_path / "e.npz", lambda env: env.pop("numpy_simd"))  # before it was recorded
+    assert checkpoint.load(earlier).environment["numpy_simd"] is None  # type: ignore[index]
+    code, _, err = cli(capsys, "train", "--resume", str(earlier), "--epochs", "2")
+    assert code == 0 and "other software" not in err
