@@ -27,6 +27,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
+import torchlean as tl
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference import spatial as S
 
@@ -1467,3 +1468,18 @@ def test_sign_of_zero_conv_folds_from_the_first_term_conv_transpose_scatters_ont
     g = np.ones((1, 1, 2), np.float32)
     dx = S.conv_vjp(g, x, w, None, out=folded)[0]
     assert dx is not None and np.all(dx == 0) and not np.any(np.signbit(dx))
+
+
+def test_a_pool_window_of_one_axis_too_many_names_the_missing_batch_axis() -> None:
+    """review109 F4: torch's ``F.max_pool2d(img, 2)`` on an unbatched ``(C, H, W)`` image; here
+    the rank gives the spatial axes, so a 2-d window on a rank-3 input is refused with the way."""
+    image = tl.tensor(np.arange(32.0).reshape(2, 4, 4))
+    for pool in (tl.max_pool, tl.avg_pool):
+        with pytest.raises(GuardError, match=re.escape(
+            "an input of rank 3 is read as (N, C) and 1 spatial axis, with no unbatched form: for one "
+            "unbatched sample, add a batch axis (x[None])"
+        )):
+            pool(image, (2, 2))
+    batched = tl.max_pool(tl.tensor(np.arange(32.0).reshape(1, 2, 4, 4)), (2, 2))
+    expected = F.max_pool2d(torch.arange(32.0, dtype=torch.float64).reshape(2, 4, 4), 2)  # torch, unbatched
+    np.testing.assert_array_equal(batched.numpy()[0], expected.numpy())

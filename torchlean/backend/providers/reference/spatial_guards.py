@@ -246,11 +246,19 @@ def _per_axis(op: str, name: str, value: object, nd: int, minimum: int) -> tuple
     elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == nd:
         items = [_as_int(v) for v in value]
     else:
-        fail = _fail if isinstance(value, Sequence) and not isinstance(value, str) else _type_fail
+        sequence = isinstance(value, Sequence) and not isinstance(value, str)
+        fail = _fail if sequence else _type_fail
+        unbatched = ""
+        if sequence and isinstance(value, Sequence) and len(value) == nd + 1:  # review109 F4: (C, H, W)
+            unbatched = (
+                f"; an input of rank {nd + 2} is read as (N, C) and {nd} spatial "
+                f"ax{'is' if nd == 1 else 'es'}, with no unbatched form: for one unbatched sample, "
+                "add a batch axis (x[None])"
+            )
         raise fail(
             op,
             f"{name}={value!r} is not accepted (accepted: an int or a sequence of {nd} ints, "
-            "one per spatial axis)",
+            f"one per spatial axis){unbatched}",
         )
     result = tuple(v for v in items if v is not None)
     if len(result) != nd:
