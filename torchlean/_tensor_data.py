@@ -162,7 +162,7 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     # 1e40 as float32 is inf, silently, as in torch.tensor; only a narrowing float cast can
     # overflow, and entering np.errstate costs about a microsecond, so other casts skip it
     narrowing = raw.dtype.kind == "f" and raw.dtype.itemsize > target.itemsize
-    with np.errstate(over="ignore") if narrowing else contextlib.nullcontext():
+    with np.errstate(over="ignore", under="ignore") if narrowing else contextlib.nullcontext():
         return np.array(raw, dtype=target, order="C", copy=True)
 
 
@@ -212,7 +212,7 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
             what = shown(v)
             what = what if what.startswith(("a ", "an ")) else f"the integer {what}"
             raise TensorError(f"{what} does not fit the {target} tensor dtype (accepted: {accepted})")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         return raw.astype(target)
 
 

@@ -152,7 +152,7 @@ def copy_into(t: Tensor, src: Tensor | npt.ArrayLike) -> Tensor:
     # destination, TypeError for a cast its rule refuses: check_writable, _check_copy_source (the
     # same broadcast and same_kind rules) and written_values (numeric data only) refused each
     # before, so nothing is caught here (tests/runtime/test_write_rules.py sweeps the sources)
-    with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+    with np.errstate(over="ignore", under="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
         if isinstance(data, np.ndarray):
             np.copyto(data, value, casting="same_kind")
         else:
@@ -197,7 +197,7 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
         _require_floats_fit_int64(source)
     try:
-        with np.errstate(over="ignore"):  # float64 -> float32 beyond its range: +-inf, as torch
+        with np.errstate(over="ignore", under="ignore"):  # beyond float32: +-inf, tiny: 0, as torch
             if isinstance(data, np.ndarray):
                 data[index] = source
             else:

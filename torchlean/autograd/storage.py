@@ -100,7 +100,7 @@ def reciprocal_overflows(data: Storage) -> npt.NDArray[np.bool_]:
         candidates: npt.NDArray[np.bool_] = np.abs(data) < 2 / float(np.finfo(data.dtype).max)
         if not candidates.any():
             return candidates
-        with np.errstate(divide="ignore", over="ignore"):
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
             mask: npt.NDArray[np.bool_] = np.isinf(np.reciprocal(data)) & (data != 0)
         return mask
     import torch
@@ -164,7 +164,7 @@ def add(a: Storage, b: Storage) -> Storage:
     numpy returns a scalar, not an array, for the sum of two 0-d arrays; that scalar is turned back
     into a 0-d array so that a 0-d gradient stays storage.
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # inf / nan as torch, no warning
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # inf / nan as torch, no warning
         total = a + b
     return np.asarray(total) if isinstance(total, np.generic) else total
 
@@ -176,7 +176,7 @@ def add_into(a: Storage, b: Storage) -> bool:
     if isinstance(a, np.ndarray):
         if not a.flags.writeable:
             return False
-        with np.errstate(over="ignore", invalid="ignore"):  # inf / nan as torch, no warning
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # inf / nan as torch, no warning
             np.add(a, b, out=a)
         return True
     import torch

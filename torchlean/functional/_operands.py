@@ -56,7 +56,7 @@ def _constant(value: object, like: Tensor) -> Tensor:
     raw = _constant_values(value, like.dtype)  # integers already checked against like's dtype
     if like.dtype == np.int64 and raw.dtype.kind == "f":  # numpy's cast: NaN, inf, 1e30 -> -2**63
         _require_int64_fits(raw)
-    with np.errstate(over="ignore"):  # a float beyond float32's range rounds to +-inf, as in torch
+    with np.errstate(over="ignore", under="ignore"):  # beyond float32: +-inf, tiny: 0, as torch
         return _on_device_of(np.array(raw, dtype=like.dtype, copy=True), like)
 
 
@@ -96,7 +96,7 @@ def _constant_values(
         for v in raw.flat:
             if is_builtin_int(v):
                 _check_int_fits(v, dtype)
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             return raw.astype(dtype)
     if raw.dtype.kind not in "biuf":
         raise TensorTypeError(

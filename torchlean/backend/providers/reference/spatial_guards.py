@@ -278,7 +278,7 @@ def _real_param(op: str, name: str, value: object, dtype: np.dtype[np.generic]) 
     """A real scalar parameter that is finite once cast to the kernel dtype."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _type_fail(op, f"{name} must be a real number, got {name}={value!r}")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         cast = float(np.asarray(value).astype(dtype))
     if not math.isfinite(cast):
         raise _fail(op, f"{name}={value!r} is not finite in {dtype} (accepted: a finite real number)")
