@@ -9,6 +9,7 @@ refusals named by the operand rule, the specification's ``SpecTypeError`` for a 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -978,3 +979,15 @@ def test_binary_elementwise_ops_raise_what_their_docstrings_list(name: str) -> N
     out = fn(tl.tensor(np.ones((2, 1), np.float32)), tl.tensor(np.ones(3, np.float32)))
     assert (out.shape, out.dtype) == ((2, 3), np.dtype(np.float32))  # the broadcast shape, one dtype
     assert fn(a32, np.ones(3)).dtype == np.float32  # array data takes the tensor operand's dtype
+
+
+def test_dropout_of_integer_data_names_dropout_and_the_dtype() -> None:
+    """review109 F5: it failed as ``bernoulli_mask: dtype dtype('int64') is not accepted``, naming
+    an op the caller did not write; outside training it is the identity, as torch's."""
+    ids = tl.tensor(np.array([1, 2, 3]))
+    with pytest.raises(TensorTypeError, match=re.escape(
+        "dropout: input x has dtype int64; accepted: float32 or float64 (the kept values are scaled by "
+        "1 / (1 - p)): give x a float dtype"
+    )):
+        tl.dropout(ids, 0.5)
+    assert tl.dropout(ids, 0.5, training=False) is ids

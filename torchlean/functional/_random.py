@@ -147,6 +147,11 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
     if not _flag("dropout: training", training) or p == 0.0:
         return x
+    if x.dtype not in (np.float32, np.float64):  # review109 F5: "bernoulli_mask: dtype dtype('int64')"
+        raise TensorTypeError(
+            f"dropout: input x has dtype {x.dtype}; accepted: float32 or float64 (the kept values are scaled "
+            "by 1 / (1 - p)): give x a float dtype"
+        )
     mask = bernoulli_mask(x.shape, 1.0 - p, seed=None if seed is None else int(seed), dtype=x.dtype)
     kept = mul(x, mask)
     return kept if p == 1.0 else scale(kept, 1.0 / (1.0 - p))
