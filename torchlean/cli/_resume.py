@@ -134,7 +134,7 @@ class Resumed:
     repeated: tuple[tuple[str, str], ...] = ()
     """``--task``/``--label-column`` given to the resumed run, as ``(option, value)``, and
     ``--header``/``--no-header`` given to resume a run that guessed its header, as ``(option,
-    "")``: taken when they resolve to the run's own task, label column and header (:func:`restore`
+    "")``: taken when they resolve to the run's own task, label column and header (:func:`check_data`
     checks it), as a repeated ``--lr`` of the same value is."""
     dataset_given: bool = True
     """Whether ``--dataset`` was given to the resumed run (else it reads the checkpoint's path)."""
@@ -393,7 +393,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             settings (built in Python); a setting it records that this
             torchlean does not know or refuses; options given that differ from the checkpoint's
             (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; not
-            ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`restore`'s data digest
+            ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`check_data`'s data digest
             checks; an option
             the checkpoint's optimizer does not take named as a fresh run names it,
             :func:`_not_taken`);
