@@ -167,13 +167,13 @@ def _stream_refusal(stream: object) -> SessionError | None:
     return SessionError(f"{shown} {fault} (accepted: an open, writable text stream, or None for sys.stdout)")
 
 
-
 def _explain_cli(profile: BackendProfile, op: BackendOp) -> str:
     """`` (CLI: torchlean explain --profile fast_cpu relu)`` for a shipped profile, which the CLI
     can load by its name; "" for a profile of your own (review108 F1: the note said ``NAME``)."""
     if profile.name in profiles.names() and profiles.get(profile.name) == profile:
         return f" (CLI: torchlean explain --profile {profile.name} {op.label})"
     return ""
+
 
 class Session:
     """An eager session over one backend profile (see the module docstring).
