@@ -60,7 +60,7 @@ def squeezed_shape(shape: tuple[int, ...], dim: int | Sequence[int] | None) -> t
     return tuple(n for i, n in enumerate(shape) if not (i in axes and n == 1))
 
 
-def expanded_shape(shape: tuple[int, ...], sizes: Sequence[int]) -> list[int]:
+def expanded_shape(shape: tuple[int, ...], sizes: Sequence[int], op: str = "expand") -> list[int]:
     """The shape of :meth:`Tensor.expand <torchlean.tensor.Tensor.expand>` for an input of
     ``shape``: ``sizes`` (integers already) with each ``-1`` replaced by its axis's extent; the
     broadcast rule itself is the op's."""
@@ -69,14 +69,14 @@ def expanded_shape(shape: tuple[int, ...], sizes: Sequence[int]) -> list[int]:
     if new < 0:
         counted = f"{len(target)} size{'' if len(target) == 1 else 's'} {tuple(target)}"
         raise GuardError(
-            f"expand: {counted} for a rank-{len(shape)} input of shape {shape} (accepted: at "
+            f"{op}: {counted} for a rank-{len(shape)} input of shape {shape} (accepted: at "
             f"least {len(shape)} sizes, one per axis and any new ones in front)"
         )
     for i, size in enumerate(target):
         if size == -1:
             if i < new:
                 raise GuardError(
-                    f"expand: size -1 at position {i} of {tuple(target)} is a new leading axis "
+                    f"{op}: size -1 at position {i} of {tuple(target)} is a new leading axis "
                     f"for the input of shape {shape}, which has no size to keep (accepted: -1 "
                     "only for an existing axis)"
                 )

@@ -1533,7 +1533,7 @@ class Tensor:
         """
         from torchlean import functional as F
 
-        if min is None and max is None:
+        if min is None and max is None:  # worded for the method, before the function's check
             raise TensorTypeError(
                 "clamp: at least one of min or max must be given, as torch.clamp requires "
                 "(accepted: t.clamp(min), t.clamp(min=lo, max=hi), t.clamp(max=hi))"

@@ -195,6 +195,12 @@ CASES: list[Case] = [
         lambda x: x.broadcast_to(2, 3, 4),
         lambda r: [_n(r, 3, 1)],
     ),
+    Case(  # -1 keeps an existing axis's size, as torch.broadcast_to takes it
+        "broadcast_to_minus_one",
+        lambda x: tl.broadcast_to(x, (2, -1, 4)),
+        lambda x: torch.broadcast_to(x, (2, -1, 4)),
+        lambda r: [_n(r, 3, 1)],
+    ),
     Case(
         "concat_reused",
         lambda a, b: tl.concat([a, b, a], axis=1),
@@ -551,6 +557,15 @@ def test_rand_uniform_draws_advance_the_session_counter() -> None:
     with tl.session(seed=11):
         again = tl.rand_uniform((3, 4))
     np.testing.assert_array_equal(again.numpy(), a.numpy())
+
+
+def test_broadcast_to_refuses_minus_one_for_a_new_axis_as_torch_does() -> None:
+    with pytest.raises(RuntimeError, match=r"\(-1\) isn't allowed in a leading, non-existing dimension 0"):
+        torch.broadcast_to(torch.ones(3), (-1, 3))
+    with pytest.raises(tl.GuardError, match=r"^broadcast_to: size -1 at position 0 of \(-1, 3\) is a new"):
+        tl.broadcast_to(tl.tensor([1.0, 2.0, 3.0]), (-1, 3))
+    with pytest.raises(tl.GuardError, match=r"^broadcast: shape \[2, -2\] has a negative extent"):
+        tl.broadcast_to(tl.tensor([1.0, 2.0, 3.0]), (2, -2))
 
 
 def test_guard_errors_surface_through_functional() -> None:

@@ -362,6 +362,17 @@ def test_clamp_takes_torchs_min_and_max_keywords() -> None:
         tl.clamp(tl.tensor(values), hi=2.0, max=1.0)
 
 
+def test_clamp_without_a_bound_is_refused_as_torch_refuses_it() -> None:
+    """``tl.clamp(x)`` ran as the identity where ``torch.clamp(x)`` raises "At least one of 'min'
+    or 'max' must not be None"; both spellings now refuse it, naming the accepted calls."""
+    values = np.array([-2.0, 0.5])
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        torch.clamp(torch.tensor(values))
+    for call in (lambda: tl.clamp(tl.tensor(values)), lambda: tl.clamp(tl.tensor(values), None, max=None)):
+        with pytest.raises(tl.TensorTypeError, match=r"^clamp: at least one bound must be given.*\(x, lo\)"):
+            call()
+
+
 _X = np.random.default_rng(11).standard_normal((3, 4))
 _INDEX = np.array([[0, 3], [1, 0], [2, 2]])
 # (torchlean call with torch's keywords, the torch call on float64): review81 F5, these raised

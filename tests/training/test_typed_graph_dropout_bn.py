@@ -254,6 +254,31 @@ def test_a_layer_normalising_twice_with_one_set_of_statistics_equals_eager() -> 
     assert np.array_equal(trainers[0].predict(x), trainers[1].predict(x))
 
 
+def test_broadcast_to_with_minus_one_lowers_as_eager_runs_it() -> None:
+    """``ops.reshape(x, (-1, 1, 3))`` infers and ``ops.broadcast_to(x, (-1, 2, 3))`` keeps the batch
+    axis's size: eager passes them to ``functional``, and the lowering resolves them from the
+    node's shape, as the IR takes only extents (it raised "reshape: expected a non-negative
+    integer, got -1"); both modes train to the same bits."""
+
+    class Spread(Layer):
+        def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+            return (2, input_shape[0])
+
+        def param_specs(self):  # type: ignore[no-untyped-def]
+            return (ParamSpec("weight", (3, 3), "uniform"),)
+
+        def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+            rows = ops.reshape(ops.linear(x, params[0], None), (-1, 1, 3))
+            return ops.broadcast_to(rows, (-1, 2, 3))
+
+    x, y = _data((3,), 6, n=8)
+    y = y.reshape(8, 2, 3)
+    trainers = [Trainer(Spread(), config=RunConfig(execution=mode), input_shape=(3,))
+                for mode in ("eager", "typed-graph")]
+    assert trainers[0].fit(x, y, epochs=2, batch_size=4) == trainers[1].fit(x, y, epochs=2, batch_size=4)
+    _assert_same_state(*trainers)
+
+
 # ------------------------------------------------------------------------------------ audit
 
 

@@ -174,8 +174,10 @@ def clamp(
 
     Raises:
         GuardError: ``lo > hi`` (naming both) or a NaN bound (naming it).
-        TensorTypeError: a bound that is not a real number (a string or a bool; ``None`` is a
-            missing bound); a bound given twice (``lo`` and ``min``, ``hi`` and ``max``).
+        TensorTypeError: neither bound given (torch refuses that too: "At least one of 'min' or
+            'max' must not be None"); a bound that is not a real number (a string or a bool;
+            ``None`` is a missing bound); a bound given twice (``lo`` and ``min``, ``hi`` and
+            ``max``).
     """
     for name, value, alias, torch_value in (("lo", lo, "min", min), ("hi", hi, "max", max)):
         if value is not None and torch_value is not None:
@@ -185,6 +187,11 @@ def clamp(
             )
     lo = min if lo is None else lo
     hi = max if hi is None else hi
+    if lo is None and hi is None:
+        raise TensorTypeError(
+            "clamp: at least one bound must be given, as torch.clamp requires (accepted: clamp(x, lo), "
+            "clamp(x, lo, hi), clamp(x, hi=hi), or torch's keywords min=/max=)"
+        )
     low = -math.inf if lo is None else _real("clamp", "lo", lo)
     high = math.inf if hi is None else _real("clamp", "hi", hi)
     return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from torchlean._tensor_args import _UNSET, _dim, _Unset
 from torchlean._tensor_errors import _preview
+from torchlean._tensor_shapes import expanded_shape
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
@@ -58,14 +59,20 @@ def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``.
+    """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``. As in
+    torch, ``-1`` keeps the size of an existing axis (``(3,)`` to ``(2, -1)`` gives ``(2, 3)``).
 
     Raises:
         GuardError: x does not broadcast to ``shape`` (fewer axes than x, or a trailing extent
-            that is neither x's nor where x has 1), or a negative extent.
+            that is neither x's nor where x has 1); ``-1`` for a new leading axis (torch refuses
+            it too); any other negative extent.
         TensorTypeError: ``shape`` is not a sequence of integers.
     """
-    return run_op(BackendOp.BROADCAST, (x,), {"shape": _ints("broadcast_to", "shape", shape)})
+    target = _ints("broadcast_to", "shape", shape)
+    if -1 in target:
+        x = _require_tensor("broadcast_to", "x", x)
+        target = tuple(expanded_shape(x.shape, target, "broadcast_to"))
+    return run_op(BackendOp.BROADCAST, (x,), {"shape": target})
 
 
 def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:

@@ -53,6 +53,8 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_int
+from torchlean._tensor_shapes import expanded_shape
+from torchlean.backend.providers.reference.guards import reshape_target
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
@@ -250,7 +252,13 @@ class GraphOps:
         return self.builder.const(value)
 
     def reshape(self, x: Ref, shape: Sequence[int]) -> int:
-        return self.builder.reshape(self._ref(x), shape)
+        """The IR's ``reshape`` node; a ``-1`` (inferred, as eager's ``functional.reshape`` and
+        torch take it) is resolved here with the reference guard's rule, as the IR takes only
+        extents."""
+        node = self._ref(x)
+        if -1 in shape:
+            shape = reshape_target(self.builder.shape(node), shape)
+        return self.builder.reshape(node, shape)
 
     def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
         return self.builder.transpose(self._ref(x), axis1, axis2)
@@ -259,7 +267,13 @@ class GraphOps:
         return self.builder.permute(self._ref(x), perm)
 
     def broadcast_to(self, x: Ref, shape: Sequence[int]) -> int:
-        return self.builder.broadcast_to(self._ref(x), shape)
+        """The IR's ``broadcast_to`` node; a ``-1`` (keep an existing axis's size, as eager's
+        ``functional.broadcast_to`` and torch take it) is resolved here, as the IR takes only
+        extents."""
+        node = self._ref(x)
+        if -1 in shape:
+            shape = expanded_shape(self.builder.shape(node), list(shape), "broadcast_to")
+        return self.builder.broadcast_to(node, shape)
 
     def matmul(self, a: Ref, b: Ref) -> int:
         return self.builder.matmul(self._ref(a), self._ref(b))

@@ -545,35 +545,47 @@ def check_reshape(x: object, *, shape: object) -> Shape:
     arr = _data_input(op, "input x", x)
     if not isinstance(shape, Sequence) or isinstance(shape, str):
         raise _fail(op, f"shape must be a sequence of integers; got {shape!r}")
-    dims = [_int(op, "shape entry", s) for s in shape]
-    if any(s < -1 for s in dims) or dims.count(-1) > 1:
+    dims = reshape_target(arr.shape, [_int(op, "shape entry", s) for s in shape])
+    check_layout_size(op, dims, "shape", arr.dtype.itemsize)
+    return dims
+
+
+def reshape_target(in_shape: Sequence[int], dims: Sequence[int]) -> Shape:
+    """The shape ``reshape`` gives an input of ``in_shape`` for the target ``dims`` (integers): one
+    ``-1`` inferred (as in ``torch.reshape``), the other extents >= 0, the same element count
+    (:func:`check_numel`: within int64). The typed graph's lowering resolves a ``-1`` with it.
+
+    Raises:
+        GuardError: a negative extent other than one ``-1``; a ``-1`` that cannot be inferred
+            (beside a 0 extent, or not dividing the element count); another element count.
+    """
+    op = "reshape"
+    target = list(dims)
+    size = math.prod(in_shape)
+    if any(s < -1 for s in target) or target.count(-1) > 1:
         raise _fail(
             op,
-            f"shape {dims} is not accepted (accepted: extents >= 0 and at most one -1 to infer)",
+            f"shape {target} is not accepted (accepted: extents >= 0 and at most one -1 to infer)",
         )
-    known = 1
-    for s in dims:
-        if s != -1:
-            known *= s
-    if -1 in dims:
-        if known == 0 or arr.size % known != 0:
+    known = math.prod(s for s in target if s != -1)
+    if -1 in target:
+        if known == 0 or size % known != 0:
             raise _fail(
                 op,
-                f"cannot infer the -1 extent of shape {dims} for {arr.size} elements (accepted: a "
+                f"cannot infer the -1 extent of shape {target} for {size} elements (accepted: a "
                 "-1 whose other extents have a nonzero product dividing the element count; beside "
                 "a 0 extent it could be any value, as torch.reshape refuses)",
             )
-        dims[dims.index(-1)] = arr.size // known
-        known = arr.size
-    check_numel(op, dims, "shape")
-    check_layout_size(op, dims, "shape", arr.dtype.itemsize)
-    if known != arr.size:
+        target[target.index(-1)] = size // known
+        known = size
+    check_numel(op, target, "shape")
+    if known != size:
         raise _fail(
             op,
-            f"shape {dims} has {known} elements but input x {_shape_text(arr.shape)} has "
-            f"{arr.size} (accepted: the same element count)",
+            f"shape {target} has {known} elements but input x {_shape_text(tuple(in_shape))} has "
+            f"{size} (accepted: the same element count)",
         )
-    return tuple(dims)
+    return tuple(target)
 
 
 def check_permute(x: object, *, perm: object) -> tuple[int, ...]:
