@@ -578,6 +578,22 @@ def test_guard_errors_surface_through_functional() -> None:
         tl.hard_masked_softmax(a, np.ones((2, 3), dtype=np.float32))
 
 
+def test_getitem_takes_a_0d_int64_tensor_as_an_integer_as_torch_does() -> None:
+    """``x[torch.tensor(1)]`` is ``x[1]`` in torch; torchlean refused the 0-d int64 Tensor as an
+    index array. Values and the gradient against torch float64."""
+    values = np.arange(12.0).reshape(3, 4)
+    x, px = tl.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    out = x[tl.tensor(1), tl.tensor(-1)]
+    expected = px[torch.tensor(1), torch.tensor(-1)]
+    assert out.shape == () and out.item() == expected.item() == 7.0
+    rows, prows = x[tl.tensor(-1)], px[torch.tensor(-1)]
+    np.testing.assert_array_equal(rows.numpy(), prows.detach().numpy())
+    (out * 2.0 + rows.sum()).backward()
+    (expected * 2.0 + prows.sum()).backward()
+    assert x.grad is not None and px.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), px.grad.numpy())
+
+
 @pytest.mark.parametrize(
     ("index", "message"),
     [
@@ -587,6 +603,9 @@ def test_guard_errors_surface_through_functional() -> None:
         (slice(None, None, 0), "negative or zero slice steps"),  # was Python's ValueError
         ((0, slice(1, 2, 0)), "negative or zero slice steps"),
         (np.array([0, 1]), "unsupported index"),
+        (tl.tensor([1]), r"unsupported index .* \(a 0-d int64 Tensor too\).*torchlean.gather"),
+        (tl.tensor(1.0), "unsupported index"),  # torch: "must be long, int, byte or bool tensors"
+        (tl.tensor(5), "index 5 is out of range for axis 0 with extent 2"),
         ((Ellipsis, Ellipsis), "single ellipsis"),
     ],
 )

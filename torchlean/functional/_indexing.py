@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
@@ -77,7 +78,8 @@ def _check_slice(item: builtins.slice, index: Any) -> None:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
+    """Basic indexing ``x[index]``: integers (a 0-d int64 Tensor is one, as in torch), slices
+    with positive steps, ``...`` and ``None``.
 
     Records ``slice`` (also when the index selects everything: ``x[:]``, ``x[...]`` and
     ``x[0:n]`` are new tensors too), then ``reshape`` when an integer drops an axis or ``None``
@@ -122,6 +124,8 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             final_shape.append(1)
             continue
         extent = x.shape[axis]
+        if isinstance(item, Tensor) and item.ndim == 0 and item.dtype == np.int64:
+            item = int(item.item())  # torch takes a 0-d integer tensor as an integer index
         if isinstance(item, builtins.slice):
             _check_slice(item, index)
             start, stop, step = item.indices(extent)
@@ -140,8 +144,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             steps.append(1)
         else:
             raise TensorError(
-                f"unsupported index {item!r} of type {type(item).__name__}: only integers, slices, "
-                "'...' and None are supported (use torchlean.gather for index arrays)"
+                f"unsupported index {item!r} of type {type(item).__name__}: only integers (a 0-d "
+                "int64 Tensor too), slices, '...' and None are supported (use torchlean.gather for "
+                "index arrays)"
             )
         axis += 1
     if x.ndim == 0:  # no axis to slice: ``reshape`` makes the new tensor (with None's axes)
