@@ -243,7 +243,7 @@ def test_a_tensor_that_is_not_floating_divided_by_a_number_is_refused_by_name(
     ``/ 1e-300`` an OverflowError) instead of the op's refusal naming the accepted dtypes."""
     from torchlean.backend.errors import TorchLeanError
 
-    refusal = rf"input x has dtype {values.dtype}; accepted: float32 or float64"
+    refusal = rf"^div: operand a has dtype {values.dtype}; accepted: float32 or float64"
     with pytest.raises(TorchLeanError, match=refusal):
         tl.tensor(values) / divisor
 
@@ -268,3 +268,29 @@ def test_division_by_a_number_records_the_ops_its_docstring_states(dtype, diviso
     with tl.session("checked_cpu") as s:
         tl.tensor(np.array([1.0, -2.0], dtype=dtype)) / divisor
     assert [k.capsule.op.label for k in s.selected] == ops
+
+
+_F32 = np.array([1.0, 2.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tl.tensor([1, 2]) / tl.tensor([1, 2]), r"^div: operand a has dtype int64; accepted: float"),
+        (lambda: tl.tensor([1, 2]) / 2, r"^div: operand a has dtype int64"),
+        (lambda: 1.0 / tl.tensor([True]), r"^div: operand b has dtype bool"),
+        (lambda: tl.tensor(_F32) / tl.tensor([True, False]), r"^div: operand b has dtype bool"),
+        (lambda: tl.tensor(_F32) / tl.tensor(_F32, dtype="float64"),
+         r"^div: operand b has dtype float64 but operand a has dtype float32; torchlean kernels do not"),
+        (lambda: tl.tensor(_F32) / tl.tensor(np.ones(3, np.float32)),
+         r"^div: shapes are not broadcastable: a \(2,\), b \(3,\)"),
+        (lambda: -tl.tensor([1, 2]), r"^neg: input x has dtype int64; accepted: float32 or float64 \(neg"),
+        (lambda: -tl.tensor([True]), r"^neg: input x has dtype bool"),
+    ],
+)
+def test_division_and_negation_errors_name_the_operator_not_the_recorded_ops(call, message) -> None:  # type: ignore[no-untyped-def]
+    """``/`` records ``inv`` then ``mul`` (or ``scale``) and unary minus ``scale``: their guards
+    named those ops (``inv: input x has dtype int64``, ``mul: shapes are not broadcastable``), not
+    what the user wrote; ``div`` and ``neg`` now check first, before any op is recorded."""
+    with pytest.raises(tl.GuardError, match=message):
+        call()

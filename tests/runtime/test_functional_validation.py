@@ -929,15 +929,16 @@ BINARY_ELEMENTWISE = ["add", "sub", "maximum", "minimum"]
 @pytest.mark.parametrize("name", UNARY_ELEMENTWISE)
 def test_unary_elementwise_ops_raise_what_their_docstrings_list(name: str) -> None:
     """Each documented ``Raises`` entry, run: int64 and bool inputs are ``GuardError`` s naming the
-    dtype (``neg``'s names ``scale``, the op it records), a non-Tensor is a ``TensorTypeError``;
-    a float input keeps its shape and dtype."""
+    dtype and the function (``neg``'s also ``scale``, the op it records), a non-Tensor is a
+    ``TensorTypeError``; a float input keeps its shape and dtype."""
     fn = getattr(tl, name)
     doc = " ".join(fn.__doc__.split())
     assert "GuardError: an int64" in doc and "TensorTypeError: ``x`` is not a Tensor" in doc
     assert "Returns x's shape and dtype (float32 or float64)" in doc
-    recorded = "scale" if name == "neg" else name
     for data, dtype in (([1, 2], "int64"), ([True, False], "bool")):
-        with pytest.raises(GuardError, match=rf"^{recorded}: input x has dtype {dtype}; accepted: float32"):
+        recorded = r" \(neg records scale by -1" if name == "neg" else ""
+        refusal = rf"^{name}: input x has dtype {dtype}; accepted: float32 or float64{recorded}"
+        with pytest.raises(GuardError, match=refusal):
             fn(tl.tensor(data))
     for operand in (np.ones(3), 1.5, torch.ones(3)):
         with pytest.raises(TensorTypeError, match="must be a torchlean Tensor"):

@@ -10,6 +10,7 @@ import numpy as np
 
 from torchlean.autograd import storage
 from torchlean.autograd.session import run_op
+from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import Operand, _constant, _factor, _is_number, _pair
 from torchlean.functional._params import _real
@@ -143,15 +144,55 @@ def div(a: Operand, b: Operand) -> Tensor:
         TensorError: a Python integer that does not fit the tensor's dtype (``x / 10**400``).
         GuardError, TensorTypeError, DeviceError: as :func:`add` (no dtype promotion).
     """
+    _check_floats("div", "`/` records inv then mul, or scale by a number", (a, b))
     if isinstance(a, Tensor) and _is_number(b):
         divisor = _factor(b, a)
         if divisor != 0 and _finite_in(divisor, a) and _normal_in(1.0 / divisor, a):
             return scale(a, 1.0 / divisor)
     x, y = _pair(a, b)
+    _check_pair("div", x, y)
     rescale = _reciprocal_rescale(y)
     if rescale is None:
         return mul(x, inv(y))
     return mul(mul(x, rescale), inv(mul(y, rescale)))
+
+
+def _check_floats(op: str, records: str, operands: tuple[Operand, ...]) -> None:
+    """Refuse an int64 or bool Tensor operand of ``op`` (``div``, ``neg``) naming ``op``, where the
+    recorded ops' guards would name themselves (``inv``, ``mul``, ``scale``); ``records`` says
+    which ops ``op`` records.
+
+    Raises:
+        GuardError: an operand that is a Tensor of a dtype other than float32 or float64.
+    """
+    for name, operand in zip("ab", operands, strict=False):
+        if isinstance(operand, Tensor) and operand.dtype.kind != "f":
+            which = f"operand {name}" if len(operands) > 1 else "input x"
+            raise GuardError(
+                f"{op}: {which} has dtype {operand.dtype}; accepted: float32 or float64 ({records}, "
+                "on floats only; convert with t.to(dtype='float32'))"
+            )
+
+
+def _check_pair(op: str, x: Tensor, y: Tensor) -> None:
+    """Refuse tensors of two dtypes or shapes that do not broadcast, naming ``op`` (``div``) and
+    in the words of the binary ops' guards, before any of its recorded ops runs.
+
+    Raises:
+        GuardError: operands of two dtypes; shapes that do not broadcast.
+    """
+    if x.dtype != y.dtype:
+        raise GuardError(
+            f"{op}: operand b has dtype {y.dtype} but operand a has dtype {x.dtype}; torchlean kernels "
+            "do not promote dtypes, whatever the provider (accepted: operands of one dtype)"
+        )
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise GuardError(
+            f"{op}: shapes are not broadcastable: a {x.shape}, b {y.shape} (accepted: shapes that agree "
+            "on each trailing axis or have extent 1 there, numpy/PyTorch broadcasting)"
+        ) from None
 
 
 def _reciprocal_rescale(y: Tensor) -> Tensor | None:
@@ -199,10 +240,11 @@ def neg(x: Tensor) -> Tensor:
 
     Raises:
         GuardError: an int64 ``x`` (``torch.neg`` keeps int64) or a bool one (torch refuses it
-            too); the message names ``scale``, the recorded op.
+            too); the message names ``neg`` and ``scale``, the recorded op.
         TensorTypeError: ``x`` is not a Tensor (a number, a numpy array or torch tensor: convert
             with ``torchlean.tensor``).
     """
+    _check_floats("neg", "neg records scale by -1", (x,))
     return scale(x, -1.0)
 
 
