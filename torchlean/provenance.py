@@ -37,6 +37,7 @@ import numpy.typing as npt
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import Device, Provider
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -50,9 +51,11 @@ __all__ = [
     "file_sha256",
     "is_sha256",
     "numpy_simd",
+    "runs_torch",
     "source_fault",
     "source_sha256",
     "source_sha256_or_none",
+    "torch_cpu_capability",
     "weights_sha256",
 ]
 
@@ -61,17 +64,19 @@ DISTRIBUTIONS = (("torchlean", "torchlean"), ("numpy", "numpy"), ("torch", "torc
 """The :func:`environment` keys holding an installed distribution's version, and the distribution."""
 
 ENVIRONMENT_KEYS = (
-    "torchlean", "torchlean_source_sha256", "python", "numpy", "numpy_simd", "torch", "scikit_learn",
-    "platform", "argv", "cwd", "utc", "profile", "capsule_table_sha256",
+    "torchlean", "torchlean_source_sha256", "python", "numpy", "numpy_simd", "torch",
+    "torch_cpu_capability", "scikit_learn", "platform", "argv", "cwd", "utc", "profile",
+    "capsule_table_sha256",
 )
 """The keys of :func:`environment`'s block, in its order."""
 
-LATER_KEYS = ("torchlean_source_sha256", "numpy_simd")
+LATER_KEYS = ("torchlean_source_sha256", "numpy_simd", "torch_cpu_capability")
 """The keys of :data:`ENVIRONMENT_KEYS` that a block written by an earlier torchlean lacks: a
 checkpoint that holds all the others reads each as ``None`` (unknown)."""
 
 _OPTIONAL_STRINGS = frozenset({"torchlean", "torchlean_source_sha256", "numpy", "numpy_simd", "torch",
-                               "scikit_learn", "cwd", "profile", "capsule_table_sha256"})
+                               "torch_cpu_capability", "scikit_learn", "cwd", "profile",
+                               "capsule_table_sha256"})
 """The keys whose value :func:`environment` writes as a string or ``None``; ``python``,
 ``platform`` and ``utc`` are always strings, ``argv`` a list of strings."""
 
@@ -286,6 +291,32 @@ def numpy_simd() -> str | None:
     return " ".join([*baseline, *(target for target in dispatch if features.get(target))])
 
 
+def runs_torch(profile: profiles.BackendProfile) -> bool:
+    """Whether ``profile`` has aten or LibTorch capsules on its device: torch kernels, whose
+    reductions are implementation-defined, so their bits may depend on torch's thread count (and
+    on the CPU, on its kernel level: :func:`torch_cpu_capability`)."""
+    device = profile.policy.device
+    return any(
+        capsule.provider in (Provider.ATEN, Provider.LIBTORCH) and capsule.device is device
+        for capsule in profile.registry()
+    )
+
+
+def torch_cpu_capability(profile: profiles.BackendProfile | None) -> str | None:
+    """torch's CPU kernel level (``torch.backends.cpu.get_cpu_capability()``: ``DEFAULT``,
+    ``AVX2``, ``AVX512``; torch picks it from the CPU and ``ATEN_CPU_CAPABILITY``) when
+    ``profile`` runs torch kernels (:func:`runs_torch`) on the CPU, whose bits depend on
+    it as the ``reference`` kernels' depend on :func:`numpy_simd`; ``None`` for another profile
+    (torch is then not imported), for none, or where torch is not installed."""
+    if profile is None or profile.policy.device is not Device.CPU or not runs_torch(profile):
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return str(torch.backends.cpu.get_cpu_capability())
+
+
 def environment(
     argv: Sequence[str] | None = None, profile: str | profiles.BackendProfile | None = None
 ) -> dict[str, Any]:
@@ -294,11 +325,13 @@ def environment(
     ``torchlean_source_sha256`` (:func:`source_sha256`: which build of that version; ``None`` when
     a package file cannot be read, :func:`source_fault`), ``python``
     (``platform.python_version()``), ``numpy``, ``numpy_simd`` (:func:`numpy_simd`: the SIMD level
-    numpy's ufuncs run at, on which the ``reference`` kernels' bits depend), ``torch`` and
-    ``scikit_learn`` (the ``numpy``, ``torch`` and ``scikit_learn`` installed distributions'
-    versions as their metadata give them, ``torch 2.13.0+cpu`` with its build tag; ``None`` for
-    one not installed; nothing is imported, as for ``torchlean``), ``platform``
-    (``platform.platform()``), ``argv`` (the command
+    numpy's ufuncs run at, on which the ``reference`` kernels' bits depend), ``torch`` (the
+    installed distribution's version, as for ``numpy``), ``torch_cpu_capability``
+    (:func:`torch_cpu_capability`: torch's CPU kernel level when the profile runs torch kernels on
+    the CPU, else ``None``; only then is torch imported) and ``scikit_learn`` (the ``numpy``,
+    ``torch`` and ``scikit_learn`` versions are those the installed distributions' metadata give,
+    ``torch 2.13.0+cpu`` with its build tag; ``None`` for one not installed; nothing is imported for
+    them, as for ``torchlean``), ``platform`` (``platform.platform()``), ``argv`` (the command
     line: ``argv`` as given, a list of strings, else ``sys.argv``), ``cwd`` (the working
     directory, which relative paths in ``argv`` are relative to), ``utc`` (the time now, UTC,
     ``2025-01-31T12:00:00Z``), ``profile`` (the name of ``profile``, or ``None``) and
@@ -326,6 +359,7 @@ def environment(
         "numpy": versions["numpy"],
         "numpy_simd": numpy_simd(),
         "torch": versions["torch"],
+        "torch_cpu_capability": torch_cpu_capability(chosen),
         "scikit_learn": versions["scikit_learn"],
         "platform": platform.platform(),
         "argv": command,

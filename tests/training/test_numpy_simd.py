@@ -86,3 +86,58 @@ def test_a_resume_under_another_simd_level_is_noted(
     assert checkpoint.load(earlier).environment["numpy_simd"] is None  # type: ignore[index]
     code, _, err = cli(capsys, "train", "--resume", str(earlier), "--epochs", "2")
     assert code == 0 and "other software" not in err
+
+
+# ------------------------------------------------------ torch's CPU capability (review109 F1 rest)
+
+
+def test_the_environment_records_torchs_cpu_capability_for_profiles_with_torch_cpu_kernels() -> None:
+    """torch picks its CPU kernels (``DEFAULT``, ``AVX2``, ``AVX512``) by the CPU as numpy does, so
+    ``fast_cpu`` bits depend on it: recorded for a CPU profile with aten or LibTorch capsules,
+    ``None`` for ``checked_cpu`` (no torch kernel) and without a profile. Oracles: torch's own
+    report, and a subprocess under torch's ``ATEN_CPU_CAPABILITY`` switch."""
+    import torch
+
+    level = torch.backends.cpu.get_cpu_capability()
+    for profile in ("fast_cpu", "libtorch_forward_cpu"):
+        assert provenance.environment(["x"], profile)["torch_cpu_capability"] == level
+    assert provenance.environment(["x"], "checked_cpu")["torch_cpu_capability"] is None
+    assert provenance.environment(["x"])["torch_cpu_capability"] is None
+    code = ("from torchlean import provenance as p; "
+            "print(p.environment(['x'], 'fast_cpu')['torch_cpu_capability'])")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    lower = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert lower.stdout.strip() == "DEFAULT"
+    code = ("import sys; from torchlean import provenance as p; p.environment(['x'], 'checked_cpu'); "
+            "print('torch' in sys.modules)")
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"  # checked_cpu's environment imports no torch
+
+
+def test_a_resume_under_another_torch_cpu_capability_is_noted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import torch
+
+    saved = tmp_path / "m.npz"
+    ok(capsys, *SMALL, "--profile", "fast_cpu", "--save", str(saved))
+    level = torch.backends.cpu.get_cpu_capability()
+    assert checkpoint.load(saved).environment["torch_cpu_capability"] == level  # type: ignore[index]
+    with np.load(saved, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["metadata"]))
+    other_level = "AVX2" if level != "AVX2" else "DEFAULT"
+    meta["environment"]["torch_cpu_capability"] = other_level
+    arrays["metadata"] = np.array(json.dumps(meta))
+    other = tmp_path / "o.npz"
+    with other.open("wb") as handle:
+        np.savez(handle, **arrays)
+    code, _, err = cli(capsys, "train", "--resume", str(other), "--epochs", "2")
+    assert code == 0
+    assert (
+        f"note: the run in {other} was written under other software than this one runs under (torch's CPU "
+        f"capability {other_level} -> {level}, whose kernels round otherwise), so the resumed run may not be "
+        "bit for bit the uninterrupted one"
+    ) in err.splitlines()
+    code, _, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "2")
+    assert code == 0 and "other software" not in err

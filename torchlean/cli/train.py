@@ -101,7 +101,7 @@ from torchlean._memory import usable_memory
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.backend.vocabulary import Device, Provider
+from torchlean.backend.vocabulary import Device
 from torchlean.cli import _imbalance, _pace, _resume
 from torchlean.cli._args import (
     DELIMITER_HELP,
@@ -321,7 +321,7 @@ def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
     second) then falls outside the epochs' wall time that ``--kernel-times`` and the record
     report, as it falls outside every kernel's time (review36 F8). ``checked_cpu`` has none and
     still never imports torch."""
-    if _uses_torch(profile):
+    if provenance.runs_torch(profile):
         try:
             import torch  # noqa: F401
         except ModuleNotFoundError as error:  # a --no-deps install: the model may need none of its
@@ -329,16 +329,6 @@ def _import_torch_first(profile: profiles.BackendProfile, threads: int) -> None:
                 raise  # error line (torchlean.cli.main; review96 L4, review98 L2, L3)
             return
         obey_torch_threads(threads)
-
-
-def _uses_torch(profile: profiles.BackendProfile) -> bool:
-    """Whether ``profile`` has aten or LibTorch capsules on its device: torch kernels, whose
-    reductions are implementation-defined, so their bits may depend on torch's thread count."""
-    device = profile.policy.device
-    return any(
-        capsule.provider in (Provider.ATEN, Provider.LIBTORCH) and capsule.device is device
-        for capsule in profile.registry()
-    )
 
 
 _SOFTWARE = ("torchlean", "numpy", "torch")
@@ -351,8 +341,10 @@ def _software_note(
     """The ``note:`` of a run resumed under other software than its checkpoint's run recorded (its
     ``environment``): another capsule table for the profile (the profile may select other capsules
     now), another torchlean, numpy or torch version (torch's only for a profile with torch
-    kernels: :func:`_uses_torch`), another numpy SIMD level (another CPU: the ``reference``
-    kernels' ``exp``, ``log`` and ``tanh`` round otherwise, review109 F1), or another torchlean
+    kernels: :func:`torchlean.provenance.runs_torch`), another numpy SIMD level (another CPU: the
+    ``reference`` kernels' ``exp``, ``log`` and ``tanh`` round otherwise, review109 F1), another
+    torch CPU capability (for a CPU profile with torch kernels, whose kernels round otherwise),
+    or another torchlean
     source digest under the same version (another build; either unknown for a checkpoint written
     before it was recorded); the resumed run may
     then not be bit for bit the uninterrupted one (review65 F2; that the checkpoint it saves records
@@ -362,7 +354,7 @@ def _software_note(
         return ""
     recorded = resumed.saved.environment
     current = provenance.environment(profile=profile)
-    software = _SOFTWARE if _uses_torch(profile) else tuple(k for k in _SOFTWARE if k != "torch")
+    software = _SOFTWARE if provenance.runs_torch(profile) else tuple(k for k in _SOFTWARE if k != "torch")
     changed = [f"{key} {recorded.get(key)} -> {current[key]}" for key in software  # no torch kernel:
                if recorded.get(key) != current[key]]  # its version changes no bit (review99 L4)
     source = recorded.get("torchlean_source_sha256")  # None: written before it was recorded
@@ -370,6 +362,10 @@ def _software_note(
     simd = recorded.get("numpy_simd")  # None: written before it was recorded (review109 F1)
     if simd is not None and current["numpy_simd"] is not None and simd != current["numpy_simd"]:
         changed.append(f"numpy's SIMD level {simd} -> {current['numpy_simd']}, whose exp, log and tanh "
+                       "kernels round otherwise")
+    level = recorded.get("torch_cpu_capability")  # None: no torch CPU kernel, or not yet recorded
+    if level is not None and current["torch_cpu_capability"] not in (None, level):
+        changed.append(f"torch's CPU capability {level} -> {current['torch_cpu_capability']}, whose "
                        "kernels round otherwise")
     if same_version and source not in (None, current["torchlean_source_sha256"]):
         changed.append(f"torchlean {current['torchlean']}'s source: another build, whose digest torchlean "
@@ -393,7 +389,9 @@ def _threads_note(resumed: _resume.Resumed | None, profile: profiles.BackendProf
     whose segments already ran on several known counts may be bit for bit no uninterrupted run
     (nothing tells), so the note then names them and no count that keeps it (review64 F3,
     review65 F3); a segment of unknown count is named as such."""
-    if resumed is None or resumed.saved.torch_threads in (None, threads) or not _uses_torch(profile):
+    if resumed is None or resumed.saved.torch_threads in (None, threads):
+        return ""
+    if not provenance.runs_torch(profile):
         return ""
     before = resumed.saved.torch_threads
     counts = resumed.saved.thread_counts()
@@ -1023,7 +1021,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         shown_schedule += f" test_fraction={args.test_fraction!r}"
     if held_out is not None:
         shown_schedule += held_out.settings()
-    torch_runs = _uses_torch(profile) and importlib.util.find_spec("torch") is not None  # review99 L3
+    has_torch = importlib.util.find_spec("torch") is not None  # review99 L3
+    torch_runs = provenance.runs_torch(profile) and has_torch
     shown_threads = f" torch_threads={threads}" if torch_runs else ""  # bits may depend on it
     print(f"profile={profile.name} execution={execution.label} optimizer={optimizer.describe()}"
           f"{shown_schedule} epochs={args.epochs} batch_size={args.batch_size} seed={args.seed}"
