@@ -45,6 +45,7 @@ from torchlean.backend.providers.masked_attention import (
 )
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
+from torchlean.backend.providers.native_cuda.float32 import ieee_float32
 from torchlean.backend.providers.native_cuda.guards import FLOAT_DTYPES, dtype_name, is_finite_real
 from torchlean.backend.providers.reference.spatial_guards import shown_value
 
@@ -201,7 +202,8 @@ def composed_attention_forward(
     ``(*batch, n_q, d_v)`` (``batch`` the broadcast of the leading axes; each operand is
     materialised to it, contiguous, before the matmuls) and what the backward needs. The
     arithmetic and the masking rules are those of
-    :func:`~torchlean.backend.providers.masked_attention.attention_forward`.
+    :func:`~torchlean.backend.providers.masked_attention.attention_forward`; its matmuls run in
+    IEEE float32 (TF32 off: :func:`~torchlean.backend.providers.native_cuda.float32.ieee_float32`).
 
     Raises:
         NativeExtensionError: outside host emulation, when CUDA is not usable here (checked first).
@@ -214,7 +216,8 @@ def composed_attention_forward(
     q3 = expand_to_batch(q, dims.lead).reshape(dims.folded, dims.n_q, dims.d)
     k3 = expand_to_batch(k, dims.lead).reshape(dims.folded, dims.n_k, dims.d)
     v3 = expand_to_batch(v, dims.lead).reshape(dims.folded, dims.n_k, dims.d_v)
-    out, tape = attention_forward(q3, k3, v3, _fold_mask(mask, dims), default_scale(dims.d, scale))
+    with ieee_float32():  # the capsule's float32 claims are IEEE, whatever TF32 the process set
+        out, tape = attention_forward(q3, k3, v3, _fold_mask(mask, dims), default_scale(dims.d, scale))
     return out.reshape(*dims.lead, dims.n_q, dims.d_v), ComposedAttentionSaved(tape, dims)
 
 
@@ -240,7 +243,8 @@ def composed_attention_backward(
             f"{dtype_name(probs.dtype)})"
         )
     _require_layout({"g": g, "probs": probs})
-    dq, dk, dv = attention_backward(g.reshape(dims.folded, dims.n_q, dims.d_v), saved.tape)
+    with ieee_float32():
+        dq, dk, dv = attention_backward(g.reshape(dims.folded, dims.n_q, dims.d_v), saved.tape)
     with torch.no_grad():
         return (
             sum_to_shape(dq.reshape(*dims.lead, dims.n_q, dims.d), dims.q_shape),

@@ -53,6 +53,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.native_cuda import extension, guards
 from torchlean.backend.providers.native_cuda import operand_guards as relations
 from torchlean.backend.providers.native_cuda.batching import broadcast_batch, expand_to_batch, sum_to_shape
+from torchlean.backend.providers.native_cuda.float32 import ieee_float32
 from torchlean.backend.providers.reference.guards import safe_log_eps_fault
 from torchlean.backend.providers.reference.spatial_guards import shown_value, training_eps_fault
 
@@ -204,20 +205,6 @@ def _launch(op: str) -> Iterator[None]:
         raise extension.NativeKernelError(f"native_cuda.{op}: {error}") from error
 
 
-@contextlib.contextmanager
-def _ieee_float32() -> Iterator[None]:
-    """Disable TF32 in cuBLAS and cuDNN for the duration of a launch (float32 stays IEEE)."""
-    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
-    cudnn_tf32 = torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
-        torch.backends.cudnn.allow_tf32 = cudnn_tf32
-
-
 def _grads(values: list[Tensor | None]) -> Grads:
     return tuple(values)
 
@@ -238,7 +225,7 @@ def matmul_forward(a: Tensor, b: Tensor) -> Tensor:
     promoted and squeezed as torch does), ranks 1..8."""
     _check("matmul", {"a": a, "b": b}, ranks={"a": (1, 8), "b": (1, 8)})
     relations.check_contraction(a, b)
-    with _launch("matmul"), _ieee_float32():
+    with _launch("matmul"), ieee_float32():
         return _native.matmul_forward(a, b)
 
 
@@ -251,7 +238,7 @@ def matmul_backward(g: Tensor, a: Tensor, b: Tensor, *, out: Tensor) -> Grads:
         same_shape=(("g", "out"),),
     )
     relations.check_cotangent("matmul", g, relations.check_contraction(a, b))
-    with _launch("matmul"), _ieee_float32():
+    with _launch("matmul"), ieee_float32():
         return _grads(_native.matmul_backward(g, a, b, out))
 
 
@@ -259,7 +246,7 @@ def linear_forward(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
     """``x @ w^T + b`` (``torch.nn.functional.linear``): x ``(..., in)``, w ``(out, in)``, b
     ``(out,)`` or None; returns ``(..., out)``."""
     _check("linear", {"x": x, "w": w, "b": b}, ranks={"x": (1, 8), "w": (2, 2), "b": (1, 1)})
-    with _launch("linear"), _ieee_float32():
+    with _launch("linear"), ieee_float32():
         return _native.linear_forward(x, w, b)
 
 
@@ -271,7 +258,7 @@ def linear_backward(g: Tensor, x: Tensor, w: Tensor, b: Tensor | None = None, *,
         ranks={"x": (1, 8), "w": (2, 2), "b": (1, 1)},
         same_shape=(("g", "out"),),
     )
-    with _launch("linear"), _ieee_float32():
+    with _launch("linear"), ieee_float32():
         return _grads(_native.linear_backward(g, x, w, b, out))
 
 
@@ -1311,7 +1298,7 @@ def conv_forward(
     ``(N, C_out, *out)``."""
     _check("conv", {"x": x, "w": w, "b": b})
     args, _ = _conv_args(x, w, b, stride, padding, dilation, groups)
-    with _launch("conv"), _ieee_float32():
+    with _launch("conv"), ieee_float32():
         return _native.conv_forward(x, w, b, *args, _groups("conv", groups))
 
 
@@ -1331,7 +1318,7 @@ def conv_backward(
     _check("conv", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
     args, shape = _conv_args(x, w, b, stride, padding, dilation, groups)
     relations.check_cotangent("conv", g, shape)
-    with _launch("conv"), _ieee_float32():
+    with _launch("conv"), ieee_float32():
         return _grads(_native.conv_backward(g, x, w, b, out, *args, _groups("conv", groups)))
 
 
@@ -1375,7 +1362,7 @@ def conv_transpose_forward(
     ``(N, C_in, *spatial)``, w ``(C_in, C_out/groups, *kernel)``, b ``(C_out,)`` or None."""
     _check("conv_transpose", {"x": x, "w": w, "b": b})
     args, _ = _transpose_args(x, w, b, stride, padding, output_padding, dilation, groups)
-    with _launch("conv_transpose"), _ieee_float32():
+    with _launch("conv_transpose"), ieee_float32():
         return _native.conv_transpose_forward(x, w, b, *args, _groups("conv_transpose", groups))
 
 
@@ -1396,7 +1383,7 @@ def conv_transpose_backward(
     _check("conv_transpose", {"g": g, "x": x, "w": w, "b": b, "out": out}, same_shape=(("g", "out"),))
     args, shape = _transpose_args(x, w, b, stride, padding, output_padding, dilation, groups)
     relations.check_cotangent("conv_transpose", g, shape)
-    with _launch("conv_transpose"), _ieee_float32():
+    with _launch("conv_transpose"), ieee_float32():
         return _grads(
             _native.conv_transpose_backward(g, x, w, b, out, *args, _groups("conv_transpose", groups))
         )
@@ -1564,7 +1551,7 @@ def fft_fno_forward(x: Tensor, weight_real: Tensor, weight_imag: Tensor) -> Tens
         same_shape=(("weight_real", "weight_imag"),),
     )
     relations.check_fft_fno_operands(x, weight_real)
-    with _launch("fft_fno"), _ieee_float32():
+    with _launch("fft_fno"), ieee_float32():
         return _native.fft_fno_forward(x, weight_real, weight_imag)
 
 
@@ -1580,7 +1567,7 @@ def fft_fno_backward(g: Tensor, x: Tensor, weight_real: Tensor, weight_imag: Ten
     )
     relations.check_fft_fno_operands(x, weight_real)
     relations.check_cotangent("fft_fno", g, (x.shape[0], weight_real.shape[2], x.shape[2]))
-    with _launch("fft_fno"), _ieee_float32():
+    with _launch("fft_fno"), ieee_float32():
         return _grads(_native.fft_fno_backward(g, x, weight_real, weight_imag, out))
 
 
