@@ -19,10 +19,11 @@ Tests marked ``cuda`` repeat the end-to-end checks on a real device (skipped wit
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -368,6 +369,59 @@ def test_native_seeded_sources_take_the_session_parameters(emulation: ModuleType
             out_r = _reference(op).forward(reference_capsule, (), params)
             assert storage.numpy_dtype(out_n) == dtype
             np.testing.assert_array_equal(storage.to_host(out_n), out_r)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal of a CPU-only torch build")
+@pytest.mark.parametrize("device", [None, "cuda", "cuda:0", 0])
+def test_native_seeded_sources_refuse_a_cpu_only_build_whatever_device_is_named(device: object) -> None:
+    """review112 F3: with an explicit device the sources skipped the CUDA check and raised torch's
+    bare ``AssertionError: Torch not compiled with CUDA enabled``."""
+    for draw in (lambda: kernels.rand_uniform_forward(shape=(2,), seed=0, counter=0, device=device),
+                 lambda: kernels.bernoulli_mask_forward(shape=(2,), keep_prob=0.5, seed=0, counter=0,
+                                                        device=device)):
+        with pytest.raises(extension.NativeExtensionError, match=r"^CUDA was requested, but this torch"):
+            draw()
+
+
+def test_native_seeded_sources_refuse_a_device_this_machine_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(extension, "require_cuda", lambda: None)  # a CUDA build with one device
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(TorchLeanError, match=r"^native_cuda\.rand_uniform: device='cuda:7' names no CUDA "
+                                             r"device here \(accepted: cuda:0 to cuda:0\)$"):
+        kernels.rand_uniform_forward(shape=(2,), seed=0, counter=0, device="cuda:7")
+
+
+def test_dropout_draws_its_mask_in_the_device_scope_of_x(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review112 F2: the seeded sources draw on torch's current CUDA device, so a mask for an x on
+    ``cuda:1`` was made on ``cuda:0`` and the ``mul`` refused the mix; dropout now draws inside
+    ``storage.device_scope(x.device)``, which makes x's device the current one."""
+    from torchlean.functional import _random
+
+    events: list[tuple[str, ...]] = []
+
+    @contextlib.contextmanager
+    def scope(device: str) -> Iterator[None]:
+        events.append(("enter", device))
+        yield
+        events.append(("exit", device))
+
+    real = _random.bernoulli_mask
+
+    def draw(*args: Any, **kwargs: Any) -> Tensor:
+        events.append(("draw",))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "device_scope", scope)
+    monkeypatch.setattr(_random, "bernoulli_mask", draw)
+    tl.dropout(tl.tensor(np.ones((2, 3))), 0.5)
+    assert events == [("enter", "cpu"), ("draw",), ("exit", "cpu")]
+
+
+def test_device_scope_makes_the_named_cuda_device_current() -> None:
+    scope = storage.device_scope("cuda:1")
+    assert isinstance(scope, torch.cuda.device) and scope.idx == 1  # not entered: no device needed
+    assert storage.device_scope("cuda").idx == 0  # type: ignore[attr-defined]
+    assert isinstance(storage.device_scope("cpu"), contextlib.nullcontext)
 
 
 def _attention_inputs(

@@ -924,3 +924,18 @@ def test_stub_matches_the_bindings() -> None:
     typed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert typed == bound
     assert len(bound) == 1 + 46 + 44 + 2  # device_type, forwards, backwards, direct attention
+
+
+def test_smooth_max_pool_backward_checks_out_as_every_entry_point_checks_its_operands(
+    emulation: ModuleType,
+) -> None:
+    """review112 F6: the raw entry point took an ``out`` of any shape (it is never read; the Python
+    wrapper refused it first); the C++ check now refuses it raw too."""
+    x = torch.zeros(1, 1, 5, dtype=torch.float64)
+    g = torch.ones(1, 1, 4, dtype=torch.float64)  # kernel 2, stride 1: 4 windows
+    with pytest.raises(ValueError, match=r"^torchlean_native_ext\.smooth_max_pool_backward: out has shape "
+                                         r"\[9\] but g has shape \[1, 1, 4\]$"):
+        emulation.smooth_max_pool_backward(g, x, torch.zeros(9, dtype=torch.float64), [2], [1], [0], 1.0, 0)
+    (dx,) = emulation.smooth_max_pool_backward(g, x, torch.zeros(1, 1, 4, dtype=torch.float64), [2], [1],
+                                               [0], 1.0, 0)
+    assert dx.shape == x.shape

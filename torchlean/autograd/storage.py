@@ -17,6 +17,7 @@ is actually met, so the CPU path never imports it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "add_into",
     "copy_storage",
     "device_of",
+    "device_scope",
     "device_type",
     "host_tensor",
     "is_host",
@@ -78,6 +80,22 @@ def device_of(data: Storage) -> str:
 def device_type(device: str) -> str:
     """The device kind of a device string: ``"cuda:1"`` → ``"cuda"``."""
     return device.partition(":")[0]
+
+
+def device_scope(device: str) -> contextlib.AbstractContextManager[object]:
+    """A scope in which ``device`` (``"cuda:N"``) is torch's current CUDA device, so that an op
+    with no input to take a device from (a seeded source: ``bernoulli_mask``, ``rand_uniform``,
+    whose CUDA kernels draw on the current device) makes its output there (review112 F2); a scope
+    that changes nothing for ``"cpu"``.
+
+    Raises:
+        RuntimeError: torch's own, on entering, for a CUDA device this process cannot use.
+    """
+    if device_type(device) != "cuda":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.cuda.device(int(device.partition(":")[2] or 0))
 
 
 def to_host(data: Storage) -> npt.NDArray[Any]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from torchlean._checks import is_int
+from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
@@ -115,9 +116,10 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
     mask is saved by the ``mul`` node for the backward. Identity when not training or ``p == 0``.
     Records ``bernoulli_mask``, ``mul``, ``scale`` (``p == 1``: ``bernoulli_mask``, ``mul``).
     Returns x's shape and dtype (``x`` itself when it is the identity); the mask is drawn in x's
-    dtype with ``seed`` (default: the session's seed), as :func:`bernoulli_mask`: from the seed and
-    the session's random counter, which every draw advances, so two calls with one ``seed`` in a
-    session give different masks, and a new session with the same seeds replays them.
+    dtype, on x's device (``cuda:1`` too, whatever torch's current CUDA device), with ``seed``
+    (default: the session's seed), as :func:`bernoulli_mask`: from the seed and the session's
+    random counter, which every draw advances, so two calls with one ``seed`` in a session give
+    different masks, and a new session with the same seeds replays them.
     Seeds ``s`` and ``s + 1`` give the same masks one draw apart (see :func:`rand_uniform`): give
     two dropout layers or two runs seeds far apart.
 
@@ -152,6 +154,7 @@ def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None)
             f"dropout: input x has dtype {x.dtype}; accepted: float32 or float64 (the kept values are scaled "
             "by 1 / (1 - p)): give x a float dtype"
         )
-    mask = bernoulli_mask(x.shape, 1.0 - p, seed=None if seed is None else int(seed), dtype=x.dtype)
+    with storage.device_scope(x.device):  # the mask is drawn on x's device, not the current one
+        mask = bernoulli_mask(x.shape, 1.0 - p, seed=None if seed is None else int(seed), dtype=x.dtype)
     kept = mul(x, mask)
     return kept if p == 1.0 else scale(kept, 1.0 / (1.0 - p))

@@ -17,7 +17,8 @@ node's rule (accumulation, version checks and traversal stay TorchLean's). Direc
 :func:`~.kernels.direct_attention_vjp` (the native backward from that logsumexp).
 
 The two seeded sources are forward only; their ``dtype`` parameter arrives as a numpy dtype and is
-passed to the kernel as the torch dtype, and they draw on the current CUDA device.
+passed to the kernel as the torch dtype, and they draw on the current CUDA device (``dropout``
+makes its input's device the current one for its mask: ``storage.device_scope``).
 
 ``kernels`` (and so torch) is imported on the first native call, never when this module is
 linked, so CPU-only use of torchlean does not import torch. Inside

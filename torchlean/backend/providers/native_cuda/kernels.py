@@ -998,15 +998,19 @@ def _source_target(op: str, dtype: torch.dtype, device: torch.device | int | Non
     if dtype not in guards.FLOAT_DTYPES:
         raise GuardError(f"native_cuda.{op}: dtype={dtype!r} (accepted: torch.float32, torch.float64)")
     if extension.expected_device_type() == "cpu":
-        index = 0
-    elif device is None:
-        extension.require_cuda()
-        index = torch.cuda.current_device()
-    else:
-        resolved = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-        if resolved.type != "cuda":
-            raise GuardError(f"native_cuda.{op}: device={device!r} (accepted: a cuda device)")
-        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
+        return guards.dtype_name(dtype), 0
+    extension.require_cuda()  # review112 F3: an explicit device skipped the documented refusal
+    if device is None:
+        return guards.dtype_name(dtype), torch.cuda.current_device()
+    resolved = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    if resolved.type != "cuda":
+        raise GuardError(f"native_cuda.{op}: device={device!r} (accepted: a cuda device)")
+    index = resolved.index if resolved.index is not None else torch.cuda.current_device()
+    if not 0 <= index < torch.cuda.device_count():
+        raise GuardError(
+            f"native_cuda.{op}: device={device!r} names no CUDA device here (accepted: cuda:0 to "
+            f"cuda:{torch.cuda.device_count() - 1})"
+        )
     return guards.dtype_name(dtype), index
 
 
@@ -1021,7 +1025,14 @@ def rand_uniform_forward(
     """Seeded uniform tensor (anchor-runtime.md §1.6, own kernel): element ``i`` (row-major) is
     ``(splitmix64(keyOf(seed, counter) + i) mod 2**32) / 2**32`` rounded once to ``dtype``, with
     ``keyOf(seed, counter) = splitmix64(seed + counter)`` mod 2**64 — the reference provider's
-    schedule. Forward only; device None = the current CUDA device."""
+    schedule. Forward only; device None = the current CUDA device.
+
+    Raises:
+        NativeExtensionError: outside host emulation, when CUDA is not usable here (checked before
+            the device is resolved, whichever device is named).
+        GuardError: a dtype other than float32/float64; a device that is not a CUDA device of
+            this machine; a bad shape, seed or counter.
+    """
     dims = _shape("rand_uniform", shape)
     name, index = _source_target("rand_uniform", dtype, device)
     seed64, counter64 = _u64("rand_uniform", "seed", seed), _u64("rand_uniform", "counter", counter)
@@ -1042,7 +1053,12 @@ def bernoulli_mask_forward(
     device: torch.device | int | None = None,
 ) -> Tensor:
     """Seeded keep mask: element ``i`` is 1 if ``keep_prob > u_i`` (strict, both in ``dtype``) else
-    0, ``u_i`` the :func:`rand_uniform_forward` draw of the same key. Forward only."""
+    0, ``u_i`` the :func:`rand_uniform_forward` draw of the same key. Forward only.
+
+    Raises:
+        NativeExtensionError, GuardError: as :func:`rand_uniform_forward`; GuardError also for a
+            ``keep_prob`` outside ``[0, 1]``.
+    """
     dims = _shape("bernoulli_mask", shape)
     keep = guards.check_finite("bernoulli_mask", "keep_prob", keep_prob)
     if not 0.0 <= keep <= 1.0:

@@ -1979,6 +1979,7 @@ Grads smooth_max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& o
   std::vector<std::int64_t> out_shape;
   const tl::PoolGeometry geo = pool_geometry(op, x, kernel, stride, padding, out_shape);
   check_cotangent(op, g, out_shape);
+  check_same_shape(op, "out", out, "g", g);  // never read, but checked as every operand is
   c10::DeviceGuard guard(x.device());
   at::Tensor dx = at::zeros_like(x);
   if (x.numel() == 0 || g.numel() == 0) return one(dx);
