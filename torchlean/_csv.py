@@ -75,6 +75,7 @@ from torchlean._cells import _cell_shown, _decimal_comma, _is_number, _number, _
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
+from torchlean._paths import missing_file_name
 from torchlean._rows import Rows, blocks, lengths
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -531,7 +532,7 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
-        raise DataError(f"dataset file not found: {named}")
+        raise DataError(f"dataset file not found: {missing_file_name(shown)}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a
         # terminal too) is what the user redirected into it

@@ -55,6 +55,7 @@ from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._memory import usable_memory
+from torchlean._paths import missing_file_name
 from torchlean.backend import profiles
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -1277,7 +1278,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             "written by torchlean train --save"
         )
     if not is_file:
-        raise CheckpointError(f"checkpoint file not found: {named}")
+        raise CheckpointError(f"checkpoint file not found: {missing_file_name(str(file))}")
     try:
         with file.open("rb") as handle:
             magic = handle.read(len(_NPY_MAGIC))

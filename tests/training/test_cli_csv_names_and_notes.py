@@ -203,6 +203,29 @@ def test_a_path_is_named_as_typed(
     )
 
 
+def test_a_missing_path_with_blanks_at_an_end_is_quoted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review110 F5: ``dataset file not found: ok.csv `` hid the blank, reading as a false refusal
+    of the file ``ok.csv``; such a name is quoted, with the blank named, and the file without it
+    when there is one (a checkpoint too)."""
+    monkeypatch.chdir(tmp_path)
+    Path("ok.csv").write_text("a,y\n1,0\n2,1\n")
+    Path("m.npz").write_bytes(b"")
+    assert _refused(capsys, "train", "--dataset", "ok.csv ") == (
+        "dataset file not found: 'ok.csv ' (its name ends with a blank; ok.csv exists)"
+    )
+    assert _refused(capsys, "train", "--dataset", "\tgone.csv") == (
+        "dataset file not found: '\\tgone.csv' (its name starts with a blank)"
+    )
+    assert _refused(capsys, "train", "--dataset", " ok.csv ") == (
+        "dataset file not found: ' ok.csv ' (its name starts and ends with a blank; ok.csv exists)"
+    )
+    assert _refused(capsys, "predict", "m.npz ", "--dataset", "ok.csv") == (
+        "checkpoint file not found: 'm.npz ' (its name ends with a blank; m.npz exists)"
+    )
+
+
 def _torchlean(*argv: str, stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     return subprocess.run([sys.executable, "-m", "torchlean", *argv], input=stdin, capture_output=True,

@@ -548,6 +548,9 @@ def test_bad_warmup_cosine_is_a_one_line_error(capsys, spec, epochs, message):
     [
         (("--lr", "0"), LR_ZERO, False),
         (("--lr", "0", "--optimizer", "adamw", "--weight-decay", "0.5"), LR_ZERO, False),
+        (("--lr", "1e-50", "--dtype", "float32"),  # review110 F3: 0 once rounded to the weights' dtype
+         "note: --lr 1e-50 is 0 in float32, the weights' dtype, which each update multiplies by it, so "
+         "every update is zero and the weights stay as they are\n", False),
         (("--optimizer", "sgd", "--max-grad-norm", "0"), "note: --max-grad-norm 0 clips " + CLIPPED, False),
         (("--max-grad-value", "0", "--max-grad-norm", "0"),
          "note: --max-grad-value 0 and --max-grad-norm 0 clip " + CLIPPED, False),

@@ -426,13 +426,17 @@ def _header_note(note: str, resumed: _resume.Resumed | None) -> str:
 def _no_update_note(args: argparse.Namespace) -> str:
     """The ``note:`` of settings under which no gradient moves a weight (review103 F5), else "":
     ``--lr 0`` makes every update zero (each optimizer scales its step by the rate, and each
-    ``--lr-schedule`` scales the rate), as ``--lr-schedule step:N:0`` does after epoch N;
+    ``--lr-schedule`` scales the rate), as does a rate that is 0 in the weights' dtype (``--lr
+    1e-50`` in float32) and ``--lr-schedule step:N:0`` after epoch N;
     ``--max-grad-norm 0`` or ``--max-grad-value 0`` clips every
     gradient to zero, after which only weight decay and the optimizer state already built up
     (momentum, moments of a resumed run) move weights. torch accepts these values too."""
     if args.lr == 0.0:
         return ("note: --lr 0 makes every update zero, so the weights stay as they are (torch accepts a "
                 "learning rate of 0 too)\n")
+    if np.dtype(args.dtype).type(args.lr) == 0.0:  # review110 F3: the update rounds the rate to the weights'
+        return (f"note: --lr {args.lr!r} is 0 in {args.dtype}, the weights' dtype, which each update "
+                "multiplies by it, so every update is zero and the weights stay as they are\n")
     schedule: LRSchedule = args.lr_schedule
     if schedule.kind == "step" and schedule.gamma == 0.0 and args.epochs > schedule.step_size:  # review107 F4
         after = schedule.step_size

@@ -1,0 +1,31 @@
+"""How a refusal names a file that is not there: the name as given, escaped (one line, nothing
+for the terminal), and quoted when blanks at either end would not show (review110 F5:
+``dataset file not found: ok.csv `` looked like a false refusal of ``ok.csv``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchlean.backend.display import escaped
+
+__all__ = ["missing_file_name"]
+
+
+def missing_file_name(given: str) -> str:
+    """``given`` (a path as the user wrote it) as a not-found message names it: escaped
+    (:func:`~torchlean.backend.display.escaped`); when it has blanks (spaces, tabs) at an end,
+    quoted, followed by a word on them, naming the file without them when that exists
+    (``'ok.csv ' (its name ends in a blank; ok.csv exists)``). Raises nothing: a path that
+    cannot be checked is named without that word."""
+    named = escaped(given)
+    stripped = given.strip(" \t")
+    if stripped == given:
+        return named
+    ends = "starts and ends" if given[0] in " \t" and given[-1] in " \t" else (
+        "starts" if given[0] in " \t" else "ends")
+    try:
+        found = bool(stripped) and Path(stripped).exists()
+    except OSError:  # a name too long, or not checkable here
+        found = False
+    other = f"; {escaped(stripped)} exists" if found else ""
+    return f"'{named}' (its name {ends} with a blank{other})"
