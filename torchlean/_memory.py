@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["usable_memory"]
+__all__ = ["byte_count", "usable_memory"]
 
 CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 """A container's memory limit (cgroup v2, then v1): docker's ``--memory``, Slurm's ``--mem``."""
@@ -29,3 +29,14 @@ def usable_memory() -> int | None:
         if text.isdigit():  # "max" where no limit is set
             known.append(int(text))
     return min(known) if known else None
+
+
+def byte_count(count: int) -> str:
+    """``count`` bytes in binary units, as the memory refusals name sizes: ``7.28 TiB``,
+    ``126 GiB``, ``512 B``."""
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if value < 1024 or unit == "EiB":
+            break
+        value /= 1024
+    return f"{value:.3g} {unit}" if unit != "B" else f"{count} B"

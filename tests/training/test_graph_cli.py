@@ -3,9 +3,9 @@ without the ``NN.IR.OpKind.`` namespace and with Python list syntax (DESIGN.md Â
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
+from torchlean._memory import byte_count, usable_memory
 from torchlean.backend import profiles
 from torchlean.cli import main
 
@@ -170,11 +170,10 @@ WIDTHS = "error: argument --mlp:"
             "error: argument --relu-chain: expected an integer in [1, 1000000], got 1000001",
         ),
         (
-            ["--mlp", "99999999999,99999999999"],
-            "error: parameter 0.weight of shape [99999999999, 99999999999] has 9999999999800000000001 "
-            f"elements (accepted: at most {np.iinfo(np.intp).max // 8}, what one float64 array can hold, "
-            "the cap for every parameter as random initial values are drawn in float64 whatever the "
-            "model dtype)",
+            ["--mlp", "99999999999,99999999999"],  # refused before the build (review110 F4)
+            "error: --mlp 99999999999,99999999999: the MLP would have 1e+22 parameters, its largest weight "
+            "99999999999x99999999999; their float64 values alone take 6.94e+04 EiB, and this process may "
+            f"use {byte_count(usable_memory())} of memory: give smaller widths",
         ),
         (
             ["--relu-chain", "two"],
@@ -198,3 +197,32 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     assert caught.value.code == 2
     assert captured.out == ""
     assert captured.err == message + "\n"
+
+
+def test_an_mlp_too_large_for_memory_is_refused_before_allocating(capsys, monkeypatch):
+    """review110 F4: ``--mlp 60000,60000`` ended in a bare out-of-memory line naming no option; the
+    float64 weights are now counted first (4*5+5 + 5*3+3 = 43 parameters, 344 bytes, here against
+    a 300-byte limit, an oracle by hand), and nothing is built."""
+    from torchlean.cli import graph
+
+    monkeypatch.setattr(graph, "usable_memory", lambda: 300)
+    monkeypatch.setattr(graph, "mlp_graph", lambda widths: pytest.fail("built"))
+    assert main(["graph", "--mlp", "4,5,3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "error: --mlp 4,5,3: the MLP would have 43 parameters, its largest weight 5x4; their float64 values "
+        "alone take 344 B, and this process may use 300 B of memory: give smaller widths\n"
+    )
+
+
+def test_an_out_of_memory_error_names_the_mlp_widths(capsys, monkeypatch):
+    from torchlean.cli import graph
+
+    def fail(widths):
+        raise MemoryError("Unable to allocate 26.8 GiB")
+
+    monkeypatch.setattr(graph, "mlp_graph", fail)
+    assert main(["graph", "--mlp", "4,8,1"]) == 2
+    assert capsys.readouterr().err == (
+        "error: out of memory (Unable to allocate 26.8 GiB); try smaller sizes (--mlp 4,8,1)\n"
+    )

@@ -166,9 +166,15 @@ def _version() -> str:
     return f"torchlean {installed('torchlean')} (numpy {installed('numpy')}, torch {installed('torch')})"
 
 
-_SIZE_OPTIONS = ("hidden", "batch_size")
+_SIZE_OPTIONS = ("hidden", "batch_size", "mlp")
 """The options of a command that size its memory, named (with their values) by the out-of-memory
-error of a command that took them (``try smaller sizes (--hidden 4096, --batch-size 32)``)."""
+error of a command that took them (``try smaller sizes (--hidden 4096, --batch-size 32)``,
+``(--mlp 4,8,1)``)."""
+
+
+def _shown_size(value: object) -> str:
+    """A size option's value as typed: a list of widths comma-joined (``--mlp 4,8,1``)."""
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def build_parser() -> _Parser:
@@ -265,7 +271,7 @@ def _run(argv: Sequence[str] | None) -> int:
             print(f"error: {cli_spelling(str(error))}", file=sys.stderr)
             return 2
         text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
-        sizes = [f"--{dest.replace('_', '-')} {getattr(args, dest)}" for dest in _SIZE_OPTIONS
+        sizes = [f"--{dest.replace('_', '-')} {_shown_size(getattr(args, dest))}" for dest in _SIZE_OPTIONS
                  if getattr(args, dest, None) is not None]
         named = f" ({', '.join(sizes)})" if sizes else ""
         print(f"error: out of memory ({text}); try smaller sizes{named}", file=sys.stderr)

@@ -19,8 +19,9 @@ from tqdm import tqdm
 
 from torchlean import nn
 from torchlean._checks import DECIMAL_INTEGER
+from torchlean._memory import byte_count, usable_memory
 from torchlean.backend import profiles, report
-from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.backend.graph import to_coalesced_groups
 from torchlean.backend.profiles import BackendProfile
 from torchlean.cli._args import int_at_least
@@ -123,6 +124,28 @@ def _profile(name: str) -> BackendProfile:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _check_mlp_memory(widths: list[int]) -> None:
+    """Refuse, before any allocation, an ``--mlp`` whose float64 weights alone (the seed-0
+    initialisation the lowering builds the model with) exceed the memory this process may use
+    (review110 F4: ``--mlp 60000,60000`` ended in a bare out-of-memory line naming no option, and
+    widths just below the machine's memory were allocated for real).
+
+    Raises:
+        TorchLeanError: naming ``--mlp``, the parameter count, the largest weight and the memory.
+    """
+    memory = usable_memory()
+    sizes = [a * b + b for a, b in itertools.pairwise(widths)]
+    needed = 8 * sum(sizes)
+    if memory is None or needed <= memory:
+        return
+    a, b = max(itertools.pairwise(widths), key=lambda pair: pair[0] * pair[1])
+    raise TorchLeanError(
+        f"--mlp {','.join(map(str, widths))}: the MLP would have {sum(sizes):.3g} parameters, its largest "
+        f"weight {b}x{a}; their float64 values alone take {byte_count(needed)}, and this process may use "
+        f"{byte_count(memory)} of memory: give smaller widths"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean graph``; returns 0 when the plan is accepted, 1 otherwise."""
     profile: BackendProfile = args.profile
@@ -133,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         if long_chain and sys.stderr.isatty():
             print(f"planning and accepting {args.relu_chain + 1} nodes ...", file=sys.stderr, flush=True)
     else:
-        graph = mlp_graph(args.mlp or [4, 8, 1])
+        widths = args.mlp or [4, 8, 1]
+        _check_mlp_memory(widths)
+        graph = mlp_graph(widths)
     plan = profile.plan_graph(graph)
     for line in report.graph_plan_lines(plan):
         print(line)

@@ -97,7 +97,7 @@ import numpy as np
 from tqdm import tqdm
 
 from torchlean import checkpoint, data, optim, provenance
-from torchlean._memory import usable_memory
+from torchlean._memory import byte_count, usable_memory
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
@@ -854,20 +854,10 @@ def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.Opt
     raise TorchLeanError(
         f"--hidden {args.hidden}: --model {args.model} would have {sum(sizes):.3g} parameters, its largest "
         f"weight {largest.name} {'x'.join(map(str, largest.shape))} ({max(sizes):.3g} elements); training "
-        f"them needs about {_bytes(needed)} (the float64 initial weights, then the weights, gradients, "
+        f"them needs about {byte_count(needed)} (the float64 initial weights, then the weights, gradients, "
         f"{optimizer.name}'s state and a step's copies in {args.dtype}), and this process may use "
-        f"{_bytes(memory)} of memory: give a smaller --hidden (the default is 64)"
+        f"{byte_count(memory)} of memory: give a smaller --hidden (the default is 64)"
     )
-
-
-def _bytes(count: int) -> str:
-    """``count`` bytes in binary units: ``7.28 TiB``, ``125.8 GiB``."""
-    value, unit = float(count), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if value < 1024 or unit == "EiB":
-            break
-        value /= 1024
-    return f"{value:.3g} {unit}" if unit != "B" else f"{count} B"
 
 
 def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
