@@ -32,7 +32,15 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
 4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
    n = 1k..16k and d = 64, 128, without a mask and with a boolean causal mask, forward and
-   forward + backward; a row fails when the two forwards differ by more than 1e-5 (relative).
+   forward + backward. The SDPA baseline (``sdpa_baseline``, ``sdpa_forward_ms``,
+   ``sdpa_forward_backward_ms``, and the ``forward_ratio`` and ``forward_backward_ratio`` of the
+   direct kernel's time to it) is SDPA without a mask for the unmasked rows and SDPA with
+   ``is_causal=True`` for the causal rows: torch's causal path skips the blocked tiles, as the
+   direct kernel does. The causal rows also time SDPA given the same materialised boolean mask as
+   the direct kernel (``sdpa_bool_mask_forward_ms``, ``sdpa_bool_mask_forward_backward_ms``),
+   which in float32 takes torch's slower masked path (review112 F4). A row fails when the direct
+   forward differs from SDPA's with the same mask (for causal rows the boolean one) by more than
+   1e-5 (relative).
    Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
    kernel (float32) against SDPA's autograd in float64 (relative error <= 1e-5), with SDPA's own
    float32 gradients recorded beside them.
@@ -156,6 +164,10 @@ FORWARD_TOLERANCE = 1e-5
 GRADIENT_TOLERANCE = parity.TOLERANCE[torch.float32]
 """Largest relative error of the direct kernel's float32 gradients against SDPA float64 autograd."""
 GRADIENT_N = 1024
+SDPA_UNMASKED = "scaled_dot_product_attention(q, k, v)"
+SDPA_CAUSAL = "scaled_dot_product_attention(q, k, v, is_causal=True)"
+"""``sdpa_baseline`` of a timing row: the SDPA call its ``sdpa_*_ms`` and ratios are measured
+against (a causal row's call with the materialised boolean mask is ``sdpa_bool_mask_*_ms``)."""
 
 
 class DeviceFault(Exception):
@@ -742,6 +754,33 @@ def _causal(n: int, device: torch.device) -> torch.Tensor:
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
+def _sdpa_calls(
+    q4: torch.Tensor,
+    k4: torch.Tensor,
+    v4: torch.Tensor,
+    g4: torch.Tensor,
+    mask: torch.Tensor | None,
+    *,
+    causal: bool,
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The SDPA forward (no autograd) and forward + backward that a timing row times, with
+    ``attn_mask=mask`` and ``is_causal=causal``."""
+
+    def forward() -> object:
+        with torch.no_grad():
+            return F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, is_causal=causal)
+
+    leaves = [t.detach().clone().requires_grad_(True) for t in (q4, k4, v4)]
+
+    def both() -> object:
+        out = F.scaled_dot_product_attention(
+            leaves[0], leaves[1], leaves[2], attn_mask=mask, is_causal=causal
+        )
+        return torch.autograd.grad(out, leaves, g4)
+
+    return forward, both
+
+
 def _timing_row(
     n: int,
     d: int,
@@ -766,21 +805,22 @@ def _timing_row(
     # torch's fused SDPA kernels need 4-D (batch, heads, n, d) inputs; 3-D would time its
     # unfused fallback
     q4, k4, v4, g4 = (t.unsqueeze(0) for t in (q, k, v, g))
-
-    def sdpa_forward() -> object:
-        with torch.no_grad():
-            return F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)
-
-    leaves = [t.detach().clone().requires_grad_(True) for t in (q4, k4, v4)]
-
-    def sdpa_both() -> object:
-        out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)
-        return torch.autograd.grad(out, leaves, g4)
+    # the baseline is torch's own causal path (its kernels skip the blocked tiles, as the direct
+    # kernel's tile vote does); the materialised boolean mask, timed beside it, sends float32 to
+    # the memory-efficient kernel's masked path, which reads an n x n bias for every tile and
+    # skips nothing (review112 F4)
+    sdpa_forward, sdpa_both = _sdpa_calls(q4, k4, v4, g4, None, causal=masked)
+    row["sdpa_baseline"] = SDPA_CAUSAL if masked else SDPA_UNMASKED
 
     row["direct_forward_ms"] = _time_ms(direct_forward, iterations)
     row["sdpa_forward_ms"] = _time_ms(sdpa_forward, iterations)
     row["direct_forward_backward_ms"] = _time_ms(direct_both, iterations)
     row["sdpa_forward_backward_ms"] = _time_ms(sdpa_both, iterations)
+    if masked:
+        bool_forward, bool_both = _sdpa_calls(q4, k4, v4, g4, mask, causal=False)
+        row["sdpa_bool_mask_forward_ms"] = _time_ms(bool_forward, iterations)
+        row["sdpa_bool_mask_forward_backward_ms"] = _time_ms(bool_both, iterations)
+    # the forward check compares with SDPA given the same (boolean) mask the direct kernel gets
     ours = kernels.direct_attention_forward(q, k, v, mask)[0]
     with torch.no_grad():
         theirs = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)[0]
@@ -912,10 +952,16 @@ def _timing_line(row: dict[str, Any]) -> str:
     if row.get("check") == "gradient":
         errors = " ".join(f"{name} {value:.1e}" for name, value in row["errors"].items())
         return f"{head} gradients vs SDPA float64: {errors}{failed}"
+    bool_mask = ""
+    if "sdpa_bool_mask_forward_ms" in row:
+        bool_mask = (
+            f"  sdpa bool mask fwd {row['sdpa_bool_mask_forward_ms']:9.3f} / "
+            f"fwd+bwd {row['sdpa_bool_mask_forward_backward_ms']:9.3f} ms"
+        )
     return (
         f"{head} direct fwd {row['direct_forward_ms']:9.3f} ms  sdpa fwd {row['sdpa_forward_ms']:9.3f} ms  "
-        f"fwd+bwd {row['direct_forward_backward_ms']:9.3f} / {row['sdpa_forward_backward_ms']:9.3f} ms  "
-        f"diff {row['relative_difference']:.1e}{failed}"
+        f"fwd+bwd {row['direct_forward_backward_ms']:9.3f} / {row['sdpa_forward_backward_ms']:9.3f} ms"
+        f"{bool_mask}  diff {row['relative_difference']:.1e}{failed}"
     )
 
 

@@ -11,7 +11,8 @@ session gets (a few minutes of device time) has already executed here:
   mid-sweep keeps what it did; a device fault after a case stops all further device work and
   names that case;
 * its timing rows (host timers standing in for CUDA events) are handed out as they finish, fail
-  when the forward leaves the tolerance, and include the gradient checks;
+  when the forward leaves the tolerance, and include the gradient checks; a causal row's SDPA
+  baseline is ``is_causal=True``, with the boolean-mask SDPA timed beside it;
 * its timing lines format every row kind.
 The device timings themselves need a GPU and run only there.
 """
@@ -97,6 +98,10 @@ def test_timing_lines_format_results_and_errors(gpu_check: ModuleType) -> None:
     }  # fmt: skip
     line = gpu_check._timing_line(row)
     assert "n=  1024 d= 64 mask=causal" in line and "1.500 ms" in line and "diff 3.0e-07" in line
+    assert "bool mask" not in line
+    row |= {"sdpa_bool_mask_forward_ms": 0.75, "sdpa_bool_mask_forward_backward_ms": 3.25}
+    line = gpu_check._timing_line(row)
+    assert "sdpa bool mask fwd     0.750 / fwd+bwd     3.250 ms  diff 3.0e-07" in line
     failed = gpu_check._timing_line({"n": 16384, "d": 128, "mask": "none", "error": "OutOfMemoryError: x"})
     assert failed.endswith("ERROR OutOfMemoryError: x")
 
@@ -429,6 +434,14 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     ]  # fmt: skip
     assert all(r["passed"] for r in rows), rows
     assert all(r["relative_difference"] <= 1e-5 for r in rows[:2])
+    plain, causal = rows[:2]
+    assert plain["sdpa_baseline"] == "scaled_dot_product_attention(q, k, v)"
+    assert causal["sdpa_baseline"] == "scaled_dot_product_attention(q, k, v, is_causal=True)"
+    assert not {"sdpa_bool_mask_forward_ms", "sdpa_bool_mask_forward_backward_ms"} & plain.keys()
+    assert causal["sdpa_bool_mask_forward_ms"] > 0 and causal["sdpa_bool_mask_forward_backward_ms"] > 0
+    for r in (plain, causal):
+        assert r["forward_ratio"] == r["direct_forward_ms"] / r["sdpa_forward_ms"]
+        assert r["forward_backward_ratio"] == r["direct_forward_backward_ms"] / r["sdpa_forward_backward_ms"]
     for r in rows[2:]:
         assert set(r["errors"]) == {"dq", "dk", "dv"} and max(r["errors"].values()) <= 1e-5
 
@@ -443,6 +456,87 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     assert bad["passed"] is False
     assert bad["relative_difference"] > 1e-4
     assert bad["problems"] == [f"forward differs from torch SDPA by {bad['relative_difference']:.2e} > 1e-05"]
+
+
+def test_causal_rows_time_sdpa_is_causal_as_the_baseline_and_the_bool_mask_beside_it(
+    gpu_check: ModuleType, emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which call each ``*_ms`` field times (review112 F4): a causal row's ``sdpa_*_ms`` and ratios
+    are SDPA with ``is_causal=True``, its ``sdpa_bool_mask_*_ms`` SDPA with the boolean mask the
+    direct kernel gets, every one through ``_time_ms`` (the synchronised CUDA-event timer); the
+    forward check still compares with the boolean-mask SDPA (an is_causal result made wrong here
+    does not fail the row)."""
+    seen: list[str] = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def logged_sdpa(*args: Any, attn_mask: Any = None, is_causal: bool = False, **kwargs: Any) -> Any:
+        assert attn_mask is None or not is_causal
+        how = "is_causal" if is_causal else "no_mask" if attn_mask is None else "bool_mask"
+        assert attn_mask is None or attn_mask.dtype == torch.bool
+        seen.append(f"sdpa {how} {'grad' if torch.is_grad_enabled() else 'no_grad'}")
+        out = sdpa(*args, attn_mask=attn_mask, is_causal=is_causal, **kwargs)
+        return out + 1.0 if is_causal else out
+
+    def logged(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            seen.append(name)
+            return call(*args, **kwargs)
+
+        return run
+
+    timed: dict[str, float] = {}
+
+    def fake_time_ms(fn: Callable[[], object], iterations: int) -> float:
+        seen.clear()
+        fn()
+        label = " + ".join(seen)
+        seen.clear()
+        assert label not in timed
+        timed[label] = float(len(timed) + 1)
+        return timed[label]
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", logged_sdpa)
+    for name in ("forward", "backward"):
+        call = getattr(kernels, f"direct_attention_{name}")
+        monkeypatch.setattr(kernels, f"direct_attention_{name}", logged(f"direct {name}", call))
+    monkeypatch.setattr(gpu_check, "_time_ms", fake_time_ms)
+    generator = torch.Generator().manual_seed(0)
+    causal = gpu_check._timing_row(33, 64, True, 1, 1, torch.device("cpu"), generator)
+    assert timed == {
+        "direct forward": 1.0, "sdpa is_causal no_grad": 2.0, "direct forward + direct backward": 3.0,
+        "sdpa is_causal grad": 4.0, "sdpa bool_mask no_grad": 5.0, "sdpa bool_mask grad": 6.0,
+    }  # fmt: skip
+    assert seen == ["direct forward", "sdpa bool_mask no_grad"]  # the forward check after the timings
+    assert causal["direct_forward_ms"] == 1.0 and causal["direct_forward_backward_ms"] == 3.0
+    assert causal["sdpa_forward_ms"] == 2.0 and causal["sdpa_forward_backward_ms"] == 4.0
+    assert causal["sdpa_bool_mask_forward_ms"] == 5.0 and causal["sdpa_bool_mask_forward_backward_ms"] == 6.0
+    assert causal["forward_ratio"] == 1.0 / 2.0 and causal["forward_backward_ratio"] == 3.0 / 4.0
+    assert causal["relative_difference"] <= 1e-5 and "problems" not in causal
+
+    timed.clear()
+    plain = gpu_check._timing_row(33, 64, False, 1, 1, torch.device("cpu"), generator)
+    assert list(timed) == [
+        "direct forward", "sdpa no_mask no_grad", "direct forward + direct backward", "sdpa no_mask grad"
+    ]  # fmt: skip
+    assert plain["sdpa_forward_ms"] == 2.0 and plain["sdpa_forward_backward_ms"] == 4.0
+    assert "sdpa_bool_mask_forward_ms" not in plain
+
+
+def test_time_ms_synchronises_after_the_warm_up_and_after_each_timed_call(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+
+    class Event(_HostEvent):
+        def record(self) -> None:
+            events.append("record")
+            super().record()
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: events.append("sync"))
+    gpu_check._time_ms(lambda: events.append("call"), 2)
+    timed = ["record", "call", "record", "sync"]
+    assert events == ["call", "sync", *timed, *timed]
 
 
 # ------------------------------------------------------------------------------------ refusals
