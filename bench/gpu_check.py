@@ -16,18 +16,23 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    ops, ``native_cuda.direct_attention`` and ``torchlean.composed_attention`` (including fully
    blocked rows, NaN/inf at blocked positions, head widths 64, 128 and 256, and zero-size inputs:
    an empty batch, feature, key or time axis, where a launch on an empty grid would fail) —
-   forward and backward in float32 (relative error <= 1e-5) and float64 (<= 1e-10) against
-   float64 oracles, one progress line each. One failing case never stops the others; each case
-   ends with a device synchronisation, so an asynchronous fault is attributed to the case that
-   caused it. A failing case (without a device fault) runs once more on the same inputs, recorded
-   under ``rerun``: a failure that does not repeat points at a race or uninitialised memory. The
-   case fails either way.
+   forward and backward in float32 (error <= 1e-5) and float64 (<= 1e-10) against float64
+   oracles, one progress line each. The checked error (``errors``) is the largest difference
+   scaled by ``max(max|oracle|, 1)``: relative where the oracle reaches 1 in magnitude, absolute
+   below; the relative error without that floor, ``max|diff| / max|oracle|`` (``max|diff|`` where
+   the oracle is all zeros), is recorded beside it (``unfloored_relative_errors``) and not checked
+   (review112 F7; the record's ``error_measures`` says the same). One failing case never stops
+   the others; each case ends with a device synchronisation, so an asynchronous fault is
+   attributed to the case that caused it. A failing case (without a device fault) runs once
+   more on the same inputs, recorded under ``rerun``: a failure that does not repeat points at a
+   race or uninitialised memory. The case fails either way.
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
    selected (the attention op must select ``torchlean.composed_attention``,
    ``libtorch.sdpa_forward`` and ``native_cuda.direct_attention`` respectively) and the loss
-   parity with the same steps under ``checked_cpu`` (relative difference <= 1e-4). Without
+   parity with the same steps under ``checked_cpu`` (``max_relative_difference`` <= 1e-4, each
+   loss's difference scaled by ``max(|checked_cpu loss|, 1)``). Without
    scikit-learn (the digits data) this step is recorded under ``not_run`` and skipped.
 4. Timing (CUDA events, median of a few iterations after a warm-up): the direct attention kernel
    against ``torch.nn.functional.scaled_dot_product_attention`` in float32 for
@@ -40,10 +45,12 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    the direct kernel (``sdpa_bool_mask_forward_ms``, ``sdpa_bool_mask_forward_backward_ms``),
    which in float32 takes torch's slower masked path (review112 F4). A row fails when the direct
    forward differs from SDPA's with the same mask (for causal rows the boolean one) by more than
-   1e-5 (relative).
+   1e-5 (``scaled_difference``, scaled as parity's errors; ``unfloored_relative_difference``
+   beside it).
    Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
-   kernel (float32) against SDPA's autograd in float64 (relative error <= 1e-5), with SDPA's own
-   float32 gradients recorded beside them.
+   kernel (float32) against SDPA's autograd in float64 (``errors`` <= 1e-5, scaled as parity's;
+   ``unfloored_relative_errors`` beside them), with SDPA's own float32 gradients recorded beside
+   them (``sdpa_float32_errors``, ``difference_from_sdpa_float32``, both scaled the same way).
 5. Refusals, in a child process (a crash there is recorded, not fatal): raw extension entry points
    given a non-contiguous, an int32 and a shape-mismatched operand and a cotangent of the wrong
    shape must raise a Python ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the
@@ -160,9 +167,25 @@ E2E_RUNS: tuple[tuple[str, str, str | None], ...] = (
 """(model, profile, the capsule its attention op must select)."""
 
 FORWARD_TOLERANCE = 1e-5
-"""Largest relative difference of the direct kernel's float32 forward from torch SDPA's."""
+"""Largest difference of the direct kernel's float32 forward from torch SDPA's, scaled by
+``max(max|SDPA|, 1)`` (a timing row's ``scaled_difference``)."""
 GRADIENT_TOLERANCE = parity.TOLERANCE[torch.float32]
-"""Largest relative error of the direct kernel's float32 gradients against SDPA float64 autograd."""
+"""Largest error of the direct kernel's float32 gradients against SDPA float64 autograd, scaled
+by ``max(max|oracle|, 1)`` as parity's errors."""
+ERROR_MEASURES = {
+    "errors, scaled_difference, sdpa_float32_errors, difference_from_sdpa_float32": (
+        "max|ours - ref| / max(max|ref|, 1), ref the float64 oracle (for scaled_difference torch "
+        "SDPA's forward, for difference_from_sdpa_float32 SDPA's float32 gradients): relative "
+        "where ref reaches 1 in magnitude, absolute below; the one checked against the tolerance"
+    ),
+    "unfloored_relative_errors, unfloored_relative_difference": (
+        "max|ours - ref| / max|ref| (max|ours - ref| where ref is all zeros); reported, not checked"
+    ),
+    "max_relative_difference": (
+        "max over the losses of |loss - checked_cpu loss| / max(|checked_cpu loss|, 1)"
+    ),
+}
+"""The record's ``error_measures``: what each error field of its rows measures (review112 F7)."""
 GRADIENT_N = 1024
 SDPA_UNMASKED = "scaled_dot_product_attention(q, k, v)"
 SDPA_CAUSAL = "scaled_dot_product_attention(q, k, v, is_causal=True)"
@@ -387,6 +410,9 @@ def _parity(
                 "capsule": _capsule_name(result.op, composed),
                 "dtype": result.dtype.removeprefix("torch."),
                 "errors": {k: _finite_or_text(v) for k, v in result.errors.items()},
+                "unfloored_relative_errors": {
+                    k: _finite_or_text(v) for k, v in result.unfloored_relative_errors.items()
+                },
                 "tolerance": result.tolerance,
                 "passed": result.passed,
                 "problems": list(result.problems),
@@ -402,13 +428,18 @@ def _parity(
                 row["rerun"] = {
                     "passed": again.passed,
                     "errors": {k: _finite_or_text(v) for k, v in again.errors.items()},
+                    "unfloored_relative_errors": {
+                        k: _finite_or_text(v) for k, v in again.unfloored_relative_errors.items()
+                    },
                     "problems": list(again.problems),
                 }
                 verdict += f" (run again: {'ok' if again.passed else 'FAIL'})"
             records.append(row)
             on_case(row)
             worst = max(result.errors.values(), default=0.0)
-            print(f" max rel err {worst:.1e} {verdict}", flush=True)
+            worst_relative = max(result.unfloored_relative_errors.values(), default=0.0)
+            # the checked error is scaled by max(max|oracle|, 1), the relative one is not floored
+            print(f" max err {worst:.1e} (unfloored rel {worst_relative:.1e}) {verdict}", flush=True)
             if fault is not None:
                 raise DeviceFault("parity", label, fault)
     return records
@@ -744,10 +775,15 @@ def _time_ms(fn: Callable[[], object], iterations: int) -> float:
     return statistics.median(samples)
 
 
-def _relative(ours: torch.Tensor, theirs: torch.Tensor) -> float:
-    """``max|ours - theirs| / max(max|theirs|, 1)`` in float64 (parity's error measure)."""
+def _errors(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[float, float]:
+    """``(checked, unfloored)`` in float64: ``max|ours - theirs| / max(max|theirs|, 1)`` (parity's
+    checked error) and ``max|ours - theirs| / max|theirs|`` (the relative error, reported;
+    ``max|ours - theirs|`` itself where ``theirs`` is all zeros). A NaN anywhere makes both NaN,
+    which fails the check."""
     a, b = ours.detach().double(), theirs.detach().double()
-    return float((a - b).abs().max().item()) / max(float(b.abs().max().item()), 1.0)
+    difference = float((a - b).abs().max().item())
+    largest = float(b.abs().max().item())
+    return difference / max(largest, 1.0), difference / largest if largest > 0.0 else difference
 
 
 def _causal(n: int, device: torch.device) -> torch.Tensor:
@@ -824,13 +860,13 @@ def _timing_row(
     ours = kernels.direct_attention_forward(q, k, v, mask)[0]
     with torch.no_grad():
         theirs = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask)[0]
-    row["relative_difference"] = _relative(ours, theirs)
+    row["scaled_difference"], row["unfloored_relative_difference"] = _errors(ours, theirs)
     row["tolerance"] = FORWARD_TOLERANCE
     row["forward_ratio"] = row["direct_forward_ms"] / row["sdpa_forward_ms"]
     row["forward_backward_ratio"] = row["direct_forward_backward_ms"] / row["sdpa_forward_backward_ms"]
-    if not row["relative_difference"] <= FORWARD_TOLERANCE:
+    if not row["scaled_difference"] <= FORWARD_TOLERANCE:
         row["problems"] = [
-            f"forward differs from torch SDPA by {row['relative_difference']:.2e} > {FORWARD_TOLERANCE:g}"
+            f"forward differs from torch SDPA by {row['scaled_difference']:.2e} > {FORWARD_TOLERANCE:g}"
         ]
     return row
 
@@ -863,16 +899,18 @@ def _gradient_row(
     oracle = _sdpa_gradients(q64, k64, v64, g64, mask)
     sdpa32 = _sdpa_gradients(q, k, v, g, mask)
     names = ("dq", "dk", "dv")
-    row["errors"] = {
-        name: _relative(mine, want)
+    against_oracle = {
+        name: _errors(mine, want)
         for name, mine, want in zip(names, ours, oracle, strict=True)
         if mine is not None
     }
+    row["errors"] = {name: checked for name, (checked, _) in against_oracle.items()}
+    row["unfloored_relative_errors"] = {name: unfloored for name, (_, unfloored) in against_oracle.items()}
     row["sdpa_float32_errors"] = {
-        name: _relative(s, want) for name, s, want in zip(names, sdpa32, oracle, strict=True)
+        name: _errors(s, want)[0] for name, s, want in zip(names, sdpa32, oracle, strict=True)
     }
     row["difference_from_sdpa_float32"] = {
-        name: _relative(mine, s)
+        name: _errors(mine, s)[0]
         for name, mine, s in zip(names, ours, sdpa32, strict=True)
         if mine is not None
     }
@@ -961,7 +999,7 @@ def _timing_line(row: dict[str, Any]) -> str:
     return (
         f"{head} direct fwd {row['direct_forward_ms']:9.3f} ms  sdpa fwd {row['sdpa_forward_ms']:9.3f} ms  "
         f"fwd+bwd {row['direct_forward_backward_ms']:9.3f} / {row['sdpa_forward_backward_ms']:9.3f} ms"
-        f"{bool_mask}  diff {row['relative_difference']:.1e}{failed}"
+        f"{bool_mask}  diff {row['scaled_difference']:.1e}{failed}"
     )
 
 
@@ -1212,6 +1250,7 @@ def main(argv: list[str] | None = None) -> int:
             "name": "gpu_check",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "argv": sys.argv[1:] if argv is None else list(argv),
+            "error_measures": ERROR_MEASURES,
         },
     )
     record = recorder.record

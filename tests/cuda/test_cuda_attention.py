@@ -5,7 +5,8 @@ Both are checked forward and backward against the reference provider's float64 a
 ``torchlean.backend.providers.native_cuda.parity`` — unmasked, per-head masks, fully blocked rows
 with NaN/inf at blocked positions (query, key, value and cotangent), NaN/inf in a key or value
 row that one query attends and another blocks, head widths above 128 —
-in float32 (relative error <= 1e-5) and float64 (<= 1e-10):
+in float32 (error <= 1e-5, the largest difference scaled by max(max|oracle|, 1)) and float64
+(<= 1e-10):
 
 * on a CUDA device (``cuda`` marker; skipped without one);
 * on the CPU through the host-emulation build, whose emulator runs the tiled kernels themselves.

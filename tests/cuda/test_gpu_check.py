@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +37,10 @@ from torch.utils import cpp_extension
 from torchlean.backend.providers.native_cuda import extension, kernels, parity
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.py"
-KEYS = {"case", "op", "capsule", "dtype", "errors", "tolerance", "passed", "problems", "seconds"}
+KEYS = {
+    "case", "op", "capsule", "dtype", "errors", "unfloored_relative_errors", "tolerance", "passed",
+    "problems", "seconds",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -72,6 +77,9 @@ def test_parity_sweep_records_every_case_on_the_emulation(
         assert r["passed"], r
         assert r["dtype"] in ("float32", "float64")
         assert all(isinstance(v, float) and v <= r["tolerance"] for v in r["errors"].values())
+        # the unfloored relative error (review112 F7) is beside each error, never below it
+        assert set(r["unfloored_relative_errors"]) == set(r["errors"])
+        assert all(r["errors"][k] <= v for k, v in r["unfloored_relative_errors"].items())
     capsules = {r["capsule"] for r in records if r["op"] == parity.ATTENTION}
     assert capsules == {"native_cuda.direct_attention", "torchlean.composed_attention"}
     assert {r["capsule"] for r in records if r["op"] == "relu"} == {"native_cuda.relu"}
@@ -94,7 +102,7 @@ def test_end_to_end_runs_select_the_expected_capsules_on_the_emulation(
 def test_timing_lines_format_results_and_errors(gpu_check: ModuleType) -> None:
     row = {
         "n": 1024, "d": 64, "mask": "causal", "direct_forward_ms": 1.5, "sdpa_forward_ms": 0.5,
-        "direct_forward_backward_ms": 4.0, "sdpa_forward_backward_ms": 2.0, "relative_difference": 3e-7,
+        "direct_forward_backward_ms": 4.0, "sdpa_forward_backward_ms": 2.0, "scaled_difference": 3e-7,
     }  # fmt: skip
     line = gpu_check._timing_line(row)
     assert "n=  1024 d= 64 mask=causal" in line and "1.500 ms" in line and "diff 3.0e-07" in line
@@ -109,7 +117,7 @@ def test_timing_lines_format_results_and_errors(gpu_check: ModuleType) -> None:
 def test_timing_lines_mark_failed_rows_and_format_gradient_checks(gpu_check: ModuleType) -> None:
     row = {
         "n": 1024, "d": 64, "mask": "none", "direct_forward_ms": 1.5, "sdpa_forward_ms": 0.5,
-        "direct_forward_backward_ms": 4.0, "sdpa_forward_backward_ms": 2.0, "relative_difference": 3e-4,
+        "direct_forward_backward_ms": 4.0, "sdpa_forward_backward_ms": 2.0, "scaled_difference": 3e-4,
         "passed": False, "problems": ["forward differs from torch SDPA by 3.00e-04 > 1e-05"],
     }  # fmt: skip
     assert gpu_check._timing_line(row).endswith(
@@ -292,6 +300,7 @@ def test_the_record_is_saved_after_the_build_and_after_every_parity_case(
     record = json.loads(out.read_text())
     assert record["build"]["ok"] is True and isinstance(record["build"]["seconds"], float)
     assert record["machine"] == {"device": "host emulation"}
+    assert record["error_measures"] == gpu_check.ERROR_MEASURES
     assert [(r["case"], r["dtype"]) for r in record["parity"]] == [
         ("relu/vector", "float32"), ("relu/vector", "float64"), ("relu/tensor", "float32"),
     ]  # fmt: skip
@@ -329,10 +338,12 @@ def test_a_failing_case_runs_again_and_the_record_says_whether_it_repeats(
     assert (persistent["passed"], persistent["rerun"]["passed"]) == (False, False)
     assert persistent["rerun"]["problems"] == [wrong]
     assert set(persistent["rerun"]["errors"]) == {"forward", "d0"}
+    assert set(persistent["rerun"]["unfloored_relative_errors"]) == {"forward", "d0"}
     assert [r for r in records if "rerun" in r] == [transient, persistent]
     assert len(calls) == len(records) + 2
     printed = capsys.readouterr().out
     assert "FAIL (run again: ok)" in printed and "FAIL (run again: FAIL)" in printed
+    assert re.search(r"max err \d\.\de-\d\d \(unfloored rel \d\.\de-\d\d\) ok", printed)
 
 
 def test_a_device_fault_stops_all_further_device_work_and_names_its_case(
@@ -433,7 +444,8 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
         (33, "none", None), (33, "causal", None), (20, "none", "gradient"), (20, "causal", "gradient"),
     ]  # fmt: skip
     assert all(r["passed"] for r in rows), rows
-    assert all(r["relative_difference"] <= 1e-5 for r in rows[:2])
+    assert all(r["scaled_difference"] <= 1e-5 for r in rows[:2])
+    assert all(r["scaled_difference"] <= r["unfloored_relative_difference"] for r in rows[:2])
     plain, causal = rows[:2]
     assert plain["sdpa_baseline"] == "scaled_dot_product_attention(q, k, v)"
     assert causal["sdpa_baseline"] == "scaled_dot_product_attention(q, k, v, is_causal=True)"
@@ -444,6 +456,11 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
         assert r["forward_backward_ratio"] == r["direct_forward_backward_ms"] / r["sdpa_forward_backward_ms"]
     for r in rows[2:]:
         assert set(r["errors"]) == {"dq", "dk", "dv"} and max(r["errors"].values()) <= 1e-5
+        assert set(r["unfloored_relative_errors"]) == {"dq", "dk", "dv"}
+        assert all(r["errors"][k] <= v for k, v in r["unfloored_relative_errors"].items())
+    # every error field the record's error_measures describes is one the rows carry
+    described = {name for names in gpu_check.ERROR_MEASURES for name in names.split(", ")}
+    assert described - {"max_relative_difference"} <= {key for r in rows for key in r}
 
     forward = kernels.direct_attention_forward
 
@@ -454,8 +471,23 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     monkeypatch.setattr(kernels, "direct_attention_forward", off)
     (bad,) = gpu_check._timings([33], [64], 1, 1, torch.device("cpu"), gradient_n=20)[:1]
     assert bad["passed"] is False
-    assert bad["relative_difference"] > 1e-4
-    assert bad["problems"] == [f"forward differs from torch SDPA by {bad['relative_difference']:.2e} > 1e-05"]
+    assert bad["scaled_difference"] > 1e-4
+    assert bad["problems"] == [f"forward differs from torch SDPA by {bad['scaled_difference']:.2e} > 1e-05"]
+
+
+def test_timing_errors_are_floored_at_1_with_the_unfloored_relative_error_beside(
+    gpu_check: ModuleType,
+) -> None:
+    """review112 F7: ``_errors`` gives the checked difference (scaled by max(max|theirs|, 1), an
+    absolute difference below 1) and the unfloored relative one (the difference itself where
+    ``theirs`` is all zeros); a NaN makes both NaN, which fails ``not value <= tolerance``."""
+    small = torch.tensor([0.1, -0.05], dtype=torch.float64)
+    assert gpu_check._errors(small + torch.tensor([1e-6, 0.0]), small) == pytest.approx((1e-6, 1e-5))
+    big = torch.tensor([4.0, -2.0], dtype=torch.float64)
+    assert gpu_check._errors(big + 2e-6, big) == pytest.approx((5e-7, 5e-7))
+    assert gpu_check._errors(torch.tensor([3e-7]), torch.zeros(1)) == pytest.approx((3e-7, 3e-7))
+    assert all(math.isnan(e) for e in gpu_check._errors(torch.tensor([math.nan, 0.0]), small))
+    assert all(math.isnan(e) for e in gpu_check._errors(small, torch.tensor([math.nan, 0.0])))
 
 
 def test_causal_rows_time_sdpa_is_causal_as_the_baseline_and_the_bool_mask_beside_it(
@@ -511,7 +543,7 @@ def test_causal_rows_time_sdpa_is_causal_as_the_baseline_and_the_bool_mask_besid
     assert causal["sdpa_forward_ms"] == 2.0 and causal["sdpa_forward_backward_ms"] == 4.0
     assert causal["sdpa_bool_mask_forward_ms"] == 5.0 and causal["sdpa_bool_mask_forward_backward_ms"] == 6.0
     assert causal["forward_ratio"] == 1.0 / 2.0 and causal["forward_backward_ratio"] == 3.0 / 4.0
-    assert causal["relative_difference"] <= 1e-5 and "problems" not in causal
+    assert causal["scaled_difference"] <= 1e-5 and "problems" not in causal
 
     timed.clear()
     plain = gpu_check._timing_row(33, 64, False, 1, 1, torch.device("cpu"), generator)
@@ -878,14 +910,14 @@ def test_the_record_is_strict_json_with_non_finite_values_as_text(
     is not JSON, and jq and most readers other than Python's refuse the file."""
     path = tmp_path / "r.json"
     record = {
-        "timings": [{"relative_difference": float("nan")}],
+        "timings": [{"scaled_difference": float("nan")}],
         "losses": (1.5, float("inf"), -float("inf")),
     }
     gpu_check.Recorder(path, record).save()
     text = path.read_text()
     assert "NaN" not in text and "Infinity" not in text
     loaded = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-JSON token {token}"))
-    assert loaded == {"timings": [{"relative_difference": "nan"}], "losses": [1.5, "inf", "-inf"]}
+    assert loaded == {"timings": [{"scaled_difference": "nan"}], "losses": [1.5, "inf", "-inf"]}
 
 
 def test_the_script_reports_a_hang_past_the_time_limit(

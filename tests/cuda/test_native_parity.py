@@ -1,7 +1,8 @@
 """Parity of every native-cuda op (the ``native_cuda.*`` capsules' value and VJP evidence).
 
 Every one of the 46 op labels is a parameter of the parity tests below, forward and backward, in
-float32 (relative error <= 1e-5) and float64 (<= 1e-10) against float64 oracles: the reference
+float32 (error <= 1e-5, the largest difference scaled by max(max|oracle|, 1)) and float64
+(<= 1e-10) against float64 oracles: the reference
 provider's numpy kernels, or torch CPU float64 with torch.autograd for ``fft_fno`` and
 ``selective_scan`` (which have no reference capsule). Cases and oracles live in
 ``torchlean.backend.providers.native_cuda.parity``.
@@ -177,6 +178,41 @@ def test_a_device_fault_is_recorded_against_the_case_that_caused_it(
     result = parity.run_case(parity.cases_for(["relu"])[0], torch.float32, torch.device("cpu"))
     assert not result.passed
     assert result.problems == ("RuntimeError: CUDA error: an illegal memory access was encountered",)
+
+
+def test_the_checked_error_is_floored_at_1_and_the_unfloored_relative_error_is_reported() -> None:
+    """review112 F7: below 1 in magnitude the checked error is the absolute difference; the
+    relative error beside it divides by max|oracle| alone (the difference itself where the oracle
+    is all zeros); mismatched NaN, infinities or shapes make both inf, nothing to compare both 0."""
+    want = np.array([0.1, -0.05, 0.0])
+    got = torch.tensor(want + np.array([1e-6, 0.0, 0.0]))
+    assert parity._errors(got, want) == pytest.approx((1e-6, 1e-5))
+    big = np.array([4.0, -2.0])
+    assert parity._errors(torch.tensor(big + np.array([0.0, 2e-6])), big) == pytest.approx((5e-7, 5e-7))
+    assert parity._errors(torch.tensor([3e-7, 0.0]), np.zeros(2)) == pytest.approx((3e-7, 3e-7))
+    assert parity._errors(torch.zeros(2), np.zeros(2)) == (0.0, 0.0)
+    special = np.array([np.nan, np.inf, 0.25])
+    assert parity._errors(torch.tensor([np.nan, np.inf, 0.5]), special) == (0.25, 1.0)
+    assert parity._errors(torch.tensor([0.0, 1.0]), np.array([np.nan, 1.0])) == (np.inf, np.inf)
+    assert parity._errors(torch.tensor([np.inf]), np.array([1.0])) == (np.inf, np.inf)
+    assert parity._errors(torch.zeros(3), np.zeros(2)) == (np.inf, np.inf)
+    assert parity._errors(torch.zeros(0), np.zeros(0)) == (0.0, 0.0)
+    assert parity._errors(torch.tensor([np.nan]), np.array([np.nan])) == (0.0, 0.0)
+
+
+def test_a_case_records_both_errors_and_checks_only_the_floored_one(
+    emulation: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key of ``errors`` has its unfloored relative error beside it, never smaller; the
+    tolerance applies to ``errors`` alone (an unfloored error of 1 does not fail the case)."""
+    case = parity.cases_for(["softmax"])[0]
+    result = parity.run_case(case, torch.float32, torch.device("cpu"))
+    assert result.passed and set(result.unfloored_relative_errors) == set(result.errors) == {"forward", "d0"}
+    for name, value in result.errors.items():
+        assert value <= result.unfloored_relative_errors[name]
+    monkeypatch.setattr(parity, "_errors", lambda native, oracle: (0.0, 1.0))
+    result = parity.run_case(case, torch.float32, torch.device("cpu"))
+    assert result.passed and dict(result.unfloored_relative_errors) == {"forward": 1.0, "d0": 1.0}
 
 
 def test_extension_boundary_refusal_becomes_guard_error(emulation: ModuleType) -> None:

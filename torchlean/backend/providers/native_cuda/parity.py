@@ -10,11 +10,15 @@ Oracles, all independent of the extension:
   no FFT library) and differentiated by ``torch.autograd``.
 
 Inputs are drawn in float64, rounded to the tested dtype, and the oracle runs on the rounded
-values, so an error measures only the kernel's arithmetic. The error of a result is
-``max|native - oracle| / max(max|oracle|, 1)``; a result passes below :data:`TOLERANCE` for its
-dtype (float32 ``1e-5``, float64 ``1e-10``), NaN positions must be the oracle's; the seeded
-sources must match bit for bit. Direct attention's saved row logsumexp is compared too (with
-one written in numpy: -inf on fully blocked rows, NaN on all -inf rows).
+values, so an error measures only the kernel's arithmetic. The error of a result, the one
+checked, is ``max|native - oracle| / max(max|oracle|, 1)``: a relative error where the oracle's
+largest magnitude is at least 1 and an absolute one below that (review112 F7). A result passes
+below :data:`TOLERANCE` for its dtype (float32 ``1e-5``, float64 ``1e-10``), NaN positions must be
+the oracle's; the seeded sources must match bit for bit. The relative error without that floor,
+``max|native - oracle| / max|oracle|`` (``max|native - oracle|`` itself where the oracle is all
+zeros), is reported beside it (:attr:`CaseResult.unfloored_relative_errors`) and not checked.
+Direct attention's saved row logsumexp is compared too (with one written in numpy: -inf on fully
+blocked rows, NaN on all -inf rows).
 
 Cases include fully blocked rows and NaN/inf at blocked positions for ``hard_masked_softmax``
 and attention, also in the cotangent (the native results must then also be finite and equal the
@@ -114,7 +118,10 @@ class ParityCase:
 class CaseResult:
     """Errors of one case in one dtype: ``errors`` maps ``forward``, ``d<i>`` (cotangent of
     input i) and, for ``native_cuda.direct_attention``, ``lse`` (the row logsumexp its forward
-    saves for the backward) to the relative error; ``problems`` lists failures in words."""
+    saves for the backward) to the checked error, the largest difference scaled by
+    ``max(max|oracle|, 1)``; ``unfloored_relative_errors`` maps the same keys to the largest
+    difference over ``max|oracle|`` (reported, not checked; see :func:`_errors`); ``problems``
+    lists failures in words."""
 
     case: str
     op: str
@@ -122,6 +129,7 @@ class CaseResult:
     errors: Mapping[str, float]
     tolerance: float
     problems: tuple[str, ...]
+    unfloored_relative_errors: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -246,24 +254,31 @@ def _rounded(a: Array | None, dtype: torch.dtype) -> Array | None:
     return torch.tensor(a, dtype=dtype).to(torch.float64).numpy()
 
 
-def _error(native: torch.Tensor, oracle: Array) -> float:
+def _errors(native: torch.Tensor, oracle: Array) -> tuple[float, float]:
+    """``(checked, unfloored)``: the largest difference over the entries where both are finite
+    (NaN where the oracle has NaN and equal infinities count as agreeing) divided by
+    ``max(max|oracle|, 1)`` (the checked error), and by
+    ``max|oracle|`` over those entries (the relative error; where that is 0 the largest
+    difference itself, which is then the checked error too). Both are inf when the shapes, the
+    NaN positions or the infinities differ, and 0 when there is nothing to compare."""
     got = native.detach().to("cpu", torch.float64).numpy()
     if got.shape != oracle.shape:
-        return math.inf
+        return math.inf, math.inf
     if got.size == 0:
-        return 0.0
+        return 0.0, 0.0
     same_nan = np.isnan(got) == np.isnan(oracle)
     if not same_nan.all():
-        return math.inf
+        return math.inf, math.inf
     finite = ~np.isnan(oracle)
     both_inf = np.isinf(oracle) & (got == oracle)
     usable = finite & ~both_inf
     if (np.isinf(got[usable]) | np.isinf(oracle[usable])).any():
-        return math.inf
+        return math.inf, math.inf
     if not usable.any():
-        return 0.0
-    scale = max(float(np.max(np.abs(oracle[usable]))), 1.0)
-    return float(np.max(np.abs(got[usable] - oracle[usable]))) / scale
+        return 0.0, 0.0
+    difference = float(np.max(np.abs(got[usable] - oracle[usable])))
+    largest = float(np.max(np.abs(oracle[usable])))
+    return difference / max(largest, 1.0), difference / largest if largest > 0.0 else difference
 
 
 def _native_calls(op: str, composed: bool) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
@@ -290,7 +305,12 @@ def run_case(
     rounded = tuple(_rounded(a, dtype) for a in spec.arrays)
     tolerance = TOLERANCE[dtype]
     errors: dict[str, float] = {}
+    unfloored: dict[str, float] = {}
     problems: list[str] = []
+
+    def compare(name: str, native: torch.Tensor, oracle: Array) -> None:
+        errors[name], unfloored[name] = _errors(native, oracle)
+
     forward, backward = _native_calls(case.op, composed)
     try:
         if case.op in _SOURCES:
@@ -299,10 +319,10 @@ def run_case(
             numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
             out_o, _ = _oracle(case.op, (), {**spec.params, "dtype": numpy_dtype}, None)
             out_o = out_o.astype(np.float64)
-            errors["forward"] = _error(out_n, out_o)
+            compare("forward", out_n, out_o)
             if errors["forward"] != 0.0:
                 problems.append(f"forward differs from the reference draw (error {errors['forward']:.3g})")
-            return CaseResult(label, case.op, str(dtype), errors, 0.0, tuple(problems))
+            return CaseResult(label, case.op, str(dtype), errors, 0.0, tuple(problems), unfloored)
         natives = [_to_torch(a, dtype, device) for a in rounded]
         out_n = forward(*natives, **spec.params)
         g64 = None
@@ -311,7 +331,7 @@ def run_case(
             if spec.finite and case.op in (ATTENTION, "hard_masked_softmax"):
                 g64 = _poison_blocked_cotangent(case.op, g64, spec)
         out_o, grads_o = _oracle(case.op, rounded, spec.params, g64)
-        errors["forward"] = _error(out_n, out_o)
+        compare("forward", out_n, out_o)
         if case.op == ATTENTION and not composed:
             # the row logsumexp the backward reads (blocked rows -inf, all -inf rows NaN)
             q_n, k_n, v_n, mask_n = natives
@@ -320,7 +340,7 @@ def run_case(
             if lse_n is None:
                 problems.append("direct_attention saved no logsumexp with its output")
             else:
-                errors["lse"] = _error(lse_n, _attention_logsumexp(rounded, spec.params))
+                compare("lse", lse_n, _attention_logsumexp(rounded, spec.params))
         if spec.finite and not bool(torch.isfinite(out_n).all()):
             problems.append("forward has non-finite values (a blocked position leaked)")
         if g64 is not None and backward is not None and grads_o is not None:
@@ -334,7 +354,7 @@ def run_case(
                     continue
                 if dn is None or do is None:
                     continue
-                errors[f"d{i}"] = _error(dn, np.asarray(do))
+                compare(f"d{i}", dn, np.asarray(do))
                 if spec.finite and not bool(torch.isfinite(dn).all()):
                     problems.append(f"d{i} has non-finite values (a blocked position leaked)")
         # a device fault of this case's kernels (an illegal address is sticky: every later CUDA
@@ -345,7 +365,7 @@ def run_case(
     for name, value in errors.items():
         if not value <= tolerance:
             problems.append(f"{name} error {value:.3g} > {tolerance:g}")
-    return CaseResult(label, case.op, str(dtype), errors, tolerance, tuple(problems))
+    return CaseResult(label, case.op, str(dtype), errors, tolerance, tuple(problems), unfloored)
 
 
 def _synchronize(device: torch.device) -> None:
