@@ -176,6 +176,42 @@ def zero(t: Tensor) -> Tensor:
     return t
 
 
+def _fitted_value(source: Array, target: tuple[int, ...], index: Any, shape: tuple[int, ...]) -> Array:
+    """``source`` shaped for ``t[index] = source`` on a tensor of ``shape``, where ``index``
+    selects ``target``, by torch's rule, one rule for every index: leading size-1 axes of
+    ``source`` are dropped while it has more axes than ``target`` (so ``t[0] = np.array([5.0])``,
+    ``t[...] = np.array([5.0])`` on a 0-d ``t`` and ``m[r, c] = np.ones((1, 1))`` write the value,
+    as in torch, where numpy's item assignment drops them only into an array target), then it
+    must broadcast to ``target``.
+
+    Raises:
+        TensorError: ``source`` does not broadcast to ``target`` (``cannot assign a value of
+            shape (2,) to index 0 of a tensor of shape (3,), which selects one element (accepted:
+            as in torch, one value: ...)``).
+    """
+    fitted = source
+    while fitted.ndim > len(target) and fitted.shape[0] == 1:
+        fitted = fitted[0]
+    try:
+        fits = np.broadcast_shapes(fitted.shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        accepted = (
+            "one value: a number, or a one-element array, list or tensor of any rank"
+            if not target
+            else f"a value that broadcasts to {target} once its extra leading size-1 axes are "
+            f"dropped: then a rank of at most {len(target)}, each extent 1 or the selected one, "
+            "aligned from the right"
+        )
+        raise TensorError(
+            f"cannot assign a value of shape {source.shape} to index {index!r} of a tensor of shape "
+            f"{shape}, which selects {'one element' if not target else f'shape {target}'} "
+            f"(accepted: as in torch, {accepted})"
+        )
+    return fitted
+
+
 def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     """``t[index] = value`` (:meth:`Tensor.__setitem__ <torchlean.tensor.Tensor.__setitem__>`:
     rules and errors there)."""
@@ -197,6 +233,15 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
         _require_floats_fit_int64(source)
     try:
+        if source.ndim:  # a number broadcasts to any target
+            # the selected shape, by numpy's indexing of a zero-strided stand-in (a view for
+            # basic indices; an advanced index gathers one byte per selected entry)
+            target = np.broadcast_to(np.zeros((), np.bool_), t.shape)[index].shape
+    except (ValueError, TypeError, IndexError) as exc:
+        raise _unassignable(t, index, exc) from exc
+    if source.ndim:
+        source = _fitted_value(source, target, index, t.shape)
+    try:
         with np.errstate(over="ignore", under="ignore"):  # beyond float32: +-inf, tiny: 0, as torch
             if isinstance(data, np.ndarray):
                 data[index] = source
@@ -205,10 +250,14 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
                 staged[index] = source
                 data.copy_(storage.host_tensor(staged))
     except (ValueError, TypeError, IndexError, OverflowError) as exc:
-        raise TensorError(
-            f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}"
-        ) from exc
+        raise _unassignable(t, index, exc) from exc
     t._version.bump()
+
+
+def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:
+    """The refusal of an ``index`` numpy cannot apply to ``t`` (out of range, of a kind numpy
+    does not index with), naming the index, ``t``'s shape and numpy's reason."""
+    return TensorError(f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}")
 
 
 def update_in_place(

@@ -1053,7 +1053,10 @@ class Tensor:
         ``±inf``, a number outside ``[-2**63, 2**63)``) is refused, as torch refuses it, rather
         than written as ``-2**63``. A value that is not a Tensor follows the functional ops'
         constant-operand rule (:mod:`torchlean.functional`), and slices the rule of
-        :func:`~torchlean.functional.getitem` (integer bounds, a step of at least 1).
+        :func:`~torchlean.functional.getitem` (integer bounds, a step of at least 1). The value's
+        shape follows torch's rule for every index: its extra leading size-1 axes are dropped
+        (``t[0] = tl.tensor([5.0])`` and ``m[r, c] = np.ones((1, 1))`` write one element), then
+        it broadcasts to the shape the index selects.
 
         Raises:
             AutogradError: this tensor requires grad and gradients are enabled; ``value`` is a
@@ -1063,9 +1066,11 @@ class Tensor:
                 ``torchlean.scatter_add``), or write under ``torchlean.no_grad()``.
             TensorTypeError: ``value`` is not numeric data (``None``, a string, bytes, an object),
                 or a torch tensor that requires grad; a slice bound that is not an integer.
-            TensorError: read-only storage, a negative or zero slice step, an index or value numpy
-                cannot assign (the message names both), ragged data, or a value that does not fit
-                this dtype (an integer beyond int64, or beyond float32's range; for int64 a float
+            TensorError: read-only storage, a negative or zero slice step, an index numpy cannot
+                apply (the message names it), a value that does not broadcast to the selected
+                shape (the message names both shapes and the accepted ones), ragged data, or a
+                value that does not fit this dtype (an integer beyond int64, or beyond float32's
+                range; for int64 a float
                 :func:`~torchlean._tensor_data._require_floats_fit_int64` refuses).
         """
         _tensor_writes.assign(self, index, value)

@@ -58,6 +58,68 @@ def test_item_assignment_still_takes_extra_leading_size_one_axes_as_torch_does()
     assert t.tolist() == reference.tolist()
 
 
+# ------------------- review111 F1: a one-element value of rank >= 1 written to a single element
+
+
+_ONE_ELEMENT_WRITES: list[tuple[tuple[int, ...], Any, Callable[[], object]]] = [
+    ((3,), 0, lambda: np.array([5.0])),
+    ((3,), -1, lambda: [[5.0]]),
+    ((3,), 1, lambda: tl.tensor(np.array([5.0]))),
+    ((3,), 2, lambda: torch.full((1, 1), 5.0, dtype=torch.float64)),
+    ((2, 3), (0, 1), lambda: np.full((1, 1), 5.0)),
+    ((2, 3), (1, -1), lambda: tl.tensor(np.full((1, 1, 1), 5.0))),
+    ((2, 3), (np.int64(1), 0), lambda: np.array([5.0], np.float32)),
+    ((), (), lambda: np.array([5.0])),
+    ((), Ellipsis, lambda: np.full((1, 1), 5.0)),  # the rule t[...] = src had already
+    ((2, 3), (0, slice(1, 2)), lambda: np.full((1, 1, 1), 5.0)),
+    ((2, 3), np.array([[False, True, False], [False, False, False]]), lambda: np.full((1, 1), 5.0)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize(("shape", "index", "make"), _ONE_ELEMENT_WRITES)
+def test_a_one_element_value_of_any_rank_is_written_to_one_element_as_torch_writes_it(
+    dtype: str, shape: tuple[int, ...], index: Any, make: Callable[[], object]
+) -> None:
+    """review111 F1: ``t[0] = np.array([5.0])`` (and a (1, 1) list, Tensor or torch tensor) was
+    refused with numpy's "setting an array element with a sequence", though ``t[...] = src`` on a
+    0-d tensor wrote it; torch drops the value's leading size-1 axes for every index. Oracle:
+    torch float64, the value converted by ``torch.as_tensor``."""
+    value = make()
+    host = value.numpy() if isinstance(value, tl.Tensor | torch.Tensor) else value
+    reference = torch.arange(float(np.prod(shape)), dtype=torch.float64).reshape(shape)
+    reference[index] = torch.as_tensor(np.array(host, np.float64))
+    t = tl.tensor(np.arange(float(np.prod(shape))).reshape(shape), dtype=dtype)
+    t[index] = value  # type: ignore[assignment]
+    assert t.tolist() == reference.to(getattr(torch, dtype)).tolist() and t._version.value == 1
+
+
+@pytest.mark.parametrize(
+    ("shape", "index", "value_shape", "selects", "accepted"),
+    [
+        ((3,), 0, (2,), "one element", "one value: a number, or a one-element array, list or tensor"),
+        ((2, 3), (0, 1), (1, 2), "one element", "one value: a number, or a one-element array"),
+        ((3,), slice(0, 2), (2, 1), "shape (2,)", "a value that broadcasts to (2,) once its extra leading"),
+        ((2, 3), 0, (1, 2, 3), "shape (3,)", "a value that broadcasts to (3,) once its extra leading"),
+    ],
+)
+def test_a_value_that_does_not_fit_the_selected_shape_is_refused_naming_both_shapes(
+    shape: tuple[int, ...], index: Any, value_shape: tuple[int, ...], selects: str, accepted: str
+) -> None:
+    """review111 F1: the refusal was numpy's text (``setting an array element with a sequence``,
+    ``could not broadcast ...``); now it names the value's shape, the tensor's, what the index
+    selects and what is accepted. torch refuses each of these writes too."""
+    assert _refused_by_torch(lambda: torch.zeros(shape).__setitem__(index, torch.ones(value_shape)))
+    t = tl.tensor(np.zeros(shape))
+    message = re.escape(
+        f"cannot assign a value of shape {value_shape} to index {index!r} of a tensor of shape {shape}, "
+        f"which selects {selects} (accepted: as in torch, {accepted}"
+    )
+    with pytest.raises(tl.TensorError, match="^" + message):
+        t[index] = np.ones(value_shape)
+    assert t.tolist() == np.zeros(shape).tolist() and t._version.value == 0
+
+
 # ------------------------------------------------------- F3, F4: integers beyond int64 in writes
 
 
