@@ -9,8 +9,9 @@ passes them here as an array), a torch tensor's values (:func:`_from_torch_array
 :func:`_require_int64_fits`, :func:`_require_floats_fit_int64`). :mod:`torchlean.tensor`
 re-exports the public names.
 
-From torchlean this module imports only ``_checks`` and ``_tensor_errors``; torch only where a
-torch tensor is met.
+From torchlean this module imports only ``_checks`` and ``_tensor_errors`` at load, and
+``torchlean.tensor`` inside :func:`_float64_tensors` (which looks for Tensors among list data);
+torch only where a torch tensor is met.
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = resolve_dtype(dtype)
     elif raw.dtype.kind == "f":
         if not from_array:
-            target = DEFAULT_DTYPE
+            # a list of float64 tensors stays float64, as torch.tensor keeps it (review111 F2)
+            target = raw.dtype if raw.dtype == np.float64 and _float64_tensors(data) else DEFAULT_DTYPE
         elif raw.dtype in FLOAT_DTYPES:
             target = raw.dtype
         else:
@@ -164,6 +166,31 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     narrowing = raw.dtype.kind == "f" and raw.dtype.itemsize > target.itemsize
     with np.errstate(over="ignore", under="ignore") if narrowing else contextlib.nullcontext():
         return np.array(raw, dtype=target, order="C", copy=True)
+
+
+def _float64_tensors(data: object) -> bool:
+    """Whether ``data`` is a list or tuple (nested or not) whose every element is a float64
+    tensor, a torchlean Tensor or a torch tensor, of any shape (``[a, b]``, ``[[a, b], [c, d]]``,
+    a list of rows): ``tl.tensor`` keeps float64 for it, as ``torch.tensor`` does, where a list
+    holding a number (a Python float, a numpy float64) or a tensor of another dtype gets the
+    numbers' rule (float32). False for a list without elements. Stops at the first element
+    that is no float64 tensor."""
+    from torchlean.tensor import Tensor  # imported here: torchlean.tensor imports this module
+
+    found = False
+    pending: list[object] = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list | tuple):
+            pending.extend(item)
+        elif isinstance(item, Tensor) or _is_torch_tensor(item):
+            dtype: object = getattr(item, "dtype", None)
+            if str(dtype).removeprefix("torch.") != "float64":
+                return False
+            found = True
+        else:
+            return False
+    return found
 
 
 def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:

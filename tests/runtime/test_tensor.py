@@ -37,6 +37,52 @@ def test_default_dtypes(data: object, dtype: type) -> None:
     assert tl.tensor(data).dtype == np.dtype(dtype)
 
 
+def _f64(value: object) -> tl.Tensor:
+    return tl.tensor(np.asarray(value, np.float64))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [_f64(0.1), _f64(-1 / 3)],
+        lambda: (_f64(0.1), _f64(-1 / 3)),
+        lambda: [[_f64(0.1), _f64(0.2)], [_f64(-1 / 3), _f64(1e-300)]],
+        lambda: [torch.tensor(0.1, dtype=torch.float64), torch.tensor(-1 / 3, dtype=torch.float64)],
+        lambda: [_f64(0.1), torch.tensor(-1 / 3, dtype=torch.float64)],
+    ],
+    ids=["0d-list", "0d-tuple", "nested", "torch", "torchlean-and-torch"],
+)
+def test_a_list_of_float64_tensors_stays_float64_as_in_torch(make: Any) -> None:
+    """review111 F2: ``tl.tensor([a, b])`` of float64 tensors was float32 in silence (0.1 became
+    0.10000000149011612), though ``tl.tensor(a)`` keeps float64. Oracle: ``torch.tensor`` of the
+    same elements as torch float64 tensors."""
+    data = make()
+
+    def as_torch(item: Any) -> Any:
+        if isinstance(item, list | tuple):
+            return [as_torch(i) for i in item]
+        return torch.from_numpy(item.numpy().copy()) if isinstance(item, tl.Tensor) else item
+
+    expected = torch.tensor(as_torch(data))
+    assert expected.dtype == torch.float64
+    t = tl.tensor(data)
+    assert t.dtype == np.float64
+    assert t.tolist() == expected.tolist()
+
+
+def test_float64_rows_stay_float64_and_mixed_lists_keep_the_numbers_rule() -> None:
+    """Rows of float64 tensors (torch refuses multi-element tensors in a list) stay float64, as
+    tl.tensor(row) does; lists holding a number, a numpy float64 or a float32 tensor keep the
+    documented float32."""
+    rows = [_f64(np.full(3, 0.1)), _f64(np.full(3, -1 / 3))]
+    stacked = tl.tensor(rows)
+    assert stacked.dtype == np.float64 and stacked.tolist() == [[0.1] * 3, [-1 / 3] * 3]
+    for mixed in ([_f64(0.1), 0.5], [_f64(0.1), tl.tensor(np.float32(0.5))], [np.float64(0.1)], [[], []]):
+        assert tl.tensor(mixed).dtype == np.float32, mixed
+    assert tl.tensor([tl.tensor(1), tl.tensor(2)]).dtype == np.int64
+    assert tl.tensor([_f64(0.1)], dtype="float32").dtype == np.float32
+
+
 @pytest.mark.parametrize("spelling", ["float64", np.float64, np.dtype("float64"), torch.float64])
 def test_dtype_spellings(spelling: object) -> None:
     assert tl.tensor([1, 2], dtype=spelling).dtype == np.float64
