@@ -14,7 +14,9 @@ only inside the functions that use it, as ``Tensor``'s methods do.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +43,36 @@ def _tensor_type() -> type[Tensor]:
     return Tensor
 
 
+_MASK_REMEDY = (
+    "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 mask keep (NaN where t "
+    "is inf or NaN at a replaced entry)"
+)
+"""The out-of-place rewrite of an item assignment into a tensor with a tape history."""
+
+_LAST_INDEXED: ContextVar[tuple[weakref.ref[Tensor], weakref.ref[Tensor]] | None] = ContextVar(
+    "torchlean_last_indexed", default=None
+)
+"""The latest ``t[index]`` read while gradients were recorded, in this thread or asyncio task:
+weak references to the result and to ``t`` (:func:`note_indexed`)."""
+
+
+def note_indexed(result: Tensor, source: Tensor) -> None:
+    """Remember that ``result`` is ``source[...]`` (:meth:`Tensor.__getitem__`, while gradients
+    are recorded), so that the in-place update Python runs for ``source[...] op= v`` (``tmp =
+    source[...]; tmp op= v; source[...] = tmp``) is refused in ``source``'s terms
+    (:func:`update_in_place`), not in those of the indexing's internal ops."""
+    _LAST_INDEXED.set((weakref.ref(result), weakref.ref(source)))
+
+
+def _indexed_from(t: Tensor) -> Tensor | None:
+    """The tensor ``t`` was indexed from, if ``t`` is the latest indexing's result (and that
+    tensor is alive); else None."""
+    last = _LAST_INDEXED.get()
+    if last is None or last[0]() is not t:
+        return None
+    return last[1]()
+
+
 def check_writable(t: Tensor, what: str) -> None:
     """Refuse a write (``what``) into ``t``: one that requires grad while gradients are recorded
     (naming the out-of-place rewrite when ``t`` has a tape history), or read-only storage.
@@ -60,8 +92,7 @@ def check_writable(t: Tensor, what: str) -> None:
                     "the source itself (tl.broadcast_to(src, t.shape))" if what == "copy_()"
                     else "a new zero tensor, tl.tensor(np.zeros(t.shape, t.dtype)) (t * 0.0 is NaN where "
                     "t is inf or NaN)" if what == "zero_()"
-                    else "tl.concat of the pieces, or t * keep + values * (1 - keep) with a 0/1 "
-                    "mask keep (NaN where t is inf or NaN at a replaced entry)"
+                    else _MASK_REMEDY
                 )
             )
         raise AutogradError(
@@ -277,6 +308,13 @@ def update_in_place(
     other reference to ``t`` is used afterwards: a list of activations updated in a loop
     would silently keep the old values.)
 
+    Python runs ``w[i] op= v`` as ``tmp = w[i]; tmp op= v; w[i] = tmp``, so the update that is
+    refused then is on ``tmp``, indexing's new tensor; when ``t`` is the latest result of
+    indexing (:func:`note_indexed`), the refusal says that ``w[...] op= v`` is an item assignment
+    into ``w`` and names ``w``'s own remedy, as ``w[i] = v`` would: ``torchlean.no_grad()`` for a
+    leaf, ``tl.concat`` or a 0/1 mask for a tensor with a tape history, an out-of-place build for
+    an operand that requires grad.
+
     Raises:
         AutogradError: as above, naming the rewrite.
         TensorError: a result of another shape than ``t``'s; read-only storage.
@@ -284,6 +322,10 @@ def update_in_place(
     """
     what = f"in-place {spelling}"
     rewrite = f"write t = t {spelling[0]} other (a new tensor on the tape)"
+    if is_grad_enabled():
+        source = _indexed_from(t)
+        if source is not None:
+            _refuse_indexed_update(t, source, spelling, other)
     if is_grad_enabled() and t._node is not None:
         raise AutogradError(
             f"autograd: {what} on a tensor with a tape history (made by `{t._node.name}`) while "
@@ -304,3 +346,44 @@ def update_in_place(
             f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
         )
     return t.copy_(result)._keep_producer(result)
+
+
+def _refuse_indexed_update(t: Tensor, source: Tensor, spelling: str, other: object) -> None:
+    """Refuse the update ``t op= other`` (``spelling``) of ``t``, the latest ``source[...]``,
+    while gradients are recorded, where :func:`update_in_place` would refuse it, in the terms of
+    the item assignment ``source[...] op= other`` runs (review111 F3): ``source`` requires grad
+    (then ``t`` has a tape history), or ``other`` is a Tensor that requires grad. Returns when
+    neither holds.
+
+    Raises:
+        AutogradError: naming ``source``'s shape and remedy, and ``tmp = tmp op v`` for a change
+            of the indexed copy only.
+    """
+    op = spelling[0]
+    runs = (
+        f"`t[...] {spelling} v` runs as `tmp = t[...]; tmp {spelling} v; t[...] = tmp`, an item "
+        "assignment into t"
+    )
+    copy_only = f" (to change only the indexed copy, a new tensor, write tmp = tmp {op} v)"
+    if source._requires_grad:
+        if source._node is None:
+            raise AutogradError(
+                f"autograd: in-place {spelling} on a tensor indexed from t, a leaf of shape "
+                f"{source.shape} that requires grad, while gradients are recorded: {runs}, "
+                f"refused as t[...] = v is; write it inside torchlean.no_grad(){copy_only}"
+            )
+        raise AutogradError(
+            f"autograd: in-place {spelling} on a tensor indexed from t, a tensor of shape "
+            f"{source.shape} with a tape history (made by `{source._node.name}`), while gradients "
+            f"are recorded: {runs}, and torchlean's tape records no in-place op (torch records "
+            f"one); build t's new value out of place: {_MASK_REMEDY}{copy_only}"
+        )
+    if isinstance(other, _tensor_type()) and other._requires_grad:
+        raise AutogradError(
+            f"autograd: in-place {spelling} with an operand that requires grad on a tensor indexed "
+            f"from t (shape {source.shape}), while gradients are recorded: {runs} from a value "
+            "that requires grad, and torchlean's tape records no in-place op, so that gradient "
+            "would be lost; build the tensor out of place (tl.concat of the pieces, or "
+            "tl.scatter_add into a new tensor), or write under torchlean.no_grad() when no "
+            f"gradient should reach v{copy_only}"
+        )

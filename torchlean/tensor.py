@@ -1318,10 +1318,16 @@ class Tensor:
 
     def __getitem__(self, index: Any) -> Tensor:
         """``self[index]``: :func:`torchlean.functional.getitem` (basic indexing; records ``slice``
-        and/or ``reshape``; always a new tensor, never a view; errors there)."""
+        and/or ``reshape``; always a new tensor, never a view; errors there). While gradients are
+        recorded, the result is remembered as indexed from ``self``, so that a refused
+        ``self[index] op= v`` names ``self``'s remedy
+        (:func:`~torchlean._tensor_writes.update_in_place`)."""
         from torchlean import functional as F
 
-        return F.getitem(self, index)
+        result = F.getitem(self, index)
+        if is_grad_enabled():
+            _tensor_writes.note_indexed(result, self)
+        return result
 
     # ----------------------------------------------------------------------------- method forms
 

@@ -642,6 +642,82 @@ def test_augmented_assignment_refusals() -> None:
     np.testing.assert_array_equal(a.numpy(), [2.0, 4.0])
 
 
+_INDEXED_RUNS = (
+    "`t[...] {op}= v` runs as `tmp = t[...]; tmp {op}= v; t[...] = tmp`, an item assignment into t"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "op"), [("w[0] -= 1.0", "-"), ("w[:, 1:] *= 2.0", "*"), ("w[1, 2] += 1.0", "+")]
+)
+def test_augmented_item_assignment_on_a_leaf_names_the_leafs_remedy(code: str, op: str) -> None:
+    """review111 F3: ``w[0] -= 1`` named indexing's internal op (``reshape``, ``slice``) and
+    suggested ``t = t - other``, whose literal form ``w[0] = w[0] - 1`` is refused too; now it
+    says the update is an item assignment into ``w`` and names ``no_grad()``, whose result is
+    torch's (torch refuses the update under grad too)."""
+    values = np.arange(6.0).reshape(2, 3)
+    w, tw = tl.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        exec(code, {"w": tw})
+    with pytest.raises(AutogradError) as info:
+        exec(code, {"w": w})
+    assert str(info.value) == (
+        f"autograd: in-place {op}= on a tensor indexed from t, a leaf of shape (2, 3) that requires "
+        f"grad, while gradients are recorded: {_INDEXED_RUNS.format(op=op)}, refused as t[...] = v "
+        f"is; write it inside torchlean.no_grad() (to change only the indexed copy, a new tensor, "
+        f"write tmp = tmp {op} v)"
+    )
+    assert w.tolist() == values.tolist() and w._version.value == 0  # nothing written
+    with tl.no_grad():
+        exec(code, {"w": w})
+    with torch.no_grad():
+        exec(code, {"w": tw})
+    assert w.tolist() == tw.tolist() and w.requires_grad
+
+
+def test_augmented_item_assignment_on_a_tensor_with_history_names_the_out_of_place_rewrite() -> None:
+    """review111 F3: ``out[0] += 1`` on a result of ``w * 2`` named ``reshape``; now the item
+    assignment into ``out`` and its out-of-place rewrite, whose gradient is torch's (torch records
+    the in-place update)."""
+    values = np.arange(6.0).reshape(2, 3)
+    w, tw = tl.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    out = w * 2.0
+    with pytest.raises(AutogradError) as info:
+        out[0] += 1.0
+    assert str(info.value) == (
+        "autograd: in-place += on a tensor indexed from t, a tensor of shape (2, 3) with a tape "
+        "history (made by `scale`), while gradients are recorded: "
+        f"{_INDEXED_RUNS.format(op='+')}, and torchlean's tape records no in-place op (torch "
+        "records one); build t's new value out of place: tl.concat of the pieces, or t * keep + "
+        "values * (1 - keep) with a 0/1 mask keep (NaN where t is inf or NaN at a replaced entry) "
+        "(to change only the indexed copy, a new tensor, write tmp = tmp + v)"
+    )
+    keep = np.array([[0.0] * 3, [1.0] * 3])
+    out = out * keep + (out + 1.0) * (1.0 - keep)
+    tout = tw * 2.0
+    tout[0] += 1.0
+    np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+    tl.reduce_sum(out * out).backward()
+    (tout * tout).sum().backward()
+    assert w.grad is not None and tw.grad is not None
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+def test_augmented_item_assignment_with_an_operand_that_requires_grad_names_the_item_assignment() -> None:
+    """``buf[0] += x`` with ``x`` requiring grad suggested ``t = t + other``, whose literal form
+    ``buf[0] = buf[0] + x`` is refused as a write from a value that requires grad."""
+    buf, x = tl.tensor(np.zeros(3)), tl.tensor(np.ones(1), requires_grad=True)
+    with pytest.raises(AutogradError) as info:
+        buf[0] += x
+    assert str(info.value).startswith(
+        "autograd: in-place += with an operand that requires grad on a tensor indexed from t (shape "
+        f"(3,)), while gradients are recorded: {_INDEXED_RUNS.format(op='+')} from a value that "
+        "requires grad"
+    )
+    assert "tl.concat of the pieces, or tl.scatter_add" in str(info.value)
+    assert buf.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_an_update_torch_would_record_on_the_tape_is_refused_with_the_rewrite() -> None:
     """torch records ``out += w`` on a non-leaf as an in-place node, which every reference to
     ``out`` sees; torchlean's tape has no in-place op, and rebinding only the name would silently
