@@ -594,6 +594,92 @@ def test_getitem_takes_a_0d_int64_tensor_as_an_integer_as_torch_does() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), px.grad.numpy())
 
 
+class _Index:
+    """An object with ``__index__`` (as a library's integer type has), not an int."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (np.array(1), np.array(-1)),
+        lambda: (np.array(2, np.int32), np.array(0, np.uint16)),
+        lambda: (torch.tensor(1), torch.tensor(-2, dtype=torch.int32)),
+        lambda: (_Index(1), _Index(-1)),
+        lambda: (_Index(2), np.array(3)),
+    ],
+    ids=["numpy-int64", "numpy-int32-uint16", "torch-int", "__index__", "mixed"],
+)
+def test_getitem_takes_0d_integer_arrays_and_index_objects_as_integers_as_torch_does(make: Any) -> None:
+    """review111 F4: ``x[np.array(1)]`` and an object with ``__index__`` were refused by getitem
+    (item assignment took them); torch reads each as an integer. Values and the gradient against
+    torch float64 with the same index objects."""
+    values = np.arange(12.0).reshape(3, 4)
+    x, px = tl.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    first, second = make()
+    out, expected = x[first, second], px[first, second]
+    rows, prows = x[first], px[first]
+    assert out.shape == tuple(expected.shape) == () and out.item() == expected.item()
+    np.testing.assert_array_equal(rows.numpy(), prows.detach().numpy())
+    (out * 3.0 + rows.sum()).backward()
+    (expected * 3.0 + prows.sum()).backward()
+    assert x.grad is not None and px.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), px.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.arange(12.0).reshape(3, 4) % 3 == 1,
+        tl.tensor(np.arange(12.0).reshape(3, 4) > 6.5),
+        torch.tensor(np.arange(12.0).reshape(3, 4) < 2.0),
+    ],
+    ids=["numpy", "torchlean", "torch"],
+)
+def test_getitem_refuses_a_mask_naming_the_gather_that_reads_it(mask: Any) -> None:
+    """review111 F4: the refusal said "use torchlean.gather for index arrays" with no way from a
+    mask to a gather; now it names tl.gather with np.flatnonzero, whose result is torch's
+    ``x[mask]``, and item assignment, which takes the mask."""
+    values = np.arange(12.0).reshape(3, 4)
+    x = tl.tensor(values)
+    with pytest.raises(tl.TensorError) as info:
+        x[mask]
+    message = str(info.value)
+    assert message.startswith("unsupported index: a boolean mask of shape (3, 4) of type ")
+    assert "reading t[...] takes basic indices only" in message
+    assert "torch's x[mask] is tl.gather(x.reshape(-1), np.flatnonzero(mask), 0)" in message
+    assert "item assignment x[mask] = v takes the mask itself" in message
+    host = mask.numpy() if isinstance(mask, tl.Tensor | torch.Tensor) else mask
+    read = tl.gather(x.reshape(-1), np.flatnonzero(host), 0)
+    expected = torch.tensor(values)[torch.tensor(host)]
+    np.testing.assert_array_equal(read.numpy(), expected.numpy())
+    written = tl.tensor(values)
+    written[mask] = -1.0
+    reference = torch.tensor(values)
+    reference[torch.tensor(host)] = -1.0
+    np.testing.assert_array_equal(written.numpy(), reference.numpy())
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 3), (5, 2, 3)], ids=str)
+def test_getitem_refuses_an_index_array_naming_the_gather_that_reads_it(shape: tuple[int, ...]) -> None:
+    """review111 F4: the gather the message names for ``x[idx]`` (x's shape filled in) gives
+    torch's ``x[idx]``."""
+    values = np.arange(float(np.prod(shape))).reshape(shape)
+    x, idx = tl.tensor(values), np.array([4, 0, 2, 2])
+    with pytest.raises(tl.TensorError) as info:
+        x[idx]
+    message = str(info.value)
+    assert message.startswith("unsupported index: an integer index array of shape (4,) of type numpy.ndarray")
+    named = message.split("x[idx] for a 1-d idx is ", 1)[1].split("; item assignment", 1)[0]
+    read = eval(named, {"tl": tl, "np": np, "x": x, "idx": idx})
+    np.testing.assert_array_equal(read.numpy(), torch.tensor(values)[torch.tensor(idx)].numpy())
+
+
 @pytest.mark.parametrize(
     ("index", "message"),
     [
@@ -603,8 +689,15 @@ def test_getitem_takes_a_0d_int64_tensor_as_an_integer_as_torch_does() -> None:
         (slice(None, None, 0), "negative or zero slice steps"),  # was Python's ValueError
         ((0, slice(1, 2, 0)), "negative or zero slice steps"),
         (np.array([0, 1]), "unsupported index"),
-        (tl.tensor([1]), r"unsupported index .* \(a 0-d int64 Tensor too\).*torchlean.gather"),
+        (
+            tl.tensor([1]),
+            r"unsupported index: an integer index array of shape \(1,\) .*\(also a 0-d integer array "
+            r"or tensor.*torchlean.gather",
+        ),
         (tl.tensor(1.0), "unsupported index"),  # torch: "must be long, int, byte or bool tensors"
+        (np.array(1, np.uint8), "unsupported index"),  # torch: a 0-d uint8 is a mask, not 1
+        (np.array(1.0), "unsupported index"),
+        (True, "unsupported index True of type bool"),
         (tl.tensor(5), "index 5 is out of range for axis 0 with extent 2"),
         ((Ellipsis, Ellipsis), "single ellipsis"),
     ],

@@ -4,6 +4,7 @@ and index arrays (``gather``, ``scatter_add``, which take the axis last)."""
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,12 +13,13 @@ import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
 from torchlean._tensor_args import _UNSET, _Unset
+from torchlean._tensor_errors import _preview, _type_name
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _is_array_data, _require_tensor
 from torchlean.functional._params import _int, _ints, _required_axis
 from torchlean.functional._shape import reshape
-from torchlean.tensor import Tensor, TensorError, TensorTypeError, operand_type
+from torchlean.tensor import Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
 
 
 def slice(
@@ -77,14 +79,107 @@ def _check_slice(item: builtins.slice, index: Any) -> None:
         )
 
 
+_TORCH_INT_DTYPES = frozenset(
+    [f"torch.int{bits}" for bits in (8, 16, 32, 64)] + [f"torch.uint{bits}" for bits in (16, 32, 64)]
+)
+"""The torch dtypes whose 0-d tensors torch takes as an integer index (uint8 and bool: a mask)."""
+
+
+def _integer_index(item: object) -> int | None:
+    """The integer ``item`` stands for as an index, as torch reads it, or None: a 0-d integer
+    array (a torchlean int64 Tensor, a numpy array of a signed or wider-than-8-bit unsigned
+    dtype, a torch tensor of such a dtype: torch takes a 0-d uint8 or bool as a mask), or an
+    object with ``__index__`` that is not array data and not a bool (``True`` is a mask to
+    torch). Python and numpy integer scalars are checked before, by the caller."""
+    if isinstance(item, Tensor):
+        return int(item.item()) if item.ndim == 0 and item.dtype == np.int64 else None
+    if isinstance(item, np.ndarray):
+        integer = item.dtype.kind == "i" or (item.dtype.kind == "u" and item.dtype.itemsize > 1)
+        return int(item) if item.ndim == 0 and integer else None
+    if _is_torch_tensor(item):
+        t: Any = item
+        return int(t.item()) if t.ndim == 0 and str(t.dtype) in _TORCH_INT_DTYPES else None
+    if isinstance(item, bool | np.bool_ | list | tuple | np.generic) or not hasattr(type(item), "__index__"):
+        return None
+    try:
+        return operator.index(item)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
+    """``("mask", shape)`` for boolean array data (a numpy array, a Tensor, a torch tensor, a
+    list or tuple of bools), ``("array", shape)`` for integer array data of rank 1 or more, None
+    for anything else (a float array, a number): the route :func:`getitem` names refusing it."""
+    kind: str
+    if isinstance(item, Tensor | np.ndarray):
+        kind, shape = item.dtype.kind, tuple(item.shape)
+    elif _is_torch_tensor(item):
+        t: Any = item
+        name = str(t.dtype)
+        kind = "b" if name == "torch.bool" else "i" if name in _TORCH_INT_DTYPES | {"torch.uint8"} else "f"
+        shape = tuple(t.shape)
+    elif isinstance(item, list | tuple):
+        try:
+            values = np.asarray(item)
+        except (ValueError, TypeError):  # ragged
+            return None
+        kind, shape = values.dtype.kind, values.shape
+    else:
+        return None
+    if kind == "b":
+        return "mask", shape
+    return ("array", shape) if kind in "iu" and shape else None
+
+
+_BASIC_INDICES = (
+    "reading t[...] takes basic indices only: integers (also a 0-d integer array or tensor, or an "
+    "object with __index__), slices with a step of at least 1, '...' and None"
+)
+
+
+def _unsupported_index(item: object, x: Tensor) -> TensorError:
+    """The refusal of ``item`` in ``x[...]`` (:func:`getitem`), naming what reading accepts and,
+    for a boolean mask or an integer index array, the route: :func:`gather`, or item assignment,
+    which takes them."""
+    found = _array_kind(item)
+    kind = _type_name(item)
+    if found is None:
+        return TensorError(f"unsupported index {_preview(item)} of type {kind}: {_BASIC_INDICES}")
+    what, shape = found
+    if what == "mask":
+        return TensorError(
+            f"unsupported index: a boolean mask of shape {shape} of type {kind}: {_BASIC_INDICES}, "
+            "where torch also reads a mask; read it with torchlean.gather: for a mask of x's "
+            "shape, torch's x[mask] is tl.gather(x.reshape(-1), np.flatnonzero(mask), 0) "
+            "(np.nonzero(mask) gives the positions along each axis); item assignment "
+            "x[mask] = v takes the mask itself"
+        )
+    along = (
+        "tl.gather(x, idx, 0)" if x.ndim == 1
+        else "tl.gather(x, np.broadcast_to(np.reshape(idx, (-1" + ", 1" * (x.ndim - 1) + ")), "
+        f"(len(idx), {', '.join(str(n) for n in x.shape[1:])})), 0)"
+    )
+    return TensorError(
+        f"unsupported index: an integer index array of shape {shape} of type {kind}: {_BASIC_INDICES}, "
+        "where torch also reads index arrays; read them with torchlean.gather(x, index, axis), "
+        f"whose int64 index has x's rank: x[idx] for a 1-d idx is {along}; item assignment "
+        "x[idx] = v takes index arrays and masks as they are"
+    )
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """Basic indexing ``x[index]``: integers (a 0-d int64 Tensor is one, as in torch), slices
-    with positive steps, ``...`` and ``None``.
+    """Basic indexing ``x[index]``: integers, slices with positive steps, ``...`` and ``None``.
+    As in torch, an integer may also be a 0-d integer array (an int64 Tensor, a numpy array, a
+    torch tensor; not uint8 or bool, which torch reads as a mask) or an object with
+    ``__index__``.
 
     Records ``slice`` (also when the index selects everything: ``x[:]``, ``x[...]`` and
     ``x[0:n]`` are new tensors too), then ``reshape`` when an integer drops an axis or ``None``
     inserts one; on a rank-0 ``x`` (no axis to slice) ``reshape`` alone. Negative steps and
-    advanced (array) indexing are refused (use :func:`gather`).
+    advanced indexing (boolean masks, index arrays), which torch reads, are refused: read them
+    with :func:`gather` (for a mask of x's shape, ``gather(x.reshape(-1),
+    np.flatnonzero(mask), 0)`` is torch's ``x[mask]``); item assignment takes them.
 
     Unlike torch, where basic indexing returns a view, the result is always new storage (torchlean
     has no views; see :mod:`torchlean.tensor`): an in-place write through ``x[index]`` never
@@ -94,7 +189,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     Raises:
         TensorTypeError: ``x`` is not a Tensor; a slice bound or step that is not an integer or
             None (a float, a bool: :func:`_check_slice`).
-        TensorError: an unsupported index, an integer out of range, a negative or zero slice step.
+        TensorError: an unsupported index (a float, a bool, a string; a boolean mask or an
+            index array, the message naming the :func:`gather` call that reads it), an integer
+            out of range, a negative or zero slice step.
     """
     if not isinstance(x, Tensor):
         raise TensorTypeError(
@@ -124,8 +221,11 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             final_shape.append(1)
             continue
         extent = x.shape[axis]
-        if isinstance(item, Tensor) and item.ndim == 0 and item.dtype == np.int64:
-            item = int(item.item())  # torch takes a 0-d integer tensor as an integer index
+        if not isinstance(item, builtins.slice) and not is_builtin_or_numpy_int(item):
+            position = _integer_index(item)  # a 0-d integer array or tensor, an __index__ object
+            if position is None:
+                raise _unsupported_index(item, x)
+            item = position  # torch takes each as an integer index
         if isinstance(item, builtins.slice):
             _check_slice(item, index)
             start, stop, step = item.indices(extent)
@@ -142,12 +242,6 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             starts.append(position)
             stops.append(position + 1)
             steps.append(1)
-        else:
-            raise TensorError(
-                f"unsupported index {item!r} of type {type(item).__name__}: only integers (a 0-d "
-                "int64 Tensor too), slices, '...' and None are supported (use torchlean.gather for "
-                "index arrays)"
-            )
         axis += 1
     if x.ndim == 0:  # no axis to slice: ``reshape`` makes the new tensor (with None's axes)
         return reshape(x, final_shape)
