@@ -9,6 +9,7 @@ import os
 import pytest
 from cli_runs import cli
 
+from torchlean._memory import byte_count
 from torchlean.cli import train as train_command
 
 
@@ -28,8 +29,8 @@ def test_an_mlp_too_large_for_the_memory_is_refused_naming_hidden(
     assert err == (
         f"error: --hidden {hidden}: --model mlp would have {parameters:.3g} parameters, its largest weight "
         f"2.weight {hidden}x{hidden} ({hidden * hidden:.3g} elements); training them needs about "
-        f"{train_command._bytes(needed)} (the float64 initial weights, then the weights, gradients, adam's "
-        f"state and a step's copies in float32), and this process may use {train_command._bytes(memory)} of "
+        f"{byte_count(needed)} (the float64 initial weights, then the weights, gradients, adam's "
+        f"state and a step's copies in float32), and this process may use {byte_count(memory)} of "
         "memory: give a smaller --hidden (the default is 64)\n"
     )
 
@@ -56,11 +57,11 @@ def test_a_model_that_fits_is_not_refused(
     monkeypatch.setattr(train_command, "usable_memory", lambda: per_parameter * parameters - 1)
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "8", "--epochs", "1", *argv)
     assert code == 2 and err.startswith("error: --hidden 8: --model mlp would have 139 parameters, its ")
-    assert f"training them needs about {train_command._bytes(per_parameter * parameters)} " in err
+    assert f"training them needs about {byte_count(per_parameter * parameters)} " in err
 
 
 @pytest.mark.parametrize(("count", "text"), [
     (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (8 * 10**12, "7.28 TiB"), (2**70, "1.02e+03 EiB"),
 ])
 def test_bytes(count: int, text: str) -> None:
-    assert train_command._bytes(count) == text
+    assert byte_count(count) == text
