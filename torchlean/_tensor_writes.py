@@ -252,6 +252,12 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     for item in F._index_tuple(index):
         if isinstance(item, slice):
             F._check_slice(item, index)
+        elif _is_uint8_array(item):
+            raise TensorError(
+                f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds a uint8 "
+                "array, which numpy takes as positions and torch as a mask (refused in a write); "
+                "convert it: .astype(bool) for a mask, .astype(np.int64) for positions"
+            )
     data = t._data
     source = written_values(
         t,
@@ -263,26 +269,48 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     )
     if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
         _require_floats_fit_int64(source)
-    try:
-        if source.ndim:  # a number broadcasts to any target
-            # the selected shape, by numpy's indexing of a zero-strided stand-in (a view for
+    try:  # numpy drops a value's leading size-1 axes into an array target, as torch does
+        _write(data, index, source)
+    except (ValueError, TypeError, IndexError, OverflowError) as exc:
+        if not source.ndim:  # a number broadcasts to any target: the index is at fault
+            raise _unassignable(t, index, exc) from exc
+        try:  # the selected shape, by numpy's indexing of a zero-strided stand-in (a view for
             # basic indices; an advanced index gathers one byte per selected entry)
             target = np.broadcast_to(np.zeros((), np.bool_), t.shape)[index].shape
-    except (ValueError, TypeError, IndexError) as exc:
-        raise _unassignable(t, index, exc) from exc
-    if source.ndim:
-        source = _fitted_value(source, target, index, t.shape)
-    try:
-        with np.errstate(over="ignore", under="ignore"):  # beyond float32: +-inf, tiny: 0, as torch
-            if isinstance(data, np.ndarray):
-                data[index] = source
-            else:
-                staged = storage.to_host(data).copy()
-                staged[index] = source
-                data.copy_(storage.host_tensor(staged))
-    except (ValueError, TypeError, IndexError, OverflowError) as exc:
-        raise _unassignable(t, index, exc) from exc
+        except (ValueError, TypeError, IndexError) as index_fault:
+            raise _unassignable(t, index, index_fault) from index_fault
+        fitted = _fitted_value(source, target, index, t.shape)  # into one element too, as torch
+        try:
+            _write(data, index, fitted)
+        except (ValueError, TypeError, IndexError, OverflowError) as fault:
+            raise _unassignable(t, index, fault) from fault
     t._version.bump()
+
+
+def _write(data: Any, index: Any, source: Array) -> None:
+    """``data[index] = source`` into numpy storage, or through a host copy into torch storage
+    (written back only when the assignment succeeded), with float overflow to ``±inf`` and
+    underflow to 0 as torch casts.
+
+    Raises:
+        ValueError, TypeError, IndexError, OverflowError: numpy's, for an index or value it cannot
+            apply; ``data`` is then unchanged where numpy checks before writing.
+    """
+    with np.errstate(over="ignore", under="ignore"):  # beyond float32: +-inf, tiny: 0, as torch
+        if isinstance(data, np.ndarray):
+            data[index] = source
+        else:
+            staged = storage.to_host(data).copy()
+            staged[index] = source
+            data.copy_(storage.host_tensor(staged))
+
+
+def _is_uint8_array(item: object) -> bool:
+    """Whether ``item`` is a numpy uint8 array or a torch uint8 tensor (review113 F2: numpy
+    indexes with its values, torch reads it as a mask)."""
+    if isinstance(item, np.ndarray):
+        return bool(item.dtype == np.uint8)
+    return type(item).__module__.startswith("torch") and str(getattr(item, "dtype", "")) == "torch.uint8"
 
 
 def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:

@@ -638,8 +638,10 @@ def test_getitem_takes_0d_integer_arrays_and_index_objects_as_integers_as_torch_
         np.arange(12.0).reshape(3, 4) % 3 == 1,
         tl.tensor(np.arange(12.0).reshape(3, 4) > 6.5),
         torch.tensor(np.arange(12.0).reshape(3, 4) < 2.0),
+        (np.arange(12).reshape(3, 4) % 2).astype(np.uint8),  # torch reads uint8 as a mask (review113 F2)
+        torch.tensor(np.arange(12).reshape(3, 4) % 5 == 0, dtype=torch.uint8),
     ],
-    ids=["numpy", "torchlean", "torch"],
+    ids=["numpy", "torchlean", "torch", "numpy-uint8", "torch-uint8"],
 )
 def test_getitem_refuses_a_mask_naming_the_gather_that_reads_it(mask: Any) -> None:
     """review111 F4: the refusal said "use torchlean.gather for index arrays" with no way from a
@@ -650,15 +652,21 @@ def test_getitem_refuses_a_mask_naming_the_gather_that_reads_it(mask: Any) -> No
     with pytest.raises(tl.TensorError) as info:
         x[mask]
     message = str(info.value)
-    assert message.startswith("unsupported index: a boolean mask of shape (3, 4) of type ")
+    assert message.startswith("unsupported index: a mask (bool or uint8) of shape (3, 4) of type ")
     assert "reading t[...] takes basic indices only" in message
     assert "torch's x[mask] is tl.gather(x.reshape(-1), np.flatnonzero(mask), 0)" in message
     assert "item assignment x[mask] = v takes the mask itself" in message
     host = mask.numpy() if isinstance(mask, tl.Tensor | torch.Tensor) else mask
     read = tl.gather(x.reshape(-1), np.flatnonzero(host), 0)
-    expected = torch.tensor(values)[torch.tensor(host)]
+    expected = torch.tensor(values)[torch.tensor(host != 0)]  # uint8 read as this mask (deprecated)
     np.testing.assert_array_equal(read.numpy(), expected.numpy())
     written = tl.tensor(values)
+    if host.dtype == np.uint8:  # torch refuses a uint8 mask in a write; numpy would take positions
+        with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+            torch.tensor(values)[torch.tensor(host)] = -1.0
+        with pytest.raises(tl.TensorError, match=r"it holds a uint8 array, which numpy takes as positions"):
+            written[mask] = -1.0
+        return
     written[mask] = -1.0
     reference = torch.tensor(values)
     reference[torch.tensor(host)] = -1.0
@@ -670,14 +678,16 @@ def test_getitem_refuses_an_index_array_naming_the_gather_that_reads_it(shape: t
     """review111 F4: the gather the message names for ``x[idx]`` (x's shape filled in) gives
     torch's ``x[idx]``."""
     values = np.arange(float(np.prod(shape))).reshape(shape)
-    x, idx = tl.tensor(values), np.array([4, 0, 2, 2])
+    x, given = tl.tensor(values), np.array([4, 0, -3, 2])
     with pytest.raises(tl.TensorError) as info:
-        x[idx]
+        x[given]
     message = str(info.value)
     assert message.startswith("unsupported index: an integer index array of shape (4,) of type numpy.ndarray")
-    named = message.split("x[idx] for a 1-d idx is ", 1)[1].split("; item assignment", 1)[0]
+    named = message.split("x[idx] for a 1-d idx is ", 1)[1].split(" (a negative entry", 1)[0]
+    assert "a negative entry, which torch counts from the end, as idx % x.shape[0]" in message  # review113
+    idx = given % x.shape[0]
     read = eval(named, {"tl": tl, "np": np, "x": x, "idx": idx})
-    np.testing.assert_array_equal(read.numpy(), torch.tensor(values)[torch.tensor(idx)].numpy())
+    np.testing.assert_array_equal(read.numpy(), torch.tensor(values)[torch.tensor(given)].numpy())
 
 
 @pytest.mark.parametrize(

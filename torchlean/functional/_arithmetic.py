@@ -26,7 +26,8 @@ def add(a: Operand, b: Operand) -> Tensor:
     a constant of the tensor operand's dtype (the module's operand rule). Unlike ``torch.add``,
     which promotes float32 + float64 to float64 and computes on int64 and bool tensors, the
     kernels never promote: tensors of two dtypes are refused (convert one with
-    ``t.to(dtype=...)``), and so are int64 and bool tensors. ``sub``, ``mul``, ``div``,
+    ``torchlean.tensor(t.numpy(), dtype=...)``: ``Tensor.to`` moves between devices only), and
+    so are int64 and bool tensors. ``sub``, ``mul``, ``div``,
     ``maximum`` and ``minimum`` share these rules.
 
     Raises:
@@ -170,7 +171,7 @@ def _check_floats(op: str, records: str, operands: tuple[Operand, ...]) -> None:
             which = f"operand {name}" if len(operands) > 1 else "input x"
             raise GuardError(
                 f"{op}: {which} has dtype {operand.dtype}; accepted: float32 or float64 ({records}, "
-                "on floats only; convert with t.to(dtype='float32'))"
+                "on floats only; convert with tl.tensor(t.numpy(), dtype='float32'))"
             )
 
 

@@ -109,15 +109,18 @@ def _integer_index(item: object) -> int | None:
 
 def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
     """``("mask", shape)`` for boolean array data (a numpy array, a Tensor, a torch tensor, a
-    list or tuple of bools), ``("array", shape)`` for integer array data of rank 1 or more, None
-    for anything else (a float array, a number): the route :func:`getitem` names refusing it."""
+    list or tuple of bools) and for uint8 arrays and tensors, which torch reads as masks too;
+    ``("array", shape)`` for other integer array data of rank 1 or more; None for anything else
+    (a float array, a number): the route :func:`getitem` names refusing it."""
     kind: str
     if isinstance(item, Tensor | np.ndarray):
         kind, shape = item.dtype.kind, tuple(item.shape)
+        if item.dtype == np.uint8:  # torch reads a uint8 index as a mask (review113 F2)
+            kind = "b"
     elif _is_torch_tensor(item):
         t: Any = item
         name = str(t.dtype)
-        kind = "b" if name == "torch.bool" else "i" if name in _TORCH_INT_DTYPES | {"torch.uint8"} else "f"
+        kind = "b" if name in ("torch.bool", "torch.uint8") else "i" if name in _TORCH_INT_DTYPES else "f"
         shape = tuple(t.shape)
     elif isinstance(item, list | tuple):
         try:
@@ -133,8 +136,9 @@ def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
 
 
 _BASIC_INDICES = (
-    "reading t[...] takes basic indices only: integers (also a 0-d integer array or tensor, or an "
-    "object with __index__), slices with a step of at least 1, '...' and None"
+    "reading t[...] takes basic indices only: integers (also a 0-d integer array or tensor other "
+    "than uint8 and bool, which torch reads as masks, or an object with __index__), slices with a "
+    "step of at least 1, '...' and None"
 )
 
 
@@ -149,7 +153,7 @@ def _unsupported_index(item: object, x: Tensor) -> TensorError:
     what, shape = found
     if what == "mask":
         return TensorError(
-            f"unsupported index: a boolean mask of shape {shape} of type {kind}: {_BASIC_INDICES}, "
+            f"unsupported index: a mask (bool or uint8) of shape {shape} of type {kind}: {_BASIC_INDICES}, "
             "where torch also reads a mask; read it with torchlean.gather: for a mask of x's "
             "shape, torch's x[mask] is tl.gather(x.reshape(-1), np.flatnonzero(mask), 0) "
             "(np.nonzero(mask) gives the positions along each axis); item assignment "
@@ -163,7 +167,8 @@ def _unsupported_index(item: object, x: Tensor) -> TensorError:
     return TensorError(
         f"unsupported index: an integer index array of shape {shape} of type {kind}: {_BASIC_INDICES}, "
         "where torch also reads index arrays; read them with torchlean.gather(x, index, axis), "
-        f"whose int64 index has x's rank: x[idx] for a 1-d idx is {along}; item assignment "
+        f"whose int64 index has x's rank and entries in [0, extent): x[idx] for a 1-d idx is {along} "
+        "(a negative entry, which torch counts from the end, as idx % x.shape[0]); item assignment "
         "x[idx] = v takes index arrays and masks as they are"
     )
 
