@@ -279,6 +279,42 @@ def test_broadcast_to_with_minus_one_lowers_as_eager_runs_it() -> None:
     _assert_same_state(*trainers)
 
 
+@pytest.mark.parametrize(
+    ("shape", "refusal"),
+    [
+        ((-1.0, 6), r"^reshape: shape\[0\] must be an integer; got -1\.0 of type float"),
+        ((np.float64(-1), 6), r"^reshape: shape\[0\] must be an integer"),
+        ((iter((4, 6)), None)),  # a generator of sizes, as eager takes it
+    ],
+    ids=["float", "numpy-float", "generator"],
+)
+def test_the_lowering_checks_a_reshape_shape_as_eager_does(shape: object, refusal: str | None) -> None:
+    """review113 F3, F4: the lowering resolved a float ``-1.0`` (``-1.0 == -1``) and trained where
+    eager refuses it, and its ``-1 in shape`` used up a generator; it now runs eager's integer
+    check on the shape first, so both modes agree."""
+
+    class Rows(Layer):
+        def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+            return (6,)
+
+        def param_specs(self):  # type: ignore[no-untyped-def]
+            return (ParamSpec("weight", (6, 3), "uniform"),)
+
+        def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+            sizes = tuple(shape) if isinstance(shape, tuple) else shape
+            return ops.reshape(ops.linear(x, params[0], None), sizes)
+
+    x, y = _data((3,), 6, n=4)
+    for mode in ("eager", "typed-graph"):
+        trainer = Trainer(Rows(), config=RunConfig(execution=mode), input_shape=(3,))
+        if refusal is None:
+            shape = iter((4, 6))  # a fresh generator for each mode
+            assert len(trainer.fit(x, y, epochs=1, batch_size=4)) == 1
+        else:
+            with pytest.raises(TypeError, match=refusal):
+                trainer.fit(x, y, epochs=1, batch_size=4)
+
+
 # ------------------------------------------------------------------------------------ audit
 
 

@@ -55,6 +55,7 @@ import numpy.typing as npt
 from torchlean._checks import is_int
 from torchlean._tensor_shapes import expanded_shape
 from torchlean.backend.providers.reference.guards import reshape_target
+from torchlean.functional._params import _ints
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
@@ -256,9 +257,10 @@ class GraphOps:
         torch take it) is resolved here with the reference guard's rule, as the IR takes only
         extents."""
         node = self._ref(x)
-        if -1 in shape:
-            shape = reshape_target(self.builder.shape(node), shape)
-        return self.builder.reshape(node, shape)
+        sizes = _ints("reshape", "shape", shape)  # eager's check: integers only (review113 F3, F4)
+        if -1 in sizes:
+            sizes = reshape_target(self.builder.shape(node), sizes)
+        return self.builder.reshape(node, sizes)
 
     def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
         return self.builder.transpose(self._ref(x), axis1, axis2)
@@ -271,9 +273,10 @@ class GraphOps:
         ``functional.broadcast_to`` and torch take it) is resolved here, as the IR takes only
         extents."""
         node = self._ref(x)
-        if -1 in shape:
-            shape = expanded_shape(self.builder.shape(node), list(shape), "broadcast_to")
-        return self.builder.broadcast_to(node, shape)
+        sizes = _ints("broadcast_to", "shape", shape)  # eager's check (review113 F3, F4)
+        if -1 in sizes:
+            sizes = tuple(expanded_shape(self.builder.shape(node), sizes, "broadcast_to"))
+        return self.builder.broadcast_to(node, sizes)
 
     def matmul(self, a: Ref, b: Ref) -> int:
         return self.builder.matmul(self._ref(a), self._ref(b))
