@@ -172,8 +172,9 @@ WIDTHS = "error: argument --mlp:"
         (
             ["--mlp", "99999999999,99999999999"],  # refused before the build (review110 F4)
             "error: --mlp 99999999999,99999999999: the MLP would have 1e+22 parameters, its largest weight "
-            "99999999999x99999999999; their float64 values alone take 6.94e+04 EiB, and this process may "
-            f"use {byte_count(usable_memory())} of memory: give smaller widths",
+            "99999999999x99999999999; building them takes about 1.04e+05 EiB (float64 initial values and "
+            f"a float32 copy), and this process may use {byte_count(usable_memory())} of memory: give "
+            "smaller widths",
         ),
         (
             ["--relu-chain", "two"],
@@ -201,17 +202,18 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, message):
 
 def test_an_mlp_too_large_for_memory_is_refused_before_allocating(capsys, monkeypatch):
     """review110 F4: ``--mlp 60000,60000`` ended in a bare out-of-memory line naming no option; the
-    float64 weights are now counted first (4*5+5 + 5*3+3 = 43 parameters, 344 bytes, here against
-    a 300-byte limit, an oracle by hand), and nothing is built."""
+    build's peak is now counted first (4*5+5 + 5*3+3 = 43 parameters, 12 bytes each: 516 bytes,
+    here against a 500-byte limit, an oracle by hand), and nothing is built."""
     from torchlean.cli import graph
 
-    monkeypatch.setattr(graph, "usable_memory", lambda: 300)
+    monkeypatch.setattr(graph, "usable_memory", lambda: 500)
     monkeypatch.setattr(graph, "mlp_graph", lambda widths: pytest.fail("built"))
     assert main(["graph", "--mlp", "4,5,3"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == (
-        "error: --mlp 4,5,3: the MLP would have 43 parameters, its largest weight 5x4; their float64 values "
-        "alone take 344 B, and this process may use 300 B of memory: give smaller widths\n"
+        "error: --mlp 4,5,3: the MLP would have 43 parameters, its largest weight 5x4; building them takes "
+        "about 516 B (float64 initial values and a float32 copy), and this process may use 500 B of memory: "
+        "give smaller widths\n"
     )
 
 

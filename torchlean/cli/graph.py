@@ -125,23 +125,26 @@ def _profile(name: str) -> BackendProfile:
 
 
 def _check_mlp_memory(widths: list[int]) -> None:
-    """Refuse, before any allocation, an ``--mlp`` whose float64 weights alone (the seed-0
-    initialisation the lowering builds the model with) exceed the memory this process may use
-    (review110 F4: ``--mlp 60000,60000`` ended in a bare out-of-memory line naming no option, and
-    widths just below the machine's memory were allocated for real).
+    """Refuse, before any allocation, an ``--mlp`` whose weights exceed the memory this process
+    may use while the lowering builds the model: 12 bytes a parameter at the peak, the seed-0
+    float64 initial values and their float32 copy (review110 F4: ``--mlp 60000,60000`` ended in a
+    bare out-of-memory line naming no option, and widths just below the machine's memory were
+    allocated for real; review113 F6: counting the float64 values alone admitted widths whose
+    build peaks at 1.5 times that).
 
     Raises:
         TorchLeanError: naming ``--mlp``, the parameter count, the largest weight and the memory.
     """
     memory = usable_memory()
     sizes = [a * b + b for a, b in itertools.pairwise(widths)]
-    needed = 8 * sum(sizes)
+    needed = 12 * sum(sizes)
     if memory is None or needed <= memory:
         return
     a, b = max(itertools.pairwise(widths), key=lambda pair: pair[0] * pair[1])
     raise TorchLeanError(
         f"--mlp {','.join(map(str, widths))}: the MLP would have {sum(sizes):.3g} parameters, its largest "
-        f"weight {b}x{a}; their float64 values alone take {byte_count(needed)}, and this process may use "
+        f"weight {b}x{a}; building them takes about {byte_count(needed)} (float64 initial values and a "
+        f"float32 copy), and this process may use "
         f"{byte_count(memory)} of memory: give smaller widths"
     )
 
