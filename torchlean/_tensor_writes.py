@@ -388,9 +388,9 @@ def _refuse_indexed_update(t: Tensor, source: Tensor, spelling: str, other: obje
             of the indexed copy only.
     """
     op = spelling[0]
-    runs = (
-        f"`t[...] {spelling} v` runs as `tmp = t[...]; tmp {spelling} v; t[...] = tmp`, an item "
-        "assignment into t"
+    runs = (  # also reached by ``row = t[0]; row += v``: hence "if" (review113 F7)
+        f"if this is `t[...] {spelling} v`, Python runs it as `tmp = t[...]; tmp {spelling} v; t[...] = "
+        "tmp`, an item assignment into t"
     )
     copy_only = f" (to change only the indexed copy, a new tensor, write tmp = tmp {op} v)"
     if source._requires_grad:

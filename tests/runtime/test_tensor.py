@@ -643,7 +643,8 @@ def test_augmented_assignment_refusals() -> None:
 
 
 _INDEXED_RUNS = (
-    "`t[...] {op}= v` runs as `tmp = t[...]; tmp {op}= v; t[...] = tmp`, an item assignment into t"
+    "if this is `t[...] {op}= v`, Python runs it as `tmp = t[...]; tmp {op}= v; t[...] = tmp`, an item "
+    "assignment into t"
 )
 
 
